@@ -33,6 +33,7 @@ import (
 	"syscall"
 
 	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/plan"
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/dirtx"
 	goldenw "github.com/lossgen/lossgen/golden"
@@ -541,9 +542,11 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 	for _, n := range g.Nodes {
 		fmt.Fprintf(stdout, "  %s\n", n)
 	}
-	fmt.Fprintf(stdout, "\nfusion plan (%d passes; elementwise chains are recomputed in each pass that needs them):\n%s", len(c.Plan.Passes), c.Plan)
+	n := g.Batch.Numel()
+	fmt.Fprintf(stdout, "\nfusion plan (%d passes, %s; elementwise chains are recomputed in each pass that needs them):\n%s",
+		len(c.Plan.Passes), streamed(c.Plan, n), c.Plan)
 	if c.Backward != nil {
-		fmt.Fprintf(stdout, "\nForwardBackward's fusion plan (%d passes):\n%s", len(c.Backward.Passes), c.Backward)
+		fmt.Fprintf(stdout, "\nForwardBackward's fusion plan (%d passes, %s):\n%s", len(c.Backward.Passes), streamed(c.Backward, n), c.Backward)
 	}
 	return nil
 }
@@ -559,4 +562,10 @@ func sortedKeys[V any](m map[string]V) []string {
 		}
 	}
 	return out
+}
+
+// streamed says how many bytes a run of p moves, in all and per batch element.
+func streamed(p *plan.Plan, elements int) string {
+	b := p.Bytes()
+	return fmt.Sprintf("%s streamed, %.3g B per batch element", bytesString(b), float64(b)/float64(max(1, elements)))
 }

@@ -124,7 +124,6 @@ func (p *Plan) Buffers(n *ir.Node) []*Buffer { return p.bufOf[n.ID] }
 // Build schedules g. It fails on graphs no backend can run (a scan over non-batch dims, a
 // shift along one).
 func Build(g *ir.Graph) (*Plan, error) {
-	b := &builder{g: g, stored: map[int]bool{}, minLevel: map[int]int{}}
 	for _, n := range g.Nodes {
 		switch n.Op.Class() {
 		case ir.Scan, ir.Shift:
@@ -132,6 +131,22 @@ func Build(g *ir.Graph) (*Plan, error) {
 				return nil, fmt.Errorf("plan: %s: scans and shifts run over batch dims only", n)
 			}
 		}
+	}
+	p := build(g, nil)
+	for _, sink := range sinkable(p) {
+		if q := build(g, sink); q.Bytes() < p.Bytes() && bigPasses(q) <= bigPasses(p) {
+			p = q
+		}
+	}
+	return p, nil
+}
+
+// build schedules g with the barrier reductions in minLevel (node ID -> level) computed no
+// earlier than that level.
+func build(g *ir.Graph, minLevel map[int]int) *Plan {
+	b := &builder{g: g, stored: map[int]bool{}, minLevel: map[int]int{}}
+	for id, l := range minLevel {
+		b.minLevel[id] = l
 	}
 	b.markStored()
 	passes, homes := b.passes()
@@ -157,7 +172,7 @@ func Build(g *ir.Graph) (*Plan, error) {
 	b.buffers(p)
 	fuseRows(p)
 	p.schedule() // after fuseRows, which may reorder the passes
-	return p, nil
+	return p
 }
 
 // markStored decides what must be stored: outputs, operands read at other indices, barrier

@@ -119,9 +119,11 @@ func TestUnmappedReductionIsRecorded(t *testing.T) {
 	require.Contains(t, p.String(), "gpu: not mapped: ")
 }
 
-// The store policy (see storePolicy's measurements): ClipPPO+GAE's ForwardBackward scan
-// pass on [4096, 4096] stores 43% of its bytes and goes non-temporal; its Forward (32%) and
-// a flat 16M ClipPPO's ForwardBackward (22%, 25%) stay regular; so does everything small.
+// The store policy (see storePolicy's measurements): ClipPPO+GAE's ForwardBackward on
+// [4096, 4096] stores half the bytes of its pass after the scan (advantage, value_target and
+// three gradients; the scan pass stores only its result) and goes non-temporal there; its
+// Forward and a flat 16M ClipPPO's ForwardBackward (27%) stay regular; so does everything
+// small.
 func TestStorePolicy(t *testing.T) {
 	fwdBwd := func(src string) (*plan.Plan, *plan.Plan) {
 		f := buildSrc(t, src)
@@ -143,8 +145,8 @@ func TestStorePolicy(t *testing.T) {
 	}
 	f, fb := fwdBwd("dims: {N: 4096, T: 4096}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: true}\n")
 	require.Empty(t, nt(f))
-	require.Equal(t, []int{0}, nt(fb))
-	require.True(t, fb.Passes[0].Schedule.NonTemporal())
+	require.Equal(t, []int{1}, nt(fb))
+	require.True(t, fb.Passes[1].Schedule.NonTemporal())
 	f, fb = fwdBwd("dims: {B: 16777216}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: true}\n")
 	require.Empty(t, nt(f))
 	require.Empty(t, nt(fb))

@@ -24,6 +24,9 @@ type avxState struct {
 	r2_n     []float64
 	r2_mean  []float64
 	r2_m2    []float64
+	p0_ok    []float32
+	r25_s    []float64
+	r25_p    []float32
 	r27_s    []float64
 	r27_p    []float32
 	r29_s    []float64
@@ -45,10 +48,7 @@ type avxState struct {
 	r61_s    []float64
 	r61_ok   []float32
 	r63_s    []float64
-	p0_ok    []float32
-	r25_s    []float64
-	r25_p    []float32
-	p2_ok    []float32
+	p1_ok    []float32
 	res      []float64
 }
 
@@ -59,31 +59,31 @@ var avxPool = sync.Pool{New: func() any {
 	st.r2_n = st.buf[48:64]
 	st.r2_mean = st.buf[72:88]
 	st.r2_m2 = st.buf[96:112]
-	st.r27_s = st.buf[120:136]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
-	st.r29_s = st.buf[160:176]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r33_s = st.buf[200:216]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
-	st.r34_s = st.buf[240:256]
-	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
-	st.r46_s = st.buf[280:296]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
-	st.r53_s = st.buf[320:336]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r54_n = st.buf[360:376]
-	st.r54_mean = st.buf[384:400]
-	st.r54_m2 = st.buf[408:424]
-	st.r55_n = st.buf[432:448]
-	st.r55_mean = st.buf[456:472]
-	st.r55_m2 = st.buf[480:496]
-	st.r61_s = st.buf[504:520]
-	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r63_s = st.buf[544:560]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r25_s = st.buf[584:600]
-	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
+	st.r25_s = st.buf[136:152]
+	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[160])), 16)
+	st.r27_s = st.buf[176:192]
+	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[200])), 16)
+	st.r29_s = st.buf[216:232]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 16)
+	st.r33_s = st.buf[256:272]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r34_s = st.buf[296:312]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
+	st.r46_s = st.buf[336:352]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r53_s = st.buf[376:392]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r54_n = st.buf[416:432]
+	st.r54_mean = st.buf[440:456]
+	st.r54_m2 = st.buf[464:480]
+	st.r55_n = st.buf[488:504]
+	st.r55_mean = st.buf[512:528]
+	st.r55_m2 = st.buf[536:552]
+	st.r61_s = st.buf[560:576]
+	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
+	st.r63_s = st.buf[600:616]
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -104,6 +104,52 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r2_n, 0)
 		runtime.Fill(st.r2_mean, 0)
 		runtime.Fill(st.r2_m2, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0])
+	}
+	n := min(pass0Chunks, 512)
+	if n <= 1 {
+		run(st, 0, 4096)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r1_s, sts[c].r1_s)
+			runtime.MergeVar(sts[0].r2_n, sts[0].r2_mean, sts[0].r2_m2, sts[c].r2_n, sts[c].r2_mean, sts[c].r2_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
+	s.s0 = float32(st.res[0])
+	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
+	s.s1 = float32(st.res[0])
+}
+
+// pass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass1Chunks = 1
+
+// pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	st := avxPool.Get().(*avxState)
+	defer avxPool.Put(st)
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r25_s, 0)
+		runtime.Fill(st.r25_p, 0)
 		runtime.Fill(st.r27_s, 0)
 		runtime.Fill(st.r27_p, 0)
 		runtime.Fill(st.r29_s, 0)
@@ -125,10 +171,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r61_s, 0)
 		runtime.SetMask(st.r61_ok)
 		runtime.Fill(st.r63_s, 0)
-		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+		runtime.SetMask(st.p1_ok)
+		pass1AVX2(lo, hi, &s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 	}
-	n := min(pass0Chunks, 512)
+	n := min(pass1Chunks, 512)
 	if n <= 1 {
 		run(st, 0, 4096)
 	} else {
@@ -142,8 +188,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r1_s, sts[c].r1_s)
-			runtime.MergeVar(sts[0].r2_n, sts[0].r2_mean, sts[0].r2_m2, sts[c].r2_n, sts[c].r2_mean, sts[c].r2_m2)
+			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
 			runtime.MergeSum(sts[0].r27_s, sts[c].r27_s)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
@@ -155,18 +200,16 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
 			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		pass0Go(in, out, g, s)
+		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
-	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
-	s.s1 = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
+	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r27_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
@@ -189,54 +232,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s5 = float32(st.res[0])
 }
 
-// pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	pass1AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
-}
-
-// pass2Chunks is how many chunks of whole 8-element blocks of B pass 2 runs as, concurrently, each
-// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
-// it from the pass's size, so results do not depend on the machine; tests set it to check the
-// chunked run.
-var pass2Chunks = 1
-
 // pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r25_s, 0)
-		runtime.Fill(st.r25_p, 0)
-		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, hi, &s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
-	}
-	n := min(pass2Chunks, 512)
-	if n <= 1 {
-		run(st, 0, 4096)
-	} else {
-		sts := make([]*avxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = avxPool.Get().(*avxState)
-			defer avxPool.Put(sts[c])
-		}
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
-			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
-		}
-	}
-	if !runtime.MaskSet(st.p2_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		pass2Go(in, out, g, s)
-		return
-	}
-	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
-	out.LossObjective = float32(st.res[0])
+	pass2AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
 }
 
 // fbAvxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
@@ -248,6 +248,9 @@ type fbAvxState struct {
 	r2_n     []float64
 	r2_mean  []float64
 	r2_m2    []float64
+	p0_ok    []float32
+	r25_s    []float64
+	r25_p    []float32
 	r27_s    []float64
 	r27_p    []float32
 	r29_s    []float64
@@ -269,10 +272,7 @@ type fbAvxState struct {
 	r61_s    []float64
 	r61_ok   []float32
 	r63_s    []float64
-	p0_ok    []float32
-	r25_s    []float64
-	r25_p    []float32
-	p2_ok    []float32
+	p1_ok    []float32
 	res      []float64
 }
 
@@ -283,31 +283,31 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_n = st.buf[48:64]
 	st.r2_mean = st.buf[72:88]
 	st.r2_m2 = st.buf[96:112]
-	st.r27_s = st.buf[120:136]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
-	st.r29_s = st.buf[160:176]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r33_s = st.buf[200:216]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
-	st.r34_s = st.buf[240:256]
-	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
-	st.r46_s = st.buf[280:296]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
-	st.r53_s = st.buf[320:336]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r54_n = st.buf[360:376]
-	st.r54_mean = st.buf[384:400]
-	st.r54_m2 = st.buf[408:424]
-	st.r55_n = st.buf[432:448]
-	st.r55_mean = st.buf[456:472]
-	st.r55_m2 = st.buf[480:496]
-	st.r61_s = st.buf[504:520]
-	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r63_s = st.buf[544:560]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r25_s = st.buf[584:600]
-	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
+	st.r25_s = st.buf[136:152]
+	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[160])), 16)
+	st.r27_s = st.buf[176:192]
+	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[200])), 16)
+	st.r29_s = st.buf[216:232]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 16)
+	st.r33_s = st.buf[256:272]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r34_s = st.buf[296:312]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
+	st.r46_s = st.buf[336:352]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r53_s = st.buf[376:392]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r54_n = st.buf[416:432]
+	st.r54_mean = st.buf[440:456]
+	st.r54_m2 = st.buf[464:480]
+	st.r55_n = st.buf[488:504]
+	st.r55_mean = st.buf[512:528]
+	st.r55_m2 = st.buf[536:552]
+	st.r61_s = st.buf[560:576]
+	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
+	st.r63_s = st.buf[600:616]
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -329,6 +329,53 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r2_n, 0)
 		runtime.Fill(st.r2_mean, 0)
 		runtime.Fill(st.r2_m2, 0)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0])
+	}
+	n := min(fbPass0Chunks, 512)
+	if n <= 1 {
+		run(st, 0, 4096)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r1_s, sts[c].r1_s)
+			runtime.MergeVar(sts[0].r2_n, sts[0].r2_mean, sts[0].r2_m2, sts[c].r2_n, sts[c].r2_mean, sts[c].r2_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
+	s.s0 = float32(st.res[0])
+	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
+	s.s1 = float32(st.res[0])
+}
+
+// fbPass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass1Chunks = 1
+
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r25_s, 0)
+		runtime.Fill(st.r25_p, 0)
 		runtime.Fill(st.r27_s, 0)
 		runtime.Fill(st.r27_p, 0)
 		runtime.Fill(st.r29_s, 0)
@@ -350,10 +397,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r61_s, 0)
 		runtime.SetMask(st.r61_ok)
 		runtime.Fill(st.r63_s, 0)
-		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.Entropy[0])
+		runtime.SetMask(st.p1_ok)
+		fbPass1AVX2(lo, hi, &s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
 	}
-	n := min(fbPass0Chunks, 512)
+	n := min(fbPass1Chunks, 512)
 	if n <= 1 {
 		run(st, 0, 4096)
 	} else {
@@ -367,8 +414,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r1_s, sts[c].r1_s)
-			runtime.MergeVar(sts[0].r2_n, sts[0].r2_mean, sts[0].r2_m2, sts[c].r2_n, sts[c].r2_mean, sts[c].r2_m2)
+			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
 			runtime.MergeSum(sts[0].r27_s, sts[c].r27_s)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
@@ -380,18 +426,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
 			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass0Go(in, out, g, s)
+		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
-	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
-	s.s1 = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
+	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r27_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
@@ -414,56 +458,12 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s5 = float32(st.res[0])
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass1AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
-}
-
-// fbPass2Chunks is how many chunks of whole 8-element blocks of B pass 2 runs as, concurrently,
-// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
-// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
-// chunked run.
-var fbPass2Chunks = 1
-
 // fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r25_s, 0)
-		runtime.Fill(st.r25_p, 0)
-		runtime.SetMask(st.p2_ok)
-		fbPass2AVX2(lo, hi, &s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &g.LogProb[0])
-	}
-	n := min(fbPass2Chunks, 512)
-	if n <= 1 {
-		run(st, 0, 4096)
-	} else {
-		sts := make([]*fbAvxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = fbAvxPool.Get().(*fbAvxState)
-			defer fbAvxPool.Put(sts[c])
-		}
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
-			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
-		}
-	}
-	if !runtime.MaskSet(st.p2_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		fbPass2Go(in, out, g, s)
-		return
-	}
-	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
-	out.LossObjective = float32(st.res[0])
+	fbPass2AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and

@@ -8,37 +8,37 @@ package clipppo
 // in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, hi int, advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
+func pass0AVX2(lo int, hi int, advantage *float32, state *float64)
 
-// pass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see pass1Go for the same loop in
-// Go.
-//
-//go:noescape
-func pass1AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
-
-// pass2AVX2 is pass 2 (elementwise over [B=4096]) on 8 float32 lanes; see pass2Go for the same loop
+// pass1AVX2 is pass 1 (elementwise over [B=4096]) on 8 float32 lanes; see pass1Go for the same loop
 // in Go.
 //
 //go:noescape
-func pass2AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64)
+func pass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
+
+// pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
+// Go.
+//
+//go:noescape
+func pass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 
 // fbPass0AVX2 is pass 0 (elementwise over [B=4096]) on 8 float32 lanes; see fbPass0Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradEntropy *float32)
+func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
-// in Go.
-//
-//go:noescape
-func fbPass1AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
-
-// fbPass2AVX2 is pass 2 (elementwise over [B=4096]) on 8 float32 lanes; see fbPass2Go for the same
+// fbPass1AVX2 is pass 1 (elementwise over [B=4096]) on 8 float32 lanes; see fbPass1Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, gradLogProb *float32)
+func fbPass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
+
+// fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
+// in Go.
+//
+//go:noescape
+func fbPass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

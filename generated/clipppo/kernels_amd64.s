@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, hi int, advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $0-80
+// func pass0AVX2(lo int, hi int, advantage *float32, state *float64)
+// Requires: AVX, FMA3
+TEXT ·pass0AVX2(SB), $0-32
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -51,220 +51,12 @@ blocks_1:
 	VFMADD231PD  Y2, Y3, Y0
 	VMOVUPD      Y1, 608(DX)
 	VMOVUPD      Y0, 800(DX)
-	MOVQ         logProb+32(FP), SI
-	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         sampleLogProb+40(FP), SI
-	VMOVUPS      (SI)(BX*4), Y1
-
-	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y1, Y0, Y2
-	VMOVUPS lgc1<>+0(SB), Y3
-
-	// v13 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y2, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y4
-
-	// logWeightClip = min(v13, 0.18232156) tie=first
-	VMINPS Y3, Y4, Y3
-
-	// v26 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y2, Y3, Y3
-	VANDPS lgc3<>+0(SB), Y3, Y3
-
-	// mean(v26) over [B]
-	VADDPS  1152(DX), Y3, Y3
-	VMOVUPS Y3, 1152(DX)
-
-	// v28 = sub(sampleLogProb, logProb)
-	VSUBPS Y0, Y1, Y0
-
-	// mean(v28) over [B]
-	VADDPS  1472(DX), Y0, Y0
-	VMOVUPS Y0, 1472(DX)
-	MOVQ    entropy+48(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
-
-	// v32 = mul(-0.01, entropy)
-	VMULPS lgc4<>+0(SB), Y0, Y1
-
-	// mean(entropy) over [B]
-	VADDPS  1792(DX), Y0, Y0
-	VMOVUPS Y0, 1792(DX)
-
-	// mean(v32) over [B]
-	VADDPS  2112(DX), Y1, Y0
-	VMOVUPS Y0, 2112(DX)
-	MOVQ    valueTarget+56(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    stateValue+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
-
-	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y1, Y0, Y3
-
-	// l2 = mul(diff, diff)
-	VMULPS  Y3, Y3, Y4
-	MOVQ    oldStateValue+72(FP), SI
-	VMOVUPS (SI)(BX*4), Y5
-
-	// v40 = sub(stateValue, oldStateValue)
-	VSUBPS  Y5, Y1, Y1
-	VMOVUPS lgc5<>+0(SB), Y6
-
-	// v43 = max(v40, -0.2) tie=first
-	VMAXPS  Y1, Y6, Y6
-	VMOVUPS lgc6<>+0(SB), Y7
-
-	// v44 = min(v43, 0.2) tie=first
-	VMINPS Y6, Y7, Y6
-
-	// v45 = ne(v40, v44)
-	VCMPPS $0x04, Y6, Y1, Y1
-	VANDPS lgc3<>+0(SB), Y1, Y1
-
-	// mean(v45) over [B]
-	VADDPS  2432(DX), Y1, Y1
-	VMOVUPS Y1, 2432(DX)
-
-	// v47 = add(oldStateValue, v44)
-	VADDPS Y6, Y5, Y1
-
-	// diff2 = sub(valueTarget, v47)
-	VSUBPS Y1, Y0, Y1
-
-	// l22 = mul(diff2, diff2)
-	VMULPS Y1, Y1, Y1
-
-	// v50 = max(l2, l22)
-	VXORPS lgc7<>+0(SB), Y4, Y4
-	VXORPS lgc7<>+0(SB), Y1, Y1
-	VMINPS Y4, Y1, Y5
-	VMINPS Y1, Y4, Y1
-	VORPS  Y5, Y1, Y1
-	VXORPS lgc7<>+0(SB), Y1, Y1
-
-	// v52 = mul(1, v50)
-	VMULPS lgc3<>+0(SB), Y1, Y1
-
-	// mean(v52) over [B]
-	VADDPS  2752(DX), Y1, Y1
-	VMOVUPS Y1, 2752(DX)
-
-	// var(diff) over [B]
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VMOVUPD      3072(DX), Y4
-	VSUBPD       Y4, Y1, Y5
-	VMOVUPD      2880(DX), Y6
-	VADDPD       lgc0<>+0(SB), Y6, Y6
-	VMOVUPD      Y6, 2880(DX)
-	VDIVPD       Y6, Y5, Y6
-	VADDPD       Y6, Y4, Y4
-	VSUBPD       Y4, Y1, Y6
-	VMOVUPD      3264(DX), Y1
-	VFMADD231PD  Y5, Y6, Y1
-	VMOVUPD      Y4, 3072(DX)
-	VMOVUPD      Y1, 3264(DX)
-	VMOVUPD      3104(DX), Y1
-	VSUBPD       Y1, Y3, Y4
-	VMOVUPD      2912(DX), Y5
-	VADDPD       lgc0<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 2912(DX)
-	VDIVPD       Y5, Y4, Y5
-	VADDPD       Y5, Y1, Y1
-	VSUBPD       Y1, Y3, Y5
-	VMOVUPD      3296(DX), Y3
-	VFMADD231PD  Y4, Y5, Y3
-	VMOVUPD      Y1, 3104(DX)
-	VMOVUPD      Y3, 3296(DX)
-
-	// var(valueTarget) over [B]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      3648(DX), Y3
-	VSUBPD       Y3, Y1, Y4
-	VMOVUPD      3456(DX), Y5
-	VADDPD       lgc0<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 3456(DX)
-	VDIVPD       Y5, Y4, Y5
-	VADDPD       Y5, Y3, Y3
-	VSUBPD       Y3, Y1, Y5
-	VMOVUPD      3840(DX), Y1
-	VFMADD231PD  Y4, Y5, Y1
-	VMOVUPD      Y3, 3648(DX)
-	VMOVUPD      Y1, 3840(DX)
-	VMOVUPD      3680(DX), Y1
-	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      3488(DX), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 3488(DX)
-	VDIVPD       Y4, Y3, Y4
-	VADDPD       Y4, Y1, Y1
-	VSUBPD       Y1, Y0, Y4
-	VMOVUPD      3872(DX), Y0
-	VFMADD231PD  Y3, Y4, Y0
-	VMOVUPD      Y1, 3680(DX)
-	VMOVUPD      Y0, 3872(DX)
-
-	// logsumexp(logWeight) over [B]
-	VMAXPS       lgc8<>+0(SB), Y2, Y0
-	VMINPS       lgc9<>+0(SB), Y0, Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
-	VMOVAPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc3<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc19<>+0(SB), Y0, Y1
-	VPMINSD      lgc20<>+0(SB), Y1, Y1
-	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc20<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y0
-	VBLENDVPS    Y0, Y2, Y3, Y3
-	VCMPPS       $0x15, lgc21<>+0(SB), Y2, Y0
-	VCMPPS       $0x1a, lgc22<>+0(SB), Y2, Y1
-	VANDPS       Y1, Y0, Y0
-	VCMPPS       $0x00, lgc23<>+0(SB), Y2, Y1
-	VORPS        Y1, Y0, Y0
-	VANDPS       4224(DX), Y0, Y0
-	VMOVUPS      Y0, 4224(DX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4032(DX), Y0, Y3
-	VMOVUPD      Y3, 4032(DX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       4352(DX), Y0, Y0
-	VMOVUPD      Y0, 4352(DX)
-	VADDPD       4064(DX), Y1, Y0
-	VMOVUPD      Y0, 4064(DX)
-	VMULPD       Y1, Y1, Y0
-	VADDPD       4384(DX), Y0, Y0
-	VMOVUPD      Y0, 4384(DX)
-
-	// v62 = mul(2, logWeight)
-	VMULPS       lgc24<>+0(SB), Y2, Y0
 	DECQ         CX
 	JNZ          noflush_3
 	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -272,88 +64,10 @@ blocks_1:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      1152(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       960(CX), Y2, Y2
-	VMOVUPD      Y2, 960(CX)
-	VADDPD       992(CX), Y0, Y0
-	VMOVUPD      Y0, 992(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(CX)
-	VMOVUPS      1472(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1280(CX), Y2, Y2
-	VMOVUPD      Y2, 1280(CX)
-	VADDPD       1312(CX), Y0, Y0
-	VMOVUPD      Y0, 1312(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1472(CX)
-	VMOVUPS      1792(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1600(CX), Y2, Y2
-	VMOVUPD      Y2, 1600(CX)
-	VADDPD       1632(CX), Y0, Y0
-	VMOVUPD      Y0, 1632(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1792(CX)
-	VMOVUPS      2112(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1920(CX), Y2, Y2
-	VMOVUPD      Y2, 1920(CX)
-	VADDPD       1952(CX), Y0, Y0
-	VMOVUPD      Y0, 1952(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2112(CX)
-	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2240(CX), Y2, Y2
-	VMOVUPD      Y2, 2240(CX)
-	VADDPD       2272(CX), Y0, Y0
-	VMOVUPD      Y0, 2272(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(CX)
-	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2560(CX), Y2, Y2
-	VMOVUPD      Y2, 2560(CX)
-	VADDPD       2592(CX), Y0, Y0
-	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(CX)
-	VANDPS       4544(CX), Y1, Y1
-	VMOVUPS      Y1, 4544(CX)
+	VANDPS       960(CX), Y1, Y1
+	VMOVUPS      Y1, 960(CX)
 	MOVQ         $+8, CX
 
 noflush_3:
@@ -366,8 +80,8 @@ noflush_3:
 chunkdone_2:
 	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -375,88 +89,10 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      1152(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       960(AX), Y2, Y2
-	VMOVUPD      Y2, 960(AX)
-	VADDPD       992(AX), Y0, Y0
-	VMOVUPD      Y0, 992(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(AX)
-	VMOVUPS      1472(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1280(AX), Y2, Y2
-	VMOVUPD      Y2, 1280(AX)
-	VADDPD       1312(AX), Y0, Y0
-	VMOVUPD      Y0, 1312(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1472(AX)
-	VMOVUPS      1792(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1600(AX), Y2, Y2
-	VMOVUPD      Y2, 1600(AX)
-	VADDPD       1632(AX), Y0, Y0
-	VMOVUPD      Y0, 1632(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1792(AX)
-	VMOVUPS      2112(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1920(AX), Y2, Y2
-	VMOVUPD      Y2, 1920(AX)
-	VADDPD       1952(AX), Y0, Y0
-	VMOVUPD      Y0, 1952(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2112(AX)
-	VMOVUPS      2432(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2240(AX), Y2, Y2
-	VMOVUPD      Y2, 2240(AX)
-	VADDPD       2272(AX), Y0, Y0
-	VMOVUPD      Y0, 2272(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(AX)
-	VMOVUPS      2752(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2560(AX), Y2, Y2
-	VMOVUPD      Y2, 2560(AX)
-	VADDPD       2592(AX), Y0, Y0
-	VMOVUPD      Y0, 2592(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(AX)
-	VANDPS       4544(AX), Y1, Y1
-	VMOVUPS      Y1, 4544(AX)
+	VANDPS       960(AX), Y1, Y1
+	VMOVUPS      Y1, 960(AX)
 	VZEROUPPER
 	RET
 
@@ -466,184 +102,655 @@ DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0xbe647fbe
-DATA lgc1<>+4(SB)/4, $0xbe647fbe
-DATA lgc1<>+8(SB)/4, $0xbe647fbe
-DATA lgc1<>+12(SB)/4, $0xbe647fbe
-DATA lgc1<>+16(SB)/4, $0xbe647fbe
-DATA lgc1<>+20(SB)/4, $0xbe647fbe
-DATA lgc1<>+24(SB)/4, $0xbe647fbe
-DATA lgc1<>+28(SB)/4, $0xbe647fbe
+DATA lgc1<>+0(SB)/4, $0x7fffffff
+DATA lgc1<>+4(SB)/4, $0x7fffffff
+DATA lgc1<>+8(SB)/4, $0x7fffffff
+DATA lgc1<>+12(SB)/4, $0x7fffffff
+DATA lgc1<>+16(SB)/4, $0x7fffffff
+DATA lgc1<>+20(SB)/4, $0x7fffffff
+DATA lgc1<>+24(SB)/4, $0x7fffffff
+DATA lgc1<>+28(SB)/4, $0x7fffffff
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x3e3ab281
-DATA lgc2<>+4(SB)/4, $0x3e3ab281
-DATA lgc2<>+8(SB)/4, $0x3e3ab281
-DATA lgc2<>+12(SB)/4, $0x3e3ab281
-DATA lgc2<>+16(SB)/4, $0x3e3ab281
-DATA lgc2<>+20(SB)/4, $0x3e3ab281
-DATA lgc2<>+24(SB)/4, $0x3e3ab281
-DATA lgc2<>+28(SB)/4, $0x3e3ab281
+DATA lgc2<>+0(SB)/4, $0x7f7fffff
+DATA lgc2<>+4(SB)/4, $0x7f7fffff
+DATA lgc2<>+8(SB)/4, $0x7f7fffff
+DATA lgc2<>+12(SB)/4, $0x7f7fffff
+DATA lgc2<>+16(SB)/4, $0x7f7fffff
+DATA lgc2<>+20(SB)/4, $0x7f7fffff
+DATA lgc2<>+24(SB)/4, $0x7f7fffff
+DATA lgc2<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x3f800000
-DATA lgc3<>+4(SB)/4, $0x3f800000
-DATA lgc3<>+8(SB)/4, $0x3f800000
-DATA lgc3<>+12(SB)/4, $0x3f800000
-DATA lgc3<>+16(SB)/4, $0x3f800000
-DATA lgc3<>+20(SB)/4, $0x3f800000
-DATA lgc3<>+24(SB)/4, $0x3f800000
-DATA lgc3<>+28(SB)/4, $0x3f800000
+DATA lgc3<>+0(SB)/4, $0x00000000
+DATA lgc3<>+4(SB)/4, $0x00000000
+DATA lgc3<>+8(SB)/4, $0x00000000
+DATA lgc3<>+12(SB)/4, $0x00000000
+DATA lgc3<>+16(SB)/4, $0x00000000
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0xbc23d70a
-DATA lgc4<>+4(SB)/4, $0xbc23d70a
-DATA lgc4<>+8(SB)/4, $0xbc23d70a
-DATA lgc4<>+12(SB)/4, $0xbc23d70a
-DATA lgc4<>+16(SB)/4, $0xbc23d70a
-DATA lgc4<>+20(SB)/4, $0xbc23d70a
-DATA lgc4<>+24(SB)/4, $0xbc23d70a
-DATA lgc4<>+28(SB)/4, $0xbc23d70a
+// func pass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·pass1AVX2(SB), $0-96
+	MOVQ $+8, CX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_5
+
+blocks_4:
+	MOVQ         s1+16(FP), DX
+	XORQ         BX, BX
+	VBROADCASTSS (DX)(BX*4), Y0
+
+	// std = sqrt(v2)
+	VSQRTPS      Y0, Y0
+	MOVQ         advantage+24(FP), DX
+	XORQ         SI, SI
+	ADDQ         AX, SI
+	VMOVUPS      (DX)(SI*4), Y1
+	MOVQ         s0+32(FP), DX
+	VBROADCASTSS (DX)(BX*4), Y2
+
+	// v4 = sub(advantage, mean)
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc4<>+0(SB), Y2
+
+	// v6 = max(std, 1e-06)
+	VMAXPS Y0, Y2, Y0
+
+	// advantageNormalized = div(v4, v6)
+	VDIVPS  Y0, Y1, Y0
+	MOVQ    logProb+40(FP), DX
+	VMOVUPS (DX)(SI*4), Y1
+	MOVQ    sampleLogProb+48(FP), DX
+	VMOVUPS (DX)(SI*4), Y2
+
+	// logWeight = sub(logProb, sampleLogProb)
+	VSUBPS  Y2, Y1, Y3
+	VMOVUPS lgc5<>+0(SB), Y4
+
+	// v13 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc6<>+0(SB), Y5
+
+	// logWeightClip = min(v13, 0.18232156) tie=first
+	VMINPS Y4, Y5, Y4
+
+	// ratio = exp(logWeight)
+	VMAXPS       lgc7<>+0(SB), Y3, Y5
+	VMINPS       lgc8<>+0(SB), Y5, Y5
+	VMULPS       lgc9<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
+	VMOVAPS      lgc12<>+0(SB), Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc18<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc19<>+0(SB), Y5, Y6
+	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
+	VMOVUPS      lgc3<>+0(SB), Y5
+
+	// v17 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y5, Y0, Y5
+	VANDPS  lgc18<>+0(SB), Y5, Y5
+	VMOVUPS lgc21<>+0(SB), Y6
+
+	// v19 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS lgc22<>+0(SB), Y8
+
+	// v21 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y7, Y8, Y8
+
+	// ratioClipped = where(v17, v19, v21)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y6, Y8, Y5
+
+	// gain = mul(advantageNormalized, ratioClipped)
+	VMULPS Y5, Y0, Y0
+
+	// v24 = neg(gain)
+	VXORPS lgc23<>+0(SB), Y0, Y0
+
+	// mean(v24) over [B]
+	MOVQ    state+56(FP), DX
+	VADDPS  1280(DX), Y0, Y0
+	VMOVUPS Y0, 1280(DX)
+
+	// v26 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y3, Y4, Y0
+	VANDPS lgc18<>+0(SB), Y0, Y0
+
+	// mean(v26) over [B]
+	VADDPS  1600(DX), Y0, Y0
+	VMOVUPS Y0, 1600(DX)
+
+	// v28 = sub(sampleLogProb, logProb)
+	VSUBPS Y1, Y2, Y0
+
+	// mean(v28) over [B]
+	VADDPS  1920(DX), Y0, Y0
+	VMOVUPS Y0, 1920(DX)
+	MOVQ    entropy+64(FP), BX
+	VMOVUPS (BX)(SI*4), Y0
+
+	// v32 = mul(-0.01, entropy)
+	VMULPS lgc24<>+0(SB), Y0, Y1
+
+	// mean(entropy) over [B]
+	VADDPS  2240(DX), Y0, Y0
+	VMOVUPS Y0, 2240(DX)
+
+	// mean(v32) over [B]
+	VADDPS  2560(DX), Y1, Y0
+	VMOVUPS Y0, 2560(DX)
+	MOVQ    valueTarget+72(FP), BX
+	VMOVUPS (BX)(SI*4), Y0
+	MOVQ    stateValue+80(FP), BX
+	VMOVUPS (BX)(SI*4), Y1
+
+	// diff = sub(valueTarget, stateValue)
+	VSUBPS Y1, Y0, Y2
+
+	// l2 = mul(diff, diff)
+	VMULPS  Y2, Y2, Y4
+	MOVQ    oldStateValue+88(FP), BX
+	VMOVUPS (BX)(SI*4), Y5
+
+	// v40 = sub(stateValue, oldStateValue)
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y6
+
+	// v43 = max(v40, -0.2) tie=first
+	VMAXPS  Y1, Y6, Y6
+	VMOVUPS lgc26<>+0(SB), Y8
+
+	// v44 = min(v43, 0.2) tie=first
+	VMINPS Y6, Y8, Y6
+
+	// v45 = ne(v40, v44)
+	VCMPPS $0x04, Y6, Y1, Y1
+	VANDPS lgc18<>+0(SB), Y1, Y1
+
+	// mean(v45) over [B]
+	VADDPS  2880(DX), Y1, Y1
+	VMOVUPS Y1, 2880(DX)
+
+	// v47 = add(oldStateValue, v44)
+	VADDPS Y6, Y5, Y1
+
+	// diff2 = sub(valueTarget, v47)
+	VSUBPS Y1, Y0, Y1
+
+	// l22 = mul(diff2, diff2)
+	VMULPS Y1, Y1, Y1
+
+	// v50 = max(l2, l22)
+	VXORPS lgc23<>+0(SB), Y4, Y4
+	VXORPS lgc23<>+0(SB), Y1, Y1
+	VMINPS Y4, Y1, Y5
+	VMINPS Y1, Y4, Y1
+	VORPS  Y5, Y1, Y1
+	VXORPS lgc23<>+0(SB), Y1, Y1
+
+	// v52 = mul(1, v50)
+	VMULPS lgc18<>+0(SB), Y1, Y1
+
+	// mean(v52) over [B]
+	VADDPS  3200(DX), Y1, Y1
+	VMOVUPS Y1, 3200(DX)
+
+	// var(diff) over [B]
+	VCVTPS2PD    X2, Y1
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMOVUPD      3520(DX), Y4
+	VSUBPD       Y4, Y1, Y5
+	VMOVUPD      3328(DX), Y6
+	VADDPD       lgc0<>+0(SB), Y6, Y6
+	VMOVUPD      Y6, 3328(DX)
+	VDIVPD       Y6, Y5, Y6
+	VADDPD       Y6, Y4, Y4
+	VSUBPD       Y4, Y1, Y6
+	VMOVUPD      3712(DX), Y1
+	VFMADD231PD  Y5, Y6, Y1
+	VMOVUPD      Y4, 3520(DX)
+	VMOVUPD      Y1, 3712(DX)
+	VMOVUPD      3552(DX), Y1
+	VSUBPD       Y1, Y2, Y4
+	VMOVUPD      3360(DX), Y5
+	VADDPD       lgc0<>+0(SB), Y5, Y5
+	VMOVUPD      Y5, 3360(DX)
+	VDIVPD       Y5, Y4, Y5
+	VADDPD       Y5, Y1, Y1
+	VSUBPD       Y1, Y2, Y5
+	VMOVUPD      3744(DX), Y2
+	VFMADD231PD  Y4, Y5, Y2
+	VMOVUPD      Y1, 3552(DX)
+	VMOVUPD      Y2, 3744(DX)
+
+	// var(valueTarget) over [B]
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      4096(DX), Y2
+	VSUBPD       Y2, Y1, Y4
+	VMOVUPD      3904(DX), Y5
+	VADDPD       lgc0<>+0(SB), Y5, Y5
+	VMOVUPD      Y5, 3904(DX)
+	VDIVPD       Y5, Y4, Y5
+	VADDPD       Y5, Y2, Y2
+	VSUBPD       Y2, Y1, Y5
+	VMOVUPD      4288(DX), Y1
+	VFMADD231PD  Y4, Y5, Y1
+	VMOVUPD      Y2, 4096(DX)
+	VMOVUPD      Y1, 4288(DX)
+	VMOVUPD      4128(DX), Y1
+	VSUBPD       Y1, Y0, Y2
+	VMOVUPD      3936(DX), Y4
+	VADDPD       lgc0<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 3936(DX)
+	VDIVPD       Y4, Y2, Y4
+	VADDPD       Y4, Y1, Y1
+	VSUBPD       Y1, Y0, Y4
+	VMOVUPD      4320(DX), Y0
+	VFMADD231PD  Y2, Y4, Y0
+	VMOVUPD      Y1, 4128(DX)
+	VMOVUPD      Y0, 4320(DX)
+
+	// logsumexp(logWeight) over [B]
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y0
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y1
+	VANDPS       Y1, Y0, Y0
+	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y1
+	VORPS        Y1, Y0, Y0
+	VANDPS       4672(DX), Y0, Y0
+	VMOVUPS      Y0, 4672(DX)
+	VCVTPS2PD    X7, Y0
+	VEXTRACTF128 $0x01, Y7, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       4480(DX), Y0, Y2
+	VMOVUPD      Y2, 4480(DX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       4800(DX), Y0, Y0
+	VMOVUPD      Y0, 4800(DX)
+	VADDPD       4512(DX), Y1, Y0
+	VMOVUPD      Y0, 4512(DX)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       4832(DX), Y0, Y0
+	VMOVUPD      Y0, 4832(DX)
+
+	// v62 = mul(2, logWeight)
+	VMULPS       lgc30<>+0(SB), Y3, Y0
+	DECQ         CX
+	JNZ          noflush_6
+	MOVQ         state+56(FP), CX
+	VMOVUPS      1280(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1088(CX), Y2, Y2
+	VMOVUPD      Y2, 1088(CX)
+	VADDPD       1120(CX), Y0, Y0
+	VMOVUPD      Y0, 1120(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1280(CX)
+	VMOVUPS      1600(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(CX), Y2, Y2
+	VMOVUPD      Y2, 1408(CX)
+	VADDPD       1440(CX), Y0, Y0
+	VMOVUPD      Y0, 1440(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1600(CX)
+	VMOVUPS      1920(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1728(CX), Y2, Y2
+	VMOVUPD      Y2, 1728(CX)
+	VADDPD       1760(CX), Y0, Y0
+	VMOVUPD      Y0, 1760(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1920(CX)
+	VMOVUPS      2240(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(CX), Y2, Y2
+	VMOVUPD      Y2, 2048(CX)
+	VADDPD       2080(CX), Y0, Y0
+	VMOVUPD      Y0, 2080(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(CX)
+	VMOVUPS      2560(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(CX), Y2, Y2
+	VMOVUPD      Y2, 2368(CX)
+	VADDPD       2400(CX), Y0, Y0
+	VMOVUPD      Y0, 2400(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(CX)
+	VMOVUPS      2880(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(CX), Y2, Y2
+	VMOVUPD      Y2, 2688(CX)
+	VADDPD       2720(CX), Y0, Y0
+	VMOVUPD      Y0, 2720(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(CX)
+	VMOVUPS      3200(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3008(CX), Y2, Y2
+	VMOVUPD      Y2, 3008(CX)
+	VADDPD       3040(CX), Y0, Y0
+	VMOVUPD      Y0, 3040(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(CX)
+	VANDPS       4992(CX), Y1, Y1
+	VMOVUPS      Y1, 4992(CX)
+	MOVQ         $+8, CX
+
+noflush_6:
+	ADDQ $+8, AX
+	CMPQ AX, $+4096
+	JGE  chunkdone_5
+	CMPQ AX, hi+8(FP)
+	JL   blocks_4
+
+chunkdone_5:
+	MOVQ         state+56(FP), AX
+	VMOVUPS      1280(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1088(AX), Y2, Y2
+	VMOVUPD      Y2, 1088(AX)
+	VADDPD       1120(AX), Y0, Y0
+	VMOVUPD      Y0, 1120(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1280(AX)
+	VMOVUPS      1600(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(AX), Y2, Y2
+	VMOVUPD      Y2, 1408(AX)
+	VADDPD       1440(AX), Y0, Y0
+	VMOVUPD      Y0, 1440(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1600(AX)
+	VMOVUPS      1920(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1728(AX), Y2, Y2
+	VMOVUPD      Y2, 1728(AX)
+	VADDPD       1760(AX), Y0, Y0
+	VMOVUPD      Y0, 1760(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1920(AX)
+	VMOVUPS      2240(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(AX), Y2, Y2
+	VMOVUPD      Y2, 2048(AX)
+	VADDPD       2080(AX), Y0, Y0
+	VMOVUPD      Y0, 2080(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(AX)
+	VMOVUPS      2560(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(AX), Y2, Y2
+	VMOVUPD      Y2, 2368(AX)
+	VADDPD       2400(AX), Y0, Y0
+	VMOVUPD      Y0, 2400(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(AX)
+	VMOVUPS      2880(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(AX), Y2, Y2
+	VMOVUPD      Y2, 2688(AX)
+	VADDPD       2720(AX), Y0, Y0
+	VMOVUPD      Y0, 2720(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(AX)
+	VMOVUPS      3200(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3008(AX), Y2, Y2
+	VMOVUPD      Y2, 3008(AX)
+	VADDPD       3040(AX), Y0, Y0
+	VMOVUPD      Y0, 3040(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(AX)
+	VANDPS       4992(AX), Y1, Y1
+	VMOVUPS      Y1, 4992(AX)
+	VZEROUPPER
+	RET
+
+DATA lgc4<>+0(SB)/4, $0x358637bd
+DATA lgc4<>+4(SB)/4, $0x358637bd
+DATA lgc4<>+8(SB)/4, $0x358637bd
+DATA lgc4<>+12(SB)/4, $0x358637bd
+DATA lgc4<>+16(SB)/4, $0x358637bd
+DATA lgc4<>+20(SB)/4, $0x358637bd
+DATA lgc4<>+24(SB)/4, $0x358637bd
+DATA lgc4<>+28(SB)/4, $0x358637bd
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0xbe4ccccd
-DATA lgc5<>+4(SB)/4, $0xbe4ccccd
-DATA lgc5<>+8(SB)/4, $0xbe4ccccd
-DATA lgc5<>+12(SB)/4, $0xbe4ccccd
-DATA lgc5<>+16(SB)/4, $0xbe4ccccd
-DATA lgc5<>+20(SB)/4, $0xbe4ccccd
-DATA lgc5<>+24(SB)/4, $0xbe4ccccd
-DATA lgc5<>+28(SB)/4, $0xbe4ccccd
+DATA lgc5<>+0(SB)/4, $0xbe647fbe
+DATA lgc5<>+4(SB)/4, $0xbe647fbe
+DATA lgc5<>+8(SB)/4, $0xbe647fbe
+DATA lgc5<>+12(SB)/4, $0xbe647fbe
+DATA lgc5<>+16(SB)/4, $0xbe647fbe
+DATA lgc5<>+20(SB)/4, $0xbe647fbe
+DATA lgc5<>+24(SB)/4, $0xbe647fbe
+DATA lgc5<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3e4ccccd
-DATA lgc6<>+4(SB)/4, $0x3e4ccccd
-DATA lgc6<>+8(SB)/4, $0x3e4ccccd
-DATA lgc6<>+12(SB)/4, $0x3e4ccccd
-DATA lgc6<>+16(SB)/4, $0x3e4ccccd
-DATA lgc6<>+20(SB)/4, $0x3e4ccccd
-DATA lgc6<>+24(SB)/4, $0x3e4ccccd
-DATA lgc6<>+28(SB)/4, $0x3e4ccccd
+DATA lgc6<>+0(SB)/4, $0x3e3ab281
+DATA lgc6<>+4(SB)/4, $0x3e3ab281
+DATA lgc6<>+8(SB)/4, $0x3e3ab281
+DATA lgc6<>+12(SB)/4, $0x3e3ab281
+DATA lgc6<>+16(SB)/4, $0x3e3ab281
+DATA lgc6<>+20(SB)/4, $0x3e3ab281
+DATA lgc6<>+24(SB)/4, $0x3e3ab281
+DATA lgc6<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x80000000
-DATA lgc7<>+4(SB)/4, $0x80000000
-DATA lgc7<>+8(SB)/4, $0x80000000
-DATA lgc7<>+12(SB)/4, $0x80000000
-DATA lgc7<>+16(SB)/4, $0x80000000
-DATA lgc7<>+20(SB)/4, $0x80000000
-DATA lgc7<>+24(SB)/4, $0x80000000
-DATA lgc7<>+28(SB)/4, $0x80000000
+DATA lgc7<>+0(SB)/4, $0xc2d00000
+DATA lgc7<>+4(SB)/4, $0xc2d00000
+DATA lgc7<>+8(SB)/4, $0xc2d00000
+DATA lgc7<>+12(SB)/4, $0xc2d00000
+DATA lgc7<>+16(SB)/4, $0xc2d00000
+DATA lgc7<>+20(SB)/4, $0xc2d00000
+DATA lgc7<>+24(SB)/4, $0xc2d00000
+DATA lgc7<>+28(SB)/4, $0xc2d00000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xc2d00000
-DATA lgc8<>+4(SB)/4, $0xc2d00000
-DATA lgc8<>+8(SB)/4, $0xc2d00000
-DATA lgc8<>+12(SB)/4, $0xc2d00000
-DATA lgc8<>+16(SB)/4, $0xc2d00000
-DATA lgc8<>+20(SB)/4, $0xc2d00000
-DATA lgc8<>+24(SB)/4, $0xc2d00000
-DATA lgc8<>+28(SB)/4, $0xc2d00000
+DATA lgc8<>+0(SB)/4, $0x42b20000
+DATA lgc8<>+4(SB)/4, $0x42b20000
+DATA lgc8<>+8(SB)/4, $0x42b20000
+DATA lgc8<>+12(SB)/4, $0x42b20000
+DATA lgc8<>+16(SB)/4, $0x42b20000
+DATA lgc8<>+20(SB)/4, $0x42b20000
+DATA lgc8<>+24(SB)/4, $0x42b20000
+DATA lgc8<>+28(SB)/4, $0x42b20000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x42b20000
-DATA lgc9<>+4(SB)/4, $0x42b20000
-DATA lgc9<>+8(SB)/4, $0x42b20000
-DATA lgc9<>+12(SB)/4, $0x42b20000
-DATA lgc9<>+16(SB)/4, $0x42b20000
-DATA lgc9<>+20(SB)/4, $0x42b20000
-DATA lgc9<>+24(SB)/4, $0x42b20000
-DATA lgc9<>+28(SB)/4, $0x42b20000
+DATA lgc9<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+0(SB)/4, $0x3f318000
+DATA lgc10<>+4(SB)/4, $0x3f318000
+DATA lgc10<>+8(SB)/4, $0x3f318000
+DATA lgc10<>+12(SB)/4, $0x3f318000
+DATA lgc10<>+16(SB)/4, $0x3f318000
+DATA lgc10<>+20(SB)/4, $0x3f318000
+DATA lgc10<>+24(SB)/4, $0x3f318000
+DATA lgc10<>+28(SB)/4, $0x3f318000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3f318000
-DATA lgc11<>+4(SB)/4, $0x3f318000
-DATA lgc11<>+8(SB)/4, $0x3f318000
-DATA lgc11<>+12(SB)/4, $0x3f318000
-DATA lgc11<>+16(SB)/4, $0x3f318000
-DATA lgc11<>+20(SB)/4, $0x3f318000
-DATA lgc11<>+24(SB)/4, $0x3f318000
-DATA lgc11<>+28(SB)/4, $0x3f318000
+DATA lgc11<>+0(SB)/4, $0xb95e8083
+DATA lgc11<>+4(SB)/4, $0xb95e8083
+DATA lgc11<>+8(SB)/4, $0xb95e8083
+DATA lgc11<>+12(SB)/4, $0xb95e8083
+DATA lgc11<>+16(SB)/4, $0xb95e8083
+DATA lgc11<>+20(SB)/4, $0xb95e8083
+DATA lgc11<>+24(SB)/4, $0xb95e8083
+DATA lgc11<>+28(SB)/4, $0xb95e8083
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xb95e8083
-DATA lgc12<>+4(SB)/4, $0xb95e8083
-DATA lgc12<>+8(SB)/4, $0xb95e8083
-DATA lgc12<>+12(SB)/4, $0xb95e8083
-DATA lgc12<>+16(SB)/4, $0xb95e8083
-DATA lgc12<>+20(SB)/4, $0xb95e8083
-DATA lgc12<>+24(SB)/4, $0xb95e8083
-DATA lgc12<>+28(SB)/4, $0xb95e8083
+DATA lgc12<>+0(SB)/4, $0x39506967
+DATA lgc12<>+4(SB)/4, $0x39506967
+DATA lgc12<>+8(SB)/4, $0x39506967
+DATA lgc12<>+12(SB)/4, $0x39506967
+DATA lgc12<>+16(SB)/4, $0x39506967
+DATA lgc12<>+20(SB)/4, $0x39506967
+DATA lgc12<>+24(SB)/4, $0x39506967
+DATA lgc12<>+28(SB)/4, $0x39506967
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x39506967
-DATA lgc13<>+4(SB)/4, $0x39506967
-DATA lgc13<>+8(SB)/4, $0x39506967
-DATA lgc13<>+12(SB)/4, $0x39506967
-DATA lgc13<>+16(SB)/4, $0x39506967
-DATA lgc13<>+20(SB)/4, $0x39506967
-DATA lgc13<>+24(SB)/4, $0x39506967
-DATA lgc13<>+28(SB)/4, $0x39506967
+DATA lgc13<>+0(SB)/4, $0x3ab743ce
+DATA lgc13<>+4(SB)/4, $0x3ab743ce
+DATA lgc13<>+8(SB)/4, $0x3ab743ce
+DATA lgc13<>+12(SB)/4, $0x3ab743ce
+DATA lgc13<>+16(SB)/4, $0x3ab743ce
+DATA lgc13<>+20(SB)/4, $0x3ab743ce
+DATA lgc13<>+24(SB)/4, $0x3ab743ce
+DATA lgc13<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3ab743ce
-DATA lgc14<>+4(SB)/4, $0x3ab743ce
-DATA lgc14<>+8(SB)/4, $0x3ab743ce
-DATA lgc14<>+12(SB)/4, $0x3ab743ce
-DATA lgc14<>+16(SB)/4, $0x3ab743ce
-DATA lgc14<>+20(SB)/4, $0x3ab743ce
-DATA lgc14<>+24(SB)/4, $0x3ab743ce
-DATA lgc14<>+28(SB)/4, $0x3ab743ce
+DATA lgc14<>+0(SB)/4, $0x3c088908
+DATA lgc14<>+4(SB)/4, $0x3c088908
+DATA lgc14<>+8(SB)/4, $0x3c088908
+DATA lgc14<>+12(SB)/4, $0x3c088908
+DATA lgc14<>+16(SB)/4, $0x3c088908
+DATA lgc14<>+20(SB)/4, $0x3c088908
+DATA lgc14<>+24(SB)/4, $0x3c088908
+DATA lgc14<>+28(SB)/4, $0x3c088908
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3c088908
-DATA lgc15<>+4(SB)/4, $0x3c088908
-DATA lgc15<>+8(SB)/4, $0x3c088908
-DATA lgc15<>+12(SB)/4, $0x3c088908
-DATA lgc15<>+16(SB)/4, $0x3c088908
-DATA lgc15<>+20(SB)/4, $0x3c088908
-DATA lgc15<>+24(SB)/4, $0x3c088908
-DATA lgc15<>+28(SB)/4, $0x3c088908
+DATA lgc15<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+0(SB)/4, $0x3f000000
+DATA lgc17<>+4(SB)/4, $0x3f000000
+DATA lgc17<>+8(SB)/4, $0x3f000000
+DATA lgc17<>+12(SB)/4, $0x3f000000
+DATA lgc17<>+16(SB)/4, $0x3f000000
+DATA lgc17<>+20(SB)/4, $0x3f000000
+DATA lgc17<>+24(SB)/4, $0x3f000000
+DATA lgc17<>+28(SB)/4, $0x3f000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f000000
-DATA lgc18<>+4(SB)/4, $0x3f000000
-DATA lgc18<>+8(SB)/4, $0x3f000000
-DATA lgc18<>+12(SB)/4, $0x3f000000
-DATA lgc18<>+16(SB)/4, $0x3f000000
-DATA lgc18<>+20(SB)/4, $0x3f000000
-DATA lgc18<>+24(SB)/4, $0x3f000000
-DATA lgc18<>+28(SB)/4, $0x3f000000
+DATA lgc18<>+0(SB)/4, $0x3f800000
+DATA lgc18<>+4(SB)/4, $0x3f800000
+DATA lgc18<>+8(SB)/4, $0x3f800000
+DATA lgc18<>+12(SB)/4, $0x3f800000
+DATA lgc18<>+16(SB)/4, $0x3f800000
+DATA lgc18<>+20(SB)/4, $0x3f800000
+DATA lgc18<>+24(SB)/4, $0x3f800000
+DATA lgc18<>+28(SB)/4, $0x3f800000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 DATA lgc19<>+0(SB)/4, $0xffffff82
@@ -666,91 +773,121 @@ DATA lgc20<>+24(SB)/4, $0x0000007f
 DATA lgc20<>+28(SB)/4, $0x0000007f
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xc2ae0000
-DATA lgc21<>+4(SB)/4, $0xc2ae0000
-DATA lgc21<>+8(SB)/4, $0xc2ae0000
-DATA lgc21<>+12(SB)/4, $0xc2ae0000
-DATA lgc21<>+16(SB)/4, $0xc2ae0000
-DATA lgc21<>+20(SB)/4, $0xc2ae0000
-DATA lgc21<>+24(SB)/4, $0xc2ae0000
-DATA lgc21<>+28(SB)/4, $0xc2ae0000
+DATA lgc21<>+0(SB)/4, $0x3f99999a
+DATA lgc21<>+4(SB)/4, $0x3f99999a
+DATA lgc21<>+8(SB)/4, $0x3f99999a
+DATA lgc21<>+12(SB)/4, $0x3f99999a
+DATA lgc21<>+16(SB)/4, $0x3f99999a
+DATA lgc21<>+20(SB)/4, $0x3f99999a
+DATA lgc21<>+24(SB)/4, $0x3f99999a
+DATA lgc21<>+28(SB)/4, $0x3f99999a
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x42b00000
-DATA lgc22<>+4(SB)/4, $0x42b00000
-DATA lgc22<>+8(SB)/4, $0x42b00000
-DATA lgc22<>+12(SB)/4, $0x42b00000
-DATA lgc22<>+16(SB)/4, $0x42b00000
-DATA lgc22<>+20(SB)/4, $0x42b00000
-DATA lgc22<>+24(SB)/4, $0x42b00000
-DATA lgc22<>+28(SB)/4, $0x42b00000
+DATA lgc22<>+0(SB)/4, $0x3f4ccccd
+DATA lgc22<>+4(SB)/4, $0x3f4ccccd
+DATA lgc22<>+8(SB)/4, $0x3f4ccccd
+DATA lgc22<>+12(SB)/4, $0x3f4ccccd
+DATA lgc22<>+16(SB)/4, $0x3f4ccccd
+DATA lgc22<>+20(SB)/4, $0x3f4ccccd
+DATA lgc22<>+24(SB)/4, $0x3f4ccccd
+DATA lgc22<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xff800000
-DATA lgc23<>+4(SB)/4, $0xff800000
-DATA lgc23<>+8(SB)/4, $0xff800000
-DATA lgc23<>+12(SB)/4, $0xff800000
-DATA lgc23<>+16(SB)/4, $0xff800000
-DATA lgc23<>+20(SB)/4, $0xff800000
-DATA lgc23<>+24(SB)/4, $0xff800000
-DATA lgc23<>+28(SB)/4, $0xff800000
+DATA lgc23<>+0(SB)/4, $0x80000000
+DATA lgc23<>+4(SB)/4, $0x80000000
+DATA lgc23<>+8(SB)/4, $0x80000000
+DATA lgc23<>+12(SB)/4, $0x80000000
+DATA lgc23<>+16(SB)/4, $0x80000000
+DATA lgc23<>+20(SB)/4, $0x80000000
+DATA lgc23<>+24(SB)/4, $0x80000000
+DATA lgc23<>+28(SB)/4, $0x80000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x40000000
-DATA lgc24<>+4(SB)/4, $0x40000000
-DATA lgc24<>+8(SB)/4, $0x40000000
-DATA lgc24<>+12(SB)/4, $0x40000000
-DATA lgc24<>+16(SB)/4, $0x40000000
-DATA lgc24<>+20(SB)/4, $0x40000000
-DATA lgc24<>+24(SB)/4, $0x40000000
-DATA lgc24<>+28(SB)/4, $0x40000000
+DATA lgc24<>+0(SB)/4, $0xbc23d70a
+DATA lgc24<>+4(SB)/4, $0xbc23d70a
+DATA lgc24<>+8(SB)/4, $0xbc23d70a
+DATA lgc24<>+12(SB)/4, $0xbc23d70a
+DATA lgc24<>+16(SB)/4, $0xbc23d70a
+DATA lgc24<>+20(SB)/4, $0xbc23d70a
+DATA lgc24<>+24(SB)/4, $0xbc23d70a
+DATA lgc24<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/4, $0xbe4ccccd
+DATA lgc25<>+4(SB)/4, $0xbe4ccccd
+DATA lgc25<>+8(SB)/4, $0xbe4ccccd
+DATA lgc25<>+12(SB)/4, $0xbe4ccccd
+DATA lgc25<>+16(SB)/4, $0xbe4ccccd
+DATA lgc25<>+20(SB)/4, $0xbe4ccccd
+DATA lgc25<>+24(SB)/4, $0xbe4ccccd
+DATA lgc25<>+28(SB)/4, $0xbe4ccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
+DATA lgc26<>+0(SB)/4, $0x3e4ccccd
+DATA lgc26<>+4(SB)/4, $0x3e4ccccd
+DATA lgc26<>+8(SB)/4, $0x3e4ccccd
+DATA lgc26<>+12(SB)/4, $0x3e4ccccd
+DATA lgc26<>+16(SB)/4, $0x3e4ccccd
+DATA lgc26<>+20(SB)/4, $0x3e4ccccd
+DATA lgc26<>+24(SB)/4, $0x3e4ccccd
+DATA lgc26<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x00000000
-DATA lgc27<>+4(SB)/4, $0x00000000
-DATA lgc27<>+8(SB)/4, $0x00000000
-DATA lgc27<>+12(SB)/4, $0x00000000
-DATA lgc27<>+16(SB)/4, $0x00000000
-DATA lgc27<>+20(SB)/4, $0x00000000
-DATA lgc27<>+24(SB)/4, $0x00000000
-DATA lgc27<>+28(SB)/4, $0x00000000
+DATA lgc27<>+0(SB)/4, $0xc2ae0000
+DATA lgc27<>+4(SB)/4, $0xc2ae0000
+DATA lgc27<>+8(SB)/4, $0xc2ae0000
+DATA lgc27<>+12(SB)/4, $0xc2ae0000
+DATA lgc27<>+16(SB)/4, $0xc2ae0000
+DATA lgc27<>+20(SB)/4, $0xc2ae0000
+DATA lgc27<>+24(SB)/4, $0xc2ae0000
+DATA lgc27<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
+DATA lgc28<>+0(SB)/4, $0x42b00000
+DATA lgc28<>+4(SB)/4, $0x42b00000
+DATA lgc28<>+8(SB)/4, $0x42b00000
+DATA lgc28<>+12(SB)/4, $0x42b00000
+DATA lgc28<>+16(SB)/4, $0x42b00000
+DATA lgc28<>+20(SB)/4, $0x42b00000
+DATA lgc28<>+24(SB)/4, $0x42b00000
+DATA lgc28<>+28(SB)/4, $0x42b00000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0xff800000
+DATA lgc29<>+4(SB)/4, $0xff800000
+DATA lgc29<>+8(SB)/4, $0xff800000
+DATA lgc29<>+12(SB)/4, $0xff800000
+DATA lgc29<>+16(SB)/4, $0xff800000
+DATA lgc29<>+20(SB)/4, $0xff800000
+DATA lgc29<>+24(SB)/4, $0xff800000
+DATA lgc29<>+28(SB)/4, $0xff800000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x40000000
+DATA lgc30<>+4(SB)/4, $0x40000000
+DATA lgc30<>+8(SB)/4, $0x40000000
+DATA lgc30<>+12(SB)/4, $0x40000000
+DATA lgc30<>+16(SB)/4, $0x40000000
+DATA lgc30<>+20(SB)/4, $0x40000000
+DATA lgc30<>+24(SB)/4, $0x40000000
+DATA lgc30<>+28(SB)/4, $0x40000000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+// func pass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-48
+TEXT ·pass2AVX2(SB), $0-48
 	MOVQ         s3+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc28<>+0(SB), Y0, Y0
+	VADDPS       lgc31<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v58 = div(residVar, v57)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
+	VMOVUPS lgc18<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v58)
 	VSUBPS       Y0, Y1, Y0
@@ -758,7 +895,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v64 = mul(2, logSumW)
-	VMULPS       lgc24<>+0(SB), Y1, Y1
+	VMULPS       lgc30<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -766,21 +903,21 @@ TEXT ·pass1AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v65)
-	VMAXPS       lgc8<>+0(SB), Y1, Y2
-	VMINPS       lgc9<>+0(SB), Y2, Y2
-	VMULPS       lgc10<>+0(SB), Y2, Y3
+	VMAXPS       lgc7<>+0(SB), Y1, Y2
+	VMINPS       lgc8<>+0(SB), Y2, Y2
+	VMULPS       lgc9<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
-	VMOVAPS      lgc13<>+0(SB), Y4
+	VMOVAPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
+	VADDPS       lgc18<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc19<>+0(SB), Y2, Y3
 	VPMINSD      lgc20<>+0(SB), Y3, Y3
@@ -793,7 +930,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc29<>+0(SB), Y1
+	VMOVUPS      lgc32<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -808,200 +945,29 @@ TEXT ·pass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x34000000
-DATA lgc28<>+4(SB)/4, $0x34000000
-DATA lgc28<>+8(SB)/4, $0x34000000
-DATA lgc28<>+12(SB)/4, $0x34000000
-DATA lgc28<>+16(SB)/4, $0x34000000
-DATA lgc28<>+20(SB)/4, $0x34000000
-DATA lgc28<>+24(SB)/4, $0x34000000
-DATA lgc28<>+28(SB)/4, $0x34000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x45800000
-DATA lgc29<>+4(SB)/4, $0x45800000
-DATA lgc29<>+8(SB)/4, $0x45800000
-DATA lgc29<>+12(SB)/4, $0x45800000
-DATA lgc29<>+16(SB)/4, $0x45800000
-DATA lgc29<>+20(SB)/4, $0x45800000
-DATA lgc29<>+24(SB)/4, $0x45800000
-DATA lgc29<>+28(SB)/4, $0x45800000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-// func pass2AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64)
-// Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $0-64
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_5
-
-blocks_4:
-	MOVQ         s1+16(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSS (DX)(BX*4), Y0
-
-	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         advantage+24(FP), DX
-	XORQ         SI, SI
-	ADDQ         AX, SI
-	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         s0+32(FP), DX
-	VBROADCASTSS (DX)(BX*4), Y2
-
-	// v4 = sub(advantage, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc30<>+0(SB), Y2
-
-	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
-
-	// advantageNormalized = div(v4, v6)
-	VDIVPS  Y0, Y1, Y0
-	MOVQ    logProb+40(FP), DX
-	VMOVUPS (DX)(SI*4), Y1
-	MOVQ    sampleLogProb+48(FP), DX
-	VMOVUPS (DX)(SI*4), Y2
-
-	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS Y2, Y1, Y1
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y1, Y2
-	VMINPS       lgc9<>+0(SB), Y2, Y2
-	VMULPS       lgc10<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
-	VMOVAPS      lgc13<>+0(SB), Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc19<>+0(SB), Y2, Y3
-	VPMINSD      lgc20<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc20<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc27<>+0(SB), Y1
-
-	// v17 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y1, Y0, Y1
-	VANDPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc31<>+0(SB), Y2
-
-	// v19 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc32<>+0(SB), Y3
-
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y3, Y3
-
-	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc27<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y1
-
-	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y1, Y0, Y0
-
-	// v24 = neg(gain)
-	VXORPS lgc7<>+0(SB), Y0, Y0
-
-	// mean(v24) over [B]
-	MOVQ         state+56(FP), DX
-	VADDPS       4864(DX), Y0, Y0
-	VMOVUPS      Y0, 4864(DX)
-	DECQ         CX
-	JNZ          noflush_6
-	MOVQ         state+56(FP), CX
-	VMOVUPS      4864(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4672(CX), Y2, Y2
-	VMOVUPD      Y2, 4672(CX)
-	VADDPD       4704(CX), Y0, Y0
-	VMOVUPD      Y0, 4704(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(CX)
-	VANDPS       4992(CX), Y1, Y1
-	VMOVUPS      Y1, 4992(CX)
-	MOVQ         $+8, CX
-
-noflush_6:
-	ADDQ $+8, AX
-	CMPQ AX, $+4096
-	JGE  chunkdone_5
-	CMPQ AX, hi+8(FP)
-	JL   blocks_4
-
-chunkdone_5:
-	MOVQ         state+56(FP), AX
-	VMOVUPS      4864(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4672(AX), Y2, Y2
-	VMOVUPD      Y2, 4672(AX)
-	VADDPD       4704(AX), Y0, Y0
-	VMOVUPD      Y0, 4704(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(AX)
-	VANDPS       4992(AX), Y1, Y1
-	VMOVUPS      Y1, 4992(AX)
-	VZEROUPPER
-	RET
-
-DATA lgc30<>+0(SB)/4, $0x358637bd
-DATA lgc30<>+4(SB)/4, $0x358637bd
-DATA lgc30<>+8(SB)/4, $0x358637bd
-DATA lgc30<>+12(SB)/4, $0x358637bd
-DATA lgc30<>+16(SB)/4, $0x358637bd
-DATA lgc30<>+20(SB)/4, $0x358637bd
-DATA lgc30<>+24(SB)/4, $0x358637bd
-DATA lgc30<>+28(SB)/4, $0x358637bd
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x3f99999a
-DATA lgc31<>+4(SB)/4, $0x3f99999a
-DATA lgc31<>+8(SB)/4, $0x3f99999a
-DATA lgc31<>+12(SB)/4, $0x3f99999a
-DATA lgc31<>+16(SB)/4, $0x3f99999a
-DATA lgc31<>+20(SB)/4, $0x3f99999a
-DATA lgc31<>+24(SB)/4, $0x3f99999a
-DATA lgc31<>+28(SB)/4, $0x3f99999a
+DATA lgc31<>+0(SB)/4, $0x34000000
+DATA lgc31<>+4(SB)/4, $0x34000000
+DATA lgc31<>+8(SB)/4, $0x34000000
+DATA lgc31<>+12(SB)/4, $0x34000000
+DATA lgc31<>+16(SB)/4, $0x34000000
+DATA lgc31<>+20(SB)/4, $0x34000000
+DATA lgc31<>+24(SB)/4, $0x34000000
+DATA lgc31<>+28(SB)/4, $0x34000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3f4ccccd
-DATA lgc32<>+4(SB)/4, $0x3f4ccccd
-DATA lgc32<>+8(SB)/4, $0x3f4ccccd
-DATA lgc32<>+12(SB)/4, $0x3f4ccccd
-DATA lgc32<>+16(SB)/4, $0x3f4ccccd
-DATA lgc32<>+20(SB)/4, $0x3f4ccccd
-DATA lgc32<>+24(SB)/4, $0x3f4ccccd
-DATA lgc32<>+28(SB)/4, $0x3f4ccccd
+DATA lgc32<>+0(SB)/4, $0x45800000
+DATA lgc32<>+4(SB)/4, $0x45800000
+DATA lgc32<>+8(SB)/4, $0x45800000
+DATA lgc32<>+12(SB)/4, $0x45800000
+DATA lgc32<>+16(SB)/4, $0x45800000
+DATA lgc32<>+20(SB)/4, $0x45800000
+DATA lgc32<>+24(SB)/4, $0x45800000
+DATA lgc32<>+28(SB)/4, $0x45800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradEntropy *float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $192-96
+// func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64)
+// Requires: AVX, FMA3
+TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -1046,359 +1012,12 @@ blocks_7:
 	VFMADD231PD  Y2, Y3, Y0
 	VMOVUPD      Y1, 608(DX)
 	VMOVUPD      Y0, 800(DX)
-	MOVQ         logProb+32(FP), SI
-	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         sampleLogProb+40(FP), SI
-	VMOVUPS      (SI)(BX*4), Y1
-
-	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y1, Y0, Y2
-	VMOVUPS lgc1<>+0(SB), Y3
-
-	// v13 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y2, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y4
-
-	// logWeightClip = min(v13, 0.18232156) tie=first
-	VMINPS Y3, Y4, Y3
-
-	// v26 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y2, Y3, Y3
-	VANDPS lgc3<>+0(SB), Y3, Y3
-
-	// mean(v26) over [B]
-	VADDPS  1152(DX), Y3, Y3
-	VMOVUPS Y3, 1152(DX)
-
-	// v28 = sub(sampleLogProb, logProb)
-	VSUBPS Y0, Y1, Y0
-
-	// mean(v28) over [B]
-	VADDPS  1472(DX), Y0, Y0
-	VMOVUPS Y0, 1472(DX)
-	MOVQ    entropy+48(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
-
-	// v32 = mul(-0.01, entropy)
-	VMULPS lgc4<>+0(SB), Y0, Y1
-
-	// mean(entropy) over [B]
-	VADDPS  1792(DX), Y0, Y0
-	VMOVUPS Y0, 1792(DX)
-
-	// mean(v32) over [B]
-	VADDPS  2112(DX), Y1, Y0
-	VMOVUPS Y0, 2112(DX)
-	MOVQ    valueTarget+56(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    stateValue+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
-
-	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y1, Y0, Y3
-
-	// l2 = mul(diff, diff)
-	VMULPS  Y3, Y3, Y4
-	MOVQ    oldStateValue+72(FP), SI
-	VMOVUPS (SI)(BX*4), Y5
-
-	// v40 = sub(stateValue, oldStateValue)
-	VSUBPS  Y5, Y1, Y1
-	VMOVUPS lgc5<>+0(SB), Y6
-
-	// v43 = max(v40, -0.2) tie=first
-	VMAXPS  Y1, Y6, Y6
-	VMOVUPS lgc6<>+0(SB), Y7
-
-	// v44 = min(v43, 0.2) tie=first
-	VMINPS Y6, Y7, Y7
-
-	// v45 = ne(v40, v44)
-	VCMPPS  $0x04, Y7, Y1, Y8
-	VANDPS  lgc3<>+0(SB), Y8, Y8
-	VMOVUPS Y1, (SP)
-
-	// mean(v45) over [B]
-	VADDPS  2432(DX), Y8, Y1
-	VMOVUPS Y1, 2432(DX)
-
-	// v47 = add(oldStateValue, v44)
-	VADDPS Y7, Y5, Y1
-
-	// diff2 = sub(valueTarget, v47)
-	VSUBPS Y1, Y0, Y1
-
-	// l22 = mul(diff2, diff2)
-	VMULPS Y1, Y1, Y5
-
-	// v50 = max(l2, l22)
-	VXORPS lgc7<>+0(SB), Y4, Y7
-	VXORPS lgc7<>+0(SB), Y5, Y9
-	VMINPS Y7, Y9, Y8
-	VMINPS Y9, Y7, Y7
-	VORPS  Y8, Y7, Y7
-	VXORPS lgc7<>+0(SB), Y7, Y7
-
-	// v52 = mul(1, v50)
-	VMULPS lgc3<>+0(SB), Y7, Y7
-
-	// mean(v52) over [B]
-	VADDPS  2752(DX), Y7, Y7
-	VMOVUPS Y7, 2752(DX)
-	VMOVUPS Y6, 32(SP)
-	VMOVUPS Y1, 64(SP)
-
-	// var(diff) over [B]
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X6
-	VCVTPS2PD    X6, Y6
-	VMOVUPD      3072(DX), Y7
-	VSUBPD       Y7, Y1, Y8
-	VMOVUPD      2880(DX), Y9
-	VADDPD       lgc0<>+0(SB), Y9, Y9
-	VMOVUPD      Y9, 2880(DX)
-	VDIVPD       Y9, Y8, Y9
-	VADDPD       Y9, Y7, Y7
-	VSUBPD       Y7, Y1, Y9
-	VMOVUPD      3264(DX), Y1
-	VFMADD231PD  Y8, Y9, Y1
-	VMOVUPD      Y7, 3072(DX)
-	VMOVUPD      Y1, 3264(DX)
-	VMOVUPD      3104(DX), Y1
-	VSUBPD       Y1, Y6, Y7
-	VMOVUPD      2912(DX), Y8
-	VADDPD       lgc0<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 2912(DX)
-	VDIVPD       Y8, Y7, Y8
-	VADDPD       Y8, Y1, Y1
-	VSUBPD       Y1, Y6, Y8
-	VMOVUPD      3296(DX), Y6
-	VFMADD231PD  Y7, Y8, Y6
-	VMOVUPD      Y1, 3104(DX)
-	VMOVUPD      Y6, 3296(DX)
-
-	// var(valueTarget) over [B]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      3648(DX), Y6
-	VSUBPD       Y6, Y1, Y7
-	VMOVUPD      3456(DX), Y8
-	VADDPD       lgc0<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 3456(DX)
-	VDIVPD       Y8, Y7, Y8
-	VADDPD       Y8, Y6, Y6
-	VSUBPD       Y6, Y1, Y8
-	VMOVUPD      3840(DX), Y1
-	VFMADD231PD  Y7, Y8, Y1
-	VMOVUPD      Y6, 3648(DX)
-	VMOVUPD      Y1, 3840(DX)
-	VMOVUPD      3680(DX), Y1
-	VSUBPD       Y1, Y0, Y6
-	VMOVUPD      3488(DX), Y7
-	VADDPD       lgc0<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 3488(DX)
-	VDIVPD       Y7, Y6, Y7
-	VADDPD       Y7, Y1, Y1
-	VSUBPD       Y1, Y0, Y7
-	VMOVUPD      3872(DX), Y0
-	VFMADD231PD  Y6, Y7, Y0
-	VMOVUPD      Y1, 3680(DX)
-	VMOVUPD      Y0, 3872(DX)
-	VMOVUPS      Y3, 96(SP)
-	VMOVUPS      Y4, 128(SP)
-	VMOVUPS      Y5, 160(SP)
-
-	// logsumexp(logWeight) over [B]
-	VMAXPS       lgc8<>+0(SB), Y2, Y0
-	VMINPS       lgc9<>+0(SB), Y0, Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
-	VMOVAPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc3<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc19<>+0(SB), Y0, Y1
-	VPMINSD      lgc20<>+0(SB), Y1, Y1
-	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc20<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y0
-	VBLENDVPS    Y0, Y2, Y3, Y3
-	VCMPPS       $0x15, lgc21<>+0(SB), Y2, Y0
-	VCMPPS       $0x1a, lgc22<>+0(SB), Y2, Y1
-	VANDPS       Y1, Y0, Y0
-	VCMPPS       $0x00, lgc23<>+0(SB), Y2, Y1
-	VORPS        Y1, Y0, Y0
-	VANDPS       4224(DX), Y0, Y0
-	VMOVUPS      Y0, 4224(DX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4032(DX), Y0, Y3
-	VMOVUPD      Y3, 4032(DX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       4352(DX), Y0, Y0
-	VMOVUPD      Y0, 4352(DX)
-	VADDPD       4064(DX), Y1, Y0
-	VMOVUPD      Y0, 4064(DX)
-	VMULPD       Y1, Y1, Y0
-	VADDPD       4384(DX), Y0, Y0
-	VMOVUPD      Y0, 4384(DX)
-
-	// v62 = mul(2, logWeight)
-	VMULPS  lgc24<>+0(SB), Y2, Y0
-	VMOVUPS 128(SP), Y0
-	VMOVUPS 160(SP), Y1
-
-	// v71 = eq(l2, l22)
-	VCMPPS $0x00, Y1, Y0, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
-
-	// v72 = lt(l2, l22)
-	VCMPPS  $0x11, Y1, Y0, Y3
-	VANDPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc33<>+0(SB), Y4
-	VMOVUPS lgc34<>+0(SB), Y5
-
-	// v73 = where(v71, 0.00012207031, 0.00024414063)
-	VMOVUPS   lgc27<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y4, Y5, Y6
-	VMOVUPS   lgc27<>+0(SB), Y7
-
-	// v74 = where(v72, 0, v73)
-	VMOVUPS   lgc27<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y7, Y6, Y3
-
-	// v75 = ge(l2, l22)
-	VCMPPS $0x1d, Y1, Y0, Y0
-	VANDPS lgc3<>+0(SB), Y0, Y0
-
-	// v76 = where(v71, 0.00012207031, 0)
-	VMOVUPS   lgc27<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y2, Y1
-	VBLENDVPS Y1, Y4, Y7, Y1
-
-	// v77 = where(v75, v76, 0.00024414063)
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y1, Y5, Y0
-
-	// v78 = ne(v77, 0)
-	VCMPPS  $0x04, Y7, Y0, Y1
-	VANDPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS 64(SP), Y2
-
-	// v79 = mul(v77, diff2)
-	VMULPS Y2, Y0, Y2
-
-	// v80 = where(v78, v79, v77)
-	VMOVUPS   lgc27<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y0, Y0
-
-	// v81 = add(v80, v80)
-	VADDPS Y0, Y0, Y0
-
-	// v82 = neg(v81)
-	VXORPS  lgc7<>+0(SB), Y0, Y0
-	VMOVUPS 32(SP), Y1
-	VMOVUPS lgc6<>+0(SB), Y2
-
-	// v83 = le(v43, 0.2)
-	VCMPPS $0x12, Y2, Y1, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
-
-	// v84 = ne(v43, v43)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc3<>+0(SB), Y1, Y1
-
-	// v85 = max(v83, v84)
-	VXORPS lgc7<>+0(SB), Y2, Y2
-	VXORPS lgc7<>+0(SB), Y1, Y1
-	VMINPS Y2, Y1, Y4
-	VMINPS Y1, Y2, Y1
-	VORPS  Y4, Y1, Y1
-	VXORPS lgc7<>+0(SB), Y1, Y1
-
-	// v86 = where(v85, v82, 0)
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y7, Y0
-	VMOVUPS   (SP), Y1
-	VMOVUPS   lgc5<>+0(SB), Y2
-
-	// v87 = ge(v40, -0.2)
-	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
-
-	// v88 = ne(v40, v40)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc3<>+0(SB), Y1, Y1
-
-	// v89 = max(v87, v88)
-	VXORPS lgc7<>+0(SB), Y2, Y2
-	VXORPS lgc7<>+0(SB), Y1, Y1
-	VMINPS Y2, Y1, Y4
-	VMINPS Y1, Y2, Y1
-	VORPS  Y4, Y1, Y1
-	VXORPS lgc7<>+0(SB), Y1, Y1
-
-	// v90 = where(v89, v86, 0)
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y7, Y0
-
-	// v91 = ne(v74, 0)
-	VCMPPS  $0x04, Y7, Y3, Y1
-	VANDPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS 96(SP), Y2
-
-	// v92 = mul(v74, diff)
-	VMULPS Y2, Y3, Y2
-
-	// v93 = where(v91, v92, v74)
-	VMOVUPS   lgc27<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y1
-
-	// v94 = add(v93, v93)
-	VADDPS Y1, Y1, Y1
-
-	// v95 = neg(v94)
-	VXORPS lgc7<>+0(SB), Y1, Y1
-
-	// gradStateValue = add(v90, v95)
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS lgc35<>+0(SB), Y1
-
-	// store gradStateValue
-	MOVQ    gradStateValue+80(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-
-	// store gradEntropy
-	MOVQ         gradEntropy+88(FP), DX
-	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_9
 	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1406,88 +1025,10 @@ blocks_7:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      1152(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       960(CX), Y2, Y2
-	VMOVUPD      Y2, 960(CX)
-	VADDPD       992(CX), Y0, Y0
-	VMOVUPD      Y0, 992(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(CX)
-	VMOVUPS      1472(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1280(CX), Y2, Y2
-	VMOVUPD      Y2, 1280(CX)
-	VADDPD       1312(CX), Y0, Y0
-	VMOVUPD      Y0, 1312(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1472(CX)
-	VMOVUPS      1792(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1600(CX), Y2, Y2
-	VMOVUPD      Y2, 1600(CX)
-	VADDPD       1632(CX), Y0, Y0
-	VMOVUPD      Y0, 1632(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1792(CX)
-	VMOVUPS      2112(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1920(CX), Y2, Y2
-	VMOVUPD      Y2, 1920(CX)
-	VADDPD       1952(CX), Y0, Y0
-	VMOVUPD      Y0, 1952(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2112(CX)
-	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2240(CX), Y2, Y2
-	VMOVUPD      Y2, 2240(CX)
-	VADDPD       2272(CX), Y0, Y0
-	VMOVUPD      Y0, 2272(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(CX)
-	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2560(CX), Y2, Y2
-	VMOVUPD      Y2, 2560(CX)
-	VADDPD       2592(CX), Y0, Y0
-	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(CX)
-	VANDPS       4544(CX), Y1, Y1
-	VMOVUPS      Y1, 4544(CX)
+	VANDPS       960(CX), Y1, Y1
+	VMOVUPS      Y1, 960(CX)
 	MOVQ         $+8, CX
 
 noflush_9:
@@ -1500,8 +1041,8 @@ noflush_9:
 chunkdone_8:
 	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1509,88 +1050,696 @@ chunkdone_8:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      1152(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       960(AX), Y1, Y1
+	VMOVUPS      Y1, 960(AX)
+	VZEROUPPER
+	RET
+
+// func fbPass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $256-120
+	MOVQ $+8, CX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_11
+
+blocks_10:
+	MOVQ         s1+16(FP), DX
+	XORQ         BX, BX
+	VBROADCASTSS (DX)(BX*4), Y0
+
+	// std = sqrt(v2)
+	VSQRTPS      Y0, Y0
+	MOVQ         advantage+24(FP), DX
+	XORQ         SI, SI
+	ADDQ         AX, SI
+	VMOVUPS      (DX)(SI*4), Y1
+	MOVQ         s0+32(FP), DX
+	VBROADCASTSS (DX)(BX*4), Y2
+
+	// v4 = sub(advantage, mean)
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc4<>+0(SB), Y2
+
+	// v6 = max(std, 1e-06)
+	VMAXPS Y0, Y2, Y0
+
+	// advantageNormalized = div(v4, v6)
+	VDIVPS  Y0, Y1, Y0
+	MOVQ    logProb+40(FP), DX
+	VMOVUPS (DX)(SI*4), Y1
+	MOVQ    sampleLogProb+48(FP), DX
+	VMOVUPS (DX)(SI*4), Y2
+
+	// logWeight = sub(logProb, sampleLogProb)
+	VSUBPS  Y2, Y1, Y3
+	VMOVUPS lgc5<>+0(SB), Y4
+
+	// v13 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc6<>+0(SB), Y5
+
+	// logWeightClip = min(v13, 0.18232156) tie=first
+	VMINPS Y4, Y5, Y4
+
+	// ratio = exp(logWeight)
+	VMAXPS       lgc7<>+0(SB), Y3, Y5
+	VMINPS       lgc8<>+0(SB), Y5, Y5
+	VMULPS       lgc9<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
+	VMOVAPS      lgc12<>+0(SB), Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc18<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc19<>+0(SB), Y5, Y6
+	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
+	VMOVUPS      lgc3<>+0(SB), Y5
+
+	// v17 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y5, Y0, Y5
+	VANDPS  lgc18<>+0(SB), Y5, Y5
+	VMOVUPS lgc21<>+0(SB), Y6
+
+	// v19 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS lgc22<>+0(SB), Y8
+
+	// v21 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y7, Y8, Y8
+
+	// ratioClipped = where(v17, v19, v21)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y6, Y8, Y6
+
+	// gain = mul(advantageNormalized, ratioClipped)
+	VMULPS Y6, Y0, Y6
+
+	// v24 = neg(gain)
+	VXORPS  lgc23<>+0(SB), Y6, Y6
+	VMOVUPS Y5, (SP)
+
+	// mean(v24) over [B]
+	MOVQ    state+56(FP), DX
+	VADDPS  1280(DX), Y6, Y5
+	VMOVUPS Y5, 1280(DX)
+
+	// v26 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y3, Y4, Y4
+	VANDPS lgc18<>+0(SB), Y4, Y4
+
+	// mean(v26) over [B]
+	VADDPS  1600(DX), Y4, Y4
+	VMOVUPS Y4, 1600(DX)
+
+	// v28 = sub(sampleLogProb, logProb)
+	VSUBPS Y1, Y2, Y1
+
+	// mean(v28) over [B]
+	VADDPS  1920(DX), Y1, Y1
+	VMOVUPS Y1, 1920(DX)
+	MOVQ    entropy+64(FP), BX
+	VMOVUPS (BX)(SI*4), Y1
+
+	// v32 = mul(-0.01, entropy)
+	VMULPS lgc24<>+0(SB), Y1, Y2
+
+	// mean(entropy) over [B]
+	VADDPS  2240(DX), Y1, Y1
+	VMOVUPS Y1, 2240(DX)
+
+	// mean(v32) over [B]
+	VADDPS  2560(DX), Y2, Y1
+	VMOVUPS Y1, 2560(DX)
+	MOVQ    valueTarget+72(FP), BX
+	VMOVUPS (BX)(SI*4), Y1
+	MOVQ    stateValue+80(FP), BX
+	VMOVUPS (BX)(SI*4), Y2
+
+	// diff = sub(valueTarget, stateValue)
+	VSUBPS Y2, Y1, Y4
+
+	// l2 = mul(diff, diff)
+	VMULPS  Y4, Y4, Y5
+	MOVQ    oldStateValue+88(FP), BX
+	VMOVUPS (BX)(SI*4), Y6
+
+	// v40 = sub(stateValue, oldStateValue)
+	VSUBPS  Y6, Y2, Y2
+	VMOVUPS lgc25<>+0(SB), Y8
+
+	// v43 = max(v40, -0.2) tie=first
+	VMAXPS  Y2, Y8, Y8
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS lgc26<>+0(SB), Y0
+
+	// v44 = min(v43, 0.2) tie=first
+	VMINPS Y8, Y0, Y0
+
+	// v45 = ne(v40, v44)
+	VCMPPS  $0x04, Y0, Y2, Y9
+	VANDPS  lgc18<>+0(SB), Y9, Y9
+	VMOVUPS Y2, 64(SP)
+	VMOVUPS Y8, 96(SP)
+
+	// mean(v45) over [B]
+	VADDPS  2880(DX), Y9, Y2
+	VMOVUPS Y2, 2880(DX)
+
+	// v47 = add(oldStateValue, v44)
+	VADDPS Y0, Y6, Y0
+
+	// diff2 = sub(valueTarget, v47)
+	VSUBPS Y0, Y1, Y0
+
+	// l22 = mul(diff2, diff2)
+	VMULPS Y0, Y0, Y2
+
+	// v50 = max(l2, l22)
+	VXORPS lgc23<>+0(SB), Y5, Y6
+	VXORPS lgc23<>+0(SB), Y2, Y9
+	VMINPS Y6, Y9, Y8
+	VMINPS Y9, Y6, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc23<>+0(SB), Y6, Y6
+
+	// v52 = mul(1, v50)
+	VMULPS lgc18<>+0(SB), Y6, Y6
+
+	// mean(v52) over [B]
+	VADDPS  3200(DX), Y6, Y6
+	VMOVUPS Y6, 3200(DX)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y5, 160(SP)
+
+	// var(diff) over [B]
+	VCVTPS2PD    X4, Y0
+	VEXTRACTF128 $0x01, Y4, X5
+	VCVTPS2PD    X5, Y5
+	VMOVUPD      3520(DX), Y6
+	VSUBPD       Y6, Y0, Y8
+	VMOVUPD      3328(DX), Y9
+	VADDPD       lgc0<>+0(SB), Y9, Y9
+	VMOVUPD      Y9, 3328(DX)
+	VDIVPD       Y9, Y8, Y9
+	VADDPD       Y9, Y6, Y6
+	VSUBPD       Y6, Y0, Y9
+	VMOVUPD      3712(DX), Y0
+	VFMADD231PD  Y8, Y9, Y0
+	VMOVUPD      Y6, 3520(DX)
+	VMOVUPD      Y0, 3712(DX)
+	VMOVUPD      3552(DX), Y0
+	VSUBPD       Y0, Y5, Y6
+	VMOVUPD      3360(DX), Y8
+	VADDPD       lgc0<>+0(SB), Y8, Y8
+	VMOVUPD      Y8, 3360(DX)
+	VDIVPD       Y8, Y6, Y8
+	VADDPD       Y8, Y0, Y0
+	VSUBPD       Y0, Y5, Y8
+	VMOVUPD      3744(DX), Y5
+	VFMADD231PD  Y6, Y8, Y5
+	VMOVUPD      Y0, 3552(DX)
+	VMOVUPD      Y5, 3744(DX)
+
+	// var(valueTarget) over [B]
+	VCVTPS2PD    X1, Y0
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      4096(DX), Y5
+	VSUBPD       Y5, Y0, Y6
+	VMOVUPD      3904(DX), Y8
+	VADDPD       lgc0<>+0(SB), Y8, Y8
+	VMOVUPD      Y8, 3904(DX)
+	VDIVPD       Y8, Y6, Y8
+	VADDPD       Y8, Y5, Y5
+	VSUBPD       Y5, Y0, Y8
+	VMOVUPD      4288(DX), Y0
+	VFMADD231PD  Y6, Y8, Y0
+	VMOVUPD      Y5, 4096(DX)
+	VMOVUPD      Y0, 4288(DX)
+	VMOVUPD      4128(DX), Y0
+	VSUBPD       Y0, Y1, Y5
+	VMOVUPD      3936(DX), Y6
+	VADDPD       lgc0<>+0(SB), Y6, Y6
+	VMOVUPD      Y6, 3936(DX)
+	VDIVPD       Y6, Y5, Y6
+	VADDPD       Y6, Y0, Y0
+	VSUBPD       Y0, Y1, Y6
+	VMOVUPD      4320(DX), Y1
+	VFMADD231PD  Y5, Y6, Y1
+	VMOVUPD      Y0, 4128(DX)
+	VMOVUPD      Y1, 4320(DX)
+	VMOVUPS      Y4, 192(SP)
+	VMOVUPS      Y2, 224(SP)
+
+	// logsumexp(logWeight) over [B]
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y0
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y1
+	VANDPS       Y1, Y0, Y0
+	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y1
+	VORPS        Y1, Y0, Y0
+	VANDPS       4672(DX), Y0, Y0
+	VMOVUPS      Y0, 4672(DX)
+	VCVTPS2PD    X7, Y0
+	VEXTRACTF128 $0x01, Y7, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       4480(DX), Y0, Y2
+	VMOVUPD      Y2, 4480(DX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       4800(DX), Y0, Y0
+	VMOVUPD      Y0, 4800(DX)
+	VADDPD       4512(DX), Y1, Y0
+	VMOVUPD      Y0, 4512(DX)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       4832(DX), Y0, Y0
+	VMOVUPD      Y0, 4832(DX)
+
+	// v62 = mul(2, logWeight)
+	VMULPS  lgc30<>+0(SB), Y3, Y0
+	VMOVUPS 160(SP), Y0
+	VMOVUPS 224(SP), Y1
+
+	// v71 = eq(l2, l22)
+	VCMPPS $0x00, Y1, Y0, Y2
+	VANDPS lgc18<>+0(SB), Y2, Y2
+
+	// v72 = lt(l2, l22)
+	VCMPPS  $0x11, Y1, Y0, Y3
+	VANDPS  lgc18<>+0(SB), Y3, Y3
+	VMOVUPS lgc33<>+0(SB), Y4
+	VMOVUPS lgc34<>+0(SB), Y5
+
+	// v73 = where(v71, 0.00012207031, 0.00024414063)
+	VMOVUPS   lgc3<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y4, Y5, Y6
+	VMOVUPS   lgc3<>+0(SB), Y8
+
+	// v74 = where(v72, 0, v73)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y3, Y9
+	VBLENDVPS Y9, Y8, Y6, Y3
+
+	// v75 = ge(l2, l22)
+	VCMPPS $0x1d, Y1, Y0, Y0
+	VANDPS lgc18<>+0(SB), Y0, Y0
+
+	// v76 = where(v71, 0.00012207031, 0)
+	VMOVUPS   lgc3<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y2, Y1
+	VBLENDVPS Y1, Y4, Y8, Y1
+
+	// v77 = where(v75, v76, 0.00024414063)
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y0, Y2
+	VBLENDVPS Y2, Y1, Y5, Y0
+
+	// v78 = ne(v77, 0)
+	VCMPPS  $0x04, Y8, Y0, Y1
+	VANDPS  lgc18<>+0(SB), Y1, Y1
+	VMOVUPS 128(SP), Y2
+
+	// v79 = mul(v77, diff2)
+	VMULPS Y2, Y0, Y2
+
+	// v80 = where(v78, v79, v77)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y0, Y0
+
+	// v81 = add(v80, v80)
+	VADDPS Y0, Y0, Y0
+
+	// v82 = neg(v81)
+	VXORPS  lgc23<>+0(SB), Y0, Y0
+	VMOVUPS 96(SP), Y1
+	VMOVUPS lgc26<>+0(SB), Y2
+
+	// v83 = le(v43, 0.2)
+	VCMPPS $0x12, Y2, Y1, Y2
+	VANDPS lgc18<>+0(SB), Y2, Y2
+
+	// v84 = ne(v43, v43)
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc18<>+0(SB), Y1, Y1
+
+	// v85 = max(v83, v84)
+	VXORPS lgc23<>+0(SB), Y2, Y2
+	VXORPS lgc23<>+0(SB), Y1, Y1
+	VMINPS Y2, Y1, Y4
+	VMINPS Y1, Y2, Y1
+	VORPS  Y4, Y1, Y1
+	VXORPS lgc23<>+0(SB), Y1, Y1
+
+	// v86 = where(v85, v82, 0)
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y0, Y8, Y0
+	VMOVUPS   64(SP), Y1
+	VMOVUPS   lgc25<>+0(SB), Y2
+
+	// v87 = ge(v40, -0.2)
+	VCMPPS $0x1d, Y2, Y1, Y2
+	VANDPS lgc18<>+0(SB), Y2, Y2
+
+	// v88 = ne(v40, v40)
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc18<>+0(SB), Y1, Y1
+
+	// v89 = max(v87, v88)
+	VXORPS lgc23<>+0(SB), Y2, Y2
+	VXORPS lgc23<>+0(SB), Y1, Y1
+	VMINPS Y2, Y1, Y4
+	VMINPS Y1, Y2, Y1
+	VORPS  Y4, Y1, Y1
+	VXORPS lgc23<>+0(SB), Y1, Y1
+
+	// v90 = where(v89, v86, 0)
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y0, Y8, Y0
+
+	// v91 = ne(v74, 0)
+	VCMPPS  $0x04, Y8, Y3, Y1
+	VANDPS  lgc18<>+0(SB), Y1, Y1
+	VMOVUPS 192(SP), Y2
+
+	// v92 = mul(v74, diff)
+	VMULPS Y2, Y3, Y2
+
+	// v93 = where(v91, v92, v74)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y1
+
+	// v94 = add(v93, v93)
+	VADDPS Y1, Y1, Y1
+
+	// v95 = neg(v94)
+	VXORPS lgc23<>+0(SB), Y1, Y1
+
+	// gradStateValue = add(v90, v95)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS 32(SP), Y1
+
+	// v99 = mul(-0.00024414063, advantageNormalized)
+	VMULPS  lgc35<>+0(SB), Y1, Y1
+	VMOVUPS (SP), Y2
+
+	// v100 = where(v17, v99, 0)
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VBLENDVPS Y3, Y1, Y8, Y3
+
+	// v101 = where(v17, 0, v99)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y8, Y1, Y1
+	VMOVUPS   lgc22<>+0(SB), Y2
+
+	// v102 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y2, Y7, Y2
+	VANDPS lgc18<>+0(SB), Y2, Y2
+
+	// v103 = ne(ratio, ratio)
+	VCMPPS $0x04, Y7, Y7, Y4
+	VANDPS lgc18<>+0(SB), Y4, Y4
+
+	// v104 = max(v102, v103)
+	VXORPS lgc23<>+0(SB), Y2, Y2
+	VXORPS lgc23<>+0(SB), Y4, Y6
+	VMINPS Y2, Y6, Y5
+	VMINPS Y6, Y2, Y2
+	VORPS  Y5, Y2, Y2
+	VXORPS lgc23<>+0(SB), Y2, Y2
+
+	// v105 = where(v104, v101, 0)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y1, Y8, Y1
+	VMOVUPS   lgc21<>+0(SB), Y2
+
+	// v106 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y2, Y7, Y2
+	VANDPS lgc18<>+0(SB), Y2, Y2
+
+	// v107 = max(v106, v103)
+	VXORPS lgc23<>+0(SB), Y2, Y2
+	VXORPS lgc23<>+0(SB), Y4, Y4
+	VMINPS Y2, Y4, Y5
+	VMINPS Y4, Y2, Y2
+	VORPS  Y5, Y2, Y2
+	VXORPS lgc23<>+0(SB), Y2, Y2
+
+	// v108 = where(v107, v100, 0)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y8, Y2
+
+	// v109 = add(v105, v108)
+	VADDPS Y2, Y1, Y1
+
+	// v110 = ne(v109, 0)
+	VCMPPS $0x04, Y8, Y1, Y2
+	VANDPS lgc18<>+0(SB), Y2, Y2
+
+	// v111 = mul(v109, ratio)
+	VMULPS Y7, Y1, Y3
+
+	// gradLogProb = where(v110, v111, v109)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y1
+	VMOVUPS   lgc36<>+0(SB), Y2
+
+	// store gradStateValue
+	MOVQ    gradStateValue+96(FP), DX
+	VMOVUPS Y0, (DX)(SI*4)
+
+	// store gradLogProb
+	MOVQ    gradLogProb+104(FP), DX
+	VMOVUPS Y1, (DX)(SI*4)
+
+	// store gradEntropy
+	MOVQ         gradEntropy+112(FP), DX
+	VMOVUPS      Y2, (DX)(SI*4)
+	DECQ         CX
+	JNZ          noflush_12
+	MOVQ         state+56(FP), CX
+	VMOVUPS      1280(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1088(CX), Y2, Y2
+	VMOVUPD      Y2, 1088(CX)
+	VADDPD       1120(CX), Y0, Y0
+	VMOVUPD      Y0, 1120(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1280(CX)
+	VMOVUPS      1600(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       960(AX), Y2, Y2
-	VMOVUPD      Y2, 960(AX)
-	VADDPD       992(AX), Y0, Y0
-	VMOVUPD      Y0, 992(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(AX)
-	VMOVUPS      1472(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VADDPD       1408(CX), Y2, Y2
+	VMOVUPD      Y2, 1408(CX)
+	VADDPD       1440(CX), Y0, Y0
+	VMOVUPD      Y0, 1440(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1600(CX)
+	VMOVUPS      1920(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1280(AX), Y2, Y2
-	VMOVUPD      Y2, 1280(AX)
-	VADDPD       1312(AX), Y0, Y0
-	VMOVUPD      Y0, 1312(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1472(AX)
-	VMOVUPS      1792(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VADDPD       1728(CX), Y2, Y2
+	VMOVUPD      Y2, 1728(CX)
+	VADDPD       1760(CX), Y0, Y0
+	VMOVUPD      Y0, 1760(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1920(CX)
+	VMOVUPS      2240(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1600(AX), Y2, Y2
-	VMOVUPD      Y2, 1600(AX)
-	VADDPD       1632(AX), Y0, Y0
-	VMOVUPD      Y0, 1632(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 1792(AX)
-	VMOVUPS      2112(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VADDPD       2048(CX), Y2, Y2
+	VMOVUPD      Y2, 2048(CX)
+	VADDPD       2080(CX), Y0, Y0
+	VMOVUPD      Y0, 2080(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(CX)
+	VMOVUPS      2560(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1920(AX), Y2, Y2
-	VMOVUPD      Y2, 1920(AX)
-	VADDPD       1952(AX), Y0, Y0
-	VMOVUPD      Y0, 1952(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2112(AX)
-	VMOVUPS      2432(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VADDPD       2368(CX), Y2, Y2
+	VMOVUPD      Y2, 2368(CX)
+	VADDPD       2400(CX), Y0, Y0
+	VMOVUPD      Y0, 2400(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(CX)
+	VMOVUPS      2880(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2240(AX), Y2, Y2
-	VMOVUPD      Y2, 2240(AX)
-	VADDPD       2272(AX), Y0, Y0
-	VMOVUPD      Y0, 2272(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(AX)
-	VMOVUPS      2752(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VADDPD       2688(CX), Y2, Y2
+	VMOVUPD      Y2, 2688(CX)
+	VADDPD       2720(CX), Y0, Y0
+	VMOVUPD      Y0, 2720(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(CX)
+	VMOVUPS      3200(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(AX), Y2, Y2
-	VMOVUPD      Y2, 2560(AX)
-	VADDPD       2592(AX), Y0, Y0
-	VMOVUPD      Y0, 2592(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(AX)
-	VANDPS       4544(AX), Y1, Y1
-	VMOVUPS      Y1, 4544(AX)
+	VADDPD       3008(CX), Y2, Y2
+	VMOVUPD      Y2, 3008(CX)
+	VADDPD       3040(CX), Y0, Y0
+	VMOVUPD      Y0, 3040(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(CX)
+	VANDPS       4992(CX), Y1, Y1
+	VMOVUPS      Y1, 4992(CX)
+	MOVQ         $+8, CX
+
+noflush_12:
+	ADDQ $+8, AX
+	CMPQ AX, $+4096
+	JGE  chunkdone_11
+	CMPQ AX, hi+8(FP)
+	JL   blocks_10
+
+chunkdone_11:
+	MOVQ         state+56(FP), AX
+	VMOVUPS      1280(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1088(AX), Y2, Y2
+	VMOVUPD      Y2, 1088(AX)
+	VADDPD       1120(AX), Y0, Y0
+	VMOVUPD      Y0, 1120(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1280(AX)
+	VMOVUPS      1600(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(AX), Y2, Y2
+	VMOVUPD      Y2, 1408(AX)
+	VADDPD       1440(AX), Y0, Y0
+	VMOVUPD      Y0, 1440(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1600(AX)
+	VMOVUPS      1920(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1728(AX), Y2, Y2
+	VMOVUPD      Y2, 1728(AX)
+	VADDPD       1760(AX), Y0, Y0
+	VMOVUPD      Y0, 1760(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1920(AX)
+	VMOVUPS      2240(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(AX), Y2, Y2
+	VMOVUPD      Y2, 2048(AX)
+	VADDPD       2080(AX), Y0, Y0
+	VMOVUPD      Y0, 2080(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(AX)
+	VMOVUPS      2560(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(AX), Y2, Y2
+	VMOVUPD      Y2, 2368(AX)
+	VADDPD       2400(AX), Y0, Y0
+	VMOVUPD      Y0, 2400(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(AX)
+	VMOVUPS      2880(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(AX), Y2, Y2
+	VMOVUPD      Y2, 2688(AX)
+	VADDPD       2720(AX), Y0, Y0
+	VMOVUPD      Y0, 2720(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(AX)
+	VMOVUPS      3200(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3008(AX), Y2, Y2
+	VMOVUPD      Y2, 3008(AX)
+	VADDPD       3040(AX), Y0, Y0
+	VMOVUPD      Y0, 3040(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(AX)
+	VANDPS       4992(AX), Y1, Y1
+	VMOVUPS      Y1, 4992(AX)
 	VZEROUPPER
 	RET
 
@@ -1614,31 +1763,41 @@ DATA lgc34<>+24(SB)/4, $0x39800000
 DATA lgc34<>+28(SB)/4, $0x39800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xb623d70a
-DATA lgc35<>+4(SB)/4, $0xb623d70a
-DATA lgc35<>+8(SB)/4, $0xb623d70a
-DATA lgc35<>+12(SB)/4, $0xb623d70a
-DATA lgc35<>+16(SB)/4, $0xb623d70a
-DATA lgc35<>+20(SB)/4, $0xb623d70a
-DATA lgc35<>+24(SB)/4, $0xb623d70a
-DATA lgc35<>+28(SB)/4, $0xb623d70a
+DATA lgc35<>+0(SB)/4, $0xb9800000
+DATA lgc35<>+4(SB)/4, $0xb9800000
+DATA lgc35<>+8(SB)/4, $0xb9800000
+DATA lgc35<>+12(SB)/4, $0xb9800000
+DATA lgc35<>+16(SB)/4, $0xb9800000
+DATA lgc35<>+20(SB)/4, $0xb9800000
+DATA lgc35<>+24(SB)/4, $0xb9800000
+DATA lgc35<>+28(SB)/4, $0xb9800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
+DATA lgc36<>+0(SB)/4, $0xb623d70a
+DATA lgc36<>+4(SB)/4, $0xb623d70a
+DATA lgc36<>+8(SB)/4, $0xb623d70a
+DATA lgc36<>+12(SB)/4, $0xb623d70a
+DATA lgc36<>+16(SB)/4, $0xb623d70a
+DATA lgc36<>+20(SB)/4, $0xb623d70a
+DATA lgc36<>+24(SB)/4, $0xb623d70a
+DATA lgc36<>+28(SB)/4, $0xb623d70a
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+// func fbPass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-48
+TEXT ·fbPass2AVX2(SB), $0-48
 	MOVQ         s3+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc28<>+0(SB), Y0, Y0
+	VADDPS       lgc31<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v58 = div(residVar, v57)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
+	VMOVUPS lgc18<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v58)
 	VSUBPS       Y0, Y1, Y0
@@ -1646,7 +1805,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v64 = mul(2, logSumW)
-	VMULPS       lgc24<>+0(SB), Y1, Y1
+	VMULPS       lgc30<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -1654,21 +1813,21 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v65)
-	VMAXPS       lgc8<>+0(SB), Y1, Y2
-	VMINPS       lgc9<>+0(SB), Y2, Y2
-	VMULPS       lgc10<>+0(SB), Y2, Y3
+	VMAXPS       lgc7<>+0(SB), Y1, Y2
+	VMINPS       lgc8<>+0(SB), Y2, Y2
+	VMULPS       lgc9<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
-	VMOVAPS      lgc13<>+0(SB), Y4
+	VMOVAPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
+	VADDPS       lgc18<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc19<>+0(SB), Y2, Y3
 	VPMINSD      lgc20<>+0(SB), Y3, Y3
@@ -1681,7 +1840,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc29<>+0(SB), Y1
+	VMOVUPS      lgc32<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -1696,227 +1855,6 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, gradLogProb *float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-72
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_11
-
-blocks_10:
-	MOVQ         s1+16(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSS (DX)(BX*4), Y0
-
-	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         advantage+24(FP), DX
-	XORQ         SI, SI
-	ADDQ         AX, SI
-	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         s0+32(FP), DX
-	VBROADCASTSS (DX)(BX*4), Y2
-
-	// v4 = sub(advantage, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc30<>+0(SB), Y2
-
-	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
-
-	// advantageNormalized = div(v4, v6)
-	VDIVPS  Y0, Y1, Y0
-	MOVQ    logProb+40(FP), DX
-	VMOVUPS (DX)(SI*4), Y1
-	MOVQ    sampleLogProb+48(FP), DX
-	VMOVUPS (DX)(SI*4), Y2
-
-	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS Y2, Y1, Y1
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y1, Y2
-	VMINPS       lgc9<>+0(SB), Y2, Y2
-	VMULPS       lgc10<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
-	VMOVAPS      lgc13<>+0(SB), Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc19<>+0(SB), Y2, Y3
-	VPMINSD      lgc20<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc20<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc27<>+0(SB), Y1
-
-	// v17 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y1, Y0, Y2
-	VANDPS  lgc3<>+0(SB), Y2, Y2
-	VMOVUPS lgc31<>+0(SB), Y3
-
-	// v19 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc32<>+0(SB), Y6
-
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y6, Y7
-
-	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc27<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y2, Y8
-	VBLENDVPS Y8, Y5, Y7, Y5
-
-	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y5, Y0, Y5
-
-	// v24 = neg(gain)
-	VXORPS lgc7<>+0(SB), Y5, Y5
-
-	// mean(v24) over [B]
-	MOVQ    state+56(FP), DX
-	VADDPS  4864(DX), Y5, Y5
-	VMOVUPS Y5, 4864(DX)
-
-	// v99 = mul(-0.00024414063, advantageNormalized)
-	VMULPS lgc36<>+0(SB), Y0, Y0
-
-	// v100 = where(v17, v99, 0)
-	VMOVUPS   lgc27<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y0, Y1, Y5
-
-	// v101 = where(v17, 0, v99)
-	VMOVUPS   lgc27<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y1, Y0, Y0
-
-	// v102 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
-
-	// v103 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y6
-	VANDPS lgc3<>+0(SB), Y6, Y6
-
-	// v104 = max(v102, v103)
-	VXORPS lgc7<>+0(SB), Y2, Y2
-	VXORPS lgc7<>+0(SB), Y6, Y8
-	VMINPS Y2, Y8, Y7
-	VMINPS Y8, Y2, Y2
-	VORPS  Y7, Y2, Y2
-	VXORPS lgc7<>+0(SB), Y2, Y2
-
-	// v105 = where(v104, v101, 0)
-	VMOVUPS   lgc27<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y0, Y1, Y0
-
-	// v106 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y4, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
-
-	// v107 = max(v106, v103)
-	VXORPS lgc7<>+0(SB), Y2, Y2
-	VXORPS lgc7<>+0(SB), Y6, Y3
-	VMINPS Y2, Y3, Y6
-	VMINPS Y3, Y2, Y2
-	VORPS  Y6, Y2, Y2
-	VXORPS lgc7<>+0(SB), Y2, Y2
-
-	// v108 = where(v107, v100, 0)
-	VMOVUPS   lgc27<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y5, Y1, Y2
-
-	// v109 = add(v105, v108)
-	VADDPS Y2, Y0, Y0
-
-	// v110 = ne(v109, 0)
-	VCMPPS $0x04, Y1, Y0, Y1
-	VANDPS lgc3<>+0(SB), Y1, Y1
-
-	// v111 = mul(v109, ratio)
-	VMULPS Y4, Y0, Y2
-
-	// gradLogProb = where(v110, v111, v109)
-	VMOVUPS   lgc27<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
-
-	// store gradLogProb
-	MOVQ         gradLogProb+64(FP), DX
-	VMOVUPS      Y0, (DX)(SI*4)
-	DECQ         CX
-	JNZ          noflush_12
-	MOVQ         state+56(FP), CX
-	VMOVUPS      4864(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4672(CX), Y2, Y2
-	VMOVUPD      Y2, 4672(CX)
-	VADDPD       4704(CX), Y0, Y0
-	VMOVUPD      Y0, 4704(CX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(CX)
-	VANDPS       4992(CX), Y1, Y1
-	VMOVUPS      Y1, 4992(CX)
-	MOVQ         $+8, CX
-
-noflush_12:
-	ADDQ $+8, AX
-	CMPQ AX, $+4096
-	JGE  chunkdone_11
-	CMPQ AX, hi+8(FP)
-	JL   blocks_10
-
-chunkdone_11:
-	MOVQ         state+56(FP), AX
-	VMOVUPS      4864(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4672(AX), Y2, Y2
-	VMOVUPD      Y2, 4672(AX)
-	VADDPD       4704(AX), Y0, Y0
-	VMOVUPD      Y0, 4704(AX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(AX)
-	VANDPS       4992(AX), Y1, Y1
-	VMOVUPS      Y1, 4992(AX)
-	VZEROUPPER
-	RET
-
-DATA lgc36<>+0(SB)/4, $0xb9800000
-DATA lgc36<>+4(SB)/4, $0xb9800000
-DATA lgc36<>+8(SB)/4, $0xb9800000
-DATA lgc36<>+12(SB)/4, $0xb9800000
-DATA lgc36<>+16(SB)/4, $0xb9800000
-DATA lgc36<>+20(SB)/4, $0xb9800000
-DATA lgc36<>+24(SB)/4, $0xb9800000
-DATA lgc36<>+28(SB)/4, $0xb9800000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·expAVX2(SB), NOSPLIT, $0-24
@@ -1929,21 +1867,21 @@ bulk_13:
 	CMPQ         BX, DX
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc8<>+0(SB), Y0, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y2
+	VMAXPS       lgc7<>+0(SB), Y0, Y1
+	VMINPS       lgc8<>+0(SB), Y1, Y1
+	VMULPS       lgc9<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VMOVAPS      lgc13<>+0(SB), Y3
+	VMOVAPS      lgc12<>+0(SB), Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc3<>+0(SB), Y3, Y3
+	VADDPS       lgc18<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc19<>+0(SB), Y1, Y2
 	VPMINSD      lgc20<>+0(SB), Y2, Y2
@@ -1984,12 +1922,12 @@ bulk_15:
 	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc40<>+0(SB), Y2, Y1
-	VPOR         lgc3<>+0(SB), Y1, Y1
+	VPOR         lgc18<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
-	VMULPS       lgc18<>+0(SB), Y1, Y4
+	VMULPS       lgc17<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc3<>+0(SB), Y1, Y1
+	VSUBPS       lgc18<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc42<>+0(SB), Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
@@ -2003,13 +1941,13 @@ bulk_15:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc27<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
@@ -2195,7 +2133,7 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc3<>+0(SB), Y0, Y1
+	VADDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
 	VMULPS       lgc38<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -2204,12 +2142,12 @@ bulk_17:
 	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc40<>+0(SB), Y3, Y2
-	VPOR         lgc3<>+0(SB), Y2, Y2
+	VPOR         lgc18<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
-	VMULPS       lgc18<>+0(SB), Y2, Y5
+	VMULPS       lgc17<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc3<>+0(SB), Y2, Y2
+	VSUBPS       lgc18<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc42<>+0(SB), Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
@@ -2223,26 +2161,26 @@ bulk_17:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc3<>+0(SB), Y1, Y2
+	VSUBPS       lgc18<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

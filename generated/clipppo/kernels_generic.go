@@ -25,15 +25,31 @@ var scratchPool = sync.Pool{New: func() any {
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	mean := runtime.Mean{}
+	acc2 := runtime.Welford{}
+	for iB := 0; iB < 4096; iB++ {
+		advantage := in.Advantage[iB]
+		mean.Add(float64(advantage))
+		acc2.Add(float64(advantage))
+	}
+	s.s0 = float32(mean.Result())
+	s.s1 = float32(acc2.Var(1))
+}
+
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c5 := float32(1e-06)
 	c11 := float32(-0.22314355)
 	c12 := float32(0.18232156)
+	zero := float32(0)
+	c18 := float32(1.2)
+	c20 := float32(0.8)
 	c31 := float32(-0.01)
 	c41 := float32(-0.2)
 	c42 := float32(0.2)
 	one := float32(1)
 	two := float32(2)
-	mean := runtime.Mean{}
-	acc2 := runtime.Welford{}
+	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
@@ -46,13 +62,25 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	logSumW2 := runtime.NewLogSumExp()
 	for iB := 0; iB < 4096; iB++ {
 		advantage := in.Advantage[iB]
-		mean.Add(float64(advantage))
-		acc2.Add(float64(advantage))
+		mean := s.s0
+		v2 := s.s1
+		std := float32(math.Sqrt(float64(v2)))
+		v4 := advantage - mean
+		v6 := max(std, c5)
+		advantageNormalized := v4 / v6
 		logProb := in.LogProb[iB]
 		sampleLogProb := in.SampleLogProb[iB]
 		logWeight := logProb - sampleLogProb
 		v13 := max(logWeight, c11)
 		logWeightClip := min(v13, c12)
+		ratio := float32(math.Exp(float64(logWeight)))
+		v17 := b2f(advantageNormalized >= zero)
+		v19 := min(ratio, c18)
+		v21 := max(ratio, c20)
+		ratioClipped := sel(v17, v19, v21)
+		gain := float32(advantageNormalized * ratioClipped)
+		v24 := -gain
+		lossObjective.Add(float64(v24))
 		v26 := b2f(logWeightClip != logWeight)
 		clipFraction.Add(float64(v26))
 		v28 := sampleLogProb - logProb
@@ -83,8 +111,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v62 := float32(two * logWeight)
 		logSumW2.Add(float64(v62))
 	}
-	s.s0 = float32(mean.Result())
-	s.s1 = float32(acc2.Var(1))
+	out.LossObjective = float32(lossObjective.Result())
 	out.ClipFraction = float32(clipFraction.Result())
 	out.KLApprox = float32(klApprox.Result())
 	out.Entropy = float32(meanEntropy.Result())
@@ -97,8 +124,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s5 = float32(logSumW2.Result())
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	c56 := float32(1.1920929e-07)
 	two := float32(2)
@@ -116,36 +143,6 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	essCol := float32(math.Exp(float64(v65)))
 	ess := essCol / c67
 	out.ESS = ess
-}
-
-// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
-func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c5 := float32(1e-06)
-	zero := float32(0)
-	c18 := float32(1.2)
-	c20 := float32(0.8)
-	lossObjective := runtime.Mean{}
-	for iB := 0; iB < 4096; iB++ {
-		advantage := in.Advantage[iB]
-		mean := s.s0
-		v2 := s.s1
-		std := float32(math.Sqrt(float64(v2)))
-		v4 := advantage - mean
-		v6 := max(std, c5)
-		advantageNormalized := v4 / v6
-		logProb := in.LogProb[iB]
-		sampleLogProb := in.SampleLogProb[iB]
-		logWeight := logProb - sampleLogProb
-		ratio := float32(math.Exp(float64(logWeight)))
-		v17 := b2f(advantageNormalized >= zero)
-		v19 := min(ratio, c18)
-		v21 := max(ratio, c20)
-		ratioClipped := sel(v17, v19, v21)
-		gain := float32(advantageNormalized * ratioClipped)
-		v24 := -gain
-		lossObjective.Add(float64(v24))
-	}
-	out.LossObjective = float32(lossObjective.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -166,9 +163,26 @@ var fbScratchPool = sync.Pool{New: func() any {
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
 // [B=4096].
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	mean := runtime.Mean{}
+	acc2 := runtime.Welford{}
+	for iB := 0; iB < 4096; iB++ {
+		advantage := in.Advantage[iB]
+		mean.Add(float64(advantage))
+		acc2.Add(float64(advantage))
+	}
+	s.s0 = float32(mean.Result())
+	s.s1 = float32(acc2.Var(1))
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=4096].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c5 := float32(1e-06)
 	c11 := float32(-0.22314355)
 	c12 := float32(0.18232156)
 	zero := float32(0)
+	c18 := float32(1.2)
+	c20 := float32(0.8)
 	c31 := float32(-0.01)
 	c41 := float32(-0.2)
 	c42 := float32(0.2)
@@ -177,8 +191,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c69 := float32(0.00024414063)
 	c70 := float32(0.00012207031)
 	c97 := float32(-2.4414062e-06)
-	mean := runtime.Mean{}
-	acc2 := runtime.Welford{}
+	c98 := float32(-0.00024414063)
+	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
@@ -191,13 +205,25 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	logSumW2 := runtime.NewLogSumExp()
 	for iB := 0; iB < 4096; iB++ {
 		advantage := in.Advantage[iB]
-		mean.Add(float64(advantage))
-		acc2.Add(float64(advantage))
+		mean := s.s0
+		v2 := s.s1
+		std := float32(math.Sqrt(float64(v2)))
+		v4 := advantage - mean
+		v6 := max(std, c5)
+		advantageNormalized := v4 / v6
 		logProb := in.LogProb[iB]
 		sampleLogProb := in.SampleLogProb[iB]
 		logWeight := logProb - sampleLogProb
 		v13 := max(logWeight, c11)
 		logWeightClip := min(v13, c12)
+		ratio := float32(math.Exp(float64(logWeight)))
+		v17 := b2f(advantageNormalized >= zero)
+		v19 := min(ratio, c18)
+		v21 := max(ratio, c20)
+		ratioClipped := sel(v17, v19, v21)
+		gain := float32(advantageNormalized * ratioClipped)
+		v24 := -gain
+		lossObjective.Add(float64(v24))
 		v26 := b2f(logWeightClip != logWeight)
 		clipFraction.Add(float64(v26))
 		v28 := sampleLogProb - logProb
@@ -254,10 +280,24 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		v95 := -v94
 		gradStateValue := v90 + v95
 		grads.StateValue[iB] = gradStateValue
+		v99 := float32(c98 * advantageNormalized)
+		v100 := sel(v17, v99, zero)
+		v101 := sel(v17, zero, v99)
+		v102 := b2f(ratio >= c20)
+		v103 := b2f(ratio != ratio)
+		v104 := max(v102, v103)
+		v105 := sel(v104, v101, zero)
+		v106 := b2f(ratio <= c18)
+		v107 := max(v106, v103)
+		v108 := sel(v107, v100, zero)
+		v109 := v105 + v108
+		v110 := b2f(v109 != zero)
+		v111 := float32(v109 * ratio)
+		gradLogProb := sel(v110, v111, v109)
+		grads.LogProb[iB] = gradLogProb
 		grads.Entropy[iB] = c97
 	}
-	s.s0 = float32(mean.Result())
-	s.s1 = float32(acc2.Var(1))
+	out.LossObjective = float32(lossObjective.Result())
 	out.ClipFraction = float32(clipFraction.Result())
 	out.KLApprox = float32(klApprox.Result())
 	out.Entropy = float32(meanEntropy.Result())
@@ -270,8 +310,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s5 = float32(logSumW2.Result())
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	c56 := float32(1.1920929e-07)
 	two := float32(2)
@@ -289,53 +329,6 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	essCol := float32(math.Exp(float64(v65)))
 	ess := essCol / c67
 	out.ESS = ess
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=4096].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c5 := float32(1e-06)
-	zero := float32(0)
-	c18 := float32(1.2)
-	c20 := float32(0.8)
-	c98 := float32(-0.00024414063)
-	lossObjective := runtime.Mean{}
-	for iB := 0; iB < 4096; iB++ {
-		advantage := in.Advantage[iB]
-		mean := s.s0
-		v2 := s.s1
-		std := float32(math.Sqrt(float64(v2)))
-		v4 := advantage - mean
-		v6 := max(std, c5)
-		advantageNormalized := v4 / v6
-		logProb := in.LogProb[iB]
-		sampleLogProb := in.SampleLogProb[iB]
-		logWeight := logProb - sampleLogProb
-		ratio := float32(math.Exp(float64(logWeight)))
-		v17 := b2f(advantageNormalized >= zero)
-		v19 := min(ratio, c18)
-		v21 := max(ratio, c20)
-		ratioClipped := sel(v17, v19, v21)
-		gain := float32(advantageNormalized * ratioClipped)
-		v24 := -gain
-		lossObjective.Add(float64(v24))
-		v99 := float32(c98 * advantageNormalized)
-		v100 := sel(v17, v99, zero)
-		v101 := sel(v17, zero, v99)
-		v102 := b2f(ratio >= c20)
-		v103 := b2f(ratio != ratio)
-		v104 := max(v102, v103)
-		v105 := sel(v104, v101, zero)
-		v106 := b2f(ratio <= c18)
-		v107 := max(v106, v103)
-		v108 := sel(v107, v100, zero)
-		v109 := v105 + v108
-		v110 := b2f(v109 != zero)
-		v111 := float32(v109 * ratio)
-		gradLogProb := sel(v110, v111, v109)
-		grads.LogProb[iB] = gradLogProb
-	}
-	out.LossObjective = float32(lossObjective.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

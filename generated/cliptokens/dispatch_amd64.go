@@ -227,6 +227,7 @@ type fbAvxState struct {
 	buf    []float64
 	r4_s   []float64
 	r4_p   []float32
+	p0_ok  []float32
 	r26_s  []float64
 	r26_p  []float32
 	r31_s  []float64
@@ -241,39 +242,40 @@ type fbAvxState struct {
 	r50_ok []float32
 	r52_s  []float64
 	r56_s  []float64
-	p0_ok  []float32
+	p1_ok  []float32
 	r59_s  []float64
 	r59_p  []float32
 	r60_s  []float64
 	r60_p  []float32
-	p2_ok  []float32
+	p3_ok  []float32
 	res    []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 1312)}
+	st := &fbAvxState{buf: make([]float64, 1328)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r26_s = st.buf[48:64]
-	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r31_s = st.buf[88:104]
-	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r35_s = st.buf[128:144]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r42_s = st.buf[168:184]
-	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r45_s = st.buf[208:224]
-	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r50_s = st.buf[248:512]
-	st.r50_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
-	st.r52_s = st.buf[664:928]
-	st.r56_s = st.buf[936:1200]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1208])), 8)
-	st.r59_s = st.buf[1224:1240]
-	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
-	st.r60_s = st.buf[1264:1280]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 8)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
+	st.r26_s = st.buf[64:80]
+	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 16)
+	st.r31_s = st.buf[104:120]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
+	st.r35_s = st.buf[144:160]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 16)
+	st.r42_s = st.buf[184:200]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r45_s = st.buf[224:240]
+	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r50_s = st.buf[264:528]
+	st.r50_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 264)
+	st.r52_s = st.buf[680:944]
+	st.r56_s = st.buf[952:1216]
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1224])), 8)
+	st.r59_s = st.buf[1240:1256]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1264])), 16)
+	st.r60_s = st.buf[1280:1296]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 16)
+	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1320])), 8)
 	st.res = make([]float64, 256)
 	return st
 }}
@@ -291,22 +293,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r26_s, 0)
-		runtime.Fill(st.r26_p, 0)
-		runtime.Fill(st.r31_s, 0)
-		runtime.Fill(st.r31_p, 0)
-		runtime.Fill(st.r35_s, 0)
-		runtime.Fill(st.r35_p, 0)
-		runtime.Fill(st.r42_s, 0)
-		runtime.Fill(st.r42_p, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.SetMask(st.r50_ok)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r56_s, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], hi)
+		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -323,6 +311,60 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishSum(st.res[:1], st.r4_s, 8)
+	out.NumValid = float32(st.res[0])
+}
+
+// fbPass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
+var fbPass1Chunks = 1
+
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r26_s, 0)
+		runtime.Fill(st.r26_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r45_s, 0)
+		runtime.Fill(st.r45_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.SetMask(st.r50_ok)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.SetMask(st.p1_ok)
+		fbPass1AVX2(lo, &in.Mask[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &out.NumValid, &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
+	}
+	n := min(fbPass1Chunks, 8)
+	if n <= 1 {
+		run(st, 0, 8)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r26_s, sts[c].r26_s)
 			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
@@ -332,16 +374,14 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeMask(sts[0].r50_ok, sts[c].r50_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r50_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r50_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass0Go(in, out, g, s)
+		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r4_s, 8)
-	out.NumValid = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r26_s, 8)
 	s.s0 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r31_s, 8)
@@ -366,23 +406,23 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass1AVX2(&out.NumValid, &s.s0, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy)
-}
-
-// fbPass2Chunks is how many chunks of whole 8-element blocks of L pass 2 runs as, concurrently,
-// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
-// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
-// chunked run.
-var fbPass2Chunks = 1
-
 // fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	fbPass2AVX2(&out.NumValid, &s.s0, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy)
+}
+
+// fbPass3Chunks is how many chunks of whole 8-element blocks of L pass 3 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass3Chunks = 1
+
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
@@ -390,10 +430,10 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r59_p, 0)
 		runtime.Fill(st.r60_s, 0)
 		runtime.Fill(st.r60_p, 0)
-		runtime.SetMask(st.p2_ok)
-		fbPass2AVX2(lo, hi, &s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+		runtime.SetMask(st.p3_ok)
+		fbPass3AVX2(lo, hi, &s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
 	}
-	n := min(fbPass2Chunks, 32)
+	n := min(fbPass3Chunks, 32)
 	if n <= 1 {
 		run(st, 0, 256)
 	} else {
@@ -409,49 +449,18 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p2_ok[:8]) {
+	if !runtime.MaskSet(st.p3_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass2Go(in, out, g, s)
+		fbPass3Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r59_s, 8)
 	s.s8 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r60_s, 8)
 	s.s9 = float32(st.res[0])
-}
-
-// fbPass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
-// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
-var fbPass3Chunks = 1
-
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	run := func(st *fbAvxState, lo, hi int) {
-		fbPass3AVX2(lo, &in.Mask[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &out.NumValid, &g.Entropy[0], &g.LogProb[0], hi)
-	}
-	n := min(fbPass3Chunks, 8)
-	if n <= 1 {
-		run(st, 0, 8)
-	} else {
-		sts := make([]*fbAvxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = fbAvxPool.Get().(*fbAvxState)
-			defer fbAvxPool.Put(sts[c])
-		}
-		runtime.ForChunks(n, 8, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-		}
-	}
 }
 
 // fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their

@@ -32,25 +32,25 @@ func pass3AVX2(s9 *float32, s8 *float32, ess *float32)
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
+func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
-// in Go.
-//
-//go:noescape
-func fbPass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
-
-// fbPass2AVX2 is pass 2 (elementwise over [L=256]) on 8 float32 lanes; see fbPass2Go for the same
-// loop in Go.
-//
-//go:noescape
-func fbPass2AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
-
-// fbPass3AVX2 is pass 3 (elementwise over [B=8 L=256]) on 8 float32 lanes; see fbPass3Go for the
+// fbPass1AVX2 is pass 1 (elementwise over [B=8 L=256]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass3AVX2(lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, numValid *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+func fbPass1AVX2(lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+
+// fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
+// in Go.
+//
+//go:noescape
+func fbPass2AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
+
+// fbPass3AVX2 is pass 3 (elementwise over [L=256]) on 8 float32 lanes; see fbPass3Go for the same
+// loop in Go.
+//
+//go:noescape
+func fbPass3AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
 
 // fbPass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see fbPass4Go for the same loop
 // in Go.

@@ -932,9 +932,9 @@ DATA lgc27<>+24(SB)/4, $0x41000000
 DATA lgc27<>+28(SB)/4, $0x41000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $64-64
+// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// Requires: AVX, AVX2
+TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -955,171 +955,252 @@ blocks_8:
 	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// sum(v3) over [B L]
-	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y3
-	VMOVUPS Y3, 256(BX)
-	MOVQ    advantage+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ         state+16(FP), BX
+	VADDPS       256(BX), Y0, Y0
+	VMOVUPS      Y0, 256(BX)
+	DECQ         DX
+	JNZ          noflush_9
+	MOVQ         state+16(FP), DX
+	VMOVUPS      256(DX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VANDPS       384(DX), Y1, Y1
+	VMOVUPS      Y1, 384(DX)
+	MOVQ         $+8, DX
+
+noflush_9:
+	ADDQ         $+8, CX
+	CMPQ         CX, $+256
+	JL           blocks_8
+	MOVQ         state+16(FP), CX
+	VMOVUPS      256(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VANDPS       384(CX), Y1, Y1
+	VMOVUPS      Y1, 384(CX)
+	INCQ         AX
+	CMPQ         AX, hi+24(FP)
+	JL           outer0_7
+	VZEROUPPER
+	RET
+
+// func fbPass1AVX2(lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $224-88
+	MOVQ lo+0(FP), AX
+
+outer0_10:
+	MOVQ $+8, DX
+	XORQ CX, CX
+
+blocks_11:
+	MOVQ      mask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+256, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v3 = where(mask, 1, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y3
+	MOVQ      advantage+16(FP), BX
+	VMOVUPS   (BX)(SI*4), Y4
 
 	// v6 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      logProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
-
-	// v8 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
-	MOVQ      sampleLogProb+40(FP), DI
-	VMOVUPS   (DI)(SI*4), Y5
+	MOVQ      logProb+24(FP), BX
+	VMOVUPS   (BX)(SI*4), Y5
+
+	// v8 = where(mask, logProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
+	MOVQ      sampleLogProb+32(FP), BX
+	VMOVUPS   (BX)(SI*4), Y6
 
 	// v10 = where(mask, sampleLogProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y0, Y7
+	VBLENDVPS Y7, Y6, Y2, Y6
+
+	// logWeight = sub(v8, v10)
+	VSUBPS  Y6, Y5, Y7
+	VMOVUPS lgc2<>+0(SB), Y8
+
+	// v14 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS lgc3<>+0(SB), Y9
+
+	// logWeightClip = min(v14, 0.24686007) tie=first
+	VMINPS  Y8, Y9, Y8
+	VMOVUPS Y3, (SP)
+	VMOVUPS Y5, 32(SP)
+	VMOVUPS Y6, 64(SP)
+
+	// ratio = exp(logWeight)
+	VMAXPS       lgc4<>+0(SB), Y7, Y3
+	VMINPS       lgc5<>+0(SB), Y3, Y3
+	VMULPS       lgc6<>+0(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc7<>+0(SB), Y5, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y5, Y3
+	VMOVAPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y3, Y9
+	VFMADD213PS  Y3, Y9, Y6
+	VADDPS       lgc0<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y3
+	VPMAXSD      lgc15<>+0(SB), Y3, Y5
+	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y3, Y6, Y6
+	VCMPPS       $0x03, Y7, Y7, Y3
+	VBLENDVPS    Y3, Y7, Y6, Y6
+
+	// v17 = ge(v6, 0)
+	VCMPPS  $0x1d, Y2, Y4, Y3
+	VANDPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc17<>+0(SB), Y5
+
+	// v19 = min(ratio, 1.2799999924290435) tie=first
+	VMINPS  Y6, Y5, Y5
+	VMOVUPS lgc18<>+0(SB), Y9
+
+	// v21 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y6, Y9, Y9
+	VMOVUPS Y6, 96(SP)
+
+	// ratioClipped = where(v17, v19, v21)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y5, Y9, Y5
+
+	// gain = mul(v6, ratioClipped)
+	VMULPS Y5, Y4, Y5
+
+	// v24 = neg(gain)
+	VXORPS lgc19<>+0(SB), Y5, Y5
+
+	// v25 = where(mask, v24, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y5, Y2, Y5
 
-	// logWeight = sub(v8, v10)
-	VSUBPS  Y5, Y4, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
-
-	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y6, Y7, Y7
-	VMOVUPS lgc3<>+0(SB), Y8
-
-	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y7, Y8, Y7
-	VMOVUPS Y1, (SP)
-	VMOVUPS Y4, 32(SP)
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y6, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y1
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y1
-	VBLENDVPS    Y1, Y6, Y8, Y8
-
-	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y2, Y3, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc17<>+0(SB), Y4
-
-	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y8, Y4, Y4
-	VMOVUPS lgc18<>+0(SB), Y9
-
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y8
-
-	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y1, Y9
-	VBLENDVPS Y9, Y4, Y8, Y1
-
-	// gain = mul(v6, ratioClipped)
-	VMULPS Y1, Y3, Y1
-
-	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
-
-	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
 	// sum(v25) over [B L]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
+	MOVQ         state+40(FP), BX
+	VADDPS       704(BX), Y5, Y5
+	VMOVUPS      Y5, 704(BX)
+	MOVQ         numValid+48(FP), DI
+	XORQ         R8, R8
+	VBROADCASTSS (DI)(R8*4), Y5
+
+	// v27 = max(numValid, 1)
+	VMAXPS Y5, Y1, Y1
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y6, Y7, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y7, Y8, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v30 = where(mask, v29, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
 
 	// sum(v30) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
-	VMOVUPS 32(SP), Y1
+	VADDPS  1024(BX), Y5, Y5
+	VMOVUPS Y5, 1024(BX)
+	VMOVUPS 64(SP), Y5
+	VMOVUPS 32(SP), Y6
 
 	// v33 = sub(v10, v8)
-	VSUBPS Y1, Y5, Y1
+	VSUBPS Y6, Y5, Y5
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
 
 	// sum(v34) over [B L]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
-	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VADDPS  1344(BX), Y5, Y5
+	VMOVUPS Y5, 1344(BX)
+	MOVQ    entropy+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y5
 
 	// v38 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
 
 	// v40 = mul(-0.001, v38)
-	VMULPS lgc20<>+0(SB), Y1, Y3
+	VMULPS lgc20<>+0(SB), Y5, Y6
 
 	// v41 = where(mask, v38, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y0, Y8
+	VBLENDVPS Y8, Y5, Y2, Y5
+	VMOVUPS   Y3, 128(SP)
 
 	// sum(v41) over [B L]
-	VADDPS  1536(BX), Y1, Y1
-	VMOVUPS Y1, 1536(BX)
+	VADDPS  1664(BX), Y5, Y3
+	VMOVUPS Y3, 1664(BX)
 
 	// v44 = where(mask, v40, 0)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VBLENDVPS Y1, Y3, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y6, Y2, Y2
 
 	// sum(v44) over [B L]
-	VADDPS  1856(BX), Y1, Y1
-	VMOVUPS Y1, 1856(BX)
-	VMOVUPS lgc21<>+0(SB), Y1
+	VADDPS  1984(BX), Y2, Y2
+	VMOVUPS Y2, 1984(BX)
+	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y6, Y1, Y0
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y7, Y2, Y0
+	VMOVUPS   Y4, 160(SP)
+	VMOVUPS   Y1, 192(SP)
 
 	// logsumexp(v49) over [B]
-	XORQ         SI, SI
-	ADDQ         CX, SI
+	XORQ         DI, DI
+	ADDQ         CX, DI
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
@@ -1152,21 +1233,21 @@ blocks_8:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	VANDPS       4160(BX), Y1, Y1
-	VMOVUPS      Y1, 4160(BX)
+	VANDPS       4288(BX), Y1, Y1
+	VMOVUPS      Y1, 4288(BX)
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1984(BX)(SI*8), Y1, Y3
-	VMOVUPD      Y3, 1984(BX)(SI*8)
+	VADDPD       2112(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 2112(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       5312(BX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5312(BX)(SI*8)
-	VADDPD       2016(BX)(SI*8), Y2, Y1
-	VMOVUPD      Y1, 2016(BX)(SI*8)
+	VADDPD       5440(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 5440(BX)(DI*8)
+	VADDPD       2144(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 2144(BX)(DI*8)
 	VMULPD       Y2, Y2, Y1
-	VADDPD       5344(BX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5344(BX)(SI*8)
+	VADDPD       5472(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 5472(BX)(DI*8)
 
 	// v51 = mul(2, v49)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
@@ -1176,187 +1257,270 @@ blocks_8:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       7488(BX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 7488(BX)(SI*8)
-	VADDPD       7520(BX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 7520(BX)(SI*8)
+	VADDPD       7616(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 7616(BX)(DI*8)
+	VADDPD       7648(BX)(DI*8), Y0, Y0
+	VMOVUPD      Y0, 7648(BX)(DI*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      192(SP), Y1
+
+	// v65 = div(1, v27)
+	VDIVPS    Y1, Y0, Y0
+	MOVQ      mask+8(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y1
+	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v66 = where(mask, v65, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y0, Y2, Y0
+
+	// v67 = mul(v66, -0.001)
+	VMULPS lgc20<>+0(SB), Y0, Y3
+
+	// gradEntropy = where(mask, v67, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+
+	// v69 = neg(v66)
+	VXORPS  lgc19<>+0(SB), Y0, Y0
+	VMOVUPS 160(SP), Y4
+
+	// v70 = mul(v69, v6)
+	VMULPS  Y4, Y0, Y0
+	VMOVUPS 128(SP), Y4
+
+	// v71 = where(v17, v70, 0)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y0, Y2, Y5
+
+	// v72 = where(v17, 0, v70)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y2, Y0, Y0
+	VMOVUPS   96(SP), Y4
+	VMOVUPS   lgc18<>+0(SB), Y6
+
+	// v73 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y4, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
+
+	// v74 = ne(ratio, ratio)
+	VCMPPS $0x04, Y4, Y4, Y7
+	VANDPS lgc0<>+0(SB), Y7, Y7
+
+	// v75 = max(v73, v74)
+	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS lgc19<>+0(SB), Y7, Y9
+	VMINPS Y6, Y9, Y8
+	VMINPS Y9, Y6, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc19<>+0(SB), Y6, Y6
+
+	// v76 = where(v75, v72, 0)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y0, Y2, Y0
+	VMOVUPS   lgc17<>+0(SB), Y6
+
+	// v77 = le(ratio, 1.2799999924290435)
+	VCMPPS $0x12, Y6, Y4, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
+
+	// v78 = max(v77, v74)
+	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS lgc19<>+0(SB), Y7, Y7
+	VMINPS Y6, Y7, Y8
+	VMINPS Y7, Y6, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc19<>+0(SB), Y6, Y6
+
+	// v79 = where(v78, v71, 0)
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y5, Y2, Y5
+
+	// v80 = add(v76, v79)
+	VADDPS Y5, Y0, Y0
+
+	// v81 = ne(v80, 0)
+	VCMPPS $0x04, Y2, Y0, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
+
+	// v82 = mul(v80, ratio)
+	VMULPS Y4, Y0, Y4
+
+	// v83 = where(v81, v82, v80)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y4, Y0, Y0
+
+	// gradLogProb = where(mask, v83, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y0, Y2, Y0
+
+	// store gradEntropy
+	MOVQ    gradEntropy+64(FP), BX
+	VMOVUPS Y3, (BX)(SI*4)
+
+	// store gradLogProb
+	MOVQ         gradLogProb+72(FP), BX
+	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_9
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
+	JNZ          noflush_12
+	MOVQ         state+40(FP), DX
+	VMOVUPS      704(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
+	VADDPD       512(DX), Y2, Y2
+	VMOVUPD      Y2, 512(DX)
+	VADDPD       544(DX), Y0, Y0
+	VMOVUPD      Y0, 544(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
+	VMOVUPS      Y0, 704(DX)
+	VMOVUPS      1024(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
-	VADDPD       416(DX), Y0, Y0
-	VMOVUPD      Y0, 416(DX)
+	VADDPD       832(DX), Y2, Y2
+	VMOVUPD      Y2, 832(DX)
+	VADDPD       864(DX), Y0, Y0
+	VMOVUPD      Y0, 864(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VMOVUPS      896(DX), Y0
+	VMOVUPS      Y0, 1024(DX)
+	VMOVUPS      1344(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
-	VADDPD       736(DX), Y0, Y0
-	VMOVUPD      Y0, 736(DX)
+	VADDPD       1152(DX), Y2, Y2
+	VMOVUPD      Y2, 1152(DX)
+	VADDPD       1184(DX), Y0, Y0
+	VMOVUPD      Y0, 1184(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VMOVUPS      1216(DX), Y0
+	VMOVUPS      Y0, 1344(DX)
+	VMOVUPS      1664(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
-	VADDPD       1056(DX), Y0, Y0
-	VMOVUPD      Y0, 1056(DX)
+	VADDPD       1472(DX), Y2, Y2
+	VMOVUPD      Y2, 1472(DX)
+	VADDPD       1504(DX), Y0, Y0
+	VMOVUPD      Y0, 1504(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VMOVUPS      1536(DX), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
-	VADDPD       1376(DX), Y0, Y0
-	VMOVUPD      Y0, 1376(DX)
+	VADDPD       1792(DX), Y2, Y2
+	VMOVUPD      Y2, 1792(DX)
+	VADDPD       1824(DX), Y0, Y0
+	VMOVUPD      Y0, 1824(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(DX)
-	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1664(DX), Y2, Y2
-	VMOVUPD      Y2, 1664(DX)
-	VADDPD       1696(DX), Y0, Y0
-	VMOVUPD      Y0, 1696(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(DX)
-	VANDPS       9664(DX), Y1, Y1
-	VMOVUPS      Y1, 9664(DX)
+	VMOVUPS      Y0, 1984(DX)
+	VANDPS       9792(DX), Y1, Y1
+	VMOVUPS      Y1, 9792(DX)
 	MOVQ         $+8, DX
 
-noflush_9:
+noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
-	JL           blocks_8
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
+	JL           blocks_11
+	MOVQ         state+40(FP), CX
+	VMOVUPS      704(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
+	VADDPD       512(CX), Y2, Y2
+	VMOVUPD      Y2, 512(CX)
+	VADDPD       544(CX), Y0, Y0
+	VMOVUPD      Y0, 544(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
+	VMOVUPS      Y0, 704(CX)
+	VMOVUPS      1024(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
+	VADDPD       832(CX), Y2, Y2
+	VMOVUPD      Y2, 832(CX)
+	VADDPD       864(CX), Y0, Y0
+	VMOVUPD      Y0, 864(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
+	VMOVUPS      Y0, 1024(CX)
+	VMOVUPS      1344(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
+	VADDPD       1152(CX), Y2, Y2
+	VMOVUPD      Y2, 1152(CX)
+	VADDPD       1184(CX), Y0, Y0
+	VMOVUPD      Y0, 1184(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
+	VMOVUPS      Y0, 1344(CX)
+	VMOVUPS      1664(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
+	VADDPD       1472(CX), Y2, Y2
+	VMOVUPD      Y2, 1472(CX)
+	VADDPD       1504(CX), Y0, Y0
+	VMOVUPD      Y0, 1504(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
+	VMOVUPS      Y0, 1664(CX)
+	VMOVUPS      1984(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
+	VADDPD       1792(CX), Y2, Y2
+	VMOVUPD      Y2, 1792(CX)
+	VADDPD       1824(CX), Y0, Y0
+	VMOVUPD      Y0, 1824(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1664(CX), Y2, Y2
-	VMOVUPD      Y2, 1664(CX)
-	VADDPD       1696(CX), Y0, Y0
-	VMOVUPD      Y0, 1696(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(CX)
-	VANDPS       9664(CX), Y1, Y1
-	VMOVUPS      Y1, 9664(CX)
+	VMOVUPS      Y0, 1984(CX)
+	VANDPS       9792(CX), Y1, Y1
+	VMOVUPS      Y1, 9792(CX)
 	INCQ         AX
-	CMPQ         AX, hi+56(FP)
-	JL           outer0_7
+	CMPQ         AX, hi+80(FP)
+	JL           outer0_10
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
+// func fbPass2AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
 // Requires: AVX
-TEXT ·fbPass1AVX2(SB), $0-88
+TEXT ·fbPass2AVX2(SB), $0-88
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -1412,15 +1576,15 @@ TEXT ·fbPass1AVX2(SB), $0-88
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
+// func fbPass3AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-48
+TEXT ·fbPass3AVX2(SB), $0-48
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_11
+	JGE  chunkdone_14
 
-blocks_10:
+blocks_13:
 	MOVQ    s5+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
@@ -1477,270 +1641,80 @@ blocks_10:
 
 	// sum(v58) over [L]
 	MOVQ    state+40(FP), DX
-	VADDPS  9984(DX), Y1, Y1
-	VMOVUPS Y1, 9984(DX)
+	VADDPS  10112(DX), Y1, Y1
+	VMOVUPS Y1, 10112(DX)
 
 	// sum(v57) over [L]
-	VADDPS       10304(DX), Y0, Y0
-	VMOVUPS      Y0, 10304(DX)
+	VADDPS       10432(DX), Y0, Y0
+	VMOVUPS      Y0, 10432(DX)
 	DECQ         CX
-	JNZ          noflush_12
+	JNZ          noflush_15
 	MOVQ         state+40(FP), CX
-	VMOVUPS      9984(CX), Y0
+	VMOVUPS      10112(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9792(CX), Y2, Y2
-	VMOVUPD      Y2, 9792(CX)
-	VADDPD       9824(CX), Y0, Y0
-	VMOVUPD      Y0, 9824(CX)
+	VADDPD       9920(CX), Y2, Y2
+	VMOVUPD      Y2, 9920(CX)
+	VADDPD       9952(CX), Y0, Y0
+	VMOVUPD      Y0, 9952(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 9984(CX)
-	VMOVUPS      10304(CX), Y0
+	VMOVUPS      Y0, 10112(CX)
+	VMOVUPS      10432(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       10112(CX), Y2, Y2
-	VMOVUPD      Y2, 10112(CX)
-	VADDPD       10144(CX), Y0, Y0
-	VMOVUPD      Y0, 10144(CX)
+	VADDPD       10240(CX), Y2, Y2
+	VMOVUPD      Y2, 10240(CX)
+	VADDPD       10272(CX), Y0, Y0
+	VMOVUPD      Y0, 10272(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 10304(CX)
-	VANDPS       10432(CX), Y1, Y1
-	VMOVUPS      Y1, 10432(CX)
+	VMOVUPS      Y0, 10432(CX)
+	VANDPS       10560(CX), Y1, Y1
+	VMOVUPS      Y1, 10560(CX)
 	MOVQ         $+8, CX
 
-noflush_12:
+noflush_15:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
-	JGE  chunkdone_11
+	JGE  chunkdone_14
 	CMPQ AX, hi+8(FP)
-	JL   blocks_10
+	JL   blocks_13
 
-chunkdone_11:
+chunkdone_14:
 	MOVQ         state+40(FP), AX
-	VMOVUPS      9984(AX), Y0
+	VMOVUPS      10112(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9792(AX), Y2, Y2
-	VMOVUPD      Y2, 9792(AX)
-	VADDPD       9824(AX), Y0, Y0
-	VMOVUPD      Y0, 9824(AX)
+	VADDPD       9920(AX), Y2, Y2
+	VMOVUPD      Y2, 9920(AX)
+	VADDPD       9952(AX), Y0, Y0
+	VMOVUPD      Y0, 9952(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 9984(AX)
-	VMOVUPS      10304(AX), Y0
+	VMOVUPS      Y0, 10112(AX)
+	VMOVUPS      10432(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       10112(AX), Y2, Y2
-	VMOVUPD      Y2, 10112(AX)
-	VADDPD       10144(AX), Y0, Y0
-	VMOVUPD      Y0, 10144(AX)
+	VADDPD       10240(AX), Y2, Y2
+	VMOVUPD      Y2, 10240(AX)
+	VADDPD       10272(AX), Y0, Y0
+	VMOVUPD      Y0, 10272(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 10304(AX)
-	VANDPS       10432(AX), Y1, Y1
-	VMOVUPS      Y1, 10432(AX)
-	VZEROUPPER
-	RET
-
-// func fbPass3AVX2(lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, numValid *float32, gradEntropy *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $0-72
-	MOVQ lo+0(FP), AX
-
-outer0_13:
-	XORQ CX, CX
-
-blocks_14:
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+256, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      advantage+16(FP), DX
-	VMOVUPS   (DX)(BX*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-
-	// v6 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      logProb+24(FP), DX
-	VMOVUPS   (DX)(BX*4), Y3
-
-	// v8 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      sampleLogProb+32(FP), DX
-	VMOVUPS   (DX)(BX*4), Y4
-
-	// v10 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// logWeight = sub(v8, v10)
-	VSUBPS Y4, Y3, Y3
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y3, Y4
-	VMINPS       lgc5<>+0(SB), Y4, Y4
-	VMULPS       lgc6<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VMOVAPS      lgc9<>+0(SB), Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc0<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
-
-	// v17 = ge(v6, 0)
-	VCMPPS       $0x1d, Y2, Y1, Y3
-	VANDPS       lgc0<>+0(SB), Y3, Y3
-	MOVQ         numValid+40(FP), DX
-	XORQ         SI, SI
-	VBROADCASTSS (DX)(SI*4), Y4
-	VMOVUPS      lgc0<>+0(SB), Y5
-
-	// v27 = max(numValid, 1)
-	VMAXPS Y4, Y5, Y4
-
-	// v65 = div(1, v27)
-	VDIVPS Y4, Y5, Y4
-
-	// v66 = where(mask, v65, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// v67 = mul(v66, -0.001)
-	VMULPS lgc20<>+0(SB), Y4, Y5
-
-	// gradEntropy = where(mask, v67, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y5, Y2, Y5
-
-	// v69 = neg(v66)
-	VXORPS lgc19<>+0(SB), Y4, Y4
-
-	// v70 = mul(v69, v6)
-	VMULPS Y1, Y4, Y1
-
-	// v71 = where(v17, v70, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y1, Y2, Y4
-
-	// v72 = where(v17, 0, v70)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y2, Y1, Y1
-	VMOVUPS   lgc18<>+0(SB), Y3
-
-	// v73 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y3, Y6, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
-
-	// v74 = ne(ratio, ratio)
-	VCMPPS $0x04, Y6, Y6, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
-
-	// v75 = max(v73, v74)
-	VXORPS lgc19<>+0(SB), Y3, Y3
-	VXORPS lgc19<>+0(SB), Y7, Y9
-	VMINPS Y3, Y9, Y8
-	VMINPS Y9, Y3, Y3
-	VORPS  Y8, Y3, Y3
-	VXORPS lgc19<>+0(SB), Y3, Y3
-
-	// v76 = where(v75, v72, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y1, Y2, Y1
-	VMOVUPS   lgc17<>+0(SB), Y3
-
-	// v77 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y3, Y6, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
-
-	// v78 = max(v77, v74)
-	VXORPS lgc19<>+0(SB), Y3, Y3
-	VXORPS lgc19<>+0(SB), Y7, Y7
-	VMINPS Y3, Y7, Y8
-	VMINPS Y7, Y3, Y3
-	VORPS  Y8, Y3, Y3
-	VXORPS lgc19<>+0(SB), Y3, Y3
-
-	// v79 = where(v78, v71, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y4, Y2, Y3
-
-	// v80 = add(v76, v79)
-	VADDPS Y3, Y1, Y1
-
-	// v81 = ne(v80, 0)
-	VCMPPS $0x04, Y2, Y1, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
-
-	// v82 = mul(v80, ratio)
-	VMULPS Y6, Y1, Y4
-
-	// v83 = where(v81, v82, v80)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y4, Y1, Y1
-
-	// gradLogProb = where(mask, v83, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
-
-	// store gradEntropy
-	MOVQ    gradEntropy+48(FP), DX
-	VMOVUPS Y5, (DX)(BX*4)
-
-	// store gradLogProb
-	MOVQ    gradLogProb+56(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	ADDQ    $+8, CX
-	CMPQ    CX, $+256
-	JL      blocks_14
-	INCQ    AX
-	CMPQ    AX, hi+64(FP)
-	JL      outer0_13
+	VMOVUPS      Y0, 10432(AX)
+	VANDPS       10560(AX), Y1, Y1
+	VMOVUPS      Y1, 10560(AX)
 	VZEROUPPER
 	RET
 
@@ -1778,9 +1752,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_15:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_16
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
@@ -1811,9 +1785,9 @@ bulk_15:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_15
+	JMP          bulk_16
 
-bulkdone_16:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -1825,9 +1799,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_18:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
 	VMULPS       lgc29<>+0(SB), Y0, Y2
@@ -1870,9 +1844,9 @@ bulk_17:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_18
 
-bulkdone_18:
+bulkdone_19:
 	VZEROUPPER
 	RET
 
@@ -2044,9 +2018,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_19:
+bulk_20:
 	CMPQ         BX, DX
-	JGE          bulkdone_20
+	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
@@ -2100,8 +2074,8 @@ bulk_19:
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_19
+	JMP          bulk_20
 
-bulkdone_20:
+bulkdone_21:
 	VZEROUPPER
 	RET

@@ -199,6 +199,22 @@ var fbScratchPool = sync.Pool{New: func() any {
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
+	numValid := 0.0
+	for iB := 0; iB < 8; iB++ {
+		for iL := 0; iL < 256; iL++ {
+			mask := b2f(in.Mask[iB*256+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+		}
+	}
+	out.NumValid = float32(numValid)
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=256].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
 	c12 := float32(-0.22314355)
 	c13 := float32(0.24686007)
 	c18 := float32(1.28)
@@ -206,7 +222,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c39 := float32(-0.001)
 	two := float32(2)
 	c48 := float32(math.Inf(-1))
-	numValid := 0.0
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
@@ -225,7 +240,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		for iL := 0; iL < 256; iL++ {
 			mask := b2f(in.Mask[iB*256+iL])
 			v3 := sel(mask, one, zero)
-			numValid += float64(v3)
+			numValid := out.NumValid
 			advantage := in.Advantage[iB*256+iL]
 			v6 := sel(mask, advantage, zero)
 			logProb := in.LogProb[iB*256+iL]
@@ -244,6 +259,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v24 := -gain
 			v25 := sel(mask, v24, zero)
 			acc26 += float64(v25)
+			v27 := max(numValid, one)
 			v29 := b2f(logWeightClip != logWeight)
 			v30 := sel(mask, v29, zero)
 			acc31 += float64(v30)
@@ -262,92 +278,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v51 := float32(two * v49)
 			s.logSumW2[iL].Add(float64(v51))
 			s.acc56[iL] += float64(v3)
-		}
-	}
-	out.NumValid = float32(numValid)
-	s.s0 = float32(acc26)
-	s.s1 = float32(acc31)
-	s.s2 = float32(acc35)
-	s.s3 = float32(acc42)
-	s.s4 = float32(acc45)
-	for k := range s.logSumW {
-		s.s5[k] = float32(s.logSumW[k].Result())
-	}
-	for k := range s.logSumW2 {
-		s.s6[k] = float32(s.logSumW2[k].Result())
-	}
-	for k := range s.acc56 {
-		s.s7[k] = float32(s.acc56[k])
-	}
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	numValid := out.NumValid
-	v26 := s.s0
-	v27 := max(numValid, one)
-	lossObjective := v26 / v27
-	out.LossObjective = lossObjective
-	v31 := s.s1
-	clipFraction := v31 / v27
-	out.ClipFraction = clipFraction
-	v35 := s.s2
-	klApprox := v35 / v27
-	out.KLApprox = klApprox
-	v42 := s.s3
-	entropy2 := v42 / v27
-	out.Entropy = entropy2
-	v45 := s.s4
-	lossEntropy := v45 / v27
-	out.LossEntropy = lossEntropy
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [L=256].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	zero := float32(0)
-	two := float32(2)
-	acc59 := 0.0
-	acc60 := 0.0
-	for iL := 0; iL < 256; iL++ {
-		logSumW := s.s5[iL]
-		logSumW2 := s.s6[iL]
-		v53 := float32(two * logSumW)
-		v54 := v53 - logSumW2
-		essCol := float32(math.Exp(float64(v54)))
-		v56 := s.s7[iL]
-		v57 := b2f(v56 > zero)
-		v58 := sel(v57, essCol, zero)
-		acc59 += float64(v58)
-		acc60 += float64(v57)
-	}
-	s.s8 = float32(acc59)
-	s.s9 = float32(acc60)
-}
-
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=256].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	c18 := float32(1.28)
-	c20 := float32(0.8)
-	c39 := float32(-0.001)
-	for iB := 0; iB < 8; iB++ {
-		for iL := 0; iL < 256; iL++ {
-			mask := b2f(in.Mask[iB*256+iL])
-			numValid := out.NumValid
-			advantage := in.Advantage[iB*256+iL]
-			v6 := sel(mask, advantage, zero)
-			logProb := in.LogProb[iB*256+iL]
-			v8 := sel(mask, logProb, zero)
-			sampleLogProb := in.SampleLogProb[iB*256+iL]
-			v10 := sel(mask, sampleLogProb, zero)
-			logWeight := v8 - v10
-			ratio := float32(math.Exp(float64(logWeight)))
-			v17 := b2f(v6 >= zero)
-			v27 := max(numValid, one)
 			v65 := one / v27
 			v66 := sel(mask, v65, zero)
 			v67 := float32(v66 * c39)
@@ -372,6 +302,65 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*256+iL] = gradLogProb
 		}
 	}
+	s.s0 = float32(acc26)
+	s.s1 = float32(acc31)
+	s.s2 = float32(acc35)
+	s.s3 = float32(acc42)
+	s.s4 = float32(acc45)
+	for k := range s.logSumW {
+		s.s5[k] = float32(s.logSumW[k].Result())
+	}
+	for k := range s.logSumW2 {
+		s.s6[k] = float32(s.logSumW2[k].Result())
+	}
+	for k := range s.acc56 {
+		s.s7[k] = float32(s.acc56[k])
+	}
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	numValid := out.NumValid
+	v26 := s.s0
+	v27 := max(numValid, one)
+	lossObjective := v26 / v27
+	out.LossObjective = lossObjective
+	v31 := s.s1
+	clipFraction := v31 / v27
+	out.ClipFraction = clipFraction
+	v35 := s.s2
+	klApprox := v35 / v27
+	out.KLApprox = klApprox
+	v42 := s.s3
+	entropy2 := v42 / v27
+	out.Entropy = entropy2
+	v45 := s.s4
+	lossEntropy := v45 / v27
+	out.LossEntropy = lossEntropy
+}
+
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [L=256].
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	zero := float32(0)
+	two := float32(2)
+	acc59 := 0.0
+	acc60 := 0.0
+	for iL := 0; iL < 256; iL++ {
+		logSumW := s.s5[iL]
+		logSumW2 := s.s6[iL]
+		v53 := float32(two * logSumW)
+		v54 := v53 - logSumW2
+		essCol := float32(math.Exp(float64(v54)))
+		v56 := s.s7[iL]
+		v57 := b2f(v56 > zero)
+		v58 := sel(v57, essCol, zero)
+		acc59 += float64(v58)
+		acc60 += float64(v57)
+	}
+	s.s8 = float32(acc59)
+	s.s9 = float32(acc60)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].

@@ -44,7 +44,7 @@ func chunked(f func()) {
 	pass0Chunks = 3
 	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
 	fbPass0Chunks = 3
-	defer func(n int) { fbPass2Chunks = n }(fbPass2Chunks)
-	fbPass2Chunks = 3
+	defer func(n int) { fbPass1Chunks = n }(fbPass1Chunks)
+	fbPass1Chunks = 3
 	f()
 }

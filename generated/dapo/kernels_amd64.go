@@ -20,19 +20,19 @@ func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *flo
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
+func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
-// in Go.
-//
-//go:noescape
-func fbPass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
-
-// fbPass2AVX2 is pass 2 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass2Go for the
+// fbPass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, numValid *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+
+// fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
+// in Go.
+//
+//go:noescape
+func fbPass2AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

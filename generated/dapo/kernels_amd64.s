@@ -1078,9 +1078,9 @@ DATA lgc37<>+24(SB)/4, $0x3c23d70a
 DATA lgc37<>+28(SB)/4, $0x3c23d70a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $64-64
+// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// Requires: AVX, AVX2
+TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -1101,28 +1101,90 @@ blocks_5:
 	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// sum(v3) over [B L]
-	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y1
-	VMOVUPS Y1, 256(BX)
-	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	MOVQ         state+16(FP), BX
+	VADDPS       256(BX), Y0, Y0
+	VMOVUPS      Y0, 256(BX)
+	DECQ         DX
+	JNZ          noflush_6
+	MOVQ         state+16(FP), DX
+	VMOVUPS      256(DX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VANDPS       384(DX), Y1, Y1
+	VMOVUPS      Y1, 384(DX)
+	MOVQ         $+8, DX
+
+noflush_6:
+	ADDQ         $+8, CX
+	CMPQ         CX, $+128
+	JL           blocks_5
+	MOVQ         state+16(FP), CX
+	VMOVUPS      256(CX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VANDPS       384(CX), Y1, Y1
+	VMOVUPS      Y1, 384(CX)
+	INCQ         AX
+	CMPQ         AX, hi+24(FP)
+	JL           outer0_4
+	VZEROUPPER
+	RET
+
+// func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $448-88
+	MOVQ lo+0(FP), AX
+
+outer0_7:
+	MOVQ $+8, DX
+	XORQ CX, CX
+
+blocks_8:
+	MOVQ      mask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+128, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	MOVQ      logProb+16(FP), BX
+	VMOVUPS   (BX)(SI*4), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y3
+	MOVQ      sampleLogProb+24(FP), BX
+	VMOVUPS   (BX)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      advantage+40(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	MOVQ      advantage+32(FP), BX
+	VMOVUPS   (BX)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
@@ -1180,40 +1242,50 @@ blocks_5:
 	VMOVUPS lgc18<>+0(SB), Y9
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y8
+	VMAXPS  Y8, Y9, Y9
+	VMOVUPS Y8, 32(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y1, Y9
-	VBLENDVPS Y9, Y7, Y8, Y1
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y1, Y8
+	VBLENDVPS Y8, Y7, Y9, Y7
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y7, Y4, Y7
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc19<>+0(SB), Y7, Y7
 
 	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y0, Y8
+	VBLENDVPS Y8, Y7, Y2, Y7
 
 	// sum(v25) over [B L]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
+	MOVQ         state+40(FP), BX
+	VADDPS       704(BX), Y7, Y7
+	VMOVUPS      Y7, 704(BX)
+	MOVQ         numValid+48(FP), DI
+	XORQ         R8, R8
+	VBROADCASTSS (DI)(R8*4), Y7
+	VMOVUPS      lgc0<>+0(SB), Y8
+
+	// v27 = max(numValid, 1)
+	VMAXPS Y7, Y8, Y7
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y5, Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v30 = where(mask, v29, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y0, Y8
+	VBLENDVPS Y8, Y6, Y2, Y6
+	VMOVUPS   Y1, 64(SP)
 
 	// sum(v30) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
+	VADDPS  1024(BX), Y6, Y1
+	VMOVUPS Y1, 1024(BX)
 	VMOVUPS (SP), Y1
 
 	// v33 = sub(v8, v6)
@@ -1225,24 +1297,25 @@ blocks_5:
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v34) over [B L]
-	VADDPS  1216(BX), Y1, Y3
-	VMOVUPS Y3, 1216(BX)
-	MOVQ    entropy+48(FP), DI
+	VADDPS  1344(BX), Y1, Y3
+	VMOVUPS Y3, 1344(BX)
+	MOVQ    entropy+56(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v38 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y3, Y2, Y3
 
 	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y4
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y3, Y2, Y6
+	VMOVUPS   Y4, 96(SP)
 
 	// sum(v39) over [B L]
-	VADDPS  1536(BX), Y4, Y4
-	VMOVUPS Y4, 1536(BX)
+	VADDPS  1664(BX), Y6, Y4
+	VMOVUPS Y4, 1664(BX)
 
 	// v43 = mul(-0.01, v38)
 	VMULPS lgc20<>+0(SB), Y3, Y3
@@ -1253,15 +1326,16 @@ blocks_5:
 	VBLENDVPS Y4, Y3, Y2, Y2
 
 	// sum(v44) over [B L]
-	VADDPS  1856(BX), Y2, Y2
-	VMOVUPS Y2, 1856(BX)
+	VADDPS  1984(BX), Y2, Y2
+	VMOVUPS Y2, 1984(BX)
 	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v48 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y5, Y2, Y0
-	VMOVUPS   Y1, 32(SP)
+	VMOVUPS   Y7, 128(SP)
+	VMOVUPS   Y1, 160(SP)
 
 	// logsumexp(v48) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
@@ -1296,25 +1370,25 @@ blocks_5:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	VANDPS       2176(BX), Y1, Y1
-	VMOVUPS      Y1, 2176(BX)
+	VANDPS       2304(BX), Y1, Y1
+	VMOVUPS      Y1, 2304(BX)
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1984(BX), Y1, Y3
-	VMOVUPD      Y3, 1984(BX)
+	VADDPD       2112(BX), Y1, Y3
+	VMOVUPD      Y3, 2112(BX)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       2304(BX), Y1, Y1
-	VMOVUPD      Y1, 2304(BX)
-	VADDPD       2016(BX), Y2, Y1
-	VMOVUPD      Y1, 2016(BX)
+	VADDPD       2432(BX), Y1, Y1
+	VMOVUPD      Y1, 2432(BX)
+	VADDPD       2144(BX), Y2, Y1
+	VMOVUPD      Y1, 2144(BX)
 	VMULPD       Y2, Y2, Y1
-	VADDPD       2336(BX), Y1, Y1
-	VMOVUPD      Y1, 2336(BX)
+	VADDPD       2464(BX), Y1, Y1
+	VMOVUPD      Y1, 2464(BX)
 
 	// v52 = mul(2, v48)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS 32(SP), Y0
+	VMOVUPS 160(SP), Y0
 
 	// v59 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y1
@@ -1333,314 +1407,710 @@ blocks_5:
 	VMINPS Y3, Y2, Y2
 
 	// v67 = mul(v64, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y2, Y3
+	VMULPS lgc27<>+0(SB), Y2, Y4
 
 	// v68 = add(2.7557319223985893e-06, v67)
-	VADDPS lgc28<>+0(SB), Y3, Y3
+	VADDPS lgc28<>+0(SB), Y4, Y4
 
 	// v70 = mul(v64, v68)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y2, Y5
 
 	// v71 = add(2.48015873015873e-05, v70)
-	VADDPS lgc29<>+0(SB), Y3, Y3
+	VADDPS lgc29<>+0(SB), Y5, Y5
 
 	// v73 = mul(v64, v71)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y5, Y2, Y6
 
 	// v74 = add(0.0001984126984126984, v73)
-	VADDPS lgc30<>+0(SB), Y3, Y3
+	VADDPS lgc30<>+0(SB), Y6, Y6
 
 	// v76 = mul(v64, v74)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y6, Y2, Y7
 
 	// v77 = add(0.001388888888888889, v76)
-	VADDPS lgc31<>+0(SB), Y3, Y3
+	VADDPS lgc31<>+0(SB), Y7, Y7
 
 	// v79 = mul(v64, v77)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y7, Y2, Y8
 
 	// v80 = add(0.008333333333333333, v79)
-	VADDPS lgc32<>+0(SB), Y3, Y3
+	VADDPS lgc32<>+0(SB), Y8, Y8
 
 	// v82 = mul(v64, v80)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y8, Y2, Y9
 
 	// v83 = add(0.041666666666666664, v82)
-	VADDPS lgc33<>+0(SB), Y3, Y3
+	VADDPS lgc33<>+0(SB), Y9, Y9
 
 	// v85 = mul(v64, v83)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y9, Y2, Y10
 
 	// v86 = add(0.16666666666666666, v85)
-	VADDPS lgc34<>+0(SB), Y3, Y3
+	VADDPS lgc34<>+0(SB), Y10, Y10
 
 	// v88 = mul(v64, v86)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y10, Y2, Y11
 
 	// v89 = add(0.5, v88)
-	VADDPS lgc14<>+0(SB), Y3, Y3
+	VADDPS  lgc14<>+0(SB), Y11, Y11
+	VMOVUPS Y3, 192(SP)
 
 	// v90 = mul(v64, v64)
-	VMULPS Y2, Y2, Y2
+	VMULPS  Y2, Y2, Y3
+	VMOVUPS Y4, 224(SP)
 
 	// v91 = mul(v90, v89)
-	VMULPS Y3, Y2, Y2
+	VMULPS  Y11, Y3, Y4
+	VMOVUPS Y5, 256(SP)
+	VMOVUPS Y6, 288(SP)
+	VMOVUPS Y7, 320(SP)
+	VMOVUPS Y8, 352(SP)
+	VMOVUPS Y9, 384(SP)
+	VMOVUPS Y10, 416(SP)
 
 	// v92 = exp(v34)
-	VMAXPS       lgc4<>+0(SB), Y0, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
-	VMOVAPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc0<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y5, Y5
+	VMAXPS       lgc4<>+0(SB), Y0, Y5
+	VMINPS       lgc5<>+0(SB), Y5, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y0, Y0, Y5
+	VBLENDVPS    Y5, Y0, Y7, Y7
 
 	// v93 = sub(v92, 1)
-	VSUBPS lgc0<>+0(SB), Y5, Y3
+	VSUBPS lgc0<>+0(SB), Y7, Y5
 
 	// v94 = sub(v93, v34)
-	VSUBPS Y0, Y3, Y0
+	VSUBPS Y0, Y5, Y0
 
 	// k3 = where(v61, v91, v94)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y4, Y0, Y0
 	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VPMOVZXBD (DI)(SI*1), Y4
+	VCVTDQ2PS Y4, Y4
+	VMOVUPS   lgc1<>+0(SB), Y5
 
 	// v96 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y0, Y5, Y0
 
 	// sum(v96) over [B L]
-	VADDPS       2688(BX), Y0, Y0
-	VMOVUPS      Y0, 2688(BX)
+	VADDPS  2816(BX), Y0, Y0
+	VMOVUPS Y0, 2816(BX)
+	VMOVUPS lgc37<>+0(SB), Y0
+	VMOVUPS 128(SP), Y6
+
+	// v102 = div(0.01, v27)
+	VDIVPS Y6, Y0, Y0
+
+	// v103 = where(mask, v102, 0)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y0, Y5, Y0
+
+	// v104 = where(v61, v103, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y0, Y5, Y4
+
+	// v105 = where(v61, 0, v103)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y1, Y8
+	VBLENDVPS Y8, Y5, Y0, Y0
+
+	// v106 = neg(v105)
+	VXORPS lgc19<>+0(SB), Y0, Y1
+
+	// v107 = ne(v105, 0)
+	VCMPPS $0x04, Y5, Y0, Y8
+	VANDPS lgc0<>+0(SB), Y8, Y8
+
+	// v108 = mul(v105, v92)
+	VMULPS Y7, Y0, Y7
+
+	// v109 = where(v107, v108, v105)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y7, Y0, Y0
+
+	// v110 = add(v106, v109)
+	VADDPS Y0, Y1, Y0
+
+	// v111 = ne(v104, 0)
+	VCMPPS $0x04, Y5, Y4, Y1
+	VANDPS lgc0<>+0(SB), Y1, Y1
+
+	// v112 = mul(v104, v89)
+	VMULPS Y11, Y4, Y7
+
+	// v113 = where(v111, v112, v104)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y1, Y8
+	VBLENDVPS Y8, Y7, Y4, Y7
+
+	// v114 = mul(v104, v90)
+	VMULPS Y3, Y4, Y3
+
+	// v115 = where(v111, v114, v104)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y1, Y8
+	VBLENDVPS Y8, Y3, Y4, Y1
+
+	// v116 = ne(v113, 0)
+	VCMPPS $0x04, Y5, Y7, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
+
+	// v117 = mul(v113, v64)
+	VMULPS Y2, Y7, Y4
+
+	// v118 = where(v116, v117, v113)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y3, Y8
+	VBLENDVPS Y8, Y4, Y7, Y3
+
+	// v119 = add(v118, v118)
+	VADDPS Y3, Y3, Y3
+
+	// v120 = ne(v115, 0)
+	VCMPPS  $0x04, Y5, Y1, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 416(SP), Y7
+
+	// v121 = mul(v115, v86)
+	VMULPS Y7, Y1, Y7
+
+	// v122 = where(v120, v121, v115)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y7, Y1, Y7
+
+	// v123 = mul(v115, v64)
+	VMULPS Y2, Y1, Y8
+
+	// v124 = where(v120, v123, v115)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y4, Y9
+	VBLENDVPS Y9, Y8, Y1, Y1
+
+	// v125 = add(v119, v122)
+	VADDPS Y7, Y3, Y3
+
+	// v126 = ne(v124, 0)
+	VCMPPS  $0x04, Y5, Y1, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 384(SP), Y7
+
+	// v127 = mul(v124, v83)
+	VMULPS Y7, Y1, Y7
+
+	// v128 = where(v126, v127, v124)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y7, Y1, Y7
+
+	// v129 = mul(v124, v64)
+	VMULPS Y2, Y1, Y8
+
+	// v130 = where(v126, v129, v124)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y4, Y9
+	VBLENDVPS Y9, Y8, Y1, Y1
+
+	// v131 = add(v125, v128)
+	VADDPS Y7, Y3, Y3
+
+	// v132 = ne(v130, 0)
+	VCMPPS  $0x04, Y5, Y1, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 352(SP), Y7
+
+	// v133 = mul(v130, v80)
+	VMULPS Y7, Y1, Y7
+
+	// v134 = where(v132, v133, v130)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y7, Y1, Y7
+
+	// v135 = mul(v130, v64)
+	VMULPS Y2, Y1, Y8
+
+	// v136 = where(v132, v135, v130)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y4, Y9
+	VBLENDVPS Y9, Y8, Y1, Y1
+
+	// v137 = add(v131, v134)
+	VADDPS Y7, Y3, Y3
+
+	// v138 = ne(v136, 0)
+	VCMPPS  $0x04, Y5, Y1, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 320(SP), Y7
+
+	// v139 = mul(v136, v77)
+	VMULPS Y7, Y1, Y7
+
+	// v140 = where(v138, v139, v136)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y7, Y1, Y7
+
+	// v141 = mul(v136, v64)
+	VMULPS Y2, Y1, Y8
+
+	// v142 = where(v138, v141, v136)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y4, Y9
+	VBLENDVPS Y9, Y8, Y1, Y1
+
+	// v143 = add(v137, v140)
+	VADDPS Y7, Y3, Y3
+
+	// v144 = ne(v142, 0)
+	VCMPPS  $0x04, Y5, Y1, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 288(SP), Y7
+
+	// v145 = mul(v142, v74)
+	VMULPS Y7, Y1, Y7
+
+	// v146 = where(v144, v145, v142)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y7, Y1, Y7
+
+	// v147 = mul(v142, v64)
+	VMULPS Y2, Y1, Y8
+
+	// v148 = where(v144, v147, v142)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y4, Y9
+	VBLENDVPS Y9, Y8, Y1, Y1
+
+	// v149 = add(v143, v146)
+	VADDPS Y7, Y3, Y3
+
+	// v150 = ne(v148, 0)
+	VCMPPS  $0x04, Y5, Y1, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 256(SP), Y7
+
+	// v151 = mul(v148, v71)
+	VMULPS Y7, Y1, Y7
+
+	// v152 = where(v150, v151, v148)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y7, Y1, Y7
+
+	// v153 = mul(v148, v64)
+	VMULPS Y2, Y1, Y8
+
+	// v154 = where(v150, v153, v148)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y4, Y9
+	VBLENDVPS Y9, Y8, Y1, Y1
+
+	// v155 = add(v149, v152)
+	VADDPS Y7, Y3, Y3
+
+	// v156 = ne(v154, 0)
+	VCMPPS  $0x04, Y5, Y1, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 224(SP), Y7
+
+	// v157 = mul(v154, v68)
+	VMULPS Y7, Y1, Y7
+
+	// v158 = where(v156, v157, v154)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y7, Y1, Y7
+
+	// v159 = mul(v154, v64)
+	VMULPS Y2, Y1, Y2
+
+	// v160 = where(v156, v159, v154)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y2, Y1, Y1
+
+	// v161 = add(v155, v158)
+	VADDPS Y7, Y3, Y2
+
+	// v162 = mul(v160, 2.755731922398589e-07)
+	VMULPS lgc27<>+0(SB), Y1, Y1
+
+	// v163 = add(v161, v162)
+	VADDPS  Y1, Y2, Y1
+	VMOVUPS 192(SP), Y2
+	VMOVUPS lgc25<>+0(SB), Y3
+
+	// v164 = le(v63, 0.1)
+	VCMPPS $0x12, Y3, Y2, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
+
+	// v165 = ne(v63, v63)
+	VCMPPS $0x04, Y2, Y2, Y2
+	VANDPS lgc0<>+0(SB), Y2, Y2
+
+	// v166 = max(v164, v165)
+	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y2, Y2
+	VMINPS Y3, Y2, Y4
+	VMINPS Y2, Y3, Y2
+	VORPS  Y4, Y2, Y2
+	VXORPS lgc19<>+0(SB), Y2, Y2
+
+	// v167 = where(v166, v163, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VBLENDVPS Y3, Y1, Y5, Y1
+	VMOVUPS   160(SP), Y2
+	VMOVUPS   lgc26<>+0(SB), Y3
+
+	// v168 = ge(v34, -0.1)
+	VCMPPS $0x1d, Y3, Y2, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
+
+	// v169 = ne(v34, v34)
+	VCMPPS $0x04, Y2, Y2, Y2
+	VANDPS lgc0<>+0(SB), Y2, Y2
+
+	// v170 = max(v168, v169)
+	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y2, Y2
+	VMINPS Y3, Y2, Y4
+	VMINPS Y2, Y3, Y2
+	VORPS  Y4, Y2, Y2
+	VXORPS lgc19<>+0(SB), Y2, Y2
+
+	// v171 = where(v170, v167, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VBLENDVPS Y3, Y1, Y5, Y1
+
+	// v172 = add(v110, v171)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+
+	// v173 = div(1, v27)
+	VDIVPS    Y6, Y1, Y1
+	MOVQ      mask+8(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y2
+	VCVTDQ2PS Y2, Y2
+
+	// v174 = where(mask, v173, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VBLENDVPS Y3, Y1, Y5, Y1
+
+	// v175 = mul(v174, -0.01)
+	VMULPS lgc20<>+0(SB), Y1, Y3
+
+	// gradEntropy = where(mask, v175, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y5, Y3
+
+	// v177 = where(mask, v172, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y0, Y5, Y0
+
+	// v178 = neg(v177)
+	VXORPS lgc19<>+0(SB), Y0, Y0
+
+	// v179 = neg(v174)
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMOVUPS 96(SP), Y4
+
+	// v180 = mul(v179, v10)
+	VMULPS  Y4, Y1, Y1
+	VMOVUPS 64(SP), Y4
+
+	// v181 = where(v17, v180, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y1, Y5, Y6
+
+	// v182 = where(v17, 0, v180)
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y5, Y1, Y1
+	VMOVUPS   32(SP), Y4
+	VMOVUPS   lgc18<>+0(SB), Y7
+
+	// v183 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y7, Y4, Y7
+	VANDPS lgc0<>+0(SB), Y7, Y7
+
+	// v184 = ne(ratio, ratio)
+	VCMPPS $0x04, Y4, Y4, Y8
+	VANDPS lgc0<>+0(SB), Y8, Y8
+
+	// v185 = max(v183, v184)
+	VXORPS lgc19<>+0(SB), Y7, Y7
+	VXORPS lgc19<>+0(SB), Y8, Y10
+	VMINPS Y7, Y10, Y9
+	VMINPS Y10, Y7, Y7
+	VORPS  Y9, Y7, Y7
+	VXORPS lgc19<>+0(SB), Y7, Y7
+
+	// v186 = where(v185, v182, 0)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y1, Y5, Y1
+	VMOVUPS   lgc17<>+0(SB), Y7
+
+	// v187 = le(ratio, 1.2799999924290435)
+	VCMPPS $0x12, Y7, Y4, Y7
+	VANDPS lgc0<>+0(SB), Y7, Y7
+
+	// v188 = max(v187, v184)
+	VXORPS lgc19<>+0(SB), Y7, Y7
+	VXORPS lgc19<>+0(SB), Y8, Y8
+	VMINPS Y7, Y8, Y9
+	VMINPS Y8, Y7, Y7
+	VORPS  Y9, Y7, Y7
+	VXORPS lgc19<>+0(SB), Y7, Y7
+
+	// v189 = where(v188, v181, 0)
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y7, Y8
+	VBLENDVPS Y8, Y6, Y5, Y6
+
+	// v190 = add(v186, v189)
+	VADDPS Y6, Y1, Y1
+
+	// v191 = ne(v190, 0)
+	VCMPPS $0x04, Y5, Y1, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
+
+	// v192 = mul(v190, ratio)
+	VMULPS Y4, Y1, Y4
+
+	// v193 = where(v191, v192, v190)
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y4, Y1, Y1
+
+	// v194 = add(v178, v193)
+	VADDPS Y1, Y0, Y0
+
+	// gradLogProb = where(mask, v194, 0)
+	VMOVUPS   lgc1<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y5, Y0
+
+	// store gradEntropy
+	MOVQ    gradEntropy+64(FP), BX
+	VMOVUPS Y3, (BX)(SI*4)
+
+	// store gradLogProb
+	MOVQ         gradLogProb+72(FP), BX
+	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_6
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
+	JNZ          noflush_9
+	MOVQ         state+40(FP), DX
+	VMOVUPS      704(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
+	VADDPD       512(DX), Y2, Y2
+	VMOVUPD      Y2, 512(DX)
+	VADDPD       544(DX), Y0, Y0
+	VMOVUPD      Y0, 544(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
+	VMOVUPS      Y0, 704(DX)
+	VMOVUPS      1024(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
-	VADDPD       416(DX), Y0, Y0
-	VMOVUPD      Y0, 416(DX)
+	VADDPD       832(DX), Y2, Y2
+	VMOVUPD      Y2, 832(DX)
+	VADDPD       864(DX), Y0, Y0
+	VMOVUPD      Y0, 864(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VMOVUPS      896(DX), Y0
+	VMOVUPS      Y0, 1024(DX)
+	VMOVUPS      1344(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
-	VADDPD       736(DX), Y0, Y0
-	VMOVUPD      Y0, 736(DX)
+	VADDPD       1152(DX), Y2, Y2
+	VMOVUPD      Y2, 1152(DX)
+	VADDPD       1184(DX), Y0, Y0
+	VMOVUPD      Y0, 1184(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VMOVUPS      1216(DX), Y0
+	VMOVUPS      Y0, 1344(DX)
+	VMOVUPS      1664(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
-	VADDPD       1056(DX), Y0, Y0
-	VMOVUPD      Y0, 1056(DX)
+	VADDPD       1472(DX), Y2, Y2
+	VMOVUPD      Y2, 1472(DX)
+	VADDPD       1504(DX), Y0, Y0
+	VMOVUPD      Y0, 1504(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VMOVUPS      1536(DX), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
-	VADDPD       1376(DX), Y0, Y0
-	VMOVUPD      Y0, 1376(DX)
+	VADDPD       1792(DX), Y2, Y2
+	VMOVUPD      Y2, 1792(DX)
+	VADDPD       1824(DX), Y0, Y0
+	VMOVUPD      Y0, 1824(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(DX)
-	VMOVUPS      1856(DX), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2816(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(DX), Y2, Y2
-	VMOVUPD      Y2, 1664(DX)
-	VADDPD       1696(DX), Y0, Y0
-	VMOVUPD      Y0, 1696(DX)
+	VADDPD       2624(DX), Y2, Y2
+	VMOVUPD      Y2, 2624(DX)
+	VADDPD       2656(DX), Y0, Y0
+	VMOVUPD      Y0, 2656(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(DX)
-	VMOVUPS      2688(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2496(DX), Y2, Y2
-	VMOVUPD      Y2, 2496(DX)
-	VADDPD       2528(DX), Y0, Y0
-	VMOVUPD      Y0, 2528(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2688(DX)
-	VANDPS       2816(DX), Y1, Y1
-	VMOVUPS      Y1, 2816(DX)
+	VMOVUPS      Y0, 2816(DX)
+	VANDPS       2944(DX), Y1, Y1
+	VMOVUPS      Y1, 2944(DX)
 	MOVQ         $+8, DX
 
-noflush_6:
+noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_5
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
+	JL           blocks_8
+	MOVQ         state+40(FP), CX
+	VMOVUPS      704(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
+	VADDPD       512(CX), Y2, Y2
+	VMOVUPD      Y2, 512(CX)
+	VADDPD       544(CX), Y0, Y0
+	VMOVUPD      Y0, 544(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
+	VMOVUPS      Y0, 704(CX)
+	VMOVUPS      1024(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
+	VADDPD       832(CX), Y2, Y2
+	VMOVUPD      Y2, 832(CX)
+	VADDPD       864(CX), Y0, Y0
+	VMOVUPD      Y0, 864(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
+	VMOVUPS      Y0, 1024(CX)
+	VMOVUPS      1344(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
+	VADDPD       1152(CX), Y2, Y2
+	VMOVUPD      Y2, 1152(CX)
+	VADDPD       1184(CX), Y0, Y0
+	VMOVUPD      Y0, 1184(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
+	VMOVUPS      Y0, 1344(CX)
+	VMOVUPS      1664(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
+	VADDPD       1472(CX), Y2, Y2
+	VMOVUPD      Y2, 1472(CX)
+	VADDPD       1504(CX), Y0, Y0
+	VMOVUPD      Y0, 1504(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
+	VMOVUPS      Y0, 1664(CX)
+	VMOVUPS      1984(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
+	VADDPD       1792(CX), Y2, Y2
+	VMOVUPD      Y2, 1792(CX)
+	VADDPD       1824(CX), Y0, Y0
+	VMOVUPD      Y0, 1824(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VMOVUPS      1856(CX), Y0
+	VMOVUPS      Y0, 1984(CX)
+	VMOVUPS      2816(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(CX), Y2, Y2
-	VMOVUPD      Y2, 1664(CX)
-	VADDPD       1696(CX), Y0, Y0
-	VMOVUPD      Y0, 1696(CX)
+	VADDPD       2624(CX), Y2, Y2
+	VMOVUPD      Y2, 2624(CX)
+	VADDPD       2656(CX), Y0, Y0
+	VMOVUPD      Y0, 2656(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(CX)
-	VMOVUPS      2688(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2496(CX), Y2, Y2
-	VMOVUPD      Y2, 2496(CX)
-	VADDPD       2528(CX), Y0, Y0
-	VMOVUPD      Y0, 2528(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2688(CX)
-	VANDPS       2816(CX), Y1, Y1
-	VMOVUPS      Y1, 2816(CX)
+	VMOVUPS      Y0, 2816(CX)
+	VANDPS       2944(CX), Y1, Y1
+	VMOVUPS      Y1, 2944(CX)
 	INCQ         AX
-	CMPQ         AX, hi+56(FP)
-	JL           outer0_4
+	CMPQ         AX, hi+80(FP)
+	JL           outer0_7
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
+// func fbPass2AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $64-136
+TEXT ·fbPass2AVX2(SB), $64-136
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -1772,627 +2242,6 @@ TEXT ·fbPass1AVX2(SB), $64-136
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, numValid *float32, gradEntropy *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $416-72
-	MOVQ lo+0(FP), AX
-
-outer0_7:
-	XORQ CX, CX
-
-blocks_8:
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      logProb+16(FP), DX
-	VMOVUPS   (DX)(BX*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-
-	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+24(FP), DX
-	VMOVUPS   (DX)(BX*4), Y3
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      advantage+32(FP), DX
-	VMOVUPS   (DX)(BX*4), Y4
-
-	// v10 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// logWeight = sub(v6, v8)
-	VSUBPS Y3, Y1, Y5
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y6
-	VMINPS       lgc5<>+0(SB), Y6, Y6
-	VMULPS       lgc6<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc15<>+0(SB), Y6, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
-
-	// v17 = ge(v10, 0)
-	VCMPPS       $0x1d, Y2, Y4, Y5
-	VANDPS       lgc0<>+0(SB), Y5, Y5
-	MOVQ         numValid+40(FP), DX
-	XORQ         SI, SI
-	VBROADCASTSS (DX)(SI*4), Y6
-	VMOVUPS      lgc0<>+0(SB), Y7
-
-	// v27 = max(numValid, 1)
-	VMAXPS Y6, Y7, Y6
-
-	// v33 = sub(v8, v6)
-	VSUBPS Y1, Y3, Y1
-
-	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v59 = abs(v34)
-	VMOVUPS lgc19<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS lgc25<>+0(SB), Y7
-
-	// v61 = lt(v59, 0.1)
-	VCMPPS  $0x11, Y7, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS Y8, (SP)
-	VMOVUPS lgc26<>+0(SB), Y8
-
-	// v63 = max(v34, -0.1) tie=first
-	VMAXPS  Y1, Y8, Y8
-	VMOVUPS Y5, 32(SP)
-	VMOVUPS Y4, 64(SP)
-
-	// v64 = min(v63, 0.1) tie=first
-	VMINPS Y8, Y7, Y4
-
-	// v67 = mul(v64, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y4, Y5
-
-	// v68 = add(2.7557319223985893e-06, v67)
-	VADDPS lgc28<>+0(SB), Y5, Y5
-
-	// v70 = mul(v64, v68)
-	VMULPS Y5, Y4, Y7
-
-	// v71 = add(2.48015873015873e-05, v70)
-	VADDPS lgc29<>+0(SB), Y7, Y7
-
-	// v73 = mul(v64, v71)
-	VMULPS Y7, Y4, Y9
-
-	// v74 = add(0.0001984126984126984, v73)
-	VADDPS lgc30<>+0(SB), Y9, Y9
-
-	// v76 = mul(v64, v74)
-	VMULPS Y9, Y4, Y10
-
-	// v77 = add(0.001388888888888889, v76)
-	VADDPS lgc31<>+0(SB), Y10, Y10
-
-	// v79 = mul(v64, v77)
-	VMULPS Y10, Y4, Y11
-
-	// v80 = add(0.008333333333333333, v79)
-	VADDPS  lgc32<>+0(SB), Y11, Y11
-	VMOVUPS Y8, 96(SP)
-
-	// v82 = mul(v64, v80)
-	VMULPS Y11, Y4, Y8
-
-	// v83 = add(0.041666666666666664, v82)
-	VADDPS  lgc33<>+0(SB), Y8, Y8
-	VMOVUPS Y5, 128(SP)
-
-	// v85 = mul(v64, v83)
-	VMULPS Y8, Y4, Y5
-
-	// v86 = add(0.16666666666666666, v85)
-	VADDPS  lgc34<>+0(SB), Y5, Y5
-	VMOVUPS Y7, 160(SP)
-
-	// v88 = mul(v64, v86)
-	VMULPS Y5, Y4, Y7
-
-	// v89 = add(0.5, v88)
-	VADDPS  lgc14<>+0(SB), Y7, Y7
-	VMOVUPS Y9, 192(SP)
-
-	// v90 = mul(v64, v64)
-	VMULPS  Y4, Y4, Y9
-	VMOVUPS Y10, 224(SP)
-	VMOVUPS Y11, 256(SP)
-	VMOVUPS Y8, 288(SP)
-	VMOVUPS Y5, 320(SP)
-	VMOVUPS Y4, 352(SP)
-	VMOVUPS Y9, 384(SP)
-
-	// v92 = exp(v34)
-	VMAXPS       lgc4<>+0(SB), Y1, Y4
-	VMINPS       lgc5<>+0(SB), Y4, Y4
-	VMULPS       lgc6<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
-	VMULPS       Y4, Y4, Y9
-	VFMADD213PS  Y4, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y8, Y8
-	VMULPS       Y4, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y8, Y8
-	VMOVUPS      lgc37<>+0(SB), Y4
-
-	// v102 = div(0.01, v27)
-	VDIVPS Y6, Y4, Y4
-
-	// v103 = where(mask, v102, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y0
-
-	// v104 = where(v61, v103, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y0, Y2, Y4
-
-	// v105 = where(v61, 0, v103)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y2, Y0, Y0
-
-	// v106 = neg(v105)
-	VXORPS lgc19<>+0(SB), Y0, Y3
-
-	// v107 = ne(v105, 0)
-	VCMPPS $0x04, Y2, Y0, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
-
-	// v108 = mul(v105, v92)
-	VMULPS Y8, Y0, Y8
-
-	// v109 = where(v107, v108, v105)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y0, Y0
-
-	// v110 = add(v106, v109)
-	VADDPS Y0, Y3, Y0
-
-	// v111 = ne(v104, 0)
-	VCMPPS $0x04, Y2, Y4, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
-
-	// v112 = mul(v104, v89)
-	VMULPS Y7, Y4, Y5
-
-	// v113 = where(v111, v112, v104)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y5, Y4, Y5
-	VMOVUPS   384(SP), Y7
-
-	// v114 = mul(v104, v90)
-	VMULPS Y7, Y4, Y7
-
-	// v115 = where(v111, v114, v104)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y7, Y4, Y3
-
-	// v116 = ne(v113, 0)
-	VCMPPS  $0x04, Y2, Y5, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 352(SP), Y7
-
-	// v117 = mul(v113, v64)
-	VMULPS Y7, Y5, Y8
-
-	// v118 = where(v116, v117, v113)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y8, Y5, Y4
-
-	// v119 = add(v118, v118)
-	VADDPS Y4, Y4, Y4
-
-	// v120 = ne(v115, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 320(SP), Y8
-
-	// v121 = mul(v115, v86)
-	VMULPS Y8, Y3, Y8
-
-	// v122 = where(v120, v121, v115)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
-
-	// v123 = mul(v115, v64)
-	VMULPS Y7, Y3, Y9
-
-	// v124 = where(v120, v123, v115)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
-
-	// v125 = add(v119, v122)
-	VADDPS Y8, Y4, Y4
-
-	// v126 = ne(v124, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 288(SP), Y8
-
-	// v127 = mul(v124, v83)
-	VMULPS Y8, Y3, Y8
-
-	// v128 = where(v126, v127, v124)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
-
-	// v129 = mul(v124, v64)
-	VMULPS Y7, Y3, Y9
-
-	// v130 = where(v126, v129, v124)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
-
-	// v131 = add(v125, v128)
-	VADDPS Y8, Y4, Y4
-
-	// v132 = ne(v130, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 256(SP), Y8
-
-	// v133 = mul(v130, v80)
-	VMULPS Y8, Y3, Y8
-
-	// v134 = where(v132, v133, v130)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
-
-	// v135 = mul(v130, v64)
-	VMULPS Y7, Y3, Y9
-
-	// v136 = where(v132, v135, v130)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
-
-	// v137 = add(v131, v134)
-	VADDPS Y8, Y4, Y4
-
-	// v138 = ne(v136, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 224(SP), Y8
-
-	// v139 = mul(v136, v77)
-	VMULPS Y8, Y3, Y8
-
-	// v140 = where(v138, v139, v136)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
-
-	// v141 = mul(v136, v64)
-	VMULPS Y7, Y3, Y9
-
-	// v142 = where(v138, v141, v136)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
-
-	// v143 = add(v137, v140)
-	VADDPS Y8, Y4, Y4
-
-	// v144 = ne(v142, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 192(SP), Y8
-
-	// v145 = mul(v142, v74)
-	VMULPS Y8, Y3, Y8
-
-	// v146 = where(v144, v145, v142)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
-
-	// v147 = mul(v142, v64)
-	VMULPS Y7, Y3, Y9
-
-	// v148 = where(v144, v147, v142)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
-
-	// v149 = add(v143, v146)
-	VADDPS Y8, Y4, Y4
-
-	// v150 = ne(v148, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 160(SP), Y8
-
-	// v151 = mul(v148, v71)
-	VMULPS Y8, Y3, Y8
-
-	// v152 = where(v150, v151, v148)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
-
-	// v153 = mul(v148, v64)
-	VMULPS Y7, Y3, Y9
-
-	// v154 = where(v150, v153, v148)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
-
-	// v155 = add(v149, v152)
-	VADDPS Y8, Y4, Y4
-
-	// v156 = ne(v154, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 128(SP), Y8
-
-	// v157 = mul(v154, v68)
-	VMULPS Y8, Y3, Y8
-
-	// v158 = where(v156, v157, v154)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
-
-	// v159 = mul(v154, v64)
-	VMULPS Y7, Y3, Y7
-
-	// v160 = where(v156, v159, v154)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y7, Y3, Y3
-
-	// v161 = add(v155, v158)
-	VADDPS Y8, Y4, Y4
-
-	// v162 = mul(v160, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y3, Y3
-
-	// v163 = add(v161, v162)
-	VADDPS  Y3, Y4, Y3
-	VMOVUPS 96(SP), Y4
-	VMOVUPS lgc25<>+0(SB), Y5
-
-	// v164 = le(v63, 0.1)
-	VCMPPS $0x12, Y5, Y4, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
-
-	// v165 = ne(v63, v63)
-	VCMPPS $0x04, Y4, Y4, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
-
-	// v166 = max(v164, v165)
-	VXORPS lgc19<>+0(SB), Y5, Y5
-	VXORPS lgc19<>+0(SB), Y4, Y4
-	VMINPS Y5, Y4, Y7
-	VMINPS Y4, Y5, Y4
-	VORPS  Y7, Y4, Y4
-	VXORPS lgc19<>+0(SB), Y4, Y4
-
-	// v167 = where(v166, v163, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y3, Y2, Y3
-	VMOVUPS   lgc26<>+0(SB), Y4
-
-	// v168 = ge(v34, -0.1)
-	VCMPPS $0x1d, Y4, Y1, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
-
-	// v169 = ne(v34, v34)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
-
-	// v170 = max(v168, v169)
-	VXORPS lgc19<>+0(SB), Y4, Y4
-	VXORPS lgc19<>+0(SB), Y1, Y1
-	VMINPS Y4, Y1, Y5
-	VMINPS Y1, Y4, Y1
-	VORPS  Y5, Y1, Y1
-	VXORPS lgc19<>+0(SB), Y1, Y1
-
-	// v171 = where(v170, v167, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y1
-
-	// v172 = add(v110, v171)
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y1
-
-	// v173 = div(1, v27)
-	VDIVPS    Y6, Y1, Y1
-	MOVQ      mask+8(FP), DX
-	VPMOVZXBD (DX)(BX*1), Y3
-	VCVTDQ2PS Y3, Y3
-
-	// v174 = where(mask, v173, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
-
-	// v175 = mul(v174, -0.01)
-	VMULPS lgc20<>+0(SB), Y1, Y4
-
-	// gradEntropy = where(mask, v175, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// v177 = where(mask, v172, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y0, Y2, Y0
-
-	// v178 = neg(v177)
-	VXORPS lgc19<>+0(SB), Y0, Y0
-
-	// v179 = neg(v174)
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS 64(SP), Y5
-
-	// v180 = mul(v179, v10)
-	VMULPS  Y5, Y1, Y1
-	VMOVUPS 32(SP), Y5
-
-	// v181 = where(v17, v180, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y1, Y2, Y6
-
-	// v182 = where(v17, 0, v180)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y2, Y1, Y1
-	VMOVUPS   (SP), Y5
-	VMOVUPS   lgc18<>+0(SB), Y7
-
-	// v183 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y5, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
-
-	// v184 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y8
-	VANDPS lgc0<>+0(SB), Y8, Y8
-
-	// v185 = max(v183, v184)
-	VXORPS lgc19<>+0(SB), Y7, Y7
-	VXORPS lgc19<>+0(SB), Y8, Y10
-	VMINPS Y7, Y10, Y9
-	VMINPS Y10, Y7, Y7
-	VORPS  Y9, Y7, Y7
-	VXORPS lgc19<>+0(SB), Y7, Y7
-
-	// v186 = where(v185, v182, 0)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y1, Y2, Y1
-	VMOVUPS   lgc17<>+0(SB), Y7
-
-	// v187 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y7, Y5, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
-
-	// v188 = max(v187, v184)
-	VXORPS lgc19<>+0(SB), Y7, Y7
-	VXORPS lgc19<>+0(SB), Y8, Y8
-	VMINPS Y7, Y8, Y9
-	VMINPS Y8, Y7, Y7
-	VORPS  Y9, Y7, Y7
-	VXORPS lgc19<>+0(SB), Y7, Y7
-
-	// v189 = where(v188, v181, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
-	VBLENDVPS Y8, Y6, Y2, Y6
-
-	// v190 = add(v186, v189)
-	VADDPS Y6, Y1, Y1
-
-	// v191 = ne(v190, 0)
-	VCMPPS $0x04, Y2, Y1, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
-
-	// v192 = mul(v190, ratio)
-	VMULPS Y5, Y1, Y5
-
-	// v193 = where(v191, v192, v190)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y1, Y1
-
-	// v194 = add(v178, v193)
-	VADDPS Y1, Y0, Y0
-
-	// gradLogProb = where(mask, v194, 0)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y3, Y1
-	VBLENDVPS Y1, Y0, Y2, Y0
-
-	// store gradEntropy
-	MOVQ    gradEntropy+48(FP), DX
-	VMOVUPS Y4, (DX)(BX*4)
-
-	// store gradLogProb
-	MOVQ    gradLogProb+56(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	ADDQ    $+8, CX
-	CMPQ    CX, $+128
-	JL      blocks_8
-	INCQ    AX
-	CMPQ    AX, hi+64(FP)
-	JL      outer0_7
-	VZEROUPPER
-	RET
-
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·expAVX2(SB), NOSPLIT, $0-24
@@ -2401,9 +2250,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_9:
+bulk_10:
 	CMPQ         BX, DX
-	JGE          bulkdone_10
+	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
@@ -2434,9 +2283,9 @@ bulk_9:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_9
+	JMP          bulk_10
 
-bulkdone_10:
+bulkdone_11:
 	VZEROUPPER
 	RET
 
@@ -2448,9 +2297,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_11:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_12
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc38<>+0(SB), Y0, Y1
 	VMULPS       lgc39<>+0(SB), Y0, Y2
@@ -2493,9 +2342,9 @@ bulk_11:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_11
+	JMP          bulk_12
 
-bulkdone_12:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -2667,9 +2516,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_13:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_14
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc38<>+0(SB), Y1, Y2
@@ -2723,8 +2572,8 @@ bulk_13:
 	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_13
+	JMP          bulk_14
 
-bulkdone_14:
+bulkdone_15:
 	VZEROUPPER
 	RET

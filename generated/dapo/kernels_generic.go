@@ -198,6 +198,22 @@ var fbScratchPool = sync.Pool{New: func() any {
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
+	numValid := 0.0
+	for iB := 0; iB < 8; iB++ {
+		for iL := 0; iL < 128; iL++ {
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+		}
+	}
+	out.NumValid = float32(numValid)
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
 	c12 := float32(-0.22314355)
 	c13 := float32(0.24686007)
 	c18 := float32(1.28)
@@ -216,7 +232,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c81 := float32(0.041666668)
 	c84 := float32(0.16666667)
 	half := float32(0.5)
-	numValid := 0.0
+	c99 := float32(0.01)
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
@@ -228,8 +244,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
-			v3 := sel(mask, one, zero)
-			numValid += float64(v3)
+			numValid := out.NumValid
 			logProb := in.LogProb[iB*128+iL]
 			v6 := sel(mask, logProb, zero)
 			sampleLogProb := in.SampleLogProb[iB*128+iL]
@@ -248,6 +263,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v24 := -gain
 			v25 := sel(mask, v24, zero)
 			acc26 += float64(v25)
+			v27 := max(numValid, one)
 			v29 := b2f(logWeightClip != logWeight)
 			v30 := sel(mask, v29, zero)
 			acc31 += float64(v30)
@@ -293,116 +309,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			k3 := sel(v61, v91, v94)
 			v96 := sel(mask, k3, zero)
 			acc97 += float64(v96)
-		}
-	}
-	out.NumValid = float32(numValid)
-	s.s0 = float32(acc26)
-	s.s1 = float32(acc31)
-	s.s2 = float32(acc35)
-	s.s3 = float32(acc40)
-	s.s4 = float32(acc45)
-	s.s5 = float32(acc50.Result())
-	s.s6 = float32(acc53.Result())
-	s.s7 = float32(acc97)
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	two := float32(2)
-	c99 := float32(0.01)
-	numValid := out.NumValid
-	v26 := s.s0
-	v27 := max(numValid, one)
-	lossObjective := v26 / v27
-	out.LossObjective = lossObjective
-	v31 := s.s1
-	clipFraction := v31 / v27
-	out.ClipFraction = clipFraction
-	v35 := s.s2
-	klApprox := v35 / v27
-	out.KLApprox = klApprox
-	v40 := s.s3
-	entropy2 := v40 / v27
-	out.Entropy = entropy2
-	v45 := s.s4
-	lossEntropy := v45 / v27
-	out.LossEntropy = lossEntropy
-	v50 := s.s5
-	v51 := float32(two * v50)
-	v53 := s.s6
-	v54 := v51 - v53
-	v55 := float32(math.Exp(float64(v54)))
-	v56 := b2f(numValid > zero)
-	v57 := v55 / v27
-	ess := sel(v56, v57, zero)
-	out.ESS = ess
-	v97 := s.s7
-	klToInference := v97 / v27
-	lossKLToInference := float32(c99 * klToInference)
-	out.LossKLToInference = lossKLToInference
-	out.KLToInference = klToInference
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	c18 := float32(1.28)
-	c20 := float32(0.8)
-	c42 := float32(-0.01)
-	c60 := float32(0.1)
-	c62 := float32(-0.1)
-	c65 := float32(2.755732e-07)
-	c66 := float32(2.7557319e-06)
-	c69 := float32(2.4801588e-05)
-	c72 := float32(0.0001984127)
-	c75 := float32(0.0013888889)
-	c78 := float32(0.008333334)
-	c81 := float32(0.041666668)
-	c84 := float32(0.16666667)
-	half := float32(0.5)
-	c99 := float32(0.01)
-	for iB := 0; iB < 8; iB++ {
-		for iL := 0; iL < 128; iL++ {
-			mask := b2f(in.Mask[iB*128+iL])
-			numValid := out.NumValid
-			logProb := in.LogProb[iB*128+iL]
-			v6 := sel(mask, logProb, zero)
-			sampleLogProb := in.SampleLogProb[iB*128+iL]
-			v8 := sel(mask, sampleLogProb, zero)
-			advantage := in.Advantage[iB*128+iL]
-			v10 := sel(mask, advantage, zero)
-			logWeight := v6 - v8
-			ratio := float32(math.Exp(float64(logWeight)))
-			v17 := b2f(v10 >= zero)
-			v27 := max(numValid, one)
-			v33 := v8 - v6
-			v34 := sel(mask, v33, zero)
-			v59 := float32(math.Abs(float64(v34)))
-			v61 := b2f(v59 < c60)
-			v63 := max(v34, c62)
-			v64 := min(v63, c60)
-			v67 := float32(v64 * c65)
-			v68 := c66 + v67
-			v70 := float32(v64 * v68)
-			v71 := c69 + v70
-			v73 := float32(v64 * v71)
-			v74 := c72 + v73
-			v76 := float32(v64 * v74)
-			v77 := c75 + v76
-			v79 := float32(v64 * v77)
-			v80 := c78 + v79
-			v82 := float32(v64 * v80)
-			v83 := c81 + v82
-			v85 := float32(v64 * v83)
-			v86 := c84 + v85
-			v88 := float32(v64 * v86)
-			v89 := half + v88
-			v90 := float32(v64 * v64)
-			v92 := float32(math.Exp(float64(v34)))
 			v102 := c99 / v27
 			v103 := sel(mask, v102, zero)
 			v104 := sel(v61, v103, zero)
@@ -501,6 +407,53 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
+	s.s0 = float32(acc26)
+	s.s1 = float32(acc31)
+	s.s2 = float32(acc35)
+	s.s3 = float32(acc40)
+	s.s4 = float32(acc45)
+	s.s5 = float32(acc50.Result())
+	s.s6 = float32(acc53.Result())
+	s.s7 = float32(acc97)
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c99 := float32(0.01)
+	numValid := out.NumValid
+	v26 := s.s0
+	v27 := max(numValid, one)
+	lossObjective := v26 / v27
+	out.LossObjective = lossObjective
+	v31 := s.s1
+	clipFraction := v31 / v27
+	out.ClipFraction = clipFraction
+	v35 := s.s2
+	klApprox := v35 / v27
+	out.KLApprox = klApprox
+	v40 := s.s3
+	entropy2 := v40 / v27
+	out.Entropy = entropy2
+	v45 := s.s4
+	lossEntropy := v45 / v27
+	out.LossEntropy = lossEntropy
+	v50 := s.s5
+	v51 := float32(two * v50)
+	v53 := s.s6
+	v54 := v51 - v53
+	v55 := float32(math.Exp(float64(v54)))
+	v56 := b2f(numValid > zero)
+	v57 := v55 / v27
+	ess := sel(v56, v57, zero)
+	out.ESS = ess
+	v97 := s.s7
+	klToInference := v97 / v27
+	lossKLToInference := float32(c99 * klToInference)
+	out.LossKLToInference = lossKLToInference
+	out.KLToInference = klToInference
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -19,11 +19,10 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf    []float64
-	r33_s  []float64
-	r33_p  []float32
 	r3_ok  []float32
 	r15_ok []float32
-	p0_ok  []float32
+	r33_s  []float64
+	r33_p  []float32
 	r49_s  []float64
 	r49_p  []float32
 	r8_ok  []float32
@@ -32,16 +31,15 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 160)}
-	st.r33_s = st.buf[8:24]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
-	st.r15_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[64])), 8)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[80])), 8)
-	st.r49_s = st.buf[96:112]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 16)
-	st.r8_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 8)
+	st := &avxState{buf: make([]float64, 144)}
+	st.r3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[8])), 8)
+	st.r15_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[24])), 8)
+	st.r33_s = st.buf[40:56]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[64])), 16)
+	st.r49_s = st.buf[80:96]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[104])), 16)
+	st.r8_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -57,12 +55,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
 		runtime.SetMask(st.r3_ok)
 		runtime.SetMask(st.r15_ok)
-		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &in.NextReward[0], &const11[0], &s.s0[0], &s.s1[0])
+		pass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &s.s0[0], &s.s1[0])
 	}
 	n := min(pass0Chunks, 16)
 	if n <= 1 {
@@ -78,17 +73,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.r15_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.r15_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r33_s, 8)
-	out.InvalidTarget = float32(st.res[0])
 }
 
 // pass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently, each
@@ -102,6 +93,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
 		runtime.Fill(st.r49_s, 0)
 		runtime.Fill(st.r49_p, 0)
 		runtime.SetMask(st.r8_ok)
@@ -122,6 +115,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
@@ -131,6 +125,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
+	runtime.FinishSum(st.res[:1], st.r33_s, 8)
+	out.InvalidTarget = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r49_s, 8, 128.0)
 	out.Loss = float32(st.res[0])
 }
@@ -139,11 +135,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf    []float64
-	r33_s  []float64
-	r33_p  []float32
 	r3_ok  []float32
 	r15_ok []float32
-	p0_ok  []float32
+	r33_s  []float64
+	r33_p  []float32
 	r49_s  []float64
 	r49_p  []float32
 	r8_ok  []float32
@@ -152,16 +147,15 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 160)}
-	st.r33_s = st.buf[8:24]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
-	st.r15_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[64])), 8)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[80])), 8)
-	st.r49_s = st.buf[96:112]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 16)
-	st.r8_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 8)
+	st := &fbAvxState{buf: make([]float64, 144)}
+	st.r3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[8])), 8)
+	st.r15_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[24])), 8)
+	st.r33_s = st.buf[40:56]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[64])), 16)
+	st.r49_s = st.buf[80:96]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[104])), 16)
+	st.r8_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -178,12 +172,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
 		runtime.SetMask(st.r3_ok)
 		runtime.SetMask(st.r15_ok)
-		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &in.NextReward[0], &fbConst11[0], &s.s0[0], &s.s1[0])
+		fbPass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &s.s0[0], &s.s1[0])
 	}
 	n := min(fbPass0Chunks, 16)
 	if n <= 1 {
@@ -199,17 +190,13 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.r15_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.r15_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r33_s, 8)
-	out.InvalidTarget = float32(st.res[0])
 }
 
 // fbPass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently,
@@ -224,6 +211,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
 		runtime.Fill(st.r49_s, 0)
 		runtime.Fill(st.r49_p, 0)
 		runtime.SetMask(st.r8_ok)
@@ -245,6 +234,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
@@ -254,6 +244,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
+	runtime.FinishSum(st.res[:1], st.r33_s, 8)
+	out.InvalidTarget = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r49_s, 8, 128.0)
 	out.Loss = float32(st.res[0])
 }

@@ -8,7 +8,7 @@ package distdqn
 // in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, nextReward *float32, const11 *float32, s0 *float32, s1 *float32)
+func pass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, s0 *float32, s1 *float32)
 
 // pass1AVX2 is pass 1 (elementwise over [B=128]) on 8 float32 lanes; see pass1Go for the same loop
 // in Go.
@@ -20,7 +20,7 @@ func pass1AVX2(lo int, hi int, nextActionValueOnline *float32, action *int64, s0
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, nextReward *float32, fbConst11 *float32, s0 *float32, s1 *float32)
+func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, s0 *float32, s1 *float32)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=128]) on 8 float32 lanes; see fbPass1Go for the same
 // loop in Go.

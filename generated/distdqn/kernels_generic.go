@@ -24,11 +24,6 @@ var const11 = [51]float32{float32(-10), float32(-9.6), float32(-9.2), float32(-8
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=128].
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	one := float32(1)
-	c24 := float32(0.99)
-	c28 := float32(-10)
-	c29 := float32(10)
-	invalidTarget := 0.0
 	for iB := 0; iB < 128; iB++ {
 		for iA := 0; iA < 4; iA++ {
 			acc3 := runtime.NewLogSumExp()
@@ -46,21 +41,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v15 := float32(acc15.Result())
 			s.s1[iB*4+iA] = v15
 		}
-		nextTerminated := b2f(in.NextTerminated[iB])
-		v22 := one - nextTerminated
-		nextReward := in.NextReward[iB]
-		v25 := float32(v22 * c24)
-		for iKSrc := 0; iKSrc < 51; iKSrc++ {
-			c11 := const11[iKSrc]
-			v26 := float32(v25 * c11)
-			v27 := nextReward + v26
-			v30 := max(v27, c28)
-			tz := min(v30, c29)
-			v32 := b2f(tz != tz)
-			invalidTarget += float64(v32)
-		}
 	}
-	out.InvalidTarget = float32(invalidTarget)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=128].
@@ -71,6 +52,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c29 := float32(10)
 	c35 := float32(0.4)
 	zero := float32(0)
+	invalidTarget := 0.0
 	loss := runtime.Mean{}
 	for iB := 0; iB < 128; iB++ {
 		action := float32(in.Action[iB])
@@ -101,6 +83,15 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v22 := one - nextTerminated
 		nextReward := in.NextReward[iB]
 		v25 := float32(v22 * c24)
+		for iKSrc := 0; iKSrc < 51; iKSrc++ {
+			c11 := const11[iKSrc]
+			v26 := float32(v25 * c11)
+			v27 := nextReward + v26
+			v30 := max(v27, c28)
+			tz := min(v30, c29)
+			v32 := b2f(tz != tz)
+			invalidTarget += float64(v32)
+		}
 		for iK := 0; iK < 51; iK++ {
 			v38 := float32(iK)
 			acc44 := 0.0
@@ -158,6 +149,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		loss.Add(float64(crossEntropy))
 		out.TDError[iB] = crossEntropy
 	}
+	out.InvalidTarget = float32(invalidTarget)
 	out.Loss = float32(loss.Result())
 }
 
@@ -178,11 +170,6 @@ var fbConst11 = [51]float32{float32(-10), float32(-9.6), float32(-9.2), float32(
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
 // [B=128].
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	c24 := float32(0.99)
-	c28 := float32(-10)
-	c29 := float32(10)
-	invalidTarget := 0.0
 	for iB := 0; iB < 128; iB++ {
 		for iA := 0; iA < 4; iA++ {
 			acc3 := runtime.NewLogSumExp()
@@ -200,21 +187,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v15 := float32(acc15.Result())
 			s.s1[iB*4+iA] = v15
 		}
-		nextTerminated := b2f(in.NextTerminated[iB])
-		v22 := one - nextTerminated
-		nextReward := in.NextReward[iB]
-		v25 := float32(v22 * c24)
-		for iKSrc := 0; iKSrc < 51; iKSrc++ {
-			c11 := fbConst11[iKSrc]
-			v26 := float32(v25 * c11)
-			v27 := nextReward + v26
-			v30 := max(v27, c28)
-			tz := min(v30, c29)
-			v32 := b2f(tz != tz)
-			invalidTarget += float64(v32)
-		}
 	}
-	out.InvalidTarget = float32(invalidTarget)
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -227,6 +200,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c35 := float32(0.4)
 	zero := float32(0)
 	c51 := float32(-0.0078125)
+	invalidTarget := 0.0
 	loss := runtime.Mean{}
 	for iB := 0; iB < 128; iB++ {
 		action := float32(in.Action[iB])
@@ -257,6 +231,15 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		v22 := one - nextTerminated
 		nextReward := in.NextReward[iB]
 		v25 := float32(v22 * c24)
+		for iKSrc := 0; iKSrc < 51; iKSrc++ {
+			c11 := fbConst11[iKSrc]
+			v26 := float32(v25 * c11)
+			v27 := nextReward + v26
+			v30 := max(v27, c28)
+			tz := min(v30, c29)
+			v32 := b2f(tz != tz)
+			invalidTarget += float64(v32)
+		}
 		for iK := 0; iK < 51; iK++ {
 			v38 := float32(iK)
 			acc44 := 0.0
@@ -386,6 +369,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 		}
 	}
+	out.InvalidTarget = float32(invalidTarget)
 	out.Loss = float32(loss.Result())
 }
 

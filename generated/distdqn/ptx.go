@@ -101,7 +101,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v33.s",
+		Name:   "scratch/pass1.v33.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -127,22 +127,17 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/action_value", "scratch/s0", "in/next.action_value", "scratch/s1", "in/next.terminated", "in/next.reward", "scratch/pass0.v33.s"},
-	}, {
-		Block:  [3]int{32, 1, 1},
-		Grid:   [3]int{1, 1, 1},
-		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v33.s", "out/invalid_target"},
+		Params: []string{"in/action_value", "scratch/s0", "in/next.action_value", "scratch/s1"},
 	}, {
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1",
-		Params: []string{"in/action", "fault/action", "scratch/s0", "in/next.action_value_online", "scratch/s1", "in/next.terminated", "in/next.reward", "in/next.action_value", "out/target_distribution", "in/action_value", "out/td_error", "scratch/pass1.v49.s", "scratch/pass1.v49.n"},
+		Params: []string{"in/action", "fault/action", "scratch/s0", "in/next.action_value_online", "scratch/s1", "in/next.terminated", "in/next.reward", "in/next.action_value", "out/target_distribution", "in/action_value", "out/td_error", "scratch/pass1.v33.s", "scratch/pass1.v49.s", "scratch/pass1.v49.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1_merge",
-		Params: []string{"scratch/pass1.v49.s", "scratch/pass1.v49.n", "out/loss"},
+		Params: []string{"scratch/pass1.v33.s", "out/invalid_target", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "out/loss"},
 	}},
 	PTX:     "kernels.ptx",
 	Package: "distdqn",
@@ -241,7 +236,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v33.s",
+		Name:   "scratch/pass1.v33.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -267,22 +262,17 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/action_value", "scratch/s0", "in/next.action_value", "scratch/s1", "in/next.terminated", "in/next.reward", "scratch/pass0.v33.s"},
-	}, {
-		Block:  [3]int{32, 1, 1},
-		Grid:   [3]int{1, 1, 1},
-		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v33.s", "out/invalid_target"},
+		Params: []string{"in/action_value", "scratch/s0", "in/next.action_value", "scratch/s1"},
 	}, {
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/action", "fault/action", "scratch/s0", "in/next.action_value_online", "scratch/s1", "in/next.terminated", "in/next.reward", "in/next.action_value", "out/target_distribution", "in/action_value", "out/td_error", "grad/action_value", "scratch/pass1.v49.s", "scratch/pass1.v49.n"},
+		Params: []string{"in/action", "fault/action", "scratch/s0", "in/next.action_value_online", "scratch/s1", "in/next.terminated", "in/next.reward", "in/next.action_value", "out/target_distribution", "in/action_value", "out/td_error", "grad/action_value", "scratch/pass1.v33.s", "scratch/pass1.v49.s", "scratch/pass1.v49.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v49.s", "scratch/pass1.v49.n", "out/loss"},
+		Params: []string{"scratch/pass1.v33.s", "out/invalid_target", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "out/loss"},
 	}},
 	PTX:     "kernels.ptx",
 	Package: "distdqn",

@@ -90,16 +90,16 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 type fbAvxState struct {
 	buf   []float64
 	r4_s  []float64
-	r53_s []float64
 	p0_ok []float64
+	r53_s []float64
 	res   []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 64)}
 	st.r4_s = st.buf[8:20]
-	st.r53_s = st.buf[32:44]
-	st.p0_ok = st.buf[56:64]
+	st.p0_ok = st.buf[32:40]
+	st.r53_s = st.buf[48:60]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -116,9 +116,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
-		runtime.Fill(st.r53_s, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.NextActionValueOnline[0], &in.ActionValue[0], &in.NextActionValue[0], &in.Mask[0], &st.buf[0], &in.Action[0], &in.NextReward[0], &in.NextDone[0], &in.NextTerminated[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], hi)
+		fbPass0AVX2(lo, &in.NextActionValueOnline[0], &in.NextActionValue[0], &in.Mask[0], &st.buf[0], &in.NextReward[0], &in.NextDone[0], &in.NextTerminated[0], &s.s0[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -135,7 +134,6 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -146,32 +144,23 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 4)
 	out.NumValid = float64(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r53_s, 4)
-	s.s1 = float64(st.res[0])
 }
+
+// fbPass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
+var fbPass1Chunks = 1
 
 // fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	fbPass1AVX2(&out.NumValid, &s.s1, &out.Loss)
-}
-
-// fbPass2Chunks is how many chunks of rows pass 2 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
-// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
-var fbPass2Chunks = 1
-
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		fbPass2AVX2(lo, &in.ActionValue[0], &in.Mask[0], &in.Action[0], &s.s0[0], &out.NumValid, &g.ActionValue[0], hi)
+		runtime.Fill(st.r53_s, 0)
+		fbPass1AVX2(lo, &in.ActionValue[0], &in.Mask[0], &in.Action[0], &s.s0[0], &st.buf[0], &out.NumValid, &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.ActionValue[0], hi)
 	}
-	n := min(fbPass2Chunks, 8)
+	n := min(fbPass1Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 8)
 	} else {
@@ -185,8 +174,19 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
 		}
 	}
+	runtime.FinishSum(st.res[:1], st.r53_s, 4)
+	s.s1 = float64(st.res[0])
+}
+
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	fbPass2AVX2(&out.NumValid, &s.s1, &out.Loss)
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and

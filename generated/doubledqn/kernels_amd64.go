@@ -20,19 +20,19 @@ func pass1AVX2(numValid *float64, s0 *float64, loss *float64)
 // for the same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, mask *bool, state *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, advantage *float64, valueTarget *float64, tDError *float64, hi int)
+func fbPass0AVX2(lo int, nextActionValueOnline *float64, nextActionValue *float64, mask *bool, state *float64, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, hi int)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see fbPass1Go for the same loop
-// in Go.
-//
-//go:noescape
-func fbPass1AVX2(numValid *float64, s1 *float64, loss *float64)
-
-// fbPass2AVX2 is pass 2 (elementwise over [N=8 T=32]) on 4 float64 lanes; see fbPass2Go for the
+// fbPass1AVX2 is pass 1 (elementwise over [N=8 T=32]) on 4 float64 lanes; see fbPass1Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, numValid *float64, gradActionValue *float64, hi int)
+func fbPass1AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, state *float64, numValid *float64, advantage *float64, valueTarget *float64, tDError *float64, gradActionValue *float64, hi int)
+
+// fbPass2AVX2 is pass 2 (elementwise over []) on 4 float64 lanes; see fbPass2Go for the same loop
+// in Go.
+//
+//go:noescape
+func fbPass2AVX2(numValid *float64, s1 *float64, loss *float64)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

@@ -495,9 +495,9 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(lo int, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, mask *bool, state *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, advantage *float64, valueTarget *float64, tDError *float64, hi int)
+// func fbPass0AVX2(lo int, nextActionValueOnline *float64, nextActionValue *float64, mask *bool, state *float64, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $488-120
+TEXT ·fbPass0AVX2(SB), $320-80
 	MOVQ lo+0(FP), AX
 
 outer0_5:
@@ -543,8 +543,8 @@ blocks_6:
 	VPERM2F128 $0x31, Y1, Y2, Y1
 	VMOVUPD    Y4, 128(SP)
 
-	// tile actionValue
-	MOVQ       actionValue+16(FP), DX
+	// tile nextActionValue
+	MOVQ       nextActionValue+16(FP), DX
 	VMOVUPD    (DX)(BX*8), Y1
 	VMOVUPD    40(DX)(BX*8), Y2
 	VMOVUPD    80(DX)(BX*8), Y3
@@ -575,40 +575,7 @@ blocks_6:
 	VPERM2F128 $0x31, Y3, Y5, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
 	VMOVUPD    Y4, 288(SP)
-
-	// tile nextActionValue
-	MOVQ       nextActionValue+24(FP), DX
-	VMOVUPD    (DX)(BX*8), Y1
-	VMOVUPD    40(DX)(BX*8), Y2
-	VMOVUPD    80(DX)(BX*8), Y3
-	VMOVUPD    120(DX)(BX*8), Y4
-	VUNPCKLPD  Y2, Y1, Y5
-	VUNPCKHPD  Y2, Y1, Y1
-	VUNPCKLPD  Y4, Y3, Y2
-	VUNPCKHPD  Y4, Y3, Y3
-	VPERM2F128 $0x20, Y2, Y5, Y4
-	VPERM2F128 $0x20, Y3, Y1, Y6
-	VPERM2F128 $0x31, Y2, Y5, Y2
-	VPERM2F128 $0x31, Y3, Y1, Y1
-	VMOVUPD    Y4, 320(SP)
-	VMOVUPD    Y6, 352(SP)
-	VMOVUPD    Y2, 384(SP)
-	VMOVUPD    Y1, 416(SP)
-	VMOVUPD    lgc1<>+0(SB), Y1
-	VMASKMOVPD 32(DX)(BX*8), Y1, Y2
-	VMASKMOVPD 72(DX)(BX*8), Y1, Y3
-	VMASKMOVPD 112(DX)(BX*8), Y1, Y4
-	VMASKMOVPD 152(DX)(BX*8), Y1, Y1
-	VUNPCKLPD  Y3, Y2, Y5
-	VUNPCKHPD  Y3, Y2, Y2
-	VUNPCKLPD  Y1, Y4, Y3
-	VUNPCKHPD  Y1, Y4, Y1
-	VPERM2F128 $0x20, Y3, Y5, Y4
-	VPERM2F128 $0x20, Y1, Y2, Y6
-	VPERM2F128 $0x31, Y3, Y5, Y3
-	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPD    Y4, 448(SP)
-	MOVQ       mask+32(FP), DX
+	MOVQ       mask+24(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+32, AX, SI
 	ADDQ       SI, BX
@@ -624,7 +591,7 @@ blocks_6:
 	VBLENDVPD Y4, Y2, Y3, Y2
 
 	// sum(v3) over [N T]
-	MOVQ    state+40(FP), DX
+	MOVQ    state+32(FP), DX
 	VADDPD  64(DX), Y2, Y2
 	VMOVUPD Y2, 64(DX)
 	VMOVUPD lgc3<>+0(SB), Y2
@@ -654,269 +621,145 @@ inner_A_7:
 
 	// finish v11
 	VMOVUPD lgc0<>+0(SB), Y4
-	VMOVUPD lgc0<>+0(SB), Y5
 	XORQ    SI, SI
 
 inner_A_8:
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD 160(SP)(DI*1), Y6
+	VMOVUPD 160(SP)(DI*1), Y5
 
-	// v6 = where(mask, actionValue, 0)
+	// v8 = where(mask, nextActionValue, 0)
+	VMOVUPD   lgc0<>+0(SB), Y6
+	VCMPPD    $0x04, Y6, Y1, Y6
+	VBLENDVPD Y6, Y5, Y3, Y5
+	VMOVUPD   (SP)(DI*1), Y6
+
+	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y1, Y7
 	VBLENDVPD Y7, Y6, Y3, Y6
-	VMOVUPD   320(SP)(DI*1), Y7
-
-	// v8 = where(mask, nextActionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y8
-	VCMPPD    $0x04, Y8, Y1, Y8
-	VBLENDVPD Y8, Y7, Y3, Y7
-	VMOVUPD   (SP)(DI*1), Y8
-
-	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y1, Y9
-	VBLENDVPD Y9, Y8, Y3, Y8
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y2, Y8, Y8
-	VANDPD lgc2<>+0(SB), Y8, Y8
+	VCMPPD $0x00, Y2, Y6, Y6
+	VANDPD lgc2<>+0(SB), Y6, Y6
 
 	// v13 = mul(v8, v12)
-	VMULPD Y8, Y7, Y7
+	VMULPD Y6, Y5, Y5
 
 	// sum(v13) over [A]
-	VADDPD    Y4, Y7, Y4
-	MOVQ      action+48(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+160, AX, R9
-	ADDQ      R9, R8
-	IMUL3Q    $+5, CX, R9
-	ADDQ      R9, R8
-	MOVQ      SI, R9
-	ADDQ      R9, R8
-	MOVQ      $+0, 480(SP)
-	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 480(SP)
-	MOVB      5(DI)(R8*1), R9
-	MOVB      R9, 481(SP)
-	MOVB      10(DI)(R8*1), R9
-	MOVB      R9, 482(SP)
-	MOVB      15(DI)(R8*1), R9
-	MOVB      R9, 483(SP)
-	VPMOVZXBD 480(SP), X7
-	VCVTDQ2PD X7, Y7
-
-	// v16 = mul(v6, action)
-	VMULPD Y7, Y6, Y6
-
-	// sum(v16) over [A]
-	VADDPD Y5, Y6, Y5
+	VADDPD Y4, Y5, Y4
 	INCQ   SI
 	CMPQ   SI, $+5
 	JL     inner_A_8
 
 	// finish nextChosenActionValue
 	VMOVUPD Y4, Y2
-
-	// finish predValIndex
-	VMOVUPD Y5, Y4
-	MOVQ    nextReward+56(FP), SI
-	VMOVUPD (SI)(BX*8), Y5
+	MOVQ    nextReward+40(FP), SI
+	VMOVUPD (SI)(BX*8), Y4
 
 	// v19 = where(mask, nextReward, 0)
-	VMOVUPD      lgc0<>+0(SB), Y6
-	VCMPPD       $0x04, Y6, Y1, Y6
-	VBLENDVPD    Y6, Y5, Y3, Y5
+	VMOVUPD      lgc0<>+0(SB), Y5
+	VCMPPD       $0x04, Y5, Y1, Y5
+	VBLENDVPD    Y5, Y4, Y3, Y4
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
-	VMOVD        DI, X6
-	VPBROADCASTD X6, Y6
-	VPSUBD       lgc5<>+0(SB), Y6, Y6
-	VCVTDQ2PD    X6, Y6
+	VMOVD        DI, X5
+	VPBROADCASTD X5, Y5
+	VPSUBD       lgc5<>+0(SB), Y5, Y5
+	VCVTDQ2PD    X5, Y5
 
 	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y3, Y6, Y6
-	VANDPD    lgc2<>+0(SB), Y6, Y6
-	MOVQ      nextDone+64(FP), SI
-	VPMOVZXBD (SI)(BX*1), X7
-	VCVTDQ2PD X7, Y7
+	VCMPPD    $0x00, Y3, Y5, Y5
+	VANDPD    lgc2<>+0(SB), Y5, Y5
+	MOVQ      nextDone+48(FP), SI
+	VPMOVZXBD (SI)(BX*1), X6
+	VCVTDQ2PD X6, Y6
 
 	// v24 = max(nextDone, v23)
-	VXORPD lgc4<>+0(SB), Y7, Y7
 	VXORPD lgc4<>+0(SB), Y6, Y6
-	VMINPD Y7, Y6, Y8
-	VMINPD Y6, Y7, Y6
-	VORPD  Y8, Y6, Y6
-	VXORPD lgc4<>+0(SB), Y6, Y6
-
-	// v25 = where(mask, predValIndex, 0)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y1, Y7
-	VBLENDVPD Y7, Y4, Y3, Y4
+	VXORPD lgc4<>+0(SB), Y5, Y5
+	VMINPD Y6, Y5, Y7
+	VMINPD Y5, Y6, Y5
+	VORPD  Y7, Y5, Y5
+	VXORPD lgc4<>+0(SB), Y5, Y5
 
 	// v26 = where(mask, nextChosenActionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y1, Y7
-	VBLENDVPD Y7, Y2, Y3, Y2
-	VMOVUPD   lgc2<>+0(SB), Y7
-	MOVQ      nextTerminated+72(FP), SI
-	VPMOVZXBD (SI)(BX*1), X8
-	VCVTDQ2PD X8, Y8
+	VMOVUPD   lgc0<>+0(SB), Y6
+	VCMPPD    $0x04, Y6, Y1, Y6
+	VBLENDVPD Y6, Y2, Y3, Y1
+	VMOVUPD   lgc2<>+0(SB), Y2
+	MOVQ      nextTerminated+56(FP), SI
+	VPMOVZXBD (SI)(BX*1), X3
+	VCVTDQ2PD X3, Y3
 
 	// v27 = sub(1, nextTerminated)
-	VSUBPD Y8, Y7, Y8
+	VSUBPD Y3, Y2, Y3
 
 	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y8, Y2, Y2
+	VMULPD Y3, Y1, Y1
 
 	// v29 = sub(1, v24)
-	VSUBPD Y6, Y7, Y6
+	VSUBPD Y5, Y2, Y3
 
 	// tdlA = mul(0.7200000000000001, v29)
-	VMULPD lgc6<>+0(SB), Y6, Y8
+	VMULPD lgc6<>+0(SB), Y3, Y5
 
 	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc7<>+0(SB), Y2, Y2
+	VMULPD lgc7<>+0(SB), Y1, Y1
 
 	// v35 = mul(0.8, v29)
-	VMULPD lgc8<>+0(SB), Y6, Y6
+	VMULPD lgc8<>+0(SB), Y3, Y3
 
 	// v36 = sub(1, v35)
-	VSUBPD Y6, Y7, Y6
+	VSUBPD Y3, Y2, Y2
 
 	// v37 = mul(v33, v36)
-	VMULPD Y6, Y2, Y2
+	VMULPD Y2, Y1, Y1
 
 	// tdlB = add(v19, v37)
-	VADDPD Y2, Y5, Y2
+	VADDPD Y1, Y4, Y1
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
-	VMOVUPD     Y8, Y5
-	VANDPD      lgc9<>+0(SB), Y2, Y6
-	VCMPPD      $0x12, lgc10<>+0(SB), Y6, Y6
-	VANDPD      lgc9<>+0(SB), Y5, Y8
-	VCMPPD      $0x12, lgc2<>+0(SB), Y8, Y8
-	VANDPD      Y8, Y6, Y6
-	VANDPD      448(DX), Y6, Y6
-	VMOVUPD     Y6, 448(DX)
-	VPERMPD     $0xf9, Y5, Y6
-	VPERMPD     $0xf9, Y2, Y8
-	VBLENDPD    $0x08, lgc2<>+0(SB), Y6, Y6
-	VBLENDPD    $0x08, lgc0<>+0(SB), Y8, Y8
-	VFMADD231PD Y5, Y8, Y2
-	VMULPD      Y6, Y5, Y5
-	VPERMPD     $0xee, Y5, Y6
-	VPERMPD     $0xee, Y2, Y8
-	VBLENDPD    $0x0c, lgc2<>+0(SB), Y6, Y6
-	VBLENDPD    $0x0c, lgc0<>+0(SB), Y8, Y8
-	VFMADD231PD Y5, Y8, Y2
-	VMULPD      Y6, Y5, Y5
-	VFMADD231PD Y5, Y0, Y2
-	VPERMPD     $0x00, Y2, Y0
-
-	// v40 = sub(tdLambdaReturn, v25)
-	VSUBPD Y4, Y2, Y5
-
-	// v43 = where(mask, tdLambdaReturn, 0)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y2, Y3, Y6
-
-	// diff = sub(v25, v43)
-	VSUBPD Y6, Y4, Y4
-
-	// absDiff = abs(diff)
-	VMOVUPD lgc4<>+0(SB), Y6
-	VANDNPD Y4, Y6, Y6
-
-	// v47 = lt(absDiff, 1)
-	VCMPPD $0x11, Y7, Y6, Y7
-	VANDPD lgc2<>+0(SB), Y7, Y7
-
-	// v48 = mul(0.5, absDiff)
-	VMULPD lgc11<>+0(SB), Y6, Y8
-
-	// v49 = mul(v48, absDiff)
-	VMULPD Y6, Y8, Y8
-
-	// v50 = sub(absDiff, 0.5)
-	VSUBPD lgc11<>+0(SB), Y6, Y6
-
-	// smoothL1 = where(v47, v49, v50)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y7, Y9
-	VBLENDVPD Y9, Y8, Y6, Y6
-
-	// v52 = where(mask, smoothL1, 0)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y1, Y7
-	VBLENDVPD Y7, Y6, Y3, Y6
-
-	// sum(v52) over [N T]
-	VADDPD  256(DX), Y6, Y6
-	VMOVUPD Y6, 256(DX)
-
-	// v56 = mul(diff, diff)
-	VMULPD Y4, Y4, Y4
-
-	// tdError = where(mask, v56, 0)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y4, Y3, Y1
+	VMOVUPD     Y5, Y2
+	VANDPD      lgc9<>+0(SB), Y1, Y3
+	VCMPPD      $0x12, lgc10<>+0(SB), Y3, Y3
+	VANDPD      lgc9<>+0(SB), Y2, Y4
+	VCMPPD      $0x12, lgc2<>+0(SB), Y4, Y4
+	VANDPD      Y4, Y3, Y3
+	VANDPD      256(DX), Y3, Y3
+	VMOVUPD     Y3, 256(DX)
+	VPERMPD     $0xf9, Y2, Y3
+	VPERMPD     $0xf9, Y1, Y4
+	VBLENDPD    $0x08, lgc2<>+0(SB), Y3, Y3
+	VBLENDPD    $0x08, lgc0<>+0(SB), Y4, Y4
+	VFMADD231PD Y2, Y4, Y1
+	VMULPD      Y3, Y2, Y2
+	VPERMPD     $0xee, Y2, Y3
+	VPERMPD     $0xee, Y1, Y4
+	VBLENDPD    $0x0c, lgc2<>+0(SB), Y3, Y3
+	VBLENDPD    $0x0c, lgc0<>+0(SB), Y4, Y4
+	VFMADD231PD Y2, Y4, Y1
+	VMULPD      Y3, Y2, Y2
+	VFMADD231PD Y2, Y0, Y1
+	VPERMPD     $0x00, Y1, Y0
 
 	// store tdLambdaReturn
-	MOVQ    s0+80(FP), DX
-	VMOVUPD Y2, (DX)(BX*8)
-
-	// store advantage
-	MOVQ    advantage+88(FP), DX
-	VMOVUPD Y5, (DX)(BX*8)
-
-	// store valueTarget
-	MOVQ    valueTarget+96(FP), DX
-	VMOVUPD Y2, (DX)(BX*8)
-
-	// store tdError
-	MOVQ    tDError+104(FP), DX
+	MOVQ    s0+64(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_6
 	INCQ    AX
-	CMPQ    AX, hi+112(FP)
+	CMPQ    AX, hi+72(FP)
 	JL      outer0_5
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(numValid *float64, s1 *float64, loss *float64)
+// func fbPass1AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, state *float64, numValid *float64, advantage *float64, valueTarget *float64, tDError *float64, gradActionValue *float64, hi int)
 // Requires: AVX
-TEXT ·fbPass1AVX2(SB), $0-24
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSD (AX)(CX*8), Y0
-	VMOVUPD      lgc2<>+0(SB), Y1
-
-	// v54 = max(numValid, 1)
-	VMAXPD       Y0, Y1, Y0
-	MOVQ         s1+8(FP), AX
-	VBROADCASTSD (AX)(CX*8), Y1
-
-	// loss = div(v53, v54)
-	VDIVPD Y0, Y1, Y0
-
-	// store loss
-	MOVQ   loss+16(FP), AX
-	VMOVSD X0, (AX)(CX*8)
-	VZEROUPPER
-	RET
-
-// func fbPass2AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, numValid *float64, gradActionValue *float64, hi int)
-// Requires: AVX
-TEXT ·fbPass2AVX2(SB), $336-64
+TEXT ·fbPass1AVX2(SB), $432-96
 	MOVQ lo+0(FP), AX
 
 outer0_9:
@@ -1018,138 +861,173 @@ inner_A_11:
 	MOVQ      s0+32(FP), DX
 	VMOVUPD   (DX)(SI*8), Y3
 
+	// v40 = sub(tdLambdaReturn, v25)
+	VSUBPD Y0, Y3, Y4
+
 	// v43 = where(mask, tdLambdaReturn, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y3, Y2, Y3
+	VMOVUPD   lgc0<>+0(SB), Y5
+	VCMPPD    $0x04, Y5, Y1, Y5
+	VBLENDVPD Y5, Y3, Y2, Y5
 
 	// diff = sub(v25, v43)
-	VSUBPD Y3, Y0, Y0
+	VSUBPD Y5, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPD lgc4<>+0(SB), Y3
-	VANDNPD Y0, Y3, Y3
-	VMOVUPD lgc2<>+0(SB), Y4
+	VMOVUPD lgc4<>+0(SB), Y5
+	VANDNPD Y0, Y5, Y5
+	VMOVUPD lgc2<>+0(SB), Y6
 
 	// v47 = lt(absDiff, 1)
-	VCMPPD $0x11, Y4, Y3, Y5
-	VANDPD lgc2<>+0(SB), Y5, Y5
+	VCMPPD $0x11, Y6, Y5, Y7
+	VANDPD lgc2<>+0(SB), Y7, Y7
 
 	// v48 = mul(0.5, absDiff)
-	VMULPD       lgc11<>+0(SB), Y3, Y6
-	MOVQ         numValid+40(FP), DX
-	XORQ         SI, SI
-	VBROADCASTSD (DX)(SI*8), Y7
+	VMULPD lgc11<>+0(SB), Y5, Y8
+
+	// v49 = mul(v48, absDiff)
+	VMULPD Y5, Y8, Y9
+
+	// v50 = sub(absDiff, 0.5)
+	VSUBPD  lgc11<>+0(SB), Y5, Y10
+	VMOVUPD Y3, 328(SP)
+
+	// smoothL1 = where(v47, v49, v50)
+	VMOVUPD   lgc0<>+0(SB), Y3
+	VCMPPD    $0x04, Y3, Y7, Y3
+	VBLENDVPD Y3, Y9, Y10, Y3
+
+	// v52 = where(mask, smoothL1, 0)
+	VMOVUPD   lgc0<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y1, Y9
+	VBLENDVPD Y9, Y3, Y2, Y3
+	VMOVUPD   Y4, 360(SP)
+
+	// sum(v52) over [N T]
+	MOVQ         state+40(FP), DX
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	MOVQ         numValid+48(FP), DX
+	XORQ         DI, DI
+	VBROADCASTSD (DX)(DI*8), Y3
 
 	// v54 = max(numValid, 1)
-	VMAXPD Y7, Y4, Y7
+	VMAXPD Y3, Y6, Y3
+
+	// v56 = mul(diff, diff)
+	VMULPD Y0, Y0, Y4
+
+	// tdError = where(mask, v56, 0)
+	VMOVUPD   lgc0<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y1, Y9
+	VBLENDVPD Y9, Y4, Y2, Y4
 
 	// v59 = div(1, v54)
-	VDIVPD Y7, Y4, Y7
+	VDIVPD Y3, Y6, Y3
 
 	// v61 = where(mask, v59, 0)
-	VMOVUPD   lgc0<>+0(SB), Y8
-	VCMPPD    $0x04, Y8, Y1, Y8
-	VBLENDVPD Y8, Y7, Y2, Y7
+	VMOVUPD   lgc0<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y1, Y9
+	VBLENDVPD Y9, Y3, Y2, Y3
 
 	// v62 = where(v47, v61, 0)
-	VMOVUPD   lgc0<>+0(SB), Y8
-	VCMPPD    $0x04, Y8, Y5, Y8
-	VBLENDVPD Y8, Y7, Y2, Y8
+	VMOVUPD   lgc0<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y7, Y9
+	VBLENDVPD Y9, Y3, Y2, Y9
 
 	// v63 = where(v47, 0, v61)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y5, Y9
-	VBLENDVPD Y9, Y2, Y7, Y5
+	VMOVUPD   lgc0<>+0(SB), Y10
+	VCMPPD    $0x04, Y10, Y7, Y10
+	VBLENDVPD Y10, Y2, Y3, Y3
 
 	// v64 = ne(v62, 0)
-	VCMPPD $0x04, Y2, Y8, Y7
+	VCMPPD $0x04, Y2, Y9, Y7
 	VANDPD lgc2<>+0(SB), Y7, Y7
 
 	// v65 = mul(v62, absDiff)
-	VMULPD Y3, Y8, Y3
+	VMULPD Y5, Y9, Y5
 
 	// v66 = where(v64, v65, v62)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y7, Y9
-	VBLENDVPD Y9, Y3, Y8, Y3
+	VMOVUPD   lgc0<>+0(SB), Y10
+	VCMPPD    $0x04, Y10, Y7, Y10
+	VBLENDVPD Y10, Y5, Y9, Y5
 
 	// v67 = mul(v62, v48)
-	VMULPD Y6, Y8, Y6
+	VMULPD Y8, Y9, Y8
 
 	// v68 = where(v64, v67, v62)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y7, Y9
-	VBLENDVPD Y9, Y6, Y8, Y6
+	VMOVUPD   lgc0<>+0(SB), Y10
+	VCMPPD    $0x04, Y10, Y7, Y10
+	VBLENDVPD Y10, Y8, Y9, Y7
 
 	// v69 = add(v63, v68)
-	VADDPD Y6, Y5, Y5
+	VADDPD Y7, Y3, Y3
 
 	// v70 = mul(v66, 0.5)
-	VMULPD lgc11<>+0(SB), Y3, Y3
+	VMULPD lgc11<>+0(SB), Y5, Y5
 
 	// v71 = add(v69, v70)
-	VADDPD Y3, Y5, Y3
+	VADDPD Y5, Y3, Y3
 
 	// v72 = gt(diff, 0)
 	VCMPPD $0x1e, Y2, Y0, Y5
 	VANDPD lgc2<>+0(SB), Y5, Y5
 
 	// v73 = lt(diff, 0)
-	VCMPPD $0x11, Y2, Y0, Y6
-	VANDPD lgc2<>+0(SB), Y6, Y6
+	VCMPPD $0x11, Y2, Y0, Y7
+	VANDPD lgc2<>+0(SB), Y7, Y7
 
 	// v74 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPD lgc12<>+0(SB), Y7
+	VMOVUPD lgc12<>+0(SB), Y8
 
 	// v75 = where(v73, -1, v74)
-	VMOVUPD   lgc0<>+0(SB), Y8
-	VCMPPD    $0x04, Y8, Y6, Y8
-	VBLENDVPD Y8, Y7, Y0, Y0
+	VMOVUPD   lgc0<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y7, Y9
+	VBLENDVPD Y9, Y8, Y0, Y0
 
 	// v76 = where(v72, 1, v75)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y5, Y6
-	VBLENDVPD Y6, Y4, Y0, Y0
+	VMOVUPD   lgc0<>+0(SB), Y7
+	VCMPPD    $0x04, Y7, Y5, Y7
+	VBLENDVPD Y7, Y6, Y0, Y0
 
 	// v77 = ne(v71, 0)
-	VCMPPD $0x04, Y2, Y3, Y4
-	VANDPD lgc2<>+0(SB), Y4, Y4
+	VCMPPD $0x04, Y2, Y3, Y5
+	VANDPD lgc2<>+0(SB), Y5, Y5
 
 	// v78 = mul(v71, v76)
 	VMULPD Y0, Y3, Y0
 
 	// v79 = where(v77, v78, v71)
-	VMOVUPD   lgc0<>+0(SB), Y5
-	VCMPPD    $0x04, Y5, Y4, Y5
-	VBLENDVPD Y5, Y0, Y3, Y0
+	VMOVUPD   lgc0<>+0(SB), Y6
+	VCMPPD    $0x04, Y6, Y5, Y6
+	VBLENDVPD Y6, Y0, Y3, Y0
 
 	// v80 = where(mask, v79, 0)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y1, Y3
 	VBLENDVPD Y3, Y0, Y2, Y0
+	VMOVUPD   Y4, 392(SP)
 	XORQ      DX, DX
 
 inner_A_12:
-	MOVQ      action+24(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+160, AX, R8
-	ADDQ      R8, DI
-	IMUL3Q    $+5, CX, R8
-	ADDQ      R8, DI
-	MOVQ      DX, R8
-	ADDQ      R8, DI
-	MOVQ      $+0, 328(SP)
-	MOVB      (SI)(DI*1), R8
-	MOVB      R8, 328(SP)
-	MOVB      5(SI)(DI*1), R8
-	MOVB      R8, 329(SP)
-	MOVB      10(SI)(DI*1), R8
-	MOVB      R8, 330(SP)
-	MOVB      15(SI)(DI*1), R8
-	MOVB      R8, 331(SP)
-	VPMOVZXBD 328(SP), X3
+	MOVQ      action+24(FP), DI
+	XORQ      R8, R8
+	IMUL3Q    $+160, AX, R9
+	ADDQ      R9, R8
+	IMUL3Q    $+5, CX, R9
+	ADDQ      R9, R8
+	MOVQ      DX, R9
+	ADDQ      R9, R8
+	MOVQ      $+0, 424(SP)
+	MOVB      (DI)(R8*1), R9
+	MOVB      R9, 424(SP)
+	MOVB      5(DI)(R8*1), R9
+	MOVB      R9, 425(SP)
+	MOVB      10(DI)(R8*1), R9
+	MOVB      R9, 426(SP)
+	MOVB      15(DI)(R8*1), R9
+	MOVB      R9, 427(SP)
+	VPMOVZXBD 424(SP), X3
 	VCVTDQ2PD X3, Y3
 
 	// v81 = mul(v80, action)
@@ -1161,16 +1039,31 @@ inner_A_12:
 	VBLENDVPD Y4, Y3, Y2, Y3
 
 	// store gradActionValue
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
-	VMOVUPD Y3, 160(SP)(SI*1)
+	XORQ    DI, DI
+	IMUL3Q  $+32, DX, R8
+	ADDQ    R8, DI
+	VMOVUPD Y3, 160(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+5
 	JL      inner_A_12
+	VMOVUPD 360(SP), Y0
+
+	// store advantage
+	MOVQ    advantage+56(FP), DX
+	VMOVUPD Y0, (DX)(SI*8)
+	VMOVUPD 328(SP), Y0
+
+	// store valueTarget
+	MOVQ    valueTarget+64(FP), DX
+	VMOVUPD Y0, (DX)(SI*8)
+	VMOVUPD 392(SP), Y0
+
+	// store tdError
+	MOVQ    tDError+72(FP), DX
+	VMOVUPD Y0, (DX)(SI*8)
 
 	// flush the tile of gradActionValue
-	MOVQ       gradActionValue+48(FP), DX
+	MOVQ       gradActionValue+80(FP), DX
 	VMOVUPD    160(SP), Y0
 	VMOVUPD    192(SP), Y1
 	VMOVUPD    224(SP), Y2
@@ -1208,7 +1101,7 @@ inner_A_12:
 	CMPQ       CX, $+32
 	JL         blocks_10
 	INCQ       AX
-	CMPQ       AX, hi+56(FP)
+	CMPQ       AX, hi+88(FP)
 	JL         outer0_9
 	VZEROUPPER
 	RET
@@ -1218,6 +1111,28 @@ DATA lgc12<>+8(SB)/8, $0xbff0000000000000
 DATA lgc12<>+16(SB)/8, $0xbff0000000000000
 DATA lgc12<>+24(SB)/8, $0xbff0000000000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+// func fbPass2AVX2(numValid *float64, s1 *float64, loss *float64)
+// Requires: AVX
+TEXT ·fbPass2AVX2(SB), $0-24
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSD (AX)(CX*8), Y0
+	VMOVUPD      lgc2<>+0(SB), Y1
+
+	// v54 = max(numValid, 1)
+	VMAXPD       Y0, Y1, Y0
+	MOVQ         s1+8(FP), AX
+	VBROADCASTSD (AX)(CX*8), Y1
+
+	// loss = div(v53, v54)
+	VDIVPD Y0, Y1, Y0
+
+	// store loss
+	MOVQ   loss+16(FP), AX
+	VMOVSD X0, (AX)(CX*8)
+	VZEROUPPER
+	RET
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3

@@ -131,9 +131,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c30 := float64(0.7200000000000001)
 	c32 := float64(0.9)
 	c34 := float64(0.8)
-	half := float64(0.5)
 	numValid := 0.0
-	acc53 := 0.0
 	for iN := 0; iN < 8; iN++ {
 		tdLambdaReturnCarry := float64(0)
 		for iT := 31; iT >= 0; iT-- {
@@ -148,10 +146,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 			v11 := acc11
 			nextChosenActionValueAcc := 0.0
-			predValIndexAcc := 0.0
 			for iA := 0; iA < 5; iA++ {
-				actionValue := in.ActionValue[iN*160+iT*5+iA]
-				v6 := sel(mask, actionValue, zero)
 				nextActionValue := in.NextActionValue[iN*160+iT*5+iA]
 				v8 := sel(mask, nextActionValue, zero)
 				nextActionValueOnline := in.NextActionValueOnline[iN*160+iT*5+iA]
@@ -159,12 +154,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 				v12 := b2f(v10 == v11)
 				v13 := float64(v8 * v12)
 				nextChosenActionValueAcc += v13
-				action := b2f(in.Action[iN*160+iT*5+iA])
-				v16 := float64(v6 * action)
-				predValIndexAcc += v16
 			}
 			nextChosenActionValue := nextChosenActionValueAcc
-			predValIndex := predValIndexAcc
 			nextReward := in.NextReward[iN*32+iT]
 			v19 := sel(mask, nextReward, zero)
 			nextTerminated := b2f(in.NextTerminated[iN*32+iT])
@@ -172,7 +163,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v22 := float64(31 - (iT))
 			v23 := b2f(v22 == zero)
 			v24 := max(nextDone, v23)
-			v25 := sel(mask, predValIndex, zero)
 			v26 := sel(mask, nextChosenActionValue, zero)
 			v27 := one - nextTerminated
 			nextValueBootstrap := float64(v26 * v27)
@@ -186,45 +176,19 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			tdLambdaReturn := tdlB + float64(tdLambdaReturnCarry*tdlA)
 			tdLambdaReturnCarry = tdLambdaReturn
 			s.s0[iN*32+iT] = tdLambdaReturn
-			v40 := tdLambdaReturn - v25
-			out.Advantage[iN*32+iT] = v40
-			out.ValueTarget[iN*32+iT] = tdLambdaReturn
-			v43 := sel(mask, tdLambdaReturn, zero)
-			diff := v25 - v43
-			absDiff := math.Abs(diff)
-			v47 := b2f(absDiff < one)
-			v48 := float64(half * absDiff)
-			v49 := float64(v48 * absDiff)
-			v50 := absDiff - half
-			smoothL1 := sel(v47, v49, v50)
-			v52 := sel(mask, smoothL1, zero)
-			acc53 += v52
-			v56 := float64(diff * diff)
-			tdError := sel(mask, v56, zero)
-			out.TDError[iN*32+iT] = tdError
 		}
 	}
 	out.NumValid = numValid
-	s.s1 = acc53
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float64(1)
-	numValid := out.NumValid
-	v53 := s.s1
-	v54 := max(numValid, one)
-	loss := v53 / v54
-	out.Loss = loss
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8
 // T=32].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float64(1)
 	zero := float64(0)
 	half := float64(0.5)
 	minusOne := float64(-1)
+	acc53 := 0.0
 	for iN := 0; iN < 8; iN++ {
 		for iT := 0; iT < 32; iT++ {
 			mask := b2f(in.Mask[iN*32+iT])
@@ -240,12 +204,23 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			predValIndex := predValIndexAcc
 			v25 := sel(mask, predValIndex, zero)
 			tdLambdaReturn := s.s0[iN*32+iT]
+			v40 := tdLambdaReturn - v25
+			out.Advantage[iN*32+iT] = v40
+			out.ValueTarget[iN*32+iT] = tdLambdaReturn
 			v43 := sel(mask, tdLambdaReturn, zero)
 			diff := v25 - v43
 			absDiff := math.Abs(diff)
 			v47 := b2f(absDiff < one)
 			v48 := float64(half * absDiff)
+			v49 := float64(v48 * absDiff)
+			v50 := absDiff - half
+			smoothL1 := sel(v47, v49, v50)
+			v52 := sel(mask, smoothL1, zero)
+			acc53 += v52
 			v54 := max(numValid, one)
+			v56 := float64(diff * diff)
+			tdError := sel(mask, v56, zero)
+			out.TDError[iN*32+iT] = tdError
 			v59 := one / v54
 			v61 := sel(mask, v59, zero)
 			v62 := sel(v47, v61, zero)
@@ -275,6 +250,17 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 		}
 	}
+	s.s1 = acc53
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float64(1)
+	numValid := out.NumValid
+	v53 := s.s1
+	v54 := max(numValid, one)
+	loss := v53 / v54
+	out.Loss = loss
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -166,10 +166,11 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf    []float64
-	r4_s   []float64
-	r4_p   []float32
 	r18_s  []float64
 	r18_p  []float32
+	p0_ok  []float32
+	r4_s   []float64
+	r4_p   []float32
 	r33_s  []float64
 	r33_p  []float32
 	r38_s  []float64
@@ -185,32 +186,33 @@ type fbAvxState struct {
 	r61_s  []float64
 	r108_s []float64
 	r108_p []float32
-	p0_ok  []float32
+	p1_ok  []float32
 	res    []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 400)}
-	st.r4_s = st.buf[8:24]
-	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r18_s = st.buf[48:64]
-	st.r18_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r33_s = st.buf[88:104]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r38_s = st.buf[128:144]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r43_s = st.buf[168:184]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r48_s = st.buf[208:224]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r53_s = st.buf[248:264]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r58_s = st.buf[288:304]
-	st.r58_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r61_s = st.buf[328:344]
-	st.r108_s = st.buf[352:368]
-	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[376])), 16)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 8)
+	st := &fbAvxState{buf: make([]float64, 416)}
+	st.r18_s = st.buf[8:24]
+	st.r18_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
+	st.r4_s = st.buf[64:80]
+	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 16)
+	st.r33_s = st.buf[104:120]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
+	st.r38_s = st.buf[144:160]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 16)
+	st.r43_s = st.buf[184:200]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r48_s = st.buf[224:240]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r53_s = st.buf[264:280]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r58_s = st.buf[304:320]
+	st.r58_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r61_s = st.buf[344:360]
+	st.r108_s = st.buf[368:384]
+	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -226,27 +228,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r4_s, 0)
-		runtime.Fill(st.r4_p, 0)
 		runtime.Fill(st.r18_s, 0)
 		runtime.Fill(st.r18_p, 0)
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r43_s, 0)
-		runtime.Fill(st.r43_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r58_s, 0)
-		runtime.SetMask(st.r58_ok)
-		runtime.Fill(st.r61_s, 0)
-		runtime.Fill(st.r108_s, 0)
-		runtime.Fill(st.r108_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], hi)
+		fbPass0AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -262,8 +247,65 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeSum(sts[0].r18_s, sts[c].r18_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishSum(st.res[:1], st.r18_s, 8)
+	out.NumKept = float32(st.res[0])
+}
+
+// fbPass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
+var fbPass1Chunks = 1
+
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r4_s, 0)
+		runtime.Fill(st.r4_p, 0)
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r43_s, 0)
+		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.SetMask(st.r58_ok)
+		runtime.Fill(st.r61_s, 0)
+		runtime.Fill(st.r108_s, 0)
+		runtime.Fill(st.r108_p, 0)
+		runtime.SetMask(st.p1_ok)
+		fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &out.NumKept, &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
+	}
+	n := min(fbPass1Chunks, 8)
+	if n <= 1 {
+		run(st, 0, 8)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
@@ -273,18 +315,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeMask(sts[0].r58_ok, sts[c].r58_ok)
 			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeSum(sts[0].r108_s, sts[c].r108_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r58_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r58_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass0Go(in, out, g, s)
+		fbPass1Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r18_s, 8)
-	out.NumKept = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r33_s, 8)
 	s.s0 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r38_s, 8)
@@ -303,43 +343,12 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s7 = float32(st.res[0])
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass1AVX2(&out.NumKept, &s.s0, &out.NumValid, &s.s1, &s.s2, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy, &out.ESS, &out.LossKLToRef, &out.KLToRef)
-}
-
-// fbPass2Chunks is how many chunks of rows pass 2 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
-// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
-var fbPass2Chunks = 1
-
 // fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	run := func(st *fbAvxState, lo, hi int) {
-		fbPass2AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &out.NumKept, &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
-	}
-	n := min(fbPass2Chunks, 8)
-	if n <= 1 {
-		run(st, 0, 8)
-	} else {
-		sts := make([]*fbAvxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = fbAvxPool.Get().(*fbAvxState)
-			defer fbAvxPool.Put(sts[c])
-		}
-		runtime.ForChunks(n, 8, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-		}
-	}
+	fbPass2AVX2(&out.NumKept, &s.s0, &out.NumValid, &s.s1, &s.s2, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy, &out.ESS, &out.LossKLToRef, &out.KLToRef)
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and

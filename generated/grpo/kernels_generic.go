@@ -210,6 +210,31 @@ var fbScratchPool = sync.Pool{New: func() any {
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
 // L=128].
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	zero := float32(0)
+	half := float32(0.5)
+	c15 := float32(0.05)
+	numKept := 0.0
+	for iB := 0; iB < 8; iB++ {
+		for iL := 0; iL < 128; iL++ {
+			mask := b2f(in.Mask[iB*128+iL])
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			logWeight := v6 - v8
+			v13 := float32(logWeight * logWeight)
+			v14 := float32(half * v13)
+			v16 := b2f(v14 <= c15)
+			kept := sel(mask, v16, zero)
+			numKept += float64(kept)
+		}
+	}
+	out.NumKept = float32(numKept)
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	half := float32(0.5)
@@ -231,8 +256,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c90 := float32(0.008333334)
 	c93 := float32(0.041666668)
 	c96 := float32(0.16666667)
+	c110 := float32(0.04)
 	numValid := 0.0
-	numKept := 0.0
 	acc33 := 0.0
 	acc38 := 0.0
 	acc43 := 0.0
@@ -257,7 +282,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v14 := float32(half * v13)
 			v16 := b2f(v14 <= c15)
 			kept := sel(mask, v16, zero)
-			numKept += float64(kept)
+			numKept := out.NumKept
 			v21 := max(logWeight, c19)
 			logWeightClip := min(v21, c20)
 			ratio := float32(math.Exp(float64(logWeight)))
@@ -269,6 +294,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v31 := -gain
 			v32 := sel(kept, v31, zero)
 			acc33 += float64(v32)
+			v34 := max(numKept, one)
 			v36 := b2f(logWeightClip != logWeight)
 			v37 := sel(mask, v36, zero)
 			acc38 += float64(v37)
@@ -318,126 +344,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			k3 := sel(v73, v102, v105)
 			v107 := sel(kept, k3, zero)
 			acc108 += float64(v107)
-		}
-	}
-	out.NumValid = float32(numValid)
-	out.NumKept = float32(numKept)
-	s.s0 = float32(acc33)
-	s.s1 = float32(acc38)
-	s.s2 = float32(acc43)
-	s.s3 = float32(acc48)
-	s.s4 = float32(acc53)
-	s.s5 = float32(acc58.Result())
-	s.s6 = float32(acc61.Result())
-	s.s7 = float32(acc108)
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	two := float32(2)
-	c110 := float32(0.04)
-	numValid := out.NumValid
-	numKept := out.NumKept
-	v33 := s.s0
-	v34 := max(numKept, one)
-	lossObjective := v33 / v34
-	out.LossObjective = lossObjective
-	v38 := s.s1
-	v39 := max(numValid, one)
-	clipFraction := v38 / v39
-	out.ClipFraction = clipFraction
-	v43 := s.s2
-	klApprox := v43 / v39
-	out.KLApprox = klApprox
-	v48 := s.s3
-	entropy2 := v48 / v39
-	out.Entropy = entropy2
-	v53 := s.s4
-	lossEntropy := v53 / v34
-	out.LossEntropy = lossEntropy
-	v58 := s.s5
-	v59 := float32(two * v58)
-	v61 := s.s6
-	v62 := v59 - v61
-	v63 := float32(math.Exp(float64(v62)))
-	v64 := b2f(numKept > zero)
-	v65 := v63 / v34
-	ess := sel(v64, v65, zero)
-	out.ESS = ess
-	v108 := s.s7
-	klToRef := v108 / v34
-	lossKLToRef := float32(c110 * klToRef)
-	out.LossKLToRef = lossKLToRef
-	out.KLToRef = klToRef
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	half := float32(0.5)
-	c15 := float32(0.05)
-	c25 := float32(1.2)
-	c27 := float32(0.8)
-	c50 := float32(-0.01)
-	c72 := float32(0.1)
-	c74 := float32(-0.1)
-	c77 := float32(2.755732e-07)
-	c78 := float32(2.7557319e-06)
-	c81 := float32(2.4801588e-05)
-	c84 := float32(0.0001984127)
-	c87 := float32(0.0013888889)
-	c90 := float32(0.008333334)
-	c93 := float32(0.041666668)
-	c96 := float32(0.16666667)
-	c110 := float32(0.04)
-	for iB := 0; iB < 8; iB++ {
-		for iL := 0; iL < 128; iL++ {
-			mask := b2f(in.Mask[iB*128+iL])
-			logProb := in.LogProb[iB*128+iL]
-			v6 := sel(mask, logProb, zero)
-			sampleLogProb := in.SampleLogProb[iB*128+iL]
-			v8 := sel(mask, sampleLogProb, zero)
-			advantage := in.Advantage[iB*128+iL]
-			v10 := sel(mask, advantage, zero)
-			logWeight := v6 - v8
-			v13 := float32(logWeight * logWeight)
-			v14 := float32(half * v13)
-			v16 := b2f(v14 <= c15)
-			kept := sel(mask, v16, zero)
-			numKept := out.NumKept
-			ratio := float32(math.Exp(float64(logWeight)))
-			v24 := b2f(v10 >= zero)
-			v34 := max(numKept, one)
-			refLogProb := in.RefLogProb[iB*128+iL]
-			v68 := sel(mask, refLogProb, zero)
-			v69 := v68 - v6
-			v70 := sel(kept, v69, zero)
-			v71 := float32(math.Abs(float64(v70)))
-			v73 := b2f(v71 < c72)
-			v75 := max(v70, c74)
-			v76 := min(v75, c72)
-			v79 := float32(v76 * c77)
-			v80 := c78 + v79
-			v82 := float32(v76 * v80)
-			v83 := c81 + v82
-			v85 := float32(v76 * v83)
-			v86 := c84 + v85
-			v88 := float32(v76 * v86)
-			v89 := c87 + v88
-			v91 := float32(v76 * v89)
-			v92 := c90 + v91
-			v94 := float32(v76 * v92)
-			v95 := c93 + v94
-			v97 := float32(v76 * v95)
-			v98 := c96 + v97
-			v99 := float32(v76 * v98)
-			v100 := half + v99
-			v101 := float32(v76 * v76)
-			v103 := float32(math.Exp(float64(v70)))
 			v113 := c110 / v34
 			v114 := sel(kept, v113, zero)
 			v115 := sel(v73, v114, zero)
@@ -536,6 +442,56 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
+	out.NumValid = float32(numValid)
+	s.s0 = float32(acc33)
+	s.s1 = float32(acc38)
+	s.s2 = float32(acc43)
+	s.s3 = float32(acc48)
+	s.s4 = float32(acc53)
+	s.s5 = float32(acc58.Result())
+	s.s6 = float32(acc61.Result())
+	s.s7 = float32(acc108)
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c110 := float32(0.04)
+	numValid := out.NumValid
+	numKept := out.NumKept
+	v33 := s.s0
+	v34 := max(numKept, one)
+	lossObjective := v33 / v34
+	out.LossObjective = lossObjective
+	v38 := s.s1
+	v39 := max(numValid, one)
+	clipFraction := v38 / v39
+	out.ClipFraction = clipFraction
+	v43 := s.s2
+	klApprox := v43 / v39
+	out.KLApprox = klApprox
+	v48 := s.s3
+	entropy2 := v48 / v39
+	out.Entropy = entropy2
+	v53 := s.s4
+	lossEntropy := v53 / v34
+	out.LossEntropy = lossEntropy
+	v58 := s.s5
+	v59 := float32(two * v58)
+	v61 := s.s6
+	v62 := v59 - v61
+	v63 := float32(math.Exp(float64(v62)))
+	v64 := b2f(numKept > zero)
+	v65 := v63 / v34
+	ess := sel(v64, v65, zero)
+	out.ESS = ess
+	v108 := s.s7
+	klToRef := v108 / v34
+	lossKLToRef := float32(c110 * klToRef)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = klToRef
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -42,15 +42,13 @@ func TestChunkedAVX2(t *testing.T) {
 func chunked(f func()) {
 	defer func(n int) { pass0Chunks = n }(pass0Chunks)
 	pass0Chunks = 3
-	defer func(n int) { pass1Chunks = n }(pass1Chunks)
-	pass1Chunks = 3
-	defer func(n int) { pass4Chunks = n }(pass4Chunks)
-	pass4Chunks = 3
+	defer func(n int) { pass2Chunks = n }(pass2Chunks)
+	pass2Chunks = 3
 	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
 	fbPass0Chunks = 3
 	defer func(n int) { fbPass1Chunks = n }(fbPass1Chunks)
 	fbPass1Chunks = 3
-	defer func(n int) { fbPass4Chunks = n }(fbPass4Chunks)
-	fbPass4Chunks = 3
+	defer func(n int) { fbPass3Chunks = n }(fbPass3Chunks)
+	fbPass3Chunks = 3
 	f()
 }

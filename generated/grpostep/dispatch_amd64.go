@@ -19,8 +19,16 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf     []float64
+	r1_s    []float64
+	r1_p    []float32
+	r2_n    []float64
+	r2_mean []float64
+	r2_m2   []float64
+	p0_ok   []float32
 	r14_s   []float64
 	r14_p   []float32
+	r35_s   []float64
+	r35_p   []float32
 	r40_s   []float64
 	r40_p   []float32
 	r44_s   []float64
@@ -30,69 +38,66 @@ type avxState struct {
 	r52_s   []float64
 	r100_s  []float64
 	r100_p  []float32
-	p0_ok   []float32
-	r1_s    []float64
-	r1_p    []float32
-	r2_n    []float64
-	r2_mean []float64
-	r2_m2   []float64
-	p1_ok   []float32
-	r35_s   []float64
-	r35_p   []float32
-	p4_ok   []float32
+	p2_ok   []float32
 	res     []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 536)}
-	st.r14_s = st.buf[8:24]
-	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r40_s = st.buf[48:64]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r44_s = st.buf[88:104]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r49_s = st.buf[128:144]
-	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r52_s = st.buf[168:184]
-	st.r100_s = st.buf[192:208]
-	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[216])), 16)
+	st := &avxState{buf: make([]float64, 520)}
+	st.r1_s = st.buf[8:48]
+	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[56])), 40)
+	st.r2_n = st.buf[88:128]
+	st.r2_mean = st.buf[136:176]
+	st.r2_m2 = st.buf[184:224]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 8)
-	st.r1_s = st.buf[248:288]
-	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 40)
-	st.r2_n = st.buf[328:368]
-	st.r2_mean = st.buf[376:416]
-	st.r2_m2 = st.buf[424:464]
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[472])), 8)
-	st.r35_s = st.buf[488:504]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 16)
-	st.p4_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 8)
+	st.r14_s = st.buf[248:264]
+	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
+	st.r35_s = st.buf[288:304]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r40_s = st.buf[328:344]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
+	st.r44_s = st.buf[368:384]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
+	st.r49_s = st.buf[408:424]
+	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.r52_s = st.buf[448:464]
+	st.r100_s = st.buf[472:488]
+	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[496])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 8)
 	st.res = make([]float64, 4)
 	return st
 }}
 
-// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
-// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
-// size, so results do not depend on the machine; tests set it to check the chunked run.
+// pass0Chunks is how many chunks of rows passes 0 and 1 run as, concurrently (see pass0AVX2Go).
+// It is fixed by the generator, so results do not depend on the machine; tests set it.
 var pass0Chunks = 1
 
-// pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// pass0AVX2Go runs pass0AVX2 and pass1AVX2 row-locally: on sweeps of 3640 rows of G, the second
+// reads the rows the first has just read, with the first's per-row reductions finished
+// for them (lossgen explain: row-local), while they are in cache.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r14_s, 0)
-		runtime.Fill(st.r14_p, 0)
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r44_s, 0)
-		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r49_s, 0)
-		runtime.SetMask(st.r49_ok)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r100_s, 0)
-		runtime.Fill(st.r100_p, 0)
+		runtime.Fill(st.r1_s, 0)
+		runtime.Fill(st.r1_p, 0)
+		runtime.Fill(st.r2_n, 0)
+		runtime.Fill(st.r2_mean, 0)
+		runtime.Fill(st.r2_m2, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+		for a := lo; a < hi; a += 3640 {
+			lo, hi := a, min(a+3640, hi)
+			pass0AVX2(lo, &in.NextReward[0], &st.buf[0], hi)
+			runtime.FinishMean(st.res[lo:hi], st.r1_s[lo*8:hi*8], 8, 8.0)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
+			}
+			runtime.FinishVar(st.res[lo:hi], st.r2_n[lo*8:hi*8], st.r2_mean[lo*8:hi*8], st.r2_m2[lo*8:hi*8], 8, 1)
+			for k := lo; k < hi; k++ {
+				s.s1[k] = float32(st.res[k])
+			}
+			pass1AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &out.Advantage[0], hi)
+		}
 	}
 	n := min(pass0Chunks, 4)
 	if n <= 1 {
@@ -108,23 +113,76 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass0Go(in, out, g, s)
+		return
+	}
+}
+
+// pass2Chunks is how many chunks of rows pass 2 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
+var pass2Chunks = 1
+
+// pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	st := avxPool.Get().(*avxState)
+	defer avxPool.Put(st)
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r14_s, 0)
+		runtime.Fill(st.r14_p, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r40_s, 0)
+		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r44_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.SetMask(st.r49_ok)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r100_s, 0)
+		runtime.Fill(st.r100_p, 0)
+		runtime.SetMask(st.p2_ok)
+		pass2AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+	}
+	n := min(pass2Chunks, 4)
+	if n <= 1 {
+		run(st, 0, 4)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 4, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r14_s, sts[c].r14_s)
+			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		pass0Go(in, out, g, s)
+		pass2Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r14_s, 8)
 	out.NumValid = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r35_s, 8)
+	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r44_s, 8)
@@ -137,115 +195,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s7 = float32(st.res[0])
 }
 
-// pass1Chunks is how many chunks of rows passes 1 and 2 run as, concurrently (see pass1AVX2Go).
-// It is fixed by the generator, so results do not depend on the machine; tests set it.
-var pass1Chunks = 1
-
-// pass1AVX2Go runs pass1AVX2 and pass2AVX2 row-locally: on sweeps of 3640 rows of G, the second
-// reads the rows the first has just read, with the first's per-row reductions finished
-// for them (lossgen explain: row-local), while they are in cache.
-func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r1_s, 0)
-		runtime.Fill(st.r1_p, 0)
-		runtime.Fill(st.r2_n, 0)
-		runtime.Fill(st.r2_mean, 0)
-		runtime.Fill(st.r2_m2, 0)
-		runtime.SetMask(st.p1_ok)
-		for a := lo; a < hi; a += 3640 {
-			lo, hi := a, min(a+3640, hi)
-			pass1AVX2(lo, &in.NextReward[0], &st.buf[0], hi)
-			runtime.FinishMean(st.res[lo:hi], st.r1_s[lo*8:hi*8], 8, 8.0)
-			for k := lo; k < hi; k++ {
-				s.s0[k] = float32(st.res[k])
-			}
-			runtime.FinishVar(st.res[lo:hi], st.r2_n[lo*8:hi*8], st.r2_mean[lo*8:hi*8], st.r2_m2[lo*8:hi*8], 8, 1)
-			for k := lo; k < hi; k++ {
-				s.s1[k] = float32(st.res[k])
-			}
-			pass2AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &out.Advantage[0], hi)
-		}
-	}
-	n := min(pass1Chunks, 4)
-	if n <= 1 {
-		run(st, 0, 4)
-	} else {
-		sts := make([]*avxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = avxPool.Get().(*avxState)
-			defer avxPool.Put(sts[c])
-		}
-		runtime.ForChunks(n, 4, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
-		}
-	}
-	if !runtime.MaskSet(st.p1_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		pass1Go(in, out, g, s)
-		return
-	}
-}
-
 // pass3AVX2Go runs pass3AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass3AVX2(&out.NumValid, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
-}
-
-// pass4Chunks is how many chunks of rows pass 4 runs as, concurrently, each with its own reduction
-// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
-// size, so results do not depend on the machine; tests set it to check the chunked run.
-var pass4Chunks = 1
-
-// pass4AVX2Go runs pass4AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r35_s, 0)
-		runtime.Fill(st.r35_p, 0)
-		runtime.SetMask(st.p4_ok)
-		pass4AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], hi)
-	}
-	n := min(pass4Chunks, 4)
-	if n <= 1 {
-		run(st, 0, 4)
-	} else {
-		sts := make([]*avxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = avxPool.Get().(*avxState)
-			defer avxPool.Put(sts[c])
-		}
-		runtime.ForChunks(n, 4, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeMask(sts[0].p4_ok, sts[c].p4_ok)
-		}
-	}
-	if !runtime.MaskSet(st.p4_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		pass4Go(in, out, g, s)
-		return
-	}
-	runtime.FinishSum(st.res[:1], st.r35_s, 8)
-	s.s2 = float32(st.res[0])
-}
-
-// pass5AVX2Go runs pass5AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	pass5AVX2(&out.NumValid, &s.s2, &out.LossObjective)
+	pass3AVX2(&out.NumValid, &s.s2, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
 }
 
 // fbAvxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
@@ -254,15 +208,6 @@ type fbAvxState struct {
 	buf     []float64
 	r14_s   []float64
 	r14_p   []float32
-	r40_s   []float64
-	r40_p   []float32
-	r44_s   []float64
-	r44_p   []float32
-	r49_s   []float64
-	r49_ok  []float32
-	r52_s   []float64
-	r100_s  []float64
-	r100_p  []float32
 	p0_ok   []float32
 	r1_s    []float64
 	r1_p    []float32
@@ -272,7 +217,16 @@ type fbAvxState struct {
 	p1_ok   []float32
 	r35_s   []float64
 	r35_p   []float32
-	p4_ok   []float32
+	r40_s   []float64
+	r40_p   []float32
+	r44_s   []float64
+	r44_p   []float32
+	r49_s   []float64
+	r49_ok  []float32
+	r52_s   []float64
+	r100_s  []float64
+	r100_p  []float32
+	p3_ok   []float32
 	res     []float64
 }
 
@@ -280,25 +234,25 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 536)}
 	st.r14_s = st.buf[8:24]
 	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r40_s = st.buf[48:64]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r44_s = st.buf[88:104]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r49_s = st.buf[128:144]
-	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r52_s = st.buf[168:184]
-	st.r100_s = st.buf[192:208]
-	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[216])), 16)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 8)
-	st.r1_s = st.buf[248:288]
-	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 40)
-	st.r2_n = st.buf[328:368]
-	st.r2_mean = st.buf[376:416]
-	st.r2_m2 = st.buf[424:464]
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[472])), 8)
-	st.r35_s = st.buf[488:504]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 16)
-	st.p4_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 8)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
+	st.r1_s = st.buf[64:104]
+	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 40)
+	st.r2_n = st.buf[144:184]
+	st.r2_mean = st.buf[192:232]
+	st.r2_m2 = st.buf[240:280]
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 8)
+	st.r35_s = st.buf[304:320]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r40_s = st.buf[344:360]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r44_s = st.buf[384:400]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r49_s = st.buf[424:440]
+	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r52_s = st.buf[464:480]
+	st.r100_s = st.buf[488:504]
+	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 16)
+	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 8)
 	st.res = make([]float64, 4)
 	return st
 }}
@@ -316,17 +270,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r14_s, 0)
 		runtime.Fill(st.r14_p, 0)
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r44_s, 0)
-		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r49_s, 0)
-		runtime.SetMask(st.r49_ok)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r100_s, 0)
-		runtime.Fill(st.r100_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
 	}
 	n := min(fbPass0Chunks, 4)
 	if n <= 1 {
@@ -343,32 +288,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r14_s, sts[c].r14_s)
-			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
-			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
-			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r14_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r40_s, 8)
-	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r44_s, 8)
-	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r49_s, 8)
-	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
-	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r100_s, 8)
-	s.s7 = float32(st.res[0])
 }
 
 // fbPass1Chunks is how many chunks of rows passes 1 and 2 run as, concurrently (see fbPass1AVX2Go).
@@ -427,31 +356,32 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
+// fbPass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
+var fbPass3Chunks = 1
+
 // fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	fbPass3AVX2(&out.NumValid, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
-}
-
-// fbPass4Chunks is how many chunks of rows pass 4 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
-// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
-var fbPass4Chunks = 1
-
-// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
-		runtime.SetMask(st.p4_ok)
-		fbPass4AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &out.NumValid, &in.RefLogProb[0], &g.LogProb[0], hi)
+		runtime.Fill(st.r40_s, 0)
+		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r44_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.SetMask(st.r49_ok)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r100_s, 0)
+		runtime.Fill(st.r100_p, 0)
+		runtime.SetMask(st.p3_ok)
+		fbPass3AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &out.NumValid, &in.RefLogProb[0], &g.LogProb[0], hi)
 	}
-	n := min(fbPass4Chunks, 4)
+	n := min(fbPass3Chunks, 4)
 	if n <= 1 {
 		run(st, 0, 4)
 	} else {
@@ -466,24 +396,40 @@ func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeMask(sts[0].p4_ok, sts[c].p4_ok)
+			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
+			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p4_ok[:8]) {
+	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p3_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass4Go(in, out, g, s)
+		fbPass3Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s2 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r40_s, 8)
+	s.s3 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r44_s, 8)
+	s.s4 = float32(st.res[0])
+	runtime.FinishSumLog(st.res[:1], st.r49_s, 8)
+	s.s5 = float32(st.res[0])
+	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
+	s.s6 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r100_s, 8)
+	s.s7 = float32(st.res[0])
 }
 
-// fbPass5AVX2Go runs fbPass5AVX2 and merges its reductions' lane states pairwise into their
+// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
-func fbPass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	fbPass5AVX2(&out.NumValid, &s.s2, &out.LossObjective)
+	fbPass4AVX2(&out.NumValid, &s.s2, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and
@@ -493,8 +439,8 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass3AVX2Go, fbPass4AVX2Go, fbPass5AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass3AVX2Go, fbPass4AVX2Go},
 		name:     "avx2",
-		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass3AVX2Go, pass4AVX2Go, pass5AVX2Go},
+		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass2AVX2Go, pass3AVX2Go},
 	})
 }

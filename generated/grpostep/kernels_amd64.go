@@ -4,47 +4,35 @@
 
 package grpostep
 
-// pass0AVX2 is pass 0 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see pass0Go for the
-// same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [G=4 N=8]) on 8 float32 lanes; see pass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+func pass0AVX2(lo int, nextReward *float32, state *float64, hi int)
 
 // pass1AVX2 is pass 1 (elementwise over [G=4 N=8]) on 8 float32 lanes; see pass1Go for the same
 // loop in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, nextReward *float32, state *float64, hi int)
+func pass1AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 
-// pass2AVX2 is pass 2 (elementwise over [G=4 N=8]) on 8 float32 lanes; see pass2Go for the same
-// loop in Go.
+// pass2AVX2 is pass 2 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see pass2Go for the
+// same loop in Go.
 //
 //go:noescape
-func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
+func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 
 // pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
 // Go.
 //
 //go:noescape
-func pass3AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
-
-// pass4AVX2 is pass 4 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see pass4Go for the
-// same loop in Go.
-//
-//go:noescape
-func pass4AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
-
-// pass5AVX2 is pass 5 (elementwise over []) on 8 float32 lanes; see pass5Go for the same loop in
-// Go.
-//
-//go:noescape
-func pass5AVX2(numValid *float32, s2 *float32, lossObjective *float32)
+func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 
 // fbPass0AVX2 is pass 0 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see fbPass0Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [G=4 N=8]) on 8 float32 lanes; see fbPass1Go for the same
 // loop in Go.
@@ -58,23 +46,17 @@ func fbPass1AVX2(lo int, nextReward *float32, state *float64, hi int)
 //go:noescape
 func fbPass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 
-// fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
-// in Go.
-//
-//go:noescape
-func fbPass3AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
-
-// fbPass4AVX2 is pass 4 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see fbPass4Go for the
+// fbPass3AVX2 is pass 3 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see fbPass3Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass4AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
+func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
 
-// fbPass5AVX2 is pass 5 (elementwise over []) on 8 float32 lanes; see fbPass5Go for the same loop
+// fbPass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see fbPass4Go for the same loop
 // in Go.
 //
 //go:noescape
-func fbPass5AVX2(numValid *float32, s2 *float32, lossObjective *float32)
+func fbPass4AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

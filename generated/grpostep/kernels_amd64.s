@@ -4,763 +4,16 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $32-56
+// func pass0AVX2(lo int, nextReward *float32, state *float64, hi int)
+// Requires: AVX, FMA3
+TEXT ·pass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	XORQ CX, CX
-
-outer1_2:
-	MOVQ $+8, BX
-	XORQ DX, DX
-
-blocks_3:
-	MOVQ      mask+8(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+512, AX, R8
-	ADDQ      R8, DI
-	IMUL3Q    $+64, CX, R8
-	ADDQ      R8, DI
-	ADDQ      DX, DI
-	VPMOVZXBD (SI)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-
-	// v13 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// sum(v13) over [G N L]
-	MOVQ    state+16(FP), SI
-	VADDPS  256(SI), Y1, Y1
-	VMOVUPS Y1, 256(SI)
-	MOVQ    logProb+24(FP), R8
-	VMOVUPS (R8)(DI*4), Y1
-
-	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+32(FP), R8
-	VMOVUPS   (R8)(DI*4), Y3
-
-	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// logWeight = sub(v16, v18)
-	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
-
-	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
-
-	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS Y5, Y6, Y5
-
-	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
-
-	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
-
-	// sum(v39) over [G N L]
-	VADDPS  576(SI), Y5, Y5
-	VMOVUPS Y5, 576(SI)
-
-	// v42 = sub(v18, v16)
-	VSUBPS Y1, Y3, Y3
-
-	// v43 = where(mask, v42, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y2
-
-	// sum(v43) over [G N L]
-	VADDPS  896(SI), Y2, Y2
-	VMOVUPS Y2, 896(SI)
-	VMOVUPS lgc4<>+0(SB), Y2
-
-	// v47 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y4, Y2, Y0
-	VMOVUPS   Y1, (SP)
-
-	// logsumexp(v47) over [G N L]
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc19<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       1216(SI), Y1, Y1
-	VMOVUPS      Y1, 1216(SI)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(SI), Y1, Y3
-	VMOVUPD      Y3, 1024(SI)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       1344(SI), Y1, Y1
-	VMOVUPD      Y1, 1344(SI)
-	VADDPD       1056(SI), Y2, Y1
-	VMOVUPD      Y1, 1056(SI)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       1376(SI), Y1, Y1
-	VMOVUPD      Y1, 1376(SI)
-
-	// v51 = mul(2, v47)
-	VMULPS    lgc20<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), R8
-	VPMOVZXBD (R8)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      refLogProb+40(FP), R8
-	VMOVUPS   (R8)(DI*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-
-	// v59 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	VMOVUPS   (SP), Y3
-
-	// v60 = sub(v59, v16)
-	VSUBPS Y3, Y1, Y1
-
-	// v61 = where(mask, v60, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v62 = abs(v61)
-	VMOVUPS lgc21<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS lgc22<>+0(SB), Y4
-
-	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc23<>+0(SB), Y5
-
-	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
-
-	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc24<>+0(SB), Y4, Y5
-
-	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc25<>+0(SB), Y5, Y5
-
-	// v73 = mul(v67, v71)
-	VMULPS Y5, Y4, Y5
-
-	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc26<>+0(SB), Y5, Y5
-
-	// v76 = mul(v67, v74)
-	VMULPS Y5, Y4, Y5
-
-	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc27<>+0(SB), Y5, Y5
-
-	// v79 = mul(v67, v77)
-	VMULPS Y5, Y4, Y5
-
-	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc28<>+0(SB), Y5, Y5
-
-	// v82 = mul(v67, v80)
-	VMULPS Y5, Y4, Y5
-
-	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc29<>+0(SB), Y5, Y5
-
-	// v85 = mul(v67, v83)
-	VMULPS Y5, Y4, Y5
-
-	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc30<>+0(SB), Y5, Y5
-
-	// v88 = mul(v67, v86)
-	VMULPS Y5, Y4, Y5
-
-	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc31<>+0(SB), Y5, Y5
-
-	// v91 = mul(v67, v89)
-	VMULPS Y5, Y4, Y5
-
-	// v92 = add(0.5, v91)
-	VADDPS lgc15<>+0(SB), Y5, Y5
-
-	// v93 = mul(v67, v67)
-	VMULPS Y4, Y4, Y4
-
-	// v94 = mul(v93, v92)
-	VMULPS Y5, Y4, Y4
-
-	// v95 = exp(v61)
-	VMAXPS       lgc5<>+0(SB), Y1, Y5
-	VMINPS       lgc6<>+0(SB), Y5, Y5
-	VMULPS       lgc7<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VMOVAPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
-
-	// v96 = sub(v95, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y5
-
-	// v97 = sub(v96, v61)
-	VSUBPS Y1, Y5, Y1
-
-	// k3 = where(v64, v94, v97)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
-
-	// v99 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
-
-	// sum(v99) over [G N L]
-	VADDPS       1728(SI), Y0, Y0
-	VMOVUPS      Y0, 1728(SI)
-	DECQ         BX
-	JNZ          noflush_4
-	MOVQ         state+16(FP), BX
-	VMOVUPS      256(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(BX), Y2, Y2
-	VMOVUPD      Y2, 64(BX)
-	VADDPD       96(BX), Y0, Y0
-	VMOVUPD      Y0, 96(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(BX)
-	VMOVUPS      576(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(BX), Y2, Y2
-	VMOVUPD      Y2, 384(BX)
-	VADDPD       416(BX), Y0, Y0
-	VMOVUPD      Y0, 416(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 576(BX)
-	VMOVUPS      896(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(BX), Y2, Y2
-	VMOVUPD      Y2, 704(BX)
-	VADDPD       736(BX), Y0, Y0
-	VMOVUPD      Y0, 736(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 896(BX)
-	VMOVUPS      1728(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(BX), Y2, Y2
-	VMOVUPD      Y2, 1536(BX)
-	VADDPD       1568(BX), Y0, Y0
-	VMOVUPD      Y0, 1568(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1728(BX)
-	VANDPS       1856(BX), Y1, Y1
-	VMOVUPS      Y1, 1856(BX)
-	MOVQ         $+8, BX
-
-noflush_4:
-	ADDQ         $+8, DX
-	CMPQ         DX, $+64
-	JL           blocks_3
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
-	VADDPD       416(DX), Y0, Y0
-	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VMOVUPS      896(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
-	VADDPD       736(DX), Y0, Y0
-	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VMOVUPS      1728(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(DX), Y2, Y2
-	VMOVUPD      Y2, 1536(DX)
-	VADDPD       1568(DX), Y0, Y0
-	VMOVUPD      Y0, 1568(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1728(DX)
-	VANDPS       1856(DX), Y1, Y1
-	VMOVUPS      Y1, 1856(DX)
-	INCQ         CX
-	CMPQ         CX, $+8
-	JL           outer1_2
-	INCQ         AX
-	CMPQ         AX, hi+48(FP)
-	JL           outer0_1
-	VZEROUPPER
-	RET
-
-DATA lgc0<>+0(SB)/4, $0x3f800000
-DATA lgc0<>+4(SB)/4, $0x3f800000
-DATA lgc0<>+8(SB)/4, $0x3f800000
-DATA lgc0<>+12(SB)/4, $0x3f800000
-DATA lgc0<>+16(SB)/4, $0x3f800000
-DATA lgc0<>+20(SB)/4, $0x3f800000
-DATA lgc0<>+24(SB)/4, $0x3f800000
-DATA lgc0<>+28(SB)/4, $0x3f800000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $32
-
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
-GLOBL lgc1<>(SB), RODATA|NOPTR, $32
-
-DATA lgc2<>+0(SB)/4, $0xbe647fbe
-DATA lgc2<>+4(SB)/4, $0xbe647fbe
-DATA lgc2<>+8(SB)/4, $0xbe647fbe
-DATA lgc2<>+12(SB)/4, $0xbe647fbe
-DATA lgc2<>+16(SB)/4, $0xbe647fbe
-DATA lgc2<>+20(SB)/4, $0xbe647fbe
-DATA lgc2<>+24(SB)/4, $0xbe647fbe
-DATA lgc2<>+28(SB)/4, $0xbe647fbe
-GLOBL lgc2<>(SB), RODATA|NOPTR, $32
-
-DATA lgc3<>+0(SB)/4, $0x3e3ab281
-DATA lgc3<>+4(SB)/4, $0x3e3ab281
-DATA lgc3<>+8(SB)/4, $0x3e3ab281
-DATA lgc3<>+12(SB)/4, $0x3e3ab281
-DATA lgc3<>+16(SB)/4, $0x3e3ab281
-DATA lgc3<>+20(SB)/4, $0x3e3ab281
-DATA lgc3<>+24(SB)/4, $0x3e3ab281
-DATA lgc3<>+28(SB)/4, $0x3e3ab281
-GLOBL lgc3<>(SB), RODATA|NOPTR, $32
-
-DATA lgc4<>+0(SB)/4, $0xff800000
-DATA lgc4<>+4(SB)/4, $0xff800000
-DATA lgc4<>+8(SB)/4, $0xff800000
-DATA lgc4<>+12(SB)/4, $0xff800000
-DATA lgc4<>+16(SB)/4, $0xff800000
-DATA lgc4<>+20(SB)/4, $0xff800000
-DATA lgc4<>+24(SB)/4, $0xff800000
-DATA lgc4<>+28(SB)/4, $0xff800000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/4, $0xc2d00000
-DATA lgc5<>+4(SB)/4, $0xc2d00000
-DATA lgc5<>+8(SB)/4, $0xc2d00000
-DATA lgc5<>+12(SB)/4, $0xc2d00000
-DATA lgc5<>+16(SB)/4, $0xc2d00000
-DATA lgc5<>+20(SB)/4, $0xc2d00000
-DATA lgc5<>+24(SB)/4, $0xc2d00000
-DATA lgc5<>+28(SB)/4, $0xc2d00000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
-
-DATA lgc6<>+0(SB)/4, $0x42b20000
-DATA lgc6<>+4(SB)/4, $0x42b20000
-DATA lgc6<>+8(SB)/4, $0x42b20000
-DATA lgc6<>+12(SB)/4, $0x42b20000
-DATA lgc6<>+16(SB)/4, $0x42b20000
-DATA lgc6<>+20(SB)/4, $0x42b20000
-DATA lgc6<>+24(SB)/4, $0x42b20000
-DATA lgc6<>+28(SB)/4, $0x42b20000
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
-
-DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
-GLOBL lgc7<>(SB), RODATA|NOPTR, $32
-
-DATA lgc8<>+0(SB)/4, $0x3f318000
-DATA lgc8<>+4(SB)/4, $0x3f318000
-DATA lgc8<>+8(SB)/4, $0x3f318000
-DATA lgc8<>+12(SB)/4, $0x3f318000
-DATA lgc8<>+16(SB)/4, $0x3f318000
-DATA lgc8<>+20(SB)/4, $0x3f318000
-DATA lgc8<>+24(SB)/4, $0x3f318000
-DATA lgc8<>+28(SB)/4, $0x3f318000
-GLOBL lgc8<>(SB), RODATA|NOPTR, $32
-
-DATA lgc9<>+0(SB)/4, $0xb95e8083
-DATA lgc9<>+4(SB)/4, $0xb95e8083
-DATA lgc9<>+8(SB)/4, $0xb95e8083
-DATA lgc9<>+12(SB)/4, $0xb95e8083
-DATA lgc9<>+16(SB)/4, $0xb95e8083
-DATA lgc9<>+20(SB)/4, $0xb95e8083
-DATA lgc9<>+24(SB)/4, $0xb95e8083
-DATA lgc9<>+28(SB)/4, $0xb95e8083
-GLOBL lgc9<>(SB), RODATA|NOPTR, $32
-
-DATA lgc10<>+0(SB)/4, $0x39506967
-DATA lgc10<>+4(SB)/4, $0x39506967
-DATA lgc10<>+8(SB)/4, $0x39506967
-DATA lgc10<>+12(SB)/4, $0x39506967
-DATA lgc10<>+16(SB)/4, $0x39506967
-DATA lgc10<>+20(SB)/4, $0x39506967
-DATA lgc10<>+24(SB)/4, $0x39506967
-DATA lgc10<>+28(SB)/4, $0x39506967
-GLOBL lgc10<>(SB), RODATA|NOPTR, $32
-
-DATA lgc11<>+0(SB)/4, $0x3ab743ce
-DATA lgc11<>+4(SB)/4, $0x3ab743ce
-DATA lgc11<>+8(SB)/4, $0x3ab743ce
-DATA lgc11<>+12(SB)/4, $0x3ab743ce
-DATA lgc11<>+16(SB)/4, $0x3ab743ce
-DATA lgc11<>+20(SB)/4, $0x3ab743ce
-DATA lgc11<>+24(SB)/4, $0x3ab743ce
-DATA lgc11<>+28(SB)/4, $0x3ab743ce
-GLOBL lgc11<>(SB), RODATA|NOPTR, $32
-
-DATA lgc12<>+0(SB)/4, $0x3c088908
-DATA lgc12<>+4(SB)/4, $0x3c088908
-DATA lgc12<>+8(SB)/4, $0x3c088908
-DATA lgc12<>+12(SB)/4, $0x3c088908
-DATA lgc12<>+16(SB)/4, $0x3c088908
-DATA lgc12<>+20(SB)/4, $0x3c088908
-DATA lgc12<>+24(SB)/4, $0x3c088908
-DATA lgc12<>+28(SB)/4, $0x3c088908
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
-
-DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
-GLOBL lgc14<>(SB), RODATA|NOPTR, $32
-
-DATA lgc15<>+0(SB)/4, $0x3f000000
-DATA lgc15<>+4(SB)/4, $0x3f000000
-DATA lgc15<>+8(SB)/4, $0x3f000000
-DATA lgc15<>+12(SB)/4, $0x3f000000
-DATA lgc15<>+16(SB)/4, $0x3f000000
-DATA lgc15<>+20(SB)/4, $0x3f000000
-DATA lgc15<>+24(SB)/4, $0x3f000000
-DATA lgc15<>+28(SB)/4, $0x3f000000
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0xffffff82
-DATA lgc16<>+4(SB)/4, $0xffffff82
-DATA lgc16<>+8(SB)/4, $0xffffff82
-DATA lgc16<>+12(SB)/4, $0xffffff82
-DATA lgc16<>+16(SB)/4, $0xffffff82
-DATA lgc16<>+20(SB)/4, $0xffffff82
-DATA lgc16<>+24(SB)/4, $0xffffff82
-DATA lgc16<>+28(SB)/4, $0xffffff82
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x0000007f
-DATA lgc17<>+4(SB)/4, $0x0000007f
-DATA lgc17<>+8(SB)/4, $0x0000007f
-DATA lgc17<>+12(SB)/4, $0x0000007f
-DATA lgc17<>+16(SB)/4, $0x0000007f
-DATA lgc17<>+20(SB)/4, $0x0000007f
-DATA lgc17<>+24(SB)/4, $0x0000007f
-DATA lgc17<>+28(SB)/4, $0x0000007f
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0xc2ae0000
-DATA lgc18<>+4(SB)/4, $0xc2ae0000
-DATA lgc18<>+8(SB)/4, $0xc2ae0000
-DATA lgc18<>+12(SB)/4, $0xc2ae0000
-DATA lgc18<>+16(SB)/4, $0xc2ae0000
-DATA lgc18<>+20(SB)/4, $0xc2ae0000
-DATA lgc18<>+24(SB)/4, $0xc2ae0000
-DATA lgc18<>+28(SB)/4, $0xc2ae0000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-DATA lgc19<>+0(SB)/4, $0x42b00000
-DATA lgc19<>+4(SB)/4, $0x42b00000
-DATA lgc19<>+8(SB)/4, $0x42b00000
-DATA lgc19<>+12(SB)/4, $0x42b00000
-DATA lgc19<>+16(SB)/4, $0x42b00000
-DATA lgc19<>+20(SB)/4, $0x42b00000
-DATA lgc19<>+24(SB)/4, $0x42b00000
-DATA lgc19<>+28(SB)/4, $0x42b00000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x40000000
-DATA lgc20<>+4(SB)/4, $0x40000000
-DATA lgc20<>+8(SB)/4, $0x40000000
-DATA lgc20<>+12(SB)/4, $0x40000000
-DATA lgc20<>+16(SB)/4, $0x40000000
-DATA lgc20<>+20(SB)/4, $0x40000000
-DATA lgc20<>+24(SB)/4, $0x40000000
-DATA lgc20<>+28(SB)/4, $0x40000000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0x80000000
-DATA lgc21<>+4(SB)/4, $0x80000000
-DATA lgc21<>+8(SB)/4, $0x80000000
-DATA lgc21<>+12(SB)/4, $0x80000000
-DATA lgc21<>+16(SB)/4, $0x80000000
-DATA lgc21<>+20(SB)/4, $0x80000000
-DATA lgc21<>+24(SB)/4, $0x80000000
-DATA lgc21<>+28(SB)/4, $0x80000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x3dcccccd
-DATA lgc22<>+4(SB)/4, $0x3dcccccd
-DATA lgc22<>+8(SB)/4, $0x3dcccccd
-DATA lgc22<>+12(SB)/4, $0x3dcccccd
-DATA lgc22<>+16(SB)/4, $0x3dcccccd
-DATA lgc22<>+20(SB)/4, $0x3dcccccd
-DATA lgc22<>+24(SB)/4, $0x3dcccccd
-DATA lgc22<>+28(SB)/4, $0x3dcccccd
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0xbdcccccd
-DATA lgc23<>+4(SB)/4, $0xbdcccccd
-DATA lgc23<>+8(SB)/4, $0xbdcccccd
-DATA lgc23<>+12(SB)/4, $0xbdcccccd
-DATA lgc23<>+16(SB)/4, $0xbdcccccd
-DATA lgc23<>+20(SB)/4, $0xbdcccccd
-DATA lgc23<>+24(SB)/4, $0xbdcccccd
-DATA lgc23<>+28(SB)/4, $0xbdcccccd
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0x3493f27e
-DATA lgc24<>+4(SB)/4, $0x3493f27e
-DATA lgc24<>+8(SB)/4, $0x3493f27e
-DATA lgc24<>+12(SB)/4, $0x3493f27e
-DATA lgc24<>+16(SB)/4, $0x3493f27e
-DATA lgc24<>+20(SB)/4, $0x3493f27e
-DATA lgc24<>+24(SB)/4, $0x3493f27e
-DATA lgc24<>+28(SB)/4, $0x3493f27e
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x3638ef1d
-DATA lgc25<>+4(SB)/4, $0x3638ef1d
-DATA lgc25<>+8(SB)/4, $0x3638ef1d
-DATA lgc25<>+12(SB)/4, $0x3638ef1d
-DATA lgc25<>+16(SB)/4, $0x3638ef1d
-DATA lgc25<>+20(SB)/4, $0x3638ef1d
-DATA lgc25<>+24(SB)/4, $0x3638ef1d
-DATA lgc25<>+28(SB)/4, $0x3638ef1d
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x37d00d01
-DATA lgc26<>+4(SB)/4, $0x37d00d01
-DATA lgc26<>+8(SB)/4, $0x37d00d01
-DATA lgc26<>+12(SB)/4, $0x37d00d01
-DATA lgc26<>+16(SB)/4, $0x37d00d01
-DATA lgc26<>+20(SB)/4, $0x37d00d01
-DATA lgc26<>+24(SB)/4, $0x37d00d01
-DATA lgc26<>+28(SB)/4, $0x37d00d01
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x39500d01
-DATA lgc27<>+4(SB)/4, $0x39500d01
-DATA lgc27<>+8(SB)/4, $0x39500d01
-DATA lgc27<>+12(SB)/4, $0x39500d01
-DATA lgc27<>+16(SB)/4, $0x39500d01
-DATA lgc27<>+20(SB)/4, $0x39500d01
-DATA lgc27<>+24(SB)/4, $0x39500d01
-DATA lgc27<>+28(SB)/4, $0x39500d01
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x3ab60b61
-DATA lgc28<>+4(SB)/4, $0x3ab60b61
-DATA lgc28<>+8(SB)/4, $0x3ab60b61
-DATA lgc28<>+12(SB)/4, $0x3ab60b61
-DATA lgc28<>+16(SB)/4, $0x3ab60b61
-DATA lgc28<>+20(SB)/4, $0x3ab60b61
-DATA lgc28<>+24(SB)/4, $0x3ab60b61
-DATA lgc28<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x3c088889
-DATA lgc29<>+4(SB)/4, $0x3c088889
-DATA lgc29<>+8(SB)/4, $0x3c088889
-DATA lgc29<>+12(SB)/4, $0x3c088889
-DATA lgc29<>+16(SB)/4, $0x3c088889
-DATA lgc29<>+20(SB)/4, $0x3c088889
-DATA lgc29<>+24(SB)/4, $0x3c088889
-DATA lgc29<>+28(SB)/4, $0x3c088889
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x3d2aaaab
-DATA lgc30<>+4(SB)/4, $0x3d2aaaab
-DATA lgc30<>+8(SB)/4, $0x3d2aaaab
-DATA lgc30<>+12(SB)/4, $0x3d2aaaab
-DATA lgc30<>+16(SB)/4, $0x3d2aaaab
-DATA lgc30<>+20(SB)/4, $0x3d2aaaab
-DATA lgc30<>+24(SB)/4, $0x3d2aaaab
-DATA lgc30<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x3e2aaaab
-DATA lgc31<>+4(SB)/4, $0x3e2aaaab
-DATA lgc31<>+8(SB)/4, $0x3e2aaaab
-DATA lgc31<>+12(SB)/4, $0x3e2aaaab
-DATA lgc31<>+16(SB)/4, $0x3e2aaaab
-DATA lgc31<>+20(SB)/4, $0x3e2aaaab
-DATA lgc31<>+24(SB)/4, $0x3e2aaaab
-DATA lgc31<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x7fffffff
-DATA lgc32<>+4(SB)/4, $0x7fffffff
-DATA lgc32<>+8(SB)/4, $0x7fffffff
-DATA lgc32<>+12(SB)/4, $0x7fffffff
-DATA lgc32<>+16(SB)/4, $0x7fffffff
-DATA lgc32<>+20(SB)/4, $0x7fffffff
-DATA lgc32<>+24(SB)/4, $0x7fffffff
-DATA lgc32<>+28(SB)/4, $0x7fffffff
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x7f7fffff
-DATA lgc33<>+4(SB)/4, $0x7f7fffff
-DATA lgc33<>+8(SB)/4, $0x7f7fffff
-DATA lgc33<>+12(SB)/4, $0x7f7fffff
-DATA lgc33<>+16(SB)/4, $0x7f7fffff
-DATA lgc33<>+20(SB)/4, $0x7f7fffff
-DATA lgc33<>+24(SB)/4, $0x7f7fffff
-DATA lgc33<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-// func pass1AVX2(lo int, nextReward *float32, state *float64, hi int)
-// Requires: AVX, FMA3
-TEXT ·pass1AVX2(SB), $0-32
-	MOVQ lo+0(FP), AX
-
-outer0_5:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_6:
+blocks_2:
 	MOVQ    nextReward+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+8, AX, DI
@@ -774,105 +27,135 @@ blocks_6:
 	ADDQ    SI, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+16(FP), DI
-	VADDPS  2368(DI)(SI*4), Y0, Y1
-	VMOVUPS Y1, 2368(DI)(SI*4)
+	VADDPS  448(DI)(SI*4), Y0, Y1
+	VMOVUPS Y1, 448(DI)(SI*4)
 
 	// var(nextReward) over [N]
 	IMUL3Q       $+8, BX, BX
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      3008(DI)(BX*8), Y2
+	VMOVUPD      1088(DI)(BX*8), Y2
 	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      2624(DI)(BX*8), Y4
-	VADDPD       lgc34<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 2624(DI)(BX*8)
+	VMOVUPD      704(DI)(BX*8), Y4
+	VADDPD       lgc0<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 704(DI)(BX*8)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      3392(DI)(BX*8), Y1
+	VMOVUPD      1472(DI)(BX*8), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 3008(DI)(BX*8)
-	VMOVUPD      Y1, 3392(DI)(BX*8)
-	VMOVUPD      3040(DI)(BX*8), Y1
+	VMOVUPD      Y2, 1088(DI)(BX*8)
+	VMOVUPD      Y1, 1472(DI)(BX*8)
+	VMOVUPD      1120(DI)(BX*8), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      2656(DI)(BX*8), Y3
-	VADDPD       lgc34<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 2656(DI)(BX*8)
+	VMOVUPD      736(DI)(BX*8), Y3
+	VADDPD       lgc0<>+0(SB), Y3, Y3
+	VMOVUPD      Y3, 736(DI)(BX*8)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      3424(DI)(BX*8), Y0
+	VMOVUPD      1504(DI)(BX*8), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 3040(DI)(BX*8)
-	VMOVUPD      Y0, 3424(DI)(BX*8)
+	VMOVUPD      Y1, 1120(DI)(BX*8)
+	VMOVUPD      Y0, 1504(DI)(BX*8)
 	DECQ         DX
-	JNZ          noflush_7
+	JNZ          noflush_3
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+16(FP), BX
-	VMOVUPS      2368(BX)(DX*4), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VMOVUPS      448(BX)(DX*4), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1984(BX)(DX*8)
-	VADDPD       2016(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 2016(BX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2368(BX)(DX*4)
-	VANDPS       3776(BX), Y1, Y1
-	VMOVUPS      Y1, 3776(BX)
+	VADDPD       64(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 64(BX)(DX*8)
+	VADDPD       96(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 96(BX)(DX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 448(BX)(DX*4)
+	VANDPS       1856(BX), Y1, Y1
+	VMOVUPS      Y1, 1856(BX)
 	MOVQ         $+8, DX
 
-noflush_7:
+noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+8
-	JL           blocks_6
+	JL           blocks_2
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+16(FP), DX
-	VMOVUPS      2368(DX)(CX*4), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VMOVUPS      448(DX)(CX*4), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 1984(DX)(CX*8)
-	VADDPD       2016(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 2016(DX)(CX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2368(DX)(CX*4)
-	VANDPS       3776(DX), Y1, Y1
-	VMOVUPS      Y1, 3776(DX)
+	VADDPD       64(DX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 64(DX)(CX*8)
+	VADDPD       96(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 96(DX)(CX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 448(DX)(CX*4)
+	VANDPS       1856(DX), Y1, Y1
+	VMOVUPS      Y1, 1856(DX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
-	JL           outer0_5
+	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc34<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc34<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc34<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
+DATA lgc1<>+0(SB)/4, $0x7fffffff
+DATA lgc1<>+4(SB)/4, $0x7fffffff
+DATA lgc1<>+8(SB)/4, $0x7fffffff
+DATA lgc1<>+12(SB)/4, $0x7fffffff
+DATA lgc1<>+16(SB)/4, $0x7fffffff
+DATA lgc1<>+20(SB)/4, $0x7fffffff
+DATA lgc1<>+24(SB)/4, $0x7fffffff
+DATA lgc1<>+28(SB)/4, $0x7fffffff
+GLOBL lgc1<>(SB), RODATA|NOPTR, $32
+
+DATA lgc2<>+0(SB)/4, $0x7f7fffff
+DATA lgc2<>+4(SB)/4, $0x7f7fffff
+DATA lgc2<>+8(SB)/4, $0x7f7fffff
+DATA lgc2<>+12(SB)/4, $0x7f7fffff
+DATA lgc2<>+16(SB)/4, $0x7f7fffff
+DATA lgc2<>+20(SB)/4, $0x7f7fffff
+DATA lgc2<>+24(SB)/4, $0x7f7fffff
+DATA lgc2<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc2<>(SB), RODATA|NOPTR, $32
+
+DATA lgc3<>+0(SB)/4, $0x00000000
+DATA lgc3<>+4(SB)/4, $0x00000000
+DATA lgc3<>+8(SB)/4, $0x00000000
+DATA lgc3<>+12(SB)/4, $0x00000000
+DATA lgc3<>+16(SB)/4, $0x00000000
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
+GLOBL lgc3<>(SB), RODATA|NOPTR, $32
+
+// func pass1AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
-TEXT ·pass2AVX2(SB), $0-48
+TEXT ·pass1AVX2(SB), $0-48
 	MOVQ lo+0(FP), AX
 
-outer0_8:
+outer0_4:
 	XORQ CX, CX
 
-blocks_9:
+blocks_5:
 	MOVQ         s1+8(FP), DX
 	XORQ         BX, BX
 	MOVQ         AX, SI
@@ -892,7 +175,7 @@ blocks_9:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -905,139 +188,1005 @@ blocks_9:
 	VMOVUPS Y0, (DX)(SI*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+8
-	JL      blocks_9
+	JL      blocks_5
 	INCQ    AX
 	CMPQ    AX, hi+40(FP)
-	JL      outer0_8
+	JL      outer0_4
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x358637bd
-DATA lgc35<>+4(SB)/4, $0x358637bd
-DATA lgc35<>+8(SB)/4, $0x358637bd
-DATA lgc35<>+12(SB)/4, $0x358637bd
-DATA lgc35<>+16(SB)/4, $0x358637bd
-DATA lgc35<>+20(SB)/4, $0x358637bd
-DATA lgc35<>+24(SB)/4, $0x358637bd
-DATA lgc35<>+28(SB)/4, $0x358637bd
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc4<>+0(SB)/4, $0x358637bd
+DATA lgc4<>+4(SB)/4, $0x358637bd
+DATA lgc4<>+8(SB)/4, $0x358637bd
+DATA lgc4<>+12(SB)/4, $0x358637bd
+DATA lgc4<>+16(SB)/4, $0x358637bd
+DATA lgc4<>+20(SB)/4, $0x358637bd
+DATA lgc4<>+24(SB)/4, $0x358637bd
+DATA lgc4<>+28(SB)/4, $0x358637bd
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-// func pass3AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
+// func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass3AVX2(SB), $0-88
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+TEXT ·pass2AVX2(SB), $32-80
+	MOVQ lo+0(FP), AX
 
-	// v36 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y1
-	MOVQ         s3+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y2
+outer0_6:
+	XORQ CX, CX
 
-	// clipFraction = div(v40, v36)
-	VDIVPS       Y1, Y2, Y2
-	MOVQ         s4+16(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y3
+outer1_7:
+	MOVQ $+8, BX
+	XORQ DX, DX
 
-	// klApprox = div(v44, v36)
-	VDIVPS       Y1, Y3, Y3
-	MOVQ         s5+24(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y4
+blocks_8:
+	MOVQ         s1+8(FP), SI
+	XORQ         DI, DI
+	MOVQ         AX, R8
+	ADDQ         R8, DI
+	VBROADCASTSS (SI)(DI*4), Y0
 
-	// v50 = mul(2, v49)
-	VMULPS       lgc20<>+0(SB), Y4, Y4
-	MOVQ         s6+32(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y5
+	// std = sqrt(v2)
+	VSQRTPS      Y0, Y0
+	MOVQ         nextReward+16(FP), SI
+	XORQ         R8, R8
+	IMUL3Q       $+8, AX, R9
+	ADDQ         R9, R8
+	MOVQ         CX, R9
+	ADDQ         R9, R8
+	VBROADCASTSS (SI)(R8*4), Y1
+	MOVQ         s0+24(FP), SI
+	VBROADCASTSS (SI)(DI*4), Y2
 
-	// v53 = sub(v50, v52)
-	VSUBPS Y5, Y4, Y4
+	// v4 = sub(nextReward, mean)
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc4<>+0(SB), Y2
 
-	// v54 = exp(v53)
-	VMAXPS       lgc5<>+0(SB), Y4, Y5
-	VMINPS       lgc6<>+0(SB), Y5, Y5
-	VMULPS       lgc7<>+0(SB), Y5, Y6
+	// v6 = max(std, 1e-06)
+	VMAXPS Y0, Y2, Y0
+
+	// v7 = div(v4, v6)
+	VDIVPS    Y0, Y1, Y0
+	MOVQ      mask+32(FP), SI
+	XORQ      DI, DI
+	IMUL3Q    $+512, AX, R8
+	ADDQ      R8, DI
+	IMUL3Q    $+64, CX, R8
+	ADDQ      R8, DI
+	ADDQ      DX, DI
+	VPMOVZXBD (SI)(DI*1), Y1
+	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc5<>+0(SB), Y2
+	VMOVUPS   lgc3<>+0(SB), Y3
+
+	// v13 = where(mask, 1, 0)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+
+	// sum(v13) over [G N L]
+	MOVQ    state+40(FP), SI
+	VADDPS  2176(SI), Y2, Y2
+	VMOVUPS Y2, 2176(SI)
+	MOVQ    logProb+48(FP), R8
+	VMOVUPS (R8)(DI*4), Y2
+
+	// v16 = where(mask, logProb, 0)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+	MOVQ      sampleLogProb+56(FP), R8
+	VMOVUPS   (R8)(DI*4), Y4
+
+	// v18 = where(mask, sampleLogProb, 0)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y4, Y3, Y4
+
+	// v19 = where(mask, v7, 0)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y0, Y3, Y0
+
+	// logWeight = sub(v16, v18)
+	VSUBPS  Y4, Y2, Y5
+	VMOVUPS lgc6<>+0(SB), Y6
+
+	// v23 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc7<>+0(SB), Y7
+
+	// logWeightClip = min(v23, 0.18232156) tie=first
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y2, (SP)
+
+	// ratio = exp(logWeight)
+	VMAXPS       lgc8<>+0(SB), Y5, Y2
+	VMINPS       lgc9<>+0(SB), Y2, Y2
+	VMULPS       lgc10<>+0(SB), Y2, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc11<>+0(SB), Y7, Y2
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y2
+	VMOVAPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y8
+	VMULPS       Y2, Y2, Y9
+	VFMADD213PS  Y2, Y9, Y8
+	VADDPS       lgc5<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y2
+	VPMAXSD      lgc19<>+0(SB), Y2, Y7
+	VPMINSD      lgc20<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y2, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y2
+	VBLENDVPS    Y2, Y5, Y8, Y8
+
+	// v26 = ge(v19, 0)
+	VCMPPS  $0x1d, Y3, Y0, Y2
+	VANDPS  lgc5<>+0(SB), Y2, Y2
+	VMOVUPS lgc21<>+0(SB), Y7
+
+	// v28 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS lgc22<>+0(SB), Y9
+
+	// v30 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y8, Y9, Y8
+
+	// ratioClipped = where(v26, v28, v30)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y2, Y9
+	VBLENDVPS Y9, Y7, Y8, Y2
+
+	// gain = mul(v19, ratioClipped)
+	VMULPS Y2, Y0, Y0
+
+	// v33 = neg(gain)
+	VXORPS lgc23<>+0(SB), Y0, Y0
+
+	// v34 = where(mask, v33, 0)
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y0, Y3, Y0
+
+	// sum(v34) over [G N L]
+	VADDPS  2496(SI), Y0, Y0
+	VMOVUPS Y0, 2496(SI)
+
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y5, Y6, Y0
+	VANDPS lgc5<>+0(SB), Y0, Y0
+
+	// v39 = where(mask, v38, 0)
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y0, Y3, Y0
+
+	// sum(v39) over [G N L]
+	VADDPS  2816(SI), Y0, Y0
+	VMOVUPS Y0, 2816(SI)
+	VMOVUPS (SP), Y0
+
+	// v42 = sub(v18, v16)
+	VSUBPS Y0, Y4, Y0
+
+	// v43 = where(mask, v42, 0)
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y0, Y3, Y0
+
+	// sum(v43) over [G N L]
+	VADDPS  3136(SI), Y0, Y0
+	VMOVUPS Y0, 3136(SI)
+	VMOVUPS lgc24<>+0(SB), Y0
+
+	// v47 = where(mask, logWeight, -Inf)
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y5, Y0, Y0
+
+	// logsumexp(v47) over [G N L]
+	VMAXPS       lgc8<>+0(SB), Y0, Y1
+	VMINPS       lgc9<>+0(SB), Y1, Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
+	VMOVAPS      lgc13<>+0(SB), Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc5<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc19<>+0(SB), Y1, Y2
+	VPMINSD      lgc20<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VCMPPS       $0x15, lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc26<>+0(SB), Y0, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc24<>+0(SB), Y0, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       3456(SI), Y1, Y1
+	VMOVUPS      Y1, 3456(SI)
+	VCVTPS2PD    X3, Y1
+	VEXTRACTF128 $0x01, Y3, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3264(SI), Y1, Y3
+	VMOVUPD      Y3, 3264(SI)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       3584(SI), Y1, Y1
+	VMOVUPD      Y1, 3584(SI)
+	VADDPD       3296(SI), Y2, Y1
+	VMOVUPD      Y1, 3296(SI)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       3616(SI), Y1, Y1
+	VMOVUPD      Y1, 3616(SI)
+
+	// v51 = mul(2, v47)
+	VMULPS    lgc27<>+0(SB), Y0, Y0
+	MOVQ      mask+32(FP), R8
+	VPMOVZXBD (R8)(DI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	MOVQ      refLogProb+64(FP), R8
+	VMOVUPS   (R8)(DI*4), Y1
+	VMOVUPS   lgc3<>+0(SB), Y2
+
+	// v59 = where(mask, refLogProb, 0)
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   (SP), Y3
+
+	// v60 = sub(v59, v16)
+	VSUBPS Y3, Y1, Y1
+
+	// v61 = where(mask, v60, 0)
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+
+	// v62 = abs(v61)
+	VMOVUPS lgc23<>+0(SB), Y3
+	VANDNPS Y1, Y3, Y3
+	VMOVUPS lgc28<>+0(SB), Y4
+
+	// v64 = lt(v62, 0.1)
+	VCMPPS  $0x11, Y4, Y3, Y3
+	VANDPS  lgc5<>+0(SB), Y3, Y3
+	VMOVUPS lgc29<>+0(SB), Y5
+
+	// v66 = max(v61, -0.1) tie=first
+	VMAXPS Y1, Y5, Y5
+
+	// v67 = min(v66, 0.1) tie=first
+	VMINPS Y5, Y4, Y4
+
+	// v70 = mul(v67, 2.755731922398589e-07)
+	VMULPS lgc30<>+0(SB), Y4, Y5
+
+	// v71 = add(2.7557319223985893e-06, v70)
+	VADDPS lgc31<>+0(SB), Y5, Y5
+
+	// v73 = mul(v67, v71)
+	VMULPS Y5, Y4, Y5
+
+	// v74 = add(2.48015873015873e-05, v73)
+	VADDPS lgc32<>+0(SB), Y5, Y5
+
+	// v76 = mul(v67, v74)
+	VMULPS Y5, Y4, Y5
+
+	// v77 = add(0.0001984126984126984, v76)
+	VADDPS lgc33<>+0(SB), Y5, Y5
+
+	// v79 = mul(v67, v77)
+	VMULPS Y5, Y4, Y5
+
+	// v80 = add(0.001388888888888889, v79)
+	VADDPS lgc34<>+0(SB), Y5, Y5
+
+	// v82 = mul(v67, v80)
+	VMULPS Y5, Y4, Y5
+
+	// v83 = add(0.008333333333333333, v82)
+	VADDPS lgc35<>+0(SB), Y5, Y5
+
+	// v85 = mul(v67, v83)
+	VMULPS Y5, Y4, Y5
+
+	// v86 = add(0.041666666666666664, v85)
+	VADDPS lgc36<>+0(SB), Y5, Y5
+
+	// v88 = mul(v67, v86)
+	VMULPS Y5, Y4, Y5
+
+	// v89 = add(0.16666666666666666, v88)
+	VADDPS lgc37<>+0(SB), Y5, Y5
+
+	// v91 = mul(v67, v89)
+	VMULPS Y5, Y4, Y5
+
+	// v92 = add(0.5, v91)
+	VADDPS lgc18<>+0(SB), Y5, Y5
+
+	// v93 = mul(v67, v67)
+	VMULPS Y4, Y4, Y4
+
+	// v94 = mul(v93, v92)
+	VMULPS Y5, Y4, Y4
+
+	// v95 = exp(v61)
+	VMAXPS       lgc8<>+0(SB), Y1, Y5
+	VMINPS       lgc9<>+0(SB), Y5, Y5
+	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VMOVAPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
+	VMOVAPS      lgc13<>+0(SB), Y7
 	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VADDPS       lgc5<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPMAXSD      lgc19<>+0(SB), Y5, Y6
+	VPMINSD      lgc20<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
+	VPADDD       lgc20<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
+	VPADDD       lgc20<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
-	VMOVUPS      lgc1<>+0(SB), Y4
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
 
-	// v55 = gt(numValid, 0)
-	VCMPPS $0x1e, Y4, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	// v96 = sub(v95, 1)
+	VSUBPS lgc5<>+0(SB), Y7, Y5
 
-	// v56 = div(v54, v36)
-	VDIVPS Y1, Y7, Y5
+	// v97 = sub(v96, v61)
+	VSUBPS Y1, Y5, Y1
 
-	// ess = where(v55, v56, 0)
-	VMOVUPS      lgc1<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y0, Y6
-	VBLENDVPS    Y6, Y5, Y4, Y0
-	MOVQ         s7+40(FP), AX
+	// k3 = where(v64, v94, v97)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y4, Y1, Y1
+
+	// v99 = where(mask, k3, 0)
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
+
+	// sum(v99) over [G N L]
+	VADDPS       3968(SI), Y0, Y0
+	VMOVUPS      Y0, 3968(SI)
+	DECQ         BX
+	JNZ          noflush_9
+	MOVQ         state+40(FP), BX
+	VMOVUPS      2176(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1984(BX), Y2, Y2
+	VMOVUPD      Y2, 1984(BX)
+	VADDPD       2016(BX), Y0, Y0
+	VMOVUPD      Y0, 2016(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(BX)
+	VMOVUPS      2496(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2304(BX), Y2, Y2
+	VMOVUPD      Y2, 2304(BX)
+	VADDPD       2336(BX), Y0, Y0
+	VMOVUPD      Y0, 2336(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2496(BX)
+	VMOVUPS      2816(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2624(BX), Y2, Y2
+	VMOVUPD      Y2, 2624(BX)
+	VADDPD       2656(BX), Y0, Y0
+	VMOVUPD      Y0, 2656(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2816(BX)
+	VMOVUPS      3136(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2944(BX), Y2, Y2
+	VMOVUPD      Y2, 2944(BX)
+	VADDPD       2976(BX), Y0, Y0
+	VMOVUPD      Y0, 2976(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3136(BX)
+	VMOVUPS      3968(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3776(BX), Y2, Y2
+	VMOVUPD      Y2, 3776(BX)
+	VADDPD       3808(BX), Y0, Y0
+	VMOVUPD      Y0, 3808(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3968(BX)
+	VANDPS       4096(BX), Y1, Y1
+	VMOVUPS      Y1, 4096(BX)
+	MOVQ         $+8, BX
+
+noflush_9:
+	ADDQ         $+8, DX
+	CMPQ         DX, $+64
+	JL           blocks_8
+	MOVQ         state+40(FP), DX
+	VMOVUPS      2176(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1984(DX), Y2, Y2
+	VMOVUPD      Y2, 1984(DX)
+	VADDPD       2016(DX), Y0, Y0
+	VMOVUPD      Y0, 2016(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(DX)
+	VMOVUPS      2496(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2304(DX), Y2, Y2
+	VMOVUPD      Y2, 2304(DX)
+	VADDPD       2336(DX), Y0, Y0
+	VMOVUPD      Y0, 2336(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2496(DX)
+	VMOVUPS      2816(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2624(DX), Y2, Y2
+	VMOVUPD      Y2, 2624(DX)
+	VADDPD       2656(DX), Y0, Y0
+	VMOVUPD      Y0, 2656(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2816(DX)
+	VMOVUPS      3136(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2944(DX), Y2, Y2
+	VMOVUPD      Y2, 2944(DX)
+	VADDPD       2976(DX), Y0, Y0
+	VMOVUPD      Y0, 2976(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3136(DX)
+	VMOVUPS      3968(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3776(DX), Y2, Y2
+	VMOVUPD      Y2, 3776(DX)
+	VADDPD       3808(DX), Y0, Y0
+	VMOVUPD      Y0, 3808(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3968(DX)
+	VANDPS       4096(DX), Y1, Y1
+	VMOVUPS      Y1, 4096(DX)
+	INCQ         CX
+	CMPQ         CX, $+8
+	JL           outer1_7
+	INCQ         AX
+	CMPQ         AX, hi+72(FP)
+	JL           outer0_6
+	VZEROUPPER
+	RET
+
+DATA lgc5<>+0(SB)/4, $0x3f800000
+DATA lgc5<>+4(SB)/4, $0x3f800000
+DATA lgc5<>+8(SB)/4, $0x3f800000
+DATA lgc5<>+12(SB)/4, $0x3f800000
+DATA lgc5<>+16(SB)/4, $0x3f800000
+DATA lgc5<>+20(SB)/4, $0x3f800000
+DATA lgc5<>+24(SB)/4, $0x3f800000
+DATA lgc5<>+28(SB)/4, $0x3f800000
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
+
+DATA lgc6<>+0(SB)/4, $0xbe647fbe
+DATA lgc6<>+4(SB)/4, $0xbe647fbe
+DATA lgc6<>+8(SB)/4, $0xbe647fbe
+DATA lgc6<>+12(SB)/4, $0xbe647fbe
+DATA lgc6<>+16(SB)/4, $0xbe647fbe
+DATA lgc6<>+20(SB)/4, $0xbe647fbe
+DATA lgc6<>+24(SB)/4, $0xbe647fbe
+DATA lgc6<>+28(SB)/4, $0xbe647fbe
+GLOBL lgc6<>(SB), RODATA|NOPTR, $32
+
+DATA lgc7<>+0(SB)/4, $0x3e3ab281
+DATA lgc7<>+4(SB)/4, $0x3e3ab281
+DATA lgc7<>+8(SB)/4, $0x3e3ab281
+DATA lgc7<>+12(SB)/4, $0x3e3ab281
+DATA lgc7<>+16(SB)/4, $0x3e3ab281
+DATA lgc7<>+20(SB)/4, $0x3e3ab281
+DATA lgc7<>+24(SB)/4, $0x3e3ab281
+DATA lgc7<>+28(SB)/4, $0x3e3ab281
+GLOBL lgc7<>(SB), RODATA|NOPTR, $32
+
+DATA lgc8<>+0(SB)/4, $0xc2d00000
+DATA lgc8<>+4(SB)/4, $0xc2d00000
+DATA lgc8<>+8(SB)/4, $0xc2d00000
+DATA lgc8<>+12(SB)/4, $0xc2d00000
+DATA lgc8<>+16(SB)/4, $0xc2d00000
+DATA lgc8<>+20(SB)/4, $0xc2d00000
+DATA lgc8<>+24(SB)/4, $0xc2d00000
+DATA lgc8<>+28(SB)/4, $0xc2d00000
+GLOBL lgc8<>(SB), RODATA|NOPTR, $32
+
+DATA lgc9<>+0(SB)/4, $0x42b20000
+DATA lgc9<>+4(SB)/4, $0x42b20000
+DATA lgc9<>+8(SB)/4, $0x42b20000
+DATA lgc9<>+12(SB)/4, $0x42b20000
+DATA lgc9<>+16(SB)/4, $0x42b20000
+DATA lgc9<>+20(SB)/4, $0x42b20000
+DATA lgc9<>+24(SB)/4, $0x42b20000
+DATA lgc9<>+28(SB)/4, $0x42b20000
+GLOBL lgc9<>(SB), RODATA|NOPTR, $32
+
+DATA lgc10<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+28(SB)/4, $0x3fb8aa3b
+GLOBL lgc10<>(SB), RODATA|NOPTR, $32
+
+DATA lgc11<>+0(SB)/4, $0x3f318000
+DATA lgc11<>+4(SB)/4, $0x3f318000
+DATA lgc11<>+8(SB)/4, $0x3f318000
+DATA lgc11<>+12(SB)/4, $0x3f318000
+DATA lgc11<>+16(SB)/4, $0x3f318000
+DATA lgc11<>+20(SB)/4, $0x3f318000
+DATA lgc11<>+24(SB)/4, $0x3f318000
+DATA lgc11<>+28(SB)/4, $0x3f318000
+GLOBL lgc11<>(SB), RODATA|NOPTR, $32
+
+DATA lgc12<>+0(SB)/4, $0xb95e8083
+DATA lgc12<>+4(SB)/4, $0xb95e8083
+DATA lgc12<>+8(SB)/4, $0xb95e8083
+DATA lgc12<>+12(SB)/4, $0xb95e8083
+DATA lgc12<>+16(SB)/4, $0xb95e8083
+DATA lgc12<>+20(SB)/4, $0xb95e8083
+DATA lgc12<>+24(SB)/4, $0xb95e8083
+DATA lgc12<>+28(SB)/4, $0xb95e8083
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+DATA lgc13<>+0(SB)/4, $0x39506967
+DATA lgc13<>+4(SB)/4, $0x39506967
+DATA lgc13<>+8(SB)/4, $0x39506967
+DATA lgc13<>+12(SB)/4, $0x39506967
+DATA lgc13<>+16(SB)/4, $0x39506967
+DATA lgc13<>+20(SB)/4, $0x39506967
+DATA lgc13<>+24(SB)/4, $0x39506967
+DATA lgc13<>+28(SB)/4, $0x39506967
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/4, $0x3ab743ce
+DATA lgc14<>+4(SB)/4, $0x3ab743ce
+DATA lgc14<>+8(SB)/4, $0x3ab743ce
+DATA lgc14<>+12(SB)/4, $0x3ab743ce
+DATA lgc14<>+16(SB)/4, $0x3ab743ce
+DATA lgc14<>+20(SB)/4, $0x3ab743ce
+DATA lgc14<>+24(SB)/4, $0x3ab743ce
+DATA lgc14<>+28(SB)/4, $0x3ab743ce
+GLOBL lgc14<>(SB), RODATA|NOPTR, $32
+
+DATA lgc15<>+0(SB)/4, $0x3c088908
+DATA lgc15<>+4(SB)/4, $0x3c088908
+DATA lgc15<>+8(SB)/4, $0x3c088908
+DATA lgc15<>+12(SB)/4, $0x3c088908
+DATA lgc15<>+16(SB)/4, $0x3c088908
+DATA lgc15<>+20(SB)/4, $0x3c088908
+DATA lgc15<>+24(SB)/4, $0x3c088908
+DATA lgc15<>+28(SB)/4, $0x3c088908
+GLOBL lgc15<>(SB), RODATA|NOPTR, $32
+
+DATA lgc16<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+28(SB)/4, $0x3d2aa9c1
+GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+
+DATA lgc17<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+28(SB)/4, $0x3e2aaaaa
+GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/4, $0x3f000000
+DATA lgc18<>+4(SB)/4, $0x3f000000
+DATA lgc18<>+8(SB)/4, $0x3f000000
+DATA lgc18<>+12(SB)/4, $0x3f000000
+DATA lgc18<>+16(SB)/4, $0x3f000000
+DATA lgc18<>+20(SB)/4, $0x3f000000
+DATA lgc18<>+24(SB)/4, $0x3f000000
+DATA lgc18<>+28(SB)/4, $0x3f000000
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+
+DATA lgc19<>+0(SB)/4, $0xffffff82
+DATA lgc19<>+4(SB)/4, $0xffffff82
+DATA lgc19<>+8(SB)/4, $0xffffff82
+DATA lgc19<>+12(SB)/4, $0xffffff82
+DATA lgc19<>+16(SB)/4, $0xffffff82
+DATA lgc19<>+20(SB)/4, $0xffffff82
+DATA lgc19<>+24(SB)/4, $0xffffff82
+DATA lgc19<>+28(SB)/4, $0xffffff82
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0x0000007f
+DATA lgc20<>+4(SB)/4, $0x0000007f
+DATA lgc20<>+8(SB)/4, $0x0000007f
+DATA lgc20<>+12(SB)/4, $0x0000007f
+DATA lgc20<>+16(SB)/4, $0x0000007f
+DATA lgc20<>+20(SB)/4, $0x0000007f
+DATA lgc20<>+24(SB)/4, $0x0000007f
+DATA lgc20<>+28(SB)/4, $0x0000007f
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x3f99999a
+DATA lgc21<>+4(SB)/4, $0x3f99999a
+DATA lgc21<>+8(SB)/4, $0x3f99999a
+DATA lgc21<>+12(SB)/4, $0x3f99999a
+DATA lgc21<>+16(SB)/4, $0x3f99999a
+DATA lgc21<>+20(SB)/4, $0x3f99999a
+DATA lgc21<>+24(SB)/4, $0x3f99999a
+DATA lgc21<>+28(SB)/4, $0x3f99999a
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x3f4ccccd
+DATA lgc22<>+4(SB)/4, $0x3f4ccccd
+DATA lgc22<>+8(SB)/4, $0x3f4ccccd
+DATA lgc22<>+12(SB)/4, $0x3f4ccccd
+DATA lgc22<>+16(SB)/4, $0x3f4ccccd
+DATA lgc22<>+20(SB)/4, $0x3f4ccccd
+DATA lgc22<>+24(SB)/4, $0x3f4ccccd
+DATA lgc22<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x80000000
+DATA lgc23<>+4(SB)/4, $0x80000000
+DATA lgc23<>+8(SB)/4, $0x80000000
+DATA lgc23<>+12(SB)/4, $0x80000000
+DATA lgc23<>+16(SB)/4, $0x80000000
+DATA lgc23<>+20(SB)/4, $0x80000000
+DATA lgc23<>+24(SB)/4, $0x80000000
+DATA lgc23<>+28(SB)/4, $0x80000000
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0xff800000
+DATA lgc24<>+4(SB)/4, $0xff800000
+DATA lgc24<>+8(SB)/4, $0xff800000
+DATA lgc24<>+12(SB)/4, $0xff800000
+DATA lgc24<>+16(SB)/4, $0xff800000
+DATA lgc24<>+20(SB)/4, $0xff800000
+DATA lgc24<>+24(SB)/4, $0xff800000
+DATA lgc24<>+28(SB)/4, $0xff800000
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0xc2ae0000
+DATA lgc25<>+4(SB)/4, $0xc2ae0000
+DATA lgc25<>+8(SB)/4, $0xc2ae0000
+DATA lgc25<>+12(SB)/4, $0xc2ae0000
+DATA lgc25<>+16(SB)/4, $0xc2ae0000
+DATA lgc25<>+20(SB)/4, $0xc2ae0000
+DATA lgc25<>+24(SB)/4, $0xc2ae0000
+DATA lgc25<>+28(SB)/4, $0xc2ae0000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x42b00000
+DATA lgc26<>+4(SB)/4, $0x42b00000
+DATA lgc26<>+8(SB)/4, $0x42b00000
+DATA lgc26<>+12(SB)/4, $0x42b00000
+DATA lgc26<>+16(SB)/4, $0x42b00000
+DATA lgc26<>+20(SB)/4, $0x42b00000
+DATA lgc26<>+24(SB)/4, $0x42b00000
+DATA lgc26<>+28(SB)/4, $0x42b00000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x40000000
+DATA lgc27<>+4(SB)/4, $0x40000000
+DATA lgc27<>+8(SB)/4, $0x40000000
+DATA lgc27<>+12(SB)/4, $0x40000000
+DATA lgc27<>+16(SB)/4, $0x40000000
+DATA lgc27<>+20(SB)/4, $0x40000000
+DATA lgc27<>+24(SB)/4, $0x40000000
+DATA lgc27<>+28(SB)/4, $0x40000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x3dcccccd
+DATA lgc28<>+4(SB)/4, $0x3dcccccd
+DATA lgc28<>+8(SB)/4, $0x3dcccccd
+DATA lgc28<>+12(SB)/4, $0x3dcccccd
+DATA lgc28<>+16(SB)/4, $0x3dcccccd
+DATA lgc28<>+20(SB)/4, $0x3dcccccd
+DATA lgc28<>+24(SB)/4, $0x3dcccccd
+DATA lgc28<>+28(SB)/4, $0x3dcccccd
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0xbdcccccd
+DATA lgc29<>+4(SB)/4, $0xbdcccccd
+DATA lgc29<>+8(SB)/4, $0xbdcccccd
+DATA lgc29<>+12(SB)/4, $0xbdcccccd
+DATA lgc29<>+16(SB)/4, $0xbdcccccd
+DATA lgc29<>+20(SB)/4, $0xbdcccccd
+DATA lgc29<>+24(SB)/4, $0xbdcccccd
+DATA lgc29<>+28(SB)/4, $0xbdcccccd
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x3493f27e
+DATA lgc30<>+4(SB)/4, $0x3493f27e
+DATA lgc30<>+8(SB)/4, $0x3493f27e
+DATA lgc30<>+12(SB)/4, $0x3493f27e
+DATA lgc30<>+16(SB)/4, $0x3493f27e
+DATA lgc30<>+20(SB)/4, $0x3493f27e
+DATA lgc30<>+24(SB)/4, $0x3493f27e
+DATA lgc30<>+28(SB)/4, $0x3493f27e
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x3638ef1d
+DATA lgc31<>+4(SB)/4, $0x3638ef1d
+DATA lgc31<>+8(SB)/4, $0x3638ef1d
+DATA lgc31<>+12(SB)/4, $0x3638ef1d
+DATA lgc31<>+16(SB)/4, $0x3638ef1d
+DATA lgc31<>+20(SB)/4, $0x3638ef1d
+DATA lgc31<>+24(SB)/4, $0x3638ef1d
+DATA lgc31<>+28(SB)/4, $0x3638ef1d
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x37d00d01
+DATA lgc32<>+4(SB)/4, $0x37d00d01
+DATA lgc32<>+8(SB)/4, $0x37d00d01
+DATA lgc32<>+12(SB)/4, $0x37d00d01
+DATA lgc32<>+16(SB)/4, $0x37d00d01
+DATA lgc32<>+20(SB)/4, $0x37d00d01
+DATA lgc32<>+24(SB)/4, $0x37d00d01
+DATA lgc32<>+28(SB)/4, $0x37d00d01
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x39500d01
+DATA lgc33<>+4(SB)/4, $0x39500d01
+DATA lgc33<>+8(SB)/4, $0x39500d01
+DATA lgc33<>+12(SB)/4, $0x39500d01
+DATA lgc33<>+16(SB)/4, $0x39500d01
+DATA lgc33<>+20(SB)/4, $0x39500d01
+DATA lgc33<>+24(SB)/4, $0x39500d01
+DATA lgc33<>+28(SB)/4, $0x39500d01
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x3ab60b61
+DATA lgc34<>+4(SB)/4, $0x3ab60b61
+DATA lgc34<>+8(SB)/4, $0x3ab60b61
+DATA lgc34<>+12(SB)/4, $0x3ab60b61
+DATA lgc34<>+16(SB)/4, $0x3ab60b61
+DATA lgc34<>+20(SB)/4, $0x3ab60b61
+DATA lgc34<>+24(SB)/4, $0x3ab60b61
+DATA lgc34<>+28(SB)/4, $0x3ab60b61
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x3c088889
+DATA lgc35<>+4(SB)/4, $0x3c088889
+DATA lgc35<>+8(SB)/4, $0x3c088889
+DATA lgc35<>+12(SB)/4, $0x3c088889
+DATA lgc35<>+16(SB)/4, $0x3c088889
+DATA lgc35<>+20(SB)/4, $0x3c088889
+DATA lgc35<>+24(SB)/4, $0x3c088889
+DATA lgc35<>+28(SB)/4, $0x3c088889
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x3d2aaaab
+DATA lgc36<>+4(SB)/4, $0x3d2aaaab
+DATA lgc36<>+8(SB)/4, $0x3d2aaaab
+DATA lgc36<>+12(SB)/4, $0x3d2aaaab
+DATA lgc36<>+16(SB)/4, $0x3d2aaaab
+DATA lgc36<>+20(SB)/4, $0x3d2aaaab
+DATA lgc36<>+24(SB)/4, $0x3d2aaaab
+DATA lgc36<>+28(SB)/4, $0x3d2aaaab
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x3e2aaaab
+DATA lgc37<>+4(SB)/4, $0x3e2aaaab
+DATA lgc37<>+8(SB)/4, $0x3e2aaaab
+DATA lgc37<>+12(SB)/4, $0x3e2aaaab
+DATA lgc37<>+16(SB)/4, $0x3e2aaaab
+DATA lgc37<>+20(SB)/4, $0x3e2aaaab
+DATA lgc37<>+24(SB)/4, $0x3e2aaaab
+DATA lgc37<>+28(SB)/4, $0x3e2aaaab
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+// func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·pass3AVX2(SB), $0-104
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc5<>+0(SB), Y1
+
+	// v36 = max(numValid, 1)
+	VMAXPS       Y0, Y1, Y1
+	MOVQ         s2+8(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y2
+
+	// lossObjective = div(v35, v36)
+	VDIVPS       Y1, Y2, Y2
+	MOVQ         s3+16(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y3
+
+	// clipFraction = div(v40, v36)
+	VDIVPS       Y1, Y3, Y3
+	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
+	// klApprox = div(v44, v36)
+	VDIVPS       Y1, Y4, Y4
+	MOVQ         s5+32(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y5
+
+	// v50 = mul(2, v49)
+	VMULPS       lgc27<>+0(SB), Y5, Y5
+	MOVQ         s6+40(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y6
+
+	// v53 = sub(v50, v52)
+	VSUBPS Y6, Y5, Y5
+
+	// v54 = exp(v53)
+	VMAXPS       lgc8<>+0(SB), Y5, Y6
+	VMINPS       lgc9<>+0(SB), Y6, Y6
+	VMULPS       lgc10<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc11<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
+	VMOVAPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc5<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc19<>+0(SB), Y6, Y7
+	VPMINSD      lgc20<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc20<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
+	VMOVUPS      lgc3<>+0(SB), Y5
+
+	// v55 = gt(numValid, 0)
+	VCMPPS $0x1e, Y5, Y0, Y0
+	VANDPS lgc5<>+0(SB), Y0, Y0
+
+	// v56 = div(v54, v36)
+	VDIVPS Y1, Y8, Y6
+
+	// ess = where(v55, v56, 0)
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VCMPPS       $0x04, Y7, Y0, Y7
+	VBLENDVPS    Y7, Y6, Y5, Y0
+	MOVQ         s7+48(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y5
+
 	// klToRef = div(v100, v36)
-	VDIVPS Y1, Y4, Y1
+	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc36<>+0(SB), Y1, Y4
+	VMULPS lgc38<>+0(SB), Y1, Y5
 
-	// store clipFraction
-	MOVQ   clipFraction+48(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+56(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store klApprox
-	MOVQ   kLApprox+56(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+64(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
+	// store klApprox
+	MOVQ   kLApprox+72(FP), AX
+	VMOVSS X4, (AX)(CX*4)
+
 	// store ess
-	MOVQ   ess+64(FP), AX
+	MOVQ   ess+80(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
 	// store lossKLToRef
-	MOVQ   lossKLToRef+72(FP), AX
-	VMOVSS X4, (AX)(CX*4)
+	MOVQ   lossKLToRef+88(FP), AX
+	VMOVSS X5, (AX)(CX*4)
 
 	// store klToRef2
-	MOVQ   kLToRef+80(FP), AX
+	MOVQ   kLToRef+96(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x3d23d70a
-DATA lgc36<>+4(SB)/4, $0x3d23d70a
-DATA lgc36<>+8(SB)/4, $0x3d23d70a
-DATA lgc36<>+12(SB)/4, $0x3d23d70a
-DATA lgc36<>+16(SB)/4, $0x3d23d70a
-DATA lgc36<>+20(SB)/4, $0x3d23d70a
-DATA lgc36<>+24(SB)/4, $0x3d23d70a
-DATA lgc36<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+DATA lgc38<>+0(SB)/4, $0x3d23d70a
+DATA lgc38<>+4(SB)/4, $0x3d23d70a
+DATA lgc38<>+8(SB)/4, $0x3d23d70a
+DATA lgc38<>+12(SB)/4, $0x3d23d70a
+DATA lgc38<>+16(SB)/4, $0x3d23d70a
+DATA lgc38<>+20(SB)/4, $0x3d23d70a
+DATA lgc38<>+24(SB)/4, $0x3d23d70a
+DATA lgc38<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-// func pass4AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·pass4AVX2(SB), $0-72
+// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// Requires: AVX, AVX2
+TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_10:
@@ -1048,229 +1197,6 @@ outer1_11:
 	XORQ DX, DX
 
 blocks_12:
-	MOVQ         s1+8(FP), SI
-	XORQ         DI, DI
-	MOVQ         AX, R8
-	ADDQ         R8, DI
-	VBROADCASTSS (SI)(DI*4), Y0
-
-	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         nextReward+16(FP), SI
-	XORQ         R8, R8
-	IMUL3Q       $+8, AX, R9
-	ADDQ         R9, R8
-	MOVQ         CX, R9
-	ADDQ         R9, R8
-	VBROADCASTSS (SI)(R8*4), Y1
-	MOVQ         s0+24(FP), SI
-	VBROADCASTSS (SI)(DI*4), Y2
-
-	// v4 = sub(nextReward, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc35<>+0(SB), Y2
-
-	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
-
-	// v7 = div(v4, v6)
-	VDIVPS    Y0, Y1, Y0
-	MOVQ      mask+32(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+512, AX, R8
-	ADDQ      R8, DI
-	IMUL3Q    $+64, CX, R8
-	ADDQ      R8, DI
-	ADDQ      DX, DI
-	VPMOVZXBD (SI)(DI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	MOVQ      logProb+40(FP), SI
-	VMOVUPS   (SI)(DI*4), Y2
-	VMOVUPS   lgc1<>+0(SB), Y3
-
-	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
-	MOVQ      sampleLogProb+48(FP), SI
-	VMOVUPS   (SI)(DI*4), Y4
-
-	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
-
-	// v19 = where(mask, v7, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y0, Y3, Y0
-
-	// logWeight = sub(v16, v18)
-	VSUBPS Y4, Y2, Y2
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc5<>+0(SB), Y2, Y4
-	VMINPS       lgc6<>+0(SB), Y4, Y4
-	VMULPS       lgc7<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
-	VMOVAPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc0<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc16<>+0(SB), Y4, Y5
-	VPMINSD      lgc17<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y4
-	VBLENDVPS    Y4, Y2, Y6, Y6
-
-	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y3, Y0, Y2
-	VANDPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y4
-
-	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y6, Y4, Y4
-	VMOVUPS lgc38<>+0(SB), Y5
-
-	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y6, Y5, Y5
-
-	// ratioClipped = where(v26, v28, v30)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y4, Y5, Y2
-
-	// gain = mul(v19, ratioClipped)
-	VMULPS Y2, Y0, Y0
-
-	// v33 = neg(gain)
-	VXORPS lgc21<>+0(SB), Y0, Y0
-
-	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y3, Y0
-
-	// sum(v34) over [G N L]
-	MOVQ         state+56(FP), SI
-	VADDPS       4096(SI), Y0, Y0
-	VMOVUPS      Y0, 4096(SI)
-	DECQ         BX
-	JNZ          noflush_13
-	MOVQ         state+56(FP), BX
-	VMOVUPS      4096(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3904(BX), Y2, Y2
-	VMOVUPD      Y2, 3904(BX)
-	VADDPD       3936(BX), Y0, Y0
-	VMOVUPD      Y0, 3936(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 4096(BX)
-	VANDPS       4224(BX), Y1, Y1
-	VMOVUPS      Y1, 4224(BX)
-	MOVQ         $+8, BX
-
-noflush_13:
-	ADDQ         $+8, DX
-	CMPQ         DX, $+64
-	JL           blocks_12
-	MOVQ         state+56(FP), DX
-	VMOVUPS      4096(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3904(DX), Y2, Y2
-	VMOVUPD      Y2, 3904(DX)
-	VADDPD       3936(DX), Y0, Y0
-	VMOVUPD      Y0, 3936(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 4096(DX)
-	VANDPS       4224(DX), Y1, Y1
-	VMOVUPS      Y1, 4224(DX)
-	INCQ         CX
-	CMPQ         CX, $+8
-	JL           outer1_11
-	INCQ         AX
-	CMPQ         AX, hi+64(FP)
-	JL           outer0_10
-	VZEROUPPER
-	RET
-
-DATA lgc37<>+0(SB)/4, $0x3f99999a
-DATA lgc37<>+4(SB)/4, $0x3f99999a
-DATA lgc37<>+8(SB)/4, $0x3f99999a
-DATA lgc37<>+12(SB)/4, $0x3f99999a
-DATA lgc37<>+16(SB)/4, $0x3f99999a
-DATA lgc37<>+20(SB)/4, $0x3f99999a
-DATA lgc37<>+24(SB)/4, $0x3f99999a
-DATA lgc37<>+28(SB)/4, $0x3f99999a
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x3f4ccccd
-DATA lgc38<>+4(SB)/4, $0x3f4ccccd
-DATA lgc38<>+8(SB)/4, $0x3f4ccccd
-DATA lgc38<>+12(SB)/4, $0x3f4ccccd
-DATA lgc38<>+16(SB)/4, $0x3f4ccccd
-DATA lgc38<>+20(SB)/4, $0x3f4ccccd
-DATA lgc38<>+24(SB)/4, $0x3f4ccccd
-DATA lgc38<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-// func pass5AVX2(numValid *float32, s2 *float32, lossObjective *float32)
-// Requires: AVX
-TEXT ·pass5AVX2(SB), $0-24
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v36 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y0
-	MOVQ         s2+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y1
-
-	// lossObjective = div(v35, v36)
-	VDIVPS Y0, Y1, Y0
-
-	// store lossObjective
-	MOVQ   lossObjective+16(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $32-56
-	MOVQ lo+0(FP), AX
-
-outer0_14:
-	XORQ CX, CX
-
-outer1_15:
-	MOVQ $+8, BX
-	XORQ DX, DX
-
-blocks_16:
 	MOVQ      mask+8(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+512, AX, R8
@@ -1280,272 +1206,24 @@ blocks_16:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y0
 	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   lgc5<>+0(SB), Y1
+	VMOVUPS   lgc3<>+0(SB), Y2
 
 	// v13 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// sum(v13) over [G N L]
-	MOVQ    state+16(FP), SI
-	VADDPS  256(SI), Y1, Y1
-	VMOVUPS Y1, 256(SI)
-	MOVQ    logProb+24(FP), R8
-	VMOVUPS (R8)(DI*4), Y1
-
-	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+32(FP), R8
-	VMOVUPS   (R8)(DI*4), Y3
-
-	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// logWeight = sub(v16, v18)
-	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
-
-	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
-
-	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS Y5, Y6, Y5
-
-	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
-
-	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
-
-	// sum(v39) over [G N L]
-	VADDPS  576(SI), Y5, Y5
-	VMOVUPS Y5, 576(SI)
-
-	// v42 = sub(v18, v16)
-	VSUBPS Y1, Y3, Y3
-
-	// v43 = where(mask, v42, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y2
-
-	// sum(v43) over [G N L]
-	VADDPS  896(SI), Y2, Y2
-	VMOVUPS Y2, 896(SI)
-	VMOVUPS lgc4<>+0(SB), Y2
-
-	// v47 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y4, Y2, Y0
-	VMOVUPS   Y1, (SP)
-
-	// logsumexp(v47) over [G N L]
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc19<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       1216(SI), Y1, Y1
-	VMOVUPS      Y1, 1216(SI)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(SI), Y1, Y3
-	VMOVUPD      Y3, 1024(SI)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       1344(SI), Y1, Y1
-	VMOVUPD      Y1, 1344(SI)
-	VADDPD       1056(SI), Y2, Y1
-	VMOVUPD      Y1, 1056(SI)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       1376(SI), Y1, Y1
-	VMOVUPD      Y1, 1376(SI)
-
-	// v51 = mul(2, v47)
-	VMULPS    lgc20<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), R8
-	VPMOVZXBD (R8)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      refLogProb+40(FP), R8
-	VMOVUPS   (R8)(DI*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-
-	// v59 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	VMOVUPS   (SP), Y3
-
-	// v60 = sub(v59, v16)
-	VSUBPS Y3, Y1, Y1
-
-	// v61 = where(mask, v60, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v62 = abs(v61)
-	VMOVUPS lgc21<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS lgc22<>+0(SB), Y4
-
-	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc23<>+0(SB), Y5
-
-	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
-
-	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc24<>+0(SB), Y4, Y5
-
-	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc25<>+0(SB), Y5, Y5
-
-	// v73 = mul(v67, v71)
-	VMULPS Y5, Y4, Y5
-
-	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc26<>+0(SB), Y5, Y5
-
-	// v76 = mul(v67, v74)
-	VMULPS Y5, Y4, Y5
-
-	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc27<>+0(SB), Y5, Y5
-
-	// v79 = mul(v67, v77)
-	VMULPS Y5, Y4, Y5
-
-	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc28<>+0(SB), Y5, Y5
-
-	// v82 = mul(v67, v80)
-	VMULPS Y5, Y4, Y5
-
-	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc29<>+0(SB), Y5, Y5
-
-	// v85 = mul(v67, v83)
-	VMULPS Y5, Y4, Y5
-
-	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc30<>+0(SB), Y5, Y5
-
-	// v88 = mul(v67, v86)
-	VMULPS Y5, Y4, Y5
-
-	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc31<>+0(SB), Y5, Y5
-
-	// v91 = mul(v67, v89)
-	VMULPS Y5, Y4, Y5
-
-	// v92 = add(0.5, v91)
-	VADDPS lgc15<>+0(SB), Y5, Y5
-
-	// v93 = mul(v67, v67)
-	VMULPS Y4, Y4, Y4
-
-	// v94 = mul(v93, v92)
-	VMULPS Y5, Y4, Y4
-
-	// v95 = exp(v61)
-	VMAXPS       lgc5<>+0(SB), Y1, Y5
-	VMINPS       lgc6<>+0(SB), Y5, Y5
-	VMULPS       lgc7<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VMOVAPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
-
-	// v96 = sub(v95, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y5
-
-	// v97 = sub(v96, v61)
-	VSUBPS Y1, Y5, Y1
-
-	// k3 = where(v64, v94, v97)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
-
-	// v99 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
+	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// sum(v99) over [G N L]
-	VADDPS       1728(SI), Y0, Y0
-	VMOVUPS      Y0, 1728(SI)
+	// sum(v13) over [G N L]
+	MOVQ         state+16(FP), SI
+	VADDPS       256(SI), Y0, Y0
+	VMOVUPS      Y0, 256(SI)
 	DECQ         BX
-	JNZ          noflush_17
+	JNZ          noflush_13
 	MOVQ         state+16(FP), BX
 	VMOVUPS      256(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1553,59 +1231,20 @@ blocks_16:
 	VMOVUPD      Y2, 64(BX)
 	VADDPD       96(BX), Y0, Y0
 	VMOVUPD      Y0, 96(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(BX)
-	VMOVUPS      576(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(BX), Y2, Y2
-	VMOVUPD      Y2, 384(BX)
-	VADDPD       416(BX), Y0, Y0
-	VMOVUPD      Y0, 416(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 576(BX)
-	VMOVUPS      896(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(BX), Y2, Y2
-	VMOVUPD      Y2, 704(BX)
-	VADDPD       736(BX), Y0, Y0
-	VMOVUPD      Y0, 736(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 896(BX)
-	VMOVUPS      1728(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(BX), Y2, Y2
-	VMOVUPD      Y2, 1536(BX)
-	VADDPD       1568(BX), Y0, Y0
-	VMOVUPD      Y0, 1568(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1728(BX)
-	VANDPS       1856(BX), Y1, Y1
-	VMOVUPS      Y1, 1856(BX)
+	VANDPS       384(BX), Y1, Y1
+	VMOVUPS      Y1, 384(BX)
 	MOVQ         $+8, BX
 
-noflush_17:
+noflush_13:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
-	JL           blocks_16
+	JL           blocks_12
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1613,55 +1252,16 @@ noflush_17:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
-	VADDPD       416(DX), Y0, Y0
-	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VMOVUPS      896(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
-	VADDPD       736(DX), Y0, Y0
-	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VMOVUPS      1728(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(DX), Y2, Y2
-	VMOVUPD      Y2, 1536(DX)
-	VADDPD       1568(DX), Y0, Y0
-	VMOVUPD      Y0, 1568(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1728(DX)
-	VANDPS       1856(DX), Y1, Y1
-	VMOVUPS      Y1, 1856(DX)
+	VANDPS       384(DX), Y1, Y1
+	VMOVUPS      Y1, 384(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
-	JL           outer1_15
+	JL           outer1_11
 	INCQ         AX
-	CMPQ         AX, hi+48(FP)
-	JL           outer0_14
+	CMPQ         AX, hi+24(FP)
+	JL           outer0_10
 	VZEROUPPER
 	RET
 
@@ -1670,11 +1270,11 @@ noflush_17:
 TEXT ·fbPass1AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
-outer0_18:
+outer0_14:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_19:
+blocks_15:
 	MOVQ    nextReward+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+8, AX, DI
@@ -1688,87 +1288,87 @@ blocks_19:
 	ADDQ    SI, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+16(FP), DI
-	VADDPS  2368(DI)(SI*4), Y0, Y1
-	VMOVUPS Y1, 2368(DI)(SI*4)
+	VADDPS  896(DI)(SI*4), Y0, Y1
+	VMOVUPS Y1, 896(DI)(SI*4)
 
 	// var(nextReward) over [N]
 	IMUL3Q       $+8, BX, BX
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      3008(DI)(BX*8), Y2
+	VMOVUPD      1536(DI)(BX*8), Y2
 	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      2624(DI)(BX*8), Y4
-	VADDPD       lgc34<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 2624(DI)(BX*8)
+	VMOVUPD      1152(DI)(BX*8), Y4
+	VADDPD       lgc0<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 1152(DI)(BX*8)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      3392(DI)(BX*8), Y1
+	VMOVUPD      1920(DI)(BX*8), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 3008(DI)(BX*8)
-	VMOVUPD      Y1, 3392(DI)(BX*8)
-	VMOVUPD      3040(DI)(BX*8), Y1
+	VMOVUPD      Y2, 1536(DI)(BX*8)
+	VMOVUPD      Y1, 1920(DI)(BX*8)
+	VMOVUPD      1568(DI)(BX*8), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      2656(DI)(BX*8), Y3
-	VADDPD       lgc34<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 2656(DI)(BX*8)
+	VMOVUPD      1184(DI)(BX*8), Y3
+	VADDPD       lgc0<>+0(SB), Y3, Y3
+	VMOVUPD      Y3, 1184(DI)(BX*8)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      3424(DI)(BX*8), Y0
+	VMOVUPD      1952(DI)(BX*8), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 3040(DI)(BX*8)
-	VMOVUPD      Y0, 3424(DI)(BX*8)
+	VMOVUPD      Y1, 1568(DI)(BX*8)
+	VMOVUPD      Y0, 1952(DI)(BX*8)
 	DECQ         DX
-	JNZ          noflush_20
+	JNZ          noflush_16
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+16(FP), BX
-	VMOVUPS      2368(BX)(DX*4), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VMOVUPS      896(BX)(DX*4), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1984(BX)(DX*8)
-	VADDPD       2016(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 2016(BX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2368(BX)(DX*4)
-	VANDPS       3776(BX), Y1, Y1
-	VMOVUPS      Y1, 3776(BX)
+	VADDPD       512(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 512(BX)(DX*8)
+	VADDPD       544(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 544(BX)(DX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 896(BX)(DX*4)
+	VANDPS       2304(BX), Y1, Y1
+	VMOVUPS      Y1, 2304(BX)
 	MOVQ         $+8, DX
 
-noflush_20:
+noflush_16:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+8
-	JL           blocks_19
+	JL           blocks_15
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+16(FP), DX
-	VMOVUPS      2368(DX)(CX*4), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VMOVUPS      896(DX)(CX*4), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 1984(DX)(CX*8)
-	VADDPD       2016(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 2016(DX)(CX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2368(DX)(CX*4)
-	VANDPS       3776(DX), Y1, Y1
-	VMOVUPS      Y1, 3776(DX)
+	VADDPD       512(DX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 512(DX)(CX*8)
+	VADDPD       544(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 544(DX)(CX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)(CX*4)
+	VANDPS       2304(DX), Y1, Y1
+	VMOVUPS      Y1, 2304(DX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
-	JL           outer0_18
+	JL           outer0_14
 	VZEROUPPER
 	RET
 
@@ -1777,10 +1377,10 @@ noflush_20:
 TEXT ·fbPass2AVX2(SB), $0-48
 	MOVQ lo+0(FP), AX
 
-outer0_21:
+outer0_17:
 	XORQ CX, CX
 
-blocks_22:
+blocks_18:
 	MOVQ         s1+8(FP), DX
 	XORQ         BX, BX
 	MOVQ         AX, SI
@@ -1800,7 +1400,7 @@ blocks_22:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -1813,129 +1413,26 @@ blocks_22:
 	VMOVUPS Y0, (DX)(SI*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+8
-	JL      blocks_22
+	JL      blocks_18
 	INCQ    AX
 	CMPQ    AX, hi+40(FP)
-	JL      outer0_21
+	JL      outer0_17
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
+// func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $0-88
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v36 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y1
-	MOVQ         s3+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y2
-
-	// clipFraction = div(v40, v36)
-	VDIVPS       Y1, Y2, Y2
-	MOVQ         s4+16(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y3
-
-	// klApprox = div(v44, v36)
-	VDIVPS       Y1, Y3, Y3
-	MOVQ         s5+24(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y4
-
-	// v50 = mul(2, v49)
-	VMULPS       lgc20<>+0(SB), Y4, Y4
-	MOVQ         s6+32(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y5
-
-	// v53 = sub(v50, v52)
-	VSUBPS Y5, Y4, Y4
-
-	// v54 = exp(v53)
-	VMAXPS       lgc5<>+0(SB), Y4, Y5
-	VMINPS       lgc6<>+0(SB), Y5, Y5
-	VMULPS       lgc7<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VMOVAPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
-	VMOVUPS      lgc1<>+0(SB), Y4
-
-	// v55 = gt(numValid, 0)
-	VCMPPS $0x1e, Y4, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
-
-	// v56 = div(v54, v36)
-	VDIVPS Y1, Y7, Y5
-
-	// ess = where(v55, v56, 0)
-	VMOVUPS      lgc1<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y0, Y6
-	VBLENDVPS    Y6, Y5, Y4, Y0
-	MOVQ         s7+40(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y4
-
-	// klToRef = div(v100, v36)
-	VDIVPS Y1, Y4, Y1
-
-	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc36<>+0(SB), Y1, Y4
-
-	// store clipFraction
-	MOVQ   clipFraction+48(FP), AX
-	VMOVSS X2, (AX)(CX*4)
-
-	// store klApprox
-	MOVQ   kLApprox+56(FP), AX
-	VMOVSS X3, (AX)(CX*4)
-
-	// store ess
-	MOVQ   ess+64(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-
-	// store lossKLToRef
-	MOVQ   lossKLToRef+72(FP), AX
-	VMOVSS X4, (AX)(CX*4)
-
-	// store klToRef2
-	MOVQ   kLToRef+80(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func fbPass4AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass4AVX2(SB), $448-96
+TEXT ·fbPass3AVX2(SB), $480-96
 	MOVQ lo+0(FP), AX
 
-outer0_23:
+outer0_19:
 	XORQ CX, CX
 
-outer1_24:
+outer1_20:
 	MOVQ $+8, BX
 	XORQ DX, DX
 
-blocks_25:
+blocks_21:
 	MOVQ         s1+8(FP), SI
 	XORQ         DI, DI
 	MOVQ         AX, R8
@@ -1956,7 +1453,7 @@ blocks_25:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -1974,636 +1471,797 @@ blocks_25:
 	VCVTDQ2PS Y1, Y1
 	MOVQ      logProb+40(FP), SI
 	VMOVUPS   (SI)(DI*4), Y2
-	VMOVUPS   lgc1<>+0(SB), Y3
+	VMOVUPS   lgc3<>+0(SB), Y3
 
 	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
+	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
 	MOVQ      sampleLogProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y4
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
+	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// v19 = where(mask, v7, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
+	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y0, Y3, Y0
 
 	// logWeight = sub(v16, v18)
-	VSUBPS Y4, Y2, Y4
+	VSUBPS  Y4, Y2, Y5
+	VMOVUPS lgc6<>+0(SB), Y6
+
+	// v23 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc7<>+0(SB), Y7
+
+	// logWeightClip = min(v23, 0.18232156) tie=first
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y2, (SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc5<>+0(SB), Y4, Y5
-	VMINPS       lgc6<>+0(SB), Y5, Y5
-	VMULPS       lgc7<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VMOVAPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
+	VMAXPS       lgc8<>+0(SB), Y5, Y2
+	VMINPS       lgc9<>+0(SB), Y2, Y2
+	VMULPS       lgc10<>+0(SB), Y2, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc11<>+0(SB), Y7, Y2
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y2
+	VMOVAPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y8
+	VMULPS       Y2, Y2, Y9
+	VFMADD213PS  Y2, Y9, Y8
+	VADDPS       lgc5<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y2
+	VPMAXSD      lgc19<>+0(SB), Y2, Y7
+	VPMINSD      lgc20<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y2, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y2
+	VBLENDVPS    Y2, Y5, Y8, Y8
 
 	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y3, Y0, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc37<>+0(SB), Y5
+	VCMPPS  $0x1d, Y3, Y0, Y2
+	VANDPS  lgc5<>+0(SB), Y2, Y2
+	VMOVUPS lgc21<>+0(SB), Y7
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y5, Y5
-	VMOVUPS lgc38<>+0(SB), Y6
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS lgc22<>+0(SB), Y9
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y6, Y6
+	VMAXPS  Y8, Y9, Y9
+	VMOVUPS Y8, 32(SP)
 
 	// ratioClipped = where(v26, v28, v30)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y5, Y6, Y5
+	VMOVUPS   lgc3<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y2, Y8
+	VBLENDVPS Y8, Y7, Y9, Y7
 
 	// gain = mul(v19, ratioClipped)
-	VMULPS Y5, Y0, Y5
+	VMULPS Y7, Y0, Y7
 
 	// v33 = neg(gain)
-	VXORPS lgc21<>+0(SB), Y5, Y5
+	VXORPS lgc23<>+0(SB), Y7, Y7
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y5, Y3, Y5
+	VMOVUPS   lgc3<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y1, Y8
+	VBLENDVPS Y8, Y7, Y3, Y7
 
 	// sum(v34) over [G N L]
 	MOVQ         state+56(FP), SI
-	VADDPS       4096(SI), Y5, Y5
-	VMOVUPS      Y5, 4096(SI)
-	MOVQ         numValid+64(FP), SI
-	XORQ         R8, R8
-	VBROADCASTSS (SI)(R8*4), Y5
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VADDPS       2624(SI), Y7, Y7
+	VMOVUPS      Y7, 2624(SI)
+	MOVQ         numValid+64(FP), R8
+	XORQ         R9, R9
+	VBROADCASTSS (R8)(R9*4), Y7
+	VMOVUPS      lgc5<>+0(SB), Y8
 
 	// v36 = max(numValid, 1)
-	VMAXPS  Y5, Y6, Y5
-	MOVQ    refLogProb+72(FP), SI
-	VMOVUPS (SI)(DI*4), Y6
+	VMAXPS Y7, Y8, Y7
 
-	// v59 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y5, Y6, Y6
+	VANDPS lgc5<>+0(SB), Y6, Y6
+
+	// v39 = where(mask, v38, 0)
+	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y6, Y3, Y6
+	VMOVUPS   Y2, 64(SP)
+
+	// sum(v39) over [G N L]
+	VADDPS  2944(SI), Y6, Y2
+	VMOVUPS Y2, 2944(SI)
+	VMOVUPS (SP), Y2
+
+	// v42 = sub(v18, v16)
+	VSUBPS Y2, Y4, Y2
+
+	// v43 = where(mask, v42, 0)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+
+	// sum(v43) over [G N L]
+	VADDPS  3264(SI), Y2, Y2
+	VMOVUPS Y2, 3264(SI)
+	VMOVUPS lgc24<>+0(SB), Y2
+
+	// v47 = where(mask, logWeight, -Inf)
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y5, Y2, Y1
+	VMOVUPS   Y0, 96(SP)
+	VMOVUPS   Y7, 128(SP)
+
+	// logsumexp(v47) over [G N L]
+	VMAXPS       lgc8<>+0(SB), Y1, Y0
+	VMINPS       lgc9<>+0(SB), Y0, Y0
+	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc11<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y0
+	VMOVAPS      lgc13<>+0(SB), Y3
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc5<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc19<>+0(SB), Y0, Y2
+	VPMINSD      lgc20<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y0, Y0
+	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y0
+	VBLENDVPS    Y0, Y1, Y3, Y3
+	VCMPPS       $0x15, lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x1a, lgc26<>+0(SB), Y1, Y2
+	VANDPS       Y2, Y0, Y0
+	VCMPPS       $0x00, lgc24<>+0(SB), Y1, Y2
+	VORPS        Y2, Y0, Y0
+	VANDPS       3584(SI), Y0, Y0
+	VMOVUPS      Y0, 3584(SI)
+	VCVTPS2PD    X3, Y0
+	VEXTRACTF128 $0x01, Y3, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3392(SI), Y0, Y3
+	VMOVUPD      Y3, 3392(SI)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       3712(SI), Y0, Y0
+	VMOVUPD      Y0, 3712(SI)
+	VADDPD       3424(SI), Y2, Y0
+	VMOVUPD      Y0, 3424(SI)
+	VMULPD       Y2, Y2, Y0
+	VADDPD       3744(SI), Y0, Y0
+	VMOVUPD      Y0, 3744(SI)
+
+	// v51 = mul(2, v47)
+	VMULPS    lgc27<>+0(SB), Y1, Y0
+	MOVQ      mask+32(FP), R8
+	VPMOVZXBD (R8)(DI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	MOVQ      refLogProb+72(FP), R8
+	VMOVUPS   (R8)(DI*4), Y1
+	VMOVUPS   lgc3<>+0(SB), Y2
+
+	// v59 = where(mask, refLogProb, 0)
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   (SP), Y3
 
 	// v60 = sub(v59, v16)
-	VSUBPS Y2, Y6, Y2
+	VSUBPS Y3, Y1, Y1
 
 	// v61 = where(mask, v60, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y2, Y3, Y2
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// v62 = abs(v61)
-	VMOVUPS lgc21<>+0(SB), Y6
-	VANDNPS Y2, Y6, Y6
-	VMOVUPS lgc22<>+0(SB), Y8
+	VMOVUPS lgc23<>+0(SB), Y3
+	VANDNPS Y1, Y3, Y3
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y8, Y6, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS Y7, (SP)
-	VMOVUPS lgc23<>+0(SB), Y7
+	VCMPPS  $0x11, Y4, Y3, Y3
+	VANDPS  lgc5<>+0(SB), Y3, Y3
+	VMOVUPS lgc29<>+0(SB), Y5
 
 	// v66 = max(v61, -0.1) tie=first
-	VMAXPS  Y2, Y7, Y7
-	VMOVUPS Y4, 32(SP)
-	VMOVUPS Y0, 64(SP)
+	VMAXPS Y1, Y5, Y5
 
 	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y7, Y8, Y0
+	VMINPS Y5, Y4, Y4
 
 	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc24<>+0(SB), Y0, Y4
+	VMULPS lgc30<>+0(SB), Y4, Y6
 
 	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc25<>+0(SB), Y4, Y4
+	VADDPS lgc31<>+0(SB), Y6, Y6
 
 	// v73 = mul(v67, v71)
-	VMULPS Y4, Y0, Y8
+	VMULPS Y6, Y4, Y7
 
 	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc26<>+0(SB), Y8, Y8
+	VADDPS lgc32<>+0(SB), Y7, Y7
 
 	// v76 = mul(v67, v74)
-	VMULPS Y8, Y0, Y9
+	VMULPS Y7, Y4, Y8
 
 	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc27<>+0(SB), Y9, Y9
+	VADDPS lgc33<>+0(SB), Y8, Y8
 
 	// v79 = mul(v67, v77)
-	VMULPS Y9, Y0, Y10
-
-	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc28<>+0(SB), Y10, Y10
-
-	// v82 = mul(v67, v80)
-	VMULPS Y10, Y0, Y11
-
-	// v83 = add(0.008333333333333333, v82)
-	VADDPS  lgc29<>+0(SB), Y11, Y11
-	VMOVUPS Y7, 96(SP)
-
-	// v85 = mul(v67, v83)
-	VMULPS Y11, Y0, Y7
-
-	// v86 = add(0.041666666666666664, v85)
-	VADDPS  lgc30<>+0(SB), Y7, Y7
-	VMOVUPS Y4, 128(SP)
-
-	// v88 = mul(v67, v86)
-	VMULPS Y7, Y0, Y4
-
-	// v89 = add(0.16666666666666666, v88)
-	VADDPS  lgc31<>+0(SB), Y4, Y4
-	VMOVUPS Y8, 160(SP)
-
-	// v91 = mul(v67, v89)
-	VMULPS Y4, Y0, Y8
-
-	// v92 = add(0.5, v91)
-	VADDPS  lgc15<>+0(SB), Y8, Y8
-	VMOVUPS Y9, 192(SP)
-
-	// v93 = mul(v67, v67)
-	VMULPS  Y0, Y0, Y9
-	VMOVUPS Y10, 224(SP)
-	VMOVUPS Y11, 256(SP)
-	VMOVUPS Y7, 288(SP)
-	VMOVUPS Y4, 320(SP)
-	VMOVUPS Y0, 352(SP)
-	VMOVUPS Y9, 384(SP)
-
-	// v95 = exp(v61)
-	VMAXPS       lgc5<>+0(SB), Y2, Y0
-	VMINPS       lgc6<>+0(SB), Y0, Y0
-	VMULPS       lgc7<>+0(SB), Y0, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y0
-	VFNMADD231PS lgc9<>+0(SB), Y4, Y0
-	VMOVAPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y9
-	VFMADD213PS  Y0, Y9, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y4, Y0
-	VPMAXSD      lgc16<>+0(SB), Y0, Y4
-	VPMINSD      lgc17<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y0, Y0
-	VPADDD       lgc17<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y4, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y0
-	VBLENDVPS    Y0, Y2, Y7, Y7
-	VMOVUPS      lgc36<>+0(SB), Y0
-
-	// v105 = div(0.04, v36)
-	VDIVPS Y5, Y0, Y0
-
-	// v106 = where(mask, v105, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y0, Y3, Y0
-
-	// v107 = where(v64, v106, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y6, Y4
-	VBLENDVPS Y4, Y0, Y3, Y4
-
-	// v108 = where(v64, 0, v106)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y3, Y0, Y0
-
-	// v109 = neg(v108)
-	VXORPS lgc21<>+0(SB), Y0, Y6
-
-	// v110 = ne(v108, 0)
-	VCMPPS $0x04, Y3, Y0, Y9
-	VANDPS lgc0<>+0(SB), Y9, Y9
-
-	// v111 = mul(v108, v95)
-	VMULPS Y7, Y0, Y7
-
-	// v112 = where(v110, v111, v108)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y7, Y0, Y0
-
-	// v113 = add(v109, v112)
-	VADDPS Y0, Y6, Y0
-
-	// v114 = ne(v107, 0)
-	VCMPPS $0x04, Y3, Y4, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
-
-	// v115 = mul(v107, v92)
-	VMULPS Y8, Y4, Y7
-
-	// v116 = where(v114, v115, v107)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y4, Y7
-	VMOVUPS   384(SP), Y8
-
-	// v117 = mul(v107, v93)
-	VMULPS Y8, Y4, Y8
-
-	// v118 = where(v114, v117, v107)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y4
-
-	// v119 = ne(v116, 0)
-	VCMPPS  $0x04, Y3, Y7, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 352(SP), Y8
-
-	// v120 = mul(v116, v67)
-	VMULPS Y8, Y7, Y9
-
-	// v121 = where(v119, v120, v116)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y7, Y6
-
-	// v122 = add(v121, v121)
-	VADDPS Y6, Y6, Y6
-
-	// v123 = ne(v118, 0)
-	VCMPPS  $0x04, Y3, Y4, Y7
-	VANDPS  lgc0<>+0(SB), Y7, Y7
-	VMOVUPS 320(SP), Y9
-
-	// v124 = mul(v118, v89)
-	VMULPS Y9, Y4, Y9
-
-	// v125 = where(v123, v124, v118)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y9, Y4, Y9
-
-	// v126 = mul(v118, v67)
-	VMULPS  Y8, Y4, Y10
-	VMOVUPS Y5, 416(SP)
-
-	// v127 = where(v123, v126, v118)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y7, Y5
-	VBLENDVPS Y5, Y10, Y4, Y4
-
-	// v128 = add(v122, v125)
-	VADDPS Y9, Y6, Y5
-
-	// v129 = ne(v127, 0)
-	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 288(SP), Y7
-
-	// v130 = mul(v127, v86)
-	VMULPS Y7, Y4, Y7
-
-	// v131 = where(v129, v130, v127)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y7
-
-	// v132 = mul(v127, v67)
 	VMULPS Y8, Y4, Y9
 
+	// v80 = add(0.001388888888888889, v79)
+	VADDPS lgc34<>+0(SB), Y9, Y9
+
+	// v82 = mul(v67, v80)
+	VMULPS Y9, Y4, Y10
+
+	// v83 = add(0.008333333333333333, v82)
+	VADDPS lgc35<>+0(SB), Y10, Y10
+
+	// v85 = mul(v67, v83)
+	VMULPS Y10, Y4, Y11
+
+	// v86 = add(0.041666666666666664, v85)
+	VADDPS  lgc36<>+0(SB), Y11, Y11
+	VMOVUPS Y5, 160(SP)
+
+	// v88 = mul(v67, v86)
+	VMULPS Y11, Y4, Y5
+
+	// v89 = add(0.16666666666666666, v88)
+	VADDPS  lgc37<>+0(SB), Y5, Y5
+	VMOVUPS Y6, 192(SP)
+
+	// v91 = mul(v67, v89)
+	VMULPS Y5, Y4, Y6
+
+	// v92 = add(0.5, v91)
+	VADDPS  lgc18<>+0(SB), Y6, Y6
+	VMOVUPS Y7, 224(SP)
+
+	// v93 = mul(v67, v67)
+	VMULPS  Y4, Y4, Y7
+	VMOVUPS Y8, 256(SP)
+
+	// v94 = mul(v93, v92)
+	VMULPS  Y6, Y7, Y8
+	VMOVUPS Y9, 288(SP)
+	VMOVUPS Y10, 320(SP)
+	VMOVUPS Y11, 352(SP)
+	VMOVUPS Y5, 384(SP)
+	VMOVUPS Y4, 416(SP)
+	VMOVUPS Y7, 448(SP)
+
+	// v95 = exp(v61)
+	VMAXPS       lgc8<>+0(SB), Y1, Y4
+	VMINPS       lgc9<>+0(SB), Y4, Y4
+	VMULPS       lgc10<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y5, Y4
+	VMOVAPS      lgc13<>+0(SB), Y7
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y4, Y9
+	VFMADD213PS  Y4, Y9, Y7
+	VADDPS       lgc5<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc19<>+0(SB), Y4, Y5
+	VPMINSD      lgc20<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y7, Y7
+
+	// v96 = sub(v95, 1)
+	VSUBPS lgc5<>+0(SB), Y7, Y4
+
+	// v97 = sub(v96, v61)
+	VSUBPS Y1, Y4, Y4
+
+	// k3 = where(v64, v94, v97)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y8, Y4, Y4
+
+	// v99 = where(mask, k3, 0)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
+
+	// sum(v99) over [G N L]
+	VADDPS  4096(SI), Y4, Y4
+	VMOVUPS Y4, 4096(SI)
+	VMOVUPS lgc38<>+0(SB), Y4
+	VMOVUPS 128(SP), Y5
+
+	// v105 = div(0.04, v36)
+	VDIVPS Y5, Y4, Y4
+
+	// v106 = where(mask, v105, 0)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
+
+	// v107 = where(v64, v106, 0)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y4, Y2, Y5
+
+	// v108 = where(v64, 0, v106)
+	VMOVUPS   lgc3<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y3, Y8
+	VBLENDVPS Y8, Y2, Y4, Y3
+
+	// v109 = neg(v108)
+	VXORPS lgc23<>+0(SB), Y3, Y4
+
+	// v110 = ne(v108, 0)
+	VCMPPS $0x04, Y2, Y3, Y8
+	VANDPS lgc5<>+0(SB), Y8, Y8
+
+	// v111 = mul(v108, v95)
+	VMULPS Y7, Y3, Y7
+
+	// v112 = where(v110, v111, v108)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y7, Y3, Y3
+
+	// v113 = add(v109, v112)
+	VADDPS Y3, Y4, Y3
+
+	// v114 = ne(v107, 0)
+	VCMPPS $0x04, Y2, Y5, Y4
+	VANDPS lgc5<>+0(SB), Y4, Y4
+
+	// v115 = mul(v107, v92)
+	VMULPS Y6, Y5, Y6
+
+	// v116 = where(v114, v115, v107)
+	VMOVUPS   lgc3<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y6, Y5, Y6
+	VMOVUPS   448(SP), Y7
+
+	// v117 = mul(v107, v93)
+	VMULPS Y7, Y5, Y7
+
+	// v118 = where(v114, v117, v107)
+	VMOVUPS   lgc3<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y7, Y5, Y4
+
+	// v119 = ne(v116, 0)
+	VCMPPS  $0x04, Y2, Y6, Y5
+	VANDPS  lgc5<>+0(SB), Y5, Y5
+	VMOVUPS 416(SP), Y7
+
+	// v120 = mul(v116, v67)
+	VMULPS Y7, Y6, Y8
+
+	// v121 = where(v119, v120, v116)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y8, Y6, Y5
+
+	// v122 = add(v121, v121)
+	VADDPS Y5, Y5, Y5
+
+	// v123 = ne(v118, 0)
+	VCMPPS  $0x04, Y2, Y4, Y6
+	VANDPS  lgc5<>+0(SB), Y6, Y6
+	VMOVUPS 384(SP), Y8
+
+	// v124 = mul(v118, v89)
+	VMULPS Y8, Y4, Y8
+
+	// v125 = where(v123, v124, v118)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y8, Y4, Y8
+
+	// v126 = mul(v118, v67)
+	VMULPS Y7, Y4, Y9
+
+	// v127 = where(v123, v126, v118)
+	VMOVUPS   lgc3<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y6, Y10
+	VBLENDVPS Y10, Y9, Y4, Y4
+
+	// v128 = add(v122, v125)
+	VADDPS Y8, Y5, Y5
+
+	// v129 = ne(v127, 0)
+	VCMPPS  $0x04, Y2, Y4, Y6
+	VANDPS  lgc5<>+0(SB), Y6, Y6
+	VMOVUPS 352(SP), Y8
+
+	// v130 = mul(v127, v86)
+	VMULPS Y8, Y4, Y8
+
+	// v131 = where(v129, v130, v127)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y8, Y4, Y8
+
+	// v132 = mul(v127, v67)
+	VMULPS Y7, Y4, Y9
+
 	// v133 = where(v129, v132, v127)
-	VMOVUPS   lgc1<>+0(SB), Y10
+	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
 	// v134 = add(v128, v131)
-	VADDPS Y7, Y5, Y5
+	VADDPS Y8, Y5, Y5
 
 	// v135 = ne(v133, 0)
-	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 256(SP), Y7
+	VCMPPS  $0x04, Y2, Y4, Y6
+	VANDPS  lgc5<>+0(SB), Y6, Y6
+	VMOVUPS 320(SP), Y8
 
 	// v136 = mul(v133, v83)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y8, Y4, Y8
 
 	// v137 = where(v135, v136, v133)
-	VMOVUPS   lgc1<>+0(SB), Y9
+	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y7
+	VBLENDVPS Y9, Y8, Y4, Y8
 
 	// v138 = mul(v133, v67)
-	VMULPS Y8, Y4, Y9
+	VMULPS Y7, Y4, Y9
 
 	// v139 = where(v135, v138, v133)
-	VMOVUPS   lgc1<>+0(SB), Y10
+	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
 	// v140 = add(v134, v137)
-	VADDPS Y7, Y5, Y5
+	VADDPS Y8, Y5, Y5
 
 	// v141 = ne(v139, 0)
-	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 224(SP), Y7
+	VCMPPS  $0x04, Y2, Y4, Y6
+	VANDPS  lgc5<>+0(SB), Y6, Y6
+	VMOVUPS 288(SP), Y8
 
 	// v142 = mul(v139, v80)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y8, Y4, Y8
 
 	// v143 = where(v141, v142, v139)
-	VMOVUPS   lgc1<>+0(SB), Y9
+	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y7
+	VBLENDVPS Y9, Y8, Y4, Y8
 
 	// v144 = mul(v139, v67)
-	VMULPS Y8, Y4, Y9
+	VMULPS Y7, Y4, Y9
 
 	// v145 = where(v141, v144, v139)
-	VMOVUPS   lgc1<>+0(SB), Y10
+	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
 	// v146 = add(v140, v143)
-	VADDPS Y7, Y5, Y5
+	VADDPS Y8, Y5, Y5
 
 	// v147 = ne(v145, 0)
-	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 192(SP), Y7
+	VCMPPS  $0x04, Y2, Y4, Y6
+	VANDPS  lgc5<>+0(SB), Y6, Y6
+	VMOVUPS 256(SP), Y8
 
 	// v148 = mul(v145, v77)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y8, Y4, Y8
 
 	// v149 = where(v147, v148, v145)
-	VMOVUPS   lgc1<>+0(SB), Y9
+	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y7
+	VBLENDVPS Y9, Y8, Y4, Y8
 
 	// v150 = mul(v145, v67)
-	VMULPS Y8, Y4, Y9
+	VMULPS Y7, Y4, Y9
 
 	// v151 = where(v147, v150, v145)
-	VMOVUPS   lgc1<>+0(SB), Y10
+	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
 	// v152 = add(v146, v149)
-	VADDPS Y7, Y5, Y5
+	VADDPS Y8, Y5, Y5
 
 	// v153 = ne(v151, 0)
-	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 160(SP), Y7
+	VCMPPS  $0x04, Y2, Y4, Y6
+	VANDPS  lgc5<>+0(SB), Y6, Y6
+	VMOVUPS 224(SP), Y8
 
 	// v154 = mul(v151, v74)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y8, Y4, Y8
 
 	// v155 = where(v153, v154, v151)
-	VMOVUPS   lgc1<>+0(SB), Y9
+	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y7
+	VBLENDVPS Y9, Y8, Y4, Y8
 
 	// v156 = mul(v151, v67)
-	VMULPS Y8, Y4, Y9
+	VMULPS Y7, Y4, Y9
 
 	// v157 = where(v153, v156, v151)
-	VMOVUPS   lgc1<>+0(SB), Y10
+	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
 	// v158 = add(v152, v155)
-	VADDPS Y7, Y5, Y5
+	VADDPS Y8, Y5, Y5
 
 	// v159 = ne(v157, 0)
-	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 128(SP), Y7
+	VCMPPS  $0x04, Y2, Y4, Y6
+	VANDPS  lgc5<>+0(SB), Y6, Y6
+	VMOVUPS 192(SP), Y8
 
 	// v160 = mul(v157, v71)
-	VMULPS Y7, Y4, Y7
-
-	// v161 = where(v159, v160, v157)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y7
-
-	// v162 = mul(v157, v67)
 	VMULPS Y8, Y4, Y8
 
-	// v163 = where(v159, v162, v157)
-	VMOVUPS   lgc1<>+0(SB), Y9
+	// v161 = where(v159, v160, v157)
+	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y4
+	VBLENDVPS Y9, Y8, Y4, Y8
+
+	// v162 = mul(v157, v67)
+	VMULPS Y7, Y4, Y7
+
+	// v163 = where(v159, v162, v157)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y4, Y4
 
 	// v164 = add(v158, v161)
-	VADDPS Y7, Y5, Y5
+	VADDPS Y8, Y5, Y5
 
 	// v165 = mul(v163, 2.755731922398589e-07)
-	VMULPS lgc24<>+0(SB), Y4, Y4
+	VMULPS lgc30<>+0(SB), Y4, Y4
 
 	// v166 = add(v164, v165)
 	VADDPS  Y4, Y5, Y4
-	VMOVUPS 96(SP), Y5
-	VMOVUPS lgc22<>+0(SB), Y6
+	VMOVUPS 160(SP), Y5
+	VMOVUPS lgc28<>+0(SB), Y6
 
 	// v167 = le(v66, 0.1)
 	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc5<>+0(SB), Y6, Y6
 
 	// v168 = ne(v66, v66)
 	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VANDPS lgc5<>+0(SB), Y5, Y5
 
 	// v169 = max(v167, v168)
-	VXORPS lgc21<>+0(SB), Y6, Y6
-	VXORPS lgc21<>+0(SB), Y5, Y5
+	VXORPS lgc23<>+0(SB), Y6, Y6
+	VXORPS lgc23<>+0(SB), Y5, Y5
 	VMINPS Y6, Y5, Y7
 	VMINPS Y5, Y6, Y5
 	VORPS  Y7, Y5, Y5
-	VXORPS lgc21<>+0(SB), Y5, Y5
+	VXORPS lgc23<>+0(SB), Y5, Y5
 
 	// v170 = where(v169, v166, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
+	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y3, Y4
-	VMOVUPS   lgc23<>+0(SB), Y5
+	VBLENDVPS Y6, Y4, Y2, Y4
+	VMOVUPS   lgc29<>+0(SB), Y5
 
 	// v171 = ge(v61, -0.1)
-	VCMPPS $0x1d, Y5, Y2, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x1d, Y5, Y1, Y5
+	VANDPS lgc5<>+0(SB), Y5, Y5
 
 	// v172 = ne(v61, v61)
-	VCMPPS $0x04, Y2, Y2, Y2
-	VANDPS lgc0<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc5<>+0(SB), Y1, Y1
 
 	// v173 = max(v171, v172)
-	VXORPS lgc21<>+0(SB), Y5, Y5
-	VXORPS lgc21<>+0(SB), Y2, Y2
-	VMINPS Y5, Y2, Y6
-	VMINPS Y2, Y5, Y2
-	VORPS  Y6, Y2, Y2
-	VXORPS lgc21<>+0(SB), Y2, Y2
+	VXORPS lgc23<>+0(SB), Y5, Y5
+	VXORPS lgc23<>+0(SB), Y1, Y1
+	VMINPS Y5, Y1, Y6
+	VMINPS Y1, Y5, Y1
+	VORPS  Y6, Y1, Y1
+	VXORPS lgc23<>+0(SB), Y1, Y1
 
 	// v174 = where(v173, v170, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y4, Y3, Y2
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y4, Y2, Y1
 
 	// v175 = add(v113, v174)
-	VADDPS Y2, Y0, Y0
+	VADDPS Y1, Y3, Y1
 
 	// v176 = where(mask, v175, 0)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y3, Y0
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// v177 = neg(v176)
-	VXORPS  lgc21<>+0(SB), Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPS 416(SP), Y4
+	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMOVUPS lgc5<>+0(SB), Y3
+	VMOVUPS 128(SP), Y4
 
 	// v178 = div(1, v36)
-	VDIVPS Y4, Y2, Y2
+	VDIVPS Y4, Y3, Y3
 
 	// v179 = where(mask, v178, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
 
 	// v180 = neg(v179)
-	VXORPS lgc21<>+0(SB), Y2, Y2
+	VXORPS lgc23<>+0(SB), Y3, Y3
 
 	// v181 = ne(v180, 0)
-	VCMPPS  $0x04, Y3, Y2, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 64(SP), Y5
+	VCMPPS  $0x04, Y2, Y3, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y4
+	VMOVUPS 96(SP), Y5
 
 	// v182 = mul(v180, v19)
-	VMULPS Y5, Y2, Y5
+	VMULPS Y5, Y3, Y5
 
 	// v183 = where(v181, v182, v180)
-	VMOVUPS   lgc1<>+0(SB), Y6
+	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
-	VMOVUPS   32(SP), Y4
+	VBLENDVPS Y6, Y5, Y3, Y3
+	VMOVUPS   64(SP), Y4
 
 	// v184 = where(v26, v183, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
+	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y2, Y3, Y5
+	VBLENDVPS Y5, Y3, Y2, Y5
 
 	// v185 = where(v26, 0, v183)
-	VMOVUPS   lgc1<>+0(SB), Y6
+	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y3, Y2, Y2
-	VMOVUPS   (SP), Y4
-	VMOVUPS   lgc38<>+0(SB), Y6
+	VBLENDVPS Y6, Y2, Y3, Y3
+	VMOVUPS   32(SP), Y4
+	VMOVUPS   lgc22<>+0(SB), Y6
 
 	// v186 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc5<>+0(SB), Y6, Y6
 
 	// v187 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VANDPS lgc5<>+0(SB), Y7, Y7
 
 	// v188 = max(v186, v187)
-	VXORPS lgc21<>+0(SB), Y6, Y6
-	VXORPS lgc21<>+0(SB), Y7, Y9
+	VXORPS lgc23<>+0(SB), Y6, Y6
+	VXORPS lgc23<>+0(SB), Y7, Y9
 	VMINPS Y6, Y9, Y8
 	VMINPS Y9, Y6, Y6
 	VORPS  Y8, Y6, Y6
-	VXORPS lgc21<>+0(SB), Y6, Y6
+	VXORPS lgc23<>+0(SB), Y6, Y6
 
 	// v189 = where(v188, v185, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
+	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y2, Y3, Y2
-	VMOVUPS   lgc37<>+0(SB), Y6
+	VBLENDVPS Y8, Y3, Y2, Y3
+	VMOVUPS   lgc21<>+0(SB), Y6
 
 	// v190 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y4, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc5<>+0(SB), Y6, Y6
 
 	// v191 = max(v190, v187)
-	VXORPS lgc21<>+0(SB), Y6, Y6
-	VXORPS lgc21<>+0(SB), Y7, Y7
+	VXORPS lgc23<>+0(SB), Y6, Y6
+	VXORPS lgc23<>+0(SB), Y7, Y7
 	VMINPS Y6, Y7, Y8
 	VMINPS Y7, Y6, Y6
 	VORPS  Y8, Y6, Y6
-	VXORPS lgc21<>+0(SB), Y6, Y6
+	VXORPS lgc23<>+0(SB), Y6, Y6
 
 	// v192 = where(v191, v184, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
+	VMOVUPS   lgc3<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y3, Y5
+	VBLENDVPS Y7, Y5, Y2, Y5
 
 	// v193 = add(v189, v192)
-	VADDPS Y5, Y2, Y2
+	VADDPS Y5, Y3, Y3
 
 	// v194 = ne(v193, 0)
-	VCMPPS $0x04, Y3, Y2, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y2, Y3, Y5
+	VANDPS lgc5<>+0(SB), Y5, Y5
 
 	// v195 = mul(v193, ratio)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y3, Y4
 
 	// v196 = where(v194, v195, v193)
-	VMOVUPS   lgc1<>+0(SB), Y6
+	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y2, Y2
+	VBLENDVPS Y6, Y4, Y3, Y3
 
 	// v197 = add(v177, v196)
-	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
 
 	// gradLogProb = where(mask, v197, 0)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y3, Y0
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), SI
 	VMOVUPS      Y0, (SI)(DI*4)
 	DECQ         BX
-	JNZ          noflush_26
+	JNZ          noflush_22
 	MOVQ         state+56(FP), BX
+	VMOVUPS      2624(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(BX), Y2, Y2
+	VMOVUPD      Y2, 2432(BX)
+	VADDPD       2464(BX), Y0, Y0
+	VMOVUPD      Y0, 2464(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(BX)
+	VMOVUPS      2944(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(BX), Y2, Y2
+	VMOVUPD      Y2, 2752(BX)
+	VADDPD       2784(BX), Y0, Y0
+	VMOVUPD      Y0, 2784(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(BX)
+	VMOVUPS      3264(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(BX), Y2, Y2
+	VMOVUPD      Y2, 3072(BX)
+	VADDPD       3104(BX), Y0, Y0
+	VMOVUPD      Y0, 3104(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(BX)
 	VMOVUPS      4096(BX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2611,20 +2269,59 @@ blocks_25:
 	VMOVUPD      Y2, 3904(BX)
 	VADDPD       3936(BX), Y0, Y0
 	VMOVUPD      Y0, 3936(BX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 4096(BX)
 	VANDPS       4224(BX), Y1, Y1
 	VMOVUPS      Y1, 4224(BX)
 	MOVQ         $+8, BX
 
-noflush_26:
+noflush_22:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
-	JL           blocks_25
+	JL           blocks_21
 	MOVQ         state+56(FP), DX
+	VMOVUPS      2624(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
 	VMOVUPS      4096(DX), Y0
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2632,38 +2329,128 @@ noflush_26:
 	VMOVUPD      Y2, 3904(DX)
 	VADDPD       3936(DX), Y0, Y0
 	VMOVUPD      Y0, 3936(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 4096(DX)
 	VANDPS       4224(DX), Y1, Y1
 	VMOVUPS      Y1, 4224(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
-	JL           outer1_24
+	JL           outer1_20
 	INCQ         AX
 	CMPQ         AX, hi+88(FP)
-	JL           outer0_23
+	JL           outer0_19
 	VZEROUPPER
 	RET
 
-// func fbPass5AVX2(numValid *float32, s2 *float32, lossObjective *float32)
-// Requires: AVX
-TEXT ·fbPass5AVX2(SB), $0-24
+// func fbPass4AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass4AVX2(SB), $0-104
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc5<>+0(SB), Y1
 
 	// v36 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y0
+	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y1
+	VBROADCASTSS (AX)(CX*4), Y2
 
 	// lossObjective = div(v35, v36)
-	VDIVPS Y0, Y1, Y0
+	VDIVPS       Y1, Y2, Y2
+	MOVQ         s3+16(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y3
+
+	// clipFraction = div(v40, v36)
+	VDIVPS       Y1, Y3, Y3
+	MOVQ         s4+24(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y4
+
+	// klApprox = div(v44, v36)
+	VDIVPS       Y1, Y4, Y4
+	MOVQ         s5+32(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y5
+
+	// v50 = mul(2, v49)
+	VMULPS       lgc27<>+0(SB), Y5, Y5
+	MOVQ         s6+40(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y6
+
+	// v53 = sub(v50, v52)
+	VSUBPS Y6, Y5, Y5
+
+	// v54 = exp(v53)
+	VMAXPS       lgc8<>+0(SB), Y5, Y6
+	VMINPS       lgc9<>+0(SB), Y6, Y6
+	VMULPS       lgc10<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc11<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
+	VMOVAPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc5<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc19<>+0(SB), Y6, Y7
+	VPMINSD      lgc20<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc20<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
+	VMOVUPS      lgc3<>+0(SB), Y5
+
+	// v55 = gt(numValid, 0)
+	VCMPPS $0x1e, Y5, Y0, Y0
+	VANDPS lgc5<>+0(SB), Y0, Y0
+
+	// v56 = div(v54, v36)
+	VDIVPS Y1, Y8, Y6
+
+	// ess = where(v55, v56, 0)
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VCMPPS       $0x04, Y7, Y0, Y7
+	VBLENDVPS    Y7, Y6, Y5, Y0
+	MOVQ         s7+48(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y5
+
+	// klToRef = div(v100, v36)
+	VDIVPS Y1, Y5, Y1
+
+	// lossKLToRef = mul(0.04, klToRef)
+	VMULPS lgc38<>+0(SB), Y1, Y5
 
 	// store lossObjective
-	MOVQ   lossObjective+16(FP), AX
+	MOVQ   lossObjective+56(FP), AX
+	VMOVSS X2, (AX)(CX*4)
+
+	// store clipFraction
+	MOVQ   clipFraction+64(FP), AX
+	VMOVSS X3, (AX)(CX*4)
+
+	// store klApprox
+	MOVQ   kLApprox+72(FP), AX
+	VMOVSS X4, (AX)(CX*4)
+
+	// store ess
+	MOVQ   ess+80(FP), AX
 	VMOVSS X0, (AX)(CX*4)
+
+	// store lossKLToRef
+	MOVQ   lossKLToRef+88(FP), AX
+	VMOVSS X5, (AX)(CX*4)
+
+	// store klToRef2
+	MOVQ   kLToRef+96(FP), AX
+	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -2675,32 +2462,32 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_27:
+bulk_23:
 	CMPQ         BX, DX
-	JGE          bulkdone_28
+	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
+	VMAXPS       lgc8<>+0(SB), Y0, Y1
+	VMINPS       lgc9<>+0(SB), Y1, Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
+	VMOVAPS      lgc13<>+0(SB), Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc5<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPMAXSD      lgc19<>+0(SB), Y1, Y2
+	VPMINSD      lgc20<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2708,9 +2495,9 @@ bulk_27:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_27
+	JMP          bulk_23
 
-bulkdone_28:
+bulkdone_24:
 	VZEROUPPER
 	RET
 
@@ -2722,24 +2509,24 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_29:
+bulk_25:
 	CMPQ         BX, DX
-	JGE          bulkdone_30
+	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
 	VMULPS       lgc40<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPSUBD       lgc20<>+0(SB), Y3, Y3
 	VPAND        lgc41<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc42<>+0(SB), Y2, Y1
-	VPOR         lgc0<>+0(SB), Y1, Y1
+	VPOR         lgc5<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y4
+	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc0<>+0(SB), Y1, Y1
+	VSUBPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc44<>+0(SB), Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
@@ -2753,13 +2540,13 @@ bulk_29:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc4<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc24<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
@@ -2767,9 +2554,9 @@ bulk_29:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_29
+	JMP          bulk_25
 
-bulkdone_30:
+bulkdone_26:
 	VZEROUPPER
 	RET
 
@@ -2941,25 +2728,25 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_31:
+bulk_27:
 	CMPQ         BX, DX
-	JGE          bulkdone_32
+	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc0<>+0(SB), Y0, Y1
+	VADDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
 	VMULPS       lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPSUBD       lgc20<>+0(SB), Y4, Y4
 	VPAND        lgc41<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc42<>+0(SB), Y3, Y2
-	VPOR         lgc0<>+0(SB), Y2, Y2
+	VPOR         lgc5<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
-	VMULPS       lgc15<>+0(SB), Y2, Y5
+	VMULPS       lgc18<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc0<>+0(SB), Y2, Y2
+	VSUBPS       lgc5<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc44<>+0(SB), Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
@@ -2973,32 +2760,32 @@ bulk_31:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc4<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc24<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc0<>+0(SB), Y1, Y2
+	VSUBPS       lgc5<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc5<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc4<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc24<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_31
+	JMP          bulk_27
 
-bulkdone_32:
+bulkdone_28:
 	VZEROUPPER
 	RET

@@ -27,101 +27,10 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	one := float32(1)
-	zero := float32(0)
-	c21 := float32(-0.22314355)
-	c22 := float32(0.18232156)
-	c46 := float32(math.Inf(-1))
-	two := float32(2)
-	c63 := float32(0.1)
-	c65 := float32(-0.1)
-	c68 := float32(2.755732e-07)
-	c69 := float32(2.7557319e-06)
-	c72 := float32(2.4801588e-05)
-	c75 := float32(0.0001984127)
-	c78 := float32(0.0013888889)
-	c81 := float32(0.008333334)
-	c84 := float32(0.041666668)
-	c87 := float32(0.16666667)
-	half := float32(0.5)
-	numValid := 0.0
-	acc40 := 0.0
-	acc44 := 0.0
-	acc49 := runtime.NewLogSumExp()
-	acc52 := runtime.NewLogSumExp()
-	acc100 := 0.0
-	for iG := 0; iG < 4; iG++ {
-		for iN := 0; iN < 8; iN++ {
-			for iL := 0; iL < 64; iL++ {
-				mask := b2f(in.Mask[iG*512+iN*64+iL])
-				v13 := sel(mask, one, zero)
-				numValid += float64(v13)
-				logProb := in.LogProb[iG*512+iN*64+iL]
-				v16 := sel(mask, logProb, zero)
-				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
-				v18 := sel(mask, sampleLogProb, zero)
-				logWeight := v16 - v18
-				v23 := max(logWeight, c21)
-				logWeightClip := min(v23, c22)
-				v38 := b2f(logWeightClip != logWeight)
-				v39 := sel(mask, v38, zero)
-				acc40 += float64(v39)
-				v42 := v18 - v16
-				v43 := sel(mask, v42, zero)
-				acc44 += float64(v43)
-				v47 := sel(mask, logWeight, c46)
-				acc49.Add(float64(v47))
-				v51 := float32(two * v47)
-				acc52.Add(float64(v51))
-				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
-				v59 := sel(mask, refLogProb, zero)
-				v60 := v59 - v16
-				v61 := sel(mask, v60, zero)
-				v62 := float32(math.Abs(float64(v61)))
-				v64 := b2f(v62 < c63)
-				v66 := max(v61, c65)
-				v67 := min(v66, c63)
-				v70 := float32(v67 * c68)
-				v71 := c69 + v70
-				v73 := float32(v67 * v71)
-				v74 := c72 + v73
-				v76 := float32(v67 * v74)
-				v77 := c75 + v76
-				v79 := float32(v67 * v77)
-				v80 := c78 + v79
-				v82 := float32(v67 * v80)
-				v83 := c81 + v82
-				v85 := float32(v67 * v83)
-				v86 := c84 + v85
-				v88 := float32(v67 * v86)
-				v89 := c87 + v88
-				v91 := float32(v67 * v89)
-				v92 := half + v91
-				v93 := float32(v67 * v67)
-				v94 := float32(v93 * v92)
-				v95 := float32(math.Exp(float64(v61)))
-				v96 := v95 - one
-				v97 := v96 - v61
-				k3 := sel(v64, v94, v97)
-				v99 := sel(mask, k3, zero)
-				acc100 += float64(v99)
-			}
-		}
-	}
-	out.NumValid = float32(numValid)
-	s.s3 = float32(acc40)
-	s.s4 = float32(acc44)
-	s.s5 = float32(acc49.Result())
-	s.s6 = float32(acc52.Result())
-	s.s7 = float32(acc100)
-}
-
-// pass1Go runs passes 1 and 2 of Forward's plan (lossgen explain) row by row over G: an elementwise
+// pass0Go runs passes 0 and 1 of Forward's plan (lossgen explain) row by row over G: an elementwise
 // loop over [G=4 N=8], then an elementwise loop over [G=4 N=8], each row swept by the second while
 // it is in cache.
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c5 := float32(1e-06)
 	for k := range s.mean {
 		s.mean[k] = runtime.Mean{}
@@ -150,111 +59,15 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 }
 
-// pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	one := float32(1)
-	zero := float32(0)
-	two := float32(2)
-	c102 := float32(0.04)
-	numValid := out.NumValid
-	v36 := max(numValid, one)
-	v40 := s.s3
-	clipFraction := v40 / v36
-	out.ClipFraction = clipFraction
-	v44 := s.s4
-	klApprox := v44 / v36
-	out.KLApprox = klApprox
-	v49 := s.s5
-	v50 := float32(two * v49)
-	v52 := s.s6
-	v53 := v50 - v52
-	v54 := float32(math.Exp(float64(v53)))
-	v55 := b2f(numValid > zero)
-	v56 := v54 / v36
-	ess := sel(v55, v56, zero)
-	out.ESS = ess
-	v100 := s.s7
-	klToRef := v100 / v36
-	lossKLToRef := float32(c102 * klToRef)
-	out.LossKLToRef = lossKLToRef
-	out.KLToRef = klToRef
-}
-
-// pass4Go is pass 4 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
-func pass4Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c5 := float32(1e-06)
-	zero := float32(0)
-	c27 := float32(1.2)
-	c29 := float32(0.8)
-	acc35 := 0.0
-	for iG := 0; iG < 4; iG++ {
-		for iN := 0; iN < 8; iN++ {
-			for iL := 0; iL < 64; iL++ {
-				nextReward := in.NextReward[iG*8+iN]
-				mean := s.s0[iG]
-				v2 := s.s1[iG]
-				std := float32(math.Sqrt(float64(v2)))
-				v4 := nextReward - mean
-				v6 := max(std, c5)
-				v7 := v4 / v6
-				mask := b2f(in.Mask[iG*512+iN*64+iL])
-				logProb := in.LogProb[iG*512+iN*64+iL]
-				v16 := sel(mask, logProb, zero)
-				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
-				v18 := sel(mask, sampleLogProb, zero)
-				v19 := sel(mask, v7, zero)
-				logWeight := v16 - v18
-				ratio := float32(math.Exp(float64(logWeight)))
-				v26 := b2f(v19 >= zero)
-				v28 := min(ratio, c27)
-				v30 := max(ratio, c29)
-				ratioClipped := sel(v26, v28, v30)
-				gain := float32(v19 * ratioClipped)
-				v33 := -gain
-				v34 := sel(mask, v33, zero)
-				acc35 += float64(v34)
-			}
-		}
-	}
-	s.s2 = float32(acc35)
-}
-
-// pass5Go is pass 5 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	one := float32(1)
-	numValid := out.NumValid
-	v35 := s.s2
-	v36 := max(numValid, one)
-	lossObjective := v35 / v36
-	out.LossObjective = lossObjective
-}
-
-// fbScratch holds what one call needs besides its inputs and outputs; the call takes one
-// from a pool, so steady-state calls allocate nothing.
-type fbScratch struct {
-	s0   []float32         // mean = mean(nextReward) over N [G=4]
-	s1   []float32         // v2 = var(nextReward) over N correction=1 [G=4]
-	s2   float32           // v35 = sum(v34) over G,N,L
-	s3   float32           // v40 = sum(v39) over G,N,L
-	s4   float32           // v44 = sum(v43) over G,N,L
-	s5   float32           // v49 = logsumexp(v47) over G,N,L
-	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v100 = sum(v99) over G,N,L
-	mean []runtime.Mean    // accumulators of mean
-	acc2 []runtime.Welford // accumulators of v2
-}
-
-var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
-}}
-
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
-// N=8 L=64].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	c21 := float32(-0.22314355)
 	c22 := float32(0.18232156)
+	c27 := float32(1.2)
+	c29 := float32(0.8)
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
 	c63 := float32(0.1)
@@ -269,6 +82,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c87 := float32(0.16666667)
 	half := float32(0.5)
 	numValid := 0.0
+	acc35 := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
@@ -277,6 +91,13 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
+				nextReward := in.NextReward[iG*8+iN]
+				mean := s.s0[iG]
+				v2 := s.s1[iG]
+				std := float32(math.Sqrt(float64(v2)))
+				v4 := nextReward - mean
+				v6 := max(std, c5)
+				v7 := v4 / v6
 				mask := b2f(in.Mask[iG*512+iN*64+iL])
 				v13 := sel(mask, one, zero)
 				numValid += float64(v13)
@@ -284,9 +105,19 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 				v16 := sel(mask, logProb, zero)
 				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
 				v18 := sel(mask, sampleLogProb, zero)
+				v19 := sel(mask, v7, zero)
 				logWeight := v16 - v18
 				v23 := max(logWeight, c21)
 				logWeightClip := min(v23, c22)
+				ratio := float32(math.Exp(float64(logWeight)))
+				v26 := b2f(v19 >= zero)
+				v28 := min(ratio, c27)
+				v30 := max(ratio, c29)
+				ratioClipped := sel(v26, v28, v30)
+				gain := float32(v19 * ratioClipped)
+				v33 := -gain
+				v34 := sel(mask, v33, zero)
+				acc35 += float64(v34)
 				v38 := b2f(logWeightClip != logWeight)
 				v39 := sel(mask, v38, zero)
 				acc40 += float64(v39)
@@ -333,11 +164,82 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	out.NumValid = float32(numValid)
+	s.s2 = float32(acc35)
 	s.s3 = float32(acc40)
 	s.s4 = float32(acc44)
 	s.s5 = float32(acc49.Result())
 	s.s6 = float32(acc52.Result())
 	s.s7 = float32(acc100)
+}
+
+// pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
+func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c102 := float32(0.04)
+	numValid := out.NumValid
+	v35 := s.s2
+	v36 := max(numValid, one)
+	lossObjective := v35 / v36
+	out.LossObjective = lossObjective
+	v40 := s.s3
+	clipFraction := v40 / v36
+	out.ClipFraction = clipFraction
+	v44 := s.s4
+	klApprox := v44 / v36
+	out.KLApprox = klApprox
+	v49 := s.s5
+	v50 := float32(two * v49)
+	v52 := s.s6
+	v53 := v50 - v52
+	v54 := float32(math.Exp(float64(v53)))
+	v55 := b2f(numValid > zero)
+	v56 := v54 / v36
+	ess := sel(v55, v56, zero)
+	out.ESS = ess
+	v100 := s.s7
+	klToRef := v100 / v36
+	lossKLToRef := float32(c102 * klToRef)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = klToRef
+}
+
+// fbScratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
+type fbScratch struct {
+	s0   []float32         // mean = mean(nextReward) over N [G=4]
+	s1   []float32         // v2 = var(nextReward) over N correction=1 [G=4]
+	s2   float32           // v35 = sum(v34) over G,N,L
+	s3   float32           // v40 = sum(v39) over G,N,L
+	s4   float32           // v44 = sum(v43) over G,N,L
+	s5   float32           // v49 = logsumexp(v47) over G,N,L
+	s6   float32           // v52 = logsumexp(v51) over G,N,L
+	s7   float32           // v100 = sum(v99) over G,N,L
+	mean []runtime.Mean    // accumulators of mean
+	acc2 []runtime.Welford // accumulators of v2
+}
+
+var fbScratchPool = sync.Pool{New: func() any {
+	return &fbScratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
+}}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
+// N=8 L=64].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	numValid := 0.0
+	for iG := 0; iG < 4; iG++ {
+		for iN := 0; iN < 8; iN++ {
+			for iL := 0; iL < 64; iL++ {
+				mask := b2f(in.Mask[iG*512+iN*64+iL])
+				v13 := sel(mask, one, zero)
+				numValid += float64(v13)
+			}
+		}
+	}
+	out.NumValid = float32(numValid)
 }
 
 // fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over G: an
@@ -372,44 +274,18 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	two := float32(2)
-	c102 := float32(0.04)
-	numValid := out.NumValid
-	v36 := max(numValid, one)
-	v40 := s.s3
-	clipFraction := v40 / v36
-	out.ClipFraction = clipFraction
-	v44 := s.s4
-	klApprox := v44 / v36
-	out.KLApprox = klApprox
-	v49 := s.s5
-	v50 := float32(two * v49)
-	v52 := s.s6
-	v53 := v50 - v52
-	v54 := float32(math.Exp(float64(v53)))
-	v55 := b2f(numValid > zero)
-	v56 := v54 / v36
-	ess := sel(v55, v56, zero)
-	out.ESS = ess
-	v100 := s.s7
-	klToRef := v100 / v36
-	lossKLToRef := float32(c102 * klToRef)
-	out.LossKLToRef = lossKLToRef
-	out.KLToRef = klToRef
-}
-
-// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
 // N=8 L=64].
-func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c5 := float32(1e-06)
 	one := float32(1)
 	zero := float32(0)
+	c21 := float32(-0.22314355)
+	c22 := float32(0.18232156)
 	c27 := float32(1.2)
 	c29 := float32(0.8)
+	c46 := float32(math.Inf(-1))
+	two := float32(2)
 	c63 := float32(0.1)
 	c65 := float32(-0.1)
 	c68 := float32(2.755732e-07)
@@ -423,6 +299,11 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	half := float32(0.5)
 	c102 := float32(0.04)
 	acc35 := 0.0
+	acc40 := 0.0
+	acc44 := 0.0
+	acc49 := runtime.NewLogSumExp()
+	acc52 := runtime.NewLogSumExp()
+	acc100 := 0.0
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -441,6 +322,8 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 				v18 := sel(mask, sampleLogProb, zero)
 				v19 := sel(mask, v7, zero)
 				logWeight := v16 - v18
+				v23 := max(logWeight, c21)
+				logWeightClip := min(v23, c22)
 				ratio := float32(math.Exp(float64(logWeight)))
 				v26 := b2f(v19 >= zero)
 				v28 := min(ratio, c27)
@@ -451,6 +334,16 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 				v34 := sel(mask, v33, zero)
 				acc35 += float64(v34)
 				v36 := max(numValid, one)
+				v38 := b2f(logWeightClip != logWeight)
+				v39 := sel(mask, v38, zero)
+				acc40 += float64(v39)
+				v42 := v18 - v16
+				v43 := sel(mask, v42, zero)
+				acc44 += float64(v43)
+				v47 := sel(mask, logWeight, c46)
+				acc49.Add(float64(v47))
+				v51 := float32(two * v47)
+				acc52.Add(float64(v51))
 				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
 				v59 := sel(mask, refLogProb, zero)
 				v60 := v59 - v16
@@ -476,7 +369,13 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 				v91 := float32(v67 * v89)
 				v92 := half + v91
 				v93 := float32(v67 * v67)
+				v94 := float32(v93 * v92)
 				v95 := float32(math.Exp(float64(v61)))
+				v96 := v95 - one
+				v97 := v96 - v61
+				k3 := sel(v64, v94, v97)
+				v99 := sel(mask, k3, zero)
+				acc100 += float64(v99)
 				v105 := c102 / v36
 				v106 := sel(mask, v105, zero)
 				v107 := sel(v64, v106, zero)
@@ -576,16 +475,44 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	s.s2 = float32(acc35)
+	s.s3 = float32(acc40)
+	s.s4 = float32(acc44)
+	s.s5 = float32(acc49.Result())
+	s.s6 = float32(acc52.Result())
+	s.s7 = float32(acc100)
 }
 
-// fbPass5Go is pass 5 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass5Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c102 := float32(0.04)
 	numValid := out.NumValid
 	v35 := s.s2
 	v36 := max(numValid, one)
 	lossObjective := v35 / v36
 	out.LossObjective = lossObjective
+	v40 := s.s3
+	clipFraction := v40 / v36
+	out.ClipFraction = clipFraction
+	v44 := s.s4
+	klApprox := v44 / v36
+	out.KLApprox = klApprox
+	v49 := s.s5
+	v50 := float32(two * v49)
+	v52 := s.s6
+	v53 := v50 - v52
+	v54 := float32(math.Exp(float64(v53)))
+	v55 := b2f(numValid > zero)
+	v56 := v54 / v36
+	ess := sel(v55, v56, zero)
+	out.ESS = ess
+	v100 := s.s7
+	klToRef := v100 / v36
+	lossKLToRef := float32(c102 * klToRef)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = klToRef
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -42,7 +42,7 @@ func TestChunkedAVX2(t *testing.T) {
 func chunked(f func()) {
 	defer func(n int) { pass0Chunks = n }(pass0Chunks)
 	pass0Chunks = 3
-	defer func(n int) { fbPass2Chunks = n }(fbPass2Chunks)
-	fbPass2Chunks = 3
+	defer func(n int) { fbPass1Chunks = n }(fbPass1Chunks)
+	fbPass1Chunks = 3
 	f()
 }

@@ -19,38 +19,38 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf   []float64
-	r4_s  []float64
-	r4_p  []float32
 	r9_s  []float64
 	r9_p  []float32
 	r13_s []float64
 	r13_p []float32
-	r84_s []float64
-	r84_p []float32
 	p0_ok []float32
+	r4_s  []float64
+	r4_p  []float32
 	r29_s []float64
 	r29_p []float32
 	r40_s []float64
 	r40_p []float32
+	r84_s []float64
+	r84_p []float32
 	p1_ok []float32
 	res   []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 448)}
-	st.r4_s = st.buf[8:24]
-	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r9_s = st.buf[48:120]
-	st.r9_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
-	st.r13_s = st.buf[176:248]
-	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
-	st.r84_s = st.buf[304:320]
-	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 8)
-	st.r29_s = st.buf[360:376]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
-	st.r40_s = st.buf[400:416]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r9_s = st.buf[8:80]
+	st.r9_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
+	st.r13_s = st.buf[136:208]
+	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[216])), 72)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 8)
+	st.r4_s = st.buf[280:296]
+	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
+	st.r29_s = st.buf[320:336]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r40_s = st.buf[360:376]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.r84_s = st.buf[400:416]
+	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[440])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -67,23 +67,23 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r4_s, 0)
-		runtime.Fill(st.r4_p, 0)
 		runtime.Fill(st.r9_s, 0)
 		runtime.Fill(st.r9_p, 0)
 		runtime.Fill(st.r13_s, 0)
 		runtime.Fill(st.r13_p, 0)
-		runtime.Fill(st.r84_s, 0)
-		runtime.Fill(st.r84_p, 0)
 		runtime.SetMask(st.p0_ok)
+		runtime.Fill(st.r4_s, 0)
+		runtime.Fill(st.r4_p, 0)
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r84_p, 0)
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 156 {
 			lo, hi := a, min(a+156, hi)
-			pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+			pass0AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r9_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
@@ -92,7 +92,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			pass1AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], hi)
+			pass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &in.RefLogProb[0], hi)
 		}
 	}
 	n := min(pass0Chunks, 8)
@@ -109,11 +109,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -124,26 +124,19 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r84_s, 8)
-	s.s4 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r29_s, 8)
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r84_s, 8)
+	s.s4 = float32(st.res[0])
 }
 
 // pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass2AVX2(&out.NumValid, &s.s4, &out.LossKLToRef, &out.KLToRef)
-}
-
-// pass3AVX2Go runs pass3AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	pass3AVX2(&out.NumValid, &s.s2, &s.s3, &out.LossObjective, &out.ClipFraction)
+	pass2AVX2(&out.NumValid, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.LossKLToRef, &out.KLToRef)
 }
 
 // fbAvxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
@@ -156,37 +149,39 @@ type fbAvxState struct {
 	r9_p   []float32
 	r13_s  []float64
 	r13_p  []float32
-	r84_s  []float64
-	r84_p  []float32
 	p0_ok  []float32
+	r162_s []float64
+	r162_p []float32
+	p1_ok  []float32
 	r29_s  []float64
 	r29_p  []float32
 	r40_s  []float64
 	r40_p  []float32
-	r162_s []float64
-	r162_p []float32
+	r84_s  []float64
+	r84_p  []float32
 	p2_ok  []float32
 	res    []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 576)}
+	st := &fbAvxState{buf: make([]float64, 592)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r9_s = st.buf[48:120]
 	st.r9_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
 	st.r13_s = st.buf[176:248]
 	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
-	st.r84_s = st.buf[304:320]
-	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 8)
-	st.r29_s = st.buf[360:376]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
-	st.r40_s = st.buf[400:416]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
-	st.r162_s = st.buf[440:512]
-	st.r162_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 72)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 8)
+	st.r162_s = st.buf[320:392]
+	st.r162_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
+	st.r29_s = st.buf[464:480]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
+	st.r40_s = st.buf[504:520]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r84_s = st.buf[544:560]
+	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 8)
 	st.res = make([]float64, 8)
 	return st
 }}
@@ -202,10 +197,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r9_p, 0)
 	runtime.Fill(st.r13_s, 0)
 	runtime.Fill(st.r13_p, 0)
-	runtime.Fill(st.r84_s, 0)
-	runtime.Fill(st.r84_p, 0)
 	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0])
+	fbPass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0])
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
@@ -221,48 +214,41 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	for k, v := range st.res[:8] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:1], st.r84_s, 8)
-	s.s4 = float32(st.res[0])
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass1AVX2(&out.NumValid, &s.s4, &out.LossKLToRef, &out.KLToRef)
-}
-
-// fbPass2Chunks is how many chunks of rows passes 2 and 3 run as, concurrently (see fbPass2AVX2Go).
+// fbPass1Chunks is how many chunks of rows passes 1 and 2 run as, concurrently (see fbPass1AVX2Go).
 // It is fixed by the generator, so results do not depend on the machine; tests set it.
-var fbPass2Chunks = 1
+var fbPass1Chunks = 1
 
-// fbPass2AVX2Go runs fbPass2AVX2 and fbPass3AVX2 row-locally: on sweeps of 156 rows of B, the
+// fbPass1AVX2Go runs fbPass1AVX2 and fbPass2AVX2 row-locally: on sweeps of 156 rows of B, the
 // second
 // reads the rows the first has just read, with the first's per-row reductions finished
 // for them (lossgen explain: row-local), while they are in cache.
-func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r162_s, 0)
+		runtime.Fill(st.r162_p, 0)
+		runtime.SetMask(st.p1_ok)
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r162_s, 0)
-		runtime.Fill(st.r162_p, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r84_p, 0)
 		runtime.SetMask(st.p2_ok)
 		for a := lo; a < hi; a += 156 {
 			lo, hi := a, min(a+156, hi)
-			fbPass2AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &out.NumValid, hi)
+			fbPass1AVX2(lo, &out.NumValid, &in.Mask[0], &st.buf[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r162_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
-			fbPass3AVX2(lo, &in.Mask[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &out.NumValid, &in.RefLogProb[0], &s.s5[0], &g.LogProb[0], hi)
+			fbPass2AVX2(lo, &in.Mask[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &st.buf[0], &out.NumValid, &in.RefLogProb[0], &s.s5[0], &g.LogProb[0], hi)
 		}
 	}
-	n := min(fbPass2Chunks, 8)
+	n := min(fbPass1Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 8)
 	} else {
@@ -276,28 +262,32 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p2_ok[:8]) {
+	if !runtime.MaskSet(st.p1_ok[:8]) || !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass2Go(in, out, g, s)
+		fbPass1Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r29_s, 8)
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r84_s, 8)
+	s.s4 = float32(st.res[0])
 }
 
-// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
-func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	fbPass4AVX2(&out.NumValid, &s.s2, &s.s3, &out.LossObjective, &out.ClipFraction)
+	fbPass3AVX2(&out.NumValid, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.LossKLToRef, &out.KLToRef)
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and
@@ -307,8 +297,8 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go, fbPass4AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass3AVX2Go},
 		name:     "avx2",
-		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass2AVX2Go, pass3AVX2Go},
+		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass2AVX2Go},
 	})
 }

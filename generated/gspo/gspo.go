@@ -243,9 +243,9 @@ type impl struct {
 // assembly backend registers at init where the CPU supports them. Forward runs the last;
 // the tests run them all.
 var impls = []impl{{
-	fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0Go, fbPass1Go, fbPass2Go, fbPass4Go},
+	fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0Go, fbPass1Go, fbPass3Go},
 	name:     "go",
-	passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0Go, pass2Go, pass3Go},
+	passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0Go, pass2Go},
 }}
 
 // Implementation names the kernels Forward runs: "avx2" (AVX2+FMA assembly) or "go"

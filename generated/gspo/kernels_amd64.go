@@ -8,55 +8,43 @@ package gspo
 // loop in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+func pass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
 
 // pass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see pass1Go for the same
 // loop in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, hi int)
+func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, s0 *float32, s1 *float32, advantage *float32, refLogProb *float32, hi int)
 
 // pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
 // Go.
 //
 //go:noescape
-func pass2AVX2(numValid *float32, s4 *float32, lossKLToRef *float32, kLToRef *float32)
-
-// pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
-// Go.
-//
-//go:noescape
-func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
+func pass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 
 // fbPass0AVX2 is pass 0 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass0Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32)
+func fbPass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
-// in Go.
+// fbPass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass1Go for the
+// same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(numValid *float32, s4 *float32, lossKLToRef *float32, kLToRef *float32)
+func fbPass1AVX2(lo int, numValid *float32, mask *bool, state *float64, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass2Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, numValid *float32, hi int)
+func fbPass2AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
 
-// fbPass3AVX2 is pass 3 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass3Go for the
-// same loop in Go.
-//
-//go:noescape
-func fbPass3AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
-
-// fbPass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see fbPass4Go for the same loop
+// fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
 // in Go.
 //
 //go:noescape
-func fbPass4AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
+func fbPass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

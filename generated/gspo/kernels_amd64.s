@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $0-56
+// func pass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
+// Requires: AVX, AVX2
+TEXT ·pass0AVX2(SB), $0-48
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -28,20 +28,15 @@ blocks_2:
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// sum(v3) over [B L]
-	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y3
-	VMOVUPS Y3, 256(BX)
-	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ      logProb+16(FP), BX
+	VMOVUPS   (BX)(SI*4), Y3
 
 	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      sampleLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	MOVQ      sampleLogProb+24(FP), BX
+	VMOVUPS   (BX)(SI*4), Y4
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
@@ -49,282 +44,102 @@ blocks_2:
 	VBLENDVPS Y5, Y4, Y2, Y4
 
 	// sum(v3) over [L]
-	XORQ    DI, DI
-	MOVQ    AX, R8
-	ADDQ    R8, DI
-	IMUL3Q  $+8, DI, R8
-	VADDPS  1024(BX)(R8*4), Y1, Y1
-	VMOVUPS Y1, 1024(BX)(R8*4)
+	XORQ    BX, BX
+	MOVQ    AX, SI
+	ADDQ    SI, BX
+	IMUL3Q  $+8, BX, SI
+	MOVQ    state+32(FP), DI
+	VADDPS  704(DI)(SI*4), Y1, Y1
+	VMOVUPS Y1, 704(DI)(SI*4)
 
 	// v11 = sub(v6, v8)
 	VSUBPS Y4, Y3, Y1
 
 	// v12 = where(mask, v11, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
-
-	// sum(v12) over [L]
-	IMUL3Q  $+8, DI, DI
-	VADDPS  2048(BX)(DI*4), Y1, Y1
-	VMOVUPS Y1, 2048(BX)(DI*4)
-	MOVQ    refLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
-
-	// v43 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
-
-	// v44 = sub(v43, v6)
-	VSUBPS Y3, Y1, Y1
-
-	// v45 = abs(v44)
-	VMOVUPS lgc2<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS lgc3<>+0(SB), Y4
-
-	// v47 = lt(v45, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc4<>+0(SB), Y5
-
-	// v49 = max(v44, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
-
-	// v50 = min(v49, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y4, Y5
-
-	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc6<>+0(SB), Y5, Y5
-
-	// v56 = mul(v50, v54)
-	VMULPS Y5, Y4, Y5
-
-	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS lgc7<>+0(SB), Y5, Y5
-
-	// v59 = mul(v50, v57)
-	VMULPS Y5, Y4, Y5
-
-	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc8<>+0(SB), Y5, Y5
-
-	// v62 = mul(v50, v60)
-	VMULPS Y5, Y4, Y5
-
-	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc9<>+0(SB), Y5, Y5
-
-	// v65 = mul(v50, v63)
-	VMULPS Y5, Y4, Y5
-
-	// v66 = add(0.008333333333333333, v65)
-	VADDPS lgc10<>+0(SB), Y5, Y5
-
-	// v68 = mul(v50, v66)
-	VMULPS Y5, Y4, Y5
-
-	// v69 = add(0.041666666666666664, v68)
-	VADDPS lgc11<>+0(SB), Y5, Y5
-
-	// v71 = mul(v50, v69)
-	VMULPS Y5, Y4, Y5
-
-	// v72 = add(0.16666666666666666, v71)
-	VADDPS lgc12<>+0(SB), Y5, Y5
-
-	// v74 = mul(v50, v72)
-	VMULPS Y5, Y4, Y5
-
-	// v75 = add(0.5, v74)
-	VADDPS lgc13<>+0(SB), Y5, Y5
-
-	// v76 = mul(v50, v50)
-	VMULPS Y4, Y4, Y4
-
-	// v77 = mul(v76, v75)
-	VMULPS Y5, Y4, Y4
-
-	// v78 = exp(v44)
-	VMAXPS       lgc14<>+0(SB), Y1, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc24<>+0(SB), Y5, Y6
-	VPMINSD      lgc25<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc25<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
-
-	// v79 = sub(v78, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y5
-
-	// v80 = sub(v79, v44)
-	VSUBPS Y1, Y5, Y1
-
-	// k3 = where(v47, v77, v80)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
-
-	// v83 = where(mask, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// sum(v83) over [B L]
-	VADDPS       2624(BX), Y0, Y0
-	VMOVUPS      Y0, 2624(BX)
+	// sum(v12) over [L]
+	IMUL3Q       $+8, BX, BX
+	VADDPS       1728(DI)(BX*4), Y0, Y0
+	VMOVUPS      Y0, 1728(DI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	IMUL3Q       $+8, DX, BX
+	MOVQ         state+32(FP), SI
+	VMOVUPS      704(SI)(BX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
+	VADDPD       64(SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 64(SI)(BX*8)
+	VADDPD       96(SI)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 96(SI)(BX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
-	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VMOVUPS      Y0, 704(SI)(BX*4)
+	IMUL3Q       $+8, DX, DX
+	VMOVUPS      1728(SI)(DX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 416(DX)(SI*8)
+	VADDPD       1088(SI)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1088(SI)(DX*8)
+	VADDPD       1120(SI)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 1120(SI)(DX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)(SI*4)
-	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2048(DX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1408(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(DX)(BX*8)
-	VADDPD       1440(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(DX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(DX)(BX*4)
-	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2432(DX), Y2, Y2
-	VMOVUPD      Y2, 2432(DX)
-	VADDPD       2464(DX), Y0, Y0
-	VMOVUPD      Y0, 2464(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VANDPS       2752(DX), Y1, Y1
-	VMOVUPS      Y1, 2752(DX)
+	VMOVUPS      Y0, 1728(SI)(DX*4)
+	VANDPS       2112(SI), Y1, Y1
+	VMOVUPS      Y1, 2112(SI)
 	MOVQ         $+8, DX
 
 noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	XORQ         CX, CX
+	MOVQ         AX, DX
+	ADDQ         DX, CX
+	IMUL3Q       $+8, CX, DX
+	MOVQ         state+32(FP), BX
+	VMOVUPS      704(BX)(DX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
+	VADDPD       64(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 64(BX)(DX*8)
+	VADDPD       96(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 96(BX)(DX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
-	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VMOVUPS      Y0, 704(BX)(DX*4)
+	IMUL3Q       $+8, CX, CX
+	VMOVUPS      1728(BX)(CX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 416(CX)(BX*8)
+	VADDPD       1088(BX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 1088(BX)(CX*8)
+	VADDPD       1120(BX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 1120(BX)(CX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)(BX*4)
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2048(CX)(DX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)(DX*8)
-	VADDPD       1440(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(CX)(DX*4)
-	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2432(CX), Y2, Y2
-	VMOVUPD      Y2, 2432(CX)
-	VADDPD       2464(CX), Y0, Y0
-	VMOVUPD      Y0, 2464(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VANDPS       2752(CX), Y1, Y1
-	VMOVUPS      Y1, 2752(CX)
+	VMOVUPS      Y0, 1728(BX)(CX*4)
+	VANDPS       2112(BX), Y1, Y1
+	VMOVUPS      Y1, 2112(BX)
 	INCQ         AX
-	CMPQ         AX, hi+48(FP)
+	CMPQ         AX, hi+40(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -349,269 +164,29 @@ DATA lgc1<>+24(SB)/4, $0x00000000
 DATA lgc1<>+28(SB)/4, $0x00000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x80000000
-DATA lgc2<>+4(SB)/4, $0x80000000
-DATA lgc2<>+8(SB)/4, $0x80000000
-DATA lgc2<>+12(SB)/4, $0x80000000
-DATA lgc2<>+16(SB)/4, $0x80000000
-DATA lgc2<>+20(SB)/4, $0x80000000
-DATA lgc2<>+24(SB)/4, $0x80000000
-DATA lgc2<>+28(SB)/4, $0x80000000
+DATA lgc2<>+0(SB)/4, $0x7fffffff
+DATA lgc2<>+4(SB)/4, $0x7fffffff
+DATA lgc2<>+8(SB)/4, $0x7fffffff
+DATA lgc2<>+12(SB)/4, $0x7fffffff
+DATA lgc2<>+16(SB)/4, $0x7fffffff
+DATA lgc2<>+20(SB)/4, $0x7fffffff
+DATA lgc2<>+24(SB)/4, $0x7fffffff
+DATA lgc2<>+28(SB)/4, $0x7fffffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x3dcccccd
-DATA lgc3<>+4(SB)/4, $0x3dcccccd
-DATA lgc3<>+8(SB)/4, $0x3dcccccd
-DATA lgc3<>+12(SB)/4, $0x3dcccccd
-DATA lgc3<>+16(SB)/4, $0x3dcccccd
-DATA lgc3<>+20(SB)/4, $0x3dcccccd
-DATA lgc3<>+24(SB)/4, $0x3dcccccd
-DATA lgc3<>+28(SB)/4, $0x3dcccccd
+DATA lgc3<>+0(SB)/4, $0x7f7fffff
+DATA lgc3<>+4(SB)/4, $0x7f7fffff
+DATA lgc3<>+8(SB)/4, $0x7f7fffff
+DATA lgc3<>+12(SB)/4, $0x7f7fffff
+DATA lgc3<>+16(SB)/4, $0x7f7fffff
+DATA lgc3<>+20(SB)/4, $0x7f7fffff
+DATA lgc3<>+24(SB)/4, $0x7f7fffff
+DATA lgc3<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0xbdcccccd
-DATA lgc4<>+4(SB)/4, $0xbdcccccd
-DATA lgc4<>+8(SB)/4, $0xbdcccccd
-DATA lgc4<>+12(SB)/4, $0xbdcccccd
-DATA lgc4<>+16(SB)/4, $0xbdcccccd
-DATA lgc4<>+20(SB)/4, $0xbdcccccd
-DATA lgc4<>+24(SB)/4, $0xbdcccccd
-DATA lgc4<>+28(SB)/4, $0xbdcccccd
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/4, $0x3493f27e
-DATA lgc5<>+4(SB)/4, $0x3493f27e
-DATA lgc5<>+8(SB)/4, $0x3493f27e
-DATA lgc5<>+12(SB)/4, $0x3493f27e
-DATA lgc5<>+16(SB)/4, $0x3493f27e
-DATA lgc5<>+20(SB)/4, $0x3493f27e
-DATA lgc5<>+24(SB)/4, $0x3493f27e
-DATA lgc5<>+28(SB)/4, $0x3493f27e
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
-
-DATA lgc6<>+0(SB)/4, $0x3638ef1d
-DATA lgc6<>+4(SB)/4, $0x3638ef1d
-DATA lgc6<>+8(SB)/4, $0x3638ef1d
-DATA lgc6<>+12(SB)/4, $0x3638ef1d
-DATA lgc6<>+16(SB)/4, $0x3638ef1d
-DATA lgc6<>+20(SB)/4, $0x3638ef1d
-DATA lgc6<>+24(SB)/4, $0x3638ef1d
-DATA lgc6<>+28(SB)/4, $0x3638ef1d
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
-
-DATA lgc7<>+0(SB)/4, $0x37d00d01
-DATA lgc7<>+4(SB)/4, $0x37d00d01
-DATA lgc7<>+8(SB)/4, $0x37d00d01
-DATA lgc7<>+12(SB)/4, $0x37d00d01
-DATA lgc7<>+16(SB)/4, $0x37d00d01
-DATA lgc7<>+20(SB)/4, $0x37d00d01
-DATA lgc7<>+24(SB)/4, $0x37d00d01
-DATA lgc7<>+28(SB)/4, $0x37d00d01
-GLOBL lgc7<>(SB), RODATA|NOPTR, $32
-
-DATA lgc8<>+0(SB)/4, $0x39500d01
-DATA lgc8<>+4(SB)/4, $0x39500d01
-DATA lgc8<>+8(SB)/4, $0x39500d01
-DATA lgc8<>+12(SB)/4, $0x39500d01
-DATA lgc8<>+16(SB)/4, $0x39500d01
-DATA lgc8<>+20(SB)/4, $0x39500d01
-DATA lgc8<>+24(SB)/4, $0x39500d01
-DATA lgc8<>+28(SB)/4, $0x39500d01
-GLOBL lgc8<>(SB), RODATA|NOPTR, $32
-
-DATA lgc9<>+0(SB)/4, $0x3ab60b61
-DATA lgc9<>+4(SB)/4, $0x3ab60b61
-DATA lgc9<>+8(SB)/4, $0x3ab60b61
-DATA lgc9<>+12(SB)/4, $0x3ab60b61
-DATA lgc9<>+16(SB)/4, $0x3ab60b61
-DATA lgc9<>+20(SB)/4, $0x3ab60b61
-DATA lgc9<>+24(SB)/4, $0x3ab60b61
-DATA lgc9<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc9<>(SB), RODATA|NOPTR, $32
-
-DATA lgc10<>+0(SB)/4, $0x3c088889
-DATA lgc10<>+4(SB)/4, $0x3c088889
-DATA lgc10<>+8(SB)/4, $0x3c088889
-DATA lgc10<>+12(SB)/4, $0x3c088889
-DATA lgc10<>+16(SB)/4, $0x3c088889
-DATA lgc10<>+20(SB)/4, $0x3c088889
-DATA lgc10<>+24(SB)/4, $0x3c088889
-DATA lgc10<>+28(SB)/4, $0x3c088889
-GLOBL lgc10<>(SB), RODATA|NOPTR, $32
-
-DATA lgc11<>+0(SB)/4, $0x3d2aaaab
-DATA lgc11<>+4(SB)/4, $0x3d2aaaab
-DATA lgc11<>+8(SB)/4, $0x3d2aaaab
-DATA lgc11<>+12(SB)/4, $0x3d2aaaab
-DATA lgc11<>+16(SB)/4, $0x3d2aaaab
-DATA lgc11<>+20(SB)/4, $0x3d2aaaab
-DATA lgc11<>+24(SB)/4, $0x3d2aaaab
-DATA lgc11<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc11<>(SB), RODATA|NOPTR, $32
-
-DATA lgc12<>+0(SB)/4, $0x3e2aaaab
-DATA lgc12<>+4(SB)/4, $0x3e2aaaab
-DATA lgc12<>+8(SB)/4, $0x3e2aaaab
-DATA lgc12<>+12(SB)/4, $0x3e2aaaab
-DATA lgc12<>+16(SB)/4, $0x3e2aaaab
-DATA lgc12<>+20(SB)/4, $0x3e2aaaab
-DATA lgc12<>+24(SB)/4, $0x3e2aaaab
-DATA lgc12<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0x3f000000
-DATA lgc13<>+4(SB)/4, $0x3f000000
-DATA lgc13<>+8(SB)/4, $0x3f000000
-DATA lgc13<>+12(SB)/4, $0x3f000000
-DATA lgc13<>+16(SB)/4, $0x3f000000
-DATA lgc13<>+20(SB)/4, $0x3f000000
-DATA lgc13<>+24(SB)/4, $0x3f000000
-DATA lgc13<>+28(SB)/4, $0x3f000000
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
-
-DATA lgc14<>+0(SB)/4, $0xc2d00000
-DATA lgc14<>+4(SB)/4, $0xc2d00000
-DATA lgc14<>+8(SB)/4, $0xc2d00000
-DATA lgc14<>+12(SB)/4, $0xc2d00000
-DATA lgc14<>+16(SB)/4, $0xc2d00000
-DATA lgc14<>+20(SB)/4, $0xc2d00000
-DATA lgc14<>+24(SB)/4, $0xc2d00000
-DATA lgc14<>+28(SB)/4, $0xc2d00000
-GLOBL lgc14<>(SB), RODATA|NOPTR, $32
-
-DATA lgc15<>+0(SB)/4, $0x42b20000
-DATA lgc15<>+4(SB)/4, $0x42b20000
-DATA lgc15<>+8(SB)/4, $0x42b20000
-DATA lgc15<>+12(SB)/4, $0x42b20000
-DATA lgc15<>+16(SB)/4, $0x42b20000
-DATA lgc15<>+20(SB)/4, $0x42b20000
-DATA lgc15<>+24(SB)/4, $0x42b20000
-DATA lgc15<>+28(SB)/4, $0x42b20000
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+28(SB)/4, $0x3fb8aa3b
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x3f318000
-DATA lgc17<>+4(SB)/4, $0x3f318000
-DATA lgc17<>+8(SB)/4, $0x3f318000
-DATA lgc17<>+12(SB)/4, $0x3f318000
-DATA lgc17<>+16(SB)/4, $0x3f318000
-DATA lgc17<>+20(SB)/4, $0x3f318000
-DATA lgc17<>+24(SB)/4, $0x3f318000
-DATA lgc17<>+28(SB)/4, $0x3f318000
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0xb95e8083
-DATA lgc18<>+4(SB)/4, $0xb95e8083
-DATA lgc18<>+8(SB)/4, $0xb95e8083
-DATA lgc18<>+12(SB)/4, $0xb95e8083
-DATA lgc18<>+16(SB)/4, $0xb95e8083
-DATA lgc18<>+20(SB)/4, $0xb95e8083
-DATA lgc18<>+24(SB)/4, $0xb95e8083
-DATA lgc18<>+28(SB)/4, $0xb95e8083
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-DATA lgc19<>+0(SB)/4, $0x39506967
-DATA lgc19<>+4(SB)/4, $0x39506967
-DATA lgc19<>+8(SB)/4, $0x39506967
-DATA lgc19<>+12(SB)/4, $0x39506967
-DATA lgc19<>+16(SB)/4, $0x39506967
-DATA lgc19<>+20(SB)/4, $0x39506967
-DATA lgc19<>+24(SB)/4, $0x39506967
-DATA lgc19<>+28(SB)/4, $0x39506967
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x3ab743ce
-DATA lgc20<>+4(SB)/4, $0x3ab743ce
-DATA lgc20<>+8(SB)/4, $0x3ab743ce
-DATA lgc20<>+12(SB)/4, $0x3ab743ce
-DATA lgc20<>+16(SB)/4, $0x3ab743ce
-DATA lgc20<>+20(SB)/4, $0x3ab743ce
-DATA lgc20<>+24(SB)/4, $0x3ab743ce
-DATA lgc20<>+28(SB)/4, $0x3ab743ce
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0x3c088908
-DATA lgc21<>+4(SB)/4, $0x3c088908
-DATA lgc21<>+8(SB)/4, $0x3c088908
-DATA lgc21<>+12(SB)/4, $0x3c088908
-DATA lgc21<>+16(SB)/4, $0x3c088908
-DATA lgc21<>+20(SB)/4, $0x3c088908
-DATA lgc21<>+24(SB)/4, $0x3c088908
-DATA lgc21<>+28(SB)/4, $0x3c088908
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+28(SB)/4, $0x3d2aa9c1
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0xffffff82
-DATA lgc24<>+4(SB)/4, $0xffffff82
-DATA lgc24<>+8(SB)/4, $0xffffff82
-DATA lgc24<>+12(SB)/4, $0xffffff82
-DATA lgc24<>+16(SB)/4, $0xffffff82
-DATA lgc24<>+20(SB)/4, $0xffffff82
-DATA lgc24<>+24(SB)/4, $0xffffff82
-DATA lgc24<>+28(SB)/4, $0xffffff82
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x0000007f
-DATA lgc25<>+4(SB)/4, $0x0000007f
-DATA lgc25<>+8(SB)/4, $0x0000007f
-DATA lgc25<>+12(SB)/4, $0x0000007f
-DATA lgc25<>+16(SB)/4, $0x0000007f
-DATA lgc25<>+20(SB)/4, $0x0000007f
-DATA lgc25<>+24(SB)/4, $0x0000007f
-DATA lgc25<>+28(SB)/4, $0x0000007f
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x7fffffff
-DATA lgc26<>+4(SB)/4, $0x7fffffff
-DATA lgc26<>+8(SB)/4, $0x7fffffff
-DATA lgc26<>+12(SB)/4, $0x7fffffff
-DATA lgc26<>+16(SB)/4, $0x7fffffff
-DATA lgc26<>+20(SB)/4, $0x7fffffff
-DATA lgc26<>+24(SB)/4, $0x7fffffff
-DATA lgc26<>+28(SB)/4, $0x7fffffff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x7f7fffff
-DATA lgc27<>+4(SB)/4, $0x7f7fffff
-DATA lgc27<>+8(SB)/4, $0x7f7fffff
-DATA lgc27<>+12(SB)/4, $0x7f7fffff
-DATA lgc27<>+16(SB)/4, $0x7f7fffff
-DATA lgc27<>+20(SB)/4, $0x7f7fffff
-DATA lgc27<>+24(SB)/4, $0x7f7fffff
-DATA lgc27<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-// func pass1AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, hi int)
+// func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, s0 *float32, s1 *float32, advantage *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-56
+TEXT ·pass1AVX2(SB), $0-72
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -619,142 +194,313 @@ outer0_4:
 	XORQ CX, CX
 
 blocks_5:
-	MOVQ         s0+8(FP), BX
-	XORQ         SI, SI
-	MOVQ         AX, DI
-	ADDQ         DI, SI
-	VBROADCASTSS (BX)(SI*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v10 = max(sequenceLength, 1)
-	VMAXPS       Y0, Y1, Y1
-	MOVQ         s1+16(FP), BX
-	VBROADCASTSS (BX)(SI*4), Y2
-
-	// logSequenceRatio = div(v13, v10)
-	VDIVPS  Y1, Y2, Y1
-	VMOVUPS lgc1<>+0(SB), Y2
-
-	// v16 = gt(sequenceLength, 0)
-	VCMPPS       $0x1e, Y2, Y0, Y0
-	VANDPS       lgc0<>+0(SB), Y0, Y0
-	MOVQ         advantage+24(FP), BX
-	VBROADCASTSS (BX)(SI*4), Y3
-
-	// v17 = where(v16, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y0
-
-	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc14<>+0(SB), Y1, Y3
-	VMINPS       lgc15<>+0(SB), Y3, Y3
-	VMULPS       lgc16<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y3
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc0<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc24<>+0(SB), Y3, Y4
-	VPMINSD      lgc25<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc25<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc25<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y5, Y5
-
-	// v19 = ge(v17, 0)
-	VCMPPS  $0x1d, Y2, Y0, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc28<>+0(SB), Y3
-
-	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y5, Y3, Y4
-	VMOVUPS lgc29<>+0(SB), Y6
-
-	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS Y5, Y6, Y7
-
-	// ratioClipped = where(v19, v21, v23)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y4, Y7, Y1
-
-	// gain = mul(v17, ratioClipped)
-	VMULPS Y1, Y0, Y1
-
-	// v26 = neg(gain)
-	VXORPS    lgc2<>+0(SB), Y1, Y1
-	MOVQ      mask+32(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y4
-	VCVTDQ2PS Y4, Y4
+	VPMOVZXBD (BX)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v3 = where(mask, 1, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y3
+
+	// sum(v3) over [B L]
+	MOVQ    state+16(FP), BX
+	VADDPS  2432(BX), Y3, Y3
+	VMOVUPS Y3, 2432(BX)
+	MOVQ    logProb+24(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+
+	// v6 = where(mask, logProb, 0)
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VCMPPS       $0x04, Y4, Y0, Y4
+	VBLENDVPS    Y4, Y3, Y2, Y3
+	MOVQ         s0+32(FP), DI
+	XORQ         R8, R8
+	MOVQ         AX, R9
+	ADDQ         R9, R8
+	VBROADCASTSS (DI)(R8*4), Y4
+
+	// v10 = max(sequenceLength, 1)
+	VMAXPS       Y4, Y1, Y1
+	MOVQ         s1+40(FP), DI
+	VBROADCASTSS (DI)(R8*4), Y5
+
+	// logSequenceRatio = div(v13, v10)
+	VDIVPS Y1, Y5, Y1
+
+	// v16 = gt(sequenceLength, 0)
+	VCMPPS       $0x1e, Y2, Y4, Y4
+	VANDPS       lgc0<>+0(SB), Y4, Y4
+	MOVQ         advantage+48(FP), DI
+	VBROADCASTSS (DI)(R8*4), Y5
+
+	// v17 = where(v16, advantage, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y2, Y4
+
+	// sequenceRatio = exp(logSequenceRatio)
+	VMAXPS       lgc4<>+0(SB), Y1, Y5
+	VMINPS       lgc5<>+0(SB), Y5, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
+
+	// v19 = ge(v17, 0)
+	VCMPPS  $0x1d, Y2, Y4, Y1
+	VANDPS  lgc0<>+0(SB), Y1, Y1
+	VMOVUPS lgc17<>+0(SB), Y5
+
+	// v21 = min(sequenceRatio, 1.2) tie=first
+	VMINPS  Y7, Y5, Y6
+	VMOVUPS lgc18<>+0(SB), Y8
+
+	// v23 = max(sequenceRatio, 0.8) tie=first
+	VMAXPS Y7, Y8, Y9
+
+	// ratioClipped = where(v19, v21, v23)
+	VMOVUPS   lgc1<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y1, Y10
+	VBLENDVPS Y10, Y6, Y9, Y1
+
+	// gain = mul(v17, ratioClipped)
+	VMULPS Y1, Y4, Y1
+
+	// v26 = neg(gain)
+	VXORPS lgc19<>+0(SB), Y1, Y1
 
 	// v28 = where(mask, v26, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y1, Y2, Y1
 
 	// sum(v28) over [B L]
-	MOVQ    state+40(FP), BX
-	VADDPS  3072(BX), Y1, Y1
-	VMOVUPS Y1, 3072(BX)
+	VADDPS  2752(BX), Y1, Y1
+	VMOVUPS Y1, 2752(BX)
 
 	// v32 = lt(v17, 0)
-	VCMPPS $0x11, Y2, Y0, Y1
+	VCMPPS $0x11, Y2, Y4, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
 	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y6, Y5, Y6
+	VCMPPS $0x11, Y8, Y7, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v34 = gt(v17, 0)
-	VCMPPS $0x1e, Y2, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VCMPPS $0x1e, Y2, Y4, Y4
+	VANDPS lgc0<>+0(SB), Y4, Y4
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS $0x1e, Y3, Y5, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS $0x1e, Y5, Y7, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v36 = where(v34, v35, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y0
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y5, Y2, Y4
 
 	// v37 = where(v32, v33, v36)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y6, Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y6, Y4, Y1
 
 	// v39 = where(mask, v37, 0)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y4, Y1
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y1, Y2, Y1
 
 	// sum(v39) over [B L]
+	VADDPS  3072(BX), Y1, Y1
+	VMOVUPS Y1, 3072(BX)
+	MOVQ    refLogProb+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+
+	// v43 = where(mask, refLogProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y1, Y2, Y1
+
+	// v44 = sub(v43, v6)
+	VSUBPS Y3, Y1, Y1
+
+	// v45 = abs(v44)
+	VMOVUPS lgc19<>+0(SB), Y3
+	VANDNPS Y1, Y3, Y3
+	VMOVUPS lgc20<>+0(SB), Y4
+
+	// v47 = lt(v45, 0.1)
+	VCMPPS  $0x11, Y4, Y3, Y3
+	VANDPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc21<>+0(SB), Y5
+
+	// v49 = max(v44, -0.1) tie=first
+	VMAXPS Y1, Y5, Y5
+
+	// v50 = min(v49, 0.1) tie=first
+	VMINPS Y5, Y4, Y4
+
+	// v53 = mul(v50, 2.755731922398589e-07)
+	VMULPS lgc22<>+0(SB), Y4, Y5
+
+	// v54 = add(2.7557319223985893e-06, v53)
+	VADDPS lgc23<>+0(SB), Y5, Y5
+
+	// v56 = mul(v50, v54)
+	VMULPS Y5, Y4, Y5
+
+	// v57 = add(2.48015873015873e-05, v56)
+	VADDPS lgc24<>+0(SB), Y5, Y5
+
+	// v59 = mul(v50, v57)
+	VMULPS Y5, Y4, Y5
+
+	// v60 = add(0.0001984126984126984, v59)
+	VADDPS lgc25<>+0(SB), Y5, Y5
+
+	// v62 = mul(v50, v60)
+	VMULPS Y5, Y4, Y5
+
+	// v63 = add(0.001388888888888889, v62)
+	VADDPS lgc26<>+0(SB), Y5, Y5
+
+	// v65 = mul(v50, v63)
+	VMULPS Y5, Y4, Y5
+
+	// v66 = add(0.008333333333333333, v65)
+	VADDPS lgc27<>+0(SB), Y5, Y5
+
+	// v68 = mul(v50, v66)
+	VMULPS Y5, Y4, Y5
+
+	// v69 = add(0.041666666666666664, v68)
+	VADDPS lgc28<>+0(SB), Y5, Y5
+
+	// v71 = mul(v50, v69)
+	VMULPS Y5, Y4, Y5
+
+	// v72 = add(0.16666666666666666, v71)
+	VADDPS lgc29<>+0(SB), Y5, Y5
+
+	// v74 = mul(v50, v72)
+	VMULPS Y5, Y4, Y5
+
+	// v75 = add(0.5, v74)
+	VADDPS lgc14<>+0(SB), Y5, Y5
+
+	// v76 = mul(v50, v50)
+	VMULPS Y4, Y4, Y4
+
+	// v77 = mul(v76, v75)
+	VMULPS Y5, Y4, Y4
+
+	// v78 = exp(v44)
+	VMAXPS       lgc4<>+0(SB), Y1, Y5
+	VMINPS       lgc5<>+0(SB), Y5, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
+
+	// v79 = sub(v78, 1)
+	VSUBPS lgc0<>+0(SB), Y7, Y5
+
+	// v80 = sub(v79, v44)
+	VSUBPS Y1, Y5, Y1
+
+	// k3 = where(v47, v77, v80)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y4, Y1, Y1
+
+	// v83 = where(mask, k3, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
+
+	// sum(v83) over [B L]
 	VADDPS       3392(BX), Y0, Y0
 	VMOVUPS      Y0, 3392(BX)
 	DECQ         DX
 	JNZ          noflush_6
-	MOVQ         state+40(FP), DX
+	MOVQ         state+16(FP), DX
+	VMOVUPS      2432(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2240(DX), Y2, Y2
+	VMOVUPD      Y2, 2240(DX)
+	VADDPD       2272(DX), Y0, Y0
+	VMOVUPD      Y0, 2272(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2432(DX)
+	VMOVUPS      2752(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(DX), Y2, Y2
+	VMOVUPD      Y2, 2560(DX)
+	VADDPD       2592(DX), Y0, Y0
+	VMOVUPD      Y0, 2592(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(DX)
 	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -765,8 +511,8 @@ blocks_5:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(DX)
 	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -785,10 +531,36 @@ noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
-	MOVQ         state+40(FP), CX
+	MOVQ         state+16(FP), CX
+	VMOVUPS      2432(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2240(CX), Y2, Y2
+	VMOVUPD      Y2, 2240(CX)
+	VADDPD       2272(CX), Y0, Y0
+	VMOVUPD      Y0, 2272(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2432(CX)
+	VMOVUPS      2752(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(CX)
 	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -799,8 +571,8 @@ noflush_6:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(CX)
 	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -814,73 +586,274 @@ noflush_6:
 	VANDPS       3520(CX), Y1, Y1
 	VMOVUPS      Y1, 3520(CX)
 	INCQ         AX
-	CMPQ         AX, hi+48(FP)
+	CMPQ         AX, hi+64(FP)
 	JL           outer0_4
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x3f99999a
-DATA lgc28<>+4(SB)/4, $0x3f99999a
-DATA lgc28<>+8(SB)/4, $0x3f99999a
-DATA lgc28<>+12(SB)/4, $0x3f99999a
-DATA lgc28<>+16(SB)/4, $0x3f99999a
-DATA lgc28<>+20(SB)/4, $0x3f99999a
-DATA lgc28<>+24(SB)/4, $0x3f99999a
-DATA lgc28<>+28(SB)/4, $0x3f99999a
+DATA lgc4<>+0(SB)/4, $0xc2d00000
+DATA lgc4<>+4(SB)/4, $0xc2d00000
+DATA lgc4<>+8(SB)/4, $0xc2d00000
+DATA lgc4<>+12(SB)/4, $0xc2d00000
+DATA lgc4<>+16(SB)/4, $0xc2d00000
+DATA lgc4<>+20(SB)/4, $0xc2d00000
+DATA lgc4<>+24(SB)/4, $0xc2d00000
+DATA lgc4<>+28(SB)/4, $0xc2d00000
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
+
+DATA lgc5<>+0(SB)/4, $0x42b20000
+DATA lgc5<>+4(SB)/4, $0x42b20000
+DATA lgc5<>+8(SB)/4, $0x42b20000
+DATA lgc5<>+12(SB)/4, $0x42b20000
+DATA lgc5<>+16(SB)/4, $0x42b20000
+DATA lgc5<>+20(SB)/4, $0x42b20000
+DATA lgc5<>+24(SB)/4, $0x42b20000
+DATA lgc5<>+28(SB)/4, $0x42b20000
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
+
+DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
+GLOBL lgc6<>(SB), RODATA|NOPTR, $32
+
+DATA lgc7<>+0(SB)/4, $0x3f318000
+DATA lgc7<>+4(SB)/4, $0x3f318000
+DATA lgc7<>+8(SB)/4, $0x3f318000
+DATA lgc7<>+12(SB)/4, $0x3f318000
+DATA lgc7<>+16(SB)/4, $0x3f318000
+DATA lgc7<>+20(SB)/4, $0x3f318000
+DATA lgc7<>+24(SB)/4, $0x3f318000
+DATA lgc7<>+28(SB)/4, $0x3f318000
+GLOBL lgc7<>(SB), RODATA|NOPTR, $32
+
+DATA lgc8<>+0(SB)/4, $0xb95e8083
+DATA lgc8<>+4(SB)/4, $0xb95e8083
+DATA lgc8<>+8(SB)/4, $0xb95e8083
+DATA lgc8<>+12(SB)/4, $0xb95e8083
+DATA lgc8<>+16(SB)/4, $0xb95e8083
+DATA lgc8<>+20(SB)/4, $0xb95e8083
+DATA lgc8<>+24(SB)/4, $0xb95e8083
+DATA lgc8<>+28(SB)/4, $0xb95e8083
+GLOBL lgc8<>(SB), RODATA|NOPTR, $32
+
+DATA lgc9<>+0(SB)/4, $0x39506967
+DATA lgc9<>+4(SB)/4, $0x39506967
+DATA lgc9<>+8(SB)/4, $0x39506967
+DATA lgc9<>+12(SB)/4, $0x39506967
+DATA lgc9<>+16(SB)/4, $0x39506967
+DATA lgc9<>+20(SB)/4, $0x39506967
+DATA lgc9<>+24(SB)/4, $0x39506967
+DATA lgc9<>+28(SB)/4, $0x39506967
+GLOBL lgc9<>(SB), RODATA|NOPTR, $32
+
+DATA lgc10<>+0(SB)/4, $0x3ab743ce
+DATA lgc10<>+4(SB)/4, $0x3ab743ce
+DATA lgc10<>+8(SB)/4, $0x3ab743ce
+DATA lgc10<>+12(SB)/4, $0x3ab743ce
+DATA lgc10<>+16(SB)/4, $0x3ab743ce
+DATA lgc10<>+20(SB)/4, $0x3ab743ce
+DATA lgc10<>+24(SB)/4, $0x3ab743ce
+DATA lgc10<>+28(SB)/4, $0x3ab743ce
+GLOBL lgc10<>(SB), RODATA|NOPTR, $32
+
+DATA lgc11<>+0(SB)/4, $0x3c088908
+DATA lgc11<>+4(SB)/4, $0x3c088908
+DATA lgc11<>+8(SB)/4, $0x3c088908
+DATA lgc11<>+12(SB)/4, $0x3c088908
+DATA lgc11<>+16(SB)/4, $0x3c088908
+DATA lgc11<>+20(SB)/4, $0x3c088908
+DATA lgc11<>+24(SB)/4, $0x3c088908
+DATA lgc11<>+28(SB)/4, $0x3c088908
+GLOBL lgc11<>(SB), RODATA|NOPTR, $32
+
+DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/4, $0x3f000000
+DATA lgc14<>+4(SB)/4, $0x3f000000
+DATA lgc14<>+8(SB)/4, $0x3f000000
+DATA lgc14<>+12(SB)/4, $0x3f000000
+DATA lgc14<>+16(SB)/4, $0x3f000000
+DATA lgc14<>+20(SB)/4, $0x3f000000
+DATA lgc14<>+24(SB)/4, $0x3f000000
+DATA lgc14<>+28(SB)/4, $0x3f000000
+GLOBL lgc14<>(SB), RODATA|NOPTR, $32
+
+DATA lgc15<>+0(SB)/4, $0xffffff82
+DATA lgc15<>+4(SB)/4, $0xffffff82
+DATA lgc15<>+8(SB)/4, $0xffffff82
+DATA lgc15<>+12(SB)/4, $0xffffff82
+DATA lgc15<>+16(SB)/4, $0xffffff82
+DATA lgc15<>+20(SB)/4, $0xffffff82
+DATA lgc15<>+24(SB)/4, $0xffffff82
+DATA lgc15<>+28(SB)/4, $0xffffff82
+GLOBL lgc15<>(SB), RODATA|NOPTR, $32
+
+DATA lgc16<>+0(SB)/4, $0x0000007f
+DATA lgc16<>+4(SB)/4, $0x0000007f
+DATA lgc16<>+8(SB)/4, $0x0000007f
+DATA lgc16<>+12(SB)/4, $0x0000007f
+DATA lgc16<>+16(SB)/4, $0x0000007f
+DATA lgc16<>+20(SB)/4, $0x0000007f
+DATA lgc16<>+24(SB)/4, $0x0000007f
+DATA lgc16<>+28(SB)/4, $0x0000007f
+GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+
+DATA lgc17<>+0(SB)/4, $0x3f99999a
+DATA lgc17<>+4(SB)/4, $0x3f99999a
+DATA lgc17<>+8(SB)/4, $0x3f99999a
+DATA lgc17<>+12(SB)/4, $0x3f99999a
+DATA lgc17<>+16(SB)/4, $0x3f99999a
+DATA lgc17<>+20(SB)/4, $0x3f99999a
+DATA lgc17<>+24(SB)/4, $0x3f99999a
+DATA lgc17<>+28(SB)/4, $0x3f99999a
+GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/4, $0x3f4ccccd
+DATA lgc18<>+4(SB)/4, $0x3f4ccccd
+DATA lgc18<>+8(SB)/4, $0x3f4ccccd
+DATA lgc18<>+12(SB)/4, $0x3f4ccccd
+DATA lgc18<>+16(SB)/4, $0x3f4ccccd
+DATA lgc18<>+20(SB)/4, $0x3f4ccccd
+DATA lgc18<>+24(SB)/4, $0x3f4ccccd
+DATA lgc18<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+
+DATA lgc19<>+0(SB)/4, $0x80000000
+DATA lgc19<>+4(SB)/4, $0x80000000
+DATA lgc19<>+8(SB)/4, $0x80000000
+DATA lgc19<>+12(SB)/4, $0x80000000
+DATA lgc19<>+16(SB)/4, $0x80000000
+DATA lgc19<>+20(SB)/4, $0x80000000
+DATA lgc19<>+24(SB)/4, $0x80000000
+DATA lgc19<>+28(SB)/4, $0x80000000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0x3dcccccd
+DATA lgc20<>+4(SB)/4, $0x3dcccccd
+DATA lgc20<>+8(SB)/4, $0x3dcccccd
+DATA lgc20<>+12(SB)/4, $0x3dcccccd
+DATA lgc20<>+16(SB)/4, $0x3dcccccd
+DATA lgc20<>+20(SB)/4, $0x3dcccccd
+DATA lgc20<>+24(SB)/4, $0x3dcccccd
+DATA lgc20<>+28(SB)/4, $0x3dcccccd
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0xbdcccccd
+DATA lgc21<>+4(SB)/4, $0xbdcccccd
+DATA lgc21<>+8(SB)/4, $0xbdcccccd
+DATA lgc21<>+12(SB)/4, $0xbdcccccd
+DATA lgc21<>+16(SB)/4, $0xbdcccccd
+DATA lgc21<>+20(SB)/4, $0xbdcccccd
+DATA lgc21<>+24(SB)/4, $0xbdcccccd
+DATA lgc21<>+28(SB)/4, $0xbdcccccd
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x3493f27e
+DATA lgc22<>+4(SB)/4, $0x3493f27e
+DATA lgc22<>+8(SB)/4, $0x3493f27e
+DATA lgc22<>+12(SB)/4, $0x3493f27e
+DATA lgc22<>+16(SB)/4, $0x3493f27e
+DATA lgc22<>+20(SB)/4, $0x3493f27e
+DATA lgc22<>+24(SB)/4, $0x3493f27e
+DATA lgc22<>+28(SB)/4, $0x3493f27e
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x3638ef1d
+DATA lgc23<>+4(SB)/4, $0x3638ef1d
+DATA lgc23<>+8(SB)/4, $0x3638ef1d
+DATA lgc23<>+12(SB)/4, $0x3638ef1d
+DATA lgc23<>+16(SB)/4, $0x3638ef1d
+DATA lgc23<>+20(SB)/4, $0x3638ef1d
+DATA lgc23<>+24(SB)/4, $0x3638ef1d
+DATA lgc23<>+28(SB)/4, $0x3638ef1d
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0x37d00d01
+DATA lgc24<>+4(SB)/4, $0x37d00d01
+DATA lgc24<>+8(SB)/4, $0x37d00d01
+DATA lgc24<>+12(SB)/4, $0x37d00d01
+DATA lgc24<>+16(SB)/4, $0x37d00d01
+DATA lgc24<>+20(SB)/4, $0x37d00d01
+DATA lgc24<>+24(SB)/4, $0x37d00d01
+DATA lgc24<>+28(SB)/4, $0x37d00d01
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x39500d01
+DATA lgc25<>+4(SB)/4, $0x39500d01
+DATA lgc25<>+8(SB)/4, $0x39500d01
+DATA lgc25<>+12(SB)/4, $0x39500d01
+DATA lgc25<>+16(SB)/4, $0x39500d01
+DATA lgc25<>+20(SB)/4, $0x39500d01
+DATA lgc25<>+24(SB)/4, $0x39500d01
+DATA lgc25<>+28(SB)/4, $0x39500d01
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x3ab60b61
+DATA lgc26<>+4(SB)/4, $0x3ab60b61
+DATA lgc26<>+8(SB)/4, $0x3ab60b61
+DATA lgc26<>+12(SB)/4, $0x3ab60b61
+DATA lgc26<>+16(SB)/4, $0x3ab60b61
+DATA lgc26<>+20(SB)/4, $0x3ab60b61
+DATA lgc26<>+24(SB)/4, $0x3ab60b61
+DATA lgc26<>+28(SB)/4, $0x3ab60b61
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x3c088889
+DATA lgc27<>+4(SB)/4, $0x3c088889
+DATA lgc27<>+8(SB)/4, $0x3c088889
+DATA lgc27<>+12(SB)/4, $0x3c088889
+DATA lgc27<>+16(SB)/4, $0x3c088889
+DATA lgc27<>+20(SB)/4, $0x3c088889
+DATA lgc27<>+24(SB)/4, $0x3c088889
+DATA lgc27<>+28(SB)/4, $0x3c088889
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x3d2aaaab
+DATA lgc28<>+4(SB)/4, $0x3d2aaaab
+DATA lgc28<>+8(SB)/4, $0x3d2aaaab
+DATA lgc28<>+12(SB)/4, $0x3d2aaaab
+DATA lgc28<>+16(SB)/4, $0x3d2aaaab
+DATA lgc28<>+20(SB)/4, $0x3d2aaaab
+DATA lgc28<>+24(SB)/4, $0x3d2aaaab
+DATA lgc28<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3f4ccccd
-DATA lgc29<>+4(SB)/4, $0x3f4ccccd
-DATA lgc29<>+8(SB)/4, $0x3f4ccccd
-DATA lgc29<>+12(SB)/4, $0x3f4ccccd
-DATA lgc29<>+16(SB)/4, $0x3f4ccccd
-DATA lgc29<>+20(SB)/4, $0x3f4ccccd
-DATA lgc29<>+24(SB)/4, $0x3f4ccccd
-DATA lgc29<>+28(SB)/4, $0x3f4ccccd
+DATA lgc29<>+0(SB)/4, $0x3e2aaaab
+DATA lgc29<>+4(SB)/4, $0x3e2aaaab
+DATA lgc29<>+8(SB)/4, $0x3e2aaaab
+DATA lgc29<>+12(SB)/4, $0x3e2aaaab
+DATA lgc29<>+16(SB)/4, $0x3e2aaaab
+DATA lgc29<>+20(SB)/4, $0x3e2aaaab
+DATA lgc29<>+24(SB)/4, $0x3e2aaaab
+DATA lgc29<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(numValid *float32, s4 *float32, lossKLToRef *float32, kLToRef *float32)
+// func pass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
-TEXT ·pass2AVX2(SB), $0-32
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v30 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y0
-	MOVQ         s4+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y1
-
-	// v85 = div(v84, v30)
-	VDIVPS Y0, Y1, Y0
-
-	// lossKLToRef = mul(0.04, v85)
-	VMULPS lgc30<>+0(SB), Y0, Y1
-
-	// store lossKLToRef
-	MOVQ   lossKLToRef+16(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-
-	// store klToRef
-	MOVQ   kLToRef+24(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-DATA lgc30<>+0(SB)/4, $0x3d23d70a
-DATA lgc30<>+4(SB)/4, $0x3d23d70a
-DATA lgc30<>+8(SB)/4, $0x3d23d70a
-DATA lgc30<>+12(SB)/4, $0x3d23d70a
-DATA lgc30<>+16(SB)/4, $0x3d23d70a
-DATA lgc30<>+20(SB)/4, $0x3d23d70a
-DATA lgc30<>+24(SB)/4, $0x3d23d70a
-DATA lgc30<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-// func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
-// Requires: AVX
-TEXT ·pass3AVX2(SB), $0-40
+TEXT ·pass2AVX2(SB), $0-64
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -897,21 +870,47 @@ TEXT ·pass3AVX2(SB), $0-40
 	VBROADCASTSS (AX)(CX*4), Y2
 
 	// clipFraction = div(v40, v30)
-	VDIVPS Y0, Y2, Y0
+	VDIVPS       Y0, Y2, Y2
+	MOVQ         s4+24(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y3
+
+	// v85 = div(v84, v30)
+	VDIVPS Y0, Y3, Y0
+
+	// lossKLToRef = mul(0.04, v85)
+	VMULPS lgc30<>+0(SB), Y0, Y3
 
 	// store lossObjective
-	MOVQ   lossObjective+24(FP), AX
+	MOVQ   lossObjective+32(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
 	// store clipFraction
-	MOVQ   clipFraction+32(FP), AX
+	MOVQ   clipFraction+40(FP), AX
+	VMOVSS X2, (AX)(CX*4)
+
+	// store lossKLToRef
+	MOVQ   lossKLToRef+48(FP), AX
+	VMOVSS X3, (AX)(CX*4)
+
+	// store klToRef
+	MOVQ   kLToRef+56(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $0-40
+DATA lgc30<>+0(SB)/4, $0x3d23d70a
+DATA lgc30<>+4(SB)/4, $0x3d23d70a
+DATA lgc30<>+8(SB)/4, $0x3d23d70a
+DATA lgc30<>+12(SB)/4, $0x3d23d70a
+DATA lgc30<>+16(SB)/4, $0x3d23d70a
+DATA lgc30<>+20(SB)/4, $0x3d23d70a
+DATA lgc30<>+24(SB)/4, $0x3d23d70a
+DATA lgc30<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+// func fbPass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32)
+// Requires: AVX, AVX2
+TEXT ·fbPass0AVX2(SB), $0-32
 	XORQ AX, AX
 
 outer0_7:
@@ -954,160 +953,31 @@ blocks_8:
 	VBLENDVPS Y5, Y4, Y2, Y4
 
 	// sum(v3) over [L]
-	XORQ    DI, DI
-	MOVQ    AX, R8
-	ADDQ    R8, DI
-	IMUL3Q  $+8, DI, R8
-	VADDPS  1024(BX)(R8*4), Y1, Y1
-	VMOVUPS Y1, 1024(BX)(R8*4)
+	XORQ    SI, SI
+	MOVQ    AX, DI
+	ADDQ    DI, SI
+	IMUL3Q  $+8, SI, DI
+	VADDPS  1024(BX)(DI*4), Y1, Y1
+	VMOVUPS Y1, 1024(BX)(DI*4)
 
 	// v11 = sub(v6, v8)
 	VSUBPS Y4, Y3, Y1
 
 	// v12 = where(mask, v11, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
-
-	// sum(v12) over [L]
-	IMUL3Q  $+8, DI, DI
-	VADDPS  2048(BX)(DI*4), Y1, Y1
-	VMOVUPS Y1, 2048(BX)(DI*4)
-	MOVQ    refLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
-
-	// v43 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
-
-	// v44 = sub(v43, v6)
-	VSUBPS Y3, Y1, Y1
-
-	// v45 = abs(v44)
-	VMOVUPS lgc2<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS lgc3<>+0(SB), Y4
-
-	// v47 = lt(v45, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc4<>+0(SB), Y5
-
-	// v49 = max(v44, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
-
-	// v50 = min(v49, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y4, Y5
-
-	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc6<>+0(SB), Y5, Y5
-
-	// v56 = mul(v50, v54)
-	VMULPS Y5, Y4, Y5
-
-	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS lgc7<>+0(SB), Y5, Y5
-
-	// v59 = mul(v50, v57)
-	VMULPS Y5, Y4, Y5
-
-	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc8<>+0(SB), Y5, Y5
-
-	// v62 = mul(v50, v60)
-	VMULPS Y5, Y4, Y5
-
-	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc9<>+0(SB), Y5, Y5
-
-	// v65 = mul(v50, v63)
-	VMULPS Y5, Y4, Y5
-
-	// v66 = add(0.008333333333333333, v65)
-	VADDPS lgc10<>+0(SB), Y5, Y5
-
-	// v68 = mul(v50, v66)
-	VMULPS Y5, Y4, Y5
-
-	// v69 = add(0.041666666666666664, v68)
-	VADDPS lgc11<>+0(SB), Y5, Y5
-
-	// v71 = mul(v50, v69)
-	VMULPS Y5, Y4, Y5
-
-	// v72 = add(0.16666666666666666, v71)
-	VADDPS lgc12<>+0(SB), Y5, Y5
-
-	// v74 = mul(v50, v72)
-	VMULPS Y5, Y4, Y5
-
-	// v75 = add(0.5, v74)
-	VADDPS lgc13<>+0(SB), Y5, Y5
-
-	// v76 = mul(v50, v50)
-	VMULPS Y4, Y4, Y4
-
-	// v77 = mul(v76, v75)
-	VMULPS Y5, Y4, Y4
-
-	// v78 = exp(v44)
-	VMAXPS       lgc14<>+0(SB), Y1, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc24<>+0(SB), Y5, Y6
-	VPMINSD      lgc25<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc25<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
-
-	// v79 = sub(v78, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y5
-
-	// v80 = sub(v79, v44)
-	VSUBPS Y1, Y5, Y1
-
-	// k3 = where(v47, v77, v80)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
-
-	// v83 = where(mask, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// sum(v83) over [B L]
-	VADDPS       2624(BX), Y0, Y0
-	VMOVUPS      Y0, 2624(BX)
+	// sum(v12) over [L]
+	IMUL3Q       $+8, SI, SI
+	VADDPS       2048(BX)(SI*4), Y0, Y0
+	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
 	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1122,8 +992,8 @@ blocks_8:
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1136,8 +1006,8 @@ blocks_8:
 	VMOVUPS      Y0, 1024(DX)(SI*4)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2048(DX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1148,21 +1018,8 @@ blocks_8:
 	VMOVUPD      Y0, 1440(DX)(BX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(DX)(BX*4)
-	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2432(DX), Y2, Y2
-	VMOVUPD      Y2, 2432(DX)
-	VADDPD       2464(DX), Y0, Y0
-	VMOVUPD      Y0, 2464(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VANDPS       2752(DX), Y1, Y1
-	VMOVUPS      Y1, 2752(DX)
+	VANDPS       2432(DX), Y1, Y1
+	VMOVUPS      Y1, 2432(DX)
 	MOVQ         $+8, DX
 
 noflush_9:
@@ -1171,8 +1028,8 @@ noflush_9:
 	JL           blocks_8
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1187,8 +1044,8 @@ noflush_9:
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1201,8 +1058,8 @@ noflush_9:
 	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2048(CX)(DX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1213,59 +1070,17 @@ noflush_9:
 	VMOVUPD      Y0, 1440(CX)(DX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(CX)(DX*4)
-	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2432(CX), Y2, Y2
-	VMOVUPD      Y2, 2432(CX)
-	VADDPD       2464(CX), Y0, Y0
-	VMOVUPD      Y0, 2464(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VANDPS       2752(CX), Y1, Y1
-	VMOVUPS      Y1, 2752(CX)
+	VANDPS       2432(CX), Y1, Y1
+	VMOVUPS      Y1, 2432(CX)
 	INCQ         AX
 	CMPQ         AX, $+8
 	JL           outer0_7
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(numValid *float32, s4 *float32, lossKLToRef *float32, kLToRef *float32)
-// Requires: AVX
-TEXT ·fbPass1AVX2(SB), $0-32
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v30 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y0
-	MOVQ         s4+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y1
-
-	// v85 = div(v84, v30)
-	VDIVPS Y0, Y1, Y0
-
-	// lossKLToRef = mul(0.04, v85)
-	VMULPS lgc30<>+0(SB), Y0, Y1
-
-	// store lossKLToRef
-	MOVQ   lossKLToRef+16(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-
-	// store klToRef
-	MOVQ   kLToRef+24(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func fbPass2AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, numValid *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-64
+// func fbPass1AVX2(lo int, numValid *float32, mask *bool, state *float64, hi int)
+// Requires: AVX, AVX2
+TEXT ·fbPass1AVX2(SB), $0-40
 	MOVQ lo+0(FP), AX
 
 outer0_10:
@@ -1273,294 +1088,126 @@ outer0_10:
 	XORQ CX, CX
 
 blocks_11:
-	MOVQ         s0+8(FP), BX
+	MOVQ         numValid+8(FP), BX
 	XORQ         SI, SI
-	MOVQ         AX, DI
-	ADDQ         DI, SI
 	VBROADCASTSS (BX)(SI*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v10 = max(sequenceLength, 1)
-	VMAXPS       Y0, Y1, Y2
-	MOVQ         s1+16(FP), BX
-	VBROADCASTSS (BX)(SI*4), Y3
-
-	// logSequenceRatio = div(v13, v10)
-	VDIVPS  Y2, Y3, Y2
-	VMOVUPS lgc1<>+0(SB), Y3
-
-	// v16 = gt(sequenceLength, 0)
-	VCMPPS       $0x1e, Y3, Y0, Y0
-	VANDPS       lgc0<>+0(SB), Y0, Y0
-	MOVQ         advantage+24(FP), BX
-	VBROADCASTSS (BX)(SI*4), Y4
-
-	// v17 = where(v16, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y3, Y0
-
-	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc14<>+0(SB), Y2, Y4
-	VMINPS       lgc15<>+0(SB), Y4, Y4
-	VMULPS       lgc16<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc0<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc24<>+0(SB), Y4, Y5
-	VPMINSD      lgc25<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc25<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y4
-	VBLENDVPS    Y4, Y2, Y6, Y6
-
-	// v19 = ge(v17, 0)
-	VCMPPS  $0x1d, Y3, Y0, Y2
-	VANDPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc28<>+0(SB), Y4
-
-	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y6, Y4, Y5
-	VMOVUPS lgc29<>+0(SB), Y7
-
-	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS Y6, Y7, Y8
-
-	// ratioClipped = where(v19, v21, v23)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y2, Y9
-	VBLENDVPS Y9, Y5, Y8, Y2
-
-	// gain = mul(v17, ratioClipped)
-	VMULPS Y2, Y0, Y2
-
-	// v26 = neg(gain)
-	VXORPS    lgc2<>+0(SB), Y2, Y2
-	MOVQ      mask+32(FP), BX
-	XORQ      DI, DI
-	IMUL3Q    $+128, AX, R8
-	ADDQ      R8, DI
-	ADDQ      CX, DI
-	VPMOVZXBD (BX)(DI*1), Y5
-	VCVTDQ2PS Y5, Y5
-
-	// v28 = where(mask, v26, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y2, Y3, Y2
-
-	// sum(v28) over [B L]
-	MOVQ         state+40(FP), BX
-	VADDPS       3072(BX), Y2, Y2
-	VMOVUPS      Y2, 3072(BX)
-	MOVQ         numValid+48(FP), DI
-	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y2
-
 	// v30 = max(numValid, 1)
-	VMAXPS Y2, Y1, Y2
-
-	// v32 = lt(v17, 0)
-	VCMPPS $0x11, Y3, Y0, Y8
-	VANDPS lgc0<>+0(SB), Y8, Y8
-
-	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
-
-	// v34 = gt(v17, 0)
-	VCMPPS $0x1e, Y3, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
-
-	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS $0x1e, Y4, Y6, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
-
-	// v36 = where(v34, v35, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y4, Y3, Y0
-
-	// v37 = where(v32, v33, v36)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y8, Y4
-	VBLENDVPS Y4, Y7, Y0, Y0
-
-	// v39 = where(mask, v37, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y5, Y4
-	VBLENDVPS Y4, Y0, Y3, Y0
-
-	// sum(v39) over [B L]
-	VADDPS  3392(BX), Y0, Y0
-	VMOVUPS Y0, 3392(BX)
+	VMAXPS Y0, Y1, Y0
 
 	// v160 = div(1, v30)
-	VDIVPS Y2, Y1, Y0
+	VDIVPS    Y0, Y1, Y0
+	MOVQ      mask+16(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+128, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y1
+	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v161 = where(mask, v160, 0)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y5, Y1
-	VBLENDVPS Y1, Y0, Y3, Y0
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// sum(v161) over [L]
-	IMUL3Q       $+8, SI, SI
-	VADDPS       4160(BX)(SI*4), Y0, Y0
-	VMOVUPS      Y0, 4160(BX)(SI*4)
-	DECQ         DX
-	JNZ          noflush_12
-	MOVQ         state+40(FP), DX
-	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2880(DX), Y2, Y2
-	VMOVUPD      Y2, 2880(DX)
-	VADDPD       2912(DX), Y0, Y0
-	VMOVUPD      Y0, 2912(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(DX)
-	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3200(DX), Y2, Y2
-	VMOVUPD      Y2, 3200(DX)
-	VADDPD       3232(DX), Y0, Y0
-	VMOVUPD      Y0, 3232(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(DX)
 	XORQ         BX, BX
 	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4160(DX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
+	MOVQ         state+24(FP), SI
+	VADDPS       3200(SI)(BX*4), Y0, Y0
+	VMOVUPS      Y0, 3200(SI)(BX*4)
+	DECQ         DX
+	JNZ          noflush_12
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	IMUL3Q       $+8, DX, DX
+	MOVQ         state+24(FP), BX
+	VMOVUPS      3200(BX)(DX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3520(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 3520(DX)(BX*8)
-	VADDPD       3552(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 3552(DX)(BX*8)
+	VADDPD       2560(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 2560(BX)(DX*8)
+	VADDPD       2592(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 2592(BX)(DX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 4160(DX)(BX*4)
-	VANDPS       4544(DX), Y1, Y1
-	VMOVUPS      Y1, 4544(DX)
+	VMOVUPS      Y0, 3200(BX)(DX*4)
+	VANDPS       3584(BX), Y1, Y1
+	VMOVUPS      Y1, 3584(BX)
 	MOVQ         $+8, DX
 
 noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_11
-	MOVQ         state+40(FP), CX
-	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	XORQ         CX, CX
+	MOVQ         AX, DX
+	ADDQ         DX, CX
+	IMUL3Q       $+8, CX, CX
+	MOVQ         state+24(FP), DX
+	VMOVUPS      3200(DX)(CX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2880(CX), Y2, Y2
-	VMOVUPD      Y2, 2880(CX)
-	VADDPD       2912(CX), Y0, Y0
-	VMOVUPD      Y0, 2912(CX)
+	VADDPD       2560(DX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 2560(DX)(CX*8)
+	VADDPD       2592(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 2592(DX)(CX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(CX)
-	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3200(CX), Y2, Y2
-	VMOVUPD      Y2, 3200(CX)
-	VADDPD       3232(CX), Y0, Y0
-	VMOVUPD      Y0, 3232(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(CX)
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4160(CX)(DX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3520(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 3520(CX)(DX*8)
-	VADDPD       3552(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 3552(CX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 4160(CX)(DX*4)
-	VANDPS       4544(CX), Y1, Y1
-	VMOVUPS      Y1, 4544(CX)
+	VMOVUPS      Y0, 3200(DX)(CX*4)
+	VANDPS       3584(DX), Y1, Y1
+	VMOVUPS      Y1, 3584(DX)
 	INCQ         AX
-	CMPQ         AX, hi+56(FP)
+	CMPQ         AX, hi+32(FP)
 	JL           outer0_10
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
+// func fbPass2AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $448-88
+TEXT ·fbPass2AVX2(SB), $512-96
 	MOVQ lo+0(FP), AX
 
 outer0_13:
+	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_14:
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), Y0
+	MOVQ      mask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+128, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      logProb+16(FP), DX
-	VMOVUPS   (DX)(BX*4), Y1
+	MOVQ      logProb+16(FP), BX
+	VMOVUPS   (BX)(SI*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v6 = where(mask, logProb, 0)
 	VMOVUPS      lgc1<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y0, Y3
 	VBLENDVPS    Y3, Y1, Y2, Y1
-	MOVQ         s0+24(FP), DX
-	XORQ         SI, SI
-	MOVQ         AX, DI
-	ADDQ         DI, SI
-	VBROADCASTSS (DX)(SI*4), Y3
+	MOVQ         s0+24(FP), BX
+	XORQ         DI, DI
+	MOVQ         AX, R8
+	ADDQ         R8, DI
+	VBROADCASTSS (BX)(DI*4), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 
 	// v10 = max(sequenceLength, 1)
 	VMAXPS       Y3, Y4, Y5
-	MOVQ         s1+32(FP), DX
-	VBROADCASTSS (DX)(SI*4), Y6
+	MOVQ         s1+32(FP), BX
+	VBROADCASTSS (BX)(DI*4), Y6
 
 	// logSequenceRatio = div(v13, v10)
 	VDIVPS Y5, Y6, Y6
@@ -1568,8 +1215,8 @@ blocks_14:
 	// v16 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Y2, Y3, Y3
 	VANDPS       lgc0<>+0(SB), Y3, Y3
-	MOVQ         advantage+40(FP), DX
-	VBROADCASTSS (DX)(SI*4), Y7
+	MOVQ         advantage+40(FP), BX
+	VBROADCASTSS (BX)(DI*4), Y7
 
 	// v17 = where(v16, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y8
@@ -1578,28 +1225,28 @@ blocks_14:
 	VMOVUPS   Y5, (SP)
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc14<>+0(SB), Y6, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VMAXPS       lgc4<>+0(SB), Y6, Y5
+	VMINPS       lgc5<>+0(SB), Y5, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y5
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc13<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc0<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc24<>+0(SB), Y5, Y7
-	VPMINSD      lgc25<>+0(SB), Y7, Y7
+	VPMAXSD      lgc15<>+0(SB), Y5, Y7
+	VPMINSD      lgc16<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y7, Y7
+	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc25<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -1607,196 +1254,287 @@ blocks_14:
 	VBLENDVPS    Y5, Y6, Y8, Y8
 
 	// v19 = ge(v17, 0)
-	VCMPPS       $0x1d, Y2, Y3, Y5
-	VANDPS       lgc0<>+0(SB), Y5, Y5
-	MOVQ         numValid+48(FP), DX
-	XORQ         DI, DI
-	VBROADCASTSS (DX)(DI*4), Y6
+	VCMPPS  $0x1d, Y2, Y3, Y5
+	VANDPS  lgc0<>+0(SB), Y5, Y5
+	VMOVUPS lgc17<>+0(SB), Y6
 
-	// v30 = max(numValid, 1)
-	VMAXPS  Y6, Y4, Y4
-	MOVQ    refLogProb+56(FP), DX
-	VMOVUPS (DX)(BX*4), Y6
+	// v21 = min(sequenceRatio, 1.2) tie=first
+	VMINPS  Y8, Y6, Y7
+	VMOVUPS lgc18<>+0(SB), Y9
 
-	// v43 = where(mask, refLogProb, 0)
+	// v23 = max(sequenceRatio, 0.8) tie=first
+	VMAXPS  Y8, Y9, Y10
+	VMOVUPS Y1, 32(SP)
+
+	// ratioClipped = where(v19, v21, v23)
+	VMOVUPS   lgc1<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y5, Y1
+	VBLENDVPS Y1, Y7, Y10, Y1
+
+	// gain = mul(v17, ratioClipped)
+	VMULPS Y1, Y3, Y1
+
+	// v26 = neg(gain)
+	VXORPS lgc19<>+0(SB), Y1, Y1
+
+	// v28 = where(mask, v26, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y6, Y2, Y6
+	VBLENDVPS Y7, Y1, Y2, Y1
+	VMOVUPS   Y5, 64(SP)
+
+	// sum(v28) over [B L]
+	MOVQ         state+48(FP), BX
+	VADDPS       3904(BX), Y1, Y1
+	VMOVUPS      Y1, 3904(BX)
+	MOVQ         numValid+56(FP), R8
+	XORQ         R9, R9
+	VBROADCASTSS (R8)(R9*4), Y1
+
+	// v30 = max(numValid, 1)
+	VMAXPS Y1, Y4, Y1
+
+	// v32 = lt(v17, 0)
+	VCMPPS $0x11, Y2, Y3, Y4
+	VANDPS lgc0<>+0(SB), Y4, Y4
+
+	// v33 = lt(sequenceRatio, 0.8)
+	VCMPPS $0x11, Y9, Y8, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
+
+	// v34 = gt(v17, 0)
+	VCMPPS $0x1e, Y2, Y3, Y7
+	VANDPS lgc0<>+0(SB), Y7, Y7
+
+	// v35 = gt(sequenceRatio, 1.2)
+	VCMPPS $0x1e, Y6, Y8, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
+
+	// v36 = where(v34, v35, 0)
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y6, Y2, Y6
+
+	// v37 = where(v32, v33, v36)
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y5, Y6, Y4
+
+	// v39 = where(mask, v37, 0)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
+
+	// sum(v39) over [B L]
+	VADDPS  4224(BX), Y4, Y4
+	VMOVUPS Y4, 4224(BX)
+	MOVQ    refLogProb+64(FP), R8
+	VMOVUPS (R8)(SI*4), Y4
+
+	// v43 = where(mask, refLogProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
+	VMOVUPS   32(SP), Y5
 
 	// v44 = sub(v43, v6)
-	VSUBPS Y1, Y6, Y1
+	VSUBPS Y5, Y4, Y4
 
 	// v45 = abs(v44)
-	VMOVUPS lgc2<>+0(SB), Y6
-	VANDNPS Y1, Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMOVUPS lgc19<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc20<>+0(SB), Y6
 
 	// v47 = lt(v45, 0.1)
-	VCMPPS  $0x11, Y7, Y6, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS lgc4<>+0(SB), Y9
+	VCMPPS  $0x11, Y6, Y5, Y5
+	VANDPS  lgc0<>+0(SB), Y5, Y5
+	VMOVUPS lgc21<>+0(SB), Y7
 
 	// v49 = max(v44, -0.1) tie=first
-	VMAXPS  Y1, Y9, Y9
-	VMOVUPS Y8, 32(SP)
-	VMOVUPS Y5, 64(SP)
+	VMAXPS  Y4, Y7, Y7
+	VMOVUPS Y8, 96(SP)
 
 	// v50 = min(v49, 0.1) tie=first
-	VMINPS Y9, Y7, Y5
+	VMINPS Y7, Y6, Y6
 
 	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y5, Y7
+	VMULPS lgc22<>+0(SB), Y6, Y8
 
 	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc6<>+0(SB), Y7, Y7
+	VADDPS lgc23<>+0(SB), Y8, Y8
 
 	// v56 = mul(v50, v54)
-	VMULPS Y7, Y5, Y8
+	VMULPS Y8, Y6, Y9
 
 	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS  lgc7<>+0(SB), Y8, Y8
-	VMOVUPS Y3, 96(SP)
+	VADDPS  lgc24<>+0(SB), Y9, Y9
+	VMOVUPS Y3, 128(SP)
 
 	// v59 = mul(v50, v57)
-	VMULPS Y8, Y5, Y3
+	VMULPS Y9, Y6, Y3
 
 	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc8<>+0(SB), Y3, Y3
+	VADDPS lgc25<>+0(SB), Y3, Y3
 
 	// v62 = mul(v50, v60)
-	VMULPS Y3, Y5, Y10
+	VMULPS Y3, Y6, Y10
 
 	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc9<>+0(SB), Y10, Y10
+	VADDPS lgc26<>+0(SB), Y10, Y10
 
 	// v65 = mul(v50, v63)
-	VMULPS Y10, Y5, Y11
+	VMULPS Y10, Y6, Y11
 
 	// v66 = add(0.008333333333333333, v65)
-	VADDPS  lgc10<>+0(SB), Y11, Y11
-	VMOVUPS Y9, 128(SP)
-
-	// v68 = mul(v50, v66)
-	VMULPS Y11, Y5, Y9
-
-	// v69 = add(0.041666666666666664, v68)
-	VADDPS  lgc11<>+0(SB), Y9, Y9
+	VADDPS  lgc27<>+0(SB), Y11, Y11
 	VMOVUPS Y7, 160(SP)
 
-	// v71 = mul(v50, v69)
-	VMULPS Y9, Y5, Y7
+	// v68 = mul(v50, v66)
+	VMULPS Y11, Y6, Y7
 
-	// v72 = add(0.16666666666666666, v71)
-	VADDPS  lgc12<>+0(SB), Y7, Y7
+	// v69 = add(0.041666666666666664, v68)
+	VADDPS  lgc28<>+0(SB), Y7, Y7
 	VMOVUPS Y8, 192(SP)
 
+	// v71 = mul(v50, v69)
+	VMULPS Y7, Y6, Y8
+
+	// v72 = add(0.16666666666666666, v71)
+	VADDPS  lgc29<>+0(SB), Y8, Y8
+	VMOVUPS Y9, 224(SP)
+
 	// v74 = mul(v50, v72)
-	VMULPS Y7, Y5, Y8
+	VMULPS Y8, Y6, Y9
 
 	// v75 = add(0.5, v74)
-	VADDPS  lgc13<>+0(SB), Y8, Y8
-	VMOVUPS Y3, 224(SP)
+	VADDPS  lgc14<>+0(SB), Y9, Y9
+	VMOVUPS Y3, 256(SP)
 
 	// v76 = mul(v50, v50)
-	VMULPS  Y5, Y5, Y3
-	VMOVUPS Y10, 256(SP)
-	VMOVUPS Y11, 288(SP)
-	VMOVUPS Y9, 320(SP)
+	VMULPS  Y6, Y6, Y3
+	VMOVUPS Y10, 288(SP)
+
+	// v77 = mul(v76, v75)
+	VMULPS  Y9, Y3, Y10
+	VMOVUPS Y11, 320(SP)
 	VMOVUPS Y7, 352(SP)
-	VMOVUPS Y5, 384(SP)
-	VMOVUPS Y3, 416(SP)
+	VMOVUPS Y8, 384(SP)
+	VMOVUPS Y6, 416(SP)
+	VMOVUPS Y3, 448(SP)
+	VMOVUPS Y9, 480(SP)
 
 	// v78 = exp(v44)
-	VMAXPS       lgc14<>+0(SB), Y1, Y3
-	VMINPS       lgc15<>+0(SB), Y3, Y3
-	VMULPS       lgc16<>+0(SB), Y3, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y3
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y7
+	VMAXPS       lgc4<>+0(SB), Y4, Y3
+	VMINPS       lgc5<>+0(SB), Y3, Y3
+	VMULPS       lgc6<>+0(SB), Y3, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y3
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y7
 	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
-	VMULPS       Y3, Y3, Y9
-	VFMADD213PS  Y3, Y9, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y7
+	VMULPS       Y3, Y3, Y8
+	VFMADD213PS  Y3, Y8, Y7
 	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y3
-	VPMAXSD      lgc24<>+0(SB), Y3, Y5
-	VPMINSD      lgc25<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y3, Y3
-	VPADDD       lgc25<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y6, Y3
+	VPMAXSD      lgc15<>+0(SB), Y3, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y3, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y7, Y7
-	VMOVUPS      lgc30<>+0(SB), Y3
+	VCMPPS       $0x03, Y4, Y4, Y3
+	VBLENDVPS    Y3, Y4, Y7, Y7
+
+	// v79 = sub(v78, 1)
+	VSUBPS lgc0<>+0(SB), Y7, Y3
+
+	// v80 = sub(v79, v44)
+	VSUBPS Y4, Y3, Y3
+
+	// k3 = where(v47, v77, v80)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y10, Y3, Y3
+
+	// v83 = where(mask, k3, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y3, Y2, Y3
+
+	// sum(v83) over [B L]
+	VADDPS  4544(BX), Y3, Y3
+	VMOVUPS Y3, 4544(BX)
+	VMOVUPS lgc30<>+0(SB), Y3
 
 	// v88 = div(0.04, v30)
-	VDIVPS Y4, Y3, Y3
+	VDIVPS Y1, Y3, Y1
 
 	// v89 = where(mask, v88, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// v90 = where(v47, v89, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y6, Y4
-	VBLENDVPS Y4, Y3, Y2, Y4
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y5, Y3
+	VBLENDVPS Y3, Y1, Y2, Y3
 
 	// v91 = where(v47, 0, v89)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y6, Y5
-	VBLENDVPS Y5, Y2, Y3, Y3
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y2, Y1, Y1
 
 	// v92 = neg(v91)
-	VXORPS lgc2<>+0(SB), Y3, Y5
+	VXORPS lgc19<>+0(SB), Y1, Y5
 
 	// v93 = ne(v91, 0)
-	VCMPPS $0x04, Y2, Y3, Y6
+	VCMPPS $0x04, Y2, Y1, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v94 = mul(v91, v78)
-	VMULPS Y7, Y3, Y7
+	VMULPS Y7, Y1, Y7
 
 	// v95 = where(v93, v94, v91)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y3, Y3
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y1, Y1
 
 	// v96 = add(v92, v95)
-	VADDPS Y3, Y5, Y3
+	VADDPS Y1, Y5, Y1
 
 	// v97 = ne(v90, 0)
-	VCMPPS $0x04, Y2, Y4, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS  $0x04, Y2, Y3, Y5
+	VANDPS  lgc0<>+0(SB), Y5, Y5
+	VMOVUPS 480(SP), Y6
 
 	// v98 = mul(v90, v75)
-	VMULPS Y8, Y4, Y6
+	VMULPS Y6, Y3, Y6
 
 	// v99 = where(v97, v98, v90)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y6
-	VMOVUPS   416(SP), Y7
+	VBLENDVPS Y7, Y6, Y3, Y6
+	VMOVUPS   448(SP), Y7
 
 	// v100 = mul(v90, v76)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y7, Y3, Y7
 
 	// v101 = where(v97, v100, v90)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y7, Y4, Y4
+	VBLENDVPS Y8, Y7, Y3, Y3
 
 	// v102 = ne(v99, 0)
 	VCMPPS  $0x04, Y2, Y6, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 384(SP), Y7
+	VMOVUPS 416(SP), Y7
 
 	// v103 = mul(v99, v50)
 	VMULPS Y7, Y6, Y8
@@ -1810,180 +1548,180 @@ blocks_14:
 	VADDPS Y5, Y5, Y5
 
 	// v106 = ne(v101, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
+	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 352(SP), Y8
+	VMOVUPS 384(SP), Y8
 
 	// v107 = mul(v101, v72)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y8, Y3, Y8
 
 	// v108 = where(v106, v107, v101)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y9, Y8, Y3, Y8
 
 	// v109 = mul(v101, v50)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y7, Y3, Y9
 
 	// v110 = where(v106, v109, v101)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y10, Y9, Y3, Y3
 
 	// v111 = add(v105, v108)
 	VADDPS Y8, Y5, Y5
 
 	// v112 = ne(v110, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
+	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 320(SP), Y8
+	VMOVUPS 352(SP), Y8
 
 	// v113 = mul(v110, v69)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y8, Y3, Y8
 
 	// v114 = where(v112, v113, v110)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y9, Y8, Y3, Y8
 
 	// v115 = mul(v110, v50)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y7, Y3, Y9
 
 	// v116 = where(v112, v115, v110)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y10, Y9, Y3, Y3
 
 	// v117 = add(v111, v114)
 	VADDPS Y8, Y5, Y5
 
 	// v118 = ne(v116, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
+	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 288(SP), Y8
+	VMOVUPS 320(SP), Y8
 
 	// v119 = mul(v116, v66)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y8, Y3, Y8
 
 	// v120 = where(v118, v119, v116)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y9, Y8, Y3, Y8
 
 	// v121 = mul(v116, v50)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y7, Y3, Y9
 
 	// v122 = where(v118, v121, v116)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y10, Y9, Y3, Y3
 
 	// v123 = add(v117, v120)
 	VADDPS Y8, Y5, Y5
 
 	// v124 = ne(v122, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
+	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 256(SP), Y8
+	VMOVUPS 288(SP), Y8
 
 	// v125 = mul(v122, v63)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y8, Y3, Y8
 
 	// v126 = where(v124, v125, v122)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y9, Y8, Y3, Y8
 
 	// v127 = mul(v122, v50)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y7, Y3, Y9
 
 	// v128 = where(v124, v127, v122)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y10, Y9, Y3, Y3
 
 	// v129 = add(v123, v126)
 	VADDPS Y8, Y5, Y5
 
 	// v130 = ne(v128, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
+	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 224(SP), Y8
+	VMOVUPS 256(SP), Y8
 
 	// v131 = mul(v128, v60)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y8, Y3, Y8
 
 	// v132 = where(v130, v131, v128)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y9, Y8, Y3, Y8
 
 	// v133 = mul(v128, v50)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y7, Y3, Y9
 
 	// v134 = where(v130, v133, v128)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y10, Y9, Y3, Y3
 
 	// v135 = add(v129, v132)
 	VADDPS Y8, Y5, Y5
 
 	// v136 = ne(v134, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
+	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 192(SP), Y8
+	VMOVUPS 224(SP), Y8
 
 	// v137 = mul(v134, v57)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y8, Y3, Y8
 
 	// v138 = where(v136, v137, v134)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y9, Y8, Y3, Y8
 
 	// v139 = mul(v134, v50)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y7, Y3, Y9
 
 	// v140 = where(v136, v139, v134)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y10, Y9, Y3, Y3
 
 	// v141 = add(v135, v138)
 	VADDPS Y8, Y5, Y5
 
 	// v142 = ne(v140, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
+	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 160(SP), Y8
+	VMOVUPS 192(SP), Y8
 
 	// v143 = mul(v140, v54)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y8, Y3, Y8
 
 	// v144 = where(v142, v143, v140)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y9, Y8, Y3, Y8
 
 	// v145 = mul(v140, v50)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y7, Y3, Y7
 
 	// v146 = where(v142, v145, v140)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	VBLENDVPS Y9, Y7, Y3, Y3
 
 	// v147 = add(v141, v144)
 	VADDPS Y8, Y5, Y5
 
 	// v148 = mul(v146, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y4, Y4
+	VMULPS lgc22<>+0(SB), Y3, Y3
 
 	// v149 = add(v147, v148)
-	VADDPS  Y4, Y5, Y4
-	VMOVUPS 128(SP), Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	VADDPS  Y3, Y5, Y3
+	VMOVUPS 160(SP), Y5
+	VMOVUPS lgc20<>+0(SB), Y6
 
 	// v150 = le(v49, 0.1)
 	VCMPPS $0x12, Y6, Y5, Y6
@@ -1994,51 +1732,51 @@ blocks_14:
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v152 = max(v150, v151)
-	VXORPS lgc2<>+0(SB), Y6, Y6
-	VXORPS lgc2<>+0(SB), Y5, Y5
+	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS lgc19<>+0(SB), Y5, Y5
 	VMINPS Y6, Y5, Y7
 	VMINPS Y5, Y6, Y5
 	VORPS  Y7, Y5, Y5
-	VXORPS lgc2<>+0(SB), Y5, Y5
+	VXORPS lgc19<>+0(SB), Y5, Y5
 
 	// v153 = where(v152, v149, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y2, Y4
-	VMOVUPS   lgc4<>+0(SB), Y5
+	VBLENDVPS Y6, Y3, Y2, Y3
+	VMOVUPS   lgc21<>+0(SB), Y5
 
 	// v154 = ge(v44, -0.1)
-	VCMPPS $0x1d, Y5, Y1, Y5
+	VCMPPS $0x1d, Y5, Y4, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v155 = ne(v44, v44)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y4, Y4, Y4
+	VANDPS lgc0<>+0(SB), Y4, Y4
 
 	// v156 = max(v154, v155)
-	VXORPS lgc2<>+0(SB), Y5, Y5
-	VXORPS lgc2<>+0(SB), Y1, Y1
-	VMINPS Y5, Y1, Y6
-	VMINPS Y1, Y5, Y1
-	VORPS  Y6, Y1, Y1
-	VXORPS lgc2<>+0(SB), Y1, Y1
+	VXORPS lgc19<>+0(SB), Y5, Y5
+	VXORPS lgc19<>+0(SB), Y4, Y4
+	VMINPS Y5, Y4, Y6
+	VMINPS Y4, Y5, Y4
+	VORPS  Y6, Y4, Y4
+	VXORPS lgc19<>+0(SB), Y4, Y4
 
 	// v157 = where(v156, v153, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y2, Y1
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y3, Y2, Y3
 
 	// v158 = add(v96, v157)
-	VADDPS Y1, Y3, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v159 = neg(v158)
-	VXORPS       lgc2<>+0(SB), Y1, Y1
-	MOVQ         s5+64(FP), DX
-	VBROADCASTSS (DX)(SI*4), Y3
+	VXORPS       lgc19<>+0(SB), Y1, Y1
+	MOVQ         s5+72(FP), BX
+	VBROADCASTSS (BX)(DI*4), Y3
 
 	// v163 = neg(v162)
-	VXORPS  lgc2<>+0(SB), Y3, Y3
-	VMOVUPS 96(SP), Y4
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMOVUPS 128(SP), Y4
 
 	// v164 = mul(v163, v17)
 	VMULPS  Y4, Y3, Y3
@@ -2053,8 +1791,8 @@ blocks_14:
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y2, Y3, Y3
-	VMOVUPS   32(SP), Y4
-	VMOVUPS   lgc29<>+0(SB), Y6
+	VMOVUPS   96(SP), Y4
+	VMOVUPS   lgc18<>+0(SB), Y6
 
 	// v167 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y6, Y4, Y6
@@ -2065,30 +1803,30 @@ blocks_14:
 	VANDPS lgc0<>+0(SB), Y7, Y7
 
 	// v169 = max(v167, v168)
-	VXORPS lgc2<>+0(SB), Y6, Y6
-	VXORPS lgc2<>+0(SB), Y7, Y9
+	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS lgc19<>+0(SB), Y7, Y9
 	VMINPS Y6, Y9, Y8
 	VMINPS Y9, Y6, Y6
 	VORPS  Y8, Y6, Y6
-	VXORPS lgc2<>+0(SB), Y6, Y6
+	VXORPS lgc19<>+0(SB), Y6, Y6
 
 	// v170 = where(v169, v166, 0)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y3, Y2, Y3
-	VMOVUPS   lgc28<>+0(SB), Y6
+	VMOVUPS   lgc17<>+0(SB), Y6
 
 	// v171 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y6, Y4, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v172 = max(v171, v168)
-	VXORPS lgc2<>+0(SB), Y6, Y6
-	VXORPS lgc2<>+0(SB), Y7, Y7
+	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS lgc19<>+0(SB), Y7, Y7
 	VMINPS Y6, Y7, Y8
 	VMINPS Y7, Y6, Y6
 	VORPS  Y8, Y6, Y6
-	VXORPS lgc2<>+0(SB), Y6, Y6
+	VXORPS lgc19<>+0(SB), Y6, Y6
 
 	// v173 = where(v172, v165, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
@@ -2137,20 +1875,107 @@ blocks_14:
 	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store gradLogProb
-	MOVQ    gradLogProb+72(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	ADDQ    $+8, CX
-	CMPQ    CX, $+128
-	JL      blocks_14
-	INCQ    AX
-	CMPQ    AX, hi+80(FP)
-	JL      outer0_13
+	MOVQ         gradLogProb+80(FP), BX
+	VMOVUPS      Y0, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_15
+	MOVQ         state+48(FP), DX
+	VMOVUPS      3904(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3712(DX), Y2, Y2
+	VMOVUPD      Y2, 3712(DX)
+	VADDPD       3744(DX), Y0, Y0
+	VMOVUPD      Y0, 3744(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(DX)
+	VMOVUPS      4224(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4032(DX), Y2, Y2
+	VMOVUPD      Y2, 4032(DX)
+	VADDPD       4064(DX), Y0, Y0
+	VMOVUPD      Y0, 4064(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 4224(DX)
+	VMOVUPS      4544(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4352(DX), Y2, Y2
+	VMOVUPD      Y2, 4352(DX)
+	VADDPD       4384(DX), Y0, Y0
+	VMOVUPD      Y0, 4384(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 4544(DX)
+	VANDPS       4672(DX), Y1, Y1
+	VMOVUPS      Y1, 4672(DX)
+	MOVQ         $+8, DX
+
+noflush_15:
+	ADDQ         $+8, CX
+	CMPQ         CX, $+128
+	JL           blocks_14
+	MOVQ         state+48(FP), CX
+	VMOVUPS      3904(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3712(CX), Y2, Y2
+	VMOVUPD      Y2, 3712(CX)
+	VADDPD       3744(CX), Y0, Y0
+	VMOVUPD      Y0, 3744(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(CX)
+	VMOVUPS      4224(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4032(CX), Y2, Y2
+	VMOVUPD      Y2, 4032(CX)
+	VADDPD       4064(CX), Y0, Y0
+	VMOVUPD      Y0, 4064(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 4224(CX)
+	VMOVUPS      4544(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4352(CX), Y2, Y2
+	VMOVUPD      Y2, 4352(CX)
+	VADDPD       4384(CX), Y0, Y0
+	VMOVUPD      Y0, 4384(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 4544(CX)
+	VANDPS       4672(CX), Y1, Y1
+	VMOVUPS      Y1, 4672(CX)
+	INCQ         AX
+	CMPQ         AX, hi+88(FP)
+	JL           outer0_13
 	VZEROUPPER
 	RET
 
-// func fbPass4AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
+// func fbPass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
-TEXT ·fbPass4AVX2(SB), $0-40
+TEXT ·fbPass3AVX2(SB), $0-64
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -2167,14 +1992,30 @@ TEXT ·fbPass4AVX2(SB), $0-40
 	VBROADCASTSS (AX)(CX*4), Y2
 
 	// clipFraction = div(v40, v30)
-	VDIVPS Y0, Y2, Y0
+	VDIVPS       Y0, Y2, Y2
+	MOVQ         s4+24(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y3
+
+	// v85 = div(v84, v30)
+	VDIVPS Y0, Y3, Y0
+
+	// lossKLToRef = mul(0.04, v85)
+	VMULPS lgc30<>+0(SB), Y0, Y3
 
 	// store lossObjective
-	MOVQ   lossObjective+24(FP), AX
+	MOVQ   lossObjective+32(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
 	// store clipFraction
-	MOVQ   clipFraction+32(FP), AX
+	MOVQ   clipFraction+40(FP), AX
+	VMOVSS X2, (AX)(CX*4)
+
+	// store lossKLToRef
+	MOVQ   lossKLToRef+48(FP), AX
+	VMOVSS X3, (AX)(CX*4)
+
+	// store klToRef
+	MOVQ   kLToRef+56(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -2187,32 +2028,32 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_15:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_16
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc14<>+0(SB), Y0, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VMAXPS       lgc4<>+0(SB), Y0, Y1
+	VMINPS       lgc5<>+0(SB), Y1, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VMOVAPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VMOVAPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc0<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc24<>+0(SB), Y1, Y2
-	VPMINSD      lgc25<>+0(SB), Y2, Y2
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2220,9 +2061,9 @@ bulk_15:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_15
+	JMP          bulk_16
 
-bulkdone_16:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -2234,21 +2075,21 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_18:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
 	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc25<>+0(SB), Y3, Y3
+	VPSUBD       lgc16<>+0(SB), Y3, Y3
 	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc34<>+0(SB), Y2, Y1
 	VPOR         lgc0<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc13<>+0(SB), Y1, Y4
+	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc0<>+0(SB), Y1, Y1
@@ -2265,10 +2106,10 @@ bulk_17:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
@@ -2279,9 +2120,9 @@ bulk_17:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_18
 
-bulkdone_18:
+bulkdone_19:
 	VZEROUPPER
 	RET
 
@@ -2463,22 +2304,22 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_19:
+bulk_20:
 	CMPQ         BX, DX
-	JGE          bulkdone_20
+	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
 	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc25<>+0(SB), Y4, Y4
+	VPSUBD       lgc16<>+0(SB), Y4, Y4
 	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc34<>+0(SB), Y3, Y2
 	VPOR         lgc0<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
-	VMULPS       lgc13<>+0(SB), Y2, Y5
+	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc0<>+0(SB), Y2, Y2
@@ -2495,10 +2336,10 @@ bulk_19:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
@@ -2519,8 +2360,8 @@ bulk_19:
 	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_19
+	JMP          bulk_20
 
-bulkdone_20:
+bulkdone_21:
 	VZEROUPPER
 	RET

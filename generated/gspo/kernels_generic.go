@@ -29,6 +29,8 @@ var scratchPool = sync.Pool{New: func() any {
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
+	c20 := float32(1.2)
+	c22 := float32(0.8)
 	c46 := float32(0.1)
 	c48 := float32(-0.1)
 	c51 := float32(2.755732e-07)
@@ -40,23 +42,20 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c67 := float32(0.041666668)
 	c70 := float32(0.16666667)
 	half := float32(0.5)
-	c20 := float32(1.2)
-	c22 := float32(0.8)
-	numValid := 0.0
 	for k := range s.sequenceLength {
 		s.sequenceLength[k] = 0.0
 	}
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
 	}
-	acc84 := 0.0
+	numValid := 0.0
 	acc29 := 0.0
 	acc40 := 0.0
+	acc84 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
-			numValid += float64(v3)
 			logProb := in.LogProb[iB*128+iL]
 			v6 := sel(mask, logProb, zero)
 			sampleLogProb := in.SampleLogProb[iB*128+iL]
@@ -65,6 +64,39 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v11 := v6 - v8
 			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
+		}
+		s.s0[iB] = float32(s.sequenceLength[iB])
+		s.s1[iB] = float32(s.acc13[iB])
+		for iL := 0; iL < 128; iL++ {
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sequenceLength := s.s0[iB]
+			v10 := max(sequenceLength, one)
+			v13 := s.s1[iB]
+			logSequenceRatio := v13 / v10
+			advantage := in.Advantage[iB]
+			v16 := b2f(sequenceLength > zero)
+			v17 := sel(v16, advantage, zero)
+			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
+			v19 := b2f(v17 >= zero)
+			v21 := min(sequenceRatio, c20)
+			v23 := max(sequenceRatio, c22)
+			ratioClipped := sel(v19, v21, v23)
+			gain := float32(v17 * ratioClipped)
+			v26 := -gain
+			v28 := sel(mask, v26, zero)
+			acc29 += float64(v28)
+			v32 := b2f(v17 < zero)
+			v33 := b2f(sequenceRatio < c22)
+			v34 := b2f(v17 > zero)
+			v35 := b2f(sequenceRatio > c20)
+			v36 := sel(v34, v35, zero)
+			v37 := sel(v32, v33, v36)
+			v39 := sel(mask, v37, zero)
+			acc40 += float64(v39)
 			refLogProb := in.RefLogProb[iB*128+iL]
 			v43 := sel(mask, refLogProb, zero)
 			v44 := v43 - v6
@@ -97,58 +129,17 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v83 := sel(mask, k3, zero)
 			acc84 += float64(v83)
 		}
-		s.s0[iB] = float32(s.sequenceLength[iB])
-		s.s1[iB] = float32(s.acc13[iB])
-		for iL := 0; iL < 128; iL++ {
-			mask := b2f(in.Mask[iB*128+iL])
-			sequenceLength := s.s0[iB]
-			v10 := max(sequenceLength, one)
-			v13 := s.s1[iB]
-			logSequenceRatio := v13 / v10
-			advantage := in.Advantage[iB]
-			v16 := b2f(sequenceLength > zero)
-			v17 := sel(v16, advantage, zero)
-			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
-			v19 := b2f(v17 >= zero)
-			v21 := min(sequenceRatio, c20)
-			v23 := max(sequenceRatio, c22)
-			ratioClipped := sel(v19, v21, v23)
-			gain := float32(v17 * ratioClipped)
-			v26 := -gain
-			v28 := sel(mask, v26, zero)
-			acc29 += float64(v28)
-			v32 := b2f(v17 < zero)
-			v33 := b2f(sequenceRatio < c22)
-			v34 := b2f(v17 > zero)
-			v35 := b2f(sequenceRatio > c20)
-			v36 := sel(v34, v35, zero)
-			v37 := sel(v32, v33, v36)
-			v39 := sel(mask, v37, zero)
-			acc40 += float64(v39)
-		}
 	}
 	out.NumValid = float32(numValid)
-	s.s4 = float32(acc84)
 	s.s2 = float32(acc29)
 	s.s3 = float32(acc40)
+	s.s4 = float32(acc84)
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	c82 := float32(0.04)
-	numValid := out.NumValid
-	v30 := max(numValid, one)
-	v84 := s.s4
-	v85 := v84 / v30
-	lossKLToRef := float32(c82 * v85)
-	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v85
-}
-
-// pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	one := float32(1)
 	numValid := out.NumValid
 	v29 := s.s2
 	v30 := max(numValid, one)
@@ -157,6 +148,11 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v40 := s.s3
 	clipFraction := v40 / v30
 	out.ClipFraction = clipFraction
+	v84 := s.s4
+	v85 := v84 / v30
+	lossKLToRef := float32(c82 * v85)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = v85
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -182,17 +178,6 @@ var fbScratchPool = sync.Pool{New: func() any {
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
-	c46 := float32(0.1)
-	c48 := float32(-0.1)
-	c51 := float32(2.755732e-07)
-	c52 := float32(2.7557319e-06)
-	c55 := float32(2.4801588e-05)
-	c58 := float32(0.0001984127)
-	c61 := float32(0.0013888889)
-	c64 := float32(0.008333334)
-	c67 := float32(0.041666668)
-	c70 := float32(0.16666667)
-	half := float32(0.5)
 	numValid := 0.0
 	for k := range s.sequenceLength {
 		s.sequenceLength[k] = 0.0
@@ -200,7 +185,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
 	}
-	acc84 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -214,6 +198,83 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v11 := v6 - v8
 			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
+		}
+	}
+	out.NumValid = float32(numValid)
+	for k := range s.sequenceLength {
+		s.s0[k] = float32(s.sequenceLength[k])
+	}
+	for k := range s.acc13 {
+		s.s1[k] = float32(s.acc13[k])
+	}
+}
+
+// fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over B: an
+// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
+// the second while it is in cache.
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c20 := float32(1.2)
+	c22 := float32(0.8)
+	c46 := float32(0.1)
+	c48 := float32(-0.1)
+	c51 := float32(2.755732e-07)
+	c52 := float32(2.7557319e-06)
+	c55 := float32(2.4801588e-05)
+	c58 := float32(0.0001984127)
+	c61 := float32(0.0013888889)
+	c64 := float32(0.008333334)
+	c67 := float32(0.041666668)
+	c70 := float32(0.16666667)
+	half := float32(0.5)
+	c82 := float32(0.04)
+	for k := range s.acc162 {
+		s.acc162[k] = 0.0
+	}
+	acc29 := 0.0
+	acc40 := 0.0
+	acc84 := 0.0
+	for iB := 0; iB < 8; iB++ {
+		for iL := 0; iL < 128; iL++ {
+			mask := b2f(in.Mask[iB*128+iL])
+			numValid := out.NumValid
+			v30 := max(numValid, one)
+			v160 := one / v30
+			v161 := sel(mask, v160, zero)
+			s.acc162[iB] += float64(v161)
+		}
+		s.s5[iB] = float32(s.acc162[iB])
+		for iL := 0; iL < 128; iL++ {
+			mask := b2f(in.Mask[iB*128+iL])
+			numValid := out.NumValid
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sequenceLength := s.s0[iB]
+			v10 := max(sequenceLength, one)
+			v13 := s.s1[iB]
+			logSequenceRatio := v13 / v10
+			advantage := in.Advantage[iB]
+			v16 := b2f(sequenceLength > zero)
+			v17 := sel(v16, advantage, zero)
+			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
+			v19 := b2f(v17 >= zero)
+			v21 := min(sequenceRatio, c20)
+			v23 := max(sequenceRatio, c22)
+			ratioClipped := sel(v19, v21, v23)
+			gain := float32(v17 * ratioClipped)
+			v26 := -gain
+			v28 := sel(mask, v26, zero)
+			acc29 += float64(v28)
+			v30 := max(numValid, one)
+			v32 := b2f(v17 < zero)
+			v33 := b2f(sequenceRatio < c22)
+			v34 := b2f(v17 > zero)
+			v35 := b2f(sequenceRatio > c20)
+			v36 := sel(v34, v35, zero)
+			v37 := sel(v32, v33, v36)
+			v39 := sel(mask, v37, zero)
+			acc40 += float64(v39)
 			refLogProb := in.RefLogProb[iB*128+iL]
 			v43 := sel(mask, refLogProb, zero)
 			v44 := v43 - v6
@@ -245,130 +306,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			k3 := sel(v47, v77, v80)
 			v83 := sel(mask, k3, zero)
 			acc84 += float64(v83)
-		}
-	}
-	out.NumValid = float32(numValid)
-	for k := range s.sequenceLength {
-		s.s0[k] = float32(s.sequenceLength[k])
-	}
-	for k := range s.acc13 {
-		s.s1[k] = float32(s.acc13[k])
-	}
-	s.s4 = float32(acc84)
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	c82 := float32(0.04)
-	numValid := out.NumValid
-	v30 := max(numValid, one)
-	v84 := s.s4
-	v85 := v84 / v30
-	lossKLToRef := float32(c82 * v85)
-	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v85
-}
-
-// fbPass2Go runs passes 2 and 3 of ForwardBackward's plan (lossgen explain) row by row over B: an
-// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
-// the second while it is in cache.
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	c20 := float32(1.2)
-	c22 := float32(0.8)
-	c46 := float32(0.1)
-	c48 := float32(-0.1)
-	c51 := float32(2.755732e-07)
-	c52 := float32(2.7557319e-06)
-	c55 := float32(2.4801588e-05)
-	c58 := float32(0.0001984127)
-	c61 := float32(0.0013888889)
-	c64 := float32(0.008333334)
-	c67 := float32(0.041666668)
-	c70 := float32(0.16666667)
-	half := float32(0.5)
-	c82 := float32(0.04)
-	acc29 := 0.0
-	acc40 := 0.0
-	for k := range s.acc162 {
-		s.acc162[k] = 0.0
-	}
-	for iB := 0; iB < 8; iB++ {
-		for iL := 0; iL < 128; iL++ {
-			mask := b2f(in.Mask[iB*128+iL])
-			numValid := out.NumValid
-			sequenceLength := s.s0[iB]
-			v10 := max(sequenceLength, one)
-			v13 := s.s1[iB]
-			logSequenceRatio := v13 / v10
-			advantage := in.Advantage[iB]
-			v16 := b2f(sequenceLength > zero)
-			v17 := sel(v16, advantage, zero)
-			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
-			v19 := b2f(v17 >= zero)
-			v21 := min(sequenceRatio, c20)
-			v23 := max(sequenceRatio, c22)
-			ratioClipped := sel(v19, v21, v23)
-			gain := float32(v17 * ratioClipped)
-			v26 := -gain
-			v28 := sel(mask, v26, zero)
-			acc29 += float64(v28)
-			v30 := max(numValid, one)
-			v32 := b2f(v17 < zero)
-			v33 := b2f(sequenceRatio < c22)
-			v34 := b2f(v17 > zero)
-			v35 := b2f(sequenceRatio > c20)
-			v36 := sel(v34, v35, zero)
-			v37 := sel(v32, v33, v36)
-			v39 := sel(mask, v37, zero)
-			acc40 += float64(v39)
-			v160 := one / v30
-			v161 := sel(mask, v160, zero)
-			s.acc162[iB] += float64(v161)
-		}
-		s.s5[iB] = float32(s.acc162[iB])
-		for iL := 0; iL < 128; iL++ {
-			mask := b2f(in.Mask[iB*128+iL])
-			numValid := out.NumValid
-			logProb := in.LogProb[iB*128+iL]
-			v6 := sel(mask, logProb, zero)
-			sequenceLength := s.s0[iB]
-			v10 := max(sequenceLength, one)
-			v13 := s.s1[iB]
-			logSequenceRatio := v13 / v10
-			advantage := in.Advantage[iB]
-			v16 := b2f(sequenceLength > zero)
-			v17 := sel(v16, advantage, zero)
-			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
-			v19 := b2f(v17 >= zero)
-			v30 := max(numValid, one)
-			refLogProb := in.RefLogProb[iB*128+iL]
-			v43 := sel(mask, refLogProb, zero)
-			v44 := v43 - v6
-			v45 := float32(math.Abs(float64(v44)))
-			v47 := b2f(v45 < c46)
-			v49 := max(v44, c48)
-			v50 := min(v49, c46)
-			v53 := float32(v50 * c51)
-			v54 := c52 + v53
-			v56 := float32(v50 * v54)
-			v57 := c55 + v56
-			v59 := float32(v50 * v57)
-			v60 := c58 + v59
-			v62 := float32(v50 * v60)
-			v63 := c61 + v62
-			v65 := float32(v50 * v63)
-			v66 := c64 + v65
-			v68 := float32(v50 * v66)
-			v69 := c67 + v68
-			v71 := float32(v50 * v69)
-			v72 := c70 + v71
-			v74 := float32(v50 * v72)
-			v75 := half + v74
-			v76 := float32(v50 * v50)
-			v78 := float32(math.Exp(float64(v44)))
 			v88 := c82 / v30
 			v89 := sel(mask, v88, zero)
 			v90 := sel(v47, v89, zero)
@@ -468,11 +405,13 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 	s.s2 = float32(acc29)
 	s.s3 = float32(acc40)
+	s.s4 = float32(acc84)
 }
 
-// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
+	c82 := float32(0.04)
 	numValid := out.NumValid
 	v29 := s.s2
 	v30 := max(numValid, one)
@@ -481,6 +420,11 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v40 := s.s3
 	clipFraction := v40 / v30
 	out.ClipFraction = clipFraction
+	v84 := s.s4
+	v85 := v84 / v30
+	lossKLToRef := float32(c82 * v85)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = v85
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -51,11 +51,9 @@ func chunked(f func()) {
 	pass5Chunks = 3
 	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
 	fbPass0Chunks = 3
-	defer func(n int) { fbPass2Chunks = n }(fbPass2Chunks)
-	fbPass2Chunks = 3
+	defer func(n int) { fbPass1Chunks = n }(fbPass1Chunks)
+	fbPass1Chunks = 3
 	defer func(n int) { fbPass3Chunks = n }(fbPass3Chunks)
 	fbPass3Chunks = 3
-	defer func(n int) { fbPass5Chunks = n }(fbPass5Chunks)
-	fbPass5Chunks = 3
 	f()
 }

@@ -312,6 +312,10 @@ type fbAvxState struct {
 	buf    []float64
 	r29_s  []float64
 	r29_p  []float32
+	r73_s  []float64
+	r76_s  []float64
+	r84_s  []float64
+	p0_ok  []float32
 	r48_s  []float64
 	r48_p  []float32
 	r53_s  []float64
@@ -320,49 +324,47 @@ type fbAvxState struct {
 	r57_p  []float32
 	r71_s  []float64
 	r71_p  []float32
-	r73_s  []float64
-	r76_s  []float64
-	r84_s  []float64
+	r81_s  []float64
+	r89_s  []float64
 	r98_s  []float64
 	r98_ok []float32
 	r100_s []float64
-	p0_ok  []float32
+	p1_ok  []float32
 	r106_s []float64
 	r106_p []float32
 	r107_s []float64
 	r107_p []float32
-	p2_ok  []float32
-	r81_s  []float64
-	r89_s  []float64
+	p3_ok  []float32
 	res    []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 800)}
+	st := &fbAvxState{buf: make([]float64, 816)}
 	st.r29_s = st.buf[8:24]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r48_s = st.buf[48:64]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r53_s = st.buf[88:104]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r57_s = st.buf[128:144]
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r71_s = st.buf[168:184]
-	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r73_s = st.buf[208:264]
-	st.r76_s = st.buf[272:328]
-	st.r84_s = st.buf[336:392]
-	st.r98_s = st.buf[400:456]
-	st.r98_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
-	st.r100_s = st.buf[504:560]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r106_s = st.buf[584:600]
-	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.r107_s = st.buf[624:640]
-	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
-	st.r81_s = st.buf[680:736]
-	st.r89_s = st.buf[744:800]
+	st.r73_s = st.buf[48:104]
+	st.r76_s = st.buf[112:168]
+	st.r84_s = st.buf[176:232]
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 8)
+	st.r48_s = st.buf[256:272]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r53_s = st.buf[296:312]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
+	st.r57_s = st.buf[336:352]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r71_s = st.buf[376:392]
+	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r81_s = st.buf[416:472]
+	st.r89_s = st.buf[480:536]
+	st.r98_s = st.buf[544:600]
+	st.r98_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
+	st.r100_s = st.buf[648:704]
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
+	st.r106_s = st.buf[728:744]
+	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
+	st.r107_s = st.buf[768:784]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
+	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[808])), 8)
 	st.res = make([]float64, 48)
 	return st
 }}
@@ -380,22 +382,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r57_s, 0)
-		runtime.Fill(st.r57_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r71_p, 0)
 		runtime.Fill(st.r73_s, 0)
 		runtime.Fill(st.r76_s, 0)
 		runtime.Fill(st.r84_s, 0)
-		runtime.Fill(st.r98_s, 0)
-		runtime.SetMask(st.r98_ok)
-		runtime.Fill(st.r100_s, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		fbPass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(fbPass0Chunks, 16)
 	if n <= 1 {
@@ -412,34 +403,19 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
 			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
 			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
 			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
-			runtime.MergeSum(sts[0].r98_s, sts[c].r98_s)
-			runtime.MergeMask(sts[0].r98_ok, sts[c].r98_ok)
-			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r98_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r29_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r48_s, 8)
-	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r53_s, 8)
-	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r57_s, 8)
-	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r71_s, 8)
-	s.s4 = float32(st.res[0])
 	runtime.FinishSum(st.res[:48], st.r73_s, 1)
 	for k, v := range st.res[:48] {
 		s.s5[k] = float32(v)
@@ -452,6 +428,82 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
+}
+
+// fbPass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
+var fbPass1Chunks = 1
+
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r71_s, 0)
+		runtime.Fill(st.r71_p, 0)
+		runtime.Fill(st.r81_s, 0)
+		runtime.Fill(st.r89_s, 0)
+		runtime.Fill(st.r98_s, 0)
+		runtime.SetMask(st.r98_ok)
+		runtime.Fill(st.r100_s, 0)
+		runtime.SetMask(st.p1_ok)
+		fbPass1AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &out.NumValid, &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
+	}
+	n := min(fbPass1Chunks, 16)
+	if n <= 1 {
+		run(st, 0, 16)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 16, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r89_s, sts[c].r89_s)
+			runtime.MergeSum(sts[0].r98_s, sts[c].r98_s)
+			runtime.MergeMask(sts[0].r98_ok, sts[c].r98_ok)
+			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+		}
+	}
+	if !runtime.MaskSet(st.r98_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass1Go(in, out, g, s)
+		return
+	}
+	runtime.FinishSum(st.res[:1], st.r48_s, 8)
+	s.s1 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r53_s, 8)
+	s.s2 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r57_s, 8)
+	s.s3 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r71_s, 8)
+	s.s4 = float32(st.res[0])
+	runtime.FinishSum(st.res[:48], st.r81_s, 1)
+	for k, v := range st.res[:48] {
+		s.s7[k] = float32(v)
+	}
+	runtime.FinishSum(st.res[:48], st.r89_s, 1)
+	for k, v := range st.res[:48] {
+		s.s9[k] = float32(v)
+	}
 	runtime.FinishSumLog(st.res[:48], st.r98_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
@@ -462,23 +514,23 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass1AVX2(&out.NumValid, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.LossCritic)
-}
-
-// fbPass2Chunks is how many chunks of whole 8-element blocks of L pass 2 runs as, concurrently,
-// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
-// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
-// chunked run.
-var fbPass2Chunks = 1
-
 // fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	fbPass2AVX2(&out.NumValid, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.LossCritic)
+}
+
+// fbPass3Chunks is how many chunks of whole 8-element blocks of L pass 3 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass3Chunks = 1
+
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
@@ -486,10 +538,10 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r106_p, 0)
 		runtime.Fill(st.r107_s, 0)
 		runtime.Fill(st.r107_p, 0)
-		runtime.SetMask(st.p2_ok)
-		fbPass2AVX2(lo, hi, &s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
+		runtime.SetMask(st.p3_ok)
+		fbPass3AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
 	}
-	n := min(fbPass2Chunks, 6)
+	n := min(fbPass3Chunks, 6)
 	if n <= 1 {
 		run(st, 0, 48)
 	} else {
@@ -505,61 +557,18 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
 			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
-			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p2_ok[:8]) {
+	if !runtime.MaskSet(st.p3_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass2Go(in, out, g, s)
+		fbPass3Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r106_s, 8)
 	s.s12 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s13 = float32(st.res[0])
-}
-
-// fbPass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
-// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
-var fbPass3Chunks = 1
-
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r81_s, 0)
-		runtime.Fill(st.r89_s, 0)
-		fbPass3AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &out.NumValid, &s.s5[0], &s.s6[0], &st.buf[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
-	}
-	n := min(fbPass3Chunks, 16)
-	if n <= 1 {
-		run(st, 0, 16)
-	} else {
-		sts := make([]*fbAvxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = fbAvxPool.Get().(*fbAvxState)
-			defer fbAvxPool.Put(sts[c])
-		}
-		runtime.ForChunks(n, 16, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
-			runtime.MergeSum(sts[0].r89_s, sts[c].r89_s)
-		}
-	}
-	runtime.FinishSum(st.res[:48], st.r81_s, 1)
-	for k, v := range st.res[:48] {
-		s.s7[k] = float32(v)
-	}
-	runtime.FinishSum(st.res[:48], st.r89_s, 1)
-	for k, v := range st.res[:48] {
-		s.s9[k] = float32(v)
-	}
 }
 
 // fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
@@ -570,38 +579,6 @@ func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass4AVX2(&s.s13, &s.s12, &out.ESS)
 }
 
-// fbPass5Chunks is how many chunks of whole 8-element blocks of L pass 5 runs as, concurrently,
-// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
-// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
-// chunked run.
-var fbPass5Chunks = 1
-
-// fbPass5AVX2Go runs fbPass5AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	run := func(st *fbAvxState, lo, hi int) {
-		fbPass5AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
-	}
-	n := min(fbPass5Chunks, 6)
-	if n <= 1 {
-		run(st, 0, 48)
-	} else {
-		sts := make([]*fbAvxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = fbAvxPool.Get().(*fbAvxState)
-			defer fbAvxPool.Put(sts[c])
-		}
-		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-		}
-	}
-}
-
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and
 // FMA, and LOSSGEN_PUREGO is not set). Forward then runs it.
 func init() {
@@ -609,7 +586,7 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go, fbPass3AVX2Go, fbPass4AVX2Go, fbPass5AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go, fbPass3AVX2Go, fbPass4AVX2Go},
 		name:     "avx2",
 		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go, pass3AVX2Go, pass4AVX2Go, pass5AVX2Go},
 	})

@@ -45,37 +45,31 @@ func pass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedV
 // for the same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
-// in Go.
-//
-//go:noescape
-func fbPass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
-
-// fbPass2AVX2 is pass 2 (elementwise over [L=48]) on 8 float32 lanes; see fbPass2Go for the same
-// loop in Go.
-//
-//go:noescape
-func fbPass2AVX2(lo int, hi int, s10 *float32, s11 *float32, s5 *float32, state *float64)
-
-// fbPass3AVX2 is pass 3 (elementwise over [B=16 L=48]) on 8 float32 lanes; see fbPass3Go for the
+// fbPass1AVX2 is pass 1 (elementwise over [B=16 L=48]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass3AVX2(lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, numValid *float32, s5 *float32, s6 *float32, state *float64, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+func fbPass1AVX2(lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, numValid *float32, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+
+// fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
+// in Go.
+//
+//go:noescape
+func fbPass2AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
+
+// fbPass3AVX2 is pass 3 (elementwise over [L=48]) on 8 float32 lanes; see fbPass3Go for the same
+// loop in Go.
+//
+//go:noescape
+func fbPass3AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, s10 *float32, s11 *float32, state *float64, explainedVariance *float32)
 
 // fbPass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see fbPass4Go for the same loop
 // in Go.
 //
 //go:noescape
 func fbPass4AVX2(s13 *float32, s12 *float32, ess *float32)
-
-// fbPass5AVX2 is pass 5 (elementwise over [L=48]) on 8 float32 lanes; see fbPass5Go for the same
-// loop in Go.
-//
-//go:noescape
-func fbPass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -1293,9 +1293,9 @@ DATA lgc34<>+24(SB)/4, $0x34000000
 DATA lgc34<>+28(SB)/4, $0x34000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+// func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $288-144
+TEXT ·fbPass0AVX2(SB), $128-136
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -1328,391 +1328,175 @@ blocks_12:
 	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Y4, Y2, Y5
+	VSUBPS Y4, Y2, Y2
 
 	// v9 = mul(0.05, nextKLPenalty)
-	VMULPS  lgc1<>+0(SB), Y5, Y6
+	VMULPS  lgc1<>+0(SB), Y2, Y5
 	MOVQ    nextReward+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y7
+	VMOVUPS (BX)(SI*4), Y6
 
 	// nextReward2 = sub(nextReward, v9)
-	VSUBPS    Y6, Y7, Y6
-	VMOVUPS   lgc2<>+0(SB), Y7
+	VSUBPS    Y5, Y6, Y5
+	VMOVUPS   lgc2<>+0(SB), Y6
 	MOVQ      nextTerminated+40(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y7
+	VCVTDQ2PS Y7, Y7
+
+	// notTerminated = sub(1, nextTerminated)
+	VSUBPS    Y7, Y6, Y7
+	MOVQ      nextDone+48(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y8
 	VCVTDQ2PS Y8, Y8
 
-	// notTerminated = sub(1, nextTerminated)
-	VSUBPS    Y8, Y7, Y8
-	MOVQ      nextDone+48(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y9
-	VCVTDQ2PS Y9, Y9
-
 	// notDone = sub(1, nextDone)
-	VSUBPS Y9, Y7, Y9
+	VSUBPS Y8, Y6, Y8
 
 	// v18 = mul(1, notTerminated)
-	VMULPS  lgc2<>+0(SB), Y8, Y8
+	VMULPS  lgc2<>+0(SB), Y7, Y7
 	MOVQ    nextStateValue+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y10
+	VMOVUPS (BX)(SI*4), Y9
 
 	// v19 = mul(v18, nextStateValue)
-	VMULPS Y10, Y8, Y8
+	VMULPS Y9, Y7, Y7
 
 	// v20 = add(nextReward2, v19)
-	VADDPS  Y8, Y6, Y8
+	VADDPS  Y7, Y5, Y7
 	MOVQ    stateValue+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y10
+	VMOVUPS (BX)(SI*4), Y9
 
 	// delta = sub(v20, stateValue)
-	VSUBPS Y10, Y8, Y8
+	VSUBPS Y9, Y7, Y7
 
 	// discount = mul(0.95, notDone)
-	VMULPS  lgc3<>+0(SB), Y9, Y9
-	VMOVUPS Y6, (SP)
-	VMOVUPS Y5, 32(SP)
+	VMULPS  lgc3<>+0(SB), Y8, Y8
+	VMOVUPS Y5, (SP)
+	VMOVUPS Y2, 32(SP)
 	VMOVUPS Y4, 64(SP)
-	VMOVUPS Y2, 96(SP)
 
 	// gae = scan(delta, discount) over L reverse
-	VMOVUPS     Y9, Y2
-	VMOVUPS     Y8, Y4
+	VMOVUPS     Y8, Y2
+	VMOVUPS     Y7, Y4
 	VANDPS      lgc4<>+0(SB), Y4, Y5
 	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
 	MOVQ        state+72(FP), BX
-	VANDPS      4544(BX), Y5, Y5
-	VMOVUPS     Y5, 4544(BX)
-	VMOVUPS     lgc6<>+0(SB), Y6
-	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y4, Y6, Y6
+	VANDPS      1920(BX), Y5, Y5
+	VMOVUPS     Y5, 1920(BX)
+	VMOVUPS     lgc6<>+0(SB), Y7
+	VPERMPS     Y2, Y7, Y5
+	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc7<>+0(SB), Y6
-	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y4, Y6, Y6
+	VMOVUPS     lgc7<>+0(SB), Y7
+	VPERMPS     Y2, Y7, Y5
+	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc8<>+0(SB), Y6
-	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y4, Y6, Y6
+	VMOVUPS     lgc8<>+0(SB), Y7
+	VPERMPS     Y2, Y7, Y5
+	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
 	VFMADD231PS Y2, Y0, Y4
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Y10, Y4, Y2
+	VADDPS Y9, Y4, Y2
 
 	// v28 = where(mask, 1, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y7, Y3, Y5
-	VMOVUPS   Y4, 128(SP)
+	VBLENDVPS Y5, Y6, Y3, Y5
 
 	// sum(v28) over [B L]
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
 
-	// v30 = where(mask, gae, 0)
+	// v59 = where(mask, valueTarget, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y4, Y3, Y6
-	MOVQ      logProb+80(FP), DI
-	VMOVUPS   (DI)(SI*4), Y7
-
-	// v32 = where(mask, logProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y7, Y3, Y7
-	VMOVUPS   96(SP), Y8
-
-	// logWeight = sub(v32, v4)
-	VSUBPS  Y8, Y7, Y8
-	VMOVUPS Y4, 160(SP)
-	VMOVUPS Y5, 192(SP)
-	VMOVUPS lgc10<>+0(SB), Y4
-
-	// v36 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y8, Y4, Y4
-	VMOVUPS lgc11<>+0(SB), Y5
-
-	// logWeightClip = min(v36, 0.18232156) tie=first
-	VMINPS  Y4, Y5, Y4
-	VMOVUPS Y2, 224(SP)
-	VMOVUPS Y7, 256(SP)
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc12<>+0(SB), Y8, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y5, Y2
-	VMOVAPS      lgc17<>+0(SB), Y7
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y5
-	VPMINSD      lgc24<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y8, Y8, Y2
-	VBLENDVPS    Y2, Y8, Y7, Y7
-
-	// v39 = ge(v30, 0)
-	VCMPPS  $0x1d, Y3, Y6, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc25<>+0(SB), Y5
-
-	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y5, Y5
-	VMOVUPS lgc26<>+0(SB), Y9
-
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y9, Y7
-
-	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y2, Y9
-	VBLENDVPS Y9, Y5, Y7, Y2
-
-	// gain = mul(v30, ratioClipped)
-	VMULPS Y2, Y6, Y2
-
-	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y2, Y2
-
-	// v47 = where(mask, v46, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
-
-	// sum(v47) over [B L]
-	VADDPS  576(BX), Y2, Y2
-	VMOVUPS Y2, 576(BX)
-
-	// v51 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y8, Y4, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// v52 = where(mask, v51, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
-
-	// sum(v52) over [B L]
-	VADDPS  896(BX), Y2, Y2
-	VMOVUPS Y2, 896(BX)
-	VMOVUPS 96(SP), Y2
-	VMOVUPS 256(SP), Y4
-
-	// v55 = sub(v4, v32)
-	VSUBPS Y4, Y2, Y2
-
-	// v56 = where(mask, v55, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
-
-	// sum(v56) over [B L]
-	VADDPS  1216(BX), Y2, Y2
-	VMOVUPS Y2, 1216(BX)
-	VMOVUPS 224(SP), Y2
-
-	// v59 = where(mask, valueTarget, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
-	MOVQ      stateValue+64(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VBLENDVPS Y6, Y2, Y3, Y6
 
 	// v60 = where(mask, stateValue, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y1, Y7
+	VBLENDVPS Y7, Y9, Y3, Y7
 
 	// diff = sub(v59, v60)
-	VSUBPS Y4, Y2, Y4
-
-	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
-
-	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
-
-	// v65 = mul(0.5, absDiff)
-	VMULPS lgc22<>+0(SB), Y5, Y7
-
-	// v66 = mul(v65, absDiff)
-	VMULPS Y5, Y7, Y7
-
-	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc22<>+0(SB), Y5, Y5
-
-	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y5, Y5
-
-	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y5, Y5
-
-	// v70 = where(mask, v69, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y5, Y3, Y5
-
-	// sum(v70) over [B L]
-	VADDPS  1536(BX), Y5, Y5
-	VMOVUPS Y5, 1536(BX)
-	VMOVUPS 192(SP), Y5
+	VSUBPS  Y7, Y6, Y7
+	VMOVUPS Y2, 96(SP)
 
 	// sum(v28) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VCVTPS2PD    X5, Y6
+	VCVTPS2PD    X5, Y2
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VADDPD       1664(BX)(DI*8), Y6, Y6
-	VMOVUPD      Y6, 1664(BX)(DI*8)
-	VADDPD       1696(BX)(DI*8), Y5, Y5
-	VMOVUPD      Y5, 1696(BX)(DI*8)
+	VADDPD       384(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 384(BX)(DI*8)
+	VADDPD       416(BX)(DI*8), Y5, Y2
+	VMOVUPD      Y2, 416(BX)(DI*8)
 
 	// v75 = where(mask, diff, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y7, Y3, Y2
 
 	// sum(v75) over [B]
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       2176(BX)(DI*8), Y5, Y5
-	VMOVUPD      Y5, 2176(BX)(DI*8)
-	VADDPD       2208(BX)(DI*8), Y4, Y4
-	VMOVUPD      Y4, 2208(BX)(DI*8)
-
-	// v83 = where(mask, v59, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
-
-	// sum(v83) over [B]
-	VCVTPS2PD    X2, Y3
+	VCVTPS2PD    X2, Y5
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2688(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 2688(BX)(DI*8)
-	VADDPD       2720(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 2720(BX)(DI*8)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VADDPD       896(BX)(DI*8), Y5, Y5
+	VMOVUPD      Y5, 896(BX)(DI*8)
+	VADDPD       928(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 928(BX)(DI*8)
 
-	// v97 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y8, Y2, Y1
+	// v83 = where(mask, v59, 0)
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y6, Y3, Y1
 
-	// logsumexp(v97) over [B]
-	VMAXPS       lgc12<>+0(SB), Y1, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y3
-	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
-	VORPS        Y3, Y2, Y2
-	VANDPS       3712(BX), Y2, Y2
-	VMOVUPS      Y2, 3712(BX)
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3200(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 3200(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       4032(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 4032(BX)(DI*8)
-	VADDPD       3232(BX)(DI*8), Y3, Y2
-	VMOVUPD      Y2, 3232(BX)(DI*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       4064(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 4064(BX)(DI*8)
-
-	// v99 = mul(2, v97)
-	VMULPS  lgc31<>+0(SB), Y1, Y1
-	VMOVUPS 64(SP), Y1
+	// sum(v83) over [B]
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1408(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 1408(BX)(DI*8)
+	VADDPD       1440(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 1440(BX)(DI*8)
+	VMOVUPS      64(SP), Y1
 
 	// store nextRefLogProbs
-	MOVQ    nextRefLogProbs+88(FP), BX
+	MOVQ    nextRefLogProbs+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 32(SP), Y1
 
 	// store nextKLPenalty
-	MOVQ    nextKLPenalty+96(FP), BX
+	MOVQ    nextKLPenalty+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS (SP), Y1
 
 	// store nextReward2
-	MOVQ    outNextReward+104(FP), BX
+	MOVQ    outNextReward+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 128(SP), Y1
 
 	// store gae
-	MOVQ    s0+112(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 160(SP), Y1
+	MOVQ    s0+104(FP), BX
+	VMOVUPS Y4, (BX)(SI*4)
 
 	// store advantage
-	MOVQ    advantage+120(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 224(SP), Y1
+	MOVQ    advantage+112(FP), BX
+	VMOVUPS Y4, (BX)(SI*4)
+	VMOVUPS 96(SP), Y1
 
 	// store valueTarget2
-	MOVQ         valueTarget+128(FP), BX
+	MOVQ         valueTarget+120(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_13
@@ -1729,60 +1513,8 @@ blocks_12:
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y1, Y1
-	VMOVUPD      Y1, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 576(DX)
-	VMOVUPS      896(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y1, Y1
-	VMOVUPD      Y1, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 896(DX)
-	VMOVUPS      1216(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y1, Y1
-	VMOVUPD      Y1, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(DX)
-	VMOVUPS      1536(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y3, Y3
-	VMOVUPD      Y3, 1344(DX)
-	VADDPD       1376(DX), Y1, Y1
-	VMOVUPD      Y1, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(DX)
-	VANDPS       4544(DX), Y2, Y2
-	VMOVUPS      Y2, 4544(DX)
+	VANDPS       1920(DX), Y2, Y2
+	VMOVUPS      Y2, 1920(DX)
 	MOVQ         $+8, DX
 
 noflush_13:
@@ -1801,69 +1533,672 @@ noflush_13:
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       4544(CX), Y1, Y1
-	VMOVUPS      Y1, 4544(CX)
+	VANDPS       1920(CX), Y1, Y1
+	VMOVUPS      Y1, 1920(CX)
 	INCQ         AX
-	CMPQ         AX, hi+136(FP)
+	CMPQ         AX, hi+128(FP)
 	JL           outer0_11
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
+// func fbPass1AVX2(lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, numValid *float32, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $320-112
+	MOVQ lo+0(FP), AX
+
+outer0_14:
+	MOVQ $+8, DX
+	XORQ CX, CX
+
+blocks_15:
+	MOVQ      mask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+48, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	MOVQ      sampleLogProb+16(FP), BX
+	VMOVUPS   (BX)(SI*4), Y1
+	VMOVUPS   lgc0<>+0(SB), Y2
+
+	// v4 = where(mask, sampleLogProb, 0)
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	MOVQ      s0+24(FP), BX
+	VMOVUPS   (BX)(SI*4), Y3
+	MOVQ      stateValue+32(FP), BX
+	VMOVUPS   (BX)(SI*4), Y4
+
+	// valueTarget = add(gae, stateValue)
+	VADDPS Y4, Y3, Y4
+
+	// v30 = where(mask, gae, 0)
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y3, Y2, Y3
+	MOVQ      logProb+40(FP), BX
+	VMOVUPS   (BX)(SI*4), Y5
+
+	// v32 = where(mask, logProb, 0)
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
+
+	// logWeight = sub(v32, v4)
+	VSUBPS  Y1, Y5, Y6
+	VMOVUPS lgc10<>+0(SB), Y7
+
+	// v36 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y6, Y7, Y7
+	VMOVUPS lgc11<>+0(SB), Y8
+
+	// logWeightClip = min(v36, 0.18232156) tie=first
+	VMINPS  Y7, Y8, Y7
+	VMOVUPS Y4, (SP)
+	VMOVUPS Y1, 32(SP)
+
+	// ratio = exp(logWeight)
+	VMAXPS       lgc12<>+0(SB), Y6, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y4, Y1
+	VMOVAPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y4
+	VPMINSD      lgc24<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y6, Y6, Y1
+	VBLENDVPS    Y1, Y6, Y8, Y8
+
+	// v39 = ge(v30, 0)
+	VCMPPS  $0x1d, Y2, Y3, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y4
+
+	// v41 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS  Y8, Y4, Y4
+	VMOVUPS lgc26<>+0(SB), Y9
+
+	// v43 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y8, Y9, Y9
+	VMOVUPS Y8, 64(SP)
+
+	// ratioClipped = where(v39, v41, v43)
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y1, Y8
+	VBLENDVPS Y8, Y4, Y9, Y4
+
+	// gain = mul(v30, ratioClipped)
+	VMULPS Y4, Y3, Y4
+
+	// v46 = neg(gain)
+	VXORPS lgc27<>+0(SB), Y4, Y4
+
+	// v47 = where(mask, v46, 0)
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y0, Y8
+	VBLENDVPS Y8, Y4, Y2, Y4
+
+	// sum(v47) over [B L]
+	MOVQ         state+48(FP), BX
+	VADDPS       2240(BX), Y4, Y4
+	VMOVUPS      Y4, 2240(BX)
+	MOVQ         numValid+56(FP), DI
+	XORQ         R8, R8
+	VBROADCASTSS (DI)(R8*4), Y4
+	VMOVUPS      lgc2<>+0(SB), Y8
+
+	// v49 = max(numValid, 1)
+	VMAXPS Y4, Y8, Y4
+
+	// v51 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y6, Y7, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
+
+	// v52 = where(mask, v51, 0)
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y0, Y9
+	VBLENDVPS Y9, Y7, Y2, Y7
+	VMOVUPS   Y1, 96(SP)
+
+	// sum(v52) over [B L]
+	VADDPS  2560(BX), Y7, Y1
+	VMOVUPS Y1, 2560(BX)
+	VMOVUPS 32(SP), Y1
+
+	// v55 = sub(v4, v32)
+	VSUBPS Y5, Y1, Y1
+
+	// v56 = where(mask, v55, 0)
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y1, Y2, Y1
+
+	// sum(v56) over [B L]
+	VADDPS  2880(BX), Y1, Y1
+	VMOVUPS Y1, 2880(BX)
+	VMOVUPS (SP), Y1
+
+	// v59 = where(mask, valueTarget, 0)
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y1, Y2, Y1
+	MOVQ      stateValue+32(FP), DI
+	VMOVUPS   (DI)(SI*4), Y5
+
+	// v60 = where(mask, stateValue, 0)
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y0, Y7
+	VBLENDVPS Y7, Y5, Y2, Y5
+
+	// diff = sub(v59, v60)
+	VSUBPS Y5, Y1, Y5
+
+	// absDiff = abs(diff)
+	VMOVUPS lgc27<>+0(SB), Y7
+	VANDNPS Y5, Y7, Y7
+
+	// v64 = lt(absDiff, 1)
+	VCMPPS $0x11, Y8, Y7, Y9
+	VANDPS lgc2<>+0(SB), Y9, Y9
+
+	// v65 = mul(0.5, absDiff)
+	VMULPS lgc22<>+0(SB), Y7, Y10
+
+	// v66 = mul(v65, absDiff)
+	VMULPS Y7, Y10, Y11
+
+	// v67 = sub(absDiff, 0.5)
+	VSUBPS  lgc22<>+0(SB), Y7, Y12
+	VMOVUPS Y3, 128(SP)
+	VMOVUPS Y10, 160(SP)
+	VMOVUPS Y7, 192(SP)
+
+	// smoothL1 = where(v64, v66, v67)
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y9, Y3
+	VBLENDVPS Y3, Y11, Y12, Y3
+
+	// v69 = mul(1, smoothL1)
+	VMULPS lgc2<>+0(SB), Y3, Y3
+
+	// v70 = where(mask, v69, 0)
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y0, Y7
+	VBLENDVPS Y7, Y3, Y2, Y3
+	VMOVUPS   Y9, 224(SP)
+
+	// sum(v70) over [B L]
+	VADDPS  3200(BX), Y3, Y3
+	VMOVUPS Y3, 3200(BX)
+	MOVQ    s5+64(FP), DI
+	XORQ    R8, R8
+	ADDQ    CX, R8
+	VMOVUPS (DI)(R8*4), Y3
+
+	// v74 = max(v73, 1)
+	VMAXPS  Y3, Y8, Y3
+	MOVQ    s6+72(FP), DI
+	VMOVUPS (DI)(R8*4), Y7
+
+	// v77 = div(v76, v74)
+	VDIVPS Y3, Y7, Y7
+
+	// v78 = sub(diff, v77)
+	VSUBPS Y7, Y5, Y7
+
+	// v79 = mul(v78, v78)
+	VMULPS Y7, Y7, Y7
+
+	// v80 = where(mask, v79, 0)
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y0, Y8
+	VBLENDVPS Y8, Y7, Y2, Y7
+	VMOVUPS   Y5, 256(SP)
+
+	// sum(v80) over [B]
+	VCVTPS2PD    X7, Y5
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       3328(BX)(R8*8), Y5, Y5
+	VMOVUPD      Y5, 3328(BX)(R8*8)
+	VADDPD       3360(BX)(R8*8), Y7, Y5
+	VMOVUPD      Y5, 3360(BX)(R8*8)
+	MOVQ         s8+80(FP), DI
+	VMOVUPS      (DI)(R8*4), Y5
+
+	// v85 = div(v84, v74)
+	VDIVPS Y3, Y5, Y3
+
+	// v86 = sub(v59, v85)
+	VSUBPS Y3, Y1, Y1
+
+	// v87 = mul(v86, v86)
+	VMULPS Y1, Y1, Y1
+
+	// v88 = where(mask, v87, 0)
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+
+	// sum(v88) over [B]
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3840(BX)(R8*8), Y2, Y2
+	VMOVUPD      Y2, 3840(BX)(R8*8)
+	VADDPD       3872(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 3872(BX)(R8*8)
+	VMOVUPS      lgc28<>+0(SB), Y1
+
+	// v97 = where(mask, logWeight, -Inf)
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y0, Y2
+	VBLENDVPS Y2, Y6, Y1, Y0
+	VMOVUPS   Y4, 288(SP)
+
+	// logsumexp(v97) over [B]
+	VMAXPS       lgc12<>+0(SB), Y0, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
+	VMOVAPS      lgc17<>+0(SB), Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y2
+	VPMINSD      lgc24<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VCMPPS       $0x15, lgc29<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y0, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       4864(BX), Y1, Y1
+	VMOVUPS      Y1, 4864(BX)
+	VCVTPS2PD    X3, Y1
+	VEXTRACTF128 $0x01, Y3, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4352(BX)(R8*8), Y1, Y3
+	VMOVUPD      Y3, 4352(BX)(R8*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       5184(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 5184(BX)(R8*8)
+	VADDPD       4384(BX)(R8*8), Y2, Y1
+	VMOVUPD      Y1, 4384(BX)(R8*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       5216(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 5216(BX)(R8*8)
+
+	// v99 = mul(2, v97)
+	VMULPS  lgc31<>+0(SB), Y0, Y0
+	VMOVUPS lgc2<>+0(SB), Y0
+	VMOVUPS 288(SP), Y1
+
+	// v112 = div(1, v49)
+	VDIVPS    Y1, Y0, Y1
+	MOVQ      mask+8(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y2
+	VCVTDQ2PS Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y3
+
+	// v114 = where(mask, v112, 0)
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y1, Y3, Y1
+
+	// v115 = mul(v114, 1)
+	VMULPS  lgc2<>+0(SB), Y1, Y4
+	VMOVUPS 224(SP), Y5
+
+	// v116 = where(v64, v115, 0)
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y4, Y3, Y6
+
+	// v117 = where(v64, 0, v115)
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y3, Y4, Y4
+
+	// v118 = ne(v116, 0)
+	VCMPPS  $0x04, Y3, Y6, Y5
+	VANDPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS 192(SP), Y7
+
+	// v119 = mul(v116, absDiff)
+	VMULPS Y7, Y6, Y7
+
+	// v120 = where(v118, v119, v116)
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y7, Y6, Y7
+	VMOVUPS   160(SP), Y8
+
+	// v121 = mul(v116, v65)
+	VMULPS Y8, Y6, Y8
+
+	// v122 = where(v118, v121, v116)
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y8, Y6, Y5
+
+	// v123 = add(v117, v122)
+	VADDPS Y5, Y4, Y4
+
+	// v124 = mul(v120, 0.5)
+	VMULPS lgc22<>+0(SB), Y7, Y5
+
+	// v125 = add(v123, v124)
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 256(SP), Y5
+
+	// v126 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y5, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
+
+	// v127 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y5, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
+
+	// v128 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y5, Y5
+	VMOVUPS lgc35<>+0(SB), Y8
+
+	// v129 = where(v127, -1, v128)
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y5, Y5
+
+	// v130 = where(v126, 1, v129)
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y0, Y5, Y0
+
+	// v131 = ne(v125, 0)
+	VCMPPS $0x04, Y3, Y4, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
+
+	// v132 = mul(v125, v130)
+	VMULPS Y0, Y4, Y0
+
+	// v133 = where(v131, v132, v125)
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y0, Y4, Y0
+
+	// v134 = neg(v133)
+	VXORPS lgc27<>+0(SB), Y0, Y0
+
+	// gradStateValue = where(mask, v134, 0)
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y0, Y3, Y0
+
+	// v136 = neg(v114)
+	VXORPS lgc27<>+0(SB), Y1, Y1
+
+	// v137 = ne(v136, 0)
+	VCMPPS  $0x04, Y3, Y1, Y4
+	VANDPS  lgc2<>+0(SB), Y4, Y4
+	VMOVUPS 128(SP), Y5
+
+	// v138 = mul(v136, v30)
+	VMULPS Y5, Y1, Y5
+
+	// v139 = where(v137, v138, v136)
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y1, Y1
+	VMOVUPS   96(SP), Y4
+
+	// v140 = where(v39, v139, 0)
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y1, Y3, Y5
+
+	// v141 = where(v39, 0, v139)
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y3, Y1, Y1
+	VMOVUPS   64(SP), Y4
+	VMOVUPS   lgc26<>+0(SB), Y6
+
+	// v142 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y4, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
+
+	// v143 = ne(ratio, ratio)
+	VCMPPS $0x04, Y4, Y4, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
+
+	// v144 = max(v142, v143)
+	VXORPS lgc27<>+0(SB), Y6, Y6
+	VXORPS lgc27<>+0(SB), Y7, Y9
+	VMINPS Y6, Y9, Y8
+	VMINPS Y9, Y6, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc27<>+0(SB), Y6, Y6
+
+	// v145 = where(v144, v141, 0)
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y1, Y3, Y1
+	VMOVUPS   lgc25<>+0(SB), Y6
+
+	// v146 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y6, Y4, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
+
+	// v147 = max(v146, v143)
+	VXORPS lgc27<>+0(SB), Y6, Y6
+	VXORPS lgc27<>+0(SB), Y7, Y7
+	VMINPS Y6, Y7, Y8
+	VMINPS Y7, Y6, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc27<>+0(SB), Y6, Y6
+
+	// v148 = where(v147, v140, 0)
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y5, Y3, Y5
+
+	// v149 = add(v145, v148)
+	VADDPS Y5, Y1, Y1
+
+	// v150 = ne(v149, 0)
+	VCMPPS $0x04, Y3, Y1, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
+
+	// v151 = mul(v149, ratio)
+	VMULPS Y4, Y1, Y4
+
+	// v152 = where(v150, v151, v149)
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y4, Y1, Y1
+
+	// gradLogProb = where(mask, v152, 0)
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y1, Y3, Y1
+
+	// store gradStateValue
+	MOVQ    gradStateValue+88(FP), BX
+	VMOVUPS Y0, (BX)(SI*4)
+
+	// store gradLogProb
+	MOVQ         gradLogProb+96(FP), BX
+	VMOVUPS      Y1, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_16
+	MOVQ         state+48(FP), DX
+	VMOVUPS      2240(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(DX), Y2, Y2
+	VMOVUPD      Y2, 2048(DX)
+	VADDPD       2080(DX), Y0, Y0
+	VMOVUPD      Y0, 2080(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(DX)
+	VMOVUPS      2560(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(DX), Y2, Y2
+	VMOVUPD      Y2, 2368(DX)
+	VADDPD       2400(DX), Y0, Y0
+	VMOVUPD      Y0, 2400(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(DX)
+	VMOVUPS      2880(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(DX), Y2, Y2
+	VMOVUPD      Y2, 2688(DX)
+	VADDPD       2720(DX), Y0, Y0
+	VMOVUPD      Y0, 2720(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(DX)
+	VMOVUPS      3200(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3008(DX), Y2, Y2
+	VMOVUPD      Y2, 3008(DX)
+	VADDPD       3040(DX), Y0, Y0
+	VMOVUPD      Y0, 3040(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(DX)
+	VANDPS       5696(DX), Y1, Y1
+	VMOVUPS      Y1, 5696(DX)
+	MOVQ         $+8, DX
+
+noflush_16:
+	ADDQ         $+8, CX
+	CMPQ         CX, $+48
+	JL           blocks_15
+	MOVQ         state+48(FP), CX
+	VMOVUPS      2240(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(CX), Y2, Y2
+	VMOVUPD      Y2, 2048(CX)
+	VADDPD       2080(CX), Y0, Y0
+	VMOVUPD      Y0, 2080(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(CX)
+	VMOVUPS      2560(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(CX), Y2, Y2
+	VMOVUPD      Y2, 2368(CX)
+	VADDPD       2400(CX), Y0, Y0
+	VMOVUPD      Y0, 2400(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(CX)
+	VMOVUPS      2880(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(CX), Y2, Y2
+	VMOVUPD      Y2, 2688(CX)
+	VADDPD       2720(CX), Y0, Y0
+	VMOVUPD      Y0, 2720(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(CX)
+	VMOVUPS      3200(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3008(CX), Y2, Y2
+	VMOVUPD      Y2, 3008(CX)
+	VADDPD       3040(CX), Y0, Y0
+	VMOVUPD      Y0, 3040(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(CX)
+	VANDPS       5696(CX), Y1, Y1
+	VMOVUPS      Y1, 5696(CX)
+	INCQ         AX
+	CMPQ         AX, hi+104(FP)
+	JL           outer0_14
+	VZEROUPPER
+	RET
+
+DATA lgc35<>+0(SB)/4, $0xbf800000
+DATA lgc35<>+4(SB)/4, $0xbf800000
+DATA lgc35<>+8(SB)/4, $0xbf800000
+DATA lgc35<>+12(SB)/4, $0xbf800000
+DATA lgc35<>+16(SB)/4, $0xbf800000
+DATA lgc35<>+20(SB)/4, $0xbf800000
+DATA lgc35<>+24(SB)/4, $0xbf800000
+DATA lgc35<>+28(SB)/4, $0xbf800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+// func fbPass2AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
-TEXT ·fbPass1AVX2(SB), $0-72
+TEXT ·fbPass2AVX2(SB), $0-72
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -1910,531 +2245,174 @@ TEXT ·fbPass1AVX2(SB), $0-72
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(lo int, hi int, s10 *float32, s11 *float32, s5 *float32, state *float64)
+// func fbPass3AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, s10 *float32, s11 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-48
+TEXT ·fbPass3AVX2(SB), $0-72
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_15
+	JGE  chunkdone_18
 
-blocks_14:
-	MOVQ    s10+16(FP), DX
+blocks_17:
+	MOVQ    s5+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS lgc2<>+0(SB), Y1
+
+	// v74 = max(v73, 1)
+	VMAXPS  Y0, Y1, Y2
+	MOVQ    s7+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
+
+	// residVar = div(v81, v74)
+	VDIVPS  Y2, Y3, Y3
+	MOVQ    s9+32(FP), DX
+	VMOVUPS (DX)(BX*4), Y4
+
+	// targetVar = div(v89, v74)
+	VDIVPS Y2, Y4, Y2
+
+	// v92 = add(targetVar, 1.1920929e-07)
+	VADDPS lgc34<>+0(SB), Y2, Y2
+
+	// v93 = div(residVar, v92)
+	VDIVPS Y2, Y3, Y2
+
+	// explainedVariance = sub(1, v93)
+	VSUBPS  Y2, Y1, Y1
+	MOVQ    s10+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v101 = mul(2, logSumW)
-	VMULPS  lgc31<>+0(SB), Y0, Y0
-	MOVQ    s11+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMULPS  lgc31<>+0(SB), Y2, Y2
+	MOVQ    s11+48(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
 
 	// v102 = sub(v101, logSumW2)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v102)
-	VMAXPS       lgc12<>+0(SB), Y0, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         s5+32(FP), DX
-	VMOVUPS      (DX)(BX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       lgc12<>+0(SB), Y2, Y3
+	VMINPS       lgc13<>+0(SB), Y3, Y3
+	VMULPS       lgc14<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc16<>+0(SB), Y4, Y3
+	VMOVAPS      lgc17<>+0(SB), Y5
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc23<>+0(SB), Y3, Y4
+	VPMINSD      lgc24<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
+	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v104 = gt(v73, 0)
-	VCMPPS $0x1e, Y1, Y0, Y0
+	VCMPPS $0x1e, Y2, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y0
 
 	// v105 = where(v104, essCol, 0)
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y5, Y2, Y2
 
 	// sum(v105) over [L]
-	MOVQ    state+40(FP), DX
-	VADDPS  4864(DX), Y1, Y1
-	VMOVUPS Y1, 4864(DX)
+	MOVQ    state+56(FP), DX
+	VADDPS  6016(DX), Y2, Y2
+	VMOVUPS Y2, 6016(DX)
 
 	// sum(v104) over [L]
-	VADDPS       5184(DX), Y0, Y0
-	VMOVUPS      Y0, 5184(DX)
+	VADDPS  6336(DX), Y0, Y0
+	VMOVUPS Y0, 6336(DX)
+
+	// store explainedVariance
+	MOVQ         explainedVariance+64(FP), DX
+	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_16
-	MOVQ         state+40(FP), CX
-	VMOVUPS      4864(CX), Y0
+	JNZ          noflush_19
+	MOVQ         state+56(FP), CX
+	VMOVUPS      6016(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4672(CX), Y2, Y2
-	VMOVUPD      Y2, 4672(CX)
-	VADDPD       4704(CX), Y0, Y0
-	VMOVUPD      Y0, 4704(CX)
+	VADDPD       5824(CX), Y2, Y2
+	VMOVUPD      Y2, 5824(CX)
+	VADDPD       5856(CX), Y0, Y0
+	VMOVUPD      Y0, 5856(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(CX)
-	VMOVUPS      5184(CX), Y0
+	VMOVUPS      Y0, 6016(CX)
+	VMOVUPS      6336(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4992(CX), Y2, Y2
-	VMOVUPD      Y2, 4992(CX)
-	VADDPD       5024(CX), Y0, Y0
-	VMOVUPD      Y0, 5024(CX)
+	VADDPD       6144(CX), Y2, Y2
+	VMOVUPD      Y2, 6144(CX)
+	VADDPD       6176(CX), Y0, Y0
+	VMOVUPD      Y0, 6176(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5184(CX)
-	VANDPS       5312(CX), Y1, Y1
-	VMOVUPS      Y1, 5312(CX)
+	VMOVUPS      Y0, 6336(CX)
+	VANDPS       6464(CX), Y1, Y1
+	VMOVUPS      Y1, 6464(CX)
 	MOVQ         $+8, CX
 
-noflush_16:
+noflush_19:
 	ADDQ $+8, AX
 	CMPQ AX, $+48
-	JGE  chunkdone_15
+	JGE  chunkdone_18
 	CMPQ AX, hi+8(FP)
-	JL   blocks_14
+	JL   blocks_17
 
-chunkdone_15:
-	MOVQ         state+40(FP), AX
-	VMOVUPS      4864(AX), Y0
+chunkdone_18:
+	MOVQ         state+56(FP), AX
+	VMOVUPS      6016(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4672(AX), Y2, Y2
-	VMOVUPD      Y2, 4672(AX)
-	VADDPD       4704(AX), Y0, Y0
-	VMOVUPD      Y0, 4704(AX)
+	VADDPD       5824(AX), Y2, Y2
+	VMOVUPD      Y2, 5824(AX)
+	VADDPD       5856(AX), Y0, Y0
+	VMOVUPD      Y0, 5856(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(AX)
-	VMOVUPS      5184(AX), Y0
+	VMOVUPS      Y0, 6016(AX)
+	VMOVUPS      6336(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4992(AX), Y2, Y2
-	VMOVUPD      Y2, 4992(AX)
-	VADDPD       5024(AX), Y0, Y0
-	VMOVUPD      Y0, 5024(AX)
+	VADDPD       6144(AX), Y2, Y2
+	VMOVUPD      Y2, 6144(AX)
+	VADDPD       6176(AX), Y0, Y0
+	VMOVUPD      Y0, 6176(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5184(AX)
-	VANDPS       5312(AX), Y1, Y1
-	VMOVUPS      Y1, 5312(AX)
+	VMOVUPS      Y0, 6336(AX)
+	VANDPS       6464(AX), Y1, Y1
+	VMOVUPS      Y1, 6464(AX)
 	VZEROUPPER
 	RET
-
-// func fbPass3AVX2(lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, numValid *float32, s5 *float32, s6 *float32, state *float64, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $192-112
-	MOVQ lo+0(FP), AX
-
-outer0_17:
-	XORQ CX, CX
-
-blocks_18:
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+48, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      sampleLogProb+16(FP), DX
-	VMOVUPS   (DX)(BX*4), Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-
-	// v4 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      s0+24(FP), DX
-	VMOVUPS   (DX)(BX*4), Y3
-	MOVQ      stateValue+32(FP), DX
-	VMOVUPS   (DX)(BX*4), Y4
-
-	// valueTarget = add(gae, stateValue)
-	VADDPS Y4, Y3, Y5
-
-	// v30 = where(mask, gae, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y3, Y2, Y3
-	MOVQ      logProb+40(FP), DX
-	VMOVUPS   (DX)(BX*4), Y6
-
-	// v32 = where(mask, logProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y6, Y2, Y6
-
-	// logWeight = sub(v32, v4)
-	VSUBPS Y1, Y6, Y1
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc12<>+0(SB), Y1, Y6
-	VMINPS       lgc13<>+0(SB), Y6, Y6
-	VMULPS       lgc14<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y6
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc23<>+0(SB), Y6, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc24<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y6
-	VBLENDVPS    Y6, Y1, Y8, Y8
-
-	// v39 = ge(v30, 0)
-	VCMPPS       $0x1d, Y2, Y3, Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y1
-	MOVQ         numValid+48(FP), DX
-	XORQ         SI, SI
-	VBROADCASTSS (DX)(SI*4), Y6
-	VMOVUPS      lgc2<>+0(SB), Y7
-
-	// v49 = max(numValid, 1)
-	VMAXPS Y6, Y7, Y6
-
-	// v59 = where(mask, valueTarget, 0)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y0, Y9
-	VBLENDVPS Y9, Y5, Y2, Y5
-
-	// v60 = where(mask, stateValue, 0)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y0, Y9
-	VBLENDVPS Y9, Y4, Y2, Y4
-
-	// diff = sub(v59, v60)
-	VSUBPS Y4, Y5, Y4
-
-	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y9
-	VANDNPS Y4, Y9, Y9
-
-	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y9, Y10
-	VANDPS lgc2<>+0(SB), Y10, Y10
-
-	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc22<>+0(SB), Y9, Y11
-	VMOVUPS Y8, (SP)
-	VMOVUPS Y1, 32(SP)
-	VMOVUPS Y3, 64(SP)
-	MOVQ    s5+56(FP), DX
-	XORQ    SI, SI
-	ADDQ    CX, SI
-	VMOVUPS (DX)(SI*4), Y1
-
-	// v74 = max(v73, 1)
-	VMAXPS  Y1, Y7, Y1
-	MOVQ    s6+64(FP), DX
-	VMOVUPS (DX)(SI*4), Y3
-
-	// v77 = div(v76, v74)
-	VDIVPS Y1, Y3, Y3
-
-	// v78 = sub(diff, v77)
-	VSUBPS Y3, Y4, Y3
-
-	// v79 = mul(v78, v78)
-	VMULPS  Y3, Y3, Y3
-	VMOVUPS Y4, 96(SP)
-
-	// v80 = where(mask, v79, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-	VMOVUPS   Y11, 128(SP)
-	VMOVUPS   Y9, 160(SP)
-
-	// sum(v80) over [B]
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	MOVQ         state+72(FP), DX
-	VADDPD       5440(DX)(SI*8), Y4, Y4
-	VMOVUPD      Y4, 5440(DX)(SI*8)
-	VADDPD       5472(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 5472(DX)(SI*8)
-	MOVQ         s8+80(FP), DI
-	VMOVUPS      (DI)(SI*4), Y3
-
-	// v85 = div(v84, v74)
-	VDIVPS Y1, Y3, Y1
-
-	// v86 = sub(v59, v85)
-	VSUBPS Y1, Y5, Y1
-
-	// v87 = mul(v86, v86)
-	VMULPS Y1, Y1, Y1
-
-	// v88 = where(mask, v87, 0)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// sum(v88) over [B]
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       5952(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 5952(DX)(SI*8)
-	VADDPD       5984(DX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5984(DX)(SI*8)
-
-	// v112 = div(1, v49)
-	VDIVPS Y6, Y7, Y1
-
-	// v114 = where(mask, v112, 0)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v115 = mul(v114, 1)
-	VMULPS lgc2<>+0(SB), Y1, Y3
-
-	// v116 = where(v64, v115, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y10, Y4
-	VBLENDVPS Y4, Y3, Y2, Y4
-
-	// v117 = where(v64, 0, v115)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y10, Y5
-	VBLENDVPS Y5, Y2, Y3, Y3
-
-	// v118 = ne(v116, 0)
-	VCMPPS  $0x04, Y2, Y4, Y5
-	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS 160(SP), Y6
-
-	// v119 = mul(v116, absDiff)
-	VMULPS Y6, Y4, Y6
-
-	// v120 = where(v118, v119, v116)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y6, Y4, Y6
-	VMOVUPS   128(SP), Y8
-
-	// v121 = mul(v116, v65)
-	VMULPS Y8, Y4, Y8
-
-	// v122 = where(v118, v121, v116)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y4, Y4
-
-	// v123 = add(v117, v122)
-	VADDPS Y4, Y3, Y3
-
-	// v124 = mul(v120, 0.5)
-	VMULPS lgc22<>+0(SB), Y6, Y4
-
-	// v125 = add(v123, v124)
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS 96(SP), Y4
-
-	// v126 = gt(diff, 0)
-	VCMPPS $0x1e, Y2, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// v127 = lt(diff, 0)
-	VCMPPS $0x11, Y2, Y4, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
-
-	// v128 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc35<>+0(SB), Y8
-
-	// v129 = where(v127, -1, v128)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y4
-
-	// v130 = where(v126, 1, v129)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y7, Y4, Y4
-
-	// v131 = ne(v125, 0)
-	VCMPPS $0x04, Y2, Y3, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// v132 = mul(v125, v130)
-	VMULPS Y4, Y3, Y4
-
-	// v133 = where(v131, v132, v125)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y3, Y3
-
-	// v134 = neg(v133)
-	VXORPS lgc27<>+0(SB), Y3, Y3
-
-	// gradStateValue = where(mask, v134, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// v136 = neg(v114)
-	VXORPS lgc27<>+0(SB), Y1, Y1
-
-	// v137 = ne(v136, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc2<>+0(SB), Y4, Y4
-	VMOVUPS 64(SP), Y5
-
-	// v138 = mul(v136, v30)
-	VMULPS Y5, Y1, Y5
-
-	// v139 = where(v137, v138, v136)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y1, Y1
-	VMOVUPS   32(SP), Y4
-
-	// v140 = where(v39, v139, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y1, Y2, Y5
-
-	// v141 = where(v39, 0, v139)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y2, Y1, Y1
-	VMOVUPS   (SP), Y4
-	VMOVUPS   lgc26<>+0(SB), Y6
-
-	// v142 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
-
-	// v143 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
-
-	// v144 = max(v142, v143)
-	VXORPS lgc27<>+0(SB), Y6, Y6
-	VXORPS lgc27<>+0(SB), Y7, Y9
-	VMINPS Y6, Y9, Y8
-	VMINPS Y9, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc27<>+0(SB), Y6, Y6
-
-	// v145 = where(v144, v141, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y1, Y2, Y1
-	VMOVUPS   lgc25<>+0(SB), Y6
-
-	// v146 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y4, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
-
-	// v147 = max(v146, v143)
-	VXORPS lgc27<>+0(SB), Y6, Y6
-	VXORPS lgc27<>+0(SB), Y7, Y7
-	VMINPS Y6, Y7, Y8
-	VMINPS Y7, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc27<>+0(SB), Y6, Y6
-
-	// v148 = where(v147, v140, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y2, Y5
-
-	// v149 = add(v145, v148)
-	VADDPS Y5, Y1, Y1
-
-	// v150 = ne(v149, 0)
-	VCMPPS $0x04, Y2, Y1, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// v151 = mul(v149, ratio)
-	VMULPS Y4, Y1, Y4
-
-	// v152 = where(v150, v151, v149)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y1, Y1
-
-	// gradLogProb = where(mask, v152, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y0
-
-	// store gradStateValue
-	MOVQ    gradStateValue+88(FP), DX
-	VMOVUPS Y3, (DX)(BX*4)
-
-	// store gradLogProb
-	MOVQ    gradLogProb+96(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	ADDQ    $+8, CX
-	CMPQ    CX, $+48
-	JL      blocks_18
-	INCQ    AX
-	CMPQ    AX, hi+104(FP)
-	JL      outer0_17
-	VZEROUPPER
-	RET
-
-DATA lgc35<>+0(SB)/4, $0xbf800000
-DATA lgc35<>+4(SB)/4, $0xbf800000
-DATA lgc35<>+8(SB)/4, $0xbf800000
-DATA lgc35<>+12(SB)/4, $0xbf800000
-DATA lgc35<>+16(SB)/4, $0xbf800000
-DATA lgc35<>+20(SB)/4, $0xbf800000
-DATA lgc35<>+24(SB)/4, $0xbf800000
-DATA lgc35<>+28(SB)/4, $0xbf800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass4AVX2(s13 *float32, s12 *float32, ess *float32)
 // Requires: AVX
@@ -2462,55 +2440,6 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-// func fbPass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
-// Requires: AVX
-TEXT ·fbPass5AVX2(SB), $0-48
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_20
-
-blocks_19:
-	MOVQ    s5+16(FP), CX
-	XORQ    DX, DX
-	ADDQ    AX, DX
-	VMOVUPS (CX)(DX*4), Y0
-	VMOVUPS lgc2<>+0(SB), Y1
-
-	// v74 = max(v73, 1)
-	VMAXPS  Y0, Y1, Y0
-	MOVQ    s7+24(FP), CX
-	VMOVUPS (CX)(DX*4), Y2
-
-	// residVar = div(v81, v74)
-	VDIVPS  Y0, Y2, Y2
-	MOVQ    s9+32(FP), CX
-	VMOVUPS (CX)(DX*4), Y3
-
-	// targetVar = div(v89, v74)
-	VDIVPS Y0, Y3, Y0
-
-	// v92 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc34<>+0(SB), Y0, Y0
-
-	// v93 = div(residVar, v92)
-	VDIVPS Y0, Y2, Y0
-
-	// explainedVariance = sub(1, v93)
-	VSUBPS Y0, Y1, Y0
-
-	// store explainedVariance
-	MOVQ    explainedVariance+40(FP), CX
-	VMOVUPS Y0, (CX)(DX*4)
-	ADDQ    $+8, AX
-	CMPQ    AX, $+48
-	JGE     chunkdone_20
-	CMPQ    AX, hi+8(FP)
-	JL      blocks_19
-
-chunkdone_20:
-	VZEROUPPER
-	RET
-
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·expAVX2(SB), NOSPLIT, $0-24
@@ -2519,9 +2448,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_21:
+bulk_20:
 	CMPQ         BX, DX
-	JGE          bulkdone_22
+	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
@@ -2552,9 +2481,9 @@ bulk_21:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_21
+	JMP          bulk_20
 
-bulkdone_22:
+bulkdone_21:
 	VZEROUPPER
 	RET
 
@@ -2566,9 +2495,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_23:
+bulk_22:
 	CMPQ         BX, DX
-	JGE          bulkdone_24
+	JGE          bulkdone_23
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
 	VMULPS       lgc37<>+0(SB), Y0, Y2
@@ -2611,9 +2540,9 @@ bulk_23:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_23
+	JMP          bulk_22
 
-bulkdone_24:
+bulkdone_23:
 	VZEROUPPER
 	RET
 
@@ -2785,9 +2714,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_25:
+bulk_24:
 	CMPQ         BX, DX
-	JGE          bulkdone_26
+	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
@@ -2841,8 +2770,8 @@ bulk_25:
 	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_25
+	JMP          bulk_24
 
-bulkdone_26:
+bulkdone_25:
 	VZEROUPPER
 	RET

@@ -307,14 +307,14 @@ type fbScratch struct {
 	acc73    []float64           // accumulators of v73
 	acc76    []float64           // accumulators of v76
 	acc84    []float64           // accumulators of v84
-	logSumW  []runtime.LogSumExp // accumulators of logSumW
-	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
 	acc81    []float64           // accumulators of v81
 	acc89    []float64           // accumulators of v89
+	logSumW  []runtime.LogSumExp // accumulators of logSumW
+	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc84: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48), acc81: make([]float64, 48), acc89: make([]float64, 48)}
+	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc84: make([]float64, 48), acc81: make([]float64, 48), acc89: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48)}
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
@@ -324,18 +324,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c8 := float32(0.05)
 	one := float32(1)
 	c22 := float32(0.95)
-	c34 := float32(-0.22314355)
-	c35 := float32(0.18232156)
-	c40 := float32(1.2)
-	c42 := float32(0.8)
-	half := float32(0.5)
-	two := float32(2)
-	c96 := float32(math.Inf(-1))
 	numValid := 0.0
-	acc48 := 0.0
-	acc53 := 0.0
-	acc57 := 0.0
-	acc71 := 0.0
 	for k := range s.acc73 {
 		s.acc73[k] = 0.0
 	}
@@ -344,12 +333,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 	for k := range s.acc84 {
 		s.acc84[k] = 0.0
-	}
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for iB := 0; iB < 16; iB++ {
 		gaeCarry := float32(0)
@@ -385,6 +368,66 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			out.ValueTarget[iB*48+iL] = valueTarget
 			v28 := sel(mask, one, zero)
 			numValid += float64(v28)
+			v59 := sel(mask, valueTarget, zero)
+			v60 := sel(mask, stateValue, zero)
+			diff := v59 - v60
+			s.acc73[iL] += float64(v28)
+			v75 := sel(mask, diff, zero)
+			s.acc76[iL] += float64(v75)
+			v83 := sel(mask, v59, zero)
+			s.acc84[iL] += float64(v83)
+		}
+	}
+	out.NumValid = float32(numValid)
+	for k := range s.acc73 {
+		s.s5[k] = float32(s.acc73[k])
+	}
+	for k := range s.acc76 {
+		s.s6[k] = float32(s.acc76[k])
+	}
+	for k := range s.acc84 {
+		s.s8[k] = float32(s.acc84[k])
+	}
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=16
+// L=48].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	zero := float32(0)
+	one := float32(1)
+	c34 := float32(-0.22314355)
+	c35 := float32(0.18232156)
+	c40 := float32(1.2)
+	c42 := float32(0.8)
+	half := float32(0.5)
+	two := float32(2)
+	c96 := float32(math.Inf(-1))
+	minusOne := float32(-1)
+	acc48 := 0.0
+	acc53 := 0.0
+	acc57 := 0.0
+	acc71 := 0.0
+	for k := range s.acc81 {
+		s.acc81[k] = 0.0
+	}
+	for k := range s.acc89 {
+		s.acc89[k] = 0.0
+	}
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
+	}
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
+	}
+	for iB := 0; iB < 16; iB++ {
+		for iL := 0; iL < 48; iL++ {
+			sampleLogProb := in.SampleLogProb[iB*48+iL]
+			mask := b2f(in.Mask[iB*48+iL])
+			v4 := sel(mask, sampleLogProb, zero)
+			stateValue := in.StateValue[iB*48+iL]
+			gae := s.s0[iB*48+iL]
+			valueTarget := gae + stateValue
+			numValid := out.NumValid
 			v30 := sel(mask, gae, zero)
 			logProb := in.LogProb[iB*48+iL]
 			v32 := sel(mask, logProb, zero)
@@ -400,6 +443,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v46 := -gain
 			v47 := sel(mask, v46, zero)
 			acc48 += float64(v47)
+			v49 := max(numValid, one)
 			v51 := b2f(logWeightClip != logWeight)
 			v52 := sel(mask, v51, zero)
 			acc53 += float64(v52)
@@ -418,117 +462,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v69 := float32(one * smoothL1)
 			v70 := sel(mask, v69, zero)
 			acc71 += float64(v70)
-			s.acc73[iL] += float64(v28)
-			v75 := sel(mask, diff, zero)
-			s.acc76[iL] += float64(v75)
-			v83 := sel(mask, v59, zero)
-			s.acc84[iL] += float64(v83)
-			v97 := sel(mask, logWeight, c96)
-			s.logSumW[iL].Add(float64(v97))
-			v99 := float32(two * v97)
-			s.logSumW2[iL].Add(float64(v99))
-		}
-	}
-	out.NumValid = float32(numValid)
-	s.s1 = float32(acc48)
-	s.s2 = float32(acc53)
-	s.s3 = float32(acc57)
-	s.s4 = float32(acc71)
-	for k := range s.acc73 {
-		s.s5[k] = float32(s.acc73[k])
-	}
-	for k := range s.acc76 {
-		s.s6[k] = float32(s.acc76[k])
-	}
-	for k := range s.acc84 {
-		s.s8[k] = float32(s.acc84[k])
-	}
-	for k := range s.logSumW {
-		s.s10[k] = float32(s.logSumW[k].Result())
-	}
-	for k := range s.logSumW2 {
-		s.s11[k] = float32(s.logSumW2[k].Result())
-	}
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	numValid := out.NumValid
-	v48 := s.s1
-	v49 := max(numValid, one)
-	lossObjective := v48 / v49
-	out.LossObjective = lossObjective
-	v53 := s.s2
-	clipFraction := v53 / v49
-	out.ClipFraction = clipFraction
-	v57 := s.s3
-	klApprox := v57 / v49
-	out.KLApprox = klApprox
-	v71 := s.s4
-	lossCritic := v71 / v49
-	out.LossCritic = lossCritic
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	zero := float32(0)
-	two := float32(2)
-	acc106 := 0.0
-	acc107 := 0.0
-	for iL := 0; iL < 48; iL++ {
-		v73 := s.s5[iL]
-		logSumW := s.s10[iL]
-		logSumW2 := s.s11[iL]
-		v101 := float32(two * logSumW)
-		v102 := v101 - logSumW2
-		essCol := float32(math.Exp(float64(v102)))
-		v104 := b2f(v73 > zero)
-		v105 := sel(v104, essCol, zero)
-		acc106 += float64(v105)
-		acc107 += float64(v104)
-	}
-	s.s12 = float32(acc106)
-	s.s13 = float32(acc107)
-}
-
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=16
-// L=48].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	zero := float32(0)
-	one := float32(1)
-	c40 := float32(1.2)
-	c42 := float32(0.8)
-	half := float32(0.5)
-	minusOne := float32(-1)
-	for k := range s.acc81 {
-		s.acc81[k] = 0.0
-	}
-	for k := range s.acc89 {
-		s.acc89[k] = 0.0
-	}
-	for iB := 0; iB < 16; iB++ {
-		for iL := 0; iL < 48; iL++ {
-			sampleLogProb := in.SampleLogProb[iB*48+iL]
-			mask := b2f(in.Mask[iB*48+iL])
-			v4 := sel(mask, sampleLogProb, zero)
-			stateValue := in.StateValue[iB*48+iL]
-			gae := s.s0[iB*48+iL]
-			valueTarget := gae + stateValue
-			numValid := out.NumValid
-			v30 := sel(mask, gae, zero)
-			logProb := in.LogProb[iB*48+iL]
-			v32 := sel(mask, logProb, zero)
-			logWeight := v32 - v4
-			ratio := float32(math.Exp(float64(logWeight)))
-			v39 := b2f(v30 >= zero)
-			v49 := max(numValid, one)
-			v59 := sel(mask, valueTarget, zero)
-			v60 := sel(mask, stateValue, zero)
-			diff := v59 - v60
-			absDiff := float32(math.Abs(float64(diff)))
-			v64 := b2f(absDiff < one)
-			v65 := float32(half * absDiff)
 			v73 := s.s5[iL]
 			v74 := max(v73, one)
 			v76 := s.s6[iL]
@@ -543,6 +476,10 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v87 := float32(v86 * v86)
 			v88 := sel(mask, v87, zero)
 			s.acc89[iL] += float64(v88)
+			v97 := sel(mask, logWeight, c96)
+			s.logSumW[iL].Add(float64(v97))
+			v99 := float32(two * v97)
+			s.logSumW2[iL].Add(float64(v99))
 			v112 := one / v49
 			v114 := sel(mask, v112, zero)
 			v115 := float32(v114 * one)
@@ -588,12 +525,74 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*48+iL] = gradLogProb
 		}
 	}
+	s.s1 = float32(acc48)
+	s.s2 = float32(acc53)
+	s.s3 = float32(acc57)
+	s.s4 = float32(acc71)
 	for k := range s.acc81 {
 		s.s7[k] = float32(s.acc81[k])
 	}
 	for k := range s.acc89 {
 		s.s9[k] = float32(s.acc89[k])
 	}
+	for k := range s.logSumW {
+		s.s10[k] = float32(s.logSumW[k].Result())
+	}
+	for k := range s.logSumW2 {
+		s.s11[k] = float32(s.logSumW2[k].Result())
+	}
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	numValid := out.NumValid
+	v48 := s.s1
+	v49 := max(numValid, one)
+	lossObjective := v48 / v49
+	out.LossObjective = lossObjective
+	v53 := s.s2
+	clipFraction := v53 / v49
+	out.ClipFraction = clipFraction
+	v57 := s.s3
+	klApprox := v57 / v49
+	out.KLApprox = klApprox
+	v71 := s.s4
+	lossCritic := v71 / v49
+	out.LossCritic = lossCritic
+}
+
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48].
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	zero := float32(0)
+	one := float32(1)
+	c91 := float32(1.1920929e-07)
+	two := float32(2)
+	acc106 := 0.0
+	acc107 := 0.0
+	for iL := 0; iL < 48; iL++ {
+		v73 := s.s5[iL]
+		v74 := max(v73, one)
+		v81 := s.s7[iL]
+		residVar := v81 / v74
+		v89 := s.s9[iL]
+		targetVar := v89 / v74
+		v92 := targetVar + c91
+		v93 := residVar / v92
+		explainedVariance := one - v93
+		out.ExplainedVariance[iL] = explainedVariance
+		logSumW := s.s10[iL]
+		logSumW2 := s.s11[iL]
+		v101 := float32(two * logSumW)
+		v102 := v101 - logSumW2
+		essCol := float32(math.Exp(float64(v102)))
+		v104 := b2f(v73 > zero)
+		v105 := sel(v104, essCol, zero)
+		acc106 += float64(v105)
+		acc107 += float64(v104)
+	}
+	s.s12 = float32(acc106)
+	s.s13 = float32(acc107)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -606,24 +605,6 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v109 := v106 / v108
 	ess := v109 / c110
 	out.ESS = ess
-}
-
-// fbPass5Go is pass 5 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48].
-func fbPass5Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	c91 := float32(1.1920929e-07)
-	for iL := 0; iL < 48; iL++ {
-		v73 := s.s5[iL]
-		v74 := max(v73, one)
-		v81 := s.s7[iL]
-		residVar := v81 / v74
-		v89 := s.s9[iL]
-		targetVar := v89 / v74
-		v92 := targetVar + c91
-		v93 := residVar / v92
-		explainedVariance := one - v93
-		out.ExplainedVariance[iL] = explainedVariance
-	}
 }
 
 // b2f is a comparison or flag as 0 or 1.

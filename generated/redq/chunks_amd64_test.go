@@ -42,7 +42,7 @@ func TestChunkedAVX2(t *testing.T) {
 func chunked(f func()) {
 	defer func(n int) { pass1Chunks = n }(pass1Chunks)
 	pass1Chunks = 3
-	defer func(n int) { fbPass1Chunks = n }(fbPass1Chunks)
-	fbPass1Chunks = 3
+	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
+	fbPass0Chunks = 3
 	f()
 }

@@ -125,7 +125,7 @@ type fbAvxState struct {
 	r64_p []float32
 	r71_s []float64
 	r71_p []float32
-	p1_ok []float32
+	p0_ok []float32
 	res   []float64
 }
 
@@ -141,28 +141,20 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r71_s = st.buf[168:184]
 	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 8)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass0AVX2(&in.LogAlpha[0], &in.SelectedModels[0], &out.Alpha, &out.EmptyModelSubset)
-}
-
-// fbPass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently,
+// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
-var fbPass1Chunks = 1
+var fbPass0Chunks = 1
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
@@ -176,10 +168,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r64_p, 0)
 		runtime.Fill(st.r71_s, 0)
 		runtime.Fill(st.r71_p, 0)
-		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, hi, &in.LogAlpha[0], &in.NextLogProb[0], &in.NextStateActionValue[0], &in.SelectedModels[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogProb[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &g.StateActionValue[0], &g.StateActionValueActor[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0], &g.LogProb[0])
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, hi, &in.LogAlpha[0], &in.NextLogProb[0], &in.NextStateActionValue[0], &in.SelectedModels[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogProb[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &g.StateActionValue[0], &g.StateActionValueActor[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0], &g.LogProb[0])
 	}
-	n := min(fbPass1Chunks, 32)
+	n := min(fbPass0Chunks, 32)
 	if n <= 1 {
 		run(st, 0, 256)
 	} else {
@@ -198,12 +190,12 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
 			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass1Go(in, out, g, s)
+		fbPass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishMean(st.res[:1], st.r41_s, 8, 256.0)
@@ -218,12 +210,12 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s0 = float32(st.res[0])
 }
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
-func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	fbPass2AVX2(&in.LogAlpha[0], &s.s0, &g.LogAlpha[0])
+	fbPass1AVX2(&in.LogAlpha[0], &in.SelectedModels[0], &s.s0, &out.Alpha, &out.EmptyModelSubset, &g.LogAlpha[0])
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and
@@ -233,7 +225,7 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go},
 		name:     "avx2",
 		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go},
 	})

@@ -16,23 +16,17 @@ func pass0AVX2(logAlpha *float32, selectedModels *bool, alpha *float32, emptyMod
 //go:noescape
 func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 
-// fbPass0AVX2 is pass 0 (elementwise over []) on 8 float32 lanes; see fbPass0Go for the same loop
-// in Go.
-//
-//go:noescape
-func fbPass0AVX2(logAlpha *float32, selectedModels *bool, alpha *float32, emptyModelSubset *float32)
-
-// fbPass1AVX2 is pass 1 (elementwise over [B=256]) on 8 float32 lanes; see fbPass1Go for the same
+// fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see fbPass0Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
+func fbPass0AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 
-// fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
+// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
 // in Go.
 //
 //go:noescape
-func fbPass2AVX2(logAlpha *float32, s0 *float32, gradLogAlpha *float32)
+func fbPass1AVX2(logAlpha *float32, selectedModels *bool, s0 *float32, alpha *float32, emptyModelSubset *float32, gradLogAlpha *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -844,114 +844,15 @@ DATA lgc29<>+24(SB)/4, $0x7f7fffff
 DATA lgc29<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(logAlpha *float32, selectedModels *bool, alpha *float32, emptyModelSubset *float32)
+// func fbPass0AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $32-32
-	MOVQ         logAlpha+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-
-	// v9 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc14<>+0(SB), Y0
-
-	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y3, Y0, Y0
-	VMOVUPS lgc15<>+0(SB), Y1
-
-	// v13 = min(v11, 10.000000319754372) tie=first
-	VMINPS  Y0, Y1, Y0
-	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPS Y0, (SP)
-	XORQ    AX, AX
-
-inner_Q_8:
-	MOVQ         selectedModels+8(FP), DX
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
-	MOVBLZX      (DX)(BX*1), DX
-	VMOVD        DX, X0
-	VPBROADCASTD X0, Y0
-	VCVTDQ2PS    Y0, Y0
-
-	// sum(selectedModels) over [Q]
-	VMOVUPS      lgc17<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y0, Y0
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       Y1, Y3, Y1
-	VADDPD       Y2, Y0, Y2
-	INCQ         AX
-	CMPQ         AX, $+10
-	JL           inner_Q_8
-
-	// finish v18
-	VMOVUPD     Y1, Y0
-	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     lgc11<>+0(SB), Y1
-
-	// v19 = min(v18, 1)
-	VMINPS Y0, Y1, Y0
-
-	// emptyModelSubset = sub(1, v19)
-	VSUBPS  Y0, Y1, Y0
-	VMOVUPS (SP), Y1
-
-	// store alpha
-	MOVQ   alpha+16(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-
-	// store emptyModelSubset
-	MOVQ   emptyModelSubset+24(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $160-144
+TEXT ·fbPass0AVX2(SB), $160-144
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_10
+	JGE  chunkdone_9
 
-blocks_9:
+blocks_8:
 	MOVQ         logAlpha+16(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
@@ -1019,7 +920,7 @@ blocks_9:
 	VMOVUPS lgc21<>+0(SB), Y0
 	XORQ    DX, DX
 
-inner_Q_11:
+inner_Q_10:
 	MOVQ    nextStateActionValue+32(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
@@ -1049,7 +950,7 @@ inner_Q_11:
 	VORPS  Y4, Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+10
-	JL     inner_Q_11
+	JL     inner_Q_10
 
 	// finish v26
 	VMOVUPS   Y3, Y0
@@ -1083,7 +984,7 @@ inner_Q_11:
 	VMOVUPS Y0, 64(SP)
 	XORQ    DX, DX
 
-inner_Q_12:
+inner_Q_11:
 	MOVQ    stateActionValueActor+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
@@ -1118,7 +1019,7 @@ inner_Q_12:
 	VXORPS lgc24<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+10
-	JL     inner_Q_12
+	JL     inner_Q_11
 
 	// finish v40
 	VMOVUPD     Y4, Y0
@@ -1139,7 +1040,7 @@ inner_Q_12:
 	VMOVUPS lgc11<>+0(SB), Y4
 	XORQ    SI, SI
 
-inner_Q_13:
+inner_Q_12:
 	MOVQ    stateActionValue+80(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, SI, R9
@@ -1180,7 +1081,7 @@ inner_Q_13:
 	VADDPD       Y2, Y5, Y2
 	INCQ         SI
 	CMPQ         SI, $+10
-	JL           inner_Q_13
+	JL           inner_Q_12
 
 	// finish v51
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
@@ -1273,7 +1174,7 @@ inner_Q_13:
 	VMOVUPS lgc32<>+0(SB), Y2
 	XORQ    DX, DX
 
-inner_Q_14:
+inner_Q_13:
 	MOVQ    stateActionValue+80(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
@@ -1378,7 +1279,7 @@ inner_Q_14:
 	VMOVUPS Y3, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+10
-	JL      inner_Q_14
+	JL      inner_Q_13
 	VMOVUPS 64(SP), Y0
 
 	// store nextStateValue
@@ -1399,7 +1300,7 @@ inner_Q_14:
 	MOVQ         gradLogProb+136(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_15
+	JNZ          noflush_14
 	MOVQ         state+88(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y1
@@ -1469,14 +1370,14 @@ inner_Q_14:
 	VMOVUPS      Y1, 1664(CX)
 	MOVQ         $+8, CX
 
-noflush_15:
+noflush_14:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
-	JGE  chunkdone_10
+	JGE  chunkdone_9
 	CMPQ AX, hi+8(FP)
-	JL   blocks_9
+	JL   blocks_8
 
-chunkdone_10:
+chunkdone_9:
 	MOVQ         state+88(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y1
@@ -1597,9 +1498,9 @@ DATA lgc34<>+24(SB)/4, $0xb9cccccd
 DATA lgc34<>+28(SB)/4, $0xb9cccccd
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-// func fbPass2AVX2(logAlpha *float32, s0 *float32, gradLogAlpha *float32)
+// func fbPass1AVX2(logAlpha *float32, selectedModels *bool, s0 *float32, alpha *float32, emptyModelSubset *float32, gradLogAlpha *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-24
+TEXT ·fbPass1AVX2(SB), $64-48
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -1613,61 +1514,153 @@ TEXT ·fbPass2AVX2(SB), $0-24
 	VMINPS Y1, Y2, Y1
 
 	// v6 = sub(logAlpha, logAlpha)
-	VSUBPS Y0, Y0, Y0
+	VSUBPS Y0, Y0, Y2
 
 	// logAlphaClamped = add(v6, v4)
-	VADDPS Y1, Y0, Y0
+	VADDPS Y1, Y2, Y1
 
-	// v55 = exp(logAlphaClamped)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	// v9 = exp(logAlpha)
+	VMAXPS       lgc0<>+0(SB), Y0, Y2
+	VMINPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
+	VMOVAPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc12<>+0(SB), Y2, Y3
+	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc13<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         s0+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y0
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VBLENDVPS    Y2, Y0, Y4, Y4
+	VMOVUPS      lgc14<>+0(SB), Y0
+
+	// v11 = max(v9, 0.09999999680245639) tie=first
+	VMAXPS  Y4, Y0, Y0
+	VMOVUPS lgc15<>+0(SB), Y2
+
+	// v13 = min(v11, 10.000000319754372) tie=first
+	VMINPS  Y0, Y2, Y0
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPD lgc16<>+0(SB), Y3
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y0, 32(SP)
+	XORQ    AX, AX
+
+inner_Q_15:
+	MOVQ         selectedModels+8(FP), DX
+	XORQ         BX, BX
+	MOVQ         AX, SI
+	ADDQ         SI, BX
+	MOVBLZX      (DX)(BX*1), DX
+	VMOVD        DX, X0
+	VPBROADCASTD X0, Y0
+	VCVTDQ2PS    Y0, Y0
+
+	// sum(selectedModels) over [Q]
+	VMOVUPS      lgc17<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y4
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y1, Y0, Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       Y2, Y1, Y2
+	VADDPD       Y3, Y0, Y3
+	INCQ         AX
+	CMPQ         AX, $+10
+	JL           inner_Q_15
+
+	// finish v18
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y1
+	VMOVUPS     lgc18<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc11<>+0(SB), Y1
+
+	// v19 = min(v18, 1)
+	VMINPS Y0, Y1, Y0
+
+	// emptyModelSubset = sub(1, v19)
+	VSUBPS  Y0, Y1, Y0
+	VMOVUPS (SP), Y1
+
+	// v55 = exp(logAlphaClamped)
+	VMAXPS       lgc0<>+0(SB), Y1, Y2
+	VMINPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
+	VMOVAPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc12<>+0(SB), Y2, Y3
+	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc13<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+	MOVQ         s0+16(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v72 = neg(v71)
-	VXORPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS lgc18<>+0(SB), Y1
+	VXORPS  lgc24<>+0(SB), Y1, Y1
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v74 = ne(v72, 0)
-	VCMPPS $0x04, Y1, Y0, Y1
-	VANDPS lgc11<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y2, Y1, Y2
+	VANDPS lgc11<>+0(SB), Y2, Y2
 
 	// v75 = mul(v72, v55)
-	VMULPS Y3, Y0, Y2
+	VMULPS Y4, Y1, Y3
 
 	// gradLogAlpha = where(v74, v75, v72)
-	VMOVUPS   lgc18<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc18<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y1
+	VMOVUPS   32(SP), Y2
+
+	// store alpha
+	MOVQ   alpha+24(FP), AX
+	VMOVSS X2, (AX)(CX*4)
+
+	// store emptyModelSubset
+	MOVQ   emptyModelSubset+32(FP), AX
+	VMOVSS X0, (AX)(CX*4)
 
 	// store gradLogAlpha
-	MOVQ   gradLogAlpha+16(FP), AX
-	VMOVSS X0, (AX)(CX*4)
+	MOVQ   gradLogAlpha+40(FP), AX
+	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 

@@ -138,30 +138,9 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c10 := float32(0.099999994)
-	c12 := float32(10)
-	one := float32(1)
-	logAlpha := in.LogAlpha[0]
-	v9 := float32(math.Exp(float64(logAlpha)))
-	v11 := max(v9, c10)
-	v13 := min(v11, c12)
-	out.Alpha = v13
-	acc18 := 0.0
-	for iQ := 0; iQ < 10; iQ++ {
-		selectedModels := b2f(in.SelectedModels[iQ])
-		acc18 += float64(selectedModels)
-	}
-	v18 := float32(acc18)
-	v19 := min(v18, one)
-	emptyModelSubset := one - v19
-	out.EmptyModelSubset = emptyModelSubset
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
 // [B=256].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c1 := float32(-2.3025851)
 	c3 := float32(2.3025851)
 	c10 := float32(0.099999994)
@@ -290,16 +269,32 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s0 = float32(acc71)
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c1 := float32(-2.3025851)
 	c3 := float32(2.3025851)
+	c10 := float32(0.099999994)
+	c12 := float32(10)
+	one := float32(1)
 	zero := float32(0)
 	logAlpha := in.LogAlpha[0]
 	v2 := max(logAlpha, c1)
 	v4 := min(v2, c3)
 	v6 := logAlpha - logAlpha
 	logAlphaClamped := v6 + v4
+	v9 := float32(math.Exp(float64(logAlpha)))
+	v11 := max(v9, c10)
+	v13 := min(v11, c12)
+	out.Alpha = v13
+	acc18 := 0.0
+	for iQ := 0; iQ < 10; iQ++ {
+		selectedModels := b2f(in.SelectedModels[iQ])
+		acc18 += float64(selectedModels)
+	}
+	v18 := float32(acc18)
+	v19 := min(v18, one)
+	emptyModelSubset := one - v19
+	out.EmptyModelSubset = emptyModelSubset
 	v55 := float32(math.Exp(float64(logAlphaClamped)))
 	v71 := s.s0
 	v72 := -v71

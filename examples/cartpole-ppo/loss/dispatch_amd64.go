@@ -24,6 +24,9 @@ type avxState struct {
 	r20_n    []float64
 	r20_mean []float64
 	r20_m2   []float64
+	p0_ok    []float32
+	r54_s    []float64
+	r54_p    []float32
 	r56_s    []float64
 	r56_p    []float32
 	r58_s    []float64
@@ -43,12 +46,9 @@ type avxState struct {
 	r80_s    []float64
 	r80_ok   []float32
 	r82_s    []float64
-	p0_ok    []float32
+	p1_ok    []float32
 	r86_s    []float64
 	r86_p    []float32
-	p1_ok    []float32
-	r54_s    []float64
-	r54_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
@@ -60,31 +60,31 @@ var avxPool = sync.Pool{New: func() any {
 	st.r20_n = st.buf[48:64]
 	st.r20_mean = st.buf[72:88]
 	st.r20_m2 = st.buf[96:112]
-	st.r56_s = st.buf[120:136]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
-	st.r58_s = st.buf[160:176]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r66_s = st.buf[200:216]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
-	st.r67_s = st.buf[240:256]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
-	st.r72_s = st.buf[280:296]
-	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
-	st.r73_n = st.buf[320:456]
-	st.r73_mean = st.buf[464:600]
-	st.r73_m2 = st.buf[608:744]
-	st.r74_n = st.buf[752:888]
-	st.r74_mean = st.buf[896:1032]
-	st.r74_m2 = st.buf[1040:1176]
-	st.r80_s = st.buf[1184:1320]
-	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1328])), 136)
-	st.r82_s = st.buf[1408:1544]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1552])), 8)
-	st.r86_s = st.buf[1568:1584]
-	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1592])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
+	st.r54_s = st.buf[136:152]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[160])), 16)
+	st.r56_s = st.buf[176:192]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[200])), 16)
+	st.r58_s = st.buf[216:232]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 16)
+	st.r66_s = st.buf[256:272]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r67_s = st.buf[296:312]
+	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
+	st.r72_s = st.buf[336:352]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r73_n = st.buf[376:512]
+	st.r73_mean = st.buf[520:656]
+	st.r73_m2 = st.buf[664:800]
+	st.r74_n = st.buf[808:944]
+	st.r74_mean = st.buf[952:1088]
+	st.r74_m2 = st.buf[1096:1232]
+	st.r80_s = st.buf[1240:1376]
+	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1384])), 136)
+	st.r82_s = st.buf[1464:1600]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1608])), 8)
-	st.r54_s = st.buf[1624:1640]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1648])), 16)
+	st.r86_s = st.buf[1624:1640]
+	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1648])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1664])), 8)
 	st.res = make([]float64, 128)
 	return st
@@ -105,6 +105,51 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r20_n, 0)
 		runtime.Fill(st.r20_mean, 0)
 		runtime.Fill(st.r20_m2, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+	}
+	n := min(pass0Chunks, 2)
+	if n <= 1 {
+		run(st, 0, 2)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 2, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r19_s, sts[c].r19_s)
+			runtime.MergeVar(sts[0].r20_n, sts[0].r20_mean, sts[0].r20_m2, sts[c].r20_n, sts[c].r20_mean, sts[c].r20_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r19_s, 8, 256.0)
+	s.s1 = float32(st.res[0])
+	runtime.FinishVar(st.res[:1], st.r20_n, st.r20_mean, st.r20_m2, 8, 1)
+	s.s2 = float32(st.res[0])
+}
+
+// pass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
+var pass1Chunks = 1
+
+// pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	st := avxPool.Get().(*avxState)
+	defer avxPool.Put(st)
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r54_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
 		runtime.Fill(st.r58_s, 0)
@@ -124,10 +169,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r80_s, 0)
 		runtime.SetMask(st.r80_ok)
 		runtime.Fill(st.r82_s, 0)
-		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.Logits[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Action[0], &in.SampleLogProb[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		runtime.SetMask(st.p1_ok)
+		pass1AVX2(lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s2, &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
-	n := min(pass0Chunks, 2)
+	n := min(pass1Chunks, 2)
 	if n <= 1 {
 		run(st, 0, 2)
 	} else {
@@ -141,8 +186,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r19_s, sts[c].r19_s)
-			runtime.MergeVar(sts[0].r20_n, sts[0].r20_mean, sts[0].r20_m2, sts[c].r20_n, sts[c].r20_mean, sts[c].r20_m2)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
 			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
@@ -153,18 +197,16 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
 			runtime.MergeMask(sts[0].r80_ok, sts[c].r80_ok)
 			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r80_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r80_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		pass0Go(in, out, g, s)
+		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r19_s, 8, 256.0)
-	s.s1 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r20_n, st.r20_mean, st.r20_m2, 8, 1)
-	s.s2 = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r54_s, 8, 256.0)
+	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r56_s, 8, 256.0)
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r58_s, 8, 256.0)
@@ -193,23 +235,23 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 }
 
-// pass1Chunks is how many chunks of whole 8-element blocks of T pass 1 runs as, concurrently, each
+// pass2Chunks is how many chunks of whole 8-element blocks of T pass 2 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
-var pass1Chunks = 1
+var pass2Chunks = 1
 
-// pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+// pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r86_s, 0)
 		runtime.Fill(st.r86_p, 0)
-		runtime.SetMask(st.p1_ok)
-		pass1AVX2(lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &st.buf[0], &out.ExplainedVariance[0])
+		runtime.SetMask(st.p2_ok)
+		pass2AVX2(lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &st.buf[0], &out.ExplainedVariance[0])
 	}
-	n := min(pass1Chunks, 16)
+	n := min(pass2Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 128)
 	} else {
@@ -224,48 +266,6 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
-			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
-		}
-	}
-	if !runtime.MaskSet(st.p1_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		pass1Go(in, out, g, s)
-		return
-	}
-	runtime.FinishMean(st.res[:1], st.r86_s, 8, 128.0)
-	s.s7 = float32(st.res[0])
-}
-
-// pass2Chunks is how many chunks of rows pass 2 runs as, concurrently, each with its own reduction
-// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
-// size, so results do not depend on the machine; tests set it to check the chunked run.
-var pass2Chunks = 1
-
-// pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r54_s, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, &in.Logits[0], &s.s0[0], &s.s2, &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], hi)
-	}
-	n := min(pass2Chunks, 2)
-	if n <= 1 {
-		run(st, 0, 2)
-	} else {
-		sts := make([]*avxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = avxPool.Get().(*avxState)
-			defer avxPool.Put(sts[c])
-		}
-		runtime.ForChunks(n, 2, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -274,8 +274,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r54_s, 8, 256.0)
-	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r86_s, 8, 128.0)
+	s.s7 = float32(st.res[0])
 }
 
 // pass3AVX2Go runs pass3AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -294,6 +294,9 @@ type fbAvxState struct {
 	r20_n    []float64
 	r20_mean []float64
 	r20_m2   []float64
+	p0_ok    []float32
+	r54_s    []float64
+	r54_p    []float32
 	r56_s    []float64
 	r56_p    []float32
 	r58_s    []float64
@@ -313,12 +316,9 @@ type fbAvxState struct {
 	r80_s    []float64
 	r80_ok   []float32
 	r82_s    []float64
-	p0_ok    []float32
+	p1_ok    []float32
 	r86_s    []float64
 	r86_p    []float32
-	p1_ok    []float32
-	r54_s    []float64
-	r54_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
@@ -330,31 +330,31 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r20_n = st.buf[48:64]
 	st.r20_mean = st.buf[72:88]
 	st.r20_m2 = st.buf[96:112]
-	st.r56_s = st.buf[120:136]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
-	st.r58_s = st.buf[160:176]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r66_s = st.buf[200:216]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
-	st.r67_s = st.buf[240:256]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
-	st.r72_s = st.buf[280:296]
-	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
-	st.r73_n = st.buf[320:456]
-	st.r73_mean = st.buf[464:600]
-	st.r73_m2 = st.buf[608:744]
-	st.r74_n = st.buf[752:888]
-	st.r74_mean = st.buf[896:1032]
-	st.r74_m2 = st.buf[1040:1176]
-	st.r80_s = st.buf[1184:1320]
-	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1328])), 136)
-	st.r82_s = st.buf[1408:1544]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1552])), 8)
-	st.r86_s = st.buf[1568:1584]
-	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1592])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
+	st.r54_s = st.buf[136:152]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[160])), 16)
+	st.r56_s = st.buf[176:192]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[200])), 16)
+	st.r58_s = st.buf[216:232]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 16)
+	st.r66_s = st.buf[256:272]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r67_s = st.buf[296:312]
+	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
+	st.r72_s = st.buf[336:352]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r73_n = st.buf[376:512]
+	st.r73_mean = st.buf[520:656]
+	st.r73_m2 = st.buf[664:800]
+	st.r74_n = st.buf[808:944]
+	st.r74_mean = st.buf[952:1088]
+	st.r74_m2 = st.buf[1096:1232]
+	st.r80_s = st.buf[1240:1376]
+	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1384])), 136)
+	st.r82_s = st.buf[1464:1600]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1608])), 8)
-	st.r54_s = st.buf[1624:1640]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1648])), 16)
+	st.r86_s = st.buf[1624:1640]
+	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1648])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1664])), 8)
 	st.res = make([]float64, 128)
 	return st
@@ -376,6 +376,52 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r20_n, 0)
 		runtime.Fill(st.r20_mean, 0)
 		runtime.Fill(st.r20_m2, 0)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+	}
+	n := min(fbPass0Chunks, 2)
+	if n <= 1 {
+		run(st, 0, 2)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 2, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r19_s, sts[c].r19_s)
+			runtime.MergeVar(sts[0].r20_n, sts[0].r20_mean, sts[0].r20_m2, sts[c].r20_n, sts[c].r20_mean, sts[c].r20_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r19_s, 8, 256.0)
+	s.s1 = float32(st.res[0])
+	runtime.FinishVar(st.res[:1], st.r20_n, st.r20_mean, st.r20_m2, 8, 1)
+	s.s2 = float32(st.res[0])
+}
+
+// fbPass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
+var fbPass1Chunks = 1
+
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r54_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
 		runtime.Fill(st.r58_s, 0)
@@ -395,10 +441,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r80_s, 0)
 		runtime.SetMask(st.r80_ok)
 		runtime.Fill(st.r82_s, 0)
-		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Logits[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Action[0], &in.SampleLogProb[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
+		runtime.SetMask(st.p1_ok)
+		fbPass1AVX2(lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s2, &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
 	}
-	n := min(fbPass0Chunks, 2)
+	n := min(fbPass1Chunks, 2)
 	if n <= 1 {
 		run(st, 0, 2)
 	} else {
@@ -412,8 +458,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r19_s, sts[c].r19_s)
-			runtime.MergeVar(sts[0].r20_n, sts[0].r20_mean, sts[0].r20_m2, sts[c].r20_n, sts[c].r20_mean, sts[c].r20_m2)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
 			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
@@ -424,18 +469,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
 			runtime.MergeMask(sts[0].r80_ok, sts[c].r80_ok)
 			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r80_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r80_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass0Go(in, out, g, s)
+		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r19_s, 8, 256.0)
-	s.s1 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r20_n, st.r20_mean, st.r20_m2, 8, 1)
-	s.s2 = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r54_s, 8, 256.0)
+	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r56_s, 8, 256.0)
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r58_s, 8, 256.0)
@@ -464,24 +507,24 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1Chunks is how many chunks of whole 8-element blocks of T pass 1 runs as, concurrently,
+// fbPass2Chunks is how many chunks of whole 8-element blocks of T pass 2 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
-var fbPass1Chunks = 1
+var fbPass2Chunks = 1
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r86_s, 0)
 		runtime.Fill(st.r86_p, 0)
-		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &st.buf[0], &out.ExplainedVariance[0])
+		runtime.SetMask(st.p2_ok)
+		fbPass2AVX2(lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &st.buf[0], &out.ExplainedVariance[0])
 	}
-	n := min(fbPass1Chunks, 16)
+	n := min(fbPass2Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 128)
 	} else {
@@ -496,49 +539,6 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
-			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
-		}
-	}
-	if !runtime.MaskSet(st.p1_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		fbPass1Go(in, out, g, s)
-		return
-	}
-	runtime.FinishMean(st.res[:1], st.r86_s, 8, 128.0)
-	s.s7 = float32(st.res[0])
-}
-
-// fbPass2Chunks is how many chunks of rows pass 2 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
-// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
-var fbPass2Chunks = 1
-
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r54_s, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.SetMask(st.p2_ok)
-		fbPass2AVX2(lo, &in.Logits[0], &s.s0[0], &s.s2, &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &g.Logits[0], hi)
-	}
-	n := min(fbPass2Chunks, 2)
-	if n <= 1 {
-		run(st, 0, 2)
-	} else {
-		sts := make([]*fbAvxState, n)
-		sts[0] = st
-		for c := 1; c < n; c++ {
-			sts[c] = fbAvxPool.Get().(*fbAvxState)
-			defer fbAvxPool.Put(sts[c])
-		}
-		runtime.ForChunks(n, 2, func(c, lo, hi int) {
-			run(sts[c], lo, hi)
-		})
-		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -547,8 +547,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r54_s, 8, 256.0)
-	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r86_s, 8, 128.0)
+	s.s7 = float32(st.res[0])
 }
 
 // fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their

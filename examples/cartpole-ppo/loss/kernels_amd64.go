@@ -8,19 +8,19 @@ package loss
 // the same loop in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
 
-// pass1AVX2 is pass 1 (elementwise over [T=128]) on 8 float32 lanes; see pass1Go for the same loop
-// in Go.
-//
-//go:noescape
-func pass1AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
-
-// pass2AVX2 is pass 2 (elementwise over [N=2 T=128]) on 8 float32 lanes; see pass2Go for the same
+// pass1AVX2 is pass 1 (elementwise over [N=2 T=128]) on 8 float32 lanes; see pass1Go for the same
 // loop in Go.
 //
 //go:noescape
-func pass2AVX2(lo int, logits *float32, s0 *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, hi int)
+func pass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
+
+// pass2AVX2 is pass 2 (elementwise over [T=128]) on 8 float32 lanes; see pass2Go for the same loop
+// in Go.
+//
+//go:noescape
+func pass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 
 // pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
 // Go.
@@ -32,19 +32,19 @@ func pass3AVX2(s7 *float32, ess *float32)
 // for the same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
+func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
 
-// fbPass1AVX2 is pass 1 (elementwise over [T=128]) on 8 float32 lanes; see fbPass1Go for the same
-// loop in Go.
-//
-//go:noescape
-func fbPass1AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
-
-// fbPass2AVX2 is pass 2 (elementwise over [N=2 T=128]) on 8 float32 lanes; see fbPass2Go for the
+// fbPass1AVX2 is pass 1 (elementwise over [N=2 T=128]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(lo int, logits *float32, s0 *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, gradLogits *float32, hi int)
+func fbPass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
+
+// fbPass2AVX2 is pass 2 (elementwise over [T=128]) on 8 float32 lanes; see fbPass2Go for the same
+// loop in Go.
+//
+//go:noescape
+func fbPass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 
 // fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
 // in Go.

@@ -4,81 +4,29 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+// func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $264-112
+TEXT ·pass0AVX2(SB), $0-72
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	VMOVUPS    lgc0<>+0(SB), Y0
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       lo+0(FP), DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	MOVQ       $+8, DX
-	MOVQ       $+120, CX
+	VMOVUPS lgc0<>+0(SB), Y0
+	MOVQ    $+8, DX
+	MOVQ    $+120, CX
 
 blocks_2:
-	// tile logits
-	MOVQ       logits+8(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+256, AX, DI
-	ADDQ       DI, SI
-	IMUL3Q     $+2, CX, DI
-	ADDQ       DI, SI
-	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS (BX)(SI*4), Y1, Y2
-	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
-	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
-	VMASKMOVPS 24(BX)(SI*4), Y1, Y5
-	VMASKMOVPS 32(BX)(SI*4), Y1, Y6
-	VMASKMOVPS 40(BX)(SI*4), Y1, Y7
-	VMASKMOVPS 48(BX)(SI*4), Y1, Y8
-	VMASKMOVPS 56(BX)(SI*4), Y1, Y1
-	VUNPCKLPS  Y3, Y2, Y9
-	VUNPCKHPS  Y3, Y2, Y2
-	VUNPCKLPS  Y5, Y4, Y3
-	VUNPCKHPS  Y5, Y4, Y4
-	VUNPCKLPS  Y7, Y6, Y5
-	VUNPCKHPS  Y7, Y6, Y6
-	VUNPCKLPS  Y1, Y8, Y7
-	VUNPCKHPS  Y1, Y8, Y1
-	VSHUFPS    $0x44, Y3, Y9, Y8
-	VSHUFPS    $0xee, Y3, Y9, Y3
-	VSHUFPS    $0x44, Y4, Y2, Y9
-	VSHUFPS    $0xee, Y4, Y2, Y2
-	VSHUFPS    $0x44, Y7, Y5, Y4
-	VSHUFPS    $0xee, Y7, Y5, Y5
-	VSHUFPS    $0x44, Y1, Y6, Y7
-	VSHUFPS    $0xee, Y1, Y6, Y1
-	VPERM2F128 $0x20, Y4, Y8, Y6
-	VPERM2F128 $0x31, Y4, Y8, Y4
-	VPERM2F128 $0x20, Y5, Y3, Y4
-	VPERM2F128 $0x31, Y5, Y3, Y3
-	VPERM2F128 $0x20, Y7, Y9, Y3
-	VPERM2F128 $0x31, Y7, Y9, Y3
-	VPERM2F128 $0x20, Y1, Y2, Y3
-	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 8(SP)
-	VMOVUPS    Y4, 40(SP)
-	VMOVUPS    lgc3<>+0(SB), Y1
-	MOVQ       nextTerminated+16(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+128, AX, DI
-	ADDQ       DI, SI
-	ADDQ       CX, SI
-	VPMOVZXBD  (BX)(SI*1), Y2
-	VCVTDQ2PS  Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y1
+	MOVQ      nextTerminated+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+128, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y2
+	VCVTDQ2PS Y2, Y2
 
 	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      nextDone+24(FP), BX
+	MOVQ      nextDone+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
@@ -86,461 +34,99 @@ blocks_2:
 	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(0.99, notTerminated)
-	VMULPS  lgc4<>+0(SB), Y2, Y2
-	MOVQ    nextStateValue+32(FP), BX
+	VMULPS  lgc2<>+0(SB), Y2, Y2
+	MOVQ    nextStateValue+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    nextReward+40(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    stateValue+48(FP), BX
+	MOVQ    stateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
 	// discount = mul(0.9405, notDone)
-	VMULPS lgc5<>+0(SB), Y1, Y1
+	VMULPS lgc3<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        state+56(FP), BX
-	VANDPS      12416(BX), Y4, Y4
-	VMOVUPS     Y4, 12416(BX)
-	VMOVUPS     lgc8<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc3<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y2
-	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc3<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y2
-	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc3<>+0(SB), Y4, Y4
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y2
-	VMULPS      Y4, Y1, Y1
+	VANDPS      lgc4<>+0(SB), Y2, Y3
+	VCMPPS      $0x12, lgc5<>+0(SB), Y3, Y3
+	MOVQ        state+48(FP), BX
+	VANDPS      960(BX), Y3, Y3
+	VMOVUPS     Y3, 960(BX)
+	VMOVUPS     lgc6<>+0(SB), Y4
+	VPERMPS     Y1, Y4, Y3
+	VPERMPS     Y2, Y4, Y4
+	VBLENDPS    $0x80, lgc1<>+0(SB), Y3, Y3
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y4, Y4
+	VFMADD231PS Y1, Y4, Y2
+	VMULPS      Y3, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y4
+	VPERMPS     Y1, Y4, Y3
+	VPERMPS     Y2, Y4, Y4
+	VBLENDPS    $0xc0, lgc1<>+0(SB), Y3, Y3
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y4, Y4
+	VFMADD231PS Y1, Y4, Y2
+	VMULPS      Y3, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y4
+	VPERMPS     Y1, Y4, Y3
+	VPERMPS     Y2, Y4, Y4
+	VBLENDPS    $0xf0, lgc1<>+0(SB), Y3, Y3
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y4, Y4
+	VFMADD231PS Y1, Y4, Y2
+	VMULPS      Y3, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// valueTarget = add(gae, stateValue)
-	VADDPS Y3, Y2, Y1
-
 	// mean(advantage) over [N T]
-	VADDPS  256(BX), Y2, Y3
-	VMOVUPS Y3, 256(BX)
+	VADDPS  256(BX), Y2, Y1
+	VMOVUPS Y1, 256(BX)
 
 	// var(advantage) over [N T]
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X4
-	VCVTPS2PD    X4, Y4
-	VMOVUPD      576(BX), Y5
-	VSUBPD       Y5, Y3, Y6
-	VMOVUPD      384(BX), Y7
-	VADDPD       lgc1<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 384(BX)
-	VDIVPD       Y7, Y6, Y7
-	VADDPD       Y7, Y5, Y5
-	VSUBPD       Y5, Y3, Y7
-	VMOVUPD      768(BX), Y3
-	VFMADD231PD  Y6, Y7, Y3
-	VMOVUPD      Y5, 576(BX)
-	VMOVUPD      Y3, 768(BX)
-	VMOVUPD      608(BX), Y3
-	VSUBPD       Y3, Y4, Y5
-	VMOVUPD      416(BX), Y6
-	VADDPD       lgc1<>+0(SB), Y6, Y6
-	VMOVUPD      Y6, 416(BX)
-	VDIVPD       Y6, Y5, Y6
-	VADDPD       Y6, Y3, Y3
-	VSUBPD       Y3, Y4, Y6
-	VMOVUPD      800(BX), Y4
-	VFMADD231PD  Y5, Y6, Y4
-	VMOVUPD      Y3, 608(BX)
-	VMOVUPD      Y4, 800(BX)
-	VMOVUPS      lgc12<>+0(SB), Y3
-
-	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc13<>+0(SB), Y4
-	VXORPS  8(SP), Y4, Y5
-	VXORPS  40(SP), Y4, Y6
-	VMINPS  Y5, Y6, Y7
-	VMINPS  Y6, Y5, Y6
-	VORPS   Y7, Y6, Y6
-	VXORPS  Y3, Y4, Y3
-	VMINPS  Y6, Y3, Y5
-	VMINPS  Y3, Y6, Y3
-	VORPS   Y5, Y3, Y3
-	VXORPS  Y4, Y3, Y3
-
-	// finish v28
-	VMOVUPS lgc0<>+0(SB), Y4
-	VMOVUPD lgc14<>+0(SB), Y5
-	VMOVUPD lgc14<>+0(SB), Y6
-	VMOVUPS Y2, 72(SP)
-	VMOVUPS Y2, 104(SP)
-	VMOVUPS Y1, 136(SP)
-	VMOVUPS lgc15<>+0(SB), Y1
-	XORQ    DI, DI
-
-inner_A_3:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
-	VMOVUPS 8(SP)(R8*1), Y2
-
-	// v30 = sub(logits, v28)
-	VSUBPS Y3, Y2, Y2
-
-	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y2, Y7
-	VMINPS       lgc17<>+0(SB), Y7, Y7
-	VMULPS       lgc18<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc19<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
-	VMOVAPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc3<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc27<>+0(SB), Y7, Y8
-	VPMINSD      lgc28<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc28<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y2, Y2, Y7
-	VBLENDVPS    Y7, Y2, Y9, Y9
-
-	// sum(v31) over [A]
-	VADDPS Y4, Y9, Y4
-
-	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y2, Y1, Y2
-
-	// v60 = mul(v31, v59)
-	VMULPS Y2, Y9, Y2
-
-	// sum(v60) over [A]
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       Y5, Y7, Y5
-	VADDPD       Y6, Y2, Y6
-	INCQ         DI
-	CMPQ         DI, $+2
-	JL           inner_A_3
-
-	// finish v32
-	VMOVUPS Y4, Y1
-	VMOVUPS Y3, 168(SP)
-
-	// v33 = log(v32)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
-	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y7
-	VBLENDVPS    Y3, Y7, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y7
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y7, Y7
-	VMULPS       Y3, Y7, Y7
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y7
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y7
-	VADDPS       Y2, Y7, Y7
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y7
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y7, Y7
-	MOVQ         action+64(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 200(SP)
-	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 200(SP)
-	MOVQ         8(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 204(SP)
-	MOVQ         16(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 208(SP)
-	MOVQ         24(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 212(SP)
-	MOVQ         32(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 216(SP)
-	MOVQ         40(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 220(SP)
-	MOVQ         48(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 224(SP)
-	MOVQ         56(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 228(SP)
-	VMOVUPS      200(SP), Y2
-
-	// v35 = gather(logits, action) over A
-	XORQ       DI, DI
-	IMUL3Q     $+256, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+2, CX, R8
-	ADDQ       R8, DI
-	MOVQ       logits+8(FP), R8
-	LEAQ       (R8)(DI*4), R8
-	VCVTTPS2DQ Y2, Y2
-	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc45<>+0(SB), Y2, Y2
-	VPMULLD    lgc45<>+0(SB), Y2, Y2
-	VPADDD     lgc46<>+0(SB), Y2, Y2
-	VMOVUPS    lgc47<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    168(SP), Y2
-
-	// v36 = sub(v35, v28)
-	VSUBPS Y2, Y4, Y2
-
-	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y7, Y2, Y2
-	MOVQ    sampleLogProb+72(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
-
-	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc48<>+0(SB), Y8
-
-	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y8, Y8
-	VMOVUPS lgc49<>+0(SB), Y9
-
-	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS Y8, Y9, Y8
-
-	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS  $0x04, Y4, Y8, Y8
-	VANDPS  lgc3<>+0(SB), Y8, Y8
-	VMOVUPS Y4, 232(SP)
-
-	// mean(v55) over [N T]
-	VADDPS  1152(BX), Y8, Y4
-	VMOVUPS Y4, 1152(BX)
-
-	// v57 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y3, Y2
-
-	// mean(v57) over [N T]
-	VADDPS  1472(BX), Y2, Y2
-	VMOVUPS Y2, 1472(BX)
-
-	// finish v61
-	VMOVUPD     Y5, Y2
-	VMOVUPD     Y6, Y3
-	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y2, X4
-	VCVTPD2PSY  Y3, X2
-	VINSERTF128 $0x01, X2, Y4, Y2
-
-	// v62 = div(v61, v32)
-	VDIVPS Y1, Y2, Y1
-
-	// entropy = sub(v33, v62)
-	VSUBPS Y1, Y7, Y1
-
-	// v65 = mul(-0.01, entropy)
-	VMULPS lgc50<>+0(SB), Y1, Y2
-
-	// mean(entropy) over [N T]
-	VADDPS  1792(BX), Y1, Y1
-	VMOVUPS Y1, 1792(BX)
-
-	// mean(v65) over [N T]
-	VADDPS  2112(BX), Y2, Y1
-	VMOVUPS Y1, 2112(BX)
-	VMOVUPS 136(SP), Y1
-	MOVQ    stateValue+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-
-	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y2, Y1, Y2
-
-	// l2 = mul(diff, diff)
-	VMULPS Y2, Y2, Y3
-
-	// v71 = mul(0.5, l2)
-	VMULPS lgc26<>+0(SB), Y3, Y3
-
-	// mean(v71) over [N T]
-	VADDPS  2432(BX), Y3, Y3
-	VMOVUPS Y3, 2432(BX)
-
-	// var(diff) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y3
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VMOVUPD      3712(BX)(DI*8), Y5
-	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y3, Y5
-	VSUBPD       Y5, Y4, Y4
-	VMOVUPD      4864(BX)(DI*8), Y7
-	VFMADD231PD  Y6, Y4, Y7
-	VMOVUPD      Y5, 3712(BX)(DI*8)
-	VMOVUPD      Y7, 4864(BX)(DI*8)
-	VMOVUPD      3744(BX)(DI*8), Y4
-	VSUBPD       Y4, Y2, Y5
-	VFMADD231PD  Y5, Y3, Y4
-	VSUBPD       Y4, Y2, Y2
-	VMOVUPD      4896(BX)(DI*8), Y3
-	VFMADD231PD  Y5, Y2, Y3
-	VMOVUPD      Y4, 3744(BX)(DI*8)
-	VMOVUPD      Y3, 4896(BX)(DI*8)
-
-	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      7168(BX)(DI*8), Y4
-	VSUBPD       Y4, Y3, Y5
-	VFMADD231PD  Y5, Y2, Y4
-	VSUBPD       Y4, Y3, Y3
-	VMOVUPD      8320(BX)(DI*8), Y6
-	VFMADD231PD  Y5, Y3, Y6
-	VMOVUPD      Y4, 7168(BX)(DI*8)
-	VMOVUPD      Y6, 8320(BX)(DI*8)
-	VMOVUPD      7200(BX)(DI*8), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      8352(BX)(DI*8), Y2
-	VFMADD231PD  Y4, Y1, Y2
-	VMOVUPD      Y3, 7200(BX)(DI*8)
-	VMOVUPD      Y2, 8352(BX)(DI*8)
-	VMOVUPS      232(SP), Y1
-
-	// logsumexp(logWeight) over [N]
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VCMPPS       $0x15, lgc51<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc52<>+0(SB), Y1, Y3
-	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
-	VORPS        Y3, Y2, Y2
-	VANDPS       10624(BX), Y2, Y2
-	VMOVUPS      Y2, 10624(BX)
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
+	VCVTPS2PD    X2, Y1
+	VEXTRACTF128 $0x01, Y2, X3
 	VCVTPS2PD    X3, Y3
-	VADDPD       9472(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 9472(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       11264(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 11264(BX)(DI*8)
-	VADDPD       9504(BX)(DI*8), Y3, Y2
-	VMOVUPD      Y2, 9504(BX)(DI*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       11296(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 11296(BX)(DI*8)
-
-	// v81 = mul(2, logWeight)
-	VMULPS  lgc53<>+0(SB), Y1, Y1
-	VMOVUPS 72(SP), Y1
+	VMOVUPD      576(BX), Y4
+	VSUBPD       Y4, Y1, Y5
+	VMOVUPD      384(BX), Y6
+	VADDPD       lgc10<>+0(SB), Y6, Y6
+	VMOVUPD      Y6, 384(BX)
+	VDIVPD       Y6, Y5, Y6
+	VADDPD       Y6, Y4, Y4
+	VSUBPD       Y4, Y1, Y6
+	VMOVUPD      768(BX), Y1
+	VFMADD231PD  Y5, Y6, Y1
+	VMOVUPD      Y4, 576(BX)
+	VMOVUPD      Y1, 768(BX)
+	VMOVUPD      608(BX), Y1
+	VSUBPD       Y1, Y3, Y4
+	VMOVUPD      416(BX), Y5
+	VADDPD       lgc10<>+0(SB), Y5, Y5
+	VMOVUPD      Y5, 416(BX)
+	VDIVPD       Y5, Y4, Y5
+	VADDPD       Y5, Y1, Y1
+	VSUBPD       Y1, Y3, Y5
+	VMOVUPD      800(BX), Y3
+	VFMADD231PD  Y4, Y5, Y3
+	VMOVUPD      Y1, 608(BX)
+	VMOVUPD      Y3, 800(BX)
 
 	// store gae
-	MOVQ    s0+80(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 104(SP), Y1
-
-	// store advantage
-	MOVQ    advantage+88(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 136(SP), Y1
-
-	// store valueTarget2
-	MOVQ         valueTarget+96(FP), BX
-	VMOVUPS      Y1, (BX)(SI*4)
+	MOVQ         s0+56(FP), BX
+	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_4
-	MOVQ         state+56(FP), DX
+	JNZ          noflush_3
+	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -550,82 +136,17 @@ inner_A_3:
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      1152(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       960(DX), Y3, Y3
-	VMOVUPD      Y3, 960(DX)
-	VADDPD       992(DX), Y1, Y1
-	VMOVUPD      Y1, 992(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1152(DX)
-	VMOVUPS      1472(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1280(DX), Y3, Y3
-	VMOVUPD      Y3, 1280(DX)
-	VADDPD       1312(DX), Y1, Y1
-	VMOVUPD      Y1, 1312(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1472(DX)
-	VMOVUPS      1792(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1600(DX), Y3, Y3
-	VMOVUPD      Y3, 1600(DX)
-	VADDPD       1632(DX), Y1, Y1
-	VMOVUPD      Y1, 1632(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1792(DX)
-	VMOVUPS      2112(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1920(DX), Y3, Y3
-	VMOVUPD      Y3, 1920(DX)
-	VADDPD       1952(DX), Y1, Y1
-	VMOVUPD      Y1, 1952(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2112(DX)
-	VMOVUPS      2432(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2240(DX), Y3, Y3
-	VMOVUPD      Y3, 2240(DX)
-	VADDPD       2272(DX), Y1, Y1
-	VMOVUPD      Y1, 2272(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2432(DX)
-	VANDPS       12416(DX), Y2, Y2
-	VMOVUPS      Y2, 12416(DX)
+	VANDPS       960(DX), Y2, Y2
+	VMOVUPS      Y2, 960(DX)
 	MOVQ         $+8, DX
 
-noflush_4:
+noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         state+56(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -635,75 +156,10 @@ noflush_4:
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      1152(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       960(CX), Y2, Y2
-	VMOVUPD      Y2, 960(CX)
-	VADDPD       992(CX), Y0, Y0
-	VMOVUPD      Y0, 992(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(CX)
-	VMOVUPS      1472(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1280(CX), Y2, Y2
-	VMOVUPD      Y2, 1280(CX)
-	VADDPD       1312(CX), Y0, Y0
-	VMOVUPD      Y0, 1312(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1472(CX)
-	VMOVUPS      1792(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1600(CX), Y2, Y2
-	VMOVUPD      Y2, 1600(CX)
-	VADDPD       1632(CX), Y0, Y0
-	VMOVUPD      Y0, 1632(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1792(CX)
-	VMOVUPS      2112(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1920(CX), Y2, Y2
-	VMOVUPD      Y2, 1920(CX)
-	VADDPD       1952(CX), Y0, Y0
-	VMOVUPD      Y0, 1952(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2112(CX)
-	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2240(CX), Y2, Y2
-	VMOVUPD      Y2, 2240(CX)
-	VADDPD       2272(CX), Y0, Y0
-	VMOVUPD      Y0, 2272(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(CX)
-	VANDPS       12416(CX), Y1, Y1
-	VMOVUPS      Y1, 12416(CX)
+	VANDPS       960(CX), Y1, Y1
+	VMOVUPS      Y1, 960(CX)
 	INCQ         AX
-	CMPQ         AX, hi+104(FP)
+	CMPQ         AX, hi+64(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -718,1077 +174,132 @@ DATA lgc0<>+24(SB)/4, $0x00000000
 DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc1<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc1<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc1<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+0(SB)/4, $0x3f800000
+DATA lgc1<>+4(SB)/4, $0x3f800000
+DATA lgc1<>+8(SB)/4, $0x3f800000
+DATA lgc1<>+12(SB)/4, $0x3f800000
+DATA lgc1<>+16(SB)/4, $0x3f800000
+DATA lgc1<>+20(SB)/4, $0x3f800000
+DATA lgc1<>+24(SB)/4, $0x3f800000
+DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xffffffff
-DATA lgc2<>+4(SB)/4, $0xffffffff
-DATA lgc2<>+8(SB)/4, $0x00000000
-DATA lgc2<>+12(SB)/4, $0x00000000
-DATA lgc2<>+16(SB)/4, $0x00000000
-DATA lgc2<>+20(SB)/4, $0x00000000
-DATA lgc2<>+24(SB)/4, $0x00000000
-DATA lgc2<>+28(SB)/4, $0x00000000
+DATA lgc2<>+0(SB)/4, $0x3f7d70a4
+DATA lgc2<>+4(SB)/4, $0x3f7d70a4
+DATA lgc2<>+8(SB)/4, $0x3f7d70a4
+DATA lgc2<>+12(SB)/4, $0x3f7d70a4
+DATA lgc2<>+16(SB)/4, $0x3f7d70a4
+DATA lgc2<>+20(SB)/4, $0x3f7d70a4
+DATA lgc2<>+24(SB)/4, $0x3f7d70a4
+DATA lgc2<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x3f800000
-DATA lgc3<>+4(SB)/4, $0x3f800000
-DATA lgc3<>+8(SB)/4, $0x3f800000
-DATA lgc3<>+12(SB)/4, $0x3f800000
-DATA lgc3<>+16(SB)/4, $0x3f800000
-DATA lgc3<>+20(SB)/4, $0x3f800000
-DATA lgc3<>+24(SB)/4, $0x3f800000
-DATA lgc3<>+28(SB)/4, $0x3f800000
+DATA lgc3<>+0(SB)/4, $0x3f70c49c
+DATA lgc3<>+4(SB)/4, $0x3f70c49c
+DATA lgc3<>+8(SB)/4, $0x3f70c49c
+DATA lgc3<>+12(SB)/4, $0x3f70c49c
+DATA lgc3<>+16(SB)/4, $0x3f70c49c
+DATA lgc3<>+20(SB)/4, $0x3f70c49c
+DATA lgc3<>+24(SB)/4, $0x3f70c49c
+DATA lgc3<>+28(SB)/4, $0x3f70c49c
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x3f7d70a4
-DATA lgc4<>+4(SB)/4, $0x3f7d70a4
-DATA lgc4<>+8(SB)/4, $0x3f7d70a4
-DATA lgc4<>+12(SB)/4, $0x3f7d70a4
-DATA lgc4<>+16(SB)/4, $0x3f7d70a4
-DATA lgc4<>+20(SB)/4, $0x3f7d70a4
-DATA lgc4<>+24(SB)/4, $0x3f7d70a4
-DATA lgc4<>+28(SB)/4, $0x3f7d70a4
+DATA lgc4<>+0(SB)/4, $0x7fffffff
+DATA lgc4<>+4(SB)/4, $0x7fffffff
+DATA lgc4<>+8(SB)/4, $0x7fffffff
+DATA lgc4<>+12(SB)/4, $0x7fffffff
+DATA lgc4<>+16(SB)/4, $0x7fffffff
+DATA lgc4<>+20(SB)/4, $0x7fffffff
+DATA lgc4<>+24(SB)/4, $0x7fffffff
+DATA lgc4<>+28(SB)/4, $0x7fffffff
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x3f70c49c
-DATA lgc5<>+4(SB)/4, $0x3f70c49c
-DATA lgc5<>+8(SB)/4, $0x3f70c49c
-DATA lgc5<>+12(SB)/4, $0x3f70c49c
-DATA lgc5<>+16(SB)/4, $0x3f70c49c
-DATA lgc5<>+20(SB)/4, $0x3f70c49c
-DATA lgc5<>+24(SB)/4, $0x3f70c49c
-DATA lgc5<>+28(SB)/4, $0x3f70c49c
+DATA lgc5<>+0(SB)/4, $0x79800000
+DATA lgc5<>+4(SB)/4, $0x79800000
+DATA lgc5<>+8(SB)/4, $0x79800000
+DATA lgc5<>+12(SB)/4, $0x79800000
+DATA lgc5<>+16(SB)/4, $0x79800000
+DATA lgc5<>+20(SB)/4, $0x79800000
+DATA lgc5<>+24(SB)/4, $0x79800000
+DATA lgc5<>+28(SB)/4, $0x79800000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x7fffffff
-DATA lgc6<>+4(SB)/4, $0x7fffffff
-DATA lgc6<>+8(SB)/4, $0x7fffffff
-DATA lgc6<>+12(SB)/4, $0x7fffffff
-DATA lgc6<>+16(SB)/4, $0x7fffffff
-DATA lgc6<>+20(SB)/4, $0x7fffffff
-DATA lgc6<>+24(SB)/4, $0x7fffffff
-DATA lgc6<>+28(SB)/4, $0x7fffffff
+DATA lgc6<>+0(SB)/4, $0x00000001
+DATA lgc6<>+4(SB)/4, $0x00000002
+DATA lgc6<>+8(SB)/4, $0x00000003
+DATA lgc6<>+12(SB)/4, $0x00000004
+DATA lgc6<>+16(SB)/4, $0x00000005
+DATA lgc6<>+20(SB)/4, $0x00000006
+DATA lgc6<>+24(SB)/4, $0x00000007
+DATA lgc6<>+28(SB)/4, $0x00000007
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x79800000
-DATA lgc7<>+4(SB)/4, $0x79800000
-DATA lgc7<>+8(SB)/4, $0x79800000
-DATA lgc7<>+12(SB)/4, $0x79800000
-DATA lgc7<>+16(SB)/4, $0x79800000
-DATA lgc7<>+20(SB)/4, $0x79800000
-DATA lgc7<>+24(SB)/4, $0x79800000
-DATA lgc7<>+28(SB)/4, $0x79800000
+DATA lgc7<>+0(SB)/4, $0x00000002
+DATA lgc7<>+4(SB)/4, $0x00000003
+DATA lgc7<>+8(SB)/4, $0x00000004
+DATA lgc7<>+12(SB)/4, $0x00000005
+DATA lgc7<>+16(SB)/4, $0x00000006
+DATA lgc7<>+20(SB)/4, $0x00000007
+DATA lgc7<>+24(SB)/4, $0x00000006
+DATA lgc7<>+28(SB)/4, $0x00000007
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00000001
-DATA lgc8<>+4(SB)/4, $0x00000002
-DATA lgc8<>+8(SB)/4, $0x00000003
-DATA lgc8<>+12(SB)/4, $0x00000004
-DATA lgc8<>+16(SB)/4, $0x00000005
-DATA lgc8<>+20(SB)/4, $0x00000006
-DATA lgc8<>+24(SB)/4, $0x00000007
+DATA lgc8<>+0(SB)/4, $0x00000004
+DATA lgc8<>+4(SB)/4, $0x00000005
+DATA lgc8<>+8(SB)/4, $0x00000006
+DATA lgc8<>+12(SB)/4, $0x00000007
+DATA lgc8<>+16(SB)/4, $0x00000004
+DATA lgc8<>+20(SB)/4, $0x00000005
+DATA lgc8<>+24(SB)/4, $0x00000006
 DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00000002
-DATA lgc9<>+4(SB)/4, $0x00000003
-DATA lgc9<>+8(SB)/4, $0x00000004
-DATA lgc9<>+12(SB)/4, $0x00000005
-DATA lgc9<>+16(SB)/4, $0x00000006
-DATA lgc9<>+20(SB)/4, $0x00000007
-DATA lgc9<>+24(SB)/4, $0x00000006
-DATA lgc9<>+28(SB)/4, $0x00000007
+DATA lgc9<>+0(SB)/4, $0x00000000
+DATA lgc9<>+4(SB)/4, $0x00000000
+DATA lgc9<>+8(SB)/4, $0x00000000
+DATA lgc9<>+12(SB)/4, $0x00000000
+DATA lgc9<>+16(SB)/4, $0x00000000
+DATA lgc9<>+20(SB)/4, $0x00000000
+DATA lgc9<>+24(SB)/4, $0x00000000
+DATA lgc9<>+28(SB)/4, $0x00000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x00000004
-DATA lgc10<>+4(SB)/4, $0x00000005
-DATA lgc10<>+8(SB)/4, $0x00000006
-DATA lgc10<>+12(SB)/4, $0x00000007
-DATA lgc10<>+16(SB)/4, $0x00000004
-DATA lgc10<>+20(SB)/4, $0x00000005
-DATA lgc10<>+24(SB)/4, $0x00000006
-DATA lgc10<>+28(SB)/4, $0x00000007
+DATA lgc10<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc10<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc10<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc10<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x00000000
-DATA lgc11<>+4(SB)/4, $0x00000000
-DATA lgc11<>+8(SB)/4, $0x00000000
-DATA lgc11<>+12(SB)/4, $0x00000000
-DATA lgc11<>+16(SB)/4, $0x00000000
-DATA lgc11<>+20(SB)/4, $0x00000000
-DATA lgc11<>+24(SB)/4, $0x00000000
-DATA lgc11<>+28(SB)/4, $0x00000000
+DATA lgc11<>+0(SB)/4, $0x7f7fffff
+DATA lgc11<>+4(SB)/4, $0x7f7fffff
+DATA lgc11<>+8(SB)/4, $0x7f7fffff
+DATA lgc11<>+12(SB)/4, $0x7f7fffff
+DATA lgc11<>+16(SB)/4, $0x7f7fffff
+DATA lgc11<>+20(SB)/4, $0x7f7fffff
+DATA lgc11<>+24(SB)/4, $0x7f7fffff
+DATA lgc11<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xff800000
-DATA lgc12<>+4(SB)/4, $0xff800000
-DATA lgc12<>+8(SB)/4, $0xff800000
-DATA lgc12<>+12(SB)/4, $0xff800000
-DATA lgc12<>+16(SB)/4, $0xff800000
-DATA lgc12<>+20(SB)/4, $0xff800000
-DATA lgc12<>+24(SB)/4, $0xff800000
-DATA lgc12<>+28(SB)/4, $0xff800000
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0x80000000
-DATA lgc13<>+4(SB)/4, $0x80000000
-DATA lgc13<>+8(SB)/4, $0x80000000
-DATA lgc13<>+12(SB)/4, $0x80000000
-DATA lgc13<>+16(SB)/4, $0x80000000
-DATA lgc13<>+20(SB)/4, $0x80000000
-DATA lgc13<>+24(SB)/4, $0x80000000
-DATA lgc13<>+28(SB)/4, $0x80000000
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
-
-DATA lgc14<>+0(SB)/8, $0x0000000000000000
-DATA lgc14<>+8(SB)/8, $0x0000000000000000
-DATA lgc14<>+16(SB)/8, $0x0000000000000000
-DATA lgc14<>+24(SB)/8, $0x0000000000000000
-GLOBL lgc14<>(SB), RODATA|NOPTR, $32
-
-DATA lgc15<>+0(SB)/4, $0xff7fffff
-DATA lgc15<>+4(SB)/4, $0xff7fffff
-DATA lgc15<>+8(SB)/4, $0xff7fffff
-DATA lgc15<>+12(SB)/4, $0xff7fffff
-DATA lgc15<>+16(SB)/4, $0xff7fffff
-DATA lgc15<>+20(SB)/4, $0xff7fffff
-DATA lgc15<>+24(SB)/4, $0xff7fffff
-DATA lgc15<>+28(SB)/4, $0xff7fffff
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0xc2d00000
-DATA lgc16<>+4(SB)/4, $0xc2d00000
-DATA lgc16<>+8(SB)/4, $0xc2d00000
-DATA lgc16<>+12(SB)/4, $0xc2d00000
-DATA lgc16<>+16(SB)/4, $0xc2d00000
-DATA lgc16<>+20(SB)/4, $0xc2d00000
-DATA lgc16<>+24(SB)/4, $0xc2d00000
-DATA lgc16<>+28(SB)/4, $0xc2d00000
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x42b20000
-DATA lgc17<>+4(SB)/4, $0x42b20000
-DATA lgc17<>+8(SB)/4, $0x42b20000
-DATA lgc17<>+12(SB)/4, $0x42b20000
-DATA lgc17<>+16(SB)/4, $0x42b20000
-DATA lgc17<>+20(SB)/4, $0x42b20000
-DATA lgc17<>+24(SB)/4, $0x42b20000
-DATA lgc17<>+28(SB)/4, $0x42b20000
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-DATA lgc19<>+0(SB)/4, $0x3f318000
-DATA lgc19<>+4(SB)/4, $0x3f318000
-DATA lgc19<>+8(SB)/4, $0x3f318000
-DATA lgc19<>+12(SB)/4, $0x3f318000
-DATA lgc19<>+16(SB)/4, $0x3f318000
-DATA lgc19<>+20(SB)/4, $0x3f318000
-DATA lgc19<>+24(SB)/4, $0x3f318000
-DATA lgc19<>+28(SB)/4, $0x3f318000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0xb95e8083
-DATA lgc20<>+4(SB)/4, $0xb95e8083
-DATA lgc20<>+8(SB)/4, $0xb95e8083
-DATA lgc20<>+12(SB)/4, $0xb95e8083
-DATA lgc20<>+16(SB)/4, $0xb95e8083
-DATA lgc20<>+20(SB)/4, $0xb95e8083
-DATA lgc20<>+24(SB)/4, $0xb95e8083
-DATA lgc20<>+28(SB)/4, $0xb95e8083
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0x39506967
-DATA lgc21<>+4(SB)/4, $0x39506967
-DATA lgc21<>+8(SB)/4, $0x39506967
-DATA lgc21<>+12(SB)/4, $0x39506967
-DATA lgc21<>+16(SB)/4, $0x39506967
-DATA lgc21<>+20(SB)/4, $0x39506967
-DATA lgc21<>+24(SB)/4, $0x39506967
-DATA lgc21<>+28(SB)/4, $0x39506967
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x3ab743ce
-DATA lgc22<>+4(SB)/4, $0x3ab743ce
-DATA lgc22<>+8(SB)/4, $0x3ab743ce
-DATA lgc22<>+12(SB)/4, $0x3ab743ce
-DATA lgc22<>+16(SB)/4, $0x3ab743ce
-DATA lgc22<>+20(SB)/4, $0x3ab743ce
-DATA lgc22<>+24(SB)/4, $0x3ab743ce
-DATA lgc22<>+28(SB)/4, $0x3ab743ce
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0x3c088908
-DATA lgc23<>+4(SB)/4, $0x3c088908
-DATA lgc23<>+8(SB)/4, $0x3c088908
-DATA lgc23<>+12(SB)/4, $0x3c088908
-DATA lgc23<>+16(SB)/4, $0x3c088908
-DATA lgc23<>+20(SB)/4, $0x3c088908
-DATA lgc23<>+24(SB)/4, $0x3c088908
-DATA lgc23<>+28(SB)/4, $0x3c088908
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x3f000000
-DATA lgc26<>+4(SB)/4, $0x3f000000
-DATA lgc26<>+8(SB)/4, $0x3f000000
-DATA lgc26<>+12(SB)/4, $0x3f000000
-DATA lgc26<>+16(SB)/4, $0x3f000000
-DATA lgc26<>+20(SB)/4, $0x3f000000
-DATA lgc26<>+24(SB)/4, $0x3f000000
-DATA lgc26<>+28(SB)/4, $0x3f000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0xffffff82
-DATA lgc27<>+4(SB)/4, $0xffffff82
-DATA lgc27<>+8(SB)/4, $0xffffff82
-DATA lgc27<>+12(SB)/4, $0xffffff82
-DATA lgc27<>+16(SB)/4, $0xffffff82
-DATA lgc27<>+20(SB)/4, $0xffffff82
-DATA lgc27<>+24(SB)/4, $0xffffff82
-DATA lgc27<>+28(SB)/4, $0xffffff82
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x0000007f
-DATA lgc28<>+4(SB)/4, $0x0000007f
-DATA lgc28<>+8(SB)/4, $0x0000007f
-DATA lgc28<>+12(SB)/4, $0x0000007f
-DATA lgc28<>+16(SB)/4, $0x0000007f
-DATA lgc28<>+20(SB)/4, $0x0000007f
-DATA lgc28<>+24(SB)/4, $0x0000007f
-DATA lgc28<>+28(SB)/4, $0x0000007f
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0x7fc00000
-DATA lgc43<>+4(SB)/4, $0x7fc00000
-DATA lgc43<>+8(SB)/4, $0x7fc00000
-DATA lgc43<>+12(SB)/4, $0x7fc00000
-DATA lgc43<>+16(SB)/4, $0x7fc00000
-DATA lgc43<>+20(SB)/4, $0x7fc00000
-DATA lgc43<>+24(SB)/4, $0x7fc00000
-DATA lgc43<>+28(SB)/4, $0x7fc00000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x7f800000
-DATA lgc44<>+4(SB)/4, $0x7f800000
-DATA lgc44<>+8(SB)/4, $0x7f800000
-DATA lgc44<>+12(SB)/4, $0x7f800000
-DATA lgc44<>+16(SB)/4, $0x7f800000
-DATA lgc44<>+20(SB)/4, $0x7f800000
-DATA lgc44<>+24(SB)/4, $0x7f800000
-DATA lgc44<>+28(SB)/4, $0x7f800000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0x00000001
-DATA lgc45<>+4(SB)/4, $0x00000001
-DATA lgc45<>+8(SB)/4, $0x00000001
-DATA lgc45<>+12(SB)/4, $0x00000001
-DATA lgc45<>+16(SB)/4, $0x00000001
-DATA lgc45<>+20(SB)/4, $0x00000001
-DATA lgc45<>+24(SB)/4, $0x00000001
-DATA lgc45<>+28(SB)/4, $0x00000001
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0x00000000
-DATA lgc46<>+4(SB)/4, $0x00000002
-DATA lgc46<>+8(SB)/4, $0x00000004
-DATA lgc46<>+12(SB)/4, $0x00000006
-DATA lgc46<>+16(SB)/4, $0x00000008
-DATA lgc46<>+20(SB)/4, $0x0000000a
-DATA lgc46<>+24(SB)/4, $0x0000000c
-DATA lgc46<>+28(SB)/4, $0x0000000e
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0xffffffff
-DATA lgc47<>+4(SB)/4, $0xffffffff
-DATA lgc47<>+8(SB)/4, $0xffffffff
-DATA lgc47<>+12(SB)/4, $0xffffffff
-DATA lgc47<>+16(SB)/4, $0xffffffff
-DATA lgc47<>+20(SB)/4, $0xffffffff
-DATA lgc47<>+24(SB)/4, $0xffffffff
-DATA lgc47<>+28(SB)/4, $0xffffffff
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/4, $0xbe647fbe
-DATA lgc48<>+4(SB)/4, $0xbe647fbe
-DATA lgc48<>+8(SB)/4, $0xbe647fbe
-DATA lgc48<>+12(SB)/4, $0xbe647fbe
-DATA lgc48<>+16(SB)/4, $0xbe647fbe
-DATA lgc48<>+20(SB)/4, $0xbe647fbe
-DATA lgc48<>+24(SB)/4, $0xbe647fbe
-DATA lgc48<>+28(SB)/4, $0xbe647fbe
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/4, $0x3e3ab281
-DATA lgc49<>+4(SB)/4, $0x3e3ab281
-DATA lgc49<>+8(SB)/4, $0x3e3ab281
-DATA lgc49<>+12(SB)/4, $0x3e3ab281
-DATA lgc49<>+16(SB)/4, $0x3e3ab281
-DATA lgc49<>+20(SB)/4, $0x3e3ab281
-DATA lgc49<>+24(SB)/4, $0x3e3ab281
-DATA lgc49<>+28(SB)/4, $0x3e3ab281
-GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0xbc23d70a
-DATA lgc50<>+4(SB)/4, $0xbc23d70a
-DATA lgc50<>+8(SB)/4, $0xbc23d70a
-DATA lgc50<>+12(SB)/4, $0xbc23d70a
-DATA lgc50<>+16(SB)/4, $0xbc23d70a
-DATA lgc50<>+20(SB)/4, $0xbc23d70a
-DATA lgc50<>+24(SB)/4, $0xbc23d70a
-DATA lgc50<>+28(SB)/4, $0xbc23d70a
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
-
-DATA lgc51<>+0(SB)/4, $0xc2ae0000
-DATA lgc51<>+4(SB)/4, $0xc2ae0000
-DATA lgc51<>+8(SB)/4, $0xc2ae0000
-DATA lgc51<>+12(SB)/4, $0xc2ae0000
-DATA lgc51<>+16(SB)/4, $0xc2ae0000
-DATA lgc51<>+20(SB)/4, $0xc2ae0000
-DATA lgc51<>+24(SB)/4, $0xc2ae0000
-DATA lgc51<>+28(SB)/4, $0xc2ae0000
-GLOBL lgc51<>(SB), RODATA|NOPTR, $32
-
-DATA lgc52<>+0(SB)/4, $0x42b00000
-DATA lgc52<>+4(SB)/4, $0x42b00000
-DATA lgc52<>+8(SB)/4, $0x42b00000
-DATA lgc52<>+12(SB)/4, $0x42b00000
-DATA lgc52<>+16(SB)/4, $0x42b00000
-DATA lgc52<>+20(SB)/4, $0x42b00000
-DATA lgc52<>+24(SB)/4, $0x42b00000
-DATA lgc52<>+28(SB)/4, $0x42b00000
-GLOBL lgc52<>(SB), RODATA|NOPTR, $32
-
-DATA lgc53<>+0(SB)/4, $0x40000000
-DATA lgc53<>+4(SB)/4, $0x40000000
-DATA lgc53<>+8(SB)/4, $0x40000000
-DATA lgc53<>+12(SB)/4, $0x40000000
-DATA lgc53<>+16(SB)/4, $0x40000000
-DATA lgc53<>+20(SB)/4, $0x40000000
-DATA lgc53<>+24(SB)/4, $0x40000000
-DATA lgc53<>+28(SB)/4, $0x40000000
-GLOBL lgc53<>(SB), RODATA|NOPTR, $32
-
-DATA lgc54<>+0(SB)/4, $0x7f7fffff
-DATA lgc54<>+4(SB)/4, $0x7f7fffff
-DATA lgc54<>+8(SB)/4, $0x7f7fffff
-DATA lgc54<>+12(SB)/4, $0x7f7fffff
-DATA lgc54<>+16(SB)/4, $0x7f7fffff
-DATA lgc54<>+20(SB)/4, $0x7f7fffff
-DATA lgc54<>+24(SB)/4, $0x7f7fffff
-DATA lgc54<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc54<>(SB), RODATA|NOPTR, $32
-
-// func pass1AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+// func pass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-64
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_6
-
-blocks_5:
-	MOVQ    s4+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
-
-	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc55<>+0(SB), Y0, Y0
-	MOVQ    s3+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v77 = div(residVar, v76)
-	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
-
-	// explainedVariance = sub(1, v77)
-	VSUBPS  Y0, Y1, Y0
-	MOVQ    s5+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v83 = mul(2, logSumW)
-	VMULPS  lgc53<>+0(SB), Y1, Y1
-	MOVQ    s6+40(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
-
-	// v84 = sub(v83, logSumW2)
-	VSUBPS Y2, Y1, Y1
-
-	// essCol = exp(v84)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-
-	// mean(essCol) over [T]
-	MOVQ    state+48(FP), DX
-	VADDPS  12736(DX), Y4, Y1
-	VMOVUPS Y1, 12736(DX)
-
-	// store explainedVariance
-	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
-	DECQ         CX
-	JNZ          noflush_7
-	MOVQ         state+48(FP), CX
-	VMOVUPS      12736(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       12544(CX), Y2, Y2
-	VMOVUPD      Y2, 12544(CX)
-	VADDPD       12576(CX), Y0, Y0
-	VMOVUPD      Y0, 12576(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 12736(CX)
-	VANDPS       12864(CX), Y1, Y1
-	VMOVUPS      Y1, 12864(CX)
-	MOVQ         $+8, CX
-
-noflush_7:
-	ADDQ $+8, AX
-	CMPQ AX, $+128
-	JGE  chunkdone_6
-	CMPQ AX, hi+8(FP)
-	JL   blocks_5
-
-chunkdone_6:
-	MOVQ         state+48(FP), AX
-	VMOVUPS      12736(AX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       12544(AX), Y2, Y2
-	VMOVUPD      Y2, 12544(AX)
-	VADDPD       12576(AX), Y0, Y0
-	VMOVUPD      Y0, 12576(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 12736(AX)
-	VANDPS       12864(AX), Y1, Y1
-	VMOVUPS      Y1, 12864(AX)
-	VZEROUPPER
-	RET
-
-DATA lgc55<>+0(SB)/4, $0x34000000
-DATA lgc55<>+4(SB)/4, $0x34000000
-DATA lgc55<>+8(SB)/4, $0x34000000
-DATA lgc55<>+12(SB)/4, $0x34000000
-DATA lgc55<>+16(SB)/4, $0x34000000
-DATA lgc55<>+20(SB)/4, $0x34000000
-DATA lgc55<>+24(SB)/4, $0x34000000
-DATA lgc55<>+28(SB)/4, $0x34000000
-GLOBL lgc55<>(SB), RODATA|NOPTR, $32
-
-// func pass2AVX2(lo int, logits *float32, s0 *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $128-72
+TEXT ·pass1AVX2(SB), $296-96
 	MOVQ lo+0(FP), AX
 
-outer0_8:
-	MOVQ $+8, DX
-	XORQ CX, CX
-
-blocks_9:
-	// tile logits
-	MOVQ         logits+8(FP), BX
-	XORQ         SI, SI
-	IMUL3Q       $+256, AX, DI
-	ADDQ         DI, SI
-	IMUL3Q       $+2, CX, DI
-	ADDQ         DI, SI
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMASKMOVPS   (BX)(SI*4), Y0, Y1
-	VMASKMOVPS   8(BX)(SI*4), Y0, Y2
-	VMASKMOVPS   16(BX)(SI*4), Y0, Y3
-	VMASKMOVPS   24(BX)(SI*4), Y0, Y4
-	VMASKMOVPS   32(BX)(SI*4), Y0, Y5
-	VMASKMOVPS   40(BX)(SI*4), Y0, Y6
-	VMASKMOVPS   48(BX)(SI*4), Y0, Y7
-	VMASKMOVPS   56(BX)(SI*4), Y0, Y0
-	VUNPCKLPS    Y2, Y1, Y8
-	VUNPCKHPS    Y2, Y1, Y1
-	VUNPCKLPS    Y4, Y3, Y2
-	VUNPCKHPS    Y4, Y3, Y3
-	VUNPCKLPS    Y6, Y5, Y4
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y0, Y7, Y6
-	VUNPCKHPS    Y0, Y7, Y0
-	VSHUFPS      $0x44, Y2, Y8, Y7
-	VSHUFPS      $0xee, Y2, Y8, Y2
-	VSHUFPS      $0x44, Y3, Y1, Y8
-	VSHUFPS      $0xee, Y3, Y1, Y1
-	VSHUFPS      $0x44, Y6, Y4, Y3
-	VSHUFPS      $0xee, Y6, Y4, Y4
-	VSHUFPS      $0x44, Y0, Y5, Y6
-	VSHUFPS      $0xee, Y0, Y5, Y0
-	VPERM2F128   $0x20, Y3, Y7, Y5
-	VPERM2F128   $0x31, Y3, Y7, Y3
-	VPERM2F128   $0x20, Y4, Y2, Y3
-	VPERM2F128   $0x31, Y4, Y2, Y2
-	VPERM2F128   $0x20, Y6, Y8, Y2
-	VPERM2F128   $0x31, Y6, Y8, Y2
-	VPERM2F128   $0x20, Y0, Y1, Y2
-	VPERM2F128   $0x31, Y0, Y1, Y0
-	VMOVUPS      Y5, (SP)
-	VMOVUPS      Y3, 32(SP)
-	MOVQ         s0+16(FP), BX
-	XORQ         SI, SI
-	IMUL3Q       $+128, AX, DI
-	ADDQ         DI, SI
-	ADDQ         CX, SI
-	VMOVUPS      (BX)(SI*4), Y0
-	MOVQ         s2+24(FP), BX
-	XORQ         DI, DI
-	VBROADCASTSS (BX)(DI*4), Y1
-
-	// std = sqrt(v20)
-	VSQRTPS      Y1, Y1
-	MOVQ         s1+32(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y2
-
-	// v22 = sub(gae, mean)
-	VSUBPS  Y2, Y0, Y0
-	VMOVUPS lgc56<>+0(SB), Y2
-
-	// v24 = max(std, 1e-06)
-	VMAXPS Y1, Y2, Y1
-
-	// advantageNormalized = div(v22, v24)
-	VDIVPS  Y1, Y0, Y0
-	VMOVUPS lgc12<>+0(SB), Y1
-
-	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc13<>+0(SB), Y2
-	VXORPS  (SP), Y2, Y3
-	VXORPS  32(SP), Y2, Y4
-	VMINPS  Y3, Y4, Y5
-	VMINPS  Y4, Y3, Y4
-	VORPS   Y5, Y4, Y4
-	VXORPS  Y1, Y2, Y1
-	VMINPS  Y4, Y1, Y3
-	VMINPS  Y1, Y4, Y1
-	VORPS   Y3, Y1, Y1
-	VXORPS  Y2, Y1, Y1
-
-	// finish v28
-	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPS Y0, 64(SP)
-	XORQ    BX, BX
-
-inner_A_10:
-	XORQ    DI, DI
-	IMUL3Q  $+32, BX, R8
-	ADDQ    R8, DI
-	VMOVUPS (SP)(DI*1), Y0
-
-	// v30 = sub(logits, v28)
-	VSUBPS Y1, Y0, Y0
-
-	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y0, Y3
-	VMINPS       lgc17<>+0(SB), Y3, Y3
-	VMULPS       lgc18<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
-	VMOVAPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc3<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc27<>+0(SB), Y3, Y4
-	VPMINSD      lgc28<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y5, Y5
-
-	// sum(v31) over [A]
-	VADDPS Y2, Y5, Y2
-	INCQ   BX
-	CMPQ   BX, $+2
-	JL     inner_A_10
-
-	// finish v32
-	VMOVUPS Y2, Y0
-
-	// v33 = log(v32)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y2
-	VMULPS       lgc30<>+0(SB), Y0, Y3
-	VBLENDVPS    Y2, Y3, Y0, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
-	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y5, Y5
-	MOVQ         action+40(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 96(SP)
-	VMOVUPS      lgc0<>+0(SB), X0
-	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 96(SP)
-	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 100(SP)
-	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 104(SP)
-	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 108(SP)
-	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 112(SP)
-	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 116(SP)
-	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 120(SP)
-	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 124(SP)
-	VMOVUPS      96(SP), Y0
-
-	// v35 = gather(logits, action) over A
-	XORQ       BX, BX
-	IMUL3Q     $+256, AX, DI
-	ADDQ       DI, BX
-	IMUL3Q     $+2, CX, DI
-	ADDQ       DI, BX
-	MOVQ       logits+8(FP), DI
-	LEAQ       (DI)(BX*4), DI
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc0<>+0(SB), Y0, Y0
-	VPMINSD    lgc45<>+0(SB), Y0, Y0
-	VPMULLD    lgc45<>+0(SB), Y0, Y0
-	VPADDD     lgc46<>+0(SB), Y0, Y0
-	VMOVUPS    lgc47<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y3
-	VGATHERDPS Y2, (DI)(Y0*4), Y3
-
-	// v36 = sub(v35, v28)
-	VSUBPS Y1, Y3, Y0
-
-	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y5, Y0, Y0
-	MOVQ    sampleLogProb+48(FP), BX
-	VMOVUPS (BX)(SI*4), Y1
-
-	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS Y1, Y0, Y0
-
-	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc3<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      64(SP), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y1, Y0, Y1
-	VANDPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc57<>+0(SB), Y2
-
-	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y3, Y2, Y2
-	VMOVUPS lgc58<>+0(SB), Y4
-
-	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y3, Y4, Y3
-
-	// ratioClipped = where(v46, v48, v50)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y1
-
-	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y1, Y0, Y0
-
-	// v53 = neg(gain)
-	VXORPS lgc13<>+0(SB), Y0, Y0
-
-	// mean(v53) over [N T]
-	MOVQ         state+56(FP), BX
-	VADDPS       13184(BX), Y0, Y0
-	VMOVUPS      Y0, 13184(BX)
-	DECQ         DX
-	JNZ          noflush_11
-	MOVQ         state+56(FP), DX
-	VMOVUPS      13184(DX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       12992(DX), Y2, Y2
-	VMOVUPD      Y2, 12992(DX)
-	VADDPD       13024(DX), Y0, Y0
-	VMOVUPD      Y0, 13024(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13184(DX)
-	VANDPS       13312(DX), Y1, Y1
-	VMOVUPS      Y1, 13312(DX)
-	MOVQ         $+8, DX
-
-noflush_11:
-	ADDQ         $+8, CX
-	CMPQ         CX, $+128
-	JL           blocks_9
-	MOVQ         state+56(FP), CX
-	VMOVUPS      13184(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       12992(CX), Y2, Y2
-	VMOVUPD      Y2, 12992(CX)
-	VADDPD       13024(CX), Y0, Y0
-	VMOVUPD      Y0, 13024(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13184(CX)
-	VANDPS       13312(CX), Y1, Y1
-	VMOVUPS      Y1, 13312(CX)
-	INCQ         AX
-	CMPQ         AX, hi+64(FP)
-	JL           outer0_8
-	VZEROUPPER
-	RET
-
-DATA lgc56<>+0(SB)/4, $0x358637bd
-DATA lgc56<>+4(SB)/4, $0x358637bd
-DATA lgc56<>+8(SB)/4, $0x358637bd
-DATA lgc56<>+12(SB)/4, $0x358637bd
-DATA lgc56<>+16(SB)/4, $0x358637bd
-DATA lgc56<>+20(SB)/4, $0x358637bd
-DATA lgc56<>+24(SB)/4, $0x358637bd
-DATA lgc56<>+28(SB)/4, $0x358637bd
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
-
-DATA lgc57<>+0(SB)/4, $0x3f99999a
-DATA lgc57<>+4(SB)/4, $0x3f99999a
-DATA lgc57<>+8(SB)/4, $0x3f99999a
-DATA lgc57<>+12(SB)/4, $0x3f99999a
-DATA lgc57<>+16(SB)/4, $0x3f99999a
-DATA lgc57<>+20(SB)/4, $0x3f99999a
-DATA lgc57<>+24(SB)/4, $0x3f99999a
-DATA lgc57<>+28(SB)/4, $0x3f99999a
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
-
-DATA lgc58<>+0(SB)/4, $0x3f4ccccd
-DATA lgc58<>+4(SB)/4, $0x3f4ccccd
-DATA lgc58<>+8(SB)/4, $0x3f4ccccd
-DATA lgc58<>+12(SB)/4, $0x3f4ccccd
-DATA lgc58<>+16(SB)/4, $0x3f4ccccd
-DATA lgc58<>+20(SB)/4, $0x3f4ccccd
-DATA lgc58<>+24(SB)/4, $0x3f4ccccd
-DATA lgc58<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
-
-// func pass3AVX2(s7 *float32, ess *float32)
-// Requires: AVX
-TEXT ·pass3AVX2(SB), $0-16
-	MOVQ         s7+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc53<>+0(SB), Y1
-
-	// ess = div(v86, 2)
-	VDIVPS Y1, Y0, Y0
-
-	// store ess
-	MOVQ   ess+8(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func fbPass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $296-120
-	MOVQ lo+0(FP), AX
-
-outer0_12:
-	VMOVUPS    lgc0<>+0(SB), Y0
+outer0_4:
 	XORQ       CX, CX
 	MOVQ       AX, DX
 	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
+	VMOVUPS    lgc0<>+0(SB), X0
+	VCVTSI2SDQ CX, X0, X0
+	VMOVSD     lgc10<>+0(SB), X1
+	VDIVSD     X0, X1, X0
+	VMOVSD     X0, (SP)
 	MOVQ       $+8, DX
-	MOVQ       $+120, CX
+	XORQ       CX, CX
 
-blocks_13:
+blocks_5:
 	// tile logits
 	MOVQ       logits+8(FP), BX
 	XORQ       SI, SI
@@ -1796,150 +307,74 @@ blocks_13:
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS (BX)(SI*4), Y1, Y2
-	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
-	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
-	VMASKMOVPS 24(BX)(SI*4), Y1, Y5
-	VMASKMOVPS 32(BX)(SI*4), Y1, Y6
-	VMASKMOVPS 40(BX)(SI*4), Y1, Y7
-	VMASKMOVPS 48(BX)(SI*4), Y1, Y8
-	VMASKMOVPS 56(BX)(SI*4), Y1, Y1
-	VUNPCKLPS  Y3, Y2, Y9
-	VUNPCKHPS  Y3, Y2, Y2
-	VUNPCKLPS  Y5, Y4, Y3
-	VUNPCKHPS  Y5, Y4, Y4
-	VUNPCKLPS  Y7, Y6, Y5
-	VUNPCKHPS  Y7, Y6, Y6
-	VUNPCKLPS  Y1, Y8, Y7
-	VUNPCKHPS  Y1, Y8, Y1
-	VSHUFPS    $0x44, Y3, Y9, Y8
-	VSHUFPS    $0xee, Y3, Y9, Y3
-	VSHUFPS    $0x44, Y4, Y2, Y9
-	VSHUFPS    $0xee, Y4, Y2, Y2
-	VSHUFPS    $0x44, Y7, Y5, Y4
-	VSHUFPS    $0xee, Y7, Y5, Y5
-	VSHUFPS    $0x44, Y1, Y6, Y7
-	VSHUFPS    $0xee, Y1, Y6, Y1
-	VPERM2F128 $0x20, Y4, Y8, Y6
-	VPERM2F128 $0x31, Y4, Y8, Y4
-	VPERM2F128 $0x20, Y5, Y3, Y4
-	VPERM2F128 $0x31, Y5, Y3, Y3
-	VPERM2F128 $0x20, Y7, Y9, Y3
-	VPERM2F128 $0x31, Y7, Y9, Y3
-	VPERM2F128 $0x20, Y1, Y2, Y3
-	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 8(SP)
-	VMOVUPS    Y4, 40(SP)
-	VMOVUPS    lgc3<>+0(SB), Y1
-	MOVQ       nextTerminated+16(FP), BX
+	VMOVUPS    lgc12<>+0(SB), Y0
+	VMASKMOVPS (BX)(SI*4), Y0, Y1
+	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
+	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
+	VMASKMOVPS 24(BX)(SI*4), Y0, Y4
+	VMASKMOVPS 32(BX)(SI*4), Y0, Y5
+	VMASKMOVPS 40(BX)(SI*4), Y0, Y6
+	VMASKMOVPS 48(BX)(SI*4), Y0, Y7
+	VMASKMOVPS 56(BX)(SI*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y2
+	VPERM2F128 $0x20, Y0, Y1, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 8(SP)
+	VMOVUPS    Y3, 40(SP)
+	MOVQ       s0+16(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+128, AX, DI
 	ADDQ       DI, SI
 	ADDQ       CX, SI
-	VPMOVZXBD  (BX)(SI*1), Y2
-	VCVTDQ2PS  Y2, Y2
-
-	// notTerminated = sub(1, nextTerminated)
-	VSUBPS    Y2, Y1, Y2
-	MOVQ      nextDone+24(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y3
-	VCVTDQ2PS Y3, Y3
-
-	// notDone = sub(1, nextDone)
-	VSUBPS Y3, Y1, Y1
-
-	// v9 = mul(0.99, notTerminated)
-	VMULPS  lgc4<>+0(SB), Y2, Y2
-	MOVQ    nextStateValue+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
-
-	// v10 = mul(v9, nextStateValue)
-	VMULPS  Y3, Y2, Y2
-	MOVQ    nextReward+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
-
-	// v11 = add(nextReward, v10)
-	VADDPS  Y2, Y3, Y2
-	MOVQ    stateValue+48(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
-
-	// delta = sub(v11, stateValue)
-	VSUBPS Y3, Y2, Y2
-
-	// discount = mul(0.9405, notDone)
-	VMULPS lgc5<>+0(SB), Y1, Y1
-
-	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        state+56(FP), BX
-	VANDPS      12416(BX), Y4, Y4
-	VMOVUPS     Y4, 12416(BX)
-	VMOVUPS     lgc8<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc3<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y2
-	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc3<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y2
-	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc3<>+0(SB), Y4, Y4
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y2
-	VMULPS      Y4, Y1, Y1
-	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
-	VPERMPS     Y2, Y0, Y0
+	VMOVUPS    (BX)(SI*4), Y0
+	MOVQ       stateValue+24(FP), BX
+	VMOVUPS    (BX)(SI*4), Y1
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y1
+	MOVQ         s2+32(FP), BX
+	XORQ         DI, DI
+	VBROADCASTSS (BX)(DI*4), Y2
 
-	// mean(advantage) over [N T]
-	VADDPS  256(BX), Y2, Y3
-	VMOVUPS Y3, 256(BX)
+	// std = sqrt(v20)
+	VSQRTPS      Y2, Y2
+	MOVQ         s1+40(FP), BX
+	VBROADCASTSS (BX)(DI*4), Y3
 
-	// var(advantage) over [N T]
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X4
-	VCVTPS2PD    X4, Y4
-	VMOVUPD      576(BX), Y5
-	VSUBPD       Y5, Y3, Y6
-	VMOVUPD      384(BX), Y7
-	VADDPD       lgc1<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 384(BX)
-	VDIVPD       Y7, Y6, Y7
-	VADDPD       Y7, Y5, Y5
-	VSUBPD       Y5, Y3, Y7
-	VMOVUPD      768(BX), Y3
-	VFMADD231PD  Y6, Y7, Y3
-	VMOVUPD      Y5, 576(BX)
-	VMOVUPD      Y3, 768(BX)
-	VMOVUPD      608(BX), Y3
-	VSUBPD       Y3, Y4, Y5
-	VMOVUPD      416(BX), Y6
-	VADDPD       lgc1<>+0(SB), Y6, Y6
-	VMOVUPD      Y6, 416(BX)
-	VDIVPD       Y6, Y5, Y6
-	VADDPD       Y6, Y3, Y3
-	VSUBPD       Y3, Y4, Y6
-	VMOVUPD      800(BX), Y4
-	VFMADD231PD  Y5, Y6, Y4
-	VMOVUPD      Y3, 608(BX)
-	VMOVUPD      Y4, 800(BX)
-	VMOVUPS      lgc12<>+0(SB), Y3
+	// v22 = sub(gae, mean)
+	VSUBPS  Y3, Y0, Y3
+	VMOVUPS lgc13<>+0(SB), Y4
+
+	// v24 = max(std, 1e-06)
+	VMAXPS Y2, Y4, Y2
+
+	// advantageNormalized = div(v22, v24)
+	VDIVPS  Y2, Y3, Y2
+	VMOVUPS lgc14<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc13<>+0(SB), Y4
+	VMOVUPS lgc15<>+0(SB), Y4
 	VXORPS  8(SP), Y4, Y5
 	VXORPS  40(SP), Y4, Y6
 	VMINPS  Y5, Y6, Y7
@@ -1953,373 +388,1279 @@ blocks_13:
 
 	// finish v28
 	VMOVUPS lgc0<>+0(SB), Y4
-	VMOVUPD lgc14<>+0(SB), Y5
-	VMOVUPD lgc14<>+0(SB), Y6
-	VMOVUPS Y2, 72(SP)
-	VMOVUPS Y2, 104(SP)
-	VMOVUPS Y1, 136(SP)
-	VMOVUPS lgc15<>+0(SB), Y1
-	XORQ    DI, DI
+	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPD lgc16<>+0(SB), Y6
+	VMOVUPS Y0, 72(SP)
+	VMOVUPS Y1, 104(SP)
+	VMOVUPS Y2, 136(SP)
+	VMOVUPS lgc17<>+0(SB), Y0
+	XORQ    BX, BX
 
-inner_A_14:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
-	VMOVUPS 8(SP)(R8*1), Y2
+inner_A_6:
+	XORQ    DI, DI
+	IMUL3Q  $+32, BX, R8
+	ADDQ    R8, DI
+	VMOVUPS 8(SP)(DI*1), Y1
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y3, Y1, Y1
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y2, Y7
-	VMINPS       lgc17<>+0(SB), Y7, Y7
-	VMULPS       lgc18<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc19<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
-	VMOVAPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc3<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc27<>+0(SB), Y7, Y8
-	VPMINSD      lgc28<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VMAXPS       lgc18<>+0(SB), Y1, Y2
+	VMINPS       lgc19<>+0(SB), Y2, Y2
+	VMULPS       lgc20<>+0(SB), Y2, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y2
+	VFNMADD231PS lgc22<>+0(SB), Y7, Y2
+	VMOVAPS      lgc23<>+0(SB), Y8
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y8
+	VMULPS       Y2, Y2, Y9
+	VFMADD213PS  Y2, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y2
+	VPMAXSD      lgc29<>+0(SB), Y2, Y7
+	VPMINSD      lgc30<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y2, Y2
+	VPADDD       lgc30<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y2, Y2, Y7
-	VBLENDVPS    Y7, Y2, Y9, Y9
+	VPADDD       lgc30<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y2, Y8, Y8
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y8, Y8
 
 	// sum(v31) over [A]
-	VADDPS Y4, Y9, Y4
+	VADDPS Y4, Y8, Y4
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y2, Y1, Y2
+	VMAXPS Y1, Y0, Y1
 
 	// v60 = mul(v31, v59)
-	VMULPS Y2, Y9, Y2
+	VMULPS Y1, Y8, Y1
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       Y5, Y7, Y5
-	VADDPD       Y6, Y2, Y6
-	INCQ         DI
-	CMPQ         DI, $+2
-	JL           inner_A_14
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       Y5, Y2, Y5
+	VADDPD       Y6, Y1, Y6
+	INCQ         BX
+	CMPQ         BX, $+2
+	JL           inner_A_6
 
 	// finish v32
-	VMOVUPS Y4, Y1
-	VMOVUPS Y3, 168(SP)
+	VMOVUPS Y4, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
-	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y7
-	VBLENDVPS    Y3, Y7, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y7
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VBLENDVPS    Y1, Y2, Y0, Y2
+	VPSRLD       $0x17, Y2, Y4
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y4, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y7
+	VBLENDVPS    Y2, Y7, Y1, Y1
+	VPSUBD       Y2, Y4, Y4
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y2
+	VMOVAPS      lgc36<>+0(SB), Y7
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y7, Y7
 	VMULPS       Y2, Y7, Y7
-	VMULPS       Y3, Y7, Y7
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y7
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y7
-	VADDPS       Y2, Y7, Y7
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y7
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y7, Y7
-	MOVQ         action+64(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 200(SP)
-	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 200(SP)
-	MOVQ         8(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 204(SP)
-	MOVQ         16(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 208(SP)
-	MOVQ         24(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 212(SP)
-	MOVQ         32(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 216(SP)
-	MOVQ         40(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 220(SP)
-	MOVQ         48(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 224(SP)
-	MOVQ         56(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 228(SP)
-	VMOVUPS      200(SP), Y2
+	VFMADD231PS  lgc22<>+0(SB), Y4, Y7
+	VFNMADD231PS lgc28<>+0(SB), Y2, Y7
+	VADDPS       Y1, Y7, Y7
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y7, Y7
+	MOVQ         action+48(FP), BX
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 168(SP)
+	VMOVUPS      lgc0<>+0(SB), X1
+	MOVQ         (BX)(SI*8), DI
+	VCVTSI2SSQ   DI, X1, X1
+	VMOVSS       X1, 168(SP)
+	MOVQ         8(BX)(SI*8), DI
+	VCVTSI2SSQ   DI, X1, X1
+	VMOVSS       X1, 172(SP)
+	MOVQ         16(BX)(SI*8), DI
+	VCVTSI2SSQ   DI, X1, X1
+	VMOVSS       X1, 176(SP)
+	MOVQ         24(BX)(SI*8), DI
+	VCVTSI2SSQ   DI, X1, X1
+	VMOVSS       X1, 180(SP)
+	MOVQ         32(BX)(SI*8), DI
+	VCVTSI2SSQ   DI, X1, X1
+	VMOVSS       X1, 184(SP)
+	MOVQ         40(BX)(SI*8), DI
+	VCVTSI2SSQ   DI, X1, X1
+	VMOVSS       X1, 188(SP)
+	MOVQ         48(BX)(SI*8), DI
+	VCVTSI2SSQ   DI, X1, X1
+	VMOVSS       X1, 192(SP)
+	MOVQ         56(BX)(SI*8), DI
+	VCVTSI2SSQ   DI, X1, X1
+	VMOVSS       X1, 196(SP)
+	VMOVUPS      168(SP), Y1
 
 	// v35 = gather(logits, action) over A
-	XORQ       DI, DI
-	IMUL3Q     $+256, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+2, CX, R8
-	ADDQ       R8, DI
-	MOVQ       logits+8(FP), R8
-	LEAQ       (R8)(DI*4), R8
-	VCVTTPS2DQ Y2, Y2
-	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc45<>+0(SB), Y2, Y2
-	VPMULLD    lgc45<>+0(SB), Y2, Y2
-	VPADDD     lgc46<>+0(SB), Y2, Y2
-	VMOVUPS    lgc47<>+0(SB), Y3
+	XORQ       BX, BX
+	IMUL3Q     $+256, AX, DI
+	ADDQ       DI, BX
+	IMUL3Q     $+2, CX, DI
+	ADDQ       DI, BX
+	MOVQ       logits+8(FP), DI
+	LEAQ       (DI)(BX*4), DI
+	VCVTTPS2DQ Y1, Y1
+	VPMAXSD    lgc0<>+0(SB), Y1, Y1
+	VPMINSD    lgc47<>+0(SB), Y1, Y1
+	VPMULLD    lgc47<>+0(SB), Y1, Y1
+	VPADDD     lgc48<>+0(SB), Y1, Y1
+	VMOVUPS    lgc49<>+0(SB), Y2
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    168(SP), Y2
+	VGATHERDPS Y2, (DI)(Y1*4), Y4
 
 	// v36 = sub(v35, v28)
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y3, Y4, Y1
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y7, Y2, Y2
-	MOVQ    sampleLogProb+72(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VSUBPS  Y7, Y1, Y1
+	MOVQ    sampleLogProb+56(FP), BX
+	VMOVUPS (BX)(SI*4), Y2
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc48<>+0(SB), Y8
+	VSUBPS  Y2, Y1, Y3
+	VMOVUPS lgc50<>+0(SB), Y4
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y8, Y8
-	VMOVUPS lgc49<>+0(SB), Y9
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc51<>+0(SB), Y8
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS Y8, Y9, Y8
+	VMINPS  Y4, Y8, Y4
+	VMOVUPS Y7, 200(SP)
+	VMOVUPS Y0, 232(SP)
+
+	// ratio = exp(logWeight)
+	VMAXPS       lgc18<>+0(SB), Y3, Y0
+	VMINPS       lgc19<>+0(SB), Y0, Y0
+	VMULPS       lgc20<>+0(SB), Y0, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y0
+	VFNMADD231PS lgc22<>+0(SB), Y7, Y0
+	VMOVAPS      lgc23<>+0(SB), Y8
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y0, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y8
+	VFMADD213PS  lgc28<>+0(SB), Y0, Y8
+	VMULPS       Y0, Y0, Y9
+	VFMADD213PS  Y0, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y0
+	VPMAXSD      lgc29<>+0(SB), Y0, Y7
+	VPMINSD      lgc30<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y0, Y0
+	VPADDD       lgc30<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc30<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y0, Y8, Y8
+	VCMPPS       $0x03, Y3, Y3, Y0
+	VBLENDVPS    Y0, Y3, Y8, Y8
+	VMOVUPS      136(SP), Y0
+	VMOVUPS      lgc0<>+0(SB), Y7
+
+	// v46 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y7, Y0, Y7
+	VANDPS  lgc1<>+0(SB), Y7, Y7
+	VMOVUPS lgc52<>+0(SB), Y9
+
+	// v48 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS  Y8, Y9, Y9
+	VMOVUPS Y1, 264(SP)
+	VMOVUPS lgc53<>+0(SB), Y1
+
+	// v50 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y8, Y1, Y1
+
+	// ratioClipped = where(v46, v48, v50)
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y9, Y1, Y1
+
+	// gain = mul(advantageNormalized, ratioClipped)
+	VMULPS Y1, Y0, Y0
+
+	// v53 = neg(gain)
+	VXORPS lgc15<>+0(SB), Y0, Y0
+
+	// mean(v53) over [N T]
+	MOVQ    state+64(FP), BX
+	VADDPS  1280(BX), Y0, Y0
+	VMOVUPS Y0, 1280(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS  $0x04, Y4, Y8, Y8
-	VANDPS  lgc3<>+0(SB), Y8, Y8
-	VMOVUPS Y4, 232(SP)
+	VCMPPS $0x04, Y3, Y4, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
-	VADDPS  1152(BX), Y8, Y4
-	VMOVUPS Y4, 1152(BX)
+	VADDPS  1600(BX), Y0, Y0
+	VMOVUPS Y0, 1600(BX)
+	VMOVUPS 264(SP), Y0
 
 	// v57 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y3, Y2
+	VSUBPS Y0, Y2, Y0
 
 	// mean(v57) over [N T]
-	VADDPS  1472(BX), Y2, Y2
-	VMOVUPS Y2, 1472(BX)
+	VADDPS  1920(BX), Y0, Y0
+	VMOVUPS Y0, 1920(BX)
 
 	// finish v61
-	VMOVUPD     Y5, Y2
-	VMOVUPD     Y6, Y3
-	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y2, X4
-	VCVTPD2PSY  Y3, X2
-	VINSERTF128 $0x01, X2, Y4, Y2
+	VMOVUPD     Y5, Y0
+	VMOVUPD     Y6, Y1
+	VMOVUPS     lgc0<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     232(SP), Y1
 
 	// v62 = div(v61, v32)
-	VDIVPS Y1, Y2, Y1
+	VDIVPS  Y1, Y0, Y0
+	VMOVUPS 200(SP), Y1
 
 	// entropy = sub(v33, v62)
-	VSUBPS Y1, Y7, Y1
+	VSUBPS Y0, Y1, Y0
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc50<>+0(SB), Y1, Y2
+	VMULPS lgc54<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
-	VADDPS  1792(BX), Y1, Y1
-	VMOVUPS Y1, 1792(BX)
+	VADDPS  2240(BX), Y0, Y0
+	VMOVUPS Y0, 2240(BX)
 
 	// mean(v65) over [N T]
-	VADDPS  2112(BX), Y2, Y1
-	VMOVUPS Y1, 2112(BX)
-	VMOVUPS 136(SP), Y1
-	MOVQ    stateValue+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VADDPS  2560(BX), Y1, Y0
+	VMOVUPS Y0, 2560(BX)
+	VMOVUPS 104(SP), Y0
+	MOVQ    stateValue+24(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y2, Y1, Y2
+	VSUBPS Y1, Y0, Y1
 
 	// l2 = mul(diff, diff)
-	VMULPS Y2, Y2, Y3
+	VMULPS Y1, Y1, Y2
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc26<>+0(SB), Y3, Y3
+	VMULPS lgc28<>+0(SB), Y2, Y2
 
 	// mean(v71) over [N T]
-	VADDPS  2432(BX), Y3, Y3
-	VMOVUPS Y3, 2432(BX)
+	VADDPS  2880(BX), Y2, Y2
+	VMOVUPS Y2, 2880(BX)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y3
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X5
-	VCVTPS2PD    X5, Y5
-	VMOVUPD      3712(BX)(DI*8), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y3, Y6
-	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      4864(BX)(DI*8), Y8
-	VFMADD231PD  Y7, Y4, Y8
-	VMOVUPD      Y6, 3712(BX)(DI*8)
-	VMOVUPD      Y8, 4864(BX)(DI*8)
-	VMOVUPD      3744(BX)(DI*8), Y4
-	VSUBPD       Y4, Y5, Y6
-	VFMADD231PD  Y6, Y3, Y4
-	VSUBPD       Y4, Y5, Y3
-	VMOVUPD      4896(BX)(DI*8), Y5
-	VFMADD231PD  Y6, Y3, Y5
-	VMOVUPD      Y4, 3744(BX)(DI*8)
-	VMOVUPD      Y5, 4896(BX)(DI*8)
-
-	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y3
+	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      7168(BX)(DI*8), Y5
+	VMOVUPD      4160(BX)(DI*8), Y5
 	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y3, Y5
+	VFMADD231PD  Y6, Y2, Y5
 	VSUBPD       Y5, Y4, Y4
-	VMOVUPD      8320(BX)(DI*8), Y7
+	VMOVUPD      5312(BX)(DI*8), Y7
 	VFMADD231PD  Y6, Y4, Y7
-	VMOVUPD      Y5, 7168(BX)(DI*8)
-	VMOVUPD      Y7, 8320(BX)(DI*8)
-	VMOVUPD      7200(BX)(DI*8), Y4
+	VMOVUPD      Y5, 4160(BX)(DI*8)
+	VMOVUPD      Y7, 5312(BX)(DI*8)
+	VMOVUPD      4192(BX)(DI*8), Y4
 	VSUBPD       Y4, Y1, Y5
-	VFMADD231PD  Y5, Y3, Y4
+	VFMADD231PD  Y5, Y2, Y4
 	VSUBPD       Y4, Y1, Y1
-	VMOVUPD      8352(BX)(DI*8), Y3
-	VFMADD231PD  Y5, Y1, Y3
-	VMOVUPD      Y4, 7200(BX)(DI*8)
-	VMOVUPD      Y3, 8352(BX)(DI*8)
-	VMOVUPS      Y2, 264(SP)
-	VMOVUPS      232(SP), Y1
+	VMOVUPD      5344(BX)(DI*8), Y2
+	VFMADD231PD  Y5, Y1, Y2
+	VMOVUPD      Y4, 4192(BX)(DI*8)
+	VMOVUPD      Y2, 5344(BX)(DI*8)
+
+	// var(valueTarget2) over [N]
+	VBROADCASTSD (SP), Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      7616(BX)(DI*8), Y4
+	VSUBPD       Y4, Y2, Y5
+	VFMADD231PD  Y5, Y1, Y4
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      8768(BX)(DI*8), Y6
+	VFMADD231PD  Y5, Y2, Y6
+	VMOVUPD      Y4, 7616(BX)(DI*8)
+	VMOVUPD      Y6, 8768(BX)(DI*8)
+	VMOVUPD      7648(BX)(DI*8), Y2
+	VSUBPD       Y2, Y0, Y4
+	VFMADD231PD  Y4, Y1, Y2
+	VSUBPD       Y2, Y0, Y0
+	VMOVUPD      8800(BX)(DI*8), Y1
+	VFMADD231PD  Y4, Y0, Y1
+	VMOVUPD      Y2, 7648(BX)(DI*8)
+	VMOVUPD      Y1, 8800(BX)(DI*8)
 
 	// logsumexp(logWeight) over [N]
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VCMPPS       $0x15, lgc55<>+0(SB), Y3, Y0
+	VCMPPS       $0x1a, lgc56<>+0(SB), Y3, Y1
+	VANDPS       Y1, Y0, Y0
+	VCMPPS       $0x00, lgc14<>+0(SB), Y3, Y1
+	VORPS        Y1, Y0, Y0
+	VANDPS       11072(BX), Y0, Y0
+	VMOVUPS      Y0, 11072(BX)
+	VCVTPS2PD    X8, Y0
+	VEXTRACTF128 $0x01, Y8, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       9920(BX)(DI*8), Y0, Y2
+	VMOVUPD      Y2, 9920(BX)(DI*8)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       11712(BX)(DI*8), Y0, Y0
+	VMOVUPD      Y0, 11712(BX)(DI*8)
+	VADDPD       9952(BX)(DI*8), Y1, Y0
+	VMOVUPD      Y0, 9952(BX)(DI*8)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       11744(BX)(DI*8), Y0, Y0
+	VMOVUPD      Y0, 11744(BX)(DI*8)
+
+	// v81 = mul(2, logWeight)
+	VMULPS  lgc57<>+0(SB), Y3, Y0
+	VMOVUPS 72(SP), Y0
+
+	// store advantage
+	MOVQ    advantage+72(FP), BX
+	VMOVUPS Y0, (BX)(SI*4)
+	VMOVUPS 104(SP), Y0
+
+	// store valueTarget2
+	MOVQ         valueTarget+80(FP), BX
+	VMOVUPS      Y0, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_7
+	MOVQ         state+64(FP), DX
+	VMOVUPS      1280(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1088(DX), Y2, Y2
+	VMOVUPD      Y2, 1088(DX)
+	VADDPD       1120(DX), Y0, Y0
+	VMOVUPD      Y0, 1120(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1280(DX)
+	VMOVUPS      1600(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(DX), Y2, Y2
+	VMOVUPD      Y2, 1408(DX)
+	VADDPD       1440(DX), Y0, Y0
+	VMOVUPD      Y0, 1440(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1600(DX)
+	VMOVUPS      1920(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1728(DX), Y2, Y2
+	VMOVUPD      Y2, 1728(DX)
+	VADDPD       1760(DX), Y0, Y0
+	VMOVUPD      Y0, 1760(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1920(DX)
+	VMOVUPS      2240(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(DX), Y2, Y2
+	VMOVUPD      Y2, 2048(DX)
+	VADDPD       2080(DX), Y0, Y0
+	VMOVUPD      Y0, 2080(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(DX)
+	VMOVUPS      2560(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(DX), Y2, Y2
+	VMOVUPD      Y2, 2368(DX)
+	VADDPD       2400(DX), Y0, Y0
+	VMOVUPD      Y0, 2400(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(DX)
+	VMOVUPS      2880(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(DX), Y2, Y2
+	VMOVUPD      Y2, 2688(DX)
+	VADDPD       2720(DX), Y0, Y0
+	VMOVUPD      Y0, 2720(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(DX)
+	VANDPS       12864(DX), Y1, Y1
+	VMOVUPS      Y1, 12864(DX)
+	MOVQ         $+8, DX
+
+noflush_7:
+	ADDQ         $+8, CX
+	CMPQ         CX, $+128
+	JL           blocks_5
+	MOVQ         state+64(FP), CX
+	VMOVUPS      1280(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1088(CX), Y2, Y2
+	VMOVUPD      Y2, 1088(CX)
+	VADDPD       1120(CX), Y0, Y0
+	VMOVUPD      Y0, 1120(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1280(CX)
+	VMOVUPS      1600(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(CX), Y2, Y2
+	VMOVUPD      Y2, 1408(CX)
+	VADDPD       1440(CX), Y0, Y0
+	VMOVUPD      Y0, 1440(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1600(CX)
+	VMOVUPS      1920(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1728(CX), Y2, Y2
+	VMOVUPD      Y2, 1728(CX)
+	VADDPD       1760(CX), Y0, Y0
+	VMOVUPD      Y0, 1760(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1920(CX)
+	VMOVUPS      2240(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(CX), Y2, Y2
+	VMOVUPD      Y2, 2048(CX)
+	VADDPD       2080(CX), Y0, Y0
+	VMOVUPD      Y0, 2080(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(CX)
+	VMOVUPS      2560(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(CX), Y2, Y2
+	VMOVUPD      Y2, 2368(CX)
+	VADDPD       2400(CX), Y0, Y0
+	VMOVUPD      Y0, 2400(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(CX)
+	VMOVUPS      2880(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(CX), Y2, Y2
+	VMOVUPD      Y2, 2688(CX)
+	VADDPD       2720(CX), Y0, Y0
+	VMOVUPD      Y0, 2720(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(CX)
+	VANDPS       12864(CX), Y1, Y1
+	VMOVUPS      Y1, 12864(CX)
+	INCQ         AX
+	CMPQ         AX, hi+88(FP)
+	JL           outer0_4
+	VZEROUPPER
+	RET
+
+DATA lgc12<>+0(SB)/4, $0xffffffff
+DATA lgc12<>+4(SB)/4, $0xffffffff
+DATA lgc12<>+8(SB)/4, $0x00000000
+DATA lgc12<>+12(SB)/4, $0x00000000
+DATA lgc12<>+16(SB)/4, $0x00000000
+DATA lgc12<>+20(SB)/4, $0x00000000
+DATA lgc12<>+24(SB)/4, $0x00000000
+DATA lgc12<>+28(SB)/4, $0x00000000
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+DATA lgc13<>+0(SB)/4, $0x358637bd
+DATA lgc13<>+4(SB)/4, $0x358637bd
+DATA lgc13<>+8(SB)/4, $0x358637bd
+DATA lgc13<>+12(SB)/4, $0x358637bd
+DATA lgc13<>+16(SB)/4, $0x358637bd
+DATA lgc13<>+20(SB)/4, $0x358637bd
+DATA lgc13<>+24(SB)/4, $0x358637bd
+DATA lgc13<>+28(SB)/4, $0x358637bd
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/4, $0xff800000
+DATA lgc14<>+4(SB)/4, $0xff800000
+DATA lgc14<>+8(SB)/4, $0xff800000
+DATA lgc14<>+12(SB)/4, $0xff800000
+DATA lgc14<>+16(SB)/4, $0xff800000
+DATA lgc14<>+20(SB)/4, $0xff800000
+DATA lgc14<>+24(SB)/4, $0xff800000
+DATA lgc14<>+28(SB)/4, $0xff800000
+GLOBL lgc14<>(SB), RODATA|NOPTR, $32
+
+DATA lgc15<>+0(SB)/4, $0x80000000
+DATA lgc15<>+4(SB)/4, $0x80000000
+DATA lgc15<>+8(SB)/4, $0x80000000
+DATA lgc15<>+12(SB)/4, $0x80000000
+DATA lgc15<>+16(SB)/4, $0x80000000
+DATA lgc15<>+20(SB)/4, $0x80000000
+DATA lgc15<>+24(SB)/4, $0x80000000
+DATA lgc15<>+28(SB)/4, $0x80000000
+GLOBL lgc15<>(SB), RODATA|NOPTR, $32
+
+DATA lgc16<>+0(SB)/8, $0x0000000000000000
+DATA lgc16<>+8(SB)/8, $0x0000000000000000
+DATA lgc16<>+16(SB)/8, $0x0000000000000000
+DATA lgc16<>+24(SB)/8, $0x0000000000000000
+GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+
+DATA lgc17<>+0(SB)/4, $0xff7fffff
+DATA lgc17<>+4(SB)/4, $0xff7fffff
+DATA lgc17<>+8(SB)/4, $0xff7fffff
+DATA lgc17<>+12(SB)/4, $0xff7fffff
+DATA lgc17<>+16(SB)/4, $0xff7fffff
+DATA lgc17<>+20(SB)/4, $0xff7fffff
+DATA lgc17<>+24(SB)/4, $0xff7fffff
+DATA lgc17<>+28(SB)/4, $0xff7fffff
+GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/4, $0xc2d00000
+DATA lgc18<>+4(SB)/4, $0xc2d00000
+DATA lgc18<>+8(SB)/4, $0xc2d00000
+DATA lgc18<>+12(SB)/4, $0xc2d00000
+DATA lgc18<>+16(SB)/4, $0xc2d00000
+DATA lgc18<>+20(SB)/4, $0xc2d00000
+DATA lgc18<>+24(SB)/4, $0xc2d00000
+DATA lgc18<>+28(SB)/4, $0xc2d00000
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+
+DATA lgc19<>+0(SB)/4, $0x42b20000
+DATA lgc19<>+4(SB)/4, $0x42b20000
+DATA lgc19<>+8(SB)/4, $0x42b20000
+DATA lgc19<>+12(SB)/4, $0x42b20000
+DATA lgc19<>+16(SB)/4, $0x42b20000
+DATA lgc19<>+20(SB)/4, $0x42b20000
+DATA lgc19<>+24(SB)/4, $0x42b20000
+DATA lgc19<>+28(SB)/4, $0x42b20000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+28(SB)/4, $0x3fb8aa3b
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x3f318000
+DATA lgc21<>+4(SB)/4, $0x3f318000
+DATA lgc21<>+8(SB)/4, $0x3f318000
+DATA lgc21<>+12(SB)/4, $0x3f318000
+DATA lgc21<>+16(SB)/4, $0x3f318000
+DATA lgc21<>+20(SB)/4, $0x3f318000
+DATA lgc21<>+24(SB)/4, $0x3f318000
+DATA lgc21<>+28(SB)/4, $0x3f318000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0xb95e8083
+DATA lgc22<>+4(SB)/4, $0xb95e8083
+DATA lgc22<>+8(SB)/4, $0xb95e8083
+DATA lgc22<>+12(SB)/4, $0xb95e8083
+DATA lgc22<>+16(SB)/4, $0xb95e8083
+DATA lgc22<>+20(SB)/4, $0xb95e8083
+DATA lgc22<>+24(SB)/4, $0xb95e8083
+DATA lgc22<>+28(SB)/4, $0xb95e8083
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x39506967
+DATA lgc23<>+4(SB)/4, $0x39506967
+DATA lgc23<>+8(SB)/4, $0x39506967
+DATA lgc23<>+12(SB)/4, $0x39506967
+DATA lgc23<>+16(SB)/4, $0x39506967
+DATA lgc23<>+20(SB)/4, $0x39506967
+DATA lgc23<>+24(SB)/4, $0x39506967
+DATA lgc23<>+28(SB)/4, $0x39506967
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0x3ab743ce
+DATA lgc24<>+4(SB)/4, $0x3ab743ce
+DATA lgc24<>+8(SB)/4, $0x3ab743ce
+DATA lgc24<>+12(SB)/4, $0x3ab743ce
+DATA lgc24<>+16(SB)/4, $0x3ab743ce
+DATA lgc24<>+20(SB)/4, $0x3ab743ce
+DATA lgc24<>+24(SB)/4, $0x3ab743ce
+DATA lgc24<>+28(SB)/4, $0x3ab743ce
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x3c088908
+DATA lgc25<>+4(SB)/4, $0x3c088908
+DATA lgc25<>+8(SB)/4, $0x3c088908
+DATA lgc25<>+12(SB)/4, $0x3c088908
+DATA lgc25<>+16(SB)/4, $0x3c088908
+DATA lgc25<>+20(SB)/4, $0x3c088908
+DATA lgc25<>+24(SB)/4, $0x3c088908
+DATA lgc25<>+28(SB)/4, $0x3c088908
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+28(SB)/4, $0x3d2aa9c1
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+28(SB)/4, $0x3e2aaaaa
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x3f000000
+DATA lgc28<>+4(SB)/4, $0x3f000000
+DATA lgc28<>+8(SB)/4, $0x3f000000
+DATA lgc28<>+12(SB)/4, $0x3f000000
+DATA lgc28<>+16(SB)/4, $0x3f000000
+DATA lgc28<>+20(SB)/4, $0x3f000000
+DATA lgc28<>+24(SB)/4, $0x3f000000
+DATA lgc28<>+28(SB)/4, $0x3f000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0xffffff82
+DATA lgc29<>+4(SB)/4, $0xffffff82
+DATA lgc29<>+8(SB)/4, $0xffffff82
+DATA lgc29<>+12(SB)/4, $0xffffff82
+DATA lgc29<>+16(SB)/4, $0xffffff82
+DATA lgc29<>+20(SB)/4, $0xffffff82
+DATA lgc29<>+24(SB)/4, $0xffffff82
+DATA lgc29<>+28(SB)/4, $0xffffff82
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x0000007f
+DATA lgc30<>+4(SB)/4, $0x0000007f
+DATA lgc30<>+8(SB)/4, $0x0000007f
+DATA lgc30<>+12(SB)/4, $0x0000007f
+DATA lgc30<>+16(SB)/4, $0x0000007f
+DATA lgc30<>+20(SB)/4, $0x0000007f
+DATA lgc30<>+24(SB)/4, $0x0000007f
+DATA lgc30<>+28(SB)/4, $0x0000007f
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x00800000
+DATA lgc31<>+4(SB)/4, $0x00800000
+DATA lgc31<>+8(SB)/4, $0x00800000
+DATA lgc31<>+12(SB)/4, $0x00800000
+DATA lgc31<>+16(SB)/4, $0x00800000
+DATA lgc31<>+20(SB)/4, $0x00800000
+DATA lgc31<>+24(SB)/4, $0x00800000
+DATA lgc31<>+28(SB)/4, $0x00800000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x4b000000
+DATA lgc32<>+4(SB)/4, $0x4b000000
+DATA lgc32<>+8(SB)/4, $0x4b000000
+DATA lgc32<>+12(SB)/4, $0x4b000000
+DATA lgc32<>+16(SB)/4, $0x4b000000
+DATA lgc32<>+20(SB)/4, $0x4b000000
+DATA lgc32<>+24(SB)/4, $0x4b000000
+DATA lgc32<>+28(SB)/4, $0x4b000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0xffffffe9
+DATA lgc33<>+4(SB)/4, $0xffffffe9
+DATA lgc33<>+8(SB)/4, $0xffffffe9
+DATA lgc33<>+12(SB)/4, $0xffffffe9
+DATA lgc33<>+16(SB)/4, $0xffffffe9
+DATA lgc33<>+20(SB)/4, $0xffffffe9
+DATA lgc33<>+24(SB)/4, $0xffffffe9
+DATA lgc33<>+28(SB)/4, $0xffffffe9
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x007fffff
+DATA lgc34<>+4(SB)/4, $0x007fffff
+DATA lgc34<>+8(SB)/4, $0x007fffff
+DATA lgc34<>+12(SB)/4, $0x007fffff
+DATA lgc34<>+16(SB)/4, $0x007fffff
+DATA lgc34<>+20(SB)/4, $0x007fffff
+DATA lgc34<>+24(SB)/4, $0x007fffff
+DATA lgc34<>+28(SB)/4, $0x007fffff
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x3fb504f3
+DATA lgc35<>+4(SB)/4, $0x3fb504f3
+DATA lgc35<>+8(SB)/4, $0x3fb504f3
+DATA lgc35<>+12(SB)/4, $0x3fb504f3
+DATA lgc35<>+16(SB)/4, $0x3fb504f3
+DATA lgc35<>+20(SB)/4, $0x3fb504f3
+DATA lgc35<>+24(SB)/4, $0x3fb504f3
+DATA lgc35<>+28(SB)/4, $0x3fb504f3
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x3d9021bb
+DATA lgc36<>+4(SB)/4, $0x3d9021bb
+DATA lgc36<>+8(SB)/4, $0x3d9021bb
+DATA lgc36<>+12(SB)/4, $0x3d9021bb
+DATA lgc36<>+16(SB)/4, $0x3d9021bb
+DATA lgc36<>+20(SB)/4, $0x3d9021bb
+DATA lgc36<>+24(SB)/4, $0x3d9021bb
+DATA lgc36<>+28(SB)/4, $0x3d9021bb
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0xbdebd1b8
+DATA lgc37<>+4(SB)/4, $0xbdebd1b8
+DATA lgc37<>+8(SB)/4, $0xbdebd1b8
+DATA lgc37<>+12(SB)/4, $0xbdebd1b8
+DATA lgc37<>+16(SB)/4, $0xbdebd1b8
+DATA lgc37<>+20(SB)/4, $0xbdebd1b8
+DATA lgc37<>+24(SB)/4, $0xbdebd1b8
+DATA lgc37<>+28(SB)/4, $0xbdebd1b8
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x3def251a
+DATA lgc38<>+4(SB)/4, $0x3def251a
+DATA lgc38<>+8(SB)/4, $0x3def251a
+DATA lgc38<>+12(SB)/4, $0x3def251a
+DATA lgc38<>+16(SB)/4, $0x3def251a
+DATA lgc38<>+20(SB)/4, $0x3def251a
+DATA lgc38<>+24(SB)/4, $0x3def251a
+DATA lgc38<>+28(SB)/4, $0x3def251a
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0x3e11e9bf
+DATA lgc40<>+4(SB)/4, $0x3e11e9bf
+DATA lgc40<>+8(SB)/4, $0x3e11e9bf
+DATA lgc40<>+12(SB)/4, $0x3e11e9bf
+DATA lgc40<>+16(SB)/4, $0x3e11e9bf
+DATA lgc40<>+20(SB)/4, $0x3e11e9bf
+DATA lgc40<>+24(SB)/4, $0x3e11e9bf
+DATA lgc40<>+28(SB)/4, $0x3e11e9bf
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+
+DATA lgc41<>+0(SB)/4, $0xbe2aae50
+DATA lgc41<>+4(SB)/4, $0xbe2aae50
+DATA lgc41<>+8(SB)/4, $0xbe2aae50
+DATA lgc41<>+12(SB)/4, $0xbe2aae50
+DATA lgc41<>+16(SB)/4, $0xbe2aae50
+DATA lgc41<>+20(SB)/4, $0xbe2aae50
+DATA lgc41<>+24(SB)/4, $0xbe2aae50
+DATA lgc41<>+28(SB)/4, $0xbe2aae50
+GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0x3e4cceac
+DATA lgc42<>+4(SB)/4, $0x3e4cceac
+DATA lgc42<>+8(SB)/4, $0x3e4cceac
+DATA lgc42<>+12(SB)/4, $0x3e4cceac
+DATA lgc42<>+16(SB)/4, $0x3e4cceac
+DATA lgc42<>+20(SB)/4, $0x3e4cceac
+DATA lgc42<>+24(SB)/4, $0x3e4cceac
+DATA lgc42<>+28(SB)/4, $0x3e4cceac
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0xbe7ffffc
+DATA lgc43<>+4(SB)/4, $0xbe7ffffc
+DATA lgc43<>+8(SB)/4, $0xbe7ffffc
+DATA lgc43<>+12(SB)/4, $0xbe7ffffc
+DATA lgc43<>+16(SB)/4, $0xbe7ffffc
+DATA lgc43<>+20(SB)/4, $0xbe7ffffc
+DATA lgc43<>+24(SB)/4, $0xbe7ffffc
+DATA lgc43<>+28(SB)/4, $0xbe7ffffc
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/4, $0x7fc00000
+DATA lgc45<>+4(SB)/4, $0x7fc00000
+DATA lgc45<>+8(SB)/4, $0x7fc00000
+DATA lgc45<>+12(SB)/4, $0x7fc00000
+DATA lgc45<>+16(SB)/4, $0x7fc00000
+DATA lgc45<>+20(SB)/4, $0x7fc00000
+DATA lgc45<>+24(SB)/4, $0x7fc00000
+DATA lgc45<>+28(SB)/4, $0x7fc00000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0x7f800000
+DATA lgc46<>+4(SB)/4, $0x7f800000
+DATA lgc46<>+8(SB)/4, $0x7f800000
+DATA lgc46<>+12(SB)/4, $0x7f800000
+DATA lgc46<>+16(SB)/4, $0x7f800000
+DATA lgc46<>+20(SB)/4, $0x7f800000
+DATA lgc46<>+24(SB)/4, $0x7f800000
+DATA lgc46<>+28(SB)/4, $0x7f800000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x00000001
+DATA lgc47<>+4(SB)/4, $0x00000001
+DATA lgc47<>+8(SB)/4, $0x00000001
+DATA lgc47<>+12(SB)/4, $0x00000001
+DATA lgc47<>+16(SB)/4, $0x00000001
+DATA lgc47<>+20(SB)/4, $0x00000001
+DATA lgc47<>+24(SB)/4, $0x00000001
+DATA lgc47<>+28(SB)/4, $0x00000001
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0x00000000
+DATA lgc48<>+4(SB)/4, $0x00000002
+DATA lgc48<>+8(SB)/4, $0x00000004
+DATA lgc48<>+12(SB)/4, $0x00000006
+DATA lgc48<>+16(SB)/4, $0x00000008
+DATA lgc48<>+20(SB)/4, $0x0000000a
+DATA lgc48<>+24(SB)/4, $0x0000000c
+DATA lgc48<>+28(SB)/4, $0x0000000e
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
+
+DATA lgc49<>+0(SB)/4, $0xffffffff
+DATA lgc49<>+4(SB)/4, $0xffffffff
+DATA lgc49<>+8(SB)/4, $0xffffffff
+DATA lgc49<>+12(SB)/4, $0xffffffff
+DATA lgc49<>+16(SB)/4, $0xffffffff
+DATA lgc49<>+20(SB)/4, $0xffffffff
+DATA lgc49<>+24(SB)/4, $0xffffffff
+DATA lgc49<>+28(SB)/4, $0xffffffff
+GLOBL lgc49<>(SB), RODATA|NOPTR, $32
+
+DATA lgc50<>+0(SB)/4, $0xbe647fbe
+DATA lgc50<>+4(SB)/4, $0xbe647fbe
+DATA lgc50<>+8(SB)/4, $0xbe647fbe
+DATA lgc50<>+12(SB)/4, $0xbe647fbe
+DATA lgc50<>+16(SB)/4, $0xbe647fbe
+DATA lgc50<>+20(SB)/4, $0xbe647fbe
+DATA lgc50<>+24(SB)/4, $0xbe647fbe
+DATA lgc50<>+28(SB)/4, $0xbe647fbe
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
+
+DATA lgc51<>+0(SB)/4, $0x3e3ab281
+DATA lgc51<>+4(SB)/4, $0x3e3ab281
+DATA lgc51<>+8(SB)/4, $0x3e3ab281
+DATA lgc51<>+12(SB)/4, $0x3e3ab281
+DATA lgc51<>+16(SB)/4, $0x3e3ab281
+DATA lgc51<>+20(SB)/4, $0x3e3ab281
+DATA lgc51<>+24(SB)/4, $0x3e3ab281
+DATA lgc51<>+28(SB)/4, $0x3e3ab281
+GLOBL lgc51<>(SB), RODATA|NOPTR, $32
+
+DATA lgc52<>+0(SB)/4, $0x3f99999a
+DATA lgc52<>+4(SB)/4, $0x3f99999a
+DATA lgc52<>+8(SB)/4, $0x3f99999a
+DATA lgc52<>+12(SB)/4, $0x3f99999a
+DATA lgc52<>+16(SB)/4, $0x3f99999a
+DATA lgc52<>+20(SB)/4, $0x3f99999a
+DATA lgc52<>+24(SB)/4, $0x3f99999a
+DATA lgc52<>+28(SB)/4, $0x3f99999a
+GLOBL lgc52<>(SB), RODATA|NOPTR, $32
+
+DATA lgc53<>+0(SB)/4, $0x3f4ccccd
+DATA lgc53<>+4(SB)/4, $0x3f4ccccd
+DATA lgc53<>+8(SB)/4, $0x3f4ccccd
+DATA lgc53<>+12(SB)/4, $0x3f4ccccd
+DATA lgc53<>+16(SB)/4, $0x3f4ccccd
+DATA lgc53<>+20(SB)/4, $0x3f4ccccd
+DATA lgc53<>+24(SB)/4, $0x3f4ccccd
+DATA lgc53<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc53<>(SB), RODATA|NOPTR, $32
+
+DATA lgc54<>+0(SB)/4, $0xbc23d70a
+DATA lgc54<>+4(SB)/4, $0xbc23d70a
+DATA lgc54<>+8(SB)/4, $0xbc23d70a
+DATA lgc54<>+12(SB)/4, $0xbc23d70a
+DATA lgc54<>+16(SB)/4, $0xbc23d70a
+DATA lgc54<>+20(SB)/4, $0xbc23d70a
+DATA lgc54<>+24(SB)/4, $0xbc23d70a
+DATA lgc54<>+28(SB)/4, $0xbc23d70a
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+
+DATA lgc55<>+0(SB)/4, $0xc2ae0000
+DATA lgc55<>+4(SB)/4, $0xc2ae0000
+DATA lgc55<>+8(SB)/4, $0xc2ae0000
+DATA lgc55<>+12(SB)/4, $0xc2ae0000
+DATA lgc55<>+16(SB)/4, $0xc2ae0000
+DATA lgc55<>+20(SB)/4, $0xc2ae0000
+DATA lgc55<>+24(SB)/4, $0xc2ae0000
+DATA lgc55<>+28(SB)/4, $0xc2ae0000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+
+DATA lgc56<>+0(SB)/4, $0x42b00000
+DATA lgc56<>+4(SB)/4, $0x42b00000
+DATA lgc56<>+8(SB)/4, $0x42b00000
+DATA lgc56<>+12(SB)/4, $0x42b00000
+DATA lgc56<>+16(SB)/4, $0x42b00000
+DATA lgc56<>+20(SB)/4, $0x42b00000
+DATA lgc56<>+24(SB)/4, $0x42b00000
+DATA lgc56<>+28(SB)/4, $0x42b00000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+
+DATA lgc57<>+0(SB)/4, $0x40000000
+DATA lgc57<>+4(SB)/4, $0x40000000
+DATA lgc57<>+8(SB)/4, $0x40000000
+DATA lgc57<>+12(SB)/4, $0x40000000
+DATA lgc57<>+16(SB)/4, $0x40000000
+DATA lgc57<>+20(SB)/4, $0x40000000
+DATA lgc57<>+24(SB)/4, $0x40000000
+DATA lgc57<>+28(SB)/4, $0x40000000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+
+// func pass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·pass2AVX2(SB), $0-64
+	MOVQ $+8, CX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_9
+
+blocks_8:
+	MOVQ    s4+16(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+
+	// v76 = add(targetVar, 1.1920929e-07)
+	VADDPS  lgc58<>+0(SB), Y0, Y0
+	MOVQ    s3+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v77 = div(residVar, v76)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc1<>+0(SB), Y1
+
+	// explainedVariance = sub(1, v77)
+	VSUBPS  Y0, Y1, Y0
+	MOVQ    s5+32(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v83 = mul(2, logSumW)
+	VMULPS  lgc57<>+0(SB), Y1, Y1
+	MOVQ    s6+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
+
+	// v84 = sub(v83, logSumW2)
+	VSUBPS Y2, Y1, Y1
+
+	// essCol = exp(v84)
+	VMAXPS       lgc18<>+0(SB), Y1, Y2
+	VMINPS       lgc19<>+0(SB), Y2, Y2
+	VMULPS       lgc20<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc22<>+0(SB), Y3, Y2
+	VMOVAPS      lgc23<>+0(SB), Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc29<>+0(SB), Y2, Y3
+	VPMINSD      lgc30<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc30<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc30<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VCMPPS       $0x15, lgc51<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc52<>+0(SB), Y1, Y3
-	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
-	VORPS        Y3, Y2, Y2
-	VANDPS       10624(BX), Y2, Y2
-	VMOVUPS      Y2, 10624(BX)
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
+
+	// mean(essCol) over [T]
+	MOVQ    state+48(FP), DX
+	VADDPS  13184(DX), Y4, Y1
+	VMOVUPS Y1, 13184(DX)
+
+	// store explainedVariance
+	MOVQ         explainedVariance+56(FP), DX
+	VMOVUPS      Y0, (DX)(BX*4)
+	DECQ         CX
+	JNZ          noflush_10
+	MOVQ         state+48(FP), CX
+	VMOVUPS      13184(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       12992(CX), Y2, Y2
+	VMOVUPD      Y2, 12992(CX)
+	VADDPD       13024(CX), Y0, Y0
+	VMOVUPD      Y0, 13024(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 13184(CX)
+	VANDPS       13312(CX), Y1, Y1
+	VMOVUPS      Y1, 13312(CX)
+	MOVQ         $+8, CX
+
+noflush_10:
+	ADDQ $+8, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_9
+	CMPQ AX, hi+8(FP)
+	JL   blocks_8
+
+chunkdone_9:
+	MOVQ         state+48(FP), AX
+	VMOVUPS      13184(AX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       12992(AX), Y2, Y2
+	VMOVUPD      Y2, 12992(AX)
+	VADDPD       13024(AX), Y0, Y0
+	VMOVUPD      Y0, 13024(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 13184(AX)
+	VANDPS       13312(AX), Y1, Y1
+	VMOVUPS      Y1, 13312(AX)
+	VZEROUPPER
+	RET
+
+DATA lgc58<>+0(SB)/4, $0x34000000
+DATA lgc58<>+4(SB)/4, $0x34000000
+DATA lgc58<>+8(SB)/4, $0x34000000
+DATA lgc58<>+12(SB)/4, $0x34000000
+DATA lgc58<>+16(SB)/4, $0x34000000
+DATA lgc58<>+20(SB)/4, $0x34000000
+DATA lgc58<>+24(SB)/4, $0x34000000
+DATA lgc58<>+28(SB)/4, $0x34000000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+
+// func pass3AVX2(s7 *float32, ess *float32)
+// Requires: AVX
+TEXT ·pass3AVX2(SB), $0-16
+	MOVQ         s7+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc57<>+0(SB), Y1
+
+	// ess = div(v86, 2)
+	VDIVPS Y1, Y0, Y0
+
+	// store ess
+	MOVQ   ess+8(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+	VZEROUPPER
+	RET
+
+// func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass0AVX2(SB), $0-72
+	MOVQ lo+0(FP), AX
+
+outer0_11:
+	VMOVUPS lgc0<>+0(SB), Y0
+	MOVQ    $+8, DX
+	MOVQ    $+120, CX
+
+blocks_12:
+	VMOVUPS   lgc1<>+0(SB), Y1
+	MOVQ      nextTerminated+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+128, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y2
+	VCVTDQ2PS Y2, Y2
+
+	// notTerminated = sub(1, nextTerminated)
+	VSUBPS    Y2, Y1, Y2
+	MOVQ      nextDone+16(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y3
+	VCVTDQ2PS Y3, Y3
+
+	// notDone = sub(1, nextDone)
+	VSUBPS Y3, Y1, Y1
+
+	// v9 = mul(0.99, notTerminated)
+	VMULPS  lgc2<>+0(SB), Y2, Y2
+	MOVQ    nextStateValue+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+
+	// v10 = mul(v9, nextStateValue)
+	VMULPS  Y3, Y2, Y2
+	MOVQ    nextReward+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+
+	// v11 = add(nextReward, v10)
+	VADDPS  Y2, Y3, Y2
+	MOVQ    stateValue+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+
+	// delta = sub(v11, stateValue)
+	VSUBPS Y3, Y2, Y2
+
+	// discount = mul(0.9405, notDone)
+	VMULPS lgc3<>+0(SB), Y1, Y1
+
+	// gae = scan(delta, discount) over T reverse
+	VANDPS      lgc4<>+0(SB), Y2, Y3
+	VCMPPS      $0x12, lgc5<>+0(SB), Y3, Y3
+	MOVQ        state+48(FP), BX
+	VANDPS      960(BX), Y3, Y3
+	VMOVUPS     Y3, 960(BX)
+	VMOVUPS     lgc6<>+0(SB), Y4
+	VPERMPS     Y1, Y4, Y3
+	VPERMPS     Y2, Y4, Y4
+	VBLENDPS    $0x80, lgc1<>+0(SB), Y3, Y3
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y4, Y4
+	VFMADD231PS Y1, Y4, Y2
+	VMULPS      Y3, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y4
+	VPERMPS     Y1, Y4, Y3
+	VPERMPS     Y2, Y4, Y4
+	VBLENDPS    $0xc0, lgc1<>+0(SB), Y3, Y3
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y4, Y4
+	VFMADD231PS Y1, Y4, Y2
+	VMULPS      Y3, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y4
+	VPERMPS     Y1, Y4, Y3
+	VPERMPS     Y2, Y4, Y4
+	VBLENDPS    $0xf0, lgc1<>+0(SB), Y3, Y3
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y4, Y4
+	VFMADD231PS Y1, Y4, Y2
+	VMULPS      Y3, Y1, Y1
+	VFMADD231PS Y1, Y0, Y2
+	VMOVUPS     lgc9<>+0(SB), Y0
+	VPERMPS     Y2, Y0, Y0
+
+	// mean(advantage) over [N T]
+	VADDPS  256(BX), Y2, Y1
+	VMOVUPS Y1, 256(BX)
+
+	// var(advantage) over [N T]
+	VCVTPS2PD    X2, Y1
+	VEXTRACTF128 $0x01, Y2, X3
 	VCVTPS2PD    X3, Y3
-	VADDPD       9472(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 9472(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       11264(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 11264(BX)(DI*8)
-	VADDPD       9504(BX)(DI*8), Y3, Y2
-	VMOVUPD      Y2, 9504(BX)(DI*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       11296(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 11296(BX)(DI*8)
-
-	// v81 = mul(2, logWeight)
-	VMULPS  lgc53<>+0(SB), Y1, Y1
-	VMOVUPS 264(SP), Y1
-
-	// v89 = mul(0.001953125, diff)
-	VMULPS lgc59<>+0(SB), Y1, Y1
-
-	// v90 = add(v89, v89)
-	VADDPS Y1, Y1, Y1
-
-	// gradStateValue = neg(v90)
-	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VMOVUPS 72(SP), Y2
+	VMOVUPD      576(BX), Y4
+	VSUBPD       Y4, Y1, Y5
+	VMOVUPD      384(BX), Y6
+	VADDPD       lgc10<>+0(SB), Y6, Y6
+	VMOVUPD      Y6, 384(BX)
+	VDIVPD       Y6, Y5, Y6
+	VADDPD       Y6, Y4, Y4
+	VSUBPD       Y4, Y1, Y6
+	VMOVUPD      768(BX), Y1
+	VFMADD231PD  Y5, Y6, Y1
+	VMOVUPD      Y4, 576(BX)
+	VMOVUPD      Y1, 768(BX)
+	VMOVUPD      608(BX), Y1
+	VSUBPD       Y1, Y3, Y4
+	VMOVUPD      416(BX), Y5
+	VADDPD       lgc10<>+0(SB), Y5, Y5
+	VMOVUPD      Y5, 416(BX)
+	VDIVPD       Y5, Y4, Y5
+	VADDPD       Y5, Y1, Y1
+	VSUBPD       Y1, Y3, Y5
+	VMOVUPD      800(BX), Y3
+	VFMADD231PD  Y4, Y5, Y3
+	VMOVUPD      Y1, 608(BX)
+	VMOVUPD      Y3, 800(BX)
 
 	// store gae
-	MOVQ    s0+80(FP), BX
-	VMOVUPS Y2, (BX)(SI*4)
-	VMOVUPS 104(SP), Y2
-
-	// store advantage
-	MOVQ    advantage+88(FP), BX
-	VMOVUPS Y2, (BX)(SI*4)
-	VMOVUPS 136(SP), Y2
-
-	// store valueTarget2
-	MOVQ    valueTarget+96(FP), BX
-	VMOVUPS Y2, (BX)(SI*4)
-
-	// store gradStateValue
-	MOVQ         gradStateValue+104(FP), BX
-	VMOVUPS      Y1, (BX)(SI*4)
+	MOVQ         s0+56(FP), BX
+	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_15
-	MOVQ         state+56(FP), DX
+	JNZ          noflush_13
+	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2329,82 +1670,17 @@ inner_A_14:
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      1152(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       960(DX), Y3, Y3
-	VMOVUPD      Y3, 960(DX)
-	VADDPD       992(DX), Y1, Y1
-	VMOVUPD      Y1, 992(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1152(DX)
-	VMOVUPS      1472(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1280(DX), Y3, Y3
-	VMOVUPD      Y3, 1280(DX)
-	VADDPD       1312(DX), Y1, Y1
-	VMOVUPD      Y1, 1312(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1472(DX)
-	VMOVUPS      1792(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1600(DX), Y3, Y3
-	VMOVUPD      Y3, 1600(DX)
-	VADDPD       1632(DX), Y1, Y1
-	VMOVUPD      Y1, 1632(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1792(DX)
-	VMOVUPS      2112(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1920(DX), Y3, Y3
-	VMOVUPD      Y3, 1920(DX)
-	VADDPD       1952(DX), Y1, Y1
-	VMOVUPD      Y1, 1952(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2112(DX)
-	VMOVUPS      2432(DX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2240(DX), Y3, Y3
-	VMOVUPD      Y3, 2240(DX)
-	VADDPD       2272(DX), Y1, Y1
-	VMOVUPD      Y1, 2272(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2432(DX)
-	VANDPS       12416(DX), Y2, Y2
-	VMOVUPS      Y2, 12416(DX)
+	VANDPS       960(DX), Y2, Y2
+	VMOVUPS      Y2, 960(DX)
 	MOVQ         $+8, DX
 
-noflush_15:
+noflush_13:
 	SUBQ         $+8, CX
-	JGE          blocks_13
-	MOVQ         state+56(FP), CX
+	JGE          blocks_12
+	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2414,435 +1690,259 @@ noflush_15:
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      1152(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       960(CX), Y2, Y2
-	VMOVUPD      Y2, 960(CX)
-	VADDPD       992(CX), Y0, Y0
-	VMOVUPD      Y0, 992(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(CX)
-	VMOVUPS      1472(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1280(CX), Y2, Y2
-	VMOVUPD      Y2, 1280(CX)
-	VADDPD       1312(CX), Y0, Y0
-	VMOVUPD      Y0, 1312(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1472(CX)
-	VMOVUPS      1792(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1600(CX), Y2, Y2
-	VMOVUPD      Y2, 1600(CX)
-	VADDPD       1632(CX), Y0, Y0
-	VMOVUPD      Y0, 1632(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1792(CX)
-	VMOVUPS      2112(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1920(CX), Y2, Y2
-	VMOVUPD      Y2, 1920(CX)
-	VADDPD       1952(CX), Y0, Y0
-	VMOVUPD      Y0, 1952(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2112(CX)
-	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2240(CX), Y2, Y2
-	VMOVUPD      Y2, 2240(CX)
-	VADDPD       2272(CX), Y0, Y0
-	VMOVUPD      Y0, 2272(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(CX)
-	VANDPS       12416(CX), Y1, Y1
-	VMOVUPS      Y1, 12416(CX)
+	VANDPS       960(CX), Y1, Y1
+	VMOVUPS      Y1, 960(CX)
 	INCQ         AX
-	CMPQ         AX, hi+112(FP)
-	JL           outer0_12
+	CMPQ         AX, hi+64(FP)
+	JL           outer0_11
 	VZEROUPPER
 	RET
 
-DATA lgc59<>+0(SB)/4, $0x3b000000
-DATA lgc59<>+4(SB)/4, $0x3b000000
-DATA lgc59<>+8(SB)/4, $0x3b000000
-DATA lgc59<>+12(SB)/4, $0x3b000000
-DATA lgc59<>+16(SB)/4, $0x3b000000
-DATA lgc59<>+20(SB)/4, $0x3b000000
-DATA lgc59<>+24(SB)/4, $0x3b000000
-DATA lgc59<>+28(SB)/4, $0x3b000000
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
-
-// func fbPass1AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+// func fbPass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-64
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_17
-
-blocks_16:
-	MOVQ    s4+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
-
-	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc55<>+0(SB), Y0, Y0
-	MOVQ    s3+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v77 = div(residVar, v76)
-	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
-
-	// explainedVariance = sub(1, v77)
-	VSUBPS  Y0, Y1, Y0
-	MOVQ    s5+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v83 = mul(2, logSumW)
-	VMULPS  lgc53<>+0(SB), Y1, Y1
-	MOVQ    s6+40(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
-
-	// v84 = sub(v83, logSumW2)
-	VSUBPS Y2, Y1, Y1
-
-	// essCol = exp(v84)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-
-	// mean(essCol) over [T]
-	MOVQ    state+48(FP), DX
-	VADDPS  12736(DX), Y4, Y1
-	VMOVUPS Y1, 12736(DX)
-
-	// store explainedVariance
-	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
-	DECQ         CX
-	JNZ          noflush_18
-	MOVQ         state+48(FP), CX
-	VMOVUPS      12736(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       12544(CX), Y2, Y2
-	VMOVUPD      Y2, 12544(CX)
-	VADDPD       12576(CX), Y0, Y0
-	VMOVUPD      Y0, 12576(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 12736(CX)
-	VANDPS       12864(CX), Y1, Y1
-	VMOVUPS      Y1, 12864(CX)
-	MOVQ         $+8, CX
-
-noflush_18:
-	ADDQ $+8, AX
-	CMPQ AX, $+128
-	JGE  chunkdone_17
-	CMPQ AX, hi+8(FP)
-	JL   blocks_16
-
-chunkdone_17:
-	MOVQ         state+48(FP), AX
-	VMOVUPS      12736(AX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       12544(AX), Y2, Y2
-	VMOVUPD      Y2, 12544(AX)
-	VADDPD       12576(AX), Y0, Y0
-	VMOVUPD      Y0, 12576(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 12736(AX)
-	VANDPS       12864(AX), Y1, Y1
-	VMOVUPS      Y1, 12864(AX)
-	VZEROUPPER
-	RET
-
-// func fbPass2AVX2(lo int, logits *float32, s0 *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, gradLogits *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $384-80
+TEXT ·fbPass1AVX2(SB), $648-112
 	MOVQ lo+0(FP), AX
 
-outer0_19:
-	MOVQ $+8, DX
-	XORQ CX, CX
+outer0_14:
+	XORQ       CX, CX
+	MOVQ       AX, DX
+	SUBQ       lo+0(FP), DX
+	ADDQ       DX, CX
+	INCQ       CX
+	VMOVUPS    lgc0<>+0(SB), X0
+	VCVTSI2SDQ CX, X0, X0
+	VMOVSD     lgc10<>+0(SB), X1
+	VDIVSD     X0, X1, X0
+	VMOVSD     X0, (SP)
+	MOVQ       $+8, DX
+	XORQ       CX, CX
 
-blocks_20:
+blocks_15:
 	// tile logits
-	MOVQ         logits+8(FP), BX
-	XORQ         SI, SI
-	IMUL3Q       $+256, AX, DI
-	ADDQ         DI, SI
-	IMUL3Q       $+2, CX, DI
-	ADDQ         DI, SI
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMASKMOVPS   (BX)(SI*4), Y0, Y1
-	VMASKMOVPS   8(BX)(SI*4), Y0, Y2
-	VMASKMOVPS   16(BX)(SI*4), Y0, Y3
-	VMASKMOVPS   24(BX)(SI*4), Y0, Y4
-	VMASKMOVPS   32(BX)(SI*4), Y0, Y5
-	VMASKMOVPS   40(BX)(SI*4), Y0, Y6
-	VMASKMOVPS   48(BX)(SI*4), Y0, Y7
-	VMASKMOVPS   56(BX)(SI*4), Y0, Y0
-	VUNPCKLPS    Y2, Y1, Y8
-	VUNPCKHPS    Y2, Y1, Y1
-	VUNPCKLPS    Y4, Y3, Y2
-	VUNPCKHPS    Y4, Y3, Y3
-	VUNPCKLPS    Y6, Y5, Y4
-	VUNPCKHPS    Y6, Y5, Y5
-	VUNPCKLPS    Y0, Y7, Y6
-	VUNPCKHPS    Y0, Y7, Y0
-	VSHUFPS      $0x44, Y2, Y8, Y7
-	VSHUFPS      $0xee, Y2, Y8, Y2
-	VSHUFPS      $0x44, Y3, Y1, Y8
-	VSHUFPS      $0xee, Y3, Y1, Y1
-	VSHUFPS      $0x44, Y6, Y4, Y3
-	VSHUFPS      $0xee, Y6, Y4, Y4
-	VSHUFPS      $0x44, Y0, Y5, Y6
-	VSHUFPS      $0xee, Y0, Y5, Y0
-	VPERM2F128   $0x20, Y3, Y7, Y5
-	VPERM2F128   $0x31, Y3, Y7, Y3
-	VPERM2F128   $0x20, Y4, Y2, Y3
-	VPERM2F128   $0x31, Y4, Y2, Y2
-	VPERM2F128   $0x20, Y6, Y8, Y2
-	VPERM2F128   $0x31, Y6, Y8, Y2
-	VPERM2F128   $0x20, Y0, Y1, Y2
-	VPERM2F128   $0x31, Y0, Y1, Y0
-	VMOVUPS      Y5, (SP)
-	VMOVUPS      Y3, 32(SP)
-	MOVQ         s0+16(FP), BX
-	XORQ         DI, DI
-	IMUL3Q       $+128, AX, R8
-	ADDQ         R8, DI
-	ADDQ         CX, DI
-	VMOVUPS      (BX)(DI*4), Y0
-	MOVQ         s2+24(FP), BX
-	XORQ         R8, R8
-	VBROADCASTSS (BX)(R8*4), Y1
+	MOVQ       logits+8(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+256, AX, DI
+	ADDQ       DI, SI
+	IMUL3Q     $+2, CX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc12<>+0(SB), Y0
+	VMASKMOVPS (BX)(SI*4), Y0, Y1
+	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
+	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
+	VMASKMOVPS 24(BX)(SI*4), Y0, Y4
+	VMASKMOVPS 32(BX)(SI*4), Y0, Y5
+	VMASKMOVPS 40(BX)(SI*4), Y0, Y6
+	VMASKMOVPS 48(BX)(SI*4), Y0, Y7
+	VMASKMOVPS 56(BX)(SI*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y2
+	VPERM2F128 $0x20, Y0, Y1, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 8(SP)
+	VMOVUPS    Y3, 40(SP)
+	MOVQ       s0+16(FP), BX
+	XORQ       DI, DI
+	IMUL3Q     $+128, AX, R8
+	ADDQ       R8, DI
+	ADDQ       CX, DI
+	VMOVUPS    (BX)(DI*4), Y0
+	MOVQ       stateValue+24(FP), BX
+	VMOVUPS    (BX)(DI*4), Y1
 
-	// std = sqrt(v20)
-	VSQRTPS      Y1, Y1
-	MOVQ         s1+32(FP), BX
+	// valueTarget = add(gae, stateValue)
+	VADDPS       Y1, Y0, Y1
+	MOVQ         s2+32(FP), BX
+	XORQ         R8, R8
 	VBROADCASTSS (BX)(R8*4), Y2
 
+	// std = sqrt(v20)
+	VSQRTPS      Y2, Y2
+	MOVQ         s1+40(FP), BX
+	VBROADCASTSS (BX)(R8*4), Y3
+
 	// v22 = sub(gae, mean)
-	VSUBPS  Y2, Y0, Y0
-	VMOVUPS lgc56<>+0(SB), Y2
+	VSUBPS  Y3, Y0, Y3
+	VMOVUPS lgc13<>+0(SB), Y4
 
 	// v24 = max(std, 1e-06)
-	VMAXPS Y1, Y2, Y1
+	VMAXPS Y2, Y4, Y2
 
 	// advantageNormalized = div(v22, v24)
-	VDIVPS  Y1, Y0, Y0
-	VMOVUPS lgc12<>+0(SB), Y1
+	VDIVPS  Y2, Y3, Y2
+	VMOVUPS lgc14<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc13<>+0(SB), Y2
-	VXORPS  (SP), Y2, Y3
-	VXORPS  32(SP), Y2, Y4
-	VMINPS  Y3, Y4, Y5
-	VMINPS  Y4, Y3, Y4
-	VORPS   Y5, Y4, Y4
-	VXORPS  Y1, Y2, Y1
-	VMINPS  Y4, Y1, Y3
-	VMINPS  Y1, Y4, Y1
-	VORPS   Y3, Y1, Y1
-	VXORPS  Y2, Y1, Y1
+	VMOVUPS lgc15<>+0(SB), Y4
+	VXORPS  8(SP), Y4, Y5
+	VXORPS  40(SP), Y4, Y6
+	VMINPS  Y5, Y6, Y7
+	VMINPS  Y6, Y5, Y6
+	VORPS   Y7, Y6, Y6
+	VXORPS  Y3, Y4, Y3
+	VMINPS  Y6, Y3, Y5
+	VMINPS  Y3, Y6, Y3
+	VORPS   Y5, Y3, Y3
+	VXORPS  Y4, Y3, Y3
 
 	// finish v28
-	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPD lgc14<>+0(SB), Y3
-	VMOVUPD lgc14<>+0(SB), Y4
-	VMOVUPS Y0, 128(SP)
-	VMOVUPS lgc15<>+0(SB), Y0
+	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPD lgc16<>+0(SB), Y6
+	VMOVUPS Y0, 136(SP)
+	VMOVUPS Y1, 168(SP)
+	VMOVUPS Y2, 200(SP)
+	VMOVUPS lgc17<>+0(SB), Y0
 	XORQ    BX, BX
 
-inner_A_21:
+inner_A_16:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y5
+	VMOVUPS 8(SP)(R8*1), Y1
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y1, Y5, Y5
+	VSUBPS Y3, Y1, Y1
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y5, Y6
-	VMINPS       lgc17<>+0(SB), Y6, Y6
-	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VMAXPS       lgc18<>+0(SB), Y1, Y2
+	VMINPS       lgc19<>+0(SB), Y2, Y2
+	VMULPS       lgc20<>+0(SB), Y2, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
-	VMOVAPS      lgc21<>+0(SB), Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc3<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc27<>+0(SB), Y6, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y2
+	VFNMADD231PS lgc22<>+0(SB), Y7, Y2
+	VMOVAPS      lgc23<>+0(SB), Y8
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y8
+	VMULPS       Y2, Y2, Y9
+	VFMADD213PS  Y2, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y2
+	VPMAXSD      lgc29<>+0(SB), Y2, Y7
+	VPMINSD      lgc30<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y2, Y2
+	VPADDD       lgc30<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc30<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	VMULPS       Y2, Y8, Y8
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y8, Y8
 
 	// sum(v31) over [A]
-	VADDPS Y2, Y8, Y2
+	VADDPS Y4, Y8, Y4
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y5, Y0, Y5
+	VMAXPS Y1, Y0, Y1
 
 	// v60 = mul(v31, v59)
-	VMULPS Y5, Y8, Y5
+	VMULPS Y1, Y8, Y1
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X5, Y6
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y3, Y6, Y3
-	VADDPD       Y4, Y5, Y4
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       Y5, Y2, Y5
+	VADDPD       Y6, Y1, Y6
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_21
+	JL           inner_A_16
 
 	// finish v32
-	VMOVUPS Y2, Y0
+	VMOVUPS Y4, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y2
-	VMULPS       lgc30<>+0(SB), Y0, Y5
-	VBLENDVPS    Y2, Y5, Y0, Y5
-	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc31<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y6, Y6
-	VPAND        lgc32<>+0(SB), Y5, Y2
-	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y5
-	VMULPS       lgc26<>+0(SB), Y2, Y7
-	VBLENDVPS    Y5, Y7, Y2, Y2
-	VPSUBD       Y5, Y6, Y6
-	VSUBPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y5
-	VMOVAPS      lgc34<>+0(SB), Y7
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VBLENDVPS    Y1, Y2, Y0, Y2
+	VPSRLD       $0x17, Y2, Y4
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y4, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y7
+	VBLENDVPS    Y2, Y7, Y1, Y1
+	VPSUBD       Y2, Y4, Y4
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y2
+	VMOVAPS      lgc36<>+0(SB), Y7
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y7, Y7
 	VMULPS       Y2, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc26<>+0(SB), Y5, Y7
-	VADDPS       Y2, Y7, Y7
-	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y7, Y7
-	MOVQ         action+40(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 160(SP)
-	VMOVUPS      lgc0<>+0(SB), X2
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc22<>+0(SB), Y4, Y7
+	VFNMADD231PS lgc28<>+0(SB), Y2, Y7
+	VADDPS       Y1, Y7, Y7
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y7, Y7
+	MOVQ         action+48(FP), BX
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 232(SP)
+	VMOVUPS      lgc0<>+0(SB), X1
 	MOVQ         (BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 160(SP)
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 232(SP)
 	MOVQ         8(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 164(SP)
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 236(SP)
 	MOVQ         16(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 168(SP)
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 240(SP)
 	MOVQ         24(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 172(SP)
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 244(SP)
 	MOVQ         32(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 176(SP)
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 248(SP)
 	MOVQ         40(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 180(SP)
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 252(SP)
 	MOVQ         48(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 184(SP)
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 256(SP)
 	MOVQ         56(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 188(SP)
-	VMOVUPS      160(SP), Y2
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 260(SP)
+	VMOVUPS      232(SP), Y1
 
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -2852,368 +1952,533 @@ inner_A_21:
 	ADDQ       R8, BX
 	MOVQ       logits+8(FP), R8
 	LEAQ       (R8)(BX*4), R8
-	VCVTTPS2DQ Y2, Y2
-	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc45<>+0(SB), Y2, Y2
-	VPMULLD    lgc45<>+0(SB), Y2, Y2
-	VPADDD     lgc46<>+0(SB), Y2, Y2
-	VMOVUPS    lgc47<>+0(SB), Y5
-	VMOVUPS    lgc0<>+0(SB), Y6
-	VGATHERDPS Y5, (R8)(Y2*4), Y6
+	VCVTTPS2DQ Y1, Y1
+	VPMAXSD    lgc0<>+0(SB), Y1, Y1
+	VPMINSD    lgc47<>+0(SB), Y1, Y1
+	VPMULLD    lgc47<>+0(SB), Y1, Y1
+	VPADDD     lgc48<>+0(SB), Y1, Y1
+	VMOVUPS    lgc49<>+0(SB), Y2
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VGATHERDPS Y2, (R8)(Y1*4), Y4
 
 	// v36 = sub(v35, v28)
-	VSUBPS Y1, Y6, Y2
+	VSUBPS Y3, Y4, Y1
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y7, Y2, Y2
-	MOVQ    sampleLogProb+48(FP), BX
-	VMOVUPS (BX)(DI*4), Y5
+	VSUBPS  Y7, Y1, Y1
+	MOVQ    sampleLogProb+56(FP), BX
+	VMOVUPS (BX)(DI*4), Y2
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS Y5, Y2, Y2
+	VSUBPS  Y2, Y1, Y4
+	VMOVUPS lgc50<>+0(SB), Y8
+
+	// v42 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y4, Y8, Y8
+	VMOVUPS lgc51<>+0(SB), Y9
+
+	// logWeightClip = min(v42, 0.18232156) tie=first
+	VMINPS  Y8, Y9, Y8
+	VMOVUPS Y3, 264(SP)
+	VMOVUPS Y7, 296(SP)
+	VMOVUPS Y0, 328(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y2, Y5
-	VMINPS       lgc17<>+0(SB), Y5, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y6, Y5
-	VMOVAPS      lgc21<>+0(SB), Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc3<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc27<>+0(SB), Y5, Y6
-	VPMINSD      lgc28<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc28<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y5
-	VBLENDVPS    Y5, Y2, Y7, Y7
-	VMOVUPS      128(SP), Y2
-	VMOVUPS      lgc0<>+0(SB), Y5
+	VMAXPS       lgc18<>+0(SB), Y4, Y0
+	VMINPS       lgc19<>+0(SB), Y0, Y0
+	VMULPS       lgc20<>+0(SB), Y0, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y0
+	VFNMADD231PS lgc22<>+0(SB), Y3, Y0
+	VMOVAPS      lgc23<>+0(SB), Y7
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
+	VMULPS       Y0, Y0, Y9
+	VFMADD213PS  Y0, Y9, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y0
+	VPMAXSD      lgc29<>+0(SB), Y0, Y3
+	VPMINSD      lgc30<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y0, Y0
+	VPADDD       lgc30<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc30<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y0
+	VBLENDVPS    Y0, Y4, Y7, Y7
+	VMOVUPS      200(SP), Y0
+	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y5, Y2, Y6
-	VANDPS  lgc3<>+0(SB), Y6, Y6
-	VMOVUPS lgc57<>+0(SB), Y8
+	VCMPPS  $0x1d, Y3, Y0, Y3
+	VANDPS  lgc1<>+0(SB), Y3, Y3
+	VMOVUPS lgc52<>+0(SB), Y9
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS Y1, 192(SP)
-	VMOVUPS lgc58<>+0(SB), Y1
+	VMINPS  Y7, Y9, Y9
+	VMOVUPS Y1, 360(SP)
+	VMOVUPS lgc53<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y1, Y9
+	VMAXPS Y7, Y1, Y1
 
 	// ratioClipped = where(v46, v48, v50)
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y8, Y9, Y8
+	VCMPPS    $0x04, Y10, Y3, Y10
+	VBLENDVPS Y10, Y9, Y1, Y1
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y8, Y2, Y8
+	VMULPS Y1, Y0, Y0
 
 	// v53 = neg(gain)
-	VXORPS  lgc13<>+0(SB), Y8, Y8
-	VMOVUPS Y7, 224(SP)
+	VXORPS  lgc15<>+0(SB), Y0, Y0
+	VMOVUPS Y3, 392(SP)
 
 	// mean(v53) over [N T]
-	MOVQ    state+56(FP), BX
-	VADDPS  13184(BX), Y8, Y7
-	VMOVUPS Y7, 13184(BX)
+	MOVQ    state+64(FP), BX
+	VADDPS  1280(BX), Y0, Y0
+	VMOVUPS Y0, 1280(BX)
+
+	// v55 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y8, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y0
+
+	// mean(v55) over [N T]
+	VADDPS  1600(BX), Y0, Y0
+	VMOVUPS Y0, 1600(BX)
+	VMOVUPS 360(SP), Y0
+
+	// v57 = sub(sampleLogProb, logSoftmax)
+	VSUBPS Y0, Y2, Y0
+
+	// mean(v57) over [N T]
+	VADDPS  1920(BX), Y0, Y0
+	VMOVUPS Y0, 1920(BX)
 
 	// finish v61
-	VMOVUPS     lgc0<>+0(SB), Y7
-	VCVTPD2PSY  Y3, X7
-	VCVTPD2PSY  Y4, X3
-	VINSERTF128 $0x01, X3, Y7, Y3
+	VMOVUPD     Y5, Y0
+	VMOVUPD     Y6, Y1
+	VMOVUPS     lgc0<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     328(SP), Y1
 
 	// v62 = div(v61, v32)
-	VDIVPS  Y0, Y3, Y3
-	VMOVUPS lgc60<>+0(SB), Y4
+	VDIVPS  Y1, Y0, Y0
+	VMOVUPS 296(SP), Y1
+
+	// entropy = sub(v33, v62)
+	VSUBPS Y0, Y1, Y1
+
+	// v65 = mul(-0.01, entropy)
+	VMULPS lgc54<>+0(SB), Y1, Y2
+
+	// mean(entropy) over [N T]
+	VADDPS  2240(BX), Y1, Y1
+	VMOVUPS Y1, 2240(BX)
+
+	// mean(v65) over [N T]
+	VADDPS  2560(BX), Y2, Y1
+	VMOVUPS Y1, 2560(BX)
+	VMOVUPS 168(SP), Y1
+	MOVQ    stateValue+24(FP), R8
+	VMOVUPS (R8)(DI*4), Y2
+
+	// diff = sub(valueTarget, stateValue)
+	VSUBPS Y2, Y1, Y2
+
+	// l2 = mul(diff, diff)
+	VMULPS Y2, Y2, Y3
+
+	// v71 = mul(0.5, l2)
+	VMULPS lgc28<>+0(SB), Y3, Y3
+
+	// mean(v71) over [N T]
+	VADDPS  2880(BX), Y3, Y3
+	VMOVUPS Y3, 2880(BX)
+	VMOVUPS Y0, 424(SP)
+
+	// var(diff) over [N]
+	XORQ         R8, R8
+	ADDQ         CX, R8
+	VBROADCASTSD (SP), Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X5
+	VCVTPS2PD    X5, Y5
+	VMOVUPD      4160(BX)(R8*8), Y6
+	VSUBPD       Y6, Y3, Y8
+	VFMADD231PD  Y8, Y0, Y6
+	VSUBPD       Y6, Y3, Y3
+	VMOVUPD      5312(BX)(R8*8), Y9
+	VFMADD231PD  Y8, Y3, Y9
+	VMOVUPD      Y6, 4160(BX)(R8*8)
+	VMOVUPD      Y9, 5312(BX)(R8*8)
+	VMOVUPD      4192(BX)(R8*8), Y3
+	VSUBPD       Y3, Y5, Y6
+	VFMADD231PD  Y6, Y0, Y3
+	VSUBPD       Y3, Y5, Y0
+	VMOVUPD      5344(BX)(R8*8), Y5
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y3, 4192(BX)(R8*8)
+	VMOVUPD      Y5, 5344(BX)(R8*8)
+
+	// var(valueTarget2) over [N]
+	VBROADCASTSD (SP), Y0
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      7616(BX)(R8*8), Y5
+	VSUBPD       Y5, Y3, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VSUBPD       Y5, Y3, Y3
+	VMOVUPD      8768(BX)(R8*8), Y8
+	VFMADD231PD  Y6, Y3, Y8
+	VMOVUPD      Y5, 7616(BX)(R8*8)
+	VMOVUPD      Y8, 8768(BX)(R8*8)
+	VMOVUPD      7648(BX)(R8*8), Y3
+	VSUBPD       Y3, Y1, Y5
+	VFMADD231PD  Y5, Y0, Y3
+	VSUBPD       Y3, Y1, Y0
+	VMOVUPD      8800(BX)(R8*8), Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y3, 7648(BX)(R8*8)
+	VMOVUPD      Y1, 8800(BX)(R8*8)
+	VMOVUPS      Y2, 456(SP)
+
+	// logsumexp(logWeight) over [N]
+	VCMPPS       $0x15, lgc55<>+0(SB), Y4, Y0
+	VCMPPS       $0x1a, lgc56<>+0(SB), Y4, Y1
+	VANDPS       Y1, Y0, Y0
+	VCMPPS       $0x00, lgc14<>+0(SB), Y4, Y1
+	VORPS        Y1, Y0, Y0
+	VANDPS       11072(BX), Y0, Y0
+	VMOVUPS      Y0, 11072(BX)
+	VCVTPS2PD    X7, Y0
+	VEXTRACTF128 $0x01, Y7, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       9920(BX)(R8*8), Y0, Y2
+	VMOVUPD      Y2, 9920(BX)(R8*8)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       11712(BX)(R8*8), Y0, Y0
+	VMOVUPD      Y0, 11712(BX)(R8*8)
+	VADDPD       9952(BX)(R8*8), Y1, Y0
+	VMOVUPD      Y0, 9952(BX)(R8*8)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       11744(BX)(R8*8), Y0, Y0
+	VMOVUPD      Y0, 11744(BX)(R8*8)
+
+	// v81 = mul(2, logWeight)
+	VMULPS  lgc57<>+0(SB), Y4, Y0
+	VMOVUPS 456(SP), Y0
+
+	// v89 = mul(0.001953125, diff)
+	VMULPS lgc59<>+0(SB), Y0, Y0
+
+	// v90 = add(v89, v89)
+	VADDPS Y0, Y0, Y0
+
+	// gradStateValue = neg(v90)
+	VXORPS  lgc15<>+0(SB), Y0, Y0
+	VMOVUPS lgc60<>+0(SB), Y1
+	VMOVUPS 328(SP), Y2
 
 	// v94 = div(3.90625e-05, v32)
-	VDIVPS Y0, Y4, Y4
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 424(SP), Y3
 
 	// v95 = div(v62, v32)
-	VDIVPS Y0, Y3, Y3
+	VDIVPS Y2, Y3, Y3
 
 	// v96 = mul(-3.90625e-05, v95)
-	VMULPS lgc61<>+0(SB), Y3, Y3
+	VMULPS  lgc61<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v97 = ne(v94, 0)
-	VCMPPS $0x04, Y5, Y4, Y7
-	VANDPS lgc3<>+0(SB), Y7, Y7
+	VCMPPS  $0x04, Y4, Y1, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y5
+	VMOVUPS 200(SP), Y6
 
 	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS lgc62<>+0(SB), Y2, Y2
+	VMULPS  lgc62<>+0(SB), Y6, Y6
+	VMOVUPS 392(SP), Y8
 
 	// v108 = where(v46, v107, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y2, Y5, Y8
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y6, Y4, Y9
 
 	// v109 = where(v46, 0, v107)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y5, Y2, Y2
-	VMOVUPS   224(SP), Y6
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y8, Y10
+	VBLENDVPS Y10, Y4, Y6, Y6
+	VMOVUPS   lgc53<>+0(SB), Y8
 
 	// v110 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y1, Y6, Y1
-	VANDPS lgc3<>+0(SB), Y1, Y1
+	VCMPPS $0x1d, Y8, Y7, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
 
 	// v111 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y6, Y6, Y9
-	VANDPS  lgc3<>+0(SB), Y9, Y9
-	VMOVUPS Y7, 256(SP)
+	VCMPPS  $0x04, Y7, Y7, Y10
+	VANDPS  lgc1<>+0(SB), Y10, Y10
+	VMOVUPS Y0, 488(SP)
+	VMOVUPS Y5, 520(SP)
 
 	// v112 = max(v110, v111)
-	VXORPS lgc13<>+0(SB), Y1, Y1
-	VXORPS lgc13<>+0(SB), Y9, Y10
-	VMINPS Y1, Y10, Y7
-	VMINPS Y10, Y1, Y1
-	VORPS  Y7, Y1, Y1
-	VXORPS lgc13<>+0(SB), Y1, Y1
+	VXORPS lgc15<>+0(SB), Y8, Y0
+	VXORPS lgc15<>+0(SB), Y10, Y8
+	VMINPS Y0, Y8, Y5
+	VMINPS Y8, Y0, Y0
+	VORPS  Y5, Y0, Y0
+	VXORPS lgc15<>+0(SB), Y0, Y0
 
 	// v113 = where(v112, v109, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y2, Y5, Y1
-	VMOVUPS   lgc57<>+0(SB), Y2
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y6, Y4, Y0
+	VMOVUPS   lgc52<>+0(SB), Y5
 
 	// v114 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y2, Y6, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
+	VCMPPS $0x12, Y5, Y7, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v115 = max(v114, v111)
-	VXORPS lgc13<>+0(SB), Y2, Y2
-	VXORPS lgc13<>+0(SB), Y9, Y7
-	VMINPS Y2, Y7, Y9
-	VMINPS Y7, Y2, Y2
-	VORPS  Y9, Y2, Y2
-	VXORPS lgc13<>+0(SB), Y2, Y2
+	VXORPS lgc15<>+0(SB), Y5, Y5
+	VXORPS lgc15<>+0(SB), Y10, Y6
+	VMINPS Y5, Y6, Y8
+	VMINPS Y6, Y5, Y5
+	VORPS  Y8, Y5, Y5
+	VXORPS lgc15<>+0(SB), Y5, Y5
 
 	// v116 = where(v115, v108, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y8, Y5, Y2
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y9, Y4, Y5
 
 	// v117 = add(v113, v116)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y5, Y0, Y0
 
 	// v118 = ne(v117, 0)
-	VCMPPS $0x04, Y5, Y1, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y4, Y0, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v119 = mul(v117, ratio)
-	VMULPS Y6, Y1, Y6
+	VMULPS Y7, Y0, Y6
 
 	// v120 = where(v118, v119, v117)
 	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y1, Y1
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y0, Y0
 
 	// v121 = neg(v120)
-	VXORPS lgc13<>+0(SB), Y1, Y2
+	VXORPS lgc15<>+0(SB), Y0, Y5
 
 	// v122 = add(-3.90625e-05, v121)
-	VADDPS lgc61<>+0(SB), Y2, Y2
+	VADDPS lgc61<>+0(SB), Y5, Y5
 
 	// v126 = ne(v122, 0)
-	VCMPPS $0x04, Y5, Y2, Y6
-	VANDPS lgc3<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y4, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v127 = div(v122, v32)
-	VDIVPS Y0, Y2, Y0
+	VDIVPS Y2, Y5, Y2
 
 	// v128 = where(v126, v127, v122)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y0, Y2, Y0
+	VBLENDVPS Y7, Y2, Y5, Y2
 
 	// v129 = add(v96, v128)
-	VADDPS     Y0, Y3, Y0
-	VMOVUPS    Y1, 288(SP)
-	VMOVUPS    Y0, 320(SP)
-	VMOVUPS    lgc15<>+0(SB), Y0
-	MOVQ       action+40(FP), BX
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VMOVUPS    Y1, 352(SP)
-	VMOVUPS    lgc0<>+0(SB), X1
+	VADDPS     Y2, Y3, Y2
+	VMOVUPS    Y0, 552(SP)
+	VMOVUPS    Y2, 584(SP)
+	VMOVUPS    lgc17<>+0(SB), Y0
+	MOVQ       action+48(FP), BX
+	VMOVUPS    lgc0<>+0(SB), Y2
+	VMOVUPS    Y2, 616(SP)
+	VMOVUPS    lgc0<>+0(SB), X2
 	MOVQ       (BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 352(SP)
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 616(SP)
 	MOVQ       8(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 356(SP)
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 620(SP)
 	MOVQ       16(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 360(SP)
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 624(SP)
 	MOVQ       24(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 364(SP)
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 628(SP)
 	MOVQ       32(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 368(SP)
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 632(SP)
 	MOVQ       40(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 372(SP)
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 636(SP)
 	MOVQ       48(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 376(SP)
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 640(SP)
 	MOVQ       56(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 380(SP)
-	VMOVUPS    352(SP), Y1
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 644(SP)
+	VMOVUPS    616(SP), Y2
 	XORQ       BX, BX
 
-inner_A_22:
-	XORQ    DI, DI
-	IMUL3Q  $+32, BX, R8
-	ADDQ    R8, DI
-	VMOVUPS (SP)(DI*1), Y2
-	VMOVUPS 192(SP), Y3
+inner_A_17:
+	XORQ    R8, R8
+	IMUL3Q  $+32, BX, R9
+	ADDQ    R9, R8
+	VMOVUPS 8(SP)(R8*1), Y3
+	VMOVUPS 264(SP), Y5
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y5, Y3, Y3
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y2, Y3
-	VMINPS       lgc17<>+0(SB), Y3, Y3
-	VMULPS       lgc18<>+0(SB), Y3, Y6
+	VMAXPS       lgc18<>+0(SB), Y3, Y5
+	VMINPS       lgc19<>+0(SB), Y5, Y5
+	VMULPS       lgc20<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y3
-	VFNMADD231PS lgc20<>+0(SB), Y6, Y3
-	VMOVAPS      lgc21<>+0(SB), Y7
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y3, Y7
-	VMULPS       Y3, Y3, Y8
-	VFMADD213PS  Y3, Y8, Y7
-	VADDPS       lgc3<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y3
-	VPMAXSD      lgc27<>+0(SB), Y3, Y6
-	VPMINSD      lgc28<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VFNMADD231PS lgc21<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc22<>+0(SB), Y6, Y5
+	VMOVAPS      lgc23<>+0(SB), Y7
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc28<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc29<>+0(SB), Y5, Y6
+	VPMINSD      lgc30<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc30<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc30<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y3, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y2, Y0, Y3
+	VMAXPS Y3, Y0, Y5
 
 	// v98 = mul(v94, v59)
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS 256(SP), Y6
+	VMULPS  Y5, Y1, Y5
+	VMOVUPS 520(SP), Y6
 
 	// v99 = where(v97, v98, v94)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y3, Y4, Y3
+	VBLENDVPS Y8, Y5, Y1, Y5
 
 	// v100 = mul(v94, v31)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y7, Y1, Y8
 
 	// v101 = where(v97, v100, v94)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y6
+	VBLENDVPS Y9, Y8, Y1, Y6
 
 	// v102 = ge(v30, -3.4028235e+38)
-	VCMPPS $0x1d, Y0, Y2, Y8
-	VANDPS lgc3<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y0, Y3, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
 
 	// v103 = ne(v30, v30)
-	VCMPPS $0x04, Y2, Y2, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y3, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v104 = max(v102, v103)
-	VXORPS lgc13<>+0(SB), Y8, Y8
-	VXORPS lgc13<>+0(SB), Y2, Y2
-	VMINPS Y8, Y2, Y9
-	VMINPS Y2, Y8, Y2
-	VORPS  Y9, Y2, Y2
-	VXORPS lgc13<>+0(SB), Y2, Y2
+	VXORPS lgc15<>+0(SB), Y8, Y8
+	VXORPS lgc15<>+0(SB), Y3, Y3
+	VMINPS Y8, Y3, Y9
+	VMINPS Y3, Y8, Y3
+	VORPS  Y9, Y3, Y3
+	VXORPS lgc15<>+0(SB), Y3, Y3
 
 	// v105 = where(v104, v101, 0)
 	VMOVUPS      lgc0<>+0(SB), Y8
-	VCMPPS       $0x04, Y8, Y2, Y8
-	VBLENDVPS    Y8, Y6, Y5, Y2
-	XORQ         R8, R8
-	MOVQ         BX, R9
-	ADDQ         R9, R8
-	VMOVD        R8, X6
+	VCMPPS       $0x04, Y8, Y3, Y8
+	VBLENDVPS    Y8, Y6, Y4, Y3
+	XORQ         R9, R9
+	MOVQ         BX, R10
+	ADDQ         R10, R9
+	VMOVD        R9, X6
 	VPBROADCASTD X6, Y6
 	VCVTDQ2PS    Y6, Y6
 
 	// v124 = eq(v123, action)
-	VCMPPS  $0x00, Y1, Y6, Y6
-	VANDPS  lgc3<>+0(SB), Y6, Y6
-	VMOVUPS 288(SP), Y8
+	VCMPPS  $0x00, Y2, Y6, Y6
+	VANDPS  lgc1<>+0(SB), Y6, Y6
+	VMOVUPS 552(SP), Y8
 
 	// v125 = where(v124, v120, 0)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y5, Y6
-	VMOVUPS   320(SP), Y8
+	VBLENDVPS Y9, Y8, Y4, Y6
+	VMOVUPS   584(SP), Y8
 
 	// v130 = add(v99, v129)
-	VADDPS Y8, Y3, Y3
+	VADDPS Y8, Y5, Y5
 
 	// v131 = ne(v130, 0)
-	VCMPPS $0x04, Y5, Y3, Y8
-	VANDPS lgc3<>+0(SB), Y8, Y8
+	VCMPPS $0x04, Y4, Y5, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
 
 	// v132 = mul(v130, v31)
-	VMULPS Y7, Y3, Y7
+	VMULPS Y7, Y5, Y7
 
 	// v133 = where(v131, v132, v130)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y7, Y3, Y3
+	VBLENDVPS Y9, Y7, Y5, Y5
 
 	// v134 = add(v105, v133)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y5, Y3, Y3
 
 	// gradLogits = add(v125, v134)
-	VADDPS Y2, Y6, Y2
+	VADDPS Y3, Y6, Y3
 
 	// store gradLogits
-	VMOVUPS Y2, 64(SP)(DI*1)
+	VMOVUPS Y3, 72(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_22
+	JL      inner_A_17
+	VMOVUPS 136(SP), Y0
+
+	// store advantage
+	MOVQ    advantage+72(FP), BX
+	VMOVUPS Y0, (BX)(DI*4)
+	VMOVUPS 168(SP), Y0
+
+	// store valueTarget2
+	MOVQ    valueTarget+80(FP), BX
+	VMOVUPS Y0, (BX)(DI*4)
+	VMOVUPS 488(SP), Y0
+
+	// store gradStateValue
+	MOVQ    gradStateValue+88(FP), BX
+	VMOVUPS Y0, (BX)(DI*4)
 
 	// flush the tile of gradLogits
-	MOVQ         gradLogits+64(FP), BX
-	VMOVUPS      64(SP), Y0
-	VMOVUPS      96(SP), Y1
+	MOVQ         gradLogits+96(FP), BX
+	VMOVUPS      72(SP), Y0
+	VMOVUPS      104(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
-	VMOVUPS      lgc2<>+0(SB), Y8
+	VMOVUPS      lgc12<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -3247,48 +2512,188 @@ inner_A_22:
 	VMASKMOVPS   Y5, Y8, 48(BX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 56(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_23
-	MOVQ         state+56(FP), DX
-	VMOVUPS      13184(DX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
+	JNZ          noflush_18
+	MOVQ         state+64(FP), DX
+	VMOVUPS      1280(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       12992(DX), Y2, Y2
-	VMOVUPD      Y2, 12992(DX)
-	VADDPD       13024(DX), Y0, Y0
-	VMOVUPD      Y0, 13024(DX)
+	VADDPD       1088(DX), Y2, Y2
+	VMOVUPD      Y2, 1088(DX)
+	VADDPD       1120(DX), Y0, Y0
+	VMOVUPD      Y0, 1120(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13184(DX)
-	VANDPS       13312(DX), Y1, Y1
-	VMOVUPS      Y1, 13312(DX)
+	VMOVUPS      Y0, 1280(DX)
+	VMOVUPS      1600(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(DX), Y2, Y2
+	VMOVUPD      Y2, 1408(DX)
+	VADDPD       1440(DX), Y0, Y0
+	VMOVUPD      Y0, 1440(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1600(DX)
+	VMOVUPS      1920(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1728(DX), Y2, Y2
+	VMOVUPD      Y2, 1728(DX)
+	VADDPD       1760(DX), Y0, Y0
+	VMOVUPD      Y0, 1760(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1920(DX)
+	VMOVUPS      2240(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(DX), Y2, Y2
+	VMOVUPD      Y2, 2048(DX)
+	VADDPD       2080(DX), Y0, Y0
+	VMOVUPD      Y0, 2080(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(DX)
+	VMOVUPS      2560(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(DX), Y2, Y2
+	VMOVUPD      Y2, 2368(DX)
+	VADDPD       2400(DX), Y0, Y0
+	VMOVUPD      Y0, 2400(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(DX)
+	VMOVUPS      2880(DX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(DX), Y2, Y2
+	VMOVUPD      Y2, 2688(DX)
+	VADDPD       2720(DX), Y0, Y0
+	VMOVUPD      Y0, 2720(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(DX)
+	VANDPS       12864(DX), Y1, Y1
+	VMOVUPS      Y1, 12864(DX)
 	MOVQ         $+8, DX
 
-noflush_23:
+noflush_18:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_20
-	MOVQ         state+56(FP), CX
-	VMOVUPS      13184(CX), Y0
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
+	JL           blocks_15
+	MOVQ         state+64(FP), CX
+	VMOVUPS      1280(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       12992(CX), Y2, Y2
-	VMOVUPD      Y2, 12992(CX)
-	VADDPD       13024(CX), Y0, Y0
-	VMOVUPD      Y0, 13024(CX)
+	VADDPD       1088(CX), Y2, Y2
+	VMOVUPD      Y2, 1088(CX)
+	VADDPD       1120(CX), Y0, Y0
+	VMOVUPD      Y0, 1120(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13184(CX)
-	VANDPS       13312(CX), Y1, Y1
-	VMOVUPS      Y1, 13312(CX)
+	VMOVUPS      Y0, 1280(CX)
+	VMOVUPS      1600(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(CX), Y2, Y2
+	VMOVUPD      Y2, 1408(CX)
+	VADDPD       1440(CX), Y0, Y0
+	VMOVUPD      Y0, 1440(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1600(CX)
+	VMOVUPS      1920(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1728(CX), Y2, Y2
+	VMOVUPD      Y2, 1728(CX)
+	VADDPD       1760(CX), Y0, Y0
+	VMOVUPD      Y0, 1760(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1920(CX)
+	VMOVUPS      2240(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2048(CX), Y2, Y2
+	VMOVUPD      Y2, 2048(CX)
+	VADDPD       2080(CX), Y0, Y0
+	VMOVUPD      Y0, 2080(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(CX)
+	VMOVUPS      2560(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(CX), Y2, Y2
+	VMOVUPD      Y2, 2368(CX)
+	VADDPD       2400(CX), Y0, Y0
+	VMOVUPD      Y0, 2400(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(CX)
+	VMOVUPS      2880(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(CX), Y2, Y2
+	VMOVUPD      Y2, 2688(CX)
+	VADDPD       2720(CX), Y0, Y0
+	VMOVUPD      Y0, 2720(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(CX)
+	VANDPS       12864(CX), Y1, Y1
+	VMOVUPS      Y1, 12864(CX)
 	INCQ         AX
-	CMPQ         AX, hi+72(FP)
-	JL           outer0_19
+	CMPQ         AX, hi+104(FP)
+	JL           outer0_14
 	VZEROUPPER
 	RET
+
+DATA lgc59<>+0(SB)/4, $0x3b000000
+DATA lgc59<>+4(SB)/4, $0x3b000000
+DATA lgc59<>+8(SB)/4, $0x3b000000
+DATA lgc59<>+12(SB)/4, $0x3b000000
+DATA lgc59<>+16(SB)/4, $0x3b000000
+DATA lgc59<>+20(SB)/4, $0x3b000000
+DATA lgc59<>+24(SB)/4, $0x3b000000
+DATA lgc59<>+28(SB)/4, $0x3b000000
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 DATA lgc60<>+0(SB)/4, $0x3823d70a
 DATA lgc60<>+4(SB)/4, $0x3823d70a
@@ -3320,13 +2725,131 @@ DATA lgc62<>+24(SB)/4, $0xbb800000
 DATA lgc62<>+28(SB)/4, $0xbb800000
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
+// func fbPass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass2AVX2(SB), $0-64
+	MOVQ $+8, CX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_20
+
+blocks_19:
+	MOVQ    s4+16(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+
+	// v76 = add(targetVar, 1.1920929e-07)
+	VADDPS  lgc58<>+0(SB), Y0, Y0
+	MOVQ    s3+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v77 = div(residVar, v76)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc1<>+0(SB), Y1
+
+	// explainedVariance = sub(1, v77)
+	VSUBPS  Y0, Y1, Y0
+	MOVQ    s5+32(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v83 = mul(2, logSumW)
+	VMULPS  lgc57<>+0(SB), Y1, Y1
+	MOVQ    s6+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
+
+	// v84 = sub(v83, logSumW2)
+	VSUBPS Y2, Y1, Y1
+
+	// essCol = exp(v84)
+	VMAXPS       lgc18<>+0(SB), Y1, Y2
+	VMINPS       lgc19<>+0(SB), Y2, Y2
+	VMULPS       lgc20<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc22<>+0(SB), Y3, Y2
+	VMOVAPS      lgc23<>+0(SB), Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc29<>+0(SB), Y2, Y3
+	VPMINSD      lgc30<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc30<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc30<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+
+	// mean(essCol) over [T]
+	MOVQ    state+48(FP), DX
+	VADDPS  13184(DX), Y4, Y1
+	VMOVUPS Y1, 13184(DX)
+
+	// store explainedVariance
+	MOVQ         explainedVariance+56(FP), DX
+	VMOVUPS      Y0, (DX)(BX*4)
+	DECQ         CX
+	JNZ          noflush_21
+	MOVQ         state+48(FP), CX
+	VMOVUPS      13184(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       12992(CX), Y2, Y2
+	VMOVUPD      Y2, 12992(CX)
+	VADDPD       13024(CX), Y0, Y0
+	VMOVUPD      Y0, 13024(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 13184(CX)
+	VANDPS       13312(CX), Y1, Y1
+	VMOVUPS      Y1, 13312(CX)
+	MOVQ         $+8, CX
+
+noflush_21:
+	ADDQ $+8, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_20
+	CMPQ AX, hi+8(FP)
+	JL   blocks_19
+
+chunkdone_20:
+	MOVQ         state+48(FP), AX
+	VMOVUPS      13184(AX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       12992(AX), Y2, Y2
+	VMOVUPD      Y2, 12992(AX)
+	VADDPD       13024(AX), Y0, Y0
+	VMOVUPD      Y0, 13024(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 13184(AX)
+	VANDPS       13312(AX), Y1, Y1
+	VMOVUPS      Y1, 13312(AX)
+	VZEROUPPER
+	RET
+
 // func fbPass3AVX2(s7 *float32, ess *float32)
 // Requires: AVX
 TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc53<>+0(SB), Y1
+	VMOVUPS      lgc57<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -3345,32 +2868,32 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_24:
+bulk_22:
 	CMPQ         BX, DX
-	JGE          bulkdone_25
+	JGE          bulkdone_23
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc18<>+0(SB), Y0, Y1
+	VMINPS       lgc19<>+0(SB), Y1, Y1
+	VMULPS       lgc20<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc22<>+0(SB), Y2, Y1
+	VMOVAPS      lgc23<>+0(SB), Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc3<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc29<>+0(SB), Y1, Y2
+	VPMINSD      lgc30<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc30<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc30<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -3378,9 +2901,9 @@ bulk_24:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_24
+	JMP          bulk_22
 
-bulkdone_25:
+bulkdone_23:
 	VZEROUPPER
 	RET
 
@@ -3392,54 +2915,54 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_26:
+bulk_24:
 	CMPQ         BX, DX
-	JGE          bulkdone_27
+	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPSUBD       lgc30<>+0(SB), Y3, Y3
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
-	VPOR         lgc3<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc3<>+0(SB), Y1, Y1
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VMOVAPS      lgc36<>+0(SB), Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc22<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc28<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_26
+	JMP          bulk_24
 
-bulkdone_27:
+bulkdone_25:
 	VZEROUPPER
 	RET
 
@@ -3451,64 +2974,64 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_28:
+bulk_26:
 	CMPQ         BX, DX
-	JGE          bulkdone_29
+	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VADDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
-	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPOR         lgc1<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
+	VMULPS       lgc28<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc3<>+0(SB), Y2, Y2
+	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc22<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc28<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc3<>+0(SB), Y1, Y2
+	VSUBPS       lgc1<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc12<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_28
+	JMP          bulk_26
 
-bulkdone_29:
+bulkdone_27:
 	VZEROUPPER
 	RET

@@ -35,31 +35,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	c8 := float32(0.99)
 	c13 := float32(0.9405)
-	c27 := float32(-3.4028235e+38)
-	c40 := float32(-0.22314355)
-	c41 := float32(0.18232156)
-	c64 := float32(-0.01)
-	half := float32(0.5)
-	two := float32(2)
 	mean := runtime.Mean{}
 	acc20 := runtime.Welford{}
-	clipFraction := runtime.Mean{}
-	klApprox := runtime.Mean{}
-	meanEntropy := runtime.Mean{}
-	lossEntropy := runtime.Mean{}
-	lossCritic := runtime.Mean{}
-	for k := range s.residVar {
-		s.residVar[k] = runtime.Welford{}
-	}
-	for k := range s.targetVar {
-		s.targetVar[k] = runtime.Welford{}
-	}
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
-	}
 	for iN := 0; iN < 2; iN++ {
 		gaeCarry := float32(0)
 		for iT := 127; iT >= 0; iT-- {
@@ -78,11 +55,57 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			gae := delta + float32(gaeCarry*discount)
 			gaeCarry = gae
 			s.s0[iN*128+iT] = gae
+			mean.Add(float64(gae))
+			acc20.Add(float64(gae))
+		}
+	}
+	s.s1 = float32(mean.Result())
+	s.s2 = float32(acc20.Var(1))
+}
+
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [N=2 T=128].
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c23 := float32(1e-06)
+	c27 := float32(-3.4028235e+38)
+	c40 := float32(-0.22314355)
+	c41 := float32(0.18232156)
+	zero := float32(0)
+	c47 := float32(1.2)
+	c49 := float32(0.8)
+	c64 := float32(-0.01)
+	half := float32(0.5)
+	two := float32(2)
+	lossObjective := runtime.Mean{}
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	for k := range s.residVar {
+		s.residVar[k] = runtime.Welford{}
+	}
+	for k := range s.targetVar {
+		s.targetVar[k] = runtime.Welford{}
+	}
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
+	}
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
+	}
+	for iN := 0; iN < 2; iN++ {
+		for iT := 0; iT < 128; iT++ {
+			stateValue := in.StateValue[iN*128+iT]
+			gae := s.s0[iN*128+iT]
 			valueTarget := gae + stateValue
 			out.Advantage[iN*128+iT] = gae
 			out.ValueTarget[iN*128+iT] = valueTarget
-			mean.Add(float64(gae))
-			acc20.Add(float64(gae))
+			mean := s.s1
+			v20 := s.s2
+			std := float32(math.Sqrt(float64(v20)))
+			v22 := gae - mean
+			v24 := max(std, c23)
+			advantageNormalized := v22 / v24
 			acc28 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
@@ -110,6 +133,14 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			logWeight := logSoftmax - sampleLogProb
 			v42 := max(logWeight, c40)
 			logWeightClip := min(v42, c41)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v46 := b2f(advantageNormalized >= zero)
+			v48 := min(ratio, c47)
+			v50 := max(ratio, c49)
+			ratioClipped := sel(v46, v48, v50)
+			gain := float32(advantageNormalized * ratioClipped)
+			v53 := -gain
+			lossObjective.Add(float64(v53))
 			v55 := b2f(logWeightClip != logWeight)
 			clipFraction.Add(float64(v55))
 			v57 := sampleLogProb - logSoftmax
@@ -131,8 +162,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			s.logSumW2[iT].Add(float64(v81))
 		}
 	}
-	s.s1 = float32(mean.Result())
-	s.s2 = float32(acc20.Var(1))
+	out.LossObjective = float32(lossObjective.Result())
 	out.ClipFraction = float32(clipFraction.Result())
 	out.KLApprox = float32(klApprox.Result())
 	out.Entropy = float32(meanEntropy.Result())
@@ -152,8 +182,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=128].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [T=128].
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	c75 := float32(1.1920929e-07)
 	two := float32(2)
@@ -173,56 +203,6 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		acc86.Add(float64(essCol))
 	}
 	s.s7 = float32(acc86.Result())
-}
-
-// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [N=2 T=128].
-func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c23 := float32(1e-06)
-	zero := float32(0)
-	c47 := float32(1.2)
-	c49 := float32(0.8)
-	lossObjective := runtime.Mean{}
-	for iN := 0; iN < 2; iN++ {
-		for iT := 0; iT < 128; iT++ {
-			gae := s.s0[iN*128+iT]
-			mean := s.s1
-			v20 := s.s2
-			std := float32(math.Sqrt(float64(v20)))
-			v22 := gae - mean
-			v24 := max(std, c23)
-			advantageNormalized := v22 / v24
-			acc28 := math.Inf(-1)
-			for iA := 0; iA < 2; iA++ {
-				logits := in.Logits[iN*256+iT*2+iA]
-				acc28 = runtime.Max(acc28, float64(logits))
-			}
-			v28 := float32(acc28)
-			acc32 := 0.0
-			for iA := 0; iA < 2; iA++ {
-				logits := in.Logits[iN*256+iT*2+iA]
-				v30 := logits - v28
-				v31 := float32(math.Exp(float64(v30)))
-				acc32 += float64(v31)
-			}
-			v32 := float32(acc32)
-			v33 := float32(math.Log(float64(v32)))
-			action := float32(in.Action[iN*128+iT])
-			v35 := in.Logits[iN*256+iT*2+(int(action))]
-			v36 := v35 - v28
-			logSoftmax := v36 - v33
-			sampleLogProb := in.SampleLogProb[iN*128+iT]
-			logWeight := logSoftmax - sampleLogProb
-			ratio := float32(math.Exp(float64(logWeight)))
-			v46 := b2f(advantageNormalized >= zero)
-			v48 := min(ratio, c47)
-			v50 := max(ratio, c49)
-			ratioClipped := sel(v46, v48, v50)
-			gain := float32(advantageNormalized * ratioClipped)
-			v53 := -gain
-			lossObjective.Add(float64(v53))
-		}
-	}
-	out.LossObjective = float32(lossObjective.Result())
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -260,32 +240,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	c8 := float32(0.99)
 	c13 := float32(0.9405)
-	c27 := float32(-3.4028235e+38)
-	c40 := float32(-0.22314355)
-	c41 := float32(0.18232156)
-	c64 := float32(-0.01)
-	half := float32(0.5)
-	two := float32(2)
-	c88 := float32(0.001953125)
 	mean := runtime.Mean{}
 	acc20 := runtime.Welford{}
-	clipFraction := runtime.Mean{}
-	klApprox := runtime.Mean{}
-	meanEntropy := runtime.Mean{}
-	lossEntropy := runtime.Mean{}
-	lossCritic := runtime.Mean{}
-	for k := range s.residVar {
-		s.residVar[k] = runtime.Welford{}
-	}
-	for k := range s.targetVar {
-		s.targetVar[k] = runtime.Welford{}
-	}
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
-	}
 	for iN := 0; iN < 2; iN++ {
 		gaeCarry := float32(0)
 		for iT := 127; iT >= 0; iT-- {
@@ -304,123 +260,56 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			gae := delta + float32(gaeCarry*discount)
 			gaeCarry = gae
 			s.s0[iN*128+iT] = gae
-			valueTarget := gae + stateValue
-			out.Advantage[iN*128+iT] = gae
-			out.ValueTarget[iN*128+iT] = valueTarget
 			mean.Add(float64(gae))
 			acc20.Add(float64(gae))
-			acc28 := math.Inf(-1)
-			for iA := 0; iA < 2; iA++ {
-				logits := in.Logits[iN*256+iT*2+iA]
-				acc28 = runtime.Max(acc28, float64(logits))
-			}
-			v28 := float32(acc28)
-			acc32 := 0.0
-			acc61 := 0.0
-			for iA := 0; iA < 2; iA++ {
-				logits := in.Logits[iN*256+iT*2+iA]
-				v30 := logits - v28
-				v31 := float32(math.Exp(float64(v30)))
-				acc32 += float64(v31)
-				v59 := max(v30, c27)
-				v60 := float32(v31 * v59)
-				acc61 += float64(v60)
-			}
-			v32 := float32(acc32)
-			v33 := float32(math.Log(float64(v32)))
-			action := float32(in.Action[iN*128+iT])
-			v35 := in.Logits[iN*256+iT*2+(int(action))]
-			v36 := v35 - v28
-			logSoftmax := v36 - v33
-			sampleLogProb := in.SampleLogProb[iN*128+iT]
-			logWeight := logSoftmax - sampleLogProb
-			v42 := max(logWeight, c40)
-			logWeightClip := min(v42, c41)
-			v55 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v55))
-			v57 := sampleLogProb - logSoftmax
-			klApprox.Add(float64(v57))
-			v61 := float32(acc61)
-			v62 := v61 / v32
-			entropy := v33 - v62
-			v65 := float32(c64 * entropy)
-			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v65))
-			diff := valueTarget - stateValue
-			l2 := float32(diff * diff)
-			v71 := float32(half * l2)
-			lossCritic.Add(float64(v71))
-			s.residVar[iT].Add(float64(diff))
-			s.targetVar[iT].Add(float64(valueTarget))
-			s.logSumW[iT].Add(float64(logWeight))
-			v81 := float32(two * logWeight)
-			s.logSumW2[iT].Add(float64(v81))
-			v89 := float32(c88 * diff)
-			v90 := v89 + v89
-			gradStateValue := -v90
-			grads.StateValue[iN*128+iT] = gradStateValue
 		}
 	}
 	s.s1 = float32(mean.Result())
 	s.s2 = float32(acc20.Var(1))
-	out.ClipFraction = float32(clipFraction.Result())
-	out.KLApprox = float32(klApprox.Result())
-	out.Entropy = float32(meanEntropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.LossCritic = float32(lossCritic.Result())
-	for k := range s.residVar {
-		s.s3[k] = float32(s.residVar[k].Var(0))
-	}
-	for k := range s.targetVar {
-		s.s4[k] = float32(s.targetVar[k].Var(0))
-	}
-	for k := range s.logSumW {
-		s.s5[k] = float32(s.logSumW[k].Result())
-	}
-	for k := range s.logSumW2 {
-		s.s6[k] = float32(s.logSumW2[k].Result())
-	}
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [T=128].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	c75 := float32(1.1920929e-07)
-	two := float32(2)
-	acc86 := runtime.Mean{}
-	for iT := 0; iT < 128; iT++ {
-		residVar := s.s3[iT]
-		targetVar := s.s4[iT]
-		v76 := targetVar + c75
-		v77 := residVar / v76
-		explainedVariance := one - v77
-		out.ExplainedVariance[iT] = explainedVariance
-		logSumW := s.s5[iT]
-		logSumW2 := s.s6[iT]
-		v83 := float32(two * logSumW)
-		v84 := v83 - logSumW2
-		essCol := float32(math.Exp(float64(v84)))
-		acc86.Add(float64(essCol))
-	}
-	s.s7 = float32(acc86.Result())
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=2
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=2
 // T=128].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c23 := float32(1e-06)
 	c27 := float32(-3.4028235e+38)
+	c40 := float32(-0.22314355)
+	c41 := float32(0.18232156)
 	zero := float32(0)
 	c47 := float32(1.2)
 	c49 := float32(0.8)
+	c64 := float32(-0.01)
+	half := float32(0.5)
+	two := float32(2)
+	c88 := float32(0.001953125)
 	c92 := float32(-3.90625e-05)
 	c93 := float32(3.90625e-05)
 	c106 := float32(-0.00390625)
 	lossObjective := runtime.Mean{}
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	for k := range s.residVar {
+		s.residVar[k] = runtime.Welford{}
+	}
+	for k := range s.targetVar {
+		s.targetVar[k] = runtime.Welford{}
+	}
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
+	}
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
+	}
 	for iN := 0; iN < 2; iN++ {
 		for iT := 0; iT < 128; iT++ {
+			stateValue := in.StateValue[iN*128+iT]
 			gae := s.s0[iN*128+iT]
+			valueTarget := gae + stateValue
+			out.Advantage[iN*128+iT] = gae
+			out.ValueTarget[iN*128+iT] = valueTarget
 			mean := s.s1
 			v20 := s.s2
 			std := float32(math.Sqrt(float64(v20)))
@@ -452,6 +341,8 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			logSoftmax := v36 - v33
 			sampleLogProb := in.SampleLogProb[iN*128+iT]
 			logWeight := logSoftmax - sampleLogProb
+			v42 := max(logWeight, c40)
+			logWeightClip := min(v42, c41)
 			ratio := float32(math.Exp(float64(logWeight)))
 			v46 := b2f(advantageNormalized >= zero)
 			v48 := min(ratio, c47)
@@ -460,8 +351,29 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			gain := float32(advantageNormalized * ratioClipped)
 			v53 := -gain
 			lossObjective.Add(float64(v53))
+			v55 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v55))
+			v57 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v57))
 			v61 := float32(acc61)
 			v62 := v61 / v32
+			entropy := v33 - v62
+			v65 := float32(c64 * entropy)
+			meanEntropy.Add(float64(entropy))
+			lossEntropy.Add(float64(v65))
+			diff := valueTarget - stateValue
+			l2 := float32(diff * diff)
+			v71 := float32(half * l2)
+			lossCritic.Add(float64(v71))
+			s.residVar[iT].Add(float64(diff))
+			s.targetVar[iT].Add(float64(valueTarget))
+			s.logSumW[iT].Add(float64(logWeight))
+			v81 := float32(two * logWeight)
+			s.logSumW2[iT].Add(float64(v81))
+			v89 := float32(c88 * diff)
+			v90 := v89 + v89
+			gradStateValue := -v90
+			grads.StateValue[iN*128+iT] = gradStateValue
 			v94 := c93 / v32
 			v95 := v62 / v32
 			v96 := float32(c92 * v95)
@@ -513,6 +425,47 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	out.LossObjective = float32(lossObjective.Result())
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	for k := range s.residVar {
+		s.s3[k] = float32(s.residVar[k].Var(0))
+	}
+	for k := range s.targetVar {
+		s.s4[k] = float32(s.targetVar[k].Var(0))
+	}
+	for k := range s.logSumW {
+		s.s5[k] = float32(s.logSumW[k].Result())
+	}
+	for k := range s.logSumW2 {
+		s.s6[k] = float32(s.logSumW2[k].Result())
+	}
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [T=128].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c75 := float32(1.1920929e-07)
+	two := float32(2)
+	acc86 := runtime.Mean{}
+	for iT := 0; iT < 128; iT++ {
+		residVar := s.s3[iT]
+		targetVar := s.s4[iT]
+		v76 := targetVar + c75
+		v77 := residVar / v76
+		explainedVariance := one - v77
+		out.ExplainedVariance[iT] = explainedVariance
+		logSumW := s.s5[iT]
+		logSumW2 := s.s6[iT]
+		v83 := float32(two * logSumW)
+		v84 := v83 - logSumW2
+		essCol := float32(math.Exp(float64(v84)))
+		acc86.Add(float64(essCol))
+	}
+	s.s7 = float32(acc86.Result())
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].

@@ -1,0 +1,123 @@
+package plan
+
+import "github.com/lossgen/lossgen/gen/ir"
+
+// Sinking barrier reductions (a planner choice, made by bytes). A reduction over a pass's
+// whole domain is scheduled in the first pass that can compute it. When only passes over a
+// smaller domain read it (the scalar pass that finishes a loss), it may as well accumulate in
+// a later pass over the same domain, one that streams the same rows anyway. ForwardBackward
+// is the case that matters: its gradient pass depends on a count (GRPO's num_kept, a masked
+// mean's num_valid), so the count's pass must run first; the loss terms' sums, computed there
+// by default, read every input a second time. Sunk into the gradient pass, they leave the
+// first pass reading only what the count needs (the mask, 1 byte a token), and the data
+// crosses memory about once. Build keeps the sunk plan only when it moves fewer bytes and runs
+// no more passes over batch data.
+
+// sinkable returns the choices of results to sink, each a map from node ID to the level it
+// moves to: all of them, only the reductions, only the stores (moving a result may make its
+// new pass read more than its old one saves, so Build compares). A result may sink when it is
+// a barrier reduction or a stored result (not a scan's), every pass that reads it runs over a
+// smaller domain, and a pass of a higher level runs over the same domain.
+func sinkable(p *Plan) []map[int]int {
+	readers := map[int][]*Pass{}
+	for _, ps := range p.Passes {
+		for _, n := range ps.Loads {
+			readers[n.ID] = append(readers[n.ID], ps)
+		}
+	}
+	all, reduces, stores := map[int]int{}, map[int]int{}, map[int]int{}
+	for _, ps := range p.Passes {
+		last := ps.Level
+		for _, other := range p.Passes {
+			if other.Domain.Equal(ps.Domain) && other.Level > last {
+				last = other.Level
+			}
+		}
+		if last == ps.Level {
+			continue
+		}
+		movable := func(n *ir.Node) bool {
+			if n.Op.Class() == ir.Scan {
+				return false // runs where its scan runs
+			}
+			for _, rd := range readers[n.ID] {
+				if rd.Domain.Numel() >= ps.Domain.Numel() {
+					return false
+				}
+			}
+			return true
+		}
+		for _, n := range ps.Reduces {
+			if movable(n) {
+				all[n.ID], reduces[n.ID] = last, last
+			}
+		}
+		for _, n := range ps.Stores {
+			if movable(n) {
+				all[n.ID], stores[n.ID] = last, last
+			}
+		}
+	}
+	var out []map[int]int
+	for _, m := range []map[int]int{all, reduces, stores} {
+		if len(m) > 0 && (len(out) == 0 || len(m) < len(all)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// bigPasses is how many passes of p run over a domain of more than one element.
+func bigPasses(p *Plan) int {
+	n := 0
+	for _, ps := range p.Passes {
+		if ps.Domain.Numel() > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// Bytes is how many bytes a run of the plan streams: every pass's loads and stores, once per
+// pass (constants not counted), except that the second pass of a row-local pair reads for free
+// what its first read or wrote (the row is in cache).
+func (p *Plan) Bytes() int {
+	n := 0
+	for _, ps := range p.Passes {
+		var cached map[int]bool
+		if rl := ps.Row; rl != nil && ps == rl.Second {
+			cached = map[int]bool{}
+			for _, x := range rl.First.Loads {
+				cached[x.ID] = true
+			}
+			for _, x := range rl.First.Stores {
+				cached[x.ID] = true
+			}
+		}
+		for _, x := range ps.Loads {
+			if !cached[x.ID] {
+				n += p.elemBytes(x) * x.Shape.Numel()
+			}
+		}
+		for _, x := range ps.Stores {
+			n += p.elemBytes(x) * x.Shape.Numel() * max(1, len(p.Buffers(x)))
+		}
+	}
+	return n
+}
+
+// elemBytes is the size of one element of x in memory: 1 for a bool input, 8 for an index
+// input, the graph's float size otherwise; 0 for a constant or iota (baked into the kernel).
+func (p *Plan) elemBytes(x *ir.Node) int {
+	switch {
+	case x.Op == ir.OpConst || x.Op == ir.OpIota:
+		return 0
+	case x.Op == ir.OpInput && x.Input.Kind == ir.Bool:
+		return 1
+	case x.Op == ir.OpInput && x.Input.Kind == ir.Index:
+		return 8
+	case p.Graph.DType == ir.F64:
+		return 8
+	}
+	return 4
+}
