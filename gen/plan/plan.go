@@ -23,6 +23,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -132,10 +133,14 @@ func Build(g *ir.Graph) (*Plan, error) {
 			}
 		}
 	}
-	p := build(g, nil)
-	for _, sink := range sinkable(p) {
-		if q := build(g, sink); q.Bytes() < p.Bytes() && bigPasses(q) <= bigPasses(p) {
-			p = q
+	p, sunk := build(g, nil), map[int]int{}
+	for better := true; better; {
+		better = false
+		for _, sink := range sinkable(p) {
+			maps.Copy(sink, sunk)
+			if q := build(g, sink); q.Bytes() < p.Bytes() && bigPasses(q) <= bigPasses(p) {
+				p, sunk, better = q, sink, true
+			}
 		}
 	}
 	return p, nil

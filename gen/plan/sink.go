@@ -1,6 +1,10 @@
 package plan
 
-import "github.com/lossgen/lossgen/gen/ir"
+import (
+	"math"
+
+	"github.com/lossgen/lossgen/gen/ir"
+)
 
 // Sinking barrier reductions (a planner choice, made by bytes). A reduction over a pass's
 // whole domain is scheduled in the first pass that can compute it. When only passes over a
@@ -16,8 +20,10 @@ import "github.com/lossgen/lossgen/gen/ir"
 // sinkable returns the choices of results to sink, each a map from node ID to the level it
 // moves to: all of them, only the reductions, only the stores (moving a result may make its
 // new pass read more than its old one saves, so Build compares). A result may sink when it is
-// a barrier reduction or a stored result (not a scan's), every pass that reads it runs over a
-// smaller domain, and a pass of a higher level runs over the same domain.
+// a barrier reduction or a stored result (not a scan's) and a pass over the same domain runs
+// at a higher level, but before every pass over a domain as large that reads it; it moves to
+// the latest such pass. (A per-row sum read by the pass after next moves to the pass in
+// between, which then runs row by row with its reader: see RowLocal.)
 func sinkable(p *Plan) []map[int]int {
 	readers := map[int][]*Pass{}
 	for _, ps := range p.Passes {
@@ -27,34 +33,36 @@ func sinkable(p *Plan) []map[int]int {
 	}
 	all, reduces, stores := map[int]int{}, map[int]int{}, map[int]int{}
 	for _, ps := range p.Passes {
-		last := ps.Level
-		for _, other := range p.Passes {
-			if other.Domain.Equal(ps.Domain) && other.Level > last {
-				last = other.Level
-			}
-		}
-		if last == ps.Level {
-			continue
-		}
-		movable := func(n *ir.Node) bool {
-			if n.Op.Class() == ir.Scan {
-				return false // runs where its scan runs
-			}
-			for _, rd := range readers[n.ID] {
-				if rd.Domain.Numel() >= ps.Domain.Numel() {
-					return false
+		// target is the latest level of a pass over ps's domain that runs before limit.
+		target := func(limit int) int {
+			t := ps.Level
+			for _, other := range p.Passes {
+				if other.Domain.Equal(ps.Domain) && other.Level > t && other.Level < limit {
+					t = other.Level
 				}
 			}
-			return true
+			return t
+		}
+		level := func(n *ir.Node) int {
+			if n.Op.Class() == ir.Scan {
+				return ps.Level // runs where its scan runs
+			}
+			limit := math.MaxInt
+			for _, rd := range readers[n.ID] {
+				if rd.Domain.Numel() >= ps.Domain.Numel() {
+					limit = min(limit, rd.Level)
+				}
+			}
+			return target(limit)
 		}
 		for _, n := range ps.Reduces {
-			if movable(n) {
-				all[n.ID], reduces[n.ID] = last, last
+			if l := level(n); l > ps.Level {
+				all[n.ID], reduces[n.ID] = l, l
 			}
 		}
 		for _, n := range ps.Stores {
-			if movable(n) {
-				all[n.ID], stores[n.ID] = last, last
+			if l := level(n); l > ps.Level {
+				all[n.ID], stores[n.ID] = l, l
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/passes"
 	"github.com/lossgen/lossgen/gen/plan"
 )
 
@@ -55,4 +56,29 @@ func inputNames(ps *plan.Pass) []string {
 		}
 	}
 	return out
+}
+
+// The LLM token losses' ForwardBackward, bytes per token as the plans stream them against
+// the bytes a call must move (inputs read once, gradients written once; bool masks 1 byte):
+// GSPO's per-sequence sums sink into the pass before their reader, which then runs row by
+// row with it, so only the count's pass reads the mask a second time; GRPO's count of the
+// tokens KL-Mask keeps reads log_prob and sample_log_prob first (what the math needs).
+func TestLLMForwardBackwardBytes(t *testing.T) {
+	for _, c := range []struct {
+		file        string
+		plan, bound float64 // bytes per token
+	}{
+		{"gspo.yaml", 1 + 13 + 4, 13 + 4},   // mask; mask, log_prob, sample_log_prob, ref_log_prob; grad
+		{"grpo.yaml", 9 + 21 + 8, 21 + 8},   // mask, both log-probs; all six inputs; two grads
+		{"dapo.yaml", 1 + 17 + 8, 17 + 8},   // mask; mask and four floats; two grads
+		{"distillation.yaml", 9 + 4, 9 + 4}, // one row-local pair
+	} {
+		fwd := build(t, c.file)
+		g, err := passes.Run(fwd.Graph, passes.Backward)
+		require.NoError(t, err)
+		p := mustBuild(t, g)
+		tokens := float64(g.Batch.Numel())
+		require.InDelta(t, c.plan, float64(p.Bytes())/tokens, 0.3, "%s: %s", c.file, p)
+		require.GreaterOrEqual(t, float64(p.Bytes())/tokens, c.bound, c.file)
+	}
 }

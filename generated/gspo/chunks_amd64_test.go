@@ -42,6 +42,8 @@ func TestChunkedAVX2(t *testing.T) {
 func chunked(f func()) {
 	defer func(n int) { pass0Chunks = n }(pass0Chunks)
 	pass0Chunks = 3
+	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
+	fbPass0Chunks = 3
 	defer func(n int) { fbPass1Chunks = n }(fbPass1Chunks)
 	fbPass1Chunks = 3
 	f()

@@ -145,11 +145,11 @@ type fbAvxState struct {
 	buf    []float64
 	r4_s   []float64
 	r4_p   []float32
+	p0_ok  []float32
 	r9_s   []float64
 	r9_p   []float32
 	r13_s  []float64
 	r13_p  []float32
-	p0_ok  []float32
 	r162_s []float64
 	r162_p []float32
 	p1_ok  []float32
@@ -167,11 +167,11 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 592)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r9_s = st.buf[48:120]
-	st.r9_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
-	st.r13_s = st.buf[176:248]
-	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 8)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
+	st.r9_s = st.buf[64:136]
+	st.r9_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 72)
+	st.r13_s = st.buf[192:264]
+	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
 	st.r162_s = st.buf[320:392]
 	st.r162_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
@@ -186,19 +186,40 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// fbPass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
+var fbPass0Chunks = 1
+
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r4_s, 0)
-	runtime.Fill(st.r4_p, 0)
-	runtime.Fill(st.r9_s, 0)
-	runtime.Fill(st.r9_p, 0)
-	runtime.Fill(st.r13_s, 0)
-	runtime.Fill(st.r13_p, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r4_s, 0)
+		runtime.Fill(st.r4_p, 0)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
+	}
+	n := min(fbPass0Chunks, 8)
+	if n <= 1 {
+		run(st, 0, 8)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
@@ -206,21 +227,13 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r9_s, 8)
-	for k, v := range st.res[:8] {
-		s.s0[k] = float32(v)
-	}
-	runtime.FinishSum(st.res[:8], st.r13_s, 8)
-	for k, v := range st.res[:8] {
-		s.s1[k] = float32(v)
-	}
 }
 
 // fbPass1Chunks is how many chunks of rows passes 1 and 2 run as, concurrently (see fbPass1AVX2Go).
 // It is fixed by the generator, so results do not depend on the machine; tests set it.
 var fbPass1Chunks = 1
 
-// fbPass1AVX2Go runs fbPass1AVX2 and fbPass2AVX2 row-locally: on sweeps of 156 rows of B, the
+// fbPass1AVX2Go runs fbPass1AVX2 and fbPass2AVX2 row-locally: on sweeps of 119 rows of B, the
 // second
 // reads the rows the first has just read, with the first's per-row reductions finished
 // for them (lossgen explain: row-local), while they are in cache.
@@ -228,6 +241,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r9_s, 0)
+		runtime.Fill(st.r9_p, 0)
+		runtime.Fill(st.r13_s, 0)
+		runtime.Fill(st.r13_p, 0)
 		runtime.Fill(st.r162_s, 0)
 		runtime.Fill(st.r162_p, 0)
 		runtime.SetMask(st.p1_ok)
@@ -238,9 +255,17 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r84_s, 0)
 		runtime.Fill(st.r84_p, 0)
 		runtime.SetMask(st.p2_ok)
-		for a := lo; a < hi; a += 156 {
-			lo, hi := a, min(a+156, hi)
-			fbPass1AVX2(lo, &out.NumValid, &in.Mask[0], &st.buf[0], hi)
+		for a := lo; a < hi; a += 119 {
+			lo, hi := a, min(a+119, hi)
+			fbPass1AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &out.NumValid, hi)
+			runtime.FinishSum(st.res[lo:hi], st.r9_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
+			}
+			runtime.FinishSum(st.res[lo:hi], st.r13_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s1[k] = float32(st.res[k])
+			}
 			runtime.FinishSum(st.res[lo:hi], st.r162_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])

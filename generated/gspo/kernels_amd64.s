@@ -908,17 +908,17 @@ DATA lgc30<>+24(SB)/4, $0x3d23d70a
 DATA lgc30<>+28(SB)/4, $0x3d23d70a
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32)
+// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $0-32
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
 
 outer0_7:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_8:
-	MOVQ      mask+0(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -931,50 +931,15 @@ blocks_8:
 	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// sum(v3) over [B L]
-	MOVQ    state+8(FP), BX
-	VADDPS  256(BX), Y1, Y3
-	VMOVUPS Y3, 256(BX)
-	MOVQ    logProb+16(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
-
-	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      sampleLogProb+24(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// sum(v3) over [L]
-	XORQ    SI, SI
-	MOVQ    AX, DI
-	ADDQ    DI, SI
-	IMUL3Q  $+8, SI, DI
-	VADDPS  1024(BX)(DI*4), Y1, Y1
-	VMOVUPS Y1, 1024(BX)(DI*4)
-
-	// v11 = sub(v6, v8)
-	VSUBPS Y4, Y3, Y1
-
-	// v12 = where(mask, v11, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// sum(v12) over [L]
-	IMUL3Q       $+8, SI, SI
-	VADDPS       2048(BX)(SI*4), Y0, Y0
-	VMOVUPS      Y0, 2048(BX)(SI*4)
+	// sum(v3) over [B L]
+	MOVQ         state+16(FP), BX
+	VADDPS       256(BX), Y0, Y0
+	VMOVUPS      Y0, 256(BX)
 	DECQ         DX
 	JNZ          noflush_9
-	MOVQ         state+8(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
@@ -987,46 +952,15 @@ blocks_8:
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
-	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 416(DX)(SI*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)(SI*4)
-	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2048(DX)(BX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1408(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(DX)(BX*8)
-	VADDPD       1440(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(DX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(DX)(BX*4)
-	VANDPS       2432(DX), Y1, Y1
-	VMOVUPS      Y1, 2432(DX)
+	VANDPS       384(DX), Y1, Y1
+	VMOVUPS      Y1, 384(DX)
 	MOVQ         $+8, DX
 
 noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_8
-	MOVQ         state+8(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
@@ -1039,48 +973,17 @@ noflush_9:
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
-	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 416(CX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)(BX*4)
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2048(CX)(DX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)(DX*8)
-	VADDPD       1440(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(CX)(DX*4)
-	VANDPS       2432(CX), Y1, Y1
-	VMOVUPS      Y1, 2432(CX)
+	VANDPS       384(CX), Y1, Y1
+	VMOVUPS      Y1, 384(CX)
 	INCQ         AX
-	CMPQ         AX, $+8
+	CMPQ         AX, hi+24(FP)
 	JL           outer0_7
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, numValid *float32, mask *bool, state *float64, hi int)
+// func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, hi int)
 // Requires: AVX, AVX2
-TEXT ·fbPass1AVX2(SB), $0-40
+TEXT ·fbPass1AVX2(SB), $0-56
 	MOVQ lo+0(FP), AX
 
 outer0_10:
@@ -1088,59 +991,124 @@ outer0_10:
 	XORQ CX, CX
 
 blocks_11:
-	MOVQ         numValid+8(FP), BX
-	XORQ         SI, SI
-	VBROADCASTSS (BX)(SI*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v30 = max(numValid, 1)
-	VMAXPS Y0, Y1, Y0
-
-	// v160 = div(1, v30)
-	VDIVPS    Y0, Y1, Y0
-	MOVQ      mask+16(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y1
-	VCVTDQ2PS Y1, Y1
+	VPMOVZXBD (BX)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v3 = where(mask, 1, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y3
+	MOVQ      logProb+16(FP), BX
+	VMOVUPS   (BX)(SI*4), Y4
+
+	// v6 = where(mask, logProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
+	MOVQ      sampleLogProb+24(FP), BX
+	VMOVUPS   (BX)(SI*4), Y5
+
+	// v8 = where(mask, sampleLogProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
+
+	// sum(v3) over [L]
+	XORQ    BX, BX
+	MOVQ    AX, SI
+	ADDQ    SI, BX
+	IMUL3Q  $+8, BX, SI
+	MOVQ    state+32(FP), DI
+	VADDPS  1152(DI)(SI*4), Y3, Y3
+	VMOVUPS Y3, 1152(DI)(SI*4)
+
+	// v11 = sub(v6, v8)
+	VSUBPS Y5, Y4, Y3
+
+	// v12 = where(mask, v11, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+
+	// sum(v12) over [L]
+	IMUL3Q       $+8, BX, SI
+	VADDPS       2176(DI)(SI*4), Y3, Y3
+	VMOVUPS      Y3, 2176(DI)(SI*4)
+	MOVQ         numValid+40(FP), SI
+	XORQ         R8, R8
+	VBROADCASTSS (SI)(R8*4), Y3
+
+	// v30 = max(numValid, 1)
+	VMAXPS Y3, Y1, Y3
+
+	// v160 = div(1, v30)
+	VDIVPS Y3, Y1, Y1
 
 	// v161 = where(mask, v160, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// sum(v161) over [L]
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, BX
-	MOVQ         state+24(FP), SI
-	VADDPS       3200(SI)(BX*4), Y0, Y0
-	VMOVUPS      Y0, 3200(SI)(BX*4)
+	VADDPS       3200(DI)(BX*4), Y0, Y0
+	VMOVUPS      Y0, 3200(DI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_12
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
-	IMUL3Q       $+8, DX, DX
-	MOVQ         state+24(FP), BX
-	VMOVUPS      3200(BX)(DX*4), Y0
+	IMUL3Q       $+8, DX, BX
+	MOVQ         state+32(FP), SI
+	VMOVUPS      1152(SI)(BX*4), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 2560(BX)(DX*8)
-	VADDPD       2592(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 2592(BX)(DX*8)
+	VADDPD       512(SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 512(SI)(BX*8)
+	VADDPD       544(SI)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 544(SI)(BX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(BX)(DX*4)
-	VANDPS       3584(BX), Y1, Y1
-	VMOVUPS      Y1, 3584(BX)
+	VMOVUPS      Y0, 1152(SI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	VMOVUPS      2176(SI)(BX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(SI)(BX*8)
+	VADDPD       1568(SI)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(SI)(BX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(SI)(BX*4)
+	IMUL3Q       $+8, DX, DX
+	VMOVUPS      3200(SI)(DX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(SI)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 2560(SI)(DX*8)
+	VADDPD       2592(SI)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 2592(SI)(DX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(SI)(DX*4)
+	VANDPS       3584(SI), Y1, Y1
+	VMOVUPS      Y1, 3584(SI)
 	MOVQ         $+8, DX
 
 noflush_12:
@@ -1150,24 +1118,52 @@ noflush_12:
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
-	IMUL3Q       $+8, CX, CX
-	MOVQ         state+24(FP), DX
-	VMOVUPS      3200(DX)(CX*4), Y0
+	IMUL3Q       $+8, CX, DX
+	MOVQ         state+32(FP), BX
+	VMOVUPS      1152(BX)(DX*4), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 2560(DX)(CX*8)
-	VADDPD       2592(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 2592(DX)(CX*8)
+	VADDPD       512(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 512(BX)(DX*8)
+	VADDPD       544(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 544(BX)(DX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(DX)(CX*4)
-	VANDPS       3584(DX), Y1, Y1
-	VMOVUPS      Y1, 3584(DX)
+	VMOVUPS      Y0, 1152(BX)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	VMOVUPS      2176(BX)(DX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(BX)(DX*8)
+	VADDPD       1568(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(BX)(DX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(BX)(DX*4)
+	IMUL3Q       $+8, CX, CX
+	VMOVUPS      3200(BX)(CX*4), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(BX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 2560(BX)(CX*8)
+	VADDPD       2592(BX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 2592(BX)(CX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(BX)(CX*4)
+	VANDPS       3584(BX), Y1, Y1
+	VMOVUPS      Y1, 3584(BX)
 	INCQ         AX
-	CMPQ         AX, hi+32(FP)
+	CMPQ         AX, hi+48(FP)
 	JL           outer0_10
 	VZEROUPPER
 	RET

@@ -179,34 +179,14 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	numValid := 0.0
-	for k := range s.sequenceLength {
-		s.sequenceLength[k] = 0.0
-	}
-	for k := range s.acc13 {
-		s.acc13[k] = 0.0
-	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
 			numValid += float64(v3)
-			logProb := in.LogProb[iB*128+iL]
-			v6 := sel(mask, logProb, zero)
-			sampleLogProb := in.SampleLogProb[iB*128+iL]
-			v8 := sel(mask, sampleLogProb, zero)
-			s.sequenceLength[iB] += float64(v3)
-			v11 := v6 - v8
-			v12 := sel(mask, v11, zero)
-			s.acc13[iB] += float64(v12)
 		}
 	}
 	out.NumValid = float32(numValid)
-	for k := range s.sequenceLength {
-		s.s0[k] = float32(s.sequenceLength[k])
-	}
-	for k := range s.acc13 {
-		s.s1[k] = float32(s.acc13[k])
-	}
 }
 
 // fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over B: an
@@ -229,6 +209,12 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c70 := float32(0.16666667)
 	half := float32(0.5)
 	c82 := float32(0.04)
+	for k := range s.sequenceLength {
+		s.sequenceLength[k] = 0.0
+	}
+	for k := range s.acc13 {
+		s.acc13[k] = 0.0
+	}
 	for k := range s.acc162 {
 		s.acc162[k] = 0.0
 	}
@@ -238,12 +224,23 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
 			numValid := out.NumValid
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			s.sequenceLength[iB] += float64(v3)
+			v11 := v6 - v8
+			v12 := sel(mask, v11, zero)
+			s.acc13[iB] += float64(v12)
 			v30 := max(numValid, one)
 			v160 := one / v30
 			v161 := sel(mask, v160, zero)
 			s.acc162[iB] += float64(v161)
 		}
+		s.s0[iB] = float32(s.sequenceLength[iB])
+		s.s1[iB] = float32(s.acc13[iB])
 		s.s5[iB] = float32(s.acc162[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])

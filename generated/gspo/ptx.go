@@ -262,18 +262,6 @@ var LaunchBackward = runtime.LaunchTable{
 		Shape:  []int{8},
 	}, {
 		DType:  "float64",
-		Length: 8,
-		Name:   "scratch/pass0.v9.s",
-		Role:   "scratch",
-		Shape:  []int{8},
-	}, {
-		DType:  "float64",
-		Length: 8,
-		Name:   "scratch/pass0.v13.s",
-		Role:   "scratch",
-		Shape:  []int{8},
-	}, {
-		DType:  "float64",
 		Length: 1,
 		Name:   "scratch/pass0.v4.s",
 		Role:   "scratch",
@@ -302,17 +290,17 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "scratch/pass0.v9.s", "scratch/pass0.v13.s", "scratch/pass0.v4.s"},
+		Params: []string{"in/mask", "scratch/pass0.v4.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v9.s", "scratch/s0", "scratch/pass0.v13.s", "scratch/s1"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid"},
 	}, {
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{8, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "out/num_valid", "scratch/s5", "in/log_prob", "scratch/s0", "scratch/s1", "in/advantage", "in/ref_log_prob", "grad/log_prob", "scratch/pass1.v29.s", "scratch/pass1.v40.s", "scratch/pass1.v84.s"},
+		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "scratch/s0", "scratch/s1", "scratch/s5", "in/advantage", "in/ref_log_prob", "grad/log_prob", "scratch/pass1.v29.s", "scratch/pass1.v40.s", "scratch/pass1.v84.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
