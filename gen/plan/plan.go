@@ -122,9 +122,19 @@ func (p *Plan) Buffer(n *ir.Node) *Buffer {
 // another output's value, or an input's), or its scratch buffer.
 func (p *Plan) Buffers(n *ir.Node) []*Buffer { return p.bufOf[n.ID] }
 
+// Options turns off planner choices, for A/B measurements (gen's TestPlanChoicesAB); the
+// zero value is what Build does.
+type Options struct {
+	NoSink     bool // keep every result in the first pass that can compute it (see sinkable)
+	NoRowLocal bool // run every reduction over a batch dim as a barrier (see RowLocal)
+}
+
 // Build schedules g. It fails on graphs no backend can run (a scan over non-batch dims, a
 // shift along one).
-func Build(g *ir.Graph) (*Plan, error) {
+func Build(g *ir.Graph) (*Plan, error) { return BuildOptions(g, Options{}) }
+
+// BuildOptions is Build with the choices opt turns off.
+func BuildOptions(g *ir.Graph, opt Options) (*Plan, error) {
 	for _, n := range g.Nodes {
 		switch n.Op.Class() {
 		case ir.Scan, ir.Shift:
@@ -133,12 +143,12 @@ func Build(g *ir.Graph) (*Plan, error) {
 			}
 		}
 	}
-	p, sunk := build(g, nil), map[int]int{}
-	for better := true; better; {
+	p, sunk := build(g, nil, opt), map[int]int{}
+	for better := !opt.NoSink; better; {
 		better = false
 		for _, sink := range sinkable(p) {
 			maps.Copy(sink, sunk)
-			if q := build(g, sink); q.Bytes() < p.Bytes() && bigPasses(q) <= bigPasses(p) {
+			if q := build(g, sink, opt); cheaper(q, p) {
 				p, sunk, better = q, sink, true
 			}
 		}
@@ -148,7 +158,7 @@ func Build(g *ir.Graph) (*Plan, error) {
 
 // build schedules g with the barrier reductions in minLevel (node ID -> level) computed no
 // earlier than that level.
-func build(g *ir.Graph, minLevel map[int]int) *Plan {
+func build(g *ir.Graph, minLevel map[int]int, opt Options) *Plan {
 	b := &builder{g: g, stored: map[int]bool{}, minLevel: map[int]int{}}
 	for id, l := range minLevel {
 		b.minLevel[id] = l
@@ -175,7 +185,9 @@ func build(g *ir.Graph, minLevel map[int]int) *Plan {
 	}
 	b.storeLoadedScans(p)
 	b.buffers(p)
-	fuseRows(p)
+	if !opt.NoRowLocal {
+		fuseRows(p)
+	}
 	p.schedule() // after fuseRows, which may reorder the passes
 	return p
 }

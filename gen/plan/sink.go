@@ -6,16 +6,16 @@ import (
 	"github.com/lossgen/lossgen/gen/ir"
 )
 
-// Sinking barrier reductions (a planner choice, made by bytes). A reduction over a pass's
-// whole domain is scheduled in the first pass that can compute it. When only passes over a
-// smaller domain read it (the scalar pass that finishes a loss), it may as well accumulate in
-// a later pass over the same domain, one that streams the same rows anyway. ForwardBackward
-// is the case that matters: its gradient pass depends on a count (GRPO's num_kept, a masked
-// mean's num_valid), so the count's pass must run first; the loss terms' sums, computed there
-// by default, read every input a second time. Sunk into the gradient pass, they leave the
-// first pass reading only what the count needs (the mask, 1 byte a token), and the data
-// crosses memory about once. Build keeps the sunk plan only when it moves fewer bytes and runs
-// no more passes over batch data.
+// Sinking results (a planner choice, made by cost). A reduction over a pass's domain, or a
+// result it stores, is scheduled in the first pass that can compute it. When no pass over as
+// large a domain reads it before some later pass over the same domain runs (the scalar pass
+// that finishes a loss reads it, or the pass after next), it may as well be computed in that
+// later pass, which streams the same rows anyway. ForwardBackward is the case that matters:
+// its gradient pass depends on a count (GRPO's num_kept, a masked mean's num_valid, a
+// sequence's length), so the count's pass must run first; the loss terms' sums, computed
+// there by default, read every input a second time (or, in a row-local pair, compute every
+// term twice). Sunk into the gradient pass, they leave the first pass reading only what the
+// count needs (the mask, 1 byte a token). Build keeps a sunk plan only when it is cheaper.
 
 // sinkable returns the choices of results to sink, each a map from node ID to the level it
 // moves to: all of them, only the reductions, only the stores (moving a result may make its
@@ -73,6 +73,25 @@ func sinkable(p *Plan) []map[int]int {
 		}
 	}
 	return out
+}
+
+// cheaper reports whether plan q beats p: no more passes over batch data, and fewer bytes
+// streamed, or as many and less arithmetic (a row-local pair whose first sweep only counts).
+func cheaper(q, p *Plan) bool {
+	if bigPasses(q) > bigPasses(p) {
+		return false
+	}
+	bq, bp := q.Bytes(), p.Bytes()
+	return bq < bp || bq == bp && work(q) < work(p)
+}
+
+// work is the plan's arithmetic: the nodes each pass computes, times its domain's size.
+func work(p *Plan) int {
+	n := 0
+	for _, ps := range p.Passes {
+		n += len(ps.Compute) * ps.Domain.Numel()
+	}
+	return n
 }
 
 // bigPasses is how many passes of p run over a domain of more than one element.

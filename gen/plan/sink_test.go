@@ -62,16 +62,19 @@ func inputNames(ps *plan.Pass) []string {
 // the bytes a call must move (inputs read once, gradients written once; bool masks 1 byte):
 // GSPO's per-sequence sums sink into the pass before their reader, which then runs row by
 // row with it, so only the count's pass reads the mask a second time; GRPO's count of the
-// tokens KL-Mask keeps reads log_prob and sample_log_prob first (what the math needs).
+// tokens KL-Mask keeps reads log_prob and sample_log_prob first (what the math needs);
+// distillation's row-local pair first only counts each sequence's tokens (the KL's sums,
+// which only the per-sequence pass reads, sink into the second sweep with the gradient).
 func TestLLMForwardBackwardBytes(t *testing.T) {
 	for _, c := range []struct {
 		file        string
 		plan, bound float64 // bytes per token
+		first       []string
 	}{
-		{"gspo.yaml", 1 + 13 + 4, 13 + 4},   // mask; mask, log_prob, sample_log_prob, ref_log_prob; grad
-		{"grpo.yaml", 9 + 21 + 8, 21 + 8},   // mask, both log-probs; all six inputs; two grads
-		{"dapo.yaml", 1 + 17 + 8, 17 + 8},   // mask; mask and four floats; two grads
-		{"distillation.yaml", 9 + 4, 9 + 4}, // one row-local pair
+		{"gspo.yaml", 1 + 13 + 4, 13 + 4, []string{"mask"}},
+		{"grpo.yaml", 9 + 21 + 8, 21 + 8, []string{"mask", "log_prob", "sample_log_prob"}},
+		{"dapo.yaml", 1 + 17 + 8, 17 + 8, []string{"mask"}},
+		{"distillation.yaml", 9 + 4, 9 + 4, []string{"mask"}},
 	} {
 		fwd := build(t, c.file)
 		g, err := passes.Run(fwd.Graph, passes.Backward)
@@ -80,5 +83,6 @@ func TestLLMForwardBackwardBytes(t *testing.T) {
 		tokens := float64(g.Batch.Numel())
 		require.InDelta(t, c.plan, float64(p.Bytes())/tokens, 0.3, "%s: %s", c.file, p)
 		require.GreaterOrEqual(t, float64(p.Bytes())/tokens, c.bound, c.file)
+		require.Equal(t, c.first, inputNames(p.Passes[0]), "%s: %s", c.file, p)
 	}
 }

@@ -160,12 +160,13 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf    []float64
+	r27_s  []float64
+	r27_p  []float32
+	p0_ok  []float32
 	r4_s   []float64
 	r4_p   []float32
 	r26_s  []float64
 	r26_p  []float32
-	r27_s  []float64
-	r27_p  []float32
 	r33_s  []float64
 	r33_p  []float32
 	r38_s  []float64
@@ -177,7 +178,7 @@ type fbAvxState struct {
 	r54_s  []float64
 	r54_ok []float32
 	r57_s  []float64
-	p0_ok  []float32
+	p1_ok  []float32
 	r30_s  []float64
 	r30_p  []float32
 	r50_s  []float64
@@ -187,30 +188,31 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 720)}
-	st.r4_s = st.buf[8:24]
-	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r26_s = st.buf[48:120]
-	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
-	st.r27_s = st.buf[176:248]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
-	st.r33_s = st.buf[304:320]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r38_s = st.buf[344:360]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r43_s = st.buf[384:400]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r48_s = st.buf[424:496]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 72)
-	st.r54_s = st.buf[552:568]
-	st.r54_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[576])), 16)
-	st.r57_s = st.buf[592:608]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[616])), 8)
-	st.r30_s = st.buf[632:648]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r50_s = st.buf[672:688]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[696])), 16)
-	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
+	st := &fbAvxState{buf: make([]float64, 736)}
+	st.r27_s = st.buf[8:80]
+	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
+	st.r4_s = st.buf[152:168]
+	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[176])), 16)
+	st.r26_s = st.buf[192:264]
+	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
+	st.r33_s = st.buf[320:336]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r38_s = st.buf[360:376]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.r43_s = st.buf[400:416]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r48_s = st.buf[440:512]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 72)
+	st.r54_s = st.buf[568:584]
+	st.r54_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r57_s = st.buf[608:624]
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[632])), 8)
+	st.r30_s = st.buf[648:664]
+	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r50_s = st.buf[688:704]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 16)
+	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 8)
 	st.res = make([]float64, 8)
 	return st
 }}
@@ -226,12 +228,13 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r27_s, 0)
+		runtime.Fill(st.r27_p, 0)
+		runtime.SetMask(st.p0_ok)
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
 		runtime.Fill(st.r26_s, 0)
 		runtime.Fill(st.r26_p, 0)
-		runtime.Fill(st.r27_s, 0)
-		runtime.Fill(st.r27_p, 0)
 		runtime.Fill(st.r33_s, 0)
 		runtime.Fill(st.r33_p, 0)
 		runtime.Fill(st.r38_s, 0)
@@ -243,23 +246,23 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r54_s, 0)
 		runtime.SetMask(st.r54_ok)
 		runtime.Fill(st.r57_s, 0)
-		runtime.SetMask(st.p0_ok)
+		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 81 {
 			lo, hi := a, min(a+81, hi)
-			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r26_s[lo*8:hi*8], 8)
-			for k := lo; k < hi; k++ {
-				s.s0[k] = float32(st.res[k])
-			}
+			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r27_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
+			}
+			fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &s.s1[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
+			runtime.FinishSum(st.res[lo:hi], st.r26_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
 			}
 			runtime.FinishSum(st.res[lo:hi], st.r48_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
-			fbPass1AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &s.s1[0], &g.Entropy[0], &g.LogProb[0], hi)
 		}
 	}
 	n := min(fbPass0Chunks, 8)
@@ -276,6 +279,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
@@ -283,10 +287,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
 			runtime.MergeMask(sts[0].r54_ok, sts[c].r54_ok)
 			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
-			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r54_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.p0_ok[:8]) || !runtime.MaskSet(st.r54_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return

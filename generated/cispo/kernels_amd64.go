@@ -26,13 +26,13 @@ func pass2AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
+func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, s1 *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, s1 *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
 // in Go.

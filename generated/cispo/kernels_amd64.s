@@ -922,9 +922,9 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $32-64
+// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// Requires: AVX, AVX2
+TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_6:
@@ -939,176 +939,258 @@ blocks_7:
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
+
+	// sum(mask) over [L]
+	XORQ         BX, BX
+	MOVQ         AX, SI
+	ADDQ         SI, BX
+	IMUL3Q       $+8, BX, BX
+	MOVQ         state+16(FP), SI
+	VADDPS       704(SI)(BX*4), Y0, Y0
+	VMOVUPS      Y0, 704(SI)(BX*4)
+	DECQ         DX
+	JNZ          noflush_8
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	IMUL3Q       $+8, DX, DX
+	MOVQ         state+16(FP), BX
+	VMOVUPS      704(BX)(DX*4), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 64(BX)(DX*8)
+	VADDPD       96(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 96(BX)(DX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 704(BX)(DX*4)
+	VANDPS       1088(BX), Y1, Y1
+	VMOVUPS      Y1, 1088(BX)
+	MOVQ         $+8, DX
+
+noflush_8:
+	ADDQ         $+8, CX
+	CMPQ         CX, $+128
+	JL           blocks_7
+	XORQ         CX, CX
+	MOVQ         AX, DX
+	ADDQ         DX, CX
+	IMUL3Q       $+8, CX, CX
+	MOVQ         state+16(FP), DX
+	VMOVUPS      704(DX)(CX*4), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(DX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 64(DX)(CX*8)
+	VADDPD       96(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 96(DX)(CX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)(CX*4)
+	VANDPS       1088(DX), Y1, Y1
+	VMOVUPS      Y1, 1088(DX)
+	INCQ         AX
+	CMPQ         AX, hi+24(FP)
+	JL           outer0_6
+	VZEROUPPER
+	RET
+
+// func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, s1 *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $128-88
+	MOVQ lo+0(FP), AX
+
+outer0_9:
+	MOVQ $+8, DX
+	XORQ CX, CX
+
+blocks_10:
+	MOVQ      mask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+128, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y3, Y1, Y2, Y3
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y1
-	VMOVUPS Y1, 256(BX)
+	VADDPS  1408(BX), Y3, Y3
+	VMOVUPS Y3, 1408(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y3
-
-	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      advantage+40(FP), DI
+	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v10 = where(mask, advantage, 0)
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
+	MOVQ      advantage+40(FP), DI
+	VMOVUPS   (DI)(SI*4), Y5
+
+	// v10 = where(mask, advantage, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y1, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VSUBPS  Y4, Y3, Y6
+	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMAXPS  Y6, Y7, Y7
+	VMOVUPS lgc3<>+0(SB), Y8
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y3, (SP)
+	VMINPS  Y7, Y8, Y7
+	VMOVUPS Y4, (SP)
+	VMOVUPS Y7, 32(SP)
 
 	// v16 = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y7
+	VMAXPS       lgc4<>+0(SB), Y6, Y4
+	VMINPS       lgc5<>+0(SB), Y4, Y4
+	VMULPS       lgc6<>+0(SB), Y4, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y4
 	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y8
-	VMULPS       Y3, Y3, Y9
-	VFMADD213PS  Y3, Y9, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
+	VMULPS       Y4, Y4, Y9
+	VFMADD213PS  Y4, Y9, Y8
 	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y7
+	VCVTPS2DQ    Y7, Y4
+	VPMAXSD      lgc15<>+0(SB), Y4, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y3, Y3
+	VPSUBD       Y7, Y4, Y4
 	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y7, Y8, Y8
-	VMULPS       Y3, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y3
-	VBLENDVPS    Y3, Y5, Y8, Y8
-	VMOVUPS      lgc17<>+0(SB), Y3
+	VMULPS       Y4, Y8, Y8
+	VCMPPS       $0x03, Y6, Y6, Y4
+	VBLENDVPS    Y4, Y6, Y8, Y8
+	VMOVUPS      lgc17<>+0(SB), Y4
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y3, Y3
+	VMAXPS  Y8, Y4, Y4
 	VMOVUPS lgc18<>+0(SB), Y7
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y3, Y7, Y3
+	VMINPS Y4, Y7, Y4
 
 	// v22 = mul(ratioClip, v10)
-	VMULPS Y4, Y3, Y3
+	VMULPS Y5, Y4, Y4
 
 	// v23 = mul(v22, v6)
-	VMULPS Y1, Y3, Y3
+	VMULPS Y3, Y4, Y5
 
 	// v24 = neg(v23)
-	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y5, Y5
 
 	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y0, Y7
+	VBLENDVPS Y7, Y5, Y2, Y5
 
 	// sum(v25) over [L]
-	XORQ    DI, DI
-	MOVQ    AX, R8
-	ADDQ    R8, DI
-	IMUL3Q  $+8, DI, R8
-	VADDPS  1024(BX)(R8*4), Y3, Y3
-	VMOVUPS Y3, 1024(BX)(R8*4)
+	XORQ         DI, DI
+	MOVQ         AX, R8
+	ADDQ         R8, DI
+	IMUL3Q       $+8, DI, R8
+	VADDPS       2176(BX)(R8*4), Y5, Y5
+	VMOVUPS      Y5, 2176(BX)(R8*4)
+	MOVQ         s1+48(FP), R8
+	VBROADCASTSS (R8)(DI*4), Y5
 
-	// sum(mask) over [L]
-	IMUL3Q  $+8, DI, R8
-	VADDPS  2048(BX)(R8*4), Y0, Y3
-	VMOVUPS Y3, 2048(BX)(R8*4)
+	// v28 = max(v27, 1)
+	VMAXPS  Y5, Y1, Y1
+	VMOVUPS 32(SP), Y5
 
 	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y6, Y5, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v32 = where(mask, v31, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y0, Y7
+	VBLENDVPS Y7, Y5, Y2, Y5
 
 	// sum(v32) over [B L]
-	VADDPS  2624(BX), Y3, Y3
-	VMOVUPS Y3, 2624(BX)
-	VMOVUPS (SP), Y3
+	VADDPS  2752(BX), Y5, Y5
+	VMOVUPS Y5, 2752(BX)
+	VMOVUPS (SP), Y5
 
 	// v36 = sub(v8, v6)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y3, Y5, Y3
 
 	// v37 = where(mask, v36, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y3, Y2, Y3
 
 	// sum(v37) over [B L]
-	VADDPS  2944(BX), Y1, Y1
-	VMOVUPS Y1, 2944(BX)
-	MOVQ    entropy+48(FP), R8
-	VMOVUPS (R8)(SI*4), Y1
+	VADDPS  3072(BX), Y3, Y3
+	VMOVUPS Y3, 3072(BX)
+	MOVQ    entropy+56(FP), R8
+	VMOVUPS (R8)(SI*4), Y3
 
 	// v41 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y3, Y2, Y3
 
 	// v42 = where(mask, v41, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y3, Y2, Y5
 
 	// sum(v42) over [B L]
-	VADDPS  3264(BX), Y3, Y3
-	VMOVUPS Y3, 3264(BX)
+	VADDPS  3392(BX), Y5, Y5
+	VMOVUPS Y5, 3392(BX)
 
 	// v46 = mul(-0.01, v41)
-	VMULPS lgc20<>+0(SB), Y1, Y1
+	VMULPS lgc20<>+0(SB), Y3, Y3
 
 	// v47 = where(mask, v46, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
 
 	// sum(v47) over [L]
-	IMUL3Q  $+8, DI, SI
-	VADDPS  4032(BX)(SI*4), Y1, Y1
-	VMOVUPS Y1, 4032(BX)(SI*4)
-	VMOVUPS lgc21<>+0(SB), Y1
+	IMUL3Q  $+8, DI, DI
+	VADDPS  4160(BX)(DI*4), Y2, Y2
+	VMOVUPS Y2, 4160(BX)(DI*4)
+	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v52 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y5, Y1, Y0
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y6, Y2, Y0
+	VMOVUPS   Y4, 64(SP)
+	VMOVUPS   Y1, 96(SP)
 
 	// logsumexp(v52) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
@@ -1143,377 +1225,256 @@ blocks_7:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	VANDPS       4608(BX), Y1, Y1
-	VMOVUPS      Y1, 4608(BX)
+	VANDPS       4736(BX), Y1, Y1
+	VMOVUPS      Y1, 4736(BX)
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4416(BX), Y1, Y3
-	VMOVUPD      Y3, 4416(BX)
+	VADDPD       4544(BX), Y1, Y3
+	VMOVUPD      Y3, 4544(BX)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       4736(BX), Y1, Y1
-	VMOVUPD      Y1, 4736(BX)
-	VADDPD       4448(BX), Y2, Y1
-	VMOVUPD      Y1, 4448(BX)
+	VADDPD       4864(BX), Y1, Y1
+	VMOVUPD      Y1, 4864(BX)
+	VADDPD       4576(BX), Y2, Y1
+	VMOVUPD      Y1, 4576(BX)
 	VMULPD       Y2, Y2, Y1
-	VADDPD       4768(BX), Y1, Y1
-	VMOVUPD      Y1, 4768(BX)
+	VADDPD       4896(BX), Y1, Y1
+	VMOVUPD      Y1, 4896(BX)
 
 	// v56 = mul(2, v52)
-	VMULPS       lgc24<>+0(SB), Y0, Y0
+	VMULPS  lgc24<>+0(SB), Y0, Y0
+	VMOVUPS lgc27<>+0(SB), Y0
+	VMOVUPS 96(SP), Y1
+
+	// v64 = div(0.125, v28)
+	VDIVPS    Y1, Y0, Y0
+	MOVQ      mask+8(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y1
+	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v65 = where(mask, v64, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y0, Y2, Y0
+
+	// v66 = mul(v65, -0.01)
+	VMULPS lgc20<>+0(SB), Y0, Y3
+
+	// gradEntropy = where(mask, v66, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+
+	// v68 = neg(v65)
+	VXORPS lgc19<>+0(SB), Y0, Y0
+
+	// v69 = ne(v68, 0)
+	VCMPPS  $0x04, Y2, Y0, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 64(SP), Y5
+
+	// v70 = mul(v68, v22)
+	VMULPS Y5, Y0, Y5
+
+	// v71 = where(v69, v70, v68)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y0, Y0
+
+	// gradLogProb = where(mask, v71, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y0, Y2, Y0
+
+	// store gradEntropy
+	MOVQ    gradEntropy+64(FP), BX
+	VMOVUPS Y3, (BX)(SI*4)
+
+	// store gradLogProb
+	MOVQ         gradLogProb+72(FP), BX
+	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_8
+	JNZ          noflush_11
 	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
+	VMOVUPS      1408(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
+	VADDPD       1216(DX), Y2, Y2
+	VMOVUPD      Y2, 1216(DX)
+	VADDPD       1248(DX), Y0, Y0
+	VMOVUPD      Y0, 1248(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      Y0, 1408(DX)
 	XORQ         BX, BX
 	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y0
+	VMOVUPS      2176(DX)(SI*4), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 416(DX)(SI*8)
+	VADDPD       1536(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 1536(DX)(SI*8)
+	VADDPD       1568(DX)(SI*8), Y0, Y0
+	VMOVUPD      Y0, 1568(DX)(SI*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)(SI*4)
-	IMUL3Q       $+8, BX, SI
-	VMOVUPS      2048(DX)(SI*4), Y0
+	VMOVUPS      Y0, 2176(DX)(SI*4)
+	VMOVUPS      2752(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 1408(DX)(SI*8)
-	VADDPD       1440(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 1440(DX)(SI*8)
+	VADDPD       2560(DX), Y2, Y2
+	VMOVUPD      Y2, 2560(DX)
+	VADDPD       2592(DX), Y0, Y0
+	VMOVUPD      Y0, 2592(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(DX)(SI*4)
-	VMOVUPS      2624(DX), Y0
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2432(DX), Y2, Y2
-	VMOVUPD      Y2, 2432(DX)
-	VADDPD       2464(DX), Y0, Y0
-	VMOVUPD      Y0, 2464(DX)
+	VADDPD       2880(DX), Y2, Y2
+	VMOVUPD      Y2, 2880(DX)
+	VADDPD       2912(DX), Y0, Y0
+	VMOVUPD      Y0, 2912(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VMOVUPS      2944(DX), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VMOVUPS      3392(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2752(DX), Y2, Y2
-	VMOVUPD      Y2, 2752(DX)
-	VADDPD       2784(DX), Y0, Y0
-	VMOVUPD      Y0, 2784(DX)
+	VADDPD       3200(DX), Y2, Y2
+	VMOVUPD      Y2, 3200(DX)
+	VADDPD       3232(DX), Y0, Y0
+	VMOVUPD      Y0, 3232(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3072(DX), Y2, Y2
-	VMOVUPD      Y2, 3072(DX)
-	VADDPD       3104(DX), Y0, Y0
-	VMOVUPD      Y0, 3104(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
+	VMOVUPS      Y0, 3392(DX)
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4032(DX)(BX*4), Y0
+	VMOVUPS      4160(DX)(BX*4), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3392(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 3392(DX)(BX*8)
-	VADDPD       3424(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 3424(DX)(BX*8)
+	VADDPD       3520(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 3520(DX)(BX*8)
+	VADDPD       3552(DX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 3552(DX)(BX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 4032(DX)(BX*4)
-	VANDPS       4928(DX), Y1, Y1
-	VMOVUPS      Y1, 4928(DX)
+	VMOVUPS      Y0, 4160(DX)(BX*4)
+	VANDPS       5056(DX), Y1, Y1
+	VMOVUPS      Y1, 5056(DX)
 	MOVQ         $+8, DX
 
-noflush_8:
+noflush_11:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_7
+	JL           blocks_10
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
+	VMOVUPS      1408(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
+	VADDPD       1216(CX), Y2, Y2
+	VMOVUPD      Y2, 1216(CX)
+	VADDPD       1248(CX), Y0, Y0
+	VMOVUPD      Y0, 1248(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      Y0, 1408(CX)
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y0
+	VMOVUPS      2176(CX)(BX*4), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 416(CX)(BX*8)
+	VADDPD       1536(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(CX)(BX*8)
+	VADDPD       1568(CX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(CX)(BX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)(BX*4)
-	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2048(CX)(BX*4), Y0
+	VMOVUPS      Y0, 2176(CX)(BX*4)
+	VMOVUPS      2752(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)(BX*8)
-	VADDPD       1440(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)(BX*8)
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(CX)(BX*4)
-	VMOVUPS      2624(CX), Y0
+	VMOVUPS      Y0, 2752(CX)
+	VMOVUPS      3072(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2432(CX), Y2, Y2
-	VMOVUPD      Y2, 2432(CX)
-	VADDPD       2464(CX), Y0, Y0
-	VMOVUPD      Y0, 2464(CX)
+	VADDPD       2880(CX), Y2, Y2
+	VMOVUPD      Y2, 2880(CX)
+	VADDPD       2912(CX), Y0, Y0
+	VMOVUPD      Y0, 2912(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VMOVUPS      2944(CX), Y0
+	VMOVUPS      Y0, 3072(CX)
+	VMOVUPS      3392(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2752(CX), Y2, Y2
-	VMOVUPD      Y2, 2752(CX)
-	VADDPD       2784(CX), Y0, Y0
-	VMOVUPD      Y0, 2784(CX)
+	VADDPD       3200(CX), Y2, Y2
+	VMOVUPD      Y2, 3200(CX)
+	VADDPD       3232(CX), Y0, Y0
+	VMOVUPD      Y0, 3232(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(CX)
-	VMOVUPS      3264(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3072(CX), Y2, Y2
-	VMOVUPD      Y2, 3072(CX)
-	VADDPD       3104(CX), Y0, Y0
-	VMOVUPD      Y0, 3104(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(CX)
+	VMOVUPS      Y0, 3392(CX)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4032(CX)(DX*4), Y0
+	VMOVUPS      4160(CX)(DX*4), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3392(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 3392(CX)(DX*8)
-	VADDPD       3424(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 3424(CX)(DX*8)
+	VADDPD       3520(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 3520(CX)(DX*8)
+	VADDPD       3552(CX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 3552(CX)(DX*8)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 4032(CX)(DX*4)
-	VANDPS       4928(CX), Y1, Y1
-	VMOVUPS      Y1, 4928(CX)
+	VMOVUPS      Y0, 4160(CX)(DX*4)
+	VANDPS       5056(CX), Y1, Y1
+	VMOVUPS      Y1, 5056(CX)
 	INCQ         AX
-	CMPQ         AX, hi+56(FP)
-	JL           outer0_6
-	VZEROUPPER
-	RET
-
-// func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, s1 *float32, gradEntropy *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-72
-	MOVQ lo+0(FP), AX
-
-outer0_9:
-	XORQ CX, CX
-
-blocks_10:
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      logProb+16(FP), DX
-	VMOVUPS   (DX)(BX*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-
-	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+24(FP), DX
-	VMOVUPS   (DX)(BX*4), Y3
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      advantage+32(FP), DX
-	VMOVUPS   (DX)(BX*4), Y4
-
-	// v10 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// logWeight = sub(v6, v8)
-	VSUBPS Y3, Y1, Y1
-
-	// v16 = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y1, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y5, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y3
-	VMOVAPS      lgc9<>+0(SB), Y6
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y3, Y7
-	VFMADD213PS  Y3, Y7, Y6
-	VADDPS       lgc0<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y3, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y6, Y6
-	VMOVUPS      lgc17<>+0(SB), Y1
-
-	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y6, Y1, Y1
-	VMOVUPS lgc18<>+0(SB), Y3
-
-	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y1, Y3, Y1
-
-	// v22 = mul(ratioClip, v10)
-	VMULPS       Y4, Y1, Y1
-	MOVQ         s1+40(FP), DX
-	XORQ         SI, SI
-	MOVQ         AX, DI
-	ADDQ         DI, SI
-	VBROADCASTSS (DX)(SI*4), Y3
-	VMOVUPS      lgc0<>+0(SB), Y4
-
-	// v28 = max(v27, 1)
-	VMAXPS  Y3, Y4, Y3
-	VMOVUPS lgc27<>+0(SB), Y4
-
-	// v64 = div(0.125, v28)
-	VDIVPS Y3, Y4, Y3
-
-	// v65 = where(mask, v64, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// v66 = mul(v65, -0.01)
-	VMULPS lgc20<>+0(SB), Y3, Y4
-
-	// gradEntropy = where(mask, v66, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// v68 = neg(v65)
-	VXORPS lgc19<>+0(SB), Y3, Y3
-
-	// v69 = ne(v68, 0)
-	VCMPPS $0x04, Y2, Y3, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
-
-	// v70 = mul(v68, v22)
-	VMULPS Y1, Y3, Y1
-
-	// v71 = where(v69, v70, v68)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y1, Y3, Y1
-
-	// gradLogProb = where(mask, v71, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
-
-	// store gradEntropy
-	MOVQ    gradEntropy+48(FP), DX
-	VMOVUPS Y4, (DX)(BX*4)
-
-	// store gradLogProb
-	MOVQ    gradLogProb+56(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	ADDQ    $+8, CX
-	CMPQ    CX, $+128
-	JL      blocks_10
-	INCQ    AX
-	CMPQ    AX, hi+64(FP)
-	JL      outer0_9
+	CMPQ         AX, hi+80(FP)
+	JL           outer0_9
 	VZEROUPPER
 	RET
 
@@ -1629,7 +1590,7 @@ TEXT ·fbPass3AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
 
-blocks_11:
+blocks_12:
 	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
@@ -1646,8 +1607,8 @@ blocks_11:
 
 	// mean(sequenceMean) over [B]
 	MOVQ    state+16(FP), DX
-	VADDPS  5248(DX), Y1, Y1
-	VMOVUPS Y1, 5248(DX)
+	VADDPS  5376(DX), Y1, Y1
+	VMOVUPS Y1, 5376(DX)
 	MOVQ    s5+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
@@ -1655,72 +1616,72 @@ blocks_11:
 	VDIVPS Y0, Y1, Y0
 
 	// mean(sequenceMean2) over [B]
-	VADDPS       5568(DX), Y0, Y0
-	VMOVUPS      Y0, 5568(DX)
+	VADDPS       5696(DX), Y0, Y0
+	VMOVUPS      Y0, 5696(DX)
 	DECQ         CX
-	JNZ          noflush_12
+	JNZ          noflush_13
 	MOVQ         state+16(FP), CX
-	VMOVUPS      5248(CX), Y0
+	VMOVUPS      5376(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5056(CX), Y2, Y2
-	VMOVUPD      Y2, 5056(CX)
-	VADDPD       5088(CX), Y0, Y0
-	VMOVUPD      Y0, 5088(CX)
+	VADDPD       5184(CX), Y2, Y2
+	VMOVUPD      Y2, 5184(CX)
+	VADDPD       5216(CX), Y0, Y0
+	VMOVUPD      Y0, 5216(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(CX)
-	VMOVUPS      5568(CX), Y0
+	VMOVUPS      Y0, 5376(CX)
+	VMOVUPS      5696(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5376(CX), Y2, Y2
-	VMOVUPD      Y2, 5376(CX)
-	VADDPD       5408(CX), Y0, Y0
-	VMOVUPD      Y0, 5408(CX)
+	VADDPD       5504(CX), Y2, Y2
+	VMOVUPD      Y2, 5504(CX)
+	VADDPD       5536(CX), Y0, Y0
+	VMOVUPD      Y0, 5536(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 5568(CX)
-	VANDPS       5696(CX), Y1, Y1
-	VMOVUPS      Y1, 5696(CX)
+	VMOVUPS      Y0, 5696(CX)
+	VANDPS       5824(CX), Y1, Y1
+	VMOVUPS      Y1, 5824(CX)
 	MOVQ         $+8, CX
 
-noflush_12:
+noflush_13:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
-	JL           blocks_11
+	JL           blocks_12
 	MOVQ         state+16(FP), AX
-	VMOVUPS      5248(AX), Y0
+	VMOVUPS      5376(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5056(AX), Y2, Y2
-	VMOVUPD      Y2, 5056(AX)
-	VADDPD       5088(AX), Y0, Y0
-	VMOVUPD      Y0, 5088(AX)
+	VADDPD       5184(AX), Y2, Y2
+	VMOVUPD      Y2, 5184(AX)
+	VADDPD       5216(AX), Y0, Y0
+	VMOVUPD      Y0, 5216(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(AX)
-	VMOVUPS      5568(AX), Y0
+	VMOVUPS      Y0, 5376(AX)
+	VMOVUPS      5696(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5376(AX), Y2, Y2
-	VMOVUPD      Y2, 5376(AX)
-	VADDPD       5408(AX), Y0, Y0
-	VMOVUPD      Y0, 5408(AX)
+	VADDPD       5504(AX), Y2, Y2
+	VMOVUPD      Y2, 5504(AX)
+	VADDPD       5536(AX), Y0, Y0
+	VMOVUPD      Y0, 5536(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 5568(AX)
-	VANDPS       5696(AX), Y1, Y1
-	VMOVUPS      Y1, 5696(AX)
+	VMOVUPS      Y0, 5696(AX)
+	VANDPS       5824(AX), Y1, Y1
+	VMOVUPS      Y1, 5824(AX)
 	VZEROUPPER
 	RET
 
@@ -1732,9 +1693,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_13:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_14
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
@@ -1765,9 +1726,9 @@ bulk_13:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_13
+	JMP          bulk_14
 
-bulkdone_14:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -1779,9 +1740,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_15:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_16
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
 	VMULPS       lgc29<>+0(SB), Y0, Y2
@@ -1824,9 +1785,9 @@ bulk_15:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_15
+	JMP          bulk_16
 
-bulkdone_16:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -1998,9 +1959,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_18:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
@@ -2054,8 +2015,8 @@ bulk_17:
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_18
 
-bulkdone_18:
+bulkdone_19:
 	VZEROUPPER
 	RET

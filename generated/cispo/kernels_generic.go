@@ -170,13 +170,13 @@ type fbScratch struct {
 	s5    []float32 // v48 = sum(v47) over L [B=8]
 	s6    float32   // v54 = logsumexp(v52) over B,L
 	s7    float32   // v57 = logsumexp(v56) over B,L
-	acc26 []float64 // accumulators of v26
 	acc27 []float64 // accumulators of v27
+	acc26 []float64 // accumulators of v26
 	acc48 []float64 // accumulators of v48
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc26: make([]float64, 8), acc27: make([]float64, 8), acc48: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc27: make([]float64, 8), acc26: make([]float64, 8), acc48: make([]float64, 8)}
 }}
 
 // fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
@@ -193,12 +193,12 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c51 := float32(math.Inf(-1))
 	two := float32(2)
 	c63 := float32(0.125)
+	for k := range s.acc27 {
+		s.acc27[k] = 0.0
+	}
 	numValid := 0.0
 	for k := range s.acc26 {
 		s.acc26[k] = 0.0
-	}
-	for k := range s.acc27 {
-		s.acc27[k] = 0.0
 	}
 	acc33 := 0.0
 	acc38 := 0.0
@@ -209,6 +209,11 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	acc54 := runtime.NewLogSumExp()
 	acc57 := runtime.NewLogSumExp()
 	for iB := 0; iB < 8; iB++ {
+		for iL := 0; iL < 128; iL++ {
+			mask := b2f(in.Mask[iB*128+iL])
+			s.acc27[iB] += float64(mask)
+		}
+		s.s1[iB] = float32(s.acc27[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -230,7 +235,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v24 := -v23
 			v25 := sel(mask, v24, zero)
 			s.acc26[iB] += float64(v25)
-			s.acc27[iB] += float64(mask)
+			v27 := s.s1[iB]
+			v28 := max(v27, one)
 			v31 := b2f(logWeightClip != logWeight)
 			v32 := sel(mask, v31, zero)
 			acc33 += float64(v32)
@@ -248,25 +254,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			acc54.Add(float64(v52))
 			v56 := float32(two * v52)
 			acc57.Add(float64(v56))
-		}
-		s.s0[iB] = float32(s.acc26[iB])
-		s.s1[iB] = float32(s.acc27[iB])
-		s.s5[iB] = float32(s.acc48[iB])
-		for iL := 0; iL < 128; iL++ {
-			mask := b2f(in.Mask[iB*128+iL])
-			logProb := in.LogProb[iB*128+iL]
-			v6 := sel(mask, logProb, zero)
-			sampleLogProb := in.SampleLogProb[iB*128+iL]
-			v8 := sel(mask, sampleLogProb, zero)
-			advantage := in.Advantage[iB*128+iL]
-			v10 := sel(mask, advantage, zero)
-			logWeight := v6 - v8
-			v16 := float32(math.Exp(float64(logWeight)))
-			v18 := max(v16, c17)
-			ratioClip := min(v18, c19)
-			v22 := float32(ratioClip * v10)
-			v27 := s.s1[iB]
-			v28 := max(v27, one)
 			v64 := c63 / v28
 			v65 := sel(mask, v64, zero)
 			v66 := float32(v65 * c45)
@@ -279,6 +266,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			gradLogProb := sel(mask, v71, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
+		s.s0[iB] = float32(s.acc26[iB])
+		s.s5[iB] = float32(s.acc48[iB])
 	}
 	out.NumValid = float32(numValid)
 	s.s2 = float32(acc33)

@@ -474,7 +474,7 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{8, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "scratch/s0", "scratch/s1", "scratch/s5", "grad/entropy", "grad/log_prob", "scratch/pass0.v4.s", "scratch/pass0.v33.s", "scratch/pass0.v38.s", "scratch/pass0.v43.s", "scratch/pass0.v54.m", "scratch/pass0.v54.s", "scratch/pass0.v57.m", "scratch/pass0.v57.s"},
+		Params: []string{"in/mask", "scratch/s1", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/s0", "scratch/s5", "scratch/pass0.v4.s", "scratch/pass0.v33.s", "scratch/pass0.v38.s", "scratch/pass0.v43.s", "scratch/pass0.v54.m", "scratch/pass0.v54.s", "scratch/pass0.v57.m", "scratch/pass0.v57.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

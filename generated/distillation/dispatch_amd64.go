@@ -105,13 +105,14 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf   []float64
+	r50_s []float64
+	r50_p []float32
+	p0_ok []float32
 	r4_s  []float64
 	r4_p  []float32
 	r49_s []float64
 	r49_p []float32
-	r50_s []float64
-	r50_p []float32
-	p0_ok []float32
+	p1_ok []float32
 	r53_s []float64
 	r53_p []float32
 	p2_ok []float32
@@ -119,17 +120,18 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 368)}
-	st.r4_s = st.buf[8:24]
-	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r49_s = st.buf[48:120]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
-	st.r50_s = st.buf[176:248]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 8)
-	st.r53_s = st.buf[320:336]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 8)
+	st := &fbAvxState{buf: make([]float64, 384)}
+	st.r50_s = st.buf[8:80]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
+	st.r4_s = st.buf[152:168]
+	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[176])), 16)
+	st.r49_s = st.buf[192:264]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 8)
+	st.r53_s = st.buf[336:352]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[376])), 8)
 	st.res = make([]float64, 8)
 	return st
 }}
@@ -146,25 +148,26 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r50_s, 0)
+		runtime.Fill(st.r50_p, 0)
+		runtime.SetMask(st.p0_ok)
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
 		runtime.Fill(st.r49_s, 0)
 		runtime.Fill(st.r49_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
-		runtime.SetMask(st.p0_ok)
+		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 157 {
 			lo, hi := a, min(a+157, hi)
-			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r49_s[lo*8:hi*8], 8)
-			for k := lo; k < hi; k++ {
-				s.s0[k] = float32(st.res[k])
-			}
+			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r50_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			fbPass1AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.TeacherLogProb[0], &s.s1[0], &g.LogProb[0], hi)
+			fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &s.s1[0], &g.LogProb[0], hi)
+			runtime.FinishSum(st.res[lo:hi], st.r49_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
+			}
 		}
 	}
 	n := min(fbPass0Chunks, 8)
@@ -181,11 +184,12 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.p0_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return

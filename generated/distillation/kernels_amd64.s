@@ -643,9 +643,9 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $0-48
+// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// Requires: AVX, AVX2
+TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_6:
@@ -666,12 +666,97 @@ blocks_7:
 	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y3, Y1, Y2, Y0
+
+	// sum(v3) over [L]
+	XORQ         BX, BX
+	MOVQ         AX, SI
+	ADDQ         SI, BX
+	IMUL3Q       $+8, BX, BX
+	MOVQ         state+16(FP), SI
+	VADDPS       704(SI)(BX*4), Y0, Y0
+	VMOVUPS      Y0, 704(SI)(BX*4)
+	DECQ         DX
+	JNZ          noflush_8
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	IMUL3Q       $+8, DX, DX
+	MOVQ         state+16(FP), BX
+	VMOVUPS      704(BX)(DX*4), Y0
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 64(BX)(DX*8)
+	VADDPD       96(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 96(BX)(DX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 704(BX)(DX*4)
+	VANDPS       1088(BX), Y1, Y1
+	VMOVUPS      Y1, 1088(BX)
+	MOVQ         $+8, DX
+
+noflush_8:
+	ADDQ         $+8, CX
+	CMPQ         CX, $+128
+	JL           blocks_7
+	XORQ         CX, CX
+	MOVQ         AX, DX
+	ADDQ         DX, CX
+	IMUL3Q       $+8, CX, CX
+	MOVQ         state+16(FP), DX
+	VMOVUPS      704(DX)(CX*4), Y0
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(DX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 64(DX)(CX*8)
+	VADDPD       96(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 96(DX)(CX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)(CX*4)
+	VANDPS       1088(DX), Y1, Y1
+	VMOVUPS      Y1, 1088(DX)
+	INCQ         AX
+	CMPQ         AX, hi+24(FP)
+	JL           outer0_6
+	VZEROUPPER
+	RET
+
+// func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $352-64
+	MOVQ lo+0(FP), AX
+
+outer0_9:
+	MOVQ $+8, DX
+	XORQ CX, CX
+
+blocks_10:
+	MOVQ      mask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+128, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v3 = where(mask, 1, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y3
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y3
-	VMOVUPS Y3, 256(BX)
+	VADDPS  1408(BX), Y3, Y3
+	VMOVUPS Y3, 1408(BX)
 	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
@@ -707,419 +792,178 @@ blocks_7:
 	VMINPS Y6, Y5, Y5
 
 	// v19 = mul(v16, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y5, Y6
+	VMULPS lgc5<>+0(SB), Y5, Y7
 
 	// v20 = add(2.7557319223985893e-06, v19)
-	VADDPS lgc6<>+0(SB), Y6, Y6
+	VADDPS lgc6<>+0(SB), Y7, Y7
 
 	// v22 = mul(v16, v20)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y7, Y5, Y8
 
 	// v23 = add(2.48015873015873e-05, v22)
-	VADDPS lgc7<>+0(SB), Y6, Y6
+	VADDPS lgc7<>+0(SB), Y8, Y8
 
 	// v25 = mul(v16, v23)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y8, Y5, Y9
 
 	// v26 = add(0.0001984126984126984, v25)
-	VADDPS lgc8<>+0(SB), Y6, Y6
+	VADDPS lgc8<>+0(SB), Y9, Y9
 
 	// v28 = mul(v16, v26)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y9, Y5, Y10
 
 	// v29 = add(0.001388888888888889, v28)
-	VADDPS lgc9<>+0(SB), Y6, Y6
+	VADDPS lgc9<>+0(SB), Y10, Y10
 
 	// v31 = mul(v16, v29)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y10, Y5, Y11
 
 	// v32 = add(0.008333333333333333, v31)
-	VADDPS lgc10<>+0(SB), Y6, Y6
+	VADDPS  lgc10<>+0(SB), Y11, Y11
+	VMOVUPS Y6, (SP)
 
 	// v34 = mul(v16, v32)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y11, Y5, Y6
 
 	// v35 = add(0.041666666666666664, v34)
-	VADDPS lgc11<>+0(SB), Y6, Y6
+	VADDPS  lgc11<>+0(SB), Y6, Y6
+	VMOVUPS Y7, 32(SP)
 
 	// v37 = mul(v16, v35)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y6, Y5, Y7
 
 	// v38 = add(0.16666666666666666, v37)
-	VADDPS lgc12<>+0(SB), Y6, Y6
+	VADDPS  lgc12<>+0(SB), Y7, Y7
+	VMOVUPS Y8, 64(SP)
 
 	// v40 = mul(v16, v38)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y7, Y5, Y8
 
 	// v41 = add(0.5, v40)
-	VADDPS lgc13<>+0(SB), Y6, Y6
+	VADDPS  lgc13<>+0(SB), Y8, Y8
+	VMOVUPS Y9, 96(SP)
 
 	// v42 = mul(v16, v16)
-	VMULPS Y5, Y5, Y5
+	VMULPS  Y5, Y5, Y9
+	VMOVUPS Y10, 128(SP)
 
 	// v43 = mul(v42, v41)
-	VMULPS Y6, Y5, Y5
+	VMULPS  Y8, Y9, Y10
+	VMOVUPS Y11, 160(SP)
+	VMOVUPS Y6, 192(SP)
+	VMOVUPS Y7, 224(SP)
+	VMOVUPS Y5, 256(SP)
+	VMOVUPS Y9, 288(SP)
+	VMOVUPS Y8, 320(SP)
 
 	// v44 = exp(v10)
-	VMAXPS       lgc14<>+0(SB), Y3, Y6
-	VMINPS       lgc15<>+0(SB), Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc24<>+0(SB), Y6, Y7
-	VPMINSD      lgc25<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc25<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMAXPS       lgc14<>+0(SB), Y3, Y5
+	VMINPS       lgc15<>+0(SB), Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc24<>+0(SB), Y5, Y6
+	VPMINSD      lgc25<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc25<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y3, Y3, Y6
-	VBLENDVPS    Y6, Y3, Y8, Y8
+	VPADDD       lgc25<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
 
 	// v45 = sub(v44, 1)
-	VSUBPS lgc0<>+0(SB), Y8, Y6
+	VSUBPS lgc0<>+0(SB), Y7, Y5
 
 	// v46 = sub(v45, v10)
-	VSUBPS Y3, Y6, Y3
+	VSUBPS Y3, Y5, Y5
 
 	// k3 = where(v13, v43, v46)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
+	VBLENDVPS Y6, Y10, Y5, Y5
 
 	// v48 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y0
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
 
 	// sum(v48) over [L]
-	XORQ    SI, SI
-	MOVQ    AX, DI
-	ADDQ    DI, SI
-	IMUL3Q  $+8, SI, DI
-	VADDPS  1024(BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, 1024(BX)(DI*4)
-
-	// sum(v3) over [L]
-	IMUL3Q       $+8, SI, SI
-	VADDPS       2048(BX)(SI*4), Y1, Y0
-	VMOVUPS      Y0, 2048(BX)(SI*4)
-	DECQ         DX
-	JNZ          noflush_8
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
-	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 416(DX)(SI*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)(SI*4)
-	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2048(DX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1408(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(DX)(BX*8)
-	VADDPD       1440(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(DX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(DX)(BX*4)
-	VANDPS       2432(DX), Y1, Y1
-	VMOVUPS      Y1, 2432(DX)
-	MOVQ         $+8, DX
-
-noflush_8:
-	ADDQ         $+8, CX
-	CMPQ         CX, $+128
-	JL           blocks_7
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
-	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 416(CX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)(BX*4)
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2048(CX)(DX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)(DX*8)
-	VADDPD       1440(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(CX)(DX*4)
-	VANDPS       2432(CX), Y1, Y1
-	VMOVUPS      Y1, 2432(CX)
-	INCQ         AX
-	CMPQ         AX, hi+40(FP)
-	JL           outer0_6
-	VZEROUPPER
-	RET
-
-// func fbPass1AVX2(lo int, mask *bool, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $288-56
-	MOVQ lo+0(FP), AX
-
-outer0_9:
-	XORQ CX, CX
-
-blocks_10:
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      logProb+16(FP), DX
-	VMOVUPS   (DX)(BX*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-
-	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      teacherLogProb+24(FP), DX
-	VMOVUPS   (DX)(BX*4), Y3
-
-	// v8 = where(mask, teacherLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// v10 = sub(v8, v6)
-	VSUBPS Y1, Y3, Y1
-
-	// v11 = abs(v10)
-	VMOVUPS lgc2<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS lgc3<>+0(SB), Y4
-
-	// v13 = lt(v11, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc4<>+0(SB), Y5
-
-	// v15 = max(v10, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
-
-	// v16 = min(v15, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v19 = mul(v16, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y4, Y6
-
-	// v20 = add(2.7557319223985893e-06, v19)
-	VADDPS lgc6<>+0(SB), Y6, Y6
-
-	// v22 = mul(v16, v20)
-	VMULPS Y6, Y4, Y7
-
-	// v23 = add(2.48015873015873e-05, v22)
-	VADDPS lgc7<>+0(SB), Y7, Y7
-
-	// v25 = mul(v16, v23)
-	VMULPS Y7, Y4, Y8
-
-	// v26 = add(0.0001984126984126984, v25)
-	VADDPS lgc8<>+0(SB), Y8, Y8
-
-	// v28 = mul(v16, v26)
-	VMULPS Y8, Y4, Y9
-
-	// v29 = add(0.001388888888888889, v28)
-	VADDPS lgc9<>+0(SB), Y9, Y9
-
-	// v31 = mul(v16, v29)
-	VMULPS Y9, Y4, Y10
-
-	// v32 = add(0.008333333333333333, v31)
-	VADDPS lgc10<>+0(SB), Y10, Y10
-
-	// v34 = mul(v16, v32)
-	VMULPS Y10, Y4, Y11
-
-	// v35 = add(0.041666666666666664, v34)
-	VADDPS  lgc11<>+0(SB), Y11, Y11
-	VMOVUPS Y5, (SP)
-
-	// v37 = mul(v16, v35)
-	VMULPS Y11, Y4, Y5
-
-	// v38 = add(0.16666666666666666, v37)
-	VADDPS  lgc12<>+0(SB), Y5, Y5
-	VMOVUPS Y6, 32(SP)
-
-	// v40 = mul(v16, v38)
-	VMULPS Y5, Y4, Y6
-
-	// v41 = add(0.5, v40)
-	VADDPS  lgc13<>+0(SB), Y6, Y6
-	VMOVUPS Y7, 64(SP)
-
-	// v42 = mul(v16, v16)
-	VMULPS  Y4, Y4, Y7
-	VMOVUPS Y8, 96(SP)
-	VMOVUPS Y9, 128(SP)
-	VMOVUPS Y10, 160(SP)
-	VMOVUPS Y11, 192(SP)
-	VMOVUPS Y5, 224(SP)
-	VMOVUPS Y4, 256(SP)
-
-	// v44 = exp(v10)
-	VMAXPS       lgc14<>+0(SB), Y1, Y4
-	VMINPS       lgc15<>+0(SB), Y4, Y4
-	VMULPS       lgc16<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
-	VMULPS       Y4, Y4, Y9
-	VFMADD213PS  Y4, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc24<>+0(SB), Y4, Y5
-	VPMINSD      lgc25<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc25<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y8, Y8
-	VMULPS       Y4, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y8, Y8
-	MOVQ         s1+32(FP), DX
-	XORQ         SI, SI
-	MOVQ         AX, DI
-	ADDQ         DI, SI
-	VBROADCASTSS (DX)(SI*4), Y4
-	VMOVUPS      lgc0<>+0(SB), Y5
+	XORQ         DI, DI
+	MOVQ         AX, R8
+	ADDQ         R8, DI
+	IMUL3Q       $+8, DI, R8
+	VADDPS       2176(BX)(R8*4), Y5, Y5
+	VMOVUPS      Y5, 2176(BX)(R8*4)
+	MOVQ         s1+40(FP), BX
+	VBROADCASTSS (BX)(DI*4), Y5
 
 	// v51 = max(v50, 1)
-	VMAXPS  Y4, Y5, Y4
+	VMAXPS  Y5, Y1, Y1
 	VMOVUPS lgc28<>+0(SB), Y5
 
 	// v56 = div(0.125, v51)
-	VDIVPS Y4, Y5, Y4
+	VDIVPS Y1, Y5, Y1
 
 	// v57 = where(mask, v56, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y5, Y1, Y2, Y1
 
 	// v58 = where(v13, v57, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y2, Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y1, Y2, Y5
 
 	// v59 = where(v13, 0, v57)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y3, Y9
-	VBLENDVPS Y9, Y2, Y4, Y3
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y2, Y1, Y1
 
 	// v60 = neg(v59)
-	VXORPS lgc2<>+0(SB), Y3, Y4
+	VXORPS lgc2<>+0(SB), Y1, Y4
 
 	// v61 = ne(v59, 0)
-	VCMPPS $0x04, Y2, Y3, Y9
-	VANDPS lgc0<>+0(SB), Y9, Y9
+	VCMPPS $0x04, Y2, Y1, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v62 = mul(v59, v44)
-	VMULPS Y8, Y3, Y8
+	VMULPS Y7, Y1, Y7
 
 	// v63 = where(v61, v62, v59)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y8, Y3, Y3
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y1, Y1
 
 	// v64 = add(v60, v63)
-	VADDPS Y3, Y4, Y3
+	VADDPS Y1, Y4, Y1
 
 	// v65 = ne(v58, 0)
-	VCMPPS $0x04, Y2, Y5, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
+	VCMPPS  $0x04, Y2, Y5, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS 320(SP), Y6
 
 	// v66 = mul(v58, v41)
 	VMULPS Y6, Y5, Y6
 
 	// v67 = where(v65, v66, v58)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y6, Y5, Y6
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y6, Y5, Y6
+	VMOVUPS   288(SP), Y7
 
 	// v68 = mul(v58, v42)
 	VMULPS Y7, Y5, Y7
@@ -1344,28 +1188,28 @@ blocks_10:
 	VMOVUPS   lgc4<>+0(SB), Y5
 
 	// v122 = ge(v10, -0.1)
-	VCMPPS $0x1d, Y5, Y1, Y5
+	VCMPPS $0x1d, Y5, Y3, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v123 = ne(v10, v10)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y3, Y3, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
 
 	// v124 = max(v122, v123)
 	VXORPS lgc2<>+0(SB), Y5, Y5
-	VXORPS lgc2<>+0(SB), Y1, Y1
-	VMINPS Y5, Y1, Y6
-	VMINPS Y1, Y5, Y1
-	VORPS  Y6, Y1, Y1
-	VXORPS lgc2<>+0(SB), Y1, Y1
+	VXORPS lgc2<>+0(SB), Y3, Y3
+	VMINPS Y5, Y3, Y6
+	VMINPS Y3, Y5, Y3
+	VORPS  Y6, Y3, Y3
+	VXORPS lgc2<>+0(SB), Y3, Y3
 
 	// v125 = where(v124, v121, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y2, Y1
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y4, Y2, Y3
 
 	// v126 = add(v64, v125)
-	VADDPS Y1, Y3, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v127 = neg(v126)
 	VXORPS lgc2<>+0(SB), Y1, Y1
@@ -1376,14 +1220,83 @@ blocks_10:
 	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store gradLogProb
-	MOVQ    gradLogProb+40(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	ADDQ    $+8, CX
-	CMPQ    CX, $+128
-	JL      blocks_10
-	INCQ    AX
-	CMPQ    AX, hi+48(FP)
-	JL      outer0_9
+	MOVQ         gradLogProb+48(FP), BX
+	VMOVUPS      Y0, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_11
+	MOVQ         state+16(FP), DX
+	VMOVUPS      1408(DX), Y0
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1216(DX), Y2, Y2
+	VMOVUPD      Y2, 1216(DX)
+	VADDPD       1248(DX), Y0, Y0
+	VMOVUPD      Y0, 1248(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 1408(DX)
+	XORQ         BX, BX
+	MOVQ         AX, SI
+	ADDQ         SI, BX
+	IMUL3Q       $+8, BX, BX
+	VMOVUPS      2176(DX)(BX*4), Y0
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(DX)(BX*8)
+	VADDPD       1568(DX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(DX)(BX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(DX)(BX*4)
+	VANDPS       2560(DX), Y1, Y1
+	VMOVUPS      Y1, 2560(DX)
+	MOVQ         $+8, DX
+
+noflush_11:
+	ADDQ         $+8, CX
+	CMPQ         CX, $+128
+	JL           blocks_10
+	MOVQ         state+16(FP), CX
+	VMOVUPS      1408(CX), Y0
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1216(CX), Y2, Y2
+	VMOVUPD      Y2, 1216(CX)
+	VADDPD       1248(CX), Y0, Y0
+	VMOVUPD      Y0, 1248(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 1408(CX)
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	IMUL3Q       $+8, DX, DX
+	VMOVUPS      2176(CX)(DX*4), Y0
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(CX)(DX*8)
+	VADDPD       1568(CX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(CX)(DX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(CX)(DX*4)
+	VANDPS       2560(CX), Y1, Y1
+	VMOVUPS      Y1, 2560(CX)
+	INCQ         AX
+	CMPQ         AX, hi+56(FP)
+	JL           outer0_9
 	VZEROUPPER
 	RET
 
@@ -1403,7 +1316,7 @@ TEXT ·fbPass2AVX2(SB), $0-24
 	MOVQ $+8, CX
 	XORQ AX, AX
 
-blocks_11:
+blocks_12:
 	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
@@ -1420,46 +1333,46 @@ blocks_11:
 
 	// mean(sequenceKL) over [B]
 	MOVQ         state+16(FP), DX
-	VADDPS       2752(DX), Y0, Y0
-	VMOVUPS      Y0, 2752(DX)
+	VADDPS       2880(DX), Y0, Y0
+	VMOVUPS      Y0, 2880(DX)
 	DECQ         CX
-	JNZ          noflush_12
+	JNZ          noflush_13
 	MOVQ         state+16(FP), CX
-	VMOVUPS      2752(CX), Y0
+	VMOVUPS      2880(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(CX), Y2, Y2
-	VMOVUPD      Y2, 2560(CX)
-	VADDPD       2592(CX), Y0, Y0
-	VMOVUPD      Y0, 2592(CX)
+	VADDPD       2688(CX), Y2, Y2
+	VMOVUPD      Y2, 2688(CX)
+	VADDPD       2720(CX), Y0, Y0
+	VMOVUPD      Y0, 2720(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(CX)
-	VANDPS       2880(CX), Y1, Y1
-	VMOVUPS      Y1, 2880(CX)
+	VMOVUPS      Y0, 2880(CX)
+	VANDPS       3008(CX), Y1, Y1
+	VMOVUPS      Y1, 3008(CX)
 	MOVQ         $+8, CX
 
-noflush_12:
+noflush_13:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
-	JL           blocks_11
+	JL           blocks_12
 	MOVQ         state+16(FP), AX
-	VMOVUPS      2752(AX), Y0
+	VMOVUPS      2880(AX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(AX), Y2, Y2
-	VMOVUPD      Y2, 2560(AX)
-	VADDPD       2592(AX), Y0, Y0
-	VMOVUPD      Y0, 2592(AX)
+	VADDPD       2688(AX), Y2, Y2
+	VMOVUPD      Y2, 2688(AX)
+	VADDPD       2720(AX), Y0, Y0
+	VMOVUPD      Y0, 2720(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(AX)
-	VANDPS       2880(AX), Y1, Y1
-	VMOVUPS      Y1, 2880(AX)
+	VMOVUPS      Y0, 2880(AX)
+	VANDPS       3008(AX), Y1, Y1
+	VMOVUPS      Y1, 3008(AX)
 	VZEROUPPER
 	RET
 
@@ -1484,9 +1397,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_13:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_14
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc14<>+0(SB), Y0, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
@@ -1517,9 +1430,9 @@ bulk_13:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_13
+	JMP          bulk_14
 
-bulkdone_14:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -1531,9 +1444,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_15:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_16
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
 	VMULPS       lgc30<>+0(SB), Y0, Y2
@@ -1576,9 +1489,9 @@ bulk_15:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_15
+	JMP          bulk_16
 
-bulkdone_16:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -1760,9 +1673,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_18:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
@@ -1816,8 +1729,8 @@ bulk_17:
 	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_18
 
-bulkdone_18:
+bulkdone_19:
 	VZEROUPPER
 	RET

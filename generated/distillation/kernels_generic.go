@@ -118,12 +118,12 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 type fbScratch struct {
 	s0    []float32 // v49 = sum(v48) over L [B=8]
 	s1    []float32 // v50 = sum(v3) over L [B=8]
-	acc49 []float64 // accumulators of v49
 	acc50 []float64 // accumulators of v50
+	acc49 []float64 // accumulators of v49
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc49: make([]float64, 8), acc50: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc50: make([]float64, 8), acc49: make([]float64, 8)}
 }}
 
 // fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
@@ -144,14 +144,20 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c36 := float32(0.16666667)
 	half := float32(0.5)
 	c55 := float32(0.125)
+	for k := range s.acc50 {
+		s.acc50[k] = 0.0
+	}
 	numValid := 0.0
 	for k := range s.acc49 {
 		s.acc49[k] = 0.0
 	}
-	for k := range s.acc50 {
-		s.acc50[k] = 0.0
-	}
 	for iB := 0; iB < 8; iB++ {
+		for iL := 0; iL < 128; iL++ {
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			s.acc50[iB] += float64(v3)
+		}
+		s.s1[iB] = float32(s.acc50[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -189,39 +195,6 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			k3 := sel(v13, v43, v46)
 			v48 := sel(mask, k3, zero)
 			s.acc49[iB] += float64(v48)
-			s.acc50[iB] += float64(v3)
-		}
-		s.s0[iB] = float32(s.acc49[iB])
-		s.s1[iB] = float32(s.acc50[iB])
-		for iL := 0; iL < 128; iL++ {
-			mask := b2f(in.Mask[iB*128+iL])
-			logProb := in.LogProb[iB*128+iL]
-			v6 := sel(mask, logProb, zero)
-			teacherLogProb := in.TeacherLogProb[iB*128+iL]
-			v8 := sel(mask, teacherLogProb, zero)
-			v10 := v8 - v6
-			v11 := float32(math.Abs(float64(v10)))
-			v13 := b2f(v11 < c12)
-			v15 := max(v10, c14)
-			v16 := min(v15, c12)
-			v19 := float32(v16 * c17)
-			v20 := c18 + v19
-			v22 := float32(v16 * v20)
-			v23 := c21 + v22
-			v25 := float32(v16 * v23)
-			v26 := c24 + v25
-			v28 := float32(v16 * v26)
-			v29 := c27 + v28
-			v31 := float32(v16 * v29)
-			v32 := c30 + v31
-			v34 := float32(v16 * v32)
-			v35 := c33 + v34
-			v37 := float32(v16 * v35)
-			v38 := c36 + v37
-			v40 := float32(v16 * v38)
-			v41 := half + v40
-			v42 := float32(v16 * v16)
-			v44 := float32(math.Exp(float64(v10)))
 			v50 := s.s1[iB]
 			v51 := max(v50, one)
 			v56 := c55 / v51
@@ -299,6 +272,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			gradLogProb := sel(mask, v127, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
+		s.s0[iB] = float32(s.acc49[iB])
 	}
 	out.NumValid = float32(numValid)
 }

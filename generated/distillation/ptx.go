@@ -210,7 +210,7 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{8, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/teacher_log_prob", "scratch/s0", "scratch/s1", "grad/log_prob", "scratch/pass0.v4.s"},
+		Params: []string{"in/mask", "scratch/s1", "in/log_prob", "in/teacher_log_prob", "grad/log_prob", "scratch/s0", "scratch/pass0.v4.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
