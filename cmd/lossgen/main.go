@@ -33,9 +33,9 @@ import (
 	"syscall"
 
 	"github.com/lossgen/lossgen/gen"
-	"github.com/lossgen/lossgen/gen/plan"
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/dirtx"
+	"github.com/lossgen/lossgen/gen/plan"
 	goldenw "github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
