@@ -67,7 +67,11 @@ func (pg *passGen) block() {
 	items := storesLast(flatten(pg.ps.Body, nil))
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
 	pg.items = items
+	if pg.masks == nil {
+		pg.masks = map[int]*ir.Node{}
+	}
 	pg.countUses(items)
+	pg.setMaskReloads()
 	pg.ends = map[int]int{}
 	for k, it := range items {
 		if it.kind == plan.Loop && it.end {
@@ -156,10 +160,16 @@ func (pg *passGen) countUses(items []bitem) {
 			defs[it.n.ID] = append(defs[it.n.ID], k)
 		}
 		for _, a := range pg.reads(it) {
-			addUse(a, k)
-			for _, s := range loops {
-				if d, ok := defAt[a.ID]; ok && d < s {
-					addUse(a, ends[s])
+			read := []*ir.Node{a}
+			if isCondMask(a) {
+				read = append(read, a.Args[0]) // alive while its mask may need recomputing
+			}
+			for _, a := range read {
+				addUse(a, k)
+				for _, s := range loops {
+					if d, ok := defAt[a.ID]; ok && d < s {
+						addUse(a, ends[s])
+					}
 				}
 			}
 		}
@@ -202,6 +212,9 @@ func (pg *passGen) item(k int, it bitem) {
 	keep := map[int]bool{}
 	for _, a := range args {
 		keep[a.ID] = true
+		if isCondMask(a) {
+			keep[a.Args[0].ID] = true
+		}
 	}
 	pg.regs.makeRoom(k, len(args)+pg.temps(it), keep)
 	regsIn := make([]reg.VecVirtual, len(args))
@@ -299,6 +312,9 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 	case ir.Gather:
 		return []*ir.Node{n.Args[1]}
 	}
+	if maskedWhere(n) {
+		return []*ir.Node{pg.condMask(n.Args[0]), n.Args[1], n.Args[2]}
+	}
 	return foldedArgs(n)
 }
 
@@ -349,6 +365,8 @@ func (pg *passGen) temps(it bitem) int {
 		return 6
 	case ir.OpMin, ir.OpMax, ir.OpShiftNext, ir.OpGather:
 		return 4
+	case ir.OpWhere:
+		return 3 // and the condition's register, when its mask is recomputed
 	}
 	return 2
 }

@@ -21,6 +21,14 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 	case ir.Gather:
 		return pg.gather(n, a[0])
 	}
+	if maskedWhere(n) { // a[0] is the condition's lane mask (condmask.go)
+		z := pg.ymm()
+		pg.blend(a[0], a[1], a[2], z)
+		return z
+	}
+	if z, ok := pg.compareWithMask(n, a); ok {
+		return z
+	}
 	args := make([]operand.Op, len(n.Args))
 	for i := range args {
 		args[i] = a[min(i, len(a)-1)]

@@ -146,7 +146,7 @@ func (r *regs) pinForLoop(start, end, need int) {
 	}
 	var cand []*value
 	for _, v := range r.vals {
-		if _, pin := r.loopPins[v.node.ID]; pin || v.nextUse(start) >= end || v.reg == nil && v.reload == nil {
+		if _, pin := r.loopPins[v.node.ID]; pin || isCondMask(v.node) || v.nextUse(start) >= end || v.reg == nil && v.reload == nil {
 			continue
 		}
 		variant := false

@@ -295,7 +295,7 @@ inner_A_3:
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc17<>+0(SB), Y1, Y1
+	VANDPS lgc17<>+0(SB), Y1, Y2
 
 	// v32 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y0, Y2
@@ -307,9 +307,7 @@ inner_A_3:
 	VSUBPS lgc16<>+0(SB), Y0, Y0
 
 	// smoothL1 = where(v31, v33, v34)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// v36 = mul(0.5, smoothL1)
 	VMULPS lgc16<>+0(SB), Y0, Y0
@@ -867,7 +865,7 @@ GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $448-80
+TEXT ·fbPass0AVX2(SB), $544-80
 	MOVQ lo+0(FP), AX
 
 outer0_5:
@@ -1154,7 +1152,7 @@ inner_A_7:
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y6
-	VANDPS lgc17<>+0(SB), Y6, Y6
+	VANDPS lgc17<>+0(SB), Y6, Y7
 
 	// v32 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y4, Y7
@@ -1165,11 +1163,10 @@ inner_A_7:
 	// v34 = sub(absDiff, 0.5)
 	VSUBPS  lgc16<>+0(SB), Y4, Y9
 	VMOVUPS Y0, 288(SP)
+	VMOVUPS Y2, 320(SP)
 
 	// smoothL1 = where(v31, v33, v34)
-	VMOVUPS   lgc3<>+0(SB), Y0
-	VCMPPS    $0x04, Y0, Y6, Y0
-	VBLENDVPS Y0, Y8, Y9, Y0
+	VBLENDVPS Y6, Y8, Y9, Y0
 
 	// v36 = mul(0.5, smoothL1)
 	VMULPS lgc16<>+0(SB), Y0, Y0
@@ -1178,126 +1175,113 @@ inner_A_7:
 	VADDPS  1216(BX), Y0, Y0
 	VMOVUPS Y0, 1216(BX)
 	VMOVUPS lgc43<>+0(SB), Y0
-	VMOVUPS lgc3<>+0(SB), Y8
+	VMOVUPS lgc3<>+0(SB), Y2
 
 	// v40 = where(v31, 0.00048828125, 0)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y0, Y8, Y9
+	VBLENDVPS Y6, Y0, Y2, Y8
+	VMOVUPS   Y1, 352(SP)
 
 	// v41 = where(v31, 0, 0.00048828125)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y8, Y0, Y0
+	VBLENDVPS Y6, Y2, Y0, Y0
 
 	// v42 = ne(v40, 0)
-	VCMPPS $0x04, Y8, Y9, Y6
-	VANDPS lgc17<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y2, Y8, Y1
+	VANDPS lgc17<>+0(SB), Y1, Y6
 
 	// v43 = mul(v40, absDiff)
-	VMULPS Y4, Y9, Y4
+	VMULPS Y4, Y8, Y4
 
 	// v44 = where(v42, v43, v40)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y4, Y9, Y4
+	VBLENDVPS Y1, Y4, Y8, Y4
 
 	// v45 = mul(v40, v32)
-	VMULPS Y7, Y9, Y7
+	VMULPS Y7, Y8, Y6
 
 	// v46 = where(v42, v45, v40)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y7, Y9, Y6
+	VBLENDVPS Y1, Y6, Y8, Y1
 
 	// v47 = add(v41, v46)
-	VADDPS Y6, Y0, Y0
+	VADDPS Y1, Y0, Y0
 
 	// v48 = mul(v44, 0.5)
-	VMULPS lgc16<>+0(SB), Y4, Y4
+	VMULPS lgc16<>+0(SB), Y4, Y1
 
 	// v49 = add(v47, v48)
-	VADDPS Y4, Y0, Y0
+	VADDPS Y1, Y0, Y0
 
 	// v50 = gt(diff, 0)
-	VCMPPS $0x1e, Y8, Y3, Y4
-	VANDPS lgc17<>+0(SB), Y4, Y4
+	VCMPPS $0x1e, Y2, Y3, Y1
+	VANDPS lgc17<>+0(SB), Y1, Y4
 
 	// v51 = lt(diff, 0)
-	VCMPPS $0x11, Y8, Y3, Y6
-	VANDPS lgc17<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y2, Y3, Y4
+	VANDPS lgc17<>+0(SB), Y4, Y6
 
 	// v53 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc44<>+0(SB), Y7
+	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v54 = where(v51, -1, v53)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
 
 	// v55 = where(v50, 1, v54)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
+	VBLENDVPS Y1, Y5, Y3, Y1
 
 	// v56 = ne(v49, 0)
-	VCMPPS $0x04, Y8, Y0, Y4
-	VANDPS lgc17<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y2, Y0, Y3
+	VANDPS lgc17<>+0(SB), Y3, Y4
 
 	// v57 = mul(v49, v55)
-	VMULPS Y3, Y0, Y3
+	VMULPS Y1, Y0, Y1
 
 	// v58 = where(v56, v57, v49)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y3, Y0, Y0
+	VBLENDVPS Y3, Y1, Y0, Y0
 
 	// gradStateValue = neg(v58)
 	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc45<>+0(SB), Y3
+	VMOVUPS lgc45<>+0(SB), Y1
+	VMOVUPS 352(SP), Y3
 
 	// v62 = div(9.765625e-06, v7)
-	VDIVPS Y1, Y3, Y3
+	VDIVPS  Y3, Y1, Y1
+	VMOVUPS 320(SP), Y4
 
 	// v63 = div(v19, v7)
-	VDIVPS Y1, Y2, Y2
+	VDIVPS Y3, Y4, Y4
 
 	// v64 = mul(-9.765625e-06, v63)
-	VMULPS lgc46<>+0(SB), Y2, Y2
+	VMULPS lgc46<>+0(SB), Y4, Y4
 
 	// v65 = ne(v62, 0)
-	VCMPPS  $0x04, Y8, Y3, Y4
-	VANDPS  lgc17<>+0(SB), Y4, Y4
+	VCMPPS  $0x04, Y2, Y1, Y5
+	VANDPS  lgc17<>+0(SB), Y5, Y5
 	MOVQ    advantage+24(FP), BX
-	VMOVUPS (BX)(DI*4), Y5
+	VMOVUPS (BX)(DI*4), Y6
 
 	// v75 = mul(-0.0009765625, advantage)
-	VMULPS lgc47<>+0(SB), Y5, Y5
+	VMULPS lgc47<>+0(SB), Y6, Y6
 
 	// v76 = neg(v75)
-	VXORPS lgc2<>+0(SB), Y5, Y6
+	VXORPS lgc2<>+0(SB), Y6, Y7
 
 	// v77 = add(-9.765625e-06, v76)
-	VADDPS lgc46<>+0(SB), Y6, Y6
+	VADDPS lgc46<>+0(SB), Y7, Y7
 
 	// v81 = ne(v77, 0)
-	VCMPPS $0x04, Y8, Y6, Y7
-	VANDPS lgc17<>+0(SB), Y7, Y7
+	VCMPPS $0x04, Y2, Y7, Y8
+	VANDPS lgc17<>+0(SB), Y8, Y9
 
 	// v82 = div(v77, v7)
-	VDIVPS Y1, Y6, Y1
+	VDIVPS  Y3, Y7, Y3
+	VMOVUPS Y0, 384(SP)
+	VMOVUPS Y6, 416(SP)
 
 	// v83 = where(v81, v82, v77)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y1, Y6, Y1
+	VBLENDVPS Y8, Y3, Y7, Y0
 
 	// v84 = add(v64, v83)
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS Y0, 320(SP)
-	VMOVUPS Y5, 352(SP)
-	VMOVUPS Y1, 384(SP)
+	VADDPS  Y0, Y4, Y0
+	VMOVUPS Y0, 448(SP)
 	VMOVUPS lgc5<>+0(SB), Y0
 	XORQ    BX, BX
 
@@ -1305,154 +1289,150 @@ inner_A_8:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y1
-	VMOVUPS 288(SP), Y2
+	VMOVUPS (SP)(R8*1), Y3
+	VMOVUPS 288(SP), Y4
 
 	// v5 = sub(logits, v3)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y4, Y3, Y3
 
 	// v6 = exp(v5)
-	VMAXPS       lgc6<>+0(SB), Y1, Y2
-	VMINPS       lgc7<>+0(SB), Y2, Y2
-	VMULPS       lgc8<>+0(SB), Y2, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y5, Y2
-	VMOVAPS      lgc11<>+0(SB), Y6
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y2, Y7
-	VFMADD213PS  Y2, Y7, Y6
-	VADDPS       lgc17<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc18<>+0(SB), Y2, Y5
-	VPMINSD      lgc19<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc19<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y6, Y6
+	VMAXPS       lgc6<>+0(SB), Y3, Y4
+	VMINPS       lgc7<>+0(SB), Y4, Y4
+	VMULPS       lgc8<>+0(SB), Y4, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y4
+	VMOVAPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y7
+	VADDPS       lgc17<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y4
+	VPMAXSD      lgc18<>+0(SB), Y4, Y6
+	VPMINSD      lgc19<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y4, Y4
+	VPADDD       lgc19<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc19<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y4
+	VBLENDVPS    Y4, Y3, Y7, Y7
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y0, Y2
+	VMAXPS Y3, Y0, Y4
 
 	// v66 = mul(v62, v16)
-	VMULPS Y2, Y3, Y2
+	VMULPS  Y4, Y1, Y4
+	VMOVUPS lgc3<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v67 = where(v65, v66, v62)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
+	VBLENDVPS Y6, Y4, Y1, Y4
 
 	// v68 = mul(v62, v6)
-	VMULPS Y6, Y3, Y5
+	VMULPS Y7, Y1, Y8
 
 	// v69 = where(v65, v68, v62)
-	VMOVUPS   lgc3<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y5, Y3, Y5
+	VBLENDVPS Y6, Y8, Y1, Y6
 
 	// v70 = ge(v5, -3.4028235e+38)
-	VCMPPS $0x1d, Y0, Y1, Y7
-	VANDPS lgc17<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y0, Y3, Y8
+	VANDPS lgc17<>+0(SB), Y8, Y8
 
 	// v71 = ne(v5, v5)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc17<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y3, Y3, Y3
+	VANDPS lgc17<>+0(SB), Y3, Y3
 
 	// v72 = max(v70, v71)
-	VXORPS lgc2<>+0(SB), Y7, Y7
-	VXORPS lgc2<>+0(SB), Y1, Y1
-	VMINPS Y7, Y1, Y9
-	VMINPS Y1, Y7, Y1
-	VORPS  Y9, Y1, Y1
-	VXORPS lgc2<>+0(SB), Y1, Y1
+	VXORPS  lgc2<>+0(SB), Y8, Y8
+	VXORPS  lgc2<>+0(SB), Y3, Y3
+	VMINPS  Y8, Y3, Y9
+	VMINPS  Y3, Y8, Y3
+	VORPS   Y9, Y3, Y3
+	VXORPS  lgc2<>+0(SB), Y3, Y3
+	VMOVUPS lgc3<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y3, Y8
 
 	// v73 = where(v72, v69, 0)
-	VMOVUPS      lgc3<>+0(SB), Y7
-	VCMPPS       $0x04, Y7, Y1, Y7
-	VBLENDVPS    Y7, Y5, Y8, Y1
+	VBLENDVPS    Y8, Y6, Y2, Y3
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X5
-	VPBROADCASTD X5, Y5
-	VCVTDQ2PS    Y5, Y5
+	VMOVD        R9, X6
+	VPBROADCASTD X6, Y6
+	VCVTDQ2PS    Y6, Y6
 	MOVQ         action+16(FP), R9
-	VMOVUPS      lgc3<>+0(SB), Y7
-	VMOVUPS      Y7, 416(SP)
-	VMOVUPS      lgc3<>+0(SB), X7
+	VMOVUPS      lgc3<>+0(SB), Y8
+	VMOVUPS      Y8, 480(SP)
+	VMOVUPS      lgc3<>+0(SB), X8
 	MOVQ         (R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X7, X7
-	VMOVSS       X7, 416(SP)
+	VCVTSI2SSQ   R10, X8, X8
+	VMOVSS       X8, 480(SP)
 	MOVQ         8(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X7, X7
-	VMOVSS       X7, 420(SP)
+	VCVTSI2SSQ   R10, X8, X8
+	VMOVSS       X8, 484(SP)
 	MOVQ         16(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X7, X7
-	VMOVSS       X7, 424(SP)
+	VCVTSI2SSQ   R10, X8, X8
+	VMOVSS       X8, 488(SP)
 	MOVQ         24(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X7, X7
-	VMOVSS       X7, 428(SP)
+	VCVTSI2SSQ   R10, X8, X8
+	VMOVSS       X8, 492(SP)
 	MOVQ         32(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X7, X7
-	VMOVSS       X7, 432(SP)
+	VCVTSI2SSQ   R10, X8, X8
+	VMOVSS       X8, 496(SP)
 	MOVQ         40(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X7, X7
-	VMOVSS       X7, 436(SP)
+	VCVTSI2SSQ   R10, X8, X8
+	VMOVSS       X8, 500(SP)
 	MOVQ         48(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X7, X7
-	VMOVSS       X7, 440(SP)
+	VCVTSI2SSQ   R10, X8, X8
+	VMOVSS       X8, 504(SP)
 	MOVQ         56(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X7, X7
-	VMOVSS       X7, 444(SP)
-	VMOVUPS      416(SP), Y7
+	VCVTSI2SSQ   R10, X8, X8
+	VMOVSS       X8, 508(SP)
+	VMOVUPS      480(SP), Y8
 
 	// v79 = eq(v78, action)
-	VCMPPS  $0x00, Y7, Y5, Y5
-	VANDPS  lgc17<>+0(SB), Y5, Y5
-	VMOVUPS 352(SP), Y7
+	VCMPPS  $0x00, Y8, Y6, Y6
+	VANDPS  lgc17<>+0(SB), Y6, Y8
+	VMOVUPS 416(SP), Y8
 
 	// v80 = where(v79, v75, 0)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y7, Y8, Y5
-	VMOVUPS   384(SP), Y7
+	VBLENDVPS Y6, Y8, Y2, Y6
+	VMOVUPS   448(SP), Y8
 
 	// v85 = add(v67, v84)
-	VADDPS Y7, Y2, Y2
+	VADDPS Y8, Y4, Y4
 
 	// v86 = ne(v85, 0)
-	VCMPPS $0x04, Y8, Y2, Y7
-	VANDPS lgc17<>+0(SB), Y7, Y7
+	VCMPPS $0x04, Y2, Y4, Y8
+	VANDPS lgc17<>+0(SB), Y8, Y9
 
 	// v87 = mul(v85, v6)
-	VMULPS Y6, Y2, Y6
+	VMULPS  Y7, Y4, Y7
+	VMOVUPS Y6, 512(SP)
 
 	// v88 = where(v86, v87, v85)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y6, Y2, Y2
+	VBLENDVPS Y8, Y7, Y4, Y4
 
 	// v89 = add(v73, v88)
-	VADDPS Y2, Y1, Y1
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS 512(SP), Y4
 
 	// gradLogits = add(v80, v89)
-	VADDPS Y1, Y5, Y1
+	VADDPS Y3, Y4, Y3
 
 	// store gradLogits
-	VMOVUPS Y1, 128(SP)(R8*1)
+	VMOVUPS Y3, 128(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+4
 	JL      inner_A_8
-	VMOVUPS 320(SP), Y0
+	VMOVUPS 384(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+56(FP), BX

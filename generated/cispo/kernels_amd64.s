@@ -6,7 +6,7 @@
 
 // func pass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $32-48
+TEXT ·pass0AVX2(SB), $64-48
 	XORQ AX, AX
 
 outer0_1:
@@ -22,175 +22,157 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   lgc0<>+0(SB), Y3
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y2, Y3, Y2
 
 	// sum(v3) over [B L]
 	MOVQ    state+8(FP), BX
-	VADDPS  256(BX), Y1, Y1
-	VMOVUPS Y1, 256(BX)
+	VADDPS  256(BX), Y2, Y2
+	VMOVUPS Y2, 256(BX)
 	MOVQ    logProb+16(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y2, Y3, Y2
 	MOVQ      sampleLogProb+24(FP), DI
-	VMOVUPS   (DI)(SI*4), Y3
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      advantage+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
+	// v8 = where(mask, sampleLogProb, 0)
+	VBLENDVPS Y1, Y4, Y3, Y4
+	MOVQ      advantage+32(FP), DI
+	VMOVUPS   (DI)(SI*4), Y5
+
 	// v10 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y5, Y3, Y5
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y1, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VSUBPS  Y4, Y2, Y6
+	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMAXPS  Y6, Y7, Y7
+	VMOVUPS lgc3<>+0(SB), Y8
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y3, (SP)
+	VMINPS  Y7, Y8, Y7
+	VMOVUPS Y4, (SP)
+	VMOVUPS Y7, 32(SP)
 
 	// v16 = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y7
+	VMAXPS       lgc4<>+0(SB), Y6, Y4
+	VMINPS       lgc5<>+0(SB), Y4, Y4
+	VMULPS       lgc6<>+0(SB), Y4, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y4
 	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y8
-	VMULPS       Y3, Y3, Y9
-	VFMADD213PS  Y3, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
+	VMULPS       Y4, Y4, Y9
+	VFMADD213PS  Y4, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y4
+	VPMAXSD      lgc15<>+0(SB), Y4, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y3, Y3
+	VPSUBD       Y7, Y4, Y4
 	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y7, Y8, Y8
-	VMULPS       Y3, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y3
-	VBLENDVPS    Y3, Y5, Y8, Y8
-	VMOVUPS      lgc17<>+0(SB), Y3
+	VMULPS       Y4, Y8, Y8
+	VCMPPS       $0x03, Y6, Y6, Y4
+	VBLENDVPS    Y4, Y6, Y8, Y8
+	VMOVUPS      lgc17<>+0(SB), Y4
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y3, Y3
+	VMAXPS  Y8, Y4, Y4
 	VMOVUPS lgc18<>+0(SB), Y7
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y3, Y7, Y3
+	VMINPS Y4, Y7, Y4
 
 	// v22 = mul(ratioClip, v10)
-	VMULPS Y4, Y3, Y3
+	VMULPS Y5, Y4, Y4
 
 	// v23 = mul(v22, v6)
-	VMULPS Y1, Y3, Y3
+	VMULPS Y2, Y4, Y4
 
 	// v24 = neg(v23)
-	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y4, Y4
 
 	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y4, Y3, Y4
 
 	// sum(v25) over [L]
 	XORQ    DI, DI
 	MOVQ    AX, R8
 	ADDQ    R8, DI
 	IMUL3Q  $+8, DI, R8
-	VADDPS  1024(BX)(R8*4), Y3, Y3
-	VMOVUPS Y3, 1024(BX)(R8*4)
+	VADDPS  1024(BX)(R8*4), Y4, Y4
+	VMOVUPS Y4, 1024(BX)(R8*4)
 
 	// sum(mask) over [L]
 	IMUL3Q  $+8, DI, R8
-	VADDPS  2048(BX)(R8*4), Y0, Y3
-	VMOVUPS Y3, 2048(BX)(R8*4)
+	VADDPS  2048(BX)(R8*4), Y0, Y0
+	VMOVUPS Y0, 2048(BX)(R8*4)
+	VMOVUPS 32(SP), Y0
 
 	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y6, Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// v32 = where(mask, v31, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y0, Y3, Y0
 
 	// sum(v32) over [B L]
-	VADDPS  2624(BX), Y3, Y3
-	VMOVUPS Y3, 2624(BX)
-	VMOVUPS (SP), Y3
+	VADDPS  2624(BX), Y0, Y0
+	VMOVUPS Y0, 2624(BX)
+	VMOVUPS (SP), Y0
 
 	// v36 = sub(v8, v6)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y2, Y0, Y0
 
 	// v37 = where(mask, v36, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y3, Y0
 
 	// sum(v37) over [B L]
-	VADDPS  2944(BX), Y1, Y1
-	VMOVUPS Y1, 2944(BX)
+	VADDPS  2944(BX), Y0, Y0
+	VMOVUPS Y0, 2944(BX)
 	MOVQ    entropy+40(FP), R8
-	VMOVUPS (R8)(SI*4), Y1
+	VMOVUPS (R8)(SI*4), Y0
 
 	// v41 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y3, Y0
 
 	// v42 = where(mask, v41, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VBLENDVPS Y1, Y0, Y3, Y2
 
 	// sum(v42) over [B L]
-	VADDPS  3264(BX), Y3, Y3
-	VMOVUPS Y3, 3264(BX)
+	VADDPS  3264(BX), Y2, Y2
+	VMOVUPS Y2, 3264(BX)
 
 	// v46 = mul(-0.01, v41)
-	VMULPS lgc20<>+0(SB), Y1, Y1
+	VMULPS lgc20<>+0(SB), Y0, Y0
 
 	// v47 = where(mask, v46, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y3, Y0
 
 	// sum(v47) over [L]
 	IMUL3Q  $+8, DI, SI
-	VADDPS  4032(BX)(SI*4), Y1, Y1
-	VMOVUPS Y1, 4032(BX)(SI*4)
-	VMOVUPS lgc21<>+0(SB), Y1
+	VADDPS  4032(BX)(SI*4), Y0, Y0
+	VMOVUPS Y0, 4032(BX)(SI*4)
+	VMOVUPS lgc21<>+0(SB), Y0
 
 	// v52 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y5, Y1, Y0
+	VBLENDVPS Y1, Y6, Y0, Y0
 
 	// logsumexp(v52) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
@@ -207,7 +189,7 @@ blocks_2:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -256,7 +238,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	XORQ         BX, BX
 	MOVQ         AX, SI
@@ -273,7 +255,7 @@ blocks_2:
 	VMOVUPD      Y2, 384(DX)(SI*8)
 	VADDPD       416(DX)(SI*8), Y0, Y0
 	VMOVUPD      Y0, 416(DX)(SI*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)(SI*4)
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2048(DX)(SI*4), Y0
@@ -287,7 +269,7 @@ blocks_2:
 	VMOVUPD      Y2, 1408(DX)(SI*8)
 	VADDPD       1440(DX)(SI*8), Y0, Y0
 	VMOVUPD      Y0, 1440(DX)(SI*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(DX)(SI*4)
 	VMOVUPS      2624(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -300,7 +282,7 @@ blocks_2:
 	VMOVUPD      Y2, 2432(DX)
 	VADDPD       2464(DX), Y0, Y0
 	VMOVUPD      Y0, 2464(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(DX)
 	VMOVUPS      2944(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -313,7 +295,7 @@ blocks_2:
 	VMOVUPD      Y2, 2752(DX)
 	VADDPD       2784(DX), Y0, Y0
 	VMOVUPD      Y0, 2784(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2944(DX)
 	VMOVUPS      3264(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -326,7 +308,7 @@ blocks_2:
 	VMOVUPD      Y2, 3072(DX)
 	VADDPD       3104(DX), Y0, Y0
 	VMOVUPD      Y0, 3104(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3264(DX)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4032(DX)(BX*4), Y0
@@ -340,7 +322,7 @@ blocks_2:
 	VMOVUPD      Y2, 3392(DX)(BX*8)
 	VADDPD       3424(DX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 3424(DX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4032(DX)(BX*4)
 	VANDPS       4928(DX), Y1, Y1
 	VMOVUPS      Y1, 4928(DX)
@@ -361,7 +343,7 @@ noflush_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	XORQ         DX, DX
 	MOVQ         AX, BX
@@ -378,7 +360,7 @@ noflush_3:
 	VMOVUPD      Y2, 384(CX)(BX*8)
 	VADDPD       416(CX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 416(CX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2048(CX)(BX*4), Y0
@@ -392,7 +374,7 @@ noflush_3:
 	VMOVUPD      Y2, 1408(CX)(BX*8)
 	VADDPD       1440(CX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 1440(CX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(CX)(BX*4)
 	VMOVUPS      2624(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -405,7 +387,7 @@ noflush_3:
 	VMOVUPD      Y2, 2432(CX)
 	VADDPD       2464(CX), Y0, Y0
 	VMOVUPD      Y0, 2464(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(CX)
 	VMOVUPS      2944(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -418,7 +400,7 @@ noflush_3:
 	VMOVUPD      Y2, 2752(CX)
 	VADDPD       2784(CX), Y0, Y0
 	VMOVUPD      Y0, 2784(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2944(CX)
 	VMOVUPS      3264(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -431,7 +413,7 @@ noflush_3:
 	VMOVUPD      Y2, 3072(CX)
 	VADDPD       3104(CX), Y0, Y0
 	VMOVUPD      Y0, 3104(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3264(CX)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4032(CX)(DX*4), Y0
@@ -445,7 +427,7 @@ noflush_3:
 	VMOVUPD      Y2, 3392(CX)(DX*8)
 	VADDPD       3424(CX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 3424(CX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4032(CX)(DX*4)
 	VANDPS       4928(CX), Y1, Y1
 	VMOVUPS      Y1, 4928(CX)
@@ -455,24 +437,24 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x3f800000
-DATA lgc0<>+4(SB)/4, $0x3f800000
-DATA lgc0<>+8(SB)/4, $0x3f800000
-DATA lgc0<>+12(SB)/4, $0x3f800000
-DATA lgc0<>+16(SB)/4, $0x3f800000
-DATA lgc0<>+20(SB)/4, $0x3f800000
-DATA lgc0<>+24(SB)/4, $0x3f800000
-DATA lgc0<>+28(SB)/4, $0x3f800000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/4, $0x3f800000
+DATA lgc1<>+4(SB)/4, $0x3f800000
+DATA lgc1<>+8(SB)/4, $0x3f800000
+DATA lgc1<>+12(SB)/4, $0x3f800000
+DATA lgc1<>+16(SB)/4, $0x3f800000
+DATA lgc1<>+20(SB)/4, $0x3f800000
+DATA lgc1<>+24(SB)/4, $0x3f800000
+DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
 DATA lgc2<>+0(SB)/4, $0xbe647fbe
@@ -731,7 +713,7 @@ TEXT ·pass1AVX2(SB), $0-80
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v34 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
@@ -776,7 +758,7 @@ TEXT ·pass1AVX2(SB), $0-80
 	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
 	VMULPS       Y6, Y6, Y9
 	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc15<>+0(SB), Y6, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
@@ -789,19 +771,17 @@ TEXT ·pass1AVX2(SB), $0-80
 	VMULPS       Y6, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y6
 	VBLENDVPS    Y6, Y5, Y8, Y8
-	VMOVUPS      lgc1<>+0(SB), Y5
+	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v60 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y6
 
 	// v61 = div(v59, v34)
 	VDIVPS Y1, Y8, Y1
 
 	// ess = where(v60, v61, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y1, Y5, Y0
+	VBLENDVPS Y0, Y1, Y5, Y0
 
 	// store clipFraction
 	MOVQ   clipFraction+48(FP), AX
@@ -832,7 +812,7 @@ blocks_4:
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS lgc1<>+0(SB), Y1
 
 	// v28 = max(v27, 1)
 	VMAXPS  Y0, Y1, Y0
@@ -868,7 +848,7 @@ blocks_4:
 	VMOVUPD      Y2, 5056(CX)
 	VADDPD       5088(CX), Y0, Y0
 	VMOVUPD      Y0, 5088(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(CX)
 	VMOVUPS      5568(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -881,7 +861,7 @@ blocks_4:
 	VMOVUPD      Y2, 5376(CX)
 	VADDPD       5408(CX), Y0, Y0
 	VMOVUPD      Y0, 5408(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5568(CX)
 	VANDPS       5696(CX), Y1, Y1
 	VMOVUPS      Y1, 5696(CX)
@@ -902,7 +882,7 @@ noflush_5:
 	VMOVUPD      Y2, 5056(AX)
 	VADDPD       5088(AX), Y0, Y0
 	VMOVUPD      Y0, 5088(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(AX)
 	VMOVUPS      5568(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -915,7 +895,7 @@ noflush_5:
 	VMOVUPD      Y2, 5376(AX)
 	VADDPD       5408(AX), Y0, Y0
 	VMOVUPD      Y0, 5408(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5568(AX)
 	VANDPS       5696(AX), Y1, Y1
 	VMOVUPS      Y1, 5696(AX)
@@ -965,7 +945,7 @@ blocks_7:
 	VMOVUPD      Y2, 64(BX)(DX*8)
 	VADDPD       96(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 96(BX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(BX)(DX*4)
 	VANDPS       1088(BX), Y1, Y1
 	VMOVUPS      Y1, 1088(BX)
@@ -990,7 +970,7 @@ noflush_8:
 	VMOVUPD      Y2, 64(DX)(CX*8)
 	VADDPD       96(DX)(CX*8), Y0, Y0
 	VMOVUPD      Y0, 96(DX)(CX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)(CX*4)
 	VANDPS       1088(DX), Y1, Y1
 	VMOVUPS      Y1, 1088(DX)
@@ -1018,179 +998,160 @@ blocks_10:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  1408(BX), Y3, Y3
-	VMOVUPS Y3, 1408(BX)
+	VADDPS  1408(BX), Y0, Y0
+	VMOVUPS Y0, 1408(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y0
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y0, Y2, Y0
 	MOVQ      sampleLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VMOVUPS   (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y3, Y2, Y3
 	MOVQ      advantage+40(FP), DI
-	VMOVUPS   (DI)(SI*4), Y5
+	VMOVUPS   (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y4, Y3, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
+	VSUBPS  Y3, Y0, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y6, Y7, Y7
-	VMOVUPS lgc3<>+0(SB), Y8
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y7, Y8, Y7
-	VMOVUPS Y4, (SP)
-	VMOVUPS Y7, 32(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y3, (SP)
+	VMOVUPS Y6, 32(SP)
 
 	// v16 = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y6, Y4
-	VMINPS       lgc5<>+0(SB), Y4, Y4
-	VMULPS       lgc6<>+0(SB), Y4, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y4
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
-	VMULPS       Y4, Y4, Y9
-	VFMADD213PS  Y4, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y4, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y4
-	VBLENDVPS    Y4, Y6, Y8, Y8
-	VMOVUPS      lgc17<>+0(SB), Y4
+	VMAXPS       lgc4<>+0(SB), Y5, Y3
+	VMINPS       lgc5<>+0(SB), Y3, Y3
+	VMULPS       lgc6<>+0(SB), Y3, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y3
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y7
+	VMULPS       Y3, Y3, Y8
+	VFMADD213PS  Y3, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y3
+	VPMAXSD      lgc15<>+0(SB), Y3, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y3, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y3
+	VBLENDVPS    Y3, Y5, Y7, Y7
+	VMOVUPS      lgc17<>+0(SB), Y3
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y4, Y4
-	VMOVUPS lgc18<>+0(SB), Y7
+	VMAXPS  Y7, Y3, Y3
+	VMOVUPS lgc18<>+0(SB), Y6
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y4, Y7, Y4
+	VMINPS Y3, Y6, Y3
 
 	// v22 = mul(ratioClip, v10)
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y3, Y3
 
 	// v23 = mul(v22, v6)
-	VMULPS Y3, Y4, Y5
+	VMULPS Y0, Y3, Y4
 
 	// v24 = neg(v23)
-	VXORPS lgc19<>+0(SB), Y5, Y5
+	VXORPS lgc19<>+0(SB), Y4, Y4
 
 	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y5, Y2, Y5
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// sum(v25) over [L]
 	XORQ         DI, DI
 	MOVQ         AX, R8
 	ADDQ         R8, DI
 	IMUL3Q       $+8, DI, R8
-	VADDPS       2176(BX)(R8*4), Y5, Y5
-	VMOVUPS      Y5, 2176(BX)(R8*4)
+	VADDPS       2176(BX)(R8*4), Y4, Y4
+	VMOVUPS      Y4, 2176(BX)(R8*4)
 	MOVQ         s1+48(FP), R8
-	VBROADCASTSS (R8)(DI*4), Y5
+	VBROADCASTSS (R8)(DI*4), Y4
+	VMOVUPS      lgc1<>+0(SB), Y6
 
 	// v28 = max(v27, 1)
-	VMAXPS  Y5, Y1, Y1
-	VMOVUPS 32(SP), Y5
+	VMAXPS  Y4, Y6, Y4
+	VMOVUPS 32(SP), Y6
 
 	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y6, Y5, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y5, Y6, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v32 = where(mask, v31, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y5, Y2, Y5
+	VBLENDVPS Y1, Y6, Y2, Y6
 
 	// sum(v32) over [B L]
-	VADDPS  2752(BX), Y5, Y5
-	VMOVUPS Y5, 2752(BX)
-	VMOVUPS (SP), Y5
+	VADDPS  2752(BX), Y6, Y6
+	VMOVUPS Y6, 2752(BX)
+	VMOVUPS (SP), Y6
 
 	// v36 = sub(v8, v6)
-	VSUBPS Y3, Y5, Y3
+	VSUBPS Y0, Y6, Y0
 
 	// v37 = where(mask, v36, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y3
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v37) over [B L]
-	VADDPS  3072(BX), Y3, Y3
-	VMOVUPS Y3, 3072(BX)
+	VADDPS  3072(BX), Y0, Y0
+	VMOVUPS Y0, 3072(BX)
 	MOVQ    entropy+56(FP), R8
-	VMOVUPS (R8)(SI*4), Y3
+	VMOVUPS (R8)(SI*4), Y0
 
 	// v41 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y3
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// v42 = where(mask, v41, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y5
+	VBLENDVPS Y1, Y0, Y2, Y6
 
 	// sum(v42) over [B L]
-	VADDPS  3392(BX), Y5, Y5
-	VMOVUPS Y5, 3392(BX)
+	VADDPS  3392(BX), Y6, Y6
+	VMOVUPS Y6, 3392(BX)
 
 	// v46 = mul(-0.01, v41)
-	VMULPS lgc20<>+0(SB), Y3, Y3
+	VMULPS lgc20<>+0(SB), Y0, Y0
 
 	// v47 = where(mask, v46, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y2
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v47) over [L]
 	IMUL3Q  $+8, DI, DI
-	VADDPS  4160(BX)(DI*4), Y2, Y2
-	VMOVUPS Y2, 4160(BX)(DI*4)
-	VMOVUPS lgc21<>+0(SB), Y2
+	VADDPS  4160(BX)(DI*4), Y0, Y0
+	VMOVUPS Y0, 4160(BX)(DI*4)
+	VMOVUPS lgc21<>+0(SB), Y0
 
 	// v52 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y6, Y2, Y0
-	VMOVUPS   Y4, 64(SP)
-	VMOVUPS   Y1, 96(SP)
+	VBLENDVPS Y1, Y5, Y0, Y0
+	VMOVUPS   Y3, 64(SP)
+	VMOVUPS   Y4, 96(SP)
 
 	// logsumexp(v52) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
@@ -1207,7 +1168,7 @@ blocks_10:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1251,41 +1212,35 @@ blocks_10:
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VMOVUPS   lgc0<>+0(SB), Y1
 
 	// v65 = where(mask, v64, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// v66 = mul(v65, -0.01)
 	VMULPS lgc20<>+0(SB), Y0, Y3
 
 	// gradEntropy = where(mask, v66, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y2, Y3, Y1, Y3
 
 	// v68 = neg(v65)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v69 = ne(v68, 0)
-	VCMPPS  $0x04, Y2, Y0, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VCMPPS  $0x04, Y1, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
 	VMOVUPS 64(SP), Y5
 
 	// v70 = mul(v68, v22)
 	VMULPS Y5, Y0, Y5
 
 	// v71 = where(v69, v70, v68)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y0, Y0
+	VBLENDVPS Y4, Y5, Y0, Y0
 
 	// gradLogProb = where(mask, v71, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y0, Y2, Y0
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
@@ -1307,7 +1262,7 @@ blocks_10:
 	VMOVUPD      Y2, 1216(DX)
 	VADDPD       1248(DX), Y0, Y0
 	VMOVUPD      Y0, 1248(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1408(DX)
 	XORQ         BX, BX
 	MOVQ         AX, SI
@@ -1324,7 +1279,7 @@ blocks_10:
 	VMOVUPD      Y2, 1536(DX)(SI*8)
 	VADDPD       1568(DX)(SI*8), Y0, Y0
 	VMOVUPD      Y0, 1568(DX)(SI*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)(SI*4)
 	VMOVUPS      2752(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1337,7 +1292,7 @@ blocks_10:
 	VMOVUPD      Y2, 2560(DX)
 	VADDPD       2592(DX), Y0, Y0
 	VMOVUPD      Y0, 2592(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(DX)
 	VMOVUPS      3072(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1350,7 +1305,7 @@ blocks_10:
 	VMOVUPD      Y2, 2880(DX)
 	VADDPD       2912(DX), Y0, Y0
 	VMOVUPD      Y0, 2912(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(DX)
 	VMOVUPS      3392(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1363,7 +1318,7 @@ blocks_10:
 	VMOVUPD      Y2, 3200(DX)
 	VADDPD       3232(DX), Y0, Y0
 	VMOVUPD      Y0, 3232(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3392(DX)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4160(DX)(BX*4), Y0
@@ -1377,7 +1332,7 @@ blocks_10:
 	VMOVUPD      Y2, 3520(DX)(BX*8)
 	VADDPD       3552(DX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 3552(DX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4160(DX)(BX*4)
 	VANDPS       5056(DX), Y1, Y1
 	VMOVUPS      Y1, 5056(DX)
@@ -1398,7 +1353,7 @@ noflush_11:
 	VMOVUPD      Y2, 1216(CX)
 	VADDPD       1248(CX), Y0, Y0
 	VMOVUPD      Y0, 1248(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1408(CX)
 	XORQ         DX, DX
 	MOVQ         AX, BX
@@ -1415,7 +1370,7 @@ noflush_11:
 	VMOVUPD      Y2, 1536(CX)(BX*8)
 	VADDPD       1568(CX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(CX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)(BX*4)
 	VMOVUPS      2752(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1428,7 +1383,7 @@ noflush_11:
 	VMOVUPD      Y2, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	VMOVUPS      3072(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1441,7 +1396,7 @@ noflush_11:
 	VMOVUPD      Y2, 2880(CX)
 	VADDPD       2912(CX), Y0, Y0
 	VMOVUPD      Y0, 2912(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(CX)
 	VMOVUPS      3392(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1454,7 +1409,7 @@ noflush_11:
 	VMOVUPD      Y2, 3200(CX)
 	VADDPD       3232(CX), Y0, Y0
 	VMOVUPD      Y0, 3232(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3392(CX)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4160(CX)(DX*4), Y0
@@ -1468,7 +1423,7 @@ noflush_11:
 	VMOVUPD      Y2, 3520(CX)(DX*8)
 	VADDPD       3552(CX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 3552(CX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4160(CX)(DX*4)
 	VANDPS       5056(CX), Y1, Y1
 	VMOVUPS      Y1, 5056(CX)
@@ -1494,7 +1449,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v34 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
@@ -1539,7 +1494,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
 	VMULPS       Y6, Y6, Y9
 	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc15<>+0(SB), Y6, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
@@ -1552,19 +1507,17 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VMULPS       Y6, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y6
 	VBLENDVPS    Y6, Y5, Y8, Y8
-	VMOVUPS      lgc1<>+0(SB), Y5
+	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v60 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y6
 
 	// v61 = div(v59, v34)
 	VDIVPS Y1, Y8, Y1
 
 	// ess = where(v60, v61, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y1, Y5, Y0
+	VBLENDVPS Y0, Y1, Y5, Y0
 
 	// store clipFraction
 	MOVQ   clipFraction+48(FP), AX
@@ -1595,7 +1548,7 @@ blocks_12:
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS lgc1<>+0(SB), Y1
 
 	// v28 = max(v27, 1)
 	VMAXPS  Y0, Y1, Y0
@@ -1631,7 +1584,7 @@ blocks_12:
 	VMOVUPD      Y2, 5184(CX)
 	VADDPD       5216(CX), Y0, Y0
 	VMOVUPD      Y0, 5216(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5376(CX)
 	VMOVUPS      5696(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1644,7 +1597,7 @@ blocks_12:
 	VMOVUPD      Y2, 5504(CX)
 	VADDPD       5536(CX), Y0, Y0
 	VMOVUPD      Y0, 5536(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5696(CX)
 	VANDPS       5824(CX), Y1, Y1
 	VMOVUPS      Y1, 5824(CX)
@@ -1665,7 +1618,7 @@ noflush_13:
 	VMOVUPD      Y2, 5184(AX)
 	VADDPD       5216(AX), Y0, Y0
 	VMOVUPD      Y0, 5216(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5376(AX)
 	VMOVUPS      5696(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1678,7 +1631,7 @@ noflush_13:
 	VMOVUPD      Y2, 5504(AX)
 	VADDPD       5536(AX), Y0, Y0
 	VMOVUPD      Y0, 5536(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5696(AX)
 	VANDPS       5824(AX), Y1, Y1
 	VMOVUPS      Y1, 5824(AX)
@@ -1711,7 +1664,7 @@ bulk_14:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1752,12 +1705,12 @@ bulk_16:
 	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc31<>+0(SB), Y2, Y1
-	VPOR         lgc0<>+0(SB), Y1, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc0<>+0(SB), Y1, Y1
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc33<>+0(SB), Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
@@ -1775,9 +1728,9 @@ bulk_16:
 	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
@@ -1963,7 +1916,7 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc0<>+0(SB), Y0, Y1
+	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
 	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -1972,12 +1925,12 @@ bulk_18:
 	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc31<>+0(SB), Y3, Y2
-	VPOR         lgc0<>+0(SB), Y2, Y2
+	VPOR         lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc0<>+0(SB), Y2, Y2
+	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
@@ -1995,21 +1948,21 @@ bulk_18:
 	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc0<>+0(SB), Y1, Y2
+	VSUBPS       lgc1<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, Y0, Y2, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2

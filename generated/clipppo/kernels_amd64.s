@@ -134,7 +134,7 @@ GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-96
+TEXT ·pass1AVX2(SB), $32-96
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -211,7 +211,7 @@ blocks_4:
 
 	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y5, Y0, Y5
-	VANDPS  lgc18<>+0(SB), Y5, Y5
+	VANDPS  lgc18<>+0(SB), Y5, Y6
 	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
@@ -219,12 +219,11 @@ blocks_4:
 	VMOVUPS lgc22<>+0(SB), Y8
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y8, Y8
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, (SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y6, Y8, Y5
+	VBLENDVPS Y5, Y6, Y8, Y5
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y5, Y0, Y0
@@ -283,10 +282,10 @@ blocks_4:
 
 	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y1, Y6, Y6
-	VMOVUPS lgc26<>+0(SB), Y8
+	VMOVUPS lgc26<>+0(SB), Y7
 
 	// v44 = min(v43, 0.2) tie=first
-	VMINPS Y6, Y8, Y6
+	VMINPS Y6, Y7, Y6
 
 	// v45 = ne(v40, v44)
 	VCMPPS $0x04, Y6, Y1, Y1
@@ -377,26 +376,27 @@ blocks_4:
 	VFMADD231PD  Y2, Y4, Y0
 	VMOVUPD      Y1, 4128(DX)
 	VMOVUPD      Y0, 4320(DX)
+	VMOVUPS      (SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y0
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y1
-	VANDPS       Y1, Y0, Y0
-	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y1
-	VORPS        Y1, Y0, Y0
-	VANDPS       4672(DX), Y0, Y0
-	VMOVUPS      Y0, 4672(DX)
-	VCVTPS2PD    X7, Y0
-	VEXTRACTF128 $0x01, Y7, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4480(DX), Y0, Y2
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       4672(DX), Y1, Y1
+	VMOVUPS      Y1, 4672(DX)
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(DX), Y1, Y2
 	VMOVUPD      Y2, 4480(DX)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       4800(DX), Y1, Y1
+	VMOVUPD      Y1, 4800(DX)
+	VADDPD       4512(DX), Y0, Y1
+	VMOVUPD      Y1, 4512(DX)
 	VMULPD       Y0, Y0, Y0
-	VADDPD       4800(DX), Y0, Y0
-	VMOVUPD      Y0, 4800(DX)
-	VADDPD       4512(DX), Y1, Y0
-	VMOVUPD      Y0, 4512(DX)
-	VMULPD       Y1, Y1, Y0
 	VADDPD       4832(DX), Y0, Y0
 	VMOVUPD      Y0, 4832(DX)
 
@@ -1059,7 +1059,7 @@ chunkdone_8:
 
 // func fbPass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $256-120
+TEXT ·fbPass1AVX2(SB), $288-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -1136,31 +1136,29 @@ blocks_10:
 
 	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y5, Y0, Y5
-	VANDPS  lgc18<>+0(SB), Y5, Y5
-	VMOVUPS lgc21<>+0(SB), Y6
+	VANDPS  lgc18<>+0(SB), Y5, Y6
+	VMOVUPS lgc21<>+0(SB), Y8
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc22<>+0(SB), Y8
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc22<>+0(SB), Y9
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y8, Y8
+	VMAXPS  Y7, Y9, Y9
+	VMOVUPS Y7, (SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y6, Y8, Y6
+	VBLENDVPS Y5, Y8, Y9, Y5
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y6, Y0, Y6
+	VMULPS Y5, Y0, Y5
 
 	// v24 = neg(gain)
-	VXORPS  lgc23<>+0(SB), Y6, Y6
-	VMOVUPS Y5, (SP)
+	VXORPS lgc23<>+0(SB), Y5, Y5
 
 	// mean(v24) over [B]
 	MOVQ    state+56(FP), DX
-	VADDPS  1280(DX), Y6, Y5
+	VADDPS  1280(DX), Y5, Y5
 	VMOVUPS Y5, 1280(DX)
 
 	// v26 = ne(logWeightClip, logWeight)
@@ -1201,32 +1199,32 @@ blocks_10:
 	// l2 = mul(diff, diff)
 	VMULPS  Y4, Y4, Y5
 	MOVQ    oldStateValue+88(FP), BX
-	VMOVUPS (BX)(SI*4), Y6
+	VMOVUPS (BX)(SI*4), Y7
 
 	// v40 = sub(stateValue, oldStateValue)
-	VSUBPS  Y6, Y2, Y2
+	VSUBPS  Y7, Y2, Y2
 	VMOVUPS lgc25<>+0(SB), Y8
 
 	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y2, Y8, Y8
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS lgc26<>+0(SB), Y0
+	VMOVUPS Y6, 32(SP)
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v44 = min(v43, 0.2) tie=first
-	VMINPS Y8, Y0, Y0
+	VMINPS Y8, Y6, Y6
 
 	// v45 = ne(v40, v44)
-	VCMPPS  $0x04, Y0, Y2, Y9
+	VCMPPS  $0x04, Y6, Y2, Y9
 	VANDPS  lgc18<>+0(SB), Y9, Y9
-	VMOVUPS Y2, 64(SP)
-	VMOVUPS Y8, 96(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y2, 96(SP)
 
 	// mean(v45) over [B]
-	VADDPS  2880(DX), Y9, Y2
-	VMOVUPS Y2, 2880(DX)
+	VADDPS  2880(DX), Y9, Y0
+	VMOVUPS Y0, 2880(DX)
 
 	// v47 = add(oldStateValue, v44)
-	VADDPS Y0, Y6, Y0
+	VADDPS Y6, Y7, Y0
 
 	// diff2 = sub(valueTarget, v47)
 	VSUBPS Y0, Y1, Y0
@@ -1237,9 +1235,9 @@ blocks_10:
 	// v50 = max(l2, l22)
 	VXORPS lgc23<>+0(SB), Y5, Y6
 	VXORPS lgc23<>+0(SB), Y2, Y9
-	VMINPS Y6, Y9, Y8
+	VMINPS Y6, Y9, Y7
 	VMINPS Y9, Y6, Y6
-	VORPS  Y8, Y6, Y6
+	VORPS  Y7, Y6, Y6
 	VXORPS lgc23<>+0(SB), Y6, Y6
 
 	// v52 = mul(1, v50)
@@ -1248,150 +1246,142 @@ blocks_10:
 	// mean(v52) over [B]
 	VADDPS  3200(DX), Y6, Y6
 	VMOVUPS Y6, 3200(DX)
-	VMOVUPS Y0, 128(SP)
-	VMOVUPS Y5, 160(SP)
+	VMOVUPS Y8, 128(SP)
+	VMOVUPS Y0, 160(SP)
 
 	// var(diff) over [B]
 	VCVTPS2PD    X4, Y0
-	VEXTRACTF128 $0x01, Y4, X5
-	VCVTPS2PD    X5, Y5
-	VMOVUPD      3520(DX), Y6
-	VSUBPD       Y6, Y0, Y8
+	VEXTRACTF128 $0x01, Y4, X6
+	VCVTPS2PD    X6, Y6
+	VMOVUPD      3520(DX), Y7
+	VSUBPD       Y7, Y0, Y8
 	VMOVUPD      3328(DX), Y9
 	VADDPD       lgc0<>+0(SB), Y9, Y9
 	VMOVUPD      Y9, 3328(DX)
 	VDIVPD       Y9, Y8, Y9
-	VADDPD       Y9, Y6, Y6
-	VSUBPD       Y6, Y0, Y9
+	VADDPD       Y9, Y7, Y7
+	VSUBPD       Y7, Y0, Y9
 	VMOVUPD      3712(DX), Y0
 	VFMADD231PD  Y8, Y9, Y0
-	VMOVUPD      Y6, 3520(DX)
+	VMOVUPD      Y7, 3520(DX)
 	VMOVUPD      Y0, 3712(DX)
 	VMOVUPD      3552(DX), Y0
-	VSUBPD       Y0, Y5, Y6
+	VSUBPD       Y0, Y6, Y7
 	VMOVUPD      3360(DX), Y8
 	VADDPD       lgc0<>+0(SB), Y8, Y8
 	VMOVUPD      Y8, 3360(DX)
-	VDIVPD       Y8, Y6, Y8
+	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y0, Y0
-	VSUBPD       Y0, Y5, Y8
-	VMOVUPD      3744(DX), Y5
-	VFMADD231PD  Y6, Y8, Y5
+	VSUBPD       Y0, Y6, Y8
+	VMOVUPD      3744(DX), Y6
+	VFMADD231PD  Y7, Y8, Y6
 	VMOVUPD      Y0, 3552(DX)
-	VMOVUPD      Y5, 3744(DX)
+	VMOVUPD      Y6, 3744(DX)
 
 	// var(valueTarget) over [B]
 	VCVTPS2PD    X1, Y0
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      4096(DX), Y5
-	VSUBPD       Y5, Y0, Y6
+	VMOVUPD      4096(DX), Y6
+	VSUBPD       Y6, Y0, Y7
 	VMOVUPD      3904(DX), Y8
 	VADDPD       lgc0<>+0(SB), Y8, Y8
 	VMOVUPD      Y8, 3904(DX)
-	VDIVPD       Y8, Y6, Y8
-	VADDPD       Y8, Y5, Y5
-	VSUBPD       Y5, Y0, Y8
+	VDIVPD       Y8, Y7, Y8
+	VADDPD       Y8, Y6, Y6
+	VSUBPD       Y6, Y0, Y8
 	VMOVUPD      4288(DX), Y0
-	VFMADD231PD  Y6, Y8, Y0
-	VMOVUPD      Y5, 4096(DX)
+	VFMADD231PD  Y7, Y8, Y0
+	VMOVUPD      Y6, 4096(DX)
 	VMOVUPD      Y0, 4288(DX)
 	VMOVUPD      4128(DX), Y0
-	VSUBPD       Y0, Y1, Y5
-	VMOVUPD      3936(DX), Y6
-	VADDPD       lgc0<>+0(SB), Y6, Y6
-	VMOVUPD      Y6, 3936(DX)
-	VDIVPD       Y6, Y5, Y6
-	VADDPD       Y6, Y0, Y0
 	VSUBPD       Y0, Y1, Y6
+	VMOVUPD      3936(DX), Y7
+	VADDPD       lgc0<>+0(SB), Y7, Y7
+	VMOVUPD      Y7, 3936(DX)
+	VDIVPD       Y7, Y6, Y7
+	VADDPD       Y7, Y0, Y0
+	VSUBPD       Y0, Y1, Y7
 	VMOVUPD      4320(DX), Y1
-	VFMADD231PD  Y5, Y6, Y1
+	VFMADD231PD  Y6, Y7, Y1
 	VMOVUPD      Y0, 4128(DX)
 	VMOVUPD      Y1, 4320(DX)
 	VMOVUPS      Y4, 192(SP)
-	VMOVUPS      Y2, 224(SP)
+	VMOVUPS      Y5, 224(SP)
+	VMOVUPS      Y2, 256(SP)
+	VMOVUPS      (SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y0
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y1
-	VANDPS       Y1, Y0, Y0
-	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y1
-	VORPS        Y1, Y0, Y0
-	VANDPS       4672(DX), Y0, Y0
-	VMOVUPS      Y0, 4672(DX)
-	VCVTPS2PD    X7, Y0
-	VEXTRACTF128 $0x01, Y7, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4480(DX), Y0, Y2
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       4672(DX), Y1, Y1
+	VMOVUPS      Y1, 4672(DX)
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(DX), Y1, Y2
 	VMOVUPD      Y2, 4480(DX)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       4800(DX), Y1, Y1
+	VMOVUPD      Y1, 4800(DX)
+	VADDPD       4512(DX), Y0, Y1
+	VMOVUPD      Y1, 4512(DX)
 	VMULPD       Y0, Y0, Y0
-	VADDPD       4800(DX), Y0, Y0
-	VMOVUPD      Y0, 4800(DX)
-	VADDPD       4512(DX), Y1, Y0
-	VMOVUPD      Y0, 4512(DX)
-	VMULPD       Y1, Y1, Y0
 	VADDPD       4832(DX), Y0, Y0
 	VMOVUPD      Y0, 4832(DX)
 
 	// v62 = mul(2, logWeight)
 	VMULPS  lgc30<>+0(SB), Y3, Y0
-	VMOVUPS 160(SP), Y0
-	VMOVUPS 224(SP), Y1
+	VMOVUPS 224(SP), Y0
+	VMOVUPS 256(SP), Y1
 
 	// v71 = eq(l2, l22)
 	VCMPPS $0x00, Y1, Y0, Y2
-	VANDPS lgc18<>+0(SB), Y2, Y2
+	VANDPS lgc18<>+0(SB), Y2, Y3
 
 	// v72 = lt(l2, l22)
 	VCMPPS  $0x11, Y1, Y0, Y3
-	VANDPS  lgc18<>+0(SB), Y3, Y3
+	VANDPS  lgc18<>+0(SB), Y3, Y4
 	VMOVUPS lgc33<>+0(SB), Y4
 	VMOVUPS lgc34<>+0(SB), Y5
 
 	// v73 = where(v71, 0.00012207031, 0.00024414063)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y4, Y5, Y6
-	VMOVUPS   lgc3<>+0(SB), Y8
+	VBLENDVPS Y2, Y4, Y5, Y6
+	VMOVUPS   lgc3<>+0(SB), Y7
 
 	// v74 = where(v72, 0, v73)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y3, Y9
-	VBLENDVPS Y9, Y8, Y6, Y3
+	VBLENDVPS Y3, Y7, Y6, Y3
 
 	// v75 = ge(l2, l22)
 	VCMPPS $0x1d, Y1, Y0, Y0
-	VANDPS lgc18<>+0(SB), Y0, Y0
+	VANDPS lgc18<>+0(SB), Y0, Y1
 
 	// v76 = where(v71, 0.00012207031, 0)
-	VMOVUPS   lgc3<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y2, Y1
-	VBLENDVPS Y1, Y4, Y8, Y1
+	VBLENDVPS Y2, Y4, Y7, Y1
 
 	// v77 = where(v75, v76, 0.00024414063)
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y1, Y5, Y0
+	VBLENDVPS Y0, Y1, Y5, Y0
 
 	// v78 = ne(v77, 0)
-	VCMPPS  $0x04, Y8, Y0, Y1
-	VANDPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS 128(SP), Y2
+	VCMPPS  $0x04, Y7, Y0, Y1
+	VANDPS  lgc18<>+0(SB), Y1, Y2
+	VMOVUPS 160(SP), Y2
 
 	// v79 = mul(v77, diff2)
 	VMULPS Y2, Y0, Y2
 
 	// v80 = where(v78, v79, v77)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y0, Y0
+	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// v81 = add(v80, v80)
 	VADDPS Y0, Y0, Y0
 
 	// v82 = neg(v81)
 	VXORPS  lgc23<>+0(SB), Y0, Y0
-	VMOVUPS 96(SP), Y1
+	VMOVUPS 128(SP), Y1
 	VMOVUPS lgc26<>+0(SB), Y2
 
 	// v83 = le(v43, 0.2)
@@ -1403,18 +1393,18 @@ blocks_10:
 	VANDPS lgc18<>+0(SB), Y1, Y1
 
 	// v85 = max(v83, v84)
-	VXORPS lgc23<>+0(SB), Y2, Y2
-	VXORPS lgc23<>+0(SB), Y1, Y1
-	VMINPS Y2, Y1, Y4
-	VMINPS Y1, Y2, Y1
-	VORPS  Y4, Y1, Y1
-	VXORPS lgc23<>+0(SB), Y1, Y1
+	VXORPS  lgc23<>+0(SB), Y2, Y2
+	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMINPS  Y2, Y1, Y4
+	VMINPS  Y1, Y2, Y1
+	VORPS   Y4, Y1, Y1
+	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMOVUPS lgc3<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y1, Y2
 
 	// v86 = where(v85, v82, 0)
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y8, Y0
-	VMOVUPS   64(SP), Y1
+	VBLENDVPS Y2, Y0, Y7, Y0
+	VMOVUPS   96(SP), Y1
 	VMOVUPS   lgc25<>+0(SB), Y2
 
 	// v87 = ge(v40, -0.2)
@@ -1426,30 +1416,28 @@ blocks_10:
 	VANDPS lgc18<>+0(SB), Y1, Y1
 
 	// v89 = max(v87, v88)
-	VXORPS lgc23<>+0(SB), Y2, Y2
-	VXORPS lgc23<>+0(SB), Y1, Y1
-	VMINPS Y2, Y1, Y4
-	VMINPS Y1, Y2, Y1
-	VORPS  Y4, Y1, Y1
-	VXORPS lgc23<>+0(SB), Y1, Y1
+	VXORPS  lgc23<>+0(SB), Y2, Y2
+	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMINPS  Y2, Y1, Y4
+	VMINPS  Y1, Y2, Y1
+	VORPS   Y4, Y1, Y1
+	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMOVUPS lgc3<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y1, Y2
 
 	// v90 = where(v89, v86, 0)
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y8, Y0
+	VBLENDVPS Y2, Y0, Y7, Y0
 
 	// v91 = ne(v74, 0)
-	VCMPPS  $0x04, Y8, Y3, Y1
-	VANDPS  lgc18<>+0(SB), Y1, Y1
+	VCMPPS  $0x04, Y7, Y3, Y1
+	VANDPS  lgc18<>+0(SB), Y1, Y2
 	VMOVUPS 192(SP), Y2
 
 	// v92 = mul(v74, diff)
 	VMULPS Y2, Y3, Y2
 
 	// v93 = where(v91, v92, v74)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y1
+	VBLENDVPS Y1, Y2, Y3, Y1
 
 	// v94 = add(v93, v93)
 	VADDPS Y1, Y1, Y1
@@ -1459,76 +1447,73 @@ blocks_10:
 
 	// gradStateValue = add(v90, v95)
 	VADDPS  Y1, Y0, Y0
-	VMOVUPS 32(SP), Y1
+	VMOVUPS 64(SP), Y1
 
 	// v99 = mul(-0.00024414063, advantageNormalized)
 	VMULPS  lgc35<>+0(SB), Y1, Y1
-	VMOVUPS (SP), Y2
+	VMOVUPS 32(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y2, Y3
 
 	// v100 = where(v17, v99, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y1, Y8, Y3
+	VBLENDVPS Y3, Y1, Y7, Y2
 
 	// v101 = where(v17, 0, v99)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y8, Y1, Y1
-	VMOVUPS   lgc22<>+0(SB), Y2
+	VBLENDVPS Y3, Y7, Y1, Y1
+	VMOVUPS   (SP), Y3
+	VMOVUPS   lgc22<>+0(SB), Y4
 
 	// v102 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y2, Y7, Y2
-	VANDPS lgc18<>+0(SB), Y2, Y2
-
-	// v103 = ne(ratio, ratio)
-	VCMPPS $0x04, Y7, Y7, Y4
+	VCMPPS $0x1d, Y4, Y3, Y4
 	VANDPS lgc18<>+0(SB), Y4, Y4
 
+	// v103 = ne(ratio, ratio)
+	VCMPPS $0x04, Y3, Y3, Y5
+	VANDPS lgc18<>+0(SB), Y5, Y5
+
 	// v104 = max(v102, v103)
-	VXORPS lgc23<>+0(SB), Y2, Y2
-	VXORPS lgc23<>+0(SB), Y4, Y6
-	VMINPS Y2, Y6, Y5
-	VMINPS Y6, Y2, Y2
-	VORPS  Y5, Y2, Y2
-	VXORPS lgc23<>+0(SB), Y2, Y2
+	VXORPS  lgc23<>+0(SB), Y4, Y4
+	VXORPS  lgc23<>+0(SB), Y5, Y8
+	VMINPS  Y4, Y8, Y6
+	VMINPS  Y8, Y4, Y4
+	VORPS   Y6, Y4, Y4
+	VXORPS  lgc23<>+0(SB), Y4, Y4
+	VMOVUPS lgc3<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y4, Y6
 
 	// v105 = where(v104, v101, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y1, Y8, Y1
-	VMOVUPS   lgc21<>+0(SB), Y2
+	VBLENDVPS Y6, Y1, Y7, Y1
+	VMOVUPS   lgc21<>+0(SB), Y4
 
 	// v106 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y2, Y7, Y2
-	VANDPS lgc18<>+0(SB), Y2, Y2
+	VCMPPS $0x12, Y4, Y3, Y4
+	VANDPS lgc18<>+0(SB), Y4, Y4
 
 	// v107 = max(v106, v103)
-	VXORPS lgc23<>+0(SB), Y2, Y2
-	VXORPS lgc23<>+0(SB), Y4, Y4
-	VMINPS Y2, Y4, Y5
-	VMINPS Y4, Y2, Y2
-	VORPS  Y5, Y2, Y2
-	VXORPS lgc23<>+0(SB), Y2, Y2
+	VXORPS  lgc23<>+0(SB), Y4, Y4
+	VXORPS  lgc23<>+0(SB), Y5, Y5
+	VMINPS  Y4, Y5, Y6
+	VMINPS  Y5, Y4, Y4
+	VORPS   Y6, Y4, Y4
+	VXORPS  lgc23<>+0(SB), Y4, Y4
+	VMOVUPS lgc3<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
 	// v108 = where(v107, v100, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y8, Y2
+	VBLENDVPS Y5, Y2, Y7, Y2
 
 	// v109 = add(v105, v108)
 	VADDPS Y2, Y1, Y1
 
 	// v110 = ne(v109, 0)
-	VCMPPS $0x04, Y8, Y1, Y2
-	VANDPS lgc18<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y7, Y1, Y2
+	VANDPS lgc18<>+0(SB), Y2, Y4
 
 	// v111 = mul(v109, ratio)
-	VMULPS Y7, Y1, Y3
+	VMULPS Y3, Y1, Y3
 
 	// gradLogProb = where(v110, v111, v109)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   lgc36<>+0(SB), Y2
 
 	// store gradStateValue

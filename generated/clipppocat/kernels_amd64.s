@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $536-104
+TEXT ·pass0AVX2(SB), $664-104
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -381,20 +381,20 @@ inner_A_3:
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y8
 	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc50<>+0(SB), Y9
+	VMOVUPS Y5, 248(SP)
+	VMOVUPS lgc50<>+0(SB), Y5
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y9, Y9
+	VMAXPS  Y7, Y5, Y5
+	VMOVUPS Y7, 280(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y2, Y10
-	VBLENDVPS Y10, Y8, Y9, Y2
+	VBLENDVPS Y2, Y8, Y5, Y2
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y2, Y1, Y1
@@ -404,223 +404,223 @@ inner_A_3:
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y8
-	VEXTRACTI128 $0x01, Y2, X8
-	VPMOVSXDQ    X8, Y8
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
 	VANDPS       Y2, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      248(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y1, Y6, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y6
-	VEXTRACTI128 $0x01, Y2, X6
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y2, Y1, Y1
-	VADDPS       576(CX), Y1, Y1
-	VMOVUPS      Y1, 576(CX)
+	VANDPS       Y5, Y2, Y2
+	VADDPS       576(CX), Y2, Y2
+	VMOVUPS      Y2, 576(CX)
 	MOVQ         sampleLogProb+72(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-	VMOVUPS      216(SP), Y2
-
-	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y1, Y1
-
-	// mean(v50) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y6
-	VEXTRACTI128 $0x01, Y2, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y2, Y1, Y1
-	VADDPS       896(CX), Y1, Y1
-	VMOVUPS      Y1, 896(CX)
-
-	// finish v54
-	VMOVUPD     Y3, Y1
-	VMOVUPD     Y4, Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     184(SP), Y2
-
-	// v55 = div(v54, v25)
-	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 152(SP), Y2
-
-	// entropy = sub(v26, v55)
-	VSUBPS Y1, Y2, Y1
-
-	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y1, Y2
-
-	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y1
-	VADDPS       1216(CX), Y1, Y1
-	VMOVUPS      Y1, 1216(CX)
-
-	// mean(v58) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y3
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y3
-	VANDPS       Y1, Y2, Y1
-	VADDPS       1536(CX), Y1, Y1
-	VMOVUPS      Y1, 1536(CX)
-	VMOVUPS      56(SP), Y1
-	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VMASKMOVPS   (BX)(DX*4), Y2, Y2
+	VMOVUPS      216(SP), Y5
+
+	// v50 = sub(sampleLogProb, logSoftmax)
+	VSUBPS Y5, Y2, Y2
+
+	// mean(v50) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y2, Y2
+	VADDPS       896(CX), Y2, Y2
+	VMOVUPS      Y2, 896(CX)
+
+	// finish v54
+	VMOVUPD     Y3, Y2
+	VMOVUPD     Y4, Y3
+	VMOVUPS     lgc0<>+0(SB), Y4
+	VCVTPD2PSY  Y2, X4
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y4, Y2
+	VMOVUPS     184(SP), Y3
+
+	// v55 = div(v54, v25)
+	VDIVPS  Y3, Y2, Y2
+	VMOVUPS 152(SP), Y3
+
+	// entropy = sub(v26, v55)
+	VSUBPS Y2, Y3, Y2
+
+	// v58 = mul(-0.01, entropy)
+	VMULPS lgc51<>+0(SB), Y2, Y3
+
+	// mean(entropy) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y2, Y2
+	VADDPS       1216(CX), Y2, Y2
+	VMOVUPS      Y2, 1216(CX)
+
+	// mean(v58) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y3, Y2
+	VADDPS       1536(CX), Y2, Y2
+	VMOVUPS      Y2, 1536(CX)
+	VMOVUPS      56(SP), Y2
+	MOVQ         stateValue+40(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y2, Y1, Y2
+	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y4
+	VMOVUPS lgc14<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y4, Y3, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y5, Y4, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc27<>+0(SB), Y3, Y6
+	VMULPS lgc27<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y3, Y6, Y6
+	VMULPS Y4, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc27<>+0(SB), Y3, Y3
+	VSUBPS lgc27<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y6, Y3, Y3
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y3, Y3
+	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v69) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y3, Y3
-	VADDPS       1856(CX), Y3, Y3
-	VMOVUPS      Y3, 1856(CX)
+	VANDPS       Y5, Y4, Y4
+	VADDPS       1856(CX), Y4, Y4
+	VMOVUPS      Y4, 1856(CX)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X4
+	VPMOVSXDQ    X4, Y4
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VMOVUPD      5504(CX)(BX*8), Y8
+	VSUBPD       Y8, Y7, Y9
+	VFMADD231PD  Y9, Y6, Y8
+	VSUBPD       Y8, Y7, Y7
+	VMOVUPD      9024(CX)(BX*8), Y10
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      5504(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y8, Y7, Y8
+	VMOVUPD      Y8, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y10, Y7, Y10
+	VMOVUPD      Y10, 9024(CX)(BX*8)
+	VMOVUPD      5536(CX)(BX*8), Y5
+	VSUBPD       Y5, Y3, Y7
+	VFMADD231PD  Y7, Y6, Y5
+	VSUBPD       Y5, Y3, Y3
+	VMOVUPD      9056(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y3, Y6
+	VMOVUPD      5536(CX)(BX*8), Y3
+	VBLENDVPD    Y4, Y5, Y3, Y5
+	VMOVUPD      Y5, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y3
+	VBLENDVPD    Y4, Y6, Y3, Y6
+	VMOVUPD      Y6, 9056(CX)(BX*8)
+
+	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X3
 	VPMOVSXDQ    X3, Y3
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X2, Y8
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X2, Y6
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      5504(CX)(BX*8), Y9
-	VSUBPD       Y9, Y8, Y10
-	VFMADD231PD  Y10, Y6, Y9
-	VSUBPD       Y9, Y8, Y8
-	VMOVUPD      9024(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y9, Y8, Y9
-	VMOVUPD      Y9, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y11, Y8, Y11
-	VMOVUPD      Y11, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y4
-	VSUBPD       Y4, Y2, Y8
-	VFMADD231PD  Y8, Y6, Y4
-	VSUBPD       Y4, Y2, Y2
-	VMOVUPD      9056(CX)(BX*8), Y6
-	VFMADD231PD  Y8, Y2, Y6
-	VMOVUPD      5536(CX)(BX*8), Y2
-	VBLENDVPD    Y3, Y4, Y2, Y4
-	VMOVUPD      Y4, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y2
-	VBLENDVPD    Y3, Y6, Y2, Y6
-	VMOVUPD      Y6, 9056(CX)(BX*8)
-
-	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y8
-	VSUBPD       Y8, Y6, Y9
-	VFMADD231PD  Y9, Y4, Y8
-	VSUBPD       Y8, Y6, Y6
-	VMOVUPD      19584(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VSUBPD       Y7, Y6, Y8
+	VFMADD231PD  Y8, Y5, Y7
+	VSUBPD       Y7, Y6, Y6
+	VMOVUPD      19584(CX)(BX*8), Y9
+	VFMADD231PD  Y8, Y6, Y9
 	VMOVUPD      16064(CX)(BX*8), Y6
-	VBLENDVPD    Y3, Y8, Y6, Y8
-	VMOVUPD      Y8, 16064(CX)(BX*8)
+	VBLENDVPD    Y4, Y7, Y6, Y7
+	VMOVUPD      Y7, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y6
-	VBLENDVPD    Y3, Y10, Y6, Y10
-	VMOVUPD      Y10, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y3
-	VSUBPD       Y3, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y4
-	VFMADD231PD  Y6, Y1, Y4
-	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y3, Y1, Y3
-	VMOVUPD      Y3, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y4, Y1, Y4
-	VMOVUPD      Y4, 19616(CX)(BX*8)
+	VBLENDVPD    Y4, Y9, Y6, Y9
+	VMOVUPD      Y9, 19584(CX)(BX*8)
+	VMOVUPD      16096(CX)(BX*8), Y4
+	VSUBPD       Y4, Y2, Y6
+	VFMADD231PD  Y6, Y5, Y4
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      19616(CX)(BX*8), Y5
+	VFMADD231PD  Y6, Y2, Y5
+	VMOVUPD      16096(CX)(BX*8), Y2
+	VBLENDVPD    Y3, Y4, Y2, Y4
+	VMOVUPD      Y4, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y2
+	VBLENDVPD    Y3, Y5, Y2, Y5
+	VMOVUPD      Y5, 19616(CX)(BX*8)
+	VMOVUPS      280(SP), Y2
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y3
-	VCMPPS       $0x15, lgc52<>+0(SB), Y5, Y4
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y5, Y6
-	VANDPS       Y6, Y4, Y4
-	VCMPPS       $0x00, lgc12<>+0(SB), Y5, Y6
-	VORPS        Y6, Y4, Y4
-	VMOVUPS      lgc54<>+0(SB), Y6
-	VBLENDVPS    Y1, Y4, Y6, Y4
-	VANDPS       26624(CX), Y4, Y4
-	VMOVUPS      Y4, 26624(CX)
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X4
-	VCVTPS2PD    X4, Y4
-	VANDPD       Y2, Y1, Y1
-	VADDPD       23104(CX)(BX*8), Y1, Y2
-	VMOVUPD      Y2, 23104(CX)(BX*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y3, Y4, Y4
-	VADDPD       23136(CX)(BX*8), Y4, Y1
-	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y4, Y4, Y1
-	VADDPD       28448(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28448(CX)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X5
+	VPMOVSXDQ    X5, Y5
+	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y6
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y7
+	VANDPS       Y7, Y6, Y6
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y7
+	VORPS        Y7, Y6, Y6
+	VMOVUPS      lgc54<>+0(SB), Y7
+	VBLENDVPS    Y3, Y6, Y7, Y6
+	VANDPS       26624(CX), Y6, Y6
+	VMOVUPS      Y6, 26624(CX)
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VANDPD       Y4, Y3, Y3
+	VADDPD       23104(CX)(BX*8), Y3, Y4
+	VMOVUPD      Y4, 23104(CX)(BX*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       28416(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 28416(CX)(BX*8)
+	VANDPD       Y5, Y2, Y2
+	VADDPD       23136(CX)(BX*8), Y2, Y3
+	VMOVUPD      Y3, 23136(CX)(BX*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28448(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28448(CX)(BX*8)
 
 	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y5, Y1
+	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 24(SP), Y1
 
 	// store advantage
@@ -677,8 +677,8 @@ blocks_4:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 248(SP)
-	VMOVUPS    Y4, 280(SP)
+	VMOVUPS    Y6, 312(SP)
+	VMOVUPS    Y4, 344(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	XORQ       SI, SI
@@ -755,8 +755,8 @@ blocks_4:
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS lgc14<>+0(SB), Y4
-	VXORPS  248(SP), Y4, Y5
-	VXORPS  280(SP), Y4, Y6
+	VXORPS  312(SP), Y4, Y5
+	VXORPS  344(SP), Y4, Y6
 	VMINPS  Y5, Y6, Y7
 	VMINPS  Y6, Y5, Y6
 	VORPS   Y7, Y6, Y6
@@ -770,8 +770,8 @@ blocks_4:
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPD lgc15<>+0(SB), Y5
 	VMOVUPD lgc15<>+0(SB), Y6
-	VMOVUPS Y2, 312(SP)
-	VMOVUPS Y1, 344(SP)
+	VMOVUPS Y2, 376(SP)
+	VMOVUPS Y1, 408(SP)
 	VMOVUPS lgc16<>+0(SB), Y1
 	XORQ    DI, DI
 
@@ -779,7 +779,7 @@ inner_A_5:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 248(SP)(R8*1), Y2
+	VMOVUPS 312(SP)(R8*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
@@ -834,7 +834,7 @@ inner_A_5:
 
 	// finish v25
 	VMOVUPS Y4, Y1
-	VMOVUPS Y3, 376(SP)
+	VMOVUPS Y3, 440(SP)
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -878,33 +878,33 @@ inner_A_5:
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 408(SP)
+	VMOVUPS      Y2, 472(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 408(SP)
+	VMOVSS       X2, 472(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 412(SP)
+	VMOVSS       X2, 476(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 416(SP)
+	VMOVSS       X2, 480(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 420(SP)
+	VMOVSS       X2, 484(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 424(SP)
+	VMOVSS       X2, 488(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 428(SP)
+	VMOVSS       X2, 492(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 432(SP)
+	VMOVSS       X2, 496(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 436(SP)
-	VMOVUPS      408(SP), Y2
+	VMOVSS       X2, 500(SP)
+	VMOVUPS      472(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       DI, DI
@@ -922,7 +922,7 @@ inner_A_5:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    376(SP), Y2
+	VMOVUPS    440(SP), Y2
 
 	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
@@ -942,9 +942,9 @@ inner_A_5:
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y4, Y8, Y4
-	VMOVUPS Y7, 440(SP)
-	VMOVUPS Y1, 472(SP)
-	VMOVUPS Y2, 504(SP)
+	VMOVUPS Y7, 504(SP)
+	VMOVUPS Y1, 536(SP)
+	VMOVUPS Y2, 568(SP)
 
 	// ratio = exp(logWeight)
 	VMAXPS       lgc17<>+0(SB), Y3, Y1
@@ -974,25 +974,25 @@ inner_A_5:
 	VMULPS       Y1, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y1
 	VBLENDVPS    Y1, Y3, Y7, Y7
-	VMOVUPS      312(SP), Y1
+	VMOVUPS      376(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y8
 	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc50<>+0(SB), Y9
+	VMOVUPS Y3, 600(SP)
+	VMOVUPS lgc50<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y9, Y9
+	VMAXPS  Y7, Y3, Y3
+	VMOVUPS Y7, 632(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y2, Y10
-	VBLENDVPS Y10, Y8, Y9, Y2
+	VBLENDVPS Y2, Y8, Y3, Y2
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y2, Y1, Y1
@@ -1003,66 +1003,67 @@ inner_A_5:
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
+	VMOVUPS 600(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y4, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y1, Y4, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v48) over [N T]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
+	VADDPS  576(BX), Y2, Y2
+	VMOVUPS Y2, 576(BX)
 	MOVQ    sampleLogProb+72(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
-	VMOVUPS 504(SP), Y2
+	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS 568(SP), Y3
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// mean(v50) over [N T]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
+	VADDPS  896(BX), Y2, Y2
+	VMOVUPS Y2, 896(BX)
 
 	// finish v54
-	VMOVUPD     Y5, Y1
-	VMOVUPD     Y6, Y2
+	VMOVUPD     Y5, Y2
+	VMOVUPD     Y6, Y3
 	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y1, X4
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y4, Y1
-	VMOVUPS     472(SP), Y2
+	VCVTPD2PSY  Y2, X4
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y4, Y2
+	VMOVUPS     536(SP), Y3
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 440(SP), Y2
+	VDIVPS  Y3, Y2, Y2
+	VMOVUPS 504(SP), Y3
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y1, Y2, Y1
+	VSUBPS Y2, Y3, Y2
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y1, Y2
+	VMULPS lgc51<>+0(SB), Y2, Y3
 
 	// mean(entropy) over [N T]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
+	VADDPS  1216(BX), Y2, Y2
+	VMOVUPS Y2, 1216(BX)
 
 	// mean(v58) over [N T]
-	VADDPS  1536(BX), Y2, Y1
-	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 344(SP), Y1
+	VADDPS  1536(BX), Y3, Y2
+	VMOVUPS Y2, 1536(BX)
+	VMOVUPS 408(SP), Y2
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS (DI)(SI*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y2, Y1, Y2
+	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y4
-	VANDNPS Y2, Y4, Y4
+	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v65 = mul(0.5, absDiff)
 	VMULPS lgc27<>+0(SB), Y4, Y6
@@ -1074,9 +1075,7 @@ inner_A_5:
 	VSUBPS lgc27<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y6, Y4, Y4
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y4, Y4
@@ -1089,78 +1088,79 @@ inner_A_5:
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X2, Y5
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X3, Y5
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VMOVUPD      5504(BX)(DI*8), Y6
-	VSUBPD       Y6, Y5, Y8
-	VFMADD231PD  Y8, Y4, Y6
+	VSUBPD       Y6, Y5, Y7
+	VFMADD231PD  Y7, Y4, Y6
 	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      9024(BX)(DI*8), Y9
-	VFMADD231PD  Y8, Y5, Y9
+	VMOVUPD      9024(BX)(DI*8), Y8
+	VFMADD231PD  Y7, Y5, Y8
 	VMOVUPD      Y6, 5504(BX)(DI*8)
-	VMOVUPD      Y9, 9024(BX)(DI*8)
+	VMOVUPD      Y8, 9024(BX)(DI*8)
 	VMOVUPD      5536(BX)(DI*8), Y5
-	VSUBPD       Y5, Y2, Y6
+	VSUBPD       Y5, Y3, Y6
 	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y2, Y2
+	VSUBPD       Y5, Y3, Y3
 	VMOVUPD      9056(BX)(DI*8), Y4
-	VFMADD231PD  Y6, Y2, Y4
+	VFMADD231PD  Y6, Y3, Y4
 	VMOVUPD      Y5, 5536(BX)(DI*8)
 	VMOVUPD      Y4, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VBROADCASTSD (SP), Y3
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VMOVUPD      16064(BX)(DI*8), Y5
 	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y2, Y5
+	VFMADD231PD  Y6, Y3, Y5
 	VSUBPD       Y5, Y4, Y4
-	VMOVUPD      19584(BX)(DI*8), Y8
-	VFMADD231PD  Y6, Y4, Y8
+	VMOVUPD      19584(BX)(DI*8), Y7
+	VFMADD231PD  Y6, Y4, Y7
 	VMOVUPD      Y5, 16064(BX)(DI*8)
-	VMOVUPD      Y8, 19584(BX)(DI*8)
+	VMOVUPD      Y7, 19584(BX)(DI*8)
 	VMOVUPD      16096(BX)(DI*8), Y4
-	VSUBPD       Y4, Y1, Y5
-	VFMADD231PD  Y5, Y2, Y4
-	VSUBPD       Y4, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y2
-	VFMADD231PD  Y5, Y1, Y2
+	VSUBPD       Y4, Y2, Y5
+	VFMADD231PD  Y5, Y3, Y4
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      19616(BX)(DI*8), Y3
+	VFMADD231PD  Y5, Y2, Y3
 	VMOVUPD      Y4, 16096(BX)(DI*8)
-	VMOVUPD      Y2, 19616(BX)(DI*8)
+	VMOVUPD      Y3, 19616(BX)(DI*8)
+	VMOVUPS      632(SP), Y2
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc52<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y3, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc12<>+0(SB), Y3, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       26624(BX), Y1, Y1
-	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X2
+	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       26624(BX), Y3, Y3
+	VMOVUPS      Y3, 26624(BX)
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y1, Y4
+	VADDPD       23104(BX)(DI*8), Y3, Y4
 	VMOVUPD      Y4, 23104(BX)(DI*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y2, Y1
-	VMOVUPD      Y1, 23136(BX)(DI*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       28448(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 28448(BX)(DI*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       28416(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y3
+	VMOVUPD      Y3, 23136(BX)(DI*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28448(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 28448(BX)(DI*8)
 
 	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y3, Y1
-	VMOVUPS 312(SP), Y1
+	VMULPS  lgc55<>+0(SB), Y1, Y1
+	VMOVUPS 376(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 344(SP), Y1
+	VMOVUPS 408(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+88(FP), BX
@@ -2145,7 +2145,7 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1400-120
+TEXT ·fbPass0AVX2(SB), $1784-120
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -2520,159 +2520,157 @@ inner_A_13:
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc49<>+0(SB), Y8
+	VANDPS  lgc2<>+0(SB), Y2, Y8
+	VMOVUPS lgc49<>+0(SB), Y9
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc50<>+0(SB), Y9
+	VMINPS  Y7, Y9, Y9
+	VMOVUPS Y5, 248(SP)
+	VMOVUPS lgc50<>+0(SB), Y5
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y9, Y9
+	VMAXPS  Y7, Y5, Y5
+	VMOVUPS Y7, 280(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y2, Y10
-	VBLENDVPS Y10, Y8, Y9, Y8
+	VBLENDVPS Y2, Y9, Y5, Y2
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y8, Y1, Y1
+	VMULPS Y2, Y1, Y1
 
 	// v46 = neg(gain)
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS Y2, 248(SP)
+	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y8
-	VEXTRACTI128 $0x01, Y2, X8
-	VPMOVSXDQ    X8, Y8
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
 	VANDPS       Y2, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      248(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y1, Y6, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y6
-	VEXTRACTI128 $0x01, Y2, X6
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y2, Y1, Y1
-	VADDPS       576(CX), Y1, Y1
-	VMOVUPS      Y1, 576(CX)
+	VANDPS       Y5, Y2, Y2
+	VADDPS       576(CX), Y2, Y2
+	VMOVUPS      Y2, 576(CX)
 	MOVQ         sampleLogProb+72(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-	VMOVUPS      216(SP), Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMASKMOVPS   (BX)(DX*4), Y2, Y2
+	VMOVUPS      216(SP), Y5
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y5, Y2, Y2
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y6
-	VEXTRACTI128 $0x01, Y2, X6
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y2, Y1, Y1
-	VADDPS       896(CX), Y1, Y1
-	VMOVUPS      Y1, 896(CX)
+	VANDPS       Y5, Y2, Y2
+	VADDPS       896(CX), Y2, Y2
+	VMOVUPS      Y2, 896(CX)
 
 	// finish v54
-	VMOVUPD     Y3, Y1
-	VMOVUPD     Y4, Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     184(SP), Y2
+	VMOVUPD     Y3, Y2
+	VMOVUPD     Y4, Y3
+	VMOVUPS     lgc0<>+0(SB), Y4
+	VCVTPD2PSY  Y2, X4
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y4, Y2
+	VMOVUPS     184(SP), Y3
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 152(SP), Y2
+	VDIVPS  Y3, Y2, Y2
+	VMOVUPS 152(SP), Y3
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y1, Y2, Y2
+	VSUBPS Y2, Y3, Y3
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y2, Y3
+	VMULPS lgc51<>+0(SB), Y3, Y4
 
 	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y2, Y2
-	VADDPS       1216(CX), Y2, Y2
-	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y5, Y3, Y3
+	VADDPS       1216(CX), Y3, Y3
+	VMOVUPS      Y3, 1216(CX)
 
 	// mean(v58) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y3, Y2
-	VADDPS       1536(CX), Y2, Y2
-	VMOVUPS      Y2, 1536(CX)
-	VMOVUPS      56(SP), Y2
-	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
+	VPMOVSXDQ    X3, Y5
+	VEXTRACTI128 $0x01, Y3, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y3, Y4, Y3
+	VADDPS       1536(CX), Y3, Y3
+	VMOVUPS      Y3, 1536(CX)
+	VMOVUPS      56(SP), Y3
+	MOVQ         stateValue+40(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y2, Y3
+	VSUBPS Y4, Y3, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc14<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc27<>+0(SB), Y4, Y8
-
-	// v66 = mul(v65, absDiff)
-	VMULPS Y4, Y8, Y9
-
-	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc27<>+0(SB), Y4, Y10
-	VMOVUPS Y1, 280(SP)
-
-	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y6, Y1
-	VBLENDVPS Y1, Y9, Y10, Y1
-
-	// v69 = mul(1, smoothL1)
-	VMULPS  lgc2<>+0(SB), Y1, Y1
+	VMULPS  lgc27<>+0(SB), Y5, Y9
 	VMOVUPS Y8, 312(SP)
 
+	// v66 = mul(v65, absDiff)
+	VMULPS Y5, Y9, Y8
+
+	// v67 = sub(absDiff, 0.5)
+	VSUBPS  lgc27<>+0(SB), Y5, Y10
+	VMOVUPS Y2, 344(SP)
+	VMOVUPS Y9, 376(SP)
+
+	// smoothL1 = where(v64, v66, v67)
+	VBLENDVPS Y6, Y8, Y10, Y2
+
+	// v69 = mul(1, smoothL1)
+	VMULPS lgc2<>+0(SB), Y2, Y2
+
 	// mean(v69) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y8
-	VPMOVSXDQ    X8, Y9
-	VEXTRACTI128 $0x01, Y8, X9
-	VPMOVSXDQ    X9, Y9
-	VANDPS       Y8, Y1, Y1
-	VADDPS       1856(CX), Y1, Y1
-	VMOVUPS      Y1, 1856(CX)
-	VMOVUPS      Y4, 344(SP)
-	VMOVUPS      Y6, 376(SP)
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y8
+	VEXTRACTI128 $0x01, Y6, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y6, Y2, Y2
+	VADDPS       1856(CX), Y2, Y2
+	VMOVUPS      Y2, 1856(CX)
+	VMOVUPS      Y5, 408(SP)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y4
-	VEXTRACTI128 $0x01, Y1, X1
-	VPMOVSXDQ    X1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X3, Y8
-	VEXTRACTF128 $0x01, Y3, X9
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
 	VSUBPD       Y10, Y8, Y11
@@ -2681,33 +2679,33 @@ inner_A_13:
 	VMOVUPD      9024(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
 	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y10, Y8, Y10
+	VBLENDVPD    Y5, Y10, Y8, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
 	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y12, Y8, Y12
+	VBLENDVPD    Y5, Y12, Y8, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y4
-	VSUBPD       Y4, Y9, Y8
-	VFMADD231PD  Y8, Y6, Y4
-	VSUBPD       Y4, Y9, Y6
+	VMOVUPD      5536(CX)(BX*8), Y5
+	VSUBPD       Y5, Y9, Y8
+	VFMADD231PD  Y8, Y6, Y5
+	VSUBPD       Y5, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y6, Y9
 	VMOVUPD      5536(CX)(BX*8), Y6
-	VBLENDVPD    Y1, Y4, Y6, Y4
-	VMOVUPD      Y4, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y4
-	VBLENDVPD    Y1, Y9, Y4, Y9
+	VBLENDVPD    Y2, Y5, Y6, Y5
+	VMOVUPD      Y5, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y5
+	VBLENDVPD    Y2, Y9, Y5, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y4
-	VEXTRACTI128 $0x01, Y1, X1
-	VPMOVSXDQ    X1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X2, Y8
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X3, Y8
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VMOVUPD      16064(CX)(BX*8), Y9
 	VSUBPD       Y9, Y8, Y10
 	VFMADD231PD  Y10, Y6, Y9
@@ -2715,229 +2713,215 @@ inner_A_13:
 	VMOVUPD      19584(CX)(BX*8), Y11
 	VFMADD231PD  Y10, Y8, Y11
 	VMOVUPD      16064(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y9, Y8, Y9
+	VBLENDVPD    Y5, Y9, Y8, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y11, Y8, Y11
+	VBLENDVPD    Y5, Y11, Y8, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y4
-	VSUBPD       Y4, Y2, Y8
-	VFMADD231PD  Y8, Y6, Y4
-	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      16096(CX)(BX*8), Y5
+	VSUBPD       Y5, Y3, Y8
+	VFMADD231PD  Y8, Y6, Y5
+	VSUBPD       Y5, Y3, Y3
 	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y8, Y2, Y6
-	VMOVUPD      16096(CX)(BX*8), Y2
-	VBLENDVPD    Y1, Y4, Y2, Y4
-	VMOVUPD      Y4, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y2
-	VBLENDVPD    Y1, Y6, Y2, Y6
+	VFMADD231PD  Y8, Y3, Y6
+	VMOVUPD      16096(CX)(BX*8), Y3
+	VBLENDVPD    Y2, Y5, Y3, Y5
+	VMOVUPD      Y5, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y3
+	VBLENDVPD    Y2, Y6, Y3, Y6
 	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y3, 408(SP)
+	VMOVUPS      Y4, 440(SP)
+	VMOVUPS      Y7, 472(SP)
+	VMOVUPS      280(SP), Y2
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y3
-	VCMPPS       $0x15, lgc52<>+0(SB), Y5, Y4
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y5, Y6
-	VANDPS       Y6, Y4, Y4
-	VCMPPS       $0x00, lgc12<>+0(SB), Y5, Y6
-	VORPS        Y6, Y4, Y4
-	VMOVUPS      lgc54<>+0(SB), Y6
-	VBLENDVPS    Y1, Y4, Y6, Y4
-	VANDPS       26624(CX), Y4, Y4
-	VMOVUPS      Y4, 26624(CX)
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X4
-	VCVTPS2PD    X4, Y4
-	VANDPD       Y2, Y1, Y1
-	VADDPD       23104(CX)(BX*8), Y1, Y2
-	VMOVUPD      Y2, 23104(CX)(BX*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y3, Y4, Y4
-	VADDPD       23136(CX)(BX*8), Y4, Y1
-	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y4, Y4, Y1
-	VADDPD       28448(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28448(CX)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X5
+	VPMOVSXDQ    X5, Y5
+	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y6
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y7
+	VANDPS       Y7, Y6, Y6
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y7
+	VORPS        Y7, Y6, Y6
+	VMOVUPS      lgc54<>+0(SB), Y7
+	VBLENDVPS    Y3, Y6, Y7, Y6
+	VANDPS       26624(CX), Y6, Y6
+	VMOVUPS      Y6, 26624(CX)
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X6
+	VCVTPS2PD    X6, Y6
+	VANDPD       Y4, Y3, Y3
+	VADDPD       23104(CX)(BX*8), Y3, Y4
+	VMOVUPD      Y4, 23104(CX)(BX*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       28416(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 28416(CX)(BX*8)
+	VANDPD       Y5, Y6, Y6
+	VADDPD       23136(CX)(BX*8), Y6, Y3
+	VMOVUPD      Y3, 23136(CX)(BX*8)
+	VMULPD       Y6, Y6, Y3
+	VADDPD       28448(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 28448(CX)(BX*8)
 
 	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y5, Y1
-	VMOVUPS 376(SP), Y1
-	VMOVUPS lgc60<>+0(SB), Y2
+	VMULPS  lgc55<>+0(SB), Y1, Y1
+	VMOVUPS 472(SP), Y1
 	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y1, Y3
+	VMOVUPS lgc60<>+0(SB), Y1
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y4
+	VBLENDVPS Y3, Y1, Y4, Y5
 
 	// v89 = where(v64, 0, 3.7114014251781474e-05)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y2, Y1
+	VBLENDVPS Y3, Y4, Y1, Y1
 
 	// v90 = ne(v88, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS 344(SP), Y5
+	VCMPPS  $0x04, Y4, Y5, Y3
+	VANDPS  lgc2<>+0(SB), Y3, Y6
+	VMOVUPS 408(SP), Y6
 
 	// v91 = mul(v88, absDiff)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y6, Y5, Y6
 
 	// v92 = where(v90, v91, v88)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y5, Y4, Y5
-	VMOVUPS   312(SP), Y6
+	VBLENDVPS Y3, Y6, Y5, Y6
+	VMOVUPS   376(SP), Y7
 
 	// v93 = mul(v88, v65)
-	VMULPS Y6, Y4, Y6
+	VMULPS Y7, Y5, Y7
 
 	// v94 = where(v90, v93, v88)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y2, Y8
-	VBLENDVPS Y8, Y6, Y4, Y2
+	VBLENDVPS Y3, Y7, Y5, Y3
 
 	// v95 = add(v89, v94)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc27<>+0(SB), Y5, Y2
+	VMULPS lgc27<>+0(SB), Y6, Y3
 
 	// v97 = add(v95, v96)
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 408(SP), Y2
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 440(SP), Y3
 
 	// v98 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x1e, Y4, Y3, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v99 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y4, Y3, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v101 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc61<>+0(SB), Y6
+	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc61<>+0(SB), Y7
 
 	// v102 = where(v99, -1, v101)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y6, Y2, Y2
-	VMOVUPS   lgc2<>+0(SB), Y5
+	VBLENDVPS Y6, Y7, Y3, Y3
+	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v103 = where(v98, 1, v102)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
+	VBLENDVPS Y5, Y6, Y3, Y3
 
 	// v104 = ne(v97, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y4, Y1, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v105 = mul(v97, v103)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y1, Y3
 
 	// v106 = where(v104, v105, v97)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y2, Y1, Y1
+	VBLENDVPS Y5, Y3, Y1, Y1
 
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc62<>+0(SB), Y2
-	VMOVUPS 184(SP), Y4
+	VMOVUPS lgc62<>+0(SB), Y3
+	VMOVUPS 184(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
-	VDIVPS  Y4, Y2, Y2
-	VMOVUPS 280(SP), Y5
+	VDIVPS  Y5, Y3, Y3
+	VMOVUPS 344(SP), Y6
 
 	// v111 = div(v55, v25)
-	VDIVPS Y4, Y5, Y5
+	VDIVPS Y5, Y6, Y6
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc63<>+0(SB), Y5, Y5
+	VMULPS lgc63<>+0(SB), Y6, Y6
 
 	// v113 = ne(v110, 0)
-	VCMPPS  $0x04, Y3, Y2, Y6
-	VANDPS  lgc2<>+0(SB), Y6, Y6
+	VCMPPS  $0x04, Y4, Y3, Y7
+	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS 24(SP), Y8
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc64<>+0(SB), Y8, Y8
-	VMOVUPS 248(SP), Y9
+	VMOVUPS Y1, 504(SP)
+	VMOVUPS 312(SP), Y1
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y1, Y9
 
 	// v124 = where(v39, v123, 0)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y8, Y3, Y10
-	VMOVUPS   Y1, 440(SP)
+	VBLENDVPS Y9, Y8, Y4, Y1
+	VMOVUPS   Y7, 536(SP)
+	VMOVUPS   Y3, 568(SP)
 
 	// v125 = where(v39, 0, v123)
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y9, Y1
-	VBLENDVPS Y1, Y3, Y8, Y1
-	VMOVUPS   lgc50<>+0(SB), Y8
+	VBLENDVPS Y9, Y4, Y8, Y3
+	VMOVUPS   lgc50<>+0(SB), Y7
 
 	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y7, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y7, Y2, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v127 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y7, Y7, Y9
-	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y6, 472(SP)
-	VMOVUPS Y2, 504(SP)
+	VCMPPS $0x04, Y2, Y2, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v128 = max(v126, v127)
-	VXORPS lgc14<>+0(SB), Y8, Y2
-	VXORPS lgc14<>+0(SB), Y9, Y8
-	VMINPS Y2, Y8, Y6
-	VMINPS Y8, Y2, Y2
-	VORPS  Y6, Y2, Y2
-	VXORPS lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y8, Y10
+	VMINPS  Y7, Y10, Y9
+	VMINPS  Y10, Y7, Y7
+	VORPS   Y9, Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y7, Y9
 
 	// v129 = where(v128, v125, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y1, Y3, Y1
-	VMOVUPS   lgc49<>+0(SB), Y2
+	VBLENDVPS Y9, Y3, Y4, Y3
+	VMOVUPS   lgc49<>+0(SB), Y7
 
 	// v130 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y2, Y7, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x12, Y7, Y2, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v131 = max(v130, v127)
-	VXORPS lgc14<>+0(SB), Y2, Y2
-	VXORPS lgc14<>+0(SB), Y9, Y6
-	VMINPS Y2, Y6, Y8
-	VMINPS Y6, Y2, Y2
-	VORPS  Y8, Y2, Y2
-	VXORPS lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y8, Y8
+	VMINPS  Y7, Y8, Y9
+	VMINPS  Y8, Y7, Y7
+	VORPS   Y9, Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v132 = where(v131, v124, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y10, Y3, Y2
+	VBLENDVPS Y8, Y1, Y4, Y1
 
 	// v133 = add(v129, v132)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y1, Y3, Y1
 
 	// v134 = ne(v133, 0)
-	VCMPPS $0x04, Y3, Y1, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y4, Y1, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y7
 
 	// v135 = mul(v133, ratio)
-	VMULPS Y7, Y1, Y6
+	VMULPS Y2, Y1, Y2
 
 	// v136 = where(v134, v135, v133)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y1, Y1
+	VBLENDVPS Y3, Y2, Y1, Y1
 
 	// v137 = neg(v136)
 	VXORPS lgc14<>+0(SB), Y1, Y2
@@ -2946,41 +2930,39 @@ inner_A_13:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v142 = ne(v138, 0)
-	VCMPPS $0x04, Y3, Y2, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y4, Y2, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y7
 
 	// v143 = div(v138, v25)
-	VDIVPS Y4, Y2, Y4
+	VDIVPS Y5, Y2, Y5
 
 	// v144 = where(v142, v143, v138)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y4, Y2, Y2
+	VBLENDVPS Y3, Y5, Y2, Y2
 
 	// v145 = add(v112, v144)
-	VADDPS     Y2, Y5, Y2
-	VMOVUPS    Y2, 536(SP)
+	VADDPS     Y2, Y6, Y2
+	VMOVUPS    Y2, 600(SP)
 	VMOVUPS    lgc16<>+0(SB), Y2
 	MOVQ       action+64(FP), CX
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 568(SP)
-	VMOVUPS    lgc0<>+0(SB), X4
+	VMOVUPS    lgc0<>+0(SB), Y3
+	VMOVUPS    Y3, 632(SP)
+	VMOVUPS    lgc0<>+0(SB), X3
 	MOVQ       (CX)(DX*8), BX
-	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 568(SP)
+	VCVTSI2SSQ BX, X3, X3
+	VMOVSS     X3, 632(SP)
 	MOVQ       8(CX)(DX*8), BX
-	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 572(SP)
+	VCVTSI2SSQ BX, X3, X3
+	VMOVSS     X3, 636(SP)
 	MOVQ       16(CX)(DX*8), BX
-	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 576(SP)
+	VCVTSI2SSQ BX, X3, X3
+	VMOVSS     X3, 640(SP)
 	MOVQ       24(CX)(DX*8), BX
-	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 580(SP)
+	VCVTSI2SSQ BX, X3, X3
+	VMOVSS     X3, 644(SP)
 	MOVQ       32(CX)(DX*8), BX
-	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 584(SP)
-	VMOVUPS    568(SP), Y4
+	VCVTSI2SSQ BX, X3, X3
+	VMOVSS     X3, 648(SP)
+	VMOVUPS    632(SP), Y3
 	XORQ       CX, CX
 
 inner_A_14:
@@ -3032,97 +3014,99 @@ inner_A_14:
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y2, Y6
-	VMOVUPS 504(SP), Y7
+	VMOVUPS 568(SP), Y7
 
 	// v114 = mul(v110, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 472(SP), Y9
+	VMOVUPS 536(SP), Y9
+	VMOVUPS lgc0<>+0(SB), Y10
+	VCMPPS  $0x04, Y10, Y9, Y10
 
 	// v115 = where(v113, v114, v110)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y6, Y7, Y6
 
 	// v116 = mul(v110, v24)
-	VMULPS  Y8, Y7, Y10
-	VMOVUPS Y8, 600(SP)
+	VMULPS  Y8, Y7, Y9
+	VMOVUPS Y8, 664(SP)
+	VMOVUPS Y6, 696(SP)
+	VMOVUPS Y5, 728(SP)
 
 	// v117 = where(v113, v116, v110)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y9, Y8
-	VBLENDVPS Y8, Y10, Y7, Y7
+	VBLENDVPS Y10, Y9, Y7, Y5
+	VMOVUPS   728(SP), Y6
 
 	// v118 = ge(v23, -3.4028235e+38)
-	VCMPPS $0x1d, Y2, Y5, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y2, Y6, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v119 = ne(v23, v23)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y6, Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v120 = max(v118, v119)
-	VXORPS lgc14<>+0(SB), Y8, Y8
-	VXORPS lgc14<>+0(SB), Y5, Y5
-	VMINPS Y8, Y5, Y9
-	VMINPS Y5, Y8, Y5
-	VORPS  Y9, Y5, Y5
-	VXORPS lgc14<>+0(SB), Y5, Y5
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y6, Y6
+	VMINPS  Y7, Y6, Y8
+	VMINPS  Y6, Y7, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc14<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v121 = where(v120, v117, 0)
-	VMOVUPS      lgc0<>+0(SB), Y8
-	VCMPPS       $0x04, Y8, Y5, Y8
-	VBLENDVPS    Y8, Y7, Y3, Y5
+	VBLENDVPS    Y7, Y5, Y4, Y5
 	XORQ         BX, BX
 	MOVQ         CX, DI
 	ADDQ         DI, BX
-	VMOVD        BX, X7
-	VPBROADCASTD X7, Y7
-	VCVTDQ2PS    Y7, Y7
+	VMOVD        BX, X6
+	VPBROADCASTD X6, Y6
+	VCVTDQ2PS    Y6, Y6
 
 	// v140 = eq(v139, action)
-	VCMPPS $0x00, Y4, Y7, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x00, Y3, Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v141 = where(v140, v136, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
-	VBLENDVPS Y8, Y1, Y3, Y7
-	VMOVUPS   536(SP), Y8
+	VBLENDVPS Y6, Y1, Y4, Y6
+	VMOVUPS   696(SP), Y7
+	VMOVUPS   600(SP), Y8
 
 	// v146 = add(v115, v145)
-	VADDPS Y8, Y6, Y6
+	VADDPS Y8, Y7, Y7
 
 	// v147 = ne(v146, 0)
-	VCMPPS  $0x04, Y3, Y6, Y8
-	VANDPS  lgc2<>+0(SB), Y8, Y8
-	VMOVUPS 600(SP), Y9
+	VCMPPS  $0x04, Y4, Y7, Y8
+	VANDPS  lgc2<>+0(SB), Y8, Y9
+	VMOVUPS 664(SP), Y9
 
 	// v148 = mul(v146, v24)
-	VMULPS Y9, Y6, Y9
+	VMULPS  Y9, Y7, Y9
+	VMOVUPS Y6, 760(SP)
+	VMOVUPS Y5, 792(SP)
 
 	// v149 = where(v147, v148, v146)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y8, Y10
-	VBLENDVPS Y10, Y9, Y6, Y6
+	VBLENDVPS Y8, Y9, Y7, Y5
+	VMOVUPS   792(SP), Y6
 
 	// v150 = add(v121, v149)
-	VADDPS Y6, Y5, Y5
+	VADDPS  Y5, Y6, Y5
+	VMOVUPS 760(SP), Y6
 
 	// gradLogits = add(v141, v150)
-	VADDPS Y5, Y7, Y5
+	VADDPS Y5, Y6, Y5
 
 	// store gradLogits
 	MOVQ    gradLogits+80(FP), BX
-	VMOVUPS Y5, 632(SP)
-	MOVL    632(SP), DI
+	VMOVUPS Y5, 824(SP)
+	MOVL    824(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    636(SP), DI
+	MOVL    828(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    640(SP), DI
+	MOVL    832(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    644(SP), DI
+	MOVL    836(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    648(SP), DI
+	MOVL    840(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
@@ -3139,7 +3123,7 @@ inner_A_14:
 	MOVQ       valueTarget+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
-	VMOVUPS    440(SP), Y1
+	VMOVUPS    504(SP), Y1
 
 	// store gradStateValue
 	MOVQ       gradStateValue+104(FP), CX
@@ -3189,8 +3173,8 @@ blocks_15:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 664(SP)
-	VMOVUPS    Y4, 696(SP)
+	VMOVUPS    Y6, 856(SP)
+	VMOVUPS    Y4, 888(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	XORQ       DI, DI
@@ -3267,8 +3251,8 @@ blocks_15:
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS lgc14<>+0(SB), Y4
-	VXORPS  664(SP), Y4, Y5
-	VXORPS  696(SP), Y4, Y6
+	VXORPS  856(SP), Y4, Y5
+	VXORPS  888(SP), Y4, Y6
 	VMINPS  Y5, Y6, Y7
 	VMINPS  Y6, Y5, Y6
 	VORPS   Y7, Y6, Y6
@@ -3282,8 +3266,8 @@ blocks_15:
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPD lgc15<>+0(SB), Y5
 	VMOVUPD lgc15<>+0(SB), Y6
-	VMOVUPS Y2, 792(SP)
-	VMOVUPS Y1, 824(SP)
+	VMOVUPS Y2, 984(SP)
+	VMOVUPS Y1, 1016(SP)
 	VMOVUPS lgc16<>+0(SB), Y1
 	XORQ    R8, R8
 
@@ -3291,7 +3275,7 @@ inner_A_16:
 	XORQ    R9, R9
 	IMUL3Q  $+32, R8, R10
 	ADDQ    R10, R9
-	VMOVUPS 664(SP)(R9*1), Y2
+	VMOVUPS 856(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
@@ -3346,7 +3330,7 @@ inner_A_16:
 
 	// finish v25
 	VMOVUPS Y4, Y1
-	VMOVUPS Y3, 856(SP)
+	VMOVUPS Y3, 1048(SP)
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -3390,33 +3374,33 @@ inner_A_16:
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 888(SP)
+	VMOVUPS      Y2, 1080(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 888(SP)
+	VMOVSS       X2, 1080(SP)
 	MOVQ         8(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 892(SP)
+	VMOVSS       X2, 1084(SP)
 	MOVQ         16(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 896(SP)
+	VMOVSS       X2, 1088(SP)
 	MOVQ         24(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 900(SP)
+	VMOVSS       X2, 1092(SP)
 	MOVQ         32(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 904(SP)
+	VMOVSS       X2, 1096(SP)
 	MOVQ         40(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 908(SP)
+	VMOVSS       X2, 1100(SP)
 	MOVQ         48(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 912(SP)
+	VMOVSS       X2, 1104(SP)
 	MOVQ         56(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 916(SP)
-	VMOVUPS      888(SP), Y2
+	VMOVSS       X2, 1108(SP)
+	VMOVUPS      1080(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       R8, R8
@@ -3434,7 +3418,7 @@ inner_A_16:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R9)(Y2*4), Y4
-	VMOVUPS    856(SP), Y2
+	VMOVUPS    1048(SP), Y2
 
 	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
@@ -3454,9 +3438,9 @@ inner_A_16:
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y4, Y8, Y4
-	VMOVUPS Y7, 920(SP)
-	VMOVUPS Y1, 952(SP)
-	VMOVUPS Y2, 984(SP)
+	VMOVUPS Y7, 1112(SP)
+	VMOVUPS Y1, 1144(SP)
+	VMOVUPS Y2, 1176(SP)
 
 	// ratio = exp(logWeight)
 	VMAXPS       lgc17<>+0(SB), Y3, Y1
@@ -3486,87 +3470,87 @@ inner_A_16:
 	VMULPS       Y1, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y1
 	VBLENDVPS    Y1, Y3, Y7, Y7
-	VMOVUPS      792(SP), Y1
+	VMOVUPS      984(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc49<>+0(SB), Y8
+	VANDPS  lgc2<>+0(SB), Y2, Y8
+	VMOVUPS lgc49<>+0(SB), Y9
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc50<>+0(SB), Y9
+	VMINPS  Y7, Y9, Y9
+	VMOVUPS Y3, 1208(SP)
+	VMOVUPS lgc50<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y9, Y9
+	VMAXPS  Y7, Y3, Y3
+	VMOVUPS Y7, 1240(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y2, Y10
-	VBLENDVPS Y10, Y8, Y9, Y8
+	VBLENDVPS Y2, Y9, Y3, Y2
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y8, Y1, Y1
+	VMULPS Y2, Y1, Y1
 
 	// v46 = neg(gain)
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS Y2, 1016(SP)
+	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
+	VMOVUPS 1208(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y4, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y1, Y4, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v48) over [N T]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
+	VADDPS  576(BX), Y2, Y2
+	VMOVUPS Y2, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
-	VMOVUPS (R8)(DI*4), Y1
-	VMOVUPS 984(SP), Y2
+	VMOVUPS (R8)(DI*4), Y2
+	VMOVUPS 1176(SP), Y3
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// mean(v50) over [N T]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
+	VADDPS  896(BX), Y2, Y2
+	VMOVUPS Y2, 896(BX)
 
 	// finish v54
-	VMOVUPD     Y5, Y1
-	VMOVUPD     Y6, Y2
+	VMOVUPD     Y5, Y2
+	VMOVUPD     Y6, Y3
 	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y1, X4
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y4, Y1
-	VMOVUPS     952(SP), Y2
+	VCVTPD2PSY  Y2, X4
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y4, Y2
+	VMOVUPS     1144(SP), Y3
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 920(SP), Y2
+	VDIVPS  Y3, Y2, Y2
+	VMOVUPS 1112(SP), Y3
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y1, Y2, Y2
+	VSUBPS Y2, Y3, Y3
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y2, Y4
+	VMULPS lgc51<>+0(SB), Y3, Y4
 
 	// mean(entropy) over [N T]
-	VADDPS  1216(BX), Y2, Y2
-	VMOVUPS Y2, 1216(BX)
+	VADDPS  1216(BX), Y3, Y3
+	VMOVUPS Y3, 1216(BX)
 
 	// mean(v58) over [N T]
-	VADDPS  1536(BX), Y4, Y2
-	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 824(SP), Y2
+	VADDPS  1536(BX), Y4, Y3
+	VMOVUPS Y3, 1536(BX)
+	VMOVUPS 1016(SP), Y3
 	MOVQ    stateValue+40(FP), R8
 	VMOVUPS (R8)(DI*4), Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y2, Y4
+	VSUBPS Y4, Y3, Y4
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y5
@@ -3575,43 +3559,41 @@ inner_A_16:
 
 	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc27<>+0(SB), Y5, Y8
+	VMULPS  lgc27<>+0(SB), Y5, Y9
+	VMOVUPS Y8, 1272(SP)
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y5, Y8, Y9
+	VMULPS Y5, Y9, Y8
 
 	// v67 = sub(absDiff, 0.5)
 	VSUBPS  lgc27<>+0(SB), Y5, Y10
-	VMOVUPS Y1, 1048(SP)
+	VMOVUPS Y2, 1304(SP)
+	VMOVUPS Y9, 1336(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y6, Y1
-	VBLENDVPS Y1, Y9, Y10, Y1
+	VBLENDVPS Y6, Y8, Y10, Y2
 
 	// v69 = mul(1, smoothL1)
-	VMULPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS Y8, 1080(SP)
+	VMULPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v69) over [N T]
-	VADDPS  1856(BX), Y1, Y1
-	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y5, 1112(SP)
-	VMOVUPS Y6, 1144(SP)
+	VADDPS  1856(BX), Y2, Y2
+	VMOVUPS Y2, 1856(BX)
+	VMOVUPS Y5, 1368(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
 	ADDQ         CX, R8
-	VBROADCASTSD (SP), Y1
+	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X4, Y5
 	VEXTRACTF128 $0x01, Y4, X6
 	VCVTPS2PD    X6, Y6
 	VMOVUPD      5504(BX)(R8*8), Y8
 	VSUBPD       Y8, Y5, Y9
-	VFMADD231PD  Y9, Y1, Y8
+	VFMADD231PD  Y9, Y2, Y8
 	VSUBPD       Y8, Y5, Y5
 	VMOVUPD      9024(BX)(R8*8), Y10
 	VFMADD231PD  Y9, Y5, Y10
@@ -3619,232 +3601,218 @@ inner_A_16:
 	VMOVUPD      Y10, 9024(BX)(R8*8)
 	VMOVUPD      5536(BX)(R8*8), Y5
 	VSUBPD       Y5, Y6, Y8
-	VFMADD231PD  Y8, Y1, Y5
-	VSUBPD       Y5, Y6, Y1
+	VFMADD231PD  Y8, Y2, Y5
+	VSUBPD       Y5, Y6, Y2
 	VMOVUPD      9056(BX)(R8*8), Y6
-	VFMADD231PD  Y8, Y1, Y6
+	VFMADD231PD  Y8, Y2, Y6
 	VMOVUPD      Y5, 5536(BX)(R8*8)
 	VMOVUPD      Y6, 9056(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X2, Y5
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X3, Y5
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VMOVUPD      16064(BX)(R8*8), Y6
 	VSUBPD       Y6, Y5, Y8
-	VFMADD231PD  Y8, Y1, Y6
+	VFMADD231PD  Y8, Y2, Y6
 	VSUBPD       Y6, Y5, Y5
 	VMOVUPD      19584(BX)(R8*8), Y9
 	VFMADD231PD  Y8, Y5, Y9
 	VMOVUPD      Y6, 16064(BX)(R8*8)
 	VMOVUPD      Y9, 19584(BX)(R8*8)
 	VMOVUPD      16096(BX)(R8*8), Y5
-	VSUBPD       Y5, Y2, Y6
-	VFMADD231PD  Y6, Y1, Y5
-	VSUBPD       Y5, Y2, Y1
-	VMOVUPD      19616(BX)(R8*8), Y2
-	VFMADD231PD  Y6, Y1, Y2
+	VSUBPD       Y5, Y3, Y6
+	VFMADD231PD  Y6, Y2, Y5
+	VSUBPD       Y5, Y3, Y2
+	VMOVUPD      19616(BX)(R8*8), Y3
+	VFMADD231PD  Y6, Y2, Y3
 	VMOVUPD      Y5, 16096(BX)(R8*8)
-	VMOVUPD      Y2, 19616(BX)(R8*8)
-	VMOVUPS      Y4, 1176(SP)
+	VMOVUPD      Y3, 19616(BX)(R8*8)
+	VMOVUPS      Y4, 1400(SP)
+	VMOVUPS      Y7, 1432(SP)
+	VMOVUPS      1240(SP), Y2
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc52<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y3, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc12<>+0(SB), Y3, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       26624(BX), Y1, Y1
-	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(R8*8), Y1, Y4
-	VMOVUPD      Y4, 23104(BX)(R8*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 28416(BX)(R8*8)
-	VADDPD       23136(BX)(R8*8), Y2, Y1
-	VMOVUPD      Y1, 23136(BX)(R8*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       28448(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 28448(BX)(R8*8)
+	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       26624(BX), Y3, Y3
+	VMOVUPS      Y3, 26624(BX)
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       23104(BX)(R8*8), Y3, Y5
+	VMOVUPD      Y5, 23104(BX)(R8*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       28416(BX)(R8*8), Y3, Y3
+	VMOVUPD      Y3, 28416(BX)(R8*8)
+	VADDPD       23136(BX)(R8*8), Y4, Y3
+	VMOVUPD      Y3, 23136(BX)(R8*8)
+	VMULPD       Y4, Y4, Y3
+	VADDPD       28448(BX)(R8*8), Y3, Y3
+	VMOVUPD      Y3, 28448(BX)(R8*8)
 
 	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y3, Y1
-	VMOVUPS 1144(SP), Y1
-	VMOVUPS lgc60<>+0(SB), Y2
+	VMULPS  lgc55<>+0(SB), Y1, Y1
+	VMOVUPS 1432(SP), Y1
 	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y1, Y3
+	VMOVUPS lgc60<>+0(SB), Y1
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y4
+	VBLENDVPS Y3, Y1, Y4, Y5
 
 	// v89 = where(v64, 0, 3.7114014251781474e-05)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y2, Y1
+	VBLENDVPS Y3, Y4, Y1, Y1
 
 	// v90 = ne(v88, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS 1112(SP), Y5
+	VCMPPS  $0x04, Y4, Y5, Y3
+	VANDPS  lgc2<>+0(SB), Y3, Y6
+	VMOVUPS 1368(SP), Y6
 
 	// v91 = mul(v88, absDiff)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y6, Y5, Y6
 
 	// v92 = where(v90, v91, v88)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y5, Y4, Y5
-	VMOVUPS   1080(SP), Y6
+	VBLENDVPS Y3, Y6, Y5, Y6
+	VMOVUPS   1336(SP), Y7
 
 	// v93 = mul(v88, v65)
-	VMULPS Y6, Y4, Y6
+	VMULPS Y7, Y5, Y7
 
 	// v94 = where(v90, v93, v88)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y2, Y8
-	VBLENDVPS Y8, Y6, Y4, Y2
+	VBLENDVPS Y3, Y7, Y5, Y3
 
 	// v95 = add(v89, v94)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc27<>+0(SB), Y5, Y2
+	VMULPS lgc27<>+0(SB), Y6, Y3
 
 	// v97 = add(v95, v96)
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 1176(SP), Y2
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 1400(SP), Y3
 
 	// v98 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x1e, Y4, Y3, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v99 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y4, Y3, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v101 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc61<>+0(SB), Y6
+	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc61<>+0(SB), Y7
 
 	// v102 = where(v99, -1, v101)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y6, Y2, Y2
-	VMOVUPS   lgc2<>+0(SB), Y5
+	VBLENDVPS Y6, Y7, Y3, Y3
+	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v103 = where(v98, 1, v102)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
+	VBLENDVPS Y5, Y6, Y3, Y3
 
 	// v104 = ne(v97, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y4, Y1, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v105 = mul(v97, v103)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y1, Y3
 
 	// v106 = where(v104, v105, v97)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y2, Y1, Y1
+	VBLENDVPS Y5, Y3, Y1, Y1
 
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc62<>+0(SB), Y2
-	VMOVUPS 952(SP), Y4
+	VMOVUPS lgc62<>+0(SB), Y3
+	VMOVUPS 1144(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
-	VDIVPS  Y4, Y2, Y2
-	VMOVUPS 1048(SP), Y5
+	VDIVPS  Y5, Y3, Y3
+	VMOVUPS 1304(SP), Y6
 
 	// v111 = div(v55, v25)
-	VDIVPS Y4, Y5, Y5
+	VDIVPS Y5, Y6, Y6
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc63<>+0(SB), Y5, Y5
+	VMULPS lgc63<>+0(SB), Y6, Y6
 
 	// v113 = ne(v110, 0)
-	VCMPPS  $0x04, Y3, Y2, Y6
-	VANDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS 792(SP), Y8
+	VCMPPS  $0x04, Y4, Y3, Y7
+	VANDPS  lgc2<>+0(SB), Y7, Y7
+	VMOVUPS 984(SP), Y8
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc64<>+0(SB), Y8, Y8
-	VMOVUPS 1016(SP), Y9
+	VMOVUPS Y1, 1464(SP)
+	VMOVUPS 1272(SP), Y1
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y1, Y9
 
 	// v124 = where(v39, v123, 0)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y8, Y3, Y10
-	VMOVUPS   Y1, 1208(SP)
+	VBLENDVPS Y9, Y8, Y4, Y1
+	VMOVUPS   Y7, 1496(SP)
+	VMOVUPS   Y3, 1528(SP)
 
 	// v125 = where(v39, 0, v123)
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y9, Y1
-	VBLENDVPS Y1, Y3, Y8, Y1
-	VMOVUPS   lgc50<>+0(SB), Y8
+	VBLENDVPS Y9, Y4, Y8, Y3
+	VMOVUPS   lgc50<>+0(SB), Y7
 
 	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y7, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y7, Y2, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v127 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y7, Y7, Y9
-	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y6, 1240(SP)
-	VMOVUPS Y2, 1272(SP)
+	VCMPPS $0x04, Y2, Y2, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v128 = max(v126, v127)
-	VXORPS lgc14<>+0(SB), Y8, Y2
-	VXORPS lgc14<>+0(SB), Y9, Y8
-	VMINPS Y2, Y8, Y6
-	VMINPS Y8, Y2, Y2
-	VORPS  Y6, Y2, Y2
-	VXORPS lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y8, Y10
+	VMINPS  Y7, Y10, Y9
+	VMINPS  Y10, Y7, Y7
+	VORPS   Y9, Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y7, Y9
 
 	// v129 = where(v128, v125, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y1, Y3, Y1
-	VMOVUPS   lgc49<>+0(SB), Y2
+	VBLENDVPS Y9, Y3, Y4, Y3
+	VMOVUPS   lgc49<>+0(SB), Y7
 
 	// v130 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y2, Y7, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x12, Y7, Y2, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v131 = max(v130, v127)
-	VXORPS lgc14<>+0(SB), Y2, Y2
-	VXORPS lgc14<>+0(SB), Y9, Y6
-	VMINPS Y2, Y6, Y8
-	VMINPS Y6, Y2, Y2
-	VORPS  Y8, Y2, Y2
-	VXORPS lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y8, Y8
+	VMINPS  Y7, Y8, Y9
+	VMINPS  Y8, Y7, Y7
+	VORPS   Y9, Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v132 = where(v131, v124, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y10, Y3, Y2
+	VBLENDVPS Y8, Y1, Y4, Y1
 
 	// v133 = add(v129, v132)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y1, Y3, Y1
 
 	// v134 = ne(v133, 0)
-	VCMPPS $0x04, Y3, Y1, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y4, Y1, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y7
 
 	// v135 = mul(v133, ratio)
-	VMULPS Y7, Y1, Y6
+	VMULPS Y2, Y1, Y2
 
 	// v136 = where(v134, v135, v133)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y1, Y1
+	VBLENDVPS Y3, Y2, Y1, Y1
 
 	// v137 = neg(v136)
 	VXORPS lgc14<>+0(SB), Y1, Y2
@@ -3853,58 +3821,56 @@ inner_A_16:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v142 = ne(v138, 0)
-	VCMPPS $0x04, Y3, Y2, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y4, Y2, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y7
 
 	// v143 = div(v138, v25)
-	VDIVPS Y4, Y2, Y4
+	VDIVPS Y5, Y2, Y5
 
 	// v144 = where(v142, v143, v138)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y4, Y2, Y2
+	VBLENDVPS Y3, Y5, Y2, Y2
 
 	// v145 = add(v112, v144)
-	VADDPS     Y2, Y5, Y2
-	VMOVUPS    Y2, 1304(SP)
+	VADDPS     Y2, Y6, Y2
+	VMOVUPS    Y2, 1560(SP)
 	VMOVUPS    lgc16<>+0(SB), Y2
 	MOVQ       action+64(FP), BX
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 1336(SP)
-	VMOVUPS    lgc0<>+0(SB), X4
+	VMOVUPS    lgc0<>+0(SB), Y3
+	VMOVUPS    Y3, 1592(SP)
+	VMOVUPS    lgc0<>+0(SB), X3
 	MOVQ       (BX)(DI*8), R8
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1336(SP)
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 1592(SP)
 	MOVQ       8(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1340(SP)
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 1596(SP)
 	MOVQ       16(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1344(SP)
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 1600(SP)
 	MOVQ       24(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1348(SP)
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 1604(SP)
 	MOVQ       32(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1352(SP)
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 1608(SP)
 	MOVQ       40(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1356(SP)
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 1612(SP)
 	MOVQ       48(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1360(SP)
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 1616(SP)
 	MOVQ       56(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1364(SP)
-	VMOVUPS    1336(SP), Y4
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 1620(SP)
+	VMOVUPS    1592(SP), Y3
 	XORQ       BX, BX
 
 inner_A_17:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 664(SP)(R8*1), Y5
-	VMOVUPS 856(SP), Y6
+	VMOVUPS 856(SP)(R8*1), Y5
+	VMOVUPS 1048(SP), Y6
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
@@ -3940,101 +3906,103 @@ inner_A_17:
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y2, Y6
-	VMOVUPS 1272(SP), Y7
+	VMOVUPS 1528(SP), Y7
 
 	// v114 = mul(v110, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 1240(SP), Y9
+	VMOVUPS 1496(SP), Y9
+	VMOVUPS lgc0<>+0(SB), Y10
+	VCMPPS  $0x04, Y10, Y9, Y10
 
 	// v115 = where(v113, v114, v110)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y6, Y7, Y6
 
 	// v116 = mul(v110, v24)
-	VMULPS  Y8, Y7, Y10
-	VMOVUPS Y8, 1368(SP)
+	VMULPS  Y8, Y7, Y9
+	VMOVUPS Y8, 1624(SP)
+	VMOVUPS Y6, 1656(SP)
+	VMOVUPS Y5, 1688(SP)
 
 	// v117 = where(v113, v116, v110)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y9, Y8
-	VBLENDVPS Y8, Y10, Y7, Y7
+	VBLENDVPS Y10, Y9, Y7, Y5
+	VMOVUPS   1688(SP), Y6
 
 	// v118 = ge(v23, -3.4028235e+38)
-	VCMPPS $0x1d, Y2, Y5, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y2, Y6, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v119 = ne(v23, v23)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y6, Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v120 = max(v118, v119)
-	VXORPS lgc14<>+0(SB), Y8, Y8
-	VXORPS lgc14<>+0(SB), Y5, Y5
-	VMINPS Y8, Y5, Y9
-	VMINPS Y5, Y8, Y5
-	VORPS  Y9, Y5, Y5
-	VXORPS lgc14<>+0(SB), Y5, Y5
+	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VXORPS  lgc14<>+0(SB), Y6, Y6
+	VMINPS  Y7, Y6, Y8
+	VMINPS  Y6, Y7, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc14<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v121 = where(v120, v117, 0)
-	VMOVUPS      lgc0<>+0(SB), Y8
-	VCMPPS       $0x04, Y8, Y5, Y8
-	VBLENDVPS    Y8, Y7, Y3, Y5
+	VBLENDVPS    Y7, Y5, Y4, Y5
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X7
-	VPBROADCASTD X7, Y7
-	VCVTDQ2PS    Y7, Y7
+	VMOVD        R9, X6
+	VPBROADCASTD X6, Y6
+	VCVTDQ2PS    Y6, Y6
 
 	// v140 = eq(v139, action)
-	VCMPPS $0x00, Y4, Y7, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x00, Y3, Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v141 = where(v140, v136, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
-	VBLENDVPS Y8, Y1, Y3, Y7
-	VMOVUPS   1304(SP), Y8
+	VBLENDVPS Y6, Y1, Y4, Y6
+	VMOVUPS   1656(SP), Y7
+	VMOVUPS   1560(SP), Y8
 
 	// v146 = add(v115, v145)
-	VADDPS Y8, Y6, Y6
+	VADDPS Y8, Y7, Y7
 
 	// v147 = ne(v146, 0)
-	VCMPPS  $0x04, Y3, Y6, Y8
-	VANDPS  lgc2<>+0(SB), Y8, Y8
-	VMOVUPS 1368(SP), Y9
+	VCMPPS  $0x04, Y4, Y7, Y8
+	VANDPS  lgc2<>+0(SB), Y8, Y9
+	VMOVUPS 1624(SP), Y9
 
 	// v148 = mul(v146, v24)
-	VMULPS Y9, Y6, Y9
+	VMULPS  Y9, Y7, Y9
+	VMOVUPS Y6, 1720(SP)
+	VMOVUPS Y5, 1752(SP)
 
 	// v149 = where(v147, v148, v146)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y8, Y10
-	VBLENDVPS Y10, Y9, Y6, Y6
+	VBLENDVPS Y8, Y9, Y7, Y5
+	VMOVUPS   1752(SP), Y6
 
 	// v150 = add(v121, v149)
-	VADDPS Y6, Y5, Y5
+	VADDPS  Y5, Y6, Y5
+	VMOVUPS 1720(SP), Y6
 
 	// gradLogits = add(v141, v150)
-	VADDPS Y5, Y7, Y5
+	VADDPS Y5, Y6, Y5
 
 	// store gradLogits
-	VMOVUPS Y5, 728(SP)(R8*1)
+	VMOVUPS Y5, 920(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_17
-	VMOVUPS 792(SP), Y1
+	VMOVUPS 984(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 824(SP), Y1
+	VMOVUPS 1016(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1208(SP), Y1
+	VMOVUPS 1464(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+104(FP), BX
@@ -4042,8 +4010,8 @@ inner_A_17:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+80(FP), BX
-	VMOVUPS      728(SP), Y1
-	VMOVUPS      760(SP), Y2
+	VMOVUPS      920(SP), Y1
+	VMOVUPS      952(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5

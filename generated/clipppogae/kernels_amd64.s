@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $152-104
+TEXT ·pass0AVX2(SB), $216-104
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -130,63 +130,62 @@ outer0_1:
 	VMASKMOVPS (BX)(DX*4), Y4, Y4
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc12<>+0(SB), Y6
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc12<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc13<>+0(SB), Y7
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc13<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
+	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, 24(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMAXPS       lgc14<>+0(SB), Y3, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y6
+	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y7
+	VANDPS  lgc2<>+0(SB), Y1, Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc28<>+0(SB), Y9
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS lgc28<>+0(SB), Y8
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y9
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 56(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y1, Y10
-	VBLENDVPS Y10, Y7, Y9, Y1
+	VBLENDVPS Y1, Y6, Y8, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
@@ -195,36 +194,39 @@ outer0_1:
 	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y9
-	VEXTRACTI128 $0x01, Y7, X9
-	VPMOVSXDQ    X9, Y9
-	VANDPS       Y7, Y1, Y1
-	VADDPS       256(CX), Y1, Y1
-	VMOVUPS      Y1, 256(CX)
-
-	// v37 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v37) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
 	VANDPS       Y6, Y1, Y1
+	VADDPS       256(CX), Y1, Y1
+	VMOVUPS      Y1, 256(CX)
+
+	// v37 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y3, Y5, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
+
+	// mean(v37) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
+	MOVQ         logProb+56(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y4, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// mean(v39) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         entropy+72(FP), BX
@@ -232,172 +234,171 @@ outer0_1:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y3
+	VMULPS lgc30<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y1, Y1
+	VANDPS       Y5, Y1, Y1
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
 	// mean(v43) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y4
-	VEXTRACTI128 $0x01, Y1, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y1, Y3, Y1
+	VPMOVSXDQ    X1, Y5
+	VEXTRACTI128 $0x01, Y1, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y1, Y4, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         stateValue+40(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y1, Y3
+	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc29<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v49 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y4, Y7
+	VMULPS lgc24<>+0(SB), Y5, Y7
 
 	// v51 = mul(v50, absDiff)
-	VMULPS Y4, Y7, Y7
+	VMULPS Y5, Y7, Y7
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS lgc24<>+0(SB), Y4, Y4
+	VSUBPS lgc24<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v49, v51, v52)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	VBLENDVPS Y6, Y7, Y5, Y5
 
 	// v54 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y4, Y4
+	VMULPS lgc2<>+0(SB), Y5, Y5
 
 	// mean(v54) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y4, Y4
-	VADDPS       1856(CX), Y4, Y4
-	VMOVUPS      Y4, 1856(CX)
-	VMOVUPS      Y2, 56(SP)
+	VANDPS       Y6, Y5, Y5
+	VADDPS       1856(CX), Y5, Y5
+	VMOVUPS      Y5, 1856(CX)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X3, Y7
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X5
+	VPMOVSXDQ    X5, Y5
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
 	VMOVUPD      5504(CX)(BX*8), Y9
-	VSUBPD       Y9, Y7, Y10
-	VFMADD231PD  Y10, Y6, Y9
-	VSUBPD       Y9, Y7, Y7
+	VSUBPD       Y9, Y8, Y10
+	VFMADD231PD  Y10, Y7, Y9
+	VSUBPD       Y9, Y8, Y8
 	VMOVUPD      9024(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y7, Y11
-	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y9, Y7, Y9
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      5504(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y9, Y8, Y9
 	VMOVUPD      Y9, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y11, Y7, Y11
+	VMOVUPD      9024(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y11, Y8, Y11
 	VMOVUPD      Y11, 9024(CX)(BX*8)
+	VMOVUPD      5536(CX)(BX*8), Y6
+	VSUBPD       Y6, Y4, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      9056(CX)(BX*8), Y7
+	VFMADD231PD  Y8, Y4, Y7
 	VMOVUPD      5536(CX)(BX*8), Y4
-	VSUBPD       Y4, Y3, Y7
-	VFMADD231PD  Y7, Y6, Y4
-	VSUBPD       Y4, Y3, Y3
-	VMOVUPD      9056(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y3, Y6
-	VMOVUPD      5536(CX)(BX*8), Y3
-	VBLENDVPD    Y2, Y4, Y3, Y4
-	VMOVUPD      Y4, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y3
-	VBLENDVPD    Y2, Y6, Y3, Y6
-	VMOVUPD      Y6, 9056(CX)(BX*8)
+	VBLENDVPD    Y5, Y6, Y4, Y6
+	VMOVUPD      Y6, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y4
+	VBLENDVPD    Y5, Y7, Y4, Y7
+	VMOVUPD      Y7, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X1, Y6
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X4
+	VPMOVSXDQ    X4, Y4
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X1, Y7
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y7
-	VSUBPD       Y7, Y6, Y9
-	VFMADD231PD  Y9, Y4, Y7
-	VSUBPD       Y7, Y6, Y6
+	VMOVUPD      16064(CX)(BX*8), Y8
+	VSUBPD       Y8, Y7, Y9
+	VFMADD231PD  Y9, Y6, Y8
+	VSUBPD       Y8, Y7, Y7
 	VMOVUPD      19584(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      16064(CX)(BX*8), Y6
-	VBLENDVPD    Y3, Y7, Y6, Y7
-	VMOVUPD      Y7, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y6
-	VBLENDVPD    Y3, Y10, Y6, Y10
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y8, Y7, Y8
+	VMOVUPD      Y8, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y10, Y7, Y10
 	VMOVUPD      Y10, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y3
-	VSUBPD       Y3, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y4
-	VFMADD231PD  Y6, Y1, Y4
+	VMOVUPD      16096(CX)(BX*8), Y5
+	VSUBPD       Y5, Y1, Y7
+	VFMADD231PD  Y7, Y6, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y1, Y6
 	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y3, Y1, Y3
-	VMOVUPD      Y3, 16096(CX)(BX*8)
+	VBLENDVPD    Y4, Y5, Y1, Y5
+	VMOVUPD      Y5, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y4, Y1, Y4
-	VMOVUPD      Y4, 19616(CX)(BX*8)
+	VBLENDVPD    Y4, Y6, Y1, Y6
+	VMOVUPD      Y6, 19616(CX)(BX*8)
+	VMOVUPS      Y2, 88(SP)
+	VMOVUPS      56(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y3
-	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y4
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y6
-	VANDPS       Y6, Y4, Y4
-	VCMPPS       $0x00, lgc33<>+0(SB), Y5, Y6
-	VORPS        Y6, Y4, Y4
-	VMOVUPS      lgc34<>+0(SB), Y6
-	VBLENDVPS    Y1, Y4, Y6, Y4
-	VANDPS       26624(CX), Y4, Y4
-	VMOVUPS      Y4, 26624(CX)
-	VCVTPS2PD    X8, Y1
-	VEXTRACTF128 $0x01, Y8, X4
-	VCVTPS2PD    X4, Y4
-	VANDPD       Y2, Y1, Y1
-	VADDPD       23104(CX)(BX*8), Y1, Y2
-	VMOVUPD      Y2, 23104(CX)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y6
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y7
+	VANDPS       Y7, Y6, Y6
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y7
+	VORPS        Y7, Y6, Y6
+	VMOVUPS      lgc34<>+0(SB), Y7
+	VBLENDVPS    Y2, Y6, Y7, Y6
+	VANDPS       26624(CX), Y6, Y6
+	VMOVUPS      Y6, 26624(CX)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VANDPD       Y4, Y2, Y2
+	VADDPD       23104(CX)(BX*8), Y2, Y4
+	VMOVUPD      Y4, 23104(CX)(BX*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28416(CX)(BX*8)
+	VANDPD       Y5, Y1, Y1
+	VADDPD       23136(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 23136(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y3, Y4, Y4
-	VADDPD       23136(CX)(BX*8), Y4, Y1
-	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y4, Y4, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
 	// v64 = mul(2, logWeight)
-	VMULPS  lgc35<>+0(SB), Y5, Y1
-	VMOVUPS 56(SP), Y1
+	VMULPS  lgc35<>+0(SB), Y3, Y1
+	VMOVUPS 88(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -491,63 +492,62 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y4
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc12<>+0(SB), Y6
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc12<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc13<>+0(SB), Y7
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc13<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, 88(SP)
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y1, 120(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMAXPS       lgc14<>+0(SB), Y3, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y6
+	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y7
+	VANDPS  lgc2<>+0(SB), Y1, Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc28<>+0(SB), Y9
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS lgc28<>+0(SB), Y8
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y9
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 152(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y1, Y10
-	VBLENDVPS Y10, Y7, Y9, Y1
+	VBLENDVPS Y1, Y6, Y8, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
@@ -560,15 +560,17 @@ blocks_2:
 	VMOVUPS Y1, 256(BX)
 
 	// v37 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
+	VCMPPS $0x04, Y3, Y5, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v37) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
+	MOVQ    logProb+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y4, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// mean(v39) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -577,129 +579,128 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y3
+	VMULPS lgc30<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
 	// mean(v43) over [N T]
-	VADDPS  1536(BX), Y3, Y1
+	VADDPS  1536(BX), Y4, Y1
 	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 88(SP), Y1
+	VMOVUPS 120(SP), Y1
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y1, Y3
+	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc29<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v49 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y4, Y7
+	VMULPS lgc24<>+0(SB), Y5, Y7
 
 	// v51 = mul(v50, absDiff)
-	VMULPS Y4, Y7, Y7
+	VMULPS Y5, Y7, Y7
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS lgc24<>+0(SB), Y4, Y4
+	VSUBPS lgc24<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v49, v51, v52)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	VBLENDVPS Y6, Y7, Y5, Y5
 
 	// v54 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y4, Y4
+	VMULPS lgc2<>+0(SB), Y5, Y5
 
 	// mean(v54) over [N T]
-	VADDPS  1856(BX), Y4, Y4
-	VMOVUPS Y4, 1856(BX)
-	VMOVUPS Y2, 120(SP)
+	VADDPS  1856(BX), Y5, Y5
+	VMOVUPS Y5, 1856(BX)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VMOVUPD      5504(BX)(DI*8), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y2, Y6
-	VSUBPD       Y6, Y4, Y4
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X4, Y6
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMOVUPD      5504(BX)(DI*8), Y7
+	VSUBPD       Y7, Y6, Y8
+	VFMADD231PD  Y8, Y5, Y7
+	VSUBPD       Y7, Y6, Y6
 	VMOVUPD      9024(BX)(DI*8), Y9
-	VFMADD231PD  Y7, Y4, Y9
-	VMOVUPD      Y6, 5504(BX)(DI*8)
+	VFMADD231PD  Y8, Y6, Y9
+	VMOVUPD      Y7, 5504(BX)(DI*8)
 	VMOVUPD      Y9, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y4
-	VSUBPD       Y4, Y3, Y6
-	VFMADD231PD  Y6, Y2, Y4
-	VSUBPD       Y4, Y3, Y2
-	VMOVUPD      9056(BX)(DI*8), Y3
-	VFMADD231PD  Y6, Y2, Y3
-	VMOVUPD      Y4, 5536(BX)(DI*8)
-	VMOVUPD      Y3, 9056(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VFMADD231PD  Y7, Y5, Y6
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      9056(BX)(DI*8), Y5
+	VFMADD231PD  Y7, Y4, Y5
+	VMOVUPD      Y6, 5536(BX)(DI*8)
+	VMOVUPD      Y5, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y3
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y4
-	VSUBPD       Y4, Y3, Y6
-	VFMADD231PD  Y6, Y2, Y4
-	VSUBPD       Y4, Y3, Y3
-	VMOVUPD      19584(BX)(DI*8), Y7
-	VFMADD231PD  Y6, Y3, Y7
-	VMOVUPD      Y4, 16064(BX)(DI*8)
-	VMOVUPD      Y7, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y2
-	VFMADD231PD  Y4, Y1, Y2
-	VMOVUPD      Y3, 16096(BX)(DI*8)
-	VMOVUPD      Y2, 19616(BX)(DI*8)
+	VMOVUPD      16064(BX)(DI*8), Y6
+	VSUBPD       Y6, Y5, Y7
+	VFMADD231PD  Y7, Y4, Y6
+	VSUBPD       Y6, Y5, Y5
+	VMOVUPD      19584(BX)(DI*8), Y8
+	VFMADD231PD  Y7, Y5, Y8
+	VMOVUPD      Y6, 16064(BX)(DI*8)
+	VMOVUPD      Y8, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y5
+	VSUBPD       Y5, Y1, Y6
+	VFMADD231PD  Y6, Y4, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y4
+	VFMADD231PD  Y6, Y1, Y4
+	VMOVUPD      Y5, 16096(BX)(DI*8)
+	VMOVUPD      Y4, 19616(BX)(DI*8)
+	VMOVUPS      Y2, 184(SP)
+	VMOVUPS      152(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y1
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc33<>+0(SB), Y5, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       26624(BX), Y1, Y1
-	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X8, Y1
-	VEXTRACTF128 $0x01, Y8, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y1, Y3
-	VMOVUPD      Y3, 23104(BX)(DI*8)
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y4
+	VANDPS       Y4, Y2, Y2
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y4
+	VORPS        Y4, Y2, Y2
+	VANDPS       26624(BX), Y2, Y2
+	VMOVUPS      Y2, 26624(BX)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       23104(BX)(DI*8), Y2, Y4
+	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y1, Y2
+	VMOVUPD      Y2, 23136(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y2, Y1
-	VMOVUPD      Y1, 23136(BX)(DI*8)
-	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
 	// v64 = mul(2, logWeight)
-	VMULPS  lgc35<>+0(SB), Y5, Y1
-	VMOVUPS 120(SP), Y1
+	VMULPS  lgc35<>+0(SB), Y3, Y1
+	VMOVUPS 184(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 88(SP), Y1
+	VMOVUPS 120(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+88(FP), BX
@@ -1478,7 +1479,7 @@ GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $472-128
+TEXT ·fbPass0AVX2(SB), $536-128
 	MOVQ lo+0(FP), AX
 
 outer0_8:
@@ -1602,102 +1603,103 @@ outer0_8:
 	VMASKMOVPS (BX)(DX*4), Y4, Y4
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc12<>+0(SB), Y6
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc12<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc13<>+0(SB), Y7
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc13<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
+	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, 24(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMAXPS       lgc14<>+0(SB), Y3, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y6
+	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y7
+	VANDPS  lgc2<>+0(SB), Y1, Y6
+	VMOVUPS lgc27<>+0(SB), Y8
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y7, Y8, Y8
 	VMOVUPS lgc28<>+0(SB), Y9
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y9
+	VMAXPS  Y7, Y9, Y9
+	VMOVUPS Y7, 56(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y1, Y10
-	VBLENDVPS Y10, Y7, Y9, Y7
+	VBLENDVPS Y1, Y8, Y9, Y1
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y7, Y2, Y7
+	VMULPS Y1, Y2, Y1
 
 	// v35 = neg(gain)
-	VXORPS  lgc29<>+0(SB), Y7, Y7
-	VMOVUPS Y1, 56(SP)
+	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y9
-	VEXTRACTI128 $0x01, Y1, X9
-	VPMOVSXDQ    X9, Y9
-	VANDPS       Y1, Y7, Y1
+	VMOVUPS      lgc4<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
 	// v37 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
+	VCMPPS $0x04, Y3, Y5, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v37) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y7
+	VEXTRACTI128 $0x01, Y5, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y1, Y1
+	VANDPS       Y5, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
+	MOVQ         logProb+56(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y4, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// mean(v39) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         entropy+72(FP), BX
@@ -1705,82 +1707,80 @@ outer0_8:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y3
+	VMULPS lgc30<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y7
+	VEXTRACTI128 $0x01, Y5, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y5, Y1, Y1
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
 	// mean(v43) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y4
-	VEXTRACTI128 $0x01, Y1, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y1, Y3, Y1
+	VPMOVSXDQ    X1, Y5
+	VEXTRACTI128 $0x01, Y1, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y1, Y4, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         stateValue+40(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y1, Y3
+	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc29<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v49 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y7, Y5, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y8
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y4, Y7
+	VMULPS lgc24<>+0(SB), Y5, Y9
 
 	// v51 = mul(v50, absDiff)
-	VMULPS Y4, Y7, Y9
+	VMULPS Y5, Y9, Y10
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS  lgc24<>+0(SB), Y4, Y10
-	VMOVUPS Y2, 88(SP)
+	VSUBPS  lgc24<>+0(SB), Y5, Y11
+	VMOVUPS Y6, 88(SP)
+	VMOVUPS Y2, 120(SP)
+	VMOVUPS Y9, 152(SP)
 
 	// smoothL1 = where(v49, v51, v52)
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y6, Y2
-	VBLENDVPS Y2, Y9, Y10, Y2
+	VBLENDVPS Y7, Y10, Y11, Y2
 
 	// v54 = mul(1, smoothL1)
-	VMULPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS Y7, 120(SP)
+	VMULPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v54) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y9
-	VEXTRACTI128 $0x01, Y7, X9
-	VPMOVSXDQ    X9, Y9
-	VANDPS       Y7, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y2, Y2
 	VADDPS       1856(CX), Y2, Y2
 	VMOVUPS      Y2, 1856(CX)
-	VMOVUPS      Y4, 152(SP)
-	VMOVUPS      Y6, 184(SP)
+	VMOVUPS      Y5, 184(SP)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
+	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X3, Y7
-	VEXTRACTF128 $0x01, Y3, X9
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
 	VSUBPD       Y10, Y7, Y11
@@ -1789,27 +1789,27 @@ outer0_8:
 	VMOVUPD      9024(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y7, Y12
 	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y10, Y7, Y10
+	VBLENDVPD    Y5, Y10, Y7, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
 	VMOVUPD      9024(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y12, Y7, Y12
+	VBLENDVPD    Y5, Y12, Y7, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y4
-	VSUBPD       Y4, Y9, Y7
-	VFMADD231PD  Y7, Y6, Y4
-	VSUBPD       Y4, Y9, Y6
+	VMOVUPD      5536(CX)(BX*8), Y5
+	VSUBPD       Y5, Y9, Y7
+	VFMADD231PD  Y7, Y6, Y5
+	VSUBPD       Y5, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
 	VFMADD231PD  Y7, Y6, Y9
 	VMOVUPD      5536(CX)(BX*8), Y6
-	VBLENDVPD    Y2, Y4, Y6, Y4
-	VMOVUPD      Y4, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y4
-	VBLENDVPD    Y2, Y9, Y4, Y9
+	VBLENDVPD    Y2, Y5, Y6, Y5
+	VMOVUPD      Y5, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y5
+	VBLENDVPD    Y2, Y9, Y5, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
+	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
@@ -1823,232 +1823,218 @@ outer0_8:
 	VMOVUPD      19584(CX)(BX*8), Y11
 	VFMADD231PD  Y10, Y7, Y11
 	VMOVUPD      16064(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y9, Y7, Y9
+	VBLENDVPD    Y5, Y9, Y7, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y11, Y7, Y11
+	VBLENDVPD    Y5, Y11, Y7, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y4
-	VSUBPD       Y4, Y1, Y7
-	VFMADD231PD  Y7, Y6, Y4
-	VSUBPD       Y4, Y1, Y1
+	VMOVUPD      16096(CX)(BX*8), Y5
+	VSUBPD       Y5, Y1, Y7
+	VFMADD231PD  Y7, Y6, Y5
+	VSUBPD       Y5, Y1, Y1
 	VMOVUPD      19616(CX)(BX*8), Y6
 	VFMADD231PD  Y7, Y1, Y6
 	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y4, Y1, Y4
-	VMOVUPD      Y4, 16096(CX)(BX*8)
+	VBLENDVPD    Y2, Y5, Y1, Y5
+	VMOVUPD      Y5, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
 	VBLENDVPD    Y2, Y6, Y1, Y6
 	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y3, 216(SP)
+	VMOVUPS      Y4, 216(SP)
+	VMOVUPS      Y8, 248(SP)
+	VMOVUPS      56(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y3
-	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y4
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y6
-	VANDPS       Y6, Y4, Y4
-	VCMPPS       $0x00, lgc33<>+0(SB), Y5, Y6
-	VORPS        Y6, Y4, Y4
-	VMOVUPS      lgc34<>+0(SB), Y6
-	VBLENDVPS    Y1, Y4, Y6, Y4
-	VANDPS       26624(CX), Y4, Y4
-	VMOVUPS      Y4, 26624(CX)
-	VCVTPS2PD    X8, Y1
-	VEXTRACTF128 $0x01, Y8, X4
-	VCVTPS2PD    X4, Y4
-	VANDPD       Y2, Y1, Y1
-	VADDPD       23104(CX)(BX*8), Y1, Y2
-	VMOVUPD      Y2, 23104(CX)(BX*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y3, Y4, Y4
-	VADDPD       23136(CX)(BX*8), Y4, Y1
-	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y4, Y4, Y1
-	VADDPD       28448(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28448(CX)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y6
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y7
+	VANDPS       Y7, Y6, Y6
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y7
+	VORPS        Y7, Y6, Y6
+	VMOVUPS      lgc34<>+0(SB), Y7
+	VBLENDVPS    Y2, Y6, Y7, Y6
+	VANDPS       26624(CX), Y6, Y6
+	VMOVUPS      Y6, 26624(CX)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X6
+	VCVTPS2PD    X6, Y6
+	VANDPD       Y4, Y2, Y2
+	VADDPD       23104(CX)(BX*8), Y2, Y4
+	VMOVUPD      Y4, 23104(CX)(BX*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28416(CX)(BX*8)
+	VANDPD       Y5, Y6, Y6
+	VADDPD       23136(CX)(BX*8), Y6, Y2
+	VMOVUPD      Y2, 23136(CX)(BX*8)
+	VMULPD       Y6, Y6, Y2
+	VADDPD       28448(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28448(CX)(BX*8)
 
 	// v64 = mul(2, logWeight)
-	VMULPS  lgc35<>+0(SB), Y5, Y1
-	VMOVUPS 184(SP), Y1
-	VMOVUPS lgc39<>+0(SB), Y2
+	VMULPS  lgc35<>+0(SB), Y3, Y2
+	VMOVUPS 248(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y2, Y3
+	VMOVUPS lgc39<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v73 = where(v49, 3.7114014251781474e-05, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y4
+	VBLENDVPS Y3, Y2, Y4, Y5
 
 	// v74 = where(v49, 0, 3.7114014251781474e-05)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y2, Y1
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v75 = ne(v73, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS 152(SP), Y5
+	VCMPPS  $0x04, Y4, Y5, Y3
+	VANDPS  lgc2<>+0(SB), Y3, Y6
+	VMOVUPS 184(SP), Y6
 
 	// v76 = mul(v73, absDiff)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y6, Y5, Y6
 
 	// v77 = where(v75, v76, v73)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y5, Y4, Y5
-	VMOVUPS   120(SP), Y6
+	VBLENDVPS Y3, Y6, Y5, Y6
+	VMOVUPS   152(SP), Y7
 
 	// v78 = mul(v73, v50)
-	VMULPS Y6, Y4, Y6
+	VMULPS Y7, Y5, Y7
 
 	// v79 = where(v75, v78, v73)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y4, Y2
+	VBLENDVPS Y3, Y7, Y5, Y3
 
 	// v80 = add(v74, v79)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y2, Y2
 
 	// v81 = mul(v77, 0.5)
-	VMULPS lgc24<>+0(SB), Y5, Y2
+	VMULPS lgc24<>+0(SB), Y6, Y3
 
 	// v82 = add(v80, v81)
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 216(SP), Y2
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 216(SP), Y3
 
 	// v83 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x1e, Y4, Y3, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v84 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y4, Y3, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v86 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc40<>+0(SB), Y6
+	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v87 = where(v84, -1, v86)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
-	VMOVUPS   lgc2<>+0(SB), Y5
+	VBLENDVPS Y6, Y7, Y3, Y3
+	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v88 = where(v83, 1, v87)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
+	VBLENDVPS Y5, Y6, Y3, Y3
 
 	// v89 = ne(v82, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y4, Y2, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v90 = mul(v82, v88)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y2, Y3
 
 	// v91 = where(v89, v90, v82)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y2, Y1, Y1
+	VBLENDVPS Y5, Y3, Y2, Y2
 
 	// gradStateValue = neg(v91)
-	VXORPS  lgc29<>+0(SB), Y1, Y1
-	VMOVUPS 88(SP), Y2
+	VXORPS  lgc29<>+0(SB), Y2, Y2
+	VMOVUPS 120(SP), Y3
 
 	// v95 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y2, Y4
-	VMOVUPS 56(SP), Y5
+	VMULPS  lgc41<>+0(SB), Y3, Y5
+	VMOVUPS 88(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v96 = where(v28, v95, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y3, Y6
+	VBLENDVPS Y7, Y5, Y4, Y6
 
 	// v97 = where(v28, 0, v95)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y3, Y4, Y4
-	VMOVUPS   lgc28<>+0(SB), Y5
+	VBLENDVPS Y7, Y4, Y5, Y5
+	VMOVUPS   lgc28<>+0(SB), Y7
 
 	// v98 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y5, Y8, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// v99 = ne(ratio, ratio)
-	VCMPPS $0x04, Y8, Y8, Y7
+	VCMPPS $0x1d, Y7, Y1, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
+	// v99 = ne(ratio, ratio)
+	VCMPPS $0x04, Y1, Y1, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
+
 	// v100 = max(v98, v99)
-	VXORPS lgc29<>+0(SB), Y5, Y5
-	VXORPS lgc29<>+0(SB), Y7, Y10
-	VMINPS Y5, Y10, Y9
-	VMINPS Y10, Y5, Y5
-	VORPS  Y9, Y5, Y5
-	VXORPS lgc29<>+0(SB), Y5, Y5
+	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y8, Y10
+	VMINPS  Y7, Y10, Y9
+	VMINPS  Y10, Y7, Y7
+	VORPS   Y9, Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y7, Y9
 
 	// v101 = where(v100, v97, 0)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y4, Y3, Y4
-	VMOVUPS   lgc27<>+0(SB), Y5
+	VBLENDVPS Y9, Y5, Y4, Y5
+	VMOVUPS   lgc27<>+0(SB), Y7
 
 	// v102 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y8, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x12, Y7, Y1, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v103 = max(v102, v99)
-	VXORPS lgc29<>+0(SB), Y5, Y5
-	VXORPS lgc29<>+0(SB), Y7, Y7
-	VMINPS Y5, Y7, Y9
-	VMINPS Y7, Y5, Y5
-	VORPS  Y9, Y5, Y5
-	VXORPS lgc29<>+0(SB), Y5, Y5
+	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y8, Y8
+	VMINPS  Y7, Y8, Y9
+	VMINPS  Y8, Y7, Y7
+	VORPS   Y9, Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v104 = where(v103, v96, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y3, Y5
+	VBLENDVPS Y8, Y6, Y4, Y6
 
 	// v105 = add(v101, v104)
-	VADDPS Y5, Y4, Y4
+	VADDPS Y6, Y5, Y5
 
 	// v106 = ne(v105, 0)
-	VCMPPS $0x04, Y3, Y4, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y4, Y5, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y6
 
 	// v107 = mul(v105, ratio)
-	VMULPS Y8, Y4, Y5
+	VMULPS Y1, Y5, Y1
 
 	// gradLogProb = where(v106, v107, v105)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y5, Y4, Y3
+	VBLENDVPS Y4, Y1, Y5, Y1
 	VMOVUPS   lgc42<>+0(SB), Y4
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y5
-	VMASKMOVPS Y2, Y5, (CX)(DX*4)
-	VMOVUPS    24(SP), Y2
+	VMASKMOVPS Y3, Y5, (CX)(DX*4)
+	VMOVUPS    24(SP), Y3
 
 	// store valueTarget2
 	MOVQ       valueTarget+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y5
-	VMASKMOVPS Y2, Y5, (CX)(DX*4)
+	VMASKMOVPS Y3, Y5, (CX)(DX*4)
 
 	// store gradStateValue
 	MOVQ       gradStateValue+96(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y2
-	VMASKMOVPS Y1, Y2, (CX)(DX*4)
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS Y2, Y3, (CX)(DX*4)
 
 	// store gradLogProb
 	MOVQ       gradLogProb+104(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS Y3, Y1, (CX)(DX*4)
+	VMOVUPS    lgc4<>+0(SB), Y2
+	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
 	// store gradEntropy
 	MOVQ       gradEntropy+112(FP), CX
@@ -2136,85 +2122,85 @@ blocks_9:
 	VMOVUPS (DI)(SI*4), Y4
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc12<>+0(SB), Y6
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc12<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc13<>+0(SB), Y7
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc13<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, 248(SP)
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y1, 280(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMAXPS       lgc14<>+0(SB), Y3, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y6
+	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y7
+	VANDPS  lgc2<>+0(SB), Y1, Y6
+	VMOVUPS lgc27<>+0(SB), Y8
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y7, Y8, Y8
 	VMOVUPS lgc28<>+0(SB), Y9
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y9
+	VMAXPS  Y7, Y9, Y9
+	VMOVUPS Y7, 312(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y1, Y10
-	VBLENDVPS Y10, Y7, Y9, Y7
+	VBLENDVPS Y1, Y8, Y9, Y1
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y7, Y2, Y7
+	VMULPS Y1, Y2, Y1
 
 	// v35 = neg(gain)
-	VXORPS  lgc29<>+0(SB), Y7, Y7
-	VMOVUPS Y1, 280(SP)
+	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
-	VADDPS  256(BX), Y7, Y1
+	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
 	// v37 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
+	VCMPPS $0x04, Y3, Y5, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v37) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
+	MOVQ    logProb+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y4, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// mean(v39) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -2223,298 +2209,282 @@ blocks_9:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y3
+	VMULPS lgc30<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
 	// mean(v43) over [N T]
-	VADDPS  1536(BX), Y3, Y1
+	VADDPS  1536(BX), Y4, Y1
 	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 248(SP), Y1
+	VMOVUPS 280(SP), Y1
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y1, Y3
+	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc29<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v49 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y7, Y5, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y8
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y4, Y7
+	VMULPS lgc24<>+0(SB), Y5, Y9
 
 	// v51 = mul(v50, absDiff)
-	VMULPS Y4, Y7, Y9
+	VMULPS Y5, Y9, Y10
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS  lgc24<>+0(SB), Y4, Y10
-	VMOVUPS Y2, 312(SP)
+	VSUBPS  lgc24<>+0(SB), Y5, Y11
+	VMOVUPS Y6, 344(SP)
+	VMOVUPS Y2, 376(SP)
+	VMOVUPS Y9, 408(SP)
 
 	// smoothL1 = where(v49, v51, v52)
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y6, Y2
-	VBLENDVPS Y2, Y9, Y10, Y2
+	VBLENDVPS Y7, Y10, Y11, Y2
 
 	// v54 = mul(1, smoothL1)
-	VMULPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS Y7, 344(SP)
+	VMULPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v54) over [N T]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
-	VMOVUPS Y4, 376(SP)
-	VMOVUPS Y6, 408(SP)
+	VMOVUPS Y5, 440(SP)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X6
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X6
 	VCVTPS2PD    X6, Y6
 	VMOVUPD      5504(BX)(DI*8), Y7
-	VSUBPD       Y7, Y4, Y9
+	VSUBPD       Y7, Y5, Y9
 	VFMADD231PD  Y9, Y2, Y7
-	VSUBPD       Y7, Y4, Y4
+	VSUBPD       Y7, Y5, Y5
 	VMOVUPD      9024(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y4, Y10
+	VFMADD231PD  Y9, Y5, Y10
 	VMOVUPD      Y7, 5504(BX)(DI*8)
 	VMOVUPD      Y10, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y4
-	VSUBPD       Y4, Y6, Y7
-	VFMADD231PD  Y7, Y2, Y4
-	VSUBPD       Y4, Y6, Y2
+	VMOVUPD      5536(BX)(DI*8), Y5
+	VSUBPD       Y5, Y6, Y7
+	VFMADD231PD  Y7, Y2, Y5
+	VSUBPD       Y5, Y6, Y2
 	VMOVUPD      9056(BX)(DI*8), Y6
 	VFMADD231PD  Y7, Y2, Y6
-	VMOVUPD      Y4, 5536(BX)(DI*8)
+	VMOVUPD      Y5, 5536(BX)(DI*8)
 	VMOVUPD      Y6, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y4
+	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(BX)(DI*8), Y6
-	VSUBPD       Y6, Y4, Y7
+	VSUBPD       Y6, Y5, Y7
 	VFMADD231PD  Y7, Y2, Y6
-	VSUBPD       Y6, Y4, Y4
+	VSUBPD       Y6, Y5, Y5
 	VMOVUPD      19584(BX)(DI*8), Y9
-	VFMADD231PD  Y7, Y4, Y9
+	VFMADD231PD  Y7, Y5, Y9
 	VMOVUPD      Y6, 16064(BX)(DI*8)
 	VMOVUPD      Y9, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y4
-	VSUBPD       Y4, Y1, Y6
-	VFMADD231PD  Y6, Y2, Y4
-	VSUBPD       Y4, Y1, Y1
+	VMOVUPD      16096(BX)(DI*8), Y5
+	VSUBPD       Y5, Y1, Y6
+	VFMADD231PD  Y6, Y2, Y5
+	VSUBPD       Y5, Y1, Y1
 	VMOVUPD      19616(BX)(DI*8), Y2
 	VFMADD231PD  Y6, Y1, Y2
-	VMOVUPD      Y4, 16096(BX)(DI*8)
+	VMOVUPD      Y5, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      Y3, 440(SP)
+	VMOVUPS      Y4, 472(SP)
+	VMOVUPS      Y8, 504(SP)
+	VMOVUPS      312(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y1
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc33<>+0(SB), Y5, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       26624(BX), Y1, Y1
-	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X8, Y1
-	VEXTRACTF128 $0x01, Y8, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y1, Y3
-	VMOVUPD      Y3, 23104(BX)(DI*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y2, Y1
-	VMOVUPD      Y1, 23136(BX)(DI*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       28448(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 28448(BX)(DI*8)
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y4
+	VANDPS       Y4, Y2, Y2
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y4
+	VORPS        Y4, Y2, Y2
+	VANDPS       26624(BX), Y2, Y2
+	VMOVUPS      Y2, 26624(BX)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       23104(BX)(DI*8), Y2, Y5
+	VMOVUPD      Y5, 23104(BX)(DI*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y4, Y2
+	VMOVUPD      Y2, 23136(BX)(DI*8)
+	VMULPD       Y4, Y4, Y2
+	VADDPD       28448(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 28448(BX)(DI*8)
 
 	// v64 = mul(2, logWeight)
-	VMULPS  lgc35<>+0(SB), Y5, Y1
-	VMOVUPS 408(SP), Y1
-	VMOVUPS lgc39<>+0(SB), Y2
+	VMULPS  lgc35<>+0(SB), Y3, Y2
+	VMOVUPS 504(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y2, Y3
+	VMOVUPS lgc39<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v73 = where(v49, 3.7114014251781474e-05, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y4
+	VBLENDVPS Y3, Y2, Y4, Y5
 
 	// v74 = where(v49, 0, 3.7114014251781474e-05)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y2, Y1
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v75 = ne(v73, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS 376(SP), Y5
+	VCMPPS  $0x04, Y4, Y5, Y3
+	VANDPS  lgc2<>+0(SB), Y3, Y6
+	VMOVUPS 440(SP), Y6
 
 	// v76 = mul(v73, absDiff)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y6, Y5, Y6
 
 	// v77 = where(v75, v76, v73)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y5, Y4, Y5
-	VMOVUPS   344(SP), Y6
+	VBLENDVPS Y3, Y6, Y5, Y6
+	VMOVUPS   408(SP), Y7
 
 	// v78 = mul(v73, v50)
-	VMULPS Y6, Y4, Y6
+	VMULPS Y7, Y5, Y7
 
 	// v79 = where(v75, v78, v73)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y4, Y2
+	VBLENDVPS Y3, Y7, Y5, Y3
 
 	// v80 = add(v74, v79)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y2, Y2
 
 	// v81 = mul(v77, 0.5)
-	VMULPS lgc24<>+0(SB), Y5, Y2
+	VMULPS lgc24<>+0(SB), Y6, Y3
 
 	// v82 = add(v80, v81)
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 440(SP), Y2
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 472(SP), Y3
 
 	// v83 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x1e, Y4, Y3, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v84 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y4, Y3, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v86 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc40<>+0(SB), Y6
+	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v87 = where(v84, -1, v86)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
-	VMOVUPS   lgc2<>+0(SB), Y5
+	VBLENDVPS Y6, Y7, Y3, Y3
+	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v88 = where(v83, 1, v87)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
+	VBLENDVPS Y5, Y6, Y3, Y3
 
 	// v89 = ne(v82, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y4, Y2, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v90 = mul(v82, v88)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y2, Y3
 
 	// v91 = where(v89, v90, v82)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y2, Y1, Y1
+	VBLENDVPS Y5, Y3, Y2, Y2
 
 	// gradStateValue = neg(v91)
-	VXORPS  lgc29<>+0(SB), Y1, Y1
-	VMOVUPS 312(SP), Y2
+	VXORPS  lgc29<>+0(SB), Y2, Y2
+	VMOVUPS 376(SP), Y3
 
 	// v95 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y2, Y4
-	VMOVUPS 280(SP), Y5
+	VMULPS  lgc41<>+0(SB), Y3, Y5
+	VMOVUPS 344(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v96 = where(v28, v95, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y3, Y6
+	VBLENDVPS Y7, Y5, Y4, Y6
 
 	// v97 = where(v28, 0, v95)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y3, Y4, Y4
-	VMOVUPS   lgc28<>+0(SB), Y5
+	VBLENDVPS Y7, Y4, Y5, Y5
+	VMOVUPS   lgc28<>+0(SB), Y7
 
 	// v98 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y5, Y8, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// v99 = ne(ratio, ratio)
-	VCMPPS $0x04, Y8, Y8, Y7
+	VCMPPS $0x1d, Y7, Y1, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
+	// v99 = ne(ratio, ratio)
+	VCMPPS $0x04, Y1, Y1, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
+
 	// v100 = max(v98, v99)
-	VXORPS lgc29<>+0(SB), Y5, Y5
-	VXORPS lgc29<>+0(SB), Y7, Y10
-	VMINPS Y5, Y10, Y9
-	VMINPS Y10, Y5, Y5
-	VORPS  Y9, Y5, Y5
-	VXORPS lgc29<>+0(SB), Y5, Y5
+	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y8, Y10
+	VMINPS  Y7, Y10, Y9
+	VMINPS  Y10, Y7, Y7
+	VORPS   Y9, Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y7, Y9
 
 	// v101 = where(v100, v97, 0)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y4, Y3, Y4
-	VMOVUPS   lgc27<>+0(SB), Y5
+	VBLENDVPS Y9, Y5, Y4, Y5
+	VMOVUPS   lgc27<>+0(SB), Y7
 
 	// v102 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y8, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x12, Y7, Y1, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v103 = max(v102, v99)
-	VXORPS lgc29<>+0(SB), Y5, Y5
-	VXORPS lgc29<>+0(SB), Y7, Y7
-	VMINPS Y5, Y7, Y9
-	VMINPS Y7, Y5, Y5
-	VORPS  Y9, Y5, Y5
-	VXORPS lgc29<>+0(SB), Y5, Y5
+	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y8, Y8
+	VMINPS  Y7, Y8, Y9
+	VMINPS  Y8, Y7, Y7
+	VORPS   Y9, Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v104 = where(v103, v96, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y3, Y5
+	VBLENDVPS Y8, Y6, Y4, Y6
 
 	// v105 = add(v101, v104)
-	VADDPS Y5, Y4, Y4
+	VADDPS Y6, Y5, Y5
 
 	// v106 = ne(v105, 0)
-	VCMPPS $0x04, Y3, Y4, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y4, Y5, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y6
 
 	// v107 = mul(v105, ratio)
-	VMULPS Y8, Y4, Y5
+	VMULPS Y1, Y5, Y1
 
 	// gradLogProb = where(v106, v107, v105)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y5, Y4, Y3
+	VBLENDVPS Y4, Y1, Y5, Y1
 	VMOVUPS   lgc42<>+0(SB), Y4
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
-	VMOVUPS Y2, (BX)(SI*4)
-	VMOVUPS 248(SP), Y2
+	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS 280(SP), Y3
 
 	// store valueTarget2
 	MOVQ    valueTarget+88(FP), BX
-	VMOVUPS Y2, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y2, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ    gradLogProb+104(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradEntropy
 	MOVQ         gradEntropy+112(FP), BX

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $64-64
+TEXT ·pass0AVX2(SB), $128-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -22,38 +22,32 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y3
+	VADDPS  256(BX), Y0, Y3
 	VMOVUPS Y3, 256(BX)
 	MOVQ    advantage+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v6 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 	MOVQ      logProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
 	// v8 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y4
 	MOVQ      sampleLogProb+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y5
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y5, Y2, Y5
 
 	// logWeight = sub(v8, v10)
 	VSUBPS  Y5, Y4, Y6
@@ -65,129 +59,117 @@ blocks_2:
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y7, Y8, Y7
-	VMOVUPS Y1, (SP)
+	VMOVUPS Y0, (SP)
 	VMOVUPS Y4, 32(SP)
+	VMOVUPS Y5, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y6, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y4
+	VMAXPS       lgc4<>+0(SB), Y6, Y0
+	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y1
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y0
+	VMOVAPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y5
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y4
 	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y1
+	VPSUBD       Y4, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y1
-	VBLENDVPS    Y1, Y6, Y8, Y8
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y0, Y5, Y5
+	VCMPPS       $0x03, Y6, Y6, Y0
+	VBLENDVPS    Y0, Y6, Y5, Y5
 
 	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y2, Y3, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
+	VCMPPS  $0x1d, Y2, Y3, Y0
+	VANDPS  lgc1<>+0(SB), Y0, Y4
 	VMOVUPS lgc17<>+0(SB), Y4
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y8, Y4, Y4
-	VMOVUPS lgc18<>+0(SB), Y9
+	VMINPS  Y5, Y4, Y4
+	VMOVUPS Y6, 96(SP)
+	VMOVUPS lgc18<>+0(SB), Y6
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y8
+	VMAXPS Y5, Y6, Y5
 
 	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y1, Y9
-	VBLENDVPS Y9, Y4, Y8, Y1
+	VBLENDVPS Y0, Y4, Y5, Y0
 
 	// gain = mul(v6, ratioClipped)
-	VMULPS Y1, Y3, Y1
+	VMULPS Y0, Y3, Y0
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v25) over [B L]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
+	VADDPS  576(BX), Y0, Y0
+	VMOVUPS Y0, 576(BX)
+	VMOVUPS 96(SP), Y0
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y6, Y7, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y0, Y7, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v30 = where(mask, v29, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v30) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
-	VMOVUPS 32(SP), Y1
+	VADDPS  896(BX), Y3, Y3
+	VMOVUPS Y3, 896(BX)
+	VMOVUPS 64(SP), Y3
+	VMOVUPS 32(SP), Y4
 
 	// v33 = sub(v10, v8)
-	VSUBPS Y1, Y5, Y1
+	VSUBPS Y4, Y3, Y3
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v34) over [B L]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
+	VADDPS  1216(BX), Y3, Y3
+	VMOVUPS Y3, 1216(BX)
 	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v38 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// v40 = mul(-0.001, v38)
-	VMULPS lgc20<>+0(SB), Y1, Y3
+	VMULPS lgc20<>+0(SB), Y3, Y4
 
 	// v41 = where(mask, v38, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v41) over [B L]
-	VADDPS  1536(BX), Y1, Y1
-	VMOVUPS Y1, 1536(BX)
+	VADDPS  1536(BX), Y3, Y3
+	VMOVUPS Y3, 1536(BX)
 
 	// v44 = where(mask, v40, 0)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VBLENDVPS Y1, Y3, Y2, Y1
+	VBLENDVPS Y1, Y4, Y2, Y2
 
 	// sum(v44) over [B L]
-	VADDPS  1856(BX), Y1, Y1
-	VMOVUPS Y1, 1856(BX)
-	VMOVUPS lgc21<>+0(SB), Y1
+	VADDPS  1856(BX), Y2, Y2
+	VMOVUPS Y2, 1856(BX)
+	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y6, Y1, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// logsumexp(v49) over [B]
 	XORQ         SI, SI
@@ -206,7 +188,7 @@ blocks_2:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -265,7 +247,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -278,7 +260,7 @@ blocks_2:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -291,7 +273,7 @@ blocks_2:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -304,7 +286,7 @@ blocks_2:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -317,7 +299,7 @@ blocks_2:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y0, Y0
 	VMOVUPD      Y0, 1376(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -330,7 +312,7 @@ blocks_2:
 	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y0, Y0
 	VMOVUPD      Y0, 1696(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	VANDPS       9664(DX), Y1, Y1
 	VMOVUPS      Y1, 9664(DX)
@@ -351,7 +333,7 @@ noflush_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -364,7 +346,7 @@ noflush_3:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -377,7 +359,7 @@ noflush_3:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -390,7 +372,7 @@ noflush_3:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -403,7 +385,7 @@ noflush_3:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -416,7 +398,7 @@ noflush_3:
 	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	VANDPS       9664(CX), Y1, Y1
 	VMOVUPS      Y1, 9664(CX)
@@ -426,24 +408,24 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x3f800000
-DATA lgc0<>+4(SB)/4, $0x3f800000
-DATA lgc0<>+8(SB)/4, $0x3f800000
-DATA lgc0<>+12(SB)/4, $0x3f800000
-DATA lgc0<>+16(SB)/4, $0x3f800000
-DATA lgc0<>+20(SB)/4, $0x3f800000
-DATA lgc0<>+24(SB)/4, $0x3f800000
-DATA lgc0<>+28(SB)/4, $0x3f800000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/4, $0x3f800000
+DATA lgc1<>+4(SB)/4, $0x3f800000
+DATA lgc1<>+8(SB)/4, $0x3f800000
+DATA lgc1<>+12(SB)/4, $0x3f800000
+DATA lgc1<>+16(SB)/4, $0x3f800000
+DATA lgc1<>+20(SB)/4, $0x3f800000
+DATA lgc1<>+24(SB)/4, $0x3f800000
+DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
 DATA lgc2<>+0(SB)/4, $0xbe647fbe
@@ -702,7 +684,7 @@ TEXT ·pass1AVX2(SB), $0-88
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v27 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
@@ -791,7 +773,7 @@ blocks_4:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -806,24 +788,22 @@ blocks_4:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	MOVQ         s7+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v57 = gt(v56, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y2
 
 	// v58 = where(v57, essCol, 0)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y0, Y3, Y1, Y0
 
 	// sum(v58) over [L]
 	MOVQ    state+40(FP), DX
-	VADDPS  9984(DX), Y1, Y1
-	VMOVUPS Y1, 9984(DX)
+	VADDPS  9984(DX), Y0, Y0
+	VMOVUPS Y0, 9984(DX)
 
 	// sum(v57) over [L]
-	VADDPS       10304(DX), Y0, Y0
+	VADDPS       10304(DX), Y2, Y0
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
 	JNZ          noflush_6
@@ -838,7 +818,7 @@ blocks_4:
 	VMOVUPD      Y2, 9792(CX)
 	VADDPD       9824(CX), Y0, Y0
 	VMOVUPD      Y0, 9824(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 9984(CX)
 	VMOVUPS      10304(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -851,7 +831,7 @@ blocks_4:
 	VMOVUPD      Y2, 10112(CX)
 	VADDPD       10144(CX), Y0, Y0
 	VMOVUPD      Y0, 10144(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10304(CX)
 	VANDPS       10432(CX), Y1, Y1
 	VMOVUPS      Y1, 10432(CX)
@@ -876,7 +856,7 @@ chunkdone_5:
 	VMOVUPD      Y2, 9792(AX)
 	VADDPD       9824(AX), Y0, Y0
 	VMOVUPD      Y0, 9824(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 9984(AX)
 	VMOVUPS      10304(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -889,7 +869,7 @@ chunkdone_5:
 	VMOVUPD      Y2, 10112(AX)
 	VADDPD       10144(AX), Y0, Y0
 	VMOVUPD      Y0, 10144(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10304(AX)
 	VANDPS       10432(AX), Y1, Y1
 	VMOVUPS      Y1, 10432(AX)
@@ -902,7 +882,7 @@ TEXT ·pass3AVX2(SB), $0-24
 	MOVQ         s9+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v61 = max(v60, 1)
 	VMAXPS       Y0, Y1, Y0
@@ -950,12 +930,12 @@ blocks_8:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v3) over [B L]
 	MOVQ         state+16(FP), BX
@@ -974,7 +954,7 @@ blocks_8:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
@@ -995,7 +975,7 @@ noflush_9:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VANDPS       384(CX), Y1, Y1
 	VMOVUPS      Y1, 384(CX)
@@ -1007,7 +987,7 @@ noflush_9:
 
 // func fbPass1AVX2(lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $224-88
+TEXT ·fbPass1AVX2(SB), $288-88
 	MOVQ lo+0(FP), AX
 
 outer0_10:
@@ -1023,33 +1003,27 @@ blocks_11:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VBLENDVPS Y1, Y0, Y2, Y3
 	MOVQ      advantage+16(FP), BX
 	VMOVUPS   (BX)(SI*4), Y4
 
 	// v6 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y4
 	MOVQ      logProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y5
 
 	// v8 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y5, Y2, Y5
 	MOVQ      sampleLogProb+32(FP), BX
 	VMOVUPS   (BX)(SI*4), Y6
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y6, Y2, Y6
+	VBLENDVPS Y1, Y6, Y2, Y6
 
 	// logWeight = sub(v8, v10)
 	VSUBPS  Y6, Y5, Y7
@@ -1057,13 +1031,14 @@ blocks_11:
 
 	// v14 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y7, Y8, Y8
-	VMOVUPS lgc3<>+0(SB), Y9
+	VMOVUPS Y3, (SP)
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y8, Y9, Y8
-	VMOVUPS Y3, (SP)
+	VMINPS  Y8, Y3, Y3
 	VMOVUPS Y5, 32(SP)
 	VMOVUPS Y6, 64(SP)
+	VMOVUPS Y3, 96(SP)
 
 	// ratio = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y7, Y3
@@ -1078,9 +1053,9 @@ blocks_11:
 	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc13<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc14<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y3, Y9
-	VFMADD213PS  Y3, Y9, Y6
-	VADDPS       lgc0<>+0(SB), Y6, Y6
+	VMULPS       Y3, Y3, Y8
+	VFMADD213PS  Y3, Y8, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y3
 	VPMAXSD      lgc15<>+0(SB), Y3, Y5
 	VPMINSD      lgc16<>+0(SB), Y5, Y5
@@ -1096,95 +1071,85 @@ blocks_11:
 
 	// v17 = ge(v6, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc17<>+0(SB), Y5
+	VANDPS  lgc1<>+0(SB), Y3, Y5
+	VMOVUPS lgc17<>+0(SB), Y8
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y6, Y5, Y5
-	VMOVUPS lgc18<>+0(SB), Y9
+	VMINPS  Y6, Y8, Y8
+	VMOVUPS Y7, 128(SP)
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y6, Y9, Y9
-	VMOVUPS Y6, 96(SP)
+	VMAXPS  Y6, Y7, Y7
+	VMOVUPS Y6, 160(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y5, Y9, Y5
+	VBLENDVPS Y3, Y8, Y7, Y3
 
 	// gain = mul(v6, ratioClipped)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y4, Y3
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y5, Y5
+	VXORPS lgc19<>+0(SB), Y3, Y3
 
 	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v25) over [B L]
 	MOVQ         state+40(FP), BX
-	VADDPS       704(BX), Y5, Y5
-	VMOVUPS      Y5, 704(BX)
+	VADDPS       704(BX), Y3, Y3
+	VMOVUPS      Y3, 704(BX)
 	MOVQ         numValid+48(FP), DI
 	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y5
+	VBROADCASTSS (DI)(R8*4), Y3
 
 	// v27 = max(numValid, 1)
-	VMAXPS Y5, Y1, Y1
+	VMAXPS  Y3, Y0, Y0
+	VMOVUPS 96(SP), Y3
+	VMOVUPS 128(SP), Y6
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y7, Y8, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y6, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v30 = where(mask, v29, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y3, Y2, Y3
+	VMOVUPS   Y5, 192(SP)
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y5, Y5
-	VMOVUPS Y5, 1024(BX)
-	VMOVUPS 64(SP), Y5
-	VMOVUPS 32(SP), Y6
+	VADDPS  1024(BX), Y3, Y3
+	VMOVUPS Y3, 1024(BX)
+	VMOVUPS 64(SP), Y3
+	VMOVUPS 32(SP), Y5
 
 	// v33 = sub(v10, v8)
-	VSUBPS Y6, Y5, Y5
+	VSUBPS Y5, Y3, Y3
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v34) over [B L]
-	VADDPS  1344(BX), Y5, Y5
-	VMOVUPS Y5, 1344(BX)
+	VADDPS  1344(BX), Y3, Y3
+	VMOVUPS Y3, 1344(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v38 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// v40 = mul(-0.001, v38)
-	VMULPS lgc20<>+0(SB), Y5, Y6
+	VMULPS lgc20<>+0(SB), Y3, Y5
 
 	// v41 = where(mask, v38, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y0, Y8
-	VBLENDVPS Y8, Y5, Y2, Y5
-	VMOVUPS   Y3, 128(SP)
+	VBLENDVPS Y1, Y3, Y2, Y3
+	VMOVUPS   Y4, 224(SP)
 
 	// sum(v41) over [B L]
-	VADDPS  1664(BX), Y5, Y3
+	VADDPS  1664(BX), Y3, Y3
 	VMOVUPS Y3, 1664(BX)
 
 	// v44 = where(mask, v40, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y6, Y2, Y2
+	VBLENDVPS Y1, Y5, Y2, Y2
 
 	// sum(v44) over [B L]
 	VADDPS  1984(BX), Y2, Y2
@@ -1192,65 +1157,62 @@ blocks_11:
 	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y7, Y2, Y0
-	VMOVUPS   Y4, 160(SP)
-	VMOVUPS   Y1, 192(SP)
+	VBLENDVPS Y1, Y6, Y2, Y1
+	VMOVUPS   Y0, 256(SP)
 
 	// logsumexp(v49) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc4<>+0(SB), Y1, Y0
+	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y0
 	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       4288(BX), Y1, Y1
-	VMOVUPS      Y1, 4288(BX)
-	VCVTPS2PD    X3, Y1
+	VMULPS       Y0, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y0
+	VBLENDVPS    Y0, Y1, Y3, Y3
+	VCMPPS       $0x15, lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y1, Y2
+	VANDPS       Y2, Y0, Y0
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
+	VORPS        Y2, Y0, Y0
+	VANDPS       4288(BX), Y0, Y0
+	VMOVUPS      Y0, 4288(BX)
+	VCVTPS2PD    X3, Y0
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2112(BX)(DI*8), Y1, Y3
+	VADDPD       2112(BX)(DI*8), Y0, Y3
 	VMOVUPD      Y3, 2112(BX)(DI*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       5440(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 5440(BX)(DI*8)
-	VADDPD       2144(BX)(DI*8), Y2, Y1
-	VMOVUPD      Y1, 2144(BX)(DI*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       5472(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 5472(BX)(DI*8)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       5440(BX)(DI*8), Y0, Y0
+	VMOVUPD      Y0, 5440(BX)(DI*8)
+	VADDPD       2144(BX)(DI*8), Y2, Y0
+	VMOVUPD      Y0, 2144(BX)(DI*8)
+	VMULPD       Y2, Y2, Y0
+	VADDPD       5472(BX)(DI*8), Y0, Y0
+	VMOVUPD      Y0, 5472(BX)(DI*8)
 
 	// v51 = mul(2, v49)
-	VMULPS  lgc24<>+0(SB), Y0, Y0
+	VMULPS  lgc24<>+0(SB), Y1, Y0
 	VMOVUPS (SP), Y0
 
 	// sum(v3) over [B]
@@ -1261,107 +1223,99 @@ blocks_11:
 	VMOVUPD      Y1, 7616(BX)(DI*8)
 	VADDPD       7648(BX)(DI*8), Y0, Y0
 	VMOVUPD      Y0, 7648(BX)(DI*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      192(SP), Y1
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      256(SP), Y1
 
 	// v65 = div(1, v27)
 	VDIVPS    Y1, Y0, Y0
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VMOVUPS   lgc0<>+0(SB), Y1
 
 	// v66 = where(mask, v65, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// v67 = mul(v66, -0.001)
 	VMULPS lgc20<>+0(SB), Y0, Y3
 
 	// gradEntropy = where(mask, v67, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y2, Y3, Y1, Y3
 
 	// v69 = neg(v66)
 	VXORPS  lgc19<>+0(SB), Y0, Y0
-	VMOVUPS 160(SP), Y4
+	VMOVUPS 224(SP), Y4
 
 	// v70 = mul(v69, v6)
 	VMULPS  Y4, Y0, Y0
-	VMOVUPS 128(SP), Y4
+	VMOVUPS 192(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
 	// v71 = where(v17, v70, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y0, Y2, Y5
+	VBLENDVPS Y5, Y0, Y1, Y4
 
 	// v72 = where(v17, 0, v70)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y2, Y0, Y0
-	VMOVUPS   96(SP), Y4
+	VBLENDVPS Y5, Y1, Y0, Y0
+	VMOVUPS   160(SP), Y5
 	VMOVUPS   lgc18<>+0(SB), Y6
 
 	// v73 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x1d, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v74 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VCMPPS $0x04, Y5, Y5, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v75 = max(v73, v74)
-	VXORPS lgc19<>+0(SB), Y6, Y6
-	VXORPS lgc19<>+0(SB), Y7, Y9
-	VMINPS Y6, Y9, Y8
-	VMINPS Y9, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y7, Y9
+	VMINPS  Y6, Y9, Y8
+	VMINPS  Y9, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v76 = where(v75, v72, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y0, Y2, Y0
+	VBLENDVPS Y8, Y0, Y1, Y0
 	VMOVUPS   lgc17<>+0(SB), Y6
 
 	// v77 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y6, Y4, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v78 = max(v77, v74)
-	VXORPS lgc19<>+0(SB), Y6, Y6
-	VXORPS lgc19<>+0(SB), Y7, Y7
-	VMINPS Y6, Y7, Y8
-	VMINPS Y7, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y7, Y7
+	VMINPS  Y6, Y7, Y8
+	VMINPS  Y7, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v79 = where(v78, v71, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y2, Y5
+	VBLENDVPS Y7, Y4, Y1, Y4
 
 	// v80 = add(v76, v79)
-	VADDPS Y5, Y0, Y0
+	VADDPS Y4, Y0, Y0
 
 	// v81 = ne(v80, 0)
-	VCMPPS $0x04, Y2, Y0, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y1, Y0, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y6
 
 	// v82 = mul(v80, ratio)
-	VMULPS Y4, Y0, Y4
+	VMULPS Y5, Y0, Y5
 
 	// v83 = where(v81, v82, v80)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y0, Y0
+	VBLENDVPS Y4, Y5, Y0, Y0
 
 	// gradLogProb = where(mask, v83, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y0, Y2, Y0
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
@@ -1383,7 +1337,7 @@ blocks_11:
 	VMOVUPD      Y2, 512(DX)
 	VADDPD       544(DX), Y0, Y0
 	VMOVUPD      Y0, 544(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1396,7 +1350,7 @@ blocks_11:
 	VMOVUPD      Y2, 832(DX)
 	VADDPD       864(DX), Y0, Y0
 	VMOVUPD      Y0, 864(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1409,7 +1363,7 @@ blocks_11:
 	VMOVUPD      Y2, 1152(DX)
 	VADDPD       1184(DX), Y0, Y0
 	VMOVUPD      Y0, 1184(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1422,7 +1376,7 @@ blocks_11:
 	VMOVUPD      Y2, 1472(DX)
 	VADDPD       1504(DX), Y0, Y0
 	VMOVUPD      Y0, 1504(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1435,7 +1389,7 @@ blocks_11:
 	VMOVUPD      Y2, 1792(DX)
 	VADDPD       1824(DX), Y0, Y0
 	VMOVUPD      Y0, 1824(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(DX)
 	VANDPS       9792(DX), Y1, Y1
 	VMOVUPS      Y1, 9792(DX)
@@ -1456,7 +1410,7 @@ noflush_12:
 	VMOVUPD      Y2, 512(CX)
 	VADDPD       544(CX), Y0, Y0
 	VMOVUPD      Y0, 544(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1469,7 +1423,7 @@ noflush_12:
 	VMOVUPD      Y2, 832(CX)
 	VADDPD       864(CX), Y0, Y0
 	VMOVUPD      Y0, 864(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1482,7 +1436,7 @@ noflush_12:
 	VMOVUPD      Y2, 1152(CX)
 	VADDPD       1184(CX), Y0, Y0
 	VMOVUPD      Y0, 1184(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1495,7 +1449,7 @@ noflush_12:
 	VMOVUPD      Y2, 1472(CX)
 	VADDPD       1504(CX), Y0, Y0
 	VMOVUPD      Y0, 1504(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1508,7 +1462,7 @@ noflush_12:
 	VMOVUPD      Y2, 1792(CX)
 	VADDPD       1824(CX), Y0, Y0
 	VMOVUPD      Y0, 1824(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(CX)
 	VANDPS       9792(CX), Y1, Y1
 	VMOVUPS      Y1, 9792(CX)
@@ -1524,7 +1478,7 @@ TEXT ·fbPass2AVX2(SB), $0-88
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v27 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
@@ -1613,7 +1567,7 @@ blocks_13:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1628,24 +1582,22 @@ blocks_13:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	MOVQ         s7+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v57 = gt(v56, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y2
 
 	// v58 = where(v57, essCol, 0)
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y0, Y3, Y1, Y0
 
 	// sum(v58) over [L]
 	MOVQ    state+40(FP), DX
-	VADDPS  10112(DX), Y1, Y1
-	VMOVUPS Y1, 10112(DX)
+	VADDPS  10112(DX), Y0, Y0
+	VMOVUPS Y0, 10112(DX)
 
 	// sum(v57) over [L]
-	VADDPS       10432(DX), Y0, Y0
+	VADDPS       10432(DX), Y2, Y0
 	VMOVUPS      Y0, 10432(DX)
 	DECQ         CX
 	JNZ          noflush_15
@@ -1660,7 +1612,7 @@ blocks_13:
 	VMOVUPD      Y2, 9920(CX)
 	VADDPD       9952(CX), Y0, Y0
 	VMOVUPD      Y0, 9952(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10112(CX)
 	VMOVUPS      10432(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1673,7 +1625,7 @@ blocks_13:
 	VMOVUPD      Y2, 10240(CX)
 	VADDPD       10272(CX), Y0, Y0
 	VMOVUPD      Y0, 10272(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10432(CX)
 	VANDPS       10560(CX), Y1, Y1
 	VMOVUPS      Y1, 10560(CX)
@@ -1698,7 +1650,7 @@ chunkdone_14:
 	VMOVUPD      Y2, 9920(AX)
 	VADDPD       9952(AX), Y0, Y0
 	VMOVUPD      Y0, 9952(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10112(AX)
 	VMOVUPS      10432(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1711,7 +1663,7 @@ chunkdone_14:
 	VMOVUPD      Y2, 10240(AX)
 	VADDPD       10272(AX), Y0, Y0
 	VMOVUPD      Y0, 10272(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10432(AX)
 	VANDPS       10560(AX), Y1, Y1
 	VMOVUPS      Y1, 10560(AX)
@@ -1724,7 +1676,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	MOVQ         s9+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v61 = max(v60, 1)
 	VMAXPS       Y0, Y1, Y0
@@ -1770,7 +1722,7 @@ bulk_16:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1811,12 +1763,12 @@ bulk_18:
 	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc31<>+0(SB), Y2, Y1
-	VPOR         lgc0<>+0(SB), Y1, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc0<>+0(SB), Y1, Y1
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc33<>+0(SB), Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
@@ -1834,9 +1786,9 @@ bulk_18:
 	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
@@ -2022,7 +1974,7 @@ bulk_20:
 	CMPQ         BX, DX
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc0<>+0(SB), Y0, Y1
+	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
 	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -2031,12 +1983,12 @@ bulk_20:
 	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc31<>+0(SB), Y3, Y2
-	VPOR         lgc0<>+0(SB), Y2, Y2
+	VPOR         lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc0<>+0(SB), Y2, Y2
+	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
@@ -2054,21 +2006,21 @@ bulk_20:
 	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc0<>+0(SB), Y1, Y2
+	VSUBPS       lgc1<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, Y0, Y2, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2

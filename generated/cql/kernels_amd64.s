@@ -188,7 +188,7 @@ GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $2912-152
+TEXT ·pass1AVX2(SB), $2944-152
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -938,7 +938,7 @@ inner_Q_4:
 
 	// v19 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v20 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y6, Y8
@@ -947,19 +947,19 @@ inner_Q_4:
 	VMULPS Y6, Y8, Y8
 
 	// v22 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y6, Y6
+	VSUBPS  lgc10<>+0(SB), Y6, Y6
+	VMOVUPS Y5, 2656(SP)
 
 	// smoothL1 = where(v19, v21, v22)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y6, Y6
+	VBLENDVPS Y7, Y8, Y6, Y5
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X6, Y7
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y1, Y7, Y1
-	VADDPD       Y4, Y6, Y4
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y1, Y6, Y1
+	VADDPD       Y4, Y5, Y4
+	VMOVUPS      2656(SP), Y5
 
 	// v85 = mul(diff, diff)
 	VMULPS Y5, Y5, Y5
@@ -988,16 +988,16 @@ inner_Q_4:
 	VADDPS  256(DX), Y1, Y1
 	VMOVUPS Y1, 256(DX)
 	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD Y1, 2656(SP)
 	VMOVUPD Y1, 2688(SP)
-	VMOVUPS Y0, 2720(SP)
+	VMOVUPD Y1, 2720(SP)
+	VMOVUPS Y0, 2752(SP)
 	VMOVUPS lgc11<>+0(SB), Y0
 	XORQ    DI, DI
 
 inner_R_5:
 	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD Y1, 2752(SP)
 	VMOVUPD Y1, 2784(SP)
+	VMOVUPD Y1, 2816(SP)
 	XORQ    R8, R8
 
 inner_Q_6:
@@ -1056,26 +1056,24 @@ inner_Q_6:
 
 	// v43 = eq(v41, +Inf)
 	VCMPPS  $0x00, Y8, Y7, Y7
-	VANDPS  lgc11<>+0(SB), Y7, Y7
-	VMOVUPS lgc19<>+0(SB), Y8
+	VANDPS  lgc11<>+0(SB), Y7, Y8
+	VMOVUPS Y5, 2848(SP)
+	VMOVUPS lgc19<>+0(SB), Y5
 
 	// v45 = where(v43, 0, v39)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y6, Y6
+	VBLENDVPS Y7, Y5, Y6, Y5
 
 	// v46 = sub(v33, v45)
-	VSUBPS  Y6, Y1, Y1
-	VMOVUPS Y5, 2816(SP)
-	VMOVUPS Y4, 2848(SP)
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS Y4, 2880(SP)
 
 	// v47 = exp(v46)
 	VMAXPS       lgc0<>+0(SB), Y1, Y4
 	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc3<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y6, Y4
 	VMOVAPS      lgc5<>+0(SB), Y7
 	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
@@ -1085,23 +1083,23 @@ inner_Q_6:
 	VMULPS       Y4, Y4, Y8
 	VFMADD213PS  Y4, Y8, Y7
 	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VCVTPS2DQ    Y6, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y6
+	VPMINSD      lgc13<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y7, Y7
-	VMOVUPS      2848(SP), Y1
+	VMOVUPS      2880(SP), Y1
 
 	// v48 = sub(v35, v45)
-	VSUBPS  Y6, Y1, Y1
-	VMOVUPS Y6, 2880(SP)
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS Y5, 2912(SP)
 
 	// v49 = exp(v48)
 	VMAXPS       lgc0<>+0(SB), Y1, Y4
@@ -1134,8 +1132,8 @@ inner_Q_6:
 
 	// v50 = add(v47, v49)
 	VADDPS  Y6, Y7, Y1
-	VMOVUPS 2816(SP), Y4
-	VMOVUPS 2880(SP), Y5
+	VMOVUPS 2848(SP), Y4
+	VMOVUPS 2912(SP), Y5
 
 	// v51 = sub(v37, v45)
 	VSUBPS Y5, Y4, Y4
@@ -1212,7 +1210,7 @@ inner_Q_6:
 	VBLENDVPS    Y4, lgc15<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y7, Y7
-	VMOVUPS      2880(SP), Y1
+	VMOVUPS      2912(SP), Y1
 
 	// v55 = add(v54, v45)
 	VADDPS Y1, Y7, Y1
@@ -1239,17 +1237,17 @@ inner_Q_6:
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       2752(SP), Y4, Y4
-	VMOVUPD      Y4, 2752(SP)
-	VADDPD       2784(SP), Y1, Y1
-	VMOVUPD      Y1, 2784(SP)
+	VADDPD       2784(SP), Y4, Y4
+	VMOVUPD      Y4, 2784(SP)
+	VADDPD       2816(SP), Y1, Y1
+	VMOVUPD      Y1, 2816(SP)
 	INCQ         R8
 	CMPQ         R8, $+2
 	JL           inner_Q_6
 
 	// finish v61
-	VMOVUPD     2752(SP), Y1
-	VMOVUPD     2784(SP), Y4
+	VMOVUPD     2784(SP), Y1
+	VMOVUPD     2816(SP), Y4
 	VMOVUPS     lgc19<>+0(SB), Y5
 	VCVTPD2PSY  Y1, X5
 	VCVTPD2PSY  Y4, X1
@@ -1259,18 +1257,18 @@ inner_Q_6:
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       2656(SP), Y4, Y4
-	VMOVUPD      Y4, 2656(SP)
-	VADDPD       2688(SP), Y1, Y1
-	VMOVUPD      Y1, 2688(SP)
+	VADDPD       2688(SP), Y4, Y4
+	VMOVUPD      Y4, 2688(SP)
+	VADDPD       2720(SP), Y1, Y1
+	VMOVUPD      Y1, 2720(SP)
 	INCQ         DI
 	CMPQ         DI, $+10
 	JL           inner_R_5
 
 	// finish v62
-	VMOVUPD     2656(SP), Y0
+	VMOVUPD     2688(SP), Y0
 	VDIVPD      lgc38<>+0(SB), Y0, Y0
-	VMOVUPD     2688(SP), Y1
+	VMOVUPD     2720(SP), Y1
 	VDIVPD      lgc38<>+0(SB), Y1, Y1
 	VMOVUPS     lgc19<>+0(SB), Y4
 	VCVTPD2PSY  Y0, X4
@@ -1355,7 +1353,7 @@ inner_Q_6:
 
 	// finish v86
 	VMOVUPS 2560(SP), Y0
-	VMOVUPS 2720(SP), Y1
+	VMOVUPS 2752(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+136(FP), DX
@@ -1895,7 +1893,7 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradBcSampleLogProb *float32, gradLogProb *float32, gradBcLogProb *float32, gradQCurr *float32, gradQNew *float32, gradQRandom *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $5248-216
+TEXT ·fbPass1AVX2(SB), $5408-216
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -2645,7 +2643,7 @@ inner_Q_11:
 
 	// v19 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v20 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y6, Y8
@@ -2654,19 +2652,19 @@ inner_Q_11:
 	VMULPS Y6, Y8, Y8
 
 	// v22 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y6, Y6
+	VSUBPS  lgc10<>+0(SB), Y6, Y6
+	VMOVUPS Y5, 4576(SP)
 
 	// smoothL1 = where(v19, v21, v22)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y6, Y6
+	VBLENDVPS Y7, Y8, Y6, Y5
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X6, Y7
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y1, Y7, Y1
-	VADDPD       Y4, Y6, Y4
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y1, Y6, Y1
+	VADDPD       Y4, Y5, Y4
+	VMOVUPS      4576(SP), Y5
 
 	// v85 = mul(diff, diff)
 	VMULPS Y5, Y5, Y5
@@ -2695,16 +2693,16 @@ inner_Q_11:
 	VADDPS  256(DX), Y1, Y1
 	VMOVUPS Y1, 256(DX)
 	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD Y1, 4576(SP)
 	VMOVUPD Y1, 4608(SP)
-	VMOVUPS Y0, 4640(SP)
+	VMOVUPD Y1, 4640(SP)
+	VMOVUPS Y0, 4672(SP)
 	VMOVUPS lgc11<>+0(SB), Y0
 	XORQ    R8, R8
 
 inner_R_12:
 	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD Y1, 4672(SP)
 	VMOVUPD Y1, 4704(SP)
+	VMOVUPD Y1, 4736(SP)
 	XORQ    R9, R9
 
 inner_Q_13:
@@ -2763,26 +2761,24 @@ inner_Q_13:
 
 	// v43 = eq(v41, +Inf)
 	VCMPPS  $0x00, Y8, Y7, Y7
-	VANDPS  lgc11<>+0(SB), Y7, Y7
-	VMOVUPS lgc19<>+0(SB), Y8
+	VANDPS  lgc11<>+0(SB), Y7, Y8
+	VMOVUPS Y5, 4768(SP)
+	VMOVUPS lgc19<>+0(SB), Y5
 
 	// v45 = where(v43, 0, v39)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y6, Y6
+	VBLENDVPS Y7, Y5, Y6, Y5
 
 	// v46 = sub(v33, v45)
-	VSUBPS  Y6, Y1, Y1
-	VMOVUPS Y5, 4736(SP)
-	VMOVUPS Y4, 4768(SP)
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS Y4, 4800(SP)
 
 	// v47 = exp(v46)
 	VMAXPS       lgc0<>+0(SB), Y1, Y4
 	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc3<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y6, Y4
 	VMOVAPS      lgc5<>+0(SB), Y7
 	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
@@ -2792,23 +2788,23 @@ inner_Q_13:
 	VMULPS       Y4, Y4, Y8
 	VFMADD213PS  Y4, Y8, Y7
 	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VCVTPS2DQ    Y6, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y6
+	VPMINSD      lgc13<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y7, Y7
-	VMOVUPS      4768(SP), Y1
+	VMOVUPS      4800(SP), Y1
 
 	// v48 = sub(v35, v45)
-	VSUBPS  Y6, Y1, Y1
-	VMOVUPS Y6, 4800(SP)
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS Y5, 4832(SP)
 
 	// v49 = exp(v48)
 	VMAXPS       lgc0<>+0(SB), Y1, Y4
@@ -2841,8 +2837,8 @@ inner_Q_13:
 
 	// v50 = add(v47, v49)
 	VADDPS  Y6, Y7, Y1
-	VMOVUPS 4736(SP), Y4
-	VMOVUPS 4800(SP), Y5
+	VMOVUPS 4768(SP), Y4
+	VMOVUPS 4832(SP), Y5
 
 	// v51 = sub(v37, v45)
 	VSUBPS Y5, Y4, Y4
@@ -2919,7 +2915,7 @@ inner_Q_13:
 	VBLENDVPS    Y4, lgc15<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y7, Y7
-	VMOVUPS      4800(SP), Y1
+	VMOVUPS      4832(SP), Y1
 
 	// v55 = add(v54, v45)
 	VADDPS Y1, Y7, Y1
@@ -2946,17 +2942,17 @@ inner_Q_13:
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       4672(SP), Y4, Y4
-	VMOVUPD      Y4, 4672(SP)
-	VADDPD       4704(SP), Y1, Y1
-	VMOVUPD      Y1, 4704(SP)
+	VADDPD       4704(SP), Y4, Y4
+	VMOVUPD      Y4, 4704(SP)
+	VADDPD       4736(SP), Y1, Y1
+	VMOVUPD      Y1, 4736(SP)
 	INCQ         R9
 	CMPQ         R9, $+2
 	JL           inner_Q_13
 
 	// finish v61
-	VMOVUPD     4672(SP), Y1
-	VMOVUPD     4704(SP), Y4
+	VMOVUPD     4704(SP), Y1
+	VMOVUPD     4736(SP), Y4
 	VMOVUPS     lgc19<>+0(SB), Y5
 	VCVTPD2PSY  Y1, X5
 	VCVTPD2PSY  Y4, X1
@@ -2966,18 +2962,18 @@ inner_Q_13:
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       4576(SP), Y4, Y4
-	VMOVUPD      Y4, 4576(SP)
-	VADDPD       4608(SP), Y1, Y1
-	VMOVUPD      Y1, 4608(SP)
+	VADDPD       4608(SP), Y4, Y4
+	VMOVUPD      Y4, 4608(SP)
+	VADDPD       4640(SP), Y1, Y1
+	VMOVUPD      Y1, 4640(SP)
 	INCQ         R8
 	CMPQ         R8, $+10
 	JL           inner_R_12
 
 	// finish v62
-	VMOVUPD     4576(SP), Y1
+	VMOVUPD     4608(SP), Y1
 	VDIVPD      lgc38<>+0(SB), Y1, Y1
-	VMOVUPD     4608(SP), Y4
+	VMOVUPD     4640(SP), Y4
 	VDIVPD      lgc38<>+0(SB), Y4, Y4
 	VMOVUPS     lgc19<>+0(SB), Y5
 	VCVTPD2PSY  Y1, X5
@@ -3070,8 +3066,8 @@ inner_Q_13:
 
 	// v92 = mul(0.00390625, v13)
 	VMULPS  lgc47<>+0(SB), Y1, Y1
-	VMOVUPS Y3, 4832(SP)
-	VMOVUPS Y1, 4864(SP)
+	VMOVUPS Y3, 4864(SP)
+	VMOVUPS Y1, 4896(SP)
 	VMOVUPS lgc19<>+0(SB), Y1
 	VMOVUPS lgc46<>+0(SB), Y3
 	XORQ    DX, DX
@@ -3083,7 +3079,7 @@ inner_Q_14:
 	ADDQ    R9, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y4
-	VMOVUPS 4640(SP), Y5
+	VMOVUPS 4672(SP), Y5
 
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y5, Y4, Y4
@@ -3106,21 +3102,19 @@ inner_Q_14:
 	VCVTDQ2PS    Y8, Y8
 
 	// v94 = eq(v93, v72)
-	VCMPPS $0x00, Y2, Y8, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y8
+	VCMPPS  $0x00, Y2, Y8, Y8
+	VANDPS  lgc11<>+0(SB), Y8, Y9
+	VMOVUPS Y4, 4928(SP)
+	VMOVUPS Y7, 4960(SP)
 
 	// gradStateActionValueActor = where(v94, -0.00390625, 0)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y3, Y1, Y8
+	VBLENDVPS Y8, Y3, Y1, Y4
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+136(FP), DI
-	VMOVUPS Y8, (DI)(R8*4)
-	VMOVUPS Y4, 4896(SP)
-	VMOVUPS Y5, 4928(SP)
-	VMOVUPS Y6, 4960(SP)
-	VMOVUPS Y7, 4992(SP)
+	VMOVUPS Y4, (DI)(R8*4)
+	VMOVUPS Y5, 4992(SP)
+	VMOVUPS Y6, 5024(SP)
 	VMOVUPS lgc15<>+0(SB), Y4
 	VMOVUPS lgc48<>+0(SB), Y5
 	XORQ    DI, DI
@@ -3165,7 +3159,7 @@ inner_R_15:
 	VMINPS  Y11, Y9, Y9
 	VORPS   Y10, Y9, Y9
 	VXORPS  lgc18<>+0(SB), Y9, Y9
-	VMOVUPS Y7, 5024(SP)
+	VMOVUPS Y7, 5056(SP)
 
 	// v39 = max(v38, v37)
 	VXORPS lgc18<>+0(SB), Y9, Y7
@@ -3180,53 +3174,53 @@ inner_R_15:
 	VANDNPS Y7, Y9, Y9
 
 	// v43 = eq(v41, +Inf)
-	VCMPPS $0x00, Y4, Y9, Y9
-	VANDPS lgc11<>+0(SB), Y9, Y9
+	VCMPPS  $0x00, Y4, Y9, Y9
+	VANDPS  lgc11<>+0(SB), Y9, Y10
+	VMOVUPS Y8, 5088(SP)
+	VMOVUPS Y6, 5120(SP)
 
 	// v45 = where(v43, 0, v39)
-	VMOVUPS   lgc19<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y1, Y7, Y7
+	VBLENDVPS Y9, Y1, Y7, Y6
+	VMOVUPS   5120(SP), Y7
 
 	// v46 = sub(v33, v45)
-	VSUBPS  Y7, Y6, Y6
-	VMOVUPS Y8, 5056(SP)
-	VMOVUPS Y7, 5088(SP)
+	VSUBPS  Y6, Y7, Y7
+	VMOVUPS Y6, 5152(SP)
 
 	// v47 = exp(v46)
-	VMAXPS       lgc0<>+0(SB), Y6, Y7
-	VMINPS       lgc1<>+0(SB), Y7, Y7
-	VMULPS       lgc2<>+0(SB), Y7, Y8
+	VMAXPS       lgc0<>+0(SB), Y7, Y6
+	VMINPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       lgc2<>+0(SB), Y6, Y8
 	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc3<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc4<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc3<>+0(SB), Y8, Y6
+	VFNMADD231PS lgc4<>+0(SB), Y8, Y6
 	VMOVAPS      lgc5<>+0(SB), Y9
-	VFMADD213PS  lgc6<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc7<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
+	VFMADD213PS  lgc6<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc7<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VMULPS       Y6, Y6, Y10
+	VFMADD213PS  Y6, Y10, Y9
 	VADDPS       lgc11<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc12<>+0(SB), Y7, Y8
+	VCVTPS2DQ    Y8, Y6
+	VPMAXSD      lgc12<>+0(SB), Y6, Y8
 	VPMINSD      lgc13<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
+	VPSUBD       Y8, Y6, Y6
 	VPADDD       lgc13<>+0(SB), Y8, Y8
 	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc13<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y6, Y6, Y7
-	VBLENDVPS    Y7, Y6, Y9, Y9
-	VMOVUPS      5024(SP), Y6
-	VMOVUPS      5088(SP), Y7
+	VMULPS       Y6, Y9, Y9
+	VCMPPS       $0x03, Y7, Y7, Y6
+	VBLENDVPS    Y6, Y7, Y9, Y9
+	VMOVUPS      5056(SP), Y6
+	VMOVUPS      5152(SP), Y7
 
 	// v48 = sub(v35, v45)
 	VSUBPS  Y7, Y6, Y6
-	VMOVUPS Y9, 5120(SP)
+	VMOVUPS Y9, 5184(SP)
 
 	// v49 = exp(v48)
 	VMAXPS       lgc0<>+0(SB), Y6, Y7
@@ -3256,17 +3250,17 @@ inner_R_15:
 	VMULPS       Y7, Y9, Y9
 	VCMPPS       $0x03, Y6, Y6, Y7
 	VBLENDVPS    Y7, Y6, Y9, Y9
-	VMOVUPS      5120(SP), Y6
+	VMOVUPS      5184(SP), Y6
 
 	// v50 = add(v47, v49)
 	VADDPS  Y9, Y6, Y6
-	VMOVUPS 5056(SP), Y7
-	VMOVUPS 5088(SP), Y8
+	VMOVUPS 5088(SP), Y7
+	VMOVUPS 5152(SP), Y8
 
 	// v51 = sub(v37, v45)
 	VSUBPS  Y8, Y7, Y7
-	VMOVUPS Y9, 5152(SP)
-	VMOVUPS Y6, 5184(SP)
+	VMOVUPS Y9, 5216(SP)
+	VMOVUPS Y6, 5248(SP)
 
 	// v52 = exp(v51)
 	VMAXPS       lgc0<>+0(SB), Y7, Y6
@@ -3296,7 +3290,7 @@ inner_R_15:
 	VMULPS       Y6, Y9, Y9
 	VCMPPS       $0x03, Y7, Y7, Y6
 	VBLENDVPS    Y6, Y7, Y9, Y9
-	VMOVUPS      5184(SP), Y6
+	VMOVUPS      5248(SP), Y6
 
 	// v53 = add(v50, v52)
 	VADDPS Y9, Y6, Y6
@@ -3306,41 +3300,37 @@ inner_R_15:
 
 	// v99 = ne(v98, 0)
 	VCMPPS $0x04, Y1, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v100 = mul(v98, v52)
 	VMULPS Y9, Y6, Y8
 
 	// v101 = where(v99, v100, v98)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y6, Y8
-	VMOVUPS   5152(SP), Y9
+	VBLENDVPS Y7, Y8, Y6, Y8
+	VMOVUPS   5216(SP), Y9
 
 	// v102 = mul(v98, v49)
-	VMULPS Y9, Y6, Y9
+	VMULPS  Y9, Y6, Y9
+	VMOVUPS Y8, 5280(SP)
 
 	// v103 = where(v99, v102, v98)
-	VMOVUPS   lgc19<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y9, Y6, Y9
-	VMOVUPS   5120(SP), Y10
+	VBLENDVPS Y7, Y9, Y6, Y8
+	VMOVUPS   5184(SP), Y9
 
 	// v104 = mul(v98, v47)
-	VMULPS  Y10, Y6, Y10
-	VMOVUPS Y9, 5216(SP)
+	VMULPS  Y9, Y6, Y9
+	VMOVUPS Y8, 5312(SP)
 
 	// v105 = where(v99, v104, v98)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y10, Y6, Y6
+	VBLENDVPS Y7, Y9, Y6, Y6
+	VMOVUPS   5280(SP), Y7
 
 	// gradQCurr = div(v101, 1)
-	VDIVPS Y0, Y8, Y7
+	VDIVPS Y0, Y7, Y7
 
 	// store gradQCurr
 	VMOVUPS Y7, 2560(SP)(R9*1)
-	VMOVUPS 5216(SP), Y7
+	VMOVUPS 5312(SP), Y7
 
 	// gradQNew = div(v103, 1)
 	VDIVPS Y0, Y7, Y7
@@ -3356,84 +3346,76 @@ inner_R_15:
 	INCQ    DI
 	CMPQ    DI, $+10
 	JL      inner_R_15
-	VMOVUPS 4960(SP), Y4
-	VMOVUPS lgc47<>+0(SB), Y5
+	VMOVUPS 5024(SP), Y4
+	VMOVUPS lgc19<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
+	VMOVUPS lgc47<>+0(SB), Y4
 
 	// v109 = where(v19, 0.00390625, 0)
-	VMOVUPS   lgc19<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y1, Y6
+	VBLENDVPS Y5, Y4, Y1, Y6
 
 	// v110 = where(v19, 0, 0.00390625)
-	VMOVUPS   lgc19<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y1, Y5, Y4
+	VBLENDVPS Y5, Y1, Y4, Y4
 
 	// v111 = ne(v109, 0)
 	VCMPPS  $0x04, Y1, Y6, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y5
-	VMOVUPS 4928(SP), Y7
+	VANDPS  lgc11<>+0(SB), Y5, Y7
+	VMOVUPS 4992(SP), Y7
 
 	// v112 = mul(v109, absDiff)
 	VMULPS Y7, Y6, Y7
 
 	// v113 = where(v111, v112, v109)
-	VMOVUPS   lgc19<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y7, Y6, Y7
-	VMOVUPS   4992(SP), Y8
+	VBLENDVPS Y5, Y7, Y6, Y7
+	VMOVUPS   4960(SP), Y8
 
 	// v114 = mul(v109, v20)
-	VMULPS Y8, Y6, Y8
+	VMULPS  Y8, Y6, Y8
+	VMOVUPS Y7, 5344(SP)
 
 	// v115 = where(v111, v114, v109)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y6, Y5
+	VBLENDVPS Y5, Y8, Y6, Y5
 
 	// v116 = add(v110, v115)
-	VADDPS Y5, Y4, Y4
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 5344(SP), Y5
 
 	// v117 = mul(v113, 0.5)
-	VMULPS lgc10<>+0(SB), Y7, Y5
+	VMULPS lgc10<>+0(SB), Y5, Y5
 
 	// v118 = add(v116, v117)
 	VADDPS  Y5, Y4, Y4
-	VMOVUPS 4896(SP), Y5
+	VMOVUPS 4928(SP), Y5
 
 	// v119 = gt(diff, 0)
 	VCMPPS $0x1e, Y1, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v120 = lt(diff, 0)
 	VCMPPS $0x11, Y1, Y5, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v122 = mul(diff, 0)
 	VMULPS  lgc19<>+0(SB), Y5, Y5
-	VMOVUPS lgc49<>+0(SB), Y8
+	VMOVUPS Y4, 5376(SP)
+	VMOVUPS lgc49<>+0(SB), Y4
 
 	// v123 = where(v120, -1, v122)
-	VMOVUPS   lgc19<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y5, Y5
+	VBLENDVPS Y7, Y4, Y5, Y4
 
 	// v124 = where(v119, 1, v123)
-	VMOVUPS   lgc19<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y0, Y5, Y5
+	VBLENDVPS Y6, Y0, Y4, Y4
+	VMOVUPS   5376(SP), Y5
 
 	// v125 = ne(v118, 0)
-	VCMPPS $0x04, Y1, Y4, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y1, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v126 = mul(v118, v124)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y5, Y4
 
 	// v127 = where(v125, v126, v118)
-	VMOVUPS   lgc19<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y4, Y4
+	VBLENDVPS Y6, Y4, Y5, Y4
 
 	// gradStateActionValue = add(-0.01953125, v127)
 	VADDPS lgc50<>+0(SB), Y4, Y4
@@ -3444,13 +3426,13 @@ inner_R_15:
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_14
-	VMOVUPS 4864(SP), Y0
-	VMOVUPS 4640(SP), Y1
+	VMOVUPS 4896(SP), Y0
+	VMOVUPS 4672(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+152(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
-	VMOVUPS 4832(SP), Y1
+	VMOVUPS 4864(SP), Y1
 
 	// store tdError
 	MOVQ    tDError+160(FP), DX

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $64-64
+TEXT ·pass0AVX2(SB), $128-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -22,41 +22,35 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y1
-	VMOVUPS Y1, 256(BX)
+	VADDPS  256(BX), Y0, Y0
+	VMOVUPS Y0, 256(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS (DI)(SI*4), Y0
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 	MOVQ      advantage+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y1, Y5
+	VSUBPS  Y3, Y0, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
@@ -65,118 +59,108 @@ blocks_2:
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, (SP)
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMAXPS       lgc4<>+0(SB), Y5, Y0
+	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y0
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y0, Y0
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y0
+	VBLENDVPS    Y0, Y5, Y7, Y7
 
 	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc17<>+0(SB), Y7
+	VCMPPS  $0x1d, Y2, Y4, Y0
+	VANDPS  lgc1<>+0(SB), Y0, Y3
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc18<>+0(SB), Y9
+	VMINPS  Y7, Y3, Y3
+	VMOVUPS Y5, 64(SP)
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y8
+	VMAXPS Y7, Y5, Y5
 
 	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y1, Y9
-	VBLENDVPS Y9, Y7, Y8, Y1
+	VBLENDVPS Y0, Y3, Y5, Y0
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y0, Y4, Y0
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v25) over [B L]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
+	VADDPS  576(BX), Y0, Y0
+	VMOVUPS Y0, 576(BX)
+	VMOVUPS 64(SP), Y0
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y0, Y6, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v30 = where(mask, v29, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v30) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
-	VMOVUPS (SP), Y1
+	VADDPS  896(BX), Y3, Y3
+	VMOVUPS Y3, 896(BX)
+	VMOVUPS 32(SP), Y3
+	VMOVUPS (SP), Y4
 
 	// v33 = sub(v8, v6)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y4, Y3, Y3
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v34) over [B L]
-	VADDPS  1216(BX), Y1, Y3
-	VMOVUPS Y3, 1216(BX)
+	VADDPS  1216(BX), Y3, Y4
+	VMOVUPS Y4, 1216(BX)
 	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v38 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y5
 
 	// sum(v39) over [B L]
-	VADDPS  1536(BX), Y4, Y4
-	VMOVUPS Y4, 1536(BX)
+	VADDPS  1536(BX), Y5, Y5
+	VMOVUPS Y5, 1536(BX)
 
 	// v43 = mul(-0.01, v38)
-	VMULPS lgc20<>+0(SB), Y3, Y3
+	VMULPS lgc20<>+0(SB), Y4, Y4
 
 	// v44 = where(mask, v43, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y2
+	VBLENDVPS Y1, Y4, Y2, Y2
 
 	// sum(v44) over [B L]
 	VADDPS  1856(BX), Y2, Y2
@@ -184,10 +168,8 @@ blocks_2:
 	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v48 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y5, Y2, Y0
-	VMOVUPS   Y1, 32(SP)
+	VBLENDVPS Y1, Y0, Y2, Y0
+	VMOVUPS   Y3, 96(SP)
 
 	// logsumexp(v48) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
@@ -204,7 +186,7 @@ blocks_2:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -240,7 +222,7 @@ blocks_2:
 
 	// v52 = mul(2, v48)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS 32(SP), Y0
+	VMOVUPS 96(SP), Y0
 
 	// v59 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y1
@@ -249,7 +231,7 @@ blocks_2:
 
 	// v61 = lt(v59, 0.1)
 	VCMPPS  $0x11, Y2, Y1, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y3
 	VMOVUPS lgc26<>+0(SB), Y3
 
 	// v63 = max(v34, -0.1) tie=first
@@ -327,7 +309,7 @@ blocks_2:
 	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
 	VMULPS       Y3, Y3, Y6
 	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc0<>+0(SB), Y5, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y4, Y3
 	VPMAXSD      lgc15<>+0(SB), Y3, Y4
 	VPMINSD      lgc16<>+0(SB), Y4, Y4
@@ -342,24 +324,22 @@ blocks_2:
 	VBLENDVPS    Y3, Y0, Y5, Y5
 
 	// v93 = sub(v92, 1)
-	VSUBPS lgc0<>+0(SB), Y5, Y3
+	VSUBPS lgc1<>+0(SB), Y5, Y3
 
 	// v94 = sub(v93, v34)
 	VSUBPS Y0, Y3, Y0
 
 	// k3 = where(v61, v91, v94)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VBLENDVPS Y1, Y2, Y0, Y0
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VMOVUPS   lgc0<>+0(SB), Y1
 
 	// v96 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// sum(v96) over [B L]
 	VADDPS       2688(BX), Y0, Y0
@@ -377,7 +357,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -390,7 +370,7 @@ blocks_2:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -403,7 +383,7 @@ blocks_2:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -416,7 +396,7 @@ blocks_2:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -429,7 +409,7 @@ blocks_2:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y0, Y0
 	VMOVUPD      Y0, 1376(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -442,7 +422,7 @@ blocks_2:
 	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y0, Y0
 	VMOVUPD      Y0, 1696(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	VMOVUPS      2688(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -455,7 +435,7 @@ blocks_2:
 	VMOVUPD      Y2, 2496(DX)
 	VADDPD       2528(DX), Y0, Y0
 	VMOVUPD      Y0, 2528(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2688(DX)
 	VANDPS       2816(DX), Y1, Y1
 	VMOVUPS      Y1, 2816(DX)
@@ -476,7 +456,7 @@ noflush_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -489,7 +469,7 @@ noflush_3:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -502,7 +482,7 @@ noflush_3:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -515,7 +495,7 @@ noflush_3:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -528,7 +508,7 @@ noflush_3:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -541,7 +521,7 @@ noflush_3:
 	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	VMOVUPS      2688(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -554,7 +534,7 @@ noflush_3:
 	VMOVUPD      Y2, 2496(CX)
 	VADDPD       2528(CX), Y0, Y0
 	VMOVUPD      Y0, 2528(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2688(CX)
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
@@ -564,24 +544,24 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x3f800000
-DATA lgc0<>+4(SB)/4, $0x3f800000
-DATA lgc0<>+8(SB)/4, $0x3f800000
-DATA lgc0<>+12(SB)/4, $0x3f800000
-DATA lgc0<>+16(SB)/4, $0x3f800000
-DATA lgc0<>+20(SB)/4, $0x3f800000
-DATA lgc0<>+24(SB)/4, $0x3f800000
-DATA lgc0<>+28(SB)/4, $0x3f800000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/4, $0x3f800000
+DATA lgc1<>+4(SB)/4, $0x3f800000
+DATA lgc1<>+8(SB)/4, $0x3f800000
+DATA lgc1<>+12(SB)/4, $0x3f800000
+DATA lgc1<>+16(SB)/4, $0x3f800000
+DATA lgc1<>+20(SB)/4, $0x3f800000
+DATA lgc1<>+24(SB)/4, $0x3f800000
+DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
 DATA lgc2<>+0(SB)/4, $0xbe647fbe
@@ -940,7 +920,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v27 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
@@ -997,7 +977,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VFMADD213PS  lgc14<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -1010,19 +990,17 @@ TEXT ·pass1AVX2(SB), $64-136
 	VMULPS       Y5, Y8, Y8
 	VCMPPS       $0x03, Y7, Y7, Y5
 	VBLENDVPS    Y5, Y7, Y8, Y8
-	VMOVUPS      lgc1<>+0(SB), Y5
+	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v56 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y6
 
 	// v57 = div(v55, v27)
 	VDIVPS Y1, Y8, Y6
 
 	// ess = where(v56, v57, 0)
-	VMOVUPS      lgc1<>+0(SB), Y7
-	VCMPPS       $0x04, Y7, Y0, Y7
-	VBLENDVPS    Y7, Y6, Y5, Y0
+	VBLENDVPS    Y0, Y6, Y5, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
@@ -1096,12 +1074,12 @@ blocks_5:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v3) over [B L]
 	MOVQ         state+16(FP), BX
@@ -1120,7 +1098,7 @@ blocks_5:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
@@ -1141,7 +1119,7 @@ noflush_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VANDPS       384(CX), Y1, Y1
 	VMOVUPS      Y1, 384(CX)
@@ -1153,7 +1131,7 @@ noflush_6:
 
 // func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $448-88
+TEXT ·fbPass1AVX2(SB), $608-88
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -1168,31 +1146,27 @@ blocks_8:
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      logProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   (BX)(SI*4), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 	MOVQ      sampleLogProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 	MOVQ      advantage+32(FP), BX
 	VMOVUPS   (BX)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y1, Y5
+	VSUBPS  Y3, Y0, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
@@ -1201,129 +1175,119 @@ blocks_8:
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, (SP)
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMAXPS       lgc4<>+0(SB), Y5, Y0
+	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y0
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y0, Y0
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y0
+	VBLENDVPS    Y0, Y5, Y7, Y7
 
 	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc17<>+0(SB), Y7
+	VCMPPS  $0x1d, Y2, Y4, Y0
+	VANDPS  lgc1<>+0(SB), Y0, Y3
+	VMOVUPS lgc17<>+0(SB), Y8
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc18<>+0(SB), Y9
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS Y5, 64(SP)
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y9, Y9
-	VMOVUPS Y8, 32(SP)
+	VMAXPS  Y7, Y5, Y5
+	VMOVUPS Y7, 96(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y7, Y9, Y7
+	VBLENDVPS Y0, Y8, Y5, Y0
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y0, Y4, Y0
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y7, Y7
+	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v25 = where(mask, v24, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y0, Y8
-	VBLENDVPS Y8, Y7, Y2, Y7
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v25) over [B L]
 	MOVQ         state+40(FP), BX
-	VADDPS       704(BX), Y7, Y7
-	VMOVUPS      Y7, 704(BX)
+	VADDPS       704(BX), Y0, Y0
+	VMOVUPS      Y0, 704(BX)
 	MOVQ         numValid+48(FP), DI
 	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y7
-	VMOVUPS      lgc0<>+0(SB), Y8
+	VBROADCASTSS (DI)(R8*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y5
 
 	// v27 = max(numValid, 1)
-	VMAXPS Y7, Y8, Y7
+	VMAXPS  Y0, Y5, Y0
+	VMOVUPS 64(SP), Y5
 
 	// v29 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v30 = where(mask, v29, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y0, Y8
-	VBLENDVPS Y8, Y6, Y2, Y6
-	VMOVUPS   Y1, 64(SP)
+	VBLENDVPS Y1, Y6, Y2, Y6
+	VMOVUPS   Y3, 128(SP)
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y6, Y1
-	VMOVUPS Y1, 1024(BX)
-	VMOVUPS (SP), Y1
+	VADDPS  1024(BX), Y6, Y3
+	VMOVUPS Y3, 1024(BX)
+	VMOVUPS 32(SP), Y3
+	VMOVUPS (SP), Y6
 
 	// v33 = sub(v8, v6)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y6, Y3, Y3
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v34) over [B L]
-	VADDPS  1344(BX), Y1, Y3
-	VMOVUPS Y3, 1344(BX)
+	VADDPS  1344(BX), Y3, Y6
+	VMOVUPS Y6, 1344(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y6
 
 	// v38 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y3, Y2, Y3
+	VBLENDVPS Y1, Y6, Y2, Y6
 
 	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y3, Y2, Y6
-	VMOVUPS   Y4, 96(SP)
+	VBLENDVPS Y1, Y6, Y2, Y7
+	VMOVUPS   Y4, 160(SP)
 
 	// sum(v39) over [B L]
-	VADDPS  1664(BX), Y6, Y4
+	VADDPS  1664(BX), Y7, Y4
 	VMOVUPS Y4, 1664(BX)
 
 	// v43 = mul(-0.01, v38)
-	VMULPS lgc20<>+0(SB), Y3, Y3
+	VMULPS lgc20<>+0(SB), Y6, Y4
 
 	// v44 = where(mask, v43, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y2
+	VBLENDVPS Y1, Y4, Y2, Y2
 
 	// sum(v44) over [B L]
 	VADDPS  1984(BX), Y2, Y2
@@ -1331,64 +1295,62 @@ blocks_8:
 	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v48 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y5, Y2, Y0
-	VMOVUPS   Y7, 128(SP)
-	VMOVUPS   Y1, 160(SP)
+	VBLENDVPS Y1, Y5, Y2, Y1
+	VMOVUPS   Y0, 192(SP)
+	VMOVUPS   Y3, 224(SP)
 
 	// logsumexp(v48) over [B L]
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc4<>+0(SB), Y1, Y0
+	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y0
 	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       2304(BX), Y1, Y1
-	VMOVUPS      Y1, 2304(BX)
-	VCVTPS2PD    X3, Y1
+	VMULPS       Y0, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y0
+	VBLENDVPS    Y0, Y1, Y3, Y3
+	VCMPPS       $0x15, lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y1, Y2
+	VANDPS       Y2, Y0, Y0
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
+	VORPS        Y2, Y0, Y0
+	VANDPS       2304(BX), Y0, Y0
+	VMOVUPS      Y0, 2304(BX)
+	VCVTPS2PD    X3, Y0
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2112(BX), Y1, Y3
+	VADDPD       2112(BX), Y0, Y3
 	VMOVUPD      Y3, 2112(BX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       2432(BX), Y1, Y1
-	VMOVUPD      Y1, 2432(BX)
-	VADDPD       2144(BX), Y2, Y1
-	VMOVUPD      Y1, 2144(BX)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       2464(BX), Y1, Y1
-	VMOVUPD      Y1, 2464(BX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       2432(BX), Y0, Y0
+	VMOVUPD      Y0, 2432(BX)
+	VADDPD       2144(BX), Y2, Y0
+	VMOVUPD      Y0, 2144(BX)
+	VMULPD       Y2, Y2, Y0
+	VADDPD       2464(BX), Y0, Y0
+	VMOVUPD      Y0, 2464(BX)
 
 	// v52 = mul(2, v48)
-	VMULPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS 160(SP), Y0
+	VMULPS  lgc24<>+0(SB), Y1, Y0
+	VMOVUPS 224(SP), Y0
 
 	// v59 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y1
@@ -1397,7 +1359,7 @@ blocks_8:
 
 	// v61 = lt(v59, 0.1)
 	VCMPPS  $0x11, Y2, Y1, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y3
 	VMOVUPS lgc26<>+0(SB), Y3
 
 	// v63 = max(v34, -0.1) tie=first
@@ -1446,490 +1408,443 @@ blocks_8:
 	VMULPS Y9, Y2, Y10
 
 	// v86 = add(0.16666666666666666, v85)
-	VADDPS lgc34<>+0(SB), Y10, Y10
+	VADDPS  lgc34<>+0(SB), Y10, Y10
+	VMOVUPS Y3, 256(SP)
 
 	// v88 = mul(v64, v86)
-	VMULPS Y10, Y2, Y11
+	VMULPS Y10, Y2, Y3
 
 	// v89 = add(0.5, v88)
-	VADDPS  lgc14<>+0(SB), Y11, Y11
-	VMOVUPS Y3, 192(SP)
+	VADDPS  lgc14<>+0(SB), Y3, Y3
+	VMOVUPS Y4, 288(SP)
 
 	// v90 = mul(v64, v64)
-	VMULPS  Y2, Y2, Y3
-	VMOVUPS Y4, 224(SP)
+	VMULPS  Y2, Y2, Y4
+	VMOVUPS Y5, 320(SP)
 
 	// v91 = mul(v90, v89)
-	VMULPS  Y11, Y3, Y4
-	VMOVUPS Y5, 256(SP)
-	VMOVUPS Y6, 288(SP)
-	VMOVUPS Y7, 320(SP)
-	VMOVUPS Y8, 352(SP)
-	VMOVUPS Y9, 384(SP)
-	VMOVUPS Y10, 416(SP)
+	VMULPS  Y3, Y4, Y5
+	VMOVUPS Y6, 352(SP)
+	VMOVUPS Y7, 384(SP)
+	VMOVUPS Y8, 416(SP)
+	VMOVUPS Y9, 448(SP)
+	VMOVUPS Y10, 480(SP)
+	VMOVUPS Y2, 512(SP)
 
 	// v92 = exp(v34)
-	VMAXPS       lgc4<>+0(SB), Y0, Y5
-	VMINPS       lgc5<>+0(SB), Y5, Y5
-	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VMAXPS       lgc4<>+0(SB), Y0, Y2
+	VMINPS       lgc5<>+0(SB), Y2, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y2
 	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y8
+	VFMADD213PS  Y2, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
+	VPSUBD       Y6, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y5
-	VBLENDVPS    Y5, Y0, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VBLENDVPS    Y2, Y0, Y7, Y7
 
 	// v93 = sub(v92, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y7, Y2
 
 	// v94 = sub(v93, v34)
-	VSUBPS Y0, Y5, Y0
+	VSUBPS Y0, Y2, Y0
 
 	// k3 = where(v61, v91, v94)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y0, Y0
+	VBLENDVPS Y1, Y5, Y0, Y0
 	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y4
-	VCVTDQ2PS Y4, Y4
-	VMOVUPS   lgc1<>+0(SB), Y5
+	VPMOVZXBD (DI)(SI*1), Y2
+	VCVTDQ2PS Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v96 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y0, Y5, Y0
+	VBLENDVPS Y5, Y0, Y2, Y0
+	VMOVUPS   Y4, 544(SP)
 
 	// sum(v96) over [B L]
 	VADDPS  2816(BX), Y0, Y0
 	VMOVUPS Y0, 2816(BX)
 	VMOVUPS lgc37<>+0(SB), Y0
-	VMOVUPS 128(SP), Y6
+	VMOVUPS 192(SP), Y4
 
 	// v102 = div(0.01, v27)
-	VDIVPS Y6, Y0, Y0
+	VDIVPS Y4, Y0, Y0
 
 	// v103 = where(mask, v102, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y0, Y5, Y0
+	VBLENDVPS Y5, Y0, Y2, Y0
 
 	// v104 = where(v61, v103, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y0, Y5, Y4
+	VBLENDVPS Y1, Y0, Y2, Y4
 
 	// v105 = where(v61, 0, v103)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y5, Y0, Y0
+	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// v106 = neg(v105)
 	VXORPS lgc19<>+0(SB), Y0, Y1
 
 	// v107 = ne(v105, 0)
-	VCMPPS $0x04, Y5, Y0, Y8
-	VANDPS lgc0<>+0(SB), Y8, Y8
+	VCMPPS $0x04, Y2, Y0, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y6
 
 	// v108 = mul(v105, v92)
-	VMULPS Y7, Y0, Y7
+	VMULPS Y7, Y0, Y6
 
 	// v109 = where(v107, v108, v105)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y7, Y0, Y0
+	VBLENDVPS Y5, Y6, Y0, Y0
 
 	// v110 = add(v106, v109)
 	VADDPS Y0, Y1, Y0
 
 	// v111 = ne(v104, 0)
-	VCMPPS $0x04, Y5, Y4, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y2, Y4, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y5
 
 	// v112 = mul(v104, v89)
-	VMULPS Y11, Y4, Y7
-
-	// v113 = where(v111, v112, v104)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y7, Y4, Y7
-
-	// v114 = mul(v104, v90)
 	VMULPS Y3, Y4, Y3
 
+	// v113 = where(v111, v112, v104)
+	VBLENDVPS Y1, Y3, Y4, Y3
+	VMOVUPS   544(SP), Y5
+
+	// v114 = mul(v104, v90)
+	VMULPS Y5, Y4, Y5
+
 	// v115 = where(v111, v114, v104)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y3, Y4, Y1
+	VBLENDVPS Y1, Y5, Y4, Y1
 
 	// v116 = ne(v113, 0)
-	VCMPPS $0x04, Y5, Y7, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS  $0x04, Y2, Y3, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 512(SP), Y5
 
 	// v117 = mul(v113, v64)
-	VMULPS Y2, Y7, Y4
+	VMULPS Y5, Y3, Y6
 
 	// v118 = where(v116, v117, v113)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y4, Y7, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
 
 	// v119 = add(v118, v118)
 	VADDPS Y3, Y3, Y3
 
 	// v120 = ne(v115, 0)
-	VCMPPS  $0x04, Y5, Y1, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 416(SP), Y7
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 480(SP), Y6
 
 	// v121 = mul(v115, v86)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y6, Y1, Y6
 
 	// v122 = where(v120, v121, v115)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y1, Y7
+	VBLENDVPS Y4, Y6, Y1, Y6
 
 	// v123 = mul(v115, v64)
-	VMULPS Y2, Y1, Y8
+	VMULPS Y5, Y1, Y7
 
 	// v124 = where(v120, v123, v115)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y8, Y1, Y1
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v125 = add(v119, v122)
-	VADDPS Y7, Y3, Y3
+	VADDPS Y6, Y3, Y3
 
 	// v126 = ne(v124, 0)
-	VCMPPS  $0x04, Y5, Y1, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 384(SP), Y7
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 448(SP), Y6
 
 	// v127 = mul(v124, v83)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y6, Y1, Y6
 
 	// v128 = where(v126, v127, v124)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y1, Y7
+	VBLENDVPS Y4, Y6, Y1, Y6
 
 	// v129 = mul(v124, v64)
-	VMULPS Y2, Y1, Y8
+	VMULPS Y5, Y1, Y7
 
 	// v130 = where(v126, v129, v124)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y8, Y1, Y1
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v131 = add(v125, v128)
-	VADDPS Y7, Y3, Y3
+	VADDPS Y6, Y3, Y3
 
 	// v132 = ne(v130, 0)
-	VCMPPS  $0x04, Y5, Y1, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 352(SP), Y7
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 416(SP), Y6
 
 	// v133 = mul(v130, v80)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y6, Y1, Y6
 
 	// v134 = where(v132, v133, v130)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y1, Y7
+	VBLENDVPS Y4, Y6, Y1, Y6
 
 	// v135 = mul(v130, v64)
-	VMULPS Y2, Y1, Y8
+	VMULPS Y5, Y1, Y7
 
 	// v136 = where(v132, v135, v130)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y8, Y1, Y1
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v137 = add(v131, v134)
-	VADDPS Y7, Y3, Y3
+	VADDPS Y6, Y3, Y3
 
 	// v138 = ne(v136, 0)
-	VCMPPS  $0x04, Y5, Y1, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 320(SP), Y7
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 384(SP), Y6
 
 	// v139 = mul(v136, v77)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y6, Y1, Y6
 
 	// v140 = where(v138, v139, v136)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y1, Y7
+	VBLENDVPS Y4, Y6, Y1, Y6
 
 	// v141 = mul(v136, v64)
-	VMULPS Y2, Y1, Y8
+	VMULPS Y5, Y1, Y7
 
 	// v142 = where(v138, v141, v136)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y8, Y1, Y1
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v143 = add(v137, v140)
-	VADDPS Y7, Y3, Y3
+	VADDPS Y6, Y3, Y3
 
 	// v144 = ne(v142, 0)
-	VCMPPS  $0x04, Y5, Y1, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 288(SP), Y7
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 352(SP), Y6
 
 	// v145 = mul(v142, v74)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y6, Y1, Y6
 
 	// v146 = where(v144, v145, v142)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y1, Y7
+	VBLENDVPS Y4, Y6, Y1, Y6
 
 	// v147 = mul(v142, v64)
-	VMULPS Y2, Y1, Y8
+	VMULPS Y5, Y1, Y7
 
 	// v148 = where(v144, v147, v142)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y8, Y1, Y1
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v149 = add(v143, v146)
-	VADDPS Y7, Y3, Y3
+	VADDPS Y6, Y3, Y3
 
 	// v150 = ne(v148, 0)
-	VCMPPS  $0x04, Y5, Y1, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 256(SP), Y7
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 320(SP), Y6
 
 	// v151 = mul(v148, v71)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y6, Y1, Y6
 
 	// v152 = where(v150, v151, v148)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y1, Y7
+	VBLENDVPS Y4, Y6, Y1, Y6
 
 	// v153 = mul(v148, v64)
-	VMULPS Y2, Y1, Y8
+	VMULPS Y5, Y1, Y7
 
 	// v154 = where(v150, v153, v148)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y8, Y1, Y1
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v155 = add(v149, v152)
-	VADDPS Y7, Y3, Y3
+	VADDPS Y6, Y3, Y3
 
 	// v156 = ne(v154, 0)
-	VCMPPS  $0x04, Y5, Y1, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 224(SP), Y7
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 288(SP), Y6
 
 	// v157 = mul(v154, v68)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y6, Y1, Y6
 
 	// v158 = where(v156, v157, v154)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y1, Y7
+	VBLENDVPS Y4, Y6, Y1, Y6
 
 	// v159 = mul(v154, v64)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y5, Y1, Y5
 
 	// v160 = where(v156, v159, v154)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y2, Y1, Y1
+	VBLENDVPS Y4, Y5, Y1, Y1
 
 	// v161 = add(v155, v158)
-	VADDPS Y7, Y3, Y2
+	VADDPS Y6, Y3, Y3
 
 	// v162 = mul(v160, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y1, Y1
 
 	// v163 = add(v161, v162)
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS 192(SP), Y2
-	VMOVUPS lgc25<>+0(SB), Y3
+	VADDPS  Y1, Y3, Y1
+	VMOVUPS 256(SP), Y3
+	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v164 = le(v63, 0.1)
-	VCMPPS $0x12, Y3, Y2, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS $0x12, Y4, Y3, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v165 = ne(v63, v63)
-	VCMPPS $0x04, Y2, Y2, Y2
-	VANDPS lgc0<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y3, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v166 = max(v164, v165)
-	VXORPS lgc19<>+0(SB), Y3, Y3
-	VXORPS lgc19<>+0(SB), Y2, Y2
-	VMINPS Y3, Y2, Y4
-	VMINPS Y2, Y3, Y2
-	VORPS  Y4, Y2, Y2
-	VXORPS lgc19<>+0(SB), Y2, Y2
+	VXORPS  lgc19<>+0(SB), Y4, Y4
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMINPS  Y4, Y3, Y5
+	VMINPS  Y3, Y4, Y3
+	VORPS   Y5, Y3, Y3
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y3, Y4
 
 	// v167 = where(v166, v163, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y1, Y5, Y1
-	VMOVUPS   160(SP), Y2
-	VMOVUPS   lgc26<>+0(SB), Y3
+	VBLENDVPS Y4, Y1, Y2, Y1
+	VMOVUPS   224(SP), Y3
+	VMOVUPS   lgc26<>+0(SB), Y4
 
 	// v168 = ge(v34, -0.1)
-	VCMPPS $0x1d, Y3, Y2, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS $0x1d, Y4, Y3, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v169 = ne(v34, v34)
-	VCMPPS $0x04, Y2, Y2, Y2
-	VANDPS lgc0<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y3, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v170 = max(v168, v169)
-	VXORPS lgc19<>+0(SB), Y3, Y3
-	VXORPS lgc19<>+0(SB), Y2, Y2
-	VMINPS Y3, Y2, Y4
-	VMINPS Y2, Y3, Y2
-	VORPS  Y4, Y2, Y2
-	VXORPS lgc19<>+0(SB), Y2, Y2
+	VXORPS  lgc19<>+0(SB), Y4, Y4
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMINPS  Y4, Y3, Y5
+	VMINPS  Y3, Y4, Y3
+	VORPS   Y5, Y3, Y3
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y3, Y4
 
 	// v171 = where(v170, v167, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y1, Y5, Y1
+	VBLENDVPS Y4, Y1, Y2, Y1
 
 	// v172 = add(v110, v171)
 	VADDPS  Y1, Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS 192(SP), Y3
 
 	// v173 = div(1, v27)
-	VDIVPS    Y6, Y1, Y1
+	VDIVPS    Y3, Y1, Y1
 	MOVQ      mask+8(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
+	VPMOVZXBD (BX)(SI*1), Y3
+	VCVTDQ2PS Y3, Y3
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
 
 	// v174 = where(mask, v173, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y1, Y5, Y1
+	VBLENDVPS Y4, Y1, Y2, Y1
 
 	// v175 = mul(v174, -0.01)
 	VMULPS lgc20<>+0(SB), Y1, Y3
 
 	// gradEntropy = where(mask, v175, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y5, Y3
+	VBLENDVPS Y4, Y3, Y2, Y3
 
 	// v177 = where(mask, v172, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y0, Y5, Y0
+	VBLENDVPS Y4, Y0, Y2, Y0
 
 	// v178 = neg(v177)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v179 = neg(v174)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS 96(SP), Y4
+	VMOVUPS 160(SP), Y5
 
 	// v180 = mul(v179, v10)
-	VMULPS  Y4, Y1, Y1
-	VMOVUPS 64(SP), Y4
+	VMULPS  Y5, Y1, Y1
+	VMOVUPS 128(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v181 = where(v17, v180, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y1, Y5, Y6
+	VBLENDVPS Y6, Y1, Y2, Y5
 
 	// v182 = where(v17, 0, v180)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y5, Y1, Y1
-	VMOVUPS   32(SP), Y4
+	VBLENDVPS Y6, Y2, Y1, Y1
+	VMOVUPS   96(SP), Y6
 	VMOVUPS   lgc18<>+0(SB), Y7
 
 	// v183 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y4, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y7, Y6, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v184 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y8
-	VANDPS lgc0<>+0(SB), Y8, Y8
+	VCMPPS  $0x04, Y6, Y6, Y8
+	VANDPS  lgc1<>+0(SB), Y8, Y8
+	VMOVUPS Y3, 576(SP)
 
 	// v185 = max(v183, v184)
-	VXORPS lgc19<>+0(SB), Y7, Y7
-	VXORPS lgc19<>+0(SB), Y8, Y10
-	VMINPS Y7, Y10, Y9
-	VMINPS Y10, Y7, Y7
-	VORPS  Y9, Y7, Y7
-	VXORPS lgc19<>+0(SB), Y7, Y7
+	VXORPS  lgc19<>+0(SB), Y7, Y3
+	VXORPS  lgc19<>+0(SB), Y8, Y9
+	VMINPS  Y3, Y9, Y7
+	VMINPS  Y9, Y3, Y3
+	VORPS   Y7, Y3, Y3
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y3, Y7
 
 	// v186 = where(v185, v182, 0)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y1, Y5, Y1
-	VMOVUPS   lgc17<>+0(SB), Y7
+	VBLENDVPS Y7, Y1, Y2, Y1
+	VMOVUPS   lgc17<>+0(SB), Y3
 
 	// v187 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y7, Y4, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y3, Y6, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v188 = max(v187, v184)
-	VXORPS lgc19<>+0(SB), Y7, Y7
-	VXORPS lgc19<>+0(SB), Y8, Y8
-	VMINPS Y7, Y8, Y9
-	VMINPS Y8, Y7, Y7
-	VORPS  Y9, Y7, Y7
-	VXORPS lgc19<>+0(SB), Y7, Y7
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VXORPS  lgc19<>+0(SB), Y8, Y7
+	VMINPS  Y3, Y7, Y8
+	VMINPS  Y7, Y3, Y3
+	VORPS   Y8, Y3, Y3
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y3, Y7
 
 	// v189 = where(v188, v181, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
-	VBLENDVPS Y8, Y6, Y5, Y6
+	VBLENDVPS Y7, Y5, Y2, Y3
 
 	// v190 = add(v186, v189)
-	VADDPS Y6, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v191 = ne(v190, 0)
-	VCMPPS $0x04, Y5, Y1, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y2, Y1, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y5
 
 	// v192 = mul(v190, ratio)
-	VMULPS Y4, Y1, Y4
+	VMULPS Y6, Y1, Y5
 
 	// v193 = where(v191, v192, v190)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y4, Y1, Y1
+	VBLENDVPS Y3, Y5, Y1, Y1
 
 	// v194 = add(v178, v193)
 	VADDPS Y1, Y0, Y0
 
 	// gradLogProb = where(mask, v194, 0)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y2, Y1
-	VBLENDVPS Y1, Y0, Y5, Y0
+	VBLENDVPS Y4, Y0, Y2, Y0
+	VMOVUPS   576(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+72(FP), BX
@@ -1947,7 +1862,7 @@ blocks_8:
 	VMOVUPD      Y2, 512(DX)
 	VADDPD       544(DX), Y0, Y0
 	VMOVUPD      Y0, 544(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -1960,7 +1875,7 @@ blocks_8:
 	VMOVUPD      Y2, 832(DX)
 	VADDPD       864(DX), Y0, Y0
 	VMOVUPD      Y0, 864(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -1973,7 +1888,7 @@ blocks_8:
 	VMOVUPD      Y2, 1152(DX)
 	VADDPD       1184(DX), Y0, Y0
 	VMOVUPD      Y0, 1184(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -1986,7 +1901,7 @@ blocks_8:
 	VMOVUPD      Y2, 1472(DX)
 	VADDPD       1504(DX), Y0, Y0
 	VMOVUPD      Y0, 1504(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -1999,7 +1914,7 @@ blocks_8:
 	VMOVUPD      Y2, 1792(DX)
 	VADDPD       1824(DX), Y0, Y0
 	VMOVUPD      Y0, 1824(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(DX)
 	VMOVUPS      2816(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -2012,7 +1927,7 @@ blocks_8:
 	VMOVUPD      Y2, 2624(DX)
 	VADDPD       2656(DX), Y0, Y0
 	VMOVUPD      Y0, 2656(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2816(DX)
 	VANDPS       2944(DX), Y1, Y1
 	VMOVUPS      Y1, 2944(DX)
@@ -2033,7 +1948,7 @@ noflush_9:
 	VMOVUPD      Y2, 512(CX)
 	VADDPD       544(CX), Y0, Y0
 	VMOVUPD      Y0, 544(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -2046,7 +1961,7 @@ noflush_9:
 	VMOVUPD      Y2, 832(CX)
 	VADDPD       864(CX), Y0, Y0
 	VMOVUPD      Y0, 864(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -2059,7 +1974,7 @@ noflush_9:
 	VMOVUPD      Y2, 1152(CX)
 	VADDPD       1184(CX), Y0, Y0
 	VMOVUPD      Y0, 1184(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -2072,7 +1987,7 @@ noflush_9:
 	VMOVUPD      Y2, 1472(CX)
 	VADDPD       1504(CX), Y0, Y0
 	VMOVUPD      Y0, 1504(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -2085,7 +2000,7 @@ noflush_9:
 	VMOVUPD      Y2, 1792(CX)
 	VADDPD       1824(CX), Y0, Y0
 	VMOVUPD      Y0, 1824(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(CX)
 	VMOVUPS      2816(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
@@ -2098,7 +2013,7 @@ noflush_9:
 	VMOVUPD      Y2, 2624(CX)
 	VADDPD       2656(CX), Y0, Y0
 	VMOVUPD      Y0, 2656(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2816(CX)
 	VANDPS       2944(CX), Y1, Y1
 	VMOVUPS      Y1, 2944(CX)
@@ -2114,7 +2029,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v27 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
@@ -2171,7 +2086,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VFMADD213PS  lgc14<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -2184,19 +2099,17 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VMULPS       Y5, Y8, Y8
 	VCMPPS       $0x03, Y7, Y7, Y5
 	VBLENDVPS    Y5, Y7, Y8, Y8
-	VMOVUPS      lgc1<>+0(SB), Y5
+	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v56 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y6
 
 	// v57 = div(v55, v27)
 	VDIVPS Y1, Y8, Y6
 
 	// ess = where(v56, v57, 0)
-	VMOVUPS      lgc1<>+0(SB), Y7
-	VCMPPS       $0x04, Y7, Y0, Y7
-	VBLENDVPS    Y7, Y6, Y5, Y0
+	VBLENDVPS    Y0, Y6, Y5, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
@@ -2268,7 +2181,7 @@ bulk_10:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -2309,12 +2222,12 @@ bulk_12:
 	VPAND        lgc40<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc41<>+0(SB), Y2, Y1
-	VPOR         lgc0<>+0(SB), Y1, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc42<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc0<>+0(SB), Y1, Y1
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc43<>+0(SB), Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
@@ -2332,9 +2245,9 @@ bulk_12:
 	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
@@ -2520,7 +2433,7 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc0<>+0(SB), Y0, Y1
+	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc38<>+0(SB), Y1, Y2
 	VMULPS       lgc39<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -2529,12 +2442,12 @@ bulk_14:
 	VPAND        lgc40<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc41<>+0(SB), Y3, Y2
-	VPOR         lgc0<>+0(SB), Y2, Y2
+	VPOR         lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc42<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc0<>+0(SB), Y2, Y2
+	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc43<>+0(SB), Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
@@ -2552,21 +2465,21 @@ bulk_14:
 	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc53<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc0<>+0(SB), Y1, Y2
+	VSUBPS       lgc1<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, Y0, Y2, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2

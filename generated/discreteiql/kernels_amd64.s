@@ -424,14 +424,12 @@ inner_A_5:
 
 	// v39 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y2, Y1, Y2
-	VANDPD  lgc1<>+0(SB), Y2, Y2
+	VANDPD  lgc1<>+0(SB), Y2, Y4
 	VMOVUPD lgc28<>+0(SB), Y4
 	VMOVUPD lgc29<>+0(SB), Y6
 
 	// v42 = where(v39, 0.9, 0.1)
-	VMOVUPD   lgc4<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y2, Y7
-	VBLENDVPD Y7, Y4, Y6, Y2
+	VBLENDVPD Y2, Y4, Y6, Y2
 
 	// v43 = mul(valueDiff, valueDiff)
 	VMULPD Y1, Y1, Y1
@@ -1081,14 +1079,12 @@ inner_A_10:
 
 	// v39 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y4, Y1, Y6
-	VANDPD  lgc1<>+0(SB), Y6, Y6
+	VANDPD  lgc1<>+0(SB), Y6, Y7
 	VMOVUPD lgc28<>+0(SB), Y7
 	VMOVUPD lgc29<>+0(SB), Y8
 
 	// v42 = where(v39, 0.9, 0.1)
-	VMOVUPD   lgc4<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y6, Y9
-	VBLENDVPD Y9, Y7, Y8, Y6
+	VBLENDVPD Y6, Y7, Y8, Y6
 
 	// v43 = mul(valueDiff, valueDiff)
 	VMULPD Y1, Y1, Y7
@@ -1115,15 +1111,13 @@ inner_A_10:
 
 	// v53 = ne(v52, 0)
 	VCMPPD $0x04, Y4, Y5, Y4
-	VANDPD lgc1<>+0(SB), Y4, Y4
+	VANDPD lgc1<>+0(SB), Y4, Y6
 
 	// v54 = mul(v52, valueDiff)
 	VMULPD Y1, Y5, Y1
 
 	// v55 = where(v53, v54, v52)
-	VMOVUPD   lgc4<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y4, Y6
-	VBLENDVPD Y6, Y1, Y5, Y1
+	VBLENDVPD Y4, Y1, Y5, Y1
 
 	// v56 = add(v55, v55)
 	VADDPD Y1, Y1, Y1

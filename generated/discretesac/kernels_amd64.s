@@ -188,7 +188,7 @@ GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $1536-104
+TEXT ·pass1AVX2(SB), $1568-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -610,13 +610,11 @@ inner_A_4:
 
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y5, Y1, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y5
+	VANDPS  lgc11<>+0(SB), Y5, Y6
 	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v14 = where(v12, 1e-08, v10)
-	VMOVUPS   lgc17<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y1, Y5
+	VBLENDVPS Y5, Y6, Y1, Y5
 	VMOVUPS   Y1, 1216(SP)
 
 	// v15 = log(v14)
@@ -801,7 +799,7 @@ inner_Q_6:
 
 	// v37 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v38 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y6, Y8
@@ -810,19 +808,19 @@ inner_Q_6:
 	VMULPS Y6, Y8, Y8
 
 	// v40 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y6, Y9
+	VSUBPS  lgc10<>+0(SB), Y6, Y9
+	VMOVUPS Y6, 1312(SP)
 
 	// smoothL1 = where(v37, v39, v40)
-	VMOVUPS   lgc17<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y8, Y9, Y7
+	VBLENDVPS Y7, Y8, Y9, Y6
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X7, Y8
-	VEXTRACTF128 $0x01, Y7, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       Y2, Y8, Y2
-	VADDPD       Y3, Y7, Y3
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y2, Y7, Y2
+	VADDPD       Y3, Y6, Y3
+	VMOVUPS      1312(SP), Y6
 
 	// reduce_max(absDiff) over [Q]
 	VXORPS lgc16<>+0(SB), Y1, Y1
@@ -849,7 +847,7 @@ inner_Q_6:
 	// finish v45
 	VMOVUPS Y4, Y2
 	VMOVUPS lgc17<>+0(SB), Y3
-	VMOVUPS Y0, 1312(SP)
+	VMOVUPS Y0, 1344(SP)
 	XORQ    DI, DI
 
 inner_A_7:
@@ -943,8 +941,8 @@ inner_A_7:
 	VMOVUPD      lgc18<>+0(SB), Y4
 	VMOVUPD      lgc18<>+0(SB), Y5
 	VMOVUPD      lgc18<>+0(SB), Y7
-	VMOVUPS      Y0, 1344(SP)
-	VMOVUPS      Y6, 1376(SP)
+	VMOVUPS      Y0, 1376(SP)
+	VMOVUPS      Y6, 1408(SP)
 	XORQ         DI, DI
 
 inner_A_8:
@@ -984,18 +982,18 @@ inner_A_8:
 	VMULPS       Y6, Y9, Y9
 	VCMPPS       $0x03, Y0, Y0, Y6
 	VBLENDVPS    Y6, Y0, Y9, Y9
-	VMOVUPS      1344(SP), Y6
+	VMOVUPS      1376(SP), Y6
 
 	// v50 = div(v48, v49)
 	VDIVPS  Y6, Y9, Y6
-	VMOVUPS 1376(SP), Y8
+	VMOVUPS 1408(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y0, Y0
 	VMOVUPS lgc35<>+0(SB), Y8
-	VMOVUPS Y8, 1408(SP)
-	VMOVUPS Y6, 1472(SP)
-	VMOVUPS Y0, 1504(SP)
+	VMOVUPS Y8, 1440(SP)
+	VMOVUPS Y6, 1504(SP)
+	VMOVUPS Y0, 1536(SP)
 	XORQ    R8, R8
 
 inner_Q_9:
@@ -1007,26 +1005,26 @@ inner_Q_9:
 	VMOVUPS 768(SP)(R9*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 1408(SP), Y6
+	VMOVUPS 1440(SP), Y6
 	VMINPS  Y6, Y0, Y8
 	VMINPS  Y0, Y6, Y6
 	VORPS   Y8, Y6, Y6
-	VMOVUPS Y6, 1408(SP)
+	VMOVUPS Y6, 1440(SP)
 	INCQ    R8
 	CMPQ    R8, $+2
 	JL      inner_Q_9
 
 	// finish minQ
-	VMOVUPS 1408(SP), Y0
+	VMOVUPS 1440(SP), Y0
 	VMOVUPS 1152(SP), Y6
-	VMOVUPS 1504(SP), Y8
+	VMOVUPS 1536(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y8, Y6, Y6
 
 	// v56 = sub(v55, minQ)
 	VSUBPS  Y0, Y6, Y0
-	VMOVUPS 1472(SP), Y6
+	VMOVUPS 1504(SP), Y6
 
 	// v57 = mul(v50, v56)
 	VMULPS Y0, Y6, Y0
@@ -1037,7 +1035,7 @@ inner_Q_9:
 	VCVTPS2PD    X0, Y0
 	VADDPD       Y5, Y6, Y5
 	VADDPD       Y7, Y0, Y7
-	VMOVUPS      1472(SP), Y0
+	VMOVUPS      1504(SP), Y0
 
 	// v60 = mul(v50, logSoftmax)
 	VMULPS Y8, Y0, Y0
@@ -1096,7 +1094,7 @@ inner_Q_9:
 
 	// finish v70
 	VMOVUPS Y1, Y0
-	VMOVUPS 1312(SP), Y1
+	VMOVUPS 1344(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
@@ -1568,7 +1566,7 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32, gradLogits *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $2464-120
+TEXT ·fbPass1AVX2(SB), $2688-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -1990,13 +1988,11 @@ inner_A_14:
 
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y5, Y1, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y5
+	VANDPS  lgc11<>+0(SB), Y5, Y6
 	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v14 = where(v12, 1e-08, v10)
-	VMOVUPS   lgc17<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y1, Y5
+	VBLENDVPS Y5, Y6, Y1, Y5
 	VMOVUPS   Y1, 1792(SP)
 
 	// v15 = log(v14)
@@ -2181,7 +2177,7 @@ inner_Q_16:
 
 	// v37 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v38 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y6, Y8
@@ -2190,19 +2186,19 @@ inner_Q_16:
 	VMULPS Y6, Y8, Y8
 
 	// v40 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y6, Y9
+	VSUBPS  lgc10<>+0(SB), Y6, Y9
+	VMOVUPS Y6, 1888(SP)
 
 	// smoothL1 = where(v37, v39, v40)
-	VMOVUPS   lgc17<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y8, Y9, Y7
+	VBLENDVPS Y7, Y8, Y9, Y6
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X7, Y8
-	VEXTRACTF128 $0x01, Y7, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       Y2, Y8, Y2
-	VADDPD       Y3, Y7, Y3
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y2, Y7, Y2
+	VADDPD       Y3, Y6, Y3
+	VMOVUPS      1888(SP), Y6
 
 	// reduce_max(absDiff) over [Q]
 	VXORPS lgc16<>+0(SB), Y1, Y1
@@ -2229,7 +2225,7 @@ inner_Q_16:
 	// finish v45
 	VMOVUPS Y4, Y2
 	VMOVUPS lgc17<>+0(SB), Y3
-	VMOVUPS Y0, 1888(SP)
+	VMOVUPS Y0, 1920(SP)
 	XORQ    R9, R9
 
 inner_A_17:
@@ -2323,8 +2319,8 @@ inner_A_17:
 	VMOVUPD      lgc18<>+0(SB), Y4
 	VMOVUPD      lgc18<>+0(SB), Y5
 	VMOVUPD      lgc18<>+0(SB), Y7
-	VMOVUPS      Y0, 1920(SP)
-	VMOVUPS      Y6, 1952(SP)
+	VMOVUPS      Y0, 1952(SP)
+	VMOVUPS      Y6, 1984(SP)
 	XORQ         R9, R9
 
 inner_A_18:
@@ -2364,18 +2360,18 @@ inner_A_18:
 	VMULPS       Y6, Y9, Y9
 	VCMPPS       $0x03, Y0, Y0, Y6
 	VBLENDVPS    Y6, Y0, Y9, Y9
-	VMOVUPS      1920(SP), Y6
+	VMOVUPS      1952(SP), Y6
 
 	// v50 = div(v48, v49)
 	VDIVPS  Y6, Y9, Y6
-	VMOVUPS 1952(SP), Y8
+	VMOVUPS 1984(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y0, Y0
 	VMOVUPS lgc35<>+0(SB), Y8
-	VMOVUPS Y8, 1984(SP)
-	VMOVUPS Y6, 2048(SP)
-	VMOVUPS Y0, 2080(SP)
+	VMOVUPS Y8, 2016(SP)
+	VMOVUPS Y6, 2080(SP)
+	VMOVUPS Y0, 2112(SP)
 	XORQ    R10, R10
 
 inner_Q_19:
@@ -2387,26 +2383,26 @@ inner_Q_19:
 	VMOVUPS 768(SP)(R11*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 1984(SP), Y6
+	VMOVUPS 2016(SP), Y6
 	VMINPS  Y6, Y0, Y8
 	VMINPS  Y0, Y6, Y6
 	VORPS   Y8, Y6, Y6
-	VMOVUPS Y6, 1984(SP)
+	VMOVUPS Y6, 2016(SP)
 	INCQ    R10
 	CMPQ    R10, $+2
 	JL      inner_Q_19
 
 	// finish minQ
-	VMOVUPS 1984(SP), Y0
+	VMOVUPS 2016(SP), Y0
 	VMOVUPS 1728(SP), Y6
-	VMOVUPS 2080(SP), Y8
+	VMOVUPS 2112(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y8, Y6, Y6
 
 	// v56 = sub(v55, minQ)
 	VSUBPS  Y0, Y6, Y0
-	VMOVUPS 2048(SP), Y6
+	VMOVUPS 2080(SP), Y6
 
 	// v57 = mul(v50, v56)
 	VMULPS Y0, Y6, Y0
@@ -2417,7 +2413,7 @@ inner_Q_19:
 	VCVTPS2PD    X0, Y0
 	VADDPD       Y5, Y6, Y5
 	VADDPD       Y7, Y0, Y7
-	VMOVUPS      2048(SP), Y0
+	VMOVUPS      2080(SP), Y0
 
 	// v60 = mul(v50, logSoftmax)
 	VMULPS Y8, Y0, Y0
@@ -2487,7 +2483,7 @@ inner_Q_19:
 	VMOVUPD lgc18<>+0(SB), Y3
 	VMOVUPD lgc18<>+0(SB), Y4
 	VMOVUPD lgc18<>+0(SB), Y5
-	VMOVUPS Y0, 2112(SP)
+	VMOVUPS Y0, 2144(SP)
 	VMOVUPS lgc17<>+0(SB), Y0
 	XORQ    DX, DX
 
@@ -2528,18 +2524,18 @@ inner_A_20:
 	VMULPS       Y7, Y9, Y9
 	VCMPPS       $0x03, Y6, Y6, Y7
 	VBLENDVPS    Y7, Y6, Y9, Y9
-	VMOVUPS      1920(SP), Y7
+	VMOVUPS      1952(SP), Y7
 
 	// v50 = div(v48, v49)
 	VDIVPS  Y7, Y9, Y7
-	VMOVUPS 1952(SP), Y8
+	VMOVUPS 1984(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y6, Y6
 	VMOVUPS lgc35<>+0(SB), Y8
-	VMOVUPS Y8, 1984(SP)
-	VMOVUPS Y7, 2144(SP)
-	VMOVUPS Y6, 2176(SP)
+	VMOVUPS Y8, 2016(SP)
+	VMOVUPS Y7, 2176(SP)
+	VMOVUPS Y6, 2208(SP)
 	XORQ    DI, DI
 
 inner_Q_21:
@@ -2551,19 +2547,19 @@ inner_Q_21:
 	VMOVUPS 768(SP)(R9*1), Y6
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 1984(SP), Y7
+	VMOVUPS 2016(SP), Y7
 	VMINPS  Y7, Y6, Y8
 	VMINPS  Y6, Y7, Y7
 	VORPS   Y8, Y7, Y7
-	VMOVUPS Y7, 1984(SP)
+	VMOVUPS Y7, 2016(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
 	JL      inner_Q_21
 
 	// finish minQ
-	VMOVUPS 1984(SP), Y6
+	VMOVUPS 2016(SP), Y6
 	VMOVUPS 1728(SP), Y7
-	VMOVUPS 2176(SP), Y8
+	VMOVUPS 2208(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y8, Y7, Y8
@@ -2573,52 +2569,50 @@ inner_Q_21:
 
 	// v76 = mul(0.00390625, v56)
 	VMULPS  lgc45<>+0(SB), Y6, Y6
-	VMOVUPS 2144(SP), Y8
+	VMOVUPS 2176(SP), Y8
 
 	// v77 = mul(0.00390625, v50)
 	VMULPS lgc45<>+0(SB), Y8, Y8
 
 	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y0, Y8, Y9
-	VANDPS lgc11<>+0(SB), Y9, Y9
+	VANDPS lgc11<>+0(SB), Y9, Y10
 
 	// v79 = mul(v77, v1)
-	VMULPS Y7, Y8, Y7
+	VMULPS  Y7, Y8, Y7
+	VMOVUPS Y6, 2240(SP)
 
 	// v80 = where(v78, v79, v77)
-	VMOVUPS   lgc17<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y7, Y8, Y7
+	VBLENDVPS Y9, Y7, Y8, Y6
 
 	// v81 = neg(v80)
-	VXORPS lgc16<>+0(SB), Y7, Y7
+	VXORPS lgc16<>+0(SB), Y6, Y6
 
 	// sum(v81) over [A]
-	VCVTPS2PD    X7, Y8
-	VEXTRACTF128 $0x01, Y7, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       Y1, Y8, Y1
-	VADDPD       Y3, Y7, Y3
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y1, Y7, Y1
+	VADDPD       Y3, Y6, Y3
+	VMOVUPS      2240(SP), Y6
 
 	// v89 = neg(v76)
 	VXORPS  lgc16<>+0(SB), Y6, Y6
-	VMOVUPS 2144(SP), Y7
-	VMOVUPS 1920(SP), Y8
+	VMOVUPS 2176(SP), Y7
+	VMOVUPS 1952(SP), Y8
 
 	// v90 = div(v50, v49)
 	VDIVPS Y8, Y7, Y7
 
 	// v91 = ne(v89, 0)
 	VCMPPS $0x04, Y0, Y6, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y9
 
 	// v92 = mul(v89, v90)
 	VMULPS Y7, Y6, Y7
 
 	// v93 = where(v91, v92, v89)
-	VMOVUPS   lgc17<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y7, Y6, Y6
+	VBLENDVPS Y8, Y7, Y6, Y6
 
 	// sum(v93) over [A]
 	VCVTPS2PD    X6, Y7
@@ -2638,16 +2632,14 @@ inner_Q_21:
 
 	// v83 = ne(v82, 0)
 	VCMPPS  $0x04, Y0, Y1, Y3
-	VANDPS  lgc11<>+0(SB), Y3, Y3
-	VMOVUPS 1920(SP), Y6
+	VANDPS  lgc11<>+0(SB), Y3, Y6
+	VMOVUPS 1952(SP), Y6
 
 	// v84 = div(v82, v49)
 	VDIVPS Y6, Y1, Y7
 
 	// v85 = where(v83, v84, v82)
-	VMOVUPS   lgc17<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y7, Y1, Y1
+	VBLENDVPS Y3, Y7, Y1, Y1
 
 	// finish v94
 	VMOVUPD     Y4, Y3
@@ -2701,14 +2693,14 @@ inner_A_22:
 
 	// v50 = div(v48, v49)
 	VDIVPS  Y6, Y7, Y4
-	VMOVUPS 1952(SP), Y5
+	VMOVUPS 1984(SP), Y5
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y5, Y3, Y3
 	VMOVUPS lgc35<>+0(SB), Y5
-	VMOVUPS Y7, 2208(SP)
-	VMOVUPS Y4, 2240(SP)
-	VMOVUPS Y3, 2272(SP)
+	VMOVUPS Y7, 2272(SP)
+	VMOVUPS Y4, 2304(SP)
+	VMOVUPS Y3, 2336(SP)
 	XORQ    R9, R9
 
 inner_Q_23:
@@ -2730,7 +2722,7 @@ inner_Q_23:
 	// finish minQ
 	VMOVUPS Y5, Y3
 	VMOVUPS 1728(SP), Y4
-	VMOVUPS 2272(SP), Y5
+	VMOVUPS 2336(SP), Y5
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y5, Y4, Y5
@@ -2740,50 +2732,44 @@ inner_Q_23:
 
 	// v76 = mul(0.00390625, v56)
 	VMULPS  lgc45<>+0(SB), Y3, Y3
-	VMOVUPS 2240(SP), Y5
+	VMOVUPS 2304(SP), Y5
 
 	// v77 = mul(0.00390625, v50)
 	VMULPS lgc45<>+0(SB), Y5, Y5
 
 	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y0, Y5, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v79 = mul(v77, v1)
 	VMULPS Y4, Y5, Y4
 
 	// v80 = where(v78, v79, v77)
-	VMOVUPS   lgc17<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
-	VBLENDVPS Y8, Y4, Y5, Y4
+	VBLENDVPS Y7, Y4, Y5, Y4
 
 	// v86 = ne(v76, 0)
 	VCMPPS $0x04, Y0, Y3, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y5
+	VANDPS lgc11<>+0(SB), Y5, Y7
 
 	// v87 = div(v76, v49)
 	VDIVPS Y6, Y3, Y7
 
 	// v88 = where(v86, v87, v76)
-	VMOVUPS   lgc17<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y7, Y3, Y3
+	VBLENDVPS Y5, Y7, Y3, Y3
 
 	// v96 = add(v88, v95)
 	VADDPS Y1, Y3, Y3
 
 	// v97 = ne(v96, 0)
 	VCMPPS  $0x04, Y0, Y3, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y5
-	VMOVUPS 2208(SP), Y7
+	VANDPS  lgc11<>+0(SB), Y5, Y7
+	VMOVUPS 2272(SP), Y7
 
 	// v98 = mul(v96, v48)
 	VMULPS Y7, Y3, Y7
 
 	// v99 = where(v97, v98, v96)
-	VMOVUPS   lgc17<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y7, Y3, Y3
+	VBLENDVPS Y5, Y7, Y3, Y3
 
 	// gradLogits = add(v80, v99)
 	VADDPS Y3, Y4, Y3
@@ -2798,38 +2784,38 @@ inner_Q_23:
 	VCVTDQ2PS    Y3, Y3
 	MOVQ         action+72(FP), DI
 	VMOVUPS      lgc17<>+0(SB), Y4
-	VMOVUPS      Y4, 2304(SP)
+	VMOVUPS      Y4, 2368(SP)
 	VMOVUPS      lgc17<>+0(SB), X4
 	MOVQ         (DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2304(SP)
+	VMOVSS       X4, 2368(SP)
 	MOVQ         8(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2308(SP)
+	VMOVSS       X4, 2372(SP)
 	MOVQ         16(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2312(SP)
+	VMOVSS       X4, 2376(SP)
 	MOVQ         24(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2316(SP)
+	VMOVSS       X4, 2380(SP)
 	MOVQ         32(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2320(SP)
+	VMOVSS       X4, 2384(SP)
 	MOVQ         40(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2324(SP)
+	VMOVSS       X4, 2388(SP)
 	MOVQ         48(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2328(SP)
+	VMOVSS       X4, 2392(SP)
 	MOVQ         56(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2332(SP)
-	VMOVUPS      2304(SP), Y4
+	VMOVSS       X4, 2396(SP)
+	VMOVUPS      2368(SP), Y4
 
 	// v121 = eq(v120, action)
 	VCMPPS  $0x00, Y4, Y3, Y3
 	VANDPS  lgc11<>+0(SB), Y3, Y3
-	VMOVUPS Y3, 2336(SP)
+	VMOVUPS Y3, 2400(SP)
 	VMOVUPS lgc11<>+0(SB), Y3
 	XORQ    DI, DI
 
@@ -2850,7 +2836,7 @@ inner_Q_24:
 	VMOVUPS    lgc40<>+0(SB), Y7
 	VMOVUPS    lgc17<>+0(SB), Y8
 	VGATHERDPS Y7, (R10)(Y5*4), Y8
-	VMOVUPS    1888(SP), Y5
+	VMOVUPS    1920(SP), Y5
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y5, Y8, Y5
@@ -2861,56 +2847,54 @@ inner_Q_24:
 
 	// v37 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y7, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y9
 
 	// v38 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y7, Y9
-	VMOVUPS lgc45<>+0(SB), Y10
+	VMOVUPS Y5, 2432(SP)
+	VMOVUPS Y9, 2464(SP)
+	VMOVUPS lgc45<>+0(SB), Y5
 
 	// v101 = where(v37, 0.00390625, 0)
-	VMOVUPS   lgc17<>+0(SB), Y11
-	VCMPPS    $0x04, Y11, Y8, Y11
-	VBLENDVPS Y11, Y10, Y0, Y11
-	VMOVUPS   Y5, 2368(SP)
-	VMOVUPS   Y9, 2400(SP)
+	VBLENDVPS Y8, Y5, Y0, Y9
+	VMOVUPS   Y7, 2496(SP)
+	VMOVUPS   Y9, 2528(SP)
 
 	// v102 = where(v37, 0, 0.00390625)
-	VMOVUPS   lgc17<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y8, Y5
-	VBLENDVPS Y5, Y0, Y10, Y5
+	VBLENDVPS Y8, Y0, Y5, Y5
+	VMOVUPS   2528(SP), Y7
 
 	// v103 = ne(v101, 0)
-	VCMPPS $0x04, Y0, Y11, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y8
+	VCMPPS  $0x04, Y0, Y7, Y8
+	VANDPS  lgc11<>+0(SB), Y8, Y9
+	VMOVUPS 2496(SP), Y9
 
 	// v104 = mul(v101, absDiff)
-	VMULPS Y7, Y11, Y7
+	VMULPS  Y9, Y7, Y9
+	VMOVUPS Y5, 2560(SP)
 
 	// v105 = where(v103, v104, v101)
-	VMOVUPS   lgc17<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y7, Y11, Y7
-	VMOVUPS   2400(SP), Y9
+	VBLENDVPS Y8, Y9, Y7, Y5
+	VMOVUPS   2464(SP), Y9
 
 	// v106 = mul(v101, v38)
-	VMULPS  Y9, Y11, Y9
-	VMOVUPS Y7, 2432(SP)
+	VMULPS  Y9, Y7, Y9
+	VMOVUPS Y5, 2592(SP)
 
 	// v107 = where(v103, v106, v101)
-	VMOVUPS   lgc17<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y8, Y7
-	VBLENDVPS Y7, Y9, Y11, Y7
+	VBLENDVPS Y8, Y9, Y7, Y5
+	VMOVUPS   2560(SP), Y7
 
 	// v108 = add(v102, v107)
-	VADDPS  Y7, Y5, Y5
-	VMOVUPS 2432(SP), Y7
+	VADDPS  Y5, Y7, Y5
+	VMOVUPS 2592(SP), Y7
 
 	// v109 = mul(v105, 0.5)
 	VMULPS lgc10<>+0(SB), Y7, Y7
 
 	// v110 = add(v108, v109)
 	VADDPS  Y7, Y5, Y5
-	VMOVUPS 2368(SP), Y7
+	VMOVUPS 2432(SP), Y7
 
 	// v111 = gt(diff, 0)
 	VCMPPS $0x1e, Y0, Y7, Y8
@@ -2918,38 +2902,38 @@ inner_Q_24:
 
 	// v112 = lt(diff, 0)
 	VCMPPS $0x11, Y0, Y7, Y9
-	VANDPS lgc11<>+0(SB), Y9, Y9
+	VANDPS lgc11<>+0(SB), Y9, Y10
 
 	// v114 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y7, Y7
-	VMOVUPS lgc46<>+0(SB), Y10
+	VMOVUPS Y5, 2624(SP)
+	VMOVUPS Y8, 2656(SP)
+	VMOVUPS lgc46<>+0(SB), Y5
 
 	// v115 = where(v112, -1, v114)
-	VMOVUPS   lgc17<>+0(SB), Y11
-	VCMPPS    $0x04, Y11, Y9, Y11
-	VBLENDVPS Y11, Y10, Y7, Y7
-
-	// v116 = where(v111, 1, v115)
-	VMOVUPS   lgc17<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y3, Y7, Y7
-
-	// v117 = ne(v110, 0)
-	VCMPPS $0x04, Y0, Y5, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y8
-
-	// v118 = mul(v110, v116)
-	VMULPS Y7, Y5, Y7
-
-	// v119 = where(v117, v118, v110)
-	VMOVUPS   lgc17<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y7, Y5, Y5
-	VMOVUPS   2336(SP), Y7
-
-	// gradActionValue = where(v121, v119, 0)
+	VBLENDVPS Y9, Y5, Y7, Y5
+	VMOVUPS   2656(SP), Y7
 	VMOVUPS   lgc17<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
+
+	// v116 = where(v111, 1, v115)
+	VBLENDVPS Y8, Y3, Y5, Y5
+	VMOVUPS   2624(SP), Y7
+
+	// v117 = ne(v110, 0)
+	VCMPPS $0x04, Y0, Y7, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y9
+
+	// v118 = mul(v110, v116)
+	VMULPS Y5, Y7, Y5
+
+	// v119 = where(v117, v118, v110)
+	VBLENDVPS Y8, Y5, Y7, Y5
+	VMOVUPS   2400(SP), Y7
+	VMOVUPS   lgc17<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y7, Y8
+
+	// gradActionValue = where(v121, v119, 0)
 	VBLENDVPS Y8, Y5, Y0, Y5
 
 	// store gradActionValue
@@ -2965,12 +2949,12 @@ inner_Q_24:
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_22
-	VMOVUPS 1888(SP), Y0
+	VMOVUPS 1920(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y0, (DX)(R8*4)
-	VMOVUPS 2112(SP), Y0
+	VMOVUPS 2144(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+96(FP), DX

@@ -10859,21 +10859,19 @@ inner_K_35:
 
 	// v56 = eq(v55, action)
 	VCMPPS  $0x00, Y0, Y2, Y2
-	VANDPS  lgc13<>+0(SB), Y2, Y2
-	VMOVUPS 21728(SP), Y3
-	VMOVUPS lgc41<>+0(SB), Y4
+	VANDPS  lgc13<>+0(SB), Y2, Y3
+	VMOVUPS 21728(SP), Y4
+	VMOVUPS lgc41<>+0(SB), Y5
 
 	// v57 = where(v56, v54, 0)
-	VMOVUPS   lgc41<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y3, Y4, Y3
+	VBLENDVPS Y2, Y4, Y5, Y2
 
 	// v60 = ne(v57, 0)
-	VCMPPS  $0x04, Y4, Y3, Y4
+	VCMPPS  $0x04, Y5, Y2, Y4
 	VANDPS  lgc13<>+0(SB), Y4, Y4
 	VMOVUPS Y1, 21856(SP)
-	VMOVUPS Y2, 21888(SP)
-	VMOVUPS Y3, 21920(SP)
+	VMOVUPS Y3, 21888(SP)
+	VMOVUPS Y2, 21920(SP)
 	VMOVUPS Y4, 21952(SP)
 	MOVQ    nextReward+80(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
@@ -11061,19 +11059,19 @@ inner_KSrc_37:
 	// v61 = mul(v57, v59)
 	VMULPS  Y8, Y5, Y6
 	VMOVUPS 21952(SP), Y7
+	VMOVUPS lgc41<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v62 = where(v60, v61, v57)
-	VMOVUPS   lgc41<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
 	VBLENDVPS Y8, Y6, Y5, Y5
 	VMOVUPS   21888(SP), Y6
-	VMOVUPS   21984(SP), Y7
+	VMOVUPS   lgc41<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VMOVUPS   21984(SP), Y6
 	VMOVUPS   lgc41<>+0(SB), Y8
 
 	// v63 = where(v56, v52, 0)
-	VMOVUPS   lgc41<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y8, Y6
+	VBLENDVPS Y7, Y6, Y8, Y6
 
 	// gradActionValue = add(v62, v63)
 	VADDPS Y6, Y5, Y5

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(mask *bool, state *float64, logProb *float32, teacherLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $0-32
+TEXT ·pass0AVX2(SB), $32-32
 	XORQ AX, AX
 
 outer0_1:
@@ -22,47 +22,43 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   lgc0<>+0(SB), Y3
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y2, Y3, Y2
 
 	// sum(v3) over [B L]
 	MOVQ    state+8(FP), BX
-	VADDPS  256(BX), Y1, Y3
-	VMOVUPS Y3, 256(BX)
+	VADDPS  256(BX), Y2, Y4
+	VMOVUPS Y4, 256(BX)
 	MOVQ    logProb+16(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y4, Y3, Y4
 	MOVQ      teacherLogProb+24(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VMOVUPS   (DI)(SI*4), Y5
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y5, Y3, Y1
 
 	// v10 = sub(v8, v6)
-	VSUBPS Y3, Y4, Y3
+	VSUBPS Y4, Y1, Y1
 
 	// v11 = abs(v10)
 	VMOVUPS lgc2<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VANDNPS Y1, Y4, Y4
 	VMOVUPS lgc3<>+0(SB), Y5
 
 	// v13 = lt(v11, 0.1)
 	VCMPPS  $0x11, Y5, Y4, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
 	VMOVUPS lgc4<>+0(SB), Y6
 
 	// v15 = max(v10, -0.1) tie=first
-	VMAXPS Y3, Y6, Y6
+	VMAXPS Y1, Y6, Y6
 
 	// v16 = min(v15, 0.1) tie=first
 	VMINPS Y6, Y5, Y5
@@ -119,52 +115,51 @@ blocks_2:
 	VMULPS Y5, Y5, Y5
 
 	// v43 = mul(v42, v41)
-	VMULPS Y6, Y5, Y5
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS Y2, (SP)
 
 	// v44 = exp(v10)
-	VMAXPS       lgc14<>+0(SB), Y3, Y6
-	VMINPS       lgc15<>+0(SB), Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc24<>+0(SB), Y6, Y7
-	VPMINSD      lgc25<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc25<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMAXPS       lgc14<>+0(SB), Y1, Y2
+	VMINPS       lgc15<>+0(SB), Y2, Y2
+	VMULPS       lgc16<>+0(SB), Y2, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y2
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y8
+	VFMADD213PS  Y2, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y2
+	VPMAXSD      lgc24<>+0(SB), Y2, Y6
+	VPMINSD      lgc25<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y2, Y2
 	VPADDD       lgc25<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y3, Y3, Y6
-	VBLENDVPS    Y6, Y3, Y8, Y8
+	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y7, Y7
 
 	// v45 = sub(v44, 1)
-	VSUBPS lgc0<>+0(SB), Y8, Y6
+	VSUBPS lgc1<>+0(SB), Y7, Y2
 
 	// v46 = sub(v45, v10)
-	VSUBPS Y3, Y6, Y3
+	VSUBPS Y1, Y2, Y1
 
 	// k3 = where(v13, v43, v46)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
+	VBLENDVPS Y4, Y5, Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y0, Y2
 
 	// v48 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y0
+	VBLENDVPS Y2, Y1, Y3, Y0
 
 	// sum(v48) over [L]
 	XORQ    SI, SI
@@ -173,10 +168,11 @@ blocks_2:
 	IMUL3Q  $+8, SI, DI
 	VADDPS  1024(BX)(DI*4), Y0, Y0
 	VMOVUPS Y0, 1024(BX)(DI*4)
+	VMOVUPS (SP), Y0
 
 	// sum(v3) over [L]
 	IMUL3Q       $+8, SI, SI
-	VADDPS       2048(BX)(SI*4), Y1, Y0
+	VADDPS       2048(BX)(SI*4), Y0, Y0
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
@@ -191,7 +187,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	XORQ         BX, BX
 	MOVQ         AX, SI
@@ -208,7 +204,7 @@ blocks_2:
 	VMOVUPD      Y2, 384(DX)(SI*8)
 	VADDPD       416(DX)(SI*8), Y0, Y0
 	VMOVUPD      Y0, 416(DX)(SI*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)(SI*4)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2048(DX)(BX*4), Y0
@@ -222,7 +218,7 @@ blocks_2:
 	VMOVUPD      Y2, 1408(DX)(BX*8)
 	VADDPD       1440(DX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 1440(DX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(DX)(BX*4)
 	VANDPS       2432(DX), Y1, Y1
 	VMOVUPS      Y1, 2432(DX)
@@ -243,7 +239,7 @@ noflush_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	XORQ         DX, DX
 	MOVQ         AX, BX
@@ -260,7 +256,7 @@ noflush_3:
 	VMOVUPD      Y2, 384(CX)(BX*8)
 	VADDPD       416(CX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 416(CX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2048(CX)(DX*4), Y0
@@ -274,7 +270,7 @@ noflush_3:
 	VMOVUPD      Y2, 1408(CX)(DX*8)
 	VADDPD       1440(CX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 1440(CX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(CX)(DX*4)
 	VANDPS       2432(CX), Y1, Y1
 	VMOVUPS      Y1, 2432(CX)
@@ -284,24 +280,24 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x3f800000
-DATA lgc0<>+4(SB)/4, $0x3f800000
-DATA lgc0<>+8(SB)/4, $0x3f800000
-DATA lgc0<>+12(SB)/4, $0x3f800000
-DATA lgc0<>+16(SB)/4, $0x3f800000
-DATA lgc0<>+20(SB)/4, $0x3f800000
-DATA lgc0<>+24(SB)/4, $0x3f800000
-DATA lgc0<>+28(SB)/4, $0x3f800000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/4, $0x3f800000
+DATA lgc1<>+4(SB)/4, $0x3f800000
+DATA lgc1<>+8(SB)/4, $0x3f800000
+DATA lgc1<>+12(SB)/4, $0x3f800000
+DATA lgc1<>+16(SB)/4, $0x3f800000
+DATA lgc1<>+20(SB)/4, $0x3f800000
+DATA lgc1<>+24(SB)/4, $0x3f800000
+DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
 DATA lgc2<>+0(SB)/4, $0x80000000
@@ -575,7 +571,7 @@ blocks_4:
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS lgc1<>+0(SB), Y1
 
 	// v51 = max(v50, 1)
 	VMAXPS  Y0, Y1, Y0
@@ -602,7 +598,7 @@ blocks_4:
 	VMOVUPD      Y2, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	VANDPS       2880(CX), Y1, Y1
 	VMOVUPS      Y1, 2880(CX)
@@ -623,7 +619,7 @@ noflush_5:
 	VMOVUPD      Y2, 2560(AX)
 	VADDPD       2592(AX), Y0, Y0
 	VMOVUPD      Y0, 2592(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(AX)
 	VANDPS       2880(AX), Y1, Y1
 	VMOVUPS      Y1, 2880(AX)
@@ -661,12 +657,12 @@ blocks_7:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v3) over [L]
 	XORQ         BX, BX
@@ -693,7 +689,7 @@ blocks_7:
 	VMOVUPD      Y2, 64(BX)(DX*8)
 	VADDPD       96(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 96(BX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(BX)(DX*4)
 	VANDPS       1088(BX), Y1, Y1
 	VMOVUPS      Y1, 1088(BX)
@@ -718,7 +714,7 @@ noflush_8:
 	VMOVUPD      Y2, 64(DX)(CX*8)
 	VADDPD       96(DX)(CX*8), Y0, Y0
 	VMOVUPD      Y0, 96(DX)(CX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)(CX*4)
 	VANDPS       1088(DX), Y1, Y1
 	VMOVUPS      Y1, 1088(DX)
@@ -730,7 +726,7 @@ noflush_8:
 
 // func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $352-64
+TEXT ·fbPass1AVX2(SB), $384-64
 	MOVQ lo+0(FP), AX
 
 outer0_9:
@@ -746,478 +742,436 @@ blocks_10:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   lgc0<>+0(SB), Y3
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VBLENDVPS Y1, Y2, Y3, Y2
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  1408(BX), Y3, Y3
-	VMOVUPS Y3, 1408(BX)
+	VADDPS  1408(BX), Y2, Y2
+	VMOVUPS Y2, 1408(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y2, Y3, Y2
 	MOVQ      teacherLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y3, Y1
 
 	// v10 = sub(v8, v6)
-	VSUBPS Y3, Y4, Y3
+	VSUBPS Y2, Y1, Y1
 
 	// v11 = abs(v10)
-	VMOVUPS lgc2<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc3<>+0(SB), Y5
+	VMOVUPS lgc2<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
+	VMOVUPS lgc3<>+0(SB), Y4
 
 	// v13 = lt(v11, 0.1)
-	VCMPPS  $0x11, Y5, Y4, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc4<>+0(SB), Y6
+	VCMPPS  $0x11, Y4, Y2, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y5
+	VMOVUPS lgc4<>+0(SB), Y5
 
 	// v15 = max(v10, -0.1) tie=first
-	VMAXPS Y3, Y6, Y6
+	VMAXPS Y1, Y5, Y5
 
 	// v16 = min(v15, 0.1) tie=first
-	VMINPS Y6, Y5, Y5
+	VMINPS Y5, Y4, Y4
 
 	// v19 = mul(v16, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y5, Y7
+	VMULPS lgc5<>+0(SB), Y4, Y6
 
 	// v20 = add(2.7557319223985893e-06, v19)
-	VADDPS lgc6<>+0(SB), Y7, Y7
+	VADDPS lgc6<>+0(SB), Y6, Y6
 
 	// v22 = mul(v16, v20)
-	VMULPS Y7, Y5, Y8
+	VMULPS Y6, Y4, Y7
 
 	// v23 = add(2.48015873015873e-05, v22)
-	VADDPS lgc7<>+0(SB), Y8, Y8
+	VADDPS lgc7<>+0(SB), Y7, Y7
 
 	// v25 = mul(v16, v23)
-	VMULPS Y8, Y5, Y9
+	VMULPS Y7, Y4, Y8
 
 	// v26 = add(0.0001984126984126984, v25)
-	VADDPS lgc8<>+0(SB), Y9, Y9
+	VADDPS  lgc8<>+0(SB), Y8, Y8
+	VMOVUPS Y5, (SP)
 
 	// v28 = mul(v16, v26)
-	VMULPS Y9, Y5, Y10
+	VMULPS Y8, Y4, Y5
 
 	// v29 = add(0.001388888888888889, v28)
-	VADDPS lgc9<>+0(SB), Y10, Y10
+	VADDPS  lgc9<>+0(SB), Y5, Y5
+	VMOVUPS Y6, 32(SP)
 
 	// v31 = mul(v16, v29)
-	VMULPS Y10, Y5, Y11
+	VMULPS Y5, Y4, Y6
 
 	// v32 = add(0.008333333333333333, v31)
-	VADDPS  lgc10<>+0(SB), Y11, Y11
-	VMOVUPS Y6, (SP)
+	VADDPS  lgc10<>+0(SB), Y6, Y6
+	VMOVUPS Y7, 64(SP)
 
 	// v34 = mul(v16, v32)
-	VMULPS Y11, Y5, Y6
+	VMULPS Y6, Y4, Y7
 
 	// v35 = add(0.041666666666666664, v34)
-	VADDPS  lgc11<>+0(SB), Y6, Y6
-	VMOVUPS Y7, 32(SP)
+	VADDPS  lgc11<>+0(SB), Y7, Y7
+	VMOVUPS Y8, 96(SP)
 
 	// v37 = mul(v16, v35)
-	VMULPS Y6, Y5, Y7
+	VMULPS Y7, Y4, Y8
 
 	// v38 = add(0.16666666666666666, v37)
-	VADDPS  lgc12<>+0(SB), Y7, Y7
-	VMOVUPS Y8, 64(SP)
+	VADDPS  lgc12<>+0(SB), Y8, Y8
+	VMOVUPS Y5, 128(SP)
 
 	// v40 = mul(v16, v38)
-	VMULPS Y7, Y5, Y8
+	VMULPS Y8, Y4, Y5
 
 	// v41 = add(0.5, v40)
-	VADDPS  lgc13<>+0(SB), Y8, Y8
-	VMOVUPS Y9, 96(SP)
+	VADDPS  lgc13<>+0(SB), Y5, Y5
+	VMOVUPS Y6, 160(SP)
 
 	// v42 = mul(v16, v16)
-	VMULPS  Y5, Y5, Y9
-	VMOVUPS Y10, 128(SP)
+	VMULPS  Y4, Y4, Y6
+	VMOVUPS Y7, 192(SP)
 
 	// v43 = mul(v42, v41)
-	VMULPS  Y8, Y9, Y10
-	VMOVUPS Y11, 160(SP)
-	VMOVUPS Y6, 192(SP)
-	VMOVUPS Y7, 224(SP)
-	VMOVUPS Y5, 256(SP)
-	VMOVUPS Y9, 288(SP)
-	VMOVUPS Y8, 320(SP)
+	VMULPS  Y5, Y6, Y7
+	VMOVUPS Y8, 224(SP)
+	VMOVUPS Y4, 256(SP)
+	VMOVUPS Y6, 288(SP)
+	VMOVUPS Y5, 320(SP)
 
 	// v44 = exp(v10)
-	VMAXPS       lgc14<>+0(SB), Y3, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc24<>+0(SB), Y5, Y6
-	VPMINSD      lgc25<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VMAXPS       lgc14<>+0(SB), Y1, Y4
+	VMINPS       lgc15<>+0(SB), Y4, Y4
+	VMULPS       lgc16<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
+	VMOVAPS      lgc19<>+0(SB), Y6
+	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc24<>+0(SB), Y4, Y5
+	VPMINSD      lgc25<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
 	VPADDD       lgc25<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
+	VPADDD       lgc25<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y6, Y6
 
 	// v45 = sub(v44, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v46 = sub(v45, v10)
-	VSUBPS Y3, Y5, Y5
+	VSUBPS Y1, Y4, Y4
 
 	// k3 = where(v13, v43, v46)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y10, Y5, Y5
+	VBLENDVPS Y2, Y7, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
 
 	// v48 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y5, Y4, Y3, Y0
 
 	// sum(v48) over [L]
 	XORQ         DI, DI
 	MOVQ         AX, R8
 	ADDQ         R8, DI
 	IMUL3Q       $+8, DI, R8
-	VADDPS       2176(BX)(R8*4), Y5, Y5
-	VMOVUPS      Y5, 2176(BX)(R8*4)
+	VADDPS       2176(BX)(R8*4), Y0, Y0
+	VMOVUPS      Y0, 2176(BX)(R8*4)
 	MOVQ         s1+40(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y5
+	VBROADCASTSS (BX)(DI*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y4
 
 	// v51 = max(v50, 1)
-	VMAXPS  Y5, Y1, Y1
-	VMOVUPS lgc28<>+0(SB), Y5
+	VMAXPS  Y0, Y4, Y0
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v56 = div(0.125, v51)
-	VDIVPS Y1, Y5, Y1
+	VDIVPS Y0, Y4, Y0
 
 	// v57 = where(mask, v56, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y1, Y2, Y1
+	VBLENDVPS Y5, Y0, Y3, Y0
 
 	// v58 = where(v13, v57, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y1, Y2, Y5
+	VBLENDVPS Y2, Y0, Y3, Y4
 
 	// v59 = where(v13, 0, v57)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y2, Y1, Y1
+	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// v60 = neg(v59)
-	VXORPS lgc2<>+0(SB), Y1, Y4
+	VXORPS lgc2<>+0(SB), Y0, Y2
 
 	// v61 = ne(v59, 0)
-	VCMPPS $0x04, Y2, Y1, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y3, Y0, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y7
 
 	// v62 = mul(v59, v44)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y6, Y0, Y6
 
 	// v63 = where(v61, v62, v59)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y1, Y1
+	VBLENDVPS Y5, Y6, Y0, Y0
 
 	// v64 = add(v60, v63)
-	VADDPS Y1, Y4, Y1
+	VADDPS Y0, Y2, Y0
 
 	// v65 = ne(v58, 0)
-	VCMPPS  $0x04, Y2, Y5, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS 320(SP), Y6
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y5
+	VMOVUPS 320(SP), Y5
 
 	// v66 = mul(v58, v41)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v67 = where(v65, v66, v58)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y5, Y6
-	VMOVUPS   288(SP), Y7
+	VBLENDVPS Y2, Y5, Y4, Y5
+	VMOVUPS   288(SP), Y6
 
 	// v68 = mul(v58, v42)
-	VMULPS Y7, Y5, Y7
+	VMULPS Y6, Y4, Y6
 
 	// v69 = where(v65, v68, v58)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y5, Y4
+	VBLENDVPS Y2, Y6, Y4, Y2
 
 	// v70 = ne(v67, 0)
-	VCMPPS  $0x04, Y2, Y6, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 256(SP), Y7
+	VCMPPS  $0x04, Y3, Y5, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 256(SP), Y6
 
 	// v71 = mul(v67, v16)
-	VMULPS Y7, Y6, Y8
+	VMULPS Y6, Y5, Y7
 
 	// v72 = where(v70, v71, v67)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y6, Y5
+	VBLENDVPS Y4, Y7, Y5, Y4
 
 	// v73 = add(v72, v72)
-	VADDPS Y5, Y5, Y5
+	VADDPS Y4, Y4, Y4
 
 	// v74 = ne(v69, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 224(SP), Y8
+	VCMPPS  $0x04, Y3, Y2, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y7
+	VMOVUPS 224(SP), Y7
 
 	// v75 = mul(v69, v38)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y7, Y2, Y7
 
 	// v76 = where(v74, v75, v69)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y5, Y7, Y2, Y7
 
 	// v77 = mul(v69, v16)
-	VMULPS Y7, Y4, Y9
+	VMULPS  Y6, Y2, Y8
+	VMOVUPS Y0, 352(SP)
 
 	// v78 = where(v74, v77, v69)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y5, Y8, Y2, Y0
 
 	// v79 = add(v73, v76)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y7, Y4, Y2
 
 	// v80 = ne(v78, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 192(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 192(SP), Y5
 
 	// v81 = mul(v78, v35)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v82 = where(v80, v81, v78)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v83 = mul(v78, v16)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v84 = where(v80, v83, v78)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v85 = add(v79, v82)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v86 = ne(v84, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 160(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 160(SP), Y5
 
 	// v87 = mul(v84, v32)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v88 = where(v86, v87, v84)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v89 = mul(v84, v16)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v90 = where(v86, v89, v84)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v91 = add(v85, v88)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v92 = ne(v90, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 128(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 128(SP), Y5
 
 	// v93 = mul(v90, v29)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v94 = where(v92, v93, v90)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v95 = mul(v90, v16)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v96 = where(v92, v95, v90)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v97 = add(v91, v94)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v98 = ne(v96, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 96(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 96(SP), Y5
 
 	// v99 = mul(v96, v26)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v100 = where(v98, v99, v96)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v101 = mul(v96, v16)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v102 = where(v98, v101, v96)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v103 = add(v97, v100)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v104 = ne(v102, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 64(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 64(SP), Y5
 
 	// v105 = mul(v102, v23)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v106 = where(v104, v105, v102)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v107 = mul(v102, v16)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v108 = where(v104, v107, v102)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v109 = add(v103, v106)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v110 = ne(v108, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 32(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 32(SP), Y5
 
 	// v111 = mul(v108, v20)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v112 = where(v110, v111, v108)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v113 = mul(v108, v16)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y6, Y0, Y6
 
 	// v114 = where(v110, v113, v108)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	VBLENDVPS Y4, Y6, Y0, Y0
 
 	// v115 = add(v109, v112)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v116 = mul(v114, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y4, Y4
+	VMULPS lgc5<>+0(SB), Y0, Y0
 
 	// v117 = add(v115, v116)
-	VADDPS  Y4, Y5, Y4
-	VMOVUPS (SP), Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	VADDPS  Y0, Y2, Y0
+	VMOVUPS (SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y4
 
 	// v118 = le(v15, 0.1)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y4, Y2, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v119 = ne(v15, v15)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y2, Y2, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v120 = max(v118, v119)
-	VXORPS lgc2<>+0(SB), Y6, Y6
-	VXORPS lgc2<>+0(SB), Y5, Y5
-	VMINPS Y6, Y5, Y7
-	VMINPS Y5, Y6, Y5
-	VORPS  Y7, Y5, Y5
-	VXORPS lgc2<>+0(SB), Y5, Y5
+	VXORPS  lgc2<>+0(SB), Y4, Y4
+	VXORPS  lgc2<>+0(SB), Y2, Y2
+	VMINPS  Y4, Y2, Y5
+	VMINPS  Y2, Y4, Y2
+	VORPS   Y5, Y2, Y2
+	VXORPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y2, Y4
 
 	// v121 = where(v120, v117, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y2, Y4
-	VMOVUPS   lgc4<>+0(SB), Y5
+	VBLENDVPS Y4, Y0, Y3, Y0
+	VMOVUPS   lgc4<>+0(SB), Y2
 
 	// v122 = ge(v10, -0.1)
-	VCMPPS $0x1d, Y5, Y3, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x1d, Y2, Y1, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v123 = ne(v10, v10)
-	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// v124 = max(v122, v123)
-	VXORPS lgc2<>+0(SB), Y5, Y5
-	VXORPS lgc2<>+0(SB), Y3, Y3
-	VMINPS Y5, Y3, Y6
-	VMINPS Y3, Y5, Y3
-	VORPS  Y6, Y3, Y3
-	VXORPS lgc2<>+0(SB), Y3, Y3
+	VXORPS  lgc2<>+0(SB), Y2, Y2
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VMINPS  Y2, Y1, Y4
+	VMINPS  Y1, Y2, Y1
+	VORPS   Y4, Y1, Y1
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y1, Y2
 
 	// v125 = where(v124, v121, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y2, Y3
+	VBLENDVPS Y2, Y0, Y3, Y0
+	VMOVUPS   352(SP), Y1
 
 	// v126 = add(v64, v125)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y0, Y1, Y0
 
 	// v127 = neg(v126)
-	VXORPS lgc2<>+0(SB), Y1, Y1
+	VXORPS    lgc2<>+0(SB), Y0, Y0
+	MOVQ      mask+8(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y1
+	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
 
 	// gradLogProb = where(mask, v127, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+48(FP), BX
@@ -1235,7 +1189,7 @@ blocks_10:
 	VMOVUPD      Y2, 1216(DX)
 	VADDPD       1248(DX), Y0, Y0
 	VMOVUPD      Y0, 1248(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1408(DX)
 	XORQ         BX, BX
 	MOVQ         AX, SI
@@ -1252,7 +1206,7 @@ blocks_10:
 	VMOVUPD      Y2, 1536(DX)(BX*8)
 	VADDPD       1568(DX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(DX)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)(BX*4)
 	VANDPS       2560(DX), Y1, Y1
 	VMOVUPS      Y1, 2560(DX)
@@ -1273,7 +1227,7 @@ noflush_11:
 	VMOVUPD      Y2, 1216(CX)
 	VADDPD       1248(CX), Y0, Y0
 	VMOVUPD      Y0, 1248(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1408(CX)
 	XORQ         DX, DX
 	MOVQ         AX, BX
@@ -1290,7 +1244,7 @@ noflush_11:
 	VMOVUPD      Y2, 1536(CX)(DX*8)
 	VADDPD       1568(CX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(CX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)(DX*4)
 	VANDPS       2560(CX), Y1, Y1
 	VMOVUPS      Y1, 2560(CX)
@@ -1321,7 +1275,7 @@ blocks_12:
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS lgc1<>+0(SB), Y1
 
 	// v51 = max(v50, 1)
 	VMAXPS  Y0, Y1, Y0
@@ -1348,7 +1302,7 @@ blocks_12:
 	VMOVUPD      Y2, 2688(CX)
 	VADDPD       2720(CX), Y0, Y0
 	VMOVUPD      Y0, 2720(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2880(CX)
 	VANDPS       3008(CX), Y1, Y1
 	VMOVUPS      Y1, 3008(CX)
@@ -1369,7 +1323,7 @@ noflush_13:
 	VMOVUPD      Y2, 2688(AX)
 	VADDPD       2720(AX), Y0, Y0
 	VMOVUPD      Y0, 2720(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2880(AX)
 	VANDPS       3008(AX), Y1, Y1
 	VMOVUPS      Y1, 3008(AX)
@@ -1415,7 +1369,7 @@ bulk_14:
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc24<>+0(SB), Y1, Y2
 	VPMINSD      lgc25<>+0(SB), Y2, Y2
@@ -1456,12 +1410,12 @@ bulk_16:
 	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc32<>+0(SB), Y2, Y1
-	VPOR         lgc0<>+0(SB), Y1, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
 	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc0<>+0(SB), Y1, Y1
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc34<>+0(SB), Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
@@ -1479,9 +1433,9 @@ bulk_16:
 	VFNMADD231PS lgc13<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
@@ -1677,7 +1631,7 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc0<>+0(SB), Y0, Y1
+	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
 	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -1686,12 +1640,12 @@ bulk_18:
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2
-	VPOR         lgc0<>+0(SB), Y2, Y2
+	VPOR         lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
 	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc0<>+0(SB), Y2, Y2
+	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc34<>+0(SB), Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
@@ -1709,21 +1663,21 @@ bulk_18:
 	VFNMADD231PS lgc13<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc0<>+0(SB), Y1, Y2
+	VSUBPS       lgc1<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, Y0, Y2, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, mask *bool, state *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $488-112
+TEXT ·pass0AVX2(SB), $552-112
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -124,13 +124,13 @@ blocks_2:
 	ADDQ       CX, BX
 	VPMOVZXBD  (DX)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y2
+	VCMPPD     $0x04, Y2, Y1, Y2
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y4
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y2
+	VBLENDVPD Y2, Y3, Y4, Y2
 
 	// sum(v3) over [N T]
 	MOVQ    state+40(FP), DX
@@ -140,21 +140,21 @@ blocks_2:
 	XORQ    SI, SI
 
 inner_A_3:
+	VMOVUPD lgc0<>+0(SB), Y3
+	VCMPPD  $0x04, Y3, Y1, Y3
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD (SP)(DI*1), Y4
+	VMOVUPD (SP)(DI*1), Y5
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y5
-	VCMPPD    $0x04, Y5, Y1, Y5
-	VBLENDVPD Y5, Y4, Y3, Y4
+	VBLENDVPD Y3, Y5, Y4, Y3
 
 	// reduce_max(v10) over [A]
 	VXORPD lgc4<>+0(SB), Y2, Y2
-	VXORPD lgc4<>+0(SB), Y4, Y4
-	VMINPD Y2, Y4, Y5
-	VMINPD Y4, Y2, Y2
+	VXORPD lgc4<>+0(SB), Y3, Y3
+	VMINPD Y2, Y3, Y5
+	VMINPD Y3, Y2, Y2
 	VORPD  Y5, Y2, Y2
 	VXORPD lgc4<>+0(SB), Y2, Y2
 	INCQ   SI
@@ -162,42 +162,38 @@ inner_A_3:
 	JL     inner_A_3
 
 	// finish v11
-	VMOVUPD lgc0<>+0(SB), Y4
+	VMOVUPD lgc0<>+0(SB), Y3
 	VMOVUPD lgc0<>+0(SB), Y5
 	XORQ    SI, SI
 
 inner_A_4:
+	VMOVUPD lgc0<>+0(SB), Y6
+	VCMPPD  $0x04, Y6, Y1, Y6
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD 160(SP)(DI*1), Y6
+	VMOVUPD 160(SP)(DI*1), Y7
 
 	// v6 = where(mask, actionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y1, Y7
-	VBLENDVPD Y7, Y6, Y3, Y6
-	VMOVUPD   320(SP)(DI*1), Y7
+	VBLENDVPD Y6, Y7, Y4, Y7
+	VMOVUPD   320(SP)(DI*1), Y8
 
 	// v8 = where(mask, nextActionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y8
-	VCMPPD    $0x04, Y8, Y1, Y8
-	VBLENDVPD Y8, Y7, Y3, Y7
-	VMOVUPD   (SP)(DI*1), Y8
+	VBLENDVPD Y6, Y8, Y4, Y8
+	VMOVUPD   (SP)(DI*1), Y9
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y1, Y9
-	VBLENDVPD Y9, Y8, Y3, Y8
+	VBLENDVPD Y6, Y9, Y4, Y6
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y2, Y8, Y8
-	VANDPD lgc2<>+0(SB), Y8, Y8
+	VCMPPD $0x00, Y2, Y6, Y6
+	VANDPD lgc2<>+0(SB), Y6, Y6
 
 	// v13 = mul(v8, v12)
-	VMULPD Y8, Y7, Y7
+	VMULPD Y6, Y8, Y6
 
 	// sum(v13) over [A]
-	VADDPD    Y4, Y7, Y4
+	VADDPD    Y3, Y6, Y3
 	MOVQ      action+48(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+160, AX, R9
@@ -215,11 +211,11 @@ inner_A_4:
 	MOVB      R9, 482(SP)
 	MOVB      15(DI)(R8*1), R9
 	MOVB      R9, 483(SP)
-	VPMOVZXBD 480(SP), X7
-	VCVTDQ2PD X7, Y7
+	VPMOVZXBD 480(SP), X6
+	VCVTDQ2PD X6, Y6
 
 	// v16 = mul(v6, action)
-	VMULPD Y7, Y6, Y6
+	VMULPD Y6, Y7, Y6
 
 	// sum(v16) over [A]
 	VADDPD Y5, Y6, Y5
@@ -228,17 +224,17 @@ inner_A_4:
 	JL     inner_A_4
 
 	// finish nextChosenActionValue
-	VMOVUPD Y4, Y2
+	VMOVUPD Y3, Y2
 
 	// finish predValIndex
-	VMOVUPD Y5, Y4
+	VMOVUPD Y5, Y3
+	VMOVUPD lgc0<>+0(SB), Y5
+	VCMPPD  $0x04, Y5, Y1, Y5
 	MOVQ    nextReward+56(FP), SI
-	VMOVUPD (SI)(BX*8), Y5
+	VMOVUPD (SI)(BX*8), Y1
 
 	// v19 = where(mask, nextReward, 0)
-	VMOVUPD      lgc0<>+0(SB), Y6
-	VCMPPD       $0x04, Y6, Y1, Y6
-	VBLENDVPD    Y6, Y5, Y3, Y5
+	VBLENDVPD    Y5, Y1, Y4, Y1
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	MOVQ         $+31, DI
@@ -249,7 +245,7 @@ inner_A_4:
 	VCVTDQ2PD    X6, Y6
 
 	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y3, Y6, Y6
+	VCMPPD    $0x00, Y4, Y6, Y6
 	VANDPD    lgc2<>+0(SB), Y6, Y6
 	MOVQ      nextDone+64(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
@@ -264,14 +260,10 @@ inner_A_4:
 	VXORPD lgc4<>+0(SB), Y6, Y6
 
 	// v25 = where(mask, predValIndex, 0)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y1, Y7
-	VBLENDVPD Y7, Y4, Y3, Y4
+	VBLENDVPD Y5, Y3, Y4, Y3
 
 	// v26 = where(mask, nextChosenActionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y1, Y7
-	VBLENDVPD Y7, Y2, Y3, Y2
+	VBLENDVPD Y5, Y2, Y4, Y2
 	VMOVUPD   lgc2<>+0(SB), Y7
 	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X8
@@ -302,50 +294,49 @@ inner_A_4:
 	VMULPD Y6, Y2, Y2
 
 	// tdlB = add(v19, v37)
-	VADDPD Y2, Y5, Y2
+	VADDPD Y2, Y1, Y1
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
-	VMOVUPD     Y8, Y5
-	VANDPD      lgc9<>+0(SB), Y2, Y6
+	VMOVUPD     Y8, Y2
+	VANDPD      lgc9<>+0(SB), Y1, Y6
 	VCMPPD      $0x12, lgc10<>+0(SB), Y6, Y6
-	VANDPD      lgc9<>+0(SB), Y5, Y8
-	VCMPPD      $0x12, lgc2<>+0(SB), Y8, Y8
-	VANDPD      Y8, Y6, Y6
+	VANDPD      lgc9<>+0(SB), Y2, Y7
+	VCMPPD      $0x12, lgc2<>+0(SB), Y7, Y7
+	VANDPD      Y7, Y6, Y6
 	VANDPD      448(DX), Y6, Y6
 	VMOVUPD     Y6, 448(DX)
-	VPERMPD     $0xf9, Y5, Y6
-	VPERMPD     $0xf9, Y2, Y8
+	VPERMPD     $0xf9, Y2, Y6
+	VPERMPD     $0xf9, Y1, Y7
 	VBLENDPD    $0x08, lgc2<>+0(SB), Y6, Y6
-	VBLENDPD    $0x08, lgc0<>+0(SB), Y8, Y8
-	VFMADD231PD Y5, Y8, Y2
-	VMULPD      Y6, Y5, Y5
-	VPERMPD     $0xee, Y5, Y6
-	VPERMPD     $0xee, Y2, Y8
+	VBLENDPD    $0x08, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PD Y2, Y7, Y1
+	VMULPD      Y6, Y2, Y2
+	VPERMPD     $0xee, Y2, Y6
+	VPERMPD     $0xee, Y1, Y7
 	VBLENDPD    $0x0c, lgc2<>+0(SB), Y6, Y6
-	VBLENDPD    $0x0c, lgc0<>+0(SB), Y8, Y8
-	VFMADD231PD Y5, Y8, Y2
-	VMULPD      Y6, Y5, Y5
-	VFMADD231PD Y5, Y0, Y2
-	VPERMPD     $0x00, Y2, Y0
+	VBLENDPD    $0x0c, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PD Y2, Y7, Y1
+	VMULPD      Y6, Y2, Y2
+	VFMADD231PD Y2, Y0, Y1
+	VPERMPD     $0x00, Y1, Y0
 
 	// v40 = sub(tdLambdaReturn, v25)
-	VSUBPD Y4, Y2, Y5
+	VSUBPD Y3, Y1, Y2
 
 	// v43 = where(mask, tdLambdaReturn, 0)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y2, Y3, Y6
+	VBLENDVPD Y5, Y1, Y4, Y6
 
 	// diff = sub(v25, v43)
-	VSUBPD Y6, Y4, Y4
+	VSUBPD Y6, Y3, Y3
 
 	// absDiff = abs(diff)
 	VMOVUPD lgc4<>+0(SB), Y6
-	VANDNPD Y4, Y6, Y6
+	VANDNPD Y3, Y6, Y6
+	VMOVUPD lgc2<>+0(SB), Y7
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y7, Y6, Y7
-	VANDPD lgc2<>+0(SB), Y7, Y7
+	VANDPD lgc2<>+0(SB), Y7, Y8
 
 	// v48 = mul(0.5, absDiff)
 	VMULPD lgc11<>+0(SB), Y6, Y8
@@ -354,33 +345,31 @@ inner_A_4:
 	VMULPD Y6, Y8, Y8
 
 	// v50 = sub(absDiff, 0.5)
-	VSUBPD lgc11<>+0(SB), Y6, Y6
+	VSUBPD  lgc11<>+0(SB), Y6, Y6
+	VMOVUPD Y1, 488(SP)
+	VMOVUPD Y2, 520(SP)
 
 	// smoothL1 = where(v47, v49, v50)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y7, Y9
-	VBLENDVPD Y9, Y8, Y6, Y6
+	VBLENDVPD Y7, Y8, Y6, Y1
 
 	// v52 = where(mask, smoothL1, 0)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y1, Y7
-	VBLENDVPD Y7, Y6, Y3, Y6
+	VBLENDVPD Y5, Y1, Y4, Y1
 
 	// sum(v52) over [N T]
-	VADDPD  256(DX), Y6, Y6
-	VMOVUPD Y6, 256(DX)
+	VADDPD  256(DX), Y1, Y1
+	VMOVUPD Y1, 256(DX)
 
 	// v56 = mul(diff, diff)
-	VMULPD Y4, Y4, Y4
+	VMULPD Y3, Y3, Y1
 
 	// tdError = where(mask, v56, 0)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y4, Y3, Y1
+	VBLENDVPD Y5, Y1, Y4, Y1
+	VMOVUPD   520(SP), Y2
 
 	// store advantage
 	MOVQ    advantage+80(FP), DX
-	VMOVUPD Y5, (DX)(BX*8)
+	VMOVUPD Y2, (DX)(BX*8)
+	VMOVUPD 488(SP), Y2
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
@@ -582,13 +571,13 @@ blocks_6:
 	ADDQ       CX, BX
 	VPMOVZXBD  (DX)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y2
+	VCMPPD     $0x04, Y2, Y1, Y2
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y4
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y2
+	VBLENDVPD Y2, Y3, Y4, Y2
 
 	// sum(v3) over [N T]
 	MOVQ    state+32(FP), DX
@@ -598,21 +587,21 @@ blocks_6:
 	XORQ    SI, SI
 
 inner_A_7:
+	VMOVUPD lgc0<>+0(SB), Y3
+	VCMPPD  $0x04, Y3, Y1, Y3
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD (SP)(DI*1), Y4
+	VMOVUPD (SP)(DI*1), Y5
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y5
-	VCMPPD    $0x04, Y5, Y1, Y5
-	VBLENDVPD Y5, Y4, Y3, Y4
+	VBLENDVPD Y3, Y5, Y4, Y3
 
 	// reduce_max(v10) over [A]
 	VXORPD lgc4<>+0(SB), Y2, Y2
-	VXORPD lgc4<>+0(SB), Y4, Y4
-	VMINPD Y2, Y4, Y5
-	VMINPD Y4, Y2, Y2
+	VXORPD lgc4<>+0(SB), Y3, Y3
+	VMINPD Y2, Y3, Y5
+	VMINPD Y3, Y2, Y2
 	VORPD  Y5, Y2, Y2
 	VXORPD lgc4<>+0(SB), Y2, Y2
 	INCQ   SI
@@ -620,48 +609,46 @@ inner_A_7:
 	JL     inner_A_7
 
 	// finish v11
-	VMOVUPD lgc0<>+0(SB), Y4
+	VMOVUPD lgc0<>+0(SB), Y3
 	XORQ    SI, SI
 
 inner_A_8:
+	VMOVUPD lgc0<>+0(SB), Y5
+	VCMPPD  $0x04, Y5, Y1, Y5
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD 160(SP)(DI*1), Y5
+	VMOVUPD 160(SP)(DI*1), Y6
 
 	// v8 = where(mask, nextActionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y5, Y3, Y5
-	VMOVUPD   (SP)(DI*1), Y6
+	VBLENDVPD Y5, Y6, Y4, Y6
+	VMOVUPD   (SP)(DI*1), Y7
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y1, Y7
-	VBLENDVPD Y7, Y6, Y3, Y6
+	VBLENDVPD Y5, Y7, Y4, Y5
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y2, Y6, Y6
-	VANDPD lgc2<>+0(SB), Y6, Y6
+	VCMPPD $0x00, Y2, Y5, Y5
+	VANDPD lgc2<>+0(SB), Y5, Y5
 
 	// v13 = mul(v8, v12)
-	VMULPD Y6, Y5, Y5
+	VMULPD Y5, Y6, Y5
 
 	// sum(v13) over [A]
-	VADDPD Y4, Y5, Y4
+	VADDPD Y3, Y5, Y3
 	INCQ   SI
 	CMPQ   SI, $+5
 	JL     inner_A_8
 
 	// finish nextChosenActionValue
-	VMOVUPD Y4, Y2
+	VMOVUPD Y3, Y2
+	VMOVUPD lgc0<>+0(SB), Y3
+	VCMPPD  $0x04, Y3, Y1, Y3
 	MOVQ    nextReward+40(FP), SI
-	VMOVUPD (SI)(BX*8), Y4
+	VMOVUPD (SI)(BX*8), Y1
 
 	// v19 = where(mask, nextReward, 0)
-	VMOVUPD      lgc0<>+0(SB), Y5
-	VCMPPD       $0x04, Y5, Y1, Y5
-	VBLENDVPD    Y5, Y4, Y3, Y4
+	VBLENDVPD    Y3, Y1, Y4, Y1
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	MOVQ         $+31, DI
@@ -672,7 +659,7 @@ inner_A_8:
 	VCVTDQ2PD    X5, Y5
 
 	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y3, Y5, Y5
+	VCMPPD    $0x00, Y4, Y5, Y5
 	VANDPD    lgc2<>+0(SB), Y5, Y5
 	MOVQ      nextDone+48(FP), SI
 	VPMOVZXBD (SI)(BX*1), X6
@@ -687,40 +674,38 @@ inner_A_8:
 	VXORPD lgc4<>+0(SB), Y5, Y5
 
 	// v26 = where(mask, nextChosenActionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y2, Y3, Y1
-	VMOVUPD   lgc2<>+0(SB), Y2
+	VBLENDVPD Y3, Y2, Y4, Y2
+	VMOVUPD   lgc2<>+0(SB), Y3
 	MOVQ      nextTerminated+56(FP), SI
-	VPMOVZXBD (SI)(BX*1), X3
-	VCVTDQ2PD X3, Y3
+	VPMOVZXBD (SI)(BX*1), X4
+	VCVTDQ2PD X4, Y4
 
 	// v27 = sub(1, nextTerminated)
-	VSUBPD Y3, Y2, Y3
+	VSUBPD Y4, Y3, Y4
 
 	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y3, Y1, Y1
+	VMULPD Y4, Y2, Y2
 
 	// v29 = sub(1, v24)
-	VSUBPD Y5, Y2, Y3
+	VSUBPD Y5, Y3, Y4
 
 	// tdlA = mul(0.7200000000000001, v29)
-	VMULPD lgc6<>+0(SB), Y3, Y5
+	VMULPD lgc6<>+0(SB), Y4, Y5
 
 	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc7<>+0(SB), Y1, Y1
+	VMULPD lgc7<>+0(SB), Y2, Y2
 
 	// v35 = mul(0.8, v29)
-	VMULPD lgc8<>+0(SB), Y3, Y3
+	VMULPD lgc8<>+0(SB), Y4, Y4
 
 	// v36 = sub(1, v35)
-	VSUBPD Y3, Y2, Y2
+	VSUBPD Y4, Y3, Y3
 
 	// v37 = mul(v33, v36)
-	VMULPD Y2, Y1, Y1
+	VMULPD Y3, Y2, Y2
 
 	// tdlB = add(v19, v37)
-	VADDPD Y1, Y4, Y1
+	VADDPD Y2, Y1, Y1
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
 	VMOVUPD     Y5, Y2
@@ -759,7 +744,7 @@ inner_A_8:
 
 // func fbPass1AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, state *float64, numValid *float64, advantage *float64, valueTarget *float64, tDError *float64, gradActionValue *float64, hi int)
 // Requires: AVX
-TEXT ·fbPass1AVX2(SB), $432-96
+TEXT ·fbPass1AVX2(SB), $496-96
 	MOVQ lo+0(FP), AX
 
 outer0_9:
@@ -815,15 +800,15 @@ blocks_10:
 	XORQ       DX, DX
 
 inner_A_11:
+	VMOVUPD lgc0<>+0(SB), Y3
+	VCMPPD  $0x04, Y3, Y1, Y3
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
-	VMOVUPD (SP)(DI*1), Y3
+	VMOVUPD (SP)(DI*1), Y4
 
 	// v6 = where(mask, actionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y3, Y2, Y3
+	VBLENDVPD Y3, Y4, Y2, Y3
 	MOVQ      action+24(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+160, AX, R9
@@ -854,20 +839,19 @@ inner_A_11:
 	JL     inner_A_11
 
 	// finish predValIndex
+	VMOVUPD lgc0<>+0(SB), Y3
+	VCMPPD  $0x04, Y3, Y1, Y3
+
 	// v25 = where(mask, predValIndex, 0)
-	VMOVUPD   lgc0<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y1, Y3
 	VBLENDVPD Y3, Y0, Y2, Y0
 	MOVQ      s0+32(FP), DX
-	VMOVUPD   (DX)(SI*8), Y3
+	VMOVUPD   (DX)(SI*8), Y1
 
 	// v40 = sub(tdLambdaReturn, v25)
-	VSUBPD Y0, Y3, Y4
+	VSUBPD Y0, Y1, Y4
 
 	// v43 = where(mask, tdLambdaReturn, 0)
-	VMOVUPD   lgc0<>+0(SB), Y5
-	VCMPPD    $0x04, Y5, Y1, Y5
-	VBLENDVPD Y5, Y3, Y2, Y5
+	VBLENDVPD Y3, Y1, Y2, Y5
 
 	// diff = sub(v25, v43)
 	VSUBPD Y5, Y0, Y0
@@ -879,7 +863,7 @@ inner_A_11:
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y6, Y5, Y7
-	VANDPD lgc2<>+0(SB), Y7, Y7
+	VANDPD lgc2<>+0(SB), Y7, Y8
 
 	// v48 = mul(0.5, absDiff)
 	VMULPD lgc11<>+0(SB), Y5, Y8
@@ -889,124 +873,109 @@ inner_A_11:
 
 	// v50 = sub(absDiff, 0.5)
 	VSUBPD  lgc11<>+0(SB), Y5, Y10
-	VMOVUPD Y3, 328(SP)
+	VMOVUPD Y1, 328(SP)
+	VMOVUPD Y4, 360(SP)
+	VMOVUPD Y8, 392(SP)
+	VMOVUPD Y5, 424(SP)
 
 	// smoothL1 = where(v47, v49, v50)
-	VMOVUPD   lgc0<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y7, Y3
-	VBLENDVPD Y3, Y9, Y10, Y3
+	VBLENDVPD Y7, Y9, Y10, Y1
 
 	// v52 = where(mask, smoothL1, 0)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y1, Y9
-	VBLENDVPD Y9, Y3, Y2, Y3
-	VMOVUPD   Y4, 360(SP)
+	VBLENDVPD Y3, Y1, Y2, Y1
 
 	// sum(v52) over [N T]
 	MOVQ         state+40(FP), DX
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
+	VADDPD       384(DX), Y1, Y1
+	VMOVUPD      Y1, 384(DX)
 	MOVQ         numValid+48(FP), DX
 	XORQ         DI, DI
-	VBROADCASTSD (DX)(DI*8), Y3
+	VBROADCASTSD (DX)(DI*8), Y1
 
 	// v54 = max(numValid, 1)
-	VMAXPD Y3, Y6, Y3
+	VMAXPD Y1, Y6, Y1
 
 	// v56 = mul(diff, diff)
 	VMULPD Y0, Y0, Y4
 
 	// tdError = where(mask, v56, 0)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y1, Y9
-	VBLENDVPD Y9, Y4, Y2, Y4
+	VBLENDVPD Y3, Y4, Y2, Y4
 
 	// v59 = div(1, v54)
-	VDIVPD Y3, Y6, Y3
+	VDIVPD Y1, Y6, Y1
 
 	// v61 = where(mask, v59, 0)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y1, Y9
-	VBLENDVPD Y9, Y3, Y2, Y3
+	VBLENDVPD Y3, Y1, Y2, Y1
 
 	// v62 = where(v47, v61, 0)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y7, Y9
-	VBLENDVPD Y9, Y3, Y2, Y9
+	VBLENDVPD Y7, Y1, Y2, Y3
+	VMOVUPD   Y4, 456(SP)
 
 	// v63 = where(v47, 0, v61)
-	VMOVUPD   lgc0<>+0(SB), Y10
-	VCMPPD    $0x04, Y10, Y7, Y10
-	VBLENDVPD Y10, Y2, Y3, Y3
+	VBLENDVPD Y7, Y2, Y1, Y1
 
 	// v64 = ne(v62, 0)
-	VCMPPD $0x04, Y2, Y9, Y7
-	VANDPD lgc2<>+0(SB), Y7, Y7
+	VCMPPD  $0x04, Y2, Y3, Y4
+	VANDPD  lgc2<>+0(SB), Y4, Y5
+	VMOVUPD 424(SP), Y5
 
 	// v65 = mul(v62, absDiff)
-	VMULPD Y5, Y9, Y5
+	VMULPD Y5, Y3, Y5
 
 	// v66 = where(v64, v65, v62)
-	VMOVUPD   lgc0<>+0(SB), Y10
-	VCMPPD    $0x04, Y10, Y7, Y10
-	VBLENDVPD Y10, Y5, Y9, Y5
+	VBLENDVPD Y4, Y5, Y3, Y5
+	VMOVUPD   392(SP), Y7
 
 	// v67 = mul(v62, v48)
-	VMULPD Y8, Y9, Y8
+	VMULPD Y7, Y3, Y7
 
 	// v68 = where(v64, v67, v62)
-	VMOVUPD   lgc0<>+0(SB), Y10
-	VCMPPD    $0x04, Y10, Y7, Y10
-	VBLENDVPD Y10, Y8, Y9, Y7
+	VBLENDVPD Y4, Y7, Y3, Y3
 
 	// v69 = add(v63, v68)
-	VADDPD Y7, Y3, Y3
+	VADDPD Y3, Y1, Y1
 
 	// v70 = mul(v66, 0.5)
-	VMULPD lgc11<>+0(SB), Y5, Y5
+	VMULPD lgc11<>+0(SB), Y5, Y3
 
 	// v71 = add(v69, v70)
-	VADDPD Y5, Y3, Y3
+	VADDPD Y3, Y1, Y1
 
 	// v72 = gt(diff, 0)
-	VCMPPD $0x1e, Y2, Y0, Y5
-	VANDPD lgc2<>+0(SB), Y5, Y5
+	VCMPPD $0x1e, Y2, Y0, Y3
+	VANDPD lgc2<>+0(SB), Y3, Y4
 
 	// v73 = lt(diff, 0)
-	VCMPPD $0x11, Y2, Y0, Y7
-	VANDPD lgc2<>+0(SB), Y7, Y7
+	VCMPPD $0x11, Y2, Y0, Y4
+	VANDPD lgc2<>+0(SB), Y4, Y5
 
 	// v74 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPD lgc12<>+0(SB), Y8
+	VMOVUPD lgc12<>+0(SB), Y5
 
 	// v75 = where(v73, -1, v74)
-	VMOVUPD   lgc0<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y7, Y9
-	VBLENDVPD Y9, Y8, Y0, Y0
+	VBLENDVPD Y4, Y5, Y0, Y0
 
 	// v76 = where(v72, 1, v75)
-	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y5, Y7
-	VBLENDVPD Y7, Y6, Y0, Y0
+	VBLENDVPD Y3, Y6, Y0, Y0
 
 	// v77 = ne(v71, 0)
-	VCMPPD $0x04, Y2, Y3, Y5
-	VANDPD lgc2<>+0(SB), Y5, Y5
+	VCMPPD $0x04, Y2, Y1, Y3
+	VANDPD lgc2<>+0(SB), Y3, Y4
 
 	// v78 = mul(v71, v76)
-	VMULPD Y0, Y3, Y0
+	VMULPD Y0, Y1, Y0
 
 	// v79 = where(v77, v78, v71)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y5, Y6
-	VBLENDVPD Y6, Y0, Y3, Y0
-
-	// v80 = where(mask, v79, 0)
+	VBLENDVPD Y3, Y0, Y1, Y0
+	MOVQ      mask+16(FP), DX
+	VPMOVZXBD (DX)(SI*1), X1
+	VCVTDQ2PD X1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y1, Y3
+
+	// v80 = where(mask, v79, 0)
 	VBLENDVPD Y3, Y0, Y2, Y0
-	VMOVUPD   Y4, 392(SP)
 	XORQ      DX, DX
 
 inner_A_12:
@@ -1018,24 +987,24 @@ inner_A_12:
 	ADDQ      R9, R8
 	MOVQ      DX, R9
 	ADDQ      R9, R8
-	MOVQ      $+0, 424(SP)
+	MOVQ      $+0, 488(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 424(SP)
+	MOVB      R9, 488(SP)
 	MOVB      5(DI)(R8*1), R9
-	MOVB      R9, 425(SP)
+	MOVB      R9, 489(SP)
 	MOVB      10(DI)(R8*1), R9
-	MOVB      R9, 426(SP)
+	MOVB      R9, 490(SP)
 	MOVB      15(DI)(R8*1), R9
-	MOVB      R9, 427(SP)
-	VPMOVZXBD 424(SP), X3
+	MOVB      R9, 491(SP)
+	VPMOVZXBD 488(SP), X3
 	VCVTDQ2PD X3, Y3
 
 	// v81 = mul(v80, action)
-	VMULPD Y3, Y0, Y3
+	VMULPD  Y3, Y0, Y3
+	VMOVUPD lgc0<>+0(SB), Y4
+	VCMPPD  $0x04, Y4, Y1, Y4
 
 	// gradActionValue = where(mask, v81, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y3, Y2, Y3
 
 	// store gradActionValue
@@ -1056,7 +1025,7 @@ inner_A_12:
 	// store valueTarget
 	MOVQ    valueTarget+64(FP), DX
 	VMOVUPD Y0, (DX)(SI*8)
-	VMOVUPD 392(SP), Y0
+	VMOVUPD 456(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+72(FP), DX

@@ -569,12 +569,10 @@ inner_A_8:
 
 	// v25 = eq(v24, action)
 	VCMPPS $0x00, Y0, Y2, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y4
 
 	// gradActionValue = where(v25, v23, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y2
+	VBLENDVPS Y2, Y3, Y1, Y2
 
 	// store gradActionValue
 	XORQ    DI, DI

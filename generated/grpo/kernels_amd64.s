@@ -22,41 +22,35 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y1
-	VMOVUPS Y1, 256(BX)
+	VADDPS  256(BX), Y0, Y0
+	VMOVUPS Y0, 256(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS (DI)(SI*4), Y0
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 	MOVQ      advantage+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y3, Y1, Y5
+	VSUBPS Y3, Y0, Y5
 
 	// v13 = mul(logWeight, logWeight)
 	VMULPS Y5, Y5, Y6
@@ -67,138 +61,129 @@ blocks_2:
 
 	// v16 = le(v14, 0.05)
 	VCMPPS $0x12, Y7, Y6, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// kept = where(mask, v16, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y6, Y2, Y6
+	VBLENDVPS Y1, Y6, Y2, Y1
 
 	// sum(kept) over [B L]
-	VADDPS  576(BX), Y6, Y7
-	VMOVUPS Y7, 576(BX)
-	VMOVUPS lgc4<>+0(SB), Y7
+	VADDPS  576(BX), Y1, Y6
+	VMOVUPS Y6, 576(BX)
+	VMOVUPS lgc4<>+0(SB), Y6
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y7, Y7
-	VMOVUPS lgc5<>+0(SB), Y8
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc5<>+0(SB), Y7
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS  Y7, Y8, Y7
-	VMOVUPS Y1, (SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y0, (SP)
 	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc6<>+0(SB), Y5, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y3
+	VMAXPS       lgc6<>+0(SB), Y5, Y0
+	VMINPS       lgc7<>+0(SB), Y0, Y0
+	VMULPS       lgc8<>+0(SB), Y0, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y1
-	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y3, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y0
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y0
+	VMOVAPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc2<>+0(SB), Y0, Y7
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y0
+	VPMAXSD      lgc16<>+0(SB), Y0, Y3
 	VPMINSD      lgc17<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y1, Y1
+	VPSUBD       Y3, Y0, Y0
 	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VPADDD       lgc17<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y0
+	VBLENDVPS    Y0, Y5, Y7, Y7
 
 	// v24 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
+	VCMPPS  $0x1d, Y2, Y4, Y0
+	VANDPS  lgc1<>+0(SB), Y0, Y3
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y3, Y3
-	VMOVUPS lgc19<>+0(SB), Y9
+	VMINPS  Y7, Y3, Y3
+	VMOVUPS lgc19<>+0(SB), Y8
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y8
+	VMAXPS Y7, Y8, Y7
 
 	// ratioClipped = where(v24, v26, v28)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y1, Y9
-	VBLENDVPS Y9, Y3, Y8, Y1
+	VBLENDVPS Y0, Y3, Y7, Y0
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y0, Y4, Y0
 
 	// v31 = neg(gain)
-	VXORPS lgc20<>+0(SB), Y1, Y1
+	VXORPS  lgc20<>+0(SB), Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y1, Y3
 
 	// v32 = where(kept, v31, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y6, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// sum(v32) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
+	VADDPS  896(BX), Y0, Y0
+	VMOVUPS Y0, 896(BX)
 
 	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y7, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS    $0x04, Y5, Y6, Y0
+	VANDPS    lgc1<>+0(SB), Y0, Y0
+	MOVQ      mask+8(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y4
+	VCVTDQ2PS Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
 
 	// v37 = where(mask, v36, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y6, Y0, Y2, Y0
 
 	// sum(v37) over [B L]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
-	VMOVUPS 32(SP), Y1
-	VMOVUPS (SP), Y3
+	VADDPS  1216(BX), Y0, Y0
+	VMOVUPS Y0, 1216(BX)
+	VMOVUPS 32(SP), Y0
+	VMOVUPS (SP), Y4
 
 	// v41 = sub(v8, v6)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y4, Y0, Y0
 
 	// v42 = where(mask, v41, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y6, Y0, Y2, Y0
 
 	// sum(v42) over [B L]
-	VADDPS  1536(BX), Y1, Y1
-	VMOVUPS Y1, 1536(BX)
+	VADDPS  1536(BX), Y0, Y0
+	VMOVUPS Y0, 1536(BX)
 	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS (DI)(SI*4), Y0
 
 	// v46 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y6, Y0, Y2, Y0
 
 	// v47 = where(mask, v46, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y6, Y0, Y2, Y4
 
 	// sum(v47) over [B L]
-	VADDPS  1856(BX), Y0, Y0
-	VMOVUPS Y0, 1856(BX)
+	VADDPS  1856(BX), Y4, Y4
+	VMOVUPS Y4, 1856(BX)
 
 	// v51 = mul(-0.01, v46)
-	VMULPS lgc21<>+0(SB), Y1, Y0
+	VMULPS lgc21<>+0(SB), Y0, Y0
 
 	// v52 = where(kept, v51, 0)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y6, Y1
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// sum(v52) over [B L]
 	VADDPS  2176(BX), Y0, Y0
@@ -206,10 +191,8 @@ blocks_2:
 	VMOVUPS lgc22<>+0(SB), Y0
 
 	// v56 = where(kept, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y6, Y1
-	VBLENDVPS Y1, Y5, Y0, Y0
-	VMOVUPS   Y6, 64(SP)
+	VBLENDVPS Y3, Y5, Y0, Y0
+	VMOVUPS   Y1, 64(SP)
 
 	// logsumexp(v56) over [B L]
 	VMAXPS       lgc6<>+0(SB), Y0, Y1
@@ -226,7 +209,7 @@ blocks_2:
 	VFMADD213PS  lgc2<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y2
 	VPMINSD      lgc17<>+0(SB), Y2, Y2
@@ -265,23 +248,23 @@ blocks_2:
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      refLogProb+56(FP), DI
-	VMOVUPS   (DI)(SI*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   (DI)(SI*4), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v68 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 	VMOVUPS   (SP), Y1
 
 	// v69 = sub(v68, v6)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS 64(SP), Y1
+	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y1, Y3
 
 	// v70 = where(kept, v69, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// v71 = abs(v70)
@@ -291,7 +274,7 @@ blocks_2:
 
 	// v73 = lt(v71, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
+	VANDPS  lgc1<>+0(SB), Y3, Y5
 	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v75 = max(v70, -0.1) tie=first
@@ -369,7 +352,7 @@ blocks_2:
 	VFMADD213PS  lgc2<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc16<>+0(SB), Y5, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -384,19 +367,17 @@ blocks_2:
 	VBLENDVPS    Y5, Y0, Y7, Y7
 
 	// v104 = sub(v103, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y7, Y5
 
 	// v105 = sub(v104, v70)
 	VSUBPS Y0, Y5, Y0
 
 	// k3 = where(v73, v102, v105)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y0, Y0
+	VBLENDVPS Y3, Y4, Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
 
 	// v107 = where(kept, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// sum(v107) over [B L]
@@ -415,7 +396,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -428,7 +409,7 @@ blocks_2:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -441,7 +422,7 @@ blocks_2:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -454,7 +435,7 @@ blocks_2:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -467,7 +448,7 @@ blocks_2:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y0, Y0
 	VMOVUPD      Y0, 1376(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -480,7 +461,7 @@ blocks_2:
 	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y0, Y0
 	VMOVUPD      Y0, 1696(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	VMOVUPS      2176(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -493,7 +474,7 @@ blocks_2:
 	VMOVUPD      Y2, 1984(DX)
 	VADDPD       2016(DX), Y0, Y0
 	VMOVUPD      Y0, 2016(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)
 	VMOVUPS      3008(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -506,7 +487,7 @@ blocks_2:
 	VMOVUPD      Y2, 2816(DX)
 	VADDPD       2848(DX), Y0, Y0
 	VMOVUPD      Y0, 2848(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3008(DX)
 	VANDPS       3136(DX), Y1, Y1
 	VMOVUPS      Y1, 3136(DX)
@@ -527,7 +508,7 @@ noflush_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -540,7 +521,7 @@ noflush_3:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -553,7 +534,7 @@ noflush_3:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -566,7 +547,7 @@ noflush_3:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -579,7 +560,7 @@ noflush_3:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -592,7 +573,7 @@ noflush_3:
 	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	VMOVUPS      2176(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -605,7 +586,7 @@ noflush_3:
 	VMOVUPD      Y2, 1984(CX)
 	VADDPD       2016(CX), Y0, Y0
 	VMOVUPD      Y0, 2016(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)
 	VMOVUPS      3008(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -618,7 +599,7 @@ noflush_3:
 	VMOVUPD      Y2, 2816(CX)
 	VADDPD       2848(CX), Y0, Y0
 	VMOVUPD      Y0, 2848(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3008(CX)
 	VANDPS       3136(CX), Y1, Y1
 	VMOVUPS      Y1, 3136(CX)
@@ -628,24 +609,24 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x3f800000
-DATA lgc0<>+4(SB)/4, $0x3f800000
-DATA lgc0<>+8(SB)/4, $0x3f800000
-DATA lgc0<>+12(SB)/4, $0x3f800000
-DATA lgc0<>+16(SB)/4, $0x3f800000
-DATA lgc0<>+20(SB)/4, $0x3f800000
-DATA lgc0<>+24(SB)/4, $0x3f800000
-DATA lgc0<>+28(SB)/4, $0x3f800000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/4, $0x3f800000
+DATA lgc1<>+4(SB)/4, $0x3f800000
+DATA lgc1<>+8(SB)/4, $0x3f800000
+DATA lgc1<>+12(SB)/4, $0x3f800000
+DATA lgc1<>+16(SB)/4, $0x3f800000
+DATA lgc1<>+20(SB)/4, $0x3f800000
+DATA lgc1<>+24(SB)/4, $0x3f800000
+DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
 DATA lgc2<>+0(SB)/4, $0x3f000000
@@ -1014,7 +995,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v34 = max(numKept, 1)
 	VMAXPS       Y0, Y1, Y2
@@ -1076,7 +1057,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -1089,19 +1070,17 @@ TEXT ·pass1AVX2(SB), $64-144
 	VMULPS       Y1, Y8, Y8
 	VCMPPS       $0x03, Y7, Y7, Y1
 	VBLENDVPS    Y1, Y7, Y8, Y8
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v64 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y6
 
 	// v65 = div(v63, v34)
 	VDIVPS Y2, Y8, Y6
 
 	// ess = where(v64, v65, 0)
-	VMOVUPS      lgc1<>+0(SB), Y7
-	VCMPPS       $0x04, Y7, Y0, Y7
-	VBLENDVPS    Y7, Y6, Y1, Y0
+	VBLENDVPS    Y0, Y6, Y1, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1174,40 +1153,36 @@ blocks_5:
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      logProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   (BX)(SI*4), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 	MOVQ      sampleLogProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y3, Y0, Y0
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Y1, Y1, Y1
+	VMULPS Y0, Y0, Y0
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Y1, Y1
+	VMULPS  lgc2<>+0(SB), Y0, Y0
 	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v16 = le(v14, 0.05)
-	VCMPPS $0x12, Y3, Y1, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x12, Y3, Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// kept = where(mask, v16, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(kept) over [B L]
 	MOVQ         state+32(FP), BX
@@ -1226,7 +1201,7 @@ blocks_5:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
@@ -1247,7 +1222,7 @@ noflush_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VANDPS       384(CX), Y1, Y1
 	VMOVUPS      Y1, 384(CX)
@@ -1259,7 +1234,7 @@ noflush_6:
 
 // func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, numKept *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $544-96
+TEXT ·fbPass1AVX2(SB), $672-96
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -1275,12 +1250,12 @@ blocks_8:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VBLENDVPS Y1, Y0, Y2, Y3
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
@@ -1290,23 +1265,17 @@ blocks_8:
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y4
 	MOVQ      advantage+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y5
 
 	// v10 = where(mask, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y5, Y2, Y5
 
 	// logWeight = sub(v6, v8)
 	VSUBPS Y4, Y3, Y6
@@ -1320,80 +1289,77 @@ blocks_8:
 
 	// v16 = le(v14, 0.05)
 	VCMPPS $0x12, Y8, Y7, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// kept = where(mask, v16, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y0, Y8
-	VBLENDVPS Y8, Y7, Y2, Y0
+	VBLENDVPS Y1, Y7, Y2, Y1
 	VMOVUPS   lgc4<>+0(SB), Y7
 
 	// v21 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y6, Y7, Y7
-	VMOVUPS lgc5<>+0(SB), Y8
+	VMOVUPS Y3, (SP)
+	VMOVUPS lgc5<>+0(SB), Y3
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS  Y7, Y8, Y7
-	VMOVUPS Y3, (SP)
+	VMINPS  Y7, Y3, Y3
 	VMOVUPS Y4, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc6<>+0(SB), Y6, Y3
-	VMINPS       lgc7<>+0(SB), Y3, Y3
-	VMULPS       lgc8<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc10<>+0(SB), Y4, Y3
+	VMAXPS       lgc6<>+0(SB), Y6, Y4
+	VMINPS       lgc7<>+0(SB), Y4, Y4
+	VMULPS       lgc8<>+0(SB), Y4, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y7, Y4
+	VFNMADD231PS lgc10<>+0(SB), Y7, Y4
 	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc2<>+0(SB), Y3, Y8
-	VMULPS       Y3, Y3, Y9
-	VFMADD213PS  Y3, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc16<>+0(SB), Y3, Y4
-	VPMINSD      lgc17<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y8
+	VFMADD213PS  lgc2<>+0(SB), Y4, Y8
+	VMULPS       Y4, Y4, Y9
+	VFMADD213PS  Y4, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y4
+	VPMAXSD      lgc16<>+0(SB), Y4, Y7
+	VPMINSD      lgc17<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y7, Y8, Y8
 	VMULPS       Y4, Y8, Y8
-	VMULPS       Y3, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y3
-	VBLENDVPS    Y3, Y6, Y8, Y8
+	VCMPPS       $0x03, Y6, Y6, Y4
+	VBLENDVPS    Y4, Y6, Y8, Y8
 
 	// v24 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y5, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc18<>+0(SB), Y4
+	VCMPPS  $0x1d, Y2, Y5, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y7
+	VMOVUPS lgc18<>+0(SB), Y9
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y4, Y4
-	VMOVUPS lgc19<>+0(SB), Y9
+	VMINPS  Y8, Y9, Y9
+	VMOVUPS Y6, 64(SP)
+	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y9, Y9
-	VMOVUPS Y8, 64(SP)
+	VMAXPS  Y8, Y6, Y6
+	VMOVUPS Y8, 96(SP)
 
 	// ratioClipped = where(v24, v26, v28)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y4, Y9, Y4
+	VBLENDVPS Y4, Y9, Y6, Y4
 
 	// gain = mul(v10, ratioClipped)
 	VMULPS Y4, Y5, Y4
 
 	// v31 = neg(gain)
-	VXORPS lgc20<>+0(SB), Y4, Y4
+	VXORPS  lgc20<>+0(SB), Y4, Y4
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y1, Y6
 
 	// v32 = where(kept, v31, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y0, Y8
-	VBLENDVPS Y8, Y4, Y2, Y4
+	VBLENDVPS Y6, Y4, Y2, Y4
 
 	// sum(v32) over [B L]
 	VADDPS       1024(BX), Y4, Y4
@@ -1403,147 +1369,138 @@ blocks_8:
 	VBROADCASTSS (DI)(R8*4), Y4
 
 	// v34 = max(numKept, 1)
-	VMAXPS Y4, Y1, Y1
+	VMAXPS  Y4, Y0, Y0
+	VMOVUPS 64(SP), Y4
 
 	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS    $0x04, Y6, Y7, Y4
-	VANDPS    lgc0<>+0(SB), Y4, Y4
+	VCMPPS    $0x04, Y4, Y3, Y3
+	VANDPS    lgc1<>+0(SB), Y3, Y3
 	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y7
-	VCVTDQ2PS Y7, Y7
+	VPMOVZXBD (DI)(SI*1), Y8
+	VCVTDQ2PS Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
 
 	// v37 = where(mask, v36, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
-	VBLENDVPS Y8, Y4, Y2, Y4
-	VMOVUPS   Y3, 96(SP)
+	VBLENDVPS Y9, Y3, Y2, Y3
+	VMOVUPS   Y7, 128(SP)
+	VMOVUPS   Y5, 160(SP)
 
 	// sum(v37) over [B L]
-	VADDPS  1344(BX), Y4, Y3
+	VADDPS  1344(BX), Y3, Y3
 	VMOVUPS Y3, 1344(BX)
 	VMOVUPS 32(SP), Y3
-	VMOVUPS (SP), Y4
+	VMOVUPS (SP), Y5
 
 	// v41 = sub(v8, v6)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y5, Y3, Y3
 
 	// v42 = where(mask, v41, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y7, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-	VMOVUPS   Y5, 128(SP)
-
-	// sum(v42) over [B L]
-	VADDPS  1664(BX), Y3, Y3
-	VMOVUPS Y3, 1664(BX)
-	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
-
-	// v46 = where(mask, entropy, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y7, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// v47 = where(mask, v46, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y7, Y4
-	VBLENDVPS Y4, Y3, Y2, Y4
-
-	// sum(v47) over [B L]
-	VADDPS  1984(BX), Y4, Y4
-	VMOVUPS Y4, 1984(BX)
-
-	// v51 = mul(-0.01, v46)
-	VMULPS lgc21<>+0(SB), Y3, Y3
-
-	// v52 = where(kept, v51, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y2
-
-	// sum(v52) over [B L]
-	VADDPS  2304(BX), Y2, Y2
-	VMOVUPS Y2, 2304(BX)
-	VMOVUPS lgc22<>+0(SB), Y2
-
-	// v56 = where(kept, logWeight, -Inf)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y6, Y2, Y2
-	VMOVUPS   Y1, 160(SP)
+	VBLENDVPS Y9, Y3, Y2, Y3
 	VMOVUPS   Y0, 192(SP)
 
+	// sum(v42) over [B L]
+	VADDPS  1664(BX), Y3, Y0
+	VMOVUPS Y0, 1664(BX)
+	MOVQ    entropy+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y0
+
+	// v46 = where(mask, entropy, 0)
+	VBLENDVPS Y9, Y0, Y2, Y0
+
+	// v47 = where(mask, v46, 0)
+	VBLENDVPS Y9, Y0, Y2, Y3
+
+	// sum(v47) over [B L]
+	VADDPS  1984(BX), Y3, Y3
+	VMOVUPS Y3, 1984(BX)
+
+	// v51 = mul(-0.01, v46)
+	VMULPS lgc21<>+0(SB), Y0, Y0
+
+	// v52 = where(kept, v51, 0)
+	VBLENDVPS Y6, Y0, Y2, Y0
+
+	// sum(v52) over [B L]
+	VADDPS  2304(BX), Y0, Y0
+	VMOVUPS Y0, 2304(BX)
+	VMOVUPS lgc22<>+0(SB), Y0
+
+	// v56 = where(kept, logWeight, -Inf)
+	VBLENDVPS Y6, Y4, Y0, Y0
+	VMOVUPS   Y1, 224(SP)
+
 	// logsumexp(v56) over [B L]
-	VMAXPS       lgc6<>+0(SB), Y2, Y0
-	VMINPS       lgc7<>+0(SB), Y0, Y0
-	VMULPS       lgc8<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc10<>+0(SB), Y1, Y0
+	VMAXPS       lgc6<>+0(SB), Y0, Y1
+	VMINPS       lgc7<>+0(SB), Y1, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VMOVAPS      lgc11<>+0(SB), Y3
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc2<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc16<>+0(SB), Y0, Y1
-	VPMINSD      lgc17<>+0(SB), Y1, Y1
-	VPSUBD       Y1, Y0, Y0
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y0
-	VBLENDVPS    Y0, Y2, Y3, Y3
-	VCMPPS       $0x15, lgc23<>+0(SB), Y2, Y0
-	VCMPPS       $0x1a, lgc24<>+0(SB), Y2, Y1
-	VANDPS       Y1, Y0, Y0
-	VCMPPS       $0x00, lgc22<>+0(SB), Y2, Y1
-	VORPS        Y1, Y0, Y0
-	VANDPS       2624(BX), Y0, Y0
-	VMOVUPS      Y0, 2624(BX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2432(BX), Y0, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VCMPPS       $0x15, lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc24<>+0(SB), Y0, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       2624(BX), Y1, Y1
+	VMOVUPS      Y1, 2624(BX)
+	VCVTPS2PD    X3, Y1
+	VEXTRACTF128 $0x01, Y3, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2432(BX), Y1, Y3
 	VMOVUPD      Y3, 2432(BX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       2752(BX), Y0, Y0
-	VMOVUPD      Y0, 2752(BX)
-	VADDPD       2464(BX), Y1, Y0
-	VMOVUPD      Y0, 2464(BX)
-	VMULPD       Y1, Y1, Y0
-	VADDPD       2784(BX), Y0, Y0
-	VMOVUPD      Y0, 2784(BX)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       2752(BX), Y1, Y1
+	VMOVUPD      Y1, 2752(BX)
+	VADDPD       2464(BX), Y2, Y1
+	VMOVUPD      Y1, 2464(BX)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       2784(BX), Y1, Y1
+	VMOVUPD      Y1, 2784(BX)
 
 	// v60 = mul(2, v56)
-	VMULPS    lgc25<>+0(SB), Y2, Y0
+	VMULPS    lgc25<>+0(SB), Y0, Y0
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      refLogProb+64(FP), DI
-	VMOVUPS   (DI)(SI*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   (DI)(SI*4), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v68 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 	VMOVUPS   (SP), Y1
 
 	// v69 = sub(v68, v6)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS 192(SP), Y1
+	VMOVUPS 224(SP), Y1
+	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y1, Y3
 
 	// v70 = where(kept, v69, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// v71 = abs(v70)
@@ -1553,7 +1510,7 @@ blocks_8:
 
 	// v73 = lt(v71, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
+	VANDPS  lgc1<>+0(SB), Y3, Y5
 	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v75 = max(v70, -0.1) tie=first
@@ -1584,508 +1541,463 @@ blocks_8:
 	VMULPS Y8, Y4, Y9
 
 	// v89 = add(0.001388888888888889, v88)
-	VADDPS lgc32<>+0(SB), Y9, Y9
+	VADDPS  lgc32<>+0(SB), Y9, Y9
+	VMOVUPS Y5, 256(SP)
 
 	// v91 = mul(v76, v89)
-	VMULPS Y9, Y4, Y10
+	VMULPS Y9, Y4, Y5
 
 	// v92 = add(0.008333333333333333, v91)
-	VADDPS lgc33<>+0(SB), Y10, Y10
+	VADDPS  lgc33<>+0(SB), Y5, Y5
+	VMOVUPS Y6, 288(SP)
 
 	// v94 = mul(v76, v92)
-	VMULPS Y10, Y4, Y11
-
-	// v95 = add(0.041666666666666664, v94)
-	VADDPS  lgc34<>+0(SB), Y11, Y11
-	VMOVUPS Y5, 224(SP)
-
-	// v97 = mul(v76, v95)
-	VMULPS Y11, Y4, Y5
-
-	// v98 = add(0.16666666666666666, v97)
-	VADDPS  lgc35<>+0(SB), Y5, Y5
-	VMOVUPS Y6, 256(SP)
-
-	// v99 = mul(v76, v98)
 	VMULPS Y5, Y4, Y6
 
+	// v95 = add(0.041666666666666664, v94)
+	VADDPS  lgc34<>+0(SB), Y6, Y6
+	VMOVUPS Y7, 320(SP)
+
+	// v97 = mul(v76, v95)
+	VMULPS Y6, Y4, Y7
+
+	// v98 = add(0.16666666666666666, v97)
+	VADDPS  lgc35<>+0(SB), Y7, Y7
+	VMOVUPS Y8, 352(SP)
+
+	// v99 = mul(v76, v98)
+	VMULPS Y7, Y4, Y8
+
 	// v100 = add(0.5, v99)
-	VADDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS Y7, 288(SP)
+	VADDPS  lgc2<>+0(SB), Y8, Y8
+	VMOVUPS Y9, 384(SP)
 
 	// v101 = mul(v76, v76)
-	VMULPS  Y4, Y4, Y7
-	VMOVUPS Y8, 320(SP)
+	VMULPS  Y4, Y4, Y9
+	VMOVUPS Y5, 416(SP)
 
 	// v102 = mul(v101, v100)
-	VMULPS  Y6, Y7, Y8
-	VMOVUPS Y9, 352(SP)
-	VMOVUPS Y10, 384(SP)
-	VMOVUPS Y11, 416(SP)
-	VMOVUPS Y5, 448(SP)
-	VMOVUPS Y4, 480(SP)
-	VMOVUPS Y7, 512(SP)
+	VMULPS  Y8, Y9, Y5
+	VMOVUPS Y6, 448(SP)
+	VMOVUPS Y7, 480(SP)
+	VMOVUPS Y4, 512(SP)
+	VMOVUPS Y9, 544(SP)
+	VMOVUPS Y8, 576(SP)
 
 	// v103 = exp(v70)
 	VMAXPS       lgc6<>+0(SB), Y0, Y4
 	VMINPS       lgc7<>+0(SB), Y4, Y4
-	VMULPS       lgc8<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc10<>+0(SB), Y5, Y4
+	VMULPS       lgc8<>+0(SB), Y4, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y4
 	VMOVAPS      lgc11<>+0(SB), Y7
 	VFMADD213PS  lgc12<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc13<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc15<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc2<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y9
-	VFMADD213PS  Y4, Y9, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc16<>+0(SB), Y4, Y5
-	VPMINSD      lgc17<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y4
+	VPMAXSD      lgc16<>+0(SB), Y4, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VBLENDVPS    Y4, Y0, Y7, Y7
 
 	// v104 = sub(v103, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y4
 
 	// v105 = sub(v104, v70)
 	VSUBPS Y0, Y4, Y4
 
 	// k3 = where(v73, v102, v105)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y8, Y4, Y4
+	VBLENDVPS Y3, Y5, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
 
 	// v107 = where(kept, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y5, Y4, Y2, Y1
 
 	// sum(v107) over [B L]
-	VADDPS  3136(BX), Y4, Y4
-	VMOVUPS Y4, 3136(BX)
-	VMOVUPS lgc38<>+0(SB), Y4
-	VMOVUPS 160(SP), Y5
+	VADDPS  3136(BX), Y1, Y1
+	VMOVUPS Y1, 3136(BX)
+	VMOVUPS lgc38<>+0(SB), Y1
+	VMOVUPS 192(SP), Y4
 
 	// v113 = div(0.04, v34)
-	VDIVPS Y5, Y4, Y4
+	VDIVPS Y4, Y1, Y1
 
 	// v114 = where(kept, v113, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y5, Y1, Y2, Y1
 
 	// v115 = where(v73, v114, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y2, Y5
+	VBLENDVPS Y3, Y1, Y2, Y4
 
 	// v116 = where(v73, 0, v114)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y2, Y4, Y3
+	VBLENDVPS Y3, Y2, Y1, Y1
 
 	// v117 = neg(v116)
-	VXORPS lgc20<>+0(SB), Y3, Y4
+	VXORPS lgc20<>+0(SB), Y1, Y3
 
 	// v118 = ne(v116, 0)
-	VCMPPS $0x04, Y2, Y3, Y8
-	VANDPS lgc0<>+0(SB), Y8, Y8
+	VCMPPS $0x04, Y2, Y1, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y6
 
 	// v119 = mul(v116, v103)
-	VMULPS Y7, Y3, Y7
+	VMULPS Y7, Y1, Y6
 
 	// v120 = where(v118, v119, v116)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y7, Y3, Y3
+	VBLENDVPS Y5, Y6, Y1, Y1
 
 	// v121 = add(v117, v120)
-	VADDPS Y3, Y4, Y3
+	VADDPS Y1, Y3, Y1
 
 	// v122 = ne(v115, 0)
-	VCMPPS $0x04, Y2, Y5, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
+	VCMPPS  $0x04, Y2, Y4, Y3
+	VANDPS  lgc1<>+0(SB), Y3, Y5
+	VMOVUPS 576(SP), Y5
 
 	// v123 = mul(v115, v100)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v124 = where(v122, v123, v115)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y5, Y6
-	VMOVUPS   512(SP), Y7
+	VBLENDVPS Y3, Y5, Y4, Y5
+	VMOVUPS   544(SP), Y6
 
 	// v125 = mul(v115, v101)
-	VMULPS Y7, Y5, Y7
+	VMULPS Y6, Y4, Y6
 
 	// v126 = where(v122, v125, v115)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y5, Y4
+	VBLENDVPS Y3, Y6, Y4, Y3
 
 	// v127 = ne(v124, 0)
-	VCMPPS  $0x04, Y2, Y6, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 480(SP), Y7
+	VCMPPS  $0x04, Y2, Y5, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 512(SP), Y6
 
 	// v128 = mul(v124, v76)
-	VMULPS Y7, Y6, Y8
+	VMULPS Y6, Y5, Y7
 
 	// v129 = where(v127, v128, v124)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y6, Y5
+	VBLENDVPS Y4, Y7, Y5, Y4
 
 	// v130 = add(v129, v129)
-	VADDPS Y5, Y5, Y5
+	VADDPS Y4, Y4, Y4
 
 	// v131 = ne(v126, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 448(SP), Y8
+	VCMPPS  $0x04, Y2, Y3, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y7
+	VMOVUPS 480(SP), Y7
 
 	// v132 = mul(v126, v98)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y7, Y3, Y7
 
 	// v133 = where(v131, v132, v126)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y5, Y7, Y3, Y7
 
 	// v134 = mul(v126, v76)
-	VMULPS Y7, Y4, Y9
+	VMULPS  Y6, Y3, Y8
+	VMOVUPS Y1, 608(SP)
 
 	// v135 = where(v131, v134, v126)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y5, Y8, Y3, Y1
 
 	// v136 = add(v130, v133)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y7, Y4, Y3
 
 	// v137 = ne(v135, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 416(SP), Y8
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 448(SP), Y5
 
 	// v138 = mul(v135, v95)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y1, Y5
 
 	// v139 = where(v137, v138, v135)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y1, Y5
 
 	// v140 = mul(v135, v76)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y1, Y7
 
 	// v141 = where(v137, v140, v135)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v142 = add(v136, v139)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y3, Y3
 
 	// v143 = ne(v141, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 384(SP), Y8
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 416(SP), Y5
 
 	// v144 = mul(v141, v92)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y1, Y5
 
 	// v145 = where(v143, v144, v141)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y1, Y5
 
 	// v146 = mul(v141, v76)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y1, Y7
 
 	// v147 = where(v143, v146, v141)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v148 = add(v142, v145)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y3, Y3
 
 	// v149 = ne(v147, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 352(SP), Y8
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 384(SP), Y5
 
 	// v150 = mul(v147, v89)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y1, Y5
 
 	// v151 = where(v149, v150, v147)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y1, Y5
 
 	// v152 = mul(v147, v76)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y1, Y7
 
 	// v153 = where(v149, v152, v147)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v154 = add(v148, v151)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y3, Y3
 
 	// v155 = ne(v153, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 320(SP), Y8
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 352(SP), Y5
 
 	// v156 = mul(v153, v86)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y1, Y5
 
 	// v157 = where(v155, v156, v153)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y1, Y5
 
 	// v158 = mul(v153, v76)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y1, Y7
 
 	// v159 = where(v155, v158, v153)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v160 = add(v154, v157)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y3, Y3
 
 	// v161 = ne(v159, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 288(SP), Y8
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 320(SP), Y5
 
 	// v162 = mul(v159, v83)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y1, Y5
 
 	// v163 = where(v161, v162, v159)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y1, Y5
 
 	// v164 = mul(v159, v76)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y1, Y7
 
 	// v165 = where(v161, v164, v159)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y1, Y1
 
 	// v166 = add(v160, v163)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y3, Y3
 
 	// v167 = ne(v165, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 256(SP), Y8
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 288(SP), Y5
 
 	// v168 = mul(v165, v80)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y1, Y5
 
 	// v169 = where(v167, v168, v165)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y1, Y5
 
 	// v170 = mul(v165, v76)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y6, Y1, Y6
 
 	// v171 = where(v167, v170, v165)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	VBLENDVPS Y4, Y6, Y1, Y1
 
 	// v172 = add(v166, v169)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y3, Y3
 
 	// v173 = mul(v171, 2.755731922398589e-07)
-	VMULPS lgc28<>+0(SB), Y4, Y4
+	VMULPS lgc28<>+0(SB), Y1, Y1
 
 	// v174 = add(v172, v173)
-	VADDPS  Y4, Y5, Y4
-	VMOVUPS 224(SP), Y5
-	VMOVUPS lgc26<>+0(SB), Y6
+	VADDPS  Y1, Y3, Y1
+	VMOVUPS 256(SP), Y3
+	VMOVUPS lgc26<>+0(SB), Y4
 
 	// v175 = le(v75, 0.1)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y4, Y3, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v176 = ne(v75, v75)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y3, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v177 = max(v175, v176)
-	VXORPS lgc20<>+0(SB), Y6, Y6
-	VXORPS lgc20<>+0(SB), Y5, Y5
-	VMINPS Y6, Y5, Y7
-	VMINPS Y5, Y6, Y5
-	VORPS  Y7, Y5, Y5
-	VXORPS lgc20<>+0(SB), Y5, Y5
+	VXORPS  lgc20<>+0(SB), Y4, Y4
+	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VMINPS  Y4, Y3, Y5
+	VMINPS  Y3, Y4, Y3
+	VORPS   Y5, Y3, Y3
+	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y3, Y4
 
 	// v178 = where(v177, v174, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y2, Y4
-	VMOVUPS   lgc27<>+0(SB), Y5
+	VBLENDVPS Y4, Y1, Y2, Y1
+	VMOVUPS   lgc27<>+0(SB), Y3
 
 	// v179 = ge(v70, -0.1)
-	VCMPPS $0x1d, Y5, Y0, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x1d, Y3, Y0, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v180 = ne(v70, v70)
 	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// v181 = max(v179, v180)
-	VXORPS lgc20<>+0(SB), Y5, Y5
-	VXORPS lgc20<>+0(SB), Y0, Y0
-	VMINPS Y5, Y0, Y6
-	VMINPS Y0, Y5, Y0
-	VORPS  Y6, Y0, Y0
-	VXORPS lgc20<>+0(SB), Y0, Y0
+	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VXORPS  lgc20<>+0(SB), Y0, Y0
+	VMINPS  Y3, Y0, Y4
+	VMINPS  Y0, Y3, Y0
+	VORPS   Y4, Y0, Y0
+	VXORPS  lgc20<>+0(SB), Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y0, Y3
 
 	// v182 = where(v181, v178, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y0
+	VBLENDVPS Y3, Y1, Y2, Y0
+	VMOVUPS   608(SP), Y1
 
 	// v183 = add(v121, v182)
-	VADDPS Y0, Y3, Y0
+	VADDPS  Y0, Y1, Y0
+	VMOVUPS 224(SP), Y1
+	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y1, Y3
 
 	// v184 = where(kept, v183, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// v185 = neg(v184)
 	VXORPS  lgc20<>+0(SB), Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y3
-	VMOVUPS 160(SP), Y4
+	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS 192(SP), Y4
 
 	// v186 = div(1, v34)
-	VDIVPS Y4, Y3, Y3
+	VDIVPS Y4, Y1, Y1
 
 	// v187 = where(kept, v186, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y1
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// v188 = mul(v187, -0.01)
 	VMULPS    lgc21<>+0(SB), Y1, Y3
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
 
 	// gradEntropy = where(mask, v188, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y3, Y2, Y3
 
 	// v190 = neg(v187)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
-	VMOVUPS 128(SP), Y5
+	VMOVUPS 160(SP), Y4
 
 	// v191 = mul(v190, v10)
-	VMULPS  Y5, Y1, Y1
-	VMOVUPS 96(SP), Y5
+	VMULPS  Y4, Y1, Y1
+	VMOVUPS 128(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y4, Y6
 
 	// v192 = where(v24, v191, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y1, Y2, Y6
+	VBLENDVPS Y6, Y1, Y2, Y4
 
 	// v193 = where(v24, 0, v191)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y2, Y1, Y1
-	VMOVUPS   64(SP), Y5
+	VBLENDVPS Y6, Y2, Y1, Y1
+	VMOVUPS   96(SP), Y6
 	VMOVUPS   lgc19<>+0(SB), Y7
 
 	// v194 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y5, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y7, Y6, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v195 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y8
-	VANDPS lgc0<>+0(SB), Y8, Y8
+	VCMPPS  $0x04, Y6, Y6, Y8
+	VANDPS  lgc1<>+0(SB), Y8, Y8
+	VMOVUPS Y3, 640(SP)
 
 	// v196 = max(v194, v195)
-	VXORPS lgc20<>+0(SB), Y7, Y7
-	VXORPS lgc20<>+0(SB), Y8, Y10
-	VMINPS Y7, Y10, Y9
-	VMINPS Y10, Y7, Y7
-	VORPS  Y9, Y7, Y7
-	VXORPS lgc20<>+0(SB), Y7, Y7
+	VXORPS  lgc20<>+0(SB), Y7, Y3
+	VXORPS  lgc20<>+0(SB), Y8, Y9
+	VMINPS  Y3, Y9, Y7
+	VMINPS  Y9, Y3, Y3
+	VORPS   Y7, Y3, Y3
+	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y3, Y7
 
 	// v197 = where(v196, v193, 0)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y1, Y2, Y1
-	VMOVUPS   lgc18<>+0(SB), Y7
+	VBLENDVPS Y7, Y1, Y2, Y1
+	VMOVUPS   lgc18<>+0(SB), Y3
 
 	// v198 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y7, Y5, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y3, Y6, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v199 = max(v198, v195)
-	VXORPS lgc20<>+0(SB), Y7, Y7
-	VXORPS lgc20<>+0(SB), Y8, Y8
-	VMINPS Y7, Y8, Y9
-	VMINPS Y8, Y7, Y7
-	VORPS  Y9, Y7, Y7
-	VXORPS lgc20<>+0(SB), Y7, Y7
+	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VXORPS  lgc20<>+0(SB), Y8, Y7
+	VMINPS  Y3, Y7, Y8
+	VMINPS  Y7, Y3, Y3
+	VORPS   Y8, Y3, Y3
+	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y3, Y7
 
 	// v200 = where(v199, v192, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
-	VBLENDVPS Y8, Y6, Y2, Y6
+	VBLENDVPS Y7, Y4, Y2, Y3
 
 	// v201 = add(v197, v200)
-	VADDPS Y6, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v202 = ne(v201, 0)
-	VCMPPS $0x04, Y2, Y1, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y2, Y1, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y4
 
 	// v203 = mul(v201, ratio)
-	VMULPS Y5, Y1, Y5
+	VMULPS Y6, Y1, Y4
 
 	// v204 = where(v202, v203, v201)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y1, Y1
+	VBLENDVPS Y3, Y4, Y1, Y1
 
 	// v205 = add(v185, v204)
 	VADDPS Y1, Y0, Y0
 
 	// gradLogProb = where(mask, v205, 0)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y4, Y1
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VBLENDVPS Y5, Y0, Y2, Y0
+	VMOVUPS   640(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), BX
@@ -2103,7 +2015,7 @@ blocks_8:
 	VMOVUPD      Y2, 512(DX)
 	VADDPD       544(DX), Y0, Y0
 	VMOVUPD      Y0, 544(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2116,7 +2028,7 @@ blocks_8:
 	VMOVUPD      Y2, 832(DX)
 	VADDPD       864(DX), Y0, Y0
 	VMOVUPD      Y0, 864(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2129,7 +2041,7 @@ blocks_8:
 	VMOVUPD      Y2, 1152(DX)
 	VADDPD       1184(DX), Y0, Y0
 	VMOVUPD      Y0, 1184(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2142,7 +2054,7 @@ blocks_8:
 	VMOVUPD      Y2, 1472(DX)
 	VADDPD       1504(DX), Y0, Y0
 	VMOVUPD      Y0, 1504(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2155,7 +2067,7 @@ blocks_8:
 	VMOVUPD      Y2, 1792(DX)
 	VADDPD       1824(DX), Y0, Y0
 	VMOVUPD      Y0, 1824(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(DX)
 	VMOVUPS      2304(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2168,7 +2080,7 @@ blocks_8:
 	VMOVUPD      Y2, 2112(DX)
 	VADDPD       2144(DX), Y0, Y0
 	VMOVUPD      Y0, 2144(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(DX)
 	VMOVUPS      3136(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2181,7 +2093,7 @@ blocks_8:
 	VMOVUPD      Y2, 2944(DX)
 	VADDPD       2976(DX), Y0, Y0
 	VMOVUPD      Y0, 2976(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3136(DX)
 	VANDPS       3264(DX), Y1, Y1
 	VMOVUPS      Y1, 3264(DX)
@@ -2202,7 +2114,7 @@ noflush_9:
 	VMOVUPD      Y2, 512(CX)
 	VADDPD       544(CX), Y0, Y0
 	VMOVUPD      Y0, 544(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2215,7 +2127,7 @@ noflush_9:
 	VMOVUPD      Y2, 832(CX)
 	VADDPD       864(CX), Y0, Y0
 	VMOVUPD      Y0, 864(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2228,7 +2140,7 @@ noflush_9:
 	VMOVUPD      Y2, 1152(CX)
 	VADDPD       1184(CX), Y0, Y0
 	VMOVUPD      Y0, 1184(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2241,7 +2153,7 @@ noflush_9:
 	VMOVUPD      Y2, 1472(CX)
 	VADDPD       1504(CX), Y0, Y0
 	VMOVUPD      Y0, 1504(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2254,7 +2166,7 @@ noflush_9:
 	VMOVUPD      Y2, 1792(CX)
 	VADDPD       1824(CX), Y0, Y0
 	VMOVUPD      Y0, 1824(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(CX)
 	VMOVUPS      2304(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2267,7 +2179,7 @@ noflush_9:
 	VMOVUPD      Y2, 2112(CX)
 	VADDPD       2144(CX), Y0, Y0
 	VMOVUPD      Y0, 2144(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(CX)
 	VMOVUPS      3136(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y2
@@ -2280,7 +2192,7 @@ noflush_9:
 	VMOVUPD      Y2, 2944(CX)
 	VADDPD       2976(CX), Y0, Y0
 	VMOVUPD      Y0, 2976(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3136(CX)
 	VANDPS       3264(CX), Y1, Y1
 	VMOVUPS      Y1, 3264(CX)
@@ -2296,7 +2208,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v34 = max(numKept, 1)
 	VMAXPS       Y0, Y1, Y2
@@ -2358,7 +2270,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -2371,19 +2283,17 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VMULPS       Y1, Y8, Y8
 	VCMPPS       $0x03, Y7, Y7, Y1
 	VBLENDVPS    Y1, Y7, Y8, Y8
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v64 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y6
 
 	// v65 = div(v63, v34)
 	VDIVPS Y2, Y8, Y6
 
 	// ess = where(v64, v65, 0)
-	VMOVUPS      lgc1<>+0(SB), Y7
-	VCMPPS       $0x04, Y7, Y0, Y7
-	VBLENDVPS    Y7, Y6, Y1, Y0
+	VBLENDVPS    Y0, Y6, Y1, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -2455,7 +2365,7 @@ bulk_10:
 	VFMADD213PS  lgc2<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y2
 	VPMINSD      lgc17<>+0(SB), Y2, Y2
@@ -2496,12 +2406,12 @@ bulk_12:
 	VPAND        lgc41<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc42<>+0(SB), Y2, Y1
-	VPOR         lgc0<>+0(SB), Y1, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
 	VMULPS       lgc2<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc0<>+0(SB), Y1, Y1
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc44<>+0(SB), Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
@@ -2519,9 +2429,9 @@ bulk_12:
 	VFNMADD231PS lgc2<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
@@ -2707,7 +2617,7 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc0<>+0(SB), Y0, Y1
+	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
 	VMULPS       lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -2716,12 +2626,12 @@ bulk_14:
 	VPAND        lgc41<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc42<>+0(SB), Y3, Y2
-	VPOR         lgc0<>+0(SB), Y2, Y2
+	VPOR         lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
 	VMULPS       lgc2<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc0<>+0(SB), Y2, Y2
+	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc44<>+0(SB), Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
@@ -2739,21 +2649,21 @@ bulk_14:
 	VFNMADD231PS lgc2<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc0<>+0(SB), Y1, Y2
+	VSUBPS       lgc1<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, Y0, Y2, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc22<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2

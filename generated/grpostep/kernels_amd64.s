@@ -207,7 +207,7 @@ GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $32-80
+TEXT ·pass2AVX2(SB), $96-80
 	MOVQ lo+0(FP), AX
 
 outer0_6:
@@ -254,40 +254,34 @@ blocks_8:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc5<>+0(SB), Y2
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VMOVUPS   lgc5<>+0(SB), Y1
 	VMOVUPS   lgc3<>+0(SB), Y3
 
 	// v13 = where(mask, 1, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y2, Y1, Y3, Y1
 
 	// sum(v13) over [G N L]
 	MOVQ    state+40(FP), SI
-	VADDPS  2176(SI), Y2, Y2
-	VMOVUPS Y2, 2176(SI)
+	VADDPS  2176(SI), Y1, Y1
+	VMOVUPS Y1, 2176(SI)
 	MOVQ    logProb+48(FP), R8
-	VMOVUPS (R8)(DI*4), Y2
+	VMOVUPS (R8)(DI*4), Y1
 
 	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y2, Y1, Y3, Y1
 	MOVQ      sampleLogProb+56(FP), R8
 	VMOVUPS   (R8)(DI*4), Y4
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
+	VBLENDVPS Y2, Y4, Y3, Y4
 
 	// v19 = where(mask, v7, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y0, Y3, Y0
+	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// logWeight = sub(v16, v18)
-	VSUBPS  Y4, Y2, Y5
+	VSUBPS  Y4, Y1, Y5
 	VMOVUPS lgc6<>+0(SB), Y6
 
 	// v23 = max(logWeight, -0.22314355) tie=first
@@ -296,100 +290,94 @@ blocks_8:
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y2, (SP)
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y4, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y5, Y2
-	VMINPS       lgc9<>+0(SB), Y2, Y2
-	VMULPS       lgc10<>+0(SB), Y2, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc11<>+0(SB), Y7, Y2
-	VFNMADD231PS lgc12<>+0(SB), Y7, Y2
-	VMOVAPS      lgc13<>+0(SB), Y8
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y8
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y8
-	VADDPS       lgc5<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y2
-	VPMAXSD      lgc19<>+0(SB), Y2, Y7
-	VPMINSD      lgc20<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc20<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y2, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y2
-	VBLENDVPS    Y2, Y5, Y8, Y8
+	VMAXPS       lgc8<>+0(SB), Y5, Y1
+	VMINPS       lgc9<>+0(SB), Y1, Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc11<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y4, Y1
+	VMOVAPS      lgc13<>+0(SB), Y7
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc5<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc19<>+0(SB), Y1, Y4
+	VPMINSD      lgc20<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y7, Y7
 
 	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y3, Y0, Y2
-	VANDPS  lgc5<>+0(SB), Y2, Y2
-	VMOVUPS lgc21<>+0(SB), Y7
+	VCMPPS  $0x1d, Y3, Y0, Y1
+	VANDPS  lgc5<>+0(SB), Y1, Y4
+	VMOVUPS lgc21<>+0(SB), Y4
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc22<>+0(SB), Y9
+	VMINPS  Y7, Y4, Y4
+	VMOVUPS Y5, 64(SP)
+	VMOVUPS lgc22<>+0(SB), Y5
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y9, Y8
+	VMAXPS Y7, Y5, Y5
 
 	// ratioClipped = where(v26, v28, v30)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y2, Y9
-	VBLENDVPS Y9, Y7, Y8, Y2
+	VBLENDVPS Y1, Y4, Y5, Y1
 
 	// gain = mul(v19, ratioClipped)
-	VMULPS Y2, Y0, Y0
+	VMULPS Y1, Y0, Y0
 
 	// v33 = neg(gain)
 	VXORPS lgc23<>+0(SB), Y0, Y0
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// sum(v34) over [G N L]
 	VADDPS  2496(SI), Y0, Y0
 	VMOVUPS Y0, 2496(SI)
+	VMOVUPS 64(SP), Y0
 
 	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y0
-	VANDPS lgc5<>+0(SB), Y0, Y0
+	VCMPPS $0x04, Y0, Y6, Y1
+	VANDPS lgc5<>+0(SB), Y1, Y1
 
 	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y3, Y0
+	VBLENDVPS Y2, Y1, Y3, Y1
 
 	// sum(v39) over [G N L]
-	VADDPS  2816(SI), Y0, Y0
-	VMOVUPS Y0, 2816(SI)
-	VMOVUPS (SP), Y0
+	VADDPS  2816(SI), Y1, Y1
+	VMOVUPS Y1, 2816(SI)
+	VMOVUPS 32(SP), Y1
+	VMOVUPS (SP), Y4
 
 	// v42 = sub(v18, v16)
-	VSUBPS Y0, Y4, Y0
+	VSUBPS Y4, Y1, Y1
 
 	// v43 = where(mask, v42, 0)
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y3, Y0
+	VBLENDVPS Y2, Y1, Y3, Y1
 
 	// sum(v43) over [G N L]
-	VADDPS  3136(SI), Y0, Y0
-	VMOVUPS Y0, 3136(SI)
-	VMOVUPS lgc24<>+0(SB), Y0
+	VADDPS  3136(SI), Y1, Y1
+	VMOVUPS Y1, 3136(SI)
+	VMOVUPS lgc24<>+0(SB), Y1
 
 	// v47 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y5, Y0, Y0
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// logsumexp(v47) over [G N L]
 	VMAXPS       lgc8<>+0(SB), Y0, Y1
@@ -445,32 +433,30 @@ blocks_8:
 	MOVQ      mask+32(FP), R8
 	VPMOVZXBD (R8)(DI*1), Y0
 	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc3<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      refLogProb+64(FP), R8
-	VMOVUPS   (R8)(DI*4), Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
+	VMOVUPS   (R8)(DI*4), Y2
+	VMOVUPS   lgc3<>+0(SB), Y3
 
 	// v59 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	VMOVUPS   (SP), Y3
+	VBLENDVPS Y1, Y2, Y3, Y2
+	VMOVUPS   (SP), Y4
 
 	// v60 = sub(v59, v16)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y4, Y2, Y2
 
 	// v61 = where(mask, v60, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y2, Y3, Y1
 
 	// v62 = abs(v61)
-	VMOVUPS lgc23<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
+	VMOVUPS lgc23<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc5<>+0(SB), Y3, Y3
+	VCMPPS  $0x11, Y4, Y2, Y2
+	VANDPS  lgc5<>+0(SB), Y2, Y5
 	VMOVUPS lgc29<>+0(SB), Y5
 
 	// v66 = max(v61, -0.1) tie=first
@@ -569,14 +555,12 @@ blocks_8:
 	VSUBPS Y1, Y5, Y1
 
 	// k3 = where(v64, v94, v97)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
+	VBLENDVPS Y2, Y4, Y1, Y1
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y0, Y2
 
 	// v99 = where(mask, k3, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y2, Y1, Y3, Y0
 
 	// sum(v99) over [G N L]
 	VADDPS       3968(SI), Y0, Y0
@@ -1130,15 +1114,13 @@ TEXT ·pass3AVX2(SB), $0-104
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc5<>+0(SB), Y0, Y0
+	VANDPS lgc5<>+0(SB), Y0, Y6
 
 	// v56 = div(v54, v36)
 	VDIVPS Y1, Y8, Y6
 
 	// ess = where(v55, v56, 0)
-	VMOVUPS      lgc3<>+0(SB), Y7
-	VCMPPS       $0x04, Y7, Y0, Y7
-	VBLENDVPS    Y7, Y6, Y5, Y0
+	VBLENDVPS    Y0, Y6, Y5, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
@@ -1206,13 +1188,13 @@ blocks_12:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y0
 	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc5<>+0(SB), Y1
+	VMOVUPS   lgc3<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc5<>+0(SB), Y0
 	VMOVUPS   lgc3<>+0(SB), Y2
 
 	// v13 = where(mask, 1, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v13) over [G N L]
 	MOVQ         state+16(FP), SI
@@ -1422,7 +1404,7 @@ blocks_18:
 
 // func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $480-96
+TEXT ·fbPass3AVX2(SB), $608-96
 	MOVQ lo+0(FP), AX
 
 outer0_19:
@@ -1469,29 +1451,25 @@ blocks_21:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
 	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
 	MOVQ      logProb+40(FP), SI
-	VMOVUPS   (SI)(DI*4), Y2
+	VMOVUPS   (SI)(DI*4), Y1
 	VMOVUPS   lgc3<>+0(SB), Y3
 
 	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y2, Y1, Y3, Y1
 	MOVQ      sampleLogProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y4
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
+	VBLENDVPS Y2, Y4, Y3, Y4
 
 	// v19 = where(mask, v7, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y0, Y3, Y0
+	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// logWeight = sub(v16, v18)
-	VSUBPS  Y4, Y2, Y5
+	VSUBPS  Y4, Y1, Y5
 	VMOVUPS lgc6<>+0(SB), Y6
 
 	// v23 = max(logWeight, -0.22314355) tie=first
@@ -1500,193 +1478,185 @@ blocks_21:
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y2, (SP)
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y4, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y5, Y2
-	VMINPS       lgc9<>+0(SB), Y2, Y2
-	VMULPS       lgc10<>+0(SB), Y2, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc11<>+0(SB), Y7, Y2
-	VFNMADD231PS lgc12<>+0(SB), Y7, Y2
-	VMOVAPS      lgc13<>+0(SB), Y8
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y8
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y8
-	VADDPS       lgc5<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y2
-	VPMAXSD      lgc19<>+0(SB), Y2, Y7
-	VPMINSD      lgc20<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc20<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y2, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y2
-	VBLENDVPS    Y2, Y5, Y8, Y8
+	VMAXPS       lgc8<>+0(SB), Y5, Y1
+	VMINPS       lgc9<>+0(SB), Y1, Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc11<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y4, Y1
+	VMOVAPS      lgc13<>+0(SB), Y7
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc5<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc19<>+0(SB), Y1, Y4
+	VPMINSD      lgc20<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y7, Y7
 
 	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y3, Y0, Y2
-	VANDPS  lgc5<>+0(SB), Y2, Y2
-	VMOVUPS lgc21<>+0(SB), Y7
+	VCMPPS  $0x1d, Y3, Y0, Y1
+	VANDPS  lgc5<>+0(SB), Y1, Y4
+	VMOVUPS lgc21<>+0(SB), Y8
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc22<>+0(SB), Y9
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS Y5, 64(SP)
+	VMOVUPS lgc22<>+0(SB), Y5
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y9, Y9
-	VMOVUPS Y8, 32(SP)
+	VMAXPS  Y7, Y5, Y5
+	VMOVUPS Y7, 96(SP)
 
 	// ratioClipped = where(v26, v28, v30)
-	VMOVUPS   lgc3<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y2, Y8
-	VBLENDVPS Y8, Y7, Y9, Y7
+	VBLENDVPS Y1, Y8, Y5, Y1
 
 	// gain = mul(v19, ratioClipped)
-	VMULPS Y7, Y0, Y7
+	VMULPS Y1, Y0, Y1
 
 	// v33 = neg(gain)
-	VXORPS lgc23<>+0(SB), Y7, Y7
+	VXORPS lgc23<>+0(SB), Y1, Y1
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc3<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y7, Y3, Y7
+	VBLENDVPS Y2, Y1, Y3, Y1
 
 	// sum(v34) over [G N L]
 	MOVQ         state+56(FP), SI
-	VADDPS       2624(SI), Y7, Y7
-	VMOVUPS      Y7, 2624(SI)
+	VADDPS       2624(SI), Y1, Y1
+	VMOVUPS      Y1, 2624(SI)
 	MOVQ         numValid+64(FP), R8
 	XORQ         R9, R9
-	VBROADCASTSS (R8)(R9*4), Y7
-	VMOVUPS      lgc5<>+0(SB), Y8
+	VBROADCASTSS (R8)(R9*4), Y1
+	VMOVUPS      lgc5<>+0(SB), Y5
 
 	// v36 = max(numValid, 1)
-	VMAXPS Y7, Y8, Y7
+	VMAXPS  Y1, Y5, Y1
+	VMOVUPS 64(SP), Y5
 
 	// v38 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y6
 	VANDPS lgc5<>+0(SB), Y6, Y6
 
 	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc3<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y6, Y3, Y6
-	VMOVUPS   Y2, 64(SP)
+	VBLENDVPS Y2, Y6, Y3, Y6
+	VMOVUPS   Y4, 128(SP)
 
 	// sum(v39) over [G N L]
-	VADDPS  2944(SI), Y6, Y2
-	VMOVUPS Y2, 2944(SI)
-	VMOVUPS (SP), Y2
+	VADDPS  2944(SI), Y6, Y4
+	VMOVUPS Y4, 2944(SI)
+	VMOVUPS 32(SP), Y4
+	VMOVUPS (SP), Y6
 
 	// v42 = sub(v18, v16)
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y6, Y4, Y4
 
 	// v43 = where(mask, v42, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS   Y0, 160(SP)
 
 	// sum(v43) over [G N L]
-	VADDPS  3264(SI), Y2, Y2
-	VMOVUPS Y2, 3264(SI)
-	VMOVUPS lgc24<>+0(SB), Y2
+	VADDPS  3264(SI), Y3, Y0
+	VMOVUPS Y0, 3264(SI)
+	VMOVUPS lgc24<>+0(SB), Y0
 
 	// v47 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y5, Y2, Y1
-	VMOVUPS   Y0, 96(SP)
-	VMOVUPS   Y7, 128(SP)
+	VBLENDVPS Y2, Y5, Y0, Y0
+	VMOVUPS   Y1, 192(SP)
 
 	// logsumexp(v47) over [G N L]
-	VMAXPS       lgc8<>+0(SB), Y1, Y0
-	VMINPS       lgc9<>+0(SB), Y0, Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VMAXPS       lgc8<>+0(SB), Y0, Y1
+	VMINPS       lgc9<>+0(SB), Y1, Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VMOVAPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc5<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc19<>+0(SB), Y0, Y2
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc19<>+0(SB), Y1, Y2
 	VPMINSD      lgc20<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y0, Y0
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc20<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
+	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y0
-	VBLENDVPS    Y0, Y1, Y3, Y3
-	VCMPPS       $0x15, lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x1a, lgc26<>+0(SB), Y1, Y2
-	VANDPS       Y2, Y0, Y0
-	VCMPPS       $0x00, lgc24<>+0(SB), Y1, Y2
-	VORPS        Y2, Y0, Y0
-	VANDPS       3584(SI), Y0, Y0
-	VMOVUPS      Y0, 3584(SI)
-	VCVTPS2PD    X3, Y0
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VCMPPS       $0x15, lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc26<>+0(SB), Y0, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc24<>+0(SB), Y0, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       3584(SI), Y1, Y1
+	VMOVUPS      Y1, 3584(SI)
+	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3392(SI), Y0, Y3
+	VADDPD       3392(SI), Y1, Y3
 	VMOVUPD      Y3, 3392(SI)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       3712(SI), Y0, Y0
-	VMOVUPD      Y0, 3712(SI)
-	VADDPD       3424(SI), Y2, Y0
-	VMOVUPD      Y0, 3424(SI)
-	VMULPD       Y2, Y2, Y0
-	VADDPD       3744(SI), Y0, Y0
-	VMOVUPD      Y0, 3744(SI)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       3712(SI), Y1, Y1
+	VMOVUPD      Y1, 3712(SI)
+	VADDPD       3424(SI), Y2, Y1
+	VMOVUPD      Y1, 3424(SI)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       3744(SI), Y1, Y1
+	VMOVUPD      Y1, 3744(SI)
 
 	// v51 = mul(2, v47)
-	VMULPS    lgc27<>+0(SB), Y1, Y0
+	VMULPS    lgc27<>+0(SB), Y0, Y0
 	MOVQ      mask+32(FP), R8
 	VPMOVZXBD (R8)(DI*1), Y0
 	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc3<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      refLogProb+72(FP), R8
-	VMOVUPS   (R8)(DI*4), Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
+	VMOVUPS   (R8)(DI*4), Y2
+	VMOVUPS   lgc3<>+0(SB), Y3
 
 	// v59 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	VMOVUPS   (SP), Y3
+	VBLENDVPS Y1, Y2, Y3, Y2
+	VMOVUPS   (SP), Y4
 
 	// v60 = sub(v59, v16)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y4, Y2, Y2
 
 	// v61 = where(mask, v60, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y2, Y3, Y1
 
 	// v62 = abs(v61)
-	VMOVUPS lgc23<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
+	VMOVUPS lgc23<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc5<>+0(SB), Y3, Y3
+	VCMPPS  $0x11, Y4, Y2, Y2
+	VANDPS  lgc5<>+0(SB), Y2, Y5
 	VMOVUPS lgc29<>+0(SB), Y5
 
 	// v66 = max(v61, -0.1) tie=first
@@ -1717,73 +1687,74 @@ blocks_21:
 	VMULPS Y8, Y4, Y9
 
 	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc34<>+0(SB), Y9, Y9
+	VADDPS  lgc34<>+0(SB), Y9, Y9
+	VMOVUPS Y5, 224(SP)
 
 	// v82 = mul(v67, v80)
-	VMULPS Y9, Y4, Y10
+	VMULPS Y9, Y4, Y5
 
 	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc35<>+0(SB), Y10, Y10
+	VADDPS  lgc35<>+0(SB), Y5, Y5
+	VMOVUPS Y6, 256(SP)
 
 	// v85 = mul(v67, v83)
-	VMULPS Y10, Y4, Y11
-
-	// v86 = add(0.041666666666666664, v85)
-	VADDPS  lgc36<>+0(SB), Y11, Y11
-	VMOVUPS Y5, 160(SP)
-
-	// v88 = mul(v67, v86)
-	VMULPS Y11, Y4, Y5
-
-	// v89 = add(0.16666666666666666, v88)
-	VADDPS  lgc37<>+0(SB), Y5, Y5
-	VMOVUPS Y6, 192(SP)
-
-	// v91 = mul(v67, v89)
 	VMULPS Y5, Y4, Y6
 
+	// v86 = add(0.041666666666666664, v85)
+	VADDPS  lgc36<>+0(SB), Y6, Y6
+	VMOVUPS Y7, 288(SP)
+
+	// v88 = mul(v67, v86)
+	VMULPS Y6, Y4, Y7
+
+	// v89 = add(0.16666666666666666, v88)
+	VADDPS  lgc37<>+0(SB), Y7, Y7
+	VMOVUPS Y8, 320(SP)
+
+	// v91 = mul(v67, v89)
+	VMULPS Y7, Y4, Y8
+
 	// v92 = add(0.5, v91)
-	VADDPS  lgc18<>+0(SB), Y6, Y6
-	VMOVUPS Y7, 224(SP)
+	VADDPS  lgc18<>+0(SB), Y8, Y8
+	VMOVUPS Y9, 352(SP)
 
 	// v93 = mul(v67, v67)
-	VMULPS  Y4, Y4, Y7
-	VMOVUPS Y8, 256(SP)
+	VMULPS  Y4, Y4, Y9
+	VMOVUPS Y5, 384(SP)
 
 	// v94 = mul(v93, v92)
-	VMULPS  Y6, Y7, Y8
-	VMOVUPS Y9, 288(SP)
-	VMOVUPS Y10, 320(SP)
-	VMOVUPS Y11, 352(SP)
-	VMOVUPS Y5, 384(SP)
-	VMOVUPS Y4, 416(SP)
+	VMULPS  Y8, Y9, Y5
+	VMOVUPS Y6, 416(SP)
 	VMOVUPS Y7, 448(SP)
+	VMOVUPS Y4, 480(SP)
+	VMOVUPS Y9, 512(SP)
+	VMOVUPS Y8, 544(SP)
 
 	// v95 = exp(v61)
 	VMAXPS       lgc8<>+0(SB), Y1, Y4
 	VMINPS       lgc9<>+0(SB), Y4, Y4
-	VMULPS       lgc10<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc11<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc12<>+0(SB), Y5, Y4
+	VMULPS       lgc10<>+0(SB), Y4, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y4
 	VMOVAPS      lgc13<>+0(SB), Y7
 	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc15<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc17<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc18<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y9
-	VFMADD213PS  Y4, Y9, Y7
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y7
 	VADDPS       lgc5<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc19<>+0(SB), Y4, Y5
-	VPMINSD      lgc20<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc20<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VCVTPS2DQ    Y6, Y4
+	VPMAXSD      lgc19<>+0(SB), Y4, Y6
+	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y4, Y4
+	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc20<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y7, Y7
@@ -1795,424 +1766,376 @@ blocks_21:
 	VSUBPS Y1, Y4, Y4
 
 	// k3 = where(v64, v94, v97)
+	VBLENDVPS Y2, Y5, Y4, Y4
 	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y8, Y4, Y4
+	VCMPPS    $0x04, Y5, Y0, Y5
 
 	// v99 = where(mask, k3, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y5, Y4, Y3, Y0
 
 	// sum(v99) over [G N L]
-	VADDPS  4096(SI), Y4, Y4
-	VMOVUPS Y4, 4096(SI)
-	VMOVUPS lgc38<>+0(SB), Y4
-	VMOVUPS 128(SP), Y5
+	VADDPS  4096(SI), Y0, Y0
+	VMOVUPS Y0, 4096(SI)
+	VMOVUPS lgc38<>+0(SB), Y0
+	VMOVUPS 192(SP), Y4
 
 	// v105 = div(0.04, v36)
-	VDIVPS Y5, Y4, Y4
+	VDIVPS Y4, Y0, Y0
 
 	// v106 = where(mask, v105, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y5, Y0, Y3, Y0
 
 	// v107 = where(v64, v106, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y2, Y5
+	VBLENDVPS Y2, Y0, Y3, Y4
 
 	// v108 = where(v64, 0, v106)
-	VMOVUPS   lgc3<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y2, Y4, Y3
+	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// v109 = neg(v108)
-	VXORPS lgc23<>+0(SB), Y3, Y4
+	VXORPS lgc23<>+0(SB), Y0, Y2
 
 	// v110 = ne(v108, 0)
-	VCMPPS $0x04, Y2, Y3, Y8
-	VANDPS lgc5<>+0(SB), Y8, Y8
+	VCMPPS $0x04, Y3, Y0, Y5
+	VANDPS lgc5<>+0(SB), Y5, Y6
 
 	// v111 = mul(v108, v95)
-	VMULPS Y7, Y3, Y7
+	VMULPS Y7, Y0, Y6
 
 	// v112 = where(v110, v111, v108)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y7, Y3, Y3
+	VBLENDVPS Y5, Y6, Y0, Y0
 
 	// v113 = add(v109, v112)
-	VADDPS Y3, Y4, Y3
+	VADDPS Y0, Y2, Y0
 
 	// v114 = ne(v107, 0)
-	VCMPPS $0x04, Y2, Y5, Y4
-	VANDPS lgc5<>+0(SB), Y4, Y4
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc5<>+0(SB), Y2, Y5
+	VMOVUPS 544(SP), Y5
 
 	// v115 = mul(v107, v92)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v116 = where(v114, v115, v107)
-	VMOVUPS   lgc3<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y5, Y6
-	VMOVUPS   448(SP), Y7
+	VBLENDVPS Y2, Y5, Y4, Y5
+	VMOVUPS   512(SP), Y6
 
 	// v117 = mul(v107, v93)
-	VMULPS Y7, Y5, Y7
+	VMULPS Y6, Y4, Y6
 
 	// v118 = where(v114, v117, v107)
-	VMOVUPS   lgc3<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y7, Y5, Y4
+	VBLENDVPS Y2, Y6, Y4, Y2
 
 	// v119 = ne(v116, 0)
-	VCMPPS  $0x04, Y2, Y6, Y5
-	VANDPS  lgc5<>+0(SB), Y5, Y5
-	VMOVUPS 416(SP), Y7
+	VCMPPS  $0x04, Y3, Y5, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y6
+	VMOVUPS 480(SP), Y6
 
 	// v120 = mul(v116, v67)
-	VMULPS Y7, Y6, Y8
+	VMULPS Y6, Y5, Y7
 
 	// v121 = where(v119, v120, v116)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y6, Y5
+	VBLENDVPS Y4, Y7, Y5, Y4
 
 	// v122 = add(v121, v121)
-	VADDPS Y5, Y5, Y5
+	VADDPS Y4, Y4, Y4
 
 	// v123 = ne(v118, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc5<>+0(SB), Y6, Y6
-	VMOVUPS 384(SP), Y8
+	VCMPPS  $0x04, Y3, Y2, Y5
+	VANDPS  lgc5<>+0(SB), Y5, Y7
+	VMOVUPS 448(SP), Y7
 
 	// v124 = mul(v118, v89)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y7, Y2, Y7
 
 	// v125 = where(v123, v124, v118)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y5, Y7, Y2, Y7
 
 	// v126 = mul(v118, v67)
-	VMULPS Y7, Y4, Y9
+	VMULPS  Y6, Y2, Y8
+	VMOVUPS Y0, 576(SP)
 
 	// v127 = where(v123, v126, v118)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y5, Y8, Y2, Y0
 
 	// v128 = add(v122, v125)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y7, Y4, Y2
 
 	// v129 = ne(v127, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc5<>+0(SB), Y6, Y6
-	VMOVUPS 352(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y5
+	VMOVUPS 416(SP), Y5
 
 	// v130 = mul(v127, v86)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v131 = where(v129, v130, v127)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v132 = mul(v127, v67)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v133 = where(v129, v132, v127)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v134 = add(v128, v131)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v135 = ne(v133, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc5<>+0(SB), Y6, Y6
-	VMOVUPS 320(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y5
+	VMOVUPS 384(SP), Y5
 
 	// v136 = mul(v133, v83)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v137 = where(v135, v136, v133)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v138 = mul(v133, v67)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v139 = where(v135, v138, v133)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v140 = add(v134, v137)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v141 = ne(v139, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc5<>+0(SB), Y6, Y6
-	VMOVUPS 288(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y5
+	VMOVUPS 352(SP), Y5
 
 	// v142 = mul(v139, v80)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v143 = where(v141, v142, v139)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v144 = mul(v139, v67)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v145 = where(v141, v144, v139)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v146 = add(v140, v143)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v147 = ne(v145, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc5<>+0(SB), Y6, Y6
-	VMOVUPS 256(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y5
+	VMOVUPS 320(SP), Y5
 
 	// v148 = mul(v145, v77)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v149 = where(v147, v148, v145)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v150 = mul(v145, v67)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v151 = where(v147, v150, v145)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v152 = add(v146, v149)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v153 = ne(v151, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc5<>+0(SB), Y6, Y6
-	VMOVUPS 224(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y5
+	VMOVUPS 288(SP), Y5
 
 	// v154 = mul(v151, v74)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v155 = where(v153, v154, v151)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v156 = mul(v151, v67)
-	VMULPS Y7, Y4, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v157 = where(v153, v156, v151)
-	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y4, Y4
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v158 = add(v152, v155)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v159 = ne(v157, 0)
-	VCMPPS  $0x04, Y2, Y4, Y6
-	VANDPS  lgc5<>+0(SB), Y6, Y6
-	VMOVUPS 192(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y5
+	VMOVUPS 256(SP), Y5
 
 	// v160 = mul(v157, v71)
-	VMULPS Y8, Y4, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v161 = where(v159, v160, v157)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v162 = mul(v157, v67)
-	VMULPS Y7, Y4, Y7
+	VMULPS Y6, Y0, Y6
 
 	// v163 = where(v159, v162, v157)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	VBLENDVPS Y4, Y6, Y0, Y0
 
 	// v164 = add(v158, v161)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v165 = mul(v163, 2.755731922398589e-07)
-	VMULPS lgc30<>+0(SB), Y4, Y4
+	VMULPS lgc30<>+0(SB), Y0, Y0
 
 	// v166 = add(v164, v165)
-	VADDPS  Y4, Y5, Y4
-	VMOVUPS 160(SP), Y5
-	VMOVUPS lgc28<>+0(SB), Y6
+	VADDPS  Y0, Y2, Y0
+	VMOVUPS 224(SP), Y2
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v167 = le(v66, 0.1)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc5<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y4, Y2, Y4
+	VANDPS lgc5<>+0(SB), Y4, Y4
 
 	// v168 = ne(v66, v66)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc5<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y2, Y2, Y2
+	VANDPS lgc5<>+0(SB), Y2, Y2
 
 	// v169 = max(v167, v168)
-	VXORPS lgc23<>+0(SB), Y6, Y6
-	VXORPS lgc23<>+0(SB), Y5, Y5
-	VMINPS Y6, Y5, Y7
-	VMINPS Y5, Y6, Y5
-	VORPS  Y7, Y5, Y5
-	VXORPS lgc23<>+0(SB), Y5, Y5
+	VXORPS  lgc23<>+0(SB), Y4, Y4
+	VXORPS  lgc23<>+0(SB), Y2, Y2
+	VMINPS  Y4, Y2, Y5
+	VMINPS  Y2, Y4, Y2
+	VORPS   Y5, Y2, Y2
+	VXORPS  lgc23<>+0(SB), Y2, Y2
+	VMOVUPS lgc3<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y2, Y4
 
 	// v170 = where(v169, v166, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y2, Y4
-	VMOVUPS   lgc29<>+0(SB), Y5
+	VBLENDVPS Y4, Y0, Y3, Y0
+	VMOVUPS   lgc29<>+0(SB), Y2
 
 	// v171 = ge(v61, -0.1)
-	VCMPPS $0x1d, Y5, Y1, Y5
-	VANDPS lgc5<>+0(SB), Y5, Y5
+	VCMPPS $0x1d, Y2, Y1, Y2
+	VANDPS lgc5<>+0(SB), Y2, Y2
 
 	// v172 = ne(v61, v61)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc5<>+0(SB), Y1, Y1
 
 	// v173 = max(v171, v172)
-	VXORPS lgc23<>+0(SB), Y5, Y5
-	VXORPS lgc23<>+0(SB), Y1, Y1
-	VMINPS Y5, Y1, Y6
-	VMINPS Y1, Y5, Y1
-	VORPS  Y6, Y1, Y1
-	VXORPS lgc23<>+0(SB), Y1, Y1
+	VXORPS  lgc23<>+0(SB), Y2, Y2
+	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMINPS  Y2, Y1, Y4
+	VMINPS  Y1, Y2, Y1
+	VORPS   Y4, Y1, Y1
+	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMOVUPS lgc3<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y1, Y2
 
 	// v174 = where(v173, v170, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y2, Y1
+	VBLENDVPS Y2, Y0, Y3, Y0
+	VMOVUPS   576(SP), Y1
 
 	// v175 = add(v113, v174)
-	VADDPS Y1, Y3, Y1
+	VADDPS    Y0, Y1, Y0
+	MOVQ      mask+32(FP), SI
+	VPMOVZXBD (SI)(DI*1), Y1
+	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc3<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
 
 	// v176 = where(mask, v175, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// v177 = neg(v176)
-	VXORPS  lgc23<>+0(SB), Y1, Y1
-	VMOVUPS lgc5<>+0(SB), Y3
-	VMOVUPS 128(SP), Y4
+	VXORPS  lgc23<>+0(SB), Y0, Y0
+	VMOVUPS lgc5<>+0(SB), Y1
+	VMOVUPS 192(SP), Y4
 
 	// v178 = div(1, v36)
-	VDIVPS Y4, Y3, Y3
+	VDIVPS Y4, Y1, Y1
 
 	// v179 = where(mask, v178, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y2, Y1, Y3, Y1
 
 	// v180 = neg(v179)
-	VXORPS lgc23<>+0(SB), Y3, Y3
+	VXORPS lgc23<>+0(SB), Y1, Y1
 
 	// v181 = ne(v180, 0)
-	VCMPPS  $0x04, Y2, Y3, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y4
-	VMOVUPS 96(SP), Y5
+	VCMPPS  $0x04, Y3, Y1, Y4
+	VANDPS  lgc5<>+0(SB), Y4, Y5
+	VMOVUPS 160(SP), Y5
 
 	// v182 = mul(v180, v19)
-	VMULPS Y5, Y3, Y5
+	VMULPS Y5, Y1, Y5
 
 	// v183 = where(v181, v182, v180)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
-	VMOVUPS   64(SP), Y4
-
-	// v184 = where(v26, v183, 0)
+	VBLENDVPS Y4, Y5, Y1, Y1
+	VMOVUPS   128(SP), Y4
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y3, Y2, Y5
+
+	// v184 = where(v26, v183, 0)
+	VBLENDVPS Y5, Y1, Y3, Y4
 
 	// v185 = where(v26, 0, v183)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y2, Y3, Y3
-	VMOVUPS   32(SP), Y4
+	VBLENDVPS Y5, Y3, Y1, Y1
+	VMOVUPS   96(SP), Y5
 	VMOVUPS   lgc22<>+0(SB), Y6
 
 	// v186 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y6
+	VCMPPS $0x1d, Y6, Y5, Y6
 	VANDPS lgc5<>+0(SB), Y6, Y6
 
 	// v187 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y7
+	VCMPPS $0x04, Y5, Y5, Y7
 	VANDPS lgc5<>+0(SB), Y7, Y7
 
 	// v188 = max(v186, v187)
-	VXORPS lgc23<>+0(SB), Y6, Y6
-	VXORPS lgc23<>+0(SB), Y7, Y9
-	VMINPS Y6, Y9, Y8
-	VMINPS Y9, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc23<>+0(SB), Y6, Y6
+	VXORPS  lgc23<>+0(SB), Y6, Y6
+	VXORPS  lgc23<>+0(SB), Y7, Y9
+	VMINPS  Y6, Y9, Y8
+	VMINPS  Y9, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc23<>+0(SB), Y6, Y6
+	VMOVUPS lgc3<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v189 = where(v188, v185, 0)
-	VMOVUPS   lgc3<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y3, Y2, Y3
+	VBLENDVPS Y8, Y1, Y3, Y1
 	VMOVUPS   lgc21<>+0(SB), Y6
 
 	// v190 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y4, Y6
+	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc5<>+0(SB), Y6, Y6
 
 	// v191 = max(v190, v187)
-	VXORPS lgc23<>+0(SB), Y6, Y6
-	VXORPS lgc23<>+0(SB), Y7, Y7
-	VMINPS Y6, Y7, Y8
-	VMINPS Y7, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc23<>+0(SB), Y6, Y6
+	VXORPS  lgc23<>+0(SB), Y6, Y6
+	VXORPS  lgc23<>+0(SB), Y7, Y7
+	VMINPS  Y6, Y7, Y8
+	VMINPS  Y7, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc23<>+0(SB), Y6, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v192 = where(v191, v184, 0)
-	VMOVUPS   lgc3<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y2, Y5
+	VBLENDVPS Y7, Y4, Y3, Y4
 
 	// v193 = add(v189, v192)
-	VADDPS Y5, Y3, Y3
+	VADDPS Y4, Y1, Y1
 
 	// v194 = ne(v193, 0)
-	VCMPPS $0x04, Y2, Y3, Y5
-	VANDPS lgc5<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y3, Y1, Y4
+	VANDPS lgc5<>+0(SB), Y4, Y6
 
 	// v195 = mul(v193, ratio)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y1, Y5
 
 	// v196 = where(v194, v195, v193)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y3, Y3
+	VBLENDVPS Y4, Y5, Y1, Y1
 
 	// v197 = add(v177, v196)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
 
 	// gradLogProb = where(mask, v197, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), SI
@@ -2410,15 +2333,13 @@ TEXT ·fbPass4AVX2(SB), $0-104
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc5<>+0(SB), Y0, Y0
+	VANDPS lgc5<>+0(SB), Y0, Y6
 
 	// v56 = div(v54, v36)
 	VDIVPS Y1, Y8, Y6
 
 	// ess = where(v55, v56, 0)
-	VMOVUPS      lgc3<>+0(SB), Y7
-	VCMPPS       $0x04, Y7, Y0, Y7
-	VBLENDVPS    Y7, Y6, Y5, Y0
+	VBLENDVPS    Y0, Y6, Y5, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 

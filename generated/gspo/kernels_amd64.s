@@ -22,26 +22,22 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 	MOVQ      logProb+16(FP), BX
 	VMOVUPS   (BX)(SI*4), Y3
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 	MOVQ      sampleLogProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y4
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// sum(v3) over [L]
 	XORQ    BX, BX
@@ -49,16 +45,14 @@ blocks_2:
 	ADDQ    SI, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+32(FP), DI
-	VADDPS  704(DI)(SI*4), Y1, Y1
-	VMOVUPS Y1, 704(DI)(SI*4)
+	VADDPS  704(DI)(SI*4), Y0, Y0
+	VMOVUPS Y0, 704(DI)(SI*4)
 
 	// v11 = sub(v6, v8)
-	VSUBPS Y4, Y3, Y1
+	VSUBPS Y4, Y3, Y0
 
 	// v12 = where(mask, v11, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v12) over [L]
 	IMUL3Q       $+8, BX, BX
@@ -81,7 +75,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(SI)(BX*8)
 	VADDPD       96(SI)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 96(SI)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(SI)(BX*4)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      1728(SI)(DX*4), Y0
@@ -95,7 +89,7 @@ blocks_2:
 	VMOVUPD      Y2, 1088(SI)(DX*8)
 	VADDPD       1120(SI)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 1120(SI)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1728(SI)(DX*4)
 	VANDPS       2112(SI), Y1, Y1
 	VMOVUPS      Y1, 2112(SI)
@@ -120,7 +114,7 @@ noflush_3:
 	VMOVUPD      Y2, 64(BX)(DX*8)
 	VADDPD       96(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 96(BX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
 	VMOVUPS      1728(BX)(CX*4), Y0
@@ -134,7 +128,7 @@ noflush_3:
 	VMOVUPD      Y2, 1088(BX)(CX*8)
 	VADDPD       1120(BX)(CX*8), Y0, Y0
 	VMOVUPD      Y0, 1120(BX)(CX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1728(BX)(CX*4)
 	VANDPS       2112(BX), Y1, Y1
 	VMOVUPS      Y1, 2112(BX)
@@ -144,24 +138,24 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x3f800000
-DATA lgc0<>+4(SB)/4, $0x3f800000
-DATA lgc0<>+8(SB)/4, $0x3f800000
-DATA lgc0<>+12(SB)/4, $0x3f800000
-DATA lgc0<>+16(SB)/4, $0x3f800000
-DATA lgc0<>+20(SB)/4, $0x3f800000
-DATA lgc0<>+24(SB)/4, $0x3f800000
-DATA lgc0<>+28(SB)/4, $0x3f800000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/4, $0x3f800000
+DATA lgc1<>+4(SB)/4, $0x3f800000
+DATA lgc1<>+8(SB)/4, $0x3f800000
+DATA lgc1<>+12(SB)/4, $0x3f800000
+DATA lgc1<>+16(SB)/4, $0x3f800000
+DATA lgc1<>+20(SB)/4, $0x3f800000
+DATA lgc1<>+24(SB)/4, $0x3f800000
+DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
 DATA lgc2<>+0(SB)/4, $0x7fffffff
@@ -186,7 +180,7 @@ GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, s0 *float32, s1 *float32, advantage *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-72
+TEXT ·pass1AVX2(SB), $64-72
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -202,163 +196,152 @@ blocks_5:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   lgc0<>+0(SB), Y3
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VBLENDVPS Y1, Y2, Y3, Y4
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  2432(BX), Y3, Y3
-	VMOVUPS Y3, 2432(BX)
+	VADDPS  2432(BX), Y4, Y4
+	VMOVUPS Y4, 2432(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VCMPPS       $0x04, Y4, Y0, Y4
-	VBLENDVPS    Y4, Y3, Y2, Y3
+	VBLENDVPS    Y1, Y4, Y3, Y4
 	MOVQ         s0+32(FP), DI
 	XORQ         R8, R8
 	MOVQ         AX, R9
 	ADDQ         R9, R8
-	VBROADCASTSS (DI)(R8*4), Y4
+	VBROADCASTSS (DI)(R8*4), Y5
 
 	// v10 = max(sequenceLength, 1)
-	VMAXPS       Y4, Y1, Y1
+	VMAXPS       Y5, Y2, Y2
 	MOVQ         s1+40(FP), DI
-	VBROADCASTSS (DI)(R8*4), Y5
+	VBROADCASTSS (DI)(R8*4), Y6
 
 	// logSequenceRatio = div(v13, v10)
-	VDIVPS Y1, Y5, Y1
+	VDIVPS Y2, Y6, Y2
 
 	// v16 = gt(sequenceLength, 0)
-	VCMPPS       $0x1e, Y2, Y4, Y4
-	VANDPS       lgc0<>+0(SB), Y4, Y4
+	VCMPPS       $0x1e, Y3, Y5, Y5
+	VANDPS       lgc1<>+0(SB), Y5, Y6
 	MOVQ         advantage+48(FP), DI
-	VBROADCASTSS (DI)(R8*4), Y5
+	VBROADCASTSS (DI)(R8*4), Y6
 
 	// v17 = where(v16, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y4
+	VBLENDVPS Y5, Y6, Y3, Y5
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc4<>+0(SB), Y1, Y5
-	VMINPS       lgc5<>+0(SB), Y5, Y5
-	VMULPS       lgc6<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
+	VMAXPS       lgc4<>+0(SB), Y2, Y6
+	VMINPS       lgc5<>+0(SB), Y6, Y6
+	VMULPS       lgc6<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc15<>+0(SB), Y6, Y7
+	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y2, Y2, Y6
+	VBLENDVPS    Y6, Y2, Y8, Y8
 
 	// v19 = ge(v17, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc17<>+0(SB), Y5
+	VCMPPS  $0x1d, Y3, Y5, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y6
+	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y7, Y5, Y6
-	VMOVUPS lgc18<>+0(SB), Y8
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS Y4, (SP)
+	VMOVUPS lgc18<>+0(SB), Y4
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS Y7, Y8, Y9
+	VMAXPS  Y8, Y4, Y7
+	VMOVUPS Y8, 32(SP)
 
 	// ratioClipped = where(v19, v21, v23)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y1, Y10
-	VBLENDVPS Y10, Y6, Y9, Y1
+	VBLENDVPS Y2, Y6, Y7, Y2
 
 	// gain = mul(v17, ratioClipped)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y2, Y5, Y2
 
 	// v26 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc19<>+0(SB), Y2, Y2
 
 	// v28 = where(mask, v26, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y1, Y2, Y1
+	VBLENDVPS Y1, Y2, Y3, Y2
 
 	// sum(v28) over [B L]
-	VADDPS  2752(BX), Y1, Y1
-	VMOVUPS Y1, 2752(BX)
+	VADDPS  2752(BX), Y2, Y2
+	VMOVUPS Y2, 2752(BX)
 
 	// v32 = lt(v17, 0)
-	VCMPPS $0x11, Y2, Y4, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS  $0x11, Y3, Y5, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y6
+	VMOVUPS 32(SP), Y6
 
 	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y8, Y7, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y4, Y6, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v34 = gt(v17, 0)
-	VCMPPS $0x1e, Y2, Y4, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
+	VCMPPS  $0x1e, Y3, Y5, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y7
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS $0x1e, Y5, Y7, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x1e, Y7, Y6, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v36 = where(v34, v35, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y5, Y2, Y4
+	VBLENDVPS Y5, Y6, Y3, Y5
 
 	// v37 = where(v32, v33, v36)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y6, Y4, Y1
+	VBLENDVPS Y2, Y4, Y5, Y2
 
 	// v39 = where(mask, v37, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VBLENDVPS Y1, Y2, Y3, Y2
 
 	// sum(v39) over [B L]
-	VADDPS  3072(BX), Y1, Y1
-	VMOVUPS Y1, 3072(BX)
+	VADDPS  3072(BX), Y2, Y2
+	VMOVUPS Y2, 3072(BX)
 	MOVQ    refLogProb+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v43 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VBLENDVPS Y1, Y2, Y3, Y1
+	VMOVUPS   (SP), Y2
 
 	// v44 = sub(v43, v6)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y2, Y1, Y1
 
 	// v45 = abs(v44)
-	VMOVUPS lgc19<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
+	VMOVUPS lgc19<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc20<>+0(SB), Y4
 
 	// v47 = lt(v45, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc0<>+0(SB), Y3, Y3
+	VCMPPS  $0x11, Y4, Y2, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y5
 	VMOVUPS lgc21<>+0(SB), Y5
 
 	// v49 = max(v44, -0.1) tie=first
@@ -436,7 +419,7 @@ blocks_5:
 	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -451,20 +434,18 @@ blocks_5:
 	VBLENDVPS    Y5, Y1, Y7, Y7
 
 	// v79 = sub(v78, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y7, Y5
 
 	// v80 = sub(v79, v44)
 	VSUBPS Y1, Y5, Y1
 
 	// k3 = where(v47, v77, v80)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
+	VBLENDVPS Y2, Y4, Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y0, Y2
 
 	// v83 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y2, Y1, Y3, Y0
 
 	// sum(v83) over [B L]
 	VADDPS       3392(BX), Y0, Y0
@@ -482,7 +463,7 @@ blocks_5:
 	VMOVUPD      Y2, 2240(DX)
 	VADDPD       2272(DX), Y0, Y0
 	VMOVUPD      Y0, 2272(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(DX)
 	VMOVUPS      2752(DX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -495,7 +476,7 @@ blocks_5:
 	VMOVUPD      Y2, 2560(DX)
 	VADDPD       2592(DX), Y0, Y0
 	VMOVUPD      Y0, 2592(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(DX)
 	VMOVUPS      3072(DX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -508,7 +489,7 @@ blocks_5:
 	VMOVUPD      Y2, 2880(DX)
 	VADDPD       2912(DX), Y0, Y0
 	VMOVUPD      Y0, 2912(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(DX)
 	VMOVUPS      3392(DX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -521,7 +502,7 @@ blocks_5:
 	VMOVUPD      Y2, 3200(DX)
 	VADDPD       3232(DX), Y0, Y0
 	VMOVUPD      Y0, 3232(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3392(DX)
 	VANDPS       3520(DX), Y1, Y1
 	VMOVUPS      Y1, 3520(DX)
@@ -542,7 +523,7 @@ noflush_6:
 	VMOVUPD      Y2, 2240(CX)
 	VADDPD       2272(CX), Y0, Y0
 	VMOVUPD      Y0, 2272(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(CX)
 	VMOVUPS      2752(CX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -555,7 +536,7 @@ noflush_6:
 	VMOVUPD      Y2, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	VMOVUPS      3072(CX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -568,7 +549,7 @@ noflush_6:
 	VMOVUPD      Y2, 2880(CX)
 	VADDPD       2912(CX), Y0, Y0
 	VMOVUPD      Y0, 2912(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(CX)
 	VMOVUPS      3392(CX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -581,7 +562,7 @@ noflush_6:
 	VMOVUPD      Y2, 3200(CX)
 	VADDPD       3232(CX), Y0, Y0
 	VMOVUPD      Y0, 3232(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3392(CX)
 	VANDPS       3520(CX), Y1, Y1
 	VMOVUPS      Y1, 3520(CX)
@@ -857,7 +838,7 @@ TEXT ·pass2AVX2(SB), $0-64
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v30 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
@@ -926,12 +907,12 @@ blocks_8:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v3) over [B L]
 	MOVQ         state+16(FP), BX
@@ -950,7 +931,7 @@ blocks_8:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
@@ -971,7 +952,7 @@ noflush_9:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VANDPS       384(CX), Y1, Y1
 	VMOVUPS      Y1, 384(CX)
@@ -999,26 +980,22 @@ blocks_11:
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VCMPPS    $0x04, Y1, Y0, Y1
+	VMOVUPS   lgc1<>+0(SB), Y0
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VBLENDVPS Y1, Y0, Y2, Y3
 	MOVQ      logProb+16(FP), BX
 	VMOVUPS   (BX)(SI*4), Y4
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y4, Y2, Y4
 	MOVQ      sampleLogProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y5
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y5, Y2, Y5
 
 	// sum(v3) over [L]
 	XORQ    BX, BX
@@ -1033,9 +1010,7 @@ blocks_11:
 	VSUBPS Y5, Y4, Y3
 
 	// v12 = where(mask, v11, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v12) over [L]
 	IMUL3Q       $+8, BX, SI
@@ -1046,15 +1021,13 @@ blocks_11:
 	VBROADCASTSS (SI)(R8*4), Y3
 
 	// v30 = max(numValid, 1)
-	VMAXPS Y3, Y1, Y3
+	VMAXPS Y3, Y0, Y3
 
 	// v160 = div(1, v30)
-	VDIVPS Y3, Y1, Y1
+	VDIVPS Y3, Y0, Y0
 
 	// v161 = where(mask, v160, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v161) over [L]
 	IMUL3Q       $+8, BX, BX
@@ -1077,7 +1050,7 @@ blocks_11:
 	VMOVUPD      Y2, 512(SI)(BX*8)
 	VADDPD       544(SI)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 544(SI)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(SI)(BX*4)
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2176(SI)(BX*4), Y0
@@ -1091,7 +1064,7 @@ blocks_11:
 	VMOVUPD      Y2, 1536(SI)(BX*8)
 	VADDPD       1568(SI)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(SI)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(SI)(BX*4)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      3200(SI)(DX*4), Y0
@@ -1105,7 +1078,7 @@ blocks_11:
 	VMOVUPD      Y2, 2560(SI)(DX*8)
 	VADDPD       2592(SI)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 2592(SI)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(SI)(DX*4)
 	VANDPS       3584(SI), Y1, Y1
 	VMOVUPS      Y1, 3584(SI)
@@ -1130,7 +1103,7 @@ noflush_12:
 	VMOVUPD      Y2, 512(BX)(DX*8)
 	VADDPD       544(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 544(BX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(BX)(DX*4)
 	IMUL3Q       $+8, CX, DX
 	VMOVUPS      2176(BX)(DX*4), Y0
@@ -1144,7 +1117,7 @@ noflush_12:
 	VMOVUPD      Y2, 1536(BX)(DX*8)
 	VADDPD       1568(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(BX)(DX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
 	VMOVUPS      3200(BX)(CX*4), Y0
@@ -1158,7 +1131,7 @@ noflush_12:
 	VMOVUPD      Y2, 2560(BX)(CX*8)
 	VADDPD       2592(BX)(CX*8), Y0, Y0
 	VMOVUPD      Y0, 2592(BX)(CX*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(BX)(CX*4)
 	VANDPS       3584(BX), Y1, Y1
 	VMOVUPS      Y1, 3584(BX)
@@ -1170,7 +1143,7 @@ noflush_12:
 
 // func fbPass2AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $512-96
+TEXT ·fbPass2AVX2(SB), $576-96
 	MOVQ lo+0(FP), AX
 
 outer0_13:
@@ -1185,690 +1158,634 @@ blocks_14:
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      logProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VMOVUPS   (BX)(SI*4), Y2
+	VMOVUPS   lgc0<>+0(SB), Y3
 
 	// v6 = where(mask, logProb, 0)
-	VMOVUPS      lgc1<>+0(SB), Y3
-	VCMPPS       $0x04, Y3, Y0, Y3
-	VBLENDVPS    Y3, Y1, Y2, Y1
+	VBLENDVPS    Y1, Y2, Y3, Y2
 	MOVQ         s0+24(FP), BX
 	XORQ         DI, DI
 	MOVQ         AX, R8
 	ADDQ         R8, DI
-	VBROADCASTSS (BX)(DI*4), Y3
-	VMOVUPS      lgc0<>+0(SB), Y4
+	VBROADCASTSS (BX)(DI*4), Y4
+	VMOVUPS      lgc1<>+0(SB), Y5
 
 	// v10 = max(sequenceLength, 1)
-	VMAXPS       Y3, Y4, Y5
+	VMAXPS       Y4, Y5, Y6
 	MOVQ         s1+32(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y6
-
-	// logSequenceRatio = div(v13, v10)
-	VDIVPS Y5, Y6, Y6
-
-	// v16 = gt(sequenceLength, 0)
-	VCMPPS       $0x1e, Y2, Y3, Y3
-	VANDPS       lgc0<>+0(SB), Y3, Y3
-	MOVQ         advantage+40(FP), BX
 	VBROADCASTSS (BX)(DI*4), Y7
 
+	// logSequenceRatio = div(v13, v10)
+	VDIVPS Y6, Y7, Y7
+
+	// v16 = gt(sequenceLength, 0)
+	VCMPPS       $0x1e, Y3, Y4, Y4
+	VANDPS       lgc1<>+0(SB), Y4, Y8
+	MOVQ         advantage+40(FP), BX
+	VBROADCASTSS (BX)(DI*4), Y8
+
 	// v17 = where(v16, advantage, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y7, Y2, Y3
-	VMOVUPS   Y5, (SP)
+	VBLENDVPS Y4, Y8, Y3, Y4
+	VMOVUPS   Y6, (SP)
+	VMOVUPS   Y2, 32(SP)
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc4<>+0(SB), Y6, Y5
-	VMINPS       lgc5<>+0(SB), Y5, Y5
-	VMULPS       lgc6<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y5
+	VMAXPS       lgc4<>+0(SB), Y7, Y2
+	VMINPS       lgc5<>+0(SB), Y2, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y2
 	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y5
-	VBLENDVPS    Y5, Y6, Y8, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y8
+	VMULPS       Y2, Y2, Y9
+	VFMADD213PS  Y2, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y2, Y8, Y8
+	VCMPPS       $0x03, Y7, Y7, Y2
+	VBLENDVPS    Y2, Y7, Y8, Y8
 
 	// v19 = ge(v17, 0)
-	VCMPPS  $0x1d, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS lgc17<>+0(SB), Y6
+	VCMPPS  $0x1d, Y3, Y4, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y6
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y8, Y6, Y7
+	VMINPS  Y8, Y7, Y7
 	VMOVUPS lgc18<>+0(SB), Y9
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS  Y8, Y9, Y10
-	VMOVUPS Y1, 32(SP)
+	VMAXPS  Y8, Y9, Y9
+	VMOVUPS Y8, 64(SP)
 
 	// ratioClipped = where(v19, v21, v23)
-	VMOVUPS   lgc1<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y5, Y1
-	VBLENDVPS Y1, Y7, Y10, Y1
+	VBLENDVPS Y2, Y7, Y9, Y2
 
 	// gain = mul(v17, ratioClipped)
-	VMULPS Y1, Y3, Y1
+	VMULPS Y2, Y4, Y2
 
 	// v26 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc19<>+0(SB), Y2, Y2
 
 	// v28 = where(mask, v26, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y1, Y2, Y1
-	VMOVUPS   Y5, 64(SP)
+	VBLENDVPS Y1, Y2, Y3, Y2
 
 	// sum(v28) over [B L]
 	MOVQ         state+48(FP), BX
-	VADDPS       3904(BX), Y1, Y1
-	VMOVUPS      Y1, 3904(BX)
+	VADDPS       3904(BX), Y2, Y2
+	VMOVUPS      Y2, 3904(BX)
 	MOVQ         numValid+56(FP), R8
 	XORQ         R9, R9
-	VBROADCASTSS (R8)(R9*4), Y1
+	VBROADCASTSS (R8)(R9*4), Y2
 
 	// v30 = max(numValid, 1)
-	VMAXPS Y1, Y4, Y1
+	VMAXPS Y2, Y5, Y2
 
 	// v32 = lt(v17, 0)
-	VCMPPS $0x11, Y2, Y3, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
+	VCMPPS  $0x11, Y3, Y4, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y7
+	VMOVUPS 64(SP), Y7
+	VMOVUPS lgc18<>+0(SB), Y8
 
 	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y9, Y8, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y8, Y7, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
 
 	// v34 = gt(v17, 0)
-	VCMPPS $0x1e, Y2, Y3, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VCMPPS  $0x1e, Y3, Y4, Y9
+	VANDPS  lgc1<>+0(SB), Y9, Y10
+	VMOVUPS Y6, 96(SP)
+	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS $0x1e, Y6, Y8, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS  $0x1e, Y6, Y7, Y6
+	VANDPS  lgc1<>+0(SB), Y6, Y6
+	VMOVUPS Y4, 128(SP)
+	VMOVUPS Y2, 160(SP)
 
 	// v36 = where(v34, v35, 0)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y6, Y2, Y6
+	VBLENDVPS Y9, Y6, Y3, Y2
 
 	// v37 = where(v32, v33, v36)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y5, Y6, Y4
+	VBLENDVPS Y5, Y8, Y2, Y2
 
 	// v39 = where(mask, v37, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y1, Y2, Y3, Y2
 
 	// sum(v39) over [B L]
-	VADDPS  4224(BX), Y4, Y4
-	VMOVUPS Y4, 4224(BX)
+	VADDPS  4224(BX), Y2, Y2
+	VMOVUPS Y2, 4224(BX)
 	MOVQ    refLogProb+64(FP), R8
-	VMOVUPS (R8)(SI*4), Y4
+	VMOVUPS (R8)(SI*4), Y2
 
 	// v43 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y4, Y2, Y4
-	VMOVUPS   32(SP), Y5
+	VBLENDVPS Y1, Y2, Y3, Y1
+	VMOVUPS   32(SP), Y2
 
 	// v44 = sub(v43, v6)
-	VSUBPS Y5, Y4, Y4
+	VSUBPS Y2, Y1, Y1
 
 	// v45 = abs(v44)
-	VMOVUPS lgc19<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc20<>+0(SB), Y6
+	VMOVUPS lgc19<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
+	VMOVUPS lgc20<>+0(SB), Y4
 
 	// v47 = lt(v45, 0.1)
-	VCMPPS  $0x11, Y6, Y5, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS lgc21<>+0(SB), Y7
+	VCMPPS  $0x11, Y4, Y2, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y5
+	VMOVUPS lgc21<>+0(SB), Y5
 
 	// v49 = max(v44, -0.1) tie=first
-	VMAXPS  Y4, Y7, Y7
-	VMOVUPS Y8, 96(SP)
+	VMAXPS Y1, Y5, Y5
 
 	// v50 = min(v49, 0.1) tie=first
-	VMINPS Y7, Y6, Y6
+	VMINPS Y5, Y4, Y4
 
 	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc22<>+0(SB), Y6, Y8
+	VMULPS lgc22<>+0(SB), Y4, Y6
 
 	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc23<>+0(SB), Y8, Y8
+	VADDPS lgc23<>+0(SB), Y6, Y6
 
 	// v56 = mul(v50, v54)
-	VMULPS Y8, Y6, Y9
+	VMULPS Y6, Y4, Y7
 
 	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS  lgc24<>+0(SB), Y9, Y9
-	VMOVUPS Y3, 128(SP)
+	VADDPS lgc24<>+0(SB), Y7, Y7
 
 	// v59 = mul(v50, v57)
-	VMULPS Y9, Y6, Y3
+	VMULPS Y7, Y4, Y8
 
 	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc25<>+0(SB), Y3, Y3
+	VADDPS lgc25<>+0(SB), Y8, Y8
 
 	// v62 = mul(v50, v60)
-	VMULPS Y3, Y6, Y10
+	VMULPS Y8, Y4, Y9
 
 	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc26<>+0(SB), Y10, Y10
+	VADDPS  lgc26<>+0(SB), Y9, Y9
+	VMOVUPS Y5, 192(SP)
 
 	// v65 = mul(v50, v63)
-	VMULPS Y10, Y6, Y11
+	VMULPS Y9, Y4, Y5
 
 	// v66 = add(0.008333333333333333, v65)
-	VADDPS  lgc27<>+0(SB), Y11, Y11
-	VMOVUPS Y7, 160(SP)
+	VADDPS  lgc27<>+0(SB), Y5, Y5
+	VMOVUPS Y6, 224(SP)
 
 	// v68 = mul(v50, v66)
-	VMULPS Y11, Y6, Y7
+	VMULPS Y5, Y4, Y6
 
 	// v69 = add(0.041666666666666664, v68)
-	VADDPS  lgc28<>+0(SB), Y7, Y7
-	VMOVUPS Y8, 192(SP)
+	VADDPS  lgc28<>+0(SB), Y6, Y6
+	VMOVUPS Y7, 256(SP)
 
 	// v71 = mul(v50, v69)
-	VMULPS Y7, Y6, Y8
+	VMULPS Y6, Y4, Y7
 
 	// v72 = add(0.16666666666666666, v71)
-	VADDPS  lgc29<>+0(SB), Y8, Y8
-	VMOVUPS Y9, 224(SP)
+	VADDPS  lgc29<>+0(SB), Y7, Y7
+	VMOVUPS Y8, 288(SP)
 
 	// v74 = mul(v50, v72)
-	VMULPS Y8, Y6, Y9
+	VMULPS Y7, Y4, Y8
 
 	// v75 = add(0.5, v74)
-	VADDPS  lgc14<>+0(SB), Y9, Y9
-	VMOVUPS Y3, 256(SP)
+	VADDPS  lgc14<>+0(SB), Y8, Y8
+	VMOVUPS Y9, 320(SP)
 
 	// v76 = mul(v50, v50)
-	VMULPS  Y6, Y6, Y3
-	VMOVUPS Y10, 288(SP)
+	VMULPS  Y4, Y4, Y9
+	VMOVUPS Y5, 352(SP)
 
 	// v77 = mul(v76, v75)
-	VMULPS  Y9, Y3, Y10
-	VMOVUPS Y11, 320(SP)
-	VMOVUPS Y7, 352(SP)
-	VMOVUPS Y8, 384(SP)
-	VMOVUPS Y6, 416(SP)
-	VMOVUPS Y3, 448(SP)
+	VMULPS  Y8, Y9, Y5
+	VMOVUPS Y6, 384(SP)
+	VMOVUPS Y7, 416(SP)
+	VMOVUPS Y4, 448(SP)
 	VMOVUPS Y9, 480(SP)
+	VMOVUPS Y8, 512(SP)
 
 	// v78 = exp(v44)
-	VMAXPS       lgc4<>+0(SB), Y4, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y6
+	VMAXPS       lgc4<>+0(SB), Y1, Y4
+	VMINPS       lgc5<>+0(SB), Y4, Y4
+	VMULPS       lgc6<>+0(SB), Y4, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y4
 	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y7
-	VMULPS       Y3, Y3, Y8
-	VFMADD213PS  Y3, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y4
+	VPMAXSD      lgc15<>+0(SB), Y4, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y3, Y3
+	VPSUBD       Y6, Y4, Y4
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y3, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y3
-	VBLENDVPS    Y3, Y4, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y7, Y7
 
 	// v79 = sub(v78, 1)
-	VSUBPS lgc0<>+0(SB), Y7, Y3
+	VSUBPS lgc1<>+0(SB), Y7, Y4
 
 	// v80 = sub(v79, v44)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y1, Y4, Y4
 
 	// k3 = where(v47, v77, v80)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y10, Y3, Y3
+	VBLENDVPS Y2, Y5, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
 
 	// v83 = where(mask, k3, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y3, Y2, Y3
+	VBLENDVPS Y5, Y4, Y3, Y0
 
 	// sum(v83) over [B L]
-	VADDPS  4544(BX), Y3, Y3
-	VMOVUPS Y3, 4544(BX)
-	VMOVUPS lgc30<>+0(SB), Y3
+	VADDPS  4544(BX), Y0, Y0
+	VMOVUPS Y0, 4544(BX)
+	VMOVUPS lgc30<>+0(SB), Y0
+	VMOVUPS 160(SP), Y4
 
 	// v88 = div(0.04, v30)
-	VDIVPS Y1, Y3, Y1
+	VDIVPS Y4, Y0, Y0
 
 	// v89 = where(mask, v88, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y5, Y0, Y3, Y0
 
 	// v90 = where(v47, v89, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y5, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
+	VBLENDVPS Y2, Y0, Y3, Y4
 
 	// v91 = where(v47, 0, v89)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y2, Y1, Y1
+	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// v92 = neg(v91)
-	VXORPS lgc19<>+0(SB), Y1, Y5
+	VXORPS lgc19<>+0(SB), Y0, Y2
 
 	// v93 = ne(v91, 0)
-	VCMPPS $0x04, Y2, Y1, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y3, Y0, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y6
 
 	// v94 = mul(v91, v78)
-	VMULPS Y7, Y1, Y7
+	VMULPS Y7, Y0, Y6
 
 	// v95 = where(v93, v94, v91)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y1, Y1
+	VBLENDVPS Y5, Y6, Y0, Y0
 
 	// v96 = add(v92, v95)
-	VADDPS Y1, Y5, Y1
+	VADDPS Y0, Y2, Y0
 
 	// v97 = ne(v90, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 480(SP), Y6
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y5
+	VMOVUPS 512(SP), Y5
 
 	// v98 = mul(v90, v75)
-	VMULPS Y6, Y3, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v99 = where(v97, v98, v90)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y3, Y6
-	VMOVUPS   448(SP), Y7
+	VBLENDVPS Y2, Y5, Y4, Y5
+	VMOVUPS   480(SP), Y6
 
 	// v100 = mul(v90, v76)
-	VMULPS Y7, Y3, Y7
+	VMULPS Y6, Y4, Y6
 
 	// v101 = where(v97, v100, v90)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y7, Y3, Y3
+	VBLENDVPS Y2, Y6, Y4, Y2
 
 	// v102 = ne(v99, 0)
-	VCMPPS  $0x04, Y2, Y6, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS 416(SP), Y7
+	VCMPPS  $0x04, Y3, Y5, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y6
+	VMOVUPS 448(SP), Y6
 
 	// v103 = mul(v99, v50)
-	VMULPS Y7, Y6, Y8
+	VMULPS Y6, Y5, Y7
 
 	// v104 = where(v102, v103, v99)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y6, Y5
+	VBLENDVPS Y4, Y7, Y5, Y4
 
 	// v105 = add(v104, v104)
-	VADDPS Y5, Y5, Y5
+	VADDPS Y4, Y4, Y4
 
 	// v106 = ne(v101, 0)
-	VCMPPS  $0x04, Y2, Y3, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 384(SP), Y8
+	VCMPPS  $0x04, Y3, Y2, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y7
+	VMOVUPS 416(SP), Y7
 
 	// v107 = mul(v101, v72)
-	VMULPS Y8, Y3, Y8
+	VMULPS Y7, Y2, Y7
 
 	// v108 = where(v106, v107, v101)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
+	VBLENDVPS Y5, Y7, Y2, Y7
 
 	// v109 = mul(v101, v50)
-	VMULPS Y7, Y3, Y9
+	VMULPS  Y6, Y2, Y8
+	VMOVUPS Y0, 544(SP)
 
 	// v110 = where(v106, v109, v101)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
+	VBLENDVPS Y5, Y8, Y2, Y0
 
 	// v111 = add(v105, v108)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y7, Y4, Y2
 
 	// v112 = ne(v110, 0)
-	VCMPPS  $0x04, Y2, Y3, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 352(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 384(SP), Y5
 
 	// v113 = mul(v110, v69)
-	VMULPS Y8, Y3, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v114 = where(v112, v113, v110)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v115 = mul(v110, v50)
-	VMULPS Y7, Y3, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v116 = where(v112, v115, v110)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v117 = add(v111, v114)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v118 = ne(v116, 0)
-	VCMPPS  $0x04, Y2, Y3, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 320(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 352(SP), Y5
 
 	// v119 = mul(v116, v66)
-	VMULPS Y8, Y3, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v120 = where(v118, v119, v116)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v121 = mul(v116, v50)
-	VMULPS Y7, Y3, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v122 = where(v118, v121, v116)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v123 = add(v117, v120)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v124 = ne(v122, 0)
-	VCMPPS  $0x04, Y2, Y3, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 288(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 320(SP), Y5
 
 	// v125 = mul(v122, v63)
-	VMULPS Y8, Y3, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v126 = where(v124, v125, v122)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v127 = mul(v122, v50)
-	VMULPS Y7, Y3, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v128 = where(v124, v127, v122)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v129 = add(v123, v126)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v130 = ne(v128, 0)
-	VCMPPS  $0x04, Y2, Y3, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 256(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 288(SP), Y5
 
 	// v131 = mul(v128, v60)
-	VMULPS Y8, Y3, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v132 = where(v130, v131, v128)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v133 = mul(v128, v50)
-	VMULPS Y7, Y3, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v134 = where(v130, v133, v128)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v135 = add(v129, v132)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v136 = ne(v134, 0)
-	VCMPPS  $0x04, Y2, Y3, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 224(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 256(SP), Y5
 
 	// v137 = mul(v134, v57)
-	VMULPS Y8, Y3, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v138 = where(v136, v137, v134)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v139 = mul(v134, v50)
-	VMULPS Y7, Y3, Y9
+	VMULPS Y6, Y0, Y7
 
 	// v140 = where(v136, v139, v134)
-	VMOVUPS   lgc1<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y9, Y3, Y3
+	VBLENDVPS Y4, Y7, Y0, Y0
 
 	// v141 = add(v135, v138)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v142 = ne(v140, 0)
-	VCMPPS  $0x04, Y2, Y3, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS 192(SP), Y8
+	VCMPPS  $0x04, Y3, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS 224(SP), Y5
 
 	// v143 = mul(v140, v54)
-	VMULPS Y8, Y3, Y8
+	VMULPS Y5, Y0, Y5
 
 	// v144 = where(v142, v143, v140)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y3, Y8
+	VBLENDVPS Y4, Y5, Y0, Y5
 
 	// v145 = mul(v140, v50)
-	VMULPS Y7, Y3, Y7
+	VMULPS Y6, Y0, Y6
 
 	// v146 = where(v142, v145, v140)
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y3, Y3
+	VBLENDVPS Y4, Y6, Y0, Y0
 
 	// v147 = add(v141, v144)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y5, Y2, Y2
 
 	// v148 = mul(v146, 2.755731922398589e-07)
-	VMULPS lgc22<>+0(SB), Y3, Y3
+	VMULPS lgc22<>+0(SB), Y0, Y0
 
 	// v149 = add(v147, v148)
-	VADDPS  Y3, Y5, Y3
-	VMOVUPS 160(SP), Y5
-	VMOVUPS lgc20<>+0(SB), Y6
+	VADDPS  Y0, Y2, Y0
+	VMOVUPS 192(SP), Y2
+	VMOVUPS lgc20<>+0(SB), Y4
 
 	// v150 = le(v49, 0.1)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y4, Y2, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v151 = ne(v49, v49)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y2, Y2, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v152 = max(v150, v151)
-	VXORPS lgc19<>+0(SB), Y6, Y6
-	VXORPS lgc19<>+0(SB), Y5, Y5
-	VMINPS Y6, Y5, Y7
-	VMINPS Y5, Y6, Y5
-	VORPS  Y7, Y5, Y5
-	VXORPS lgc19<>+0(SB), Y5, Y5
+	VXORPS  lgc19<>+0(SB), Y4, Y4
+	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VMINPS  Y4, Y2, Y5
+	VMINPS  Y2, Y4, Y2
+	VORPS   Y5, Y2, Y2
+	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y2, Y4
 
 	// v153 = where(v152, v149, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y3, Y2, Y3
-	VMOVUPS   lgc21<>+0(SB), Y5
+	VBLENDVPS Y4, Y0, Y3, Y0
+	VMOVUPS   lgc21<>+0(SB), Y2
 
 	// v154 = ge(v44, -0.1)
-	VCMPPS $0x1d, Y5, Y4, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x1d, Y2, Y1, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v155 = ne(v44, v44)
-	VCMPPS $0x04, Y4, Y4, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// v156 = max(v154, v155)
-	VXORPS lgc19<>+0(SB), Y5, Y5
-	VXORPS lgc19<>+0(SB), Y4, Y4
-	VMINPS Y5, Y4, Y6
-	VMINPS Y4, Y5, Y4
-	VORPS  Y6, Y4, Y4
-	VXORPS lgc19<>+0(SB), Y4, Y4
+	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMINPS  Y2, Y1, Y4
+	VMINPS  Y1, Y2, Y1
+	VORPS   Y4, Y1, Y1
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y1, Y2
 
 	// v157 = where(v156, v153, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y3, Y2, Y3
+	VBLENDVPS Y2, Y0, Y3, Y0
+	VMOVUPS   544(SP), Y1
 
 	// v158 = add(v96, v157)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y0, Y1, Y0
 
 	// v159 = neg(v158)
-	VXORPS       lgc19<>+0(SB), Y1, Y1
+	VXORPS       lgc19<>+0(SB), Y0, Y0
 	MOVQ         s5+72(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y3
+	VBROADCASTSS (BX)(DI*4), Y1
 
 	// v163 = neg(v162)
-	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMOVUPS 128(SP), Y4
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMOVUPS 128(SP), Y2
 
 	// v164 = mul(v163, v17)
-	VMULPS  Y4, Y3, Y3
-	VMOVUPS 64(SP), Y4
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS 96(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y2, Y4
 
 	// v165 = where(v19, v164, 0)
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y3, Y2, Y5
+	VBLENDVPS Y4, Y1, Y3, Y2
 
 	// v166 = where(v19, 0, v164)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y2, Y3, Y3
-	VMOVUPS   96(SP), Y4
-	VMOVUPS   lgc18<>+0(SB), Y6
+	VBLENDVPS Y4, Y3, Y1, Y1
+	VMOVUPS   64(SP), Y4
+	VMOVUPS   lgc18<>+0(SB), Y5
 
 	// v167 = ge(sequenceRatio, 0.8)
-	VCMPPS $0x1d, Y6, Y4, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x1d, Y5, Y4, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v168 = ne(sequenceRatio, sequenceRatio)
-	VCMPPS $0x04, Y4, Y4, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VCMPPS $0x04, Y4, Y4, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v169 = max(v167, v168)
-	VXORPS lgc19<>+0(SB), Y6, Y6
-	VXORPS lgc19<>+0(SB), Y7, Y9
-	VMINPS Y6, Y9, Y8
-	VMINPS Y9, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y5, Y5
+	VXORPS  lgc19<>+0(SB), Y6, Y8
+	VMINPS  Y5, Y8, Y7
+	VMINPS  Y8, Y5, Y5
+	VORPS   Y7, Y5, Y5
+	VXORPS  lgc19<>+0(SB), Y5, Y5
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y5, Y7
 
 	// v170 = where(v169, v166, 0)
-	VMOVUPS   lgc1<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y3, Y2, Y3
-	VMOVUPS   lgc17<>+0(SB), Y6
+	VBLENDVPS Y7, Y1, Y3, Y1
+	VMOVUPS   lgc17<>+0(SB), Y5
 
 	// v171 = le(sequenceRatio, 1.2)
-	VCMPPS $0x12, Y6, Y4, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y5, Y4, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v172 = max(v171, v168)
-	VXORPS lgc19<>+0(SB), Y6, Y6
-	VXORPS lgc19<>+0(SB), Y7, Y7
-	VMINPS Y6, Y7, Y8
-	VMINPS Y7, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y5, Y5
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VMINPS  Y5, Y6, Y7
+	VMINPS  Y6, Y5, Y5
+	VORPS   Y7, Y5, Y5
+	VXORPS  lgc19<>+0(SB), Y5, Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v173 = where(v172, v165, 0)
-	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y2, Y5
+	VBLENDVPS Y6, Y2, Y3, Y2
 
 	// v174 = add(v170, v173)
-	VADDPS Y5, Y3, Y3
+	VADDPS Y2, Y1, Y1
 
 	// v175 = ne(v174, 0)
-	VCMPPS $0x04, Y2, Y3, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y3, Y1, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y5
 
 	// v176 = mul(v174, sequenceRatio)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y4, Y1, Y4
 
 	// v177 = where(v175, v176, v174)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y3, Y3
+	VBLENDVPS Y2, Y4, Y1, Y1
 
 	// v178 = ne(v177, 0)
-	VCMPPS  $0x04, Y2, Y3, Y4
-	VANDPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS (SP), Y5
+	VCMPPS  $0x04, Y3, Y1, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y4
+	VMOVUPS (SP), Y4
 
 	// v179 = div(v177, v10)
-	VDIVPS Y5, Y3, Y5
+	VDIVPS Y4, Y1, Y4
 
 	// v180 = where(v178, v179, v177)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
+	VBLENDVPS Y2, Y4, Y1, Y1
+	MOVQ      mask+8(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y2
+	VCVTDQ2PS Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
 
 	// v181 = where(mask, v180, 0)
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
+	VBLENDVPS Y4, Y1, Y3, Y1
 
 	// v182 = add(v159, v181)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
 
 	// gradLogProb = where(mask, v182, 0)
-	VMOVUPS   lgc1<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VBLENDVPS Y4, Y0, Y3, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), BX
@@ -1886,7 +1803,7 @@ blocks_14:
 	VMOVUPD      Y2, 3712(DX)
 	VADDPD       3744(DX), Y0, Y0
 	VMOVUPD      Y0, 3744(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3904(DX)
 	VMOVUPS      4224(DX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -1899,7 +1816,7 @@ blocks_14:
 	VMOVUPD      Y2, 4032(DX)
 	VADDPD       4064(DX), Y0, Y0
 	VMOVUPD      Y0, 4064(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4224(DX)
 	VMOVUPS      4544(DX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -1912,7 +1829,7 @@ blocks_14:
 	VMOVUPD      Y2, 4352(DX)
 	VADDPD       4384(DX), Y0, Y0
 	VMOVUPD      Y0, 4384(DX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4544(DX)
 	VANDPS       4672(DX), Y1, Y1
 	VMOVUPS      Y1, 4672(DX)
@@ -1933,7 +1850,7 @@ noflush_15:
 	VMOVUPD      Y2, 3712(CX)
 	VADDPD       3744(CX), Y0, Y0
 	VMOVUPD      Y0, 3744(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3904(CX)
 	VMOVUPS      4224(CX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -1946,7 +1863,7 @@ noflush_15:
 	VMOVUPD      Y2, 4032(CX)
 	VADDPD       4064(CX), Y0, Y0
 	VMOVUPD      Y0, 4064(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4224(CX)
 	VMOVUPS      4544(CX), Y0
 	VANDPS       lgc2<>+0(SB), Y0, Y2
@@ -1959,7 +1876,7 @@ noflush_15:
 	VMOVUPD      Y2, 4352(CX)
 	VADDPD       4384(CX), Y0, Y0
 	VMOVUPD      Y0, 4384(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4544(CX)
 	VANDPS       4672(CX), Y1, Y1
 	VMOVUPS      Y1, 4672(CX)
@@ -1975,7 +1892,7 @@ TEXT ·fbPass3AVX2(SB), $0-64
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y1
 
 	// v30 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
@@ -2042,7 +1959,7 @@ bulk_16:
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -2083,12 +2000,12 @@ bulk_18:
 	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc34<>+0(SB), Y2, Y1
-	VPOR         lgc0<>+0(SB), Y1, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc0<>+0(SB), Y1, Y1
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc36<>+0(SB), Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
@@ -2106,9 +2023,9 @@ bulk_18:
 	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
@@ -2304,7 +2221,7 @@ bulk_20:
 	CMPQ         BX, DX
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc0<>+0(SB), Y0, Y1
+	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
 	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -2313,12 +2230,12 @@ bulk_20:
 	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc34<>+0(SB), Y3, Y2
-	VPOR         lgc0<>+0(SB), Y2, Y2
+	VPOR         lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc0<>+0(SB), Y2, Y2
+	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
@@ -2336,21 +2253,21 @@ bulk_20:
 	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc47<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc0<>+0(SB), Y1, Y2
+	VSUBPS       lgc1<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, Y0, Y2, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2

@@ -156,7 +156,7 @@ inner_Q_4:
 
 	// v32 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y7
 
 	// v33 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y5, Y7
@@ -168,9 +168,7 @@ inner_Q_4:
 	VSUBPS lgc16<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v32, v34, v35)
-	VMOVUPS   lgc21<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	VBLENDVPS Y6, Y7, Y5, Y5
 
 	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -203,13 +201,11 @@ inner_Q_4:
 
 	// v41 = gt(valueDiff, 0)
 	VCMPPS  $0x1e, Y2, Y1, Y2
-	VANDPS  lgc0<>+0(SB), Y2, Y2
+	VANDPS  lgc0<>+0(SB), Y2, Y3
 	VMOVUPS lgc16<>+0(SB), Y3
 
 	// v42 = where(v41, 0.5, 0.5)
-	VMOVUPS   lgc21<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y3, Y3, Y2
+	VBLENDVPS Y2, Y3, Y3, Y2
 
 	// v43 = mul(valueDiff, valueDiff)
 	VMULPS Y1, Y1, Y1
@@ -606,7 +602,7 @@ GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $192-128
+TEXT ·fbPass0AVX2(SB), $288-128
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -757,7 +753,7 @@ inner_Q_9:
 
 	// v32 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y2, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y7
 
 	// v33 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y2, Y7
@@ -769,9 +765,7 @@ inner_Q_9:
 	VSUBPS lgc16<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v32, v34, v35)
-	VMOVUPS   lgc21<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y2, Y2
+	VBLENDVPS Y6, Y7, Y2, Y2
 
 	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X2, Y6
@@ -804,13 +798,11 @@ inner_Q_9:
 
 	// v41 = gt(valueDiff, 0)
 	VCMPPS  $0x1e, Y3, Y2, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y5
+	VANDPS  lgc0<>+0(SB), Y5, Y6
 	VMOVUPS lgc16<>+0(SB), Y6
 
 	// v42 = where(v41, 0.5, 0.5)
-	VMOVUPS   lgc21<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y6, Y5
+	VBLENDVPS Y5, Y6, Y6, Y5
 
 	// v43 = mul(valueDiff, valueDiff)
 	VMULPS Y2, Y2, Y6
@@ -837,15 +829,13 @@ inner_Q_9:
 
 	// v54 = ne(v53, 0)
 	VCMPPS $0x04, Y3, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y7
 
 	// v55 = mul(v53, valueDiff)
 	VMULPS Y2, Y5, Y2
 
 	// v56 = where(v54, v55, v53)
-	VMOVUPS   lgc21<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y2, Y5, Y2
+	VBLENDVPS Y6, Y2, Y5, Y2
 
 	// v57 = add(v56, v56)
 	VADDPS Y2, Y2, Y2
@@ -874,83 +864,75 @@ inner_Q_10:
 
 	// v32 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y7
 
 	// v33 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y5, Y7
 
 	// v59 = where(v32, 0.0009765625, 0)
-	VMOVUPS   lgc21<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y2, Y3, Y8
+	VBLENDVPS Y6, Y2, Y3, Y8
+	VMOVUPS   Y4, 192(SP)
 
 	// v60 = where(v32, 0, 0.0009765625)
-	VMOVUPS   lgc21<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y3, Y2, Y6
+	VBLENDVPS Y6, Y3, Y2, Y4
 
 	// v61 = ne(v59, 0)
-	VCMPPS $0x04, Y3, Y8, Y9
-	VANDPS lgc0<>+0(SB), Y9, Y9
+	VCMPPS $0x04, Y3, Y8, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y9
 
 	// v62 = mul(v59, absDiff)
-	VMULPS Y5, Y8, Y5
+	VMULPS  Y5, Y8, Y5
+	VMOVUPS Y4, 224(SP)
 
 	// v63 = where(v61, v62, v59)
-	VMOVUPS   lgc21<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y5, Y8, Y5
+	VBLENDVPS Y6, Y5, Y8, Y4
 
 	// v64 = mul(v59, v33)
-	VMULPS Y7, Y8, Y7
+	VMULPS Y7, Y8, Y5
 
 	// v65 = where(v61, v64, v59)
-	VMOVUPS   lgc21<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y7, Y8, Y7
+	VBLENDVPS Y6, Y5, Y8, Y5
+	VMOVUPS   224(SP), Y6
 
 	// v66 = add(v60, v65)
-	VADDPS Y7, Y6, Y6
-
-	// v67 = mul(v63, 0.5)
-	VMULPS lgc16<>+0(SB), Y5, Y5
-
-	// v68 = add(v66, v67)
 	VADDPS Y5, Y6, Y5
 
+	// v67 = mul(v63, 0.5)
+	VMULPS lgc16<>+0(SB), Y4, Y4
+
+	// v68 = add(v66, v67)
+	VADDPS  Y4, Y5, Y4
+	VMOVUPS 192(SP), Y5
+
 	// v69 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y4, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VCMPPS $0x1e, Y3, Y5, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y7
 
 	// v70 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y4, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y7
+	VCMPPS $0x11, Y3, Y5, Y7
+	VANDPS lgc0<>+0(SB), Y7, Y8
 
 	// v72 = mul(diff, 0)
-	VMULPS  lgc21<>+0(SB), Y4, Y4
-	VMOVUPS lgc25<>+0(SB), Y8
+	VMULPS  lgc21<>+0(SB), Y5, Y5
+	VMOVUPS Y4, 256(SP)
+	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v73 = where(v70, -1, v72)
-	VMOVUPS   lgc21<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y4, Y4
+	VBLENDVPS Y7, Y4, Y5, Y4
 
 	// v74 = where(v69, 1, v73)
-	VMOVUPS   lgc21<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y1, Y4, Y4
+	VBLENDVPS Y6, Y1, Y4, Y4
+	VMOVUPS   256(SP), Y5
 
 	// v75 = ne(v68, 0)
 	VCMPPS $0x04, Y3, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y7
 
 	// v76 = mul(v68, v74)
 	VMULPS Y4, Y5, Y4
 
 	// gradStateActionValue = where(v75, v76, v68)
-	VMOVUPS   lgc21<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y4, Y5, Y4
+	VBLENDVPS Y6, Y4, Y5, Y4
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+80(FP), SI

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $288-144
+TEXT ·pass0AVX2(SB), $384-144
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -22,24 +22,22 @@ blocks_2:
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
 	MOVQ      sampleLogProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y2
-	VMOVUPS   lgc0<>+0(SB), Y3
+	VMOVUPS   (BX)(SI*4), Y3
+	VMOVUPS   lgc0<>+0(SB), Y4
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y2, Y3, Y4, Y3
 	MOVQ      refLogProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y4
+	VMOVUPS   (BX)(SI*4), Y5
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
+	VBLENDVPS Y2, Y5, Y4, Y2
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Y4, Y2, Y5
+	VSUBPS Y2, Y3, Y5
 
 	// v9 = mul(0.05, nextKLPenalty)
 	VMULPS  lgc1<>+0(SB), Y5, Y6
@@ -82,267 +80,248 @@ blocks_2:
 	VMULPS  lgc3<>+0(SB), Y9, Y9
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
-	VMOVUPS Y4, 64(SP)
-	VMOVUPS Y2, 96(SP)
+	VMOVUPS Y2, 64(SP)
+	VMOVUPS Y3, 96(SP)
 
 	// gae = scan(delta, discount) over L reverse
 	VMOVUPS     Y9, Y2
-	VMOVUPS     Y8, Y4
-	VANDPS      lgc4<>+0(SB), Y4, Y5
+	VMOVUPS     Y8, Y3
+	VANDPS      lgc4<>+0(SB), Y3, Y5
 	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
 	MOVQ        state+72(FP), BX
 	VANDPS      4544(BX), Y5, Y5
 	VMOVUPS     Y5, 4544(BX)
 	VMOVUPS     lgc6<>+0(SB), Y6
 	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y4, Y6, Y6
+	VPERMPS     Y3, Y6, Y6
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y4
+	VFMADD231PS Y2, Y6, Y3
 	VMULPS      Y5, Y2, Y2
 	VMOVUPS     lgc7<>+0(SB), Y6
 	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y4, Y6, Y6
+	VPERMPS     Y3, Y6, Y6
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y4
+	VFMADD231PS Y2, Y6, Y3
 	VMULPS      Y5, Y2, Y2
 	VMOVUPS     lgc8<>+0(SB), Y6
 	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y4, Y6, Y6
+	VPERMPS     Y3, Y6, Y6
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0xf0, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y4
+	VFMADD231PS Y2, Y6, Y3
 	VMULPS      Y5, Y2, Y2
-	VFMADD231PS Y2, Y0, Y4
+	VFMADD231PS Y2, Y0, Y3
 	VMOVUPS     lgc9<>+0(SB), Y0
-	VPERMPS     Y4, Y0, Y0
+	VPERMPS     Y3, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Y10, Y4, Y2
+	VADDPS  Y10, Y3, Y2
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y1, Y5
 
 	// v28 = where(mask, 1, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y7, Y3, Y5
-	VMOVUPS   Y4, 128(SP)
+	VBLENDVPS Y5, Y7, Y4, Y1
+	VMOVUPS   Y3, 128(SP)
 
 	// sum(v28) over [B L]
-	VADDPS  256(BX), Y5, Y6
+	VADDPS  256(BX), Y1, Y6
 	VMOVUPS Y6, 256(BX)
 
 	// v30 = where(mask, gae, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y4, Y3, Y6
+	VBLENDVPS Y5, Y3, Y4, Y6
 	MOVQ      logProb+80(FP), DI
 	VMOVUPS   (DI)(SI*4), Y7
 
 	// v32 = where(mask, logProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y7, Y3, Y7
+	VBLENDVPS Y5, Y7, Y4, Y7
 	VMOVUPS   96(SP), Y8
 
 	// logWeight = sub(v32, v4)
 	VSUBPS  Y8, Y7, Y8
-	VMOVUPS Y4, 160(SP)
-	VMOVUPS Y5, 192(SP)
-	VMOVUPS lgc10<>+0(SB), Y4
+	VMOVUPS Y3, 160(SP)
+	VMOVUPS Y1, 192(SP)
+	VMOVUPS lgc10<>+0(SB), Y1
 
 	// v36 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y8, Y4, Y4
-	VMOVUPS lgc11<>+0(SB), Y5
+	VMAXPS  Y8, Y1, Y1
+	VMOVUPS Y2, 224(SP)
+	VMOVUPS lgc11<>+0(SB), Y2
 
 	// logWeightClip = min(v36, 0.18232156) tie=first
-	VMINPS  Y4, Y5, Y4
-	VMOVUPS Y2, 224(SP)
+	VMINPS  Y1, Y2, Y1
 	VMOVUPS Y7, 256(SP)
+	VMOVUPS Y1, 288(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc12<>+0(SB), Y8, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y5, Y2
-	VMOVAPS      lgc17<>+0(SB), Y7
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y5
-	VPMINSD      lgc24<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMAXPS       lgc12<>+0(SB), Y8, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
+	VMOVAPS      lgc17<>+0(SB), Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y7
+	VFMADD213PS  Y1, Y7, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y2
+	VPMINSD      lgc24<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y8, Y8, Y2
-	VBLENDVPS    Y2, Y8, Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y8, Y8, Y1
+	VBLENDVPS    Y1, Y8, Y3, Y3
 
 	// v39 = ge(v30, 0)
-	VCMPPS  $0x1d, Y3, Y6, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc25<>+0(SB), Y5
+	VCMPPS  $0x1d, Y4, Y6, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y2
+	VMOVUPS lgc25<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y5, Y5
-	VMOVUPS lgc26<>+0(SB), Y9
+	VMINPS  Y3, Y2, Y2
+	VMOVUPS Y8, 320(SP)
+	VMOVUPS lgc26<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y9, Y7
+	VMAXPS Y3, Y7, Y3
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y2, Y9
-	VBLENDVPS Y9, Y5, Y7, Y2
+	VBLENDVPS Y1, Y2, Y3, Y1
 
 	// gain = mul(v30, ratioClipped)
-	VMULPS Y2, Y6, Y2
+	VMULPS Y1, Y6, Y1
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y2, Y2
+	VXORPS lgc27<>+0(SB), Y1, Y1
 
 	// v47 = where(mask, v46, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
+	VBLENDVPS Y5, Y1, Y4, Y1
 
 	// sum(v47) over [B L]
-	VADDPS  576(BX), Y2, Y2
-	VMOVUPS Y2, 576(BX)
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
+	VMOVUPS 288(SP), Y1
+	VMOVUPS 320(SP), Y2
 
 	// v51 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y8, Y4, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y2, Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// v52 = where(mask, v51, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y5, Y1, Y4, Y1
 
 	// sum(v52) over [B L]
-	VADDPS  896(BX), Y2, Y2
-	VMOVUPS Y2, 896(BX)
-	VMOVUPS 96(SP), Y2
-	VMOVUPS 256(SP), Y4
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
+	VMOVUPS 96(SP), Y1
+	VMOVUPS 256(SP), Y2
 
 	// v55 = sub(v4, v32)
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y2, Y1, Y1
 
 	// v56 = where(mask, v55, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y5, Y1, Y4, Y1
 
 	// sum(v56) over [B L]
-	VADDPS  1216(BX), Y2, Y2
-	VMOVUPS Y2, 1216(BX)
-	VMOVUPS 224(SP), Y2
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
+	VMOVUPS 224(SP), Y1
 
 	// v59 = where(mask, valueTarget, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y5, Y1, Y4, Y1
 	MOVQ      stateValue+64(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VMOVUPS   (DI)(SI*4), Y2
 
 	// v60 = where(mask, stateValue, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
+	VBLENDVPS Y5, Y2, Y4, Y2
 
 	// diff = sub(v59, v60)
-	VSUBPS Y4, Y2, Y4
+	VSUBPS Y2, Y1, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc27<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y6, Y3, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc22<>+0(SB), Y5, Y7
+	VMULPS lgc22<>+0(SB), Y3, Y7
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y5, Y7, Y7
+	VMULPS Y3, Y7, Y7
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc22<>+0(SB), Y5, Y5
+	VSUBPS  lgc22<>+0(SB), Y3, Y3
+	VMOVUPS Y1, 352(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y5, Y5
+	VBLENDVPS Y6, Y7, Y3, Y1
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y5, Y5
+	VMULPS lgc2<>+0(SB), Y1, Y1
 
 	// v70 = where(mask, v69, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y5, Y3, Y5
+	VBLENDVPS Y5, Y1, Y4, Y1
 
 	// sum(v70) over [B L]
-	VADDPS  1536(BX), Y5, Y5
-	VMOVUPS Y5, 1536(BX)
-	VMOVUPS 192(SP), Y5
+	VADDPS  1536(BX), Y1, Y1
+	VMOVUPS Y1, 1536(BX)
+	VMOVUPS 192(SP), Y1
 
 	// sum(v28) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VCVTPS2PD    X5, Y6
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       1664(BX)(DI*8), Y6, Y6
-	VMOVUPD      Y6, 1664(BX)(DI*8)
-	VADDPD       1696(BX)(DI*8), Y5, Y5
-	VMOVUPD      Y5, 1696(BX)(DI*8)
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1664(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 1664(BX)(DI*8)
+	VADDPD       1696(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 1696(BX)(DI*8)
 
 	// v75 = where(mask, diff, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
+	VBLENDVPS Y5, Y2, Y4, Y1
 
 	// sum(v75) over [B]
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       2176(BX)(DI*8), Y5, Y5
-	VMOVUPD      Y5, 2176(BX)(DI*8)
-	VADDPD       2208(BX)(DI*8), Y4, Y4
-	VMOVUPD      Y4, 2208(BX)(DI*8)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2176(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 2176(BX)(DI*8)
+	VADDPD       2208(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 2208(BX)(DI*8)
+	VMOVUPS      352(SP), Y1
 
 	// v83 = where(mask, v59, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y5, Y1, Y4, Y1
 
 	// sum(v83) over [B]
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2688(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 2688(BX)(DI*8)
-	VADDPD       2720(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 2720(BX)(DI*8)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2688(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 2688(BX)(DI*8)
+	VADDPD       2720(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 2720(BX)(DI*8)
+	VMOVUPS      320(SP), Y1
 	VMOVUPS      lgc28<>+0(SB), Y2
 
 	// v97 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y8, Y2, Y1
+	VBLENDVPS Y5, Y1, Y2, Y1
 
 	// logsumexp(v97) over [B]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
@@ -1007,20 +986,18 @@ blocks_4:
 
 	// v104 = gt(v73, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc2<>+0(SB), Y0, Y0
+	VANDPS lgc2<>+0(SB), Y0, Y2
 
 	// v105 = where(v104, essCol, 0)
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y0, Y3, Y1, Y0
 
 	// sum(v105) over [L]
 	MOVQ    state+40(FP), DX
-	VADDPS  4864(DX), Y1, Y1
-	VMOVUPS Y1, 4864(DX)
+	VADDPS  4864(DX), Y0, Y0
+	VMOVUPS Y0, 4864(DX)
 
 	// sum(v104) over [L]
-	VADDPS       5184(DX), Y0, Y0
+	VADDPS       5184(DX), Y2, Y0
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
 	JNZ          noflush_6
@@ -1117,16 +1094,14 @@ blocks_8:
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v59 = where(mask, valueTarget, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// v60 = where(mask, stateValue, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y1, Y3, Y1
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// diff = sub(v59, v60)
 	VSUBPS  Y1, Y0, Y1
@@ -1151,9 +1126,7 @@ blocks_8:
 	VMULPS Y1, Y1, Y1
 
 	// v80 = where(mask, v79, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y1, Y3, Y1
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v80) over [B]
 	VCVTPS2PD    X1, Y5
@@ -1177,9 +1150,7 @@ blocks_8:
 	VMULPS Y0, Y0, Y0
 
 	// v88 = where(mask, v87, 0)
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y2, Y1
-	VBLENDVPS Y1, Y0, Y3, Y0
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// sum(v88) over [B]
 	VCVTPS2PD    X0, Y1
@@ -1295,7 +1266,7 @@ GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $128-136
+TEXT ·fbPass0AVX2(SB), $160-136
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -1311,27 +1282,25 @@ blocks_12:
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
 	MOVQ      sampleLogProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y2
-	VMOVUPS   lgc0<>+0(SB), Y3
+	VMOVUPS   (BX)(SI*4), Y3
+	VMOVUPS   lgc0<>+0(SB), Y4
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VBLENDVPS Y2, Y3, Y4, Y3
 	MOVQ      refLogProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y4
+	VMOVUPS   (BX)(SI*4), Y5
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
+	VBLENDVPS Y2, Y5, Y4, Y2
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y2, Y3, Y3
 
 	// v9 = mul(0.05, nextKLPenalty)
-	VMULPS  lgc1<>+0(SB), Y2, Y5
+	VMULPS  lgc1<>+0(SB), Y3, Y5
 	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y6
 
@@ -1370,97 +1339,90 @@ blocks_12:
 	// discount = mul(0.95, notDone)
 	VMULPS  lgc3<>+0(SB), Y8, Y8
 	VMOVUPS Y5, (SP)
-	VMOVUPS Y2, 32(SP)
-	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y2, 64(SP)
 
 	// gae = scan(delta, discount) over L reverse
 	VMOVUPS     Y8, Y2
-	VMOVUPS     Y7, Y4
-	VANDPS      lgc4<>+0(SB), Y4, Y5
+	VMOVUPS     Y7, Y3
+	VANDPS      lgc4<>+0(SB), Y3, Y5
 	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
 	MOVQ        state+72(FP), BX
 	VANDPS      1920(BX), Y5, Y5
 	VMOVUPS     Y5, 1920(BX)
 	VMOVUPS     lgc6<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VPERMPS     Y3, Y7, Y7
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VFMADD231PS Y2, Y7, Y3
 	VMULPS      Y5, Y2, Y2
 	VMOVUPS     lgc7<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VPERMPS     Y3, Y7, Y7
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VFMADD231PS Y2, Y7, Y3
 	VMULPS      Y5, Y2, Y2
 	VMOVUPS     lgc8<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VPERMPS     Y3, Y7, Y7
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VFMADD231PS Y2, Y7, Y3
 	VMULPS      Y5, Y2, Y2
-	VFMADD231PS Y2, Y0, Y4
+	VFMADD231PS Y2, Y0, Y3
 	VMOVUPS     lgc9<>+0(SB), Y0
-	VPERMPS     Y4, Y0, Y0
+	VPERMPS     Y3, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Y9, Y4, Y2
+	VADDPS  Y9, Y3, Y2
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y1, Y5
 
 	// v28 = where(mask, 1, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y6, Y3, Y5
+	VBLENDVPS Y5, Y6, Y4, Y1
+	VMOVUPS   Y3, 96(SP)
 
 	// sum(v28) over [B L]
-	VADDPS  256(BX), Y5, Y6
+	VADDPS  256(BX), Y1, Y6
 	VMOVUPS Y6, 256(BX)
 
 	// v59 = where(mask, valueTarget, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y2, Y3, Y6
+	VBLENDVPS Y5, Y2, Y4, Y6
 
 	// v60 = where(mask, stateValue, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y9, Y3, Y7
+	VBLENDVPS Y5, Y9, Y4, Y7
 
 	// diff = sub(v59, v60)
 	VSUBPS  Y7, Y6, Y7
-	VMOVUPS Y2, 96(SP)
+	VMOVUPS Y2, 128(SP)
 
 	// sum(v28) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VCVTPS2PD    X5, Y2
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       384(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 384(BX)(DI*8)
-	VADDPD       416(BX)(DI*8), Y5, Y2
-	VMOVUPD      Y2, 416(BX)(DI*8)
+	VADDPD       416(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 416(BX)(DI*8)
 
 	// v75 = where(mask, diff, 0)
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y7, Y3, Y2
+	VBLENDVPS Y5, Y7, Y4, Y1
 
 	// sum(v75) over [B]
-	VCVTPS2PD    X2, Y5
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       896(BX)(DI*8), Y5, Y5
-	VMOVUPD      Y5, 896(BX)(DI*8)
-	VADDPD       928(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 928(BX)(DI*8)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       896(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 896(BX)(DI*8)
+	VADDPD       928(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 928(BX)(DI*8)
 
 	// v83 = where(mask, v59, 0)
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y6, Y3, Y1
+	VBLENDVPS Y5, Y6, Y4, Y1
 
 	// sum(v83) over [B]
 	VCVTPS2PD    X1, Y2
@@ -1488,12 +1450,13 @@ blocks_12:
 
 	// store gae
 	MOVQ    s0+104(FP), BX
-	VMOVUPS Y4, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS 96(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+112(FP), BX
-	VMOVUPS Y4, (BX)(SI*4)
-	VMOVUPS 96(SP), Y1
+	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS 128(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+120(FP), BX
@@ -1543,7 +1506,7 @@ noflush_13:
 
 // func fbPass1AVX2(lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, numValid *float32, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $320-112
+TEXT ·fbPass1AVX2(SB), $448-112
 	MOVQ lo+0(FP), AX
 
 outer0_14:
@@ -1558,14 +1521,14 @@ blocks_15:
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      sampleLogProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y1
+	VMOVUPS   (BX)(SI*4), Y0
 	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 	MOVQ      s0+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y3
 	MOVQ      stateValue+32(FP), BX
@@ -1575,19 +1538,15 @@ blocks_15:
 	VADDPS Y4, Y3, Y4
 
 	// v30 = where(mask, gae, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y3
 	MOVQ      logProb+40(FP), BX
 	VMOVUPS   (BX)(SI*4), Y5
 
 	// v32 = where(mask, logProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
+	VBLENDVPS Y1, Y5, Y2, Y5
 
 	// logWeight = sub(v32, v4)
-	VSUBPS  Y1, Y5, Y6
+	VSUBPS  Y0, Y5, Y6
 	VMOVUPS lgc10<>+0(SB), Y7
 
 	// v36 = max(logWeight, -0.22314355) tie=first
@@ -1597,223 +1556,208 @@ blocks_15:
 	// logWeightClip = min(v36, 0.18232156) tie=first
 	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y4, (SP)
-	VMOVUPS Y1, 32(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y5, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc12<>+0(SB), Y6, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y4
+	VMAXPS       lgc12<>+0(SB), Y6, Y0
+	VMINPS       lgc13<>+0(SB), Y0, Y0
+	VMULPS       lgc14<>+0(SB), Y0, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y4, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y4, Y1
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y4, Y0
+	VFNMADD231PS lgc16<>+0(SB), Y4, Y0
+	VMOVAPS      lgc17<>+0(SB), Y5
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y5
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y0
+	VPMAXSD      lgc23<>+0(SB), Y0, Y4
 	VPMINSD      lgc24<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y1
+	VPSUBD       Y4, Y0, Y0
 	VPADDD       lgc24<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y1
-	VBLENDVPS    Y1, Y6, Y8, Y8
+	VPADDD       lgc24<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y0, Y5, Y5
+	VCMPPS       $0x03, Y6, Y6, Y0
+	VBLENDVPS    Y0, Y6, Y5, Y5
 
 	// v39 = ge(v30, 0)
-	VCMPPS  $0x1d, Y2, Y3, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y4
+	VCMPPS  $0x1d, Y2, Y3, Y0
+	VANDPS  lgc2<>+0(SB), Y0, Y4
+	VMOVUPS lgc25<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y4, Y4
-	VMOVUPS lgc26<>+0(SB), Y9
+	VMINPS  Y5, Y8, Y8
+	VMOVUPS Y6, 96(SP)
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y9, Y9
-	VMOVUPS Y8, 64(SP)
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS Y5, 128(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y1, Y8
-	VBLENDVPS Y8, Y4, Y9, Y4
+	VBLENDVPS Y0, Y8, Y6, Y0
 
 	// gain = mul(v30, ratioClipped)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y0, Y3, Y0
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y4, Y4
+	VXORPS lgc27<>+0(SB), Y0, Y0
 
 	// v47 = where(mask, v46, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y0, Y8
-	VBLENDVPS Y8, Y4, Y2, Y4
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v47) over [B L]
 	MOVQ         state+48(FP), BX
-	VADDPS       2240(BX), Y4, Y4
-	VMOVUPS      Y4, 2240(BX)
+	VADDPS       2240(BX), Y0, Y0
+	VMOVUPS      Y0, 2240(BX)
 	MOVQ         numValid+56(FP), DI
 	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y4
-	VMOVUPS      lgc2<>+0(SB), Y8
+	VBROADCASTSS (DI)(R8*4), Y0
+	VMOVUPS      lgc2<>+0(SB), Y5
 
 	// v49 = max(numValid, 1)
-	VMAXPS Y4, Y8, Y4
+	VMAXPS  Y0, Y5, Y0
+	VMOVUPS 96(SP), Y6
 
 	// v51 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y6, Y7, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x04, Y6, Y7, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v52 = where(mask, v51, 0)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y0, Y9
-	VBLENDVPS Y9, Y7, Y2, Y7
-	VMOVUPS   Y1, 96(SP)
+	VBLENDVPS Y1, Y6, Y2, Y6
+	VMOVUPS   Y4, 160(SP)
 
 	// sum(v52) over [B L]
-	VADDPS  2560(BX), Y7, Y1
-	VMOVUPS Y1, 2560(BX)
-	VMOVUPS 32(SP), Y1
+	VADDPS  2560(BX), Y6, Y4
+	VMOVUPS Y4, 2560(BX)
+	VMOVUPS 32(SP), Y4
+	VMOVUPS 64(SP), Y6
 
 	// v55 = sub(v4, v32)
-	VSUBPS Y5, Y1, Y1
+	VSUBPS Y6, Y4, Y4
 
 	// v56 = where(mask, v55, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y1, Y2, Y1
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// sum(v56) over [B L]
-	VADDPS  2880(BX), Y1, Y1
-	VMOVUPS Y1, 2880(BX)
-	VMOVUPS (SP), Y1
+	VADDPS  2880(BX), Y4, Y4
+	VMOVUPS Y4, 2880(BX)
+	VMOVUPS (SP), Y4
 
 	// v59 = where(mask, valueTarget, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y1, Y2, Y1
+	VBLENDVPS Y1, Y4, Y2, Y4
 	MOVQ      stateValue+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y5
+	VMOVUPS   (DI)(SI*4), Y6
 
 	// v60 = where(mask, stateValue, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y5, Y2, Y5
+	VBLENDVPS Y1, Y6, Y2, Y6
 
 	// diff = sub(v59, v60)
-	VSUBPS Y5, Y1, Y5
+	VSUBPS Y6, Y4, Y6
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y7
-	VANDNPS Y5, Y7, Y7
+	VANDNPS Y6, Y7, Y7
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y8, Y7, Y9
-	VANDPS lgc2<>+0(SB), Y9, Y9
+	VCMPPS $0x11, Y5, Y7, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y9
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc22<>+0(SB), Y7, Y10
+	VMULPS  lgc22<>+0(SB), Y7, Y10
+	VMOVUPS Y3, 192(SP)
+	VMOVUPS Y0, 224(SP)
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y7, Y10, Y11
+	VMULPS Y7, Y10, Y0
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc22<>+0(SB), Y7, Y12
-	VMOVUPS Y3, 128(SP)
-	VMOVUPS Y10, 160(SP)
-	VMOVUPS Y7, 192(SP)
+	VSUBPS  lgc22<>+0(SB), Y7, Y3
+	VMOVUPS Y10, 256(SP)
+	VMOVUPS Y7, 288(SP)
+	VMOVUPS Y4, 320(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y9, Y3
-	VBLENDVPS Y3, Y11, Y12, Y3
+	VBLENDVPS Y8, Y0, Y3, Y0
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y3, Y3
+	VMULPS lgc2<>+0(SB), Y0, Y0
 
 	// v70 = where(mask, v69, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y0, Y7
-	VBLENDVPS Y7, Y3, Y2, Y3
-	VMOVUPS   Y9, 224(SP)
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v70) over [B L]
-	VADDPS  3200(BX), Y3, Y3
-	VMOVUPS Y3, 3200(BX)
+	VADDPS  3200(BX), Y0, Y0
+	VMOVUPS Y0, 3200(BX)
 	MOVQ    s5+64(FP), DI
 	XORQ    R8, R8
 	ADDQ    CX, R8
-	VMOVUPS (DI)(R8*4), Y3
+	VMOVUPS (DI)(R8*4), Y0
 
 	// v74 = max(v73, 1)
-	VMAXPS  Y3, Y8, Y3
+	VMAXPS  Y0, Y5, Y0
 	MOVQ    s6+72(FP), DI
-	VMOVUPS (DI)(R8*4), Y7
+	VMOVUPS (DI)(R8*4), Y3
 
 	// v77 = div(v76, v74)
-	VDIVPS Y3, Y7, Y7
+	VDIVPS Y0, Y3, Y3
 
 	// v78 = sub(diff, v77)
-	VSUBPS Y7, Y5, Y7
+	VSUBPS Y3, Y6, Y3
 
 	// v79 = mul(v78, v78)
-	VMULPS Y7, Y7, Y7
+	VMULPS Y3, Y3, Y3
 
 	// v80 = where(mask, v79, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y0, Y8
-	VBLENDVPS Y8, Y7, Y2, Y7
-	VMOVUPS   Y5, 256(SP)
+	VBLENDVPS Y1, Y3, Y2, Y3
+	VMOVUPS   Y6, 352(SP)
 
 	// sum(v80) over [B]
-	VCVTPS2PD    X7, Y5
-	VEXTRACTF128 $0x01, Y7, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       3328(BX)(R8*8), Y5, Y5
-	VMOVUPD      Y5, 3328(BX)(R8*8)
-	VADDPD       3360(BX)(R8*8), Y7, Y5
-	VMOVUPD      Y5, 3360(BX)(R8*8)
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       3328(BX)(R8*8), Y4, Y4
+	VMOVUPD      Y4, 3328(BX)(R8*8)
+	VADDPD       3360(BX)(R8*8), Y3, Y3
+	VMOVUPD      Y3, 3360(BX)(R8*8)
 	MOVQ         s8+80(FP), DI
-	VMOVUPS      (DI)(R8*4), Y5
+	VMOVUPS      (DI)(R8*4), Y3
 
 	// v85 = div(v84, v74)
-	VDIVPS Y3, Y5, Y3
+	VDIVPS  Y0, Y3, Y0
+	VMOVUPS 320(SP), Y3
 
 	// v86 = sub(v59, v85)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y0, Y3, Y0
 
 	// v87 = mul(v86, v86)
-	VMULPS Y1, Y1, Y1
+	VMULPS Y0, Y0, Y0
 
 	// v88 = where(mask, v87, 0)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v88) over [B]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       3840(BX)(R8*8), Y2, Y2
 	VMOVUPD      Y2, 3840(BX)(R8*8)
-	VADDPD       3872(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 3872(BX)(R8*8)
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VADDPD       3872(BX)(R8*8), Y0, Y0
+	VMOVUPD      Y0, 3872(BX)(R8*8)
+	VMOVUPS      96(SP), Y0
+	VMOVUPS      lgc28<>+0(SB), Y2
 
 	// v97 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y6, Y1, Y0
-	VMOVUPS   Y4, 288(SP)
+	VBLENDVPS Y1, Y0, Y2, Y0
+	VMOVUPS   Y9, 384(SP)
 
 	// logsumexp(v97) over [B]
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
@@ -1867,7 +1811,7 @@ blocks_15:
 	// v99 = mul(2, v97)
 	VMULPS  lgc31<>+0(SB), Y0, Y0
 	VMOVUPS lgc2<>+0(SB), Y0
-	VMOVUPS 288(SP), Y1
+	VMOVUPS 224(SP), Y1
 
 	// v112 = div(1, v49)
 	VDIVPS    Y1, Y0, Y1
@@ -1875,187 +1819,169 @@ blocks_15:
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VMOVUPS   lgc0<>+0(SB), Y4
 
 	// v114 = where(mask, v112, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y1, Y3, Y1
+	VBLENDVPS Y3, Y1, Y4, Y1
 
 	// v115 = mul(v114, 1)
-	VMULPS  lgc2<>+0(SB), Y1, Y4
-	VMOVUPS 224(SP), Y5
+	VMULPS  lgc2<>+0(SB), Y1, Y3
+	VMOVUPS 384(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v116 = where(v64, v115, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y3, Y6
+	VBLENDVPS Y6, Y3, Y4, Y5
 
 	// v117 = where(v64, 0, v115)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y3, Y4, Y4
+	VBLENDVPS Y6, Y4, Y3, Y3
 
 	// v118 = ne(v116, 0)
-	VCMPPS  $0x04, Y3, Y6, Y5
-	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS 192(SP), Y7
+	VCMPPS  $0x04, Y4, Y5, Y6
+	VANDPS  lgc2<>+0(SB), Y6, Y7
+	VMOVUPS 288(SP), Y7
 
 	// v119 = mul(v116, absDiff)
-	VMULPS Y7, Y6, Y7
+	VMULPS  Y7, Y5, Y7
+	VMOVUPS Y1, 416(SP)
 
 	// v120 = where(v118, v119, v116)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y7, Y6, Y7
-	VMOVUPS   160(SP), Y8
+	VBLENDVPS Y6, Y7, Y5, Y1
+	VMOVUPS   256(SP), Y7
 
 	// v121 = mul(v116, v65)
-	VMULPS Y8, Y6, Y8
+	VMULPS Y7, Y5, Y7
 
 	// v122 = where(v118, v121, v116)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y8, Y6, Y5
+	VBLENDVPS Y6, Y7, Y5, Y5
 
 	// v123 = add(v117, v122)
-	VADDPS Y5, Y4, Y4
+	VADDPS Y5, Y3, Y3
 
 	// v124 = mul(v120, 0.5)
-	VMULPS lgc22<>+0(SB), Y7, Y5
+	VMULPS lgc22<>+0(SB), Y1, Y1
 
 	// v125 = add(v123, v124)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS 256(SP), Y5
+	VADDPS  Y1, Y3, Y1
+	VMOVUPS 352(SP), Y3
 
 	// v126 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x1e, Y4, Y3, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v127 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y5, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x11, Y4, Y3, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v128 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y5, Y5
-	VMOVUPS lgc35<>+0(SB), Y8
+	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc35<>+0(SB), Y7
 
 	// v129 = where(v127, -1, v128)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y5, Y5
+	VBLENDVPS Y6, Y7, Y3, Y3
 
 	// v130 = where(v126, 1, v129)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y0, Y5, Y0
+	VBLENDVPS Y5, Y0, Y3, Y0
 
 	// v131 = ne(v125, 0)
-	VCMPPS $0x04, Y3, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y4, Y1, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y5
 
 	// v132 = mul(v125, v130)
-	VMULPS Y0, Y4, Y0
+	VMULPS Y0, Y1, Y0
 
 	// v133 = where(v131, v132, v125)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y0, Y4, Y0
+	VBLENDVPS Y3, Y0, Y1, Y0
 
 	// v134 = neg(v133)
-	VXORPS lgc27<>+0(SB), Y0, Y0
+	VXORPS  lgc27<>+0(SB), Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+	VCMPPS  $0x04, Y1, Y2, Y1
 
 	// gradStateValue = where(mask, v134, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VBLENDVPS Y1, Y0, Y4, Y0
+	VMOVUPS   416(SP), Y2
 
 	// v136 = neg(v114)
-	VXORPS lgc27<>+0(SB), Y1, Y1
+	VXORPS lgc27<>+0(SB), Y2, Y2
 
 	// v137 = ne(v136, 0)
-	VCMPPS  $0x04, Y3, Y1, Y4
-	VANDPS  lgc2<>+0(SB), Y4, Y4
-	VMOVUPS 128(SP), Y5
+	VCMPPS  $0x04, Y4, Y2, Y3
+	VANDPS  lgc2<>+0(SB), Y3, Y5
+	VMOVUPS 192(SP), Y5
 
 	// v138 = mul(v136, v30)
-	VMULPS Y5, Y1, Y5
+	VMULPS Y5, Y2, Y5
 
 	// v139 = where(v137, v138, v136)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y1, Y1
-	VMOVUPS   96(SP), Y4
+	VBLENDVPS Y3, Y5, Y2, Y2
+	VMOVUPS   160(SP), Y3
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
 
 	// v140 = where(v39, v139, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y1, Y3, Y5
+	VBLENDVPS Y5, Y2, Y4, Y3
 
 	// v141 = where(v39, 0, v139)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y3, Y1, Y1
-	VMOVUPS   64(SP), Y4
+	VBLENDVPS Y5, Y4, Y2, Y2
+	VMOVUPS   128(SP), Y5
 	VMOVUPS   lgc26<>+0(SB), Y6
 
 	// v142 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y6
+	VCMPPS $0x1d, Y6, Y5, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v143 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y7
+	VCMPPS $0x04, Y5, Y5, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v144 = max(v142, v143)
-	VXORPS lgc27<>+0(SB), Y6, Y6
-	VXORPS lgc27<>+0(SB), Y7, Y9
-	VMINPS Y6, Y9, Y8
-	VMINPS Y9, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc27<>+0(SB), Y6, Y6
+	VXORPS  lgc27<>+0(SB), Y6, Y6
+	VXORPS  lgc27<>+0(SB), Y7, Y9
+	VMINPS  Y6, Y9, Y8
+	VMINPS  Y9, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc27<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v145 = where(v144, v141, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y1, Y3, Y1
+	VBLENDVPS Y8, Y2, Y4, Y2
 	VMOVUPS   lgc25<>+0(SB), Y6
 
 	// v146 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y4, Y6
+	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v147 = max(v146, v143)
-	VXORPS lgc27<>+0(SB), Y6, Y6
-	VXORPS lgc27<>+0(SB), Y7, Y7
-	VMINPS Y6, Y7, Y8
-	VMINPS Y7, Y6, Y6
-	VORPS  Y8, Y6, Y6
-	VXORPS lgc27<>+0(SB), Y6, Y6
+	VXORPS  lgc27<>+0(SB), Y6, Y6
+	VXORPS  lgc27<>+0(SB), Y7, Y7
+	VMINPS  Y6, Y7, Y8
+	VMINPS  Y7, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc27<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v148 = where(v147, v140, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y3, Y5
+	VBLENDVPS Y7, Y3, Y4, Y3
 
 	// v149 = add(v145, v148)
-	VADDPS Y5, Y1, Y1
+	VADDPS Y3, Y2, Y2
 
 	// v150 = ne(v149, 0)
-	VCMPPS $0x04, Y3, Y1, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y4, Y2, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y6
 
 	// v151 = mul(v149, ratio)
-	VMULPS Y4, Y1, Y4
+	VMULPS Y5, Y2, Y5
 
 	// v152 = where(v150, v151, v149)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y1, Y1
+	VBLENDVPS Y3, Y5, Y2, Y2
 
 	// gradLogProb = where(mask, v152, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y1, Y3, Y1
+	VBLENDVPS Y1, Y2, Y4, Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
@@ -2324,20 +2250,18 @@ blocks_17:
 
 	// v104 = gt(v73, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
-	VANDPS lgc2<>+0(SB), Y0, Y0
+	VANDPS lgc2<>+0(SB), Y0, Y3
 
 	// v105 = where(v104, essCol, 0)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y5, Y2, Y2
+	VBLENDVPS Y0, Y5, Y2, Y0
 
 	// sum(v105) over [L]
 	MOVQ    state+56(FP), DX
-	VADDPS  6016(DX), Y2, Y2
-	VMOVUPS Y2, 6016(DX)
+	VADDPS  6016(DX), Y0, Y0
+	VMOVUPS Y0, 6016(DX)
 
 	// sum(v104) over [L]
-	VADDPS  6336(DX), Y0, Y0
+	VADDPS  6336(DX), Y3, Y0
 	VMOVUPS Y0, 6336(DX)
 
 	// store explainedVariance

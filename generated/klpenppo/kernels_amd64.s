@@ -817,7 +817,7 @@ TEXT ·pass1AVX2(SB), $0-48
 
 	// v65 = gt(v62, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
-	VANDPD       lgc9<>+0(SB), Y2, Y2
+	VANDPD       lgc9<>+0(SB), Y2, Y3
 	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
@@ -827,20 +827,16 @@ TEXT ·pass1AVX2(SB), $0-48
 
 	// v68 = lt(v62, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
-	VANDPD lgc9<>+0(SB), Y1, Y1
+	VANDPD lgc9<>+0(SB), Y1, Y5
 
 	// v69 = mul(beta, 0.5)
 	VMULPD lgc11<>+0(SB), Y3, Y5
 
 	// v70 = where(v68, v69, beta)
-	VMOVUPD   lgc1<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y5, Y3, Y1
+	VBLENDVPD Y1, Y5, Y3, Y1
 
 	// beta2 = where(v65, v66, v70)
-	VMOVUPD   lgc1<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y2, Y3
-	VBLENDVPD Y3, Y4, Y1, Y1
+	VBLENDVPD Y2, Y4, Y1, Y1
 
 	// store explainedVariance
 	MOVQ   explainedVariance+32(FP), AX
@@ -872,7 +868,7 @@ GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1184-136
+TEXT ·fbPass0AVX2(SB), $1248-136
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_7
@@ -1396,16 +1392,14 @@ inner_D_10:
 
 	// v81 = ne(v79, 0)
 	VCMPPD  $0x04, Y3, Y2, Y4
-	VANDPD  lgc9<>+0(SB), Y4, Y4
+	VANDPD  lgc9<>+0(SB), Y4, Y5
 	VMOVUPD 768(SP), Y5
 
 	// v82 = mul(v79, v34)
 	VMULPD Y5, Y2, Y5
 
 	// v83 = where(v81, v82, v79)
-	VMOVUPD   lgc1<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y4, Y6
-	VBLENDVPD Y6, Y5, Y2, Y2
+	VBLENDVPD Y4, Y5, Y2, Y2
 
 	// v84 = mul(v78, 0.5)
 	VMULPD lgc11<>+0(SB), Y1, Y1
@@ -1428,18 +1422,18 @@ inner_D_10:
 	VADDPD lgc49<>+0(SB), Y7, Y8
 
 	// v115 = ne(v83, 0)
-	VCMPPD $0x04, Y3, Y2, Y9
-	VANDPD lgc9<>+0(SB), Y9, Y9
+	VCMPPD  $0x04, Y3, Y2, Y9
+	VANDPD  lgc9<>+0(SB), Y9, Y9
+	VMOVUPD Y0, 832(SP)
 
 	// v119 = ne(v111, 0)
-	VCMPPD  $0x04, Y3, Y7, Y3
-	VANDPD  lgc9<>+0(SB), Y3, Y3
-	VMOVUPD Y0, 832(SP)
+	VCMPPD  $0x04, Y3, Y7, Y0
+	VANDPD  lgc9<>+0(SB), Y0, Y0
 	VMOVUPD Y2, 864(SP)
 	VMOVUPD Y7, 896(SP)
 	VMOVUPD Y8, 928(SP)
 	VMOVUPD Y9, 960(SP)
-	VMOVUPD Y3, 992(SP)
+	VMOVUPD Y0, 992(SP)
 	XORQ    CX, CX
 
 inner_D_11:
@@ -1485,29 +1479,30 @@ inner_D_11:
 	// v87 = div(v85, v21)
 	VDIVPD  Y10, Y4, Y10
 	VMOVUPD Y0, 1024(SP)
+	VMOVUPD Y3, 1056(SP)
+	VMOVUPD lgc1<>+0(SB), Y0
+	VCMPPD  $0x04, Y0, Y5, Y0
 
 	// v88 = where(v86, v87, v85)
-	VMOVUPD   lgc1<>+0(SB), Y0
-	VCMPPD    $0x04, Y0, Y5, Y0
 	VBLENDVPD Y0, Y10, Y4, Y0
 
 	// v89 = add(v88, v84)
 	VADDPD Y1, Y0, Y0
 
 	// v91 = mul(v84, v23)
-	VMULPD  Y2, Y1, Y10
-	VMOVUPD Y3, 1056(SP)
+	VMULPD  Y2, Y1, Y3
+	VMOVUPD Y8, 1088(SP)
+	VMOVUPD lgc1<>+0(SB), Y8
+	VCMPPD  $0x04, Y8, Y6, Y8
 
 	// v92 = where(v90, v91, v84)
-	VMOVUPD   lgc1<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y6, Y3
-	VBLENDVPD Y3, Y10, Y1, Y3
+	VBLENDVPD Y8, Y3, Y1, Y3
 
 	// v93 = add(v92, v92)
 	VADDPD Y3, Y3, Y3
 
 	// v94 = div(v93, scale)
-	VDIVPD Y7, Y3, Y10
+	VDIVPD Y7, Y3, Y8
 
 	// v95 = neg(v93)
 	VXORPD lgc2<>+0(SB), Y3, Y3
@@ -1517,130 +1512,128 @@ inner_D_11:
 	VMOVUPD lgc1<>+0(SB), Y7
 
 	// v97 = ne(v95, 0)
-	VCMPPD  $0x04, Y7, Y3, Y11
-	VANDPD  lgc9<>+0(SB), Y11, Y11
-	VMOVUPD Y8, 1088(SP)
+	VCMPPD  $0x04, Y7, Y3, Y7
+	VANDPD  lgc9<>+0(SB), Y7, Y10
+	VMOVUPD Y9, 1120(SP)
 
 	// v98 = mul(v95, v96)
 	VMULPD  Y2, Y3, Y2
-	VMOVUPD Y9, 1120(SP)
+	VMOVUPD Y0, 1152(SP)
 
 	// v99 = where(v97, v98, v95)
-	VMOVUPD   lgc1<>+0(SB), Y8
-	VCMPPD    $0x04, Y8, Y11, Y8
-	VBLENDVPD Y8, Y2, Y3, Y2
+	VBLENDVPD Y7, Y2, Y3, Y0
 
 	// v100 = neg(v94)
-	VXORPD lgc2<>+0(SB), Y10, Y3
+	VXORPD  lgc2<>+0(SB), Y8, Y2
+	VMOVUPD 1152(SP), Y3
+	VMOVUPD lgc1<>+0(SB), Y7
 
 	// v101 = ne(v89, 0)
-	VCMPPD  $0x04, Y7, Y0, Y8
-	VANDPD  lgc9<>+0(SB), Y8, Y8
-	VMOVUPD 1120(SP), Y9
+	VCMPPD  $0x04, Y7, Y3, Y7
+	VANDPD  lgc9<>+0(SB), Y7, Y8
+	VMOVUPD 1120(SP), Y8
 
 	// v102 = mul(v89, v20)
-	VMULPD  Y9, Y0, Y10
-	VMOVUPD Y3, 1152(SP)
+	VMULPD  Y8, Y3, Y9
+	VMOVUPD Y2, 1184(SP)
+	VMOVUPD Y0, 1216(SP)
 
 	// v103 = where(v101, v102, v89)
-	VMOVUPD   lgc1<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y8, Y3
-	VBLENDVPD Y3, Y10, Y0, Y0
+	VBLENDVPD Y7, Y9, Y3, Y0
 
 	// v104 = add(v103, v103)
 	VADDPD Y0, Y0, Y0
 
 	// v105 = neg(v104)
 	VXORPD  lgc2<>+0(SB), Y0, Y0
-	VMOVUPD 96(SP)(SI*1), Y3
+	VMOVUPD 96(SP)(SI*1), Y2
 
 	// v106 = div(v20, scale)
-	VDIVPD Y3, Y9, Y8
+	VDIVPD  Y2, Y8, Y3
+	VMOVUPD lgc1<>+0(SB), Y7
 
 	// v107 = ne(v105, 0)
-	VCMPPD $0x04, Y7, Y0, Y9
-	VANDPD lgc9<>+0(SB), Y9, Y9
+	VCMPPD $0x04, Y7, Y0, Y7
+	VANDPD lgc9<>+0(SB), Y7, Y8
 
 	// v108 = mul(v105, v106)
-	VMULPD Y8, Y0, Y8
+	VMULPD Y3, Y0, Y3
 
 	// v109 = where(v107, v108, v105)
-	VMOVUPD   lgc1<>+0(SB), Y10
-	VCMPPD    $0x04, Y10, Y9, Y10
-	VBLENDVPD Y10, Y8, Y0, Y0
+	VBLENDVPD Y7, Y3, Y0, Y0
+	VMOVUPD   1216(SP), Y3
 
 	// v110 = add(v99, v109)
-	VADDPD  Y0, Y2, Y0
-	VMOVUPD 928(SP), Y2
+	VADDPD  Y0, Y3, Y0
+	VMOVUPD 928(SP), Y3
 
 	// v113 = div(v112, scale)
-	VDIVPD Y3, Y2, Y2
+	VDIVPD Y2, Y3, Y3
 
 	// v114 = add(v110, v113)
-	VADDPD  Y2, Y0, Y0
-	VMOVUPD 864(SP), Y2
-	VMOVUPD 1088(SP), Y8
+	VADDPD  Y3, Y0, Y0
+	VMOVUPD 864(SP), Y3
+	VMOVUPD 1088(SP), Y7
 
 	// v116 = div(v83, v9)
-	VDIVPD  Y8, Y2, Y9
-	VMOVUPD 960(SP), Y10
+	VDIVPD  Y7, Y3, Y8
+	VMOVUPD 960(SP), Y9
+	VMOVUPD lgc1<>+0(SB), Y10
+	VCMPPD  $0x04, Y10, Y9, Y10
 
 	// v117 = where(v115, v116, v83)
-	VMOVUPD   lgc1<>+0(SB), Y11
-	VCMPPD    $0x04, Y11, Y10, Y11
-	VBLENDVPD Y11, Y9, Y2, Y2
-	VMOVUPD   1056(SP), Y9
+	VBLENDVPD Y10, Y8, Y3, Y3
+	VMOVUPD   1056(SP), Y8
 
 	// v118 = div(v10, v9)
-	VDIVPD  Y8, Y9, Y8
-	VMOVUPD 896(SP), Y9
+	VDIVPD  Y7, Y8, Y7
+	VMOVUPD 896(SP), Y8
 
 	// v120 = mul(v111, v118)
-	VMULPD  Y8, Y9, Y8
-	VMOVUPD 992(SP), Y10
+	VMULPD  Y7, Y8, Y7
+	VMOVUPD 992(SP), Y9
+	VMOVUPD lgc1<>+0(SB), Y10
+	VCMPPD  $0x04, Y10, Y9, Y10
 
 	// v121 = where(v119, v120, v111)
-	VMOVUPD   lgc1<>+0(SB), Y11
-	VCMPPD    $0x04, Y11, Y10, Y11
-	VBLENDVPD Y11, Y8, Y9, Y8
+	VBLENDVPD Y10, Y7, Y8, Y7
 
 	// v122 = mul(v121, 2)
-	VMULPD lgc3<>+0(SB), Y8, Y8
+	VMULPD lgc3<>+0(SB), Y7, Y7
 
 	// v123 = mul(v122, scale)
-	VMULPD Y3, Y8, Y3
+	VMULPD Y2, Y7, Y2
 
 	// v124 = add(v114, v123)
-	VADDPD Y3, Y0, Y0
+	VADDPD Y2, Y0, Y0
 
 	// gradScale = add(v124, v123)
-	VADDPD Y3, Y0, Y0
+	VADDPD Y2, Y0, Y0
 
 	// store gradScale
 	VMOVUPD Y0, 480(SP)(SI*1)
 
 	// v126 = neg(v117)
-	VXORPD lgc2<>+0(SB), Y2, Y0
+	VXORPD  lgc2<>+0(SB), Y3, Y0
+	VMOVUPD lgc1<>+0(SB), Y2
 
 	// v127 = ne(v126, 0)
-	VCMPPD  $0x04, Y7, Y0, Y2
-	VANDPD  lgc9<>+0(SB), Y2, Y2
+	VCMPPD  $0x04, Y2, Y0, Y2
+	VANDPD  lgc9<>+0(SB), Y2, Y3
 	VMOVUPD 1024(SP), Y3
 
 	// v128 = mul(v126, v4)
 	VMULPD Y3, Y0, Y3
 
 	// v129 = where(v127, v128, v126)
-	VMOVUPD   lgc1<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y2, Y7
-	VBLENDVPD Y7, Y3, Y0, Y0
+	VBLENDVPD Y2, Y3, Y0, Y0
 
 	// v130 = add(v129, v129)
 	VADDPD Y0, Y0, Y0
 
 	// v131 = neg(v130)
 	VXORPD  lgc2<>+0(SB), Y0, Y0
-	VMOVUPD 1152(SP), Y2
+	VMOVUPD 1184(SP), Y2
 
 	// gradLoc = add(v100, v131)
 	VADDPD Y0, Y2, Y0
@@ -1752,7 +1745,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 
 	// v65 = gt(v62, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
-	VANDPD       lgc9<>+0(SB), Y2, Y2
+	VANDPD       lgc9<>+0(SB), Y2, Y3
 	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
@@ -1762,20 +1755,16 @@ TEXT ·fbPass1AVX2(SB), $0-48
 
 	// v68 = lt(v62, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
-	VANDPD lgc9<>+0(SB), Y1, Y1
+	VANDPD lgc9<>+0(SB), Y1, Y5
 
 	// v69 = mul(beta, 0.5)
 	VMULPD lgc11<>+0(SB), Y3, Y5
 
 	// v70 = where(v68, v69, beta)
-	VMOVUPD   lgc1<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y5, Y3, Y1
+	VBLENDVPD Y1, Y5, Y3, Y1
 
 	// beta2 = where(v65, v66, v70)
-	VMOVUPD   lgc1<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y2, Y3
-	VBLENDVPD Y3, Y4, Y1, Y1
+	VBLENDVPD Y2, Y4, Y1, Y1
 
 	// store explainedVariance
 	MOVQ   explainedVariance+32(FP), AX

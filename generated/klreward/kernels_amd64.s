@@ -23,18 +23,16 @@ blocks_2:
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 	VMOVUPS   lgc0<>+0(SB), Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VMOVUPS   lgc0<>+0(SB), Y1
 
 	// v5 = where(mask, logProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VBLENDVPS Y2, Y0, Y1, Y0
 	MOVQ      refLogProb+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// nextKLPenalty = sub(v5, nextRefLogProbs)
 	VSUBPS Y1, Y0, Y0
@@ -81,19 +79,17 @@ blocks_2:
 	VPMOVZXBD  (SP), Y1
 	VCVTDQ2PS  Y1, Y1
 	VMOVUPS    lgc0<>+0(SB), Y2
+	VCMPPS     $0x04, Y2, Y1, Y2
+	VMOVUPS    lgc0<>+0(SB), Y1
 
 	// v5 = where(mask, logProb, 0)
-	VMOVUPS    lgc0<>+0(SB), Y3
-	VCMPPS     $0x04, Y3, Y1, Y3
-	VBLENDVPS  Y3, Y0, Y2, Y0
+	VBLENDVPS  Y2, Y0, Y1, Y0
 	MOVQ       refLogProb+24(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// nextKLPenalty = sub(v5, nextRefLogProbs)
 	VSUBPS Y1, Y0, Y0

@@ -110,7 +110,7 @@ blocks_1:
 
 	// v28 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y5
+	VANDPS lgc11<>+0(SB), Y5, Y6
 
 	// v29 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y4, Y6
@@ -122,9 +122,7 @@ blocks_1:
 	VSUBPS lgc10<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v28, v30, v31)
-	VMOVUPS   lgc17<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v33 = mul(1, smoothL1)
 	VMULPS lgc11<>+0(SB), Y4, Y4
@@ -140,7 +138,7 @@ blocks_1:
 	VMOVUPD      1856(DX), Y5
 	VSUBPD       Y5, Y4, Y6
 	VMOVUPD      1664(DX), Y7
-	VADDPD       lgc18<>+0(SB), Y7, Y7
+	VADDPD       lgc17<>+0(SB), Y7, Y7
 	VMOVUPD      Y7, 1664(DX)
 	VDIVPD       Y7, Y6, Y7
 	VADDPD       Y7, Y5, Y5
@@ -152,7 +150,7 @@ blocks_1:
 	VMOVUPD      1888(DX), Y4
 	VSUBPD       Y4, Y3, Y5
 	VMOVUPD      1696(DX), Y6
-	VADDPD       lgc18<>+0(SB), Y6, Y6
+	VADDPD       lgc17<>+0(SB), Y6, Y6
 	VMOVUPD      Y6, 1696(DX)
 	VDIVPD       Y6, Y5, Y6
 	VADDPD       Y6, Y4, Y4
@@ -169,7 +167,7 @@ blocks_1:
 	VMOVUPD      2432(DX), Y4
 	VSUBPD       Y4, Y3, Y5
 	VMOVUPD      2240(DX), Y6
-	VADDPD       lgc18<>+0(SB), Y6, Y6
+	VADDPD       lgc17<>+0(SB), Y6, Y6
 	VMOVUPD      Y6, 2240(DX)
 	VDIVPD       Y6, Y5, Y6
 	VADDPD       Y6, Y4, Y4
@@ -181,7 +179,7 @@ blocks_1:
 	VMOVUPD      2464(DX), Y3
 	VSUBPD       Y3, Y1, Y4
 	VMOVUPD      2272(DX), Y5
-	VADDPD       lgc18<>+0(SB), Y5, Y5
+	VADDPD       lgc17<>+0(SB), Y5, Y5
 	VMOVUPD      Y5, 2272(DX)
 	VDIVPD       Y5, Y4, Y5
 	VADDPD       Y5, Y3, Y3
@@ -202,8 +200,8 @@ blocks_1:
 	JNZ          noflush_3
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -211,11 +209,11 @@ blocks_1:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -224,11 +222,11 @@ blocks_1:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -237,11 +235,11 @@ blocks_1:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -250,11 +248,11 @@ blocks_1:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -263,7 +261,7 @@ blocks_1:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
@@ -279,8 +277,8 @@ noflush_3:
 chunkdone_2:
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -288,11 +286,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -301,11 +299,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -314,11 +312,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -327,11 +325,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -340,7 +338,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VANDPS       2816(AX), Y1, Y1
 	VMOVUPS      Y1, 2816(AX)
@@ -517,40 +515,40 @@ DATA lgc16<>+24(SB)/4, $0xbd4ccccd
 DATA lgc16<>+28(SB)/4, $0xbd4ccccd
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x00000000
-DATA lgc17<>+4(SB)/4, $0x00000000
-DATA lgc17<>+8(SB)/4, $0x00000000
-DATA lgc17<>+12(SB)/4, $0x00000000
-DATA lgc17<>+16(SB)/4, $0x00000000
-DATA lgc17<>+20(SB)/4, $0x00000000
-DATA lgc17<>+24(SB)/4, $0x00000000
-DATA lgc17<>+28(SB)/4, $0x00000000
+DATA lgc17<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc17<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc17<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc17<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc18<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc18<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc18<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc18<>+0(SB)/4, $0x7fffffff
+DATA lgc18<>+4(SB)/4, $0x7fffffff
+DATA lgc18<>+8(SB)/4, $0x7fffffff
+DATA lgc18<>+12(SB)/4, $0x7fffffff
+DATA lgc18<>+16(SB)/4, $0x7fffffff
+DATA lgc18<>+20(SB)/4, $0x7fffffff
+DATA lgc18<>+24(SB)/4, $0x7fffffff
+DATA lgc18<>+28(SB)/4, $0x7fffffff
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x7fffffff
-DATA lgc19<>+4(SB)/4, $0x7fffffff
-DATA lgc19<>+8(SB)/4, $0x7fffffff
-DATA lgc19<>+12(SB)/4, $0x7fffffff
-DATA lgc19<>+16(SB)/4, $0x7fffffff
-DATA lgc19<>+20(SB)/4, $0x7fffffff
-DATA lgc19<>+24(SB)/4, $0x7fffffff
-DATA lgc19<>+28(SB)/4, $0x7fffffff
+DATA lgc19<>+0(SB)/4, $0x7f7fffff
+DATA lgc19<>+4(SB)/4, $0x7f7fffff
+DATA lgc19<>+8(SB)/4, $0x7f7fffff
+DATA lgc19<>+12(SB)/4, $0x7f7fffff
+DATA lgc19<>+16(SB)/4, $0x7f7fffff
+DATA lgc19<>+20(SB)/4, $0x7f7fffff
+DATA lgc19<>+24(SB)/4, $0x7f7fffff
+DATA lgc19<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x7f7fffff
-DATA lgc20<>+4(SB)/4, $0x7f7fffff
-DATA lgc20<>+8(SB)/4, $0x7f7fffff
-DATA lgc20<>+12(SB)/4, $0x7f7fffff
-DATA lgc20<>+16(SB)/4, $0x7f7fffff
-DATA lgc20<>+20(SB)/4, $0x7f7fffff
-DATA lgc20<>+24(SB)/4, $0x7f7fffff
-DATA lgc20<>+28(SB)/4, $0x7f7fffff
+DATA lgc20<>+0(SB)/4, $0x00000000
+DATA lgc20<>+4(SB)/4, $0x00000000
+DATA lgc20<>+8(SB)/4, $0x00000000
+DATA lgc20<>+12(SB)/4, $0x00000000
+DATA lgc20<>+16(SB)/4, $0x00000000
+DATA lgc20<>+20(SB)/4, $0x00000000
+DATA lgc20<>+24(SB)/4, $0x00000000
+DATA lgc20<>+28(SB)/4, $0x00000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
@@ -590,7 +588,7 @@ GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $96-128
+TEXT ·fbPass0AVX2(SB), $128-128
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -694,7 +692,7 @@ blocks_4:
 
 	// v28 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v29 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y4, Y7
@@ -706,46 +704,45 @@ blocks_4:
 	VSUBPS  lgc10<>+0(SB), Y4, Y9
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y5, 64(SP)
 
 	// smoothL1 = where(v28, v30, v31)
-	VMOVUPS   lgc17<>+0(SB), Y0
-	VCMPPS    $0x04, Y0, Y6, Y0
-	VBLENDVPS Y0, Y8, Y9, Y0
+	VBLENDVPS Y6, Y8, Y9, Y0
 
 	// v33 = mul(1, smoothL1)
-	VMULPS  lgc11<>+0(SB), Y0, Y0
-	VMOVUPS Y5, 64(SP)
+	VMULPS lgc11<>+0(SB), Y0, Y0
 
 	// mean(v33) over [B]
 	VADDPS  1536(DX), Y0, Y0
 	VMOVUPS Y0, 1536(DX)
+	VMOVUPS Y7, 96(SP)
 
 	// var(diff) over [B]
 	VCVTPS2PD    X3, Y0
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
 	VMOVUPD      1856(DX), Y5
+	VSUBPD       Y5, Y0, Y7
+	VMOVUPD      1664(DX), Y8
+	VADDPD       lgc17<>+0(SB), Y8, Y8
+	VMOVUPD      Y8, 1664(DX)
+	VDIVPD       Y8, Y7, Y8
+	VADDPD       Y8, Y5, Y5
 	VSUBPD       Y5, Y0, Y8
-	VMOVUPD      1664(DX), Y9
-	VADDPD       lgc18<>+0(SB), Y9, Y9
-	VMOVUPD      Y9, 1664(DX)
-	VDIVPD       Y9, Y8, Y9
-	VADDPD       Y9, Y5, Y5
-	VSUBPD       Y5, Y0, Y9
 	VMOVUPD      2048(DX), Y0
-	VFMADD231PD  Y8, Y9, Y0
+	VFMADD231PD  Y7, Y8, Y0
 	VMOVUPD      Y5, 1856(DX)
 	VMOVUPD      Y0, 2048(DX)
 	VMOVUPD      1888(DX), Y0
 	VSUBPD       Y0, Y2, Y5
-	VMOVUPD      1696(DX), Y8
-	VADDPD       lgc18<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 1696(DX)
-	VDIVPD       Y8, Y5, Y8
-	VADDPD       Y8, Y0, Y0
-	VSUBPD       Y0, Y2, Y8
+	VMOVUPD      1696(DX), Y7
+	VADDPD       lgc17<>+0(SB), Y7, Y7
+	VMOVUPD      Y7, 1696(DX)
+	VDIVPD       Y7, Y5, Y7
+	VADDPD       Y7, Y0, Y0
+	VSUBPD       Y0, Y2, Y7
 	VMOVUPD      2080(DX), Y2
-	VFMADD231PD  Y5, Y8, Y2
+	VFMADD231PD  Y5, Y7, Y2
 	VMOVUPD      Y0, 1888(DX)
 	VMOVUPD      Y2, 2080(DX)
 
@@ -755,20 +752,20 @@ blocks_4:
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      2432(DX), Y2
 	VSUBPD       Y2, Y0, Y5
-	VMOVUPD      2240(DX), Y8
-	VADDPD       lgc18<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 2240(DX)
-	VDIVPD       Y8, Y5, Y8
-	VADDPD       Y8, Y2, Y2
-	VSUBPD       Y2, Y0, Y8
+	VMOVUPD      2240(DX), Y7
+	VADDPD       lgc17<>+0(SB), Y7, Y7
+	VMOVUPD      Y7, 2240(DX)
+	VDIVPD       Y7, Y5, Y7
+	VADDPD       Y7, Y2, Y2
+	VSUBPD       Y2, Y0, Y7
 	VMOVUPD      2624(DX), Y0
-	VFMADD231PD  Y5, Y8, Y0
+	VFMADD231PD  Y5, Y7, Y0
 	VMOVUPD      Y2, 2432(DX)
 	VMOVUPD      Y0, 2624(DX)
 	VMOVUPD      2464(DX), Y0
 	VSUBPD       Y0, Y1, Y2
 	VMOVUPD      2272(DX), Y5
-	VADDPD       lgc18<>+0(SB), Y5, Y5
+	VADDPD       lgc17<>+0(SB), Y5, Y5
 	VMOVUPD      Y5, 2272(DX)
 	VDIVPD       Y5, Y2, Y5
 	VADDPD       Y5, Y0, Y0
@@ -778,37 +775,30 @@ blocks_4:
 	VMOVUPD      Y0, 2464(DX)
 	VMOVUPD      Y1, 2656(DX)
 	VMOVUPS      lgc22<>+0(SB), Y0
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc20<>+0(SB), Y1
 
 	// v43 = where(v28, 0.0009765625, 0)
-	VMOVUPS   lgc17<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y6, Y2
-	VBLENDVPS Y2, Y0, Y1, Y2
+	VBLENDVPS Y6, Y0, Y1, Y2
 
 	// v44 = where(v28, 0, 0.0009765625)
-	VMOVUPS   lgc17<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y6, Y5
-	VBLENDVPS Y5, Y1, Y0, Y0
+	VBLENDVPS Y6, Y1, Y0, Y0
 
 	// v45 = ne(v43, 0)
 	VCMPPS $0x04, Y1, Y2, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y5
+	VANDPS lgc11<>+0(SB), Y5, Y6
 
 	// v46 = mul(v43, absDiff)
 	VMULPS Y4, Y2, Y4
 
 	// v47 = where(v45, v46, v43)
-	VMOVUPS   lgc17<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y2, Y4
+	VBLENDVPS Y5, Y4, Y2, Y4
+	VMOVUPS   96(SP), Y6
 
 	// v48 = mul(v43, v29)
-	VMULPS Y7, Y2, Y6
+	VMULPS Y6, Y2, Y6
 
 	// v49 = where(v45, v48, v43)
-	VMOVUPS   lgc17<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	VBLENDVPS Y5, Y6, Y2, Y2
 
 	// v50 = add(v44, v49)
 	VADDPS Y2, Y0, Y0
@@ -821,38 +811,32 @@ blocks_4:
 
 	// v53 = gt(diff, 0)
 	VCMPPS $0x1e, Y1, Y3, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VANDPS lgc11<>+0(SB), Y2, Y4
 
 	// v54 = lt(diff, 0)
 	VCMPPS $0x11, Y1, Y3, Y4
-	VANDPS lgc11<>+0(SB), Y4, Y4
+	VANDPS lgc11<>+0(SB), Y4, Y5
 
 	// v56 = mul(diff, 0)
-	VMULPS  lgc17<>+0(SB), Y3, Y3
+	VMULPS  lgc20<>+0(SB), Y3, Y3
 	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v57 = where(v54, -1, v56)
-	VMOVUPS   lgc17<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
+	VBLENDVPS Y4, Y5, Y3, Y3
 	VMOVUPS   lgc11<>+0(SB), Y4
 
 	// v58 = where(v53, 1, v57)
-	VMOVUPS   lgc17<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y4, Y3, Y2
+	VBLENDVPS Y2, Y4, Y3, Y2
 
 	// v59 = ne(v52, 0)
 	VCMPPS $0x04, Y1, Y0, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
+	VANDPS lgc11<>+0(SB), Y3, Y4
 
 	// v60 = mul(v52, v58)
 	VMULPS Y2, Y0, Y2
 
 	// v61 = where(v59, v60, v52)
-	VMOVUPS   lgc17<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y2, Y0, Y0
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// gradStateValue = neg(v61)
 	VXORPS  lgc14<>+0(SB), Y0, Y0
@@ -864,16 +848,14 @@ blocks_4:
 
 	// v67 = ne(v66, 0)
 	VCMPPS  $0x04, Y1, Y2, Y1
-	VANDPS  lgc11<>+0(SB), Y1, Y1
+	VANDPS  lgc11<>+0(SB), Y1, Y3
 	VMOVUPS 64(SP), Y3
 
 	// v68 = mul(v66, v4)
 	VMULPS Y3, Y2, Y3
 
 	// gradLogProb = where(v67, v68, v66)
-	VMOVUPS   lgc17<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y1
 	VMOVUPS   lgc25<>+0(SB), Y2
 	VMOVUPS   lgc26<>+0(SB), Y3
 	VMOVUPS   32(SP), Y4
@@ -906,8 +888,8 @@ blocks_4:
 	JNZ          noflush_6
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -915,11 +897,11 @@ blocks_4:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -928,11 +910,11 @@ blocks_4:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -941,11 +923,11 @@ blocks_4:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -954,11 +936,11 @@ blocks_4:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -967,7 +949,7 @@ blocks_4:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
@@ -983,8 +965,8 @@ noflush_6:
 chunkdone_5:
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -992,11 +974,11 @@ chunkdone_5:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1005,11 +987,11 @@ chunkdone_5:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1018,11 +1000,11 @@ chunkdone_5:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1031,11 +1013,11 @@ chunkdone_5:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1044,7 +1026,7 @@ chunkdone_5:
 	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VANDPS       2816(AX), Y1, Y1
 	VMOVUPS      Y1, 2816(AX)
@@ -1216,9 +1198,9 @@ bulk_9:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
@@ -1446,9 +1428,9 @@ bulk_11:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
@@ -1460,7 +1442,7 @@ bulk_11:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc41<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2

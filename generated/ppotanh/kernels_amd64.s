@@ -229,15 +229,13 @@ inner_D_3:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   (SP)(BX*1), Y2
 
 	// v24 = sub(v22, loc)
@@ -425,15 +423,13 @@ inner_D_4:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v36 = mul(-2, v22)
 	VMULPS  lgc30<>+0(SB), Y1, Y2
@@ -527,12 +523,12 @@ inner_D_4:
 	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 	VMOVUPS      480(SP), Y1
-	VMOVUPS      448(SP), Y3
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VCMPPS       $0x04, Y3, Y1, Y3
+	VMOVUPS      448(SP), Y1
 
 	// v41 = where(v38, v36, v40)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y1
+	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   lgc41<>+0(SB), Y2
 	VMOVUPS   416(SP), Y3
 
@@ -655,7 +651,7 @@ inner_D_4:
 
 	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y4
 
 	// v68 = mul(0.5, absDiff)
 	VMULPS lgc14<>+0(SB), Y2, Y4
@@ -667,9 +663,7 @@ inner_D_4:
 	VSUBPS lgc14<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v67, v69, v70)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y2, Y2
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v72 = mul(1, smoothL1)
 	VMULPS lgc7<>+0(SB), Y2, Y2
@@ -1383,7 +1377,7 @@ GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $864-120
+TEXT ·fbPass0AVX2(SB), $928-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -1606,15 +1600,13 @@ inner_D_8:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   (SP)(SI*1), Y2
 
 	// v24 = sub(v22, loc)
@@ -1802,15 +1794,13 @@ inner_D_9:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v36 = mul(-2, v22)
 	VMULPS  lgc30<>+0(SB), Y1, Y2
@@ -1904,12 +1894,12 @@ inner_D_9:
 	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 	VMOVUPS      608(SP), Y1
-	VMOVUPS      576(SP), Y3
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VCMPPS       $0x04, Y3, Y1, Y3
+	VMOVUPS      576(SP), Y1
 
 	// v41 = where(v38, v36, v40)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y1
+	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   lgc41<>+0(SB), Y2
 	VMOVUPS   544(SP), Y3
 
@@ -2032,7 +2022,7 @@ inner_D_9:
 
 	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y4
 
 	// v68 = mul(0.5, absDiff)
 	VMULPS lgc14<>+0(SB), Y2, Y4
@@ -2041,110 +2031,102 @@ inner_D_9:
 	VMULPS Y2, Y4, Y6
 
 	// v70 = sub(absDiff, 0.5)
-	VSUBPS lgc14<>+0(SB), Y2, Y7
-
-	// smoothL1 = where(v67, v69, v70)
-	VMOVUPS   lgc3<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y6, Y7, Y6
-
-	// v72 = mul(1, smoothL1)
-	VMULPS  lgc7<>+0(SB), Y6, Y6
+	VSUBPS  lgc14<>+0(SB), Y2, Y7
 	VMOVUPS Y5, 640(SP)
 
+	// smoothL1 = where(v67, v69, v70)
+	VBLENDVPS Y3, Y6, Y7, Y5
+
+	// v72 = mul(1, smoothL1)
+	VMULPS lgc7<>+0(SB), Y5, Y5
+
 	// mean(v72) over [B]
-	VADDPS  1536(DX), Y6, Y5
+	VADDPS  1536(DX), Y5, Y5
 	VMOVUPS Y5, 1536(DX)
+	VMOVUPS Y4, 672(SP)
 
 	// var(diff) over [B]
-	VCVTPS2PD    X1, Y5
-	VEXTRACTF128 $0x01, Y1, X6
-	VCVTPS2PD    X6, Y6
-	VMOVUPD      1856(DX), Y7
-	VSUBPD       Y7, Y5, Y8
-	VMOVUPD      1664(DX), Y9
-	VADDPD       lgc44<>+0(SB), Y9, Y9
-	VMOVUPD      Y9, 1664(DX)
-	VDIVPD       Y9, Y8, Y9
-	VADDPD       Y9, Y7, Y7
-	VSUBPD       Y7, Y5, Y9
-	VMOVUPD      2048(DX), Y5
-	VFMADD231PD  Y8, Y9, Y5
-	VMOVUPD      Y7, 1856(DX)
-	VMOVUPD      Y5, 2048(DX)
-	VMOVUPD      1888(DX), Y5
-	VSUBPD       Y5, Y6, Y7
-	VMOVUPD      1696(DX), Y8
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X5
+	VCVTPS2PD    X5, Y5
+	VMOVUPD      1856(DX), Y6
+	VSUBPD       Y6, Y4, Y7
+	VMOVUPD      1664(DX), Y8
 	VADDPD       lgc44<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 1696(DX)
-	VDIVPD       Y8, Y7, Y8
-	VADDPD       Y8, Y5, Y5
-	VSUBPD       Y5, Y6, Y8
-	VMOVUPD      2080(DX), Y6
-	VFMADD231PD  Y7, Y8, Y6
-	VMOVUPD      Y5, 1888(DX)
-	VMOVUPD      Y6, 2080(DX)
-
-	// var(valueTarget) over [B]
-	VCVTPS2PD    X0, Y5
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      2432(DX), Y6
-	VSUBPD       Y6, Y5, Y7
-	VMOVUPD      2240(DX), Y8
-	VADDPD       lgc44<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 2240(DX)
+	VMOVUPD      Y8, 1664(DX)
 	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y6, Y6
-	VSUBPD       Y6, Y5, Y8
-	VMOVUPD      2624(DX), Y5
-	VFMADD231PD  Y7, Y8, Y5
-	VMOVUPD      Y6, 2432(DX)
-	VMOVUPD      Y5, 2624(DX)
-	VMOVUPD      2464(DX), Y5
-	VSUBPD       Y5, Y0, Y6
-	VMOVUPD      2272(DX), Y7
+	VSUBPD       Y6, Y4, Y8
+	VMOVUPD      2048(DX), Y4
+	VFMADD231PD  Y7, Y8, Y4
+	VMOVUPD      Y6, 1856(DX)
+	VMOVUPD      Y4, 2048(DX)
+	VMOVUPD      1888(DX), Y4
+	VSUBPD       Y4, Y5, Y6
+	VMOVUPD      1696(DX), Y7
 	VADDPD       lgc44<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 2272(DX)
+	VMOVUPD      Y7, 1696(DX)
+	VDIVPD       Y7, Y6, Y7
+	VADDPD       Y7, Y4, Y4
+	VSUBPD       Y4, Y5, Y7
+	VMOVUPD      2080(DX), Y5
+	VFMADD231PD  Y6, Y7, Y5
+	VMOVUPD      Y4, 1888(DX)
+	VMOVUPD      Y5, 2080(DX)
+
+	// var(valueTarget) over [B]
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      2432(DX), Y5
+	VSUBPD       Y5, Y4, Y6
+	VMOVUPD      2240(DX), Y7
+	VADDPD       lgc44<>+0(SB), Y7, Y7
+	VMOVUPD      Y7, 2240(DX)
 	VDIVPD       Y7, Y6, Y7
 	VADDPD       Y7, Y5, Y5
-	VSUBPD       Y5, Y0, Y7
+	VSUBPD       Y5, Y4, Y7
+	VMOVUPD      2624(DX), Y4
+	VFMADD231PD  Y6, Y7, Y4
+	VMOVUPD      Y5, 2432(DX)
+	VMOVUPD      Y4, 2624(DX)
+	VMOVUPD      2464(DX), Y4
+	VSUBPD       Y4, Y0, Y5
+	VMOVUPD      2272(DX), Y6
+	VADDPD       lgc44<>+0(SB), Y6, Y6
+	VMOVUPD      Y6, 2272(DX)
+	VDIVPD       Y6, Y5, Y6
+	VADDPD       Y6, Y4, Y4
+	VSUBPD       Y4, Y0, Y6
 	VMOVUPD      2656(DX), Y0
-	VFMADD231PD  Y6, Y7, Y0
-	VMOVUPD      Y5, 2464(DX)
+	VFMADD231PD  Y5, Y6, Y0
+	VMOVUPD      Y4, 2464(DX)
 	VMOVUPD      Y0, 2656(DX)
 	VMOVUPS      lgc48<>+0(SB), Y0
-	VMOVUPS      lgc3<>+0(SB), Y5
+	VMOVUPS      lgc3<>+0(SB), Y4
 
 	// v81 = where(v67, 0.001953125, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y0, Y5, Y6
+	VBLENDVPS Y3, Y0, Y4, Y5
 
 	// v82 = where(v67, 0, 0.001953125)
-	VMOVUPS   lgc3<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y5, Y0, Y0
+	VBLENDVPS Y3, Y4, Y0, Y0
 
 	// v83 = ne(v81, 0)
-	VCMPPS $0x04, Y5, Y6, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y4, Y5, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y6
 
 	// v84 = mul(v81, absDiff)
-	VMULPS Y2, Y6, Y2
+	VMULPS Y2, Y5, Y2
 
 	// v85 = where(v83, v84, v81)
-	VMOVUPS   lgc3<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y2, Y6, Y2
+	VBLENDVPS Y3, Y2, Y5, Y2
+	VMOVUPS   672(SP), Y6
 
 	// v86 = mul(v81, v68)
-	VMULPS Y4, Y6, Y4
+	VMULPS Y6, Y5, Y6
 
 	// v87 = where(v83, v86, v81)
-	VMOVUPS   lgc3<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y4, Y6, Y3
+	VBLENDVPS Y3, Y6, Y5, Y3
 
 	// v88 = add(v82, v87)
 	VADDPS Y3, Y0, Y0
@@ -2156,39 +2138,33 @@ inner_D_9:
 	VADDPS Y2, Y0, Y0
 
 	// v91 = gt(diff, 0)
-	VCMPPS $0x1e, Y5, Y1, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VCMPPS $0x1e, Y4, Y1, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v92 = lt(diff, 0)
-	VCMPPS $0x11, Y5, Y1, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VCMPPS $0x11, Y4, Y1, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y5
 
 	// v94 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc49<>+0(SB), Y4
+	VMOVUPS lgc49<>+0(SB), Y5
 
 	// v95 = where(v92, -1, v94)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y4, Y1, Y1
+	VBLENDVPS Y3, Y5, Y1, Y1
 	VMOVUPS   lgc7<>+0(SB), Y3
 
 	// v96 = where(v91, 1, v95)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v97 = ne(v90, 0)
-	VCMPPS $0x04, Y5, Y0, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y4, Y0, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v98 = mul(v90, v96)
 	VMULPS Y1, Y0, Y1
 
 	// v99 = where(v97, v98, v90)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y1, Y0, Y0
+	VBLENDVPS Y2, Y1, Y0, Y0
 
 	// gradStateValue = neg(v99)
 	VXORPS  lgc6<>+0(SB), Y0, Y0
@@ -2199,33 +2175,31 @@ inner_D_9:
 	VMULPS lgc50<>+0(SB), Y1, Y1
 
 	// v104 = ne(v103, 0)
-	VCMPPS  $0x04, Y5, Y1, Y2
-	VANDPS  lgc7<>+0(SB), Y2, Y2
+	VCMPPS  $0x04, Y4, Y1, Y2
+	VANDPS  lgc7<>+0(SB), Y2, Y3
 	VMOVUPS 640(SP), Y3
 
 	// v105 = mul(v103, v52)
 	VMULPS Y3, Y1, Y3
 
 	// v106 = where(v104, v105, v103)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v107 = neg(v106)
 	VXORPS lgc6<>+0(SB), Y1, Y2
 
 	// v109 = ne(v106, 0)
-	VCMPPS $0x04, Y5, Y1, Y3
+	VCMPPS $0x04, Y4, Y1, Y3
 	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v113 = ne(v107, 0)
-	VCMPPS  $0x04, Y5, Y2, Y4
+	VCMPPS  $0x04, Y4, Y2, Y4
 	VANDPS  lgc7<>+0(SB), Y4, Y4
-	VMOVUPS Y0, 672(SP)
-	VMOVUPS Y1, 704(SP)
-	VMOVUPS Y2, 736(SP)
-	VMOVUPS Y3, 768(SP)
-	VMOVUPS Y4, 800(SP)
+	VMOVUPS Y0, 704(SP)
+	VMOVUPS Y1, 736(SP)
+	VMOVUPS Y2, 768(SP)
+	VMOVUPS Y3, 800(SP)
+	VMOVUPS Y4, 832(SP)
 	VMOVUPS lgc2<>+0(SB), Y0
 	XORQ    DX, DX
 
@@ -2262,7 +2236,7 @@ inner_D_10:
 
 	// v17 = div(v14, v16)
 	VDIVPS  Y2, Y3, Y2
-	VMOVUPS Y1, 832(SP)
+	VMOVUPS Y1, 864(SP)
 
 	// v18 = log1p(v17)
 	VADDPS       lgc7<>+0(SB), Y2, Y1
@@ -2318,20 +2292,18 @@ inner_D_10:
 
 	// v19 = mul(0.5, v18)
 	VMULPS  lgc14<>+0(SB), Y3, Y1
-	VMOVUPS 832(SP), Y2
+	VMOVUPS 864(SP), Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y4
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y4
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
+	VBLENDVPS Y2, Y4, Y1, Y1
 	VMOVUPS   (SP)(DI*1), Y2
 
 	// v24 = sub(v22, loc)
@@ -2352,32 +2324,33 @@ inner_D_10:
 
 	// v29 = div(v26, v28)
 	VDIVPS  Y5, Y2, Y2
-	VMOVUPS 736(SP), Y6
+	VMOVUPS 768(SP), Y6
 
 	// v108 = div(v107, scale)
 	VDIVPS  Y4, Y6, Y7
-	VMOVUPS 704(SP), Y8
+	VMOVUPS 736(SP), Y8
 
 	// v110 = div(v106, v28)
 	VDIVPS  Y5, Y8, Y9
-	VMOVUPS 768(SP), Y10
+	VMOVUPS Y1, 896(SP)
+	VMOVUPS 800(SP), Y1
+	VMOVUPS lgc3<>+0(SB), Y10
+	VCMPPS  $0x04, Y10, Y1, Y10
 
 	// v111 = where(v109, v110, v106)
-	VMOVUPS   lgc3<>+0(SB), Y11
-	VCMPPS    $0x04, Y11, Y10, Y11
-	VBLENDVPS Y11, Y9, Y8, Y8
+	VBLENDVPS Y10, Y9, Y8, Y1
 
 	// v112 = div(v29, v28)
 	VDIVPS Y5, Y2, Y2
 
 	// v114 = mul(v107, v112)
 	VMULPS  Y2, Y6, Y2
-	VMOVUPS 800(SP), Y5
+	VMOVUPS 832(SP), Y5
+	VMOVUPS lgc3<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y5, Y8
 
 	// v115 = where(v113, v114, v107)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y2, Y6, Y2
+	VBLENDVPS Y8, Y2, Y6, Y2
 
 	// v116 = mul(v115, 2)
 	VMULPS lgc2<>+0(SB), Y2, Y2
@@ -2395,19 +2368,18 @@ inner_D_10:
 	VMOVUPS Y2, 192(SP)(DI*1)
 
 	// v120 = neg(v111)
-	VXORPS lgc6<>+0(SB), Y8, Y2
+	VXORPS lgc6<>+0(SB), Y1, Y1
 
 	// v121 = ne(v120, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VCMPPS  $0x04, Y3, Y1, Y2
+	VANDPS  lgc7<>+0(SB), Y2, Y3
+	VMOVUPS 896(SP), Y3
 
 	// v122 = mul(v120, v24)
-	VMULPS Y1, Y2, Y1
+	VMULPS Y3, Y1, Y3
 
 	// v123 = where(v121, v122, v120)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v124 = add(v123, v123)
 	VADDPS Y1, Y1, Y1
@@ -2421,7 +2393,7 @@ inner_D_10:
 	CMPQ    DX, $+2
 	JL      inner_D_10
 	VMOVUPS lgc51<>+0(SB), Y0
-	VMOVUPS 672(SP), Y1
+	VMOVUPS 704(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), DX

@@ -86,15 +86,15 @@ inner_A_3:
 	MOVB      DI, 583(SP)
 	VPMOVZXBD 576(SP), Y2
 	VCVTDQ2PS Y2, Y2
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
 	XORQ      BX, BX
 	IMUL3Q    $+32, CX, SI
 	ADDQ      SI, BX
-	VMOVUPS   (SP)(BX*1), Y3
+	VMOVUPS   (SP)(BX*1), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y2
+	VBLENDVPS Y3, Y2, Y1, Y2
 
 	// reduce_max(actionValue2) over [A]
 	VXORPS lgc4<>+0(SB), Y0, Y0
@@ -136,15 +136,15 @@ inner_A_4:
 	MOVB      DI, 591(SP)
 	VPMOVZXBD 584(SP), Y2
 	VCVTDQ2PS Y2, Y2
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
 	XORQ      BX, BX
 	IMUL3Q    $+32, CX, SI
 	ADDQ      SI, BX
-	VMOVUPS   (SP)(BX*1), Y3
+	VMOVUPS   (SP)(BX*1), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y2
+	VBLENDVPS Y3, Y2, Y1, Y2
 
 	// store actionValue2
 	VMOVUPS Y2, 192(SP)(BX*1)
@@ -188,15 +188,15 @@ inner_A_5:
 	MOVB      DI, 599(SP)
 	VPMOVZXBD 592(SP), Y4
 	VCVTDQ2PS Y4, Y4
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
 	XORQ      BX, BX
 	IMUL3Q    $+32, CX, SI
 	ADDQ      SI, BX
-	VMOVUPS   (SP)(BX*1), Y5
+	VMOVUPS   (SP)(BX*1), Y4
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y1, Y4
+	VBLENDVPS Y5, Y4, Y1, Y4
 
 	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y0, Y4, Y5
@@ -340,17 +340,17 @@ inner_A_7:
 	MOVB       CL, 600(SP)
 	VPMOVZXBD  600(SP), Y2
 	VCVTDQ2PS  Y2, Y2
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VCMPPS     $0x04, Y3, Y2, Y3
 	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc7<>+0(SB), Y4
 	VMOVUPS    lgc8<>+0(SB), Y5
-	VMOVUPS    lgc3<>+0(SB), Y3
-	VGATHERDPS Y5, (CX)(Y4*4), Y3
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VGATHERDPS Y5, (CX)(Y4*4), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y2
+	VBLENDVPS Y3, Y2, Y1, Y2
 
 	// reduce_max(actionValue2) over [A]
 	VMOVUPS      lgc8<>+0(SB), Y3
@@ -384,17 +384,17 @@ inner_A_8:
 	MOVB       CL, 608(SP)
 	VPMOVZXBD  608(SP), Y2
 	VCVTDQ2PS  Y2, Y2
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VCMPPS     $0x04, Y3, Y2, Y3
 	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc7<>+0(SB), Y4
 	VMOVUPS    lgc8<>+0(SB), Y5
-	VMOVUPS    lgc3<>+0(SB), Y3
-	VGATHERDPS Y5, (CX)(Y4*4), Y3
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VGATHERDPS Y5, (CX)(Y4*4), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y2
+	VBLENDVPS Y3, Y2, Y1, Y2
 
 	// store actionValue2
 	MOVQ    outActionValue+40(FP), CX
@@ -429,17 +429,17 @@ inner_A_9:
 	MOVB       CL, 680(SP)
 	VPMOVZXBD  680(SP), Y4
 	VCVTDQ2PS  Y4, Y4
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VCMPPS     $0x04, Y5, Y4, Y5
 	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc7<>+0(SB), Y6
 	VMOVUPS    lgc8<>+0(SB), Y7
-	VMOVUPS    lgc3<>+0(SB), Y5
-	VGATHERDPS Y7, (CX)(Y6*4), Y5
+	VMOVUPS    lgc3<>+0(SB), Y4
+	VGATHERDPS Y7, (CX)(Y6*4), Y4
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y1, Y4
+	VBLENDVPS Y5, Y4, Y1, Y4
 
 	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y0, Y4, Y5

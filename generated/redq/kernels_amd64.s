@@ -383,10 +383,10 @@ inner_Q_4:
 	VMOVD        SI, X4
 	VPBROADCASTD X4, Y4
 	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VCMPPS       $0x04, Y5, Y4, Y5
 
 	// v25 = where(selectedModels, v23, +Inf)
-	VMOVUPS   lgc18<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y1, Y0, Y1
 
 	// reduce_min(v25) over [Q]
@@ -502,7 +502,7 @@ inner_Q_6:
 
 	// v46 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v47 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y5, Y7
@@ -514,9 +514,7 @@ inner_Q_6:
 	VSUBPS lgc10<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v46, v48, v49)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	VBLENDVPS Y6, Y7, Y5, Y5
 
 	// mean(smoothL1) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -846,7 +844,7 @@ GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $160-144
+TEXT ·fbPass0AVX2(SB), $256-144
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -938,10 +936,10 @@ inner_Q_10:
 	VMOVD        SI, X4
 	VPBROADCASTD X4, Y4
 	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VCMPPS       $0x04, Y5, Y4, Y5
 
 	// v25 = where(selectedModels, v23, +Inf)
-	VMOVUPS   lgc18<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y1, Y0, Y1
 
 	// reduce_min(v25) over [Q]
@@ -1057,7 +1055,7 @@ inner_Q_12:
 
 	// v46 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v47 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y5, Y7
@@ -1069,9 +1067,7 @@ inner_Q_12:
 	VSUBPS lgc10<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v46, v48, v49)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	VBLENDVPS Y6, Y7, Y5, Y5
 
 	// mean(smoothL1) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -1191,83 +1187,75 @@ inner_Q_13:
 
 	// v46 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v47 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y5, Y7
 
 	// v78 = where(v46, 0.000390625, 0)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y2, Y0, Y8
+	VBLENDVPS Y6, Y2, Y0, Y8
+	VMOVUPS   Y3, 160(SP)
 
 	// v79 = where(v46, 0, 0.000390625)
-	VMOVUPS   lgc18<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y0, Y2, Y6
+	VBLENDVPS Y6, Y0, Y2, Y3
 
 	// v80 = ne(v78, 0)
-	VCMPPS $0x04, Y0, Y8, Y9
-	VANDPS lgc11<>+0(SB), Y9, Y9
+	VCMPPS $0x04, Y0, Y8, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y9
 
 	// v81 = mul(v78, absDiff)
-	VMULPS Y5, Y8, Y5
+	VMULPS  Y5, Y8, Y5
+	VMOVUPS Y3, 192(SP)
 
 	// v82 = where(v80, v81, v78)
-	VMOVUPS   lgc18<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y5, Y8, Y5
+	VBLENDVPS Y6, Y5, Y8, Y3
 
 	// v83 = mul(v78, v47)
-	VMULPS Y7, Y8, Y7
+	VMULPS Y7, Y8, Y5
 
 	// v84 = where(v80, v83, v78)
-	VMOVUPS   lgc18<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y7, Y8, Y7
+	VBLENDVPS Y6, Y5, Y8, Y5
+	VMOVUPS   192(SP), Y6
 
 	// v85 = add(v79, v84)
-	VADDPS Y7, Y6, Y6
-
-	// v86 = mul(v82, 0.5)
-	VMULPS lgc10<>+0(SB), Y5, Y5
-
-	// v87 = add(v85, v86)
 	VADDPS Y5, Y6, Y5
 
+	// v86 = mul(v82, 0.5)
+	VMULPS lgc10<>+0(SB), Y3, Y3
+
+	// v87 = add(v85, v86)
+	VADDPS  Y3, Y5, Y3
+	VMOVUPS 160(SP), Y5
+
 	// v88 = gt(diff, 0)
-	VCMPPS $0x1e, Y0, Y3, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VCMPPS $0x1e, Y0, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v89 = lt(diff, 0)
-	VCMPPS $0x11, Y0, Y3, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VCMPPS $0x11, Y0, Y5, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v91 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y3, Y3
-	VMOVUPS lgc33<>+0(SB), Y8
+	VMULPS  lgc18<>+0(SB), Y5, Y5
+	VMOVUPS Y3, 224(SP)
+	VMOVUPS lgc33<>+0(SB), Y3
 
 	// v92 = where(v89, -1, v91)
-	VMOVUPS   lgc18<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y3, Y3
+	VBLENDVPS Y7, Y3, Y5, Y3
 
 	// v93 = where(v88, 1, v92)
-	VMOVUPS   lgc18<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y4, Y3, Y3
+	VBLENDVPS Y6, Y4, Y3, Y3
+	VMOVUPS   224(SP), Y5
 
 	// v94 = ne(v87, 0)
 	VCMPPS $0x04, Y0, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v95 = mul(v87, v93)
 	VMULPS Y3, Y5, Y3
 
 	// gradStateActionValue = where(v94, v95, v87)
-	VMOVUPS   lgc18<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y3, Y5, Y3
+	VBLENDVPS Y6, Y3, Y5, Y3
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+96(FP), SI
@@ -1639,15 +1627,13 @@ inner_Q_15:
 
 	// v74 = ne(v72, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VANDPS lgc11<>+0(SB), Y2, Y3
 
 	// v75 = mul(v72, v55)
 	VMULPS Y4, Y1, Y3
 
 	// gradLogAlpha = where(v74, v75, v72)
-	VMOVUPS   lgc18<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   32(SP), Y2
 
 	// store alpha

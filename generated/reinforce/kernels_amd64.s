@@ -109,7 +109,7 @@ blocks_2:
 
 	// v26 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y4, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y5
 
 	// v27 = mul(0.5, absDiff)
 	VMULPS lgc11<>+0(SB), Y4, Y5
@@ -121,9 +121,7 @@ blocks_2:
 	VSUBPS lgc11<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v26, v28, v29)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y5, Y4, Y1
+	VBLENDVPS Y1, Y5, Y4, Y1
 
 	// mean(smoothL1) over [N T]
 	VADDPS  576(BX), Y1, Y1
@@ -337,7 +335,7 @@ GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $32-104
+TEXT ·fbPass0AVX2(SB), $64-104
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -439,105 +437,92 @@ blocks_5:
 	VANDNPS Y4, Y5, Y5
 
 	// v26 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y1, Y5, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y6
 
 	// v27 = mul(0.5, absDiff)
-	VMULPS lgc11<>+0(SB), Y5, Y7
+	VMULPS lgc11<>+0(SB), Y5, Y6
 
 	// v28 = mul(v27, absDiff)
-	VMULPS Y5, Y7, Y8
+	VMULPS Y5, Y6, Y7
 
 	// v29 = sub(absDiff, 0.5)
-	VSUBPS lgc11<>+0(SB), Y5, Y9
+	VSUBPS  lgc11<>+0(SB), Y5, Y8
+	VMOVUPS Y3, (SP)
+	VMOVUPS Y2, 32(SP)
 
 	// smoothL1 = where(v26, v28, v29)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y8, Y9, Y8
-	VMOVUPS   Y3, (SP)
+	VBLENDVPS Y1, Y7, Y8, Y2
 
 	// mean(smoothL1) over [N T]
-	VADDPS  576(BX), Y8, Y3
-	VMOVUPS Y3, 576(BX)
-	VMOVUPS lgc13<>+0(SB), Y3
-	VMOVUPS lgc0<>+0(SB), Y8
+	VADDPS  576(BX), Y2, Y2
+	VMOVUPS Y2, 576(BX)
+	VMOVUPS lgc13<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v34 = where(v26, 0.0009765625, 0)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y3, Y8, Y9
+	VBLENDVPS Y1, Y2, Y3, Y7
 
 	// v35 = where(v26, 0, 0.0009765625)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y8, Y3, Y3
+	VBLENDVPS Y1, Y3, Y2, Y1
 
 	// v36 = ne(v34, 0)
-	VCMPPS $0x04, Y8, Y9, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y3, Y7, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y8
 
 	// v37 = mul(v34, absDiff)
-	VMULPS Y5, Y9, Y5
+	VMULPS Y5, Y7, Y5
 
 	// v38 = where(v36, v37, v34)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y5, Y9, Y5
+	VBLENDVPS Y2, Y5, Y7, Y5
 
 	// v39 = mul(v34, v27)
-	VMULPS Y7, Y9, Y7
+	VMULPS Y6, Y7, Y6
 
 	// v40 = where(v36, v39, v34)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y7, Y9, Y6
+	VBLENDVPS Y2, Y6, Y7, Y2
 
 	// v41 = add(v35, v40)
-	VADDPS Y6, Y3, Y3
+	VADDPS Y2, Y1, Y1
 
 	// v42 = mul(v38, 0.5)
-	VMULPS lgc11<>+0(SB), Y5, Y5
+	VMULPS lgc11<>+0(SB), Y5, Y2
 
 	// v43 = add(v41, v42)
-	VADDPS Y5, Y3, Y3
+	VADDPS Y2, Y1, Y1
 
 	// v44 = gt(diff, 0)
-	VCMPPS $0x1e, Y8, Y4, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VCMPPS $0x1e, Y3, Y4, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y5
 
 	// v45 = lt(diff, 0)
-	VCMPPS $0x11, Y8, Y4, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y3, Y4, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y6
 
 	// v47 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc14<>+0(SB), Y7
+	VMOVUPS lgc14<>+0(SB), Y6
 
 	// v48 = where(v45, -1, v47)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	VBLENDVPS Y5, Y6, Y4, Y4
+	VMOVUPS   lgc1<>+0(SB), Y5
 
 	// v49 = where(v44, 1, v48)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y1, Y4, Y1
+	VBLENDVPS Y2, Y5, Y4, Y2
 
 	// v50 = ne(v43, 0)
-	VCMPPS $0x04, Y8, Y3, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y3, Y1, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y4
 
 	// v51 = mul(v43, v49)
-	VMULPS Y1, Y3, Y1
+	VMULPS Y2, Y1, Y2
 
 	// v52 = where(v50, v51, v43)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y1, Y3, Y1
+	VBLENDVPS Y3, Y2, Y1, Y1
 
 	// gradStateValue = neg(v52)
-	VXORPS lgc10<>+0(SB), Y1, Y1
+	VXORPS  lgc10<>+0(SB), Y1, Y1
+	VMOVUPS 32(SP), Y2
 
 	// gradLogProb = mul(-0.0009765625, gae)
 	VMULPS lgc15<>+0(SB), Y2, Y3

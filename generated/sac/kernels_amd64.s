@@ -188,7 +188,7 @@ GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $64-104
+TEXT ·pass1AVX2(SB), $96-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -330,7 +330,7 @@ inner_Q_4:
 
 	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y0, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v23 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y0, Y7
@@ -339,19 +339,19 @@ inner_Q_4:
 	VMULPS Y0, Y7, Y7
 
 	// v25 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y0, Y8
+	VSUBPS  lgc10<>+0(SB), Y0, Y8
+	VMOVUPS Y0, 64(SP)
 
 	// smoothL1 = where(v22, v24, v25)
-	VMOVUPS   lgc18<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y8, Y6
+	VBLENDVPS Y6, Y7, Y8, Y0
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X6, Y7
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y1, Y7, Y1
-	VADDPD       Y2, Y6, Y2
+	VCVTPS2PD    X0, Y6
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       Y1, Y6, Y1
+	VADDPD       Y2, Y0, Y2
+	VMOVUPS      64(SP), Y0
 
 	// reduce_max(absDiff) over [Q]
 	VXORPS lgc17<>+0(SB), Y3, Y3
@@ -739,7 +739,7 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $128-128
+TEXT ·fbPass1AVX2(SB), $288-128
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -881,7 +881,7 @@ inner_Q_9:
 
 	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y0, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v23 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y0, Y7
@@ -890,19 +890,19 @@ inner_Q_9:
 	VMULPS Y0, Y7, Y7
 
 	// v25 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y0, Y8
+	VSUBPS  lgc10<>+0(SB), Y0, Y8
+	VMOVUPS Y0, 64(SP)
 
 	// smoothL1 = where(v22, v24, v25)
-	VMOVUPS   lgc18<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y8, Y6
+	VBLENDVPS Y6, Y7, Y8, Y0
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X6, Y7
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y1, Y7, Y1
-	VADDPD       Y2, Y6, Y2
+	VCVTPS2PD    X0, Y6
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       Y1, Y6, Y1
+	VADDPD       Y2, Y0, Y2
+	VMOVUPS      64(SP), Y0
 
 	// reduce_max(absDiff) over [Q]
 	VXORPS lgc17<>+0(SB), Y3, Y3
@@ -998,8 +998,8 @@ inner_Q_9:
 
 	// v51 = mul(0.00390625, v1)
 	VMULPS  lgc28<>+0(SB), Y1, Y1
-	VMOVUPS Y2, 64(SP)
-	VMOVUPS Y1, 96(SP)
+	VMOVUPS Y2, 96(SP)
+	VMOVUPS Y1, 128(SP)
 	VMOVUPS lgc11<>+0(SB), Y1
 	VMOVUPS lgc27<>+0(SB), Y2
 	VMOVUPS lgc18<>+0(SB), Y3
@@ -1023,7 +1023,7 @@ inner_Q_10:
 
 	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v23 = mul(0.5, absDiff)
 	VMULPS       lgc10<>+0(SB), Y5, Y7
@@ -1035,91 +1035,83 @@ inner_Q_10:
 	VCVTDQ2PS    Y8, Y8
 
 	// v53 = eq(v52, v32)
-	VCMPPS $0x00, Y0, Y8, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y8
+	VCMPPS  $0x00, Y0, Y8, Y8
+	VANDPS  lgc11<>+0(SB), Y8, Y9
+	VMOVUPS Y4, 160(SP)
+	VMOVUPS Y7, 192(SP)
 
 	// gradStateActionValueActor = where(v53, -0.00390625, 0)
-	VMOVUPS   lgc18<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y2, Y3, Y8
+	VBLENDVPS Y8, Y2, Y3, Y4
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+88(FP), BX
-	VMOVUPS Y8, (BX)(DI*4)
-	VMOVUPS lgc28<>+0(SB), Y8
+	VMOVUPS Y4, (BX)(DI*4)
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v56 = where(v22, 0.00390625, 0)
-	VMOVUPS   lgc18<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y3, Y9
+	VBLENDVPS Y6, Y4, Y3, Y7
 
 	// v57 = where(v22, 0, 0.00390625)
-	VMOVUPS   lgc18<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y3, Y8, Y6
+	VBLENDVPS Y6, Y3, Y4, Y4
 
 	// v58 = ne(v56, 0)
-	VCMPPS $0x04, Y3, Y9, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y8
+	VCMPPS $0x04, Y3, Y7, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y8
 
 	// v59 = mul(v56, absDiff)
-	VMULPS Y5, Y9, Y5
+	VMULPS Y5, Y7, Y5
 
 	// v60 = where(v58, v59, v56)
-	VMOVUPS   lgc18<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y8, Y10
-	VBLENDVPS Y10, Y5, Y9, Y5
+	VBLENDVPS Y6, Y5, Y7, Y5
+	VMOVUPS   192(SP), Y8
 
 	// v61 = mul(v56, v23)
-	VMULPS Y7, Y9, Y7
+	VMULPS  Y8, Y7, Y8
+	VMOVUPS Y5, 224(SP)
 
 	// v62 = where(v58, v61, v56)
-	VMOVUPS   lgc18<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y8, Y10
-	VBLENDVPS Y10, Y7, Y9, Y7
+	VBLENDVPS Y6, Y8, Y7, Y5
 
 	// v63 = add(v57, v62)
-	VADDPS Y7, Y6, Y6
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 224(SP), Y5
 
 	// v64 = mul(v60, 0.5)
 	VMULPS lgc10<>+0(SB), Y5, Y5
 
 	// v65 = add(v63, v64)
-	VADDPS Y5, Y6, Y5
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 160(SP), Y5
 
 	// v66 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y4, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VCMPPS $0x1e, Y3, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v67 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y4, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y7
+	VCMPPS $0x11, Y3, Y5, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v69 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y4, Y4
-	VMOVUPS lgc29<>+0(SB), Y8
+	VMULPS  lgc18<>+0(SB), Y5, Y5
+	VMOVUPS Y4, 256(SP)
+	VMOVUPS lgc29<>+0(SB), Y4
 
 	// v70 = where(v67, -1, v69)
-	VMOVUPS   lgc18<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y4, Y4
+	VBLENDVPS Y7, Y4, Y5, Y4
 
 	// v71 = where(v66, 1, v70)
-	VMOVUPS   lgc18<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y1, Y4, Y4
+	VBLENDVPS Y6, Y1, Y4, Y4
+	VMOVUPS   256(SP), Y5
 
 	// v72 = ne(v65, 0)
 	VCMPPS $0x04, Y3, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v73 = mul(v65, v71)
 	VMULPS Y4, Y5, Y4
 
 	// gradStateActionValue = where(v72, v73, v65)
-	VMOVUPS   lgc18<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y4, Y5, Y4
+	VBLENDVPS Y6, Y4, Y5, Y4
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+96(FP), BX
@@ -1127,13 +1119,13 @@ inner_Q_10:
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_10
-	VMOVUPS 96(SP), Y0
+	VMOVUPS 128(SP), Y0
 	VMOVUPS 32(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+104(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
-	VMOVUPS 64(SP), Y1
+	VMOVUPS 96(SP), Y1
 
 	// store tdError
 	MOVQ    tDError+112(FP), DX

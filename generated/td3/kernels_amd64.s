@@ -70,7 +70,7 @@ inner_Q_4:
 
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y0, Y5, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y6
 	MOVQ    stateActionValueActor+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
@@ -79,9 +79,7 @@ inner_Q_4:
 	VMOVUPS (SI)(DI*4), Y6
 
 	// v16 = where(v15, stateActionValueActor, 0)
-	VMOVUPS   lgc5<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y0, Y5
+	VBLENDVPS Y5, Y6, Y0, Y5
 
 	// sum(v16) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -146,7 +144,7 @@ inner_Q_5:
 
 	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v25 = mul(0.5, absDiff)
 	VMULPS lgc7<>+0(SB), Y5, Y7
@@ -158,9 +156,7 @@ inner_Q_5:
 	VSUBPS lgc7<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v24, v26, v27)
-	VMOVUPS   lgc5<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	VBLENDVPS Y6, Y7, Y5, Y5
 
 	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -366,7 +362,7 @@ GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·fbPass0AVX2(SB), $96-104
+TEXT ·fbPass0AVX2(SB), $192-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -430,7 +426,7 @@ inner_Q_10:
 
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y0, Y5, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y6
 	MOVQ    stateActionValueActor+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
@@ -439,9 +435,7 @@ inner_Q_10:
 	VMOVUPS (SI)(DI*4), Y6
 
 	// v16 = where(v15, stateActionValueActor, 0)
-	VMOVUPS   lgc5<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y0, Y5
+	VBLENDVPS Y5, Y6, Y0, Y5
 
 	// sum(v16) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -506,7 +500,7 @@ inner_Q_11:
 
 	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v25 = mul(0.5, absDiff)
 	VMULPS lgc7<>+0(SB), Y5, Y7
@@ -518,9 +512,7 @@ inner_Q_11:
 	VSUBPS lgc7<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v24, v26, v27)
-	VMOVUPS   lgc5<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	VBLENDVPS Y6, Y7, Y5, Y5
 
 	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -576,95 +568,87 @@ inner_Q_12:
 
 	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y6, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y8
 
 	// v25 = mul(0.5, absDiff)
-	VMULPS lgc7<>+0(SB), Y6, Y8
-
-	// v35 = where(v24, 0.00390625, 0)
-	VMOVUPS   lgc5<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y2, Y0, Y9
-
-	// v36 = where(v24, 0, 0.00390625)
-	VMOVUPS   lgc5<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y0, Y2, Y7
-
-	// v37 = ne(v35, 0)
-	VCMPPS $0x04, Y0, Y9, Y10
-	VANDPS lgc1<>+0(SB), Y10, Y10
-
-	// v38 = mul(v35, absDiff)
-	VMULPS  Y6, Y9, Y6
+	VMULPS  lgc7<>+0(SB), Y6, Y8
 	VMOVUPS Y4, 64(SP)
 
+	// v35 = where(v24, 0.00390625, 0)
+	VBLENDVPS Y7, Y2, Y0, Y4
+	VMOVUPS   Y5, 96(SP)
+
+	// v36 = where(v24, 0, 0.00390625)
+	VBLENDVPS Y7, Y0, Y2, Y5
+
+	// v37 = ne(v35, 0)
+	VCMPPS $0x04, Y0, Y4, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y9
+
+	// v38 = mul(v35, absDiff)
+	VMULPS  Y6, Y4, Y6
+	VMOVUPS Y5, 128(SP)
+
 	// v39 = where(v37, v38, v35)
-	VMOVUPS   lgc5<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y10, Y4
-	VBLENDVPS Y4, Y6, Y9, Y4
+	VBLENDVPS Y7, Y6, Y4, Y5
 
 	// v40 = mul(v35, v25)
-	VMULPS Y8, Y9, Y6
+	VMULPS Y8, Y4, Y6
 
 	// v41 = where(v37, v40, v35)
-	VMOVUPS   lgc5<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y10, Y8
-	VBLENDVPS Y8, Y6, Y9, Y6
+	VBLENDVPS Y7, Y6, Y4, Y4
+	VMOVUPS   128(SP), Y6
 
 	// v42 = add(v36, v41)
-	VADDPS Y6, Y7, Y6
+	VADDPS Y4, Y6, Y4
 
 	// v43 = mul(v39, 0.5)
-	VMULPS lgc7<>+0(SB), Y4, Y4
+	VMULPS lgc7<>+0(SB), Y5, Y5
 
 	// v44 = add(v42, v43)
-	VADDPS Y4, Y6, Y4
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 96(SP), Y5
 
 	// v45 = gt(diff, 0)
 	VCMPPS $0x1e, Y0, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v46 = lt(diff, 0)
 	VCMPPS $0x11, Y0, Y5, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y8
 
 	// v48 = mul(diff, 0)
 	VMULPS  lgc5<>+0(SB), Y5, Y5
-	VMOVUPS lgc11<>+0(SB), Y8
+	VMOVUPS Y4, 160(SP)
+	VMOVUPS lgc11<>+0(SB), Y4
 
 	// v49 = where(v46, -1, v48)
-	VMOVUPS   lgc5<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y5, Y5
+	VBLENDVPS Y7, Y4, Y5, Y4
 
 	// v50 = where(v45, 1, v49)
-	VMOVUPS   lgc5<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y3, Y5, Y5
+	VBLENDVPS Y6, Y3, Y4, Y4
+	VMOVUPS   160(SP), Y5
 
 	// v51 = ne(v44, 0)
-	VCMPPS $0x04, Y0, Y4, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y0, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v52 = mul(v44, v50)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y5, Y4
 
 	// gradStateActionValue = where(v51, v52, v44)
-	VMOVUPS   lgc5<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y4, Y4
+	VBLENDVPS Y6, Y4, Y5, Y4
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+64(FP), SI
 	VMOVUPS Y4, (SI)(DI*4)
 	VMOVUPS 64(SP), Y4
-	VMOVUPS lgc12<>+0(SB), Y5
+	VMOVUPS lgc5<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
+	VMOVUPS lgc12<>+0(SB), Y4
 
 	// v55 = where(v15, -0.00390625, 0)
-	VMOVUPS   lgc5<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y0, Y4
+	VBLENDVPS Y5, Y4, Y0, Y4
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+72(FP), SI

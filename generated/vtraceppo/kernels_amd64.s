@@ -238,7 +238,7 @@ outer0_1:
 
 	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v61 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
@@ -250,9 +250,7 @@ outer0_1:
 	VSUBPS lgc13<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v60, v62, v63)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	VBLENDVPS Y5, Y6, Y2, Y2
 
 	// v65 = mul(1, smoothL1)
 	VMULPS lgc14<>+0(SB), Y2, Y2
@@ -571,7 +569,7 @@ blocks_2:
 
 	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v61 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
@@ -583,9 +581,7 @@ blocks_2:
 	VSUBPS lgc13<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v60, v62, v63)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	VBLENDVPS Y5, Y6, Y2, Y2
 
 	// v65 = mul(1, smoothL1)
 	VMULPS lgc14<>+0(SB), Y2, Y2
@@ -1467,10 +1463,10 @@ blocks_9:
 	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VCMPPS       $0x04, Y6, Y1, Y6
 
 	// v27 = where(v25, nextStateValue, v26)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
 	// v28 = mul(v14, v27)
@@ -1521,7 +1517,7 @@ blocks_9:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VANDPS  lgc14<>+0(SB), Y0, Y0
+	VANDPS  lgc14<>+0(SB), Y0, Y2
 	VMOVUPS lgc36<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -1532,9 +1528,7 @@ blocks_9:
 	VMAXPS Y4, Y3, Y3
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y3, Y0
+	VBLENDVPS Y0, Y2, Y3, Y0
 
 	// gain = mul(v31, ratioClipped)
 	VMULPS Y0, Y1, Y0
@@ -1671,10 +1665,10 @@ noflush_10:
 	MOVQ         valueTarget+48(FP), CX
 	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VCMPPS       $0x04, Y6, Y1, Y6
 
 	// v27 = where(v25, nextStateValue, v26)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
 	// v28 = mul(v14, v27)
@@ -1727,7 +1721,7 @@ noflush_10:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VANDPS  lgc14<>+0(SB), Y0, Y0
+	VANDPS  lgc14<>+0(SB), Y0, Y2
 	VMOVUPS lgc36<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -1738,9 +1732,7 @@ noflush_10:
 	VMAXPS Y4, Y3, Y3
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y3, Y0
+	VBLENDVPS Y0, Y2, Y3, Y0
 
 	// gain = mul(v31, ratioClipped)
 	VMULPS Y0, Y1, Y0
@@ -2074,41 +2066,39 @@ outer0_11:
 
 	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v61 = mul(0.5, absDiff)
-	VMULPS lgc13<>+0(SB), Y2, Y6
+	VMULPS lgc13<>+0(SB), Y2, Y7
 
 	// v62 = mul(v61, absDiff)
-	VMULPS Y2, Y6, Y7
+	VMULPS Y2, Y7, Y8
 
 	// v63 = sub(absDiff, 0.5)
-	VSUBPS lgc13<>+0(SB), Y2, Y8
+	VSUBPS  lgc13<>+0(SB), Y2, Y9
+	VMOVUPS Y7, 24(SP)
 
 	// smoothL1 = where(v60, v62, v63)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y7, Y8, Y7
+	VBLENDVPS Y5, Y8, Y9, Y5
 
 	// v65 = mul(1, smoothL1)
-	VMULPS lgc14<>+0(SB), Y7, Y7
+	VMULPS lgc14<>+0(SB), Y5, Y5
 
 	// mean(v65) over [N T]
-	VMOVUPS      lgc2<>+0(SB), Y8
-	VPMOVSXDQ    X8, Y9
-	VEXTRACTI128 $0x01, Y8, X9
-	VPMOVSXDQ    X9, Y9
-	VANDPS       Y8, Y7, Y7
-	VADDPS       1536(CX), Y7, Y7
-	VMOVUPS      Y7, 1536(CX)
-	VMOVUPS      Y6, 24(SP)
+	VMOVUPS      lgc2<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y5, Y5
+	VADDPS       1536(CX), Y5, Y5
+	VMOVUPS      Y5, 1536(CX)
 	VMOVUPS      Y2, 56(SP)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc2<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y6
+	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y7
@@ -2122,27 +2112,27 @@ outer0_11:
 	VMOVUPD      8704(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
 	VMOVUPD      5184(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y10, Y8, Y10
+	VBLENDVPD    Y5, Y10, Y8, Y10
 	VMOVUPD      Y10, 5184(CX)(BX*8)
 	VMOVUPD      8704(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y12, Y8, Y12
+	VBLENDVPD    Y5, Y12, Y8, Y12
 	VMOVUPD      Y12, 8704(CX)(BX*8)
-	VMOVUPD      5216(CX)(BX*8), Y6
-	VSUBPD       Y6, Y9, Y8
-	VFMADD231PD  Y8, Y7, Y6
-	VSUBPD       Y6, Y9, Y7
+	VMOVUPD      5216(CX)(BX*8), Y5
+	VSUBPD       Y5, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y5
+	VSUBPD       Y5, Y9, Y7
 	VMOVUPD      8736(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y7, Y9
 	VMOVUPD      5216(CX)(BX*8), Y7
-	VBLENDVPD    Y2, Y6, Y7, Y6
-	VMOVUPD      Y6, 5216(CX)(BX*8)
-	VMOVUPD      8736(CX)(BX*8), Y6
-	VBLENDVPD    Y2, Y9, Y6, Y9
+	VBLENDVPD    Y2, Y5, Y7, Y5
+	VMOVUPD      Y5, 5216(CX)(BX*8)
+	VMOVUPD      8736(CX)(BX*8), Y5
+	VBLENDVPD    Y2, Y9, Y5, Y9
 	VMOVUPD      Y9, 8736(CX)(BX*8)
 
 	// var(valueTarget) over [N]
 	VMOVUPS      lgc2<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y6
+	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y7
@@ -2156,26 +2146,26 @@ outer0_11:
 	VMOVUPD      19264(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
 	VMOVUPD      15744(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y10, Y8, Y10
+	VBLENDVPD    Y5, Y10, Y8, Y10
 	VMOVUPD      Y10, 15744(CX)(BX*8)
 	VMOVUPD      19264(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y12, Y8, Y12
+	VBLENDVPD    Y5, Y12, Y8, Y12
 	VMOVUPD      Y12, 19264(CX)(BX*8)
-	VMOVUPD      15776(CX)(BX*8), Y6
-	VSUBPD       Y6, Y9, Y8
-	VFMADD231PD  Y8, Y7, Y6
-	VSUBPD       Y6, Y9, Y7
+	VMOVUPD      15776(CX)(BX*8), Y5
+	VSUBPD       Y5, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y5
+	VSUBPD       Y5, Y9, Y7
 	VMOVUPD      19296(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y7, Y9
 	VMOVUPD      15776(CX)(BX*8), Y7
-	VBLENDVPD    Y2, Y6, Y7, Y6
-	VMOVUPD      Y6, 15776(CX)(BX*8)
-	VMOVUPD      19296(CX)(BX*8), Y6
-	VBLENDVPD    Y2, Y9, Y6, Y9
+	VBLENDVPD    Y2, Y5, Y7, Y5
+	VMOVUPD      Y5, 15776(CX)(BX*8)
+	VMOVUPD      19296(CX)(BX*8), Y5
+	VBLENDVPD    Y2, Y9, Y5, Y9
 	VMOVUPD      Y9, 19296(CX)(BX*8)
 	VMOVUPS      Y4, 88(SP)
 	VMOVUPS      Y1, 120(SP)
-	VMOVUPS      Y5, 152(SP)
+	VMOVUPS      Y6, 152(SP)
 
 	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc2<>+0(SB), Y1
@@ -2237,40 +2227,34 @@ outer0_11:
 	// v75 = mul(2, logWeight)
 	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 152(SP), Y1
-	VMOVUPS lgc39<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y1, Y2
+	VMOVUPS lgc39<>+0(SB), Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v84 = where(v60, 3.7114014251781474e-05, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y4
+	VBLENDVPS Y2, Y1, Y3, Y4
 
 	// v85 = where(v60, 0, 3.7114014251781474e-05)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y2, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v86 = ne(v84, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc14<>+0(SB), Y2, Y2
+	VANDPS  lgc14<>+0(SB), Y2, Y5
 	VMOVUPS 56(SP), Y5
 
 	// v87 = mul(v84, absDiff)
 	VMULPS Y5, Y4, Y5
 
 	// v88 = where(v86, v87, v84)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y5, Y4, Y5
+	VBLENDVPS Y2, Y5, Y4, Y5
 	VMOVUPS   24(SP), Y6
 
 	// v89 = mul(v84, v61)
 	VMULPS Y6, Y4, Y6
 
 	// v90 = where(v86, v89, v84)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y4, Y2
+	VBLENDVPS Y2, Y6, Y4, Y2
 
 	// v91 = add(v85, v90)
 	VADDPS Y2, Y1, Y1
@@ -2284,38 +2268,32 @@ outer0_11:
 
 	// v94 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc14<>+0(SB), Y4, Y4
+	VANDPS lgc14<>+0(SB), Y4, Y5
 
 	// v95 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v98 = where(v95, -1, v97)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	VBLENDVPS Y5, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
 	// v99 = where(v94, 1, v98)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
+	VBLENDVPS Y4, Y5, Y2, Y2
 
 	// v100 = ne(v93, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
-	VANDPS lgc14<>+0(SB), Y3, Y3
+	VANDPS lgc14<>+0(SB), Y3, Y4
 
 	// v101 = mul(v93, v99)
 	VMULPS Y2, Y1, Y2
 
 	// v102 = where(v100, v101, v93)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y2, Y1, Y1
+	VBLENDVPS Y3, Y2, Y1, Y1
 
 	// gradStateValue = neg(v102)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
@@ -2505,79 +2483,77 @@ blocks_12:
 
 	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v61 = mul(0.5, absDiff)
-	VMULPS lgc13<>+0(SB), Y2, Y6
+	VMULPS lgc13<>+0(SB), Y2, Y7
 
 	// v62 = mul(v61, absDiff)
-	VMULPS Y2, Y6, Y7
+	VMULPS Y2, Y7, Y8
 
 	// v63 = sub(absDiff, 0.5)
-	VSUBPS lgc13<>+0(SB), Y2, Y8
+	VSUBPS  lgc13<>+0(SB), Y2, Y9
+	VMOVUPS Y7, 184(SP)
 
 	// smoothL1 = where(v60, v62, v63)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y7, Y8, Y7
+	VBLENDVPS Y5, Y8, Y9, Y5
 
 	// v65 = mul(1, smoothL1)
-	VMULPS lgc14<>+0(SB), Y7, Y7
+	VMULPS lgc14<>+0(SB), Y5, Y5
 
 	// mean(v65) over [N T]
-	VADDPS  1536(BX), Y7, Y7
-	VMOVUPS Y7, 1536(BX)
-	VMOVUPS Y6, 184(SP)
+	VADDPS  1536(BX), Y5, Y5
+	VMOVUPS Y5, 1536(BX)
 	VMOVUPS Y2, 216(SP)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y6
+	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X7
 	VCVTPS2PD    X7, Y7
 	VMOVUPD      5184(BX)(DI*8), Y8
-	VSUBPD       Y8, Y6, Y9
+	VSUBPD       Y8, Y5, Y9
 	VFMADD231PD  Y9, Y2, Y8
-	VSUBPD       Y8, Y6, Y6
+	VSUBPD       Y8, Y5, Y5
 	VMOVUPD      8704(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
+	VFMADD231PD  Y9, Y5, Y10
 	VMOVUPD      Y8, 5184(BX)(DI*8)
 	VMOVUPD      Y10, 8704(BX)(DI*8)
-	VMOVUPD      5216(BX)(DI*8), Y6
-	VSUBPD       Y6, Y7, Y8
-	VFMADD231PD  Y8, Y2, Y6
-	VSUBPD       Y6, Y7, Y2
+	VMOVUPD      5216(BX)(DI*8), Y5
+	VSUBPD       Y5, Y7, Y8
+	VFMADD231PD  Y8, Y2, Y5
+	VSUBPD       Y5, Y7, Y2
 	VMOVUPD      8736(BX)(DI*8), Y7
 	VFMADD231PD  Y8, Y2, Y7
-	VMOVUPD      Y6, 5216(BX)(DI*8)
+	VMOVUPD      Y5, 5216(BX)(DI*8)
 	VMOVUPD      Y7, 8736(BX)(DI*8)
 
 	// var(valueTarget) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X4, Y6
+	VCVTPS2PD    X4, Y5
 	VEXTRACTF128 $0x01, Y4, X7
 	VCVTPS2PD    X7, Y7
 	VMOVUPD      15744(BX)(DI*8), Y8
-	VSUBPD       Y8, Y6, Y9
+	VSUBPD       Y8, Y5, Y9
 	VFMADD231PD  Y9, Y2, Y8
-	VSUBPD       Y8, Y6, Y6
+	VSUBPD       Y8, Y5, Y5
 	VMOVUPD      19264(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
+	VFMADD231PD  Y9, Y5, Y10
 	VMOVUPD      Y8, 15744(BX)(DI*8)
 	VMOVUPD      Y10, 19264(BX)(DI*8)
-	VMOVUPD      15776(BX)(DI*8), Y6
-	VSUBPD       Y6, Y7, Y8
-	VFMADD231PD  Y8, Y2, Y6
-	VSUBPD       Y6, Y7, Y2
+	VMOVUPD      15776(BX)(DI*8), Y5
+	VSUBPD       Y5, Y7, Y8
+	VFMADD231PD  Y8, Y2, Y5
+	VSUBPD       Y5, Y7, Y2
 	VMOVUPD      19296(BX)(DI*8), Y7
 	VFMADD231PD  Y8, Y2, Y7
-	VMOVUPD      Y6, 15776(BX)(DI*8)
+	VMOVUPD      Y5, 15776(BX)(DI*8)
 	VMOVUPD      Y7, 19296(BX)(DI*8)
 	VMOVUPS      Y4, 248(SP)
 	VMOVUPS      Y1, 280(SP)
-	VMOVUPS      Y5, 312(SP)
+	VMOVUPS      Y6, 312(SP)
 
 	// logsumexp(logWeight) over [N]
 	VMAXPS       lgc3<>+0(SB), Y3, Y1
@@ -2631,40 +2607,34 @@ blocks_12:
 	// v75 = mul(2, logWeight)
 	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 312(SP), Y1
-	VMOVUPS lgc39<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y1, Y2
+	VMOVUPS lgc39<>+0(SB), Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v84 = where(v60, 3.7114014251781474e-05, 0)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y4
+	VBLENDVPS Y2, Y1, Y3, Y4
 
 	// v85 = where(v60, 0, 3.7114014251781474e-05)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y2, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v86 = ne(v84, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc14<>+0(SB), Y2, Y2
+	VANDPS  lgc14<>+0(SB), Y2, Y5
 	VMOVUPS 216(SP), Y5
 
 	// v87 = mul(v84, absDiff)
 	VMULPS Y5, Y4, Y5
 
 	// v88 = where(v86, v87, v84)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y5, Y4, Y5
+	VBLENDVPS Y2, Y5, Y4, Y5
 	VMOVUPS   184(SP), Y6
 
 	// v89 = mul(v84, v61)
 	VMULPS Y6, Y4, Y6
 
 	// v90 = where(v86, v89, v84)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y4, Y2
+	VBLENDVPS Y2, Y6, Y4, Y2
 
 	// v91 = add(v85, v90)
 	VADDPS Y2, Y1, Y1
@@ -2678,38 +2648,32 @@ blocks_12:
 
 	// v94 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc14<>+0(SB), Y4, Y4
+	VANDPS lgc14<>+0(SB), Y4, Y5
 
 	// v95 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v98 = where(v95, -1, v97)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	VBLENDVPS Y5, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
 	// v99 = where(v94, 1, v98)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
+	VBLENDVPS Y4, Y5, Y2, Y2
 
 	// v100 = ne(v93, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
-	VANDPS lgc14<>+0(SB), Y3, Y3
+	VANDPS lgc14<>+0(SB), Y3, Y4
 
 	// v101 = mul(v93, v99)
 	VMULPS Y2, Y1, Y2
 
 	// v102 = where(v100, v101, v93)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y2, Y1, Y1
+	VBLENDVPS Y3, Y2, Y1, Y1
 
 	// gradStateValue = neg(v102)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
@@ -3181,10 +3145,10 @@ blocks_19:
 	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VCMPPS       $0x04, Y6, Y1, Y6
 
 	// v27 = where(v25, nextStateValue, v26)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
 	// v28 = mul(v14, v27)
@@ -3235,7 +3199,7 @@ blocks_19:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VANDPS  lgc14<>+0(SB), Y2, Y2
+	VANDPS  lgc14<>+0(SB), Y2, Y3
 	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -3246,9 +3210,7 @@ blocks_19:
 	VMAXPS Y4, Y6, Y7
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y2, Y8
-	VBLENDVPS Y8, Y5, Y7, Y5
+	VBLENDVPS Y2, Y5, Y7, Y5
 
 	// gain = mul(v31, ratioClipped)
 	VMULPS Y5, Y1, Y5
@@ -3265,14 +3227,10 @@ blocks_19:
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
 	// v107 = where(v39, v106, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y5, Y0, Y7
+	VBLENDVPS Y2, Y5, Y0, Y7
 
 	// v108 = where(v39, 0, v106)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y2, Y8
-	VBLENDVPS Y8, Y0, Y5, Y2
+	VBLENDVPS Y2, Y0, Y5, Y2
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
@@ -3283,16 +3241,16 @@ blocks_19:
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v111 = max(v109, v110)
-	VXORPS lgc27<>+0(SB), Y5, Y5
-	VXORPS lgc27<>+0(SB), Y6, Y9
-	VMINPS Y5, Y9, Y8
-	VMINPS Y9, Y5, Y5
-	VORPS  Y8, Y5, Y5
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS  lgc27<>+0(SB), Y5, Y5
+	VXORPS  lgc27<>+0(SB), Y6, Y9
+	VMINPS  Y5, Y9, Y8
+	VMINPS  Y9, Y5, Y5
+	VORPS   Y8, Y5, Y5
+	VXORPS  lgc27<>+0(SB), Y5, Y5
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y5, Y8
 
 	// v112 = where(v111, v108, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y0, Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
@@ -3300,16 +3258,16 @@ blocks_19:
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v114 = max(v113, v110)
-	VXORPS lgc27<>+0(SB), Y3, Y3
-	VXORPS lgc27<>+0(SB), Y6, Y5
-	VMINPS Y3, Y5, Y6
-	VMINPS Y5, Y3, Y3
-	VORPS  Y6, Y3, Y3
-	VXORPS lgc27<>+0(SB), Y3, Y3
+	VXORPS  lgc27<>+0(SB), Y3, Y3
+	VXORPS  lgc27<>+0(SB), Y6, Y5
+	VMINPS  Y3, Y5, Y6
+	VMINPS  Y5, Y3, Y3
+	VORPS   Y6, Y3, Y3
+	VXORPS  lgc27<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
 	// v115 = where(v114, v107, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y7, Y0, Y3
 
 	// v116 = add(v112, v115)
@@ -3317,15 +3275,13 @@ blocks_19:
 
 	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
-	VANDPS lgc14<>+0(SB), Y0, Y0
+	VANDPS lgc14<>+0(SB), Y0, Y3
 
 	// v118 = mul(v116, ratio)
 	VMULPS Y4, Y2, Y3
 
 	// gradLogProb = where(v117, v118, v116)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y0
+	VBLENDVPS Y0, Y3, Y2, Y0
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -3455,10 +3411,10 @@ noflush_20:
 	MOVQ         valueTarget+48(FP), CX
 	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VCMPPS       $0x04, Y6, Y1, Y6
 
 	// v27 = where(v25, nextStateValue, v26)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
 	// v28 = mul(v14, v27)
@@ -3511,7 +3467,7 @@ noflush_20:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VANDPS  lgc14<>+0(SB), Y2, Y2
+	VANDPS  lgc14<>+0(SB), Y2, Y3
 	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -3522,9 +3478,7 @@ noflush_20:
 	VMAXPS Y4, Y6, Y7
 
 	// ratioClipped = where(v39, v41, v43)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y2, Y8
-	VBLENDVPS Y8, Y5, Y7, Y5
+	VBLENDVPS Y2, Y5, Y7, Y5
 
 	// gain = mul(v31, ratioClipped)
 	VMULPS Y5, Y1, Y5
@@ -3546,14 +3500,10 @@ noflush_20:
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
 	// v107 = where(v39, v106, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y5, Y0, Y7
+	VBLENDVPS Y2, Y5, Y0, Y7
 
 	// v108 = where(v39, 0, v106)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y2, Y8
-	VBLENDVPS Y8, Y0, Y5, Y2
+	VBLENDVPS Y2, Y0, Y5, Y2
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
@@ -3564,16 +3514,16 @@ noflush_20:
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v111 = max(v109, v110)
-	VXORPS lgc27<>+0(SB), Y5, Y5
-	VXORPS lgc27<>+0(SB), Y6, Y9
-	VMINPS Y5, Y9, Y8
-	VMINPS Y9, Y5, Y5
-	VORPS  Y8, Y5, Y5
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS  lgc27<>+0(SB), Y5, Y5
+	VXORPS  lgc27<>+0(SB), Y6, Y9
+	VMINPS  Y5, Y9, Y8
+	VMINPS  Y9, Y5, Y5
+	VORPS   Y8, Y5, Y5
+	VXORPS  lgc27<>+0(SB), Y5, Y5
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y5, Y8
 
 	// v112 = where(v111, v108, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y0, Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
@@ -3581,16 +3531,16 @@ noflush_20:
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v114 = max(v113, v110)
-	VXORPS lgc27<>+0(SB), Y3, Y3
-	VXORPS lgc27<>+0(SB), Y6, Y5
-	VMINPS Y3, Y5, Y6
-	VMINPS Y5, Y3, Y3
-	VORPS  Y6, Y3, Y3
-	VXORPS lgc27<>+0(SB), Y3, Y3
+	VXORPS  lgc27<>+0(SB), Y3, Y3
+	VXORPS  lgc27<>+0(SB), Y6, Y5
+	VMINPS  Y3, Y5, Y6
+	VMINPS  Y5, Y3, Y3
+	VORPS   Y6, Y3, Y3
+	VXORPS  lgc27<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
 	// v115 = where(v114, v107, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y7, Y0, Y3
 
 	// v116 = add(v112, v115)
@@ -3598,15 +3548,13 @@ noflush_20:
 
 	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
-	VANDPS lgc14<>+0(SB), Y0, Y0
+	VANDPS lgc14<>+0(SB), Y0, Y3
 
 	// v118 = mul(v116, ratio)
 	VMULPS Y4, Y2, Y3
 
 	// gradLogProb = where(v117, v118, v116)
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y0
+	VBLENDVPS Y0, Y3, Y2, Y0
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX

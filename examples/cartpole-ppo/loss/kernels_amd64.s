@@ -282,7 +282,7 @@ GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $296-96
+TEXT ·pass1AVX2(SB), $328-96
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -552,66 +552,65 @@ inner_A_6:
 	VMOVUPS (BX)(SI*4), Y2
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc50<>+0(SB), Y4
+	VSUBPS  Y2, Y1, Y2
+	VMOVUPS lgc50<>+0(SB), Y3
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc51<>+0(SB), Y8
+	VMAXPS  Y2, Y3, Y3
+	VMOVUPS lgc51<>+0(SB), Y4
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS  Y4, Y8, Y4
+	VMINPS  Y3, Y4, Y3
 	VMOVUPS Y7, 200(SP)
 	VMOVUPS Y0, 232(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc18<>+0(SB), Y3, Y0
+	VMAXPS       lgc18<>+0(SB), Y2, Y0
 	VMINPS       lgc19<>+0(SB), Y0, Y0
-	VMULPS       lgc20<>+0(SB), Y0, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y0
-	VFNMADD231PS lgc22<>+0(SB), Y7, Y0
-	VMOVAPS      lgc23<>+0(SB), Y8
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y0, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y0, Y8
-	VFMADD213PS  lgc28<>+0(SB), Y0, Y8
-	VMULPS       Y0, Y0, Y9
-	VFMADD213PS  Y0, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y0
-	VPMAXSD      lgc29<>+0(SB), Y0, Y7
-	VPMINSD      lgc30<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y0, Y0
-	VPADDD       lgc30<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMULPS       lgc20<>+0(SB), Y0, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y4, Y0
+	VFNMADD231PS lgc22<>+0(SB), Y4, Y0
+	VMOVAPS      lgc23<>+0(SB), Y7
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y4, Y0
+	VPMAXSD      lgc29<>+0(SB), Y0, Y4
+	VPMINSD      lgc30<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y0, Y0
+	VPADDD       lgc30<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc30<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y0, Y8, Y8
-	VCMPPS       $0x03, Y3, Y3, Y0
-	VBLENDVPS    Y0, Y3, Y8, Y8
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y0
+	VBLENDVPS    Y0, Y2, Y7, Y7
 	VMOVUPS      136(SP), Y0
-	VMOVUPS      lgc0<>+0(SB), Y7
+	VMOVUPS      lgc0<>+0(SB), Y4
 
 	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y7, Y0, Y7
-	VANDPS  lgc1<>+0(SB), Y7, Y7
-	VMOVUPS lgc52<>+0(SB), Y9
+	VCMPPS  $0x1d, Y4, Y0, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y8
+	VMOVUPS Y1, 264(SP)
+	VMOVUPS lgc52<>+0(SB), Y1
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS Y1, 264(SP)
-	VMOVUPS lgc53<>+0(SB), Y1
+	VMINPS  Y7, Y1, Y1
+	VMOVUPS lgc53<>+0(SB), Y8
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y1, Y1
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 296(SP)
 
 	// ratioClipped = where(v46, v48, v50)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y9, Y1, Y1
+	VBLENDVPS Y4, Y1, Y8, Y1
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y1, Y0, Y0
@@ -625,16 +624,18 @@ inner_A_6:
 	VMOVUPS Y0, 1280(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y4, Y0
+	VCMPPS $0x04, Y2, Y3, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
 	VADDPS  1600(BX), Y0, Y0
 	VMOVUPS Y0, 1600(BX)
-	VMOVUPS 264(SP), Y0
+	MOVQ    sampleLogProb+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS 264(SP), Y1
 
 	// v57 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y0, Y0
 
 	// mean(v57) over [N T]
 	VADDPS  1920(BX), Y0, Y0
@@ -643,10 +644,10 @@ inner_A_6:
 	// finish v61
 	VMOVUPD     Y5, Y0
 	VMOVUPD     Y6, Y1
-	VMOVUPS     lgc0<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
+	VMOVUPS     lgc0<>+0(SB), Y3
+	VCVTPD2PSY  Y0, X3
 	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VINSERTF128 $0x01, X0, Y3, Y0
 	VMOVUPS     232(SP), Y1
 
 	// v62 = div(v61, v32)
@@ -674,25 +675,25 @@ inner_A_6:
 	VSUBPS Y1, Y0, Y1
 
 	// l2 = mul(diff, diff)
-	VMULPS Y1, Y1, Y2
+	VMULPS Y1, Y1, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc28<>+0(SB), Y2, Y2
+	VMULPS lgc28<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
-	VADDPS  2880(BX), Y2, Y2
-	VMOVUPS Y2, 2880(BX)
+	VADDPS  2880(BX), Y3, Y3
+	VMOVUPS Y3, 2880(BX)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y2
+	VBROADCASTSD (SP), Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      4160(BX)(DI*8), Y5
 	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y2, Y5
+	VFMADD231PD  Y6, Y3, Y5
 	VSUBPD       Y5, Y4, Y4
 	VMOVUPD      5312(BX)(DI*8), Y7
 	VFMADD231PD  Y6, Y4, Y7
@@ -700,59 +701,60 @@ inner_A_6:
 	VMOVUPD      Y7, 5312(BX)(DI*8)
 	VMOVUPD      4192(BX)(DI*8), Y4
 	VSUBPD       Y4, Y1, Y5
-	VFMADD231PD  Y5, Y2, Y4
+	VFMADD231PD  Y5, Y3, Y4
 	VSUBPD       Y4, Y1, Y1
-	VMOVUPD      5344(BX)(DI*8), Y2
-	VFMADD231PD  Y5, Y1, Y2
+	VMOVUPD      5344(BX)(DI*8), Y3
+	VFMADD231PD  Y5, Y1, Y3
 	VMOVUPD      Y4, 4192(BX)(DI*8)
-	VMOVUPD      Y2, 5344(BX)(DI*8)
+	VMOVUPD      Y3, 5344(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
 	VMOVUPD      7616(BX)(DI*8), Y4
-	VSUBPD       Y4, Y2, Y5
+	VSUBPD       Y4, Y3, Y5
 	VFMADD231PD  Y5, Y1, Y4
-	VSUBPD       Y4, Y2, Y2
+	VSUBPD       Y4, Y3, Y3
 	VMOVUPD      8768(BX)(DI*8), Y6
-	VFMADD231PD  Y5, Y2, Y6
+	VFMADD231PD  Y5, Y3, Y6
 	VMOVUPD      Y4, 7616(BX)(DI*8)
 	VMOVUPD      Y6, 8768(BX)(DI*8)
-	VMOVUPD      7648(BX)(DI*8), Y2
-	VSUBPD       Y2, Y0, Y4
-	VFMADD231PD  Y4, Y1, Y2
-	VSUBPD       Y2, Y0, Y0
+	VMOVUPD      7648(BX)(DI*8), Y3
+	VSUBPD       Y3, Y0, Y4
+	VFMADD231PD  Y4, Y1, Y3
+	VSUBPD       Y3, Y0, Y0
 	VMOVUPD      8800(BX)(DI*8), Y1
 	VFMADD231PD  Y4, Y0, Y1
-	VMOVUPD      Y2, 7648(BX)(DI*8)
+	VMOVUPD      Y3, 7648(BX)(DI*8)
 	VMOVUPD      Y1, 8800(BX)(DI*8)
+	VMOVUPS      296(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc55<>+0(SB), Y3, Y0
-	VCMPPS       $0x1a, lgc56<>+0(SB), Y3, Y1
-	VANDPS       Y1, Y0, Y0
-	VCMPPS       $0x00, lgc14<>+0(SB), Y3, Y1
-	VORPS        Y1, Y0, Y0
-	VANDPS       11072(BX), Y0, Y0
-	VMOVUPS      Y0, 11072(BX)
-	VCVTPS2PD    X8, Y0
-	VEXTRACTF128 $0x01, Y8, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       9920(BX)(DI*8), Y0, Y2
-	VMOVUPD      Y2, 9920(BX)(DI*8)
+	VCMPPS       $0x15, lgc55<>+0(SB), Y2, Y1
+	VCMPPS       $0x1a, lgc56<>+0(SB), Y2, Y3
+	VANDPS       Y3, Y1, Y1
+	VCMPPS       $0x00, lgc14<>+0(SB), Y2, Y3
+	VORPS        Y3, Y1, Y1
+	VANDPS       11072(BX), Y1, Y1
+	VMOVUPS      Y1, 11072(BX)
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       9920(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 9920(BX)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       11712(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 11712(BX)(DI*8)
+	VADDPD       9952(BX)(DI*8), Y0, Y1
+	VMOVUPD      Y1, 9952(BX)(DI*8)
 	VMULPD       Y0, Y0, Y0
-	VADDPD       11712(BX)(DI*8), Y0, Y0
-	VMOVUPD      Y0, 11712(BX)(DI*8)
-	VADDPD       9952(BX)(DI*8), Y1, Y0
-	VMOVUPD      Y0, 9952(BX)(DI*8)
-	VMULPD       Y1, Y1, Y0
 	VADDPD       11744(BX)(DI*8), Y0, Y0
 	VMOVUPD      Y0, 11744(BX)(DI*8)
 
 	// v81 = mul(2, logWeight)
-	VMULPS  lgc57<>+0(SB), Y3, Y0
+	VMULPS  lgc57<>+0(SB), Y2, Y0
 	VMOVUPS 72(SP), Y0
 
 	// store advantage
@@ -1700,7 +1702,7 @@ noflush_13:
 
 // func fbPass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $648-112
+TEXT ·fbPass1AVX2(SB), $744-112
 	MOVQ lo+0(FP), AX
 
 outer0_14:
@@ -1970,21 +1972,21 @@ inner_A_16:
 	VMOVUPS (BX)(DI*4), Y2
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y2, Y1, Y4
-	VMOVUPS lgc50<>+0(SB), Y8
+	VSUBPS  Y2, Y1, Y2
+	VMOVUPS lgc50<>+0(SB), Y4
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y8, Y8
-	VMOVUPS lgc51<>+0(SB), Y9
+	VMAXPS  Y2, Y4, Y4
+	VMOVUPS lgc51<>+0(SB), Y8
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS  Y8, Y9, Y8
+	VMINPS  Y4, Y8, Y4
 	VMOVUPS Y3, 264(SP)
 	VMOVUPS Y7, 296(SP)
 	VMOVUPS Y0, 328(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc18<>+0(SB), Y4, Y0
+	VMAXPS       lgc18<>+0(SB), Y2, Y0
 	VMINPS       lgc19<>+0(SB), Y0, Y0
 	VMULPS       lgc20<>+0(SB), Y0, Y3
 	VROUNDPS     $0x00, Y3, Y3
@@ -1996,8 +1998,8 @@ inner_A_16:
 	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y9
-	VFMADD213PS  Y0, Y9, Y7
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y3, Y0
 	VPMAXSD      lgc29<>+0(SB), Y0, Y3
@@ -2009,35 +2011,33 @@ inner_A_16:
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y3, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y0
-	VBLENDVPS    Y0, Y4, Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y0
+	VBLENDVPS    Y0, Y2, Y7, Y7
 	VMOVUPS      200(SP), Y0
 	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y3
-	VANDPS  lgc1<>+0(SB), Y3, Y3
-	VMOVUPS lgc52<>+0(SB), Y9
+	VANDPS  lgc1<>+0(SB), Y3, Y8
+	VMOVUPS Y1, 360(SP)
+	VMOVUPS lgc52<>+0(SB), Y1
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y9, Y9
-	VMOVUPS Y1, 360(SP)
-	VMOVUPS lgc53<>+0(SB), Y1
+	VMINPS  Y7, Y1, Y1
+	VMOVUPS lgc53<>+0(SB), Y9
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y1, Y1
+	VMAXPS  Y7, Y9, Y9
+	VMOVUPS Y7, 392(SP)
 
 	// ratioClipped = where(v46, v48, v50)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y3, Y10
-	VBLENDVPS Y10, Y9, Y1, Y1
+	VBLENDVPS Y3, Y1, Y9, Y1
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y1, Y0, Y0
 
 	// v53 = neg(gain)
-	VXORPS  lgc15<>+0(SB), Y0, Y0
-	VMOVUPS Y3, 392(SP)
+	VXORPS lgc15<>+0(SB), Y0, Y0
 
 	// mean(v53) over [N T]
 	MOVQ    state+64(FP), BX
@@ -2045,16 +2045,18 @@ inner_A_16:
 	VMOVUPS Y0, 1280(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y8, Y0
+	VCMPPS $0x04, Y2, Y4, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
 	VADDPS  1600(BX), Y0, Y0
 	VMOVUPS Y0, 1600(BX)
-	VMOVUPS 360(SP), Y0
+	MOVQ    sampleLogProb+56(FP), R8
+	VMOVUPS (R8)(DI*4), Y0
+	VMOVUPS 360(SP), Y1
 
 	// v57 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y0, Y0
 
 	// mean(v57) over [N T]
 	VADDPS  1920(BX), Y0, Y0
@@ -2063,10 +2065,10 @@ inner_A_16:
 	// finish v61
 	VMOVUPD     Y5, Y0
 	VMOVUPD     Y6, Y1
-	VMOVUPS     lgc0<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
+	VMOVUPS     lgc0<>+0(SB), Y3
+	VCVTPD2PSY  Y0, X3
 	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VINSERTF128 $0x01, X0, Y3, Y0
 	VMOVUPS     328(SP), Y1
 
 	// v62 = div(v61, v32)
@@ -2077,256 +2079,252 @@ inner_A_16:
 	VSUBPS Y0, Y1, Y1
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc54<>+0(SB), Y1, Y2
+	VMULPS lgc54<>+0(SB), Y1, Y3
 
 	// mean(entropy) over [N T]
 	VADDPS  2240(BX), Y1, Y1
 	VMOVUPS Y1, 2240(BX)
 
 	// mean(v65) over [N T]
-	VADDPS  2560(BX), Y2, Y1
+	VADDPS  2560(BX), Y3, Y1
 	VMOVUPS Y1, 2560(BX)
 	VMOVUPS 168(SP), Y1
 	MOVQ    stateValue+24(FP), R8
-	VMOVUPS (R8)(DI*4), Y2
+	VMOVUPS (R8)(DI*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y2, Y1, Y2
+	VSUBPS Y3, Y1, Y3
 
 	// l2 = mul(diff, diff)
-	VMULPS Y2, Y2, Y3
+	VMULPS Y3, Y3, Y4
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc28<>+0(SB), Y3, Y3
+	VMULPS lgc28<>+0(SB), Y4, Y4
 
 	// mean(v71) over [N T]
-	VADDPS  2880(BX), Y3, Y3
-	VMOVUPS Y3, 2880(BX)
-	VMOVUPS Y0, 424(SP)
+	VADDPS  2880(BX), Y4, Y4
+	VMOVUPS Y4, 2880(BX)
+	VMOVUPS Y8, 424(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
 	ADDQ         CX, R8
-	VBROADCASTSD (SP), Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X5
-	VCVTPS2PD    X5, Y5
-	VMOVUPD      4160(BX)(R8*8), Y6
-	VSUBPD       Y6, Y3, Y8
-	VFMADD231PD  Y8, Y0, Y6
-	VSUBPD       Y6, Y3, Y3
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X3, Y5
+	VEXTRACTF128 $0x01, Y3, X6
+	VCVTPS2PD    X6, Y6
+	VMOVUPD      4160(BX)(R8*8), Y7
+	VSUBPD       Y7, Y5, Y8
+	VFMADD231PD  Y8, Y4, Y7
+	VSUBPD       Y7, Y5, Y5
 	VMOVUPD      5312(BX)(R8*8), Y9
-	VFMADD231PD  Y8, Y3, Y9
-	VMOVUPD      Y6, 4160(BX)(R8*8)
+	VFMADD231PD  Y8, Y5, Y9
+	VMOVUPD      Y7, 4160(BX)(R8*8)
 	VMOVUPD      Y9, 5312(BX)(R8*8)
-	VMOVUPD      4192(BX)(R8*8), Y3
-	VSUBPD       Y3, Y5, Y6
-	VFMADD231PD  Y6, Y0, Y3
-	VSUBPD       Y3, Y5, Y0
-	VMOVUPD      5344(BX)(R8*8), Y5
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y3, 4192(BX)(R8*8)
-	VMOVUPD      Y5, 5344(BX)(R8*8)
+	VMOVUPD      4192(BX)(R8*8), Y5
+	VSUBPD       Y5, Y6, Y7
+	VFMADD231PD  Y7, Y4, Y5
+	VSUBPD       Y5, Y6, Y4
+	VMOVUPD      5344(BX)(R8*8), Y6
+	VFMADD231PD  Y7, Y4, Y6
+	VMOVUPD      Y5, 4192(BX)(R8*8)
+	VMOVUPD      Y6, 5344(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y0
-	VCVTPS2PD    X1, Y3
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      7616(BX)(R8*8), Y5
-	VSUBPD       Y5, Y3, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VSUBPD       Y5, Y3, Y3
+	VMOVUPD      7616(BX)(R8*8), Y6
+	VSUBPD       Y6, Y5, Y7
+	VFMADD231PD  Y7, Y4, Y6
+	VSUBPD       Y6, Y5, Y5
 	VMOVUPD      8768(BX)(R8*8), Y8
-	VFMADD231PD  Y6, Y3, Y8
-	VMOVUPD      Y5, 7616(BX)(R8*8)
+	VFMADD231PD  Y7, Y5, Y8
+	VMOVUPD      Y6, 7616(BX)(R8*8)
 	VMOVUPD      Y8, 8768(BX)(R8*8)
-	VMOVUPD      7648(BX)(R8*8), Y3
-	VSUBPD       Y3, Y1, Y5
-	VFMADD231PD  Y5, Y0, Y3
-	VSUBPD       Y3, Y1, Y0
-	VMOVUPD      8800(BX)(R8*8), Y1
-	VFMADD231PD  Y5, Y0, Y1
-	VMOVUPD      Y3, 7648(BX)(R8*8)
-	VMOVUPD      Y1, 8800(BX)(R8*8)
-	VMOVUPS      Y2, 456(SP)
+	VMOVUPD      7648(BX)(R8*8), Y5
+	VSUBPD       Y5, Y1, Y6
+	VFMADD231PD  Y6, Y4, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      8800(BX)(R8*8), Y4
+	VFMADD231PD  Y6, Y1, Y4
+	VMOVUPD      Y5, 7648(BX)(R8*8)
+	VMOVUPD      Y4, 8800(BX)(R8*8)
+	VMOVUPS      Y0, 456(SP)
+	VMOVUPS      Y3, 488(SP)
+	VMOVUPS      392(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc55<>+0(SB), Y4, Y0
-	VCMPPS       $0x1a, lgc56<>+0(SB), Y4, Y1
-	VANDPS       Y1, Y0, Y0
-	VCMPPS       $0x00, lgc14<>+0(SB), Y4, Y1
-	VORPS        Y1, Y0, Y0
-	VANDPS       11072(BX), Y0, Y0
-	VMOVUPS      Y0, 11072(BX)
-	VCVTPS2PD    X7, Y0
-	VEXTRACTF128 $0x01, Y7, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       9920(BX)(R8*8), Y0, Y2
-	VMOVUPD      Y2, 9920(BX)(R8*8)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       11712(BX)(R8*8), Y0, Y0
-	VMOVUPD      Y0, 11712(BX)(R8*8)
-	VADDPD       9952(BX)(R8*8), Y1, Y0
-	VMOVUPD      Y0, 9952(BX)(R8*8)
-	VMULPD       Y1, Y1, Y0
-	VADDPD       11744(BX)(R8*8), Y0, Y0
-	VMOVUPD      Y0, 11744(BX)(R8*8)
+	VCMPPS       $0x15, lgc55<>+0(SB), Y2, Y1
+	VCMPPS       $0x1a, lgc56<>+0(SB), Y2, Y3
+	VANDPS       Y3, Y1, Y1
+	VCMPPS       $0x00, lgc14<>+0(SB), Y2, Y3
+	VORPS        Y3, Y1, Y1
+	VANDPS       11072(BX), Y1, Y1
+	VMOVUPS      Y1, 11072(BX)
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       9920(BX)(R8*8), Y1, Y4
+	VMOVUPD      Y4, 9920(BX)(R8*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       11712(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 11712(BX)(R8*8)
+	VADDPD       9952(BX)(R8*8), Y3, Y1
+	VMOVUPD      Y1, 9952(BX)(R8*8)
+	VMULPD       Y3, Y3, Y1
+	VADDPD       11744(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 11744(BX)(R8*8)
 
 	// v81 = mul(2, logWeight)
-	VMULPS  lgc57<>+0(SB), Y4, Y0
-	VMOVUPS 456(SP), Y0
+	VMULPS  lgc57<>+0(SB), Y2, Y1
+	VMOVUPS 488(SP), Y1
 
 	// v89 = mul(0.001953125, diff)
-	VMULPS lgc59<>+0(SB), Y0, Y0
+	VMULPS lgc59<>+0(SB), Y1, Y1
 
 	// v90 = add(v89, v89)
-	VADDPS Y0, Y0, Y0
+	VADDPS Y1, Y1, Y1
 
 	// gradStateValue = neg(v90)
-	VXORPS  lgc15<>+0(SB), Y0, Y0
-	VMOVUPS lgc60<>+0(SB), Y1
-	VMOVUPS 328(SP), Y2
+	VXORPS  lgc15<>+0(SB), Y1, Y1
+	VMOVUPS lgc60<>+0(SB), Y2
+	VMOVUPS 328(SP), Y3
 
 	// v94 = div(3.90625e-05, v32)
-	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 424(SP), Y3
+	VDIVPS  Y3, Y2, Y2
+	VMOVUPS 456(SP), Y4
 
 	// v95 = div(v62, v32)
-	VDIVPS Y2, Y3, Y3
+	VDIVPS Y3, Y4, Y4
 
 	// v96 = mul(-3.90625e-05, v95)
-	VMULPS  lgc61<>+0(SB), Y3, Y3
-	VMOVUPS lgc0<>+0(SB), Y4
+	VMULPS  lgc61<>+0(SB), Y4, Y4
+	VMOVUPS lgc0<>+0(SB), Y5
 
 	// v97 = ne(v94, 0)
-	VCMPPS  $0x04, Y4, Y1, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y5
-	VMOVUPS 200(SP), Y6
+	VCMPPS  $0x04, Y5, Y2, Y6
+	VANDPS  lgc1<>+0(SB), Y6, Y6
+	VMOVUPS 200(SP), Y7
 
 	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS  lgc62<>+0(SB), Y6, Y6
-	VMOVUPS 392(SP), Y8
+	VMULPS  lgc62<>+0(SB), Y7, Y7
+	VMOVUPS 424(SP), Y8
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y8, Y9
 
 	// v108 = where(v46, v107, 0)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y6, Y4, Y9
+	VBLENDVPS Y9, Y7, Y5, Y8
+	VMOVUPS   Y1, 520(SP)
+	VMOVUPS   Y6, 552(SP)
 
 	// v109 = where(v46, 0, v107)
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y8, Y10
-	VBLENDVPS Y10, Y4, Y6, Y6
-	VMOVUPS   lgc53<>+0(SB), Y8
+	VBLENDVPS Y9, Y5, Y7, Y1
+	VMOVUPS   lgc53<>+0(SB), Y6
 
 	// v110 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y7, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
-
-	// v111 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y7, Y7, Y10
-	VANDPS  lgc1<>+0(SB), Y10, Y10
-	VMOVUPS Y0, 488(SP)
-	VMOVUPS Y5, 520(SP)
-
-	// v112 = max(v110, v111)
-	VXORPS lgc15<>+0(SB), Y8, Y0
-	VXORPS lgc15<>+0(SB), Y10, Y8
-	VMINPS Y0, Y8, Y5
-	VMINPS Y8, Y0, Y0
-	VORPS  Y5, Y0, Y0
-	VXORPS lgc15<>+0(SB), Y0, Y0
-
-	// v113 = where(v112, v109, 0)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y6, Y4, Y0
-	VMOVUPS   lgc52<>+0(SB), Y5
-
-	// v114 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y7, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v115 = max(v114, v111)
-	VXORPS lgc15<>+0(SB), Y5, Y5
-	VXORPS lgc15<>+0(SB), Y10, Y6
-	VMINPS Y5, Y6, Y8
-	VMINPS Y6, Y5, Y5
-	VORPS  Y8, Y5, Y5
-	VXORPS lgc15<>+0(SB), Y5, Y5
-
-	// v116 = where(v115, v108, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y9, Y4, Y5
-
-	// v117 = add(v113, v116)
-	VADDPS Y5, Y0, Y0
-
-	// v118 = ne(v117, 0)
-	VCMPPS $0x04, Y4, Y0, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v119 = mul(v117, ratio)
-	VMULPS Y7, Y0, Y6
-
-	// v120 = where(v118, v119, v117)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y0, Y0
-
-	// v121 = neg(v120)
-	VXORPS lgc15<>+0(SB), Y0, Y5
-
-	// v122 = add(-3.90625e-05, v121)
-	VADDPS lgc61<>+0(SB), Y5, Y5
-
-	// v126 = ne(v122, 0)
-	VCMPPS $0x04, Y4, Y5, Y6
+	VCMPPS $0x1d, Y6, Y0, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
+	// v111 = ne(ratio, ratio)
+	VCMPPS $0x04, Y0, Y0, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
+
+	// v112 = max(v110, v111)
+	VXORPS  lgc15<>+0(SB), Y6, Y6
+	VXORPS  lgc15<>+0(SB), Y7, Y10
+	VMINPS  Y6, Y10, Y9
+	VMINPS  Y10, Y6, Y6
+	VORPS   Y9, Y6, Y6
+	VXORPS  lgc15<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y6, Y9
+
+	// v113 = where(v112, v109, 0)
+	VBLENDVPS Y9, Y1, Y5, Y1
+	VMOVUPS   lgc52<>+0(SB), Y6
+
+	// v114 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y6, Y0, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v115 = max(v114, v111)
+	VXORPS  lgc15<>+0(SB), Y6, Y6
+	VXORPS  lgc15<>+0(SB), Y7, Y7
+	VMINPS  Y6, Y7, Y9
+	VMINPS  Y7, Y6, Y6
+	VORPS   Y9, Y6, Y6
+	VXORPS  lgc15<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
+
+	// v116 = where(v115, v108, 0)
+	VBLENDVPS Y7, Y8, Y5, Y6
+
+	// v117 = add(v113, v116)
+	VADDPS Y6, Y1, Y1
+
+	// v118 = ne(v117, 0)
+	VCMPPS $0x04, Y5, Y1, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y7
+
+	// v119 = mul(v117, ratio)
+	VMULPS Y0, Y1, Y0
+
+	// v120 = where(v118, v119, v117)
+	VBLENDVPS Y6, Y0, Y1, Y0
+
+	// v121 = neg(v120)
+	VXORPS lgc15<>+0(SB), Y0, Y1
+
+	// v122 = add(-3.90625e-05, v121)
+	VADDPS lgc61<>+0(SB), Y1, Y1
+
+	// v126 = ne(v122, 0)
+	VCMPPS $0x04, Y5, Y1, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y7
+
 	// v127 = div(v122, v32)
-	VDIVPS Y2, Y5, Y2
+	VDIVPS Y3, Y1, Y3
 
 	// v128 = where(v126, v127, v122)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y2, Y5, Y2
+	VBLENDVPS Y6, Y3, Y1, Y1
 
 	// v129 = add(v96, v128)
-	VADDPS     Y2, Y3, Y2
-	VMOVUPS    Y0, 552(SP)
-	VMOVUPS    Y2, 584(SP)
+	VADDPS     Y1, Y4, Y1
+	VMOVUPS    Y0, 584(SP)
+	VMOVUPS    Y1, 616(SP)
 	VMOVUPS    lgc17<>+0(SB), Y0
 	MOVQ       action+48(FP), BX
-	VMOVUPS    lgc0<>+0(SB), Y2
-	VMOVUPS    Y2, 616(SP)
-	VMOVUPS    lgc0<>+0(SB), X2
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VMOVUPS    Y1, 648(SP)
+	VMOVUPS    lgc0<>+0(SB), X1
 	MOVQ       (BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 616(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 648(SP)
 	MOVQ       8(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 620(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 652(SP)
 	MOVQ       16(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 624(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 656(SP)
 	MOVQ       24(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 628(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 660(SP)
 	MOVQ       32(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 632(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 664(SP)
 	MOVQ       40(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 636(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 668(SP)
 	MOVQ       48(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 640(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 672(SP)
 	MOVQ       56(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 644(SP)
-	VMOVUPS    616(SP), Y2
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 676(SP)
+	VMOVUPS    648(SP), Y1
 	XORQ       BX, BX
 
 inner_A_17:
@@ -2334,80 +2332,79 @@ inner_A_17:
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
 	VMOVUPS 8(SP)(R8*1), Y3
-	VMOVUPS 264(SP), Y5
+	VMOVUPS 264(SP), Y4
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y5, Y3, Y3
+	VSUBPS Y4, Y3, Y3
 
 	// v31 = exp(v30)
-	VMAXPS       lgc18<>+0(SB), Y3, Y5
-	VMINPS       lgc19<>+0(SB), Y5, Y5
-	VMULPS       lgc20<>+0(SB), Y5, Y6
+	VMAXPS       lgc18<>+0(SB), Y3, Y4
+	VMINPS       lgc19<>+0(SB), Y4, Y4
+	VMULPS       lgc20<>+0(SB), Y4, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc21<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc22<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc21<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc22<>+0(SB), Y6, Y4
 	VMOVAPS      lgc23<>+0(SB), Y7
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc28<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc29<>+0(SB), Y5, Y6
+	VCVTPS2DQ    Y6, Y4
+	VPMAXSD      lgc29<>+0(SB), Y4, Y6
 	VPMINSD      lgc30<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
+	VPSUBD       Y6, Y4, Y4
 	VPADDD       lgc30<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc30<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc30<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y4
+	VBLENDVPS    Y4, Y3, Y7, Y7
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y3, Y0, Y5
+	VMAXPS Y3, Y0, Y4
 
 	// v98 = mul(v94, v59)
-	VMULPS  Y5, Y1, Y5
-	VMOVUPS 520(SP), Y6
+	VMULPS  Y4, Y2, Y4
+	VMOVUPS 552(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v99 = where(v97, v98, v94)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y5, Y1, Y5
+	VBLENDVPS Y8, Y4, Y2, Y4
 
 	// v100 = mul(v94, v31)
-	VMULPS Y7, Y1, Y8
+	VMULPS  Y7, Y2, Y6
+	VMOVUPS Y7, 680(SP)
 
 	// v101 = where(v97, v100, v94)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y1, Y6
+	VBLENDVPS Y8, Y6, Y2, Y6
 
 	// v102 = ge(v30, -3.4028235e+38)
-	VCMPPS $0x1d, Y0, Y3, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y0, Y3, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v103 = ne(v30, v30)
 	VCMPPS $0x04, Y3, Y3, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v104 = max(v102, v103)
-	VXORPS lgc15<>+0(SB), Y8, Y8
-	VXORPS lgc15<>+0(SB), Y3, Y3
-	VMINPS Y8, Y3, Y9
-	VMINPS Y3, Y8, Y3
-	VORPS  Y9, Y3, Y3
-	VXORPS lgc15<>+0(SB), Y3, Y3
+	VXORPS  lgc15<>+0(SB), Y7, Y7
+	VXORPS  lgc15<>+0(SB), Y3, Y3
+	VMINPS  Y7, Y3, Y8
+	VMINPS  Y3, Y7, Y3
+	VORPS   Y8, Y3, Y3
+	VXORPS  lgc15<>+0(SB), Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y3, Y7
 
 	// v105 = where(v104, v101, 0)
-	VMOVUPS      lgc0<>+0(SB), Y8
-	VCMPPS       $0x04, Y8, Y3, Y8
-	VBLENDVPS    Y8, Y6, Y4, Y3
+	VBLENDVPS    Y7, Y6, Y5, Y3
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
@@ -2416,36 +2413,35 @@ inner_A_17:
 	VCVTDQ2PS    Y6, Y6
 
 	// v124 = eq(v123, action)
-	VCMPPS  $0x00, Y2, Y6, Y6
-	VANDPS  lgc1<>+0(SB), Y6, Y6
-	VMOVUPS 552(SP), Y8
+	VCMPPS  $0x00, Y1, Y6, Y6
+	VANDPS  lgc1<>+0(SB), Y6, Y7
+	VMOVUPS 584(SP), Y7
 
 	// v125 = where(v124, v120, 0)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y4, Y6
-	VMOVUPS   584(SP), Y8
+	VBLENDVPS Y6, Y7, Y5, Y6
+	VMOVUPS   616(SP), Y7
 
 	// v130 = add(v99, v129)
-	VADDPS Y8, Y5, Y5
+	VADDPS Y7, Y4, Y4
 
 	// v131 = ne(v130, 0)
-	VCMPPS $0x04, Y4, Y5, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
+	VCMPPS  $0x04, Y5, Y4, Y7
+	VANDPS  lgc1<>+0(SB), Y7, Y8
+	VMOVUPS 680(SP), Y8
 
 	// v132 = mul(v130, v31)
-	VMULPS Y7, Y5, Y7
+	VMULPS  Y8, Y4, Y8
+	VMOVUPS Y6, 712(SP)
 
 	// v133 = where(v131, v132, v130)
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
-	VBLENDVPS Y9, Y7, Y5, Y5
+	VBLENDVPS Y7, Y8, Y4, Y4
 
 	// v134 = add(v105, v133)
-	VADDPS Y5, Y3, Y3
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS 712(SP), Y4
 
 	// gradLogits = add(v125, v134)
-	VADDPS Y3, Y6, Y3
+	VADDPS Y3, Y4, Y3
 
 	// store gradLogits
 	VMOVUPS Y3, 72(SP)(R8*1)
@@ -2462,7 +2458,7 @@ inner_A_17:
 	// store valueTarget2
 	MOVQ    valueTarget+80(FP), BX
 	VMOVUPS Y0, (BX)(DI*4)
-	VMOVUPS 488(SP), Y0
+	VMOVUPS 520(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX

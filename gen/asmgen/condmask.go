@@ -1,0 +1,68 @@
+package asmgen
+
+import (
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/ir"
+)
+
+// Condition masks. Booleans are 0 or 1 in the lanes (ir's convention), and VBLENDVPS needs
+// a lane mask, so a where(c, x, y) compares c with 0 first. A masked token loss selects by
+// the same mask dozens of times a block (every input, every term, every sum), so the mask
+// of c is a value of its own in the block's registers (regs.go): computed at its first
+// where, reused while it stays in a register, recomputed from c (never spilled) when it was
+// evicted. The compare is the same one, so results are bit-identical.
+
+// condMask is the block value that holds c's lane mask: a node of its own (negative ID, so
+// it never collides with a graph node) whose one argument is c.
+func (pg *passGen) condMask(c *ir.Node) *ir.Node {
+	if m, ok := pg.masks[c.ID]; ok {
+		return m
+	}
+	m := &ir.Node{ID: -1 - c.ID, Op: ir.OpNe, Args: []*ir.Node{c}, Shape: c.Shape}
+	pg.masks[c.ID] = m
+	return m
+}
+
+// isCondMask reports whether n is a condition mask (condMask) rather than a graph node.
+func isCondMask(n *ir.Node) bool { return n.ID < 0 }
+
+// maskedWhere reports whether n is a where that selects by its condition's mask value.
+func maskedWhere(n *ir.Node) bool { return n.Op == ir.OpWhere && !n.Args[0].IsScalarConst() }
+
+// setMaskReloads makes every condition mask of the block recomputable from its condition.
+func (pg *passGen) setMaskReloads() {
+	for _, v := range pg.regs.vals {
+		if !isCondMask(v.node) {
+			continue
+		}
+		c := v.node.Args[0]
+		v.reload = func() reg.VecVirtual {
+			cr := pg.regs.get(pg.regs.vals[c.ID])
+			m := pg.zero()
+			pg.cmp(cmpNEQ_UQ, m, cr, m)
+			return m
+		}
+	}
+}
+
+// comparePred is each comparison's VCMPPS predicate, as vecOps uses it.
+var comparePred = map[ir.Op]uint8{
+	ir.OpLt: cmpLT_OQ, ir.OpLe: cmpLE_OQ, ir.OpGt: cmpGT_OQ, ir.OpGe: cmpGE_OQ, ir.OpEq: cmpEQ_OQ, ir.OpNe: cmpNEQ_UQ,
+}
+
+// compareWithMask computes comparison n when a where of this block reads its mask: the
+// compare's own result is that mask (1 exactly where the compare holds, so c ≠ 0 is the same
+// lanes), kept as the mask's value beside the 0-or-1 result.
+func (pg *passGen) compareWithMask(n *ir.Node, a []reg.VecVirtual) (reg.VecVirtual, bool) {
+	pred, ok := comparePred[n.Op]
+	mv := pg.regs.vals[-1-n.ID]
+	if !ok || mv == nil || mv.reg != nil {
+		return nil, false
+	}
+	m, z := pg.ymm(), pg.ymm()
+	pg.cmp(pred, a[1], a[0], m)
+	pg.and(pg.cf(1), m, z)
+	mv.reg = m
+	return z, true
+}
