@@ -128,6 +128,22 @@ func CompileGraph(s *spec.Spec, g *ir.Graph) (_ *Compiled, err error) {
 	return c, nil
 }
 
+// Replan rebuilds c's plans with the planner choices opt turns off (lossgen bench -without,
+// gen's TestPlanChoicesAB): the same computation, scheduled differently.
+func (c *Compiled) Replan(opt plan.Options) error {
+	p, err := plan.BuildOptions(c.Plan.Graph, opt)
+	if err != nil {
+		return err
+	}
+	c.Plan = p
+	if c.Backward != nil {
+		if c.Backward, err = plan.BuildOptions(c.Backward.Graph, opt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // hasGradients reports whether g has a loss term and a differentiable input: what
 // ForwardBackward needs.
 func hasGradients(g *ir.Graph) bool {

@@ -62,7 +62,7 @@ func TestPlanChoicesAB(t *testing.T) {
 			mods := map[string]*runner.Module{}
 			for _, v := range variants {
 				c := compileSrc(t, w.src)
-				replan(t, c, v.opt)
+				require.NoError(t, c.Replan(v.opt))
 				t.Logf("%s %s: Forward %d passes, %.1f B/element; ForwardBackward %d passes, %.1f B/element", w.name, v.name,
 					len(c.Plan.Passes), perElement(c, c.Plan), len(c.Backward.Passes), perElement(c, c.Backward))
 				m, err := runner.NewTestModule(c)
@@ -88,17 +88,6 @@ func TestPlanChoicesAB(t *testing.T) {
 				t.Logf("%s %s ns/element (medians of %d rounds): %s", w.name, call, rounds, strings.Join(cells, ", "))
 			}
 		})
-	}
-}
-
-// replan rebuilds c's plans with opt.
-func replan(t *testing.T, c *gen.Compiled, opt plan.Options) {
-	var err error
-	c.Plan, err = plan.BuildOptions(c.Plan.Graph, opt)
-	require.NoError(t, err)
-	if c.Backward != nil {
-		c.Backward, err = plan.BuildOptions(c.Backward.Graph, opt)
-		require.NoError(t, err)
 	}
 }
 

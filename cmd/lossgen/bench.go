@@ -8,6 +8,7 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
 	"github.com/lossgen/lossgen/gen/runner"
 	"github.com/lossgen/lossgen/spec"
 )
@@ -37,7 +38,7 @@ picks the second count). The table has a row per size, backend and call:
 `
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench", "[-sizes N=16,T=256;N=4096,T=4096] [-benchtime D] [-count N] [-backend B] [-json] SPEC", stderr)
+	fs := flags("bench", "[-sizes N=16,T=256;N=4096,T=4096] [-benchtime D] [-count N] [-backend B] [-without rowlocal,sink] [-json] SPEC", stderr)
 	usage := fs.Usage
 	fs.Usage = func() { usage(); fmt.Fprint(stderr, benchHelp) }
 	sizes := fs.String("sizes", "", "semicolon-separated dim settings to run (default: L1, L2, beyond-cache and ≥256 MiB working sets)")
@@ -45,6 +46,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	count := fs.Int("count", 1, "go test -count: runs of each benchmark; the table shows their medians")
 	backend := fs.String("backend", "", "measure only this backend (go or avx2); default: every backend the machine runs")
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
+	without := fs.String("without", "", "comma-separated planner choices to turn off, to measure what they do: rowlocal (row-local fusion), sink (sinking results into later passes)")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
@@ -56,6 +58,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if *backend != "" && *backend != "go" && *backend != "avx2" {
 		return badUsage(fs, stderr, "-backend %q: want go or avx2", *backend)
+	}
+	opt, err := planOptions(*without)
+	if err != nil {
+		return badUsage(fs, stderr, "%v", err)
 	}
 	path := fs.Arg(0)
 	c, err := gen.Compile(path)
@@ -82,6 +88,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		if err != nil {
 			return err
+		}
+		if opt != (plan.Options{}) {
+			if err := cs.Replan(opt); err != nil {
+				return err
+			}
 		}
 		compiled = append(compiled, cs)
 	}
@@ -119,6 +130,25 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return writeBenchJSON(stdout, runs)
 	}
 	return writeBenchTable(stdout, runs)
+}
+
+// planOptions reads -without's list.
+func planOptions(s string) (plan.Options, error) {
+	var opt plan.Options
+	if s == "" {
+		return opt, nil
+	}
+	for _, w := range strings.Split(s, ",") {
+		switch strings.TrimSpace(w) {
+		case "rowlocal":
+			opt.NoRowLocal = true
+		case "sink":
+			opt.NoSink = true
+		default:
+			return opt, fmt.Errorf("-without %q: want a list of rowlocal, sink", s)
+		}
+	}
+	return opt, nil
 }
 
 // parseSizes reads "N=16,T=256;N=4096,T=4096" into dim settings, or picks the defaults.

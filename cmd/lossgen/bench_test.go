@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lossgen/lossgen/gen/plan"
 )
 
 // TestBenchThreads runs lossgen bench end to end on a small ClipPPO at GOMAXPROCS=3: the
@@ -38,5 +40,28 @@ func TestBenchThreads(t *testing.T) {
 		if !slices.Equal(ts, []int{1, 3}) {
 			t.Errorf("%s measured at threads %v, want [1 3]", name, ts)
 		}
+	}
+}
+
+// -without reads the planner choices to turn off; anything else is a usage error that names
+// the accepted ones.
+func TestBenchWithout(t *testing.T) {
+	for in, want := range map[string]plan.Options{
+		"":              {},
+		"rowlocal":      {NoRowLocal: true},
+		"sink":          {NoSink: true},
+		"sink,rowlocal": {NoSink: true, NoRowLocal: true},
+	} {
+		got, err := planOptions(in)
+		if err != nil || got != want {
+			t.Errorf("planOptions(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	var out, errb strings.Builder
+	if code := run([]string{"bench", "-without", "fusion", "../../spec/examples/clip_ppo.yaml"}, &out, &errb); code != 2 {
+		t.Errorf("-without fusion: exit %d, want 2 (usage)", code)
+	}
+	if !strings.Contains(errb.String(), "want a list of rowlocal, sink") {
+		t.Errorf("-without fusion: stderr does not name the choices:\n%s", errb.String())
 	}
 }
