@@ -14,6 +14,22 @@ type Builder struct {
 	g   *Graph
 	cse map[string]*Node
 	dup []string // output names declared twice (a user's key renaming onto another output)
+	// bounded are nodes a value-range analysis bounds well inside the float32 range (see
+	// MarkBounded): the chain rule needs no overflow guard against them.
+	bounded map[*Node]bool
+}
+
+// MarkBounded records nodes whose values lie within ±1e30, NaN aside, by construction (a
+// clamp, a polynomial of one; passes.Autodiff marks them from the value-range analysis):
+// like an input, such a node is non-finite only where an input is, so gradMul and gradDiv
+// need no guard against its overflow or underflow.
+func (b *Builder) MarkBounded(ns []*Node) {
+	if b.bounded == nil {
+		b.bounded = map[*Node]bool{}
+	}
+	for _, n := range ns {
+		b.bounded[n] = true
+	}
 }
 
 // NewBuilder starts a graph over the given dims; batch names the batch dims.

@@ -91,9 +91,11 @@ func (b *Builder) gradMul(g, d *Node) *Node { return b.guarded(OpMul, g, d) }
 // as exp(−200), where float64's 0/d is 0).
 func (b *Builder) gradDiv(g, d *Node) *Node { return b.guarded(OpDiv, g, d) }
 
-// guarded is op(g, d), or g itself where g is 0, unless d is exact or g a nonzero constant.
+// guarded is op(g, d), or g itself where g is 0, unless d is exact or bounded (MarkBounded;
+// a divisor only when its bound excludes 0, which the mark does not say, so never) or g a
+// nonzero constant.
 func (b *Builder) guarded(op Op, g, d *Node) *Node {
-	if exact(d) || g.IsScalarConst() && g.Value[0] != 0 {
+	if exact(d) || op == OpMul && b.bounded[d] || g.IsScalarConst() && g.Value[0] != 0 {
 		return b.elem(op, g, d)
 	}
 	return b.Where(b.Ne(g, b.Const(0)), b.elem(op, g, d), g)

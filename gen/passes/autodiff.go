@@ -19,6 +19,7 @@ const GradPrefix = "grad."
 func Autodiff(g *ir.Graph) (*ir.Graph, error) {
 	b := ir.Extend(g)
 	nodes := append([]*ir.Node(nil), b.Nodes()...)
+	b.MarkBounded(boundedNodes(nodes))
 	requires := gradientFlow(&ir.Graph{Nodes: nodes})
 	// adj[n] is the gradient with respect to n's value. It may have fewer dims than n, meaning
 	// it is the same along the others (a loss term's 1, a mean's 1/n).

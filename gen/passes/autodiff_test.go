@@ -337,3 +337,41 @@ func TestEstimatorResultsAreDetached(t *testing.T) {
 		})
 	}
 }
+
+// The chain rule's zero guard (ir's gradMul: where(g ≠ 0, g·d, g)) is only against a local
+// derivative d that can overflow in float32: one the value-range analysis bounds (a clamp,
+// a polynomial of one: k3's small-x series) needs none, and the gradient is still exact at
+// g = 0 and at a masked NaN, since the lowerings select by the mask before computing (x'
+// = where(m, x, 0), SEMANTICS §11.16), as they must for an input's own derivative, which is
+// never guarded. loss = Σ where(m, c·c, 0) with c = clamp(x', −0.1, 0.1) gets no comparison
+// with 0; loss = Σ where(m, exp(x'), 0) keeps it.
+func TestBoundedDerivativesNeedNoGuard(t *testing.T) {
+	guards := func(bounded bool) (int, *ir.Graph) {
+		b := ir.NewBuilder(ir.F32, []ir.Dim{{Name: "B", Size: 4}}, []string{"B"})
+		x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B"), Differentiable: true})
+		m := b.Input(ir.Input{Key: "m", Name: "m", Kind: ir.Bool, Shape: b.Shape("B")})
+		x = b.Where(m, x, b.Const(0))
+		v := b.Exp(x)
+		if bounded {
+			c := b.Min(b.Max(x, b.Const(-0.1)), b.Const(0.1))
+			v = b.Mul(c, c)
+		}
+		b.Output("loss", b.Sum(b.Where(m, v, b.Const(0)), "B"), ir.LossTerm, "", "")
+		g, err := passes.Autodiff(b.Graph())
+		require.NoError(t, err)
+		n := 0
+		for _, x := range g.Nodes {
+			if x.Op == ir.OpNe {
+				n++
+			}
+		}
+		return n, g
+	}
+	n, g := guards(true)
+	require.Zero(t, n, "a bounded derivative is guarded")
+	// At x = 0.05 the gradient is 2·0.05; clamped (x = 3) 0; masked (NaN) 0.
+	out := run(t, g, map[string][]float64{"x": {0.05, 3, math.NaN(), -0.02}, "m": {1, 1, 0, 1}})
+	require.InDeltaSlice(t, []float64{0.1, 0, 0, -0.04}, out["grad.x"], 1e-7)
+	n, _ = guards(false)
+	require.NotZero(t, n, "exp(x) can overflow: its derivative keeps the guard")
+}

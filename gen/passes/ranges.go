@@ -16,15 +16,34 @@ import (
 // scan coefficients that are within [−1, 1] by construction, and the PTX gathers to skip
 // the range check of an index that cannot leave its axis.
 func ValueRange(g *ir.Graph) (*ir.Graph, error) {
+	r := ranges(g.Nodes)
+	return withFacts(g, func(f *ir.Facts) { f.Range = r }), nil
+}
+
+// ranges is the interval of every node (in topological order).
+func ranges(nodes []*ir.Node) map[*ir.Node]ir.Interval {
 	r := map[*ir.Node]ir.Interval{}
-	for _, n := range g.Nodes {
+	for _, n := range nodes {
 		args := make([]ir.Interval, len(n.Args))
 		for i, a := range n.Args {
 			args[i] = r[a]
 		}
 		r[n] = rangeOf(n, args)
 	}
-	return withFacts(g, func(f *ir.Facts) { f.Range = r }), nil
+	return r
+}
+
+// boundedNodes lists the nodes (in topological order) whose interval lies within ±1e30:
+// finite in float32 whatever the rounding, so a gradient's 0·d stays 0 (see ir.MarkBounded).
+func boundedNodes(nodes []*ir.Node) []*ir.Node {
+	r := ranges(nodes)
+	var out []*ir.Node
+	for _, n := range nodes {
+		if r[n].Within(-1e30, 1e30) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // rangeOf is n's interval given its arguments'.

@@ -1492,7 +1492,7 @@ blocks_8:
 	VBLENDVPS Y5, Y0, Y2, Y0
 
 	// v104 = where(v61, v103, 0)
-	VBLENDVPS Y1, Y0, Y2, Y4
+	VBLENDVPS Y1, Y0, Y2, Y5
 
 	// v105 = where(v61, 0, v103)
 	VBLENDVPS Y1, Y2, Y0, Y0
@@ -1501,297 +1501,209 @@ blocks_8:
 	VXORPS lgc19<>+0(SB), Y0, Y1
 
 	// v107 = ne(v105, 0)
-	VCMPPS $0x04, Y2, Y0, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y6
+	VCMPPS $0x04, Y2, Y0, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y8
 
 	// v108 = mul(v105, v92)
-	VMULPS Y7, Y0, Y6
+	VMULPS Y7, Y0, Y7
 
 	// v109 = where(v107, v108, v105)
-	VBLENDVPS Y5, Y6, Y0, Y0
+	VBLENDVPS Y6, Y7, Y0, Y0
 
 	// v110 = add(v106, v109)
 	VADDPS Y0, Y1, Y0
 
-	// v111 = ne(v104, 0)
-	VCMPPS $0x04, Y2, Y4, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y5
+	// v111 = mul(v104, v89)
+	VMULPS  Y3, Y5, Y1
+	VMOVUPS 544(SP), Y3
 
-	// v112 = mul(v104, v89)
-	VMULPS Y3, Y4, Y3
-
-	// v113 = where(v111, v112, v104)
-	VBLENDVPS Y1, Y3, Y4, Y3
-	VMOVUPS   544(SP), Y5
-
-	// v114 = mul(v104, v90)
-	VMULPS Y5, Y4, Y5
-
-	// v115 = where(v111, v114, v104)
-	VBLENDVPS Y1, Y5, Y4, Y1
-
-	// v116 = ne(v113, 0)
-	VCMPPS  $0x04, Y2, Y3, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
+	// v112 = mul(v104, v90)
+	VMULPS  Y3, Y5, Y3
 	VMOVUPS 512(SP), Y5
 
-	// v117 = mul(v113, v64)
-	VMULPS Y5, Y3, Y6
+	// v113 = mul(v111, v64)
+	VMULPS Y5, Y1, Y1
 
-	// v118 = where(v116, v117, v113)
-	VBLENDVPS Y4, Y6, Y3, Y3
-
-	// v119 = add(v118, v118)
-	VADDPS Y3, Y3, Y3
-
-	// v120 = ne(v115, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
+	// v114 = add(v113, v113)
+	VADDPS  Y1, Y1, Y1
 	VMOVUPS 480(SP), Y6
 
-	// v121 = mul(v115, v86)
-	VMULPS Y6, Y1, Y6
+	// v115 = mul(v112, v86)
+	VMULPS Y6, Y3, Y6
 
-	// v122 = where(v120, v121, v115)
-	VBLENDVPS Y4, Y6, Y1, Y6
+	// v116 = mul(v112, v64)
+	VMULPS Y5, Y3, Y3
 
-	// v123 = mul(v115, v64)
-	VMULPS Y5, Y1, Y7
-
-	// v124 = where(v120, v123, v115)
-	VBLENDVPS Y4, Y7, Y1, Y1
-
-	// v125 = add(v119, v122)
-	VADDPS Y6, Y3, Y3
-
-	// v126 = ne(v124, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
+	// v117 = add(v114, v115)
+	VADDPS  Y6, Y1, Y1
 	VMOVUPS 448(SP), Y6
 
-	// v127 = mul(v124, v83)
-	VMULPS Y6, Y1, Y6
+	// v118 = mul(v116, v83)
+	VMULPS Y6, Y3, Y6
 
-	// v128 = where(v126, v127, v124)
-	VBLENDVPS Y4, Y6, Y1, Y6
+	// v119 = mul(v116, v64)
+	VMULPS Y5, Y3, Y3
 
-	// v129 = mul(v124, v64)
-	VMULPS Y5, Y1, Y7
-
-	// v130 = where(v126, v129, v124)
-	VBLENDVPS Y4, Y7, Y1, Y1
-
-	// v131 = add(v125, v128)
-	VADDPS Y6, Y3, Y3
-
-	// v132 = ne(v130, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
+	// v120 = add(v117, v118)
+	VADDPS  Y6, Y1, Y1
 	VMOVUPS 416(SP), Y6
 
-	// v133 = mul(v130, v80)
-	VMULPS Y6, Y1, Y6
+	// v121 = mul(v119, v80)
+	VMULPS Y6, Y3, Y6
 
-	// v134 = where(v132, v133, v130)
-	VBLENDVPS Y4, Y6, Y1, Y6
+	// v122 = mul(v119, v64)
+	VMULPS Y5, Y3, Y3
 
-	// v135 = mul(v130, v64)
-	VMULPS Y5, Y1, Y7
-
-	// v136 = where(v132, v135, v130)
-	VBLENDVPS Y4, Y7, Y1, Y1
-
-	// v137 = add(v131, v134)
-	VADDPS Y6, Y3, Y3
-
-	// v138 = ne(v136, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
+	// v123 = add(v120, v121)
+	VADDPS  Y6, Y1, Y1
 	VMOVUPS 384(SP), Y6
 
-	// v139 = mul(v136, v77)
-	VMULPS Y6, Y1, Y6
+	// v124 = mul(v122, v77)
+	VMULPS Y6, Y3, Y6
 
-	// v140 = where(v138, v139, v136)
-	VBLENDVPS Y4, Y6, Y1, Y6
+	// v125 = mul(v122, v64)
+	VMULPS Y5, Y3, Y3
 
-	// v141 = mul(v136, v64)
-	VMULPS Y5, Y1, Y7
-
-	// v142 = where(v138, v141, v136)
-	VBLENDVPS Y4, Y7, Y1, Y1
-
-	// v143 = add(v137, v140)
-	VADDPS Y6, Y3, Y3
-
-	// v144 = ne(v142, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
+	// v126 = add(v123, v124)
+	VADDPS  Y6, Y1, Y1
 	VMOVUPS 352(SP), Y6
 
-	// v145 = mul(v142, v74)
-	VMULPS Y6, Y1, Y6
+	// v127 = mul(v125, v74)
+	VMULPS Y6, Y3, Y6
 
-	// v146 = where(v144, v145, v142)
-	VBLENDVPS Y4, Y6, Y1, Y6
+	// v128 = mul(v125, v64)
+	VMULPS Y5, Y3, Y3
 
-	// v147 = mul(v142, v64)
-	VMULPS Y5, Y1, Y7
-
-	// v148 = where(v144, v147, v142)
-	VBLENDVPS Y4, Y7, Y1, Y1
-
-	// v149 = add(v143, v146)
-	VADDPS Y6, Y3, Y3
-
-	// v150 = ne(v148, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
+	// v129 = add(v126, v127)
+	VADDPS  Y6, Y1, Y1
 	VMOVUPS 320(SP), Y6
 
-	// v151 = mul(v148, v71)
-	VMULPS Y6, Y1, Y6
+	// v130 = mul(v128, v71)
+	VMULPS Y6, Y3, Y6
 
-	// v152 = where(v150, v151, v148)
-	VBLENDVPS Y4, Y6, Y1, Y6
+	// v131 = mul(v128, v64)
+	VMULPS Y5, Y3, Y3
 
-	// v153 = mul(v148, v64)
-	VMULPS Y5, Y1, Y7
-
-	// v154 = where(v150, v153, v148)
-	VBLENDVPS Y4, Y7, Y1, Y1
-
-	// v155 = add(v149, v152)
-	VADDPS Y6, Y3, Y3
-
-	// v156 = ne(v154, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
+	// v132 = add(v129, v130)
+	VADDPS  Y6, Y1, Y1
 	VMOVUPS 288(SP), Y6
 
-	// v157 = mul(v154, v68)
-	VMULPS Y6, Y1, Y6
+	// v133 = mul(v131, v68)
+	VMULPS Y6, Y3, Y6
 
-	// v158 = where(v156, v157, v154)
-	VBLENDVPS Y4, Y6, Y1, Y6
+	// v134 = mul(v131, v64)
+	VMULPS Y5, Y3, Y3
 
-	// v159 = mul(v154, v64)
-	VMULPS Y5, Y1, Y5
+	// v135 = add(v132, v133)
+	VADDPS Y6, Y1, Y1
 
-	// v160 = where(v156, v159, v154)
-	VBLENDVPS Y4, Y5, Y1, Y1
+	// v136 = mul(v134, 2.755731922398589e-07)
+	VMULPS lgc27<>+0(SB), Y3, Y3
 
-	// v161 = add(v155, v158)
-	VADDPS Y6, Y3, Y3
-
-	// v162 = mul(v160, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y1, Y1
-
-	// v163 = add(v161, v162)
-	VADDPS  Y1, Y3, Y1
+	// v137 = add(v135, v136)
+	VADDPS  Y3, Y1, Y1
 	VMOVUPS 256(SP), Y3
-	VMOVUPS lgc25<>+0(SB), Y4
+	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v164 = le(v63, 0.1)
-	VCMPPS $0x12, Y4, Y3, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	// v138 = le(v63, 0.1)
+	VCMPPS $0x12, Y5, Y3, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v165 = ne(v63, v63)
+	// v139 = ne(v63, v63)
 	VCMPPS $0x04, Y3, Y3, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v166 = max(v164, v165)
-	VXORPS  lgc19<>+0(SB), Y4, Y4
+	// v140 = max(v138, v139)
+	VXORPS  lgc19<>+0(SB), Y5, Y5
 	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMINPS  Y4, Y3, Y5
-	VMINPS  Y3, Y4, Y3
-	VORPS   Y5, Y3, Y3
+	VMINPS  Y5, Y3, Y6
+	VMINPS  Y3, Y5, Y3
+	VORPS   Y6, Y3, Y3
 	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y3, Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v167 = where(v166, v163, 0)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v141 = where(v140, v137, 0)
+	VBLENDVPS Y5, Y1, Y2, Y1
 	VMOVUPS   224(SP), Y3
-	VMOVUPS   lgc26<>+0(SB), Y4
+	VMOVUPS   lgc26<>+0(SB), Y5
 
-	// v168 = ge(v34, -0.1)
-	VCMPPS $0x1d, Y4, Y3, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	// v142 = ge(v34, -0.1)
+	VCMPPS $0x1d, Y5, Y3, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v169 = ne(v34, v34)
+	// v143 = ne(v34, v34)
 	VCMPPS $0x04, Y3, Y3, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v170 = max(v168, v169)
-	VXORPS  lgc19<>+0(SB), Y4, Y4
+	// v144 = max(v142, v143)
+	VXORPS  lgc19<>+0(SB), Y5, Y5
 	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMINPS  Y4, Y3, Y5
-	VMINPS  Y3, Y4, Y3
-	VORPS   Y5, Y3, Y3
+	VMINPS  Y5, Y3, Y6
+	VMINPS  Y3, Y5, Y3
+	VORPS   Y6, Y3, Y3
 	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y3, Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v171 = where(v170, v167, 0)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v145 = where(v144, v141, 0)
+	VBLENDVPS Y5, Y1, Y2, Y1
 
-	// v172 = add(v110, v171)
+	// v146 = add(v110, v145)
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
-	VMOVUPS 192(SP), Y3
 
-	// v173 = div(1, v27)
-	VDIVPS    Y3, Y1, Y1
+	// v147 = div(1, v27)
+	VDIVPS    Y4, Y1, Y1
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 
-	// v174 = where(mask, v173, 0)
+	// v148 = where(mask, v147, 0)
 	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v175 = mul(v174, -0.01)
+	// v149 = mul(v148, -0.01)
 	VMULPS lgc20<>+0(SB), Y1, Y3
 
-	// gradEntropy = where(mask, v175, 0)
+	// gradEntropy = where(mask, v149, 0)
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v177 = where(mask, v172, 0)
+	// v151 = where(mask, v146, 0)
 	VBLENDVPS Y4, Y0, Y2, Y0
 
-	// v178 = neg(v177)
+	// v152 = neg(v151)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
-	// v179 = neg(v174)
+	// v153 = neg(v148)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y5
 
-	// v180 = mul(v179, v10)
+	// v154 = mul(v153, v10)
 	VMULPS  Y5, Y1, Y1
 	VMOVUPS 128(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v181 = where(v17, v180, 0)
+	// v155 = where(v17, v154, 0)
 	VBLENDVPS Y6, Y1, Y2, Y5
 
-	// v182 = where(v17, 0, v180)
+	// v156 = where(v17, 0, v154)
 	VBLENDVPS Y6, Y2, Y1, Y1
 	VMOVUPS   96(SP), Y6
 	VMOVUPS   lgc18<>+0(SB), Y7
 
-	// v183 = ge(ratio, 0.8000000028326788)
+	// v157 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v184 = ne(ratio, ratio)
+	// v158 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y8
 	VANDPS  lgc1<>+0(SB), Y8, Y8
 	VMOVUPS Y3, 576(SP)
 
-	// v185 = max(v183, v184)
+	// v159 = max(v157, v158)
 	VXORPS  lgc19<>+0(SB), Y7, Y3
 	VXORPS  lgc19<>+0(SB), Y8, Y9
 	VMINPS  Y3, Y9, Y7
@@ -1801,15 +1713,15 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v186 = where(v185, v182, 0)
+	// v160 = where(v159, v156, 0)
 	VBLENDVPS Y7, Y1, Y2, Y1
 	VMOVUPS   lgc17<>+0(SB), Y3
 
-	// v187 = le(ratio, 1.2799999924290435)
+	// v161 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y3, Y6, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v188 = max(v187, v184)
+	// v162 = max(v161, v158)
 	VXORPS  lgc19<>+0(SB), Y3, Y3
 	VXORPS  lgc19<>+0(SB), Y8, Y7
 	VMINPS  Y3, Y7, Y8
@@ -1819,26 +1731,26 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v189 = where(v188, v181, 0)
+	// v163 = where(v162, v155, 0)
 	VBLENDVPS Y7, Y5, Y2, Y3
 
-	// v190 = add(v186, v189)
+	// v164 = add(v160, v163)
 	VADDPS Y3, Y1, Y1
 
-	// v191 = ne(v190, 0)
+	// v165 = ne(v164, 0)
 	VCMPPS $0x04, Y2, Y1, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y5
 
-	// v192 = mul(v190, ratio)
+	// v166 = mul(v164, ratio)
 	VMULPS Y6, Y1, Y5
 
-	// v193 = where(v191, v192, v190)
+	// v167 = where(v165, v166, v164)
 	VBLENDVPS Y3, Y5, Y1, Y1
 
-	// v194 = add(v178, v193)
+	// v168 = add(v152, v167)
 	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v194, 0)
+	// gradLogProb = where(mask, v168, 0)
 	VBLENDVPS Y4, Y0, Y2, Y0
 	VMOVUPS   576(SP), Y1
 

@@ -318,92 +318,66 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v108 := float32(v105 * v92)
 			v109 := sel(v107, v108, v105)
 			v110 := v106 + v109
-			v111 := b2f(v104 != zero)
-			v112 := float32(v104 * v89)
-			v113 := sel(v111, v112, v104)
-			v114 := float32(v104 * v90)
-			v115 := sel(v111, v114, v104)
-			v116 := b2f(v113 != zero)
-			v117 := float32(v113 * v64)
-			v118 := sel(v116, v117, v113)
-			v119 := v118 + v118
-			v120 := b2f(v115 != zero)
-			v121 := float32(v115 * v86)
-			v122 := sel(v120, v121, v115)
-			v123 := float32(v115 * v64)
-			v124 := sel(v120, v123, v115)
-			v125 := v119 + v122
-			v126 := b2f(v124 != zero)
-			v127 := float32(v124 * v83)
-			v128 := sel(v126, v127, v124)
-			v129 := float32(v124 * v64)
-			v130 := sel(v126, v129, v124)
-			v131 := v125 + v128
-			v132 := b2f(v130 != zero)
-			v133 := float32(v130 * v80)
-			v134 := sel(v132, v133, v130)
-			v135 := float32(v130 * v64)
-			v136 := sel(v132, v135, v130)
-			v137 := v131 + v134
-			v138 := b2f(v136 != zero)
-			v139 := float32(v136 * v77)
-			v140 := sel(v138, v139, v136)
-			v141 := float32(v136 * v64)
-			v142 := sel(v138, v141, v136)
-			v143 := v137 + v140
-			v144 := b2f(v142 != zero)
-			v145 := float32(v142 * v74)
-			v146 := sel(v144, v145, v142)
-			v147 := float32(v142 * v64)
-			v148 := sel(v144, v147, v142)
-			v149 := v143 + v146
-			v150 := b2f(v148 != zero)
-			v151 := float32(v148 * v71)
-			v152 := sel(v150, v151, v148)
-			v153 := float32(v148 * v64)
-			v154 := sel(v150, v153, v148)
-			v155 := v149 + v152
-			v156 := b2f(v154 != zero)
-			v157 := float32(v154 * v68)
-			v158 := sel(v156, v157, v154)
-			v159 := float32(v154 * v64)
-			v160 := sel(v156, v159, v154)
-			v161 := v155 + v158
-			v162 := float32(v160 * c65)
-			v163 := v161 + v162
-			v164 := b2f(v63 <= c60)
-			v165 := b2f(v63 != v63)
-			v166 := max(v164, v165)
-			v167 := sel(v166, v163, zero)
-			v168 := b2f(v34 >= c62)
-			v169 := b2f(v34 != v34)
-			v170 := max(v168, v169)
-			v171 := sel(v170, v167, zero)
-			v172 := v110 + v171
-			v173 := one / v27
-			v174 := sel(mask, v173, zero)
-			v175 := float32(v174 * c42)
-			gradEntropy := sel(mask, v175, zero)
+			v111 := float32(v104 * v89)
+			v112 := float32(v104 * v90)
+			v113 := float32(v111 * v64)
+			v114 := v113 + v113
+			v115 := float32(v112 * v86)
+			v116 := float32(v112 * v64)
+			v117 := v114 + v115
+			v118 := float32(v116 * v83)
+			v119 := float32(v116 * v64)
+			v120 := v117 + v118
+			v121 := float32(v119 * v80)
+			v122 := float32(v119 * v64)
+			v123 := v120 + v121
+			v124 := float32(v122 * v77)
+			v125 := float32(v122 * v64)
+			v126 := v123 + v124
+			v127 := float32(v125 * v74)
+			v128 := float32(v125 * v64)
+			v129 := v126 + v127
+			v130 := float32(v128 * v71)
+			v131 := float32(v128 * v64)
+			v132 := v129 + v130
+			v133 := float32(v131 * v68)
+			v134 := float32(v131 * v64)
+			v135 := v132 + v133
+			v136 := float32(v134 * c65)
+			v137 := v135 + v136
+			v138 := b2f(v63 <= c60)
+			v139 := b2f(v63 != v63)
+			v140 := max(v138, v139)
+			v141 := sel(v140, v137, zero)
+			v142 := b2f(v34 >= c62)
+			v143 := b2f(v34 != v34)
+			v144 := max(v142, v143)
+			v145 := sel(v144, v141, zero)
+			v146 := v110 + v145
+			v147 := one / v27
+			v148 := sel(mask, v147, zero)
+			v149 := float32(v148 * c42)
+			gradEntropy := sel(mask, v149, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v177 := sel(mask, v172, zero)
-			v178 := -v177
-			v179 := -v174
-			v180 := float32(v179 * v10)
-			v181 := sel(v17, v180, zero)
-			v182 := sel(v17, zero, v180)
-			v183 := b2f(ratio >= c20)
-			v184 := b2f(ratio != ratio)
-			v185 := max(v183, v184)
-			v186 := sel(v185, v182, zero)
-			v187 := b2f(ratio <= c18)
-			v188 := max(v187, v184)
-			v189 := sel(v188, v181, zero)
-			v190 := v186 + v189
-			v191 := b2f(v190 != zero)
-			v192 := float32(v190 * ratio)
-			v193 := sel(v191, v192, v190)
-			v194 := v178 + v193
-			gradLogProb := sel(mask, v194, zero)
+			v151 := sel(mask, v146, zero)
+			v152 := -v151
+			v153 := -v148
+			v154 := float32(v153 * v10)
+			v155 := sel(v17, v154, zero)
+			v156 := sel(v17, zero, v154)
+			v157 := b2f(ratio >= c20)
+			v158 := b2f(ratio != ratio)
+			v159 := max(v157, v158)
+			v160 := sel(v159, v156, zero)
+			v161 := b2f(ratio <= c18)
+			v162 := max(v161, v158)
+			v163 := sel(v162, v155, zero)
+			v164 := v160 + v163
+			v165 := b2f(v164 != zero)
+			v166 := float32(v164 * ratio)
+			v167 := sel(v165, v166, v164)
+			v168 := v152 + v167
+			gradLogProb := sel(mask, v168, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

@@ -726,7 +726,7 @@ noflush_8:
 
 // func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $384-64
+TEXT ·fbPass1AVX2(SB), $352-64
 	MOVQ lo+0(FP), AX
 
 outer0_9:
@@ -889,289 +889,197 @@ blocks_10:
 	VCMPPS    $0x04, Y5, Y0, Y5
 
 	// v48 = where(mask, k3, 0)
-	VBLENDVPS Y5, Y4, Y3, Y0
+	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// sum(v48) over [L]
 	XORQ         DI, DI
 	MOVQ         AX, R8
 	ADDQ         R8, DI
 	IMUL3Q       $+8, DI, R8
-	VADDPS       2176(BX)(R8*4), Y0, Y0
-	VMOVUPS      Y0, 2176(BX)(R8*4)
+	VADDPS       2176(BX)(R8*4), Y4, Y4
+	VMOVUPS      Y4, 2176(BX)(R8*4)
 	MOVQ         s1+40(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y0
-	VMOVUPS      lgc1<>+0(SB), Y4
+	VBROADCASTSS (BX)(DI*4), Y4
+	VMOVUPS      lgc1<>+0(SB), Y7
 
 	// v51 = max(v50, 1)
-	VMAXPS  Y0, Y4, Y0
-	VMOVUPS lgc28<>+0(SB), Y4
+	VMAXPS  Y4, Y7, Y4
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v56 = div(0.125, v51)
-	VDIVPS Y0, Y4, Y0
+	VDIVPS Y4, Y7, Y4
 
 	// v57 = where(mask, v56, 0)
-	VBLENDVPS Y5, Y0, Y3, Y0
+	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// v58 = where(v13, v57, 0)
-	VBLENDVPS Y2, Y0, Y3, Y4
+	VBLENDVPS Y2, Y4, Y3, Y5
 
 	// v59 = where(v13, 0, v57)
-	VBLENDVPS Y2, Y3, Y0, Y0
+	VBLENDVPS Y2, Y3, Y4, Y2
 
 	// v60 = neg(v59)
-	VXORPS lgc2<>+0(SB), Y0, Y2
+	VXORPS lgc2<>+0(SB), Y2, Y4
 
 	// v61 = ne(v59, 0)
-	VCMPPS $0x04, Y3, Y0, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y7
+	VCMPPS $0x04, Y3, Y2, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y8
 
 	// v62 = mul(v59, v44)
-	VMULPS Y6, Y0, Y6
+	VMULPS Y6, Y2, Y6
 
 	// v63 = where(v61, v62, v59)
-	VBLENDVPS Y5, Y6, Y0, Y0
+	VBLENDVPS Y7, Y6, Y2, Y2
 
 	// v64 = add(v60, v63)
-	VADDPS Y0, Y2, Y0
+	VADDPS  Y2, Y4, Y2
+	VMOVUPS 320(SP), Y4
 
-	// v65 = ne(v58, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y5
-	VMOVUPS 320(SP), Y5
+	// v65 = mul(v58, v41)
+	VMULPS  Y4, Y5, Y4
+	VMOVUPS 288(SP), Y6
 
-	// v66 = mul(v58, v41)
-	VMULPS Y5, Y4, Y5
-
-	// v67 = where(v65, v66, v58)
-	VBLENDVPS Y2, Y5, Y4, Y5
-	VMOVUPS   288(SP), Y6
-
-	// v68 = mul(v58, v42)
-	VMULPS Y6, Y4, Y6
-
-	// v69 = where(v65, v68, v58)
-	VBLENDVPS Y2, Y6, Y4, Y2
-
-	// v70 = ne(v67, 0)
-	VCMPPS  $0x04, Y3, Y5, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
+	// v66 = mul(v58, v42)
+	VMULPS  Y6, Y5, Y5
 	VMOVUPS 256(SP), Y6
 
-	// v71 = mul(v67, v16)
-	VMULPS Y6, Y5, Y7
+	// v67 = mul(v65, v16)
+	VMULPS Y6, Y4, Y4
 
-	// v72 = where(v70, v71, v67)
-	VBLENDVPS Y4, Y7, Y5, Y4
-
-	// v73 = add(v72, v72)
-	VADDPS Y4, Y4, Y4
-
-	// v74 = ne(v69, 0)
-	VCMPPS  $0x04, Y3, Y2, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y7
+	// v68 = add(v67, v67)
+	VADDPS  Y4, Y4, Y4
 	VMOVUPS 224(SP), Y7
 
-	// v75 = mul(v69, v38)
-	VMULPS Y7, Y2, Y7
+	// v69 = mul(v66, v38)
+	VMULPS Y7, Y5, Y7
 
-	// v76 = where(v74, v75, v69)
-	VBLENDVPS Y5, Y7, Y2, Y7
+	// v70 = mul(v66, v16)
+	VMULPS Y6, Y5, Y5
 
-	// v77 = mul(v69, v16)
-	VMULPS  Y6, Y2, Y8
-	VMOVUPS Y0, 352(SP)
+	// v71 = add(v68, v69)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 192(SP), Y7
 
-	// v78 = where(v74, v77, v69)
-	VBLENDVPS Y5, Y8, Y2, Y0
+	// v72 = mul(v70, v35)
+	VMULPS Y7, Y5, Y7
 
-	// v79 = add(v73, v76)
-	VADDPS Y7, Y4, Y2
+	// v73 = mul(v70, v16)
+	VMULPS Y6, Y5, Y5
 
-	// v80 = ne(v78, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 192(SP), Y5
+	// v74 = add(v71, v72)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 160(SP), Y7
 
-	// v81 = mul(v78, v35)
-	VMULPS Y5, Y0, Y5
+	// v75 = mul(v73, v32)
+	VMULPS Y7, Y5, Y7
 
-	// v82 = where(v80, v81, v78)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v76 = mul(v73, v16)
+	VMULPS Y6, Y5, Y5
 
-	// v83 = mul(v78, v16)
-	VMULPS Y6, Y0, Y7
+	// v77 = add(v74, v75)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 128(SP), Y7
 
-	// v84 = where(v80, v83, v78)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v78 = mul(v76, v29)
+	VMULPS Y7, Y5, Y7
 
-	// v85 = add(v79, v82)
-	VADDPS Y5, Y2, Y2
+	// v79 = mul(v76, v16)
+	VMULPS Y6, Y5, Y5
 
-	// v86 = ne(v84, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 160(SP), Y5
+	// v80 = add(v77, v78)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 96(SP), Y7
 
-	// v87 = mul(v84, v32)
-	VMULPS Y5, Y0, Y5
+	// v81 = mul(v79, v26)
+	VMULPS Y7, Y5, Y7
 
-	// v88 = where(v86, v87, v84)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v82 = mul(v79, v16)
+	VMULPS Y6, Y5, Y5
 
-	// v89 = mul(v84, v16)
-	VMULPS Y6, Y0, Y7
+	// v83 = add(v80, v81)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 64(SP), Y7
 
-	// v90 = where(v86, v89, v84)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v84 = mul(v82, v23)
+	VMULPS Y7, Y5, Y7
 
-	// v91 = add(v85, v88)
-	VADDPS Y5, Y2, Y2
+	// v85 = mul(v82, v16)
+	VMULPS Y6, Y5, Y5
 
-	// v92 = ne(v90, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 128(SP), Y5
+	// v86 = add(v83, v84)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 32(SP), Y7
 
-	// v93 = mul(v90, v29)
-	VMULPS Y5, Y0, Y5
+	// v87 = mul(v85, v20)
+	VMULPS Y7, Y5, Y7
 
-	// v94 = where(v92, v93, v90)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v88 = mul(v85, v16)
+	VMULPS Y6, Y5, Y5
 
-	// v95 = mul(v90, v16)
-	VMULPS Y6, Y0, Y7
+	// v89 = add(v86, v87)
+	VADDPS Y7, Y4, Y4
 
-	// v96 = where(v92, v95, v90)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v90 = mul(v88, 2.755731922398589e-07)
+	VMULPS lgc5<>+0(SB), Y5, Y5
 
-	// v97 = add(v91, v94)
-	VADDPS Y5, Y2, Y2
+	// v91 = add(v89, v90)
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS (SP), Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
-	// v98 = ne(v96, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 96(SP), Y5
+	// v92 = le(v15, 0.1)
+	VCMPPS $0x12, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v99 = mul(v96, v26)
-	VMULPS Y5, Y0, Y5
+	// v93 = ne(v15, v15)
+	VCMPPS $0x04, Y5, Y5, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v100 = where(v98, v99, v96)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v94 = max(v92, v93)
+	VXORPS  lgc2<>+0(SB), Y6, Y6
+	VXORPS  lgc2<>+0(SB), Y5, Y5
+	VMINPS  Y6, Y5, Y7
+	VMINPS  Y5, Y6, Y5
+	VORPS   Y7, Y5, Y5
+	VXORPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v101 = mul(v96, v16)
-	VMULPS Y6, Y0, Y7
+	// v95 = where(v94, v91, 0)
+	VBLENDVPS Y6, Y4, Y3, Y4
+	VMOVUPS   lgc4<>+0(SB), Y5
 
-	// v102 = where(v98, v101, v96)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v96 = ge(v10, -0.1)
+	VCMPPS $0x1d, Y5, Y1, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v103 = add(v97, v100)
-	VADDPS Y5, Y2, Y2
-
-	// v104 = ne(v102, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 64(SP), Y5
-
-	// v105 = mul(v102, v23)
-	VMULPS Y5, Y0, Y5
-
-	// v106 = where(v104, v105, v102)
-	VBLENDVPS Y4, Y5, Y0, Y5
-
-	// v107 = mul(v102, v16)
-	VMULPS Y6, Y0, Y7
-
-	// v108 = where(v104, v107, v102)
-	VBLENDVPS Y4, Y7, Y0, Y0
-
-	// v109 = add(v103, v106)
-	VADDPS Y5, Y2, Y2
-
-	// v110 = ne(v108, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 32(SP), Y5
-
-	// v111 = mul(v108, v20)
-	VMULPS Y5, Y0, Y5
-
-	// v112 = where(v110, v111, v108)
-	VBLENDVPS Y4, Y5, Y0, Y5
-
-	// v113 = mul(v108, v16)
-	VMULPS Y6, Y0, Y6
-
-	// v114 = where(v110, v113, v108)
-	VBLENDVPS Y4, Y6, Y0, Y0
-
-	// v115 = add(v109, v112)
-	VADDPS Y5, Y2, Y2
-
-	// v116 = mul(v114, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y0, Y0
-
-	// v117 = add(v115, v116)
-	VADDPS  Y0, Y2, Y0
-	VMOVUPS (SP), Y2
-	VMOVUPS lgc3<>+0(SB), Y4
-
-	// v118 = le(v15, 0.1)
-	VCMPPS $0x12, Y4, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
-
-	// v119 = ne(v15, v15)
-	VCMPPS $0x04, Y2, Y2, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
-
-	// v120 = max(v118, v119)
-	VXORPS  lgc2<>+0(SB), Y4, Y4
-	VXORPS  lgc2<>+0(SB), Y2, Y2
-	VMINPS  Y4, Y2, Y5
-	VMINPS  Y2, Y4, Y2
-	VORPS   Y5, Y2, Y2
-	VXORPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y2, Y4
-
-	// v121 = where(v120, v117, 0)
-	VBLENDVPS Y4, Y0, Y3, Y0
-	VMOVUPS   lgc4<>+0(SB), Y2
-
-	// v122 = ge(v10, -0.1)
-	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
-
-	// v123 = ne(v10, v10)
+	// v97 = ne(v10, v10)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// v124 = max(v122, v123)
-	VXORPS  lgc2<>+0(SB), Y2, Y2
+	// v98 = max(v96, v97)
+	VXORPS  lgc2<>+0(SB), Y5, Y5
 	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y4
-	VMINPS  Y1, Y2, Y1
-	VORPS   Y4, Y1, Y1
+	VMINPS  Y5, Y1, Y6
+	VMINPS  Y1, Y5, Y1
+	VORPS   Y6, Y1, Y1
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y1, Y5
+
+	// v99 = where(v98, v95, 0)
+	VBLENDVPS Y5, Y4, Y3, Y1
+
+	// v100 = add(v64, v99)
+	VADDPS Y1, Y2, Y1
+
+	// v101 = neg(v100)
 	VXORPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y1, Y2
+	VCMPPS  $0x04, Y2, Y0, Y2
 
-	// v125 = where(v124, v121, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
-	VMOVUPS   352(SP), Y1
-
-	// v126 = add(v64, v125)
-	VADDPS Y0, Y1, Y0
-
-	// v127 = neg(v126)
-	VXORPS    lgc2<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-
-	// gradLogProb = where(mask, v127, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
+	// gradLogProb = where(mask, v101, 0)
+	VBLENDVPS Y2, Y1, Y3, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+48(FP), BX

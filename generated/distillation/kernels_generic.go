@@ -206,70 +206,44 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v62 := float32(v59 * v44)
 			v63 := sel(v61, v62, v59)
 			v64 := v60 + v63
-			v65 := b2f(v58 != zero)
-			v66 := float32(v58 * v41)
-			v67 := sel(v65, v66, v58)
-			v68 := float32(v58 * v42)
-			v69 := sel(v65, v68, v58)
-			v70 := b2f(v67 != zero)
-			v71 := float32(v67 * v16)
-			v72 := sel(v70, v71, v67)
-			v73 := v72 + v72
-			v74 := b2f(v69 != zero)
-			v75 := float32(v69 * v38)
-			v76 := sel(v74, v75, v69)
-			v77 := float32(v69 * v16)
-			v78 := sel(v74, v77, v69)
-			v79 := v73 + v76
-			v80 := b2f(v78 != zero)
-			v81 := float32(v78 * v35)
-			v82 := sel(v80, v81, v78)
-			v83 := float32(v78 * v16)
-			v84 := sel(v80, v83, v78)
-			v85 := v79 + v82
-			v86 := b2f(v84 != zero)
-			v87 := float32(v84 * v32)
-			v88 := sel(v86, v87, v84)
-			v89 := float32(v84 * v16)
-			v90 := sel(v86, v89, v84)
-			v91 := v85 + v88
-			v92 := b2f(v90 != zero)
-			v93 := float32(v90 * v29)
-			v94 := sel(v92, v93, v90)
-			v95 := float32(v90 * v16)
-			v96 := sel(v92, v95, v90)
-			v97 := v91 + v94
-			v98 := b2f(v96 != zero)
-			v99 := float32(v96 * v26)
-			v100 := sel(v98, v99, v96)
-			v101 := float32(v96 * v16)
-			v102 := sel(v98, v101, v96)
-			v103 := v97 + v100
-			v104 := b2f(v102 != zero)
-			v105 := float32(v102 * v23)
-			v106 := sel(v104, v105, v102)
-			v107 := float32(v102 * v16)
-			v108 := sel(v104, v107, v102)
-			v109 := v103 + v106
-			v110 := b2f(v108 != zero)
-			v111 := float32(v108 * v20)
-			v112 := sel(v110, v111, v108)
-			v113 := float32(v108 * v16)
-			v114 := sel(v110, v113, v108)
-			v115 := v109 + v112
-			v116 := float32(v114 * c17)
-			v117 := v115 + v116
-			v118 := b2f(v15 <= c12)
-			v119 := b2f(v15 != v15)
-			v120 := max(v118, v119)
-			v121 := sel(v120, v117, zero)
-			v122 := b2f(v10 >= c14)
-			v123 := b2f(v10 != v10)
-			v124 := max(v122, v123)
-			v125 := sel(v124, v121, zero)
-			v126 := v64 + v125
-			v127 := -v126
-			gradLogProb := sel(mask, v127, zero)
+			v65 := float32(v58 * v41)
+			v66 := float32(v58 * v42)
+			v67 := float32(v65 * v16)
+			v68 := v67 + v67
+			v69 := float32(v66 * v38)
+			v70 := float32(v66 * v16)
+			v71 := v68 + v69
+			v72 := float32(v70 * v35)
+			v73 := float32(v70 * v16)
+			v74 := v71 + v72
+			v75 := float32(v73 * v32)
+			v76 := float32(v73 * v16)
+			v77 := v74 + v75
+			v78 := float32(v76 * v29)
+			v79 := float32(v76 * v16)
+			v80 := v77 + v78
+			v81 := float32(v79 * v26)
+			v82 := float32(v79 * v16)
+			v83 := v80 + v81
+			v84 := float32(v82 * v23)
+			v85 := float32(v82 * v16)
+			v86 := v83 + v84
+			v87 := float32(v85 * v20)
+			v88 := float32(v85 * v16)
+			v89 := v86 + v87
+			v90 := float32(v88 * c17)
+			v91 := v89 + v90
+			v92 := b2f(v15 <= c12)
+			v93 := b2f(v15 != v15)
+			v94 := max(v92, v93)
+			v95 := sel(v94, v91, zero)
+			v96 := b2f(v10 >= c14)
+			v97 := b2f(v10 != v10)
+			v98 := max(v96, v97)
+			v99 := sel(v98, v95, zero)
+			v100 := v64 + v99
+			v101 := -v100
+			gradLogProb := sel(mask, v101, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 		s.s0[iB] = float32(s.acc49[iB])

@@ -1234,7 +1234,7 @@ noflush_6:
 
 // func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, numKept *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $672-96
+TEXT ·fbPass1AVX2(SB), $640-96
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -1625,288 +1625,198 @@ blocks_8:
 	VCMPPS    $0x04, Y5, Y1, Y5
 
 	// v107 = where(kept, k3, 0)
-	VBLENDVPS Y5, Y4, Y2, Y1
+	VBLENDVPS Y5, Y4, Y2, Y4
 
 	// sum(v107) over [B L]
-	VADDPS  3136(BX), Y1, Y1
-	VMOVUPS Y1, 3136(BX)
-	VMOVUPS lgc38<>+0(SB), Y1
-	VMOVUPS 192(SP), Y4
+	VADDPS  3136(BX), Y4, Y4
+	VMOVUPS Y4, 3136(BX)
+	VMOVUPS lgc38<>+0(SB), Y4
+	VMOVUPS 192(SP), Y6
 
 	// v113 = div(0.04, v34)
-	VDIVPS Y4, Y1, Y1
+	VDIVPS Y6, Y4, Y4
 
 	// v114 = where(kept, v113, 0)
-	VBLENDVPS Y5, Y1, Y2, Y1
+	VBLENDVPS Y5, Y4, Y2, Y4
 
 	// v115 = where(v73, v114, 0)
-	VBLENDVPS Y3, Y1, Y2, Y4
+	VBLENDVPS Y3, Y4, Y2, Y5
 
 	// v116 = where(v73, 0, v114)
-	VBLENDVPS Y3, Y2, Y1, Y1
+	VBLENDVPS Y3, Y2, Y4, Y3
 
 	// v117 = neg(v116)
-	VXORPS lgc20<>+0(SB), Y1, Y3
+	VXORPS lgc20<>+0(SB), Y3, Y4
 
 	// v118 = ne(v116, 0)
-	VCMPPS $0x04, Y2, Y1, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y6
+	VCMPPS $0x04, Y2, Y3, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y8
 
 	// v119 = mul(v116, v103)
-	VMULPS Y7, Y1, Y6
-
-	// v120 = where(v118, v119, v116)
-	VBLENDVPS Y5, Y6, Y1, Y1
-
-	// v121 = add(v117, v120)
-	VADDPS Y1, Y3, Y1
-
-	// v122 = ne(v115, 0)
-	VCMPPS  $0x04, Y2, Y4, Y3
-	VANDPS  lgc1<>+0(SB), Y3, Y5
-	VMOVUPS 576(SP), Y5
-
-	// v123 = mul(v115, v100)
-	VMULPS Y5, Y4, Y5
-
-	// v124 = where(v122, v123, v115)
-	VBLENDVPS Y3, Y5, Y4, Y5
-	VMOVUPS   544(SP), Y6
-
-	// v125 = mul(v115, v101)
-	VMULPS Y6, Y4, Y6
-
-	// v126 = where(v122, v125, v115)
-	VBLENDVPS Y3, Y6, Y4, Y3
-
-	// v127 = ne(v124, 0)
-	VCMPPS  $0x04, Y2, Y5, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
-	VMOVUPS 512(SP), Y6
-
-	// v128 = mul(v124, v76)
-	VMULPS Y6, Y5, Y7
-
-	// v129 = where(v127, v128, v124)
-	VBLENDVPS Y4, Y7, Y5, Y4
-
-	// v130 = add(v129, v129)
-	VADDPS Y4, Y4, Y4
-
-	// v131 = ne(v126, 0)
-	VCMPPS  $0x04, Y2, Y3, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y7
-	VMOVUPS 480(SP), Y7
-
-	// v132 = mul(v126, v98)
 	VMULPS Y7, Y3, Y7
 
-	// v133 = where(v131, v132, v126)
-	VBLENDVPS Y5, Y7, Y3, Y7
+	// v120 = where(v118, v119, v116)
+	VBLENDVPS Y6, Y7, Y3, Y3
 
-	// v134 = mul(v126, v76)
-	VMULPS  Y6, Y3, Y8
-	VMOVUPS Y1, 608(SP)
+	// v121 = add(v117, v120)
+	VADDPS  Y3, Y4, Y3
+	VMOVUPS 576(SP), Y4
 
-	// v135 = where(v131, v134, v126)
-	VBLENDVPS Y5, Y8, Y3, Y1
+	// v122 = mul(v115, v100)
+	VMULPS  Y4, Y5, Y4
+	VMOVUPS 544(SP), Y6
 
-	// v136 = add(v130, v133)
-	VADDPS Y7, Y4, Y3
+	// v123 = mul(v115, v101)
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS 512(SP), Y6
 
-	// v137 = ne(v135, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 448(SP), Y5
+	// v124 = mul(v122, v76)
+	VMULPS Y6, Y4, Y4
 
-	// v138 = mul(v135, v95)
-	VMULPS Y5, Y1, Y5
+	// v125 = add(v124, v124)
+	VADDPS  Y4, Y4, Y4
+	VMOVUPS 480(SP), Y7
 
-	// v139 = where(v137, v138, v135)
-	VBLENDVPS Y4, Y5, Y1, Y5
+	// v126 = mul(v123, v98)
+	VMULPS Y7, Y5, Y7
 
-	// v140 = mul(v135, v76)
-	VMULPS Y6, Y1, Y7
+	// v127 = mul(v123, v76)
+	VMULPS Y6, Y5, Y5
 
-	// v141 = where(v137, v140, v135)
-	VBLENDVPS Y4, Y7, Y1, Y1
+	// v128 = add(v125, v126)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 448(SP), Y7
 
-	// v142 = add(v136, v139)
-	VADDPS Y5, Y3, Y3
+	// v129 = mul(v127, v95)
+	VMULPS Y7, Y5, Y7
 
-	// v143 = ne(v141, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 416(SP), Y5
+	// v130 = mul(v127, v76)
+	VMULPS Y6, Y5, Y5
 
-	// v144 = mul(v141, v92)
-	VMULPS Y5, Y1, Y5
+	// v131 = add(v128, v129)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 416(SP), Y7
 
-	// v145 = where(v143, v144, v141)
-	VBLENDVPS Y4, Y5, Y1, Y5
+	// v132 = mul(v130, v92)
+	VMULPS Y7, Y5, Y7
 
-	// v146 = mul(v141, v76)
-	VMULPS Y6, Y1, Y7
+	// v133 = mul(v130, v76)
+	VMULPS Y6, Y5, Y5
 
-	// v147 = where(v143, v146, v141)
-	VBLENDVPS Y4, Y7, Y1, Y1
+	// v134 = add(v131, v132)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 384(SP), Y7
 
-	// v148 = add(v142, v145)
-	VADDPS Y5, Y3, Y3
+	// v135 = mul(v133, v89)
+	VMULPS Y7, Y5, Y7
 
-	// v149 = ne(v147, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 384(SP), Y5
+	// v136 = mul(v133, v76)
+	VMULPS Y6, Y5, Y5
 
-	// v150 = mul(v147, v89)
-	VMULPS Y5, Y1, Y5
+	// v137 = add(v134, v135)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 352(SP), Y7
 
-	// v151 = where(v149, v150, v147)
-	VBLENDVPS Y4, Y5, Y1, Y5
+	// v138 = mul(v136, v86)
+	VMULPS Y7, Y5, Y7
 
-	// v152 = mul(v147, v76)
-	VMULPS Y6, Y1, Y7
+	// v139 = mul(v136, v76)
+	VMULPS Y6, Y5, Y5
 
-	// v153 = where(v149, v152, v147)
-	VBLENDVPS Y4, Y7, Y1, Y1
+	// v140 = add(v137, v138)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 320(SP), Y7
 
-	// v154 = add(v148, v151)
-	VADDPS Y5, Y3, Y3
+	// v141 = mul(v139, v83)
+	VMULPS Y7, Y5, Y7
 
-	// v155 = ne(v153, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 352(SP), Y5
+	// v142 = mul(v139, v76)
+	VMULPS Y6, Y5, Y5
 
-	// v156 = mul(v153, v86)
-	VMULPS Y5, Y1, Y5
+	// v143 = add(v140, v141)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 288(SP), Y7
 
-	// v157 = where(v155, v156, v153)
-	VBLENDVPS Y4, Y5, Y1, Y5
+	// v144 = mul(v142, v80)
+	VMULPS Y7, Y5, Y7
 
-	// v158 = mul(v153, v76)
-	VMULPS Y6, Y1, Y7
+	// v145 = mul(v142, v76)
+	VMULPS Y6, Y5, Y5
 
-	// v159 = where(v155, v158, v153)
-	VBLENDVPS Y4, Y7, Y1, Y1
+	// v146 = add(v143, v144)
+	VADDPS Y7, Y4, Y4
 
-	// v160 = add(v154, v157)
-	VADDPS Y5, Y3, Y3
+	// v147 = mul(v145, 2.755731922398589e-07)
+	VMULPS lgc28<>+0(SB), Y5, Y5
 
-	// v161 = ne(v159, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 320(SP), Y5
+	// v148 = add(v146, v147)
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 256(SP), Y5
+	VMOVUPS lgc26<>+0(SB), Y6
 
-	// v162 = mul(v159, v83)
-	VMULPS Y5, Y1, Y5
+	// v149 = le(v75, 0.1)
+	VCMPPS $0x12, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v163 = where(v161, v162, v159)
-	VBLENDVPS Y4, Y5, Y1, Y5
+	// v150 = ne(v75, v75)
+	VCMPPS $0x04, Y5, Y5, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v164 = mul(v159, v76)
-	VMULPS Y6, Y1, Y7
+	// v151 = max(v149, v150)
+	VXORPS  lgc20<>+0(SB), Y6, Y6
+	VXORPS  lgc20<>+0(SB), Y5, Y5
+	VMINPS  Y6, Y5, Y7
+	VMINPS  Y5, Y6, Y5
+	VORPS   Y7, Y5, Y5
+	VXORPS  lgc20<>+0(SB), Y5, Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v165 = where(v161, v164, v159)
-	VBLENDVPS Y4, Y7, Y1, Y1
+	// v152 = where(v151, v148, 0)
+	VBLENDVPS Y6, Y4, Y2, Y4
+	VMOVUPS   lgc27<>+0(SB), Y5
 
-	// v166 = add(v160, v163)
-	VADDPS Y5, Y3, Y3
+	// v153 = ge(v70, -0.1)
+	VCMPPS $0x1d, Y5, Y0, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v167 = ne(v165, 0)
-	VCMPPS  $0x04, Y2, Y1, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 288(SP), Y5
-
-	// v168 = mul(v165, v80)
-	VMULPS Y5, Y1, Y5
-
-	// v169 = where(v167, v168, v165)
-	VBLENDVPS Y4, Y5, Y1, Y5
-
-	// v170 = mul(v165, v76)
-	VMULPS Y6, Y1, Y6
-
-	// v171 = where(v167, v170, v165)
-	VBLENDVPS Y4, Y6, Y1, Y1
-
-	// v172 = add(v166, v169)
-	VADDPS Y5, Y3, Y3
-
-	// v173 = mul(v171, 2.755731922398589e-07)
-	VMULPS lgc28<>+0(SB), Y1, Y1
-
-	// v174 = add(v172, v173)
-	VADDPS  Y1, Y3, Y1
-	VMOVUPS 256(SP), Y3
-	VMOVUPS lgc26<>+0(SB), Y4
-
-	// v175 = le(v75, 0.1)
-	VCMPPS $0x12, Y4, Y3, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
-
-	// v176 = ne(v75, v75)
-	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
-
-	// v177 = max(v175, v176)
-	VXORPS  lgc20<>+0(SB), Y4, Y4
-	VXORPS  lgc20<>+0(SB), Y3, Y3
-	VMINPS  Y4, Y3, Y5
-	VMINPS  Y3, Y4, Y3
-	VORPS   Y5, Y3, Y3
-	VXORPS  lgc20<>+0(SB), Y3, Y3
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y3, Y4
-
-	// v178 = where(v177, v174, 0)
-	VBLENDVPS Y4, Y1, Y2, Y1
-	VMOVUPS   lgc27<>+0(SB), Y3
-
-	// v179 = ge(v70, -0.1)
-	VCMPPS $0x1d, Y3, Y0, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
-
-	// v180 = ne(v70, v70)
+	// v154 = ne(v70, v70)
 	VCMPPS $0x04, Y0, Y0, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
-	// v181 = max(v179, v180)
-	VXORPS  lgc20<>+0(SB), Y3, Y3
+	// v155 = max(v153, v154)
+	VXORPS  lgc20<>+0(SB), Y5, Y5
 	VXORPS  lgc20<>+0(SB), Y0, Y0
-	VMINPS  Y3, Y0, Y4
-	VMINPS  Y0, Y3, Y0
-	VORPS   Y4, Y0, Y0
+	VMINPS  Y5, Y0, Y6
+	VMINPS  Y0, Y5, Y0
+	VORPS   Y6, Y0, Y0
 	VXORPS  lgc20<>+0(SB), Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y0, Y3
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y0, Y5
 
-	// v182 = where(v181, v178, 0)
-	VBLENDVPS Y3, Y1, Y2, Y0
-	VMOVUPS   608(SP), Y1
+	// v156 = where(v155, v152, 0)
+	VBLENDVPS Y5, Y4, Y2, Y0
 
-	// v183 = add(v121, v182)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS 224(SP), Y1
+	// v157 = add(v121, v156)
+	VADDPS  Y0, Y3, Y0
 	VMOVUPS lgc0<>+0(SB), Y3
 	VCMPPS  $0x04, Y3, Y1, Y3
 
-	// v184 = where(kept, v183, 0)
+	// v158 = where(kept, v157, 0)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// v185 = neg(v184)
+	// v159 = neg(v158)
 	VXORPS  lgc20<>+0(SB), Y0, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 	VMOVUPS 192(SP), Y4
 
-	// v186 = div(1, v34)
+	// v160 = div(1, v34)
 	VDIVPS Y4, Y1, Y1
 
-	// v187 = where(kept, v186, 0)
+	// v161 = where(kept, v160, 0)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v188 = mul(v187, -0.01)
+	// v162 = mul(v161, -0.01)
 	VMULPS    lgc21<>+0(SB), Y1, Y3
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
@@ -1914,37 +1824,37 @@ blocks_8:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
-	// gradEntropy = where(mask, v188, 0)
+	// gradEntropy = where(mask, v162, 0)
 	VBLENDVPS Y5, Y3, Y2, Y3
 
-	// v190 = neg(v187)
+	// v164 = neg(v161)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y4
 
-	// v191 = mul(v190, v10)
+	// v165 = mul(v164, v10)
 	VMULPS  Y4, Y1, Y1
 	VMOVUPS 128(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y4, Y6
 
-	// v192 = where(v24, v191, 0)
+	// v166 = where(v24, v165, 0)
 	VBLENDVPS Y6, Y1, Y2, Y4
 
-	// v193 = where(v24, 0, v191)
+	// v167 = where(v24, 0, v165)
 	VBLENDVPS Y6, Y2, Y1, Y1
 	VMOVUPS   96(SP), Y6
 	VMOVUPS   lgc19<>+0(SB), Y7
 
-	// v194 = ge(ratio, 0.8000000028326788)
+	// v168 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v195 = ne(ratio, ratio)
+	// v169 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y8
 	VANDPS  lgc1<>+0(SB), Y8, Y8
-	VMOVUPS Y3, 640(SP)
+	VMOVUPS Y3, 608(SP)
 
-	// v196 = max(v194, v195)
+	// v170 = max(v168, v169)
 	VXORPS  lgc20<>+0(SB), Y7, Y3
 	VXORPS  lgc20<>+0(SB), Y8, Y9
 	VMINPS  Y3, Y9, Y7
@@ -1954,15 +1864,15 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v197 = where(v196, v193, 0)
+	// v171 = where(v170, v167, 0)
 	VBLENDVPS Y7, Y1, Y2, Y1
 	VMOVUPS   lgc18<>+0(SB), Y3
 
-	// v198 = le(ratio, 1.2000000078829447)
+	// v172 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y6, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v199 = max(v198, v195)
+	// v173 = max(v172, v169)
 	VXORPS  lgc20<>+0(SB), Y3, Y3
 	VXORPS  lgc20<>+0(SB), Y8, Y7
 	VMINPS  Y3, Y7, Y8
@@ -1972,28 +1882,28 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v200 = where(v199, v192, 0)
+	// v174 = where(v173, v166, 0)
 	VBLENDVPS Y7, Y4, Y2, Y3
 
-	// v201 = add(v197, v200)
+	// v175 = add(v171, v174)
 	VADDPS Y3, Y1, Y1
 
-	// v202 = ne(v201, 0)
+	// v176 = ne(v175, 0)
 	VCMPPS $0x04, Y2, Y1, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y4
 
-	// v203 = mul(v201, ratio)
+	// v177 = mul(v175, ratio)
 	VMULPS Y6, Y1, Y4
 
-	// v204 = where(v202, v203, v201)
+	// v178 = where(v176, v177, v175)
 	VBLENDVPS Y3, Y4, Y1, Y1
 
-	// v205 = add(v185, v204)
+	// v179 = add(v159, v178)
 	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v205, 0)
+	// gradLogProb = where(mask, v179, 0)
 	VBLENDVPS Y5, Y0, Y2, Y0
-	VMOVUPS   640(SP), Y1
+	VMOVUPS   608(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX

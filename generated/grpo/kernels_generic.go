@@ -353,92 +353,66 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v119 := float32(v116 * v103)
 			v120 := sel(v118, v119, v116)
 			v121 := v117 + v120
-			v122 := b2f(v115 != zero)
-			v123 := float32(v115 * v100)
-			v124 := sel(v122, v123, v115)
-			v125 := float32(v115 * v101)
-			v126 := sel(v122, v125, v115)
-			v127 := b2f(v124 != zero)
-			v128 := float32(v124 * v76)
-			v129 := sel(v127, v128, v124)
-			v130 := v129 + v129
-			v131 := b2f(v126 != zero)
-			v132 := float32(v126 * v98)
-			v133 := sel(v131, v132, v126)
-			v134 := float32(v126 * v76)
-			v135 := sel(v131, v134, v126)
-			v136 := v130 + v133
-			v137 := b2f(v135 != zero)
-			v138 := float32(v135 * v95)
-			v139 := sel(v137, v138, v135)
-			v140 := float32(v135 * v76)
-			v141 := sel(v137, v140, v135)
-			v142 := v136 + v139
-			v143 := b2f(v141 != zero)
-			v144 := float32(v141 * v92)
-			v145 := sel(v143, v144, v141)
-			v146 := float32(v141 * v76)
-			v147 := sel(v143, v146, v141)
-			v148 := v142 + v145
-			v149 := b2f(v147 != zero)
-			v150 := float32(v147 * v89)
-			v151 := sel(v149, v150, v147)
-			v152 := float32(v147 * v76)
-			v153 := sel(v149, v152, v147)
-			v154 := v148 + v151
-			v155 := b2f(v153 != zero)
-			v156 := float32(v153 * v86)
-			v157 := sel(v155, v156, v153)
-			v158 := float32(v153 * v76)
-			v159 := sel(v155, v158, v153)
-			v160 := v154 + v157
-			v161 := b2f(v159 != zero)
-			v162 := float32(v159 * v83)
-			v163 := sel(v161, v162, v159)
-			v164 := float32(v159 * v76)
-			v165 := sel(v161, v164, v159)
-			v166 := v160 + v163
-			v167 := b2f(v165 != zero)
-			v168 := float32(v165 * v80)
-			v169 := sel(v167, v168, v165)
-			v170 := float32(v165 * v76)
-			v171 := sel(v167, v170, v165)
-			v172 := v166 + v169
-			v173 := float32(v171 * c77)
-			v174 := v172 + v173
-			v175 := b2f(v75 <= c72)
-			v176 := b2f(v75 != v75)
-			v177 := max(v175, v176)
-			v178 := sel(v177, v174, zero)
-			v179 := b2f(v70 >= c74)
-			v180 := b2f(v70 != v70)
-			v181 := max(v179, v180)
-			v182 := sel(v181, v178, zero)
-			v183 := v121 + v182
-			v184 := sel(kept, v183, zero)
-			v185 := -v184
-			v186 := one / v34
-			v187 := sel(kept, v186, zero)
-			v188 := float32(v187 * c50)
-			gradEntropy := sel(mask, v188, zero)
+			v122 := float32(v115 * v100)
+			v123 := float32(v115 * v101)
+			v124 := float32(v122 * v76)
+			v125 := v124 + v124
+			v126 := float32(v123 * v98)
+			v127 := float32(v123 * v76)
+			v128 := v125 + v126
+			v129 := float32(v127 * v95)
+			v130 := float32(v127 * v76)
+			v131 := v128 + v129
+			v132 := float32(v130 * v92)
+			v133 := float32(v130 * v76)
+			v134 := v131 + v132
+			v135 := float32(v133 * v89)
+			v136 := float32(v133 * v76)
+			v137 := v134 + v135
+			v138 := float32(v136 * v86)
+			v139 := float32(v136 * v76)
+			v140 := v137 + v138
+			v141 := float32(v139 * v83)
+			v142 := float32(v139 * v76)
+			v143 := v140 + v141
+			v144 := float32(v142 * v80)
+			v145 := float32(v142 * v76)
+			v146 := v143 + v144
+			v147 := float32(v145 * c77)
+			v148 := v146 + v147
+			v149 := b2f(v75 <= c72)
+			v150 := b2f(v75 != v75)
+			v151 := max(v149, v150)
+			v152 := sel(v151, v148, zero)
+			v153 := b2f(v70 >= c74)
+			v154 := b2f(v70 != v70)
+			v155 := max(v153, v154)
+			v156 := sel(v155, v152, zero)
+			v157 := v121 + v156
+			v158 := sel(kept, v157, zero)
+			v159 := -v158
+			v160 := one / v34
+			v161 := sel(kept, v160, zero)
+			v162 := float32(v161 * c50)
+			gradEntropy := sel(mask, v162, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v190 := -v187
-			v191 := float32(v190 * v10)
-			v192 := sel(v24, v191, zero)
-			v193 := sel(v24, zero, v191)
-			v194 := b2f(ratio >= c27)
-			v195 := b2f(ratio != ratio)
-			v196 := max(v194, v195)
-			v197 := sel(v196, v193, zero)
-			v198 := b2f(ratio <= c25)
-			v199 := max(v198, v195)
-			v200 := sel(v199, v192, zero)
-			v201 := v197 + v200
-			v202 := b2f(v201 != zero)
-			v203 := float32(v201 * ratio)
-			v204 := sel(v202, v203, v201)
-			v205 := v185 + v204
-			gradLogProb := sel(mask, v205, zero)
+			v164 := -v161
+			v165 := float32(v164 * v10)
+			v166 := sel(v24, v165, zero)
+			v167 := sel(v24, zero, v165)
+			v168 := b2f(ratio >= c27)
+			v169 := b2f(ratio != ratio)
+			v170 := max(v168, v169)
+			v171 := sel(v170, v167, zero)
+			v172 := b2f(ratio <= c25)
+			v173 := max(v172, v169)
+			v174 := sel(v173, v166, zero)
+			v175 := v171 + v174
+			v176 := b2f(v175 != zero)
+			v177 := float32(v175 * ratio)
+			v178 := sel(v176, v177, v175)
+			v179 := v159 + v178
+			gradLogProb := sel(mask, v179, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

@@ -1404,7 +1404,7 @@ blocks_18:
 
 // func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $608-96
+TEXT ·fbPass3AVX2(SB), $576-96
 	MOVQ lo+0(FP), AX
 
 outer0_19:
@@ -1771,323 +1771,231 @@ blocks_21:
 	VCMPPS    $0x04, Y5, Y0, Y5
 
 	// v99 = where(mask, k3, 0)
-	VBLENDVPS Y5, Y4, Y3, Y0
+	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// sum(v99) over [G N L]
-	VADDPS  4096(SI), Y0, Y0
-	VMOVUPS Y0, 4096(SI)
-	VMOVUPS lgc38<>+0(SB), Y0
-	VMOVUPS 192(SP), Y4
+	VADDPS  4096(SI), Y4, Y4
+	VMOVUPS Y4, 4096(SI)
+	VMOVUPS lgc38<>+0(SB), Y4
+	VMOVUPS 192(SP), Y6
 
 	// v105 = div(0.04, v36)
-	VDIVPS Y4, Y0, Y0
+	VDIVPS Y6, Y4, Y4
 
 	// v106 = where(mask, v105, 0)
-	VBLENDVPS Y5, Y0, Y3, Y0
+	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// v107 = where(v64, v106, 0)
-	VBLENDVPS Y2, Y0, Y3, Y4
+	VBLENDVPS Y2, Y4, Y3, Y5
 
 	// v108 = where(v64, 0, v106)
-	VBLENDVPS Y2, Y3, Y0, Y0
+	VBLENDVPS Y2, Y3, Y4, Y2
 
 	// v109 = neg(v108)
-	VXORPS lgc23<>+0(SB), Y0, Y2
+	VXORPS lgc23<>+0(SB), Y2, Y4
 
 	// v110 = ne(v108, 0)
-	VCMPPS $0x04, Y3, Y0, Y5
-	VANDPS lgc5<>+0(SB), Y5, Y6
+	VCMPPS $0x04, Y3, Y2, Y6
+	VANDPS lgc5<>+0(SB), Y6, Y8
 
 	// v111 = mul(v108, v95)
-	VMULPS Y7, Y0, Y6
-
-	// v112 = where(v110, v111, v108)
-	VBLENDVPS Y5, Y6, Y0, Y0
-
-	// v113 = add(v109, v112)
-	VADDPS Y0, Y2, Y0
-
-	// v114 = ne(v107, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc5<>+0(SB), Y2, Y5
-	VMOVUPS 544(SP), Y5
-
-	// v115 = mul(v107, v92)
-	VMULPS Y5, Y4, Y5
-
-	// v116 = where(v114, v115, v107)
-	VBLENDVPS Y2, Y5, Y4, Y5
-	VMOVUPS   512(SP), Y6
-
-	// v117 = mul(v107, v93)
-	VMULPS Y6, Y4, Y6
-
-	// v118 = where(v114, v117, v107)
-	VBLENDVPS Y2, Y6, Y4, Y2
-
-	// v119 = ne(v116, 0)
-	VCMPPS  $0x04, Y3, Y5, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y6
-	VMOVUPS 480(SP), Y6
-
-	// v120 = mul(v116, v67)
-	VMULPS Y6, Y5, Y7
-
-	// v121 = where(v119, v120, v116)
-	VBLENDVPS Y4, Y7, Y5, Y4
-
-	// v122 = add(v121, v121)
-	VADDPS Y4, Y4, Y4
-
-	// v123 = ne(v118, 0)
-	VCMPPS  $0x04, Y3, Y2, Y5
-	VANDPS  lgc5<>+0(SB), Y5, Y7
-	VMOVUPS 448(SP), Y7
-
-	// v124 = mul(v118, v89)
 	VMULPS Y7, Y2, Y7
 
-	// v125 = where(v123, v124, v118)
-	VBLENDVPS Y5, Y7, Y2, Y7
+	// v112 = where(v110, v111, v108)
+	VBLENDVPS Y6, Y7, Y2, Y2
 
-	// v126 = mul(v118, v67)
-	VMULPS  Y6, Y2, Y8
-	VMOVUPS Y0, 576(SP)
+	// v113 = add(v109, v112)
+	VADDPS  Y2, Y4, Y2
+	VMOVUPS 544(SP), Y4
 
-	// v127 = where(v123, v126, v118)
-	VBLENDVPS Y5, Y8, Y2, Y0
+	// v114 = mul(v107, v92)
+	VMULPS  Y4, Y5, Y4
+	VMOVUPS 512(SP), Y6
 
-	// v128 = add(v122, v125)
-	VADDPS Y7, Y4, Y2
+	// v115 = mul(v107, v93)
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS 480(SP), Y6
 
-	// v129 = ne(v127, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y5
-	VMOVUPS 416(SP), Y5
+	// v116 = mul(v114, v67)
+	VMULPS Y6, Y4, Y4
 
-	// v130 = mul(v127, v86)
-	VMULPS Y5, Y0, Y5
+	// v117 = add(v116, v116)
+	VADDPS  Y4, Y4, Y4
+	VMOVUPS 448(SP), Y7
 
-	// v131 = where(v129, v130, v127)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v118 = mul(v115, v89)
+	VMULPS Y7, Y5, Y7
 
-	// v132 = mul(v127, v67)
-	VMULPS Y6, Y0, Y7
+	// v119 = mul(v115, v67)
+	VMULPS Y6, Y5, Y5
 
-	// v133 = where(v129, v132, v127)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v120 = add(v117, v118)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 416(SP), Y7
 
-	// v134 = add(v128, v131)
-	VADDPS Y5, Y2, Y2
+	// v121 = mul(v119, v86)
+	VMULPS Y7, Y5, Y7
 
-	// v135 = ne(v133, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y5
-	VMOVUPS 384(SP), Y5
+	// v122 = mul(v119, v67)
+	VMULPS Y6, Y5, Y5
 
-	// v136 = mul(v133, v83)
-	VMULPS Y5, Y0, Y5
+	// v123 = add(v120, v121)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 384(SP), Y7
 
-	// v137 = where(v135, v136, v133)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v124 = mul(v122, v83)
+	VMULPS Y7, Y5, Y7
 
-	// v138 = mul(v133, v67)
-	VMULPS Y6, Y0, Y7
+	// v125 = mul(v122, v67)
+	VMULPS Y6, Y5, Y5
 
-	// v139 = where(v135, v138, v133)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v126 = add(v123, v124)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 352(SP), Y7
 
-	// v140 = add(v134, v137)
-	VADDPS Y5, Y2, Y2
+	// v127 = mul(v125, v80)
+	VMULPS Y7, Y5, Y7
 
-	// v141 = ne(v139, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y5
-	VMOVUPS 352(SP), Y5
+	// v128 = mul(v125, v67)
+	VMULPS Y6, Y5, Y5
 
-	// v142 = mul(v139, v80)
-	VMULPS Y5, Y0, Y5
+	// v129 = add(v126, v127)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 320(SP), Y7
 
-	// v143 = where(v141, v142, v139)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v130 = mul(v128, v77)
+	VMULPS Y7, Y5, Y7
 
-	// v144 = mul(v139, v67)
-	VMULPS Y6, Y0, Y7
+	// v131 = mul(v128, v67)
+	VMULPS Y6, Y5, Y5
 
-	// v145 = where(v141, v144, v139)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v132 = add(v129, v130)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 288(SP), Y7
 
-	// v146 = add(v140, v143)
-	VADDPS Y5, Y2, Y2
+	// v133 = mul(v131, v74)
+	VMULPS Y7, Y5, Y7
 
-	// v147 = ne(v145, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y5
-	VMOVUPS 320(SP), Y5
+	// v134 = mul(v131, v67)
+	VMULPS Y6, Y5, Y5
 
-	// v148 = mul(v145, v77)
-	VMULPS Y5, Y0, Y5
+	// v135 = add(v132, v133)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 256(SP), Y7
 
-	// v149 = where(v147, v148, v145)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v136 = mul(v134, v71)
+	VMULPS Y7, Y5, Y7
 
-	// v150 = mul(v145, v67)
-	VMULPS Y6, Y0, Y7
+	// v137 = mul(v134, v67)
+	VMULPS Y6, Y5, Y5
 
-	// v151 = where(v147, v150, v145)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v138 = add(v135, v136)
+	VADDPS Y7, Y4, Y4
 
-	// v152 = add(v146, v149)
-	VADDPS Y5, Y2, Y2
+	// v139 = mul(v137, 2.755731922398589e-07)
+	VMULPS lgc30<>+0(SB), Y5, Y5
 
-	// v153 = ne(v151, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y5
-	VMOVUPS 288(SP), Y5
+	// v140 = add(v138, v139)
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 224(SP), Y5
+	VMOVUPS lgc28<>+0(SB), Y6
 
-	// v154 = mul(v151, v74)
-	VMULPS Y5, Y0, Y5
+	// v141 = le(v66, 0.1)
+	VCMPPS $0x12, Y6, Y5, Y6
+	VANDPS lgc5<>+0(SB), Y6, Y6
 
-	// v155 = where(v153, v154, v151)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v142 = ne(v66, v66)
+	VCMPPS $0x04, Y5, Y5, Y5
+	VANDPS lgc5<>+0(SB), Y5, Y5
 
-	// v156 = mul(v151, v67)
-	VMULPS Y6, Y0, Y7
+	// v143 = max(v141, v142)
+	VXORPS  lgc23<>+0(SB), Y6, Y6
+	VXORPS  lgc23<>+0(SB), Y5, Y5
+	VMINPS  Y6, Y5, Y7
+	VMINPS  Y5, Y6, Y5
+	VORPS   Y7, Y5, Y5
+	VXORPS  lgc23<>+0(SB), Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v157 = where(v153, v156, v151)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v144 = where(v143, v140, 0)
+	VBLENDVPS Y6, Y4, Y3, Y4
+	VMOVUPS   lgc29<>+0(SB), Y5
 
-	// v158 = add(v152, v155)
-	VADDPS Y5, Y2, Y2
+	// v145 = ge(v61, -0.1)
+	VCMPPS $0x1d, Y5, Y1, Y5
+	VANDPS lgc5<>+0(SB), Y5, Y5
 
-	// v159 = ne(v157, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y5
-	VMOVUPS 256(SP), Y5
-
-	// v160 = mul(v157, v71)
-	VMULPS Y5, Y0, Y5
-
-	// v161 = where(v159, v160, v157)
-	VBLENDVPS Y4, Y5, Y0, Y5
-
-	// v162 = mul(v157, v67)
-	VMULPS Y6, Y0, Y6
-
-	// v163 = where(v159, v162, v157)
-	VBLENDVPS Y4, Y6, Y0, Y0
-
-	// v164 = add(v158, v161)
-	VADDPS Y5, Y2, Y2
-
-	// v165 = mul(v163, 2.755731922398589e-07)
-	VMULPS lgc30<>+0(SB), Y0, Y0
-
-	// v166 = add(v164, v165)
-	VADDPS  Y0, Y2, Y0
-	VMOVUPS 224(SP), Y2
-	VMOVUPS lgc28<>+0(SB), Y4
-
-	// v167 = le(v66, 0.1)
-	VCMPPS $0x12, Y4, Y2, Y4
-	VANDPS lgc5<>+0(SB), Y4, Y4
-
-	// v168 = ne(v66, v66)
-	VCMPPS $0x04, Y2, Y2, Y2
-	VANDPS lgc5<>+0(SB), Y2, Y2
-
-	// v169 = max(v167, v168)
-	VXORPS  lgc23<>+0(SB), Y4, Y4
-	VXORPS  lgc23<>+0(SB), Y2, Y2
-	VMINPS  Y4, Y2, Y5
-	VMINPS  Y2, Y4, Y2
-	VORPS   Y5, Y2, Y2
-	VXORPS  lgc23<>+0(SB), Y2, Y2
-	VMOVUPS lgc3<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y2, Y4
-
-	// v170 = where(v169, v166, 0)
-	VBLENDVPS Y4, Y0, Y3, Y0
-	VMOVUPS   lgc29<>+0(SB), Y2
-
-	// v171 = ge(v61, -0.1)
-	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc5<>+0(SB), Y2, Y2
-
-	// v172 = ne(v61, v61)
+	// v146 = ne(v61, v61)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc5<>+0(SB), Y1, Y1
 
-	// v173 = max(v171, v172)
-	VXORPS  lgc23<>+0(SB), Y2, Y2
+	// v147 = max(v145, v146)
+	VXORPS  lgc23<>+0(SB), Y5, Y5
 	VXORPS  lgc23<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y4
-	VMINPS  Y1, Y2, Y1
-	VORPS   Y4, Y1, Y1
+	VMINPS  Y5, Y1, Y6
+	VMINPS  Y1, Y5, Y1
+	VORPS   Y6, Y1, Y1
 	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMOVUPS lgc3<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y1, Y5
+
+	// v148 = where(v147, v144, 0)
+	VBLENDVPS Y5, Y4, Y3, Y1
+
+	// v149 = add(v113, v148)
+	VADDPS  Y1, Y2, Y1
 	VMOVUPS lgc3<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y1, Y2
+	VCMPPS  $0x04, Y2, Y0, Y2
 
-	// v174 = where(v173, v170, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
-	VMOVUPS   576(SP), Y1
+	// v150 = where(mask, v149, 0)
+	VBLENDVPS Y2, Y1, Y3, Y0
 
-	// v175 = add(v113, v174)
-	VADDPS    Y0, Y1, Y0
-	MOVQ      mask+32(FP), SI
-	VPMOVZXBD (SI)(DI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-
-	// v176 = where(mask, v175, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
-
-	// v177 = neg(v176)
+	// v151 = neg(v150)
 	VXORPS  lgc23<>+0(SB), Y0, Y0
 	VMOVUPS lgc5<>+0(SB), Y1
 	VMOVUPS 192(SP), Y4
 
-	// v178 = div(1, v36)
+	// v152 = div(1, v36)
 	VDIVPS Y4, Y1, Y1
 
-	// v179 = where(mask, v178, 0)
+	// v153 = where(mask, v152, 0)
 	VBLENDVPS Y2, Y1, Y3, Y1
 
-	// v180 = neg(v179)
+	// v154 = neg(v153)
 	VXORPS lgc23<>+0(SB), Y1, Y1
 
-	// v181 = ne(v180, 0)
+	// v155 = ne(v154, 0)
 	VCMPPS  $0x04, Y3, Y1, Y4
 	VANDPS  lgc5<>+0(SB), Y4, Y5
 	VMOVUPS 160(SP), Y5
 
-	// v182 = mul(v180, v19)
+	// v156 = mul(v154, v19)
 	VMULPS Y5, Y1, Y5
 
-	// v183 = where(v181, v182, v180)
+	// v157 = where(v155, v156, v154)
 	VBLENDVPS Y4, Y5, Y1, Y1
 	VMOVUPS   128(SP), Y4
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
-	// v184 = where(v26, v183, 0)
+	// v158 = where(v26, v157, 0)
 	VBLENDVPS Y5, Y1, Y3, Y4
 
-	// v185 = where(v26, 0, v183)
+	// v159 = where(v26, 0, v157)
 	VBLENDVPS Y5, Y3, Y1, Y1
 	VMOVUPS   96(SP), Y5
 	VMOVUPS   lgc22<>+0(SB), Y6
 
-	// v186 = ge(ratio, 0.8000000028326788)
+	// v160 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
 	VANDPS lgc5<>+0(SB), Y6, Y6
 
-	// v187 = ne(ratio, ratio)
+	// v161 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y7
 	VANDPS lgc5<>+0(SB), Y7, Y7
 
-	// v188 = max(v186, v187)
+	// v162 = max(v160, v161)
 	VXORPS  lgc23<>+0(SB), Y6, Y6
 	VXORPS  lgc23<>+0(SB), Y7, Y9
 	VMINPS  Y6, Y9, Y8
@@ -2097,15 +2005,15 @@ blocks_21:
 	VMOVUPS lgc3<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y6, Y8
 
-	// v189 = where(v188, v185, 0)
+	// v163 = where(v162, v159, 0)
 	VBLENDVPS Y8, Y1, Y3, Y1
 	VMOVUPS   lgc21<>+0(SB), Y6
 
-	// v190 = le(ratio, 1.2000000078829447)
+	// v164 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc5<>+0(SB), Y6, Y6
 
-	// v191 = max(v190, v187)
+	// v165 = max(v164, v161)
 	VXORPS  lgc23<>+0(SB), Y6, Y6
 	VXORPS  lgc23<>+0(SB), Y7, Y7
 	VMINPS  Y6, Y7, Y8
@@ -2115,26 +2023,26 @@ blocks_21:
 	VMOVUPS lgc3<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v192 = where(v191, v184, 0)
+	// v166 = where(v165, v158, 0)
 	VBLENDVPS Y7, Y4, Y3, Y4
 
-	// v193 = add(v189, v192)
+	// v167 = add(v163, v166)
 	VADDPS Y4, Y1, Y1
 
-	// v194 = ne(v193, 0)
+	// v168 = ne(v167, 0)
 	VCMPPS $0x04, Y3, Y1, Y4
 	VANDPS lgc5<>+0(SB), Y4, Y6
 
-	// v195 = mul(v193, ratio)
+	// v169 = mul(v167, ratio)
 	VMULPS Y5, Y1, Y5
 
-	// v196 = where(v194, v195, v193)
+	// v170 = where(v168, v169, v167)
 	VBLENDVPS Y4, Y5, Y1, Y1
 
-	// v197 = add(v177, v196)
+	// v171 = add(v151, v170)
 	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v197, 0)
+	// gradLogProb = where(mask, v171, 0)
 	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// store gradLogProb

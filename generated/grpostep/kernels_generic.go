@@ -385,91 +385,65 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 				v111 := float32(v108 * v95)
 				v112 := sel(v110, v111, v108)
 				v113 := v109 + v112
-				v114 := b2f(v107 != zero)
-				v115 := float32(v107 * v92)
-				v116 := sel(v114, v115, v107)
-				v117 := float32(v107 * v93)
-				v118 := sel(v114, v117, v107)
-				v119 := b2f(v116 != zero)
-				v120 := float32(v116 * v67)
-				v121 := sel(v119, v120, v116)
-				v122 := v121 + v121
-				v123 := b2f(v118 != zero)
-				v124 := float32(v118 * v89)
-				v125 := sel(v123, v124, v118)
-				v126 := float32(v118 * v67)
-				v127 := sel(v123, v126, v118)
-				v128 := v122 + v125
-				v129 := b2f(v127 != zero)
-				v130 := float32(v127 * v86)
-				v131 := sel(v129, v130, v127)
-				v132 := float32(v127 * v67)
-				v133 := sel(v129, v132, v127)
-				v134 := v128 + v131
-				v135 := b2f(v133 != zero)
-				v136 := float32(v133 * v83)
-				v137 := sel(v135, v136, v133)
-				v138 := float32(v133 * v67)
-				v139 := sel(v135, v138, v133)
-				v140 := v134 + v137
-				v141 := b2f(v139 != zero)
-				v142 := float32(v139 * v80)
-				v143 := sel(v141, v142, v139)
-				v144 := float32(v139 * v67)
-				v145 := sel(v141, v144, v139)
-				v146 := v140 + v143
-				v147 := b2f(v145 != zero)
-				v148 := float32(v145 * v77)
-				v149 := sel(v147, v148, v145)
-				v150 := float32(v145 * v67)
-				v151 := sel(v147, v150, v145)
-				v152 := v146 + v149
-				v153 := b2f(v151 != zero)
-				v154 := float32(v151 * v74)
-				v155 := sel(v153, v154, v151)
-				v156 := float32(v151 * v67)
-				v157 := sel(v153, v156, v151)
-				v158 := v152 + v155
-				v159 := b2f(v157 != zero)
-				v160 := float32(v157 * v71)
-				v161 := sel(v159, v160, v157)
-				v162 := float32(v157 * v67)
-				v163 := sel(v159, v162, v157)
-				v164 := v158 + v161
-				v165 := float32(v163 * c68)
-				v166 := v164 + v165
-				v167 := b2f(v66 <= c63)
-				v168 := b2f(v66 != v66)
-				v169 := max(v167, v168)
-				v170 := sel(v169, v166, zero)
-				v171 := b2f(v61 >= c65)
-				v172 := b2f(v61 != v61)
-				v173 := max(v171, v172)
-				v174 := sel(v173, v170, zero)
-				v175 := v113 + v174
-				v176 := sel(mask, v175, zero)
-				v177 := -v176
-				v178 := one / v36
-				v179 := sel(mask, v178, zero)
-				v180 := -v179
-				v181 := b2f(v180 != zero)
-				v182 := float32(v180 * v19)
-				v183 := sel(v181, v182, v180)
-				v184 := sel(v26, v183, zero)
-				v185 := sel(v26, zero, v183)
-				v186 := b2f(ratio >= c29)
-				v187 := b2f(ratio != ratio)
-				v188 := max(v186, v187)
-				v189 := sel(v188, v185, zero)
-				v190 := b2f(ratio <= c27)
-				v191 := max(v190, v187)
-				v192 := sel(v191, v184, zero)
-				v193 := v189 + v192
-				v194 := b2f(v193 != zero)
-				v195 := float32(v193 * ratio)
-				v196 := sel(v194, v195, v193)
-				v197 := v177 + v196
-				gradLogProb := sel(mask, v197, zero)
+				v114 := float32(v107 * v92)
+				v115 := float32(v107 * v93)
+				v116 := float32(v114 * v67)
+				v117 := v116 + v116
+				v118 := float32(v115 * v89)
+				v119 := float32(v115 * v67)
+				v120 := v117 + v118
+				v121 := float32(v119 * v86)
+				v122 := float32(v119 * v67)
+				v123 := v120 + v121
+				v124 := float32(v122 * v83)
+				v125 := float32(v122 * v67)
+				v126 := v123 + v124
+				v127 := float32(v125 * v80)
+				v128 := float32(v125 * v67)
+				v129 := v126 + v127
+				v130 := float32(v128 * v77)
+				v131 := float32(v128 * v67)
+				v132 := v129 + v130
+				v133 := float32(v131 * v74)
+				v134 := float32(v131 * v67)
+				v135 := v132 + v133
+				v136 := float32(v134 * v71)
+				v137 := float32(v134 * v67)
+				v138 := v135 + v136
+				v139 := float32(v137 * c68)
+				v140 := v138 + v139
+				v141 := b2f(v66 <= c63)
+				v142 := b2f(v66 != v66)
+				v143 := max(v141, v142)
+				v144 := sel(v143, v140, zero)
+				v145 := b2f(v61 >= c65)
+				v146 := b2f(v61 != v61)
+				v147 := max(v145, v146)
+				v148 := sel(v147, v144, zero)
+				v149 := v113 + v148
+				v150 := sel(mask, v149, zero)
+				v151 := -v150
+				v152 := one / v36
+				v153 := sel(mask, v152, zero)
+				v154 := -v153
+				v155 := b2f(v154 != zero)
+				v156 := float32(v154 * v19)
+				v157 := sel(v155, v156, v154)
+				v158 := sel(v26, v157, zero)
+				v159 := sel(v26, zero, v157)
+				v160 := b2f(ratio >= c29)
+				v161 := b2f(ratio != ratio)
+				v162 := max(v160, v161)
+				v163 := sel(v162, v159, zero)
+				v164 := b2f(ratio <= c27)
+				v165 := max(v164, v161)
+				v166 := sel(v165, v158, zero)
+				v167 := v163 + v166
+				v168 := b2f(v167 != zero)
+				v169 := float32(v167 * ratio)
+				v170 := sel(v168, v169, v167)
+				v171 := v151 + v170
+				gradLogProb := sel(mask, v171, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}

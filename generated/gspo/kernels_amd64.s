@@ -1023,13 +1023,13 @@ blocks_11:
 	// v30 = max(numValid, 1)
 	VMAXPS Y3, Y0, Y3
 
-	// v160 = div(1, v30)
+	// v134 = div(1, v30)
 	VDIVPS Y3, Y0, Y0
 
-	// v161 = where(mask, v160, 0)
+	// v135 = where(mask, v134, 0)
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// sum(v161) over [L]
+	// sum(v135) over [L]
 	IMUL3Q       $+8, BX, BX
 	VADDPS       3200(DI)(BX*4), Y0, Y0
 	VMOVUPS      Y0, 3200(DI)(BX*4)
@@ -1143,7 +1143,7 @@ noflush_12:
 
 // func fbPass2AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $576-96
+TEXT ·fbPass2AVX2(SB), $544-96
 	MOVQ lo+0(FP), AX
 
 outer0_13:
@@ -1423,368 +1423,276 @@ blocks_14:
 	VCMPPS    $0x04, Y5, Y0, Y5
 
 	// v83 = where(mask, k3, 0)
-	VBLENDVPS Y5, Y4, Y3, Y0
+	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// sum(v83) over [B L]
-	VADDPS  4544(BX), Y0, Y0
-	VMOVUPS Y0, 4544(BX)
-	VMOVUPS lgc30<>+0(SB), Y0
-	VMOVUPS 160(SP), Y4
+	VADDPS  4544(BX), Y4, Y4
+	VMOVUPS Y4, 4544(BX)
+	VMOVUPS lgc30<>+0(SB), Y4
+	VMOVUPS 160(SP), Y6
 
 	// v88 = div(0.04, v30)
-	VDIVPS Y4, Y0, Y0
+	VDIVPS Y6, Y4, Y4
 
 	// v89 = where(mask, v88, 0)
-	VBLENDVPS Y5, Y0, Y3, Y0
+	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// v90 = where(v47, v89, 0)
-	VBLENDVPS Y2, Y0, Y3, Y4
+	VBLENDVPS Y2, Y4, Y3, Y5
 
 	// v91 = where(v47, 0, v89)
-	VBLENDVPS Y2, Y3, Y0, Y0
+	VBLENDVPS Y2, Y3, Y4, Y2
 
 	// v92 = neg(v91)
-	VXORPS lgc19<>+0(SB), Y0, Y2
+	VXORPS lgc19<>+0(SB), Y2, Y4
 
 	// v93 = ne(v91, 0)
-	VCMPPS $0x04, Y3, Y0, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y6
+	VCMPPS $0x04, Y3, Y2, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y8
 
 	// v94 = mul(v91, v78)
-	VMULPS Y7, Y0, Y6
-
-	// v95 = where(v93, v94, v91)
-	VBLENDVPS Y5, Y6, Y0, Y0
-
-	// v96 = add(v92, v95)
-	VADDPS Y0, Y2, Y0
-
-	// v97 = ne(v90, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y5
-	VMOVUPS 512(SP), Y5
-
-	// v98 = mul(v90, v75)
-	VMULPS Y5, Y4, Y5
-
-	// v99 = where(v97, v98, v90)
-	VBLENDVPS Y2, Y5, Y4, Y5
-	VMOVUPS   480(SP), Y6
-
-	// v100 = mul(v90, v76)
-	VMULPS Y6, Y4, Y6
-
-	// v101 = where(v97, v100, v90)
-	VBLENDVPS Y2, Y6, Y4, Y2
-
-	// v102 = ne(v99, 0)
-	VCMPPS  $0x04, Y3, Y5, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
-	VMOVUPS 448(SP), Y6
-
-	// v103 = mul(v99, v50)
-	VMULPS Y6, Y5, Y7
-
-	// v104 = where(v102, v103, v99)
-	VBLENDVPS Y4, Y7, Y5, Y4
-
-	// v105 = add(v104, v104)
-	VADDPS Y4, Y4, Y4
-
-	// v106 = ne(v101, 0)
-	VCMPPS  $0x04, Y3, Y2, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y7
-	VMOVUPS 416(SP), Y7
-
-	// v107 = mul(v101, v72)
 	VMULPS Y7, Y2, Y7
 
-	// v108 = where(v106, v107, v101)
-	VBLENDVPS Y5, Y7, Y2, Y7
+	// v95 = where(v93, v94, v91)
+	VBLENDVPS Y6, Y7, Y2, Y2
 
-	// v109 = mul(v101, v50)
-	VMULPS  Y6, Y2, Y8
-	VMOVUPS Y0, 544(SP)
+	// v96 = add(v92, v95)
+	VADDPS  Y2, Y4, Y2
+	VMOVUPS 512(SP), Y4
 
-	// v110 = where(v106, v109, v101)
-	VBLENDVPS Y5, Y8, Y2, Y0
+	// v97 = mul(v90, v75)
+	VMULPS  Y4, Y5, Y4
+	VMOVUPS 480(SP), Y6
 
-	// v111 = add(v105, v108)
-	VADDPS Y7, Y4, Y2
+	// v98 = mul(v90, v76)
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS 448(SP), Y6
 
-	// v112 = ne(v110, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 384(SP), Y5
+	// v99 = mul(v97, v50)
+	VMULPS Y6, Y4, Y4
 
-	// v113 = mul(v110, v69)
-	VMULPS Y5, Y0, Y5
+	// v100 = add(v99, v99)
+	VADDPS  Y4, Y4, Y4
+	VMOVUPS 416(SP), Y7
 
-	// v114 = where(v112, v113, v110)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v101 = mul(v98, v72)
+	VMULPS Y7, Y5, Y7
 
-	// v115 = mul(v110, v50)
-	VMULPS Y6, Y0, Y7
+	// v102 = mul(v98, v50)
+	VMULPS Y6, Y5, Y5
 
-	// v116 = where(v112, v115, v110)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v103 = add(v100, v101)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 384(SP), Y7
 
-	// v117 = add(v111, v114)
-	VADDPS Y5, Y2, Y2
+	// v104 = mul(v102, v69)
+	VMULPS Y7, Y5, Y7
 
-	// v118 = ne(v116, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 352(SP), Y5
+	// v105 = mul(v102, v50)
+	VMULPS Y6, Y5, Y5
 
-	// v119 = mul(v116, v66)
-	VMULPS Y5, Y0, Y5
+	// v106 = add(v103, v104)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 352(SP), Y7
 
-	// v120 = where(v118, v119, v116)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v107 = mul(v105, v66)
+	VMULPS Y7, Y5, Y7
 
-	// v121 = mul(v116, v50)
-	VMULPS Y6, Y0, Y7
+	// v108 = mul(v105, v50)
+	VMULPS Y6, Y5, Y5
 
-	// v122 = where(v118, v121, v116)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v109 = add(v106, v107)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 320(SP), Y7
 
-	// v123 = add(v117, v120)
-	VADDPS Y5, Y2, Y2
+	// v110 = mul(v108, v63)
+	VMULPS Y7, Y5, Y7
 
-	// v124 = ne(v122, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 320(SP), Y5
+	// v111 = mul(v108, v50)
+	VMULPS Y6, Y5, Y5
 
-	// v125 = mul(v122, v63)
-	VMULPS Y5, Y0, Y5
+	// v112 = add(v109, v110)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 288(SP), Y7
 
-	// v126 = where(v124, v125, v122)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v113 = mul(v111, v60)
+	VMULPS Y7, Y5, Y7
 
-	// v127 = mul(v122, v50)
-	VMULPS Y6, Y0, Y7
+	// v114 = mul(v111, v50)
+	VMULPS Y6, Y5, Y5
 
-	// v128 = where(v124, v127, v122)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v115 = add(v112, v113)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 256(SP), Y7
 
-	// v129 = add(v123, v126)
-	VADDPS Y5, Y2, Y2
+	// v116 = mul(v114, v57)
+	VMULPS Y7, Y5, Y7
 
-	// v130 = ne(v128, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 288(SP), Y5
+	// v117 = mul(v114, v50)
+	VMULPS Y6, Y5, Y5
 
-	// v131 = mul(v128, v60)
-	VMULPS Y5, Y0, Y5
+	// v118 = add(v115, v116)
+	VADDPS  Y7, Y4, Y4
+	VMOVUPS 224(SP), Y7
 
-	// v132 = where(v130, v131, v128)
-	VBLENDVPS Y4, Y5, Y0, Y5
+	// v119 = mul(v117, v54)
+	VMULPS Y7, Y5, Y7
 
-	// v133 = mul(v128, v50)
-	VMULPS Y6, Y0, Y7
+	// v120 = mul(v117, v50)
+	VMULPS Y6, Y5, Y5
 
-	// v134 = where(v130, v133, v128)
-	VBLENDVPS Y4, Y7, Y0, Y0
+	// v121 = add(v118, v119)
+	VADDPS Y7, Y4, Y4
 
-	// v135 = add(v129, v132)
-	VADDPS Y5, Y2, Y2
+	// v122 = mul(v120, 2.755731922398589e-07)
+	VMULPS lgc22<>+0(SB), Y5, Y5
 
-	// v136 = ne(v134, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 256(SP), Y5
+	// v123 = add(v121, v122)
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 192(SP), Y5
+	VMOVUPS lgc20<>+0(SB), Y6
 
-	// v137 = mul(v134, v57)
-	VMULPS Y5, Y0, Y5
-
-	// v138 = where(v136, v137, v134)
-	VBLENDVPS Y4, Y5, Y0, Y5
-
-	// v139 = mul(v134, v50)
-	VMULPS Y6, Y0, Y7
-
-	// v140 = where(v136, v139, v134)
-	VBLENDVPS Y4, Y7, Y0, Y0
-
-	// v141 = add(v135, v138)
-	VADDPS Y5, Y2, Y2
-
-	// v142 = ne(v140, 0)
-	VCMPPS  $0x04, Y3, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
-	VMOVUPS 224(SP), Y5
-
-	// v143 = mul(v140, v54)
-	VMULPS Y5, Y0, Y5
-
-	// v144 = where(v142, v143, v140)
-	VBLENDVPS Y4, Y5, Y0, Y5
-
-	// v145 = mul(v140, v50)
-	VMULPS Y6, Y0, Y6
-
-	// v146 = where(v142, v145, v140)
-	VBLENDVPS Y4, Y6, Y0, Y0
-
-	// v147 = add(v141, v144)
-	VADDPS Y5, Y2, Y2
-
-	// v148 = mul(v146, 2.755731922398589e-07)
-	VMULPS lgc22<>+0(SB), Y0, Y0
-
-	// v149 = add(v147, v148)
-	VADDPS  Y0, Y2, Y0
-	VMOVUPS 192(SP), Y2
-	VMOVUPS lgc20<>+0(SB), Y4
-
-	// v150 = le(v49, 0.1)
-	VCMPPS $0x12, Y4, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
-
-	// v151 = ne(v49, v49)
-	VCMPPS $0x04, Y2, Y2, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
-
-	// v152 = max(v150, v151)
-	VXORPS  lgc19<>+0(SB), Y4, Y4
-	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMINPS  Y4, Y2, Y5
-	VMINPS  Y2, Y4, Y2
-	VORPS   Y5, Y2, Y2
-	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y2, Y4
-
-	// v153 = where(v152, v149, 0)
-	VBLENDVPS Y4, Y0, Y3, Y0
-	VMOVUPS   lgc21<>+0(SB), Y2
-
-	// v154 = ge(v44, -0.1)
-	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
-
-	// v155 = ne(v44, v44)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
-
-	// v156 = max(v154, v155)
-	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y4
-	VMINPS  Y1, Y2, Y1
-	VORPS   Y4, Y1, Y1
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y1, Y2
-
-	// v157 = where(v156, v153, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
-	VMOVUPS   544(SP), Y1
-
-	// v158 = add(v96, v157)
-	VADDPS Y0, Y1, Y0
-
-	// v159 = neg(v158)
-	VXORPS       lgc19<>+0(SB), Y0, Y0
-	MOVQ         s5+72(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y1
-
-	// v163 = neg(v162)
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS 128(SP), Y2
-
-	// v164 = mul(v163, v17)
-	VMULPS  Y2, Y1, Y1
-	VMOVUPS 96(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y2, Y4
-
-	// v165 = where(v19, v164, 0)
-	VBLENDVPS Y4, Y1, Y3, Y2
-
-	// v166 = where(v19, 0, v164)
-	VBLENDVPS Y4, Y3, Y1, Y1
-	VMOVUPS   64(SP), Y4
-	VMOVUPS   lgc18<>+0(SB), Y5
-
-	// v167 = ge(sequenceRatio, 0.8)
-	VCMPPS $0x1d, Y5, Y4, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v168 = ne(sequenceRatio, sequenceRatio)
-	VCMPPS $0x04, Y4, Y4, Y6
+	// v124 = le(v49, 0.1)
+	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v169 = max(v167, v168)
-	VXORPS  lgc19<>+0(SB), Y5, Y5
-	VXORPS  lgc19<>+0(SB), Y6, Y8
-	VMINPS  Y5, Y8, Y7
-	VMINPS  Y8, Y5, Y5
-	VORPS   Y7, Y5, Y5
-	VXORPS  lgc19<>+0(SB), Y5, Y5
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y5, Y7
-
-	// v170 = where(v169, v166, 0)
-	VBLENDVPS Y7, Y1, Y3, Y1
-	VMOVUPS   lgc17<>+0(SB), Y5
-
-	// v171 = le(sequenceRatio, 1.2)
-	VCMPPS $0x12, Y5, Y4, Y5
+	// v125 = ne(v49, v49)
+	VCMPPS $0x04, Y5, Y5, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v172 = max(v171, v168)
-	VXORPS  lgc19<>+0(SB), Y5, Y5
+	// v126 = max(v124, v125)
 	VXORPS  lgc19<>+0(SB), Y6, Y6
-	VMINPS  Y5, Y6, Y7
-	VMINPS  Y6, Y5, Y5
+	VXORPS  lgc19<>+0(SB), Y5, Y5
+	VMINPS  Y6, Y5, Y7
+	VMINPS  Y5, Y6, Y5
 	VORPS   Y7, Y5, Y5
 	VXORPS  lgc19<>+0(SB), Y5, Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v173 = where(v172, v165, 0)
-	VBLENDVPS Y6, Y2, Y3, Y2
+	// v127 = where(v126, v123, 0)
+	VBLENDVPS Y6, Y4, Y3, Y4
+	VMOVUPS   lgc21<>+0(SB), Y5
 
-	// v174 = add(v170, v173)
-	VADDPS Y2, Y1, Y1
+	// v128 = ge(v44, -0.1)
+	VCMPPS $0x1d, Y5, Y1, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v175 = ne(v174, 0)
-	VCMPPS $0x04, Y3, Y1, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y5
+	// v129 = ne(v44, v44)
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// v176 = mul(v174, sequenceRatio)
-	VMULPS Y4, Y1, Y4
+	// v130 = max(v128, v129)
+	VXORPS  lgc19<>+0(SB), Y5, Y5
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMINPS  Y5, Y1, Y6
+	VMINPS  Y1, Y5, Y1
+	VORPS   Y6, Y1, Y1
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y1, Y5
 
-	// v177 = where(v175, v176, v174)
-	VBLENDVPS Y2, Y4, Y1, Y1
+	// v131 = where(v130, v127, 0)
+	VBLENDVPS Y5, Y4, Y3, Y1
 
-	// v178 = ne(v177, 0)
-	VCMPPS  $0x04, Y3, Y1, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y4
-	VMOVUPS (SP), Y4
+	// v132 = add(v96, v131)
+	VADDPS Y1, Y2, Y1
 
-	// v179 = div(v177, v10)
-	VDIVPS Y4, Y1, Y4
+	// v133 = neg(v132)
+	VXORPS       lgc19<>+0(SB), Y1, Y1
+	MOVQ         s5+72(FP), BX
+	VBROADCASTSS (BX)(DI*4), Y2
 
-	// v180 = where(v178, v179, v177)
-	VBLENDVPS Y2, Y4, Y1, Y1
-	MOVQ      mask+8(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
+	// v137 = neg(v136)
+	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VMOVUPS 128(SP), Y4
+
+	// v138 = mul(v137, v17)
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS 96(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
+
+	// v139 = where(v19, v138, 0)
+	VBLENDVPS Y5, Y2, Y3, Y4
+
+	// v140 = where(v19, 0, v138)
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VMOVUPS   64(SP), Y5
+	VMOVUPS   lgc18<>+0(SB), Y6
+
+	// v141 = ge(sequenceRatio, 0.8)
+	VCMPPS $0x1d, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v142 = ne(sequenceRatio, sequenceRatio)
+	VCMPPS $0x04, Y5, Y5, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
+
+	// v143 = max(v141, v142)
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y7, Y9
+	VMINPS  Y6, Y9, Y8
+	VMINPS  Y9, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y6, Y8
+
+	// v144 = where(v143, v140, 0)
+	VBLENDVPS Y8, Y2, Y3, Y2
+	VMOVUPS   lgc17<>+0(SB), Y6
+
+	// v145 = le(sequenceRatio, 1.2)
+	VCMPPS $0x12, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v146 = max(v145, v142)
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y7, Y7
+	VMINPS  Y6, Y7, Y8
+	VMINPS  Y7, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VXORPS  lgc19<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
+
+	// v147 = where(v146, v139, 0)
+	VBLENDVPS Y7, Y4, Y3, Y4
+
+	// v148 = add(v144, v147)
+	VADDPS Y4, Y2, Y2
+
+	// v149 = ne(v148, 0)
+	VCMPPS $0x04, Y3, Y2, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y6
+
+	// v150 = mul(v148, sequenceRatio)
+	VMULPS Y5, Y2, Y5
+
+	// v151 = where(v149, v150, v148)
+	VBLENDVPS Y4, Y5, Y2, Y2
+
+	// v152 = ne(v151, 0)
+	VCMPPS  $0x04, Y3, Y2, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y5
+	VMOVUPS (SP), Y5
+
+	// v153 = div(v151, v10)
+	VDIVPS Y5, Y2, Y5
+
+	// v154 = where(v152, v153, v151)
+	VBLENDVPS Y4, Y5, Y2, Y2
 	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
 
-	// v181 = where(mask, v180, 0)
-	VBLENDVPS Y4, Y1, Y3, Y1
+	// v155 = where(mask, v154, 0)
+	VBLENDVPS Y4, Y2, Y3, Y0
 
-	// v182 = add(v159, v181)
-	VADDPS Y1, Y0, Y0
+	// v156 = add(v133, v155)
+	VADDPS Y0, Y1, Y0
 
-	// gradLogProb = where(mask, v182, 0)
+	// gradLogProb = where(mask, v156, 0)
 	VBLENDVPS Y4, Y0, Y3, Y0
 
 	// store gradLogProb

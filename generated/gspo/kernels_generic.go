@@ -163,14 +163,14 @@ type fbScratch struct {
 	s2             float32   // v29 = sum(v28) over B,L
 	s3             float32   // v40 = sum(v39) over B,L
 	s4             float32   // v84 = sum(v83) over B,L
-	s5             []float32 // v162 = sum(v161) over L [B=8]
+	s5             []float32 // v136 = sum(v135) over L [B=8]
 	sequenceLength []float64 // accumulators of sequenceLength
 	acc13          []float64 // accumulators of v13
-	acc162         []float64 // accumulators of v162
+	acc136         []float64 // accumulators of v136
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc162: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc136: make([]float64, 8)}
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -215,8 +215,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
 	}
-	for k := range s.acc162 {
-		s.acc162[k] = 0.0
+	for k := range s.acc136 {
+		s.acc136[k] = 0.0
 	}
 	acc29 := 0.0
 	acc40 := 0.0
@@ -235,13 +235,13 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
 			v30 := max(numValid, one)
-			v160 := one / v30
-			v161 := sel(mask, v160, zero)
-			s.acc162[iB] += float64(v161)
+			v134 := one / v30
+			v135 := sel(mask, v134, zero)
+			s.acc136[iB] += float64(v135)
 		}
 		s.s0[iB] = float32(s.sequenceLength[iB])
 		s.s1[iB] = float32(s.acc13[iB])
-		s.s5[iB] = float32(s.acc162[iB])
+		s.s5[iB] = float32(s.acc136[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
@@ -312,91 +312,65 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v94 := float32(v91 * v78)
 			v95 := sel(v93, v94, v91)
 			v96 := v92 + v95
-			v97 := b2f(v90 != zero)
-			v98 := float32(v90 * v75)
-			v99 := sel(v97, v98, v90)
-			v100 := float32(v90 * v76)
-			v101 := sel(v97, v100, v90)
-			v102 := b2f(v99 != zero)
-			v103 := float32(v99 * v50)
-			v104 := sel(v102, v103, v99)
-			v105 := v104 + v104
-			v106 := b2f(v101 != zero)
-			v107 := float32(v101 * v72)
-			v108 := sel(v106, v107, v101)
-			v109 := float32(v101 * v50)
-			v110 := sel(v106, v109, v101)
-			v111 := v105 + v108
-			v112 := b2f(v110 != zero)
-			v113 := float32(v110 * v69)
-			v114 := sel(v112, v113, v110)
-			v115 := float32(v110 * v50)
-			v116 := sel(v112, v115, v110)
-			v117 := v111 + v114
-			v118 := b2f(v116 != zero)
-			v119 := float32(v116 * v66)
-			v120 := sel(v118, v119, v116)
-			v121 := float32(v116 * v50)
-			v122 := sel(v118, v121, v116)
-			v123 := v117 + v120
-			v124 := b2f(v122 != zero)
-			v125 := float32(v122 * v63)
-			v126 := sel(v124, v125, v122)
-			v127 := float32(v122 * v50)
-			v128 := sel(v124, v127, v122)
-			v129 := v123 + v126
-			v130 := b2f(v128 != zero)
-			v131 := float32(v128 * v60)
-			v132 := sel(v130, v131, v128)
-			v133 := float32(v128 * v50)
-			v134 := sel(v130, v133, v128)
-			v135 := v129 + v132
-			v136 := b2f(v134 != zero)
-			v137 := float32(v134 * v57)
-			v138 := sel(v136, v137, v134)
-			v139 := float32(v134 * v50)
-			v140 := sel(v136, v139, v134)
-			v141 := v135 + v138
-			v142 := b2f(v140 != zero)
-			v143 := float32(v140 * v54)
-			v144 := sel(v142, v143, v140)
-			v145 := float32(v140 * v50)
-			v146 := sel(v142, v145, v140)
-			v147 := v141 + v144
-			v148 := float32(v146 * c51)
-			v149 := v147 + v148
-			v150 := b2f(v49 <= c46)
-			v151 := b2f(v49 != v49)
-			v152 := max(v150, v151)
-			v153 := sel(v152, v149, zero)
-			v154 := b2f(v44 >= c48)
-			v155 := b2f(v44 != v44)
-			v156 := max(v154, v155)
-			v157 := sel(v156, v153, zero)
-			v158 := v96 + v157
-			v159 := -v158
-			v162 := s.s5[iB]
-			v163 := -v162
-			v164 := float32(v163 * v17)
-			v165 := sel(v19, v164, zero)
-			v166 := sel(v19, zero, v164)
-			v167 := b2f(sequenceRatio >= c22)
-			v168 := b2f(sequenceRatio != sequenceRatio)
-			v169 := max(v167, v168)
-			v170 := sel(v169, v166, zero)
-			v171 := b2f(sequenceRatio <= c20)
-			v172 := max(v171, v168)
-			v173 := sel(v172, v165, zero)
-			v174 := v170 + v173
-			v175 := b2f(v174 != zero)
-			v176 := float32(v174 * sequenceRatio)
-			v177 := sel(v175, v176, v174)
-			v178 := b2f(v177 != zero)
-			v179 := v177 / v10
-			v180 := sel(v178, v179, v177)
-			v181 := sel(mask, v180, zero)
-			v182 := v159 + v181
-			gradLogProb := sel(mask, v182, zero)
+			v97 := float32(v90 * v75)
+			v98 := float32(v90 * v76)
+			v99 := float32(v97 * v50)
+			v100 := v99 + v99
+			v101 := float32(v98 * v72)
+			v102 := float32(v98 * v50)
+			v103 := v100 + v101
+			v104 := float32(v102 * v69)
+			v105 := float32(v102 * v50)
+			v106 := v103 + v104
+			v107 := float32(v105 * v66)
+			v108 := float32(v105 * v50)
+			v109 := v106 + v107
+			v110 := float32(v108 * v63)
+			v111 := float32(v108 * v50)
+			v112 := v109 + v110
+			v113 := float32(v111 * v60)
+			v114 := float32(v111 * v50)
+			v115 := v112 + v113
+			v116 := float32(v114 * v57)
+			v117 := float32(v114 * v50)
+			v118 := v115 + v116
+			v119 := float32(v117 * v54)
+			v120 := float32(v117 * v50)
+			v121 := v118 + v119
+			v122 := float32(v120 * c51)
+			v123 := v121 + v122
+			v124 := b2f(v49 <= c46)
+			v125 := b2f(v49 != v49)
+			v126 := max(v124, v125)
+			v127 := sel(v126, v123, zero)
+			v128 := b2f(v44 >= c48)
+			v129 := b2f(v44 != v44)
+			v130 := max(v128, v129)
+			v131 := sel(v130, v127, zero)
+			v132 := v96 + v131
+			v133 := -v132
+			v136 := s.s5[iB]
+			v137 := -v136
+			v138 := float32(v137 * v17)
+			v139 := sel(v19, v138, zero)
+			v140 := sel(v19, zero, v138)
+			v141 := b2f(sequenceRatio >= c22)
+			v142 := b2f(sequenceRatio != sequenceRatio)
+			v143 := max(v141, v142)
+			v144 := sel(v143, v140, zero)
+			v145 := b2f(sequenceRatio <= c20)
+			v146 := max(v145, v142)
+			v147 := sel(v146, v139, zero)
+			v148 := v144 + v147
+			v149 := b2f(v148 != zero)
+			v150 := float32(v148 * sequenceRatio)
+			v151 := sel(v149, v150, v148)
+			v152 := b2f(v151 != zero)
+			v153 := v151 / v10
+			v154 := sel(v152, v153, v151)
+			v155 := sel(mask, v154, zero)
+			v156 := v133 + v155
+			gradLogProb := sel(mask, v156, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
