@@ -70,6 +70,7 @@ func (pg *passGen) block() {
 	if pg.masks == nil {
 		pg.masks = map[int]*ir.Node{}
 	}
+	pg.direct = map[int]bool{}
 	pg.countUses(items)
 	pg.setMaskReloads()
 	pg.ends = map[int]int{}
@@ -163,6 +164,8 @@ func (pg *passGen) countUses(items []bitem) {
 			read := []*ir.Node{a}
 			if isCondMask(a) {
 				read = append(read, a.Args[0]) // alive while its mask may need recomputing
+			} else {
+				pg.direct[a.ID] = true
 			}
 			for _, a := range read {
 				addUse(a, k)

@@ -53,16 +53,22 @@ var comparePred = map[ir.Op]uint8{
 
 // compareWithMask computes comparison n when a where of this block reads its mask: the
 // compare's own result is that mask (1 exactly where the compare holds, so c ≠ 0 is the same
-// lanes), kept as the mask's value beside the 0-or-1 result.
+// lanes), kept as the mask's value beside the 0-or-1 result. When nothing reads n but
+// through its mask, the mask is n's value too: recomputing the mask from it (≠ 0, true for
+// the all-ones NaN pattern) gives the same lanes, and no 0-or-1 is made.
 func (pg *passGen) compareWithMask(n *ir.Node, a []reg.VecVirtual) (reg.VecVirtual, bool) {
 	pred, ok := comparePred[n.Op]
 	mv := pg.regs.vals[-1-n.ID]
 	if !ok || mv == nil || mv.reg != nil {
 		return nil, false
 	}
-	m, z := pg.ymm(), pg.ymm()
+	m := pg.ymm()
 	pg.cmp(pred, a[1], a[0], m)
-	pg.and(pg.cf(1), m, z)
 	mv.reg = m
+	if !pg.direct[n.ID] {
+		return m, true
+	}
+	z := pg.ymm()
+	pg.and(pg.cf(1), m, z)
 	return z, true
 }

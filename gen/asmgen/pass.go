@@ -49,6 +49,7 @@ type passGen struct {
 	invSlots map[string]operand.Mem // 1/n of known-count variances, per reduced axes (rowSetup)
 	twins    map[int]*ir.Node       // logsumexp of 2·x → the logsumexp of x in the same pass (see twinOf)
 	masks    map[int]*ir.Node       // condition node ID → its lane mask's block value (condmask.go)
+	direct   map[int]bool           // nodes the block reads other than through their mask
 	inner    map[int]operand.Mem    // inner reductions: their per-lane states, on the stack
 	innerAt  map[string]int         // each inner state field's byte offset in its stack slot
 	large    bool                   // the schedule prefetches ahead (plan.Schedule.Prefetch)

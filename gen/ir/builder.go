@@ -214,7 +214,21 @@ func (b *Builder) Gt(x, y *Node) *Node       { return b.elem(OpGt, x, y) }
 func (b *Builder) Ge(x, y *Node) *Node       { return b.elem(OpGe, x, y) }
 func (b *Builder) Eq(x, y *Node) *Node       { return b.elem(OpEq, x, y) }
 func (b *Builder) Ne(x, y *Node) *Node       { return b.elem(OpNe, x, y) }
-func (b *Builder) Where(c, x, y *Node) *Node { return b.elem(OpWhere, c, x, y) }
+func (b *Builder) Where(c, x, y *Node) *Node {
+	// Selections that select nothing new, exactly (masked losses build them: every term is
+	// where(mask, ·, 0) again): where(c, x, x) = x; where(c, where(c, x, y), z) = where(c, x,
+	// z); where(c, x, where(c, y, z)) = where(c, x, z).
+	shape := b.union(c.Shape, x.Shape, y.Shape)
+	switch {
+	case x == y:
+		return b.Broadcast(x, shape)
+	case x.Op == OpWhere && x.Args[0] == c:
+		return b.Broadcast(b.Where(c, x.Args[1], y), shape)
+	case y.Op == OpWhere && y.Args[0] == c:
+		return b.Broadcast(b.Where(c, x, y.Args[2]), shape)
+	}
+	return b.elem(OpWhere, c, x, y)
+}
 
 // detach is torch's x.detach(): the same values, no gradient. Constants and inputs that are
 // not differentiable carry none anyway.

@@ -295,7 +295,6 @@ inner_A_3:
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc17<>+0(SB), Y1, Y2
 
 	// v32 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y0, Y2
@@ -1152,7 +1151,6 @@ inner_A_7:
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y6
-	VANDPS lgc17<>+0(SB), Y6, Y7
 
 	// v32 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y4, Y7
@@ -1186,7 +1184,6 @@ inner_A_7:
 
 	// v42 = ne(v40, 0)
 	VCMPPS $0x04, Y2, Y8, Y1
-	VANDPS lgc17<>+0(SB), Y1, Y6
 
 	// v43 = mul(v40, absDiff)
 	VMULPS Y4, Y8, Y4
@@ -1211,11 +1208,9 @@ inner_A_7:
 
 	// v50 = gt(diff, 0)
 	VCMPPS $0x1e, Y2, Y3, Y1
-	VANDPS lgc17<>+0(SB), Y1, Y4
 
 	// v51 = lt(diff, 0)
 	VCMPPS $0x11, Y2, Y3, Y4
-	VANDPS lgc17<>+0(SB), Y4, Y6
 
 	// v53 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y3, Y3
@@ -1229,7 +1224,6 @@ inner_A_7:
 
 	// v56 = ne(v49, 0)
 	VCMPPS $0x04, Y2, Y0, Y3
-	VANDPS lgc17<>+0(SB), Y3, Y4
 
 	// v57 = mul(v49, v55)
 	VMULPS Y1, Y0, Y1
@@ -1254,7 +1248,6 @@ inner_A_7:
 
 	// v65 = ne(v62, 0)
 	VCMPPS  $0x04, Y2, Y1, Y5
-	VANDPS  lgc17<>+0(SB), Y5, Y5
 	MOVQ    advantage+24(FP), BX
 	VMOVUPS (BX)(DI*4), Y6
 
@@ -1269,7 +1262,6 @@ inner_A_7:
 
 	// v81 = ne(v77, 0)
 	VCMPPS $0x04, Y2, Y7, Y8
-	VANDPS lgc17<>+0(SB), Y8, Y9
 
 	// v82 = div(v77, v7)
 	VDIVPS  Y3, Y7, Y3
@@ -1399,7 +1391,6 @@ inner_A_8:
 
 	// v79 = eq(v78, action)
 	VCMPPS  $0x00, Y8, Y6, Y6
-	VANDPS  lgc17<>+0(SB), Y6, Y8
 	VMOVUPS 416(SP), Y8
 
 	// v80 = where(v79, v75, 0)
@@ -1411,7 +1402,6 @@ inner_A_8:
 
 	// v86 = ne(v85, 0)
 	VCMPPS $0x04, Y2, Y4, Y8
-	VANDPS lgc17<>+0(SB), Y8, Y9
 
 	// v87 = mul(v85, v6)
 	VMULPS  Y7, Y4, Y7

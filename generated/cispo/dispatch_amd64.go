@@ -29,18 +29,18 @@ type avxState struct {
 	r33_p  []float32
 	r38_s  []float64
 	r38_p  []float32
-	r43_s  []float64
-	r43_p  []float32
-	r48_s  []float64
-	r48_p  []float32
-	r54_s  []float64
-	r54_ok []float32
-	r57_s  []float64
+	r42_s  []float64
+	r42_p  []float32
+	r47_s  []float64
+	r47_p  []float32
+	r53_s  []float64
+	r53_ok []float32
+	r56_s  []float64
 	p0_ok  []float32
 	r30_s  []float64
 	r30_p  []float32
-	r50_s  []float64
-	r50_p  []float32
+	r49_s  []float64
+	r49_p  []float32
 	p2_ok  []float32
 	res    []float64
 }
@@ -57,18 +57,18 @@ var avxPool = sync.Pool{New: func() any {
 	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
 	st.r38_s = st.buf[344:360]
 	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r43_s = st.buf[384:400]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r48_s = st.buf[424:496]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 72)
-	st.r54_s = st.buf[552:568]
-	st.r54_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[576])), 16)
-	st.r57_s = st.buf[592:608]
+	st.r42_s = st.buf[384:400]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r47_s = st.buf[424:496]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 72)
+	st.r53_s = st.buf[552:568]
+	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[576])), 16)
+	st.r56_s = st.buf[592:608]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[616])), 8)
 	st.r30_s = st.buf[632:648]
 	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r50_s = st.buf[672:688]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[696])), 16)
+	st.r49_s = st.buf[672:688]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[696])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -88,16 +88,16 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r33_p, 0)
 	runtime.Fill(st.r38_s, 0)
 	runtime.Fill(st.r38_p, 0)
-	runtime.Fill(st.r43_s, 0)
-	runtime.Fill(st.r43_p, 0)
-	runtime.Fill(st.r48_s, 0)
-	runtime.Fill(st.r48_p, 0)
-	runtime.Fill(st.r54_s, 0)
-	runtime.SetMask(st.r54_ok)
-	runtime.Fill(st.r57_s, 0)
+	runtime.Fill(st.r42_s, 0)
+	runtime.Fill(st.r42_p, 0)
+	runtime.Fill(st.r47_s, 0)
+	runtime.Fill(st.r47_p, 0)
+	runtime.Fill(st.r53_s, 0)
+	runtime.SetMask(st.r53_ok)
+	runtime.Fill(st.r56_s, 0)
 	runtime.SetMask(st.p0_ok)
 	pass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0])
-	if !runtime.MaskSet(st.r54_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -116,15 +116,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r38_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r43_s, 8)
+	runtime.FinishSum(st.res[:1], st.r42_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r48_s, 8)
+	runtime.FinishSum(st.res[:8], st.r47_s, 8)
 	for k, v := range st.res[:8] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:1], st.r54_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r57_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -141,8 +141,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r30_s, 0)
 	runtime.Fill(st.r30_p, 0)
-	runtime.Fill(st.r50_s, 0)
-	runtime.Fill(st.r50_p, 0)
+	runtime.Fill(st.r49_s, 0)
+	runtime.Fill(st.r49_p, 0)
 	runtime.SetMask(st.p2_ok)
 	pass2AVX2(&s.s1[0], &s.s0[0], &st.buf[0], &s.s5[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
@@ -152,7 +152,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r30_s, 8, 8.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r49_s, 8, 8.0)
 	out.LossEntropy = float32(st.res[0])
 }
 
@@ -171,18 +171,18 @@ type fbAvxState struct {
 	r33_p  []float32
 	r38_s  []float64
 	r38_p  []float32
-	r43_s  []float64
-	r43_p  []float32
-	r48_s  []float64
-	r48_p  []float32
-	r54_s  []float64
-	r54_ok []float32
-	r57_s  []float64
+	r42_s  []float64
+	r42_p  []float32
+	r47_s  []float64
+	r47_p  []float32
+	r53_s  []float64
+	r53_ok []float32
+	r56_s  []float64
 	p1_ok  []float32
 	r30_s  []float64
 	r30_p  []float32
-	r50_s  []float64
-	r50_p  []float32
+	r49_s  []float64
+	r49_p  []float32
 	p3_ok  []float32
 	res    []float64
 }
@@ -200,18 +200,18 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
 	st.r38_s = st.buf[360:376]
 	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
-	st.r43_s = st.buf[400:416]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
-	st.r48_s = st.buf[440:512]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 72)
-	st.r54_s = st.buf[568:584]
-	st.r54_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
-	st.r57_s = st.buf[608:624]
+	st.r42_s = st.buf[400:416]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r47_s = st.buf[440:512]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 72)
+	st.r53_s = st.buf[568:584]
+	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r56_s = st.buf[608:624]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[632])), 8)
 	st.r30_s = st.buf[648:664]
 	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
-	st.r50_s = st.buf[688:704]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 16)
+	st.r49_s = st.buf[688:704]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -239,13 +239,13 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r33_p, 0)
 		runtime.Fill(st.r38_s, 0)
 		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r43_s, 0)
-		runtime.Fill(st.r43_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r54_s, 0)
-		runtime.SetMask(st.r54_ok)
-		runtime.Fill(st.r57_s, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.SetMask(st.r53_ok)
+		runtime.Fill(st.r56_s, 0)
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 81 {
 			lo, hi := a, min(a+81, hi)
@@ -259,7 +259,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
 			}
-			runtime.FinishSum(st.res[lo:hi], st.r48_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r47_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
@@ -283,14 +283,14 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
-			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
-			runtime.MergeMask(sts[0].r54_ok, sts[c].r54_ok)
-			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p0_ok[:8]) || !runtime.MaskSet(st.r54_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.p0_ok[:8]) || !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
@@ -301,11 +301,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r38_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r43_s, 8)
+	runtime.FinishSum(st.res[:1], st.r42_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r54_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r57_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -324,8 +324,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	defer fbAvxPool.Put(st)
 	runtime.Fill(st.r30_s, 0)
 	runtime.Fill(st.r30_p, 0)
-	runtime.Fill(st.r50_s, 0)
-	runtime.Fill(st.r50_p, 0)
+	runtime.Fill(st.r49_s, 0)
+	runtime.Fill(st.r49_p, 0)
 	runtime.SetMask(st.p3_ok)
 	fbPass3AVX2(&s.s1[0], &s.s0[0], &st.buf[0], &s.s5[0])
 	if !runtime.MaskSet(st.p3_ok[:8]) {
@@ -335,7 +335,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r30_s, 8, 8.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r49_s, 8, 8.0)
 	out.LossEntropy = float32(st.res[0])
 }
 

@@ -152,29 +152,26 @@ blocks_2:
 	// v41 = where(mask, entropy, 0)
 	VBLENDVPS Y1, Y0, Y3, Y0
 
-	// v42 = where(mask, v41, 0)
-	VBLENDVPS Y1, Y0, Y3, Y2
-
-	// sum(v42) over [B L]
-	VADDPS  3264(BX), Y2, Y2
+	// sum(v41) over [B L]
+	VADDPS  3264(BX), Y0, Y2
 	VMOVUPS Y2, 3264(BX)
 
-	// v46 = mul(-0.01, v41)
+	// v45 = mul(-0.01, v41)
 	VMULPS lgc20<>+0(SB), Y0, Y0
 
-	// v47 = where(mask, v46, 0)
+	// v46 = where(mask, v45, 0)
 	VBLENDVPS Y1, Y0, Y3, Y0
 
-	// sum(v47) over [L]
+	// sum(v46) over [L]
 	IMUL3Q  $+8, DI, SI
 	VADDPS  4032(BX)(SI*4), Y0, Y0
 	VMOVUPS Y0, 4032(BX)(SI*4)
 	VMOVUPS lgc21<>+0(SB), Y0
 
-	// v52 = where(mask, logWeight, -Inf)
+	// v51 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y6, Y0, Y0
 
-	// logsumexp(v52) over [B L]
+	// logsumexp(v51) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
@@ -223,7 +220,7 @@ blocks_2:
 	VADDPD       4768(BX), Y1, Y1
 	VMOVUPD      Y1, 4768(BX)
 
-	// v56 = mul(2, v52)
+	// v55 = mul(2, v51)
 	VMULPS       lgc24<>+0(SB), Y0, Y0
 	DECQ         DX
 	JNZ          noflush_3
@@ -730,20 +727,20 @@ TEXT ·pass1AVX2(SB), $0-80
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v43, v34)
+	// entropy2 = div(v42, v34)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s6+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v55 = mul(2, v54)
+	// v54 = mul(2, v53)
 	VMULPS       lgc24<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v58 = sub(v55, v57)
+	// v57 = sub(v54, v56)
 	VSUBPS Y6, Y5, Y5
 
-	// v59 = exp(v58)
+	// v58 = exp(v57)
 	VMAXPS       lgc4<>+0(SB), Y5, Y6
 	VMINPS       lgc5<>+0(SB), Y6, Y6
 	VMULPS       lgc6<>+0(SB), Y6, Y7
@@ -773,14 +770,13 @@ TEXT ·pass1AVX2(SB), $0-80
 	VBLENDVPS    Y6, Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v60 = gt(numValid, 0)
+	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y6
 
-	// v61 = div(v59, v34)
+	// v60 = div(v58, v34)
 	VDIVPS Y1, Y8, Y1
 
-	// ess = where(v60, v61, 0)
+	// ess = where(v59, v60, 0)
 	VBLENDVPS Y0, Y1, Y5, Y0
 
 	// store clipFraction
@@ -829,7 +825,7 @@ blocks_4:
 	MOVQ    s5+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// sequenceMean2 = div(v48, v28)
+	// sequenceMean2 = div(v47, v28)
 	VDIVPS Y0, Y1, Y0
 
 	// mean(sequenceMean2) over [B]
@@ -1129,31 +1125,28 @@ blocks_10:
 	// v41 = where(mask, entropy, 0)
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// v42 = where(mask, v41, 0)
-	VBLENDVPS Y1, Y0, Y2, Y6
-
-	// sum(v42) over [B L]
-	VADDPS  3392(BX), Y6, Y6
+	// sum(v41) over [B L]
+	VADDPS  3392(BX), Y0, Y6
 	VMOVUPS Y6, 3392(BX)
 
-	// v46 = mul(-0.01, v41)
+	// v45 = mul(-0.01, v41)
 	VMULPS lgc20<>+0(SB), Y0, Y0
 
-	// v47 = where(mask, v46, 0)
+	// v46 = where(mask, v45, 0)
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// sum(v47) over [L]
+	// sum(v46) over [L]
 	IMUL3Q  $+8, DI, DI
 	VADDPS  4160(BX)(DI*4), Y0, Y0
 	VMOVUPS Y0, 4160(BX)(DI*4)
 	VMOVUPS lgc21<>+0(SB), Y0
 
-	// v52 = where(mask, logWeight, -Inf)
+	// v51 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y5, Y0, Y0
 	VMOVUPS   Y3, 64(SP)
 	VMOVUPS   Y4, 96(SP)
 
-	// logsumexp(v52) over [B L]
+	// logsumexp(v51) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
@@ -1202,12 +1195,12 @@ blocks_10:
 	VADDPD       4896(BX), Y1, Y1
 	VMOVUPD      Y1, 4896(BX)
 
-	// v56 = mul(2, v52)
+	// v55 = mul(2, v51)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS lgc27<>+0(SB), Y0
 	VMOVUPS 96(SP), Y1
 
-	// v64 = div(0.125, v28)
+	// v63 = div(0.125, v28)
 	VDIVPS    Y1, Y0, Y0
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y1
@@ -1216,30 +1209,29 @@ blocks_10:
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VMOVUPS   lgc0<>+0(SB), Y1
 
-	// v65 = where(mask, v64, 0)
+	// v64 = where(mask, v63, 0)
 	VBLENDVPS Y2, Y0, Y1, Y0
 
-	// v66 = mul(v65, -0.01)
+	// v65 = mul(v64, -0.01)
 	VMULPS lgc20<>+0(SB), Y0, Y3
 
-	// gradEntropy = where(mask, v66, 0)
+	// gradEntropy = where(mask, v65, 0)
 	VBLENDVPS Y2, Y3, Y1, Y3
 
-	// v68 = neg(v65)
+	// v67 = neg(v64)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
-	// v69 = ne(v68, 0)
+	// v68 = ne(v67, 0)
 	VCMPPS  $0x04, Y1, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
 	VMOVUPS 64(SP), Y5
 
-	// v70 = mul(v68, v22)
+	// v69 = mul(v67, v22)
 	VMULPS Y5, Y0, Y5
 
-	// v71 = where(v69, v70, v68)
+	// v70 = where(v68, v69, v67)
 	VBLENDVPS Y4, Y5, Y0, Y0
 
-	// gradLogProb = where(mask, v71, 0)
+	// gradLogProb = where(mask, v70, 0)
 	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradEntropy
@@ -1466,20 +1458,20 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v43, v34)
+	// entropy2 = div(v42, v34)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s6+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v55 = mul(2, v54)
+	// v54 = mul(2, v53)
 	VMULPS       lgc24<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v58 = sub(v55, v57)
+	// v57 = sub(v54, v56)
 	VSUBPS Y6, Y5, Y5
 
-	// v59 = exp(v58)
+	// v58 = exp(v57)
 	VMAXPS       lgc4<>+0(SB), Y5, Y6
 	VMINPS       lgc5<>+0(SB), Y6, Y6
 	VMULPS       lgc6<>+0(SB), Y6, Y7
@@ -1509,14 +1501,13 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VBLENDVPS    Y6, Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v60 = gt(numValid, 0)
+	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y6
 
-	// v61 = div(v59, v34)
+	// v60 = div(v58, v34)
 	VDIVPS Y1, Y8, Y1
 
-	// ess = where(v60, v61, 0)
+	// ess = where(v59, v60, 0)
 	VBLENDVPS Y0, Y1, Y5, Y0
 
 	// store clipFraction
@@ -1565,7 +1556,7 @@ blocks_12:
 	MOVQ    s5+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// sequenceMean2 = div(v48, v28)
+	// sequenceMean2 = div(v47, v28)
 	VDIVPS Y0, Y1, Y0
 
 	// mean(sequenceMean2) over [B]

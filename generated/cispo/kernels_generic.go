@@ -15,17 +15,17 @@ type scratch struct {
 	s1    []float32 // v27 = sum(mask) over L [B=8]
 	s2    float32   // v33 = sum(v32) over B,L
 	s3    float32   // v38 = sum(v37) over B,L
-	s4    float32   // v43 = sum(v42) over B,L
-	s5    []float32 // v48 = sum(v47) over L [B=8]
-	s6    float32   // v54 = logsumexp(v52) over B,L
-	s7    float32   // v57 = logsumexp(v56) over B,L
+	s4    float32   // v42 = sum(v41) over B,L
+	s5    []float32 // v47 = sum(v46) over L [B=8]
+	s6    float32   // v53 = logsumexp(v51) over B,L
+	s7    float32   // v56 = logsumexp(v55) over B,L
 	acc26 []float64 // accumulators of v26
 	acc27 []float64 // accumulators of v27
-	acc48 []float64 // accumulators of v48
+	acc47 []float64 // accumulators of v47
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc26: make([]float64, 8), acc27: make([]float64, 8), acc48: make([]float64, 8)}
+	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc26: make([]float64, 8), acc27: make([]float64, 8), acc47: make([]float64, 8)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
@@ -36,8 +36,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c13 := float32(0.24686007)
 	c17 := float32(0.8)
 	c19 := float32(1.28)
-	c45 := float32(-0.01)
-	c51 := float32(math.Inf(-1))
+	c44 := float32(-0.01)
+	c50 := float32(math.Inf(-1))
 	two := float32(2)
 	numValid := 0.0
 	for k := range s.acc26 {
@@ -48,12 +48,12 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 	acc33 := 0.0
 	acc38 := 0.0
-	acc43 := 0.0
-	for k := range s.acc48 {
-		s.acc48[k] = 0.0
+	acc42 := 0.0
+	for k := range s.acc47 {
+		s.acc47[k] = 0.0
 	}
-	acc54 := runtime.NewLogSumExp()
-	acc57 := runtime.NewLogSumExp()
+	acc53 := runtime.NewLogSumExp()
+	acc56 := runtime.NewLogSumExp()
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -85,15 +85,14 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			acc38 += float64(v37)
 			entropy := in.Entropy[iB*128+iL]
 			v41 := sel(mask, entropy, zero)
-			v42 := sel(mask, v41, zero)
-			acc43 += float64(v42)
-			v46 := float32(c45 * v41)
-			v47 := sel(mask, v46, zero)
-			s.acc48[iB] += float64(v47)
-			v52 := sel(mask, logWeight, c51)
-			acc54.Add(float64(v52))
-			v56 := float32(two * v52)
-			acc57.Add(float64(v56))
+			acc42 += float64(v41)
+			v45 := float32(c44 * v41)
+			v46 := sel(mask, v45, zero)
+			s.acc47[iB] += float64(v46)
+			v51 := sel(mask, logWeight, c50)
+			acc53.Add(float64(v51))
+			v55 := float32(two * v51)
+			acc56.Add(float64(v55))
 		}
 	}
 	out.NumValid = float32(numValid)
@@ -105,12 +104,12 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 	s.s2 = float32(acc33)
 	s.s3 = float32(acc38)
-	s.s4 = float32(acc43)
-	for k := range s.acc48 {
-		s.s5[k] = float32(s.acc48[k])
+	s.s4 = float32(acc42)
+	for k := range s.acc47 {
+		s.s5[k] = float32(s.acc47[k])
 	}
-	s.s6 = float32(acc54.Result())
-	s.s7 = float32(acc57.Result())
+	s.s6 = float32(acc53.Result())
+	s.s7 = float32(acc56.Result())
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -126,17 +125,17 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v38 := s.s3
 	klApprox := v38 / v34
 	out.KLApprox = klApprox
-	v43 := s.s4
-	entropy2 := v43 / v34
+	v42 := s.s4
+	entropy2 := v42 / v34
 	out.Entropy = entropy2
-	v54 := s.s6
-	v55 := float32(two * v54)
-	v57 := s.s7
-	v58 := v55 - v57
-	v59 := float32(math.Exp(float64(v58)))
-	v60 := b2f(numValid > zero)
-	v61 := v59 / v34
-	ess := sel(v60, v61, zero)
+	v53 := s.s6
+	v54 := float32(two * v53)
+	v56 := s.s7
+	v57 := v54 - v56
+	v58 := float32(math.Exp(float64(v57)))
+	v59 := b2f(numValid > zero)
+	v60 := v58 / v34
+	ess := sel(v59, v60, zero)
 	out.ESS = ess
 }
 
@@ -151,8 +150,8 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v28 := max(v27, one)
 		sequenceMean := v26 / v28
 		lossObjective.Add(float64(sequenceMean))
-		v48 := s.s5[iB]
-		sequenceMean2 := v48 / v28
+		v47 := s.s5[iB]
+		sequenceMean2 := v47 / v28
 		lossEntropy.Add(float64(sequenceMean2))
 	}
 	out.LossObjective = float32(lossObjective.Result())
@@ -166,17 +165,17 @@ type fbScratch struct {
 	s1    []float32 // v27 = sum(mask) over L [B=8]
 	s2    float32   // v33 = sum(v32) over B,L
 	s3    float32   // v38 = sum(v37) over B,L
-	s4    float32   // v43 = sum(v42) over B,L
-	s5    []float32 // v48 = sum(v47) over L [B=8]
-	s6    float32   // v54 = logsumexp(v52) over B,L
-	s7    float32   // v57 = logsumexp(v56) over B,L
+	s4    float32   // v42 = sum(v41) over B,L
+	s5    []float32 // v47 = sum(v46) over L [B=8]
+	s6    float32   // v53 = logsumexp(v51) over B,L
+	s7    float32   // v56 = logsumexp(v55) over B,L
 	acc27 []float64 // accumulators of v27
 	acc26 []float64 // accumulators of v26
-	acc48 []float64 // accumulators of v48
+	acc47 []float64 // accumulators of v47
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc27: make([]float64, 8), acc26: make([]float64, 8), acc48: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc27: make([]float64, 8), acc26: make([]float64, 8), acc47: make([]float64, 8)}
 }}
 
 // fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
@@ -189,10 +188,10 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c13 := float32(0.24686007)
 	c17 := float32(0.8)
 	c19 := float32(1.28)
-	c45 := float32(-0.01)
-	c51 := float32(math.Inf(-1))
+	c44 := float32(-0.01)
+	c50 := float32(math.Inf(-1))
 	two := float32(2)
-	c63 := float32(0.125)
+	c62 := float32(0.125)
 	for k := range s.acc27 {
 		s.acc27[k] = 0.0
 	}
@@ -202,12 +201,12 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 	acc33 := 0.0
 	acc38 := 0.0
-	acc43 := 0.0
-	for k := range s.acc48 {
-		s.acc48[k] = 0.0
+	acc42 := 0.0
+	for k := range s.acc47 {
+		s.acc47[k] = 0.0
 	}
-	acc54 := runtime.NewLogSumExp()
-	acc57 := runtime.NewLogSumExp()
+	acc53 := runtime.NewLogSumExp()
+	acc56 := runtime.NewLogSumExp()
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -245,36 +244,35 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			acc38 += float64(v37)
 			entropy := in.Entropy[iB*128+iL]
 			v41 := sel(mask, entropy, zero)
-			v42 := sel(mask, v41, zero)
-			acc43 += float64(v42)
-			v46 := float32(c45 * v41)
-			v47 := sel(mask, v46, zero)
-			s.acc48[iB] += float64(v47)
-			v52 := sel(mask, logWeight, c51)
-			acc54.Add(float64(v52))
-			v56 := float32(two * v52)
-			acc57.Add(float64(v56))
-			v64 := c63 / v28
-			v65 := sel(mask, v64, zero)
-			v66 := float32(v65 * c45)
-			gradEntropy := sel(mask, v66, zero)
+			acc42 += float64(v41)
+			v45 := float32(c44 * v41)
+			v46 := sel(mask, v45, zero)
+			s.acc47[iB] += float64(v46)
+			v51 := sel(mask, logWeight, c50)
+			acc53.Add(float64(v51))
+			v55 := float32(two * v51)
+			acc56.Add(float64(v55))
+			v63 := c62 / v28
+			v64 := sel(mask, v63, zero)
+			v65 := float32(v64 * c44)
+			gradEntropy := sel(mask, v65, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v68 := -v65
-			v69 := b2f(v68 != zero)
-			v70 := float32(v68 * v22)
-			v71 := sel(v69, v70, v68)
-			gradLogProb := sel(mask, v71, zero)
+			v67 := -v64
+			v68 := b2f(v67 != zero)
+			v69 := float32(v67 * v22)
+			v70 := sel(v68, v69, v67)
+			gradLogProb := sel(mask, v70, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 		s.s0[iB] = float32(s.acc26[iB])
-		s.s5[iB] = float32(s.acc48[iB])
+		s.s5[iB] = float32(s.acc47[iB])
 	}
 	out.NumValid = float32(numValid)
 	s.s2 = float32(acc33)
 	s.s3 = float32(acc38)
-	s.s4 = float32(acc43)
-	s.s6 = float32(acc54.Result())
-	s.s7 = float32(acc57.Result())
+	s.s4 = float32(acc42)
+	s.s6 = float32(acc53.Result())
+	s.s7 = float32(acc56.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -290,17 +288,17 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v38 := s.s3
 	klApprox := v38 / v34
 	out.KLApprox = klApprox
-	v43 := s.s4
-	entropy2 := v43 / v34
+	v42 := s.s4
+	entropy2 := v42 / v34
 	out.Entropy = entropy2
-	v54 := s.s6
-	v55 := float32(two * v54)
-	v57 := s.s7
-	v58 := v55 - v57
-	v59 := float32(math.Exp(float64(v58)))
-	v60 := b2f(numValid > zero)
-	v61 := v59 / v34
-	ess := sel(v60, v61, zero)
+	v53 := s.s6
+	v54 := float32(two * v53)
+	v56 := s.s7
+	v57 := v54 - v56
+	v58 := float32(math.Exp(float64(v57)))
+	v59 := b2f(numValid > zero)
+	v60 := v58 / v34
+	ess := sel(v59, v60, zero)
 	out.ESS = ess
 }
 
@@ -315,8 +313,8 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		v28 := max(v27, one)
 		sequenceMean := v26 / v28
 		lossObjective.Add(float64(sequenceMean))
-		v48 := s.s5[iB]
-		sequenceMean2 := v48 / v28
+		v47 := s.s5[iB]
+		sequenceMean2 := v47 / v28
 		lossEntropy.Add(float64(sequenceMean2))
 	}
 	out.LossObjective = float32(lossObjective.Result())

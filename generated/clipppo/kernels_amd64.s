@@ -211,7 +211,6 @@ blocks_4:
 
 	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y5, Y0, Y5
-	VANDPS  lgc18<>+0(SB), Y5, Y6
 	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
@@ -1136,30 +1135,29 @@ blocks_10:
 
 	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y5, Y0, Y5
-	VANDPS  lgc18<>+0(SB), Y5, Y6
-	VMOVUPS lgc21<>+0(SB), Y8
+	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc22<>+0(SB), Y9
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS lgc22<>+0(SB), Y8
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y9, Y9
+	VMAXPS  Y7, Y8, Y8
 	VMOVUPS Y7, (SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y5, Y8, Y9, Y5
+	VBLENDVPS Y5, Y6, Y8, Y6
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y5, Y0, Y5
+	VMULPS Y6, Y0, Y6
 
 	// v24 = neg(gain)
-	VXORPS lgc23<>+0(SB), Y5, Y5
+	VXORPS lgc23<>+0(SB), Y6, Y6
 
 	// mean(v24) over [B]
 	MOVQ    state+56(FP), DX
-	VADDPS  1280(DX), Y5, Y5
-	VMOVUPS Y5, 1280(DX)
+	VADDPS  1280(DX), Y6, Y6
+	VMOVUPS Y6, 1280(DX)
 
 	// v26 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y4, Y4
@@ -1197,7 +1195,7 @@ blocks_10:
 	VSUBPS Y2, Y1, Y4
 
 	// l2 = mul(diff, diff)
-	VMULPS  Y4, Y4, Y5
+	VMULPS  Y4, Y4, Y6
 	MOVQ    oldStateValue+88(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
@@ -1207,14 +1205,14 @@ blocks_10:
 
 	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y2, Y8, Y8
-	VMOVUPS Y6, 32(SP)
-	VMOVUPS lgc26<>+0(SB), Y6
+	VMOVUPS Y5, 32(SP)
+	VMOVUPS lgc26<>+0(SB), Y5
 
 	// v44 = min(v43, 0.2) tie=first
-	VMINPS Y8, Y6, Y6
+	VMINPS Y8, Y5, Y5
 
 	// v45 = ne(v40, v44)
-	VCMPPS  $0x04, Y6, Y2, Y9
+	VCMPPS  $0x04, Y5, Y2, Y9
 	VANDPS  lgc18<>+0(SB), Y9, Y9
 	VMOVUPS Y0, 64(SP)
 	VMOVUPS Y2, 96(SP)
@@ -1224,7 +1222,7 @@ blocks_10:
 	VMOVUPS Y0, 2880(DX)
 
 	// v47 = add(oldStateValue, v44)
-	VADDPS Y6, Y7, Y0
+	VADDPS Y5, Y7, Y0
 
 	// diff2 = sub(valueTarget, v47)
 	VSUBPS Y0, Y1, Y0
@@ -1233,26 +1231,26 @@ blocks_10:
 	VMULPS Y0, Y0, Y2
 
 	// v50 = max(l2, l22)
-	VXORPS lgc23<>+0(SB), Y5, Y6
+	VXORPS lgc23<>+0(SB), Y6, Y5
 	VXORPS lgc23<>+0(SB), Y2, Y9
-	VMINPS Y6, Y9, Y7
-	VMINPS Y9, Y6, Y6
-	VORPS  Y7, Y6, Y6
-	VXORPS lgc23<>+0(SB), Y6, Y6
+	VMINPS Y5, Y9, Y7
+	VMINPS Y9, Y5, Y5
+	VORPS  Y7, Y5, Y5
+	VXORPS lgc23<>+0(SB), Y5, Y5
 
 	// v52 = mul(1, v50)
-	VMULPS lgc18<>+0(SB), Y6, Y6
+	VMULPS lgc18<>+0(SB), Y5, Y5
 
 	// mean(v52) over [B]
-	VADDPS  3200(DX), Y6, Y6
-	VMOVUPS Y6, 3200(DX)
+	VADDPS  3200(DX), Y5, Y5
+	VMOVUPS Y5, 3200(DX)
 	VMOVUPS Y8, 128(SP)
 	VMOVUPS Y0, 160(SP)
 
 	// var(diff) over [B]
 	VCVTPS2PD    X4, Y0
-	VEXTRACTF128 $0x01, Y4, X6
-	VCVTPS2PD    X6, Y6
+	VEXTRACTF128 $0x01, Y4, X5
+	VCVTPS2PD    X5, Y5
 	VMOVUPD      3520(DX), Y7
 	VSUBPD       Y7, Y0, Y8
 	VMOVUPD      3328(DX), Y9
@@ -1266,48 +1264,48 @@ blocks_10:
 	VMOVUPD      Y7, 3520(DX)
 	VMOVUPD      Y0, 3712(DX)
 	VMOVUPD      3552(DX), Y0
-	VSUBPD       Y0, Y6, Y7
+	VSUBPD       Y0, Y5, Y7
 	VMOVUPD      3360(DX), Y8
 	VADDPD       lgc0<>+0(SB), Y8, Y8
 	VMOVUPD      Y8, 3360(DX)
 	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y0, Y0
-	VSUBPD       Y0, Y6, Y8
-	VMOVUPD      3744(DX), Y6
-	VFMADD231PD  Y7, Y8, Y6
+	VSUBPD       Y0, Y5, Y8
+	VMOVUPD      3744(DX), Y5
+	VFMADD231PD  Y7, Y8, Y5
 	VMOVUPD      Y0, 3552(DX)
-	VMOVUPD      Y6, 3744(DX)
+	VMOVUPD      Y5, 3744(DX)
 
 	// var(valueTarget) over [B]
 	VCVTPS2PD    X1, Y0
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      4096(DX), Y6
-	VSUBPD       Y6, Y0, Y7
+	VMOVUPD      4096(DX), Y5
+	VSUBPD       Y5, Y0, Y7
 	VMOVUPD      3904(DX), Y8
 	VADDPD       lgc0<>+0(SB), Y8, Y8
 	VMOVUPD      Y8, 3904(DX)
 	VDIVPD       Y8, Y7, Y8
-	VADDPD       Y8, Y6, Y6
-	VSUBPD       Y6, Y0, Y8
+	VADDPD       Y8, Y5, Y5
+	VSUBPD       Y5, Y0, Y8
 	VMOVUPD      4288(DX), Y0
 	VFMADD231PD  Y7, Y8, Y0
-	VMOVUPD      Y6, 4096(DX)
+	VMOVUPD      Y5, 4096(DX)
 	VMOVUPD      Y0, 4288(DX)
 	VMOVUPD      4128(DX), Y0
-	VSUBPD       Y0, Y1, Y6
+	VSUBPD       Y0, Y1, Y5
 	VMOVUPD      3936(DX), Y7
 	VADDPD       lgc0<>+0(SB), Y7, Y7
 	VMOVUPD      Y7, 3936(DX)
-	VDIVPD       Y7, Y6, Y7
+	VDIVPD       Y7, Y5, Y7
 	VADDPD       Y7, Y0, Y0
 	VSUBPD       Y0, Y1, Y7
 	VMOVUPD      4320(DX), Y1
-	VFMADD231PD  Y6, Y7, Y1
+	VFMADD231PD  Y5, Y7, Y1
 	VMOVUPD      Y0, 4128(DX)
 	VMOVUPD      Y1, 4320(DX)
 	VMOVUPS      Y4, 192(SP)
-	VMOVUPS      Y5, 224(SP)
+	VMOVUPS      Y6, 224(SP)
 	VMOVUPS      Y2, 256(SP)
 	VMOVUPS      (SP), Y0
 
@@ -1340,11 +1338,9 @@ blocks_10:
 
 	// v71 = eq(l2, l22)
 	VCMPPS $0x00, Y1, Y0, Y2
-	VANDPS lgc18<>+0(SB), Y2, Y3
 
 	// v72 = lt(l2, l22)
 	VCMPPS  $0x11, Y1, Y0, Y3
-	VANDPS  lgc18<>+0(SB), Y3, Y4
 	VMOVUPS lgc33<>+0(SB), Y4
 	VMOVUPS lgc34<>+0(SB), Y5
 
@@ -1357,7 +1353,6 @@ blocks_10:
 
 	// v75 = ge(l2, l22)
 	VCMPPS $0x1d, Y1, Y0, Y0
-	VANDPS lgc18<>+0(SB), Y0, Y1
 
 	// v76 = where(v71, 0.00012207031, 0)
 	VBLENDVPS Y2, Y4, Y7, Y1
@@ -1367,7 +1362,6 @@ blocks_10:
 
 	// v78 = ne(v77, 0)
 	VCMPPS  $0x04, Y7, Y0, Y1
-	VANDPS  lgc18<>+0(SB), Y1, Y2
 	VMOVUPS 160(SP), Y2
 
 	// v79 = mul(v77, diff2)
@@ -1430,7 +1424,6 @@ blocks_10:
 
 	// v91 = ne(v74, 0)
 	VCMPPS  $0x04, Y7, Y3, Y1
-	VANDPS  lgc18<>+0(SB), Y1, Y2
 	VMOVUPS 192(SP), Y2
 
 	// v92 = mul(v74, diff)
@@ -1507,7 +1500,6 @@ blocks_10:
 
 	// v110 = ne(v109, 0)
 	VCMPPS $0x04, Y7, Y1, Y2
-	VANDPS lgc18<>+0(SB), Y2, Y4
 
 	// v111 = mul(v109, ratio)
 	VMULPS Y3, Y1, Y3

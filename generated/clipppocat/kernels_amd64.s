@@ -381,7 +381,6 @@ inner_A_3:
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y8
 	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -492,7 +491,6 @@ inner_A_3:
 
 	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v65 = mul(0.5, absDiff)
 	VMULPS lgc27<>+0(SB), Y4, Y6
@@ -979,7 +977,6 @@ inner_A_5:
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y8
 	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -1063,7 +1060,6 @@ inner_A_5:
 
 	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v65 = mul(0.5, absDiff)
 	VMULPS lgc27<>+0(SB), Y4, Y6
@@ -2520,11 +2516,10 @@ inner_A_13:
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y8
-	VMOVUPS lgc49<>+0(SB), Y9
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y9, Y9
+	VMINPS  Y7, Y8, Y8
 	VMOVUPS Y5, 248(SP)
 	VMOVUPS lgc50<>+0(SB), Y5
 
@@ -2533,144 +2528,141 @@ inner_A_13:
 	VMOVUPS Y7, 280(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y2, Y9, Y5, Y2
+	VBLENDVPS Y2, Y8, Y5, Y5
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y5, Y1, Y1
 
 	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y2, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y7
+	VEXTRACTI128 $0x01, Y5, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y5, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      248(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y6, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y1, Y6, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y2, Y2
-	VADDPS       576(CX), Y2, Y2
-	VMOVUPS      Y2, 576(CX)
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y5, Y5
+	VADDPS       576(CX), Y5, Y5
+	VMOVUPS      Y5, 576(CX)
 	MOVQ         sampleLogProb+72(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMASKMOVPS   (BX)(DX*4), Y2, Y2
-	VMOVUPS      216(SP), Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMASKMOVPS   (BX)(DX*4), Y5, Y5
+	VMOVUPS      216(SP), Y6
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y5, Y2, Y2
+	VSUBPS Y6, Y5, Y5
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y2, Y2
-	VADDPS       896(CX), Y2, Y2
-	VMOVUPS      Y2, 896(CX)
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y5, Y5
+	VADDPS       896(CX), Y5, Y5
+	VMOVUPS      Y5, 896(CX)
 
 	// finish v54
-	VMOVUPD     Y3, Y2
-	VMOVUPD     Y4, Y3
-	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y2, X4
-	VCVTPD2PSY  Y3, X2
-	VINSERTF128 $0x01, X2, Y4, Y2
-	VMOVUPS     184(SP), Y3
+	VMOVUPS     lgc0<>+0(SB), Y5
+	VCVTPD2PSY  Y3, X5
+	VCVTPD2PSY  Y4, X3
+	VINSERTF128 $0x01, X3, Y5, Y3
+	VMOVUPS     184(SP), Y4
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y3, Y2, Y2
-	VMOVUPS 152(SP), Y3
+	VDIVPS  Y4, Y3, Y3
+	VMOVUPS 152(SP), Y4
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y2, Y3, Y3
+	VSUBPS Y3, Y4, Y4
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y3, Y4
+	VMULPS lgc51<>+0(SB), Y4, Y5
 
 	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y3, Y3
-	VADDPS       1216(CX), Y3, Y3
-	VMOVUPS      Y3, 1216(CX)
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y4, Y4
+	VADDPS       1216(CX), Y4, Y4
+	VMOVUPS      Y4, 1216(CX)
 
 	// mean(v58) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y5
-	VEXTRACTI128 $0x01, Y3, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y3, Y4, Y3
-	VADDPS       1536(CX), Y3, Y3
-	VMOVUPS      Y3, 1536(CX)
-	VMOVUPS      56(SP), Y3
-	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y4, Y5, Y4
+	VADDPS       1536(CX), Y4, Y4
+	VMOVUPS      Y4, 1536(CX)
+	VMOVUPS      56(SP), Y4
+	MOVQ         stateValue+40(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMASKMOVPS   (BX)(DX*4), Y5, Y5
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y3, Y4
+	VSUBPS Y5, Y4, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc14<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y6
+	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
+	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc27<>+0(SB), Y5, Y9
-	VMOVUPS Y8, 312(SP)
+	VMULPS  lgc27<>+0(SB), Y6, Y8
+	VMOVUPS Y2, 312(SP)
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y5, Y9, Y8
+	VMULPS Y6, Y8, Y2
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc27<>+0(SB), Y5, Y10
-	VMOVUPS Y2, 344(SP)
-	VMOVUPS Y9, 376(SP)
+	VSUBPS  lgc27<>+0(SB), Y6, Y9
+	VMOVUPS Y3, 344(SP)
+	VMOVUPS Y8, 376(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y6, Y8, Y10, Y2
+	VBLENDVPS Y7, Y2, Y9, Y2
 
 	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v69) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y8
-	VEXTRACTI128 $0x01, Y6, X8
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y8
+	VEXTRACTI128 $0x01, Y3, X8
 	VPMOVSXDQ    X8, Y8
-	VANDPS       Y6, Y2, Y2
+	VANDPS       Y3, Y2, Y2
 	VADDPS       1856(CX), Y2, Y2
 	VMOVUPS      Y2, 1856(CX)
-	VMOVUPS      Y5, 408(SP)
+	VMOVUPS      Y6, 408(SP)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X4, Y8
-	VEXTRACTF128 $0x01, Y4, X9
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
 	VSUBPD       Y10, Y8, Y11
@@ -2679,33 +2671,33 @@ inner_A_13:
 	VMOVUPD      9024(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
 	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y10, Y8, Y10
+	VBLENDVPD    Y3, Y10, Y8, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
 	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y12, Y8, Y12
+	VBLENDVPD    Y3, Y12, Y8, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y5
-	VSUBPD       Y5, Y9, Y8
-	VFMADD231PD  Y8, Y6, Y5
-	VSUBPD       Y5, Y9, Y6
+	VMOVUPD      5536(CX)(BX*8), Y3
+	VSUBPD       Y3, Y9, Y8
+	VFMADD231PD  Y8, Y6, Y3
+	VSUBPD       Y3, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y6, Y9
 	VMOVUPD      5536(CX)(BX*8), Y6
-	VBLENDVPD    Y2, Y5, Y6, Y5
-	VMOVUPD      Y5, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y5
-	VBLENDVPD    Y2, Y9, Y5, Y9
+	VBLENDVPD    Y2, Y3, Y6, Y3
+	VMOVUPD      Y3, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y3
+	VBLENDVPD    Y2, Y9, Y3, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X3, Y8
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
 	VMOVUPD      16064(CX)(BX*8), Y9
 	VSUBPD       Y9, Y8, Y10
 	VFMADD231PD  Y10, Y6, Y9
@@ -2713,24 +2705,24 @@ inner_A_13:
 	VMOVUPD      19584(CX)(BX*8), Y11
 	VFMADD231PD  Y10, Y8, Y11
 	VMOVUPD      16064(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y9, Y8, Y9
+	VBLENDVPD    Y3, Y9, Y8, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y11, Y8, Y11
+	VBLENDVPD    Y3, Y11, Y8, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y5
-	VSUBPD       Y5, Y3, Y8
-	VFMADD231PD  Y8, Y6, Y5
-	VSUBPD       Y5, Y3, Y3
-	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y8, Y3, Y6
 	VMOVUPD      16096(CX)(BX*8), Y3
-	VBLENDVPD    Y2, Y5, Y3, Y5
-	VMOVUPD      Y5, 16096(CX)(BX*8)
+	VSUBPD       Y3, Y4, Y8
+	VFMADD231PD  Y8, Y6, Y3
+	VSUBPD       Y3, Y4, Y4
+	VMOVUPD      19616(CX)(BX*8), Y6
+	VFMADD231PD  Y8, Y4, Y6
+	VMOVUPD      16096(CX)(BX*8), Y4
+	VBLENDVPD    Y2, Y3, Y4, Y3
+	VMOVUPD      Y3, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y3
 	VBLENDVPD    Y2, Y6, Y3, Y6
 	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y4, 440(SP)
+	VMOVUPS      Y5, 440(SP)
 	VMOVUPS      Y7, 472(SP)
 	VMOVUPS      280(SP), Y2
 
@@ -2780,7 +2772,6 @@ inner_A_13:
 
 	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y4, Y5, Y3
-	VANDPS  lgc2<>+0(SB), Y3, Y6
 	VMOVUPS 408(SP), Y6
 
 	// v91 = mul(v88, absDiff)
@@ -2808,11 +2799,9 @@ inner_A_13:
 
 	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v99 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
@@ -2827,7 +2816,6 @@ inner_A_13:
 
 	// v104 = ne(v97, 0)
 	VCMPPS $0x04, Y4, Y1, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v105 = mul(v97, v103)
 	VMULPS Y3, Y1, Y3
@@ -2852,7 +2840,6 @@ inner_A_13:
 
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y4, Y3, Y7
-	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS 24(SP), Y8
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
@@ -2915,7 +2902,6 @@ inner_A_13:
 
 	// v134 = ne(v133, 0)
 	VCMPPS $0x04, Y4, Y1, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y7
 
 	// v135 = mul(v133, ratio)
 	VMULPS Y2, Y1, Y2
@@ -2931,7 +2917,6 @@ inner_A_13:
 
 	// v142 = ne(v138, 0)
 	VCMPPS $0x04, Y4, Y2, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y7
 
 	// v143 = div(v138, v25)
 	VDIVPS Y5, Y2, Y5
@@ -3064,7 +3049,6 @@ inner_A_14:
 
 	// v140 = eq(v139, action)
 	VCMPPS $0x00, Y3, Y6, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v141 = where(v140, v136, 0)
 	VBLENDVPS Y6, Y1, Y4, Y6
@@ -3076,7 +3060,6 @@ inner_A_14:
 
 	// v147 = ne(v146, 0)
 	VCMPPS  $0x04, Y4, Y7, Y8
-	VANDPS  lgc2<>+0(SB), Y8, Y9
 	VMOVUPS 664(SP), Y9
 
 	// v148 = mul(v146, v24)
@@ -3475,11 +3458,10 @@ inner_A_16:
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y8
-	VMOVUPS lgc49<>+0(SB), Y9
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y9, Y9
+	VMINPS  Y7, Y8, Y8
 	VMOVUPS Y3, 1208(SP)
 	VMOVUPS lgc50<>+0(SB), Y3
 
@@ -3488,10 +3470,10 @@ inner_A_16:
 	VMOVUPS Y7, 1240(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y2, Y9, Y3, Y2
+	VBLENDVPS Y2, Y8, Y3, Y3
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y3, Y1, Y1
 
 	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
@@ -3502,79 +3484,78 @@ inner_A_16:
 	VMOVUPS 1208(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y4, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y1, Y4, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v48) over [N T]
-	VADDPS  576(BX), Y2, Y2
-	VMOVUPS Y2, 576(BX)
+	VADDPS  576(BX), Y3, Y3
+	VMOVUPS Y3, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
-	VMOVUPS (R8)(DI*4), Y2
-	VMOVUPS 1176(SP), Y3
+	VMOVUPS (R8)(DI*4), Y3
+	VMOVUPS 1176(SP), Y4
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y4, Y3, Y3
 
 	// mean(v50) over [N T]
-	VADDPS  896(BX), Y2, Y2
-	VMOVUPS Y2, 896(BX)
+	VADDPS  896(BX), Y3, Y3
+	VMOVUPS Y3, 896(BX)
 
 	// finish v54
-	VMOVUPD     Y5, Y2
-	VMOVUPD     Y6, Y3
-	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y2, X4
-	VCVTPD2PSY  Y3, X2
-	VINSERTF128 $0x01, X2, Y4, Y2
-	VMOVUPS     1144(SP), Y3
+	VMOVUPD     Y5, Y3
+	VMOVUPD     Y6, Y4
+	VMOVUPS     lgc0<>+0(SB), Y5
+	VCVTPD2PSY  Y3, X5
+	VCVTPD2PSY  Y4, X3
+	VINSERTF128 $0x01, X3, Y5, Y3
+	VMOVUPS     1144(SP), Y4
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y3, Y2, Y2
-	VMOVUPS 1112(SP), Y3
+	VDIVPS  Y4, Y3, Y3
+	VMOVUPS 1112(SP), Y4
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y2, Y3, Y3
+	VSUBPS Y3, Y4, Y4
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y3, Y4
+	VMULPS lgc51<>+0(SB), Y4, Y5
 
 	// mean(entropy) over [N T]
-	VADDPS  1216(BX), Y3, Y3
-	VMOVUPS Y3, 1216(BX)
+	VADDPS  1216(BX), Y4, Y4
+	VMOVUPS Y4, 1216(BX)
 
 	// mean(v58) over [N T]
-	VADDPS  1536(BX), Y4, Y3
-	VMOVUPS Y3, 1536(BX)
-	VMOVUPS 1016(SP), Y3
+	VADDPS  1536(BX), Y5, Y4
+	VMOVUPS Y4, 1536(BX)
+	VMOVUPS 1016(SP), Y4
 	MOVQ    stateValue+40(FP), R8
-	VMOVUPS (R8)(DI*4), Y4
+	VMOVUPS (R8)(DI*4), Y5
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y3, Y4
+	VSUBPS Y5, Y4, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc14<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y6
+	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
+	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc27<>+0(SB), Y5, Y9
-	VMOVUPS Y8, 1272(SP)
+	VMULPS  lgc27<>+0(SB), Y6, Y8
+	VMOVUPS Y2, 1272(SP)
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y5, Y9, Y8
+	VMULPS Y6, Y8, Y2
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc27<>+0(SB), Y5, Y10
-	VMOVUPS Y2, 1304(SP)
-	VMOVUPS Y9, 1336(SP)
+	VSUBPS  lgc27<>+0(SB), Y6, Y9
+	VMOVUPS Y3, 1304(SP)
+	VMOVUPS Y8, 1336(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y6, Y8, Y10, Y2
+	VBLENDVPS Y7, Y2, Y9, Y2
 
 	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y2, Y2
@@ -3582,54 +3563,54 @@ inner_A_16:
 	// mean(v69) over [N T]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
-	VMOVUPS Y5, 1368(SP)
+	VMOVUPS Y6, 1368(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
 	ADDQ         CX, R8
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X6
+	VCVTPS2PD    X5, Y3
+	VEXTRACTF128 $0x01, Y5, X6
 	VCVTPS2PD    X6, Y6
 	VMOVUPD      5504(BX)(R8*8), Y8
-	VSUBPD       Y8, Y5, Y9
+	VSUBPD       Y8, Y3, Y9
 	VFMADD231PD  Y9, Y2, Y8
-	VSUBPD       Y8, Y5, Y5
+	VSUBPD       Y8, Y3, Y3
 	VMOVUPD      9024(BX)(R8*8), Y10
-	VFMADD231PD  Y9, Y5, Y10
+	VFMADD231PD  Y9, Y3, Y10
 	VMOVUPD      Y8, 5504(BX)(R8*8)
 	VMOVUPD      Y10, 9024(BX)(R8*8)
-	VMOVUPD      5536(BX)(R8*8), Y5
-	VSUBPD       Y5, Y6, Y8
-	VFMADD231PD  Y8, Y2, Y5
-	VSUBPD       Y5, Y6, Y2
+	VMOVUPD      5536(BX)(R8*8), Y3
+	VSUBPD       Y3, Y6, Y8
+	VFMADD231PD  Y8, Y2, Y3
+	VSUBPD       Y3, Y6, Y2
 	VMOVUPD      9056(BX)(R8*8), Y6
 	VFMADD231PD  Y8, Y2, Y6
-	VMOVUPD      Y5, 5536(BX)(R8*8)
+	VMOVUPD      Y3, 5536(BX)(R8*8)
 	VMOVUPD      Y6, 9056(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X3, Y5
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X4, Y3
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
 	VMOVUPD      16064(BX)(R8*8), Y6
-	VSUBPD       Y6, Y5, Y8
+	VSUBPD       Y6, Y3, Y8
 	VFMADD231PD  Y8, Y2, Y6
-	VSUBPD       Y6, Y5, Y5
+	VSUBPD       Y6, Y3, Y3
 	VMOVUPD      19584(BX)(R8*8), Y9
-	VFMADD231PD  Y8, Y5, Y9
+	VFMADD231PD  Y8, Y3, Y9
 	VMOVUPD      Y6, 16064(BX)(R8*8)
 	VMOVUPD      Y9, 19584(BX)(R8*8)
-	VMOVUPD      16096(BX)(R8*8), Y5
-	VSUBPD       Y5, Y3, Y6
-	VFMADD231PD  Y6, Y2, Y5
-	VSUBPD       Y5, Y3, Y2
-	VMOVUPD      19616(BX)(R8*8), Y3
+	VMOVUPD      16096(BX)(R8*8), Y3
+	VSUBPD       Y3, Y4, Y6
 	VFMADD231PD  Y6, Y2, Y3
-	VMOVUPD      Y5, 16096(BX)(R8*8)
-	VMOVUPD      Y3, 19616(BX)(R8*8)
-	VMOVUPS      Y4, 1400(SP)
+	VSUBPD       Y3, Y4, Y2
+	VMOVUPD      19616(BX)(R8*8), Y4
+	VFMADD231PD  Y6, Y2, Y4
+	VMOVUPD      Y3, 16096(BX)(R8*8)
+	VMOVUPD      Y4, 19616(BX)(R8*8)
+	VMOVUPS      Y5, 1400(SP)
 	VMOVUPS      Y7, 1432(SP)
 	VMOVUPS      1240(SP), Y2
 
@@ -3671,7 +3652,6 @@ inner_A_16:
 
 	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y4, Y5, Y3
-	VANDPS  lgc2<>+0(SB), Y3, Y6
 	VMOVUPS 1368(SP), Y6
 
 	// v91 = mul(v88, absDiff)
@@ -3699,11 +3679,9 @@ inner_A_16:
 
 	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v99 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
@@ -3718,7 +3696,6 @@ inner_A_16:
 
 	// v104 = ne(v97, 0)
 	VCMPPS $0x04, Y4, Y1, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v105 = mul(v97, v103)
 	VMULPS Y3, Y1, Y3
@@ -3743,7 +3720,6 @@ inner_A_16:
 
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y4, Y3, Y7
-	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS 984(SP), Y8
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
@@ -3806,7 +3782,6 @@ inner_A_16:
 
 	// v134 = ne(v133, 0)
 	VCMPPS $0x04, Y4, Y1, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y7
 
 	// v135 = mul(v133, ratio)
 	VMULPS Y2, Y1, Y2
@@ -3822,7 +3797,6 @@ inner_A_16:
 
 	// v142 = ne(v138, 0)
 	VCMPPS $0x04, Y4, Y2, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y7
 
 	// v143 = div(v138, v25)
 	VDIVPS Y5, Y2, Y5
@@ -3956,7 +3930,6 @@ inner_A_17:
 
 	// v140 = eq(v139, action)
 	VCMPPS $0x00, Y3, Y6, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v141 = where(v140, v136, 0)
 	VBLENDVPS Y6, Y1, Y4, Y6
@@ -3968,7 +3941,6 @@ inner_A_17:
 
 	// v147 = ne(v146, 0)
 	VCMPPS  $0x04, Y4, Y7, Y8
-	VANDPS  lgc2<>+0(SB), Y8, Y9
 	VMOVUPS 1624(SP), Y9
 
 	// v148 = mul(v146, v24)

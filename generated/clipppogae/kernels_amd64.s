@@ -173,7 +173,6 @@ outer0_1:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y6
 	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
@@ -268,7 +267,6 @@ outer0_1:
 
 	// v49 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v50 = mul(0.5, absDiff)
 	VMULPS lgc24<>+0(SB), Y5, Y7
@@ -535,7 +533,6 @@ blocks_2:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y6
 	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
@@ -602,7 +599,6 @@ blocks_2:
 
 	// v49 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v50 = mul(0.5, absDiff)
 	VMULPS lgc24<>+0(SB), Y5, Y7
@@ -1646,202 +1642,200 @@ outer0_8:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y6
-	VMOVUPS lgc27<>+0(SB), Y8
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc28<>+0(SB), Y9
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS lgc28<>+0(SB), Y8
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y9, Y9
+	VMAXPS  Y7, Y8, Y8
 	VMOVUPS Y7, 56(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VBLENDVPS Y1, Y8, Y9, Y1
+	VBLENDVPS Y1, Y6, Y8, Y6
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y2, Y1
+	VMULPS Y6, Y2, Y6
 
 	// v35 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y1, Y1
+	VXORPS lgc29<>+0(SB), Y6, Y6
 
 	// mean(v35) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y8
 	VEXTRACTI128 $0x01, Y7, X8
 	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y1, Y1
-	VADDPS       256(CX), Y1, Y1
-	VMOVUPS      Y1, 256(CX)
+	VANDPS       Y7, Y6, Y6
+	VADDPS       256(CX), Y6, Y6
+	VMOVUPS      Y6, 256(CX)
 
 	// v37 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y5, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y3, Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// mean(v37) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y7
-	VEXTRACTI128 $0x01, Y5, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y5, Y1, Y1
-	VADDPS       576(CX), Y1, Y1
-	VMOVUPS      Y1, 576(CX)
-	MOVQ         logProb+56(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-
-	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y1, Y4, Y1
-
-	// mean(v39) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
-	VADDPS       896(CX), Y1, Y1
-	VMOVUPS      Y1, 896(CX)
-	MOVQ         entropy+72(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-
-	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y4
-
-	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y7
-	VEXTRACTI128 $0x01, Y5, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y5, Y1, Y1
-	VADDPS       1216(CX), Y1, Y1
-	VMOVUPS      Y1, 1216(CX)
-
-	// mean(v43) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y5
-	VEXTRACTI128 $0x01, Y1, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y1, Y4, Y1
-	VADDPS       1536(CX), Y1, Y1
-	VMOVUPS      Y1, 1536(CX)
-	VMOVUPS      24(SP), Y1
-	MOVQ         stateValue+40(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
-
-	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y1, Y4
-
-	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y7
-
-	// v49 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y5, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y8
-
-	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y5, Y9
-
-	// v51 = mul(v50, absDiff)
-	VMULPS Y5, Y9, Y10
-
-	// v52 = sub(absDiff, 0.5)
-	VSUBPS  lgc24<>+0(SB), Y5, Y11
-	VMOVUPS Y6, 88(SP)
-	VMOVUPS Y2, 120(SP)
-	VMOVUPS Y9, 152(SP)
-
-	// smoothL1 = where(v49, v51, v52)
-	VBLENDVPS Y7, Y10, Y11, Y2
-
-	// v54 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y2, Y2
-
-	// mean(v54) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y2, Y2
-	VADDPS       1856(CX), Y2, Y2
-	VMOVUPS      Y2, 1856(CX)
-	VMOVUPS      Y5, 184(SP)
+	VANDPS       Y6, Y5, Y5
+	VADDPS       576(CX), Y5, Y5
+	VMOVUPS      Y5, 576(CX)
+	MOVQ         logProb+56(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMASKMOVPS   (BX)(DX*4), Y5, Y5
+
+	// v39 = sub(sampleLogProb, logProb)
+	VSUBPS Y5, Y4, Y4
+
+	// mean(v39) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y4, Y4
+	VADDPS       896(CX), Y4, Y4
+	VMOVUPS      Y4, 896(CX)
+	MOVQ         entropy+72(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+
+	// v43 = mul(-0.01, entropy)
+	VMULPS lgc30<>+0(SB), Y4, Y5
+
+	// mean(entropy) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y4, Y4
+	VADDPS       1216(CX), Y4, Y4
+	VMOVUPS      Y4, 1216(CX)
+
+	// mean(v43) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y4, Y5, Y4
+	VADDPS       1536(CX), Y4, Y4
+	VMOVUPS      Y4, 1536(CX)
+	VMOVUPS      24(SP), Y4
+	MOVQ         stateValue+40(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMASKMOVPS   (BX)(DX*4), Y5, Y5
+
+	// diff = sub(valueTarget, stateValue)
+	VSUBPS Y5, Y4, Y5
+
+	// absDiff = abs(diff)
+	VMOVUPS lgc29<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y6
+	VMOVUPS lgc2<>+0(SB), Y7
+
+	// v49 = lt(absDiff, 1)
+	VCMPPS $0x11, Y7, Y6, Y7
+
+	// v50 = mul(0.5, absDiff)
+	VMULPS lgc24<>+0(SB), Y6, Y8
+
+	// v51 = mul(v50, absDiff)
+	VMULPS Y6, Y8, Y9
+
+	// v52 = sub(absDiff, 0.5)
+	VSUBPS  lgc24<>+0(SB), Y6, Y10
+	VMOVUPS Y1, 88(SP)
+	VMOVUPS Y2, 120(SP)
+	VMOVUPS Y8, 152(SP)
+
+	// smoothL1 = where(v49, v51, v52)
+	VBLENDVPS Y7, Y9, Y10, Y1
+
+	// v54 = mul(1, smoothL1)
+	VMULPS lgc2<>+0(SB), Y1, Y1
+
+	// mean(v54) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y8
+	VEXTRACTI128 $0x01, Y2, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y2, Y1, Y1
+	VADDPS       1856(CX), Y1, Y1
+	VMOVUPS      Y1, 1856(CX)
+	VMOVUPS      Y6, 184(SP)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVSXDQ    X1, Y1
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X4, Y7
-	VEXTRACTF128 $0x01, Y4, X9
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
-	VSUBPD       Y10, Y7, Y11
+	VSUBPD       Y10, Y8, Y11
 	VFMADD231PD  Y11, Y6, Y10
-	VSUBPD       Y10, Y7, Y7
+	VSUBPD       Y10, Y8, Y8
 	VMOVUPD      9024(CX)(BX*8), Y12
-	VFMADD231PD  Y11, Y7, Y12
-	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y10, Y7, Y10
+	VFMADD231PD  Y11, Y8, Y12
+	VMOVUPD      5504(CX)(BX*8), Y8
+	VBLENDVPD    Y2, Y10, Y8, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y12, Y7, Y12
+	VMOVUPD      9024(CX)(BX*8), Y8
+	VBLENDVPD    Y2, Y12, Y8, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y5
-	VSUBPD       Y5, Y9, Y7
-	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y9, Y6
+	VMOVUPD      5536(CX)(BX*8), Y2
+	VSUBPD       Y2, Y9, Y8
+	VFMADD231PD  Y8, Y6, Y2
+	VSUBPD       Y2, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
-	VFMADD231PD  Y7, Y6, Y9
+	VFMADD231PD  Y8, Y6, Y9
 	VMOVUPD      5536(CX)(BX*8), Y6
-	VBLENDVPD    Y2, Y5, Y6, Y5
-	VMOVUPD      Y5, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y5
-	VBLENDVPD    Y2, Y9, Y5, Y9
+	VBLENDVPD    Y1, Y2, Y6, Y2
+	VMOVUPD      Y2, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y2
+	VBLENDVPD    Y1, Y9, Y2, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVSXDQ    X1, Y1
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X1, Y7
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
 	VMOVUPD      16064(CX)(BX*8), Y9
-	VSUBPD       Y9, Y7, Y10
+	VSUBPD       Y9, Y8, Y10
 	VFMADD231PD  Y10, Y6, Y9
-	VSUBPD       Y9, Y7, Y7
+	VSUBPD       Y9, Y8, Y8
 	VMOVUPD      19584(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y7, Y11
-	VMOVUPD      16064(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y9, Y7, Y9
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      16064(CX)(BX*8), Y8
+	VBLENDVPD    Y2, Y9, Y8, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y11, Y7, Y11
+	VMOVUPD      19584(CX)(BX*8), Y8
+	VBLENDVPD    Y2, Y11, Y8, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y5
-	VSUBPD       Y5, Y1, Y7
-	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      16096(CX)(BX*8), Y2
+	VSUBPD       Y2, Y4, Y8
+	VFMADD231PD  Y8, Y6, Y2
+	VSUBPD       Y2, Y4, Y4
 	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y5, Y1, Y5
-	VMOVUPD      Y5, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y6, Y1, Y6
+	VFMADD231PD  Y8, Y4, Y6
+	VMOVUPD      16096(CX)(BX*8), Y4
+	VBLENDVPD    Y1, Y2, Y4, Y2
+	VMOVUPD      Y2, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y2
+	VBLENDVPD    Y1, Y6, Y2, Y6
 	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y4, 216(SP)
-	VMOVUPS      Y8, 248(SP)
+	VMOVUPS      Y5, 216(SP)
+	VMOVUPS      Y7, 248(SP)
 	VMOVUPS      56(SP), Y1
 
 	// logsumexp(logWeight) over [N]
@@ -1890,7 +1884,6 @@ outer0_8:
 
 	// v75 = ne(v73, 0)
 	VCMPPS  $0x04, Y4, Y5, Y3
-	VANDPS  lgc2<>+0(SB), Y3, Y6
 	VMOVUPS 184(SP), Y6
 
 	// v76 = mul(v73, absDiff)
@@ -1918,11 +1911,9 @@ outer0_8:
 
 	// v83 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v84 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v86 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
@@ -1937,7 +1928,6 @@ outer0_8:
 
 	// v89 = ne(v82, 0)
 	VCMPPS $0x04, Y4, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v90 = mul(v82, v88)
 	VMULPS Y3, Y2, Y3
@@ -2006,7 +1996,6 @@ outer0_8:
 
 	// v106 = ne(v105, 0)
 	VCMPPS $0x04, Y4, Y5, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y6
 
 	// v107 = mul(v105, ratio)
 	VMULPS Y1, Y5, Y1
@@ -2165,145 +2154,143 @@ blocks_9:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y6
-	VMOVUPS lgc27<>+0(SB), Y8
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc28<>+0(SB), Y9
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS lgc28<>+0(SB), Y8
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y9, Y9
+	VMAXPS  Y7, Y8, Y8
 	VMOVUPS Y7, 312(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VBLENDVPS Y1, Y8, Y9, Y1
+	VBLENDVPS Y1, Y6, Y8, Y6
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y2, Y1
+	VMULPS Y6, Y2, Y6
 
 	// v35 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y1, Y1
+	VXORPS lgc29<>+0(SB), Y6, Y6
 
 	// mean(v35) over [N T]
-	VADDPS  256(BX), Y1, Y1
-	VMOVUPS Y1, 256(BX)
+	VADDPS  256(BX), Y6, Y6
+	VMOVUPS Y6, 256(BX)
 
 	// v37 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y5, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y3, Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// mean(v37) over [N T]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
+	VADDPS  576(BX), Y5, Y5
+	VMOVUPS Y5, 576(BX)
 	MOVQ    logProb+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS (DI)(SI*4), Y5
 
 	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y1, Y4, Y1
+	VSUBPS Y5, Y4, Y4
 
 	// mean(v39) over [N T]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
+	VADDPS  896(BX), Y4, Y4
+	VMOVUPS Y4, 896(BX)
 	MOVQ    entropy+72(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
-
-	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y4
-
-	// mean(entropy) over [N T]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
-
-	// mean(v43) over [N T]
-	VADDPS  1536(BX), Y4, Y1
-	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 280(SP), Y1
-	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
+	// v43 = mul(-0.01, entropy)
+	VMULPS lgc30<>+0(SB), Y4, Y5
+
+	// mean(entropy) over [N T]
+	VADDPS  1216(BX), Y4, Y4
+	VMOVUPS Y4, 1216(BX)
+
+	// mean(v43) over [N T]
+	VADDPS  1536(BX), Y5, Y4
+	VMOVUPS Y4, 1536(BX)
+	VMOVUPS 280(SP), Y4
+	MOVQ    stateValue+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y5
+
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y1, Y4
+	VSUBPS Y5, Y4, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc29<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v49 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y5, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y8
+	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y5, Y9
+	VMULPS lgc24<>+0(SB), Y6, Y8
 
 	// v51 = mul(v50, absDiff)
-	VMULPS Y5, Y9, Y10
+	VMULPS Y6, Y8, Y9
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS  lgc24<>+0(SB), Y5, Y11
-	VMOVUPS Y6, 344(SP)
+	VSUBPS  lgc24<>+0(SB), Y6, Y10
+	VMOVUPS Y1, 344(SP)
 	VMOVUPS Y2, 376(SP)
-	VMOVUPS Y9, 408(SP)
+	VMOVUPS Y8, 408(SP)
 
 	// smoothL1 = where(v49, v51, v52)
-	VBLENDVPS Y7, Y10, Y11, Y2
+	VBLENDVPS Y7, Y9, Y10, Y1
 
 	// v54 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y2, Y2
+	VMULPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v54) over [N T]
-	VADDPS  1856(BX), Y2, Y2
-	VMOVUPS Y2, 1856(BX)
-	VMOVUPS Y5, 440(SP)
+	VADDPS  1856(BX), Y1, Y1
+	VMOVUPS Y1, 1856(BX)
+	VMOVUPS Y6, 440(SP)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X6
+	VBROADCASTSD (SP), Y1
+	VCVTPS2PD    X5, Y2
+	VEXTRACTF128 $0x01, Y5, X6
 	VCVTPS2PD    X6, Y6
-	VMOVUPD      5504(BX)(DI*8), Y7
-	VSUBPD       Y7, Y5, Y9
-	VFMADD231PD  Y9, Y2, Y7
-	VSUBPD       Y7, Y5, Y5
+	VMOVUPD      5504(BX)(DI*8), Y8
+	VSUBPD       Y8, Y2, Y9
+	VFMADD231PD  Y9, Y1, Y8
+	VSUBPD       Y8, Y2, Y2
 	VMOVUPD      9024(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y5, Y10
-	VMOVUPD      Y7, 5504(BX)(DI*8)
+	VFMADD231PD  Y9, Y2, Y10
+	VMOVUPD      Y8, 5504(BX)(DI*8)
 	VMOVUPD      Y10, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y5
-	VSUBPD       Y5, Y6, Y7
-	VFMADD231PD  Y7, Y2, Y5
-	VSUBPD       Y5, Y6, Y2
+	VMOVUPD      5536(BX)(DI*8), Y2
+	VSUBPD       Y2, Y6, Y8
+	VFMADD231PD  Y8, Y1, Y2
+	VSUBPD       Y2, Y6, Y1
 	VMOVUPD      9056(BX)(DI*8), Y6
-	VFMADD231PD  Y7, Y2, Y6
-	VMOVUPD      Y5, 5536(BX)(DI*8)
+	VFMADD231PD  Y8, Y1, Y6
+	VMOVUPD      Y2, 5536(BX)(DI*8)
 	VMOVUPD      Y6, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y5
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VBROADCASTSD (SP), Y1
+	VCVTPS2PD    X4, Y2
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
 	VMOVUPD      16064(BX)(DI*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y2, Y6
-	VSUBPD       Y6, Y5, Y5
+	VSUBPD       Y6, Y2, Y8
+	VFMADD231PD  Y8, Y1, Y6
+	VSUBPD       Y6, Y2, Y2
 	VMOVUPD      19584(BX)(DI*8), Y9
-	VFMADD231PD  Y7, Y5, Y9
+	VFMADD231PD  Y8, Y2, Y9
 	VMOVUPD      Y6, 16064(BX)(DI*8)
 	VMOVUPD      Y9, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y5
-	VSUBPD       Y5, Y1, Y6
-	VFMADD231PD  Y6, Y2, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y2
+	VMOVUPD      16096(BX)(DI*8), Y2
+	VSUBPD       Y2, Y4, Y6
 	VFMADD231PD  Y6, Y1, Y2
-	VMOVUPD      Y5, 16096(BX)(DI*8)
-	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      Y4, 472(SP)
-	VMOVUPS      Y8, 504(SP)
+	VSUBPD       Y2, Y4, Y1
+	VMOVUPD      19616(BX)(DI*8), Y4
+	VFMADD231PD  Y6, Y1, Y4
+	VMOVUPD      Y2, 16096(BX)(DI*8)
+	VMOVUPD      Y4, 19616(BX)(DI*8)
+	VMOVUPS      Y5, 472(SP)
+	VMOVUPS      Y7, 504(SP)
 	VMOVUPS      312(SP), Y1
 
 	// logsumexp(logWeight) over [N]
@@ -2344,7 +2331,6 @@ blocks_9:
 
 	// v75 = ne(v73, 0)
 	VCMPPS  $0x04, Y4, Y5, Y3
-	VANDPS  lgc2<>+0(SB), Y3, Y6
 	VMOVUPS 440(SP), Y6
 
 	// v76 = mul(v73, absDiff)
@@ -2372,11 +2358,9 @@ blocks_9:
 
 	// v83 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v84 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v86 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
@@ -2391,7 +2375,6 @@ blocks_9:
 
 	// v89 = ne(v82, 0)
 	VCMPPS $0x04, Y4, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
 	// v90 = mul(v82, v88)
 	VMULPS Y3, Y2, Y3
@@ -2460,7 +2443,6 @@ blocks_9:
 
 	// v106 = ne(v105, 0)
 	VCMPPS $0x04, Y4, Y5, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y6
 
 	// v107 = mul(v105, ratio)
 	VMULPS Y1, Y5, Y1

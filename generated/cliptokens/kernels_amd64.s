@@ -94,7 +94,6 @@ blocks_2:
 
 	// v17 = ge(v6, 0)
 	VCMPPS  $0x1d, Y2, Y3, Y0
-	VANDPS  lgc1<>+0(SB), Y0, Y4
 	VMOVUPS lgc17<>+0(SB), Y4
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
@@ -153,25 +152,22 @@ blocks_2:
 	// v40 = mul(-0.001, v38)
 	VMULPS lgc20<>+0(SB), Y3, Y4
 
-	// v41 = where(mask, v38, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-
-	// sum(v41) over [B L]
+	// sum(v38) over [B L]
 	VADDPS  1536(BX), Y3, Y3
 	VMOVUPS Y3, 1536(BX)
 
-	// v44 = where(mask, v40, 0)
+	// v43 = where(mask, v40, 0)
 	VBLENDVPS Y1, Y4, Y2, Y2
 
-	// sum(v44) over [B L]
+	// sum(v43) over [B L]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
 	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v49 = where(mask, logWeight, -Inf)
+	// v48 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// logsumexp(v49) over [B]
+	// logsumexp(v48) over [B]
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
@@ -222,7 +218,7 @@ blocks_2:
 	VADDPD       5344(BX)(SI*8), Y1, Y1
 	VMOVUPD      Y1, 5344(BX)(SI*8)
 
-	// v51 = mul(2, v49)
+	// v50 = mul(2, v48)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS (SP), Y0
 
@@ -706,12 +702,12 @@ TEXT ·pass1AVX2(SB), $0-88
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v42, v27)
+	// entropy2 = div(v41, v27)
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// lossEntropy = div(v45, v27)
+	// lossEntropy = div(v44, v27)
 	VDIVPS Y0, Y5, Y0
 
 	// store lossObjective
@@ -750,15 +746,15 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v53 = mul(2, logSumW)
+	// v52 = mul(2, logSumW)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v54 = sub(v53, logSumW2)
+	// v53 = sub(v52, logSumW2)
 	VSUBPS Y1, Y0, Y0
 
-	// essCol = exp(v54)
+	// essCol = exp(v53)
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
@@ -790,19 +786,19 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v57 = gt(v56, 0)
+	// v56 = gt(v55, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y2
 
-	// v58 = where(v57, essCol, 0)
+	// v57 = where(v56, essCol, 0)
 	VBLENDVPS Y0, Y3, Y1, Y0
 
-	// sum(v58) over [L]
+	// sum(v57) over [L]
 	MOVQ    state+40(FP), DX
 	VADDPS  9984(DX), Y0, Y0
 	VMOVUPS Y0, 9984(DX)
 
-	// sum(v57) over [L]
+	// sum(v56) over [L]
 	VADDPS       10304(DX), Y2, Y0
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
@@ -884,16 +880,16 @@ TEXT ·pass3AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v61 = max(v60, 1)
+	// v60 = max(v59, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s8+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v62 = div(v59, v61)
+	// v61 = div(v58, v60)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// ess = div(v62, 8)
+	// ess = div(v61, 8)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1071,11 +1067,10 @@ blocks_11:
 
 	// v17 = ge(v6, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y3
-	VANDPS  lgc1<>+0(SB), Y3, Y5
-	VMOVUPS lgc17<>+0(SB), Y8
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y6, Y8, Y8
+	VMINPS  Y6, Y5, Y5
 	VMOVUPS Y7, 128(SP)
 	VMOVUPS lgc18<>+0(SB), Y7
 
@@ -1084,40 +1079,40 @@ blocks_11:
 	VMOVUPS Y6, 160(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y3, Y8, Y7, Y3
+	VBLENDVPS Y3, Y5, Y7, Y5
 
 	// gain = mul(v6, ratioClipped)
-	VMULPS Y3, Y4, Y3
+	VMULPS Y5, Y4, Y5
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y5, Y5
 
 	// v25 = where(mask, v24, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VBLENDVPS Y1, Y5, Y2, Y5
 
 	// sum(v25) over [B L]
 	MOVQ         state+40(FP), BX
-	VADDPS       704(BX), Y3, Y3
-	VMOVUPS      Y3, 704(BX)
+	VADDPS       704(BX), Y5, Y5
+	VMOVUPS      Y5, 704(BX)
 	MOVQ         numValid+48(FP), DI
 	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y3
+	VBROADCASTSS (DI)(R8*4), Y5
 
 	// v27 = max(numValid, 1)
-	VMAXPS  Y3, Y0, Y0
-	VMOVUPS 96(SP), Y3
+	VMAXPS  Y5, Y0, Y0
+	VMOVUPS 96(SP), Y5
 	VMOVUPS 128(SP), Y6
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y6, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y6, Y5, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v30 = where(mask, v29, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	VMOVUPS   Y5, 192(SP)
+	VBLENDVPS Y1, Y5, Y2, Y5
+	VMOVUPS   Y3, 192(SP)
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y3, Y3
+	VADDPS  1024(BX), Y5, Y3
 	VMOVUPS Y3, 1024(BX)
 	VMOVUPS 64(SP), Y3
 	VMOVUPS 32(SP), Y5
@@ -1138,29 +1133,26 @@ blocks_11:
 	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// v40 = mul(-0.001, v38)
-	VMULPS lgc20<>+0(SB), Y3, Y5
+	VMULPS  lgc20<>+0(SB), Y3, Y5
+	VMOVUPS Y4, 224(SP)
 
-	// v41 = where(mask, v38, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	VMOVUPS   Y4, 224(SP)
-
-	// sum(v41) over [B L]
+	// sum(v38) over [B L]
 	VADDPS  1664(BX), Y3, Y3
 	VMOVUPS Y3, 1664(BX)
 
-	// v44 = where(mask, v40, 0)
+	// v43 = where(mask, v40, 0)
 	VBLENDVPS Y1, Y5, Y2, Y2
 
-	// sum(v44) over [B L]
+	// sum(v43) over [B L]
 	VADDPS  1984(BX), Y2, Y2
 	VMOVUPS Y2, 1984(BX)
 	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v49 = where(mask, logWeight, -Inf)
+	// v48 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y6, Y2, Y1
 	VMOVUPS   Y0, 256(SP)
 
-	// logsumexp(v49) over [B]
+	// logsumexp(v48) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VMAXPS       lgc4<>+0(SB), Y1, Y0
@@ -1211,7 +1203,7 @@ blocks_11:
 	VADDPD       5472(BX)(DI*8), Y0, Y0
 	VMOVUPD      Y0, 5472(BX)(DI*8)
 
-	// v51 = mul(2, v49)
+	// v50 = mul(2, v48)
 	VMULPS  lgc24<>+0(SB), Y1, Y0
 	VMOVUPS (SP), Y0
 
@@ -1226,7 +1218,7 @@ blocks_11:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      256(SP), Y1
 
-	// v65 = div(1, v27)
+	// v64 = div(1, v27)
 	VDIVPS    Y1, Y0, Y0
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y1
@@ -1235,42 +1227,42 @@ blocks_11:
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VMOVUPS   lgc0<>+0(SB), Y1
 
-	// v66 = where(mask, v65, 0)
+	// v65 = where(mask, v64, 0)
 	VBLENDVPS Y2, Y0, Y1, Y0
 
-	// v67 = mul(v66, -0.001)
+	// v66 = mul(v65, -0.001)
 	VMULPS lgc20<>+0(SB), Y0, Y3
 
-	// gradEntropy = where(mask, v67, 0)
+	// gradEntropy = where(mask, v66, 0)
 	VBLENDVPS Y2, Y3, Y1, Y3
 
-	// v69 = neg(v66)
+	// v68 = neg(v65)
 	VXORPS  lgc19<>+0(SB), Y0, Y0
 	VMOVUPS 224(SP), Y4
 
-	// v70 = mul(v69, v6)
+	// v69 = mul(v68, v6)
 	VMULPS  Y4, Y0, Y0
 	VMOVUPS 192(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v71 = where(v17, v70, 0)
+	// v70 = where(v17, v69, 0)
 	VBLENDVPS Y5, Y0, Y1, Y4
 
-	// v72 = where(v17, 0, v70)
+	// v71 = where(v17, 0, v69)
 	VBLENDVPS Y5, Y1, Y0, Y0
 	VMOVUPS   160(SP), Y5
 	VMOVUPS   lgc18<>+0(SB), Y6
 
-	// v73 = ge(ratio, 0.8000000028326788)
+	// v72 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v74 = ne(ratio, ratio)
+	// v73 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v75 = max(v73, v74)
+	// v74 = max(v72, v73)
 	VXORPS  lgc19<>+0(SB), Y6, Y6
 	VXORPS  lgc19<>+0(SB), Y7, Y9
 	VMINPS  Y6, Y9, Y8
@@ -1280,15 +1272,15 @@ blocks_11:
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y6, Y8
 
-	// v76 = where(v75, v72, 0)
+	// v75 = where(v74, v71, 0)
 	VBLENDVPS Y8, Y0, Y1, Y0
 	VMOVUPS   lgc17<>+0(SB), Y6
 
-	// v77 = le(ratio, 1.2799999924290435)
+	// v76 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v78 = max(v77, v74)
+	// v77 = max(v76, v73)
 	VXORPS  lgc19<>+0(SB), Y6, Y6
 	VXORPS  lgc19<>+0(SB), Y7, Y7
 	VMINPS  Y6, Y7, Y8
@@ -1298,23 +1290,22 @@ blocks_11:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v79 = where(v78, v71, 0)
+	// v78 = where(v77, v70, 0)
 	VBLENDVPS Y7, Y4, Y1, Y4
 
-	// v80 = add(v76, v79)
+	// v79 = add(v75, v78)
 	VADDPS Y4, Y0, Y0
 
-	// v81 = ne(v80, 0)
+	// v80 = ne(v79, 0)
 	VCMPPS $0x04, Y1, Y0, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y6
 
-	// v82 = mul(v80, ratio)
+	// v81 = mul(v79, ratio)
 	VMULPS Y5, Y0, Y5
 
-	// v83 = where(v81, v82, v80)
+	// v82 = where(v80, v81, v79)
 	VBLENDVPS Y4, Y5, Y0, Y0
 
-	// gradLogProb = where(mask, v83, 0)
+	// gradLogProb = where(mask, v82, 0)
 	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradEntropy
@@ -1500,12 +1491,12 @@ TEXT ·fbPass2AVX2(SB), $0-88
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v42, v27)
+	// entropy2 = div(v41, v27)
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// lossEntropy = div(v45, v27)
+	// lossEntropy = div(v44, v27)
 	VDIVPS Y0, Y5, Y0
 
 	// store lossObjective
@@ -1544,15 +1535,15 @@ blocks_13:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v53 = mul(2, logSumW)
+	// v52 = mul(2, logSumW)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v54 = sub(v53, logSumW2)
+	// v53 = sub(v52, logSumW2)
 	VSUBPS Y1, Y0, Y0
 
-	// essCol = exp(v54)
+	// essCol = exp(v53)
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
@@ -1584,19 +1575,19 @@ blocks_13:
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v57 = gt(v56, 0)
+	// v56 = gt(v55, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y2
 
-	// v58 = where(v57, essCol, 0)
+	// v57 = where(v56, essCol, 0)
 	VBLENDVPS Y0, Y3, Y1, Y0
 
-	// sum(v58) over [L]
+	// sum(v57) over [L]
 	MOVQ    state+40(FP), DX
 	VADDPS  10112(DX), Y0, Y0
 	VMOVUPS Y0, 10112(DX)
 
-	// sum(v57) over [L]
+	// sum(v56) over [L]
 	VADDPS       10432(DX), Y2, Y0
 	VMOVUPS      Y0, 10432(DX)
 	DECQ         CX
@@ -1678,16 +1669,16 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v61 = max(v60, 1)
+	// v60 = max(v59, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s8+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v62 = div(v59, v61)
+	// v61 = div(v58, v60)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// ess = div(v62, 8)
+	// ess = div(v61, 8)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

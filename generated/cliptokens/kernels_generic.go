@@ -14,20 +14,20 @@ type scratch struct {
 	s0       float32             // v26 = sum(v25) over B,L
 	s1       float32             // v31 = sum(v30) over B,L
 	s2       float32             // v35 = sum(v34) over B,L
-	s3       float32             // v42 = sum(v41) over B,L
-	s4       float32             // v45 = sum(v44) over B,L
-	s5       []float32           // logSumW = logsumexp(v49) over B [L=256]
-	s6       []float32           // logSumW2 = logsumexp(v51) over B [L=256]
-	s7       []float32           // v56 = sum(v3) over B [L=256]
-	s8       float32             // v59 = sum(v58) over L
-	s9       float32             // v60 = sum(v57) over L
+	s3       float32             // v41 = sum(v38) over B,L
+	s4       float32             // v44 = sum(v43) over B,L
+	s5       []float32           // logSumW = logsumexp(v48) over B [L=256]
+	s6       []float32           // logSumW2 = logsumexp(v50) over B [L=256]
+	s7       []float32           // v55 = sum(v3) over B [L=256]
+	s8       float32             // v58 = sum(v57) over L
+	s9       float32             // v59 = sum(v56) over L
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
-	acc56    []float64           // accumulators of v56
+	acc55    []float64           // accumulators of v55
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc56: make([]float64, 256)}
+	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc55: make([]float64, 256)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=256].
@@ -40,21 +40,21 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c20 := float32(0.8)
 	c39 := float32(-0.001)
 	two := float32(2)
-	c48 := float32(math.Inf(-1))
+	c47 := float32(math.Inf(-1))
 	numValid := 0.0
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
-	acc42 := 0.0
-	acc45 := 0.0
+	acc41 := 0.0
+	acc44 := 0.0
 	for k := range s.logSumW {
 		s.logSumW[k] = runtime.NewLogSumExp()
 	}
 	for k := range s.logSumW2 {
 		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc56 {
-		s.acc56[k] = 0.0
+	for k := range s.acc55 {
+		s.acc55[k] = 0.0
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 256; iL++ {
@@ -88,31 +88,30 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			entropy := in.Entropy[iB*256+iL]
 			v38 := sel(mask, entropy, zero)
 			v40 := float32(c39 * v38)
-			v41 := sel(mask, v38, zero)
-			acc42 += float64(v41)
-			v44 := sel(mask, v40, zero)
-			acc45 += float64(v44)
-			v49 := sel(mask, logWeight, c48)
-			s.logSumW[iL].Add(float64(v49))
-			v51 := float32(two * v49)
-			s.logSumW2[iL].Add(float64(v51))
-			s.acc56[iL] += float64(v3)
+			acc41 += float64(v38)
+			v43 := sel(mask, v40, zero)
+			acc44 += float64(v43)
+			v48 := sel(mask, logWeight, c47)
+			s.logSumW[iL].Add(float64(v48))
+			v50 := float32(two * v48)
+			s.logSumW2[iL].Add(float64(v50))
+			s.acc55[iL] += float64(v3)
 		}
 	}
 	out.NumValid = float32(numValid)
 	s.s0 = float32(acc26)
 	s.s1 = float32(acc31)
 	s.s2 = float32(acc35)
-	s.s3 = float32(acc42)
-	s.s4 = float32(acc45)
+	s.s3 = float32(acc41)
+	s.s4 = float32(acc44)
 	for k := range s.logSumW {
 		s.s5[k] = float32(s.logSumW[k].Result())
 	}
 	for k := range s.logSumW2 {
 		s.s6[k] = float32(s.logSumW2[k].Result())
 	}
-	for k := range s.acc56 {
-		s.s7[k] = float32(s.acc56[k])
+	for k := range s.acc55 {
+		s.s7[k] = float32(s.acc55[k])
 	}
 }
 
@@ -130,11 +129,11 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v35 := s.s2
 	klApprox := v35 / v27
 	out.KLApprox = klApprox
-	v42 := s.s3
-	entropy2 := v42 / v27
+	v41 := s.s3
+	entropy2 := v41 / v27
 	out.Entropy = entropy2
-	v45 := s.s4
-	lossEntropy := v45 / v27
+	v44 := s.s4
+	lossEntropy := v44 / v27
 	out.LossEntropy = lossEntropy
 }
 
@@ -142,33 +141,33 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	zero := float32(0)
 	two := float32(2)
+	acc58 := 0.0
 	acc59 := 0.0
-	acc60 := 0.0
 	for iL := 0; iL < 256; iL++ {
 		logSumW := s.s5[iL]
 		logSumW2 := s.s6[iL]
-		v53 := float32(two * logSumW)
-		v54 := v53 - logSumW2
-		essCol := float32(math.Exp(float64(v54)))
-		v56 := s.s7[iL]
-		v57 := b2f(v56 > zero)
-		v58 := sel(v57, essCol, zero)
-		acc59 += float64(v58)
-		acc60 += float64(v57)
+		v52 := float32(two * logSumW)
+		v53 := v52 - logSumW2
+		essCol := float32(math.Exp(float64(v53)))
+		v55 := s.s7[iL]
+		v56 := b2f(v55 > zero)
+		v57 := sel(v56, essCol, zero)
+		acc58 += float64(v57)
+		acc59 += float64(v56)
 	}
-	s.s8 = float32(acc59)
-	s.s9 = float32(acc60)
+	s.s8 = float32(acc58)
+	s.s9 = float32(acc59)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c63 := float32(8)
-	v59 := s.s8
-	v60 := s.s9
-	v61 := max(v60, one)
-	v62 := v59 / v61
-	ess := v62 / c63
+	c62 := float32(8)
+	v58 := s.s8
+	v59 := s.s9
+	v60 := max(v59, one)
+	v61 := v58 / v60
+	ess := v61 / c62
 	out.ESS = ess
 }
 
@@ -178,20 +177,20 @@ type fbScratch struct {
 	s0       float32             // v26 = sum(v25) over B,L
 	s1       float32             // v31 = sum(v30) over B,L
 	s2       float32             // v35 = sum(v34) over B,L
-	s3       float32             // v42 = sum(v41) over B,L
-	s4       float32             // v45 = sum(v44) over B,L
-	s5       []float32           // logSumW = logsumexp(v49) over B [L=256]
-	s6       []float32           // logSumW2 = logsumexp(v51) over B [L=256]
-	s7       []float32           // v56 = sum(v3) over B [L=256]
-	s8       float32             // v59 = sum(v58) over L
-	s9       float32             // v60 = sum(v57) over L
+	s3       float32             // v41 = sum(v38) over B,L
+	s4       float32             // v44 = sum(v43) over B,L
+	s5       []float32           // logSumW = logsumexp(v48) over B [L=256]
+	s6       []float32           // logSumW2 = logsumexp(v50) over B [L=256]
+	s7       []float32           // v55 = sum(v3) over B [L=256]
+	s8       float32             // v58 = sum(v57) over L
+	s9       float32             // v59 = sum(v56) over L
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
-	acc56    []float64           // accumulators of v56
+	acc55    []float64           // accumulators of v55
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc56: make([]float64, 256)}
+	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc55: make([]float64, 256)}
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -221,20 +220,20 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c20 := float32(0.8)
 	c39 := float32(-0.001)
 	two := float32(2)
-	c48 := float32(math.Inf(-1))
+	c47 := float32(math.Inf(-1))
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
-	acc42 := 0.0
-	acc45 := 0.0
+	acc41 := 0.0
+	acc44 := 0.0
 	for k := range s.logSumW {
 		s.logSumW[k] = runtime.NewLogSumExp()
 	}
 	for k := range s.logSumW2 {
 		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc56 {
-		s.acc56[k] = 0.0
+	for k := range s.acc55 {
+		s.acc55[k] = 0.0
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 256; iL++ {
@@ -269,52 +268,51 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			entropy := in.Entropy[iB*256+iL]
 			v38 := sel(mask, entropy, zero)
 			v40 := float32(c39 * v38)
-			v41 := sel(mask, v38, zero)
-			acc42 += float64(v41)
-			v44 := sel(mask, v40, zero)
-			acc45 += float64(v44)
-			v49 := sel(mask, logWeight, c48)
-			s.logSumW[iL].Add(float64(v49))
-			v51 := float32(two * v49)
-			s.logSumW2[iL].Add(float64(v51))
-			s.acc56[iL] += float64(v3)
-			v65 := one / v27
-			v66 := sel(mask, v65, zero)
-			v67 := float32(v66 * c39)
-			gradEntropy := sel(mask, v67, zero)
+			acc41 += float64(v38)
+			v43 := sel(mask, v40, zero)
+			acc44 += float64(v43)
+			v48 := sel(mask, logWeight, c47)
+			s.logSumW[iL].Add(float64(v48))
+			v50 := float32(two * v48)
+			s.logSumW2[iL].Add(float64(v50))
+			s.acc55[iL] += float64(v3)
+			v64 := one / v27
+			v65 := sel(mask, v64, zero)
+			v66 := float32(v65 * c39)
+			gradEntropy := sel(mask, v66, zero)
 			grads.Entropy[iB*256+iL] = gradEntropy
-			v69 := -v66
-			v70 := float32(v69 * v6)
-			v71 := sel(v17, v70, zero)
-			v72 := sel(v17, zero, v70)
-			v73 := b2f(ratio >= c20)
-			v74 := b2f(ratio != ratio)
-			v75 := max(v73, v74)
-			v76 := sel(v75, v72, zero)
-			v77 := b2f(ratio <= c18)
-			v78 := max(v77, v74)
-			v79 := sel(v78, v71, zero)
-			v80 := v76 + v79
-			v81 := b2f(v80 != zero)
-			v82 := float32(v80 * ratio)
-			v83 := sel(v81, v82, v80)
-			gradLogProb := sel(mask, v83, zero)
+			v68 := -v65
+			v69 := float32(v68 * v6)
+			v70 := sel(v17, v69, zero)
+			v71 := sel(v17, zero, v69)
+			v72 := b2f(ratio >= c20)
+			v73 := b2f(ratio != ratio)
+			v74 := max(v72, v73)
+			v75 := sel(v74, v71, zero)
+			v76 := b2f(ratio <= c18)
+			v77 := max(v76, v73)
+			v78 := sel(v77, v70, zero)
+			v79 := v75 + v78
+			v80 := b2f(v79 != zero)
+			v81 := float32(v79 * ratio)
+			v82 := sel(v80, v81, v79)
+			gradLogProb := sel(mask, v82, zero)
 			grads.LogProb[iB*256+iL] = gradLogProb
 		}
 	}
 	s.s0 = float32(acc26)
 	s.s1 = float32(acc31)
 	s.s2 = float32(acc35)
-	s.s3 = float32(acc42)
-	s.s4 = float32(acc45)
+	s.s3 = float32(acc41)
+	s.s4 = float32(acc44)
 	for k := range s.logSumW {
 		s.s5[k] = float32(s.logSumW[k].Result())
 	}
 	for k := range s.logSumW2 {
 		s.s6[k] = float32(s.logSumW2[k].Result())
 	}
-	for k := range s.acc56 {
-		s.s7[k] = float32(s.acc56[k])
+	for k := range s.acc55 {
+		s.s7[k] = float32(s.acc55[k])
 	}
 }
 
@@ -332,11 +330,11 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v35 := s.s2
 	klApprox := v35 / v27
 	out.KLApprox = klApprox
-	v42 := s.s3
-	entropy2 := v42 / v27
+	v41 := s.s3
+	entropy2 := v41 / v27
 	out.Entropy = entropy2
-	v45 := s.s4
-	lossEntropy := v45 / v27
+	v44 := s.s4
+	lossEntropy := v44 / v27
 	out.LossEntropy = lossEntropy
 }
 
@@ -345,33 +343,33 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	zero := float32(0)
 	two := float32(2)
+	acc58 := 0.0
 	acc59 := 0.0
-	acc60 := 0.0
 	for iL := 0; iL < 256; iL++ {
 		logSumW := s.s5[iL]
 		logSumW2 := s.s6[iL]
-		v53 := float32(two * logSumW)
-		v54 := v53 - logSumW2
-		essCol := float32(math.Exp(float64(v54)))
-		v56 := s.s7[iL]
-		v57 := b2f(v56 > zero)
-		v58 := sel(v57, essCol, zero)
-		acc59 += float64(v58)
-		acc60 += float64(v57)
+		v52 := float32(two * logSumW)
+		v53 := v52 - logSumW2
+		essCol := float32(math.Exp(float64(v53)))
+		v55 := s.s7[iL]
+		v56 := b2f(v55 > zero)
+		v57 := sel(v56, essCol, zero)
+		acc58 += float64(v57)
+		acc59 += float64(v56)
 	}
-	s.s8 = float32(acc59)
-	s.s9 = float32(acc60)
+	s.s8 = float32(acc58)
+	s.s9 = float32(acc59)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c63 := float32(8)
-	v59 := s.s8
-	v60 := s.s9
-	v61 := max(v60, one)
-	v62 := v59 / v61
-	ess := v62 / c63
+	c62 := float32(8)
+	v58 := s.s8
+	v59 := s.s9
+	v60 := max(v59, one)
+	v61 := v58 / v60
+	ess := v61 / c62
 	out.ESS = ess
 }
 

@@ -938,7 +938,6 @@ inner_Q_4:
 
 	// v19 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v20 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y6, Y8
@@ -1056,7 +1055,6 @@ inner_Q_6:
 
 	// v43 = eq(v41, +Inf)
 	VCMPPS  $0x00, Y8, Y7, Y7
-	VANDPS  lgc11<>+0(SB), Y7, Y8
 	VMOVUPS Y5, 2848(SP)
 	VMOVUPS lgc19<>+0(SB), Y5
 
@@ -2643,7 +2641,6 @@ inner_Q_11:
 
 	// v19 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v20 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y6, Y8
@@ -2761,7 +2758,6 @@ inner_Q_13:
 
 	// v43 = eq(v41, +Inf)
 	VCMPPS  $0x00, Y8, Y7, Y7
-	VANDPS  lgc11<>+0(SB), Y7, Y8
 	VMOVUPS Y5, 4768(SP)
 	VMOVUPS lgc19<>+0(SB), Y5
 
@@ -3090,7 +3086,6 @@ inner_Q_14:
 
 	// v19 = lt(absDiff, 1)
 	VCMPPS $0x11, Y0, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v20 = mul(0.5, absDiff)
 	VMULPS       lgc10<>+0(SB), Y5, Y7
@@ -3103,7 +3098,6 @@ inner_Q_14:
 
 	// v94 = eq(v93, v72)
 	VCMPPS  $0x00, Y2, Y8, Y8
-	VANDPS  lgc11<>+0(SB), Y8, Y9
 	VMOVUPS Y4, 4928(SP)
 	VMOVUPS Y7, 4960(SP)
 
@@ -3175,7 +3169,6 @@ inner_R_15:
 
 	// v43 = eq(v41, +Inf)
 	VCMPPS  $0x00, Y4, Y9, Y9
-	VANDPS  lgc11<>+0(SB), Y9, Y10
 	VMOVUPS Y8, 5088(SP)
 	VMOVUPS Y6, 5120(SP)
 
@@ -3300,7 +3293,6 @@ inner_R_15:
 
 	// v99 = ne(v98, 0)
 	VCMPPS $0x04, Y1, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v100 = mul(v98, v52)
 	VMULPS Y9, Y6, Y8
@@ -3359,7 +3351,6 @@ inner_R_15:
 
 	// v111 = ne(v109, 0)
 	VCMPPS  $0x04, Y1, Y6, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y7
 	VMOVUPS 4992(SP), Y7
 
 	// v112 = mul(v109, absDiff)
@@ -3389,11 +3380,9 @@ inner_R_15:
 
 	// v119 = gt(diff, 0)
 	VCMPPS $0x1e, Y1, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v120 = lt(diff, 0)
 	VCMPPS $0x11, Y1, Y5, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v122 = mul(diff, 0)
 	VMULPS  lgc19<>+0(SB), Y5, Y5
@@ -3409,7 +3398,6 @@ inner_R_15:
 
 	// v125 = ne(v118, 0)
 	VCMPPS $0x04, Y1, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v126 = mul(v118, v124)
 	VMULPS Y4, Y5, Y4

@@ -27,15 +27,15 @@ type avxState struct {
 	r31_p  []float32
 	r35_s  []float64
 	r35_p  []float32
-	r40_s  []float64
-	r40_p  []float32
-	r45_s  []float64
-	r45_p  []float32
-	r50_s  []float64
-	r50_ok []float32
-	r53_s  []float64
-	r97_s  []float64
-	r97_p  []float32
+	r39_s  []float64
+	r39_p  []float32
+	r44_s  []float64
+	r44_p  []float32
+	r49_s  []float64
+	r49_ok []float32
+	r52_s  []float64
+	r96_s  []float64
+	r96_p  []float32
 	p0_ok  []float32
 	res    []float64
 }
@@ -50,15 +50,15 @@ var avxPool = sync.Pool{New: func() any {
 	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r35_s = st.buf[128:144]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r40_s = st.buf[168:184]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r45_s = st.buf[208:224]
-	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r50_s = st.buf[248:264]
-	st.r50_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r53_s = st.buf[288:304]
-	st.r97_s = st.buf[312:328]
-	st.r97_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[336])), 16)
+	st.r39_s = st.buf[168:184]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r44_s = st.buf[208:224]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r49_s = st.buf[248:264]
+	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
+	st.r52_s = st.buf[288:304]
+	st.r96_s = st.buf[312:328]
+	st.r96_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[336])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -82,15 +82,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.SetMask(st.r50_ok)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r97_s, 0)
-		runtime.Fill(st.r97_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r44_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.SetMask(st.r49_ok)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r96_s, 0)
+		runtime.Fill(st.r96_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
 	}
@@ -112,16 +112,16 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r26_s, sts[c].r26_s)
 			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
-			runtime.MergeMask(sts[0].r50_ok, sts[c].r50_ok)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r96_s, sts[c].r96_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r50_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -134,15 +134,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s1 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r40_s, 8)
+	runtime.FinishSum(st.res[:1], st.r39_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r45_s, 8)
+	runtime.FinishSum(st.res[:1], st.r44_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r50_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r49_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r97_s, 8)
+	runtime.FinishSum(st.res[:1], st.r96_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -166,15 +166,15 @@ type fbAvxState struct {
 	r31_p  []float32
 	r35_s  []float64
 	r35_p  []float32
-	r40_s  []float64
-	r40_p  []float32
-	r45_s  []float64
-	r45_p  []float32
-	r50_s  []float64
-	r50_ok []float32
-	r53_s  []float64
-	r97_s  []float64
-	r97_p  []float32
+	r39_s  []float64
+	r39_p  []float32
+	r44_s  []float64
+	r44_p  []float32
+	r49_s  []float64
+	r49_ok []float32
+	r52_s  []float64
+	r96_s  []float64
+	r96_p  []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -190,15 +190,15 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
 	st.r35_s = st.buf[144:160]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 16)
-	st.r40_s = st.buf[184:200]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r45_s = st.buf[224:240]
-	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r50_s = st.buf[264:280]
-	st.r50_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r53_s = st.buf[304:320]
-	st.r97_s = st.buf[328:344]
-	st.r97_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
+	st.r39_s = st.buf[184:200]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r44_s = st.buf[224:240]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r49_s = st.buf[264:280]
+	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r52_s = st.buf[304:320]
+	st.r96_s = st.buf[328:344]
+	st.r96_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -264,15 +264,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.SetMask(st.r50_ok)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r97_s, 0)
-		runtime.Fill(st.r97_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r44_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.SetMask(st.r49_ok)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r96_s, 0)
+		runtime.Fill(st.r96_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &out.NumValid, &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -293,16 +293,16 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r26_s, sts[c].r26_s)
 			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
-			runtime.MergeMask(sts[0].r50_ok, sts[c].r50_ok)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r96_s, sts[c].r96_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r50_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
@@ -313,15 +313,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s1 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r40_s, 8)
+	runtime.FinishSum(st.res[:1], st.r39_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r45_s, 8)
+	runtime.FinishSum(st.res[:1], st.r44_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r50_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r49_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r97_s, 8)
+	runtime.FinishSum(st.res[:1], st.r96_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

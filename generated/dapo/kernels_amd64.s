@@ -93,7 +93,6 @@ blocks_2:
 
 	// v17 = ge(v10, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y0
-	VANDPS  lgc1<>+0(SB), Y0, Y3
 	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
@@ -149,29 +148,26 @@ blocks_2:
 	// v38 = where(mask, entropy, 0)
 	VBLENDVPS Y1, Y4, Y2, Y4
 
-	// v39 = where(mask, v38, 0)
-	VBLENDVPS Y1, Y4, Y2, Y5
-
-	// sum(v39) over [B L]
-	VADDPS  1536(BX), Y5, Y5
+	// sum(v38) over [B L]
+	VADDPS  1536(BX), Y4, Y5
 	VMOVUPS Y5, 1536(BX)
 
-	// v43 = mul(-0.01, v38)
+	// v42 = mul(-0.01, v38)
 	VMULPS lgc20<>+0(SB), Y4, Y4
 
-	// v44 = where(mask, v43, 0)
+	// v43 = where(mask, v42, 0)
 	VBLENDVPS Y1, Y4, Y2, Y2
 
-	// sum(v44) over [B L]
+	// sum(v43) over [B L]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
 	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v48 = where(mask, logWeight, -Inf)
+	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y0, Y2, Y0
 	VMOVUPS   Y3, 96(SP)
 
-	// logsumexp(v48) over [B L]
+	// logsumexp(v47) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
@@ -220,81 +216,80 @@ blocks_2:
 	VADDPD       2336(BX), Y1, Y1
 	VMOVUPD      Y1, 2336(BX)
 
-	// v52 = mul(2, v48)
+	// v51 = mul(2, v47)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS 96(SP), Y0
 
-	// v59 = abs(v34)
+	// v58 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc25<>+0(SB), Y2
 
-	// v61 = lt(v59, 0.1)
+	// v60 = lt(v58, 0.1)
 	VCMPPS  $0x11, Y2, Y1, Y1
-	VANDPS  lgc1<>+0(SB), Y1, Y3
 	VMOVUPS lgc26<>+0(SB), Y3
 
-	// v63 = max(v34, -0.1) tie=first
+	// v62 = max(v34, -0.1) tie=first
 	VMAXPS Y0, Y3, Y3
 
-	// v64 = min(v63, 0.1) tie=first
+	// v63 = min(v62, 0.1) tie=first
 	VMINPS Y3, Y2, Y2
 
-	// v67 = mul(v64, 2.755731922398589e-07)
+	// v66 = mul(v63, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y2, Y3
 
-	// v68 = add(2.7557319223985893e-06, v67)
+	// v67 = add(2.7557319223985893e-06, v66)
 	VADDPS lgc28<>+0(SB), Y3, Y3
 
-	// v70 = mul(v64, v68)
+	// v69 = mul(v63, v67)
 	VMULPS Y3, Y2, Y3
 
-	// v71 = add(2.48015873015873e-05, v70)
+	// v70 = add(2.48015873015873e-05, v69)
 	VADDPS lgc29<>+0(SB), Y3, Y3
 
-	// v73 = mul(v64, v71)
+	// v72 = mul(v63, v70)
 	VMULPS Y3, Y2, Y3
 
-	// v74 = add(0.0001984126984126984, v73)
+	// v73 = add(0.0001984126984126984, v72)
 	VADDPS lgc30<>+0(SB), Y3, Y3
 
-	// v76 = mul(v64, v74)
+	// v75 = mul(v63, v73)
 	VMULPS Y3, Y2, Y3
 
-	// v77 = add(0.001388888888888889, v76)
+	// v76 = add(0.001388888888888889, v75)
 	VADDPS lgc31<>+0(SB), Y3, Y3
 
-	// v79 = mul(v64, v77)
+	// v78 = mul(v63, v76)
 	VMULPS Y3, Y2, Y3
 
-	// v80 = add(0.008333333333333333, v79)
+	// v79 = add(0.008333333333333333, v78)
 	VADDPS lgc32<>+0(SB), Y3, Y3
 
-	// v82 = mul(v64, v80)
+	// v81 = mul(v63, v79)
 	VMULPS Y3, Y2, Y3
 
-	// v83 = add(0.041666666666666664, v82)
+	// v82 = add(0.041666666666666664, v81)
 	VADDPS lgc33<>+0(SB), Y3, Y3
 
-	// v85 = mul(v64, v83)
+	// v84 = mul(v63, v82)
 	VMULPS Y3, Y2, Y3
 
-	// v86 = add(0.16666666666666666, v85)
+	// v85 = add(0.16666666666666666, v84)
 	VADDPS lgc34<>+0(SB), Y3, Y3
 
-	// v88 = mul(v64, v86)
+	// v87 = mul(v63, v85)
 	VMULPS Y3, Y2, Y3
 
-	// v89 = add(0.5, v88)
+	// v88 = add(0.5, v87)
 	VADDPS lgc14<>+0(SB), Y3, Y3
 
-	// v90 = mul(v64, v64)
+	// v89 = mul(v63, v63)
 	VMULPS Y2, Y2, Y2
 
-	// v91 = mul(v90, v89)
+	// v90 = mul(v89, v88)
 	VMULPS Y3, Y2, Y2
 
-	// v92 = exp(v34)
+	// v91 = exp(v34)
 	VMAXPS       lgc4<>+0(SB), Y0, Y3
 	VMINPS       lgc5<>+0(SB), Y3, Y3
 	VMULPS       lgc6<>+0(SB), Y3, Y4
@@ -323,13 +318,13 @@ blocks_2:
 	VCMPPS       $0x03, Y0, Y0, Y3
 	VBLENDVPS    Y3, Y0, Y5, Y5
 
-	// v93 = sub(v92, 1)
+	// v92 = sub(v91, 1)
 	VSUBPS lgc1<>+0(SB), Y5, Y3
 
-	// v94 = sub(v93, v34)
+	// v93 = sub(v92, v34)
 	VSUBPS Y0, Y3, Y0
 
-	// k3 = where(v61, v91, v94)
+	// k3 = where(v60, v90, v93)
 	VBLENDVPS Y1, Y2, Y0, Y0
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y1
@@ -338,10 +333,10 @@ blocks_2:
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VMOVUPS   lgc0<>+0(SB), Y1
 
-	// v96 = where(mask, k3, 0)
+	// v95 = where(mask, k3, 0)
 	VBLENDVPS Y2, Y0, Y1, Y0
 
-	// sum(v96) over [B L]
+	// sum(v95) over [B L]
 	VADDPS       2688(BX), Y0, Y0
 	VMOVUPS      Y0, 2688(BX)
 	DECQ         DX
@@ -942,27 +937,27 @@ TEXT ·pass1AVX2(SB), $64-136
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// entropy2 = div(v40, v27)
+	// entropy2 = div(v39, v27)
 	VDIVPS       Y1, Y5, Y5
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v45, v27)
+	// lossEntropy = div(v44, v27)
 	VDIVPS       Y1, Y6, Y6
 	MOVQ         s5+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v51 = mul(2, v50)
+	// v50 = mul(2, v49)
 	VMULPS       lgc24<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v54 = sub(v51, v53)
+	// v53 = sub(v50, v52)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 
-	// v55 = exp(v54)
+	// v54 = exp(v53)
 	VMAXPS       lgc4<>+0(SB), Y7, Y5
 	VMINPS       lgc5<>+0(SB), Y5, Y5
 	VMULPS       lgc6<>+0(SB), Y5, Y6
@@ -992,19 +987,18 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBLENDVPS    Y5, Y7, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v56 = gt(numValid, 0)
+	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y6
 
-	// v57 = div(v55, v27)
+	// v56 = div(v54, v27)
 	VDIVPS Y1, Y8, Y6
 
-	// ess = where(v56, v57, 0)
+	// ess = where(v55, v56, 0)
 	VBLENDVPS    Y0, Y6, Y5, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v97, v27)
+	// klToInference = div(v96, v27)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
@@ -1209,11 +1203,10 @@ blocks_8:
 
 	// v17 = ge(v10, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y0
-	VANDPS  lgc1<>+0(SB), Y0, Y3
-	VMOVUPS lgc17<>+0(SB), Y8
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y7, Y8, Y8
+	VMINPS  Y7, Y3, Y3
 	VMOVUPS Y5, 64(SP)
 	VMOVUPS lgc18<>+0(SB), Y5
 
@@ -1222,28 +1215,28 @@ blocks_8:
 	VMOVUPS Y7, 96(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y0, Y8, Y5, Y0
+	VBLENDVPS Y0, Y3, Y5, Y3
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y0, Y4, Y0
+	VMULPS Y3, Y4, Y3
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y0, Y0
+	VXORPS lgc19<>+0(SB), Y3, Y3
 
 	// v25 = where(mask, v24, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VBLENDVPS Y1, Y3, Y2, Y3
 
 	// sum(v25) over [B L]
 	MOVQ         state+40(FP), BX
-	VADDPS       704(BX), Y0, Y0
-	VMOVUPS      Y0, 704(BX)
+	VADDPS       704(BX), Y3, Y3
+	VMOVUPS      Y3, 704(BX)
 	MOVQ         numValid+48(FP), DI
 	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y0
+	VBROADCASTSS (DI)(R8*4), Y3
 	VMOVUPS      lgc1<>+0(SB), Y5
 
 	// v27 = max(numValid, 1)
-	VMAXPS  Y0, Y5, Y0
+	VMAXPS  Y3, Y5, Y3
 	VMOVUPS 64(SP), Y5
 
 	// v29 = ne(logWeightClip, logWeight)
@@ -1252,54 +1245,51 @@ blocks_8:
 
 	// v30 = where(mask, v29, 0)
 	VBLENDVPS Y1, Y6, Y2, Y6
-	VMOVUPS   Y3, 128(SP)
+	VMOVUPS   Y0, 128(SP)
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y6, Y3
-	VMOVUPS Y3, 1024(BX)
-	VMOVUPS 32(SP), Y3
+	VADDPS  1024(BX), Y6, Y0
+	VMOVUPS Y0, 1024(BX)
+	VMOVUPS 32(SP), Y0
 	VMOVUPS (SP), Y6
 
 	// v33 = sub(v8, v6)
-	VSUBPS Y6, Y3, Y3
+	VSUBPS Y6, Y0, Y0
 
 	// v34 = where(mask, v33, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v34) over [B L]
-	VADDPS  1344(BX), Y3, Y6
+	VADDPS  1344(BX), Y0, Y6
 	VMOVUPS Y6, 1344(BX)
 	MOVQ    entropy+56(FP), DI
 	VMOVUPS (DI)(SI*4), Y6
 
 	// v38 = where(mask, entropy, 0)
 	VBLENDVPS Y1, Y6, Y2, Y6
-
-	// v39 = where(mask, v38, 0)
-	VBLENDVPS Y1, Y6, Y2, Y7
 	VMOVUPS   Y4, 160(SP)
 
-	// sum(v39) over [B L]
-	VADDPS  1664(BX), Y7, Y4
+	// sum(v38) over [B L]
+	VADDPS  1664(BX), Y6, Y4
 	VMOVUPS Y4, 1664(BX)
 
-	// v43 = mul(-0.01, v38)
+	// v42 = mul(-0.01, v38)
 	VMULPS lgc20<>+0(SB), Y6, Y4
 
-	// v44 = where(mask, v43, 0)
+	// v43 = where(mask, v42, 0)
 	VBLENDVPS Y1, Y4, Y2, Y2
 
-	// sum(v44) over [B L]
+	// sum(v43) over [B L]
 	VADDPS  1984(BX), Y2, Y2
 	VMOVUPS Y2, 1984(BX)
 	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v48 = where(mask, logWeight, -Inf)
+	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y5, Y2, Y1
-	VMOVUPS   Y0, 192(SP)
-	VMOVUPS   Y3, 224(SP)
+	VMOVUPS   Y3, 192(SP)
+	VMOVUPS   Y0, 224(SP)
 
-	// logsumexp(v48) over [B L]
+	// logsumexp(v47) over [B L]
 	VMAXPS       lgc4<>+0(SB), Y1, Y0
 	VMINPS       lgc5<>+0(SB), Y0, Y0
 	VMULPS       lgc6<>+0(SB), Y0, Y2
@@ -1348,81 +1338,80 @@ blocks_8:
 	VADDPD       2464(BX), Y0, Y0
 	VMOVUPD      Y0, 2464(BX)
 
-	// v52 = mul(2, v48)
+	// v51 = mul(2, v47)
 	VMULPS  lgc24<>+0(SB), Y1, Y0
 	VMOVUPS 224(SP), Y0
 
-	// v59 = abs(v34)
+	// v58 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc25<>+0(SB), Y2
 
-	// v61 = lt(v59, 0.1)
+	// v60 = lt(v58, 0.1)
 	VCMPPS  $0x11, Y2, Y1, Y1
-	VANDPS  lgc1<>+0(SB), Y1, Y3
 	VMOVUPS lgc26<>+0(SB), Y3
 
-	// v63 = max(v34, -0.1) tie=first
+	// v62 = max(v34, -0.1) tie=first
 	VMAXPS Y0, Y3, Y3
 
-	// v64 = min(v63, 0.1) tie=first
+	// v63 = min(v62, 0.1) tie=first
 	VMINPS Y3, Y2, Y2
 
-	// v67 = mul(v64, 2.755731922398589e-07)
+	// v66 = mul(v63, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y2, Y4
 
-	// v68 = add(2.7557319223985893e-06, v67)
+	// v67 = add(2.7557319223985893e-06, v66)
 	VADDPS lgc28<>+0(SB), Y4, Y4
 
-	// v70 = mul(v64, v68)
+	// v69 = mul(v63, v67)
 	VMULPS Y4, Y2, Y5
 
-	// v71 = add(2.48015873015873e-05, v70)
+	// v70 = add(2.48015873015873e-05, v69)
 	VADDPS lgc29<>+0(SB), Y5, Y5
 
-	// v73 = mul(v64, v71)
+	// v72 = mul(v63, v70)
 	VMULPS Y5, Y2, Y6
 
-	// v74 = add(0.0001984126984126984, v73)
+	// v73 = add(0.0001984126984126984, v72)
 	VADDPS lgc30<>+0(SB), Y6, Y6
 
-	// v76 = mul(v64, v74)
+	// v75 = mul(v63, v73)
 	VMULPS Y6, Y2, Y7
 
-	// v77 = add(0.001388888888888889, v76)
+	// v76 = add(0.001388888888888889, v75)
 	VADDPS lgc31<>+0(SB), Y7, Y7
 
-	// v79 = mul(v64, v77)
+	// v78 = mul(v63, v76)
 	VMULPS Y7, Y2, Y8
 
-	// v80 = add(0.008333333333333333, v79)
+	// v79 = add(0.008333333333333333, v78)
 	VADDPS lgc32<>+0(SB), Y8, Y8
 
-	// v82 = mul(v64, v80)
+	// v81 = mul(v63, v79)
 	VMULPS Y8, Y2, Y9
 
-	// v83 = add(0.041666666666666664, v82)
+	// v82 = add(0.041666666666666664, v81)
 	VADDPS lgc33<>+0(SB), Y9, Y9
 
-	// v85 = mul(v64, v83)
+	// v84 = mul(v63, v82)
 	VMULPS Y9, Y2, Y10
 
-	// v86 = add(0.16666666666666666, v85)
+	// v85 = add(0.16666666666666666, v84)
 	VADDPS  lgc34<>+0(SB), Y10, Y10
 	VMOVUPS Y3, 256(SP)
 
-	// v88 = mul(v64, v86)
+	// v87 = mul(v63, v85)
 	VMULPS Y10, Y2, Y3
 
-	// v89 = add(0.5, v88)
+	// v88 = add(0.5, v87)
 	VADDPS  lgc14<>+0(SB), Y3, Y3
 	VMOVUPS Y4, 288(SP)
 
-	// v90 = mul(v64, v64)
+	// v89 = mul(v63, v63)
 	VMULPS  Y2, Y2, Y4
 	VMOVUPS Y5, 320(SP)
 
-	// v91 = mul(v90, v89)
+	// v90 = mul(v89, v88)
 	VMULPS  Y3, Y4, Y5
 	VMOVUPS Y6, 352(SP)
 	VMOVUPS Y7, 384(SP)
@@ -1431,7 +1420,7 @@ blocks_8:
 	VMOVUPS Y10, 480(SP)
 	VMOVUPS Y2, 512(SP)
 
-	// v92 = exp(v34)
+	// v91 = exp(v34)
 	VMAXPS       lgc4<>+0(SB), Y0, Y2
 	VMINPS       lgc5<>+0(SB), Y2, Y2
 	VMULPS       lgc6<>+0(SB), Y2, Y6
@@ -1460,13 +1449,13 @@ blocks_8:
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y7, Y7
 
-	// v93 = sub(v92, 1)
+	// v92 = sub(v91, 1)
 	VSUBPS lgc1<>+0(SB), Y7, Y2
 
-	// v94 = sub(v93, v34)
+	// v93 = sub(v92, v34)
 	VSUBPS Y0, Y2, Y0
 
-	// k3 = where(v61, v91, v94)
+	// k3 = where(v60, v90, v93)
 	VBLENDVPS Y1, Y5, Y0, Y0
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y2
@@ -1475,145 +1464,144 @@ blocks_8:
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VMOVUPS   lgc0<>+0(SB), Y2
 
-	// v96 = where(mask, k3, 0)
+	// v95 = where(mask, k3, 0)
 	VBLENDVPS Y5, Y0, Y2, Y0
 	VMOVUPS   Y4, 544(SP)
 
-	// sum(v96) over [B L]
+	// sum(v95) over [B L]
 	VADDPS  2816(BX), Y0, Y0
 	VMOVUPS Y0, 2816(BX)
 	VMOVUPS lgc37<>+0(SB), Y0
 	VMOVUPS 192(SP), Y4
 
-	// v102 = div(0.01, v27)
+	// v101 = div(0.01, v27)
 	VDIVPS Y4, Y0, Y0
 
-	// v103 = where(mask, v102, 0)
+	// v102 = where(mask, v101, 0)
 	VBLENDVPS Y5, Y0, Y2, Y0
 
-	// v104 = where(v61, v103, 0)
+	// v103 = where(v60, v102, 0)
 	VBLENDVPS Y1, Y0, Y2, Y5
 
-	// v105 = where(v61, 0, v103)
+	// v104 = where(v60, 0, v102)
 	VBLENDVPS Y1, Y2, Y0, Y0
 
-	// v106 = neg(v105)
+	// v105 = neg(v104)
 	VXORPS lgc19<>+0(SB), Y0, Y1
 
-	// v107 = ne(v105, 0)
+	// v106 = ne(v104, 0)
 	VCMPPS $0x04, Y2, Y0, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y8
 
-	// v108 = mul(v105, v92)
+	// v107 = mul(v104, v91)
 	VMULPS Y7, Y0, Y7
 
-	// v109 = where(v107, v108, v105)
+	// v108 = where(v106, v107, v104)
 	VBLENDVPS Y6, Y7, Y0, Y0
 
-	// v110 = add(v106, v109)
+	// v109 = add(v105, v108)
 	VADDPS Y0, Y1, Y0
 
-	// v111 = mul(v104, v89)
+	// v110 = mul(v103, v88)
 	VMULPS  Y3, Y5, Y1
 	VMOVUPS 544(SP), Y3
 
-	// v112 = mul(v104, v90)
+	// v111 = mul(v103, v89)
 	VMULPS  Y3, Y5, Y3
 	VMOVUPS 512(SP), Y5
 
-	// v113 = mul(v111, v64)
+	// v112 = mul(v110, v63)
 	VMULPS Y5, Y1, Y1
 
-	// v114 = add(v113, v113)
+	// v113 = add(v112, v112)
 	VADDPS  Y1, Y1, Y1
 	VMOVUPS 480(SP), Y6
 
-	// v115 = mul(v112, v86)
+	// v114 = mul(v111, v85)
 	VMULPS Y6, Y3, Y6
 
-	// v116 = mul(v112, v64)
+	// v115 = mul(v111, v63)
 	VMULPS Y5, Y3, Y3
 
-	// v117 = add(v114, v115)
+	// v116 = add(v113, v114)
 	VADDPS  Y6, Y1, Y1
 	VMOVUPS 448(SP), Y6
 
-	// v118 = mul(v116, v83)
+	// v117 = mul(v115, v82)
 	VMULPS Y6, Y3, Y6
 
-	// v119 = mul(v116, v64)
+	// v118 = mul(v115, v63)
 	VMULPS Y5, Y3, Y3
 
-	// v120 = add(v117, v118)
+	// v119 = add(v116, v117)
 	VADDPS  Y6, Y1, Y1
 	VMOVUPS 416(SP), Y6
 
-	// v121 = mul(v119, v80)
+	// v120 = mul(v118, v79)
 	VMULPS Y6, Y3, Y6
 
-	// v122 = mul(v119, v64)
+	// v121 = mul(v118, v63)
 	VMULPS Y5, Y3, Y3
 
-	// v123 = add(v120, v121)
+	// v122 = add(v119, v120)
 	VADDPS  Y6, Y1, Y1
 	VMOVUPS 384(SP), Y6
 
-	// v124 = mul(v122, v77)
+	// v123 = mul(v121, v76)
 	VMULPS Y6, Y3, Y6
 
-	// v125 = mul(v122, v64)
+	// v124 = mul(v121, v63)
 	VMULPS Y5, Y3, Y3
 
-	// v126 = add(v123, v124)
+	// v125 = add(v122, v123)
 	VADDPS  Y6, Y1, Y1
 	VMOVUPS 352(SP), Y6
 
-	// v127 = mul(v125, v74)
+	// v126 = mul(v124, v73)
 	VMULPS Y6, Y3, Y6
 
-	// v128 = mul(v125, v64)
+	// v127 = mul(v124, v63)
 	VMULPS Y5, Y3, Y3
 
-	// v129 = add(v126, v127)
+	// v128 = add(v125, v126)
 	VADDPS  Y6, Y1, Y1
 	VMOVUPS 320(SP), Y6
 
-	// v130 = mul(v128, v71)
+	// v129 = mul(v127, v70)
 	VMULPS Y6, Y3, Y6
 
-	// v131 = mul(v128, v64)
+	// v130 = mul(v127, v63)
 	VMULPS Y5, Y3, Y3
 
-	// v132 = add(v129, v130)
+	// v131 = add(v128, v129)
 	VADDPS  Y6, Y1, Y1
 	VMOVUPS 288(SP), Y6
 
-	// v133 = mul(v131, v68)
+	// v132 = mul(v130, v67)
 	VMULPS Y6, Y3, Y6
 
-	// v134 = mul(v131, v64)
+	// v133 = mul(v130, v63)
 	VMULPS Y5, Y3, Y3
 
-	// v135 = add(v132, v133)
+	// v134 = add(v131, v132)
 	VADDPS Y6, Y1, Y1
 
-	// v136 = mul(v134, 2.755731922398589e-07)
+	// v135 = mul(v133, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y3, Y3
 
-	// v137 = add(v135, v136)
+	// v136 = add(v134, v135)
 	VADDPS  Y3, Y1, Y1
 	VMOVUPS 256(SP), Y3
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v138 = le(v63, 0.1)
+	// v137 = le(v62, 0.1)
 	VCMPPS $0x12, Y5, Y3, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v139 = ne(v63, v63)
+	// v138 = ne(v62, v62)
 	VCMPPS $0x04, Y3, Y3, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v140 = max(v138, v139)
+	// v139 = max(v137, v138)
 	VXORPS  lgc19<>+0(SB), Y5, Y5
 	VXORPS  lgc19<>+0(SB), Y3, Y3
 	VMINPS  Y5, Y3, Y6
@@ -1623,20 +1611,20 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v141 = where(v140, v137, 0)
+	// v140 = where(v139, v136, 0)
 	VBLENDVPS Y5, Y1, Y2, Y1
 	VMOVUPS   224(SP), Y3
 	VMOVUPS   lgc26<>+0(SB), Y5
 
-	// v142 = ge(v34, -0.1)
+	// v141 = ge(v34, -0.1)
 	VCMPPS $0x1d, Y5, Y3, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v143 = ne(v34, v34)
+	// v142 = ne(v34, v34)
 	VCMPPS $0x04, Y3, Y3, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v144 = max(v142, v143)
+	// v143 = max(v141, v142)
 	VXORPS  lgc19<>+0(SB), Y5, Y5
 	VXORPS  lgc19<>+0(SB), Y3, Y3
 	VMINPS  Y5, Y3, Y6
@@ -1646,14 +1634,14 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v145 = where(v144, v141, 0)
+	// v144 = where(v143, v140, 0)
 	VBLENDVPS Y5, Y1, Y2, Y1
 
-	// v146 = add(v110, v145)
+	// v145 = add(v109, v144)
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v147 = div(1, v27)
+	// v146 = div(1, v27)
 	VDIVPS    Y4, Y1, Y1
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
@@ -1661,49 +1649,49 @@ blocks_8:
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 
-	// v148 = where(mask, v147, 0)
+	// v147 = where(mask, v146, 0)
 	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v149 = mul(v148, -0.01)
+	// v148 = mul(v147, -0.01)
 	VMULPS lgc20<>+0(SB), Y1, Y3
 
-	// gradEntropy = where(mask, v149, 0)
+	// gradEntropy = where(mask, v148, 0)
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v151 = where(mask, v146, 0)
+	// v150 = where(mask, v145, 0)
 	VBLENDVPS Y4, Y0, Y2, Y0
 
-	// v152 = neg(v151)
+	// v151 = neg(v150)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
-	// v153 = neg(v148)
+	// v152 = neg(v147)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y5
 
-	// v154 = mul(v153, v10)
+	// v153 = mul(v152, v10)
 	VMULPS  Y5, Y1, Y1
 	VMOVUPS 128(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v155 = where(v17, v154, 0)
+	// v154 = where(v17, v153, 0)
 	VBLENDVPS Y6, Y1, Y2, Y5
 
-	// v156 = where(v17, 0, v154)
+	// v155 = where(v17, 0, v153)
 	VBLENDVPS Y6, Y2, Y1, Y1
 	VMOVUPS   96(SP), Y6
 	VMOVUPS   lgc18<>+0(SB), Y7
 
-	// v157 = ge(ratio, 0.8000000028326788)
+	// v156 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v158 = ne(ratio, ratio)
+	// v157 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y8
 	VANDPS  lgc1<>+0(SB), Y8, Y8
 	VMOVUPS Y3, 576(SP)
 
-	// v159 = max(v157, v158)
+	// v158 = max(v156, v157)
 	VXORPS  lgc19<>+0(SB), Y7, Y3
 	VXORPS  lgc19<>+0(SB), Y8, Y9
 	VMINPS  Y3, Y9, Y7
@@ -1713,15 +1701,15 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v160 = where(v159, v156, 0)
+	// v159 = where(v158, v155, 0)
 	VBLENDVPS Y7, Y1, Y2, Y1
 	VMOVUPS   lgc17<>+0(SB), Y3
 
-	// v161 = le(ratio, 1.2799999924290435)
+	// v160 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y3, Y6, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v162 = max(v161, v158)
+	// v161 = max(v160, v157)
 	VXORPS  lgc19<>+0(SB), Y3, Y3
 	VXORPS  lgc19<>+0(SB), Y8, Y7
 	VMINPS  Y3, Y7, Y8
@@ -1731,26 +1719,25 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v163 = where(v162, v155, 0)
+	// v162 = where(v161, v154, 0)
 	VBLENDVPS Y7, Y5, Y2, Y3
 
-	// v164 = add(v160, v163)
+	// v163 = add(v159, v162)
 	VADDPS Y3, Y1, Y1
 
-	// v165 = ne(v164, 0)
+	// v164 = ne(v163, 0)
 	VCMPPS $0x04, Y2, Y1, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y5
 
-	// v166 = mul(v164, ratio)
+	// v165 = mul(v163, ratio)
 	VMULPS Y6, Y1, Y5
 
-	// v167 = where(v165, v166, v164)
+	// v166 = where(v164, v165, v163)
 	VBLENDVPS Y3, Y5, Y1, Y1
 
-	// v168 = add(v152, v167)
+	// v167 = add(v151, v166)
 	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v168, 0)
+	// gradLogProb = where(mask, v167, 0)
 	VBLENDVPS Y4, Y0, Y2, Y0
 	VMOVUPS   576(SP), Y1
 
@@ -1963,27 +1950,27 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// entropy2 = div(v40, v27)
+	// entropy2 = div(v39, v27)
 	VDIVPS       Y1, Y5, Y5
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v45, v27)
+	// lossEntropy = div(v44, v27)
 	VDIVPS       Y1, Y6, Y6
 	MOVQ         s5+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v51 = mul(2, v50)
+	// v50 = mul(2, v49)
 	VMULPS       lgc24<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v54 = sub(v51, v53)
+	// v53 = sub(v50, v52)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 
-	// v55 = exp(v54)
+	// v54 = exp(v53)
 	VMAXPS       lgc4<>+0(SB), Y7, Y5
 	VMINPS       lgc5<>+0(SB), Y5, Y5
 	VMULPS       lgc6<>+0(SB), Y5, Y6
@@ -2013,19 +2000,18 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBLENDVPS    Y5, Y7, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v56 = gt(numValid, 0)
+	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y6
 
-	// v57 = div(v55, v27)
+	// v56 = div(v54, v27)
 	VDIVPS Y1, Y8, Y6
 
-	// ess = where(v56, v57, 0)
+	// ess = where(v55, v56, 0)
 	VBLENDVPS    Y0, Y6, Y5, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v97, v27)
+	// klToInference = div(v96, v27)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)

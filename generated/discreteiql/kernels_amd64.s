@@ -424,7 +424,6 @@ inner_A_5:
 
 	// v39 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y2, Y1, Y2
-	VANDPD  lgc1<>+0(SB), Y2, Y4
 	VMOVUPD lgc28<>+0(SB), Y4
 	VMOVUPD lgc29<>+0(SB), Y6
 
@@ -1079,7 +1078,6 @@ inner_A_10:
 
 	// v39 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y4, Y1, Y6
-	VANDPD  lgc1<>+0(SB), Y6, Y7
 	VMOVUPD lgc28<>+0(SB), Y7
 	VMOVUPD lgc29<>+0(SB), Y8
 
@@ -1111,7 +1109,6 @@ inner_A_10:
 
 	// v53 = ne(v52, 0)
 	VCMPPD $0x04, Y4, Y5, Y4
-	VANDPD lgc1<>+0(SB), Y4, Y6
 
 	// v54 = mul(v52, valueDiff)
 	VMULPD Y1, Y5, Y1

@@ -610,7 +610,6 @@ inner_A_4:
 
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y5, Y1, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y6
 	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v14 = where(v12, 1e-08, v10)
@@ -799,7 +798,6 @@ inner_Q_6:
 
 	// v37 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v38 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y6, Y8
@@ -1988,7 +1986,6 @@ inner_A_14:
 
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y5, Y1, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y6
 	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v14 = where(v12, 1e-08, v10)
@@ -2177,7 +2174,6 @@ inner_Q_16:
 
 	// v37 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v38 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y6, Y8
@@ -2576,7 +2572,6 @@ inner_Q_21:
 
 	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y0, Y8, Y9
-	VANDPS lgc11<>+0(SB), Y9, Y10
 
 	// v79 = mul(v77, v1)
 	VMULPS  Y7, Y8, Y7
@@ -2606,7 +2601,6 @@ inner_Q_21:
 
 	// v91 = ne(v89, 0)
 	VCMPPS $0x04, Y0, Y6, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y9
 
 	// v92 = mul(v89, v90)
 	VMULPS Y7, Y6, Y7
@@ -2632,7 +2626,6 @@ inner_Q_21:
 
 	// v83 = ne(v82, 0)
 	VCMPPS  $0x04, Y0, Y1, Y3
-	VANDPS  lgc11<>+0(SB), Y3, Y6
 	VMOVUPS 1952(SP), Y6
 
 	// v84 = div(v82, v49)
@@ -2739,7 +2732,6 @@ inner_Q_23:
 
 	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y0, Y5, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v79 = mul(v77, v1)
 	VMULPS Y4, Y5, Y4
@@ -2749,7 +2741,6 @@ inner_Q_23:
 
 	// v86 = ne(v76, 0)
 	VCMPPS $0x04, Y0, Y3, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y7
 
 	// v87 = div(v76, v49)
 	VDIVPS Y6, Y3, Y7
@@ -2762,7 +2753,6 @@ inner_Q_23:
 
 	// v97 = ne(v96, 0)
 	VCMPPS  $0x04, Y0, Y3, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y7
 	VMOVUPS 2272(SP), Y7
 
 	// v98 = mul(v96, v48)
@@ -2814,7 +2804,6 @@ inner_Q_23:
 
 	// v121 = eq(v120, action)
 	VCMPPS  $0x00, Y4, Y3, Y3
-	VANDPS  lgc11<>+0(SB), Y3, Y3
 	VMOVUPS Y3, 2400(SP)
 	VMOVUPS lgc11<>+0(SB), Y3
 	XORQ    DI, DI
@@ -2847,7 +2836,6 @@ inner_Q_24:
 
 	// v37 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y7, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y9
 
 	// v38 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y7, Y9
@@ -2866,7 +2854,6 @@ inner_Q_24:
 
 	// v103 = ne(v101, 0)
 	VCMPPS  $0x04, Y0, Y7, Y8
-	VANDPS  lgc11<>+0(SB), Y8, Y9
 	VMOVUPS 2496(SP), Y9
 
 	// v104 = mul(v101, absDiff)
@@ -2898,11 +2885,9 @@ inner_Q_24:
 
 	// v111 = gt(diff, 0)
 	VCMPPS $0x1e, Y0, Y7, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// v112 = lt(diff, 0)
 	VCMPPS $0x11, Y0, Y7, Y9
-	VANDPS lgc11<>+0(SB), Y9, Y10
 
 	// v114 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y7, Y7
@@ -2922,7 +2907,6 @@ inner_Q_24:
 
 	// v117 = ne(v110, 0)
 	VCMPPS $0x04, Y0, Y7, Y8
-	VANDPS lgc11<>+0(SB), Y8, Y9
 
 	// v118 = mul(v110, v116)
 	VMULPS Y5, Y7, Y5

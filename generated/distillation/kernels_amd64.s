@@ -54,7 +54,6 @@ blocks_2:
 
 	// v13 = lt(v11, 0.1)
 	VCMPPS  $0x11, Y5, Y4, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y6
 	VMOVUPS lgc4<>+0(SB), Y6
 
 	// v15 = max(v10, -0.1) tie=first
@@ -774,7 +773,6 @@ blocks_10:
 
 	// v13 = lt(v11, 0.1)
 	VCMPPS  $0x11, Y4, Y2, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y5
 	VMOVUPS lgc4<>+0(SB), Y5
 
 	// v15 = max(v10, -0.1) tie=first
@@ -923,7 +921,6 @@ blocks_10:
 
 	// v61 = ne(v59, 0)
 	VCMPPS $0x04, Y3, Y2, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y8
 
 	// v62 = mul(v59, v44)
 	VMULPS Y6, Y2, Y6

@@ -336,7 +336,6 @@ inner_A_4:
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y7, Y6, Y7
-	VANDPD lgc2<>+0(SB), Y7, Y8
 
 	// v48 = mul(0.5, absDiff)
 	VMULPD lgc11<>+0(SB), Y6, Y8
@@ -863,7 +862,6 @@ inner_A_11:
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y6, Y5, Y7
-	VANDPD lgc2<>+0(SB), Y7, Y8
 
 	// v48 = mul(0.5, absDiff)
 	VMULPD lgc11<>+0(SB), Y5, Y8
@@ -916,7 +914,6 @@ inner_A_11:
 
 	// v64 = ne(v62, 0)
 	VCMPPD  $0x04, Y2, Y3, Y4
-	VANDPD  lgc2<>+0(SB), Y4, Y5
 	VMOVUPD 424(SP), Y5
 
 	// v65 = mul(v62, absDiff)
@@ -943,11 +940,9 @@ inner_A_11:
 
 	// v72 = gt(diff, 0)
 	VCMPPD $0x1e, Y2, Y0, Y3
-	VANDPD lgc2<>+0(SB), Y3, Y4
 
 	// v73 = lt(diff, 0)
 	VCMPPD $0x11, Y2, Y0, Y4
-	VANDPD lgc2<>+0(SB), Y4, Y5
 
 	// v74 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
@@ -961,7 +956,6 @@ inner_A_11:
 
 	// v77 = ne(v71, 0)
 	VCMPPD $0x04, Y2, Y1, Y3
-	VANDPD lgc2<>+0(SB), Y3, Y4
 
 	// v78 = mul(v71, v76)
 	VMULPD Y0, Y1, Y0

@@ -569,7 +569,6 @@ inner_A_8:
 
 	// v25 = eq(v24, action)
 	VCMPPS $0x00, Y0, Y2, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y4
 
 	// gradActionValue = where(v25, v23, 0)
 	VBLENDVPS Y2, Y3, Y1, Y2

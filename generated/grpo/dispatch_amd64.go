@@ -29,15 +29,15 @@ type avxState struct {
 	r38_p  []float32
 	r43_s  []float64
 	r43_p  []float32
-	r48_s  []float64
-	r48_p  []float32
-	r53_s  []float64
-	r53_p  []float32
-	r58_s  []float64
-	r58_ok []float32
-	r61_s  []float64
-	r108_s []float64
-	r108_p []float32
+	r47_s  []float64
+	r47_p  []float32
+	r52_s  []float64
+	r52_p  []float32
+	r57_s  []float64
+	r57_ok []float32
+	r60_s  []float64
+	r107_s []float64
+	r107_p []float32
 	p0_ok  []float32
 	res    []float64
 }
@@ -54,15 +54,15 @@ var avxPool = sync.Pool{New: func() any {
 	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r43_s = st.buf[168:184]
 	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r48_s = st.buf[208:224]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r53_s = st.buf[248:264]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r58_s = st.buf[288:304]
-	st.r58_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r61_s = st.buf[328:344]
-	st.r108_s = st.buf[352:368]
-	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[376])), 16)
+	st.r47_s = st.buf[208:224]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r52_s = st.buf[248:264]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
+	st.r57_s = st.buf[288:304]
+	st.r57_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r60_s = st.buf[328:344]
+	st.r107_s = st.buf[352:368]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[376])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -88,15 +88,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r38_p, 0)
 		runtime.Fill(st.r43_s, 0)
 		runtime.Fill(st.r43_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r58_s, 0)
-		runtime.SetMask(st.r58_ok)
-		runtime.Fill(st.r61_s, 0)
-		runtime.Fill(st.r108_s, 0)
-		runtime.Fill(st.r108_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.SetMask(st.r57_ok)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r107_s, 0)
+		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], hi)
 	}
@@ -119,16 +119,16 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
-			runtime.MergeMask(sts[0].r58_ok, sts[c].r58_ok)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeSum(sts[0].r108_s, sts[c].r108_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeMask(sts[0].r57_ok, sts[c].r57_ok)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r58_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r57_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -143,15 +143,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s1 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r43_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r48_s, 8)
+	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r53_s, 8)
+	runtime.FinishSum(st.res[:1], st.r52_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r58_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r57_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r108_s, 8)
+	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -177,15 +177,15 @@ type fbAvxState struct {
 	r38_p  []float32
 	r43_s  []float64
 	r43_p  []float32
-	r48_s  []float64
-	r48_p  []float32
-	r53_s  []float64
-	r53_p  []float32
-	r58_s  []float64
-	r58_ok []float32
-	r61_s  []float64
-	r108_s []float64
-	r108_p []float32
+	r47_s  []float64
+	r47_p  []float32
+	r52_s  []float64
+	r52_p  []float32
+	r57_s  []float64
+	r57_ok []float32
+	r60_s  []float64
+	r107_s []float64
+	r107_p []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -203,15 +203,15 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 16)
 	st.r43_s = st.buf[184:200]
 	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r48_s = st.buf[224:240]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r53_s = st.buf[264:280]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r58_s = st.buf[304:320]
-	st.r58_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r61_s = st.buf[344:360]
-	st.r108_s = st.buf[368:384]
-	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
+	st.r47_s = st.buf[224:240]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r52_s = st.buf[264:280]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r57_s = st.buf[304:320]
+	st.r57_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r60_s = st.buf[344:360]
+	st.r107_s = st.buf[368:384]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -279,15 +279,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r38_p, 0)
 		runtime.Fill(st.r43_s, 0)
 		runtime.Fill(st.r43_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r58_s, 0)
-		runtime.SetMask(st.r58_ok)
-		runtime.Fill(st.r61_s, 0)
-		runtime.Fill(st.r108_s, 0)
-		runtime.Fill(st.r108_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.SetMask(st.r57_ok)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r107_s, 0)
+		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &out.NumKept, &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -309,16 +309,16 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
-			runtime.MergeMask(sts[0].r58_ok, sts[c].r58_ok)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeSum(sts[0].r108_s, sts[c].r108_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeMask(sts[0].r57_ok, sts[c].r57_ok)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r58_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r57_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
@@ -331,15 +331,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s1 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r43_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r48_s, 8)
+	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r53_s, 8)
+	runtime.FinishSum(st.res[:1], st.r52_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r58_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r57_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r108_s, 8)
+	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -111,7 +111,6 @@ blocks_2:
 
 	// v24 = ge(v10, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y0
-	VANDPS  lgc1<>+0(SB), Y0, Y3
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
@@ -172,29 +171,26 @@ blocks_2:
 	// v46 = where(mask, entropy, 0)
 	VBLENDVPS Y6, Y0, Y2, Y0
 
-	// v47 = where(mask, v46, 0)
-	VBLENDVPS Y6, Y0, Y2, Y4
-
-	// sum(v47) over [B L]
-	VADDPS  1856(BX), Y4, Y4
+	// sum(v46) over [B L]
+	VADDPS  1856(BX), Y0, Y4
 	VMOVUPS Y4, 1856(BX)
 
-	// v51 = mul(-0.01, v46)
+	// v50 = mul(-0.01, v46)
 	VMULPS lgc21<>+0(SB), Y0, Y0
 
-	// v52 = where(kept, v51, 0)
+	// v51 = where(kept, v50, 0)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// sum(v52) over [B L]
+	// sum(v51) over [B L]
 	VADDPS  2176(BX), Y0, Y0
 	VMOVUPS Y0, 2176(BX)
 	VMOVUPS lgc22<>+0(SB), Y0
 
-	// v56 = where(kept, logWeight, -Inf)
+	// v55 = where(kept, logWeight, -Inf)
 	VBLENDVPS Y3, Y5, Y0, Y0
 	VMOVUPS   Y1, 64(SP)
 
-	// logsumexp(v56) over [B L]
+	// logsumexp(v55) over [B L]
 	VMAXPS       lgc6<>+0(SB), Y0, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y2
@@ -243,7 +239,7 @@ blocks_2:
 	VADDPD       2656(BX), Y1, Y1
 	VMOVUPD      Y1, 2656(BX)
 
-	// v60 = mul(2, v56)
+	// v59 = mul(2, v55)
 	VMULPS    lgc25<>+0(SB), Y0, Y0
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y0
@@ -254,90 +250,89 @@ blocks_2:
 	VMOVUPS   (DI)(SI*4), Y0
 	VMOVUPS   lgc0<>+0(SB), Y2
 
-	// v68 = where(mask, refLogProb, 0)
+	// v67 = where(mask, refLogProb, 0)
 	VBLENDVPS Y1, Y0, Y2, Y0
 	VMOVUPS   (SP), Y1
 
-	// v69 = sub(v68, v6)
+	// v68 = sub(v67, v6)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS 64(SP), Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 	VCMPPS  $0x04, Y3, Y1, Y3
 
-	// v70 = where(kept, v69, 0)
+	// v69 = where(kept, v68, 0)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// v71 = abs(v70)
+	// v70 = abs(v69)
 	VMOVUPS lgc20<>+0(SB), Y3
 	VANDNPS Y0, Y3, Y3
 	VMOVUPS lgc26<>+0(SB), Y4
 
-	// v73 = lt(v71, 0.1)
+	// v72 = lt(v70, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc1<>+0(SB), Y3, Y5
 	VMOVUPS lgc27<>+0(SB), Y5
 
-	// v75 = max(v70, -0.1) tie=first
+	// v74 = max(v69, -0.1) tie=first
 	VMAXPS Y0, Y5, Y5
 
-	// v76 = min(v75, 0.1) tie=first
+	// v75 = min(v74, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v79 = mul(v76, 2.755731922398589e-07)
+	// v78 = mul(v75, 2.755731922398589e-07)
 	VMULPS lgc28<>+0(SB), Y4, Y5
 
-	// v80 = add(2.7557319223985893e-06, v79)
+	// v79 = add(2.7557319223985893e-06, v78)
 	VADDPS lgc29<>+0(SB), Y5, Y5
 
-	// v82 = mul(v76, v80)
+	// v81 = mul(v75, v79)
 	VMULPS Y5, Y4, Y5
 
-	// v83 = add(2.48015873015873e-05, v82)
+	// v82 = add(2.48015873015873e-05, v81)
 	VADDPS lgc30<>+0(SB), Y5, Y5
 
-	// v85 = mul(v76, v83)
+	// v84 = mul(v75, v82)
 	VMULPS Y5, Y4, Y5
 
-	// v86 = add(0.0001984126984126984, v85)
+	// v85 = add(0.0001984126984126984, v84)
 	VADDPS lgc31<>+0(SB), Y5, Y5
 
-	// v88 = mul(v76, v86)
+	// v87 = mul(v75, v85)
 	VMULPS Y5, Y4, Y5
 
-	// v89 = add(0.001388888888888889, v88)
+	// v88 = add(0.001388888888888889, v87)
 	VADDPS lgc32<>+0(SB), Y5, Y5
 
-	// v91 = mul(v76, v89)
+	// v90 = mul(v75, v88)
 	VMULPS Y5, Y4, Y5
 
-	// v92 = add(0.008333333333333333, v91)
+	// v91 = add(0.008333333333333333, v90)
 	VADDPS lgc33<>+0(SB), Y5, Y5
 
-	// v94 = mul(v76, v92)
+	// v93 = mul(v75, v91)
 	VMULPS Y5, Y4, Y5
 
-	// v95 = add(0.041666666666666664, v94)
+	// v94 = add(0.041666666666666664, v93)
 	VADDPS lgc34<>+0(SB), Y5, Y5
 
-	// v97 = mul(v76, v95)
+	// v96 = mul(v75, v94)
 	VMULPS Y5, Y4, Y5
 
-	// v98 = add(0.16666666666666666, v97)
+	// v97 = add(0.16666666666666666, v96)
 	VADDPS lgc35<>+0(SB), Y5, Y5
 
-	// v99 = mul(v76, v98)
+	// v98 = mul(v75, v97)
 	VMULPS Y5, Y4, Y5
 
-	// v100 = add(0.5, v99)
+	// v99 = add(0.5, v98)
 	VADDPS lgc2<>+0(SB), Y5, Y5
 
-	// v101 = mul(v76, v76)
+	// v100 = mul(v75, v75)
 	VMULPS Y4, Y4, Y4
 
-	// v102 = mul(v101, v100)
+	// v101 = mul(v100, v99)
 	VMULPS Y5, Y4, Y4
 
-	// v103 = exp(v70)
+	// v102 = exp(v69)
 	VMAXPS       lgc6<>+0(SB), Y0, Y5
 	VMINPS       lgc7<>+0(SB), Y5, Y5
 	VMULPS       lgc8<>+0(SB), Y5, Y6
@@ -366,21 +361,21 @@ blocks_2:
 	VCMPPS       $0x03, Y0, Y0, Y5
 	VBLENDVPS    Y5, Y0, Y7, Y7
 
-	// v104 = sub(v103, 1)
+	// v103 = sub(v102, 1)
 	VSUBPS lgc1<>+0(SB), Y7, Y5
 
-	// v105 = sub(v104, v70)
+	// v104 = sub(v103, v69)
 	VSUBPS Y0, Y5, Y0
 
-	// k3 = where(v73, v102, v105)
+	// k3 = where(v72, v101, v104)
 	VBLENDVPS Y3, Y4, Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 
-	// v107 = where(kept, k3, 0)
+	// v106 = where(kept, k3, 0)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// sum(v107) over [B L]
+	// sum(v106) over [B L]
 	VADDPS       3008(BX), Y0, Y0
 	VMOVUPS      Y0, 3008(BX)
 	DECQ         DX
@@ -1022,27 +1017,27 @@ TEXT ·pass1AVX2(SB), $64-144
 	MOVQ         s3+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// entropy2 = div(v48, v39)
+	// entropy2 = div(v47, v39)
 	VDIVPS       Y1, Y6, Y1
 	MOVQ         s4+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v53, v34)
+	// lossEntropy = div(v52, v34)
 	VDIVPS       Y2, Y6, Y6
 	MOVQ         s5+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v59 = mul(2, v58)
+	// v58 = mul(2, v57)
 	VMULPS       lgc25<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v62 = sub(v59, v61)
+	// v61 = sub(v58, v60)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y1, 32(SP)
 
-	// v63 = exp(v62)
+	// v62 = exp(v61)
 	VMAXPS       lgc6<>+0(SB), Y7, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y6
@@ -1072,19 +1067,18 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBLENDVPS    Y1, Y7, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v64 = gt(numKept, 0)
+	// v63 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y6
 
-	// v65 = div(v63, v34)
+	// v64 = div(v62, v34)
 	VDIVPS Y2, Y8, Y6
 
-	// ess = where(v64, v65, 0)
+	// ess = where(v63, v64, 0)
 	VBLENDVPS    Y0, Y6, Y1, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v108, v34)
+	// klToRef = div(v107, v34)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
@@ -1335,11 +1329,10 @@ blocks_8:
 
 	// v24 = ge(v10, 0)
 	VCMPPS  $0x1d, Y2, Y5, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y7
-	VMOVUPS lgc18<>+0(SB), Y9
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y9, Y9
+	VMINPS  Y8, Y7, Y7
 	VMOVUPS Y6, 64(SP)
 	VMOVUPS lgc19<>+0(SB), Y6
 
@@ -1348,32 +1341,32 @@ blocks_8:
 	VMOVUPS Y8, 96(SP)
 
 	// ratioClipped = where(v24, v26, v28)
-	VBLENDVPS Y4, Y9, Y6, Y4
+	VBLENDVPS Y4, Y7, Y6, Y6
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y4, Y5, Y4
+	VMULPS Y6, Y5, Y6
 
 	// v31 = neg(gain)
-	VXORPS  lgc20<>+0(SB), Y4, Y4
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y1, Y6
+	VXORPS  lgc20<>+0(SB), Y6, Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y1, Y7
 
 	// v32 = where(kept, v31, 0)
-	VBLENDVPS Y6, Y4, Y2, Y4
+	VBLENDVPS Y7, Y6, Y2, Y6
 
 	// sum(v32) over [B L]
-	VADDPS       1024(BX), Y4, Y4
-	VMOVUPS      Y4, 1024(BX)
+	VADDPS       1024(BX), Y6, Y6
+	VMOVUPS      Y6, 1024(BX)
 	MOVQ         numKept+48(FP), DI
 	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y4
+	VBROADCASTSS (DI)(R8*4), Y6
 
 	// v34 = max(numKept, 1)
-	VMAXPS  Y4, Y0, Y0
-	VMOVUPS 64(SP), Y4
+	VMAXPS  Y6, Y0, Y0
+	VMOVUPS 64(SP), Y6
 
 	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS    $0x04, Y4, Y3, Y3
+	VCMPPS    $0x04, Y6, Y3, Y3
 	VANDPS    lgc1<>+0(SB), Y3, Y3
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y8
@@ -1383,17 +1376,17 @@ blocks_8:
 
 	// v37 = where(mask, v36, 0)
 	VBLENDVPS Y9, Y3, Y2, Y3
-	VMOVUPS   Y7, 128(SP)
+	VMOVUPS   Y4, 128(SP)
 	VMOVUPS   Y5, 160(SP)
 
 	// sum(v37) over [B L]
 	VADDPS  1344(BX), Y3, Y3
 	VMOVUPS Y3, 1344(BX)
 	VMOVUPS 32(SP), Y3
-	VMOVUPS (SP), Y5
+	VMOVUPS (SP), Y4
 
 	// v41 = sub(v8, v6)
-	VSUBPS Y5, Y3, Y3
+	VSUBPS Y4, Y3, Y3
 
 	// v42 = where(mask, v41, 0)
 	VBLENDVPS Y9, Y3, Y2, Y3
@@ -1408,29 +1401,26 @@ blocks_8:
 	// v46 = where(mask, entropy, 0)
 	VBLENDVPS Y9, Y0, Y2, Y0
 
-	// v47 = where(mask, v46, 0)
-	VBLENDVPS Y9, Y0, Y2, Y3
-
-	// sum(v47) over [B L]
-	VADDPS  1984(BX), Y3, Y3
+	// sum(v46) over [B L]
+	VADDPS  1984(BX), Y0, Y3
 	VMOVUPS Y3, 1984(BX)
 
-	// v51 = mul(-0.01, v46)
+	// v50 = mul(-0.01, v46)
 	VMULPS lgc21<>+0(SB), Y0, Y0
 
-	// v52 = where(kept, v51, 0)
-	VBLENDVPS Y6, Y0, Y2, Y0
+	// v51 = where(kept, v50, 0)
+	VBLENDVPS Y7, Y0, Y2, Y0
 
-	// sum(v52) over [B L]
+	// sum(v51) over [B L]
 	VADDPS  2304(BX), Y0, Y0
 	VMOVUPS Y0, 2304(BX)
 	VMOVUPS lgc22<>+0(SB), Y0
 
-	// v56 = where(kept, logWeight, -Inf)
-	VBLENDVPS Y6, Y4, Y0, Y0
+	// v55 = where(kept, logWeight, -Inf)
+	VBLENDVPS Y7, Y6, Y0, Y0
 	VMOVUPS   Y1, 224(SP)
 
-	// logsumexp(v56) over [B L]
+	// logsumexp(v55) over [B L]
 	VMAXPS       lgc6<>+0(SB), Y0, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y2
@@ -1479,7 +1469,7 @@ blocks_8:
 	VADDPD       2784(BX), Y1, Y1
 	VMOVUPD      Y1, 2784(BX)
 
-	// v60 = mul(2, v56)
+	// v59 = mul(2, v55)
 	VMULPS    lgc25<>+0(SB), Y0, Y0
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y0
@@ -1490,93 +1480,92 @@ blocks_8:
 	VMOVUPS   (DI)(SI*4), Y0
 	VMOVUPS   lgc0<>+0(SB), Y2
 
-	// v68 = where(mask, refLogProb, 0)
+	// v67 = where(mask, refLogProb, 0)
 	VBLENDVPS Y1, Y0, Y2, Y0
 	VMOVUPS   (SP), Y1
 
-	// v69 = sub(v68, v6)
+	// v68 = sub(v67, v6)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS 224(SP), Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 	VCMPPS  $0x04, Y3, Y1, Y3
 
-	// v70 = where(kept, v69, 0)
+	// v69 = where(kept, v68, 0)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// v71 = abs(v70)
+	// v70 = abs(v69)
 	VMOVUPS lgc20<>+0(SB), Y3
 	VANDNPS Y0, Y3, Y3
 	VMOVUPS lgc26<>+0(SB), Y4
 
-	// v73 = lt(v71, 0.1)
+	// v72 = lt(v70, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc1<>+0(SB), Y3, Y5
 	VMOVUPS lgc27<>+0(SB), Y5
 
-	// v75 = max(v70, -0.1) tie=first
+	// v74 = max(v69, -0.1) tie=first
 	VMAXPS Y0, Y5, Y5
 
-	// v76 = min(v75, 0.1) tie=first
+	// v75 = min(v74, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v79 = mul(v76, 2.755731922398589e-07)
+	// v78 = mul(v75, 2.755731922398589e-07)
 	VMULPS lgc28<>+0(SB), Y4, Y6
 
-	// v80 = add(2.7557319223985893e-06, v79)
+	// v79 = add(2.7557319223985893e-06, v78)
 	VADDPS lgc29<>+0(SB), Y6, Y6
 
-	// v82 = mul(v76, v80)
+	// v81 = mul(v75, v79)
 	VMULPS Y6, Y4, Y7
 
-	// v83 = add(2.48015873015873e-05, v82)
+	// v82 = add(2.48015873015873e-05, v81)
 	VADDPS lgc30<>+0(SB), Y7, Y7
 
-	// v85 = mul(v76, v83)
+	// v84 = mul(v75, v82)
 	VMULPS Y7, Y4, Y8
 
-	// v86 = add(0.0001984126984126984, v85)
+	// v85 = add(0.0001984126984126984, v84)
 	VADDPS lgc31<>+0(SB), Y8, Y8
 
-	// v88 = mul(v76, v86)
+	// v87 = mul(v75, v85)
 	VMULPS Y8, Y4, Y9
 
-	// v89 = add(0.001388888888888889, v88)
+	// v88 = add(0.001388888888888889, v87)
 	VADDPS  lgc32<>+0(SB), Y9, Y9
 	VMOVUPS Y5, 256(SP)
 
-	// v91 = mul(v76, v89)
+	// v90 = mul(v75, v88)
 	VMULPS Y9, Y4, Y5
 
-	// v92 = add(0.008333333333333333, v91)
+	// v91 = add(0.008333333333333333, v90)
 	VADDPS  lgc33<>+0(SB), Y5, Y5
 	VMOVUPS Y6, 288(SP)
 
-	// v94 = mul(v76, v92)
+	// v93 = mul(v75, v91)
 	VMULPS Y5, Y4, Y6
 
-	// v95 = add(0.041666666666666664, v94)
+	// v94 = add(0.041666666666666664, v93)
 	VADDPS  lgc34<>+0(SB), Y6, Y6
 	VMOVUPS Y7, 320(SP)
 
-	// v97 = mul(v76, v95)
+	// v96 = mul(v75, v94)
 	VMULPS Y6, Y4, Y7
 
-	// v98 = add(0.16666666666666666, v97)
+	// v97 = add(0.16666666666666666, v96)
 	VADDPS  lgc35<>+0(SB), Y7, Y7
 	VMOVUPS Y8, 352(SP)
 
-	// v99 = mul(v76, v98)
+	// v98 = mul(v75, v97)
 	VMULPS Y7, Y4, Y8
 
-	// v100 = add(0.5, v99)
+	// v99 = add(0.5, v98)
 	VADDPS  lgc2<>+0(SB), Y8, Y8
 	VMOVUPS Y9, 384(SP)
 
-	// v101 = mul(v76, v76)
+	// v100 = mul(v75, v75)
 	VMULPS  Y4, Y4, Y9
 	VMOVUPS Y5, 416(SP)
 
-	// v102 = mul(v101, v100)
+	// v101 = mul(v100, v99)
 	VMULPS  Y8, Y9, Y5
 	VMOVUPS Y6, 448(SP)
 	VMOVUPS Y7, 480(SP)
@@ -1584,7 +1573,7 @@ blocks_8:
 	VMOVUPS Y9, 544(SP)
 	VMOVUPS Y8, 576(SP)
 
-	// v103 = exp(v70)
+	// v102 = exp(v69)
 	VMAXPS       lgc6<>+0(SB), Y0, Y4
 	VMINPS       lgc7<>+0(SB), Y4, Y4
 	VMULPS       lgc8<>+0(SB), Y4, Y6
@@ -1613,156 +1602,155 @@ blocks_8:
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VBLENDVPS    Y4, Y0, Y7, Y7
 
-	// v104 = sub(v103, 1)
+	// v103 = sub(v102, 1)
 	VSUBPS lgc1<>+0(SB), Y7, Y4
 
-	// v105 = sub(v104, v70)
+	// v104 = sub(v103, v69)
 	VSUBPS Y0, Y4, Y4
 
-	// k3 = where(v73, v102, v105)
+	// k3 = where(v72, v101, v104)
 	VBLENDVPS Y3, Y5, Y4, Y4
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 
-	// v107 = where(kept, k3, 0)
+	// v106 = where(kept, k3, 0)
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// sum(v107) over [B L]
+	// sum(v106) over [B L]
 	VADDPS  3136(BX), Y4, Y4
 	VMOVUPS Y4, 3136(BX)
 	VMOVUPS lgc38<>+0(SB), Y4
 	VMOVUPS 192(SP), Y6
 
-	// v113 = div(0.04, v34)
+	// v112 = div(0.04, v34)
 	VDIVPS Y6, Y4, Y4
 
-	// v114 = where(kept, v113, 0)
+	// v113 = where(kept, v112, 0)
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v115 = where(v73, v114, 0)
+	// v114 = where(v72, v113, 0)
 	VBLENDVPS Y3, Y4, Y2, Y5
 
-	// v116 = where(v73, 0, v114)
+	// v115 = where(v72, 0, v113)
 	VBLENDVPS Y3, Y2, Y4, Y3
 
-	// v117 = neg(v116)
+	// v116 = neg(v115)
 	VXORPS lgc20<>+0(SB), Y3, Y4
 
-	// v118 = ne(v116, 0)
+	// v117 = ne(v115, 0)
 	VCMPPS $0x04, Y2, Y3, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y8
 
-	// v119 = mul(v116, v103)
+	// v118 = mul(v115, v102)
 	VMULPS Y7, Y3, Y7
 
-	// v120 = where(v118, v119, v116)
+	// v119 = where(v117, v118, v115)
 	VBLENDVPS Y6, Y7, Y3, Y3
 
-	// v121 = add(v117, v120)
+	// v120 = add(v116, v119)
 	VADDPS  Y3, Y4, Y3
 	VMOVUPS 576(SP), Y4
 
-	// v122 = mul(v115, v100)
+	// v121 = mul(v114, v99)
 	VMULPS  Y4, Y5, Y4
 	VMOVUPS 544(SP), Y6
 
-	// v123 = mul(v115, v101)
+	// v122 = mul(v114, v100)
 	VMULPS  Y6, Y5, Y5
 	VMOVUPS 512(SP), Y6
 
-	// v124 = mul(v122, v76)
+	// v123 = mul(v121, v75)
 	VMULPS Y6, Y4, Y4
 
-	// v125 = add(v124, v124)
+	// v124 = add(v123, v123)
 	VADDPS  Y4, Y4, Y4
 	VMOVUPS 480(SP), Y7
 
-	// v126 = mul(v123, v98)
+	// v125 = mul(v122, v97)
 	VMULPS Y7, Y5, Y7
 
-	// v127 = mul(v123, v76)
+	// v126 = mul(v122, v75)
 	VMULPS Y6, Y5, Y5
 
-	// v128 = add(v125, v126)
+	// v127 = add(v124, v125)
 	VADDPS  Y7, Y4, Y4
 	VMOVUPS 448(SP), Y7
 
-	// v129 = mul(v127, v95)
+	// v128 = mul(v126, v94)
 	VMULPS Y7, Y5, Y7
 
-	// v130 = mul(v127, v76)
+	// v129 = mul(v126, v75)
 	VMULPS Y6, Y5, Y5
 
-	// v131 = add(v128, v129)
+	// v130 = add(v127, v128)
 	VADDPS  Y7, Y4, Y4
 	VMOVUPS 416(SP), Y7
 
-	// v132 = mul(v130, v92)
+	// v131 = mul(v129, v91)
 	VMULPS Y7, Y5, Y7
 
-	// v133 = mul(v130, v76)
+	// v132 = mul(v129, v75)
 	VMULPS Y6, Y5, Y5
 
-	// v134 = add(v131, v132)
+	// v133 = add(v130, v131)
 	VADDPS  Y7, Y4, Y4
 	VMOVUPS 384(SP), Y7
 
-	// v135 = mul(v133, v89)
+	// v134 = mul(v132, v88)
 	VMULPS Y7, Y5, Y7
 
-	// v136 = mul(v133, v76)
+	// v135 = mul(v132, v75)
 	VMULPS Y6, Y5, Y5
 
-	// v137 = add(v134, v135)
+	// v136 = add(v133, v134)
 	VADDPS  Y7, Y4, Y4
 	VMOVUPS 352(SP), Y7
 
-	// v138 = mul(v136, v86)
+	// v137 = mul(v135, v85)
 	VMULPS Y7, Y5, Y7
 
-	// v139 = mul(v136, v76)
+	// v138 = mul(v135, v75)
 	VMULPS Y6, Y5, Y5
 
-	// v140 = add(v137, v138)
+	// v139 = add(v136, v137)
 	VADDPS  Y7, Y4, Y4
 	VMOVUPS 320(SP), Y7
 
-	// v141 = mul(v139, v83)
+	// v140 = mul(v138, v82)
 	VMULPS Y7, Y5, Y7
 
-	// v142 = mul(v139, v76)
+	// v141 = mul(v138, v75)
 	VMULPS Y6, Y5, Y5
 
-	// v143 = add(v140, v141)
+	// v142 = add(v139, v140)
 	VADDPS  Y7, Y4, Y4
 	VMOVUPS 288(SP), Y7
 
-	// v144 = mul(v142, v80)
+	// v143 = mul(v141, v79)
 	VMULPS Y7, Y5, Y7
 
-	// v145 = mul(v142, v76)
+	// v144 = mul(v141, v75)
 	VMULPS Y6, Y5, Y5
 
-	// v146 = add(v143, v144)
+	// v145 = add(v142, v143)
 	VADDPS Y7, Y4, Y4
 
-	// v147 = mul(v145, 2.755731922398589e-07)
+	// v146 = mul(v144, 2.755731922398589e-07)
 	VMULPS lgc28<>+0(SB), Y5, Y5
 
-	// v148 = add(v146, v147)
+	// v147 = add(v145, v146)
 	VADDPS  Y5, Y4, Y4
 	VMOVUPS 256(SP), Y5
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// v149 = le(v75, 0.1)
+	// v148 = le(v74, 0.1)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v150 = ne(v75, v75)
+	// v149 = ne(v74, v74)
 	VCMPPS $0x04, Y5, Y5, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v151 = max(v149, v150)
+	// v150 = max(v148, v149)
 	VXORPS  lgc20<>+0(SB), Y6, Y6
 	VXORPS  lgc20<>+0(SB), Y5, Y5
 	VMINPS  Y6, Y5, Y7
@@ -1772,19 +1760,19 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v152 = where(v151, v148, 0)
+	// v151 = where(v150, v147, 0)
 	VBLENDVPS Y6, Y4, Y2, Y4
 	VMOVUPS   lgc27<>+0(SB), Y5
 
-	// v153 = ge(v70, -0.1)
+	// v152 = ge(v69, -0.1)
 	VCMPPS $0x1d, Y5, Y0, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v154 = ne(v70, v70)
+	// v153 = ne(v69, v69)
 	VCMPPS $0x04, Y0, Y0, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
-	// v155 = max(v153, v154)
+	// v154 = max(v152, v153)
 	VXORPS  lgc20<>+0(SB), Y5, Y5
 	VXORPS  lgc20<>+0(SB), Y0, Y0
 	VMINPS  Y5, Y0, Y6
@@ -1794,29 +1782,29 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y0, Y5
 
-	// v156 = where(v155, v152, 0)
+	// v155 = where(v154, v151, 0)
 	VBLENDVPS Y5, Y4, Y2, Y0
 
-	// v157 = add(v121, v156)
+	// v156 = add(v120, v155)
 	VADDPS  Y0, Y3, Y0
 	VMOVUPS lgc0<>+0(SB), Y3
 	VCMPPS  $0x04, Y3, Y1, Y3
 
-	// v158 = where(kept, v157, 0)
+	// v157 = where(kept, v156, 0)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// v159 = neg(v158)
+	// v158 = neg(v157)
 	VXORPS  lgc20<>+0(SB), Y0, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 	VMOVUPS 192(SP), Y4
 
-	// v160 = div(1, v34)
+	// v159 = div(1, v34)
 	VDIVPS Y4, Y1, Y1
 
-	// v161 = where(kept, v160, 0)
+	// v160 = where(kept, v159, 0)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v162 = mul(v161, -0.01)
+	// v161 = mul(v160, -0.01)
 	VMULPS    lgc21<>+0(SB), Y1, Y3
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
@@ -1824,37 +1812,37 @@ blocks_8:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
-	// gradEntropy = where(mask, v162, 0)
+	// gradEntropy = where(mask, v161, 0)
 	VBLENDVPS Y5, Y3, Y2, Y3
 
-	// v164 = neg(v161)
+	// v163 = neg(v160)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y4
 
-	// v165 = mul(v164, v10)
+	// v164 = mul(v163, v10)
 	VMULPS  Y4, Y1, Y1
 	VMOVUPS 128(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y4, Y6
 
-	// v166 = where(v24, v165, 0)
+	// v165 = where(v24, v164, 0)
 	VBLENDVPS Y6, Y1, Y2, Y4
 
-	// v167 = where(v24, 0, v165)
+	// v166 = where(v24, 0, v164)
 	VBLENDVPS Y6, Y2, Y1, Y1
 	VMOVUPS   96(SP), Y6
 	VMOVUPS   lgc19<>+0(SB), Y7
 
-	// v168 = ge(ratio, 0.8000000028326788)
+	// v167 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v169 = ne(ratio, ratio)
+	// v168 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y8
 	VANDPS  lgc1<>+0(SB), Y8, Y8
 	VMOVUPS Y3, 608(SP)
 
-	// v170 = max(v168, v169)
+	// v169 = max(v167, v168)
 	VXORPS  lgc20<>+0(SB), Y7, Y3
 	VXORPS  lgc20<>+0(SB), Y8, Y9
 	VMINPS  Y3, Y9, Y7
@@ -1864,15 +1852,15 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v171 = where(v170, v167, 0)
+	// v170 = where(v169, v166, 0)
 	VBLENDVPS Y7, Y1, Y2, Y1
 	VMOVUPS   lgc18<>+0(SB), Y3
 
-	// v172 = le(ratio, 1.2000000078829447)
+	// v171 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y6, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v173 = max(v172, v169)
+	// v172 = max(v171, v168)
 	VXORPS  lgc20<>+0(SB), Y3, Y3
 	VXORPS  lgc20<>+0(SB), Y8, Y7
 	VMINPS  Y3, Y7, Y8
@@ -1882,26 +1870,25 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v174 = where(v173, v166, 0)
+	// v173 = where(v172, v165, 0)
 	VBLENDVPS Y7, Y4, Y2, Y3
 
-	// v175 = add(v171, v174)
+	// v174 = add(v170, v173)
 	VADDPS Y3, Y1, Y1
 
-	// v176 = ne(v175, 0)
+	// v175 = ne(v174, 0)
 	VCMPPS $0x04, Y2, Y1, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y4
 
-	// v177 = mul(v175, ratio)
+	// v176 = mul(v174, ratio)
 	VMULPS Y6, Y1, Y4
 
-	// v178 = where(v176, v177, v175)
+	// v177 = where(v175, v176, v174)
 	VBLENDVPS Y3, Y4, Y1, Y1
 
-	// v179 = add(v159, v178)
+	// v178 = add(v158, v177)
 	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v179, 0)
+	// gradLogProb = where(mask, v178, 0)
 	VBLENDVPS Y5, Y0, Y2, Y0
 	VMOVUPS   608(SP), Y1
 
@@ -2145,27 +2132,27 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	MOVQ         s3+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// entropy2 = div(v48, v39)
+	// entropy2 = div(v47, v39)
 	VDIVPS       Y1, Y6, Y1
 	MOVQ         s4+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v53, v34)
+	// lossEntropy = div(v52, v34)
 	VDIVPS       Y2, Y6, Y6
 	MOVQ         s5+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v59 = mul(2, v58)
+	// v58 = mul(2, v57)
 	VMULPS       lgc25<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v62 = sub(v59, v61)
+	// v61 = sub(v58, v60)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y1, 32(SP)
 
-	// v63 = exp(v62)
+	// v62 = exp(v61)
 	VMAXPS       lgc6<>+0(SB), Y7, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y6
@@ -2195,19 +2182,18 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VBLENDVPS    Y1, Y7, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v64 = gt(numKept, 0)
+	// v63 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y6
 
-	// v65 = div(v63, v34)
+	// v64 = div(v62, v34)
 	VDIVPS Y2, Y8, Y6
 
-	// ess = where(v64, v65, 0)
+	// ess = where(v63, v64, 0)
 	VBLENDVPS    Y0, Y6, Y1, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v108, v34)
+	// klToRef = div(v107, v34)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)

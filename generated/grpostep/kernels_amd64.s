@@ -324,7 +324,6 @@ blocks_8:
 
 	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y1
-	VANDPS  lgc5<>+0(SB), Y1, Y4
 	VMOVUPS lgc21<>+0(SB), Y4
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
@@ -456,7 +455,6 @@ blocks_8:
 
 	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y4, Y2, Y2
-	VANDPS  lgc5<>+0(SB), Y2, Y5
 	VMOVUPS lgc29<>+0(SB), Y5
 
 	// v66 = max(v61, -0.1) tie=first
@@ -1114,7 +1112,6 @@ TEXT ·pass3AVX2(SB), $0-104
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc5<>+0(SB), Y0, Y6
 
 	// v56 = div(v54, v36)
 	VDIVPS Y1, Y8, Y6
@@ -1512,11 +1509,10 @@ blocks_21:
 
 	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y1
-	VANDPS  lgc5<>+0(SB), Y1, Y4
-	VMOVUPS lgc21<>+0(SB), Y8
+	VMOVUPS lgc21<>+0(SB), Y4
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
+	VMINPS  Y7, Y4, Y4
 	VMOVUPS Y5, 64(SP)
 	VMOVUPS lgc22<>+0(SB), Y5
 
@@ -1525,28 +1521,28 @@ blocks_21:
 	VMOVUPS Y7, 96(SP)
 
 	// ratioClipped = where(v26, v28, v30)
-	VBLENDVPS Y1, Y8, Y5, Y1
+	VBLENDVPS Y1, Y4, Y5, Y4
 
 	// gain = mul(v19, ratioClipped)
-	VMULPS Y1, Y0, Y1
+	VMULPS Y4, Y0, Y4
 
 	// v33 = neg(gain)
-	VXORPS lgc23<>+0(SB), Y1, Y1
+	VXORPS lgc23<>+0(SB), Y4, Y4
 
 	// v34 = where(mask, v33, 0)
-	VBLENDVPS Y2, Y1, Y3, Y1
+	VBLENDVPS Y2, Y4, Y3, Y4
 
 	// sum(v34) over [G N L]
 	MOVQ         state+56(FP), SI
-	VADDPS       2624(SI), Y1, Y1
-	VMOVUPS      Y1, 2624(SI)
+	VADDPS       2624(SI), Y4, Y4
+	VMOVUPS      Y4, 2624(SI)
 	MOVQ         numValid+64(FP), R8
 	XORQ         R9, R9
-	VBROADCASTSS (R8)(R9*4), Y1
+	VBROADCASTSS (R8)(R9*4), Y4
 	VMOVUPS      lgc5<>+0(SB), Y5
 
 	// v36 = max(numValid, 1)
-	VMAXPS  Y1, Y5, Y1
+	VMAXPS  Y4, Y5, Y4
 	VMOVUPS 64(SP), Y5
 
 	// v38 = ne(logWeightClip, logWeight)
@@ -1555,29 +1551,29 @@ blocks_21:
 
 	// v39 = where(mask, v38, 0)
 	VBLENDVPS Y2, Y6, Y3, Y6
-	VMOVUPS   Y4, 128(SP)
+	VMOVUPS   Y1, 128(SP)
 
 	// sum(v39) over [G N L]
-	VADDPS  2944(SI), Y6, Y4
-	VMOVUPS Y4, 2944(SI)
-	VMOVUPS 32(SP), Y4
+	VADDPS  2944(SI), Y6, Y1
+	VMOVUPS Y1, 2944(SI)
+	VMOVUPS 32(SP), Y1
 	VMOVUPS (SP), Y6
 
 	// v42 = sub(v18, v16)
-	VSUBPS Y6, Y4, Y4
+	VSUBPS Y6, Y1, Y1
 
 	// v43 = where(mask, v42, 0)
-	VBLENDVPS Y2, Y4, Y3, Y3
+	VBLENDVPS Y2, Y1, Y3, Y1
 	VMOVUPS   Y0, 160(SP)
 
 	// sum(v43) over [G N L]
-	VADDPS  3264(SI), Y3, Y0
+	VADDPS  3264(SI), Y1, Y0
 	VMOVUPS Y0, 3264(SI)
 	VMOVUPS lgc24<>+0(SB), Y0
 
 	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y2, Y5, Y0, Y0
-	VMOVUPS   Y1, 192(SP)
+	VMOVUPS   Y4, 192(SP)
 
 	// logsumexp(v47) over [G N L]
 	VMAXPS       lgc8<>+0(SB), Y0, Y1
@@ -1656,7 +1652,6 @@ blocks_21:
 
 	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y4, Y2, Y2
-	VANDPS  lgc5<>+0(SB), Y2, Y5
 	VMOVUPS lgc29<>+0(SB), Y5
 
 	// v66 = max(v61, -0.1) tie=first
@@ -1796,7 +1791,6 @@ blocks_21:
 
 	// v110 = ne(v108, 0)
 	VCMPPS $0x04, Y3, Y2, Y6
-	VANDPS lgc5<>+0(SB), Y6, Y8
 
 	// v111 = mul(v108, v95)
 	VMULPS Y7, Y2, Y7
@@ -1967,7 +1961,6 @@ blocks_21:
 
 	// v155 = ne(v154, 0)
 	VCMPPS  $0x04, Y3, Y1, Y4
-	VANDPS  lgc5<>+0(SB), Y4, Y5
 	VMOVUPS 160(SP), Y5
 
 	// v156 = mul(v154, v19)
@@ -2031,7 +2024,6 @@ blocks_21:
 
 	// v168 = ne(v167, 0)
 	VCMPPS $0x04, Y3, Y1, Y4
-	VANDPS lgc5<>+0(SB), Y4, Y6
 
 	// v169 = mul(v167, ratio)
 	VMULPS Y5, Y1, Y5
@@ -2241,7 +2233,6 @@ TEXT ·fbPass4AVX2(SB), $0-104
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc5<>+0(SB), Y0, Y6
 
 	// v56 = div(v54, v36)
 	VDIVPS Y1, Y8, Y6

@@ -228,7 +228,6 @@ blocks_5:
 
 	// v16 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Y3, Y5, Y5
-	VANDPS       lgc1<>+0(SB), Y5, Y6
 	MOVQ         advantage+48(FP), DI
 	VBROADCASTSS (DI)(R8*4), Y6
 
@@ -266,7 +265,6 @@ blocks_5:
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y3, Y5, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y6
 	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
@@ -296,7 +294,6 @@ blocks_5:
 
 	// v32 = lt(v17, 0)
 	VCMPPS  $0x11, Y3, Y5, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y6
 	VMOVUPS 32(SP), Y6
 
 	// v33 = lt(sequenceRatio, 0.8)
@@ -305,7 +302,6 @@ blocks_5:
 
 	// v34 = gt(v17, 0)
 	VCMPPS  $0x1e, Y3, Y5, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y7
 	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v35 = gt(sequenceRatio, 1.2)
@@ -341,7 +337,6 @@ blocks_5:
 
 	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y4, Y2, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y5
 	VMOVUPS lgc21<>+0(SB), Y5
 
 	// v49 = max(v44, -0.1) tie=first
@@ -1183,7 +1178,6 @@ blocks_14:
 
 	// v16 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Y3, Y4, Y4
-	VANDPS       lgc1<>+0(SB), Y4, Y8
 	MOVQ         advantage+40(FP), BX
 	VBROADCASTSS (BX)(DI*4), Y8
 
@@ -1223,43 +1217,41 @@ blocks_14:
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y3, Y4, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y6
-	VMOVUPS lgc17<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc18<>+0(SB), Y9
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS  Y8, Y9, Y9
+	VMAXPS  Y8, Y7, Y7
 	VMOVUPS Y8, 64(SP)
 
 	// ratioClipped = where(v19, v21, v23)
-	VBLENDVPS Y2, Y7, Y9, Y2
+	VBLENDVPS Y2, Y6, Y7, Y6
 
 	// gain = mul(v17, ratioClipped)
-	VMULPS Y2, Y4, Y2
+	VMULPS Y6, Y4, Y6
 
 	// v26 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y2, Y2
+	VXORPS lgc19<>+0(SB), Y6, Y6
 
 	// v28 = where(mask, v26, 0)
-	VBLENDVPS Y1, Y2, Y3, Y2
+	VBLENDVPS Y1, Y6, Y3, Y6
 
 	// sum(v28) over [B L]
 	MOVQ         state+48(FP), BX
-	VADDPS       3904(BX), Y2, Y2
-	VMOVUPS      Y2, 3904(BX)
+	VADDPS       3904(BX), Y6, Y6
+	VMOVUPS      Y6, 3904(BX)
 	MOVQ         numValid+56(FP), R8
 	XORQ         R9, R9
-	VBROADCASTSS (R8)(R9*4), Y2
+	VBROADCASTSS (R8)(R9*4), Y6
 
 	// v30 = max(numValid, 1)
-	VMAXPS Y2, Y5, Y2
+	VMAXPS Y6, Y5, Y5
 
 	// v32 = lt(v17, 0)
-	VCMPPS  $0x11, Y3, Y4, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y7
+	VCMPPS  $0x11, Y3, Y4, Y6
 	VMOVUPS 64(SP), Y7
 	VMOVUPS lgc18<>+0(SB), Y8
 
@@ -1269,21 +1261,20 @@ blocks_14:
 
 	// v34 = gt(v17, 0)
 	VCMPPS  $0x1e, Y3, Y4, Y9
-	VANDPS  lgc1<>+0(SB), Y9, Y10
-	VMOVUPS Y6, 96(SP)
-	VMOVUPS lgc17<>+0(SB), Y6
+	VMOVUPS Y2, 96(SP)
+	VMOVUPS lgc17<>+0(SB), Y2
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS  $0x1e, Y6, Y7, Y6
-	VANDPS  lgc1<>+0(SB), Y6, Y6
+	VCMPPS  $0x1e, Y2, Y7, Y2
+	VANDPS  lgc1<>+0(SB), Y2, Y2
 	VMOVUPS Y4, 128(SP)
-	VMOVUPS Y2, 160(SP)
+	VMOVUPS Y5, 160(SP)
 
 	// v36 = where(v34, v35, 0)
-	VBLENDVPS Y9, Y6, Y3, Y2
+	VBLENDVPS Y9, Y2, Y3, Y2
 
 	// v37 = where(v32, v33, v36)
-	VBLENDVPS Y5, Y8, Y2, Y2
+	VBLENDVPS Y6, Y8, Y2, Y2
 
 	// v39 = where(mask, v37, 0)
 	VBLENDVPS Y1, Y2, Y3, Y2
@@ -1308,7 +1299,6 @@ blocks_14:
 
 	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y4, Y2, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y5
 	VMOVUPS lgc21<>+0(SB), Y5
 
 	// v49 = max(v44, -0.1) tie=first
@@ -1448,7 +1438,6 @@ blocks_14:
 
 	// v93 = ne(v91, 0)
 	VCMPPS $0x04, Y3, Y2, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y8
 
 	// v94 = mul(v91, v78)
 	VMULPS Y7, Y2, Y7
@@ -1665,7 +1654,6 @@ blocks_14:
 
 	// v149 = ne(v148, 0)
 	VCMPPS $0x04, Y3, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y6
 
 	// v150 = mul(v148, sequenceRatio)
 	VMULPS Y5, Y2, Y5
@@ -1675,7 +1663,6 @@ blocks_14:
 
 	// v152 = ne(v151, 0)
 	VCMPPS  $0x04, Y3, Y2, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y5
 	VMOVUPS (SP), Y5
 
 	// v153 = div(v151, v10)

@@ -23,10 +23,10 @@ type avxState struct {
 	r28_p []float32
 	r38_s []float64
 	r38_p []float32
-	r45_s []float64
-	r45_p []float32
-	r48_s []float64
-	r48_p []float32
+	r43_s []float64
+	r43_p []float32
+	r46_s []float64
+	r46_p []float32
 	p0_ok []float32
 	res   []float64
 }
@@ -37,10 +37,10 @@ var avxPool = sync.Pool{New: func() any {
 	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r38_s = st.buf[48:64]
 	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r45_s = st.buf[88:104]
-	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r48_s = st.buf[128:144]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r43_s = st.buf[88:104]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r46_s = st.buf[128:144]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -61,10 +61,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r28_p, 0)
 		runtime.Fill(st.r38_s, 0)
 		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r43_s, 0)
+		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r46_s, 0)
+		runtime.Fill(st.r46_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0])
 	}
@@ -84,8 +84,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -98,9 +98,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.LossActor = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r38_s, 8, 1024.0)
 	out.LossQvalue = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r45_s, 8, 1024.0)
+	runtime.FinishMean(st.res[:1], st.r43_s, 8, 1024.0)
 	out.LossValue = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r48_s, 8, 1024.0)
+	runtime.FinishMean(st.res[:1], st.r46_s, 8, 1024.0)
 	out.Entropy = float32(st.res[0])
 }
 
@@ -112,10 +112,10 @@ type fbAvxState struct {
 	r28_p []float32
 	r38_s []float64
 	r38_p []float32
-	r45_s []float64
-	r45_p []float32
-	r48_s []float64
-	r48_p []float32
+	r43_s []float64
+	r43_p []float32
+	r46_s []float64
+	r46_p []float32
 	p0_ok []float32
 	res   []float64
 }
@@ -126,10 +126,10 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r38_s = st.buf[48:64]
 	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r45_s = st.buf[88:104]
-	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r48_s = st.buf[128:144]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r43_s = st.buf[88:104]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r46_s = st.buf[128:144]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -151,10 +151,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r28_p, 0)
 		runtime.Fill(st.r38_s, 0)
 		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r43_s, 0)
+		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r46_s, 0)
+		runtime.Fill(st.r46_p, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &g.StateActionValue[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.StateValue[0], &g.LogProb[0])
 	}
@@ -174,8 +174,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -188,9 +188,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.LossActor = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r38_s, 8, 1024.0)
 	out.LossQvalue = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r45_s, 8, 1024.0)
+	runtime.FinishMean(st.res[:1], st.r43_s, 8, 1024.0)
 	out.LossValue = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r48_s, 8, 1024.0)
+	runtime.FinishMean(st.res[:1], st.r46_s, 8, 1024.0)
 	out.Entropy = float32(st.res[0])
 }
 

@@ -64,10 +64,10 @@ inner_Q_3:
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y0, Y1, Y1
 
-	// v49 = mul(diff, diff)
+	// v47 = mul(diff, diff)
 	VMULPS Y1, Y1, Y1
 
-	// reduce_max(v49) over [Q]
+	// reduce_max(v47) over [Q]
 	VXORPS lgc4<>+0(SB), Y4, Y2
 	VXORPS lgc4<>+0(SB), Y1, Y4
 	VMINPS Y2, Y4, Y1
@@ -156,7 +156,6 @@ inner_Q_4:
 
 	// v32 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y7
 
 	// v33 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y5, Y7
@@ -197,36 +196,28 @@ inner_Q_4:
 
 	// valueDiff = sub(v17, stateValue)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc21<>+0(SB), Y2
+	VMOVUPS lgc16<>+0(SB), Y2
 
-	// v41 = gt(valueDiff, 0)
-	VCMPPS  $0x1e, Y2, Y1, Y2
-	VANDPS  lgc0<>+0(SB), Y2, Y3
-	VMOVUPS lgc16<>+0(SB), Y3
-
-	// v42 = where(v41, 0.5, 0.5)
-	VBLENDVPS Y2, Y3, Y3, Y2
-
-	// v43 = mul(valueDiff, valueDiff)
+	// v41 = mul(valueDiff, valueDiff)
 	VMULPS Y1, Y1, Y1
 
-	// v44 = mul(v42, v43)
+	// v42 = mul(0.5, v41)
 	VMULPS Y1, Y2, Y1
 
-	// mean(v44) over [B]
+	// mean(v42) over [B]
 	VADDPS  896(DX), Y1, Y1
 	VMOVUPS Y1, 896(DX)
 	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v47 = neg(logProb)
+	// v45 = neg(logProb)
 	VXORPS lgc4<>+0(SB), Y1, Y1
 
-	// mean(v47) over [B]
+	// mean(v45) over [B]
 	VADDPS  1216(DX), Y1, Y1
 	VMOVUPS Y1, 1216(DX)
 
-	// finish v50
+	// finish v48
 	VMOVUPS Y4, Y1
 	VMOVUPS 32(SP), Y2
 
@@ -660,10 +651,10 @@ inner_Q_8:
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y0, Y1, Y1
 
-	// v49 = mul(diff, diff)
+	// v47 = mul(diff, diff)
 	VMULPS Y1, Y1, Y1
 
-	// reduce_max(v49) over [Q]
+	// reduce_max(v47) over [Q]
 	VXORPS lgc4<>+0(SB), Y4, Y2
 	VXORPS lgc4<>+0(SB), Y1, Y4
 	VMINPS Y2, Y4, Y1
@@ -753,7 +744,6 @@ inner_Q_9:
 
 	// v32 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y2, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y7
 
 	// v33 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y2, Y7
@@ -794,53 +784,45 @@ inner_Q_9:
 
 	// valueDiff = sub(v17, stateValue)
 	VSUBPS  Y3, Y2, Y2
-	VMOVUPS lgc21<>+0(SB), Y3
+	VMOVUPS lgc16<>+0(SB), Y3
 
-	// v41 = gt(valueDiff, 0)
-	VCMPPS  $0x1e, Y3, Y2, Y5
-	VANDPS  lgc0<>+0(SB), Y5, Y6
-	VMOVUPS lgc16<>+0(SB), Y6
+	// v41 = mul(valueDiff, valueDiff)
+	VMULPS Y2, Y2, Y5
 
-	// v42 = where(v41, 0.5, 0.5)
-	VBLENDVPS Y5, Y6, Y6, Y5
+	// v42 = mul(0.5, v41)
+	VMULPS Y5, Y3, Y5
 
-	// v43 = mul(valueDiff, valueDiff)
-	VMULPS Y2, Y2, Y6
-
-	// v44 = mul(v42, v43)
-	VMULPS Y6, Y5, Y6
-
-	// mean(v44) over [B]
-	VADDPS  896(DX), Y6, Y6
-	VMOVUPS Y6, 896(DX)
+	// mean(v42) over [B]
+	VADDPS  896(DX), Y5, Y5
+	VMOVUPS Y5, 896(DX)
 	MOVQ    logProb+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y6
+	VMOVUPS (SI)(BX*4), Y5
 
-	// v47 = neg(logProb)
-	VXORPS lgc4<>+0(SB), Y6, Y6
+	// v45 = neg(logProb)
+	VXORPS lgc4<>+0(SB), Y5, Y5
 
-	// mean(v47) over [B]
-	VADDPS  1216(DX), Y6, Y6
-	VMOVUPS Y6, 1216(DX)
+	// mean(v45) over [B]
+	VADDPS  1216(DX), Y5, Y5
+	VMOVUPS Y5, 1216(DX)
 
-	// finish v50
-	// v53 = mul(0.0009765625, v42)
-	VMULPS lgc24<>+0(SB), Y5, Y5
+	// finish v48
+	// v51 = mul(0.0009765625, 0.5)
+	VMULPS  lgc24<>+0(SB), Y3, Y3
+	VMOVUPS lgc21<>+0(SB), Y5
 
-	// v54 = ne(v53, 0)
-	VCMPPS $0x04, Y3, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y7
+	// v53 = ne(v51, 0)
+	VCMPPS $0x04, Y5, Y3, Y6
 
-	// v55 = mul(v53, valueDiff)
-	VMULPS Y2, Y5, Y2
+	// v54 = mul(v51, valueDiff)
+	VMULPS Y2, Y3, Y2
 
-	// v56 = where(v54, v55, v53)
-	VBLENDVPS Y6, Y2, Y5, Y2
+	// v55 = where(v53, v54, v51)
+	VBLENDVPS Y6, Y2, Y3, Y2
 
-	// v57 = add(v56, v56)
+	// v56 = add(v55, v55)
 	VADDPS Y2, Y2, Y2
 
-	// gradStateValue = neg(v57)
+	// gradStateValue = neg(v56)
 	VXORPS  lgc4<>+0(SB), Y2, Y2
 	VMOVUPS Y4, 128(SP)
 	VMOVUPS Y2, 160(SP)
@@ -853,90 +835,85 @@ inner_Q_10:
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y4
+	VMOVUPS (SI)(DI*4), Y3
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y0, Y4, Y4
+	VSUBPS Y0, Y3, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc4<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc4<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 
 	// v32 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y7
+	VCMPPS $0x11, Y1, Y4, Y6
 
 	// v33 = mul(0.5, absDiff)
-	VMULPS lgc16<>+0(SB), Y5, Y7
+	VMULPS lgc16<>+0(SB), Y4, Y7
 
-	// v59 = where(v32, 0.0009765625, 0)
-	VBLENDVPS Y6, Y2, Y3, Y8
-	VMOVUPS   Y4, 192(SP)
+	// v58 = where(v32, 0.0009765625, 0)
+	VBLENDVPS Y6, Y2, Y5, Y8
+	VMOVUPS   Y3, 192(SP)
 
-	// v60 = where(v32, 0, 0.0009765625)
-	VBLENDVPS Y6, Y3, Y2, Y4
+	// v59 = where(v32, 0, 0.0009765625)
+	VBLENDVPS Y6, Y5, Y2, Y3
 
-	// v61 = ne(v59, 0)
-	VCMPPS $0x04, Y3, Y8, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y9
+	// v60 = ne(v58, 0)
+	VCMPPS $0x04, Y5, Y8, Y6
 
-	// v62 = mul(v59, absDiff)
-	VMULPS  Y5, Y8, Y5
-	VMOVUPS Y4, 224(SP)
+	// v61 = mul(v58, absDiff)
+	VMULPS  Y4, Y8, Y4
+	VMOVUPS Y3, 224(SP)
 
-	// v63 = where(v61, v62, v59)
-	VBLENDVPS Y6, Y5, Y8, Y4
+	// v62 = where(v60, v61, v58)
+	VBLENDVPS Y6, Y4, Y8, Y3
 
-	// v64 = mul(v59, v33)
-	VMULPS Y7, Y8, Y5
+	// v63 = mul(v58, v33)
+	VMULPS Y7, Y8, Y4
 
-	// v65 = where(v61, v64, v59)
-	VBLENDVPS Y6, Y5, Y8, Y5
+	// v64 = where(v60, v63, v58)
+	VBLENDVPS Y6, Y4, Y8, Y4
 	VMOVUPS   224(SP), Y6
 
-	// v66 = add(v60, v65)
-	VADDPS Y5, Y6, Y5
+	// v65 = add(v59, v64)
+	VADDPS Y4, Y6, Y4
 
-	// v67 = mul(v63, 0.5)
-	VMULPS lgc16<>+0(SB), Y4, Y4
+	// v66 = mul(v62, 0.5)
+	VMULPS lgc16<>+0(SB), Y3, Y3
 
-	// v68 = add(v66, v67)
-	VADDPS  Y4, Y5, Y4
-	VMOVUPS 192(SP), Y5
+	// v67 = add(v65, v66)
+	VADDPS  Y3, Y4, Y3
+	VMOVUPS 192(SP), Y4
 
-	// v69 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y7
+	// v68 = gt(diff, 0)
+	VCMPPS $0x1e, Y5, Y4, Y6
 
-	// v70 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y5, Y7
-	VANDPS lgc0<>+0(SB), Y7, Y8
+	// v69 = lt(diff, 0)
+	VCMPPS $0x11, Y5, Y4, Y7
 
-	// v72 = mul(diff, 0)
-	VMULPS  lgc21<>+0(SB), Y5, Y5
-	VMOVUPS Y4, 256(SP)
-	VMOVUPS lgc25<>+0(SB), Y4
+	// v71 = mul(diff, 0)
+	VMULPS  lgc21<>+0(SB), Y4, Y4
+	VMOVUPS Y3, 256(SP)
+	VMOVUPS lgc25<>+0(SB), Y3
 
-	// v73 = where(v70, -1, v72)
-	VBLENDVPS Y7, Y4, Y5, Y4
+	// v72 = where(v69, -1, v71)
+	VBLENDVPS Y7, Y3, Y4, Y3
 
-	// v74 = where(v69, 1, v73)
-	VBLENDVPS Y6, Y1, Y4, Y4
-	VMOVUPS   256(SP), Y5
+	// v73 = where(v68, 1, v72)
+	VBLENDVPS Y6, Y1, Y3, Y3
+	VMOVUPS   256(SP), Y4
 
-	// v75 = ne(v68, 0)
-	VCMPPS $0x04, Y3, Y5, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y7
+	// v74 = ne(v67, 0)
+	VCMPPS $0x04, Y5, Y4, Y6
 
-	// v76 = mul(v68, v74)
-	VMULPS Y4, Y5, Y4
+	// v75 = mul(v67, v73)
+	VMULPS Y3, Y4, Y3
 
-	// gradStateActionValue = where(v75, v76, v68)
-	VBLENDVPS Y6, Y4, Y5, Y4
+	// gradStateActionValue = where(v74, v75, v67)
+	VBLENDVPS Y6, Y3, Y4, Y3
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+80(FP), SI
-	VMOVUPS Y4, (SI)(DI*4)
+	VMOVUPS Y3, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_10

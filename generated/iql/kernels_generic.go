@@ -23,7 +23,6 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c20 := float32(3)
 	c23 := float32(100)
 	half := float32(0.5)
-	zero := float32(0)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossValue := runtime.Mean{}
@@ -42,14 +41,14 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		out.ValueTarget[iB] = td0Return
 		logProb := in.LogProb[iB]
 		acc17 := math.Inf(1)
-		acc50 := math.Inf(-1)
+		acc48 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*1024+iB]
 			targetStateActionValue := in.TargetStateActionValue[iQ*1024+iB]
 			acc17 = runtime.Min(acc17, float64(targetStateActionValue))
 			diff := stateActionValue - td0Return
-			v49 := float32(diff * diff)
-			acc50 = runtime.Max(acc50, float64(v49))
+			v47 := float32(diff * diff)
+			acc48 = runtime.Max(acc48, float64(v47))
 		}
 		v17 := float32(acc17)
 		v19 := v17 - stateValue
@@ -74,15 +73,13 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v37 := float32(acc37)
 		lossQvalue.Add(float64(v37))
 		valueDiff := v17 - stateValue
-		v41 := b2f(valueDiff > zero)
-		v42 := sel(v41, half, half)
-		v43 := float32(valueDiff * valueDiff)
-		v44 := float32(v42 * v43)
-		lossValue.Add(float64(v44))
-		v47 := -logProb
-		entropy.Add(float64(v47))
-		v50 := float32(acc50)
-		out.TDError[iB] = v50
+		v41 := float32(valueDiff * valueDiff)
+		v42 := float32(half * v41)
+		lossValue.Add(float64(v42))
+		v45 := -logProb
+		entropy.Add(float64(v45))
+		v48 := float32(acc48)
+		out.TDError[iB] = v48
 	}
 	out.LossActor = float32(lossActor.Result())
 	out.LossQvalue = float32(lossQvalue.Result())
@@ -106,10 +103,10 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c20 := float32(3)
 	c23 := float32(100)
 	half := float32(0.5)
+	c50 := float32(0.0009765625)
 	zero := float32(0)
-	c52 := float32(0.0009765625)
 	minusOne := float32(-1)
-	c78 := float32(-0.0009765625)
+	c77 := float32(-0.0009765625)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossValue := runtime.Mean{}
@@ -128,14 +125,14 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		out.ValueTarget[iB] = td0Return
 		logProb := in.LogProb[iB]
 		acc17 := math.Inf(1)
-		acc50 := math.Inf(-1)
+		acc48 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*1024+iB]
 			targetStateActionValue := in.TargetStateActionValue[iQ*1024+iB]
 			acc17 = runtime.Min(acc17, float64(targetStateActionValue))
 			diff := stateActionValue - td0Return
-			v49 := float32(diff * diff)
-			acc50 = runtime.Max(acc50, float64(v49))
+			v47 := float32(diff * diff)
+			acc48 = runtime.Max(acc48, float64(v47))
 		}
 		v17 := float32(acc17)
 		v19 := v17 - stateValue
@@ -160,21 +157,19 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		v37 := float32(acc37)
 		lossQvalue.Add(float64(v37))
 		valueDiff := v17 - stateValue
-		v41 := b2f(valueDiff > zero)
-		v42 := sel(v41, half, half)
-		v43 := float32(valueDiff * valueDiff)
-		v44 := float32(v42 * v43)
-		lossValue.Add(float64(v44))
-		v47 := -logProb
-		entropy.Add(float64(v47))
-		v50 := float32(acc50)
-		out.TDError[iB] = v50
-		v53 := float32(c52 * v42)
-		v54 := b2f(v53 != zero)
-		v55 := float32(v53 * valueDiff)
-		v56 := sel(v54, v55, v53)
-		v57 := v56 + v56
-		gradStateValue := -v57
+		v41 := float32(valueDiff * valueDiff)
+		v42 := float32(half * v41)
+		lossValue.Add(float64(v42))
+		v45 := -logProb
+		entropy.Add(float64(v45))
+		v48 := float32(acc48)
+		out.TDError[iB] = v48
+		v51 := float32(c50 * half)
+		v53 := b2f(v51 != zero)
+		v54 := float32(v51 * valueDiff)
+		v55 := sel(v53, v54, v51)
+		v56 := v55 + v55
+		gradStateValue := -v56
 		grads.StateValue[iB] = gradStateValue
 		for iQ := 0; iQ < 2; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*1024+iB]
@@ -182,27 +177,27 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			absDiff := float32(math.Abs(float64(diff)))
 			v32 := b2f(absDiff < one)
 			v33 := float32(half * absDiff)
-			v59 := sel(v32, c52, zero)
-			v60 := sel(v32, zero, c52)
-			v61 := b2f(v59 != zero)
-			v62 := float32(v59 * absDiff)
-			v63 := sel(v61, v62, v59)
-			v64 := float32(v59 * v33)
-			v65 := sel(v61, v64, v59)
-			v66 := v60 + v65
-			v67 := float32(v63 * half)
-			v68 := v66 + v67
-			v69 := b2f(diff > zero)
-			v70 := b2f(diff < zero)
-			v72 := float32(diff * zero)
-			v73 := sel(v70, minusOne, v72)
-			v74 := sel(v69, one, v73)
-			v75 := b2f(v68 != zero)
-			v76 := float32(v68 * v74)
-			gradStateActionValue := sel(v75, v76, v68)
+			v58 := sel(v32, c50, zero)
+			v59 := sel(v32, zero, c50)
+			v60 := b2f(v58 != zero)
+			v61 := float32(v58 * absDiff)
+			v62 := sel(v60, v61, v58)
+			v63 := float32(v58 * v33)
+			v64 := sel(v60, v63, v58)
+			v65 := v59 + v64
+			v66 := float32(v62 * half)
+			v67 := v65 + v66
+			v68 := b2f(diff > zero)
+			v69 := b2f(diff < zero)
+			v71 := float32(diff * zero)
+			v72 := sel(v69, minusOne, v71)
+			v73 := sel(v68, one, v72)
+			v74 := b2f(v67 != zero)
+			v75 := float32(v67 * v73)
+			gradStateActionValue := sel(v74, v75, v67)
 			grads.StateActionValue[iQ*1024+iB] = gradStateActionValue
 		}
-		gradLogProb := float32(c78 * v24)
+		gradLogProb := float32(c77 * v24)
 		grads.LogProb[iB] = gradLogProb
 	}
 	out.LossActor = float32(lossActor.Result())

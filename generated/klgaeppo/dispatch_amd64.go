@@ -32,18 +32,18 @@ type avxState struct {
 	r71_p  []float32
 	r73_s  []float64
 	r76_s  []float64
-	r84_s  []float64
-	r98_s  []float64
-	r98_ok []float32
-	r100_s []float64
+	r83_s  []float64
+	r97_s  []float64
+	r97_ok []float32
+	r99_s  []float64
 	p0_ok  []float32
+	r105_s []float64
+	r105_p []float32
 	r106_s []float64
 	r106_p []float32
-	r107_s []float64
-	r107_p []float32
 	p2_ok  []float32
 	r81_s  []float64
-	r89_s  []float64
+	r88_s  []float64
 	res    []float64
 }
 
@@ -61,18 +61,18 @@ var avxPool = sync.Pool{New: func() any {
 	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
 	st.r73_s = st.buf[208:264]
 	st.r76_s = st.buf[272:328]
-	st.r84_s = st.buf[336:392]
-	st.r98_s = st.buf[400:456]
-	st.r98_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
-	st.r100_s = st.buf[504:560]
+	st.r83_s = st.buf[336:392]
+	st.r97_s = st.buf[400:456]
+	st.r97_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
+	st.r99_s = st.buf[504:560]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r106_s = st.buf[584:600]
-	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.r107_s = st.buf[624:640]
-	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.r105_s = st.buf[584:600]
+	st.r105_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r106_s = st.buf[624:640]
+	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
 	st.r81_s = st.buf[680:736]
-	st.r89_s = st.buf[744:800]
+	st.r88_s = st.buf[744:800]
 	st.res = make([]float64, 48)
 	return st
 }}
@@ -99,10 +99,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r71_p, 0)
 		runtime.Fill(st.r73_s, 0)
 		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r84_s, 0)
-		runtime.Fill(st.r98_s, 0)
-		runtime.SetMask(st.r98_ok)
-		runtime.Fill(st.r100_s, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r97_s, 0)
+		runtime.SetMask(st.r97_ok)
+		runtime.Fill(st.r99_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -127,14 +127,14 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
 			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
 			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
-			runtime.MergeSum(sts[0].r98_s, sts[c].r98_s)
-			runtime.MergeMask(sts[0].r98_ok, sts[c].r98_ok)
-			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
+			runtime.MergeMask(sts[0].r97_ok, sts[c].r97_ok)
+			runtime.MergeSum(sts[0].r99_s, sts[c].r99_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r98_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r97_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -157,15 +157,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	for k, v := range st.res[:48] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r84_s, 1)
+	runtime.FinishSum(st.res[:48], st.r83_s, 1)
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r98_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r97_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r100_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r99_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -189,10 +189,10 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r105_s, 0)
+		runtime.Fill(st.r105_p, 0)
 		runtime.Fill(st.r106_s, 0)
 		runtime.Fill(st.r106_p, 0)
-		runtime.Fill(st.r107_s, 0)
-		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(lo, hi, &s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
 	}
@@ -210,8 +210,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r105_s, sts[c].r105_s)
 			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
-			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -220,9 +220,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r106_s, 8)
+	runtime.FinishSum(st.res[:1], st.r105_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r107_s, 8)
+	runtime.FinishSum(st.res[:1], st.r106_s, 8)
 	s.s13 = float32(st.res[0])
 }
 
@@ -237,7 +237,7 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r81_s, 0)
-		runtime.Fill(st.r89_s, 0)
+		runtime.Fill(st.r88_s, 0)
 		pass3AVX2(lo, &s.s0[0], &in.StateValue[0], &in.Mask[0], &s.s5[0], &s.s6[0], &st.buf[0], &s.s8[0], hi)
 	}
 	n := min(pass3Chunks, 16)
@@ -255,14 +255,14 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
-			runtime.MergeSum(sts[0].r89_s, sts[c].r89_s)
+			runtime.MergeSum(sts[0].r88_s, sts[c].r88_s)
 		}
 	}
 	runtime.FinishSum(st.res[:48], st.r81_s, 1)
 	for k, v := range st.res[:48] {
 		s.s7[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r89_s, 1)
+	runtime.FinishSum(st.res[:48], st.r88_s, 1)
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}
@@ -314,7 +314,7 @@ type fbAvxState struct {
 	r29_p  []float32
 	r73_s  []float64
 	r76_s  []float64
-	r84_s  []float64
+	r83_s  []float64
 	p0_ok  []float32
 	r48_s  []float64
 	r48_p  []float32
@@ -325,15 +325,15 @@ type fbAvxState struct {
 	r71_s  []float64
 	r71_p  []float32
 	r81_s  []float64
-	r89_s  []float64
-	r98_s  []float64
-	r98_ok []float32
-	r100_s []float64
+	r88_s  []float64
+	r97_s  []float64
+	r97_ok []float32
+	r99_s  []float64
 	p1_ok  []float32
+	r105_s []float64
+	r105_p []float32
 	r106_s []float64
 	r106_p []float32
-	r107_s []float64
-	r107_p []float32
 	p3_ok  []float32
 	res    []float64
 }
@@ -344,7 +344,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r73_s = st.buf[48:104]
 	st.r76_s = st.buf[112:168]
-	st.r84_s = st.buf[176:232]
+	st.r83_s = st.buf[176:232]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 8)
 	st.r48_s = st.buf[256:272]
 	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
@@ -355,15 +355,15 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r71_s = st.buf[376:392]
 	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
 	st.r81_s = st.buf[416:472]
-	st.r89_s = st.buf[480:536]
-	st.r98_s = st.buf[544:600]
-	st.r98_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
-	st.r100_s = st.buf[648:704]
+	st.r88_s = st.buf[480:536]
+	st.r97_s = st.buf[544:600]
+	st.r97_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
+	st.r99_s = st.buf[648:704]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
-	st.r106_s = st.buf[728:744]
-	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
-	st.r107_s = st.buf[768:784]
-	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
+	st.r105_s = st.buf[728:744]
+	st.r105_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
+	st.r106_s = st.buf[768:784]
+	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[808])), 8)
 	st.res = make([]float64, 48)
 	return st
@@ -384,7 +384,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r29_p, 0)
 		runtime.Fill(st.r73_s, 0)
 		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r83_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -405,7 +405,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
 			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -424,7 +424,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	for k, v := range st.res[:48] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r84_s, 1)
+	runtime.FinishSum(st.res[:48], st.r83_s, 1)
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
@@ -450,10 +450,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r71_s, 0)
 		runtime.Fill(st.r71_p, 0)
 		runtime.Fill(st.r81_s, 0)
-		runtime.Fill(st.r89_s, 0)
-		runtime.Fill(st.r98_s, 0)
-		runtime.SetMask(st.r98_ok)
-		runtime.Fill(st.r100_s, 0)
+		runtime.Fill(st.r88_s, 0)
+		runtime.Fill(st.r97_s, 0)
+		runtime.SetMask(st.r97_ok)
+		runtime.Fill(st.r99_s, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &out.NumValid, &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
 	}
@@ -476,14 +476,14 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
 			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
 			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
-			runtime.MergeSum(sts[0].r89_s, sts[c].r89_s)
-			runtime.MergeSum(sts[0].r98_s, sts[c].r98_s)
-			runtime.MergeMask(sts[0].r98_ok, sts[c].r98_ok)
-			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
+			runtime.MergeSum(sts[0].r88_s, sts[c].r88_s)
+			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
+			runtime.MergeMask(sts[0].r97_ok, sts[c].r97_ok)
+			runtime.MergeSum(sts[0].r99_s, sts[c].r99_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r98_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r97_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
@@ -500,15 +500,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	for k, v := range st.res[:48] {
 		s.s7[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r89_s, 1)
+	runtime.FinishSum(st.res[:48], st.r88_s, 1)
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r98_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r97_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r100_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r99_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -534,10 +534,10 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r105_s, 0)
+		runtime.Fill(st.r105_p, 0)
 		runtime.Fill(st.r106_s, 0)
 		runtime.Fill(st.r106_p, 0)
-		runtime.Fill(st.r107_s, 0)
-		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
 	}
@@ -555,8 +555,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r105_s, sts[c].r105_s)
 			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
-			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
@@ -565,9 +565,9 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r106_s, 8)
+	runtime.FinishSum(st.res[:1], st.r105_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r107_s, 8)
+	runtime.FinishSum(st.res[:1], st.r106_s, 8)
 	s.s13 = float32(st.res[0])
 }
 

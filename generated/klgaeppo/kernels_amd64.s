@@ -185,7 +185,6 @@ blocks_2:
 
 	// v39 = ge(v30, 0)
 	VCMPPS  $0x1d, Y4, Y6, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y2
 	VMOVUPS lgc25<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -256,7 +255,6 @@ blocks_2:
 
 	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y3, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
 	VMULPS lgc22<>+0(SB), Y3, Y7
@@ -306,10 +304,7 @@ blocks_2:
 	VMOVUPD      Y1, 2208(BX)(DI*8)
 	VMOVUPS      352(SP), Y1
 
-	// v83 = where(mask, v59, 0)
-	VBLENDVPS Y5, Y1, Y4, Y1
-
-	// sum(v83) over [B]
+	// sum(v59) over [B]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -320,10 +315,10 @@ blocks_2:
 	VMOVUPS      320(SP), Y1
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v97 = where(mask, logWeight, -Inf)
+	// v96 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y5, Y1, Y2, Y1
 
-	// logsumexp(v97) over [B]
+	// logsumexp(v96) over [B]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -372,7 +367,7 @@ blocks_2:
 	VADDPD       4064(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 4064(BX)(DI*8)
 
-	// v99 = mul(2, v97)
+	// v98 = mul(2, v96)
 	VMULPS  lgc31<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y1
 
@@ -944,15 +939,15 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v101 = mul(2, logSumW)
+	// v100 = mul(2, logSumW)
 	VMULPS  lgc31<>+0(SB), Y0, Y0
 	MOVQ    s11+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v102 = sub(v101, logSumW2)
+	// v101 = sub(v100, logSumW2)
 	VSUBPS Y1, Y0, Y0
 
-	// essCol = exp(v102)
+	// essCol = exp(v101)
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y2
@@ -984,19 +979,19 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v104 = gt(v73, 0)
+	// v103 = gt(v73, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y2
 
-	// v105 = where(v104, essCol, 0)
+	// v104 = where(v103, essCol, 0)
 	VBLENDVPS Y0, Y3, Y1, Y0
 
-	// sum(v105) over [L]
+	// sum(v104) over [L]
 	MOVQ    state+40(FP), DX
 	VADDPS  4864(DX), Y0, Y0
 	VMOVUPS Y0, 4864(DX)
 
-	// sum(v104) over [L]
+	// sum(v103) over [L]
 	VADDPS       5184(DX), Y2, Y0
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
@@ -1140,19 +1135,19 @@ blocks_8:
 	MOVQ         s8+56(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
-	// v85 = div(v84, v74)
+	// v84 = div(v83, v74)
 	VDIVPS Y4, Y1, Y1
 
-	// v86 = sub(v59, v85)
+	// v85 = sub(v59, v84)
 	VSUBPS Y1, Y0, Y0
 
-	// v87 = mul(v86, v86)
+	// v86 = mul(v85, v85)
 	VMULPS Y0, Y0, Y0
 
-	// v88 = where(mask, v87, 0)
+	// v87 = where(mask, v86, 0)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// sum(v88) over [B]
+	// sum(v87) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1177,16 +1172,16 @@ TEXT ·pass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v108 = max(v107, 1)
+	// v107 = max(v106, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v109 = div(v106, v108)
+	// v108 = div(v105, v107)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc33<>+0(SB), Y1
 
-	// ess = div(v109, 16)
+	// ess = div(v108, 16)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1229,16 +1224,16 @@ blocks_9:
 	MOVQ    s9+32(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
-	// targetVar = div(v89, v74)
+	// targetVar = div(v88, v74)
 	VDIVPS Y0, Y3, Y0
 
-	// v92 = add(targetVar, 1.1920929e-07)
+	// v91 = add(targetVar, 1.1920929e-07)
 	VADDPS lgc34<>+0(SB), Y0, Y0
 
-	// v93 = div(residVar, v92)
+	// v92 = div(residVar, v91)
 	VDIVPS Y0, Y2, Y0
 
-	// explainedVariance = sub(1, v93)
+	// explainedVariance = sub(1, v92)
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance
@@ -1421,16 +1416,13 @@ blocks_12:
 	VADDPD       928(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 928(BX)(DI*8)
 
-	// v83 = where(mask, v59, 0)
-	VBLENDVPS Y5, Y6, Y4, Y1
-
-	// sum(v83) over [B]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1408(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 1408(BX)(DI*8)
-	VADDPD       1440(BX)(DI*8), Y1, Y1
+	// sum(v59) over [B]
+	VCVTPS2PD    X6, Y1
+	VEXTRACTF128 $0x01, Y6, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1408(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 1408(BX)(DI*8)
+	VADDPD       1440(BX)(DI*8), Y2, Y1
 	VMOVUPD      Y1, 1440(BX)(DI*8)
 	VMOVUPS      64(SP), Y1
 
@@ -1590,11 +1582,10 @@ blocks_15:
 
 	// v39 = ge(v30, 0)
 	VCMPPS  $0x1d, Y2, Y3, Y0
-	VANDPS  lgc2<>+0(SB), Y0, Y4
-	VMOVUPS lgc25<>+0(SB), Y8
+	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y5, Y8, Y8
+	VMINPS  Y5, Y4, Y4
 	VMOVUPS Y6, 96(SP)
 	VMOVUPS lgc26<>+0(SB), Y6
 
@@ -1603,28 +1594,28 @@ blocks_15:
 	VMOVUPS Y5, 128(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y0, Y8, Y6, Y0
+	VBLENDVPS Y0, Y4, Y6, Y4
 
 	// gain = mul(v30, ratioClipped)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y4, Y3, Y4
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y0, Y0
+	VXORPS lgc27<>+0(SB), Y4, Y4
 
 	// v47 = where(mask, v46, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VBLENDVPS Y1, Y4, Y2, Y4
 
 	// sum(v47) over [B L]
 	MOVQ         state+48(FP), BX
-	VADDPS       2240(BX), Y0, Y0
-	VMOVUPS      Y0, 2240(BX)
+	VADDPS       2240(BX), Y4, Y4
+	VMOVUPS      Y4, 2240(BX)
 	MOVQ         numValid+56(FP), DI
 	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y0
+	VBROADCASTSS (DI)(R8*4), Y4
 	VMOVUPS      lgc2<>+0(SB), Y5
 
 	// v49 = max(numValid, 1)
-	VMAXPS  Y0, Y5, Y0
+	VMAXPS  Y4, Y5, Y4
 	VMOVUPS 96(SP), Y6
 
 	// v51 = ne(logWeightClip, logWeight)
@@ -1633,27 +1624,27 @@ blocks_15:
 
 	// v52 = where(mask, v51, 0)
 	VBLENDVPS Y1, Y6, Y2, Y6
-	VMOVUPS   Y4, 160(SP)
+	VMOVUPS   Y0, 160(SP)
 
 	// sum(v52) over [B L]
-	VADDPS  2560(BX), Y6, Y4
-	VMOVUPS Y4, 2560(BX)
-	VMOVUPS 32(SP), Y4
+	VADDPS  2560(BX), Y6, Y0
+	VMOVUPS Y0, 2560(BX)
+	VMOVUPS 32(SP), Y0
 	VMOVUPS 64(SP), Y6
 
 	// v55 = sub(v4, v32)
-	VSUBPS Y6, Y4, Y4
+	VSUBPS Y6, Y0, Y0
 
 	// v56 = where(mask, v55, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// sum(v56) over [B L]
-	VADDPS  2880(BX), Y4, Y4
-	VMOVUPS Y4, 2880(BX)
-	VMOVUPS (SP), Y4
+	VADDPS  2880(BX), Y0, Y0
+	VMOVUPS Y0, 2880(BX)
+	VMOVUPS (SP), Y0
 
 	// v59 = where(mask, valueTarget, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VBLENDVPS Y1, Y0, Y2, Y0
 	MOVQ      stateValue+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y6
 
@@ -1661,7 +1652,7 @@ blocks_15:
 	VBLENDVPS Y1, Y6, Y2, Y6
 
 	// diff = sub(v59, v60)
-	VSUBPS Y6, Y4, Y6
+	VSUBPS Y6, Y0, Y6
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y7
@@ -1669,24 +1660,23 @@ blocks_15:
 
 	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y7, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y9
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc22<>+0(SB), Y7, Y10
+	VMULPS  lgc22<>+0(SB), Y7, Y9
 	VMOVUPS Y3, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y4, 224(SP)
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y7, Y10, Y0
+	VMULPS Y7, Y9, Y3
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc22<>+0(SB), Y7, Y3
-	VMOVUPS Y10, 256(SP)
+	VSUBPS  lgc22<>+0(SB), Y7, Y4
+	VMOVUPS Y9, 256(SP)
 	VMOVUPS Y7, 288(SP)
-	VMOVUPS Y4, 320(SP)
+	VMOVUPS Y0, 320(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y8, Y0, Y3, Y0
+	VBLENDVPS Y8, Y3, Y4, Y0
 
 	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y0, Y0
@@ -1731,20 +1721,20 @@ blocks_15:
 	MOVQ         s8+80(FP), DI
 	VMOVUPS      (DI)(R8*4), Y3
 
-	// v85 = div(v84, v74)
+	// v84 = div(v83, v74)
 	VDIVPS  Y0, Y3, Y0
 	VMOVUPS 320(SP), Y3
 
-	// v86 = sub(v59, v85)
+	// v85 = sub(v59, v84)
 	VSUBPS Y0, Y3, Y0
 
-	// v87 = mul(v86, v86)
+	// v86 = mul(v85, v85)
 	VMULPS Y0, Y0, Y0
 
-	// v88 = where(mask, v87, 0)
+	// v87 = where(mask, v86, 0)
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// sum(v88) over [B]
+	// sum(v87) over [B]
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1755,11 +1745,11 @@ blocks_15:
 	VMOVUPS      96(SP), Y0
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v97 = where(mask, logWeight, -Inf)
+	// v96 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y0, Y2, Y0
-	VMOVUPS   Y9, 384(SP)
+	VMOVUPS   Y8, 384(SP)
 
-	// logsumexp(v97) over [B]
+	// logsumexp(v96) over [B]
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y2
@@ -1808,12 +1798,12 @@ blocks_15:
 	VADDPD       5216(BX)(R8*8), Y1, Y1
 	VMOVUPD      Y1, 5216(BX)(R8*8)
 
-	// v99 = mul(2, v97)
+	// v98 = mul(2, v96)
 	VMULPS  lgc31<>+0(SB), Y0, Y0
 	VMOVUPS lgc2<>+0(SB), Y0
 	VMOVUPS 224(SP), Y1
 
-	// v112 = div(1, v49)
+	// v111 = div(1, v49)
 	VDIVPS    Y1, Y0, Y1
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y2
@@ -1822,121 +1812,116 @@ blocks_15:
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VMOVUPS   lgc0<>+0(SB), Y4
 
-	// v114 = where(mask, v112, 0)
+	// v113 = where(mask, v111, 0)
 	VBLENDVPS Y3, Y1, Y4, Y1
 
-	// v115 = mul(v114, 1)
+	// v114 = mul(v113, 1)
 	VMULPS  lgc2<>+0(SB), Y1, Y3
 	VMOVUPS 384(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v116 = where(v64, v115, 0)
+	// v115 = where(v64, v114, 0)
 	VBLENDVPS Y6, Y3, Y4, Y5
 
-	// v117 = where(v64, 0, v115)
+	// v116 = where(v64, 0, v114)
 	VBLENDVPS Y6, Y4, Y3, Y3
 
-	// v118 = ne(v116, 0)
+	// v117 = ne(v115, 0)
 	VCMPPS  $0x04, Y4, Y5, Y6
-	VANDPS  lgc2<>+0(SB), Y6, Y7
 	VMOVUPS 288(SP), Y7
 
-	// v119 = mul(v116, absDiff)
+	// v118 = mul(v115, absDiff)
 	VMULPS  Y7, Y5, Y7
 	VMOVUPS Y1, 416(SP)
 
-	// v120 = where(v118, v119, v116)
+	// v119 = where(v117, v118, v115)
 	VBLENDVPS Y6, Y7, Y5, Y1
 	VMOVUPS   256(SP), Y7
 
-	// v121 = mul(v116, v65)
+	// v120 = mul(v115, v65)
 	VMULPS Y7, Y5, Y7
 
-	// v122 = where(v118, v121, v116)
+	// v121 = where(v117, v120, v115)
 	VBLENDVPS Y6, Y7, Y5, Y5
 
-	// v123 = add(v117, v122)
+	// v122 = add(v116, v121)
 	VADDPS Y5, Y3, Y3
 
-	// v124 = mul(v120, 0.5)
+	// v123 = mul(v119, 0.5)
 	VMULPS lgc22<>+0(SB), Y1, Y1
 
-	// v125 = add(v123, v124)
+	// v124 = add(v122, v123)
 	VADDPS  Y1, Y3, Y1
 	VMOVUPS 352(SP), Y3
 
-	// v126 = gt(diff, 0)
+	// v125 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y6
 
-	// v127 = lt(diff, 0)
+	// v126 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y7
 
-	// v128 = mul(diff, 0)
+	// v127 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc35<>+0(SB), Y7
 
-	// v129 = where(v127, -1, v128)
+	// v128 = where(v126, -1, v127)
 	VBLENDVPS Y6, Y7, Y3, Y3
 
-	// v130 = where(v126, 1, v129)
+	// v129 = where(v125, 1, v128)
 	VBLENDVPS Y5, Y0, Y3, Y0
 
-	// v131 = ne(v125, 0)
+	// v130 = ne(v124, 0)
 	VCMPPS $0x04, Y4, Y1, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y5
 
-	// v132 = mul(v125, v130)
+	// v131 = mul(v124, v129)
 	VMULPS Y0, Y1, Y0
 
-	// v133 = where(v131, v132, v125)
+	// v132 = where(v130, v131, v124)
 	VBLENDVPS Y3, Y0, Y1, Y0
 
-	// v134 = neg(v133)
+	// v133 = neg(v132)
 	VXORPS  lgc27<>+0(SB), Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 	VCMPPS  $0x04, Y1, Y2, Y1
 
-	// gradStateValue = where(mask, v134, 0)
+	// gradStateValue = where(mask, v133, 0)
 	VBLENDVPS Y1, Y0, Y4, Y0
 	VMOVUPS   416(SP), Y2
 
-	// v136 = neg(v114)
+	// v135 = neg(v113)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
-	// v137 = ne(v136, 0)
+	// v136 = ne(v135, 0)
 	VCMPPS  $0x04, Y4, Y2, Y3
-	VANDPS  lgc2<>+0(SB), Y3, Y5
 	VMOVUPS 192(SP), Y5
 
-	// v138 = mul(v136, v30)
+	// v137 = mul(v135, v30)
 	VMULPS Y5, Y2, Y5
 
-	// v139 = where(v137, v138, v136)
+	// v138 = where(v136, v137, v135)
 	VBLENDVPS Y3, Y5, Y2, Y2
 	VMOVUPS   160(SP), Y3
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 
-	// v140 = where(v39, v139, 0)
+	// v139 = where(v39, v138, 0)
 	VBLENDVPS Y5, Y2, Y4, Y3
 
-	// v141 = where(v39, 0, v139)
+	// v140 = where(v39, 0, v138)
 	VBLENDVPS Y5, Y4, Y2, Y2
 	VMOVUPS   128(SP), Y5
 	VMOVUPS   lgc26<>+0(SB), Y6
 
-	// v142 = ge(ratio, 0.8000000028326788)
+	// v141 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v143 = ne(ratio, ratio)
+	// v142 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v144 = max(v142, v143)
+	// v143 = max(v141, v142)
 	VXORPS  lgc27<>+0(SB), Y6, Y6
 	VXORPS  lgc27<>+0(SB), Y7, Y9
 	VMINPS  Y6, Y9, Y8
@@ -1946,15 +1931,15 @@ blocks_15:
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y6, Y8
 
-	// v145 = where(v144, v141, 0)
+	// v144 = where(v143, v140, 0)
 	VBLENDVPS Y8, Y2, Y4, Y2
 	VMOVUPS   lgc25<>+0(SB), Y6
 
-	// v146 = le(ratio, 1.2000000078829447)
+	// v145 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v147 = max(v146, v143)
+	// v146 = max(v145, v142)
 	VXORPS  lgc27<>+0(SB), Y6, Y6
 	VXORPS  lgc27<>+0(SB), Y7, Y7
 	VMINPS  Y6, Y7, Y8
@@ -1964,23 +1949,22 @@ blocks_15:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v148 = where(v147, v140, 0)
+	// v147 = where(v146, v139, 0)
 	VBLENDVPS Y7, Y3, Y4, Y3
 
-	// v149 = add(v145, v148)
+	// v148 = add(v144, v147)
 	VADDPS Y3, Y2, Y2
 
-	// v150 = ne(v149, 0)
+	// v149 = ne(v148, 0)
 	VCMPPS $0x04, Y4, Y2, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y6
 
-	// v151 = mul(v149, ratio)
+	// v150 = mul(v148, ratio)
 	VMULPS Y5, Y2, Y5
 
-	// v152 = where(v150, v151, v149)
+	// v151 = where(v149, v150, v148)
 	VBLENDVPS Y3, Y5, Y2, Y2
 
-	// gradLogProb = where(mask, v152, 0)
+	// gradLogProb = where(mask, v151, 0)
 	VBLENDVPS Y1, Y2, Y4, Y1
 
 	// store gradStateValue
@@ -2196,29 +2180,29 @@ blocks_17:
 	MOVQ    s9+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y4
 
-	// targetVar = div(v89, v74)
+	// targetVar = div(v88, v74)
 	VDIVPS Y2, Y4, Y2
 
-	// v92 = add(targetVar, 1.1920929e-07)
+	// v91 = add(targetVar, 1.1920929e-07)
 	VADDPS lgc34<>+0(SB), Y2, Y2
 
-	// v93 = div(residVar, v92)
+	// v92 = div(residVar, v91)
 	VDIVPS Y2, Y3, Y2
 
-	// explainedVariance = sub(1, v93)
+	// explainedVariance = sub(1, v92)
 	VSUBPS  Y2, Y1, Y1
 	MOVQ    s10+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v101 = mul(2, logSumW)
+	// v100 = mul(2, logSumW)
 	VMULPS  lgc31<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v102 = sub(v101, logSumW2)
+	// v101 = sub(v100, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v102)
+	// essCol = exp(v101)
 	VMAXPS       lgc12<>+0(SB), Y2, Y3
 	VMINPS       lgc13<>+0(SB), Y3, Y3
 	VMULPS       lgc14<>+0(SB), Y3, Y4
@@ -2248,19 +2232,19 @@ blocks_17:
 	VBLENDVPS    Y3, Y2, Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y2
 
-	// v104 = gt(v73, 0)
+	// v103 = gt(v73, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y3
 
-	// v105 = where(v104, essCol, 0)
+	// v104 = where(v103, essCol, 0)
 	VBLENDVPS Y0, Y5, Y2, Y0
 
-	// sum(v105) over [L]
+	// sum(v104) over [L]
 	MOVQ    state+56(FP), DX
 	VADDPS  6016(DX), Y0, Y0
 	VMOVUPS Y0, 6016(DX)
 
-	// sum(v104) over [L]
+	// sum(v103) over [L]
 	VADDPS  6336(DX), Y3, Y0
 	VMOVUPS Y0, 6336(DX)
 
@@ -2346,16 +2330,16 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v108 = max(v107, 1)
+	// v107 = max(v106, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v109 = div(v106, v108)
+	// v108 = div(v105, v107)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc33<>+0(SB), Y1
 
-	// ess = div(v109, 16)
+	// ess = div(v108, 16)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

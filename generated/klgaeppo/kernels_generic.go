@@ -20,23 +20,23 @@ type scratch struct {
 	s5       []float32           // v73 = sum(v28) over B [L=48]
 	s6       []float32           // v76 = sum(v75) over B [L=48]
 	s7       []float32           // v81 = sum(v80) over B [L=48]
-	s8       []float32           // v84 = sum(v83) over B [L=48]
-	s9       []float32           // v89 = sum(v88) over B [L=48]
-	s10      []float32           // logSumW = logsumexp(v97) over B [L=48]
-	s11      []float32           // logSumW2 = logsumexp(v99) over B [L=48]
-	s12      float32             // v106 = sum(v105) over L
-	s13      float32             // v107 = sum(v104) over L
+	s8       []float32           // v83 = sum(v59) over B [L=48]
+	s9       []float32           // v88 = sum(v87) over B [L=48]
+	s10      []float32           // logSumW = logsumexp(v96) over B [L=48]
+	s11      []float32           // logSumW2 = logsumexp(v98) over B [L=48]
+	s12      float32             // v105 = sum(v104) over L
+	s13      float32             // v106 = sum(v103) over L
 	acc73    []float64           // accumulators of v73
 	acc76    []float64           // accumulators of v76
-	acc84    []float64           // accumulators of v84
+	acc83    []float64           // accumulators of v83
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
 	acc81    []float64           // accumulators of v81
-	acc89    []float64           // accumulators of v89
+	acc88    []float64           // accumulators of v88
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc84: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48), acc81: make([]float64, 48), acc89: make([]float64, 48)}
+	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc83: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48), acc81: make([]float64, 48), acc88: make([]float64, 48)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along L over
@@ -52,7 +52,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c42 := float32(0.8)
 	half := float32(0.5)
 	two := float32(2)
-	c96 := float32(math.Inf(-1))
+	c95 := float32(math.Inf(-1))
 	numValid := 0.0
 	acc48 := 0.0
 	acc53 := 0.0
@@ -64,8 +64,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	for k := range s.acc76 {
 		s.acc76[k] = 0.0
 	}
-	for k := range s.acc84 {
-		s.acc84[k] = 0.0
+	for k := range s.acc83 {
+		s.acc83[k] = 0.0
 	}
 	for k := range s.logSumW {
 		s.logSumW[k] = runtime.NewLogSumExp()
@@ -143,12 +143,11 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			s.acc73[iL] += float64(v28)
 			v75 := sel(mask, diff, zero)
 			s.acc76[iL] += float64(v75)
-			v83 := sel(mask, v59, zero)
-			s.acc84[iL] += float64(v83)
-			v97 := sel(mask, logWeight, c96)
-			s.logSumW[iL].Add(float64(v97))
-			v99 := float32(two * v97)
-			s.logSumW2[iL].Add(float64(v99))
+			s.acc83[iL] += float64(v59)
+			v96 := sel(mask, logWeight, c95)
+			s.logSumW[iL].Add(float64(v96))
+			v98 := float32(two * v96)
+			s.logSumW2[iL].Add(float64(v98))
 		}
 	}
 	out.NumValid = float32(numValid)
@@ -162,8 +161,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	for k := range s.acc76 {
 		s.s6[k] = float32(s.acc76[k])
 	}
-	for k := range s.acc84 {
-		s.s8[k] = float32(s.acc84[k])
+	for k := range s.acc83 {
+		s.s8[k] = float32(s.acc83[k])
 	}
 	for k := range s.logSumW {
 		s.s10[k] = float32(s.logSumW[k].Result())
@@ -196,22 +195,22 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	zero := float32(0)
 	two := float32(2)
+	acc105 := 0.0
 	acc106 := 0.0
-	acc107 := 0.0
 	for iL := 0; iL < 48; iL++ {
 		v73 := s.s5[iL]
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
-		v101 := float32(two * logSumW)
-		v102 := v101 - logSumW2
-		essCol := float32(math.Exp(float64(v102)))
-		v104 := b2f(v73 > zero)
-		v105 := sel(v104, essCol, zero)
-		acc106 += float64(v105)
-		acc107 += float64(v104)
+		v100 := float32(two * logSumW)
+		v101 := v100 - logSumW2
+		essCol := float32(math.Exp(float64(v101)))
+		v103 := b2f(v73 > zero)
+		v104 := sel(v103, essCol, zero)
+		acc105 += float64(v104)
+		acc106 += float64(v103)
 	}
-	s.s12 = float32(acc106)
-	s.s13 = float32(acc107)
+	s.s12 = float32(acc105)
+	s.s13 = float32(acc106)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [B=16 L=48].
@@ -221,8 +220,8 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	for k := range s.acc81 {
 		s.acc81[k] = 0.0
 	}
-	for k := range s.acc89 {
-		s.acc89[k] = 0.0
+	for k := range s.acc88 {
+		s.acc88[k] = 0.0
 	}
 	for iB := 0; iB < 16; iB++ {
 		for iL := 0; iL < 48; iL++ {
@@ -241,48 +240,48 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v79 := float32(v78 * v78)
 			v80 := sel(mask, v79, zero)
 			s.acc81[iL] += float64(v80)
-			v84 := s.s8[iL]
-			v85 := v84 / v74
-			v86 := v59 - v85
-			v87 := float32(v86 * v86)
-			v88 := sel(mask, v87, zero)
-			s.acc89[iL] += float64(v88)
+			v83 := s.s8[iL]
+			v84 := v83 / v74
+			v85 := v59 - v84
+			v86 := float32(v85 * v85)
+			v87 := sel(mask, v86, zero)
+			s.acc88[iL] += float64(v87)
 		}
 	}
 	for k := range s.acc81 {
 		s.s7[k] = float32(s.acc81[k])
 	}
-	for k := range s.acc89 {
-		s.s9[k] = float32(s.acc89[k])
+	for k := range s.acc88 {
+		s.s9[k] = float32(s.acc88[k])
 	}
 }
 
 // pass4Go is pass 4 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass4Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c110 := float32(16)
-	v106 := s.s12
-	v107 := s.s13
-	v108 := max(v107, one)
-	v109 := v106 / v108
-	ess := v109 / c110
+	c109 := float32(16)
+	v105 := s.s12
+	v106 := s.s13
+	v107 := max(v106, one)
+	v108 := v105 / v107
+	ess := v108 / c109
 	out.ESS = ess
 }
 
 // pass5Go is pass 5 of Forward's plan (lossgen explain): an elementwise loop over [L=48].
 func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c91 := float32(1.1920929e-07)
+	c90 := float32(1.1920929e-07)
 	for iL := 0; iL < 48; iL++ {
 		v73 := s.s5[iL]
 		v74 := max(v73, one)
 		v81 := s.s7[iL]
 		residVar := v81 / v74
-		v89 := s.s9[iL]
-		targetVar := v89 / v74
-		v92 := targetVar + c91
-		v93 := residVar / v92
-		explainedVariance := one - v93
+		v88 := s.s9[iL]
+		targetVar := v88 / v74
+		v91 := targetVar + c90
+		v92 := residVar / v91
+		explainedVariance := one - v92
 		out.ExplainedVariance[iL] = explainedVariance
 	}
 }
@@ -298,23 +297,23 @@ type fbScratch struct {
 	s5       []float32           // v73 = sum(v28) over B [L=48]
 	s6       []float32           // v76 = sum(v75) over B [L=48]
 	s7       []float32           // v81 = sum(v80) over B [L=48]
-	s8       []float32           // v84 = sum(v83) over B [L=48]
-	s9       []float32           // v89 = sum(v88) over B [L=48]
-	s10      []float32           // logSumW = logsumexp(v97) over B [L=48]
-	s11      []float32           // logSumW2 = logsumexp(v99) over B [L=48]
-	s12      float32             // v106 = sum(v105) over L
-	s13      float32             // v107 = sum(v104) over L
+	s8       []float32           // v83 = sum(v59) over B [L=48]
+	s9       []float32           // v88 = sum(v87) over B [L=48]
+	s10      []float32           // logSumW = logsumexp(v96) over B [L=48]
+	s11      []float32           // logSumW2 = logsumexp(v98) over B [L=48]
+	s12      float32             // v105 = sum(v104) over L
+	s13      float32             // v106 = sum(v103) over L
 	acc73    []float64           // accumulators of v73
 	acc76    []float64           // accumulators of v76
-	acc84    []float64           // accumulators of v84
+	acc83    []float64           // accumulators of v83
 	acc81    []float64           // accumulators of v81
-	acc89    []float64           // accumulators of v89
+	acc88    []float64           // accumulators of v88
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc84: make([]float64, 48), acc81: make([]float64, 48), acc89: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48)}
+	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc83: make([]float64, 48), acc81: make([]float64, 48), acc88: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48)}
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
@@ -331,8 +330,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc76 {
 		s.acc76[k] = 0.0
 	}
-	for k := range s.acc84 {
-		s.acc84[k] = 0.0
+	for k := range s.acc83 {
+		s.acc83[k] = 0.0
 	}
 	for iB := 0; iB < 16; iB++ {
 		gaeCarry := float32(0)
@@ -374,8 +373,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			s.acc73[iL] += float64(v28)
 			v75 := sel(mask, diff, zero)
 			s.acc76[iL] += float64(v75)
-			v83 := sel(mask, v59, zero)
-			s.acc84[iL] += float64(v83)
+			s.acc83[iL] += float64(v59)
 		}
 	}
 	out.NumValid = float32(numValid)
@@ -385,8 +383,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc76 {
 		s.s6[k] = float32(s.acc76[k])
 	}
-	for k := range s.acc84 {
-		s.s8[k] = float32(s.acc84[k])
+	for k := range s.acc83 {
+		s.s8[k] = float32(s.acc83[k])
 	}
 }
 
@@ -401,7 +399,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c42 := float32(0.8)
 	half := float32(0.5)
 	two := float32(2)
-	c96 := float32(math.Inf(-1))
+	c95 := float32(math.Inf(-1))
 	minusOne := float32(-1)
 	acc48 := 0.0
 	acc53 := 0.0
@@ -410,8 +408,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc81 {
 		s.acc81[k] = 0.0
 	}
-	for k := range s.acc89 {
-		s.acc89[k] = 0.0
+	for k := range s.acc88 {
+		s.acc88[k] = 0.0
 	}
 	for k := range s.logSumW {
 		s.logSumW[k] = runtime.NewLogSumExp()
@@ -470,58 +468,58 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v79 := float32(v78 * v78)
 			v80 := sel(mask, v79, zero)
 			s.acc81[iL] += float64(v80)
-			v84 := s.s8[iL]
-			v85 := v84 / v74
-			v86 := v59 - v85
-			v87 := float32(v86 * v86)
-			v88 := sel(mask, v87, zero)
-			s.acc89[iL] += float64(v88)
-			v97 := sel(mask, logWeight, c96)
-			s.logSumW[iL].Add(float64(v97))
-			v99 := float32(two * v97)
-			s.logSumW2[iL].Add(float64(v99))
-			v112 := one / v49
-			v114 := sel(mask, v112, zero)
-			v115 := float32(v114 * one)
-			v116 := sel(v64, v115, zero)
-			v117 := sel(v64, zero, v115)
-			v118 := b2f(v116 != zero)
-			v119 := float32(v116 * absDiff)
-			v120 := sel(v118, v119, v116)
-			v121 := float32(v116 * v65)
-			v122 := sel(v118, v121, v116)
-			v123 := v117 + v122
-			v124 := float32(v120 * half)
-			v125 := v123 + v124
-			v126 := b2f(diff > zero)
-			v127 := b2f(diff < zero)
-			v128 := float32(diff * zero)
-			v129 := sel(v127, minusOne, v128)
-			v130 := sel(v126, one, v129)
-			v131 := b2f(v125 != zero)
-			v132 := float32(v125 * v130)
-			v133 := sel(v131, v132, v125)
-			v134 := -v133
-			gradStateValue := sel(mask, v134, zero)
+			v83 := s.s8[iL]
+			v84 := v83 / v74
+			v85 := v59 - v84
+			v86 := float32(v85 * v85)
+			v87 := sel(mask, v86, zero)
+			s.acc88[iL] += float64(v87)
+			v96 := sel(mask, logWeight, c95)
+			s.logSumW[iL].Add(float64(v96))
+			v98 := float32(two * v96)
+			s.logSumW2[iL].Add(float64(v98))
+			v111 := one / v49
+			v113 := sel(mask, v111, zero)
+			v114 := float32(v113 * one)
+			v115 := sel(v64, v114, zero)
+			v116 := sel(v64, zero, v114)
+			v117 := b2f(v115 != zero)
+			v118 := float32(v115 * absDiff)
+			v119 := sel(v117, v118, v115)
+			v120 := float32(v115 * v65)
+			v121 := sel(v117, v120, v115)
+			v122 := v116 + v121
+			v123 := float32(v119 * half)
+			v124 := v122 + v123
+			v125 := b2f(diff > zero)
+			v126 := b2f(diff < zero)
+			v127 := float32(diff * zero)
+			v128 := sel(v126, minusOne, v127)
+			v129 := sel(v125, one, v128)
+			v130 := b2f(v124 != zero)
+			v131 := float32(v124 * v129)
+			v132 := sel(v130, v131, v124)
+			v133 := -v132
+			gradStateValue := sel(mask, v133, zero)
 			grads.StateValue[iB*48+iL] = gradStateValue
-			v136 := -v114
-			v137 := b2f(v136 != zero)
-			v138 := float32(v136 * v30)
-			v139 := sel(v137, v138, v136)
-			v140 := sel(v39, v139, zero)
-			v141 := sel(v39, zero, v139)
-			v142 := b2f(ratio >= c42)
-			v143 := b2f(ratio != ratio)
-			v144 := max(v142, v143)
-			v145 := sel(v144, v141, zero)
-			v146 := b2f(ratio <= c40)
-			v147 := max(v146, v143)
-			v148 := sel(v147, v140, zero)
-			v149 := v145 + v148
-			v150 := b2f(v149 != zero)
-			v151 := float32(v149 * ratio)
-			v152 := sel(v150, v151, v149)
-			gradLogProb := sel(mask, v152, zero)
+			v135 := -v113
+			v136 := b2f(v135 != zero)
+			v137 := float32(v135 * v30)
+			v138 := sel(v136, v137, v135)
+			v139 := sel(v39, v138, zero)
+			v140 := sel(v39, zero, v138)
+			v141 := b2f(ratio >= c42)
+			v142 := b2f(ratio != ratio)
+			v143 := max(v141, v142)
+			v144 := sel(v143, v140, zero)
+			v145 := b2f(ratio <= c40)
+			v146 := max(v145, v142)
+			v147 := sel(v146, v139, zero)
+			v148 := v144 + v147
+			v149 := b2f(v148 != zero)
+			v150 := float32(v148 * ratio)
+			v151 := sel(v149, v150, v148)
+			gradLogProb := sel(mask, v151, zero)
 			grads.LogProb[iB*48+iL] = gradLogProb
 		}
 	}
@@ -532,8 +530,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc81 {
 		s.s7[k] = float32(s.acc81[k])
 	}
-	for k := range s.acc89 {
-		s.s9[k] = float32(s.acc89[k])
+	for k := range s.acc88 {
+		s.s9[k] = float32(s.acc88[k])
 	}
 	for k := range s.logSumW {
 		s.s10[k] = float32(s.logSumW[k].Result())
@@ -566,44 +564,44 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	zero := float32(0)
 	one := float32(1)
-	c91 := float32(1.1920929e-07)
+	c90 := float32(1.1920929e-07)
 	two := float32(2)
+	acc105 := 0.0
 	acc106 := 0.0
-	acc107 := 0.0
 	for iL := 0; iL < 48; iL++ {
 		v73 := s.s5[iL]
 		v74 := max(v73, one)
 		v81 := s.s7[iL]
 		residVar := v81 / v74
-		v89 := s.s9[iL]
-		targetVar := v89 / v74
-		v92 := targetVar + c91
-		v93 := residVar / v92
-		explainedVariance := one - v93
+		v88 := s.s9[iL]
+		targetVar := v88 / v74
+		v91 := targetVar + c90
+		v92 := residVar / v91
+		explainedVariance := one - v92
 		out.ExplainedVariance[iL] = explainedVariance
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
-		v101 := float32(two * logSumW)
-		v102 := v101 - logSumW2
-		essCol := float32(math.Exp(float64(v102)))
-		v104 := b2f(v73 > zero)
-		v105 := sel(v104, essCol, zero)
-		acc106 += float64(v105)
-		acc107 += float64(v104)
+		v100 := float32(two * logSumW)
+		v101 := v100 - logSumW2
+		essCol := float32(math.Exp(float64(v101)))
+		v103 := b2f(v73 > zero)
+		v104 := sel(v103, essCol, zero)
+		acc105 += float64(v104)
+		acc106 += float64(v103)
 	}
-	s.s12 = float32(acc106)
-	s.s13 = float32(acc107)
+	s.s12 = float32(acc105)
+	s.s13 = float32(acc106)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c110 := float32(16)
-	v106 := s.s12
-	v107 := s.s13
-	v108 := max(v107, one)
-	v109 := v106 / v108
-	ess := v109 / c110
+	c109 := float32(16)
+	v105 := s.s12
+	v106 := s.s13
+	v107 := max(v106, one)
+	v108 := v105 / v107
+	ess := v108 / c109
 	out.ESS = ess
 }
 

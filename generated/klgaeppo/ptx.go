@@ -244,31 +244,31 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v84.s",
+		Name:   "scratch/pass0.v83.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v98.m",
+		Name:   "scratch/pass0.v97.m",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v98.s",
+		Name:   "scratch/pass0.v97.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v100.m",
+		Name:   "scratch/pass0.v99.m",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v100.s",
+		Name:   "scratch/pass0.v99.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
@@ -304,13 +304,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v106.s",
+		Name:   "scratch/pass2.v105.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v107.s",
+		Name:   "scratch/pass2.v106.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -319,12 +319,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "in/log_prob", "scratch/pass0.v73.s", "scratch/pass0.v76.s", "scratch/pass0.v84.s", "scratch/pass0.v98.m", "scratch/pass0.v98.s", "scratch/pass0.v100.m", "scratch/pass0.v100.s", "scratch/pass0.v29.s", "scratch/pass0.v48.s", "scratch/pass0.v53.s", "scratch/pass0.v57.s", "scratch/pass0.v71.s"},
+		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "in/log_prob", "scratch/pass0.v73.s", "scratch/pass0.v76.s", "scratch/pass0.v83.s", "scratch/pass0.v97.m", "scratch/pass0.v97.s", "scratch/pass0.v99.m", "scratch/pass0.v99.s", "scratch/pass0.v29.s", "scratch/pass0.v48.s", "scratch/pass0.v53.s", "scratch/pass0.v57.s", "scratch/pass0.v71.s"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v29.s", "out/num_valid", "scratch/pass0.v48.s", "scratch/s1", "scratch/pass0.v53.s", "scratch/s2", "scratch/pass0.v57.s", "scratch/s3", "scratch/pass0.v71.s", "scratch/s4", "scratch/pass0.v73.s", "scratch/s5", "scratch/pass0.v76.s", "scratch/s6", "scratch/pass0.v84.s", "scratch/s8", "scratch/pass0.v98.m", "scratch/pass0.v98.s", "scratch/s10", "scratch/pass0.v100.m", "scratch/pass0.v100.s", "scratch/s11"},
+		Params: []string{"scratch/pass0.v29.s", "out/num_valid", "scratch/pass0.v48.s", "scratch/s1", "scratch/pass0.v53.s", "scratch/s2", "scratch/pass0.v57.s", "scratch/s3", "scratch/pass0.v71.s", "scratch/s4", "scratch/pass0.v73.s", "scratch/s5", "scratch/pass0.v76.s", "scratch/s6", "scratch/pass0.v83.s", "scratch/s8", "scratch/pass0.v97.m", "scratch/pass0.v97.s", "scratch/s10", "scratch/pass0.v99.m", "scratch/pass0.v99.s", "scratch/s11"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -334,12 +334,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2",
-		Params: []string{"scratch/s5", "scratch/s10", "scratch/s11", "scratch/pass2.v106.s", "scratch/pass2.v107.s"},
+		Params: []string{"scratch/s5", "scratch/s10", "scratch/s11", "scratch/pass2.v105.s", "scratch/pass2.v106.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2_merge",
-		Params: []string{"scratch/pass2.v106.s", "scratch/s12", "scratch/pass2.v107.s", "scratch/s13"},
+		Params: []string{"scratch/pass2.v105.s", "scratch/s12", "scratch/pass2.v106.s", "scratch/s13"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -601,7 +601,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v84.s",
+		Name:   "scratch/pass0.v83.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
@@ -637,13 +637,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v106.s",
+		Name:   "scratch/pass3.v105.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v107.s",
+		Name:   "scratch/pass3.v106.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -652,12 +652,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "scratch/pass0.v73.s", "scratch/pass0.v76.s", "scratch/pass0.v84.s", "scratch/pass0.v29.s"},
+		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "scratch/pass0.v73.s", "scratch/pass0.v76.s", "scratch/pass0.v83.s", "scratch/pass0.v29.s"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v29.s", "out/num_valid", "scratch/pass0.v73.s", "scratch/s5", "scratch/pass0.v76.s", "scratch/s6", "scratch/pass0.v84.s", "scratch/s8"},
+		Params: []string{"scratch/pass0.v29.s", "out/num_valid", "scratch/pass0.v73.s", "scratch/s5", "scratch/pass0.v76.s", "scratch/s6", "scratch/pass0.v83.s", "scratch/s8"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -677,12 +677,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3",
-		Params: []string{"scratch/s5", "scratch/s7", "scratch/s9", "out/explained_variance", "scratch/s10", "scratch/s11", "scratch/pass3.v106.s", "scratch/pass3.v107.s"},
+		Params: []string{"scratch/s5", "scratch/s7", "scratch/s9", "out/explained_variance", "scratch/s10", "scratch/s11", "scratch/pass3.v105.s", "scratch/pass3.v106.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3_merge",
-		Params: []string{"scratch/pass3.v106.s", "scratch/s12", "scratch/pass3.v107.s", "scratch/s13"},
+		Params: []string{"scratch/pass3.v105.s", "scratch/s12", "scratch/pass3.v106.s", "scratch/s13"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -817,7 +817,6 @@ TEXT ·pass1AVX2(SB), $0-48
 
 	// v65 = gt(v62, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
-	VANDPD       lgc9<>+0(SB), Y2, Y3
 	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
@@ -827,7 +826,6 @@ TEXT ·pass1AVX2(SB), $0-48
 
 	// v68 = lt(v62, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
-	VANDPD lgc9<>+0(SB), Y1, Y5
 
 	// v69 = mul(beta, 0.5)
 	VMULPD lgc11<>+0(SB), Y3, Y5
@@ -1392,7 +1390,6 @@ inner_D_10:
 
 	// v81 = ne(v79, 0)
 	VCMPPD  $0x04, Y3, Y2, Y4
-	VANDPD  lgc9<>+0(SB), Y4, Y5
 	VMOVUPD 768(SP), Y5
 
 	// v82 = mul(v79, v34)
@@ -1409,11 +1406,9 @@ inner_D_10:
 
 	// v86 = ne(v85, 0)
 	VCMPPD $0x04, Y3, Y4, Y5
-	VANDPD lgc9<>+0(SB), Y5, Y5
 
 	// v90 = ne(v84, 0)
 	VCMPPD $0x04, Y3, Y1, Y6
-	VANDPD lgc9<>+0(SB), Y6, Y6
 
 	// v111 = neg(v83)
 	VXORPD lgc2<>+0(SB), Y2, Y7
@@ -1423,12 +1418,10 @@ inner_D_10:
 
 	// v115 = ne(v83, 0)
 	VCMPPD  $0x04, Y3, Y2, Y9
-	VANDPD  lgc9<>+0(SB), Y9, Y9
 	VMOVUPD Y0, 832(SP)
 
 	// v119 = ne(v111, 0)
 	VCMPPD  $0x04, Y3, Y7, Y0
-	VANDPD  lgc9<>+0(SB), Y0, Y0
 	VMOVUPD Y2, 864(SP)
 	VMOVUPD Y7, 896(SP)
 	VMOVUPD Y8, 928(SP)
@@ -1513,7 +1506,6 @@ inner_D_11:
 
 	// v97 = ne(v95, 0)
 	VCMPPD  $0x04, Y7, Y3, Y7
-	VANDPD  lgc9<>+0(SB), Y7, Y10
 	VMOVUPD Y9, 1120(SP)
 
 	// v98 = mul(v95, v96)
@@ -1530,7 +1522,6 @@ inner_D_11:
 
 	// v101 = ne(v89, 0)
 	VCMPPD  $0x04, Y7, Y3, Y7
-	VANDPD  lgc9<>+0(SB), Y7, Y8
 	VMOVUPD 1120(SP), Y8
 
 	// v102 = mul(v89, v20)
@@ -1554,7 +1545,6 @@ inner_D_11:
 
 	// v107 = ne(v105, 0)
 	VCMPPD $0x04, Y7, Y0, Y7
-	VANDPD lgc9<>+0(SB), Y7, Y8
 
 	// v108 = mul(v105, v106)
 	VMULPD Y3, Y0, Y3
@@ -1619,7 +1609,6 @@ inner_D_11:
 
 	// v127 = ne(v126, 0)
 	VCMPPD  $0x04, Y2, Y0, Y2
-	VANDPD  lgc9<>+0(SB), Y2, Y3
 	VMOVUPD 1024(SP), Y3
 
 	// v128 = mul(v126, v4)
@@ -1745,7 +1734,6 @@ TEXT ·fbPass1AVX2(SB), $0-48
 
 	// v65 = gt(v62, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
-	VANDPD       lgc9<>+0(SB), Y2, Y3
 	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
@@ -1755,7 +1743,6 @@ TEXT ·fbPass1AVX2(SB), $0-48
 
 	// v68 = lt(v62, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
-	VANDPD lgc9<>+0(SB), Y1, Y5
 
 	// v69 = mul(beta, 0.5)
 	VMULPD lgc11<>+0(SB), Y3, Y5

@@ -110,7 +110,6 @@ blocks_1:
 
 	// v28 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y6
 
 	// v29 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y4, Y6
@@ -692,7 +691,6 @@ blocks_4:
 
 	// v28 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v29 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y4, Y7
@@ -785,7 +783,6 @@ blocks_4:
 
 	// v45 = ne(v43, 0)
 	VCMPPS $0x04, Y1, Y2, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y6
 
 	// v46 = mul(v43, absDiff)
 	VMULPS Y4, Y2, Y4
@@ -811,11 +808,9 @@ blocks_4:
 
 	// v53 = gt(diff, 0)
 	VCMPPS $0x1e, Y1, Y3, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y4
 
 	// v54 = lt(diff, 0)
 	VCMPPS $0x11, Y1, Y3, Y4
-	VANDPS lgc11<>+0(SB), Y4, Y5
 
 	// v56 = mul(diff, 0)
 	VMULPS  lgc20<>+0(SB), Y3, Y3
@@ -830,7 +825,6 @@ blocks_4:
 
 	// v59 = ne(v52, 0)
 	VCMPPS $0x04, Y1, Y0, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y4
 
 	// v60 = mul(v52, v58)
 	VMULPS Y2, Y0, Y2
@@ -848,7 +842,6 @@ blocks_4:
 
 	// v67 = ne(v66, 0)
 	VCMPPS  $0x04, Y1, Y2, Y1
-	VANDPS  lgc11<>+0(SB), Y1, Y3
 	VMOVUPS 64(SP), Y3
 
 	// v68 = mul(v66, v4)

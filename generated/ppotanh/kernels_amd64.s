@@ -229,7 +229,6 @@ inner_D_3:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y3
@@ -423,7 +422,6 @@ inner_D_4:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y3
@@ -437,7 +435,6 @@ inner_D_4:
 
 	// v38 = gt(v36, 20)
 	VCMPPS $0x1e, Y3, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v39 = exp(v36)
 	VMAXPS       lgc32<>+0(SB), Y2, Y4
@@ -651,7 +648,6 @@ inner_D_4:
 
 	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y4
 
 	// v68 = mul(0.5, absDiff)
 	VMULPS lgc14<>+0(SB), Y2, Y4
@@ -1600,7 +1596,6 @@ inner_D_8:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y3
@@ -1794,7 +1789,6 @@ inner_D_9:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y3
@@ -1808,7 +1802,6 @@ inner_D_9:
 
 	// v38 = gt(v36, 20)
 	VCMPPS $0x1e, Y3, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v39 = exp(v36)
 	VMAXPS       lgc32<>+0(SB), Y2, Y4
@@ -2022,7 +2015,6 @@ inner_D_9:
 
 	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y4
 
 	// v68 = mul(0.5, absDiff)
 	VMULPS lgc14<>+0(SB), Y2, Y4
@@ -2113,7 +2105,6 @@ inner_D_9:
 
 	// v83 = ne(v81, 0)
 	VCMPPS $0x04, Y4, Y5, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y6
 
 	// v84 = mul(v81, absDiff)
 	VMULPS Y2, Y5, Y2
@@ -2139,11 +2130,9 @@ inner_D_9:
 
 	// v91 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y1, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v92 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y1, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y5
 
 	// v94 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y1, Y1
@@ -2158,7 +2147,6 @@ inner_D_9:
 
 	// v97 = ne(v90, 0)
 	VCMPPS $0x04, Y4, Y0, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y3
 
 	// v98 = mul(v90, v96)
 	VMULPS Y1, Y0, Y1
@@ -2176,7 +2164,6 @@ inner_D_9:
 
 	// v104 = ne(v103, 0)
 	VCMPPS  $0x04, Y4, Y1, Y2
-	VANDPS  lgc7<>+0(SB), Y2, Y3
 	VMOVUPS 640(SP), Y3
 
 	// v105 = mul(v103, v52)
@@ -2190,11 +2177,9 @@ inner_D_9:
 
 	// v109 = ne(v106, 0)
 	VCMPPS $0x04, Y4, Y1, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v113 = ne(v107, 0)
 	VCMPPS  $0x04, Y4, Y2, Y4
-	VANDPS  lgc7<>+0(SB), Y4, Y4
 	VMOVUPS Y0, 704(SP)
 	VMOVUPS Y1, 736(SP)
 	VMOVUPS Y2, 768(SP)
@@ -2297,7 +2282,6 @@ inner_D_10:
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y4
 
 	// v21 = neg(v19)
 	VXORPS lgc6<>+0(SB), Y1, Y4
@@ -2372,7 +2356,6 @@ inner_D_10:
 
 	// v121 = ne(v120, 0)
 	VCMPPS  $0x04, Y3, Y1, Y2
-	VANDPS  lgc7<>+0(SB), Y2, Y3
 	VMOVUPS 896(SP), Y3
 
 	// v122 = mul(v120, v24)

@@ -502,7 +502,6 @@ inner_Q_6:
 
 	// v46 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v47 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y5, Y7
@@ -1055,7 +1054,6 @@ inner_Q_12:
 
 	// v46 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v47 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y5, Y7
@@ -1187,7 +1185,6 @@ inner_Q_13:
 
 	// v46 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v47 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y5, Y7
@@ -1201,7 +1198,6 @@ inner_Q_13:
 
 	// v80 = ne(v78, 0)
 	VCMPPS $0x04, Y0, Y8, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y9
 
 	// v81 = mul(v78, absDiff)
 	VMULPS  Y5, Y8, Y5
@@ -1229,11 +1225,9 @@ inner_Q_13:
 
 	// v88 = gt(diff, 0)
 	VCMPPS $0x1e, Y0, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v89 = lt(diff, 0)
 	VCMPPS $0x11, Y0, Y5, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v91 = mul(diff, 0)
 	VMULPS  lgc18<>+0(SB), Y5, Y5
@@ -1249,7 +1243,6 @@ inner_Q_13:
 
 	// v94 = ne(v87, 0)
 	VCMPPS $0x04, Y0, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v95 = mul(v87, v93)
 	VMULPS Y3, Y5, Y3
@@ -1627,7 +1620,6 @@ inner_Q_15:
 
 	// v74 = ne(v72, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y3
 
 	// v75 = mul(v72, v55)
 	VMULPS Y4, Y1, Y3

@@ -109,7 +109,6 @@ blocks_2:
 
 	// v26 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y4, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y5
 
 	// v27 = mul(0.5, absDiff)
 	VMULPS lgc11<>+0(SB), Y4, Y5
@@ -438,7 +437,6 @@ blocks_5:
 
 	// v26 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y5, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y6
 
 	// v27 = mul(0.5, absDiff)
 	VMULPS lgc11<>+0(SB), Y5, Y6
@@ -468,7 +466,6 @@ blocks_5:
 
 	// v36 = ne(v34, 0)
 	VCMPPS $0x04, Y3, Y7, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y8
 
 	// v37 = mul(v34, absDiff)
 	VMULPS Y5, Y7, Y5
@@ -493,11 +490,9 @@ blocks_5:
 
 	// v44 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y5
 
 	// v45 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y4, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y6
 
 	// v47 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
@@ -512,7 +507,6 @@ blocks_5:
 
 	// v50 = ne(v43, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y4
 
 	// v51 = mul(v43, v49)
 	VMULPS Y2, Y1, Y2

@@ -330,7 +330,6 @@ inner_Q_4:
 
 	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y0, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v23 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y0, Y7
@@ -881,7 +880,6 @@ inner_Q_9:
 
 	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y0, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v23 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y0, Y7
@@ -1023,7 +1021,6 @@ inner_Q_10:
 
 	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v23 = mul(0.5, absDiff)
 	VMULPS       lgc10<>+0(SB), Y5, Y7
@@ -1036,7 +1033,6 @@ inner_Q_10:
 
 	// v53 = eq(v52, v32)
 	VCMPPS  $0x00, Y0, Y8, Y8
-	VANDPS  lgc11<>+0(SB), Y8, Y9
 	VMOVUPS Y4, 160(SP)
 	VMOVUPS Y7, 192(SP)
 
@@ -1056,7 +1052,6 @@ inner_Q_10:
 
 	// v58 = ne(v56, 0)
 	VCMPPS $0x04, Y3, Y7, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y8
 
 	// v59 = mul(v56, absDiff)
 	VMULPS Y5, Y7, Y5
@@ -1085,11 +1080,9 @@ inner_Q_10:
 
 	// v66 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v67 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y5, Y7
-	VANDPS lgc11<>+0(SB), Y7, Y8
 
 	// v69 = mul(diff, 0)
 	VMULPS  lgc18<>+0(SB), Y5, Y5
@@ -1105,7 +1098,6 @@ inner_Q_10:
 
 	// v72 = ne(v65, 0)
 	VCMPPS $0x04, Y3, Y5, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y7
 
 	// v73 = mul(v65, v71)
 	VMULPS Y4, Y5, Y4

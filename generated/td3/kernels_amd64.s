@@ -70,7 +70,6 @@ inner_Q_4:
 
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y0, Y5, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y6
 	MOVQ    stateActionValueActor+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
@@ -144,7 +143,6 @@ inner_Q_5:
 
 	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v25 = mul(0.5, absDiff)
 	VMULPS lgc7<>+0(SB), Y5, Y7
@@ -426,7 +424,6 @@ inner_Q_10:
 
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y0, Y5, Y5
-	VANDPS  lgc1<>+0(SB), Y5, Y6
 	MOVQ    stateActionValueActor+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
@@ -500,7 +497,6 @@ inner_Q_11:
 
 	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v25 = mul(0.5, absDiff)
 	VMULPS lgc7<>+0(SB), Y5, Y7
@@ -551,7 +547,6 @@ inner_Q_12:
 
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y0, Y4, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y4
 	MOVQ    stateActionValue+48(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
@@ -568,7 +563,6 @@ inner_Q_12:
 
 	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y6, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y8
 
 	// v25 = mul(0.5, absDiff)
 	VMULPS  lgc7<>+0(SB), Y6, Y8
@@ -583,7 +577,6 @@ inner_Q_12:
 
 	// v37 = ne(v35, 0)
 	VCMPPS $0x04, Y0, Y4, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y9
 
 	// v38 = mul(v35, absDiff)
 	VMULPS  Y6, Y4, Y6
@@ -611,11 +604,9 @@ inner_Q_12:
 
 	// v45 = gt(diff, 0)
 	VCMPPS $0x1e, Y0, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v46 = lt(diff, 0)
 	VCMPPS $0x11, Y0, Y5, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y8
 
 	// v48 = mul(diff, 0)
 	VMULPS  lgc5<>+0(SB), Y5, Y5
@@ -631,7 +622,6 @@ inner_Q_12:
 
 	// v51 = ne(v44, 0)
 	VCMPPS $0x04, Y0, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v52 = mul(v44, v50)
 	VMULPS Y4, Y5, Y4

@@ -238,7 +238,6 @@ outer0_1:
 
 	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v61 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
@@ -569,7 +568,6 @@ blocks_2:
 
 	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v61 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
@@ -1517,7 +1515,6 @@ blocks_9:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VANDPS  lgc14<>+0(SB), Y0, Y2
 	VMOVUPS lgc36<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -1721,7 +1718,6 @@ noflush_10:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VANDPS  lgc14<>+0(SB), Y0, Y2
 	VMOVUPS lgc36<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -2066,39 +2062,38 @@ outer0_11:
 
 	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v61 = mul(0.5, absDiff)
-	VMULPS lgc13<>+0(SB), Y2, Y7
+	VMULPS lgc13<>+0(SB), Y2, Y6
 
 	// v62 = mul(v61, absDiff)
-	VMULPS Y2, Y7, Y8
+	VMULPS Y2, Y6, Y7
 
 	// v63 = sub(absDiff, 0.5)
-	VSUBPS  lgc13<>+0(SB), Y2, Y9
-	VMOVUPS Y7, 24(SP)
+	VSUBPS  lgc13<>+0(SB), Y2, Y8
+	VMOVUPS Y6, 24(SP)
 
 	// smoothL1 = where(v60, v62, v63)
-	VBLENDVPS Y5, Y8, Y9, Y5
+	VBLENDVPS Y5, Y7, Y8, Y6
 
 	// v65 = mul(1, smoothL1)
-	VMULPS lgc14<>+0(SB), Y5, Y5
+	VMULPS lgc14<>+0(SB), Y6, Y6
 
 	// mean(v65) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y8
 	VEXTRACTI128 $0x01, Y7, X8
 	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y5, Y5
-	VADDPS       1536(CX), Y5, Y5
-	VMOVUPS      Y5, 1536(CX)
+	VANDPS       Y7, Y6, Y6
+	VADDPS       1536(CX), Y6, Y6
+	VMOVUPS      Y6, 1536(CX)
 	VMOVUPS      Y2, 56(SP)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc2<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y6
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y7
@@ -2112,27 +2107,27 @@ outer0_11:
 	VMOVUPD      8704(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
 	VMOVUPD      5184(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y10, Y8, Y10
+	VBLENDVPD    Y6, Y10, Y8, Y10
 	VMOVUPD      Y10, 5184(CX)(BX*8)
 	VMOVUPD      8704(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y12, Y8, Y12
+	VBLENDVPD    Y6, Y12, Y8, Y12
 	VMOVUPD      Y12, 8704(CX)(BX*8)
-	VMOVUPD      5216(CX)(BX*8), Y5
-	VSUBPD       Y5, Y9, Y8
-	VFMADD231PD  Y8, Y7, Y5
-	VSUBPD       Y5, Y9, Y7
+	VMOVUPD      5216(CX)(BX*8), Y6
+	VSUBPD       Y6, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y9, Y7
 	VMOVUPD      8736(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y7, Y9
 	VMOVUPD      5216(CX)(BX*8), Y7
-	VBLENDVPD    Y2, Y5, Y7, Y5
-	VMOVUPD      Y5, 5216(CX)(BX*8)
-	VMOVUPD      8736(CX)(BX*8), Y5
-	VBLENDVPD    Y2, Y9, Y5, Y9
+	VBLENDVPD    Y2, Y6, Y7, Y6
+	VMOVUPD      Y6, 5216(CX)(BX*8)
+	VMOVUPD      8736(CX)(BX*8), Y6
+	VBLENDVPD    Y2, Y9, Y6, Y9
 	VMOVUPD      Y9, 8736(CX)(BX*8)
 
 	// var(valueTarget) over [N]
 	VMOVUPS      lgc2<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y6
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y7
@@ -2146,26 +2141,26 @@ outer0_11:
 	VMOVUPD      19264(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
 	VMOVUPD      15744(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y10, Y8, Y10
+	VBLENDVPD    Y6, Y10, Y8, Y10
 	VMOVUPD      Y10, 15744(CX)(BX*8)
 	VMOVUPD      19264(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y12, Y8, Y12
+	VBLENDVPD    Y6, Y12, Y8, Y12
 	VMOVUPD      Y12, 19264(CX)(BX*8)
-	VMOVUPD      15776(CX)(BX*8), Y5
-	VSUBPD       Y5, Y9, Y8
-	VFMADD231PD  Y8, Y7, Y5
-	VSUBPD       Y5, Y9, Y7
+	VMOVUPD      15776(CX)(BX*8), Y6
+	VSUBPD       Y6, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y9, Y7
 	VMOVUPD      19296(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y7, Y9
 	VMOVUPD      15776(CX)(BX*8), Y7
-	VBLENDVPD    Y2, Y5, Y7, Y5
-	VMOVUPD      Y5, 15776(CX)(BX*8)
-	VMOVUPD      19296(CX)(BX*8), Y5
-	VBLENDVPD    Y2, Y9, Y5, Y9
+	VBLENDVPD    Y2, Y6, Y7, Y6
+	VMOVUPD      Y6, 15776(CX)(BX*8)
+	VMOVUPD      19296(CX)(BX*8), Y6
+	VBLENDVPD    Y2, Y9, Y6, Y9
 	VMOVUPD      Y9, 19296(CX)(BX*8)
 	VMOVUPS      Y4, 88(SP)
 	VMOVUPS      Y1, 120(SP)
-	VMOVUPS      Y6, 152(SP)
+	VMOVUPS      Y5, 152(SP)
 
 	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc2<>+0(SB), Y1
@@ -2240,7 +2235,6 @@ outer0_11:
 
 	// v86 = ne(v84, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc14<>+0(SB), Y2, Y5
 	VMOVUPS 56(SP), Y5
 
 	// v87 = mul(v84, absDiff)
@@ -2268,11 +2262,9 @@ outer0_11:
 
 	// v94 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc14<>+0(SB), Y4, Y5
 
 	// v95 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
@@ -2287,7 +2279,6 @@ outer0_11:
 
 	// v100 = ne(v93, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
-	VANDPS lgc14<>+0(SB), Y3, Y4
 
 	// v101 = mul(v93, v99)
 	VMULPS Y2, Y1, Y2
@@ -2483,77 +2474,76 @@ blocks_12:
 
 	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v61 = mul(0.5, absDiff)
-	VMULPS lgc13<>+0(SB), Y2, Y7
+	VMULPS lgc13<>+0(SB), Y2, Y6
 
 	// v62 = mul(v61, absDiff)
-	VMULPS Y2, Y7, Y8
+	VMULPS Y2, Y6, Y7
 
 	// v63 = sub(absDiff, 0.5)
-	VSUBPS  lgc13<>+0(SB), Y2, Y9
-	VMOVUPS Y7, 184(SP)
+	VSUBPS  lgc13<>+0(SB), Y2, Y8
+	VMOVUPS Y6, 184(SP)
 
 	// smoothL1 = where(v60, v62, v63)
-	VBLENDVPS Y5, Y8, Y9, Y5
+	VBLENDVPS Y5, Y7, Y8, Y6
 
 	// v65 = mul(1, smoothL1)
-	VMULPS lgc14<>+0(SB), Y5, Y5
+	VMULPS lgc14<>+0(SB), Y6, Y6
 
 	// mean(v65) over [N T]
-	VADDPS  1536(BX), Y5, Y5
-	VMOVUPS Y5, 1536(BX)
+	VADDPS  1536(BX), Y6, Y6
+	VMOVUPS Y6, 1536(BX)
 	VMOVUPS Y2, 216(SP)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y5
+	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X7
 	VCVTPS2PD    X7, Y7
 	VMOVUPD      5184(BX)(DI*8), Y8
-	VSUBPD       Y8, Y5, Y9
+	VSUBPD       Y8, Y6, Y9
 	VFMADD231PD  Y9, Y2, Y8
-	VSUBPD       Y8, Y5, Y5
+	VSUBPD       Y8, Y6, Y6
 	VMOVUPD      8704(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y5, Y10
+	VFMADD231PD  Y9, Y6, Y10
 	VMOVUPD      Y8, 5184(BX)(DI*8)
 	VMOVUPD      Y10, 8704(BX)(DI*8)
-	VMOVUPD      5216(BX)(DI*8), Y5
-	VSUBPD       Y5, Y7, Y8
-	VFMADD231PD  Y8, Y2, Y5
-	VSUBPD       Y5, Y7, Y2
+	VMOVUPD      5216(BX)(DI*8), Y6
+	VSUBPD       Y6, Y7, Y8
+	VFMADD231PD  Y8, Y2, Y6
+	VSUBPD       Y6, Y7, Y2
 	VMOVUPD      8736(BX)(DI*8), Y7
 	VFMADD231PD  Y8, Y2, Y7
-	VMOVUPD      Y5, 5216(BX)(DI*8)
+	VMOVUPD      Y6, 5216(BX)(DI*8)
 	VMOVUPD      Y7, 8736(BX)(DI*8)
 
 	// var(valueTarget) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X4, Y5
+	VCVTPS2PD    X4, Y6
 	VEXTRACTF128 $0x01, Y4, X7
 	VCVTPS2PD    X7, Y7
 	VMOVUPD      15744(BX)(DI*8), Y8
-	VSUBPD       Y8, Y5, Y9
+	VSUBPD       Y8, Y6, Y9
 	VFMADD231PD  Y9, Y2, Y8
-	VSUBPD       Y8, Y5, Y5
+	VSUBPD       Y8, Y6, Y6
 	VMOVUPD      19264(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y5, Y10
+	VFMADD231PD  Y9, Y6, Y10
 	VMOVUPD      Y8, 15744(BX)(DI*8)
 	VMOVUPD      Y10, 19264(BX)(DI*8)
-	VMOVUPD      15776(BX)(DI*8), Y5
-	VSUBPD       Y5, Y7, Y8
-	VFMADD231PD  Y8, Y2, Y5
-	VSUBPD       Y5, Y7, Y2
+	VMOVUPD      15776(BX)(DI*8), Y6
+	VSUBPD       Y6, Y7, Y8
+	VFMADD231PD  Y8, Y2, Y6
+	VSUBPD       Y6, Y7, Y2
 	VMOVUPD      19296(BX)(DI*8), Y7
 	VFMADD231PD  Y8, Y2, Y7
-	VMOVUPD      Y5, 15776(BX)(DI*8)
+	VMOVUPD      Y6, 15776(BX)(DI*8)
 	VMOVUPD      Y7, 19296(BX)(DI*8)
 	VMOVUPS      Y4, 248(SP)
 	VMOVUPS      Y1, 280(SP)
-	VMOVUPS      Y6, 312(SP)
+	VMOVUPS      Y5, 312(SP)
 
 	// logsumexp(logWeight) over [N]
 	VMAXPS       lgc3<>+0(SB), Y3, Y1
@@ -2620,7 +2610,6 @@ blocks_12:
 
 	// v86 = ne(v84, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
-	VANDPS  lgc14<>+0(SB), Y2, Y5
 	VMOVUPS 216(SP), Y5
 
 	// v87 = mul(v84, absDiff)
@@ -2648,11 +2637,9 @@ blocks_12:
 
 	// v94 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc14<>+0(SB), Y4, Y5
 
 	// v95 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y6
 
 	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
@@ -2667,7 +2654,6 @@ blocks_12:
 
 	// v100 = ne(v93, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
-	VANDPS lgc14<>+0(SB), Y3, Y4
 
 	// v101 = mul(v93, v99)
 	VMULPS Y2, Y1, Y2
@@ -3199,7 +3185,6 @@ blocks_19:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VANDPS  lgc14<>+0(SB), Y2, Y3
 	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -3275,7 +3260,6 @@ blocks_19:
 
 	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
-	VANDPS lgc14<>+0(SB), Y0, Y3
 
 	// v118 = mul(v116, ratio)
 	VMULPS Y4, Y2, Y3
@@ -3467,7 +3451,6 @@ noflush_20:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VANDPS  lgc14<>+0(SB), Y2, Y3
 	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -3548,7 +3531,6 @@ noflush_20:
 
 	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
-	VANDPS lgc14<>+0(SB), Y0, Y3
 
 	// v118 = mul(v116, ratio)
 	VMULPS Y4, Y2, Y3

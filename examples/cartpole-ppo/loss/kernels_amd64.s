@@ -597,7 +597,6 @@ inner_A_6:
 
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y4, Y0, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y8
 	VMOVUPS Y1, 264(SP)
 	VMOVUPS lgc52<>+0(SB), Y1
 
@@ -2018,20 +2017,19 @@ inner_A_16:
 
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y3
-	VANDPS  lgc1<>+0(SB), Y3, Y8
 	VMOVUPS Y1, 360(SP)
 	VMOVUPS lgc52<>+0(SB), Y1
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y1, Y1
-	VMOVUPS lgc53<>+0(SB), Y9
+	VMOVUPS lgc53<>+0(SB), Y8
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y9, Y9
+	VMAXPS  Y7, Y8, Y8
 	VMOVUPS Y7, 392(SP)
 
 	// ratioClipped = where(v46, v48, v50)
-	VBLENDVPS Y3, Y1, Y9, Y1
+	VBLENDVPS Y3, Y1, Y8, Y1
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y1, Y0, Y0
@@ -2065,10 +2063,10 @@ inner_A_16:
 	// finish v61
 	VMOVUPD     Y5, Y0
 	VMOVUPD     Y6, Y1
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y0, X3
+	VMOVUPS     lgc0<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
 	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y3, Y0
+	VINSERTF128 $0x01, X0, Y4, Y0
 	VMOVUPS     328(SP), Y1
 
 	// v62 = div(v61, v32)
@@ -2079,43 +2077,43 @@ inner_A_16:
 	VSUBPS Y0, Y1, Y1
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc54<>+0(SB), Y1, Y3
+	VMULPS lgc54<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  2240(BX), Y1, Y1
 	VMOVUPS Y1, 2240(BX)
 
 	// mean(v65) over [N T]
-	VADDPS  2560(BX), Y3, Y1
+	VADDPS  2560(BX), Y4, Y1
 	VMOVUPS Y1, 2560(BX)
 	VMOVUPS 168(SP), Y1
 	MOVQ    stateValue+24(FP), R8
-	VMOVUPS (R8)(DI*4), Y3
+	VMOVUPS (R8)(DI*4), Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y1, Y3
+	VSUBPS Y4, Y1, Y4
 
 	// l2 = mul(diff, diff)
-	VMULPS Y3, Y3, Y4
+	VMULPS Y4, Y4, Y5
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc28<>+0(SB), Y4, Y4
+	VMULPS lgc28<>+0(SB), Y5, Y5
 
 	// mean(v71) over [N T]
-	VADDPS  2880(BX), Y4, Y4
-	VMOVUPS Y4, 2880(BX)
-	VMOVUPS Y8, 424(SP)
+	VADDPS  2880(BX), Y5, Y5
+	VMOVUPS Y5, 2880(BX)
+	VMOVUPS Y3, 424(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
 	ADDQ         CX, R8
-	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X3, Y5
-	VEXTRACTF128 $0x01, Y3, X6
+	VBROADCASTSD (SP), Y3
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X6
 	VCVTPS2PD    X6, Y6
 	VMOVUPD      4160(BX)(R8*8), Y7
 	VSUBPD       Y7, Y5, Y8
-	VFMADD231PD  Y8, Y4, Y7
+	VFMADD231PD  Y8, Y3, Y7
 	VSUBPD       Y7, Y5, Y5
 	VMOVUPD      5312(BX)(R8*8), Y9
 	VFMADD231PD  Y8, Y5, Y9
@@ -2123,21 +2121,21 @@ inner_A_16:
 	VMOVUPD      Y9, 5312(BX)(R8*8)
 	VMOVUPD      4192(BX)(R8*8), Y5
 	VSUBPD       Y5, Y6, Y7
-	VFMADD231PD  Y7, Y4, Y5
-	VSUBPD       Y5, Y6, Y4
+	VFMADD231PD  Y7, Y3, Y5
+	VSUBPD       Y5, Y6, Y3
 	VMOVUPD      5344(BX)(R8*8), Y6
-	VFMADD231PD  Y7, Y4, Y6
+	VFMADD231PD  Y7, Y3, Y6
 	VMOVUPD      Y5, 4192(BX)(R8*8)
 	VMOVUPD      Y6, 5344(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y4
+	VBROADCASTSD (SP), Y3
 	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      7616(BX)(R8*8), Y6
 	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y4, Y6
+	VFMADD231PD  Y7, Y3, Y6
 	VSUBPD       Y6, Y5, Y5
 	VMOVUPD      8768(BX)(R8*8), Y8
 	VFMADD231PD  Y7, Y5, Y8
@@ -2145,14 +2143,14 @@ inner_A_16:
 	VMOVUPD      Y8, 8768(BX)(R8*8)
 	VMOVUPD      7648(BX)(R8*8), Y5
 	VSUBPD       Y5, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y5
+	VFMADD231PD  Y6, Y3, Y5
 	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      8800(BX)(R8*8), Y4
-	VFMADD231PD  Y6, Y1, Y4
+	VMOVUPD      8800(BX)(R8*8), Y3
+	VFMADD231PD  Y6, Y1, Y3
 	VMOVUPD      Y5, 7648(BX)(R8*8)
-	VMOVUPD      Y4, 8800(BX)(R8*8)
+	VMOVUPD      Y3, 8800(BX)(R8*8)
 	VMOVUPS      Y0, 456(SP)
-	VMOVUPS      Y3, 488(SP)
+	VMOVUPS      Y4, 488(SP)
 	VMOVUPS      392(SP), Y0
 
 	// logsumexp(logWeight) over [N]
@@ -2205,7 +2203,6 @@ inner_A_16:
 
 	// v97 = ne(v94, 0)
 	VCMPPS  $0x04, Y5, Y2, Y6
-	VANDPS  lgc1<>+0(SB), Y6, Y6
 	VMOVUPS 200(SP), Y7
 
 	// v107 = mul(-0.00390625, advantageNormalized)
@@ -2267,7 +2264,6 @@ inner_A_16:
 
 	// v118 = ne(v117, 0)
 	VCMPPS $0x04, Y5, Y1, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v119 = mul(v117, ratio)
 	VMULPS Y0, Y1, Y0
@@ -2283,7 +2279,6 @@ inner_A_16:
 
 	// v126 = ne(v122, 0)
 	VCMPPS $0x04, Y5, Y1, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y7
 
 	// v127 = div(v122, v32)
 	VDIVPS Y3, Y1, Y3
@@ -2414,7 +2409,6 @@ inner_A_17:
 
 	// v124 = eq(v123, action)
 	VCMPPS  $0x00, Y1, Y6, Y6
-	VANDPS  lgc1<>+0(SB), Y6, Y7
 	VMOVUPS 584(SP), Y7
 
 	// v125 = where(v124, v120, 0)
@@ -2426,7 +2420,6 @@ inner_A_17:
 
 	// v131 = ne(v130, 0)
 	VCMPPS  $0x04, Y5, Y4, Y7
-	VANDPS  lgc1<>+0(SB), Y7, Y8
 	VMOVUPS 680(SP), Y8
 
 	// v132 = mul(v130, v31)
