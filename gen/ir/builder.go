@@ -208,12 +208,12 @@ func (b *Builder) Broadcast(x *Node, shape Shape) *Node {
 	}
 	return b.add(&Node{Op: OpBroadcast, Args: []*Node{x}, Shape: shape})
 }
-func (b *Builder) Lt(x, y *Node) *Node       { return b.elem(OpLt, x, y) }
-func (b *Builder) Le(x, y *Node) *Node       { return b.elem(OpLe, x, y) }
-func (b *Builder) Gt(x, y *Node) *Node       { return b.elem(OpGt, x, y) }
-func (b *Builder) Ge(x, y *Node) *Node       { return b.elem(OpGe, x, y) }
-func (b *Builder) Eq(x, y *Node) *Node       { return b.elem(OpEq, x, y) }
-func (b *Builder) Ne(x, y *Node) *Node       { return b.elem(OpNe, x, y) }
+func (b *Builder) Lt(x, y *Node) *Node { return b.elem(OpLt, x, y) }
+func (b *Builder) Le(x, y *Node) *Node { return b.elem(OpLe, x, y) }
+func (b *Builder) Gt(x, y *Node) *Node { return b.elem(OpGt, x, y) }
+func (b *Builder) Ge(x, y *Node) *Node { return b.elem(OpGe, x, y) }
+func (b *Builder) Eq(x, y *Node) *Node { return b.elem(OpEq, x, y) }
+func (b *Builder) Ne(x, y *Node) *Node { return b.elem(OpNe, x, y) }
 func (b *Builder) Where(c, x, y *Node) *Node {
 	// Selections that select nothing new, exactly (masked losses build them: every term is
 	// where(mask, ·, 0) again): where(c, x, x) = x; where(c, where(c, x, y), z) = where(c, x,
