@@ -110,6 +110,10 @@ func (l *laneAcc) welford(x reg.VecVirtual) {
 	if pg.knownCount(l.r) {
 		inv = pg.invCount(l.r)
 	}
+	if pg.equalLaneCounts(l.r) {
+		l.welfordEqual(x)
+		return
+	}
 	for h, xh := range pg.halves(x) {
 		mean, d, t, m2 := a.ymm(), a.ymm(), a.ymm(), a.ymm()
 		a.mov(l.at("mean", h), mean)
@@ -130,6 +134,56 @@ func (l *laneAcc) welford(x reg.VecVirtual) {
 		l.commit64("mean", h, mean)
 		l.commit64("m2", h, m2)
 	}
+}
+
+// equalLaneCounts reports whether, in the current block, every lane of r's slots has
+// received as many elements: r is a variance whose slots span lanes (a mean over the vector
+// axis: explained variance over a flat batch), the block is full, and no block before it
+// in the pass's run was a tail (a flat domain, whose tail comes last, or a vector axis of
+// whole blocks). Each lane's count is then the same n, and 1/n is one scalar division per
+// block instead of a vector division per half.
+func (pg *passGen) equalLaneCounts(r *ir.Node) bool {
+	if !pg.own(r) || r.Op != ir.OpVar || pg.e.g.InnerReduce(r) || pg.layout(r).lps == 1 || pg.rem > 0 {
+		return false
+	}
+	v := pg.dom[len(pg.dom)-1]
+	return len(pg.dom) == 1 || v.Size%pg.lanes() == 0
+}
+
+// welfordEqual is welford for equalLaneCounts: n += 1 in every lane (the states merge by
+// their counts), 1/n from lane 0: one scalar division per block and variance.
+func (l *laneAcc) welfordEqual(x reg.VecVirtual) {
+	pg, a := l.pg, l.pg.a64
+	var inv reg.VecVirtual
+	for h, xh := range pg.halves(x) {
+		n := a.ymm()
+		a.mov(l.at("n", h), n)
+		a.add(a.cf(1), n, n)
+		l.commit64("n", h, n)
+		if h == 0 {
+			inv = pg.laneInv(n)
+		}
+		mean, d, t, m2 := a.ymm(), a.ymm(), a.ymm(), a.ymm()
+		a.mov(l.at("mean", h), mean)
+		a.sub(mean, xh, d)
+		a.fmadd231(d, inv, mean)
+		a.sub(mean, xh, t)
+		a.mov(l.at("m2", h), m2)
+		a.fmadd231(d, t, m2)
+		l.commit64("mean", h, mean)
+		l.commit64("m2", h, m2)
+	}
+}
+
+// laneInv is 1/n[0] in every float64 lane: one scalar division.
+func (pg *passGen) laneInv(n reg.VecVirtual) reg.VecVirtual {
+	c := pg.c
+	one, q := c.XMM(), c.XMM()
+	c.VMOVSD(pg.cf64(1), one)
+	c.VDIVSD(n.AsX(), one, q)
+	v := pg.ymm()
+	c.VBROADCASTSD(q, v)
+	return v
 }
 
 // argMax takes x if x > best, or x is NaN and best is not (torch.argmax: the first maximum,

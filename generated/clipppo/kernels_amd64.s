@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX2(lo int, hi int, advantage *float32, state *float64)
-// Requires: AVX, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-32
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
@@ -27,30 +27,31 @@ blocks_1:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      576(DX), Y2
-	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      384(DX), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VDIVPD       Y4, Y3, Y4
-	VADDPD       Y4, Y2, Y2
-	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      768(DX), Y1
-	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 576(DX)
-	VMOVUPD      Y1, 768(DX)
+	VMOVUPD      384(DX), Y2
+	VADDPD       lgc0<>+0(SB), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VMOVSD       lgc0<>+0(SB), X3
+	VDIVSD       X2, X3, X2
+	VBROADCASTSD X2, Y2
+	VMOVUPD      576(DX), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      768(DX), Y5
+	VFMADD231PD  Y4, Y1, Y5
+	VMOVUPD      Y3, 576(DX)
+	VMOVUPD      Y5, 768(DX)
+	VMOVUPD      416(DX), Y1
+	VADDPD       lgc0<>+0(SB), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
 	VMOVUPD      608(DX), Y1
-	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      416(DX), Y3
-	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VDIVPD       Y3, Y2, Y3
-	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      800(DX), Y0
-	VFMADD231PD  Y2, Y3, Y0
+	VFMADD231PD  Y3, Y2, Y1
+	VSUBPD       Y1, Y0, Y0
+	VMOVUPD      800(DX), Y2
+	VFMADD231PD  Y3, Y0, Y2
 	VMOVUPD      Y1, 608(DX)
-	VMOVUPD      Y0, 800(DX)
+	VMOVUPD      Y2, 800(DX)
 	DECQ         CX
 	JNZ          noflush_3
 	MOVQ         state+24(FP), CX
@@ -322,59 +323,61 @@ blocks_4:
 	VCVTPS2PD    X2, Y1
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      3520(DX), Y4
-	VSUBPD       Y4, Y1, Y5
-	VMOVUPD      3328(DX), Y6
-	VADDPD       lgc0<>+0(SB), Y6, Y6
-	VMOVUPD      Y6, 3328(DX)
-	VDIVPD       Y6, Y5, Y6
-	VADDPD       Y6, Y4, Y4
-	VSUBPD       Y4, Y1, Y6
-	VMOVUPD      3712(DX), Y1
-	VFMADD231PD  Y5, Y6, Y1
-	VMOVUPD      Y4, 3520(DX)
-	VMOVUPD      Y1, 3712(DX)
+	VMOVUPD      3328(DX), Y4
+	VADDPD       lgc0<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 3328(DX)
+	VMOVSD       lgc0<>+0(SB), X5
+	VDIVSD       X4, X5, X4
+	VBROADCASTSD X4, Y4
+	VMOVUPD      3520(DX), Y5
+	VSUBPD       Y5, Y1, Y6
+	VFMADD231PD  Y6, Y4, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      3712(DX), Y7
+	VFMADD231PD  Y6, Y1, Y7
+	VMOVUPD      Y5, 3520(DX)
+	VMOVUPD      Y7, 3712(DX)
+	VMOVUPD      3360(DX), Y1
+	VADDPD       lgc0<>+0(SB), Y1, Y1
+	VMOVUPD      Y1, 3360(DX)
 	VMOVUPD      3552(DX), Y1
-	VSUBPD       Y1, Y2, Y4
-	VMOVUPD      3360(DX), Y5
-	VADDPD       lgc0<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 3360(DX)
-	VDIVPD       Y5, Y4, Y5
-	VADDPD       Y5, Y1, Y1
 	VSUBPD       Y1, Y2, Y5
-	VMOVUPD      3744(DX), Y2
-	VFMADD231PD  Y4, Y5, Y2
+	VFMADD231PD  Y5, Y4, Y1
+	VSUBPD       Y1, Y2, Y2
+	VMOVUPD      3744(DX), Y4
+	VFMADD231PD  Y5, Y2, Y4
 	VMOVUPD      Y1, 3552(DX)
-	VMOVUPD      Y2, 3744(DX)
+	VMOVUPD      Y4, 3744(DX)
 
 	// var(valueTarget) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      4096(DX), Y2
-	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      3904(DX), Y5
-	VADDPD       lgc0<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 3904(DX)
-	VDIVPD       Y5, Y4, Y5
-	VADDPD       Y5, Y2, Y2
-	VSUBPD       Y2, Y1, Y5
-	VMOVUPD      4288(DX), Y1
-	VFMADD231PD  Y4, Y5, Y1
-	VMOVUPD      Y2, 4096(DX)
-	VMOVUPD      Y1, 4288(DX)
+	VMOVUPD      3904(DX), Y2
+	VADDPD       lgc0<>+0(SB), Y2, Y2
+	VMOVUPD      Y2, 3904(DX)
+	VMOVSD       lgc0<>+0(SB), X4
+	VDIVSD       X2, X4, X2
+	VBROADCASTSD X2, Y2
+	VMOVUPD      4096(DX), Y4
+	VSUBPD       Y4, Y1, Y5
+	VFMADD231PD  Y5, Y2, Y4
+	VSUBPD       Y4, Y1, Y1
+	VMOVUPD      4288(DX), Y6
+	VFMADD231PD  Y5, Y1, Y6
+	VMOVUPD      Y4, 4096(DX)
+	VMOVUPD      Y6, 4288(DX)
+	VMOVUPD      3936(DX), Y1
+	VADDPD       lgc0<>+0(SB), Y1, Y1
+	VMOVUPD      Y1, 3936(DX)
 	VMOVUPD      4128(DX), Y1
-	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      3936(DX), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 3936(DX)
-	VDIVPD       Y4, Y2, Y4
-	VADDPD       Y4, Y1, Y1
 	VSUBPD       Y1, Y0, Y4
-	VMOVUPD      4320(DX), Y0
-	VFMADD231PD  Y2, Y4, Y0
+	VFMADD231PD  Y4, Y2, Y1
+	VSUBPD       Y1, Y0, Y0
+	VMOVUPD      4320(DX), Y2
+	VFMADD231PD  Y4, Y0, Y2
 	VMOVUPD      Y1, 4128(DX)
-	VMOVUPD      Y0, 4320(DX)
+	VMOVUPD      Y2, 4320(DX)
 	VMOVUPS      (SP), Y0
 
 	// logsumexp(logWeight) over [B]
@@ -965,7 +968,7 @@ DATA lgc32<>+28(SB)/4, $0x45800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64)
-// Requires: AVX, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
@@ -987,30 +990,31 @@ blocks_7:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      576(DX), Y2
-	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      384(DX), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VDIVPD       Y4, Y3, Y4
-	VADDPD       Y4, Y2, Y2
-	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      768(DX), Y1
-	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 576(DX)
-	VMOVUPD      Y1, 768(DX)
+	VMOVUPD      384(DX), Y2
+	VADDPD       lgc0<>+0(SB), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VMOVSD       lgc0<>+0(SB), X3
+	VDIVSD       X2, X3, X2
+	VBROADCASTSD X2, Y2
+	VMOVUPD      576(DX), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      768(DX), Y5
+	VFMADD231PD  Y4, Y1, Y5
+	VMOVUPD      Y3, 576(DX)
+	VMOVUPD      Y5, 768(DX)
+	VMOVUPD      416(DX), Y1
+	VADDPD       lgc0<>+0(SB), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
 	VMOVUPD      608(DX), Y1
-	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      416(DX), Y3
-	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VDIVPD       Y3, Y2, Y3
-	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      800(DX), Y0
-	VFMADD231PD  Y2, Y3, Y0
+	VFMADD231PD  Y3, Y2, Y1
+	VSUBPD       Y1, Y0, Y0
+	VMOVUPD      800(DX), Y2
+	VFMADD231PD  Y3, Y0, Y2
 	VMOVUPD      Y1, 608(DX)
-	VMOVUPD      Y0, 800(DX)
+	VMOVUPD      Y2, 800(DX)
 	DECQ         CX
 	JNZ          noflush_9
 	MOVQ         state+24(FP), CX
@@ -1251,59 +1255,61 @@ blocks_10:
 	VCVTPS2PD    X4, Y0
 	VEXTRACTF128 $0x01, Y4, X5
 	VCVTPS2PD    X5, Y5
-	VMOVUPD      3520(DX), Y7
-	VSUBPD       Y7, Y0, Y8
-	VMOVUPD      3328(DX), Y9
-	VADDPD       lgc0<>+0(SB), Y9, Y9
-	VMOVUPD      Y9, 3328(DX)
-	VDIVPD       Y9, Y8, Y9
-	VADDPD       Y9, Y7, Y7
-	VSUBPD       Y7, Y0, Y9
-	VMOVUPD      3712(DX), Y0
-	VFMADD231PD  Y8, Y9, Y0
-	VMOVUPD      Y7, 3520(DX)
-	VMOVUPD      Y0, 3712(DX)
+	VMOVUPD      3328(DX), Y7
+	VADDPD       lgc0<>+0(SB), Y7, Y7
+	VMOVUPD      Y7, 3328(DX)
+	VMOVSD       lgc0<>+0(SB), X8
+	VDIVSD       X7, X8, X7
+	VBROADCASTSD X7, Y7
+	VMOVUPD      3520(DX), Y8
+	VSUBPD       Y8, Y0, Y9
+	VFMADD231PD  Y9, Y7, Y8
+	VSUBPD       Y8, Y0, Y0
+	VMOVUPD      3712(DX), Y10
+	VFMADD231PD  Y9, Y0, Y10
+	VMOVUPD      Y8, 3520(DX)
+	VMOVUPD      Y10, 3712(DX)
+	VMOVUPD      3360(DX), Y0
+	VADDPD       lgc0<>+0(SB), Y0, Y0
+	VMOVUPD      Y0, 3360(DX)
 	VMOVUPD      3552(DX), Y0
-	VSUBPD       Y0, Y5, Y7
-	VMOVUPD      3360(DX), Y8
-	VADDPD       lgc0<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 3360(DX)
-	VDIVPD       Y8, Y7, Y8
-	VADDPD       Y8, Y0, Y0
 	VSUBPD       Y0, Y5, Y8
-	VMOVUPD      3744(DX), Y5
-	VFMADD231PD  Y7, Y8, Y5
+	VFMADD231PD  Y8, Y7, Y0
+	VSUBPD       Y0, Y5, Y5
+	VMOVUPD      3744(DX), Y7
+	VFMADD231PD  Y8, Y5, Y7
 	VMOVUPD      Y0, 3552(DX)
-	VMOVUPD      Y5, 3744(DX)
+	VMOVUPD      Y7, 3744(DX)
 
 	// var(valueTarget) over [B]
 	VCVTPS2PD    X1, Y0
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      4096(DX), Y5
-	VSUBPD       Y5, Y0, Y7
-	VMOVUPD      3904(DX), Y8
-	VADDPD       lgc0<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 3904(DX)
-	VDIVPD       Y8, Y7, Y8
-	VADDPD       Y8, Y5, Y5
-	VSUBPD       Y5, Y0, Y8
-	VMOVUPD      4288(DX), Y0
-	VFMADD231PD  Y7, Y8, Y0
-	VMOVUPD      Y5, 4096(DX)
-	VMOVUPD      Y0, 4288(DX)
+	VMOVUPD      3904(DX), Y5
+	VADDPD       lgc0<>+0(SB), Y5, Y5
+	VMOVUPD      Y5, 3904(DX)
+	VMOVSD       lgc0<>+0(SB), X7
+	VDIVSD       X5, X7, X5
+	VBROADCASTSD X5, Y5
+	VMOVUPD      4096(DX), Y7
+	VSUBPD       Y7, Y0, Y8
+	VFMADD231PD  Y8, Y5, Y7
+	VSUBPD       Y7, Y0, Y0
+	VMOVUPD      4288(DX), Y9
+	VFMADD231PD  Y8, Y0, Y9
+	VMOVUPD      Y7, 4096(DX)
+	VMOVUPD      Y9, 4288(DX)
+	VMOVUPD      3936(DX), Y0
+	VADDPD       lgc0<>+0(SB), Y0, Y0
+	VMOVUPD      Y0, 3936(DX)
 	VMOVUPD      4128(DX), Y0
-	VSUBPD       Y0, Y1, Y5
-	VMOVUPD      3936(DX), Y7
-	VADDPD       lgc0<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 3936(DX)
-	VDIVPD       Y7, Y5, Y7
-	VADDPD       Y7, Y0, Y0
 	VSUBPD       Y0, Y1, Y7
-	VMOVUPD      4320(DX), Y1
-	VFMADD231PD  Y5, Y7, Y1
+	VFMADD231PD  Y7, Y5, Y0
+	VSUBPD       Y0, Y1, Y1
+	VMOVUPD      4320(DX), Y5
+	VFMADD231PD  Y7, Y1, Y5
 	VMOVUPD      Y0, 4128(DX)
-	VMOVUPD      Y1, 4320(DX)
+	VMOVUPD      Y5, 4320(DX)
 	VMOVUPS      Y4, 192(SP)
 	VMOVUPS      Y6, 224(SP)
 	VMOVUPS      Y2, 256(SP)

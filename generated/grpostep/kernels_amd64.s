@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX2(lo int, nextReward *float32, state *float64, hi int)
-// Requires: AVX, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
@@ -35,30 +35,31 @@ blocks_2:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      1088(DI)(BX*8), Y2
-	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      704(DI)(BX*8), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 704(DI)(BX*8)
-	VDIVPD       Y4, Y3, Y4
-	VADDPD       Y4, Y2, Y2
-	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      1472(DI)(BX*8), Y1
-	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 1088(DI)(BX*8)
-	VMOVUPD      Y1, 1472(DI)(BX*8)
+	VMOVUPD      704(DI)(BX*8), Y2
+	VADDPD       lgc0<>+0(SB), Y2, Y2
+	VMOVUPD      Y2, 704(DI)(BX*8)
+	VMOVSD       lgc0<>+0(SB), X3
+	VDIVSD       X2, X3, X2
+	VBROADCASTSD X2, Y2
+	VMOVUPD      1088(DI)(BX*8), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      1472(DI)(BX*8), Y5
+	VFMADD231PD  Y4, Y1, Y5
+	VMOVUPD      Y3, 1088(DI)(BX*8)
+	VMOVUPD      Y5, 1472(DI)(BX*8)
+	VMOVUPD      736(DI)(BX*8), Y1
+	VADDPD       lgc0<>+0(SB), Y1, Y1
+	VMOVUPD      Y1, 736(DI)(BX*8)
 	VMOVUPD      1120(DI)(BX*8), Y1
-	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      736(DI)(BX*8), Y3
-	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 736(DI)(BX*8)
-	VDIVPD       Y3, Y2, Y3
-	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      1504(DI)(BX*8), Y0
-	VFMADD231PD  Y2, Y3, Y0
+	VFMADD231PD  Y3, Y2, Y1
+	VSUBPD       Y1, Y0, Y0
+	VMOVUPD      1504(DI)(BX*8), Y2
+	VFMADD231PD  Y3, Y0, Y2
 	VMOVUPD      Y1, 1120(DI)(BX*8)
-	VMOVUPD      Y0, 1504(DI)(BX*8)
+	VMOVUPD      Y2, 1504(DI)(BX*8)
 	DECQ         DX
 	JNZ          noflush_3
 	XORQ         DX, DX
@@ -1245,7 +1246,7 @@ noflush_13:
 	RET
 
 // func fbPass1AVX2(lo int, nextReward *float32, state *float64, hi int)
-// Requires: AVX, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
@@ -1275,30 +1276,31 @@ blocks_15:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      1536(DI)(BX*8), Y2
-	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      1152(DI)(BX*8), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 1152(DI)(BX*8)
-	VDIVPD       Y4, Y3, Y4
-	VADDPD       Y4, Y2, Y2
-	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      1920(DI)(BX*8), Y1
-	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 1536(DI)(BX*8)
-	VMOVUPD      Y1, 1920(DI)(BX*8)
+	VMOVUPD      1152(DI)(BX*8), Y2
+	VADDPD       lgc0<>+0(SB), Y2, Y2
+	VMOVUPD      Y2, 1152(DI)(BX*8)
+	VMOVSD       lgc0<>+0(SB), X3
+	VDIVSD       X2, X3, X2
+	VBROADCASTSD X2, Y2
+	VMOVUPD      1536(DI)(BX*8), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      1920(DI)(BX*8), Y5
+	VFMADD231PD  Y4, Y1, Y5
+	VMOVUPD      Y3, 1536(DI)(BX*8)
+	VMOVUPD      Y5, 1920(DI)(BX*8)
+	VMOVUPD      1184(DI)(BX*8), Y1
+	VADDPD       lgc0<>+0(SB), Y1, Y1
+	VMOVUPD      Y1, 1184(DI)(BX*8)
 	VMOVUPD      1568(DI)(BX*8), Y1
-	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      1184(DI)(BX*8), Y3
-	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 1184(DI)(BX*8)
-	VDIVPD       Y3, Y2, Y3
-	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      1952(DI)(BX*8), Y0
-	VFMADD231PD  Y2, Y3, Y0
+	VFMADD231PD  Y3, Y2, Y1
+	VSUBPD       Y1, Y0, Y0
+	VMOVUPD      1952(DI)(BX*8), Y2
+	VFMADD231PD  Y3, Y0, Y2
 	VMOVUPD      Y1, 1568(DI)(BX*8)
-	VMOVUPD      Y0, 1952(DI)(BX*8)
+	VMOVUPD      Y2, 1952(DI)(BX*8)
 	DECQ         DX
 	JNZ          noflush_16
 	XORQ         DX, DX

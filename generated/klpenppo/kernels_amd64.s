@@ -475,33 +475,37 @@ inner_D_5:
 	VMOVUPD Y2, 832(CX)
 
 	// var(diff) over [B]
-	VMOVUPD     1216(CX), Y2
-	VSUBPD      Y2, Y1, Y3
-	VMOVUPD     1024(CX), Y4
-	VADDPD      lgc9<>+0(SB), Y4, Y4
-	VMOVUPD     Y4, 1024(CX)
-	VDIVPD      Y4, Y3, Y4
-	VADDPD      Y4, Y2, Y2
-	VSUBPD      Y2, Y1, Y4
-	VMOVUPD     1408(CX), Y1
-	VFMADD231PD Y3, Y4, Y1
-	VMOVUPD     Y2, 1216(CX)
-	VMOVUPD     Y1, 1408(CX)
+	VMOVUPD      1024(CX), Y2
+	VADDPD       lgc9<>+0(SB), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VMOVSD       lgc9<>+0(SB), X3
+	VDIVSD       X2, X3, X2
+	VBROADCASTSD X2, Y2
+	VMOVUPD      1216(CX), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      1408(CX), Y2
+	VFMADD231PD  Y4, Y1, Y2
+	VMOVUPD      Y3, 1216(CX)
+	VMOVUPD      Y2, 1408(CX)
 
 	// var(valueTarget) over [B]
-	VMOVUPD     1792(CX), Y1
-	VSUBPD      Y1, Y0, Y2
-	VMOVUPD     1600(CX), Y3
-	VADDPD      lgc9<>+0(SB), Y3, Y3
-	VMOVUPD     Y3, 1600(CX)
-	VDIVPD      Y3, Y2, Y3
-	VADDPD      Y3, Y1, Y1
-	VSUBPD      Y1, Y0, Y3
-	VMOVUPD     1984(CX), Y0
-	VFMADD231PD Y2, Y3, Y0
-	VMOVUPD     Y1, 1792(CX)
-	VMOVUPD     Y0, 1984(CX)
-	VMOVUPD     544(SP), Y0
+	VMOVUPD      1600(CX), Y1
+	VADDPD       lgc9<>+0(SB), Y1, Y1
+	VMOVUPD      Y1, 1600(CX)
+	VMOVSD       lgc9<>+0(SB), X2
+	VDIVSD       X1, X2, X1
+	VBROADCASTSD X1, Y1
+	VMOVUPD      1792(CX), Y2
+	VSUBPD       Y2, Y0, Y3
+	VFMADD231PD  Y3, Y1, Y2
+	VSUBPD       Y2, Y0, Y0
+	VMOVUPD      1984(CX), Y1
+	VFMADD231PD  Y3, Y0, Y1
+	VMOVUPD      Y2, 1792(CX)
+	VMOVUPD      Y1, 1984(CX)
+	VMOVUPD      544(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
@@ -1336,33 +1340,37 @@ inner_D_10:
 	VMOVUPD Y2, 832(CX)
 
 	// var(diff) over [B]
-	VMOVUPD     1216(CX), Y2
-	VSUBPD      Y2, Y1, Y3
-	VMOVUPD     1024(CX), Y4
-	VADDPD      lgc9<>+0(SB), Y4, Y4
-	VMOVUPD     Y4, 1024(CX)
-	VDIVPD      Y4, Y3, Y4
-	VADDPD      Y4, Y2, Y2
-	VSUBPD      Y2, Y1, Y4
-	VMOVUPD     1408(CX), Y5
-	VFMADD231PD Y3, Y4, Y5
-	VMOVUPD     Y2, 1216(CX)
-	VMOVUPD     Y5, 1408(CX)
+	VMOVUPD      1024(CX), Y2
+	VADDPD       lgc9<>+0(SB), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VMOVSD       lgc9<>+0(SB), X3
+	VDIVSD       X2, X3, X2
+	VBROADCASTSD X2, Y2
+	VMOVUPD      1216(CX), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y2
+	VMOVUPD      1408(CX), Y5
+	VFMADD231PD  Y4, Y2, Y5
+	VMOVUPD      Y3, 1216(CX)
+	VMOVUPD      Y5, 1408(CX)
 
 	// var(valueTarget) over [B]
-	VMOVUPD     1792(CX), Y2
-	VSUBPD      Y2, Y0, Y3
-	VMOVUPD     1600(CX), Y4
-	VADDPD      lgc9<>+0(SB), Y4, Y4
-	VMOVUPD     Y4, 1600(CX)
-	VDIVPD      Y4, Y3, Y4
-	VADDPD      Y4, Y2, Y2
-	VSUBPD      Y2, Y0, Y4
-	VMOVUPD     1984(CX), Y0
-	VFMADD231PD Y3, Y4, Y0
-	VMOVUPD     Y2, 1792(CX)
-	VMOVUPD     Y0, 1984(CX)
-	VMOVUPD     736(SP), Y0
+	VMOVUPD      1600(CX), Y2
+	VADDPD       lgc9<>+0(SB), Y2, Y2
+	VMOVUPD      Y2, 1600(CX)
+	VMOVSD       lgc9<>+0(SB), X3
+	VDIVSD       X2, X3, X2
+	VBROADCASTSD X2, Y2
+	VMOVUPD      1792(CX), Y3
+	VSUBPD       Y3, Y0, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y0, Y0
+	VMOVUPD      1984(CX), Y2
+	VFMADD231PD  Y4, Y0, Y2
+	VMOVUPD      Y3, 1792(CX)
+	VMOVUPD      Y2, 1984(CX)
+	VMOVUPD      736(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX2(lo int, nextReward *float64, state *float64, hi int)
-// Requires: AVX, FMA3
+// Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
@@ -26,24 +26,26 @@ blocks_2:
 	VMOVUPD Y1, 64(DX)
 
 	// var(nextReward) over [T N]
-	VMOVUPD     448(DX), Y1
-	VSUBPD      Y1, Y0, Y2
-	VMOVUPD     256(DX), Y3
-	VADDPD      lgc0<>+0(SB), Y3, Y3
-	VMOVUPD     Y3, 256(DX)
-	VDIVPD      Y3, Y2, Y3
-	VADDPD      Y3, Y1, Y1
-	VSUBPD      Y1, Y0, Y3
-	VMOVUPD     640(DX), Y0
-	VFMADD231PD Y2, Y3, Y0
-	VMOVUPD     Y1, 448(DX)
-	VMOVUPD     Y0, 640(DX)
-	ADDQ        $+4, CX
-	CMPQ        CX, $+64
-	JL          blocks_2
-	INCQ        AX
-	CMPQ        AX, hi+24(FP)
-	JL          outer0_1
+	VMOVUPD      256(DX), Y1
+	VADDPD       lgc0<>+0(SB), Y1, Y1
+	VMOVUPD      Y1, 256(DX)
+	VMOVSD       lgc0<>+0(SB), X2
+	VDIVSD       X1, X2, X1
+	VBROADCASTSD X1, Y1
+	VMOVUPD      448(DX), Y2
+	VSUBPD       Y2, Y0, Y3
+	VFMADD231PD  Y3, Y1, Y2
+	VSUBPD       Y2, Y0, Y0
+	VMOVUPD      640(DX), Y1
+	VFMADD231PD  Y3, Y0, Y1
+	VMOVUPD      Y2, 448(DX)
+	VMOVUPD      Y1, 640(DX)
+	ADDQ         $+4, CX
+	CMPQ         CX, $+64
+	JL           blocks_2
+	INCQ         AX
+	CMPQ         AX, hi+24(FP)
+	JL           outer0_1
 	VZEROUPPER
 	RET
 
