@@ -89,6 +89,9 @@ type gen struct {
 	elem  jen.Code          // the dtype as a Go type
 	k     Kernel            // the kernel being emitted
 	names map[int]string    // the variable of each node of k's graph (ir.Identifiers)
+	// mergeOps are the reductions ops whose states chunked passes merge, each with a node of
+	// it (for its accumulator type): kernels_generic.go gets a merge function for each.
+	mergeOps map[ir.Op]*ir.Node
 }
 
 // GradField is the Grads field of a gradient output (grad.log_prob → LogProb).
