@@ -91,10 +91,16 @@ func (e *gen) chunkedPass(f *jen.File, c *chunks, doc string) {
 	f.Commentf("%s is how many chunks of %s %s runs as, concurrently, each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set it to check the chunked run.", c.count, c.unit(), c.pass)
 	f.Var().Id(c.count).Op("=").Lit(c.ch.Count)
 	f.Line()
-	e.statesType(f, c)
-	f.Line()
-	f.Commentf("%s runs %s over %s [lo, hi) into st.", c.run, c.pass, c.ch.Dim)
-	f.Func().Id(c.run).Params(append(e.passParams(e.k), jen.Id("st").Op("*").Id(c.states), jen.List(jen.Id("lo"), jen.Id("hi")).Int())...).BlockFunc(func(b *jen.Group) {
+	params := e.passParams(e.k)
+	if len(c.ch.Merge) > 0 {
+		e.statesType(f, c)
+		f.Line()
+		f.Commentf("%s runs %s over %s [lo, hi) into st.", c.run, c.pass, c.ch.Dim)
+		params = append(params, jen.Id("st").Op("*").Id(c.states))
+	} else {
+		f.Commentf("%s runs %s over %s [lo, hi).", c.run, c.pass, c.ch.Dim)
+	}
+	f.Func().Id(c.run).Params(append(params, jen.List(jen.Id("lo"), jen.Id("hi")).Int())...).BlockFunc(func(b *jen.Group) {
 		if len(c.passes) == 2 {
 			e.rowChunkBody(b, c)
 		} else {
@@ -197,6 +203,10 @@ func (e *gen) keepStates(b *jen.Group, c *chunks) {
 // runChunks emits the run of c's chunks into st: in one piece when the count is 1, else
 // concurrently on states of their own, merged in chunk order.
 func (e *gen) runChunks(b *jen.Group, c *chunks) {
+	if len(c.ch.Merge) == 0 {
+		e.runStateless(b, c)
+		return
+	}
 	b.Var().Id("st").Id(c.states)
 	var kept []*ir.Node // merged reductions keeping a dim: their states are slices
 	for _, r := range c.ch.Merge {
@@ -206,11 +216,7 @@ func (e *gen) runChunks(b *jen.Group, c *chunks) {
 		}
 	}
 	call := func(st jen.Code, lo, hi jen.Code) jen.Code {
-		args := []jen.Code{jen.Id("in"), jen.Id("out")}
-		if e.fb != nil {
-			args = append(args, jen.Id("grads"))
-		}
-		return jen.Id(c.run).Call(append(args, jen.Id("s"), st, lo, hi)...)
+		return jen.Id(c.run).Call(append(e.passArgs(), st, lo, hi)...)
 	}
 	b.If(jen.Id("n").Op(":=").Min(jen.Id(c.count), jen.Lit(c.units())), jen.Id("n").Op("<=").Lit(1)).Block(
 		call(jen.Op("&").Id("st"), jen.Lit(0), jen.Lit(c.size())),
@@ -234,6 +240,28 @@ func (e *gen) runChunks(b *jen.Group, c *chunks) {
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(
 			jen.Id("st").Dot("merge").Call(jen.Op("&").Id("sts").Index(jen.Id("c"))))
 	})
+}
+
+// runStateless emits the run of c's chunks when they have no states to merge.
+func (e *gen) runStateless(b *jen.Group, c *chunks) {
+	call := func(lo, hi jen.Code) jen.Code { return jen.Id(c.run).Call(append(e.passArgs(), lo, hi)...) }
+	body := jen.Func().Params(jen.Id("_"), jen.Id("lo"), jen.Id("hi").Int()).Block(call(jen.Id("lo"), jen.Id("hi")))
+	run := jen.Qual(RuntimePath, "ForChunks").Call(jen.Id("n"), jen.Lit(c.size()), body)
+	if a := c.ch.Align; a > 1 {
+		run = jen.Qual(RuntimePath, "ForBlockChunks").Call(jen.Id("n"), jen.Lit(c.size()), jen.Lit(a), body)
+	}
+	b.If(jen.Id("n").Op(":=").Min(jen.Id(c.count), jen.Lit(c.units())), jen.Id("n").Op("<=").Lit(1)).Block(
+		call(jen.Lit(0), jen.Lit(c.size())),
+	).Else().Block(run)
+}
+
+// passArgs are the arguments that pass a pass function's parameters on.
+func (e *gen) passArgs() []jen.Code {
+	args := []jen.Code{jen.Id("in"), jen.Id("out")}
+	if e.fb != nil {
+		args = append(args, jen.Id("grads"))
+	}
+	return append(args, jen.Id("s"))
 }
 
 // localCarries declares, in a chunk function, the carries of the scans that keep one per
