@@ -95,10 +95,10 @@ func (e *gen) chunkedPass(f *jen.File, c *chunks, doc string) {
 	if len(c.ch.Merge) > 0 {
 		e.statesType(f, c)
 		f.Line()
-		f.Commentf("%s runs %s over %s [lo, hi) into st.", c.run, c.pass, c.ch.Dim)
+		f.Commentf("%s runs %s over indices [lo, hi) of %s, its reduction states into st.", c.run, c.pass, c.ch.Dim)
 		params = append(params, jen.Id("st").Op("*").Id(c.states))
 	} else {
-		f.Commentf("%s runs %s over %s [lo, hi).", c.run, c.pass, c.ch.Dim)
+		f.Commentf("%s runs %s over indices [lo, hi) of %s.", c.run, c.pass, c.ch.Dim)
 	}
 	f.Func().Id(c.run).Params(append(params, jen.List(jen.Id("lo"), jen.Id("hi")).Int())...).BlockFunc(func(b *jen.Group) {
 		if len(c.passes) == 2 {

@@ -26,11 +26,11 @@ func (e *gen) kernelFile() *jen.File {
 		}
 		for _, ps := range k.Plan.Passes {
 			name := k.Name(fmt.Sprintf("pass%dGo", ps.Index))
+			c := e.chunksOf(ps)
 			switch {
 			case !RunsPass(ps):
 				continue
-			case e.chunksOf(ps) != nil:
-				c := e.chunksOf(ps)
+			case c != nil:
 				doc := fmt.Sprintf("%s is pass %d of %s's plan (lossgen explain): %s, in %s chunks of %s (%s).", name, ps.Index, what, passSummary(ps), c.count, c.unit(), c.run)
 				if ps.Row != nil {
 					doc = rowLocalDoc(name, what, ps.Row) + fmt.Sprintf(" It runs in %s chunks of %s (%s).", c.count, c.unit(), c.run)
