@@ -11,7 +11,8 @@ import (
 )
 
 // kernelFile emits kernels_generic.go: for each kernel (Forward's, ForwardBackward's) one
-// function per pass and its scratch type; then the helpers.
+// function per pass (a chunked pass's with its chunk function and states: chunks.go) and its
+// scratch type; then the chunks' merge functions and the helpers.
 func (e *gen) kernelFile() *jen.File {
 	f := e.newFile()
 	e.mergeOps = map[ir.Op]*ir.Node{}
