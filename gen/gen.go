@@ -312,6 +312,13 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		}
 		files[chunksTestName] = ct
 	}
+	if vars := gogen.ChunkVars(c.Plan, c.Backward); len(vars) > 0 {
+		ct, err := render("gochunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "Large": c.Graph.Batch.Numel() > LargeBatch})
+		if err != nil {
+			return nil, err
+		}
+		files[goChunksTestName] = ct
+	}
 	// Doc comments built from spec text run long: wrap every file's at gogen.CommentWidth.
 	for name, src := range files {
 		switch filepath.Ext(name) {

@@ -20,10 +20,11 @@ const (
 
 // Names of the test files Emit adds to the generators' (gogen, asmgen, ptxgen) files.
 const (
-	ptxSimTestName = "ptxsim_test.go"
-	vmathTestName  = "vmath_amd64_test.go"
-	chunksTestName = "chunks_amd64_test.go"
-	exampleName    = "example_test.go"
+	ptxSimTestName   = "ptxsim_test.go"
+	vmathTestName    = "vmath_amd64_test.go"
+	chunksTestName   = "chunks_amd64_test.go"
+	goChunksTestName = "chunks_test.go"
+	exampleName      = "example_test.go"
 )
 
 // fixedNames are the files Emit may write for any package, under the same name; the others
@@ -32,7 +33,7 @@ var fixedNames = []string{
 	"kernels_generic.go", // gogen
 	asmgen.AsmFile, asmgen.StubsFile, asmgen.DispatchFile,
 	ptxgen.PTXFile, ptxgen.LaunchFile, ptxgen.LaunchBackwardFile, ptxgen.GoFile,
-	ptxSimTestName, vmathTestName, chunksTestName, exampleName,
+	ptxSimTestName, vmathTestName, chunksTestName, goChunksTestName, exampleName,
 }
 
 // generatedByLossgen reports whether a file's content carries lossgen's marker.

@@ -23,8 +23,9 @@ import (
 // TestSameBitsOnEveryCoreCount runs the generated kernels of a flat batch cut into whole
 // vector blocks (ClipPPO, B = 100003: 8 chunks by default, the last with a 3-element tail)
 // and of a [N, T] batch cut into rows (ClipPPO+GAE on [64, 1100]) in processes with
-// GOMAXPROCS 1, 2 and 8, forward and forward+backward, and requires the same output bytes:
-// the plan fixes the chunks from the shape, so the core count cannot change a result.
+// GOMAXPROCS 1, 2 and 8, forward and forward+backward, the AVX2 kernels (where the machine
+// has AVX2) and the pure-Go ones (the purego build), and requires the same output bytes of
+// each: the plan fixes the chunks from the shape, so the core count cannot change a result.
 func TestSameBitsOnEveryCoreCount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
@@ -48,23 +49,30 @@ func TestSameBitsOnEveryCoreCount(t *testing.T) {
 			m, err := runner.NewModule(c)
 			require.NoError(t, err)
 			t.Cleanup(func() { m.Close() })
-			bin, err := m.Build("")
-			require.NoError(t, err)
 			in := cs[0].Inputs
-			var want [2][]byte
-			for _, procs := range []string{"1", "2", "8"} {
-				t.Setenv("GOMAXPROCS", procs)
-				fwd, err := m.Run(bin, in)
+			for _, tags := range []string{"", "purego"} {
+				bin, err := m.Build(tags)
 				require.NoError(t, err)
-				fb, err := m.RunBackward(bin, in)
-				require.NoError(t, err)
-				got := [2][]byte{outputBytes(t, fwd), outputBytes(t, fb)}
-				if want[0] == nil {
-					want = got
-					continue
+				if tags == "purego" {
+					impl, err := m.Impl(bin)
+					require.NoError(t, err)
+					require.Equal(t, "go", impl)
 				}
-				require.True(t, bytes.Equal(want[0], got[0]), "Forward with GOMAXPROCS=%s differs from GOMAXPROCS=1", procs)
-				require.True(t, bytes.Equal(want[1], got[1]), "ForwardBackward with GOMAXPROCS=%s differs from GOMAXPROCS=1", procs)
+				var want [2][]byte
+				for _, procs := range []string{"1", "2", "8"} {
+					t.Setenv("GOMAXPROCS", procs)
+					fwd, err := m.Run(bin, in)
+					require.NoError(t, err)
+					fb, err := m.RunBackward(bin, in)
+					require.NoError(t, err)
+					got := [2][]byte{outputBytes(t, fwd), outputBytes(t, fb)}
+					if want[0] == nil {
+						want = got
+						continue
+					}
+					require.True(t, bytes.Equal(want[0], got[0]), "tags %q: Forward with GOMAXPROCS=%s differs from GOMAXPROCS=1", tags, procs)
+					require.True(t, bytes.Equal(want[1], got[1]), "tags %q: ForwardBackward with GOMAXPROCS=%s differs from GOMAXPROCS=1", tags, procs)
+				}
 			}
 		})
 	}

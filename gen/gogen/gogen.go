@@ -1,6 +1,7 @@
 // Package gogen is the pure-Go backend: it emits, with jennifer, one Go function per pass of
-// the fusion plan, or per row-local pair of passes (kernels_generic.go), and the package's
-// public API (<package>.go). The Go
+// the fusion plan, or per row-local pair of passes (kernels_generic.go; a pass the plan cuts
+// into chunks also gets a function over one chunk, run concurrently: chunks.go), and the
+// package's public API (<package>.go). The Go
 // kernel is always compiled; it is the exact reference the assembly kernels are tested
 // against, and what runs under the purego build tag and on CPUs without AVX2.
 //
@@ -89,6 +90,9 @@ type gen struct {
 	elem  jen.Code          // the dtype as a Go type
 	k     Kernel            // the kernel being emitted
 	names map[int]string    // the variable of each node of k's graph (ir.Identifiers)
+	// mergeOps are the reductions ops whose states chunked passes merge, each with a node of
+	// it (for its accumulator type): kernels_generic.go gets a merge function for each.
+	mergeOps map[ir.Op]*ir.Node
 }
 
 // GradField is the Grads field of a gradient output (grad.log_prob → LogProb).

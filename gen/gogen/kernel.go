@@ -11,9 +11,11 @@ import (
 )
 
 // kernelFile emits kernels_generic.go: for each kernel (Forward's, ForwardBackward's) one
-// function per pass and its scratch type; then the helpers.
+// function per pass (a chunked pass's with its chunk function and states: chunks.go) and its
+// scratch type; then the chunks' merge functions and the helpers.
 func (e *gen) kernelFile() *jen.File {
 	f := e.newFile()
+	e.mergeOps = map[ir.Op]*ir.Node{}
 	for _, k := range Kernels(e.p, e.fb) {
 		e.k = k
 		e.names = Identifiers(k.Plan.Graph)
@@ -25,9 +27,16 @@ func (e *gen) kernelFile() *jen.File {
 		}
 		for _, ps := range k.Plan.Passes {
 			name := k.Name(fmt.Sprintf("pass%dGo", ps.Index))
+			c := e.chunksOf(ps)
 			switch {
 			case !RunsPass(ps):
 				continue
+			case c != nil:
+				doc := fmt.Sprintf("%s is pass %d of %s's plan (lossgen explain): %s, in %s chunks of %s (%s).", name, ps.Index, what, passSummary(ps), c.count, c.unit(), c.run)
+				if ps.Row != nil {
+					doc = rowLocalDoc(name, what, ps.Row) + fmt.Sprintf(" It runs in %s chunks of %s (%s).", c.count, c.unit(), c.run)
+				}
+				e.chunkedPass(f, c, doc)
 			case ps.Row != nil:
 				f.Comment(rowLocalDoc(name, what, ps.Row))
 				f.Func().Id(name).Params(e.passParams(k)...).BlockFunc(func(b *jen.Group) { e.rowLocalBody(b, ps.Row) })
@@ -38,6 +47,7 @@ func (e *gen) kernelFile() *jen.File {
 			f.Line()
 		}
 	}
+	e.mergers(f)
 	e.helpers(f)
 	return f
 }
@@ -97,7 +107,7 @@ func (e *gen) scratchType(f *jen.File) {
 			allocs = append(allocs, jen.Id(e.accName(r)).Op(":").Make(jen.Index().Add(e.accType(r)), jen.Lit(r.Shape.Numel())))
 		}
 		for _, n := range ps.Compute {
-			if n.Op == ir.OpScan {
+			if n.Op == ir.OpScan && ps.Schedule.Chunks == nil { // a chunk function's are its own
 				if inner := carryDims(ps, n); len(inner) > 0 {
 					fields = append(fields, jen.Id(e.carryName(n)).Index().Add(e.elem).Comment("carries of the scan "+e.names[n.ID]))
 					allocs = append(allocs, jen.Id(e.carryName(n)).Op(":").Make(jen.Index().Add(e.elem), jen.Lit(inner.Numel())))
@@ -227,6 +237,9 @@ type pass struct {
 	e     *gen
 	ps    *plan.Pass
 	alias map[int]*ir.Node // detach and broadcast nodes: the node whose variable they read
+	// chunks, in the function over one chunk of a chunked pass, is its chunking: the loop
+	// over the chunked dim covers [lo, hi), and the merged reductions' states are in st.
+	chunks *chunks
 }
 
 // passBody emits the loop nest of a pass: accumulators and carries, the outer loops (the scan
@@ -234,12 +247,12 @@ type pass struct {
 func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 	p := &pass{e: e, ps: ps, alias: map[int]*ir.Node{}}
 	consts := e.declareConsts(b, ps)
-	e.initAccs(b, ps)
+	e.initAccs(b, ps.Reduces, "s")
 	for _, c := range p.nest(0) {
 		b.Add(c)
 	}
 	e.markConstsUsed(b, consts, p)
-	e.finishReduces(b, ps.Reduces)
+	e.finishReduces(b, ps.Reduces, "")
 }
 
 // declareConsts declares the scalar constants of the passes' programs once, before the loops.
@@ -273,16 +286,16 @@ func (e *gen) markConstsUsed(b *jen.Group, consts []*ir.Node, ps ...*pass) {
 	}
 }
 
-// initAccs starts the barrier reductions' accumulators: scalar ones are locals, the others
-// live in scratch and are reset here.
-func (e *gen) initAccs(b *jen.Group, ps *plan.Pass) {
-	for _, r := range ps.Reduces {
+// initAccs starts barrier reductions' accumulators: scalar ones are locals, the others
+// slices of holder (s, the scratch; st, a chunk's states), reset here.
+func (e *gen) initAccs(b *jen.Group, rs []*ir.Node, holder string) {
+	for _, r := range rs {
 		if len(r.Shape) == 0 {
 			b.Id(e.accName(r)).Op(":=").Add(e.accInit(r))
 			continue
 		}
-		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.accName(r))).Block(
-			jen.Id("s").Dot(e.accName(r)).Index(jen.Id("k")).Op("=").Add(e.accInit(r)))
+		b.For(jen.Id("k").Op(":=").Range().Id(holder).Dot(e.accName(r))).Block(
+			jen.Id(holder).Dot(e.accName(r)).Index(jen.Id("k")).Op("=").Add(e.accInit(r)))
 	}
 }
 
@@ -294,8 +307,8 @@ func (p *pass) nest(d int) []jen.Code {
 	for _, n := range ps.Compute {
 		if n.Op == ir.OpScan && dom.Index(n.Axes[0]) == d {
 			if inner := carryDims(ps, n); len(inner) > 0 {
-				stmts = append(stmts, jen.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.carryName(n))).Block(
-					jen.Id("s").Dot(e.carryName(n)).Index(jen.Id("k")).Op("=").Lit(0)))
+				stmts = append(stmts, jen.For(jen.Id("k").Op(":=").Range().Add(p.carries(n))).Block(
+					jen.Add(p.carries(n)).Index(jen.Id("k")).Op("=").Lit(0)))
 			} else {
 				stmts = append(stmts, jen.Id(e.carryName(n)).Op(":=").Add(e.lit(0)))
 			}
@@ -307,27 +320,39 @@ func (p *pass) nest(d int) []jen.Code {
 	dim := dom[d]
 	iv := loopVar(dim.Name)
 	head := []jen.Code{jen.Id(iv).Op(":=").Lit(0), jen.Id(iv).Op("<").Lit(dim.Size), jen.Id(iv).Op("++")}
+	if p.chunks != nil && dim.Name == p.chunks.ch.Dim {
+		head = []jen.Code{jen.Id(iv).Op(":=").Id("lo"), jen.Id(iv).Op("<").Id("hi"), jen.Id(iv).Op("++")}
+	}
 	if ps.Schedule.Reverse(dim.Name) {
 		head = []jen.Code{jen.Id(iv).Op(":=").Lit(dim.Size - 1), jen.Id(iv).Op(">=").Lit(0), jen.Id(iv).Op("--")}
 	}
 	return append(stmts, jen.For(head...).Block(p.nest(d+1)...))
 }
 
-// finishReduces finishes barrier reductions into their buffers.
-func (e *gen) finishReduces(b *jen.Group, reduces []*ir.Node) {
+// finishReduces finishes barrier reductions into their buffers from their accumulators:
+// in states (st, a chunked pass's merged states), or with states "" locals (scalar ones) and
+// the scratch's slices.
+func (e *gen) finishReduces(b *jen.Group, reduces []*ir.Node, states string) {
 	for _, r := range reduces {
+		acc := jen.Id(states).Dot(e.accName(r))
+		switch {
+		case states != "":
+		case len(r.Shape) == 0:
+			acc = jen.Id(e.accName(r))
+		default:
+			acc = jen.Id("s").Dot(e.accName(r))
+		}
 		if len(r.Shape) == 0 {
 			for _, buf := range e.bufExprs(r) {
-				b.Add(buf).Op("=").Add(e.conv(e.accResult(r, jen.Id(e.accName(r)))))
+				b.Add(buf).Op("=").Add(e.conv(e.accResult(r, acc)))
 			}
 			continue
 		}
-		acc := jen.Id("s").Dot(e.accName(r)).Index(jen.Id("k"))
 		var sets []jen.Code
 		for _, buf := range e.bufExprs(r) {
-			sets = append(sets, jen.Add(buf).Index(jen.Id("k")).Op("=").Add(e.conv(e.accResult(r, acc))))
+			sets = append(sets, jen.Add(buf).Index(jen.Id("k")).Op("=").Add(e.conv(e.accResult(r, jen.Add(acc).Index(jen.Id("k"))))))
 		}
-		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.accName(r))).Block(sets...)
+		b.For(jen.Id("k").Op(":=").Range().Add(acc)).Block(sets...)
 	}
 }
 
@@ -434,7 +459,7 @@ func (p *pass) compute(n *ir.Node) []jen.Code {
 		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it.
 		carry := jen.Id(e.carryName(n))
 		if inner := carryDims(p.ps, n); len(inner) > 0 {
-			carry = jen.Id("s").Dot(e.carryName(n)).Index(indexExpr(inner, nil))
+			carry = p.carries(n).Index(indexExpr(inner, nil))
 		}
 		return []jen.Code{
 			jen.Id(p.id(n)).Op(":=").Id(p.id(n.Args[0])).Op("+").Id(e.g.DType.String()).Call(jen.Add(carry).Op("*").Id(p.id(n.Args[1]))),

@@ -49,11 +49,11 @@ func Identifiers(g *ir.Graph) map[int]string {
 }
 
 // taken reports the names a kernel function uses for itself, which no node's variable may
-// take: its parameters, loop and index variables, helpers and packages, scratch buffers
+// take: its parameters (a chunk function's st, lo and hi too), loop and index variables, helpers and packages, scratch buffers
 // (s0), and the suffixes of accumulators and carries (see accName).
 func taken(g *ir.Graph, name string) bool {
 	switch name {
-	case "in", "out", "grads", "s", "k", "b2f", "sel", "math", "runtime", "sync":
+	case "in", "out", "grads", "s", "st", "lo", "hi", "k", "b2f", "sel", "math", "runtime", "sync":
 		return true
 	}
 	for _, d := range g.Dims {

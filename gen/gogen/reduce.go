@@ -15,23 +15,26 @@ import (
 // interpreter.
 
 // goAcc is a reduction's runtime accumulator: its type, empty value, per-element update and
-// result.
+// result, and the fields that hold its description's state (ir.ReductionOf's Fields, in
+// order; nil: the accumulator is the one field), which chunks merge with the description.
 type goAcc struct {
 	typ    jen.Code
 	init   jen.Code
 	add    func(p *pass, r *ir.Node, acc, x jen.Code) jen.Code
 	result func(r *ir.Node, acc jen.Code) jen.Code
+	fields []string
 }
 
 var goAccs = map[ir.Op]goAcc{
 	ir.OpSum: {jen.Float64(), jen.Lit(0.0),
-		func(_ *pass, _ *ir.Node, acc, x jen.Code) jen.Code { return jen.Add(acc).Op("+=").Add(x) }, plain},
-	ir.OpMean:      method("Mean", jen.Qual(RuntimePath, "Mean").Values(), "Result"),
+		func(_ *pass, _ *ir.Node, acc, x jen.Code) jen.Code { return jen.Add(acc).Op("+=").Add(x) }, plain, nil},
+	ir.OpMean:      method("Mean", jen.Qual(RuntimePath, "Mean").Values(), "Result", "Sum", "N"),
 	ir.OpRMax:      extreme("Max", -1),
 	ir.OpRMin:      extreme("Min", 1),
-	ir.OpLogSumExp: method("LogSumExp", jen.Qual(RuntimePath, "NewLogSumExp").Call(), "Result"),
+	ir.OpLogSumExp: method("LogSumExp", jen.Qual(RuntimePath, "NewLogSumExp").Call(), "Result", "M", "S"),
 	ir.OpVar: {jen.Qual(RuntimePath, "Welford"), jen.Qual(RuntimePath, "Welford").Values(), add,
-		func(r *ir.Node, acc jen.Code) jen.Code { return jen.Add(acc).Dot("Var").Call(jen.Lit(r.Corr)) }},
+		func(r *ir.Node, acc jen.Code) jen.Code { return jen.Add(acc).Dot("Var").Call(jen.Lit(r.Corr)) },
+		[]string{"N", "Mean", "M2"}},
 	ir.OpArgMax: {jen.Qual(RuntimePath, "ArgMax"), jen.Qual(RuntimePath, "NewArgMax").Call(),
 		func(p *pass, r *ir.Node, acc, x jen.Code) jen.Code {
 			axis := r.Axes[0]
@@ -41,17 +44,19 @@ var goAccs = map[ir.Op]goAcc{
 			}
 			return jen.Add(acc).Dot(method).Call(x, jen.Id(loopVar(axis)))
 		},
-		func(_ *ir.Node, acc jen.Code) jen.Code { return jen.Float64().Call(jen.Add(acc).Dot("Idx")) }},
+		func(_ *ir.Node, acc jen.Code) jen.Code { return jen.Float64().Call(jen.Add(acc).Dot("Idx")) },
+		nil}, // not merged: its index is an int (plan: mergesInChunks)
 }
 
 func plain(_ *ir.Node, acc jen.Code) jen.Code { return acc }
 
 func add(_ *pass, _ *ir.Node, acc, x jen.Code) jen.Code { return jen.Add(acc).Dot("Add").Call(x) }
 
-// method is a runtime accumulator type with an Add method and a result method.
-func method(typ string, init jen.Code, result string) goAcc {
+// method is a runtime accumulator type with an Add method, a result method and the fields
+// of its state.
+func method(typ string, init jen.Code, result string, fields ...string) goAcc {
 	return goAcc{jen.Qual(RuntimePath, typ), init, add,
-		func(_ *ir.Node, acc jen.Code) jen.Code { return jen.Add(acc).Dot(result).Call() }}
+		func(_ *ir.Node, acc jen.Code) jen.Code { return jen.Add(acc).Dot(result).Call() }, fields}
 }
 
 // extreme is a running NaN-propagating maximum or minimum (runtime.Max, runtime.Min) from ±inf.
@@ -59,7 +64,7 @@ func extreme(fn string, sign int) goAcc {
 	return goAcc{jen.Float64(), jen.Qual("math", "Inf").Call(jen.Lit(sign)),
 		func(_ *pass, _ *ir.Node, acc, x jen.Code) jen.Code {
 			return jen.Add(acc).Op("=").Qual(RuntimePath, fn).Call(acc, x)
-		}, plain}
+		}, plain, nil}
 }
 
 // acc is r's runtime accumulator, if it has one and the graph does not ask for descriptions.
@@ -99,13 +104,32 @@ func (e *gen) accResult(r *ir.Node, acc *jen.Statement) jen.Code {
 	return red(r).Finish(Ops64{}, State(acc, len(red(r).Fields)), r.Corr)
 }
 
+// accFields are the fields of accumulator acc of r that hold its description's state, in
+// the description's order.
+func (e *gen) accFields(r *ir.Node, acc *jen.Statement) []jen.Code {
+	a, ok := e.acc(r)
+	switch {
+	case !ok:
+		return State(acc, len(red(r).Fields))
+	case a.fields == nil:
+		return []jen.Code{acc}
+	}
+	out := make([]jen.Code, len(a.fields))
+	for i, f := range a.fields {
+		out[i] = jen.Add(acc).Dot(f)
+	}
+	return out
+}
+
 // accumulate adds the reduction's argument at the current index to its accumulator: an inner
-// reduction's local, or a barrier reduction's local or scratch slot.
+// reduction's local, or a barrier reduction's local, scratch slot or chunk's state slot.
 func (p *pass) accumulate(r *ir.Node) jen.Code {
 	var acc *jen.Statement
 	switch {
 	case len(r.Shape) == 0 || p.e.g.InnerReduce(r):
 		acc = jen.Id(p.e.accName(r))
+	case p.chunks.merged(r):
+		acc = jen.Id("st").Dot(p.e.accName(r)).Index(indexExpr(r.Shape, nil))
 	default:
 		acc = jen.Id("s").Dot(p.e.accName(r)).Index(indexExpr(r.Shape, nil))
 	}

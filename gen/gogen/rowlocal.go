@@ -22,29 +22,53 @@ func RunsPass(ps *plan.Pass) bool { return ps.Row == nil || ps.Row.First == ps }
 // its row reductions finished; then the reductions over every row. Each accumulates in the
 // same order as the two passes run one after the other, so the results are the same bits.
 func (e *gen) rowLocalBody(b *jen.Group, rl *plan.RowLocal) {
-	p1 := &pass{e: e, ps: rl.First, alias: map[int]*ir.Node{}}
-	p2 := &pass{e: e, ps: rl.Second, alias: map[int]*ir.Node{}}
 	consts := e.declareConsts(b, rl.First, rl.Second)
-	e.initAccs(b, rl.First)
-	e.initAccs(b, rl.Second)
-	iv := loopVar(rl.Dim.Name)
-	var row []jen.Code
-	for _, p := range []*pass{p1, p2} {
-		row = append(row, p.nest(1)...)
-		row = append(row, e.finishRow(rl, p.ps, iv)...)
+	for _, ps := range []*plan.Pass{rl.First, rl.Second} {
+		e.initAccs(b, ps.Reduces, "s")
 	}
-	b.For(jen.Id(iv).Op(":=").Lit(0), jen.Id(iv).Op("<").Lit(rl.Dim.Size), jen.Id(iv).Op("++")).Block(row...)
-	e.markConstsUsed(b, consts, p1, p2)
+	e.markConstsUsed(b, consts, e.rows(b, rl, nil)...)
 	for _, ps := range []*plan.Pass{rl.First, rl.Second} {
 		var rest []*ir.Node
 		for _, r := range ps.Reduces {
-			if slices.Contains(rl.RowReduces(ps), r) {
-				continue
+			if !slices.Contains(rl.RowReduces(ps), r) {
+				rest = append(rest, r)
 			}
-			rest = append(rest, r)
 		}
-		e.finishReduces(b, rest)
+		e.finishReduces(b, rest, "")
 	}
+}
+
+// rowChunkBody emits the function over chunk c of a row-local pair's rows: the pair's rows
+// [lo, hi), its reductions over every row left in st (the pass function starts and finishes
+// the row reductions, each chunk's rows their own slots).
+func (e *gen) rowChunkBody(b *jen.Group, c *chunks) {
+	rl := c.passes[0].Row
+	consts := e.declareConsts(b, rl.First, rl.Second)
+	e.initAccs(b, c.ch.Merge, "st")
+	e.markConstsUsed(b, consts, e.rows(b, rl, c)...)
+	e.keepStates(b, c)
+}
+
+// rows emits the loop over a row-local pair's rows (all, or with c those of [lo, hi)) that runs
+// both passes over each row and finishes its row reductions; it returns the two passes.
+func (e *gen) rows(b *jen.Group, rl *plan.RowLocal, c *chunks) []*pass {
+	p1 := &pass{e: e, ps: rl.First, alias: map[int]*ir.Node{}, chunks: c}
+	p2 := &pass{e: e, ps: rl.Second, alias: map[int]*ir.Node{}, chunks: c}
+	iv := loopVar(rl.Dim.Name)
+	var row []jen.Code
+	for _, p := range []*pass{p1, p2} {
+		if c != nil {
+			p.localCarries(b)
+		}
+		row = append(row, p.nest(1)...)
+		row = append(row, e.finishRow(rl, p.ps, iv)...)
+	}
+	lo, hi := jen.Lit(0), jen.Lit(rl.Dim.Size)
+	if c != nil {
+		lo, hi = jen.Id("lo"), jen.Id("hi")
+	}
+	b.For(jen.Id(iv).Op(":=").Add(lo), jen.Id(iv).Op("<").Add(hi), jen.Id(iv).Op("++")).Block(row...)
+	return []*pass{p1, p2}
 }
 
 // finishRow finishes ps's row reductions for the row whose index is in variable iv.
