@@ -16,8 +16,30 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [N=8 T=128].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of N pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of N.
+type pass0GoStates struct {
+	lossObjective runtime.Mean // lossObjective = mean(v14) over N,T
+	meanEntropy   runtime.Mean // meanEntropy = mean(entropy) over N,T
+	lossEntropy   runtime.Mean // lossEntropy = mean(v22) over N,T
+	lossCritic    runtime.Mean // lossCritic = mean(v36) over N,T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.meanEntropy, b.meanEntropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.lossCritic, b.lossCritic)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of N, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	c2 := float32(-3.4028235e+38)
 	c21 := float32(-0.01)
 	half := float32(0.5)
@@ -26,7 +48,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	meanEntropy := runtime.Mean{}
 	lossEntropy := runtime.Mean{}
 	lossCritic := runtime.Mean{}
-	for iN := 0; iN < 8; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 128; iT++ {
 			advantage := in.Advantage[iN*128+iT]
 			acc3 := math.Inf(-1)
@@ -74,10 +96,32 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			lossCritic.Add(float64(v36))
 		}
 	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.Entropy = float32(meanEntropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.LossCritic = float32(lossCritic.Result())
+	st.lossObjective = lossObjective
+	st.meanEntropy = meanEntropy
+	st.lossEntropy = lossEntropy
+	st.lossCritic = lossCritic
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [N=8 T=128], in
+// pass0GoChunks chunks of rows of N (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 8); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossObjective = float32(st.lossObjective.Result())
+	out.Entropy = float32(st.meanEntropy.Result())
+	out.LossEntropy = float32(st.lossEntropy.Result())
+	out.LossCritic = float32(st.lossCritic.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -88,9 +132,30 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8
-// T=128].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of N fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
+type fbPass0GoStates struct {
+	lossObjective runtime.Mean // lossObjective = mean(v14) over N,T
+	meanEntropy   runtime.Mean // meanEntropy = mean(entropy) over N,T
+	lossEntropy   runtime.Mean // lossEntropy = mean(v22) over N,T
+	lossCritic    runtime.Mean // lossCritic = mean(v36) over N,T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.meanEntropy, b.meanEntropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.lossCritic, b.lossCritic)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of N, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	c2 := float32(-3.4028235e+38)
 	c21 := float32(-0.01)
 	half := float32(0.5)
@@ -105,7 +170,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	meanEntropy := runtime.Mean{}
 	lossEntropy := runtime.Mean{}
 	lossCritic := runtime.Mean{}
-	for iN := 0; iN < 8; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 128; iT++ {
 			advantage := in.Advantage[iN*128+iT]
 			acc3 := math.Inf(-1)
@@ -208,10 +273,38 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 		}
 	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.Entropy = float32(meanEntropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.LossCritic = float32(lossCritic.Result())
+	st.lossObjective = lossObjective
+	st.meanEntropy = meanEntropy
+	st.lossEntropy = lossEntropy
+	st.lossCritic = lossCritic
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8
+// T=128], in fbPass0GoChunks chunks of rows of N (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossObjective = float32(st.lossObjective.Result())
+	out.Entropy = float32(st.meanEntropy.Result())
+	out.LossEntropy = float32(st.lossEntropy.Result())
+	out.LossCritic = float32(st.lossCritic.Result())
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -178,10 +178,34 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc27: make([]float64, 8), acc26: make([]float64, 8), acc47: make([]float64, 8)}
 }}
 
-// fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
-// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
-// the second while it is in cache.
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	numValid float64           // numValid = sum(v3) over B,L
+	acc33    float64           // v33 = sum(v32) over B,L
+	acc38    float64           // v38 = sum(v37) over B,L
+	acc42    float64           // v42 = sum(v41) over B,L
+	acc53    runtime.LogSumExp // v53 = logsumexp(v51) over B,L
+	acc56    runtime.LogSumExp // v56 = logsumexp(v55) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.acc33, b.acc33)
+	mergeSum(&a.acc38, b.acc38)
+	mergeSum(&a.acc42, b.acc42)
+	mergeLogsumexp(&a.acc53, b.acc53)
+	mergeLogsumexp(&a.acc56, b.acc56)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c12 := float32(-0.22314355)
@@ -192,22 +216,13 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c50 := float32(math.Inf(-1))
 	two := float32(2)
 	c62 := float32(0.125)
-	for k := range s.acc27 {
-		s.acc27[k] = 0.0
-	}
 	numValid := 0.0
-	for k := range s.acc26 {
-		s.acc26[k] = 0.0
-	}
 	acc33 := 0.0
 	acc38 := 0.0
 	acc42 := 0.0
-	for k := range s.acc47 {
-		s.acc47[k] = 0.0
-	}
 	acc53 := runtime.NewLogSumExp()
 	acc56 := runtime.NewLogSumExp()
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			s.acc27[iB] += float64(mask)
@@ -267,12 +282,46 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		s.s0[iB] = float32(s.acc26[iB])
 		s.s5[iB] = float32(s.acc47[iB])
 	}
-	out.NumValid = float32(numValid)
-	s.s2 = float32(acc33)
-	s.s3 = float32(acc38)
-	s.s4 = float32(acc42)
-	s.s6 = float32(acc53.Result())
-	s.s7 = float32(acc56.Result())
+	st.numValid = numValid
+	st.acc33 = acc33
+	st.acc38 = acc38
+	st.acc42 = acc42
+	st.acc53 = acc53
+	st.acc56 = acc56
+}
+
+// fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
+// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
+// the second while it is in cache. It runs in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	for k := range s.acc27 {
+		s.acc27[k] = 0.0
+	}
+	for k := range s.acc26 {
+		s.acc26[k] = 0.0
+	}
+	for k := range s.acc47 {
+		s.acc47[k] = 0.0
+	}
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+	s.s2 = float32(st.acc33)
+	s.s3 = float32(st.acc38)
+	s.s4 = float32(st.acc42)
+	s.s6 = float32(st.acc53.Result())
+	s.s7 = float32(st.acc56.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -319,6 +368,18 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 	out.LossObjective = float32(lossObjective.Result())
 	out.LossEntropy = float32(lossEntropy.Result())
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeLogsumexp merges b, the state of the elements after a's, into a: logsumexp's merge (its
+// description, lossgen's ir.ReductionOf).
+func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
+	a.M, a.S = max(a.M, b.M), runtime.Sel(max(runtime.B2F(max(a.M, b.M) != max(a.M, b.M)), runtime.B2F((runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))) != (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))), math.NaN(), (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

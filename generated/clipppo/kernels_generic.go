@@ -23,21 +23,95 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	mean runtime.Mean    // mean = mean(advantage) over B
+	acc2 runtime.Welford // v2 = var(advantage) over B correction=1
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.mean, b.mean)
+	mergeVar(&a.acc2, b.acc2)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	mean := runtime.Mean{}
 	acc2 := runtime.Welford{}
-	for iB := 0; iB < 4096; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		mean.Add(float64(advantage))
 		acc2.Add(float64(advantage))
 	}
-	s.s0 = float32(mean.Result())
-	s.s1 = float32(acc2.Var(1))
+	st.mean = mean
+	st.acc2 = acc2
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=4096], in
+// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 512); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 4096)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s0 = float32(st.mean.Result())
+	s.s1 = float32(st.acc2.Var(1))
+}
+
+// pass1GoChunks is how many chunks of whole 8-element blocks of B pass1Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass1GoChunks = 1
+
+// pass1GoStates are the reduction states of pass1Go over one chunk of B.
+type pass1GoStates struct {
+	lossObjective     runtime.Mean      // lossObjective = mean(v24) over B
+	clipFraction      runtime.Mean      // clipFraction = mean(v26) over B
+	klApprox          runtime.Mean      // klApprox = mean(v28) over B
+	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
+	lossEntropy       runtime.Mean      // lossEntropy = mean(v32) over B
+	valueClipFraction runtime.Mean      // valueClipFraction = mean(v45) over B
+	lossCritic        runtime.Mean      // lossCritic = mean(v52) over B
+	residVar          runtime.Welford   // residVar = var(diff) over B correction=0
+	targetVar         runtime.Welford   // targetVar = var(valueTarget) over B correction=0
+	logSumW           runtime.LogSumExp // logSumW = logsumexp(logWeight) over B
+	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v62) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass1GoStates) merge(b *pass1GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.clipFraction, b.clipFraction)
+	mergeMean(&a.klApprox, b.klApprox)
+	mergeMean(&a.meanEntropy, b.meanEntropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.valueClipFraction, b.valueClipFraction)
+	mergeMean(&a.lossCritic, b.lossCritic)
+	mergeVar(&a.residVar, b.residVar)
+	mergeVar(&a.targetVar, b.targetVar)
+	mergeLogsumexp(&a.logSumW, b.logSumW)
+	mergeLogsumexp(&a.logSumW2, b.logSumW2)
+}
+
+// pass1GoChunk runs pass1Go over indices [lo, hi) of B, its reduction states into st.
+func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	c5 := float32(1e-06)
 	c11 := float32(-0.22314355)
 	c12 := float32(0.18232156)
@@ -60,7 +134,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	targetVar := runtime.Welford{}
 	logSumW := runtime.NewLogSumExp()
 	logSumW2 := runtime.NewLogSumExp()
-	for iB := 0; iB < 4096; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		mean := s.s0
 		v2 := s.s1
@@ -111,17 +185,46 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v62 := float32(two * logWeight)
 		logSumW2.Add(float64(v62))
 	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.ClipFraction = float32(clipFraction.Result())
-	out.KLApprox = float32(klApprox.Result())
-	out.Entropy = float32(meanEntropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.ValueClipFraction = float32(valueClipFraction.Result())
-	out.LossCritic = float32(lossCritic.Result())
-	s.s2 = float32(residVar.Var(0))
-	s.s3 = float32(targetVar.Var(0))
-	s.s4 = float32(logSumW.Result())
-	s.s5 = float32(logSumW2.Result())
+	st.lossObjective = lossObjective
+	st.clipFraction = clipFraction
+	st.klApprox = klApprox
+	st.meanEntropy = meanEntropy
+	st.lossEntropy = lossEntropy
+	st.valueClipFraction = valueClipFraction
+	st.lossCritic = lossCritic
+	st.residVar = residVar
+	st.targetVar = targetVar
+	st.logSumW = logSumW
+	st.logSumW2 = logSumW2
+}
+
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=4096], in
+// pass1GoChunks chunks of whole 8-element blocks of B (pass1GoChunk).
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass1GoStates
+	if n := min(pass1GoChunks, 512); n <= 1 {
+		pass1GoChunk(in, out, grads, s, &st, 0, 4096)
+	} else {
+		sts := make([]pass1GoStates, n)
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossObjective = float32(st.lossObjective.Result())
+	out.ClipFraction = float32(st.clipFraction.Result())
+	out.KLApprox = float32(st.klApprox.Result())
+	out.Entropy = float32(st.meanEntropy.Result())
+	out.LossEntropy = float32(st.lossEntropy.Result())
+	out.ValueClipFraction = float32(st.valueClipFraction.Result())
+	out.LossCritic = float32(st.lossCritic.Result())
+	s.s2 = float32(st.residVar.Var(0))
+	s.s3 = float32(st.targetVar.Var(0))
+	s.s4 = float32(st.logSumW.Result())
+	s.s5 = float32(st.logSumW2.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -160,23 +263,95 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=4096].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	mean runtime.Mean    // mean = mean(advantage) over B
+	acc2 runtime.Welford // v2 = var(advantage) over B correction=1
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.mean, b.mean)
+	mergeVar(&a.acc2, b.acc2)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	mean := runtime.Mean{}
 	acc2 := runtime.Welford{}
-	for iB := 0; iB < 4096; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		mean.Add(float64(advantage))
 		acc2.Add(float64(advantage))
 	}
-	s.s0 = float32(mean.Result())
-	s.s1 = float32(acc2.Var(1))
+	st.mean = mean
+	st.acc2 = acc2
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=4096].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=4096], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 512); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 4096)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s0 = float32(st.mean.Result())
+	s.s1 = float32(st.acc2.Var(1))
+}
+
+// fbPass1GoChunks is how many chunks of whole 8-element blocks of B fbPass1Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
+type fbPass1GoStates struct {
+	lossObjective     runtime.Mean      // lossObjective = mean(v24) over B
+	clipFraction      runtime.Mean      // clipFraction = mean(v26) over B
+	klApprox          runtime.Mean      // klApprox = mean(v28) over B
+	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
+	lossEntropy       runtime.Mean      // lossEntropy = mean(v32) over B
+	valueClipFraction runtime.Mean      // valueClipFraction = mean(v45) over B
+	lossCritic        runtime.Mean      // lossCritic = mean(v52) over B
+	residVar          runtime.Welford   // residVar = var(diff) over B correction=0
+	targetVar         runtime.Welford   // targetVar = var(valueTarget) over B correction=0
+	logSumW           runtime.LogSumExp // logSumW = logsumexp(logWeight) over B
+	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v62) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.clipFraction, b.clipFraction)
+	mergeMean(&a.klApprox, b.klApprox)
+	mergeMean(&a.meanEntropy, b.meanEntropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.valueClipFraction, b.valueClipFraction)
+	mergeMean(&a.lossCritic, b.lossCritic)
+	mergeVar(&a.residVar, b.residVar)
+	mergeVar(&a.targetVar, b.targetVar)
+	mergeLogsumexp(&a.logSumW, b.logSumW)
+	mergeLogsumexp(&a.logSumW2, b.logSumW2)
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	c5 := float32(1e-06)
 	c11 := float32(-0.22314355)
 	c12 := float32(0.18232156)
@@ -203,7 +378,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	targetVar := runtime.Welford{}
 	logSumW := runtime.NewLogSumExp()
 	logSumW2 := runtime.NewLogSumExp()
-	for iB := 0; iB < 4096; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		mean := s.s0
 		v2 := s.s1
@@ -297,17 +472,46 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		grads.LogProb[iB] = gradLogProb
 		grads.Entropy[iB] = c97
 	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.ClipFraction = float32(clipFraction.Result())
-	out.KLApprox = float32(klApprox.Result())
-	out.Entropy = float32(meanEntropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.ValueClipFraction = float32(valueClipFraction.Result())
-	out.LossCritic = float32(lossCritic.Result())
-	s.s2 = float32(residVar.Var(0))
-	s.s3 = float32(targetVar.Var(0))
-	s.s4 = float32(logSumW.Result())
-	s.s5 = float32(logSumW2.Result())
+	st.lossObjective = lossObjective
+	st.clipFraction = clipFraction
+	st.klApprox = klApprox
+	st.meanEntropy = meanEntropy
+	st.lossEntropy = lossEntropy
+	st.valueClipFraction = valueClipFraction
+	st.lossCritic = lossCritic
+	st.residVar = residVar
+	st.targetVar = targetVar
+	st.logSumW = logSumW
+	st.logSumW2 = logSumW2
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=4096], in fbPass1GoChunks chunks of whole 8-element blocks of B (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	if n := min(fbPass1GoChunks, 512); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 4096)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossObjective = float32(st.lossObjective.Result())
+	out.ClipFraction = float32(st.clipFraction.Result())
+	out.KLApprox = float32(st.klApprox.Result())
+	out.Entropy = float32(st.meanEntropy.Result())
+	out.LossEntropy = float32(st.lossEntropy.Result())
+	out.ValueClipFraction = float32(st.valueClipFraction.Result())
+	out.LossCritic = float32(st.lossCritic.Result())
+	s.s2 = float32(st.residVar.Var(0))
+	s.s3 = float32(st.targetVar.Var(0))
+	s.s4 = float32(st.logSumW.Result())
+	s.s5 = float32(st.logSumW2.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -329,6 +533,24 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	essCol := float32(math.Exp(float64(v65)))
 	ess := essCol / c67
 	out.ESS = ess
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
+}
+
+// mergeLogsumexp merges b, the state of the elements after a's, into a: logsumexp's merge (its
+// description, lossgen's ir.ReductionOf).
+func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
+	a.M, a.S = max(a.M, b.M), runtime.Sel(max(runtime.B2F(max(a.M, b.M) != max(a.M, b.M)), runtime.B2F((runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))) != (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))), math.NaN(), (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))
+}
+
+// mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeVar(a *runtime.Welford, b runtime.Welford) {
+	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -26,9 +26,50 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), residVar: make([]runtime.Welford, 421), targetVar: make([]runtime.Welford, 421), logSumW: make([]runtime.LogSumExp, 421), logSumW2: make([]runtime.LogSumExp, 421)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
-// [N=64 T=421].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of N pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of N.
+type pass0GoStates struct {
+	lossObjective runtime.Mean        // lossObjective = mean(v35) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v37) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v39) over N,T
+	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v43) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v54) over N,T
+	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
+	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
+	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v64) over N
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.clipFraction, b.clipFraction)
+	mergeMean(&a.klApprox, b.klApprox)
+	mergeMean(&a.meanEntropy, b.meanEntropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.lossCritic, b.lossCritic)
+	for k := range a.residVar {
+		mergeVar(&a.residVar[k], b.residVar[k])
+	}
+	for k := range a.targetVar {
+		mergeVar(&a.targetVar[k], b.targetVar[k])
+	}
+	for k := range a.logSumW {
+		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
+	}
+	for k := range a.logSumW2 {
+		mergeLogsumexp(&a.logSumW2[k], b.logSumW2[k])
+	}
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of N, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	c8 := float32(0.99)
 	c13 := float32(0.9405)
@@ -46,19 +87,19 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	meanEntropy := runtime.Mean{}
 	lossEntropy := runtime.Mean{}
 	lossCritic := runtime.Mean{}
-	for k := range s.residVar {
-		s.residVar[k] = runtime.Welford{}
+	for k := range st.residVar {
+		st.residVar[k] = runtime.Welford{}
 	}
-	for k := range s.targetVar {
-		s.targetVar[k] = runtime.Welford{}
+	for k := range st.targetVar {
+		st.targetVar[k] = runtime.Welford{}
 	}
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW {
+		st.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW2 {
+		st.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for iN := 0; iN < 64; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		gaeCarry := float32(0)
 		for iT := 420; iT >= 0; iT-- {
 			nextReward := in.NextReward[iN*421+iT]
@@ -108,40 +149,90 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			smoothL1 := sel(v49, v51, v52)
 			v54 := float32(one * smoothL1)
 			lossCritic.Add(float64(v54))
-			s.residVar[iT].Add(float64(diff))
-			s.targetVar[iT].Add(float64(valueTarget))
-			s.logSumW[iT].Add(float64(logWeight))
+			st.residVar[iT].Add(float64(diff))
+			st.targetVar[iT].Add(float64(valueTarget))
+			st.logSumW[iT].Add(float64(logWeight))
 			v64 := float32(two * logWeight)
-			s.logSumW2[iT].Add(float64(v64))
+			st.logSumW2[iT].Add(float64(v64))
 		}
 	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.ClipFraction = float32(clipFraction.Result())
-	out.KLApprox = float32(klApprox.Result())
-	out.Entropy = float32(meanEntropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.LossCritic = float32(lossCritic.Result())
-	for k := range s.residVar {
-		s.s0[k] = float32(s.residVar[k].Var(0))
+	st.lossObjective = lossObjective
+	st.clipFraction = clipFraction
+	st.klApprox = klApprox
+	st.meanEntropy = meanEntropy
+	st.lossEntropy = lossEntropy
+	st.lossCritic = lossCritic
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=64 T=421], in pass0GoChunks chunks of rows of N (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	st.residVar = s.residVar
+	st.targetVar = s.targetVar
+	st.logSumW = s.logSumW
+	st.logSumW2 = s.logSumW2
+	if n := min(pass0GoChunks, 64); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 64)
+	} else {
+		sts := make([]pass0GoStates, n)
+		for c := range sts {
+			sts[c].residVar = make([]runtime.Welford, 421)
+			sts[c].targetVar = make([]runtime.Welford, 421)
+			sts[c].logSumW = make([]runtime.LogSumExp, 421)
+			sts[c].logSumW2 = make([]runtime.LogSumExp, 421)
+		}
+		runtime.ForChunks(n, 64, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.targetVar {
-		s.s1[k] = float32(s.targetVar[k].Var(0))
+	out.LossObjective = float32(st.lossObjective.Result())
+	out.ClipFraction = float32(st.clipFraction.Result())
+	out.KLApprox = float32(st.klApprox.Result())
+	out.Entropy = float32(st.meanEntropy.Result())
+	out.LossEntropy = float32(st.lossEntropy.Result())
+	out.LossCritic = float32(st.lossCritic.Result())
+	for k := range st.residVar {
+		s.s0[k] = float32(st.residVar[k].Var(0))
 	}
-	for k := range s.logSumW {
-		s.s2[k] = float32(s.logSumW[k].Result())
+	for k := range st.targetVar {
+		s.s1[k] = float32(st.targetVar[k].Var(0))
 	}
-	for k := range s.logSumW2 {
-		s.s3[k] = float32(s.logSumW2[k].Result())
+	for k := range st.logSumW {
+		s.s2[k] = float32(st.logSumW[k].Result())
+	}
+	for k := range st.logSumW2 {
+		s.s3[k] = float32(st.logSumW2[k].Result())
 	}
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass1GoChunks is how many chunks of whole 8-element blocks of T pass1Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass1GoChunks = 1
+
+// pass1GoStates are the reduction states of pass1Go over one chunk of T.
+type pass1GoStates struct {
+	acc69 runtime.Mean // v69 = mean(essCol) over T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass1GoStates) merge(b *pass1GoStates) {
+	mergeMean(&a.acc69, b.acc69)
+}
+
+// pass1GoChunk runs pass1Go over indices [lo, hi) of T, its reduction states into st.
+func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
 	c58 := float32(1.1920929e-07)
 	two := float32(2)
 	acc69 := runtime.Mean{}
-	for iT := 0; iT < 421; iT++ {
+	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
 		v59 := targetVar + c58
@@ -155,7 +246,26 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		essCol := float32(math.Exp(float64(v67)))
 		acc69.Add(float64(essCol))
 	}
-	s.s4 = float32(acc69.Result())
+	st.acc69 = acc69
+}
+
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
+// pass1GoChunks chunks of whole 8-element blocks of T (pass1GoChunk).
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass1GoStates
+	if n := min(pass1GoChunks, 52); n <= 1 {
+		pass1GoChunk(in, out, grads, s, &st, 0, 421)
+	} else {
+		sts := make([]pass1GoStates, n)
+		runtime.ForBlockChunks(n, 421, 8, func(c, lo, hi int) {
+			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s4 = float32(st.acc69.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -184,9 +294,50 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), residVar: make([]runtime.Welford, 421), targetVar: make([]runtime.Welford, 421), logSumW: make([]runtime.LogSumExp, 421), logSumW2: make([]runtime.LogSumExp, 421)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
-// T over [N=64 T=421].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of N fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
+type fbPass0GoStates struct {
+	lossObjective runtime.Mean        // lossObjective = mean(v35) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v37) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v39) over N,T
+	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v43) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v54) over N,T
+	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
+	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
+	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v64) over N
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.clipFraction, b.clipFraction)
+	mergeMean(&a.klApprox, b.klApprox)
+	mergeMean(&a.meanEntropy, b.meanEntropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.lossCritic, b.lossCritic)
+	for k := range a.residVar {
+		mergeVar(&a.residVar[k], b.residVar[k])
+	}
+	for k := range a.targetVar {
+		mergeVar(&a.targetVar[k], b.targetVar[k])
+	}
+	for k := range a.logSumW {
+		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
+	}
+	for k := range a.logSumW2 {
+		mergeLogsumexp(&a.logSumW2[k], b.logSumW2[k])
+	}
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of N, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	c8 := float32(0.99)
 	c13 := float32(0.9405)
@@ -208,19 +359,19 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	meanEntropy := runtime.Mean{}
 	lossEntropy := runtime.Mean{}
 	lossCritic := runtime.Mean{}
-	for k := range s.residVar {
-		s.residVar[k] = runtime.Welford{}
+	for k := range st.residVar {
+		st.residVar[k] = runtime.Welford{}
 	}
-	for k := range s.targetVar {
-		s.targetVar[k] = runtime.Welford{}
+	for k := range st.targetVar {
+		st.targetVar[k] = runtime.Welford{}
 	}
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW {
+		st.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW2 {
+		st.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for iN := 0; iN < 64; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		gaeCarry := float32(0)
 		for iT := 420; iT >= 0; iT-- {
 			nextReward := in.NextReward[iN*421+iT]
@@ -270,11 +421,11 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			smoothL1 := sel(v49, v51, v52)
 			v54 := float32(one * smoothL1)
 			lossCritic.Add(float64(v54))
-			s.residVar[iT].Add(float64(diff))
-			s.targetVar[iT].Add(float64(valueTarget))
-			s.logSumW[iT].Add(float64(logWeight))
+			st.residVar[iT].Add(float64(diff))
+			st.targetVar[iT].Add(float64(valueTarget))
+			st.logSumW[iT].Add(float64(logWeight))
 			v64 := float32(two * logWeight)
-			s.logSumW2[iT].Add(float64(v64))
+			st.logSumW2[iT].Add(float64(v64))
 			v73 := sel(v49, c72, zero)
 			v74 := sel(v49, zero, c72)
 			v75 := b2f(v73 != zero)
@@ -313,34 +464,83 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.Entropy[iN*421+iT] = c93
 		}
 	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.ClipFraction = float32(clipFraction.Result())
-	out.KLApprox = float32(klApprox.Result())
-	out.Entropy = float32(meanEntropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.LossCritic = float32(lossCritic.Result())
-	for k := range s.residVar {
-		s.s0[k] = float32(s.residVar[k].Var(0))
+	st.lossObjective = lossObjective
+	st.clipFraction = clipFraction
+	st.klApprox = klApprox
+	st.meanEntropy = meanEntropy
+	st.lossEntropy = lossEntropy
+	st.lossCritic = lossCritic
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
+// T over [N=64 T=421], in fbPass0GoChunks chunks of rows of N (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	st.residVar = s.residVar
+	st.targetVar = s.targetVar
+	st.logSumW = s.logSumW
+	st.logSumW2 = s.logSumW2
+	if n := min(fbPass0GoChunks, 64); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 64)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		for c := range sts {
+			sts[c].residVar = make([]runtime.Welford, 421)
+			sts[c].targetVar = make([]runtime.Welford, 421)
+			sts[c].logSumW = make([]runtime.LogSumExp, 421)
+			sts[c].logSumW2 = make([]runtime.LogSumExp, 421)
+		}
+		runtime.ForChunks(n, 64, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.targetVar {
-		s.s1[k] = float32(s.targetVar[k].Var(0))
+	out.LossObjective = float32(st.lossObjective.Result())
+	out.ClipFraction = float32(st.clipFraction.Result())
+	out.KLApprox = float32(st.klApprox.Result())
+	out.Entropy = float32(st.meanEntropy.Result())
+	out.LossEntropy = float32(st.lossEntropy.Result())
+	out.LossCritic = float32(st.lossCritic.Result())
+	for k := range st.residVar {
+		s.s0[k] = float32(st.residVar[k].Var(0))
 	}
-	for k := range s.logSumW {
-		s.s2[k] = float32(s.logSumW[k].Result())
+	for k := range st.targetVar {
+		s.s1[k] = float32(st.targetVar[k].Var(0))
 	}
-	for k := range s.logSumW2 {
-		s.s3[k] = float32(s.logSumW2[k].Result())
+	for k := range st.logSumW {
+		s.s2[k] = float32(st.logSumW[k].Result())
+	}
+	for k := range st.logSumW2 {
+		s.s3[k] = float32(st.logSumW2[k].Result())
 	}
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [T=421].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass1GoChunks is how many chunks of whole 8-element blocks of T fbPass1Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of T.
+type fbPass1GoStates struct {
+	acc69 runtime.Mean // v69 = mean(essCol) over T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeMean(&a.acc69, b.acc69)
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of T, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
 	c58 := float32(1.1920929e-07)
 	two := float32(2)
 	acc69 := runtime.Mean{}
-	for iT := 0; iT < 421; iT++ {
+	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
 		v59 := targetVar + c58
@@ -354,7 +554,26 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		essCol := float32(math.Exp(float64(v67)))
 		acc69.Add(float64(essCol))
 	}
-	s.s4 = float32(acc69.Result())
+	st.acc69 = acc69
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [T=421], in fbPass1GoChunks chunks of whole 8-element blocks of T (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	if n := min(fbPass1GoChunks, 52); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 421)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		runtime.ForBlockChunks(n, 421, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s4 = float32(st.acc69.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -363,6 +582,24 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v69 := s.s4
 	ess := v69 / c70
 	out.ESS = ess
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
+}
+
+// mergeLogsumexp merges b, the state of the elements after a's, into a: logsumexp's merge (its
+// description, lossgen's ir.ReductionOf).
+func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
+	a.M, a.S = max(a.M, b.M), runtime.Sel(max(runtime.B2F(max(a.M, b.M) != max(a.M, b.M)), runtime.B2F((runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))) != (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))), math.NaN(), (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))
+}
+
+// mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeVar(a *runtime.Welford, b runtime.Welford) {
+	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

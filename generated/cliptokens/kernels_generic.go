@@ -30,8 +30,46 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc55: make([]float64, 256)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=256].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	numValid float64             // numValid = sum(v3) over B,L
+	acc26    float64             // v26 = sum(v25) over B,L
+	acc31    float64             // v31 = sum(v30) over B,L
+	acc35    float64             // v35 = sum(v34) over B,L
+	acc41    float64             // v41 = sum(v38) over B,L
+	acc44    float64             // v44 = sum(v43) over B,L
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v48) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v50) over B
+	acc55    []float64           // v55 = sum(v3) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.acc26, b.acc26)
+	mergeSum(&a.acc31, b.acc31)
+	mergeSum(&a.acc35, b.acc35)
+	mergeSum(&a.acc41, b.acc41)
+	mergeSum(&a.acc44, b.acc44)
+	for k := range a.logSumW {
+		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
+	}
+	for k := range a.logSumW2 {
+		mergeLogsumexp(&a.logSumW2[k], b.logSumW2[k])
+	}
+	for k := range a.acc55 {
+		mergeSum(&a.acc55[k], b.acc55[k])
+	}
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c12 := float32(-0.22314355)
@@ -47,16 +85,16 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	acc35 := 0.0
 	acc41 := 0.0
 	acc44 := 0.0
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW {
+		st.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW2 {
+		st.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc55 {
-		s.acc55[k] = 0.0
+	for k := range st.acc55 {
+		st.acc55[k] = 0.0
 	}
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 256; iL++ {
 			mask := b2f(in.Mask[iB*256+iL])
 			v3 := sel(mask, one, zero)
@@ -92,26 +130,58 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v43 := sel(mask, v40, zero)
 			acc44 += float64(v43)
 			v48 := sel(mask, logWeight, c47)
-			s.logSumW[iL].Add(float64(v48))
+			st.logSumW[iL].Add(float64(v48))
 			v50 := float32(two * v48)
-			s.logSumW2[iL].Add(float64(v50))
-			s.acc55[iL] += float64(v3)
+			st.logSumW2[iL].Add(float64(v50))
+			st.acc55[iL] += float64(v3)
 		}
 	}
-	out.NumValid = float32(numValid)
-	s.s0 = float32(acc26)
-	s.s1 = float32(acc31)
-	s.s2 = float32(acc35)
-	s.s3 = float32(acc41)
-	s.s4 = float32(acc44)
-	for k := range s.logSumW {
-		s.s5[k] = float32(s.logSumW[k].Result())
+	st.numValid = numValid
+	st.acc26 = acc26
+	st.acc31 = acc31
+	st.acc35 = acc35
+	st.acc41 = acc41
+	st.acc44 = acc44
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=256], in
+// pass0GoChunks chunks of rows of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	st.logSumW = s.logSumW
+	st.logSumW2 = s.logSumW2
+	st.acc55 = s.acc55
+	if n := min(pass0GoChunks, 8); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]pass0GoStates, n)
+		for c := range sts {
+			sts[c].logSumW = make([]runtime.LogSumExp, 256)
+			sts[c].logSumW2 = make([]runtime.LogSumExp, 256)
+			sts[c].acc55 = make([]float64, 256)
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.logSumW2 {
-		s.s6[k] = float32(s.logSumW2[k].Result())
+	out.NumValid = float32(st.numValid)
+	s.s0 = float32(st.acc26)
+	s.s1 = float32(st.acc31)
+	s.s2 = float32(st.acc35)
+	s.s3 = float32(st.acc41)
+	s.s4 = float32(st.acc44)
+	for k := range st.logSumW {
+		s.s5[k] = float32(st.logSumW[k].Result())
 	}
-	for k := range s.acc55 {
-		s.s7[k] = float32(s.acc55[k])
+	for k := range st.logSumW2 {
+		s.s6[k] = float32(st.logSumW2[k].Result())
+	}
+	for k := range st.acc55 {
+		s.s7[k] = float32(st.acc55[k])
 	}
 }
 
@@ -137,13 +207,31 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.LossEntropy = lossEntropy
 }
 
-// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=256].
-func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass2GoChunks is how many chunks of whole 8-element blocks of L pass2Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass2GoChunks = 1
+
+// pass2GoStates are the reduction states of pass2Go over one chunk of L.
+type pass2GoStates struct {
+	acc58 float64 // v58 = sum(v57) over L
+	acc59 float64 // v59 = sum(v56) over L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass2GoStates) merge(b *pass2GoStates) {
+	mergeSum(&a.acc58, b.acc58)
+	mergeSum(&a.acc59, b.acc59)
+}
+
+// pass2GoChunk runs pass2Go over indices [lo, hi) of L, its reduction states into st.
+func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	zero := float32(0)
 	two := float32(2)
 	acc58 := 0.0
 	acc59 := 0.0
-	for iL := 0; iL < 256; iL++ {
+	for iL := lo; iL < hi; iL++ {
 		logSumW := s.s5[iL]
 		logSumW2 := s.s6[iL]
 		v52 := float32(two * logSumW)
@@ -155,8 +243,28 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		acc58 += float64(v57)
 		acc59 += float64(v56)
 	}
-	s.s8 = float32(acc58)
-	s.s9 = float32(acc59)
+	st.acc58 = acc58
+	st.acc59 = acc59
+}
+
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=256], in
+// pass2GoChunks chunks of whole 8-element blocks of L (pass2GoChunk).
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass2GoStates
+	if n := min(pass2GoChunks, 32); n <= 1 {
+		pass2GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]pass2GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			pass2GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s8 = float32(st.acc58)
+	s.s9 = float32(st.acc59)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -193,25 +301,94 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc55: make([]float64, 256)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=256].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	numValid float64 // numValid = sum(v3) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	numValid := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 256; iL++ {
 			mask := b2f(in.Mask[iB*256+iL])
 			v3 := sel(mask, one, zero)
 			numValid += float64(v3)
 		}
 	}
-	out.NumValid = float32(numValid)
+	st.numValid = numValid
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=256].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=256], in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+}
+
+// fbPass1GoChunks is how many chunks of rows of B fbPass1Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
+type fbPass1GoStates struct {
+	acc26    float64             // v26 = sum(v25) over B,L
+	acc31    float64             // v31 = sum(v30) over B,L
+	acc35    float64             // v35 = sum(v34) over B,L
+	acc41    float64             // v41 = sum(v38) over B,L
+	acc44    float64             // v44 = sum(v43) over B,L
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v48) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v50) over B
+	acc55    []float64           // v55 = sum(v3) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeSum(&a.acc26, b.acc26)
+	mergeSum(&a.acc31, b.acc31)
+	mergeSum(&a.acc35, b.acc35)
+	mergeSum(&a.acc41, b.acc41)
+	mergeSum(&a.acc44, b.acc44)
+	for k := range a.logSumW {
+		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
+	}
+	for k := range a.logSumW2 {
+		mergeLogsumexp(&a.logSumW2[k], b.logSumW2[k])
+	}
+	for k := range a.acc55 {
+		mergeSum(&a.acc55[k], b.acc55[k])
+	}
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c12 := float32(-0.22314355)
@@ -226,16 +403,16 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	acc35 := 0.0
 	acc41 := 0.0
 	acc44 := 0.0
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW {
+		st.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW2 {
+		st.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc55 {
-		s.acc55[k] = 0.0
+	for k := range st.acc55 {
+		st.acc55[k] = 0.0
 	}
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 256; iL++ {
 			mask := b2f(in.Mask[iB*256+iL])
 			v3 := sel(mask, one, zero)
@@ -272,10 +449,10 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v43 := sel(mask, v40, zero)
 			acc44 += float64(v43)
 			v48 := sel(mask, logWeight, c47)
-			s.logSumW[iL].Add(float64(v48))
+			st.logSumW[iL].Add(float64(v48))
 			v50 := float32(two * v48)
-			s.logSumW2[iL].Add(float64(v50))
-			s.acc55[iL] += float64(v3)
+			st.logSumW2[iL].Add(float64(v50))
+			st.acc55[iL] += float64(v3)
 			v64 := one / v27
 			v65 := sel(mask, v64, zero)
 			v66 := float32(v65 * c39)
@@ -300,19 +477,50 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*256+iL] = gradLogProb
 		}
 	}
-	s.s0 = float32(acc26)
-	s.s1 = float32(acc31)
-	s.s2 = float32(acc35)
-	s.s3 = float32(acc41)
-	s.s4 = float32(acc44)
-	for k := range s.logSumW {
-		s.s5[k] = float32(s.logSumW[k].Result())
+	st.acc26 = acc26
+	st.acc31 = acc31
+	st.acc35 = acc35
+	st.acc41 = acc41
+	st.acc44 = acc44
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=256], in fbPass1GoChunks chunks of rows of B (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	st.logSumW = s.logSumW
+	st.logSumW2 = s.logSumW2
+	st.acc55 = s.acc55
+	if n := min(fbPass1GoChunks, 8); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		for c := range sts {
+			sts[c].logSumW = make([]runtime.LogSumExp, 256)
+			sts[c].logSumW2 = make([]runtime.LogSumExp, 256)
+			sts[c].acc55 = make([]float64, 256)
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.logSumW2 {
-		s.s6[k] = float32(s.logSumW2[k].Result())
+	s.s0 = float32(st.acc26)
+	s.s1 = float32(st.acc31)
+	s.s2 = float32(st.acc35)
+	s.s3 = float32(st.acc41)
+	s.s4 = float32(st.acc44)
+	for k := range st.logSumW {
+		s.s5[k] = float32(st.logSumW[k].Result())
 	}
-	for k := range s.acc55 {
-		s.s7[k] = float32(s.acc55[k])
+	for k := range st.logSumW2 {
+		s.s6[k] = float32(st.logSumW2[k].Result())
+	}
+	for k := range st.acc55 {
+		s.s7[k] = float32(st.acc55[k])
 	}
 }
 
@@ -338,14 +546,31 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.LossEntropy = lossEntropy
 }
 
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [L=256].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass3GoChunks is how many chunks of whole 8-element blocks of L fbPass3Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass3GoChunks = 1
+
+// fbPass3GoStates are the reduction states of fbPass3Go over one chunk of L.
+type fbPass3GoStates struct {
+	acc58 float64 // v58 = sum(v57) over L
+	acc59 float64 // v59 = sum(v56) over L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
+	mergeSum(&a.acc58, b.acc58)
+	mergeSum(&a.acc59, b.acc59)
+}
+
+// fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of L, its reduction states into st.
+func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass3GoStates, lo, hi int) {
 	zero := float32(0)
 	two := float32(2)
 	acc58 := 0.0
 	acc59 := 0.0
-	for iL := 0; iL < 256; iL++ {
+	for iL := lo; iL < hi; iL++ {
 		logSumW := s.s5[iL]
 		logSumW2 := s.s6[iL]
 		v52 := float32(two * logSumW)
@@ -357,8 +582,28 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		acc58 += float64(v57)
 		acc59 += float64(v56)
 	}
-	s.s8 = float32(acc58)
-	s.s9 = float32(acc59)
+	st.acc58 = acc58
+	st.acc59 = acc59
+}
+
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [L=256], in fbPass3GoChunks chunks of whole 8-element blocks of L (fbPass3GoChunk).
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass3GoStates
+	if n := min(fbPass3GoChunks, 32); n <= 1 {
+		fbPass3GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]fbPass3GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			fbPass3GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s8 = float32(st.acc58)
+	s.s9 = float32(st.acc59)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -371,6 +616,18 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v61 := v58 / v60
 	ess := v61 / c62
 	out.ESS = ess
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeLogsumexp merges b, the state of the elements after a's, into a: logsumexp's merge (its
+// description, lossgen's ir.ReductionOf).
+func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
+	a.M, a.S = max(a.M, b.M), runtime.Sel(max(runtime.B2F(max(a.M, b.M) != max(a.M, b.M)), runtime.B2F((runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))) != (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))), math.NaN(), (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

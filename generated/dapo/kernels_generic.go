@@ -25,8 +25,40 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	numValid float64           // numValid = sum(v3) over B,L
+	acc26    float64           // v26 = sum(v25) over B,L
+	acc31    float64           // v31 = sum(v30) over B,L
+	acc35    float64           // v35 = sum(v34) over B,L
+	acc39    float64           // v39 = sum(v38) over B,L
+	acc44    float64           // v44 = sum(v43) over B,L
+	acc49    runtime.LogSumExp // v49 = logsumexp(v47) over B,L
+	acc52    runtime.LogSumExp // v52 = logsumexp(v51) over B,L
+	acc96    float64           // v96 = sum(v95) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.acc26, b.acc26)
+	mergeSum(&a.acc31, b.acc31)
+	mergeSum(&a.acc35, b.acc35)
+	mergeSum(&a.acc39, b.acc39)
+	mergeSum(&a.acc44, b.acc44)
+	mergeLogsumexp(&a.acc49, b.acc49)
+	mergeLogsumexp(&a.acc52, b.acc52)
+	mergeSum(&a.acc96, b.acc96)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c12 := float32(-0.22314355)
@@ -56,7 +88,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
 	acc96 := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -125,15 +157,42 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			acc96 += float64(v95)
 		}
 	}
-	out.NumValid = float32(numValid)
-	s.s0 = float32(acc26)
-	s.s1 = float32(acc31)
-	s.s2 = float32(acc35)
-	s.s3 = float32(acc39)
-	s.s4 = float32(acc44)
-	s.s5 = float32(acc49.Result())
-	s.s6 = float32(acc52.Result())
-	s.s7 = float32(acc96)
+	st.numValid = numValid
+	st.acc26 = acc26
+	st.acc31 = acc31
+	st.acc35 = acc35
+	st.acc39 = acc39
+	st.acc44 = acc44
+	st.acc49 = acc49
+	st.acc52 = acc52
+	st.acc96 = acc96
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
+// pass0GoChunks chunks of rows of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 8); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+	s.s0 = float32(st.acc26)
+	s.s1 = float32(st.acc31)
+	s.s2 = float32(st.acc35)
+	s.s3 = float32(st.acc39)
+	s.s4 = float32(st.acc44)
+	s.s5 = float32(st.acc49.Result())
+	s.s6 = float32(st.acc52.Result())
+	s.s7 = float32(st.acc96)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -192,25 +251,88 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	numValid float64 // numValid = sum(v3) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	numValid := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
 			numValid += float64(v3)
 		}
 	}
-	out.NumValid = float32(numValid)
+	st.numValid = numValid
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128], in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+}
+
+// fbPass1GoChunks is how many chunks of rows of B fbPass1Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
+type fbPass1GoStates struct {
+	acc26 float64           // v26 = sum(v25) over B,L
+	acc31 float64           // v31 = sum(v30) over B,L
+	acc35 float64           // v35 = sum(v34) over B,L
+	acc39 float64           // v39 = sum(v38) over B,L
+	acc44 float64           // v44 = sum(v43) over B,L
+	acc49 runtime.LogSumExp // v49 = logsumexp(v47) over B,L
+	acc52 runtime.LogSumExp // v52 = logsumexp(v51) over B,L
+	acc96 float64           // v96 = sum(v95) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeSum(&a.acc26, b.acc26)
+	mergeSum(&a.acc31, b.acc31)
+	mergeSum(&a.acc35, b.acc35)
+	mergeSum(&a.acc39, b.acc39)
+	mergeSum(&a.acc44, b.acc44)
+	mergeLogsumexp(&a.acc49, b.acc49)
+	mergeLogsumexp(&a.acc52, b.acc52)
+	mergeSum(&a.acc96, b.acc96)
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c12 := float32(-0.22314355)
@@ -240,7 +362,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
 	acc96 := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
@@ -379,14 +501,40 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
-	s.s0 = float32(acc26)
-	s.s1 = float32(acc31)
-	s.s2 = float32(acc35)
-	s.s3 = float32(acc39)
-	s.s4 = float32(acc44)
-	s.s5 = float32(acc49.Result())
-	s.s6 = float32(acc52.Result())
-	s.s7 = float32(acc96)
+	st.acc26 = acc26
+	st.acc31 = acc31
+	st.acc35 = acc35
+	st.acc39 = acc39
+	st.acc44 = acc44
+	st.acc49 = acc49
+	st.acc52 = acc52
+	st.acc96 = acc96
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128], in fbPass1GoChunks chunks of rows of B (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	if n := min(fbPass1GoChunks, 8); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s0 = float32(st.acc26)
+	s.s1 = float32(st.acc31)
+	s.s2 = float32(st.acc35)
+	s.s3 = float32(st.acc39)
+	s.s4 = float32(st.acc44)
+	s.s5 = float32(st.acc49.Result())
+	s.s6 = float32(st.acc52.Result())
+	s.s7 = float32(st.acc96)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -426,6 +574,18 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossKLToInference := float32(c98 * klToInference)
 	out.LossKLToInference = lossKLToInference
 	out.KLToInference = klToInference
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeLogsumexp merges b, the state of the elements after a's, into a: logsumexp's merge (its
+// description, lossgen's ir.ReductionOf).
+func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
+	a.M, a.S = max(a.M, b.M), runtime.Sel(max(runtime.B2F(max(a.M, b.M) != max(a.M, b.M)), runtime.B2F((runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))) != (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))), math.NaN(), (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -19,8 +19,30 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	lossQvalue runtime.Mean // lossQvalue = mean(v23) over B
+	lossCql    runtime.Mean // lossCql = mean(v26) over B
+	acc30      runtime.Mean // v30 = mean(v29) over B
+	acc32      runtime.Mean // v32 = mean(td0Return) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.lossQvalue, b.lossQvalue)
+	mergeMean(&a.lossCql, b.lossCql)
+	mergeMean(&a.acc30, b.acc30)
+	mergeMean(&a.acc32, b.acc32)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	c13 := float32(0.99)
 	half := float32(0.5)
@@ -28,7 +50,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	lossCql := runtime.Mean{}
 	acc30 := runtime.Mean{}
 	acc32 := runtime.Mean{}
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		acc2 := math.Inf(-1)
 		for iA := 0; iA < 4; iA++ {
 			nextActionValue := in.NextActionValue[iB*4+iA]
@@ -74,10 +96,32 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		acc30.Add(float64(v29))
 		acc32.Add(float64(td0Return))
 	}
-	out.LossQvalue = float32(lossQvalue.Result())
-	out.LossCql = float32(lossCql.Result())
-	s.s0 = float32(acc30.Result())
-	s.s1 = float32(acc32.Result())
+	st.lossQvalue = lossQvalue
+	st.lossCql = lossCql
+	st.acc30 = acc30
+	st.acc32 = acc32
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256], in
+// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 32); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossQvalue = float32(st.lossQvalue.Result())
+	out.LossCql = float32(st.lossCql.Result())
+	s.s0 = float32(st.acc30.Result())
+	s.s1 = float32(st.acc32.Result())
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -99,9 +143,30 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	lossQvalue runtime.Mean // lossQvalue = mean(v23) over B
+	lossCql    runtime.Mean // lossCql = mean(v26) over B
+	acc30      runtime.Mean // v30 = mean(v29) over B
+	acc32      runtime.Mean // v32 = mean(td0Return) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.lossQvalue, b.lossQvalue)
+	mergeMean(&a.lossCql, b.lossCql)
+	mergeMean(&a.acc30, b.acc30)
+	mergeMean(&a.acc32, b.acc32)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	c13 := float32(0.99)
 	half := float32(0.5)
@@ -112,7 +177,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossCql := runtime.Mean{}
 	acc30 := runtime.Mean{}
 	acc32 := runtime.Mean{}
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		acc2 := math.Inf(-1)
 		for iA := 0; iA < 4; iA++ {
 			nextActionValue := in.NextActionValue[iB*4+iA]
@@ -171,10 +236,32 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.ActionValue[iB*4+iA] = gradActionValue
 		}
 	}
-	out.LossQvalue = float32(lossQvalue.Result())
-	out.LossCql = float32(lossCql.Result())
-	s.s0 = float32(acc30.Result())
-	s.s1 = float32(acc32.Result())
+	st.lossQvalue = lossQvalue
+	st.lossCql = lossCql
+	st.acc30 = acc30
+	st.acc32 = acc32
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 32); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossQvalue = float32(st.lossQvalue.Result())
+	out.LossCql = float32(st.lossCql.Result())
+	s.s0 = float32(st.acc30.Result())
+	s.s1 = float32(st.acc32.Result())
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -183,6 +270,12 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.PredValue = v30
 	v32 := s.s1
 	out.TargetValue = v32
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -23,8 +23,30 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.Alpha = v1
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass1GoChunks is how many chunks of whole 8-element blocks of B pass1Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass1GoChunks = 1
+
+// pass1GoStates are the reduction states of pass1Go over one chunk of B.
+type pass1GoStates struct {
+	lossQvalue runtime.Mean // lossQvalue = mean(v42) over B
+	lossActor  runtime.Mean // lossActor = mean(v58) over B
+	lossAlpha  runtime.Mean // lossAlpha = mean(v66) over B
+	entropy    runtime.Mean // entropy = mean(v68) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass1GoStates) merge(b *pass1GoStates) {
+	mergeMean(&a.lossQvalue, b.lossQvalue)
+	mergeMean(&a.lossActor, b.lossActor)
+	mergeMean(&a.lossAlpha, b.lossAlpha)
+	mergeMean(&a.entropy, b.entropy)
+}
+
+// pass1GoChunk runs pass1Go over indices [lo, hi) of B, its reduction states into st.
+func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	zero := float32(0)
 	c13 := float32(1e-08)
 	one := float32(1)
@@ -35,7 +57,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	lossActor := runtime.Mean{}
 	lossAlpha := runtime.Mean{}
 	entropy := runtime.Mean{}
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		logAlpha := in.LogAlpha[0]
 		v1 := float32(math.Exp(float64(logAlpha)))
 		acc5 := math.Inf(-1)
@@ -143,10 +165,32 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v70 := float32(acc70)
 		out.TDError[iB] = v70
 	}
-	out.LossQvalue = float32(lossQvalue.Result())
-	out.LossActor = float32(lossActor.Result())
-	out.LossAlpha = float32(lossAlpha.Result())
-	out.Entropy = float32(entropy.Result())
+	st.lossQvalue = lossQvalue
+	st.lossActor = lossActor
+	st.lossAlpha = lossAlpha
+	st.entropy = entropy
+}
+
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=256], in
+// pass1GoChunks chunks of whole 8-element blocks of B (pass1GoChunk).
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass1GoStates
+	if n := min(pass1GoChunks, 32); n <= 1 {
+		pass1GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]pass1GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossQvalue = float32(st.lossQvalue.Result())
+	out.LossActor = float32(st.lossActor.Result())
+	out.LossAlpha = float32(st.lossAlpha.Result())
+	out.Entropy = float32(st.entropy.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -164,9 +208,32 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.Alpha = v1
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=256].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass1GoChunks is how many chunks of whole 8-element blocks of B fbPass1Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
+type fbPass1GoStates struct {
+	lossQvalue   runtime.Mean // lossQvalue = mean(v42) over B
+	lossActor    runtime.Mean // lossActor = mean(v58) over B
+	lossAlpha    runtime.Mean // lossAlpha = mean(v66) over B
+	entropy      runtime.Mean // entropy = mean(v68) over B
+	gradLogAlpha float64      // gradLogAlpha = sum(v74) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeMean(&a.lossQvalue, b.lossQvalue)
+	mergeMean(&a.lossActor, b.lossActor)
+	mergeMean(&a.lossAlpha, b.lossAlpha)
+	mergeMean(&a.entropy, b.entropy)
+	mergeSum(&a.gradLogAlpha, b.gradLogAlpha)
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	zero := float32(0)
 	c13 := float32(1e-08)
 	one := float32(1)
@@ -181,7 +248,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossAlpha := runtime.Mean{}
 	entropy := runtime.Mean{}
 	gradLogAlpha := 0.0
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		logAlpha := in.LogAlpha[0]
 		v1 := float32(math.Exp(float64(logAlpha)))
 		acc5 := math.Inf(-1)
@@ -385,11 +452,46 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 		}
 	}
-	out.LossQvalue = float32(lossQvalue.Result())
-	out.LossActor = float32(lossActor.Result())
-	out.LossAlpha = float32(lossAlpha.Result())
-	out.Entropy = float32(entropy.Result())
-	grads.LogAlpha[0] = float32(gradLogAlpha)
+	st.lossQvalue = lossQvalue
+	st.lossActor = lossActor
+	st.lossAlpha = lossAlpha
+	st.entropy = entropy
+	st.gradLogAlpha = gradLogAlpha
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256], in fbPass1GoChunks chunks of whole 8-element blocks of B (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	if n := min(fbPass1GoChunks, 32); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossQvalue = float32(st.lossQvalue.Result())
+	out.LossActor = float32(st.lossActor.Result())
+	out.LossAlpha = float32(st.lossAlpha.Result())
+	out.Entropy = float32(st.entropy.Result())
+	grads.LogAlpha[0] = float32(st.gradLogAlpha)
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
 // b2f is a comparison or flag as 0 or 1.

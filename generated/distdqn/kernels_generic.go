@@ -22,9 +22,15 @@ var scratchPool = sync.Pool{New: func() any {
 // const11 is a constant tensor [KSrc=51].
 var const11 = [51]float32{float32(-10), float32(-9.6), float32(-9.2), float32(-8.8), float32(-8.4), float32(-8), float32(-7.6), float32(-7.2), float32(-6.8), float32(-6.3999996), float32(-6), float32(-5.6), float32(-5.2), float32(-4.7999997), float32(-4.4), float32(-4), float32(-3.6), float32(-3.1999998), float32(-2.7999997), float32(-2.4), float32(-2), float32(-1.5999994), float32(-1.1999998), float32(-0.8000002), float32(-0.39999962), float32(0), float32(0.39999962), float32(0.8000002), float32(1.1999998), float32(1.5999994), float32(2), float32(2.4), float32(2.7999997), float32(3.1999998), float32(3.6), float32(4), float32(4.4), float32(4.7999997), float32(5.2), float32(5.6), float32(6), float32(6.3999996), float32(6.8), float32(7.2), float32(7.6), float32(8), float32(8.4), float32(8.8), float32(9.2), float32(9.6), float32(10)}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=128].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	for iB := 0; iB < 128; iB++ {
+// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, lo, hi int) {
+	for iB := lo; iB < hi; iB++ {
 		for iA := 0; iA < 4; iA++ {
 			acc3 := runtime.NewLogSumExp()
 			for iK := 0; iK < 51; iK++ {
@@ -44,8 +50,38 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=128].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=128], in
+// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	if n := min(pass0GoChunks, 16); n <= 1 {
+		pass0GoChunk(in, out, grads, s, 0, 128)
+	} else {
+		runtime.ForBlockChunks(n, 128, 8, func(_, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, lo, hi)
+		})
+	}
+}
+
+// pass1GoChunks is how many chunks of whole 8-element blocks of B pass1Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass1GoChunks = 1
+
+// pass1GoStates are the reduction states of pass1Go over one chunk of B.
+type pass1GoStates struct {
+	invalidTarget float64      // invalidTarget = sum(v32) over B,KSrc
+	loss          runtime.Mean // loss = mean(crossEntropy) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass1GoStates) merge(b *pass1GoStates) {
+	mergeSum(&a.invalidTarget, b.invalidTarget)
+	mergeMean(&a.loss, b.loss)
+}
+
+// pass1GoChunk runs pass1Go over indices [lo, hi) of B, its reduction states into st.
+func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
 	c24 := float32(0.99)
 	c28 := float32(-10)
@@ -54,7 +90,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	zero := float32(0)
 	invalidTarget := 0.0
 	loss := runtime.Mean{}
-	for iB := 0; iB < 128; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		action := float32(in.Action[iB])
 		v4 := s.s0[iB*4+(int(action))]
 		acc14 := runtime.NewArgMax()
@@ -149,8 +185,28 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		loss.Add(float64(crossEntropy))
 		out.TDError[iB] = crossEntropy
 	}
-	out.InvalidTarget = float32(invalidTarget)
-	out.Loss = float32(loss.Result())
+	st.invalidTarget = invalidTarget
+	st.loss = loss
+}
+
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=128], in
+// pass1GoChunks chunks of whole 8-element blocks of B (pass1GoChunk).
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass1GoStates
+	if n := min(pass1GoChunks, 16); n <= 1 {
+		pass1GoChunk(in, out, grads, s, &st, 0, 128)
+	} else {
+		sts := make([]pass1GoStates, n)
+		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.InvalidTarget = float32(st.invalidTarget)
+	out.Loss = float32(st.loss.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -167,10 +223,15 @@ var fbScratchPool = sync.Pool{New: func() any {
 // fbConst11 is a constant tensor [KSrc=51].
 var fbConst11 = [51]float32{float32(-10), float32(-9.6), float32(-9.2), float32(-8.8), float32(-8.4), float32(-8), float32(-7.6), float32(-7.2), float32(-6.8), float32(-6.3999996), float32(-6), float32(-5.6), float32(-5.2), float32(-4.7999997), float32(-4.4), float32(-4), float32(-3.6), float32(-3.1999998), float32(-2.7999997), float32(-2.4), float32(-2), float32(-1.5999994), float32(-1.1999998), float32(-0.8000002), float32(-0.39999962), float32(0), float32(0.39999962), float32(0.8000002), float32(1.1999998), float32(1.5999994), float32(2), float32(2.4), float32(2.7999997), float32(3.1999998), float32(3.6), float32(4), float32(4.4), float32(4.7999997), float32(5.2), float32(5.6), float32(6), float32(6.3999996), float32(6.8), float32(7.2), float32(7.6), float32(8), float32(8.4), float32(8.8), float32(9.2), float32(9.6), float32(10)}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=128].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	for iB := 0; iB < 128; iB++ {
+// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, lo, hi int) {
+	for iB := lo; iB < hi; iB++ {
 		for iA := 0; iA < 4; iA++ {
 			acc3 := runtime.NewLogSumExp()
 			for iK := 0; iK < 51; iK++ {
@@ -190,9 +251,38 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=128].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=128], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	if n := min(fbPass0GoChunks, 16); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, 0, 128)
+	} else {
+		runtime.ForBlockChunks(n, 128, 8, func(_, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, lo, hi)
+		})
+	}
+}
+
+// fbPass1GoChunks is how many chunks of whole 8-element blocks of B fbPass1Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
+type fbPass1GoStates struct {
+	invalidTarget float64      // invalidTarget = sum(v32) over B,KSrc
+	loss          runtime.Mean // loss = mean(crossEntropy) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeSum(&a.invalidTarget, b.invalidTarget)
+	mergeMean(&a.loss, b.loss)
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
 	c24 := float32(0.99)
 	c28 := float32(-10)
@@ -202,7 +292,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c51 := float32(-0.0078125)
 	invalidTarget := 0.0
 	loss := runtime.Mean{}
-	for iB := 0; iB < 128; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		action := float32(in.Action[iB])
 		v4 := s.s0[iB*4+(int(action))]
 		acc14 := runtime.NewArgMax()
@@ -369,8 +459,40 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 		}
 	}
-	out.InvalidTarget = float32(invalidTarget)
-	out.Loss = float32(loss.Result())
+	st.invalidTarget = invalidTarget
+	st.loss = loss
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=128], in fbPass1GoChunks chunks of whole 8-element blocks of B (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	if n := min(fbPass1GoChunks, 16); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 128)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.InvalidTarget = float32(st.invalidTarget)
+	out.Loss = float32(st.loss.Result())
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
 // b2f is a comparison or flag as 0 or 1.

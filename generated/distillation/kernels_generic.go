@@ -126,10 +126,24 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc50: make([]float64, 8), acc49: make([]float64, 8)}
 }}
 
-// fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
-// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
-// the second while it is in cache.
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	numValid float64 // numValid = sum(v3) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c12 := float32(0.1)
@@ -144,14 +158,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c36 := float32(0.16666667)
 	half := float32(0.5)
 	c55 := float32(0.125)
-	for k := range s.acc50 {
-		s.acc50[k] = 0.0
-	}
 	numValid := 0.0
-	for k := range s.acc49 {
-		s.acc49[k] = 0.0
-	}
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -248,7 +256,33 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 		s.s0[iB] = float32(s.acc49[iB])
 	}
-	out.NumValid = float32(numValid)
+	st.numValid = numValid
+}
+
+// fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
+// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
+// the second while it is in cache. It runs in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	for k := range s.acc50 {
+		s.acc50[k] = 0.0
+	}
+	for k := range s.acc49 {
+		s.acc49[k] = 0.0
+	}
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8].
@@ -269,6 +303,12 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossDistill := out.LossDistill
 	out.KLToTeacher = lossDistill
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
 }
 
 // b2f is a comparison or flag as 0 or 1.

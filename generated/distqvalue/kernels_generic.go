@@ -20,11 +20,27 @@ var scratchPool = sync.Pool{New: func() any {
 // const2 is a constant tensor [K=11].
 var const2 = [11]float32{float32(-10), float32(-8), float32(-6), float32(-4), float32(-2), float32(0), float32(2), float32(4), float32(6), float32(8), float32(10)}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=129].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	invalidActionValue float64 // invalidActionValue = sum(v7) over B,K,A
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.invalidActionValue, b.invalidActionValue)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, st *pass0GoStates, lo, hi int) {
 	zero := float32(0)
 	invalidActionValue := 0.0
-	for iB := 0; iB < 129; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iA := 0; iA < 4; iA++ {
 			expectedActionValueAcc := 0.0
 			for iK := 0; iK < 11; iK++ {
@@ -61,7 +77,32 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 			}
 		}
 	}
-	out.InvalidActionValue = float32(invalidActionValue)
+	st.invalidActionValue = invalidActionValue
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=129], in
+// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 16); n <= 1 {
+		pass0GoChunk(in, out, s, &st, 0, 129)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForBlockChunks(n, 129, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.InvalidActionValue = float32(st.invalidActionValue)
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
 }
 
 // b2f is a comparison or flag as 0 or 1.

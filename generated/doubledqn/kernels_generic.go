@@ -18,9 +18,26 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
-// [N=8 T=32].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of N pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of N.
+type pass0GoStates struct {
+	numValid float64 // numValid = sum(v3) over N,T
+	acc53    float64 // v53 = sum(v52) over N,T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.acc53, b.acc53)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of N, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float64(1)
 	zero := float64(0)
 	c30 := float64(0.7200000000000001)
@@ -29,7 +46,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	half := float64(0.5)
 	numValid := 0.0
 	acc53 := 0.0
-	for iN := 0; iN < 8; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		tdLambdaReturnCarry := float64(0)
 		for iT := 31; iT >= 0; iT-- {
 			mask := b2f(in.Mask[iN*32+iT])
@@ -98,8 +115,28 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			out.TDError[iN*32+iT] = tdError
 		}
 	}
-	out.NumValid = numValid
-	s.s0 = acc53
+	st.numValid = numValid
+	st.acc53 = acc53
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=8 T=32], in pass0GoChunks chunks of rows of N (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 8); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = st.numValid
+	s.s0 = st.acc53
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -123,16 +160,31 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float64, 256)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
-// T over [N=8 T=32].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of N fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
+type fbPass0GoStates struct {
+	numValid float64 // numValid = sum(v3) over N,T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of N, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float64(1)
 	zero := float64(0)
 	c30 := float64(0.7200000000000001)
 	c32 := float64(0.9)
 	c34 := float64(0.8)
 	numValid := 0.0
-	for iN := 0; iN < 8; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		tdLambdaReturnCarry := float64(0)
 		for iT := 31; iT >= 0; iT-- {
 			mask := b2f(in.Mask[iN*32+iT])
@@ -178,18 +230,52 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			s.s0[iN*32+iT] = tdLambdaReturn
 		}
 	}
-	out.NumValid = numValid
+	st.numValid = numValid
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8
-// T=32].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
+// T over [N=8 T=32], in fbPass0GoChunks chunks of rows of N (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = st.numValid
+}
+
+// fbPass1GoChunks is how many chunks of rows of N fbPass1Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of N.
+type fbPass1GoStates struct {
+	acc53 float64 // v53 = sum(v52) over N,T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeSum(&a.acc53, b.acc53)
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of N, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float64(1)
 	zero := float64(0)
 	half := float64(0.5)
 	minusOne := float64(-1)
 	acc53 := 0.0
-	for iN := 0; iN < 8; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 32; iT++ {
 			mask := b2f(in.Mask[iN*32+iT])
 			numValid := out.NumValid
@@ -250,7 +336,26 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 		}
 	}
-	s.s1 = acc53
+	st.acc53 = acc53
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8
+// T=32], in fbPass1GoChunks chunks of rows of N (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	if n := min(fbPass1GoChunks, 8); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s1 = st.acc53
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -261,6 +366,12 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v54 := max(numValid, one)
 	loss := v53 / v54
 	out.Loss = loss
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
 }
 
 // b2f is a comparison or flag as 0 or 1.

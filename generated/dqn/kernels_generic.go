@@ -15,12 +15,28 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	loss runtime.Mean // loss = mean(l2) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.loss, b.loss)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	c10 := float32(0.99)
 	loss := runtime.Mean{}
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		acc2 := runtime.NewArgMax()
 		for iA := 0; iA < 6; iA++ {
 			nextActionValue := in.NextActionValue[iB*6+iA]
@@ -44,7 +60,26 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		loss.Add(float64(l2))
 		out.TDError[iB] = l2
 	}
-	out.Loss = float32(loss.Result())
+	st.loss = loss
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256], in
+// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 32); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.Loss = float32(st.loss.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -55,15 +90,30 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	loss runtime.Mean // loss = mean(l2) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.loss, b.loss)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	c10 := float32(0.99)
 	c21 := float32(0.00390625)
 	zero := float32(0)
 	loss := runtime.Mean{}
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		acc2 := runtime.NewArgMax()
 		for iA := 0; iA < 6; iA++ {
 			nextActionValue := in.NextActionValue[iB*6+iA]
@@ -95,7 +145,32 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.ActionValue[iB*6+iA] = gradActionValue
 		}
 	}
-	out.Loss = float32(loss.Result())
+	st.loss = loss
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 32); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.Loss = float32(st.loss.Result())
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
 // b2f is a comparison or flag as 0 or 1.

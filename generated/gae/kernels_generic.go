@@ -20,15 +20,32 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float64, 26944)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
-// [N=64 T=421].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0GoChunks is how many chunks of rows of N pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of N.
+type pass0GoStates struct {
+	mean  runtime.Mean    // mean = mean(gae) over N,T
+	acc18 runtime.Welford // v18 = var(gae) over N,T correction=1
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.mean, b.mean)
+	mergeVar(&a.acc18, b.acc18)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of N, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float64(1)
 	c8 := float64(0.9900000095367432)
 	c13 := float64(0.940500020980835)
 	mean := runtime.Mean{}
 	acc18 := runtime.Welford{}
-	for iN := 0; iN < 64; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		gaeCarry := float64(0)
 		for iT := 420; iT >= 0; iT-- {
 			nextReward := in.NextReward[iN*421+iT]
@@ -52,14 +69,40 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 			out.ValueTarget[iN*421+iT] = valueTarget
 		}
 	}
-	s.s1 = mean.Result()
-	s.s2 = acc18.Var(1)
+	st.mean = mean
+	st.acc18 = acc18
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
-func pass1Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=64 T=421], in pass0GoChunks chunks of rows of N (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 64); n <= 1 {
+		pass0GoChunk(in, out, s, &st, 0, 64)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForChunks(n, 64, func(c, lo, hi int) {
+			pass0GoChunk(in, out, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s1 = st.mean.Result()
+	s.s2 = st.acc18.Var(1)
+}
+
+// pass1GoChunks is how many chunks of rows of N pass1Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass1GoChunks = 1
+
+// pass1GoChunk runs pass1Go over indices [lo, hi) of N.
+func pass1GoChunk(in *Inputs, out *Outputs, s *scratch, lo, hi int) {
 	c21 := float64(0.0001)
-	for iN := 0; iN < 64; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
 			gae := s.s0[iN*421+iT]
 			mean := s.s1
@@ -71,6 +114,30 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 			out.Advantage[iN*421+iT] = v23
 		}
 	}
+}
+
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421], in
+// pass1GoChunks chunks of rows of N (pass1GoChunk).
+func pass1Go(in *Inputs, out *Outputs, s *scratch) {
+	if n := min(pass1GoChunks, 64); n <= 1 {
+		pass1GoChunk(in, out, s, 0, 64)
+	} else {
+		runtime.ForChunks(n, 64, func(_, lo, hi int) {
+			pass1GoChunk(in, out, s, lo, hi)
+		})
+	}
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
+}
+
+// mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeVar(a *runtime.Welford, b runtime.Welford) {
+	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

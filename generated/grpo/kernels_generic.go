@@ -25,8 +25,42 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	numValid float64           // numValid = sum(v3) over B,L
+	numKept  float64           // numKept = sum(kept) over B,L
+	acc33    float64           // v33 = sum(v32) over B,L
+	acc38    float64           // v38 = sum(v37) over B,L
+	acc43    float64           // v43 = sum(v42) over B,L
+	acc47    float64           // v47 = sum(v46) over B,L
+	acc52    float64           // v52 = sum(v51) over B,L
+	acc57    runtime.LogSumExp // v57 = logsumexp(v55) over B,L
+	acc60    runtime.LogSumExp // v60 = logsumexp(v59) over B,L
+	acc107   float64           // v107 = sum(v106) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.numKept, b.numKept)
+	mergeSum(&a.acc33, b.acc33)
+	mergeSum(&a.acc38, b.acc38)
+	mergeSum(&a.acc43, b.acc43)
+	mergeSum(&a.acc47, b.acc47)
+	mergeSum(&a.acc52, b.acc52)
+	mergeLogsumexp(&a.acc57, b.acc57)
+	mergeLogsumexp(&a.acc60, b.acc60)
+	mergeSum(&a.acc107, b.acc107)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	half := float32(0.5)
@@ -58,7 +92,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	acc57 := runtime.NewLogSumExp()
 	acc60 := runtime.NewLogSumExp()
 	acc107 := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -136,16 +170,44 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			acc107 += float64(v106)
 		}
 	}
-	out.NumValid = float32(numValid)
-	out.NumKept = float32(numKept)
-	s.s0 = float32(acc33)
-	s.s1 = float32(acc38)
-	s.s2 = float32(acc43)
-	s.s3 = float32(acc47)
-	s.s4 = float32(acc52)
-	s.s5 = float32(acc57.Result())
-	s.s6 = float32(acc60.Result())
-	s.s7 = float32(acc107)
+	st.numValid = numValid
+	st.numKept = numKept
+	st.acc33 = acc33
+	st.acc38 = acc38
+	st.acc43 = acc43
+	st.acc47 = acc47
+	st.acc52 = acc52
+	st.acc57 = acc57
+	st.acc60 = acc60
+	st.acc107 = acc107
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
+// pass0GoChunks chunks of rows of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 8); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+	out.NumKept = float32(st.numKept)
+	s.s0 = float32(st.acc33)
+	s.s1 = float32(st.acc38)
+	s.s2 = float32(st.acc43)
+	s.s3 = float32(st.acc47)
+	s.s4 = float32(st.acc52)
+	s.s5 = float32(st.acc57.Result())
+	s.s6 = float32(st.acc60.Result())
+	s.s7 = float32(st.acc107)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -206,14 +268,29 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	numKept float64 // numKept = sum(kept) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numKept, b.numKept)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	zero := float32(0)
 	half := float32(0.5)
 	c15 := float32(0.05)
 	numKept := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			logProb := in.LogProb[iB*128+iL]
@@ -228,12 +305,62 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			numKept += float64(kept)
 		}
 	}
-	out.NumKept = float32(numKept)
+	st.numKept = numKept
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128], in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumKept = float32(st.numKept)
+}
+
+// fbPass1GoChunks is how many chunks of rows of B fbPass1Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
+type fbPass1GoStates struct {
+	numValid float64           // numValid = sum(v3) over B,L
+	acc33    float64           // v33 = sum(v32) over B,L
+	acc38    float64           // v38 = sum(v37) over B,L
+	acc43    float64           // v43 = sum(v42) over B,L
+	acc47    float64           // v47 = sum(v46) over B,L
+	acc52    float64           // v52 = sum(v51) over B,L
+	acc57    runtime.LogSumExp // v57 = logsumexp(v55) over B,L
+	acc60    runtime.LogSumExp // v60 = logsumexp(v59) over B,L
+	acc107   float64           // v107 = sum(v106) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.acc33, b.acc33)
+	mergeSum(&a.acc38, b.acc38)
+	mergeSum(&a.acc43, b.acc43)
+	mergeSum(&a.acc47, b.acc47)
+	mergeSum(&a.acc52, b.acc52)
+	mergeLogsumexp(&a.acc57, b.acc57)
+	mergeLogsumexp(&a.acc60, b.acc60)
+	mergeSum(&a.acc107, b.acc107)
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	half := float32(0.5)
@@ -265,7 +392,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	acc57 := runtime.NewLogSumExp()
 	acc60 := runtime.NewLogSumExp()
 	acc107 := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -414,15 +541,42 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
-	out.NumValid = float32(numValid)
-	s.s0 = float32(acc33)
-	s.s1 = float32(acc38)
-	s.s2 = float32(acc43)
-	s.s3 = float32(acc47)
-	s.s4 = float32(acc52)
-	s.s5 = float32(acc57.Result())
-	s.s6 = float32(acc60.Result())
-	s.s7 = float32(acc107)
+	st.numValid = numValid
+	st.acc33 = acc33
+	st.acc38 = acc38
+	st.acc43 = acc43
+	st.acc47 = acc47
+	st.acc52 = acc52
+	st.acc57 = acc57
+	st.acc60 = acc60
+	st.acc107 = acc107
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128], in fbPass1GoChunks chunks of rows of B (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	if n := min(fbPass1GoChunks, 8); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+	s.s0 = float32(st.acc33)
+	s.s1 = float32(st.acc38)
+	s.s2 = float32(st.acc43)
+	s.s3 = float32(st.acc47)
+	s.s4 = float32(st.acc52)
+	s.s5 = float32(st.acc57.Result())
+	s.s6 = float32(st.acc60.Result())
+	s.s7 = float32(st.acc107)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -464,6 +618,18 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossKLToRef := float32(c109 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeLogsumexp merges b, the state of the elements after a's, into a: logsumexp's merge (its
+// description, lossgen's ir.ReductionOf).
+func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
+	a.M, a.S = max(a.M, b.M), runtime.Sel(max(runtime.B2F(max(a.M, b.M) != max(a.M, b.M)), runtime.B2F((runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))) != (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))), math.NaN(), (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -27,18 +27,16 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
 }}
 
-// pass0Go runs passes 0 and 1 of Forward's plan (lossgen explain) row by row over G: an elementwise
-// loop over [G=4 N=8], then an elementwise loop over [G=4 N=8], each row swept by the second while
-// it is in cache.
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of G pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of G.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, lo, hi int) {
 	c5 := float32(1e-06)
-	for k := range s.mean {
-		s.mean[k] = runtime.Mean{}
-	}
-	for k := range s.acc2 {
-		s.acc2[k] = runtime.Welford{}
-	}
-	for iG := 0; iG < 4; iG++ {
+	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			nextReward := in.NextReward[iG*8+iN]
 			s.mean[iG].Add(float64(nextReward))
@@ -59,8 +57,55 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 }
 
-// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
-func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0Go runs passes 0 and 1 of Forward's plan (lossgen explain) row by row over G: an elementwise
+// loop over [G=4 N=8], then an elementwise loop over [G=4 N=8], each row swept by the second while
+// it is in cache. It runs in pass0GoChunks chunks of rows of G (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	for k := range s.mean {
+		s.mean[k] = runtime.Mean{}
+	}
+	for k := range s.acc2 {
+		s.acc2[k] = runtime.Welford{}
+	}
+	if n := min(pass0GoChunks, 4); n <= 1 {
+		pass0GoChunk(in, out, grads, s, 0, 4)
+	} else {
+		runtime.ForChunks(n, 4, func(_, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, lo, hi)
+		})
+	}
+}
+
+// pass2GoChunks is how many chunks of rows of G pass2Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass2GoChunks = 1
+
+// pass2GoStates are the reduction states of pass2Go over one chunk of G.
+type pass2GoStates struct {
+	numValid float64           // numValid = sum(v13) over G,N,L
+	acc35    float64           // v35 = sum(v34) over G,N,L
+	acc40    float64           // v40 = sum(v39) over G,N,L
+	acc44    float64           // v44 = sum(v43) over G,N,L
+	acc49    runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
+	acc52    runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
+	acc100   float64           // v100 = sum(v99) over G,N,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass2GoStates) merge(b *pass2GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.acc35, b.acc35)
+	mergeSum(&a.acc40, b.acc40)
+	mergeSum(&a.acc44, b.acc44)
+	mergeLogsumexp(&a.acc49, b.acc49)
+	mergeLogsumexp(&a.acc52, b.acc52)
+	mergeSum(&a.acc100, b.acc100)
+}
+
+// pass2GoChunk runs pass2Go over indices [lo, hi) of G, its reduction states into st.
+func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	c5 := float32(1e-06)
 	one := float32(1)
 	zero := float32(0)
@@ -88,7 +133,7 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
 	acc100 := 0.0
-	for iG := 0; iG < 4; iG++ {
+	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
 				nextReward := in.NextReward[iG*8+iN]
@@ -163,13 +208,38 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			}
 		}
 	}
-	out.NumValid = float32(numValid)
-	s.s2 = float32(acc35)
-	s.s3 = float32(acc40)
-	s.s4 = float32(acc44)
-	s.s5 = float32(acc49.Result())
-	s.s6 = float32(acc52.Result())
-	s.s7 = float32(acc100)
+	st.numValid = numValid
+	st.acc35 = acc35
+	st.acc40 = acc40
+	st.acc44 = acc44
+	st.acc49 = acc49
+	st.acc52 = acc52
+	st.acc100 = acc100
+}
+
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64],
+// in pass2GoChunks chunks of rows of G (pass2GoChunk).
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass2GoStates
+	if n := min(pass2GoChunks, 4); n <= 1 {
+		pass2GoChunk(in, out, grads, s, &st, 0, 4)
+	} else {
+		sts := make([]pass2GoStates, n)
+		runtime.ForChunks(n, 4, func(c, lo, hi int) {
+			pass2GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+	s.s2 = float32(st.acc35)
+	s.s3 = float32(st.acc40)
+	s.s4 = float32(st.acc44)
+	s.s5 = float32(st.acc49.Result())
+	s.s6 = float32(st.acc52.Result())
+	s.s7 = float32(st.acc100)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -224,13 +294,28 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
-// N=8 L=64].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of G fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of G.
+type fbPass0GoStates struct {
+	numValid float64 // numValid = sum(v13) over G,N,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of G, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	numValid := 0.0
-	for iG := 0; iG < 4; iG++ {
+	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
 				mask := b2f(in.Mask[iG*512+iN*64+iL])
@@ -239,21 +324,38 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 		}
 	}
-	out.NumValid = float32(numValid)
+	st.numValid = numValid
 }
 
-// fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over G: an
-// elementwise loop over [G=4 N=8], then an elementwise loop over [G=4 N=8], each row swept by the
-// second while it is in cache.
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
+// N=8 L=64], in fbPass0GoChunks chunks of rows of G (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 4); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 4)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 4, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+}
+
+// fbPass1GoChunks is how many chunks of rows of G fbPass1Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of G.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, lo, hi int) {
 	c5 := float32(1e-06)
-	for k := range s.mean {
-		s.mean[k] = runtime.Mean{}
-	}
-	for k := range s.acc2 {
-		s.acc2[k] = runtime.Welford{}
-	}
-	for iG := 0; iG < 4; iG++ {
+	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			nextReward := in.NextReward[iG*8+iN]
 			s.mean[iG].Add(float64(nextReward))
@@ -274,9 +376,53 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
-// N=8 L=64].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over G: an
+// elementwise loop over [G=4 N=8], then an elementwise loop over [G=4 N=8], each row swept by the
+// second while it is in cache. It runs in fbPass1GoChunks chunks of rows of G (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	for k := range s.mean {
+		s.mean[k] = runtime.Mean{}
+	}
+	for k := range s.acc2 {
+		s.acc2[k] = runtime.Welford{}
+	}
+	if n := min(fbPass1GoChunks, 4); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, 0, 4)
+	} else {
+		runtime.ForChunks(n, 4, func(_, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, lo, hi)
+		})
+	}
+}
+
+// fbPass3GoChunks is how many chunks of rows of G fbPass3Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass3GoChunks = 1
+
+// fbPass3GoStates are the reduction states of fbPass3Go over one chunk of G.
+type fbPass3GoStates struct {
+	acc35  float64           // v35 = sum(v34) over G,N,L
+	acc40  float64           // v40 = sum(v39) over G,N,L
+	acc44  float64           // v44 = sum(v43) over G,N,L
+	acc49  runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
+	acc52  runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
+	acc100 float64           // v100 = sum(v99) over G,N,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
+	mergeSum(&a.acc35, b.acc35)
+	mergeSum(&a.acc40, b.acc40)
+	mergeSum(&a.acc44, b.acc44)
+	mergeLogsumexp(&a.acc49, b.acc49)
+	mergeLogsumexp(&a.acc52, b.acc52)
+	mergeSum(&a.acc100, b.acc100)
+}
+
+// fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of G, its reduction states into st.
+func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass3GoStates, lo, hi int) {
 	c5 := float32(1e-06)
 	one := float32(1)
 	zero := float32(0)
@@ -304,7 +450,7 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
 	acc100 := 0.0
-	for iG := 0; iG < 4; iG++ {
+	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
 				nextReward := in.NextReward[iG*8+iN]
@@ -448,12 +594,36 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			}
 		}
 	}
-	s.s2 = float32(acc35)
-	s.s3 = float32(acc40)
-	s.s4 = float32(acc44)
-	s.s5 = float32(acc49.Result())
-	s.s6 = float32(acc52.Result())
-	s.s7 = float32(acc100)
+	st.acc35 = acc35
+	st.acc40 = acc40
+	st.acc44 = acc44
+	st.acc49 = acc49
+	st.acc52 = acc52
+	st.acc100 = acc100
+}
+
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
+// N=8 L=64], in fbPass3GoChunks chunks of rows of G (fbPass3GoChunk).
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass3GoStates
+	if n := min(fbPass3GoChunks, 4); n <= 1 {
+		fbPass3GoChunk(in, out, grads, s, &st, 0, 4)
+	} else {
+		sts := make([]fbPass3GoStates, n)
+		runtime.ForChunks(n, 4, func(c, lo, hi int) {
+			fbPass3GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s2 = float32(st.acc35)
+	s.s3 = float32(st.acc40)
+	s.s4 = float32(st.acc44)
+	s.s5 = float32(st.acc49.Result())
+	s.s6 = float32(st.acc52.Result())
+	s.s7 = float32(st.acc100)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -487,6 +657,18 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossKLToRef := float32(c102 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeLogsumexp merges b, the state of the elements after a's, into a: logsumexp's merge (its
+// description, lossgen's ir.ReductionOf).
+func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
+	a.M, a.S = max(a.M, b.M), runtime.Sel(max(runtime.B2F(max(a.M, b.M) != max(a.M, b.M)), runtime.B2F((runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))) != (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))), math.NaN(), (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

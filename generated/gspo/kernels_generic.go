@@ -3,6 +3,7 @@
 package gspo
 
 import (
+	"github.com/lossgen/lossgen/runtime"
 	"math"
 	"sync"
 )
@@ -23,10 +24,30 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8)}
 }}
 
-// pass0Go runs passes 0 and 1 of Forward's plan (lossgen explain) row by row over B: an elementwise
-// loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by the second
-// while it is in cache.
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	numValid float64 // numValid = sum(v3) over B,L
+	acc29    float64 // v29 = sum(v28) over B,L
+	acc40    float64 // v40 = sum(v39) over B,L
+	acc84    float64 // v84 = sum(v83) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.acc29, b.acc29)
+	mergeSum(&a.acc40, b.acc40)
+	mergeSum(&a.acc84, b.acc84)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c20 := float32(1.2)
@@ -42,17 +63,11 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c67 := float32(0.041666668)
 	c70 := float32(0.16666667)
 	half := float32(0.5)
-	for k := range s.sequenceLength {
-		s.sequenceLength[k] = 0.0
-	}
-	for k := range s.acc13 {
-		s.acc13[k] = 0.0
-	}
 	numValid := 0.0
 	acc29 := 0.0
 	acc40 := 0.0
 	acc84 := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -130,10 +145,39 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			acc84 += float64(v83)
 		}
 	}
-	out.NumValid = float32(numValid)
-	s.s2 = float32(acc29)
-	s.s3 = float32(acc40)
-	s.s4 = float32(acc84)
+	st.numValid = numValid
+	st.acc29 = acc29
+	st.acc40 = acc40
+	st.acc84 = acc84
+}
+
+// pass0Go runs passes 0 and 1 of Forward's plan (lossgen explain) row by row over B: an elementwise
+// loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by the second
+// while it is in cache. It runs in pass0GoChunks chunks of rows of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	for k := range s.sequenceLength {
+		s.sequenceLength[k] = 0.0
+	}
+	for k := range s.acc13 {
+		s.acc13[k] = 0.0
+	}
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 8); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+	s.s2 = float32(st.acc29)
+	s.s3 = float32(st.acc40)
+	s.s4 = float32(st.acc84)
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -173,26 +217,78 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc136: make([]float64, 8)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	numValid float64 // numValid = sum(v3) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	numValid := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
 			numValid += float64(v3)
 		}
 	}
-	out.NumValid = float32(numValid)
+	st.numValid = numValid
 }
 
-// fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over B: an
-// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
-// the second while it is in cache.
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128], in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.NumValid = float32(st.numValid)
+}
+
+// fbPass1GoChunks is how many chunks of rows of B fbPass1Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
+type fbPass1GoStates struct {
+	acc29 float64 // v29 = sum(v28) over B,L
+	acc40 float64 // v40 = sum(v39) over B,L
+	acc84 float64 // v84 = sum(v83) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeSum(&a.acc29, b.acc29)
+	mergeSum(&a.acc40, b.acc40)
+	mergeSum(&a.acc84, b.acc84)
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c20 := float32(1.2)
@@ -209,19 +305,10 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c70 := float32(0.16666667)
 	half := float32(0.5)
 	c82 := float32(0.04)
-	for k := range s.sequenceLength {
-		s.sequenceLength[k] = 0.0
-	}
-	for k := range s.acc13 {
-		s.acc13[k] = 0.0
-	}
-	for k := range s.acc136 {
-		s.acc136[k] = 0.0
-	}
 	acc29 := 0.0
 	acc40 := 0.0
 	acc84 := 0.0
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -374,9 +461,40 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
-	s.s2 = float32(acc29)
-	s.s3 = float32(acc40)
-	s.s4 = float32(acc84)
+	st.acc29 = acc29
+	st.acc40 = acc40
+	st.acc84 = acc84
+}
+
+// fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over B: an
+// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
+// the second while it is in cache. It runs in fbPass1GoChunks chunks of rows of B (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	for k := range s.sequenceLength {
+		s.sequenceLength[k] = 0.0
+	}
+	for k := range s.acc13 {
+		s.acc13[k] = 0.0
+	}
+	for k := range s.acc136 {
+		s.acc136[k] = 0.0
+	}
+	var st fbPass1GoStates
+	if n := min(fbPass1GoChunks, 8); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s2 = float32(st.acc29)
+	s.s3 = float32(st.acc40)
+	s.s4 = float32(st.acc84)
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -396,6 +514,12 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossKLToRef := float32(c82 * v85)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = v85
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
 }
 
 // b2f is a comparison or flag as 0 or 1.

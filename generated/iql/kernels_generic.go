@@ -16,8 +16,30 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1024].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	lossActor  runtime.Mean // lossActor = mean(v27) over B
+	lossQvalue runtime.Mean // lossQvalue = mean(v37) over B
+	lossValue  runtime.Mean // lossValue = mean(v42) over B
+	entropy    runtime.Mean // entropy = mean(v45) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.lossActor, b.lossActor)
+	mergeMean(&a.lossQvalue, b.lossQvalue)
+	mergeMean(&a.lossValue, b.lossValue)
+	mergeMean(&a.entropy, b.entropy)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	c6 := float32(0.99)
 	c20 := float32(3)
@@ -27,7 +49,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	lossQvalue := runtime.Mean{}
 	lossValue := runtime.Mean{}
 	entropy := runtime.Mean{}
-	for iB := 0; iB < 1024; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		nextReward := in.NextReward[iB]
 		nextTerminated := b2f(in.NextTerminated[iB])
 		v3 := one - nextTerminated
@@ -81,10 +103,32 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v48 := float32(acc48)
 		out.TDError[iB] = v48
 	}
-	out.LossActor = float32(lossActor.Result())
-	out.LossQvalue = float32(lossQvalue.Result())
-	out.LossValue = float32(lossValue.Result())
-	out.Entropy = float32(entropy.Result())
+	st.lossActor = lossActor
+	st.lossQvalue = lossQvalue
+	st.lossValue = lossValue
+	st.entropy = entropy
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1024], in
+// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 128); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 1024)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossActor = float32(st.lossActor.Result())
+	out.LossQvalue = float32(st.lossQvalue.Result())
+	out.LossValue = float32(st.lossValue.Result())
+	out.Entropy = float32(st.entropy.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -95,9 +139,30 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=1024].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	lossActor  runtime.Mean // lossActor = mean(v27) over B
+	lossQvalue runtime.Mean // lossQvalue = mean(v37) over B
+	lossValue  runtime.Mean // lossValue = mean(v42) over B
+	entropy    runtime.Mean // entropy = mean(v45) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.lossActor, b.lossActor)
+	mergeMean(&a.lossQvalue, b.lossQvalue)
+	mergeMean(&a.lossValue, b.lossValue)
+	mergeMean(&a.entropy, b.entropy)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	c6 := float32(0.99)
 	c20 := float32(3)
@@ -111,7 +176,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossQvalue := runtime.Mean{}
 	lossValue := runtime.Mean{}
 	entropy := runtime.Mean{}
-	for iB := 0; iB < 1024; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		nextReward := in.NextReward[iB]
 		nextTerminated := b2f(in.NextTerminated[iB])
 		v3 := one - nextTerminated
@@ -200,10 +265,38 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		gradLogProb := float32(c77 * v24)
 		grads.LogProb[iB] = gradLogProb
 	}
-	out.LossActor = float32(lossActor.Result())
-	out.LossQvalue = float32(lossQvalue.Result())
-	out.LossValue = float32(lossValue.Result())
-	out.Entropy = float32(entropy.Result())
+	st.lossActor = lossActor
+	st.lossQvalue = lossQvalue
+	st.lossValue = lossValue
+	st.entropy = entropy
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=1024], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 128); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 1024)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossActor = float32(st.lossActor.Result())
+	out.LossQvalue = float32(st.lossQvalue.Result())
+	out.LossValue = float32(st.lossValue.Result())
+	out.Entropy = float32(st.entropy.Result())
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
 // b2f is a comparison or flag as 0 or 1.

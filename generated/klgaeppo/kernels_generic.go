@@ -39,9 +39,52 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc83: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48), acc81: make([]float64, 48), acc88: make([]float64, 48)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along L over
-// [B=16 L=48].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	numValid float64             // numValid = sum(v28) over B,L
+	acc48    float64             // v48 = sum(v47) over B,L
+	acc53    float64             // v53 = sum(v52) over B,L
+	acc57    float64             // v57 = sum(v56) over B,L
+	acc71    float64             // v71 = sum(v70) over B,L
+	acc73    []float64           // v73 = sum(v28) over B
+	acc76    []float64           // v76 = sum(v75) over B
+	acc83    []float64           // v83 = sum(v59) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v96) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v98) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	mergeSum(&a.acc48, b.acc48)
+	mergeSum(&a.acc53, b.acc53)
+	mergeSum(&a.acc57, b.acc57)
+	mergeSum(&a.acc71, b.acc71)
+	for k := range a.acc73 {
+		mergeSum(&a.acc73[k], b.acc73[k])
+	}
+	for k := range a.acc76 {
+		mergeSum(&a.acc76[k], b.acc76[k])
+	}
+	for k := range a.acc83 {
+		mergeSum(&a.acc83[k], b.acc83[k])
+	}
+	for k := range a.logSumW {
+		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
+	}
+	for k := range a.logSumW2 {
+		mergeLogsumexp(&a.logSumW2[k], b.logSumW2[k])
+	}
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	zero := float32(0)
 	c8 := float32(0.05)
 	one := float32(1)
@@ -58,22 +101,22 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	acc53 := 0.0
 	acc57 := 0.0
 	acc71 := 0.0
-	for k := range s.acc73 {
-		s.acc73[k] = 0.0
+	for k := range st.acc73 {
+		st.acc73[k] = 0.0
 	}
-	for k := range s.acc76 {
-		s.acc76[k] = 0.0
+	for k := range st.acc76 {
+		st.acc76[k] = 0.0
 	}
-	for k := range s.acc83 {
-		s.acc83[k] = 0.0
+	for k := range st.acc83 {
+		st.acc83[k] = 0.0
 	}
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW {
+		st.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW2 {
+		st.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for iB := 0; iB < 16; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		gaeCarry := float32(0)
 		for iL := 47; iL >= 0; iL-- {
 			sampleLogProb := in.SampleLogProb[iB*48+iL]
@@ -140,35 +183,70 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v69 := float32(one * smoothL1)
 			v70 := sel(mask, v69, zero)
 			acc71 += float64(v70)
-			s.acc73[iL] += float64(v28)
+			st.acc73[iL] += float64(v28)
 			v75 := sel(mask, diff, zero)
-			s.acc76[iL] += float64(v75)
-			s.acc83[iL] += float64(v59)
+			st.acc76[iL] += float64(v75)
+			st.acc83[iL] += float64(v59)
 			v96 := sel(mask, logWeight, c95)
-			s.logSumW[iL].Add(float64(v96))
+			st.logSumW[iL].Add(float64(v96))
 			v98 := float32(two * v96)
-			s.logSumW2[iL].Add(float64(v98))
+			st.logSumW2[iL].Add(float64(v98))
 		}
 	}
-	out.NumValid = float32(numValid)
-	s.s1 = float32(acc48)
-	s.s2 = float32(acc53)
-	s.s3 = float32(acc57)
-	s.s4 = float32(acc71)
-	for k := range s.acc73 {
-		s.s5[k] = float32(s.acc73[k])
+	st.numValid = numValid
+	st.acc48 = acc48
+	st.acc53 = acc53
+	st.acc57 = acc57
+	st.acc71 = acc71
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along L over
+// [B=16 L=48], in pass0GoChunks chunks of rows of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	st.acc73 = s.acc73
+	st.acc76 = s.acc76
+	st.acc83 = s.acc83
+	st.logSumW = s.logSumW
+	st.logSumW2 = s.logSumW2
+	if n := min(pass0GoChunks, 16); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 16)
+	} else {
+		sts := make([]pass0GoStates, n)
+		for c := range sts {
+			sts[c].acc73 = make([]float64, 48)
+			sts[c].acc76 = make([]float64, 48)
+			sts[c].acc83 = make([]float64, 48)
+			sts[c].logSumW = make([]runtime.LogSumExp, 48)
+			sts[c].logSumW2 = make([]runtime.LogSumExp, 48)
+		}
+		runtime.ForChunks(n, 16, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.acc76 {
-		s.s6[k] = float32(s.acc76[k])
+	out.NumValid = float32(st.numValid)
+	s.s1 = float32(st.acc48)
+	s.s2 = float32(st.acc53)
+	s.s3 = float32(st.acc57)
+	s.s4 = float32(st.acc71)
+	for k := range st.acc73 {
+		s.s5[k] = float32(st.acc73[k])
 	}
-	for k := range s.acc83 {
-		s.s8[k] = float32(s.acc83[k])
+	for k := range st.acc76 {
+		s.s6[k] = float32(st.acc76[k])
 	}
-	for k := range s.logSumW {
-		s.s10[k] = float32(s.logSumW[k].Result())
+	for k := range st.acc83 {
+		s.s8[k] = float32(st.acc83[k])
 	}
-	for k := range s.logSumW2 {
-		s.s11[k] = float32(s.logSumW2[k].Result())
+	for k := range st.logSumW {
+		s.s10[k] = float32(st.logSumW[k].Result())
+	}
+	for k := range st.logSumW2 {
+		s.s11[k] = float32(st.logSumW2[k].Result())
 	}
 }
 
@@ -191,13 +269,31 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.LossCritic = lossCritic
 }
 
-// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=48].
-func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass2GoChunks is how many chunks of whole 8-element blocks of L pass2Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass2GoChunks = 1
+
+// pass2GoStates are the reduction states of pass2Go over one chunk of L.
+type pass2GoStates struct {
+	acc105 float64 // v105 = sum(v104) over L
+	acc106 float64 // v106 = sum(v103) over L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass2GoStates) merge(b *pass2GoStates) {
+	mergeSum(&a.acc105, b.acc105)
+	mergeSum(&a.acc106, b.acc106)
+}
+
+// pass2GoChunk runs pass2Go over indices [lo, hi) of L, its reduction states into st.
+func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	zero := float32(0)
 	two := float32(2)
 	acc105 := 0.0
 	acc106 := 0.0
-	for iL := 0; iL < 48; iL++ {
+	for iL := lo; iL < hi; iL++ {
 		v73 := s.s5[iL]
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
@@ -209,21 +305,63 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		acc105 += float64(v104)
 		acc106 += float64(v103)
 	}
-	s.s12 = float32(acc105)
-	s.s13 = float32(acc106)
+	st.acc105 = acc105
+	st.acc106 = acc106
 }
 
-// pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [B=16 L=48].
-func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=48], in
+// pass2GoChunks chunks of whole 8-element blocks of L (pass2GoChunk).
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass2GoStates
+	if n := min(pass2GoChunks, 6); n <= 1 {
+		pass2GoChunk(in, out, grads, s, &st, 0, 48)
+	} else {
+		sts := make([]pass2GoStates, n)
+		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+			pass2GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s12 = float32(st.acc105)
+	s.s13 = float32(st.acc106)
+}
+
+// pass3GoChunks is how many chunks of rows of B pass3Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass3GoChunks = 1
+
+// pass3GoStates are the reduction states of pass3Go over one chunk of B.
+type pass3GoStates struct {
+	acc81 []float64 // v81 = sum(v80) over B
+	acc88 []float64 // v88 = sum(v87) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass3GoStates) merge(b *pass3GoStates) {
+	for k := range a.acc81 {
+		mergeSum(&a.acc81[k], b.acc81[k])
+	}
+	for k := range a.acc88 {
+		mergeSum(&a.acc88[k], b.acc88[k])
+	}
+}
+
+// pass3GoChunk runs pass3Go over indices [lo, hi) of B, its reduction states into st.
+func pass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass3GoStates, lo, hi int) {
 	zero := float32(0)
 	one := float32(1)
-	for k := range s.acc81 {
-		s.acc81[k] = 0.0
+	for k := range st.acc81 {
+		st.acc81[k] = 0.0
 	}
-	for k := range s.acc88 {
-		s.acc88[k] = 0.0
+	for k := range st.acc88 {
+		st.acc88[k] = 0.0
 	}
-	for iB := 0; iB < 16; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 48; iL++ {
 			mask := b2f(in.Mask[iB*48+iL])
 			stateValue := in.StateValue[iB*48+iL]
@@ -239,20 +377,44 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v78 := diff - v77
 			v79 := float32(v78 * v78)
 			v80 := sel(mask, v79, zero)
-			s.acc81[iL] += float64(v80)
+			st.acc81[iL] += float64(v80)
 			v83 := s.s8[iL]
 			v84 := v83 / v74
 			v85 := v59 - v84
 			v86 := float32(v85 * v85)
 			v87 := sel(mask, v86, zero)
-			s.acc88[iL] += float64(v87)
+			st.acc88[iL] += float64(v87)
 		}
 	}
-	for k := range s.acc81 {
-		s.s7[k] = float32(s.acc81[k])
+}
+
+// pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [B=16 L=48], in
+// pass3GoChunks chunks of rows of B (pass3GoChunk).
+func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass3GoStates
+	st.acc81 = s.acc81
+	st.acc88 = s.acc88
+	if n := min(pass3GoChunks, 16); n <= 1 {
+		pass3GoChunk(in, out, grads, s, &st, 0, 16)
+	} else {
+		sts := make([]pass3GoStates, n)
+		for c := range sts {
+			sts[c].acc81 = make([]float64, 48)
+			sts[c].acc88 = make([]float64, 48)
+		}
+		runtime.ForChunks(n, 16, func(c, lo, hi int) {
+			pass3GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.acc88 {
-		s.s9[k] = float32(s.acc88[k])
+	for k := range st.acc81 {
+		s.s7[k] = float32(st.acc81[k])
+	}
+	for k := range st.acc88 {
+		s.s9[k] = float32(st.acc88[k])
 	}
 }
 
@@ -268,11 +430,17 @@ func pass4Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.ESS = ess
 }
 
-// pass5Go is pass 5 of Forward's plan (lossgen explain): an elementwise loop over [L=48].
-func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass5GoChunks is how many chunks of whole 8-element blocks of L pass5Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass5GoChunks = 1
+
+// pass5GoChunk runs pass5Go over indices [lo, hi) of L.
+func pass5GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, lo, hi int) {
 	one := float32(1)
 	c90 := float32(1.1920929e-07)
-	for iL := 0; iL < 48; iL++ {
+	for iL := lo; iL < hi; iL++ {
 		v73 := s.s5[iL]
 		v74 := max(v73, one)
 		v81 := s.s7[iL]
@@ -283,6 +451,18 @@ func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v92 := residVar / v91
 		explainedVariance := one - v92
 		out.ExplainedVariance[iL] = explainedVariance
+	}
+}
+
+// pass5Go is pass 5 of Forward's plan (lossgen explain): an elementwise loop over [L=48], in
+// pass5GoChunks chunks of whole 8-element blocks of L (pass5GoChunk).
+func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	if n := min(pass5GoChunks, 6); n <= 1 {
+		pass5GoChunk(in, out, grads, s, 0, 48)
+	} else {
+		runtime.ForBlockChunks(n, 48, 8, func(_, lo, hi int) {
+			pass5GoChunk(in, out, grads, s, lo, hi)
+		})
 	}
 }
 
@@ -316,24 +496,51 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc83: make([]float64, 48), acc81: make([]float64, 48), acc88: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
-// L over [B=16 L=48].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	numValid float64   // numValid = sum(v28) over B,L
+	acc73    []float64 // v73 = sum(v28) over B
+	acc76    []float64 // v76 = sum(v75) over B
+	acc83    []float64 // v83 = sum(v59) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	for k := range a.acc73 {
+		mergeSum(&a.acc73[k], b.acc73[k])
+	}
+	for k := range a.acc76 {
+		mergeSum(&a.acc76[k], b.acc76[k])
+	}
+	for k := range a.acc83 {
+		mergeSum(&a.acc83[k], b.acc83[k])
+	}
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	zero := float32(0)
 	c8 := float32(0.05)
 	one := float32(1)
 	c22 := float32(0.95)
 	numValid := 0.0
-	for k := range s.acc73 {
-		s.acc73[k] = 0.0
+	for k := range st.acc73 {
+		st.acc73[k] = 0.0
 	}
-	for k := range s.acc76 {
-		s.acc76[k] = 0.0
+	for k := range st.acc76 {
+		st.acc76[k] = 0.0
 	}
-	for k := range s.acc83 {
-		s.acc83[k] = 0.0
+	for k := range st.acc83 {
+		st.acc83[k] = 0.0
 	}
-	for iB := 0; iB < 16; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		gaeCarry := float32(0)
 		for iL := 47; iL >= 0; iL-- {
 			sampleLogProb := in.SampleLogProb[iB*48+iL]
@@ -370,27 +577,91 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v59 := sel(mask, valueTarget, zero)
 			v60 := sel(mask, stateValue, zero)
 			diff := v59 - v60
-			s.acc73[iL] += float64(v28)
+			st.acc73[iL] += float64(v28)
 			v75 := sel(mask, diff, zero)
-			s.acc76[iL] += float64(v75)
-			s.acc83[iL] += float64(v59)
+			st.acc76[iL] += float64(v75)
+			st.acc83[iL] += float64(v59)
 		}
 	}
-	out.NumValid = float32(numValid)
-	for k := range s.acc73 {
-		s.s5[k] = float32(s.acc73[k])
+	st.numValid = numValid
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
+// L over [B=16 L=48], in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	st.acc73 = s.acc73
+	st.acc76 = s.acc76
+	st.acc83 = s.acc83
+	if n := min(fbPass0GoChunks, 16); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 16)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		for c := range sts {
+			sts[c].acc73 = make([]float64, 48)
+			sts[c].acc76 = make([]float64, 48)
+			sts[c].acc83 = make([]float64, 48)
+		}
+		runtime.ForChunks(n, 16, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.acc76 {
-		s.s6[k] = float32(s.acc76[k])
+	out.NumValid = float32(st.numValid)
+	for k := range st.acc73 {
+		s.s5[k] = float32(st.acc73[k])
 	}
-	for k := range s.acc83 {
-		s.s8[k] = float32(s.acc83[k])
+	for k := range st.acc76 {
+		s.s6[k] = float32(st.acc76[k])
+	}
+	for k := range st.acc83 {
+		s.s8[k] = float32(st.acc83[k])
 	}
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=16
-// L=48].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass1GoChunks is how many chunks of rows of B fbPass1Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass1GoChunks = 1
+
+// fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
+type fbPass1GoStates struct {
+	acc48    float64             // v48 = sum(v47) over B,L
+	acc53    float64             // v53 = sum(v52) over B,L
+	acc57    float64             // v57 = sum(v56) over B,L
+	acc71    float64             // v71 = sum(v70) over B,L
+	acc81    []float64           // v81 = sum(v80) over B
+	acc88    []float64           // v88 = sum(v87) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v96) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v98) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
+	mergeSum(&a.acc48, b.acc48)
+	mergeSum(&a.acc53, b.acc53)
+	mergeSum(&a.acc57, b.acc57)
+	mergeSum(&a.acc71, b.acc71)
+	for k := range a.acc81 {
+		mergeSum(&a.acc81[k], b.acc81[k])
+	}
+	for k := range a.acc88 {
+		mergeSum(&a.acc88[k], b.acc88[k])
+	}
+	for k := range a.logSumW {
+		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
+	}
+	for k := range a.logSumW2 {
+		mergeLogsumexp(&a.logSumW2[k], b.logSumW2[k])
+	}
+}
+
+// fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	zero := float32(0)
 	one := float32(1)
 	c34 := float32(-0.22314355)
@@ -405,19 +676,19 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	acc53 := 0.0
 	acc57 := 0.0
 	acc71 := 0.0
-	for k := range s.acc81 {
-		s.acc81[k] = 0.0
+	for k := range st.acc81 {
+		st.acc81[k] = 0.0
 	}
-	for k := range s.acc88 {
-		s.acc88[k] = 0.0
+	for k := range st.acc88 {
+		st.acc88[k] = 0.0
 	}
-	for k := range s.logSumW {
-		s.logSumW[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW {
+		st.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.logSumW2 {
-		s.logSumW2[k] = runtime.NewLogSumExp()
+	for k := range st.logSumW2 {
+		st.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for iB := 0; iB < 16; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 48; iL++ {
 			sampleLogProb := in.SampleLogProb[iB*48+iL]
 			mask := b2f(in.Mask[iB*48+iL])
@@ -467,17 +738,17 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v78 := diff - v77
 			v79 := float32(v78 * v78)
 			v80 := sel(mask, v79, zero)
-			s.acc81[iL] += float64(v80)
+			st.acc81[iL] += float64(v80)
 			v83 := s.s8[iL]
 			v84 := v83 / v74
 			v85 := v59 - v84
 			v86 := float32(v85 * v85)
 			v87 := sel(mask, v86, zero)
-			s.acc88[iL] += float64(v87)
+			st.acc88[iL] += float64(v87)
 			v96 := sel(mask, logWeight, c95)
-			s.logSumW[iL].Add(float64(v96))
+			st.logSumW[iL].Add(float64(v96))
 			v98 := float32(two * v96)
-			s.logSumW2[iL].Add(float64(v98))
+			st.logSumW2[iL].Add(float64(v98))
 			v111 := one / v49
 			v113 := sel(mask, v111, zero)
 			v114 := float32(v113 * one)
@@ -523,21 +794,53 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*48+iL] = gradLogProb
 		}
 	}
-	s.s1 = float32(acc48)
-	s.s2 = float32(acc53)
-	s.s3 = float32(acc57)
-	s.s4 = float32(acc71)
-	for k := range s.acc81 {
-		s.s7[k] = float32(s.acc81[k])
+	st.acc48 = acc48
+	st.acc53 = acc53
+	st.acc57 = acc57
+	st.acc71 = acc71
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=16
+// L=48], in fbPass1GoChunks chunks of rows of B (fbPass1GoChunk).
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass1GoStates
+	st.acc81 = s.acc81
+	st.acc88 = s.acc88
+	st.logSumW = s.logSumW
+	st.logSumW2 = s.logSumW2
+	if n := min(fbPass1GoChunks, 16); n <= 1 {
+		fbPass1GoChunk(in, out, grads, s, &st, 0, 16)
+	} else {
+		sts := make([]fbPass1GoStates, n)
+		for c := range sts {
+			sts[c].acc81 = make([]float64, 48)
+			sts[c].acc88 = make([]float64, 48)
+			sts[c].logSumW = make([]runtime.LogSumExp, 48)
+			sts[c].logSumW2 = make([]runtime.LogSumExp, 48)
+		}
+		runtime.ForChunks(n, 16, func(c, lo, hi int) {
+			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.acc88 {
-		s.s9[k] = float32(s.acc88[k])
+	s.s1 = float32(st.acc48)
+	s.s2 = float32(st.acc53)
+	s.s3 = float32(st.acc57)
+	s.s4 = float32(st.acc71)
+	for k := range st.acc81 {
+		s.s7[k] = float32(st.acc81[k])
 	}
-	for k := range s.logSumW {
-		s.s10[k] = float32(s.logSumW[k].Result())
+	for k := range st.acc88 {
+		s.s9[k] = float32(st.acc88[k])
 	}
-	for k := range s.logSumW2 {
-		s.s11[k] = float32(s.logSumW2[k].Result())
+	for k := range st.logSumW {
+		s.s10[k] = float32(st.logSumW[k].Result())
+	}
+	for k := range st.logSumW2 {
+		s.s11[k] = float32(st.logSumW2[k].Result())
 	}
 }
 
@@ -560,15 +863,33 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.LossCritic = lossCritic
 }
 
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass3GoChunks is how many chunks of whole 8-element blocks of L fbPass3Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass3GoChunks = 1
+
+// fbPass3GoStates are the reduction states of fbPass3Go over one chunk of L.
+type fbPass3GoStates struct {
+	acc105 float64 // v105 = sum(v104) over L
+	acc106 float64 // v106 = sum(v103) over L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
+	mergeSum(&a.acc105, b.acc105)
+	mergeSum(&a.acc106, b.acc106)
+}
+
+// fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of L, its reduction states into st.
+func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass3GoStates, lo, hi int) {
 	zero := float32(0)
 	one := float32(1)
 	c90 := float32(1.1920929e-07)
 	two := float32(2)
 	acc105 := 0.0
 	acc106 := 0.0
-	for iL := 0; iL < 48; iL++ {
+	for iL := lo; iL < hi; iL++ {
 		v73 := s.s5[iL]
 		v74 := max(v73, one)
 		v81 := s.s7[iL]
@@ -589,8 +910,28 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		acc105 += float64(v104)
 		acc106 += float64(v103)
 	}
-	s.s12 = float32(acc105)
-	s.s13 = float32(acc106)
+	st.acc105 = acc105
+	st.acc106 = acc106
+}
+
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48],
+// in fbPass3GoChunks chunks of whole 8-element blocks of L (fbPass3GoChunk).
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass3GoStates
+	if n := min(fbPass3GoChunks, 6); n <= 1 {
+		fbPass3GoChunk(in, out, grads, s, &st, 0, 48)
+	} else {
+		sts := make([]fbPass3GoStates, n)
+		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+			fbPass3GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s12 = float32(st.acc105)
+	s.s13 = float32(st.acc106)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -603,6 +944,18 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v108 := v105 / v107
 	ess := v108 / c109
 	out.ESS = ess
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeLogsumexp merges b, the state of the elements after a's, into a: logsumexp's merge (its
+// description, lossgen's ir.ReductionOf).
+func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
+	a.M, a.S = max(a.M, b.M), runtime.Sel(max(runtime.B2F(max(a.M, b.M) != max(a.M, b.M)), runtime.B2F((runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))) != (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))), math.NaN(), (runtime.Sel(runtime.B2F(a.S == 0.0), 0.0, float64(a.S*runtime.Sel(runtime.B2F(a.M == max(a.M, b.M)), 1.0, math.Exp((a.M-max(a.M, b.M))))))+runtime.Sel(runtime.B2F(b.S == 0.0), 0.0, float64(b.S*runtime.Sel(runtime.B2F(b.M == max(a.M, b.M)), 1.0, math.Exp((b.M-max(a.M, b.M))))))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

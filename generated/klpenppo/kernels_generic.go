@@ -20,8 +20,38 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of whole 4-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	lossObjective runtime.Mean    // lossObjective = mean(v38) over B
+	klApprox      runtime.Mean    // klApprox = mean(v41) over B
+	meanEntropy   runtime.Mean    // meanEntropy = mean(entropy) over B
+	lossEntropy   runtime.Mean    // lossEntropy = mean(v47) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(v54) over B
+	residVar      runtime.Welford // residVar = var(diff) over B correction=0
+	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
+	acc62         runtime.Mean    // v62 = mean(kl) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.klApprox, b.klApprox)
+	mergeMean(&a.meanEntropy, b.meanEntropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.lossCritic, b.lossCritic)
+	mergeVar(&a.residVar, b.residVar)
+	mergeVar(&a.targetVar, b.targetVar)
+	mergeMean(&a.acc62, b.acc62)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	two := float64(2)
 	c13 := float64(0.9189385332046727)
 	half := float64(0.5)
@@ -36,7 +66,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	residVar := runtime.Welford{}
 	targetVar := runtime.Welford{}
 	acc62 := runtime.Mean{}
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		logProbAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
@@ -107,14 +137,40 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		targetVar.Add(valueTarget)
 		acc62.Add(kl)
 	}
-	out.LossObjective = lossObjective.Result()
-	out.KLApprox = klApprox.Result()
-	out.Entropy = meanEntropy.Result()
-	out.LossEntropy = lossEntropy.Result()
-	out.LossCritic = lossCritic.Result()
-	s.s0 = residVar.Var(0)
-	s.s1 = targetVar.Var(0)
-	s.s2 = acc62.Result()
+	st.lossObjective = lossObjective
+	st.klApprox = klApprox
+	st.meanEntropy = meanEntropy
+	st.lossEntropy = lossEntropy
+	st.lossCritic = lossCritic
+	st.residVar = residVar
+	st.targetVar = targetVar
+	st.acc62 = acc62
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256], in
+// pass0GoChunks chunks of whole 4-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 64); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForBlockChunks(n, 256, 4, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossObjective = st.lossObjective.Result()
+	out.KLApprox = st.klApprox.Result()
+	out.Entropy = st.meanEntropy.Result()
+	out.LossEntropy = st.lossEntropy.Result()
+	out.LossCritic = st.lossCritic.Result()
+	s.s0 = st.residVar.Var(0)
+	s.s1 = st.targetVar.Var(0)
+	s.s2 = st.acc62.Result()
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -154,9 +210,38 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of whole 4-element blocks of B fbPass0Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	lossObjective runtime.Mean    // lossObjective = mean(v38) over B
+	klApprox      runtime.Mean    // klApprox = mean(v41) over B
+	meanEntropy   runtime.Mean    // meanEntropy = mean(entropy) over B
+	lossEntropy   runtime.Mean    // lossEntropy = mean(v47) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(v54) over B
+	residVar      runtime.Welford // residVar = var(diff) over B correction=0
+	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
+	acc62         runtime.Mean    // v62 = mean(kl) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.klApprox, b.klApprox)
+	mergeMean(&a.meanEntropy, b.meanEntropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.lossCritic, b.lossCritic)
+	mergeVar(&a.residVar, b.residVar)
+	mergeVar(&a.targetVar, b.targetVar)
+	mergeMean(&a.acc62, b.acc62)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	two := float64(2)
 	c13 := float64(0.9189385332046727)
 	half := float64(0.5)
@@ -175,7 +260,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	residVar := runtime.Welford{}
 	targetVar := runtime.Welford{}
 	acc62 := runtime.Mean{}
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		logProbAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
@@ -323,14 +408,40 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.Loc[iB*3+iD] = gradLoc
 		}
 	}
-	out.LossObjective = lossObjective.Result()
-	out.KLApprox = klApprox.Result()
-	out.Entropy = meanEntropy.Result()
-	out.LossEntropy = lossEntropy.Result()
-	out.LossCritic = lossCritic.Result()
-	s.s0 = residVar.Var(0)
-	s.s1 = targetVar.Var(0)
-	s.s2 = acc62.Result()
+	st.lossObjective = lossObjective
+	st.klApprox = klApprox
+	st.meanEntropy = meanEntropy
+	st.lossEntropy = lossEntropy
+	st.lossCritic = lossCritic
+	st.residVar = residVar
+	st.targetVar = targetVar
+	st.acc62 = acc62
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256], in fbPass0GoChunks chunks of whole 4-element blocks of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 64); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForBlockChunks(n, 256, 4, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossObjective = st.lossObjective.Result()
+	out.KLApprox = st.klApprox.Result()
+	out.Entropy = st.meanEntropy.Result()
+	out.LossEntropy = st.lossEntropy.Result()
+	out.LossCritic = st.lossCritic.Result()
+	s.s0 = st.residVar.Var(0)
+	s.s1 = st.targetVar.Var(0)
+	s.s2 = st.acc62.Result()
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -356,6 +467,18 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v70 := sel(v68, v69, beta)
 	beta2 := sel(v65, v66, v70)
 	out.Beta = beta2
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
+}
+
+// mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeVar(a *runtime.Welford, b runtime.Welford) {
+	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -2,7 +2,10 @@
 
 package klreward
 
-import "sync"
+import (
+	"github.com/lossgen/lossgen/runtime"
+	"sync"
+)
 
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
@@ -12,11 +15,17 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1 L=12].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B.
+func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, lo, hi int) {
 	zero := float32(0)
 	c9 := float32(0.2)
-	for iB := 0; iB < 1; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 12; iL++ {
 			logProb := in.LogProb[iB*12+iL]
 			refLogProb := in.RefLogProb[iB*12+iL]
@@ -31,6 +40,18 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 			nextReward2 := nextReward - v10
 			out.NextReward[iB*12+iL] = nextReward2
 		}
+	}
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1 L=12], in
+// pass0GoChunks chunks of rows of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	if n := min(pass0GoChunks, 1); n <= 1 {
+		pass0GoChunk(in, out, s, 0, 1)
+	} else {
+		runtime.ForChunks(n, 1, func(_, lo, hi int) {
+			pass0GoChunk(in, out, s, lo, hi)
+		})
 	}
 }
 

@@ -19,8 +19,36 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1024].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	lossObjective runtime.Mean    // lossObjective = mean(v6) over B
+	klApprox      runtime.Mean    // klApprox = mean(v8) over B
+	entropy       runtime.Mean    // entropy = mean(v17) over B
+	lossEntropy   runtime.Mean    // lossEntropy = mean(v18) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(v33) over B
+	residVar      runtime.Welford // residVar = var(diff) over B correction=0
+	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.klApprox, b.klApprox)
+	mergeMean(&a.entropy, b.entropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.lossCritic, b.lossCritic)
+	mergeVar(&a.residVar, b.residVar)
+	mergeVar(&a.targetVar, b.targetVar)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	c11 := float32(-0.01)
 	c15 := float32(-0.05)
 	half := float32(0.5)
@@ -32,7 +60,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	lossCritic := runtime.Mean{}
 	residVar := runtime.Welford{}
 	targetVar := runtime.Welford{}
-	for iB := 0; iB < 1024; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		logProb := in.LogProb[iB]
 		sampleLogProb := in.SampleLogProb[iB]
@@ -67,13 +95,38 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.KLApprox = float32(klApprox.Result())
-	out.Entropy = float32(entropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.LossCritic = float32(lossCritic.Result())
-	s.s0 = float32(residVar.Var(0))
-	s.s1 = float32(targetVar.Var(0))
+	st.lossObjective = lossObjective
+	st.klApprox = klApprox
+	st.entropy = entropy
+	st.lossEntropy = lossEntropy
+	st.lossCritic = lossCritic
+	st.residVar = residVar
+	st.targetVar = targetVar
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1024], in
+// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 128); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 1024)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossObjective = float32(st.lossObjective.Result())
+	out.KLApprox = float32(st.klApprox.Result())
+	out.Entropy = float32(st.entropy.Result())
+	out.LossEntropy = float32(st.lossEntropy.Result())
+	out.LossCritic = float32(st.lossCritic.Result())
+	s.s0 = float32(st.residVar.Var(0))
+	s.s1 = float32(st.targetVar.Var(0))
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -99,9 +152,36 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=1024].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	lossObjective runtime.Mean    // lossObjective = mean(v6) over B
+	klApprox      runtime.Mean    // klApprox = mean(v8) over B
+	entropy       runtime.Mean    // entropy = mean(v17) over B
+	lossEntropy   runtime.Mean    // lossEntropy = mean(v18) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(v33) over B
+	residVar      runtime.Welford // residVar = var(diff) over B correction=0
+	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.lossObjective, b.lossObjective)
+	mergeMean(&a.klApprox, b.klApprox)
+	mergeMean(&a.entropy, b.entropy)
+	mergeMean(&a.lossEntropy, b.lossEntropy)
+	mergeMean(&a.lossCritic, b.lossCritic)
+	mergeVar(&a.residVar, b.residVar)
+	mergeVar(&a.targetVar, b.targetVar)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	c11 := float32(-0.01)
 	c15 := float32(-0.05)
 	half := float32(0.5)
@@ -119,7 +199,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossCritic := runtime.Mean{}
 	residVar := runtime.Welford{}
 	targetVar := runtime.Welford{}
-	for iB := 0; iB < 1024; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		logProb := in.LogProb[iB]
 		sampleLogProb := in.SampleLogProb[iB]
@@ -181,13 +261,38 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		grads.MoveEntropy[iB] = c64
 		grads.TurnEntropy[iB] = c63
 	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.KLApprox = float32(klApprox.Result())
-	out.Entropy = float32(entropy.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-	out.LossCritic = float32(lossCritic.Result())
-	s.s0 = float32(residVar.Var(0))
-	s.s1 = float32(targetVar.Var(0))
+	st.lossObjective = lossObjective
+	st.klApprox = klApprox
+	st.entropy = entropy
+	st.lossEntropy = lossEntropy
+	st.lossCritic = lossCritic
+	st.residVar = residVar
+	st.targetVar = targetVar
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=1024], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 128); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 1024)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossObjective = float32(st.lossObjective.Result())
+	out.KLApprox = float32(st.klApprox.Result())
+	out.Entropy = float32(st.entropy.Result())
+	out.LossEntropy = float32(st.lossEntropy.Result())
+	out.LossCritic = float32(st.lossCritic.Result())
+	s.s0 = float32(st.residVar.Var(0))
+	s.s1 = float32(st.targetVar.Var(0))
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -200,6 +305,18 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v39 := residVar / v38
 	explainedVariance := one - v39
 	out.ExplainedVariance = explainedVariance
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
+}
+
+// mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeVar(a *runtime.Welford, b runtime.Welford) {
+	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 
 // b2f is a comparison or flag as 0 or 1.

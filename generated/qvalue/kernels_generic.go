@@ -16,10 +16,16 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=257].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B.
+func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, lo, hi int) {
 	c2 := float32(-3.4028235e+38)
-	for iB := 0; iB < 257; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		acc4 := math.Inf(-1)
 		for iA := 0; iA < 6; iA++ {
 			actionValue := in.ActionValue[iB*6+iA]
@@ -47,6 +53,18 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 		}
 		chosenActionValue := float32(chosenActionValueAcc)
 		out.ChosenActionValue[iB] = chosenActionValue
+	}
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=257], in
+// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	if n := min(pass0GoChunks, 32); n <= 1 {
+		pass0GoChunk(in, out, s, 0, 257)
+	} else {
+		runtime.ForBlockChunks(n, 257, 8, func(_, lo, hi int) {
+			pass0GoChunk(in, out, s, lo, hi)
+		})
 	}
 }
 

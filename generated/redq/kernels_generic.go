@@ -37,8 +37,30 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.EmptyModelSubset = emptyModelSubset
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass1GoChunks is how many chunks of whole 8-element blocks of B pass1Go runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
+// plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
+// machine; tests set it to check the chunked run.
+var pass1GoChunks = 1
+
+// pass1GoStates are the reduction states of pass1Go over one chunk of B.
+type pass1GoStates struct {
+	lossActor  runtime.Mean // lossActor = mean(v40) over B
+	lossQvalue runtime.Mean // lossQvalue = mean(v51) over B
+	lossAlpha  runtime.Mean // lossAlpha = mean(v60) over B
+	entropy    runtime.Mean // entropy = mean(v63) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass1GoStates) merge(b *pass1GoStates) {
+	mergeMean(&a.lossActor, b.lossActor)
+	mergeMean(&a.lossQvalue, b.lossQvalue)
+	mergeMean(&a.lossAlpha, b.lossAlpha)
+	mergeMean(&a.entropy, b.entropy)
+}
+
+// pass1GoChunk runs pass1Go over indices [lo, hi) of B, its reduction states into st.
+func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	c1 := float32(-2.3025851)
 	c3 := float32(2.3025851)
 	c10 := float32(0.099999994)
@@ -53,7 +75,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	lossQvalue := runtime.Mean{}
 	lossAlpha := runtime.Mean{}
 	entropy := runtime.Mean{}
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		logAlpha := in.LogAlpha[0]
 		v2 := max(logAlpha, c1)
 		v4 := min(v2, c3)
@@ -122,10 +144,32 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		v66 := float32(acc66)
 		out.TDError[iB] = v66
 	}
-	out.LossActor = float32(lossActor.Result())
-	out.LossQvalue = float32(lossQvalue.Result())
-	out.LossAlpha = float32(lossAlpha.Result())
-	out.Entropy = float32(entropy.Result())
+	st.lossActor = lossActor
+	st.lossQvalue = lossQvalue
+	st.lossAlpha = lossAlpha
+	st.entropy = entropy
+}
+
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=256], in
+// pass1GoChunks chunks of whole 8-element blocks of B (pass1GoChunk).
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass1GoStates
+	if n := min(pass1GoChunks, 32); n <= 1 {
+		pass1GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]pass1GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossActor = float32(st.lossActor.Result())
+	out.LossQvalue = float32(st.lossQvalue.Result())
+	out.LossAlpha = float32(st.lossAlpha.Result())
+	out.Entropy = float32(st.entropy.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -138,9 +182,32 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
+// piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
+// depend on the machine; tests set it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
+type fbPass0GoStates struct {
+	lossActor  runtime.Mean // lossActor = mean(v40) over B
+	lossQvalue runtime.Mean // lossQvalue = mean(v51) over B
+	lossAlpha  runtime.Mean // lossAlpha = mean(v60) over B
+	entropy    runtime.Mean // entropy = mean(v63) over B
+	acc71      float64      // v71 = sum(v70) over B
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.lossActor, b.lossActor)
+	mergeMean(&a.lossQvalue, b.lossQvalue)
+	mergeMean(&a.lossAlpha, b.lossAlpha)
+	mergeMean(&a.entropy, b.entropy)
+	mergeSum(&a.acc71, b.acc71)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	c1 := float32(-2.3025851)
 	c3 := float32(2.3025851)
 	c10 := float32(0.099999994)
@@ -162,7 +229,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossAlpha := runtime.Mean{}
 	entropy := runtime.Mean{}
 	acc71 := 0.0
-	for iB := 0; iB < 256; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		logAlpha := in.LogAlpha[0]
 		v2 := max(logAlpha, c1)
 		v4 := min(v2, c3)
@@ -262,11 +329,34 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.StateActionValueActor[iQ*256+iB] = c97
 		}
 	}
-	out.LossActor = float32(lossActor.Result())
-	out.LossQvalue = float32(lossQvalue.Result())
-	out.LossAlpha = float32(lossAlpha.Result())
-	out.Entropy = float32(entropy.Result())
-	s.s0 = float32(acc71)
+	st.lossActor = lossActor
+	st.lossQvalue = lossQvalue
+	st.lossAlpha = lossAlpha
+	st.entropy = entropy
+	st.acc71 = acc71
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 32); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 256)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossActor = float32(st.lossActor.Result())
+	out.LossQvalue = float32(st.lossQvalue.Result())
+	out.LossAlpha = float32(st.lossAlpha.Result())
+	out.Entropy = float32(st.entropy.Result())
+	s.s0 = float32(st.acc71)
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -302,6 +392,18 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v75 := float32(v72 * v55)
 	gradLogAlpha := sel(v74, v75, v72)
 	grads.LogAlpha[0] = gradLogAlpha
+}
+
+// mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeSum(a *float64, b float64) {
+	*a = (*a + b)
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
 // b2f is a comparison or flag as 0 or 1.

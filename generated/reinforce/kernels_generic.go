@@ -16,16 +16,33 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
-// [N=16 T=64].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of N pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of N.
+type pass0GoStates struct {
+	lossActor runtime.Mean // lossActor = mean(v21) over N,T
+	lossValue runtime.Mean // lossValue = mean(smoothL1) over N,T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.lossActor, b.lossActor)
+	mergeMean(&a.lossValue, b.lossValue)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of N, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	c8 := float32(0.99)
 	c13 := float32(0.9405)
 	half := float32(0.5)
 	lossActor := runtime.Mean{}
 	lossValue := runtime.Mean{}
-	for iN := 0; iN < 16; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		gaeCarry := float32(0)
 		for iT := 63; iT >= 0; iT-- {
 			nextReward := in.NextReward[iN*64+iT]
@@ -59,8 +76,28 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			lossValue.Add(float64(smoothL1))
 		}
 	}
-	out.LossActor = float32(lossActor.Result())
-	out.LossValue = float32(lossValue.Result())
+	st.lossActor = lossActor
+	st.lossValue = lossValue
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=16 T=64], in pass0GoChunks chunks of rows of N (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 16); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 16)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForChunks(n, 16, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossActor = float32(st.lossActor.Result())
+	out.LossValue = float32(st.lossValue.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -71,9 +108,26 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
-// T over [N=16 T=64].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass0GoChunks is how many chunks of rows of N fbPass0Go runs as, concurrently, each with its
+// own reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var fbPass0GoChunks = 1
+
+// fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
+type fbPass0GoStates struct {
+	lossActor runtime.Mean // lossActor = mean(v21) over N,T
+	lossValue runtime.Mean // lossValue = mean(smoothL1) over N,T
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
+	mergeMean(&a.lossActor, b.lossActor)
+	mergeMean(&a.lossValue, b.lossValue)
+}
+
+// fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of N, its reduction states into st.
+func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	c8 := float32(0.99)
 	c13 := float32(0.9405)
@@ -84,7 +138,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c54 := float32(-0.0009765625)
 	lossActor := runtime.Mean{}
 	lossValue := runtime.Mean{}
-	for iN := 0; iN < 16; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		gaeCarry := float32(0)
 		for iT := 63; iT >= 0; iT-- {
 			nextReward := in.NextReward[iN*64+iT]
@@ -140,8 +194,34 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iN*64+iT] = gradLogProb
 		}
 	}
-	out.LossActor = float32(lossActor.Result())
-	out.LossValue = float32(lossValue.Result())
+	st.lossActor = lossActor
+	st.lossValue = lossValue
+}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
+// T over [N=16 T=64], in fbPass0GoChunks chunks of rows of N (fbPass0GoChunk).
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	var st fbPass0GoStates
+	if n := min(fbPass0GoChunks, 16); n <= 1 {
+		fbPass0GoChunk(in, out, grads, s, &st, 0, 16)
+	} else {
+		sts := make([]fbPass0GoStates, n)
+		runtime.ForChunks(n, 16, func(c, lo, hi int) {
+			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	out.LossActor = float32(st.lossActor.Result())
+	out.LossValue = float32(st.lossValue.Result())
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -2,7 +2,10 @@
 
 package td0
 
-import "sync"
+import (
+	"github.com/lossgen/lossgen/runtime"
+	"sync"
+)
 
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
@@ -12,11 +15,17 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0GoChunks is how many chunks of rows of N pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of N.
+func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, lo, hi int) {
 	one := float32(1)
 	c6 := float32(0.99)
-	for iN := 0; iN < 64; iN++ {
+	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
 			nextReward := in.NextReward[iN*421+iT]
 			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
@@ -30,6 +39,18 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 			out.Advantage[iN*421+iT] = v10
 			out.ValueTarget[iN*421+iT] = td0Return
 		}
+	}
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421], in
+// pass0GoChunks chunks of rows of N (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	if n := min(pass0GoChunks, 64); n <= 1 {
+		pass0GoChunk(in, out, s, 0, 64)
+	} else {
+		runtime.ForChunks(n, 64, func(_, lo, hi int) {
+			pass0GoChunk(in, out, s, lo, hi)
+		})
 	}
 }
 

@@ -20,19 +20,57 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{td1ReturnCarry: make([]float64, 64)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [T=421 N=64].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0GoChunks is how many chunks of rows of T pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of T.
+type pass0GoStates struct {
+	mean runtime.Mean    // mean = mean(nextReward) over T,N
+	acc4 runtime.Welford // v4 = var(nextReward) over T,N correction=1
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeMean(&a.mean, b.mean)
+	mergeVar(&a.acc4, b.acc4)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of T, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, st *pass0GoStates, lo, hi int) {
 	mean := runtime.Mean{}
 	acc4 := runtime.Welford{}
-	for iT := 0; iT < 421; iT++ {
+	for iT := lo; iT < hi; iT++ {
 		for iN := 0; iN < 64; iN++ {
 			nextReward := in.NextReward[iT*64+iN]
 			mean.Add(nextReward)
 			acc4.Add(nextReward)
 		}
 	}
-	s.s0 = mean.Result()
-	s.s1 = acc4.Var(1)
+	st.mean = mean
+	st.acc4 = acc4
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [T=421 N=64], in
+// pass0GoChunks chunks of rows of T (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	var st pass0GoStates
+	if n := min(pass0GoChunks, 421); n <= 1 {
+		pass0GoChunk(in, out, s, &st, 0, 421)
+	} else {
+		sts := make([]pass0GoStates, n)
+		runtime.ForChunks(n, 421, func(c, lo, hi int) {
+			pass0GoChunk(in, out, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
+	}
+	s.s0 = st.mean.Result()
+	s.s1 = st.acc4.Var(1)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
@@ -76,6 +114,18 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 			out.ValueTarget[iT*64+iN] = td1Return
 		}
 	}
+}
+
+// mergeMean merges b, the state of the elements after a's, into a: mean's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeMean(a *runtime.Mean, b runtime.Mean) {
+	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
+}
+
+// mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeVar(a *runtime.Welford, b runtime.Welford) {
+	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 
 // b2f is a comparison or flag as 0 or 1.
