@@ -26,10 +26,13 @@ func TestCheapTablesWholeOnTwoCases(t *testing.T) {
 		t.Skip("generates, compiles and runs a package")
 	}
 	t.Parallel()
+	// Without normalize_advantage: with it, advantage sinks into the pass after the scan,
+	// whose part simulation computes so few of its elements that estimateWhole overshoots
+	// the gate and no table is tried whole (the size stops fitting the test's premise).
 	mod := t.TempDir()
 	spec := filepath.Join(mod, "ppo.yaml")
 	require.NoError(t, os.WriteFile(spec, []byte("package: ppo\ndtype: float32\ndims: {N: 32, T: 384}\nbatch: [N, T]\n"+
-		"estimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo, entropy_coeff: 0.01, normalize_advantage: true}\n"), 0o644))
+		"estimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo, entropy_coeff: 0.01}\n"), 0o644))
 	dir, goldenDir := filepath.Join(mod, "ppo"), filepath.Join(mod, "testdata", "ppo")
 	c, files, err := gen.Generate(spec, gen.Options{OutDir: dir, GoldenDir: goldenDir})
 	require.NoError(t, err)
