@@ -139,13 +139,13 @@ func planOptions(s string) (plan.Options, error) {
 		return opt, nil
 	}
 	for _, w := range strings.Split(s, ",") {
-		switch strings.TrimSpace(w) {
+		switch w = strings.TrimSpace(w); w {
 		case "rowlocal":
 			opt.NoRowLocal = true
 		case "sink":
 			opt.NoSink = true
 		default:
-			return opt, fmt.Errorf("-without %q: want a list of rowlocal, sink", s)
+			return opt, fmt.Errorf("-without %q: no planner choice %q; want a list of rowlocal, sink", s, w)
 		}
 	}
 	return opt, nil

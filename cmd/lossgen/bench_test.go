@@ -61,7 +61,7 @@ func TestBenchWithout(t *testing.T) {
 	if code := run([]string{"bench", "-without", "fusion", "../../spec/examples/clip_ppo.yaml"}, &out, &errb); code != 2 {
 		t.Errorf("-without fusion: exit %d, want 2 (usage)", code)
 	}
-	if !strings.Contains(errb.String(), "want a list of rowlocal, sink") {
+	if !strings.Contains(errb.String(), `no planner choice "fusion"; want a list of rowlocal, sink`) {
 		t.Errorf("-without fusion: stderr does not name the choices:\n%s", errb.String())
 	}
 }

@@ -311,7 +311,11 @@ func evalInputs(g *ir.Graph, file string) (inputs map[string]golden.Array, ignor
 		}
 		conv, err := cases.Convert(g.DType, in, a)
 		if err != nil {
-			problems = append(problems, "array "+err.Error())
+			msg := "array " + err.Error()
+			if h.DType() != a.DType() { // read widened: name the file's own dtype
+				msg += fmt.Sprintf(" (the file's dtype: %s)", h.Descr)
+			}
+			problems = append(problems, msg)
 			continue
 		}
 		if a.DType() == "float64" && conv.DType() == "float32" {

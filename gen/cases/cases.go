@@ -366,6 +366,9 @@ func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 	case want == "int64":
 		return golden.Array{}, fmt.Errorf("%q has dtype %s: an index input must be an integer array (int8 to int64, uint8 to uint64), as TorchRL's int64 actions are; convert it with .astype(np.int64)", in.Name, got)
 	}
+	if got == "int64" { // golden.NPZ.Read widens every integer dtype to int64
+		return golden.Array{}, fmt.Errorf("%q has an integer dtype, want %s; convert it with .astype(np.%s)", in.Name, want, want)
+	}
 	return golden.Array{}, fmt.Errorf("%q has dtype %s, want %s", in.Name, got, want)
 }
 

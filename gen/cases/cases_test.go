@@ -44,7 +44,7 @@ func TestConvertNarrowsFloat64(t *testing.T) {
 
 	// Other dtypes are still refused.
 	_, err = Convert(ir.F32, in, golden.Array{Shape: []int{7}, Data: make([]int64, 7)})
-	require.EqualError(t, err, `"next.reward" has dtype int64, want float32`)
+	require.EqualError(t, err, `"next.reward" has an integer dtype, want float32; convert it with .astype(np.float32)`)
 }
 
 // clipPPOGAE compiles a small ClipPPO+GAE graph.

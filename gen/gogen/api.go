@@ -211,6 +211,11 @@ func (e *gen) forward(f *jen.File) {
 	f.Comment("returns a *runtime.ShapeError naming each one, and when an output shares memory with")
 	f.Comment("another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs")
 	f.Comment("may share memory with each other. Forward is safe for concurrent use with distinct out values.")
+	f.Comment("A nil in or out is an error.")
+	if len(ir.IndexChecks(e.g)) > 0 {
+		f.Comment("An index input (an action) outside its axis, where it is read, returns a")
+		f.Comment("*runtime.IndexError naming the first such element, before anything is written.")
+	}
 	if len(e.faults()) > 0 {
 		f.Comment("When the inputs break a precondition TorchRL checks at run time (see the fault outputs")
 		f.Comment("in Outputs), it returns a *runtime.DataError after writing every output; the outputs")

@@ -380,10 +380,17 @@ func TestStarter(t *testing.T) {
 			s, err := spec.Parse("init.yaml", out, reg)
 			require.NoError(t, err)
 			require.Empty(t, s.Warnings)
-			_, _, err = lower.Lower(s)
+			g, _, err := lower.Lower(s)
 			require.NoError(t, err)
 			require.Empty(t, s.Warnings)
 			require.NoError(t, sch.Validate(yamlToJSON(t, out)))
+			// Every key the kernel reads is listed (DQN's and IQL's reward and terminated are
+			// read by a shared TD target, not declared by the loss).
+			for _, in := range g.Inputs {
+				if in.Key != "" {
+					require.Regexp(t, `(?m)^  (# )?`+regexp.QuoteMeta(in.Key)+`: `, string(out), "key %s", in.Key)
+				}
+			}
 			require.True(t, strings.HasPrefix(string(out), "# yaml-language-server: $schema="+SchemaID+"\n"))
 			require.Contains(t, string(out), "# The order of the dims mapping is the memory layout")
 			// Every parameter written with a default has TorchRL's default after parsing.

@@ -57,12 +57,14 @@ func Starter(o StarterOptions) ([]byte, error) {
 		}
 	}
 	read := map[string]string{} // logical key → shape and dtype of the input
+	var order []string          // the keys read, in the graph's input order
 	for _, in := range g.Inputs {
 		if in.Key != "" {
 			read[in.Key] = "[" + strings.Join(in.Shape.Names(), ", ") + "] " + in.Kind.String()
+			order = append(order, in.Key)
 		}
 	}
-	out := append(draft, starterKeys(reg, st, read)...)
+	out := append(draft, starterKeys(reg, st, read, order)...)
 	// The whole starter must parse and lower as written, without a warning: it is a template.
 	s, err := spec.Parse(starterFile, out, reg)
 	if err == nil {
@@ -296,7 +298,7 @@ func stageParams(b *bytes.Buffer, indent string, d *spec.StageDef, sizes map[str
 
 // starterKeys is the keys mapping: the keys the kernel reads from the data at their default
 // data keys, each with its shape and doc, and the stages' other keys commented out.
-func starterKeys(reg spec.Registry, stages []*spec.StageDef, read map[string]string) []byte {
+func starterKeys(reg spec.Registry, stages []*spec.StageDef, read map[string]string, order []string) []byte {
 	var b bytes.Buffer
 	var names []string
 	for _, d := range stages {
@@ -304,6 +306,11 @@ func starterKeys(reg spec.Registry, stages []*spec.StageDef, read map[string]str
 			if !slices.Contains(names, k.Name) {
 				names = append(names, k.Name)
 			}
+		}
+	}
+	for _, name := range order { // read through a stage's shared pieces (DQN's TD target)
+		if _, ok := reg.Key(name); ok && !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 	}
 	var rest []string

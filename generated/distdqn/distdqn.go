@@ -266,6 +266,9 @@ func Implementation() string {
 // returns a *runtime.ShapeError naming each one, and when an output shares memory with
 // another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs
 // may share memory with each other. Forward is safe for concurrent use with distinct out values.
+// A nil in or out is an error.
+// An index input (an action) outside its axis, where it is read, returns a
+// *runtime.IndexError naming the first such element, before anything is written.
 // When the inputs break a precondition TorchRL checks at run time (see the fault outputs
 // in Outputs), it returns a *runtime.DataError after writing every output; the outputs
 // are then not meaningful.

@@ -160,6 +160,7 @@ func Implementation() string {
 // returns a *runtime.ShapeError naming each one, and when an output shares memory with
 // another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs
 // may share memory with each other. Forward is safe for concurrent use with distinct out values.
+// A nil in or out is an error.
 // When the inputs break a precondition TorchRL checks at run time (see the fault outputs
 // in Outputs), it returns a *runtime.DataError after writing every output; the outputs
 // are then not meaningful.

@@ -373,6 +373,7 @@ func Implementation() string {
 // returns a *runtime.ShapeError naming each one, and when an output shares memory with
 // another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs
 // may share memory with each other. Forward is safe for concurrent use with distinct out values.
+// A nil in or out is an error.
 func Forward(in *Inputs, out *Outputs) error {
 	return forward(impls[len(impls)-1], in, out)
 }
