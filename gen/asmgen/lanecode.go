@@ -110,11 +110,17 @@ func (l *laneAcc) welford(x reg.VecVirtual) {
 	if pg.knownCount(l.r) {
 		inv = pg.invCount(l.r)
 	}
-	if pg.equalLaneCounts(l.r) {
-		l.welfordEqual(x)
-		return
-	}
+	equal := pg.equalLaneCounts(l.r)
 	for h, xh := range pg.halves(x) {
+		if equal { // n += 1 in every lane (the states merge by their counts); 1/n from lane 0
+			n := a.ymm()
+			a.mov(l.at("n", h), n)
+			a.add(a.cf(1), n, n)
+			l.commit64("n", h, n)
+			if h == 0 {
+				inv = pg.laneInv(n)
+			}
+		}
 		mean, d, t, m2 := a.ymm(), a.ymm(), a.ymm(), a.ymm()
 		a.mov(l.at("mean", h), mean)
 		a.sub(mean, xh, d)
@@ -148,31 +154,6 @@ func (pg *passGen) equalLaneCounts(r *ir.Node) bool {
 	}
 	v := pg.dom[len(pg.dom)-1]
 	return len(pg.dom) == 1 || v.Size%pg.lanes() == 0
-}
-
-// welfordEqual is welford for equalLaneCounts: n += 1 in every lane (the states merge by
-// their counts), 1/n from lane 0: one scalar division per block and variance.
-func (l *laneAcc) welfordEqual(x reg.VecVirtual) {
-	pg, a := l.pg, l.pg.a64
-	var inv reg.VecVirtual
-	for h, xh := range pg.halves(x) {
-		n := a.ymm()
-		a.mov(l.at("n", h), n)
-		a.add(a.cf(1), n, n)
-		l.commit64("n", h, n)
-		if h == 0 {
-			inv = pg.laneInv(n)
-		}
-		mean, d, t, m2 := a.ymm(), a.ymm(), a.ymm(), a.ymm()
-		a.mov(l.at("mean", h), mean)
-		a.sub(mean, xh, d)
-		a.fmadd231(d, inv, mean)
-		a.sub(mean, xh, t)
-		a.mov(l.at("m2", h), m2)
-		a.fmadd231(d, t, m2)
-		l.commit64("mean", h, mean)
-		l.commit64("m2", h, m2)
-	}
 }
 
 // laneInv is 1/n[0] in every float64 lane: one scalar division.
