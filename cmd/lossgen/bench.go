@@ -47,8 +47,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "", "measure only this backend (go or avx2); default: every backend the machine runs")
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
 	without := fs.String("without", "", "comma-separated planner choices to turn off, to measure what they do: rowlocal (row-local fusion), sink (sinking results into later passes)")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return badUsage(fs, stderr, "want one SPEC, got %d", fs.NArg())

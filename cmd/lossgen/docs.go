@@ -25,8 +25,8 @@ func docCommand(name, what string, args []string, stdout, stderr io.Writer, rend
 	fs := flags(name, "[-o FILE [-force]]", stderr)
 	out := fs.String("o", "", "write "+what+" to FILE instead of stdout (an existing FILE is an error without -force)")
 	force := fs.Bool("force", false, "with -o, replace an existing FILE")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
 		return badUsage(fs, stderr, "no arguments expected, got %q", fs.Arg(0))

@@ -52,8 +52,8 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel), avx2 (its AVX2 kernel), ptx (its PTX, simulated) or all")
 	keep := fs.Bool("keep", false, "keep the temporary module the kernel is built in, and print its path")
 	grad := fs.Bool("grad", false, "run ForwardBackward: also compute the gradients (grad.<input data name>) and compare them")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
 	}
 	switch {
 	case *specPath == "":

@@ -137,6 +137,22 @@ var errUsage = errors.New("usage")
 // errHelp is a help request that printed the usage: exit 0, as `lossgen -h` does.
 var errHelp = errors.New("help")
 
+// parse parses args with fs, then refuses a flag of fs written after the arguments
+// (`check spec.yaml -o x`): Go's flag package stops at the first argument, so it would be
+// read as a file.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		return parseErr(err)
+	}
+	for _, a := range fs.Args() {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && fs.Lookup(name) != nil {
+			return badUsage(fs, stderr, "flag %s after the arguments: flags go first", a)
+		}
+	}
+	return nil
+}
+
 // parseErr maps a flag-parsing error (already printed with the usage) to errHelp for -h and
 // to errUsage otherwise.
 func parseErr(err error) error {
@@ -191,8 +207,8 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "output directory of the generated package (required)")
 	goldenDir := fs.String("golden", "", "directory of the package's golden cases, loaded by the generated test")
 	verbose := fs.Bool("v", false, "list the files written and those removed")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
 	}
 	if *out == "" {
 		return badUsage(fs, stderr, "-o DIR is required")
@@ -300,8 +316,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fs := flags("check", "[-o DIR [-golden DIR]] SPEC...", stderr)
 	out := fs.String("o", "", "also check that this directory holds the package generated from the (single) spec")
 	goldenDir := fs.String("golden", "", "the -golden directory the package was generated with (also checked to be in the current golden format)")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return badUsage(fs, stderr, "want at least one SPEC")
@@ -345,8 +361,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 				continue
 			}
 		}
-		fmt.Fprintf(stdout, "%s: ok: package %s, %d inputs, %d outputs, %d passes\n",
-			path, c.Spec.Package, len(c.Graph.Inputs), len(c.Graph.Outputs), len(c.Plan.Passes))
+		passes := fmt.Sprintf("%d passes", len(c.Plan.Passes))
+		if len(c.Plan.Passes) == 1 {
+			passes = "1 pass"
+		}
+		fmt.Fprintf(stdout, "%s: ok: package %s, %d inputs, %d outputs, %s\n",
+			path, c.Spec.Package, len(c.Graph.Inputs), len(c.Graph.Outputs), passes)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d specs failed", failed, fs.NArg())
@@ -384,8 +404,8 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	update := fs.Bool("update", false, "rewrite the golden cases instead of comparing them")
 	root := fs.String("dir", "golden", "root of the golden case directories (cases go to DIR/<package>)")
 	data := fs.String("data", "golden/data", "directory of real data (.npz) to make real_* cases from")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return badUsage(fs, stderr, "want at least one SPEC")
@@ -512,8 +532,8 @@ func shellJoin(args []string) string {
 func cmdExplain(args []string, stdout, stderr io.Writer) error {
 	fs := flags("explain", "[-passes] SPEC", stderr)
 	showPasses := fs.Bool("passes", false, "print the IR passes and the graph after each, before the result")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return badUsage(fs, stderr, "want one SPEC, got %d", fs.NArg())
