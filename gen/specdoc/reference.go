@@ -78,7 +78,7 @@ func stageReference(b *bytes.Buffer, reg spec.Registry, d *spec.StageDef) {
 	if d.Kind == spec.Estimator {
 		article = "An"
 	}
-	p("TorchRL: `%s` (`%s`). %s %s of `type: %s`.\n\n", d.Class, d.Source, article, d.Kind, d.Type)
+	p("%s: `%s` (`%s`). %s %s of `type: %s`.\n\n", origin(d), d.Class, d.Source, article, d.Kind, d.Type)
 	p("| parameter | type | default | range or values | description |\n|---|---|---|---|---|\n")
 	for i := range d.Params {
 		q := &d.Params[i]
@@ -219,4 +219,13 @@ func spellingsText(p *spec.ParamDef) string {
 		s += " Also written flat in the stage: `vmin`, `vmax`, `n_atoms`."
 	}
 	return s
+}
+
+// origin names the project d's class comes from, by its source path: TorchRL for
+// torchrl/..., Liger-Kernel for liger_kernel/... (GSPO).
+func origin(d *spec.StageDef) string {
+	if strings.HasPrefix(d.Source, "liger_kernel/") {
+		return "Liger-Kernel"
+	}
+	return "TorchRL"
 }

@@ -129,7 +129,7 @@ func kindSchema(reg spec.Registry, k spec.Kind) obj {
 
 // stageSchema is one stage's mapping: type and its parameters, nothing else.
 func stageSchema(d *spec.StageDef) obj {
-	props := obj{"type": obj{"enum": typeNames(d), "description": "TorchRL's " + d.Class + " (" + d.Source + ")"}}
+	props := obj{"type": obj{"enum": typeNames(d), "description": origin(d) + "'s " + d.Class + " (" + d.Source + ")"}}
 	for i := range d.Params {
 		p := &d.Params[i]
 		for _, name := range paramNames(p) {
@@ -155,7 +155,7 @@ func stageSchema(d *spec.StageDef) obj {
 	}
 	return obj{
 		"title":                d.Class,
-		"description":          d.Kind.String() + " " + d.Type + ": TorchRL's " + d.Class + " (" + d.Source + ")",
+		"description":          d.Kind.String() + " " + d.Type + ": " + origin(d) + "'s " + d.Class + " (" + d.Source + ")",
 		"type":                 "object",
 		"additionalProperties": false,
 		"properties":           props,

@@ -198,7 +198,7 @@ func starterBody(o StarterOptions, stages []*spec.StageDef) []byte {
 		// Transforms run first; in YAML they may come anywhere.
 		p("transforms:\n")
 		for _, d := range transforms {
-			fmt.Fprintf(&b, "  - type: %s  # TorchRL's %s (%s)\n", d.Type, d.Class, d.Source)
+			fmt.Fprintf(&b, "  - type: %s  # %s's %s (%s)\n", d.Type, origin(d), d.Class, d.Source)
 			stageParams(&b, "    ", d, sizes, bn)
 		}
 	}
@@ -263,7 +263,7 @@ func starterDims(o StarterOptions, stages []*spec.StageDef) (before, batch, afte
 }
 
 func stageBody(b *bytes.Buffer, indent string, d *spec.StageDef, sizes map[string]int, batch []string) {
-	fmt.Fprintf(b, "%stype: %s  # TorchRL's %s (%s)\n", indent, d.Type, d.Class, d.Source)
+	fmt.Fprintf(b, "%stype: %s  # %s's %s (%s)\n", indent, d.Type, origin(d), d.Class, d.Source)
 	stageParams(b, indent, d, sizes, batch)
 }
 
