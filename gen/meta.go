@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,7 +47,11 @@ func summary(s *spec.Spec, hypers []lower.Hyper) []string {
 	for _, st := range s.Stages() {
 		var args []string
 		for _, p := range st.Def.Params {
-			if v := st.Get(p.Name); v != nil {
+			switch v := st.Get(p.Name); {
+			case v == nil:
+			case p.Default == nil && p.Null != nil && reflect.DeepEqual(v, p.Null): // TorchRL's None, as a null reads
+				args = append(args, p.Name+"=None")
+			default:
 				args = append(args, p.Name+"="+valueString(v))
 			}
 		}
