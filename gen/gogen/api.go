@@ -174,6 +174,24 @@ func (e *gen) setGet(f *jen.File) {
 	}
 }
 
+// forwardDoc is Forward's doc comment: what it computes and every error it returns.
+func (e *gen) forwardDoc(f *jen.File) {
+	f.Comment("Forward computes every output from in. When a slice of in or out has the wrong length it")
+	f.Comment("returns a *runtime.ShapeError naming each one, and when an output shares memory with")
+	f.Comment("another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs")
+	f.Comment("may share memory with each other. Forward is safe for concurrent use with distinct out values.")
+	f.Comment("A nil in or out is an error.")
+	if len(ir.IndexChecks(e.g)) > 0 {
+		f.Comment("An index input (an action) outside its axis, where it is read, returns a")
+		f.Comment("*runtime.IndexError naming the first such element, before anything is written.")
+	}
+	if len(e.faults()) > 0 {
+		f.Comment("When the inputs break a precondition TorchRL checks at run time (see the fault outputs")
+		f.Comment("in Outputs), it returns a *runtime.DataError after writing every output; the outputs")
+		f.Comment("are then not meaningful.")
+	}
+}
+
 // forward emits Forward (and ForwardBackward), the implementation registry and the loops
 // over passes.
 func (e *gen) forward(f *jen.File) {
@@ -207,20 +225,7 @@ func (e *gen) forward(f *jen.File) {
 	f.Func().Id("Implementation").Params().String().Block(jen.Return(jen.Id("impls").Index(jen.Len(jen.Id("impls")).Op("-").Lit(1)).Dot("name")))
 
 	last := jen.Id("impls").Index(jen.Len(jen.Id("impls")).Op("-").Lit(1))
-	f.Comment("Forward computes every output from in. When a slice of in or out has the wrong length it")
-	f.Comment("returns a *runtime.ShapeError naming each one, and when an output shares memory with")
-	f.Comment("another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs")
-	f.Comment("may share memory with each other. Forward is safe for concurrent use with distinct out values.")
-	f.Comment("A nil in or out is an error.")
-	if len(ir.IndexChecks(e.g)) > 0 {
-		f.Comment("An index input (an action) outside its axis, where it is read, returns a")
-		f.Comment("*runtime.IndexError naming the first such element, before anything is written.")
-	}
-	if len(e.faults()) > 0 {
-		f.Comment("When the inputs break a precondition TorchRL checks at run time (see the fault outputs")
-		f.Comment("in Outputs), it returns a *runtime.DataError after writing every output; the outputs")
-		f.Comment("are then not meaningful.")
-	}
+	e.forwardDoc(f)
 	f.Func().Id("Forward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")).Error().Block(
 		e.returnChecked(jen.Id("forward").Call(last, jen.Id("in"), jen.Id("out")))...,
 	)
