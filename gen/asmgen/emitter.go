@@ -411,7 +411,6 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 // concurrently, merged into st in chunk order by merges. With align > 1 the chunks are whole
 // blocks of align indices (a flat domain's vector axis), the last one taking the tail.
 func (e *emitter) inChunks(b *jen.Group, chunkVar string, size, align int, merges []jen.Code) {
-	rt := gogen.RuntimePath
 	b.Id("n").Op(":=").Min(jen.Id(chunkVar), jen.Lit(max(1, size/align)))
 	b.If(jen.Id("n").Op("<=").Lit(1)).Block(
 		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(size)),
@@ -425,11 +424,7 @@ func (e *emitter) inChunks(b *jen.Group, chunkVar string, size, align int, merge
 		body := jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
 			jen.Id("run").Call(jen.Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")),
 		)
-		if align > 1 {
-			g.Qual(rt, "ForBlockChunks").Call(jen.Id("n"), jen.Lit(size), jen.Lit(align), body)
-		} else {
-			g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(size), body)
-		}
+		g.Add(gogen.ChunkLoop(size, align, body))
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
 	})
 }

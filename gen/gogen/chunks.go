@@ -229,13 +229,8 @@ func (e *gen) runChunks(b *jen.Group, c *chunks) {
 				}
 			})
 		}
-		body := jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
-			call(jen.Op("&").Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")))
-		if a := c.ch.Align; a > 1 {
-			g.Qual(RuntimePath, "ForBlockChunks").Call(jen.Id("n"), jen.Lit(c.size()), jen.Lit(a), body)
-		} else {
-			g.Qual(RuntimePath, "ForChunks").Call(jen.Id("n"), jen.Lit(c.size()), body)
-		}
+		g.Add(c.forChunks(jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
+			call(jen.Op("&").Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")))))
 		g.Id("st").Op("=").Id("sts").Index(jen.Lit(0))
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(
 			jen.Id("st").Dot("merge").Call(jen.Op("&").Id("sts").Index(jen.Id("c"))))
@@ -246,13 +241,23 @@ func (e *gen) runChunks(b *jen.Group, c *chunks) {
 func (e *gen) runStateless(b *jen.Group, c *chunks) {
 	call := func(lo, hi jen.Code) jen.Code { return jen.Id(c.run).Call(append(e.passArgs(), lo, hi)...) }
 	body := jen.Func().Params(jen.Id("_"), jen.Id("lo"), jen.Id("hi").Int()).Block(call(jen.Id("lo"), jen.Id("hi")))
-	run := jen.Qual(RuntimePath, "ForChunks").Call(jen.Id("n"), jen.Lit(c.size()), body)
-	if a := c.ch.Align; a > 1 {
-		run = jen.Qual(RuntimePath, "ForBlockChunks").Call(jen.Id("n"), jen.Lit(c.size()), jen.Lit(a), body)
-	}
 	b.If(jen.Id("n").Op(":=").Min(jen.Id(c.count), jen.Lit(c.units())), jen.Id("n").Op("<=").Lit(1)).Block(
 		call(jen.Lit(0), jen.Lit(c.size())),
-	).Else().Block(run)
+	).Else().Block(c.forChunks(body))
+}
+
+// forChunks is ChunkLoop over c's chunked dim.
+func (c *chunks) forChunks(body jen.Code) jen.Code { return ChunkLoop(c.size(), c.ch.Align, body) }
+
+// ChunkLoop is the generated runtime call that runs body, a func(c, lo, hi int), on the
+// variable n's chunks of size indices: whole blocks of align indices when align > 1 (a flat
+// domain's vector axis, runtime.ForBlockChunks), else rows (runtime.ForChunks). The Go and
+// AVX2 glue both run their chunks with it.
+func ChunkLoop(size, align int, body jen.Code) jen.Code {
+	if align > 1 {
+		return jen.Qual(RuntimePath, "ForBlockChunks").Call(jen.Id("n"), jen.Lit(size), jen.Lit(align), body)
+	}
+	return jen.Qual(RuntimePath, "ForChunks").Call(jen.Id("n"), jen.Lit(size), body)
 }
 
 // passArgs are the arguments that pass a pass function's parameters on.
