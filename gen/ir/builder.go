@@ -214,10 +214,12 @@ func (b *Builder) Gt(x, y *Node) *Node { return b.elem(OpGt, x, y) }
 func (b *Builder) Ge(x, y *Node) *Node { return b.elem(OpGe, x, y) }
 func (b *Builder) Eq(x, y *Node) *Node { return b.elem(OpEq, x, y) }
 func (b *Builder) Ne(x, y *Node) *Node { return b.elem(OpNe, x, y) }
+
+// Where is x where c is nonzero, else y, elementwise. A selection that selects nothing new
+// folds, exactly (masked losses build them: every term is where(mask, ·, 0) again):
+// where(c, x, x) = x; where(c, where(c, x, y), z) = where(c, x, z); where(c, x, where(c, y,
+// z)) = where(c, x, z).
 func (b *Builder) Where(c, x, y *Node) *Node {
-	// Selections that select nothing new, exactly (masked losses build them: every term is
-	// where(mask, ·, 0) again): where(c, x, x) = x; where(c, where(c, x, y), z) = where(c, x,
-	// z); where(c, x, where(c, y, z)) = where(c, x, z).
 	shape := b.union(c.Shape, x.Shape, y.Shape)
 	switch {
 	case x == y:
