@@ -156,7 +156,7 @@ func BuildOptions(g *ir.Graph, opt Options) (*Plan, error) {
 	return p, nil
 }
 
-// build schedules g with the barrier reductions in minLevel (node ID -> level) computed no
+// build schedules g with the results in minLevel (node ID -> level; see sinkable) computed no
 // earlier than that level.
 func build(g *ir.Graph, minLevel map[int]int, opt Options) *Plan {
 	b := &builder{g: g, stored: map[int]bool{}, minLevel: map[int]int{}}
@@ -295,7 +295,7 @@ type builder struct {
 	lvl      map[int]int    // node ID -> level of the pass that computes it
 	need     map[string]int // memo for needAt
 	stored   map[int]bool
-	minLevel map[int]int // scans moved up a level to keep one scan direction per pass
+	minLevel map[int]int // results sunk to a later pass (sinkable), scans moved up a level to keep one scan direction per pass
 }
 
 // home reports whether n belongs to one pass (rather than being recomputed where used): scans,
