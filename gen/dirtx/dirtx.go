@@ -53,17 +53,24 @@ var (
 // touched; names in del that do not exist are ignored. Names are plain file names in dir.
 // An interrupted transaction found in dir is first resolved (Result.Repaired says how).
 // Apply changes nothing but the named files and its own TxnDir: callers decide which files
-// are theirs to replace or remove.
-func Apply(ctx context.Context, dir string, put map[string][]byte, del []string) (Result, error) {
-	var res Result
+// are theirs to replace or remove. The directories Apply creates for dir are removed again
+// when it fails, so a failed first generation leaves no empty package directory behind.
+func Apply(ctx context.Context, dir string, put map[string][]byte, del []string) (res Result, err error) {
 	for _, name := range append(slices.Collect(maps.Keys(put)), del...) {
 		if name == "" || name == "." || name == ".." || name != filepath.Base(name) || name == TxnDir || strings.ContainsRune(name, '/') {
 			return res, fmt.Errorf("%q is not a file name in %s", name, dir)
 		}
 	}
+	created := missingDirs(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		removeEmpty(created)
 		return res, err
 	}
+	defer func() {
+		if err != nil {
+			removeEmpty(created)
+		}
+	}()
 	repaired, err := Recover(dir)
 	res.Repaired = repaired
 	if err != nil {
@@ -109,6 +116,31 @@ func Apply(ctx context.Context, dir string, put map[string][]byte, del []string)
 		}
 	}
 	return res, nil
+}
+
+// missingDirs lists dir and those of its parents that do not exist yet, innermost first:
+// the directories MkdirAll(dir) would create.
+func missingDirs(dir string) []string {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+			return missing
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			return missing
+		}
+	}
+}
+
+// removeEmpty removes the directories dirs (innermost first) while they are empty; a
+// directory something else wrote to in the meantime stays, with its parents.
+func removeEmpty(dirs []string) {
+	for _, d := range dirs {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }
 
 // interrupted is ErrInterrupted, with ctx's cause, once ctx has ended.

@@ -155,6 +155,35 @@ func TestApplyEveryFailurePoint(t *testing.T) {
 	}
 }
 
+// A failed transaction into a directory that did not exist (a first generation on a full
+// disk) removes the directories it created: the user's tree is as it was.
+func TestApplyFailureRemovesCreatedDirs(t *testing.T) {
+	for k := 0; ; k++ {
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "gen", "pkg")
+		calls := inject(t, func(n int, _ string) error {
+			if n == k {
+				return syscall.ENOSPC
+			}
+			return nil
+		})
+		_, err := Apply(context.Background(), dir, put, nil)
+		uninject()
+		if *calls <= k {
+			require.NoError(t, err)
+			require.Equal(t, map[string]string{"a.go": "new a\n", "b.go": "new b\n", "c.go": "same c\n"}, snapshot(t, dir))
+			require.Greater(t, k, 3)
+			return
+		}
+		if err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC, "failure at call %d", k)
+			entries, rerr := os.ReadDir(parent)
+			require.NoError(t, rerr)
+			require.Empty(t, entries, "failure at call %d left %v", k, entries)
+		}
+	}
+}
+
 // A process killed at any point of a transaction (SIGKILL, a power cut) leaves the
 // directory for the next run to repair: Recover makes it exactly what it was, or what the
 // transaction wrote when it had committed, and says what it did; Apply after the crash
