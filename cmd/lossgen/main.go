@@ -206,7 +206,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flags("generate", "-o DIR [-golden DIR] SPEC", stderr)
 	out := fs.String("o", "", "output directory of the generated package (required)")
 	goldenDir := fs.String("golden", "", "directory of the package's golden cases, loaded by the generated test")
-	verbose := fs.Bool("v", false, "list the files written and those removed")
+	verbose := fs.Bool("v", false, "list the files written (created or changed) and those removed")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -247,11 +247,14 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *verbose {
-		for _, name := range sortedKeys(files) {
+		for _, name := range res.Written {
 			fmt.Fprintln(stdout, filepath.Join(*out, name))
 		}
 		for _, name := range res.Removed {
 			fmt.Fprintln(stdout, "removed "+filepath.Join(*out, name))
+		}
+		if n := len(files) - len(res.Written); n > 0 {
+			fmt.Fprintf(stdout, "%d file(s) unchanged\n", n)
 		}
 	}
 	return nil
@@ -569,19 +572,6 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nForwardBackward's fusion plan (%d passes, %s):\n%s", len(c.Backward.Passes), streamed(c.Backward, n), c.Backward)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
 
 // streamed says how many bytes a run of p moves, in all and per batch element.

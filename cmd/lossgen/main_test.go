@@ -265,3 +265,30 @@ func TestGoldenDiffLeadsWithSummary(t *testing.T) {
 	require.True(t, strings.HasPrefix(lines[4], "  "+pkg+": case extreme: output advantage"), lines[4])
 	require.Equal(t, "lossgen: golden cases differ from the interpreter", lines[len(lines)-1])
 }
+
+// generate -v lists what it changed: every file the first time, none when run again on
+// the same spec (only a count of the unchanged), and the one file a changed γ rewrites.
+func TestGenerateVerboseListsChanges(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../spec/examples/gae.yaml")
+	require.NoError(t, err)
+	specPath, out := filepath.Join(dir, "gae.yaml"), filepath.Join(dir, "pkg")
+	require.NoError(t, os.WriteFile(specPath, src, 0o644))
+	gen := func() []string {
+		var stdout, stderr strings.Builder
+		require.Equal(t, 0, run([]string{"generate", "-v", "-o", out, specPath}, &stdout, &stderr), stderr.String())
+		return strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	}
+	first := gen()
+	require.Greater(t, len(first), 3)
+	for _, line := range first {
+		require.True(t, strings.HasPrefix(line, out+string(filepath.Separator)), line)
+	}
+	require.Equal(t, []string{fmt.Sprintf("%d file(s) unchanged", len(first))}, gen())
+
+	require.NoError(t, os.WriteFile(specPath, []byte(strings.Replace(string(src), "gamma: 0.99", "gamma: 0.98", 1)), 0o644))
+	again := gen()
+	require.Less(t, len(again), len(first)+1)
+	require.Contains(t, again, filepath.Join(out, "kernels_amd64.s"), "γ is a constant of the kernels")
+	require.Equal(t, fmt.Sprintf("%d file(s) unchanged", len(first)-len(again)+1), again[len(again)-1])
+}
