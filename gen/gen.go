@@ -107,7 +107,7 @@ func compileSpec(path string, s *spec.Spec) (*Compiled, error) {
 // built by hand (s then needs only File and Package).
 func CompileGraph(s *spec.Spec, g *ir.Graph) (_ *Compiled, err error) {
 	defer catch(s.File, &err)
-	g, err = passes.Run(g, passes.Forward)
+	g, fb, err := passes.Compile(g, hasGradients(g))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.File, err)
 	}
@@ -116,11 +116,7 @@ func CompileGraph(s *spec.Spec, g *ir.Graph) (_ *Compiled, err error) {
 		return nil, fmt.Errorf("%s: %w", s.File, err)
 	}
 	c := &Compiled{Spec: s, Graph: g, Plan: p}
-	if hasGradients(g) {
-		fb, err := passes.Run(g, passes.Backward)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.File, err)
-		}
+	if fb != nil {
 		if c.Backward, err = plan.Build(fb); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.File, err)
 		}

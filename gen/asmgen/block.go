@@ -239,7 +239,7 @@ func (pg *passGen) item(k int, it bitem) {
 		pg.c.Comment("finish " + pg.e.names[n.ID])
 		pg.setValue(n, pg.innerFinish(n))
 	default:
-		if n.Op != ir.OpDetach && n.Op != ir.OpBroadcast { // no code: the argument's register
+		if !n.Op.Aliases() { // no code: the argument's register
 			pg.c.Comment(n.Formula(pg.e.names))
 		}
 		pg.setValue(n, pg.compute(n, regsIn))

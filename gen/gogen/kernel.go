@@ -443,7 +443,7 @@ func usedIn(bl *plan.Block, root func(*ir.Node) *ir.Node) map[int]bool {
 func (p *pass) compute(n *ir.Node) []jen.Code {
 	e := p.e
 	def := func(x jen.Code) []jen.Code { return []jen.Code{jen.Id(p.id(n)).Op(":=").Add(x)} }
-	if n.Op == ir.OpDetach || n.Op == ir.OpBroadcast {
+	if n.Op.Aliases() {
 		// The identity on values: later steps read the argument's variable.
 		p.alias[n.ID] = p.root(n.Args[0])
 		return nil

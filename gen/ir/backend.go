@@ -9,7 +9,8 @@ import (
 // own value type V: a float64 (the interpreter, constant folding), a Go expression (gogen),
 // a vector register (asmgen) or a PTX register (ptxgen). Adding an elementwise op adds a
 // method here, so a backend that lacks it does not compile. Elem is the one dispatch.
-// OpDetach and OpBroadcast need no method: they are the identity on values.
+// OpDetach, OpBroadcast and OpCustomGrad need no method: they are the identity on values
+// (their first argument's).
 type ElemOps[V any] interface {
 	Neg(x V) V
 	Abs(x V) V
@@ -47,7 +48,7 @@ func Elem[V any](o ElemOps[V], op Op, a []V) V {
 		return o.Log1p(a[0])
 	case OpSqrt:
 		return o.Sqrt(a[0])
-	case OpDetach, OpBroadcast:
+	case OpDetach, OpBroadcast, OpCustomGrad:
 		return a[0]
 	case OpAdd:
 		return o.Add(a[0], a[1])

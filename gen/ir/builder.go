@@ -232,6 +232,17 @@ func (b *Builder) Where(c, x, y *Node) *Node {
 	return b.elem(OpWhere, c, x, y)
 }
 
+// CustomGrad is y with the derivative d with respect to x (OpCustomGrad): autodiff sends
+// g·d to x, none through y's formula. y, x and d broadcast as an elementwise op's arguments;
+// d must be y's derivative at every element (the finite-difference tests check lowerings
+// that use it). Where x carries no gradient it is y, detached.
+func (b *Builder) CustomGrad(y, x, d *Node) *Node {
+	if x.Op == OpConst || x.Op == OpIota || x.Op == OpDetach || (x.Op == OpInput && !x.Input.Differentiable) {
+		return b.detach(y)
+	}
+	return b.elem(OpCustomGrad, y, x, d)
+}
+
 // detach is torch's x.detach(): the same values, no gradient. Constants and inputs that are
 // not differentiable carry none anyway.
 func (b *Builder) detach(x *Node) *Node {

@@ -260,7 +260,7 @@ func (n *Node) String() string {
 // stateValue)", "v9 = mul(0.99, v5)", "gae = scan(delta, discount) over T reverse".
 func (n *Node) Formula(names map[int]string) string {
 	return n.format(func(m *Node) string {
-		for m != n && (m.Op == OpDetach || m.Op == OpBroadcast) {
+		for m != n && m.Op.Aliases() {
 			m = m.Args[0] // no code of their own: the argument's value
 		}
 		if m != n && m.Op == OpConst && len(m.Shape) == 0 {

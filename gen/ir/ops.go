@@ -46,6 +46,13 @@ const (
 
 	// OpWhere(c, a, b) is a where c ≠ 0, else b (torch.where; c is never NaN in lowered graphs).
 	OpWhere
+	// OpCustomGrad(y, x, d) is y, whose derivative with respect to x is d (JAX's custom_jvp,
+	// a torch.autograd.Function's backward): the autodiff pass sends g·d to x and nothing
+	// into y's own graph or d. The custom-grad pass replaces it by y before planning (after
+	// autodiff, for ForwardBackward), so no kernel computes d unless a gradient reads it. A
+	// lowering gives a closed-form derivative where differentiating y's formula costs more
+	// (k3's Taylor series, whose derivative is k3 + x).
+	OpCustomGrad
 
 	// Reductions over Axes. A reduction over batch dims is a barrier (its result exists once
 	// the whole batch has been seen); one over other dims (actions, atoms, ensemble members)
@@ -97,13 +104,17 @@ var opInfo = [numOps]struct {
 	OpDiv: {"div", 2, Elementwise}, OpMin: {"min", 2, Elementwise}, OpMax: {"max", 2, Elementwise},
 	OpLt: {"lt", 2, Elementwise}, OpLe: {"le", 2, Elementwise}, OpGt: {"gt", 2, Elementwise},
 	OpGe: {"ge", 2, Elementwise}, OpEq: {"eq", 2, Elementwise}, OpNe: {"ne", 2, Elementwise},
-	OpWhere: {"where", 3, Elementwise},
-	OpSum:   {"sum", 1, Reduce}, OpMean: {"mean", 1, Reduce}, OpRMax: {"reduce_max", 1, Reduce}, OpRMin: {"reduce_min", 1, Reduce},
+	OpWhere: {"where", 3, Elementwise}, OpCustomGrad: {"custom_grad", 3, Elementwise},
+	OpSum: {"sum", 1, Reduce}, OpMean: {"mean", 1, Reduce}, OpRMax: {"reduce_max", 1, Reduce}, OpRMin: {"reduce_min", 1, Reduce},
 	OpLogSumExp: {"logsumexp", 1, Reduce}, OpVar: {"var", 1, Reduce}, OpStd: {"std", 1, Reduce}, OpArgMax: {"argmax", 1, Reduce},
 	OpScan: {"scan", 2, Scan}, OpShiftNext: {"shift_next", 2, Shift}, OpGather: {"gather", 2, Gather},
 }
 
 func (o Op) String() string { return opInfo[o].name }
+
+// Aliases reports whether the op's value is its first argument's (detach, broadcast,
+// custom_grad): backends compute nothing for it and read that argument's value.
+func (o Op) Aliases() bool { return o == OpDetach || o == OpBroadcast || o == OpCustomGrad }
 
 // Arity returns the number of arguments.
 func (o Op) Arity() int { return opInfo[o].arity }

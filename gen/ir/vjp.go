@@ -45,7 +45,8 @@ var vjps = [numOps]VJP{
 		zero := b.Const(0)
 		return []*Node{nil, b.Where(n.Args[0], g, zero), b.Where(n.Args[0], zero, g)}
 	},
-	OpSum: func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
+	OpCustomGrad: func(b *Builder, n, g *Node) []*Node { return []*Node{nil, b.gradMul(g, n.Args[2]), nil} },
+	OpSum:        func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
 	OpMean: func(b *Builder, n, g *Node) []*Node {
 		return []*Node{b.Div(g, b.Const(float64(n.Args[0].Shape.Numel()/n.Shape.Numel())))}
 	},

@@ -159,6 +159,7 @@ func (l *Lowerer) klTerm(g *grpoCall, name string, other *ir.Node, coeff float64
 // k3 is e^d − 1 − d (Schulman's k3 KL estimator, TorchRL's expm1(d) − d) without the
 // cancellation of e^d − 1 − d at small |d|: there it is the Taylor series to d¹⁰ (relative
 // error below 1e-16 for |d| < 0.1), and the clamp keeps the unused branch finite.
+// Its gradient is e^d − 1 (torch.expm1's derivative e^d, minus 1).
 func (l *Lowerer) k3(d *ir.Node) *ir.Node {
 	b := l.B
 	small := b.Lt(b.Abs(d), b.Const(0.1))
@@ -171,7 +172,9 @@ func (l *Lowerer) k3(d *ir.Node) *ir.Node {
 		p = b.Add(b.Const(1/fact), b.Mul(x, p))
 	}
 	series := b.Mul(b.Square(x), p)
-	return b.Note(b.Where(small, series, b.Sub(b.Sub(b.Exp(d), b.Const(1)), d)), "k3")
+	k3 := b.Where(small, series, b.Sub(b.Sub(b.Exp(d), b.Const(1)), d))
+	// The derivative as k3 + d costs one add; the series' own would keep each of its terms.
+	return b.Note(b.CustomGrad(k3, d, b.Add(k3, d)), "k3")
 }
 
 // grpoESS is GRPOLoss's effective sample size (grpo.py:695-701, 723) over the kept tokens:

@@ -275,6 +275,7 @@ func TestOpGradients(t *testing.T) {
 		b.Sub(x, y), b.Mul(x, y), b.Div(x, b.Add(b.Abs(y), b.Const(1))), b.Min(x, y), b.Max(x, y),
 		b.MinFirst(x, y), b.MaxFirst(x, b.Const(0.1)), b.Clamp(x, b.Const(-0.5), b.Const(0.5)),
 		b.Where(b.Gt(x, y), b.Mul(x, x), b.Mul(y, x)),
+		b.CustomGrad(b.Mul(x, b.Mul(x, x)), x, b.Mul(b.Const(3), b.Mul(x, x))),
 		b.Sum(x, "A"), b.Mean(x, "B"), b.LogSumExp(x, "A"), b.ReduceMax(x, "A"), b.ReduceMin(x, "B"),
 		b.Var(x, 1, "A"), b.Var(x, 0, "B", "A"), b.Std(x, 1, "A"), b.Std(x, 0, "B", "A"), b.Gather(b.Mul(x, x), idx, "A"),
 	}
@@ -374,4 +375,24 @@ func TestBoundedDerivativesNeedNoGuard(t *testing.T) {
 	require.InDeltaSlice(t, []float64{0.1, 0, 0, -0.04}, out["grad.x"], 1e-7)
 	n, _ = guards(false)
 	require.NotZero(t, n, "exp(x) can overflow: its derivative keeps the guard")
+}
+
+// A custom derivative replaces the formula's: the gradient of custom_grad(x², x, 7 − x)
+// is g·(7 − x), nothing of 2x flows through the square, and its value is x².
+func TestCustomGradUsesItsDerivative(t *testing.T) {
+	b := ir.NewBuilder(ir.F64, []ir.Dim{{Name: "B", Size: 3}}, []string{"B"})
+	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B"), Differentiable: true})
+	y := b.CustomGrad(b.Mul(x, x), x, b.Sub(b.Const(7), x))
+	b.Output("loss", b.SumAll(b.Mul(b.Const(2), y)), ir.LossTerm, "", "")
+	b.Output("y", y, ir.Metric, "", "")
+	fb, err := passes.Autodiff(b.Graph())
+	require.NoError(t, err)
+	got := run(t, fb, map[string][]float64{"x": {1, -2, 0.5}})
+	require.Equal(t, []float64{12, 18, 13}, got["grad.x"])
+	require.Equal(t, []float64{1, 4, 0.25}, got["y"])
+	require.Equal(t, []float64{10.5}, got["loss"])
+
+	// A constant x carries no gradient: the node is y, detached.
+	c := b.CustomGrad(b.Exp(x), b.Const(2), x)
+	require.Equal(t, ir.OpDetach, c.Op)
 }

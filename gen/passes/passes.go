@@ -47,26 +47,41 @@ var (
 	valueRange     = Pass{Name: "value-range", Kind: Analysis, Doc: "interval bounds of every node (ir.Facts.Range)", Run: ValueRange, Report: reportRanges}
 	logSumExpPairs = Pass{Name: "logsumexp-pairs", Kind: Analysis, Doc: "logsumexp twins of 2·x and the exp(x) a logsumexp can share (ir.Facts.Twin, Exp)", Run: LogSumExpPairs, Report: reportPairs}
 	autodiff       = Pass{Name: "autodiff", Kind: Rewrite, Doc: "adds grad.<x> for every differentiable input x", Run: Autodiff}
+	customGrads    = Pass{Name: "custom-grad", Kind: Rewrite, Doc: "custom_grad(y, x, d) → y: its derivative d is autodiff's only", Run: CustomGrads}
 )
 
-// Pipeline is every pass, in order. Forward's kernel computes the graph the passes before
-// autodiff leave; ForwardBackward's continues from there through the rest. Verify brackets
-// the rewrites; the analyses come after the last rewrite of each half, since a rewrite
-// drops the facts of the graph it started from.
-var Pipeline = []Pass{
-	verify, expOfClamp, gatherPushdown, verify, valueRange, logSumExpPairs,
-	autodiff, expOfClamp, gatherPushdown, verify, valueRange, logSumExpPairs,
+// Prepare is the passes a lowered graph runs through before it becomes Forward's kernel
+// or, through Backward, ForwardBackward's: the rewrites both share.
+var Prepare = []Pass{verify, expOfClamp, gatherPushdown, verify}
+
+// Forward is what Forward's kernel computes from a lowered graph: Prepare, then its custom
+// derivatives dropped (nothing reads them), a verify and the analyses.
+var Forward = append(slices.Clip(Prepare), customGrads, verify, valueRange, logSumExpPairs)
+
+// Backward turns a graph after Prepare into ForwardBackward's: autodiff (which reads the
+// custom derivatives), then the rewrites again on the gradient, a verify and the analyses.
+// The analyses come after the last rewrite of each list, since a rewrite drops the facts
+// of the graph it started from. (Backward also runs on a graph after Forward, whose custom
+// derivatives are gone: its gradients then differentiate the formulas, as exactly, at
+// more cost.)
+var Backward = []Pass{autodiff, customGrads, expOfClamp, gatherPushdown, verify, valueRange, logSumExpPairs}
+
+// Pipeline is ForwardBackward's passes, in order: Prepare, then Backward.
+var Pipeline = append(slices.Clip(Prepare), Backward...)
+
+// Compile runs g through Prepare, then Forward's rest for the forward graph and Backward
+// for ForwardBackward's (nil when withGrad is false).
+func Compile(g *ir.Graph, withGrad bool) (fwd, fb *ir.Graph, err error) {
+	pre, err := Run(g, Prepare)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fwd, err = Run(pre, Forward[len(Prepare):]); err != nil || !withGrad {
+		return fwd, nil, err
+	}
+	fb, err = Run(pre, Backward)
+	return fwd, fb, err
 }
-
-// split is the index of autodiff in Pipeline: where ForwardBackward's passes start.
-var split = slices.IndexFunc(Pipeline, func(p Pass) bool { return p.Name == "autodiff" })
-
-// Forward is the part of Pipeline every kernel's forward graph runs through.
-var Forward = Pipeline[:split:split]
-
-// Backward turns a forward graph (after Forward) into ForwardBackward's: the rest of
-// Pipeline.
-var Backward = Pipeline[split:]
 
 // Run applies ps in order.
 func Run(g *ir.Graph, ps []Pass) (*ir.Graph, error) {

@@ -10,11 +10,19 @@ import (
 	"github.com/lossgen/lossgen/gen/passes"
 )
 
-// Forward is Pipeline up to autodiff and Backward the rest; in each half a verify follows
-// the last rewrite, and the analyses come after it (a rewrite drops the facts).
+// Forward and Pipeline both start with Prepare; Pipeline is Prepare then Backward, which
+// starts with autodiff; in each list a verify follows the last rewrite, and the analyses
+// come after it (a rewrite drops the facts).
 func TestPipelineOrder(t *testing.T) {
-	n := len(passes.Forward)
-	require.Equal(t, len(passes.Pipeline), n+len(passes.Backward))
+	names := func(ps []passes.Pass) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	require.Equal(t, names(passes.Prepare), names(passes.Forward[:len(passes.Prepare)]))
+	require.Equal(t, names(passes.Prepare), names(passes.Pipeline[:len(passes.Prepare)]))
+	require.Equal(t, names(passes.Backward), names(passes.Pipeline[len(passes.Prepare):]))
 	require.Equal(t, "autodiff", passes.Backward[0].Name)
 	require.Equal(t, "verify", passes.Pipeline[0].Name, "lowering's graph is checked first")
 	for _, half := range [][]passes.Pass{passes.Forward, passes.Backward} {

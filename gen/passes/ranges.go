@@ -65,7 +65,7 @@ func rangeOf(n *ir.Node, args []ir.Interval) ir.Interval {
 		if n.Input.Kind == ir.Bool {
 			return ir.Interval{Lo: 0, Hi: 1}
 		}
-	case ir.OpDetach:
+	case ir.OpDetach, ir.OpCustomGrad:
 		return args[0]
 	case ir.OpExp:
 		// The kernels' exp is within an ulp of e^x: widen the top.

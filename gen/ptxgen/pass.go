@@ -207,7 +207,7 @@ func (k *passK) program(bl *plan.Block) {
 		case plan.Load:
 			k.vals[n.ID] = k.load(n)
 		case plan.Compute:
-			if n.Op != ir.OpDetach && n.Op != ir.OpBroadcast { // no code: the argument's register
+			if !n.Op.Aliases() { // no code: the argument's register
 				k.comment("%s", n.Formula(k.e.names))
 			}
 			k.vals[n.ID] = k.compute(n)

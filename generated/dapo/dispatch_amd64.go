@@ -173,8 +173,8 @@ type fbAvxState struct {
 	r49_s  []float64
 	r49_ok []float32
 	r52_s  []float64
-	r96_s  []float64
-	r96_p  []float32
+	r97_s  []float64
+	r97_p  []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -197,8 +197,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r49_s = st.buf[264:280]
 	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
 	st.r52_s = st.buf[304:320]
-	st.r96_s = st.buf[328:344]
-	st.r96_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
+	st.r97_s = st.buf[328:344]
+	st.r97_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -271,8 +271,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r49_s, 0)
 		runtime.SetMask(st.r49_ok)
 		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r96_s, 0)
-		runtime.Fill(st.r96_p, 0)
+		runtime.Fill(st.r97_s, 0)
+		runtime.Fill(st.r97_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &out.NumValid, &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -298,7 +298,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r96_s, sts[c].r96_s)
+			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -321,7 +321,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s5 = float32(st.res[0])
 	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r96_s, 8)
+	runtime.FinishSum(st.res[:1], st.r97_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -1125,7 +1125,7 @@ noflush_6:
 
 // func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $608-88
+TEXT ·fbPass1AVX2(SB), $288-88
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -1358,388 +1358,225 @@ blocks_8:
 	VMINPS Y3, Y2, Y2
 
 	// v66 = mul(v63, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y2, Y4
+	VMULPS lgc27<>+0(SB), Y2, Y3
 
 	// v67 = add(2.7557319223985893e-06, v66)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	VADDPS lgc28<>+0(SB), Y3, Y3
 
 	// v69 = mul(v63, v67)
-	VMULPS Y4, Y2, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v70 = add(2.48015873015873e-05, v69)
-	VADDPS lgc29<>+0(SB), Y5, Y5
+	VADDPS lgc29<>+0(SB), Y3, Y3
 
 	// v72 = mul(v63, v70)
-	VMULPS Y5, Y2, Y6
+	VMULPS Y3, Y2, Y3
 
 	// v73 = add(0.0001984126984126984, v72)
-	VADDPS lgc30<>+0(SB), Y6, Y6
+	VADDPS lgc30<>+0(SB), Y3, Y3
 
 	// v75 = mul(v63, v73)
-	VMULPS Y6, Y2, Y7
+	VMULPS Y3, Y2, Y3
 
 	// v76 = add(0.001388888888888889, v75)
-	VADDPS lgc31<>+0(SB), Y7, Y7
+	VADDPS lgc31<>+0(SB), Y3, Y3
 
 	// v78 = mul(v63, v76)
-	VMULPS Y7, Y2, Y8
+	VMULPS Y3, Y2, Y3
 
 	// v79 = add(0.008333333333333333, v78)
-	VADDPS lgc32<>+0(SB), Y8, Y8
+	VADDPS lgc32<>+0(SB), Y3, Y3
 
 	// v81 = mul(v63, v79)
-	VMULPS Y8, Y2, Y9
+	VMULPS Y3, Y2, Y3
 
 	// v82 = add(0.041666666666666664, v81)
-	VADDPS lgc33<>+0(SB), Y9, Y9
+	VADDPS lgc33<>+0(SB), Y3, Y3
 
 	// v84 = mul(v63, v82)
-	VMULPS Y9, Y2, Y10
+	VMULPS Y3, Y2, Y3
 
 	// v85 = add(0.16666666666666666, v84)
-	VADDPS  lgc34<>+0(SB), Y10, Y10
-	VMOVUPS Y3, 256(SP)
+	VADDPS lgc34<>+0(SB), Y3, Y3
 
 	// v87 = mul(v63, v85)
-	VMULPS Y10, Y2, Y3
+	VMULPS Y3, Y2, Y3
 
 	// v88 = add(0.5, v87)
-	VADDPS  lgc14<>+0(SB), Y3, Y3
-	VMOVUPS Y4, 288(SP)
+	VADDPS lgc14<>+0(SB), Y3, Y3
 
 	// v89 = mul(v63, v63)
-	VMULPS  Y2, Y2, Y4
-	VMOVUPS Y5, 320(SP)
+	VMULPS Y2, Y2, Y2
 
 	// v90 = mul(v89, v88)
-	VMULPS  Y3, Y4, Y5
-	VMOVUPS Y6, 352(SP)
-	VMOVUPS Y7, 384(SP)
-	VMOVUPS Y8, 416(SP)
-	VMOVUPS Y9, 448(SP)
-	VMOVUPS Y10, 480(SP)
-	VMOVUPS Y2, 512(SP)
+	VMULPS Y3, Y2, Y2
 
 	// v91 = exp(v34)
-	VMAXPS       lgc4<>+0(SB), Y0, Y2
-	VMINPS       lgc5<>+0(SB), Y2, Y2
-	VMULPS       lgc6<>+0(SB), Y2, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y2
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y8
-	VFMADD213PS  Y2, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y7, Y7
+	VMAXPS       lgc4<>+0(SB), Y0, Y3
+	VMINPS       lgc5<>+0(SB), Y3, Y3
+	VMULPS       lgc6<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
+	VMOVAPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc15<>+0(SB), Y3, Y4
+	VPMINSD      lgc16<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y3
+	VBLENDVPS    Y3, Y0, Y5, Y5
 
 	// v92 = sub(v91, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y2
+	VSUBPS lgc1<>+0(SB), Y5, Y3
 
 	// v93 = sub(v92, v34)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y0, Y3, Y3
 
 	// k3 = where(v60, v90, v93)
-	VBLENDVPS Y1, Y5, Y0, Y0
+	VBLENDVPS Y1, Y2, Y3, Y1
+
+	// v95 = add(k3, v34)
+	VADDPS    Y0, Y1, Y0
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
 	VMOVUPS   lgc0<>+0(SB), Y2
 
-	// v95 = where(mask, k3, 0)
-	VBLENDVPS Y5, Y0, Y2, Y0
-	VMOVUPS   Y4, 544(SP)
+	// v96 = where(mask, k3, 0)
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// sum(v95) over [B L]
-	VADDPS  2816(BX), Y0, Y0
-	VMOVUPS Y0, 2816(BX)
-	VMOVUPS lgc37<>+0(SB), Y0
+	// sum(v96) over [B L]
+	VADDPS  2816(BX), Y1, Y1
+	VMOVUPS Y1, 2816(BX)
+	VMOVUPS lgc37<>+0(SB), Y1
 	VMOVUPS 192(SP), Y4
 
-	// v101 = div(0.01, v27)
-	VDIVPS Y4, Y0, Y0
+	// v102 = div(0.01, v27)
+	VDIVPS Y4, Y1, Y1
 
-	// v102 = where(mask, v101, 0)
-	VBLENDVPS Y5, Y0, Y2, Y0
+	// v103 = where(mask, v102, 0)
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v103 = where(v60, v102, 0)
-	VBLENDVPS Y1, Y0, Y2, Y5
+	// v104 = ne(v103, 0)
+	VCMPPS $0x04, Y2, Y1, Y5
 
-	// v104 = where(v60, 0, v102)
-	VBLENDVPS Y1, Y2, Y0, Y0
+	// v105 = mul(v103, v95)
+	VMULPS Y0, Y1, Y0
 
-	// v105 = neg(v104)
-	VXORPS lgc19<>+0(SB), Y0, Y1
+	// v106 = where(v104, v105, v103)
+	VBLENDVPS Y5, Y0, Y1, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
-	// v106 = ne(v104, 0)
-	VCMPPS $0x04, Y2, Y0, Y6
+	// v107 = div(1, v27)
+	VDIVPS Y4, Y1, Y1
 
-	// v107 = mul(v104, v91)
-	VMULPS Y7, Y0, Y7
+	// v108 = where(mask, v107, 0)
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v108 = where(v106, v107, v104)
-	VBLENDVPS Y6, Y7, Y0, Y0
+	// v109 = mul(v108, -0.01)
+	VMULPS lgc20<>+0(SB), Y1, Y4
 
-	// v109 = add(v105, v108)
-	VADDPS Y0, Y1, Y0
+	// gradEntropy = where(mask, v109, 0)
+	VBLENDVPS Y3, Y4, Y2, Y4
 
-	// v110 = mul(v103, v88)
-	VMULPS  Y3, Y5, Y1
-	VMOVUPS 544(SP), Y3
+	// v111 = where(mask, v106, 0)
+	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// v111 = mul(v103, v89)
-	VMULPS  Y3, Y5, Y3
-	VMOVUPS 512(SP), Y5
-
-	// v112 = mul(v110, v63)
-	VMULPS Y5, Y1, Y1
-
-	// v113 = add(v112, v112)
-	VADDPS  Y1, Y1, Y1
-	VMOVUPS 480(SP), Y6
-
-	// v114 = mul(v111, v85)
-	VMULPS Y6, Y3, Y6
-
-	// v115 = mul(v111, v63)
-	VMULPS Y5, Y3, Y3
-
-	// v116 = add(v113, v114)
-	VADDPS  Y6, Y1, Y1
-	VMOVUPS 448(SP), Y6
-
-	// v117 = mul(v115, v82)
-	VMULPS Y6, Y3, Y6
-
-	// v118 = mul(v115, v63)
-	VMULPS Y5, Y3, Y3
-
-	// v119 = add(v116, v117)
-	VADDPS  Y6, Y1, Y1
-	VMOVUPS 416(SP), Y6
-
-	// v120 = mul(v118, v79)
-	VMULPS Y6, Y3, Y6
-
-	// v121 = mul(v118, v63)
-	VMULPS Y5, Y3, Y3
-
-	// v122 = add(v119, v120)
-	VADDPS  Y6, Y1, Y1
-	VMOVUPS 384(SP), Y6
-
-	// v123 = mul(v121, v76)
-	VMULPS Y6, Y3, Y6
-
-	// v124 = mul(v121, v63)
-	VMULPS Y5, Y3, Y3
-
-	// v125 = add(v122, v123)
-	VADDPS  Y6, Y1, Y1
-	VMOVUPS 352(SP), Y6
-
-	// v126 = mul(v124, v73)
-	VMULPS Y6, Y3, Y6
-
-	// v127 = mul(v124, v63)
-	VMULPS Y5, Y3, Y3
-
-	// v128 = add(v125, v126)
-	VADDPS  Y6, Y1, Y1
-	VMOVUPS 320(SP), Y6
-
-	// v129 = mul(v127, v70)
-	VMULPS Y6, Y3, Y6
-
-	// v130 = mul(v127, v63)
-	VMULPS Y5, Y3, Y3
-
-	// v131 = add(v128, v129)
-	VADDPS  Y6, Y1, Y1
-	VMOVUPS 288(SP), Y6
-
-	// v132 = mul(v130, v67)
-	VMULPS Y6, Y3, Y6
-
-	// v133 = mul(v130, v63)
-	VMULPS Y5, Y3, Y3
-
-	// v134 = add(v131, v132)
-	VADDPS Y6, Y1, Y1
-
-	// v135 = mul(v133, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y3, Y3
-
-	// v136 = add(v134, v135)
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS 256(SP), Y3
-	VMOVUPS lgc25<>+0(SB), Y5
-
-	// v137 = le(v62, 0.1)
-	VCMPPS $0x12, Y5, Y3, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v138 = ne(v62, v62)
-	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
-
-	// v139 = max(v137, v138)
-	VXORPS  lgc19<>+0(SB), Y5, Y5
-	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMINPS  Y5, Y3, Y6
-	VMINPS  Y3, Y5, Y3
-	VORPS   Y6, Y3, Y3
-	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
-
-	// v140 = where(v139, v136, 0)
-	VBLENDVPS Y5, Y1, Y2, Y1
-	VMOVUPS   224(SP), Y3
-	VMOVUPS   lgc26<>+0(SB), Y5
-
-	// v141 = ge(v34, -0.1)
-	VCMPPS $0x1d, Y5, Y3, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v142 = ne(v34, v34)
-	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
-
-	// v143 = max(v141, v142)
-	VXORPS  lgc19<>+0(SB), Y5, Y5
-	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMINPS  Y5, Y3, Y6
-	VMINPS  Y3, Y5, Y3
-	VORPS   Y6, Y3, Y3
-	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
-
-	// v144 = where(v143, v140, 0)
-	VBLENDVPS Y5, Y1, Y2, Y1
-
-	// v145 = add(v109, v144)
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
-
-	// v146 = div(1, v27)
-	VDIVPS    Y4, Y1, Y1
-	MOVQ      mask+8(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y3
-	VCVTDQ2PS Y3, Y3
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-
-	// v147 = where(mask, v146, 0)
-	VBLENDVPS Y4, Y1, Y2, Y1
-
-	// v148 = mul(v147, -0.01)
-	VMULPS lgc20<>+0(SB), Y1, Y3
-
-	// gradEntropy = where(mask, v148, 0)
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// v150 = where(mask, v145, 0)
-	VBLENDVPS Y4, Y0, Y2, Y0
-
-	// v151 = neg(v150)
+	// v112 = neg(v111)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
-	// v152 = neg(v147)
+	// v113 = neg(v108)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y5
 
-	// v153 = mul(v152, v10)
+	// v114 = mul(v113, v10)
 	VMULPS  Y5, Y1, Y1
 	VMOVUPS 128(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v154 = where(v17, v153, 0)
+	// v115 = where(v17, v114, 0)
 	VBLENDVPS Y6, Y1, Y2, Y5
 
-	// v155 = where(v17, 0, v153)
+	// v116 = where(v17, 0, v114)
 	VBLENDVPS Y6, Y2, Y1, Y1
 	VMOVUPS   96(SP), Y6
 	VMOVUPS   lgc18<>+0(SB), Y7
 
-	// v156 = ge(ratio, 0.8000000028326788)
+	// v117 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v157 = ne(ratio, ratio)
+	// v118 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y8
 	VANDPS  lgc1<>+0(SB), Y8, Y8
-	VMOVUPS Y3, 576(SP)
+	VMOVUPS Y4, 256(SP)
 
-	// v158 = max(v156, v157)
-	VXORPS  lgc19<>+0(SB), Y7, Y3
+	// v119 = max(v117, v118)
+	VXORPS  lgc19<>+0(SB), Y7, Y4
 	VXORPS  lgc19<>+0(SB), Y8, Y9
-	VMINPS  Y3, Y9, Y7
-	VMINPS  Y9, Y3, Y3
-	VORPS   Y7, Y3, Y3
-	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMINPS  Y4, Y9, Y7
+	VMINPS  Y9, Y4, Y4
+	VORPS   Y7, Y4, Y4
+	VXORPS  lgc19<>+0(SB), Y4, Y4
 	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y3, Y7
+	VCMPPS  $0x04, Y7, Y4, Y7
 
-	// v159 = where(v158, v155, 0)
+	// v120 = where(v119, v116, 0)
 	VBLENDVPS Y7, Y1, Y2, Y1
-	VMOVUPS   lgc17<>+0(SB), Y3
+	VMOVUPS   lgc17<>+0(SB), Y4
 
-	// v160 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y3, Y6, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	// v121 = le(ratio, 1.2799999924290435)
+	VCMPPS $0x12, Y4, Y6, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
-	// v161 = max(v160, v157)
-	VXORPS  lgc19<>+0(SB), Y3, Y3
+	// v122 = max(v121, v118)
+	VXORPS  lgc19<>+0(SB), Y4, Y4
 	VXORPS  lgc19<>+0(SB), Y8, Y7
-	VMINPS  Y3, Y7, Y8
-	VMINPS  Y7, Y3, Y3
-	VORPS   Y8, Y3, Y3
-	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMINPS  Y4, Y7, Y8
+	VMINPS  Y7, Y4, Y4
+	VORPS   Y8, Y4, Y4
+	VXORPS  lgc19<>+0(SB), Y4, Y4
 	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y3, Y7
+	VCMPPS  $0x04, Y7, Y4, Y7
 
-	// v162 = where(v161, v154, 0)
-	VBLENDVPS Y7, Y5, Y2, Y3
+	// v123 = where(v122, v115, 0)
+	VBLENDVPS Y7, Y5, Y2, Y4
 
-	// v163 = add(v159, v162)
-	VADDPS Y3, Y1, Y1
+	// v124 = add(v120, v123)
+	VADDPS Y4, Y1, Y1
 
-	// v164 = ne(v163, 0)
-	VCMPPS $0x04, Y2, Y1, Y3
+	// v125 = ne(v124, 0)
+	VCMPPS $0x04, Y2, Y1, Y4
 
-	// v165 = mul(v163, ratio)
+	// v126 = mul(v124, ratio)
 	VMULPS Y6, Y1, Y5
 
-	// v166 = where(v164, v165, v163)
-	VBLENDVPS Y3, Y5, Y1, Y1
+	// v127 = where(v125, v126, v124)
+	VBLENDVPS Y4, Y5, Y1, Y1
 
-	// v167 = add(v151, v166)
+	// v128 = add(v112, v127)
 	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v167, 0)
-	VBLENDVPS Y4, Y0, Y2, Y0
-	VMOVUPS   576(SP), Y1
+	// gradLogProb = where(mask, v128, 0)
+	VBLENDVPS Y3, Y0, Y2, Y0
+	VMOVUPS   256(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
@@ -2011,7 +1848,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v96, v27)
+	// klToInference = div(v97, v27)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)

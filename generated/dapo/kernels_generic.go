@@ -244,7 +244,7 @@ type fbScratch struct {
 	s4 float32 // v44 = sum(v43) over B,L
 	s5 float32 // v49 = logsumexp(v47) over B,L
 	s6 float32 // v52 = logsumexp(v51) over B,L
-	s7 float32 // v96 = sum(v95) over B,L
+	s7 float32 // v97 = sum(v96) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -316,7 +316,7 @@ type fbPass1GoStates struct {
 	acc44 float64           // v44 = sum(v43) over B,L
 	acc49 runtime.LogSumExp // v49 = logsumexp(v47) over B,L
 	acc52 runtime.LogSumExp // v52 = logsumexp(v51) over B,L
-	acc96 float64           // v96 = sum(v95) over B,L
+	acc97 float64           // v97 = sum(v96) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -328,7 +328,7 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc96, b.acc96)
+	mergeSum(&a.acc97, b.acc97)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -353,7 +353,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c80 := float32(0.041666668)
 	c83 := float32(0.16666667)
 	half := float32(0.5)
-	c98 := float32(0.01)
+	c99 := float32(0.01)
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
@@ -361,7 +361,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc96 := 0.0
+	acc97 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -427,77 +427,38 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v92 := v91 - one
 			v93 := v92 - v34
 			k3 := sel(v60, v90, v93)
-			v95 := sel(mask, k3, zero)
-			acc96 += float64(v95)
-			v101 := c98 / v27
-			v102 := sel(mask, v101, zero)
-			v103 := sel(v60, v102, zero)
-			v104 := sel(v60, zero, v102)
-			v105 := -v104
-			v106 := b2f(v104 != zero)
-			v107 := float32(v104 * v91)
-			v108 := sel(v106, v107, v104)
-			v109 := v105 + v108
-			v110 := float32(v103 * v88)
-			v111 := float32(v103 * v89)
-			v112 := float32(v110 * v63)
-			v113 := v112 + v112
-			v114 := float32(v111 * v85)
-			v115 := float32(v111 * v63)
-			v116 := v113 + v114
-			v117 := float32(v115 * v82)
-			v118 := float32(v115 * v63)
-			v119 := v116 + v117
-			v120 := float32(v118 * v79)
-			v121 := float32(v118 * v63)
-			v122 := v119 + v120
-			v123 := float32(v121 * v76)
-			v124 := float32(v121 * v63)
-			v125 := v122 + v123
-			v126 := float32(v124 * v73)
-			v127 := float32(v124 * v63)
-			v128 := v125 + v126
-			v129 := float32(v127 * v70)
-			v130 := float32(v127 * v63)
-			v131 := v128 + v129
-			v132 := float32(v130 * v67)
-			v133 := float32(v130 * v63)
-			v134 := v131 + v132
-			v135 := float32(v133 * c64)
-			v136 := v134 + v135
-			v137 := b2f(v62 <= c59)
-			v138 := b2f(v62 != v62)
-			v139 := max(v137, v138)
-			v140 := sel(v139, v136, zero)
-			v141 := b2f(v34 >= c61)
-			v142 := b2f(v34 != v34)
-			v143 := max(v141, v142)
-			v144 := sel(v143, v140, zero)
-			v145 := v109 + v144
-			v146 := one / v27
-			v147 := sel(mask, v146, zero)
-			v148 := float32(v147 * c41)
-			gradEntropy := sel(mask, v148, zero)
+			v95 := k3 + v34
+			v96 := sel(mask, k3, zero)
+			acc97 += float64(v96)
+			v102 := c99 / v27
+			v103 := sel(mask, v102, zero)
+			v104 := b2f(v103 != zero)
+			v105 := float32(v103 * v95)
+			v106 := sel(v104, v105, v103)
+			v107 := one / v27
+			v108 := sel(mask, v107, zero)
+			v109 := float32(v108 * c41)
+			gradEntropy := sel(mask, v109, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v150 := sel(mask, v145, zero)
-			v151 := -v150
-			v152 := -v147
-			v153 := float32(v152 * v10)
-			v154 := sel(v17, v153, zero)
-			v155 := sel(v17, zero, v153)
-			v156 := b2f(ratio >= c20)
-			v157 := b2f(ratio != ratio)
-			v158 := max(v156, v157)
-			v159 := sel(v158, v155, zero)
-			v160 := b2f(ratio <= c18)
-			v161 := max(v160, v157)
-			v162 := sel(v161, v154, zero)
-			v163 := v159 + v162
-			v164 := b2f(v163 != zero)
-			v165 := float32(v163 * ratio)
-			v166 := sel(v164, v165, v163)
-			v167 := v151 + v166
-			gradLogProb := sel(mask, v167, zero)
+			v111 := sel(mask, v106, zero)
+			v112 := -v111
+			v113 := -v108
+			v114 := float32(v113 * v10)
+			v115 := sel(v17, v114, zero)
+			v116 := sel(v17, zero, v114)
+			v117 := b2f(ratio >= c20)
+			v118 := b2f(ratio != ratio)
+			v119 := max(v117, v118)
+			v120 := sel(v119, v116, zero)
+			v121 := b2f(ratio <= c18)
+			v122 := max(v121, v118)
+			v123 := sel(v122, v115, zero)
+			v124 := v120 + v123
+			v125 := b2f(v124 != zero)
+			v126 := float32(v124 * ratio)
+			v127 := sel(v125, v126, v124)
+			v128 := v112 + v127
+			gradLogProb := sel(mask, v128, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
@@ -508,7 +469,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc96 = acc96
+	st.acc97 = acc97
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -534,7 +495,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc96)
+	s.s7 = float32(st.acc97)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -542,7 +503,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c98 := float32(0.01)
+	c99 := float32(0.01)
 	numValid := out.NumValid
 	v26 := s.s0
 	v27 := max(numValid, one)
@@ -569,9 +530,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v56 := v54 / v27
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v96 := s.s7
-	klToInference := v96 / v27
-	lossKLToInference := float32(c98 * klToInference)
+	v97 := s.s7
+	klToInference := v97 / v27
+	lossKLToInference := float32(c99 * klToInference)
 	out.LossKLToInference = lossKLToInference
 	out.KLToInference = klToInference
 }

@@ -105,32 +105,32 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf   []float64
-	r50_s []float64
-	r50_p []float32
+	r51_s []float64
+	r51_p []float32
 	p0_ok []float32
 	r4_s  []float64
 	r4_p  []float32
-	r49_s []float64
-	r49_p []float32
+	r50_s []float64
+	r50_p []float32
 	p1_ok []float32
-	r53_s []float64
-	r53_p []float32
+	r54_s []float64
+	r54_p []float32
 	p2_ok []float32
 	res   []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 384)}
-	st.r50_s = st.buf[8:80]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
+	st.r51_s = st.buf[8:80]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
 	st.r4_s = st.buf[152:168]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[176])), 16)
-	st.r49_s = st.buf[192:264]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
+	st.r50_s = st.buf[192:264]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 8)
-	st.r53_s = st.buf[336:352]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r54_s = st.buf[336:352]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[376])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -148,23 +148,23 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
 		runtime.SetMask(st.p0_ok)
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r49_s, 0)
-		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.Fill(st.r50_p, 0)
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 157 {
 			lo, hi := a, min(a+157, hi)
 			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r50_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r51_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
 			fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &s.s1[0], &g.LogProb[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r49_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r50_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
 			}
@@ -203,8 +203,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r53_s, 0)
-	runtime.Fill(st.r53_p, 0)
+	runtime.Fill(st.r54_s, 0)
+	runtime.Fill(st.r54_p, 0)
 	runtime.SetMask(st.p2_ok)
 	fbPass2AVX2(&s.s1[0], &s.s0[0], &st.buf[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
@@ -212,7 +212,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r53_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r54_s, 8, 8.0)
 	out.LossDistill = float32(st.res[0])
 }
 

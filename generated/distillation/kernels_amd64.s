@@ -725,7 +725,7 @@ noflush_8:
 
 // func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $352-64
+TEXT ·fbPass1AVX2(SB), $0-64
 	MOVQ lo+0(FP), AX
 
 outer0_9:
@@ -782,301 +782,140 @@ blocks_10:
 	VMINPS Y5, Y4, Y4
 
 	// v19 = mul(v16, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y4, Y6
+	VMULPS lgc5<>+0(SB), Y4, Y5
 
 	// v20 = add(2.7557319223985893e-06, v19)
-	VADDPS lgc6<>+0(SB), Y6, Y6
+	VADDPS lgc6<>+0(SB), Y5, Y5
 
 	// v22 = mul(v16, v20)
-	VMULPS Y6, Y4, Y7
+	VMULPS Y5, Y4, Y5
 
 	// v23 = add(2.48015873015873e-05, v22)
-	VADDPS lgc7<>+0(SB), Y7, Y7
+	VADDPS lgc7<>+0(SB), Y5, Y5
 
 	// v25 = mul(v16, v23)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y5, Y4, Y5
 
 	// v26 = add(0.0001984126984126984, v25)
-	VADDPS  lgc8<>+0(SB), Y8, Y8
-	VMOVUPS Y5, (SP)
+	VADDPS lgc8<>+0(SB), Y5, Y5
 
 	// v28 = mul(v16, v26)
-	VMULPS Y8, Y4, Y5
+	VMULPS Y5, Y4, Y5
 
 	// v29 = add(0.001388888888888889, v28)
-	VADDPS  lgc9<>+0(SB), Y5, Y5
-	VMOVUPS Y6, 32(SP)
+	VADDPS lgc9<>+0(SB), Y5, Y5
 
 	// v31 = mul(v16, v29)
-	VMULPS Y5, Y4, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v32 = add(0.008333333333333333, v31)
-	VADDPS  lgc10<>+0(SB), Y6, Y6
-	VMOVUPS Y7, 64(SP)
+	VADDPS lgc10<>+0(SB), Y5, Y5
 
 	// v34 = mul(v16, v32)
-	VMULPS Y6, Y4, Y7
+	VMULPS Y5, Y4, Y5
 
 	// v35 = add(0.041666666666666664, v34)
-	VADDPS  lgc11<>+0(SB), Y7, Y7
-	VMOVUPS Y8, 96(SP)
+	VADDPS lgc11<>+0(SB), Y5, Y5
 
 	// v37 = mul(v16, v35)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y5, Y4, Y5
 
 	// v38 = add(0.16666666666666666, v37)
-	VADDPS  lgc12<>+0(SB), Y8, Y8
-	VMOVUPS Y5, 128(SP)
+	VADDPS lgc12<>+0(SB), Y5, Y5
 
 	// v40 = mul(v16, v38)
-	VMULPS Y8, Y4, Y5
+	VMULPS Y5, Y4, Y5
 
 	// v41 = add(0.5, v40)
-	VADDPS  lgc13<>+0(SB), Y5, Y5
-	VMOVUPS Y6, 160(SP)
+	VADDPS lgc13<>+0(SB), Y5, Y5
 
 	// v42 = mul(v16, v16)
-	VMULPS  Y4, Y4, Y6
-	VMOVUPS Y7, 192(SP)
+	VMULPS Y4, Y4, Y4
 
 	// v43 = mul(v42, v41)
-	VMULPS  Y5, Y6, Y7
-	VMOVUPS Y8, 224(SP)
-	VMOVUPS Y4, 256(SP)
-	VMOVUPS Y6, 288(SP)
-	VMOVUPS Y5, 320(SP)
+	VMULPS Y5, Y4, Y4
 
 	// v44 = exp(v10)
-	VMAXPS       lgc14<>+0(SB), Y1, Y4
-	VMINPS       lgc15<>+0(SB), Y4, Y4
-	VMULPS       lgc16<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc24<>+0(SB), Y4, Y5
-	VPMINSD      lgc25<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
+	VMAXPS       lgc14<>+0(SB), Y1, Y5
+	VMINPS       lgc15<>+0(SB), Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc24<>+0(SB), Y5, Y6
+	VPMINSD      lgc25<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc25<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc25<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y6, Y6
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
 
 	// v45 = sub(v44, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y5
 
 	// v46 = sub(v45, v10)
-	VSUBPS Y1, Y4, Y4
+	VSUBPS Y1, Y5, Y5
 
 	// k3 = where(v13, v43, v46)
-	VBLENDVPS Y2, Y7, Y4, Y4
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y2, Y4, Y5, Y2
 
-	// v48 = where(mask, k3, 0)
-	VBLENDVPS Y5, Y4, Y3, Y4
+	// v48 = add(k3, v10)
+	VADDPS  Y1, Y2, Y1
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y0, Y4
 
-	// sum(v48) over [L]
+	// v49 = where(mask, k3, 0)
+	VBLENDVPS Y4, Y2, Y3, Y0
+
+	// sum(v49) over [L]
 	XORQ         DI, DI
 	MOVQ         AX, R8
 	ADDQ         R8, DI
 	IMUL3Q       $+8, DI, R8
-	VADDPS       2176(BX)(R8*4), Y4, Y4
-	VMOVUPS      Y4, 2176(BX)(R8*4)
+	VADDPS       2176(BX)(R8*4), Y0, Y0
+	VMOVUPS      Y0, 2176(BX)(R8*4)
 	MOVQ         s1+40(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y4
-	VMOVUPS      lgc1<>+0(SB), Y7
+	VBROADCASTSS (BX)(DI*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y2
 
-	// v51 = max(v50, 1)
-	VMAXPS  Y4, Y7, Y4
-	VMOVUPS lgc28<>+0(SB), Y7
+	// v52 = max(v51, 1)
+	VMAXPS  Y0, Y2, Y0
+	VMOVUPS lgc28<>+0(SB), Y2
 
-	// v56 = div(0.125, v51)
-	VDIVPS Y4, Y7, Y4
+	// v57 = div(0.125, v52)
+	VDIVPS Y0, Y2, Y0
 
-	// v57 = where(mask, v56, 0)
-	VBLENDVPS Y5, Y4, Y3, Y4
+	// v58 = where(mask, v57, 0)
+	VBLENDVPS Y4, Y0, Y3, Y0
 
-	// v58 = where(v13, v57, 0)
-	VBLENDVPS Y2, Y4, Y3, Y5
+	// v59 = ne(v58, 0)
+	VCMPPS $0x04, Y3, Y0, Y2
 
-	// v59 = where(v13, 0, v57)
-	VBLENDVPS Y2, Y3, Y4, Y2
+	// v60 = mul(v58, v48)
+	VMULPS Y1, Y0, Y1
 
-	// v60 = neg(v59)
-	VXORPS lgc2<>+0(SB), Y2, Y4
+	// v61 = where(v59, v60, v58)
+	VBLENDVPS Y2, Y1, Y0, Y0
 
-	// v61 = ne(v59, 0)
-	VCMPPS $0x04, Y3, Y2, Y7
+	// v62 = neg(v61)
+	VXORPS lgc2<>+0(SB), Y0, Y0
 
-	// v62 = mul(v59, v44)
-	VMULPS Y6, Y2, Y6
-
-	// v63 = where(v61, v62, v59)
-	VBLENDVPS Y7, Y6, Y2, Y2
-
-	// v64 = add(v60, v63)
-	VADDPS  Y2, Y4, Y2
-	VMOVUPS 320(SP), Y4
-
-	// v65 = mul(v58, v41)
-	VMULPS  Y4, Y5, Y4
-	VMOVUPS 288(SP), Y6
-
-	// v66 = mul(v58, v42)
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS 256(SP), Y6
-
-	// v67 = mul(v65, v16)
-	VMULPS Y6, Y4, Y4
-
-	// v68 = add(v67, v67)
-	VADDPS  Y4, Y4, Y4
-	VMOVUPS 224(SP), Y7
-
-	// v69 = mul(v66, v38)
-	VMULPS Y7, Y5, Y7
-
-	// v70 = mul(v66, v16)
-	VMULPS Y6, Y5, Y5
-
-	// v71 = add(v68, v69)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 192(SP), Y7
-
-	// v72 = mul(v70, v35)
-	VMULPS Y7, Y5, Y7
-
-	// v73 = mul(v70, v16)
-	VMULPS Y6, Y5, Y5
-
-	// v74 = add(v71, v72)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 160(SP), Y7
-
-	// v75 = mul(v73, v32)
-	VMULPS Y7, Y5, Y7
-
-	// v76 = mul(v73, v16)
-	VMULPS Y6, Y5, Y5
-
-	// v77 = add(v74, v75)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 128(SP), Y7
-
-	// v78 = mul(v76, v29)
-	VMULPS Y7, Y5, Y7
-
-	// v79 = mul(v76, v16)
-	VMULPS Y6, Y5, Y5
-
-	// v80 = add(v77, v78)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 96(SP), Y7
-
-	// v81 = mul(v79, v26)
-	VMULPS Y7, Y5, Y7
-
-	// v82 = mul(v79, v16)
-	VMULPS Y6, Y5, Y5
-
-	// v83 = add(v80, v81)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 64(SP), Y7
-
-	// v84 = mul(v82, v23)
-	VMULPS Y7, Y5, Y7
-
-	// v85 = mul(v82, v16)
-	VMULPS Y6, Y5, Y5
-
-	// v86 = add(v83, v84)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 32(SP), Y7
-
-	// v87 = mul(v85, v20)
-	VMULPS Y7, Y5, Y7
-
-	// v88 = mul(v85, v16)
-	VMULPS Y6, Y5, Y5
-
-	// v89 = add(v86, v87)
-	VADDPS Y7, Y4, Y4
-
-	// v90 = mul(v88, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y5, Y5
-
-	// v91 = add(v89, v90)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS (SP), Y5
-	VMOVUPS lgc3<>+0(SB), Y6
-
-	// v92 = le(v15, 0.1)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v93 = ne(v15, v15)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v94 = max(v92, v93)
-	VXORPS  lgc2<>+0(SB), Y6, Y6
-	VXORPS  lgc2<>+0(SB), Y5, Y5
-	VMINPS  Y6, Y5, Y7
-	VMINPS  Y5, Y6, Y5
-	VORPS   Y7, Y5, Y5
-	VXORPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
-
-	// v95 = where(v94, v91, 0)
-	VBLENDVPS Y6, Y4, Y3, Y4
-	VMOVUPS   lgc4<>+0(SB), Y5
-
-	// v96 = ge(v10, -0.1)
-	VCMPPS $0x1d, Y5, Y1, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v97 = ne(v10, v10)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
-
-	// v98 = max(v96, v97)
-	VXORPS  lgc2<>+0(SB), Y5, Y5
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VMINPS  Y5, Y1, Y6
-	VMINPS  Y1, Y5, Y1
-	VORPS   Y6, Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y1, Y5
-
-	// v99 = where(v98, v95, 0)
-	VBLENDVPS Y5, Y4, Y3, Y1
-
-	// v100 = add(v64, v99)
-	VADDPS Y1, Y2, Y1
-
-	// v101 = neg(v100)
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y0, Y2
-
-	// gradLogProb = where(mask, v101, 0)
-	VBLENDVPS Y2, Y1, Y3, Y0
+	// gradLogProb = where(mask, v62, 0)
+	VBLENDVPS Y4, Y0, Y3, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+48(FP), BX
@@ -1182,12 +1021,12 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v51 = max(v50, 1)
+	// v52 = max(v51, 1)
 	VMAXPS  Y0, Y1, Y0
 	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// sequenceKL = div(v49, v51)
+	// sequenceKL = div(v50, v52)
 	VDIVPS Y0, Y1, Y0
 
 	// mean(sequenceKL) over [B]

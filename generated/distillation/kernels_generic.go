@@ -116,14 +116,14 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32 // v49 = sum(v48) over L [B=8]
-	s1    []float32 // v50 = sum(v3) over L [B=8]
+	s0    []float32 // v50 = sum(v49) over L [B=8]
+	s1    []float32 // v51 = sum(v3) over L [B=8]
+	acc51 []float64 // accumulators of v51
 	acc50 []float64 // accumulators of v50
-	acc49 []float64 // accumulators of v49
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc50: make([]float64, 8), acc49: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc51: make([]float64, 8), acc50: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -157,15 +157,15 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c33 := float32(0.041666668)
 	c36 := float32(0.16666667)
 	half := float32(0.5)
-	c55 := float32(0.125)
+	c56 := float32(0.125)
 	numValid := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
-			s.acc50[iB] += float64(v3)
+			s.acc51[iB] += float64(v3)
 		}
-		s.s1[iB] = float32(s.acc50[iB])
+		s.s1[iB] = float32(s.acc51[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -201,60 +201,21 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v45 := v44 - one
 			v46 := v45 - v10
 			k3 := sel(v13, v43, v46)
-			v48 := sel(mask, k3, zero)
-			s.acc49[iB] += float64(v48)
-			v50 := s.s1[iB]
-			v51 := max(v50, one)
-			v56 := c55 / v51
-			v57 := sel(mask, v56, zero)
-			v58 := sel(v13, v57, zero)
-			v59 := sel(v13, zero, v57)
-			v60 := -v59
-			v61 := b2f(v59 != zero)
-			v62 := float32(v59 * v44)
-			v63 := sel(v61, v62, v59)
-			v64 := v60 + v63
-			v65 := float32(v58 * v41)
-			v66 := float32(v58 * v42)
-			v67 := float32(v65 * v16)
-			v68 := v67 + v67
-			v69 := float32(v66 * v38)
-			v70 := float32(v66 * v16)
-			v71 := v68 + v69
-			v72 := float32(v70 * v35)
-			v73 := float32(v70 * v16)
-			v74 := v71 + v72
-			v75 := float32(v73 * v32)
-			v76 := float32(v73 * v16)
-			v77 := v74 + v75
-			v78 := float32(v76 * v29)
-			v79 := float32(v76 * v16)
-			v80 := v77 + v78
-			v81 := float32(v79 * v26)
-			v82 := float32(v79 * v16)
-			v83 := v80 + v81
-			v84 := float32(v82 * v23)
-			v85 := float32(v82 * v16)
-			v86 := v83 + v84
-			v87 := float32(v85 * v20)
-			v88 := float32(v85 * v16)
-			v89 := v86 + v87
-			v90 := float32(v88 * c17)
-			v91 := v89 + v90
-			v92 := b2f(v15 <= c12)
-			v93 := b2f(v15 != v15)
-			v94 := max(v92, v93)
-			v95 := sel(v94, v91, zero)
-			v96 := b2f(v10 >= c14)
-			v97 := b2f(v10 != v10)
-			v98 := max(v96, v97)
-			v99 := sel(v98, v95, zero)
-			v100 := v64 + v99
-			v101 := -v100
-			gradLogProb := sel(mask, v101, zero)
+			v48 := k3 + v10
+			v49 := sel(mask, k3, zero)
+			s.acc50[iB] += float64(v49)
+			v51 := s.s1[iB]
+			v52 := max(v51, one)
+			v57 := c56 / v52
+			v58 := sel(mask, v57, zero)
+			v59 := b2f(v58 != zero)
+			v60 := float32(v58 * v48)
+			v61 := sel(v59, v60, v58)
+			v62 := -v61
+			gradLogProb := sel(mask, v62, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
-		s.s0[iB] = float32(s.acc49[iB])
+		s.s0[iB] = float32(s.acc50[iB])
 	}
 	st.numValid = numValid
 }
@@ -263,11 +224,11 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 // elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
 // the second while it is in cache. It runs in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	for k := range s.acc51 {
+		s.acc51[k] = 0.0
+	}
 	for k := range s.acc50 {
 		s.acc50[k] = 0.0
-	}
-	for k := range s.acc49 {
-		s.acc49[k] = 0.0
 	}
 	var st fbPass0GoStates
 	if n := min(fbPass0GoChunks, 8); n <= 1 {
@@ -290,10 +251,10 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	lossDistill := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v49 := s.s0[iB]
-		v50 := s.s1[iB]
-		v51 := max(v50, one)
-		sequenceKL := v49 / v51
+		v50 := s.s0[iB]
+		v51 := s.s1[iB]
+		v52 := max(v51, one)
+		sequenceKL := v50 / v52
 		lossDistill.Add(float64(sequenceKL))
 	}
 	out.LossDistill = float32(lossDistill.Result())

@@ -195,13 +195,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v53.s",
+		Name:   "scratch/pass2.v54.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v53.n",
+		Name:   "scratch/pass2.v54.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -220,12 +220,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass2",
-		Params: []string{"scratch/s0", "scratch/s1", "scratch/pass2.v53.s", "scratch/pass2.v53.n"},
+		Params: []string{"scratch/s0", "scratch/s1", "scratch/pass2.v54.s", "scratch/pass2.v54.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass2_merge",
-		Params: []string{"scratch/pass2.v53.s", "scratch/pass2.v53.n", "out/loss_distill"},
+		Params: []string{"scratch/pass2.v54.s", "scratch/pass2.v54.n", "out/loss_distill"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

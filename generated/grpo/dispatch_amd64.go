@@ -184,8 +184,8 @@ type fbAvxState struct {
 	r57_s  []float64
 	r57_ok []float32
 	r60_s  []float64
-	r107_s []float64
-	r107_p []float32
+	r108_s []float64
+	r108_p []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -210,8 +210,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r57_s = st.buf[304:320]
 	st.r57_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
 	st.r60_s = st.buf[344:360]
-	st.r107_s = st.buf[368:384]
-	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
+	st.r108_s = st.buf[368:384]
+	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -286,8 +286,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r57_s, 0)
 		runtime.SetMask(st.r57_ok)
 		runtime.Fill(st.r60_s, 0)
-		runtime.Fill(st.r107_s, 0)
-		runtime.Fill(st.r107_p, 0)
+		runtime.Fill(st.r108_s, 0)
+		runtime.Fill(st.r108_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &out.NumKept, &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -314,7 +314,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
 			runtime.MergeMask(sts[0].r57_ok, sts[c].r57_ok)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
+			runtime.MergeSum(sts[0].r108_s, sts[c].r108_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -339,7 +339,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s5 = float32(st.res[0])
 	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r107_s, 8)
+	runtime.FinishSum(st.res[:1], st.r108_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -1228,7 +1228,7 @@ noflush_6:
 
 // func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, numKept *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $640-96
+TEXT ·fbPass1AVX2(SB), $288-96
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -1509,302 +1509,140 @@ blocks_8:
 	VMINPS Y5, Y4, Y4
 
 	// v78 = mul(v75, 2.755731922398589e-07)
-	VMULPS lgc28<>+0(SB), Y4, Y6
+	VMULPS lgc28<>+0(SB), Y4, Y5
 
 	// v79 = add(2.7557319223985893e-06, v78)
-	VADDPS lgc29<>+0(SB), Y6, Y6
+	VADDPS lgc29<>+0(SB), Y5, Y5
 
 	// v81 = mul(v75, v79)
-	VMULPS Y6, Y4, Y7
+	VMULPS Y5, Y4, Y5
 
 	// v82 = add(2.48015873015873e-05, v81)
-	VADDPS lgc30<>+0(SB), Y7, Y7
+	VADDPS lgc30<>+0(SB), Y5, Y5
 
 	// v84 = mul(v75, v82)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y5, Y4, Y5
 
 	// v85 = add(0.0001984126984126984, v84)
-	VADDPS lgc31<>+0(SB), Y8, Y8
+	VADDPS lgc31<>+0(SB), Y5, Y5
 
 	// v87 = mul(v75, v85)
-	VMULPS Y8, Y4, Y9
+	VMULPS Y5, Y4, Y5
 
 	// v88 = add(0.001388888888888889, v87)
-	VADDPS  lgc32<>+0(SB), Y9, Y9
-	VMOVUPS Y5, 256(SP)
+	VADDPS lgc32<>+0(SB), Y5, Y5
 
 	// v90 = mul(v75, v88)
-	VMULPS Y9, Y4, Y5
+	VMULPS Y5, Y4, Y5
 
 	// v91 = add(0.008333333333333333, v90)
-	VADDPS  lgc33<>+0(SB), Y5, Y5
-	VMOVUPS Y6, 288(SP)
+	VADDPS lgc33<>+0(SB), Y5, Y5
 
 	// v93 = mul(v75, v91)
-	VMULPS Y5, Y4, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v94 = add(0.041666666666666664, v93)
-	VADDPS  lgc34<>+0(SB), Y6, Y6
-	VMOVUPS Y7, 320(SP)
+	VADDPS lgc34<>+0(SB), Y5, Y5
 
 	// v96 = mul(v75, v94)
-	VMULPS Y6, Y4, Y7
+	VMULPS Y5, Y4, Y5
 
 	// v97 = add(0.16666666666666666, v96)
-	VADDPS  lgc35<>+0(SB), Y7, Y7
-	VMOVUPS Y8, 352(SP)
+	VADDPS lgc35<>+0(SB), Y5, Y5
 
 	// v98 = mul(v75, v97)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y5, Y4, Y5
 
 	// v99 = add(0.5, v98)
-	VADDPS  lgc2<>+0(SB), Y8, Y8
-	VMOVUPS Y9, 384(SP)
+	VADDPS lgc2<>+0(SB), Y5, Y5
 
 	// v100 = mul(v75, v75)
-	VMULPS  Y4, Y4, Y9
-	VMOVUPS Y5, 416(SP)
+	VMULPS Y4, Y4, Y4
 
 	// v101 = mul(v100, v99)
-	VMULPS  Y8, Y9, Y5
-	VMOVUPS Y6, 448(SP)
-	VMOVUPS Y7, 480(SP)
-	VMOVUPS Y4, 512(SP)
-	VMOVUPS Y9, 544(SP)
-	VMOVUPS Y8, 576(SP)
+	VMULPS Y5, Y4, Y4
 
 	// v102 = exp(v69)
-	VMAXPS       lgc6<>+0(SB), Y0, Y4
-	VMINPS       lgc7<>+0(SB), Y4, Y4
-	VMULPS       lgc8<>+0(SB), Y4, Y6
+	VMAXPS       lgc6<>+0(SB), Y0, Y5
+	VMINPS       lgc7<>+0(SB), Y5, Y5
+	VMULPS       lgc8<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y4
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
 	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc2<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc2<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y4
-	VPMAXSD      lgc16<>+0(SB), Y4, Y6
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y4, Y4
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y0, Y0, Y5
+	VBLENDVPS    Y5, Y0, Y7, Y7
 
 	// v103 = sub(v102, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y5
 
 	// v104 = sub(v103, v69)
-	VSUBPS Y0, Y4, Y4
+	VSUBPS Y0, Y5, Y5
 
 	// k3 = where(v72, v101, v104)
-	VBLENDVPS Y3, Y5, Y4, Y4
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y3, Y4, Y5, Y3
 
-	// v106 = where(kept, k3, 0)
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// sum(v106) over [B L]
-	VADDPS  3136(BX), Y4, Y4
-	VMOVUPS Y4, 3136(BX)
-	VMOVUPS lgc38<>+0(SB), Y4
-	VMOVUPS 192(SP), Y6
-
-	// v112 = div(0.04, v34)
-	VDIVPS Y6, Y4, Y4
-
-	// v113 = where(kept, v112, 0)
-	VBLENDVPS Y5, Y4, Y2, Y4
-
-	// v114 = where(v72, v113, 0)
-	VBLENDVPS Y3, Y4, Y2, Y5
-
-	// v115 = where(v72, 0, v113)
-	VBLENDVPS Y3, Y2, Y4, Y3
-
-	// v116 = neg(v115)
-	VXORPS lgc20<>+0(SB), Y3, Y4
-
-	// v117 = ne(v115, 0)
-	VCMPPS $0x04, Y2, Y3, Y6
-
-	// v118 = mul(v115, v102)
-	VMULPS Y7, Y3, Y7
-
-	// v119 = where(v117, v118, v115)
-	VBLENDVPS Y6, Y7, Y3, Y3
-
-	// v120 = add(v116, v119)
-	VADDPS  Y3, Y4, Y3
-	VMOVUPS 576(SP), Y4
-
-	// v121 = mul(v114, v99)
-	VMULPS  Y4, Y5, Y4
-	VMOVUPS 544(SP), Y6
-
-	// v122 = mul(v114, v100)
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS 512(SP), Y6
-
-	// v123 = mul(v121, v75)
-	VMULPS Y6, Y4, Y4
-
-	// v124 = add(v123, v123)
-	VADDPS  Y4, Y4, Y4
-	VMOVUPS 480(SP), Y7
-
-	// v125 = mul(v122, v97)
-	VMULPS Y7, Y5, Y7
-
-	// v126 = mul(v122, v75)
-	VMULPS Y6, Y5, Y5
-
-	// v127 = add(v124, v125)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 448(SP), Y7
-
-	// v128 = mul(v126, v94)
-	VMULPS Y7, Y5, Y7
-
-	// v129 = mul(v126, v75)
-	VMULPS Y6, Y5, Y5
-
-	// v130 = add(v127, v128)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 416(SP), Y7
-
-	// v131 = mul(v129, v91)
-	VMULPS Y7, Y5, Y7
-
-	// v132 = mul(v129, v75)
-	VMULPS Y6, Y5, Y5
-
-	// v133 = add(v130, v131)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 384(SP), Y7
-
-	// v134 = mul(v132, v88)
-	VMULPS Y7, Y5, Y7
-
-	// v135 = mul(v132, v75)
-	VMULPS Y6, Y5, Y5
-
-	// v136 = add(v133, v134)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 352(SP), Y7
-
-	// v137 = mul(v135, v85)
-	VMULPS Y7, Y5, Y7
-
-	// v138 = mul(v135, v75)
-	VMULPS Y6, Y5, Y5
-
-	// v139 = add(v136, v137)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 320(SP), Y7
-
-	// v140 = mul(v138, v82)
-	VMULPS Y7, Y5, Y7
-
-	// v141 = mul(v138, v75)
-	VMULPS Y6, Y5, Y5
-
-	// v142 = add(v139, v140)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 288(SP), Y7
-
-	// v143 = mul(v141, v79)
-	VMULPS Y7, Y5, Y7
-
-	// v144 = mul(v141, v75)
-	VMULPS Y6, Y5, Y5
-
-	// v145 = add(v142, v143)
-	VADDPS Y7, Y4, Y4
-
-	// v146 = mul(v144, 2.755731922398589e-07)
-	VMULPS lgc28<>+0(SB), Y5, Y5
-
-	// v147 = add(v145, v146)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS 256(SP), Y5
-	VMOVUPS lgc26<>+0(SB), Y6
-
-	// v148 = le(v74, 0.1)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v149 = ne(v74, v74)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v150 = max(v148, v149)
-	VXORPS  lgc20<>+0(SB), Y6, Y6
-	VXORPS  lgc20<>+0(SB), Y5, Y5
-	VMINPS  Y6, Y5, Y7
-	VMINPS  Y5, Y6, Y5
-	VORPS   Y7, Y5, Y5
-	VXORPS  lgc20<>+0(SB), Y5, Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
-
-	// v151 = where(v150, v147, 0)
-	VBLENDVPS Y6, Y4, Y2, Y4
-	VMOVUPS   lgc27<>+0(SB), Y5
-
-	// v152 = ge(v69, -0.1)
-	VCMPPS $0x1d, Y5, Y0, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v153 = ne(v69, v69)
-	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y0
-
-	// v154 = max(v152, v153)
-	VXORPS  lgc20<>+0(SB), Y5, Y5
-	VXORPS  lgc20<>+0(SB), Y0, Y0
-	VMINPS  Y5, Y0, Y6
-	VMINPS  Y0, Y5, Y0
-	VORPS   Y6, Y0, Y0
-	VXORPS  lgc20<>+0(SB), Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y0, Y5
-
-	// v155 = where(v154, v151, 0)
-	VBLENDVPS Y5, Y4, Y2, Y0
-
-	// v156 = add(v120, v155)
+	// v106 = add(k3, v69)
 	VADDPS  Y0, Y3, Y0
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y1, Y3
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y1, Y4
 
-	// v157 = where(kept, v156, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	// v107 = where(kept, k3, 0)
+	VBLENDVPS Y4, Y3, Y2, Y1
 
-	// v158 = neg(v157)
+	// sum(v107) over [B L]
+	VADDPS  3136(BX), Y1, Y1
+	VMOVUPS Y1, 3136(BX)
+	VMOVUPS lgc38<>+0(SB), Y1
+	VMOVUPS 192(SP), Y3
+
+	// v113 = div(0.04, v34)
+	VDIVPS Y3, Y1, Y1
+
+	// v114 = where(kept, v113, 0)
+	VBLENDVPS Y4, Y1, Y2, Y1
+
+	// v115 = ne(v114, 0)
+	VCMPPS $0x04, Y2, Y1, Y5
+
+	// v116 = mul(v114, v106)
+	VMULPS Y0, Y1, Y0
+
+	// v117 = where(v115, v116, v114)
+	VBLENDVPS Y5, Y0, Y1, Y0
+
+	// v118 = where(kept, v117, 0)
+	VBLENDVPS Y4, Y0, Y2, Y0
+
+	// v119 = neg(v118)
 	VXORPS  lgc20<>+0(SB), Y0, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
-	VMOVUPS 192(SP), Y4
 
-	// v159 = div(1, v34)
-	VDIVPS Y4, Y1, Y1
+	// v120 = div(1, v34)
+	VDIVPS Y3, Y1, Y1
 
-	// v160 = where(kept, v159, 0)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	// v121 = where(kept, v120, 0)
+	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v161 = mul(v160, -0.01)
+	// v122 = mul(v121, -0.01)
 	VMULPS    lgc21<>+0(SB), Y1, Y3
 	MOVQ      mask+8(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
@@ -1812,37 +1650,37 @@ blocks_8:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
-	// gradEntropy = where(mask, v161, 0)
+	// gradEntropy = where(mask, v122, 0)
 	VBLENDVPS Y5, Y3, Y2, Y3
 
-	// v163 = neg(v160)
+	// v124 = neg(v121)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y4
 
-	// v164 = mul(v163, v10)
+	// v125 = mul(v124, v10)
 	VMULPS  Y4, Y1, Y1
 	VMOVUPS 128(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y4, Y6
 
-	// v165 = where(v24, v164, 0)
+	// v126 = where(v24, v125, 0)
 	VBLENDVPS Y6, Y1, Y2, Y4
 
-	// v166 = where(v24, 0, v164)
+	// v127 = where(v24, 0, v125)
 	VBLENDVPS Y6, Y2, Y1, Y1
 	VMOVUPS   96(SP), Y6
 	VMOVUPS   lgc19<>+0(SB), Y7
 
-	// v167 = ge(ratio, 0.8000000028326788)
+	// v128 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v168 = ne(ratio, ratio)
+	// v129 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y8
 	VANDPS  lgc1<>+0(SB), Y8, Y8
-	VMOVUPS Y3, 608(SP)
+	VMOVUPS Y3, 256(SP)
 
-	// v169 = max(v167, v168)
+	// v130 = max(v128, v129)
 	VXORPS  lgc20<>+0(SB), Y7, Y3
 	VXORPS  lgc20<>+0(SB), Y8, Y9
 	VMINPS  Y3, Y9, Y7
@@ -1852,15 +1690,15 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v170 = where(v169, v166, 0)
+	// v131 = where(v130, v127, 0)
 	VBLENDVPS Y7, Y1, Y2, Y1
 	VMOVUPS   lgc18<>+0(SB), Y3
 
-	// v171 = le(ratio, 1.2000000078829447)
+	// v132 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y6, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v172 = max(v171, v168)
+	// v133 = max(v132, v129)
 	VXORPS  lgc20<>+0(SB), Y3, Y3
 	VXORPS  lgc20<>+0(SB), Y8, Y7
 	VMINPS  Y3, Y7, Y8
@@ -1870,27 +1708,27 @@ blocks_8:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
-	// v173 = where(v172, v165, 0)
+	// v134 = where(v133, v126, 0)
 	VBLENDVPS Y7, Y4, Y2, Y3
 
-	// v174 = add(v170, v173)
+	// v135 = add(v131, v134)
 	VADDPS Y3, Y1, Y1
 
-	// v175 = ne(v174, 0)
+	// v136 = ne(v135, 0)
 	VCMPPS $0x04, Y2, Y1, Y3
 
-	// v176 = mul(v174, ratio)
+	// v137 = mul(v135, ratio)
 	VMULPS Y6, Y1, Y4
 
-	// v177 = where(v175, v176, v174)
+	// v138 = where(v136, v137, v135)
 	VBLENDVPS Y3, Y4, Y1, Y1
 
-	// v178 = add(v158, v177)
+	// v139 = add(v119, v138)
 	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v178, 0)
+	// gradLogProb = where(mask, v139, 0)
 	VBLENDVPS Y5, Y0, Y2, Y0
-	VMOVUPS   608(SP), Y1
+	VMOVUPS   256(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX
@@ -2193,7 +2031,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v107, v34)
+	// klToRef = div(v108, v34)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)

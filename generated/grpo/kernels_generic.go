@@ -261,7 +261,7 @@ type fbScratch struct {
 	s4 float32 // v52 = sum(v51) over B,L
 	s5 float32 // v57 = logsumexp(v55) over B,L
 	s6 float32 // v60 = logsumexp(v59) over B,L
-	s7 float32 // v107 = sum(v106) over B,L
+	s7 float32 // v108 = sum(v107) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -343,7 +343,7 @@ type fbPass1GoStates struct {
 	acc52    float64           // v52 = sum(v51) over B,L
 	acc57    runtime.LogSumExp // v57 = logsumexp(v55) over B,L
 	acc60    runtime.LogSumExp // v60 = logsumexp(v59) over B,L
-	acc107   float64           // v107 = sum(v106) over B,L
+	acc108   float64           // v108 = sum(v107) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -356,7 +356,7 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc52, b.acc52)
 	mergeLogsumexp(&a.acc57, b.acc57)
 	mergeLogsumexp(&a.acc60, b.acc60)
-	mergeSum(&a.acc107, b.acc107)
+	mergeSum(&a.acc108, b.acc108)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -382,7 +382,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c89 := float32(0.008333334)
 	c92 := float32(0.041666668)
 	c95 := float32(0.16666667)
-	c109 := float32(0.04)
+	c110 := float32(0.04)
 	numValid := 0.0
 	acc33 := 0.0
 	acc38 := 0.0
@@ -391,7 +391,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	acc52 := 0.0
 	acc57 := runtime.NewLogSumExp()
 	acc60 := runtime.NewLogSumExp()
-	acc107 := 0.0
+	acc108 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -467,77 +467,38 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v103 := v102 - one
 			v104 := v103 - v69
 			k3 := sel(v72, v101, v104)
-			v106 := sel(kept, k3, zero)
-			acc107 += float64(v106)
-			v112 := c109 / v34
-			v113 := sel(kept, v112, zero)
-			v114 := sel(v72, v113, zero)
-			v115 := sel(v72, zero, v113)
-			v116 := -v115
-			v117 := b2f(v115 != zero)
-			v118 := float32(v115 * v102)
-			v119 := sel(v117, v118, v115)
-			v120 := v116 + v119
-			v121 := float32(v114 * v99)
-			v122 := float32(v114 * v100)
-			v123 := float32(v121 * v75)
-			v124 := v123 + v123
-			v125 := float32(v122 * v97)
-			v126 := float32(v122 * v75)
-			v127 := v124 + v125
-			v128 := float32(v126 * v94)
-			v129 := float32(v126 * v75)
-			v130 := v127 + v128
-			v131 := float32(v129 * v91)
-			v132 := float32(v129 * v75)
-			v133 := v130 + v131
-			v134 := float32(v132 * v88)
-			v135 := float32(v132 * v75)
-			v136 := v133 + v134
-			v137 := float32(v135 * v85)
-			v138 := float32(v135 * v75)
-			v139 := v136 + v137
-			v140 := float32(v138 * v82)
-			v141 := float32(v138 * v75)
-			v142 := v139 + v140
-			v143 := float32(v141 * v79)
-			v144 := float32(v141 * v75)
-			v145 := v142 + v143
-			v146 := float32(v144 * c76)
-			v147 := v145 + v146
-			v148 := b2f(v74 <= c71)
-			v149 := b2f(v74 != v74)
-			v150 := max(v148, v149)
-			v151 := sel(v150, v147, zero)
-			v152 := b2f(v69 >= c73)
-			v153 := b2f(v69 != v69)
-			v154 := max(v152, v153)
-			v155 := sel(v154, v151, zero)
-			v156 := v120 + v155
-			v157 := sel(kept, v156, zero)
-			v158 := -v157
-			v159 := one / v34
-			v160 := sel(kept, v159, zero)
-			v161 := float32(v160 * c49)
-			gradEntropy := sel(mask, v161, zero)
+			v106 := k3 + v69
+			v107 := sel(kept, k3, zero)
+			acc108 += float64(v107)
+			v113 := c110 / v34
+			v114 := sel(kept, v113, zero)
+			v115 := b2f(v114 != zero)
+			v116 := float32(v114 * v106)
+			v117 := sel(v115, v116, v114)
+			v118 := sel(kept, v117, zero)
+			v119 := -v118
+			v120 := one / v34
+			v121 := sel(kept, v120, zero)
+			v122 := float32(v121 * c49)
+			gradEntropy := sel(mask, v122, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v163 := -v160
-			v164 := float32(v163 * v10)
-			v165 := sel(v24, v164, zero)
-			v166 := sel(v24, zero, v164)
-			v167 := b2f(ratio >= c27)
-			v168 := b2f(ratio != ratio)
-			v169 := max(v167, v168)
-			v170 := sel(v169, v166, zero)
-			v171 := b2f(ratio <= c25)
-			v172 := max(v171, v168)
-			v173 := sel(v172, v165, zero)
-			v174 := v170 + v173
-			v175 := b2f(v174 != zero)
-			v176 := float32(v174 * ratio)
-			v177 := sel(v175, v176, v174)
-			v178 := v158 + v177
-			gradLogProb := sel(mask, v178, zero)
+			v124 := -v121
+			v125 := float32(v124 * v10)
+			v126 := sel(v24, v125, zero)
+			v127 := sel(v24, zero, v125)
+			v128 := b2f(ratio >= c27)
+			v129 := b2f(ratio != ratio)
+			v130 := max(v128, v129)
+			v131 := sel(v130, v127, zero)
+			v132 := b2f(ratio <= c25)
+			v133 := max(v132, v129)
+			v134 := sel(v133, v126, zero)
+			v135 := v131 + v134
+			v136 := b2f(v135 != zero)
+			v137 := float32(v135 * ratio)
+			v138 := sel(v136, v137, v135)
+			v139 := v119 + v138
+			gradLogProb := sel(mask, v139, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
@@ -549,7 +510,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc52 = acc52
 	st.acc57 = acc57
 	st.acc60 = acc60
-	st.acc107 = acc107
+	st.acc108 = acc108
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -576,7 +537,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc52)
 	s.s5 = float32(st.acc57.Result())
 	s.s6 = float32(st.acc60.Result())
-	s.s7 = float32(st.acc107)
+	s.s7 = float32(st.acc108)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -584,7 +545,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c109 := float32(0.04)
+	c110 := float32(0.04)
 	numValid := out.NumValid
 	numKept := out.NumKept
 	v33 := s.s0
@@ -613,9 +574,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v64 := v62 / v34
 	ess := sel(v63, v64, zero)
 	out.ESS = ess
-	v107 := s.s7
-	klToRef := v107 / v34
-	lossKLToRef := float32(c109 * klToRef)
+	v108 := s.s7
+	klToRef := v108 / v34
+	lossKLToRef := float32(c110 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

@@ -224,8 +224,8 @@ type fbAvxState struct {
 	r49_s   []float64
 	r49_ok  []float32
 	r52_s   []float64
-	r100_s  []float64
-	r100_p  []float32
+	r101_s  []float64
+	r101_p  []float32
 	p3_ok   []float32
 	res     []float64
 }
@@ -250,8 +250,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r49_s = st.buf[424:440]
 	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
 	st.r52_s = st.buf[464:480]
-	st.r100_s = st.buf[488:504]
-	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 16)
+	st.r101_s = st.buf[488:504]
+	st.r101_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 8)
 	st.res = make([]float64, 4)
 	return st
@@ -376,8 +376,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r49_s, 0)
 		runtime.SetMask(st.r49_ok)
 		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r100_s, 0)
-		runtime.Fill(st.r100_p, 0)
+		runtime.Fill(st.r101_s, 0)
+		runtime.Fill(st.r101_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &out.NumValid, &in.RefLogProb[0], &g.LogProb[0], hi)
 	}
@@ -401,7 +401,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
+			runtime.MergeSum(sts[0].r101_s, sts[c].r101_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
@@ -420,7 +420,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s5 = float32(st.res[0])
 	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r100_s, 8)
+	runtime.FinishSum(st.res[:1], st.r101_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -1403,7 +1403,7 @@ blocks_18:
 
 // func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $576-96
+TEXT ·fbPass3AVX2(SB), $224-96
 	MOVQ lo+0(FP), AX
 
 outer0_19:
@@ -1663,334 +1663,172 @@ blocks_21:
 	VMINPS Y5, Y4, Y4
 
 	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc30<>+0(SB), Y4, Y6
+	VMULPS lgc30<>+0(SB), Y4, Y5
 
 	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc31<>+0(SB), Y6, Y6
+	VADDPS lgc31<>+0(SB), Y5, Y5
 
 	// v73 = mul(v67, v71)
-	VMULPS Y6, Y4, Y7
+	VMULPS Y5, Y4, Y5
 
 	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc32<>+0(SB), Y7, Y7
+	VADDPS lgc32<>+0(SB), Y5, Y5
 
 	// v76 = mul(v67, v74)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y5, Y4, Y5
 
 	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc33<>+0(SB), Y8, Y8
+	VADDPS lgc33<>+0(SB), Y5, Y5
 
 	// v79 = mul(v67, v77)
-	VMULPS Y8, Y4, Y9
+	VMULPS Y5, Y4, Y5
 
 	// v80 = add(0.001388888888888889, v79)
-	VADDPS  lgc34<>+0(SB), Y9, Y9
-	VMOVUPS Y5, 224(SP)
+	VADDPS lgc34<>+0(SB), Y5, Y5
 
 	// v82 = mul(v67, v80)
-	VMULPS Y9, Y4, Y5
+	VMULPS Y5, Y4, Y5
 
 	// v83 = add(0.008333333333333333, v82)
-	VADDPS  lgc35<>+0(SB), Y5, Y5
-	VMOVUPS Y6, 256(SP)
+	VADDPS lgc35<>+0(SB), Y5, Y5
 
 	// v85 = mul(v67, v83)
-	VMULPS Y5, Y4, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v86 = add(0.041666666666666664, v85)
-	VADDPS  lgc36<>+0(SB), Y6, Y6
-	VMOVUPS Y7, 288(SP)
+	VADDPS lgc36<>+0(SB), Y5, Y5
 
 	// v88 = mul(v67, v86)
-	VMULPS Y6, Y4, Y7
+	VMULPS Y5, Y4, Y5
 
 	// v89 = add(0.16666666666666666, v88)
-	VADDPS  lgc37<>+0(SB), Y7, Y7
-	VMOVUPS Y8, 320(SP)
+	VADDPS lgc37<>+0(SB), Y5, Y5
 
 	// v91 = mul(v67, v89)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y5, Y4, Y5
 
 	// v92 = add(0.5, v91)
-	VADDPS  lgc18<>+0(SB), Y8, Y8
-	VMOVUPS Y9, 352(SP)
+	VADDPS lgc18<>+0(SB), Y5, Y5
 
 	// v93 = mul(v67, v67)
-	VMULPS  Y4, Y4, Y9
-	VMOVUPS Y5, 384(SP)
+	VMULPS Y4, Y4, Y4
 
 	// v94 = mul(v93, v92)
-	VMULPS  Y8, Y9, Y5
-	VMOVUPS Y6, 416(SP)
-	VMOVUPS Y7, 448(SP)
-	VMOVUPS Y4, 480(SP)
-	VMOVUPS Y9, 512(SP)
-	VMOVUPS Y8, 544(SP)
+	VMULPS Y5, Y4, Y4
 
 	// v95 = exp(v61)
-	VMAXPS       lgc8<>+0(SB), Y1, Y4
-	VMINPS       lgc9<>+0(SB), Y4, Y4
-	VMULPS       lgc10<>+0(SB), Y4, Y6
+	VMAXPS       lgc8<>+0(SB), Y1, Y5
+	VMINPS       lgc9<>+0(SB), Y5, Y5
+	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y4
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
 	VADDPS       lgc5<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y4
-	VPMAXSD      lgc19<>+0(SB), Y4, Y6
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc19<>+0(SB), Y5, Y6
 	VPMINSD      lgc20<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y4, Y4
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc20<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
 
 	// v96 = sub(v95, 1)
-	VSUBPS lgc5<>+0(SB), Y7, Y4
+	VSUBPS lgc5<>+0(SB), Y7, Y5
 
 	// v97 = sub(v96, v61)
-	VSUBPS Y1, Y4, Y4
+	VSUBPS Y1, Y5, Y5
 
 	// k3 = where(v64, v94, v97)
-	VBLENDVPS Y2, Y5, Y4, Y4
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y2, Y4, Y5, Y2
 
-	// v99 = where(mask, k3, 0)
-	VBLENDVPS Y5, Y4, Y3, Y4
-
-	// sum(v99) over [G N L]
-	VADDPS  4096(SI), Y4, Y4
-	VMOVUPS Y4, 4096(SI)
-	VMOVUPS lgc38<>+0(SB), Y4
-	VMOVUPS 192(SP), Y6
-
-	// v105 = div(0.04, v36)
-	VDIVPS Y6, Y4, Y4
-
-	// v106 = where(mask, v105, 0)
-	VBLENDVPS Y5, Y4, Y3, Y4
-
-	// v107 = where(v64, v106, 0)
-	VBLENDVPS Y2, Y4, Y3, Y5
-
-	// v108 = where(v64, 0, v106)
-	VBLENDVPS Y2, Y3, Y4, Y2
-
-	// v109 = neg(v108)
-	VXORPS lgc23<>+0(SB), Y2, Y4
-
-	// v110 = ne(v108, 0)
-	VCMPPS $0x04, Y3, Y2, Y6
-
-	// v111 = mul(v108, v95)
-	VMULPS Y7, Y2, Y7
-
-	// v112 = where(v110, v111, v108)
-	VBLENDVPS Y6, Y7, Y2, Y2
-
-	// v113 = add(v109, v112)
-	VADDPS  Y2, Y4, Y2
-	VMOVUPS 544(SP), Y4
-
-	// v114 = mul(v107, v92)
-	VMULPS  Y4, Y5, Y4
-	VMOVUPS 512(SP), Y6
-
-	// v115 = mul(v107, v93)
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS 480(SP), Y6
-
-	// v116 = mul(v114, v67)
-	VMULPS Y6, Y4, Y4
-
-	// v117 = add(v116, v116)
-	VADDPS  Y4, Y4, Y4
-	VMOVUPS 448(SP), Y7
-
-	// v118 = mul(v115, v89)
-	VMULPS Y7, Y5, Y7
-
-	// v119 = mul(v115, v67)
-	VMULPS Y6, Y5, Y5
-
-	// v120 = add(v117, v118)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 416(SP), Y7
-
-	// v121 = mul(v119, v86)
-	VMULPS Y7, Y5, Y7
-
-	// v122 = mul(v119, v67)
-	VMULPS Y6, Y5, Y5
-
-	// v123 = add(v120, v121)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 384(SP), Y7
-
-	// v124 = mul(v122, v83)
-	VMULPS Y7, Y5, Y7
-
-	// v125 = mul(v122, v67)
-	VMULPS Y6, Y5, Y5
-
-	// v126 = add(v123, v124)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 352(SP), Y7
-
-	// v127 = mul(v125, v80)
-	VMULPS Y7, Y5, Y7
-
-	// v128 = mul(v125, v67)
-	VMULPS Y6, Y5, Y5
-
-	// v129 = add(v126, v127)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 320(SP), Y7
-
-	// v130 = mul(v128, v77)
-	VMULPS Y7, Y5, Y7
-
-	// v131 = mul(v128, v67)
-	VMULPS Y6, Y5, Y5
-
-	// v132 = add(v129, v130)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 288(SP), Y7
-
-	// v133 = mul(v131, v74)
-	VMULPS Y7, Y5, Y7
-
-	// v134 = mul(v131, v67)
-	VMULPS Y6, Y5, Y5
-
-	// v135 = add(v132, v133)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 256(SP), Y7
-
-	// v136 = mul(v134, v71)
-	VMULPS Y7, Y5, Y7
-
-	// v137 = mul(v134, v67)
-	VMULPS Y6, Y5, Y5
-
-	// v138 = add(v135, v136)
-	VADDPS Y7, Y4, Y4
-
-	// v139 = mul(v137, 2.755731922398589e-07)
-	VMULPS lgc30<>+0(SB), Y5, Y5
-
-	// v140 = add(v138, v139)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS 224(SP), Y5
-	VMOVUPS lgc28<>+0(SB), Y6
-
-	// v141 = le(v66, 0.1)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc5<>+0(SB), Y6, Y6
-
-	// v142 = ne(v66, v66)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc5<>+0(SB), Y5, Y5
-
-	// v143 = max(v141, v142)
-	VXORPS  lgc23<>+0(SB), Y6, Y6
-	VXORPS  lgc23<>+0(SB), Y5, Y5
-	VMINPS  Y6, Y5, Y7
-	VMINPS  Y5, Y6, Y5
-	VORPS   Y7, Y5, Y5
-	VXORPS  lgc23<>+0(SB), Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
-
-	// v144 = where(v143, v140, 0)
-	VBLENDVPS Y6, Y4, Y3, Y4
-	VMOVUPS   lgc29<>+0(SB), Y5
-
-	// v145 = ge(v61, -0.1)
-	VCMPPS $0x1d, Y5, Y1, Y5
-	VANDPS lgc5<>+0(SB), Y5, Y5
-
-	// v146 = ne(v61, v61)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc5<>+0(SB), Y1, Y1
-
-	// v147 = max(v145, v146)
-	VXORPS  lgc23<>+0(SB), Y5, Y5
-	VXORPS  lgc23<>+0(SB), Y1, Y1
-	VMINPS  Y5, Y1, Y6
-	VMINPS  Y1, Y5, Y1
-	VORPS   Y6, Y1, Y1
-	VXORPS  lgc23<>+0(SB), Y1, Y1
-	VMOVUPS lgc3<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y1, Y5
-
-	// v148 = where(v147, v144, 0)
-	VBLENDVPS Y5, Y4, Y3, Y1
-
-	// v149 = add(v113, v148)
+	// v99 = add(k3, v61)
 	VADDPS  Y1, Y2, Y1
-	VMOVUPS lgc3<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y0, Y2
+	VMOVUPS lgc3<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y0, Y4
 
-	// v150 = where(mask, v149, 0)
-	VBLENDVPS Y2, Y1, Y3, Y0
+	// v100 = where(mask, k3, 0)
+	VBLENDVPS Y4, Y2, Y3, Y0
 
-	// v151 = neg(v150)
+	// sum(v100) over [G N L]
+	VADDPS  4096(SI), Y0, Y0
+	VMOVUPS Y0, 4096(SI)
+	VMOVUPS lgc38<>+0(SB), Y0
+	VMOVUPS 192(SP), Y2
+
+	// v106 = div(0.04, v36)
+	VDIVPS Y2, Y0, Y0
+
+	// v107 = where(mask, v106, 0)
+	VBLENDVPS Y4, Y0, Y3, Y0
+
+	// v108 = ne(v107, 0)
+	VCMPPS $0x04, Y3, Y0, Y5
+
+	// v109 = mul(v107, v99)
+	VMULPS Y1, Y0, Y1
+
+	// v110 = where(v108, v109, v107)
+	VBLENDVPS Y5, Y1, Y0, Y0
+
+	// v111 = where(mask, v110, 0)
+	VBLENDVPS Y4, Y0, Y3, Y0
+
+	// v112 = neg(v111)
 	VXORPS  lgc23<>+0(SB), Y0, Y0
 	VMOVUPS lgc5<>+0(SB), Y1
-	VMOVUPS 192(SP), Y4
 
-	// v152 = div(1, v36)
-	VDIVPS Y4, Y1, Y1
+	// v113 = div(1, v36)
+	VDIVPS Y2, Y1, Y1
 
-	// v153 = where(mask, v152, 0)
-	VBLENDVPS Y2, Y1, Y3, Y1
+	// v114 = where(mask, v113, 0)
+	VBLENDVPS Y4, Y1, Y3, Y1
 
-	// v154 = neg(v153)
+	// v115 = neg(v114)
 	VXORPS lgc23<>+0(SB), Y1, Y1
 
-	// v155 = ne(v154, 0)
-	VCMPPS  $0x04, Y3, Y1, Y4
+	// v116 = ne(v115, 0)
+	VCMPPS  $0x04, Y3, Y1, Y2
 	VMOVUPS 160(SP), Y5
 
-	// v156 = mul(v154, v19)
+	// v117 = mul(v115, v19)
 	VMULPS Y5, Y1, Y5
 
-	// v157 = where(v155, v156, v154)
-	VBLENDVPS Y4, Y5, Y1, Y1
-	VMOVUPS   128(SP), Y4
+	// v118 = where(v116, v117, v115)
+	VBLENDVPS Y2, Y5, Y1, Y1
+	VMOVUPS   128(SP), Y2
 	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
 
-	// v158 = where(v26, v157, 0)
-	VBLENDVPS Y5, Y1, Y3, Y4
+	// v119 = where(v26, v118, 0)
+	VBLENDVPS Y5, Y1, Y3, Y2
 
-	// v159 = where(v26, 0, v157)
+	// v120 = where(v26, 0, v118)
 	VBLENDVPS Y5, Y3, Y1, Y1
 	VMOVUPS   96(SP), Y5
 	VMOVUPS   lgc22<>+0(SB), Y6
 
-	// v160 = ge(ratio, 0.8000000028326788)
+	// v121 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
 	VANDPS lgc5<>+0(SB), Y6, Y6
 
-	// v161 = ne(ratio, ratio)
+	// v122 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y7
 	VANDPS lgc5<>+0(SB), Y7, Y7
 
-	// v162 = max(v160, v161)
+	// v123 = max(v121, v122)
 	VXORPS  lgc23<>+0(SB), Y6, Y6
 	VXORPS  lgc23<>+0(SB), Y7, Y9
 	VMINPS  Y6, Y9, Y8
@@ -2000,15 +1838,15 @@ blocks_21:
 	VMOVUPS lgc3<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y6, Y8
 
-	// v163 = where(v162, v159, 0)
+	// v124 = where(v123, v120, 0)
 	VBLENDVPS Y8, Y1, Y3, Y1
 	VMOVUPS   lgc21<>+0(SB), Y6
 
-	// v164 = le(ratio, 1.2000000078829447)
+	// v125 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc5<>+0(SB), Y6, Y6
 
-	// v165 = max(v164, v161)
+	// v126 = max(v125, v122)
 	VXORPS  lgc23<>+0(SB), Y6, Y6
 	VXORPS  lgc23<>+0(SB), Y7, Y7
 	VMINPS  Y6, Y7, Y8
@@ -2018,26 +1856,26 @@ blocks_21:
 	VMOVUPS lgc3<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v166 = where(v165, v158, 0)
-	VBLENDVPS Y7, Y4, Y3, Y4
+	// v127 = where(v126, v119, 0)
+	VBLENDVPS Y7, Y2, Y3, Y2
 
-	// v167 = add(v163, v166)
-	VADDPS Y4, Y1, Y1
+	// v128 = add(v124, v127)
+	VADDPS Y2, Y1, Y1
 
-	// v168 = ne(v167, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
+	// v129 = ne(v128, 0)
+	VCMPPS $0x04, Y3, Y1, Y2
 
-	// v169 = mul(v167, ratio)
+	// v130 = mul(v128, ratio)
 	VMULPS Y5, Y1, Y5
 
-	// v170 = where(v168, v169, v167)
-	VBLENDVPS Y4, Y5, Y1, Y1
+	// v131 = where(v129, v130, v128)
+	VBLENDVPS Y2, Y5, Y1, Y1
 
-	// v171 = add(v151, v170)
+	// v132 = add(v112, v131)
 	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v171, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
+	// gradLogProb = where(mask, v132, 0)
+	VBLENDVPS Y4, Y0, Y3, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), SI
@@ -2244,7 +2082,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v100, v36)
+	// klToRef = div(v101, v36)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)

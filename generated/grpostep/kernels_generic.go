@@ -285,7 +285,7 @@ type fbScratch struct {
 	s4   float32           // v44 = sum(v43) over G,N,L
 	s5   float32           // v49 = logsumexp(v47) over G,N,L
 	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v100 = sum(v99) over G,N,L
+	s7   float32           // v101 = sum(v100) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
@@ -408,7 +408,7 @@ type fbPass3GoStates struct {
 	acc44  float64           // v44 = sum(v43) over G,N,L
 	acc49  runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
 	acc52  runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
-	acc100 float64           // v100 = sum(v99) over G,N,L
+	acc101 float64           // v101 = sum(v100) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -418,7 +418,7 @@ func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc100, b.acc100)
+	mergeSum(&a.acc101, b.acc101)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of G, its reduction states into st.
@@ -443,13 +443,13 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c84 := float32(0.041666668)
 	c87 := float32(0.16666667)
 	half := float32(0.5)
-	c102 := float32(0.04)
+	c103 := float32(0.04)
 	acc35 := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc100 := 0.0
+	acc101 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -520,76 +520,37 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v96 := v95 - one
 				v97 := v96 - v61
 				k3 := sel(v64, v94, v97)
-				v99 := sel(mask, k3, zero)
-				acc100 += float64(v99)
-				v105 := c102 / v36
-				v106 := sel(mask, v105, zero)
-				v107 := sel(v64, v106, zero)
-				v108 := sel(v64, zero, v106)
-				v109 := -v108
-				v110 := b2f(v108 != zero)
-				v111 := float32(v108 * v95)
-				v112 := sel(v110, v111, v108)
-				v113 := v109 + v112
-				v114 := float32(v107 * v92)
-				v115 := float32(v107 * v93)
-				v116 := float32(v114 * v67)
-				v117 := v116 + v116
-				v118 := float32(v115 * v89)
-				v119 := float32(v115 * v67)
-				v120 := v117 + v118
-				v121 := float32(v119 * v86)
-				v122 := float32(v119 * v67)
-				v123 := v120 + v121
-				v124 := float32(v122 * v83)
-				v125 := float32(v122 * v67)
-				v126 := v123 + v124
-				v127 := float32(v125 * v80)
-				v128 := float32(v125 * v67)
-				v129 := v126 + v127
-				v130 := float32(v128 * v77)
-				v131 := float32(v128 * v67)
-				v132 := v129 + v130
-				v133 := float32(v131 * v74)
-				v134 := float32(v131 * v67)
-				v135 := v132 + v133
-				v136 := float32(v134 * v71)
-				v137 := float32(v134 * v67)
-				v138 := v135 + v136
-				v139 := float32(v137 * c68)
-				v140 := v138 + v139
-				v141 := b2f(v66 <= c63)
-				v142 := b2f(v66 != v66)
-				v143 := max(v141, v142)
-				v144 := sel(v143, v140, zero)
-				v145 := b2f(v61 >= c65)
-				v146 := b2f(v61 != v61)
-				v147 := max(v145, v146)
-				v148 := sel(v147, v144, zero)
-				v149 := v113 + v148
-				v150 := sel(mask, v149, zero)
-				v151 := -v150
-				v152 := one / v36
-				v153 := sel(mask, v152, zero)
-				v154 := -v153
-				v155 := b2f(v154 != zero)
-				v156 := float32(v154 * v19)
-				v157 := sel(v155, v156, v154)
-				v158 := sel(v26, v157, zero)
-				v159 := sel(v26, zero, v157)
-				v160 := b2f(ratio >= c29)
-				v161 := b2f(ratio != ratio)
-				v162 := max(v160, v161)
-				v163 := sel(v162, v159, zero)
-				v164 := b2f(ratio <= c27)
-				v165 := max(v164, v161)
-				v166 := sel(v165, v158, zero)
-				v167 := v163 + v166
-				v168 := b2f(v167 != zero)
-				v169 := float32(v167 * ratio)
-				v170 := sel(v168, v169, v167)
-				v171 := v151 + v170
-				gradLogProb := sel(mask, v171, zero)
+				v99 := k3 + v61
+				v100 := sel(mask, k3, zero)
+				acc101 += float64(v100)
+				v106 := c103 / v36
+				v107 := sel(mask, v106, zero)
+				v108 := b2f(v107 != zero)
+				v109 := float32(v107 * v99)
+				v110 := sel(v108, v109, v107)
+				v111 := sel(mask, v110, zero)
+				v112 := -v111
+				v113 := one / v36
+				v114 := sel(mask, v113, zero)
+				v115 := -v114
+				v116 := b2f(v115 != zero)
+				v117 := float32(v115 * v19)
+				v118 := sel(v116, v117, v115)
+				v119 := sel(v26, v118, zero)
+				v120 := sel(v26, zero, v118)
+				v121 := b2f(ratio >= c29)
+				v122 := b2f(ratio != ratio)
+				v123 := max(v121, v122)
+				v124 := sel(v123, v120, zero)
+				v125 := b2f(ratio <= c27)
+				v126 := max(v125, v122)
+				v127 := sel(v126, v119, zero)
+				v128 := v124 + v127
+				v129 := b2f(v128 != zero)
+				v130 := float32(v128 * ratio)
+				v131 := sel(v129, v130, v128)
+				v132 := v112 + v131
+				gradLogProb := sel(mask, v132, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}
@@ -599,7 +560,7 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc100 = acc100
+	st.acc101 = acc101
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
@@ -623,7 +584,7 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc100)
+	s.s7 = float32(st.acc101)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -631,7 +592,7 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c102 := float32(0.04)
+	c103 := float32(0.04)
 	numValid := out.NumValid
 	v35 := s.s2
 	v36 := max(numValid, one)
@@ -652,9 +613,9 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v56 := v54 / v36
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v100 := s.s7
-	klToRef := v100 / v36
-	lossKLToRef := float32(c102 * klToRef)
+	v101 := s.s7
+	klToRef := v101 / v36
+	lossKLToRef := float32(c103 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

@@ -1018,13 +1018,13 @@ blocks_11:
 	// v30 = max(numValid, 1)
 	VMAXPS Y3, Y0, Y3
 
-	// v134 = div(1, v30)
+	// v95 = div(1, v30)
 	VDIVPS Y3, Y0, Y0
 
-	// v135 = where(mask, v134, 0)
+	// v96 = where(mask, v95, 0)
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// sum(v135) over [L]
+	// sum(v96) over [L]
 	IMUL3Q       $+8, BX, BX
 	VADDPS       3200(DI)(BX*4), Y0, Y0
 	VMOVUPS      Y0, 3200(DI)(BX*4)
@@ -1138,7 +1138,7 @@ noflush_12:
 
 // func fbPass2AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $544-96
+TEXT ·fbPass2AVX2(SB), $192-96
 	MOVQ lo+0(FP), AX
 
 outer0_13:
@@ -1308,317 +1308,158 @@ blocks_14:
 	VMINPS Y5, Y4, Y4
 
 	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc22<>+0(SB), Y4, Y6
+	VMULPS lgc22<>+0(SB), Y4, Y5
 
 	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc23<>+0(SB), Y6, Y6
+	VADDPS lgc23<>+0(SB), Y5, Y5
 
 	// v56 = mul(v50, v54)
-	VMULPS Y6, Y4, Y7
+	VMULPS Y5, Y4, Y5
 
 	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS lgc24<>+0(SB), Y7, Y7
+	VADDPS lgc24<>+0(SB), Y5, Y5
 
 	// v59 = mul(v50, v57)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y5, Y4, Y5
 
 	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc25<>+0(SB), Y8, Y8
+	VADDPS lgc25<>+0(SB), Y5, Y5
 
 	// v62 = mul(v50, v60)
-	VMULPS Y8, Y4, Y9
+	VMULPS Y5, Y4, Y5
 
 	// v63 = add(0.001388888888888889, v62)
-	VADDPS  lgc26<>+0(SB), Y9, Y9
-	VMOVUPS Y5, 192(SP)
+	VADDPS lgc26<>+0(SB), Y5, Y5
 
 	// v65 = mul(v50, v63)
-	VMULPS Y9, Y4, Y5
+	VMULPS Y5, Y4, Y5
 
 	// v66 = add(0.008333333333333333, v65)
-	VADDPS  lgc27<>+0(SB), Y5, Y5
-	VMOVUPS Y6, 224(SP)
+	VADDPS lgc27<>+0(SB), Y5, Y5
 
 	// v68 = mul(v50, v66)
-	VMULPS Y5, Y4, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v69 = add(0.041666666666666664, v68)
-	VADDPS  lgc28<>+0(SB), Y6, Y6
-	VMOVUPS Y7, 256(SP)
+	VADDPS lgc28<>+0(SB), Y5, Y5
 
 	// v71 = mul(v50, v69)
-	VMULPS Y6, Y4, Y7
+	VMULPS Y5, Y4, Y5
 
 	// v72 = add(0.16666666666666666, v71)
-	VADDPS  lgc29<>+0(SB), Y7, Y7
-	VMOVUPS Y8, 288(SP)
+	VADDPS lgc29<>+0(SB), Y5, Y5
 
 	// v74 = mul(v50, v72)
-	VMULPS Y7, Y4, Y8
+	VMULPS Y5, Y4, Y5
 
 	// v75 = add(0.5, v74)
-	VADDPS  lgc14<>+0(SB), Y8, Y8
-	VMOVUPS Y9, 320(SP)
+	VADDPS lgc14<>+0(SB), Y5, Y5
 
 	// v76 = mul(v50, v50)
-	VMULPS  Y4, Y4, Y9
-	VMOVUPS Y5, 352(SP)
+	VMULPS Y4, Y4, Y4
 
 	// v77 = mul(v76, v75)
-	VMULPS  Y8, Y9, Y5
-	VMOVUPS Y6, 384(SP)
-	VMOVUPS Y7, 416(SP)
-	VMOVUPS Y4, 448(SP)
-	VMOVUPS Y9, 480(SP)
-	VMOVUPS Y8, 512(SP)
+	VMULPS Y5, Y4, Y4
 
 	// v78 = exp(v44)
-	VMAXPS       lgc4<>+0(SB), Y1, Y4
-	VMINPS       lgc5<>+0(SB), Y4, Y4
-	VMULPS       lgc6<>+0(SB), Y4, Y6
+	VMAXPS       lgc4<>+0(SB), Y1, Y5
+	VMINPS       lgc5<>+0(SB), Y5, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
 	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y6
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y4, Y4
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
 
 	// v79 = sub(v78, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y5
 
 	// v80 = sub(v79, v44)
-	VSUBPS Y1, Y4, Y4
+	VSUBPS Y1, Y5, Y5
 
 	// k3 = where(v47, v77, v80)
-	VBLENDVPS Y2, Y5, Y4, Y4
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y2, Y4, Y5, Y2
 
-	// v83 = where(mask, k3, 0)
-	VBLENDVPS Y5, Y4, Y3, Y4
+	// v82 = add(k3, v44)
+	VADDPS  Y1, Y2, Y1
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y0, Y4
 
-	// sum(v83) over [B L]
-	VADDPS  4544(BX), Y4, Y4
-	VMOVUPS Y4, 4544(BX)
-	VMOVUPS lgc30<>+0(SB), Y4
-	VMOVUPS 160(SP), Y6
+	// v84 = where(mask, k3, 0)
+	VBLENDVPS Y4, Y2, Y3, Y0
 
-	// v88 = div(0.04, v30)
-	VDIVPS Y6, Y4, Y4
+	// sum(v84) over [B L]
+	VADDPS  4544(BX), Y0, Y0
+	VMOVUPS Y0, 4544(BX)
+	VMOVUPS lgc30<>+0(SB), Y0
+	VMOVUPS 160(SP), Y2
 
-	// v89 = where(mask, v88, 0)
-	VBLENDVPS Y5, Y4, Y3, Y4
+	// v89 = div(0.04, v30)
+	VDIVPS Y2, Y0, Y0
 
-	// v90 = where(v47, v89, 0)
-	VBLENDVPS Y2, Y4, Y3, Y5
+	// v90 = where(mask, v89, 0)
+	VBLENDVPS Y4, Y0, Y3, Y0
 
-	// v91 = where(v47, 0, v89)
-	VBLENDVPS Y2, Y3, Y4, Y2
+	// v91 = ne(v90, 0)
+	VCMPPS $0x04, Y3, Y0, Y2
 
-	// v92 = neg(v91)
-	VXORPS lgc19<>+0(SB), Y2, Y4
+	// v92 = mul(v90, v82)
+	VMULPS Y1, Y0, Y1
 
-	// v93 = ne(v91, 0)
-	VCMPPS $0x04, Y3, Y2, Y6
+	// v93 = where(v91, v92, v90)
+	VBLENDVPS Y2, Y1, Y0, Y0
 
-	// v94 = mul(v91, v78)
-	VMULPS Y7, Y2, Y7
-
-	// v95 = where(v93, v94, v91)
-	VBLENDVPS Y6, Y7, Y2, Y2
-
-	// v96 = add(v92, v95)
-	VADDPS  Y2, Y4, Y2
-	VMOVUPS 512(SP), Y4
-
-	// v97 = mul(v90, v75)
-	VMULPS  Y4, Y5, Y4
-	VMOVUPS 480(SP), Y6
-
-	// v98 = mul(v90, v76)
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS 448(SP), Y6
-
-	// v99 = mul(v97, v50)
-	VMULPS Y6, Y4, Y4
-
-	// v100 = add(v99, v99)
-	VADDPS  Y4, Y4, Y4
-	VMOVUPS 416(SP), Y7
-
-	// v101 = mul(v98, v72)
-	VMULPS Y7, Y5, Y7
-
-	// v102 = mul(v98, v50)
-	VMULPS Y6, Y5, Y5
-
-	// v103 = add(v100, v101)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 384(SP), Y7
-
-	// v104 = mul(v102, v69)
-	VMULPS Y7, Y5, Y7
-
-	// v105 = mul(v102, v50)
-	VMULPS Y6, Y5, Y5
-
-	// v106 = add(v103, v104)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 352(SP), Y7
-
-	// v107 = mul(v105, v66)
-	VMULPS Y7, Y5, Y7
-
-	// v108 = mul(v105, v50)
-	VMULPS Y6, Y5, Y5
-
-	// v109 = add(v106, v107)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 320(SP), Y7
-
-	// v110 = mul(v108, v63)
-	VMULPS Y7, Y5, Y7
-
-	// v111 = mul(v108, v50)
-	VMULPS Y6, Y5, Y5
-
-	// v112 = add(v109, v110)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 288(SP), Y7
-
-	// v113 = mul(v111, v60)
-	VMULPS Y7, Y5, Y7
-
-	// v114 = mul(v111, v50)
-	VMULPS Y6, Y5, Y5
-
-	// v115 = add(v112, v113)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 256(SP), Y7
-
-	// v116 = mul(v114, v57)
-	VMULPS Y7, Y5, Y7
-
-	// v117 = mul(v114, v50)
-	VMULPS Y6, Y5, Y5
-
-	// v118 = add(v115, v116)
-	VADDPS  Y7, Y4, Y4
-	VMOVUPS 224(SP), Y7
-
-	// v119 = mul(v117, v54)
-	VMULPS Y7, Y5, Y7
-
-	// v120 = mul(v117, v50)
-	VMULPS Y6, Y5, Y5
-
-	// v121 = add(v118, v119)
-	VADDPS Y7, Y4, Y4
-
-	// v122 = mul(v120, 2.755731922398589e-07)
-	VMULPS lgc22<>+0(SB), Y5, Y5
-
-	// v123 = add(v121, v122)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS 192(SP), Y5
-	VMOVUPS lgc20<>+0(SB), Y6
-
-	// v124 = le(v49, 0.1)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v125 = ne(v49, v49)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v126 = max(v124, v125)
-	VXORPS  lgc19<>+0(SB), Y6, Y6
-	VXORPS  lgc19<>+0(SB), Y5, Y5
-	VMINPS  Y6, Y5, Y7
-	VMINPS  Y5, Y6, Y5
-	VORPS   Y7, Y5, Y5
-	VXORPS  lgc19<>+0(SB), Y5, Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
-
-	// v127 = where(v126, v123, 0)
-	VBLENDVPS Y6, Y4, Y3, Y4
-	VMOVUPS   lgc21<>+0(SB), Y5
-
-	// v128 = ge(v44, -0.1)
-	VCMPPS $0x1d, Y5, Y1, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v129 = ne(v44, v44)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
-
-	// v130 = max(v128, v129)
-	VXORPS  lgc19<>+0(SB), Y5, Y5
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMINPS  Y5, Y1, Y6
-	VMINPS  Y1, Y5, Y1
-	VORPS   Y6, Y1, Y1
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y1, Y5
-
-	// v131 = where(v130, v127, 0)
-	VBLENDVPS Y5, Y4, Y3, Y1
-
-	// v132 = add(v96, v131)
-	VADDPS Y1, Y2, Y1
-
-	// v133 = neg(v132)
-	VXORPS       lgc19<>+0(SB), Y1, Y1
+	// v94 = neg(v93)
+	VXORPS       lgc19<>+0(SB), Y0, Y0
 	MOVQ         s5+72(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y2
+	VBROADCASTSS (BX)(DI*4), Y1
 
-	// v137 = neg(v136)
-	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS 128(SP), Y4
+	// v98 = neg(v97)
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMOVUPS 128(SP), Y2
 
-	// v138 = mul(v137, v17)
-	VMULPS  Y4, Y2, Y2
-	VMOVUPS 96(SP), Y4
+	// v99 = mul(v98, v17)
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS 96(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
+	VCMPPS  $0x04, Y5, Y2, Y5
 
-	// v139 = where(v19, v138, 0)
-	VBLENDVPS Y5, Y2, Y3, Y4
+	// v100 = where(v19, v99, 0)
+	VBLENDVPS Y5, Y1, Y3, Y2
 
-	// v140 = where(v19, 0, v138)
-	VBLENDVPS Y5, Y3, Y2, Y2
+	// v101 = where(v19, 0, v99)
+	VBLENDVPS Y5, Y3, Y1, Y1
 	VMOVUPS   64(SP), Y5
 	VMOVUPS   lgc18<>+0(SB), Y6
 
-	// v141 = ge(sequenceRatio, 0.8)
+	// v102 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v142 = ne(sequenceRatio, sequenceRatio)
+	// v103 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y5, Y5, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v143 = max(v141, v142)
+	// v104 = max(v102, v103)
 	VXORPS  lgc19<>+0(SB), Y6, Y6
 	VXORPS  lgc19<>+0(SB), Y7, Y9
 	VMINPS  Y6, Y9, Y8
@@ -1628,15 +1469,15 @@ blocks_14:
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y6, Y8
 
-	// v144 = where(v143, v140, 0)
-	VBLENDVPS Y8, Y2, Y3, Y2
+	// v105 = where(v104, v101, 0)
+	VBLENDVPS Y8, Y1, Y3, Y1
 	VMOVUPS   lgc17<>+0(SB), Y6
 
-	// v145 = le(sequenceRatio, 1.2)
+	// v106 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v146 = max(v145, v142)
+	// v107 = max(v106, v103)
 	VXORPS  lgc19<>+0(SB), Y6, Y6
 	VXORPS  lgc19<>+0(SB), Y7, Y7
 	VMINPS  Y6, Y7, Y8
@@ -1646,40 +1487,38 @@ blocks_14:
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v147 = where(v146, v139, 0)
-	VBLENDVPS Y7, Y4, Y3, Y4
+	// v108 = where(v107, v100, 0)
+	VBLENDVPS Y7, Y2, Y3, Y2
 
-	// v148 = add(v144, v147)
-	VADDPS Y4, Y2, Y2
+	// v109 = add(v105, v108)
+	VADDPS Y2, Y1, Y1
 
-	// v149 = ne(v148, 0)
-	VCMPPS $0x04, Y3, Y2, Y4
+	// v110 = ne(v109, 0)
+	VCMPPS $0x04, Y3, Y1, Y2
 
-	// v150 = mul(v148, sequenceRatio)
-	VMULPS Y5, Y2, Y5
+	// v111 = mul(v109, sequenceRatio)
+	VMULPS Y5, Y1, Y5
 
-	// v151 = where(v149, v150, v148)
-	VBLENDVPS Y4, Y5, Y2, Y2
+	// v112 = where(v110, v111, v109)
+	VBLENDVPS Y2, Y5, Y1, Y1
 
-	// v152 = ne(v151, 0)
-	VCMPPS  $0x04, Y3, Y2, Y4
+	// v113 = ne(v112, 0)
+	VCMPPS  $0x04, Y3, Y1, Y2
 	VMOVUPS (SP), Y5
 
-	// v153 = div(v151, v10)
-	VDIVPS Y5, Y2, Y5
+	// v114 = div(v112, v10)
+	VDIVPS Y5, Y1, Y5
 
-	// v154 = where(v152, v153, v151)
-	VBLENDVPS Y4, Y5, Y2, Y2
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
+	// v115 = where(v113, v114, v112)
+	VBLENDVPS Y2, Y5, Y1, Y1
 
-	// v155 = where(mask, v154, 0)
-	VBLENDVPS Y4, Y2, Y3, Y0
+	// v116 = where(mask, v115, 0)
+	VBLENDVPS Y4, Y1, Y3, Y1
 
-	// v156 = add(v133, v155)
-	VADDPS Y0, Y1, Y0
+	// v117 = add(v94, v116)
+	VADDPS Y1, Y0, Y0
 
-	// gradLogProb = where(mask, v156, 0)
+	// gradLogProb = where(mask, v117, 0)
 	VBLENDVPS Y4, Y0, Y3, Y0
 
 	// store gradLogProb
@@ -1804,10 +1643,10 @@ TEXT ·fbPass3AVX2(SB), $0-64
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v85 = div(v84, v30)
+	// v86 = div(v85, v30)
 	VDIVPS Y0, Y3, Y0
 
-	// lossKLToRef = mul(0.04, v85)
+	// lossKLToRef = mul(0.04, v86)
 	VMULPS lgc30<>+0(SB), Y0, Y3
 
 	// store lossObjective

@@ -206,15 +206,15 @@ type fbScratch struct {
 	s1             []float32 // v13 = sum(v12) over L [B=8]
 	s2             float32   // v29 = sum(v28) over B,L
 	s3             float32   // v40 = sum(v39) over B,L
-	s4             float32   // v84 = sum(v83) over B,L
-	s5             []float32 // v136 = sum(v135) over L [B=8]
+	s4             float32   // v85 = sum(v84) over B,L
+	s5             []float32 // v97 = sum(v96) over L [B=8]
 	sequenceLength []float64 // accumulators of sequenceLength
 	acc13          []float64 // accumulators of v13
-	acc136         []float64 // accumulators of v136
+	acc97          []float64 // accumulators of v97
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc136: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc97: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -277,14 +277,14 @@ var fbPass1GoChunks = 1
 type fbPass1GoStates struct {
 	acc29 float64 // v29 = sum(v28) over B,L
 	acc40 float64 // v40 = sum(v39) over B,L
-	acc84 float64 // v84 = sum(v83) over B,L
+	acc85 float64 // v85 = sum(v84) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc29, b.acc29)
 	mergeSum(&a.acc40, b.acc40)
-	mergeSum(&a.acc84, b.acc84)
+	mergeSum(&a.acc85, b.acc85)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -304,10 +304,10 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c67 := float32(0.041666668)
 	c70 := float32(0.16666667)
 	half := float32(0.5)
-	c82 := float32(0.04)
+	c83 := float32(0.04)
 	acc29 := 0.0
 	acc40 := 0.0
-	acc84 := 0.0
+	acc85 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -322,13 +322,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
 			v30 := max(numValid, one)
-			v134 := one / v30
-			v135 := sel(mask, v134, zero)
-			s.acc136[iB] += float64(v135)
+			v95 := one / v30
+			v96 := sel(mask, v95, zero)
+			s.acc97[iB] += float64(v96)
 		}
 		s.s0[iB] = float32(s.sequenceLength[iB])
 		s.s1[iB] = float32(s.acc13[iB])
-		s.s5[iB] = float32(s.acc136[iB])
+		s.s5[iB] = float32(s.acc97[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
@@ -388,82 +388,43 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v79 := v78 - one
 			v80 := v79 - v44
 			k3 := sel(v47, v77, v80)
-			v83 := sel(mask, k3, zero)
-			acc84 += float64(v83)
-			v88 := c82 / v30
-			v89 := sel(mask, v88, zero)
-			v90 := sel(v47, v89, zero)
-			v91 := sel(v47, zero, v89)
-			v92 := -v91
-			v93 := b2f(v91 != zero)
-			v94 := float32(v91 * v78)
-			v95 := sel(v93, v94, v91)
-			v96 := v92 + v95
-			v97 := float32(v90 * v75)
-			v98 := float32(v90 * v76)
-			v99 := float32(v97 * v50)
-			v100 := v99 + v99
-			v101 := float32(v98 * v72)
-			v102 := float32(v98 * v50)
-			v103 := v100 + v101
-			v104 := float32(v102 * v69)
-			v105 := float32(v102 * v50)
-			v106 := v103 + v104
-			v107 := float32(v105 * v66)
-			v108 := float32(v105 * v50)
-			v109 := v106 + v107
-			v110 := float32(v108 * v63)
-			v111 := float32(v108 * v50)
-			v112 := v109 + v110
-			v113 := float32(v111 * v60)
-			v114 := float32(v111 * v50)
-			v115 := v112 + v113
-			v116 := float32(v114 * v57)
-			v117 := float32(v114 * v50)
-			v118 := v115 + v116
-			v119 := float32(v117 * v54)
-			v120 := float32(v117 * v50)
-			v121 := v118 + v119
-			v122 := float32(v120 * c51)
-			v123 := v121 + v122
-			v124 := b2f(v49 <= c46)
-			v125 := b2f(v49 != v49)
-			v126 := max(v124, v125)
-			v127 := sel(v126, v123, zero)
-			v128 := b2f(v44 >= c48)
-			v129 := b2f(v44 != v44)
-			v130 := max(v128, v129)
-			v131 := sel(v130, v127, zero)
-			v132 := v96 + v131
-			v133 := -v132
-			v136 := s.s5[iB]
-			v137 := -v136
-			v138 := float32(v137 * v17)
-			v139 := sel(v19, v138, zero)
-			v140 := sel(v19, zero, v138)
-			v141 := b2f(sequenceRatio >= c22)
-			v142 := b2f(sequenceRatio != sequenceRatio)
-			v143 := max(v141, v142)
-			v144 := sel(v143, v140, zero)
-			v145 := b2f(sequenceRatio <= c20)
-			v146 := max(v145, v142)
-			v147 := sel(v146, v139, zero)
-			v148 := v144 + v147
-			v149 := b2f(v148 != zero)
-			v150 := float32(v148 * sequenceRatio)
-			v151 := sel(v149, v150, v148)
-			v152 := b2f(v151 != zero)
-			v153 := v151 / v10
-			v154 := sel(v152, v153, v151)
-			v155 := sel(mask, v154, zero)
-			v156 := v133 + v155
-			gradLogProb := sel(mask, v156, zero)
+			v82 := k3 + v44
+			v84 := sel(mask, k3, zero)
+			acc85 += float64(v84)
+			v89 := c83 / v30
+			v90 := sel(mask, v89, zero)
+			v91 := b2f(v90 != zero)
+			v92 := float32(v90 * v82)
+			v93 := sel(v91, v92, v90)
+			v94 := -v93
+			v97 := s.s5[iB]
+			v98 := -v97
+			v99 := float32(v98 * v17)
+			v100 := sel(v19, v99, zero)
+			v101 := sel(v19, zero, v99)
+			v102 := b2f(sequenceRatio >= c22)
+			v103 := b2f(sequenceRatio != sequenceRatio)
+			v104 := max(v102, v103)
+			v105 := sel(v104, v101, zero)
+			v106 := b2f(sequenceRatio <= c20)
+			v107 := max(v106, v103)
+			v108 := sel(v107, v100, zero)
+			v109 := v105 + v108
+			v110 := b2f(v109 != zero)
+			v111 := float32(v109 * sequenceRatio)
+			v112 := sel(v110, v111, v109)
+			v113 := b2f(v112 != zero)
+			v114 := v112 / v10
+			v115 := sel(v113, v114, v112)
+			v116 := sel(mask, v115, zero)
+			v117 := v94 + v116
+			gradLogProb := sel(mask, v117, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 	st.acc29 = acc29
 	st.acc40 = acc40
-	st.acc84 = acc84
+	st.acc85 = acc85
 }
 
 // fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over B: an
@@ -476,8 +437,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
 	}
-	for k := range s.acc136 {
-		s.acc136[k] = 0.0
+	for k := range s.acc97 {
+		s.acc97[k] = 0.0
 	}
 	var st fbPass1GoStates
 	if n := min(fbPass1GoChunks, 8); n <= 1 {
@@ -494,13 +455,13 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 	s.s2 = float32(st.acc29)
 	s.s3 = float32(st.acc40)
-	s.s4 = float32(st.acc84)
+	s.s4 = float32(st.acc85)
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c82 := float32(0.04)
+	c83 := float32(0.04)
 	numValid := out.NumValid
 	v29 := s.s2
 	v30 := max(numValid, one)
@@ -509,11 +470,11 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v40 := s.s3
 	clipFraction := v40 / v30
 	out.ClipFraction = clipFraction
-	v84 := s.s4
-	v85 := v84 / v30
-	lossKLToRef := float32(c82 * v85)
+	v85 := s.s4
+	v86 := v85 / v30
+	lossKLToRef := float32(c83 * v86)
 	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v85
+	out.KLToRef = v86
 }
 
 // mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
