@@ -38,7 +38,8 @@ type bitem struct {
 	end   bool          // the end of the loop started at loop
 	n     *ir.Node
 	loop  *plan.Block
-	start int // for a loop end: the position of its start
+	start int  // for a loop end: the position of its start
+	save  bool // hoist's: store n's value in its slot (hoist.go)
 }
 
 // flatten lists a block's steps in order, each loop as start, body, end.
@@ -62,9 +63,13 @@ func flatten(bl *plan.Block, out []bitem) []bitem {
 // (spilled, or re-read where it is a load), since a register assignment cannot change from
 // one iteration to the next.
 func (pg *passGen) block() {
+	pg.runItems(pg.skipHoisted(storesLast(flatten(pg.ps.Body, nil))))
+}
+
+// runItems emits items as one block's program.
+func (pg *passGen) runItems(items []bitem) {
 	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
 	pg.innerRegs = map[string][]reg.VecVirtual{}
-	items := storesLast(flatten(pg.ps.Body, nil))
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
 	pg.items = items
 	if pg.masks == nil {
@@ -72,6 +77,7 @@ func (pg *passGen) block() {
 	}
 	pg.direct = map[int]bool{}
 	pg.countUses(items)
+	pg.reloadHoisted()
 	pg.setMaskReloads()
 	pg.ends = map[int]int{}
 	for k, it := range items {
@@ -206,6 +212,10 @@ func (pg *passGen) item(k int, it bitem) {
 	case plan.Init:
 		pg.innerInit(k, n)
 		return
+	case plan.Compute:
+		if _, read := pg.regs.vals[n.ID]; !read && !it.save && n.Op.Class() == ir.Elementwise {
+			return // nothing in this block reads it (a logsumexp twin's 2·x: its sums use (e^x)²)
+		}
 	case plan.Accumulate:
 		if pg.twins[n.ID] != nil {
 			return // accumulated with its twin
@@ -224,18 +234,20 @@ func (pg *passGen) item(k int, it bitem) {
 	for i, a := range args {
 		regsIn[i] = pg.regs.get(pg.regs.vals[a.ID])
 	}
-	switch it.kind {
-	case plan.Store:
+	switch {
+	case it.save:
+		pg.save(n, regsIn[0])
+	case it.kind == plan.Store:
 		pg.c.Comment("store " + pg.e.names[n.ID])
 		pg.store(n, regsIn[0])
-	case plan.Accumulate:
+	case it.kind == plan.Accumulate:
 		pg.c.Comment(fmt.Sprintf("%s(%s) over %v", n.Op, pg.e.names[n.Args[0].ID], n.Axes))
 		if pg.e.g.InnerReduce(n) {
 			pg.innerAccumulate(n, regsIn[0])
 		} else {
 			pg.accumulate(n, regsIn[0])
 		}
-	case plan.Finish:
+	case it.kind == plan.Finish:
 		pg.c.Comment("finish " + pg.e.names[n.ID])
 		pg.setValue(n, pg.innerFinish(n))
 	default:
@@ -295,6 +307,10 @@ func (pg *passGen) loopEnd(bl *plan.Block) {
 // arrays from memory; a logsumexp may reuse its pass's exp of the same argument).
 func (pg *passGen) reads(it bitem) []*ir.Node {
 	n := it.n
+	switch {
+	case it.save:
+		return []*ir.Node{n}
+	}
 	switch it.kind {
 	case plan.Store:
 		return []*ir.Node{n}
@@ -302,8 +318,11 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 		if pg.twins[n.ID] != nil {
 			return nil
 		}
-		if pg.guarded(n) && !pg.e.g.InnerReduce(n) && pg.sharedExp(n) != nil {
-			return []*ir.Node{n.Args[0], pg.sharedExp(n)}
+		if e := pg.sharedExp(n); pg.guarded(n) && !pg.e.g.InnerReduce(n) && e != nil {
+			if c := expCond(n, e); c != nil {
+				return []*ir.Node{n.Args[0], e, pg.condMask(c)}
+			}
+			return []*ir.Node{n.Args[0], e}
 		}
 		return []*ir.Node{n.Args[0]}
 	case plan.Finish, plan.Init, plan.Load, plan.Loop:
@@ -316,6 +335,9 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 		return []*ir.Node{n.Args[1]}
 	}
 	if maskedWhere(n) {
+		if z := zeroBranch(n); z != 0 {
+			return []*ir.Node{pg.condMask(n.Args[0]), n.Args[3-z]}
+		}
 		return []*ir.Node{pg.condMask(n.Args[0]), n.Args[1], n.Args[2]}
 	}
 	return foldedArgs(n)

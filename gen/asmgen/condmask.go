@@ -1,6 +1,8 @@
 package asmgen
 
 import (
+	"math"
+
 	"github.com/mmcloughlin/avo/reg"
 
 	"github.com/lossgen/lossgen/gen/ir"
@@ -29,6 +31,19 @@ func isCondMask(n *ir.Node) bool { return n.ID < 0 }
 
 // maskedWhere reports whether n is a where that selects by its condition's mask value.
 func maskedWhere(n *ir.Node) bool { return n.Op == ir.OpWhere && !n.Args[0].IsScalarConst() }
+
+// zeroBranch is the argument position (1 or 2) of a masked where's branch that is the
+// constant +0, or 0 when neither is. Masks are all ones or all zeros in a lane (VCMPPS's), so
+// such a where is an and (andn) of the other branch with the mask, the same bits as the
+// blend, with no zero register to hold: a masked token loss's every input and term.
+func zeroBranch(n *ir.Node) int {
+	for i := 1; i <= 2; i++ {
+		if c := n.Args[i]; c.IsScalarConst() && c.Value[0] == 0 && !math.Signbit(c.Value[0]) {
+			return i
+		}
+	}
+	return 0
+}
 
 // setMaskReloads makes every condition mask of the block recomputable from its condition.
 func (pg *passGen) setMaskReloads() {

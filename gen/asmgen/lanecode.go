@@ -209,7 +209,13 @@ func (pg *passGen) guard() (lo, hi float64) {
 // when it computes one (placed before the reduction by block), else a fresh one.
 func (pg *passGen) expOf(r *ir.Node) reg.VecVirtual {
 	if n := pg.sharedExp(r); n != nil {
-		return pg.regs.get(pg.regs.vals[n.ID])
+		e := pg.regs.get(pg.regs.vals[n.ID])
+		if c := expCond(r, n); c != nil { // e^where(c, x, −inf) = where(c, e^x, +0)
+			z := pg.ymm()
+			pg.and(e, pg.regs.get(pg.regs.vals[pg.condMask(c).ID]), z)
+			return z
+		}
+		return e
 	}
 	return pg.expf(pg.regs.get(pg.regs.vals[r.Args[0].ID]))
 }
@@ -225,6 +231,15 @@ func (pg *passGen) sharedExp(r *ir.Node) *ir.Node {
 		return n
 	}
 	return nil
+}
+
+// expCond is the condition c of a logsumexp r whose argument is where(c, x, −inf) and whose
+// shared exp is e = exp(x) (passes.MaskedArg), or nil when e is the exp of r's argument.
+func expCond(r, e *ir.Node) *ir.Node {
+	if e.Args[0] == r.Args[0] {
+		return nil
+	}
+	return r.Args[0].Args[0]
 }
 
 // invCount is 1/n in every float64 lane, n being how many elements each of r's slots has

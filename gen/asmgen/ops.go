@@ -23,7 +23,14 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 	}
 	if maskedWhere(n) { // a[0] is the condition's lane mask (condmask.go)
 		z := pg.ymm()
-		pg.blend(a[0], a[1], a[2], z)
+		switch zeroBranch(n) {
+		case 2: // where(c, x, 0): x where the mask is all ones, +0 where it is all zeros
+			pg.and(a[1], a[0], z)
+		case 1: // where(c, 0, y)
+			pg.andn(a[1], a[0], z)
+		default:
+			pg.blend(a[0], a[1], a[2], z)
+		}
 		return z
 	}
 	if z, ok := pg.compareWithMask(n, a); ok {
@@ -40,6 +47,13 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 			args[0], args[1] = args[1], args[0]
 		}
 	}
+	if (n.Op == ir.OpMin || n.Op == ir.OpMax) && isBool(n.Args[0]) && isBool(n.Args[1]) {
+		// Two comparisons' 0s and 1s: no NaN, no −0, so one VMINPS/VMAXPS is exact (an and,
+		// an or: a clamp's gradient passes where x ≥ lo or x is NaN).
+		z := pg.ymm()
+		pg.minmax(n.Op, a[0], a[1], z)
+		return z
+	}
 	if v, k, ok := constSide(n); ok && (n.Op == ir.OpMin || n.Op == ir.OpMax) {
 		// Against a constant that is neither zero nor NaN, one VMINPS/VMAXPS with the
 		// variable as the operand returned on NaN (Intel's second source) is exact.
@@ -48,6 +62,12 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 		return z
 	}
 	return ir.Elem[operand.Op](vecOps{pg.asm}, n.Op, args).(reg.VecVirtual)
+}
+
+// isBool reports whether n is a comparison: 0 or 1 in every lane, never NaN or −0.
+func isBool(n *ir.Node) bool {
+	_, ok := comparePred[n.Op]
+	return ok
 }
 
 // vecOps is ir.ElemOps on YMM registers (a second source may be a memory operand) of pg's

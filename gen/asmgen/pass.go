@@ -57,6 +57,9 @@ type passGen struct {
 	chunked  bool                   // the pass runs on a chunk of its schedule's chunked dim (lo, hi arguments)
 	flat     bool                   // chunked along the vector axis: lo and hi are element indices of it
 
+	hoisted    map[int]operand.Mem // loop-invariant values computed before the loops, by node (hoist.go)
+	invariants map[int]bool        // every node hoist computed, whose items the blocks skip
+
 	blockState
 }
 
@@ -227,6 +230,7 @@ func (pg *passGen) body() {
 		pg.block()
 		return
 	}
+	pg.hoist()
 	var labels []string
 	for d := 0; d < rank-1; d++ {
 		name := pg.dom[d].Name

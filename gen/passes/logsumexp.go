@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/lossgen/lossgen/gen/ir"
@@ -15,7 +16,8 @@ import (
 //     of its own, and its argument is in a guard range when x is (the AVX2 kernels'
 //     float64 sums carry the squares). A logsumexp that is itself a twin is no base.
 //   - the shared exp: the graph's exp(x) of a logsumexp's argument x (ClipPPO's ratio next
-//     to ESS's logsumexp of the log-weight), which a loop computing both evaluates once.
+//     to ESS's logsumexp of the log-weight), which a loop computing both evaluates once;
+//     also for an argument where(c, x, −inf) (MaskedArg), whose exp is e^x where c holds.
 //
 // Whether the two land in one loop is the plan's business: a backend pairs them only then.
 func LogSumExpPairs(g *ir.Graph) (*ir.Graph, error) {
@@ -37,6 +39,8 @@ func LogSumExpPairs(g *ir.Graph) (*ir.Graph, error) {
 		}
 		if e := exps[r.Args[0]]; e != nil {
 			shared[r] = e
+		} else if x := MaskedArg(r.Args[0]); x != nil && exps[x] != nil {
+			shared[r] = exps[x]
 		}
 		if x := doubled(r.Args[0]); x != nil {
 			for _, base := range lses[x] {
@@ -53,6 +57,15 @@ func LogSumExpPairs(g *ir.Graph) (*ir.Graph, error) {
 		}
 	}
 	return withFacts(g, func(f *ir.Facts) { f.Twin, f.Exp = twins, shared }), nil
+}
+
+// MaskedArg returns x when m is where(c, x, −inf), a logsumexp's argument over the kept
+// elements only (GRPO's ESS), whose e^m is where(c, e^x, 0); else nil.
+func MaskedArg(m *ir.Node) *ir.Node {
+	if m.Op == ir.OpWhere && m.Args[2].IsScalarConst() && math.IsInf(m.Args[2].Value[0], -1) {
+		return m.Args[1]
+	}
+	return nil
 }
 
 // doubled returns x when m is 2·x or x·2, else nil.

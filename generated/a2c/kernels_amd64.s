@@ -1173,159 +1173,188 @@ inner_A_7:
 	VADDPS  1216(BX), Y0, Y0
 	VMOVUPS Y0, 1216(BX)
 	VMOVUPS lgc43<>+0(SB), Y0
-	VMOVUPS lgc3<>+0(SB), Y2
 
 	// v40 = where(v31, 0.00048828125, 0)
-	VBLENDVPS Y6, Y0, Y2, Y8
-	VMOVUPS   Y1, 352(SP)
+	VANDPS Y0, Y6, Y2
 
 	// v41 = where(v31, 0, 0.00048828125)
-	VBLENDVPS Y6, Y2, Y0, Y0
+	VANDNPS Y0, Y6, Y0
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// v42 = ne(v40, 0)
-	VCMPPS $0x04, Y2, Y8, Y1
+	VCMPPS $0x04, Y6, Y2, Y8
 
 	// v43 = mul(v40, absDiff)
-	VMULPS Y4, Y8, Y4
+	VMULPS  Y4, Y2, Y4
+	VMOVUPS Y1, 352(SP)
 
 	// v44 = where(v42, v43, v40)
-	VBLENDVPS Y1, Y4, Y8, Y4
+	VBLENDVPS Y8, Y4, Y2, Y1
 
 	// v45 = mul(v40, v32)
-	VMULPS Y7, Y8, Y6
+	VMULPS Y7, Y2, Y4
 
 	// v46 = where(v42, v45, v40)
-	VBLENDVPS Y1, Y6, Y8, Y1
+	VBLENDVPS Y8, Y4, Y2, Y2
 
 	// v47 = add(v41, v46)
-	VADDPS Y1, Y0, Y0
+	VADDPS Y2, Y0, Y0
 
 	// v48 = mul(v44, 0.5)
-	VMULPS lgc16<>+0(SB), Y4, Y1
+	VMULPS lgc16<>+0(SB), Y1, Y1
 
 	// v49 = add(v47, v48)
 	VADDPS Y1, Y0, Y0
 
 	// v50 = gt(diff, 0)
-	VCMPPS $0x1e, Y2, Y3, Y1
+	VCMPPS $0x1e, Y6, Y3, Y1
 
 	// v51 = lt(diff, 0)
-	VCMPPS $0x11, Y2, Y3, Y4
+	VCMPPS $0x11, Y6, Y3, Y2
 
 	// v53 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc44<>+0(SB), Y6
+	VMOVUPS lgc44<>+0(SB), Y4
 
 	// v54 = where(v51, -1, v53)
-	VBLENDVPS Y4, Y6, Y3, Y3
+	VBLENDVPS Y2, Y4, Y3, Y2
 
 	// v55 = where(v50, 1, v54)
-	VBLENDVPS Y1, Y5, Y3, Y1
+	VBLENDVPS Y1, Y5, Y2, Y1
 
 	// v56 = ne(v49, 0)
-	VCMPPS $0x04, Y2, Y0, Y3
+	VCMPPS $0x04, Y6, Y0, Y2
 
 	// v57 = mul(v49, v55)
 	VMULPS Y1, Y0, Y1
 
 	// v58 = where(v56, v57, v49)
-	VBLENDVPS Y3, Y1, Y0, Y0
+	VBLENDVPS Y2, Y1, Y0, Y0
 
 	// gradStateValue = neg(v58)
 	VXORPS  lgc2<>+0(SB), Y0, Y0
 	VMOVUPS lgc45<>+0(SB), Y1
-	VMOVUPS 352(SP), Y3
+	VMOVUPS 352(SP), Y2
 
 	// v62 = div(9.765625e-06, v7)
-	VDIVPS  Y3, Y1, Y1
-	VMOVUPS 320(SP), Y4
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 320(SP), Y3
 
 	// v63 = div(v19, v7)
-	VDIVPS Y3, Y4, Y4
+	VDIVPS Y2, Y3, Y3
 
 	// v64 = mul(-9.765625e-06, v63)
-	VMULPS lgc46<>+0(SB), Y4, Y4
+	VMULPS lgc46<>+0(SB), Y3, Y3
 
 	// v65 = ne(v62, 0)
-	VCMPPS  $0x04, Y2, Y1, Y5
+	VCMPPS  $0x04, Y6, Y1, Y4
 	MOVQ    advantage+24(FP), BX
-	VMOVUPS (BX)(DI*4), Y6
+	VMOVUPS (BX)(DI*4), Y5
 
 	// v75 = mul(-0.0009765625, advantage)
-	VMULPS lgc47<>+0(SB), Y6, Y6
+	VMULPS lgc47<>+0(SB), Y5, Y5
 
 	// v76 = neg(v75)
-	VXORPS lgc2<>+0(SB), Y6, Y7
+	VXORPS lgc2<>+0(SB), Y5, Y7
 
 	// v77 = add(-9.765625e-06, v76)
 	VADDPS lgc46<>+0(SB), Y7, Y7
 
 	// v81 = ne(v77, 0)
-	VCMPPS $0x04, Y2, Y7, Y8
+	VCMPPS $0x04, Y6, Y7, Y6
 
 	// v82 = div(v77, v7)
-	VDIVPS  Y3, Y7, Y3
+	VDIVPS  Y2, Y7, Y2
 	VMOVUPS Y0, 384(SP)
-	VMOVUPS Y6, 416(SP)
 
 	// v83 = where(v81, v82, v77)
-	VBLENDVPS Y8, Y3, Y7, Y0
+	VBLENDVPS Y6, Y2, Y7, Y0
 
 	// v84 = add(v64, v83)
-	VADDPS  Y0, Y4, Y0
-	VMOVUPS Y0, 448(SP)
-	VMOVUPS lgc5<>+0(SB), Y0
-	XORQ    BX, BX
+	VADDPS     Y0, Y3, Y0
+	VMOVUPS    Y5, 416(SP)
+	VMOVUPS    Y0, 448(SP)
+	VMOVUPS    lgc5<>+0(SB), Y0
+	MOVQ       action+16(FP), BX
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    Y2, 480(SP)
+	VMOVUPS    lgc3<>+0(SB), X2
+	MOVQ       (BX)(DI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 480(SP)
+	MOVQ       8(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 484(SP)
+	MOVQ       16(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 488(SP)
+	MOVQ       24(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 492(SP)
+	MOVQ       32(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 496(SP)
+	MOVQ       40(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 500(SP)
+	MOVQ       48(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 504(SP)
+	MOVQ       56(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 508(SP)
+	VMOVUPS    480(SP), Y2
+	XORQ       BX, BX
 
 inner_A_8:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
 	VMOVUPS (SP)(R8*1), Y3
-	VMOVUPS 288(SP), Y4
+	VMOVUPS 288(SP), Y5
 
 	// v5 = sub(logits, v3)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y5, Y3, Y3
 
 	// v6 = exp(v5)
-	VMAXPS       lgc6<>+0(SB), Y3, Y4
-	VMINPS       lgc7<>+0(SB), Y4, Y4
-	VMULPS       lgc8<>+0(SB), Y4, Y6
+	VMAXPS       lgc6<>+0(SB), Y3, Y5
+	VMINPS       lgc7<>+0(SB), Y5, Y5
+	VMULPS       lgc8<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y4
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
 	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
 	VADDPS       lgc17<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y4
-	VPMAXSD      lgc18<>+0(SB), Y4, Y6
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc18<>+0(SB), Y5, Y6
 	VPMINSD      lgc19<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y4, Y4
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc19<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc19<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc19<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Y3, Y0, Y4
+	VMAXPS Y3, Y0, Y5
 
 	// v66 = mul(v62, v16)
-	VMULPS  Y4, Y1, Y4
+	VMULPS  Y5, Y1, Y5
 	VMOVUPS lgc3<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VCMPPS  $0x04, Y6, Y4, Y6
 
 	// v67 = where(v65, v66, v62)
-	VBLENDVPS Y6, Y4, Y1, Y4
+	VBLENDVPS Y6, Y5, Y1, Y5
 
 	// v68 = mul(v62, v6)
 	VMULPS Y7, Y1, Y8
@@ -1342,80 +1371,47 @@ inner_A_8:
 	VANDPS lgc17<>+0(SB), Y3, Y3
 
 	// v72 = max(v70, v71)
-	VXORPS  lgc2<>+0(SB), Y8, Y8
-	VXORPS  lgc2<>+0(SB), Y3, Y3
-	VMINPS  Y8, Y3, Y9
-	VMINPS  Y3, Y8, Y3
-	VORPS   Y9, Y3, Y3
-	VXORPS  lgc2<>+0(SB), Y3, Y3
+	VMAXPS  Y8, Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y3, Y8
 
 	// v73 = where(v72, v69, 0)
-	VBLENDVPS    Y8, Y6, Y2, Y3
+	VANDPS       Y6, Y8, Y3
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
 	VMOVD        R9, X6
 	VPBROADCASTD X6, Y6
 	VCVTDQ2PS    Y6, Y6
-	MOVQ         action+16(FP), R9
-	VMOVUPS      lgc3<>+0(SB), Y8
-	VMOVUPS      Y8, 480(SP)
-	VMOVUPS      lgc3<>+0(SB), X8
-	MOVQ         (R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X8, X8
-	VMOVSS       X8, 480(SP)
-	MOVQ         8(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X8, X8
-	VMOVSS       X8, 484(SP)
-	MOVQ         16(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X8, X8
-	VMOVSS       X8, 488(SP)
-	MOVQ         24(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X8, X8
-	VMOVSS       X8, 492(SP)
-	MOVQ         32(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X8, X8
-	VMOVSS       X8, 496(SP)
-	MOVQ         40(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X8, X8
-	VMOVSS       X8, 500(SP)
-	MOVQ         48(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X8, X8
-	VMOVSS       X8, 504(SP)
-	MOVQ         56(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X8, X8
-	VMOVSS       X8, 508(SP)
-	VMOVUPS      480(SP), Y8
 
 	// v79 = eq(v78, action)
-	VCMPPS  $0x00, Y8, Y6, Y6
+	VCMPPS  $0x00, Y2, Y6, Y6
 	VMOVUPS 416(SP), Y8
 
 	// v80 = where(v79, v75, 0)
-	VBLENDVPS Y6, Y8, Y2, Y6
-	VMOVUPS   448(SP), Y8
+	VANDPS  Y8, Y6, Y6
+	VMOVUPS 448(SP), Y8
 
 	// v85 = add(v67, v84)
-	VADDPS Y8, Y4, Y4
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y8
 
 	// v86 = ne(v85, 0)
-	VCMPPS $0x04, Y2, Y4, Y8
+	VCMPPS $0x04, Y8, Y5, Y8
 
 	// v87 = mul(v85, v6)
-	VMULPS  Y7, Y4, Y7
+	VMULPS  Y7, Y5, Y7
 	VMOVUPS Y6, 512(SP)
 
 	// v88 = where(v86, v87, v85)
-	VBLENDVPS Y8, Y7, Y4, Y4
+	VBLENDVPS Y8, Y7, Y5, Y5
 
 	// v89 = add(v73, v88)
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS 512(SP), Y4
+	VADDPS  Y5, Y3, Y3
+	VMOVUPS 512(SP), Y5
 
 	// gradLogits = add(v80, v89)
-	VADDPS Y3, Y4, Y3
+	VADDPS Y3, Y5, Y3
 
 	// store gradLogits
 	VMOVUPS Y3, 128(SP)(R8*1)

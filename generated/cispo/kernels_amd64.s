@@ -6,7 +6,7 @@
 
 // func pass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $64-48
+TEXT ·pass0AVX2(SB), $32-48
 	XORQ AX, AX
 
 outer0_1:
@@ -24,10 +24,9 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
-	VMOVUPS   lgc0<>+0(SB), Y3
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y2, Y3, Y2
+	VANDPS Y2, Y1, Y2
 
 	// sum(v3) over [B L]
 	MOVQ    state+8(FP), BX
@@ -37,100 +36,98 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y2, Y3, Y2
-	MOVQ      sampleLogProb+24(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VANDPS  Y2, Y1, Y2
+	MOVQ    sampleLogProb+24(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y4, Y3, Y4
-	MOVQ      advantage+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y5
+	VANDPS  Y3, Y1, Y3
+	MOVQ    advantage+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VBLENDVPS Y1, Y5, Y3, Y5
+	VANDPS Y4, Y1, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y4, Y2, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
+	VSUBPS  Y3, Y2, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y6, Y7, Y7
-	VMOVUPS lgc3<>+0(SB), Y8
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y7, Y8, Y7
-	VMOVUPS Y4, (SP)
-	VMOVUPS Y7, 32(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y3, (SP)
 
 	// v16 = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y6, Y4
-	VMINPS       lgc5<>+0(SB), Y4, Y4
-	VMULPS       lgc6<>+0(SB), Y4, Y7
+	VMAXPS       lgc4<>+0(SB), Y5, Y3
+	VMINPS       lgc5<>+0(SB), Y3, Y3
+	VMULPS       lgc6<>+0(SB), Y3, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y3
 	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
-	VMULPS       Y4, Y4, Y9
-	VFMADD213PS  Y4, Y9, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y8
+	VMULPS       Y3, Y3, Y9
+	VFMADD213PS  Y3, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y7
+	VCVTPS2DQ    Y7, Y3
+	VPMAXSD      lgc15<>+0(SB), Y3, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y4, Y4
+	VPSUBD       Y7, Y3, Y3
 	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y7, Y8, Y8
-	VMULPS       Y4, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y4
-	VBLENDVPS    Y4, Y6, Y8, Y8
-	VMOVUPS      lgc17<>+0(SB), Y4
+	VMULPS       Y3, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y3
+	VBLENDVPS    Y3, Y5, Y8, Y8
+	VMOVUPS      lgc17<>+0(SB), Y3
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y4, Y4
+	VMAXPS  Y8, Y3, Y3
 	VMOVUPS lgc18<>+0(SB), Y7
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y4, Y7, Y4
+	VMINPS Y3, Y7, Y3
 
 	// v22 = mul(ratioClip, v10)
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y3, Y3
 
 	// v23 = mul(v22, v6)
-	VMULPS Y2, Y4, Y4
+	VMULPS Y2, Y3, Y3
 
 	// v24 = neg(v23)
-	VXORPS lgc19<>+0(SB), Y4, Y4
+	VXORPS lgc19<>+0(SB), Y3, Y3
 
 	// v25 = where(mask, v24, 0)
-	VBLENDVPS Y1, Y4, Y3, Y4
+	VANDPS Y3, Y1, Y3
 
 	// sum(v25) over [L]
 	XORQ    DI, DI
 	MOVQ    AX, R8
 	ADDQ    R8, DI
 	IMUL3Q  $+8, DI, R8
-	VADDPS  1024(BX)(R8*4), Y4, Y4
-	VMOVUPS Y4, 1024(BX)(R8*4)
+	VADDPS  1024(BX)(R8*4), Y3, Y3
+	VMOVUPS Y3, 1024(BX)(R8*4)
 
 	// sum(mask) over [L]
 	IMUL3Q  $+8, DI, R8
 	VADDPS  2048(BX)(R8*4), Y0, Y0
 	VMOVUPS Y0, 2048(BX)(R8*4)
-	VMOVUPS 32(SP), Y0
 
 	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y6, Y0, Y0
+	VCMPPS $0x04, Y5, Y6, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// v32 = where(mask, v31, 0)
-	VBLENDVPS Y1, Y0, Y3, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v32) over [B L]
 	VADDPS  2624(BX), Y0, Y0
@@ -141,7 +138,7 @@ blocks_2:
 	VSUBPS Y2, Y0, Y0
 
 	// v37 = where(mask, v36, 0)
-	VBLENDVPS Y1, Y0, Y3, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v37) over [B L]
 	VADDPS  2944(BX), Y0, Y0
@@ -150,7 +147,7 @@ blocks_2:
 	VMOVUPS (R8)(SI*4), Y0
 
 	// v41 = where(mask, entropy, 0)
-	VBLENDVPS Y1, Y0, Y3, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v41) over [B L]
 	VADDPS  3264(BX), Y0, Y2
@@ -160,7 +157,7 @@ blocks_2:
 	VMULPS lgc20<>+0(SB), Y0, Y0
 
 	// v46 = where(mask, v45, 0)
-	VBLENDVPS Y1, Y0, Y3, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v46) over [L]
 	IMUL3Q  $+8, DI, SI
@@ -169,65 +166,36 @@ blocks_2:
 	VMOVUPS lgc21<>+0(SB), Y0
 
 	// v51 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y6, Y0, Y0
+	VBLENDVPS Y1, Y5, Y0, Y0
 
 	// logsumexp(v51) over [B L]
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       4608(BX), Y1, Y1
-	VMOVUPS      Y1, 4608(BX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4416(BX), Y1, Y3
-	VMOVUPD      Y3, 4416(BX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       4736(BX), Y1, Y1
-	VMOVUPD      Y1, 4736(BX)
-	VADDPD       4448(BX), Y2, Y1
-	VMOVUPD      Y1, 4448(BX)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       4768(BX), Y1, Y1
-	VMOVUPD      Y1, 4768(BX)
-
-	// v55 = mul(2, v51)
-	VMULPS       lgc24<>+0(SB), Y0, Y0
+	VANDPS       Y8, Y1, Y1
+	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       4608(BX), Y2, Y2
+	VMOVUPS      Y2, 4608(BX)
+	VCVTPS2PD    X1, Y0
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       4416(BX), Y0, Y2
+	VMOVUPD      Y2, 4416(BX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       4736(BX), Y0, Y0
+	VMOVUPD      Y0, 4736(BX)
+	VADDPD       4448(BX), Y1, Y0
+	VMOVUPD      Y0, 4448(BX)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       4768(BX), Y0, Y0
+	VMOVUPD      Y0, 4768(BX)
 	DECQ         DX
 	JNZ          noflush_3
 	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -242,8 +210,8 @@ blocks_2:
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -256,8 +224,8 @@ blocks_2:
 	VMOVUPS      Y0, 1024(DX)(SI*4)
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2048(DX)(SI*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -269,8 +237,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(DX)(SI*4)
 	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -282,8 +250,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(DX)
 	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -295,8 +263,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2944(DX)
 	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -309,8 +277,8 @@ blocks_2:
 	VMOVUPS      Y0, 3264(DX)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4032(DX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -331,8 +299,8 @@ noflush_3:
 	JL           blocks_2
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -347,8 +315,8 @@ noflush_3:
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -361,8 +329,8 @@ noflush_3:
 	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2048(CX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -374,8 +342,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(CX)(BX*4)
 	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -387,8 +355,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(CX)
 	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -400,8 +368,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2944(CX)
 	VMOVUPS      3264(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -414,8 +382,8 @@ noflush_3:
 	VMOVUPS      Y0, 3264(CX)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4032(CX)(DX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -674,35 +642,25 @@ DATA lgc23<>+24(SB)/4, $0x42b00000
 DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x40000000
-DATA lgc24<>+4(SB)/4, $0x40000000
-DATA lgc24<>+8(SB)/4, $0x40000000
-DATA lgc24<>+12(SB)/4, $0x40000000
-DATA lgc24<>+16(SB)/4, $0x40000000
-DATA lgc24<>+20(SB)/4, $0x40000000
-DATA lgc24<>+24(SB)/4, $0x40000000
-DATA lgc24<>+28(SB)/4, $0x40000000
+DATA lgc24<>+0(SB)/4, $0x7fffffff
+DATA lgc24<>+4(SB)/4, $0x7fffffff
+DATA lgc24<>+8(SB)/4, $0x7fffffff
+DATA lgc24<>+12(SB)/4, $0x7fffffff
+DATA lgc24<>+16(SB)/4, $0x7fffffff
+DATA lgc24<>+20(SB)/4, $0x7fffffff
+DATA lgc24<>+24(SB)/4, $0x7fffffff
+DATA lgc24<>+28(SB)/4, $0x7fffffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/4, $0x7f7fffff
+DATA lgc25<>+4(SB)/4, $0x7f7fffff
+DATA lgc25<>+8(SB)/4, $0x7f7fffff
+DATA lgc25<>+12(SB)/4, $0x7f7fffff
+DATA lgc25<>+16(SB)/4, $0x7f7fffff
+DATA lgc25<>+20(SB)/4, $0x7f7fffff
+DATA lgc25<>+24(SB)/4, $0x7f7fffff
+DATA lgc25<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -733,7 +691,7 @@ TEXT ·pass1AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v54 = mul(2, v53)
-	VMULPS       lgc24<>+0(SB), Y5, Y5
+	VMULPS       lgc26<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -777,7 +735,7 @@ TEXT ·pass1AVX2(SB), $0-80
 	VDIVPS Y1, Y8, Y1
 
 	// ess = where(v59, v60, 0)
-	VBLENDVPS Y0, Y1, Y5, Y0
+	VANDPS Y1, Y0, Y0
 
 	// store clipFraction
 	MOVQ   clipFraction+48(FP), AX
@@ -796,6 +754,16 @@ TEXT ·pass1AVX2(SB), $0-80
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
+
+DATA lgc26<>+0(SB)/4, $0x40000000
+DATA lgc26<>+4(SB)/4, $0x40000000
+DATA lgc26<>+8(SB)/4, $0x40000000
+DATA lgc26<>+12(SB)/4, $0x40000000
+DATA lgc26<>+16(SB)/4, $0x40000000
+DATA lgc26<>+20(SB)/4, $0x40000000
+DATA lgc26<>+24(SB)/4, $0x40000000
+DATA lgc26<>+28(SB)/4, $0x40000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
 // Requires: AVX
@@ -835,8 +803,8 @@ blocks_4:
 	JNZ          noflush_5
 	MOVQ         state+16(FP), CX
 	VMOVUPS      5248(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -847,8 +815,8 @@ blocks_4:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(CX)
 	VMOVUPS      5568(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -869,8 +837,8 @@ noflush_5:
 	JL           blocks_4
 	MOVQ         state+16(FP), AX
 	VMOVUPS      5248(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -881,8 +849,8 @@ noflush_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(AX)
 	VMOVUPS      5568(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -932,8 +900,8 @@ blocks_7:
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+16(FP), BX
 	VMOVUPS      704(BX)(DX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -957,8 +925,8 @@ noflush_8:
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+16(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -996,33 +964,32 @@ blocks_10:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y2
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  1408(BX), Y0, Y0
-	VMOVUPS Y0, 1408(BX)
+	VADDPS  1408(BX), Y2, Y2
+	VMOVUPS Y2, 1408(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	MOVQ      sampleLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y3
+	VANDPS  Y2, Y1, Y2
+	MOVQ    sampleLogProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	MOVQ      advantage+40(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VANDPS  Y3, Y1, Y3
+	MOVQ    advantage+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VANDPS Y4, Y1, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y0, Y5
+	VSUBPS  Y3, Y2, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
@@ -1075,13 +1042,13 @@ blocks_10:
 	VMULPS Y4, Y3, Y3
 
 	// v23 = mul(v22, v6)
-	VMULPS Y0, Y3, Y4
+	VMULPS Y2, Y3, Y4
 
 	// v24 = neg(v23)
 	VXORPS lgc19<>+0(SB), Y4, Y4
 
 	// v25 = where(mask, v24, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VANDPS Y4, Y1, Y4
 
 	// sum(v25) over [L]
 	XORQ         DI, DI
@@ -1092,151 +1059,116 @@ blocks_10:
 	VMOVUPS      Y4, 2176(BX)(R8*4)
 	MOVQ         s1+48(FP), R8
 	VBROADCASTSS (R8)(DI*4), Y4
-	VMOVUPS      lgc1<>+0(SB), Y6
 
 	// v28 = max(v27, 1)
-	VMAXPS  Y4, Y6, Y4
-	VMOVUPS 32(SP), Y6
+	VMAXPS  Y4, Y0, Y0
+	VMOVUPS 32(SP), Y4
 
 	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y5, Y4, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v32 = where(mask, v31, 0)
-	VBLENDVPS Y1, Y6, Y2, Y6
+	VANDPS Y4, Y1, Y4
 
 	// sum(v32) over [B L]
-	VADDPS  2752(BX), Y6, Y6
-	VMOVUPS Y6, 2752(BX)
-	VMOVUPS (SP), Y6
+	VADDPS  2752(BX), Y4, Y4
+	VMOVUPS Y4, 2752(BX)
+	VMOVUPS (SP), Y4
 
 	// v36 = sub(v8, v6)
-	VSUBPS Y0, Y6, Y0
+	VSUBPS Y2, Y4, Y2
 
 	// v37 = where(mask, v36, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y2, Y1, Y2
 
 	// sum(v37) over [B L]
-	VADDPS  3072(BX), Y0, Y0
-	VMOVUPS Y0, 3072(BX)
+	VADDPS  3072(BX), Y2, Y2
+	VMOVUPS Y2, 3072(BX)
 	MOVQ    entropy+56(FP), R8
-	VMOVUPS (R8)(SI*4), Y0
+	VMOVUPS (R8)(SI*4), Y2
 
 	// v41 = where(mask, entropy, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y2, Y1, Y2
 
 	// sum(v41) over [B L]
-	VADDPS  3392(BX), Y0, Y6
-	VMOVUPS Y6, 3392(BX)
+	VADDPS  3392(BX), Y2, Y4
+	VMOVUPS Y4, 3392(BX)
 
 	// v45 = mul(-0.01, v41)
-	VMULPS lgc20<>+0(SB), Y0, Y0
+	VMULPS lgc20<>+0(SB), Y2, Y2
 
 	// v46 = where(mask, v45, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y2, Y1, Y2
 
 	// sum(v46) over [L]
 	IMUL3Q  $+8, DI, DI
-	VADDPS  4160(BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, 4160(BX)(DI*4)
-	VMOVUPS lgc21<>+0(SB), Y0
+	VADDPS  4160(BX)(DI*4), Y2, Y2
+	VMOVUPS Y2, 4160(BX)(DI*4)
+	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v51 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y5, Y0, Y0
+	VBLENDVPS Y1, Y5, Y2, Y2
 	VMOVUPS   Y3, 64(SP)
-	VMOVUPS   Y4, 96(SP)
+	VMOVUPS   Y0, 96(SP)
 
 	// logsumexp(v51) over [B L]
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       4736(BX), Y1, Y1
-	VMOVUPS      Y1, 4736(BX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4544(BX), Y1, Y3
+	VANDPS       Y7, Y1, Y0
+	VCMPPS       $0x15, lgc22<>+0(SB), Y2, Y3
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y2, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc21<>+0(SB), Y2, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       4736(BX), Y3, Y3
+	VMOVUPS      Y3, 4736(BX)
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4544(BX), Y2, Y3
 	VMOVUPD      Y3, 4544(BX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       4864(BX), Y1, Y1
-	VMOVUPD      Y1, 4864(BX)
-	VADDPD       4576(BX), Y2, Y1
-	VMOVUPD      Y1, 4576(BX)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       4896(BX), Y1, Y1
-	VMOVUPD      Y1, 4896(BX)
-
-	// v55 = mul(2, v51)
-	VMULPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS lgc27<>+0(SB), Y0
-	VMOVUPS 96(SP), Y1
+	VMULPD       Y2, Y2, Y2
+	VADDPD       4864(BX), Y2, Y2
+	VMOVUPD      Y2, 4864(BX)
+	VADDPD       4576(BX), Y0, Y2
+	VMOVUPD      Y2, 4576(BX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       4896(BX), Y0, Y0
+	VMOVUPD      Y0, 4896(BX)
+	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      96(SP), Y2
 
 	// v63 = div(0.125, v28)
-	VDIVPS    Y1, Y0, Y0
-	MOVQ      mask+8(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VMOVUPS   lgc0<>+0(SB), Y1
+	VDIVPS Y2, Y0, Y0
 
 	// v64 = where(mask, v63, 0)
-	VBLENDVPS Y2, Y0, Y1, Y0
+	VANDPS Y0, Y1, Y0
 
 	// v65 = mul(v64, -0.01)
-	VMULPS lgc20<>+0(SB), Y0, Y3
+	VMULPS lgc20<>+0(SB), Y0, Y2
 
 	// gradEntropy = where(mask, v65, 0)
-	VBLENDVPS Y2, Y3, Y1, Y3
+	VANDPS Y2, Y1, Y2
 
 	// v67 = neg(v64)
-	VXORPS lgc19<>+0(SB), Y0, Y0
+	VXORPS  lgc19<>+0(SB), Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v68 = ne(v67, 0)
-	VCMPPS  $0x04, Y1, Y0, Y4
-	VMOVUPS 64(SP), Y5
+	VCMPPS  $0x04, Y3, Y0, Y3
+	VMOVUPS 64(SP), Y4
 
 	// v69 = mul(v67, v22)
-	VMULPS Y5, Y0, Y5
+	VMULPS Y4, Y0, Y4
 
 	// v70 = where(v68, v69, v67)
-	VBLENDVPS Y4, Y5, Y0, Y0
+	VBLENDVPS Y3, Y4, Y0, Y0
 
 	// gradLogProb = where(mask, v70, 0)
-	VBLENDVPS Y2, Y0, Y1, Y0
+	VANDPS Y0, Y1, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y2, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+72(FP), BX
@@ -1245,8 +1177,8 @@ blocks_10:
 	JNZ          noflush_11
 	MOVQ         state+16(FP), DX
 	VMOVUPS      1408(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1261,8 +1193,8 @@ blocks_10:
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2176(DX)(SI*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1274,8 +1206,8 @@ blocks_10:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)(SI*4)
 	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1287,8 +1219,8 @@ blocks_10:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(DX)
 	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1300,8 +1232,8 @@ blocks_10:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(DX)
 	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1314,8 +1246,8 @@ blocks_10:
 	VMOVUPS      Y0, 3392(DX)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4160(DX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1336,8 +1268,8 @@ noflush_11:
 	JL           blocks_10
 	MOVQ         state+16(FP), CX
 	VMOVUPS      1408(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1352,8 +1284,8 @@ noflush_11:
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2176(CX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1365,8 +1297,8 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)(BX*4)
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1378,8 +1310,8 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1391,8 +1323,8 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(CX)
 	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1405,8 +1337,8 @@ noflush_11:
 	VMOVUPS      Y0, 3392(CX)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4160(CX)(DX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1464,7 +1396,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v54 = mul(2, v53)
-	VMULPS       lgc24<>+0(SB), Y5, Y5
+	VMULPS       lgc26<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1508,7 +1440,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VDIVPS Y1, Y8, Y1
 
 	// ess = where(v59, v60, 0)
-	VBLENDVPS Y0, Y1, Y5, Y0
+	VANDPS Y1, Y0, Y0
 
 	// store clipFraction
 	MOVQ   clipFraction+48(FP), AX
@@ -1566,8 +1498,8 @@ blocks_12:
 	JNZ          noflush_13
 	MOVQ         state+16(FP), CX
 	VMOVUPS      5376(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1578,8 +1510,8 @@ blocks_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5376(CX)
 	VMOVUPS      5696(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1600,8 +1532,8 @@ noflush_13:
 	JL           blocks_12
 	MOVQ         state+16(FP), AX
 	VMOVUPS      5376(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1612,8 +1544,8 @@ noflush_13:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5376(AX)
 	VMOVUPS      5696(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0

@@ -172,7 +172,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.r61_ok)
 		runtime.Fill(st.r63_s, 0)
 		runtime.SetMask(st.p1_ok)
-		pass1AVX2(lo, hi, &s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+		pass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 	}
 	n := min(pass1Chunks, 512)
 	if n <= 1 {
@@ -398,7 +398,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r61_ok)
 		runtime.Fill(st.r63_s, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, hi, &s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
+		fbPass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
 	}
 	n := min(fbPass1Chunks, 512)
 	if n <= 1 {

@@ -14,7 +14,7 @@ func pass0AVX2(lo int, hi int, advantage *float32, state *float64)
 // in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
+func pass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 
 // pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
 // Go.
@@ -32,7 +32,7 @@ func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64)
 // loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
+func fbPass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
 
 // fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
 // in Go.

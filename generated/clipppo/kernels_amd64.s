@@ -133,41 +133,45 @@ DATA lgc3<>+24(SB)/4, $0x00000000
 DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
+// func pass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $32-96
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_5
-
-blocks_4:
-	MOVQ         s1+16(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+TEXT ·pass1AVX2(SB), $64-96
+	// values every block reads alike, computed once
+	MOVQ         s1+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
 
 	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         advantage+24(FP), DX
-	XORQ         SI, SI
-	ADDQ         AX, SI
-	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         s0+32(FP), DX
-	VBROADCASTSS (DX)(BX*4), Y2
-
-	// v4 = sub(advantage, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	VSQRTPS Y0, Y0
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    $+8, CX
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_5
+
+blocks_4:
+	MOVQ         advantage+24(FP), DX
+	XORQ         BX, BX
+	ADDQ         AX, BX
+	VMOVUPS      (DX)(BX*4), Y0
+	MOVQ         s0+32(FP), DX
+	XORQ         SI, SI
+	VBROADCASTSS (DX)(SI*4), Y1
+
+	// v4 = sub(advantage, mean)
+	VSUBPS  Y1, Y0, Y0
+	VMOVUPS (SP), Y1
 
 	// advantageNormalized = div(v4, v6)
-	VDIVPS  Y0, Y1, Y0
+	VDIVPS  Y1, Y0, Y0
 	MOVQ    logProb+40(FP), DX
-	VMOVUPS (DX)(SI*4), Y1
+	VMOVUPS (DX)(BX*4), Y1
 	MOVQ    sampleLogProb+48(FP), DX
-	VMOVUPS (DX)(SI*4), Y2
+	VMOVUPS (DX)(BX*4), Y2
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y2, Y1, Y3
@@ -220,7 +224,7 @@ blocks_4:
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, (SP)
+	VMOVUPS Y7, 32(SP)
 
 	// ratioClipped = where(v17, v19, v21)
 	VBLENDVPS Y5, Y6, Y8, Y5
@@ -250,8 +254,8 @@ blocks_4:
 	// mean(v28) over [B]
 	VADDPS  1920(DX), Y0, Y0
 	VMOVUPS Y0, 1920(DX)
-	MOVQ    entropy+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y0
+	MOVQ    entropy+64(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
 
 	// v32 = mul(-0.01, entropy)
 	VMULPS lgc24<>+0(SB), Y0, Y1
@@ -263,18 +267,18 @@ blocks_4:
 	// mean(v32) over [B]
 	VADDPS  2560(DX), Y1, Y0
 	VMOVUPS Y0, 2560(DX)
-	MOVQ    valueTarget+72(FP), BX
-	VMOVUPS (BX)(SI*4), Y0
-	MOVQ    stateValue+80(FP), BX
-	VMOVUPS (BX)(SI*4), Y1
+	MOVQ    valueTarget+72(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
+	MOVQ    stateValue+80(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y1, Y0, Y2
 
 	// l2 = mul(diff, diff)
 	VMULPS  Y2, Y2, Y4
-	MOVQ    oldStateValue+88(FP), BX
-	VMOVUPS (BX)(SI*4), Y5
+	MOVQ    oldStateValue+88(FP), SI
+	VMOVUPS (SI)(BX*4), Y5
 
 	// v40 = sub(stateValue, oldStateValue)
 	VSUBPS  Y5, Y1, Y1
@@ -378,7 +382,7 @@ blocks_4:
 	VFMADD231PD  Y4, Y0, Y2
 	VMOVUPD      Y1, 4128(DX)
 	VMOVUPD      Y2, 4320(DX)
-	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
 	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
@@ -401,9 +405,6 @@ blocks_4:
 	VMULPD       Y0, Y0, Y0
 	VADDPD       4832(DX), Y0, Y0
 	VMOVUPD      Y0, 4832(DX)
-
-	// v62 = mul(2, logWeight)
-	VMULPS       lgc30<>+0(SB), Y3, Y0
 	DECQ         CX
 	JNZ          noflush_6
 	MOVQ         state+56(FP), CX
@@ -505,7 +506,7 @@ noflush_6:
 	ADDQ $+8, AX
 	CMPQ AX, $+4096
 	JGE  chunkdone_5
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_4
 
 chunkdone_5:
@@ -865,16 +866,6 @@ DATA lgc29<>+24(SB)/4, $0xff800000
 DATA lgc29<>+28(SB)/4, $0xff800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x40000000
-DATA lgc30<>+4(SB)/4, $0x40000000
-DATA lgc30<>+8(SB)/4, $0x40000000
-DATA lgc30<>+12(SB)/4, $0x40000000
-DATA lgc30<>+16(SB)/4, $0x40000000
-DATA lgc30<>+20(SB)/4, $0x40000000
-DATA lgc30<>+24(SB)/4, $0x40000000
-DATA lgc30<>+28(SB)/4, $0x40000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
 // func pass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-48
@@ -883,7 +874,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc31<>+0(SB), Y0, Y0
+	VADDPS       lgc30<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -897,7 +888,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v64 = mul(2, logSumW)
-	VMULPS       lgc30<>+0(SB), Y1, Y1
+	VMULPS       lgc31<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -947,14 +938,24 @@ TEXT ·pass2AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x34000000
-DATA lgc31<>+4(SB)/4, $0x34000000
-DATA lgc31<>+8(SB)/4, $0x34000000
-DATA lgc31<>+12(SB)/4, $0x34000000
-DATA lgc31<>+16(SB)/4, $0x34000000
-DATA lgc31<>+20(SB)/4, $0x34000000
-DATA lgc31<>+24(SB)/4, $0x34000000
-DATA lgc31<>+28(SB)/4, $0x34000000
+DATA lgc30<>+0(SB)/4, $0x34000000
+DATA lgc30<>+4(SB)/4, $0x34000000
+DATA lgc30<>+8(SB)/4, $0x34000000
+DATA lgc30<>+12(SB)/4, $0x34000000
+DATA lgc30<>+16(SB)/4, $0x34000000
+DATA lgc30<>+20(SB)/4, $0x34000000
+DATA lgc30<>+24(SB)/4, $0x34000000
+DATA lgc30<>+28(SB)/4, $0x34000000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x40000000
+DATA lgc31<>+4(SB)/4, $0x40000000
+DATA lgc31<>+8(SB)/4, $0x40000000
+DATA lgc31<>+12(SB)/4, $0x40000000
+DATA lgc31<>+16(SB)/4, $0x40000000
+DATA lgc31<>+20(SB)/4, $0x40000000
+DATA lgc31<>+24(SB)/4, $0x40000000
+DATA lgc31<>+28(SB)/4, $0x40000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 DATA lgc32<>+0(SB)/4, $0x45800000
@@ -1060,41 +1061,45 @@ chunkdone_8:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
+// func fbPass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $288-120
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_11
-
-blocks_10:
-	MOVQ         s1+16(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+TEXT ·fbPass1AVX2(SB), $320-120
+	// values every block reads alike, computed once
+	MOVQ         s1+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
 
 	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         advantage+24(FP), DX
-	XORQ         SI, SI
-	ADDQ         AX, SI
-	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         s0+32(FP), DX
-	VBROADCASTSS (DX)(BX*4), Y2
-
-	// v4 = sub(advantage, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	VSQRTPS Y0, Y0
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    $+8, CX
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_11
+
+blocks_10:
+	MOVQ         advantage+24(FP), DX
+	XORQ         BX, BX
+	ADDQ         AX, BX
+	VMOVUPS      (DX)(BX*4), Y0
+	MOVQ         s0+32(FP), DX
+	XORQ         SI, SI
+	VBROADCASTSS (DX)(SI*4), Y1
+
+	// v4 = sub(advantage, mean)
+	VSUBPS  Y1, Y0, Y0
+	VMOVUPS (SP), Y1
 
 	// advantageNormalized = div(v4, v6)
-	VDIVPS  Y0, Y1, Y0
+	VDIVPS  Y1, Y0, Y0
 	MOVQ    logProb+40(FP), DX
-	VMOVUPS (DX)(SI*4), Y1
+	VMOVUPS (DX)(BX*4), Y1
 	MOVQ    sampleLogProb+48(FP), DX
-	VMOVUPS (DX)(SI*4), Y2
+	VMOVUPS (DX)(BX*4), Y2
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y2, Y1, Y3
@@ -1147,7 +1152,7 @@ blocks_10:
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, (SP)
+	VMOVUPS Y7, 32(SP)
 
 	// ratioClipped = where(v17, v19, v21)
 	VBLENDVPS Y5, Y6, Y8, Y6
@@ -1177,8 +1182,8 @@ blocks_10:
 	// mean(v28) over [B]
 	VADDPS  1920(DX), Y1, Y1
 	VMOVUPS Y1, 1920(DX)
-	MOVQ    entropy+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y1
+	MOVQ    entropy+64(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v32 = mul(-0.01, entropy)
 	VMULPS lgc24<>+0(SB), Y1, Y2
@@ -1190,18 +1195,18 @@ blocks_10:
 	// mean(v32) over [B]
 	VADDPS  2560(DX), Y2, Y1
 	VMOVUPS Y1, 2560(DX)
-	MOVQ    valueTarget+72(FP), BX
-	VMOVUPS (BX)(SI*4), Y1
-	MOVQ    stateValue+80(FP), BX
-	VMOVUPS (BX)(SI*4), Y2
+	MOVQ    valueTarget+72(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
+	MOVQ    stateValue+80(FP), SI
+	VMOVUPS (SI)(BX*4), Y2
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y2, Y1, Y4
 
 	// l2 = mul(diff, diff)
 	VMULPS  Y4, Y4, Y6
-	MOVQ    oldStateValue+88(FP), BX
-	VMOVUPS (BX)(SI*4), Y7
+	MOVQ    oldStateValue+88(FP), SI
+	VMOVUPS (SI)(BX*4), Y7
 
 	// v40 = sub(stateValue, oldStateValue)
 	VSUBPS  Y7, Y2, Y2
@@ -1209,7 +1214,7 @@ blocks_10:
 
 	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y2, Y8, Y8
-	VMOVUPS Y5, 32(SP)
+	VMOVUPS Y5, 64(SP)
 	VMOVUPS lgc26<>+0(SB), Y5
 
 	// v44 = min(v43, 0.2) tie=first
@@ -1218,8 +1223,8 @@ blocks_10:
 	// v45 = ne(v40, v44)
 	VCMPPS  $0x04, Y5, Y2, Y9
 	VANDPS  lgc18<>+0(SB), Y9, Y9
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y2, 96(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y2, 128(SP)
 
 	// mean(v45) over [B]
 	VADDPS  2880(DX), Y9, Y0
@@ -1248,8 +1253,8 @@ blocks_10:
 	// mean(v52) over [B]
 	VADDPS  3200(DX), Y5, Y5
 	VMOVUPS Y5, 3200(DX)
-	VMOVUPS Y8, 128(SP)
-	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y8, 160(SP)
+	VMOVUPS Y0, 192(SP)
 
 	// var(diff) over [B]
 	VCVTPS2PD    X4, Y0
@@ -1310,10 +1315,10 @@ blocks_10:
 	VFMADD231PD  Y7, Y1, Y5
 	VMOVUPD      Y0, 4128(DX)
 	VMOVUPD      Y5, 4320(DX)
-	VMOVUPS      Y4, 192(SP)
-	VMOVUPS      Y6, 224(SP)
-	VMOVUPS      Y2, 256(SP)
-	VMOVUPS      (SP), Y0
+	VMOVUPS      Y4, 224(SP)
+	VMOVUPS      Y6, 256(SP)
+	VMOVUPS      Y2, 288(SP)
+	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
 	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
@@ -1324,207 +1329,183 @@ blocks_10:
 	VANDPS       4672(DX), Y1, Y1
 	VMOVUPS      Y1, 4672(DX)
 	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4480(DX), Y1, Y2
-	VMOVUPD      Y2, 4480(DX)
+	VEXTRACTF128 $0x01, Y0, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4480(DX), Y1, Y3
+	VMOVUPD      Y3, 4480(DX)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       4800(DX), Y1, Y1
 	VMOVUPD      Y1, 4800(DX)
-	VADDPD       4512(DX), Y0, Y1
+	VADDPD       4512(DX), Y2, Y1
 	VMOVUPD      Y1, 4512(DX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       4832(DX), Y0, Y0
-	VMOVUPD      Y0, 4832(DX)
-
-	// v62 = mul(2, logWeight)
-	VMULPS  lgc30<>+0(SB), Y3, Y0
-	VMOVUPS 224(SP), Y0
-	VMOVUPS 256(SP), Y1
+	VMULPD       Y2, Y2, Y1
+	VADDPD       4832(DX), Y1, Y1
+	VMOVUPD      Y1, 4832(DX)
+	VMOVUPS      256(SP), Y1
+	VMOVUPS      288(SP), Y2
 
 	// v71 = eq(l2, l22)
-	VCMPPS $0x00, Y1, Y0, Y2
+	VCMPPS $0x00, Y2, Y1, Y3
 
 	// v72 = lt(l2, l22)
-	VCMPPS  $0x11, Y1, Y0, Y3
-	VMOVUPS lgc33<>+0(SB), Y4
-	VMOVUPS lgc34<>+0(SB), Y5
+	VCMPPS  $0x11, Y2, Y1, Y4
+	VMOVUPS lgc33<>+0(SB), Y5
+	VMOVUPS lgc34<>+0(SB), Y6
 
 	// v73 = where(v71, 0.00012207031, 0.00024414063)
-	VBLENDVPS Y2, Y4, Y5, Y6
-	VMOVUPS   lgc3<>+0(SB), Y7
+	VBLENDVPS Y3, Y5, Y6, Y7
 
 	// v74 = where(v72, 0, v73)
-	VBLENDVPS Y3, Y7, Y6, Y3
+	VANDNPS Y7, Y4, Y4
 
 	// v75 = ge(l2, l22)
-	VCMPPS $0x1d, Y1, Y0, Y0
+	VCMPPS $0x1d, Y2, Y1, Y1
 
 	// v76 = where(v71, 0.00012207031, 0)
-	VBLENDVPS Y2, Y4, Y7, Y1
+	VANDPS Y5, Y3, Y2
 
 	// v77 = where(v75, v76, 0.00024414063)
-	VBLENDVPS Y0, Y1, Y5, Y0
+	VBLENDVPS Y1, Y2, Y6, Y1
+	VMOVUPS   lgc3<>+0(SB), Y2
 
 	// v78 = ne(v77, 0)
-	VCMPPS  $0x04, Y7, Y0, Y1
-	VMOVUPS 160(SP), Y2
+	VCMPPS  $0x04, Y2, Y1, Y3
+	VMOVUPS 192(SP), Y5
 
 	// v79 = mul(v77, diff2)
-	VMULPS Y2, Y0, Y2
+	VMULPS Y5, Y1, Y5
 
 	// v80 = where(v78, v79, v77)
-	VBLENDVPS Y1, Y2, Y0, Y0
+	VBLENDVPS Y3, Y5, Y1, Y1
 
 	// v81 = add(v80, v80)
-	VADDPS Y0, Y0, Y0
-
-	// v82 = neg(v81)
-	VXORPS  lgc23<>+0(SB), Y0, Y0
-	VMOVUPS 128(SP), Y1
-	VMOVUPS lgc26<>+0(SB), Y2
-
-	// v83 = le(v43, 0.2)
-	VCMPPS $0x12, Y2, Y1, Y2
-	VANDPS lgc18<>+0(SB), Y2, Y2
-
-	// v84 = ne(v43, v43)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc18<>+0(SB), Y1, Y1
-
-	// v85 = max(v83, v84)
-	VXORPS  lgc23<>+0(SB), Y2, Y2
-	VXORPS  lgc23<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y4
-	VMINPS  Y1, Y2, Y1
-	VORPS   Y4, Y1, Y1
-	VXORPS  lgc23<>+0(SB), Y1, Y1
-	VMOVUPS lgc3<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y1, Y2
-
-	// v86 = where(v85, v82, 0)
-	VBLENDVPS Y2, Y0, Y7, Y0
-	VMOVUPS   96(SP), Y1
-	VMOVUPS   lgc25<>+0(SB), Y2
-
-	// v87 = ge(v40, -0.2)
-	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc18<>+0(SB), Y2, Y2
-
-	// v88 = ne(v40, v40)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc18<>+0(SB), Y1, Y1
-
-	// v89 = max(v87, v88)
-	VXORPS  lgc23<>+0(SB), Y2, Y2
-	VXORPS  lgc23<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y4
-	VMINPS  Y1, Y2, Y1
-	VORPS   Y4, Y1, Y1
-	VXORPS  lgc23<>+0(SB), Y1, Y1
-	VMOVUPS lgc3<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y1, Y2
-
-	// v90 = where(v89, v86, 0)
-	VBLENDVPS Y2, Y0, Y7, Y0
-
-	// v91 = ne(v74, 0)
-	VCMPPS  $0x04, Y7, Y3, Y1
-	VMOVUPS 192(SP), Y2
-
-	// v92 = mul(v74, diff)
-	VMULPS Y2, Y3, Y2
-
-	// v93 = where(v91, v92, v74)
-	VBLENDVPS Y1, Y2, Y3, Y1
-
-	// v94 = add(v93, v93)
 	VADDPS Y1, Y1, Y1
 
-	// v95 = neg(v94)
-	VXORPS lgc23<>+0(SB), Y1, Y1
+	// v82 = neg(v81)
+	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VMOVUPS 160(SP), Y3
+	VMOVUPS lgc26<>+0(SB), Y5
 
-	// gradStateValue = add(v90, v95)
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS 64(SP), Y1
-
-	// v99 = mul(-0.00024414063, advantageNormalized)
-	VMULPS  lgc35<>+0(SB), Y1, Y1
-	VMOVUPS 32(SP), Y2
-	VMOVUPS lgc3<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y2, Y3
-
-	// v100 = where(v17, v99, 0)
-	VBLENDVPS Y3, Y1, Y7, Y2
-
-	// v101 = where(v17, 0, v99)
-	VBLENDVPS Y3, Y7, Y1, Y1
-	VMOVUPS   (SP), Y3
-	VMOVUPS   lgc22<>+0(SB), Y4
-
-	// v102 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y4, Y3, Y4
-	VANDPS lgc18<>+0(SB), Y4, Y4
-
-	// v103 = ne(ratio, ratio)
-	VCMPPS $0x04, Y3, Y3, Y5
+	// v83 = le(v43, 0.2)
+	VCMPPS $0x12, Y5, Y3, Y5
 	VANDPS lgc18<>+0(SB), Y5, Y5
 
-	// v104 = max(v102, v103)
-	VXORPS  lgc23<>+0(SB), Y4, Y4
-	VXORPS  lgc23<>+0(SB), Y5, Y8
-	VMINPS  Y4, Y8, Y6
-	VMINPS  Y8, Y4, Y4
-	VORPS   Y6, Y4, Y4
-	VXORPS  lgc23<>+0(SB), Y4, Y4
-	VMOVUPS lgc3<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y4, Y6
+	// v84 = ne(v43, v43)
+	VCMPPS $0x04, Y3, Y3, Y3
+	VANDPS lgc18<>+0(SB), Y3, Y3
 
-	// v105 = where(v104, v101, 0)
-	VBLENDVPS Y6, Y1, Y7, Y1
-	VMOVUPS   lgc21<>+0(SB), Y4
+	// v85 = max(v83, v84)
+	VMAXPS  Y5, Y3, Y3
+	VMOVUPS lgc3<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v106 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y3, Y4
-	VANDPS lgc18<>+0(SB), Y4, Y4
+	// v86 = where(v85, v82, 0)
+	VANDPS  Y1, Y5, Y1
+	VMOVUPS 128(SP), Y3
+	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v107 = max(v106, v103)
-	VXORPS  lgc23<>+0(SB), Y4, Y4
-	VXORPS  lgc23<>+0(SB), Y5, Y5
-	VMINPS  Y4, Y5, Y6
-	VMINPS  Y5, Y4, Y4
-	VORPS   Y6, Y4, Y4
-	VXORPS  lgc23<>+0(SB), Y4, Y4
+	// v87 = ge(v40, -0.2)
+	VCMPPS $0x1d, Y5, Y3, Y5
+	VANDPS lgc18<>+0(SB), Y5, Y5
+
+	// v88 = ne(v40, v40)
+	VCMPPS $0x04, Y3, Y3, Y3
+	VANDPS lgc18<>+0(SB), Y3, Y3
+
+	// v89 = max(v87, v88)
+	VMAXPS  Y5, Y3, Y3
+	VMOVUPS lgc3<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
+
+	// v90 = where(v89, v86, 0)
+	VANDPS Y1, Y5, Y1
+
+	// v91 = ne(v74, 0)
+	VCMPPS  $0x04, Y2, Y4, Y3
+	VMOVUPS 224(SP), Y5
+
+	// v92 = mul(v74, diff)
+	VMULPS Y5, Y4, Y5
+
+	// v93 = where(v91, v92, v74)
+	VBLENDVPS Y3, Y5, Y4, Y3
+
+	// v94 = add(v93, v93)
+	VADDPS Y3, Y3, Y3
+
+	// v95 = neg(v94)
+	VXORPS lgc23<>+0(SB), Y3, Y3
+
+	// gradStateValue = add(v90, v95)
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 96(SP), Y3
+
+	// v99 = mul(-0.00024414063, advantageNormalized)
+	VMULPS  lgc35<>+0(SB), Y3, Y3
+	VMOVUPS 64(SP), Y4
 	VMOVUPS lgc3<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
+	// v100 = where(v17, v99, 0)
+	VANDPS Y3, Y5, Y4
+
+	// v101 = where(v17, 0, v99)
+	VANDNPS Y3, Y5, Y3
+	VMOVUPS lgc22<>+0(SB), Y5
+
+	// v102 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y5, Y0, Y5
+	VANDPS lgc18<>+0(SB), Y5, Y5
+
+	// v103 = ne(ratio, ratio)
+	VCMPPS $0x04, Y0, Y0, Y6
+	VANDPS lgc18<>+0(SB), Y6, Y6
+
+	// v104 = max(v102, v103)
+	VMAXPS  Y5, Y6, Y5
+	VMOVUPS lgc3<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y5, Y7
+
+	// v105 = where(v104, v101, 0)
+	VANDPS  Y3, Y7, Y3
+	VMOVUPS lgc21<>+0(SB), Y5
+
+	// v106 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y5, Y0, Y5
+	VANDPS lgc18<>+0(SB), Y5, Y5
+
+	// v107 = max(v106, v103)
+	VMAXPS  Y5, Y6, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
+
 	// v108 = where(v107, v100, 0)
-	VBLENDVPS Y5, Y2, Y7, Y2
+	VANDPS Y4, Y6, Y4
 
 	// v109 = add(v105, v108)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y4, Y3, Y3
 
 	// v110 = ne(v109, 0)
-	VCMPPS $0x04, Y7, Y1, Y2
+	VCMPPS $0x04, Y2, Y3, Y2
 
 	// v111 = mul(v109, ratio)
-	VMULPS Y3, Y1, Y3
+	VMULPS Y0, Y3, Y0
 
 	// gradLogProb = where(v110, v111, v109)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y2, Y0, Y3, Y0
 	VMOVUPS   lgc36<>+0(SB), Y2
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), DX
-	VMOVUPS Y0, (DX)(SI*4)
+	VMOVUPS Y1, (DX)(BX*4)
 
 	// store gradLogProb
 	MOVQ    gradLogProb+104(FP), DX
-	VMOVUPS Y1, (DX)(SI*4)
+	VMOVUPS Y0, (DX)(BX*4)
 
 	// store gradEntropy
 	MOVQ         gradEntropy+112(FP), DX
-	VMOVUPS      Y2, (DX)(SI*4)
+	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_12
 	MOVQ         state+56(FP), CX
@@ -1626,7 +1607,7 @@ noflush_12:
 	ADDQ $+8, AX
 	CMPQ AX, $+4096
 	JGE  chunkdone_11
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_10
 
 chunkdone_11:
@@ -1774,7 +1755,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc31<>+0(SB), Y0, Y0
+	VADDPS       lgc30<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1788,7 +1769,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v64 = mul(2, logSumW)
-	VMULPS       lgc30<>+0(SB), Y1, Y1
+	VMULPS       lgc31<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 

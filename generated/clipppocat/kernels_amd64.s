@@ -601,25 +601,22 @@ inner_A_3:
 	VBLENDVPS    Y3, Y6, Y7, Y6
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X2, Y3
+	VCVTPS2PD    X2, Y1
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VANDPD       Y4, Y3, Y3
-	VADDPD       23104(CX)(BX*8), Y3, Y4
-	VMOVUPD      Y4, 23104(CX)(BX*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       28416(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 28416(CX)(BX*8)
+	VANDPD       Y4, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y3
+	VMOVUPD      Y3, 23104(CX)(BX*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
 	VANDPD       Y5, Y2, Y2
-	VADDPD       23136(CX)(BX*8), Y2, Y3
-	VMOVUPD      Y3, 23136(CX)(BX*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28448(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28448(CX)(BX*8)
-
-	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 24(SP), Y1
+	VADDPD       23136(CX)(BX*8), Y2, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28448(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28448(CX)(BX*8)
+	VMOVUPS      24(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -642,7 +639,7 @@ blocks_4:
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc56<>+0(SB), Y1
+	VMOVUPS    lgc55<>+0(SB), Y1
 	VMASKMOVPS (BX)(SI*4), Y1, Y2
 	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
 	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
@@ -1135,23 +1132,20 @@ inner_A_5:
 	VORPS        Y4, Y3, Y3
 	VANDPS       26624(BX), Y3, Y3
 	VMOVUPS      Y3, 26624(BX)
-	VCVTPS2PD    X2, Y3
+	VCVTPS2PD    X2, Y1
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y3, Y4
-	VMOVUPD      Y4, 23104(BX)(DI*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       28416(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y2, Y3
-	VMOVUPD      Y3, 23136(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28448(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28448(BX)(DI*8)
-
-	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 376(SP), Y1
+	VADDPD       23104(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 23104(BX)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28448(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28448(BX)(DI*8)
+	VMOVUPS      376(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -1166,7 +1160,7 @@ inner_A_5:
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1178,7 +1172,7 @@ inner_A_5:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1191,7 +1185,7 @@ inner_A_5:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1204,7 +1198,7 @@ inner_A_5:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1217,7 +1211,7 @@ inner_A_5:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1230,7 +1224,7 @@ inner_A_5:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1251,7 +1245,7 @@ noflush_6:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1263,7 +1257,7 @@ noflush_6:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1276,7 +1270,7 @@ noflush_6:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1289,7 +1283,7 @@ noflush_6:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1302,7 +1296,7 @@ noflush_6:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1315,7 +1309,7 @@ noflush_6:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1876,35 +1870,25 @@ DATA lgc54<>+24(SB)/4, $0xffffffff
 DATA lgc54<>+28(SB)/4, $0xffffffff
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x40000000
-DATA lgc55<>+4(SB)/4, $0x40000000
-DATA lgc55<>+8(SB)/4, $0x40000000
-DATA lgc55<>+12(SB)/4, $0x40000000
-DATA lgc55<>+16(SB)/4, $0x40000000
-DATA lgc55<>+20(SB)/4, $0x40000000
-DATA lgc55<>+24(SB)/4, $0x40000000
-DATA lgc55<>+28(SB)/4, $0x40000000
+DATA lgc55<>+0(SB)/4, $0xffffffff
+DATA lgc55<>+4(SB)/4, $0xffffffff
+DATA lgc55<>+8(SB)/4, $0x00000000
+DATA lgc55<>+12(SB)/4, $0x00000000
+DATA lgc55<>+16(SB)/4, $0x00000000
+DATA lgc55<>+20(SB)/4, $0x00000000
+DATA lgc55<>+24(SB)/4, $0x00000000
+DATA lgc55<>+28(SB)/4, $0x00000000
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0xffffffff
-DATA lgc56<>+4(SB)/4, $0xffffffff
-DATA lgc56<>+8(SB)/4, $0x00000000
-DATA lgc56<>+12(SB)/4, $0x00000000
-DATA lgc56<>+16(SB)/4, $0x00000000
-DATA lgc56<>+20(SB)/4, $0x00000000
-DATA lgc56<>+24(SB)/4, $0x00000000
-DATA lgc56<>+28(SB)/4, $0x00000000
+DATA lgc56<>+0(SB)/4, $0x7f7fffff
+DATA lgc56<>+4(SB)/4, $0x7f7fffff
+DATA lgc56<>+8(SB)/4, $0x7f7fffff
+DATA lgc56<>+12(SB)/4, $0x7f7fffff
+DATA lgc56<>+16(SB)/4, $0x7f7fffff
+DATA lgc56<>+20(SB)/4, $0x7f7fffff
+DATA lgc56<>+24(SB)/4, $0x7f7fffff
+DATA lgc56<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
-
-DATA lgc57<>+0(SB)/4, $0x7f7fffff
-DATA lgc57<>+4(SB)/4, $0x7f7fffff
-DATA lgc57<>+8(SB)/4, $0x7f7fffff
-DATA lgc57<>+12(SB)/4, $0x7f7fffff
-DATA lgc57<>+16(SB)/4, $0x7f7fffff
-DATA lgc57<>+20(SB)/4, $0x7f7fffff
-DATA lgc57<>+24(SB)/4, $0x7f7fffff
-DATA lgc57<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1921,7 +1905,7 @@ blocks_7:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc58<>+0(SB), Y0, Y0
+	VADDPS  lgc57<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1935,7 +1919,7 @@ blocks_7:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
+	VMULPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1984,7 +1968,7 @@ blocks_7:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2015,7 +1999,7 @@ chunkdone_8:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc58<>+0(SB), Y0, Y0
+	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2031,7 +2015,7 @@ chunkdone_8:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS     lgc55<>+0(SB), Y1, Y1
+	VMULPS     lgc58<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -2087,7 +2071,7 @@ notail_10:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2102,14 +2086,24 @@ notail_10:
 	VZEROUPPER
 	RET
 
-DATA lgc58<>+0(SB)/4, $0x34000000
-DATA lgc58<>+4(SB)/4, $0x34000000
-DATA lgc58<>+8(SB)/4, $0x34000000
-DATA lgc58<>+12(SB)/4, $0x34000000
-DATA lgc58<>+16(SB)/4, $0x34000000
-DATA lgc58<>+20(SB)/4, $0x34000000
-DATA lgc58<>+24(SB)/4, $0x34000000
-DATA lgc58<>+28(SB)/4, $0x34000000
+DATA lgc57<>+0(SB)/4, $0x34000000
+DATA lgc57<>+4(SB)/4, $0x34000000
+DATA lgc57<>+8(SB)/4, $0x34000000
+DATA lgc57<>+12(SB)/4, $0x34000000
+DATA lgc57<>+16(SB)/4, $0x34000000
+DATA lgc57<>+20(SB)/4, $0x34000000
+DATA lgc57<>+24(SB)/4, $0x34000000
+DATA lgc57<>+28(SB)/4, $0x34000000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+
+DATA lgc58<>+0(SB)/4, $0x40000000
+DATA lgc58<>+4(SB)/4, $0x40000000
+DATA lgc58<>+8(SB)/4, $0x40000000
+DATA lgc58<>+12(SB)/4, $0x40000000
+DATA lgc58<>+16(SB)/4, $0x40000000
+DATA lgc58<>+20(SB)/4, $0x40000000
+DATA lgc58<>+24(SB)/4, $0x40000000
+DATA lgc58<>+28(SB)/4, $0x40000000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
@@ -2141,7 +2135,7 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1784-120
+TEXT ·fbPass0AVX2(SB), $1720-120
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -2740,96 +2734,93 @@ inner_A_13:
 	VBLENDVPS    Y3, Y6, Y7, Y6
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X6
-	VCVTPS2PD    X6, Y6
-	VANDPD       Y4, Y3, Y3
-	VADDPD       23104(CX)(BX*8), Y3, Y4
+	VCVTPS2PD    X2, Y1
+	VEXTRACTF128 $0x01, Y2, X3
+	VCVTPS2PD    X3, Y3
+	VANDPD       Y4, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y4
 	VMOVUPD      Y4, 23104(CX)(BX*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       28416(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 28416(CX)(BX*8)
-	VANDPD       Y5, Y6, Y6
-	VADDPD       23136(CX)(BX*8), Y6, Y3
-	VMOVUPD      Y3, 23136(CX)(BX*8)
-	VMULPD       Y6, Y6, Y3
-	VADDPD       28448(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 28448(CX)(BX*8)
-
-	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 472(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y1, Y3
-	VMOVUPS lgc60<>+0(SB), Y1
-	VMOVUPS lgc0<>+0(SB), Y4
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
+	VANDPD       Y5, Y3, Y3
+	VADDPD       23136(CX)(BX*8), Y3, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y3, Y3, Y1
+	VADDPD       28448(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28448(CX)(BX*8)
+	VMOVUPS      472(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VCMPPS       $0x04, Y3, Y1, Y3
+	VMOVUPS      lgc60<>+0(SB), Y1
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
-	VBLENDVPS Y3, Y1, Y4, Y5
+	VANDPS Y1, Y3, Y4
 
 	// v89 = where(v64, 0, 3.7114014251781474e-05)
-	VBLENDVPS Y3, Y4, Y1, Y1
+	VANDNPS Y1, Y3, Y1
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v90 = ne(v88, 0)
-	VCMPPS  $0x04, Y4, Y5, Y3
+	VCMPPS  $0x04, Y3, Y4, Y5
 	VMOVUPS 408(SP), Y6
 
 	// v91 = mul(v88, absDiff)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y6, Y4, Y6
 
 	// v92 = where(v90, v91, v88)
-	VBLENDVPS Y3, Y6, Y5, Y6
+	VBLENDVPS Y5, Y6, Y4, Y6
 	VMOVUPS   376(SP), Y7
 
 	// v93 = mul(v88, v65)
-	VMULPS Y7, Y5, Y7
+	VMULPS Y7, Y4, Y7
 
 	// v94 = where(v90, v93, v88)
-	VBLENDVPS Y3, Y7, Y5, Y3
+	VBLENDVPS Y5, Y7, Y4, Y4
 
 	// v95 = add(v89, v94)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y4, Y1, Y1
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc27<>+0(SB), Y6, Y3
+	VMULPS lgc27<>+0(SB), Y6, Y4
 
 	// v97 = add(v95, v96)
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS 440(SP), Y3
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS 440(SP), Y4
 
 	// v98 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	VCMPPS $0x1e, Y3, Y4, Y5
 
 	// v99 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	VCMPPS $0x11, Y3, Y4, Y6
 
 	// v101 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc61<>+0(SB), Y7
 
 	// v102 = where(v99, -1, v101)
-	VBLENDVPS Y6, Y7, Y3, Y3
+	VBLENDVPS Y6, Y7, Y4, Y4
 	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v103 = where(v98, 1, v102)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v104 = ne(v97, 0)
-	VCMPPS $0x04, Y4, Y1, Y5
+	VCMPPS $0x04, Y3, Y1, Y5
 
 	// v105 = mul(v97, v103)
-	VMULPS Y3, Y1, Y3
+	VMULPS Y4, Y1, Y4
 
 	// v106 = where(v104, v105, v97)
-	VBLENDVPS Y5, Y3, Y1, Y1
+	VBLENDVPS Y5, Y4, Y1, Y1
 
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc62<>+0(SB), Y3
+	VMOVUPS lgc62<>+0(SB), Y4
 	VMOVUPS 184(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
-	VDIVPS  Y5, Y3, Y3
+	VDIVPS  Y5, Y4, Y4
 	VMOVUPS 344(SP), Y6
 
 	// v111 = div(v55, v25)
@@ -2839,7 +2830,7 @@ inner_A_13:
 	VMULPS lgc63<>+0(SB), Y6, Y6
 
 	// v113 = ne(v110, 0)
-	VCMPPS  $0x04, Y4, Y3, Y7
+	VCMPPS  $0x04, Y3, Y4, Y7
 	VMOVUPS 24(SP), Y8
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
@@ -2850,64 +2841,54 @@ inner_A_13:
 	VCMPPS  $0x04, Y9, Y1, Y9
 
 	// v124 = where(v39, v123, 0)
-	VBLENDVPS Y9, Y8, Y4, Y1
-	VMOVUPS   Y7, 536(SP)
-	VMOVUPS   Y3, 568(SP)
+	VANDPS  Y8, Y9, Y1
+	VMOVUPS Y7, 536(SP)
 
 	// v125 = where(v39, 0, v123)
-	VBLENDVPS Y9, Y4, Y8, Y3
-	VMOVUPS   lgc50<>+0(SB), Y7
+	VANDNPS Y8, Y9, Y7
+	VMOVUPS lgc50<>+0(SB), Y8
 
 	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y2, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
-
-	// v127 = ne(ratio, ratio)
-	VCMPPS $0x04, Y2, Y2, Y8
+	VCMPPS $0x1d, Y8, Y2, Y8
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
+	// v127 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y2, Y2, Y9
+	VANDPS  lgc2<>+0(SB), Y9, Y9
+	VMOVUPS Y4, 568(SP)
+
 	// v128 = max(v126, v127)
-	VXORPS  lgc14<>+0(SB), Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y8, Y10
-	VMINPS  Y7, Y10, Y9
-	VMINPS  Y10, Y7, Y7
-	VORPS   Y9, Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y7, Y7
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y7, Y9
+	VMAXPS  Y8, Y9, Y4
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y4, Y8
 
 	// v129 = where(v128, v125, 0)
-	VBLENDVPS Y9, Y3, Y4, Y3
-	VMOVUPS   lgc49<>+0(SB), Y7
+	VANDPS  Y7, Y8, Y4
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// v130 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y7, Y2, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v131 = max(v130, v127)
-	VXORPS  lgc14<>+0(SB), Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y8, Y8
-	VMINPS  Y7, Y8, Y9
-	VMINPS  Y8, Y7, Y7
-	VORPS   Y9, Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VMAXPS  Y7, Y9, Y7
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v132 = where(v131, v124, 0)
-	VBLENDVPS Y8, Y1, Y4, Y1
+	VANDPS Y1, Y8, Y1
 
 	// v133 = add(v129, v132)
-	VADDPS Y1, Y3, Y1
+	VADDPS Y1, Y4, Y1
 
 	// v134 = ne(v133, 0)
-	VCMPPS $0x04, Y4, Y1, Y3
+	VCMPPS $0x04, Y3, Y1, Y4
 
 	// v135 = mul(v133, ratio)
 	VMULPS Y2, Y1, Y2
 
 	// v136 = where(v134, v135, v133)
-	VBLENDVPS Y3, Y2, Y1, Y1
+	VBLENDVPS Y4, Y2, Y1, Y1
 
 	// v137 = neg(v136)
 	VXORPS lgc14<>+0(SB), Y1, Y2
@@ -2916,38 +2897,37 @@ inner_A_13:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v142 = ne(v138, 0)
-	VCMPPS $0x04, Y4, Y2, Y3
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v143 = div(v138, v25)
-	VDIVPS Y5, Y2, Y5
+	VDIVPS Y5, Y2, Y4
 
 	// v144 = where(v142, v143, v138)
-	VBLENDVPS Y3, Y5, Y2, Y2
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v145 = add(v112, v144)
 	VADDPS     Y2, Y6, Y2
-	VMOVUPS    Y2, 600(SP)
-	VMOVUPS    lgc16<>+0(SB), Y2
+	VMOVUPS    lgc16<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
-	VMOVUPS    lgc0<>+0(SB), Y3
-	VMOVUPS    Y3, 632(SP)
-	VMOVUPS    lgc0<>+0(SB), X3
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VMOVUPS    Y4, 600(SP)
+	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (CX)(DX*8), BX
-	VCVTSI2SSQ BX, X3, X3
-	VMOVSS     X3, 632(SP)
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 600(SP)
 	MOVQ       8(CX)(DX*8), BX
-	VCVTSI2SSQ BX, X3, X3
-	VMOVSS     X3, 636(SP)
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 604(SP)
 	MOVQ       16(CX)(DX*8), BX
-	VCVTSI2SSQ BX, X3, X3
-	VMOVSS     X3, 640(SP)
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 608(SP)
 	MOVQ       24(CX)(DX*8), BX
-	VCVTSI2SSQ BX, X3, X3
-	VMOVSS     X3, 644(SP)
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 612(SP)
 	MOVQ       32(CX)(DX*8), BX
-	VCVTSI2SSQ BX, X3, X3
-	VMOVSS     X3, 648(SP)
-	VMOVUPS    632(SP), Y3
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 616(SP)
+	VMOVUPS    600(SP), Y4
 	XORQ       CX, CX
 
 inner_A_14:
@@ -2998,7 +2978,7 @@ inner_A_14:
 	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS  Y5, Y2, Y6
+	VMAXPS  Y5, Y3, Y6
 	VMOVUPS 568(SP), Y7
 
 	// v114 = mul(v110, v52)
@@ -3012,16 +2992,16 @@ inner_A_14:
 
 	// v116 = mul(v110, v24)
 	VMULPS  Y8, Y7, Y9
-	VMOVUPS Y8, 664(SP)
-	VMOVUPS Y6, 696(SP)
-	VMOVUPS Y5, 728(SP)
+	VMOVUPS Y8, 632(SP)
+	VMOVUPS Y6, 664(SP)
+	VMOVUPS Y5, 696(SP)
 
 	// v117 = where(v113, v116, v110)
 	VBLENDVPS Y10, Y9, Y7, Y5
-	VMOVUPS   728(SP), Y6
+	VMOVUPS   696(SP), Y6
 
 	// v118 = ge(v23, -3.4028235e+38)
-	VCMPPS $0x1d, Y2, Y6, Y7
+	VCMPPS $0x1d, Y3, Y6, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v119 = ne(v23, v23)
@@ -3029,17 +3009,12 @@ inner_A_14:
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v120 = max(v118, v119)
-	VXORPS  lgc14<>+0(SB), Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y6, Y6
-	VMINPS  Y7, Y6, Y8
-	VMINPS  Y6, Y7, Y6
-	VORPS   Y8, Y6, Y6
-	VXORPS  lgc14<>+0(SB), Y6, Y6
+	VMAXPS  Y7, Y6, Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v121 = where(v120, v117, 0)
-	VBLENDVPS    Y7, Y5, Y4, Y5
+	VANDPS       Y5, Y7, Y5
 	XORQ         BX, BX
 	MOVQ         CX, DI
 	ADDQ         DI, BX
@@ -3048,48 +3023,48 @@ inner_A_14:
 	VCVTDQ2PS    Y6, Y6
 
 	// v140 = eq(v139, action)
-	VCMPPS $0x00, Y3, Y6, Y6
+	VCMPPS $0x00, Y4, Y6, Y6
 
 	// v141 = where(v140, v136, 0)
-	VBLENDVPS Y6, Y1, Y4, Y6
-	VMOVUPS   696(SP), Y7
-	VMOVUPS   600(SP), Y8
+	VANDPS  Y1, Y6, Y6
+	VMOVUPS 664(SP), Y7
 
 	// v146 = add(v115, v145)
-	VADDPS Y8, Y7, Y7
+	VADDPS  Y2, Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y8
 
 	// v147 = ne(v146, 0)
-	VCMPPS  $0x04, Y4, Y7, Y8
-	VMOVUPS 664(SP), Y9
+	VCMPPS  $0x04, Y8, Y7, Y8
+	VMOVUPS 632(SP), Y9
 
 	// v148 = mul(v146, v24)
 	VMULPS  Y9, Y7, Y9
-	VMOVUPS Y6, 760(SP)
-	VMOVUPS Y5, 792(SP)
+	VMOVUPS Y6, 728(SP)
+	VMOVUPS Y5, 760(SP)
 
 	// v149 = where(v147, v148, v146)
 	VBLENDVPS Y8, Y9, Y7, Y5
-	VMOVUPS   792(SP), Y6
+	VMOVUPS   760(SP), Y6
 
 	// v150 = add(v121, v149)
 	VADDPS  Y5, Y6, Y5
-	VMOVUPS 760(SP), Y6
+	VMOVUPS 728(SP), Y6
 
 	// gradLogits = add(v141, v150)
 	VADDPS Y5, Y6, Y5
 
 	// store gradLogits
 	MOVQ    gradLogits+80(FP), BX
-	VMOVUPS Y5, 824(SP)
-	MOVL    824(SP), DI
+	VMOVUPS Y5, 792(SP)
+	MOVL    792(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    828(SP), DI
+	MOVL    796(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    832(SP), DI
+	MOVL    800(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    836(SP), DI
+	MOVL    804(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    840(SP), DI
+	MOVL    808(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
@@ -3123,7 +3098,7 @@ blocks_15:
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc56<>+0(SB), Y1
+	VMOVUPS    lgc55<>+0(SB), Y1
 	VMASKMOVPS (BX)(SI*4), Y1, Y2
 	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
 	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
@@ -3156,8 +3131,8 @@ blocks_15:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 856(SP)
-	VMOVUPS    Y4, 888(SP)
+	VMOVUPS    Y6, 824(SP)
+	VMOVUPS    Y4, 856(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	XORQ       DI, DI
@@ -3234,8 +3209,8 @@ blocks_15:
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS lgc14<>+0(SB), Y4
-	VXORPS  856(SP), Y4, Y5
-	VXORPS  888(SP), Y4, Y6
+	VXORPS  824(SP), Y4, Y5
+	VXORPS  856(SP), Y4, Y6
 	VMINPS  Y5, Y6, Y7
 	VMINPS  Y6, Y5, Y6
 	VORPS   Y7, Y6, Y6
@@ -3249,8 +3224,8 @@ blocks_15:
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPD lgc15<>+0(SB), Y5
 	VMOVUPD lgc15<>+0(SB), Y6
-	VMOVUPS Y2, 984(SP)
-	VMOVUPS Y1, 1016(SP)
+	VMOVUPS Y2, 952(SP)
+	VMOVUPS Y1, 984(SP)
 	VMOVUPS lgc16<>+0(SB), Y1
 	XORQ    R8, R8
 
@@ -3258,7 +3233,7 @@ inner_A_16:
 	XORQ    R9, R9
 	IMUL3Q  $+32, R8, R10
 	ADDQ    R10, R9
-	VMOVUPS 856(SP)(R9*1), Y2
+	VMOVUPS 824(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
@@ -3313,7 +3288,7 @@ inner_A_16:
 
 	// finish v25
 	VMOVUPS Y4, Y1
-	VMOVUPS Y3, 1048(SP)
+	VMOVUPS Y3, 1016(SP)
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -3357,33 +3332,33 @@ inner_A_16:
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1080(SP)
+	VMOVUPS      Y2, 1048(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1080(SP)
+	VMOVSS       X2, 1048(SP)
 	MOVQ         8(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1084(SP)
+	VMOVSS       X2, 1052(SP)
 	MOVQ         16(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1088(SP)
+	VMOVSS       X2, 1056(SP)
 	MOVQ         24(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1092(SP)
+	VMOVSS       X2, 1060(SP)
 	MOVQ         32(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1096(SP)
+	VMOVSS       X2, 1064(SP)
 	MOVQ         40(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1100(SP)
+	VMOVSS       X2, 1068(SP)
 	MOVQ         48(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1104(SP)
+	VMOVSS       X2, 1072(SP)
 	MOVQ         56(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1108(SP)
-	VMOVUPS      1080(SP), Y2
+	VMOVSS       X2, 1076(SP)
+	VMOVUPS      1048(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       R8, R8
@@ -3401,7 +3376,7 @@ inner_A_16:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R9)(Y2*4), Y4
-	VMOVUPS    1048(SP), Y2
+	VMOVUPS    1016(SP), Y2
 
 	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
@@ -3421,9 +3396,9 @@ inner_A_16:
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y4, Y8, Y4
-	VMOVUPS Y7, 1112(SP)
-	VMOVUPS Y1, 1144(SP)
-	VMOVUPS Y2, 1176(SP)
+	VMOVUPS Y7, 1080(SP)
+	VMOVUPS Y1, 1112(SP)
+	VMOVUPS Y2, 1144(SP)
 
 	// ratio = exp(logWeight)
 	VMAXPS       lgc17<>+0(SB), Y3, Y1
@@ -3453,7 +3428,7 @@ inner_A_16:
 	VMULPS       Y1, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y1
 	VBLENDVPS    Y1, Y3, Y7, Y7
-	VMOVUPS      984(SP), Y1
+	VMOVUPS      952(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(gae, 0)
@@ -3462,12 +3437,12 @@ inner_A_16:
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y8, Y8
-	VMOVUPS Y3, 1208(SP)
+	VMOVUPS Y3, 1176(SP)
 	VMOVUPS lgc50<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y3, Y3
-	VMOVUPS Y7, 1240(SP)
+	VMOVUPS Y7, 1208(SP)
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y2, Y8, Y3, Y3
@@ -3481,7 +3456,7 @@ inner_A_16:
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	VMOVUPS 1208(SP), Y1
+	VMOVUPS 1176(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y1, Y4, Y3
@@ -3492,7 +3467,7 @@ inner_A_16:
 	VMOVUPS Y3, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y3
-	VMOVUPS 1176(SP), Y4
+	VMOVUPS 1144(SP), Y4
 
 	// v50 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y4, Y3, Y3
@@ -3508,11 +3483,11 @@ inner_A_16:
 	VCVTPD2PSY  Y3, X5
 	VCVTPD2PSY  Y4, X3
 	VINSERTF128 $0x01, X3, Y5, Y3
-	VMOVUPS     1144(SP), Y4
+	VMOVUPS     1112(SP), Y4
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y4, Y3, Y3
-	VMOVUPS 1112(SP), Y4
+	VMOVUPS 1080(SP), Y4
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y3, Y4, Y4
@@ -3527,7 +3502,7 @@ inner_A_16:
 	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y5, Y4
 	VMOVUPS Y4, 1536(BX)
-	VMOVUPS 1016(SP), Y4
+	VMOVUPS 984(SP), Y4
 	MOVQ    stateValue+40(FP), R8
 	VMOVUPS (R8)(DI*4), Y5
 
@@ -3544,15 +3519,15 @@ inner_A_16:
 
 	// v65 = mul(0.5, absDiff)
 	VMULPS  lgc27<>+0(SB), Y6, Y8
-	VMOVUPS Y2, 1272(SP)
+	VMOVUPS Y2, 1240(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y2
 
 	// v67 = sub(absDiff, 0.5)
 	VSUBPS  lgc27<>+0(SB), Y6, Y9
-	VMOVUPS Y3, 1304(SP)
-	VMOVUPS Y8, 1336(SP)
+	VMOVUPS Y3, 1272(SP)
+	VMOVUPS Y8, 1304(SP)
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y7, Y2, Y9, Y2
@@ -3563,7 +3538,7 @@ inner_A_16:
 	// mean(v69) over [N T]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
-	VMOVUPS Y6, 1368(SP)
+	VMOVUPS Y6, 1336(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
@@ -3610,9 +3585,9 @@ inner_A_16:
 	VFMADD231PD  Y6, Y2, Y4
 	VMOVUPD      Y3, 16096(BX)(R8*8)
 	VMOVUPD      Y4, 19616(BX)(R8*8)
-	VMOVUPS      Y5, 1400(SP)
-	VMOVUPS      Y7, 1432(SP)
-	VMOVUPS      1240(SP), Y2
+	VMOVUPS      Y5, 1368(SP)
+	VMOVUPS      Y7, 1400(SP)
+	VMOVUPS      1208(SP), Y2
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y3
@@ -3622,95 +3597,92 @@ inner_A_16:
 	VORPS        Y4, Y3, Y3
 	VANDPS       26624(BX), Y3, Y3
 	VMOVUPS      Y3, 26624(BX)
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       23104(BX)(R8*8), Y3, Y5
-	VMOVUPD      Y5, 23104(BX)(R8*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       28416(BX)(R8*8), Y3, Y3
-	VMOVUPD      Y3, 28416(BX)(R8*8)
-	VADDPD       23136(BX)(R8*8), Y4, Y3
-	VMOVUPD      Y3, 23136(BX)(R8*8)
-	VMULPD       Y4, Y4, Y3
-	VADDPD       28448(BX)(R8*8), Y3, Y3
-	VMOVUPD      Y3, 28448(BX)(R8*8)
-
-	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 1432(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y1, Y3
-	VMOVUPS lgc60<>+0(SB), Y1
-	VMOVUPS lgc0<>+0(SB), Y4
+	VCVTPS2PD    X2, Y1
+	VEXTRACTF128 $0x01, Y2, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       23104(BX)(R8*8), Y1, Y4
+	VMOVUPD      Y4, 23104(BX)(R8*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(R8*8)
+	VADDPD       23136(BX)(R8*8), Y3, Y1
+	VMOVUPD      Y1, 23136(BX)(R8*8)
+	VMULPD       Y3, Y3, Y1
+	VADDPD       28448(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 28448(BX)(R8*8)
+	VMOVUPS      1400(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VCMPPS       $0x04, Y3, Y1, Y3
+	VMOVUPS      lgc60<>+0(SB), Y1
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
-	VBLENDVPS Y3, Y1, Y4, Y5
+	VANDPS Y1, Y3, Y4
 
 	// v89 = where(v64, 0, 3.7114014251781474e-05)
-	VBLENDVPS Y3, Y4, Y1, Y1
+	VANDNPS Y1, Y3, Y1
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v90 = ne(v88, 0)
-	VCMPPS  $0x04, Y4, Y5, Y3
-	VMOVUPS 1368(SP), Y6
+	VCMPPS  $0x04, Y3, Y4, Y5
+	VMOVUPS 1336(SP), Y6
 
 	// v91 = mul(v88, absDiff)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y6, Y4, Y6
 
 	// v92 = where(v90, v91, v88)
-	VBLENDVPS Y3, Y6, Y5, Y6
-	VMOVUPS   1336(SP), Y7
+	VBLENDVPS Y5, Y6, Y4, Y6
+	VMOVUPS   1304(SP), Y7
 
 	// v93 = mul(v88, v65)
-	VMULPS Y7, Y5, Y7
+	VMULPS Y7, Y4, Y7
 
 	// v94 = where(v90, v93, v88)
-	VBLENDVPS Y3, Y7, Y5, Y3
+	VBLENDVPS Y5, Y7, Y4, Y4
 
 	// v95 = add(v89, v94)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y4, Y1, Y1
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc27<>+0(SB), Y6, Y3
+	VMULPS lgc27<>+0(SB), Y6, Y4
 
 	// v97 = add(v95, v96)
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS 1400(SP), Y3
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS 1368(SP), Y4
 
 	// v98 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	VCMPPS $0x1e, Y3, Y4, Y5
 
 	// v99 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	VCMPPS $0x11, Y3, Y4, Y6
 
 	// v101 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc61<>+0(SB), Y7
 
 	// v102 = where(v99, -1, v101)
-	VBLENDVPS Y6, Y7, Y3, Y3
+	VBLENDVPS Y6, Y7, Y4, Y4
 	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v103 = where(v98, 1, v102)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v104 = ne(v97, 0)
-	VCMPPS $0x04, Y4, Y1, Y5
+	VCMPPS $0x04, Y3, Y1, Y5
 
 	// v105 = mul(v97, v103)
-	VMULPS Y3, Y1, Y3
+	VMULPS Y4, Y1, Y4
 
 	// v106 = where(v104, v105, v97)
-	VBLENDVPS Y5, Y3, Y1, Y1
+	VBLENDVPS Y5, Y4, Y1, Y1
 
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc62<>+0(SB), Y3
-	VMOVUPS 1144(SP), Y5
+	VMOVUPS lgc62<>+0(SB), Y4
+	VMOVUPS 1112(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
-	VDIVPS  Y5, Y3, Y3
-	VMOVUPS 1304(SP), Y6
+	VDIVPS  Y5, Y4, Y4
+	VMOVUPS 1272(SP), Y6
 
 	// v111 = div(v55, v25)
 	VDIVPS Y5, Y6, Y6
@@ -3719,75 +3691,65 @@ inner_A_16:
 	VMULPS lgc63<>+0(SB), Y6, Y6
 
 	// v113 = ne(v110, 0)
-	VCMPPS  $0x04, Y4, Y3, Y7
-	VMOVUPS 984(SP), Y8
+	VCMPPS  $0x04, Y3, Y4, Y7
+	VMOVUPS 952(SP), Y8
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc64<>+0(SB), Y8, Y8
-	VMOVUPS Y1, 1464(SP)
-	VMOVUPS 1272(SP), Y1
+	VMOVUPS Y1, 1432(SP)
+	VMOVUPS 1240(SP), Y1
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y1, Y9
 
 	// v124 = where(v39, v123, 0)
-	VBLENDVPS Y9, Y8, Y4, Y1
-	VMOVUPS   Y7, 1496(SP)
-	VMOVUPS   Y3, 1528(SP)
+	VANDPS  Y8, Y9, Y1
+	VMOVUPS Y7, 1464(SP)
 
 	// v125 = where(v39, 0, v123)
-	VBLENDVPS Y9, Y4, Y8, Y3
-	VMOVUPS   lgc50<>+0(SB), Y7
+	VANDNPS Y8, Y9, Y7
+	VMOVUPS lgc50<>+0(SB), Y8
 
 	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y2, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
-
-	// v127 = ne(ratio, ratio)
-	VCMPPS $0x04, Y2, Y2, Y8
+	VCMPPS $0x1d, Y8, Y2, Y8
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
+	// v127 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y2, Y2, Y9
+	VANDPS  lgc2<>+0(SB), Y9, Y9
+	VMOVUPS Y4, 1496(SP)
+
 	// v128 = max(v126, v127)
-	VXORPS  lgc14<>+0(SB), Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y8, Y10
-	VMINPS  Y7, Y10, Y9
-	VMINPS  Y10, Y7, Y7
-	VORPS   Y9, Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y7, Y7
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y7, Y9
+	VMAXPS  Y8, Y9, Y4
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y4, Y8
 
 	// v129 = where(v128, v125, 0)
-	VBLENDVPS Y9, Y3, Y4, Y3
-	VMOVUPS   lgc49<>+0(SB), Y7
+	VANDPS  Y7, Y8, Y4
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// v130 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y7, Y2, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v131 = max(v130, v127)
-	VXORPS  lgc14<>+0(SB), Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y8, Y8
-	VMINPS  Y7, Y8, Y9
-	VMINPS  Y8, Y7, Y7
-	VORPS   Y9, Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y7, Y7
+	VMAXPS  Y7, Y9, Y7
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v132 = where(v131, v124, 0)
-	VBLENDVPS Y8, Y1, Y4, Y1
+	VANDPS Y1, Y8, Y1
 
 	// v133 = add(v129, v132)
-	VADDPS Y1, Y3, Y1
+	VADDPS Y1, Y4, Y1
 
 	// v134 = ne(v133, 0)
-	VCMPPS $0x04, Y4, Y1, Y3
+	VCMPPS $0x04, Y3, Y1, Y4
 
 	// v135 = mul(v133, ratio)
 	VMULPS Y2, Y1, Y2
 
 	// v136 = where(v134, v135, v133)
-	VBLENDVPS Y3, Y2, Y1, Y1
+	VBLENDVPS Y4, Y2, Y1, Y1
 
 	// v137 = neg(v136)
 	VXORPS lgc14<>+0(SB), Y1, Y2
@@ -3796,55 +3758,54 @@ inner_A_16:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v142 = ne(v138, 0)
-	VCMPPS $0x04, Y4, Y2, Y3
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v143 = div(v138, v25)
-	VDIVPS Y5, Y2, Y5
+	VDIVPS Y5, Y2, Y4
 
 	// v144 = where(v142, v143, v138)
-	VBLENDVPS Y3, Y5, Y2, Y2
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v145 = add(v112, v144)
 	VADDPS     Y2, Y6, Y2
-	VMOVUPS    Y2, 1560(SP)
-	VMOVUPS    lgc16<>+0(SB), Y2
+	VMOVUPS    lgc16<>+0(SB), Y3
 	MOVQ       action+64(FP), BX
-	VMOVUPS    lgc0<>+0(SB), Y3
-	VMOVUPS    Y3, 1592(SP)
-	VMOVUPS    lgc0<>+0(SB), X3
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VMOVUPS    Y4, 1528(SP)
+	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (BX)(DI*8), R8
-	VCVTSI2SSQ R8, X3, X3
-	VMOVSS     X3, 1592(SP)
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1528(SP)
 	MOVQ       8(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X3, X3
-	VMOVSS     X3, 1596(SP)
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1532(SP)
 	MOVQ       16(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X3, X3
-	VMOVSS     X3, 1600(SP)
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1536(SP)
 	MOVQ       24(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X3, X3
-	VMOVSS     X3, 1604(SP)
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1540(SP)
 	MOVQ       32(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X3, X3
-	VMOVSS     X3, 1608(SP)
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1544(SP)
 	MOVQ       40(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X3, X3
-	VMOVSS     X3, 1612(SP)
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1548(SP)
 	MOVQ       48(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X3, X3
-	VMOVSS     X3, 1616(SP)
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1552(SP)
 	MOVQ       56(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X3, X3
-	VMOVSS     X3, 1620(SP)
-	VMOVUPS    1592(SP), Y3
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1556(SP)
+	VMOVUPS    1528(SP), Y4
 	XORQ       BX, BX
 
 inner_A_17:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 856(SP)(R8*1), Y5
-	VMOVUPS 1048(SP), Y6
+	VMOVUPS 824(SP)(R8*1), Y5
+	VMOVUPS 1016(SP), Y6
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
@@ -3879,12 +3840,12 @@ inner_A_17:
 	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS  Y5, Y2, Y6
-	VMOVUPS 1528(SP), Y7
+	VMAXPS  Y5, Y3, Y6
+	VMOVUPS 1496(SP), Y7
 
 	// v114 = mul(v110, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 1496(SP), Y9
+	VMOVUPS 1464(SP), Y9
 	VMOVUPS lgc0<>+0(SB), Y10
 	VCMPPS  $0x04, Y10, Y9, Y10
 
@@ -3893,16 +3854,16 @@ inner_A_17:
 
 	// v116 = mul(v110, v24)
 	VMULPS  Y8, Y7, Y9
-	VMOVUPS Y8, 1624(SP)
-	VMOVUPS Y6, 1656(SP)
-	VMOVUPS Y5, 1688(SP)
+	VMOVUPS Y8, 1560(SP)
+	VMOVUPS Y6, 1592(SP)
+	VMOVUPS Y5, 1624(SP)
 
 	// v117 = where(v113, v116, v110)
 	VBLENDVPS Y10, Y9, Y7, Y5
-	VMOVUPS   1688(SP), Y6
+	VMOVUPS   1624(SP), Y6
 
 	// v118 = ge(v23, -3.4028235e+38)
-	VCMPPS $0x1d, Y2, Y6, Y7
+	VCMPPS $0x1d, Y3, Y6, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v119 = ne(v23, v23)
@@ -3910,17 +3871,12 @@ inner_A_17:
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v120 = max(v118, v119)
-	VXORPS  lgc14<>+0(SB), Y7, Y7
-	VXORPS  lgc14<>+0(SB), Y6, Y6
-	VMINPS  Y7, Y6, Y8
-	VMINPS  Y6, Y7, Y6
-	VORPS   Y8, Y6, Y6
-	VXORPS  lgc14<>+0(SB), Y6, Y6
+	VMAXPS  Y7, Y6, Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v121 = where(v120, v117, 0)
-	VBLENDVPS    Y7, Y5, Y4, Y5
+	VANDPS       Y5, Y7, Y5
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
@@ -3929,52 +3885,52 @@ inner_A_17:
 	VCVTDQ2PS    Y6, Y6
 
 	// v140 = eq(v139, action)
-	VCMPPS $0x00, Y3, Y6, Y6
+	VCMPPS $0x00, Y4, Y6, Y6
 
 	// v141 = where(v140, v136, 0)
-	VBLENDVPS Y6, Y1, Y4, Y6
-	VMOVUPS   1656(SP), Y7
-	VMOVUPS   1560(SP), Y8
+	VANDPS  Y1, Y6, Y6
+	VMOVUPS 1592(SP), Y7
 
 	// v146 = add(v115, v145)
-	VADDPS Y8, Y7, Y7
+	VADDPS  Y2, Y7, Y7
+	VMOVUPS lgc0<>+0(SB), Y8
 
 	// v147 = ne(v146, 0)
-	VCMPPS  $0x04, Y4, Y7, Y8
-	VMOVUPS 1624(SP), Y9
+	VCMPPS  $0x04, Y8, Y7, Y8
+	VMOVUPS 1560(SP), Y9
 
 	// v148 = mul(v146, v24)
 	VMULPS  Y9, Y7, Y9
-	VMOVUPS Y6, 1720(SP)
-	VMOVUPS Y5, 1752(SP)
+	VMOVUPS Y6, 1656(SP)
+	VMOVUPS Y5, 1688(SP)
 
 	// v149 = where(v147, v148, v146)
 	VBLENDVPS Y8, Y9, Y7, Y5
-	VMOVUPS   1752(SP), Y6
+	VMOVUPS   1688(SP), Y6
 
 	// v150 = add(v121, v149)
 	VADDPS  Y5, Y6, Y5
-	VMOVUPS 1720(SP), Y6
+	VMOVUPS 1656(SP), Y6
 
 	// gradLogits = add(v141, v150)
 	VADDPS Y5, Y6, Y5
 
 	// store gradLogits
-	VMOVUPS Y5, 920(SP)(R8*1)
+	VMOVUPS Y5, 888(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_17
-	VMOVUPS 984(SP), Y1
+	VMOVUPS 952(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1016(SP), Y1
+	VMOVUPS 984(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1464(SP), Y1
+	VMOVUPS 1432(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+104(FP), BX
@@ -3982,15 +3938,15 @@ inner_A_17:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+80(FP), BX
-	VMOVUPS      920(SP), Y1
-	VMOVUPS      952(SP), Y2
+	VMOVUPS      888(SP), Y1
+	VMOVUPS      920(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
 	VMOVUPS      lgc0<>+0(SB), Y8
-	VMOVUPS      lgc56<>+0(SB), Y9
+	VMOVUPS      lgc55<>+0(SB), Y9
 	VUNPCKLPS    Y2, Y1, Y10
 	VUNPCKHPS    Y2, Y1, Y1
 	VUNPCKLPS    Y4, Y3, Y2
@@ -4028,7 +3984,7 @@ inner_A_17:
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -4040,7 +3996,7 @@ inner_A_17:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4053,7 +4009,7 @@ inner_A_17:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4066,7 +4022,7 @@ inner_A_17:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4079,7 +4035,7 @@ inner_A_17:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4092,7 +4048,7 @@ inner_A_17:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4113,7 +4069,7 @@ noflush_18:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4125,7 +4081,7 @@ noflush_18:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4138,7 +4094,7 @@ noflush_18:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4151,7 +4107,7 @@ noflush_18:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4164,7 +4120,7 @@ noflush_18:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4177,7 +4133,7 @@ noflush_18:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4261,7 +4217,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc58<>+0(SB), Y0, Y0
+	VADDPS  lgc57<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -4275,7 +4231,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
+	VMULPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -4324,7 +4280,7 @@ blocks_19:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4355,7 +4311,7 @@ chunkdone_20:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc58<>+0(SB), Y0, Y0
+	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -4371,7 +4327,7 @@ chunkdone_20:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS     lgc55<>+0(SB), Y1, Y1
+	VMULPS     lgc58<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -4427,7 +4383,7 @@ notail_22:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0

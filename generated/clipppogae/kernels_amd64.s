@@ -382,8 +382,8 @@ outer0_1:
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VANDPD       Y4, Y2, Y2
-	VADDPD       23104(CX)(BX*8), Y2, Y4
-	VMOVUPD      Y4, 23104(CX)(BX*8)
+	VADDPD       23104(CX)(BX*8), Y2, Y3
+	VMOVUPD      Y3, 23104(CX)(BX*8)
 	VMULPD       Y2, Y2, Y2
 	VADDPD       28416(CX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 28416(CX)(BX*8)
@@ -393,10 +393,7 @@ outer0_1:
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
-
-	// v64 = mul(2, logWeight)
-	VMULPS  lgc35<>+0(SB), Y3, Y1
-	VMOVUPS 88(SP), Y1
+	VMOVUPS      88(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -678,8 +675,8 @@ blocks_2:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       23104(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VADDPD       23104(BX)(DI*8), Y2, Y3
+	VMOVUPD      Y3, 23104(BX)(DI*8)
 	VMULPD       Y2, Y2, Y2
 	VADDPD       28416(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 28416(BX)(DI*8)
@@ -688,10 +685,7 @@ blocks_2:
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
-
-	// v64 = mul(2, logWeight)
-	VMULPS  lgc35<>+0(SB), Y3, Y1
-	VMOVUPS 184(SP), Y1
+	VMOVUPS      184(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -706,7 +700,7 @@ blocks_2:
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -718,7 +712,7 @@ blocks_2:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -731,7 +725,7 @@ blocks_2:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -744,7 +738,7 @@ blocks_2:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -757,7 +751,7 @@ blocks_2:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -770,7 +764,7 @@ blocks_2:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -791,7 +785,7 @@ noflush_3:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -803,7 +797,7 @@ noflush_3:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -816,7 +810,7 @@ noflush_3:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -829,7 +823,7 @@ noflush_3:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -842,7 +836,7 @@ noflush_3:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -855,7 +849,7 @@ noflush_3:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1220,25 +1214,15 @@ DATA lgc34<>+24(SB)/4, $0xffffffff
 DATA lgc34<>+28(SB)/4, $0xffffffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x40000000
-DATA lgc35<>+4(SB)/4, $0x40000000
-DATA lgc35<>+8(SB)/4, $0x40000000
-DATA lgc35<>+12(SB)/4, $0x40000000
-DATA lgc35<>+16(SB)/4, $0x40000000
-DATA lgc35<>+20(SB)/4, $0x40000000
-DATA lgc35<>+24(SB)/4, $0x40000000
-DATA lgc35<>+28(SB)/4, $0x40000000
+DATA lgc35<>+0(SB)/4, $0x7f7fffff
+DATA lgc35<>+4(SB)/4, $0x7f7fffff
+DATA lgc35<>+8(SB)/4, $0x7f7fffff
+DATA lgc35<>+12(SB)/4, $0x7f7fffff
+DATA lgc35<>+16(SB)/4, $0x7f7fffff
+DATA lgc35<>+20(SB)/4, $0x7f7fffff
+DATA lgc35<>+24(SB)/4, $0x7f7fffff
+DATA lgc35<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x7f7fffff
-DATA lgc36<>+4(SB)/4, $0x7f7fffff
-DATA lgc36<>+8(SB)/4, $0x7f7fffff
-DATA lgc36<>+12(SB)/4, $0x7f7fffff
-DATA lgc36<>+16(SB)/4, $0x7f7fffff
-DATA lgc36<>+20(SB)/4, $0x7f7fffff
-DATA lgc36<>+24(SB)/4, $0x7f7fffff
-DATA lgc36<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1255,7 +1239,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc37<>+0(SB), Y0, Y0
+	VADDPS  lgc36<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1269,7 +1253,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS  lgc35<>+0(SB), Y1, Y1
+	VMULPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1318,7 +1302,7 @@ blocks_4:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1349,7 +1333,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc37<>+0(SB), Y0, Y0
+	VADDPS     lgc36<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1365,7 +1349,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS     lgc35<>+0(SB), Y1, Y1
+	VMULPS     lgc37<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -1421,7 +1405,7 @@ notail_7:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1436,14 +1420,24 @@ notail_7:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x34000000
-DATA lgc37<>+4(SB)/4, $0x34000000
-DATA lgc37<>+8(SB)/4, $0x34000000
-DATA lgc37<>+12(SB)/4, $0x34000000
-DATA lgc37<>+16(SB)/4, $0x34000000
-DATA lgc37<>+20(SB)/4, $0x34000000
-DATA lgc37<>+24(SB)/4, $0x34000000
-DATA lgc37<>+28(SB)/4, $0x34000000
+DATA lgc36<>+0(SB)/4, $0x34000000
+DATA lgc36<>+4(SB)/4, $0x34000000
+DATA lgc36<>+8(SB)/4, $0x34000000
+DATA lgc36<>+12(SB)/4, $0x34000000
+DATA lgc36<>+16(SB)/4, $0x34000000
+DATA lgc36<>+20(SB)/4, $0x34000000
+DATA lgc36<>+24(SB)/4, $0x34000000
+DATA lgc36<>+28(SB)/4, $0x34000000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x40000000
+DATA lgc37<>+4(SB)/4, $0x40000000
+DATA lgc37<>+8(SB)/4, $0x40000000
+DATA lgc37<>+12(SB)/4, $0x40000000
+DATA lgc37<>+16(SB)/4, $0x40000000
+DATA lgc37<>+20(SB)/4, $0x40000000
+DATA lgc37<>+24(SB)/4, $0x40000000
+DATA lgc37<>+28(SB)/4, $0x40000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
@@ -1853,104 +1847,101 @@ outer0_8:
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
 	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X6
-	VCVTPS2PD    X6, Y6
+	VEXTRACTF128 $0x01, Y1, X3
+	VCVTPS2PD    X3, Y3
 	VANDPD       Y4, Y2, Y2
 	VADDPD       23104(CX)(BX*8), Y2, Y4
 	VMOVUPD      Y4, 23104(CX)(BX*8)
 	VMULPD       Y2, Y2, Y2
 	VADDPD       28416(CX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 28416(CX)(BX*8)
-	VANDPD       Y5, Y6, Y6
-	VADDPD       23136(CX)(BX*8), Y6, Y2
+	VANDPD       Y5, Y3, Y3
+	VADDPD       23136(CX)(BX*8), Y3, Y2
 	VMOVUPD      Y2, 23136(CX)(BX*8)
-	VMULPD       Y6, Y6, Y2
+	VMULPD       Y3, Y3, Y2
 	VADDPD       28448(CX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 28448(CX)(BX*8)
-
-	// v64 = mul(2, logWeight)
-	VMULPS  lgc35<>+0(SB), Y3, Y2
-	VMOVUPS 248(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y2, Y3
-	VMOVUPS lgc39<>+0(SB), Y2
-	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPS      248(SP), Y2
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VCMPPS       $0x04, Y3, Y2, Y3
+	VMOVUPS      lgc39<>+0(SB), Y2
 
 	// v73 = where(v49, 3.7114014251781474e-05, 0)
-	VBLENDVPS Y3, Y2, Y4, Y5
+	VANDPS Y2, Y3, Y4
 
 	// v74 = where(v49, 0, 3.7114014251781474e-05)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	VANDNPS Y2, Y3, Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v75 = ne(v73, 0)
-	VCMPPS  $0x04, Y4, Y5, Y3
+	VCMPPS  $0x04, Y3, Y4, Y5
 	VMOVUPS 184(SP), Y6
 
 	// v76 = mul(v73, absDiff)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y6, Y4, Y6
 
 	// v77 = where(v75, v76, v73)
-	VBLENDVPS Y3, Y6, Y5, Y6
+	VBLENDVPS Y5, Y6, Y4, Y6
 	VMOVUPS   152(SP), Y7
 
 	// v78 = mul(v73, v50)
-	VMULPS Y7, Y5, Y7
+	VMULPS Y7, Y4, Y7
 
 	// v79 = where(v75, v78, v73)
-	VBLENDVPS Y3, Y7, Y5, Y3
+	VBLENDVPS Y5, Y7, Y4, Y4
 
 	// v80 = add(v74, v79)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y4, Y2, Y2
 
 	// v81 = mul(v77, 0.5)
-	VMULPS lgc24<>+0(SB), Y6, Y3
+	VMULPS lgc24<>+0(SB), Y6, Y4
 
 	// v82 = add(v80, v81)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 216(SP), Y3
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS 216(SP), Y4
 
 	// v83 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	VCMPPS $0x1e, Y3, Y4, Y5
 
 	// v84 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	VCMPPS $0x11, Y3, Y4, Y6
 
 	// v86 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v87 = where(v84, -1, v86)
-	VBLENDVPS Y6, Y7, Y3, Y3
+	VBLENDVPS Y6, Y7, Y4, Y4
 	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v88 = where(v83, 1, v87)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v89 = ne(v82, 0)
-	VCMPPS $0x04, Y4, Y2, Y5
+	VCMPPS $0x04, Y3, Y2, Y5
 
 	// v90 = mul(v82, v88)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y2, Y4
 
 	// v91 = where(v89, v90, v82)
-	VBLENDVPS Y5, Y3, Y2, Y2
+	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gradStateValue = neg(v91)
 	VXORPS  lgc29<>+0(SB), Y2, Y2
-	VMOVUPS 120(SP), Y3
+	VMOVUPS 120(SP), Y4
 
 	// v95 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y3, Y5
+	VMULPS  lgc41<>+0(SB), Y4, Y5
 	VMOVUPS 88(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v96 = where(v28, v95, 0)
-	VBLENDVPS Y7, Y5, Y4, Y6
+	VANDPS Y5, Y7, Y6
 
 	// v97 = where(v28, 0, v95)
-	VBLENDVPS Y7, Y4, Y5, Y5
-	VMOVUPS   lgc28<>+0(SB), Y7
+	VANDNPS Y5, Y7, Y5
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v98 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
@@ -1961,64 +1952,54 @@ outer0_8:
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v100 = max(v98, v99)
-	VXORPS  lgc29<>+0(SB), Y7, Y7
-	VXORPS  lgc29<>+0(SB), Y8, Y10
-	VMINPS  Y7, Y10, Y9
-	VMINPS  Y10, Y7, Y7
-	VORPS   Y9, Y7, Y7
-	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VMAXPS  Y7, Y8, Y7
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y7, Y9
 
 	// v101 = where(v100, v97, 0)
-	VBLENDVPS Y9, Y5, Y4, Y5
-	VMOVUPS   lgc27<>+0(SB), Y7
+	VANDPS  Y5, Y9, Y5
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v102 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y7, Y1, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v103 = max(v102, v99)
-	VXORPS  lgc29<>+0(SB), Y7, Y7
-	VXORPS  lgc29<>+0(SB), Y8, Y8
-	VMINPS  Y7, Y8, Y9
-	VMINPS  Y8, Y7, Y7
-	VORPS   Y9, Y7, Y7
-	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VMAXPS  Y7, Y8, Y7
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v104 = where(v103, v96, 0)
-	VBLENDVPS Y8, Y6, Y4, Y6
+	VANDPS Y6, Y8, Y6
 
 	// v105 = add(v101, v104)
 	VADDPS Y6, Y5, Y5
 
 	// v106 = ne(v105, 0)
-	VCMPPS $0x04, Y4, Y5, Y4
+	VCMPPS $0x04, Y3, Y5, Y3
 
 	// v107 = mul(v105, ratio)
 	VMULPS Y1, Y5, Y1
 
 	// gradLogProb = where(v106, v107, v105)
-	VBLENDVPS Y4, Y1, Y5, Y1
-	VMOVUPS   lgc42<>+0(SB), Y4
+	VBLENDVPS Y3, Y1, Y5, Y1
+	VMOVUPS   lgc42<>+0(SB), Y3
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y5
-	VMASKMOVPS Y3, Y5, (CX)(DX*4)
-	VMOVUPS    24(SP), Y3
+	VMASKMOVPS Y4, Y5, (CX)(DX*4)
+	VMOVUPS    24(SP), Y4
 
 	// store valueTarget2
 	MOVQ       valueTarget+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y5
-	VMASKMOVPS Y3, Y5, (CX)(DX*4)
+	VMASKMOVPS Y4, Y5, (CX)(DX*4)
 
 	// store gradStateValue
 	MOVQ       gradStateValue+96(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS Y2, Y3, (CX)(DX*4)
+	VMOVUPS    lgc4<>+0(SB), Y4
+	VMASKMOVPS Y2, Y4, (CX)(DX*4)
 
 	// store gradLogProb
 	MOVQ       gradLogProb+104(FP), CX
@@ -2028,7 +2009,7 @@ outer0_8:
 	// store gradEntropy
 	MOVQ       gradEntropy+112(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS Y4, Y1, (CX)(DX*4)
+	VMASKMOVPS Y3, Y1, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
@@ -2302,102 +2283,99 @@ blocks_9:
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
 	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       23104(BX)(DI*8), Y2, Y5
-	VMOVUPD      Y5, 23104(BX)(DI*8)
+	VEXTRACTF128 $0x01, Y1, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       23104(BX)(DI*8), Y2, Y4
+	VMOVUPD      Y4, 23104(BX)(DI*8)
 	VMULPD       Y2, Y2, Y2
 	VADDPD       28416(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y4, Y2
+	VADDPD       23136(BX)(DI*8), Y3, Y2
 	VMOVUPD      Y2, 23136(BX)(DI*8)
-	VMULPD       Y4, Y4, Y2
+	VMULPD       Y3, Y3, Y2
 	VADDPD       28448(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(DI*8)
-
-	// v64 = mul(2, logWeight)
-	VMULPS  lgc35<>+0(SB), Y3, Y2
-	VMOVUPS 504(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y2, Y3
-	VMOVUPS lgc39<>+0(SB), Y2
-	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPS      504(SP), Y2
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VCMPPS       $0x04, Y3, Y2, Y3
+	VMOVUPS      lgc39<>+0(SB), Y2
 
 	// v73 = where(v49, 3.7114014251781474e-05, 0)
-	VBLENDVPS Y3, Y2, Y4, Y5
+	VANDPS Y2, Y3, Y4
 
 	// v74 = where(v49, 0, 3.7114014251781474e-05)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	VANDNPS Y2, Y3, Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v75 = ne(v73, 0)
-	VCMPPS  $0x04, Y4, Y5, Y3
+	VCMPPS  $0x04, Y3, Y4, Y5
 	VMOVUPS 440(SP), Y6
 
 	// v76 = mul(v73, absDiff)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y6, Y4, Y6
 
 	// v77 = where(v75, v76, v73)
-	VBLENDVPS Y3, Y6, Y5, Y6
+	VBLENDVPS Y5, Y6, Y4, Y6
 	VMOVUPS   408(SP), Y7
 
 	// v78 = mul(v73, v50)
-	VMULPS Y7, Y5, Y7
+	VMULPS Y7, Y4, Y7
 
 	// v79 = where(v75, v78, v73)
-	VBLENDVPS Y3, Y7, Y5, Y3
+	VBLENDVPS Y5, Y7, Y4, Y4
 
 	// v80 = add(v74, v79)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y4, Y2, Y2
 
 	// v81 = mul(v77, 0.5)
-	VMULPS lgc24<>+0(SB), Y6, Y3
+	VMULPS lgc24<>+0(SB), Y6, Y4
 
 	// v82 = add(v80, v81)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 472(SP), Y3
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS 472(SP), Y4
 
 	// v83 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	VCMPPS $0x1e, Y3, Y4, Y5
 
 	// v84 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	VCMPPS $0x11, Y3, Y4, Y6
 
 	// v86 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v87 = where(v84, -1, v86)
-	VBLENDVPS Y6, Y7, Y3, Y3
+	VBLENDVPS Y6, Y7, Y4, Y4
 	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v88 = where(v83, 1, v87)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v89 = ne(v82, 0)
-	VCMPPS $0x04, Y4, Y2, Y5
+	VCMPPS $0x04, Y3, Y2, Y5
 
 	// v90 = mul(v82, v88)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y2, Y4
 
 	// v91 = where(v89, v90, v82)
-	VBLENDVPS Y5, Y3, Y2, Y2
+	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gradStateValue = neg(v91)
 	VXORPS  lgc29<>+0(SB), Y2, Y2
-	VMOVUPS 376(SP), Y3
+	VMOVUPS 376(SP), Y4
 
 	// v95 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y3, Y5
+	VMULPS  lgc41<>+0(SB), Y4, Y5
 	VMOVUPS 344(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v96 = where(v28, v95, 0)
-	VBLENDVPS Y7, Y5, Y4, Y6
+	VANDPS Y5, Y7, Y6
 
 	// v97 = where(v28, 0, v95)
-	VBLENDVPS Y7, Y4, Y5, Y5
-	VMOVUPS   lgc28<>+0(SB), Y7
+	VANDNPS Y5, Y7, Y5
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v98 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
@@ -2408,57 +2386,47 @@ blocks_9:
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v100 = max(v98, v99)
-	VXORPS  lgc29<>+0(SB), Y7, Y7
-	VXORPS  lgc29<>+0(SB), Y8, Y10
-	VMINPS  Y7, Y10, Y9
-	VMINPS  Y10, Y7, Y7
-	VORPS   Y9, Y7, Y7
-	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VMAXPS  Y7, Y8, Y7
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y7, Y9
 
 	// v101 = where(v100, v97, 0)
-	VBLENDVPS Y9, Y5, Y4, Y5
-	VMOVUPS   lgc27<>+0(SB), Y7
+	VANDPS  Y5, Y9, Y5
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v102 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y7, Y1, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v103 = max(v102, v99)
-	VXORPS  lgc29<>+0(SB), Y7, Y7
-	VXORPS  lgc29<>+0(SB), Y8, Y8
-	VMINPS  Y7, Y8, Y9
-	VMINPS  Y8, Y7, Y7
-	VORPS   Y9, Y7, Y7
-	VXORPS  lgc29<>+0(SB), Y7, Y7
+	VMAXPS  Y7, Y8, Y7
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v104 = where(v103, v96, 0)
-	VBLENDVPS Y8, Y6, Y4, Y6
+	VANDPS Y6, Y8, Y6
 
 	// v105 = add(v101, v104)
 	VADDPS Y6, Y5, Y5
 
 	// v106 = ne(v105, 0)
-	VCMPPS $0x04, Y4, Y5, Y4
+	VCMPPS $0x04, Y3, Y5, Y3
 
 	// v107 = mul(v105, ratio)
 	VMULPS Y1, Y5, Y1
 
 	// gradLogProb = where(v106, v107, v105)
-	VBLENDVPS Y4, Y1, Y5, Y1
-	VMOVUPS   lgc42<>+0(SB), Y4
+	VBLENDVPS Y3, Y1, Y5, Y1
+	VMOVUPS   lgc42<>+0(SB), Y3
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
-	VMOVUPS 280(SP), Y3
+	VMOVUPS Y4, (BX)(SI*4)
+	VMOVUPS 280(SP), Y4
 
 	// store valueTarget2
 	MOVQ    valueTarget+88(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y4, (BX)(SI*4)
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), BX
@@ -2470,13 +2438,13 @@ blocks_9:
 
 	// store gradEntropy
 	MOVQ         gradEntropy+112(FP), BX
-	VMOVUPS      Y4, (BX)(SI*4)
+	VMOVUPS      Y3, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2488,7 +2456,7 @@ blocks_9:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2501,7 +2469,7 @@ blocks_9:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2514,7 +2482,7 @@ blocks_9:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2527,7 +2495,7 @@ blocks_9:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2540,7 +2508,7 @@ blocks_9:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2561,7 +2529,7 @@ noflush_10:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2573,7 +2541,7 @@ noflush_10:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2586,7 +2554,7 @@ noflush_10:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2599,7 +2567,7 @@ noflush_10:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2612,7 +2580,7 @@ noflush_10:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2625,7 +2593,7 @@ noflush_10:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2699,7 +2667,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc37<>+0(SB), Y0, Y0
+	VADDPS  lgc36<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2713,7 +2681,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS  lgc35<>+0(SB), Y1, Y1
+	VMULPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2762,7 +2730,7 @@ blocks_11:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2793,7 +2761,7 @@ chunkdone_12:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc37<>+0(SB), Y0, Y0
+	VADDPS     lgc36<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2809,7 +2777,7 @@ chunkdone_12:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS     lgc35<>+0(SB), Y1, Y1
+	VMULPS     lgc37<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -2865,7 +2833,7 @@ notail_14:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0

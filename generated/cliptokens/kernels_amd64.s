@@ -24,203 +24,174 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y0, Y3
-	VMOVUPS Y3, 256(BX)
+	VADDPS  256(BX), Y0, Y2
+	VMOVUPS Y2, 256(BX)
 	MOVQ    advantage+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, advantage, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	MOVQ      logProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VANDPS  Y2, Y1, Y2
+	MOVQ    logProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
-	MOVQ      sampleLogProb+40(FP), DI
-	VMOVUPS   (DI)(SI*4), Y5
+	VANDPS  Y3, Y1, Y3
+	MOVQ    sampleLogProb+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y5, Y2, Y5
+	VANDPS Y4, Y1, Y4
 
 	// logWeight = sub(v8, v10)
-	VSUBPS  Y5, Y4, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
+	VSUBPS  Y4, Y3, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y6, Y7, Y7
-	VMOVUPS lgc3<>+0(SB), Y8
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y7, Y8, Y7
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y0, (SP)
-	VMOVUPS Y4, 32(SP)
-	VMOVUPS Y5, 64(SP)
+	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y6, Y0
+	VMAXPS       lgc4<>+0(SB), Y5, Y0
 	VMINPS       lgc5<>+0(SB), Y0, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y0
-	VMOVAPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y5
+	VMULPS       lgc6<>+0(SB), Y0, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y0
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
 	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VFMADD213PS  Y0, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y0, Y0
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y0, Y5, Y5
-	VCMPPS       $0x03, Y6, Y6, Y0
-	VBLENDVPS    Y0, Y6, Y5, Y5
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y0
+	VBLENDVPS    Y0, Y5, Y7, Y7
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y2, Y3, Y0
-	VMOVUPS lgc17<>+0(SB), Y4
+	VCMPPS  $0x1d, Y0, Y2, Y0
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y5, Y4, Y4
-	VMOVUPS Y6, 96(SP)
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMINPS  Y7, Y3, Y3
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS lgc18<>+0(SB), Y4
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y5, Y6, Y5
+	VMAXPS  Y7, Y4, Y4
+	VMOVUPS Y7, 96(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y0, Y4, Y5, Y0
+	VBLENDVPS Y0, Y3, Y4, Y0
 
 	// gain = mul(v6, ratioClipped)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y0, Y2, Y0
 
 	// v24 = neg(gain)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v25 = where(mask, v24, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v25) over [B L]
 	VADDPS  576(BX), Y0, Y0
 	VMOVUPS Y0, 576(BX)
-	VMOVUPS 96(SP), Y0
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y0, Y7, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y5, Y6, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// v30 = where(mask, v29, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y0, Y1, Y0
 
 	// sum(v30) over [B L]
-	VADDPS  896(BX), Y3, Y3
-	VMOVUPS Y3, 896(BX)
-	VMOVUPS 64(SP), Y3
-	VMOVUPS 32(SP), Y4
+	VADDPS  896(BX), Y0, Y0
+	VMOVUPS Y0, 896(BX)
+	VMOVUPS 64(SP), Y0
+	VMOVUPS 32(SP), Y2
 
 	// v33 = sub(v10, v8)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y2, Y0, Y0
 
 	// v34 = where(mask, v33, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y0, Y1, Y0
 
 	// sum(v34) over [B L]
-	VADDPS  1216(BX), Y3, Y3
-	VMOVUPS Y3, 1216(BX)
+	VADDPS  1216(BX), Y0, Y0
+	VMOVUPS Y0, 1216(BX)
 	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y0
 
 	// v38 = where(mask, entropy, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y0, Y1, Y0
 
 	// v40 = mul(-0.001, v38)
-	VMULPS lgc20<>+0(SB), Y3, Y4
+	VMULPS lgc20<>+0(SB), Y0, Y2
 
 	// sum(v38) over [B L]
-	VADDPS  1536(BX), Y3, Y3
-	VMOVUPS Y3, 1536(BX)
+	VADDPS  1536(BX), Y0, Y0
+	VMOVUPS Y0, 1536(BX)
 
 	// v43 = where(mask, v40, 0)
-	VBLENDVPS Y1, Y4, Y2, Y2
+	VANDPS Y2, Y1, Y0
 
 	// sum(v43) over [B L]
-	VADDPS  1856(BX), Y2, Y2
-	VMOVUPS Y2, 1856(BX)
-	VMOVUPS lgc21<>+0(SB), Y2
+	VADDPS  1856(BX), Y0, Y0
+	VMOVUPS Y0, 1856(BX)
+	VMOVUPS lgc21<>+0(SB), Y0
 
 	// v48 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VBLENDVPS Y1, Y5, Y0, Y0
+	VMOVUPS   96(SP), Y2
 
 	// logsumexp(v48) over [B]
 	XORQ         SI, SI
 	ADDQ         CX, SI
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       4160(BX), Y1, Y1
-	VMOVUPS      Y1, 4160(BX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1984(BX)(SI*8), Y1, Y3
-	VMOVUPD      Y3, 1984(BX)(SI*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       5312(BX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5312(BX)(SI*8)
-	VADDPD       2016(BX)(SI*8), Y2, Y1
-	VMOVUPD      Y1, 2016(BX)(SI*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       5344(BX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5344(BX)(SI*8)
-
-	// v50 = mul(2, v48)
-	VMULPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS (SP), Y0
+	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       4160(BX), Y2, Y2
+	VMOVUPS      Y2, 4160(BX)
+	VCVTPS2PD    X1, Y0
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1984(BX)(SI*8), Y0, Y2
+	VMOVUPD      Y2, 1984(BX)(SI*8)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       5312(BX)(SI*8), Y0, Y0
+	VMOVUPD      Y0, 5312(BX)(SI*8)
+	VADDPD       2016(BX)(SI*8), Y1, Y0
+	VMOVUPD      Y0, 2016(BX)(SI*8)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       5344(BX)(SI*8), Y0, Y0
+	VMOVUPD      Y0, 5344(BX)(SI*8)
+	VMOVUPS      (SP), Y0
 
 	// sum(v3) over [B]
 	VCVTPS2PD    X0, Y1
@@ -234,8 +205,8 @@ blocks_2:
 	JNZ          noflush_3
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -246,8 +217,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -259,8 +230,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -272,8 +243,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -285,8 +256,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -298,8 +269,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -320,8 +291,8 @@ noflush_3:
 	JL           blocks_2
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -332,8 +303,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -345,8 +316,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -358,8 +329,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -371,8 +342,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -384,8 +355,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -644,35 +615,25 @@ DATA lgc23<>+24(SB)/4, $0x42b00000
 DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x40000000
-DATA lgc24<>+4(SB)/4, $0x40000000
-DATA lgc24<>+8(SB)/4, $0x40000000
-DATA lgc24<>+12(SB)/4, $0x40000000
-DATA lgc24<>+16(SB)/4, $0x40000000
-DATA lgc24<>+20(SB)/4, $0x40000000
-DATA lgc24<>+24(SB)/4, $0x40000000
-DATA lgc24<>+28(SB)/4, $0x40000000
+DATA lgc24<>+0(SB)/4, $0x7fffffff
+DATA lgc24<>+4(SB)/4, $0x7fffffff
+DATA lgc24<>+8(SB)/4, $0x7fffffff
+DATA lgc24<>+12(SB)/4, $0x7fffffff
+DATA lgc24<>+16(SB)/4, $0x7fffffff
+DATA lgc24<>+20(SB)/4, $0x7fffffff
+DATA lgc24<>+24(SB)/4, $0x7fffffff
+DATA lgc24<>+28(SB)/4, $0x7fffffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/4, $0x7f7fffff
+DATA lgc25<>+4(SB)/4, $0x7f7fffff
+DATA lgc25<>+8(SB)/4, $0x7f7fffff
+DATA lgc25<>+12(SB)/4, $0x7f7fffff
+DATA lgc25<>+16(SB)/4, $0x7f7fffff
+DATA lgc25<>+20(SB)/4, $0x7f7fffff
+DATA lgc25<>+24(SB)/4, $0x7f7fffff
+DATA lgc25<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
 // Requires: AVX
@@ -747,7 +708,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v52 = mul(2, logSumW)
-	VMULPS  lgc24<>+0(SB), Y0, Y0
+	VMULPS  lgc26<>+0(SB), Y0, Y0
 	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -788,10 +749,10 @@ blocks_4:
 
 	// v56 = gt(v55, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y2
+	VANDPS lgc1<>+0(SB), Y0, Y1
 
 	// v57 = where(v56, essCol, 0)
-	VBLENDVPS Y0, Y3, Y1, Y0
+	VANDPS Y3, Y0, Y0
 
 	// sum(v57) over [L]
 	MOVQ    state+40(FP), DX
@@ -799,14 +760,14 @@ blocks_4:
 	VMOVUPS Y0, 9984(DX)
 
 	// sum(v56) over [L]
-	VADDPS       10304(DX), Y2, Y0
+	VADDPS       10304(DX), Y1, Y0
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
 	JNZ          noflush_6
 	MOVQ         state+40(FP), CX
 	VMOVUPS      9984(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -817,8 +778,8 @@ blocks_4:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 9984(CX)
 	VMOVUPS      10304(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -843,8 +804,8 @@ noflush_6:
 chunkdone_5:
 	MOVQ         state+40(FP), AX
 	VMOVUPS      9984(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -855,8 +816,8 @@ chunkdone_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 9984(AX)
 	VMOVUPS      10304(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -871,6 +832,16 @@ chunkdone_5:
 	VMOVUPS      Y1, 10432(AX)
 	VZEROUPPER
 	RET
+
+DATA lgc26<>+0(SB)/4, $0x40000000
+DATA lgc26<>+4(SB)/4, $0x40000000
+DATA lgc26<>+8(SB)/4, $0x40000000
+DATA lgc26<>+12(SB)/4, $0x40000000
+DATA lgc26<>+16(SB)/4, $0x40000000
+DATA lgc26<>+20(SB)/4, $0x40000000
+DATA lgc26<>+24(SB)/4, $0x40000000
+DATA lgc26<>+28(SB)/4, $0x40000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s9 *float32, s8 *float32, ess *float32)
 // Requires: AVX
@@ -928,10 +899,9 @@ blocks_8:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
 	MOVQ         state+16(FP), BX
@@ -941,8 +911,8 @@ blocks_8:
 	JNZ          noflush_9
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -962,8 +932,8 @@ noflush_9:
 	JL           blocks_8
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -981,17 +951,29 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX2(numValid *float32, lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $288-88
-	MOVQ lo+0(FP), AX
+TEXT ·fbPass1AVX2(SB), $224-88
+	// values every block reads alike, computed once
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+
+	// v27 = max(numValid, 1)
+	VMAXPS Y0, Y1, Y0
+
+	// v64 = div(1, v27)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    lo+8(FP), AX
 
 outer0_10:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_11:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+256, AX, DI
 	ADDQ      DI, SI
@@ -1001,127 +983,116 @@ blocks_11:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y3
-	MOVQ      advantage+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y4
+	VANDPS  Y0, Y1, Y0
+	MOVQ    advantage+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y2
 
 	// v6 = where(mask, advantage, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
-	MOVQ      logProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y5
+	VANDPS  Y2, Y1, Y2
+	MOVQ    logProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v8 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y5, Y2, Y5
-	MOVQ      sampleLogProb+32(FP), BX
-	VMOVUPS   (BX)(SI*4), Y6
+	VANDPS  Y3, Y1, Y3
+	MOVQ    sampleLogProb+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y4
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y6, Y2, Y6
+	VANDPS Y4, Y1, Y4
 
 	// logWeight = sub(v8, v10)
-	VSUBPS  Y6, Y5, Y7
-	VMOVUPS lgc2<>+0(SB), Y8
+	VSUBPS  Y4, Y3, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y3, (SP)
-	VMOVUPS lgc3<>+0(SB), Y3
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y8, Y3, Y3
-	VMOVUPS Y5, 32(SP)
-	VMOVUPS Y6, 64(SP)
-	VMOVUPS Y3, 96(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y3, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y7, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y5, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y3
-	VMOVAPS      lgc9<>+0(SB), Y6
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y3, Y8
-	VFMADD213PS  Y3, Y8, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMAXPS       lgc4<>+0(SB), Y5, Y0
+	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y0
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
+	VMULPS       Y0, Y0, Y8
+	VFMADD213PS  Y0, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y3, Y6, Y6
-	VCMPPS       $0x03, Y7, Y7, Y3
-	VBLENDVPS    Y3, Y7, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y0
+	VBLENDVPS    Y0, Y5, Y7, Y7
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y3
-	VMOVUPS lgc17<>+0(SB), Y5
+	VCMPPS  $0x1d, Y0, Y2, Y0
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y6, Y5, Y5
-	VMOVUPS Y7, 128(SP)
-	VMOVUPS lgc18<>+0(SB), Y7
+	VMINPS  Y7, Y3, Y3
+	VMOVUPS Y4, 96(SP)
+	VMOVUPS lgc18<>+0(SB), Y4
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y6, Y7, Y7
-	VMOVUPS Y6, 160(SP)
+	VMAXPS  Y7, Y4, Y4
+	VMOVUPS Y7, 128(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y3, Y5, Y7, Y5
+	VBLENDVPS Y0, Y3, Y4, Y3
 
 	// gain = mul(v6, ratioClipped)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y5, Y5
+	VXORPS lgc19<>+0(SB), Y3, Y3
 
 	// v25 = where(mask, v24, 0)
-	VBLENDVPS Y1, Y5, Y2, Y5
+	VANDPS Y3, Y1, Y3
 
 	// sum(v25) over [B L]
-	MOVQ         state+40(FP), BX
-	VADDPS       704(BX), Y5, Y5
-	VMOVUPS      Y5, 704(BX)
-	MOVQ         numValid+48(FP), DI
-	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y5
-
-	// v27 = max(numValid, 1)
-	VMAXPS  Y5, Y0, Y0
-	VMOVUPS 96(SP), Y5
-	VMOVUPS 128(SP), Y6
+	MOVQ    state+48(FP), BX
+	VADDPS  704(BX), Y3, Y3
+	VMOVUPS Y3, 704(BX)
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y6, Y5, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y5, Y6, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v30 = where(mask, v29, 0)
-	VBLENDVPS Y1, Y5, Y2, Y5
-	VMOVUPS   Y3, 192(SP)
+	VANDPS Y3, Y1, Y3
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y5, Y3
+	VADDPS  1024(BX), Y3, Y3
 	VMOVUPS Y3, 1024(BX)
-	VMOVUPS 64(SP), Y3
-	VMOVUPS 32(SP), Y5
+	VMOVUPS 96(SP), Y3
+	VMOVUPS 64(SP), Y4
 
 	// v33 = sub(v10, v8)
-	VSUBPS Y5, Y3, Y3
+	VSUBPS Y4, Y3, Y3
 
 	// v34 = where(mask, v33, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y3, Y1, Y3
 
 	// sum(v34) over [B L]
 	VADDPS  1344(BX), Y3, Y3
@@ -1130,183 +1101,135 @@ blocks_11:
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v38 = where(mask, entropy, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y3, Y1, Y3
 
 	// v40 = mul(-0.001, v38)
-	VMULPS  lgc20<>+0(SB), Y3, Y5
-	VMOVUPS Y4, 224(SP)
+	VMULPS lgc20<>+0(SB), Y3, Y4
 
 	// sum(v38) over [B L]
 	VADDPS  1664(BX), Y3, Y3
 	VMOVUPS Y3, 1664(BX)
 
 	// v43 = where(mask, v40, 0)
-	VBLENDVPS Y1, Y5, Y2, Y2
+	VANDPS Y4, Y1, Y3
 
 	// sum(v43) over [B L]
-	VADDPS  1984(BX), Y2, Y2
-	VMOVUPS Y2, 1984(BX)
-	VMOVUPS lgc21<>+0(SB), Y2
+	VADDPS  1984(BX), Y3, Y3
+	VMOVUPS Y3, 1984(BX)
+	VMOVUPS lgc21<>+0(SB), Y3
 
 	// v48 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y6, Y2, Y1
-	VMOVUPS   Y0, 256(SP)
+	VBLENDVPS Y1, Y5, Y3, Y3
+	VMOVUPS   Y0, 160(SP)
+	VMOVUPS   Y2, 192(SP)
+	VMOVUPS   128(SP), Y0
 
 	// logsumexp(v48) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VMAXPS       lgc4<>+0(SB), Y1, Y0
-	VMINPS       lgc5<>+0(SB), Y0, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y0
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y0
-	VBLENDVPS    Y0, Y1, Y3, Y3
-	VCMPPS       $0x15, lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y1, Y2
-	VANDPS       Y2, Y0, Y0
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
-	VORPS        Y2, Y0, Y0
-	VANDPS       4288(BX), Y0, Y0
-	VMOVUPS      Y0, 4288(BX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X2
+	VANDPS       Y0, Y1, Y2
+	VCMPPS       $0x15, lgc22<>+0(SB), Y3, Y4
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y3, Y5
+	VANDPS       Y5, Y4, Y4
+	VCMPPS       $0x00, lgc21<>+0(SB), Y3, Y5
+	VORPS        Y5, Y4, Y4
+	VANDPS       4288(BX), Y4, Y4
+	VMOVUPS      Y4, 4288(BX)
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2112(BX)(DI*8), Y0, Y3
-	VMOVUPD      Y3, 2112(BX)(DI*8)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       5440(BX)(DI*8), Y0, Y0
-	VMOVUPD      Y0, 5440(BX)(DI*8)
-	VADDPD       2144(BX)(DI*8), Y2, Y0
-	VMOVUPD      Y0, 2144(BX)(DI*8)
-	VMULPD       Y2, Y2, Y0
-	VADDPD       5472(BX)(DI*8), Y0, Y0
-	VMOVUPD      Y0, 5472(BX)(DI*8)
-
-	// v50 = mul(2, v48)
-	VMULPS  lgc24<>+0(SB), Y1, Y0
-	VMOVUPS (SP), Y0
+	VADDPD       2112(BX)(DI*8), Y3, Y4
+	VMOVUPD      Y4, 2112(BX)(DI*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       5440(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 5440(BX)(DI*8)
+	VADDPD       2144(BX)(DI*8), Y2, Y3
+	VMOVUPD      Y3, 2144(BX)(DI*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       5472(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 5472(BX)(DI*8)
+	VMOVUPS      32(SP), Y2
 
 	// sum(v3) over [B]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       7616(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 7616(BX)(DI*8)
-	VADDPD       7648(BX)(DI*8), Y0, Y0
-	VMOVUPD      Y0, 7648(BX)(DI*8)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      256(SP), Y1
-
-	// v64 = div(1, v27)
-	VDIVPS    Y1, Y0, Y0
-	MOVQ      mask+8(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VMOVUPS   lgc0<>+0(SB), Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       7616(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 7616(BX)(DI*8)
+	VADDPD       7648(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 7648(BX)(DI*8)
+	VMOVUPS      (SP), Y2
 
 	// v65 = where(mask, v64, 0)
-	VBLENDVPS Y2, Y0, Y1, Y0
+	VANDPS Y2, Y1, Y2
 
 	// v66 = mul(v65, -0.001)
-	VMULPS lgc20<>+0(SB), Y0, Y3
+	VMULPS lgc20<>+0(SB), Y2, Y3
 
 	// gradEntropy = where(mask, v66, 0)
-	VBLENDVPS Y2, Y3, Y1, Y3
+	VANDPS Y3, Y1, Y3
 
 	// v68 = neg(v65)
-	VXORPS  lgc19<>+0(SB), Y0, Y0
-	VMOVUPS 224(SP), Y4
+	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VMOVUPS 192(SP), Y4
 
 	// v69 = mul(v68, v6)
-	VMULPS  Y4, Y0, Y0
-	VMOVUPS 192(SP), Y4
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS 160(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
 	// v70 = where(v17, v69, 0)
-	VBLENDVPS Y5, Y0, Y1, Y4
+	VANDPS Y2, Y5, Y4
 
 	// v71 = where(v17, 0, v69)
-	VBLENDVPS Y5, Y1, Y0, Y0
-	VMOVUPS   160(SP), Y5
-	VMOVUPS   lgc18<>+0(SB), Y6
+	VANDNPS Y2, Y5, Y2
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v72 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x1d, Y5, Y0, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v73 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
-
-	// v74 = max(v72, v73)
-	VXORPS  lgc19<>+0(SB), Y6, Y6
-	VXORPS  lgc19<>+0(SB), Y7, Y9
-	VMINPS  Y6, Y9, Y8
-	VMINPS  Y9, Y6, Y6
-	VORPS   Y8, Y6, Y6
-	VXORPS  lgc19<>+0(SB), Y6, Y6
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y6, Y8
-
-	// v75 = where(v74, v71, 0)
-	VBLENDVPS Y8, Y0, Y1, Y0
-	VMOVUPS   lgc17<>+0(SB), Y6
-
-	// v76 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y6, Y5, Y6
+	VCMPPS $0x04, Y0, Y0, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v77 = max(v76, v73)
-	VXORPS  lgc19<>+0(SB), Y6, Y6
-	VXORPS  lgc19<>+0(SB), Y7, Y7
-	VMINPS  Y6, Y7, Y8
-	VMINPS  Y7, Y6, Y6
-	VORPS   Y8, Y6, Y6
-	VXORPS  lgc19<>+0(SB), Y6, Y6
+	// v74 = max(v72, v73)
+	VMAXPS  Y5, Y6, Y5
 	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VCMPPS  $0x04, Y7, Y5, Y7
+
+	// v75 = where(v74, v71, 0)
+	VANDPS  Y2, Y7, Y2
+	VMOVUPS lgc17<>+0(SB), Y5
+
+	// v76 = le(ratio, 1.2799999924290435)
+	VCMPPS $0x12, Y5, Y0, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
+
+	// v77 = max(v76, v73)
+	VMAXPS  Y5, Y6, Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v78 = where(v77, v70, 0)
-	VBLENDVPS Y7, Y4, Y1, Y4
+	VANDPS Y4, Y6, Y4
 
 	// v79 = add(v75, v78)
-	VADDPS Y4, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v80 = ne(v79, 0)
-	VCMPPS $0x04, Y1, Y0, Y4
+	VCMPPS $0x04, Y4, Y2, Y4
 
 	// v81 = mul(v79, ratio)
-	VMULPS Y5, Y0, Y5
+	VMULPS Y0, Y2, Y0
 
 	// v82 = where(v80, v81, v79)
-	VBLENDVPS Y4, Y5, Y0, Y0
+	VBLENDVPS Y4, Y0, Y2, Y0
 
 	// gradLogProb = where(mask, v82, 0)
-	VBLENDVPS Y2, Y0, Y1, Y0
+	VANDPS Y0, Y1, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
@@ -1317,10 +1240,10 @@ blocks_11:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_12
-	MOVQ         state+40(FP), DX
+	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1331,8 +1254,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1344,8 +1267,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1357,8 +1280,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1370,8 +1293,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1390,10 +1313,10 @@ noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
 	JL           blocks_11
-	MOVQ         state+40(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1404,8 +1327,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1417,8 +1340,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1430,8 +1353,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1443,8 +1366,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1536,7 +1459,7 @@ blocks_13:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v52 = mul(2, logSumW)
-	VMULPS  lgc24<>+0(SB), Y0, Y0
+	VMULPS  lgc26<>+0(SB), Y0, Y0
 	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1577,10 +1500,10 @@ blocks_13:
 
 	// v56 = gt(v55, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y2
+	VANDPS lgc1<>+0(SB), Y0, Y1
 
 	// v57 = where(v56, essCol, 0)
-	VBLENDVPS Y0, Y3, Y1, Y0
+	VANDPS Y3, Y0, Y0
 
 	// sum(v57) over [L]
 	MOVQ    state+40(FP), DX
@@ -1588,14 +1511,14 @@ blocks_13:
 	VMOVUPS Y0, 10112(DX)
 
 	// sum(v56) over [L]
-	VADDPS       10432(DX), Y2, Y0
+	VADDPS       10432(DX), Y1, Y0
 	VMOVUPS      Y0, 10432(DX)
 	DECQ         CX
 	JNZ          noflush_15
 	MOVQ         state+40(FP), CX
 	VMOVUPS      10112(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1606,8 +1529,8 @@ blocks_13:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10112(CX)
 	VMOVUPS      10432(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1632,8 +1555,8 @@ noflush_15:
 chunkdone_14:
 	MOVQ         state+40(FP), AX
 	VMOVUPS      10112(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1644,8 +1567,8 @@ chunkdone_14:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10112(AX)
 	VMOVUPS      10432(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0

@@ -207,7 +207,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r91_s, 0)
 		runtime.Fill(st.r91_p, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, hi, &in.NewLogPis[0], &in.CurrLogPis[0], &in.QRandom[0], &in.QNew[0], &in.QCurr[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogAlpha[0], &in.StateActionValue[0], &st.buf[0], &in.BcSampleLogProb[0], &in.BcLogProb[0], &in.LogProb[0], &g.StateActionValueActor[0], &g.StateActionValue[0], &out.ValueTarget[0], &out.TDError[0], &g.BcSampleLogProb[0], &g.LogProb[0], &g.BcLogProb[0], &g.QCurr[0], &g.QNew[0], &g.QRandom[0])
+		fbPass1AVX2(&in.LogAlpha[0], lo, hi, &in.NewLogPis[0], &in.CurrLogPis[0], &in.QRandom[0], &in.QNew[0], &in.QCurr[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.BcSampleLogProb[0], &in.BcLogProb[0], &in.LogProb[0], &g.StateActionValueActor[0], &g.StateActionValue[0], &out.ValueTarget[0], &out.TDError[0], &g.BcSampleLogProb[0], &g.LogProb[0], &g.BcLogProb[0], &g.QCurr[0], &g.QNew[0], &g.QRandom[0])
 	}
 	n := min(fbPass1Chunks, 32)
 	if n <= 1 {

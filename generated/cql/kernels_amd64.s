@@ -1054,24 +1054,23 @@ inner_Q_6:
 	VMOVUPS lgc15<>+0(SB), Y8
 
 	// v43 = eq(v41, +Inf)
-	VCMPPS  $0x00, Y8, Y7, Y7
-	VMOVUPS Y5, 2848(SP)
-	VMOVUPS lgc19<>+0(SB), Y5
+	VCMPPS $0x00, Y8, Y7, Y7
 
 	// v45 = where(v43, 0, v39)
-	VBLENDVPS Y7, Y5, Y6, Y5
+	VANDNPS Y6, Y7, Y6
 
 	// v46 = sub(v33, v45)
-	VSUBPS  Y5, Y1, Y1
+	VSUBPS  Y6, Y1, Y1
+	VMOVUPS Y5, 2848(SP)
 	VMOVUPS Y4, 2880(SP)
 
 	// v47 = exp(v46)
 	VMAXPS       lgc0<>+0(SB), Y1, Y4
 	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc3<>+0(SB), Y6, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y6, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
 	VMOVAPS      lgc5<>+0(SB), Y7
 	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
@@ -1081,23 +1080,23 @@ inner_Q_6:
 	VMULPS       Y4, Y4, Y8
 	VFMADD213PS  Y4, Y8, Y7
 	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y6
-	VPMINSD      lgc13<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y7, Y7
 	VMOVUPS      2880(SP), Y1
 
 	// v48 = sub(v35, v45)
-	VSUBPS  Y5, Y1, Y1
-	VMOVUPS Y5, 2912(SP)
+	VSUBPS  Y6, Y1, Y1
+	VMOVUPS Y6, 2912(SP)
 
 	// v49 = exp(v48)
 	VMAXPS       lgc0<>+0(SB), Y1, Y4
@@ -1889,17 +1888,55 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradBcSampleLogProb *float32, gradLogProb *float32, gradBcLogProb *float32, gradQCurr *float32, gradQNew *float32, gradQRandom *float32)
+// func fbPass1AVX2(logAlpha *float32, lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradBcSampleLogProb *float32, gradLogProb *float32, gradBcLogProb *float32, gradQCurr *float32, gradQNew *float32, gradQRandom *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $5408-216
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_9
+TEXT ·fbPass1AVX2(SB), $5056-216
+	// values every block reads alike, computed once
+	MOVQ         logAlpha+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+
+	// v13 = exp(logAlpha)
+	VMAXPS       lgc0<>+0(SB), Y0, Y1
+	VMINPS       lgc1<>+0(SB), Y1, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
+	VMOVAPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y2
+	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc13<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+
+	// v92 = mul(0.00390625, v13)
+	VMULPS  lgc46<>+0(SB), Y3, Y0
+	VMOVUPS Y3, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    $+8, CX
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_9
 
 blocks_8:
 	// tile newLogPis
-	MOVQ       newLogPis+16(FP), DX
+	MOVQ       newLogPis+24(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+10, AX, SI
 	ADDQ       SI, BX
@@ -1935,14 +1972,14 @@ blocks_8:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, (SP)
-	VMOVUPS    Y7, 32(SP)
-	VMOVUPS    Y3, 64(SP)
-	VMOVUPS    Y8, 96(SP)
-	VMOVUPS    Y2, 128(SP)
-	VMOVUPS    Y1, 160(SP)
-	VMOVUPS    Y5, 192(SP)
-	VMOVUPS    Y0, 224(SP)
+	VMOVUPS    Y6, 64(SP)
+	VMOVUPS    Y7, 96(SP)
+	VMOVUPS    Y3, 128(SP)
+	VMOVUPS    Y8, 160(SP)
+	VMOVUPS    Y2, 192(SP)
+	VMOVUPS    Y1, 224(SP)
+	VMOVUPS    Y5, 256(SP)
+	VMOVUPS    Y0, 288(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
@@ -1976,11 +2013,11 @@ blocks_8:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 256(SP)
-	VMOVUPS    Y3, 288(SP)
+	VMOVUPS    Y5, 320(SP)
+	VMOVUPS    Y3, 352(SP)
 
 	// tile currLogPis
-	MOVQ       currLogPis+24(FP), DX
+	MOVQ       currLogPis+32(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -2013,14 +2050,14 @@ blocks_8:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 320(SP)
-	VMOVUPS    Y7, 352(SP)
-	VMOVUPS    Y3, 384(SP)
-	VMOVUPS    Y8, 416(SP)
-	VMOVUPS    Y2, 448(SP)
-	VMOVUPS    Y1, 480(SP)
-	VMOVUPS    Y5, 512(SP)
-	VMOVUPS    Y0, 544(SP)
+	VMOVUPS    Y6, 384(SP)
+	VMOVUPS    Y7, 416(SP)
+	VMOVUPS    Y3, 448(SP)
+	VMOVUPS    Y8, 480(SP)
+	VMOVUPS    Y2, 512(SP)
+	VMOVUPS    Y1, 544(SP)
+	VMOVUPS    Y5, 576(SP)
+	VMOVUPS    Y0, 608(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
@@ -2054,11 +2091,11 @@ blocks_8:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 576(SP)
-	VMOVUPS    Y3, 608(SP)
+	VMOVUPS    Y5, 640(SP)
+	VMOVUPS    Y3, 672(SP)
 
 	// tile qRandom
-	MOVQ       qRandom+32(FP), DX
+	MOVQ       qRandom+40(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+10, AX, SI
 	ADDQ       SI, BX
@@ -2094,14 +2131,14 @@ blocks_8:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 640(SP)
-	VMOVUPS    Y7, 672(SP)
-	VMOVUPS    Y3, 704(SP)
-	VMOVUPS    Y8, 736(SP)
-	VMOVUPS    Y2, 768(SP)
-	VMOVUPS    Y1, 800(SP)
-	VMOVUPS    Y5, 832(SP)
-	VMOVUPS    Y0, 864(SP)
+	VMOVUPS    Y6, 704(SP)
+	VMOVUPS    Y7, 736(SP)
+	VMOVUPS    Y3, 768(SP)
+	VMOVUPS    Y8, 800(SP)
+	VMOVUPS    Y2, 832(SP)
+	VMOVUPS    Y1, 864(SP)
+	VMOVUPS    Y5, 896(SP)
+	VMOVUPS    Y0, 928(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
@@ -2135,8 +2172,8 @@ blocks_8:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 896(SP)
-	VMOVUPS    Y3, 928(SP)
+	VMOVUPS    Y5, 960(SP)
+	VMOVUPS    Y3, 992(SP)
 	VMOVUPS    10240(DX)(BX*4), Y0
 	VMOVUPS    10280(DX)(BX*4), Y1
 	VMOVUPS    10320(DX)(BX*4), Y2
@@ -2169,14 +2206,14 @@ blocks_8:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 960(SP)
-	VMOVUPS    Y7, 992(SP)
-	VMOVUPS    Y3, 1024(SP)
-	VMOVUPS    Y8, 1056(SP)
-	VMOVUPS    Y2, 1088(SP)
-	VMOVUPS    Y1, 1120(SP)
-	VMOVUPS    Y5, 1152(SP)
-	VMOVUPS    Y0, 1184(SP)
+	VMOVUPS    Y6, 1024(SP)
+	VMOVUPS    Y7, 1056(SP)
+	VMOVUPS    Y3, 1088(SP)
+	VMOVUPS    Y8, 1120(SP)
+	VMOVUPS    Y2, 1152(SP)
+	VMOVUPS    Y1, 1184(SP)
+	VMOVUPS    Y5, 1216(SP)
+	VMOVUPS    Y0, 1248(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
@@ -2210,11 +2247,11 @@ blocks_8:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 1216(SP)
-	VMOVUPS    Y3, 1248(SP)
+	VMOVUPS    Y5, 1280(SP)
+	VMOVUPS    Y3, 1312(SP)
 
 	// tile qNew
-	MOVQ       qNew+40(FP), DX
+	MOVQ       qNew+48(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -2247,14 +2284,14 @@ blocks_8:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 1280(SP)
-	VMOVUPS    Y7, 1312(SP)
-	VMOVUPS    Y3, 1344(SP)
-	VMOVUPS    Y8, 1376(SP)
-	VMOVUPS    Y2, 1408(SP)
-	VMOVUPS    Y1, 1440(SP)
-	VMOVUPS    Y5, 1472(SP)
-	VMOVUPS    Y0, 1504(SP)
+	VMOVUPS    Y6, 1344(SP)
+	VMOVUPS    Y7, 1376(SP)
+	VMOVUPS    Y3, 1408(SP)
+	VMOVUPS    Y8, 1440(SP)
+	VMOVUPS    Y2, 1472(SP)
+	VMOVUPS    Y1, 1504(SP)
+	VMOVUPS    Y5, 1536(SP)
+	VMOVUPS    Y0, 1568(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
@@ -2288,8 +2325,8 @@ blocks_8:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 1536(SP)
-	VMOVUPS    Y3, 1568(SP)
+	VMOVUPS    Y5, 1600(SP)
+	VMOVUPS    Y3, 1632(SP)
 	VMOVUPS    10240(DX)(BX*4), Y0
 	VMOVUPS    10280(DX)(BX*4), Y1
 	VMOVUPS    10320(DX)(BX*4), Y2
@@ -2322,14 +2359,14 @@ blocks_8:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 1600(SP)
-	VMOVUPS    Y7, 1632(SP)
-	VMOVUPS    Y3, 1664(SP)
-	VMOVUPS    Y8, 1696(SP)
-	VMOVUPS    Y2, 1728(SP)
-	VMOVUPS    Y1, 1760(SP)
-	VMOVUPS    Y5, 1792(SP)
-	VMOVUPS    Y0, 1824(SP)
+	VMOVUPS    Y6, 1664(SP)
+	VMOVUPS    Y7, 1696(SP)
+	VMOVUPS    Y3, 1728(SP)
+	VMOVUPS    Y8, 1760(SP)
+	VMOVUPS    Y2, 1792(SP)
+	VMOVUPS    Y1, 1824(SP)
+	VMOVUPS    Y5, 1856(SP)
+	VMOVUPS    Y0, 1888(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
@@ -2363,11 +2400,11 @@ blocks_8:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 1856(SP)
-	VMOVUPS    Y3, 1888(SP)
+	VMOVUPS    Y5, 1920(SP)
+	VMOVUPS    Y3, 1952(SP)
 
 	// tile qCurr
-	MOVQ       qCurr+48(FP), DX
+	MOVQ       qCurr+56(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -2400,14 +2437,14 @@ blocks_8:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 1920(SP)
-	VMOVUPS    Y7, 1952(SP)
-	VMOVUPS    Y3, 1984(SP)
-	VMOVUPS    Y8, 2016(SP)
-	VMOVUPS    Y2, 2048(SP)
-	VMOVUPS    Y1, 2080(SP)
-	VMOVUPS    Y5, 2112(SP)
-	VMOVUPS    Y0, 2144(SP)
+	VMOVUPS    Y6, 1984(SP)
+	VMOVUPS    Y7, 2016(SP)
+	VMOVUPS    Y3, 2048(SP)
+	VMOVUPS    Y8, 2080(SP)
+	VMOVUPS    Y2, 2112(SP)
+	VMOVUPS    Y1, 2144(SP)
+	VMOVUPS    Y5, 2176(SP)
+	VMOVUPS    Y0, 2208(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
@@ -2441,8 +2478,8 @@ blocks_8:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 2176(SP)
-	VMOVUPS    Y3, 2208(SP)
+	VMOVUPS    Y5, 2240(SP)
+	VMOVUPS    Y3, 2272(SP)
 	VMOVUPS    10240(DX)(BX*4), Y0
 	VMOVUPS    10280(DX)(BX*4), Y1
 	VMOVUPS    10320(DX)(BX*4), Y2
@@ -2475,14 +2512,14 @@ blocks_8:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 2240(SP)
-	VMOVUPS    Y7, 2272(SP)
-	VMOVUPS    Y3, 2304(SP)
-	VMOVUPS    Y8, 2336(SP)
-	VMOVUPS    Y2, 2368(SP)
-	VMOVUPS    Y1, 2400(SP)
-	VMOVUPS    Y5, 2432(SP)
-	VMOVUPS    Y0, 2464(SP)
+	VMOVUPS    Y6, 2304(SP)
+	VMOVUPS    Y7, 2336(SP)
+	VMOVUPS    Y3, 2368(SP)
+	VMOVUPS    Y8, 2400(SP)
+	VMOVUPS    Y2, 2432(SP)
+	VMOVUPS    Y1, 2464(SP)
+	VMOVUPS    Y5, 2496(SP)
+	VMOVUPS    Y0, 2528(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
@@ -2516,8 +2553,8 @@ blocks_8:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 2496(SP)
-	VMOVUPS    Y3, 2528(SP)
+	VMOVUPS    Y5, 2560(SP)
+	VMOVUPS    Y3, 2592(SP)
 	VMOVUPS    lgc15<>+0(SB), Y0
 	VMOVUPS    lgc16<>+0(SB), Y1
 	VMOVUPD    lgc17<>+0(SB), Y2
@@ -2525,7 +2562,7 @@ blocks_8:
 	XORQ       DX, DX
 
 inner_Q_10:
-	MOVQ    nextStateActionValue+56(FP), SI
+	MOVQ    nextStateActionValue+64(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -2536,7 +2573,7 @@ inner_Q_10:
 	VMINPS  Y0, Y4, Y5
 	VMINPS  Y4, Y0, Y0
 	VORPS   Y5, Y0, Y0
-	MOVQ    stateActionValueActor+64(FP), SI
+	MOVQ    stateActionValueActor+72(FP), SI
 	VMOVUPS (SI)(DI*4), Y4
 
 	// v71 = neg(stateActionValueActor)
@@ -2565,7 +2602,7 @@ inner_Q_10:
 
 	// finish v1
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      nextTerminated+72(FP), DX
+	MOVQ      nextTerminated+80(FP), DX
 	XORQ      SI, SI
 	ADDQ      AX, SI
 	VPMOVZXBD (DX)(SI*1), Y4
@@ -2579,196 +2616,232 @@ inner_Q_10:
 
 	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+80(FP), DX
+	MOVQ    nextReward+88(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v9)
-	VADDPS       Y0, Y1, Y0
-	MOVQ         logAlpha+88(FP), DX
-	XORQ         DI, DI
-	VBROADCASTSS (DX)(DI*4), Y1
-
-	// v13 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y1, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y6, Y6
-	VMOVUPD      lgc17<>+0(SB), Y1
-	VMOVUPD      lgc17<>+0(SB), Y4
-	VMOVUPS      lgc16<>+0(SB), Y5
-	VMOVUPS      Y5, 4480(SP)
-	VMOVUPS      Y6, 4544(SP)
-	XORQ         DX, DX
+	VADDPS  Y0, Y1, Y0
+	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD lgc17<>+0(SB), Y4
+	VMOVUPS lgc16<>+0(SB), Y5
+	VMOVUPS Y5, 4544(SP)
+	VMOVUPS Y0, 4608(SP)
+	XORQ    DX, DX
 
 inner_Q_11:
-	MOVQ    stateActionValue+96(FP), R8
-	XORQ    R9, R9
-	IMUL3Q  $+256, DX, R10
-	ADDQ    R10, R9
-	ADDQ    AX, R9
-	VMOVUPS (R8)(R9*4), Y5
+	MOVQ    stateActionValue+96(FP), DI
+	XORQ    R8, R8
+	IMUL3Q  $+256, DX, R9
+	ADDQ    R9, R8
+	ADDQ    AX, R8
+	VMOVUPS (DI)(R8*4), Y0
+	VMOVUPS 4608(SP), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y0, Y5, Y5
+	VSUBPS Y5, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y6
-	VANDNPS Y5, Y6, Y6
-	VMOVUPS lgc11<>+0(SB), Y7
+	VMOVUPS lgc18<>+0(SB), Y5
+	VANDNPS Y0, Y5, Y5
+	VMOVUPS lgc11<>+0(SB), Y6
 
 	// v19 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y6, Y7
+	VCMPPS $0x11, Y6, Y5, Y6
 
 	// v20 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y6, Y8
+	VMULPS lgc10<>+0(SB), Y5, Y7
 
 	// v21 = mul(v20, absDiff)
-	VMULPS Y6, Y8, Y8
+	VMULPS Y5, Y7, Y7
 
 	// v22 = sub(absDiff, 0.5)
-	VSUBPS  lgc10<>+0(SB), Y6, Y6
-	VMOVUPS Y5, 4576(SP)
+	VSUBPS  lgc10<>+0(SB), Y5, Y5
+	VMOVUPS Y0, 4640(SP)
 
 	// smoothL1 = where(v19, v21, v22)
-	VBLENDVPS Y7, Y8, Y6, Y5
+	VBLENDVPS Y6, Y7, Y5, Y0
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X5, Y6
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y1, Y6, Y1
-	VADDPD       Y4, Y5, Y4
-	VMOVUPS      4576(SP), Y5
+	VCVTPS2PD    X0, Y5
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       Y1, Y5, Y1
+	VADDPD       Y4, Y0, Y4
+	VMOVUPS      4640(SP), Y0
 
 	// v85 = mul(diff, diff)
-	VMULPS Y5, Y5, Y5
+	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v85) over [Q]
-	VMOVUPS 4480(SP), Y6
-	VXORPS  lgc18<>+0(SB), Y6, Y6
+	VMOVUPS 4544(SP), Y5
 	VXORPS  lgc18<>+0(SB), Y5, Y5
-	VMINPS  Y6, Y5, Y7
-	VMINPS  Y5, Y6, Y6
-	VORPS   Y7, Y6, Y6
-	VXORPS  lgc18<>+0(SB), Y6, Y6
-	VMOVUPS Y6, 4480(SP)
+	VXORPS  lgc18<>+0(SB), Y0, Y0
+	VMINPS  Y5, Y0, Y6
+	VMINPS  Y0, Y5, Y5
+	VORPS   Y6, Y5, Y5
+	VXORPS  lgc18<>+0(SB), Y5, Y5
+	VMOVUPS Y5, 4544(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_11
 
 	// finish v24
-	VMOVUPS     lgc19<>+0(SB), Y5
-	VCVTPD2PSY  Y1, X5
-	VCVTPD2PSY  Y4, X1
-	VINSERTF128 $0x01, X1, Y5, Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y4, Y1
+	VMOVUPS     lgc19<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y4, Y0
 
 	// mean(v24) over [B]
 	MOVQ    state+104(FP), DX
-	VADDPS  256(DX), Y1, Y1
-	VMOVUPS Y1, 256(DX)
-	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD Y1, 4608(SP)
-	VMOVUPD Y1, 4640(SP)
-	VMOVUPS Y0, 4672(SP)
-	VMOVUPS lgc11<>+0(SB), Y0
-	XORQ    R8, R8
+	VADDPS  256(DX), Y0, Y0
+	VMOVUPS Y0, 256(DX)
+	VMOVUPD lgc17<>+0(SB), Y0
+	VMOVUPD Y0, 4672(SP)
+	VMOVUPD Y0, 4704(SP)
+	XORQ    DI, DI
 
 inner_R_12:
-	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD Y1, 4704(SP)
-	VMOVUPD Y1, 4736(SP)
-	XORQ    R9, R9
+	VMOVUPD lgc17<>+0(SB), Y0
+	VMOVUPD Y0, 4736(SP)
+	VMOVUPD Y0, 4768(SP)
+	XORQ    R8, R8
 
 inner_Q_13:
-	XORQ    R10, R10
-	IMUL3Q  $+32, R8, R11
-	ADDQ    R11, R10
-	IMUL3Q  $+320, R9, R11
-	ADDQ    R11, R10
-	VMOVUPS 640(SP)(R10*1), Y1
+	XORQ    R9, R9
+	IMUL3Q  $+32, DI, R10
+	ADDQ    R10, R9
+	IMUL3Q  $+320, R8, R10
+	ADDQ    R10, R9
+	VMOVUPS 704(SP)(R9*1), Y0
 
 	// v32 = sub(qRandom, -4.1588830833596715)
-	VSUBPS lgc21<>+0(SB), Y1, Y1
+	VSUBPS  lgc21<>+0(SB), Y0, Y0
+	VMOVUPS lgc11<>+0(SB), Y1
 
 	// v33 = div(v32, 1)
-	VDIVPS  Y0, Y1, Y1
-	VMOVUPS 1280(SP)(R10*1), Y4
-	XORQ    R11, R11
-	IMUL3Q  $+32, R8, R12
-	ADDQ    R12, R11
-	VMOVUPS (SP)(R11*1), Y5
+	VDIVPS  Y1, Y0, Y0
+	VMOVUPS 1344(SP)(R9*1), Y4
+	XORQ    R10, R10
+	IMUL3Q  $+32, DI, R11
+	ADDQ    R11, R10
+	VMOVUPS 64(SP)(R10*1), Y5
 
 	// v34 = sub(qNew, newLogPis)
 	VSUBPS Y5, Y4, Y4
 
 	// v35 = div(v34, 1)
-	VDIVPS  Y0, Y4, Y4
-	VMOVUPS 1920(SP)(R10*1), Y5
-	VMOVUPS 320(SP)(R11*1), Y6
+	VDIVPS  Y1, Y4, Y4
+	VMOVUPS 1984(SP)(R9*1), Y5
+	VMOVUPS 384(SP)(R10*1), Y6
 
 	// v36 = sub(qCurr, currLogPis)
 	VSUBPS Y6, Y5, Y5
 
 	// v37 = div(v36, 1)
-	VDIVPS Y0, Y5, Y5
+	VDIVPS Y1, Y5, Y1
 
 	// v38 = max(v33, v35)
-	VXORPS lgc18<>+0(SB), Y1, Y6
-	VXORPS lgc18<>+0(SB), Y4, Y8
-	VMINPS Y6, Y8, Y7
-	VMINPS Y8, Y6, Y6
-	VORPS  Y7, Y6, Y6
-	VXORPS lgc18<>+0(SB), Y6, Y6
+	VXORPS lgc18<>+0(SB), Y0, Y5
+	VXORPS lgc18<>+0(SB), Y4, Y7
+	VMINPS Y5, Y7, Y6
+	VMINPS Y7, Y5, Y5
+	VORPS  Y6, Y5, Y5
+	VXORPS lgc18<>+0(SB), Y5, Y5
 
 	// v39 = max(v38, v37)
-	VXORPS lgc18<>+0(SB), Y6, Y6
-	VXORPS lgc18<>+0(SB), Y5, Y8
-	VMINPS Y6, Y8, Y7
-	VMINPS Y8, Y6, Y6
-	VORPS  Y7, Y6, Y6
-	VXORPS lgc18<>+0(SB), Y6, Y6
+	VXORPS lgc18<>+0(SB), Y5, Y5
+	VXORPS lgc18<>+0(SB), Y1, Y7
+	VMINPS Y5, Y7, Y6
+	VMINPS Y7, Y5, Y5
+	VORPS  Y6, Y5, Y5
+	VXORPS lgc18<>+0(SB), Y5, Y5
 
 	// v41 = abs(v39)
-	VMOVUPS lgc18<>+0(SB), Y7
-	VANDNPS Y6, Y7, Y7
-	VMOVUPS lgc15<>+0(SB), Y8
+	VMOVUPS lgc18<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y6
+	VMOVUPS lgc15<>+0(SB), Y7
 
 	// v43 = eq(v41, +Inf)
-	VCMPPS  $0x00, Y8, Y7, Y7
-	VMOVUPS Y5, 4768(SP)
-	VMOVUPS lgc19<>+0(SB), Y5
+	VCMPPS $0x00, Y7, Y6, Y6
 
 	// v45 = where(v43, 0, v39)
-	VBLENDVPS Y7, Y5, Y6, Y5
+	VANDNPS Y5, Y6, Y5
 
 	// v46 = sub(v33, v45)
-	VSUBPS  Y5, Y1, Y1
-	VMOVUPS Y4, 4800(SP)
+	VSUBPS  Y5, Y0, Y0
+	VMOVUPS Y1, 4800(SP)
 
 	// v47 = exp(v46)
+	VMAXPS       lgc0<>+0(SB), Y0, Y1
+	VMINPS       lgc1<>+0(SB), Y1, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc3<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y6, Y1
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y6
+	VPMINSD      lgc13<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y7, Y7
+
+	// v48 = sub(v35, v45)
+	VSUBPS Y5, Y4, Y0
+
+	// v49 = exp(v48)
+	VMAXPS       lgc0<>+0(SB), Y0, Y1
+	VMINPS       lgc1<>+0(SB), Y1, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y1
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y6, Y6
+
+	// v50 = add(v47, v49)
+	VADDPS  Y6, Y7, Y0
+	VMOVUPS 4800(SP), Y1
+
+	// v51 = sub(v37, v45)
+	VSUBPS Y5, Y1, Y1
+
+	// v52 = exp(v51)
 	VMAXPS       lgc0<>+0(SB), Y1, Y4
 	VMINPS       lgc1<>+0(SB), Y4, Y4
 	VMULPS       lgc2<>+0(SB), Y4, Y6
@@ -2796,51 +2869,318 @@ inner_Q_13:
 	VMULPS       Y4, Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y7, Y7
-	VMOVUPS      4800(SP), Y1
 
-	// v48 = sub(v35, v45)
-	VSUBPS  Y5, Y1, Y1
+	// v53 = add(v50, v52)
+	VADDPS  Y7, Y0, Y0
 	VMOVUPS Y5, 4832(SP)
 
-	// v49 = exp(v48)
-	VMAXPS       lgc0<>+0(SB), Y1, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
+	// v54 = log(v53)
+	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
+	VMULPS       lgc23<>+0(SB), Y0, Y4
+	VBLENDVPS    Y1, Y4, Y0, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc13<>+0(SB), Y5, Y5
+	VPAND        lgc24<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y5, Y5
+	VPAND        lgc25<>+0(SB), Y4, Y1
+	VPOR         lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y4
+	VMULPS       lgc10<>+0(SB), Y1, Y6
+	VBLENDVPS    Y4, Y6, Y1, Y1
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc11<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y4
+	VMOVAPS      lgc27<>+0(SB), Y6
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc29<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc30<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc31<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc32<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc33<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc4<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc10<>+0(SB), Y4, Y6
+	VADDPS       Y1, Y6, Y6
+	VFMADD231PS  lgc3<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc15<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y6, Y6
+	VMOVUPS      4832(SP), Y0
 
-	// v50 = add(v47, v49)
-	VADDPS  Y6, Y7, Y1
-	VMOVUPS 4768(SP), Y4
-	VMOVUPS 4832(SP), Y5
+	// v55 = add(v54, v45)
+	VADDPS Y0, Y6, Y0
 
-	// v51 = sub(v37, v45)
-	VSUBPS Y5, Y4, Y4
+	// v57 = mul(v55, 5)
+	VMULPS lgc37<>+0(SB), Y0, Y0
 
-	// v52 = exp(v51)
-	VMAXPS       lgc0<>+0(SB), Y4, Y5
+	// minQfLoss = mul(v57, 1)
+	VMULPS  lgc11<>+0(SB), Y0, Y0
+	MOVQ    stateActionValue+96(FP), R9
+	XORQ    R10, R10
+	IMUL3Q  $+256, R8, R11
+	ADDQ    R11, R10
+	ADDQ    AX, R10
+	VMOVUPS (R9)(R10*4), Y1
+
+	// v59 = mul(stateActionValue, 5)
+	VMULPS lgc37<>+0(SB), Y1, Y1
+
+	// cqlQLoss = sub(minQfLoss, v59)
+	VSUBPS Y1, Y0, Y0
+
+	// sum(cqlQLoss) over [Q]
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4736(SP), Y1, Y1
+	VMOVUPD      Y1, 4736(SP)
+	VADDPD       4768(SP), Y0, Y0
+	VMOVUPD      Y0, 4768(SP)
+	INCQ         R8
+	CMPQ         R8, $+2
+	JL           inner_Q_13
+
+	// finish v61
+	VMOVUPD     4736(SP), Y0
+	VMOVUPD     4768(SP), Y1
+	VMOVUPS     lgc19<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y4, Y0
+
+	// mean(v61) over [R]
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4672(SP), Y1, Y1
+	VMOVUPD      Y1, 4672(SP)
+	VADDPD       4704(SP), Y0, Y0
+	VMOVUPD      Y0, 4704(SP)
+	INCQ         DI
+	CMPQ         DI, $+10
+	JL           inner_R_12
+
+	// finish v62
+	VMOVUPD     4672(SP), Y0
+	VDIVPD      lgc38<>+0(SB), Y0, Y0
+	VMOVUPD     4704(SP), Y1
+	VDIVPD      lgc38<>+0(SB), Y1, Y1
+	VMOVUPS     lgc19<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y4, Y0
+
+	// mean(v62) over [B]
+	VADDPS  576(DX), Y0, Y0
+	VMOVUPS Y0, 576(DX)
+	VMOVUPS (SP), Y0
+	MOVQ    bcSampleLogProb+112(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+
+	// v65 = mul(v13, bcSampleLogProb)
+	VMULPS  Y1, Y0, Y1
+	MOVQ    bcLogProb+120(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
+
+	// v67 = sub(v65, bcLogProb)
+	VSUBPS Y4, Y1, Y1
+
+	// mean(v67) over [B]
+	VADDPS  896(DX), Y1, Y1
+	VMOVUPS Y1, 896(DX)
+
+	// finish v72
+	VMOVUPD     Y2, Y1
+	VMOVUPD     Y3, Y2
+	VMOVUPS     lgc19<>+0(SB), Y3
+	VCVTPD2PSY  Y1, X3
+	VCVTPD2PSY  Y2, X1
+	VINSERTF128 $0x01, X1, Y3, Y1
+
+	// v73 = gather(stateActionValueActor, v72) over Q
+	XORQ       DI, DI
+	MOVQ       AX, R8
+	ADDQ       R8, DI
+	MOVQ       stateActionValueActor+72(FP), R8
+	LEAQ       (R8)(DI*4), R8
+	VCVTTPS2DQ Y1, Y2
+	VPMAXSD    lgc19<>+0(SB), Y2, Y2
+	VPMINSD    lgc39<>+0(SB), Y2, Y2
+	VPMULLD    lgc40<>+0(SB), Y2, Y2
+	VPADDD     lgc41<>+0(SB), Y2, Y2
+	VMOVUPS    lgc42<>+0(SB), Y3
+	VMOVUPS    lgc19<>+0(SB), Y4
+	VGATHERDPS Y3, (R8)(Y2*4), Y4
+	MOVQ       logProb+128(FP), DI
+	VMOVUPS    (DI)(SI*4), Y2
+
+	// v74 = mul(v13, logProb)
+	VMULPS Y2, Y0, Y0
+
+	// v75 = sub(v74, v73)
+	VSUBPS Y4, Y0, Y0
+
+	// mean(v75) over [B]
+	VADDPS  1216(DX), Y0, Y0
+	VMOVUPS Y0, 1216(DX)
+
+	// v79 = add(logProb, -6)
+	VADDPS       lgc43<>+0(SB), Y2, Y0
+	MOVQ         logAlpha+0(FP), DI
+	XORQ         R8, R8
+	VBROADCASTSS (DI)(R8*4), Y3
+
+	// v80 = mul(logAlpha, v79)
+	VMULPS Y0, Y3, Y3
+
+	// v81 = neg(v80)
+	VXORPS lgc18<>+0(SB), Y3, Y3
+
+	// mean(v81) over [B]
+	VADDPS  1536(DX), Y3, Y3
+	VMOVUPS Y3, 1536(DX)
+
+	// v83 = neg(logProb)
+	VXORPS lgc18<>+0(SB), Y2, Y2
+
+	// mean(v83) over [B]
+	VADDPS  1856(DX), Y2, Y2
+	VMOVUPS Y2, 1856(DX)
+
+	// finish v86
+	VMOVUPS 4544(SP), Y2
+
+	// v90 = mul(-0.00390625, v79)
+	VMULPS lgc47<>+0(SB), Y0, Y0
+
+	// sum(v90) over [B]
+	VADDPS  2176(DX), Y0, Y0
+	VMOVUPS Y0, 2176(DX)
+	VMOVUPS Y1, 4864(SP)
+	VMOVUPS Y2, 4896(SP)
+	XORQ    DX, DX
+
+inner_Q_14:
+	MOVQ    stateActionValue+96(FP), DI
+	XORQ    R8, R8
+	IMUL3Q  $+256, DX, R9
+	ADDQ    R9, R8
+	ADDQ    AX, R8
+	VMOVUPS (DI)(R8*4), Y0
+	VMOVUPS 4608(SP), Y1
+
+	// diff = sub(stateActionValue, td0Return)
+	VSUBPS Y1, Y0, Y0
+
+	// absDiff = abs(diff)
+	VMOVUPS lgc18<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc11<>+0(SB), Y2
+
+	// v19 = lt(absDiff, 1)
+	VCMPPS $0x11, Y2, Y1, Y2
+
+	// v20 = mul(0.5, absDiff)
+	VMULPS       lgc10<>+0(SB), Y1, Y3
+	XORQ         DI, DI
+	MOVQ         DX, R9
+	ADDQ         R9, DI
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VMOVUPS      4864(SP), Y5
+
+	// v94 = eq(v93, v72)
+	VCMPPS  $0x00, Y5, Y4, Y4
+	VMOVUPS lgc47<>+0(SB), Y5
+
+	// gradStateActionValueActor = where(v94, -0.00390625, 0)
+	VANDPS Y5, Y4, Y4
+
+	// store gradStateActionValueActor
+	MOVQ    gradStateActionValueActor+136(FP), DI
+	VMOVUPS Y4, (DI)(R8*4)
+	VMOVUPS Y0, 4928(SP)
+	VMOVUPS Y1, 4960(SP)
+	VMOVUPS Y2, 4992(SP)
+	VMOVUPS Y3, 5024(SP)
+	XORQ    DI, DI
+
+inner_R_15:
+	XORQ    R9, R9
+	IMUL3Q  $+32, DI, R10
+	ADDQ    R10, R9
+	IMUL3Q  $+320, DX, R10
+	ADDQ    R10, R9
+	VMOVUPS 704(SP)(R9*1), Y0
+
+	// v32 = sub(qRandom, -4.1588830833596715)
+	VSUBPS  lgc21<>+0(SB), Y0, Y0
+	VMOVUPS lgc11<>+0(SB), Y1
+
+	// v33 = div(v32, 1)
+	VDIVPS  Y1, Y0, Y0
+	VMOVUPS 1344(SP)(R9*1), Y2
+	XORQ    R10, R10
+	IMUL3Q  $+32, DI, R11
+	ADDQ    R11, R10
+	VMOVUPS 64(SP)(R10*1), Y3
+
+	// v34 = sub(qNew, newLogPis)
+	VSUBPS Y3, Y2, Y2
+
+	// v35 = div(v34, 1)
+	VDIVPS  Y1, Y2, Y2
+	VMOVUPS 1984(SP)(R9*1), Y3
+	VMOVUPS 384(SP)(R10*1), Y4
+
+	// v36 = sub(qCurr, currLogPis)
+	VSUBPS Y4, Y3, Y3
+
+	// v37 = div(v36, 1)
+	VDIVPS Y1, Y3, Y3
+
+	// v38 = max(v33, v35)
+	VXORPS lgc18<>+0(SB), Y0, Y4
+	VXORPS lgc18<>+0(SB), Y2, Y6
+	VMINPS Y4, Y6, Y5
+	VMINPS Y6, Y4, Y4
+	VORPS  Y5, Y4, Y4
+	VXORPS lgc18<>+0(SB), Y4, Y4
+
+	// v39 = max(v38, v37)
+	VXORPS lgc18<>+0(SB), Y4, Y4
+	VXORPS lgc18<>+0(SB), Y3, Y6
+	VMINPS Y4, Y6, Y5
+	VMINPS Y6, Y4, Y4
+	VORPS  Y5, Y4, Y4
+	VXORPS lgc18<>+0(SB), Y4, Y4
+
+	// v41 = abs(v39)
+	VMOVUPS lgc18<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc15<>+0(SB), Y6
+
+	// v43 = eq(v41, +Inf)
+	VCMPPS $0x00, Y6, Y5, Y5
+
+	// v45 = where(v43, 0, v39)
+	VANDNPS Y4, Y5, Y4
+
+	// v46 = sub(v33, v45)
+	VSUBPS Y4, Y0, Y0
+
+	// v47 = exp(v46)
+	VMAXPS       lgc0<>+0(SB), Y0, Y5
 	VMINPS       lgc1<>+0(SB), Y5, Y5
 	VMULPS       lgc2<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
@@ -2865,566 +3205,211 @@ inner_Q_13:
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
-
-	// v53 = add(v50, v52)
-	VADDPS Y7, Y1, Y1
-
-	// v54 = log(v53)
-	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y4
-	VMULPS       lgc23<>+0(SB), Y1, Y5
-	VBLENDVPS    Y4, Y5, Y1, Y5
-	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc13<>+0(SB), Y6, Y6
-	VPAND        lgc24<>+0(SB), Y4, Y4
-	VPADDD       Y4, Y6, Y6
-	VPAND        lgc25<>+0(SB), Y5, Y4
-	VPOR         lgc11<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y4, Y5
-	VMULPS       lgc10<>+0(SB), Y4, Y7
-	VBLENDVPS    Y5, Y7, Y4, Y4
-	VPSUBD       Y5, Y6, Y6
-	VSUBPS       lgc11<>+0(SB), Y4, Y4
-	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc27<>+0(SB), Y7
-	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc29<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc30<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc31<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc32<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc4<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
-	VADDPS       Y4, Y7, Y7
-	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc16<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc36<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc15<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y7, Y7
-	VMOVUPS      4832(SP), Y1
-
-	// v55 = add(v54, v45)
-	VADDPS Y1, Y7, Y1
-
-	// v57 = mul(v55, 5)
-	VMULPS lgc37<>+0(SB), Y1, Y1
-
-	// minQfLoss = mul(v57, 1)
-	VMULPS  lgc11<>+0(SB), Y1, Y1
-	MOVQ    stateActionValue+96(FP), R10
-	XORQ    R11, R11
-	IMUL3Q  $+256, R9, R12
-	ADDQ    R12, R11
-	ADDQ    AX, R11
-	VMOVUPS (R10)(R11*4), Y4
-
-	// v59 = mul(stateActionValue, 5)
-	VMULPS lgc37<>+0(SB), Y4, Y4
-
-	// cqlQLoss = sub(minQfLoss, v59)
-	VSUBPS Y4, Y1, Y1
-
-	// sum(cqlQLoss) over [Q]
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4704(SP), Y4, Y4
-	VMOVUPD      Y4, 4704(SP)
-	VADDPD       4736(SP), Y1, Y1
-	VMOVUPD      Y1, 4736(SP)
-	INCQ         R9
-	CMPQ         R9, $+2
-	JL           inner_Q_13
-
-	// finish v61
-	VMOVUPD     4704(SP), Y1
-	VMOVUPD     4736(SP), Y4
-	VMOVUPS     lgc19<>+0(SB), Y5
-	VCVTPD2PSY  Y1, X5
-	VCVTPD2PSY  Y4, X1
-	VINSERTF128 $0x01, X1, Y5, Y1
-
-	// mean(v61) over [R]
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4608(SP), Y4, Y4
-	VMOVUPD      Y4, 4608(SP)
-	VADDPD       4640(SP), Y1, Y1
-	VMOVUPD      Y1, 4640(SP)
-	INCQ         R8
-	CMPQ         R8, $+10
-	JL           inner_R_12
-
-	// finish v62
-	VMOVUPD     4608(SP), Y1
-	VDIVPD      lgc38<>+0(SB), Y1, Y1
-	VMOVUPD     4640(SP), Y4
-	VDIVPD      lgc38<>+0(SB), Y4, Y4
-	VMOVUPS     lgc19<>+0(SB), Y5
-	VCVTPD2PSY  Y1, X5
-	VCVTPD2PSY  Y4, X1
-	VINSERTF128 $0x01, X1, Y5, Y1
-
-	// mean(v62) over [B]
-	VADDPS  576(DX), Y1, Y1
-	VMOVUPS Y1, 576(DX)
-	VMOVUPS 4544(SP), Y1
-	MOVQ    bcSampleLogProb+112(FP), R8
-	VMOVUPS (R8)(SI*4), Y4
-
-	// v65 = mul(v13, bcSampleLogProb)
-	VMULPS  Y4, Y1, Y4
-	MOVQ    bcLogProb+120(FP), R8
-	VMOVUPS (R8)(SI*4), Y5
-
-	// v67 = sub(v65, bcLogProb)
-	VSUBPS Y5, Y4, Y4
-
-	// mean(v67) over [B]
-	VADDPS  896(DX), Y4, Y4
-	VMOVUPS Y4, 896(DX)
-
-	// finish v72
-	VMOVUPS     lgc19<>+0(SB), Y4
-	VCVTPD2PSY  Y2, X4
-	VCVTPD2PSY  Y3, X2
-	VINSERTF128 $0x01, X2, Y4, Y2
-
-	// v73 = gather(stateActionValueActor, v72) over Q
-	XORQ       R8, R8
-	MOVQ       AX, R9
-	ADDQ       R9, R8
-	MOVQ       stateActionValueActor+64(FP), R9
-	LEAQ       (R9)(R8*4), R9
-	VCVTTPS2DQ Y2, Y3
-	VPMAXSD    lgc19<>+0(SB), Y3, Y3
-	VPMINSD    lgc39<>+0(SB), Y3, Y3
-	VPMULLD    lgc40<>+0(SB), Y3, Y3
-	VPADDD     lgc41<>+0(SB), Y3, Y3
-	VMOVUPS    lgc42<>+0(SB), Y4
-	VMOVUPS    lgc19<>+0(SB), Y5
-	VGATHERDPS Y4, (R9)(Y3*4), Y5
-	MOVQ       logProb+128(FP), R8
-	VMOVUPS    (R8)(SI*4), Y3
-
-	// v74 = mul(v13, logProb)
-	VMULPS Y3, Y1, Y4
-
-	// v75 = sub(v74, v73)
-	VSUBPS Y5, Y4, Y4
-
-	// mean(v75) over [B]
-	VADDPS  1216(DX), Y4, Y4
-	VMOVUPS Y4, 1216(DX)
-
-	// v79 = add(logProb, -6)
-	VADDPS       lgc43<>+0(SB), Y3, Y4
-	MOVQ         logAlpha+88(FP), R8
-	VBROADCASTSS (R8)(DI*4), Y5
-
-	// v80 = mul(logAlpha, v79)
-	VMULPS Y4, Y5, Y5
-
-	// v81 = neg(v80)
-	VXORPS lgc18<>+0(SB), Y5, Y5
-
-	// mean(v81) over [B]
-	VADDPS  1536(DX), Y5, Y5
-	VMOVUPS Y5, 1536(DX)
-
-	// v83 = neg(logProb)
-	VXORPS lgc18<>+0(SB), Y3, Y3
-
-	// mean(v83) over [B]
-	VADDPS  1856(DX), Y3, Y3
-	VMOVUPS Y3, 1856(DX)
-
-	// finish v86
-	VMOVUPS 4480(SP), Y3
-
-	// v90 = mul(-0.00390625, v79)
-	VMULPS lgc46<>+0(SB), Y4, Y4
-
-	// sum(v90) over [B]
-	VADDPS  2176(DX), Y4, Y4
-	VMOVUPS Y4, 2176(DX)
-
-	// v92 = mul(0.00390625, v13)
-	VMULPS  lgc47<>+0(SB), Y1, Y1
-	VMOVUPS Y3, 4864(SP)
-	VMOVUPS Y1, 4896(SP)
-	VMOVUPS lgc19<>+0(SB), Y1
-	VMOVUPS lgc46<>+0(SB), Y3
-	XORQ    DX, DX
-
-inner_Q_14:
-	MOVQ    stateActionValue+96(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
-	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y4
-	VMOVUPS 4672(SP), Y5
-
-	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y5, Y4, Y4
-
-	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-
-	// v19 = lt(absDiff, 1)
-	VCMPPS $0x11, Y0, Y5, Y6
-
-	// v20 = mul(0.5, absDiff)
-	VMULPS       lgc10<>+0(SB), Y5, Y7
-	XORQ         DI, DI
-	MOVQ         DX, R9
-	ADDQ         R9, DI
-	VMOVD        DI, X8
-	VPBROADCASTD X8, Y8
-	VCVTDQ2PS    Y8, Y8
-
-	// v94 = eq(v93, v72)
-	VCMPPS  $0x00, Y2, Y8, Y8
-	VMOVUPS Y4, 4928(SP)
-	VMOVUPS Y7, 4960(SP)
-
-	// gradStateActionValueActor = where(v94, -0.00390625, 0)
-	VBLENDVPS Y8, Y3, Y1, Y4
-
-	// store gradStateActionValueActor
-	MOVQ    gradStateActionValueActor+136(FP), DI
-	VMOVUPS Y4, (DI)(R8*4)
-	VMOVUPS Y5, 4992(SP)
-	VMOVUPS Y6, 5024(SP)
-	VMOVUPS lgc15<>+0(SB), Y4
-	VMOVUPS lgc48<>+0(SB), Y5
-	XORQ    DI, DI
-
-inner_R_15:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DI, R10
-	ADDQ    R10, R9
-	IMUL3Q  $+320, DX, R10
-	ADDQ    R10, R9
-	VMOVUPS 640(SP)(R9*1), Y6
-
-	// v32 = sub(qRandom, -4.1588830833596715)
-	VSUBPS lgc21<>+0(SB), Y6, Y6
-
-	// v33 = div(v32, 1)
-	VDIVPS  Y0, Y6, Y6
-	VMOVUPS 1280(SP)(R9*1), Y7
-	XORQ    R10, R10
-	IMUL3Q  $+32, DI, R11
-	ADDQ    R11, R10
-	VMOVUPS (SP)(R10*1), Y8
-
-	// v34 = sub(qNew, newLogPis)
-	VSUBPS Y8, Y7, Y7
-
-	// v35 = div(v34, 1)
-	VDIVPS  Y0, Y7, Y7
-	VMOVUPS 1920(SP)(R9*1), Y8
-	VMOVUPS 320(SP)(R10*1), Y9
-
-	// v36 = sub(qCurr, currLogPis)
-	VSUBPS Y9, Y8, Y8
-
-	// v37 = div(v36, 1)
-	VDIVPS Y0, Y8, Y8
-
-	// v38 = max(v33, v35)
-	VXORPS  lgc18<>+0(SB), Y6, Y9
-	VXORPS  lgc18<>+0(SB), Y7, Y11
-	VMINPS  Y9, Y11, Y10
-	VMINPS  Y11, Y9, Y9
-	VORPS   Y10, Y9, Y9
-	VXORPS  lgc18<>+0(SB), Y9, Y9
-	VMOVUPS Y7, 5056(SP)
-
-	// v39 = max(v38, v37)
-	VXORPS lgc18<>+0(SB), Y9, Y7
-	VXORPS lgc18<>+0(SB), Y8, Y10
-	VMINPS Y7, Y10, Y9
-	VMINPS Y10, Y7, Y7
-	VORPS  Y9, Y7, Y7
-	VXORPS lgc18<>+0(SB), Y7, Y7
-
-	// v41 = abs(v39)
-	VMOVUPS lgc18<>+0(SB), Y9
-	VANDNPS Y7, Y9, Y9
-
-	// v43 = eq(v41, +Inf)
-	VCMPPS  $0x00, Y4, Y9, Y9
-	VMOVUPS Y8, 5088(SP)
-	VMOVUPS Y6, 5120(SP)
-
-	// v45 = where(v43, 0, v39)
-	VBLENDVPS Y9, Y1, Y7, Y6
-	VMOVUPS   5120(SP), Y7
-
-	// v46 = sub(v33, v45)
-	VSUBPS  Y6, Y7, Y7
-	VMOVUPS Y6, 5152(SP)
-
-	// v47 = exp(v46)
-	VMAXPS       lgc0<>+0(SB), Y7, Y6
-	VMINPS       lgc1<>+0(SB), Y6, Y6
-	VMULPS       lgc2<>+0(SB), Y6, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc3<>+0(SB), Y8, Y6
-	VFNMADD231PS lgc4<>+0(SB), Y8, Y6
-	VMOVAPS      lgc5<>+0(SB), Y9
-	VFMADD213PS  lgc6<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc7<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
-	VMULPS       Y6, Y6, Y10
-	VFMADD213PS  Y6, Y10, Y9
-	VADDPS       lgc11<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y6
-	VPMAXSD      lgc12<>+0(SB), Y6, Y8
-	VPMINSD      lgc13<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y6, Y9, Y9
-	VCMPPS       $0x03, Y7, Y7, Y6
-	VBLENDVPS    Y6, Y7, Y9, Y9
-	VMOVUPS      5056(SP), Y6
-	VMOVUPS      5152(SP), Y7
+	VCMPPS       $0x03, Y0, Y0, Y5
+	VBLENDVPS    Y5, Y0, Y7, Y7
 
 	// v48 = sub(v35, v45)
-	VSUBPS  Y7, Y6, Y6
-	VMOVUPS Y9, 5184(SP)
+	VSUBPS Y4, Y2, Y0
 
 	// v49 = exp(v48)
-	VMAXPS       lgc0<>+0(SB), Y6, Y7
-	VMINPS       lgc1<>+0(SB), Y7, Y7
-	VMULPS       lgc2<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc3<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc4<>+0(SB), Y8, Y7
-	VMOVAPS      lgc5<>+0(SB), Y9
-	VFMADD213PS  lgc6<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc7<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc11<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc12<>+0(SB), Y7, Y8
-	VPMINSD      lgc13<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc13<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc13<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y6, Y6, Y7
-	VBLENDVPS    Y7, Y6, Y9, Y9
-	VMOVUPS      5184(SP), Y6
+	VMAXPS       lgc0<>+0(SB), Y0, Y2
+	VMINPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y2
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VMULPS       Y2, Y2, Y8
+	VFMADD213PS  Y2, Y8, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y2
+	VPMAXSD      lgc12<>+0(SB), Y2, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y2, Y2
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VBLENDVPS    Y2, Y0, Y6, Y6
 
 	// v50 = add(v47, v49)
-	VADDPS  Y9, Y6, Y6
-	VMOVUPS 5088(SP), Y7
-	VMOVUPS 5152(SP), Y8
+	VADDPS Y6, Y7, Y0
 
 	// v51 = sub(v37, v45)
-	VSUBPS  Y8, Y7, Y7
-	VMOVUPS Y9, 5216(SP)
-	VMOVUPS Y6, 5248(SP)
+	VSUBPS Y4, Y3, Y2
 
 	// v52 = exp(v51)
-	VMAXPS       lgc0<>+0(SB), Y7, Y6
-	VMINPS       lgc1<>+0(SB), Y6, Y6
-	VMULPS       lgc2<>+0(SB), Y6, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc3<>+0(SB), Y8, Y6
-	VFNMADD231PS lgc4<>+0(SB), Y8, Y6
-	VMOVAPS      lgc5<>+0(SB), Y9
-	VFMADD213PS  lgc6<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc7<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
-	VMULPS       Y6, Y6, Y10
-	VFMADD213PS  Y6, Y10, Y9
-	VADDPS       lgc11<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y6
-	VPMAXSD      lgc12<>+0(SB), Y6, Y8
-	VPMINSD      lgc13<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y6, Y9, Y9
-	VCMPPS       $0x03, Y7, Y7, Y6
-	VBLENDVPS    Y6, Y7, Y9, Y9
-	VMOVUPS      5248(SP), Y6
+	VMAXPS       lgc0<>+0(SB), Y2, Y3
+	VMINPS       lgc1<>+0(SB), Y3, Y3
+	VMULPS       lgc2<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
+	VMOVAPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc7<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y8
+	VFMADD213PS  Y3, Y8, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc12<>+0(SB), Y3, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
 
 	// v53 = add(v50, v52)
-	VADDPS Y9, Y6, Y6
+	VADDPS  Y5, Y0, Y0
+	VMOVUPS lgc48<>+0(SB), Y2
 
 	// v98 = div(0.001953125, v53)
-	VDIVPS Y6, Y5, Y6
+	VDIVPS  Y0, Y2, Y0
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v99 = ne(v98, 0)
-	VCMPPS $0x04, Y1, Y6, Y7
+	VCMPPS $0x04, Y2, Y0, Y2
 
 	// v100 = mul(v98, v52)
-	VMULPS Y9, Y6, Y8
+	VMULPS Y5, Y0, Y3
 
 	// v101 = where(v99, v100, v98)
-	VBLENDVPS Y7, Y8, Y6, Y8
-	VMOVUPS   5216(SP), Y9
+	VBLENDVPS Y2, Y3, Y0, Y3
 
 	// v102 = mul(v98, v49)
-	VMULPS  Y9, Y6, Y9
-	VMOVUPS Y8, 5280(SP)
+	VMULPS Y6, Y0, Y4
 
 	// v103 = where(v99, v102, v98)
-	VBLENDVPS Y7, Y9, Y6, Y8
-	VMOVUPS   5184(SP), Y9
+	VBLENDVPS Y2, Y4, Y0, Y4
 
 	// v104 = mul(v98, v47)
-	VMULPS  Y9, Y6, Y9
-	VMOVUPS Y8, 5312(SP)
+	VMULPS Y7, Y0, Y5
 
 	// v105 = where(v99, v104, v98)
-	VBLENDVPS Y7, Y9, Y6, Y6
-	VMOVUPS   5280(SP), Y7
+	VBLENDVPS Y2, Y5, Y0, Y0
 
 	// gradQCurr = div(v101, 1)
-	VDIVPS Y0, Y7, Y7
+	VDIVPS Y1, Y3, Y2
 
 	// store gradQCurr
-	VMOVUPS Y7, 2560(SP)(R9*1)
-	VMOVUPS 5312(SP), Y7
+	VMOVUPS Y2, 2624(SP)(R9*1)
 
 	// gradQNew = div(v103, 1)
-	VDIVPS Y0, Y7, Y7
+	VDIVPS Y1, Y4, Y2
 
 	// store gradQNew
-	VMOVUPS Y7, 3200(SP)(R9*1)
+	VMOVUPS Y2, 3264(SP)(R9*1)
 
 	// gradQRandom = div(v105, 1)
-	VDIVPS Y0, Y6, Y6
+	VDIVPS Y1, Y0, Y0
 
 	// store gradQRandom
-	VMOVUPS Y6, 3840(SP)(R9*1)
+	VMOVUPS Y0, 3904(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+10
 	JL      inner_R_15
-	VMOVUPS 5024(SP), Y4
-	VMOVUPS lgc19<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
-	VMOVUPS lgc47<>+0(SB), Y4
+	VMOVUPS 4992(SP), Y0
+	VMOVUPS lgc19<>+0(SB), Y1
+	VCMPPS  $0x04, Y1, Y0, Y1
+	VMOVUPS lgc46<>+0(SB), Y0
 
 	// v109 = where(v19, 0.00390625, 0)
-	VBLENDVPS Y5, Y4, Y1, Y6
+	VANDPS Y0, Y1, Y2
 
 	// v110 = where(v19, 0, 0.00390625)
-	VBLENDVPS Y5, Y1, Y4, Y4
+	VANDNPS Y0, Y1, Y0
+	VMOVUPS lgc19<>+0(SB), Y1
 
 	// v111 = ne(v109, 0)
-	VCMPPS  $0x04, Y1, Y6, Y5
-	VMOVUPS 4992(SP), Y7
+	VCMPPS  $0x04, Y1, Y2, Y3
+	VMOVUPS 4960(SP), Y4
 
 	// v112 = mul(v109, absDiff)
-	VMULPS Y7, Y6, Y7
+	VMULPS Y4, Y2, Y4
 
 	// v113 = where(v111, v112, v109)
-	VBLENDVPS Y5, Y7, Y6, Y7
-	VMOVUPS   4960(SP), Y8
+	VBLENDVPS Y3, Y4, Y2, Y4
+	VMOVUPS   5024(SP), Y5
 
 	// v114 = mul(v109, v20)
-	VMULPS  Y8, Y6, Y8
-	VMOVUPS Y7, 5344(SP)
+	VMULPS Y5, Y2, Y5
 
 	// v115 = where(v111, v114, v109)
-	VBLENDVPS Y5, Y8, Y6, Y5
+	VBLENDVPS Y3, Y5, Y2, Y2
 
 	// v116 = add(v110, v115)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS 5344(SP), Y5
+	VADDPS Y2, Y0, Y0
 
 	// v117 = mul(v113, 0.5)
-	VMULPS lgc10<>+0(SB), Y5, Y5
+	VMULPS lgc10<>+0(SB), Y4, Y2
 
 	// v118 = add(v116, v117)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS 4928(SP), Y5
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS 4928(SP), Y2
 
 	// v119 = gt(diff, 0)
-	VCMPPS $0x1e, Y1, Y5, Y6
+	VCMPPS $0x1e, Y1, Y2, Y3
 
 	// v120 = lt(diff, 0)
-	VCMPPS $0x11, Y1, Y5, Y7
+	VCMPPS $0x11, Y1, Y2, Y4
 
 	// v122 = mul(diff, 0)
-	VMULPS  lgc19<>+0(SB), Y5, Y5
-	VMOVUPS Y4, 5376(SP)
-	VMOVUPS lgc49<>+0(SB), Y4
+	VMULPS  lgc19<>+0(SB), Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y5
 
 	// v123 = where(v120, -1, v122)
-	VBLENDVPS Y7, Y4, Y5, Y4
+	VBLENDVPS Y4, Y5, Y2, Y2
+	VMOVUPS   lgc11<>+0(SB), Y4
 
 	// v124 = where(v119, 1, v123)
-	VBLENDVPS Y6, Y0, Y4, Y4
-	VMOVUPS   5376(SP), Y5
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v125 = ne(v118, 0)
-	VCMPPS $0x04, Y1, Y5, Y6
+	VCMPPS $0x04, Y1, Y0, Y1
 
 	// v126 = mul(v118, v124)
-	VMULPS Y4, Y5, Y4
+	VMULPS Y2, Y0, Y2
 
 	// v127 = where(v125, v126, v118)
-	VBLENDVPS Y6, Y4, Y5, Y4
+	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// gradStateActionValue = add(-0.01953125, v127)
-	VADDPS lgc50<>+0(SB), Y4, Y4
+	VADDPS lgc50<>+0(SB), Y0, Y0
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+144(FP), DI
-	VMOVUPS Y4, (DI)(R8*4)
+	VMOVUPS Y0, (DI)(R8*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_14
-	VMOVUPS 4896(SP), Y0
-	VMOVUPS 4672(SP), Y1
+	VMOVUPS 32(SP), Y0
+	VMOVUPS lgc47<>+0(SB), Y1
+	VMOVUPS 4608(SP), Y2
 
 	// store valueTarget
 	MOVQ    valueTarget+152(FP), DX
-	VMOVUPS Y1, (DX)(SI*4)
-	VMOVUPS 4864(SP), Y1
+	VMOVUPS Y2, (DX)(SI*4)
+	VMOVUPS 4896(SP), Y2
 
 	// store tdError
 	MOVQ    tDError+160(FP), DX
-	VMOVUPS Y1, (DX)(SI*4)
+	VMOVUPS Y2, (DX)(SI*4)
 
 	// store gradBcSampleLogProb
 	MOVQ    gradBcSampleLogProb+168(FP), DX
@@ -3434,18 +3419,18 @@ inner_R_15:
 
 	// store gradBcLogProb
 	MOVQ    gradBcLogProb+184(FP), DX
-	VMOVUPS Y3, (DX)(SI*4)
+	VMOVUPS Y1, (DX)(SI*4)
 
 	// flush the tile of gradQCurr
 	MOVQ       gradQCurr+192(FP), DX
-	VMOVUPS    2560(SP), Y0
-	VMOVUPS    2592(SP), Y1
-	VMOVUPS    2624(SP), Y2
-	VMOVUPS    2656(SP), Y3
-	VMOVUPS    2688(SP), Y4
-	VMOVUPS    2720(SP), Y5
-	VMOVUPS    2752(SP), Y6
-	VMOVUPS    2784(SP), Y7
+	VMOVUPS    2624(SP), Y0
+	VMOVUPS    2656(SP), Y1
+	VMOVUPS    2688(SP), Y2
+	VMOVUPS    2720(SP), Y3
+	VMOVUPS    2752(SP), Y4
+	VMOVUPS    2784(SP), Y5
+	VMOVUPS    2816(SP), Y6
+	VMOVUPS    2848(SP), Y7
 	VUNPCKLPS  Y1, Y0, Y8
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -3478,8 +3463,8 @@ inner_R_15:
 	VMOVUPS    Y1, 200(DX)(BX*4)
 	VMOVUPS    Y5, 240(DX)(BX*4)
 	VMOVUPS    Y0, 280(DX)(BX*4)
-	VMOVUPS    2816(SP), Y0
-	VMOVUPS    2848(SP), Y1
+	VMOVUPS    2880(SP), Y0
+	VMOVUPS    2912(SP), Y1
 	VMOVUPS    lgc19<>+0(SB), Y2
 	VMOVUPS    lgc19<>+0(SB), Y3
 	VMOVUPS    lgc19<>+0(SB), Y4
@@ -3519,14 +3504,14 @@ inner_R_15:
 	VMASKMOVPS Y1, Y8, 232(DX)(BX*4)
 	VMASKMOVPS Y5, Y8, 272(DX)(BX*4)
 	VMASKMOVPS Y0, Y8, 312(DX)(BX*4)
-	VMOVUPS    2880(SP), Y0
-	VMOVUPS    2912(SP), Y1
-	VMOVUPS    2944(SP), Y2
-	VMOVUPS    2976(SP), Y3
-	VMOVUPS    3008(SP), Y4
-	VMOVUPS    3040(SP), Y5
-	VMOVUPS    3072(SP), Y6
-	VMOVUPS    3104(SP), Y7
+	VMOVUPS    2944(SP), Y0
+	VMOVUPS    2976(SP), Y1
+	VMOVUPS    3008(SP), Y2
+	VMOVUPS    3040(SP), Y3
+	VMOVUPS    3072(SP), Y4
+	VMOVUPS    3104(SP), Y5
+	VMOVUPS    3136(SP), Y6
+	VMOVUPS    3168(SP), Y7
 	VUNPCKLPS  Y1, Y0, Y8
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -3559,8 +3544,8 @@ inner_R_15:
 	VMOVUPS    Y1, 10440(DX)(BX*4)
 	VMOVUPS    Y5, 10480(DX)(BX*4)
 	VMOVUPS    Y0, 10520(DX)(BX*4)
-	VMOVUPS    3136(SP), Y0
-	VMOVUPS    3168(SP), Y1
+	VMOVUPS    3200(SP), Y0
+	VMOVUPS    3232(SP), Y1
 	VMOVUPS    lgc19<>+0(SB), Y2
 	VMOVUPS    lgc19<>+0(SB), Y3
 	VMOVUPS    lgc19<>+0(SB), Y4
@@ -3603,14 +3588,14 @@ inner_R_15:
 
 	// flush the tile of gradQNew
 	MOVQ       gradQNew+200(FP), DX
-	VMOVUPS    3200(SP), Y0
-	VMOVUPS    3232(SP), Y1
-	VMOVUPS    3264(SP), Y2
-	VMOVUPS    3296(SP), Y3
-	VMOVUPS    3328(SP), Y4
-	VMOVUPS    3360(SP), Y5
-	VMOVUPS    3392(SP), Y6
-	VMOVUPS    3424(SP), Y7
+	VMOVUPS    3264(SP), Y0
+	VMOVUPS    3296(SP), Y1
+	VMOVUPS    3328(SP), Y2
+	VMOVUPS    3360(SP), Y3
+	VMOVUPS    3392(SP), Y4
+	VMOVUPS    3424(SP), Y5
+	VMOVUPS    3456(SP), Y6
+	VMOVUPS    3488(SP), Y7
 	VUNPCKLPS  Y1, Y0, Y8
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -3643,8 +3628,8 @@ inner_R_15:
 	VMOVUPS    Y1, 200(DX)(BX*4)
 	VMOVUPS    Y5, 240(DX)(BX*4)
 	VMOVUPS    Y0, 280(DX)(BX*4)
-	VMOVUPS    3456(SP), Y0
-	VMOVUPS    3488(SP), Y1
+	VMOVUPS    3520(SP), Y0
+	VMOVUPS    3552(SP), Y1
 	VMOVUPS    lgc19<>+0(SB), Y2
 	VMOVUPS    lgc19<>+0(SB), Y3
 	VMOVUPS    lgc19<>+0(SB), Y4
@@ -3684,14 +3669,14 @@ inner_R_15:
 	VMASKMOVPS Y1, Y8, 232(DX)(BX*4)
 	VMASKMOVPS Y5, Y8, 272(DX)(BX*4)
 	VMASKMOVPS Y0, Y8, 312(DX)(BX*4)
-	VMOVUPS    3520(SP), Y0
-	VMOVUPS    3552(SP), Y1
-	VMOVUPS    3584(SP), Y2
-	VMOVUPS    3616(SP), Y3
-	VMOVUPS    3648(SP), Y4
-	VMOVUPS    3680(SP), Y5
-	VMOVUPS    3712(SP), Y6
-	VMOVUPS    3744(SP), Y7
+	VMOVUPS    3584(SP), Y0
+	VMOVUPS    3616(SP), Y1
+	VMOVUPS    3648(SP), Y2
+	VMOVUPS    3680(SP), Y3
+	VMOVUPS    3712(SP), Y4
+	VMOVUPS    3744(SP), Y5
+	VMOVUPS    3776(SP), Y6
+	VMOVUPS    3808(SP), Y7
 	VUNPCKLPS  Y1, Y0, Y8
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -3724,8 +3709,8 @@ inner_R_15:
 	VMOVUPS    Y1, 10440(DX)(BX*4)
 	VMOVUPS    Y5, 10480(DX)(BX*4)
 	VMOVUPS    Y0, 10520(DX)(BX*4)
-	VMOVUPS    3776(SP), Y0
-	VMOVUPS    3808(SP), Y1
+	VMOVUPS    3840(SP), Y0
+	VMOVUPS    3872(SP), Y1
 	VMOVUPS    lgc19<>+0(SB), Y2
 	VMOVUPS    lgc19<>+0(SB), Y3
 	VMOVUPS    lgc19<>+0(SB), Y4
@@ -3768,14 +3753,14 @@ inner_R_15:
 
 	// flush the tile of gradQRandom
 	MOVQ         gradQRandom+208(FP), DX
-	VMOVUPS      3840(SP), Y0
-	VMOVUPS      3872(SP), Y1
-	VMOVUPS      3904(SP), Y2
-	VMOVUPS      3936(SP), Y3
-	VMOVUPS      3968(SP), Y4
-	VMOVUPS      4000(SP), Y5
-	VMOVUPS      4032(SP), Y6
-	VMOVUPS      4064(SP), Y7
+	VMOVUPS      3904(SP), Y0
+	VMOVUPS      3936(SP), Y1
+	VMOVUPS      3968(SP), Y2
+	VMOVUPS      4000(SP), Y3
+	VMOVUPS      4032(SP), Y4
+	VMOVUPS      4064(SP), Y5
+	VMOVUPS      4096(SP), Y6
+	VMOVUPS      4128(SP), Y7
 	VUNPCKLPS    Y1, Y0, Y8
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -3808,8 +3793,8 @@ inner_R_15:
 	VMOVUPS      Y1, 200(DX)(BX*4)
 	VMOVUPS      Y5, 240(DX)(BX*4)
 	VMOVUPS      Y0, 280(DX)(BX*4)
-	VMOVUPS      4096(SP), Y0
-	VMOVUPS      4128(SP), Y1
+	VMOVUPS      4160(SP), Y0
+	VMOVUPS      4192(SP), Y1
 	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      lgc19<>+0(SB), Y3
 	VMOVUPS      lgc19<>+0(SB), Y4
@@ -3849,14 +3834,14 @@ inner_R_15:
 	VMASKMOVPS   Y1, Y8, 232(DX)(BX*4)
 	VMASKMOVPS   Y5, Y8, 272(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 312(DX)(BX*4)
-	VMOVUPS      4160(SP), Y0
-	VMOVUPS      4192(SP), Y1
-	VMOVUPS      4224(SP), Y2
-	VMOVUPS      4256(SP), Y3
-	VMOVUPS      4288(SP), Y4
-	VMOVUPS      4320(SP), Y5
-	VMOVUPS      4352(SP), Y6
-	VMOVUPS      4384(SP), Y7
+	VMOVUPS      4224(SP), Y0
+	VMOVUPS      4256(SP), Y1
+	VMOVUPS      4288(SP), Y2
+	VMOVUPS      4320(SP), Y3
+	VMOVUPS      4352(SP), Y4
+	VMOVUPS      4384(SP), Y5
+	VMOVUPS      4416(SP), Y6
+	VMOVUPS      4448(SP), Y7
 	VUNPCKLPS    Y1, Y0, Y8
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -3889,8 +3874,8 @@ inner_R_15:
 	VMOVUPS      Y1, 10440(DX)(BX*4)
 	VMOVUPS      Y5, 10480(DX)(BX*4)
 	VMOVUPS      Y0, 10520(DX)(BX*4)
-	VMOVUPS      4416(SP), Y0
-	VMOVUPS      4448(SP), Y1
+	VMOVUPS      4480(SP), Y0
+	VMOVUPS      4512(SP), Y1
 	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      lgc19<>+0(SB), Y3
 	VMOVUPS      lgc19<>+0(SB), Y4
@@ -4031,7 +4016,7 @@ noflush_16:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_9
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_8
 
 chunkdone_9:
@@ -4131,24 +4116,24 @@ chunkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc46<>+0(SB)/4, $0xbb800000
-DATA lgc46<>+4(SB)/4, $0xbb800000
-DATA lgc46<>+8(SB)/4, $0xbb800000
-DATA lgc46<>+12(SB)/4, $0xbb800000
-DATA lgc46<>+16(SB)/4, $0xbb800000
-DATA lgc46<>+20(SB)/4, $0xbb800000
-DATA lgc46<>+24(SB)/4, $0xbb800000
-DATA lgc46<>+28(SB)/4, $0xbb800000
+DATA lgc46<>+0(SB)/4, $0x3b800000
+DATA lgc46<>+4(SB)/4, $0x3b800000
+DATA lgc46<>+8(SB)/4, $0x3b800000
+DATA lgc46<>+12(SB)/4, $0x3b800000
+DATA lgc46<>+16(SB)/4, $0x3b800000
+DATA lgc46<>+20(SB)/4, $0x3b800000
+DATA lgc46<>+24(SB)/4, $0x3b800000
+DATA lgc46<>+28(SB)/4, $0x3b800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3b800000
-DATA lgc47<>+4(SB)/4, $0x3b800000
-DATA lgc47<>+8(SB)/4, $0x3b800000
-DATA lgc47<>+12(SB)/4, $0x3b800000
-DATA lgc47<>+16(SB)/4, $0x3b800000
-DATA lgc47<>+20(SB)/4, $0x3b800000
-DATA lgc47<>+24(SB)/4, $0x3b800000
-DATA lgc47<>+28(SB)/4, $0x3b800000
+DATA lgc47<>+0(SB)/4, $0xbb800000
+DATA lgc47<>+4(SB)/4, $0xbb800000
+DATA lgc47<>+8(SB)/4, $0xbb800000
+DATA lgc47<>+12(SB)/4, $0xbb800000
+DATA lgc47<>+16(SB)/4, $0xbb800000
+DATA lgc47<>+20(SB)/4, $0xbb800000
+DATA lgc47<>+24(SB)/4, $0xbb800000
+DATA lgc47<>+28(SB)/4, $0xbb800000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 DATA lgc48<>+0(SB)/4, $0x3b000000

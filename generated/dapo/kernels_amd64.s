@@ -24,10 +24,9 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
@@ -37,38 +36,37 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y0
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	MOVQ      sampleLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y3
+	VANDPS  Y0, Y1, Y0
+	MOVQ    sampleLogProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	MOVQ      advantage+40(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VANDPS  Y2, Y1, Y2
+	MOVQ    advantage+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VANDPS Y3, Y1, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y0, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VSUBPS  Y2, Y0, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y6, Y7, Y6
+	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y0, (SP)
-	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y0
+	VMAXPS       lgc4<>+0(SB), Y4, Y0
 	VMINPS       lgc5<>+0(SB), Y0, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y0
 	VMOVAPS      lgc9<>+0(SB), Y7
 	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
@@ -78,85 +76,86 @@ blocks_2:
 	VMULPS       Y0, Y0, Y8
 	VFMADD213PS  Y0, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VCVTPS2DQ    Y6, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y0, Y0
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y3, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y0
-	VBLENDVPS    Y0, Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y0
+	VBLENDVPS    Y0, Y4, Y7, Y7
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y0
-	VMOVUPS lgc17<>+0(SB), Y3
+	VCMPPS  $0x1d, Y0, Y3, Y0
+	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y7, Y3, Y3
-	VMOVUPS Y5, 64(SP)
-	VMOVUPS lgc18<>+0(SB), Y5
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS Y2, 32(SP)
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y5, Y5
+	VMAXPS  Y7, Y2, Y2
+	VMOVUPS Y7, 64(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y0, Y3, Y5, Y0
+	VBLENDVPS Y0, Y6, Y2, Y0
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y0, Y4, Y0
+	VMULPS Y0, Y3, Y0
 
 	// v24 = neg(gain)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v25 = where(mask, v24, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v25) over [B L]
 	VADDPS  576(BX), Y0, Y0
 	VMOVUPS Y0, 576(BX)
-	VMOVUPS 64(SP), Y0
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y0, Y6, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y4, Y5, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// v30 = where(mask, v29, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y0, Y1, Y0
 
 	// sum(v30) over [B L]
-	VADDPS  896(BX), Y3, Y3
-	VMOVUPS Y3, 896(BX)
-	VMOVUPS 32(SP), Y3
-	VMOVUPS (SP), Y4
+	VADDPS  896(BX), Y0, Y0
+	VMOVUPS Y0, 896(BX)
+	VMOVUPS 32(SP), Y0
+	VMOVUPS (SP), Y2
 
 	// v33 = sub(v8, v6)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y2, Y0, Y0
 
 	// v34 = where(mask, v33, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y0, Y1, Y0
 
 	// sum(v34) over [B L]
-	VADDPS  1216(BX), Y3, Y4
-	VMOVUPS Y4, 1216(BX)
+	VADDPS  1216(BX), Y0, Y2
+	VMOVUPS Y2, 1216(BX)
 	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v38 = where(mask, entropy, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VANDPS Y2, Y1, Y2
 
 	// sum(v38) over [B L]
-	VADDPS  1536(BX), Y4, Y5
-	VMOVUPS Y5, 1536(BX)
+	VADDPS  1536(BX), Y2, Y3
+	VMOVUPS Y3, 1536(BX)
 
 	// v42 = mul(-0.01, v38)
-	VMULPS lgc20<>+0(SB), Y4, Y4
+	VMULPS lgc20<>+0(SB), Y2, Y2
 
 	// v43 = where(mask, v42, 0)
-	VBLENDVPS Y1, Y4, Y2, Y2
+	VANDPS Y2, Y1, Y2
 
 	// sum(v43) over [B L]
 	VADDPS  1856(BX), Y2, Y2
@@ -164,177 +163,143 @@ blocks_2:
 	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	VMOVUPS   Y3, 96(SP)
+	VBLENDVPS Y1, Y4, Y2, Y2
+	VMOVUPS   Y0, 96(SP)
+	VMOVUPS   64(SP), Y0
 
 	// logsumexp(v47) over [B L]
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       2176(BX), Y1, Y1
-	VMOVUPS      Y1, 2176(BX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1984(BX), Y1, Y3
+	VANDPS       Y0, Y1, Y0
+	VCMPPS       $0x15, lgc22<>+0(SB), Y2, Y3
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y2, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc21<>+0(SB), Y2, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       2176(BX), Y3, Y3
+	VMOVUPS      Y3, 2176(BX)
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1984(BX), Y2, Y3
 	VMOVUPD      Y3, 1984(BX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       2304(BX), Y1, Y1
-	VMOVUPD      Y1, 2304(BX)
-	VADDPD       2016(BX), Y2, Y1
-	VMOVUPD      Y1, 2016(BX)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       2336(BX), Y1, Y1
-	VMOVUPD      Y1, 2336(BX)
-
-	// v51 = mul(2, v47)
-	VMULPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS 96(SP), Y0
+	VMULPD       Y2, Y2, Y2
+	VADDPD       2304(BX), Y2, Y2
+	VMOVUPD      Y2, 2304(BX)
+	VADDPD       2016(BX), Y0, Y2
+	VMOVUPD      Y2, 2016(BX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       2336(BX), Y0, Y0
+	VMOVUPD      Y0, 2336(BX)
+	VMOVUPS      96(SP), Y0
 
 	// v58 = abs(v34)
-	VMOVUPS lgc19<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
+	VANDNPS Y0, Y2, Y2
+	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v60 = lt(v58, 0.1)
-	VCMPPS  $0x11, Y2, Y1, Y1
-	VMOVUPS lgc26<>+0(SB), Y3
+	VCMPPS  $0x11, Y3, Y2, Y2
+	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v62 = max(v34, -0.1) tie=first
-	VMAXPS Y0, Y3, Y3
+	VMAXPS Y0, Y4, Y4
 
 	// v63 = min(v62, 0.1) tie=first
-	VMINPS Y3, Y2, Y2
+	VMINPS Y4, Y3, Y3
 
 	// v66 = mul(v63, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y2, Y3
+	VMULPS lgc26<>+0(SB), Y3, Y4
 
 	// v67 = add(2.7557319223985893e-06, v66)
-	VADDPS lgc28<>+0(SB), Y3, Y3
+	VADDPS lgc27<>+0(SB), Y4, Y4
 
 	// v69 = mul(v63, v67)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v70 = add(2.48015873015873e-05, v69)
-	VADDPS lgc29<>+0(SB), Y3, Y3
+	VADDPS lgc28<>+0(SB), Y4, Y4
 
 	// v72 = mul(v63, v70)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v73 = add(0.0001984126984126984, v72)
-	VADDPS lgc30<>+0(SB), Y3, Y3
+	VADDPS lgc29<>+0(SB), Y4, Y4
 
 	// v75 = mul(v63, v73)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v76 = add(0.001388888888888889, v75)
-	VADDPS lgc31<>+0(SB), Y3, Y3
+	VADDPS lgc30<>+0(SB), Y4, Y4
 
 	// v78 = mul(v63, v76)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v79 = add(0.008333333333333333, v78)
-	VADDPS lgc32<>+0(SB), Y3, Y3
+	VADDPS lgc31<>+0(SB), Y4, Y4
 
 	// v81 = mul(v63, v79)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v82 = add(0.041666666666666664, v81)
-	VADDPS lgc33<>+0(SB), Y3, Y3
+	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v84 = mul(v63, v82)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v85 = add(0.16666666666666666, v84)
-	VADDPS lgc34<>+0(SB), Y3, Y3
+	VADDPS lgc33<>+0(SB), Y4, Y4
 
 	// v87 = mul(v63, v85)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v88 = add(0.5, v87)
-	VADDPS lgc14<>+0(SB), Y3, Y3
+	VADDPS lgc14<>+0(SB), Y4, Y4
 
 	// v89 = mul(v63, v63)
-	VMULPS Y2, Y2, Y2
+	VMULPS Y3, Y3, Y3
 
 	// v90 = mul(v89, v88)
-	VMULPS Y3, Y2, Y2
+	VMULPS Y4, Y3, Y3
 
 	// v91 = exp(v34)
-	VMAXPS       lgc4<>+0(SB), Y0, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
-	VMOVAPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
+	VMAXPS       lgc4<>+0(SB), Y0, Y4
+	VMINPS       lgc5<>+0(SB), Y4, Y4
+	VMULPS       lgc6<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
+	VMOVAPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc15<>+0(SB), Y4, Y5
+	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y5, Y5
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v92 = sub(v91, 1)
-	VSUBPS lgc1<>+0(SB), Y5, Y3
+	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v93 = sub(v92, v34)
-	VSUBPS Y0, Y3, Y0
+	VSUBPS Y0, Y4, Y0
 
 	// k3 = where(v60, v90, v93)
-	VBLENDVPS Y1, Y2, Y0, Y0
-	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VMOVUPS   lgc0<>+0(SB), Y1
+	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// v95 = where(mask, k3, 0)
-	VBLENDVPS Y2, Y0, Y1, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v95) over [B L]
 	VADDPS       2688(BX), Y0, Y0
@@ -343,8 +308,8 @@ blocks_2:
 	JNZ          noflush_3
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -355,8 +320,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -368,8 +333,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -381,8 +346,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -394,8 +359,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -407,8 +372,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -420,8 +385,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	VMOVUPS      2688(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -442,8 +407,8 @@ noflush_3:
 	JL           blocks_2
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -454,8 +419,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -467,8 +432,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -480,8 +445,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -493,8 +458,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -506,8 +471,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -519,8 +484,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	VMOVUPS      2688(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -779,135 +744,125 @@ DATA lgc23<>+24(SB)/4, $0x42b00000
 DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x40000000
-DATA lgc24<>+4(SB)/4, $0x40000000
-DATA lgc24<>+8(SB)/4, $0x40000000
-DATA lgc24<>+12(SB)/4, $0x40000000
-DATA lgc24<>+16(SB)/4, $0x40000000
-DATA lgc24<>+20(SB)/4, $0x40000000
-DATA lgc24<>+24(SB)/4, $0x40000000
-DATA lgc24<>+28(SB)/4, $0x40000000
+DATA lgc24<>+0(SB)/4, $0x3dcccccd
+DATA lgc24<>+4(SB)/4, $0x3dcccccd
+DATA lgc24<>+8(SB)/4, $0x3dcccccd
+DATA lgc24<>+12(SB)/4, $0x3dcccccd
+DATA lgc24<>+16(SB)/4, $0x3dcccccd
+DATA lgc24<>+20(SB)/4, $0x3dcccccd
+DATA lgc24<>+24(SB)/4, $0x3dcccccd
+DATA lgc24<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3dcccccd
-DATA lgc25<>+4(SB)/4, $0x3dcccccd
-DATA lgc25<>+8(SB)/4, $0x3dcccccd
-DATA lgc25<>+12(SB)/4, $0x3dcccccd
-DATA lgc25<>+16(SB)/4, $0x3dcccccd
-DATA lgc25<>+20(SB)/4, $0x3dcccccd
-DATA lgc25<>+24(SB)/4, $0x3dcccccd
-DATA lgc25<>+28(SB)/4, $0x3dcccccd
+DATA lgc25<>+0(SB)/4, $0xbdcccccd
+DATA lgc25<>+4(SB)/4, $0xbdcccccd
+DATA lgc25<>+8(SB)/4, $0xbdcccccd
+DATA lgc25<>+12(SB)/4, $0xbdcccccd
+DATA lgc25<>+16(SB)/4, $0xbdcccccd
+DATA lgc25<>+20(SB)/4, $0xbdcccccd
+DATA lgc25<>+24(SB)/4, $0xbdcccccd
+DATA lgc25<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdcccccd
-DATA lgc26<>+4(SB)/4, $0xbdcccccd
-DATA lgc26<>+8(SB)/4, $0xbdcccccd
-DATA lgc26<>+12(SB)/4, $0xbdcccccd
-DATA lgc26<>+16(SB)/4, $0xbdcccccd
-DATA lgc26<>+20(SB)/4, $0xbdcccccd
-DATA lgc26<>+24(SB)/4, $0xbdcccccd
-DATA lgc26<>+28(SB)/4, $0xbdcccccd
+DATA lgc26<>+0(SB)/4, $0x3493f27e
+DATA lgc26<>+4(SB)/4, $0x3493f27e
+DATA lgc26<>+8(SB)/4, $0x3493f27e
+DATA lgc26<>+12(SB)/4, $0x3493f27e
+DATA lgc26<>+16(SB)/4, $0x3493f27e
+DATA lgc26<>+20(SB)/4, $0x3493f27e
+DATA lgc26<>+24(SB)/4, $0x3493f27e
+DATA lgc26<>+28(SB)/4, $0x3493f27e
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3493f27e
-DATA lgc27<>+4(SB)/4, $0x3493f27e
-DATA lgc27<>+8(SB)/4, $0x3493f27e
-DATA lgc27<>+12(SB)/4, $0x3493f27e
-DATA lgc27<>+16(SB)/4, $0x3493f27e
-DATA lgc27<>+20(SB)/4, $0x3493f27e
-DATA lgc27<>+24(SB)/4, $0x3493f27e
-DATA lgc27<>+28(SB)/4, $0x3493f27e
+DATA lgc27<>+0(SB)/4, $0x3638ef1d
+DATA lgc27<>+4(SB)/4, $0x3638ef1d
+DATA lgc27<>+8(SB)/4, $0x3638ef1d
+DATA lgc27<>+12(SB)/4, $0x3638ef1d
+DATA lgc27<>+16(SB)/4, $0x3638ef1d
+DATA lgc27<>+20(SB)/4, $0x3638ef1d
+DATA lgc27<>+24(SB)/4, $0x3638ef1d
+DATA lgc27<>+28(SB)/4, $0x3638ef1d
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3638ef1d
-DATA lgc28<>+4(SB)/4, $0x3638ef1d
-DATA lgc28<>+8(SB)/4, $0x3638ef1d
-DATA lgc28<>+12(SB)/4, $0x3638ef1d
-DATA lgc28<>+16(SB)/4, $0x3638ef1d
-DATA lgc28<>+20(SB)/4, $0x3638ef1d
-DATA lgc28<>+24(SB)/4, $0x3638ef1d
-DATA lgc28<>+28(SB)/4, $0x3638ef1d
+DATA lgc28<>+0(SB)/4, $0x37d00d01
+DATA lgc28<>+4(SB)/4, $0x37d00d01
+DATA lgc28<>+8(SB)/4, $0x37d00d01
+DATA lgc28<>+12(SB)/4, $0x37d00d01
+DATA lgc28<>+16(SB)/4, $0x37d00d01
+DATA lgc28<>+20(SB)/4, $0x37d00d01
+DATA lgc28<>+24(SB)/4, $0x37d00d01
+DATA lgc28<>+28(SB)/4, $0x37d00d01
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x37d00d01
-DATA lgc29<>+4(SB)/4, $0x37d00d01
-DATA lgc29<>+8(SB)/4, $0x37d00d01
-DATA lgc29<>+12(SB)/4, $0x37d00d01
-DATA lgc29<>+16(SB)/4, $0x37d00d01
-DATA lgc29<>+20(SB)/4, $0x37d00d01
-DATA lgc29<>+24(SB)/4, $0x37d00d01
-DATA lgc29<>+28(SB)/4, $0x37d00d01
+DATA lgc29<>+0(SB)/4, $0x39500d01
+DATA lgc29<>+4(SB)/4, $0x39500d01
+DATA lgc29<>+8(SB)/4, $0x39500d01
+DATA lgc29<>+12(SB)/4, $0x39500d01
+DATA lgc29<>+16(SB)/4, $0x39500d01
+DATA lgc29<>+20(SB)/4, $0x39500d01
+DATA lgc29<>+24(SB)/4, $0x39500d01
+DATA lgc29<>+28(SB)/4, $0x39500d01
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x39500d01
-DATA lgc30<>+4(SB)/4, $0x39500d01
-DATA lgc30<>+8(SB)/4, $0x39500d01
-DATA lgc30<>+12(SB)/4, $0x39500d01
-DATA lgc30<>+16(SB)/4, $0x39500d01
-DATA lgc30<>+20(SB)/4, $0x39500d01
-DATA lgc30<>+24(SB)/4, $0x39500d01
-DATA lgc30<>+28(SB)/4, $0x39500d01
+DATA lgc30<>+0(SB)/4, $0x3ab60b61
+DATA lgc30<>+4(SB)/4, $0x3ab60b61
+DATA lgc30<>+8(SB)/4, $0x3ab60b61
+DATA lgc30<>+12(SB)/4, $0x3ab60b61
+DATA lgc30<>+16(SB)/4, $0x3ab60b61
+DATA lgc30<>+20(SB)/4, $0x3ab60b61
+DATA lgc30<>+24(SB)/4, $0x3ab60b61
+DATA lgc30<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3ab60b61
-DATA lgc31<>+4(SB)/4, $0x3ab60b61
-DATA lgc31<>+8(SB)/4, $0x3ab60b61
-DATA lgc31<>+12(SB)/4, $0x3ab60b61
-DATA lgc31<>+16(SB)/4, $0x3ab60b61
-DATA lgc31<>+20(SB)/4, $0x3ab60b61
-DATA lgc31<>+24(SB)/4, $0x3ab60b61
-DATA lgc31<>+28(SB)/4, $0x3ab60b61
+DATA lgc31<>+0(SB)/4, $0x3c088889
+DATA lgc31<>+4(SB)/4, $0x3c088889
+DATA lgc31<>+8(SB)/4, $0x3c088889
+DATA lgc31<>+12(SB)/4, $0x3c088889
+DATA lgc31<>+16(SB)/4, $0x3c088889
+DATA lgc31<>+20(SB)/4, $0x3c088889
+DATA lgc31<>+24(SB)/4, $0x3c088889
+DATA lgc31<>+28(SB)/4, $0x3c088889
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3c088889
-DATA lgc32<>+4(SB)/4, $0x3c088889
-DATA lgc32<>+8(SB)/4, $0x3c088889
-DATA lgc32<>+12(SB)/4, $0x3c088889
-DATA lgc32<>+16(SB)/4, $0x3c088889
-DATA lgc32<>+20(SB)/4, $0x3c088889
-DATA lgc32<>+24(SB)/4, $0x3c088889
-DATA lgc32<>+28(SB)/4, $0x3c088889
+DATA lgc32<>+0(SB)/4, $0x3d2aaaab
+DATA lgc32<>+4(SB)/4, $0x3d2aaaab
+DATA lgc32<>+8(SB)/4, $0x3d2aaaab
+DATA lgc32<>+12(SB)/4, $0x3d2aaaab
+DATA lgc32<>+16(SB)/4, $0x3d2aaaab
+DATA lgc32<>+20(SB)/4, $0x3d2aaaab
+DATA lgc32<>+24(SB)/4, $0x3d2aaaab
+DATA lgc32<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d2aaaab
-DATA lgc33<>+4(SB)/4, $0x3d2aaaab
-DATA lgc33<>+8(SB)/4, $0x3d2aaaab
-DATA lgc33<>+12(SB)/4, $0x3d2aaaab
-DATA lgc33<>+16(SB)/4, $0x3d2aaaab
-DATA lgc33<>+20(SB)/4, $0x3d2aaaab
-DATA lgc33<>+24(SB)/4, $0x3d2aaaab
-DATA lgc33<>+28(SB)/4, $0x3d2aaaab
+DATA lgc33<>+0(SB)/4, $0x3e2aaaab
+DATA lgc33<>+4(SB)/4, $0x3e2aaaab
+DATA lgc33<>+8(SB)/4, $0x3e2aaaab
+DATA lgc33<>+12(SB)/4, $0x3e2aaaab
+DATA lgc33<>+16(SB)/4, $0x3e2aaaab
+DATA lgc33<>+20(SB)/4, $0x3e2aaaab
+DATA lgc33<>+24(SB)/4, $0x3e2aaaab
+DATA lgc33<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3e2aaaab
-DATA lgc34<>+4(SB)/4, $0x3e2aaaab
-DATA lgc34<>+8(SB)/4, $0x3e2aaaab
-DATA lgc34<>+12(SB)/4, $0x3e2aaaab
-DATA lgc34<>+16(SB)/4, $0x3e2aaaab
-DATA lgc34<>+20(SB)/4, $0x3e2aaaab
-DATA lgc34<>+24(SB)/4, $0x3e2aaaab
-DATA lgc34<>+28(SB)/4, $0x3e2aaaab
+DATA lgc34<>+0(SB)/4, $0x7fffffff
+DATA lgc34<>+4(SB)/4, $0x7fffffff
+DATA lgc34<>+8(SB)/4, $0x7fffffff
+DATA lgc34<>+12(SB)/4, $0x7fffffff
+DATA lgc34<>+16(SB)/4, $0x7fffffff
+DATA lgc34<>+20(SB)/4, $0x7fffffff
+DATA lgc34<>+24(SB)/4, $0x7fffffff
+DATA lgc34<>+28(SB)/4, $0x7fffffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7fffffff
-DATA lgc35<>+4(SB)/4, $0x7fffffff
-DATA lgc35<>+8(SB)/4, $0x7fffffff
-DATA lgc35<>+12(SB)/4, $0x7fffffff
-DATA lgc35<>+16(SB)/4, $0x7fffffff
-DATA lgc35<>+20(SB)/4, $0x7fffffff
-DATA lgc35<>+24(SB)/4, $0x7fffffff
-DATA lgc35<>+28(SB)/4, $0x7fffffff
+DATA lgc35<>+0(SB)/4, $0x7f7fffff
+DATA lgc35<>+4(SB)/4, $0x7f7fffff
+DATA lgc35<>+8(SB)/4, $0x7f7fffff
+DATA lgc35<>+12(SB)/4, $0x7f7fffff
+DATA lgc35<>+16(SB)/4, $0x7f7fffff
+DATA lgc35<>+20(SB)/4, $0x7f7fffff
+DATA lgc35<>+24(SB)/4, $0x7f7fffff
+DATA lgc35<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x7f7fffff
-DATA lgc36<>+4(SB)/4, $0x7f7fffff
-DATA lgc36<>+8(SB)/4, $0x7f7fffff
-DATA lgc36<>+12(SB)/4, $0x7f7fffff
-DATA lgc36<>+16(SB)/4, $0x7f7fffff
-DATA lgc36<>+20(SB)/4, $0x7f7fffff
-DATA lgc36<>+24(SB)/4, $0x7f7fffff
-DATA lgc36<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
@@ -948,7 +903,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc24<>+0(SB), Y7, Y7
+	VMULPS       lgc36<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -991,10 +946,10 @@ TEXT ·pass1AVX2(SB), $64-136
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v27)
-	VDIVPS Y1, Y8, Y6
+	VDIVPS Y1, Y8, Y5
 
 	// ess = where(v55, v56, 0)
-	VBLENDVPS    Y0, Y6, Y5, Y0
+	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
@@ -1040,6 +995,16 @@ TEXT ·pass1AVX2(SB), $64-136
 	VZEROUPPER
 	RET
 
+DATA lgc36<>+0(SB)/4, $0x40000000
+DATA lgc36<>+4(SB)/4, $0x40000000
+DATA lgc36<>+8(SB)/4, $0x40000000
+DATA lgc36<>+12(SB)/4, $0x40000000
+DATA lgc36<>+16(SB)/4, $0x40000000
+DATA lgc36<>+20(SB)/4, $0x40000000
+DATA lgc36<>+24(SB)/4, $0x40000000
+DATA lgc36<>+28(SB)/4, $0x40000000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
 DATA lgc37<>+0(SB)/4, $0x3c23d70a
 DATA lgc37<>+4(SB)/4, $0x3c23d70a
 DATA lgc37<>+8(SB)/4, $0x3c23d70a
@@ -1070,10 +1035,9 @@ blocks_5:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
 	MOVQ         state+16(FP), BX
@@ -1083,8 +1047,8 @@ blocks_5:
 	JNZ          noflush_6
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1104,8 +1068,8 @@ noflush_6:
 	JL           blocks_5
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1123,17 +1087,34 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, numValid *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $288-88
-	MOVQ lo+0(FP), AX
+	// values every block reads alike, computed once
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+
+	// v27 = max(numValid, 1)
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS lgc37<>+0(SB), Y2
+
+	// v102 = div(0.01, v27)
+	VDIVPS Y0, Y2, Y2
+
+	// v107 = div(1, v27)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS Y2, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    lo+8(FP), AX
 
 outer0_7:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_8:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -1142,43 +1123,41 @@ blocks_8:
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	MOVQ      logProb+16(FP), BX
+	MOVQ      logProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	MOVQ      sampleLogProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y3
+	VANDPS  Y0, Y1, Y0
+	MOVQ    sampleLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	MOVQ      advantage+32(FP), BX
-	VMOVUPS   (BX)(SI*4), Y4
+	VANDPS  Y2, Y1, Y2
+	MOVQ    advantage+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VANDPS Y3, Y1, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y0, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VSUBPS  Y2, Y0, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y0, (SP)
-	VMOVUPS Y3, 32(SP)
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y0, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y0
+	VMAXPS       lgc4<>+0(SB), Y4, Y0
 	VMINPS       lgc5<>+0(SB), Y0, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y0
 	VMOVAPS      lgc9<>+0(SB), Y7
 	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
@@ -1188,336 +1167,288 @@ blocks_8:
 	VMULPS       Y0, Y0, Y8
 	VFMADD213PS  Y0, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VCVTPS2DQ    Y6, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y0, Y0
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y3, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y0
-	VBLENDVPS    Y0, Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y0
+	VBLENDVPS    Y0, Y4, Y7, Y7
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y0
-	VMOVUPS lgc17<>+0(SB), Y3
+	VCMPPS  $0x1d, Y0, Y3, Y0
+	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y7, Y3, Y3
-	VMOVUPS Y5, 64(SP)
-	VMOVUPS lgc18<>+0(SB), Y5
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS Y2, 96(SP)
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y5, Y5
-	VMOVUPS Y7, 96(SP)
+	VMAXPS  Y7, Y2, Y2
+	VMOVUPS Y7, 128(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y0, Y3, Y5, Y3
+	VBLENDVPS Y0, Y6, Y2, Y2
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y3, Y4, Y3
+	VMULPS Y2, Y3, Y2
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y2, Y2
 
 	// v25 = where(mask, v24, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y2, Y1, Y2
 
 	// sum(v25) over [B L]
-	MOVQ         state+40(FP), BX
-	VADDPS       704(BX), Y3, Y3
-	VMOVUPS      Y3, 704(BX)
-	MOVQ         numValid+48(FP), DI
-	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y3
-	VMOVUPS      lgc1<>+0(SB), Y5
-
-	// v27 = max(numValid, 1)
-	VMAXPS  Y3, Y5, Y3
-	VMOVUPS 64(SP), Y5
+	MOVQ    state+48(FP), BX
+	VADDPS  704(BX), Y2, Y2
+	VMOVUPS Y2, 704(BX)
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y4, Y5, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v30 = where(mask, v29, 0)
-	VBLENDVPS Y1, Y6, Y2, Y6
-	VMOVUPS   Y0, 128(SP)
+	VANDPS Y2, Y1, Y2
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y6, Y0
-	VMOVUPS Y0, 1024(BX)
-	VMOVUPS 32(SP), Y0
-	VMOVUPS (SP), Y6
+	VADDPS  1024(BX), Y2, Y2
+	VMOVUPS Y2, 1024(BX)
+	VMOVUPS 96(SP), Y2
+	VMOVUPS 64(SP), Y5
 
 	// v33 = sub(v8, v6)
-	VSUBPS Y6, Y0, Y0
+	VSUBPS Y5, Y2, Y2
 
 	// v34 = where(mask, v33, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y2, Y1, Y2
 
 	// sum(v34) over [B L]
-	VADDPS  1344(BX), Y0, Y6
-	VMOVUPS Y6, 1344(BX)
+	VADDPS  1344(BX), Y2, Y5
+	VMOVUPS Y5, 1344(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y6
+	VMOVUPS (DI)(SI*4), Y5
 
 	// v38 = where(mask, entropy, 0)
-	VBLENDVPS Y1, Y6, Y2, Y6
-	VMOVUPS   Y4, 160(SP)
+	VANDPS Y5, Y1, Y5
 
 	// sum(v38) over [B L]
-	VADDPS  1664(BX), Y6, Y4
-	VMOVUPS Y4, 1664(BX)
+	VADDPS  1664(BX), Y5, Y6
+	VMOVUPS Y6, 1664(BX)
 
 	// v42 = mul(-0.01, v38)
-	VMULPS lgc20<>+0(SB), Y6, Y4
+	VMULPS lgc20<>+0(SB), Y5, Y5
 
 	// v43 = where(mask, v42, 0)
-	VBLENDVPS Y1, Y4, Y2, Y2
+	VANDPS Y5, Y1, Y5
 
 	// sum(v43) over [B L]
-	VADDPS  1984(BX), Y2, Y2
-	VMOVUPS Y2, 1984(BX)
-	VMOVUPS lgc21<>+0(SB), Y2
+	VADDPS  1984(BX), Y5, Y5
+	VMOVUPS Y5, 1984(BX)
+	VMOVUPS lgc21<>+0(SB), Y5
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y5, Y2, Y1
+	VBLENDVPS Y1, Y4, Y5, Y4
+	VMOVUPS   Y0, 160(SP)
 	VMOVUPS   Y3, 192(SP)
-	VMOVUPS   Y0, 224(SP)
+	VMOVUPS   Y2, 224(SP)
+	VMOVUPS   128(SP), Y0
 
 	// logsumexp(v47) over [B L]
-	VMAXPS       lgc4<>+0(SB), Y1, Y0
-	VMINPS       lgc5<>+0(SB), Y0, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y0
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y0
-	VBLENDVPS    Y0, Y1, Y3, Y3
-	VCMPPS       $0x15, lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y1, Y2
-	VANDPS       Y2, Y0, Y0
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
-	VORPS        Y2, Y0, Y0
-	VANDPS       2304(BX), Y0, Y0
-	VMOVUPS      Y0, 2304(BX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(BX), Y0, Y3
+	VANDPS       Y0, Y1, Y0
+	VCMPPS       $0x15, lgc22<>+0(SB), Y4, Y2
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y4, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc21<>+0(SB), Y4, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       2304(BX), Y2, Y2
+	VMOVUPS      Y2, 2304(BX)
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2112(BX), Y2, Y3
 	VMOVUPD      Y3, 2112(BX)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       2432(BX), Y2, Y2
+	VMOVUPD      Y2, 2432(BX)
+	VADDPD       2144(BX), Y0, Y2
+	VMOVUPD      Y2, 2144(BX)
 	VMULPD       Y0, Y0, Y0
-	VADDPD       2432(BX), Y0, Y0
-	VMOVUPD      Y0, 2432(BX)
-	VADDPD       2144(BX), Y2, Y0
-	VMOVUPD      Y0, 2144(BX)
-	VMULPD       Y2, Y2, Y0
 	VADDPD       2464(BX), Y0, Y0
 	VMOVUPD      Y0, 2464(BX)
-
-	// v51 = mul(2, v47)
-	VMULPS  lgc24<>+0(SB), Y1, Y0
-	VMOVUPS 224(SP), Y0
+	VMOVUPS      224(SP), Y0
 
 	// v58 = abs(v34)
-	VMOVUPS lgc19<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
+	VANDNPS Y0, Y2, Y2
+	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v60 = lt(v58, 0.1)
-	VCMPPS  $0x11, Y2, Y1, Y1
-	VMOVUPS lgc26<>+0(SB), Y3
+	VCMPPS  $0x11, Y3, Y2, Y2
+	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v62 = max(v34, -0.1) tie=first
-	VMAXPS Y0, Y3, Y3
+	VMAXPS Y0, Y4, Y4
 
 	// v63 = min(v62, 0.1) tie=first
-	VMINPS Y3, Y2, Y2
+	VMINPS Y4, Y3, Y3
 
 	// v66 = mul(v63, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y2, Y3
+	VMULPS lgc26<>+0(SB), Y3, Y4
 
 	// v67 = add(2.7557319223985893e-06, v66)
-	VADDPS lgc28<>+0(SB), Y3, Y3
+	VADDPS lgc27<>+0(SB), Y4, Y4
 
 	// v69 = mul(v63, v67)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v70 = add(2.48015873015873e-05, v69)
-	VADDPS lgc29<>+0(SB), Y3, Y3
+	VADDPS lgc28<>+0(SB), Y4, Y4
 
 	// v72 = mul(v63, v70)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v73 = add(0.0001984126984126984, v72)
-	VADDPS lgc30<>+0(SB), Y3, Y3
+	VADDPS lgc29<>+0(SB), Y4, Y4
 
 	// v75 = mul(v63, v73)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v76 = add(0.001388888888888889, v75)
-	VADDPS lgc31<>+0(SB), Y3, Y3
+	VADDPS lgc30<>+0(SB), Y4, Y4
 
 	// v78 = mul(v63, v76)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v79 = add(0.008333333333333333, v78)
-	VADDPS lgc32<>+0(SB), Y3, Y3
+	VADDPS lgc31<>+0(SB), Y4, Y4
 
 	// v81 = mul(v63, v79)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v82 = add(0.041666666666666664, v81)
-	VADDPS lgc33<>+0(SB), Y3, Y3
+	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v84 = mul(v63, v82)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v85 = add(0.16666666666666666, v84)
-	VADDPS lgc34<>+0(SB), Y3, Y3
+	VADDPS lgc33<>+0(SB), Y4, Y4
 
 	// v87 = mul(v63, v85)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y4, Y3, Y4
 
 	// v88 = add(0.5, v87)
-	VADDPS lgc14<>+0(SB), Y3, Y3
+	VADDPS lgc14<>+0(SB), Y4, Y4
 
 	// v89 = mul(v63, v63)
-	VMULPS Y2, Y2, Y2
+	VMULPS Y3, Y3, Y3
 
 	// v90 = mul(v89, v88)
-	VMULPS Y3, Y2, Y2
+	VMULPS Y4, Y3, Y3
 
 	// v91 = exp(v34)
-	VMAXPS       lgc4<>+0(SB), Y0, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
-	VMOVAPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
+	VMAXPS       lgc4<>+0(SB), Y0, Y4
+	VMINPS       lgc5<>+0(SB), Y4, Y4
+	VMULPS       lgc6<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
+	VMOVAPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc15<>+0(SB), Y4, Y5
+	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y5, Y5
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v92 = sub(v91, 1)
-	VSUBPS lgc1<>+0(SB), Y5, Y3
+	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v93 = sub(v92, v34)
-	VSUBPS Y0, Y3, Y3
+	VSUBPS Y0, Y4, Y4
 
 	// k3 = where(v60, v90, v93)
-	VBLENDVPS Y1, Y2, Y3, Y1
+	VBLENDVPS Y2, Y3, Y4, Y2
 
 	// v95 = add(k3, v34)
-	VADDPS    Y0, Y1, Y0
-	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VMOVUPS   lgc0<>+0(SB), Y2
+	VADDPS Y0, Y2, Y0
 
 	// v96 = where(mask, k3, 0)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VANDPS Y2, Y1, Y2
 
 	// sum(v96) over [B L]
-	VADDPS  2816(BX), Y1, Y1
-	VMOVUPS Y1, 2816(BX)
-	VMOVUPS lgc37<>+0(SB), Y1
-	VMOVUPS 192(SP), Y4
-
-	// v102 = div(0.01, v27)
-	VDIVPS Y4, Y1, Y1
+	VADDPS  2816(BX), Y2, Y2
+	VMOVUPS Y2, 2816(BX)
+	VMOVUPS (SP), Y2
 
 	// v103 = where(mask, v102, 0)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VANDPS  Y2, Y1, Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v104 = ne(v103, 0)
-	VCMPPS $0x04, Y2, Y1, Y5
+	VCMPPS $0x04, Y3, Y2, Y4
 
 	// v105 = mul(v103, v95)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y0, Y2, Y0
 
 	// v106 = where(v104, v105, v103)
-	VBLENDVPS Y5, Y0, Y1, Y0
-	VMOVUPS   lgc1<>+0(SB), Y1
-
-	// v107 = div(1, v27)
-	VDIVPS Y4, Y1, Y1
+	VBLENDVPS Y4, Y0, Y2, Y0
+	VMOVUPS   32(SP), Y2
 
 	// v108 = where(mask, v107, 0)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VANDPS Y2, Y1, Y2
 
 	// v109 = mul(v108, -0.01)
-	VMULPS lgc20<>+0(SB), Y1, Y4
+	VMULPS lgc20<>+0(SB), Y2, Y4
 
 	// gradEntropy = where(mask, v109, 0)
-	VBLENDVPS Y3, Y4, Y2, Y4
+	VANDPS Y4, Y1, Y4
 
 	// v111 = where(mask, v106, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// v112 = neg(v111)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v113 = neg(v108)
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS 160(SP), Y5
+	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VMOVUPS 192(SP), Y5
 
 	// v114 = mul(v113, v10)
-	VMULPS  Y5, Y1, Y1
-	VMOVUPS 128(SP), Y5
+	VMULPS  Y5, Y2, Y2
+	VMOVUPS 160(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v115 = where(v17, v114, 0)
-	VBLENDVPS Y6, Y1, Y2, Y5
+	VANDPS Y2, Y6, Y5
 
 	// v116 = where(v17, 0, v114)
-	VBLENDVPS Y6, Y2, Y1, Y1
-	VMOVUPS   96(SP), Y6
-	VMOVUPS   lgc18<>+0(SB), Y7
+	VANDNPS Y2, Y6, Y2
+	VMOVUPS 128(SP), Y6
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v117 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
@@ -1529,54 +1460,44 @@ blocks_8:
 	VMOVUPS Y4, 256(SP)
 
 	// v119 = max(v117, v118)
-	VXORPS  lgc19<>+0(SB), Y7, Y4
-	VXORPS  lgc19<>+0(SB), Y8, Y9
-	VMINPS  Y4, Y9, Y7
-	VMINPS  Y9, Y4, Y4
-	VORPS   Y7, Y4, Y4
-	VXORPS  lgc19<>+0(SB), Y4, Y4
+	VMAXPS  Y7, Y8, Y4
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y4, Y7
 
 	// v120 = where(v119, v116, 0)
-	VBLENDVPS Y7, Y1, Y2, Y1
-	VMOVUPS   lgc17<>+0(SB), Y4
+	VANDPS  Y2, Y7, Y2
+	VMOVUPS lgc17<>+0(SB), Y4
 
 	// v121 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y4, Y6, Y4
 	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v122 = max(v121, v118)
-	VXORPS  lgc19<>+0(SB), Y4, Y4
-	VXORPS  lgc19<>+0(SB), Y8, Y7
-	VMINPS  Y4, Y7, Y8
-	VMINPS  Y7, Y4, Y4
-	VORPS   Y8, Y4, Y4
-	VXORPS  lgc19<>+0(SB), Y4, Y4
+	VMAXPS  Y4, Y8, Y4
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y4, Y7
 
 	// v123 = where(v122, v115, 0)
-	VBLENDVPS Y7, Y5, Y2, Y4
+	VANDPS Y5, Y7, Y4
 
 	// v124 = add(v120, v123)
-	VADDPS Y4, Y1, Y1
+	VADDPS Y4, Y2, Y2
 
 	// v125 = ne(v124, 0)
-	VCMPPS $0x04, Y2, Y1, Y4
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v126 = mul(v124, ratio)
-	VMULPS Y6, Y1, Y5
+	VMULPS Y6, Y2, Y4
 
 	// v127 = where(v125, v126, v124)
-	VBLENDVPS Y4, Y5, Y1, Y1
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v128 = add(v112, v127)
-	VADDPS Y1, Y0, Y0
+	VADDPS Y2, Y0, Y0
 
 	// gradLogProb = where(mask, v128, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
-	VMOVUPS   256(SP), Y1
+	VANDPS  Y0, Y1, Y0
+	VMOVUPS 256(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
@@ -1587,10 +1508,10 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	MOVQ         state+40(FP), DX
+	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1601,8 +1522,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1614,8 +1535,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1627,8 +1548,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1640,8 +1561,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1653,8 +1574,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(DX)
 	VMOVUPS      2816(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1673,10 +1594,10 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_8
-	MOVQ         state+40(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1687,8 +1608,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1700,8 +1621,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1713,8 +1634,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1726,8 +1647,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1739,8 +1660,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(CX)
 	VMOVUPS      2816(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1798,7 +1719,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc24<>+0(SB), Y7, Y7
+	VMULPS       lgc36<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1841,10 +1762,10 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v27)
-	VDIVPS Y1, Y8, Y6
+	VDIVPS Y1, Y8, Y5
 
 	// ess = where(v55, v56, 0)
-	VBLENDVPS    Y0, Y6, Y5, Y0
+	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 

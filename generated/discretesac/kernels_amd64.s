@@ -1564,7 +1564,7 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32, gradLogits *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $2688-120
+TEXT ·fbPass1AVX2(SB), $2656-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -2840,41 +2840,39 @@ inner_Q_24:
 	// v38 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y7, Y9
 	VMOVUPS Y5, 2432(SP)
-	VMOVUPS Y9, 2464(SP)
 	VMOVUPS lgc45<>+0(SB), Y5
 
 	// v101 = where(v37, 0.00390625, 0)
-	VBLENDVPS Y8, Y5, Y0, Y9
-	VMOVUPS   Y7, 2496(SP)
-	VMOVUPS   Y9, 2528(SP)
+	VANDPS  Y5, Y8, Y10
+	VMOVUPS Y9, 2464(SP)
+	VMOVUPS Y7, 2496(SP)
 
 	// v102 = where(v37, 0, 0.00390625)
-	VBLENDVPS Y8, Y0, Y5, Y5
-	VMOVUPS   2528(SP), Y7
+	VANDNPS Y5, Y8, Y5
 
 	// v103 = ne(v101, 0)
-	VCMPPS  $0x04, Y0, Y7, Y8
-	VMOVUPS 2496(SP), Y9
+	VCMPPS  $0x04, Y0, Y10, Y7
+	VMOVUPS 2496(SP), Y8
 
 	// v104 = mul(v101, absDiff)
-	VMULPS  Y9, Y7, Y9
-	VMOVUPS Y5, 2560(SP)
+	VMULPS  Y8, Y10, Y8
+	VMOVUPS Y5, 2528(SP)
 
 	// v105 = where(v103, v104, v101)
-	VBLENDVPS Y8, Y9, Y7, Y5
-	VMOVUPS   2464(SP), Y9
+	VBLENDVPS Y7, Y8, Y10, Y5
+	VMOVUPS   2464(SP), Y8
 
 	// v106 = mul(v101, v38)
-	VMULPS  Y9, Y7, Y9
-	VMOVUPS Y5, 2592(SP)
+	VMULPS  Y8, Y10, Y8
+	VMOVUPS Y5, 2560(SP)
 
 	// v107 = where(v103, v106, v101)
-	VBLENDVPS Y8, Y9, Y7, Y5
-	VMOVUPS   2560(SP), Y7
+	VBLENDVPS Y7, Y8, Y10, Y5
+	VMOVUPS   2528(SP), Y7
 
 	// v108 = add(v102, v107)
 	VADDPS  Y5, Y7, Y5
-	VMOVUPS 2592(SP), Y7
+	VMOVUPS 2560(SP), Y7
 
 	// v109 = mul(v105, 0.5)
 	VMULPS lgc10<>+0(SB), Y7, Y7
@@ -2891,19 +2889,19 @@ inner_Q_24:
 
 	// v114 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y7, Y7
-	VMOVUPS Y5, 2624(SP)
-	VMOVUPS Y8, 2656(SP)
+	VMOVUPS Y5, 2592(SP)
+	VMOVUPS Y8, 2624(SP)
 	VMOVUPS lgc46<>+0(SB), Y5
 
 	// v115 = where(v112, -1, v114)
 	VBLENDVPS Y9, Y5, Y7, Y5
-	VMOVUPS   2656(SP), Y7
+	VMOVUPS   2624(SP), Y7
 	VMOVUPS   lgc17<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
 	// v116 = where(v111, 1, v115)
 	VBLENDVPS Y8, Y3, Y5, Y5
-	VMOVUPS   2624(SP), Y7
+	VMOVUPS   2592(SP), Y7
 
 	// v117 = ne(v110, 0)
 	VCMPPS $0x04, Y0, Y7, Y8
@@ -2918,7 +2916,7 @@ inner_Q_24:
 	VCMPPS    $0x04, Y8, Y7, Y8
 
 	// gradActionValue = where(v121, v119, 0)
-	VBLENDVPS Y8, Y5, Y0, Y5
+	VANDPS Y5, Y8, Y5
 
 	// store gradActionValue
 	XORQ    R9, R9

@@ -10860,10 +10860,10 @@ inner_K_35:
 	// v56 = eq(v55, action)
 	VCMPPS  $0x00, Y0, Y2, Y2
 	VMOVUPS 21728(SP), Y3
-	VMOVUPS lgc41<>+0(SB), Y4
 
 	// v57 = where(v56, v54, 0)
-	VBLENDVPS Y2, Y3, Y4, Y3
+	VANDPS  Y3, Y2, Y3
+	VMOVUPS lgc41<>+0(SB), Y4
 
 	// v60 = ne(v57, 0)
 	VCMPPS  $0x04, Y4, Y3, Y4
@@ -11066,10 +11066,9 @@ inner_KSrc_37:
 	VMOVUPS   lgc41<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VMOVUPS   21984(SP), Y6
-	VMOVUPS   lgc41<>+0(SB), Y8
 
 	// v63 = where(v56, v52, 0)
-	VBLENDVPS Y7, Y6, Y8, Y6
+	VANDPS Y6, Y7, Y6
 
 	// gradActionValue = add(v62, v63)
 	VADDPS Y6, Y5, Y5

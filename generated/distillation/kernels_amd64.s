@@ -23,142 +23,139 @@ blocks_2:
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VMOVUPS   lgc0<>+0(SB), Y3
+	VMOVUPS   lgc1<>+0(SB), Y0
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y2, Y3, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
 	MOVQ    state+8(FP), BX
-	VADDPS  256(BX), Y2, Y4
-	VMOVUPS Y4, 256(BX)
+	VADDPS  256(BX), Y0, Y2
+	VMOVUPS Y2, 256(BX)
 	MOVQ    logProb+16(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y4, Y3, Y4
-	MOVQ      teacherLogProb+24(FP), DI
-	VMOVUPS   (DI)(SI*4), Y5
+	VANDPS  Y2, Y1, Y2
+	MOVQ    teacherLogProb+24(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VBLENDVPS Y1, Y5, Y3, Y1
+	VANDPS Y3, Y1, Y3
 
 	// v10 = sub(v8, v6)
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y2, Y3, Y2
 
 	// v11 = abs(v10)
-	VMOVUPS lgc2<>+0(SB), Y4
-	VANDNPS Y1, Y4, Y4
-	VMOVUPS lgc3<>+0(SB), Y5
+	VMOVUPS lgc2<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc3<>+0(SB), Y4
 
 	// v13 = lt(v11, 0.1)
-	VCMPPS  $0x11, Y5, Y4, Y4
-	VMOVUPS lgc4<>+0(SB), Y6
+	VCMPPS  $0x11, Y4, Y3, Y3
+	VMOVUPS lgc4<>+0(SB), Y5
 
 	// v15 = max(v10, -0.1) tie=first
-	VMAXPS Y1, Y6, Y6
+	VMAXPS Y2, Y5, Y5
 
 	// v16 = min(v15, 0.1) tie=first
-	VMINPS Y6, Y5, Y5
+	VMINPS Y5, Y4, Y4
 
 	// v19 = mul(v16, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y5, Y6
+	VMULPS lgc5<>+0(SB), Y4, Y5
 
 	// v20 = add(2.7557319223985893e-06, v19)
-	VADDPS lgc6<>+0(SB), Y6, Y6
+	VADDPS lgc6<>+0(SB), Y5, Y5
 
 	// v22 = mul(v16, v20)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v23 = add(2.48015873015873e-05, v22)
-	VADDPS lgc7<>+0(SB), Y6, Y6
+	VADDPS lgc7<>+0(SB), Y5, Y5
 
 	// v25 = mul(v16, v23)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v26 = add(0.0001984126984126984, v25)
-	VADDPS lgc8<>+0(SB), Y6, Y6
+	VADDPS lgc8<>+0(SB), Y5, Y5
 
 	// v28 = mul(v16, v26)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v29 = add(0.001388888888888889, v28)
-	VADDPS lgc9<>+0(SB), Y6, Y6
+	VADDPS lgc9<>+0(SB), Y5, Y5
 
 	// v31 = mul(v16, v29)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v32 = add(0.008333333333333333, v31)
-	VADDPS lgc10<>+0(SB), Y6, Y6
+	VADDPS lgc10<>+0(SB), Y5, Y5
 
 	// v34 = mul(v16, v32)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v35 = add(0.041666666666666664, v34)
-	VADDPS lgc11<>+0(SB), Y6, Y6
+	VADDPS lgc11<>+0(SB), Y5, Y5
 
 	// v37 = mul(v16, v35)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v38 = add(0.16666666666666666, v37)
-	VADDPS lgc12<>+0(SB), Y6, Y6
+	VADDPS lgc12<>+0(SB), Y5, Y5
 
 	// v40 = mul(v16, v38)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y5, Y4, Y5
 
 	// v41 = add(0.5, v40)
-	VADDPS lgc13<>+0(SB), Y6, Y6
+	VADDPS lgc13<>+0(SB), Y5, Y5
 
 	// v42 = mul(v16, v16)
-	VMULPS Y5, Y5, Y5
+	VMULPS Y4, Y4, Y4
 
 	// v43 = mul(v42, v41)
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS Y2, (SP)
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y0, (SP)
 
 	// v44 = exp(v10)
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y2
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y8
-	VFMADD213PS  Y2, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y2
-	VPMAXSD      lgc24<>+0(SB), Y2, Y6
-	VPMINSD      lgc25<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y2, Y2
-	VPADDD       lgc25<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc25<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y7, Y7
+	VMAXPS       lgc14<>+0(SB), Y2, Y0
+	VMINPS       lgc15<>+0(SB), Y0, Y0
+	VMULPS       lgc16<>+0(SB), Y0, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y5, Y0
+	VFNMADD231PS lgc18<>+0(SB), Y5, Y0
+	VMOVAPS      lgc19<>+0(SB), Y6
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y6
+	VMULPS       Y0, Y0, Y7
+	VFMADD213PS  Y0, Y7, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y0
+	VPMAXSD      lgc24<>+0(SB), Y0, Y5
+	VPMINSD      lgc25<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y0, Y0
+	VPADDD       lgc25<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc25<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y0, Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y0
+	VBLENDVPS    Y0, Y2, Y6, Y6
 
 	// v45 = sub(v44, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y2
+	VSUBPS lgc1<>+0(SB), Y6, Y0
 
 	// v46 = sub(v45, v10)
-	VSUBPS Y1, Y2, Y1
+	VSUBPS Y2, Y0, Y0
 
 	// k3 = where(v13, v43, v46)
-	VBLENDVPS Y4, Y5, Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
+	VBLENDVPS Y3, Y4, Y0, Y0
 
 	// v48 = where(mask, k3, 0)
-	VBLENDVPS Y2, Y1, Y3, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v48) over [L]
 	XORQ    SI, SI
@@ -658,10 +655,9 @@ blocks_7:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [L]
 	XORQ         BX, BX
@@ -742,180 +738,178 @@ blocks_10:
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
-	VMOVUPS   lgc0<>+0(SB), Y3
+	VMOVUPS   lgc1<>+0(SB), Y0
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y2, Y3, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  1408(BX), Y2, Y2
-	VMOVUPS Y2, 1408(BX)
+	VADDPS  1408(BX), Y0, Y0
+	VMOVUPS Y0, 1408(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS (DI)(SI*4), Y0
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y2, Y3, Y2
-	MOVQ      teacherLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VANDPS  Y0, Y1, Y0
+	MOVQ    teacherLogProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VBLENDVPS Y1, Y4, Y3, Y1
+	VANDPS Y2, Y1, Y2
 
 	// v10 = sub(v8, v6)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y0, Y2, Y0
 
 	// v11 = abs(v10)
 	VMOVUPS lgc2<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc3<>+0(SB), Y4
+	VANDNPS Y0, Y2, Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v13 = lt(v11, 0.1)
-	VCMPPS  $0x11, Y4, Y2, Y2
-	VMOVUPS lgc4<>+0(SB), Y5
+	VCMPPS  $0x11, Y3, Y2, Y2
+	VMOVUPS lgc4<>+0(SB), Y4
 
 	// v15 = max(v10, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
+	VMAXPS Y0, Y4, Y4
 
 	// v16 = min(v15, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
+	VMINPS Y4, Y3, Y3
 
 	// v19 = mul(v16, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y4, Y5
+	VMULPS lgc5<>+0(SB), Y3, Y4
 
 	// v20 = add(2.7557319223985893e-06, v19)
-	VADDPS lgc6<>+0(SB), Y5, Y5
+	VADDPS lgc6<>+0(SB), Y4, Y4
 
 	// v22 = mul(v16, v20)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v23 = add(2.48015873015873e-05, v22)
-	VADDPS lgc7<>+0(SB), Y5, Y5
+	VADDPS lgc7<>+0(SB), Y4, Y4
 
 	// v25 = mul(v16, v23)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v26 = add(0.0001984126984126984, v25)
-	VADDPS lgc8<>+0(SB), Y5, Y5
+	VADDPS lgc8<>+0(SB), Y4, Y4
 
 	// v28 = mul(v16, v26)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v29 = add(0.001388888888888889, v28)
-	VADDPS lgc9<>+0(SB), Y5, Y5
+	VADDPS lgc9<>+0(SB), Y4, Y4
 
 	// v31 = mul(v16, v29)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v32 = add(0.008333333333333333, v31)
-	VADDPS lgc10<>+0(SB), Y5, Y5
+	VADDPS lgc10<>+0(SB), Y4, Y4
 
 	// v34 = mul(v16, v32)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v35 = add(0.041666666666666664, v34)
-	VADDPS lgc11<>+0(SB), Y5, Y5
+	VADDPS lgc11<>+0(SB), Y4, Y4
 
 	// v37 = mul(v16, v35)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v38 = add(0.16666666666666666, v37)
-	VADDPS lgc12<>+0(SB), Y5, Y5
+	VADDPS lgc12<>+0(SB), Y4, Y4
 
 	// v40 = mul(v16, v38)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v41 = add(0.5, v40)
-	VADDPS lgc13<>+0(SB), Y5, Y5
+	VADDPS lgc13<>+0(SB), Y4, Y4
 
 	// v42 = mul(v16, v16)
-	VMULPS Y4, Y4, Y4
+	VMULPS Y3, Y3, Y3
 
 	// v43 = mul(v42, v41)
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y3, Y3
 
 	// v44 = exp(v10)
-	VMAXPS       lgc14<>+0(SB), Y1, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc24<>+0(SB), Y5, Y6
-	VPMINSD      lgc25<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VMAXPS       lgc14<>+0(SB), Y0, Y4
+	VMINPS       lgc15<>+0(SB), Y4, Y4
+	VMULPS       lgc16<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
+	VMOVAPS      lgc19<>+0(SB), Y6
+	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc24<>+0(SB), Y4, Y5
+	VPMINSD      lgc25<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
 	VPADDD       lgc25<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
+	VPADDD       lgc25<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v45 = sub(v44, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v46 = sub(v45, v10)
-	VSUBPS Y1, Y5, Y5
+	VSUBPS Y0, Y4, Y4
 
 	// k3 = where(v13, v43, v46)
-	VBLENDVPS Y2, Y4, Y5, Y2
+	VBLENDVPS Y2, Y3, Y4, Y2
 
 	// v48 = add(k3, v10)
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y0, Y4
+	VADDPS Y0, Y2, Y0
 
 	// v49 = where(mask, k3, 0)
-	VBLENDVPS Y4, Y2, Y3, Y0
+	VANDPS Y2, Y1, Y2
 
 	// sum(v49) over [L]
 	XORQ         DI, DI
 	MOVQ         AX, R8
 	ADDQ         R8, DI
 	IMUL3Q       $+8, DI, R8
-	VADDPS       2176(BX)(R8*4), Y0, Y0
-	VMOVUPS      Y0, 2176(BX)(R8*4)
+	VADDPS       2176(BX)(R8*4), Y2, Y2
+	VMOVUPS      Y2, 2176(BX)(R8*4)
 	MOVQ         s1+40(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y0
-	VMOVUPS      lgc1<>+0(SB), Y2
+	VBROADCASTSS (BX)(DI*4), Y2
+	VMOVUPS      lgc1<>+0(SB), Y3
 
 	// v52 = max(v51, 1)
-	VMAXPS  Y0, Y2, Y0
-	VMOVUPS lgc28<>+0(SB), Y2
+	VMAXPS  Y2, Y3, Y2
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v57 = div(0.125, v52)
-	VDIVPS Y0, Y2, Y0
+	VDIVPS Y2, Y3, Y2
 
 	// v58 = where(mask, v57, 0)
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VANDPS  Y2, Y1, Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v59 = ne(v58, 0)
-	VCMPPS $0x04, Y3, Y0, Y2
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v60 = mul(v58, v48)
-	VMULPS Y1, Y0, Y1
+	VMULPS Y0, Y2, Y0
 
 	// v61 = where(v59, v60, v58)
-	VBLENDVPS Y2, Y1, Y0, Y0
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// v62 = neg(v61)
 	VXORPS lgc2<>+0(SB), Y0, Y0
 
 	// gradLogProb = where(mask, v62, 0)
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+48(FP), BX

@@ -158,7 +158,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r53_s, 0)
-		fbPass1AVX2(lo, &in.ActionValue[0], &in.Mask[0], &in.Action[0], &s.s0[0], &st.buf[0], &out.NumValid, &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.ActionValue[0], hi)
+		fbPass1AVX2(&out.NumValid, lo, &in.ActionValue[0], &in.Mask[0], &in.Action[0], &s.s0[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.ActionValue[0], hi)
 	}
 	n := min(fbPass1Chunks, 8)
 	if n <= 1 {

@@ -26,7 +26,7 @@ func fbPass0AVX2(lo int, nextActionValueOnline *float64, nextActionValue *float6
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, state *float64, numValid *float64, advantage *float64, valueTarget *float64, tDError *float64, gradActionValue *float64, hi int)
+func fbPass1AVX2(numValid *float64, lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradActionValue *float64, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over []) on 4 float64 lanes; see fbPass2Go for the same loop
 // in Go.

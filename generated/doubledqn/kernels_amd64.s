@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, mask *bool, state *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $552-112
+TEXT ·pass0AVX2(SB), $520-112
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -127,10 +127,9 @@ blocks_2:
 	VMOVUPD    lgc0<>+0(SB), Y2
 	VCMPPD     $0x04, Y2, Y1, Y2
 	VMOVUPD    lgc2<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y4
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPD Y2, Y3, Y4, Y2
+	VANDPD Y3, Y2, Y2
 
 	// sum(v3) over [N T]
 	MOVQ    state+40(FP), DX
@@ -145,17 +144,17 @@ inner_A_3:
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD (SP)(DI*1), Y5
+	VMOVUPD (SP)(DI*1), Y4
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VBLENDVPD Y3, Y5, Y4, Y3
+	VANDPD Y4, Y3, Y3
 
 	// reduce_max(v10) over [A]
 	VXORPD lgc4<>+0(SB), Y2, Y2
 	VXORPD lgc4<>+0(SB), Y3, Y3
-	VMINPD Y2, Y3, Y5
+	VMINPD Y2, Y3, Y4
 	VMINPD Y3, Y2, Y2
-	VORPD  Y5, Y2, Y2
+	VORPD  Y4, Y2, Y2
 	VXORPD lgc4<>+0(SB), Y2, Y2
 	INCQ   SI
 	CMPQ   SI, $+5
@@ -163,37 +162,37 @@ inner_A_3:
 
 	// finish v11
 	VMOVUPD lgc0<>+0(SB), Y3
-	VMOVUPD lgc0<>+0(SB), Y5
+	VMOVUPD lgc0<>+0(SB), Y4
 	XORQ    SI, SI
 
 inner_A_4:
-	VMOVUPD lgc0<>+0(SB), Y6
-	VCMPPD  $0x04, Y6, Y1, Y6
+	VMOVUPD lgc0<>+0(SB), Y5
+	VCMPPD  $0x04, Y5, Y1, Y5
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD 160(SP)(DI*1), Y7
+	VMOVUPD 160(SP)(DI*1), Y6
 
 	// v6 = where(mask, actionValue, 0)
-	VBLENDVPD Y6, Y7, Y4, Y7
-	VMOVUPD   320(SP)(DI*1), Y8
+	VANDPD  Y6, Y5, Y6
+	VMOVUPD 320(SP)(DI*1), Y7
 
 	// v8 = where(mask, nextActionValue, 0)
-	VBLENDVPD Y6, Y8, Y4, Y8
-	VMOVUPD   (SP)(DI*1), Y9
+	VANDPD  Y7, Y5, Y7
+	VMOVUPD (SP)(DI*1), Y8
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VBLENDVPD Y6, Y9, Y4, Y6
+	VANDPD Y8, Y5, Y5
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y2, Y6, Y6
-	VANDPD lgc2<>+0(SB), Y6, Y6
+	VCMPPD $0x00, Y2, Y5, Y5
+	VANDPD lgc2<>+0(SB), Y5, Y5
 
 	// v13 = mul(v8, v12)
-	VMULPD Y6, Y8, Y6
+	VMULPD Y5, Y7, Y5
 
 	// sum(v13) over [A]
-	VADDPD    Y3, Y6, Y3
+	VADDPD    Y3, Y5, Y3
 	MOVQ      action+48(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+160, AX, R9
@@ -211,14 +210,14 @@ inner_A_4:
 	MOVB      R9, 482(SP)
 	MOVB      15(DI)(R8*1), R9
 	MOVB      R9, 483(SP)
-	VPMOVZXBD 480(SP), X6
-	VCVTDQ2PD X6, Y6
+	VPMOVZXBD 480(SP), X5
+	VCVTDQ2PD X5, Y5
 
 	// v16 = mul(v6, action)
-	VMULPD Y6, Y7, Y6
+	VMULPD Y5, Y6, Y5
 
 	// sum(v16) over [A]
-	VADDPD Y5, Y6, Y5
+	VADDPD Y4, Y5, Y4
 	INCQ   SI
 	CMPQ   SI, $+5
 	JL     inner_A_4
@@ -227,96 +226,97 @@ inner_A_4:
 	VMOVUPD Y3, Y2
 
 	// finish predValIndex
-	VMOVUPD Y5, Y3
-	VMOVUPD lgc0<>+0(SB), Y5
-	VCMPPD  $0x04, Y5, Y1, Y5
+	VMOVUPD Y4, Y3
+	VMOVUPD lgc0<>+0(SB), Y4
+	VCMPPD  $0x04, Y4, Y1, Y4
 	MOVQ    nextReward+56(FP), SI
 	VMOVUPD (SI)(BX*8), Y1
 
 	// v19 = where(mask, nextReward, 0)
-	VBLENDVPD    Y5, Y1, Y4, Y1
+	VANDPD       Y1, Y4, Y1
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
-	VMOVD        DI, X6
-	VPBROADCASTD X6, Y6
-	VPSUBD       lgc5<>+0(SB), Y6, Y6
-	VCVTDQ2PD    X6, Y6
+	VMOVD        DI, X5
+	VPBROADCASTD X5, Y5
+	VPSUBD       lgc5<>+0(SB), Y5, Y5
+	VCVTDQ2PD    X5, Y5
+	VMOVUPD      lgc0<>+0(SB), Y6
 
 	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y4, Y6, Y6
-	VANDPD    lgc2<>+0(SB), Y6, Y6
+	VCMPPD    $0x00, Y6, Y5, Y5
+	VANDPD    lgc2<>+0(SB), Y5, Y5
 	MOVQ      nextDone+64(FP), SI
+	VPMOVZXBD (SI)(BX*1), X6
+	VCVTDQ2PD X6, Y6
+
+	// v24 = max(nextDone, v23)
+	VXORPD lgc4<>+0(SB), Y6, Y6
+	VXORPD lgc4<>+0(SB), Y5, Y5
+	VMINPD Y6, Y5, Y7
+	VMINPD Y5, Y6, Y5
+	VORPD  Y7, Y5, Y5
+	VXORPD lgc4<>+0(SB), Y5, Y5
+
+	// v25 = where(mask, predValIndex, 0)
+	VANDPD Y3, Y4, Y3
+
+	// v26 = where(mask, nextChosenActionValue, 0)
+	VANDPD    Y2, Y4, Y2
+	VMOVUPD   lgc2<>+0(SB), Y6
+	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
 	VCVTDQ2PD X7, Y7
 
-	// v24 = max(nextDone, v23)
-	VXORPD lgc4<>+0(SB), Y7, Y7
-	VXORPD lgc4<>+0(SB), Y6, Y6
-	VMINPD Y7, Y6, Y8
-	VMINPD Y6, Y7, Y6
-	VORPD  Y8, Y6, Y6
-	VXORPD lgc4<>+0(SB), Y6, Y6
-
-	// v25 = where(mask, predValIndex, 0)
-	VBLENDVPD Y5, Y3, Y4, Y3
-
-	// v26 = where(mask, nextChosenActionValue, 0)
-	VBLENDVPD Y5, Y2, Y4, Y2
-	VMOVUPD   lgc2<>+0(SB), Y7
-	MOVQ      nextTerminated+72(FP), SI
-	VPMOVZXBD (SI)(BX*1), X8
-	VCVTDQ2PD X8, Y8
-
 	// v27 = sub(1, nextTerminated)
-	VSUBPD Y8, Y7, Y8
+	VSUBPD Y7, Y6, Y7
 
 	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y8, Y2, Y2
+	VMULPD Y7, Y2, Y2
 
 	// v29 = sub(1, v24)
-	VSUBPD Y6, Y7, Y6
+	VSUBPD Y5, Y6, Y5
 
 	// tdlA = mul(0.7200000000000001, v29)
-	VMULPD lgc6<>+0(SB), Y6, Y8
+	VMULPD lgc6<>+0(SB), Y5, Y7
 
 	// v33 = mul(0.9, nextValueBootstrap)
 	VMULPD lgc7<>+0(SB), Y2, Y2
 
 	// v35 = mul(0.8, v29)
-	VMULPD lgc8<>+0(SB), Y6, Y6
+	VMULPD lgc8<>+0(SB), Y5, Y5
 
 	// v36 = sub(1, v35)
-	VSUBPD Y6, Y7, Y6
+	VSUBPD Y5, Y6, Y5
 
 	// v37 = mul(v33, v36)
-	VMULPD Y6, Y2, Y2
+	VMULPD Y5, Y2, Y2
 
 	// tdlB = add(v19, v37)
 	VADDPD Y2, Y1, Y1
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
-	VMOVUPD     Y8, Y2
-	VANDPD      lgc9<>+0(SB), Y1, Y6
-	VCMPPD      $0x12, lgc10<>+0(SB), Y6, Y6
+	VMOVUPD     Y7, Y2
+	VANDPD      lgc9<>+0(SB), Y1, Y5
+	VCMPPD      $0x12, lgc10<>+0(SB), Y5, Y5
 	VANDPD      lgc9<>+0(SB), Y2, Y7
 	VCMPPD      $0x12, lgc2<>+0(SB), Y7, Y7
-	VANDPD      Y7, Y6, Y6
-	VANDPD      448(DX), Y6, Y6
-	VMOVUPD     Y6, 448(DX)
-	VPERMPD     $0xf9, Y2, Y6
+	VANDPD      Y7, Y5, Y5
+	VANDPD      448(DX), Y5, Y5
+	VMOVUPD     Y5, 448(DX)
+	VPERMPD     $0xf9, Y2, Y5
 	VPERMPD     $0xf9, Y1, Y7
-	VBLENDPD    $0x08, lgc2<>+0(SB), Y6, Y6
+	VBLENDPD    $0x08, lgc2<>+0(SB), Y5, Y5
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y7, Y7
 	VFMADD231PD Y2, Y7, Y1
-	VMULPD      Y6, Y2, Y2
-	VPERMPD     $0xee, Y2, Y6
+	VMULPD      Y5, Y2, Y2
+	VPERMPD     $0xee, Y2, Y5
 	VPERMPD     $0xee, Y1, Y7
-	VBLENDPD    $0x0c, lgc2<>+0(SB), Y6, Y6
+	VBLENDPD    $0x0c, lgc2<>+0(SB), Y5, Y5
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y7, Y7
 	VFMADD231PD Y2, Y7, Y1
-	VMULPD      Y6, Y2, Y2
+	VMULPD      Y5, Y2, Y2
 	VFMADD231PD Y2, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
 
@@ -324,35 +324,33 @@ inner_A_4:
 	VSUBPD Y3, Y1, Y2
 
 	// v43 = where(mask, tdLambdaReturn, 0)
-	VBLENDVPD Y5, Y1, Y4, Y6
+	VANDPD Y1, Y4, Y5
 
 	// diff = sub(v25, v43)
-	VSUBPD Y6, Y3, Y3
+	VSUBPD Y5, Y3, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPD lgc4<>+0(SB), Y6
-	VANDNPD Y3, Y6, Y6
-	VMOVUPD lgc2<>+0(SB), Y7
+	VMOVUPD lgc4<>+0(SB), Y5
+	VANDNPD Y3, Y5, Y5
 
 	// v47 = lt(absDiff, 1)
-	VCMPPD $0x11, Y7, Y6, Y7
+	VCMPPD $0x11, Y6, Y5, Y6
 
 	// v48 = mul(0.5, absDiff)
-	VMULPD lgc11<>+0(SB), Y6, Y8
+	VMULPD lgc11<>+0(SB), Y5, Y7
 
 	// v49 = mul(v48, absDiff)
-	VMULPD Y6, Y8, Y8
+	VMULPD Y5, Y7, Y7
 
 	// v50 = sub(absDiff, 0.5)
-	VSUBPD  lgc11<>+0(SB), Y6, Y6
+	VSUBPD  lgc11<>+0(SB), Y5, Y5
 	VMOVUPD Y1, 488(SP)
-	VMOVUPD Y2, 520(SP)
 
 	// smoothL1 = where(v47, v49, v50)
-	VBLENDVPD Y7, Y8, Y6, Y1
+	VBLENDVPD Y6, Y7, Y5, Y1
 
 	// v52 = where(mask, smoothL1, 0)
-	VBLENDVPD Y5, Y1, Y4, Y1
+	VANDPD Y1, Y4, Y1
 
 	// sum(v52) over [N T]
 	VADDPD  256(DX), Y1, Y1
@@ -362,8 +360,7 @@ inner_A_4:
 	VMULPD Y3, Y3, Y1
 
 	// tdError = where(mask, v56, 0)
-	VBLENDVPD Y5, Y1, Y4, Y1
-	VMOVUPD   520(SP), Y2
+	VANDPD Y1, Y4, Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), DX
@@ -573,10 +570,9 @@ blocks_6:
 	VMOVUPD    lgc0<>+0(SB), Y2
 	VCMPPD     $0x04, Y2, Y1, Y2
 	VMOVUPD    lgc2<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y4
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPD Y2, Y3, Y4, Y2
+	VANDPD Y3, Y2, Y2
 
 	// sum(v3) over [N T]
 	MOVQ    state+32(FP), DX
@@ -591,17 +587,17 @@ inner_A_7:
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD (SP)(DI*1), Y5
+	VMOVUPD (SP)(DI*1), Y4
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VBLENDVPD Y3, Y5, Y4, Y3
+	VANDPD Y4, Y3, Y3
 
 	// reduce_max(v10) over [A]
 	VXORPD lgc4<>+0(SB), Y2, Y2
 	VXORPD lgc4<>+0(SB), Y3, Y3
-	VMINPD Y2, Y3, Y5
+	VMINPD Y2, Y3, Y4
 	VMINPD Y3, Y2, Y2
-	VORPD  Y5, Y2, Y2
+	VORPD  Y4, Y2, Y2
 	VXORPD lgc4<>+0(SB), Y2, Y2
 	INCQ   SI
 	CMPQ   SI, $+5
@@ -612,29 +608,29 @@ inner_A_7:
 	XORQ    SI, SI
 
 inner_A_8:
-	VMOVUPD lgc0<>+0(SB), Y5
-	VCMPPD  $0x04, Y5, Y1, Y5
+	VMOVUPD lgc0<>+0(SB), Y4
+	VCMPPD  $0x04, Y4, Y1, Y4
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD 160(SP)(DI*1), Y6
+	VMOVUPD 160(SP)(DI*1), Y5
 
 	// v8 = where(mask, nextActionValue, 0)
-	VBLENDVPD Y5, Y6, Y4, Y6
-	VMOVUPD   (SP)(DI*1), Y7
+	VANDPD  Y5, Y4, Y5
+	VMOVUPD (SP)(DI*1), Y6
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VBLENDVPD Y5, Y7, Y4, Y5
+	VANDPD Y6, Y4, Y4
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y2, Y5, Y5
-	VANDPD lgc2<>+0(SB), Y5, Y5
+	VCMPPD $0x00, Y2, Y4, Y4
+	VANDPD lgc2<>+0(SB), Y4, Y4
 
 	// v13 = mul(v8, v12)
-	VMULPD Y5, Y6, Y5
+	VMULPD Y4, Y5, Y4
 
 	// sum(v13) over [A]
-	VADDPD Y3, Y5, Y3
+	VADDPD Y3, Y4, Y3
 	INCQ   SI
 	CMPQ   SI, $+5
 	JL     inner_A_8
@@ -647,46 +643,47 @@ inner_A_8:
 	VMOVUPD (SI)(BX*8), Y1
 
 	// v19 = where(mask, nextReward, 0)
-	VBLENDVPD    Y3, Y1, Y4, Y1
+	VANDPD       Y1, Y3, Y1
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
-	VMOVD        DI, X5
-	VPBROADCASTD X5, Y5
-	VPSUBD       lgc5<>+0(SB), Y5, Y5
-	VCVTDQ2PD    X5, Y5
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	VPSUBD       lgc5<>+0(SB), Y4, Y4
+	VCVTDQ2PD    X4, Y4
+	VMOVUPD      lgc0<>+0(SB), Y5
 
 	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y4, Y5, Y5
-	VANDPD    lgc2<>+0(SB), Y5, Y5
+	VCMPPD    $0x00, Y5, Y4, Y4
+	VANDPD    lgc2<>+0(SB), Y4, Y4
 	MOVQ      nextDone+48(FP), SI
-	VPMOVZXBD (SI)(BX*1), X6
-	VCVTDQ2PD X6, Y6
+	VPMOVZXBD (SI)(BX*1), X5
+	VCVTDQ2PD X5, Y5
 
 	// v24 = max(nextDone, v23)
-	VXORPD lgc4<>+0(SB), Y6, Y6
 	VXORPD lgc4<>+0(SB), Y5, Y5
-	VMINPD Y6, Y5, Y7
-	VMINPD Y5, Y6, Y5
-	VORPD  Y7, Y5, Y5
-	VXORPD lgc4<>+0(SB), Y5, Y5
+	VXORPD lgc4<>+0(SB), Y4, Y4
+	VMINPD Y5, Y4, Y6
+	VMINPD Y4, Y5, Y4
+	VORPD  Y6, Y4, Y4
+	VXORPD lgc4<>+0(SB), Y4, Y4
 
 	// v26 = where(mask, nextChosenActionValue, 0)
-	VBLENDVPD Y3, Y2, Y4, Y2
+	VANDPD    Y2, Y3, Y2
 	VMOVUPD   lgc2<>+0(SB), Y3
 	MOVQ      nextTerminated+56(FP), SI
-	VPMOVZXBD (SI)(BX*1), X4
-	VCVTDQ2PD X4, Y4
+	VPMOVZXBD (SI)(BX*1), X5
+	VCVTDQ2PD X5, Y5
 
 	// v27 = sub(1, nextTerminated)
-	VSUBPD Y4, Y3, Y4
+	VSUBPD Y5, Y3, Y5
 
 	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y4, Y2, Y2
+	VMULPD Y5, Y2, Y2
 
 	// v29 = sub(1, v24)
-	VSUBPD Y5, Y3, Y4
+	VSUBPD Y4, Y3, Y4
 
 	// tdlA = mul(0.7200000000000001, v29)
 	VMULPD lgc6<>+0(SB), Y4, Y5
@@ -741,17 +738,29 @@ inner_A_8:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, state *float64, numValid *float64, advantage *float64, valueTarget *float64, tDError *float64, gradActionValue *float64, hi int)
+// func fbPass1AVX2(numValid *float64, lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradActionValue *float64, hi int)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $496-96
-	MOVQ lo+0(FP), AX
+	// values every block reads alike, computed once
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSD (AX)(CX*8), Y0
+	VMOVUPD      lgc2<>+0(SB), Y1
+
+	// v54 = max(numValid, 1)
+	VMAXPD Y0, Y1, Y0
+
+	// v59 = div(1, v54)
+	VDIVPD  Y0, Y1, Y0
+	VMOVUPD Y0, (SP)
+	MOVQ    lo+8(FP), AX
 
 outer0_9:
 	XORQ CX, CX
 
 blocks_10:
 	// tile actionValue
-	MOVQ       actionValue+8(FP), DX
+	MOVQ       actionValue+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+160, AX, SI
 	ADDQ       SI, BX
@@ -769,10 +778,10 @@ blocks_10:
 	VPERM2F128 $0x20, Y2, Y0, Y5
 	VPERM2F128 $0x31, Y1, Y4, Y1
 	VPERM2F128 $0x31, Y2, Y0, Y0
-	VMOVUPD    Y3, (SP)
-	VMOVUPD    Y5, 32(SP)
-	VMOVUPD    Y1, 64(SP)
-	VMOVUPD    Y0, 96(SP)
+	VMOVUPD    Y3, 32(SP)
+	VMOVUPD    Y5, 64(SP)
+	VMOVUPD    Y1, 96(SP)
+	VMOVUPD    Y0, 128(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
 	VMASKMOVPD 32(DX)(BX*8), Y0, Y1
 	VMASKMOVPD 72(DX)(BX*8), Y0, Y2
@@ -786,29 +795,28 @@ blocks_10:
 	VPERM2F128 $0x20, Y0, Y1, Y5
 	VPERM2F128 $0x31, Y2, Y4, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPD    Y3, 128(SP)
+	VMOVUPD    Y3, 160(SP)
 	VMOVUPD    lgc0<>+0(SB), Y0
-	MOVQ       mask+16(FP), DX
+	MOVQ       mask+24(FP), DX
 	XORQ       SI, SI
 	IMUL3Q     $+32, AX, DI
 	ADDQ       DI, SI
 	ADDQ       CX, SI
 	VPMOVZXBD  (DX)(SI*1), X1
 	VCVTDQ2PD  X1, Y1
-	VMOVUPD    lgc0<>+0(SB), Y2
 	XORQ       DX, DX
 
 inner_A_11:
-	VMOVUPD lgc0<>+0(SB), Y3
-	VCMPPD  $0x04, Y3, Y1, Y3
+	VMOVUPD lgc0<>+0(SB), Y2
+	VCMPPD  $0x04, Y2, Y1, Y2
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
-	VMOVUPD (SP)(DI*1), Y4
+	VMOVUPD 32(SP)(DI*1), Y3
 
 	// v6 = where(mask, actionValue, 0)
-	VBLENDVPD Y3, Y4, Y2, Y3
-	MOVQ      action+24(FP), DI
+	VANDPD    Y3, Y2, Y2
+	MOVQ      action+32(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+160, AX, R9
 	ADDQ      R9, R8
@@ -816,41 +824,41 @@ inner_A_11:
 	ADDQ      R9, R8
 	MOVQ      DX, R9
 	ADDQ      R9, R8
-	MOVQ      $+0, 320(SP)
+	MOVQ      $+0, 352(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 320(SP)
+	MOVB      R9, 352(SP)
 	MOVB      5(DI)(R8*1), R9
-	MOVB      R9, 321(SP)
+	MOVB      R9, 353(SP)
 	MOVB      10(DI)(R8*1), R9
-	MOVB      R9, 322(SP)
+	MOVB      R9, 354(SP)
 	MOVB      15(DI)(R8*1), R9
-	MOVB      R9, 323(SP)
-	VPMOVZXBD 320(SP), X4
-	VCVTDQ2PD X4, Y4
+	MOVB      R9, 355(SP)
+	VPMOVZXBD 352(SP), X3
+	VCVTDQ2PD X3, Y3
 
 	// v16 = mul(v6, action)
-	VMULPD Y4, Y3, Y3
+	VMULPD Y3, Y2, Y2
 
 	// sum(v16) over [A]
-	VADDPD Y0, Y3, Y0
+	VADDPD Y0, Y2, Y0
 	INCQ   DX
 	CMPQ   DX, $+5
 	JL     inner_A_11
 
 	// finish predValIndex
-	VMOVUPD lgc0<>+0(SB), Y3
-	VCMPPD  $0x04, Y3, Y1, Y3
+	VMOVUPD lgc0<>+0(SB), Y2
+	VCMPPD  $0x04, Y2, Y1, Y2
 
 	// v25 = where(mask, predValIndex, 0)
-	VBLENDVPD Y3, Y0, Y2, Y0
-	MOVQ      s0+32(FP), DX
-	VMOVUPD   (DX)(SI*8), Y1
+	VANDPD  Y0, Y2, Y0
+	MOVQ    s0+40(FP), DX
+	VMOVUPD (DX)(SI*8), Y3
 
 	// v40 = sub(tdLambdaReturn, v25)
-	VSUBPD Y0, Y1, Y4
+	VSUBPD Y0, Y3, Y4
 
 	// v43 = where(mask, tdLambdaReturn, 0)
-	VBLENDVPD Y3, Y1, Y2, Y5
+	VANDPD Y3, Y2, Y5
 
 	// diff = sub(v25, v43)
 	VSUBPD Y5, Y0, Y0
@@ -861,88 +869,77 @@ inner_A_11:
 	VMOVUPD lgc2<>+0(SB), Y6
 
 	// v47 = lt(absDiff, 1)
-	VCMPPD $0x11, Y6, Y5, Y7
+	VCMPPD $0x11, Y6, Y5, Y6
 
 	// v48 = mul(0.5, absDiff)
-	VMULPD lgc11<>+0(SB), Y5, Y8
+	VMULPD lgc11<>+0(SB), Y5, Y7
 
 	// v49 = mul(v48, absDiff)
-	VMULPD Y5, Y8, Y9
+	VMULPD Y5, Y7, Y8
 
 	// v50 = sub(absDiff, 0.5)
-	VSUBPD  lgc11<>+0(SB), Y5, Y10
-	VMOVUPD Y1, 328(SP)
-	VMOVUPD Y4, 360(SP)
-	VMOVUPD Y8, 392(SP)
-	VMOVUPD Y5, 424(SP)
+	VSUBPD  lgc11<>+0(SB), Y5, Y9
+	VMOVUPD Y3, 360(SP)
+	VMOVUPD Y4, 392(SP)
 
 	// smoothL1 = where(v47, v49, v50)
-	VBLENDVPD Y7, Y9, Y10, Y1
+	VBLENDVPD Y6, Y8, Y9, Y3
 
 	// v52 = where(mask, smoothL1, 0)
-	VBLENDVPD Y3, Y1, Y2, Y1
+	VANDPD Y3, Y2, Y3
 
 	// sum(v52) over [N T]
-	MOVQ         state+40(FP), DX
-	VADDPD       384(DX), Y1, Y1
-	VMOVUPD      Y1, 384(DX)
-	MOVQ         numValid+48(FP), DX
-	XORQ         DI, DI
-	VBROADCASTSD (DX)(DI*8), Y1
-
-	// v54 = max(numValid, 1)
-	VMAXPD Y1, Y6, Y1
+	MOVQ    state+48(FP), DX
+	VADDPD  384(DX), Y3, Y3
+	VMOVUPD Y3, 384(DX)
 
 	// v56 = mul(diff, diff)
-	VMULPD Y0, Y0, Y4
+	VMULPD Y0, Y0, Y3
 
 	// tdError = where(mask, v56, 0)
-	VBLENDVPD Y3, Y4, Y2, Y4
-
-	// v59 = div(1, v54)
-	VDIVPD Y1, Y6, Y1
+	VANDPD  Y3, Y2, Y3
+	VMOVUPD (SP), Y4
 
 	// v61 = where(mask, v59, 0)
-	VBLENDVPD Y3, Y1, Y2, Y1
+	VANDPD Y4, Y2, Y2
 
 	// v62 = where(v47, v61, 0)
-	VBLENDVPD Y7, Y1, Y2, Y3
-	VMOVUPD   Y4, 456(SP)
+	VANDPD Y2, Y6, Y4
 
 	// v63 = where(v47, 0, v61)
-	VBLENDVPD Y7, Y2, Y1, Y1
+	VANDNPD Y2, Y6, Y2
+	VMOVUPD lgc0<>+0(SB), Y6
 
 	// v64 = ne(v62, 0)
-	VCMPPD  $0x04, Y2, Y3, Y4
-	VMOVUPD 424(SP), Y5
+	VCMPPD $0x04, Y6, Y4, Y8
 
 	// v65 = mul(v62, absDiff)
-	VMULPD Y5, Y3, Y5
+	VMULPD  Y5, Y4, Y5
+	VMOVUPD Y3, 424(SP)
 
 	// v66 = where(v64, v65, v62)
-	VBLENDVPD Y4, Y5, Y3, Y5
-	VMOVUPD   392(SP), Y7
+	VBLENDVPD Y8, Y5, Y4, Y3
 
 	// v67 = mul(v62, v48)
-	VMULPD Y7, Y3, Y7
+	VMULPD Y7, Y4, Y5
 
 	// v68 = where(v64, v67, v62)
-	VBLENDVPD Y4, Y7, Y3, Y3
+	VBLENDVPD Y8, Y5, Y4, Y4
 
 	// v69 = add(v63, v68)
-	VADDPD Y3, Y1, Y1
+	VADDPD Y4, Y2, Y2
 
 	// v70 = mul(v66, 0.5)
-	VMULPD lgc11<>+0(SB), Y5, Y3
+	VMULPD lgc11<>+0(SB), Y3, Y3
 
 	// v71 = add(v69, v70)
-	VADDPD Y3, Y1, Y1
+	VADDPD Y3, Y2, Y2
 
 	// v72 = gt(diff, 0)
-	VCMPPD $0x1e, Y2, Y0, Y3
+	VCMPPD $0x1e, Y6, Y0, Y3
 
 	// v73 = lt(diff, 0)
-	VCMPPD $0x11, Y2, Y0, Y4
+	VCMPPD $0x11, Y6, Y0, Y4
 
 	// v74 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
@@ -950,30 +947,30 @@ inner_A_11:
 
 	// v75 = where(v73, -1, v74)
 	VBLENDVPD Y4, Y5, Y0, Y0
+	VMOVUPD   lgc2<>+0(SB), Y4
 
 	// v76 = where(v72, 1, v75)
-	VBLENDVPD Y3, Y6, Y0, Y0
+	VBLENDVPD Y3, Y4, Y0, Y0
 
 	// v77 = ne(v71, 0)
-	VCMPPD $0x04, Y2, Y1, Y3
+	VCMPPD $0x04, Y6, Y2, Y3
 
 	// v78 = mul(v71, v76)
-	VMULPD Y0, Y1, Y0
+	VMULPD Y0, Y2, Y0
 
 	// v79 = where(v77, v78, v71)
-	VBLENDVPD Y3, Y0, Y1, Y0
-	MOVQ      mask+16(FP), DX
-	VPMOVZXBD (DX)(SI*1), X1
-	VCVTDQ2PD X1, Y1
-	VMOVUPD   lgc0<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y1, Y3
+	VBLENDVPD Y3, Y0, Y2, Y0
+	VMOVUPD   lgc0<>+0(SB), Y2
+	VCMPPD    $0x04, Y2, Y1, Y2
 
 	// v80 = where(mask, v79, 0)
-	VBLENDVPD Y3, Y0, Y2, Y0
-	XORQ      DX, DX
+	VANDPD  Y0, Y2, Y0
+	VMOVUPD Y0, 456(SP)
+	XORQ    DX, DX
 
 inner_A_12:
-	MOVQ      action+24(FP), DI
+	VMOVUPD   456(SP), Y0
+	MOVQ      action+32(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+160, AX, R9
 	ADDQ      R9, R8
@@ -990,36 +987,39 @@ inner_A_12:
 	MOVB      R9, 490(SP)
 	MOVB      15(DI)(R8*1), R9
 	MOVB      R9, 491(SP)
-	VPMOVZXBD 488(SP), X3
-	VCVTDQ2PD X3, Y3
+	VPMOVZXBD 488(SP), X1
+	VCVTDQ2PD X1, Y1
 
 	// v81 = mul(v80, action)
-	VMULPD  Y3, Y0, Y3
-	VMOVUPD lgc0<>+0(SB), Y4
-	VCMPPD  $0x04, Y4, Y1, Y4
+	VMULPD    Y1, Y0, Y0
+	MOVQ      mask+24(FP), DI
+	VPMOVZXBD (DI)(SI*1), X1
+	VCVTDQ2PD X1, Y1
+	VMOVUPD   lgc0<>+0(SB), Y2
+	VCMPPD    $0x04, Y2, Y1, Y2
 
 	// gradActionValue = where(mask, v81, 0)
-	VBLENDVPD Y4, Y3, Y2, Y3
+	VANDPD Y0, Y2, Y0
 
 	// store gradActionValue
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
-	VMOVUPD Y3, 160(SP)(DI*1)
+	VMOVUPD Y0, 192(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+5
 	JL      inner_A_12
-	VMOVUPD 360(SP), Y0
+	VMOVUPD 392(SP), Y0
 
 	// store advantage
 	MOVQ    advantage+56(FP), DX
 	VMOVUPD Y0, (DX)(SI*8)
-	VMOVUPD 328(SP), Y0
+	VMOVUPD 360(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+64(FP), DX
 	VMOVUPD Y0, (DX)(SI*8)
-	VMOVUPD 456(SP), Y0
+	VMOVUPD 424(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+72(FP), DX
@@ -1027,10 +1027,10 @@ inner_A_12:
 
 	// flush the tile of gradActionValue
 	MOVQ       gradActionValue+80(FP), DX
-	VMOVUPD    160(SP), Y0
-	VMOVUPD    192(SP), Y1
-	VMOVUPD    224(SP), Y2
-	VMOVUPD    256(SP), Y3
+	VMOVUPD    192(SP), Y0
+	VMOVUPD    224(SP), Y1
+	VMOVUPD    256(SP), Y2
+	VMOVUPD    288(SP), Y3
 	VUNPCKLPD  Y1, Y0, Y4
 	VUNPCKHPD  Y1, Y0, Y0
 	VUNPCKLPD  Y3, Y2, Y1
@@ -1043,7 +1043,7 @@ inner_A_12:
 	VMOVUPD    Y5, 40(DX)(BX*8)
 	VMOVUPD    Y1, 80(DX)(BX*8)
 	VMOVUPD    Y0, 120(DX)(BX*8)
-	VMOVUPD    288(SP), Y0
+	VMOVUPD    320(SP), Y0
 	VMOVUPD    lgc0<>+0(SB), Y1
 	VMOVUPD    lgc0<>+0(SB), Y2
 	VMOVUPD    lgc0<>+0(SB), Y3

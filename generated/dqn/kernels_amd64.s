@@ -556,28 +556,27 @@ inner_A_7:
 	VMOVUPS Y2, 416(SP)
 	VMOVUPS Y1, 448(SP)
 	VMOVUPS Y4, 480(SP)
-	VMOVUPS lgc3<>+0(SB), Y1
 	XORQ    DX, DX
 
 inner_A_8:
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
-	VMOVD        DI, X2
-	VPBROADCASTD X2, Y2
-	VCVTDQ2PS    Y2, Y2
+	VMOVD        DI, X1
+	VPBROADCASTD X1, Y1
+	VCVTDQ2PS    Y1, Y1
 
 	// v25 = eq(v24, action)
-	VCMPPS $0x00, Y0, Y2, Y2
+	VCMPPS $0x00, Y0, Y1, Y1
 
 	// gradActionValue = where(v25, v23, 0)
-	VBLENDVPS Y2, Y3, Y1, Y2
+	VANDPS Y3, Y1, Y1
 
 	// store gradActionValue
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
-	VMOVUPS Y2, 192(SP)(DI*1)
+	VMOVUPS Y1, 192(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_8

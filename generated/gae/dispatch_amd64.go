@@ -94,7 +94,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		pass1AVX2(lo, &s.s2, &s.s0[0], &s.s1, &out.Advantage[0], hi)
+		pass1AVX2(&s.s2, lo, &s.s0[0], &s.s1, &out.Advantage[0], hi)
 	}
 	n := min(pass1Chunks, 64)
 	if n <= 1 {

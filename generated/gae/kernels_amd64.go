@@ -14,7 +14,7 @@ func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *flo
 // loop in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, s2 *float64, s0 *float64, s1 *float64, advantage *float64, hi int)
+func pass1AVX2(s2 *float64, lo int, s0 *float64, s1 *float64, advantage *float64, hi int)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

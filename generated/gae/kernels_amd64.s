@@ -264,76 +264,72 @@ DATA lgc6<>+16(SB)/8, $0x7f20000000000000
 DATA lgc6<>+24(SB)/8, $0x7f20000000000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(lo int, s2 *float64, s0 *float64, s1 *float64, advantage *float64, hi int)
+// func pass1AVX2(s2 *float64, lo int, s0 *float64, s1 *float64, advantage *float64, hi int)
 // Requires: AVX
-TEXT ·pass1AVX2(SB), $0-48
-	MOVQ lo+0(FP), AX
+TEXT ·pass1AVX2(SB), $32-48
+	// values every block reads alike, computed once
+	MOVQ         s2+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSD (AX)(CX*8), Y0
+
+	// std = sqrt(v18)
+	VSQRTPD Y0, Y0
+	VMOVUPD lgc7<>+0(SB), Y1
+
+	// v22 = max(std, 0.0001)
+	VMAXPD  Y0, Y1, Y0
+	VMOVUPD Y0, (SP)
+	MOVQ    lo+8(FP), AX
 
 outer0_3:
 	XORQ CX, CX
 
 blocks_4:
-	MOVQ         s2+8(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSD (DX)(BX*8), Y0
-
-	// std = sqrt(v18)
-	VSQRTPD      Y0, Y0
 	MOVQ         s0+16(FP), DX
-	XORQ         SI, SI
-	IMUL3Q       $+421, AX, DI
-	ADDQ         DI, SI
-	ADDQ         CX, SI
-	VMOVUPD      (DX)(SI*8), Y1
-	MOVQ         s1+24(FP), DX
-	VBROADCASTSD (DX)(BX*8), Y2
-
-	// v20 = sub(gae, mean)
-	VSUBPD  Y2, Y1, Y1
-	VMOVUPD lgc7<>+0(SB), Y2
-
-	// v22 = max(std, 0.0001)
-	VMAXPD Y0, Y2, Y0
-
-	// v23 = div(v20, v22)
-	VDIVPD Y0, Y1, Y0
-
-	// store advantage
-	MOVQ         advantage+32(FP), DX
-	VMOVUPD      Y0, (DX)(SI*8)
-	ADDQ         $+4, CX
-	CMPQ         CX, $+420
-	JL           blocks_4
-	MOVQ         s2+8(FP), CX
-	XORQ         DX, DX
-	VBROADCASTSD (CX)(DX*8), Y0
-
-	// std = sqrt(v18)
-	VSQRTPD      Y0, Y0
-	MOVQ         s0+16(FP), CX
 	XORQ         BX, BX
 	IMUL3Q       $+421, AX, SI
 	ADDQ         SI, BX
-	ADDQ         $+420, BX
-	VMOVUPD      lgc3<>+0(SB), Y1
-	VMASKMOVPD   (CX)(BX*8), Y1, Y1
-	MOVQ         s1+24(FP), CX
-	VBROADCASTSD (CX)(DX*8), Y2
+	ADDQ         CX, BX
+	VMOVUPD      (DX)(BX*8), Y0
+	MOVQ         s1+24(FP), DX
+	XORQ         SI, SI
+	VBROADCASTSD (DX)(SI*8), Y1
 
 	// v20 = sub(gae, mean)
-	VSUBPD  Y2, Y1, Y1
-	VMOVUPD lgc7<>+0(SB), Y2
-
-	// v22 = max(std, 0.0001)
-	VMAXPD Y0, Y2, Y0
+	VSUBPD  Y1, Y0, Y0
+	VMOVUPD (SP), Y1
 
 	// v23 = div(v20, v22)
-	VDIVPD Y0, Y1, Y0
+	VDIVPD Y1, Y0, Y0
+
+	// store advantage
+	MOVQ         advantage+32(FP), DX
+	VMOVUPD      Y0, (DX)(BX*8)
+	ADDQ         $+4, CX
+	CMPQ         CX, $+420
+	JL           blocks_4
+	MOVQ         s0+16(FP), CX
+	XORQ         DX, DX
+	IMUL3Q       $+421, AX, BX
+	ADDQ         BX, DX
+	ADDQ         $+420, DX
+	VMOVUPD      lgc3<>+0(SB), Y0
+	VMASKMOVPD   (CX)(DX*8), Y0, Y0
+	MOVQ         s1+24(FP), CX
+	XORQ         BX, BX
+	VBROADCASTSD (CX)(BX*8), Y1
+
+	// v20 = sub(gae, mean)
+	VSUBPD  Y1, Y0, Y0
+	VMOVUPD (SP), Y1
+
+	// v23 = div(v20, v22)
+	VDIVPD Y1, Y0, Y0
 
 	// store advantage
 	MOVQ       advantage+32(FP), CX
 	VMOVUPD    lgc3<>+0(SB), Y1
-	VMASKMOVPD Y0, Y1, (CX)(BX*8)
+	VMASKMOVPD Y0, Y1, (CX)(DX*8)
 	INCQ       AX
 	CMPQ       AX, hi+40(FP)
 	JL         outer0_3

@@ -289,7 +289,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r108_s, 0)
 		runtime.Fill(st.r108_p, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &out.NumKept, &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
+		fbPass1AVX2(&out.NumKept, lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
 	n := min(fbPass1Chunks, 8)
 	if n <= 1 {

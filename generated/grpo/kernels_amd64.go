@@ -26,7 +26,7 @@ func fbPass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, s
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, numKept *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+func fbPass1AVX2(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
 // in Go.

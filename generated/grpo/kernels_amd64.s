@@ -23,34 +23,33 @@ blocks_2:
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y2, Y1, Y2
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y0, Y0
-	VMOVUPS Y0, 256(BX)
+	VADDPS  256(BX), Y2, Y2
+	VMOVUPS Y2, 256(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	MOVQ      sampleLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y3
+	VANDPS  Y2, Y1, Y2
+	MOVQ    sampleLogProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	MOVQ      advantage+40(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VANDPS  Y3, Y1, Y3
+	MOVQ    advantage+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VANDPS Y4, Y1, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y3, Y0, Y5
+	VSUBPS Y3, Y2, Y5
 
 	// v13 = mul(logWeight, logWeight)
 	VMULPS Y5, Y5, Y6
@@ -64,7 +63,7 @@ blocks_2:
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// kept = where(mask, v16, 0)
-	VBLENDVPS Y1, Y6, Y2, Y1
+	VANDPS Y6, Y1, Y1
 
 	// sum(kept) over [B L]
 	VADDPS  576(BX), Y1, Y6
@@ -77,40 +76,41 @@ blocks_2:
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y0, (SP)
+	VMOVUPS Y2, (SP)
 	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc6<>+0(SB), Y5, Y0
-	VMINPS       lgc7<>+0(SB), Y0, Y0
-	VMULPS       lgc8<>+0(SB), Y0, Y3
+	VMAXPS       lgc6<>+0(SB), Y5, Y2
+	VMINPS       lgc7<>+0(SB), Y2, Y2
+	VMULPS       lgc8<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y0
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y0
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
 	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc2<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc2<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y8
+	VFMADD213PS  Y2, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y0
-	VPMAXSD      lgc16<>+0(SB), Y0, Y3
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc16<>+0(SB), Y2, Y3
 	VPMINSD      lgc17<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y0, Y0
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y0
-	VBLENDVPS    Y0, Y5, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y2
+	VBLENDVPS    Y2, Y5, Y7, Y7
+	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v24 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y0
+	VCMPPS  $0x1d, Y2, Y4, Y2
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
@@ -118,49 +118,47 @@ blocks_2:
 	VMOVUPS lgc19<>+0(SB), Y8
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y8, Y7
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 64(SP)
 
 	// ratioClipped = where(v24, v26, v28)
-	VBLENDVPS Y0, Y3, Y7, Y0
+	VBLENDVPS Y2, Y3, Y8, Y2
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y0, Y4, Y0
+	VMULPS Y2, Y4, Y2
 
 	// v31 = neg(gain)
-	VXORPS  lgc20<>+0(SB), Y0, Y0
+	VXORPS  lgc20<>+0(SB), Y2, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 	VCMPPS  $0x04, Y3, Y1, Y3
 
 	// v32 = where(kept, v31, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VANDPS Y2, Y3, Y1
 
 	// sum(v32) over [B L]
-	VADDPS  896(BX), Y0, Y0
-	VMOVUPS Y0, 896(BX)
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
 
 	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS    $0x04, Y5, Y6, Y0
-	VANDPS    lgc1<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y4
-	VCVTDQ2PS Y4, Y4
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
+	VCMPPS  $0x04, Y5, Y6, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y0, Y2
 
 	// v37 = where(mask, v36, 0)
-	VBLENDVPS Y6, Y0, Y2, Y0
+	VANDPS Y1, Y2, Y0
 
 	// sum(v37) over [B L]
 	VADDPS  1216(BX), Y0, Y0
 	VMOVUPS Y0, 1216(BX)
 	VMOVUPS 32(SP), Y0
-	VMOVUPS (SP), Y4
+	VMOVUPS (SP), Y1
 
 	// v41 = sub(v8, v6)
-	VSUBPS Y4, Y0, Y0
+	VSUBPS Y1, Y0, Y0
 
 	// v42 = where(mask, v41, 0)
-	VBLENDVPS Y6, Y0, Y2, Y0
+	VANDPS Y0, Y2, Y0
 
 	// sum(v42) over [B L]
 	VADDPS  1536(BX), Y0, Y0
@@ -169,17 +167,17 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y0
 
 	// v46 = where(mask, entropy, 0)
-	VBLENDVPS Y6, Y0, Y2, Y0
+	VANDPS Y0, Y2, Y0
 
 	// sum(v46) over [B L]
-	VADDPS  1856(BX), Y0, Y4
-	VMOVUPS Y4, 1856(BX)
+	VADDPS  1856(BX), Y0, Y1
+	VMOVUPS Y1, 1856(BX)
 
 	// v50 = mul(-0.01, v46)
 	VMULPS lgc21<>+0(SB), Y0, Y0
 
 	// v51 = where(kept, v50, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VANDPS Y0, Y3, Y0
 
 	// sum(v51) over [B L]
 	VADDPS  2176(BX), Y0, Y0
@@ -188,192 +186,157 @@ blocks_2:
 
 	// v55 = where(kept, logWeight, -Inf)
 	VBLENDVPS Y3, Y5, Y0, Y0
-	VMOVUPS   Y1, 64(SP)
+	VMOVUPS   64(SP), Y1
 
 	// logsumexp(v55) over [B L]
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc24<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       2496(BX), Y1, Y1
-	VMOVUPS      Y1, 2496(BX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2304(BX), Y1, Y3
-	VMOVUPD      Y3, 2304(BX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       2624(BX), Y1, Y1
-	VMOVUPD      Y1, 2624(BX)
-	VADDPD       2336(BX), Y2, Y1
-	VMOVUPD      Y1, 2336(BX)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       2656(BX), Y1, Y1
-	VMOVUPD      Y1, 2656(BX)
-
-	// v59 = mul(2, v55)
-	VMULPS    lgc25<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	MOVQ      refLogProb+56(FP), DI
-	VMOVUPS   (DI)(SI*4), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
+	VANDPS       Y1, Y3, Y1
+	VCMPPS       $0x15, lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x1a, lgc24<>+0(SB), Y0, Y4
+	VANDPS       Y4, Y2, Y2
+	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y4
+	VORPS        Y4, Y2, Y2
+	VANDPS       2496(BX), Y2, Y2
+	VMOVUPS      Y2, 2496(BX)
+	VCVTPS2PD    X1, Y0
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2304(BX), Y0, Y2
+	VMOVUPD      Y2, 2304(BX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       2624(BX), Y0, Y0
+	VMOVUPD      Y0, 2624(BX)
+	VADDPD       2336(BX), Y1, Y0
+	VMOVUPD      Y0, 2336(BX)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       2656(BX), Y0, Y0
+	VMOVUPD      Y0, 2656(BX)
+	MOVQ         mask+8(FP), DI
+	VPMOVZXBD    (DI)(SI*1), Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VCMPPS       $0x04, Y1, Y0, Y1
+	MOVQ         refLogProb+56(FP), DI
+	VMOVUPS      (DI)(SI*4), Y0
 
 	// v67 = where(mask, refLogProb, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	VMOVUPS   (SP), Y1
+	VANDPS  Y0, Y1, Y0
+	VMOVUPS (SP), Y1
 
 	// v68 = sub(v67, v6)
-	VSUBPS  Y1, Y0, Y0
-	VMOVUPS 64(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y1, Y3
+	VSUBPS Y1, Y0, Y0
 
 	// v69 = where(kept, v68, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VANDPS Y0, Y3, Y0
 
 	// v70 = abs(v69)
-	VMOVUPS lgc20<>+0(SB), Y3
-	VANDNPS Y0, Y3, Y3
-	VMOVUPS lgc26<>+0(SB), Y4
+	VMOVUPS lgc20<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
 
 	// v72 = lt(v70, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc27<>+0(SB), Y5
+	VCMPPS  $0x11, Y2, Y1, Y1
+	VMOVUPS lgc26<>+0(SB), Y4
 
 	// v74 = max(v69, -0.1) tie=first
-	VMAXPS Y0, Y5, Y5
+	VMAXPS Y0, Y4, Y4
 
 	// v75 = min(v74, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
+	VMINPS Y4, Y2, Y2
 
 	// v78 = mul(v75, 2.755731922398589e-07)
-	VMULPS lgc28<>+0(SB), Y4, Y5
+	VMULPS lgc27<>+0(SB), Y2, Y4
 
 	// v79 = add(2.7557319223985893e-06, v78)
-	VADDPS lgc29<>+0(SB), Y5, Y5
+	VADDPS lgc28<>+0(SB), Y4, Y4
 
 	// v81 = mul(v75, v79)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y2, Y4
 
 	// v82 = add(2.48015873015873e-05, v81)
-	VADDPS lgc30<>+0(SB), Y5, Y5
+	VADDPS lgc29<>+0(SB), Y4, Y4
 
 	// v84 = mul(v75, v82)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y2, Y4
 
 	// v85 = add(0.0001984126984126984, v84)
-	VADDPS lgc31<>+0(SB), Y5, Y5
+	VADDPS lgc30<>+0(SB), Y4, Y4
 
 	// v87 = mul(v75, v85)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y2, Y4
 
 	// v88 = add(0.001388888888888889, v87)
-	VADDPS lgc32<>+0(SB), Y5, Y5
+	VADDPS lgc31<>+0(SB), Y4, Y4
 
 	// v90 = mul(v75, v88)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y2, Y4
 
 	// v91 = add(0.008333333333333333, v90)
-	VADDPS lgc33<>+0(SB), Y5, Y5
+	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v93 = mul(v75, v91)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y2, Y4
 
 	// v94 = add(0.041666666666666664, v93)
-	VADDPS lgc34<>+0(SB), Y5, Y5
+	VADDPS lgc33<>+0(SB), Y4, Y4
 
 	// v96 = mul(v75, v94)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y2, Y4
 
 	// v97 = add(0.16666666666666666, v96)
-	VADDPS lgc35<>+0(SB), Y5, Y5
+	VADDPS lgc34<>+0(SB), Y4, Y4
 
 	// v98 = mul(v75, v97)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y2, Y4
 
 	// v99 = add(0.5, v98)
-	VADDPS lgc2<>+0(SB), Y5, Y5
+	VADDPS lgc2<>+0(SB), Y4, Y4
 
 	// v100 = mul(v75, v75)
-	VMULPS Y4, Y4, Y4
+	VMULPS Y2, Y2, Y2
 
 	// v101 = mul(v100, v99)
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y2, Y2
 
 	// v102 = exp(v69)
-	VMAXPS       lgc6<>+0(SB), Y0, Y5
-	VMINPS       lgc7<>+0(SB), Y5, Y5
-	VMULPS       lgc8<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
-	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc2<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VMAXPS       lgc6<>+0(SB), Y0, Y4
+	VMINPS       lgc7<>+0(SB), Y4, Y4
+	VMULPS       lgc8<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc10<>+0(SB), Y5, Y4
+	VMOVAPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc2<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc16<>+0(SB), Y4, Y5
+	VPMINSD      lgc17<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
 	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y5
-	VBLENDVPS    Y5, Y0, Y7, Y7
+	VPADDD       lgc17<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v103 = sub(v102, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v104 = sub(v103, v69)
-	VSUBPS Y0, Y5, Y0
+	VSUBPS Y0, Y4, Y0
 
 	// k3 = where(v72, v101, v104)
-	VBLENDVPS Y3, Y4, Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// v106 = where(kept, k3, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VANDPS Y0, Y3, Y0
 
 	// sum(v106) over [B L]
 	VADDPS       3008(BX), Y0, Y0
@@ -382,8 +345,8 @@ blocks_2:
 	JNZ          noflush_3
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -394,8 +357,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -407,8 +370,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -420,8 +383,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -433,8 +396,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -446,8 +409,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -459,8 +422,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	VMOVUPS      2176(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -472,8 +435,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)
 	VMOVUPS      3008(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -494,8 +457,8 @@ noflush_3:
 	JL           blocks_2
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -506,8 +469,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -519,8 +482,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -532,8 +495,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -545,8 +508,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -558,8 +521,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -571,8 +534,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	VMOVUPS      2176(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -584,8 +547,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)
 	VMOVUPS      3008(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -854,135 +817,125 @@ DATA lgc24<>+24(SB)/4, $0x42b00000
 DATA lgc24<>+28(SB)/4, $0x42b00000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x40000000
-DATA lgc25<>+4(SB)/4, $0x40000000
-DATA lgc25<>+8(SB)/4, $0x40000000
-DATA lgc25<>+12(SB)/4, $0x40000000
-DATA lgc25<>+16(SB)/4, $0x40000000
-DATA lgc25<>+20(SB)/4, $0x40000000
-DATA lgc25<>+24(SB)/4, $0x40000000
-DATA lgc25<>+28(SB)/4, $0x40000000
+DATA lgc25<>+0(SB)/4, $0x3dcccccd
+DATA lgc25<>+4(SB)/4, $0x3dcccccd
+DATA lgc25<>+8(SB)/4, $0x3dcccccd
+DATA lgc25<>+12(SB)/4, $0x3dcccccd
+DATA lgc25<>+16(SB)/4, $0x3dcccccd
+DATA lgc25<>+20(SB)/4, $0x3dcccccd
+DATA lgc25<>+24(SB)/4, $0x3dcccccd
+DATA lgc25<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3dcccccd
-DATA lgc26<>+4(SB)/4, $0x3dcccccd
-DATA lgc26<>+8(SB)/4, $0x3dcccccd
-DATA lgc26<>+12(SB)/4, $0x3dcccccd
-DATA lgc26<>+16(SB)/4, $0x3dcccccd
-DATA lgc26<>+20(SB)/4, $0x3dcccccd
-DATA lgc26<>+24(SB)/4, $0x3dcccccd
-DATA lgc26<>+28(SB)/4, $0x3dcccccd
+DATA lgc26<>+0(SB)/4, $0xbdcccccd
+DATA lgc26<>+4(SB)/4, $0xbdcccccd
+DATA lgc26<>+8(SB)/4, $0xbdcccccd
+DATA lgc26<>+12(SB)/4, $0xbdcccccd
+DATA lgc26<>+16(SB)/4, $0xbdcccccd
+DATA lgc26<>+20(SB)/4, $0xbdcccccd
+DATA lgc26<>+24(SB)/4, $0xbdcccccd
+DATA lgc26<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xbdcccccd
-DATA lgc27<>+4(SB)/4, $0xbdcccccd
-DATA lgc27<>+8(SB)/4, $0xbdcccccd
-DATA lgc27<>+12(SB)/4, $0xbdcccccd
-DATA lgc27<>+16(SB)/4, $0xbdcccccd
-DATA lgc27<>+20(SB)/4, $0xbdcccccd
-DATA lgc27<>+24(SB)/4, $0xbdcccccd
-DATA lgc27<>+28(SB)/4, $0xbdcccccd
+DATA lgc27<>+0(SB)/4, $0x3493f27e
+DATA lgc27<>+4(SB)/4, $0x3493f27e
+DATA lgc27<>+8(SB)/4, $0x3493f27e
+DATA lgc27<>+12(SB)/4, $0x3493f27e
+DATA lgc27<>+16(SB)/4, $0x3493f27e
+DATA lgc27<>+20(SB)/4, $0x3493f27e
+DATA lgc27<>+24(SB)/4, $0x3493f27e
+DATA lgc27<>+28(SB)/4, $0x3493f27e
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3493f27e
-DATA lgc28<>+4(SB)/4, $0x3493f27e
-DATA lgc28<>+8(SB)/4, $0x3493f27e
-DATA lgc28<>+12(SB)/4, $0x3493f27e
-DATA lgc28<>+16(SB)/4, $0x3493f27e
-DATA lgc28<>+20(SB)/4, $0x3493f27e
-DATA lgc28<>+24(SB)/4, $0x3493f27e
-DATA lgc28<>+28(SB)/4, $0x3493f27e
+DATA lgc28<>+0(SB)/4, $0x3638ef1d
+DATA lgc28<>+4(SB)/4, $0x3638ef1d
+DATA lgc28<>+8(SB)/4, $0x3638ef1d
+DATA lgc28<>+12(SB)/4, $0x3638ef1d
+DATA lgc28<>+16(SB)/4, $0x3638ef1d
+DATA lgc28<>+20(SB)/4, $0x3638ef1d
+DATA lgc28<>+24(SB)/4, $0x3638ef1d
+DATA lgc28<>+28(SB)/4, $0x3638ef1d
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3638ef1d
-DATA lgc29<>+4(SB)/4, $0x3638ef1d
-DATA lgc29<>+8(SB)/4, $0x3638ef1d
-DATA lgc29<>+12(SB)/4, $0x3638ef1d
-DATA lgc29<>+16(SB)/4, $0x3638ef1d
-DATA lgc29<>+20(SB)/4, $0x3638ef1d
-DATA lgc29<>+24(SB)/4, $0x3638ef1d
-DATA lgc29<>+28(SB)/4, $0x3638ef1d
+DATA lgc29<>+0(SB)/4, $0x37d00d01
+DATA lgc29<>+4(SB)/4, $0x37d00d01
+DATA lgc29<>+8(SB)/4, $0x37d00d01
+DATA lgc29<>+12(SB)/4, $0x37d00d01
+DATA lgc29<>+16(SB)/4, $0x37d00d01
+DATA lgc29<>+20(SB)/4, $0x37d00d01
+DATA lgc29<>+24(SB)/4, $0x37d00d01
+DATA lgc29<>+28(SB)/4, $0x37d00d01
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x37d00d01
-DATA lgc30<>+4(SB)/4, $0x37d00d01
-DATA lgc30<>+8(SB)/4, $0x37d00d01
-DATA lgc30<>+12(SB)/4, $0x37d00d01
-DATA lgc30<>+16(SB)/4, $0x37d00d01
-DATA lgc30<>+20(SB)/4, $0x37d00d01
-DATA lgc30<>+24(SB)/4, $0x37d00d01
-DATA lgc30<>+28(SB)/4, $0x37d00d01
+DATA lgc30<>+0(SB)/4, $0x39500d01
+DATA lgc30<>+4(SB)/4, $0x39500d01
+DATA lgc30<>+8(SB)/4, $0x39500d01
+DATA lgc30<>+12(SB)/4, $0x39500d01
+DATA lgc30<>+16(SB)/4, $0x39500d01
+DATA lgc30<>+20(SB)/4, $0x39500d01
+DATA lgc30<>+24(SB)/4, $0x39500d01
+DATA lgc30<>+28(SB)/4, $0x39500d01
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x39500d01
-DATA lgc31<>+4(SB)/4, $0x39500d01
-DATA lgc31<>+8(SB)/4, $0x39500d01
-DATA lgc31<>+12(SB)/4, $0x39500d01
-DATA lgc31<>+16(SB)/4, $0x39500d01
-DATA lgc31<>+20(SB)/4, $0x39500d01
-DATA lgc31<>+24(SB)/4, $0x39500d01
-DATA lgc31<>+28(SB)/4, $0x39500d01
+DATA lgc31<>+0(SB)/4, $0x3ab60b61
+DATA lgc31<>+4(SB)/4, $0x3ab60b61
+DATA lgc31<>+8(SB)/4, $0x3ab60b61
+DATA lgc31<>+12(SB)/4, $0x3ab60b61
+DATA lgc31<>+16(SB)/4, $0x3ab60b61
+DATA lgc31<>+20(SB)/4, $0x3ab60b61
+DATA lgc31<>+24(SB)/4, $0x3ab60b61
+DATA lgc31<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3ab60b61
-DATA lgc32<>+4(SB)/4, $0x3ab60b61
-DATA lgc32<>+8(SB)/4, $0x3ab60b61
-DATA lgc32<>+12(SB)/4, $0x3ab60b61
-DATA lgc32<>+16(SB)/4, $0x3ab60b61
-DATA lgc32<>+20(SB)/4, $0x3ab60b61
-DATA lgc32<>+24(SB)/4, $0x3ab60b61
-DATA lgc32<>+28(SB)/4, $0x3ab60b61
+DATA lgc32<>+0(SB)/4, $0x3c088889
+DATA lgc32<>+4(SB)/4, $0x3c088889
+DATA lgc32<>+8(SB)/4, $0x3c088889
+DATA lgc32<>+12(SB)/4, $0x3c088889
+DATA lgc32<>+16(SB)/4, $0x3c088889
+DATA lgc32<>+20(SB)/4, $0x3c088889
+DATA lgc32<>+24(SB)/4, $0x3c088889
+DATA lgc32<>+28(SB)/4, $0x3c088889
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3c088889
-DATA lgc33<>+4(SB)/4, $0x3c088889
-DATA lgc33<>+8(SB)/4, $0x3c088889
-DATA lgc33<>+12(SB)/4, $0x3c088889
-DATA lgc33<>+16(SB)/4, $0x3c088889
-DATA lgc33<>+20(SB)/4, $0x3c088889
-DATA lgc33<>+24(SB)/4, $0x3c088889
-DATA lgc33<>+28(SB)/4, $0x3c088889
+DATA lgc33<>+0(SB)/4, $0x3d2aaaab
+DATA lgc33<>+4(SB)/4, $0x3d2aaaab
+DATA lgc33<>+8(SB)/4, $0x3d2aaaab
+DATA lgc33<>+12(SB)/4, $0x3d2aaaab
+DATA lgc33<>+16(SB)/4, $0x3d2aaaab
+DATA lgc33<>+20(SB)/4, $0x3d2aaaab
+DATA lgc33<>+24(SB)/4, $0x3d2aaaab
+DATA lgc33<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d2aaaab
-DATA lgc34<>+4(SB)/4, $0x3d2aaaab
-DATA lgc34<>+8(SB)/4, $0x3d2aaaab
-DATA lgc34<>+12(SB)/4, $0x3d2aaaab
-DATA lgc34<>+16(SB)/4, $0x3d2aaaab
-DATA lgc34<>+20(SB)/4, $0x3d2aaaab
-DATA lgc34<>+24(SB)/4, $0x3d2aaaab
-DATA lgc34<>+28(SB)/4, $0x3d2aaaab
+DATA lgc34<>+0(SB)/4, $0x3e2aaaab
+DATA lgc34<>+4(SB)/4, $0x3e2aaaab
+DATA lgc34<>+8(SB)/4, $0x3e2aaaab
+DATA lgc34<>+12(SB)/4, $0x3e2aaaab
+DATA lgc34<>+16(SB)/4, $0x3e2aaaab
+DATA lgc34<>+20(SB)/4, $0x3e2aaaab
+DATA lgc34<>+24(SB)/4, $0x3e2aaaab
+DATA lgc34<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3e2aaaab
-DATA lgc35<>+4(SB)/4, $0x3e2aaaab
-DATA lgc35<>+8(SB)/4, $0x3e2aaaab
-DATA lgc35<>+12(SB)/4, $0x3e2aaaab
-DATA lgc35<>+16(SB)/4, $0x3e2aaaab
-DATA lgc35<>+20(SB)/4, $0x3e2aaaab
-DATA lgc35<>+24(SB)/4, $0x3e2aaaab
-DATA lgc35<>+28(SB)/4, $0x3e2aaaab
+DATA lgc35<>+0(SB)/4, $0x7fffffff
+DATA lgc35<>+4(SB)/4, $0x7fffffff
+DATA lgc35<>+8(SB)/4, $0x7fffffff
+DATA lgc35<>+12(SB)/4, $0x7fffffff
+DATA lgc35<>+16(SB)/4, $0x7fffffff
+DATA lgc35<>+20(SB)/4, $0x7fffffff
+DATA lgc35<>+24(SB)/4, $0x7fffffff
+DATA lgc35<>+28(SB)/4, $0x7fffffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7fffffff
-DATA lgc36<>+4(SB)/4, $0x7fffffff
-DATA lgc36<>+8(SB)/4, $0x7fffffff
-DATA lgc36<>+12(SB)/4, $0x7fffffff
-DATA lgc36<>+16(SB)/4, $0x7fffffff
-DATA lgc36<>+20(SB)/4, $0x7fffffff
-DATA lgc36<>+24(SB)/4, $0x7fffffff
-DATA lgc36<>+28(SB)/4, $0x7fffffff
+DATA lgc36<>+0(SB)/4, $0x7f7fffff
+DATA lgc36<>+4(SB)/4, $0x7f7fffff
+DATA lgc36<>+8(SB)/4, $0x7f7fffff
+DATA lgc36<>+12(SB)/4, $0x7f7fffff
+DATA lgc36<>+16(SB)/4, $0x7f7fffff
+DATA lgc36<>+20(SB)/4, $0x7f7fffff
+DATA lgc36<>+24(SB)/4, $0x7f7fffff
+DATA lgc36<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x7f7fffff
-DATA lgc37<>+4(SB)/4, $0x7f7fffff
-DATA lgc37<>+8(SB)/4, $0x7f7fffff
-DATA lgc37<>+12(SB)/4, $0x7f7fffff
-DATA lgc37<>+16(SB)/4, $0x7f7fffff
-DATA lgc37<>+20(SB)/4, $0x7f7fffff
-DATA lgc37<>+24(SB)/4, $0x7f7fffff
-DATA lgc37<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1028,7 +981,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc25<>+0(SB), Y7, Y7
+	VMULPS       lgc37<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1071,10 +1024,10 @@ TEXT ·pass1AVX2(SB), $64-144
 	VCMPPS $0x1e, Y1, Y0, Y0
 
 	// v64 = div(v62, v34)
-	VDIVPS Y2, Y8, Y6
+	VDIVPS Y2, Y8, Y1
 
 	// ess = where(v63, v64, 0)
-	VBLENDVPS    Y0, Y6, Y1, Y0
+	VANDPS       Y1, Y0, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1120,6 +1073,16 @@ TEXT ·pass1AVX2(SB), $64-144
 	VZEROUPPER
 	RET
 
+DATA lgc37<>+0(SB)/4, $0x40000000
+DATA lgc37<>+4(SB)/4, $0x40000000
+DATA lgc37<>+8(SB)/4, $0x40000000
+DATA lgc37<>+12(SB)/4, $0x40000000
+DATA lgc37<>+16(SB)/4, $0x40000000
+DATA lgc37<>+20(SB)/4, $0x40000000
+DATA lgc37<>+24(SB)/4, $0x40000000
+DATA lgc37<>+28(SB)/4, $0x40000000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
 DATA lgc38<>+0(SB)/4, $0x3d23d70a
 DATA lgc38<>+4(SB)/4, $0x3d23d70a
 DATA lgc38<>+8(SB)/4, $0x3d23d70a
@@ -1151,32 +1114,31 @@ blocks_5:
 	VCMPPS    $0x04, Y1, Y0, Y1
 	MOVQ      logProb+16(FP), BX
 	VMOVUPS   (BX)(SI*4), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	MOVQ      sampleLogProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y3
+	VANDPS  Y0, Y1, Y0
+	MOVQ    sampleLogProb+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
+	VANDPS Y2, Y1, Y2
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y3, Y0, Y0
+	VSUBPS Y2, Y0, Y0
 
 	// v13 = mul(logWeight, logWeight)
 	VMULPS Y0, Y0, Y0
 
 	// v14 = mul(0.5, v13)
 	VMULPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y3
+	VMOVUPS lgc3<>+0(SB), Y2
 
 	// v16 = le(v14, 0.05)
-	VCMPPS $0x12, Y3, Y0, Y0
+	VCMPPS $0x12, Y2, Y0, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// kept = where(mask, v16, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(kept) over [B L]
 	MOVQ         state+32(FP), BX
@@ -1186,8 +1148,8 @@ blocks_5:
 	JNZ          noflush_6
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1207,8 +1169,8 @@ noflush_6:
 	JL           blocks_5
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1226,17 +1188,34 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, numKept *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX2(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $288-96
-	MOVQ lo+0(FP), AX
+TEXT ·fbPass1AVX2(SB), $256-96
+	// values every block reads alike, computed once
+	MOVQ         numKept+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+
+	// v34 = max(numKept, 1)
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS lgc38<>+0(SB), Y2
+
+	// v113 = div(0.04, v34)
+	VDIVPS Y0, Y2, Y2
+
+	// v120 = div(1, v34)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS Y2, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    lo+8(FP), AX
 
 outer0_7:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_8:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -1245,171 +1224,158 @@ blocks_8:
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y3
+	VANDPS Y2, Y1, Y2
 
 	// sum(v3) over [B L]
-	MOVQ    state+16(FP), BX
-	VADDPS  704(BX), Y3, Y3
-	VMOVUPS Y3, 704(BX)
-	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    state+24(FP), BX
+	VADDPS  704(BX), Y2, Y2
+	VMOVUPS Y2, 704(BX)
+	MOVQ    logProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	MOVQ      sampleLogProb+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y4
+	VANDPS  Y2, Y1, Y2
+	MOVQ    sampleLogProb+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
-	MOVQ      advantage+40(FP), DI
-	VMOVUPS   (DI)(SI*4), Y5
+	VANDPS  Y3, Y1, Y3
+	MOVQ    advantage+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VBLENDVPS Y1, Y5, Y2, Y5
+	VANDPS Y4, Y1, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y4, Y3, Y6
+	VSUBPS Y3, Y2, Y5
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Y6, Y6, Y7
+	VMULPS Y5, Y5, Y6
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc3<>+0(SB), Y8
+	VMULPS  lgc2<>+0(SB), Y6, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
 
 	// v16 = le(v14, 0.05)
-	VCMPPS $0x12, Y8, Y7, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y7, Y6, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// kept = where(mask, v16, 0)
-	VBLENDVPS Y1, Y7, Y2, Y1
-	VMOVUPS   lgc4<>+0(SB), Y7
+	VANDPS  Y6, Y1, Y1
+	VMOVUPS lgc4<>+0(SB), Y6
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y6, Y7, Y7
-	VMOVUPS Y3, (SP)
-	VMOVUPS lgc5<>+0(SB), Y3
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc5<>+0(SB), Y7
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS  Y7, Y3, Y3
-	VMOVUPS Y4, 32(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y2, 64(SP)
+	VMOVUPS Y3, 96(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc6<>+0(SB), Y6, Y4
-	VMINPS       lgc7<>+0(SB), Y4, Y4
-	VMULPS       lgc8<>+0(SB), Y4, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc9<>+0(SB), Y7, Y4
-	VFNMADD231PS lgc10<>+0(SB), Y7, Y4
-	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y8
-	VFMADD213PS  lgc2<>+0(SB), Y4, Y8
-	VMULPS       Y4, Y4, Y9
-	VFMADD213PS  Y4, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y4
-	VPMAXSD      lgc16<>+0(SB), Y4, Y7
-	VPMINSD      lgc17<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc17<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y4, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y4
-	VBLENDVPS    Y4, Y6, Y8, Y8
+	VMAXPS       lgc6<>+0(SB), Y5, Y2
+	VMINPS       lgc7<>+0(SB), Y2, Y2
+	VMULPS       lgc8<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
+	VMOVAPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc2<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y8
+	VFMADD213PS  Y2, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc16<>+0(SB), Y2, Y3
+	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y2
+	VBLENDVPS    Y2, Y5, Y7, Y7
+	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v24 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y5, Y4
-	VMOVUPS lgc18<>+0(SB), Y7
+	VCMPPS  $0x1d, Y2, Y4, Y2
+	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS Y6, 64(SP)
-	VMOVUPS lgc19<>+0(SB), Y6
+	VMINPS  Y7, Y3, Y3
+	VMOVUPS lgc19<>+0(SB), Y8
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y6, Y6
-	VMOVUPS Y8, 96(SP)
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 128(SP)
 
 	// ratioClipped = where(v24, v26, v28)
-	VBLENDVPS Y4, Y7, Y6, Y6
+	VBLENDVPS Y2, Y3, Y8, Y3
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y3, Y4, Y3
 
 	// v31 = neg(gain)
-	VXORPS  lgc20<>+0(SB), Y6, Y6
+	VXORPS  lgc20<>+0(SB), Y3, Y3
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y1, Y7
 
 	// v32 = where(kept, v31, 0)
-	VBLENDVPS Y7, Y6, Y2, Y6
+	VANDPS Y3, Y7, Y1
 
 	// sum(v32) over [B L]
-	VADDPS       1024(BX), Y6, Y6
-	VMOVUPS      Y6, 1024(BX)
-	MOVQ         numKept+48(FP), DI
-	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y6
-
-	// v34 = max(numKept, 1)
-	VMAXPS  Y6, Y0, Y0
-	VMOVUPS 64(SP), Y6
+	VADDPS  1024(BX), Y1, Y1
+	VMOVUPS Y1, 1024(BX)
 
 	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS    $0x04, Y6, Y3, Y3
-	VANDPS    lgc1<>+0(SB), Y3, Y3
-	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y8
-	VCVTDQ2PS Y8, Y8
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y8, Y9
+	VCMPPS  $0x04, Y5, Y6, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y0, Y3
 
 	// v37 = where(mask, v36, 0)
-	VBLENDVPS Y9, Y3, Y2, Y3
-	VMOVUPS   Y4, 128(SP)
-	VMOVUPS   Y5, 160(SP)
+	VANDPS Y1, Y3, Y0
 
 	// sum(v37) over [B L]
-	VADDPS  1344(BX), Y3, Y3
-	VMOVUPS Y3, 1344(BX)
-	VMOVUPS 32(SP), Y3
-	VMOVUPS (SP), Y4
+	VADDPS  1344(BX), Y0, Y0
+	VMOVUPS Y0, 1344(BX)
+	VMOVUPS 96(SP), Y0
+	VMOVUPS 64(SP), Y1
 
 	// v41 = sub(v8, v6)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y1, Y0, Y0
 
 	// v42 = where(mask, v41, 0)
-	VBLENDVPS Y9, Y3, Y2, Y3
-	VMOVUPS   Y0, 192(SP)
+	VANDPS  Y0, Y3, Y0
+	VMOVUPS Y2, 160(SP)
 
 	// sum(v42) over [B L]
-	VADDPS  1664(BX), Y3, Y0
+	VADDPS  1664(BX), Y0, Y0
 	VMOVUPS Y0, 1664(BX)
 	MOVQ    entropy+56(FP), DI
 	VMOVUPS (DI)(SI*4), Y0
 
 	// v46 = where(mask, entropy, 0)
-	VBLENDVPS Y9, Y0, Y2, Y0
+	VANDPS Y0, Y3, Y0
 
 	// sum(v46) over [B L]
-	VADDPS  1984(BX), Y0, Y3
-	VMOVUPS Y3, 1984(BX)
+	VADDPS  1984(BX), Y0, Y1
+	VMOVUPS Y1, 1984(BX)
 
 	// v50 = mul(-0.01, v46)
 	VMULPS lgc21<>+0(SB), Y0, Y0
 
 	// v51 = where(kept, v50, 0)
-	VBLENDVPS Y7, Y0, Y2, Y0
+	VANDPS Y0, Y7, Y0
 
 	// sum(v51) over [B L]
 	VADDPS  2304(BX), Y0, Y0
@@ -1417,259 +1383,219 @@ blocks_8:
 	VMOVUPS lgc22<>+0(SB), Y0
 
 	// v55 = where(kept, logWeight, -Inf)
-	VBLENDVPS Y7, Y6, Y0, Y0
-	VMOVUPS   Y1, 224(SP)
+	VBLENDVPS Y7, Y5, Y0, Y0
+	VMOVUPS   Y4, 192(SP)
+	VMOVUPS   128(SP), Y1
 
 	// logsumexp(v55) over [B L]
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc24<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       2624(BX), Y1, Y1
-	VMOVUPS      Y1, 2624(BX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(BX), Y1, Y3
-	VMOVUPD      Y3, 2432(BX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       2752(BX), Y1, Y1
-	VMOVUPD      Y1, 2752(BX)
-	VADDPD       2464(BX), Y2, Y1
-	VMOVUPD      Y1, 2464(BX)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       2784(BX), Y1, Y1
-	VMOVUPD      Y1, 2784(BX)
-
-	// v59 = mul(2, v55)
-	VMULPS    lgc25<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	MOVQ      refLogProb+64(FP), DI
-	VMOVUPS   (DI)(SI*4), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
+	VANDPS       Y1, Y7, Y1
+	VCMPPS       $0x15, lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x1a, lgc24<>+0(SB), Y0, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       2624(BX), Y2, Y2
+	VMOVUPS      Y2, 2624(BX)
+	VCVTPS2PD    X1, Y0
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(BX), Y0, Y2
+	VMOVUPD      Y2, 2432(BX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       2752(BX), Y0, Y0
+	VMOVUPD      Y0, 2752(BX)
+	VADDPD       2464(BX), Y1, Y0
+	VMOVUPD      Y0, 2464(BX)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       2784(BX), Y0, Y0
+	VMOVUPD      Y0, 2784(BX)
+	MOVQ         mask+16(FP), DI
+	VPMOVZXBD    (DI)(SI*1), Y0
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VCMPPS       $0x04, Y1, Y0, Y1
+	MOVQ         refLogProb+64(FP), DI
+	VMOVUPS      (DI)(SI*4), Y0
 
 	// v67 = where(mask, refLogProb, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	VMOVUPS   (SP), Y1
+	VANDPS  Y0, Y1, Y0
+	VMOVUPS 64(SP), Y1
 
 	// v68 = sub(v67, v6)
-	VSUBPS  Y1, Y0, Y0
-	VMOVUPS 224(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y1, Y3
+	VSUBPS Y1, Y0, Y0
 
 	// v69 = where(kept, v68, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VANDPS Y0, Y7, Y0
 
 	// v70 = abs(v69)
-	VMOVUPS lgc20<>+0(SB), Y3
-	VANDNPS Y0, Y3, Y3
-	VMOVUPS lgc26<>+0(SB), Y4
+	VMOVUPS lgc20<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
 
 	// v72 = lt(v70, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc27<>+0(SB), Y5
+	VCMPPS  $0x11, Y2, Y1, Y1
+	VMOVUPS lgc26<>+0(SB), Y3
 
 	// v74 = max(v69, -0.1) tie=first
-	VMAXPS Y0, Y5, Y5
+	VMAXPS Y0, Y3, Y3
 
 	// v75 = min(v74, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
+	VMINPS Y3, Y2, Y2
 
 	// v78 = mul(v75, 2.755731922398589e-07)
-	VMULPS lgc28<>+0(SB), Y4, Y5
+	VMULPS lgc27<>+0(SB), Y2, Y3
 
 	// v79 = add(2.7557319223985893e-06, v78)
-	VADDPS lgc29<>+0(SB), Y5, Y5
+	VADDPS lgc28<>+0(SB), Y3, Y3
 
 	// v81 = mul(v75, v79)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v82 = add(2.48015873015873e-05, v81)
-	VADDPS lgc30<>+0(SB), Y5, Y5
+	VADDPS lgc29<>+0(SB), Y3, Y3
 
 	// v84 = mul(v75, v82)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v85 = add(0.0001984126984126984, v84)
-	VADDPS lgc31<>+0(SB), Y5, Y5
+	VADDPS lgc30<>+0(SB), Y3, Y3
 
 	// v87 = mul(v75, v85)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v88 = add(0.001388888888888889, v87)
-	VADDPS lgc32<>+0(SB), Y5, Y5
+	VADDPS lgc31<>+0(SB), Y3, Y3
 
 	// v90 = mul(v75, v88)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v91 = add(0.008333333333333333, v90)
-	VADDPS lgc33<>+0(SB), Y5, Y5
+	VADDPS lgc32<>+0(SB), Y3, Y3
 
 	// v93 = mul(v75, v91)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v94 = add(0.041666666666666664, v93)
-	VADDPS lgc34<>+0(SB), Y5, Y5
+	VADDPS lgc33<>+0(SB), Y3, Y3
 
 	// v96 = mul(v75, v94)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v97 = add(0.16666666666666666, v96)
-	VADDPS lgc35<>+0(SB), Y5, Y5
+	VADDPS lgc34<>+0(SB), Y3, Y3
 
 	// v98 = mul(v75, v97)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y3, Y2, Y3
 
 	// v99 = add(0.5, v98)
-	VADDPS lgc2<>+0(SB), Y5, Y5
+	VADDPS lgc2<>+0(SB), Y3, Y3
 
 	// v100 = mul(v75, v75)
-	VMULPS Y4, Y4, Y4
+	VMULPS Y2, Y2, Y2
 
 	// v101 = mul(v100, v99)
-	VMULPS Y5, Y4, Y4
+	VMULPS Y3, Y2, Y2
 
 	// v102 = exp(v69)
-	VMAXPS       lgc6<>+0(SB), Y0, Y5
-	VMINPS       lgc7<>+0(SB), Y5, Y5
-	VMULPS       lgc8<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
-	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc2<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y5
-	VBLENDVPS    Y5, Y0, Y7, Y7
+	VMAXPS       lgc6<>+0(SB), Y0, Y3
+	VMINPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       lgc8<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc10<>+0(SB), Y4, Y3
+	VMOVAPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc2<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc16<>+0(SB), Y3, Y4
+	VPMINSD      lgc17<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y3
+	VBLENDVPS    Y3, Y0, Y5, Y5
 
 	// v103 = sub(v102, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y5, Y3
 
 	// v104 = sub(v103, v69)
-	VSUBPS Y0, Y5, Y5
+	VSUBPS Y0, Y3, Y3
 
 	// k3 = where(v72, v101, v104)
-	VBLENDVPS Y3, Y4, Y5, Y3
+	VBLENDVPS Y1, Y2, Y3, Y1
 
 	// v106 = add(k3, v69)
-	VADDPS  Y0, Y3, Y0
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y1, Y4
+	VADDPS Y0, Y1, Y0
 
 	// v107 = where(kept, k3, 0)
-	VBLENDVPS Y4, Y3, Y2, Y1
+	VANDPS Y1, Y7, Y1
 
 	// sum(v107) over [B L]
 	VADDPS  3136(BX), Y1, Y1
 	VMOVUPS Y1, 3136(BX)
-	VMOVUPS lgc38<>+0(SB), Y1
-	VMOVUPS 192(SP), Y3
-
-	// v113 = div(0.04, v34)
-	VDIVPS Y3, Y1, Y1
+	VMOVUPS (SP), Y1
 
 	// v114 = where(kept, v113, 0)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VANDPS  Y1, Y7, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v115 = ne(v114, 0)
-	VCMPPS $0x04, Y2, Y1, Y5
+	VCMPPS $0x04, Y2, Y1, Y3
 
 	// v116 = mul(v114, v106)
 	VMULPS Y0, Y1, Y0
 
 	// v117 = where(v115, v116, v114)
-	VBLENDVPS Y5, Y0, Y1, Y0
+	VBLENDVPS Y3, Y0, Y1, Y0
 
 	// v118 = where(kept, v117, 0)
-	VBLENDVPS Y4, Y0, Y2, Y0
+	VANDPS Y0, Y7, Y0
 
 	// v119 = neg(v118)
 	VXORPS  lgc20<>+0(SB), Y0, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
-
-	// v120 = div(1, v34)
-	VDIVPS Y3, Y1, Y1
+	VMOVUPS 32(SP), Y1
 
 	// v121 = where(kept, v120, 0)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	VANDPS Y1, Y7, Y1
 
 	// v122 = mul(v121, -0.01)
 	VMULPS    lgc21<>+0(SB), Y1, Y3
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
 	// gradEntropy = where(mask, v122, 0)
-	VBLENDVPS Y5, Y3, Y2, Y3
+	VANDPS Y3, Y5, Y3
 
 	// v124 = neg(v121)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
-	VMOVUPS 160(SP), Y4
+	VMOVUPS 192(SP), Y4
 
 	// v125 = mul(v124, v10)
 	VMULPS  Y4, Y1, Y1
-	VMOVUPS 128(SP), Y4
+	VMOVUPS 160(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y4, Y6
 
 	// v126 = where(v24, v125, 0)
-	VBLENDVPS Y6, Y1, Y2, Y4
+	VANDPS Y1, Y6, Y4
 
 	// v127 = where(v24, 0, v125)
-	VBLENDVPS Y6, Y2, Y1, Y1
-	VMOVUPS   96(SP), Y6
-	VMOVUPS   lgc19<>+0(SB), Y7
+	VANDNPS Y1, Y6, Y1
+	VMOVUPS 128(SP), Y6
+	VMOVUPS lgc19<>+0(SB), Y7
 
 	// v128 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
@@ -1678,57 +1604,47 @@ blocks_8:
 	// v129 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y8
 	VANDPS  lgc1<>+0(SB), Y8, Y8
-	VMOVUPS Y3, 256(SP)
+	VMOVUPS Y3, 224(SP)
 
 	// v130 = max(v128, v129)
-	VXORPS  lgc20<>+0(SB), Y7, Y3
-	VXORPS  lgc20<>+0(SB), Y8, Y9
-	VMINPS  Y3, Y9, Y7
-	VMINPS  Y9, Y3, Y3
-	VORPS   Y7, Y3, Y3
-	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VMAXPS  Y7, Y8, Y3
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
 	// v131 = where(v130, v127, 0)
-	VBLENDVPS Y7, Y1, Y2, Y1
-	VMOVUPS   lgc18<>+0(SB), Y3
+	VANDPS  Y1, Y7, Y1
+	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v132 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y6, Y3
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v133 = max(v132, v129)
-	VXORPS  lgc20<>+0(SB), Y3, Y3
-	VXORPS  lgc20<>+0(SB), Y8, Y7
-	VMINPS  Y3, Y7, Y8
-	VMINPS  Y7, Y3, Y3
-	VORPS   Y8, Y3, Y3
-	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VMAXPS  Y3, Y8, Y3
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y3, Y7
 
 	// v134 = where(v133, v126, 0)
-	VBLENDVPS Y7, Y4, Y2, Y3
+	VANDPS Y4, Y7, Y3
 
 	// v135 = add(v131, v134)
 	VADDPS Y3, Y1, Y1
 
 	// v136 = ne(v135, 0)
-	VCMPPS $0x04, Y2, Y1, Y3
+	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v137 = mul(v135, ratio)
-	VMULPS Y6, Y1, Y4
+	VMULPS Y6, Y1, Y3
 
 	// v138 = where(v136, v137, v135)
-	VBLENDVPS Y3, Y4, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v139 = add(v119, v138)
 	VADDPS Y1, Y0, Y0
 
 	// gradLogProb = where(mask, v139, 0)
-	VBLENDVPS Y5, Y0, Y2, Y0
-	VMOVUPS   256(SP), Y1
+	VANDPS  Y0, Y5, Y0
+	VMOVUPS 224(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX
@@ -1739,10 +1655,10 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	MOVQ         state+16(FP), DX
+	MOVQ         state+24(FP), DX
 	VMOVUPS      704(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1753,8 +1669,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1766,8 +1682,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1779,8 +1695,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1792,8 +1708,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1805,8 +1721,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(DX)
 	VMOVUPS      2304(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1818,8 +1734,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(DX)
 	VMOVUPS      3136(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1838,10 +1754,10 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_8
-	MOVQ         state+16(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      704(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1852,8 +1768,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1865,8 +1781,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1878,8 +1794,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1891,8 +1807,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1904,8 +1820,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(CX)
 	VMOVUPS      2304(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1917,8 +1833,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(CX)
 	VMOVUPS      3136(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1981,7 +1897,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc25<>+0(SB), Y7, Y7
+	VMULPS       lgc37<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -2024,10 +1940,10 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VCMPPS $0x1e, Y1, Y0, Y0
 
 	// v64 = div(v62, v34)
-	VDIVPS Y2, Y8, Y6
+	VDIVPS Y2, Y8, Y1
 
 	// ess = where(v63, v64, 0)
-	VBLENDVPS    Y0, Y6, Y1, Y0
+	VANDPS       Y1, Y0, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 

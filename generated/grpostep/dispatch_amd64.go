@@ -379,7 +379,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r101_s, 0)
 		runtime.Fill(st.r101_p, 0)
 		runtime.SetMask(st.p3_ok)
-		fbPass3AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &out.NumValid, &in.RefLogProb[0], &g.LogProb[0], hi)
+		fbPass3AVX2(&out.NumValid, lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 	}
 	n := min(fbPass3Chunks, 4)
 	if n <= 1 {

@@ -258,10 +258,9 @@ blocks_8:
 	VMOVUPS   lgc3<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VMOVUPS   lgc5<>+0(SB), Y1
-	VMOVUPS   lgc3<>+0(SB), Y3
 
 	// v13 = where(mask, 1, 0)
-	VBLENDVPS Y2, Y1, Y3, Y1
+	VANDPS Y1, Y2, Y1
 
 	// sum(v13) over [G N L]
 	MOVQ    state+40(FP), SI
@@ -271,36 +270,35 @@ blocks_8:
 	VMOVUPS (R8)(DI*4), Y1
 
 	// v16 = where(mask, logProb, 0)
-	VBLENDVPS Y2, Y1, Y3, Y1
-	MOVQ      sampleLogProb+56(FP), R8
-	VMOVUPS   (R8)(DI*4), Y4
+	VANDPS  Y1, Y2, Y1
+	MOVQ    sampleLogProb+56(FP), R8
+	VMOVUPS (R8)(DI*4), Y3
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y2, Y4, Y3, Y4
+	VANDPS Y3, Y2, Y3
 
 	// v19 = where(mask, v7, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// logWeight = sub(v16, v18)
-	VSUBPS  Y4, Y1, Y5
-	VMOVUPS lgc6<>+0(SB), Y6
+	VSUBPS  Y3, Y1, Y4
+	VMOVUPS lgc6<>+0(SB), Y5
 
 	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc7<>+0(SB), Y7
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc7<>+0(SB), Y6
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
+	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, (SP)
-	VMOVUPS Y4, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y5, Y1
+	VMAXPS       lgc8<>+0(SB), Y4, Y1
 	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc11<>+0(SB), Y4, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y4, Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y1
 	VMOVAPS      lgc13<>+0(SB), Y7
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
@@ -310,33 +308,35 @@ blocks_8:
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
 	VADDPS       lgc5<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y4
-	VPMINSD      lgc20<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VCVTPS2DQ    Y6, Y1
+	VPMAXSD      lgc19<>+0(SB), Y1, Y6
+	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc20<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y1
+	VBLENDVPS    Y1, Y4, Y7, Y7
+	VMOVUPS      lgc3<>+0(SB), Y1
 
 	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y3, Y0, Y1
-	VMOVUPS lgc21<>+0(SB), Y4
+	VCMPPS  $0x1d, Y1, Y0, Y1
+	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y4, Y4
-	VMOVUPS Y5, 64(SP)
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS lgc22<>+0(SB), Y3
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y5, Y5
+	VMAXPS  Y7, Y3, Y3
+	VMOVUPS Y7, 64(SP)
 
 	// ratioClipped = where(v26, v28, v30)
-	VBLENDVPS Y1, Y4, Y5, Y1
+	VBLENDVPS Y1, Y6, Y3, Y1
 
 	// gain = mul(v19, ratioClipped)
 	VMULPS Y1, Y0, Y0
@@ -345,221 +345,184 @@ blocks_8:
 	VXORPS lgc23<>+0(SB), Y0, Y0
 
 	// v34 = where(mask, v33, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// sum(v34) over [G N L]
 	VADDPS  2496(SI), Y0, Y0
 	VMOVUPS Y0, 2496(SI)
-	VMOVUPS 64(SP), Y0
 
 	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y0, Y6, Y1
-	VANDPS lgc5<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y4, Y5, Y0
+	VANDPS lgc5<>+0(SB), Y0, Y0
 
 	// v39 = where(mask, v38, 0)
-	VBLENDVPS Y2, Y1, Y3, Y1
+	VANDPS Y0, Y2, Y0
 
 	// sum(v39) over [G N L]
-	VADDPS  2816(SI), Y1, Y1
-	VMOVUPS Y1, 2816(SI)
-	VMOVUPS 32(SP), Y1
-	VMOVUPS (SP), Y4
+	VADDPS  2816(SI), Y0, Y0
+	VMOVUPS Y0, 2816(SI)
+	VMOVUPS 32(SP), Y0
+	VMOVUPS (SP), Y1
 
 	// v42 = sub(v18, v16)
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y1, Y0, Y0
 
 	// v43 = where(mask, v42, 0)
-	VBLENDVPS Y2, Y1, Y3, Y1
+	VANDPS Y0, Y2, Y0
 
 	// sum(v43) over [G N L]
-	VADDPS  3136(SI), Y1, Y1
-	VMOVUPS Y1, 3136(SI)
-	VMOVUPS lgc24<>+0(SB), Y1
+	VADDPS  3136(SI), Y0, Y0
+	VMOVUPS Y0, 3136(SI)
+	VMOVUPS lgc24<>+0(SB), Y0
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y2, Y0, Y1, Y0
+	VBLENDVPS Y2, Y4, Y0, Y0
+	VMOVUPS   64(SP), Y1
 
 	// logsumexp(v47) over [G N L]
-	VMAXPS       lgc8<>+0(SB), Y0, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VMOVAPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc5<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y2
-	VPMINSD      lgc20<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc26<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc24<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       3456(SI), Y1, Y1
-	VMOVUPS      Y1, 3456(SI)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3264(SI), Y1, Y3
+	VANDPS       Y1, Y2, Y1
+	VCMPPS       $0x15, lgc25<>+0(SB), Y0, Y3
+	VCMPPS       $0x1a, lgc26<>+0(SB), Y0, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc24<>+0(SB), Y0, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       3456(SI), Y3, Y3
+	VMOVUPS      Y3, 3456(SI)
+	VCVTPS2PD    X1, Y0
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3264(SI), Y0, Y3
 	VMOVUPD      Y3, 3264(SI)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       3584(SI), Y1, Y1
-	VMOVUPD      Y1, 3584(SI)
-	VADDPD       3296(SI), Y2, Y1
-	VMOVUPD      Y1, 3296(SI)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       3616(SI), Y1, Y1
-	VMOVUPD      Y1, 3616(SI)
-
-	// v51 = mul(2, v47)
-	VMULPS    lgc27<>+0(SB), Y0, Y0
-	MOVQ      mask+32(FP), R8
-	VPMOVZXBD (R8)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc3<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	MOVQ      refLogProb+64(FP), R8
-	VMOVUPS   (R8)(DI*4), Y2
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMULPD       Y0, Y0, Y0
+	VADDPD       3584(SI), Y0, Y0
+	VMOVUPD      Y0, 3584(SI)
+	VADDPD       3296(SI), Y1, Y0
+	VMOVUPD      Y0, 3296(SI)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       3616(SI), Y0, Y0
+	VMOVUPD      Y0, 3616(SI)
+	MOVQ         refLogProb+64(FP), R8
+	VMOVUPS      (R8)(DI*4), Y0
 
 	// v59 = where(mask, refLogProb, 0)
-	VBLENDVPS Y1, Y2, Y3, Y2
-	VMOVUPS   (SP), Y4
+	VANDPS  Y0, Y2, Y0
+	VMOVUPS (SP), Y1
 
 	// v60 = sub(v59, v16)
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y1, Y0, Y0
 
 	// v61 = where(mask, v60, 0)
-	VBLENDVPS Y1, Y2, Y3, Y1
+	VANDPS Y0, Y2, Y0
 
 	// v62 = abs(v61)
-	VMOVUPS lgc23<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc28<>+0(SB), Y4
+	VMOVUPS lgc23<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc27<>+0(SB), Y3
 
 	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y2, Y2
-	VMOVUPS lgc29<>+0(SB), Y5
+	VCMPPS  $0x11, Y3, Y1, Y1
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
+	VMAXPS Y0, Y4, Y4
 
 	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
+	VMINPS Y4, Y3, Y3
 
 	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc30<>+0(SB), Y4, Y5
+	VMULPS lgc29<>+0(SB), Y3, Y4
 
 	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc31<>+0(SB), Y5, Y5
+	VADDPS lgc30<>+0(SB), Y4, Y4
 
 	// v73 = mul(v67, v71)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc32<>+0(SB), Y5, Y5
+	VADDPS lgc31<>+0(SB), Y4, Y4
 
 	// v76 = mul(v67, v74)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc33<>+0(SB), Y5, Y5
+	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v79 = mul(v67, v77)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc34<>+0(SB), Y5, Y5
+	VADDPS lgc33<>+0(SB), Y4, Y4
 
 	// v82 = mul(v67, v80)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc35<>+0(SB), Y5, Y5
+	VADDPS lgc34<>+0(SB), Y4, Y4
 
 	// v85 = mul(v67, v83)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc36<>+0(SB), Y5, Y5
+	VADDPS lgc35<>+0(SB), Y4, Y4
 
 	// v88 = mul(v67, v86)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc37<>+0(SB), Y5, Y5
+	VADDPS lgc36<>+0(SB), Y4, Y4
 
 	// v91 = mul(v67, v89)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v92 = add(0.5, v91)
-	VADDPS lgc18<>+0(SB), Y5, Y5
+	VADDPS lgc18<>+0(SB), Y4, Y4
 
 	// v93 = mul(v67, v67)
-	VMULPS Y4, Y4, Y4
+	VMULPS Y3, Y3, Y3
 
 	// v94 = mul(v93, v92)
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y3, Y3
 
 	// v95 = exp(v61)
-	VMAXPS       lgc8<>+0(SB), Y1, Y5
-	VMINPS       lgc9<>+0(SB), Y5, Y5
-	VMULPS       lgc10<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc5<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VMAXPS       lgc8<>+0(SB), Y0, Y4
+	VMINPS       lgc9<>+0(SB), Y4, Y4
+	VMULPS       lgc10<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y5, Y4
+	VMOVAPS      lgc13<>+0(SB), Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc5<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc19<>+0(SB), Y4, Y5
+	VPMINSD      lgc20<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
 	VPADDD       lgc20<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
+	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v96 = sub(v95, 1)
-	VSUBPS lgc5<>+0(SB), Y7, Y5
+	VSUBPS lgc5<>+0(SB), Y6, Y4
 
 	// v97 = sub(v96, v61)
-	VSUBPS Y1, Y5, Y1
+	VSUBPS Y0, Y4, Y0
 
 	// k3 = where(v64, v94, v97)
-	VBLENDVPS Y2, Y4, Y1, Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
+	VBLENDVPS Y1, Y3, Y0, Y0
 
 	// v99 = where(mask, k3, 0)
-	VBLENDVPS Y2, Y1, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// sum(v99) over [G N L]
 	VADDPS       3968(SI), Y0, Y0
@@ -935,115 +898,105 @@ DATA lgc26<>+24(SB)/4, $0x42b00000
 DATA lgc26<>+28(SB)/4, $0x42b00000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x40000000
-DATA lgc27<>+4(SB)/4, $0x40000000
-DATA lgc27<>+8(SB)/4, $0x40000000
-DATA lgc27<>+12(SB)/4, $0x40000000
-DATA lgc27<>+16(SB)/4, $0x40000000
-DATA lgc27<>+20(SB)/4, $0x40000000
-DATA lgc27<>+24(SB)/4, $0x40000000
-DATA lgc27<>+28(SB)/4, $0x40000000
+DATA lgc27<>+0(SB)/4, $0x3dcccccd
+DATA lgc27<>+4(SB)/4, $0x3dcccccd
+DATA lgc27<>+8(SB)/4, $0x3dcccccd
+DATA lgc27<>+12(SB)/4, $0x3dcccccd
+DATA lgc27<>+16(SB)/4, $0x3dcccccd
+DATA lgc27<>+20(SB)/4, $0x3dcccccd
+DATA lgc27<>+24(SB)/4, $0x3dcccccd
+DATA lgc27<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3dcccccd
-DATA lgc28<>+4(SB)/4, $0x3dcccccd
-DATA lgc28<>+8(SB)/4, $0x3dcccccd
-DATA lgc28<>+12(SB)/4, $0x3dcccccd
-DATA lgc28<>+16(SB)/4, $0x3dcccccd
-DATA lgc28<>+20(SB)/4, $0x3dcccccd
-DATA lgc28<>+24(SB)/4, $0x3dcccccd
-DATA lgc28<>+28(SB)/4, $0x3dcccccd
+DATA lgc28<>+0(SB)/4, $0xbdcccccd
+DATA lgc28<>+4(SB)/4, $0xbdcccccd
+DATA lgc28<>+8(SB)/4, $0xbdcccccd
+DATA lgc28<>+12(SB)/4, $0xbdcccccd
+DATA lgc28<>+16(SB)/4, $0xbdcccccd
+DATA lgc28<>+20(SB)/4, $0xbdcccccd
+DATA lgc28<>+24(SB)/4, $0xbdcccccd
+DATA lgc28<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbdcccccd
-DATA lgc29<>+4(SB)/4, $0xbdcccccd
-DATA lgc29<>+8(SB)/4, $0xbdcccccd
-DATA lgc29<>+12(SB)/4, $0xbdcccccd
-DATA lgc29<>+16(SB)/4, $0xbdcccccd
-DATA lgc29<>+20(SB)/4, $0xbdcccccd
-DATA lgc29<>+24(SB)/4, $0xbdcccccd
-DATA lgc29<>+28(SB)/4, $0xbdcccccd
+DATA lgc29<>+0(SB)/4, $0x3493f27e
+DATA lgc29<>+4(SB)/4, $0x3493f27e
+DATA lgc29<>+8(SB)/4, $0x3493f27e
+DATA lgc29<>+12(SB)/4, $0x3493f27e
+DATA lgc29<>+16(SB)/4, $0x3493f27e
+DATA lgc29<>+20(SB)/4, $0x3493f27e
+DATA lgc29<>+24(SB)/4, $0x3493f27e
+DATA lgc29<>+28(SB)/4, $0x3493f27e
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3493f27e
-DATA lgc30<>+4(SB)/4, $0x3493f27e
-DATA lgc30<>+8(SB)/4, $0x3493f27e
-DATA lgc30<>+12(SB)/4, $0x3493f27e
-DATA lgc30<>+16(SB)/4, $0x3493f27e
-DATA lgc30<>+20(SB)/4, $0x3493f27e
-DATA lgc30<>+24(SB)/4, $0x3493f27e
-DATA lgc30<>+28(SB)/4, $0x3493f27e
+DATA lgc30<>+0(SB)/4, $0x3638ef1d
+DATA lgc30<>+4(SB)/4, $0x3638ef1d
+DATA lgc30<>+8(SB)/4, $0x3638ef1d
+DATA lgc30<>+12(SB)/4, $0x3638ef1d
+DATA lgc30<>+16(SB)/4, $0x3638ef1d
+DATA lgc30<>+20(SB)/4, $0x3638ef1d
+DATA lgc30<>+24(SB)/4, $0x3638ef1d
+DATA lgc30<>+28(SB)/4, $0x3638ef1d
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3638ef1d
-DATA lgc31<>+4(SB)/4, $0x3638ef1d
-DATA lgc31<>+8(SB)/4, $0x3638ef1d
-DATA lgc31<>+12(SB)/4, $0x3638ef1d
-DATA lgc31<>+16(SB)/4, $0x3638ef1d
-DATA lgc31<>+20(SB)/4, $0x3638ef1d
-DATA lgc31<>+24(SB)/4, $0x3638ef1d
-DATA lgc31<>+28(SB)/4, $0x3638ef1d
+DATA lgc31<>+0(SB)/4, $0x37d00d01
+DATA lgc31<>+4(SB)/4, $0x37d00d01
+DATA lgc31<>+8(SB)/4, $0x37d00d01
+DATA lgc31<>+12(SB)/4, $0x37d00d01
+DATA lgc31<>+16(SB)/4, $0x37d00d01
+DATA lgc31<>+20(SB)/4, $0x37d00d01
+DATA lgc31<>+24(SB)/4, $0x37d00d01
+DATA lgc31<>+28(SB)/4, $0x37d00d01
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x37d00d01
-DATA lgc32<>+4(SB)/4, $0x37d00d01
-DATA lgc32<>+8(SB)/4, $0x37d00d01
-DATA lgc32<>+12(SB)/4, $0x37d00d01
-DATA lgc32<>+16(SB)/4, $0x37d00d01
-DATA lgc32<>+20(SB)/4, $0x37d00d01
-DATA lgc32<>+24(SB)/4, $0x37d00d01
-DATA lgc32<>+28(SB)/4, $0x37d00d01
+DATA lgc32<>+0(SB)/4, $0x39500d01
+DATA lgc32<>+4(SB)/4, $0x39500d01
+DATA lgc32<>+8(SB)/4, $0x39500d01
+DATA lgc32<>+12(SB)/4, $0x39500d01
+DATA lgc32<>+16(SB)/4, $0x39500d01
+DATA lgc32<>+20(SB)/4, $0x39500d01
+DATA lgc32<>+24(SB)/4, $0x39500d01
+DATA lgc32<>+28(SB)/4, $0x39500d01
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x39500d01
-DATA lgc33<>+4(SB)/4, $0x39500d01
-DATA lgc33<>+8(SB)/4, $0x39500d01
-DATA lgc33<>+12(SB)/4, $0x39500d01
-DATA lgc33<>+16(SB)/4, $0x39500d01
-DATA lgc33<>+20(SB)/4, $0x39500d01
-DATA lgc33<>+24(SB)/4, $0x39500d01
-DATA lgc33<>+28(SB)/4, $0x39500d01
+DATA lgc33<>+0(SB)/4, $0x3ab60b61
+DATA lgc33<>+4(SB)/4, $0x3ab60b61
+DATA lgc33<>+8(SB)/4, $0x3ab60b61
+DATA lgc33<>+12(SB)/4, $0x3ab60b61
+DATA lgc33<>+16(SB)/4, $0x3ab60b61
+DATA lgc33<>+20(SB)/4, $0x3ab60b61
+DATA lgc33<>+24(SB)/4, $0x3ab60b61
+DATA lgc33<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3ab60b61
-DATA lgc34<>+4(SB)/4, $0x3ab60b61
-DATA lgc34<>+8(SB)/4, $0x3ab60b61
-DATA lgc34<>+12(SB)/4, $0x3ab60b61
-DATA lgc34<>+16(SB)/4, $0x3ab60b61
-DATA lgc34<>+20(SB)/4, $0x3ab60b61
-DATA lgc34<>+24(SB)/4, $0x3ab60b61
-DATA lgc34<>+28(SB)/4, $0x3ab60b61
+DATA lgc34<>+0(SB)/4, $0x3c088889
+DATA lgc34<>+4(SB)/4, $0x3c088889
+DATA lgc34<>+8(SB)/4, $0x3c088889
+DATA lgc34<>+12(SB)/4, $0x3c088889
+DATA lgc34<>+16(SB)/4, $0x3c088889
+DATA lgc34<>+20(SB)/4, $0x3c088889
+DATA lgc34<>+24(SB)/4, $0x3c088889
+DATA lgc34<>+28(SB)/4, $0x3c088889
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3c088889
-DATA lgc35<>+4(SB)/4, $0x3c088889
-DATA lgc35<>+8(SB)/4, $0x3c088889
-DATA lgc35<>+12(SB)/4, $0x3c088889
-DATA lgc35<>+16(SB)/4, $0x3c088889
-DATA lgc35<>+20(SB)/4, $0x3c088889
-DATA lgc35<>+24(SB)/4, $0x3c088889
-DATA lgc35<>+28(SB)/4, $0x3c088889
+DATA lgc35<>+0(SB)/4, $0x3d2aaaab
+DATA lgc35<>+4(SB)/4, $0x3d2aaaab
+DATA lgc35<>+8(SB)/4, $0x3d2aaaab
+DATA lgc35<>+12(SB)/4, $0x3d2aaaab
+DATA lgc35<>+16(SB)/4, $0x3d2aaaab
+DATA lgc35<>+20(SB)/4, $0x3d2aaaab
+DATA lgc35<>+24(SB)/4, $0x3d2aaaab
+DATA lgc35<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d2aaaab
-DATA lgc36<>+4(SB)/4, $0x3d2aaaab
-DATA lgc36<>+8(SB)/4, $0x3d2aaaab
-DATA lgc36<>+12(SB)/4, $0x3d2aaaab
-DATA lgc36<>+16(SB)/4, $0x3d2aaaab
-DATA lgc36<>+20(SB)/4, $0x3d2aaaab
-DATA lgc36<>+24(SB)/4, $0x3d2aaaab
-DATA lgc36<>+28(SB)/4, $0x3d2aaaab
+DATA lgc36<>+0(SB)/4, $0x3e2aaaab
+DATA lgc36<>+4(SB)/4, $0x3e2aaaab
+DATA lgc36<>+8(SB)/4, $0x3e2aaaab
+DATA lgc36<>+12(SB)/4, $0x3e2aaaab
+DATA lgc36<>+16(SB)/4, $0x3e2aaaab
+DATA lgc36<>+20(SB)/4, $0x3e2aaaab
+DATA lgc36<>+24(SB)/4, $0x3e2aaaab
+DATA lgc36<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x3e2aaaab
-DATA lgc37<>+4(SB)/4, $0x3e2aaaab
-DATA lgc37<>+8(SB)/4, $0x3e2aaaab
-DATA lgc37<>+12(SB)/4, $0x3e2aaaab
-DATA lgc37<>+16(SB)/4, $0x3e2aaaab
-DATA lgc37<>+20(SB)/4, $0x3e2aaaab
-DATA lgc37<>+24(SB)/4, $0x3e2aaaab
-DATA lgc37<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1074,7 +1027,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc27<>+0(SB), Y5, Y5
+	VMULPS       lgc37<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1115,10 +1068,10 @@ TEXT ·pass3AVX2(SB), $0-104
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v36)
-	VDIVPS Y1, Y8, Y6
+	VDIVPS Y1, Y8, Y5
 
 	// ess = where(v55, v56, 0)
-	VBLENDVPS    Y0, Y6, Y5, Y0
+	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
@@ -1153,6 +1106,16 @@ TEXT ·pass3AVX2(SB), $0-104
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
+
+DATA lgc37<>+0(SB)/4, $0x40000000
+DATA lgc37<>+4(SB)/4, $0x40000000
+DATA lgc37<>+8(SB)/4, $0x40000000
+DATA lgc37<>+12(SB)/4, $0x40000000
+DATA lgc37<>+16(SB)/4, $0x40000000
+DATA lgc37<>+20(SB)/4, $0x40000000
+DATA lgc37<>+24(SB)/4, $0x40000000
+DATA lgc37<>+28(SB)/4, $0x40000000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 DATA lgc38<>+0(SB)/4, $0x3d23d70a
 DATA lgc38<>+4(SB)/4, $0x3d23d70a
@@ -1189,10 +1152,9 @@ blocks_12:
 	VMOVUPS   lgc3<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VMOVUPS   lgc5<>+0(SB), Y0
-	VMOVUPS   lgc3<>+0(SB), Y2
 
 	// v13 = where(mask, 1, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v13) over [G N L]
 	MOVQ         state+16(FP), SI
@@ -1401,10 +1363,27 @@ blocks_18:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
+// func fbPass3AVX2(numValid *float32, lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $224-96
-	MOVQ lo+0(FP), AX
+	// values every block reads alike, computed once
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc5<>+0(SB), Y1
+
+	// v36 = max(numValid, 1)
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS lgc38<>+0(SB), Y2
+
+	// v106 = div(0.04, v36)
+	VDIVPS Y0, Y2, Y2
+
+	// v113 = div(1, v36)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS Y2, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    lo+8(FP), AX
 
 outer0_19:
 	XORQ CX, CX
@@ -1414,7 +1393,7 @@ outer1_20:
 	XORQ DX, DX
 
 blocks_21:
-	MOVQ         s1+8(FP), SI
+	MOVQ         s1+16(FP), SI
 	XORQ         DI, DI
 	MOVQ         AX, R8
 	ADDQ         R8, DI
@@ -1422,14 +1401,14 @@ blocks_21:
 
 	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         nextReward+16(FP), SI
+	MOVQ         nextReward+24(FP), SI
 	XORQ         R8, R8
 	IMUL3Q       $+8, AX, R9
 	ADDQ         R9, R8
 	MOVQ         CX, R9
 	ADDQ         R9, R8
 	VBROADCASTSS (SI)(R8*4), Y1
-	MOVQ         s0+24(FP), SI
+	MOVQ         s0+32(FP), SI
 	VBROADCASTSS (SI)(DI*4), Y2
 
 	// v4 = sub(nextReward, mean)
@@ -1441,7 +1420,7 @@ blocks_21:
 
 	// v7 = div(v4, v6)
 	VDIVPS    Y0, Y1, Y0
-	MOVQ      mask+32(FP), SI
+	MOVQ      mask+40(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+512, AX, R8
 	ADDQ      R8, DI
@@ -1452,41 +1431,39 @@ blocks_21:
 	VCVTDQ2PS Y1, Y1
 	VMOVUPS   lgc3<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
-	MOVQ      logProb+40(FP), SI
+	MOVQ      logProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y1
-	VMOVUPS   lgc3<>+0(SB), Y3
 
 	// v16 = where(mask, logProb, 0)
-	VBLENDVPS Y2, Y1, Y3, Y1
-	MOVQ      sampleLogProb+48(FP), SI
-	VMOVUPS   (SI)(DI*4), Y4
+	VANDPS  Y1, Y2, Y1
+	MOVQ    sampleLogProb+56(FP), SI
+	VMOVUPS (SI)(DI*4), Y3
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y2, Y4, Y3, Y4
+	VANDPS Y3, Y2, Y3
 
 	// v19 = where(mask, v7, 0)
-	VBLENDVPS Y2, Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// logWeight = sub(v16, v18)
-	VSUBPS  Y4, Y1, Y5
-	VMOVUPS lgc6<>+0(SB), Y6
+	VSUBPS  Y3, Y1, Y4
+	VMOVUPS lgc6<>+0(SB), Y5
 
 	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc7<>+0(SB), Y7
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc7<>+0(SB), Y6
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, (SP)
-	VMOVUPS Y4, 32(SP)
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y1, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y5, Y1
+	VMAXPS       lgc8<>+0(SB), Y4, Y1
 	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc11<>+0(SB), Y4, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y4, Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y1
 	VMOVAPS      lgc13<>+0(SB), Y7
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
@@ -1496,329 +1473,279 @@ blocks_21:
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
 	VADDPS       lgc5<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y4
-	VPMINSD      lgc20<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VCVTPS2DQ    Y6, Y1
+	VPMAXSD      lgc19<>+0(SB), Y1, Y6
+	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc20<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y1
+	VBLENDVPS    Y1, Y4, Y7, Y7
+	VMOVUPS      lgc3<>+0(SB), Y1
 
 	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y3, Y0, Y1
-	VMOVUPS lgc21<>+0(SB), Y4
+	VCMPPS  $0x1d, Y1, Y0, Y1
+	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y4, Y4
-	VMOVUPS Y5, 64(SP)
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMINPS  Y7, Y6, Y6
+	VMOVUPS Y3, 96(SP)
+	VMOVUPS lgc22<>+0(SB), Y3
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y5, Y5
-	VMOVUPS Y7, 96(SP)
+	VMAXPS  Y7, Y3, Y3
+	VMOVUPS Y7, 128(SP)
 
 	// ratioClipped = where(v26, v28, v30)
-	VBLENDVPS Y1, Y4, Y5, Y4
+	VBLENDVPS Y1, Y6, Y3, Y3
 
 	// gain = mul(v19, ratioClipped)
-	VMULPS Y4, Y0, Y4
+	VMULPS Y3, Y0, Y3
 
 	// v33 = neg(gain)
-	VXORPS lgc23<>+0(SB), Y4, Y4
+	VXORPS lgc23<>+0(SB), Y3, Y3
 
 	// v34 = where(mask, v33, 0)
-	VBLENDVPS Y2, Y4, Y3, Y4
+	VANDPS Y3, Y2, Y3
 
 	// sum(v34) over [G N L]
-	MOVQ         state+56(FP), SI
-	VADDPS       2624(SI), Y4, Y4
-	VMOVUPS      Y4, 2624(SI)
-	MOVQ         numValid+64(FP), R8
-	XORQ         R9, R9
-	VBROADCASTSS (R8)(R9*4), Y4
-	VMOVUPS      lgc5<>+0(SB), Y5
-
-	// v36 = max(numValid, 1)
-	VMAXPS  Y4, Y5, Y4
-	VMOVUPS 64(SP), Y5
+	MOVQ    state+64(FP), SI
+	VADDPS  2624(SI), Y3, Y3
+	VMOVUPS Y3, 2624(SI)
 
 	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y6
-	VANDPS lgc5<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y4, Y5, Y3
+	VANDPS lgc5<>+0(SB), Y3, Y3
 
 	// v39 = where(mask, v38, 0)
-	VBLENDVPS Y2, Y6, Y3, Y6
-	VMOVUPS   Y1, 128(SP)
+	VANDPS Y3, Y2, Y3
 
 	// sum(v39) over [G N L]
-	VADDPS  2944(SI), Y6, Y1
-	VMOVUPS Y1, 2944(SI)
-	VMOVUPS 32(SP), Y1
-	VMOVUPS (SP), Y6
+	VADDPS  2944(SI), Y3, Y3
+	VMOVUPS Y3, 2944(SI)
+	VMOVUPS 96(SP), Y3
+	VMOVUPS 64(SP), Y5
 
 	// v42 = sub(v18, v16)
-	VSUBPS Y6, Y1, Y1
+	VSUBPS Y5, Y3, Y3
 
 	// v43 = where(mask, v42, 0)
-	VBLENDVPS Y2, Y1, Y3, Y1
-	VMOVUPS   Y0, 160(SP)
+	VANDPS Y3, Y2, Y3
 
 	// sum(v43) over [G N L]
-	VADDPS  3264(SI), Y1, Y0
-	VMOVUPS Y0, 3264(SI)
-	VMOVUPS lgc24<>+0(SB), Y0
+	VADDPS  3264(SI), Y3, Y3
+	VMOVUPS Y3, 3264(SI)
+	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y2, Y5, Y0, Y0
-	VMOVUPS   Y4, 192(SP)
+	VBLENDVPS Y2, Y4, Y3, Y3
+	VMOVUPS   Y1, 160(SP)
+	VMOVUPS   Y0, 192(SP)
+	VMOVUPS   128(SP), Y0
 
 	// logsumexp(v47) over [G N L]
-	VMAXPS       lgc8<>+0(SB), Y0, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VMOVAPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc5<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y2
-	VPMINSD      lgc20<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc26<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc24<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
+	VANDPS       Y0, Y2, Y0
+	VCMPPS       $0x15, lgc25<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc26<>+0(SB), Y3, Y4
+	VANDPS       Y4, Y1, Y1
+	VCMPPS       $0x00, lgc24<>+0(SB), Y3, Y4
+	VORPS        Y4, Y1, Y1
 	VANDPS       3584(SI), Y1, Y1
 	VMOVUPS      Y1, 3584(SI)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       3392(SI), Y1, Y3
 	VMOVUPD      Y3, 3392(SI)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       3712(SI), Y1, Y1
 	VMOVUPD      Y1, 3712(SI)
-	VADDPD       3424(SI), Y2, Y1
+	VADDPD       3424(SI), Y0, Y1
 	VMOVUPD      Y1, 3424(SI)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       3744(SI), Y1, Y1
-	VMOVUPD      Y1, 3744(SI)
-
-	// v51 = mul(2, v47)
-	VMULPS    lgc27<>+0(SB), Y0, Y0
-	MOVQ      mask+32(FP), R8
-	VPMOVZXBD (R8)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc3<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	MOVQ      refLogProb+72(FP), R8
-	VMOVUPS   (R8)(DI*4), Y2
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMULPD       Y0, Y0, Y0
+	VADDPD       3744(SI), Y0, Y0
+	VMOVUPD      Y0, 3744(SI)
+	MOVQ         refLogProb+72(FP), R8
+	VMOVUPS      (R8)(DI*4), Y0
 
 	// v59 = where(mask, refLogProb, 0)
-	VBLENDVPS Y1, Y2, Y3, Y2
-	VMOVUPS   (SP), Y4
+	VANDPS  Y0, Y2, Y0
+	VMOVUPS 64(SP), Y1
 
 	// v60 = sub(v59, v16)
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y1, Y0, Y0
 
 	// v61 = where(mask, v60, 0)
-	VBLENDVPS Y1, Y2, Y3, Y1
+	VANDPS Y0, Y2, Y0
 
 	// v62 = abs(v61)
-	VMOVUPS lgc23<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc28<>+0(SB), Y4
+	VMOVUPS lgc23<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc27<>+0(SB), Y3
 
 	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y2, Y2
-	VMOVUPS lgc29<>+0(SB), Y5
+	VCMPPS  $0x11, Y3, Y1, Y1
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
+	VMAXPS Y0, Y4, Y4
 
 	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
+	VMINPS Y4, Y3, Y3
 
 	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc30<>+0(SB), Y4, Y5
+	VMULPS lgc29<>+0(SB), Y3, Y4
 
 	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc31<>+0(SB), Y5, Y5
+	VADDPS lgc30<>+0(SB), Y4, Y4
 
 	// v73 = mul(v67, v71)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc32<>+0(SB), Y5, Y5
+	VADDPS lgc31<>+0(SB), Y4, Y4
 
 	// v76 = mul(v67, v74)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc33<>+0(SB), Y5, Y5
+	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v79 = mul(v67, v77)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc34<>+0(SB), Y5, Y5
+	VADDPS lgc33<>+0(SB), Y4, Y4
 
 	// v82 = mul(v67, v80)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc35<>+0(SB), Y5, Y5
+	VADDPS lgc34<>+0(SB), Y4, Y4
 
 	// v85 = mul(v67, v83)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc36<>+0(SB), Y5, Y5
+	VADDPS lgc35<>+0(SB), Y4, Y4
 
 	// v88 = mul(v67, v86)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc37<>+0(SB), Y5, Y5
+	VADDPS lgc36<>+0(SB), Y4, Y4
 
 	// v91 = mul(v67, v89)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v92 = add(0.5, v91)
-	VADDPS lgc18<>+0(SB), Y5, Y5
+	VADDPS lgc18<>+0(SB), Y4, Y4
 
 	// v93 = mul(v67, v67)
-	VMULPS Y4, Y4, Y4
+	VMULPS Y3, Y3, Y3
 
 	// v94 = mul(v93, v92)
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y3, Y3
 
 	// v95 = exp(v61)
-	VMAXPS       lgc8<>+0(SB), Y1, Y5
-	VMINPS       lgc9<>+0(SB), Y5, Y5
-	VMULPS       lgc10<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc5<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VMAXPS       lgc8<>+0(SB), Y0, Y4
+	VMINPS       lgc9<>+0(SB), Y4, Y4
+	VMULPS       lgc10<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y5, Y4
+	VMOVAPS      lgc13<>+0(SB), Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc5<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc19<>+0(SB), Y4, Y5
+	VPMINSD      lgc20<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
 	VPADDD       lgc20<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
+	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v96 = sub(v95, 1)
-	VSUBPS lgc5<>+0(SB), Y7, Y5
+	VSUBPS lgc5<>+0(SB), Y6, Y4
 
 	// v97 = sub(v96, v61)
-	VSUBPS Y1, Y5, Y5
+	VSUBPS Y0, Y4, Y4
 
 	// k3 = where(v64, v94, v97)
-	VBLENDVPS Y2, Y4, Y5, Y2
+	VBLENDVPS Y1, Y3, Y4, Y1
 
 	// v99 = add(k3, v61)
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS lgc3<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y0, Y4
+	VADDPS Y0, Y1, Y0
 
 	// v100 = where(mask, k3, 0)
-	VBLENDVPS Y4, Y2, Y3, Y0
+	VANDPS Y1, Y2, Y1
 
 	// sum(v100) over [G N L]
-	VADDPS  4096(SI), Y0, Y0
-	VMOVUPS Y0, 4096(SI)
-	VMOVUPS lgc38<>+0(SB), Y0
-	VMOVUPS 192(SP), Y2
-
-	// v106 = div(0.04, v36)
-	VDIVPS Y2, Y0, Y0
+	VADDPS  4096(SI), Y1, Y1
+	VMOVUPS Y1, 4096(SI)
+	VMOVUPS (SP), Y1
 
 	// v107 = where(mask, v106, 0)
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VANDPS  Y1, Y2, Y1
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v108 = ne(v107, 0)
-	VCMPPS $0x04, Y3, Y0, Y5
+	VCMPPS $0x04, Y3, Y1, Y4
 
 	// v109 = mul(v107, v99)
-	VMULPS Y1, Y0, Y1
+	VMULPS Y0, Y1, Y0
 
 	// v110 = where(v108, v109, v107)
-	VBLENDVPS Y5, Y1, Y0, Y0
+	VBLENDVPS Y4, Y0, Y1, Y0
 
 	// v111 = where(mask, v110, 0)
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// v112 = neg(v111)
 	VXORPS  lgc23<>+0(SB), Y0, Y0
-	VMOVUPS lgc5<>+0(SB), Y1
-
-	// v113 = div(1, v36)
-	VDIVPS Y2, Y1, Y1
+	VMOVUPS 32(SP), Y1
 
 	// v114 = where(mask, v113, 0)
-	VBLENDVPS Y4, Y1, Y3, Y1
+	VANDPS Y1, Y2, Y1
 
 	// v115 = neg(v114)
 	VXORPS lgc23<>+0(SB), Y1, Y1
 
 	// v116 = ne(v115, 0)
-	VCMPPS  $0x04, Y3, Y1, Y2
-	VMOVUPS 160(SP), Y5
+	VCMPPS  $0x04, Y3, Y1, Y4
+	VMOVUPS 192(SP), Y5
 
 	// v117 = mul(v115, v19)
 	VMULPS Y5, Y1, Y5
 
 	// v118 = where(v116, v117, v115)
-	VBLENDVPS Y2, Y5, Y1, Y1
-	VMOVUPS   128(SP), Y2
+	VBLENDVPS Y4, Y5, Y1, Y1
+	VMOVUPS   160(SP), Y4
 	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
 
 	// v119 = where(v26, v118, 0)
-	VBLENDVPS Y5, Y1, Y3, Y2
+	VANDPS Y1, Y5, Y4
 
 	// v120 = where(v26, 0, v118)
-	VBLENDVPS Y5, Y3, Y1, Y1
-	VMOVUPS   96(SP), Y5
-	VMOVUPS   lgc22<>+0(SB), Y6
+	VANDNPS Y1, Y5, Y1
+	VMOVUPS 128(SP), Y5
+	VMOVUPS lgc22<>+0(SB), Y6
 
 	// v121 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
@@ -1829,60 +1756,50 @@ blocks_21:
 	VANDPS lgc5<>+0(SB), Y7, Y7
 
 	// v123 = max(v121, v122)
-	VXORPS  lgc23<>+0(SB), Y6, Y6
-	VXORPS  lgc23<>+0(SB), Y7, Y9
-	VMINPS  Y6, Y9, Y8
-	VMINPS  Y9, Y6, Y6
-	VORPS   Y8, Y6, Y6
-	VXORPS  lgc23<>+0(SB), Y6, Y6
+	VMAXPS  Y6, Y7, Y6
 	VMOVUPS lgc3<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v124 = where(v123, v120, 0)
-	VBLENDVPS Y8, Y1, Y3, Y1
-	VMOVUPS   lgc21<>+0(SB), Y6
+	VANDPS  Y1, Y8, Y1
+	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v125 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc5<>+0(SB), Y6, Y6
 
 	// v126 = max(v125, v122)
-	VXORPS  lgc23<>+0(SB), Y6, Y6
-	VXORPS  lgc23<>+0(SB), Y7, Y7
-	VMINPS  Y6, Y7, Y8
-	VMINPS  Y7, Y6, Y6
-	VORPS   Y8, Y6, Y6
-	VXORPS  lgc23<>+0(SB), Y6, Y6
+	VMAXPS  Y6, Y7, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v127 = where(v126, v119, 0)
-	VBLENDVPS Y7, Y2, Y3, Y2
+	VANDPS Y4, Y7, Y4
 
 	// v128 = add(v124, v127)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y4, Y1, Y1
 
 	// v129 = ne(v128, 0)
-	VCMPPS $0x04, Y3, Y1, Y2
+	VCMPPS $0x04, Y3, Y1, Y3
 
 	// v130 = mul(v128, ratio)
-	VMULPS Y5, Y1, Y5
+	VMULPS Y5, Y1, Y4
 
 	// v131 = where(v129, v130, v128)
-	VBLENDVPS Y2, Y5, Y1, Y1
+	VBLENDVPS Y3, Y4, Y1, Y1
 
 	// v132 = add(v112, v131)
 	VADDPS Y1, Y0, Y0
 
 	// gradLogProb = where(mask, v132, 0)
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), SI
 	VMOVUPS      Y0, (SI)(DI*4)
 	DECQ         BX
 	JNZ          noflush_22
-	MOVQ         state+56(FP), BX
+	MOVQ         state+64(FP), BX
 	VMOVUPS      2624(BX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -1942,7 +1859,7 @@ noflush_22:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_21
-	MOVQ         state+56(FP), DX
+	MOVQ         state+64(FP), DX
 	VMOVUPS      2624(DX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -2034,7 +1951,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc27<>+0(SB), Y5, Y5
+	VMULPS       lgc37<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -2075,10 +1992,10 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v36)
-	VDIVPS Y1, Y8, Y6
+	VDIVPS Y1, Y8, Y5
 
 	// ess = where(v55, v56, 0)
-	VBLENDVPS    Y0, Y6, Y5, Y0
+	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 

@@ -257,7 +257,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p2_ok)
 		for a := lo; a < hi; a += 119 {
 			lo, hi := a, min(a+119, hi)
-			fbPass1AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &out.NumValid, hi)
+			fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r9_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
@@ -270,7 +270,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
-			fbPass2AVX2(lo, &in.Mask[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &st.buf[0], &out.NumValid, &in.RefLogProb[0], &s.s5[0], &g.LogProb[0], hi)
+			fbPass2AVX2(&out.NumValid, lo, &in.Mask[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &st.buf[0], &in.RefLogProb[0], &s.s5[0], &g.LogProb[0], hi)
 		}
 	}
 	n := min(fbPass1Chunks, 8)

@@ -32,13 +32,13 @@ func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, hi int)
+func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass2Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
+func fbPass2AVX2(numValid *float32, lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
 
 // fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
 // in Go.

@@ -851,27 +851,27 @@ inner_Q_10:
 	VMULPS lgc16<>+0(SB), Y4, Y7
 
 	// v58 = where(v32, 0.0009765625, 0)
-	VBLENDVPS Y6, Y2, Y5, Y8
-	VMOVUPS   Y3, 192(SP)
+	VANDPS Y2, Y6, Y8
 
 	// v59 = where(v32, 0, 0.0009765625)
-	VBLENDVPS Y6, Y5, Y2, Y3
+	VANDNPS Y2, Y6, Y6
 
 	// v60 = ne(v58, 0)
-	VCMPPS $0x04, Y5, Y8, Y6
+	VCMPPS $0x04, Y5, Y8, Y9
 
 	// v61 = mul(v58, absDiff)
 	VMULPS  Y4, Y8, Y4
-	VMOVUPS Y3, 224(SP)
+	VMOVUPS Y3, 192(SP)
+	VMOVUPS Y6, 224(SP)
 
 	// v62 = where(v60, v61, v58)
-	VBLENDVPS Y6, Y4, Y8, Y3
+	VBLENDVPS Y9, Y4, Y8, Y3
 
 	// v63 = mul(v58, v33)
 	VMULPS Y7, Y8, Y4
 
 	// v64 = where(v60, v63, v58)
-	VBLENDVPS Y6, Y4, Y8, Y4
+	VBLENDVPS Y9, Y4, Y8, Y4
 	VMOVUPS   224(SP), Y6
 
 	// v65 = add(v59, v64)

@@ -455,7 +455,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r97_ok)
 		runtime.Fill(st.r99_s, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &out.NumValid, &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
+		fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
 	}
 	n := min(fbPass1Chunks, 16)
 	if n <= 1 {

@@ -51,7 +51,7 @@ func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, numValid *float32, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+func fbPass1AVX2(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
 // in Go.

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $384-144
+TEXT ·pass0AVX2(SB), $352-144
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -25,212 +25,209 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	MOVQ      sampleLogProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y3
-	VMOVUPS   lgc0<>+0(SB), Y4
+	VMOVUPS   (BX)(SI*4), Y1
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y2, Y3, Y4, Y3
-	MOVQ      refLogProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y5
+	VANDPS  Y1, Y2, Y1
+	MOVQ    refLogProb+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VBLENDVPS Y2, Y5, Y4, Y2
+	VANDPS Y3, Y2, Y3
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Y2, Y3, Y5
+	VSUBPS Y3, Y1, Y4
 
 	// v9 = mul(0.05, nextKLPenalty)
-	VMULPS  lgc1<>+0(SB), Y5, Y6
+	VMULPS  lgc1<>+0(SB), Y4, Y5
 	MOVQ    nextReward+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y7
+	VMOVUPS (BX)(SI*4), Y6
 
 	// nextReward2 = sub(nextReward, v9)
-	VSUBPS    Y6, Y7, Y6
-	VMOVUPS   lgc2<>+0(SB), Y7
+	VSUBPS    Y5, Y6, Y5
+	VMOVUPS   lgc2<>+0(SB), Y6
 	MOVQ      nextTerminated+40(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y7
+	VCVTDQ2PS Y7, Y7
+
+	// notTerminated = sub(1, nextTerminated)
+	VSUBPS    Y7, Y6, Y7
+	MOVQ      nextDone+48(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y8
 	VCVTDQ2PS Y8, Y8
 
-	// notTerminated = sub(1, nextTerminated)
-	VSUBPS    Y8, Y7, Y8
-	MOVQ      nextDone+48(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y9
-	VCVTDQ2PS Y9, Y9
-
 	// notDone = sub(1, nextDone)
-	VSUBPS Y9, Y7, Y9
+	VSUBPS Y8, Y6, Y8
 
 	// v18 = mul(1, notTerminated)
-	VMULPS  lgc2<>+0(SB), Y8, Y8
+	VMULPS  lgc2<>+0(SB), Y7, Y7
 	MOVQ    nextStateValue+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y10
+	VMOVUPS (BX)(SI*4), Y9
 
 	// v19 = mul(v18, nextStateValue)
-	VMULPS Y10, Y8, Y8
+	VMULPS Y9, Y7, Y7
 
 	// v20 = add(nextReward2, v19)
-	VADDPS  Y8, Y6, Y8
+	VADDPS  Y7, Y5, Y7
 	MOVQ    stateValue+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y10
+	VMOVUPS (BX)(SI*4), Y9
 
 	// delta = sub(v20, stateValue)
-	VSUBPS Y10, Y8, Y8
+	VSUBPS Y9, Y7, Y7
 
 	// discount = mul(0.95, notDone)
-	VMULPS  lgc3<>+0(SB), Y9, Y9
-	VMOVUPS Y6, (SP)
-	VMOVUPS Y5, 32(SP)
-	VMOVUPS Y2, 64(SP)
-	VMOVUPS Y3, 96(SP)
+	VMULPS  lgc3<>+0(SB), Y8, Y8
+	VMOVUPS Y5, (SP)
+	VMOVUPS Y4, 32(SP)
+	VMOVUPS Y3, 64(SP)
+	VMOVUPS Y1, 96(SP)
 
 	// gae = scan(delta, discount) over L reverse
-	VMOVUPS     Y9, Y2
-	VMOVUPS     Y8, Y3
-	VANDPS      lgc4<>+0(SB), Y3, Y5
-	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
+	VMOVUPS     Y8, Y1
+	VMOVUPS     Y7, Y3
+	VANDPS      lgc4<>+0(SB), Y3, Y4
+	VCMPPS      $0x12, lgc5<>+0(SB), Y4, Y4
 	MOVQ        state+72(FP), BX
-	VANDPS      4544(BX), Y5, Y5
-	VMOVUPS     Y5, 4544(BX)
-	VMOVUPS     lgc6<>+0(SB), Y6
-	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y3, Y6, Y6
-	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y3
-	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc7<>+0(SB), Y6
-	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y3, Y6, Y6
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y3
-	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc8<>+0(SB), Y6
-	VPERMPS     Y2, Y6, Y5
-	VPERMPS     Y3, Y6, Y6
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y2, Y6, Y3
-	VMULPS      Y5, Y2, Y2
-	VFMADD231PS Y2, Y0, Y3
+	VANDPS      4544(BX), Y4, Y4
+	VMOVUPS     Y4, 4544(BX)
+	VMOVUPS     lgc6<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y3, Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y3
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y3, Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y3
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y3, Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y3
+	VMULPS      Y4, Y1, Y1
+	VFMADD231PS Y1, Y0, Y3
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y3, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS  Y10, Y3, Y2
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y1, Y5
+	VADDPS Y9, Y3, Y1
 
 	// v28 = where(mask, 1, 0)
-	VBLENDVPS Y5, Y7, Y4, Y1
-	VMOVUPS   Y3, 128(SP)
+	VANDPS  Y6, Y2, Y4
+	VMOVUPS Y3, 128(SP)
 
 	// sum(v28) over [B L]
-	VADDPS  256(BX), Y1, Y6
-	VMOVUPS Y6, 256(BX)
+	VADDPS  256(BX), Y4, Y5
+	VMOVUPS Y5, 256(BX)
 
 	// v30 = where(mask, gae, 0)
-	VBLENDVPS Y5, Y3, Y4, Y6
-	MOVQ      logProb+80(FP), DI
-	VMOVUPS   (DI)(SI*4), Y7
+	VANDPS  Y3, Y2, Y5
+	MOVQ    logProb+80(FP), DI
+	VMOVUPS (DI)(SI*4), Y6
 
 	// v32 = where(mask, logProb, 0)
-	VBLENDVPS Y5, Y7, Y4, Y7
-	VMOVUPS   96(SP), Y8
+	VANDPS  Y6, Y2, Y6
+	VMOVUPS 96(SP), Y7
 
 	// logWeight = sub(v32, v4)
-	VSUBPS  Y8, Y7, Y8
+	VSUBPS  Y7, Y6, Y7
 	VMOVUPS Y3, 160(SP)
-	VMOVUPS Y1, 192(SP)
-	VMOVUPS lgc10<>+0(SB), Y1
+	VMOVUPS Y4, 192(SP)
+	VMOVUPS lgc10<>+0(SB), Y3
 
 	// v36 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y8, Y1, Y1
-	VMOVUPS Y2, 224(SP)
-	VMOVUPS lgc11<>+0(SB), Y2
+	VMAXPS  Y7, Y3, Y3
+	VMOVUPS lgc11<>+0(SB), Y4
 
 	// logWeightClip = min(v36, 0.18232156) tie=first
-	VMINPS  Y1, Y2, Y1
-	VMOVUPS Y7, 256(SP)
-	VMOVUPS Y1, 288(SP)
+	VMINPS  Y3, Y4, Y3
+	VMOVUPS Y1, 224(SP)
+	VMOVUPS Y6, 256(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc12<>+0(SB), Y8, Y1
+	VMAXPS       lgc12<>+0(SB), Y7, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y4, Y1
+	VMOVAPS      lgc17<>+0(SB), Y6
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y6
+	VADDPS       lgc2<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y4
+	VPMINSD      lgc24<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y8, Y8, Y1
-	VBLENDVPS    Y1, Y8, Y3, Y3
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y6
+	VCMPPS       $0x03, Y7, Y7, Y1
+	VBLENDVPS    Y1, Y7, Y6, Y6
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v39 = ge(v30, 0)
-	VCMPPS  $0x1d, Y4, Y6, Y1
-	VMOVUPS lgc25<>+0(SB), Y2
+	VCMPPS  $0x1d, Y1, Y5, Y1
+	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y3, Y2, Y2
-	VMOVUPS Y8, 320(SP)
+	VMINPS  Y6, Y4, Y4
+	VMOVUPS Y7, 288(SP)
 	VMOVUPS lgc26<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y3, Y7, Y3
+	VMAXPS  Y6, Y7, Y7
+	VMOVUPS Y6, 320(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y1, Y2, Y3, Y1
+	VBLENDVPS Y1, Y4, Y7, Y1
 
 	// gain = mul(v30, ratioClipped)
-	VMULPS Y1, Y6, Y1
+	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y1, Y1
 
 	// v47 = where(mask, v46, 0)
-	VBLENDVPS Y5, Y1, Y4, Y1
+	VANDPS Y1, Y2, Y1
 
 	// sum(v47) over [B L]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	VMOVUPS 288(SP), Y1
-	VMOVUPS 320(SP), Y2
 
 	// v51 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y2, Y1, Y1
+	VCMPPS $0x04, Y1, Y3, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// v52 = where(mask, v51, 0)
-	VBLENDVPS Y5, Y1, Y4, Y1
+	VANDPS Y1, Y2, Y1
 
 	// sum(v52) over [B L]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 	VMOVUPS 96(SP), Y1
-	VMOVUPS 256(SP), Y2
+	VMOVUPS 256(SP), Y3
 
 	// v55 = sub(v4, v32)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y1, Y1
 
 	// v56 = where(mask, v55, 0)
-	VBLENDVPS Y5, Y1, Y4, Y1
+	VANDPS Y1, Y2, Y1
 
 	// sum(v56) over [B L]
 	VADDPS  1216(BX), Y1, Y1
@@ -238,138 +235,108 @@ blocks_2:
 	VMOVUPS 224(SP), Y1
 
 	// v59 = where(mask, valueTarget, 0)
-	VBLENDVPS Y5, Y1, Y4, Y1
-	MOVQ      stateValue+64(FP), DI
-	VMOVUPS   (DI)(SI*4), Y2
+	VANDPS  Y1, Y2, Y1
+	MOVQ    stateValue+64(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v60 = where(mask, stateValue, 0)
-	VBLENDVPS Y5, Y2, Y4, Y2
+	VANDPS Y3, Y2, Y3
 
 	// diff = sub(v59, v60)
-	VSUBPS Y2, Y1, Y2
+	VSUBPS Y3, Y1, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y3, Y6
+	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc22<>+0(SB), Y3, Y7
+	VMULPS lgc22<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y3, Y7, Y7
+	VMULPS Y4, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc22<>+0(SB), Y3, Y3
-	VMOVUPS Y1, 352(SP)
+	VSUBPS lgc22<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y6, Y7, Y3, Y1
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y1, Y1
+	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// v70 = where(mask, v69, 0)
-	VBLENDVPS Y5, Y1, Y4, Y1
+	VANDPS Y4, Y2, Y4
 
 	// sum(v70) over [B L]
-	VADDPS  1536(BX), Y1, Y1
-	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 192(SP), Y1
+	VADDPS  1536(BX), Y4, Y4
+	VMOVUPS Y4, 1536(BX)
+	VMOVUPS 192(SP), Y4
 
 	// sum(v28) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       1664(BX)(DI*8), Y5, Y5
+	VMOVUPD      Y5, 1664(BX)(DI*8)
+	VADDPD       1696(BX)(DI*8), Y4, Y4
+	VMOVUPD      Y4, 1696(BX)(DI*8)
+
+	// v75 = where(mask, diff, 0)
+	VANDPS Y3, Y2, Y3
+
+	// sum(v75) over [B]
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       2176(BX)(DI*8), Y4, Y4
+	VMOVUPD      Y4, 2176(BX)(DI*8)
+	VADDPD       2208(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 2208(BX)(DI*8)
+
+	// sum(v59) over [B]
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1664(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 1664(BX)(DI*8)
-	VADDPD       1696(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 1696(BX)(DI*8)
-
-	// v75 = where(mask, diff, 0)
-	VBLENDVPS Y5, Y2, Y4, Y1
-
-	// sum(v75) over [B]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2176(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 2176(BX)(DI*8)
-	VADDPD       2208(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 2208(BX)(DI*8)
-	VMOVUPS      352(SP), Y1
-
-	// sum(v59) over [B]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2688(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 2688(BX)(DI*8)
+	VADDPD       2688(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 2688(BX)(DI*8)
 	VADDPD       2720(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 2720(BX)(DI*8)
-	VMOVUPS      320(SP), Y1
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      288(SP), Y1
+	VMOVUPS      lgc28<>+0(SB), Y3
 
 	// v96 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y5, Y1, Y2, Y1
+	VBLENDVPS Y2, Y1, Y3, Y1
+	VMOVUPS   320(SP), Y3
 
 	// logsumexp(v96) over [B]
-	VMAXPS       lgc12<>+0(SB), Y1, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
-	VORPS        Y3, Y2, Y2
-	VANDPS       3712(BX), Y2, Y2
-	VMOVUPS      Y2, 3712(BX)
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3200(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 3200(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       4032(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 4032(BX)(DI*8)
-	VADDPD       3232(BX)(DI*8), Y3, Y2
-	VMOVUPD      Y2, 3232(BX)(DI*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       4064(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 4064(BX)(DI*8)
-
-	// v98 = mul(2, v96)
-	VMULPS  lgc31<>+0(SB), Y1, Y1
-	VMOVUPS 64(SP), Y1
+	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       3712(BX), Y3, Y3
+	VMOVUPS      Y3, 3712(BX)
+	VCVTPS2PD    X2, Y1
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3200(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 3200(BX)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       4032(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 4032(BX)(DI*8)
+	VADDPD       3232(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 3232(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       4064(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 4064(BX)(DI*8)
+	VMOVUPS      64(SP), Y1
 
 	// store nextRefLogProbs
 	MOVQ    nextRefLogProbs+88(FP), BX
@@ -404,7 +371,7 @@ blocks_2:
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -416,7 +383,7 @@ blocks_2:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -429,7 +396,7 @@ blocks_2:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -442,7 +409,7 @@ blocks_2:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -455,7 +422,7 @@ blocks_2:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -476,7 +443,7 @@ noflush_3:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -488,7 +455,7 @@ noflush_3:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -501,7 +468,7 @@ noflush_3:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -514,7 +481,7 @@ noflush_3:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -527,7 +494,7 @@ noflush_3:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -856,25 +823,15 @@ DATA lgc30<>+24(SB)/4, $0x42b00000
 DATA lgc30<>+28(SB)/4, $0x42b00000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x40000000
-DATA lgc31<>+4(SB)/4, $0x40000000
-DATA lgc31<>+8(SB)/4, $0x40000000
-DATA lgc31<>+12(SB)/4, $0x40000000
-DATA lgc31<>+16(SB)/4, $0x40000000
-DATA lgc31<>+20(SB)/4, $0x40000000
-DATA lgc31<>+24(SB)/4, $0x40000000
-DATA lgc31<>+28(SB)/4, $0x40000000
+DATA lgc31<>+0(SB)/4, $0x7f7fffff
+DATA lgc31<>+4(SB)/4, $0x7f7fffff
+DATA lgc31<>+8(SB)/4, $0x7f7fffff
+DATA lgc31<>+12(SB)/4, $0x7f7fffff
+DATA lgc31<>+16(SB)/4, $0x7f7fffff
+DATA lgc31<>+20(SB)/4, $0x7f7fffff
+DATA lgc31<>+24(SB)/4, $0x7f7fffff
+DATA lgc31<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x7f7fffff
-DATA lgc32<>+4(SB)/4, $0x7f7fffff
-DATA lgc32<>+8(SB)/4, $0x7f7fffff
-DATA lgc32<>+12(SB)/4, $0x7f7fffff
-DATA lgc32<>+16(SB)/4, $0x7f7fffff
-DATA lgc32<>+20(SB)/4, $0x7f7fffff
-DATA lgc32<>+24(SB)/4, $0x7f7fffff
-DATA lgc32<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
@@ -940,7 +897,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v100 = mul(2, logSumW)
-	VMULPS  lgc31<>+0(SB), Y0, Y0
+	VMULPS  lgc32<>+0(SB), Y0, Y0
 	MOVQ    s11+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -981,10 +938,10 @@ blocks_4:
 
 	// v103 = gt(v73, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc2<>+0(SB), Y0, Y2
+	VANDPS lgc2<>+0(SB), Y0, Y1
 
 	// v104 = where(v103, essCol, 0)
-	VBLENDVPS Y0, Y3, Y1, Y0
+	VANDPS Y3, Y0, Y0
 
 	// sum(v104) over [L]
 	MOVQ    state+40(FP), DX
@@ -992,14 +949,14 @@ blocks_4:
 	VMOVUPS Y0, 4864(DX)
 
 	// sum(v103) over [L]
-	VADDPS       5184(DX), Y2, Y0
+	VADDPS       5184(DX), Y1, Y0
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
 	JNZ          noflush_6
 	MOVQ         state+40(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1011,7 +968,7 @@ blocks_4:
 	VMOVUPS      Y0, 4864(CX)
 	VMOVUPS      5184(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1037,7 +994,7 @@ chunkdone_5:
 	MOVQ         state+40(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1049,7 +1006,7 @@ chunkdone_5:
 	VMOVUPS      Y0, 4864(AX)
 	VMOVUPS      5184(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1064,6 +1021,16 @@ chunkdone_5:
 	VMOVUPS      Y1, 5312(AX)
 	VZEROUPPER
 	RET
+
+DATA lgc32<>+0(SB)/4, $0x40000000
+DATA lgc32<>+4(SB)/4, $0x40000000
+DATA lgc32<>+8(SB)/4, $0x40000000
+DATA lgc32<>+12(SB)/4, $0x40000000
+DATA lgc32<>+16(SB)/4, $0x40000000
+DATA lgc32<>+20(SB)/4, $0x40000000
+DATA lgc32<>+24(SB)/4, $0x40000000
+DATA lgc32<>+28(SB)/4, $0x40000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
 // Requires: AVX, AVX2
@@ -1090,53 +1057,52 @@ blocks_8:
 	VCVTDQ2PS Y2, Y2
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v59 = where(mask, valueTarget, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VANDPS Y0, Y3, Y0
 
 	// v60 = where(mask, stateValue, 0)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VANDPS Y1, Y3, Y1
 
 	// diff = sub(v59, v60)
 	VSUBPS  Y1, Y0, Y1
 	MOVQ    s5+32(FP), DX
 	XORQ    BX, BX
 	ADDQ    CX, BX
-	VMOVUPS (DX)(BX*4), Y4
-	VMOVUPS lgc2<>+0(SB), Y5
+	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS lgc2<>+0(SB), Y4
 
 	// v74 = max(v73, 1)
-	VMAXPS  Y4, Y5, Y4
+	VMAXPS  Y2, Y4, Y2
 	MOVQ    s6+40(FP), DX
-	VMOVUPS (DX)(BX*4), Y5
+	VMOVUPS (DX)(BX*4), Y4
 
 	// v77 = div(v76, v74)
-	VDIVPS Y4, Y5, Y5
+	VDIVPS Y2, Y4, Y4
 
 	// v78 = sub(diff, v77)
-	VSUBPS Y5, Y1, Y1
+	VSUBPS Y4, Y1, Y1
 
 	// v79 = mul(v78, v78)
 	VMULPS Y1, Y1, Y1
 
 	// v80 = where(mask, v79, 0)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VANDPS Y1, Y3, Y1
 
 	// sum(v80) over [B]
-	VCVTPS2PD    X1, Y5
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	MOVQ         state+48(FP), DX
-	VADDPD       5440(DX)(BX*8), Y5, Y5
-	VMOVUPD      Y5, 5440(DX)(BX*8)
+	VADDPD       5440(DX)(BX*8), Y4, Y4
+	VMOVUPD      Y4, 5440(DX)(BX*8)
 	VADDPD       5472(DX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 5472(DX)(BX*8)
 	MOVQ         s8+56(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
 	// v84 = div(v83, v74)
-	VDIVPS Y4, Y1, Y1
+	VDIVPS Y2, Y1, Y1
 
 	// v85 = sub(v59, v84)
 	VSUBPS Y1, Y0, Y0
@@ -1145,7 +1111,7 @@ blocks_8:
 	VMULPS Y0, Y0, Y0
 
 	// v87 = where(mask, v86, 0)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VANDPS Y0, Y3, Y0
 
 	// sum(v87) over [B]
 	VCVTPS2PD    X0, Y1
@@ -1261,7 +1227,7 @@ GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $160-136
+TEXT ·fbPass0AVX2(SB), $128-136
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -1280,132 +1246,128 @@ blocks_12:
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	MOVQ      sampleLogProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y3
-	VMOVUPS   lgc0<>+0(SB), Y4
+	VMOVUPS   (BX)(SI*4), Y1
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y2, Y3, Y4, Y3
-	MOVQ      refLogProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y5
+	VANDPS  Y1, Y2, Y1
+	MOVQ    refLogProb+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VBLENDVPS Y2, Y5, Y4, Y2
+	VANDPS Y3, Y2, Y3
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Y2, Y3, Y3
+	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(0.05, nextKLPenalty)
-	VMULPS  lgc1<>+0(SB), Y3, Y5
+	VMULPS  lgc1<>+0(SB), Y1, Y4
 	MOVQ    nextReward+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y6
+	VMOVUPS (BX)(SI*4), Y5
 
 	// nextReward2 = sub(nextReward, v9)
-	VSUBPS    Y5, Y6, Y5
-	VMOVUPS   lgc2<>+0(SB), Y6
+	VSUBPS    Y4, Y5, Y4
+	VMOVUPS   lgc2<>+0(SB), Y5
 	MOVQ      nextTerminated+40(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y6
+	VCVTDQ2PS Y6, Y6
+
+	// notTerminated = sub(1, nextTerminated)
+	VSUBPS    Y6, Y5, Y6
+	MOVQ      nextDone+48(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y7
 	VCVTDQ2PS Y7, Y7
 
-	// notTerminated = sub(1, nextTerminated)
-	VSUBPS    Y7, Y6, Y7
-	MOVQ      nextDone+48(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y8
-	VCVTDQ2PS Y8, Y8
-
 	// notDone = sub(1, nextDone)
-	VSUBPS Y8, Y6, Y8
+	VSUBPS Y7, Y5, Y7
 
 	// v18 = mul(1, notTerminated)
-	VMULPS  lgc2<>+0(SB), Y7, Y7
+	VMULPS  lgc2<>+0(SB), Y6, Y6
 	MOVQ    nextStateValue+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y9
+	VMOVUPS (BX)(SI*4), Y8
 
 	// v19 = mul(v18, nextStateValue)
-	VMULPS Y9, Y7, Y7
+	VMULPS Y8, Y6, Y6
 
 	// v20 = add(nextReward2, v19)
-	VADDPS  Y7, Y5, Y7
+	VADDPS  Y6, Y4, Y6
 	MOVQ    stateValue+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y9
+	VMOVUPS (BX)(SI*4), Y8
 
 	// delta = sub(v20, stateValue)
-	VSUBPS Y9, Y7, Y7
+	VSUBPS Y8, Y6, Y6
 
 	// discount = mul(0.95, notDone)
-	VMULPS  lgc3<>+0(SB), Y8, Y8
-	VMOVUPS Y5, (SP)
-	VMOVUPS Y3, 32(SP)
-	VMOVUPS Y2, 64(SP)
+	VMULPS  lgc3<>+0(SB), Y7, Y7
+	VMOVUPS Y4, (SP)
+	VMOVUPS Y1, 32(SP)
+	VMOVUPS Y3, 64(SP)
 
 	// gae = scan(delta, discount) over L reverse
-	VMOVUPS     Y8, Y2
-	VMOVUPS     Y7, Y3
-	VANDPS      lgc4<>+0(SB), Y3, Y5
-	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
+	VMOVUPS     Y7, Y1
+	VMOVUPS     Y6, Y3
+	VANDPS      lgc4<>+0(SB), Y3, Y4
+	VCMPPS      $0x12, lgc5<>+0(SB), Y4, Y4
 	MOVQ        state+72(FP), BX
-	VANDPS      1920(BX), Y5, Y5
-	VMOVUPS     Y5, 1920(BX)
-	VMOVUPS     lgc6<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y3, Y7, Y7
-	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y3
-	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc7<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y3, Y7, Y7
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y3
-	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc8<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y3, Y7, Y7
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y3
-	VMULPS      Y5, Y2, Y2
-	VFMADD231PS Y2, Y0, Y3
+	VANDPS      1920(BX), Y4, Y4
+	VMOVUPS     Y4, 1920(BX)
+	VMOVUPS     lgc6<>+0(SB), Y6
+	VPERMPS     Y1, Y6, Y4
+	VPERMPS     Y3, Y6, Y6
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y1, Y6, Y3
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y6
+	VPERMPS     Y1, Y6, Y4
+	VPERMPS     Y3, Y6, Y6
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y1, Y6, Y3
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y6
+	VPERMPS     Y1, Y6, Y4
+	VPERMPS     Y3, Y6, Y6
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y1, Y6, Y3
+	VMULPS      Y4, Y1, Y1
+	VFMADD231PS Y1, Y0, Y3
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y3, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS  Y9, Y3, Y2
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y1, Y5
+	VADDPS Y8, Y3, Y1
 
 	// v28 = where(mask, 1, 0)
-	VBLENDVPS Y5, Y6, Y4, Y1
-	VMOVUPS   Y3, 96(SP)
+	VANDPS Y5, Y2, Y4
 
 	// sum(v28) over [B L]
-	VADDPS  256(BX), Y1, Y6
-	VMOVUPS Y6, 256(BX)
+	VADDPS  256(BX), Y4, Y5
+	VMOVUPS Y5, 256(BX)
 
 	// v59 = where(mask, valueTarget, 0)
-	VBLENDVPS Y5, Y2, Y4, Y6
+	VANDPS Y1, Y2, Y5
 
 	// v60 = where(mask, stateValue, 0)
-	VBLENDVPS Y5, Y9, Y4, Y7
+	VANDPS Y8, Y2, Y6
 
 	// diff = sub(v59, v60)
-	VSUBPS  Y7, Y6, Y7
-	VMOVUPS Y2, 128(SP)
+	VSUBPS  Y6, Y5, Y6
+	VMOVUPS Y1, 96(SP)
 
 	// sum(v28) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       384(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 384(BX)(DI*8)
-	VADDPD       416(BX)(DI*8), Y1, Y1
+	VCVTPS2PD    X4, Y1
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       384(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 384(BX)(DI*8)
+	VADDPD       416(BX)(DI*8), Y4, Y1
 	VMOVUPD      Y1, 416(BX)(DI*8)
 
 	// v75 = where(mask, diff, 0)
-	VBLENDVPS Y5, Y7, Y4, Y1
+	VANDPS Y6, Y2, Y1
 
 	// sum(v75) over [B]
 	VCVTPS2PD    X1, Y2
@@ -1417,8 +1379,8 @@ blocks_12:
 	VMOVUPD      Y1, 928(BX)(DI*8)
 
 	// sum(v59) over [B]
-	VCVTPS2PD    X6, Y1
-	VEXTRACTF128 $0x01, Y6, X2
+	VCVTPS2PD    X5, Y1
+	VEXTRACTF128 $0x01, Y5, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       1408(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 1408(BX)(DI*8)
@@ -1443,12 +1405,11 @@ blocks_12:
 	// store gae
 	MOVQ    s0+104(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
-	VMOVUPS 96(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+112(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 128(SP), Y1
+	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS 96(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+120(FP), BX
@@ -1458,7 +1419,7 @@ blocks_12:
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1478,7 +1439,7 @@ noflush_13:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1496,17 +1457,29 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, numValid *float32, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX2(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $448-112
-	MOVQ lo+0(FP), AX
+TEXT ·fbPass1AVX2(SB), $416-112
+	// values every block reads alike, computed once
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc2<>+0(SB), Y1
+
+	// v49 = max(numValid, 1)
+	VMAXPS Y0, Y1, Y0
+
+	// v111 = div(1, v49)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    lo+8(FP), AX
 
 outer0_14:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_15:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+48, AX, DI
 	ADDQ      DI, SI
@@ -1515,174 +1488,165 @@ blocks_15:
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	MOVQ      sampleLogProb+16(FP), BX
+	MOVQ      sampleLogProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y0
-	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	MOVQ      s0+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y3
-	MOVQ      stateValue+32(FP), BX
-	VMOVUPS   (BX)(SI*4), Y4
+	VANDPS  Y0, Y1, Y0
+	MOVQ    s0+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y2
+	MOVQ    stateValue+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Y4, Y3, Y4
+	VADDPS Y3, Y2, Y3
 
 	// v30 = where(mask, gae, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	MOVQ      logProb+40(FP), BX
-	VMOVUPS   (BX)(SI*4), Y5
+	VANDPS  Y2, Y1, Y2
+	MOVQ    logProb+48(FP), BX
+	VMOVUPS (BX)(SI*4), Y4
 
 	// v32 = where(mask, logProb, 0)
-	VBLENDVPS Y1, Y5, Y2, Y5
+	VANDPS Y4, Y1, Y4
 
 	// logWeight = sub(v32, v4)
-	VSUBPS  Y0, Y5, Y6
-	VMOVUPS lgc10<>+0(SB), Y7
+	VSUBPS  Y0, Y4, Y5
+	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v36 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y6, Y7, Y7
-	VMOVUPS lgc11<>+0(SB), Y8
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// logWeightClip = min(v36, 0.18232156) tie=first
-	VMINPS  Y7, Y8, Y7
-	VMOVUPS Y4, (SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y5, 64(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y0, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc12<>+0(SB), Y6, Y0
+	VMAXPS       lgc12<>+0(SB), Y5, Y0
 	VMINPS       lgc13<>+0(SB), Y0, Y0
-	VMULPS       lgc14<>+0(SB), Y0, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y4, Y0
-	VFNMADD231PS lgc16<>+0(SB), Y4, Y0
-	VMOVAPS      lgc17<>+0(SB), Y5
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y5
+	VMULPS       lgc14<>+0(SB), Y0, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y0
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y0
+	VMOVAPS      lgc17<>+0(SB), Y7
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y7
 	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y5
-	VADDPS       lgc2<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y0
-	VPMAXSD      lgc23<>+0(SB), Y0, Y4
-	VPMINSD      lgc24<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y0, Y0
-	VPADDD       lgc24<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VFMADD213PS  Y0, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y0
+	VPMAXSD      lgc23<>+0(SB), Y0, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y0, Y0
+	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc24<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y0, Y5, Y5
-	VCMPPS       $0x03, Y6, Y6, Y0
-	VBLENDVPS    Y0, Y6, Y5, Y5
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y0
+	VBLENDVPS    Y0, Y5, Y7, Y7
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v30, 0)
-	VCMPPS  $0x1d, Y2, Y3, Y0
-	VMOVUPS lgc25<>+0(SB), Y4
+	VCMPPS  $0x1d, Y0, Y2, Y0
+	VMOVUPS lgc25<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y5, Y4, Y4
-	VMOVUPS Y6, 96(SP)
-	VMOVUPS lgc26<>+0(SB), Y6
+	VMINPS  Y7, Y3, Y3
+	VMOVUPS Y4, 96(SP)
+	VMOVUPS lgc26<>+0(SB), Y4
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS Y5, 128(SP)
+	VMAXPS  Y7, Y4, Y4
+	VMOVUPS Y7, 128(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y0, Y4, Y6, Y4
+	VBLENDVPS Y0, Y3, Y4, Y3
 
 	// gain = mul(v30, ratioClipped)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y3, Y2, Y3
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y4, Y4
+	VXORPS lgc27<>+0(SB), Y3, Y3
 
 	// v47 = where(mask, v46, 0)
-	VBLENDVPS Y1, Y4, Y2, Y4
+	VANDPS Y3, Y1, Y3
 
 	// sum(v47) over [B L]
-	MOVQ         state+48(FP), BX
-	VADDPS       2240(BX), Y4, Y4
-	VMOVUPS      Y4, 2240(BX)
-	MOVQ         numValid+56(FP), DI
-	XORQ         R8, R8
-	VBROADCASTSS (DI)(R8*4), Y4
-	VMOVUPS      lgc2<>+0(SB), Y5
-
-	// v49 = max(numValid, 1)
-	VMAXPS  Y4, Y5, Y4
-	VMOVUPS 96(SP), Y6
+	MOVQ    state+56(FP), BX
+	VADDPS  2240(BX), Y3, Y3
+	VMOVUPS Y3, 2240(BX)
 
 	// v51 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y6, Y7, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y5, Y6, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y3
 
 	// v52 = where(mask, v51, 0)
-	VBLENDVPS Y1, Y6, Y2, Y6
-	VMOVUPS   Y0, 160(SP)
+	VANDPS Y3, Y1, Y3
 
 	// sum(v52) over [B L]
-	VADDPS  2560(BX), Y6, Y0
-	VMOVUPS Y0, 2560(BX)
-	VMOVUPS 32(SP), Y0
-	VMOVUPS 64(SP), Y6
+	VADDPS  2560(BX), Y3, Y3
+	VMOVUPS Y3, 2560(BX)
+	VMOVUPS 64(SP), Y3
+	VMOVUPS 96(SP), Y4
 
 	// v55 = sub(v4, v32)
-	VSUBPS Y6, Y0, Y0
+	VSUBPS Y4, Y3, Y3
 
 	// v56 = where(mask, v55, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y3, Y1, Y3
 
 	// sum(v56) over [B L]
-	VADDPS  2880(BX), Y0, Y0
-	VMOVUPS Y0, 2880(BX)
-	VMOVUPS (SP), Y0
+	VADDPS  2880(BX), Y3, Y3
+	VMOVUPS Y3, 2880(BX)
+	VMOVUPS 32(SP), Y3
 
 	// v59 = where(mask, valueTarget, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	MOVQ      stateValue+32(FP), DI
-	VMOVUPS   (DI)(SI*4), Y6
+	VANDPS  Y3, Y1, Y3
+	MOVQ    stateValue+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v60 = where(mask, stateValue, 0)
-	VBLENDVPS Y1, Y6, Y2, Y6
+	VANDPS Y4, Y1, Y4
 
 	// diff = sub(v59, v60)
-	VSUBPS Y6, Y0, Y6
+	VSUBPS Y4, Y3, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y7
-	VANDNPS Y6, Y7, Y7
+	VMOVUPS lgc27<>+0(SB), Y6
+	VANDNPS Y4, Y6, Y6
+	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y5, Y7, Y8
+	VCMPPS $0x11, Y7, Y6, Y8
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc22<>+0(SB), Y7, Y9
-	VMOVUPS Y3, 192(SP)
-	VMOVUPS Y4, 224(SP)
+	VMULPS  lgc22<>+0(SB), Y6, Y9
+	VMOVUPS Y0, 160(SP)
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y7, Y9, Y3
+	VMULPS Y6, Y9, Y0
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc22<>+0(SB), Y7, Y4
-	VMOVUPS Y9, 256(SP)
-	VMOVUPS Y7, 288(SP)
-	VMOVUPS Y0, 320(SP)
+	VSUBPS  lgc22<>+0(SB), Y6, Y10
+	VMOVUPS Y2, 192(SP)
+	VMOVUPS Y9, 224(SP)
+	VMOVUPS Y6, 256(SP)
+	VMOVUPS Y5, 288(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y8, Y3, Y4, Y0
+	VBLENDVPS Y8, Y0, Y10, Y0
 
 	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y0, Y0
 
 	// v70 = where(mask, v69, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v70) over [B L]
 	VADDPS  3200(BX), Y0, Y0
@@ -1693,37 +1657,35 @@ blocks_15:
 	VMOVUPS (DI)(R8*4), Y0
 
 	// v74 = max(v73, 1)
-	VMAXPS  Y0, Y5, Y0
+	VMAXPS  Y0, Y7, Y0
 	MOVQ    s6+72(FP), DI
-	VMOVUPS (DI)(R8*4), Y3
+	VMOVUPS (DI)(R8*4), Y2
 
 	// v77 = div(v76, v74)
-	VDIVPS Y0, Y3, Y3
+	VDIVPS Y0, Y2, Y2
 
 	// v78 = sub(diff, v77)
-	VSUBPS Y3, Y6, Y3
+	VSUBPS Y2, Y4, Y2
 
 	// v79 = mul(v78, v78)
-	VMULPS Y3, Y3, Y3
+	VMULPS Y2, Y2, Y2
 
 	// v80 = where(mask, v79, 0)
-	VBLENDVPS Y1, Y3, Y2, Y3
-	VMOVUPS   Y6, 352(SP)
+	VANDPS Y2, Y1, Y2
 
 	// sum(v80) over [B]
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3328(BX)(R8*8), Y4, Y4
-	VMOVUPD      Y4, 3328(BX)(R8*8)
-	VADDPD       3360(BX)(R8*8), Y3, Y3
-	VMOVUPD      Y3, 3360(BX)(R8*8)
+	VCVTPS2PD    X2, Y5
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3328(BX)(R8*8), Y5, Y5
+	VMOVUPD      Y5, 3328(BX)(R8*8)
+	VADDPD       3360(BX)(R8*8), Y2, Y2
+	VMOVUPD      Y2, 3360(BX)(R8*8)
 	MOVQ         s8+80(FP), DI
-	VMOVUPS      (DI)(R8*4), Y3
+	VMOVUPS      (DI)(R8*4), Y2
 
 	// v84 = div(v83, v74)
-	VDIVPS  Y0, Y3, Y0
-	VMOVUPS 320(SP), Y3
+	VDIVPS Y0, Y2, Y0
 
 	// v85 = sub(v59, v84)
 	VSUBPS Y0, Y3, Y0
@@ -1732,7 +1694,7 @@ blocks_15:
 	VMULPS Y0, Y0, Y0
 
 	// v87 = where(mask, v86, 0)
-	VBLENDVPS Y1, Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v87) over [B]
 	VCVTPS2PD    X0, Y2
@@ -1742,152 +1704,115 @@ blocks_15:
 	VMOVUPD      Y2, 3840(BX)(R8*8)
 	VADDPD       3872(BX)(R8*8), Y0, Y0
 	VMOVUPD      Y0, 3872(BX)(R8*8)
-	VMOVUPS      96(SP), Y0
+	VMOVUPS      288(SP), Y0
 	VMOVUPS      lgc28<>+0(SB), Y2
 
 	// v96 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y0, Y2, Y0
-	VMOVUPS   Y8, 384(SP)
+	VMOVUPS   Y4, 320(SP)
+	VMOVUPS   Y8, 352(SP)
+	VMOVUPS   128(SP), Y2
 
 	// logsumexp(v96) over [B]
-	VMAXPS       lgc12<>+0(SB), Y0, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc29<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       4864(BX), Y1, Y1
-	VMOVUPS      Y1, 4864(BX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
+	VANDPS       Y2, Y1, Y2
+	VCMPPS       $0x15, lgc29<>+0(SB), Y0, Y3
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y0, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       4864(BX), Y3, Y3
+	VMOVUPS      Y3, 4864(BX)
+	VCVTPS2PD    X2, Y0
+	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4352(BX)(R8*8), Y1, Y3
+	VADDPD       4352(BX)(R8*8), Y0, Y3
 	VMOVUPD      Y3, 4352(BX)(R8*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       5184(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 5184(BX)(R8*8)
-	VADDPD       4384(BX)(R8*8), Y2, Y1
-	VMOVUPD      Y1, 4384(BX)(R8*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       5216(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 5216(BX)(R8*8)
-
-	// v98 = mul(2, v96)
-	VMULPS  lgc31<>+0(SB), Y0, Y0
-	VMOVUPS lgc2<>+0(SB), Y0
-	VMOVUPS 224(SP), Y1
-
-	// v111 = div(1, v49)
-	VDIVPS    Y1, Y0, Y1
-	MOVQ      mask+8(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VMOVUPS   lgc0<>+0(SB), Y4
+	VMULPD       Y0, Y0, Y0
+	VADDPD       5184(BX)(R8*8), Y0, Y0
+	VMOVUPD      Y0, 5184(BX)(R8*8)
+	VADDPD       4384(BX)(R8*8), Y2, Y0
+	VMOVUPD      Y0, 4384(BX)(R8*8)
+	VMULPD       Y2, Y2, Y0
+	VADDPD       5216(BX)(R8*8), Y0, Y0
+	VMOVUPD      Y0, 5216(BX)(R8*8)
+	VMOVUPS      (SP), Y0
 
 	// v113 = where(mask, v111, 0)
-	VBLENDVPS Y3, Y1, Y4, Y1
+	VANDPS Y0, Y1, Y0
 
 	// v114 = mul(v113, 1)
-	VMULPS  lgc2<>+0(SB), Y1, Y3
-	VMOVUPS 384(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VMULPS  lgc2<>+0(SB), Y0, Y2
+	VMOVUPS 352(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y3, Y4
 
 	// v115 = where(v64, v114, 0)
-	VBLENDVPS Y6, Y3, Y4, Y5
+	VANDPS Y2, Y4, Y3
 
 	// v116 = where(v64, 0, v114)
-	VBLENDVPS Y6, Y4, Y3, Y3
+	VANDNPS Y2, Y4, Y2
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v117 = ne(v115, 0)
-	VCMPPS  $0x04, Y4, Y5, Y6
-	VMOVUPS 288(SP), Y7
+	VCMPPS  $0x04, Y4, Y3, Y5
+	VMOVUPS 256(SP), Y6
 
 	// v118 = mul(v115, absDiff)
-	VMULPS  Y7, Y5, Y7
-	VMOVUPS Y1, 416(SP)
+	VMULPS Y6, Y3, Y6
 
 	// v119 = where(v117, v118, v115)
-	VBLENDVPS Y6, Y7, Y5, Y1
-	VMOVUPS   256(SP), Y7
+	VBLENDVPS Y5, Y6, Y3, Y6
+	VMOVUPS   224(SP), Y7
 
 	// v120 = mul(v115, v65)
-	VMULPS Y7, Y5, Y7
+	VMULPS  Y7, Y3, Y7
+	VMOVUPS Y0, 384(SP)
 
 	// v121 = where(v117, v120, v115)
-	VBLENDVPS Y6, Y7, Y5, Y5
+	VBLENDVPS Y5, Y7, Y3, Y0
 
 	// v122 = add(v116, v121)
-	VADDPS Y5, Y3, Y3
+	VADDPS Y0, Y2, Y0
 
 	// v123 = mul(v119, 0.5)
-	VMULPS lgc22<>+0(SB), Y1, Y1
+	VMULPS lgc22<>+0(SB), Y6, Y2
 
 	// v124 = add(v122, v123)
-	VADDPS  Y1, Y3, Y1
-	VMOVUPS 352(SP), Y3
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS 320(SP), Y2
 
 	// v125 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	VCMPPS $0x1e, Y4, Y2, Y3
 
 	// v126 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	VCMPPS $0x11, Y4, Y2, Y5
 
 	// v127 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc35<>+0(SB), Y7
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc35<>+0(SB), Y6
 
 	// v128 = where(v126, -1, v127)
-	VBLENDVPS Y6, Y7, Y3, Y3
+	VBLENDVPS Y5, Y6, Y2, Y2
+	VMOVUPS   lgc2<>+0(SB), Y5
 
 	// v129 = where(v125, 1, v128)
-	VBLENDVPS Y5, Y0, Y3, Y0
+	VBLENDVPS Y3, Y5, Y2, Y2
 
 	// v130 = ne(v124, 0)
-	VCMPPS $0x04, Y4, Y1, Y3
+	VCMPPS $0x04, Y4, Y0, Y3
 
 	// v131 = mul(v124, v129)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y2, Y0, Y2
 
 	// v132 = where(v130, v131, v124)
-	VBLENDVPS Y3, Y0, Y1, Y0
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// v133 = neg(v132)
-	VXORPS  lgc27<>+0(SB), Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y1
-	VCMPPS  $0x04, Y1, Y2, Y1
+	VXORPS lgc27<>+0(SB), Y0, Y0
 
 	// gradStateValue = where(mask, v133, 0)
-	VBLENDVPS Y1, Y0, Y4, Y0
-	VMOVUPS   416(SP), Y2
+	VANDPS  Y0, Y1, Y0
+	VMOVUPS 384(SP), Y2
 
 	// v135 = neg(v113)
 	VXORPS lgc27<>+0(SB), Y2, Y2
@@ -1906,12 +1831,12 @@ blocks_15:
 	VCMPPS    $0x04, Y5, Y3, Y5
 
 	// v139 = where(v39, v138, 0)
-	VBLENDVPS Y5, Y2, Y4, Y3
+	VANDPS Y2, Y5, Y3
 
 	// v140 = where(v39, 0, v138)
-	VBLENDVPS Y5, Y4, Y2, Y2
-	VMOVUPS   128(SP), Y5
-	VMOVUPS   lgc26<>+0(SB), Y6
+	VANDNPS Y2, Y5, Y2
+	VMOVUPS 128(SP), Y5
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v141 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
@@ -1922,35 +1847,25 @@ blocks_15:
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v143 = max(v141, v142)
-	VXORPS  lgc27<>+0(SB), Y6, Y6
-	VXORPS  lgc27<>+0(SB), Y7, Y9
-	VMINPS  Y6, Y9, Y8
-	VMINPS  Y9, Y6, Y6
-	VORPS   Y8, Y6, Y6
-	VXORPS  lgc27<>+0(SB), Y6, Y6
+	VMAXPS  Y6, Y7, Y6
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v144 = where(v143, v140, 0)
-	VBLENDVPS Y8, Y2, Y4, Y2
-	VMOVUPS   lgc25<>+0(SB), Y6
+	VANDPS  Y2, Y8, Y2
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v145 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v146 = max(v145, v142)
-	VXORPS  lgc27<>+0(SB), Y6, Y6
-	VXORPS  lgc27<>+0(SB), Y7, Y7
-	VMINPS  Y6, Y7, Y8
-	VMINPS  Y7, Y6, Y6
-	VORPS   Y8, Y6, Y6
-	VXORPS  lgc27<>+0(SB), Y6, Y6
+	VMAXPS  Y6, Y7, Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v147 = where(v146, v139, 0)
-	VBLENDVPS Y7, Y3, Y4, Y3
+	VANDPS Y3, Y7, Y3
 
 	// v148 = add(v144, v147)
 	VADDPS Y3, Y2, Y2
@@ -1959,13 +1874,13 @@ blocks_15:
 	VCMPPS $0x04, Y4, Y2, Y3
 
 	// v150 = mul(v148, ratio)
-	VMULPS Y5, Y2, Y5
+	VMULPS Y5, Y2, Y4
 
 	// v151 = where(v149, v150, v148)
-	VBLENDVPS Y3, Y5, Y2, Y2
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// gradLogProb = where(mask, v151, 0)
-	VBLENDVPS Y1, Y2, Y4, Y1
+	VANDPS Y2, Y1, Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
@@ -1976,10 +1891,10 @@ blocks_15:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_16
-	MOVQ         state+48(FP), DX
+	MOVQ         state+56(FP), DX
 	VMOVUPS      2240(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1991,7 +1906,7 @@ blocks_15:
 	VMOVUPS      Y0, 2240(DX)
 	VMOVUPS      2560(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2004,7 +1919,7 @@ blocks_15:
 	VMOVUPS      Y0, 2560(DX)
 	VMOVUPS      2880(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2017,7 +1932,7 @@ blocks_15:
 	VMOVUPS      Y0, 2880(DX)
 	VMOVUPS      3200(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2036,10 +1951,10 @@ noflush_16:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+48
 	JL           blocks_15
-	MOVQ         state+48(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      2240(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2051,7 +1966,7 @@ noflush_16:
 	VMOVUPS      Y0, 2240(CX)
 	VMOVUPS      2560(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2064,7 +1979,7 @@ noflush_16:
 	VMOVUPS      Y0, 2560(CX)
 	VMOVUPS      2880(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2077,7 +1992,7 @@ noflush_16:
 	VMOVUPS      Y0, 2880(CX)
 	VMOVUPS      3200(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2195,7 +2110,7 @@ blocks_17:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v100 = mul(2, logSumW)
-	VMULPS  lgc31<>+0(SB), Y2, Y2
+	VMULPS  lgc32<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2234,10 +2149,10 @@ blocks_17:
 
 	// v103 = gt(v73, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
-	VANDPS lgc2<>+0(SB), Y0, Y3
+	VANDPS lgc2<>+0(SB), Y0, Y2
 
 	// v104 = where(v103, essCol, 0)
-	VBLENDVPS Y0, Y5, Y2, Y0
+	VANDPS Y5, Y0, Y0
 
 	// sum(v104) over [L]
 	MOVQ    state+56(FP), DX
@@ -2245,7 +2160,7 @@ blocks_17:
 	VMOVUPS Y0, 6016(DX)
 
 	// sum(v103) over [L]
-	VADDPS  6336(DX), Y3, Y0
+	VADDPS  6336(DX), Y2, Y0
 	VMOVUPS Y0, 6336(DX)
 
 	// store explainedVariance
@@ -2256,7 +2171,7 @@ blocks_17:
 	MOVQ         state+56(FP), CX
 	VMOVUPS      6016(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2268,7 +2183,7 @@ blocks_17:
 	VMOVUPS      Y0, 6016(CX)
 	VMOVUPS      6336(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2294,7 +2209,7 @@ chunkdone_18:
 	MOVQ         state+56(FP), AX
 	VMOVUPS      6016(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2306,7 +2221,7 @@ chunkdone_18:
 	VMOVUPS      Y0, 6016(AX)
 	VMOVUPS      6336(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0

@@ -186,7 +186,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r57_mean, 0)
 		runtime.Fill(st.r57_m2, 0)
 		runtime.Fill(st.r62_s, 0)
-		fbPass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.OldLoc[0], &in.OldScale[0], &in.SampleLogProb[0], &in.Advantage[0], &in.stateBeta[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &out.KL[0], &g.StateValue[0], &g.Scale[0], &g.Loc[0])
+		fbPass0AVX2(&in.stateBeta[0], lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.OldLoc[0], &in.OldScale[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &out.KL[0], &g.StateValue[0], &g.Scale[0], &g.Loc[0])
 	}
 	n := min(fbPass0Chunks, 64)
 	if n <= 1 {

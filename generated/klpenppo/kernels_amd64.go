@@ -20,7 +20,7 @@ func pass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explai
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
+func fbPass0AVX2(stateBeta *float64, lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
 
 // fbPass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see fbPass1Go for the same loop
 // in Go.

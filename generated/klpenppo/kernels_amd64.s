@@ -868,16 +868,42 @@ DATA lgc46<>+16(SB)/8, $0x3f7b4e81aaaaaaab
 DATA lgc46<>+24(SB)/8, $0x3f7b4e81aaaaaaab
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
+// func fbPass0AVX2(stateBeta *float64, lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $1248-136
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_7
+	// values every block reads alike, computed once
+	MOVQ         stateBeta+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSD (AX)(CX*8), Y0
+
+	// v78 = mul(0.00390625, beta)
+	VMULPD lgc47<>+0(SB), Y0, Y0
+
+	// v84 = mul(v78, 0.5)
+	VMULPD lgc11<>+0(SB), Y0, Y0
+
+	// v85 = neg(v84)
+	VXORPD  lgc2<>+0(SB), Y0, Y1
+	VMOVUPD lgc1<>+0(SB), Y2
+
+	// v86 = ne(v85, 0)
+	VCMPPD $0x04, Y2, Y1, Y3
+	VANDPD lgc9<>+0(SB), Y3, Y3
+
+	// v90 = ne(v84, 0)
+	VCMPPD  $0x04, Y2, Y0, Y2
+	VANDPD  lgc9<>+0(SB), Y2, Y2
+	VMOVUPD Y1, (SP)
+	VMOVUPD Y3, 32(SP)
+	VMOVUPD Y0, 64(SP)
+	VMOVUPD Y2, 96(SP)
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_7
 
 blocks_6:
 	// tile loc
-	MOVQ       loc+16(FP), CX
+	MOVQ       loc+24(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+3, AX, BX
 	ADDQ       BX, DX
@@ -894,12 +920,12 @@ blocks_6:
 	VPERM2F128 $0x20, Y0, Y1, Y5
 	VPERM2F128 $0x31, Y2, Y4, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPD    Y3, (SP)
-	VMOVUPD    Y5, 32(SP)
-	VMOVUPD    Y2, 64(SP)
+	VMOVUPD    Y3, 128(SP)
+	VMOVUPD    Y5, 160(SP)
+	VMOVUPD    Y2, 192(SP)
 
 	// tile scale
-	MOVQ       scale+24(FP), CX
+	MOVQ       scale+32(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -913,12 +939,12 @@ blocks_6:
 	VPERM2F128 $0x20, Y0, Y1, Y5
 	VPERM2F128 $0x31, Y2, Y4, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPD    Y3, 96(SP)
-	VMOVUPD    Y5, 128(SP)
-	VMOVUPD    Y2, 160(SP)
+	VMOVUPD    Y3, 224(SP)
+	VMOVUPD    Y5, 256(SP)
+	VMOVUPD    Y2, 288(SP)
 
 	// tile action
-	MOVQ       action+32(FP), CX
+	MOVQ       action+40(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -932,12 +958,12 @@ blocks_6:
 	VPERM2F128 $0x20, Y0, Y1, Y5
 	VPERM2F128 $0x31, Y2, Y4, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPD    Y3, 192(SP)
-	VMOVUPD    Y5, 224(SP)
-	VMOVUPD    Y2, 256(SP)
+	VMOVUPD    Y3, 320(SP)
+	VMOVUPD    Y5, 352(SP)
+	VMOVUPD    Y2, 384(SP)
 
 	// tile oldLoc
-	MOVQ       oldLoc+40(FP), CX
+	MOVQ       oldLoc+48(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -951,12 +977,12 @@ blocks_6:
 	VPERM2F128 $0x20, Y0, Y1, Y5
 	VPERM2F128 $0x31, Y2, Y4, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPD    Y3, 288(SP)
-	VMOVUPD    Y5, 320(SP)
-	VMOVUPD    Y2, 352(SP)
+	VMOVUPD    Y3, 416(SP)
+	VMOVUPD    Y5, 448(SP)
+	VMOVUPD    Y2, 480(SP)
 
 	// tile oldScale
-	MOVQ       oldScale+48(FP), CX
+	MOVQ       oldScale+56(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -970,9 +996,9 @@ blocks_6:
 	VPERM2F128 $0x20, Y0, Y1, Y5
 	VPERM2F128 $0x31, Y2, Y4, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPD    Y3, 384(SP)
-	VMOVUPD    Y5, 416(SP)
-	VMOVUPD    Y2, 448(SP)
+	VMOVUPD    Y3, 512(SP)
+	VMOVUPD    Y5, 544(SP)
+	VMOVUPD    Y2, 576(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
 	XORQ       CX, CX
 
@@ -980,8 +1006,8 @@ inner_D_8:
 	XORQ    BX, BX
 	IMUL3Q  $+32, CX, SI
 	ADDQ    SI, BX
-	VMOVUPD 192(SP)(BX*1), Y1
-	VMOVUPD (SP)(BX*1), Y2
+	VMOVUPD 320(SP)(BX*1), Y1
+	VMOVUPD 128(SP)(BX*1), Y2
 
 	// v4 = sub(action, loc)
 	VSUBPD Y2, Y1, Y1
@@ -991,7 +1017,7 @@ inner_D_8:
 
 	// v6 = neg(v5)
 	VXORPD  lgc2<>+0(SB), Y1, Y1
-	VMOVUPD 96(SP)(BX*1), Y2
+	VMOVUPD 224(SP)(BX*1), Y2
 
 	// v8 = mul(scale, scale)
 	VMULPD Y2, Y2, Y3
@@ -1064,7 +1090,7 @@ inner_D_8:
 	JL     inner_D_8
 
 	// finish logProb
-	MOVQ    sampleLogProb+56(FP), CX
+	MOVQ    sampleLogProb+64(FP), CX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPD (CX)(BX*8), Y1
@@ -1072,24 +1098,24 @@ inner_D_8:
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
-	VMOVUPD Y0, 672(SP)
-	VMOVUPD Y1, 704(SP)
+	VMOVUPD Y0, 800(SP)
+	VMOVUPD Y1, 832(SP)
 	XORQ    CX, CX
 
 inner_D_9:
 	XORQ    SI, SI
 	IMUL3Q  $+32, CX, DI
 	ADDQ    DI, SI
-	VMOVUPD 384(SP)(SI*1), Y0
-	VMOVUPD 96(SP)(SI*1), Y1
+	VMOVUPD 512(SP)(SI*1), Y0
+	VMOVUPD 224(SP)(SI*1), Y1
 
 	// v20 = div(oldScale, scale)
 	VDIVPD Y1, Y0, Y0
 
 	// v21 = mul(v20, v20)
 	VMULPD  Y0, Y0, Y0
-	VMOVUPD 288(SP)(SI*1), Y3
-	VMOVUPD (SP)(SI*1), Y4
+	VMOVUPD 416(SP)(SI*1), Y3
+	VMOVUPD 128(SP)(SI*1), Y4
 
 	// v22 = sub(oldLoc, loc)
 	VSUBPD Y4, Y3, Y3
@@ -1169,7 +1195,7 @@ inner_D_9:
 
 	// finish kl
 	VMOVUPD Y2, Y0
-	VMOVUPD 704(SP), Y1
+	VMOVUPD 832(SP), Y1
 
 	// v34 = exp(logWeight)
 	VMAXPD       lgc26<>+0(SB), Y1, Y2
@@ -1206,12 +1232,12 @@ inner_D_9:
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
-	MOVQ         advantage+64(FP), CX
+	MOVQ         advantage+72(FP), CX
 	VMOVUPD      (CX)(BX*8), Y1
 
 	// v35 = mul(v34, advantage)
 	VMULPD       Y1, Y4, Y1
-	MOVQ         stateBeta+72(FP), CX
+	MOVQ         stateBeta+0(FP), CX
 	XORQ         SI, SI
 	VBROADCASTSD (CX)(SI*8), Y2
 
@@ -1228,9 +1254,9 @@ inner_D_9:
 	MOVQ    state+80(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
-	MOVQ    sampleLogProb+56(FP), DI
-	VMOVUPD (DI)(BX*8), Y1
-	VMOVUPD 672(SP), Y2
+	MOVQ    sampleLogProb+64(FP), SI
+	VMOVUPD (SI)(BX*8), Y1
+	VMOVUPD 800(SP), Y2
 
 	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
@@ -1239,16 +1265,16 @@ inner_D_9:
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
 	VMOVUPD lgc1<>+0(SB), Y1
-	VMOVUPD Y0, 736(SP)
-	VMOVUPD Y4, 768(SP)
-	VMOVUPD Y0, 800(SP)
-	XORQ    DI, DI
+	VMOVUPD Y0, 864(SP)
+	VMOVUPD Y4, 896(SP)
+	VMOVUPD Y0, 928(SP)
+	XORQ    SI, SI
 
 inner_D_10:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
-	VMOVUPD 96(SP)(R8*1), Y0
+	XORQ    DI, DI
+	IMUL3Q  $+32, SI, R8
+	ADDQ    R8, DI
+	VMOVUPD 224(SP)(DI*1), Y0
 
 	// v11 = log(scale)
 	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
@@ -1304,8 +1330,8 @@ inner_D_10:
 
 	// sum(v44) over [D]
 	VADDPD Y1, Y0, Y1
-	INCQ   DI
-	CMPQ   DI, $+3
+	INCQ   SI
+	CMPQ   SI, $+3
 	JL     inner_D_10
 
 	// finish entropy
@@ -1321,10 +1347,10 @@ inner_D_10:
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y1, Y0
 	VMOVUPD Y0, 640(CX)
-	MOVQ    valueTarget+88(FP), DI
-	VMOVUPD (DI)(BX*8), Y0
-	MOVQ    stateValue+96(FP), DI
-	VMOVUPD (DI)(BX*8), Y1
+	MOVQ    valueTarget+88(FP), SI
+	VMOVUPD (SI)(BX*8), Y0
+	MOVQ    stateValue+96(FP), SI
+	VMOVUPD (SI)(BX*8), Y1
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPD Y1, Y0, Y1
@@ -1370,7 +1396,7 @@ inner_D_10:
 	VFMADD231PD  Y4, Y0, Y2
 	VMOVUPD      Y3, 1792(CX)
 	VMOVUPD      Y2, 1984(CX)
-	VMOVUPD      736(SP), Y0
+	VMOVUPD      864(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
@@ -1383,241 +1409,217 @@ inner_D_10:
 	VADDPD Y0, Y0, Y0
 
 	// gradStateValue = neg(v74)
-	VXORPD       lgc2<>+0(SB), Y0, Y0
-	MOVQ         stateBeta+72(FP), CX
-	VBROADCASTSD (CX)(SI*8), Y1
-
-	// v78 = mul(0.00390625, beta)
-	VMULPD  lgc47<>+0(SB), Y1, Y1
-	MOVQ    advantage+64(FP), CX
-	VMOVUPD (CX)(BX*8), Y2
+	VXORPD  lgc2<>+0(SB), Y0, Y0
+	MOVQ    advantage+72(FP), CX
+	VMOVUPD (CX)(BX*8), Y1
 
 	// v79 = mul(-0.00390625, advantage)
-	VMULPD  lgc48<>+0(SB), Y2, Y2
-	VMOVUPD lgc1<>+0(SB), Y3
+	VMULPD  lgc48<>+0(SB), Y1, Y1
+	VMOVUPD lgc1<>+0(SB), Y2
 
 	// v81 = ne(v79, 0)
-	VCMPPD  $0x04, Y3, Y2, Y4
-	VMOVUPD 768(SP), Y5
+	VCMPPD  $0x04, Y2, Y1, Y3
+	VMOVUPD 896(SP), Y4
 
 	// v82 = mul(v79, v34)
-	VMULPD Y5, Y2, Y5
+	VMULPD Y4, Y1, Y4
 
 	// v83 = where(v81, v82, v79)
-	VBLENDVPD Y4, Y5, Y2, Y2
-
-	// v84 = mul(v78, 0.5)
-	VMULPD lgc11<>+0(SB), Y1, Y1
-
-	// v85 = neg(v84)
-	VXORPD lgc2<>+0(SB), Y1, Y4
-
-	// v86 = ne(v85, 0)
-	VCMPPD $0x04, Y3, Y4, Y5
-
-	// v90 = ne(v84, 0)
-	VCMPPD $0x04, Y3, Y1, Y6
+	VBLENDVPD Y3, Y4, Y1, Y1
 
 	// v111 = neg(v83)
-	VXORPD lgc2<>+0(SB), Y2, Y7
+	VXORPD lgc2<>+0(SB), Y1, Y3
 
 	// v112 = add(-3.90625e-05, v111)
-	VADDPD lgc49<>+0(SB), Y7, Y8
+	VADDPD lgc49<>+0(SB), Y3, Y4
 
 	// v115 = ne(v83, 0)
-	VCMPPD  $0x04, Y3, Y2, Y9
-	VMOVUPD Y0, 832(SP)
+	VCMPPD $0x04, Y2, Y1, Y5
 
 	// v119 = ne(v111, 0)
-	VCMPPD  $0x04, Y3, Y7, Y0
-	VMOVUPD Y2, 864(SP)
-	VMOVUPD Y7, 896(SP)
-	VMOVUPD Y8, 928(SP)
-	VMOVUPD Y9, 960(SP)
-	VMOVUPD Y0, 992(SP)
+	VCMPPD  $0x04, Y2, Y3, Y2
+	VMOVUPD Y0, 960(SP)
+	VMOVUPD Y1, 992(SP)
+	VMOVUPD Y3, 1024(SP)
+	VMOVUPD Y4, 1056(SP)
+	VMOVUPD Y5, 1088(SP)
+	VMOVUPD Y2, 1120(SP)
 	XORQ    CX, CX
 
 inner_D_11:
 	XORQ    SI, SI
 	IMUL3Q  $+32, CX, DI
 	ADDQ    DI, SI
-	VMOVUPD 192(SP)(SI*1), Y0
-	VMOVUPD (SP)(SI*1), Y2
+	VMOVUPD 320(SP)(SI*1), Y0
+	VMOVUPD 128(SP)(SI*1), Y1
 
 	// v4 = sub(action, loc)
-	VSUBPD Y2, Y0, Y0
+	VSUBPD Y1, Y0, Y0
 
 	// v5 = mul(v4, v4)
-	VMULPD Y0, Y0, Y3
+	VMULPD Y0, Y0, Y2
 
 	// v6 = neg(v5)
-	VXORPD  lgc2<>+0(SB), Y3, Y3
-	VMOVUPD 96(SP)(SI*1), Y7
+	VXORPD  lgc2<>+0(SB), Y2, Y2
+	VMOVUPD 224(SP)(SI*1), Y3
 
 	// v8 = mul(scale, scale)
-	VMULPD Y7, Y7, Y8
+	VMULPD Y3, Y3, Y4
 
 	// v9 = mul(2, v8)
-	VMULPD lgc3<>+0(SB), Y8, Y8
+	VMULPD lgc3<>+0(SB), Y4, Y4
 
 	// v10 = div(v6, v9)
-	VDIVPD  Y8, Y3, Y3
-	VMOVUPD 384(SP)(SI*1), Y9
+	VDIVPD  Y4, Y2, Y2
+	VMOVUPD 512(SP)(SI*1), Y5
 
 	// v20 = div(oldScale, scale)
-	VDIVPD Y7, Y9, Y9
+	VDIVPD Y3, Y5, Y5
 
 	// v21 = mul(v20, v20)
-	VMULPD  Y9, Y9, Y10
-	VMOVUPD 288(SP)(SI*1), Y11
+	VMULPD  Y5, Y5, Y6
+	VMOVUPD 416(SP)(SI*1), Y7
 
 	// v22 = sub(oldLoc, loc)
-	VSUBPD Y2, Y11, Y2
+	VSUBPD Y1, Y7, Y1
 
 	// v23 = div(v22, scale)
-	VDIVPD Y7, Y2, Y2
+	VDIVPD  Y3, Y1, Y1
+	VMOVUPD (SP), Y7
 
 	// v87 = div(v85, v21)
-	VDIVPD  Y10, Y4, Y10
-	VMOVUPD Y0, 1024(SP)
-	VMOVUPD Y3, 1056(SP)
-	VMOVUPD lgc1<>+0(SB), Y0
-	VCMPPD  $0x04, Y0, Y5, Y0
+	VDIVPD  Y6, Y7, Y6
+	VMOVUPD 32(SP), Y8
+	VMOVUPD lgc1<>+0(SB), Y9
+	VCMPPD  $0x04, Y9, Y8, Y9
 
 	// v88 = where(v86, v87, v85)
-	VBLENDVPD Y0, Y10, Y4, Y0
+	VBLENDVPD Y9, Y6, Y7, Y6
+	VMOVUPD   64(SP), Y7
 
 	// v89 = add(v88, v84)
-	VADDPD Y1, Y0, Y0
+	VADDPD Y7, Y6, Y6
 
 	// v91 = mul(v84, v23)
-	VMULPD  Y2, Y1, Y3
-	VMOVUPD Y8, 1088(SP)
-	VMOVUPD lgc1<>+0(SB), Y8
-	VCMPPD  $0x04, Y8, Y6, Y8
+	VMULPD  Y1, Y7, Y8
+	VMOVUPD 96(SP), Y9
+	VMOVUPD lgc1<>+0(SB), Y10
+	VCMPPD  $0x04, Y10, Y9, Y10
 
 	// v92 = where(v90, v91, v84)
-	VBLENDVPD Y8, Y3, Y1, Y3
+	VBLENDVPD Y10, Y8, Y7, Y7
 
 	// v93 = add(v92, v92)
-	VADDPD Y3, Y3, Y3
+	VADDPD Y7, Y7, Y7
 
 	// v94 = div(v93, scale)
-	VDIVPD Y7, Y3, Y8
+	VDIVPD Y3, Y7, Y8
 
 	// v95 = neg(v93)
-	VXORPD lgc2<>+0(SB), Y3, Y3
+	VXORPD lgc2<>+0(SB), Y7, Y7
 
 	// v96 = div(v23, scale)
-	VDIVPD  Y7, Y2, Y2
-	VMOVUPD lgc1<>+0(SB), Y7
+	VDIVPD  Y3, Y1, Y1
+	VMOVUPD lgc1<>+0(SB), Y9
 
 	// v97 = ne(v95, 0)
-	VCMPPD  $0x04, Y7, Y3, Y7
-	VMOVUPD Y9, 1120(SP)
-
-	// v98 = mul(v95, v96)
-	VMULPD  Y2, Y3, Y2
+	VCMPPD  $0x04, Y9, Y7, Y10
 	VMOVUPD Y0, 1152(SP)
 
+	// v98 = mul(v95, v96)
+	VMULPD  Y1, Y7, Y0
+	VMOVUPD Y2, 1184(SP)
+	VMOVUPD Y4, 1216(SP)
+
 	// v99 = where(v97, v98, v95)
-	VBLENDVPD Y7, Y2, Y3, Y0
+	VBLENDVPD Y10, Y0, Y7, Y0
 
 	// v100 = neg(v94)
-	VXORPD  lgc2<>+0(SB), Y8, Y2
-	VMOVUPD 1152(SP), Y3
-	VMOVUPD lgc1<>+0(SB), Y7
+	VXORPD lgc2<>+0(SB), Y8, Y1
 
 	// v101 = ne(v89, 0)
-	VCMPPD  $0x04, Y7, Y3, Y7
-	VMOVUPD 1120(SP), Y8
+	VCMPPD $0x04, Y9, Y6, Y2
 
 	// v102 = mul(v89, v20)
-	VMULPD  Y8, Y3, Y9
-	VMOVUPD Y2, 1184(SP)
-	VMOVUPD Y0, 1216(SP)
+	VMULPD Y5, Y6, Y4
 
 	// v103 = where(v101, v102, v89)
-	VBLENDVPD Y7, Y9, Y3, Y0
+	VBLENDVPD Y2, Y4, Y6, Y2
 
 	// v104 = add(v103, v103)
-	VADDPD Y0, Y0, Y0
+	VADDPD Y2, Y2, Y2
 
 	// v105 = neg(v104)
-	VXORPD  lgc2<>+0(SB), Y0, Y0
-	VMOVUPD 96(SP)(SI*1), Y2
+	VXORPD lgc2<>+0(SB), Y2, Y2
 
 	// v106 = div(v20, scale)
-	VDIVPD  Y2, Y8, Y3
-	VMOVUPD lgc1<>+0(SB), Y7
+	VDIVPD Y3, Y5, Y4
 
 	// v107 = ne(v105, 0)
-	VCMPPD $0x04, Y7, Y0, Y7
+	VCMPPD $0x04, Y9, Y2, Y5
 
 	// v108 = mul(v105, v106)
-	VMULPD Y3, Y0, Y3
+	VMULPD Y4, Y2, Y4
 
 	// v109 = where(v107, v108, v105)
-	VBLENDVPD Y7, Y3, Y0, Y0
-	VMOVUPD   1216(SP), Y3
+	VBLENDVPD Y5, Y4, Y2, Y2
 
 	// v110 = add(v99, v109)
-	VADDPD  Y0, Y3, Y0
-	VMOVUPD 928(SP), Y3
+	VADDPD  Y2, Y0, Y0
+	VMOVUPD 1056(SP), Y2
 
 	// v113 = div(v112, scale)
-	VDIVPD Y2, Y3, Y3
+	VDIVPD Y3, Y2, Y2
 
 	// v114 = add(v110, v113)
-	VADDPD  Y3, Y0, Y0
-	VMOVUPD 864(SP), Y3
-	VMOVUPD 1088(SP), Y7
+	VADDPD  Y2, Y0, Y0
+	VMOVUPD 992(SP), Y2
+	VMOVUPD 1216(SP), Y4
 
 	// v116 = div(v83, v9)
-	VDIVPD  Y7, Y3, Y8
-	VMOVUPD 960(SP), Y9
-	VMOVUPD lgc1<>+0(SB), Y10
-	VCMPPD  $0x04, Y10, Y9, Y10
+	VDIVPD  Y4, Y2, Y5
+	VMOVUPD 1088(SP), Y6
+	VMOVUPD lgc1<>+0(SB), Y7
+	VCMPPD  $0x04, Y7, Y6, Y7
 
 	// v117 = where(v115, v116, v83)
-	VBLENDVPD Y10, Y8, Y3, Y3
-	VMOVUPD   1056(SP), Y8
+	VBLENDVPD Y7, Y5, Y2, Y2
+	VMOVUPD   1184(SP), Y5
 
 	// v118 = div(v10, v9)
-	VDIVPD  Y7, Y8, Y7
-	VMOVUPD 896(SP), Y8
+	VDIVPD  Y4, Y5, Y4
+	VMOVUPD 1024(SP), Y5
 
 	// v120 = mul(v111, v118)
-	VMULPD  Y7, Y8, Y7
-	VMOVUPD 992(SP), Y9
-	VMOVUPD lgc1<>+0(SB), Y10
-	VCMPPD  $0x04, Y10, Y9, Y10
+	VMULPD  Y4, Y5, Y4
+	VMOVUPD 1120(SP), Y6
+	VMOVUPD lgc1<>+0(SB), Y7
+	VCMPPD  $0x04, Y7, Y6, Y7
 
 	// v121 = where(v119, v120, v111)
-	VBLENDVPD Y10, Y7, Y8, Y7
+	VBLENDVPD Y7, Y4, Y5, Y4
 
 	// v122 = mul(v121, 2)
-	VMULPD lgc3<>+0(SB), Y7, Y7
+	VMULPD lgc3<>+0(SB), Y4, Y4
 
 	// v123 = mul(v122, scale)
-	VMULPD Y2, Y7, Y2
+	VMULPD Y3, Y4, Y3
 
 	// v124 = add(v114, v123)
-	VADDPD Y2, Y0, Y0
+	VADDPD Y3, Y0, Y0
 
 	// gradScale = add(v124, v123)
-	VADDPD Y2, Y0, Y0
+	VADDPD Y3, Y0, Y0
 
 	// store gradScale
-	VMOVUPD Y0, 480(SP)(SI*1)
+	VMOVUPD Y0, 608(SP)(SI*1)
 
 	// v126 = neg(v117)
-	VXORPD  lgc2<>+0(SB), Y3, Y0
-	VMOVUPD lgc1<>+0(SB), Y2
+	VXORPD lgc2<>+0(SB), Y2, Y0
 
 	// v127 = ne(v126, 0)
-	VCMPPD  $0x04, Y2, Y0, Y2
-	VMOVUPD 1024(SP), Y3
+	VCMPPD  $0x04, Y9, Y0, Y2
+	VMOVUPD 1152(SP), Y3
 
 	// v128 = mul(v126, v4)
 	VMULPD Y3, Y0, Y3
@@ -1629,23 +1631,22 @@ inner_D_11:
 	VADDPD Y0, Y0, Y0
 
 	// v131 = neg(v130)
-	VXORPD  lgc2<>+0(SB), Y0, Y0
-	VMOVUPD 1184(SP), Y2
+	VXORPD lgc2<>+0(SB), Y0, Y0
 
 	// gradLoc = add(v100, v131)
-	VADDPD Y0, Y2, Y0
+	VADDPD Y0, Y1, Y0
 
 	// store gradLoc
-	VMOVUPD Y0, 576(SP)(SI*1)
+	VMOVUPD Y0, 704(SP)(SI*1)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_D_11
-	VMOVUPD 800(SP), Y0
+	VMOVUPD 928(SP), Y0
 
 	// store kl2
 	MOVQ    kl+104(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
-	VMOVUPD 832(SP), Y0
+	VMOVUPD 960(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+112(FP), CX
@@ -1653,9 +1654,9 @@ inner_D_11:
 
 	// flush the tile of gradScale
 	MOVQ       gradScale+120(FP), CX
-	VMOVUPD    480(SP), Y0
-	VMOVUPD    512(SP), Y1
-	VMOVUPD    544(SP), Y2
+	VMOVUPD    608(SP), Y0
+	VMOVUPD    640(SP), Y1
+	VMOVUPD    672(SP), Y2
 	VMOVUPD    lgc1<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VUNPCKLPD  Y1, Y0, Y5
@@ -1673,9 +1674,9 @@ inner_D_11:
 
 	// flush the tile of gradLoc
 	MOVQ       gradLoc+128(FP), CX
-	VMOVUPD    576(SP), Y0
-	VMOVUPD    608(SP), Y1
-	VMOVUPD    640(SP), Y2
+	VMOVUPD    704(SP), Y0
+	VMOVUPD    736(SP), Y1
+	VMOVUPD    768(SP), Y2
 	VMOVUPD    lgc1<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VUNPCKLPD  Y1, Y0, Y5
@@ -1693,7 +1694,7 @@ inner_D_11:
 	ADDQ       $+4, AX
 	CMPQ       AX, $+256
 	JGE        chunkdone_7
-	CMPQ       AX, hi+8(FP)
+	CMPQ       AX, hi+16(FP)
 	JL         blocks_6
 
 chunkdone_7:

@@ -24,15 +24,14 @@ blocks_2:
 	VCVTDQ2PS Y1, Y1
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
-	VMOVUPS   lgc0<>+0(SB), Y1
 
 	// v5 = where(mask, logProb, 0)
-	VBLENDVPS Y2, Y0, Y1, Y0
-	MOVQ      refLogProb+24(FP), DX
-	VMOVUPS   (DX)(BX*4), Y3
+	VANDPS  Y0, Y2, Y0
+	MOVQ    refLogProb+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VANDPS Y1, Y2, Y1
 
 	// nextKLPenalty = sub(v5, nextRefLogProbs)
 	VSUBPS Y1, Y0, Y0
@@ -80,16 +79,15 @@ blocks_2:
 	VCVTDQ2PS  Y1, Y1
 	VMOVUPS    lgc0<>+0(SB), Y2
 	VCMPPS     $0x04, Y2, Y1, Y2
-	VMOVUPS    lgc0<>+0(SB), Y1
 
 	// v5 = where(mask, logProb, 0)
-	VBLENDVPS  Y2, Y0, Y1, Y0
+	VANDPS     Y0, Y2, Y0
 	MOVQ       refLogProb+24(FP), CX
-	VMOVUPS    lgc2<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMOVUPS    lgc2<>+0(SB), Y1
+	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VANDPS Y1, Y2, Y1
 
 	// nextKLPenalty = sub(v5, nextRefLogProbs)
 	VSUBPS Y1, Y0, Y0

@@ -777,44 +777,44 @@ blocks_4:
 	VMOVUPD      Y0, 2464(DX)
 	VMOVUPD      Y2, 2656(DX)
 	VMOVUPS      lgc22<>+0(SB), Y0
-	VMOVUPS      lgc20<>+0(SB), Y1
 
 	// v43 = where(v28, 0.0009765625, 0)
-	VBLENDVPS Y6, Y0, Y1, Y2
+	VANDPS Y0, Y6, Y1
 
 	// v44 = where(v28, 0, 0.0009765625)
-	VBLENDVPS Y6, Y1, Y0, Y0
+	VANDNPS Y0, Y6, Y0
+	VMOVUPS lgc20<>+0(SB), Y2
 
 	// v45 = ne(v43, 0)
-	VCMPPS $0x04, Y1, Y2, Y5
+	VCMPPS $0x04, Y2, Y1, Y5
 
 	// v46 = mul(v43, absDiff)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y1, Y4
 
 	// v47 = where(v45, v46, v43)
-	VBLENDVPS Y5, Y4, Y2, Y4
+	VBLENDVPS Y5, Y4, Y1, Y4
 	VMOVUPS   96(SP), Y6
 
 	// v48 = mul(v43, v29)
-	VMULPS Y6, Y2, Y6
+	VMULPS Y6, Y1, Y6
 
 	// v49 = where(v45, v48, v43)
-	VBLENDVPS Y5, Y6, Y2, Y2
+	VBLENDVPS Y5, Y6, Y1, Y1
 
 	// v50 = add(v44, v49)
-	VADDPS Y2, Y0, Y0
+	VADDPS Y1, Y0, Y0
 
 	// v51 = mul(v47, 0.5)
-	VMULPS lgc10<>+0(SB), Y4, Y2
+	VMULPS lgc10<>+0(SB), Y4, Y1
 
 	// v52 = add(v50, v51)
-	VADDPS Y2, Y0, Y0
+	VADDPS Y1, Y0, Y0
 
 	// v53 = gt(diff, 0)
-	VCMPPS $0x1e, Y1, Y3, Y2
+	VCMPPS $0x1e, Y2, Y3, Y1
 
 	// v54 = lt(diff, 0)
-	VCMPPS $0x11, Y1, Y3, Y4
+	VCMPPS $0x11, Y2, Y3, Y4
 
 	// v56 = mul(diff, 0)
 	VMULPS  lgc20<>+0(SB), Y3, Y3
@@ -825,34 +825,34 @@ blocks_4:
 	VMOVUPS   lgc11<>+0(SB), Y4
 
 	// v58 = where(v53, 1, v57)
-	VBLENDVPS Y2, Y4, Y3, Y2
+	VBLENDVPS Y1, Y4, Y3, Y1
 
 	// v59 = ne(v52, 0)
-	VCMPPS $0x04, Y1, Y0, Y3
+	VCMPPS $0x04, Y2, Y0, Y3
 
 	// v60 = mul(v52, v58)
-	VMULPS Y2, Y0, Y2
+	VMULPS Y1, Y0, Y1
 
 	// v61 = where(v59, v60, v52)
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VBLENDVPS Y3, Y1, Y0, Y0
 
 	// gradStateValue = neg(v61)
 	VXORPS  lgc14<>+0(SB), Y0, Y0
 	MOVQ    advantage+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(-0.0009765625, advantage)
-	VMULPS lgc24<>+0(SB), Y2, Y2
+	VMULPS lgc24<>+0(SB), Y1, Y1
 
 	// v67 = ne(v66, 0)
-	VCMPPS  $0x04, Y1, Y2, Y1
+	VCMPPS  $0x04, Y2, Y1, Y2
 	VMOVUPS 64(SP), Y3
 
 	// v68 = mul(v66, v4)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y3, Y1, Y3
 
 	// gradLogProb = where(v67, v68, v66)
-	VBLENDVPS Y1, Y3, Y2, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   lgc25<>+0(SB), Y2
 	VMOVUPS   lgc26<>+0(SB), Y3
 	VMOVUPS   32(SP), Y4

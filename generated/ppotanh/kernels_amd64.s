@@ -2099,32 +2099,32 @@ inner_D_9:
 	VMOVUPD      Y4, 2464(DX)
 	VMOVUPD      Y5, 2656(DX)
 	VMOVUPS      lgc48<>+0(SB), Y0
-	VMOVUPS      lgc3<>+0(SB), Y4
 
 	// v81 = where(v67, 0.001953125, 0)
-	VBLENDVPS Y3, Y0, Y4, Y5
+	VANDPS Y0, Y3, Y4
 
 	// v82 = where(v67, 0, 0.001953125)
-	VBLENDVPS Y3, Y4, Y0, Y0
+	VANDNPS Y0, Y3, Y0
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v83 = ne(v81, 0)
-	VCMPPS $0x04, Y4, Y5, Y3
+	VCMPPS $0x04, Y3, Y4, Y5
 
 	// v84 = mul(v81, absDiff)
-	VMULPS Y2, Y5, Y2
+	VMULPS Y2, Y4, Y2
 
 	// v85 = where(v83, v84, v81)
-	VBLENDVPS Y3, Y2, Y5, Y2
+	VBLENDVPS Y5, Y2, Y4, Y2
 	VMOVUPS   672(SP), Y6
 
 	// v86 = mul(v81, v68)
-	VMULPS Y6, Y5, Y6
+	VMULPS Y6, Y4, Y6
 
 	// v87 = where(v83, v86, v81)
-	VBLENDVPS Y3, Y6, Y5, Y3
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v88 = add(v82, v87)
-	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y0, Y0
 
 	// v89 = mul(v85, 0.5)
 	VMULPS lgc14<>+0(SB), Y2, Y2
@@ -2133,24 +2133,24 @@ inner_D_9:
 	VADDPS Y2, Y0, Y0
 
 	// v91 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y1, Y2
+	VCMPPS $0x1e, Y3, Y1, Y2
 
 	// v92 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y1, Y3
+	VCMPPS $0x11, Y3, Y1, Y4
 
 	// v94 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS lgc49<>+0(SB), Y5
 
 	// v95 = where(v92, -1, v94)
-	VBLENDVPS Y3, Y5, Y1, Y1
-	VMOVUPS   lgc7<>+0(SB), Y3
+	VBLENDVPS Y4, Y5, Y1, Y1
+	VMOVUPS   lgc7<>+0(SB), Y4
 
 	// v96 = where(v91, 1, v95)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y2, Y4, Y1, Y1
 
 	// v97 = ne(v90, 0)
-	VCMPPS $0x04, Y4, Y0, Y2
+	VCMPPS $0x04, Y3, Y0, Y2
 
 	// v98 = mul(v90, v96)
 	VMULPS Y1, Y0, Y1
@@ -2167,28 +2167,28 @@ inner_D_9:
 	VMULPS lgc50<>+0(SB), Y1, Y1
 
 	// v104 = ne(v103, 0)
-	VCMPPS  $0x04, Y4, Y1, Y2
-	VMOVUPS 640(SP), Y3
+	VCMPPS  $0x04, Y3, Y1, Y2
+	VMOVUPS 640(SP), Y4
 
 	// v105 = mul(v103, v52)
-	VMULPS Y3, Y1, Y3
+	VMULPS Y4, Y1, Y4
 
 	// v106 = where(v104, v105, v103)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y2, Y4, Y1, Y1
 
 	// v107 = neg(v106)
 	VXORPS lgc6<>+0(SB), Y1, Y2
 
 	// v109 = ne(v106, 0)
-	VCMPPS $0x04, Y4, Y1, Y3
+	VCMPPS $0x04, Y3, Y1, Y4
 
 	// v113 = ne(v107, 0)
-	VCMPPS  $0x04, Y4, Y2, Y4
+	VCMPPS  $0x04, Y3, Y2, Y3
 	VMOVUPS Y0, 704(SP)
 	VMOVUPS Y1, 736(SP)
 	VMOVUPS Y2, 768(SP)
-	VMOVUPS Y3, 800(SP)
-	VMOVUPS Y4, 832(SP)
+	VMOVUPS Y4, 800(SP)
+	VMOVUPS Y3, 832(SP)
 	VMOVUPS lgc2<>+0(SB), Y0
 	XORQ    DX, DX
 

@@ -73,7 +73,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r64_s, 0)
 		runtime.Fill(st.r64_p, 0)
 		runtime.SetMask(st.p1_ok)
-		pass1AVX2(lo, hi, &in.LogAlpha[0], &in.NextLogProb[0], &in.NextStateActionValue[0], &in.SelectedModels[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogProb[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
+		pass1AVX2(&in.LogAlpha[0], lo, hi, &in.NextLogProb[0], &in.NextStateActionValue[0], &in.SelectedModels[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogProb[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
 	}
 	n := min(pass1Chunks, 32)
 	if n <= 1 {
@@ -169,7 +169,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r71_s, 0)
 		runtime.Fill(st.r71_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, hi, &in.LogAlpha[0], &in.NextLogProb[0], &in.NextStateActionValue[0], &in.SelectedModels[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogProb[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &g.StateActionValue[0], &g.StateActionValueActor[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0], &g.LogProb[0])
+		fbPass0AVX2(&in.LogAlpha[0], lo, hi, &in.NextLogProb[0], &in.NextStateActionValue[0], &in.SelectedModels[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogProb[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &g.StateActionValue[0], &g.StateActionValueActor[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0], &g.LogProb[0])
 	}
 	n := min(fbPass0Chunks, 32)
 	if n <= 1 {

@@ -14,13 +14,13 @@ func pass0AVX2(logAlpha *float32, selectedModels *bool, alpha *float32, emptyMod
 // in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
+func pass1AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 
 // fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see fbPass0Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
+func fbPass0AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 
 // fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
 // in Go.

@@ -289,18 +289,13 @@ DATA lgc18<>+24(SB)/4, $0x00000000
 DATA lgc18<>+28(SB)/4, $0x00000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
+// func pass1AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $96-120
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_3
-
-blocks_2:
-	MOVQ         logAlpha+16(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+TEXT ·pass1AVX2(SB), $192-120
+	// values every block reads alike, computed once
+	MOVQ         logAlpha+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc19<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
@@ -351,18 +346,57 @@ blocks_2:
 	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
-	VMINPS  Y0, Y2, Y0
+	VMINPS Y0, Y2, Y0
+
+	// v55 = exp(logAlphaClamped)
+	VMAXPS       lgc0<>+0(SB), Y1, Y2
+	VMINPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
+	VMOVAPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc12<>+0(SB), Y2, Y3
+	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc13<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+
+	// v56 = neg(v55)
+	VXORPS  lgc21<>+0(SB), Y4, Y1
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y1, 32(SP)
+	MOVQ    $+8, CX
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_3
+
+blocks_2:
+	VMOVUPS (SP), Y0
 	MOVQ    nextLogProb+24(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v22 = mul(v13, nextLogProb)
-	VMULPS  Y2, Y0, Y2
-	VMOVUPS lgc21<>+0(SB), Y3
-	VMOVUPS Y1, (SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS lgc21<>+0(SB), Y0
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS lgc22<>+0(SB), Y1
+	VMOVUPS Y0, 64(SP)
 	XORQ    DX, DX
 
 inner_Q_4:
@@ -371,34 +405,36 @@ inner_Q_4:
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y1
+	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS 64(SP), Y2
 
 	// v23 = sub(nextStateActionValue, v22)
-	VSUBPS       Y2, Y1, Y1
+	VSUBPS       Y2, Y0, Y0
 	MOVQ         selectedModels+40(FP), SI
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
 	MOVBLZX      (SI)(DI*1), SI
-	VMOVD        SI, X4
-	VPBROADCASTD X4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VMOVUPS      lgc18<>+0(SB), Y5
-	VCMPPS       $0x04, Y5, Y4, Y5
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VCMPPS       $0x04, Y3, Y2, Y3
+	VMOVUPS      lgc22<>+0(SB), Y2
 
 	// v25 = where(selectedModels, v23, +Inf)
-	VBLENDVPS Y5, Y1, Y0, Y1
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// reduce_min(v25) over [Q]
-	VMINPS Y3, Y1, Y4
-	VMINPS Y1, Y3, Y3
-	VORPS  Y4, Y3, Y3
+	VMINPS Y1, Y0, Y2
+	VMINPS Y0, Y1, Y1
+	VORPS  Y2, Y1, Y1
 	INCQ   DX
 	CMPQ   DX, $+10
 	JL     inner_Q_4
 
 	// finish v26
-	VMOVUPS   Y3, Y0
+	VMOVUPS   Y1, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
@@ -408,7 +444,7 @@ inner_Q_4:
 	VSUBPS Y2, Y1, Y1
 
 	// v32 = mul(0.99, v30)
-	VMULPS lgc22<>+0(SB), Y1, Y1
+	VMULPS lgc23<>+0(SB), Y1, Y1
 
 	// v33 = mul(v32, v26)
 	VMULPS  Y0, Y1, Y1
@@ -417,37 +453,41 @@ inner_Q_4:
 
 	// td0Return = add(nextReward, v33)
 	VADDPS  Y1, Y2, Y1
-	VMOVUPS 32(SP), Y2
+	VMOVUPS (SP), Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
 	// v38 = mul(v13, logProb)
 	VMULPS  Y3, Y2, Y2
-	VMOVUPS lgc23<>+0(SB), Y3
+	VMOVUPS lgc24<>+0(SB), Y3
 	VMOVUPD lgc16<>+0(SB), Y4
 	VMOVUPD lgc16<>+0(SB), Y5
-	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y1, 128(SP)
+	VMOVUPS Y2, 160(SP)
 	XORQ    DX, DX
 
 inner_Q_5:
+	VMOVUPS 160(SP), Y0
 	MOVQ    stateActionValueActor+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS (SI)(DI*4), Y1
 
 	// v39 = sub(v38, stateActionValueActor)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y0, Y0
 
 	// mean(v39) over [Q]
-	VCVTPS2PD    X0, Y6
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       Y4, Y6, Y4
+	VADDPD       Y4, Y1, Y4
 	VADDPD       Y5, Y0, Y5
 	MOVQ         stateActionValue+80(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
+	VMOVUPS      128(SP), Y1
 
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
@@ -456,12 +496,12 @@ inner_Q_5:
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v65) over [Q]
-	VXORPS lgc24<>+0(SB), Y3, Y3
-	VXORPS lgc24<>+0(SB), Y0, Y0
-	VMINPS Y3, Y0, Y6
-	VMINPS Y0, Y3, Y3
-	VORPS  Y6, Y3, Y3
-	VXORPS lgc24<>+0(SB), Y3, Y3
+	VXORPS lgc21<>+0(SB), Y3, Y1
+	VXORPS lgc21<>+0(SB), Y0, Y2
+	VMINPS Y1, Y2, Y0
+	VMINPS Y2, Y1, Y3
+	VORPS  Y0, Y3, Y3
+	VXORPS lgc21<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+10
 	JL     inner_Q_5
@@ -469,20 +509,19 @@ inner_Q_5:
 	// finish v40
 	VMOVUPD     Y4, Y0
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VMOVUPD     Y5, Y2
-	VDIVPD      lgc25<>+0(SB), Y2, Y2
-	VMOVUPS     lgc18<>+0(SB), Y4
-	VCVTPD2PSY  Y0, X4
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y4, Y0
+	VMOVUPD     Y5, Y1
+	VDIVPD      lgc25<>+0(SB), Y1, Y1
+	VMOVUPS     lgc18<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v40) over [B]
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc16<>+0(SB), Y0
-	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPS lgc11<>+0(SB), Y4
+	VMOVUPD lgc16<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_Q_6:
@@ -491,47 +530,49 @@ inner_Q_6:
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y5
+	VMOVUPS (DI)(R8*4), Y2
+	VMOVUPS 128(SP), Y4
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y5, Y5
+	VSUBPS Y4, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc24<>+0(SB), Y6
-	VANDNPS Y5, Y6, Y5
+	VMOVUPS lgc21<>+0(SB), Y4
+	VANDNPS Y2, Y4, Y2
+	VMOVUPS lgc11<>+0(SB), Y4
 
 	// v46 = lt(absDiff, 1)
-	VCMPPS $0x11, Y4, Y5, Y6
+	VCMPPS $0x11, Y4, Y2, Y4
 
 	// v47 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y5, Y7
+	VMULPS lgc10<>+0(SB), Y2, Y5
 
 	// v48 = mul(v47, absDiff)
-	VMULPS Y5, Y7, Y7
+	VMULPS Y2, Y5, Y5
 
 	// v49 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y5, Y5
+	VSUBPS lgc10<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v46, v48, v49)
-	VBLENDVPS Y6, Y7, Y5, Y5
+	VBLENDVPS Y4, Y5, Y2, Y2
 
 	// mean(smoothL1) over [Q]
-	VCVTPS2PD    X5, Y6
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y0, Y6, Y0
-	VADDPD       Y2, Y5, Y2
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y0, Y4, Y0
+	VADDPD       Y1, Y2, Y1
 	INCQ         SI
 	CMPQ         SI, $+10
 	JL           inner_Q_6
 
 	// finish v51
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VDIVPD      lgc25<>+0(SB), Y2, Y2
-	VMOVUPS     lgc18<>+0(SB), Y4
-	VCVTPD2PSY  Y0, X4
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y4, Y0
+	VDIVPD      lgc25<>+0(SB), Y1, Y1
+	VMOVUPS     lgc18<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v51) over [B]
 	VADDPS  576(DX), Y0, Y0
@@ -539,56 +580,24 @@ inner_Q_6:
 	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    nextLogProb+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v54 = add(logProb, nextLogProb)
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS (SP), Y2
-
-	// v55 = exp(logAlphaClamped)
-	VMAXPS       lgc0<>+0(SB), Y2, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y4
-	VBLENDVPS    Y4, Y2, Y6, Y6
-
-	// v56 = neg(v55)
-	VXORPS lgc24<>+0(SB), Y6, Y2
+	VADDPS Y1, Y0, Y0
 
 	// v58 = add(v54, -12)
-	VADDPS lgc26<>+0(SB), Y0, Y4
+	VADDPS  lgc26<>+0(SB), Y0, Y1
+	VMOVUPS 32(SP), Y2
 
 	// v59 = mul(v56, v58)
-	VMULPS Y4, Y2, Y2
+	VMULPS Y1, Y2, Y1
 
 	// v60 = mul(0.5, v59)
-	VMULPS lgc10<>+0(SB), Y2, Y2
+	VMULPS lgc10<>+0(SB), Y1, Y1
 
 	// mean(v60) over [B]
-	VADDPS  896(DX), Y2, Y2
-	VMOVUPS Y2, 896(DX)
+	VADDPS  896(DX), Y1, Y1
+	VMOVUPS Y1, 896(DX)
 
 	// v63 = mul(-0.5, v54)
 	VMULPS lgc27<>+0(SB), Y0, Y0
@@ -599,11 +608,12 @@ inner_Q_6:
 
 	// finish v66
 	VMOVUPS Y3, Y0
-	VMOVUPS 64(SP), Y2
+	VMOVUPS 96(SP), Y1
 
 	// store nextStateValue
 	MOVQ    nextStateValue+96(FP), DX
-	VMOVUPS Y2, (DX)(BX*4)
+	VMOVUPS Y1, (DX)(BX*4)
+	VMOVUPS 128(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+104(FP), DX
@@ -674,7 +684,7 @@ noflush_7:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_3
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_2
 
 chunkdone_3:
@@ -755,44 +765,44 @@ DATA lgc20<>+24(SB)/4, $0x40135d8e
 DATA lgc20<>+28(SB)/4, $0x40135d8e
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x7f800000
-DATA lgc21<>+4(SB)/4, $0x7f800000
-DATA lgc21<>+8(SB)/4, $0x7f800000
-DATA lgc21<>+12(SB)/4, $0x7f800000
-DATA lgc21<>+16(SB)/4, $0x7f800000
-DATA lgc21<>+20(SB)/4, $0x7f800000
-DATA lgc21<>+24(SB)/4, $0x7f800000
-DATA lgc21<>+28(SB)/4, $0x7f800000
+DATA lgc21<>+0(SB)/4, $0x80000000
+DATA lgc21<>+4(SB)/4, $0x80000000
+DATA lgc21<>+8(SB)/4, $0x80000000
+DATA lgc21<>+12(SB)/4, $0x80000000
+DATA lgc21<>+16(SB)/4, $0x80000000
+DATA lgc21<>+20(SB)/4, $0x80000000
+DATA lgc21<>+24(SB)/4, $0x80000000
+DATA lgc21<>+28(SB)/4, $0x80000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f7d70a4
-DATA lgc22<>+4(SB)/4, $0x3f7d70a4
-DATA lgc22<>+8(SB)/4, $0x3f7d70a4
-DATA lgc22<>+12(SB)/4, $0x3f7d70a4
-DATA lgc22<>+16(SB)/4, $0x3f7d70a4
-DATA lgc22<>+20(SB)/4, $0x3f7d70a4
-DATA lgc22<>+24(SB)/4, $0x3f7d70a4
-DATA lgc22<>+28(SB)/4, $0x3f7d70a4
+DATA lgc22<>+0(SB)/4, $0x7f800000
+DATA lgc22<>+4(SB)/4, $0x7f800000
+DATA lgc22<>+8(SB)/4, $0x7f800000
+DATA lgc22<>+12(SB)/4, $0x7f800000
+DATA lgc22<>+16(SB)/4, $0x7f800000
+DATA lgc22<>+20(SB)/4, $0x7f800000
+DATA lgc22<>+24(SB)/4, $0x7f800000
+DATA lgc22<>+28(SB)/4, $0x7f800000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xff800000
-DATA lgc23<>+4(SB)/4, $0xff800000
-DATA lgc23<>+8(SB)/4, $0xff800000
-DATA lgc23<>+12(SB)/4, $0xff800000
-DATA lgc23<>+16(SB)/4, $0xff800000
-DATA lgc23<>+20(SB)/4, $0xff800000
-DATA lgc23<>+24(SB)/4, $0xff800000
-DATA lgc23<>+28(SB)/4, $0xff800000
+DATA lgc23<>+0(SB)/4, $0x3f7d70a4
+DATA lgc23<>+4(SB)/4, $0x3f7d70a4
+DATA lgc23<>+8(SB)/4, $0x3f7d70a4
+DATA lgc23<>+12(SB)/4, $0x3f7d70a4
+DATA lgc23<>+16(SB)/4, $0x3f7d70a4
+DATA lgc23<>+20(SB)/4, $0x3f7d70a4
+DATA lgc23<>+24(SB)/4, $0x3f7d70a4
+DATA lgc23<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x80000000
-DATA lgc24<>+4(SB)/4, $0x80000000
-DATA lgc24<>+8(SB)/4, $0x80000000
-DATA lgc24<>+12(SB)/4, $0x80000000
-DATA lgc24<>+16(SB)/4, $0x80000000
-DATA lgc24<>+20(SB)/4, $0x80000000
-DATA lgc24<>+24(SB)/4, $0x80000000
-DATA lgc24<>+28(SB)/4, $0x80000000
+DATA lgc24<>+0(SB)/4, $0xff800000
+DATA lgc24<>+4(SB)/4, $0xff800000
+DATA lgc24<>+8(SB)/4, $0xff800000
+DATA lgc24<>+12(SB)/4, $0xff800000
+DATA lgc24<>+16(SB)/4, $0xff800000
+DATA lgc24<>+20(SB)/4, $0xff800000
+DATA lgc24<>+24(SB)/4, $0xff800000
+DATA lgc24<>+28(SB)/4, $0xff800000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 DATA lgc25<>+0(SB)/8, $0x4024000000000000
@@ -841,18 +851,13 @@ DATA lgc29<>+24(SB)/4, $0x7f7fffff
 DATA lgc29<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
+// func fbPass0AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $256-144
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_9
-
-blocks_8:
-	MOVQ         logAlpha+16(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+TEXT ·fbPass0AVX2(SB), $288-144
+	// values every block reads alike, computed once
+	MOVQ         logAlpha+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc19<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
@@ -903,18 +908,61 @@ blocks_8:
 	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
-	VMINPS  Y0, Y2, Y0
+	VMINPS Y0, Y2, Y0
+
+	// v55 = exp(logAlphaClamped)
+	VMAXPS       lgc0<>+0(SB), Y1, Y2
+	VMINPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
+	VMOVAPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc12<>+0(SB), Y2, Y3
+	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc13<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+
+	// v56 = neg(v55)
+	VXORPS lgc21<>+0(SB), Y4, Y1
+
+	// v98 = mul(0.00390625, v13)
+	VMULPS  lgc30<>+0(SB), Y0, Y2
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y1, 32(SP)
+	VMOVUPS Y2, 64(SP)
+	MOVQ    $+8, CX
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_9
+
+blocks_8:
+	VMOVUPS (SP), Y0
 	MOVQ    nextLogProb+24(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v22 = mul(v13, nextLogProb)
-	VMULPS  Y2, Y0, Y2
-	VMOVUPS lgc21<>+0(SB), Y3
-	VMOVUPS Y1, (SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS lgc21<>+0(SB), Y0
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS lgc22<>+0(SB), Y1
+	VMOVUPS Y0, 96(SP)
 	XORQ    DX, DX
 
 inner_Q_10:
@@ -923,34 +971,36 @@ inner_Q_10:
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y1
+	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS 96(SP), Y2
 
 	// v23 = sub(nextStateActionValue, v22)
-	VSUBPS       Y2, Y1, Y1
+	VSUBPS       Y2, Y0, Y0
 	MOVQ         selectedModels+40(FP), SI
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
 	MOVBLZX      (SI)(DI*1), SI
-	VMOVD        SI, X4
-	VPBROADCASTD X4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VMOVUPS      lgc18<>+0(SB), Y5
-	VCMPPS       $0x04, Y5, Y4, Y5
+	VMOVD        SI, X2
+	VPBROADCASTD X2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VCMPPS       $0x04, Y3, Y2, Y3
+	VMOVUPS      lgc22<>+0(SB), Y2
 
 	// v25 = where(selectedModels, v23, +Inf)
-	VBLENDVPS Y5, Y1, Y0, Y1
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// reduce_min(v25) over [Q]
-	VMINPS Y3, Y1, Y4
-	VMINPS Y1, Y3, Y3
-	VORPS  Y4, Y3, Y3
+	VMINPS Y1, Y0, Y2
+	VMINPS Y0, Y1, Y1
+	VORPS  Y2, Y1, Y1
 	INCQ   DX
 	CMPQ   DX, $+10
 	JL     inner_Q_10
 
 	// finish v26
-	VMOVUPS   Y3, Y0
+	VMOVUPS   Y1, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
@@ -960,7 +1010,7 @@ inner_Q_10:
 	VSUBPS Y2, Y1, Y1
 
 	// v32 = mul(0.99, v30)
-	VMULPS lgc22<>+0(SB), Y1, Y1
+	VMULPS lgc23<>+0(SB), Y1, Y1
 
 	// v33 = mul(v32, v26)
 	VMULPS  Y0, Y1, Y1
@@ -969,37 +1019,41 @@ inner_Q_10:
 
 	// td0Return = add(nextReward, v33)
 	VADDPS  Y1, Y2, Y1
-	VMOVUPS 32(SP), Y2
+	VMOVUPS (SP), Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
 	// v38 = mul(v13, logProb)
 	VMULPS  Y3, Y2, Y2
-	VMOVUPS lgc23<>+0(SB), Y3
+	VMOVUPS lgc24<>+0(SB), Y3
 	VMOVUPD lgc16<>+0(SB), Y4
 	VMOVUPD lgc16<>+0(SB), Y5
-	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y1, 160(SP)
+	VMOVUPS Y2, 192(SP)
 	XORQ    DX, DX
 
 inner_Q_11:
+	VMOVUPS 192(SP), Y0
 	MOVQ    stateActionValueActor+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS (SI)(DI*4), Y1
 
 	// v39 = sub(v38, stateActionValueActor)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y0, Y0
 
 	// mean(v39) over [Q]
-	VCVTPS2PD    X0, Y6
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       Y4, Y6, Y4
+	VADDPD       Y4, Y1, Y4
 	VADDPD       Y5, Y0, Y5
 	MOVQ         stateActionValue+80(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
+	VMOVUPS      160(SP), Y1
 
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
@@ -1008,12 +1062,12 @@ inner_Q_11:
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v65) over [Q]
-	VXORPS lgc24<>+0(SB), Y3, Y3
-	VXORPS lgc24<>+0(SB), Y0, Y0
-	VMINPS Y3, Y0, Y6
-	VMINPS Y0, Y3, Y3
-	VORPS  Y6, Y3, Y3
-	VXORPS lgc24<>+0(SB), Y3, Y3
+	VXORPS lgc21<>+0(SB), Y3, Y1
+	VXORPS lgc21<>+0(SB), Y0, Y2
+	VMINPS Y1, Y2, Y0
+	VMINPS Y2, Y1, Y3
+	VORPS  Y0, Y3, Y3
+	VXORPS lgc21<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+10
 	JL     inner_Q_11
@@ -1021,20 +1075,19 @@ inner_Q_11:
 	// finish v40
 	VMOVUPD     Y4, Y0
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VMOVUPD     Y5, Y2
-	VDIVPD      lgc25<>+0(SB), Y2, Y2
-	VMOVUPS     lgc18<>+0(SB), Y4
-	VCVTPD2PSY  Y0, X4
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y4, Y0
+	VMOVUPD     Y5, Y1
+	VDIVPD      lgc25<>+0(SB), Y1, Y1
+	VMOVUPS     lgc18<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v40) over [B]
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc16<>+0(SB), Y0
-	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPS lgc11<>+0(SB), Y4
+	VMOVUPD lgc16<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_Q_12:
@@ -1043,47 +1096,49 @@ inner_Q_12:
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y5
+	VMOVUPS (DI)(R8*4), Y2
+	VMOVUPS 160(SP), Y4
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y5, Y5
+	VSUBPS Y4, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc24<>+0(SB), Y6
-	VANDNPS Y5, Y6, Y5
+	VMOVUPS lgc21<>+0(SB), Y4
+	VANDNPS Y2, Y4, Y2
+	VMOVUPS lgc11<>+0(SB), Y4
 
 	// v46 = lt(absDiff, 1)
-	VCMPPS $0x11, Y4, Y5, Y6
+	VCMPPS $0x11, Y4, Y2, Y4
 
 	// v47 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y5, Y7
+	VMULPS lgc10<>+0(SB), Y2, Y5
 
 	// v48 = mul(v47, absDiff)
-	VMULPS Y5, Y7, Y7
+	VMULPS Y2, Y5, Y5
 
 	// v49 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y5, Y5
+	VSUBPS lgc10<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v46, v48, v49)
-	VBLENDVPS Y6, Y7, Y5, Y5
+	VBLENDVPS Y4, Y5, Y2, Y2
 
 	// mean(smoothL1) over [Q]
-	VCVTPS2PD    X5, Y6
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y0, Y6, Y0
-	VADDPD       Y2, Y5, Y2
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y0, Y4, Y0
+	VADDPD       Y1, Y2, Y1
 	INCQ         SI
 	CMPQ         SI, $+10
 	JL           inner_Q_12
 
 	// finish v51
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VDIVPD      lgc25<>+0(SB), Y2, Y2
-	VMOVUPS     lgc18<>+0(SB), Y5
-	VCVTPD2PSY  Y0, X5
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y5, Y0
+	VDIVPD      lgc25<>+0(SB), Y1, Y1
+	VMOVUPS     lgc18<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v51) over [B]
 	VADDPS  576(DX), Y0, Y0
@@ -1091,49 +1146,17 @@ inner_Q_12:
 	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    nextLogProb+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v54 = add(logProb, nextLogProb)
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS (SP), Y2
-
-	// v55 = exp(logAlphaClamped)
-	VMAXPS       lgc0<>+0(SB), Y2, Y5
-	VMINPS       lgc1<>+0(SB), Y5, Y5
-	VMULPS       lgc2<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc12<>+0(SB), Y5, Y6
-	VPMINSD      lgc13<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y5
-	VBLENDVPS    Y5, Y2, Y7, Y7
-
-	// v56 = neg(v55)
-	VXORPS lgc24<>+0(SB), Y7, Y2
+	VADDPS Y1, Y0, Y0
 
 	// v58 = add(v54, -12)
-	VADDPS lgc26<>+0(SB), Y0, Y5
+	VADDPS  lgc26<>+0(SB), Y0, Y1
+	VMOVUPS 32(SP), Y2
 
 	// v59 = mul(v56, v58)
-	VMULPS Y5, Y2, Y2
+	VMULPS Y1, Y2, Y2
 
 	// v60 = mul(0.5, v59)
 	VMULPS lgc10<>+0(SB), Y2, Y2
@@ -1153,19 +1176,14 @@ inner_Q_12:
 	VMOVUPS Y3, Y0
 
 	// v70 = mul(0.001953125, v58)
-	VMULPS lgc30<>+0(SB), Y5, Y2
+	VMULPS lgc31<>+0(SB), Y1, Y1
 
 	// sum(v70) over [B]
-	VADDPS  1536(DX), Y2, Y2
-	VMOVUPS Y2, 1536(DX)
-	VMOVUPS 32(SP), Y2
-
-	// v98 = mul(0.00390625, v13)
-	VMULPS  lgc31<>+0(SB), Y2, Y2
-	VMOVUPS Y0, 96(SP)
-	VMOVUPS Y2, 128(SP)
-	VMOVUPS lgc18<>+0(SB), Y0
-	VMOVUPS lgc32<>+0(SB), Y2
+	VADDPS  1536(DX), Y1, Y1
+	VMOVUPS Y1, 1536(DX)
+	VMOVUPS 64(SP), Y1
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y1, 256(SP)
 	XORQ    DX, DX
 
 inner_Q_13:
@@ -1174,108 +1192,107 @@ inner_Q_13:
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y3
+	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS 160(SP), Y1
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y3, Y3
+	VSUBPS Y1, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc24<>+0(SB), Y5
-	VANDNPS Y3, Y5, Y5
+	VMOVUPS lgc21<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc11<>+0(SB), Y2
 
 	// v46 = lt(absDiff, 1)
-	VCMPPS $0x11, Y4, Y5, Y6
+	VCMPPS $0x11, Y2, Y1, Y3
 
 	// v47 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y5, Y7
+	VMULPS  lgc10<>+0(SB), Y1, Y4
+	VMOVUPS lgc32<>+0(SB), Y5
 
 	// v78 = where(v46, 0.000390625, 0)
-	VBLENDVPS Y6, Y2, Y0, Y8
-	VMOVUPS   Y3, 160(SP)
+	VANDPS Y5, Y3, Y6
 
 	// v79 = where(v46, 0, 0.000390625)
-	VBLENDVPS Y6, Y0, Y2, Y3
+	VANDNPS Y5, Y3, Y3
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v80 = ne(v78, 0)
-	VCMPPS $0x04, Y0, Y8, Y6
+	VCMPPS $0x04, Y5, Y6, Y7
 
 	// v81 = mul(v78, absDiff)
-	VMULPS  Y5, Y8, Y5
-	VMOVUPS Y3, 192(SP)
+	VMULPS Y1, Y6, Y1
 
 	// v82 = where(v80, v81, v78)
-	VBLENDVPS Y6, Y5, Y8, Y3
+	VBLENDVPS Y7, Y1, Y6, Y1
 
 	// v83 = mul(v78, v47)
-	VMULPS Y7, Y8, Y5
+	VMULPS Y4, Y6, Y4
 
 	// v84 = where(v80, v83, v78)
-	VBLENDVPS Y6, Y5, Y8, Y5
-	VMOVUPS   192(SP), Y6
+	VBLENDVPS Y7, Y4, Y6, Y4
 
 	// v85 = add(v79, v84)
-	VADDPS Y5, Y6, Y5
+	VADDPS Y4, Y3, Y3
 
 	// v86 = mul(v82, 0.5)
-	VMULPS lgc10<>+0(SB), Y3, Y3
+	VMULPS lgc10<>+0(SB), Y1, Y1
 
 	// v87 = add(v85, v86)
-	VADDPS  Y3, Y5, Y3
-	VMOVUPS 160(SP), Y5
+	VADDPS Y1, Y3, Y1
 
 	// v88 = gt(diff, 0)
-	VCMPPS $0x1e, Y0, Y5, Y6
+	VCMPPS $0x1e, Y5, Y0, Y3
 
 	// v89 = lt(diff, 0)
-	VCMPPS $0x11, Y0, Y5, Y7
+	VCMPPS $0x11, Y5, Y0, Y4
 
 	// v91 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y5, Y5
-	VMOVUPS Y3, 224(SP)
-	VMOVUPS lgc33<>+0(SB), Y3
+	VMULPS  lgc18<>+0(SB), Y0, Y0
+	VMOVUPS lgc33<>+0(SB), Y6
 
 	// v92 = where(v89, -1, v91)
-	VBLENDVPS Y7, Y3, Y5, Y3
+	VBLENDVPS Y4, Y6, Y0, Y0
 
 	// v93 = where(v88, 1, v92)
-	VBLENDVPS Y6, Y4, Y3, Y3
-	VMOVUPS   224(SP), Y5
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// v94 = ne(v87, 0)
-	VCMPPS $0x04, Y0, Y5, Y6
+	VCMPPS $0x04, Y5, Y1, Y2
 
 	// v95 = mul(v87, v93)
-	VMULPS Y3, Y5, Y3
+	VMULPS Y0, Y1, Y0
 
 	// gradStateActionValue = where(v94, v95, v87)
-	VBLENDVPS Y6, Y3, Y5, Y3
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+96(FP), SI
-	VMOVUPS Y3, (SI)(DI*4)
-	VMOVUPS lgc34<>+0(SB), Y3
+	VMOVUPS Y0, (SI)(DI*4)
+	VMOVUPS lgc34<>+0(SB), Y0
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+104(FP), SI
-	VMOVUPS Y3, (SI)(DI*4)
+	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+10
 	JL      inner_Q_13
-	VMOVUPS 64(SP), Y0
+	VMOVUPS 128(SP), Y0
 
 	// store nextStateValue
 	MOVQ    nextStateValue+112(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
+	VMOVUPS 160(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+120(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 96(SP), Y0
+	VMOVUPS Y0, (DX)(BX*4)
+	VMOVUPS 224(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+128(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS 128(SP), Y0
+	VMOVUPS 256(SP), Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+136(FP), DX
@@ -1355,7 +1372,7 @@ noflush_14:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_9
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_8
 
 chunkdone_9:
@@ -1429,24 +1446,24 @@ chunkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x3b000000
-DATA lgc30<>+4(SB)/4, $0x3b000000
-DATA lgc30<>+8(SB)/4, $0x3b000000
-DATA lgc30<>+12(SB)/4, $0x3b000000
-DATA lgc30<>+16(SB)/4, $0x3b000000
-DATA lgc30<>+20(SB)/4, $0x3b000000
-DATA lgc30<>+24(SB)/4, $0x3b000000
-DATA lgc30<>+28(SB)/4, $0x3b000000
+DATA lgc30<>+0(SB)/4, $0x3b800000
+DATA lgc30<>+4(SB)/4, $0x3b800000
+DATA lgc30<>+8(SB)/4, $0x3b800000
+DATA lgc30<>+12(SB)/4, $0x3b800000
+DATA lgc30<>+16(SB)/4, $0x3b800000
+DATA lgc30<>+20(SB)/4, $0x3b800000
+DATA lgc30<>+24(SB)/4, $0x3b800000
+DATA lgc30<>+28(SB)/4, $0x3b800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3b800000
-DATA lgc31<>+4(SB)/4, $0x3b800000
-DATA lgc31<>+8(SB)/4, $0x3b800000
-DATA lgc31<>+12(SB)/4, $0x3b800000
-DATA lgc31<>+16(SB)/4, $0x3b800000
-DATA lgc31<>+20(SB)/4, $0x3b800000
-DATA lgc31<>+24(SB)/4, $0x3b800000
-DATA lgc31<>+28(SB)/4, $0x3b800000
+DATA lgc31<>+0(SB)/4, $0x3b000000
+DATA lgc31<>+4(SB)/4, $0x3b000000
+DATA lgc31<>+8(SB)/4, $0x3b000000
+DATA lgc31<>+12(SB)/4, $0x3b000000
+DATA lgc31<>+16(SB)/4, $0x3b000000
+DATA lgc31<>+20(SB)/4, $0x3b000000
+DATA lgc31<>+24(SB)/4, $0x3b000000
+DATA lgc31<>+28(SB)/4, $0x3b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 DATA lgc32<>+0(SB)/4, $0x39cccccd
@@ -1615,7 +1632,7 @@ inner_Q_15:
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v72 = neg(v71)
-	VXORPS  lgc24<>+0(SB), Y1, Y1
+	VXORPS  lgc21<>+0(SB), Y1, Y1
 	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v74 = ne(v72, 0)
@@ -1733,11 +1750,11 @@ bulk_18:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc24<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1943,11 +1960,11 @@ bulk_20:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc24<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc22<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y1, Y2
@@ -1957,9 +1974,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc24<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc22<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

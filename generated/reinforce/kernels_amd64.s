@@ -456,43 +456,43 @@ blocks_5:
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
 	VMOVUPS lgc13<>+0(SB), Y2
-	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v34 = where(v26, 0.0009765625, 0)
-	VBLENDVPS Y1, Y2, Y3, Y7
+	VANDPS Y2, Y1, Y3
 
 	// v35 = where(v26, 0, 0.0009765625)
-	VBLENDVPS Y1, Y3, Y2, Y1
+	VANDNPS Y2, Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v36 = ne(v34, 0)
-	VCMPPS $0x04, Y3, Y7, Y2
+	VCMPPS $0x04, Y2, Y3, Y7
 
 	// v37 = mul(v34, absDiff)
-	VMULPS Y5, Y7, Y5
+	VMULPS Y5, Y3, Y5
 
 	// v38 = where(v36, v37, v34)
-	VBLENDVPS Y2, Y5, Y7, Y5
+	VBLENDVPS Y7, Y5, Y3, Y5
 
 	// v39 = mul(v34, v27)
-	VMULPS Y6, Y7, Y6
+	VMULPS Y6, Y3, Y6
 
 	// v40 = where(v36, v39, v34)
-	VBLENDVPS Y2, Y6, Y7, Y2
+	VBLENDVPS Y7, Y6, Y3, Y3
 
 	// v41 = add(v35, v40)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v42 = mul(v38, 0.5)
-	VMULPS lgc11<>+0(SB), Y5, Y2
+	VMULPS lgc11<>+0(SB), Y5, Y3
 
 	// v43 = add(v41, v42)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v44 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y4, Y2
+	VCMPPS $0x1e, Y2, Y4, Y3
 
 	// v45 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y4, Y5
+	VCMPPS $0x11, Y2, Y4, Y5
 
 	// v47 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
@@ -503,16 +503,16 @@ blocks_5:
 	VMOVUPS   lgc1<>+0(SB), Y5
 
 	// v49 = where(v44, 1, v48)
-	VBLENDVPS Y2, Y5, Y4, Y2
+	VBLENDVPS Y3, Y5, Y4, Y3
 
 	// v50 = ne(v43, 0)
-	VCMPPS $0x04, Y3, Y1, Y3
+	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v51 = mul(v43, v49)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y1, Y3
 
 	// v52 = where(v50, v51, v43)
-	VBLENDVPS Y3, Y2, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// gradStateValue = neg(v52)
 	VXORPS  lgc10<>+0(SB), Y1, Y1

@@ -177,7 +177,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r50_s, 0)
 		runtime.Fill(st.r50_p, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, hi, &in.LogAlpha[0], &in.NextLogProb[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.LogProb[0], &g.StateActionValueActor[0], &g.StateActionValue[0], &out.ValueTarget[0], &out.TDError[0], &g.LogProb[0])
+		fbPass1AVX2(&in.LogAlpha[0], lo, hi, &in.NextLogProb[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.LogProb[0], &g.StateActionValueActor[0], &g.StateActionValue[0], &out.ValueTarget[0], &out.TDError[0], &g.LogProb[0])
 	}
 	n := min(fbPass1Chunks, 32)
 	if n <= 1 {

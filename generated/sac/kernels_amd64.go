@@ -26,7 +26,7 @@ func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
+func fbPass1AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

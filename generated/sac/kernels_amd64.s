@@ -736,18 +736,13 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
+// func fbPass1AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $288-128
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_7
-
-blocks_6:
-	MOVQ         logAlpha+16(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+TEXT ·fbPass1AVX2(SB), $224-128
+	// values every block reads alike, computed once
+	MOVQ         logAlpha+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v1 = exp(logAlpha)
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
@@ -777,60 +772,73 @@ blocks_6:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         nextLogProb+24(FP), DX
-	XORQ         SI, SI
-	ADDQ         AX, SI
-	VMOVUPS      (DX)(SI*4), Y0
+
+	// v51 = mul(0.00390625, v1)
+	VMULPS  lgc27<>+0(SB), Y3, Y0
+	VMOVUPS Y3, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    $+8, CX
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_7
+
+blocks_6:
+	VMOVUPS (SP), Y0
+	MOVQ    nextLogProb+24(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v5 = mul(v1, nextLogProb)
-	VMULPS  Y0, Y3, Y0
+	VMULPS  Y1, Y0, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 	VMOVUPS lgc15<>+0(SB), Y2
+	VMOVUPD lgc16<>+0(SB), Y3
 	VMOVUPD lgc16<>+0(SB), Y4
-	VMOVUPD lgc16<>+0(SB), Y5
-	VMOVUPS Y3, (SP)
+	VMOVUPS Y0, 64(SP)
 	XORQ    DX, DX
 
 inner_Q_8:
-	MOVQ    nextStateActionValue+32(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
-	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y3
+	MOVQ    nextStateActionValue+32(FP), SI
+	XORQ    DI, DI
+	IMUL3Q  $+256, DX, R8
+	ADDQ    R8, DI
+	ADDQ    AX, DI
+	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS 64(SP), Y5
 
 	// v6 = sub(nextStateActionValue, v5)
-	VSUBPS Y0, Y3, Y3
+	VSUBPS Y5, Y0, Y0
 
 	// reduce_min(v6) over [Q]
-	VMINPS  Y1, Y3, Y6
-	VMINPS  Y3, Y1, Y1
-	VORPS   Y6, Y1, Y1
-	MOVQ    stateActionValueActor+40(FP), DI
-	VMOVUPS (DI)(R8*4), Y3
+	VMINPS  Y1, Y0, Y5
+	VMINPS  Y0, Y1, Y1
+	VORPS   Y5, Y1, Y1
+	MOVQ    stateActionValueActor+40(FP), SI
+	VMOVUPS (SI)(DI*4), Y0
 
 	// v31 = neg(stateActionValueActor)
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// argmax(v31) over [Q]
-	VCMPPS       $0x03, Y3, Y3, Y8
-	VCMPPS       $0x1e, Y2, Y3, Y6
-	VCMPPS       $0x03, Y2, Y2, Y7
-	VANDNPS      Y8, Y7, Y7
-	VORPS        Y7, Y6, Y6
-	VBLENDVPS    Y6, Y3, Y2, Y2
-	VPMOVSXDQ    X6, Y3
-	VEXTRACTI128 $0x01, Y6, X6
-	VPMOVSXDQ    X6, Y6
-	MOVQ         DX, DI
-	VMOVUPS      lgc18<>+0(SB), Y7
-	VCVTSI2SDQ   DI, X7, X7
-	VBROADCASTSD X7, Y7
-	VMOVAPD      Y7, Y8
-	VBLENDVPD    Y3, Y8, Y4, Y4
-	VMOVUPD      Y5, Y3
-	VBLENDVPD    Y6, Y7, Y3, Y3
-	VMOVUPD      Y3, Y5
+	VCMPPS       $0x03, Y0, Y0, Y7
+	VCMPPS       $0x1e, Y2, Y0, Y5
+	VCMPPS       $0x03, Y2, Y2, Y6
+	VANDNPS      Y7, Y6, Y6
+	VORPS        Y6, Y5, Y5
+	VBLENDVPS    Y5, Y0, Y2, Y2
+	VPMOVSXDQ    X5, Y0
+	VEXTRACTI128 $0x01, Y5, X5
+	VPMOVSXDQ    X5, Y5
+	MOVQ         DX, SI
+	VMOVUPS      lgc18<>+0(SB), Y6
+	VCVTSI2SDQ   SI, X6, X6
+	VBROADCASTSD X6, Y6
+	VMOVAPD      Y6, Y7
+	VBLENDVPD    Y0, Y7, Y3, Y3
+	VMOVUPD      Y4, Y0
+	VBLENDVPD    Y5, Y6, Y0, Y0
+	VMOVUPD      Y0, Y4
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_Q_8
@@ -839,7 +847,7 @@ inner_Q_8:
 	VMOVUPS   Y1, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
-	VPMOVZXBD (DX)(SI*1), Y2
+	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
 	// v12 = sub(1, nextTerminated)
@@ -851,24 +859,24 @@ inner_Q_8:
 	// v15 = mul(v14, v7)
 	VMULPS  Y0, Y1, Y0
 	MOVQ    nextReward+56(FP), DX
-	VMOVUPS (DX)(SI*4), Y1
+	VMOVUPS (DX)(BX*4), Y1
 
 	// td0Return = add(nextReward, v15)
 	VADDPS  Y0, Y1, Y0
 	VMOVUPD lgc16<>+0(SB), Y1
 	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPS lgc15<>+0(SB), Y3
-	VMOVUPS Y0, 32(SP)
+	VMOVUPS lgc15<>+0(SB), Y5
+	VMOVUPS Y0, 96(SP)
 	XORQ    DX, DX
 
 inner_Q_9:
-	MOVQ    stateActionValue+64(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
-	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 32(SP), Y6
+	MOVQ    stateActionValue+64(FP), SI
+	XORQ    DI, DI
+	IMUL3Q  $+256, DX, R8
+	ADDQ    R8, DI
+	ADDQ    AX, DI
+	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS 96(SP), Y6
 
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y6, Y0, Y0
@@ -889,7 +897,7 @@ inner_Q_9:
 
 	// v25 = sub(absDiff, 0.5)
 	VSUBPS  lgc10<>+0(SB), Y0, Y8
-	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 128(SP)
 
 	// smoothL1 = where(v22, v24, v25)
 	VBLENDVPS Y6, Y7, Y8, Y0
@@ -900,15 +908,15 @@ inner_Q_9:
 	VCVTPS2PD    X0, Y0
 	VADDPD       Y1, Y6, Y1
 	VADDPD       Y2, Y0, Y2
-	VMOVUPS      64(SP), Y0
+	VMOVUPS      128(SP), Y0
 
 	// reduce_max(absDiff) over [Q]
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y5, Y5
 	VXORPS lgc17<>+0(SB), Y0, Y0
-	VMINPS Y3, Y0, Y6
-	VMINPS Y0, Y3, Y3
-	VORPS  Y6, Y3, Y3
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VMINPS Y5, Y0, Y6
+	VMINPS Y0, Y5, Y5
+	VORPS  Y6, Y5, Y5
+	VXORPS lgc17<>+0(SB), Y5, Y5
 	INCQ   DX
 	CMPQ   DX, $+2
 	JL     inner_Q_9
@@ -927,55 +935,56 @@ inner_Q_9:
 	VMOVUPS Y0, 256(DX)
 
 	// finish v32
-	VMOVUPD     Y4, Y0
-	VMOVUPD     Y5, Y1
+	VMOVUPD     Y3, Y0
+	VMOVUPD     Y4, Y1
 	VMOVUPS     lgc18<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v33 = gather(stateActionValueActor, v32) over Q
-	XORQ       DI, DI
-	MOVQ       AX, R8
-	ADDQ       R8, DI
-	MOVQ       stateActionValueActor+40(FP), R8
-	LEAQ       (R8)(DI*4), R8
+	XORQ       SI, SI
+	MOVQ       AX, DI
+	ADDQ       DI, SI
+	MOVQ       stateActionValueActor+40(FP), DI
+	LEAQ       (DI)(SI*4), DI
 	VCVTTPS2DQ Y0, Y1
 	VPMAXSD    lgc18<>+0(SB), Y1, Y1
 	VPMINSD    lgc20<>+0(SB), Y1, Y1
 	VPMULLD    lgc21<>+0(SB), Y1, Y1
 	VPADDD     lgc22<>+0(SB), Y1, Y1
 	VMOVUPS    lgc23<>+0(SB), Y2
-	VMOVUPS    lgc18<>+0(SB), Y4
-	VGATHERDPS Y2, (R8)(Y1*4), Y4
+	VMOVUPS    lgc18<>+0(SB), Y3
+	VGATHERDPS Y2, (DI)(Y1*4), Y3
 	VMOVUPS    (SP), Y1
-	MOVQ       logProb+80(FP), DI
-	VMOVUPS    (DI)(SI*4), Y2
+	MOVQ       logProb+80(FP), SI
+	VMOVUPS    (SI)(BX*4), Y2
 
 	// v34 = mul(v1, logProb)
-	VMULPS Y2, Y1, Y5
+	VMULPS Y2, Y1, Y1
 
 	// v35 = sub(v34, v33)
-	VSUBPS Y4, Y5, Y4
+	VSUBPS Y3, Y1, Y1
 
 	// mean(v35) over [B]
-	VADDPS  576(DX), Y4, Y4
-	VMOVUPS Y4, 576(DX)
+	VADDPS  576(DX), Y1, Y1
+	VMOVUPS Y1, 576(DX)
 
 	// v39 = add(logProb, -6)
-	VADDPS       lgc24<>+0(SB), Y2, Y4
-	MOVQ         logAlpha+16(FP), DI
-	VBROADCASTSS (DI)(BX*4), Y5
+	VADDPS       lgc24<>+0(SB), Y2, Y1
+	MOVQ         logAlpha+0(FP), SI
+	XORQ         DI, DI
+	VBROADCASTSS (SI)(DI*4), Y3
 
 	// v40 = mul(logAlpha, v39)
-	VMULPS Y4, Y5, Y5
+	VMULPS Y1, Y3, Y3
 
 	// v41 = neg(v40)
-	VXORPS lgc17<>+0(SB), Y5, Y5
+	VXORPS lgc17<>+0(SB), Y3, Y3
 
 	// mean(v41) over [B]
-	VADDPS  896(DX), Y5, Y5
-	VMOVUPS Y5, 896(DX)
+	VADDPS  896(DX), Y3, Y3
+	VMOVUPS Y3, 896(DX)
 
 	// v43 = neg(logProb)
 	VXORPS lgc17<>+0(SB), Y2, Y2
@@ -985,147 +994,137 @@ inner_Q_9:
 	VMOVUPS Y2, 1216(DX)
 
 	// finish v45
-	VMOVUPS Y3, Y2
+	VMOVUPS Y5, Y2
 
 	// v49 = mul(-0.00390625, v39)
-	VMULPS lgc27<>+0(SB), Y4, Y3
+	VMULPS lgc28<>+0(SB), Y1, Y1
 
 	// sum(v49) over [B]
-	VADDPS  1536(DX), Y3, Y3
-	VMOVUPS Y3, 1536(DX)
-
-	// v51 = mul(0.00390625, v1)
-	VMULPS  lgc28<>+0(SB), Y1, Y1
-	VMOVUPS Y2, 96(SP)
-	VMOVUPS Y1, 128(SP)
-	VMOVUPS lgc11<>+0(SB), Y1
-	VMOVUPS lgc27<>+0(SB), Y2
-	VMOVUPS lgc18<>+0(SB), Y3
+	VADDPS  1536(DX), Y1, Y1
+	VMOVUPS Y1, 1536(DX)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y2, 192(SP)
 	XORQ    DX, DX
 
 inner_Q_10:
-	MOVQ    stateActionValue+64(FP), BX
+	MOVQ    stateActionValue+64(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (BX)(DI*4), Y4
-	VMOVUPS 32(SP), Y5
+	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS 96(SP), Y1
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y5, Y4, Y4
+	VSUBPS Y1, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc17<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc17<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc11<>+0(SB), Y2
 
 	// v22 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y5, Y6
+	VCMPPS $0x11, Y2, Y1, Y3
 
 	// v23 = mul(0.5, absDiff)
-	VMULPS       lgc10<>+0(SB), Y5, Y7
-	XORQ         BX, BX
+	VMULPS       lgc10<>+0(SB), Y1, Y4
+	XORQ         SI, SI
 	MOVQ         DX, R8
-	ADDQ         R8, BX
-	VMOVD        BX, X8
-	VPBROADCASTD X8, Y8
-	VCVTDQ2PS    Y8, Y8
+	ADDQ         R8, SI
+	VMOVD        SI, X5
+	VPBROADCASTD X5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMOVUPS      160(SP), Y6
 
 	// v53 = eq(v52, v32)
-	VCMPPS  $0x00, Y0, Y8, Y8
-	VMOVUPS Y4, 160(SP)
-	VMOVUPS Y7, 192(SP)
+	VCMPPS  $0x00, Y6, Y5, Y5
+	VMOVUPS lgc28<>+0(SB), Y6
 
 	// gradStateActionValueActor = where(v53, -0.00390625, 0)
-	VBLENDVPS Y8, Y2, Y3, Y4
+	VANDPS Y6, Y5, Y5
 
 	// store gradStateActionValueActor
-	MOVQ    gradStateActionValueActor+88(FP), BX
-	VMOVUPS Y4, (BX)(DI*4)
-	VMOVUPS lgc28<>+0(SB), Y4
+	MOVQ    gradStateActionValueActor+88(FP), SI
+	VMOVUPS Y5, (SI)(DI*4)
+	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v56 = where(v22, 0.00390625, 0)
-	VBLENDVPS Y6, Y4, Y3, Y7
+	VANDPS Y5, Y3, Y6
 
 	// v57 = where(v22, 0, 0.00390625)
-	VBLENDVPS Y6, Y3, Y4, Y4
+	VANDNPS Y5, Y3, Y3
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v58 = ne(v56, 0)
-	VCMPPS $0x04, Y3, Y7, Y6
+	VCMPPS $0x04, Y5, Y6, Y7
 
 	// v59 = mul(v56, absDiff)
-	VMULPS Y5, Y7, Y5
+	VMULPS Y1, Y6, Y1
 
 	// v60 = where(v58, v59, v56)
-	VBLENDVPS Y6, Y5, Y7, Y5
-	VMOVUPS   192(SP), Y8
+	VBLENDVPS Y7, Y1, Y6, Y1
 
 	// v61 = mul(v56, v23)
-	VMULPS  Y8, Y7, Y8
-	VMOVUPS Y5, 224(SP)
+	VMULPS Y4, Y6, Y4
 
 	// v62 = where(v58, v61, v56)
-	VBLENDVPS Y6, Y8, Y7, Y5
+	VBLENDVPS Y7, Y4, Y6, Y4
 
 	// v63 = add(v57, v62)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS 224(SP), Y5
+	VADDPS Y4, Y3, Y3
 
 	// v64 = mul(v60, 0.5)
-	VMULPS lgc10<>+0(SB), Y5, Y5
+	VMULPS lgc10<>+0(SB), Y1, Y1
 
 	// v65 = add(v63, v64)
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS 160(SP), Y5
+	VADDPS Y1, Y3, Y1
 
 	// v66 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y5, Y6
+	VCMPPS $0x1e, Y5, Y0, Y3
 
 	// v67 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y5, Y7
+	VCMPPS $0x11, Y5, Y0, Y4
 
 	// v69 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y5, Y5
-	VMOVUPS Y4, 256(SP)
-	VMOVUPS lgc29<>+0(SB), Y4
+	VMULPS  lgc18<>+0(SB), Y0, Y0
+	VMOVUPS lgc29<>+0(SB), Y6
 
 	// v70 = where(v67, -1, v69)
-	VBLENDVPS Y7, Y4, Y5, Y4
+	VBLENDVPS Y4, Y6, Y0, Y0
 
 	// v71 = where(v66, 1, v70)
-	VBLENDVPS Y6, Y1, Y4, Y4
-	VMOVUPS   256(SP), Y5
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// v72 = ne(v65, 0)
-	VCMPPS $0x04, Y3, Y5, Y6
+	VCMPPS $0x04, Y5, Y1, Y2
 
 	// v73 = mul(v65, v71)
-	VMULPS Y4, Y5, Y4
+	VMULPS Y0, Y1, Y0
 
 	// gradStateActionValue = where(v72, v73, v65)
-	VBLENDVPS Y6, Y4, Y5, Y4
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradStateActionValue
-	MOVQ    gradStateActionValue+96(FP), BX
-	VMOVUPS Y4, (BX)(DI*4)
+	MOVQ    gradStateActionValue+96(FP), SI
+	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_10
-	VMOVUPS 128(SP), Y0
-	VMOVUPS 32(SP), Y1
+	VMOVUPS 32(SP), Y0
+	VMOVUPS 96(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+104(FP), DX
-	VMOVUPS Y1, (DX)(SI*4)
-	VMOVUPS 96(SP), Y1
+	VMOVUPS Y1, (DX)(BX*4)
+	VMOVUPS 192(SP), Y1
 
 	// store tdError
 	MOVQ    tDError+112(FP), DX
-	VMOVUPS Y1, (DX)(SI*4)
+	VMOVUPS Y1, (DX)(BX*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+120(FP), DX
-	VMOVUPS      Y0, (DX)(SI*4)
+	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
 	MOVQ         state+72(FP), CX
@@ -1201,7 +1200,7 @@ noflush_11:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_7
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_6
 
 chunkdone_7:
@@ -1275,24 +1274,24 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0xbb800000
-DATA lgc27<>+4(SB)/4, $0xbb800000
-DATA lgc27<>+8(SB)/4, $0xbb800000
-DATA lgc27<>+12(SB)/4, $0xbb800000
-DATA lgc27<>+16(SB)/4, $0xbb800000
-DATA lgc27<>+20(SB)/4, $0xbb800000
-DATA lgc27<>+24(SB)/4, $0xbb800000
-DATA lgc27<>+28(SB)/4, $0xbb800000
+DATA lgc27<>+0(SB)/4, $0x3b800000
+DATA lgc27<>+4(SB)/4, $0x3b800000
+DATA lgc27<>+8(SB)/4, $0x3b800000
+DATA lgc27<>+12(SB)/4, $0x3b800000
+DATA lgc27<>+16(SB)/4, $0x3b800000
+DATA lgc27<>+20(SB)/4, $0x3b800000
+DATA lgc27<>+24(SB)/4, $0x3b800000
+DATA lgc27<>+28(SB)/4, $0x3b800000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3b800000
-DATA lgc28<>+4(SB)/4, $0x3b800000
-DATA lgc28<>+8(SB)/4, $0x3b800000
-DATA lgc28<>+12(SB)/4, $0x3b800000
-DATA lgc28<>+16(SB)/4, $0x3b800000
-DATA lgc28<>+20(SB)/4, $0x3b800000
-DATA lgc28<>+24(SB)/4, $0x3b800000
-DATA lgc28<>+28(SB)/4, $0x3b800000
+DATA lgc28<>+0(SB)/4, $0xbb800000
+DATA lgc28<>+4(SB)/4, $0xbb800000
+DATA lgc28<>+8(SB)/4, $0xbb800000
+DATA lgc28<>+12(SB)/4, $0xbb800000
+DATA lgc28<>+16(SB)/4, $0xbb800000
+DATA lgc28<>+20(SB)/4, $0xbb800000
+DATA lgc28<>+24(SB)/4, $0xbb800000
+DATA lgc28<>+28(SB)/4, $0xbb800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 DATA lgc29<>+0(SB)/4, $0xbf800000

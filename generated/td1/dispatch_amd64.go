@@ -81,7 +81,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass1AVX2(&st.buf[0], &s.s1, &in.NextReward[0], &s.s0, &in.NextDone[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0])
+	pass1AVX2(&s.s1, &st.buf[0], &in.NextReward[0], &s.s0, &in.NextDone[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0])
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and

@@ -14,7 +14,7 @@ func pass0AVX2(lo int, nextReward *float64, state *float64, hi int)
 // the same loop in Go.
 //
 //go:noescape
-func pass1AVX2(state *float64, s1 *float64, nextReward *float64, s0 *float64, nextDone *bool, nextTerminated *bool, nextStateValue *float64, stateValue *float64, advantage *float64, valueTarget *float64)
+func pass1AVX2(s1 *float64, state *float64, nextReward *float64, s0 *float64, nextDone *bool, nextTerminated *bool, nextStateValue *float64, stateValue *float64, advantage *float64, valueTarget *float64)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

@@ -55,12 +55,24 @@ DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(state *float64, s1 *float64, nextReward *float64, s0 *float64, nextDone *bool, nextTerminated *bool, nextStateValue *float64, stateValue *float64, advantage *float64, valueTarget *float64)
+// func pass1AVX2(s1 *float64, state *float64, nextReward *float64, s0 *float64, nextDone *bool, nextTerminated *bool, nextStateValue *float64, stateValue *float64, advantage *float64, valueTarget *float64)
 // Requires: AVX, AVX2
-TEXT ·pass1AVX2(SB), $0-80
-	MOVQ    state+0(FP), AX
+TEXT ·pass1AVX2(SB), $32-80
+	// values every block reads alike, computed once
+	MOVQ         s1+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSD (AX)(CX*8), Y0
+
+	// std = sqrt(v4)
+	VSQRTPD Y0, Y0
+	VMOVUPD lgc1<>+0(SB), Y1
+
+	// v8 = max(std, 1e-05)
+	VMAXPD  Y0, Y1, Y0
+	VMOVUPD Y0, (SP)
+	MOVQ    state+8(FP), AX
 	LEAQ    832(AX), AX
-	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD lgc2<>+0(SB), Y0
 	VMOVUPD Y0, (AX)
 	VMOVUPD Y0, 32(AX)
 	VMOVUPD Y0, 64(AX)
@@ -83,45 +95,37 @@ outer0_3:
 	XORQ CX, CX
 
 blocks_4:
-	MOVQ         s1+8(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSD (DX)(BX*8), Y0
-
-	// std = sqrt(v4)
-	VSQRTPD      Y0, Y0
 	MOVQ         nextReward+16(FP), DX
-	XORQ         SI, SI
-	IMUL3Q       $+64, AX, DI
-	ADDQ         DI, SI
-	ADDQ         CX, SI
-	VMOVUPD      (DX)(SI*8), Y1
+	XORQ         BX, BX
+	IMUL3Q       $+64, AX, SI
+	ADDQ         SI, BX
+	ADDQ         CX, BX
+	VMOVUPD      (DX)(BX*8), Y0
 	MOVQ         s0+24(FP), DX
-	VBROADCASTSD (DX)(BX*8), Y2
+	XORQ         SI, SI
+	VBROADCASTSD (DX)(SI*8), Y1
 
 	// v6 = sub(nextReward, mean)
-	VSUBPD  Y2, Y1, Y1
-	VMOVUPD lgc2<>+0(SB), Y2
-
-	// v8 = max(std, 1e-05)
-	VMAXPD Y0, Y2, Y0
+	VSUBPD  Y1, Y0, Y0
+	VMOVUPD (SP), Y1
 
 	// rewardStandardized = div(v6, v8)
-	VDIVPD       Y0, Y1, Y0
+	VDIVPD       Y1, Y0, Y0
 	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
-	MOVQ         $+420, BX
-	SUBQ         DX, BX
-	VMOVD        BX, X1
+	MOVQ         AX, SI
+	ADDQ         SI, DX
+	MOVQ         $+420, SI
+	SUBQ         DX, SI
+	VMOVD        SI, X1
 	VPBROADCASTD X1, Y1
 	VCVTDQ2PD    X1, Y1
-	VMOVUPD      lgc1<>+0(SB), Y2
+	VMOVUPD      lgc2<>+0(SB), Y2
 
 	// v14 = eq(v12, 0)
 	VCMPPD    $0x00, Y2, Y1, Y1
 	VANDPD    lgc0<>+0(SB), Y1, Y1
 	MOVQ      nextDone+32(FP), DX
-	VPMOVZXBD (DX)(SI*1), X2
+	VPMOVZXBD (DX)(BX*1), X2
 	VCVTDQ2PD X2, Y2
 
 	// v15 = max(nextDone, v14)
@@ -133,7 +137,7 @@ blocks_4:
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
 	MOVQ      nextTerminated+40(FP), DX
-	VPMOVZXBD (DX)(SI*1), X3
+	VPMOVZXBD (DX)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 
 	// v18 = sub(1, nextTerminated)
@@ -148,7 +152,7 @@ blocks_4:
 	// v21 = mul(v19, v20)
 	VMULPD  Y1, Y4, Y3
 	MOVQ    nextStateValue+48(FP), DX
-	VMOVUPD (DX)(SI*8), Y5
+	VMOVUPD (DX)(BX*8), Y5
 
 	// v22 = mul(v21, nextStateValue)
 	VMULPD Y5, Y3, Y3
@@ -163,25 +167,25 @@ blocks_4:
 	VMULPD Y1, Y4, Y1
 
 	// td1Return = scan(td1B, td1A) over T reverse
-	MOVQ    state+0(FP), DX
-	XORQ    BX, BX
-	ADDQ    CX, BX
-	VMULPD  832(DX)(BX*8), Y1, Y1
+	MOVQ    state+8(FP), DX
+	XORQ    SI, SI
+	ADDQ    CX, SI
+	VMULPD  832(DX)(SI*8), Y1, Y1
 	VADDPD  Y0, Y1, Y1
-	VMOVUPD Y1, 832(DX)(BX*8)
+	VMOVUPD Y1, 832(DX)(SI*8)
 	MOVQ    stateValue+56(FP), DX
-	VMOVUPD (DX)(SI*8), Y0
+	VMOVUPD (DX)(BX*8), Y0
 
 	// v27 = sub(td1Return, stateValue)
 	VSUBPD Y0, Y1, Y0
 
 	// store advantage
 	MOVQ    advantage+64(FP), DX
-	VMOVUPD Y0, (DX)(SI*8)
+	VMOVUPD Y0, (DX)(BX*8)
 
 	// store valueTarget
 	MOVQ    valueTarget+72(FP), DX
-	VMOVUPD Y1, (DX)(SI*8)
+	VMOVUPD Y1, (DX)(BX*8)
 	ADDQ    $+4, CX
 	CMPQ    CX, $+64
 	JL      blocks_4
@@ -190,16 +194,16 @@ blocks_4:
 	VZEROUPPER
 	RET
 
-DATA lgc1<>+0(SB)/8, $0x0000000000000000
-DATA lgc1<>+8(SB)/8, $0x0000000000000000
-DATA lgc1<>+16(SB)/8, $0x0000000000000000
-DATA lgc1<>+24(SB)/8, $0x0000000000000000
+DATA lgc1<>+0(SB)/8, $0x3ee4f8b588e368f1
+DATA lgc1<>+8(SB)/8, $0x3ee4f8b588e368f1
+DATA lgc1<>+16(SB)/8, $0x3ee4f8b588e368f1
+DATA lgc1<>+24(SB)/8, $0x3ee4f8b588e368f1
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/8, $0x3ee4f8b588e368f1
-DATA lgc2<>+8(SB)/8, $0x3ee4f8b588e368f1
-DATA lgc2<>+16(SB)/8, $0x3ee4f8b588e368f1
-DATA lgc2<>+24(SB)/8, $0x3ee4f8b588e368f1
+DATA lgc2<>+0(SB)/8, $0x0000000000000000
+DATA lgc2<>+8(SB)/8, $0x0000000000000000
+DATA lgc2<>+16(SB)/8, $0x0000000000000000
+DATA lgc2<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
 DATA lgc3<>+0(SB)/8, $0x8000000000000000
@@ -447,9 +451,9 @@ bulk_7:
 	VSUBPD      Y1, Y5, Y5
 	VMULPD      lgc8<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc2<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc2<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x00, lgc41<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
@@ -617,9 +621,9 @@ bulk_9:
 	VSUBPD      Y2, Y6, Y6
 	VMULPD      lgc8<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc1<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc41<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
@@ -631,7 +635,7 @@ bulk_9:
 	VSUBPD      Y3, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc41<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2

@@ -78,7 +78,7 @@ inner_Q_4:
 	VMOVUPS (SI)(DI*4), Y6
 
 	// v16 = where(v15, stateActionValueActor, 0)
-	VBLENDVPS Y5, Y6, Y0, Y5
+	VANDPS Y6, Y5, Y5
 
 	// sum(v16) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -432,7 +432,7 @@ inner_Q_10:
 	VMOVUPS (SI)(DI*4), Y6
 
 	// v16 = where(v15, stateActionValueActor, 0)
-	VBLENDVPS Y5, Y6, Y0, Y5
+	VANDPS Y6, Y5, Y5
 
 	// sum(v16) over [Q]
 	VCVTPS2PD    X5, Y6
@@ -565,41 +565,41 @@ inner_Q_12:
 	VCMPPS $0x11, Y3, Y6, Y7
 
 	// v25 = mul(0.5, absDiff)
-	VMULPS  lgc7<>+0(SB), Y6, Y8
-	VMOVUPS Y4, 64(SP)
+	VMULPS lgc7<>+0(SB), Y6, Y8
 
 	// v35 = where(v24, 0.00390625, 0)
-	VBLENDVPS Y7, Y2, Y0, Y4
-	VMOVUPS   Y5, 96(SP)
+	VANDPS  Y2, Y7, Y9
+	VMOVUPS Y4, 64(SP)
 
 	// v36 = where(v24, 0, 0.00390625)
-	VBLENDVPS Y7, Y0, Y2, Y5
+	VANDNPS Y2, Y7, Y4
 
 	// v37 = ne(v35, 0)
-	VCMPPS $0x04, Y0, Y4, Y7
+	VCMPPS $0x04, Y0, Y9, Y7
 
 	// v38 = mul(v35, absDiff)
-	VMULPS  Y6, Y4, Y6
-	VMOVUPS Y5, 128(SP)
+	VMULPS  Y6, Y9, Y6
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y4, 128(SP)
 
 	// v39 = where(v37, v38, v35)
-	VBLENDVPS Y7, Y6, Y4, Y5
+	VBLENDVPS Y7, Y6, Y9, Y4
 
 	// v40 = mul(v35, v25)
-	VMULPS Y8, Y4, Y6
+	VMULPS Y8, Y9, Y5
 
 	// v41 = where(v37, v40, v35)
-	VBLENDVPS Y7, Y6, Y4, Y4
+	VBLENDVPS Y7, Y5, Y9, Y5
 	VMOVUPS   128(SP), Y6
 
 	// v42 = add(v36, v41)
-	VADDPS Y4, Y6, Y4
+	VADDPS Y5, Y6, Y5
 
 	// v43 = mul(v39, 0.5)
-	VMULPS lgc7<>+0(SB), Y5, Y5
+	VMULPS lgc7<>+0(SB), Y4, Y4
 
 	// v44 = add(v42, v43)
-	VADDPS  Y5, Y4, Y4
+	VADDPS  Y4, Y5, Y4
 	VMOVUPS 96(SP), Y5
 
 	// v45 = gt(diff, 0)
@@ -638,7 +638,7 @@ inner_Q_12:
 	VMOVUPS lgc12<>+0(SB), Y4
 
 	// v55 = where(v15, -0.00390625, 0)
-	VBLENDVPS Y5, Y4, Y0, Y4
+	VANDPS Y4, Y5, Y4
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+72(FP), SI

@@ -376,24 +376,21 @@ outer0_1:
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
 	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X5
-	VCVTPS2PD    X5, Y5
+	VEXTRACTF128 $0x01, Y7, X3
+	VCVTPS2PD    X3, Y3
 	VANDPD       Y2, Y1, Y1
 	VADDPD       22784(CX)(BX*8), Y1, Y2
 	VMOVUPD      Y2, 22784(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28096(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28096(CX)(BX*8)
-	VANDPD       Y4, Y5, Y5
-	VADDPD       22816(CX)(BX*8), Y5, Y1
+	VANDPD       Y4, Y3, Y3
+	VADDPD       22816(CX)(BX*8), Y3, Y1
 	VMOVUPD      Y1, 22816(CX)(BX*8)
-	VMULPD       Y5, Y5, Y1
+	VMULPD       Y3, Y3, Y1
 	VADDPD       28128(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28128(CX)(BX*8)
-
-	// v75 = mul(2, logWeight)
-	VMULPS  lgc32<>+0(SB), Y3, Y1
-	VMOVUPS 24(SP), Y1
+	VMOVUPS      24(SP), Y1
 
 	// store valueTarget
 	MOVQ       valueTarget+80(FP), CX
@@ -673,8 +670,8 @@ blocks_2:
 	VCVTPS2PD    X4, Y1
 	VEXTRACTF128 $0x01, Y4, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       22784(BX)(DI*8), Y1, Y4
-	VMOVUPD      Y4, 22784(BX)(DI*8)
+	VADDPD       22784(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 22784(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28096(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28096(BX)(DI*8)
@@ -683,10 +680,7 @@ blocks_2:
 	VMULPD       Y2, Y2, Y1
 	VADDPD       28128(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28128(BX)(DI*8)
-
-	// v75 = mul(2, logWeight)
-	VMULPS  lgc32<>+0(SB), Y3, Y1
-	VMOVUPS 56(SP), Y1
+	VMOVUPS      56(SP), Y1
 
 	// store valueTarget
 	MOVQ         valueTarget+80(FP), BX
@@ -696,7 +690,7 @@ blocks_2:
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -708,7 +702,7 @@ blocks_2:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -721,7 +715,7 @@ blocks_2:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -734,7 +728,7 @@ blocks_2:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -747,7 +741,7 @@ blocks_2:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -768,7 +762,7 @@ noflush_3:
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -780,7 +774,7 @@ noflush_3:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -793,7 +787,7 @@ noflush_3:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -806,7 +800,7 @@ noflush_3:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -819,7 +813,7 @@ noflush_3:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1154,25 +1148,15 @@ DATA lgc31<>+24(SB)/4, $0xffffffff
 DATA lgc31<>+28(SB)/4, $0xffffffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x40000000
-DATA lgc32<>+4(SB)/4, $0x40000000
-DATA lgc32<>+8(SB)/4, $0x40000000
-DATA lgc32<>+12(SB)/4, $0x40000000
-DATA lgc32<>+16(SB)/4, $0x40000000
-DATA lgc32<>+20(SB)/4, $0x40000000
-DATA lgc32<>+24(SB)/4, $0x40000000
-DATA lgc32<>+28(SB)/4, $0x40000000
+DATA lgc32<>+0(SB)/4, $0x7f7fffff
+DATA lgc32<>+4(SB)/4, $0x7f7fffff
+DATA lgc32<>+8(SB)/4, $0x7f7fffff
+DATA lgc32<>+12(SB)/4, $0x7f7fffff
+DATA lgc32<>+16(SB)/4, $0x7f7fffff
+DATA lgc32<>+20(SB)/4, $0x7f7fffff
+DATA lgc32<>+24(SB)/4, $0x7f7fffff
+DATA lgc32<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x7f7fffff
-DATA lgc33<>+4(SB)/4, $0x7f7fffff
-DATA lgc33<>+8(SB)/4, $0x7f7fffff
-DATA lgc33<>+12(SB)/4, $0x7f7fffff
-DATA lgc33<>+16(SB)/4, $0x7f7fffff
-DATA lgc33<>+20(SB)/4, $0x7f7fffff
-DATA lgc33<>+24(SB)/4, $0x7f7fffff
-DATA lgc33<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1189,7 +1173,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc34<>+0(SB), Y0, Y0
+	VADDPS  lgc33<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1203,7 +1187,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(2, logSumW)
-	VMULPS  lgc32<>+0(SB), Y1, Y1
+	VMULPS  lgc34<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1252,7 +1236,7 @@ blocks_4:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      31936(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1283,7 +1267,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc34<>+0(SB), Y0, Y0
+	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1299,7 +1283,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(2, logSumW)
-	VMULPS     lgc32<>+0(SB), Y1, Y1
+	VMULPS     lgc34<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -1355,7 +1339,7 @@ notail_7:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      31936(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1370,14 +1354,24 @@ notail_7:
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x34000000
-DATA lgc34<>+4(SB)/4, $0x34000000
-DATA lgc34<>+8(SB)/4, $0x34000000
-DATA lgc34<>+12(SB)/4, $0x34000000
-DATA lgc34<>+16(SB)/4, $0x34000000
-DATA lgc34<>+20(SB)/4, $0x34000000
-DATA lgc34<>+24(SB)/4, $0x34000000
-DATA lgc34<>+28(SB)/4, $0x34000000
+DATA lgc33<>+0(SB)/4, $0x34000000
+DATA lgc33<>+4(SB)/4, $0x34000000
+DATA lgc33<>+8(SB)/4, $0x34000000
+DATA lgc33<>+12(SB)/4, $0x34000000
+DATA lgc33<>+16(SB)/4, $0x34000000
+DATA lgc33<>+20(SB)/4, $0x34000000
+DATA lgc33<>+24(SB)/4, $0x34000000
+DATA lgc33<>+28(SB)/4, $0x34000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x40000000
+DATA lgc34<>+4(SB)/4, $0x40000000
+DATA lgc34<>+8(SB)/4, $0x40000000
+DATA lgc34<>+12(SB)/4, $0x40000000
+DATA lgc34<>+16(SB)/4, $0x40000000
+DATA lgc34<>+20(SB)/4, $0x40000000
+DATA lgc34<>+24(SB)/4, $0x40000000
+DATA lgc34<>+28(SB)/4, $0x40000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
@@ -1546,7 +1540,7 @@ blocks_9:
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1753,7 +1747,7 @@ noflush_10:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2204,87 +2198,84 @@ outer0_11:
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
 	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X5
-	VCVTPS2PD    X5, Y5
+	VEXTRACTF128 $0x01, Y7, X3
+	VCVTPS2PD    X3, Y3
 	VANDPD       Y2, Y1, Y1
 	VADDPD       22784(CX)(BX*8), Y1, Y2
 	VMOVUPD      Y2, 22784(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28096(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28096(CX)(BX*8)
-	VANDPD       Y4, Y5, Y5
-	VADDPD       22816(CX)(BX*8), Y5, Y1
+	VANDPD       Y4, Y3, Y3
+	VADDPD       22816(CX)(BX*8), Y3, Y1
 	VMOVUPD      Y1, 22816(CX)(BX*8)
-	VMULPD       Y5, Y5, Y1
+	VMULPD       Y3, Y3, Y1
 	VADDPD       28128(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28128(CX)(BX*8)
-
-	// v75 = mul(2, logWeight)
-	VMULPS  lgc32<>+0(SB), Y3, Y1
-	VMOVUPS 152(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y1, Y2
-	VMOVUPS lgc39<>+0(SB), Y1
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS      152(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VCMPPS       $0x04, Y2, Y1, Y2
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// v84 = where(v60, 3.7114014251781474e-05, 0)
-	VBLENDVPS Y2, Y1, Y3, Y4
+	VANDPS Y1, Y2, Y3
 
 	// v85 = where(v60, 0, 3.7114014251781474e-05)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VANDNPS Y1, Y2, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v86 = ne(v84, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
+	VCMPPS  $0x04, Y2, Y3, Y4
 	VMOVUPS 56(SP), Y5
 
 	// v87 = mul(v84, absDiff)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y5, Y3, Y5
 
 	// v88 = where(v86, v87, v84)
-	VBLENDVPS Y2, Y5, Y4, Y5
+	VBLENDVPS Y4, Y5, Y3, Y5
 	VMOVUPS   24(SP), Y6
 
 	// v89 = mul(v84, v61)
-	VMULPS Y6, Y4, Y6
+	VMULPS Y6, Y3, Y6
 
 	// v90 = where(v86, v89, v84)
-	VBLENDVPS Y2, Y6, Y4, Y2
+	VBLENDVPS Y4, Y6, Y3, Y3
 
 	// v91 = add(v85, v90)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v92 = mul(v88, 0.5)
-	VMULPS lgc13<>+0(SB), Y5, Y2
+	VMULPS lgc13<>+0(SB), Y5, Y3
 
 	// v93 = add(v91, v92)
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 120(SP), Y2
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 120(SP), Y3
 
 	// v94 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y2, Y4
+	VCMPPS $0x1e, Y2, Y3, Y4
 
 	// v95 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y2, Y5
+	VCMPPS $0x11, Y2, Y3, Y5
 
 	// v97 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v98 = where(v95, -1, v97)
-	VBLENDVPS Y5, Y6, Y2, Y2
+	VBLENDVPS Y5, Y6, Y3, Y3
 	VMOVUPS   lgc14<>+0(SB), Y5
 
 	// v99 = where(v94, 1, v98)
-	VBLENDVPS Y4, Y5, Y2, Y2
+	VBLENDVPS Y4, Y5, Y3, Y3
 
 	// v100 = ne(v93, 0)
-	VCMPPS $0x04, Y3, Y1, Y3
+	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v101 = mul(v93, v99)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y1, Y3
 
 	// v102 = where(v100, v101, v93)
-	VBLENDVPS Y3, Y2, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// gradStateValue = neg(v102)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
@@ -2583,8 +2574,8 @@ blocks_12:
 	VCVTPS2PD    X4, Y1
 	VEXTRACTF128 $0x01, Y4, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       22784(BX)(DI*8), Y1, Y4
-	VMOVUPD      Y4, 22784(BX)(DI*8)
+	VADDPD       22784(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 22784(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28096(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28096(BX)(DI*8)
@@ -2593,73 +2584,70 @@ blocks_12:
 	VMULPD       Y2, Y2, Y1
 	VADDPD       28128(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28128(BX)(DI*8)
-
-	// v75 = mul(2, logWeight)
-	VMULPS  lgc32<>+0(SB), Y3, Y1
-	VMOVUPS 312(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y1, Y2
-	VMOVUPS lgc39<>+0(SB), Y1
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS      312(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VCMPPS       $0x04, Y2, Y1, Y2
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// v84 = where(v60, 3.7114014251781474e-05, 0)
-	VBLENDVPS Y2, Y1, Y3, Y4
+	VANDPS Y1, Y2, Y3
 
 	// v85 = where(v60, 0, 3.7114014251781474e-05)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VANDNPS Y1, Y2, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v86 = ne(v84, 0)
-	VCMPPS  $0x04, Y3, Y4, Y2
+	VCMPPS  $0x04, Y2, Y3, Y4
 	VMOVUPS 216(SP), Y5
 
 	// v87 = mul(v84, absDiff)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y5, Y3, Y5
 
 	// v88 = where(v86, v87, v84)
-	VBLENDVPS Y2, Y5, Y4, Y5
+	VBLENDVPS Y4, Y5, Y3, Y5
 	VMOVUPS   184(SP), Y6
 
 	// v89 = mul(v84, v61)
-	VMULPS Y6, Y4, Y6
+	VMULPS Y6, Y3, Y6
 
 	// v90 = where(v86, v89, v84)
-	VBLENDVPS Y2, Y6, Y4, Y2
+	VBLENDVPS Y4, Y6, Y3, Y3
 
 	// v91 = add(v85, v90)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v92 = mul(v88, 0.5)
-	VMULPS lgc13<>+0(SB), Y5, Y2
+	VMULPS lgc13<>+0(SB), Y5, Y3
 
 	// v93 = add(v91, v92)
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 280(SP), Y2
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 280(SP), Y3
 
 	// v94 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y2, Y4
+	VCMPPS $0x1e, Y2, Y3, Y4
 
 	// v95 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y2, Y5
+	VCMPPS $0x11, Y2, Y3, Y5
 
 	// v97 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v98 = where(v95, -1, v97)
-	VBLENDVPS Y5, Y6, Y2, Y2
+	VBLENDVPS Y5, Y6, Y3, Y3
 	VMOVUPS   lgc14<>+0(SB), Y5
 
 	// v99 = where(v94, 1, v98)
-	VBLENDVPS Y4, Y5, Y2, Y2
+	VBLENDVPS Y4, Y5, Y3, Y3
 
 	// v100 = ne(v93, 0)
-	VCMPPS $0x04, Y3, Y1, Y3
+	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v101 = mul(v93, v99)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y1, Y3
 
 	// v102 = where(v100, v101, v93)
-	VBLENDVPS Y3, Y2, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// gradStateValue = neg(v102)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
@@ -2682,7 +2670,7 @@ blocks_12:
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2694,7 +2682,7 @@ blocks_12:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2707,7 +2695,7 @@ blocks_12:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2720,7 +2708,7 @@ blocks_12:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2733,7 +2721,7 @@ blocks_12:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2754,7 +2742,7 @@ noflush_13:
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2766,7 +2754,7 @@ noflush_13:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2779,7 +2767,7 @@ noflush_13:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2792,7 +2780,7 @@ noflush_13:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2805,7 +2793,7 @@ noflush_13:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2869,7 +2857,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc34<>+0(SB), Y0, Y0
+	VADDPS  lgc33<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2883,7 +2871,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(2, logSumW)
-	VMULPS  lgc32<>+0(SB), Y1, Y1
+	VMULPS  lgc34<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2932,7 +2920,7 @@ blocks_14:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      31936(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2963,7 +2951,7 @@ chunkdone_15:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc34<>+0(SB), Y0, Y0
+	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2979,7 +2967,7 @@ chunkdone_15:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(2, logSumW)
-	VMULPS     lgc32<>+0(SB), Y1, Y1
+	VMULPS     lgc34<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -3035,7 +3023,7 @@ notail_17:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      31936(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3212,10 +3200,10 @@ blocks_19:
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
 	// v107 = where(v39, v106, 0)
-	VBLENDVPS Y2, Y5, Y0, Y7
+	VANDPS Y5, Y2, Y7
 
 	// v108 = where(v39, 0, v106)
-	VBLENDVPS Y2, Y0, Y5, Y2
+	VANDNPS Y5, Y2, Y2
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
@@ -3226,34 +3214,24 @@ blocks_19:
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v111 = max(v109, v110)
-	VXORPS  lgc27<>+0(SB), Y5, Y5
-	VXORPS  lgc27<>+0(SB), Y6, Y9
-	VMINPS  Y5, Y9, Y8
-	VMINPS  Y9, Y5, Y5
-	VORPS   Y8, Y5, Y5
-	VXORPS  lgc27<>+0(SB), Y5, Y5
+	VMAXPS  Y5, Y6, Y5
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y5, Y8
 
 	// v112 = where(v111, v108, 0)
-	VBLENDVPS Y8, Y2, Y0, Y2
+	VANDPS Y2, Y8, Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v114 = max(v113, v110)
-	VXORPS  lgc27<>+0(SB), Y3, Y3
-	VXORPS  lgc27<>+0(SB), Y6, Y5
-	VMINPS  Y3, Y5, Y6
-	VMINPS  Y5, Y3, Y3
-	VORPS   Y6, Y3, Y3
-	VXORPS  lgc27<>+0(SB), Y3, Y3
+	VMAXPS  Y3, Y6, Y3
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y3, Y5
 
 	// v115 = where(v114, v107, 0)
-	VBLENDVPS Y5, Y7, Y0, Y3
+	VANDPS Y7, Y5, Y3
 
 	// v116 = add(v112, v115)
 	VADDPS Y3, Y2, Y2
@@ -3279,7 +3257,7 @@ blocks_19:
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3483,10 +3461,10 @@ noflush_20:
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
 	// v107 = where(v39, v106, 0)
-	VBLENDVPS Y2, Y5, Y0, Y7
+	VANDPS Y5, Y2, Y7
 
 	// v108 = where(v39, 0, v106)
-	VBLENDVPS Y2, Y0, Y5, Y2
+	VANDNPS Y5, Y2, Y2
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
@@ -3497,34 +3475,24 @@ noflush_20:
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v111 = max(v109, v110)
-	VXORPS  lgc27<>+0(SB), Y5, Y5
-	VXORPS  lgc27<>+0(SB), Y6, Y9
-	VMINPS  Y5, Y9, Y8
-	VMINPS  Y9, Y5, Y5
-	VORPS   Y8, Y5, Y5
-	VXORPS  lgc27<>+0(SB), Y5, Y5
+	VMAXPS  Y5, Y6, Y5
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y5, Y8
 
 	// v112 = where(v111, v108, 0)
-	VBLENDVPS Y8, Y2, Y0, Y2
+	VANDPS Y2, Y8, Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v114 = max(v113, v110)
-	VXORPS  lgc27<>+0(SB), Y3, Y3
-	VXORPS  lgc27<>+0(SB), Y6, Y5
-	VMINPS  Y3, Y5, Y6
-	VMINPS  Y5, Y3, Y3
-	VORPS   Y6, Y3, Y3
-	VXORPS  lgc27<>+0(SB), Y3, Y3
+	VMAXPS  Y3, Y6, Y3
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y3, Y5
 
 	// v115 = where(v114, v107, 0)
-	VBLENDVPS Y5, Y7, Y0, Y3
+	VANDPS Y7, Y5, Y3
 
 	// v116 = add(v112, v115)
 	VADDPS Y3, Y2, Y2
@@ -3550,7 +3518,7 @@ noflush_20:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0

@@ -14,7 +14,7 @@ func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *flo
 // loop in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
+func pass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
 
 // pass2AVX2 is pass 2 (elementwise over [T=128]) on 8 float32 lanes; see pass2Go for the same loop
 // in Go.
@@ -38,7 +38,7 @@ func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *f
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
+func fbPass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over [T=128]) on 8 float32 lanes; see fbPass2Go for the same
 // loop in Go.

@@ -281,34 +281,46 @@ DATA lgc11<>+24(SB)/4, $0x7f7fffff
 DATA lgc11<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
+// func pass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $328-96
-	MOVQ lo+0(FP), AX
+TEXT ·pass1AVX2(SB), $392-96
+	// values every block reads alike, computed once
+	MOVQ         s2+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+
+	// std = sqrt(v20)
+	VSQRTPS Y0, Y0
+	VMOVUPS lgc12<>+0(SB), Y1
+
+	// v24 = max(std, 1e-06)
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    lo+8(FP), AX
 
 outer0_4:
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       lo+0(FP), DX
+	SUBQ       lo+8(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X0
 	VCVTSI2SDQ CX, X0, X0
 	VMOVSD     lgc10<>+0(SB), X1
 	VDIVSD     X0, X1, X0
-	VMOVSD     X0, (SP)
+	VMOVSD     X0, 32(SP)
 	MOVQ       $+8, DX
 	XORQ       CX, CX
 
 blocks_5:
 	// tile logits
-	MOVQ       logits+8(FP), BX
+	MOVQ       logits+16(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+256, AX, DI
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc12<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS (BX)(SI*4), Y0, Y1
 	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
 	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
@@ -341,191 +353,191 @@ blocks_5:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 8(SP)
-	VMOVUPS    Y3, 40(SP)
-	MOVQ       s0+16(FP), BX
+	VMOVUPS    Y5, 40(SP)
+	VMOVUPS    Y3, 72(SP)
+	MOVQ       s0+24(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+128, AX, DI
 	ADDQ       DI, SI
 	ADDQ       CX, SI
 	VMOVUPS    (BX)(SI*4), Y0
-	MOVQ       stateValue+24(FP), BX
+	MOVQ       stateValue+32(FP), BX
 	VMOVUPS    (BX)(SI*4), Y1
 
 	// valueTarget = add(gae, stateValue)
 	VADDPS       Y1, Y0, Y1
-	MOVQ         s2+32(FP), BX
+	MOVQ         s1+40(FP), BX
 	XORQ         DI, DI
 	VBROADCASTSS (BX)(DI*4), Y2
 
-	// std = sqrt(v20)
-	VSQRTPS      Y2, Y2
-	MOVQ         s1+40(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y3
-
 	// v22 = sub(gae, mean)
-	VSUBPS  Y3, Y0, Y3
-	VMOVUPS lgc13<>+0(SB), Y4
-
-	// v24 = max(std, 1e-06)
-	VMAXPS Y2, Y4, Y2
+	VSUBPS  Y2, Y0, Y2
+	VMOVUPS (SP), Y3
 
 	// advantageNormalized = div(v22, v24)
-	VDIVPS  Y2, Y3, Y2
+	VDIVPS  Y3, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y3
-
-	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc15<>+0(SB), Y4
-	VXORPS  8(SP), Y4, Y5
-	VXORPS  40(SP), Y4, Y6
-	VMINPS  Y5, Y6, Y7
-	VMINPS  Y6, Y5, Y6
-	VORPS   Y7, Y6, Y6
-	VXORPS  Y3, Y4, Y3
-	VMINPS  Y6, Y3, Y5
-	VMINPS  Y3, Y6, Y3
-	VORPS   Y5, Y3, Y3
-	VXORPS  Y4, Y3, Y3
-
-	// finish v28
-	VMOVUPS lgc0<>+0(SB), Y4
-	VMOVUPD lgc16<>+0(SB), Y5
-	VMOVUPD lgc16<>+0(SB), Y6
-	VMOVUPS Y0, 72(SP)
-	VMOVUPS Y1, 104(SP)
-	VMOVUPS Y2, 136(SP)
-	VMOVUPS lgc17<>+0(SB), Y0
+	VMOVUPS Y0, 104(SP)
+	VMOVUPS Y1, 136(SP)
+	VMOVUPS Y2, 168(SP)
 	XORQ    BX, BX
 
 inner_A_6:
 	XORQ    DI, DI
 	IMUL3Q  $+32, BX, R8
 	ADDQ    R8, DI
-	VMOVUPS 8(SP)(DI*1), Y1
+	VMOVUPS 40(SP)(DI*1), Y0
+
+	// reduce_max(logits) over [A]
+	VXORPS lgc15<>+0(SB), Y3, Y1
+	VXORPS lgc15<>+0(SB), Y0, Y2
+	VMINPS Y1, Y2, Y0
+	VMINPS Y2, Y1, Y3
+	VORPS  Y0, Y3, Y3
+	VXORPS lgc15<>+0(SB), Y3, Y3
+	INCQ   BX
+	CMPQ   BX, $+2
+	JL     inner_A_6
+
+	// finish v28
+	VMOVUPS Y3, Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPD lgc16<>+0(SB), Y3
+	VMOVUPS Y0, 200(SP)
+	XORQ    BX, BX
+
+inner_A_7:
+	XORQ    DI, DI
+	IMUL3Q  $+32, BX, R8
+	ADDQ    R8, DI
+	VMOVUPS 40(SP)(DI*1), Y0
+	VMOVUPS 200(SP), Y4
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y4, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc18<>+0(SB), Y1, Y2
-	VMINPS       lgc19<>+0(SB), Y2, Y2
-	VMULPS       lgc20<>+0(SB), Y2, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y2
-	VFNMADD231PS lgc22<>+0(SB), Y7, Y2
-	VMOVAPS      lgc23<>+0(SB), Y8
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y8
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y2
-	VPMAXSD      lgc29<>+0(SB), Y2, Y7
-	VPMINSD      lgc30<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y2, Y2
-	VPADDD       lgc30<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc30<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y2, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y8, Y8
+	VMAXPS       lgc17<>+0(SB), Y0, Y4
+	VMINPS       lgc18<>+0(SB), Y4, Y4
+	VMULPS       lgc19<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y5, Y4
+	VMOVAPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc24<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc25<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc26<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc27<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc28<>+0(SB), Y4, Y5
+	VPMINSD      lgc29<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc29<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc29<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// sum(v31) over [A]
-	VADDPS Y4, Y8, Y4
+	VADDPS  Y1, Y6, Y1
+	VMOVUPS lgc30<>+0(SB), Y4
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y0, Y1
+	VMAXPS Y0, Y4, Y0
 
 	// v60 = mul(v31, v59)
-	VMULPS Y1, Y8, Y1
+	VMULPS Y0, Y6, Y0
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       Y5, Y2, Y5
-	VADDPD       Y6, Y1, Y6
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       Y2, Y4, Y2
+	VADDPD       Y3, Y0, Y3
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_6
+	JL           inner_A_7
 
 	// finish v32
-	VMOVUPS Y4, Y0
+	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
 	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VMULPS       lgc32<>+0(SB), Y0, Y4
+	VBLENDVPS    Y1, Y4, Y0, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc29<>+0(SB), Y5, Y5
 	VPAND        lgc33<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPADDD       Y1, Y5, Y5
+	VPAND        lgc34<>+0(SB), Y4, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y7
-	VBLENDVPS    Y2, Y7, Y1, Y1
-	VPSUBD       Y2, Y4, Y4
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y4
+	VMULPS       lgc27<>+0(SB), Y1, Y6
+	VBLENDVPS    Y4, Y6, Y1, Y1
+	VPSUBD       Y4, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y7
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc22<>+0(SB), Y4, Y7
-	VFNMADD231PS lgc28<>+0(SB), Y2, Y7
-	VADDPS       Y1, Y7, Y7
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y7
+	VMULPS       Y1, Y1, Y4
+	VMOVAPS      lgc36<>+0(SB), Y6
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc27<>+0(SB), Y4, Y6
+	VADDPS       Y1, Y6, Y6
+	VFMADD231PS  lgc20<>+0(SB), Y5, Y6
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y7, Y7
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y6, Y6
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y7, Y7
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y6, Y6
 	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y7, Y7
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y7, Y7
+	VBLENDVPS    Y1, Y0, Y6, Y6
 	MOVQ         action+48(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 168(SP)
+	VMOVUPS      Y1, 232(SP)
 	VMOVUPS      lgc0<>+0(SB), X1
 	MOVQ         (BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 168(SP)
+	VMOVSS       X1, 232(SP)
 	MOVQ         8(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 172(SP)
+	VMOVSS       X1, 236(SP)
 	MOVQ         16(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 176(SP)
+	VMOVSS       X1, 240(SP)
 	MOVQ         24(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 180(SP)
+	VMOVSS       X1, 244(SP)
 	MOVQ         32(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 184(SP)
+	VMOVSS       X1, 248(SP)
 	MOVQ         40(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 188(SP)
+	VMOVSS       X1, 252(SP)
 	MOVQ         48(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 192(SP)
+	VMOVSS       X1, 256(SP)
 	MOVQ         56(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 196(SP)
-	VMOVUPS      168(SP), Y1
+	VMOVSS       X1, 260(SP)
+	VMOVUPS      232(SP), Y1
 
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -533,72 +545,73 @@ inner_A_6:
 	ADDQ       DI, BX
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, BX
-	MOVQ       logits+8(FP), DI
+	MOVQ       logits+16(FP), DI
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
 	VPMINSD    lgc47<>+0(SB), Y1, Y1
 	VPMULLD    lgc47<>+0(SB), Y1, Y1
 	VPADDD     lgc48<>+0(SB), Y1, Y1
-	VMOVUPS    lgc49<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y2, (DI)(Y1*4), Y4
+	VMOVUPS    lgc49<>+0(SB), Y4
+	VMOVUPS    lgc0<>+0(SB), Y5
+	VGATHERDPS Y4, (DI)(Y1*4), Y5
+	VMOVUPS    200(SP), Y1
 
 	// v36 = sub(v35, v28)
-	VSUBPS Y3, Y4, Y1
+	VSUBPS Y1, Y5, Y1
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y7, Y1, Y1
+	VSUBPS  Y6, Y1, Y1
 	MOVQ    sampleLogProb+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y2
+	VMOVUPS (BX)(SI*4), Y4
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc50<>+0(SB), Y3
+	VSUBPS  Y4, Y1, Y4
+	VMOVUPS lgc50<>+0(SB), Y5
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y2, Y3, Y3
-	VMOVUPS lgc51<>+0(SB), Y4
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc51<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS  Y3, Y4, Y3
-	VMOVUPS Y7, 200(SP)
-	VMOVUPS Y0, 232(SP)
+	VMINPS  Y5, Y7, Y5
+	VMOVUPS Y6, 264(SP)
+	VMOVUPS Y0, 296(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc18<>+0(SB), Y2, Y0
-	VMINPS       lgc19<>+0(SB), Y0, Y0
-	VMULPS       lgc20<>+0(SB), Y0, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc21<>+0(SB), Y4, Y0
-	VFNMADD231PS lgc22<>+0(SB), Y4, Y0
-	VMOVAPS      lgc23<>+0(SB), Y7
+	VMAXPS       lgc17<>+0(SB), Y4, Y0
+	VMINPS       lgc18<>+0(SB), Y0, Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc20<>+0(SB), Y6, Y0
+	VFNMADD231PS lgc21<>+0(SB), Y6, Y0
+	VMOVAPS      lgc22<>+0(SB), Y7
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
 	VMULPS       Y0, Y0, Y8
 	VFMADD213PS  Y0, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y4, Y0
-	VPMAXSD      lgc29<>+0(SB), Y0, Y4
-	VPMINSD      lgc30<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y0, Y0
-	VPADDD       lgc30<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc30<>+0(SB), Y0, Y0
+	VCVTPS2DQ    Y6, Y0
+	VPMAXSD      lgc28<>+0(SB), Y0, Y6
+	VPMINSD      lgc29<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y0, Y0
+	VPADDD       lgc29<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc29<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y0
-	VBLENDVPS    Y0, Y2, Y7, Y7
-	VMOVUPS      136(SP), Y0
-	VMOVUPS      lgc0<>+0(SB), Y4
+	VCMPPS       $0x03, Y4, Y4, Y0
+	VBLENDVPS    Y0, Y4, Y7, Y7
+	VMOVUPS      168(SP), Y0
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y4, Y0, Y4
-	VMOVUPS Y1, 264(SP)
+	VCMPPS  $0x1d, Y6, Y0, Y6
+	VMOVUPS Y1, 328(SP)
 	VMOVUPS lgc52<>+0(SB), Y1
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
@@ -607,10 +620,10 @@ inner_A_6:
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 296(SP)
+	VMOVUPS Y7, 360(SP)
 
 	// ratioClipped = where(v46, v48, v50)
-	VBLENDVPS Y4, Y1, Y8, Y1
+	VBLENDVPS Y6, Y1, Y8, Y1
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y1, Y0, Y0
@@ -624,7 +637,7 @@ inner_A_6:
 	VMOVUPS Y0, 1280(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y2, Y3, Y0
+	VCMPPS $0x04, Y4, Y5, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
@@ -632,7 +645,7 @@ inner_A_6:
 	VMOVUPS Y0, 1600(BX)
 	MOVQ    sampleLogProb+56(FP), DI
 	VMOVUPS (DI)(SI*4), Y0
-	VMOVUPS 264(SP), Y1
+	VMOVUPS 328(SP), Y1
 
 	// v57 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y1, Y0, Y0
@@ -642,17 +655,17 @@ inner_A_6:
 	VMOVUPS Y0, 1920(BX)
 
 	// finish v61
-	VMOVUPD     Y5, Y0
-	VMOVUPD     Y6, Y1
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y0, X3
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y1
+	VMOVUPS     lgc0<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y3, Y0
-	VMOVUPS     232(SP), Y1
+	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     296(SP), Y1
 
 	// v62 = div(v61, v32)
 	VDIVPS  Y1, Y0, Y0
-	VMOVUPS 200(SP), Y1
+	VMOVUPS 264(SP), Y1
 
 	// entropy = sub(v33, v62)
 	VSUBPS Y0, Y1, Y0
@@ -667,83 +680,83 @@ inner_A_6:
 	// mean(v65) over [N T]
 	VADDPS  2560(BX), Y1, Y0
 	VMOVUPS Y0, 2560(BX)
-	VMOVUPS 104(SP), Y0
-	MOVQ    stateValue+24(FP), DI
+	VMOVUPS 136(SP), Y0
+	MOVQ    stateValue+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y1, Y0, Y1
 
 	// l2 = mul(diff, diff)
-	VMULPS Y1, Y1, Y3
+	VMULPS Y1, Y1, Y2
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc28<>+0(SB), Y3, Y3
+	VMULPS lgc27<>+0(SB), Y2, Y2
 
 	// mean(v71) over [N T]
-	VADDPS  2880(BX), Y3, Y3
-	VMOVUPS Y3, 2880(BX)
+	VADDPS  2880(BX), Y2, Y2
+	VMOVUPS Y2, 2880(BX)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y3
-	VCVTPS2PD    X1, Y4
+	VBROADCASTSD 32(SP), Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      4160(BX)(DI*8), Y5
-	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y3, Y5
-	VSUBPD       Y5, Y4, Y4
+	VSUBPD       Y5, Y3, Y6
+	VFMADD231PD  Y6, Y2, Y5
+	VSUBPD       Y5, Y3, Y3
 	VMOVUPD      5312(BX)(DI*8), Y7
-	VFMADD231PD  Y6, Y4, Y7
+	VFMADD231PD  Y6, Y3, Y7
 	VMOVUPD      Y5, 4160(BX)(DI*8)
 	VMOVUPD      Y7, 5312(BX)(DI*8)
-	VMOVUPD      4192(BX)(DI*8), Y4
-	VSUBPD       Y4, Y1, Y5
-	VFMADD231PD  Y5, Y3, Y4
-	VSUBPD       Y4, Y1, Y1
-	VMOVUPD      5344(BX)(DI*8), Y3
-	VFMADD231PD  Y5, Y1, Y3
-	VMOVUPD      Y4, 4192(BX)(DI*8)
-	VMOVUPD      Y3, 5344(BX)(DI*8)
+	VMOVUPD      4192(BX)(DI*8), Y3
+	VSUBPD       Y3, Y1, Y5
+	VFMADD231PD  Y5, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      5344(BX)(DI*8), Y2
+	VFMADD231PD  Y5, Y1, Y2
+	VMOVUPD      Y3, 4192(BX)(DI*8)
+	VMOVUPD      Y2, 5344(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X0, Y3
+	VBROADCASTSD 32(SP), Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      7616(BX)(DI*8), Y4
-	VSUBPD       Y4, Y3, Y5
-	VFMADD231PD  Y5, Y1, Y4
-	VSUBPD       Y4, Y3, Y3
+	VMOVUPD      7616(BX)(DI*8), Y3
+	VSUBPD       Y3, Y2, Y5
+	VFMADD231PD  Y5, Y1, Y3
+	VSUBPD       Y3, Y2, Y2
 	VMOVUPD      8768(BX)(DI*8), Y6
-	VFMADD231PD  Y5, Y3, Y6
-	VMOVUPD      Y4, 7616(BX)(DI*8)
+	VFMADD231PD  Y5, Y2, Y6
+	VMOVUPD      Y3, 7616(BX)(DI*8)
 	VMOVUPD      Y6, 8768(BX)(DI*8)
-	VMOVUPD      7648(BX)(DI*8), Y3
-	VSUBPD       Y3, Y0, Y4
-	VFMADD231PD  Y4, Y1, Y3
-	VSUBPD       Y3, Y0, Y0
+	VMOVUPD      7648(BX)(DI*8), Y2
+	VSUBPD       Y2, Y0, Y3
+	VFMADD231PD  Y3, Y1, Y2
+	VSUBPD       Y2, Y0, Y0
 	VMOVUPD      8800(BX)(DI*8), Y1
-	VFMADD231PD  Y4, Y0, Y1
-	VMOVUPD      Y3, 7648(BX)(DI*8)
+	VFMADD231PD  Y3, Y0, Y1
+	VMOVUPD      Y2, 7648(BX)(DI*8)
 	VMOVUPD      Y1, 8800(BX)(DI*8)
-	VMOVUPS      296(SP), Y0
+	VMOVUPS      360(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc55<>+0(SB), Y2, Y1
-	VCMPPS       $0x1a, lgc56<>+0(SB), Y2, Y3
-	VANDPS       Y3, Y1, Y1
-	VCMPPS       $0x00, lgc14<>+0(SB), Y2, Y3
-	VORPS        Y3, Y1, Y1
+	VCMPPS       $0x15, lgc55<>+0(SB), Y4, Y1
+	VCMPPS       $0x1a, lgc56<>+0(SB), Y4, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc14<>+0(SB), Y4, Y2
+	VORPS        Y2, Y1, Y1
 	VANDPS       11072(BX), Y1, Y1
 	VMOVUPS      Y1, 11072(BX)
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9920(BX)(DI*8), Y1, Y3
-	VMOVUPD      Y3, 9920(BX)(DI*8)
+	VADDPD       9920(BX)(DI*8), Y1, Y2
+	VMOVUPD      Y2, 9920(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       11712(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 11712(BX)(DI*8)
@@ -752,21 +765,18 @@ inner_A_6:
 	VMULPD       Y0, Y0, Y0
 	VADDPD       11744(BX)(DI*8), Y0, Y0
 	VMOVUPD      Y0, 11744(BX)(DI*8)
-
-	// v81 = mul(2, logWeight)
-	VMULPS  lgc57<>+0(SB), Y2, Y0
-	VMOVUPS 72(SP), Y0
+	VMOVUPS      104(SP), Y0
 
 	// store advantage
 	MOVQ    advantage+72(FP), BX
 	VMOVUPS Y0, (BX)(SI*4)
-	VMOVUPS 104(SP), Y0
+	VMOVUPS 136(SP), Y0
 
 	// store valueTarget2
 	MOVQ         valueTarget+80(FP), BX
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_7
+	JNZ          noflush_8
 	MOVQ         state+64(FP), DX
 	VMOVUPS      1280(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -849,7 +859,7 @@ inner_A_6:
 	VMOVUPS      Y1, 12864(DX)
 	MOVQ         $+8, DX
 
-noflush_7:
+noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
@@ -939,24 +949,24 @@ noflush_7:
 	VZEROUPPER
 	RET
 
-DATA lgc12<>+0(SB)/4, $0xffffffff
-DATA lgc12<>+4(SB)/4, $0xffffffff
-DATA lgc12<>+8(SB)/4, $0x00000000
-DATA lgc12<>+12(SB)/4, $0x00000000
-DATA lgc12<>+16(SB)/4, $0x00000000
-DATA lgc12<>+20(SB)/4, $0x00000000
-DATA lgc12<>+24(SB)/4, $0x00000000
-DATA lgc12<>+28(SB)/4, $0x00000000
+DATA lgc12<>+0(SB)/4, $0x358637bd
+DATA lgc12<>+4(SB)/4, $0x358637bd
+DATA lgc12<>+8(SB)/4, $0x358637bd
+DATA lgc12<>+12(SB)/4, $0x358637bd
+DATA lgc12<>+16(SB)/4, $0x358637bd
+DATA lgc12<>+20(SB)/4, $0x358637bd
+DATA lgc12<>+24(SB)/4, $0x358637bd
+DATA lgc12<>+28(SB)/4, $0x358637bd
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x358637bd
-DATA lgc13<>+4(SB)/4, $0x358637bd
-DATA lgc13<>+8(SB)/4, $0x358637bd
-DATA lgc13<>+12(SB)/4, $0x358637bd
-DATA lgc13<>+16(SB)/4, $0x358637bd
-DATA lgc13<>+20(SB)/4, $0x358637bd
-DATA lgc13<>+24(SB)/4, $0x358637bd
-DATA lgc13<>+28(SB)/4, $0x358637bd
+DATA lgc13<>+0(SB)/4, $0xffffffff
+DATA lgc13<>+4(SB)/4, $0xffffffff
+DATA lgc13<>+8(SB)/4, $0x00000000
+DATA lgc13<>+12(SB)/4, $0x00000000
+DATA lgc13<>+16(SB)/4, $0x00000000
+DATA lgc13<>+20(SB)/4, $0x00000000
+DATA lgc13<>+24(SB)/4, $0x00000000
+DATA lgc13<>+28(SB)/4, $0x00000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 DATA lgc14<>+0(SB)/4, $0xff800000
@@ -985,144 +995,144 @@ DATA lgc16<>+16(SB)/8, $0x0000000000000000
 DATA lgc16<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xff7fffff
-DATA lgc17<>+4(SB)/4, $0xff7fffff
-DATA lgc17<>+8(SB)/4, $0xff7fffff
-DATA lgc17<>+12(SB)/4, $0xff7fffff
-DATA lgc17<>+16(SB)/4, $0xff7fffff
-DATA lgc17<>+20(SB)/4, $0xff7fffff
-DATA lgc17<>+24(SB)/4, $0xff7fffff
-DATA lgc17<>+28(SB)/4, $0xff7fffff
+DATA lgc17<>+0(SB)/4, $0xc2d00000
+DATA lgc17<>+4(SB)/4, $0xc2d00000
+DATA lgc17<>+8(SB)/4, $0xc2d00000
+DATA lgc17<>+12(SB)/4, $0xc2d00000
+DATA lgc17<>+16(SB)/4, $0xc2d00000
+DATA lgc17<>+20(SB)/4, $0xc2d00000
+DATA lgc17<>+24(SB)/4, $0xc2d00000
+DATA lgc17<>+28(SB)/4, $0xc2d00000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xc2d00000
-DATA lgc18<>+4(SB)/4, $0xc2d00000
-DATA lgc18<>+8(SB)/4, $0xc2d00000
-DATA lgc18<>+12(SB)/4, $0xc2d00000
-DATA lgc18<>+16(SB)/4, $0xc2d00000
-DATA lgc18<>+20(SB)/4, $0xc2d00000
-DATA lgc18<>+24(SB)/4, $0xc2d00000
-DATA lgc18<>+28(SB)/4, $0xc2d00000
+DATA lgc18<>+0(SB)/4, $0x42b20000
+DATA lgc18<>+4(SB)/4, $0x42b20000
+DATA lgc18<>+8(SB)/4, $0x42b20000
+DATA lgc18<>+12(SB)/4, $0x42b20000
+DATA lgc18<>+16(SB)/4, $0x42b20000
+DATA lgc18<>+20(SB)/4, $0x42b20000
+DATA lgc18<>+24(SB)/4, $0x42b20000
+DATA lgc18<>+28(SB)/4, $0x42b20000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x42b20000
-DATA lgc19<>+4(SB)/4, $0x42b20000
-DATA lgc19<>+8(SB)/4, $0x42b20000
-DATA lgc19<>+12(SB)/4, $0x42b20000
-DATA lgc19<>+16(SB)/4, $0x42b20000
-DATA lgc19<>+20(SB)/4, $0x42b20000
-DATA lgc19<>+24(SB)/4, $0x42b20000
-DATA lgc19<>+28(SB)/4, $0x42b20000
+DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+0(SB)/4, $0x3f318000
+DATA lgc20<>+4(SB)/4, $0x3f318000
+DATA lgc20<>+8(SB)/4, $0x3f318000
+DATA lgc20<>+12(SB)/4, $0x3f318000
+DATA lgc20<>+16(SB)/4, $0x3f318000
+DATA lgc20<>+20(SB)/4, $0x3f318000
+DATA lgc20<>+24(SB)/4, $0x3f318000
+DATA lgc20<>+28(SB)/4, $0x3f318000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3f318000
-DATA lgc21<>+4(SB)/4, $0x3f318000
-DATA lgc21<>+8(SB)/4, $0x3f318000
-DATA lgc21<>+12(SB)/4, $0x3f318000
-DATA lgc21<>+16(SB)/4, $0x3f318000
-DATA lgc21<>+20(SB)/4, $0x3f318000
-DATA lgc21<>+24(SB)/4, $0x3f318000
-DATA lgc21<>+28(SB)/4, $0x3f318000
+DATA lgc21<>+0(SB)/4, $0xb95e8083
+DATA lgc21<>+4(SB)/4, $0xb95e8083
+DATA lgc21<>+8(SB)/4, $0xb95e8083
+DATA lgc21<>+12(SB)/4, $0xb95e8083
+DATA lgc21<>+16(SB)/4, $0xb95e8083
+DATA lgc21<>+20(SB)/4, $0xb95e8083
+DATA lgc21<>+24(SB)/4, $0xb95e8083
+DATA lgc21<>+28(SB)/4, $0xb95e8083
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xb95e8083
-DATA lgc22<>+4(SB)/4, $0xb95e8083
-DATA lgc22<>+8(SB)/4, $0xb95e8083
-DATA lgc22<>+12(SB)/4, $0xb95e8083
-DATA lgc22<>+16(SB)/4, $0xb95e8083
-DATA lgc22<>+20(SB)/4, $0xb95e8083
-DATA lgc22<>+24(SB)/4, $0xb95e8083
-DATA lgc22<>+28(SB)/4, $0xb95e8083
+DATA lgc22<>+0(SB)/4, $0x39506967
+DATA lgc22<>+4(SB)/4, $0x39506967
+DATA lgc22<>+8(SB)/4, $0x39506967
+DATA lgc22<>+12(SB)/4, $0x39506967
+DATA lgc22<>+16(SB)/4, $0x39506967
+DATA lgc22<>+20(SB)/4, $0x39506967
+DATA lgc22<>+24(SB)/4, $0x39506967
+DATA lgc22<>+28(SB)/4, $0x39506967
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x39506967
-DATA lgc23<>+4(SB)/4, $0x39506967
-DATA lgc23<>+8(SB)/4, $0x39506967
-DATA lgc23<>+12(SB)/4, $0x39506967
-DATA lgc23<>+16(SB)/4, $0x39506967
-DATA lgc23<>+20(SB)/4, $0x39506967
-DATA lgc23<>+24(SB)/4, $0x39506967
-DATA lgc23<>+28(SB)/4, $0x39506967
+DATA lgc23<>+0(SB)/4, $0x3ab743ce
+DATA lgc23<>+4(SB)/4, $0x3ab743ce
+DATA lgc23<>+8(SB)/4, $0x3ab743ce
+DATA lgc23<>+12(SB)/4, $0x3ab743ce
+DATA lgc23<>+16(SB)/4, $0x3ab743ce
+DATA lgc23<>+20(SB)/4, $0x3ab743ce
+DATA lgc23<>+24(SB)/4, $0x3ab743ce
+DATA lgc23<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3ab743ce
-DATA lgc24<>+4(SB)/4, $0x3ab743ce
-DATA lgc24<>+8(SB)/4, $0x3ab743ce
-DATA lgc24<>+12(SB)/4, $0x3ab743ce
-DATA lgc24<>+16(SB)/4, $0x3ab743ce
-DATA lgc24<>+20(SB)/4, $0x3ab743ce
-DATA lgc24<>+24(SB)/4, $0x3ab743ce
-DATA lgc24<>+28(SB)/4, $0x3ab743ce
+DATA lgc24<>+0(SB)/4, $0x3c088908
+DATA lgc24<>+4(SB)/4, $0x3c088908
+DATA lgc24<>+8(SB)/4, $0x3c088908
+DATA lgc24<>+12(SB)/4, $0x3c088908
+DATA lgc24<>+16(SB)/4, $0x3c088908
+DATA lgc24<>+20(SB)/4, $0x3c088908
+DATA lgc24<>+24(SB)/4, $0x3c088908
+DATA lgc24<>+28(SB)/4, $0x3c088908
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3c088908
-DATA lgc25<>+4(SB)/4, $0x3c088908
-DATA lgc25<>+8(SB)/4, $0x3c088908
-DATA lgc25<>+12(SB)/4, $0x3c088908
-DATA lgc25<>+16(SB)/4, $0x3c088908
-DATA lgc25<>+20(SB)/4, $0x3c088908
-DATA lgc25<>+24(SB)/4, $0x3c088908
-DATA lgc25<>+28(SB)/4, $0x3c088908
+DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+0(SB)/4, $0x3f000000
+DATA lgc27<>+4(SB)/4, $0x3f000000
+DATA lgc27<>+8(SB)/4, $0x3f000000
+DATA lgc27<>+12(SB)/4, $0x3f000000
+DATA lgc27<>+16(SB)/4, $0x3f000000
+DATA lgc27<>+20(SB)/4, $0x3f000000
+DATA lgc27<>+24(SB)/4, $0x3f000000
+DATA lgc27<>+28(SB)/4, $0x3f000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3f000000
-DATA lgc28<>+4(SB)/4, $0x3f000000
-DATA lgc28<>+8(SB)/4, $0x3f000000
-DATA lgc28<>+12(SB)/4, $0x3f000000
-DATA lgc28<>+16(SB)/4, $0x3f000000
-DATA lgc28<>+20(SB)/4, $0x3f000000
-DATA lgc28<>+24(SB)/4, $0x3f000000
-DATA lgc28<>+28(SB)/4, $0x3f000000
+DATA lgc28<>+0(SB)/4, $0xffffff82
+DATA lgc28<>+4(SB)/4, $0xffffff82
+DATA lgc28<>+8(SB)/4, $0xffffff82
+DATA lgc28<>+12(SB)/4, $0xffffff82
+DATA lgc28<>+16(SB)/4, $0xffffff82
+DATA lgc28<>+20(SB)/4, $0xffffff82
+DATA lgc28<>+24(SB)/4, $0xffffff82
+DATA lgc28<>+28(SB)/4, $0xffffff82
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xffffff82
-DATA lgc29<>+4(SB)/4, $0xffffff82
-DATA lgc29<>+8(SB)/4, $0xffffff82
-DATA lgc29<>+12(SB)/4, $0xffffff82
-DATA lgc29<>+16(SB)/4, $0xffffff82
-DATA lgc29<>+20(SB)/4, $0xffffff82
-DATA lgc29<>+24(SB)/4, $0xffffff82
-DATA lgc29<>+28(SB)/4, $0xffffff82
+DATA lgc29<>+0(SB)/4, $0x0000007f
+DATA lgc29<>+4(SB)/4, $0x0000007f
+DATA lgc29<>+8(SB)/4, $0x0000007f
+DATA lgc29<>+12(SB)/4, $0x0000007f
+DATA lgc29<>+16(SB)/4, $0x0000007f
+DATA lgc29<>+20(SB)/4, $0x0000007f
+DATA lgc29<>+24(SB)/4, $0x0000007f
+DATA lgc29<>+28(SB)/4, $0x0000007f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x0000007f
-DATA lgc30<>+4(SB)/4, $0x0000007f
-DATA lgc30<>+8(SB)/4, $0x0000007f
-DATA lgc30<>+12(SB)/4, $0x0000007f
-DATA lgc30<>+16(SB)/4, $0x0000007f
-DATA lgc30<>+20(SB)/4, $0x0000007f
-DATA lgc30<>+24(SB)/4, $0x0000007f
-DATA lgc30<>+28(SB)/4, $0x0000007f
+DATA lgc30<>+0(SB)/4, $0xff7fffff
+DATA lgc30<>+4(SB)/4, $0xff7fffff
+DATA lgc30<>+8(SB)/4, $0xff7fffff
+DATA lgc30<>+12(SB)/4, $0xff7fffff
+DATA lgc30<>+16(SB)/4, $0xff7fffff
+DATA lgc30<>+20(SB)/4, $0xff7fffff
+DATA lgc30<>+24(SB)/4, $0xff7fffff
+DATA lgc30<>+28(SB)/4, $0xff7fffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 DATA lgc31<>+0(SB)/4, $0x00800000
@@ -1385,32 +1395,22 @@ DATA lgc56<>+24(SB)/4, $0x42b00000
 DATA lgc56<>+28(SB)/4, $0x42b00000
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x40000000
-DATA lgc57<>+4(SB)/4, $0x40000000
-DATA lgc57<>+8(SB)/4, $0x40000000
-DATA lgc57<>+12(SB)/4, $0x40000000
-DATA lgc57<>+16(SB)/4, $0x40000000
-DATA lgc57<>+20(SB)/4, $0x40000000
-DATA lgc57<>+24(SB)/4, $0x40000000
-DATA lgc57<>+28(SB)/4, $0x40000000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
-
 // func pass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-64
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_9
+	JGE  chunkdone_10
 
-blocks_8:
+blocks_9:
 	MOVQ    s4+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc58<>+0(SB), Y0, Y0
+	VADDPS  lgc57<>+0(SB), Y0, Y0
 	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1424,7 +1424,7 @@ blocks_8:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
-	VMULPS  lgc57<>+0(SB), Y1, Y1
+	VMULPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1432,28 +1432,28 @@ blocks_8:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc18<>+0(SB), Y1, Y2
-	VMINPS       lgc19<>+0(SB), Y2, Y2
-	VMULPS       lgc20<>+0(SB), Y2, Y3
+	VMAXPS       lgc17<>+0(SB), Y1, Y2
+	VMINPS       lgc18<>+0(SB), Y2, Y2
+	VMULPS       lgc19<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc22<>+0(SB), Y3, Y2
-	VMOVAPS      lgc23<>+0(SB), Y4
+	VMOVAPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc29<>+0(SB), Y2, Y3
-	VPMINSD      lgc30<>+0(SB), Y3, Y3
+	VPMAXSD      lgc28<>+0(SB), Y2, Y3
+	VPMINSD      lgc29<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc30<>+0(SB), Y3, Y3
+	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc30<>+0(SB), Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1469,7 +1469,7 @@ blocks_8:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_10
+	JNZ          noflush_11
 	MOVQ         state+48(FP), CX
 	VMOVUPS      13184(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -1487,14 +1487,14 @@ blocks_8:
 	VMOVUPS      Y1, 13312(CX)
 	MOVQ         $+8, CX
 
-noflush_10:
+noflush_11:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_9
+	JGE  chunkdone_10
 	CMPQ AX, hi+8(FP)
-	JL   blocks_8
+	JL   blocks_9
 
-chunkdone_9:
+chunkdone_10:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      13184(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -1513,14 +1513,24 @@ chunkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc58<>+0(SB)/4, $0x34000000
-DATA lgc58<>+4(SB)/4, $0x34000000
-DATA lgc58<>+8(SB)/4, $0x34000000
-DATA lgc58<>+12(SB)/4, $0x34000000
-DATA lgc58<>+16(SB)/4, $0x34000000
-DATA lgc58<>+20(SB)/4, $0x34000000
-DATA lgc58<>+24(SB)/4, $0x34000000
-DATA lgc58<>+28(SB)/4, $0x34000000
+DATA lgc57<>+0(SB)/4, $0x34000000
+DATA lgc57<>+4(SB)/4, $0x34000000
+DATA lgc57<>+8(SB)/4, $0x34000000
+DATA lgc57<>+12(SB)/4, $0x34000000
+DATA lgc57<>+16(SB)/4, $0x34000000
+DATA lgc57<>+20(SB)/4, $0x34000000
+DATA lgc57<>+24(SB)/4, $0x34000000
+DATA lgc57<>+28(SB)/4, $0x34000000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+
+DATA lgc58<>+0(SB)/4, $0x40000000
+DATA lgc58<>+4(SB)/4, $0x40000000
+DATA lgc58<>+8(SB)/4, $0x40000000
+DATA lgc58<>+12(SB)/4, $0x40000000
+DATA lgc58<>+16(SB)/4, $0x40000000
+DATA lgc58<>+20(SB)/4, $0x40000000
+DATA lgc58<>+24(SB)/4, $0x40000000
+DATA lgc58<>+28(SB)/4, $0x40000000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s7 *float32, ess *float32)
@@ -1529,7 +1539,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc57<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -1545,12 +1555,12 @@ TEXT ·pass3AVX2(SB), $0-16
 TEXT ·fbPass0AVX2(SB), $0-72
 	MOVQ lo+0(FP), AX
 
-outer0_11:
+outer0_12:
 	VMOVUPS lgc0<>+0(SB), Y0
 	MOVQ    $+8, DX
 	MOVQ    $+120, CX
 
-blocks_12:
+blocks_13:
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
 	XORQ      SI, SI
@@ -1659,7 +1669,7 @@ blocks_12:
 	MOVQ         s0+56(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_13
+	JNZ          noflush_14
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
@@ -1677,9 +1687,9 @@ blocks_12:
 	VMOVUPS      Y2, 960(DX)
 	MOVQ         $+8, DX
 
-noflush_13:
+noflush_14:
 	SUBQ         $+8, CX
-	JGE          blocks_12
+	JGE          blocks_13
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -1697,38 +1707,50 @@ noflush_13:
 	VMOVUPS      Y1, 960(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
-	JL           outer0_11
+	JL           outer0_12
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, logits *float32, s0 *float32, stateValue *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
+// func fbPass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $744-112
-	MOVQ lo+0(FP), AX
+	// values every block reads alike, computed once
+	MOVQ         s2+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
 
-outer0_14:
+	// std = sqrt(v20)
+	VSQRTPS Y0, Y0
+	VMOVUPS lgc12<>+0(SB), Y1
+
+	// v24 = max(std, 1e-06)
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    lo+8(FP), AX
+
+outer0_15:
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       lo+0(FP), DX
+	SUBQ       lo+8(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X0
 	VCVTSI2SDQ CX, X0, X0
 	VMOVSD     lgc10<>+0(SB), X1
 	VDIVSD     X0, X1, X0
-	VMOVSD     X0, (SP)
+	VMOVSD     X0, 32(SP)
 	MOVQ       $+8, DX
 	XORQ       CX, CX
 
-blocks_15:
+blocks_16:
 	// tile logits
-	MOVQ       logits+8(FP), BX
+	MOVQ       logits+16(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+256, AX, DI
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc12<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS (BX)(SI*4), Y0, Y1
 	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
 	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
@@ -1761,191 +1783,191 @@ blocks_15:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 8(SP)
-	VMOVUPS    Y3, 40(SP)
-	MOVQ       s0+16(FP), BX
+	VMOVUPS    Y5, 40(SP)
+	VMOVUPS    Y3, 72(SP)
+	MOVQ       s0+24(FP), BX
 	XORQ       DI, DI
 	IMUL3Q     $+128, AX, R8
 	ADDQ       R8, DI
 	ADDQ       CX, DI
 	VMOVUPS    (BX)(DI*4), Y0
-	MOVQ       stateValue+24(FP), BX
+	MOVQ       stateValue+32(FP), BX
 	VMOVUPS    (BX)(DI*4), Y1
 
 	// valueTarget = add(gae, stateValue)
 	VADDPS       Y1, Y0, Y1
-	MOVQ         s2+32(FP), BX
+	MOVQ         s1+40(FP), BX
 	XORQ         R8, R8
 	VBROADCASTSS (BX)(R8*4), Y2
 
-	// std = sqrt(v20)
-	VSQRTPS      Y2, Y2
-	MOVQ         s1+40(FP), BX
-	VBROADCASTSS (BX)(R8*4), Y3
-
 	// v22 = sub(gae, mean)
-	VSUBPS  Y3, Y0, Y3
-	VMOVUPS lgc13<>+0(SB), Y4
-
-	// v24 = max(std, 1e-06)
-	VMAXPS Y2, Y4, Y2
+	VSUBPS  Y2, Y0, Y2
+	VMOVUPS (SP), Y3
 
 	// advantageNormalized = div(v22, v24)
-	VDIVPS  Y2, Y3, Y2
+	VDIVPS  Y3, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y3
-
-	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc15<>+0(SB), Y4
-	VXORPS  8(SP), Y4, Y5
-	VXORPS  40(SP), Y4, Y6
-	VMINPS  Y5, Y6, Y7
-	VMINPS  Y6, Y5, Y6
-	VORPS   Y7, Y6, Y6
-	VXORPS  Y3, Y4, Y3
-	VMINPS  Y6, Y3, Y5
-	VMINPS  Y3, Y6, Y3
-	VORPS   Y5, Y3, Y3
-	VXORPS  Y4, Y3, Y3
-
-	// finish v28
-	VMOVUPS lgc0<>+0(SB), Y4
-	VMOVUPD lgc16<>+0(SB), Y5
-	VMOVUPD lgc16<>+0(SB), Y6
-	VMOVUPS Y0, 136(SP)
-	VMOVUPS Y1, 168(SP)
-	VMOVUPS Y2, 200(SP)
-	VMOVUPS lgc17<>+0(SB), Y0
+	VMOVUPS Y0, 168(SP)
+	VMOVUPS Y1, 200(SP)
+	VMOVUPS Y2, 232(SP)
 	XORQ    BX, BX
 
-inner_A_16:
+inner_A_17:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 8(SP)(R8*1), Y1
+	VMOVUPS 40(SP)(R8*1), Y0
+
+	// reduce_max(logits) over [A]
+	VXORPS lgc15<>+0(SB), Y3, Y1
+	VXORPS lgc15<>+0(SB), Y0, Y2
+	VMINPS Y1, Y2, Y0
+	VMINPS Y2, Y1, Y3
+	VORPS  Y0, Y3, Y3
+	VXORPS lgc15<>+0(SB), Y3, Y3
+	INCQ   BX
+	CMPQ   BX, $+2
+	JL     inner_A_17
+
+	// finish v28
+	VMOVUPS Y3, Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPD lgc16<>+0(SB), Y3
+	VMOVUPS Y0, 264(SP)
+	XORQ    BX, BX
+
+inner_A_18:
+	XORQ    R8, R8
+	IMUL3Q  $+32, BX, R9
+	ADDQ    R9, R8
+	VMOVUPS 40(SP)(R8*1), Y0
+	VMOVUPS 264(SP), Y4
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y4, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc18<>+0(SB), Y1, Y2
-	VMINPS       lgc19<>+0(SB), Y2, Y2
-	VMULPS       lgc20<>+0(SB), Y2, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y2
-	VFNMADD231PS lgc22<>+0(SB), Y7, Y2
-	VMOVAPS      lgc23<>+0(SB), Y8
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y8
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y2
-	VPMAXSD      lgc29<>+0(SB), Y2, Y7
-	VPMINSD      lgc30<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y2, Y2
-	VPADDD       lgc30<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc30<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y2, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y8, Y8
+	VMAXPS       lgc17<>+0(SB), Y0, Y4
+	VMINPS       lgc18<>+0(SB), Y4, Y4
+	VMULPS       lgc19<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y5, Y4
+	VMOVAPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc24<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc25<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc26<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc27<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc28<>+0(SB), Y4, Y5
+	VPMINSD      lgc29<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc29<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc29<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// sum(v31) over [A]
-	VADDPS Y4, Y8, Y4
+	VADDPS  Y1, Y6, Y1
+	VMOVUPS lgc30<>+0(SB), Y4
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y0, Y1
+	VMAXPS Y0, Y4, Y0
 
 	// v60 = mul(v31, v59)
-	VMULPS Y1, Y8, Y1
+	VMULPS Y0, Y6, Y0
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       Y5, Y2, Y5
-	VADDPD       Y6, Y1, Y6
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       Y2, Y4, Y2
+	VADDPD       Y3, Y0, Y3
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_16
+	JL           inner_A_18
 
 	// finish v32
-	VMOVUPS Y4, Y0
+	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
 	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VMULPS       lgc32<>+0(SB), Y0, Y4
+	VBLENDVPS    Y1, Y4, Y0, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc29<>+0(SB), Y5, Y5
 	VPAND        lgc33<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPADDD       Y1, Y5, Y5
+	VPAND        lgc34<>+0(SB), Y4, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y7
-	VBLENDVPS    Y2, Y7, Y1, Y1
-	VPSUBD       Y2, Y4, Y4
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y4
+	VMULPS       lgc27<>+0(SB), Y1, Y6
+	VBLENDVPS    Y4, Y6, Y1, Y1
+	VPSUBD       Y4, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y7
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc22<>+0(SB), Y4, Y7
-	VFNMADD231PS lgc28<>+0(SB), Y2, Y7
-	VADDPS       Y1, Y7, Y7
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y7
+	VMULPS       Y1, Y1, Y4
+	VMOVAPS      lgc36<>+0(SB), Y6
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc27<>+0(SB), Y4, Y6
+	VADDPS       Y1, Y6, Y6
+	VFMADD231PS  lgc20<>+0(SB), Y5, Y6
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y7, Y7
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y6, Y6
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y7, Y7
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y6, Y6
 	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y7, Y7
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y7, Y7
+	VBLENDVPS    Y1, Y0, Y6, Y6
 	MOVQ         action+48(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 232(SP)
+	VMOVUPS      Y1, 296(SP)
 	VMOVUPS      lgc0<>+0(SB), X1
 	MOVQ         (BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 232(SP)
+	VMOVSS       X1, 296(SP)
 	MOVQ         8(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 236(SP)
+	VMOVSS       X1, 300(SP)
 	MOVQ         16(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 240(SP)
+	VMOVSS       X1, 304(SP)
 	MOVQ         24(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 244(SP)
+	VMOVSS       X1, 308(SP)
 	MOVQ         32(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 248(SP)
+	VMOVSS       X1, 312(SP)
 	MOVQ         40(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 252(SP)
+	VMOVSS       X1, 316(SP)
 	MOVQ         48(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 256(SP)
+	VMOVSS       X1, 320(SP)
 	MOVQ         56(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 260(SP)
-	VMOVUPS      232(SP), Y1
+	VMOVSS       X1, 324(SP)
+	VMOVUPS      296(SP), Y1
 
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -1953,73 +1975,73 @@ inner_A_16:
 	ADDQ       R8, BX
 	IMUL3Q     $+2, CX, R8
 	ADDQ       R8, BX
-	MOVQ       logits+8(FP), R8
+	MOVQ       logits+16(FP), R8
 	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
 	VPMINSD    lgc47<>+0(SB), Y1, Y1
 	VPMULLD    lgc47<>+0(SB), Y1, Y1
 	VPADDD     lgc48<>+0(SB), Y1, Y1
-	VMOVUPS    lgc49<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y2, (R8)(Y1*4), Y4
+	VMOVUPS    lgc49<>+0(SB), Y4
+	VMOVUPS    lgc0<>+0(SB), Y5
+	VGATHERDPS Y4, (R8)(Y1*4), Y5
+	VMOVUPS    264(SP), Y1
 
 	// v36 = sub(v35, v28)
-	VSUBPS Y3, Y4, Y1
+	VSUBPS Y1, Y5, Y1
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y7, Y1, Y1
+	VSUBPS  Y6, Y1, Y1
 	MOVQ    sampleLogProb+56(FP), BX
-	VMOVUPS (BX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y4
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc50<>+0(SB), Y4
+	VSUBPS  Y4, Y1, Y4
+	VMOVUPS lgc50<>+0(SB), Y5
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y2, Y4, Y4
-	VMOVUPS lgc51<>+0(SB), Y8
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc51<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS  Y4, Y8, Y4
-	VMOVUPS Y3, 264(SP)
-	VMOVUPS Y7, 296(SP)
-	VMOVUPS Y0, 328(SP)
+	VMINPS  Y5, Y7, Y5
+	VMOVUPS Y6, 328(SP)
+	VMOVUPS Y0, 360(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc18<>+0(SB), Y2, Y0
-	VMINPS       lgc19<>+0(SB), Y0, Y0
-	VMULPS       lgc20<>+0(SB), Y0, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y0
-	VFNMADD231PS lgc22<>+0(SB), Y3, Y0
-	VMOVAPS      lgc23<>+0(SB), Y7
+	VMAXPS       lgc17<>+0(SB), Y4, Y0
+	VMINPS       lgc18<>+0(SB), Y0, Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc20<>+0(SB), Y6, Y0
+	VFNMADD231PS lgc21<>+0(SB), Y6, Y0
+	VMOVAPS      lgc22<>+0(SB), Y7
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
 	VMULPS       Y0, Y0, Y8
 	VFMADD213PS  Y0, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y0
-	VPMAXSD      lgc29<>+0(SB), Y0, Y3
-	VPMINSD      lgc30<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y0, Y0
-	VPADDD       lgc30<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc30<>+0(SB), Y0, Y0
+	VCVTPS2DQ    Y6, Y0
+	VPMAXSD      lgc28<>+0(SB), Y0, Y6
+	VPMINSD      lgc29<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y0, Y0
+	VPADDD       lgc29<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc29<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y3, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y0
-	VBLENDVPS    Y0, Y2, Y7, Y7
-	VMOVUPS      200(SP), Y0
-	VMOVUPS      lgc0<>+0(SB), Y3
+	VCMPPS       $0x03, Y4, Y4, Y0
+	VBLENDVPS    Y0, Y4, Y7, Y7
+	VMOVUPS      232(SP), Y0
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y3, Y0, Y3
-	VMOVUPS Y1, 360(SP)
+	VCMPPS  $0x1d, Y6, Y0, Y6
+	VMOVUPS Y1, 392(SP)
 	VMOVUPS lgc52<>+0(SB), Y1
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
@@ -2028,10 +2050,10 @@ inner_A_16:
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 392(SP)
+	VMOVUPS Y7, 424(SP)
 
 	// ratioClipped = where(v46, v48, v50)
-	VBLENDVPS Y3, Y1, Y8, Y1
+	VBLENDVPS Y6, Y1, Y8, Y1
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y1, Y0, Y0
@@ -2045,7 +2067,7 @@ inner_A_16:
 	VMOVUPS Y0, 1280(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y2, Y4, Y0
+	VCMPPS $0x04, Y4, Y5, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
@@ -2053,7 +2075,7 @@ inner_A_16:
 	VMOVUPS Y0, 1600(BX)
 	MOVQ    sampleLogProb+56(FP), R8
 	VMOVUPS (R8)(DI*4), Y0
-	VMOVUPS 360(SP), Y1
+	VMOVUPS 392(SP), Y1
 
 	// v57 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y1, Y0, Y0
@@ -2063,55 +2085,55 @@ inner_A_16:
 	VMOVUPS Y0, 1920(BX)
 
 	// finish v61
-	VMOVUPD     Y5, Y0
-	VMOVUPD     Y6, Y1
-	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y0, X4
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y1
+	VMOVUPS     lgc0<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y4, Y0
-	VMOVUPS     328(SP), Y1
+	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     360(SP), Y1
 
 	// v62 = div(v61, v32)
 	VDIVPS  Y1, Y0, Y0
-	VMOVUPS 296(SP), Y1
+	VMOVUPS 328(SP), Y1
 
 	// entropy = sub(v33, v62)
 	VSUBPS Y0, Y1, Y1
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc54<>+0(SB), Y1, Y4
+	VMULPS lgc54<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  2240(BX), Y1, Y1
 	VMOVUPS Y1, 2240(BX)
 
 	// mean(v65) over [N T]
-	VADDPS  2560(BX), Y4, Y1
+	VADDPS  2560(BX), Y2, Y1
 	VMOVUPS Y1, 2560(BX)
-	VMOVUPS 168(SP), Y1
-	MOVQ    stateValue+24(FP), R8
-	VMOVUPS (R8)(DI*4), Y4
+	VMOVUPS 200(SP), Y1
+	MOVQ    stateValue+32(FP), R8
+	VMOVUPS (R8)(DI*4), Y2
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y1, Y4
+	VSUBPS Y2, Y1, Y2
 
 	// l2 = mul(diff, diff)
-	VMULPS Y4, Y4, Y5
+	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc28<>+0(SB), Y5, Y5
+	VMULPS lgc27<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
-	VADDPS  2880(BX), Y5, Y5
-	VMOVUPS Y5, 2880(BX)
-	VMOVUPS Y3, 424(SP)
+	VADDPS  2880(BX), Y3, Y3
+	VMOVUPS Y3, 2880(BX)
+	VMOVUPS Y6, 456(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
 	ADDQ         CX, R8
-	VBROADCASTSD (SP), Y3
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X6
+	VBROADCASTSD 32(SP), Y3
+	VCVTPS2PD    X2, Y5
+	VEXTRACTF128 $0x01, Y2, X6
 	VCVTPS2PD    X6, Y6
 	VMOVUPD      4160(BX)(R8*8), Y7
 	VSUBPD       Y7, Y5, Y8
@@ -2131,7 +2153,7 @@ inner_A_16:
 	VMOVUPD      Y6, 5344(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y3
+	VBROADCASTSD 32(SP), Y3
 	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2151,35 +2173,32 @@ inner_A_16:
 	VFMADD231PD  Y6, Y1, Y3
 	VMOVUPD      Y5, 7648(BX)(R8*8)
 	VMOVUPD      Y3, 8800(BX)(R8*8)
-	VMOVUPS      Y0, 456(SP)
-	VMOVUPS      Y4, 488(SP)
-	VMOVUPS      392(SP), Y0
+	VMOVUPS      Y0, 488(SP)
+	VMOVUPS      Y2, 520(SP)
+	VMOVUPS      424(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc55<>+0(SB), Y2, Y1
-	VCMPPS       $0x1a, lgc56<>+0(SB), Y2, Y3
-	VANDPS       Y3, Y1, Y1
-	VCMPPS       $0x00, lgc14<>+0(SB), Y2, Y3
-	VORPS        Y3, Y1, Y1
+	VCMPPS       $0x15, lgc55<>+0(SB), Y4, Y1
+	VCMPPS       $0x1a, lgc56<>+0(SB), Y4, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc14<>+0(SB), Y4, Y2
+	VORPS        Y2, Y1, Y1
 	VANDPS       11072(BX), Y1, Y1
 	VMOVUPS      Y1, 11072(BX)
 	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       9920(BX)(R8*8), Y1, Y4
-	VMOVUPD      Y4, 9920(BX)(R8*8)
+	VEXTRACTF128 $0x01, Y0, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       9920(BX)(R8*8), Y1, Y3
+	VMOVUPD      Y3, 9920(BX)(R8*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       11712(BX)(R8*8), Y1, Y1
 	VMOVUPD      Y1, 11712(BX)(R8*8)
-	VADDPD       9952(BX)(R8*8), Y3, Y1
+	VADDPD       9952(BX)(R8*8), Y2, Y1
 	VMOVUPD      Y1, 9952(BX)(R8*8)
-	VMULPD       Y3, Y3, Y1
+	VMULPD       Y2, Y2, Y1
 	VADDPD       11744(BX)(R8*8), Y1, Y1
 	VMOVUPD      Y1, 11744(BX)(R8*8)
-
-	// v81 = mul(2, logWeight)
-	VMULPS  lgc57<>+0(SB), Y2, Y1
-	VMOVUPS 488(SP), Y1
+	VMOVUPS      520(SP), Y1
 
 	// v89 = mul(0.001953125, diff)
 	VMULPS lgc59<>+0(SB), Y1, Y1
@@ -2190,11 +2209,11 @@ inner_A_16:
 	// gradStateValue = neg(v90)
 	VXORPS  lgc15<>+0(SB), Y1, Y1
 	VMOVUPS lgc60<>+0(SB), Y2
-	VMOVUPS 328(SP), Y3
+	VMOVUPS 360(SP), Y3
 
 	// v94 = div(3.90625e-05, v32)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS 456(SP), Y4
+	VMOVUPS 488(SP), Y4
 
 	// v95 = div(v62, v32)
 	VDIVPS Y3, Y4, Y4
@@ -2205,61 +2224,51 @@ inner_A_16:
 
 	// v97 = ne(v94, 0)
 	VCMPPS  $0x04, Y5, Y2, Y6
-	VMOVUPS 200(SP), Y7
+	VMOVUPS 232(SP), Y7
 
 	// v107 = mul(-0.00390625, advantageNormalized)
 	VMULPS  lgc62<>+0(SB), Y7, Y7
-	VMOVUPS 424(SP), Y8
+	VMOVUPS 456(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y8, Y9
 
 	// v108 = where(v46, v107, 0)
-	VBLENDVPS Y9, Y7, Y5, Y8
-	VMOVUPS   Y1, 520(SP)
-	VMOVUPS   Y6, 552(SP)
+	VANDPS  Y7, Y9, Y8
+	VMOVUPS Y1, 552(SP)
 
 	// v109 = where(v46, 0, v107)
-	VBLENDVPS Y9, Y5, Y7, Y1
-	VMOVUPS   lgc53<>+0(SB), Y6
+	VANDNPS Y7, Y9, Y1
+	VMOVUPS lgc53<>+0(SB), Y7
 
 	// v110 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y0, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v111 = ne(ratio, ratio)
-	VCMPPS $0x04, Y0, Y0, Y7
+	VCMPPS $0x1d, Y7, Y0, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
+	// v111 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y0, Y0, Y9
+	VANDPS  lgc1<>+0(SB), Y9, Y9
+	VMOVUPS Y6, 584(SP)
+
 	// v112 = max(v110, v111)
-	VXORPS  lgc15<>+0(SB), Y6, Y6
-	VXORPS  lgc15<>+0(SB), Y7, Y10
-	VMINPS  Y6, Y10, Y9
-	VMINPS  Y10, Y6, Y6
-	VORPS   Y9, Y6, Y6
-	VXORPS  lgc15<>+0(SB), Y6, Y6
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y6, Y9
+	VMAXPS  Y7, Y9, Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v113 = where(v112, v109, 0)
-	VBLENDVPS Y9, Y1, Y5, Y1
-	VMOVUPS   lgc52<>+0(SB), Y6
+	VANDPS  Y1, Y7, Y1
+	VMOVUPS lgc52<>+0(SB), Y6
 
 	// v114 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y0, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v115 = max(v114, v111)
-	VXORPS  lgc15<>+0(SB), Y6, Y6
-	VXORPS  lgc15<>+0(SB), Y7, Y7
-	VMINPS  Y6, Y7, Y9
-	VMINPS  Y7, Y6, Y6
-	VORPS   Y9, Y6, Y6
-	VXORPS  lgc15<>+0(SB), Y6, Y6
+	VMAXPS  Y6, Y9, Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v116 = where(v115, v108, 0)
-	VBLENDVPS Y7, Y8, Y5, Y6
+	VANDPS Y8, Y7, Y6
 
 	// v117 = add(v113, v116)
 	VADDPS Y6, Y1, Y1
@@ -2280,180 +2289,174 @@ inner_A_16:
 	VADDPS lgc61<>+0(SB), Y1, Y1
 
 	// v126 = ne(v122, 0)
-	VCMPPS $0x04, Y5, Y1, Y6
+	VCMPPS $0x04, Y5, Y1, Y5
 
 	// v127 = div(v122, v32)
 	VDIVPS Y3, Y1, Y3
 
 	// v128 = where(v126, v127, v122)
-	VBLENDVPS Y6, Y3, Y1, Y1
+	VBLENDVPS Y5, Y3, Y1, Y1
 
 	// v129 = add(v96, v128)
-	VADDPS     Y1, Y4, Y1
-	VMOVUPS    Y0, 584(SP)
-	VMOVUPS    Y1, 616(SP)
-	VMOVUPS    lgc17<>+0(SB), Y0
-	MOVQ       action+48(FP), BX
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VMOVUPS    Y1, 648(SP)
-	VMOVUPS    lgc0<>+0(SB), X1
-	MOVQ       (BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 648(SP)
-	MOVQ       8(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 652(SP)
-	MOVQ       16(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 656(SP)
-	MOVQ       24(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 660(SP)
-	MOVQ       32(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 664(SP)
-	MOVQ       40(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 668(SP)
-	MOVQ       48(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 672(SP)
-	MOVQ       56(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X1, X1
-	VMOVSS     X1, 676(SP)
-	VMOVUPS    648(SP), Y1
-	XORQ       BX, BX
+	VADDPS  Y1, Y4, Y1
+	VMOVUPS Y2, 616(SP)
+	VMOVUPS Y0, 648(SP)
+	VMOVUPS Y1, 680(SP)
+	XORQ    BX, BX
 
-inner_A_17:
+inner_A_19:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 8(SP)(R8*1), Y3
-	VMOVUPS 264(SP), Y4
+	VMOVUPS 40(SP)(R8*1), Y0
+	VMOVUPS 264(SP), Y1
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y1, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc18<>+0(SB), Y3, Y4
-	VMINPS       lgc19<>+0(SB), Y4, Y4
-	VMULPS       lgc20<>+0(SB), Y4, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc21<>+0(SB), Y6, Y4
-	VFNMADD231PS lgc22<>+0(SB), Y6, Y4
-	VMOVAPS      lgc23<>+0(SB), Y7
-	VFMADD213PS  lgc24<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y4
-	VPMAXSD      lgc29<>+0(SB), Y4, Y6
-	VPMINSD      lgc30<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y4, Y4
-	VPADDD       lgc30<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc30<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y7, Y7
+	VMAXPS       lgc17<>+0(SB), Y0, Y1
+	VMINPS       lgc18<>+0(SB), Y1, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMOVUPS      lgc30<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y3, Y0, Y4
+	VMAXPS  Y0, Y1, Y2
+	VMOVUPS 616(SP), Y4
 
 	// v98 = mul(v94, v59)
-	VMULPS  Y4, Y2, Y4
-	VMOVUPS 552(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y6, Y8
+	VMULPS  Y2, Y4, Y2
+	VMOVUPS 584(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v99 = where(v97, v98, v94)
-	VBLENDVPS Y8, Y4, Y2, Y4
+	VBLENDVPS Y6, Y2, Y4, Y2
 
 	// v100 = mul(v94, v31)
-	VMULPS  Y7, Y2, Y6
-	VMOVUPS Y7, 680(SP)
+	VMULPS Y3, Y4, Y5
 
 	// v101 = where(v97, v100, v94)
-	VBLENDVPS Y8, Y6, Y2, Y6
+	VBLENDVPS Y6, Y5, Y4, Y4
 
 	// v102 = ge(v30, -3.4028235e+38)
-	VCMPPS $0x1d, Y0, Y3, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y1, Y0, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// v103 = ne(v30, v30)
-	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y0, Y0, Y0
+	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// v104 = max(v102, v103)
-	VXORPS  lgc15<>+0(SB), Y7, Y7
-	VXORPS  lgc15<>+0(SB), Y3, Y3
-	VMINPS  Y7, Y3, Y8
-	VMINPS  Y3, Y7, Y3
-	VORPS   Y8, Y3, Y3
-	VXORPS  lgc15<>+0(SB), Y3, Y3
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y3, Y7
+	VMAXPS  Y1, Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+	VCMPPS  $0x04, Y1, Y0, Y1
 
 	// v105 = where(v104, v101, 0)
-	VBLENDVPS    Y7, Y6, Y5, Y3
+	VANDPS       Y4, Y1, Y0
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X6
-	VPBROADCASTD X6, Y6
-	VCVTDQ2PS    Y6, Y6
+	VMOVD        R9, X1
+	VPBROADCASTD X1, Y1
+	VCVTDQ2PS    Y1, Y1
+	MOVQ         action+48(FP), R9
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMOVUPS      Y4, 712(SP)
+	VMOVUPS      lgc0<>+0(SB), X4
+	MOVQ         (R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X4, X4
+	VMOVSS       X4, 712(SP)
+	MOVQ         8(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X4, X4
+	VMOVSS       X4, 716(SP)
+	MOVQ         16(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X4, X4
+	VMOVSS       X4, 720(SP)
+	MOVQ         24(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X4, X4
+	VMOVSS       X4, 724(SP)
+	MOVQ         32(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X4, X4
+	VMOVSS       X4, 728(SP)
+	MOVQ         40(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X4, X4
+	VMOVSS       X4, 732(SP)
+	MOVQ         48(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X4, X4
+	VMOVSS       X4, 736(SP)
+	MOVQ         56(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X4, X4
+	VMOVSS       X4, 740(SP)
+	VMOVUPS      712(SP), Y4
 
 	// v124 = eq(v123, action)
-	VCMPPS  $0x00, Y1, Y6, Y6
-	VMOVUPS 584(SP), Y7
+	VCMPPS  $0x00, Y4, Y1, Y1
+	VMOVUPS 648(SP), Y4
 
 	// v125 = where(v124, v120, 0)
-	VBLENDVPS Y6, Y7, Y5, Y6
-	VMOVUPS   616(SP), Y7
+	VANDPS  Y4, Y1, Y1
+	VMOVUPS 680(SP), Y4
 
 	// v130 = add(v99, v129)
-	VADDPS Y7, Y4, Y4
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v131 = ne(v130, 0)
-	VCMPPS  $0x04, Y5, Y4, Y7
-	VMOVUPS 680(SP), Y8
+	VCMPPS $0x04, Y4, Y2, Y4
 
 	// v132 = mul(v130, v31)
-	VMULPS  Y8, Y4, Y8
-	VMOVUPS Y6, 712(SP)
+	VMULPS Y3, Y2, Y3
 
 	// v133 = where(v131, v132, v130)
-	VBLENDVPS Y7, Y8, Y4, Y4
+	VBLENDVPS Y4, Y3, Y2, Y2
 
 	// v134 = add(v105, v133)
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS 712(SP), Y4
+	VADDPS Y2, Y0, Y0
 
 	// gradLogits = add(v125, v134)
-	VADDPS Y3, Y4, Y3
+	VADDPS Y0, Y1, Y0
 
 	// store gradLogits
-	VMOVUPS Y3, 72(SP)(R8*1)
+	VMOVUPS Y0, 104(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_17
-	VMOVUPS 136(SP), Y0
+	JL      inner_A_19
+	VMOVUPS 168(SP), Y0
 
 	// store advantage
 	MOVQ    advantage+72(FP), BX
 	VMOVUPS Y0, (BX)(DI*4)
-	VMOVUPS 168(SP), Y0
+	VMOVUPS 200(SP), Y0
 
 	// store valueTarget2
 	MOVQ    valueTarget+80(FP), BX
 	VMOVUPS Y0, (BX)(DI*4)
-	VMOVUPS 520(SP), Y0
+	VMOVUPS 552(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
@@ -2461,15 +2464,15 @@ inner_A_17:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+96(FP), BX
-	VMOVUPS      72(SP), Y0
-	VMOVUPS      104(SP), Y1
+	VMOVUPS      104(SP), Y0
+	VMOVUPS      136(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
-	VMOVUPS      lgc12<>+0(SB), Y8
+	VMOVUPS      lgc13<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -2503,7 +2506,7 @@ inner_A_17:
 	VMASKMOVPS   Y5, Y8, 48(BX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 56(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_18
+	JNZ          noflush_20
 	MOVQ         state+64(FP), DX
 	VMOVUPS      1280(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -2586,10 +2589,10 @@ inner_A_17:
 	VMOVUPS      Y1, 12864(DX)
 	MOVQ         $+8, DX
 
-noflush_18:
+noflush_20:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_15
+	JL           blocks_16
 	MOVQ         state+64(FP), CX
 	VMOVUPS      1280(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -2672,7 +2675,7 @@ noflush_18:
 	VMOVUPS      Y1, 12864(CX)
 	INCQ         AX
 	CMPQ         AX, hi+104(FP)
-	JL           outer0_14
+	JL           outer0_15
 	VZEROUPPER
 	RET
 
@@ -2722,16 +2725,16 @@ TEXT ·fbPass2AVX2(SB), $0-64
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_20
+	JGE  chunkdone_22
 
-blocks_19:
+blocks_21:
 	MOVQ    s4+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc58<>+0(SB), Y0, Y0
+	VADDPS  lgc57<>+0(SB), Y0, Y0
 	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2745,7 +2748,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
-	VMULPS  lgc57<>+0(SB), Y1, Y1
+	VMULPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2753,28 +2756,28 @@ blocks_19:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc18<>+0(SB), Y1, Y2
-	VMINPS       lgc19<>+0(SB), Y2, Y2
-	VMULPS       lgc20<>+0(SB), Y2, Y3
+	VMAXPS       lgc17<>+0(SB), Y1, Y2
+	VMINPS       lgc18<>+0(SB), Y2, Y2
+	VMULPS       lgc19<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc22<>+0(SB), Y3, Y2
-	VMOVAPS      lgc23<>+0(SB), Y4
+	VMOVAPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc29<>+0(SB), Y2, Y3
-	VPMINSD      lgc30<>+0(SB), Y3, Y3
+	VPMAXSD      lgc28<>+0(SB), Y2, Y3
+	VPMINSD      lgc29<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc30<>+0(SB), Y3, Y3
+	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc30<>+0(SB), Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2790,7 +2793,7 @@ blocks_19:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_21
+	JNZ          noflush_23
 	MOVQ         state+48(FP), CX
 	VMOVUPS      13184(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -2808,14 +2811,14 @@ blocks_19:
 	VMOVUPS      Y1, 13312(CX)
 	MOVQ         $+8, CX
 
-noflush_21:
+noflush_23:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_20
+	JGE  chunkdone_22
 	CMPQ AX, hi+8(FP)
-	JL   blocks_19
+	JL   blocks_21
 
-chunkdone_20:
+chunkdone_22:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      13184(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -2840,7 +2843,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc57<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -2859,32 +2862,32 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_22:
+bulk_24:
 	CMPQ         BX, DX
-	JGE          bulkdone_23
+	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc18<>+0(SB), Y0, Y1
-	VMINPS       lgc19<>+0(SB), Y1, Y1
-	VMULPS       lgc20<>+0(SB), Y1, Y2
+	VMAXPS       lgc17<>+0(SB), Y0, Y1
+	VMINPS       lgc18<>+0(SB), Y1, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc22<>+0(SB), Y2, Y1
-	VMOVAPS      lgc23<>+0(SB), Y3
+	VMOVAPS      lgc22<>+0(SB), Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc29<>+0(SB), Y1, Y2
-	VPMINSD      lgc30<>+0(SB), Y2, Y2
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc30<>+0(SB), Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc30<>+0(SB), Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2892,9 +2895,9 @@ bulk_22:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_22
+	JMP          bulk_24
 
-bulkdone_23:
+bulkdone_25:
 	VZEROUPPER
 	RET
 
@@ -2906,21 +2909,21 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_24:
+bulk_26:
 	CMPQ         BX, DX
-	JGE          bulkdone_25
+	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
 	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc30<>+0(SB), Y3, Y3
+	VPSUBD       lgc29<>+0(SB), Y3, Y3
 	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc34<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y4
+	VMULPS       lgc27<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
@@ -2937,10 +2940,10 @@ bulk_24:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc22<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc28<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc27<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
@@ -2951,9 +2954,9 @@ bulk_24:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_24
+	JMP          bulk_26
 
-bulkdone_25:
+bulkdone_27:
 	VZEROUPPER
 	RET
 
@@ -2965,22 +2968,22 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_26:
+bulk_28:
 	CMPQ         BX, DX
-	JGE          bulkdone_27
+	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
 	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
 	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc34<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
-	VMULPS       lgc28<>+0(SB), Y2, Y5
+	VMULPS       lgc27<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
@@ -2997,10 +3000,10 @@ bulk_26:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc22<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc28<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
@@ -3021,8 +3024,8 @@ bulk_26:
 	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_26
+	JMP          bulk_28
 
-bulkdone_27:
+bulkdone_29:
 	VZEROUPPER
 	RET

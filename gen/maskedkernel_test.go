@@ -1,0 +1,65 @@
+package gen_test
+
+import (
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/ir"
+)
+
+// masked builds the shapes of a masked token loss's second pass (GRPO's gradient pass): a
+// count finished by the first pass, whose 1/max(count, 1) and 0.5/max(count, 1) every block
+// reads alike (computed once, before the loops: asmgen/hoist.go); wheres with a +0 branch
+// on both sides (an and, an andn of the mask); a clamp-like or of two comparisons (one
+// VMAXPS); a logsumexp over the kept elements that shares exp(x) (passes.MaskedArg).
+func masked(dt ir.DType) *ir.Graph {
+	dims := []ir.Dim{{Name: "B", Size: 3}, {Name: "L", Size: 21}}
+	b := ir.NewBuilder(dt, dims, []string{"B", "L"})
+	m := b.Input(ir.Input{Key: "m", Name: "m", Kind: ir.Bool, Shape: b.Shape("B", "L")})
+	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B", "L")})
+	out := func(name string, n *ir.Node) { b.Output(name, n, ir.Metric, "", "") }
+	zero := b.Const(0)
+	n := b.Sum(b.Where(m, b.Const(1), zero), "B", "L")
+	inv := b.Div(b.Const(1), b.Max(n, b.Const(1)))
+	half := b.Div(b.Const(0.5), b.Max(n, b.Const(1)))
+	out("kept_x", b.Mul(b.Where(m, x, zero), inv))
+	out("dropped_x", b.Mul(b.Where(m, zero, x), half))
+	pass := b.Max(b.Ge(x, b.Const(0.25)), b.Ne(x, x)) // x ≥ 0.25 or NaN
+	out("passed", b.Where(pass, b.Mul(x, inv), zero))
+	out("ratio", b.Exp(x))
+	out("lse_kept", b.LogSumExp(b.Where(m, x, b.Const(math.Inf(-1))), "B", "L"))
+	return b.Graph()
+}
+
+func TestMaskedKernelShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
+			c := compiledGraph(t, masked(dt), "masked")
+			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+			require.NoError(t, err)
+			s := string(files["kernels_amd64.s"])
+			require.Contains(t, s, "// values every block reads alike, computed once\n")
+			// The second pass's full blocks: no division, two blends (the -inf where, exp's NaN
+			// pass-through), and the logsumexp takes e^x from the ratio's exp (one exp
+			// polynomial, VROUNDP*).
+			loop := regexp.MustCompile(`(?s)TEXT ·pass1AVX2.*?\nblocks_\d+:(.*?)\n\tJL +blocks`).FindStringSubmatch(s)
+			require.NotNil(t, loop, "the second pass's block loop")
+			body := loop[1]
+			require.NotContains(t, body, "VDIVP")
+			require.Equal(t, 2, strings.Count(body, "VBLENDVP"), body)
+			require.Equal(t, 1, strings.Count(body, "VROUNDP"), body)
+			zooRun(t, masked(dt), "default")
+			zooRun(t, masked(dt), "go")
+		})
+	}
+}
