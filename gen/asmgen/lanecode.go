@@ -69,6 +69,10 @@ func (l *laneAcc) logSumExp(x reg.VecVirtual) {
 	pg, a, r := l.pg, l.pg.a64, l.r
 	e := pg.expOf(r)
 	glo, ghi := pg.guard()
+	tw := pg.twinOf(r) // same slots and layout as r
+	if tw != nil && pg.partial(r) {
+		glo = twinGuardLo // (e^x)² summed in float32 must be a normal float too
+	}
 	in, t := pg.ymm(), pg.ymm()
 	pg.cmp(cmpNLT_UQ, pg.cf(glo), x, in)
 	pg.cmp(cmpNGT_UQ, pg.cf(ghi), x, t)
@@ -83,7 +87,10 @@ func (l *laneAcc) logSumExp(x reg.VecVirtual) {
 	okm := pg.stateMem(r, field{"ok", true}, nil, 0)
 	pg.and(okm, in, in)
 	pg.mov(in, okm)
-	tw := pg.twinOf(r) // same slots and layout as r
+	if pg.partial(r) {
+		l.partialExp(e, tw)
+		return
+	}
 	for h, eh := range pg.halves(e) {
 		if l.masks != nil {
 			a.and(l.masks[h], eh, eh)
@@ -99,6 +106,34 @@ func (l *laneAcc) logSumExp(x reg.VecVirtual) {
 			a.mov(s2, m)
 		}
 	}
+}
+
+// twinGuardLo is the guard's lower end for a float32 logsumexp whose twin sums (e^x)² in
+// float32: e^(2x) is a normal float32 for x ≥ −43 (2^−126 ≈ e^−87.3).
+const twinGuardLo = -43
+
+// partialExp adds e = e^x (tail lanes cleared) to r's float32 partial and (e^x)² to its
+// twin's: flushPartials adds them to the float64 sums every partialBlocks blocks. The terms
+// are positive, so each partial is within (partialBlocks−1)·2^−24 of its exact sum, the
+// bound of every float32 partial sum (innerF32).
+func (l *laneAcc) partialExp(e reg.VecVirtual, tw *ir.Node) {
+	pg := l.pg
+	if l.mask != nil { // not in place: e may be the pass's own exp(x), read again later
+		t := pg.ymm()
+		pg.and(l.mask, e, t)
+		e = t
+	}
+	p := pg.ymm()
+	pg.add(l.atE("p"), e, p)
+	pg.mov(p, l.atE("p"))
+	if tw == nil {
+		return
+	}
+	pm := pg.stateMem(tw, field{"p", true}, l.off, 0)
+	q := pg.ymm()
+	pg.mul(e, e, q)
+	pg.add(pm, q, q)
+	pg.mov(q, pm)
 }
 
 // welford is the variance's streaming update: n += 1; d = x − mean; mean += d/n;

@@ -51,10 +51,14 @@ func (pg *passGen) fields(r *ir.Node) []field {
 	case ir.OpRMax, ir.OpRMin:
 		return []field{{"m", true}}
 	case ir.OpLogSumExp:
-		if pg.twins[r.ID] != nil {
-			return []field{{"s", false}} // its range is its twin's, doubled
+		fs := []field{{"s", false}}
+		if pg.twins[r.ID] == nil { // a twin's range is its base's, doubled
+			fs = append(fs, field{"ok", true})
 		}
-		return []field{{"s", false}, {"ok", true}}
+		if pg.partial(r) {
+			fs = append(fs, field{"p", true})
+		}
+		return fs
 	case ir.OpVar:
 		return []field{{"n", false}, {"mean", false}, {"m2", false}}
 	case ir.OpArgMax:
@@ -64,9 +68,17 @@ func (pg *passGen) fields(r *ir.Node) []field {
 }
 
 // partial reports whether r sums into a float32 partial (float32 kernels, when each slot's
-// lanes are its own: the slot stays fixed along a row, where partials are flushed).
+// lanes are its own: the slot stays fixed along a row, where partials are flushed): a sum, a
+// mean, or a barrier logsumexp's Σ e^x (and its twin's Σ e^2x), whose guard keeps every term
+// a normal float and whose flush sends a partial that overflowed to the Go kernel.
 func (pg *passGen) partial(r *ir.Node) bool {
-	return !pg.f64 && pg.own(r) && (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.layout(r).lps > 1
+	switch {
+	case pg.f64 || !pg.own(r) || pg.layout(r).lps <= 1:
+		return false
+	case r.Op == ir.OpLogSumExp:
+		return !pg.e.g.InnerReduce(r)
+	}
+	return r.Op == ir.OpSum || r.Op == ir.OpMean
 }
 
 // maxInnerF32 is the most elements an inner sum adds in float32 (innerF32).
