@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/lossgen/lossgen/gen"
@@ -85,6 +87,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil && *sizes == "" && (errors.As(err, &one) || errors.As(err, &list)) {
 			fmt.Fprintf(stderr, "bench: skipping %v: %v\n", dims, err)
 			continue
+		}
+		if err != nil && (errors.As(err, &one) || errors.As(err, &list)) {
+			// The position is the spec's, the value -sizes': say so first.
+			fmt.Fprintf(stderr, "bench: -sizes %s does not fit the spec:\n", dimsText(dims))
 		}
 		if err != nil {
 			return err
@@ -221,4 +227,13 @@ func bytesString(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// dimsText is a -sizes setting as written: NAME=SIZE pairs, by name.
+func dimsText(dims map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(dims)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, dims[k]))
+	}
+	return strings.Join(parts, ",")
 }

@@ -46,7 +46,8 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 const usage = `usage: lossgen <command> [flags] [args]
 
 commands:
-  generate -o DIR [-golden DIR] SPEC   write the Go package for SPEC into DIR
+  generate -o DIR [-golden DIR] [-v] SPEC
+                                       write the Go package for SPEC into DIR (-v: list what changed)
   check [-o DIR] SPEC...               validate specs; with -o, also check that DIR is up to date
   golden [-update] [-dir D] [-data D] SPEC...
                                        compare golden/<package>/ cases with the reference
@@ -58,7 +59,7 @@ commands:
   bench [-sizes N=16,T=256;...] SPEC  benchmark the Go and AVX2 kernels at several sizes against
                                        a memory-copy probe
   version                              print the generator version, the module version and the VCS revision
-  init [LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-o FILE [-force]]
+  init [LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-package NAME] [-o FILE [-force]]
                                        print a commented starter spec, every parameter at TorchRL's default
   reference [-o FILE [-force]]         print the spec reference (docs/spec-reference.md)
   schema [-o FILE [-force]]            print the spec's JSON Schema for editors (docs/spec.schema.json)
@@ -359,6 +360,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stderr, d)
 			}
 			if len(diffs) > 0 {
+				if _, err := os.Stat(filepath.Join(*out, "ptxsim_test.go")); *goldenDir == "" && err == nil {
+					// Only a package generated with -golden has the PTX test: without the
+					// flag, check compares with a package that has none.
+					fmt.Fprintf(stderr, "%s: %s was generated with -golden: give check the same -golden DIR\n", path, *out)
+				}
 				fmt.Fprintf(stderr, "%s: %s is not what lossgen generates now; regenerate it: %s\n", path, *out, generateCommand(*out, *goldenDir, path))
 				failed++
 				continue

@@ -61,6 +61,9 @@ func Apply(ctx context.Context, dir string, put map[string][]byte, del []string)
 			return res, fmt.Errorf("%q is not a file name in %s", name, dir)
 		}
 	}
+	if err := notUnderFile(dir); err != nil {
+		return res, err
+	}
 	created := missingDirs(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		removeEmpty(created)
@@ -130,6 +133,26 @@ func missingDirs(dir string) []string {
 		if filepath.Dir(d) == d {
 			return missing
 		}
+	}
+}
+
+// notUnderFile says, in the user's terms, that dir or the nearest of its parents that exists
+// is a file (the system's "not a directory" would name lossgen's TxnDir inside it).
+func notUnderFile(dir string) error {
+	d := filepath.Clean(dir)
+	for {
+		fi, err := os.Stat(d)
+		switch {
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil && d == filepath.Clean(dir):
+			return fmt.Errorf("%s is a file, not a directory", dir)
+		case err == nil:
+			return fmt.Errorf("%s is a file, so the directory %s cannot be made in it", d, dir)
+		case filepath.Dir(d) == d:
+			return nil
+		}
+		d = filepath.Dir(d)
 	}
 }
 

@@ -348,3 +348,17 @@ func TestApplyRejectsPaths(t *testing.T) {
 	}
 	require.Equal(t, before, snapshot(t, dir))
 }
+
+// A directory under a file, or a file where the directory should be, is named as such.
+func TestApplyUnderAFile(t *testing.T) {
+	parent := t.TempDir()
+	f := filepath.Join(parent, "f")
+	require.NoError(t, os.WriteFile(f, []byte("mine\n"), 0o644))
+	_, err := Apply(context.Background(), filepath.Join(f, "pkg"), put, nil)
+	require.EqualError(t, err, f+" is a file, so the directory "+filepath.Join(f, "pkg")+" cannot be made in it")
+	_, err = Apply(context.Background(), f, put, nil)
+	require.EqualError(t, err, f+" is a file, not a directory")
+	_, err = Recover(filepath.Join(f, "pkg"))
+	require.ErrorContains(t, err, " is a file, so the directory ")
+	require.Equal(t, map[string]string{"f": "mine\n"}, snapshot(t, parent))
+}

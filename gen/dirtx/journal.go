@@ -83,6 +83,9 @@ func readJournal(path string) (*journal, error) {
 // TxnDir. It must not run while another transaction on dir is in progress.
 func Recover(dir string) ([]string, error) {
 	t := &txn{dir: dir, tdir: filepath.Join(dir, TxnDir)}
+	if err := notUnderFile(dir); err != nil {
+		return nil, err
+	}
 	fi, err := os.Lstat(t.tdir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

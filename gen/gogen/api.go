@@ -340,7 +340,7 @@ func (e *gen) check(f *jen.File) {
 	f.Comment("check reports the first problem with a call's arguments (g is nil for Forward).")
 	f.Func().Id("check").Params(params...).Error().BlockFunc(func(b *jen.Group) {
 		b.If(jen.Id("in").Op("==").Nil().Op("||").Id("out").Op("==").Nil()).Block(
-			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(e.m.Package + ": Forward needs non-nil in and out"))),
+			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(e.m.Package + ": in and out must not be nil"))),
 		)
 		checks := []jen.Code{jen.Lit(e.m.Package)}
 		check := func(name string, x jen.Code, s ir.Shape) {

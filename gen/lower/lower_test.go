@@ -1,6 +1,7 @@
 package lower_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -109,4 +110,18 @@ func TestKeyErrors(t *testing.T) {
 		_, _, err = lower.Lower(s)
 		require.EqualError(t, err, c.err)
 	}
+}
+
+// MCAdvantage's group statistics have no mask: with group_dim the last batch dim, every
+// element is a sample and a mapped mask would mask samples, not tokens.
+func TestGroupDimBeforeTokens(t *testing.T) {
+	src := "package: p\ndims: {G: 2, N: 4, L: 8}\nbatch: [G, N, L]\nestimator: {type: mc_advantage, group_dim: %s, trajectory_return: sum}\nloss: {type: grpo}\nkeys: {mask: mask}\n"
+	s, err := spec.Parse("t.yaml", fmt.Appendf(nil, src, "L"), lower.Registry())
+	require.NoError(t, err)
+	_, _, err = lower.Lower(s)
+	require.ErrorContains(t, err, `t.yaml:4:44: estimator.group_dim: "L" is the last batch dim, so keys.mask would mask whole samples`)
+	s, err = spec.Parse("t.yaml", fmt.Appendf(nil, src, "N"), lower.Registry())
+	require.NoError(t, err)
+	_, _, err = lower.Lower(s)
+	require.NoError(t, err)
 }

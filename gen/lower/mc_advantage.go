@@ -29,8 +29,9 @@ func init() {
 				{Name: "candidate_group_size", Why: "not taken: selecting grpo_size of more candidates changes the batch's shape; select before the kernel"},
 			},
 			Keys: []spec.KeyDef{keyReward, keyMask, keyAdvantage},
-			// One prompt's N samples of T tokens, a reward per token summed per sequence.
-			Example: &spec.Example{Params: map[string]any{"group_dim": "N", "trajectory_return": "sum"}},
+			// One prompt's N samples of T tokens, one reward per sample (TorchRL's default
+			// trajectory_return); group_dim has no default.
+			Example: &spec.Example{Params: map[string]any{"group_dim": "N"}},
 			Check:   checkMCAdvantage,
 		},
 		Lower: lowerMCAdvantage,
@@ -73,6 +74,12 @@ func lowerMCAdvantage(l *Lowerer, st *spec.Stage) {
 		r = l.ReadShaped("reward", seq)
 	} else {
 		r = l.trajectoryReturn(ret, batch[at+1:].Names())
+	}
+	if at == len(batch)-1 && len(batch) > 1 && l.Mapped("mask") {
+		// Each element is then a sample, and a masked one would enter its group's mean and
+		// std: MCAdvantage's statistics have no mask. The mask is the tokens' (after group_dim).
+		l.Errorf("group_dim", "%q is the last batch dim, so keys.mask would mask whole samples, which the group's mean and std do not leave out; "+
+			"group_dim is the samples dim before the token dims (batch: [G, N, L], group_dim: N)", gd)
 	}
 	a := l.standardize(b.Note(r, "return"), []string{gd}, 1e-6)
 	l.Write("advantage", a, ir.Estimate,

@@ -295,7 +295,7 @@ func forwardBackward(im impl, in *Inputs, out *Outputs, g *Grads) error {
 // check reports the first problem with a call's arguments (g is nil for Forward).
 func check(in *Inputs, out *Outputs, g *Grads) error {
 	if in == nil || out == nil {
-		return errors.New("a2c: Forward needs non-nil in and out")
+		return errors.New("a2c: in and out must not be nil")
 	}
 	if err := runtime.CheckLens(
 		"a2c",

@@ -35,7 +35,9 @@ type avxState struct {
 	r47_p  []float32
 	r53_s  []float64
 	r53_ok []float32
+	r53_p  []float32
 	r56_s  []float64
+	r56_p  []float32
 	p0_ok  []float32
 	r30_s  []float64
 	r30_p  []float32
@@ -46,7 +48,7 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 720)}
+	st := &avxState{buf: make([]float64, 752)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r26_s = st.buf[48:120]
@@ -63,13 +65,15 @@ var avxPool = sync.Pool{New: func() any {
 	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 72)
 	st.r53_s = st.buf[552:568]
 	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[576])), 16)
-	st.r56_s = st.buf[592:608]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[616])), 8)
-	st.r30_s = st.buf[632:648]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r49_s = st.buf[672:688]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[696])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r56_s = st.buf[608:624]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[632])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 8)
+	st.r30_s = st.buf[664:680]
+	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r49_s = st.buf[704:720]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 8)
 	st.res = make([]float64, 8)
 	return st
 }}
@@ -94,7 +98,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r47_p, 0)
 	runtime.Fill(st.r53_s, 0)
 	runtime.SetMask(st.r53_ok)
+	runtime.Fill(st.r53_p, 0)
 	runtime.Fill(st.r56_s, 0)
+	runtime.Fill(st.r56_p, 0)
 	runtime.SetMask(st.p0_ok)
 	pass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0])
 	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
@@ -177,7 +183,9 @@ type fbAvxState struct {
 	r47_p  []float32
 	r53_s  []float64
 	r53_ok []float32
+	r53_p  []float32
 	r56_s  []float64
+	r56_p  []float32
 	p1_ok  []float32
 	r30_s  []float64
 	r30_p  []float32
@@ -188,7 +196,7 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 736)}
+	st := &fbAvxState{buf: make([]float64, 768)}
 	st.r27_s = st.buf[8:80]
 	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
@@ -206,13 +214,15 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 72)
 	st.r53_s = st.buf[568:584]
 	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
-	st.r56_s = st.buf[608:624]
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[632])), 8)
-	st.r30_s = st.buf[648:664]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
-	st.r49_s = st.buf[688:704]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 16)
-	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 8)
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r56_s = st.buf[624:640]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
+	st.r30_s = st.buf[680:696]
+	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[704])), 16)
+	st.r49_s = st.buf[720:736]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[760])), 8)
 	st.res = make([]float64, 8)
 	return st
 }}
@@ -245,7 +255,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r47_p, 0)
 		runtime.Fill(st.r53_s, 0)
 		runtime.SetMask(st.r53_ok)
+		runtime.Fill(st.r53_p, 0)
 		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 81 {
 			lo, hi := a, min(a+81, hi)

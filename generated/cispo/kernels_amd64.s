@@ -177,19 +177,11 @@ blocks_2:
 	VORPS        Y3, Y2, Y2
 	VANDPS       4608(BX), Y2, Y2
 	VMOVUPS      Y2, 4608(BX)
-	VCVTPS2PD    X1, Y0
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4416(BX), Y0, Y2
-	VMOVUPD      Y2, 4416(BX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       4736(BX), Y0, Y0
-	VMOVUPD      Y0, 4736(BX)
-	VADDPD       4448(BX), Y1, Y0
-	VMOVUPD      Y0, 4448(BX)
-	VMULPD       Y1, Y1, Y0
-	VADDPD       4768(BX), Y0, Y0
-	VMOVUPD      Y0, 4768(BX)
+	VADDPS       4736(BX), Y1, Y0
+	VMOVUPS      Y0, 4736(BX)
+	VMULPS       Y1, Y1, Y0
+	VADDPS       5056(BX), Y0, Y0
+	VMOVUPS      Y0, 5056(BX)
 	DECQ         DX
 	JNZ          noflush_3
 	MOVQ         state+8(FP), DX
@@ -289,8 +281,34 @@ blocks_2:
 	VMOVUPD      Y0, 3424(DX)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4032(DX)(BX*4)
-	VANDPS       4928(DX), Y1, Y1
-	VMOVUPS      Y1, 4928(DX)
+	VMOVUPS      4736(DX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4416(DX), Y2, Y2
+	VMOVUPD      Y2, 4416(DX)
+	VADDPD       4448(DX), Y0, Y0
+	VMOVUPD      Y0, 4448(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4736(DX)
+	VMOVUPS      5056(DX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4864(DX), Y2, Y2
+	VMOVUPD      Y2, 4864(DX)
+	VADDPD       4896(DX), Y0, Y0
+	VMOVUPD      Y0, 4896(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5056(DX)
+	VANDPS       5184(DX), Y1, Y1
+	VMOVUPS      Y1, 5184(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -394,8 +412,34 @@ noflush_3:
 	VMOVUPD      Y0, 3424(CX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4032(CX)(DX*4)
-	VANDPS       4928(CX), Y1, Y1
-	VMOVUPS      Y1, 4928(CX)
+	VMOVUPS      4736(CX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4416(CX), Y2, Y2
+	VMOVUPD      Y2, 4416(CX)
+	VADDPD       4448(CX), Y0, Y0
+	VMOVUPD      Y0, 4448(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4736(CX)
+	VMOVUPS      5056(CX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4864(CX), Y2, Y2
+	VMOVUPD      Y2, 4864(CX)
+	VADDPD       4896(CX), Y0, Y0
+	VMOVUPD      Y0, 4896(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5056(CX)
+	VANDPS       5184(CX), Y1, Y1
+	VMOVUPS      Y1, 5184(CX)
 	INCQ         AX
 	CMPQ         AX, $+8
 	JL           outer0_1
@@ -622,14 +666,14 @@ DATA lgc21<>+24(SB)/4, $0xff800000
 DATA lgc21<>+28(SB)/4, $0xff800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xc2ae0000
-DATA lgc22<>+4(SB)/4, $0xc2ae0000
-DATA lgc22<>+8(SB)/4, $0xc2ae0000
-DATA lgc22<>+12(SB)/4, $0xc2ae0000
-DATA lgc22<>+16(SB)/4, $0xc2ae0000
-DATA lgc22<>+20(SB)/4, $0xc2ae0000
-DATA lgc22<>+24(SB)/4, $0xc2ae0000
-DATA lgc22<>+28(SB)/4, $0xc2ae0000
+DATA lgc22<>+0(SB)/4, $0xc22c0000
+DATA lgc22<>+4(SB)/4, $0xc22c0000
+DATA lgc22<>+8(SB)/4, $0xc22c0000
+DATA lgc22<>+12(SB)/4, $0xc22c0000
+DATA lgc22<>+16(SB)/4, $0xc22c0000
+DATA lgc22<>+20(SB)/4, $0xc22c0000
+DATA lgc22<>+24(SB)/4, $0xc22c0000
+DATA lgc22<>+28(SB)/4, $0xc22c0000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 DATA lgc23<>+0(SB)/4, $0x42b00000
@@ -788,8 +832,8 @@ blocks_4:
 
 	// mean(sequenceMean) over [B]
 	MOVQ    state+16(FP), DX
-	VADDPS  5248(DX), Y1, Y1
-	VMOVUPS Y1, 5248(DX)
+	VADDPS  5504(DX), Y1, Y1
+	VMOVUPS Y1, 5504(DX)
 	MOVQ    s5+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
@@ -797,38 +841,38 @@ blocks_4:
 	VDIVPS Y0, Y1, Y0
 
 	// mean(sequenceMean2) over [B]
-	VADDPS       5568(DX), Y0, Y0
-	VMOVUPS      Y0, 5568(DX)
+	VADDPS       5824(DX), Y0, Y0
+	VMOVUPS      Y0, 5824(DX)
 	DECQ         CX
 	JNZ          noflush_5
 	MOVQ         state+16(FP), CX
-	VMOVUPS      5248(CX), Y0
+	VMOVUPS      5504(CX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5056(CX), Y2, Y2
-	VMOVUPD      Y2, 5056(CX)
-	VADDPD       5088(CX), Y0, Y0
-	VMOVUPD      Y0, 5088(CX)
+	VADDPD       5312(CX), Y2, Y2
+	VMOVUPD      Y2, 5312(CX)
+	VADDPD       5344(CX), Y0, Y0
+	VMOVUPD      Y0, 5344(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(CX)
-	VMOVUPS      5568(CX), Y0
+	VMOVUPS      Y0, 5504(CX)
+	VMOVUPS      5824(CX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5376(CX), Y2, Y2
-	VMOVUPD      Y2, 5376(CX)
-	VADDPD       5408(CX), Y0, Y0
-	VMOVUPD      Y0, 5408(CX)
+	VADDPD       5632(CX), Y2, Y2
+	VMOVUPD      Y2, 5632(CX)
+	VADDPD       5664(CX), Y0, Y0
+	VMOVUPD      Y0, 5664(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5568(CX)
-	VANDPS       5696(CX), Y1, Y1
-	VMOVUPS      Y1, 5696(CX)
+	VMOVUPS      Y0, 5824(CX)
+	VANDPS       5952(CX), Y1, Y1
+	VMOVUPS      Y1, 5952(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -836,33 +880,33 @@ noflush_5:
 	CMPQ         AX, $+8
 	JL           blocks_4
 	MOVQ         state+16(FP), AX
-	VMOVUPS      5248(AX), Y0
+	VMOVUPS      5504(AX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5056(AX), Y2, Y2
-	VMOVUPD      Y2, 5056(AX)
-	VADDPD       5088(AX), Y0, Y0
-	VMOVUPD      Y0, 5088(AX)
+	VADDPD       5312(AX), Y2, Y2
+	VMOVUPD      Y2, 5312(AX)
+	VADDPD       5344(AX), Y0, Y0
+	VMOVUPD      Y0, 5344(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(AX)
-	VMOVUPS      5568(AX), Y0
+	VMOVUPS      Y0, 5504(AX)
+	VMOVUPS      5824(AX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5376(AX), Y2, Y2
-	VMOVUPD      Y2, 5376(AX)
-	VADDPD       5408(AX), Y0, Y0
-	VMOVUPD      Y0, 5408(AX)
+	VADDPD       5632(AX), Y2, Y2
+	VMOVUPD      Y2, 5632(AX)
+	VADDPD       5664(AX), Y0, Y0
+	VMOVUPD      Y0, 5664(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5568(AX)
-	VANDPS       5696(AX), Y1, Y1
-	VMOVUPS      Y1, 5696(AX)
+	VMOVUPS      Y0, 5824(AX)
+	VANDPS       5952(AX), Y1, Y1
+	VMOVUPS      Y1, 5952(AX)
 	VZEROUPPER
 	RET
 
@@ -1113,29 +1157,21 @@ blocks_10:
 	VMOVUPS   Y0, 96(SP)
 
 	// logsumexp(v51) over [B L]
-	VANDPS       Y7, Y1, Y0
-	VCMPPS       $0x15, lgc22<>+0(SB), Y2, Y3
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y2, Y4
-	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc21<>+0(SB), Y2, Y4
-	VORPS        Y4, Y3, Y3
-	VANDPS       4736(BX), Y3, Y3
-	VMOVUPS      Y3, 4736(BX)
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4544(BX), Y2, Y3
-	VMOVUPD      Y3, 4544(BX)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       4864(BX), Y2, Y2
-	VMOVUPD      Y2, 4864(BX)
-	VADDPD       4576(BX), Y0, Y2
-	VMOVUPD      Y2, 4576(BX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       4896(BX), Y0, Y0
-	VMOVUPD      Y0, 4896(BX)
-	VMOVUPS      lgc27<>+0(SB), Y0
-	VMOVUPS      96(SP), Y2
+	VANDPS  Y7, Y1, Y0
+	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y3
+	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x00, lgc21<>+0(SB), Y2, Y4
+	VORPS   Y4, Y3, Y3
+	VANDPS  4736(BX), Y3, Y3
+	VMOVUPS Y3, 4736(BX)
+	VADDPS  4864(BX), Y0, Y2
+	VMOVUPS Y2, 4864(BX)
+	VMULPS  Y0, Y0, Y0
+	VADDPS  5184(BX), Y0, Y0
+	VMOVUPS Y0, 5184(BX)
+	VMOVUPS lgc27<>+0(SB), Y0
+	VMOVUPS 96(SP), Y2
 
 	// v63 = div(0.125, v28)
 	VDIVPS Y2, Y0, Y0
@@ -1258,8 +1294,34 @@ blocks_10:
 	VMOVUPD      Y0, 3552(DX)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4160(DX)(BX*4)
-	VANDPS       5056(DX), Y1, Y1
-	VMOVUPS      Y1, 5056(DX)
+	VMOVUPS      4864(DX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4544(DX), Y2, Y2
+	VMOVUPD      Y2, 4544(DX)
+	VADDPD       4576(DX), Y0, Y0
+	VMOVUPD      Y0, 4576(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(DX)
+	VMOVUPS      5184(DX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4992(DX), Y2, Y2
+	VMOVUPD      Y2, 4992(DX)
+	VADDPD       5024(DX), Y0, Y0
+	VMOVUPD      Y0, 5024(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5184(DX)
+	VANDPS       5312(DX), Y1, Y1
+	VMOVUPS      Y1, 5312(DX)
 	MOVQ         $+8, DX
 
 noflush_11:
@@ -1349,8 +1411,34 @@ noflush_11:
 	VMOVUPD      Y0, 3552(CX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4160(CX)(DX*4)
-	VANDPS       5056(CX), Y1, Y1
-	VMOVUPS      Y1, 5056(CX)
+	VMOVUPS      4864(CX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4544(CX), Y2, Y2
+	VMOVUPD      Y2, 4544(CX)
+	VADDPD       4576(CX), Y0, Y0
+	VMOVUPD      Y0, 4576(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(CX)
+	VMOVUPS      5184(CX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4992(CX), Y2, Y2
+	VMOVUPD      Y2, 4992(CX)
+	VADDPD       5024(CX), Y0, Y0
+	VMOVUPD      Y0, 5024(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5184(CX)
+	VANDPS       5312(CX), Y1, Y1
+	VMOVUPS      Y1, 5312(CX)
 	INCQ         AX
 	CMPQ         AX, hi+80(FP)
 	JL           outer0_9
@@ -1483,8 +1571,8 @@ blocks_12:
 
 	// mean(sequenceMean) over [B]
 	MOVQ    state+16(FP), DX
-	VADDPS  5376(DX), Y1, Y1
-	VMOVUPS Y1, 5376(DX)
+	VADDPS  5632(DX), Y1, Y1
+	VMOVUPS Y1, 5632(DX)
 	MOVQ    s5+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
@@ -1492,38 +1580,38 @@ blocks_12:
 	VDIVPS Y0, Y1, Y0
 
 	// mean(sequenceMean2) over [B]
-	VADDPS       5696(DX), Y0, Y0
-	VMOVUPS      Y0, 5696(DX)
+	VADDPS       5952(DX), Y0, Y0
+	VMOVUPS      Y0, 5952(DX)
 	DECQ         CX
 	JNZ          noflush_13
 	MOVQ         state+16(FP), CX
-	VMOVUPS      5376(CX), Y0
+	VMOVUPS      5632(CX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5184(CX), Y2, Y2
-	VMOVUPD      Y2, 5184(CX)
-	VADDPD       5216(CX), Y0, Y0
-	VMOVUPD      Y0, 5216(CX)
+	VADDPD       5440(CX), Y2, Y2
+	VMOVUPD      Y2, 5440(CX)
+	VADDPD       5472(CX), Y0, Y0
+	VMOVUPD      Y0, 5472(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5376(CX)
-	VMOVUPS      5696(CX), Y0
+	VMOVUPS      Y0, 5632(CX)
+	VMOVUPS      5952(CX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5504(CX), Y2, Y2
-	VMOVUPD      Y2, 5504(CX)
-	VADDPD       5536(CX), Y0, Y0
-	VMOVUPD      Y0, 5536(CX)
+	VADDPD       5760(CX), Y2, Y2
+	VMOVUPD      Y2, 5760(CX)
+	VADDPD       5792(CX), Y0, Y0
+	VMOVUPD      Y0, 5792(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5696(CX)
-	VANDPS       5824(CX), Y1, Y1
-	VMOVUPS      Y1, 5824(CX)
+	VMOVUPS      Y0, 5952(CX)
+	VANDPS       6080(CX), Y1, Y1
+	VMOVUPS      Y1, 6080(CX)
 	MOVQ         $+8, CX
 
 noflush_13:
@@ -1531,33 +1619,33 @@ noflush_13:
 	CMPQ         AX, $+8
 	JL           blocks_12
 	MOVQ         state+16(FP), AX
-	VMOVUPS      5376(AX), Y0
+	VMOVUPS      5632(AX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5184(AX), Y2, Y2
-	VMOVUPD      Y2, 5184(AX)
-	VADDPD       5216(AX), Y0, Y0
-	VMOVUPD      Y0, 5216(AX)
+	VADDPD       5440(AX), Y2, Y2
+	VMOVUPD      Y2, 5440(AX)
+	VADDPD       5472(AX), Y0, Y0
+	VMOVUPD      Y0, 5472(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5376(AX)
-	VMOVUPS      5696(AX), Y0
+	VMOVUPS      Y0, 5632(AX)
+	VMOVUPS      5952(AX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5504(AX), Y2, Y2
-	VMOVUPD      Y2, 5504(AX)
-	VADDPD       5536(AX), Y0, Y0
-	VMOVUPD      Y0, 5536(AX)
+	VADDPD       5760(AX), Y2, Y2
+	VMOVUPD      Y2, 5760(AX)
+	VADDPD       5792(AX), Y0, Y0
+	VMOVUPD      Y0, 5792(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5696(AX)
-	VANDPS       5824(AX), Y1, Y1
-	VMOVUPS      Y1, 5824(AX)
+	VMOVUPS      Y0, 5952(AX)
+	VANDPS       6080(AX), Y1, Y1
+	VMOVUPS      Y1, 6080(AX)
 	VZEROUPPER
 	RET
 

@@ -47,13 +47,15 @@ type avxState struct {
 	r55_m2   []float64
 	r61_s    []float64
 	r61_ok   []float32
+	r61_p    []float32
 	r63_s    []float64
+	r63_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 632)}
+	st := &avxState{buf: make([]float64, 664)}
 	st.r1_s = st.buf[8:24]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r2_n = st.buf[48:64]
@@ -82,8 +84,10 @@ var avxPool = sync.Pool{New: func() any {
 	st.r55_m2 = st.buf[536:552]
 	st.r61_s = st.buf[560:576]
 	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
-	st.r63_s = st.buf[600:616]
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
+	st.r63_s = st.buf[616:632]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -170,7 +174,9 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r55_m2, 0)
 		runtime.Fill(st.r61_s, 0)
 		runtime.SetMask(st.r61_ok)
+		runtime.Fill(st.r61_p, 0)
 		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 	}
@@ -271,13 +277,15 @@ type fbAvxState struct {
 	r55_m2   []float64
 	r61_s    []float64
 	r61_ok   []float32
+	r61_p    []float32
 	r63_s    []float64
+	r63_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 632)}
+	st := &fbAvxState{buf: make([]float64, 664)}
 	st.r1_s = st.buf[8:24]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r2_n = st.buf[48:64]
@@ -306,8 +314,10 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r55_m2 = st.buf[536:552]
 	st.r61_s = st.buf[560:576]
 	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
-	st.r63_s = st.buf[600:616]
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
+	st.r63_s = st.buf[616:632]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -396,7 +406,9 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r55_m2, 0)
 		runtime.Fill(st.r61_s, 0)
 		runtime.SetMask(st.r61_ok)
+		runtime.Fill(st.r61_p, 0)
 		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
 	}

@@ -392,19 +392,11 @@ blocks_4:
 	VORPS        Y2, Y1, Y1
 	VANDPS       4672(DX), Y1, Y1
 	VMOVUPS      Y1, 4672(DX)
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4480(DX), Y1, Y2
-	VMOVUPD      Y2, 4480(DX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       4800(DX), Y1, Y1
-	VMOVUPD      Y1, 4800(DX)
-	VADDPD       4512(DX), Y0, Y1
-	VMOVUPD      Y1, 4512(DX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       4832(DX), Y0, Y0
-	VMOVUPD      Y0, 4832(DX)
+	VADDPS       4800(DX), Y0, Y1
+	VMOVUPS      Y1, 4800(DX)
+	VMULPS       Y0, Y0, Y0
+	VADDPS       5120(DX), Y0, Y0
+	VMOVUPS      Y0, 5120(DX)
 	DECQ         CX
 	JNZ          noflush_6
 	MOVQ         state+56(FP), CX
@@ -498,8 +490,34 @@ blocks_4:
 	VMOVUPD      Y0, 3040(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(CX)
-	VANDPS       4992(CX), Y1, Y1
-	VMOVUPS      Y1, 4992(CX)
+	VMOVUPS      4800(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(CX), Y2, Y2
+	VMOVUPD      Y2, 4480(CX)
+	VADDPD       4512(CX), Y0, Y0
+	VMOVUPD      Y0, 4512(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(CX)
+	VMOVUPS      5120(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4928(CX), Y2, Y2
+	VMOVUPD      Y2, 4928(CX)
+	VADDPD       4960(CX), Y0, Y0
+	VMOVUPD      Y0, 4960(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(CX)
+	VANDPS       5248(CX), Y1, Y1
+	VMOVUPS      Y1, 5248(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
@@ -601,8 +619,34 @@ chunkdone_5:
 	VMOVUPD      Y0, 3040(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(AX)
-	VANDPS       4992(AX), Y1, Y1
-	VMOVUPS      Y1, 4992(AX)
+	VMOVUPS      4800(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(AX), Y2, Y2
+	VMOVUPD      Y2, 4480(AX)
+	VADDPD       4512(AX), Y0, Y0
+	VMOVUPD      Y0, 4512(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(AX)
+	VMOVUPS      5120(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4928(AX), Y2, Y2
+	VMOVUPD      Y2, 4928(AX)
+	VADDPD       4960(AX), Y0, Y0
+	VMOVUPD      Y0, 4960(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(AX)
+	VANDPS       5248(AX), Y1, Y1
+	VMOVUPS      Y1, 5248(AX)
 	VZEROUPPER
 	RET
 
@@ -836,14 +880,14 @@ DATA lgc26<>+24(SB)/4, $0x3e4ccccd
 DATA lgc26<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xc2ae0000
-DATA lgc27<>+4(SB)/4, $0xc2ae0000
-DATA lgc27<>+8(SB)/4, $0xc2ae0000
-DATA lgc27<>+12(SB)/4, $0xc2ae0000
-DATA lgc27<>+16(SB)/4, $0xc2ae0000
-DATA lgc27<>+20(SB)/4, $0xc2ae0000
-DATA lgc27<>+24(SB)/4, $0xc2ae0000
-DATA lgc27<>+28(SB)/4, $0xc2ae0000
+DATA lgc27<>+0(SB)/4, $0xc22c0000
+DATA lgc27<>+4(SB)/4, $0xc22c0000
+DATA lgc27<>+8(SB)/4, $0xc22c0000
+DATA lgc27<>+12(SB)/4, $0xc22c0000
+DATA lgc27<>+16(SB)/4, $0xc22c0000
+DATA lgc27<>+20(SB)/4, $0xc22c0000
+DATA lgc27<>+24(SB)/4, $0xc22c0000
+DATA lgc27<>+28(SB)/4, $0xc22c0000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 DATA lgc28<>+0(SB)/4, $0x42b00000
@@ -1321,28 +1365,20 @@ blocks_10:
 	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       4672(DX), Y1, Y1
-	VMOVUPS      Y1, 4672(DX)
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4480(DX), Y1, Y3
-	VMOVUPD      Y3, 4480(DX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       4800(DX), Y1, Y1
-	VMOVUPD      Y1, 4800(DX)
-	VADDPD       4512(DX), Y2, Y1
-	VMOVUPD      Y1, 4512(DX)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       4832(DX), Y1, Y1
-	VMOVUPD      Y1, 4832(DX)
-	VMOVUPS      256(SP), Y1
-	VMOVUPS      288(SP), Y2
+	VCMPPS  $0x15, lgc27<>+0(SB), Y3, Y1
+	VCMPPS  $0x1a, lgc28<>+0(SB), Y3, Y2
+	VANDPS  Y2, Y1, Y1
+	VCMPPS  $0x00, lgc29<>+0(SB), Y3, Y2
+	VORPS   Y2, Y1, Y1
+	VANDPS  4672(DX), Y1, Y1
+	VMOVUPS Y1, 4672(DX)
+	VADDPS  4800(DX), Y0, Y1
+	VMOVUPS Y1, 4800(DX)
+	VMULPS  Y0, Y0, Y1
+	VADDPS  5120(DX), Y1, Y1
+	VMOVUPS Y1, 5120(DX)
+	VMOVUPS 256(SP), Y1
+	VMOVUPS 288(SP), Y2
 
 	// v71 = eq(l2, l22)
 	VCMPPS $0x00, Y2, Y1, Y3
@@ -1599,8 +1635,34 @@ blocks_10:
 	VMOVUPD      Y0, 3040(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(CX)
-	VANDPS       4992(CX), Y1, Y1
-	VMOVUPS      Y1, 4992(CX)
+	VMOVUPS      4800(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(CX), Y2, Y2
+	VMOVUPD      Y2, 4480(CX)
+	VADDPD       4512(CX), Y0, Y0
+	VMOVUPD      Y0, 4512(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(CX)
+	VMOVUPS      5120(CX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4928(CX), Y2, Y2
+	VMOVUPD      Y2, 4928(CX)
+	VADDPD       4960(CX), Y0, Y0
+	VMOVUPD      Y0, 4960(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(CX)
+	VANDPS       5248(CX), Y1, Y1
+	VMOVUPS      Y1, 5248(CX)
 	MOVQ         $+8, CX
 
 noflush_12:
@@ -1702,8 +1764,34 @@ chunkdone_11:
 	VMOVUPD      Y0, 3040(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(AX)
-	VANDPS       4992(AX), Y1, Y1
-	VMOVUPS      Y1, 4992(AX)
+	VMOVUPS      4800(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(AX), Y2, Y2
+	VMOVUPD      Y2, 4480(AX)
+	VADDPD       4512(AX), Y0, Y0
+	VMOVUPD      Y0, 4512(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(AX)
+	VMOVUPS      5120(AX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4928(AX), Y2, Y2
+	VMOVUPD      Y2, 4928(AX)
+	VADDPD       4960(AX), Y0, Y0
+	VMOVUPD      Y0, 4960(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(AX)
+	VANDPS       5248(AX), Y1, Y1
+	VMOVUPS      Y1, 5248(AX)
 	VZEROUPPER
 	RET
 

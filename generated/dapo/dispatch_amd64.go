@@ -33,7 +33,9 @@ type avxState struct {
 	r44_p  []float32
 	r49_s  []float64
 	r49_ok []float32
+	r49_p  []float32
 	r52_s  []float64
+	r52_p  []float32
 	r96_s  []float64
 	r96_p  []float32
 	p0_ok  []float32
@@ -41,7 +43,7 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 360)}
+	st := &avxState{buf: make([]float64, 392)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r26_s = st.buf[48:64]
@@ -56,10 +58,12 @@ var avxPool = sync.Pool{New: func() any {
 	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
 	st.r49_s = st.buf[248:264]
 	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r52_s = st.buf[288:304]
-	st.r96_s = st.buf[312:328]
-	st.r96_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[336])), 16)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 8)
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r52_s = st.buf[304:320]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r96_s = st.buf[344:360]
+	st.r96_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -88,7 +92,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r49_s, 0)
 		runtime.SetMask(st.r49_ok)
+		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r96_s, 0)
 		runtime.Fill(st.r96_p, 0)
 		runtime.SetMask(st.p0_ok)
@@ -172,7 +178,9 @@ type fbAvxState struct {
 	r44_p  []float32
 	r49_s  []float64
 	r49_ok []float32
+	r49_p  []float32
 	r52_s  []float64
+	r52_p  []float32
 	r97_s  []float64
 	r97_p  []float32
 	p1_ok  []float32
@@ -180,7 +188,7 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 376)}
+	st := &fbAvxState{buf: make([]float64, 408)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
@@ -196,10 +204,12 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
 	st.r49_s = st.buf[264:280]
 	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r52_s = st.buf[304:320]
-	st.r97_s = st.buf[328:344]
-	st.r97_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 8)
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
+	st.r52_s = st.buf[320:336]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r97_s = st.buf[360:376]
+	st.r97_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -270,7 +280,9 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r49_s, 0)
 		runtime.SetMask(st.r49_ok)
+		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r97_s, 0)
 		runtime.Fill(st.r97_p, 0)
 		runtime.SetMask(st.p1_ok)

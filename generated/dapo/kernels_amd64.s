@@ -168,28 +168,20 @@ blocks_2:
 	VMOVUPS   64(SP), Y0
 
 	// logsumexp(v47) over [B L]
-	VANDPS       Y0, Y1, Y0
-	VCMPPS       $0x15, lgc22<>+0(SB), Y2, Y3
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y2, Y4
-	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc21<>+0(SB), Y2, Y4
-	VORPS        Y4, Y3, Y3
-	VANDPS       2176(BX), Y3, Y3
-	VMOVUPS      Y3, 2176(BX)
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1984(BX), Y2, Y3
-	VMOVUPD      Y3, 1984(BX)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       2304(BX), Y2, Y2
-	VMOVUPD      Y2, 2304(BX)
-	VADDPD       2016(BX), Y0, Y2
-	VMOVUPD      Y2, 2016(BX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       2336(BX), Y0, Y0
-	VMOVUPD      Y0, 2336(BX)
-	VMOVUPS      96(SP), Y0
+	VANDPS  Y0, Y1, Y0
+	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y3
+	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x00, lgc21<>+0(SB), Y2, Y4
+	VORPS   Y4, Y3, Y3
+	VANDPS  2176(BX), Y3, Y3
+	VMOVUPS Y3, 2176(BX)
+	VADDPS  2304(BX), Y0, Y2
+	VMOVUPS Y2, 2304(BX)
+	VMULPS  Y0, Y0, Y0
+	VADDPS  2624(BX), Y0, Y0
+	VMOVUPS Y0, 2624(BX)
+	VMOVUPS 96(SP), Y0
 
 	// v58 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y2
@@ -302,8 +294,8 @@ blocks_2:
 	VANDPS Y0, Y1, Y0
 
 	// sum(v95) over [B L]
-	VADDPS       2688(BX), Y0, Y0
-	VMOVUPS      Y0, 2688(BX)
+	VADDPS       2944(BX), Y0, Y0
+	VMOVUPS      Y0, 2944(BX)
 	DECQ         DX
 	JNZ          noflush_3
 	MOVQ         state+16(FP), DX
@@ -384,21 +376,47 @@ blocks_2:
 	VMOVUPD      Y0, 1696(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
-	VMOVUPS      2688(DX), Y0
+	VMOVUPS      2304(DX), Y0
 	VANDPS       lgc34<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2496(DX), Y2, Y2
-	VMOVUPD      Y2, 2496(DX)
-	VADDPD       2528(DX), Y0, Y0
-	VMOVUPD      Y0, 2528(DX)
+	VADDPD       1984(DX), Y2, Y2
+	VMOVUPD      Y2, 1984(DX)
+	VADDPD       2016(DX), Y0, Y0
+	VMOVUPD      Y0, 2016(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2688(DX)
-	VANDPS       2816(DX), Y1, Y1
-	VMOVUPS      Y1, 2816(DX)
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2624(DX), Y0
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VANDPS       3072(DX), Y1, Y1
+	VMOVUPS      Y1, 3072(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -483,21 +501,47 @@ noflush_3:
 	VMOVUPD      Y0, 1696(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
-	VMOVUPS      2688(CX), Y0
+	VMOVUPS      2304(CX), Y0
 	VANDPS       lgc34<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2496(CX), Y2, Y2
-	VMOVUPD      Y2, 2496(CX)
-	VADDPD       2528(CX), Y0, Y0
-	VMOVUPD      Y0, 2528(CX)
+	VADDPD       1984(CX), Y2, Y2
+	VMOVUPD      Y2, 1984(CX)
+	VADDPD       2016(CX), Y0, Y0
+	VMOVUPD      Y0, 2016(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2688(CX)
-	VANDPS       2816(CX), Y1, Y1
-	VMOVUPS      Y1, 2816(CX)
+	VMOVUPS      Y0, 2304(CX)
+	VMOVUPS      2624(CX), Y0
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(CX), Y2, Y2
+	VMOVUPD      Y2, 2432(CX)
+	VADDPD       2464(CX), Y0, Y0
+	VMOVUPD      Y0, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(CX), Y2, Y2
+	VMOVUPD      Y2, 2752(CX)
+	VADDPD       2784(CX), Y0, Y0
+	VMOVUPD      Y0, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VANDPS       3072(CX), Y1, Y1
+	VMOVUPS      Y1, 3072(CX)
 	INCQ         AX
 	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
@@ -724,14 +768,14 @@ DATA lgc21<>+24(SB)/4, $0xff800000
 DATA lgc21<>+28(SB)/4, $0xff800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xc2ae0000
-DATA lgc22<>+4(SB)/4, $0xc2ae0000
-DATA lgc22<>+8(SB)/4, $0xc2ae0000
-DATA lgc22<>+12(SB)/4, $0xc2ae0000
-DATA lgc22<>+16(SB)/4, $0xc2ae0000
-DATA lgc22<>+20(SB)/4, $0xc2ae0000
-DATA lgc22<>+24(SB)/4, $0xc2ae0000
-DATA lgc22<>+28(SB)/4, $0xc2ae0000
+DATA lgc22<>+0(SB)/4, $0xc22c0000
+DATA lgc22<>+4(SB)/4, $0xc22c0000
+DATA lgc22<>+8(SB)/4, $0xc22c0000
+DATA lgc22<>+12(SB)/4, $0xc22c0000
+DATA lgc22<>+16(SB)/4, $0xc22c0000
+DATA lgc22<>+20(SB)/4, $0xc22c0000
+DATA lgc22<>+24(SB)/4, $0xc22c0000
+DATA lgc22<>+28(SB)/4, $0xc22c0000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 DATA lgc23<>+0(SB)/4, $0x42b00000
@@ -1262,28 +1306,20 @@ blocks_8:
 	VMOVUPS   128(SP), Y0
 
 	// logsumexp(v47) over [B L]
-	VANDPS       Y0, Y1, Y0
-	VCMPPS       $0x15, lgc22<>+0(SB), Y4, Y2
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y4, Y3
-	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc21<>+0(SB), Y4, Y3
-	VORPS        Y3, Y2, Y2
-	VANDPS       2304(BX), Y2, Y2
-	VMOVUPS      Y2, 2304(BX)
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2112(BX), Y2, Y3
-	VMOVUPD      Y3, 2112(BX)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       2432(BX), Y2, Y2
-	VMOVUPD      Y2, 2432(BX)
-	VADDPD       2144(BX), Y0, Y2
-	VMOVUPD      Y2, 2144(BX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       2464(BX), Y0, Y0
-	VMOVUPD      Y0, 2464(BX)
-	VMOVUPS      224(SP), Y0
+	VANDPS  Y0, Y1, Y0
+	VCMPPS  $0x15, lgc22<>+0(SB), Y4, Y2
+	VCMPPS  $0x1a, lgc23<>+0(SB), Y4, Y3
+	VANDPS  Y3, Y2, Y2
+	VCMPPS  $0x00, lgc21<>+0(SB), Y4, Y3
+	VORPS   Y3, Y2, Y2
+	VANDPS  2304(BX), Y2, Y2
+	VMOVUPS Y2, 2304(BX)
+	VADDPS  2432(BX), Y0, Y2
+	VMOVUPS Y2, 2432(BX)
+	VMULPS  Y0, Y0, Y0
+	VADDPS  2752(BX), Y0, Y0
+	VMOVUPS Y0, 2752(BX)
+	VMOVUPS 224(SP), Y0
 
 	// v58 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y2
@@ -1399,8 +1435,8 @@ blocks_8:
 	VANDPS Y2, Y1, Y2
 
 	// sum(v96) over [B L]
-	VADDPS  2816(BX), Y2, Y2
-	VMOVUPS Y2, 2816(BX)
+	VADDPS  3072(BX), Y2, Y2
+	VMOVUPS Y2, 3072(BX)
 	VMOVUPS (SP), Y2
 
 	// v103 = where(mask, v102, 0)
@@ -1573,21 +1609,47 @@ blocks_8:
 	VMOVUPD      Y0, 1824(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(DX)
-	VMOVUPS      2816(DX), Y0
+	VMOVUPS      2432(DX), Y0
 	VANDPS       lgc34<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2624(DX), Y2, Y2
-	VMOVUPD      Y2, 2624(DX)
-	VADDPD       2656(DX), Y0, Y0
-	VMOVUPD      Y0, 2656(DX)
+	VADDPD       2112(DX), Y2, Y2
+	VMOVUPD      Y2, 2112(DX)
+	VADDPD       2144(DX), Y0, Y0
+	VMOVUPD      Y0, 2144(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2816(DX)
-	VANDPS       2944(DX), Y1, Y1
-	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      Y0, 2432(DX)
+	VMOVUPS      2752(DX), Y0
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(DX), Y2, Y2
+	VMOVUPD      Y2, 2560(DX)
+	VADDPD       2592(DX), Y0, Y0
+	VMOVUPD      Y0, 2592(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(DX), Y2, Y2
+	VMOVUPD      Y2, 2880(DX)
+	VADDPD       2912(DX), Y0, Y0
+	VMOVUPD      Y0, 2912(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VANDPS       3200(DX), Y1, Y1
+	VMOVUPS      Y1, 3200(DX)
 	MOVQ         $+8, DX
 
 noflush_9:
@@ -1659,21 +1721,47 @@ noflush_9:
 	VMOVUPD      Y0, 1824(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(CX)
-	VMOVUPS      2816(CX), Y0
+	VMOVUPS      2432(CX), Y0
 	VANDPS       lgc34<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2624(CX), Y2, Y2
-	VMOVUPD      Y2, 2624(CX)
-	VADDPD       2656(CX), Y0, Y0
-	VMOVUPD      Y0, 2656(CX)
+	VADDPD       2112(CX), Y2, Y2
+	VMOVUPD      Y2, 2112(CX)
+	VADDPD       2144(CX), Y0, Y0
+	VMOVUPD      Y0, 2144(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2816(CX)
-	VANDPS       2944(CX), Y1, Y1
-	VMOVUPS      Y1, 2944(CX)
+	VMOVUPS      Y0, 2432(CX)
+	VMOVUPS      2752(CX), Y0
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(CX)
+	VMOVUPS      3072(CX), Y0
+	VANDPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(CX), Y2, Y2
+	VMOVUPD      Y2, 2880(CX)
+	VADDPD       2912(CX), Y0, Y0
+	VMOVUPD      Y0, 2912(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(CX)
+	VANDPS       3200(CX), Y1, Y1
+	VMOVUPS      Y1, 3200(CX)
 	INCQ         AX
 	CMPQ         AX, hi+80(FP)
 	JL           outer0_7

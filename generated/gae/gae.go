@@ -207,7 +207,7 @@ func forward(im impl, in *Inputs, out *Outputs) error {
 // check reports the first problem with a call's arguments (g is nil for Forward).
 func check(in *Inputs, out *Outputs) error {
 	if in == nil || out == nil {
-		return errors.New("gae: Forward needs non-nil in and out")
+		return errors.New("gae: in and out must not be nil")
 	}
 	if err := runtime.CheckLens(
 		"gae",

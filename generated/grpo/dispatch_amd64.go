@@ -35,7 +35,9 @@ type avxState struct {
 	r52_p  []float32
 	r57_s  []float64
 	r57_ok []float32
+	r57_p  []float32
 	r60_s  []float64
+	r60_p  []float32
 	r107_s []float64
 	r107_p []float32
 	p0_ok  []float32
@@ -43,7 +45,7 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 400)}
+	st := &avxState{buf: make([]float64, 432)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r18_s = st.buf[48:64]
@@ -60,10 +62,12 @@ var avxPool = sync.Pool{New: func() any {
 	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
 	st.r57_s = st.buf[288:304]
 	st.r57_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r60_s = st.buf[328:344]
-	st.r107_s = st.buf[352:368]
-	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[376])), 16)
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 8)
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r60_s = st.buf[344:360]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r107_s = st.buf[384:400]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -94,7 +98,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r57_s, 0)
 		runtime.SetMask(st.r57_ok)
+		runtime.Fill(st.r57_p, 0)
 		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
 		runtime.Fill(st.r107_s, 0)
 		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p0_ok)
@@ -183,7 +189,9 @@ type fbAvxState struct {
 	r52_p  []float32
 	r57_s  []float64
 	r57_ok []float32
+	r57_p  []float32
 	r60_s  []float64
+	r60_p  []float32
 	r108_s []float64
 	r108_p []float32
 	p1_ok  []float32
@@ -191,7 +199,7 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 416)}
+	st := &fbAvxState{buf: make([]float64, 448)}
 	st.r18_s = st.buf[8:24]
 	st.r18_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
@@ -209,10 +217,12 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
 	st.r57_s = st.buf[304:320]
 	st.r57_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r60_s = st.buf[344:360]
-	st.r108_s = st.buf[368:384]
-	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 8)
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r60_s = st.buf[360:376]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.r108_s = st.buf[400:416]
+	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[440])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -285,7 +295,9 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r57_s, 0)
 		runtime.SetMask(st.r57_ok)
+		runtime.Fill(st.r57_p, 0)
 		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
 		runtime.Fill(st.r108_s, 0)
 		runtime.Fill(st.r108_p, 0)
 		runtime.SetMask(st.p1_ok)

@@ -189,34 +189,26 @@ blocks_2:
 	VMOVUPS   64(SP), Y1
 
 	// logsumexp(v55) over [B L]
-	VANDPS       Y1, Y3, Y1
-	VCMPPS       $0x15, lgc23<>+0(SB), Y0, Y2
-	VCMPPS       $0x1a, lgc24<>+0(SB), Y0, Y4
-	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y4
-	VORPS        Y4, Y2, Y2
-	VANDPS       2496(BX), Y2, Y2
-	VMOVUPS      Y2, 2496(BX)
-	VCVTPS2PD    X1, Y0
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2304(BX), Y0, Y2
-	VMOVUPD      Y2, 2304(BX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       2624(BX), Y0, Y0
-	VMOVUPD      Y0, 2624(BX)
-	VADDPD       2336(BX), Y1, Y0
-	VMOVUPD      Y0, 2336(BX)
-	VMULPD       Y1, Y1, Y0
-	VADDPD       2656(BX), Y0, Y0
-	VMOVUPD      Y0, 2656(BX)
-	MOVQ         mask+8(FP), DI
-	VPMOVZXBD    (DI)(SI*1), Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VCMPPS       $0x04, Y1, Y0, Y1
-	MOVQ         refLogProb+56(FP), DI
-	VMOVUPS      (DI)(SI*4), Y0
+	VANDPS    Y1, Y3, Y1
+	VCMPPS    $0x15, lgc23<>+0(SB), Y0, Y2
+	VCMPPS    $0x1a, lgc24<>+0(SB), Y0, Y4
+	VANDPS    Y4, Y2, Y2
+	VCMPPS    $0x00, lgc22<>+0(SB), Y0, Y4
+	VORPS     Y4, Y2, Y2
+	VANDPS    2496(BX), Y2, Y2
+	VMOVUPS   Y2, 2496(BX)
+	VADDPS    2624(BX), Y1, Y0
+	VMOVUPS   Y0, 2624(BX)
+	VMULPS    Y1, Y1, Y0
+	VADDPS    2944(BX), Y0, Y0
+	VMOVUPS   Y0, 2944(BX)
+	MOVQ      mask+8(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
+	MOVQ      refLogProb+56(FP), DI
+	VMOVUPS   (DI)(SI*4), Y0
 
 	// v67 = where(mask, refLogProb, 0)
 	VANDPS  Y0, Y1, Y0
@@ -339,8 +331,8 @@ blocks_2:
 	VANDPS Y0, Y3, Y0
 
 	// sum(v106) over [B L]
-	VADDPS       3008(BX), Y0, Y0
-	VMOVUPS      Y0, 3008(BX)
+	VADDPS       3264(BX), Y0, Y0
+	VMOVUPS      Y0, 3264(BX)
 	DECQ         DX
 	JNZ          noflush_3
 	MOVQ         state+16(FP), DX
@@ -434,21 +426,47 @@ blocks_2:
 	VMOVUPD      Y0, 2016(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)
-	VMOVUPS      3008(DX), Y0
+	VMOVUPS      2624(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2816(DX), Y2, Y2
-	VMOVUPD      Y2, 2816(DX)
-	VADDPD       2848(DX), Y0, Y0
-	VMOVUPD      Y0, 2848(DX)
+	VADDPD       2304(DX), Y2, Y2
+	VMOVUPD      Y2, 2304(DX)
+	VADDPD       2336(DX), Y0, Y0
+	VMOVUPD      Y0, 2336(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3008(DX)
-	VANDPS       3136(DX), Y1, Y1
-	VMOVUPS      Y1, 3136(DX)
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
+	VANDPS       3392(DX), Y1, Y1
+	VMOVUPS      Y1, 3392(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -546,21 +564,47 @@ noflush_3:
 	VMOVUPD      Y0, 2016(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)
-	VMOVUPS      3008(CX), Y0
+	VMOVUPS      2624(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2816(CX), Y2, Y2
-	VMOVUPD      Y2, 2816(CX)
-	VADDPD       2848(CX), Y0, Y0
-	VMOVUPD      Y0, 2848(CX)
+	VADDPD       2304(CX), Y2, Y2
+	VMOVUPD      Y2, 2304(CX)
+	VADDPD       2336(CX), Y0, Y0
+	VMOVUPD      Y0, 2336(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3008(CX)
-	VANDPS       3136(CX), Y1, Y1
-	VMOVUPS      Y1, 3136(CX)
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(CX), Y2, Y2
+	VMOVUPD      Y2, 2752(CX)
+	VADDPD       2784(CX), Y0, Y0
+	VMOVUPD      Y0, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VMOVUPS      3264(CX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(CX), Y2, Y2
+	VMOVUPD      Y2, 3072(CX)
+	VADDPD       3104(CX), Y0, Y0
+	VMOVUPD      Y0, 3104(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(CX)
+	VANDPS       3392(CX), Y1, Y1
+	VMOVUPS      Y1, 3392(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_1
@@ -797,14 +841,14 @@ DATA lgc22<>+24(SB)/4, $0xff800000
 DATA lgc22<>+28(SB)/4, $0xff800000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xc2ae0000
-DATA lgc23<>+4(SB)/4, $0xc2ae0000
-DATA lgc23<>+8(SB)/4, $0xc2ae0000
-DATA lgc23<>+12(SB)/4, $0xc2ae0000
-DATA lgc23<>+16(SB)/4, $0xc2ae0000
-DATA lgc23<>+20(SB)/4, $0xc2ae0000
-DATA lgc23<>+24(SB)/4, $0xc2ae0000
-DATA lgc23<>+28(SB)/4, $0xc2ae0000
+DATA lgc23<>+0(SB)/4, $0xc22c0000
+DATA lgc23<>+4(SB)/4, $0xc22c0000
+DATA lgc23<>+8(SB)/4, $0xc22c0000
+DATA lgc23<>+12(SB)/4, $0xc22c0000
+DATA lgc23<>+16(SB)/4, $0xc22c0000
+DATA lgc23<>+20(SB)/4, $0xc22c0000
+DATA lgc23<>+24(SB)/4, $0xc22c0000
+DATA lgc23<>+28(SB)/4, $0xc22c0000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 DATA lgc24<>+0(SB)/4, $0x42b00000
@@ -1388,34 +1432,26 @@ blocks_8:
 	VMOVUPS   128(SP), Y1
 
 	// logsumexp(v55) over [B L]
-	VANDPS       Y1, Y7, Y1
-	VCMPPS       $0x15, lgc23<>+0(SB), Y0, Y2
-	VCMPPS       $0x1a, lgc24<>+0(SB), Y0, Y3
-	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y3
-	VORPS        Y3, Y2, Y2
-	VANDPS       2624(BX), Y2, Y2
-	VMOVUPS      Y2, 2624(BX)
-	VCVTPS2PD    X1, Y0
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2432(BX), Y0, Y2
-	VMOVUPD      Y2, 2432(BX)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       2752(BX), Y0, Y0
-	VMOVUPD      Y0, 2752(BX)
-	VADDPD       2464(BX), Y1, Y0
-	VMOVUPD      Y0, 2464(BX)
-	VMULPD       Y1, Y1, Y0
-	VADDPD       2784(BX), Y0, Y0
-	VMOVUPD      Y0, 2784(BX)
-	MOVQ         mask+16(FP), DI
-	VPMOVZXBD    (DI)(SI*1), Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VCMPPS       $0x04, Y1, Y0, Y1
-	MOVQ         refLogProb+64(FP), DI
-	VMOVUPS      (DI)(SI*4), Y0
+	VANDPS    Y1, Y7, Y1
+	VCMPPS    $0x15, lgc23<>+0(SB), Y0, Y2
+	VCMPPS    $0x1a, lgc24<>+0(SB), Y0, Y3
+	VANDPS    Y3, Y2, Y2
+	VCMPPS    $0x00, lgc22<>+0(SB), Y0, Y3
+	VORPS     Y3, Y2, Y2
+	VANDPS    2624(BX), Y2, Y2
+	VMOVUPS   Y2, 2624(BX)
+	VADDPS    2752(BX), Y1, Y0
+	VMOVUPS   Y0, 2752(BX)
+	VMULPS    Y1, Y1, Y0
+	VADDPS    3072(BX), Y0, Y0
+	VMOVUPS   Y0, 3072(BX)
+	MOVQ      mask+16(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y0, Y1
+	MOVQ      refLogProb+64(FP), DI
+	VMOVUPS   (DI)(SI*4), Y0
 
 	// v67 = where(mask, refLogProb, 0)
 	VANDPS  Y0, Y1, Y0
@@ -1541,8 +1577,8 @@ blocks_8:
 	VANDPS Y1, Y7, Y1
 
 	// sum(v107) over [B L]
-	VADDPS  3136(BX), Y1, Y1
-	VMOVUPS Y1, 3136(BX)
+	VADDPS  3392(BX), Y1, Y1
+	VMOVUPS Y1, 3392(BX)
 	VMOVUPS (SP), Y1
 
 	// v114 = where(kept, v113, 0)
@@ -1733,21 +1769,47 @@ blocks_8:
 	VMOVUPD      Y0, 2144(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(DX)
-	VMOVUPS      3136(DX), Y0
+	VMOVUPS      2752(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2944(DX), Y2, Y2
-	VMOVUPD      Y2, 2944(DX)
-	VADDPD       2976(DX), Y0, Y0
-	VMOVUPD      Y0, 2976(DX)
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3136(DX)
-	VANDPS       3264(DX), Y1, Y1
-	VMOVUPS      Y1, 3264(DX)
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(DX), Y2, Y2
+	VMOVUPD      Y2, 2880(DX)
+	VADDPD       2912(DX), Y0, Y0
+	VMOVUPD      Y0, 2912(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VMOVUPS      3392(DX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3200(DX), Y2, Y2
+	VMOVUPD      Y2, 3200(DX)
+	VADDPD       3232(DX), Y0, Y0
+	VMOVUPD      Y0, 3232(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(DX)
+	VANDPS       3520(DX), Y1, Y1
+	VMOVUPS      Y1, 3520(DX)
 	MOVQ         $+8, DX
 
 noflush_9:
@@ -1832,21 +1894,47 @@ noflush_9:
 	VMOVUPD      Y0, 2144(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(CX)
-	VMOVUPS      3136(CX), Y0
+	VMOVUPS      2752(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2944(CX), Y2, Y2
-	VMOVUPD      Y2, 2944(CX)
-	VADDPD       2976(CX), Y0, Y0
-	VMOVUPD      Y0, 2976(CX)
+	VADDPD       2432(CX), Y2, Y2
+	VMOVUPD      Y2, 2432(CX)
+	VADDPD       2464(CX), Y0, Y0
+	VMOVUPD      Y0, 2464(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3136(CX)
-	VANDPS       3264(CX), Y1, Y1
-	VMOVUPS      Y1, 3264(CX)
+	VMOVUPS      Y0, 2752(CX)
+	VMOVUPS      3072(CX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(CX), Y2, Y2
+	VMOVUPD      Y2, 2880(CX)
+	VADDPD       2912(CX), Y0, Y0
+	VMOVUPD      Y0, 2912(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(CX)
+	VMOVUPS      3392(CX), Y0
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3200(CX), Y2, Y2
+	VMOVUPD      Y2, 3200(CX)
+	VADDPD       3232(CX), Y0, Y0
+	VMOVUPD      Y0, 3232(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(CX)
+	VANDPS       3520(CX), Y1, Y1
+	VMOVUPS      Y1, 3520(CX)
 	INCQ         AX
 	CMPQ         AX, hi+88(FP)
 	JL           outer0_7

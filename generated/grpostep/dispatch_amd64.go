@@ -35,7 +35,9 @@ type avxState struct {
 	r44_p   []float32
 	r49_s   []float64
 	r49_ok  []float32
+	r49_p   []float32
 	r52_s   []float64
+	r52_p   []float32
 	r100_s  []float64
 	r100_p  []float32
 	p2_ok   []float32
@@ -43,7 +45,7 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 520)}
+	st := &avxState{buf: make([]float64, 552)}
 	st.r1_s = st.buf[8:48]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[56])), 40)
 	st.r2_n = st.buf[88:128]
@@ -60,10 +62,12 @@ var avxPool = sync.Pool{New: func() any {
 	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
 	st.r49_s = st.buf[408:424]
 	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
-	st.r52_s = st.buf[448:464]
-	st.r100_s = st.buf[472:488]
-	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[496])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 8)
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r52_s = st.buf[464:480]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
+	st.r100_s = st.buf[504:520]
+	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 8)
 	st.res = make([]float64, 4)
 	return st
 }}
@@ -143,7 +147,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r49_s, 0)
 		runtime.SetMask(st.r49_ok)
+		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r100_s, 0)
 		runtime.Fill(st.r100_p, 0)
 		runtime.SetMask(st.p2_ok)
@@ -223,7 +229,9 @@ type fbAvxState struct {
 	r44_p   []float32
 	r49_s   []float64
 	r49_ok  []float32
+	r49_p   []float32
 	r52_s   []float64
+	r52_p   []float32
 	r101_s  []float64
 	r101_p  []float32
 	p3_ok   []float32
@@ -231,7 +239,7 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 536)}
+	st := &fbAvxState{buf: make([]float64, 568)}
 	st.r14_s = st.buf[8:24]
 	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
@@ -249,10 +257,12 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
 	st.r49_s = st.buf[424:440]
 	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r52_s = st.buf[464:480]
-	st.r101_s = st.buf[488:504]
-	st.r101_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 16)
-	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 8)
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 16)
+	st.r52_s = st.buf[480:496]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 16)
+	st.r101_s = st.buf[520:536]
+	st.r101_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 8)
 	st.res = make([]float64, 4)
 	return st
 }}
@@ -375,7 +385,9 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r49_s, 0)
 		runtime.SetMask(st.r49_ok)
+		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r101_s, 0)
 		runtime.Fill(st.r101_p, 0)
 		runtime.SetMask(st.p3_ok)

@@ -380,29 +380,21 @@ blocks_8:
 	VMOVUPS   64(SP), Y1
 
 	// logsumexp(v47) over [G N L]
-	VANDPS       Y1, Y2, Y1
-	VCMPPS       $0x15, lgc25<>+0(SB), Y0, Y3
-	VCMPPS       $0x1a, lgc26<>+0(SB), Y0, Y4
-	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc24<>+0(SB), Y0, Y4
-	VORPS        Y4, Y3, Y3
-	VANDPS       3456(SI), Y3, Y3
-	VMOVUPS      Y3, 3456(SI)
-	VCVTPS2PD    X1, Y0
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       3264(SI), Y0, Y3
-	VMOVUPD      Y3, 3264(SI)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       3584(SI), Y0, Y0
-	VMOVUPD      Y0, 3584(SI)
-	VADDPD       3296(SI), Y1, Y0
-	VMOVUPD      Y0, 3296(SI)
-	VMULPD       Y1, Y1, Y0
-	VADDPD       3616(SI), Y0, Y0
-	VMOVUPD      Y0, 3616(SI)
-	MOVQ         refLogProb+64(FP), R8
-	VMOVUPS      (R8)(DI*4), Y0
+	VANDPS  Y1, Y2, Y1
+	VCMPPS  $0x15, lgc25<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc26<>+0(SB), Y0, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x00, lgc24<>+0(SB), Y0, Y4
+	VORPS   Y4, Y3, Y3
+	VANDPS  3456(SI), Y3, Y3
+	VMOVUPS Y3, 3456(SI)
+	VADDPS  3584(SI), Y1, Y0
+	VMOVUPS Y0, 3584(SI)
+	VMULPS  Y1, Y1, Y0
+	VADDPS  3904(SI), Y0, Y0
+	VMOVUPS Y0, 3904(SI)
+	MOVQ    refLogProb+64(FP), R8
+	VMOVUPS (R8)(DI*4), Y0
 
 	// v59 = where(mask, refLogProb, 0)
 	VANDPS  Y0, Y2, Y0
@@ -525,8 +517,8 @@ blocks_8:
 	VANDPS Y0, Y2, Y0
 
 	// sum(v99) over [G N L]
-	VADDPS       3968(SI), Y0, Y0
-	VMOVUPS      Y0, 3968(SI)
+	VADDPS       4224(SI), Y0, Y0
+	VMOVUPS      Y0, 4224(SI)
 	DECQ         BX
 	JNZ          noflush_9
 	MOVQ         state+40(FP), BX
@@ -581,21 +573,47 @@ blocks_8:
 	VMOVUPD      Y0, 2976(BX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 3136(BX)
-	VMOVUPS      3968(BX), Y0
+	VMOVUPS      3584(BX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3776(BX), Y2, Y2
-	VMOVUPD      Y2, 3776(BX)
-	VADDPD       3808(BX), Y0, Y0
-	VMOVUPD      Y0, 3808(BX)
+	VADDPD       3264(BX), Y2, Y2
+	VMOVUPD      Y2, 3264(BX)
+	VADDPD       3296(BX), Y0, Y0
+	VMOVUPD      Y0, 3296(BX)
 	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3968(BX)
-	VANDPS       4096(BX), Y1, Y1
-	VMOVUPS      Y1, 4096(BX)
+	VMOVUPS      Y0, 3584(BX)
+	VMOVUPS      3904(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3712(BX), Y2, Y2
+	VMOVUPD      Y2, 3712(BX)
+	VADDPD       3744(BX), Y0, Y0
+	VMOVUPD      Y0, 3744(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(BX)
+	VMOVUPS      4224(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4032(BX), Y2, Y2
+	VMOVUPD      Y2, 4032(BX)
+	VADDPD       4064(BX), Y0, Y0
+	VMOVUPD      Y0, 4064(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4224(BX)
+	VANDPS       4352(BX), Y1, Y1
+	VMOVUPS      Y1, 4352(BX)
 	MOVQ         $+8, BX
 
 noflush_9:
@@ -654,21 +672,47 @@ noflush_9:
 	VMOVUPD      Y0, 2976(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 3136(DX)
-	VMOVUPS      3968(DX), Y0
+	VMOVUPS      3584(DX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3776(DX), Y2, Y2
-	VMOVUPD      Y2, 3776(DX)
-	VADDPD       3808(DX), Y0, Y0
-	VMOVUPD      Y0, 3808(DX)
+	VADDPD       3264(DX), Y2, Y2
+	VMOVUPD      Y2, 3264(DX)
+	VADDPD       3296(DX), Y0, Y0
+	VMOVUPD      Y0, 3296(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3968(DX)
-	VANDPS       4096(DX), Y1, Y1
-	VMOVUPS      Y1, 4096(DX)
+	VMOVUPS      Y0, 3584(DX)
+	VMOVUPS      3904(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3712(DX), Y2, Y2
+	VMOVUPD      Y2, 3712(DX)
+	VADDPD       3744(DX), Y0, Y0
+	VMOVUPD      Y0, 3744(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(DX)
+	VMOVUPS      4224(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4032(DX), Y2, Y2
+	VMOVUPD      Y2, 4032(DX)
+	VADDPD       4064(DX), Y0, Y0
+	VMOVUPD      Y0, 4064(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4224(DX)
+	VANDPS       4352(DX), Y1, Y1
+	VMOVUPS      Y1, 4352(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
 	JL           outer1_7
@@ -878,14 +922,14 @@ DATA lgc24<>+24(SB)/4, $0xff800000
 DATA lgc24<>+28(SB)/4, $0xff800000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xc2ae0000
-DATA lgc25<>+4(SB)/4, $0xc2ae0000
-DATA lgc25<>+8(SB)/4, $0xc2ae0000
-DATA lgc25<>+12(SB)/4, $0xc2ae0000
-DATA lgc25<>+16(SB)/4, $0xc2ae0000
-DATA lgc25<>+20(SB)/4, $0xc2ae0000
-DATA lgc25<>+24(SB)/4, $0xc2ae0000
-DATA lgc25<>+28(SB)/4, $0xc2ae0000
+DATA lgc25<>+0(SB)/4, $0xc22c0000
+DATA lgc25<>+4(SB)/4, $0xc22c0000
+DATA lgc25<>+8(SB)/4, $0xc22c0000
+DATA lgc25<>+12(SB)/4, $0xc22c0000
+DATA lgc25<>+16(SB)/4, $0xc22c0000
+DATA lgc25<>+20(SB)/4, $0xc22c0000
+DATA lgc25<>+24(SB)/4, $0xc22c0000
+DATA lgc25<>+28(SB)/4, $0xc22c0000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
 DATA lgc26<>+0(SB)/4, $0x42b00000
@@ -1548,29 +1592,21 @@ blocks_21:
 	VMOVUPS   128(SP), Y0
 
 	// logsumexp(v47) over [G N L]
-	VANDPS       Y0, Y2, Y0
-	VCMPPS       $0x15, lgc25<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc26<>+0(SB), Y3, Y4
-	VANDPS       Y4, Y1, Y1
-	VCMPPS       $0x00, lgc24<>+0(SB), Y3, Y4
-	VORPS        Y4, Y1, Y1
-	VANDPS       3584(SI), Y1, Y1
-	VMOVUPS      Y1, 3584(SI)
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3392(SI), Y1, Y3
-	VMOVUPD      Y3, 3392(SI)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       3712(SI), Y1, Y1
-	VMOVUPD      Y1, 3712(SI)
-	VADDPD       3424(SI), Y0, Y1
-	VMOVUPD      Y1, 3424(SI)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       3744(SI), Y0, Y0
-	VMOVUPD      Y0, 3744(SI)
-	MOVQ         refLogProb+72(FP), R8
-	VMOVUPS      (R8)(DI*4), Y0
+	VANDPS  Y0, Y2, Y0
+	VCMPPS  $0x15, lgc25<>+0(SB), Y3, Y1
+	VCMPPS  $0x1a, lgc26<>+0(SB), Y3, Y4
+	VANDPS  Y4, Y1, Y1
+	VCMPPS  $0x00, lgc24<>+0(SB), Y3, Y4
+	VORPS   Y4, Y1, Y1
+	VANDPS  3584(SI), Y1, Y1
+	VMOVUPS Y1, 3584(SI)
+	VADDPS  3712(SI), Y0, Y1
+	VMOVUPS Y1, 3712(SI)
+	VMULPS  Y0, Y0, Y0
+	VADDPS  4032(SI), Y0, Y0
+	VMOVUPS Y0, 4032(SI)
+	MOVQ    refLogProb+72(FP), R8
+	VMOVUPS (R8)(DI*4), Y0
 
 	// v59 = where(mask, refLogProb, 0)
 	VANDPS  Y0, Y2, Y0
@@ -1696,8 +1732,8 @@ blocks_21:
 	VANDPS Y1, Y2, Y1
 
 	// sum(v100) over [G N L]
-	VADDPS  4096(SI), Y1, Y1
-	VMOVUPS Y1, 4096(SI)
+	VADDPS  4352(SI), Y1, Y1
+	VMOVUPS Y1, 4352(SI)
 	VMOVUPS (SP), Y1
 
 	// v107 = where(mask, v106, 0)
@@ -1838,21 +1874,47 @@ blocks_21:
 	VMOVUPD      Y0, 3104(BX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 3264(BX)
-	VMOVUPS      4096(BX), Y0
+	VMOVUPS      3712(BX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3904(BX), Y2, Y2
-	VMOVUPD      Y2, 3904(BX)
-	VADDPD       3936(BX), Y0, Y0
-	VMOVUPD      Y0, 3936(BX)
+	VADDPD       3392(BX), Y2, Y2
+	VMOVUPD      Y2, 3392(BX)
+	VADDPD       3424(BX), Y0, Y0
+	VMOVUPD      Y0, 3424(BX)
 	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4096(BX)
-	VANDPS       4224(BX), Y1, Y1
-	VMOVUPS      Y1, 4224(BX)
+	VMOVUPS      Y0, 3712(BX)
+	VMOVUPS      4032(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3840(BX), Y2, Y2
+	VMOVUPD      Y2, 3840(BX)
+	VADDPD       3872(BX), Y0, Y0
+	VMOVUPD      Y0, 3872(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4032(BX)
+	VMOVUPS      4352(BX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4160(BX), Y2, Y2
+	VMOVUPD      Y2, 4160(BX)
+	VADDPD       4192(BX), Y0, Y0
+	VMOVUPD      Y0, 4192(BX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4352(BX)
+	VANDPS       4480(BX), Y1, Y1
+	VMOVUPS      Y1, 4480(BX)
 	MOVQ         $+8, BX
 
 noflush_22:
@@ -1898,21 +1960,47 @@ noflush_22:
 	VMOVUPD      Y0, 3104(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 3264(DX)
-	VMOVUPS      4096(DX), Y0
+	VMOVUPS      3712(DX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3904(DX), Y2, Y2
-	VMOVUPD      Y2, 3904(DX)
-	VADDPD       3936(DX), Y0, Y0
-	VMOVUPD      Y0, 3936(DX)
+	VADDPD       3392(DX), Y2, Y2
+	VMOVUPD      Y2, 3392(DX)
+	VADDPD       3424(DX), Y0, Y0
+	VMOVUPD      Y0, 3424(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4096(DX)
-	VANDPS       4224(DX), Y1, Y1
-	VMOVUPS      Y1, 4224(DX)
+	VMOVUPS      Y0, 3712(DX)
+	VMOVUPS      4032(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3840(DX), Y2, Y2
+	VMOVUPD      Y2, 3840(DX)
+	VADDPD       3872(DX), Y0, Y0
+	VMOVUPD      Y0, 3872(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4032(DX)
+	VMOVUPS      4352(DX), Y0
+	VANDPS       lgc1<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4160(DX), Y2, Y2
+	VMOVUPD      Y2, 4160(DX)
+	VADDPD       4192(DX), Y0, Y0
+	VMOVUPD      Y0, 4192(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4352(DX)
+	VANDPS       4480(DX), Y1, Y1
+	VMOVUPS      Y1, 4480(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
 	JL           outer1_20

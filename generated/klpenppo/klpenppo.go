@@ -444,7 +444,7 @@ func forwardBackward(im impl, in *Inputs, out *Outputs, g *Grads) error {
 // check reports the first problem with a call's arguments (g is nil for Forward).
 func check(in *Inputs, out *Outputs, g *Grads) error {
 	if in == nil || out == nil {
-		return errors.New("klpenppo: Forward needs non-nil in and out")
+		return errors.New("klpenppo: in and out must not be nil")
 	}
 	if in.State == nil {
 		return errors.New("klpenppo: in.State is nil: NewState() gives the state the spec starts from")

@@ -206,7 +206,7 @@ func forward(im impl, in *Inputs, out *Outputs) error {
 // check reports the first problem with a call's arguments (g is nil for Forward).
 func check(in *Inputs, out *Outputs) error {
 	if in == nil || out == nil {
-		return errors.New("klreward: Forward needs non-nil in and out")
+		return errors.New("klreward: in and out must not be nil")
 	}
 	if err := runtime.CheckLens(
 		"klreward",
