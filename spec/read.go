@@ -13,6 +13,10 @@ const MaxSpecBytes = 1 << 20
 // ReadFile reads the spec file at path: a regular file of at most MaxSpecBytes, else an
 // error naming path (a directory, a device such as /dev/zero, a FIFO, or too large).
 func ReadFile(path string) ([]byte, error) {
+	// Stat first: opening a FIFO blocks until something writes to it.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s, not a regular file; a spec is a YAML file", path, fileKind(fi.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -6,9 +6,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/lossgen/lossgen/gen"
@@ -346,6 +348,7 @@ func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, kee
 		fmt.Fprintln(stderr, "eval: temporary module kept in", m.Dir)
 	} else {
 		defer m.Close()
+		defer removeOnSignal(m.Dir, stderr)()
 	}
 	bin, err := m.Build(tags)
 	if err != nil {
@@ -533,4 +536,24 @@ func summarize(x []float64) string {
 		out += fmt.Sprintf(", %d NaN", nans)
 	}
 	return out
+}
+
+// removeOnSignal removes dir and exits with status 130 if SIGINT or SIGTERM arrives before
+// the returned stop is called: an interrupted eval leaves no temporary module behind.
+func removeOnSignal(dir string, stderr io.Writer) (stop func()) {
+	ch, done := make(chan os.Signal, 1), make(chan struct{})
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-ch:
+			os.RemoveAll(dir)
+			fmt.Fprintf(stderr, "eval: interrupted (%v signal received); removed its temporary module\n", sig)
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+	}
 }

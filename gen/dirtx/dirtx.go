@@ -52,6 +52,8 @@ var (
 // undone and dir is byte for byte as it was. Files whose content is already put's are not
 // touched; names in del that do not exist are ignored. Names are plain file names in dir.
 // An interrupted transaction found in dir is first resolved (Result.Repaired says how).
+// Apply holds an advisory lock on dir throughout: two processes writing one directory take
+// turns (the last one's files win), and neither undoes the other's live transaction.
 // Apply changes nothing but the named files and its own TxnDir: callers decide which files
 // are theirs to replace or remove. The directories Apply creates for dir are removed again
 // when it fails, so a failed first generation leaves no empty package directory behind.
@@ -74,7 +76,12 @@ func Apply(ctx context.Context, dir string, put map[string][]byte, del []string)
 			removeEmpty(created)
 		}
 	}()
-	repaired, err := Recover(dir)
+	unlock, err := lock(dir)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	repaired, err := recoverLocked(dir)
 	res.Repaired = repaired
 	if err != nil {
 		return res, err

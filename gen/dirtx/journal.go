@@ -80,12 +80,26 @@ func readJournal(path string) (*journal, error) {
 // machine stopped): one that had committed is finished (its backups removed), any other
 // undone (each file it replaced or removed restored, each it created removed), and its
 // TxnDir removed. It returns what it did, one line each, and nothing when dir holds no
-// TxnDir. It must not run while another transaction on dir is in progress.
+// TxnDir. It waits for a transaction another process is running on dir (an advisory lock
+// on dir, as Apply holds), so that it never takes a live one for an interrupted one.
 func Recover(dir string) ([]string, error) {
-	t := &txn{dir: dir, tdir: filepath.Join(dir, TxnDir)}
 	if err := notUnderFile(dir); err != nil {
 		return nil, err
 	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	unlock, err := lock(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return recoverLocked(dir)
+}
+
+// recoverLocked is Recover with dir's lock held.
+func recoverLocked(dir string) ([]string, error) {
+	t := &txn{dir: dir, tdir: filepath.Join(dir, TxnDir)}
 	fi, err := os.Lstat(t.tdir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 )
@@ -24,6 +25,10 @@ type NPZ struct {
 
 // OpenNPZ opens a .npz file and reads its zip directory (no array data).
 func OpenNPZ(path string) (*NPZ, error) {
+	// Stat first: opening a FIFO blocks until something writes to it.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (a .npz is a zip file)", path)
+	}
 	zr, err := zip.OpenReader(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a .npz (zip) file: %w", path, err)
