@@ -29,9 +29,8 @@ func init() {
 				{Name: "candidate_group_size", Why: "not taken: selecting grpo_size of more candidates changes the batch's shape; select before the kernel"},
 			},
 			Keys: []spec.KeyDef{keyReward, keyMask, keyAdvantage},
-			// One prompt's N samples of T tokens, one reward per sample (TorchRL's default
-			// trajectory_return); group_dim has no default.
-			Example: &spec.Example{Params: map[string]any{"group_dim": "N"}},
+			// One prompt's N samples of T tokens, a reward per token summed per sequence.
+			Example: &spec.Example{Params: map[string]any{"group_dim": "N", "trajectory_return": "sum"}},
 			Check:   checkMCAdvantage,
 		},
 		Lower: lowerMCAdvantage,

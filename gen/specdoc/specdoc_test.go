@@ -481,8 +481,8 @@ func TestStarterText(t *testing.T) {
 		{StarterOptions{Loss: "clip_ppo2"}, `no loss "clip_ppo2" (allowed: ` + strings.Join(reg.Types(spec.Loss), ", ") + ")"},
 		{StarterOptions{Loss: "gae"}, `no loss "gae"`},
 		{StarterOptions{}, "no stage"},
-		{StarterOptions{Loss: "ppo", Dims: []spec.Dim{{Name: "b", Size: 4}}}, `lossgen init:18:3: dims: dim name "b" must be an ASCII Go identifier`},
-		{StarterOptions{Loss: "ppo", Package: "func"}, `lossgen init:6:10: package: "func" is a Go keyword`},
+		{StarterOptions{Loss: "ppo", Dims: []spec.Dim{{Name: "b", Size: 4}}}, `lossgen init:19:3: dims: dim name "b" must be an ASCII Go identifier`},
+		{StarterOptions{Loss: "ppo", Package: "func"}, `lossgen init:7:10: package: "func" is a Go keyword`},
 	} {
 		_, err := Starter(c.o)
 		require.ErrorContains(t, err, c.want)

@@ -153,7 +153,8 @@ func starterBody(o StarterOptions, stages []*spec.StageDef) []byte {
 	}
 	p("# yaml-language-server: $schema=%s\n", schema)
 	p("# A lossgen spec: %s. Written by lossgen init: every parameter is at TorchRL v0.11.0's\n", strings.Join(classes, " → "))
-	p("# default; docs/spec-reference.md describes every field. Check it: lossgen check FILE\n")
+	p("# default unless its comment says otherwise; docs/spec-reference.md describes every field.\n")
+	p("# Check it: lossgen check FILE\n")
 	pkg := o.Package
 	if pkg == "" {
 		pkg = starterPackage(o)
@@ -283,6 +284,9 @@ func stageParams(b *bytes.Buffer, indent string, d *spec.StageDef, sizes map[str
 			v = sizes[d.Example.Sizes[q.Name]]
 		case ok:
 			v = fitExample(d, q, v, sizes, batch)
+			if q.Default != nil && fmt.Sprint(v) != fmt.Sprint(q.Default) {
+				doc += fmt.Sprintf(" [the example's value; TorchRL's default is %s]", yamlValue(q.Default))
+			}
 		case q.Default != nil:
 			v = q.Default
 		case q.Null != nil:
