@@ -230,6 +230,12 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warn(stderr, c.Spec)
+	if _, err := os.Stat(*goldenDir); *goldenDir != "" && err == nil && filepath.Base(filepath.Clean(*goldenDir)) != c.Spec.Package {
+		// golden -update -dir D writes D/<package>: a directory named otherwise likely holds
+		// another package's cases, which the generated test would fail on.
+		fmt.Fprintf(stderr, "lossgen: warning: -golden %s is not named after the spec's package %s: lossgen golden -update -dir %s writes %s; are these %s's cases?\n",
+			*goldenDir, c.Spec.Package, filepath.Dir(filepath.Clean(*goldenDir)), filepath.Join(filepath.Dir(filepath.Clean(*goldenDir)), c.Spec.Package), c.Spec.Package)
+	}
 	if _, err := os.Stat(*goldenDir); *goldenDir != "" && err != nil {
 		// Not an error: the README's go:generate lines may run in either order.
 		if want := filepath.Join(filepath.Dir(*goldenDir), c.Spec.Package); filepath.Base(*goldenDir) != c.Spec.Package {
