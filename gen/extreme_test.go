@@ -267,7 +267,8 @@ func TestMeanOf16MElements(t *testing.T) {
 // The default run checks the float32 three-dim batch (a normalisation over all but its middle
 // dim), the float64 GAE + ClipPPO on 7 rows (3 chunks of uneven rows, a scan, 4-lane
 // vectors) and a flat float32 batch of 43 (3 chunks of 1, 2 and 2 whole blocks, the last
-// with the 3-element tail); LOSSGEN_FULL=1 all five.
+// with the 3-element tail) and distillation's per-row sums on 7 rows; LOSSGEN_FULL=1 all six.
+// The Go kernels' chunked run (TestChunkedGo) is checked too.
 func TestChunkedOddShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
@@ -282,9 +283,12 @@ func TestChunkedOddShapes(t *testing.T) {
 		"clip_ppo_flat_43": "dims: {B: 43}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: 0.1}\n",
 		"clip_ppo_gae_7x9_f64": "dtype: float64\ndims: {N: 7, T: 9}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +
 			"loss: {type: clip_ppo, entropy_coeff: 0.02}\n",
+		// Per-row sums over the tokens (each row's state in one chunk only) beside the mean
+		// over every token, 3 chunks of 7 rows of 37.
+		"distillation_7x37": "dims: {B: 7, L: 37}\nbatch: [B, L]\nloss: {type: distillation}\nkeys: {mask: mask}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if name != "clip_ppo_3d" && name != "clip_ppo_gae_7x9_f64" && name != "clip_ppo_flat_43" {
+			if name != "clip_ppo_3d" && name != "clip_ppo_gae_7x9_f64" && name != "clip_ppo_flat_43" && name != "distillation_7x37" {
 				sweepOnly(t)
 			}
 			t.Parallel()
@@ -295,8 +299,9 @@ func TestChunkedOddShapes(t *testing.T) {
 			m, err := runner.NewTestModule(c)
 			require.NoError(t, err)
 			defer m.Close()
-			out, err := m.Test("TestChunkedAVX2|TestImplementationsAgree")
+			out, err := m.Test("TestChunkedAVX2|TestChunkedGo|TestImplementationsAgree")
 			require.NoError(t, err)
+			require.Contains(t, out, "--- PASS: TestChunkedGo")
 			if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 				for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
 					require.Contains(t, out, "--- PASS: TestChunkedAVX2/"+kind)

@@ -174,9 +174,12 @@ func (p *Plan) schedule() {
 
 // chunking is how pass ps is cut into chunks, or nil when it runs in one piece. A pass is
 // chunkable along its first domain dim (rows; for a flat domain, its vector axis in whole
-// blocks) when that dim is not its scan axis, every barrier reduction is over that dim and
-// merges (mergesInChunks), and every buffer it stores has that dim (chunks write disjoint
-// elements).
+// blocks) when that dim is not its scan axis, every barrier reduction merges
+// (mergesInChunks), and every buffer it stores has that dim (chunks write disjoint
+// elements). A reduction that keeps the dim (a per-row sum over the tokens) has each row's
+// state in one chunk only, the others' at its identity: the chunk merge leaves it exact
+// (x + 0, a Welford merge with an empty state); a per-row variance is left out, since the
+// kernels count a chunk's elements as its rows times the elements per row.
 func chunking(ps *Pass, lanes int) *Chunking {
 	if len(ps.Domain) == 0 || (ps.Scan != nil && ps.Scan.Axis == ps.Domain[0].Name) {
 		return nil
@@ -188,8 +191,11 @@ func chunking(ps *Pass, lanes int) *Chunking {
 		}
 	}
 	for _, r := range ps.Reduces {
-		if !mergesInChunks(r) || !slices.Contains(r.Axes, d.Name) {
+		switch {
+		case !mergesInChunks(r):
 			return nil
+		case !slices.Contains(r.Axes, d.Name) && r.Op == ir.OpVar:
+			return nil // a per-row variance's count is not the chunk's rows × elements per row
 		}
 	}
 	c := &Chunking{Dim: d.Name, Align: 1, Count: 1, Merge: ps.Reduces}

@@ -78,31 +78,65 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r4_s, 0)
-	runtime.Fill(st.r4_p, 0)
-	runtime.Fill(st.r26_s, 0)
-	runtime.Fill(st.r26_p, 0)
-	runtime.Fill(st.r27_s, 0)
-	runtime.Fill(st.r27_p, 0)
-	runtime.Fill(st.r33_s, 0)
-	runtime.Fill(st.r33_p, 0)
-	runtime.Fill(st.r38_s, 0)
-	runtime.Fill(st.r38_p, 0)
-	runtime.Fill(st.r42_s, 0)
-	runtime.Fill(st.r42_p, 0)
-	runtime.Fill(st.r47_s, 0)
-	runtime.Fill(st.r47_p, 0)
-	runtime.Fill(st.r53_s, 0)
-	runtime.SetMask(st.r53_ok)
-	runtime.Fill(st.r53_p, 0)
-	runtime.Fill(st.r56_s, 0)
-	runtime.Fill(st.r56_p, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r4_s, 0)
+		runtime.Fill(st.r4_p, 0)
+		runtime.Fill(st.r26_s, 0)
+		runtime.Fill(st.r26_p, 0)
+		runtime.Fill(st.r27_s, 0)
+		runtime.Fill(st.r27_p, 0)
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.SetMask(st.r53_ok)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
+	}
+	n := min(pass0Chunks, 8)
+	if n <= 1 {
+		run(st, 0, 8)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
+			runtime.MergeSum(sts[0].r26_s, sts[c].r26_s)
+			runtime.MergeSum(sts[0].r27_s, sts[c].r27_s)
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)

@@ -4,17 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32)
+// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $32-48
-	XORQ AX, AX
+TEXT ·pass0AVX2(SB), $32-64
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      mask+0(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -29,20 +29,20 @@ blocks_2:
 	VANDPS Y2, Y1, Y2
 
 	// sum(v3) over [B L]
-	MOVQ    state+8(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y2, Y2
 	VMOVUPS Y2, 256(BX)
-	MOVQ    logProb+16(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Y2, Y1, Y2
-	MOVQ    sampleLogProb+24(FP), DI
+	MOVQ    sampleLogProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Y3, Y1, Y3
-	MOVQ    advantage+32(FP), DI
+	MOVQ    advantage+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
@@ -143,7 +143,7 @@ blocks_2:
 	// sum(v37) over [B L]
 	VADDPS  2944(BX), Y0, Y0
 	VMOVUPS Y0, 2944(BX)
-	MOVQ    entropy+40(FP), R8
+	MOVQ    entropy+48(FP), R8
 	VMOVUPS (R8)(SI*4), Y0
 
 	// v41 = where(mask, entropy, 0)
@@ -184,7 +184,7 @@ blocks_2:
 	VMOVUPS      Y0, 5056(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         state+8(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
@@ -315,7 +315,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         state+8(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc24<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
@@ -441,7 +441,7 @@ noflush_3:
 	VANDPS       5184(CX), Y1, Y1
 	VMOVUPS      Y1, 5184(CX)
 	INCQ         AX
-	CMPQ         AX, $+8
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET

@@ -28,8 +28,46 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc26: make([]float64, 8), acc27: make([]float64, 8), acc47: make([]float64, 8)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	numValid float64           // numValid = sum(v3) over B,L
+	acc26    []float64         // v26 = sum(v25) over L
+	acc27    []float64         // v27 = sum(mask) over L
+	acc33    float64           // v33 = sum(v32) over B,L
+	acc38    float64           // v38 = sum(v37) over B,L
+	acc42    float64           // v42 = sum(v41) over B,L
+	acc47    []float64         // v47 = sum(v46) over L
+	acc53    runtime.LogSumExp // v53 = logsumexp(v51) over B,L
+	acc56    runtime.LogSumExp // v56 = logsumexp(v55) over B,L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	for k := range a.acc26 {
+		mergeSum(&a.acc26[k], b.acc26[k])
+	}
+	for k := range a.acc27 {
+		mergeSum(&a.acc27[k], b.acc27[k])
+	}
+	mergeSum(&a.acc33, b.acc33)
+	mergeSum(&a.acc38, b.acc38)
+	mergeSum(&a.acc42, b.acc42)
+	for k := range a.acc47 {
+		mergeSum(&a.acc47[k], b.acc47[k])
+	}
+	mergeLogsumexp(&a.acc53, b.acc53)
+	mergeLogsumexp(&a.acc56, b.acc56)
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c12 := float32(-0.22314355)
@@ -40,21 +78,21 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c50 := float32(math.Inf(-1))
 	two := float32(2)
 	numValid := 0.0
-	for k := range s.acc26 {
-		s.acc26[k] = 0.0
+	for k := range st.acc26 {
+		st.acc26[k] = 0.0
 	}
-	for k := range s.acc27 {
-		s.acc27[k] = 0.0
+	for k := range st.acc27 {
+		st.acc27[k] = 0.0
 	}
 	acc33 := 0.0
 	acc38 := 0.0
 	acc42 := 0.0
-	for k := range s.acc47 {
-		s.acc47[k] = 0.0
+	for k := range st.acc47 {
+		st.acc47[k] = 0.0
 	}
 	acc53 := runtime.NewLogSumExp()
 	acc56 := runtime.NewLogSumExp()
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -75,8 +113,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v23 := float32(v22 * v6)
 			v24 := -v23
 			v25 := sel(mask, v24, zero)
-			s.acc26[iB] += float64(v25)
-			s.acc27[iB] += float64(mask)
+			st.acc26[iB] += float64(v25)
+			st.acc27[iB] += float64(mask)
 			v31 := b2f(logWeightClip != logWeight)
 			v32 := sel(mask, v31, zero)
 			acc33 += float64(v32)
@@ -88,28 +126,60 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			acc42 += float64(v41)
 			v45 := float32(c44 * v41)
 			v46 := sel(mask, v45, zero)
-			s.acc47[iB] += float64(v46)
+			st.acc47[iB] += float64(v46)
 			v51 := sel(mask, logWeight, c50)
 			acc53.Add(float64(v51))
 			v55 := float32(two * v51)
 			acc56.Add(float64(v55))
 		}
 	}
-	out.NumValid = float32(numValid)
-	for k := range s.acc26 {
-		s.s0[k] = float32(s.acc26[k])
+	st.numValid = numValid
+	st.acc33 = acc33
+	st.acc38 = acc38
+	st.acc42 = acc42
+	st.acc53 = acc53
+	st.acc56 = acc56
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
+// pass0GoChunks chunks of rows of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	st.acc26 = s.acc26
+	st.acc27 = s.acc27
+	st.acc47 = s.acc47
+	if n := min(pass0GoChunks, 8); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]pass0GoStates, n)
+		for c := range sts {
+			sts[c].acc26 = make([]float64, 8)
+			sts[c].acc27 = make([]float64, 8)
+			sts[c].acc47 = make([]float64, 8)
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.acc27 {
-		s.s1[k] = float32(s.acc27[k])
+	out.NumValid = float32(st.numValid)
+	for k := range st.acc26 {
+		s.s0[k] = float32(st.acc26[k])
 	}
-	s.s2 = float32(acc33)
-	s.s3 = float32(acc38)
-	s.s4 = float32(acc42)
-	for k := range s.acc47 {
-		s.s5[k] = float32(s.acc47[k])
+	for k := range st.acc27 {
+		s.s1[k] = float32(st.acc27[k])
 	}
-	s.s6 = float32(acc53.Result())
-	s.s7 = float32(acc56.Result())
+	s.s2 = float32(st.acc33)
+	s.s3 = float32(st.acc38)
+	s.s4 = float32(st.acc42)
+	for k := range st.acc47 {
+		s.s5[k] = float32(st.acc47[k])
+	}
+	s.s6 = float32(st.acc53.Result())
+	s.s7 = float32(st.acc56.Result())
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].

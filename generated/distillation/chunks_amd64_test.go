@@ -40,6 +40,8 @@ func TestChunkedAVX2(t *testing.T) {
 
 // chunked runs f with every chunkable pass of the AVX2 kernels in 3 chunks.
 func chunked(f func()) {
+	defer func(n int) { pass0Chunks = n }(pass0Chunks)
+	pass0Chunks = 3
 	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
 	fbPass0Chunks = 3
 	f()

@@ -35,6 +35,8 @@ func TestChunkedGo(t *testing.T) {
 
 // chunkedGo runs f with every chunked pass of the pure-Go kernels in 3 chunks.
 func chunkedGo(f func()) {
+	defer func(n int) { pass0GoChunks = n }(pass0GoChunks)
+	pass0GoChunks = 3
 	defer func(n int) { fbPass0GoChunks = n }(fbPass0GoChunks)
 	fbPass0GoChunks = 3
 	f()

@@ -48,18 +48,45 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r4_s, 0)
-	runtime.Fill(st.r4_p, 0)
-	runtime.Fill(st.r49_s, 0)
-	runtime.Fill(st.r49_p, 0)
-	runtime.Fill(st.r50_s, 0)
-	runtime.Fill(st.r50_p, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r4_s, 0)
+		runtime.Fill(st.r4_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.Fill(st.r50_p, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], hi)
+	}
+	n := min(pass0Chunks, 8)
+	if n <= 1 {
+		run(st, 0, 8)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)

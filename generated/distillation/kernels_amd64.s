@@ -4,17 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(mask *bool, state *float64, logProb *float32, teacherLogProb *float32)
+// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $32-32
-	XORQ AX, AX
+TEXT ·pass0AVX2(SB), $32-48
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      mask+0(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -29,15 +29,15 @@ blocks_2:
 	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
-	MOVQ    state+8(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y0, Y2
 	VMOVUPS Y2, 256(BX)
-	MOVQ    logProb+16(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Y2, Y1, Y2
-	MOVQ    teacherLogProb+24(FP), DI
+	MOVQ    teacherLogProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, teacherLogProb, 0)
@@ -172,7 +172,7 @@ blocks_2:
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         state+8(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -224,7 +224,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         state+8(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -271,7 +271,7 @@ noflush_3:
 	VANDPS       2432(CX), Y1, Y1
 	VMOVUPS      Y1, 2432(CX)
 	INCQ         AX
-	CMPQ         AX, $+8
+	CMPQ         AX, hi+40(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET

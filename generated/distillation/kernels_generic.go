@@ -21,8 +21,32 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), acc49: make([]float64, 8), acc50: make([]float64, 8)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is the plan's count
+// (lossgen explain), fixed from the pass's size, so results do not depend on the machine; tests set
+// it to check the chunked run.
+var pass0GoChunks = 1
+
+// pass0GoStates are the reduction states of pass0Go over one chunk of B.
+type pass0GoStates struct {
+	numValid float64   // numValid = sum(v3) over B,L
+	acc49    []float64 // v49 = sum(v48) over L
+	acc50    []float64 // v50 = sum(v3) over L
+}
+
+// merge merges b, the states of the chunk after a's, into a.
+func (a *pass0GoStates) merge(b *pass0GoStates) {
+	mergeSum(&a.numValid, b.numValid)
+	for k := range a.acc49 {
+		mergeSum(&a.acc49[k], b.acc49[k])
+	}
+	for k := range a.acc50 {
+		mergeSum(&a.acc50[k], b.acc50[k])
+	}
+}
+
+// pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
+func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
 	c12 := float32(0.1)
@@ -37,13 +61,13 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c36 := float32(0.16666667)
 	half := float32(0.5)
 	numValid := 0.0
-	for k := range s.acc49 {
-		s.acc49[k] = 0.0
+	for k := range st.acc49 {
+		st.acc49[k] = 0.0
 	}
-	for k := range s.acc50 {
-		s.acc50[k] = 0.0
+	for k := range st.acc50 {
+		st.acc50[k] = 0.0
 	}
-	for iB := 0; iB < 8; iB++ {
+	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -80,16 +104,41 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v46 := v45 - v10
 			k3 := sel(v13, v43, v46)
 			v48 := sel(mask, k3, zero)
-			s.acc49[iB] += float64(v48)
-			s.acc50[iB] += float64(v3)
+			st.acc49[iB] += float64(v48)
+			st.acc50[iB] += float64(v3)
 		}
 	}
-	out.NumValid = float32(numValid)
-	for k := range s.acc49 {
-		s.s0[k] = float32(s.acc49[k])
+	st.numValid = numValid
+}
+
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
+// pass0GoChunks chunks of rows of B (pass0GoChunk).
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	var st pass0GoStates
+	st.acc49 = s.acc49
+	st.acc50 = s.acc50
+	if n := min(pass0GoChunks, 8); n <= 1 {
+		pass0GoChunk(in, out, grads, s, &st, 0, 8)
+	} else {
+		sts := make([]pass0GoStates, n)
+		for c := range sts {
+			sts[c].acc49 = make([]float64, 8)
+			sts[c].acc50 = make([]float64, 8)
+		}
+		runtime.ForChunks(n, 8, func(c, lo, hi int) {
+			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
+		})
+		st = sts[0]
+		for c := 1; c < n; c++ {
+			st.merge(&sts[c])
+		}
 	}
-	for k := range s.acc50 {
-		s.s1[k] = float32(s.acc50[k])
+	out.NumValid = float32(st.numValid)
+	for k := range st.acc49 {
+		s.s0[k] = float32(st.acc49[k])
+	}
+	for k := range st.acc50 {
+		s.s1[k] = float32(st.acc50[k])
 	}
 }
 
