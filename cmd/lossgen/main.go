@@ -230,21 +230,8 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warn(stderr, c.Spec)
-	if _, err := os.Stat(*goldenDir); *goldenDir != "" && err == nil && filepath.Base(filepath.Clean(*goldenDir)) != c.Spec.Package {
-		// golden -update -dir D writes D/<package>: a directory named otherwise likely holds
-		// another package's cases, which the generated test would fail on.
-		fmt.Fprintf(stderr, "lossgen: warning: -golden %s is not named after the spec's package %s: lossgen golden -update -dir %s writes %s; are these %s's cases?\n",
-			*goldenDir, c.Spec.Package, filepath.Dir(filepath.Clean(*goldenDir)), filepath.Join(filepath.Dir(filepath.Clean(*goldenDir)), c.Spec.Package), c.Spec.Package)
-	}
-	if _, err := os.Stat(*goldenDir); *goldenDir != "" && err != nil {
-		// Not an error: the README's go:generate lines may run in either order.
-		if want := filepath.Join(filepath.Dir(*goldenDir), c.Spec.Package); filepath.Base(*goldenDir) != c.Spec.Package {
-			// golden -update -dir D writes D/<package>, named after the spec's package, not -o.
-			fmt.Fprintf(stderr, "lossgen: warning: -golden %s does not exist: lossgen golden -update -dir %s writes %s (the spec's package is %s); pass -golden %s\n",
-				*goldenDir, filepath.Dir(*goldenDir), want, c.Spec.Package, want)
-		} else {
-			fmt.Fprintf(stderr, "lossgen: warning: -golden %s does not exist (yet): the package's test needs it; lossgen golden -update writes it\n", *goldenDir)
-		}
+	if *goldenDir != "" {
+		warnGolden(stderr, *goldenDir, c.Spec.Package)
 	}
 	ctx, done := interruptible()
 	res, err := write(ctx, *out, files)
@@ -265,6 +252,26 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// warnGolden warns when -golden dir is not where golden -update -dir D writes package pkg's
+// cases, D/<package>: named otherwise, it likely holds another package's cases, which the
+// generated test would fail on. A directory not there yet is a warning too, not an error:
+// the README's go:generate lines may run in either order.
+func warnGolden(w io.Writer, dir, pkg string) {
+	parent, named := filepath.Dir(filepath.Clean(dir)), filepath.Base(filepath.Clean(dir)) == pkg
+	want := filepath.Join(parent, pkg)
+	_, err := os.Stat(dir)
+	switch {
+	case err == nil && !named:
+		fmt.Fprintf(w, "lossgen: warning: -golden %s is not named after the spec's package %s: lossgen golden -update -dir %s writes %s; are these %s's cases?\n",
+			dir, pkg, parent, want, pkg)
+	case err != nil && !named:
+		fmt.Fprintf(w, "lossgen: warning: -golden %s does not exist: lossgen golden -update -dir %s writes %s (the spec's package is %s); pass -golden %s\n",
+			dir, parent, want, pkg, want)
+	case err != nil:
+		fmt.Fprintf(w, "lossgen: warning: -golden %s does not exist (yet): the package's test needs it; lossgen golden -update writes it\n", dir)
+	}
 }
 
 // write is gen.WriteContext; tests replace it to interrupt a write.

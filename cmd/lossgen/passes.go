@@ -36,13 +36,9 @@ func explainPasses(w io.Writer, c *gen.Compiled) error {
 	fmt.Fprintf(w, "\nlowered (%d nodes):\n%s", len(g.Nodes), graphText(g))
 	last := graphText(g)
 	i := 0
-	var prepared *ir.Graph
 	trace := func(g *ir.Graph, ps []passes.Pass) (*ir.Graph, error) {
 		return passes.Trace(g, ps, func(p passes.Pass, g *ir.Graph) {
 			i++
-			if i == len(passes.Prepare) {
-				prepared = g
-			}
 			fmt.Fprintf(w, "\nafter %d %s (%s): ", i, p.Name, p.Kind)
 			switch {
 			case p.Kind == passes.Check:
@@ -61,7 +57,11 @@ func explainPasses(w io.Writer, c *gen.Compiled) error {
 			}
 		})
 	}
-	if _, err := trace(g, passes.Forward); err != nil || c.Backward == nil {
+	prepared, err := trace(g, passes.Prepare)
+	if err != nil {
+		return err
+	}
+	if _, err := trace(prepared, passes.FinishForward); err != nil || c.Backward == nil {
 		return err
 	}
 	last = graphText(prepared)

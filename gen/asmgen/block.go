@@ -307,8 +307,7 @@ func (pg *passGen) loopEnd(bl *plan.Block) {
 // arrays from memory; a logsumexp may reuse its pass's exp of the same argument).
 func (pg *passGen) reads(it bitem) []*ir.Node {
 	n := it.n
-	switch {
-	case it.save:
+	if it.save {
 		return []*ir.Node{n}
 	}
 	switch it.kind {

@@ -51,7 +51,11 @@ func (pg *passGen) hoist() {
 	depth := 0
 	for _, it := range items {
 		if it.kind == plan.Loop {
-			depth += map[bool]int{false: 1, true: -1}[it.end]
+			if it.end {
+				depth--
+			} else {
+				depth++
+			}
 			continue
 		}
 		if depth == 0 && invariant(it, inv) {

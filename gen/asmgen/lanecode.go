@@ -123,9 +123,7 @@ func (l *laneAcc) partialExp(e reg.VecVirtual, tw *ir.Node) {
 		pg.and(l.mask, e, t)
 		e = t
 	}
-	p := pg.ymm()
-	pg.add(l.atE("p"), e, p)
-	pg.mov(p, l.atE("p"))
+	l.sum(e)
 	if tw == nil {
 		return
 	}

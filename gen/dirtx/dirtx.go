@@ -63,10 +63,10 @@ func Apply(ctx context.Context, dir string, put map[string][]byte, del []string)
 			return res, fmt.Errorf("%q is not a file name in %s", name, dir)
 		}
 	}
-	if err := notUnderFile(dir); err != nil {
+	created, err := missingDirs(dir)
+	if err != nil {
 		return res, err
 	}
-	created := missingDirs(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		removeEmpty(created)
 		return res, err
@@ -129,37 +129,27 @@ func Apply(ctx context.Context, dir string, put map[string][]byte, del []string)
 }
 
 // missingDirs lists dir and those of its parents that do not exist yet, innermost first:
-// the directories MkdirAll(dir) would create.
-func missingDirs(dir string) []string {
+// the directories MkdirAll(dir) would create. When the nearest one that exists is a file it
+// says so in the user's terms (the system's "not a directory" would name lossgen's TxnDir
+// inside it).
+func missingDirs(dir string) ([]string, error) {
 	var missing []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
-			return missing
+		if _, err := os.Lstat(d); err != nil { // absent, or under a file (ENOTDIR)
+			missing = append(missing, d)
+			if filepath.Dir(d) == d {
+				return missing, nil
+			}
+			continue
 		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			return missing
+		switch fi, err := os.Stat(d); {
+		case err != nil || fi.IsDir():
+			return missing, nil
+		case len(missing) == 0:
+			return nil, fmt.Errorf("%s is a file, not a directory", dir)
+		default:
+			return nil, fmt.Errorf("%s is a file, so the directory %s cannot be made in it", d, dir)
 		}
-	}
-}
-
-// notUnderFile says, in the user's terms, that dir or the nearest of its parents that exists
-// is a file (the system's "not a directory" would name lossgen's TxnDir inside it).
-func notUnderFile(dir string) error {
-	d := filepath.Clean(dir)
-	for {
-		fi, err := os.Stat(d)
-		switch {
-		case err == nil && fi.IsDir():
-			return nil
-		case err == nil && d == filepath.Clean(dir):
-			return fmt.Errorf("%s is a file, not a directory", dir)
-		case err == nil:
-			return fmt.Errorf("%s is a file, so the directory %s cannot be made in it", d, dir)
-		case filepath.Dir(d) == d:
-			return nil
-		}
-		d = filepath.Dir(d)
 	}
 }
 

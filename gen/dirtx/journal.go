@@ -83,11 +83,8 @@ func readJournal(path string) (*journal, error) {
 // TxnDir. It waits for a transaction another process is running on dir (an advisory lock
 // on dir, as Apply holds), so that it never takes a live one for an interrupted one.
 func Recover(dir string) ([]string, error) {
-	if err := notUnderFile(dir); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	if missing, err := missingDirs(dir); err != nil || len(missing) > 0 {
+		return nil, err // nothing to resolve in a directory that is not there
 	}
 	unlock, err := lock(dir)
 	if err != nil {

@@ -54,9 +54,13 @@ var (
 // or, through Backward, ForwardBackward's: the rewrites both share.
 var Prepare = []Pass{verify, expOfClamp, gatherPushdown, verify}
 
-// Forward is what Forward's kernel computes from a lowered graph: Prepare, then its custom
-// derivatives dropped (nothing reads them), a verify and the analyses.
-var Forward = append(slices.Clip(Prepare), customGrads, verify, valueRange, logSumExpPairs)
+// FinishForward is Forward after Prepare: the custom derivatives dropped (nothing reads
+// them), a verify and the analyses.
+var FinishForward = []Pass{customGrads, verify, valueRange, logSumExpPairs}
+
+// Forward is what Forward's kernel computes from a lowered graph: Prepare, then
+// FinishForward.
+var Forward = append(slices.Clip(Prepare), FinishForward...)
 
 // Backward turns a graph after Prepare into ForwardBackward's: autodiff (which reads the
 // custom derivatives), then the rewrites again on the gradient, a verify and the analyses.
@@ -76,7 +80,7 @@ func Compile(g *ir.Graph, withGrad bool) (fwd, fb *ir.Graph, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if fwd, err = Run(pre, Forward[len(Prepare):]); err != nil || !withGrad {
+	if fwd, err = Run(pre, FinishForward); err != nil || !withGrad {
 		return fwd, nil, err
 	}
 	fb, err = Run(pre, Backward)
