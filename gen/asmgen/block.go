@@ -40,6 +40,8 @@ type bitem struct {
 	loop  *plan.Block
 	start int  // for a loop end: the position of its start
 	save  bool // hoist's: store n's value in its slot (hoist.go)
+	keep  bool // also store n's value into its kept tile (keep.go)
+	kept  bool // a Load of n from its kept tile (keep.go)
 }
 
 // flatten lists a block's steps in order, each loop as start, body, end.
@@ -71,6 +73,7 @@ func (pg *passGen) runItems(items []bitem) {
 	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
 	pg.innerRegs = map[string][]reg.VecVirtual{}
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
+	items = pg.keepAcrossLoops(items)
 	pg.items = items
 	if pg.masks == nil {
 		pg.masks = map[int]*ir.Node{}
@@ -208,6 +211,9 @@ func (pg *passGen) item(k int, it bitem) {
 			return // nothing reads it here (a memory operand only)
 		}
 		v.reload = func() reg.VecVirtual { return pg.load(n) }
+		if it.kept {
+			v.reload = pg.keptReload(n)
+		}
 		return
 	case plan.Init:
 		pg.innerInit(k, n)
@@ -254,7 +260,11 @@ func (pg *passGen) item(k int, it bitem) {
 		if !n.Op.Aliases() { // no code: the argument's register
 			pg.c.Comment(n.Formula(pg.e.names))
 		}
-		pg.setValue(n, pg.compute(n, regsIn))
+		r := pg.compute(n, regsIn)
+		pg.setValue(n, r)
+		if it.keep {
+			pg.keepValue(n, r)
+		}
 	}
 	pg.regs.release(k)
 }

@@ -59,6 +59,7 @@ type passGen struct {
 
 	hoisted    map[int]operand.Mem // loop-invariant values computed before the loops, by node (hoist.go)
 	invariants map[int]bool        // every node hoist computed, whose items the blocks skip
+	keptTiles  map[int]*tile       // values kept across a block's inner loops, by node (keep.go)
 
 	blockState
 }

@@ -90,14 +90,16 @@ const maxInnerF32 = 32
 // widening each to float64: n terms of one sign summed in order are within
 // (n−1)·2^-24 ≤ 1.9e-6 of their exact sum, relative (Higham, Accuracy and Stability of
 // Numerical Algorithms, §4.2), under the 5e-6 the generated float32 tests hold, and each
-// iteration costs one add instead of two conversions and two adds. Terms of either sign
-// (Σ p·z) keep float64: their sum may cancel to far below Σ|term|.
+// iteration costs one add instead of two conversions and two adds. The value-range facts
+// give the sign (e^x ≥ 0; a softmax's Σ e^s·s has s = z − max z ≤ 0). Terms of either sign
+// keep float64: their sum may cancel to far below Σ|term|.
 func (pg *passGen) innerF32(r *ir.Node) bool {
 	if pg.f64 || !pg.own(r) || r.Op != ir.OpSum && r.Op != ir.OpMean || !pg.e.g.InnerReduce(r) {
 		return false
 	}
 	x := r.Args[0]
-	oneSign := x.Op == ir.OpExp || x.Op == ir.OpMul && x.Args[0] == x.Args[1]
+	iv := pg.e.g.Range(x)
+	oneSign := iv.Lo >= 0 || iv.Hi <= 0 || x.Op == ir.OpMul && x.Args[0] == x.Args[1]
 	return oneSign && x.Shape.Numel()/r.Shape.Numel() <= maxInnerF32
 }
 

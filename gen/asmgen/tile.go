@@ -94,7 +94,7 @@ func (pg *passGen) planTiles(items []bitem) {
 			depth--
 			continue
 		}
-		isLoad := it.kind == plan.Load && pg.regs.vals[it.n.ID] != nil // read into registers
+		isLoad := it.kind == plan.Load && !it.kept && pg.regs.vals[it.n.ID] != nil // read into registers
 		isStore := it.kind == plan.Store
 		if depth == 0 || pg.tiles[it.n.ID] != nil || !isLoad && !isStore {
 			continue

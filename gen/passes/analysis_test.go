@@ -25,6 +25,8 @@ func TestValueRange(t *testing.T) {
 		"corner": b.Mul(done, b.Exp(x)), "x": x, "log": b.Log(b.Add(done, b.Const(1))),
 		"shift": b.Add(b.Max(done, b.Const(-2)), b.Const(0.5)), "table": b.ConstTensor(b.Shape("A"), []float64{3, -1, 2, 0}),
 		"expDone": b.Exp(done),
+		"shifted": b.Sub(x, b.Detach(b.ReduceMax(x, "A"))), "softmaxNum": b.Exp(b.Sub(x, b.ReduceMax(x, "A"))),
+		"notShifted": b.Sub(x, b.ReduceMax(b.Neg(x), "A")), "shiftedUp": b.Sub(b.ReduceMax(x, "A"), x),
 	}
 	for name, n := range outs {
 		b.Output(name, n, ir.Metric, "", "")
@@ -37,6 +39,10 @@ func TestValueRange(t *testing.T) {
 		"corner": {Lo: -inf, Hi: inf}, "x": {Lo: -inf, Hi: inf}, "log": {Lo: -inf, Hi: inf},
 		"shift": {Lo: 0.5, Hi: 1.5}, "table": {Lo: -1, Hi: 3},
 		"expDone": {Lo: 0, Hi: math.Exp(1) * (1 + 0x1p-20)}, // the kernels' exp may be an ulp above e^x
+		// x − max x ≤ 0, so a softmax's numerators are within [0, 1]; the max of another
+		// tensor, or the difference the other way, bounds nothing.
+		"shifted": {Lo: -inf, Hi: 0}, "softmaxNum": {Lo: 0, Hi: 1 + 0x1p-20},
+		"notShifted": {Lo: -inf, Hi: inf}, "shiftedUp": {Lo: -inf, Hi: inf},
 	} {
 		require.Equal(t, want, g.Range(g.Output(name).Node), name)
 	}

@@ -8,8 +8,8 @@ import (
 )
 
 // ValueRange attaches to g the interval of every node's values, NaN aside (ir.Facts.Range),
-// by interval arithmetic over constants, iotas, argmaxes, flags and the ops scan
-// coefficients are made of (GAE's λγ·(1 − done), V-trace's γ(1 − done)·min(ρ, c̄)); any
+// by interval arithmetic over constants, iotas, argmaxes, flags, a softmax's shifted logits
+// x − max x (≤ 0) and the ops scan coefficients are made of (GAE's λγ·(1 − done), V-trace's γ(1 − done)·min(ρ, c̄)); any
 // other node is unbounded.
 // Rounding is monotone, so a float result of exact values within [lo, hi] stays within
 // [lo, hi] when both are representable. The AVX2 overflow guard reads it to skip testing
@@ -75,9 +75,26 @@ func rangeOf(n *ir.Node, args []ir.Interval) ir.Interval {
 		if math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) { // 0·∞ at a corner
 			break
 		}
+		if shiftedByMax(n) {
+			iv.Hi = min(iv.Hi, 0)
+		}
 		return iv
 	}
 	return ir.Interval{Lo: -inf, Hi: inf}
+}
+
+// shiftedByMax reports whether n is x − max(x) over some of x's dims (the max perhaps
+// detached), a softmax's shifted logits: every element is at most the max it is shifted by,
+// and rounding is monotone, so the difference is ≤ 0 (NaN aside: x − x for x = ±∞).
+func shiftedByMax(n *ir.Node) bool {
+	if n.Op != ir.OpSub {
+		return false
+	}
+	m := n.Args[1]
+	for m.Op == ir.OpDetach {
+		m = m.Args[0]
+	}
+	return m.Op == ir.OpRMax && m.Args[0] == n.Args[0]
 }
 
 // binaryRange is the interval of op over a and b.

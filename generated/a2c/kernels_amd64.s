@@ -83,142 +83,137 @@ blocks_2:
 
 	// finish v3
 	VMOVUPS lgc3<>+0(SB), Y1
-	VMOVUPD lgc4<>+0(SB), Y2
-	VMOVUPD lgc4<>+0(SB), Y3
-	VMOVUPS lgc5<>+0(SB), Y4
+	VMOVUPS lgc3<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y3
 	XORQ    BX, BX
 
 inner_A_3:
 	XORQ    SI, SI
 	IMUL3Q  $+32, BX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y5
+	VMOVUPS (SP)(SI*1), Y4
 
 	// v5 = sub(logits, v3)
-	VSUBPS Y0, Y5, Y5
+	VSUBPS Y0, Y4, Y4
 
 	// v6 = exp(v5)
-	VMAXPS       lgc6<>+0(SB), Y5, Y6
-	VMINPS       lgc7<>+0(SB), Y6, Y6
-	VMULPS       lgc8<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc9<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc10<>+0(SB), Y7, Y6
-	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc17<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc18<>+0(SB), Y6, Y7
-	VPMINSD      lgc19<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc19<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc19<>+0(SB), Y6, Y6
+	VMAXPS       lgc5<>+0(SB), Y4, Y5
+	VMINPS       lgc6<>+0(SB), Y5, Y5
+	VMULPS       lgc7<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VMOVAPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc16<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc17<>+0(SB), Y5, Y6
+	VPMINSD      lgc18<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc18<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	VPADDD       lgc18<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y7, Y7
 
 	// sum(v6) over [A]
-	VADDPS Y1, Y8, Y1
+	VADDPS Y1, Y7, Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Y5, Y4, Y5
+	VMAXPS Y4, Y3, Y4
 
 	// v17 = mul(v6, v16)
-	VMULPS Y5, Y8, Y5
+	VMULPS Y4, Y7, Y4
 
 	// sum(v17) over [A]
-	VCVTPS2PD    X5, Y6
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y2, Y6, Y2
-	VADDPD       Y3, Y5, Y3
-	INCQ         BX
-	CMPQ         BX, $+4
-	JL           inner_A_3
+	VADDPS Y2, Y4, Y2
+	INCQ   BX
+	CMPQ   BX, $+4
+	JL     inner_A_3
 
 	// finish v7
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y4
-	VMULPS       lgc21<>+0(SB), Y1, Y5
-	VBLENDVPS    Y4, Y5, Y1, Y5
-	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc19<>+0(SB), Y6, Y6
-	VPAND        lgc22<>+0(SB), Y4, Y4
-	VPADDD       Y4, Y6, Y6
-	VPAND        lgc23<>+0(SB), Y5, Y4
-	VPOR         lgc17<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y4, Y5
-	VMULPS       lgc16<>+0(SB), Y4, Y7
-	VBLENDVPS    Y5, Y7, Y4, Y4
-	VPSUBD       Y5, Y6, Y6
-	VSUBPS       lgc17<>+0(SB), Y4, Y4
-	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc25<>+0(SB), Y7
-	VFMADD213PS  lgc26<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc29<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc30<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc31<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc32<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc10<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc16<>+0(SB), Y5, Y7
-	VADDPS       Y4, Y7, Y7
-	VFMADD231PS  lgc9<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc1<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc34<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc35<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y7, Y7
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y3
+	VMULPS       lgc20<>+0(SB), Y1, Y4
+	VBLENDVPS    Y3, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc18<>+0(SB), Y5, Y5
+	VPAND        lgc21<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc22<>+0(SB), Y4, Y3
+	VPOR         lgc16<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y3, Y4
+	VMULPS       lgc15<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc16<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc28<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc29<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc32<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc9<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc15<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc8<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc1<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc33<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y6, Y6
 	MOVQ         action+16(FP), BX
 	XORQ         SI, SI
 	IMUL3Q       $+128, AX, DI
 	ADDQ         DI, SI
 	ADDQ         CX, SI
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VMOVUPS      Y4, 128(SP)
-	VMOVUPS      lgc3<>+0(SB), X4
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMOVUPS      Y3, 128(SP)
+	VMOVUPS      lgc3<>+0(SB), X3
 	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X4, X4
-	VMOVSS       X4, 128(SP)
+	VCVTSI2SSQ   DI, X3, X3
+	VMOVSS       X3, 128(SP)
 	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X4, X4
-	VMOVSS       X4, 132(SP)
+	VCVTSI2SSQ   DI, X3, X3
+	VMOVSS       X3, 132(SP)
 	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X4, X4
-	VMOVSS       X4, 136(SP)
+	VCVTSI2SSQ   DI, X3, X3
+	VMOVSS       X3, 136(SP)
 	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X4, X4
-	VMOVSS       X4, 140(SP)
+	VCVTSI2SSQ   DI, X3, X3
+	VMOVSS       X3, 140(SP)
 	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X4, X4
-	VMOVSS       X4, 144(SP)
+	VCVTSI2SSQ   DI, X3, X3
+	VMOVSS       X3, 144(SP)
 	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X4, X4
-	VMOVSS       X4, 148(SP)
+	VCVTSI2SSQ   DI, X3, X3
+	VMOVSS       X3, 148(SP)
 	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X4, X4
-	VMOVSS       X4, 152(SP)
+	VCVTSI2SSQ   DI, X3, X3
+	VMOVSS       X3, 152(SP)
 	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X4, X4
-	VMOVSS       X4, 156(SP)
-	VMOVUPS      128(SP), Y4
+	VCVTSI2SSQ   DI, X3, X3
+	VMOVSS       X3, 156(SP)
+	VMOVUPS      128(SP), Y3
 
 	// v10 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -228,25 +223,25 @@ inner_A_3:
 	ADDQ       DI, BX
 	MOVQ       logits+8(FP), DI
 	LEAQ       (DI)(BX*4), DI
-	VCVTTPS2DQ Y4, Y4
-	VPMAXSD    lgc3<>+0(SB), Y4, Y4
-	VPMINSD    lgc36<>+0(SB), Y4, Y4
-	VPMULLD    lgc37<>+0(SB), Y4, Y4
-	VPADDD     lgc38<>+0(SB), Y4, Y4
-	VMOVUPS    lgc39<>+0(SB), Y5
-	VMOVUPS    lgc3<>+0(SB), Y6
-	VGATHERDPS Y5, (DI)(Y4*4), Y6
+	VCVTTPS2DQ Y3, Y3
+	VPMAXSD    lgc3<>+0(SB), Y3, Y3
+	VPMINSD    lgc35<>+0(SB), Y3, Y3
+	VPMULLD    lgc36<>+0(SB), Y3, Y3
+	VPADDD     lgc37<>+0(SB), Y3, Y3
+	VMOVUPS    lgc38<>+0(SB), Y4
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VGATHERDPS Y4, (DI)(Y3*4), Y5
 
 	// v11 = sub(v10, v3)
-	VSUBPS Y0, Y6, Y0
+	VSUBPS Y0, Y5, Y0
 
 	// logSoftmax = sub(v11, v8)
-	VSUBPS  Y7, Y0, Y0
+	VSUBPS  Y6, Y0, Y0
 	MOVQ    advantage+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v13 = mul(logSoftmax, advantage)
-	VMULPS Y4, Y0, Y0
+	VMULPS Y3, Y0, Y0
 
 	// v14 = neg(v13)
 	VXORPS lgc2<>+0(SB), Y0, Y0
@@ -257,21 +252,16 @@ inner_A_3:
 	VMOVUPS Y0, 256(BX)
 
 	// finish v18
-	VMOVUPD     Y2, Y0
-	VMOVUPD     Y3, Y2
-	VMOVUPS     lgc3<>+0(SB), Y3
-	VCVTPD2PSY  Y0, X3
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y3, Y0
+	VMOVUPS Y2, Y0
 
 	// v19 = div(v18, v7)
 	VDIVPS Y1, Y0, Y0
 
 	// entropy = sub(v8, v19)
-	VSUBPS Y0, Y7, Y0
+	VSUBPS Y0, Y6, Y0
 
 	// v22 = mul(-0.01, entropy)
-	VMULPS lgc40<>+0(SB), Y0, Y1
+	VMULPS lgc39<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
 	VADDPS  576(BX), Y0, Y0
@@ -291,25 +281,25 @@ inner_A_3:
 	// absDiff = abs(diff)
 	VMOVUPS lgc2<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc16<>+0(SB), Y0, Y2
+	VMULPS lgc15<>+0(SB), Y0, Y2
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y0, Y2, Y2
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS lgc16<>+0(SB), Y0, Y0
+	VSUBPS lgc15<>+0(SB), Y0, Y0
 
 	// smoothL1 = where(v31, v33, v34)
 	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc16<>+0(SB), Y0, Y0
+	VMULPS lgc15<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
 	VADDPS       1216(BX), Y0, Y0
@@ -318,8 +308,8 @@ inner_A_3:
 	JNZ          noflush_4
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc40<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -330,8 +320,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -343,8 +333,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -356,8 +346,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -378,8 +368,8 @@ noflush_4:
 	JL           blocks_2
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc40<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -390,8 +380,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -403,8 +393,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -416,8 +406,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -476,395 +466,389 @@ DATA lgc3<>+24(SB)/4, $0x00000000
 DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/8, $0x0000000000000000
-DATA lgc4<>+8(SB)/8, $0x0000000000000000
-DATA lgc4<>+16(SB)/8, $0x0000000000000000
-DATA lgc4<>+24(SB)/8, $0x0000000000000000
+DATA lgc4<>+0(SB)/4, $0xff7fffff
+DATA lgc4<>+4(SB)/4, $0xff7fffff
+DATA lgc4<>+8(SB)/4, $0xff7fffff
+DATA lgc4<>+12(SB)/4, $0xff7fffff
+DATA lgc4<>+16(SB)/4, $0xff7fffff
+DATA lgc4<>+20(SB)/4, $0xff7fffff
+DATA lgc4<>+24(SB)/4, $0xff7fffff
+DATA lgc4<>+28(SB)/4, $0xff7fffff
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0xff7fffff
-DATA lgc5<>+4(SB)/4, $0xff7fffff
-DATA lgc5<>+8(SB)/4, $0xff7fffff
-DATA lgc5<>+12(SB)/4, $0xff7fffff
-DATA lgc5<>+16(SB)/4, $0xff7fffff
-DATA lgc5<>+20(SB)/4, $0xff7fffff
-DATA lgc5<>+24(SB)/4, $0xff7fffff
-DATA lgc5<>+28(SB)/4, $0xff7fffff
+DATA lgc5<>+0(SB)/4, $0xc2d00000
+DATA lgc5<>+4(SB)/4, $0xc2d00000
+DATA lgc5<>+8(SB)/4, $0xc2d00000
+DATA lgc5<>+12(SB)/4, $0xc2d00000
+DATA lgc5<>+16(SB)/4, $0xc2d00000
+DATA lgc5<>+20(SB)/4, $0xc2d00000
+DATA lgc5<>+24(SB)/4, $0xc2d00000
+DATA lgc5<>+28(SB)/4, $0xc2d00000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0xc2d00000
-DATA lgc6<>+4(SB)/4, $0xc2d00000
-DATA lgc6<>+8(SB)/4, $0xc2d00000
-DATA lgc6<>+12(SB)/4, $0xc2d00000
-DATA lgc6<>+16(SB)/4, $0xc2d00000
-DATA lgc6<>+20(SB)/4, $0xc2d00000
-DATA lgc6<>+24(SB)/4, $0xc2d00000
-DATA lgc6<>+28(SB)/4, $0xc2d00000
+DATA lgc6<>+0(SB)/4, $0x42b20000
+DATA lgc6<>+4(SB)/4, $0x42b20000
+DATA lgc6<>+8(SB)/4, $0x42b20000
+DATA lgc6<>+12(SB)/4, $0x42b20000
+DATA lgc6<>+16(SB)/4, $0x42b20000
+DATA lgc6<>+20(SB)/4, $0x42b20000
+DATA lgc6<>+24(SB)/4, $0x42b20000
+DATA lgc6<>+28(SB)/4, $0x42b20000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x42b20000
-DATA lgc7<>+4(SB)/4, $0x42b20000
-DATA lgc7<>+8(SB)/4, $0x42b20000
-DATA lgc7<>+12(SB)/4, $0x42b20000
-DATA lgc7<>+16(SB)/4, $0x42b20000
-DATA lgc7<>+20(SB)/4, $0x42b20000
-DATA lgc7<>+24(SB)/4, $0x42b20000
-DATA lgc7<>+28(SB)/4, $0x42b20000
+DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+0(SB)/4, $0x3f318000
+DATA lgc8<>+4(SB)/4, $0x3f318000
+DATA lgc8<>+8(SB)/4, $0x3f318000
+DATA lgc8<>+12(SB)/4, $0x3f318000
+DATA lgc8<>+16(SB)/4, $0x3f318000
+DATA lgc8<>+20(SB)/4, $0x3f318000
+DATA lgc8<>+24(SB)/4, $0x3f318000
+DATA lgc8<>+28(SB)/4, $0x3f318000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3f318000
-DATA lgc9<>+4(SB)/4, $0x3f318000
-DATA lgc9<>+8(SB)/4, $0x3f318000
-DATA lgc9<>+12(SB)/4, $0x3f318000
-DATA lgc9<>+16(SB)/4, $0x3f318000
-DATA lgc9<>+20(SB)/4, $0x3f318000
-DATA lgc9<>+24(SB)/4, $0x3f318000
-DATA lgc9<>+28(SB)/4, $0x3f318000
+DATA lgc9<>+0(SB)/4, $0xb95e8083
+DATA lgc9<>+4(SB)/4, $0xb95e8083
+DATA lgc9<>+8(SB)/4, $0xb95e8083
+DATA lgc9<>+12(SB)/4, $0xb95e8083
+DATA lgc9<>+16(SB)/4, $0xb95e8083
+DATA lgc9<>+20(SB)/4, $0xb95e8083
+DATA lgc9<>+24(SB)/4, $0xb95e8083
+DATA lgc9<>+28(SB)/4, $0xb95e8083
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xb95e8083
-DATA lgc10<>+4(SB)/4, $0xb95e8083
-DATA lgc10<>+8(SB)/4, $0xb95e8083
-DATA lgc10<>+12(SB)/4, $0xb95e8083
-DATA lgc10<>+16(SB)/4, $0xb95e8083
-DATA lgc10<>+20(SB)/4, $0xb95e8083
-DATA lgc10<>+24(SB)/4, $0xb95e8083
-DATA lgc10<>+28(SB)/4, $0xb95e8083
+DATA lgc10<>+0(SB)/4, $0x39506967
+DATA lgc10<>+4(SB)/4, $0x39506967
+DATA lgc10<>+8(SB)/4, $0x39506967
+DATA lgc10<>+12(SB)/4, $0x39506967
+DATA lgc10<>+16(SB)/4, $0x39506967
+DATA lgc10<>+20(SB)/4, $0x39506967
+DATA lgc10<>+24(SB)/4, $0x39506967
+DATA lgc10<>+28(SB)/4, $0x39506967
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x39506967
-DATA lgc11<>+4(SB)/4, $0x39506967
-DATA lgc11<>+8(SB)/4, $0x39506967
-DATA lgc11<>+12(SB)/4, $0x39506967
-DATA lgc11<>+16(SB)/4, $0x39506967
-DATA lgc11<>+20(SB)/4, $0x39506967
-DATA lgc11<>+24(SB)/4, $0x39506967
-DATA lgc11<>+28(SB)/4, $0x39506967
+DATA lgc11<>+0(SB)/4, $0x3ab743ce
+DATA lgc11<>+4(SB)/4, $0x3ab743ce
+DATA lgc11<>+8(SB)/4, $0x3ab743ce
+DATA lgc11<>+12(SB)/4, $0x3ab743ce
+DATA lgc11<>+16(SB)/4, $0x3ab743ce
+DATA lgc11<>+20(SB)/4, $0x3ab743ce
+DATA lgc11<>+24(SB)/4, $0x3ab743ce
+DATA lgc11<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3ab743ce
-DATA lgc12<>+4(SB)/4, $0x3ab743ce
-DATA lgc12<>+8(SB)/4, $0x3ab743ce
-DATA lgc12<>+12(SB)/4, $0x3ab743ce
-DATA lgc12<>+16(SB)/4, $0x3ab743ce
-DATA lgc12<>+20(SB)/4, $0x3ab743ce
-DATA lgc12<>+24(SB)/4, $0x3ab743ce
-DATA lgc12<>+28(SB)/4, $0x3ab743ce
+DATA lgc12<>+0(SB)/4, $0x3c088908
+DATA lgc12<>+4(SB)/4, $0x3c088908
+DATA lgc12<>+8(SB)/4, $0x3c088908
+DATA lgc12<>+12(SB)/4, $0x3c088908
+DATA lgc12<>+16(SB)/4, $0x3c088908
+DATA lgc12<>+20(SB)/4, $0x3c088908
+DATA lgc12<>+24(SB)/4, $0x3c088908
+DATA lgc12<>+28(SB)/4, $0x3c088908
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3c088908
-DATA lgc13<>+4(SB)/4, $0x3c088908
-DATA lgc13<>+8(SB)/4, $0x3c088908
-DATA lgc13<>+12(SB)/4, $0x3c088908
-DATA lgc13<>+16(SB)/4, $0x3c088908
-DATA lgc13<>+20(SB)/4, $0x3c088908
-DATA lgc13<>+24(SB)/4, $0x3c088908
-DATA lgc13<>+28(SB)/4, $0x3c088908
+DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+0(SB)/4, $0x3f000000
+DATA lgc15<>+4(SB)/4, $0x3f000000
+DATA lgc15<>+8(SB)/4, $0x3f000000
+DATA lgc15<>+12(SB)/4, $0x3f000000
+DATA lgc15<>+16(SB)/4, $0x3f000000
+DATA lgc15<>+20(SB)/4, $0x3f000000
+DATA lgc15<>+24(SB)/4, $0x3f000000
+DATA lgc15<>+28(SB)/4, $0x3f000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3f000000
-DATA lgc16<>+4(SB)/4, $0x3f000000
-DATA lgc16<>+8(SB)/4, $0x3f000000
-DATA lgc16<>+12(SB)/4, $0x3f000000
-DATA lgc16<>+16(SB)/4, $0x3f000000
-DATA lgc16<>+20(SB)/4, $0x3f000000
-DATA lgc16<>+24(SB)/4, $0x3f000000
-DATA lgc16<>+28(SB)/4, $0x3f000000
+DATA lgc16<>+0(SB)/4, $0x3f800000
+DATA lgc16<>+4(SB)/4, $0x3f800000
+DATA lgc16<>+8(SB)/4, $0x3f800000
+DATA lgc16<>+12(SB)/4, $0x3f800000
+DATA lgc16<>+16(SB)/4, $0x3f800000
+DATA lgc16<>+20(SB)/4, $0x3f800000
+DATA lgc16<>+24(SB)/4, $0x3f800000
+DATA lgc16<>+28(SB)/4, $0x3f800000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f800000
-DATA lgc17<>+4(SB)/4, $0x3f800000
-DATA lgc17<>+8(SB)/4, $0x3f800000
-DATA lgc17<>+12(SB)/4, $0x3f800000
-DATA lgc17<>+16(SB)/4, $0x3f800000
-DATA lgc17<>+20(SB)/4, $0x3f800000
-DATA lgc17<>+24(SB)/4, $0x3f800000
-DATA lgc17<>+28(SB)/4, $0x3f800000
+DATA lgc17<>+0(SB)/4, $0xffffff82
+DATA lgc17<>+4(SB)/4, $0xffffff82
+DATA lgc17<>+8(SB)/4, $0xffffff82
+DATA lgc17<>+12(SB)/4, $0xffffff82
+DATA lgc17<>+16(SB)/4, $0xffffff82
+DATA lgc17<>+20(SB)/4, $0xffffff82
+DATA lgc17<>+24(SB)/4, $0xffffff82
+DATA lgc17<>+28(SB)/4, $0xffffff82
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xffffff82
-DATA lgc18<>+4(SB)/4, $0xffffff82
-DATA lgc18<>+8(SB)/4, $0xffffff82
-DATA lgc18<>+12(SB)/4, $0xffffff82
-DATA lgc18<>+16(SB)/4, $0xffffff82
-DATA lgc18<>+20(SB)/4, $0xffffff82
-DATA lgc18<>+24(SB)/4, $0xffffff82
-DATA lgc18<>+28(SB)/4, $0xffffff82
+DATA lgc18<>+0(SB)/4, $0x0000007f
+DATA lgc18<>+4(SB)/4, $0x0000007f
+DATA lgc18<>+8(SB)/4, $0x0000007f
+DATA lgc18<>+12(SB)/4, $0x0000007f
+DATA lgc18<>+16(SB)/4, $0x0000007f
+DATA lgc18<>+20(SB)/4, $0x0000007f
+DATA lgc18<>+24(SB)/4, $0x0000007f
+DATA lgc18<>+28(SB)/4, $0x0000007f
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x0000007f
-DATA lgc19<>+4(SB)/4, $0x0000007f
-DATA lgc19<>+8(SB)/4, $0x0000007f
-DATA lgc19<>+12(SB)/4, $0x0000007f
-DATA lgc19<>+16(SB)/4, $0x0000007f
-DATA lgc19<>+20(SB)/4, $0x0000007f
-DATA lgc19<>+24(SB)/4, $0x0000007f
-DATA lgc19<>+28(SB)/4, $0x0000007f
+DATA lgc19<>+0(SB)/4, $0x00800000
+DATA lgc19<>+4(SB)/4, $0x00800000
+DATA lgc19<>+8(SB)/4, $0x00800000
+DATA lgc19<>+12(SB)/4, $0x00800000
+DATA lgc19<>+16(SB)/4, $0x00800000
+DATA lgc19<>+20(SB)/4, $0x00800000
+DATA lgc19<>+24(SB)/4, $0x00800000
+DATA lgc19<>+28(SB)/4, $0x00800000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00800000
-DATA lgc20<>+4(SB)/4, $0x00800000
-DATA lgc20<>+8(SB)/4, $0x00800000
-DATA lgc20<>+12(SB)/4, $0x00800000
-DATA lgc20<>+16(SB)/4, $0x00800000
-DATA lgc20<>+20(SB)/4, $0x00800000
-DATA lgc20<>+24(SB)/4, $0x00800000
-DATA lgc20<>+28(SB)/4, $0x00800000
+DATA lgc20<>+0(SB)/4, $0x4b000000
+DATA lgc20<>+4(SB)/4, $0x4b000000
+DATA lgc20<>+8(SB)/4, $0x4b000000
+DATA lgc20<>+12(SB)/4, $0x4b000000
+DATA lgc20<>+16(SB)/4, $0x4b000000
+DATA lgc20<>+20(SB)/4, $0x4b000000
+DATA lgc20<>+24(SB)/4, $0x4b000000
+DATA lgc20<>+28(SB)/4, $0x4b000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x4b000000
-DATA lgc21<>+4(SB)/4, $0x4b000000
-DATA lgc21<>+8(SB)/4, $0x4b000000
-DATA lgc21<>+12(SB)/4, $0x4b000000
-DATA lgc21<>+16(SB)/4, $0x4b000000
-DATA lgc21<>+20(SB)/4, $0x4b000000
-DATA lgc21<>+24(SB)/4, $0x4b000000
-DATA lgc21<>+28(SB)/4, $0x4b000000
+DATA lgc21<>+0(SB)/4, $0xffffffe9
+DATA lgc21<>+4(SB)/4, $0xffffffe9
+DATA lgc21<>+8(SB)/4, $0xffffffe9
+DATA lgc21<>+12(SB)/4, $0xffffffe9
+DATA lgc21<>+16(SB)/4, $0xffffffe9
+DATA lgc21<>+20(SB)/4, $0xffffffe9
+DATA lgc21<>+24(SB)/4, $0xffffffe9
+DATA lgc21<>+28(SB)/4, $0xffffffe9
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xffffffe9
-DATA lgc22<>+4(SB)/4, $0xffffffe9
-DATA lgc22<>+8(SB)/4, $0xffffffe9
-DATA lgc22<>+12(SB)/4, $0xffffffe9
-DATA lgc22<>+16(SB)/4, $0xffffffe9
-DATA lgc22<>+20(SB)/4, $0xffffffe9
-DATA lgc22<>+24(SB)/4, $0xffffffe9
-DATA lgc22<>+28(SB)/4, $0xffffffe9
+DATA lgc22<>+0(SB)/4, $0x007fffff
+DATA lgc22<>+4(SB)/4, $0x007fffff
+DATA lgc22<>+8(SB)/4, $0x007fffff
+DATA lgc22<>+12(SB)/4, $0x007fffff
+DATA lgc22<>+16(SB)/4, $0x007fffff
+DATA lgc22<>+20(SB)/4, $0x007fffff
+DATA lgc22<>+24(SB)/4, $0x007fffff
+DATA lgc22<>+28(SB)/4, $0x007fffff
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x007fffff
-DATA lgc23<>+4(SB)/4, $0x007fffff
-DATA lgc23<>+8(SB)/4, $0x007fffff
-DATA lgc23<>+12(SB)/4, $0x007fffff
-DATA lgc23<>+16(SB)/4, $0x007fffff
-DATA lgc23<>+20(SB)/4, $0x007fffff
-DATA lgc23<>+24(SB)/4, $0x007fffff
-DATA lgc23<>+28(SB)/4, $0x007fffff
+DATA lgc23<>+0(SB)/4, $0x3fb504f3
+DATA lgc23<>+4(SB)/4, $0x3fb504f3
+DATA lgc23<>+8(SB)/4, $0x3fb504f3
+DATA lgc23<>+12(SB)/4, $0x3fb504f3
+DATA lgc23<>+16(SB)/4, $0x3fb504f3
+DATA lgc23<>+20(SB)/4, $0x3fb504f3
+DATA lgc23<>+24(SB)/4, $0x3fb504f3
+DATA lgc23<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3fb504f3
-DATA lgc24<>+4(SB)/4, $0x3fb504f3
-DATA lgc24<>+8(SB)/4, $0x3fb504f3
-DATA lgc24<>+12(SB)/4, $0x3fb504f3
-DATA lgc24<>+16(SB)/4, $0x3fb504f3
-DATA lgc24<>+20(SB)/4, $0x3fb504f3
-DATA lgc24<>+24(SB)/4, $0x3fb504f3
-DATA lgc24<>+28(SB)/4, $0x3fb504f3
+DATA lgc24<>+0(SB)/4, $0x3d9021bb
+DATA lgc24<>+4(SB)/4, $0x3d9021bb
+DATA lgc24<>+8(SB)/4, $0x3d9021bb
+DATA lgc24<>+12(SB)/4, $0x3d9021bb
+DATA lgc24<>+16(SB)/4, $0x3d9021bb
+DATA lgc24<>+20(SB)/4, $0x3d9021bb
+DATA lgc24<>+24(SB)/4, $0x3d9021bb
+DATA lgc24<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d9021bb
-DATA lgc25<>+4(SB)/4, $0x3d9021bb
-DATA lgc25<>+8(SB)/4, $0x3d9021bb
-DATA lgc25<>+12(SB)/4, $0x3d9021bb
-DATA lgc25<>+16(SB)/4, $0x3d9021bb
-DATA lgc25<>+20(SB)/4, $0x3d9021bb
-DATA lgc25<>+24(SB)/4, $0x3d9021bb
-DATA lgc25<>+28(SB)/4, $0x3d9021bb
+DATA lgc25<>+0(SB)/4, $0xbdebd1b8
+DATA lgc25<>+4(SB)/4, $0xbdebd1b8
+DATA lgc25<>+8(SB)/4, $0xbdebd1b8
+DATA lgc25<>+12(SB)/4, $0xbdebd1b8
+DATA lgc25<>+16(SB)/4, $0xbdebd1b8
+DATA lgc25<>+20(SB)/4, $0xbdebd1b8
+DATA lgc25<>+24(SB)/4, $0xbdebd1b8
+DATA lgc25<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdebd1b8
-DATA lgc26<>+4(SB)/4, $0xbdebd1b8
-DATA lgc26<>+8(SB)/4, $0xbdebd1b8
-DATA lgc26<>+12(SB)/4, $0xbdebd1b8
-DATA lgc26<>+16(SB)/4, $0xbdebd1b8
-DATA lgc26<>+20(SB)/4, $0xbdebd1b8
-DATA lgc26<>+24(SB)/4, $0xbdebd1b8
-DATA lgc26<>+28(SB)/4, $0xbdebd1b8
+DATA lgc26<>+0(SB)/4, $0x3def251a
+DATA lgc26<>+4(SB)/4, $0x3def251a
+DATA lgc26<>+8(SB)/4, $0x3def251a
+DATA lgc26<>+12(SB)/4, $0x3def251a
+DATA lgc26<>+16(SB)/4, $0x3def251a
+DATA lgc26<>+20(SB)/4, $0x3def251a
+DATA lgc26<>+24(SB)/4, $0x3def251a
+DATA lgc26<>+28(SB)/4, $0x3def251a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3def251a
-DATA lgc27<>+4(SB)/4, $0x3def251a
-DATA lgc27<>+8(SB)/4, $0x3def251a
-DATA lgc27<>+12(SB)/4, $0x3def251a
-DATA lgc27<>+16(SB)/4, $0x3def251a
-DATA lgc27<>+20(SB)/4, $0x3def251a
-DATA lgc27<>+24(SB)/4, $0x3def251a
-DATA lgc27<>+28(SB)/4, $0x3def251a
+DATA lgc27<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+0(SB)/4, $0x3e11e9bf
+DATA lgc28<>+4(SB)/4, $0x3e11e9bf
+DATA lgc28<>+8(SB)/4, $0x3e11e9bf
+DATA lgc28<>+12(SB)/4, $0x3e11e9bf
+DATA lgc28<>+16(SB)/4, $0x3e11e9bf
+DATA lgc28<>+20(SB)/4, $0x3e11e9bf
+DATA lgc28<>+24(SB)/4, $0x3e11e9bf
+DATA lgc28<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e11e9bf
-DATA lgc29<>+4(SB)/4, $0x3e11e9bf
-DATA lgc29<>+8(SB)/4, $0x3e11e9bf
-DATA lgc29<>+12(SB)/4, $0x3e11e9bf
-DATA lgc29<>+16(SB)/4, $0x3e11e9bf
-DATA lgc29<>+20(SB)/4, $0x3e11e9bf
-DATA lgc29<>+24(SB)/4, $0x3e11e9bf
-DATA lgc29<>+28(SB)/4, $0x3e11e9bf
+DATA lgc29<>+0(SB)/4, $0xbe2aae50
+DATA lgc29<>+4(SB)/4, $0xbe2aae50
+DATA lgc29<>+8(SB)/4, $0xbe2aae50
+DATA lgc29<>+12(SB)/4, $0xbe2aae50
+DATA lgc29<>+16(SB)/4, $0xbe2aae50
+DATA lgc29<>+20(SB)/4, $0xbe2aae50
+DATA lgc29<>+24(SB)/4, $0xbe2aae50
+DATA lgc29<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbe2aae50
-DATA lgc30<>+4(SB)/4, $0xbe2aae50
-DATA lgc30<>+8(SB)/4, $0xbe2aae50
-DATA lgc30<>+12(SB)/4, $0xbe2aae50
-DATA lgc30<>+16(SB)/4, $0xbe2aae50
-DATA lgc30<>+20(SB)/4, $0xbe2aae50
-DATA lgc30<>+24(SB)/4, $0xbe2aae50
-DATA lgc30<>+28(SB)/4, $0xbe2aae50
+DATA lgc30<>+0(SB)/4, $0x3e4cceac
+DATA lgc30<>+4(SB)/4, $0x3e4cceac
+DATA lgc30<>+8(SB)/4, $0x3e4cceac
+DATA lgc30<>+12(SB)/4, $0x3e4cceac
+DATA lgc30<>+16(SB)/4, $0x3e4cceac
+DATA lgc30<>+20(SB)/4, $0x3e4cceac
+DATA lgc30<>+24(SB)/4, $0x3e4cceac
+DATA lgc30<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e4cceac
-DATA lgc31<>+4(SB)/4, $0x3e4cceac
-DATA lgc31<>+8(SB)/4, $0x3e4cceac
-DATA lgc31<>+12(SB)/4, $0x3e4cceac
-DATA lgc31<>+16(SB)/4, $0x3e4cceac
-DATA lgc31<>+20(SB)/4, $0x3e4cceac
-DATA lgc31<>+24(SB)/4, $0x3e4cceac
-DATA lgc31<>+28(SB)/4, $0x3e4cceac
+DATA lgc31<>+0(SB)/4, $0xbe7ffffc
+DATA lgc31<>+4(SB)/4, $0xbe7ffffc
+DATA lgc31<>+8(SB)/4, $0xbe7ffffc
+DATA lgc31<>+12(SB)/4, $0xbe7ffffc
+DATA lgc31<>+16(SB)/4, $0xbe7ffffc
+DATA lgc31<>+20(SB)/4, $0xbe7ffffc
+DATA lgc31<>+24(SB)/4, $0xbe7ffffc
+DATA lgc31<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe7ffffc
-DATA lgc32<>+4(SB)/4, $0xbe7ffffc
-DATA lgc32<>+8(SB)/4, $0xbe7ffffc
-DATA lgc32<>+12(SB)/4, $0xbe7ffffc
-DATA lgc32<>+16(SB)/4, $0xbe7ffffc
-DATA lgc32<>+20(SB)/4, $0xbe7ffffc
-DATA lgc32<>+24(SB)/4, $0xbe7ffffc
-DATA lgc32<>+28(SB)/4, $0xbe7ffffc
+DATA lgc32<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+0(SB)/4, $0x7fc00000
+DATA lgc33<>+4(SB)/4, $0x7fc00000
+DATA lgc33<>+8(SB)/4, $0x7fc00000
+DATA lgc33<>+12(SB)/4, $0x7fc00000
+DATA lgc33<>+16(SB)/4, $0x7fc00000
+DATA lgc33<>+20(SB)/4, $0x7fc00000
+DATA lgc33<>+24(SB)/4, $0x7fc00000
+DATA lgc33<>+28(SB)/4, $0x7fc00000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x7fc00000
-DATA lgc34<>+4(SB)/4, $0x7fc00000
-DATA lgc34<>+8(SB)/4, $0x7fc00000
-DATA lgc34<>+12(SB)/4, $0x7fc00000
-DATA lgc34<>+16(SB)/4, $0x7fc00000
-DATA lgc34<>+20(SB)/4, $0x7fc00000
-DATA lgc34<>+24(SB)/4, $0x7fc00000
-DATA lgc34<>+28(SB)/4, $0x7fc00000
+DATA lgc34<>+0(SB)/4, $0x7f800000
+DATA lgc34<>+4(SB)/4, $0x7f800000
+DATA lgc34<>+8(SB)/4, $0x7f800000
+DATA lgc34<>+12(SB)/4, $0x7f800000
+DATA lgc34<>+16(SB)/4, $0x7f800000
+DATA lgc34<>+20(SB)/4, $0x7f800000
+DATA lgc34<>+24(SB)/4, $0x7f800000
+DATA lgc34<>+28(SB)/4, $0x7f800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7f800000
-DATA lgc35<>+4(SB)/4, $0x7f800000
-DATA lgc35<>+8(SB)/4, $0x7f800000
-DATA lgc35<>+12(SB)/4, $0x7f800000
-DATA lgc35<>+16(SB)/4, $0x7f800000
-DATA lgc35<>+20(SB)/4, $0x7f800000
-DATA lgc35<>+24(SB)/4, $0x7f800000
-DATA lgc35<>+28(SB)/4, $0x7f800000
+DATA lgc35<>+0(SB)/4, $0x00000003
+DATA lgc35<>+4(SB)/4, $0x00000003
+DATA lgc35<>+8(SB)/4, $0x00000003
+DATA lgc35<>+12(SB)/4, $0x00000003
+DATA lgc35<>+16(SB)/4, $0x00000003
+DATA lgc35<>+20(SB)/4, $0x00000003
+DATA lgc35<>+24(SB)/4, $0x00000003
+DATA lgc35<>+28(SB)/4, $0x00000003
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x00000003
-DATA lgc36<>+4(SB)/4, $0x00000003
-DATA lgc36<>+8(SB)/4, $0x00000003
-DATA lgc36<>+12(SB)/4, $0x00000003
-DATA lgc36<>+16(SB)/4, $0x00000003
-DATA lgc36<>+20(SB)/4, $0x00000003
-DATA lgc36<>+24(SB)/4, $0x00000003
-DATA lgc36<>+28(SB)/4, $0x00000003
+DATA lgc36<>+0(SB)/4, $0x00000001
+DATA lgc36<>+4(SB)/4, $0x00000001
+DATA lgc36<>+8(SB)/4, $0x00000001
+DATA lgc36<>+12(SB)/4, $0x00000001
+DATA lgc36<>+16(SB)/4, $0x00000001
+DATA lgc36<>+20(SB)/4, $0x00000001
+DATA lgc36<>+24(SB)/4, $0x00000001
+DATA lgc36<>+28(SB)/4, $0x00000001
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x00000001
-DATA lgc37<>+4(SB)/4, $0x00000001
-DATA lgc37<>+8(SB)/4, $0x00000001
-DATA lgc37<>+12(SB)/4, $0x00000001
-DATA lgc37<>+16(SB)/4, $0x00000001
-DATA lgc37<>+20(SB)/4, $0x00000001
-DATA lgc37<>+24(SB)/4, $0x00000001
-DATA lgc37<>+28(SB)/4, $0x00000001
+DATA lgc37<>+0(SB)/4, $0x00000000
+DATA lgc37<>+4(SB)/4, $0x00000004
+DATA lgc37<>+8(SB)/4, $0x00000008
+DATA lgc37<>+12(SB)/4, $0x0000000c
+DATA lgc37<>+16(SB)/4, $0x00000010
+DATA lgc37<>+20(SB)/4, $0x00000014
+DATA lgc37<>+24(SB)/4, $0x00000018
+DATA lgc37<>+28(SB)/4, $0x0000001c
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x00000000
-DATA lgc38<>+4(SB)/4, $0x00000004
-DATA lgc38<>+8(SB)/4, $0x00000008
-DATA lgc38<>+12(SB)/4, $0x0000000c
-DATA lgc38<>+16(SB)/4, $0x00000010
-DATA lgc38<>+20(SB)/4, $0x00000014
-DATA lgc38<>+24(SB)/4, $0x00000018
-DATA lgc38<>+28(SB)/4, $0x0000001c
+DATA lgc38<>+0(SB)/4, $0xffffffff
+DATA lgc38<>+4(SB)/4, $0xffffffff
+DATA lgc38<>+8(SB)/4, $0xffffffff
+DATA lgc38<>+12(SB)/4, $0xffffffff
+DATA lgc38<>+16(SB)/4, $0xffffffff
+DATA lgc38<>+20(SB)/4, $0xffffffff
+DATA lgc38<>+24(SB)/4, $0xffffffff
+DATA lgc38<>+28(SB)/4, $0xffffffff
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xffffffff
-DATA lgc39<>+4(SB)/4, $0xffffffff
-DATA lgc39<>+8(SB)/4, $0xffffffff
-DATA lgc39<>+12(SB)/4, $0xffffffff
-DATA lgc39<>+16(SB)/4, $0xffffffff
-DATA lgc39<>+20(SB)/4, $0xffffffff
-DATA lgc39<>+24(SB)/4, $0xffffffff
-DATA lgc39<>+28(SB)/4, $0xffffffff
+DATA lgc39<>+0(SB)/4, $0xbc23d70a
+DATA lgc39<>+4(SB)/4, $0xbc23d70a
+DATA lgc39<>+8(SB)/4, $0xbc23d70a
+DATA lgc39<>+12(SB)/4, $0xbc23d70a
+DATA lgc39<>+16(SB)/4, $0xbc23d70a
+DATA lgc39<>+20(SB)/4, $0xbc23d70a
+DATA lgc39<>+24(SB)/4, $0xbc23d70a
+DATA lgc39<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbc23d70a
-DATA lgc40<>+4(SB)/4, $0xbc23d70a
-DATA lgc40<>+8(SB)/4, $0xbc23d70a
-DATA lgc40<>+12(SB)/4, $0xbc23d70a
-DATA lgc40<>+16(SB)/4, $0xbc23d70a
-DATA lgc40<>+20(SB)/4, $0xbc23d70a
-DATA lgc40<>+24(SB)/4, $0xbc23d70a
-DATA lgc40<>+28(SB)/4, $0xbc23d70a
+DATA lgc40<>+0(SB)/4, $0x7fffffff
+DATA lgc40<>+4(SB)/4, $0x7fffffff
+DATA lgc40<>+8(SB)/4, $0x7fffffff
+DATA lgc40<>+12(SB)/4, $0x7fffffff
+DATA lgc40<>+16(SB)/4, $0x7fffffff
+DATA lgc40<>+20(SB)/4, $0x7fffffff
+DATA lgc40<>+24(SB)/4, $0x7fffffff
+DATA lgc40<>+28(SB)/4, $0x7fffffff
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7fffffff
-DATA lgc41<>+4(SB)/4, $0x7fffffff
-DATA lgc41<>+8(SB)/4, $0x7fffffff
-DATA lgc41<>+12(SB)/4, $0x7fffffff
-DATA lgc41<>+16(SB)/4, $0x7fffffff
-DATA lgc41<>+20(SB)/4, $0x7fffffff
-DATA lgc41<>+24(SB)/4, $0x7fffffff
-DATA lgc41<>+28(SB)/4, $0x7fffffff
+DATA lgc41<>+0(SB)/4, $0x7f7fffff
+DATA lgc41<>+4(SB)/4, $0x7f7fffff
+DATA lgc41<>+8(SB)/4, $0x7f7fffff
+DATA lgc41<>+12(SB)/4, $0x7f7fffff
+DATA lgc41<>+16(SB)/4, $0x7f7fffff
+DATA lgc41<>+20(SB)/4, $0x7f7fffff
+DATA lgc41<>+24(SB)/4, $0x7f7fffff
+DATA lgc41<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0x7f7fffff
-DATA lgc42<>+4(SB)/4, $0x7f7fffff
-DATA lgc42<>+8(SB)/4, $0x7f7fffff
-DATA lgc42<>+12(SB)/4, $0x7f7fffff
-DATA lgc42<>+16(SB)/4, $0x7f7fffff
-DATA lgc42<>+20(SB)/4, $0x7f7fffff
-DATA lgc42<>+24(SB)/4, $0x7f7fffff
-DATA lgc42<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $544-80
+TEXT ·fbPass0AVX2(SB), $640-80
 	MOVQ lo+0(FP), AX
 
 outer0_5:
@@ -912,21 +896,21 @@ blocks_6:
 	VPERM2F128 $0x31, Y6, Y8, Y4
 	VPERM2F128 $0x20, Y0, Y1, Y4
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, (SP)
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y2, 64(SP)
-	VMOVUPS    Y4, 96(SP)
+	VMOVUPS    Y5, 128(SP)
+	VMOVUPS    Y3, 160(SP)
+	VMOVUPS    Y2, 192(SP)
+	VMOVUPS    Y4, 224(SP)
 	VMOVUPS    lgc1<>+0(SB), Y0
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS lgc2<>+0(SB), Y1
-	VXORPS  (SP), Y1, Y2
-	VXORPS  32(SP), Y1, Y3
+	VXORPS  128(SP), Y1, Y2
+	VXORPS  160(SP), Y1, Y3
 	VMINPS  Y2, Y3, Y4
 	VMINPS  Y3, Y2, Y3
 	VORPS   Y4, Y3, Y3
-	VXORPS  64(SP), Y1, Y2
-	VXORPS  96(SP), Y1, Y4
+	VXORPS  192(SP), Y1, Y2
+	VXORPS  224(SP), Y1, Y4
 	VMINPS  Y2, Y4, Y5
 	VMINPS  Y4, Y2, Y4
 	VORPS   Y5, Y4, Y4
@@ -941,142 +925,138 @@ blocks_6:
 
 	// finish v3
 	VMOVUPS lgc3<>+0(SB), Y1
-	VMOVUPD lgc4<>+0(SB), Y2
-	VMOVUPD lgc4<>+0(SB), Y3
-	VMOVUPS lgc5<>+0(SB), Y4
+	VMOVUPS lgc3<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y3
 	XORQ    BX, BX
 
 inner_A_7:
 	XORQ    DI, DI
 	IMUL3Q  $+32, BX, R8
 	ADDQ    R8, DI
-	VMOVUPS (SP)(DI*1), Y5
+	VMOVUPS 128(SP)(DI*1), Y4
 
 	// v5 = sub(logits, v3)
-	VSUBPS Y0, Y5, Y5
+	VSUBPS Y0, Y4, Y4
 
 	// v6 = exp(v5)
-	VMAXPS       lgc6<>+0(SB), Y5, Y6
-	VMINPS       lgc7<>+0(SB), Y6, Y6
-	VMULPS       lgc8<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc9<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc10<>+0(SB), Y7, Y6
-	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc17<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc18<>+0(SB), Y6, Y7
-	VPMINSD      lgc19<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc19<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc19<>+0(SB), Y6, Y6
+	VMAXPS       lgc5<>+0(SB), Y4, Y5
+	VMINPS       lgc6<>+0(SB), Y5, Y5
+	VMULPS       lgc7<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VMOVAPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc16<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc17<>+0(SB), Y5, Y6
+	VPMINSD      lgc18<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc18<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	VPADDD       lgc18<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y7, Y7
+	VMOVUPS      Y7, (SP)(DI*1)
 
 	// sum(v6) over [A]
-	VADDPS Y1, Y8, Y1
+	VADDPS Y1, Y7, Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Y5, Y4, Y5
+	VMAXPS Y4, Y3, Y4
 
 	// v17 = mul(v6, v16)
-	VMULPS Y5, Y8, Y5
+	VMULPS Y4, Y7, Y4
 
 	// sum(v17) over [A]
-	VCVTPS2PD    X5, Y6
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       Y2, Y6, Y2
-	VADDPD       Y3, Y5, Y3
-	INCQ         BX
-	CMPQ         BX, $+4
-	JL           inner_A_7
+	VADDPS Y2, Y4, Y2
+	INCQ   BX
+	CMPQ   BX, $+4
+	JL     inner_A_7
 
 	// finish v7
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y4
-	VMULPS       lgc21<>+0(SB), Y1, Y5
-	VBLENDVPS    Y4, Y5, Y1, Y5
-	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc19<>+0(SB), Y6, Y6
-	VPAND        lgc22<>+0(SB), Y4, Y4
-	VPADDD       Y4, Y6, Y6
-	VPAND        lgc23<>+0(SB), Y5, Y4
-	VPOR         lgc17<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y4, Y5
-	VMULPS       lgc16<>+0(SB), Y4, Y7
-	VBLENDVPS    Y5, Y7, Y4, Y4
-	VPSUBD       Y5, Y6, Y6
-	VSUBPS       lgc17<>+0(SB), Y4, Y4
-	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc25<>+0(SB), Y7
-	VFMADD213PS  lgc26<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc29<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc30<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc31<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc32<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc10<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc16<>+0(SB), Y5, Y7
-	VADDPS       Y4, Y7, Y7
-	VFMADD231PS  lgc9<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc1<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc34<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc35<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y7, Y7
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y3
+	VMULPS       lgc20<>+0(SB), Y1, Y4
+	VBLENDVPS    Y3, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc18<>+0(SB), Y5, Y5
+	VPAND        lgc21<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc22<>+0(SB), Y4, Y3
+	VPOR         lgc16<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y3, Y4
+	VMULPS       lgc15<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc16<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc28<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc29<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc32<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc9<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc15<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc8<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc1<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc33<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y6, Y6
 	MOVQ         action+16(FP), BX
 	XORQ         DI, DI
 	IMUL3Q       $+128, AX, R8
 	ADDQ         R8, DI
 	ADDQ         CX, DI
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VMOVUPS      Y4, 256(SP)
-	VMOVUPS      lgc3<>+0(SB), X4
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMOVUPS      Y3, 384(SP)
+	VMOVUPS      lgc3<>+0(SB), X3
 	MOVQ         (BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X4, X4
-	VMOVSS       X4, 256(SP)
+	VCVTSI2SSQ   R8, X3, X3
+	VMOVSS       X3, 384(SP)
 	MOVQ         8(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X4, X4
-	VMOVSS       X4, 260(SP)
+	VCVTSI2SSQ   R8, X3, X3
+	VMOVSS       X3, 388(SP)
 	MOVQ         16(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X4, X4
-	VMOVSS       X4, 264(SP)
+	VCVTSI2SSQ   R8, X3, X3
+	VMOVSS       X3, 392(SP)
 	MOVQ         24(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X4, X4
-	VMOVSS       X4, 268(SP)
+	VCVTSI2SSQ   R8, X3, X3
+	VMOVSS       X3, 396(SP)
 	MOVQ         32(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X4, X4
-	VMOVSS       X4, 272(SP)
+	VCVTSI2SSQ   R8, X3, X3
+	VMOVSS       X3, 400(SP)
 	MOVQ         40(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X4, X4
-	VMOVSS       X4, 276(SP)
+	VCVTSI2SSQ   R8, X3, X3
+	VMOVSS       X3, 404(SP)
 	MOVQ         48(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X4, X4
-	VMOVSS       X4, 280(SP)
+	VCVTSI2SSQ   R8, X3, X3
+	VMOVSS       X3, 408(SP)
 	MOVQ         56(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X4, X4
-	VMOVSS       X4, 284(SP)
-	VMOVUPS      256(SP), Y4
+	VCVTSI2SSQ   R8, X3, X3
+	VMOVSS       X3, 412(SP)
+	VMOVUPS      384(SP), Y3
 
 	// v10 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -1086,48 +1066,43 @@ inner_A_7:
 	ADDQ       R8, BX
 	MOVQ       logits+8(FP), R8
 	LEAQ       (R8)(BX*4), R8
-	VCVTTPS2DQ Y4, Y4
-	VPMAXSD    lgc3<>+0(SB), Y4, Y4
-	VPMINSD    lgc36<>+0(SB), Y4, Y4
-	VPMULLD    lgc37<>+0(SB), Y4, Y4
-	VPADDD     lgc38<>+0(SB), Y4, Y4
-	VMOVUPS    lgc39<>+0(SB), Y5
-	VMOVUPS    lgc3<>+0(SB), Y6
-	VGATHERDPS Y5, (R8)(Y4*4), Y6
+	VCVTTPS2DQ Y3, Y3
+	VPMAXSD    lgc3<>+0(SB), Y3, Y3
+	VPMINSD    lgc35<>+0(SB), Y3, Y3
+	VPMULLD    lgc36<>+0(SB), Y3, Y3
+	VPADDD     lgc37<>+0(SB), Y3, Y3
+	VMOVUPS    lgc38<>+0(SB), Y4
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VGATHERDPS Y4, (R8)(Y3*4), Y5
 
 	// v11 = sub(v10, v3)
-	VSUBPS Y0, Y6, Y4
+	VSUBPS Y0, Y5, Y3
 
 	// logSoftmax = sub(v11, v8)
-	VSUBPS  Y7, Y4, Y4
+	VSUBPS  Y6, Y3, Y3
 	MOVQ    advantage+24(FP), BX
-	VMOVUPS (BX)(DI*4), Y5
+	VMOVUPS (BX)(DI*4), Y4
 
 	// v13 = mul(logSoftmax, advantage)
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y3, Y3
 
 	// v14 = neg(v13)
-	VXORPS lgc2<>+0(SB), Y4, Y4
+	VXORPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v14) over [N T]
 	MOVQ    state+32(FP), BX
-	VADDPS  256(BX), Y4, Y4
-	VMOVUPS Y4, 256(BX)
+	VADDPS  256(BX), Y3, Y3
+	VMOVUPS Y3, 256(BX)
 
 	// finish v18
-	VMOVUPS     lgc3<>+0(SB), Y4
-	VCVTPD2PSY  Y2, X4
-	VCVTPD2PSY  Y3, X2
-	VINSERTF128 $0x01, X2, Y4, Y2
-
 	// v19 = div(v18, v7)
 	VDIVPS Y1, Y2, Y2
 
 	// entropy = sub(v8, v19)
-	VSUBPS Y2, Y7, Y3
+	VSUBPS Y2, Y6, Y3
 
 	// v22 = mul(-0.01, entropy)
-	VMULPS lgc40<>+0(SB), Y3, Y4
+	VMULPS lgc39<>+0(SB), Y3, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  576(BX), Y3, Y3
@@ -1147,32 +1122,32 @@ inner_A_7:
 	// absDiff = abs(diff)
 	VMOVUPS lgc2<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc17<>+0(SB), Y5
+	VMOVUPS lgc16<>+0(SB), Y5
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y6
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc16<>+0(SB), Y4, Y7
+	VMULPS lgc15<>+0(SB), Y4, Y7
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y4, Y7, Y8
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS  lgc16<>+0(SB), Y4, Y9
-	VMOVUPS Y0, 288(SP)
-	VMOVUPS Y2, 320(SP)
+	VSUBPS  lgc15<>+0(SB), Y4, Y9
+	VMOVUPS Y0, 416(SP)
+	VMOVUPS Y2, 448(SP)
 
 	// smoothL1 = where(v31, v33, v34)
 	VBLENDVPS Y6, Y8, Y9, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc16<>+0(SB), Y0, Y0
+	VMULPS lgc15<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
 	VADDPS  1216(BX), Y0, Y0
 	VMOVUPS Y0, 1216(BX)
-	VMOVUPS lgc43<>+0(SB), Y0
+	VMOVUPS lgc42<>+0(SB), Y0
 
 	// v40 = where(v31, 0.00048828125, 0)
 	VANDPS Y0, Y6, Y2
@@ -1186,7 +1161,7 @@ inner_A_7:
 
 	// v43 = mul(v40, absDiff)
 	VMULPS  Y4, Y2, Y4
-	VMOVUPS Y1, 352(SP)
+	VMOVUPS Y1, 480(SP)
 
 	// v44 = where(v42, v43, v40)
 	VBLENDVPS Y8, Y4, Y2, Y1
@@ -1201,7 +1176,7 @@ inner_A_7:
 	VADDPS Y2, Y0, Y0
 
 	// v48 = mul(v44, 0.5)
-	VMULPS lgc16<>+0(SB), Y1, Y1
+	VMULPS lgc15<>+0(SB), Y1, Y1
 
 	// v49 = add(v47, v48)
 	VADDPS Y1, Y0, Y0
@@ -1214,7 +1189,7 @@ inner_A_7:
 
 	// v53 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc44<>+0(SB), Y4
+	VMOVUPS lgc43<>+0(SB), Y4
 
 	// v54 = where(v51, -1, v53)
 	VBLENDVPS Y2, Y4, Y3, Y2
@@ -1233,117 +1208,88 @@ inner_A_7:
 
 	// gradStateValue = neg(v58)
 	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc45<>+0(SB), Y1
-	VMOVUPS 352(SP), Y2
+	VMOVUPS lgc44<>+0(SB), Y1
+	VMOVUPS 480(SP), Y2
 
 	// v62 = div(9.765625e-06, v7)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 320(SP), Y3
+	VMOVUPS 448(SP), Y3
 
 	// v63 = div(v19, v7)
 	VDIVPS Y2, Y3, Y3
 
 	// v64 = mul(-9.765625e-06, v63)
-	VMULPS lgc46<>+0(SB), Y3, Y3
+	VMULPS lgc45<>+0(SB), Y3, Y3
 
 	// v65 = ne(v62, 0)
 	VCMPPS  $0x04, Y6, Y1, Y4
 	MOVQ    advantage+24(FP), BX
 	VMOVUPS (BX)(DI*4), Y5
 
-	// v75 = mul(-0.0009765625, advantage)
-	VMULPS lgc47<>+0(SB), Y5, Y5
+	// v74 = mul(-0.0009765625, advantage)
+	VMULPS lgc46<>+0(SB), Y5, Y5
 
-	// v76 = neg(v75)
+	// v75 = neg(v74)
 	VXORPS lgc2<>+0(SB), Y5, Y7
 
-	// v77 = add(-9.765625e-06, v76)
-	VADDPS lgc46<>+0(SB), Y7, Y7
+	// v76 = add(-9.765625e-06, v75)
+	VADDPS lgc45<>+0(SB), Y7, Y7
 
-	// v81 = ne(v77, 0)
+	// v80 = ne(v76, 0)
 	VCMPPS $0x04, Y6, Y7, Y6
 
-	// v82 = div(v77, v7)
+	// v81 = div(v76, v7)
 	VDIVPS  Y2, Y7, Y2
-	VMOVUPS Y0, 384(SP)
+	VMOVUPS Y0, 512(SP)
 
-	// v83 = where(v81, v82, v77)
+	// v82 = where(v80, v81, v76)
 	VBLENDVPS Y6, Y2, Y7, Y0
 
-	// v84 = add(v64, v83)
+	// v83 = add(v64, v82)
 	VADDPS     Y0, Y3, Y0
-	VMOVUPS    Y5, 416(SP)
-	VMOVUPS    Y0, 448(SP)
-	VMOVUPS    lgc5<>+0(SB), Y0
+	VMOVUPS    Y5, 544(SP)
+	VMOVUPS    Y0, 576(SP)
+	VMOVUPS    lgc4<>+0(SB), Y0
 	MOVQ       action+16(FP), BX
 	VMOVUPS    lgc3<>+0(SB), Y2
-	VMOVUPS    Y2, 480(SP)
+	VMOVUPS    Y2, 608(SP)
 	VMOVUPS    lgc3<>+0(SB), X2
 	MOVQ       (BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 480(SP)
+	VMOVSS     X2, 608(SP)
 	MOVQ       8(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 484(SP)
+	VMOVSS     X2, 612(SP)
 	MOVQ       16(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 488(SP)
+	VMOVSS     X2, 616(SP)
 	MOVQ       24(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 492(SP)
+	VMOVSS     X2, 620(SP)
 	MOVQ       32(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 496(SP)
+	VMOVSS     X2, 624(SP)
 	MOVQ       40(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 500(SP)
+	VMOVSS     X2, 628(SP)
 	MOVQ       48(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 504(SP)
+	VMOVSS     X2, 632(SP)
 	MOVQ       56(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 508(SP)
-	VMOVUPS    480(SP), Y2
+	VMOVSS     X2, 636(SP)
+	VMOVUPS    608(SP), Y2
 	XORQ       BX, BX
 
 inner_A_8:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y3
-	VMOVUPS 288(SP), Y5
+	VMOVUPS 128(SP)(R8*1), Y3
+	VMOVUPS 416(SP), Y5
 
 	// v5 = sub(logits, v3)
 	VSUBPS Y5, Y3, Y3
-
-	// v6 = exp(v5)
-	VMAXPS       lgc6<>+0(SB), Y3, Y5
-	VMINPS       lgc7<>+0(SB), Y5, Y5
-	VMULPS       lgc8<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
-	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc17<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc18<>+0(SB), Y5, Y6
-	VPMINSD      lgc19<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc19<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc19<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
 	VMAXPS Y3, Y0, Y5
@@ -1355,70 +1301,59 @@ inner_A_8:
 
 	// v67 = where(v65, v66, v62)
 	VBLENDVPS Y6, Y5, Y1, Y5
+	VMOVUPS   (SP)(R8*1), Y6
 
 	// v68 = mul(v62, v6)
-	VMULPS Y7, Y1, Y8
+	VMULPS Y6, Y1, Y7
 
-	// v69 = where(v65, v68, v62)
-	VBLENDVPS Y6, Y8, Y1, Y6
-
-	// v70 = ge(v5, -3.4028235e+38)
+	// v69 = ge(v5, -3.4028235e+38)
 	VCMPPS $0x1d, Y0, Y3, Y8
-	VANDPS lgc17<>+0(SB), Y8, Y8
+	VANDPS lgc16<>+0(SB), Y8, Y8
 
-	// v71 = ne(v5, v5)
+	// v70 = ne(v5, v5)
 	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc17<>+0(SB), Y3, Y3
+	VANDPS lgc16<>+0(SB), Y3, Y3
 
-	// v72 = max(v70, v71)
+	// v71 = max(v69, v70)
 	VMAXPS  Y8, Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y3, Y8
 
-	// v73 = where(v72, v69, 0)
-	VANDPS       Y6, Y8, Y3
+	// v72 = where(v71, v68, 0)
+	VANDPS       Y7, Y8, Y3
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X6
-	VPBROADCASTD X6, Y6
-	VCVTDQ2PS    Y6, Y6
+	VMOVD        R9, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
-	// v79 = eq(v78, action)
-	VCMPPS  $0x00, Y2, Y6, Y6
-	VMOVUPS 416(SP), Y8
+	// v78 = eq(v77, action)
+	VCMPPS  $0x00, Y2, Y7, Y7
+	VMOVUPS 544(SP), Y8
 
-	// v80 = where(v79, v75, 0)
-	VANDPS  Y8, Y6, Y6
-	VMOVUPS 448(SP), Y8
+	// v79 = where(v78, v74, 0)
+	VANDPS  Y8, Y7, Y7
+	VMOVUPS 576(SP), Y8
 
-	// v85 = add(v67, v84)
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y8
+	// v84 = add(v67, v83)
+	VADDPS Y8, Y5, Y5
 
-	// v86 = ne(v85, 0)
-	VCMPPS $0x04, Y8, Y5, Y8
+	// v85 = mul(v84, v6)
+	VMULPS Y6, Y5, Y5
 
-	// v87 = mul(v85, v6)
-	VMULPS  Y7, Y5, Y7
-	VMOVUPS Y6, 512(SP)
+	// v86 = add(v72, v85)
+	VADDPS Y5, Y3, Y3
 
-	// v88 = where(v86, v87, v85)
-	VBLENDVPS Y8, Y7, Y5, Y5
-
-	// v89 = add(v73, v88)
-	VADDPS  Y5, Y3, Y3
-	VMOVUPS 512(SP), Y5
-
-	// gradLogits = add(v80, v89)
-	VADDPS Y3, Y5, Y3
+	// gradLogits = add(v79, v86)
+	VADDPS Y3, Y7, Y3
 
 	// store gradLogits
-	VMOVUPS Y3, 128(SP)(R8*1)
+	VMOVUPS Y3, 256(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+4
 	JL      inner_A_8
-	VMOVUPS 384(SP), Y0
+	VMOVUPS 512(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+56(FP), BX
@@ -1426,10 +1361,10 @@ inner_A_8:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+64(FP), BX
-	VMOVUPS      128(SP), Y0
-	VMOVUPS      160(SP), Y1
-	VMOVUPS      192(SP), Y2
-	VMOVUPS      224(SP), Y3
+	VMOVUPS      256(SP), Y0
+	VMOVUPS      288(SP), Y1
+	VMOVUPS      320(SP), Y2
+	VMOVUPS      352(SP), Y3
 	VMOVUPS      lgc3<>+0(SB), Y4
 	VMOVUPS      lgc3<>+0(SB), Y5
 	VMOVUPS      lgc3<>+0(SB), Y6
@@ -1471,8 +1406,8 @@ inner_A_8:
 	JNZ          noflush_9
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc40<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1483,8 +1418,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1496,8 +1431,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1509,8 +1444,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1531,8 +1466,8 @@ noflush_9:
 	JL           blocks_6
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc40<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1543,8 +1478,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1556,8 +1491,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1569,8 +1504,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1589,55 +1524,55 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc43<>+0(SB)/4, $0x3a000000
-DATA lgc43<>+4(SB)/4, $0x3a000000
-DATA lgc43<>+8(SB)/4, $0x3a000000
-DATA lgc43<>+12(SB)/4, $0x3a000000
-DATA lgc43<>+16(SB)/4, $0x3a000000
-DATA lgc43<>+20(SB)/4, $0x3a000000
-DATA lgc43<>+24(SB)/4, $0x3a000000
-DATA lgc43<>+28(SB)/4, $0x3a000000
+DATA lgc42<>+0(SB)/4, $0x3a000000
+DATA lgc42<>+4(SB)/4, $0x3a000000
+DATA lgc42<>+8(SB)/4, $0x3a000000
+DATA lgc42<>+12(SB)/4, $0x3a000000
+DATA lgc42<>+16(SB)/4, $0x3a000000
+DATA lgc42<>+20(SB)/4, $0x3a000000
+DATA lgc42<>+24(SB)/4, $0x3a000000
+DATA lgc42<>+28(SB)/4, $0x3a000000
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0xbf800000
+DATA lgc43<>+4(SB)/4, $0xbf800000
+DATA lgc43<>+8(SB)/4, $0xbf800000
+DATA lgc43<>+12(SB)/4, $0xbf800000
+DATA lgc43<>+16(SB)/4, $0xbf800000
+DATA lgc43<>+20(SB)/4, $0xbf800000
+DATA lgc43<>+24(SB)/4, $0xbf800000
+DATA lgc43<>+28(SB)/4, $0xbf800000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbf800000
-DATA lgc44<>+4(SB)/4, $0xbf800000
-DATA lgc44<>+8(SB)/4, $0xbf800000
-DATA lgc44<>+12(SB)/4, $0xbf800000
-DATA lgc44<>+16(SB)/4, $0xbf800000
-DATA lgc44<>+20(SB)/4, $0xbf800000
-DATA lgc44<>+24(SB)/4, $0xbf800000
-DATA lgc44<>+28(SB)/4, $0xbf800000
+DATA lgc44<>+0(SB)/4, $0x3723d70a
+DATA lgc44<>+4(SB)/4, $0x3723d70a
+DATA lgc44<>+8(SB)/4, $0x3723d70a
+DATA lgc44<>+12(SB)/4, $0x3723d70a
+DATA lgc44<>+16(SB)/4, $0x3723d70a
+DATA lgc44<>+20(SB)/4, $0x3723d70a
+DATA lgc44<>+24(SB)/4, $0x3723d70a
+DATA lgc44<>+28(SB)/4, $0x3723d70a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3723d70a
-DATA lgc45<>+4(SB)/4, $0x3723d70a
-DATA lgc45<>+8(SB)/4, $0x3723d70a
-DATA lgc45<>+12(SB)/4, $0x3723d70a
-DATA lgc45<>+16(SB)/4, $0x3723d70a
-DATA lgc45<>+20(SB)/4, $0x3723d70a
-DATA lgc45<>+24(SB)/4, $0x3723d70a
-DATA lgc45<>+28(SB)/4, $0x3723d70a
+DATA lgc45<>+0(SB)/4, $0xb723d70a
+DATA lgc45<>+4(SB)/4, $0xb723d70a
+DATA lgc45<>+8(SB)/4, $0xb723d70a
+DATA lgc45<>+12(SB)/4, $0xb723d70a
+DATA lgc45<>+16(SB)/4, $0xb723d70a
+DATA lgc45<>+20(SB)/4, $0xb723d70a
+DATA lgc45<>+24(SB)/4, $0xb723d70a
+DATA lgc45<>+28(SB)/4, $0xb723d70a
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xb723d70a
-DATA lgc46<>+4(SB)/4, $0xb723d70a
-DATA lgc46<>+8(SB)/4, $0xb723d70a
-DATA lgc46<>+12(SB)/4, $0xb723d70a
-DATA lgc46<>+16(SB)/4, $0xb723d70a
-DATA lgc46<>+20(SB)/4, $0xb723d70a
-DATA lgc46<>+24(SB)/4, $0xb723d70a
-DATA lgc46<>+28(SB)/4, $0xb723d70a
+DATA lgc46<>+0(SB)/4, $0xba800000
+DATA lgc46<>+4(SB)/4, $0xba800000
+DATA lgc46<>+8(SB)/4, $0xba800000
+DATA lgc46<>+12(SB)/4, $0xba800000
+DATA lgc46<>+16(SB)/4, $0xba800000
+DATA lgc46<>+20(SB)/4, $0xba800000
+DATA lgc46<>+24(SB)/4, $0xba800000
+DATA lgc46<>+28(SB)/4, $0xba800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0xba800000
-DATA lgc47<>+4(SB)/4, $0xba800000
-DATA lgc47<>+8(SB)/4, $0xba800000
-DATA lgc47<>+12(SB)/4, $0xba800000
-DATA lgc47<>+16(SB)/4, $0xba800000
-DATA lgc47<>+20(SB)/4, $0xba800000
-DATA lgc47<>+24(SB)/4, $0xba800000
-DATA lgc47<>+28(SB)/4, $0xba800000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1651,28 +1586,28 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc17<>+0(SB), Y3, Y3
+	VADDPS       lgc16<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc17<>+0(SB), Y1, Y2
+	VPMINSD      lgc18<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc18<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1698,22 +1633,23 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VMULPS       lgc21<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
+	VMULPS       lgc20<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc19<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
+	VPSUBD       lgc18<>+0(SB), Y3, Y3
+	VPAND        lgc21<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc17<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
-	VMULPS       lgc16<>+0(SB), Y1, Y4
+	VPAND        lgc22<>+0(SB), Y2, Y1
+	VPOR         lgc16<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc17<>+0(SB), Y1, Y1
+	VSUBPS       lgc16<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
+	VMOVAPS      lgc24<>+0(SB), Y4
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
@@ -1721,20 +1657,19 @@ bulk_12:
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1757,23 +1692,24 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc17<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
-	VMULPS       lgc21<>+0(SB), Y1, Y3
+	VADDPS       lgc16<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
+	VMULPS       lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc19<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
+	VPSUBD       lgc18<>+0(SB), Y4, Y4
+	VPAND        lgc21<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
-	VPOR         lgc17<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
-	VMULPS       lgc16<>+0(SB), Y2, Y5
+	VPAND        lgc22<>+0(SB), Y3, Y2
+	VPOR         lgc16<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc17<>+0(SB), Y2, Y2
+	VSUBPS       lgc16<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc25<>+0(SB), Y5
+	VMOVAPS      lgc24<>+0(SB), Y5
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
@@ -1781,32 +1717,31 @@ bulk_14:
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc17<>+0(SB), Y1, Y2
+	VSUBPS       lgc16<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

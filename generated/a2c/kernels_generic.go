@@ -165,7 +165,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	minusOne := float32(-1)
 	c60 := float32(-9.765625e-06)
 	c61 := float32(9.765625e-06)
-	c74 := float32(-0.0009765625)
+	c73 := float32(-0.0009765625)
 	lossObjective := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
 	lossEntropy := runtime.Mean{}
@@ -240,13 +240,13 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v63 := v19 / v7
 			v64 := float32(c60 * v63)
 			v65 := b2f(v62 != zero)
-			v75 := float32(c74 * advantage)
-			v76 := -v75
-			v77 := c60 + v76
-			v81 := b2f(v77 != zero)
-			v82 := v77 / v7
-			v83 := sel(v81, v82, v77)
-			v84 := v64 + v83
+			v74 := float32(c73 * advantage)
+			v75 := -v74
+			v76 := c60 + v75
+			v80 := b2f(v76 != zero)
+			v81 := v76 / v7
+			v82 := sel(v80, v81, v76)
+			v83 := v64 + v82
 			for iA := 0; iA < 4; iA++ {
 				logits := in.Logits[iN*512+iT*4+iA]
 				v5 := logits - v3
@@ -255,20 +255,17 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v66 := float32(v62 * v16)
 				v67 := sel(v65, v66, v62)
 				v68 := float32(v62 * v6)
-				v69 := sel(v65, v68, v62)
-				v70 := b2f(v5 >= c2)
-				v71 := b2f(v5 != v5)
-				v72 := max(v70, v71)
-				v73 := sel(v72, v69, zero)
-				v78 := float32(iA)
-				v79 := b2f(v78 == action)
-				v80 := sel(v79, v75, zero)
-				v85 := v67 + v84
-				v86 := b2f(v85 != zero)
-				v87 := float32(v85 * v6)
-				v88 := sel(v86, v87, v85)
-				v89 := v73 + v88
-				gradLogits := v80 + v89
+				v69 := b2f(v5 >= c2)
+				v70 := b2f(v5 != v5)
+				v71 := max(v69, v70)
+				v72 := sel(v71, v68, zero)
+				v77 := float32(iA)
+				v78 := b2f(v77 == action)
+				v79 := sel(v78, v74, zero)
+				v84 := v67 + v83
+				v85 := float32(v84 * v6)
+				v86 := v72 + v85
+				gradLogits := v79 + v86
 				grads.Logits[iN*512+iT*4+iA] = gradLogits
 			}
 		}

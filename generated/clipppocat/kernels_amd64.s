@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $664-104
+TEXT ·pass0AVX2(SB), $536-104
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -163,9 +163,8 @@ inner_A_2:
 	// finish v21
 	VMOVUPS Y3, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPD lgc15<>+0(SB), Y3
-	VMOVUPD lgc15<>+0(SB), Y4
-	VMOVUPS lgc16<>+0(SB), Y5
+	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS lgc15<>+0(SB), Y4
 	XORQ    BX, BX
 
 inner_A_3:
@@ -177,135 +176,129 @@ inner_A_3:
 	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y7
-	VMOVUPS    lgc4<>+0(SB), Y8
-	VMOVUPS    lgc0<>+0(SB), Y6
-	VGATHERDPS Y8, (SI)(Y7*4), Y6
+	VMOVUPS    lgc13<>+0(SB), Y6
+	VMOVUPS    lgc4<>+0(SB), Y7
+	VMOVUPS    lgc0<>+0(SB), Y5
+	VGATHERDPS Y7, (SI)(Y6*4), Y5
 
 	// v23 = sub(logits, v21)
-	VSUBPS Y1, Y6, Y6
+	VSUBPS Y1, Y5, Y5
 
 	// v24 = exp(v23)
-	VMAXPS       lgc17<>+0(SB), Y6, Y7
-	VMINPS       lgc18<>+0(SB), Y7, Y7
-	VMULPS       lgc19<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc21<>+0(SB), Y8, Y7
-	VMOVAPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc27<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc28<>+0(SB), Y7, Y8
-	VPMINSD      lgc29<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc29<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VMAXPS       lgc16<>+0(SB), Y5, Y6
+	VMINPS       lgc17<>+0(SB), Y6, Y6
+	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
+	VMOVAPS      lgc21<>+0(SB), Y8
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc27<>+0(SB), Y6, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y6, Y6, Y7
-	VBLENDVPS    Y7, Y6, Y9, Y9
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// sum(v24) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y9, Y7
-	VADDPS       Y2, Y7, Y2
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y8, Y6
+	VADDPS       Y2, Y6, Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS Y6, Y5, Y6
+	VMAXPS Y5, Y4, Y5
 
 	// v53 = mul(v24, v52)
-	VMULPS Y6, Y9, Y6
+	VMULPS Y5, Y8, Y5
 
 	// sum(v53) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y6, Y6
-	VCVTPS2PD    X6, Y7
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y3, Y7, Y3
-	VADDPD       Y4, Y6, Y4
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y5, Y5
+	VADDPS       Y3, Y5, Y3
 	INCQ         BX
 	CMPQ         BX, $+2
 	JL           inner_A_3
 
 	// finish v25
-	VMOVUPS Y1, 88(SP)
-
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y2, Y1
-	VMULPS       lgc31<>+0(SB), Y2, Y5
-	VBLENDVPS    Y1, Y5, Y2, Y5
+	VCMPPS       $0x11, lgc29<>+0(SB), Y2, Y4
+	VMULPS       lgc30<>+0(SB), Y2, Y5
+	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc29<>+0(SB), Y6, Y6
-	VPAND        lgc32<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y6, Y6
-	VPAND        lgc33<>+0(SB), Y5, Y1
-	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y5
-	VMULPS       lgc27<>+0(SB), Y1, Y7
-	VBLENDVPS    Y5, Y7, Y1, Y1
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc31<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y6, Y6
+	VPAND        lgc32<>+0(SB), Y5, Y4
+	VPOR         lgc2<>+0(SB), Y4, Y4
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y4, Y5
+	VMULPS       lgc26<>+0(SB), Y4, Y7
+	VBLENDVPS    Y5, Y7, Y4, Y4
 	VPSUBD       Y5, Y6, Y6
-	VSUBPS       lgc2<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y5
-	VMOVAPS      lgc35<>+0(SB), Y7
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y7, Y7
+	VSUBPS       lgc2<>+0(SB), Y4, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVAPS      lgc34<>+0(SB), Y7
+	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc21<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc27<>+0(SB), Y5, Y7
-	VADDPS       Y1, Y7, Y7
 	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc12<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc45<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y7, Y7
+	VFNMADD231PS lgc26<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc12<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc43<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc44<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc44<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 120(SP)
-	VMOVUPS      lgc0<>+0(SB), X1
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMOVUPS      Y4, 88(SP)
+	VMOVUPS      lgc0<>+0(SB), X4
 	MOVQ         (BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 120(SP)
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 88(SP)
 	MOVQ         8(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 124(SP)
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 92(SP)
 	MOVQ         16(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 128(SP)
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 96(SP)
 	MOVQ         24(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 132(SP)
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 100(SP)
 	MOVQ         32(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 136(SP)
-	VMOVUPS      120(SP), Y1
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 104(SP)
+	VMOVUPS      88(SP), Y4
 
 	// v28 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -315,15 +308,14 @@ inner_A_3:
 	ADDQ       SI, BX
 	MOVQ       logits+56(FP), SI
 	LEAQ       (SI)(BX*4), SI
-	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc46<>+0(SB), Y1, Y1
-	VPMULLD    lgc46<>+0(SB), Y1, Y1
-	VPADDD     lgc13<>+0(SB), Y1, Y1
+	VCVTTPS2DQ Y4, Y4
+	VPMAXSD    lgc0<>+0(SB), Y4, Y4
+	VPMINSD    lgc45<>+0(SB), Y4, Y4
+	VPMULLD    lgc45<>+0(SB), Y4, Y4
+	VPADDD     lgc13<>+0(SB), Y4, Y4
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMOVUPS    lgc0<>+0(SB), Y6
-	VGATHERDPS Y5, (SI)(Y1*4), Y6
-	VMOVUPS    88(SP), Y1
+	VGATHERDPS Y5, (SI)(Y4*4), Y6
 
 	// v29 = sub(v28, v21)
 	VSUBPS Y1, Y6, Y1
@@ -331,202 +323,195 @@ inner_A_3:
 	// logSoftmax = sub(v29, v26)
 	VSUBPS     Y7, Y1, Y1
 	MOVQ       sampleLogProb+72(FP), BX
-	VMOVUPS    lgc4<>+0(SB), Y5
-	VMASKMOVPS (BX)(DX*4), Y5, Y5
+	VMOVUPS    lgc4<>+0(SB), Y4
+	VMASKMOVPS (BX)(DX*4), Y4, Y4
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y5, Y1, Y5
-	VMOVUPS lgc47<>+0(SB), Y6
+	VSUBPS  Y4, Y1, Y4
+	VMOVUPS lgc46<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc48<>+0(SB), Y8
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc47<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y8, Y6
-	VMOVUPS Y7, 152(SP)
-	VMOVUPS Y2, 184(SP)
-	VMOVUPS Y1, 216(SP)
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y7, 120(SP)
+	VMOVUPS Y2, 152(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc17<>+0(SB), Y5, Y1
-	VMINPS       lgc18<>+0(SB), Y1, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
+	VMAXPS       lgc16<>+0(SB), Y4, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y6, Y2
+	VMOVAPS      lgc21<>+0(SB), Y7
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y8
+	VFMADD213PS  Y2, Y8, Y7
 	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y6, Y2
+	VPMAXSD      lgc27<>+0(SB), Y2, Y6
+	VPMINSD      lgc28<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y2, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y7, Y7
-	VMOVUPS      24(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y2
+	VCMPPS       $0x03, Y4, Y4, Y2
+	VBLENDVPS    Y2, Y4, Y7, Y7
+	VMOVUPS      24(SP), Y2
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y2, Y1, Y2
-	VMOVUPS lgc49<>+0(SB), Y8
+	VCMPPS  $0x1d, Y6, Y2, Y6
+	VMOVUPS Y1, 184(SP)
+	VMOVUPS lgc48<>+0(SB), Y1
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS Y5, 248(SP)
-	VMOVUPS lgc50<>+0(SB), Y5
+	VMINPS  Y7, Y1, Y1
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y5, Y5
-	VMOVUPS Y7, 280(SP)
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 216(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y2, Y8, Y5, Y2
+	VBLENDVPS Y6, Y1, Y8, Y1
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y1, Y2, Y1
 
 	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y6
+	VEXTRACTI128 $0x01, Y2, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y2, Y1, Y1
+	VADDPS       256(CX), Y1, Y1
+	VMOVUPS      Y1, 256(CX)
+
+	// v48 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y5, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
+
+	// mean(v48) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y2, Y1, Y1
-	VADDPS       256(CX), Y1, Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      248(SP), Y1
-
-	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y6, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// mean(v48) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y2, Y2
-	VADDPS       576(CX), Y2, Y2
-	VMOVUPS      Y2, 576(CX)
+	VADDPS       576(CX), Y1, Y1
+	VMOVUPS      Y1, 576(CX)
 	MOVQ         sampleLogProb+72(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMASKMOVPS   (BX)(DX*4), Y2, Y2
-	VMOVUPS      216(SP), Y5
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+	VMOVUPS      184(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y5, Y2, Y2
+	VSUBPS Y2, Y1, Y1
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y2, Y2
-	VADDPS       896(CX), Y2, Y2
-	VMOVUPS      Y2, 896(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y2, Y1, Y1
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
 
 	// finish v54
-	VMOVUPD     Y3, Y2
-	VMOVUPD     Y4, Y3
-	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y2, X4
-	VCVTPD2PSY  Y3, X2
-	VINSERTF128 $0x01, X2, Y4, Y2
-	VMOVUPS     184(SP), Y3
+	VMOVUPS Y3, Y1
+	VMOVUPS 152(SP), Y2
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y3, Y2, Y2
-	VMOVUPS 152(SP), Y3
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 120(SP), Y2
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y2, Y3, Y2
+	VSUBPS Y1, Y2, Y1
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y2, Y3
+	VMULPS lgc50<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y5
+	VEXTRACTI128 $0x01, Y3, X5
 	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y2, Y2
-	VADDPS       1216(CX), Y2, Y2
-	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y3, Y1, Y1
+	VADDPS       1216(CX), Y1, Y1
+	VMOVUPS      Y1, 1216(CX)
 
 	// mean(v58) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y3, Y2
-	VADDPS       1536(CX), Y2, Y2
-	VMOVUPS      Y2, 1536(CX)
-	VMOVUPS      56(SP), Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y3
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y1, Y2, Y1
+	VADDPS       1536(CX), Y1, Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      56(SP), Y1
 	MOVQ         stateValue+40(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMASKMOVPS   (BX)(DX*4), Y2, Y2
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y2, Y3
+	VSUBPS Y2, Y1, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc14<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y5, Y4, Y5
+	VCMPPS $0x11, Y5, Y3, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc27<>+0(SB), Y4, Y6
+	VMULPS lgc26<>+0(SB), Y3, Y6
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y4, Y6, Y6
+	VMULPS Y3, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc27<>+0(SB), Y4, Y4
+	VSUBPS lgc26<>+0(SB), Y3, Y3
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y5, Y6, Y4, Y4
+	VBLENDVPS Y5, Y6, Y3, Y3
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y4, Y4
+	VMULPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v69) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y4, Y4
-	VADDPS       1856(CX), Y4, Y4
-	VMOVUPS      Y4, 1856(CX)
+	VANDPS       Y5, Y3, Y3
+	VADDPS       1856(CX), Y3, Y3
+	VMOVUPS      Y3, 1856(CX)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X4
-	VPMOVSXDQ    X4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y5
+	VEXTRACTI128 $0x01, Y3, X3
+	VPMOVSXDQ    X3, Y3
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X3, Y7
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X2, Y7
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VMOVUPD      5504(CX)(BX*8), Y8
 	VSUBPD       Y8, Y7, Y9
 	VFMADD231PD  Y9, Y6, Y8
@@ -540,27 +525,27 @@ inner_A_3:
 	VBLENDVPD    Y5, Y10, Y7, Y10
 	VMOVUPD      Y10, 9024(CX)(BX*8)
 	VMOVUPD      5536(CX)(BX*8), Y5
-	VSUBPD       Y5, Y3, Y7
+	VSUBPD       Y5, Y2, Y7
 	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y3, Y3
+	VSUBPD       Y5, Y2, Y2
 	VMOVUPD      9056(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y3, Y6
-	VMOVUPD      5536(CX)(BX*8), Y3
-	VBLENDVPD    Y4, Y5, Y3, Y5
+	VFMADD231PD  Y7, Y2, Y6
+	VMOVUPD      5536(CX)(BX*8), Y2
+	VBLENDVPD    Y3, Y5, Y2, Y5
 	VMOVUPD      Y5, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y3
-	VBLENDVPD    Y4, Y6, Y3, Y6
+	VMOVUPD      9056(CX)(BX*8), Y2
+	VBLENDVPD    Y3, Y6, Y2, Y6
 	VMOVUPD      Y6, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X3
-	VPMOVSXDQ    X3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(CX)(BX*8), Y7
 	VSUBPD       Y7, Y6, Y8
 	VFMADD231PD  Y8, Y5, Y7
@@ -568,52 +553,52 @@ inner_A_3:
 	VMOVUPD      19584(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y6, Y9
 	VMOVUPD      16064(CX)(BX*8), Y6
-	VBLENDVPD    Y4, Y7, Y6, Y7
+	VBLENDVPD    Y3, Y7, Y6, Y7
 	VMOVUPD      Y7, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y6
-	VBLENDVPD    Y4, Y9, Y6, Y9
+	VBLENDVPD    Y3, Y9, Y6, Y9
 	VMOVUPD      Y9, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y4
-	VSUBPD       Y4, Y2, Y6
-	VFMADD231PD  Y6, Y5, Y4
-	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      16096(CX)(BX*8), Y3
+	VSUBPD       Y3, Y1, Y6
+	VFMADD231PD  Y6, Y5, Y3
+	VSUBPD       Y3, Y1, Y1
 	VMOVUPD      19616(CX)(BX*8), Y5
-	VFMADD231PD  Y6, Y2, Y5
-	VMOVUPD      16096(CX)(BX*8), Y2
-	VBLENDVPD    Y3, Y4, Y2, Y4
-	VMOVUPD      Y4, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y2
-	VBLENDVPD    Y3, Y5, Y2, Y5
+	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      16096(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y3, Y1, Y3
+	VMOVUPD      Y3, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y5, Y1, Y5
 	VMOVUPD      Y5, 19616(CX)(BX*8)
-	VMOVUPS      280(SP), Y2
+	VMOVUPS      216(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X5
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X5
 	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y6
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y7
+	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y6
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y4, Y7
 	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y7
+	VCMPPS       $0x00, lgc12<>+0(SB), Y4, Y7
 	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc54<>+0(SB), Y7
-	VBLENDVPS    Y3, Y6, Y7, Y6
+	VMOVUPS      lgc53<>+0(SB), Y7
+	VBLENDVPS    Y2, Y6, Y7, Y6
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X2, Y1
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VANDPD       Y4, Y1, Y1
-	VADDPD       23104(CX)(BX*8), Y1, Y3
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VANDPD       Y3, Y2, Y2
+	VADDPD       23104(CX)(BX*8), Y2, Y3
 	VMOVUPD      Y3, 23104(CX)(BX*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28416(CX)(BX*8)
+	VANDPD       Y5, Y1, Y1
+	VADDPD       23136(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 23136(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y5, Y2, Y2
-	VADDPD       23136(CX)(BX*8), Y2, Y1
-	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 	VMOVUPS      24(SP), Y1
@@ -639,7 +624,7 @@ blocks_4:
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc55<>+0(SB), Y1
+	VMOVUPS    lgc54<>+0(SB), Y1
 	VMASKMOVPS (BX)(SI*4), Y1, Y2
 	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
 	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
@@ -672,8 +657,8 @@ blocks_4:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 312(SP)
-	VMOVUPS    Y4, 344(SP)
+	VMOVUPS    Y6, 248(SP)
+	VMOVUPS    Y4, 280(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	XORQ       SI, SI
@@ -750,8 +735,8 @@ blocks_4:
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS lgc14<>+0(SB), Y4
-	VXORPS  312(SP), Y4, Y5
-	VXORPS  344(SP), Y4, Y6
+	VXORPS  248(SP), Y4, Y5
+	VXORPS  280(SP), Y4, Y6
 	VMINPS  Y5, Y6, Y7
 	VMINPS  Y6, Y5, Y6
 	VORPS   Y7, Y6, Y6
@@ -763,91 +748,86 @@ blocks_4:
 
 	// finish v21
 	VMOVUPS lgc0<>+0(SB), Y4
-	VMOVUPD lgc15<>+0(SB), Y5
-	VMOVUPD lgc15<>+0(SB), Y6
-	VMOVUPS Y2, 376(SP)
-	VMOVUPS Y1, 408(SP)
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc0<>+0(SB), Y5
+	VMOVUPS Y2, 312(SP)
+	VMOVUPS Y1, 344(SP)
+	VMOVUPS lgc15<>+0(SB), Y1
 	XORQ    DI, DI
 
 inner_A_5:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 312(SP)(R8*1), Y2
+	VMOVUPS 248(SP)(R8*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMAXPS       lgc17<>+0(SB), Y2, Y7
-	VMINPS       lgc18<>+0(SB), Y7, Y7
-	VMULPS       lgc19<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc21<>+0(SB), Y8, Y7
-	VMOVAPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc27<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc28<>+0(SB), Y7, Y8
-	VPMINSD      lgc29<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc29<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VMAXPS       lgc16<>+0(SB), Y2, Y6
+	VMINPS       lgc17<>+0(SB), Y6, Y6
+	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
+	VMOVAPS      lgc21<>+0(SB), Y8
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc27<>+0(SB), Y6, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y2, Y2, Y7
-	VBLENDVPS    Y7, Y2, Y9, Y9
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y2, Y2, Y6
+	VBLENDVPS    Y6, Y2, Y8, Y8
 
 	// sum(v24) over [A]
-	VADDPS Y4, Y9, Y4
+	VADDPS Y4, Y8, Y4
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y2, Y1, Y2
 
 	// v53 = mul(v24, v52)
-	VMULPS Y2, Y9, Y2
+	VMULPS Y2, Y8, Y2
 
 	// sum(v53) over [A]
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       Y5, Y7, Y5
-	VADDPD       Y6, Y2, Y6
-	INCQ         DI
-	CMPQ         DI, $+2
-	JL           inner_A_5
+	VADDPS Y5, Y2, Y5
+	INCQ   DI
+	CMPQ   DI, $+2
+	JL     inner_A_5
 
 	// finish v25
 	VMOVUPS Y4, Y1
-	VMOVUPS Y3, 440(SP)
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y4
+	VBLENDVPS    Y2, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y6
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y6, Y6
+	VPAND        lgc32<>+0(SB), Y4, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc27<>+0(SB), Y2, Y7
-	VBLENDVPS    Y3, Y7, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y4
+	VMULPS       lgc26<>+0(SB), Y2, Y7
+	VBLENDVPS    Y4, Y7, Y2, Y2
+	VPSUBD       Y4, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y7
+	VMULPS       Y2, Y2, Y4
+	VMOVAPS      lgc34<>+0(SB), Y7
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
@@ -855,51 +835,50 @@ inner_A_5:
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y7, Y7
-	VMULPS       Y3, Y7, Y7
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y7
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y7
+	VMULPS       Y4, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc26<>+0(SB), Y4, Y7
 	VADDPS       Y2, Y7, Y7
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 472(SP)
+	VMOVUPS      Y2, 376(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 472(SP)
+	VMOVSS       X2, 376(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 476(SP)
+	VMOVSS       X2, 380(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 480(SP)
+	VMOVSS       X2, 384(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 484(SP)
+	VMOVSS       X2, 388(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 488(SP)
+	VMOVSS       X2, 392(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 492(SP)
+	VMOVSS       X2, 396(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 496(SP)
+	VMOVSS       X2, 400(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 500(SP)
-	VMOVUPS      472(SP), Y2
+	VMOVSS       X2, 404(SP)
+	VMOVUPS      376(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       DI, DI
@@ -911,16 +890,15 @@ inner_A_5:
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc46<>+0(SB), Y2, Y2
-	VPMULLD    lgc46<>+0(SB), Y2, Y2
+	VPMINSD    lgc45<>+0(SB), Y2, Y2
+	VPMULLD    lgc45<>+0(SB), Y2, Y2
 	VPADDD     lgc13<>+0(SB), Y2, Y2
-	VMOVUPS    lgc54<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    440(SP), Y2
+	VMOVUPS    lgc53<>+0(SB), Y4
+	VMOVUPS    lgc0<>+0(SB), Y6
+	VGATHERDPS Y4, (R8)(Y2*4), Y6
 
 	// v29 = sub(v28, v21)
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y3, Y6, Y2
 
 	// logSoftmax = sub(v29, v26)
 	VSUBPS  Y7, Y2, Y2
@@ -929,64 +907,63 @@ inner_A_5:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y3
-	VMOVUPS lgc47<>+0(SB), Y4
+	VMOVUPS lgc46<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc48<>+0(SB), Y8
+	VMOVUPS lgc47<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y4, Y8, Y4
-	VMOVUPS Y7, 504(SP)
-	VMOVUPS Y1, 536(SP)
-	VMOVUPS Y2, 568(SP)
+	VMINPS  Y4, Y6, Y4
+	VMOVUPS Y7, 408(SP)
+	VMOVUPS Y1, 440(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc17<>+0(SB), Y3, Y1
-	VMINPS       lgc18<>+0(SB), Y1, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y7
+	VMAXPS       lgc16<>+0(SB), Y3, Y1
+	VMINPS       lgc17<>+0(SB), Y1, Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc20<>+0(SB), Y6, Y1
+	VMOVAPS      lgc21<>+0(SB), Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y7
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
 	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc29<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VCVTPS2DQ    Y6, Y1
+	VPMAXSD      lgc27<>+0(SB), Y1, Y6
+	VPMINSD      lgc28<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y7, Y7
+	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y1
 	VBLENDVPS    Y1, Y3, Y7, Y7
-	VMOVUPS      376(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      312(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y2, Y1, Y2
-	VMOVUPS lgc49<>+0(SB), Y8
+	VCMPPS  $0x1d, Y6, Y1, Y6
+	VMOVUPS Y2, 472(SP)
+	VMOVUPS lgc48<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS Y3, 600(SP)
-	VMOVUPS lgc50<>+0(SB), Y3
+	VMINPS  Y7, Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y3, Y3
-	VMOVUPS Y7, 632(SP)
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 504(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y2, Y8, Y3, Y2
+	VBLENDVPS Y6, Y2, Y8, Y2
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y2, Y1, Y1
@@ -997,75 +974,69 @@ inner_A_5:
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	VMOVUPS 600(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y4, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y3, Y4, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
-	VADDPS  576(BX), Y2, Y2
-	VMOVUPS Y2, 576(BX)
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-	VMOVUPS 568(SP), Y3
+	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS 472(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y2, Y1, Y1
 
 	// mean(v50) over [N T]
-	VADDPS  896(BX), Y2, Y2
-	VMOVUPS Y2, 896(BX)
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
 
 	// finish v54
-	VMOVUPD     Y5, Y2
-	VMOVUPD     Y6, Y3
-	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y2, X4
-	VCVTPD2PSY  Y3, X2
-	VINSERTF128 $0x01, X2, Y4, Y2
-	VMOVUPS     536(SP), Y3
+	VMOVUPS Y5, Y1
+	VMOVUPS 440(SP), Y2
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y3, Y2, Y2
-	VMOVUPS 504(SP), Y3
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 408(SP), Y2
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y2, Y3, Y2
+	VSUBPS Y1, Y2, Y1
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y2, Y3
+	VMULPS lgc50<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
-	VADDPS  1216(BX), Y2, Y2
-	VMOVUPS Y2, 1216(BX)
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
 
 	// mean(v58) over [N T]
-	VADDPS  1536(BX), Y3, Y2
-	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 408(SP), Y2
+	VADDPS  1536(BX), Y2, Y1
+	VMOVUPS Y1, 1536(BX)
+	VMOVUPS 344(SP), Y1
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y2
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y2, Y3
+	VSUBPS Y2, Y1, Y2
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VANDNPS Y2, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc27<>+0(SB), Y4, Y6
+	VMULPS lgc26<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y4, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc27<>+0(SB), Y4, Y4
+	VSUBPS lgc26<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y4, Y4
@@ -1081,9 +1052,9 @@ inner_A_5:
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X3, Y5
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X2, Y5
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VMOVUPD      5504(BX)(DI*8), Y6
 	VSUBPD       Y6, Y5, Y7
 	VFMADD231PD  Y7, Y4, Y6
@@ -1093,64 +1064,64 @@ inner_A_5:
 	VMOVUPD      Y6, 5504(BX)(DI*8)
 	VMOVUPD      Y8, 9024(BX)(DI*8)
 	VMOVUPD      5536(BX)(DI*8), Y5
-	VSUBPD       Y5, Y3, Y6
+	VSUBPD       Y5, Y2, Y6
 	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y3, Y3
+	VSUBPD       Y5, Y2, Y2
 	VMOVUPD      9056(BX)(DI*8), Y4
-	VFMADD231PD  Y6, Y3, Y4
+	VFMADD231PD  Y6, Y2, Y4
 	VMOVUPD      Y5, 5536(BX)(DI*8)
 	VMOVUPD      Y4, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y3
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(BX)(DI*8), Y5
 	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y3, Y5
+	VFMADD231PD  Y6, Y2, Y5
 	VSUBPD       Y5, Y4, Y4
 	VMOVUPD      19584(BX)(DI*8), Y7
 	VFMADD231PD  Y6, Y4, Y7
 	VMOVUPD      Y5, 16064(BX)(DI*8)
 	VMOVUPD      Y7, 19584(BX)(DI*8)
 	VMOVUPD      16096(BX)(DI*8), Y4
-	VSUBPD       Y4, Y2, Y5
-	VFMADD231PD  Y5, Y3, Y4
-	VSUBPD       Y4, Y2, Y2
-	VMOVUPD      19616(BX)(DI*8), Y3
-	VFMADD231PD  Y5, Y2, Y3
+	VSUBPD       Y4, Y1, Y5
+	VFMADD231PD  Y5, Y2, Y4
+	VSUBPD       Y4, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y2
+	VFMADD231PD  Y5, Y1, Y2
 	VMOVUPD      Y4, 16096(BX)(DI*8)
-	VMOVUPD      Y3, 19616(BX)(DI*8)
-	VMOVUPS      632(SP), Y2
+	VMOVUPD      Y2, 19616(BX)(DI*8)
+	VMOVUPS      504(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y3
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y4
-	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y4
-	VORPS        Y4, Y3, Y3
-	VANDPS       26624(BX), Y3, Y3
-	VMOVUPS      Y3, 26624(BX)
-	VCVTPS2PD    X2, Y1
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y1, Y3
+	VCMPPS       $0x15, lgc51<>+0(SB), Y3, Y2
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y3, Y4
+	VANDPS       Y4, Y2, Y2
+	VCMPPS       $0x00, lgc12<>+0(SB), Y3, Y4
+	VORPS        Y4, Y2, Y2
+	VANDPS       26624(BX), Y2, Y2
+	VMOVUPS      Y2, 26624(BX)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       23104(BX)(DI*8), Y2, Y3
 	VMOVUPD      Y3, 23104(BX)(DI*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y1, Y2
+	VMOVUPD      Y2, 23136(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y2, Y1
-	VMOVUPD      Y1, 23136(BX)(DI*8)
-	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
-	VMOVUPS      376(SP), Y1
+	VMOVUPS      312(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 408(SP), Y1
+	VMOVUPS 344(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+88(FP), BX
@@ -1160,7 +1131,7 @@ inner_A_5:
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1172,7 +1143,7 @@ inner_A_5:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1185,7 +1156,7 @@ inner_A_5:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1198,7 +1169,7 @@ inner_A_5:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1211,7 +1182,7 @@ inner_A_5:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1224,7 +1195,7 @@ inner_A_5:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1245,7 +1216,7 @@ noflush_6:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1257,7 +1228,7 @@ noflush_6:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1270,7 +1241,7 @@ noflush_6:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1283,7 +1254,7 @@ noflush_6:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1296,7 +1267,7 @@ noflush_6:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1309,7 +1280,7 @@ noflush_6:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1474,421 +1445,415 @@ DATA lgc14<>+24(SB)/4, $0x80000000
 DATA lgc14<>+28(SB)/4, $0x80000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x0000000000000000
-DATA lgc15<>+8(SB)/8, $0x0000000000000000
-DATA lgc15<>+16(SB)/8, $0x0000000000000000
-DATA lgc15<>+24(SB)/8, $0x0000000000000000
+DATA lgc15<>+0(SB)/4, $0xff7fffff
+DATA lgc15<>+4(SB)/4, $0xff7fffff
+DATA lgc15<>+8(SB)/4, $0xff7fffff
+DATA lgc15<>+12(SB)/4, $0xff7fffff
+DATA lgc15<>+16(SB)/4, $0xff7fffff
+DATA lgc15<>+20(SB)/4, $0xff7fffff
+DATA lgc15<>+24(SB)/4, $0xff7fffff
+DATA lgc15<>+28(SB)/4, $0xff7fffff
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xff7fffff
-DATA lgc16<>+4(SB)/4, $0xff7fffff
-DATA lgc16<>+8(SB)/4, $0xff7fffff
-DATA lgc16<>+12(SB)/4, $0xff7fffff
-DATA lgc16<>+16(SB)/4, $0xff7fffff
-DATA lgc16<>+20(SB)/4, $0xff7fffff
-DATA lgc16<>+24(SB)/4, $0xff7fffff
-DATA lgc16<>+28(SB)/4, $0xff7fffff
+DATA lgc16<>+0(SB)/4, $0xc2d00000
+DATA lgc16<>+4(SB)/4, $0xc2d00000
+DATA lgc16<>+8(SB)/4, $0xc2d00000
+DATA lgc16<>+12(SB)/4, $0xc2d00000
+DATA lgc16<>+16(SB)/4, $0xc2d00000
+DATA lgc16<>+20(SB)/4, $0xc2d00000
+DATA lgc16<>+24(SB)/4, $0xc2d00000
+DATA lgc16<>+28(SB)/4, $0xc2d00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xc2d00000
-DATA lgc17<>+4(SB)/4, $0xc2d00000
-DATA lgc17<>+8(SB)/4, $0xc2d00000
-DATA lgc17<>+12(SB)/4, $0xc2d00000
-DATA lgc17<>+16(SB)/4, $0xc2d00000
-DATA lgc17<>+20(SB)/4, $0xc2d00000
-DATA lgc17<>+24(SB)/4, $0xc2d00000
-DATA lgc17<>+28(SB)/4, $0xc2d00000
+DATA lgc17<>+0(SB)/4, $0x42b20000
+DATA lgc17<>+4(SB)/4, $0x42b20000
+DATA lgc17<>+8(SB)/4, $0x42b20000
+DATA lgc17<>+12(SB)/4, $0x42b20000
+DATA lgc17<>+16(SB)/4, $0x42b20000
+DATA lgc17<>+20(SB)/4, $0x42b20000
+DATA lgc17<>+24(SB)/4, $0x42b20000
+DATA lgc17<>+28(SB)/4, $0x42b20000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x42b20000
-DATA lgc18<>+4(SB)/4, $0x42b20000
-DATA lgc18<>+8(SB)/4, $0x42b20000
-DATA lgc18<>+12(SB)/4, $0x42b20000
-DATA lgc18<>+16(SB)/4, $0x42b20000
-DATA lgc18<>+20(SB)/4, $0x42b20000
-DATA lgc18<>+24(SB)/4, $0x42b20000
-DATA lgc18<>+28(SB)/4, $0x42b20000
+DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+0(SB)/4, $0x3f318000
+DATA lgc19<>+4(SB)/4, $0x3f318000
+DATA lgc19<>+8(SB)/4, $0x3f318000
+DATA lgc19<>+12(SB)/4, $0x3f318000
+DATA lgc19<>+16(SB)/4, $0x3f318000
+DATA lgc19<>+20(SB)/4, $0x3f318000
+DATA lgc19<>+24(SB)/4, $0x3f318000
+DATA lgc19<>+28(SB)/4, $0x3f318000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f318000
-DATA lgc20<>+4(SB)/4, $0x3f318000
-DATA lgc20<>+8(SB)/4, $0x3f318000
-DATA lgc20<>+12(SB)/4, $0x3f318000
-DATA lgc20<>+16(SB)/4, $0x3f318000
-DATA lgc20<>+20(SB)/4, $0x3f318000
-DATA lgc20<>+24(SB)/4, $0x3f318000
-DATA lgc20<>+28(SB)/4, $0x3f318000
+DATA lgc20<>+0(SB)/4, $0xb95e8083
+DATA lgc20<>+4(SB)/4, $0xb95e8083
+DATA lgc20<>+8(SB)/4, $0xb95e8083
+DATA lgc20<>+12(SB)/4, $0xb95e8083
+DATA lgc20<>+16(SB)/4, $0xb95e8083
+DATA lgc20<>+20(SB)/4, $0xb95e8083
+DATA lgc20<>+24(SB)/4, $0xb95e8083
+DATA lgc20<>+28(SB)/4, $0xb95e8083
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xb95e8083
-DATA lgc21<>+4(SB)/4, $0xb95e8083
-DATA lgc21<>+8(SB)/4, $0xb95e8083
-DATA lgc21<>+12(SB)/4, $0xb95e8083
-DATA lgc21<>+16(SB)/4, $0xb95e8083
-DATA lgc21<>+20(SB)/4, $0xb95e8083
-DATA lgc21<>+24(SB)/4, $0xb95e8083
-DATA lgc21<>+28(SB)/4, $0xb95e8083
+DATA lgc21<>+0(SB)/4, $0x39506967
+DATA lgc21<>+4(SB)/4, $0x39506967
+DATA lgc21<>+8(SB)/4, $0x39506967
+DATA lgc21<>+12(SB)/4, $0x39506967
+DATA lgc21<>+16(SB)/4, $0x39506967
+DATA lgc21<>+20(SB)/4, $0x39506967
+DATA lgc21<>+24(SB)/4, $0x39506967
+DATA lgc21<>+28(SB)/4, $0x39506967
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x39506967
-DATA lgc22<>+4(SB)/4, $0x39506967
-DATA lgc22<>+8(SB)/4, $0x39506967
-DATA lgc22<>+12(SB)/4, $0x39506967
-DATA lgc22<>+16(SB)/4, $0x39506967
-DATA lgc22<>+20(SB)/4, $0x39506967
-DATA lgc22<>+24(SB)/4, $0x39506967
-DATA lgc22<>+28(SB)/4, $0x39506967
+DATA lgc22<>+0(SB)/4, $0x3ab743ce
+DATA lgc22<>+4(SB)/4, $0x3ab743ce
+DATA lgc22<>+8(SB)/4, $0x3ab743ce
+DATA lgc22<>+12(SB)/4, $0x3ab743ce
+DATA lgc22<>+16(SB)/4, $0x3ab743ce
+DATA lgc22<>+20(SB)/4, $0x3ab743ce
+DATA lgc22<>+24(SB)/4, $0x3ab743ce
+DATA lgc22<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3ab743ce
-DATA lgc23<>+4(SB)/4, $0x3ab743ce
-DATA lgc23<>+8(SB)/4, $0x3ab743ce
-DATA lgc23<>+12(SB)/4, $0x3ab743ce
-DATA lgc23<>+16(SB)/4, $0x3ab743ce
-DATA lgc23<>+20(SB)/4, $0x3ab743ce
-DATA lgc23<>+24(SB)/4, $0x3ab743ce
-DATA lgc23<>+28(SB)/4, $0x3ab743ce
+DATA lgc23<>+0(SB)/4, $0x3c088908
+DATA lgc23<>+4(SB)/4, $0x3c088908
+DATA lgc23<>+8(SB)/4, $0x3c088908
+DATA lgc23<>+12(SB)/4, $0x3c088908
+DATA lgc23<>+16(SB)/4, $0x3c088908
+DATA lgc23<>+20(SB)/4, $0x3c088908
+DATA lgc23<>+24(SB)/4, $0x3c088908
+DATA lgc23<>+28(SB)/4, $0x3c088908
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3c088908
-DATA lgc24<>+4(SB)/4, $0x3c088908
-DATA lgc24<>+8(SB)/4, $0x3c088908
-DATA lgc24<>+12(SB)/4, $0x3c088908
-DATA lgc24<>+16(SB)/4, $0x3c088908
-DATA lgc24<>+20(SB)/4, $0x3c088908
-DATA lgc24<>+24(SB)/4, $0x3c088908
-DATA lgc24<>+28(SB)/4, $0x3c088908
+DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+0(SB)/4, $0x3f000000
+DATA lgc26<>+4(SB)/4, $0x3f000000
+DATA lgc26<>+8(SB)/4, $0x3f000000
+DATA lgc26<>+12(SB)/4, $0x3f000000
+DATA lgc26<>+16(SB)/4, $0x3f000000
+DATA lgc26<>+20(SB)/4, $0x3f000000
+DATA lgc26<>+24(SB)/4, $0x3f000000
+DATA lgc26<>+28(SB)/4, $0x3f000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3f000000
-DATA lgc27<>+4(SB)/4, $0x3f000000
-DATA lgc27<>+8(SB)/4, $0x3f000000
-DATA lgc27<>+12(SB)/4, $0x3f000000
-DATA lgc27<>+16(SB)/4, $0x3f000000
-DATA lgc27<>+20(SB)/4, $0x3f000000
-DATA lgc27<>+24(SB)/4, $0x3f000000
-DATA lgc27<>+28(SB)/4, $0x3f000000
+DATA lgc27<>+0(SB)/4, $0xffffff82
+DATA lgc27<>+4(SB)/4, $0xffffff82
+DATA lgc27<>+8(SB)/4, $0xffffff82
+DATA lgc27<>+12(SB)/4, $0xffffff82
+DATA lgc27<>+16(SB)/4, $0xffffff82
+DATA lgc27<>+20(SB)/4, $0xffffff82
+DATA lgc27<>+24(SB)/4, $0xffffff82
+DATA lgc27<>+28(SB)/4, $0xffffff82
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xffffff82
-DATA lgc28<>+4(SB)/4, $0xffffff82
-DATA lgc28<>+8(SB)/4, $0xffffff82
-DATA lgc28<>+12(SB)/4, $0xffffff82
-DATA lgc28<>+16(SB)/4, $0xffffff82
-DATA lgc28<>+20(SB)/4, $0xffffff82
-DATA lgc28<>+24(SB)/4, $0xffffff82
-DATA lgc28<>+28(SB)/4, $0xffffff82
+DATA lgc28<>+0(SB)/4, $0x0000007f
+DATA lgc28<>+4(SB)/4, $0x0000007f
+DATA lgc28<>+8(SB)/4, $0x0000007f
+DATA lgc28<>+12(SB)/4, $0x0000007f
+DATA lgc28<>+16(SB)/4, $0x0000007f
+DATA lgc28<>+20(SB)/4, $0x0000007f
+DATA lgc28<>+24(SB)/4, $0x0000007f
+DATA lgc28<>+28(SB)/4, $0x0000007f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x0000007f
-DATA lgc29<>+4(SB)/4, $0x0000007f
-DATA lgc29<>+8(SB)/4, $0x0000007f
-DATA lgc29<>+12(SB)/4, $0x0000007f
-DATA lgc29<>+16(SB)/4, $0x0000007f
-DATA lgc29<>+20(SB)/4, $0x0000007f
-DATA lgc29<>+24(SB)/4, $0x0000007f
-DATA lgc29<>+28(SB)/4, $0x0000007f
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
+DATA lgc31<>+0(SB)/4, $0xffffffe9
+DATA lgc31<>+4(SB)/4, $0xffffffe9
+DATA lgc31<>+8(SB)/4, $0xffffffe9
+DATA lgc31<>+12(SB)/4, $0xffffffe9
+DATA lgc31<>+16(SB)/4, $0xffffffe9
+DATA lgc31<>+20(SB)/4, $0xffffffe9
+DATA lgc31<>+24(SB)/4, $0xffffffe9
+DATA lgc31<>+28(SB)/4, $0xffffffe9
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffe9
-DATA lgc32<>+4(SB)/4, $0xffffffe9
-DATA lgc32<>+8(SB)/4, $0xffffffe9
-DATA lgc32<>+12(SB)/4, $0xffffffe9
-DATA lgc32<>+16(SB)/4, $0xffffffe9
-DATA lgc32<>+20(SB)/4, $0xffffffe9
-DATA lgc32<>+24(SB)/4, $0xffffffe9
-DATA lgc32<>+28(SB)/4, $0xffffffe9
+DATA lgc32<>+0(SB)/4, $0x007fffff
+DATA lgc32<>+4(SB)/4, $0x007fffff
+DATA lgc32<>+8(SB)/4, $0x007fffff
+DATA lgc32<>+12(SB)/4, $0x007fffff
+DATA lgc32<>+16(SB)/4, $0x007fffff
+DATA lgc32<>+20(SB)/4, $0x007fffff
+DATA lgc32<>+24(SB)/4, $0x007fffff
+DATA lgc32<>+28(SB)/4, $0x007fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x007fffff
-DATA lgc33<>+4(SB)/4, $0x007fffff
-DATA lgc33<>+8(SB)/4, $0x007fffff
-DATA lgc33<>+12(SB)/4, $0x007fffff
-DATA lgc33<>+16(SB)/4, $0x007fffff
-DATA lgc33<>+20(SB)/4, $0x007fffff
-DATA lgc33<>+24(SB)/4, $0x007fffff
-DATA lgc33<>+28(SB)/4, $0x007fffff
+DATA lgc33<>+0(SB)/4, $0x3fb504f3
+DATA lgc33<>+4(SB)/4, $0x3fb504f3
+DATA lgc33<>+8(SB)/4, $0x3fb504f3
+DATA lgc33<>+12(SB)/4, $0x3fb504f3
+DATA lgc33<>+16(SB)/4, $0x3fb504f3
+DATA lgc33<>+20(SB)/4, $0x3fb504f3
+DATA lgc33<>+24(SB)/4, $0x3fb504f3
+DATA lgc33<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb504f3
-DATA lgc34<>+4(SB)/4, $0x3fb504f3
-DATA lgc34<>+8(SB)/4, $0x3fb504f3
-DATA lgc34<>+12(SB)/4, $0x3fb504f3
-DATA lgc34<>+16(SB)/4, $0x3fb504f3
-DATA lgc34<>+20(SB)/4, $0x3fb504f3
-DATA lgc34<>+24(SB)/4, $0x3fb504f3
-DATA lgc34<>+28(SB)/4, $0x3fb504f3
+DATA lgc34<>+0(SB)/4, $0x3d9021bb
+DATA lgc34<>+4(SB)/4, $0x3d9021bb
+DATA lgc34<>+8(SB)/4, $0x3d9021bb
+DATA lgc34<>+12(SB)/4, $0x3d9021bb
+DATA lgc34<>+16(SB)/4, $0x3d9021bb
+DATA lgc34<>+20(SB)/4, $0x3d9021bb
+DATA lgc34<>+24(SB)/4, $0x3d9021bb
+DATA lgc34<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d9021bb
-DATA lgc35<>+4(SB)/4, $0x3d9021bb
-DATA lgc35<>+8(SB)/4, $0x3d9021bb
-DATA lgc35<>+12(SB)/4, $0x3d9021bb
-DATA lgc35<>+16(SB)/4, $0x3d9021bb
-DATA lgc35<>+20(SB)/4, $0x3d9021bb
-DATA lgc35<>+24(SB)/4, $0x3d9021bb
-DATA lgc35<>+28(SB)/4, $0x3d9021bb
+DATA lgc35<>+0(SB)/4, $0xbdebd1b8
+DATA lgc35<>+4(SB)/4, $0xbdebd1b8
+DATA lgc35<>+8(SB)/4, $0xbdebd1b8
+DATA lgc35<>+12(SB)/4, $0xbdebd1b8
+DATA lgc35<>+16(SB)/4, $0xbdebd1b8
+DATA lgc35<>+20(SB)/4, $0xbdebd1b8
+DATA lgc35<>+24(SB)/4, $0xbdebd1b8
+DATA lgc35<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdebd1b8
-DATA lgc36<>+4(SB)/4, $0xbdebd1b8
-DATA lgc36<>+8(SB)/4, $0xbdebd1b8
-DATA lgc36<>+12(SB)/4, $0xbdebd1b8
-DATA lgc36<>+16(SB)/4, $0xbdebd1b8
-DATA lgc36<>+20(SB)/4, $0xbdebd1b8
-DATA lgc36<>+24(SB)/4, $0xbdebd1b8
-DATA lgc36<>+28(SB)/4, $0xbdebd1b8
+DATA lgc36<>+0(SB)/4, $0x3def251a
+DATA lgc36<>+4(SB)/4, $0x3def251a
+DATA lgc36<>+8(SB)/4, $0x3def251a
+DATA lgc36<>+12(SB)/4, $0x3def251a
+DATA lgc36<>+16(SB)/4, $0x3def251a
+DATA lgc36<>+20(SB)/4, $0x3def251a
+DATA lgc36<>+24(SB)/4, $0x3def251a
+DATA lgc36<>+28(SB)/4, $0x3def251a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3def251a
-DATA lgc37<>+4(SB)/4, $0x3def251a
-DATA lgc37<>+8(SB)/4, $0x3def251a
-DATA lgc37<>+12(SB)/4, $0x3def251a
-DATA lgc37<>+16(SB)/4, $0x3def251a
-DATA lgc37<>+20(SB)/4, $0x3def251a
-DATA lgc37<>+24(SB)/4, $0x3def251a
-DATA lgc37<>+28(SB)/4, $0x3def251a
+DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+0(SB)/4, $0x3e11e9bf
+DATA lgc38<>+4(SB)/4, $0x3e11e9bf
+DATA lgc38<>+8(SB)/4, $0x3e11e9bf
+DATA lgc38<>+12(SB)/4, $0x3e11e9bf
+DATA lgc38<>+16(SB)/4, $0x3e11e9bf
+DATA lgc38<>+20(SB)/4, $0x3e11e9bf
+DATA lgc38<>+24(SB)/4, $0x3e11e9bf
+DATA lgc38<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e11e9bf
-DATA lgc39<>+4(SB)/4, $0x3e11e9bf
-DATA lgc39<>+8(SB)/4, $0x3e11e9bf
-DATA lgc39<>+12(SB)/4, $0x3e11e9bf
-DATA lgc39<>+16(SB)/4, $0x3e11e9bf
-DATA lgc39<>+20(SB)/4, $0x3e11e9bf
-DATA lgc39<>+24(SB)/4, $0x3e11e9bf
-DATA lgc39<>+28(SB)/4, $0x3e11e9bf
+DATA lgc39<>+0(SB)/4, $0xbe2aae50
+DATA lgc39<>+4(SB)/4, $0xbe2aae50
+DATA lgc39<>+8(SB)/4, $0xbe2aae50
+DATA lgc39<>+12(SB)/4, $0xbe2aae50
+DATA lgc39<>+16(SB)/4, $0xbe2aae50
+DATA lgc39<>+20(SB)/4, $0xbe2aae50
+DATA lgc39<>+24(SB)/4, $0xbe2aae50
+DATA lgc39<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe2aae50
-DATA lgc40<>+4(SB)/4, $0xbe2aae50
-DATA lgc40<>+8(SB)/4, $0xbe2aae50
-DATA lgc40<>+12(SB)/4, $0xbe2aae50
-DATA lgc40<>+16(SB)/4, $0xbe2aae50
-DATA lgc40<>+20(SB)/4, $0xbe2aae50
-DATA lgc40<>+24(SB)/4, $0xbe2aae50
-DATA lgc40<>+28(SB)/4, $0xbe2aae50
+DATA lgc40<>+0(SB)/4, $0x3e4cceac
+DATA lgc40<>+4(SB)/4, $0x3e4cceac
+DATA lgc40<>+8(SB)/4, $0x3e4cceac
+DATA lgc40<>+12(SB)/4, $0x3e4cceac
+DATA lgc40<>+16(SB)/4, $0x3e4cceac
+DATA lgc40<>+20(SB)/4, $0x3e4cceac
+DATA lgc40<>+24(SB)/4, $0x3e4cceac
+DATA lgc40<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e4cceac
-DATA lgc41<>+4(SB)/4, $0x3e4cceac
-DATA lgc41<>+8(SB)/4, $0x3e4cceac
-DATA lgc41<>+12(SB)/4, $0x3e4cceac
-DATA lgc41<>+16(SB)/4, $0x3e4cceac
-DATA lgc41<>+20(SB)/4, $0x3e4cceac
-DATA lgc41<>+24(SB)/4, $0x3e4cceac
-DATA lgc41<>+28(SB)/4, $0x3e4cceac
+DATA lgc41<>+0(SB)/4, $0xbe7ffffc
+DATA lgc41<>+4(SB)/4, $0xbe7ffffc
+DATA lgc41<>+8(SB)/4, $0xbe7ffffc
+DATA lgc41<>+12(SB)/4, $0xbe7ffffc
+DATA lgc41<>+16(SB)/4, $0xbe7ffffc
+DATA lgc41<>+20(SB)/4, $0xbe7ffffc
+DATA lgc41<>+24(SB)/4, $0xbe7ffffc
+DATA lgc41<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe7ffffc
-DATA lgc42<>+4(SB)/4, $0xbe7ffffc
-DATA lgc42<>+8(SB)/4, $0xbe7ffffc
-DATA lgc42<>+12(SB)/4, $0xbe7ffffc
-DATA lgc42<>+16(SB)/4, $0xbe7ffffc
-DATA lgc42<>+20(SB)/4, $0xbe7ffffc
-DATA lgc42<>+24(SB)/4, $0xbe7ffffc
-DATA lgc42<>+28(SB)/4, $0xbe7ffffc
+DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+0(SB)/4, $0x7fc00000
+DATA lgc43<>+4(SB)/4, $0x7fc00000
+DATA lgc43<>+8(SB)/4, $0x7fc00000
+DATA lgc43<>+12(SB)/4, $0x7fc00000
+DATA lgc43<>+16(SB)/4, $0x7fc00000
+DATA lgc43<>+20(SB)/4, $0x7fc00000
+DATA lgc43<>+24(SB)/4, $0x7fc00000
+DATA lgc43<>+28(SB)/4, $0x7fc00000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
+DATA lgc44<>+0(SB)/4, $0x7f800000
+DATA lgc44<>+4(SB)/4, $0x7f800000
+DATA lgc44<>+8(SB)/4, $0x7f800000
+DATA lgc44<>+12(SB)/4, $0x7f800000
+DATA lgc44<>+16(SB)/4, $0x7f800000
+DATA lgc44<>+20(SB)/4, $0x7f800000
+DATA lgc44<>+24(SB)/4, $0x7f800000
+DATA lgc44<>+28(SB)/4, $0x7f800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7f800000
-DATA lgc45<>+4(SB)/4, $0x7f800000
-DATA lgc45<>+8(SB)/4, $0x7f800000
-DATA lgc45<>+12(SB)/4, $0x7f800000
-DATA lgc45<>+16(SB)/4, $0x7f800000
-DATA lgc45<>+20(SB)/4, $0x7f800000
-DATA lgc45<>+24(SB)/4, $0x7f800000
-DATA lgc45<>+28(SB)/4, $0x7f800000
+DATA lgc45<>+0(SB)/4, $0x00000001
+DATA lgc45<>+4(SB)/4, $0x00000001
+DATA lgc45<>+8(SB)/4, $0x00000001
+DATA lgc45<>+12(SB)/4, $0x00000001
+DATA lgc45<>+16(SB)/4, $0x00000001
+DATA lgc45<>+20(SB)/4, $0x00000001
+DATA lgc45<>+24(SB)/4, $0x00000001
+DATA lgc45<>+28(SB)/4, $0x00000001
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x00000001
-DATA lgc46<>+4(SB)/4, $0x00000001
-DATA lgc46<>+8(SB)/4, $0x00000001
-DATA lgc46<>+12(SB)/4, $0x00000001
-DATA lgc46<>+16(SB)/4, $0x00000001
-DATA lgc46<>+20(SB)/4, $0x00000001
-DATA lgc46<>+24(SB)/4, $0x00000001
-DATA lgc46<>+28(SB)/4, $0x00000001
+DATA lgc46<>+0(SB)/4, $0xbe647fbe
+DATA lgc46<>+4(SB)/4, $0xbe647fbe
+DATA lgc46<>+8(SB)/4, $0xbe647fbe
+DATA lgc46<>+12(SB)/4, $0xbe647fbe
+DATA lgc46<>+16(SB)/4, $0xbe647fbe
+DATA lgc46<>+20(SB)/4, $0xbe647fbe
+DATA lgc46<>+24(SB)/4, $0xbe647fbe
+DATA lgc46<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe647fbe
-DATA lgc47<>+4(SB)/4, $0xbe647fbe
-DATA lgc47<>+8(SB)/4, $0xbe647fbe
-DATA lgc47<>+12(SB)/4, $0xbe647fbe
-DATA lgc47<>+16(SB)/4, $0xbe647fbe
-DATA lgc47<>+20(SB)/4, $0xbe647fbe
-DATA lgc47<>+24(SB)/4, $0xbe647fbe
-DATA lgc47<>+28(SB)/4, $0xbe647fbe
+DATA lgc47<>+0(SB)/4, $0x3e3ab281
+DATA lgc47<>+4(SB)/4, $0x3e3ab281
+DATA lgc47<>+8(SB)/4, $0x3e3ab281
+DATA lgc47<>+12(SB)/4, $0x3e3ab281
+DATA lgc47<>+16(SB)/4, $0x3e3ab281
+DATA lgc47<>+20(SB)/4, $0x3e3ab281
+DATA lgc47<>+24(SB)/4, $0x3e3ab281
+DATA lgc47<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e3ab281
-DATA lgc48<>+4(SB)/4, $0x3e3ab281
-DATA lgc48<>+8(SB)/4, $0x3e3ab281
-DATA lgc48<>+12(SB)/4, $0x3e3ab281
-DATA lgc48<>+16(SB)/4, $0x3e3ab281
-DATA lgc48<>+20(SB)/4, $0x3e3ab281
-DATA lgc48<>+24(SB)/4, $0x3e3ab281
-DATA lgc48<>+28(SB)/4, $0x3e3ab281
+DATA lgc48<>+0(SB)/4, $0x3f99999a
+DATA lgc48<>+4(SB)/4, $0x3f99999a
+DATA lgc48<>+8(SB)/4, $0x3f99999a
+DATA lgc48<>+12(SB)/4, $0x3f99999a
+DATA lgc48<>+16(SB)/4, $0x3f99999a
+DATA lgc48<>+20(SB)/4, $0x3f99999a
+DATA lgc48<>+24(SB)/4, $0x3f99999a
+DATA lgc48<>+28(SB)/4, $0x3f99999a
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3f99999a
-DATA lgc49<>+4(SB)/4, $0x3f99999a
-DATA lgc49<>+8(SB)/4, $0x3f99999a
-DATA lgc49<>+12(SB)/4, $0x3f99999a
-DATA lgc49<>+16(SB)/4, $0x3f99999a
-DATA lgc49<>+20(SB)/4, $0x3f99999a
-DATA lgc49<>+24(SB)/4, $0x3f99999a
-DATA lgc49<>+28(SB)/4, $0x3f99999a
+DATA lgc49<>+0(SB)/4, $0x3f4ccccd
+DATA lgc49<>+4(SB)/4, $0x3f4ccccd
+DATA lgc49<>+8(SB)/4, $0x3f4ccccd
+DATA lgc49<>+12(SB)/4, $0x3f4ccccd
+DATA lgc49<>+16(SB)/4, $0x3f4ccccd
+DATA lgc49<>+20(SB)/4, $0x3f4ccccd
+DATA lgc49<>+24(SB)/4, $0x3f4ccccd
+DATA lgc49<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3f4ccccd
-DATA lgc50<>+4(SB)/4, $0x3f4ccccd
-DATA lgc50<>+8(SB)/4, $0x3f4ccccd
-DATA lgc50<>+12(SB)/4, $0x3f4ccccd
-DATA lgc50<>+16(SB)/4, $0x3f4ccccd
-DATA lgc50<>+20(SB)/4, $0x3f4ccccd
-DATA lgc50<>+24(SB)/4, $0x3f4ccccd
-DATA lgc50<>+28(SB)/4, $0x3f4ccccd
+DATA lgc50<>+0(SB)/4, $0xbc23d70a
+DATA lgc50<>+4(SB)/4, $0xbc23d70a
+DATA lgc50<>+8(SB)/4, $0xbc23d70a
+DATA lgc50<>+12(SB)/4, $0xbc23d70a
+DATA lgc50<>+16(SB)/4, $0xbc23d70a
+DATA lgc50<>+20(SB)/4, $0xbc23d70a
+DATA lgc50<>+24(SB)/4, $0xbc23d70a
+DATA lgc50<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbc23d70a
-DATA lgc51<>+4(SB)/4, $0xbc23d70a
-DATA lgc51<>+8(SB)/4, $0xbc23d70a
-DATA lgc51<>+12(SB)/4, $0xbc23d70a
-DATA lgc51<>+16(SB)/4, $0xbc23d70a
-DATA lgc51<>+20(SB)/4, $0xbc23d70a
-DATA lgc51<>+24(SB)/4, $0xbc23d70a
-DATA lgc51<>+28(SB)/4, $0xbc23d70a
+DATA lgc51<>+0(SB)/4, $0xc2ae0000
+DATA lgc51<>+4(SB)/4, $0xc2ae0000
+DATA lgc51<>+8(SB)/4, $0xc2ae0000
+DATA lgc51<>+12(SB)/4, $0xc2ae0000
+DATA lgc51<>+16(SB)/4, $0xc2ae0000
+DATA lgc51<>+20(SB)/4, $0xc2ae0000
+DATA lgc51<>+24(SB)/4, $0xc2ae0000
+DATA lgc51<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xc2ae0000
-DATA lgc52<>+4(SB)/4, $0xc2ae0000
-DATA lgc52<>+8(SB)/4, $0xc2ae0000
-DATA lgc52<>+12(SB)/4, $0xc2ae0000
-DATA lgc52<>+16(SB)/4, $0xc2ae0000
-DATA lgc52<>+20(SB)/4, $0xc2ae0000
-DATA lgc52<>+24(SB)/4, $0xc2ae0000
-DATA lgc52<>+28(SB)/4, $0xc2ae0000
+DATA lgc52<>+0(SB)/4, $0x42b00000
+DATA lgc52<>+4(SB)/4, $0x42b00000
+DATA lgc52<>+8(SB)/4, $0x42b00000
+DATA lgc52<>+12(SB)/4, $0x42b00000
+DATA lgc52<>+16(SB)/4, $0x42b00000
+DATA lgc52<>+20(SB)/4, $0x42b00000
+DATA lgc52<>+24(SB)/4, $0x42b00000
+DATA lgc52<>+28(SB)/4, $0x42b00000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x42b00000
-DATA lgc53<>+4(SB)/4, $0x42b00000
-DATA lgc53<>+8(SB)/4, $0x42b00000
-DATA lgc53<>+12(SB)/4, $0x42b00000
-DATA lgc53<>+16(SB)/4, $0x42b00000
-DATA lgc53<>+20(SB)/4, $0x42b00000
-DATA lgc53<>+24(SB)/4, $0x42b00000
-DATA lgc53<>+28(SB)/4, $0x42b00000
+DATA lgc53<>+0(SB)/4, $0xffffffff
+DATA lgc53<>+4(SB)/4, $0xffffffff
+DATA lgc53<>+8(SB)/4, $0xffffffff
+DATA lgc53<>+12(SB)/4, $0xffffffff
+DATA lgc53<>+16(SB)/4, $0xffffffff
+DATA lgc53<>+20(SB)/4, $0xffffffff
+DATA lgc53<>+24(SB)/4, $0xffffffff
+DATA lgc53<>+28(SB)/4, $0xffffffff
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
 DATA lgc54<>+0(SB)/4, $0xffffffff
 DATA lgc54<>+4(SB)/4, $0xffffffff
-DATA lgc54<>+8(SB)/4, $0xffffffff
-DATA lgc54<>+12(SB)/4, $0xffffffff
-DATA lgc54<>+16(SB)/4, $0xffffffff
-DATA lgc54<>+20(SB)/4, $0xffffffff
-DATA lgc54<>+24(SB)/4, $0xffffffff
-DATA lgc54<>+28(SB)/4, $0xffffffff
+DATA lgc54<>+8(SB)/4, $0x00000000
+DATA lgc54<>+12(SB)/4, $0x00000000
+DATA lgc54<>+16(SB)/4, $0x00000000
+DATA lgc54<>+20(SB)/4, $0x00000000
+DATA lgc54<>+24(SB)/4, $0x00000000
+DATA lgc54<>+28(SB)/4, $0x00000000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0xffffffff
-DATA lgc55<>+4(SB)/4, $0xffffffff
-DATA lgc55<>+8(SB)/4, $0x00000000
-DATA lgc55<>+12(SB)/4, $0x00000000
-DATA lgc55<>+16(SB)/4, $0x00000000
-DATA lgc55<>+20(SB)/4, $0x00000000
-DATA lgc55<>+24(SB)/4, $0x00000000
-DATA lgc55<>+28(SB)/4, $0x00000000
+DATA lgc55<>+0(SB)/4, $0x7f7fffff
+DATA lgc55<>+4(SB)/4, $0x7f7fffff
+DATA lgc55<>+8(SB)/4, $0x7f7fffff
+DATA lgc55<>+12(SB)/4, $0x7f7fffff
+DATA lgc55<>+16(SB)/4, $0x7f7fffff
+DATA lgc55<>+20(SB)/4, $0x7f7fffff
+DATA lgc55<>+24(SB)/4, $0x7f7fffff
+DATA lgc55<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
-
-DATA lgc56<>+0(SB)/4, $0x7f7fffff
-DATA lgc56<>+4(SB)/4, $0x7f7fffff
-DATA lgc56<>+8(SB)/4, $0x7f7fffff
-DATA lgc56<>+12(SB)/4, $0x7f7fffff
-DATA lgc56<>+16(SB)/4, $0x7f7fffff
-DATA lgc56<>+20(SB)/4, $0x7f7fffff
-DATA lgc56<>+24(SB)/4, $0x7f7fffff
-DATA lgc56<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1905,7 +1870,7 @@ blocks_7:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc57<>+0(SB), Y0, Y0
+	VADDPS  lgc56<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1919,7 +1884,7 @@ blocks_7:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS  lgc58<>+0(SB), Y1, Y1
+	VMULPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1927,28 +1892,28 @@ blocks_7:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc17<>+0(SB), Y1, Y2
-	VMINPS       lgc18<>+0(SB), Y2, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VMOVAPS      lgc22<>+0(SB), Y4
+	VMOVAPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc28<>+0(SB), Y2, Y3
-	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1968,7 +1933,7 @@ blocks_7:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1999,7 +1964,7 @@ chunkdone_8:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc57<>+0(SB), Y0, Y0
+	VADDPS     lgc56<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2015,7 +1980,7 @@ chunkdone_8:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS     lgc58<>+0(SB), Y1, Y1
+	VMULPS     lgc57<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -2024,28 +1989,28 @@ chunkdone_8:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc17<>+0(SB), Y1, Y2
-	VMINPS       lgc18<>+0(SB), Y2, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VMOVAPS      lgc22<>+0(SB), Y4
+	VMOVAPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc28<>+0(SB), Y2, Y3
-	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2071,7 +2036,7 @@ notail_10:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2086,25 +2051,25 @@ notail_10:
 	VZEROUPPER
 	RET
 
-DATA lgc57<>+0(SB)/4, $0x34000000
-DATA lgc57<>+4(SB)/4, $0x34000000
-DATA lgc57<>+8(SB)/4, $0x34000000
-DATA lgc57<>+12(SB)/4, $0x34000000
-DATA lgc57<>+16(SB)/4, $0x34000000
-DATA lgc57<>+20(SB)/4, $0x34000000
-DATA lgc57<>+24(SB)/4, $0x34000000
-DATA lgc57<>+28(SB)/4, $0x34000000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+DATA lgc56<>+0(SB)/4, $0x34000000
+DATA lgc56<>+4(SB)/4, $0x34000000
+DATA lgc56<>+8(SB)/4, $0x34000000
+DATA lgc56<>+12(SB)/4, $0x34000000
+DATA lgc56<>+16(SB)/4, $0x34000000
+DATA lgc56<>+20(SB)/4, $0x34000000
+DATA lgc56<>+24(SB)/4, $0x34000000
+DATA lgc56<>+28(SB)/4, $0x34000000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x40000000
-DATA lgc58<>+4(SB)/4, $0x40000000
-DATA lgc58<>+8(SB)/4, $0x40000000
-DATA lgc58<>+12(SB)/4, $0x40000000
-DATA lgc58<>+16(SB)/4, $0x40000000
-DATA lgc58<>+20(SB)/4, $0x40000000
-DATA lgc58<>+24(SB)/4, $0x40000000
-DATA lgc58<>+28(SB)/4, $0x40000000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+DATA lgc57<>+0(SB)/4, $0x40000000
+DATA lgc57<>+4(SB)/4, $0x40000000
+DATA lgc57<>+8(SB)/4, $0x40000000
+DATA lgc57<>+12(SB)/4, $0x40000000
+DATA lgc57<>+16(SB)/4, $0x40000000
+DATA lgc57<>+20(SB)/4, $0x40000000
+DATA lgc57<>+24(SB)/4, $0x40000000
+DATA lgc57<>+28(SB)/4, $0x40000000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -2112,7 +2077,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc59<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// ess = div(v84, 64)
 	VDIVPS Y1, Y0, Y0
@@ -2123,19 +2088,19 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc59<>+0(SB)/4, $0x42800000
-DATA lgc59<>+4(SB)/4, $0x42800000
-DATA lgc59<>+8(SB)/4, $0x42800000
-DATA lgc59<>+12(SB)/4, $0x42800000
-DATA lgc59<>+16(SB)/4, $0x42800000
-DATA lgc59<>+20(SB)/4, $0x42800000
-DATA lgc59<>+24(SB)/4, $0x42800000
-DATA lgc59<>+28(SB)/4, $0x42800000
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
+DATA lgc58<>+0(SB)/4, $0x42800000
+DATA lgc58<>+4(SB)/4, $0x42800000
+DATA lgc58<>+8(SB)/4, $0x42800000
+DATA lgc58<>+12(SB)/4, $0x42800000
+DATA lgc58<>+16(SB)/4, $0x42800000
+DATA lgc58<>+20(SB)/4, $0x42800000
+DATA lgc58<>+24(SB)/4, $0x42800000
+DATA lgc58<>+28(SB)/4, $0x42800000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1720-120
+TEXT ·fbPass0AVX2(SB), $1400-120
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -2156,35 +2121,35 @@ outer0_11:
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
-	MOVQ       $+0, 8(SP)
+	MOVQ       $+0, 72(SP)
 	MOVB       (CX)(DX*1), BL
-	MOVB       BL, 8(SP)
+	MOVB       BL, 72(SP)
 	MOVB       1(CX)(DX*1), BL
-	MOVB       BL, 9(SP)
+	MOVB       BL, 73(SP)
 	MOVB       2(CX)(DX*1), BL
-	MOVB       BL, 10(SP)
+	MOVB       BL, 74(SP)
 	MOVB       3(CX)(DX*1), BL
-	MOVB       BL, 11(SP)
+	MOVB       BL, 75(SP)
 	MOVB       4(CX)(DX*1), BL
-	MOVB       BL, 12(SP)
-	VPMOVZXBD  8(SP), Y2
+	MOVB       BL, 76(SP)
+	VPMOVZXBD  72(SP), Y2
 	VCVTDQ2PS  Y2, Y2
 
 	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
 	MOVQ      nextDone+16(FP), CX
-	MOVQ      $+0, 16(SP)
+	MOVQ      $+0, 80(SP)
 	MOVB      (CX)(DX*1), BL
-	MOVB      BL, 16(SP)
+	MOVB      BL, 80(SP)
 	MOVB      1(CX)(DX*1), BL
-	MOVB      BL, 17(SP)
+	MOVB      BL, 81(SP)
 	MOVB      2(CX)(DX*1), BL
-	MOVB      BL, 18(SP)
+	MOVB      BL, 82(SP)
 	MOVB      3(CX)(DX*1), BL
-	MOVB      BL, 19(SP)
+	MOVB      BL, 83(SP)
 	MOVB      4(CX)(DX*1), BL
-	MOVB      BL, 20(SP)
-	VPMOVZXBD 16(SP), Y3
+	MOVB      BL, 84(SP)
+	VPMOVZXBD 80(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// notDone = sub(1, nextDone)
@@ -2252,8 +2217,8 @@ outer0_11:
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
-	VMOVUPS Y2, 24(SP)
-	VMOVUPS Y1, 56(SP)
+	VMOVUPS Y2, 88(SP)
+	VMOVUPS Y1, 120(SP)
 	XORQ    BX, BX
 
 inner_A_12:
@@ -2292,9 +2257,8 @@ inner_A_12:
 	// finish v21
 	VMOVUPS Y3, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPD lgc15<>+0(SB), Y3
-	VMOVUPD lgc15<>+0(SB), Y4
-	VMOVUPS lgc16<>+0(SB), Y5
+	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS lgc15<>+0(SB), Y4
 	XORQ    BX, BX
 
 inner_A_13:
@@ -2306,135 +2270,133 @@ inner_A_13:
 	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y7
-	VMOVUPS    lgc4<>+0(SB), Y8
-	VMOVUPS    lgc0<>+0(SB), Y6
-	VGATHERDPS Y8, (SI)(Y7*4), Y6
+	VMOVUPS    lgc13<>+0(SB), Y6
+	VMOVUPS    lgc4<>+0(SB), Y7
+	VMOVUPS    lgc0<>+0(SB), Y5
+	VGATHERDPS Y7, (SI)(Y6*4), Y5
 
 	// v23 = sub(logits, v21)
-	VSUBPS Y1, Y6, Y6
+	VSUBPS Y1, Y5, Y5
 
 	// v24 = exp(v23)
-	VMAXPS       lgc17<>+0(SB), Y6, Y7
-	VMINPS       lgc18<>+0(SB), Y7, Y7
-	VMULPS       lgc19<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc21<>+0(SB), Y8, Y7
-	VMOVAPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc27<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc28<>+0(SB), Y7, Y8
-	VPMINSD      lgc29<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc29<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VMAXPS       lgc16<>+0(SB), Y5, Y6
+	VMINPS       lgc17<>+0(SB), Y6, Y6
+	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
+	VMOVAPS      lgc21<>+0(SB), Y8
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc27<>+0(SB), Y6, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y6, Y6, Y7
-	VBLENDVPS    Y7, Y6, Y9, Y9
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
+	XORQ         SI, SI
+	IMUL3Q       $+32, BX, DI
+	ADDQ         DI, SI
+	VMOVUPS      Y8, 8(SP)(SI*1)
 
 	// sum(v24) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y9, Y7
-	VADDPS       Y2, Y7, Y2
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y8, Y6
+	VADDPS       Y2, Y6, Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS Y6, Y5, Y6
+	VMAXPS Y5, Y4, Y5
 
 	// v53 = mul(v24, v52)
-	VMULPS Y6, Y9, Y6
+	VMULPS Y5, Y8, Y5
 
 	// sum(v53) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y6, Y6
-	VCVTPS2PD    X6, Y7
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VADDPD       Y3, Y7, Y3
-	VADDPD       Y4, Y6, Y4
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y5, Y5
+	VADDPS       Y3, Y5, Y3
 	INCQ         BX
 	CMPQ         BX, $+2
 	JL           inner_A_13
 
 	// finish v25
-	VMOVUPS Y1, 88(SP)
-
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y2, Y1
-	VMULPS       lgc31<>+0(SB), Y2, Y5
-	VBLENDVPS    Y1, Y5, Y2, Y5
+	VCMPPS       $0x11, lgc29<>+0(SB), Y2, Y4
+	VMULPS       lgc30<>+0(SB), Y2, Y5
+	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc29<>+0(SB), Y6, Y6
-	VPAND        lgc32<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y6, Y6
-	VPAND        lgc33<>+0(SB), Y5, Y1
-	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y5
-	VMULPS       lgc27<>+0(SB), Y1, Y7
-	VBLENDVPS    Y5, Y7, Y1, Y1
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc31<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y6, Y6
+	VPAND        lgc32<>+0(SB), Y5, Y4
+	VPOR         lgc2<>+0(SB), Y4, Y4
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y4, Y5
+	VMULPS       lgc26<>+0(SB), Y4, Y7
+	VBLENDVPS    Y5, Y7, Y4, Y4
 	VPSUBD       Y5, Y6, Y6
-	VSUBPS       lgc2<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y5
-	VMOVAPS      lgc35<>+0(SB), Y7
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y7, Y7
+	VSUBPS       lgc2<>+0(SB), Y4, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVAPS      lgc34<>+0(SB), Y7
+	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc21<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc27<>+0(SB), Y5, Y7
-	VADDPS       Y1, Y7, Y7
 	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc12<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc45<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y7, Y7
+	VFNMADD231PS lgc26<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc12<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc43<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc44<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc44<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 120(SP)
-	VMOVUPS      lgc0<>+0(SB), X1
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMOVUPS      Y4, 152(SP)
+	VMOVUPS      lgc0<>+0(SB), X4
 	MOVQ         (BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 120(SP)
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 152(SP)
 	MOVQ         8(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 124(SP)
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 156(SP)
 	MOVQ         16(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 128(SP)
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 160(SP)
 	MOVQ         24(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 132(SP)
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 164(SP)
 	MOVQ         32(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X1, X1
-	VMOVSS       X1, 136(SP)
-	VMOVUPS      120(SP), Y1
+	VCVTSI2SSQ   SI, X4, X4
+	VMOVSS       X4, 168(SP)
+	VMOVUPS      152(SP), Y4
 
 	// v28 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -2444,219 +2406,214 @@ inner_A_13:
 	ADDQ       SI, BX
 	MOVQ       logits+56(FP), SI
 	LEAQ       (SI)(BX*4), SI
-	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc46<>+0(SB), Y1, Y1
-	VPMULLD    lgc46<>+0(SB), Y1, Y1
-	VPADDD     lgc13<>+0(SB), Y1, Y1
+	VCVTTPS2DQ Y4, Y4
+	VPMAXSD    lgc0<>+0(SB), Y4, Y4
+	VPMINSD    lgc45<>+0(SB), Y4, Y4
+	VPMULLD    lgc45<>+0(SB), Y4, Y4
+	VPADDD     lgc13<>+0(SB), Y4, Y4
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMOVUPS    lgc0<>+0(SB), Y6
-	VGATHERDPS Y5, (SI)(Y1*4), Y6
-	VMOVUPS    88(SP), Y1
+	VGATHERDPS Y5, (SI)(Y4*4), Y6
 
 	// v29 = sub(v28, v21)
-	VSUBPS Y1, Y6, Y1
+	VSUBPS Y1, Y6, Y4
 
 	// logSoftmax = sub(v29, v26)
-	VSUBPS     Y7, Y1, Y1
+	VSUBPS     Y7, Y4, Y4
 	MOVQ       sampleLogProb+72(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMASKMOVPS (BX)(DX*4), Y5, Y5
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y5, Y1, Y5
-	VMOVUPS lgc47<>+0(SB), Y6
+	VSUBPS  Y5, Y4, Y5
+	VMOVUPS lgc46<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc48<>+0(SB), Y8
+	VMOVUPS lgc47<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y8, Y6
-	VMOVUPS Y7, 152(SP)
-	VMOVUPS Y2, 184(SP)
-	VMOVUPS Y1, 216(SP)
+	VMOVUPS Y1, 184(SP)
+	VMOVUPS Y7, 216(SP)
+	VMOVUPS Y2, 248(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc17<>+0(SB), Y5, Y1
-	VMINPS       lgc18<>+0(SB), Y1, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VMAXPS       lgc16<>+0(SB), Y5, Y1
+	VMINPS       lgc17<>+0(SB), Y1, Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y7
+	VMOVAPS      lgc21<>+0(SB), Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y7
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
 	VADDPS       lgc2<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPMAXSD      lgc27<>+0(SB), Y1, Y2
+	VPMINSD      lgc28<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y7, Y7
 	VMULPS       Y1, Y7, Y7
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y7, Y7
-	VMOVUPS      24(SP), Y1
+	VMOVUPS      88(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
-	VMOVUPS lgc49<>+0(SB), Y8
+	VMOVUPS Y4, 280(SP)
+	VMOVUPS lgc48<>+0(SB), Y4
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS Y5, 248(SP)
-	VMOVUPS lgc50<>+0(SB), Y5
+	VMINPS  Y7, Y4, Y4
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y5, Y5
-	VMOVUPS Y7, 280(SP)
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 312(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y2, Y8, Y5, Y5
+	VBLENDVPS Y2, Y4, Y8, Y4
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y5, Y1, Y1
+	VMULPS Y4, Y1, Y1
 
 	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y7
-	VEXTRACTI128 $0x01, Y5, X7
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y7
+	VEXTRACTI128 $0x01, Y4, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y5, Y1, Y1
+	VANDPS       Y4, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      248(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y6, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y5, Y6, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y5, Y5
-	VADDPS       576(CX), Y5, Y5
-	VMOVUPS      Y5, 576(CX)
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y4, Y1, Y1
+	VADDPS       576(CX), Y1, Y1
+	VMOVUPS      Y1, 576(CX)
 	MOVQ         sampleLogProb+72(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VMASKMOVPS   (BX)(DX*4), Y5, Y5
-	VMOVUPS      216(SP), Y6
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+	VMOVUPS      280(SP), Y4
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y6, Y5, Y5
+	VSUBPS Y4, Y1, Y1
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y5, Y5
-	VADDPS       896(CX), Y5, Y5
-	VMOVUPS      Y5, 896(CX)
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y4, Y1, Y1
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
 
 	// finish v54
-	VMOVUPS     lgc0<>+0(SB), Y5
-	VCVTPD2PSY  Y3, X5
-	VCVTPD2PSY  Y4, X3
-	VINSERTF128 $0x01, X3, Y5, Y3
-	VMOVUPS     184(SP), Y4
+	VMOVUPS Y3, Y1
+	VMOVUPS 248(SP), Y3
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y4, Y3, Y3
-	VMOVUPS 152(SP), Y4
+	VDIVPS  Y3, Y1, Y1
+	VMOVUPS 216(SP), Y3
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y3, Y4, Y4
+	VSUBPS Y1, Y3, Y3
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y4, Y5
+	VMULPS lgc50<>+0(SB), Y3, Y4
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y4, Y4
-	VADDPS       1216(CX), Y4, Y4
-	VMOVUPS      Y4, 1216(CX)
+	VANDPS       Y6, Y3, Y3
+	VADDPS       1216(CX), Y3, Y3
+	VMOVUPS      Y3, 1216(CX)
 
 	// mean(v58) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y6
+	VEXTRACTI128 $0x01, Y3, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y5, Y4
-	VADDPS       1536(CX), Y4, Y4
-	VMOVUPS      Y4, 1536(CX)
-	VMOVUPS      56(SP), Y4
+	VANDPS       Y3, Y4, Y3
+	VADDPS       1536(CX), Y3, Y3
+	VMOVUPS      Y3, 1536(CX)
+	VMOVUPS      120(SP), Y3
 	MOVQ         stateValue+40(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VMASKMOVPS   (BX)(DX*4), Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y5, Y4, Y5
+	VSUBPS Y4, Y3, Y4
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y6
-	VANDNPS Y5, Y6, Y6
+	VANDNPS Y4, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
 	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc27<>+0(SB), Y6, Y8
-	VMOVUPS Y2, 312(SP)
+	VMULPS  lgc26<>+0(SB), Y6, Y8
+	VMOVUPS Y2, 344(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y2
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc27<>+0(SB), Y6, Y9
-	VMOVUPS Y3, 344(SP)
-	VMOVUPS Y8, 376(SP)
+	VSUBPS  lgc26<>+0(SB), Y6, Y9
+	VMOVUPS Y1, 376(SP)
+	VMOVUPS Y8, 408(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y7, Y2, Y9, Y2
+	VBLENDVPS Y7, Y2, Y9, Y1
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y2, Y2
+	VMULPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v69) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y8
-	VEXTRACTI128 $0x01, Y3, X8
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y8
+	VEXTRACTI128 $0x01, Y2, X8
 	VPMOVSXDQ    X8, Y8
-	VANDPS       Y3, Y2, Y2
-	VADDPS       1856(CX), Y2, Y2
-	VMOVUPS      Y2, 1856(CX)
-	VMOVUPS      Y6, 408(SP)
+	VANDPS       Y2, Y1, Y1
+	VADDPS       1856(CX), Y1, Y1
+	VMOVUPS      Y1, 1856(CX)
+	VMOVUPS      Y6, 440(SP)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVSXDQ    X1, Y1
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X9
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
 	VSUBPD       Y10, Y8, Y11
@@ -2665,33 +2622,33 @@ inner_A_13:
 	VMOVUPD      9024(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
 	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y3, Y10, Y8, Y10
+	VBLENDVPD    Y2, Y10, Y8, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
 	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y3, Y12, Y8, Y12
+	VBLENDVPD    Y2, Y12, Y8, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y3
-	VSUBPD       Y3, Y9, Y8
-	VFMADD231PD  Y8, Y6, Y3
-	VSUBPD       Y3, Y9, Y6
+	VMOVUPD      5536(CX)(BX*8), Y2
+	VSUBPD       Y2, Y9, Y8
+	VFMADD231PD  Y8, Y6, Y2
+	VSUBPD       Y2, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y6, Y9
 	VMOVUPD      5536(CX)(BX*8), Y6
-	VBLENDVPD    Y2, Y3, Y6, Y3
-	VMOVUPD      Y3, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y3
-	VBLENDVPD    Y2, Y9, Y3, Y9
+	VBLENDVPD    Y1, Y2, Y6, Y2
+	VMOVUPD      Y2, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y2
+	VBLENDVPD    Y1, Y9, Y2, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVSXDQ    X1, Y1
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X4, Y8
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X3, Y8
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VMOVUPD      16064(CX)(BX*8), Y9
 	VSUBPD       Y9, Y8, Y10
 	VFMADD231PD  Y10, Y6, Y9
@@ -2699,78 +2656,78 @@ inner_A_13:
 	VMOVUPD      19584(CX)(BX*8), Y11
 	VFMADD231PD  Y10, Y8, Y11
 	VMOVUPD      16064(CX)(BX*8), Y8
-	VBLENDVPD    Y3, Y9, Y8, Y9
+	VBLENDVPD    Y2, Y9, Y8, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y8
-	VBLENDVPD    Y3, Y11, Y8, Y11
+	VBLENDVPD    Y2, Y11, Y8, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y3
-	VSUBPD       Y3, Y4, Y8
-	VFMADD231PD  Y8, Y6, Y3
-	VSUBPD       Y3, Y4, Y4
+	VMOVUPD      16096(CX)(BX*8), Y2
+	VSUBPD       Y2, Y3, Y8
+	VFMADD231PD  Y8, Y6, Y2
+	VSUBPD       Y2, Y3, Y3
 	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y8, Y4, Y6
-	VMOVUPD      16096(CX)(BX*8), Y4
-	VBLENDVPD    Y2, Y3, Y4, Y3
-	VMOVUPD      Y3, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y3
-	VBLENDVPD    Y2, Y6, Y3, Y6
+	VFMADD231PD  Y8, Y3, Y6
+	VMOVUPD      16096(CX)(BX*8), Y3
+	VBLENDVPD    Y1, Y2, Y3, Y2
+	VMOVUPD      Y2, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y2
+	VBLENDVPD    Y1, Y6, Y2, Y6
 	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y5, 440(SP)
-	VMOVUPS      Y7, 472(SP)
-	VMOVUPS      280(SP), Y2
+	VMOVUPS      Y4, 472(SP)
+	VMOVUPS      Y7, 504(SP)
+	VMOVUPS      312(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X5
-	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y6
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y7
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VCMPPS       $0x15, lgc51<>+0(SB), Y5, Y6
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y5, Y7
 	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y7
+	VCMPPS       $0x00, lgc12<>+0(SB), Y5, Y7
 	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc54<>+0(SB), Y7
-	VBLENDVPS    Y3, Y6, Y7, Y6
+	VMOVUPS      lgc53<>+0(SB), Y7
+	VBLENDVPS    Y2, Y6, Y7, Y6
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X2, Y1
-	VEXTRACTF128 $0x01, Y2, X3
-	VCVTPS2PD    X3, Y3
-	VANDPD       Y4, Y1, Y1
-	VADDPD       23104(CX)(BX*8), Y1, Y4
-	VMOVUPD      Y4, 23104(CX)(BX*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y5, Y3, Y3
-	VADDPD       23136(CX)(BX*8), Y3, Y1
-	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y3, Y3, Y1
-	VADDPD       28448(CX)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 28448(CX)(BX*8)
-	VMOVUPS      472(SP), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X5
+	VCVTPS2PD    X5, Y5
+	VANDPD       Y3, Y2, Y2
+	VADDPD       23104(CX)(BX*8), Y2, Y3
+	VMOVUPD      Y3, 23104(CX)(BX*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28416(CX)(BX*8)
+	VANDPD       Y4, Y5, Y5
+	VADDPD       23136(CX)(BX*8), Y5, Y2
+	VMOVUPD      Y2, 23136(CX)(BX*8)
+	VMULPD       Y5, Y5, Y2
+	VADDPD       28448(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28448(CX)(BX*8)
+	VMOVUPS      504(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
-	VCMPPS       $0x04, Y3, Y1, Y3
-	VMOVUPS      lgc60<>+0(SB), Y1
+	VCMPPS       $0x04, Y3, Y2, Y3
+	VMOVUPS      lgc59<>+0(SB), Y2
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
-	VANDPS Y1, Y3, Y4
+	VANDPS Y2, Y3, Y4
 
 	// v89 = where(v64, 0, 3.7114014251781474e-05)
-	VANDNPS Y1, Y3, Y1
+	VANDNPS Y2, Y3, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 408(SP), Y6
+	VMOVUPS 440(SP), Y6
 
 	// v91 = mul(v88, absDiff)
 	VMULPS Y6, Y4, Y6
 
 	// v92 = where(v90, v91, v88)
 	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   376(SP), Y7
+	VMOVUPS   408(SP), Y7
 
 	// v93 = mul(v88, v65)
 	VMULPS Y7, Y4, Y7
@@ -2779,14 +2736,14 @@ inner_A_13:
 	VBLENDVPS Y5, Y7, Y4, Y4
 
 	// v95 = add(v89, v94)
-	VADDPS Y4, Y1, Y1
+	VADDPS Y4, Y2, Y2
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc27<>+0(SB), Y6, Y4
+	VMULPS lgc26<>+0(SB), Y6, Y4
 
 	// v97 = add(v95, v96)
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS 440(SP), Y4
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS 472(SP), Y4
 
 	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
@@ -2796,7 +2753,7 @@ inner_A_13:
 
 	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc61<>+0(SB), Y7
+	VMOVUPS lgc60<>+0(SB), Y7
 
 	// v102 = where(v99, -1, v101)
 	VBLENDVPS Y6, Y7, Y4, Y4
@@ -2806,128 +2763,128 @@ inner_A_13:
 	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v104 = ne(v97, 0)
-	VCMPPS $0x04, Y3, Y1, Y5
+	VCMPPS $0x04, Y3, Y2, Y5
 
 	// v105 = mul(v97, v103)
-	VMULPS Y4, Y1, Y4
+	VMULPS Y4, Y2, Y4
 
 	// v106 = where(v104, v105, v97)
-	VBLENDVPS Y5, Y4, Y1, Y1
+	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gradStateValue = neg(v106)
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc62<>+0(SB), Y4
-	VMOVUPS 184(SP), Y5
+	VXORPS  lgc14<>+0(SB), Y2, Y2
+	VMOVUPS lgc61<>+0(SB), Y4
+	VMOVUPS 248(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y5, Y4, Y4
-	VMOVUPS 344(SP), Y6
+	VMOVUPS 376(SP), Y6
 
 	// v111 = div(v55, v25)
 	VDIVPS Y5, Y6, Y6
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc63<>+0(SB), Y6, Y6
+	VMULPS lgc62<>+0(SB), Y6, Y6
 
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y4, Y7
-	VMOVUPS 24(SP), Y8
+	VMOVUPS 88(SP), Y8
 
-	// v123 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y8, Y8
-	VMOVUPS Y1, 504(SP)
-	VMOVUPS 312(SP), Y1
+	// v122 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc63<>+0(SB), Y8, Y8
+	VMOVUPS Y2, 536(SP)
+	VMOVUPS 344(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y1, Y9
+	VCMPPS  $0x04, Y9, Y2, Y9
 
-	// v124 = where(v39, v123, 0)
-	VANDPS  Y8, Y9, Y1
-	VMOVUPS Y7, 536(SP)
+	// v123 = where(v39, v122, 0)
+	VANDPS  Y8, Y9, Y2
+	VMOVUPS Y7, 568(SP)
 
-	// v125 = where(v39, 0, v123)
+	// v124 = where(v39, 0, v122)
 	VANDNPS Y8, Y9, Y7
-	VMOVUPS lgc50<>+0(SB), Y8
+	VMOVUPS lgc49<>+0(SB), Y8
 
-	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y2, Y8
+	// v125 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y8, Y1, Y8
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
-	// v127 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y2, Y2, Y9
+	// v126 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y1, Y1, Y9
 	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y4, 568(SP)
+	VMOVUPS Y4, 600(SP)
 
-	// v128 = max(v126, v127)
+	// v127 = max(v125, v126)
 	VMAXPS  Y8, Y9, Y4
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y4, Y8
 
-	// v129 = where(v128, v125, 0)
+	// v128 = where(v127, v124, 0)
 	VANDPS  Y7, Y8, Y4
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v130 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y7, Y2, Y7
+	// v129 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y7, Y1, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v131 = max(v130, v127)
+	// v130 = max(v129, v126)
 	VMAXPS  Y7, Y9, Y7
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
 
-	// v132 = where(v131, v124, 0)
-	VANDPS Y1, Y8, Y1
+	// v131 = where(v130, v123, 0)
+	VANDPS Y2, Y8, Y2
 
-	// v133 = add(v129, v132)
-	VADDPS Y1, Y4, Y1
+	// v132 = add(v128, v131)
+	VADDPS Y2, Y4, Y2
 
-	// v134 = ne(v133, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
+	// v133 = ne(v132, 0)
+	VCMPPS $0x04, Y3, Y2, Y4
 
-	// v135 = mul(v133, ratio)
-	VMULPS Y2, Y1, Y2
+	// v134 = mul(v132, ratio)
+	VMULPS Y1, Y2, Y1
 
-	// v136 = where(v134, v135, v133)
-	VBLENDVPS Y4, Y2, Y1, Y1
+	// v135 = where(v133, v134, v132)
+	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v137 = neg(v136)
+	// v136 = neg(v135)
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
-	// v138 = add(-3.711401342221861e-07, v137)
-	VADDPS lgc63<>+0(SB), Y2, Y2
+	// v137 = add(-3.711401342221861e-07, v136)
+	VADDPS lgc62<>+0(SB), Y2, Y2
 
-	// v142 = ne(v138, 0)
+	// v141 = ne(v137, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v143 = div(v138, v25)
+	// v142 = div(v137, v25)
 	VDIVPS Y5, Y2, Y4
 
-	// v144 = where(v142, v143, v138)
+	// v143 = where(v141, v142, v137)
 	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v145 = add(v112, v144)
+	// v144 = add(v112, v143)
 	VADDPS     Y2, Y6, Y2
-	VMOVUPS    lgc16<>+0(SB), Y3
+	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 600(SP)
+	VMOVUPS    Y4, 632(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 600(SP)
+	VMOVSS     X4, 632(SP)
 	MOVQ       8(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 604(SP)
+	VMOVSS     X4, 636(SP)
 	MOVQ       16(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 608(SP)
+	VMOVSS     X4, 640(SP)
 	MOVQ       24(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 612(SP)
+	VMOVSS     X4, 644(SP)
 	MOVQ       32(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 616(SP)
-	VMOVUPS    600(SP), Y4
+	VMOVSS     X4, 648(SP)
+	VMOVUPS    632(SP), Y4
 	XORQ       CX, CX
 
 inner_A_14:
@@ -2943,145 +2900,101 @@ inner_A_14:
 	VMOVUPS    lgc4<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y5
 	VGATHERDPS Y7, (BX)(Y6*4), Y5
-	VMOVUPS    88(SP), Y6
+	VMOVUPS    184(SP), Y6
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
 
-	// v24 = exp(v23)
-	VMAXPS       lgc17<>+0(SB), Y5, Y6
-	VMINPS       lgc18<>+0(SB), Y6, Y6
-	VMULPS       lgc19<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y6
-	VMOVAPS      lgc22<>+0(SB), Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc28<>+0(SB), Y6, Y7
-	VPMINSD      lgc29<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc29<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc29<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
-
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y3, Y6
-	VMOVUPS 568(SP), Y7
+	VMOVUPS 600(SP), Y7
 
 	// v114 = mul(v110, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 536(SP), Y9
-	VMOVUPS lgc0<>+0(SB), Y10
-	VCMPPS  $0x04, Y10, Y9, Y10
+	VMOVUPS 568(SP), Y8
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y8, Y9
 
 	// v115 = where(v113, v114, v110)
-	VBLENDVPS Y10, Y6, Y7, Y6
+	VBLENDVPS Y9, Y6, Y7, Y6
+	XORQ      BX, BX
+	IMUL3Q    $+32, CX, DI
+	ADDQ      DI, BX
+	VMOVUPS   8(SP)(BX*1), Y8
 
 	// v116 = mul(v110, v24)
-	VMULPS  Y8, Y7, Y9
-	VMOVUPS Y8, 632(SP)
-	VMOVUPS Y6, 664(SP)
-	VMOVUPS Y5, 696(SP)
+	VMULPS Y8, Y7, Y7
 
-	// v117 = where(v113, v116, v110)
-	VBLENDVPS Y10, Y9, Y7, Y5
-	VMOVUPS   696(SP), Y6
+	// v117 = ge(v23, -3.4028235e+38)
+	VCMPPS $0x1d, Y3, Y5, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
 
-	// v118 = ge(v23, -3.4028235e+38)
-	VCMPPS $0x1d, Y3, Y6, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	// v118 = ne(v23, v23)
+	VCMPPS $0x04, Y5, Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v119 = ne(v23, v23)
-	VCMPPS $0x04, Y6, Y6, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
-
-	// v120 = max(v118, v119)
-	VMAXPS  Y7, Y6, Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
-
-	// v121 = where(v120, v117, 0)
-	VANDPS       Y5, Y7, Y5
-	XORQ         BX, BX
-	MOVQ         CX, DI
-	ADDQ         DI, BX
-	VMOVD        BX, X6
-	VPBROADCASTD X6, Y6
-	VCVTDQ2PS    Y6, Y6
-
-	// v140 = eq(v139, action)
-	VCMPPS $0x00, Y4, Y6, Y6
-
-	// v141 = where(v140, v136, 0)
-	VANDPS  Y1, Y6, Y6
-	VMOVUPS 664(SP), Y7
-
-	// v146 = add(v115, v145)
-	VADDPS  Y2, Y7, Y7
+	// v119 = max(v117, v118)
+	VMAXPS  Y8, Y5, Y5
 	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y5, Y8
 
-	// v147 = ne(v146, 0)
-	VCMPPS  $0x04, Y8, Y7, Y8
-	VMOVUPS 632(SP), Y9
+	// v120 = where(v119, v116, 0)
+	VANDPS       Y7, Y8, Y5
+	XORQ         DI, DI
+	MOVQ         CX, R8
+	ADDQ         R8, DI
+	VMOVD        DI, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
-	// v148 = mul(v146, v24)
-	VMULPS  Y9, Y7, Y9
-	VMOVUPS Y6, 728(SP)
-	VMOVUPS Y5, 760(SP)
+	// v139 = eq(v138, action)
+	VCMPPS $0x00, Y4, Y7, Y7
 
-	// v149 = where(v147, v148, v146)
-	VBLENDVPS Y8, Y9, Y7, Y5
-	VMOVUPS   760(SP), Y6
+	// v140 = where(v139, v135, 0)
+	VANDPS Y1, Y7, Y7
 
-	// v150 = add(v121, v149)
-	VADDPS  Y5, Y6, Y5
-	VMOVUPS 728(SP), Y6
+	// v145 = add(v115, v144)
+	VADDPS  Y2, Y6, Y6
+	VMOVUPS 8(SP)(BX*1), Y8
 
-	// gradLogits = add(v141, v150)
-	VADDPS Y5, Y6, Y5
+	// v146 = mul(v145, v24)
+	VMULPS Y8, Y6, Y6
+
+	// v147 = add(v120, v146)
+	VADDPS Y6, Y5, Y5
+
+	// gradLogits = add(v140, v147)
+	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
 	MOVQ    gradLogits+80(FP), BX
-	VMOVUPS Y5, 792(SP)
-	MOVL    792(SP), DI
+	VMOVUPS Y5, 664(SP)
+	MOVL    664(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    796(SP), DI
+	MOVL    668(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    800(SP), DI
+	MOVL    672(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    804(SP), DI
+	MOVL    676(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    808(SP), DI
+	MOVL    680(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
 	JL      inner_A_14
-	VMOVUPS 24(SP), Y1
+	VMOVUPS 88(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
-	VMOVUPS    56(SP), Y1
+	VMOVUPS    120(SP), Y1
 
 	// store valueTarget2
 	MOVQ       valueTarget+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
-	VMOVUPS    504(SP), Y1
+	VMOVUPS    536(SP), Y1
 
 	// store gradStateValue
 	MOVQ       gradStateValue+104(FP), CX
@@ -3098,7 +3011,7 @@ blocks_15:
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc55<>+0(SB), Y1
+	VMOVUPS    lgc54<>+0(SB), Y1
 	VMASKMOVPS (BX)(SI*4), Y1, Y2
 	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
 	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
@@ -3131,8 +3044,8 @@ blocks_15:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 824(SP)
-	VMOVUPS    Y4, 856(SP)
+	VMOVUPS    Y6, 696(SP)
+	VMOVUPS    Y4, 728(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	XORQ       DI, DI
@@ -3209,8 +3122,8 @@ blocks_15:
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS lgc14<>+0(SB), Y4
-	VXORPS  824(SP), Y4, Y5
-	VXORPS  856(SP), Y4, Y6
+	VXORPS  696(SP), Y4, Y5
+	VXORPS  728(SP), Y4, Y6
 	VMINPS  Y5, Y6, Y7
 	VMINPS  Y6, Y5, Y6
 	VORPS   Y7, Y6, Y6
@@ -3222,91 +3135,87 @@ blocks_15:
 
 	// finish v21
 	VMOVUPS lgc0<>+0(SB), Y4
-	VMOVUPD lgc15<>+0(SB), Y5
-	VMOVUPD lgc15<>+0(SB), Y6
-	VMOVUPS Y2, 952(SP)
-	VMOVUPS Y1, 984(SP)
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc0<>+0(SB), Y5
+	VMOVUPS Y2, 824(SP)
+	VMOVUPS Y1, 856(SP)
+	VMOVUPS lgc15<>+0(SB), Y1
 	XORQ    R8, R8
 
 inner_A_16:
 	XORQ    R9, R9
 	IMUL3Q  $+32, R8, R10
 	ADDQ    R10, R9
-	VMOVUPS 824(SP)(R9*1), Y2
+	VMOVUPS 696(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMAXPS       lgc17<>+0(SB), Y2, Y7
-	VMINPS       lgc18<>+0(SB), Y7, Y7
-	VMULPS       lgc19<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc21<>+0(SB), Y8, Y7
-	VMOVAPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc27<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc28<>+0(SB), Y7, Y8
-	VPMINSD      lgc29<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc29<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VMAXPS       lgc16<>+0(SB), Y2, Y6
+	VMINPS       lgc17<>+0(SB), Y6, Y6
+	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
+	VMOVAPS      lgc21<>+0(SB), Y8
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc27<>+0(SB), Y6, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y2, Y2, Y7
-	VBLENDVPS    Y7, Y2, Y9, Y9
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y2, Y2, Y6
+	VBLENDVPS    Y6, Y2, Y8, Y8
+	VMOVUPS      Y8, 8(SP)(R9*1)
 
 	// sum(v24) over [A]
-	VADDPS Y4, Y9, Y4
+	VADDPS Y4, Y8, Y4
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y2, Y1, Y2
 
 	// v53 = mul(v24, v52)
-	VMULPS Y2, Y9, Y2
+	VMULPS Y2, Y8, Y2
 
 	// sum(v53) over [A]
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       Y5, Y7, Y5
-	VADDPD       Y6, Y2, Y6
-	INCQ         R8
-	CMPQ         R8, $+2
-	JL           inner_A_16
+	VADDPS Y5, Y2, Y5
+	INCQ   R8
+	CMPQ   R8, $+2
+	JL     inner_A_16
 
 	// finish v25
 	VMOVUPS Y4, Y1
-	VMOVUPS Y3, 1016(SP)
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y4
+	VBLENDVPS    Y2, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y6
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y6, Y6
+	VPAND        lgc32<>+0(SB), Y4, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc27<>+0(SB), Y2, Y7
-	VBLENDVPS    Y3, Y7, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y4
+	VMULPS       lgc26<>+0(SB), Y2, Y7
+	VBLENDVPS    Y4, Y7, Y2, Y2
+	VPSUBD       Y4, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y7
+	VMULPS       Y2, Y2, Y4
+	VMOVAPS      lgc34<>+0(SB), Y7
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
@@ -3314,51 +3223,50 @@ inner_A_16:
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y7, Y7
-	VMULPS       Y3, Y7, Y7
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y7
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y7
+	VMULPS       Y4, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc26<>+0(SB), Y4, Y7
 	VADDPS       Y2, Y7, Y7
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1048(SP)
+	VMOVUPS      Y2, 888(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1048(SP)
+	VMOVSS       X2, 888(SP)
 	MOVQ         8(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1052(SP)
+	VMOVSS       X2, 892(SP)
 	MOVQ         16(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1056(SP)
+	VMOVSS       X2, 896(SP)
 	MOVQ         24(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1060(SP)
+	VMOVSS       X2, 900(SP)
 	MOVQ         32(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1064(SP)
+	VMOVSS       X2, 904(SP)
 	MOVQ         40(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1068(SP)
+	VMOVSS       X2, 908(SP)
 	MOVQ         48(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1072(SP)
+	VMOVSS       X2, 912(SP)
 	MOVQ         56(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1076(SP)
-	VMOVUPS      1048(SP), Y2
+	VMOVSS       X2, 916(SP)
+	VMOVUPS      888(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       R8, R8
@@ -3370,85 +3278,84 @@ inner_A_16:
 	LEAQ       (R9)(R8*4), R9
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc46<>+0(SB), Y2, Y2
-	VPMULLD    lgc46<>+0(SB), Y2, Y2
+	VPMINSD    lgc45<>+0(SB), Y2, Y2
+	VPMULLD    lgc45<>+0(SB), Y2, Y2
 	VPADDD     lgc13<>+0(SB), Y2, Y2
-	VMOVUPS    lgc54<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (R9)(Y2*4), Y4
-	VMOVUPS    1016(SP), Y2
+	VMOVUPS    lgc53<>+0(SB), Y4
+	VMOVUPS    lgc0<>+0(SB), Y6
+	VGATHERDPS Y4, (R9)(Y2*4), Y6
 
 	// v29 = sub(v28, v21)
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y3, Y6, Y2
 
 	// logSoftmax = sub(v29, v26)
 	VSUBPS  Y7, Y2, Y2
 	MOVQ    sampleLogProb+72(FP), R8
-	VMOVUPS (R8)(DI*4), Y3
+	VMOVUPS (R8)(DI*4), Y4
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y3, Y2, Y3
-	VMOVUPS lgc47<>+0(SB), Y4
+	VSUBPS  Y4, Y2, Y4
+	VMOVUPS lgc46<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc48<>+0(SB), Y8
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc47<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y4, Y8, Y4
-	VMOVUPS Y7, 1080(SP)
-	VMOVUPS Y1, 1112(SP)
-	VMOVUPS Y2, 1144(SP)
+	VMINPS  Y6, Y8, Y6
+	VMOVUPS Y3, 920(SP)
+	VMOVUPS Y7, 952(SP)
+	VMOVUPS Y1, 984(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc17<>+0(SB), Y3, Y1
-	VMINPS       lgc18<>+0(SB), Y1, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y7
+	VMAXPS       lgc16<>+0(SB), Y4, Y1
+	VMINPS       lgc17<>+0(SB), Y1, Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y1
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y1
+	VMOVAPS      lgc21<>+0(SB), Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y7
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
 	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc29<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VCVTPS2DQ    Y3, Y1
+	VPMAXSD      lgc27<>+0(SB), Y1, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y7, Y7
+	VMULPS       Y3, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y7, Y7
-	VMOVUPS      952(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y2
+	VCMPPS       $0x03, Y4, Y4, Y1
+	VBLENDVPS    Y1, Y4, Y7, Y7
+	VMOVUPS      824(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y2, Y1, Y2
-	VMOVUPS lgc49<>+0(SB), Y8
+	VCMPPS  $0x1d, Y3, Y1, Y3
+	VMOVUPS Y2, 1016(SP)
+	VMOVUPS lgc48<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS Y3, 1176(SP)
-	VMOVUPS lgc50<>+0(SB), Y3
+	VMINPS  Y7, Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y3, Y3
-	VMOVUPS Y7, 1208(SP)
+	VMAXPS  Y7, Y8, Y8
+	VMOVUPS Y7, 1048(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y2, Y8, Y3, Y3
+	VBLENDVPS Y3, Y2, Y8, Y2
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y3, Y1, Y1
+	VMULPS Y2, Y1, Y1
 
 	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
@@ -3456,58 +3363,52 @@ inner_A_16:
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	VMOVUPS 1176(SP), Y1
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y4, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y4, Y6, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
-	VADDPS  576(BX), Y3, Y3
-	VMOVUPS Y3, 576(BX)
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
-	VMOVUPS (R8)(DI*4), Y3
-	VMOVUPS 1144(SP), Y4
+	VMOVUPS (R8)(DI*4), Y1
+	VMOVUPS 1016(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y2, Y1, Y1
 
 	// mean(v50) over [N T]
-	VADDPS  896(BX), Y3, Y3
-	VMOVUPS Y3, 896(BX)
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
 
 	// finish v54
-	VMOVUPD     Y5, Y3
-	VMOVUPD     Y6, Y4
-	VMOVUPS     lgc0<>+0(SB), Y5
-	VCVTPD2PSY  Y3, X5
-	VCVTPD2PSY  Y4, X3
-	VINSERTF128 $0x01, X3, Y5, Y3
-	VMOVUPS     1112(SP), Y4
+	VMOVUPS Y5, Y1
+	VMOVUPS 984(SP), Y2
 
 	// v55 = div(v54, v25)
-	VDIVPS  Y4, Y3, Y3
-	VMOVUPS 1080(SP), Y4
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 952(SP), Y2
 
 	// entropy = sub(v26, v55)
-	VSUBPS Y3, Y4, Y4
+	VSUBPS Y1, Y2, Y2
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y4, Y5
+	VMULPS lgc50<>+0(SB), Y2, Y5
 
 	// mean(entropy) over [N T]
-	VADDPS  1216(BX), Y4, Y4
-	VMOVUPS Y4, 1216(BX)
+	VADDPS  1216(BX), Y2, Y2
+	VMOVUPS Y2, 1216(BX)
 
 	// mean(v58) over [N T]
-	VADDPS  1536(BX), Y5, Y4
-	VMOVUPS Y4, 1536(BX)
-	VMOVUPS 984(SP), Y4
+	VADDPS  1536(BX), Y5, Y2
+	VMOVUPS Y2, 1536(BX)
+	VMOVUPS 856(SP), Y2
 	MOVQ    stateValue+40(FP), R8
 	VMOVUPS (R8)(DI*4), Y5
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y5, Y4, Y5
+	VSUBPS Y5, Y2, Y5
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y6
@@ -3518,38 +3419,38 @@ inner_A_16:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc27<>+0(SB), Y6, Y8
-	VMOVUPS Y2, 1240(SP)
+	VMULPS  lgc26<>+0(SB), Y6, Y8
+	VMOVUPS Y3, 1080(SP)
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y6, Y8, Y2
+	VMULPS Y6, Y8, Y3
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc27<>+0(SB), Y6, Y9
-	VMOVUPS Y3, 1272(SP)
-	VMOVUPS Y8, 1304(SP)
+	VSUBPS  lgc26<>+0(SB), Y6, Y9
+	VMOVUPS Y1, 1112(SP)
+	VMOVUPS Y8, 1144(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y7, Y2, Y9, Y2
+	VBLENDVPS Y7, Y3, Y9, Y1
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y2, Y2
+	VMULPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v69) over [N T]
-	VADDPS  1856(BX), Y2, Y2
-	VMOVUPS Y2, 1856(BX)
-	VMOVUPS Y6, 1336(SP)
+	VADDPS  1856(BX), Y1, Y1
+	VMOVUPS Y1, 1856(BX)
+	VMOVUPS Y6, 1176(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
 	ADDQ         CX, R8
-	VBROADCASTSD (SP), Y2
+	VBROADCASTSD (SP), Y1
 	VCVTPS2PD    X5, Y3
 	VEXTRACTF128 $0x01, Y5, X6
 	VCVTPS2PD    X6, Y6
 	VMOVUPD      5504(BX)(R8*8), Y8
 	VSUBPD       Y8, Y3, Y9
-	VFMADD231PD  Y9, Y2, Y8
+	VFMADD231PD  Y9, Y1, Y8
 	VSUBPD       Y8, Y3, Y3
 	VMOVUPD      9024(BX)(R8*8), Y10
 	VFMADD231PD  Y9, Y3, Y10
@@ -3557,81 +3458,81 @@ inner_A_16:
 	VMOVUPD      Y10, 9024(BX)(R8*8)
 	VMOVUPD      5536(BX)(R8*8), Y3
 	VSUBPD       Y3, Y6, Y8
-	VFMADD231PD  Y8, Y2, Y3
-	VSUBPD       Y3, Y6, Y2
+	VFMADD231PD  Y8, Y1, Y3
+	VSUBPD       Y3, Y6, Y1
 	VMOVUPD      9056(BX)(R8*8), Y6
-	VFMADD231PD  Y8, Y2, Y6
+	VFMADD231PD  Y8, Y1, Y6
 	VMOVUPD      Y3, 5536(BX)(R8*8)
 	VMOVUPD      Y6, 9056(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X4, Y3
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
+	VBROADCASTSD (SP), Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VMOVUPD      16064(BX)(R8*8), Y6
 	VSUBPD       Y6, Y3, Y8
-	VFMADD231PD  Y8, Y2, Y6
+	VFMADD231PD  Y8, Y1, Y6
 	VSUBPD       Y6, Y3, Y3
 	VMOVUPD      19584(BX)(R8*8), Y9
 	VFMADD231PD  Y8, Y3, Y9
 	VMOVUPD      Y6, 16064(BX)(R8*8)
 	VMOVUPD      Y9, 19584(BX)(R8*8)
 	VMOVUPD      16096(BX)(R8*8), Y3
-	VSUBPD       Y3, Y4, Y6
-	VFMADD231PD  Y6, Y2, Y3
-	VSUBPD       Y3, Y4, Y2
-	VMOVUPD      19616(BX)(R8*8), Y4
-	VFMADD231PD  Y6, Y2, Y4
+	VSUBPD       Y3, Y2, Y6
+	VFMADD231PD  Y6, Y1, Y3
+	VSUBPD       Y3, Y2, Y1
+	VMOVUPD      19616(BX)(R8*8), Y2
+	VFMADD231PD  Y6, Y1, Y2
 	VMOVUPD      Y3, 16096(BX)(R8*8)
-	VMOVUPD      Y4, 19616(BX)(R8*8)
-	VMOVUPS      Y5, 1368(SP)
-	VMOVUPS      Y7, 1400(SP)
-	VMOVUPS      1208(SP), Y2
+	VMOVUPD      Y2, 19616(BX)(R8*8)
+	VMOVUPS      Y5, 1208(SP)
+	VMOVUPS      Y7, 1240(SP)
+	VMOVUPS      1048(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y3
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y4
-	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y4
-	VORPS        Y4, Y3, Y3
-	VANDPS       26624(BX), Y3, Y3
-	VMOVUPS      Y3, 26624(BX)
-	VCVTPS2PD    X2, Y1
-	VEXTRACTF128 $0x01, Y2, X3
+	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y2
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y4, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc12<>+0(SB), Y4, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       26624(BX), Y2, Y2
+	VMOVUPS      Y2, 26624(BX)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X3
 	VCVTPS2PD    X3, Y3
-	VADDPD       23104(BX)(R8*8), Y1, Y4
+	VADDPD       23104(BX)(R8*8), Y2, Y4
 	VMOVUPD      Y4, 23104(BX)(R8*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       28416(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 28416(BX)(R8*8)
-	VADDPD       23136(BX)(R8*8), Y3, Y1
-	VMOVUPD      Y1, 23136(BX)(R8*8)
-	VMULPD       Y3, Y3, Y1
-	VADDPD       28448(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 28448(BX)(R8*8)
-	VMOVUPS      1400(SP), Y1
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(BX)(R8*8), Y2, Y2
+	VMOVUPD      Y2, 28416(BX)(R8*8)
+	VADDPD       23136(BX)(R8*8), Y3, Y2
+	VMOVUPD      Y2, 23136(BX)(R8*8)
+	VMULPD       Y3, Y3, Y2
+	VADDPD       28448(BX)(R8*8), Y2, Y2
+	VMOVUPD      Y2, 28448(BX)(R8*8)
+	VMOVUPS      1240(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
-	VCMPPS       $0x04, Y3, Y1, Y3
-	VMOVUPS      lgc60<>+0(SB), Y1
+	VCMPPS       $0x04, Y3, Y2, Y3
+	VMOVUPS      lgc59<>+0(SB), Y2
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
-	VANDPS Y1, Y3, Y4
+	VANDPS Y2, Y3, Y4
 
 	// v89 = where(v64, 0, 3.7114014251781474e-05)
-	VANDNPS Y1, Y3, Y1
+	VANDNPS Y2, Y3, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 1336(SP), Y6
+	VMOVUPS 1176(SP), Y6
 
 	// v91 = mul(v88, absDiff)
 	VMULPS Y6, Y4, Y6
 
 	// v92 = where(v90, v91, v88)
 	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   1304(SP), Y7
+	VMOVUPS   1144(SP), Y7
 
 	// v93 = mul(v88, v65)
 	VMULPS Y7, Y4, Y7
@@ -3640,14 +3541,14 @@ inner_A_16:
 	VBLENDVPS Y5, Y7, Y4, Y4
 
 	// v95 = add(v89, v94)
-	VADDPS Y4, Y1, Y1
+	VADDPS Y4, Y2, Y2
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc27<>+0(SB), Y6, Y4
+	VMULPS lgc26<>+0(SB), Y6, Y4
 
 	// v97 = add(v95, v96)
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS 1368(SP), Y4
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS 1208(SP), Y4
 
 	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
@@ -3657,7 +3558,7 @@ inner_A_16:
 
 	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc61<>+0(SB), Y7
+	VMOVUPS lgc60<>+0(SB), Y7
 
 	// v102 = where(v99, -1, v101)
 	VBLENDVPS Y6, Y7, Y4, Y4
@@ -3667,270 +3568,223 @@ inner_A_16:
 	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// v104 = ne(v97, 0)
-	VCMPPS $0x04, Y3, Y1, Y5
+	VCMPPS $0x04, Y3, Y2, Y5
 
 	// v105 = mul(v97, v103)
-	VMULPS Y4, Y1, Y4
+	VMULPS Y4, Y2, Y4
 
 	// v106 = where(v104, v105, v97)
-	VBLENDVPS Y5, Y4, Y1, Y1
+	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gradStateValue = neg(v106)
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc62<>+0(SB), Y4
-	VMOVUPS 1112(SP), Y5
+	VXORPS  lgc14<>+0(SB), Y2, Y2
+	VMOVUPS lgc61<>+0(SB), Y4
+	VMOVUPS 984(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y5, Y4, Y4
-	VMOVUPS 1272(SP), Y6
+	VMOVUPS 1112(SP), Y6
 
 	// v111 = div(v55, v25)
 	VDIVPS Y5, Y6, Y6
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc63<>+0(SB), Y6, Y6
+	VMULPS lgc62<>+0(SB), Y6, Y6
 
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y4, Y7
-	VMOVUPS 952(SP), Y8
+	VMOVUPS 824(SP), Y8
 
-	// v123 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y8, Y8
-	VMOVUPS Y1, 1432(SP)
-	VMOVUPS 1240(SP), Y1
+	// v122 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc63<>+0(SB), Y8, Y8
+	VMOVUPS Y2, 1272(SP)
+	VMOVUPS 1080(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y1, Y9
+	VCMPPS  $0x04, Y9, Y2, Y9
 
-	// v124 = where(v39, v123, 0)
-	VANDPS  Y8, Y9, Y1
-	VMOVUPS Y7, 1464(SP)
+	// v123 = where(v39, v122, 0)
+	VANDPS  Y8, Y9, Y2
+	VMOVUPS Y7, 1304(SP)
 
-	// v125 = where(v39, 0, v123)
+	// v124 = where(v39, 0, v122)
 	VANDNPS Y8, Y9, Y7
-	VMOVUPS lgc50<>+0(SB), Y8
+	VMOVUPS lgc49<>+0(SB), Y8
 
-	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y2, Y8
+	// v125 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y8, Y1, Y8
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
-	// v127 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y2, Y2, Y9
+	// v126 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y1, Y1, Y9
 	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y4, 1496(SP)
+	VMOVUPS Y4, 1336(SP)
 
-	// v128 = max(v126, v127)
+	// v127 = max(v125, v126)
 	VMAXPS  Y8, Y9, Y4
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y4, Y8
 
-	// v129 = where(v128, v125, 0)
+	// v128 = where(v127, v124, 0)
 	VANDPS  Y7, Y8, Y4
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v130 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y7, Y2, Y7
+	// v129 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y7, Y1, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v131 = max(v130, v127)
+	// v130 = max(v129, v126)
 	VMAXPS  Y7, Y9, Y7
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
 
-	// v132 = where(v131, v124, 0)
-	VANDPS Y1, Y8, Y1
+	// v131 = where(v130, v123, 0)
+	VANDPS Y2, Y8, Y2
 
-	// v133 = add(v129, v132)
-	VADDPS Y1, Y4, Y1
+	// v132 = add(v128, v131)
+	VADDPS Y2, Y4, Y2
 
-	// v134 = ne(v133, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
+	// v133 = ne(v132, 0)
+	VCMPPS $0x04, Y3, Y2, Y4
 
-	// v135 = mul(v133, ratio)
-	VMULPS Y2, Y1, Y2
+	// v134 = mul(v132, ratio)
+	VMULPS Y1, Y2, Y1
 
-	// v136 = where(v134, v135, v133)
-	VBLENDVPS Y4, Y2, Y1, Y1
+	// v135 = where(v133, v134, v132)
+	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v137 = neg(v136)
+	// v136 = neg(v135)
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
-	// v138 = add(-3.711401342221861e-07, v137)
-	VADDPS lgc63<>+0(SB), Y2, Y2
+	// v137 = add(-3.711401342221861e-07, v136)
+	VADDPS lgc62<>+0(SB), Y2, Y2
 
-	// v142 = ne(v138, 0)
+	// v141 = ne(v137, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v143 = div(v138, v25)
+	// v142 = div(v137, v25)
 	VDIVPS Y5, Y2, Y4
 
-	// v144 = where(v142, v143, v138)
+	// v143 = where(v141, v142, v137)
 	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v145 = add(v112, v144)
+	// v144 = add(v112, v143)
 	VADDPS     Y2, Y6, Y2
-	VMOVUPS    lgc16<>+0(SB), Y3
+	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), BX
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 1528(SP)
+	VMOVUPS    Y4, 1368(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1528(SP)
+	VMOVSS     X4, 1368(SP)
 	MOVQ       8(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1532(SP)
+	VMOVSS     X4, 1372(SP)
 	MOVQ       16(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1536(SP)
+	VMOVSS     X4, 1376(SP)
 	MOVQ       24(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1540(SP)
+	VMOVSS     X4, 1380(SP)
 	MOVQ       32(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1544(SP)
+	VMOVSS     X4, 1384(SP)
 	MOVQ       40(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1548(SP)
+	VMOVSS     X4, 1388(SP)
 	MOVQ       48(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1552(SP)
+	VMOVSS     X4, 1392(SP)
 	MOVQ       56(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1556(SP)
-	VMOVUPS    1528(SP), Y4
+	VMOVSS     X4, 1396(SP)
+	VMOVUPS    1368(SP), Y4
 	XORQ       BX, BX
 
 inner_A_17:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 824(SP)(R8*1), Y5
-	VMOVUPS 1016(SP), Y6
+	VMOVUPS 696(SP)(R8*1), Y5
+	VMOVUPS 920(SP), Y6
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
 
-	// v24 = exp(v23)
-	VMAXPS       lgc17<>+0(SB), Y5, Y6
-	VMINPS       lgc18<>+0(SB), Y6, Y6
-	VMULPS       lgc19<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y6
-	VMOVAPS      lgc22<>+0(SB), Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc28<>+0(SB), Y6, Y7
-	VPMINSD      lgc29<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc29<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc29<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
-
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y3, Y6
-	VMOVUPS 1496(SP), Y7
+	VMOVUPS 1336(SP), Y7
 
 	// v114 = mul(v110, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 1464(SP), Y9
-	VMOVUPS lgc0<>+0(SB), Y10
-	VCMPPS  $0x04, Y10, Y9, Y10
+	VMOVUPS 1304(SP), Y8
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y8, Y9
 
 	// v115 = where(v113, v114, v110)
-	VBLENDVPS Y10, Y6, Y7, Y6
+	VBLENDVPS Y9, Y6, Y7, Y6
+	VMOVUPS   8(SP)(R8*1), Y8
 
 	// v116 = mul(v110, v24)
-	VMULPS  Y8, Y7, Y9
-	VMOVUPS Y8, 1560(SP)
-	VMOVUPS Y6, 1592(SP)
-	VMOVUPS Y5, 1624(SP)
+	VMULPS Y8, Y7, Y7
 
-	// v117 = where(v113, v116, v110)
-	VBLENDVPS Y10, Y9, Y7, Y5
-	VMOVUPS   1624(SP), Y6
+	// v117 = ge(v23, -3.4028235e+38)
+	VCMPPS $0x1d, Y3, Y5, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
 
-	// v118 = ge(v23, -3.4028235e+38)
-	VCMPPS $0x1d, Y3, Y6, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	// v118 = ne(v23, v23)
+	VCMPPS $0x04, Y5, Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v119 = ne(v23, v23)
-	VCMPPS $0x04, Y6, Y6, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	// v119 = max(v117, v118)
+	VMAXPS  Y8, Y5, Y5
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y5, Y8
 
-	// v120 = max(v118, v119)
-	VMAXPS  Y7, Y6, Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
-
-	// v121 = where(v120, v117, 0)
-	VANDPS       Y5, Y7, Y5
+	// v120 = where(v119, v116, 0)
+	VANDPS       Y7, Y8, Y5
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X6
-	VPBROADCASTD X6, Y6
-	VCVTDQ2PS    Y6, Y6
+	VMOVD        R9, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
-	// v140 = eq(v139, action)
-	VCMPPS $0x00, Y4, Y6, Y6
+	// v139 = eq(v138, action)
+	VCMPPS $0x00, Y4, Y7, Y7
 
-	// v141 = where(v140, v136, 0)
-	VANDPS  Y1, Y6, Y6
-	VMOVUPS 1592(SP), Y7
+	// v140 = where(v139, v135, 0)
+	VANDPS Y1, Y7, Y7
 
-	// v146 = add(v115, v145)
-	VADDPS  Y2, Y7, Y7
-	VMOVUPS lgc0<>+0(SB), Y8
+	// v145 = add(v115, v144)
+	VADDPS  Y2, Y6, Y6
+	VMOVUPS 8(SP)(R8*1), Y8
 
-	// v147 = ne(v146, 0)
-	VCMPPS  $0x04, Y8, Y7, Y8
-	VMOVUPS 1560(SP), Y9
+	// v146 = mul(v145, v24)
+	VMULPS Y8, Y6, Y6
 
-	// v148 = mul(v146, v24)
-	VMULPS  Y9, Y7, Y9
-	VMOVUPS Y6, 1656(SP)
-	VMOVUPS Y5, 1688(SP)
+	// v147 = add(v120, v146)
+	VADDPS Y6, Y5, Y5
 
-	// v149 = where(v147, v148, v146)
-	VBLENDVPS Y8, Y9, Y7, Y5
-	VMOVUPS   1688(SP), Y6
-
-	// v150 = add(v121, v149)
-	VADDPS  Y5, Y6, Y5
-	VMOVUPS 1656(SP), Y6
-
-	// gradLogits = add(v141, v150)
-	VADDPS Y5, Y6, Y5
+	// gradLogits = add(v140, v147)
+	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
-	VMOVUPS Y5, 888(SP)(R8*1)
+	VMOVUPS Y5, 760(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_17
-	VMOVUPS 952(SP), Y1
+	VMOVUPS 824(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 984(SP), Y1
+	VMOVUPS 856(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1432(SP), Y1
+	VMOVUPS 1272(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+104(FP), BX
@@ -3938,15 +3792,15 @@ inner_A_17:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+80(FP), BX
-	VMOVUPS      888(SP), Y1
-	VMOVUPS      920(SP), Y2
+	VMOVUPS      760(SP), Y1
+	VMOVUPS      792(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
 	VMOVUPS      lgc0<>+0(SB), Y8
-	VMOVUPS      lgc55<>+0(SB), Y9
+	VMOVUPS      lgc54<>+0(SB), Y9
 	VUNPCKLPS    Y2, Y1, Y10
 	VUNPCKHPS    Y2, Y1, Y1
 	VUNPCKLPS    Y4, Y3, Y2
@@ -3984,7 +3838,7 @@ inner_A_17:
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3996,7 +3850,7 @@ inner_A_17:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4009,7 +3863,7 @@ inner_A_17:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4022,7 +3876,7 @@ inner_A_17:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4035,7 +3889,7 @@ inner_A_17:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4048,7 +3902,7 @@ inner_A_17:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4069,7 +3923,7 @@ noflush_18:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4081,7 +3935,7 @@ noflush_18:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4094,7 +3948,7 @@ noflush_18:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4107,7 +3961,7 @@ noflush_18:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4120,7 +3974,7 @@ noflush_18:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4133,7 +3987,7 @@ noflush_18:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4152,55 +4006,55 @@ noflush_18:
 	VZEROUPPER
 	RET
 
-DATA lgc60<>+0(SB)/4, $0x381baadf
-DATA lgc60<>+4(SB)/4, $0x381baadf
-DATA lgc60<>+8(SB)/4, $0x381baadf
-DATA lgc60<>+12(SB)/4, $0x381baadf
-DATA lgc60<>+16(SB)/4, $0x381baadf
-DATA lgc60<>+20(SB)/4, $0x381baadf
-DATA lgc60<>+24(SB)/4, $0x381baadf
-DATA lgc60<>+28(SB)/4, $0x381baadf
+DATA lgc59<>+0(SB)/4, $0x381baadf
+DATA lgc59<>+4(SB)/4, $0x381baadf
+DATA lgc59<>+8(SB)/4, $0x381baadf
+DATA lgc59<>+12(SB)/4, $0x381baadf
+DATA lgc59<>+16(SB)/4, $0x381baadf
+DATA lgc59<>+20(SB)/4, $0x381baadf
+DATA lgc59<>+24(SB)/4, $0x381baadf
+DATA lgc59<>+28(SB)/4, $0x381baadf
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
+
+DATA lgc60<>+0(SB)/4, $0xbf800000
+DATA lgc60<>+4(SB)/4, $0xbf800000
+DATA lgc60<>+8(SB)/4, $0xbf800000
+DATA lgc60<>+12(SB)/4, $0xbf800000
+DATA lgc60<>+16(SB)/4, $0xbf800000
+DATA lgc60<>+20(SB)/4, $0xbf800000
+DATA lgc60<>+24(SB)/4, $0xbf800000
+DATA lgc60<>+28(SB)/4, $0xbf800000
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0xbf800000
-DATA lgc61<>+4(SB)/4, $0xbf800000
-DATA lgc61<>+8(SB)/4, $0xbf800000
-DATA lgc61<>+12(SB)/4, $0xbf800000
-DATA lgc61<>+16(SB)/4, $0xbf800000
-DATA lgc61<>+20(SB)/4, $0xbf800000
-DATA lgc61<>+24(SB)/4, $0xbf800000
-DATA lgc61<>+28(SB)/4, $0xbf800000
+DATA lgc61<>+0(SB)/4, $0x34c7411d
+DATA lgc61<>+4(SB)/4, $0x34c7411d
+DATA lgc61<>+8(SB)/4, $0x34c7411d
+DATA lgc61<>+12(SB)/4, $0x34c7411d
+DATA lgc61<>+16(SB)/4, $0x34c7411d
+DATA lgc61<>+20(SB)/4, $0x34c7411d
+DATA lgc61<>+24(SB)/4, $0x34c7411d
+DATA lgc61<>+28(SB)/4, $0x34c7411d
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0x34c7411d
-DATA lgc62<>+4(SB)/4, $0x34c7411d
-DATA lgc62<>+8(SB)/4, $0x34c7411d
-DATA lgc62<>+12(SB)/4, $0x34c7411d
-DATA lgc62<>+16(SB)/4, $0x34c7411d
-DATA lgc62<>+20(SB)/4, $0x34c7411d
-DATA lgc62<>+24(SB)/4, $0x34c7411d
-DATA lgc62<>+28(SB)/4, $0x34c7411d
+DATA lgc62<>+0(SB)/4, $0xb4c7411d
+DATA lgc62<>+4(SB)/4, $0xb4c7411d
+DATA lgc62<>+8(SB)/4, $0xb4c7411d
+DATA lgc62<>+12(SB)/4, $0xb4c7411d
+DATA lgc62<>+16(SB)/4, $0xb4c7411d
+DATA lgc62<>+20(SB)/4, $0xb4c7411d
+DATA lgc62<>+24(SB)/4, $0xb4c7411d
+DATA lgc62<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
-DATA lgc63<>+0(SB)/4, $0xb4c7411d
-DATA lgc63<>+4(SB)/4, $0xb4c7411d
-DATA lgc63<>+8(SB)/4, $0xb4c7411d
-DATA lgc63<>+12(SB)/4, $0xb4c7411d
-DATA lgc63<>+16(SB)/4, $0xb4c7411d
-DATA lgc63<>+20(SB)/4, $0xb4c7411d
-DATA lgc63<>+24(SB)/4, $0xb4c7411d
-DATA lgc63<>+28(SB)/4, $0xb4c7411d
+DATA lgc63<>+0(SB)/4, $0xb81baadf
+DATA lgc63<>+4(SB)/4, $0xb81baadf
+DATA lgc63<>+8(SB)/4, $0xb81baadf
+DATA lgc63<>+12(SB)/4, $0xb81baadf
+DATA lgc63<>+16(SB)/4, $0xb81baadf
+DATA lgc63<>+20(SB)/4, $0xb81baadf
+DATA lgc63<>+24(SB)/4, $0xb81baadf
+DATA lgc63<>+28(SB)/4, $0xb81baadf
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
-
-DATA lgc64<>+0(SB)/4, $0xb81baadf
-DATA lgc64<>+4(SB)/4, $0xb81baadf
-DATA lgc64<>+8(SB)/4, $0xb81baadf
-DATA lgc64<>+12(SB)/4, $0xb81baadf
-DATA lgc64<>+16(SB)/4, $0xb81baadf
-DATA lgc64<>+20(SB)/4, $0xb81baadf
-DATA lgc64<>+24(SB)/4, $0xb81baadf
-DATA lgc64<>+28(SB)/4, $0xb81baadf
-GLOBL lgc64<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -4217,7 +4071,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc57<>+0(SB), Y0, Y0
+	VADDPS  lgc56<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -4231,7 +4085,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS  lgc58<>+0(SB), Y1, Y1
+	VMULPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -4239,28 +4093,28 @@ blocks_19:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc17<>+0(SB), Y1, Y2
-	VMINPS       lgc18<>+0(SB), Y2, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VMOVAPS      lgc22<>+0(SB), Y4
+	VMOVAPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc28<>+0(SB), Y2, Y3
-	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -4280,7 +4134,7 @@ blocks_19:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4311,7 +4165,7 @@ chunkdone_20:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc57<>+0(SB), Y0, Y0
+	VADDPS     lgc56<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -4327,7 +4181,7 @@ chunkdone_20:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS     lgc58<>+0(SB), Y1, Y1
+	VMULPS     lgc57<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -4336,28 +4190,28 @@ chunkdone_20:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc17<>+0(SB), Y1, Y2
-	VMINPS       lgc18<>+0(SB), Y2, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VMOVAPS      lgc22<>+0(SB), Y4
+	VMOVAPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc28<>+0(SB), Y2, Y3
-	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -4383,7 +4237,7 @@ notail_22:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4404,7 +4258,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc59<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// ess = div(v84, 64)
 	VDIVPS Y1, Y0, Y0
@@ -4427,28 +4281,28 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc17<>+0(SB), Y0, Y1
-	VMINPS       lgc18<>+0(SB), Y1, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VMAXPS       lgc16<>+0(SB), Y0, Y1
+	VMINPS       lgc17<>+0(SB), Y1, Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y3
+	VMOVAPS      lgc21<>+0(SB), Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPMAXSD      lgc27<>+0(SB), Y1, Y2
+	VPMINSD      lgc28<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -4474,22 +4328,23 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc29<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc28<>+0(SB), Y3, Y3
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
+	VPAND        lgc32<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VMULPS       lgc26<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
@@ -4497,20 +4352,19 @@ bulk_25:
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc27<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -4534,22 +4388,23 @@ bulk_27:
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc27<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
@@ -4557,20 +4412,19 @@ bulk_27:
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -4581,8 +4435,8 @@ bulk_27:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc12<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_27

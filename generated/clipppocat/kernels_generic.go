@@ -380,7 +380,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	minusOne := float32(-1)
 	c108 := float32(-3.7114015e-07)
 	c109 := float32(3.7114015e-07)
-	c122 := float32(-3.7114016e-05)
+	c121 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -502,26 +502,26 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v111 := v55 / v25
 			v112 := float32(c108 * v111)
 			v113 := b2f(v110 != zero)
-			v123 := float32(c122 * gae)
-			v124 := sel(v39, v123, zero)
-			v125 := sel(v39, zero, v123)
-			v126 := b2f(ratio >= c42)
-			v127 := b2f(ratio != ratio)
-			v128 := max(v126, v127)
-			v129 := sel(v128, v125, zero)
-			v130 := b2f(ratio <= c40)
-			v131 := max(v130, v127)
-			v132 := sel(v131, v124, zero)
-			v133 := v129 + v132
-			v134 := b2f(v133 != zero)
-			v135 := float32(v133 * ratio)
-			v136 := sel(v134, v135, v133)
-			v137 := -v136
-			v138 := c108 + v137
-			v142 := b2f(v138 != zero)
-			v143 := v138 / v25
-			v144 := sel(v142, v143, v138)
-			v145 := v112 + v144
+			v122 := float32(c121 * gae)
+			v123 := sel(v39, v122, zero)
+			v124 := sel(v39, zero, v122)
+			v125 := b2f(ratio >= c42)
+			v126 := b2f(ratio != ratio)
+			v127 := max(v125, v126)
+			v128 := sel(v127, v124, zero)
+			v129 := b2f(ratio <= c40)
+			v130 := max(v129, v126)
+			v131 := sel(v130, v123, zero)
+			v132 := v128 + v131
+			v133 := b2f(v132 != zero)
+			v134 := float32(v132 * ratio)
+			v135 := sel(v133, v134, v132)
+			v136 := -v135
+			v137 := c108 + v136
+			v141 := b2f(v137 != zero)
+			v142 := v137 / v25
+			v143 := sel(v141, v142, v137)
+			v144 := v112 + v143
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*842+iT*2+iA]
 				v23 := logits - v21
@@ -530,20 +530,17 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v114 := float32(v110 * v52)
 				v115 := sel(v113, v114, v110)
 				v116 := float32(v110 * v24)
-				v117 := sel(v113, v116, v110)
-				v118 := b2f(v23 >= c20)
-				v119 := b2f(v23 != v23)
-				v120 := max(v118, v119)
-				v121 := sel(v120, v117, zero)
-				v139 := float32(iA)
-				v140 := b2f(v139 == action)
-				v141 := sel(v140, v136, zero)
-				v146 := v115 + v145
-				v147 := b2f(v146 != zero)
-				v148 := float32(v146 * v24)
-				v149 := sel(v147, v148, v146)
-				v150 := v121 + v149
-				gradLogits := v141 + v150
+				v117 := b2f(v23 >= c20)
+				v118 := b2f(v23 != v23)
+				v119 := max(v117, v118)
+				v120 := sel(v119, v116, zero)
+				v138 := float32(iA)
+				v139 := b2f(v138 == action)
+				v140 := sel(v139, v135, zero)
+				v145 := v115 + v144
+				v146 := float32(v145 * v24)
+				v147 := v120 + v146
+				gradLogits := v140 + v147
 				grads.Logits[iN*842+iT*2+iA] = gradLogits
 			}
 		}

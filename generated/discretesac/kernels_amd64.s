@@ -188,7 +188,7 @@ GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $1568-104
+TEXT ·pass1AVX2(SB), $1952-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -233,12 +233,12 @@ blocks_1:
 	VPERM2F128 $0x31, Y6, Y8, Y6
 	VPERM2F128 $0x20, Y0, Y1, Y6
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, (SP)
-	VMOVUPS    Y7, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y6, 96(SP)
-	VMOVUPS    Y3, 128(SP)
-	VMOVUPS    Y2, 160(SP)
+	VMOVUPS    Y5, 384(SP)
+	VMOVUPS    Y7, 416(SP)
+	VMOVUPS    Y4, 448(SP)
+	VMOVUPS    Y6, 480(SP)
+	VMOVUPS    Y3, 512(SP)
+	VMOVUPS    Y2, 544(SP)
 
 	// tile nextActionValue
 	MOVQ       nextActionValue+24(FP), DX
@@ -278,12 +278,12 @@ blocks_1:
 	VPERM2F128 $0x31, Y6, Y8, Y6
 	VPERM2F128 $0x20, Y0, Y1, Y6
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 192(SP)
-	VMOVUPS    Y7, 224(SP)
-	VMOVUPS    Y4, 256(SP)
-	VMOVUPS    Y6, 288(SP)
-	VMOVUPS    Y3, 320(SP)
-	VMOVUPS    Y2, 352(SP)
+	VMOVUPS    Y5, 576(SP)
+	VMOVUPS    Y7, 608(SP)
+	VMOVUPS    Y4, 640(SP)
+	VMOVUPS    Y6, 672(SP)
+	VMOVUPS    Y3, 704(SP)
+	VMOVUPS    Y2, 736(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 6144(DX)(SI*4), Y0, Y1
 	VMASKMOVPS 6168(DX)(SI*4), Y0, Y2
@@ -317,12 +317,12 @@ blocks_1:
 	VPERM2F128 $0x31, Y6, Y8, Y6
 	VPERM2F128 $0x20, Y0, Y1, Y6
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 384(SP)
-	VMOVUPS    Y7, 416(SP)
-	VMOVUPS    Y4, 448(SP)
-	VMOVUPS    Y6, 480(SP)
-	VMOVUPS    Y3, 512(SP)
-	VMOVUPS    Y2, 544(SP)
+	VMOVUPS    Y5, 768(SP)
+	VMOVUPS    Y7, 800(SP)
+	VMOVUPS    Y4, 832(SP)
+	VMOVUPS    Y6, 864(SP)
+	VMOVUPS    Y3, 896(SP)
+	VMOVUPS    Y2, 928(SP)
 
 	// tile logits
 	MOVQ       logits+32(FP), DX
@@ -359,12 +359,12 @@ blocks_1:
 	VPERM2F128 $0x31, Y6, Y8, Y6
 	VPERM2F128 $0x20, Y0, Y1, Y6
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 576(SP)
-	VMOVUPS    Y7, 608(SP)
-	VMOVUPS    Y4, 640(SP)
-	VMOVUPS    Y6, 672(SP)
-	VMOVUPS    Y3, 704(SP)
-	VMOVUPS    Y2, 736(SP)
+	VMOVUPS    Y5, 960(SP)
+	VMOVUPS    Y7, 992(SP)
+	VMOVUPS    Y4, 1024(SP)
+	VMOVUPS    Y6, 1056(SP)
+	VMOVUPS    Y3, 1088(SP)
+	VMOVUPS    Y2, 1120(SP)
 
 	// tile actionValue
 	MOVQ         actionValue+40(FP), DX
@@ -401,12 +401,12 @@ blocks_1:
 	VPERM2F128   $0x31, Y6, Y8, Y6
 	VPERM2F128   $0x20, Y0, Y1, Y6
 	VPERM2F128   $0x31, Y0, Y1, Y0
-	VMOVUPS      Y5, 768(SP)
-	VMOVUPS      Y7, 800(SP)
-	VMOVUPS      Y4, 832(SP)
-	VMOVUPS      Y6, 864(SP)
-	VMOVUPS      Y3, 896(SP)
-	VMOVUPS      Y2, 928(SP)
+	VMOVUPS      Y5, 1152(SP)
+	VMOVUPS      Y7, 1184(SP)
+	VMOVUPS      Y4, 1216(SP)
+	VMOVUPS      Y6, 1248(SP)
+	VMOVUPS      Y3, 1280(SP)
+	VMOVUPS      Y2, 1312(SP)
 	VMOVUPS      lgc14<>+0(SB), Y0
 	VMASKMOVPS   6144(DX)(SI*4), Y0, Y1
 	VMASKMOVPS   6168(DX)(SI*4), Y0, Y2
@@ -440,12 +440,12 @@ blocks_1:
 	VPERM2F128   $0x31, Y6, Y8, Y6
 	VPERM2F128   $0x20, Y0, Y1, Y6
 	VPERM2F128   $0x31, Y0, Y1, Y0
-	VMOVUPS      Y5, 960(SP)
-	VMOVUPS      Y7, 992(SP)
-	VMOVUPS      Y4, 1024(SP)
-	VMOVUPS      Y6, 1056(SP)
-	VMOVUPS      Y3, 1088(SP)
-	VMOVUPS      Y2, 1120(SP)
+	VMOVUPS      Y5, 1344(SP)
+	VMOVUPS      Y7, 1376(SP)
+	VMOVUPS      Y4, 1408(SP)
+	VMOVUPS      Y6, 1440(SP)
+	VMOVUPS      Y3, 1472(SP)
+	VMOVUPS      Y2, 1504(SP)
 	MOVQ         logAlpha+48(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
@@ -482,21 +482,21 @@ blocks_1:
 
 	// reduce_max(nextLogits) over [A], pairwise
 	VMOVUPS lgc16<>+0(SB), Y1
-	VXORPS  (SP), Y1, Y2
-	VXORPS  32(SP), Y1, Y4
+	VXORPS  384(SP), Y1, Y2
+	VXORPS  416(SP), Y1, Y4
 	VMINPS  Y2, Y4, Y5
 	VMINPS  Y4, Y2, Y4
 	VORPS   Y5, Y4, Y4
-	VXORPS  64(SP), Y1, Y2
-	VXORPS  96(SP), Y1, Y5
+	VXORPS  448(SP), Y1, Y2
+	VXORPS  480(SP), Y1, Y5
 	VMINPS  Y2, Y5, Y6
 	VMINPS  Y5, Y2, Y5
 	VORPS   Y6, Y5, Y5
 	VMINPS  Y4, Y5, Y2
 	VMINPS  Y5, Y4, Y5
 	VORPS   Y2, Y5, Y5
-	VXORPS  128(SP), Y1, Y2
-	VXORPS  160(SP), Y1, Y4
+	VXORPS  512(SP), Y1, Y2
+	VXORPS  544(SP), Y1, Y4
 	VMINPS  Y2, Y4, Y6
 	VMINPS  Y4, Y2, Y4
 	VORPS   Y6, Y4, Y4
@@ -511,14 +511,14 @@ blocks_1:
 
 	// finish v5
 	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y3, 1152(SP)
+	VMOVUPS Y3, 1536(SP)
 	XORQ    DX, DX
 
 inner_A_3:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y2
+	VMOVUPS 384(SP)(SI*1), Y2
 
 	// v7 = sub(nextLogits, v5)
 	VSUBPS Y0, Y2, Y2
@@ -551,6 +551,7 @@ inner_A_3:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
+	VMOVUPS      Y5, (SP)(SI*1)
 
 	// sum(v8) over [A]
 	VADDPS Y1, Y5, Y1
@@ -559,105 +560,74 @@ inner_A_3:
 	JL     inner_A_3
 
 	// finish v9
+	VMOVUPS Y1, Y0
+	VMOVUPD lgc18<>+0(SB), Y1
 	VMOVUPD lgc18<>+0(SB), Y2
-	VMOVUPD lgc18<>+0(SB), Y3
-	VMOVUPS lgc15<>+0(SB), Y4
-	VMOVUPS Y1, 1184(SP)
+	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPS Y0, 1568(SP)
 	XORQ    DX, DX
 
 inner_A_4:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y1
-
-	// v7 = sub(nextLogits, v5)
-	VSUBPS Y0, Y1, Y1
-
-	// v8 = exp(v7)
-	VMAXPS       lgc0<>+0(SB), Y1, Y5
-	VMINPS       lgc1<>+0(SB), Y5, Y5
-	VMULPS       lgc2<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc12<>+0(SB), Y5, Y6
-	VPMINSD      lgc13<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
-	VMOVUPS      1184(SP), Y1
+	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS 1568(SP), Y4
 
 	// v10 = div(v8, v9)
-	VDIVPS  Y1, Y7, Y1
-	VMOVUPS lgc17<>+0(SB), Y5
+	VDIVPS  Y4, Y0, Y0
+	VMOVUPS lgc17<>+0(SB), Y4
 
 	// v12 = eq(v10, 0)
-	VCMPPS  $0x00, Y5, Y1, Y5
-	VMOVUPS lgc19<>+0(SB), Y6
+	VCMPPS  $0x00, Y4, Y0, Y4
+	VMOVUPS lgc19<>+0(SB), Y5
 
 	// v14 = where(v12, 1e-08, v10)
-	VBLENDVPS Y5, Y6, Y1, Y5
-	VMOVUPS   Y1, 1216(SP)
+	VBLENDVPS Y4, Y5, Y0, Y4
+	VMOVUPS   Y0, 1600(SP)
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y5, Y1
-	VMULPS       lgc21<>+0(SB), Y5, Y6
-	VBLENDVPS    Y1, Y6, Y5, Y6
-	VPSRLD       $0x17, Y6, Y7
-	VPSUBD       lgc13<>+0(SB), Y7, Y7
-	VPAND        lgc22<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y7, Y7
-	VPAND        lgc23<>+0(SB), Y6, Y1
-	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y6
-	VMULPS       lgc10<>+0(SB), Y1, Y8
-	VBLENDVPS    Y6, Y8, Y1, Y1
-	VPSUBD       Y6, Y7, Y7
-	VSUBPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y6
-	VMOVAPS      lgc25<>+0(SB), Y8
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc30<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCVTDQ2PS    Y7, Y7
-	VFMADD231PS  lgc4<>+0(SB), Y7, Y8
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y8
-	VADDPS       Y1, Y8, Y8
-	VFMADD231PS  lgc3<>+0(SB), Y7, Y8
-	VCMPPS       $0x00, lgc17<>+0(SB), Y5, Y1
-	VBLENDVPS    Y1, lgc15<>+0(SB), Y8, Y8
-	VCMPPS       $0x11, lgc17<>+0(SB), Y5, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y8, Y8
-	VCMPPS       $0x00, lgc35<>+0(SB), Y5, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
-	VMOVUPS      lgc35<>+0(SB), Y1
-	VMOVUPS      Y8, 1248(SP)
+	VCMPPS       $0x11, lgc20<>+0(SB), Y4, Y0
+	VMULPS       lgc21<>+0(SB), Y4, Y5
+	VBLENDVPS    Y0, Y5, Y4, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc13<>+0(SB), Y6, Y6
+	VPAND        lgc22<>+0(SB), Y0, Y0
+	VPADDD       Y0, Y6, Y6
+	VPAND        lgc23<>+0(SB), Y5, Y0
+	VPOR         lgc11<>+0(SB), Y0, Y0
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y0, Y5
+	VMULPS       lgc10<>+0(SB), Y0, Y7
+	VBLENDVPS    Y5, Y7, Y0, Y0
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc11<>+0(SB), Y0, Y0
+	VMULPS       Y0, Y0, Y5
+	VMOVAPS      lgc25<>+0(SB), Y7
+	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc29<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc30<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc31<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc32<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc33<>+0(SB), Y0, Y7
+	VMULPS       Y0, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc4<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
+	VADDPS       Y0, Y7, Y7
+	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc17<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc15<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc17<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc34<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc35<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc35<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y0
+	VBLENDVPS    Y0, Y4, Y7, Y7
+	VMOVUPS      lgc35<>+0(SB), Y0
+	VMOVUPS      Y7, 1632(SP)
 	XORQ         DI, DI
 
 inner_Q_5:
@@ -666,52 +636,52 @@ inner_Q_5:
 	ADDQ    R9, R8
 	IMUL3Q  $+192, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 192(SP)(R8*1), Y5
+	VMOVUPS 576(SP)(R8*1), Y4
 
 	// reduce_min(nextActionValue) over [Q]
-	VMINPS Y1, Y5, Y6
-	VMINPS Y5, Y1, Y1
-	VORPS  Y6, Y1, Y1
+	VMINPS Y0, Y4, Y5
+	VMINPS Y4, Y0, Y0
+	VORPS  Y5, Y0, Y0
 	INCQ   DI
 	CMPQ   DI, $+2
 	JL     inner_Q_5
 
 	// finish v16
-	VMOVUPS 1152(SP), Y5
-	VMOVUPS 1248(SP), Y6
+	VMOVUPS 1536(SP), Y4
+	VMOVUPS 1632(SP), Y5
 
 	// v17 = mul(v1, v15)
-	VMULPS Y6, Y5, Y5
+	VMULPS Y5, Y4, Y4
 
 	// v18 = sub(v16, v17)
-	VSUBPS  Y5, Y1, Y1
-	VMOVUPS 1216(SP), Y5
+	VSUBPS  Y4, Y0, Y0
+	VMOVUPS 1600(SP), Y4
 
 	// v19 = mul(v10, v18)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y0, Y4, Y0
 
 	// sum(v19) over [A]
-	VCVTPS2PD    X1, Y5
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       Y2, Y5, Y2
-	VADDPD       Y3, Y1, Y3
-	VMOVUPS      576(SP)(SI*1), Y1
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       Y1, Y4, Y1
+	VADDPD       Y2, Y0, Y2
+	VMOVUPS      960(SP)(SI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc16<>+0(SB), Y4, Y4
-	VXORPS lgc16<>+0(SB), Y1, Y1
-	VMINPS Y4, Y1, Y5
-	VMINPS Y1, Y4, Y4
-	VORPS  Y5, Y4, Y4
-	VXORPS lgc16<>+0(SB), Y4, Y4
+	VXORPS lgc16<>+0(SB), Y3, Y3
+	VXORPS lgc16<>+0(SB), Y0, Y0
+	VMINPS Y3, Y0, Y4
+	VMINPS Y0, Y3, Y3
+	VORPS  Y4, Y3, Y3
+	VXORPS lgc16<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_4
 
 	// finish v20
-	VMOVUPD     Y2, Y0
-	VMOVUPD     Y3, Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -738,36 +708,36 @@ inner_Q_5:
 	VADDPS     Y0, Y1, Y0
 	VMOVUPS    lgc15<>+0(SB), Y1
 	VMOVUPD    lgc18<>+0(SB), Y2
-	VMOVUPD    lgc18<>+0(SB), Y3
+	VMOVUPD    lgc18<>+0(SB), Y4
 	MOVQ       action+72(FP), DX
 	VMOVUPS    lgc17<>+0(SB), Y5
-	VMOVUPS    Y5, 1280(SP)
+	VMOVUPS    Y5, 1664(SP)
 	VMOVUPS    lgc17<>+0(SB), X5
 	MOVQ       (DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 1280(SP)
+	VMOVSS     X5, 1664(SP)
 	MOVQ       8(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 1284(SP)
+	VMOVSS     X5, 1668(SP)
 	MOVQ       16(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 1288(SP)
+	VMOVSS     X5, 1672(SP)
 	MOVQ       24(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 1292(SP)
+	VMOVSS     X5, 1676(SP)
 	MOVQ       32(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 1296(SP)
+	VMOVSS     X5, 1680(SP)
 	MOVQ       40(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 1300(SP)
+	VMOVSS     X5, 1684(SP)
 	MOVQ       48(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 1304(SP)
+	VMOVSS     X5, 1688(SP)
 	MOVQ       56(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 1308(SP)
-	VMOVUPS    1280(SP), Y5
+	VMOVSS     X5, 1692(SP)
+	VMOVUPS    1664(SP), Y5
 	XORQ       DX, DX
 
 inner_Q_6:
@@ -807,7 +777,7 @@ inner_Q_6:
 
 	// v40 = sub(absDiff, 0.5)
 	VSUBPS  lgc10<>+0(SB), Y6, Y9
-	VMOVUPS Y6, 1312(SP)
+	VMOVUPS Y6, 1696(SP)
 
 	// smoothL1 = where(v37, v39, v40)
 	VBLENDVPS Y7, Y8, Y9, Y6
@@ -817,8 +787,8 @@ inner_Q_6:
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y2, Y7, Y2
-	VADDPD       Y3, Y6, Y3
-	VMOVUPS      1312(SP), Y6
+	VADDPD       Y4, Y6, Y4
+	VMOVUPS      1696(SP), Y6
 
 	// reduce_max(absDiff) over [Q]
 	VXORPS lgc16<>+0(SB), Y1, Y1
@@ -834,7 +804,7 @@ inner_Q_6:
 	// finish v42
 	VMOVUPS     lgc17<>+0(SB), Y5
 	VCVTPD2PSY  Y2, X5
-	VCVTPD2PSY  Y3, X2
+	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y5, Y2
 
 	// mean(v42) over [B]
@@ -843,16 +813,16 @@ inner_Q_6:
 	VMOVUPS Y2, 256(DX)
 
 	// finish v45
-	VMOVUPS Y4, Y2
+	VMOVUPS Y3, Y2
 	VMOVUPS lgc17<>+0(SB), Y3
-	VMOVUPS Y0, 1344(SP)
+	VMOVUPS Y0, 1728(SP)
 	XORQ    DI, DI
 
 inner_A_7:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 576(SP)(R8*1), Y0
+	VMOVUPS 960(SP)(R8*1), Y0
 
 	// v47 = sub(logits, v45)
 	VSUBPS Y2, Y0, Y0
@@ -885,6 +855,7 @@ inner_A_7:
 	VMULPS       Y4, Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VBLENDVPS    Y4, Y0, Y6, Y6
+	VMOVUPS      Y6, 192(SP)(R8*1)
 
 	// sum(v48) over [A]
 	VADDPS Y3, Y6, Y3
@@ -939,59 +910,31 @@ inner_A_7:
 	VMOVUPD      lgc18<>+0(SB), Y4
 	VMOVUPD      lgc18<>+0(SB), Y5
 	VMOVUPD      lgc18<>+0(SB), Y7
-	VMOVUPS      Y0, 1376(SP)
-	VMOVUPS      Y6, 1408(SP)
+	VMOVUPS      Y0, 1760(SP)
+	VMOVUPS      Y6, 1792(SP)
 	XORQ         DI, DI
 
 inner_A_8:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 576(SP)(R8*1), Y0
+	VMOVUPS 960(SP)(R8*1), Y0
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y2, Y0, Y0
-
-	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y6
-	VMINPS       lgc1<>+0(SB), Y6, Y6
-	VMULPS       lgc2<>+0(SB), Y6, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc3<>+0(SB), Y8, Y6
-	VFNMADD231PS lgc4<>+0(SB), Y8, Y6
-	VMOVAPS      lgc5<>+0(SB), Y9
-	VFMADD213PS  lgc6<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc7<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
-	VMULPS       Y6, Y6, Y10
-	VFMADD213PS  Y6, Y10, Y9
-	VADDPS       lgc11<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y6
-	VPMAXSD      lgc12<>+0(SB), Y6, Y8
-	VPMINSD      lgc13<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y6, Y9, Y9
-	VCMPPS       $0x03, Y0, Y0, Y6
-	VBLENDVPS    Y6, Y0, Y9, Y9
-	VMOVUPS      1376(SP), Y6
+	VSUBPS  Y2, Y0, Y0
+	VMOVUPS 192(SP)(R8*1), Y6
+	VMOVUPS 1760(SP), Y8
 
 	// v50 = div(v48, v49)
-	VDIVPS  Y6, Y9, Y6
-	VMOVUPS 1408(SP), Y8
+	VDIVPS  Y8, Y6, Y6
+	VMOVUPS 1792(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y0, Y0
 	VMOVUPS lgc35<>+0(SB), Y8
-	VMOVUPS Y8, 1440(SP)
-	VMOVUPS Y6, 1504(SP)
-	VMOVUPS Y0, 1536(SP)
+	VMOVUPS Y8, 1824(SP)
+	VMOVUPS Y6, 1888(SP)
+	VMOVUPS Y0, 1920(SP)
 	XORQ    R8, R8
 
 inner_Q_9:
@@ -1000,29 +943,29 @@ inner_Q_9:
 	ADDQ    R10, R9
 	IMUL3Q  $+192, R8, R10
 	ADDQ    R10, R9
-	VMOVUPS 768(SP)(R9*1), Y0
+	VMOVUPS 1152(SP)(R9*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 1440(SP), Y6
+	VMOVUPS 1824(SP), Y6
 	VMINPS  Y6, Y0, Y8
 	VMINPS  Y0, Y6, Y6
 	VORPS   Y8, Y6, Y6
-	VMOVUPS Y6, 1440(SP)
+	VMOVUPS Y6, 1824(SP)
 	INCQ    R8
 	CMPQ    R8, $+2
 	JL      inner_Q_9
 
 	// finish minQ
-	VMOVUPS 1440(SP), Y0
-	VMOVUPS 1152(SP), Y6
-	VMOVUPS 1536(SP), Y8
+	VMOVUPS 1824(SP), Y0
+	VMOVUPS 1536(SP), Y6
+	VMOVUPS 1920(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y8, Y6, Y6
 
 	// v56 = sub(v55, minQ)
 	VSUBPS  Y0, Y6, Y0
-	VMOVUPS 1504(SP), Y6
+	VMOVUPS 1888(SP), Y6
 
 	// v57 = mul(v50, v56)
 	VMULPS Y0, Y6, Y0
@@ -1033,7 +976,7 @@ inner_Q_9:
 	VCVTPS2PD    X0, Y0
 	VADDPD       Y5, Y6, Y5
 	VADDPD       Y7, Y0, Y7
-	VMOVUPS      1504(SP), Y0
+	VMOVUPS      1888(SP), Y0
 
 	// v60 = mul(v50, logSoftmax)
 	VMULPS Y8, Y0, Y0
@@ -1092,7 +1035,7 @@ inner_Q_9:
 
 	// finish v70
 	VMOVUPS Y1, Y0
-	VMOVUPS 1344(SP), Y1
+	VMOVUPS 1728(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
@@ -1564,7 +1507,7 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32, gradLogits *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $2656-120
+TEXT ·fbPass1AVX2(SB), $3008-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -1609,12 +1552,12 @@ blocks_11:
 	VPERM2F128 $0x31, Y6, Y8, Y6
 	VPERM2F128 $0x20, Y0, Y1, Y6
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, (SP)
-	VMOVUPS    Y7, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y6, 96(SP)
-	VMOVUPS    Y3, 128(SP)
-	VMOVUPS    Y2, 160(SP)
+	VMOVUPS    Y5, 384(SP)
+	VMOVUPS    Y7, 416(SP)
+	VMOVUPS    Y4, 448(SP)
+	VMOVUPS    Y6, 480(SP)
+	VMOVUPS    Y3, 512(SP)
+	VMOVUPS    Y2, 544(SP)
 
 	// tile nextActionValue
 	MOVQ       nextActionValue+24(FP), DX
@@ -1654,12 +1597,12 @@ blocks_11:
 	VPERM2F128 $0x31, Y6, Y8, Y6
 	VPERM2F128 $0x20, Y0, Y1, Y6
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 192(SP)
-	VMOVUPS    Y7, 224(SP)
-	VMOVUPS    Y4, 256(SP)
-	VMOVUPS    Y6, 288(SP)
-	VMOVUPS    Y3, 320(SP)
-	VMOVUPS    Y2, 352(SP)
+	VMOVUPS    Y5, 576(SP)
+	VMOVUPS    Y7, 608(SP)
+	VMOVUPS    Y4, 640(SP)
+	VMOVUPS    Y6, 672(SP)
+	VMOVUPS    Y3, 704(SP)
+	VMOVUPS    Y2, 736(SP)
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS 6144(DX)(SI*4), Y0, Y1
 	VMASKMOVPS 6168(DX)(SI*4), Y0, Y2
@@ -1693,12 +1636,12 @@ blocks_11:
 	VPERM2F128 $0x31, Y6, Y8, Y6
 	VPERM2F128 $0x20, Y0, Y1, Y6
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 384(SP)
-	VMOVUPS    Y7, 416(SP)
-	VMOVUPS    Y4, 448(SP)
-	VMOVUPS    Y6, 480(SP)
-	VMOVUPS    Y3, 512(SP)
-	VMOVUPS    Y2, 544(SP)
+	VMOVUPS    Y5, 768(SP)
+	VMOVUPS    Y7, 800(SP)
+	VMOVUPS    Y4, 832(SP)
+	VMOVUPS    Y6, 864(SP)
+	VMOVUPS    Y3, 896(SP)
+	VMOVUPS    Y2, 928(SP)
 
 	// tile logits
 	MOVQ       logits+32(FP), DX
@@ -1735,12 +1678,12 @@ blocks_11:
 	VPERM2F128 $0x31, Y6, Y8, Y6
 	VPERM2F128 $0x20, Y0, Y1, Y6
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 576(SP)
-	VMOVUPS    Y7, 608(SP)
-	VMOVUPS    Y4, 640(SP)
-	VMOVUPS    Y6, 672(SP)
-	VMOVUPS    Y3, 704(SP)
-	VMOVUPS    Y2, 736(SP)
+	VMOVUPS    Y5, 960(SP)
+	VMOVUPS    Y7, 992(SP)
+	VMOVUPS    Y4, 1024(SP)
+	VMOVUPS    Y6, 1056(SP)
+	VMOVUPS    Y3, 1088(SP)
+	VMOVUPS    Y2, 1120(SP)
 
 	// tile actionValue
 	MOVQ         actionValue+40(FP), DX
@@ -1777,12 +1720,12 @@ blocks_11:
 	VPERM2F128   $0x31, Y6, Y8, Y6
 	VPERM2F128   $0x20, Y0, Y1, Y6
 	VPERM2F128   $0x31, Y0, Y1, Y0
-	VMOVUPS      Y5, 768(SP)
-	VMOVUPS      Y7, 800(SP)
-	VMOVUPS      Y4, 832(SP)
-	VMOVUPS      Y6, 864(SP)
-	VMOVUPS      Y3, 896(SP)
-	VMOVUPS      Y2, 928(SP)
+	VMOVUPS      Y5, 1152(SP)
+	VMOVUPS      Y7, 1184(SP)
+	VMOVUPS      Y4, 1216(SP)
+	VMOVUPS      Y6, 1248(SP)
+	VMOVUPS      Y3, 1280(SP)
+	VMOVUPS      Y2, 1312(SP)
 	VMOVUPS      lgc14<>+0(SB), Y0
 	VMASKMOVPS   6144(DX)(SI*4), Y0, Y1
 	VMASKMOVPS   6168(DX)(SI*4), Y0, Y2
@@ -1816,12 +1759,12 @@ blocks_11:
 	VPERM2F128   $0x31, Y6, Y8, Y6
 	VPERM2F128   $0x20, Y0, Y1, Y6
 	VPERM2F128   $0x31, Y0, Y1, Y0
-	VMOVUPS      Y5, 960(SP)
-	VMOVUPS      Y7, 992(SP)
-	VMOVUPS      Y4, 1024(SP)
-	VMOVUPS      Y6, 1056(SP)
-	VMOVUPS      Y3, 1088(SP)
-	VMOVUPS      Y2, 1120(SP)
+	VMOVUPS      Y5, 1344(SP)
+	VMOVUPS      Y7, 1376(SP)
+	VMOVUPS      Y4, 1408(SP)
+	VMOVUPS      Y6, 1440(SP)
+	VMOVUPS      Y3, 1472(SP)
+	VMOVUPS      Y2, 1504(SP)
 	MOVQ         logAlpha+48(FP), DX
 	XORQ         DI, DI
 	VBROADCASTSS (DX)(DI*4), Y0
@@ -1858,21 +1801,21 @@ blocks_11:
 
 	// reduce_max(nextLogits) over [A], pairwise
 	VMOVUPS lgc16<>+0(SB), Y1
-	VXORPS  (SP), Y1, Y2
-	VXORPS  32(SP), Y1, Y4
+	VXORPS  384(SP), Y1, Y2
+	VXORPS  416(SP), Y1, Y4
 	VMINPS  Y2, Y4, Y5
 	VMINPS  Y4, Y2, Y4
 	VORPS   Y5, Y4, Y4
-	VXORPS  64(SP), Y1, Y2
-	VXORPS  96(SP), Y1, Y5
+	VXORPS  448(SP), Y1, Y2
+	VXORPS  480(SP), Y1, Y5
 	VMINPS  Y2, Y5, Y6
 	VMINPS  Y5, Y2, Y5
 	VORPS   Y6, Y5, Y5
 	VMINPS  Y4, Y5, Y2
 	VMINPS  Y5, Y4, Y5
 	VORPS   Y2, Y5, Y5
-	VXORPS  128(SP), Y1, Y2
-	VXORPS  160(SP), Y1, Y4
+	VXORPS  512(SP), Y1, Y2
+	VXORPS  544(SP), Y1, Y4
 	VMINPS  Y2, Y4, Y6
 	VMINPS  Y4, Y2, Y4
 	VORPS   Y6, Y4, Y4
@@ -1887,14 +1830,14 @@ blocks_11:
 
 	// finish v5
 	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y3, 1728(SP)
+	VMOVUPS Y3, 2112(SP)
 	XORQ    DX, DX
 
 inner_A_13:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y2
+	VMOVUPS 384(SP)(R8*1), Y2
 
 	// v7 = sub(nextLogits, v5)
 	VSUBPS Y0, Y2, Y2
@@ -1927,6 +1870,7 @@ inner_A_13:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
+	VMOVUPS      Y5, (SP)(R8*1)
 
 	// sum(v8) over [A]
 	VADDPS Y1, Y5, Y1
@@ -1935,105 +1879,74 @@ inner_A_13:
 	JL     inner_A_13
 
 	// finish v9
+	VMOVUPS Y1, Y0
+	VMOVUPD lgc18<>+0(SB), Y1
 	VMOVUPD lgc18<>+0(SB), Y2
-	VMOVUPD lgc18<>+0(SB), Y3
-	VMOVUPS lgc15<>+0(SB), Y4
-	VMOVUPS Y1, 1760(SP)
+	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPS Y0, 2144(SP)
 	XORQ    DX, DX
 
 inner_A_14:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y1
-
-	// v7 = sub(nextLogits, v5)
-	VSUBPS Y0, Y1, Y1
-
-	// v8 = exp(v7)
-	VMAXPS       lgc0<>+0(SB), Y1, Y5
-	VMINPS       lgc1<>+0(SB), Y5, Y5
-	VMULPS       lgc2<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc12<>+0(SB), Y5, Y6
-	VPMINSD      lgc13<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
-	VMOVUPS      1760(SP), Y1
+	VMOVUPS (SP)(R8*1), Y0
+	VMOVUPS 2144(SP), Y4
 
 	// v10 = div(v8, v9)
-	VDIVPS  Y1, Y7, Y1
-	VMOVUPS lgc17<>+0(SB), Y5
+	VDIVPS  Y4, Y0, Y0
+	VMOVUPS lgc17<>+0(SB), Y4
 
 	// v12 = eq(v10, 0)
-	VCMPPS  $0x00, Y5, Y1, Y5
-	VMOVUPS lgc19<>+0(SB), Y6
+	VCMPPS  $0x00, Y4, Y0, Y4
+	VMOVUPS lgc19<>+0(SB), Y5
 
 	// v14 = where(v12, 1e-08, v10)
-	VBLENDVPS Y5, Y6, Y1, Y5
-	VMOVUPS   Y1, 1792(SP)
+	VBLENDVPS Y4, Y5, Y0, Y4
+	VMOVUPS   Y0, 2176(SP)
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y5, Y1
-	VMULPS       lgc21<>+0(SB), Y5, Y6
-	VBLENDVPS    Y1, Y6, Y5, Y6
-	VPSRLD       $0x17, Y6, Y7
-	VPSUBD       lgc13<>+0(SB), Y7, Y7
-	VPAND        lgc22<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y7, Y7
-	VPAND        lgc23<>+0(SB), Y6, Y1
-	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y6
-	VMULPS       lgc10<>+0(SB), Y1, Y8
-	VBLENDVPS    Y6, Y8, Y1, Y1
-	VPSUBD       Y6, Y7, Y7
-	VSUBPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y6
-	VMOVAPS      lgc25<>+0(SB), Y8
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc30<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCVTDQ2PS    Y7, Y7
-	VFMADD231PS  lgc4<>+0(SB), Y7, Y8
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y8
-	VADDPS       Y1, Y8, Y8
-	VFMADD231PS  lgc3<>+0(SB), Y7, Y8
-	VCMPPS       $0x00, lgc17<>+0(SB), Y5, Y1
-	VBLENDVPS    Y1, lgc15<>+0(SB), Y8, Y8
-	VCMPPS       $0x11, lgc17<>+0(SB), Y5, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y8, Y8
-	VCMPPS       $0x00, lgc35<>+0(SB), Y5, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
-	VMOVUPS      lgc35<>+0(SB), Y1
-	VMOVUPS      Y8, 1824(SP)
+	VCMPPS       $0x11, lgc20<>+0(SB), Y4, Y0
+	VMULPS       lgc21<>+0(SB), Y4, Y5
+	VBLENDVPS    Y0, Y5, Y4, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc13<>+0(SB), Y6, Y6
+	VPAND        lgc22<>+0(SB), Y0, Y0
+	VPADDD       Y0, Y6, Y6
+	VPAND        lgc23<>+0(SB), Y5, Y0
+	VPOR         lgc11<>+0(SB), Y0, Y0
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y0, Y5
+	VMULPS       lgc10<>+0(SB), Y0, Y7
+	VBLENDVPS    Y5, Y7, Y0, Y0
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc11<>+0(SB), Y0, Y0
+	VMULPS       Y0, Y0, Y5
+	VMOVAPS      lgc25<>+0(SB), Y7
+	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc29<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc30<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc31<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc32<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc33<>+0(SB), Y0, Y7
+	VMULPS       Y0, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc4<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
+	VADDPS       Y0, Y7, Y7
+	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc17<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc15<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc17<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc34<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc35<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc35<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y0
+	VBLENDVPS    Y0, Y4, Y7, Y7
+	VMOVUPS      lgc35<>+0(SB), Y0
+	VMOVUPS      Y7, 2208(SP)
 	XORQ         R9, R9
 
 inner_Q_15:
@@ -2042,52 +1955,52 @@ inner_Q_15:
 	ADDQ    R11, R10
 	IMUL3Q  $+192, R9, R11
 	ADDQ    R11, R10
-	VMOVUPS 192(SP)(R10*1), Y5
+	VMOVUPS 576(SP)(R10*1), Y4
 
 	// reduce_min(nextActionValue) over [Q]
-	VMINPS Y1, Y5, Y6
-	VMINPS Y5, Y1, Y1
-	VORPS  Y6, Y1, Y1
+	VMINPS Y0, Y4, Y5
+	VMINPS Y4, Y0, Y0
+	VORPS  Y5, Y0, Y0
 	INCQ   R9
 	CMPQ   R9, $+2
 	JL     inner_Q_15
 
 	// finish v16
-	VMOVUPS 1728(SP), Y5
-	VMOVUPS 1824(SP), Y6
+	VMOVUPS 2112(SP), Y4
+	VMOVUPS 2208(SP), Y5
 
 	// v17 = mul(v1, v15)
-	VMULPS Y6, Y5, Y5
+	VMULPS Y5, Y4, Y4
 
 	// v18 = sub(v16, v17)
-	VSUBPS  Y5, Y1, Y1
-	VMOVUPS 1792(SP), Y5
+	VSUBPS  Y4, Y0, Y0
+	VMOVUPS 2176(SP), Y4
 
 	// v19 = mul(v10, v18)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y0, Y4, Y0
 
 	// sum(v19) over [A]
-	VCVTPS2PD    X1, Y5
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       Y2, Y5, Y2
-	VADDPD       Y3, Y1, Y3
-	VMOVUPS      576(SP)(R8*1), Y1
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       Y1, Y4, Y1
+	VADDPD       Y2, Y0, Y2
+	VMOVUPS      960(SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc16<>+0(SB), Y4, Y4
-	VXORPS lgc16<>+0(SB), Y1, Y1
-	VMINPS Y4, Y1, Y5
-	VMINPS Y1, Y4, Y4
-	VORPS  Y5, Y4, Y4
-	VXORPS lgc16<>+0(SB), Y4, Y4
+	VXORPS lgc16<>+0(SB), Y3, Y3
+	VXORPS lgc16<>+0(SB), Y0, Y0
+	VMINPS Y3, Y0, Y4
+	VMINPS Y0, Y3, Y3
+	VORPS  Y4, Y3, Y3
+	VXORPS lgc16<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_14
 
 	// finish v20
-	VMOVUPD     Y2, Y0
-	VMOVUPD     Y3, Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -2114,36 +2027,36 @@ inner_Q_15:
 	VADDPS     Y0, Y1, Y0
 	VMOVUPS    lgc15<>+0(SB), Y1
 	VMOVUPD    lgc18<>+0(SB), Y2
-	VMOVUPD    lgc18<>+0(SB), Y3
+	VMOVUPD    lgc18<>+0(SB), Y4
 	MOVQ       action+72(FP), DX
 	VMOVUPS    lgc17<>+0(SB), Y5
-	VMOVUPS    Y5, 1856(SP)
+	VMOVUPS    Y5, 2240(SP)
 	VMOVUPS    lgc17<>+0(SB), X5
 	MOVQ       (DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
-	VMOVSS     X5, 1856(SP)
+	VMOVSS     X5, 2240(SP)
 	MOVQ       8(DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
-	VMOVSS     X5, 1860(SP)
+	VMOVSS     X5, 2244(SP)
 	MOVQ       16(DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
-	VMOVSS     X5, 1864(SP)
+	VMOVSS     X5, 2248(SP)
 	MOVQ       24(DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
-	VMOVSS     X5, 1868(SP)
+	VMOVSS     X5, 2252(SP)
 	MOVQ       32(DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
-	VMOVSS     X5, 1872(SP)
+	VMOVSS     X5, 2256(SP)
 	MOVQ       40(DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
-	VMOVSS     X5, 1876(SP)
+	VMOVSS     X5, 2260(SP)
 	MOVQ       48(DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
-	VMOVSS     X5, 1880(SP)
+	VMOVSS     X5, 2264(SP)
 	MOVQ       56(DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
-	VMOVSS     X5, 1884(SP)
-	VMOVUPS    1856(SP), Y5
+	VMOVSS     X5, 2268(SP)
+	VMOVUPS    2240(SP), Y5
 	XORQ       DX, DX
 
 inner_Q_16:
@@ -2183,7 +2096,7 @@ inner_Q_16:
 
 	// v40 = sub(absDiff, 0.5)
 	VSUBPS  lgc10<>+0(SB), Y6, Y9
-	VMOVUPS Y6, 1888(SP)
+	VMOVUPS Y6, 2272(SP)
 
 	// smoothL1 = where(v37, v39, v40)
 	VBLENDVPS Y7, Y8, Y9, Y6
@@ -2193,8 +2106,8 @@ inner_Q_16:
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y2, Y7, Y2
-	VADDPD       Y3, Y6, Y3
-	VMOVUPS      1888(SP), Y6
+	VADDPD       Y4, Y6, Y4
+	VMOVUPS      2272(SP), Y6
 
 	// reduce_max(absDiff) over [Q]
 	VXORPS lgc16<>+0(SB), Y1, Y1
@@ -2210,7 +2123,7 @@ inner_Q_16:
 	// finish v42
 	VMOVUPS     lgc17<>+0(SB), Y5
 	VCVTPD2PSY  Y2, X5
-	VCVTPD2PSY  Y3, X2
+	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y5, Y2
 
 	// mean(v42) over [B]
@@ -2219,16 +2132,16 @@ inner_Q_16:
 	VMOVUPS Y2, 256(DX)
 
 	// finish v45
-	VMOVUPS Y4, Y2
+	VMOVUPS Y3, Y2
 	VMOVUPS lgc17<>+0(SB), Y3
-	VMOVUPS Y0, 1920(SP)
+	VMOVUPS Y0, 2304(SP)
 	XORQ    R9, R9
 
 inner_A_17:
 	XORQ    R10, R10
 	IMUL3Q  $+32, R9, R11
 	ADDQ    R11, R10
-	VMOVUPS 576(SP)(R10*1), Y0
+	VMOVUPS 960(SP)(R10*1), Y0
 
 	// v47 = sub(logits, v45)
 	VSUBPS Y2, Y0, Y0
@@ -2261,6 +2174,7 @@ inner_A_17:
 	VMULPS       Y4, Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VBLENDVPS    Y4, Y0, Y6, Y6
+	VMOVUPS      Y6, 192(SP)(R10*1)
 
 	// sum(v48) over [A]
 	VADDPS Y3, Y6, Y3
@@ -2315,59 +2229,31 @@ inner_A_17:
 	VMOVUPD      lgc18<>+0(SB), Y4
 	VMOVUPD      lgc18<>+0(SB), Y5
 	VMOVUPD      lgc18<>+0(SB), Y7
-	VMOVUPS      Y0, 1952(SP)
-	VMOVUPS      Y6, 1984(SP)
+	VMOVUPS      Y0, 2336(SP)
+	VMOVUPS      Y6, 2368(SP)
 	XORQ         R9, R9
 
 inner_A_18:
 	XORQ    R10, R10
 	IMUL3Q  $+32, R9, R11
 	ADDQ    R11, R10
-	VMOVUPS 576(SP)(R10*1), Y0
+	VMOVUPS 960(SP)(R10*1), Y0
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y2, Y0, Y0
-
-	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y6
-	VMINPS       lgc1<>+0(SB), Y6, Y6
-	VMULPS       lgc2<>+0(SB), Y6, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc3<>+0(SB), Y8, Y6
-	VFNMADD231PS lgc4<>+0(SB), Y8, Y6
-	VMOVAPS      lgc5<>+0(SB), Y9
-	VFMADD213PS  lgc6<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc7<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
-	VMULPS       Y6, Y6, Y10
-	VFMADD213PS  Y6, Y10, Y9
-	VADDPS       lgc11<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y6
-	VPMAXSD      lgc12<>+0(SB), Y6, Y8
-	VPMINSD      lgc13<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y6, Y9, Y9
-	VCMPPS       $0x03, Y0, Y0, Y6
-	VBLENDVPS    Y6, Y0, Y9, Y9
-	VMOVUPS      1952(SP), Y6
+	VSUBPS  Y2, Y0, Y0
+	VMOVUPS 192(SP)(R10*1), Y6
+	VMOVUPS 2336(SP), Y8
 
 	// v50 = div(v48, v49)
-	VDIVPS  Y6, Y9, Y6
-	VMOVUPS 1984(SP), Y8
+	VDIVPS  Y8, Y6, Y6
+	VMOVUPS 2368(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y0, Y0
 	VMOVUPS lgc35<>+0(SB), Y8
-	VMOVUPS Y8, 2016(SP)
-	VMOVUPS Y6, 2080(SP)
-	VMOVUPS Y0, 2112(SP)
+	VMOVUPS Y8, 2400(SP)
+	VMOVUPS Y6, 2464(SP)
+	VMOVUPS Y0, 2496(SP)
 	XORQ    R10, R10
 
 inner_Q_19:
@@ -2376,29 +2262,29 @@ inner_Q_19:
 	ADDQ    R12, R11
 	IMUL3Q  $+192, R10, R12
 	ADDQ    R12, R11
-	VMOVUPS 768(SP)(R11*1), Y0
+	VMOVUPS 1152(SP)(R11*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 2016(SP), Y6
+	VMOVUPS 2400(SP), Y6
 	VMINPS  Y6, Y0, Y8
 	VMINPS  Y0, Y6, Y6
 	VORPS   Y8, Y6, Y6
-	VMOVUPS Y6, 2016(SP)
+	VMOVUPS Y6, 2400(SP)
 	INCQ    R10
 	CMPQ    R10, $+2
 	JL      inner_Q_19
 
 	// finish minQ
-	VMOVUPS 2016(SP), Y0
-	VMOVUPS 1728(SP), Y6
-	VMOVUPS 2112(SP), Y8
+	VMOVUPS 2400(SP), Y0
+	VMOVUPS 2112(SP), Y6
+	VMOVUPS 2496(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y8, Y6, Y6
 
 	// v56 = sub(v55, minQ)
 	VSUBPS  Y0, Y6, Y0
-	VMOVUPS 2080(SP), Y6
+	VMOVUPS 2464(SP), Y6
 
 	// v57 = mul(v50, v56)
 	VMULPS Y0, Y6, Y0
@@ -2409,7 +2295,7 @@ inner_Q_19:
 	VCVTPS2PD    X0, Y0
 	VADDPD       Y5, Y6, Y5
 	VADDPD       Y7, Y0, Y7
-	VMOVUPS      2080(SP), Y0
+	VMOVUPS      2464(SP), Y0
 
 	// v60 = mul(v50, logSoftmax)
 	VMULPS Y8, Y0, Y0
@@ -2479,7 +2365,7 @@ inner_Q_19:
 	VMOVUPD lgc18<>+0(SB), Y3
 	VMOVUPD lgc18<>+0(SB), Y4
 	VMOVUPD lgc18<>+0(SB), Y5
-	VMOVUPS Y0, 2144(SP)
+	VMOVUPS Y0, 2528(SP)
 	VMOVUPS lgc17<>+0(SB), Y0
 	XORQ    DX, DX
 
@@ -2487,51 +2373,23 @@ inner_A_20:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, DI
-	VMOVUPS 576(SP)(DI*1), Y6
+	VMOVUPS 960(SP)(DI*1), Y6
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y2, Y6, Y6
-
-	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y6, Y7
-	VMINPS       lgc1<>+0(SB), Y7, Y7
-	VMULPS       lgc2<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc3<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc4<>+0(SB), Y8, Y7
-	VMOVAPS      lgc5<>+0(SB), Y9
-	VFMADD213PS  lgc6<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc7<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc11<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc12<>+0(SB), Y7, Y8
-	VPMINSD      lgc13<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc13<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VPADDD       lgc13<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y6, Y6, Y7
-	VBLENDVPS    Y7, Y6, Y9, Y9
-	VMOVUPS      1952(SP), Y7
+	VSUBPS  Y2, Y6, Y6
+	VMOVUPS 192(SP)(DI*1), Y7
+	VMOVUPS 2336(SP), Y8
 
 	// v50 = div(v48, v49)
-	VDIVPS  Y7, Y9, Y7
-	VMOVUPS 1984(SP), Y8
+	VDIVPS  Y8, Y7, Y7
+	VMOVUPS 2368(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y6, Y6
 	VMOVUPS lgc35<>+0(SB), Y8
-	VMOVUPS Y8, 2016(SP)
-	VMOVUPS Y7, 2176(SP)
-	VMOVUPS Y6, 2208(SP)
+	VMOVUPS Y8, 2400(SP)
+	VMOVUPS Y7, 2560(SP)
+	VMOVUPS Y6, 2592(SP)
 	XORQ    DI, DI
 
 inner_Q_21:
@@ -2540,22 +2398,22 @@ inner_Q_21:
 	ADDQ    R10, R9
 	IMUL3Q  $+192, DI, R10
 	ADDQ    R10, R9
-	VMOVUPS 768(SP)(R9*1), Y6
+	VMOVUPS 1152(SP)(R9*1), Y6
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 2016(SP), Y7
+	VMOVUPS 2400(SP), Y7
 	VMINPS  Y7, Y6, Y8
 	VMINPS  Y6, Y7, Y7
 	VORPS   Y8, Y7, Y7
-	VMOVUPS Y7, 2016(SP)
+	VMOVUPS Y7, 2400(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
 	JL      inner_Q_21
 
 	// finish minQ
-	VMOVUPS 2016(SP), Y6
-	VMOVUPS 1728(SP), Y7
-	VMOVUPS 2208(SP), Y8
+	VMOVUPS 2400(SP), Y6
+	VMOVUPS 2112(SP), Y7
+	VMOVUPS 2592(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y8, Y7, Y8
@@ -2565,7 +2423,7 @@ inner_Q_21:
 
 	// v76 = mul(0.00390625, v56)
 	VMULPS  lgc45<>+0(SB), Y6, Y6
-	VMOVUPS 2176(SP), Y8
+	VMOVUPS 2560(SP), Y8
 
 	// v77 = mul(0.00390625, v50)
 	VMULPS lgc45<>+0(SB), Y8, Y8
@@ -2575,7 +2433,7 @@ inner_Q_21:
 
 	// v79 = mul(v77, v1)
 	VMULPS  Y7, Y8, Y7
-	VMOVUPS Y6, 2240(SP)
+	VMOVUPS Y6, 2624(SP)
 
 	// v80 = where(v78, v79, v77)
 	VBLENDVPS Y9, Y7, Y8, Y6
@@ -2589,12 +2447,12 @@ inner_Q_21:
 	VCVTPS2PD    X6, Y6
 	VADDPD       Y1, Y7, Y1
 	VADDPD       Y3, Y6, Y3
-	VMOVUPS      2240(SP), Y6
+	VMOVUPS      2624(SP), Y6
 
 	// v89 = neg(v76)
 	VXORPS  lgc16<>+0(SB), Y6, Y6
-	VMOVUPS 2176(SP), Y7
-	VMOVUPS 1952(SP), Y8
+	VMOVUPS 2560(SP), Y7
+	VMOVUPS 2336(SP), Y8
 
 	// v90 = div(v50, v49)
 	VDIVPS Y8, Y7, Y7
@@ -2626,7 +2484,7 @@ inner_Q_21:
 
 	// v83 = ne(v82, 0)
 	VCMPPS  $0x04, Y0, Y1, Y3
-	VMOVUPS 1952(SP), Y6
+	VMOVUPS 2336(SP), Y6
 
 	// v84 = div(v82, v49)
 	VDIVPS Y6, Y1, Y7
@@ -2650,50 +2508,21 @@ inner_A_22:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, DI
-	VMOVUPS 576(SP)(DI*1), Y3
+	VMOVUPS 960(SP)(DI*1), Y3
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y2, Y3, Y3
-
-	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y3, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y7, Y7
+	VSUBPS  Y2, Y3, Y3
+	VMOVUPS 192(SP)(DI*1), Y4
 
 	// v50 = div(v48, v49)
-	VDIVPS  Y6, Y7, Y4
-	VMOVUPS 1984(SP), Y5
+	VDIVPS  Y6, Y4, Y4
+	VMOVUPS 2368(SP), Y5
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y5, Y3, Y3
 	VMOVUPS lgc35<>+0(SB), Y5
-	VMOVUPS Y7, 2272(SP)
-	VMOVUPS Y4, 2304(SP)
-	VMOVUPS Y3, 2336(SP)
+	VMOVUPS Y4, 2656(SP)
+	VMOVUPS Y3, 2688(SP)
 	XORQ    R9, R9
 
 inner_Q_23:
@@ -2702,7 +2531,7 @@ inner_Q_23:
 	ADDQ    R11, R10
 	IMUL3Q  $+192, R9, R11
 	ADDQ    R11, R10
-	VMOVUPS 768(SP)(R10*1), Y3
+	VMOVUPS 1152(SP)(R10*1), Y3
 
 	// reduce_min(v53) over [Q]
 	VMINPS Y5, Y3, Y4
@@ -2714,8 +2543,8 @@ inner_Q_23:
 
 	// finish minQ
 	VMOVUPS Y5, Y3
-	VMOVUPS 1728(SP), Y4
-	VMOVUPS 2336(SP), Y5
+	VMOVUPS 2112(SP), Y4
+	VMOVUPS 2688(SP), Y5
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y5, Y4, Y5
@@ -2725,7 +2554,7 @@ inner_Q_23:
 
 	// v76 = mul(0.00390625, v56)
 	VMULPS  lgc45<>+0(SB), Y3, Y3
-	VMOVUPS 2304(SP), Y5
+	VMOVUPS 2656(SP), Y5
 
 	// v77 = mul(0.00390625, v50)
 	VMULPS lgc45<>+0(SB), Y5, Y5
@@ -2749,23 +2578,17 @@ inner_Q_23:
 	VBLENDVPS Y5, Y7, Y3, Y3
 
 	// v96 = add(v88, v95)
-	VADDPS Y1, Y3, Y3
+	VADDPS  Y1, Y3, Y3
+	VMOVUPS 192(SP)(DI*1), Y5
 
-	// v97 = ne(v96, 0)
-	VCMPPS  $0x04, Y0, Y3, Y5
-	VMOVUPS 2272(SP), Y7
+	// v97 = mul(v96, v48)
+	VMULPS Y5, Y3, Y3
 
-	// v98 = mul(v96, v48)
-	VMULPS Y7, Y3, Y7
-
-	// v99 = where(v97, v98, v96)
-	VBLENDVPS Y5, Y7, Y3, Y3
-
-	// gradLogits = add(v80, v99)
+	// gradLogits = add(v80, v97)
 	VADDPS Y3, Y4, Y3
 
 	// store gradLogits
-	VMOVUPS      Y3, 1152(SP)(DI*1)
+	VMOVUPS      Y3, 1536(SP)(DI*1)
 	XORQ         DI, DI
 	MOVQ         DX, R9
 	ADDQ         R9, DI
@@ -2774,37 +2597,37 @@ inner_Q_23:
 	VCVTDQ2PS    Y3, Y3
 	MOVQ         action+72(FP), DI
 	VMOVUPS      lgc17<>+0(SB), Y4
-	VMOVUPS      Y4, 2368(SP)
+	VMOVUPS      Y4, 2720(SP)
 	VMOVUPS      lgc17<>+0(SB), X4
 	MOVQ         (DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2368(SP)
+	VMOVSS       X4, 2720(SP)
 	MOVQ         8(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2372(SP)
+	VMOVSS       X4, 2724(SP)
 	MOVQ         16(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2376(SP)
+	VMOVSS       X4, 2728(SP)
 	MOVQ         24(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2380(SP)
+	VMOVSS       X4, 2732(SP)
 	MOVQ         32(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2384(SP)
+	VMOVSS       X4, 2736(SP)
 	MOVQ         40(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2388(SP)
+	VMOVSS       X4, 2740(SP)
 	MOVQ         48(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2392(SP)
+	VMOVSS       X4, 2744(SP)
 	MOVQ         56(DI)(R8*8), R9
 	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2396(SP)
-	VMOVUPS      2368(SP), Y4
+	VMOVSS       X4, 2748(SP)
+	VMOVUPS      2720(SP), Y4
 
-	// v121 = eq(v120, action)
+	// v119 = eq(v118, action)
 	VCMPPS  $0x00, Y4, Y3, Y3
-	VMOVUPS Y3, 2400(SP)
+	VMOVUPS Y3, 2752(SP)
 	VMOVUPS lgc11<>+0(SB), Y3
 	XORQ    DI, DI
 
@@ -2825,7 +2648,7 @@ inner_Q_24:
 	VMOVUPS    lgc40<>+0(SB), Y7
 	VMOVUPS    lgc17<>+0(SB), Y8
 	VGATHERDPS Y7, (R10)(Y5*4), Y8
-	VMOVUPS    1920(SP), Y5
+	VMOVUPS    2304(SP), Y5
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y5, Y8, Y5
@@ -2839,83 +2662,83 @@ inner_Q_24:
 
 	// v38 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y7, Y9
-	VMOVUPS Y5, 2432(SP)
+	VMOVUPS Y5, 2784(SP)
 	VMOVUPS lgc45<>+0(SB), Y5
 
-	// v101 = where(v37, 0.00390625, 0)
+	// v99 = where(v37, 0.00390625, 0)
 	VANDPS  Y5, Y8, Y10
-	VMOVUPS Y9, 2464(SP)
-	VMOVUPS Y7, 2496(SP)
+	VMOVUPS Y9, 2816(SP)
+	VMOVUPS Y7, 2848(SP)
 
-	// v102 = where(v37, 0, 0.00390625)
+	// v100 = where(v37, 0, 0.00390625)
 	VANDNPS Y5, Y8, Y5
 
-	// v103 = ne(v101, 0)
+	// v101 = ne(v99, 0)
 	VCMPPS  $0x04, Y0, Y10, Y7
-	VMOVUPS 2496(SP), Y8
+	VMOVUPS 2848(SP), Y8
 
-	// v104 = mul(v101, absDiff)
+	// v102 = mul(v99, absDiff)
 	VMULPS  Y8, Y10, Y8
-	VMOVUPS Y5, 2528(SP)
+	VMOVUPS Y5, 2880(SP)
 
-	// v105 = where(v103, v104, v101)
+	// v103 = where(v101, v102, v99)
 	VBLENDVPS Y7, Y8, Y10, Y5
-	VMOVUPS   2464(SP), Y8
+	VMOVUPS   2816(SP), Y8
 
-	// v106 = mul(v101, v38)
+	// v104 = mul(v99, v38)
 	VMULPS  Y8, Y10, Y8
-	VMOVUPS Y5, 2560(SP)
+	VMOVUPS Y5, 2912(SP)
 
-	// v107 = where(v103, v106, v101)
+	// v105 = where(v101, v104, v99)
 	VBLENDVPS Y7, Y8, Y10, Y5
-	VMOVUPS   2528(SP), Y7
+	VMOVUPS   2880(SP), Y7
 
-	// v108 = add(v102, v107)
+	// v106 = add(v100, v105)
 	VADDPS  Y5, Y7, Y5
-	VMOVUPS 2560(SP), Y7
+	VMOVUPS 2912(SP), Y7
 
-	// v109 = mul(v105, 0.5)
+	// v107 = mul(v103, 0.5)
 	VMULPS lgc10<>+0(SB), Y7, Y7
 
-	// v110 = add(v108, v109)
+	// v108 = add(v106, v107)
 	VADDPS  Y7, Y5, Y5
-	VMOVUPS 2432(SP), Y7
+	VMOVUPS 2784(SP), Y7
 
-	// v111 = gt(diff, 0)
+	// v109 = gt(diff, 0)
 	VCMPPS $0x1e, Y0, Y7, Y8
 
-	// v112 = lt(diff, 0)
+	// v110 = lt(diff, 0)
 	VCMPPS $0x11, Y0, Y7, Y9
 
-	// v114 = mul(diff, 0)
+	// v112 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y7, Y7
-	VMOVUPS Y5, 2592(SP)
-	VMOVUPS Y8, 2624(SP)
+	VMOVUPS Y5, 2944(SP)
+	VMOVUPS Y8, 2976(SP)
 	VMOVUPS lgc46<>+0(SB), Y5
 
-	// v115 = where(v112, -1, v114)
+	// v113 = where(v110, -1, v112)
 	VBLENDVPS Y9, Y5, Y7, Y5
-	VMOVUPS   2624(SP), Y7
+	VMOVUPS   2976(SP), Y7
 	VMOVUPS   lgc17<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
-	// v116 = where(v111, 1, v115)
+	// v114 = where(v109, 1, v113)
 	VBLENDVPS Y8, Y3, Y5, Y5
-	VMOVUPS   2592(SP), Y7
+	VMOVUPS   2944(SP), Y7
 
-	// v117 = ne(v110, 0)
+	// v115 = ne(v108, 0)
 	VCMPPS $0x04, Y0, Y7, Y8
 
-	// v118 = mul(v110, v116)
+	// v116 = mul(v108, v114)
 	VMULPS Y5, Y7, Y5
 
-	// v119 = where(v117, v118, v110)
+	// v117 = where(v115, v116, v108)
 	VBLENDVPS Y8, Y5, Y7, Y5
-	VMOVUPS   2400(SP), Y7
+	VMOVUPS   2752(SP), Y7
 	VMOVUPS   lgc17<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
-	// gradActionValue = where(v121, v119, 0)
+	// gradActionValue = where(v119, v117, 0)
 	VANDPS Y5, Y8, Y5
 
 	// store gradActionValue
@@ -2924,19 +2747,19 @@ inner_Q_24:
 	ADDQ    R10, R9
 	IMUL3Q  $+192, DI, R10
 	ADDQ    R10, R9
-	VMOVUPS Y5, 1344(SP)(R9*1)
+	VMOVUPS Y5, 1728(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+2
 	JL      inner_Q_24
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_22
-	VMOVUPS 1920(SP), Y0
+	VMOVUPS 2304(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y0, (DX)(R8*4)
-	VMOVUPS 2144(SP), Y0
+	VMOVUPS 2528(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+96(FP), DX
@@ -2944,12 +2767,12 @@ inner_Q_24:
 
 	// flush the tile of gradLogits
 	MOVQ       gradLogits+104(FP), DX
-	VMOVUPS    1152(SP), Y0
-	VMOVUPS    1184(SP), Y1
-	VMOVUPS    1216(SP), Y2
-	VMOVUPS    1248(SP), Y3
-	VMOVUPS    1280(SP), Y4
-	VMOVUPS    1312(SP), Y5
+	VMOVUPS    1536(SP), Y0
+	VMOVUPS    1568(SP), Y1
+	VMOVUPS    1600(SP), Y2
+	VMOVUPS    1632(SP), Y3
+	VMOVUPS    1664(SP), Y4
+	VMOVUPS    1696(SP), Y5
 	VMOVUPS    lgc17<>+0(SB), Y6
 	VMOVUPS    lgc17<>+0(SB), Y7
 	VMOVUPS    lgc14<>+0(SB), Y8
@@ -2988,12 +2811,12 @@ inner_Q_24:
 
 	// flush the tile of gradActionValue
 	MOVQ         gradActionValue+112(FP), DX
-	VMOVUPS      1344(SP), Y0
-	VMOVUPS      1376(SP), Y1
-	VMOVUPS      1408(SP), Y2
-	VMOVUPS      1440(SP), Y3
-	VMOVUPS      1472(SP), Y4
-	VMOVUPS      1504(SP), Y5
+	VMOVUPS      1728(SP), Y0
+	VMOVUPS      1760(SP), Y1
+	VMOVUPS      1792(SP), Y2
+	VMOVUPS      1824(SP), Y3
+	VMOVUPS      1856(SP), Y4
+	VMOVUPS      1888(SP), Y5
 	VMOVUPS      lgc17<>+0(SB), Y6
 	VMOVUPS      lgc17<>+0(SB), Y7
 	VMOVUPS      lgc14<>+0(SB), Y8
@@ -3029,12 +2852,12 @@ inner_Q_24:
 	VMASKMOVPS   Y1, Y8, 120(DX)(SI*4)
 	VMASKMOVPS   Y5, Y8, 144(DX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 168(DX)(SI*4)
-	VMOVUPS      1536(SP), Y0
-	VMOVUPS      1568(SP), Y1
-	VMOVUPS      1600(SP), Y2
-	VMOVUPS      1632(SP), Y3
-	VMOVUPS      1664(SP), Y4
-	VMOVUPS      1696(SP), Y5
+	VMOVUPS      1920(SP), Y0
+	VMOVUPS      1952(SP), Y1
+	VMOVUPS      1984(SP), Y2
+	VMOVUPS      2016(SP), Y3
+	VMOVUPS      2048(SP), Y4
+	VMOVUPS      2080(SP), Y5
 	VMOVUPS      lgc17<>+0(SB), Y6
 	VMOVUPS      lgc17<>+0(SB), Y7
 	VMOVUPS      lgc14<>+0(SB), Y8

@@ -416,38 +416,36 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v87 := v76 / v49
 			v88 := sel(v86, v87, v76)
 			v96 := v88 + v95
-			v97 := b2f(v96 != zero)
-			v98 := float32(v96 * v48)
-			v99 := sel(v97, v98, v96)
-			gradLogits := v80 + v99
+			v97 := float32(v96 * v48)
+			gradLogits := v80 + v97
 			grads.Logits[iB*6+iA] = gradLogits
-			v120 := float32(iA)
-			v121 := b2f(v120 == action)
+			v118 := float32(iA)
+			v119 := b2f(v118 == action)
 			for iQ := 0; iQ < 2; iQ++ {
 				v33 := in.ActionValue[iQ*1536+iB*6+(int(action))]
 				diff := v33 - td0Return
 				absDiff := float32(math.Abs(float64(diff)))
 				v37 := b2f(absDiff < one)
 				v38 := float32(half * absDiff)
-				v101 := sel(v37, c72, zero)
-				v102 := sel(v37, zero, c72)
-				v103 := b2f(v101 != zero)
-				v104 := float32(v101 * absDiff)
-				v105 := sel(v103, v104, v101)
-				v106 := float32(v101 * v38)
-				v107 := sel(v103, v106, v101)
-				v108 := v102 + v107
-				v109 := float32(v105 * half)
-				v110 := v108 + v109
-				v111 := b2f(diff > zero)
-				v112 := b2f(diff < zero)
-				v114 := float32(diff * zero)
-				v115 := sel(v112, minusOne, v114)
-				v116 := sel(v111, one, v115)
-				v117 := b2f(v110 != zero)
-				v118 := float32(v110 * v116)
-				v119 := sel(v117, v118, v110)
-				gradActionValue := sel(v121, v119, zero)
+				v99 := sel(v37, c72, zero)
+				v100 := sel(v37, zero, c72)
+				v101 := b2f(v99 != zero)
+				v102 := float32(v99 * absDiff)
+				v103 := sel(v101, v102, v99)
+				v104 := float32(v99 * v38)
+				v105 := sel(v101, v104, v99)
+				v106 := v100 + v105
+				v107 := float32(v103 * half)
+				v108 := v106 + v107
+				v109 := b2f(diff > zero)
+				v110 := b2f(diff < zero)
+				v112 := float32(diff * zero)
+				v113 := sel(v110, minusOne, v112)
+				v114 := sel(v109, one, v113)
+				v115 := b2f(v108 != zero)
+				v116 := float32(v108 * v114)
+				v117 := sel(v115, v116, v108)
+				gradActionValue := sel(v119, v117, zero)
 				grads.ActionValue[iQ*1536+iB*6+iA] = gradActionValue
 			}
 		}

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, actionValue *float32, const2 *float32, outActionValue *float32, state *float64, action *float32, expectedActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $1696-64
+TEXT ·pass0AVX2(SB), $3104-64
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -50,14 +50,14 @@ blocks_1:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, (SP)
-	VMOVUPS    Y7, 32(SP)
-	VMOVUPS    Y3, 64(SP)
-	VMOVUPS    Y8, 96(SP)
-	VMOVUPS    Y2, 128(SP)
-	VMOVUPS    Y1, 160(SP)
-	VMOVUPS    Y5, 192(SP)
-	VMOVUPS    Y0, 224(SP)
+	VMOVUPS    Y6, 1408(SP)
+	VMOVUPS    Y7, 1440(SP)
+	VMOVUPS    Y3, 1472(SP)
+	VMOVUPS    Y8, 1504(SP)
+	VMOVUPS    Y2, 1536(SP)
+	VMOVUPS    Y1, 1568(SP)
+	VMOVUPS    Y5, 1600(SP)
+	VMOVUPS    Y0, 1632(SP)
 	VMOVUPS    32(DX)(BX*4), Y0
 	VMOVUPS    208(DX)(BX*4), Y1
 	VMOVUPS    384(DX)(BX*4), Y2
@@ -90,14 +90,14 @@ blocks_1:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 256(SP)
-	VMOVUPS    Y7, 288(SP)
-	VMOVUPS    Y3, 320(SP)
-	VMOVUPS    Y8, 352(SP)
-	VMOVUPS    Y2, 384(SP)
-	VMOVUPS    Y1, 416(SP)
-	VMOVUPS    Y5, 448(SP)
-	VMOVUPS    Y0, 480(SP)
+	VMOVUPS    Y6, 1664(SP)
+	VMOVUPS    Y7, 1696(SP)
+	VMOVUPS    Y3, 1728(SP)
+	VMOVUPS    Y8, 1760(SP)
+	VMOVUPS    Y2, 1792(SP)
+	VMOVUPS    Y1, 1824(SP)
+	VMOVUPS    Y5, 1856(SP)
+	VMOVUPS    Y0, 1888(SP)
 	VMOVUPS    64(DX)(BX*4), Y0
 	VMOVUPS    240(DX)(BX*4), Y1
 	VMOVUPS    416(DX)(BX*4), Y2
@@ -130,14 +130,14 @@ blocks_1:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 512(SP)
-	VMOVUPS    Y7, 544(SP)
-	VMOVUPS    Y3, 576(SP)
-	VMOVUPS    Y8, 608(SP)
-	VMOVUPS    Y2, 640(SP)
-	VMOVUPS    Y1, 672(SP)
-	VMOVUPS    Y5, 704(SP)
-	VMOVUPS    Y0, 736(SP)
+	VMOVUPS    Y6, 1920(SP)
+	VMOVUPS    Y7, 1952(SP)
+	VMOVUPS    Y3, 1984(SP)
+	VMOVUPS    Y8, 2016(SP)
+	VMOVUPS    Y2, 2048(SP)
+	VMOVUPS    Y1, 2080(SP)
+	VMOVUPS    Y5, 2112(SP)
+	VMOVUPS    Y0, 2144(SP)
 	VMOVUPS    96(DX)(BX*4), Y0
 	VMOVUPS    272(DX)(BX*4), Y1
 	VMOVUPS    448(DX)(BX*4), Y2
@@ -170,14 +170,14 @@ blocks_1:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 768(SP)
-	VMOVUPS    Y7, 800(SP)
-	VMOVUPS    Y3, 832(SP)
-	VMOVUPS    Y8, 864(SP)
-	VMOVUPS    Y2, 896(SP)
-	VMOVUPS    Y1, 928(SP)
-	VMOVUPS    Y5, 960(SP)
-	VMOVUPS    Y0, 992(SP)
+	VMOVUPS    Y6, 2176(SP)
+	VMOVUPS    Y7, 2208(SP)
+	VMOVUPS    Y3, 2240(SP)
+	VMOVUPS    Y8, 2272(SP)
+	VMOVUPS    Y2, 2304(SP)
+	VMOVUPS    Y1, 2336(SP)
+	VMOVUPS    Y5, 2368(SP)
+	VMOVUPS    Y0, 2400(SP)
 	VMOVUPS    128(DX)(BX*4), Y0
 	VMOVUPS    304(DX)(BX*4), Y1
 	VMOVUPS    480(DX)(BX*4), Y2
@@ -210,14 +210,14 @@ blocks_1:
 	VPERM2F128 $0x31, Y5, Y8, Y5
 	VPERM2F128 $0x20, Y4, Y0, Y8
 	VPERM2F128 $0x31, Y4, Y0, Y0
-	VMOVUPS    Y6, 1024(SP)
-	VMOVUPS    Y7, 1056(SP)
-	VMOVUPS    Y3, 1088(SP)
-	VMOVUPS    Y8, 1120(SP)
-	VMOVUPS    Y2, 1152(SP)
-	VMOVUPS    Y1, 1184(SP)
-	VMOVUPS    Y5, 1216(SP)
-	VMOVUPS    Y0, 1248(SP)
+	VMOVUPS    Y6, 2432(SP)
+	VMOVUPS    Y7, 2464(SP)
+	VMOVUPS    Y3, 2496(SP)
+	VMOVUPS    Y8, 2528(SP)
+	VMOVUPS    Y2, 2560(SP)
+	VMOVUPS    Y1, 2592(SP)
+	VMOVUPS    Y5, 2624(SP)
+	VMOVUPS    Y0, 2656(SP)
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS 160(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 336(DX)(BX*4), Y0, Y2
@@ -251,10 +251,10 @@ blocks_1:
 	VPERM2F128 $0x31, Y6, Y8, Y4
 	VPERM2F128 $0x20, Y0, Y1, Y4
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 1280(SP)
-	VMOVUPS    Y3, 1312(SP)
-	VMOVUPS    Y2, 1344(SP)
-	VMOVUPS    Y4, 1376(SP)
+	VMOVUPS    Y5, 2688(SP)
+	VMOVUPS    Y3, 2720(SP)
+	VMOVUPS    Y2, 2752(SP)
+	VMOVUPS    Y4, 2784(SP)
 	XORQ       DX, DX
 
 inner_A_3:
@@ -268,7 +268,7 @@ inner_K_4:
 	ADDQ    DI, SI
 	IMUL3Q  $+128, BX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y2
+	VMOVUPS 1408(SP)(SI*1), Y2
 
 	// v1 = exp(actionValue)
 	VMAXPS       lgc2<>+0(SB), Y2, Y3
@@ -298,6 +298,7 @@ inner_K_4:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
+	VMOVUPS      Y5, (SP)(SI*1)
 	MOVQ         const2+24(FP), SI
 	XORQ         DI, DI
 	MOVQ         BX, R8
@@ -327,7 +328,7 @@ inner_K_4:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
-	VMOVUPS Y0, 1408(SP)(BX*1)
+	VMOVUPS Y0, 2816(SP)(BX*1)
 	INCQ    DX
 	CMPQ    DX, $+4
 	JL      inner_A_3
@@ -342,49 +343,20 @@ inner_A_5:
 	XORQ    BX, BX
 
 inner_K_6:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
-	IMUL3Q  $+128, BX, DI
-	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y5
-
-	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y5, Y6
-	VMINPS       lgc3<>+0(SB), Y6, Y6
-	VMULPS       lgc4<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
-	VMOVAPS      lgc7<>+0(SB), Y8
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc13<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc14<>+0(SB), Y6, Y7
-	VPMINSD      lgc15<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc15<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	XORQ         SI, SI
+	IMUL3Q       $+32, DX, DI
+	ADDQ         DI, SI
+	IMUL3Q       $+128, BX, DI
+	ADDQ         DI, SI
+	VMOVUPS      (SP)(SI*1), Y5
 	MOVQ         const2+24(FP), SI
 	XORQ         DI, DI
 	MOVQ         BX, R8
 	ADDQ         R8, DI
-	VBROADCASTSS (SI)(DI*4), Y5
+	VBROADCASTSS (SI)(DI*4), Y6
 
 	// v3 = mul(v1, c2)
-	VMULPS Y5, Y8, Y5
+	VMULPS Y6, Y5, Y5
 
 	// sum(v3) over [K]
 	VCVTPS2PD    X5, Y6
@@ -430,7 +402,7 @@ inner_K_6:
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     Y0, 1536(SP)
+	VMOVUPS     Y0, 2944(SP)
 	VMOVUPS     lgc16<>+0(SB), Y0
 	XORQ        DX, DX
 
@@ -443,7 +415,7 @@ inner_A_8:
 	ADDQ    DI, SI
 	IMUL3Q  $+128, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y1
+	VMOVUPS 1408(SP)(SI*1), Y1
 
 	// store actionValue
 	MOVQ    outActionValue+32(FP), SI
@@ -454,22 +426,22 @@ inner_A_8:
 	ADDQ    R8, DI
 	MOVQ    BX, R8
 	ADDQ    R8, DI
-	VMOVUPS Y1, 1568(SP)
-	MOVL    1568(SP), R8
+	VMOVUPS Y1, 2976(SP)
+	MOVL    2976(SP), R8
 	MOVL    R8, (SI)(DI*4)
-	MOVL    1572(SP), R8
+	MOVL    2980(SP), R8
 	MOVL    R8, 176(SI)(DI*4)
-	MOVL    1576(SP), R8
+	MOVL    2984(SP), R8
 	MOVL    R8, 352(SI)(DI*4)
-	MOVL    1580(SP), R8
+	MOVL    2988(SP), R8
 	MOVL    R8, 528(SI)(DI*4)
-	MOVL    1584(SP), R8
+	MOVL    2992(SP), R8
 	MOVL    R8, 704(SI)(DI*4)
-	MOVL    1588(SP), R8
+	MOVL    2996(SP), R8
 	MOVL    R8, 880(SI)(DI*4)
-	MOVL    1592(SP), R8
+	MOVL    3000(SP), R8
 	MOVL    R8, 1056(SI)(DI*4)
-	MOVL    1596(SP), R8
+	MOVL    3004(SP), R8
 	MOVL    R8, 1232(SI)(DI*4)
 
 	// v7 = gt(actionValue, 0)
@@ -486,7 +458,7 @@ inner_A_8:
 	INCQ    DX
 	CMPQ    DX, $+11
 	JL      inner_K_7
-	VMOVUPS 1536(SP), Y0
+	VMOVUPS 2944(SP), Y0
 
 	// store action
 	MOVQ    action+48(FP), DX
@@ -499,10 +471,10 @@ inner_A_8:
 	IMUL3Q       $+4, AX, BX
 	ADDQ         BX, DX
 	MOVQ         expectedActionValue+56(FP), BX
-	VMOVUPS      1408(SP), Y0
-	VMOVUPS      1440(SP), Y1
-	VMOVUPS      1472(SP), Y2
-	VMOVUPS      1504(SP), Y3
+	VMOVUPS      2816(SP), Y0
+	VMOVUPS      2848(SP), Y1
+	VMOVUPS      2880(SP), Y2
+	VMOVUPS      2912(SP), Y3
 	VMOVUPS      lgc16<>+0(SB), Y4
 	VMOVUPS      lgc16<>+0(SB), Y5
 	VMOVUPS      lgc16<>+0(SB), Y6
@@ -618,6 +590,12 @@ inner_K_12:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
+	XORQ         DX, DX
+	IMUL3Q       $+32, AX, BX
+	ADDQ         BX, DX
+	IMUL3Q       $+128, CX, BX
+	ADDQ         BX, DX
+	VMOVUPS      Y5, (SP)(DX*1)
 	MOVQ         const2+24(FP), DX
 	XORQ         BX, BX
 	MOVQ         CX, SI
@@ -654,8 +632,8 @@ inner_K_12:
 	ADDQ    $+512, DX
 	MOVQ    AX, BX
 	ADDQ    BX, DX
-	VMOVUPS Y0, 1600(SP)
-	MOVL    1600(SP), BX
+	VMOVUPS Y0, 3008(SP)
+	MOVL    3008(SP), BX
 	MOVL    BX, (CX)(DX*4)
 	INCQ    AX
 	CMPQ    AX, $+4
@@ -671,55 +649,20 @@ inner_A_13:
 	XORQ    CX, CX
 
 inner_K_14:
-	MOVQ       actionValue+16(FP), DX
-	XORQ       BX, BX
-	ADDQ       $+5632, BX
-	IMUL3Q     $+4, CX, SI
-	ADDQ       SI, BX
-	MOVQ       AX, SI
-	ADDQ       SI, BX
-	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc20<>+0(SB), Y6
-	VMOVUPS    lgc21<>+0(SB), Y7
-	VMOVUPS    lgc16<>+0(SB), Y5
-	VGATHERDPS Y7, (DX)(Y6*4), Y5
-
-	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y5, Y6
-	VMINPS       lgc3<>+0(SB), Y6, Y6
-	VMULPS       lgc4<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
-	VMOVAPS      lgc7<>+0(SB), Y8
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc13<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc14<>+0(SB), Y6, Y7
-	VPMINSD      lgc15<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc15<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	XORQ         DX, DX
+	IMUL3Q       $+32, AX, BX
+	ADDQ         BX, DX
+	IMUL3Q       $+128, CX, BX
+	ADDQ         BX, DX
+	VMOVUPS      (SP)(DX*1), Y5
 	MOVQ         const2+24(FP), DX
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ADDQ         SI, BX
-	VBROADCASTSS (DX)(BX*4), Y5
+	VBROADCASTSS (DX)(BX*4), Y6
 
 	// v3 = mul(v1, c2)
-	VMULPS Y5, Y8, Y5
+	VMULPS Y6, Y5, Y5
 
 	// sum(v3) over [K]
 	VMOVUPS      lgc21<>+0(SB), Y6
@@ -783,7 +726,7 @@ inner_K_14:
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     Y0, 1632(SP)
+	VMOVUPS     Y0, 3040(SP)
 	VMOVUPS     lgc16<>+0(SB), Y0
 	XORQ        AX, AX
 
@@ -806,8 +749,8 @@ inner_A_16:
 
 	// store actionValue
 	MOVQ    outActionValue+32(FP), DX
-	VMOVUPS Y1, 1664(SP)
-	MOVL    1664(SP), SI
+	VMOVUPS Y1, 3072(SP)
+	MOVL    3072(SP), SI
 	MOVL    SI, (DX)(BX*4)
 
 	// v7 = gt(actionValue, 0)
@@ -829,7 +772,7 @@ inner_A_16:
 	INCQ         AX
 	CMPQ         AX, $+11
 	JL           inner_K_15
-	VMOVUPS      1632(SP), Y0
+	VMOVUPS      3040(SP), Y0
 
 	// store action
 	MOVQ       action+48(FP), AX

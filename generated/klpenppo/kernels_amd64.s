@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $608-112
+TEXT ·pass0AVX2(SB), $704-112
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_2
@@ -30,31 +30,12 @@ blocks_1:
 	VPERM2F128 $0x20, Y0, Y1, Y5
 	VPERM2F128 $0x31, Y2, Y4, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPD    Y3, (SP)
-	VMOVUPD    Y5, 32(SP)
-	VMOVUPD    Y2, 64(SP)
-
-	// tile scale
-	MOVQ       scale+24(FP), CX
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VMASKMOVPD (CX)(DX*8), Y0, Y1
-	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
-	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
-	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
-	VUNPCKLPD  Y2, Y1, Y4
-	VUNPCKHPD  Y2, Y1, Y1
-	VUNPCKLPD  Y0, Y3, Y2
-	VUNPCKHPD  Y0, Y3, Y0
-	VPERM2F128 $0x20, Y2, Y4, Y3
-	VPERM2F128 $0x20, Y0, Y1, Y5
-	VPERM2F128 $0x31, Y2, Y4, Y2
-	VPERM2F128 $0x31, Y0, Y1, Y0
 	VMOVUPD    Y3, 96(SP)
 	VMOVUPD    Y5, 128(SP)
 	VMOVUPD    Y2, 160(SP)
 
-	// tile action
-	MOVQ       action+32(FP), CX
+	// tile scale
+	MOVQ       scale+24(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -72,8 +53,8 @@ blocks_1:
 	VMOVUPD    Y5, 224(SP)
 	VMOVUPD    Y2, 256(SP)
 
-	// tile oldLoc
-	MOVQ       oldLoc+40(FP), CX
+	// tile action
+	MOVQ       action+32(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -91,8 +72,8 @@ blocks_1:
 	VMOVUPD    Y5, 320(SP)
 	VMOVUPD    Y2, 352(SP)
 
-	// tile oldScale
-	MOVQ       oldScale+48(FP), CX
+	// tile oldLoc
+	MOVQ       oldLoc+40(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -109,6 +90,25 @@ blocks_1:
 	VMOVUPD    Y3, 384(SP)
 	VMOVUPD    Y5, 416(SP)
 	VMOVUPD    Y2, 448(SP)
+
+	// tile oldScale
+	MOVQ       oldScale+48(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 480(SP)
+	VMOVUPD    Y5, 512(SP)
+	VMOVUPD    Y2, 544(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
 	XORQ       CX, CX
 
@@ -116,8 +116,8 @@ inner_D_3:
 	XORQ    DX, DX
 	IMUL3Q  $+32, CX, BX
 	ADDQ    BX, DX
-	VMOVUPD 192(SP)(DX*1), Y1
-	VMOVUPD (SP)(DX*1), Y2
+	VMOVUPD 288(SP)(DX*1), Y1
+	VMOVUPD 96(SP)(DX*1), Y2
 
 	// v4 = sub(action, loc)
 	VSUBPD Y2, Y1, Y1
@@ -127,7 +127,7 @@ inner_D_3:
 
 	// v6 = neg(v5)
 	VXORPD  lgc2<>+0(SB), Y1, Y1
-	VMOVUPD 96(SP)(DX*1), Y2
+	VMOVUPD 192(SP)(DX*1), Y2
 
 	// v8 = mul(scale, scale)
 	VMULPD Y2, Y2, Y3
@@ -186,6 +186,7 @@ inner_D_3:
 	VBLENDVPD   Y4, lgc24<>+0(SB), Y3, Y3
 	VCMPPD      $0x03, Y2, Y2, Y4
 	VBLENDVPD   Y4, Y2, Y3, Y3
+	VMOVUPD     Y3, (SP)(DX*1)
 
 	// v12 = sub(v10, v11)
 	VSUBPD Y3, Y1, Y1
@@ -208,24 +209,24 @@ inner_D_3:
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
-	VMOVUPD Y0, 480(SP)
-	VMOVUPD Y1, 512(SP)
+	VMOVUPD Y0, 576(SP)
+	VMOVUPD Y1, 608(SP)
 	XORQ    CX, CX
 
 inner_D_4:
 	XORQ    BX, BX
 	IMUL3Q  $+32, CX, SI
 	ADDQ    SI, BX
-	VMOVUPD 384(SP)(BX*1), Y0
-	VMOVUPD 96(SP)(BX*1), Y1
+	VMOVUPD 480(SP)(BX*1), Y0
+	VMOVUPD 192(SP)(BX*1), Y1
 
 	// v20 = div(oldScale, scale)
 	VDIVPD Y1, Y0, Y0
 
 	// v21 = mul(v20, v20)
 	VMULPD  Y0, Y0, Y0
-	VMOVUPD 288(SP)(BX*1), Y3
-	VMOVUPD (SP)(BX*1), Y4
+	VMOVUPD 384(SP)(BX*1), Y3
+	VMOVUPD 96(SP)(BX*1), Y4
 
 	// v22 = sub(oldLoc, loc)
 	VSUBPD Y4, Y3, Y3
@@ -305,7 +306,7 @@ inner_D_4:
 
 	// finish kl
 	VMOVUPD Y2, Y0
-	VMOVUPD 512(SP), Y1
+	VMOVUPD 608(SP), Y1
 
 	// v34 = exp(logWeight)
 	VMAXPD       lgc26<>+0(SB), Y1, Y2
@@ -366,7 +367,7 @@ inner_D_4:
 	VMOVUPD Y1, 64(CX)
 	MOVQ    sampleLogProb+56(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
-	VMOVUPD 480(SP), Y2
+	VMOVUPD 576(SP), Y2
 
 	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
@@ -375,67 +376,18 @@ inner_D_4:
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
 	VMOVUPD lgc1<>+0(SB), Y1
-	VMOVUPD Y0, 544(SP)
-	VMOVUPD Y0, 576(SP)
+	VMOVUPD Y0, 640(SP)
+	VMOVUPD Y0, 672(SP)
 	XORQ    BX, BX
 
 inner_D_5:
 	XORQ    SI, SI
 	IMUL3Q  $+32, BX, DI
 	ADDQ    DI, SI
-	VMOVUPD 96(SP)(SI*1), Y0
-
-	// v11 = log(scale)
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
-	VMULPD      lgc5<>+0(SB), Y0, Y3
-	VBLENDVPD   Y2, Y3, Y0, Y3
-	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc6<>+0(SB), Y4, Y4
-	VPAND       lgc7<>+0(SB), Y2, Y2
-	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc8<>+0(SB), Y3, Y2
-	VPOR        lgc9<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
-	VMULPD      lgc11<>+0(SB), Y2, Y5
-	VBLENDVPD   Y3, Y5, Y2, Y2
-	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc9<>+0(SB), Y2, Y2
-	VADDPD      lgc3<>+0(SB), Y2, Y3
-	VDIVPD      Y3, Y2, Y3
-	VMULPD      Y3, Y3, Y5
-	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
-	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
-	VFMADD213PD lgc17<>+0(SB), Y6, Y8
-	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VMULPD      Y5, Y8, Y8
-	VADDPD      Y7, Y8, Y8
-	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y4, Y4
-	VSUBPD      lgc19<>+0(SB), Y4, Y4
-	VADDPD      Y5, Y8, Y6
-	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y4, Y6
-	VSUBPD      Y6, Y5, Y6
-	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y4, Y2
-	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x03, Y0, Y0, Y3
-	VBLENDVPD   Y3, Y0, Y2, Y2
+	VMOVUPD (SP)(SI*1), Y0
 
 	// v44 = add(1.4189385332046727, v11)
-	VADDPD lgc42<>+0(SB), Y2, Y0
+	VADDPD lgc42<>+0(SB), Y0, Y0
 
 	// sum(v44) over [D]
 	VADDPD Y1, Y0, Y1
@@ -505,12 +457,12 @@ inner_D_5:
 	VFMADD231PD  Y3, Y0, Y1
 	VMOVUPD      Y2, 1792(CX)
 	VMOVUPD      Y1, 1984(CX)
-	VMOVUPD      544(SP), Y0
+	VMOVUPD      640(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
 	VMOVUPD Y0, 2176(CX)
-	VMOVUPD 576(SP), Y0
+	VMOVUPD 672(SP), Y0
 
 	// store kl2
 	MOVQ    kl+104(FP), CX
@@ -870,7 +822,7 @@ GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(stateBeta *float64, lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1248-136
+TEXT ·fbPass0AVX2(SB), $1344-136
 	// values every block reads alike, computed once
 	MOVQ         stateBeta+0(FP), AX
 	XORQ         CX, CX
@@ -920,31 +872,12 @@ blocks_6:
 	VPERM2F128 $0x20, Y0, Y1, Y5
 	VPERM2F128 $0x31, Y2, Y4, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPD    Y3, 128(SP)
-	VMOVUPD    Y5, 160(SP)
-	VMOVUPD    Y2, 192(SP)
-
-	// tile scale
-	MOVQ       scale+32(FP), CX
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VMASKMOVPD (CX)(DX*8), Y0, Y1
-	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
-	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
-	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
-	VUNPCKLPD  Y2, Y1, Y4
-	VUNPCKHPD  Y2, Y1, Y1
-	VUNPCKLPD  Y0, Y3, Y2
-	VUNPCKHPD  Y0, Y3, Y0
-	VPERM2F128 $0x20, Y2, Y4, Y3
-	VPERM2F128 $0x20, Y0, Y1, Y5
-	VPERM2F128 $0x31, Y2, Y4, Y2
-	VPERM2F128 $0x31, Y0, Y1, Y0
 	VMOVUPD    Y3, 224(SP)
 	VMOVUPD    Y5, 256(SP)
 	VMOVUPD    Y2, 288(SP)
 
-	// tile action
-	MOVQ       action+40(FP), CX
+	// tile scale
+	MOVQ       scale+32(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -962,8 +895,8 @@ blocks_6:
 	VMOVUPD    Y5, 352(SP)
 	VMOVUPD    Y2, 384(SP)
 
-	// tile oldLoc
-	MOVQ       oldLoc+48(FP), CX
+	// tile action
+	MOVQ       action+40(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -981,8 +914,8 @@ blocks_6:
 	VMOVUPD    Y5, 448(SP)
 	VMOVUPD    Y2, 480(SP)
 
-	// tile oldScale
-	MOVQ       oldScale+56(FP), CX
+	// tile oldLoc
+	MOVQ       oldLoc+48(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -999,6 +932,25 @@ blocks_6:
 	VMOVUPD    Y3, 512(SP)
 	VMOVUPD    Y5, 544(SP)
 	VMOVUPD    Y2, 576(SP)
+
+	// tile oldScale
+	MOVQ       oldScale+56(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 608(SP)
+	VMOVUPD    Y5, 640(SP)
+	VMOVUPD    Y2, 672(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
 	XORQ       CX, CX
 
@@ -1006,8 +958,8 @@ inner_D_8:
 	XORQ    BX, BX
 	IMUL3Q  $+32, CX, SI
 	ADDQ    SI, BX
-	VMOVUPD 320(SP)(BX*1), Y1
-	VMOVUPD 128(SP)(BX*1), Y2
+	VMOVUPD 416(SP)(BX*1), Y1
+	VMOVUPD 224(SP)(BX*1), Y2
 
 	// v4 = sub(action, loc)
 	VSUBPD Y2, Y1, Y1
@@ -1017,7 +969,7 @@ inner_D_8:
 
 	// v6 = neg(v5)
 	VXORPD  lgc2<>+0(SB), Y1, Y1
-	VMOVUPD 224(SP)(BX*1), Y2
+	VMOVUPD 320(SP)(BX*1), Y2
 
 	// v8 = mul(scale, scale)
 	VMULPD Y2, Y2, Y3
@@ -1076,6 +1028,7 @@ inner_D_8:
 	VBLENDVPD   Y4, lgc24<>+0(SB), Y3, Y3
 	VCMPPD      $0x03, Y2, Y2, Y4
 	VBLENDVPD   Y4, Y2, Y3, Y3
+	VMOVUPD     Y3, 128(SP)(BX*1)
 
 	// v12 = sub(v10, v11)
 	VSUBPD Y3, Y1, Y1
@@ -1098,24 +1051,24 @@ inner_D_8:
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
-	VMOVUPD Y0, 800(SP)
-	VMOVUPD Y1, 832(SP)
+	VMOVUPD Y0, 896(SP)
+	VMOVUPD Y1, 928(SP)
 	XORQ    CX, CX
 
 inner_D_9:
 	XORQ    SI, SI
 	IMUL3Q  $+32, CX, DI
 	ADDQ    DI, SI
-	VMOVUPD 512(SP)(SI*1), Y0
-	VMOVUPD 224(SP)(SI*1), Y1
+	VMOVUPD 608(SP)(SI*1), Y0
+	VMOVUPD 320(SP)(SI*1), Y1
 
 	// v20 = div(oldScale, scale)
 	VDIVPD Y1, Y0, Y0
 
 	// v21 = mul(v20, v20)
 	VMULPD  Y0, Y0, Y0
-	VMOVUPD 416(SP)(SI*1), Y3
-	VMOVUPD 128(SP)(SI*1), Y4
+	VMOVUPD 512(SP)(SI*1), Y3
+	VMOVUPD 224(SP)(SI*1), Y4
 
 	// v22 = sub(oldLoc, loc)
 	VSUBPD Y4, Y3, Y3
@@ -1195,7 +1148,7 @@ inner_D_9:
 
 	// finish kl
 	VMOVUPD Y2, Y0
-	VMOVUPD 832(SP), Y1
+	VMOVUPD 928(SP), Y1
 
 	// v34 = exp(logWeight)
 	VMAXPD       lgc26<>+0(SB), Y1, Y2
@@ -1256,7 +1209,7 @@ inner_D_9:
 	VMOVUPD Y1, 64(CX)
 	MOVQ    sampleLogProb+64(FP), SI
 	VMOVUPD (SI)(BX*8), Y1
-	VMOVUPD 800(SP), Y2
+	VMOVUPD 896(SP), Y2
 
 	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
@@ -1265,68 +1218,19 @@ inner_D_9:
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
 	VMOVUPD lgc1<>+0(SB), Y1
-	VMOVUPD Y0, 864(SP)
-	VMOVUPD Y4, 896(SP)
-	VMOVUPD Y0, 928(SP)
+	VMOVUPD Y0, 960(SP)
+	VMOVUPD Y4, 992(SP)
+	VMOVUPD Y0, 1024(SP)
 	XORQ    SI, SI
 
 inner_D_10:
 	XORQ    DI, DI
 	IMUL3Q  $+32, SI, R8
 	ADDQ    R8, DI
-	VMOVUPD 224(SP)(DI*1), Y0
-
-	// v11 = log(scale)
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
-	VMULPD      lgc5<>+0(SB), Y0, Y3
-	VBLENDVPD   Y2, Y3, Y0, Y3
-	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc6<>+0(SB), Y4, Y4
-	VPAND       lgc7<>+0(SB), Y2, Y2
-	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc8<>+0(SB), Y3, Y2
-	VPOR        lgc9<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
-	VMULPD      lgc11<>+0(SB), Y2, Y5
-	VBLENDVPD   Y3, Y5, Y2, Y2
-	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc9<>+0(SB), Y2, Y2
-	VADDPD      lgc3<>+0(SB), Y2, Y3
-	VDIVPD      Y3, Y2, Y3
-	VMULPD      Y3, Y3, Y5
-	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
-	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
-	VFMADD213PD lgc17<>+0(SB), Y6, Y8
-	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VMULPD      Y5, Y8, Y8
-	VADDPD      Y7, Y8, Y8
-	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y4, Y4
-	VSUBPD      lgc19<>+0(SB), Y4, Y4
-	VADDPD      Y5, Y8, Y6
-	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y4, Y6
-	VSUBPD      Y6, Y5, Y6
-	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y4, Y2
-	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x03, Y0, Y0, Y3
-	VBLENDVPD   Y3, Y0, Y2, Y2
+	VMOVUPD 128(SP)(DI*1), Y0
 
 	// v44 = add(1.4189385332046727, v11)
-	VADDPD lgc42<>+0(SB), Y2, Y0
+	VADDPD lgc42<>+0(SB), Y0, Y0
 
 	// sum(v44) over [D]
 	VADDPD Y1, Y0, Y1
@@ -1396,7 +1300,7 @@ inner_D_10:
 	VFMADD231PD  Y4, Y0, Y2
 	VMOVUPD      Y3, 1792(CX)
 	VMOVUPD      Y2, 1984(CX)
-	VMOVUPD      864(SP), Y0
+	VMOVUPD      960(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
@@ -1419,7 +1323,7 @@ inner_D_10:
 
 	// v81 = ne(v79, 0)
 	VCMPPD  $0x04, Y2, Y1, Y3
-	VMOVUPD 896(SP), Y4
+	VMOVUPD 992(SP), Y4
 
 	// v82 = mul(v79, v34)
 	VMULPD Y4, Y1, Y4
@@ -1438,20 +1342,20 @@ inner_D_10:
 
 	// v119 = ne(v111, 0)
 	VCMPPD  $0x04, Y2, Y3, Y2
-	VMOVUPD Y0, 960(SP)
-	VMOVUPD Y1, 992(SP)
-	VMOVUPD Y3, 1024(SP)
-	VMOVUPD Y4, 1056(SP)
-	VMOVUPD Y5, 1088(SP)
-	VMOVUPD Y2, 1120(SP)
+	VMOVUPD Y0, 1056(SP)
+	VMOVUPD Y1, 1088(SP)
+	VMOVUPD Y3, 1120(SP)
+	VMOVUPD Y4, 1152(SP)
+	VMOVUPD Y5, 1184(SP)
+	VMOVUPD Y2, 1216(SP)
 	XORQ    CX, CX
 
 inner_D_11:
 	XORQ    SI, SI
 	IMUL3Q  $+32, CX, DI
 	ADDQ    DI, SI
-	VMOVUPD 320(SP)(SI*1), Y0
-	VMOVUPD 128(SP)(SI*1), Y1
+	VMOVUPD 416(SP)(SI*1), Y0
+	VMOVUPD 224(SP)(SI*1), Y1
 
 	// v4 = sub(action, loc)
 	VSUBPD Y1, Y0, Y0
@@ -1461,7 +1365,7 @@ inner_D_11:
 
 	// v6 = neg(v5)
 	VXORPD  lgc2<>+0(SB), Y2, Y2
-	VMOVUPD 224(SP)(SI*1), Y3
+	VMOVUPD 320(SP)(SI*1), Y3
 
 	// v8 = mul(scale, scale)
 	VMULPD Y3, Y3, Y4
@@ -1471,14 +1375,14 @@ inner_D_11:
 
 	// v10 = div(v6, v9)
 	VDIVPD  Y4, Y2, Y2
-	VMOVUPD 512(SP)(SI*1), Y5
+	VMOVUPD 608(SP)(SI*1), Y5
 
 	// v20 = div(oldScale, scale)
 	VDIVPD Y3, Y5, Y5
 
 	// v21 = mul(v20, v20)
 	VMULPD  Y5, Y5, Y6
-	VMOVUPD 416(SP)(SI*1), Y7
+	VMOVUPD 512(SP)(SI*1), Y7
 
 	// v22 = sub(oldLoc, loc)
 	VSUBPD Y1, Y7, Y1
@@ -1524,12 +1428,12 @@ inner_D_11:
 
 	// v97 = ne(v95, 0)
 	VCMPPD  $0x04, Y9, Y7, Y10
-	VMOVUPD Y0, 1152(SP)
+	VMOVUPD Y0, 1248(SP)
 
 	// v98 = mul(v95, v96)
 	VMULPD  Y1, Y7, Y0
-	VMOVUPD Y2, 1184(SP)
-	VMOVUPD Y4, 1216(SP)
+	VMOVUPD Y2, 1280(SP)
+	VMOVUPD Y4, 1312(SP)
 
 	// v99 = where(v97, v98, v95)
 	VBLENDVPD Y10, Y0, Y7, Y0
@@ -1566,33 +1470,33 @@ inner_D_11:
 
 	// v110 = add(v99, v109)
 	VADDPD  Y2, Y0, Y0
-	VMOVUPD 1056(SP), Y2
+	VMOVUPD 1152(SP), Y2
 
 	// v113 = div(v112, scale)
 	VDIVPD Y3, Y2, Y2
 
 	// v114 = add(v110, v113)
 	VADDPD  Y2, Y0, Y0
-	VMOVUPD 992(SP), Y2
-	VMOVUPD 1216(SP), Y4
+	VMOVUPD 1088(SP), Y2
+	VMOVUPD 1312(SP), Y4
 
 	// v116 = div(v83, v9)
 	VDIVPD  Y4, Y2, Y5
-	VMOVUPD 1088(SP), Y6
+	VMOVUPD 1184(SP), Y6
 	VMOVUPD lgc1<>+0(SB), Y7
 	VCMPPD  $0x04, Y7, Y6, Y7
 
 	// v117 = where(v115, v116, v83)
 	VBLENDVPD Y7, Y5, Y2, Y2
-	VMOVUPD   1184(SP), Y5
+	VMOVUPD   1280(SP), Y5
 
 	// v118 = div(v10, v9)
 	VDIVPD  Y4, Y5, Y4
-	VMOVUPD 1024(SP), Y5
+	VMOVUPD 1120(SP), Y5
 
 	// v120 = mul(v111, v118)
 	VMULPD  Y4, Y5, Y4
-	VMOVUPD 1120(SP), Y6
+	VMOVUPD 1216(SP), Y6
 	VMOVUPD lgc1<>+0(SB), Y7
 	VCMPPD  $0x04, Y7, Y6, Y7
 
@@ -1612,14 +1516,14 @@ inner_D_11:
 	VADDPD Y3, Y0, Y0
 
 	// store gradScale
-	VMOVUPD Y0, 608(SP)(SI*1)
+	VMOVUPD Y0, 704(SP)(SI*1)
 
 	// v126 = neg(v117)
 	VXORPD lgc2<>+0(SB), Y2, Y0
 
 	// v127 = ne(v126, 0)
 	VCMPPD  $0x04, Y9, Y0, Y2
-	VMOVUPD 1152(SP), Y3
+	VMOVUPD 1248(SP), Y3
 
 	// v128 = mul(v126, v4)
 	VMULPD Y3, Y0, Y3
@@ -1637,16 +1541,16 @@ inner_D_11:
 	VADDPD Y0, Y1, Y0
 
 	// store gradLoc
-	VMOVUPD Y0, 704(SP)(SI*1)
+	VMOVUPD Y0, 800(SP)(SI*1)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_D_11
-	VMOVUPD 928(SP), Y0
+	VMOVUPD 1024(SP), Y0
 
 	// store kl2
 	MOVQ    kl+104(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
-	VMOVUPD 960(SP), Y0
+	VMOVUPD 1056(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+112(FP), CX
@@ -1654,9 +1558,9 @@ inner_D_11:
 
 	// flush the tile of gradScale
 	MOVQ       gradScale+120(FP), CX
-	VMOVUPD    608(SP), Y0
-	VMOVUPD    640(SP), Y1
-	VMOVUPD    672(SP), Y2
+	VMOVUPD    704(SP), Y0
+	VMOVUPD    736(SP), Y1
+	VMOVUPD    768(SP), Y2
 	VMOVUPD    lgc1<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VUNPCKLPD  Y1, Y0, Y5
@@ -1674,9 +1578,9 @@ inner_D_11:
 
 	// flush the tile of gradLoc
 	MOVQ       gradLoc+128(FP), CX
-	VMOVUPD    704(SP), Y0
-	VMOVUPD    736(SP), Y1
-	VMOVUPD    768(SP), Y2
+	VMOVUPD    800(SP), Y0
+	VMOVUPD    832(SP), Y1
+	VMOVUPD    864(SP), Y2
 	VMOVUPD    lgc1<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VUNPCKLPD  Y1, Y0, Y5

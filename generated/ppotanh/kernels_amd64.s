@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $512-88
+TEXT ·pass0AVX2(SB), $544-88
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -51,8 +51,8 @@ blocks_1:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, (SP)
-	VMOVUPS    Y3, 32(SP)
+	VMOVUPS    Y5, 64(SP)
+	VMOVUPS    Y3, 96(SP)
 
 	// tile scale
 	MOVQ       scale+24(FP), DX
@@ -89,8 +89,8 @@ blocks_1:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 64(SP)
-	VMOVUPS    Y3, 96(SP)
+	VMOVUPS    Y5, 128(SP)
+	VMOVUPS    Y3, 160(SP)
 
 	// tile action
 	MOVQ       action+32(FP), DX
@@ -127,11 +127,11 @@ blocks_1:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 128(SP)
-	VMOVUPS    Y3, 160(SP)
+	VMOVUPS    Y5, 192(SP)
+	VMOVUPS    Y3, 224(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
-	VMOVUPD    Y0, 192(SP)
-	VMOVUPD    Y0, 224(SP)
+	VMOVUPD    Y0, 256(SP)
+	VMOVUPD    Y0, 288(SP)
 	VMOVUPS    lgc2<>+0(SB), Y0
 	XORQ       DX, DX
 
@@ -139,7 +139,7 @@ inner_D_3:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
-	VMOVUPS 128(SP)(BX*1), Y1
+	VMOVUPS 192(SP)(BX*1), Y1
 
 	// v5 = sub(action, 0)
 	VSUBPS lgc3<>+0(SB), Y1, Y1
@@ -168,7 +168,7 @@ inner_D_3:
 
 	// v17 = div(v14, v16)
 	VDIVPS  Y2, Y3, Y2
-	VMOVUPS Y1, 256(SP)
+	VMOVUPS Y1, 320(SP)
 
 	// v18 = log1p(v17)
 	VADDPS       lgc7<>+0(SB), Y2, Y1
@@ -221,10 +221,11 @@ inner_D_3:
 	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
 	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
+	VMOVUPS      Y3, (SP)(BX*1)
 
 	// v19 = mul(0.5, v18)
 	VMULPS  lgc14<>+0(SB), Y3, Y1
-	VMOVUPS 256(SP), Y2
+	VMOVUPS 320(SP), Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
@@ -235,7 +236,7 @@ inner_D_3:
 
 	// v22 = where(v20, v21, v19)
 	VBLENDVPS Y2, Y3, Y1, Y1
-	VMOVUPS   (SP)(BX*1), Y2
+	VMOVUPS   64(SP)(BX*1), Y2
 
 	// v24 = sub(v22, loc)
 	VSUBPS Y2, Y1, Y1
@@ -245,7 +246,7 @@ inner_D_3:
 
 	// v26 = neg(v25)
 	VXORPS  lgc6<>+0(SB), Y1, Y1
-	VMOVUPS 64(SP)(BX*1), Y2
+	VMOVUPS 128(SP)(BX*1), Y2
 
 	// v27 = mul(scale, scale)
 	VMULPS Y2, Y2, Y3
@@ -307,32 +308,32 @@ inner_D_3:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       192(SP), Y2, Y2
-	VMOVUPD      Y2, 192(SP)
-	VADDPD       224(SP), Y1, Y1
-	VMOVUPD      Y1, 224(SP)
+	VADDPD       256(SP), Y2, Y2
+	VMOVUPD      Y2, 256(SP)
+	VADDPD       288(SP), Y1, Y1
+	VMOVUPD      Y1, 288(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_3
 
 	// finish v34
-	VMOVUPD     192(SP), Y1
-	VMOVUPD     224(SP), Y2
+	VMOVUPD     256(SP), Y1
+	VMOVUPD     288(SP), Y2
 	VMOVUPS     lgc3<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPD     lgc1<>+0(SB), Y2
-	VMOVUPD     Y2, 288(SP)
-	VMOVUPD     Y2, 320(SP)
-	VMOVUPS     Y1, 352(SP)
+	VMOVUPD     Y2, 352(SP)
+	VMOVUPD     Y2, 384(SP)
+	VMOVUPS     Y1, 416(SP)
 	XORQ        DX, DX
 
 inner_D_4:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
-	VMOVUPS 128(SP)(BX*1), Y1
+	VMOVUPS 192(SP)(BX*1), Y1
 
 	// v5 = sub(action, 0)
 	VSUBPS lgc3<>+0(SB), Y1, Y1
@@ -354,80 +355,24 @@ inner_D_4:
 
 	// v14 = mul(2, v12)
 	VMULPS  lgc2<>+0(SB), Y2, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc7<>+0(SB), Y3
 
 	// v16 = sub(1, v12)
-	VSUBPS Y2, Y4, Y2
-
-	// v17 = div(v14, v16)
-	VDIVPS  Y2, Y3, Y2
-	VMOVUPS Y1, 384(SP)
-
-	// v18 = log1p(v17)
-	VADDPS       lgc7<>+0(SB), Y2, Y1
-	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y3
-	VMULPS       lgc9<>+0(SB), Y1, Y4
-	VBLENDVPS    Y3, Y4, Y1, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc10<>+0(SB), Y5, Y5
-	VPAND        lgc11<>+0(SB), Y3, Y3
-	VPADDD       Y3, Y5, Y5
-	VPAND        lgc12<>+0(SB), Y4, Y3
-	VPOR         lgc7<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
-	VMULPS       lgc14<>+0(SB), Y3, Y6
-	VBLENDVPS    Y4, Y6, Y3, Y3
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y3, Y3
-	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y1, Y3
-	VSUBPS       Y2, Y3, Y3
-	VDIVPS       Y1, Y3, Y3
-	VSUBPS       Y3, Y6, Y3
-	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, Y2, Y3, Y3
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
+	VSUBPS  Y2, Y3, Y2
+	VMOVUPS (SP)(BX*1), Y2
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc14<>+0(SB), Y3, Y1
-	VMOVUPS 384(SP), Y2
+	VMULPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
-	VCMPPS $0x11, Y3, Y2, Y2
+	VCMPPS $0x11, Y3, Y1, Y1
 
 	// v21 = neg(v19)
-	VXORPS lgc6<>+0(SB), Y1, Y3
+	VXORPS lgc6<>+0(SB), Y2, Y3
 
 	// v22 = where(v20, v21, v19)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y1, Y3, Y2, Y1
 
 	// v36 = mul(-2, v22)
 	VMULPS  lgc30<>+0(SB), Y1, Y2
@@ -464,9 +409,9 @@ inner_D_4:
 	VMULPS       Y4, Y6, Y6
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y6, Y6
-	VMOVUPS      Y1, 416(SP)
-	VMOVUPS      Y2, 448(SP)
-	VMOVUPS      Y3, 480(SP)
+	VMOVUPS      Y1, 448(SP)
+	VMOVUPS      Y2, 480(SP)
+	VMOVUPS      Y3, 512(SP)
 
 	// v40 = log1p(v39)
 	VADDPS       lgc7<>+0(SB), Y6, Y1
@@ -519,15 +464,15 @@ inner_D_4:
 	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
-	VMOVUPS      480(SP), Y1
+	VMOVUPS      512(SP), Y1
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y1, Y3
-	VMOVUPS      448(SP), Y1
+	VMOVUPS      480(SP), Y1
 
 	// v41 = where(v38, v36, v40)
 	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   lgc41<>+0(SB), Y2
-	VMOVUPS   416(SP), Y3
+	VMOVUPS   448(SP), Y3
 
 	// v43 = sub(0.6931471805599453, v22)
 	VSUBPS Y3, Y2, Y2
@@ -542,17 +487,17 @@ inner_D_4:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       288(SP), Y2, Y2
-	VMOVUPD      Y2, 288(SP)
-	VADDPD       320(SP), Y1, Y1
-	VMOVUPD      Y1, 320(SP)
+	VADDPD       352(SP), Y2, Y2
+	VMOVUPD      Y2, 352(SP)
+	VADDPD       384(SP), Y1, Y1
+	VMOVUPD      Y1, 384(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_4
 
 	// finish v46
-	VMOVUPD     288(SP), Y0
-	VMOVUPD     320(SP), Y1
+	VMOVUPD     352(SP), Y0
+	VMOVUPD     384(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -560,7 +505,7 @@ inner_D_4:
 
 	// v48 = add(v46, 1.3862943611198906)
 	VADDPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS 352(SP), Y1
+	VMOVUPS 416(SP), Y1
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
@@ -1375,7 +1320,7 @@ GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $928-120
+TEXT ·fbPass0AVX2(SB), $960-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -1420,8 +1365,8 @@ blocks_6:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, (SP)
-	VMOVUPS    Y3, 32(SP)
+	VMOVUPS    Y5, 64(SP)
+	VMOVUPS    Y3, 96(SP)
 
 	// tile scale
 	MOVQ       scale+24(FP), DX
@@ -1458,8 +1403,8 @@ blocks_6:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 64(SP)
-	VMOVUPS    Y3, 96(SP)
+	VMOVUPS    Y5, 128(SP)
+	VMOVUPS    Y3, 160(SP)
 
 	// tile action
 	MOVQ       action+32(FP), DX
@@ -1496,11 +1441,11 @@ blocks_6:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 128(SP)
-	VMOVUPS    Y3, 160(SP)
+	VMOVUPS    Y5, 192(SP)
+	VMOVUPS    Y3, 224(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
-	VMOVUPD    Y0, 320(SP)
-	VMOVUPD    Y0, 352(SP)
+	VMOVUPD    Y0, 384(SP)
+	VMOVUPD    Y0, 416(SP)
 	VMOVUPS    lgc2<>+0(SB), Y0
 	XORQ       DX, DX
 
@@ -1508,7 +1453,7 @@ inner_D_8:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS 128(SP)(SI*1), Y1
+	VMOVUPS 192(SP)(SI*1), Y1
 
 	// v5 = sub(action, 0)
 	VSUBPS lgc3<>+0(SB), Y1, Y1
@@ -1537,7 +1482,7 @@ inner_D_8:
 
 	// v17 = div(v14, v16)
 	VDIVPS  Y2, Y3, Y2
-	VMOVUPS Y1, 384(SP)
+	VMOVUPS Y1, 448(SP)
 
 	// v18 = log1p(v17)
 	VADDPS       lgc7<>+0(SB), Y2, Y1
@@ -1590,10 +1535,11 @@ inner_D_8:
 	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
 	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
+	VMOVUPS      Y3, (SP)(SI*1)
 
 	// v19 = mul(0.5, v18)
 	VMULPS  lgc14<>+0(SB), Y3, Y1
-	VMOVUPS 384(SP), Y2
+	VMOVUPS 448(SP), Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
@@ -1604,7 +1550,7 @@ inner_D_8:
 
 	// v22 = where(v20, v21, v19)
 	VBLENDVPS Y2, Y3, Y1, Y1
-	VMOVUPS   (SP)(SI*1), Y2
+	VMOVUPS   64(SP)(SI*1), Y2
 
 	// v24 = sub(v22, loc)
 	VSUBPS Y2, Y1, Y1
@@ -1614,7 +1560,7 @@ inner_D_8:
 
 	// v26 = neg(v25)
 	VXORPS  lgc6<>+0(SB), Y1, Y1
-	VMOVUPS 64(SP)(SI*1), Y2
+	VMOVUPS 128(SP)(SI*1), Y2
 
 	// v27 = mul(scale, scale)
 	VMULPS Y2, Y2, Y3
@@ -1676,32 +1622,32 @@ inner_D_8:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       320(SP), Y2, Y2
-	VMOVUPD      Y2, 320(SP)
-	VADDPD       352(SP), Y1, Y1
-	VMOVUPD      Y1, 352(SP)
+	VADDPD       384(SP), Y2, Y2
+	VMOVUPD      Y2, 384(SP)
+	VADDPD       416(SP), Y1, Y1
+	VMOVUPD      Y1, 416(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_8
 
 	// finish v34
-	VMOVUPD     320(SP), Y1
-	VMOVUPD     352(SP), Y2
+	VMOVUPD     384(SP), Y1
+	VMOVUPD     416(SP), Y2
 	VMOVUPS     lgc3<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPD     lgc1<>+0(SB), Y2
-	VMOVUPD     Y2, 416(SP)
-	VMOVUPD     Y2, 448(SP)
-	VMOVUPS     Y1, 480(SP)
+	VMOVUPD     Y2, 480(SP)
+	VMOVUPD     Y2, 512(SP)
+	VMOVUPS     Y1, 544(SP)
 	XORQ        DX, DX
 
 inner_D_9:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS 128(SP)(SI*1), Y1
+	VMOVUPS 192(SP)(SI*1), Y1
 
 	// v5 = sub(action, 0)
 	VSUBPS lgc3<>+0(SB), Y1, Y1
@@ -1723,80 +1669,24 @@ inner_D_9:
 
 	// v14 = mul(2, v12)
 	VMULPS  lgc2<>+0(SB), Y2, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc7<>+0(SB), Y3
 
 	// v16 = sub(1, v12)
-	VSUBPS Y2, Y4, Y2
-
-	// v17 = div(v14, v16)
-	VDIVPS  Y2, Y3, Y2
-	VMOVUPS Y1, 512(SP)
-
-	// v18 = log1p(v17)
-	VADDPS       lgc7<>+0(SB), Y2, Y1
-	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y3
-	VMULPS       lgc9<>+0(SB), Y1, Y4
-	VBLENDVPS    Y3, Y4, Y1, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc10<>+0(SB), Y5, Y5
-	VPAND        lgc11<>+0(SB), Y3, Y3
-	VPADDD       Y3, Y5, Y5
-	VPAND        lgc12<>+0(SB), Y4, Y3
-	VPOR         lgc7<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
-	VMULPS       lgc14<>+0(SB), Y3, Y6
-	VBLENDVPS    Y4, Y6, Y3, Y3
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y3, Y3
-	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y1, Y3
-	VSUBPS       Y2, Y3, Y3
-	VDIVPS       Y1, Y3, Y3
-	VSUBPS       Y3, Y6, Y3
-	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, Y2, Y3, Y3
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
+	VSUBPS  Y2, Y3, Y2
+	VMOVUPS (SP)(SI*1), Y2
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc14<>+0(SB), Y3, Y1
-	VMOVUPS 512(SP), Y2
+	VMULPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
-	VCMPPS $0x11, Y3, Y2, Y2
+	VCMPPS $0x11, Y3, Y1, Y1
 
 	// v21 = neg(v19)
-	VXORPS lgc6<>+0(SB), Y1, Y3
+	VXORPS lgc6<>+0(SB), Y2, Y3
 
 	// v22 = where(v20, v21, v19)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y1, Y3, Y2, Y1
 
 	// v36 = mul(-2, v22)
 	VMULPS  lgc30<>+0(SB), Y1, Y2
@@ -1833,9 +1723,9 @@ inner_D_9:
 	VMULPS       Y4, Y6, Y6
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y6, Y6
-	VMOVUPS      Y1, 544(SP)
-	VMOVUPS      Y2, 576(SP)
-	VMOVUPS      Y3, 608(SP)
+	VMOVUPS      Y1, 576(SP)
+	VMOVUPS      Y2, 608(SP)
+	VMOVUPS      Y3, 640(SP)
 
 	// v40 = log1p(v39)
 	VADDPS       lgc7<>+0(SB), Y6, Y1
@@ -1888,15 +1778,15 @@ inner_D_9:
 	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
-	VMOVUPS      608(SP), Y1
+	VMOVUPS      640(SP), Y1
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y1, Y3
-	VMOVUPS      576(SP), Y1
+	VMOVUPS      608(SP), Y1
 
 	// v41 = where(v38, v36, v40)
 	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   lgc41<>+0(SB), Y2
-	VMOVUPS   544(SP), Y3
+	VMOVUPS   576(SP), Y3
 
 	// v43 = sub(0.6931471805599453, v22)
 	VSUBPS Y3, Y2, Y2
@@ -1911,17 +1801,17 @@ inner_D_9:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       416(SP), Y2, Y2
-	VMOVUPD      Y2, 416(SP)
-	VADDPD       448(SP), Y1, Y1
-	VMOVUPD      Y1, 448(SP)
+	VADDPD       480(SP), Y2, Y2
+	VMOVUPD      Y2, 480(SP)
+	VADDPD       512(SP), Y1, Y1
+	VMOVUPD      Y1, 512(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_9
 
 	// finish v46
-	VMOVUPD     416(SP), Y0
-	VMOVUPD     448(SP), Y1
+	VMOVUPD     480(SP), Y0
+	VMOVUPD     512(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -1929,7 +1819,7 @@ inner_D_9:
 
 	// v48 = add(v46, 1.3862943611198906)
 	VADDPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS 480(SP), Y1
+	VMOVUPS 544(SP), Y1
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
@@ -2026,7 +1916,7 @@ inner_D_9:
 
 	// v70 = sub(absDiff, 0.5)
 	VSUBPS  lgc14<>+0(SB), Y2, Y7
-	VMOVUPS Y5, 640(SP)
+	VMOVUPS Y5, 672(SP)
 
 	// smoothL1 = where(v67, v69, v70)
 	VBLENDVPS Y3, Y6, Y7, Y5
@@ -2037,7 +1927,7 @@ inner_D_9:
 	// mean(v72) over [B]
 	VADDPS  1536(DX), Y5, Y5
 	VMOVUPS Y5, 1536(DX)
-	VMOVUPS Y4, 672(SP)
+	VMOVUPS Y4, 704(SP)
 
 	// var(diff) over [B]
 	VCVTPS2PD    X1, Y4
@@ -2115,7 +2005,7 @@ inner_D_9:
 
 	// v85 = where(v83, v84, v81)
 	VBLENDVPS Y5, Y2, Y4, Y2
-	VMOVUPS   672(SP), Y6
+	VMOVUPS   704(SP), Y6
 
 	// v86 = mul(v81, v68)
 	VMULPS Y6, Y4, Y6
@@ -2168,219 +2058,166 @@ inner_D_9:
 
 	// v104 = ne(v103, 0)
 	VCMPPS  $0x04, Y3, Y1, Y2
-	VMOVUPS 640(SP), Y4
+	VMOVUPS 672(SP), Y5
 
 	// v105 = mul(v103, v52)
-	VMULPS Y4, Y1, Y4
+	VMULPS Y5, Y1, Y5
 
 	// v106 = where(v104, v105, v103)
-	VBLENDVPS Y2, Y4, Y1, Y1
+	VBLENDVPS Y2, Y5, Y1, Y1
 
 	// v107 = neg(v106)
 	VXORPS lgc6<>+0(SB), Y1, Y2
 
 	// v109 = ne(v106, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
+	VCMPPS $0x04, Y3, Y1, Y5
 
 	// v113 = ne(v107, 0)
 	VCMPPS  $0x04, Y3, Y2, Y3
-	VMOVUPS Y0, 704(SP)
-	VMOVUPS Y1, 736(SP)
-	VMOVUPS Y2, 768(SP)
-	VMOVUPS Y4, 800(SP)
-	VMOVUPS Y3, 832(SP)
+	VMOVUPS Y0, 736(SP)
+	VMOVUPS Y1, 768(SP)
+	VMOVUPS Y2, 800(SP)
+	VMOVUPS Y5, 832(SP)
+	VMOVUPS Y3, 864(SP)
 	VMOVUPS lgc2<>+0(SB), Y0
+	VMOVUPS lgc4<>+0(SB), Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 	XORQ    DX, DX
 
 inner_D_10:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
-	VMOVUPS 128(SP)(DI*1), Y1
+	VMOVUPS 192(SP)(DI*1), Y3
 
 	// v5 = sub(action, 0)
-	VSUBPS lgc3<>+0(SB), Y1, Y1
+	VSUBPS lgc3<>+0(SB), Y3, Y3
 
 	// v7 = div(v5, 2)
-	VDIVPS  Y0, Y1, Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	VDIVPS Y0, Y3, Y3
 
 	// v10 = max(v7, -0.999999) tie=first
-	VMAXPS  Y1, Y2, Y1
-	VMOVUPS lgc5<>+0(SB), Y2
+	VMAXPS Y3, Y1, Y3
 
 	// v11 = min(v10, 0.999999) tie=first
-	VMINPS Y1, Y2, Y1
+	VMINPS Y3, Y2, Y3
 
 	// v12 = abs(v11)
-	VMOVUPS lgc6<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y2
+	VMOVUPS lgc6<>+0(SB), Y5
+	VANDNPS Y3, Y5, Y5
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc2<>+0(SB), Y2, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMULPS lgc2<>+0(SB), Y5, Y6
 
 	// v16 = sub(1, v12)
-	VSUBPS Y2, Y4, Y2
-
-	// v17 = div(v14, v16)
-	VDIVPS  Y2, Y3, Y2
-	VMOVUPS Y1, 864(SP)
-
-	// v18 = log1p(v17)
-	VADDPS       lgc7<>+0(SB), Y2, Y1
-	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y3
-	VMULPS       lgc9<>+0(SB), Y1, Y4
-	VBLENDVPS    Y3, Y4, Y1, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc10<>+0(SB), Y5, Y5
-	VPAND        lgc11<>+0(SB), Y3, Y3
-	VPADDD       Y3, Y5, Y5
-	VPAND        lgc12<>+0(SB), Y4, Y3
-	VPOR         lgc7<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
-	VMULPS       lgc14<>+0(SB), Y3, Y6
-	VBLENDVPS    Y4, Y6, Y3, Y3
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y3, Y3
-	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y1, Y3
-	VSUBPS       Y2, Y3, Y3
-	VDIVPS       Y1, Y3, Y3
-	VSUBPS       Y3, Y6, Y3
-	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, Y2, Y3, Y3
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
+	VSUBPS  Y5, Y4, Y5
+	VMOVUPS (SP)(DI*1), Y5
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc14<>+0(SB), Y3, Y1
-	VMOVUPS 864(SP), Y2
-	VMOVUPS lgc3<>+0(SB), Y3
+	VMULPS  lgc14<>+0(SB), Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// v20 = lt(v11, 0)
-	VCMPPS $0x11, Y3, Y2, Y2
+	VCMPPS $0x11, Y6, Y3, Y3
 
 	// v21 = neg(v19)
-	VXORPS lgc6<>+0(SB), Y1, Y4
+	VXORPS lgc6<>+0(SB), Y5, Y6
 
 	// v22 = where(v20, v21, v19)
-	VBLENDVPS Y2, Y4, Y1, Y1
-	VMOVUPS   (SP)(DI*1), Y2
+	VBLENDVPS Y3, Y6, Y5, Y3
+	VMOVUPS   64(SP)(DI*1), Y5
 
 	// v24 = sub(v22, loc)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y5, Y3, Y3
 
 	// v25 = mul(v24, v24)
-	VMULPS Y1, Y1, Y2
+	VMULPS Y3, Y3, Y5
 
 	// v26 = neg(v25)
-	VXORPS  lgc6<>+0(SB), Y2, Y2
-	VMOVUPS 64(SP)(DI*1), Y4
+	VXORPS  lgc6<>+0(SB), Y5, Y5
+	VMOVUPS 128(SP)(DI*1), Y6
 
 	// v27 = mul(scale, scale)
-	VMULPS Y4, Y4, Y5
+	VMULPS Y6, Y6, Y7
 
 	// v28 = mul(2, v27)
-	VMULPS lgc2<>+0(SB), Y5, Y5
+	VMULPS lgc2<>+0(SB), Y7, Y7
 
 	// v29 = div(v26, v28)
-	VDIVPS  Y5, Y2, Y2
-	VMOVUPS 768(SP), Y6
+	VDIVPS  Y7, Y5, Y5
+	VMOVUPS 800(SP), Y8
 
 	// v108 = div(v107, scale)
-	VDIVPS  Y4, Y6, Y7
-	VMOVUPS 736(SP), Y8
+	VDIVPS  Y6, Y8, Y6
+	VMOVUPS 768(SP), Y9
 
 	// v110 = div(v106, v28)
-	VDIVPS  Y5, Y8, Y9
-	VMOVUPS Y1, 896(SP)
-	VMOVUPS 800(SP), Y1
-	VMOVUPS lgc3<>+0(SB), Y10
-	VCMPPS  $0x04, Y10, Y1, Y10
+	VDIVPS  Y7, Y9, Y10
+	VMOVUPS Y3, 896(SP)
+	VMOVUPS Y6, 928(SP)
+	VMOVUPS 832(SP), Y3
+	VMOVUPS lgc3<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y3, Y6
 
 	// v111 = where(v109, v110, v106)
-	VBLENDVPS Y10, Y9, Y8, Y1
+	VBLENDVPS Y6, Y10, Y9, Y3
 
 	// v112 = div(v29, v28)
-	VDIVPS Y5, Y2, Y2
+	VDIVPS Y7, Y5, Y5
 
 	// v114 = mul(v107, v112)
-	VMULPS  Y2, Y6, Y2
-	VMOVUPS 832(SP), Y5
-	VMOVUPS lgc3<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y5, Y8
+	VMULPS  Y5, Y8, Y5
+	VMOVUPS 864(SP), Y6
+	VMOVUPS lgc3<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v115 = where(v113, v114, v107)
-	VBLENDVPS Y8, Y2, Y6, Y2
+	VBLENDVPS Y7, Y5, Y8, Y5
 
 	// v116 = mul(v115, 2)
-	VMULPS lgc2<>+0(SB), Y2, Y2
+	VMULPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS 128(SP)(DI*1), Y6
 
 	// v117 = mul(v116, scale)
-	VMULPS Y4, Y2, Y2
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS 928(SP), Y6
 
 	// v118 = add(v108, v117)
-	VADDPS Y2, Y7, Y4
+	VADDPS Y5, Y6, Y6
 
 	// gradScale = add(v118, v117)
-	VADDPS Y2, Y4, Y2
+	VADDPS Y5, Y6, Y5
 
 	// store gradScale
-	VMOVUPS Y2, 192(SP)(DI*1)
+	VMOVUPS Y5, 256(SP)(DI*1)
 
 	// v120 = neg(v111)
-	VXORPS lgc6<>+0(SB), Y1, Y1
+	VXORPS  lgc6<>+0(SB), Y3, Y3
+	VMOVUPS lgc3<>+0(SB), Y5
 
 	// v121 = ne(v120, 0)
-	VCMPPS  $0x04, Y3, Y1, Y2
-	VMOVUPS 896(SP), Y3
+	VCMPPS  $0x04, Y5, Y3, Y5
+	VMOVUPS 896(SP), Y6
 
 	// v122 = mul(v120, v24)
-	VMULPS Y3, Y1, Y3
+	VMULPS Y6, Y3, Y6
 
 	// v123 = where(v121, v122, v120)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y5, Y6, Y3, Y3
 
 	// v124 = add(v123, v123)
-	VADDPS Y1, Y1, Y1
+	VADDPS Y3, Y3, Y3
 
 	// gradLoc = neg(v124)
-	VXORPS lgc6<>+0(SB), Y1, Y1
+	VXORPS lgc6<>+0(SB), Y3, Y3
 
 	// store gradLoc
-	VMOVUPS Y1, 256(SP)(DI*1)
+	VMOVUPS Y3, 320(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_D_10
 	VMOVUPS lgc51<>+0(SB), Y0
-	VMOVUPS 704(SP), Y1
+	VMOVUPS 736(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), DX
@@ -2392,8 +2229,8 @@ inner_D_10:
 
 	// flush the tile of gradScale
 	MOVQ       gradScale+104(FP), DX
-	VMOVUPS    192(SP), Y0
-	VMOVUPS    224(SP), Y1
+	VMOVUPS    256(SP), Y0
+	VMOVUPS    288(SP), Y1
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VMOVUPS    lgc3<>+0(SB), Y4
@@ -2436,8 +2273,8 @@ inner_D_10:
 
 	// flush the tile of gradLoc
 	MOVQ         gradLoc+112(FP), DX
-	VMOVUPS      256(SP), Y0
-	VMOVUPS      288(SP), Y1
+	VMOVUPS      320(SP), Y0
+	VMOVUPS      352(SP), Y1
 	VMOVUPS      lgc3<>+0(SB), Y2
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMOVUPS      lgc3<>+0(SB), Y4

@@ -47,8 +47,7 @@ TEXT ·pass0AVX2(SB), $32-32
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS  Y0, Y1, Y0
-	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPS lgc16<>+0(SB), Y1
 	VMOVUPS Y0, (SP)
 	XORQ    AX, AX
 
@@ -63,28 +62,19 @@ inner_Q_1:
 	VCVTDQ2PS    Y0, Y0
 
 	// sum(selectedModels) over [Q]
-	VMOVUPS      lgc17<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y0, Y0
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       Y1, Y3, Y1
-	VADDPD       Y2, Y0, Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y2, Y0, Y0
+	VADDPS       Y1, Y0, Y1
 	INCQ         AX
 	CMPQ         AX, $+10
 	JL           inner_Q_1
 
 	// finish v18
-	VMOVUPD     Y1, Y0
-	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     lgc11<>+0(SB), Y1
+	VMOVUPS Y1, Y0
+	VMOVUPS lgc11<>+0(SB), Y1
 
 	// v19 = min(v18, 1)
 	VMINPS Y0, Y1, Y0
@@ -263,10 +253,14 @@ DATA lgc15<>+24(SB)/4, $0x41200000
 DATA lgc15<>+28(SB)/4, $0x41200000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x0000000000000000
-DATA lgc16<>+8(SB)/8, $0x0000000000000000
-DATA lgc16<>+16(SB)/8, $0x0000000000000000
-DATA lgc16<>+24(SB)/8, $0x0000000000000000
+DATA lgc16<>+0(SB)/4, $0x00000000
+DATA lgc16<>+4(SB)/4, $0x00000000
+DATA lgc16<>+8(SB)/4, $0x00000000
+DATA lgc16<>+12(SB)/4, $0x00000000
+DATA lgc16<>+16(SB)/4, $0x00000000
+DATA lgc16<>+20(SB)/4, $0x00000000
+DATA lgc16<>+24(SB)/4, $0x00000000
+DATA lgc16<>+28(SB)/4, $0x00000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
 DATA lgc17<>+0(SB)/4, $0xffffffff
@@ -279,16 +273,6 @@ DATA lgc17<>+24(SB)/4, $0x00000000
 DATA lgc17<>+28(SB)/4, $0x00000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $192-120
@@ -296,11 +280,11 @@ TEXT ·pass1AVX2(SB), $192-120
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
 	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v4 = min(v2, 2.3025851) tie=first
 	VMINPS Y1, Y2, Y1
@@ -378,7 +362,7 @@ TEXT ·pass1AVX2(SB), $192-120
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// v56 = neg(v55)
-	VXORPS  lgc21<>+0(SB), Y4, Y1
+	VXORPS  lgc20<>+0(SB), Y4, Y1
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
 	MOVQ    $+8, CX
@@ -395,7 +379,7 @@ blocks_2:
 
 	// v22 = mul(v13, nextLogProb)
 	VMULPS  Y1, Y0, Y0
-	VMOVUPS lgc22<>+0(SB), Y1
+	VMOVUPS lgc21<>+0(SB), Y1
 	VMOVUPS Y0, 64(SP)
 	XORQ    DX, DX
 
@@ -418,9 +402,9 @@ inner_Q_4:
 	VMOVD        SI, X2
 	VPBROADCASTD X2, Y2
 	VCVTDQ2PS    Y2, Y2
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc16<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc22<>+0(SB), Y2
+	VMOVUPS      lgc21<>+0(SB), Y2
 
 	// v25 = where(selectedModels, v23, +Inf)
 	VBLENDVPS Y3, Y0, Y2, Y0
@@ -444,7 +428,7 @@ inner_Q_4:
 	VSUBPS Y2, Y1, Y1
 
 	// v32 = mul(0.99, v30)
-	VMULPS lgc23<>+0(SB), Y1, Y1
+	VMULPS lgc22<>+0(SB), Y1, Y1
 
 	// v33 = mul(v32, v26)
 	VMULPS  Y0, Y1, Y1
@@ -459,9 +443,9 @@ inner_Q_4:
 
 	// v38 = mul(v13, logProb)
 	VMULPS  Y3, Y2, Y2
-	VMOVUPS lgc24<>+0(SB), Y3
-	VMOVUPD lgc16<>+0(SB), Y4
-	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y3
+	VMOVUPD lgc24<>+0(SB), Y4
+	VMOVUPD lgc24<>+0(SB), Y5
 	VMOVUPS Y0, 96(SP)
 	VMOVUPS Y1, 128(SP)
 	VMOVUPS Y2, 160(SP)
@@ -496,12 +480,12 @@ inner_Q_5:
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v65) over [Q]
-	VXORPS lgc21<>+0(SB), Y3, Y1
-	VXORPS lgc21<>+0(SB), Y0, Y2
+	VXORPS lgc20<>+0(SB), Y3, Y1
+	VXORPS lgc20<>+0(SB), Y0, Y2
 	VMINPS Y1, Y2, Y0
 	VMINPS Y2, Y1, Y3
 	VORPS  Y0, Y3, Y3
-	VXORPS lgc21<>+0(SB), Y3, Y3
+	VXORPS lgc20<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+10
 	JL     inner_Q_5
@@ -511,7 +495,7 @@ inner_Q_5:
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
 	VMOVUPD     Y5, Y1
 	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -520,8 +504,8 @@ inner_Q_5:
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
-	VMOVUPD lgc16<>+0(SB), Y0
-	VMOVUPD lgc16<>+0(SB), Y1
+	VMOVUPD lgc24<>+0(SB), Y0
+	VMOVUPD lgc24<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_Q_6:
@@ -537,7 +521,7 @@ inner_Q_6:
 	VSUBPS Y4, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc21<>+0(SB), Y4
+	VMOVUPS lgc20<>+0(SB), Y4
 	VANDNPS Y2, Y4, Y2
 	VMOVUPS lgc11<>+0(SB), Y4
 
@@ -569,7 +553,7 @@ inner_Q_6:
 	// finish v51
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
 	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -635,7 +619,7 @@ inner_Q_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -648,7 +632,7 @@ inner_Q_6:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -661,7 +645,7 @@ inner_Q_6:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -674,7 +658,7 @@ inner_Q_6:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VANDPS       1344(CX), Y1, Y1
 	VMOVUPS      Y1, 1344(CX)
@@ -699,7 +683,7 @@ chunkdone_3:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -712,7 +696,7 @@ chunkdone_3:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -725,7 +709,7 @@ chunkdone_3:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -738,71 +722,77 @@ chunkdone_3:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VANDPS       1344(AX), Y1, Y1
 	VMOVUPS      Y1, 1344(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc19<>+0(SB)/4, $0xc0135d8e
-DATA lgc19<>+4(SB)/4, $0xc0135d8e
-DATA lgc19<>+8(SB)/4, $0xc0135d8e
-DATA lgc19<>+12(SB)/4, $0xc0135d8e
-DATA lgc19<>+16(SB)/4, $0xc0135d8e
-DATA lgc19<>+20(SB)/4, $0xc0135d8e
-DATA lgc19<>+24(SB)/4, $0xc0135d8e
-DATA lgc19<>+28(SB)/4, $0xc0135d8e
+DATA lgc18<>+0(SB)/4, $0xc0135d8e
+DATA lgc18<>+4(SB)/4, $0xc0135d8e
+DATA lgc18<>+8(SB)/4, $0xc0135d8e
+DATA lgc18<>+12(SB)/4, $0xc0135d8e
+DATA lgc18<>+16(SB)/4, $0xc0135d8e
+DATA lgc18<>+20(SB)/4, $0xc0135d8e
+DATA lgc18<>+24(SB)/4, $0xc0135d8e
+DATA lgc18<>+28(SB)/4, $0xc0135d8e
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+
+DATA lgc19<>+0(SB)/4, $0x40135d8e
+DATA lgc19<>+4(SB)/4, $0x40135d8e
+DATA lgc19<>+8(SB)/4, $0x40135d8e
+DATA lgc19<>+12(SB)/4, $0x40135d8e
+DATA lgc19<>+16(SB)/4, $0x40135d8e
+DATA lgc19<>+20(SB)/4, $0x40135d8e
+DATA lgc19<>+24(SB)/4, $0x40135d8e
+DATA lgc19<>+28(SB)/4, $0x40135d8e
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x40135d8e
-DATA lgc20<>+4(SB)/4, $0x40135d8e
-DATA lgc20<>+8(SB)/4, $0x40135d8e
-DATA lgc20<>+12(SB)/4, $0x40135d8e
-DATA lgc20<>+16(SB)/4, $0x40135d8e
-DATA lgc20<>+20(SB)/4, $0x40135d8e
-DATA lgc20<>+24(SB)/4, $0x40135d8e
-DATA lgc20<>+28(SB)/4, $0x40135d8e
+DATA lgc20<>+0(SB)/4, $0x80000000
+DATA lgc20<>+4(SB)/4, $0x80000000
+DATA lgc20<>+8(SB)/4, $0x80000000
+DATA lgc20<>+12(SB)/4, $0x80000000
+DATA lgc20<>+16(SB)/4, $0x80000000
+DATA lgc20<>+20(SB)/4, $0x80000000
+DATA lgc20<>+24(SB)/4, $0x80000000
+DATA lgc20<>+28(SB)/4, $0x80000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x80000000
-DATA lgc21<>+4(SB)/4, $0x80000000
-DATA lgc21<>+8(SB)/4, $0x80000000
-DATA lgc21<>+12(SB)/4, $0x80000000
-DATA lgc21<>+16(SB)/4, $0x80000000
-DATA lgc21<>+20(SB)/4, $0x80000000
-DATA lgc21<>+24(SB)/4, $0x80000000
-DATA lgc21<>+28(SB)/4, $0x80000000
+DATA lgc21<>+0(SB)/4, $0x7f800000
+DATA lgc21<>+4(SB)/4, $0x7f800000
+DATA lgc21<>+8(SB)/4, $0x7f800000
+DATA lgc21<>+12(SB)/4, $0x7f800000
+DATA lgc21<>+16(SB)/4, $0x7f800000
+DATA lgc21<>+20(SB)/4, $0x7f800000
+DATA lgc21<>+24(SB)/4, $0x7f800000
+DATA lgc21<>+28(SB)/4, $0x7f800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x7f800000
-DATA lgc22<>+4(SB)/4, $0x7f800000
-DATA lgc22<>+8(SB)/4, $0x7f800000
-DATA lgc22<>+12(SB)/4, $0x7f800000
-DATA lgc22<>+16(SB)/4, $0x7f800000
-DATA lgc22<>+20(SB)/4, $0x7f800000
-DATA lgc22<>+24(SB)/4, $0x7f800000
-DATA lgc22<>+28(SB)/4, $0x7f800000
+DATA lgc22<>+0(SB)/4, $0x3f7d70a4
+DATA lgc22<>+4(SB)/4, $0x3f7d70a4
+DATA lgc22<>+8(SB)/4, $0x3f7d70a4
+DATA lgc22<>+12(SB)/4, $0x3f7d70a4
+DATA lgc22<>+16(SB)/4, $0x3f7d70a4
+DATA lgc22<>+20(SB)/4, $0x3f7d70a4
+DATA lgc22<>+24(SB)/4, $0x3f7d70a4
+DATA lgc22<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3f7d70a4
-DATA lgc23<>+4(SB)/4, $0x3f7d70a4
-DATA lgc23<>+8(SB)/4, $0x3f7d70a4
-DATA lgc23<>+12(SB)/4, $0x3f7d70a4
-DATA lgc23<>+16(SB)/4, $0x3f7d70a4
-DATA lgc23<>+20(SB)/4, $0x3f7d70a4
-DATA lgc23<>+24(SB)/4, $0x3f7d70a4
-DATA lgc23<>+28(SB)/4, $0x3f7d70a4
+DATA lgc23<>+0(SB)/4, $0xff800000
+DATA lgc23<>+4(SB)/4, $0xff800000
+DATA lgc23<>+8(SB)/4, $0xff800000
+DATA lgc23<>+12(SB)/4, $0xff800000
+DATA lgc23<>+16(SB)/4, $0xff800000
+DATA lgc23<>+20(SB)/4, $0xff800000
+DATA lgc23<>+24(SB)/4, $0xff800000
+DATA lgc23<>+28(SB)/4, $0xff800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xff800000
-DATA lgc24<>+4(SB)/4, $0xff800000
-DATA lgc24<>+8(SB)/4, $0xff800000
-DATA lgc24<>+12(SB)/4, $0xff800000
-DATA lgc24<>+16(SB)/4, $0xff800000
-DATA lgc24<>+20(SB)/4, $0xff800000
-DATA lgc24<>+24(SB)/4, $0xff800000
-DATA lgc24<>+28(SB)/4, $0xff800000
+DATA lgc24<>+0(SB)/8, $0x0000000000000000
+DATA lgc24<>+8(SB)/8, $0x0000000000000000
+DATA lgc24<>+16(SB)/8, $0x0000000000000000
+DATA lgc24<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 DATA lgc25<>+0(SB)/8, $0x4024000000000000
@@ -858,11 +848,11 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
 	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v4 = min(v2, 2.3025851) tie=first
 	VMINPS Y1, Y2, Y1
@@ -940,7 +930,7 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// v56 = neg(v55)
-	VXORPS lgc21<>+0(SB), Y4, Y1
+	VXORPS lgc20<>+0(SB), Y4, Y1
 
 	// v98 = mul(0.00390625, v13)
 	VMULPS  lgc30<>+0(SB), Y0, Y2
@@ -961,7 +951,7 @@ blocks_8:
 
 	// v22 = mul(v13, nextLogProb)
 	VMULPS  Y1, Y0, Y0
-	VMOVUPS lgc22<>+0(SB), Y1
+	VMOVUPS lgc21<>+0(SB), Y1
 	VMOVUPS Y0, 96(SP)
 	XORQ    DX, DX
 
@@ -984,9 +974,9 @@ inner_Q_10:
 	VMOVD        SI, X2
 	VPBROADCASTD X2, Y2
 	VCVTDQ2PS    Y2, Y2
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc16<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc22<>+0(SB), Y2
+	VMOVUPS      lgc21<>+0(SB), Y2
 
 	// v25 = where(selectedModels, v23, +Inf)
 	VBLENDVPS Y3, Y0, Y2, Y0
@@ -1010,7 +1000,7 @@ inner_Q_10:
 	VSUBPS Y2, Y1, Y1
 
 	// v32 = mul(0.99, v30)
-	VMULPS lgc23<>+0(SB), Y1, Y1
+	VMULPS lgc22<>+0(SB), Y1, Y1
 
 	// v33 = mul(v32, v26)
 	VMULPS  Y0, Y1, Y1
@@ -1025,9 +1015,9 @@ inner_Q_10:
 
 	// v38 = mul(v13, logProb)
 	VMULPS  Y3, Y2, Y2
-	VMOVUPS lgc24<>+0(SB), Y3
-	VMOVUPD lgc16<>+0(SB), Y4
-	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y3
+	VMOVUPD lgc24<>+0(SB), Y4
+	VMOVUPD lgc24<>+0(SB), Y5
 	VMOVUPS Y0, 128(SP)
 	VMOVUPS Y1, 160(SP)
 	VMOVUPS Y2, 192(SP)
@@ -1062,12 +1052,12 @@ inner_Q_11:
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v65) over [Q]
-	VXORPS lgc21<>+0(SB), Y3, Y1
-	VXORPS lgc21<>+0(SB), Y0, Y2
+	VXORPS lgc20<>+0(SB), Y3, Y1
+	VXORPS lgc20<>+0(SB), Y0, Y2
 	VMINPS Y1, Y2, Y0
 	VMINPS Y2, Y1, Y3
 	VORPS  Y0, Y3, Y3
-	VXORPS lgc21<>+0(SB), Y3, Y3
+	VXORPS lgc20<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+10
 	JL     inner_Q_11
@@ -1077,7 +1067,7 @@ inner_Q_11:
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
 	VMOVUPD     Y5, Y1
 	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -1086,8 +1076,8 @@ inner_Q_11:
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
-	VMOVUPD lgc16<>+0(SB), Y0
-	VMOVUPD lgc16<>+0(SB), Y1
+	VMOVUPD lgc24<>+0(SB), Y0
+	VMOVUPD lgc24<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_Q_12:
@@ -1103,7 +1093,7 @@ inner_Q_12:
 	VSUBPS Y4, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc21<>+0(SB), Y4
+	VMOVUPS lgc20<>+0(SB), Y4
 	VANDNPS Y2, Y4, Y2
 	VMOVUPS lgc11<>+0(SB), Y4
 
@@ -1135,7 +1125,7 @@ inner_Q_12:
 	// finish v51
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
 	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -1199,7 +1189,7 @@ inner_Q_13:
 	VSUBPS Y1, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc21<>+0(SB), Y1
+	VMOVUPS lgc20<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc11<>+0(SB), Y2
 
@@ -1215,7 +1205,7 @@ inner_Q_13:
 
 	// v79 = where(v46, 0, 0.000390625)
 	VANDNPS Y5, Y3, Y3
-	VMOVUPS lgc18<>+0(SB), Y5
+	VMOVUPS lgc16<>+0(SB), Y5
 
 	// v80 = ne(v78, 0)
 	VCMPPS $0x04, Y5, Y6, Y7
@@ -1248,7 +1238,7 @@ inner_Q_13:
 	VCMPPS $0x11, Y5, Y0, Y4
 
 	// v91 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y0, Y0
+	VMULPS  lgc16<>+0(SB), Y0, Y0
 	VMOVUPS lgc33<>+0(SB), Y6
 
 	// v92 = where(v89, -1, v91)
@@ -1310,7 +1300,7 @@ inner_Q_13:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -1323,7 +1313,7 @@ inner_Q_13:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -1336,7 +1326,7 @@ inner_Q_13:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -1349,7 +1339,7 @@ inner_Q_13:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -1362,7 +1352,7 @@ inner_Q_13:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       1664(CX), Y1, Y1
 	VMOVUPS      Y1, 1664(CX)
@@ -1387,7 +1377,7 @@ chunkdone_9:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -1400,7 +1390,7 @@ chunkdone_9:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -1413,7 +1403,7 @@ chunkdone_9:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -1426,7 +1416,7 @@ chunkdone_9:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y2
@@ -1439,7 +1429,7 @@ chunkdone_9:
 	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VANDPS       1664(AX), Y1, Y1
 	VMOVUPS      Y1, 1664(AX)
@@ -1502,11 +1492,11 @@ TEXT ·fbPass1AVX2(SB), $64-48
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
 	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v4 = min(v2, 2.3025851) tie=first
 	VMINPS Y1, Y2, Y1
@@ -1553,8 +1543,7 @@ TEXT ·fbPass1AVX2(SB), $64-48
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS  Y0, Y2, Y0
-	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPD lgc16<>+0(SB), Y3
+	VMOVUPS lgc16<>+0(SB), Y2
 	VMOVUPS Y1, (SP)
 	VMOVUPS Y0, 32(SP)
 	XORQ    AX, AX
@@ -1571,27 +1560,18 @@ inner_Q_15:
 
 	// sum(selectedModels) over [Q]
 	VMOVUPS      lgc17<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y4
-	VEXTRACTI128 $0x01, Y1, X4
-	VPMOVSXDQ    X4, Y4
+	VPMOVSXDQ    X1, Y3
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
 	VANDPS       Y1, Y0, Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       Y2, Y1, Y2
-	VADDPD       Y3, Y0, Y3
+	VADDPS       Y2, Y0, Y2
 	INCQ         AX
 	CMPQ         AX, $+10
 	JL           inner_Q_15
 
 	// finish v18
-	VMOVUPD     Y2, Y0
-	VMOVUPD     Y3, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     lgc11<>+0(SB), Y1
+	VMOVUPS Y2, Y0
+	VMOVUPS lgc11<>+0(SB), Y1
 
 	// v19 = min(v18, 1)
 	VMINPS Y0, Y1, Y0
@@ -1632,8 +1612,8 @@ inner_Q_15:
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v72 = neg(v71)
-	VXORPS  lgc21<>+0(SB), Y1, Y1
-	VMOVUPS lgc18<>+0(SB), Y2
+	VXORPS  lgc20<>+0(SB), Y1, Y1
+	VMOVUPS lgc16<>+0(SB), Y2
 
 	// v74 = ne(v72, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
@@ -1749,12 +1729,12 @@ bulk_18:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc24<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1959,12 +1939,12 @@ bulk_20:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc24<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc22<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y1, Y2
@@ -1973,10 +1953,10 @@ bulk_20:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc22<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc22<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

@@ -402,8 +402,7 @@ inner_A_6:
 	// finish v28
 	VMOVUPS Y3, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
-	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPD lgc16<>+0(SB), Y3
+	VMOVUPS lgc0<>+0(SB), Y2
 	VMOVUPS Y0, 200(SP)
 	XORQ    BX, BX
 
@@ -412,103 +411,99 @@ inner_A_7:
 	IMUL3Q  $+32, BX, R8
 	ADDQ    R8, DI
 	VMOVUPS 40(SP)(DI*1), Y0
-	VMOVUPS 200(SP), Y4
+	VMOVUPS 200(SP), Y3
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y4, Y0, Y0
+	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc17<>+0(SB), Y0, Y4
-	VMINPS       lgc18<>+0(SB), Y4, Y4
-	VMULPS       lgc19<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc21<>+0(SB), Y5, Y4
-	VMOVAPS      lgc22<>+0(SB), Y6
-	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc24<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc25<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc26<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc27<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc28<>+0(SB), Y4, Y5
-	VPMINSD      lgc29<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc29<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc29<>+0(SB), Y4, Y4
+	VMAXPS       lgc16<>+0(SB), Y0, Y3
+	VMINPS       lgc17<>+0(SB), Y3, Y3
+	VMULPS       lgc18<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
+	VMOVAPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc27<>+0(SB), Y3, Y4
+	VPMINSD      lgc28<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y3
+	VBLENDVPS    Y3, Y0, Y5, Y5
 
 	// sum(v31) over [A]
-	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc30<>+0(SB), Y4
+	VADDPS  Y1, Y5, Y1
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y0, Y4, Y0
+	VMAXPS Y0, Y3, Y0
 
 	// v60 = mul(v31, v59)
-	VMULPS Y0, Y6, Y0
+	VMULPS Y0, Y5, Y0
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X0, Y4
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       Y2, Y4, Y2
-	VADDPD       Y3, Y0, Y3
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_7
+	VADDPS Y2, Y0, Y2
+	INCQ   BX
+	CMPQ   BX, $+2
+	JL     inner_A_7
 
 	// finish v32
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y4
-	VBLENDVPS    Y1, Y4, Y0, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc29<>+0(SB), Y5, Y5
-	VPAND        lgc33<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y5, Y5
-	VPAND        lgc34<>+0(SB), Y4, Y1
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y3
+	VBLENDVPS    Y1, Y3, Y0, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y4, Y4
+	VPAND        lgc33<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y4
-	VMULPS       lgc27<>+0(SB), Y1, Y6
-	VBLENDVPS    Y4, Y6, Y1, Y1
-	VPSUBD       Y4, Y5, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
+	VMULPS       lgc26<>+0(SB), Y1, Y5
+	VBLENDVPS    Y3, Y5, Y1, Y1
+	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y4
-	VMOVAPS      lgc36<>+0(SB), Y6
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc21<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc27<>+0(SB), Y4, Y6
-	VADDPS       Y1, Y6, Y6
-	VFMADD231PS  lgc20<>+0(SB), Y5, Y6
+	VMULPS       Y1, Y1, Y3
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y6, Y6
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y6, Y6
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y6, Y6
+	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 232(SP)
@@ -549,84 +544,84 @@ inner_A_7:
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc47<>+0(SB), Y1, Y1
-	VPMULLD    lgc47<>+0(SB), Y1, Y1
-	VPADDD     lgc48<>+0(SB), Y1, Y1
-	VMOVUPS    lgc49<>+0(SB), Y4
-	VMOVUPS    lgc0<>+0(SB), Y5
-	VGATHERDPS Y4, (DI)(Y1*4), Y5
+	VPMINSD    lgc46<>+0(SB), Y1, Y1
+	VPMULLD    lgc46<>+0(SB), Y1, Y1
+	VPADDD     lgc47<>+0(SB), Y1, Y1
+	VMOVUPS    lgc48<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VGATHERDPS Y3, (DI)(Y1*4), Y4
 	VMOVUPS    200(SP), Y1
 
 	// v36 = sub(v35, v28)
-	VSUBPS Y1, Y5, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y6, Y1, Y1
+	VSUBPS  Y5, Y1, Y1
 	MOVQ    sampleLogProb+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y4, Y1, Y4
-	VMOVUPS lgc50<>+0(SB), Y5
+	VSUBPS  Y3, Y1, Y4
+	VMOVUPS lgc49<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc50<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS  Y5, Y7, Y5
-	VMOVUPS Y6, 264(SP)
-	VMOVUPS Y0, 296(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y5, 264(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc17<>+0(SB), Y4, Y0
-	VMINPS       lgc18<>+0(SB), Y0, Y0
-	VMULPS       lgc19<>+0(SB), Y0, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc20<>+0(SB), Y6, Y0
-	VFNMADD231PS lgc21<>+0(SB), Y6, Y0
-	VMOVAPS      lgc22<>+0(SB), Y7
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y0
-	VPMAXSD      lgc28<>+0(SB), Y0, Y6
-	VPMINSD      lgc29<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y0, Y0
-	VPADDD       lgc29<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc29<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y0
-	VBLENDVPS    Y0, Y4, Y7, Y7
-	VMOVUPS      168(SP), Y0
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VMAXPS       lgc16<>+0(SB), Y4, Y5
+	VMINPS       lgc17<>+0(SB), Y5, Y5
+	VMULPS       lgc18<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VMOVAPS      lgc21<>+0(SB), Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y5
+	VPMAXSD      lgc27<>+0(SB), Y5, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y8, Y8
+	VMOVUPS      168(SP), Y5
+	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y6, Y0, Y6
+	VCMPPS  $0x1d, Y7, Y5, Y7
+	VMOVUPS Y0, 296(SP)
+	VMOVUPS lgc51<>+0(SB), Y0
+
+	// v48 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS  Y8, Y0, Y0
 	VMOVUPS Y1, 328(SP)
 	VMOVUPS lgc52<>+0(SB), Y1
 
-	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y1, Y1
-	VMOVUPS lgc53<>+0(SB), Y8
-
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 360(SP)
+	VMAXPS  Y8, Y1, Y1
+	VMOVUPS Y8, 360(SP)
 
 	// ratioClipped = where(v46, v48, v50)
-	VBLENDVPS Y6, Y1, Y8, Y1
+	VBLENDVPS Y7, Y0, Y1, Y0
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y0, Y5, Y0
 
 	// v53 = neg(gain)
 	VXORPS lgc15<>+0(SB), Y0, Y0
@@ -637,31 +632,24 @@ inner_A_7:
 	VMOVUPS Y0, 1280(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y0
+	VCMPPS $0x04, Y4, Y6, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
 	VADDPS  1600(BX), Y0, Y0
 	VMOVUPS Y0, 1600(BX)
-	MOVQ    sampleLogProb+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
-	VMOVUPS 328(SP), Y1
+	VMOVUPS 328(SP), Y0
 
 	// v57 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y3, Y0
 
 	// mean(v57) over [N T]
 	VADDPS  1920(BX), Y0, Y0
 	VMOVUPS Y0, 1920(BX)
 
 	// finish v61
-	VMOVUPD     Y2, Y0
-	VMOVUPD     Y3, Y1
-	VMOVUPS     lgc0<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     296(SP), Y1
+	VMOVUPS Y2, Y0
+	VMOVUPS 296(SP), Y1
 
 	// v62 = div(v61, v32)
 	VDIVPS  Y1, Y0, Y0
@@ -671,7 +659,7 @@ inner_A_7:
 	VSUBPS Y0, Y1, Y0
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc54<>+0(SB), Y0, Y1
+	VMULPS lgc53<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
 	VADDPS  2240(BX), Y0, Y0
@@ -691,7 +679,7 @@ inner_A_7:
 	VMULPS Y1, Y1, Y2
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc27<>+0(SB), Y2, Y2
+	VMULPS lgc26<>+0(SB), Y2, Y2
 
 	// mean(v71) over [N T]
 	VADDPS  2880(BX), Y2, Y2
@@ -745,8 +733,8 @@ inner_A_7:
 	VMOVUPS      360(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc55<>+0(SB), Y4, Y1
-	VCMPPS       $0x1a, lgc56<>+0(SB), Y4, Y2
+	VCMPPS       $0x15, lgc54<>+0(SB), Y4, Y1
+	VCMPPS       $0x1a, lgc55<>+0(SB), Y4, Y2
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc14<>+0(SB), Y4, Y2
 	VORPS        Y2, Y1, Y1
@@ -989,411 +977,405 @@ DATA lgc15<>+24(SB)/4, $0x80000000
 DATA lgc15<>+28(SB)/4, $0x80000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x0000000000000000
-DATA lgc16<>+8(SB)/8, $0x0000000000000000
-DATA lgc16<>+16(SB)/8, $0x0000000000000000
-DATA lgc16<>+24(SB)/8, $0x0000000000000000
+DATA lgc16<>+0(SB)/4, $0xc2d00000
+DATA lgc16<>+4(SB)/4, $0xc2d00000
+DATA lgc16<>+8(SB)/4, $0xc2d00000
+DATA lgc16<>+12(SB)/4, $0xc2d00000
+DATA lgc16<>+16(SB)/4, $0xc2d00000
+DATA lgc16<>+20(SB)/4, $0xc2d00000
+DATA lgc16<>+24(SB)/4, $0xc2d00000
+DATA lgc16<>+28(SB)/4, $0xc2d00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xc2d00000
-DATA lgc17<>+4(SB)/4, $0xc2d00000
-DATA lgc17<>+8(SB)/4, $0xc2d00000
-DATA lgc17<>+12(SB)/4, $0xc2d00000
-DATA lgc17<>+16(SB)/4, $0xc2d00000
-DATA lgc17<>+20(SB)/4, $0xc2d00000
-DATA lgc17<>+24(SB)/4, $0xc2d00000
-DATA lgc17<>+28(SB)/4, $0xc2d00000
+DATA lgc17<>+0(SB)/4, $0x42b20000
+DATA lgc17<>+4(SB)/4, $0x42b20000
+DATA lgc17<>+8(SB)/4, $0x42b20000
+DATA lgc17<>+12(SB)/4, $0x42b20000
+DATA lgc17<>+16(SB)/4, $0x42b20000
+DATA lgc17<>+20(SB)/4, $0x42b20000
+DATA lgc17<>+24(SB)/4, $0x42b20000
+DATA lgc17<>+28(SB)/4, $0x42b20000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x42b20000
-DATA lgc18<>+4(SB)/4, $0x42b20000
-DATA lgc18<>+8(SB)/4, $0x42b20000
-DATA lgc18<>+12(SB)/4, $0x42b20000
-DATA lgc18<>+16(SB)/4, $0x42b20000
-DATA lgc18<>+20(SB)/4, $0x42b20000
-DATA lgc18<>+24(SB)/4, $0x42b20000
-DATA lgc18<>+28(SB)/4, $0x42b20000
+DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+0(SB)/4, $0x3f318000
+DATA lgc19<>+4(SB)/4, $0x3f318000
+DATA lgc19<>+8(SB)/4, $0x3f318000
+DATA lgc19<>+12(SB)/4, $0x3f318000
+DATA lgc19<>+16(SB)/4, $0x3f318000
+DATA lgc19<>+20(SB)/4, $0x3f318000
+DATA lgc19<>+24(SB)/4, $0x3f318000
+DATA lgc19<>+28(SB)/4, $0x3f318000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f318000
-DATA lgc20<>+4(SB)/4, $0x3f318000
-DATA lgc20<>+8(SB)/4, $0x3f318000
-DATA lgc20<>+12(SB)/4, $0x3f318000
-DATA lgc20<>+16(SB)/4, $0x3f318000
-DATA lgc20<>+20(SB)/4, $0x3f318000
-DATA lgc20<>+24(SB)/4, $0x3f318000
-DATA lgc20<>+28(SB)/4, $0x3f318000
+DATA lgc20<>+0(SB)/4, $0xb95e8083
+DATA lgc20<>+4(SB)/4, $0xb95e8083
+DATA lgc20<>+8(SB)/4, $0xb95e8083
+DATA lgc20<>+12(SB)/4, $0xb95e8083
+DATA lgc20<>+16(SB)/4, $0xb95e8083
+DATA lgc20<>+20(SB)/4, $0xb95e8083
+DATA lgc20<>+24(SB)/4, $0xb95e8083
+DATA lgc20<>+28(SB)/4, $0xb95e8083
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xb95e8083
-DATA lgc21<>+4(SB)/4, $0xb95e8083
-DATA lgc21<>+8(SB)/4, $0xb95e8083
-DATA lgc21<>+12(SB)/4, $0xb95e8083
-DATA lgc21<>+16(SB)/4, $0xb95e8083
-DATA lgc21<>+20(SB)/4, $0xb95e8083
-DATA lgc21<>+24(SB)/4, $0xb95e8083
-DATA lgc21<>+28(SB)/4, $0xb95e8083
+DATA lgc21<>+0(SB)/4, $0x39506967
+DATA lgc21<>+4(SB)/4, $0x39506967
+DATA lgc21<>+8(SB)/4, $0x39506967
+DATA lgc21<>+12(SB)/4, $0x39506967
+DATA lgc21<>+16(SB)/4, $0x39506967
+DATA lgc21<>+20(SB)/4, $0x39506967
+DATA lgc21<>+24(SB)/4, $0x39506967
+DATA lgc21<>+28(SB)/4, $0x39506967
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x39506967
-DATA lgc22<>+4(SB)/4, $0x39506967
-DATA lgc22<>+8(SB)/4, $0x39506967
-DATA lgc22<>+12(SB)/4, $0x39506967
-DATA lgc22<>+16(SB)/4, $0x39506967
-DATA lgc22<>+20(SB)/4, $0x39506967
-DATA lgc22<>+24(SB)/4, $0x39506967
-DATA lgc22<>+28(SB)/4, $0x39506967
+DATA lgc22<>+0(SB)/4, $0x3ab743ce
+DATA lgc22<>+4(SB)/4, $0x3ab743ce
+DATA lgc22<>+8(SB)/4, $0x3ab743ce
+DATA lgc22<>+12(SB)/4, $0x3ab743ce
+DATA lgc22<>+16(SB)/4, $0x3ab743ce
+DATA lgc22<>+20(SB)/4, $0x3ab743ce
+DATA lgc22<>+24(SB)/4, $0x3ab743ce
+DATA lgc22<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3ab743ce
-DATA lgc23<>+4(SB)/4, $0x3ab743ce
-DATA lgc23<>+8(SB)/4, $0x3ab743ce
-DATA lgc23<>+12(SB)/4, $0x3ab743ce
-DATA lgc23<>+16(SB)/4, $0x3ab743ce
-DATA lgc23<>+20(SB)/4, $0x3ab743ce
-DATA lgc23<>+24(SB)/4, $0x3ab743ce
-DATA lgc23<>+28(SB)/4, $0x3ab743ce
+DATA lgc23<>+0(SB)/4, $0x3c088908
+DATA lgc23<>+4(SB)/4, $0x3c088908
+DATA lgc23<>+8(SB)/4, $0x3c088908
+DATA lgc23<>+12(SB)/4, $0x3c088908
+DATA lgc23<>+16(SB)/4, $0x3c088908
+DATA lgc23<>+20(SB)/4, $0x3c088908
+DATA lgc23<>+24(SB)/4, $0x3c088908
+DATA lgc23<>+28(SB)/4, $0x3c088908
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3c088908
-DATA lgc24<>+4(SB)/4, $0x3c088908
-DATA lgc24<>+8(SB)/4, $0x3c088908
-DATA lgc24<>+12(SB)/4, $0x3c088908
-DATA lgc24<>+16(SB)/4, $0x3c088908
-DATA lgc24<>+20(SB)/4, $0x3c088908
-DATA lgc24<>+24(SB)/4, $0x3c088908
-DATA lgc24<>+28(SB)/4, $0x3c088908
+DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+0(SB)/4, $0x3f000000
+DATA lgc26<>+4(SB)/4, $0x3f000000
+DATA lgc26<>+8(SB)/4, $0x3f000000
+DATA lgc26<>+12(SB)/4, $0x3f000000
+DATA lgc26<>+16(SB)/4, $0x3f000000
+DATA lgc26<>+20(SB)/4, $0x3f000000
+DATA lgc26<>+24(SB)/4, $0x3f000000
+DATA lgc26<>+28(SB)/4, $0x3f000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3f000000
-DATA lgc27<>+4(SB)/4, $0x3f000000
-DATA lgc27<>+8(SB)/4, $0x3f000000
-DATA lgc27<>+12(SB)/4, $0x3f000000
-DATA lgc27<>+16(SB)/4, $0x3f000000
-DATA lgc27<>+20(SB)/4, $0x3f000000
-DATA lgc27<>+24(SB)/4, $0x3f000000
-DATA lgc27<>+28(SB)/4, $0x3f000000
+DATA lgc27<>+0(SB)/4, $0xffffff82
+DATA lgc27<>+4(SB)/4, $0xffffff82
+DATA lgc27<>+8(SB)/4, $0xffffff82
+DATA lgc27<>+12(SB)/4, $0xffffff82
+DATA lgc27<>+16(SB)/4, $0xffffff82
+DATA lgc27<>+20(SB)/4, $0xffffff82
+DATA lgc27<>+24(SB)/4, $0xffffff82
+DATA lgc27<>+28(SB)/4, $0xffffff82
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xffffff82
-DATA lgc28<>+4(SB)/4, $0xffffff82
-DATA lgc28<>+8(SB)/4, $0xffffff82
-DATA lgc28<>+12(SB)/4, $0xffffff82
-DATA lgc28<>+16(SB)/4, $0xffffff82
-DATA lgc28<>+20(SB)/4, $0xffffff82
-DATA lgc28<>+24(SB)/4, $0xffffff82
-DATA lgc28<>+28(SB)/4, $0xffffff82
+DATA lgc28<>+0(SB)/4, $0x0000007f
+DATA lgc28<>+4(SB)/4, $0x0000007f
+DATA lgc28<>+8(SB)/4, $0x0000007f
+DATA lgc28<>+12(SB)/4, $0x0000007f
+DATA lgc28<>+16(SB)/4, $0x0000007f
+DATA lgc28<>+20(SB)/4, $0x0000007f
+DATA lgc28<>+24(SB)/4, $0x0000007f
+DATA lgc28<>+28(SB)/4, $0x0000007f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x0000007f
-DATA lgc29<>+4(SB)/4, $0x0000007f
-DATA lgc29<>+8(SB)/4, $0x0000007f
-DATA lgc29<>+12(SB)/4, $0x0000007f
-DATA lgc29<>+16(SB)/4, $0x0000007f
-DATA lgc29<>+20(SB)/4, $0x0000007f
-DATA lgc29<>+24(SB)/4, $0x0000007f
-DATA lgc29<>+28(SB)/4, $0x0000007f
+DATA lgc29<>+0(SB)/4, $0xff7fffff
+DATA lgc29<>+4(SB)/4, $0xff7fffff
+DATA lgc29<>+8(SB)/4, $0xff7fffff
+DATA lgc29<>+12(SB)/4, $0xff7fffff
+DATA lgc29<>+16(SB)/4, $0xff7fffff
+DATA lgc29<>+20(SB)/4, $0xff7fffff
+DATA lgc29<>+24(SB)/4, $0xff7fffff
+DATA lgc29<>+28(SB)/4, $0xff7fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xff7fffff
-DATA lgc30<>+4(SB)/4, $0xff7fffff
-DATA lgc30<>+8(SB)/4, $0xff7fffff
-DATA lgc30<>+12(SB)/4, $0xff7fffff
-DATA lgc30<>+16(SB)/4, $0xff7fffff
-DATA lgc30<>+20(SB)/4, $0xff7fffff
-DATA lgc30<>+24(SB)/4, $0xff7fffff
-DATA lgc30<>+28(SB)/4, $0xff7fffff
+DATA lgc30<>+0(SB)/4, $0x00800000
+DATA lgc30<>+4(SB)/4, $0x00800000
+DATA lgc30<>+8(SB)/4, $0x00800000
+DATA lgc30<>+12(SB)/4, $0x00800000
+DATA lgc30<>+16(SB)/4, $0x00800000
+DATA lgc30<>+20(SB)/4, $0x00800000
+DATA lgc30<>+24(SB)/4, $0x00800000
+DATA lgc30<>+28(SB)/4, $0x00800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x00800000
-DATA lgc31<>+4(SB)/4, $0x00800000
-DATA lgc31<>+8(SB)/4, $0x00800000
-DATA lgc31<>+12(SB)/4, $0x00800000
-DATA lgc31<>+16(SB)/4, $0x00800000
-DATA lgc31<>+20(SB)/4, $0x00800000
-DATA lgc31<>+24(SB)/4, $0x00800000
-DATA lgc31<>+28(SB)/4, $0x00800000
+DATA lgc31<>+0(SB)/4, $0x4b000000
+DATA lgc31<>+4(SB)/4, $0x4b000000
+DATA lgc31<>+8(SB)/4, $0x4b000000
+DATA lgc31<>+12(SB)/4, $0x4b000000
+DATA lgc31<>+16(SB)/4, $0x4b000000
+DATA lgc31<>+20(SB)/4, $0x4b000000
+DATA lgc31<>+24(SB)/4, $0x4b000000
+DATA lgc31<>+28(SB)/4, $0x4b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x4b000000
-DATA lgc32<>+4(SB)/4, $0x4b000000
-DATA lgc32<>+8(SB)/4, $0x4b000000
-DATA lgc32<>+12(SB)/4, $0x4b000000
-DATA lgc32<>+16(SB)/4, $0x4b000000
-DATA lgc32<>+20(SB)/4, $0x4b000000
-DATA lgc32<>+24(SB)/4, $0x4b000000
-DATA lgc32<>+28(SB)/4, $0x4b000000
+DATA lgc32<>+0(SB)/4, $0xffffffe9
+DATA lgc32<>+4(SB)/4, $0xffffffe9
+DATA lgc32<>+8(SB)/4, $0xffffffe9
+DATA lgc32<>+12(SB)/4, $0xffffffe9
+DATA lgc32<>+16(SB)/4, $0xffffffe9
+DATA lgc32<>+20(SB)/4, $0xffffffe9
+DATA lgc32<>+24(SB)/4, $0xffffffe9
+DATA lgc32<>+28(SB)/4, $0xffffffe9
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xffffffe9
-DATA lgc33<>+4(SB)/4, $0xffffffe9
-DATA lgc33<>+8(SB)/4, $0xffffffe9
-DATA lgc33<>+12(SB)/4, $0xffffffe9
-DATA lgc33<>+16(SB)/4, $0xffffffe9
-DATA lgc33<>+20(SB)/4, $0xffffffe9
-DATA lgc33<>+24(SB)/4, $0xffffffe9
-DATA lgc33<>+28(SB)/4, $0xffffffe9
+DATA lgc33<>+0(SB)/4, $0x007fffff
+DATA lgc33<>+4(SB)/4, $0x007fffff
+DATA lgc33<>+8(SB)/4, $0x007fffff
+DATA lgc33<>+12(SB)/4, $0x007fffff
+DATA lgc33<>+16(SB)/4, $0x007fffff
+DATA lgc33<>+20(SB)/4, $0x007fffff
+DATA lgc33<>+24(SB)/4, $0x007fffff
+DATA lgc33<>+28(SB)/4, $0x007fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x007fffff
-DATA lgc34<>+4(SB)/4, $0x007fffff
-DATA lgc34<>+8(SB)/4, $0x007fffff
-DATA lgc34<>+12(SB)/4, $0x007fffff
-DATA lgc34<>+16(SB)/4, $0x007fffff
-DATA lgc34<>+20(SB)/4, $0x007fffff
-DATA lgc34<>+24(SB)/4, $0x007fffff
-DATA lgc34<>+28(SB)/4, $0x007fffff
+DATA lgc34<>+0(SB)/4, $0x3fb504f3
+DATA lgc34<>+4(SB)/4, $0x3fb504f3
+DATA lgc34<>+8(SB)/4, $0x3fb504f3
+DATA lgc34<>+12(SB)/4, $0x3fb504f3
+DATA lgc34<>+16(SB)/4, $0x3fb504f3
+DATA lgc34<>+20(SB)/4, $0x3fb504f3
+DATA lgc34<>+24(SB)/4, $0x3fb504f3
+DATA lgc34<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3fb504f3
-DATA lgc35<>+4(SB)/4, $0x3fb504f3
-DATA lgc35<>+8(SB)/4, $0x3fb504f3
-DATA lgc35<>+12(SB)/4, $0x3fb504f3
-DATA lgc35<>+16(SB)/4, $0x3fb504f3
-DATA lgc35<>+20(SB)/4, $0x3fb504f3
-DATA lgc35<>+24(SB)/4, $0x3fb504f3
-DATA lgc35<>+28(SB)/4, $0x3fb504f3
+DATA lgc35<>+0(SB)/4, $0x3d9021bb
+DATA lgc35<>+4(SB)/4, $0x3d9021bb
+DATA lgc35<>+8(SB)/4, $0x3d9021bb
+DATA lgc35<>+12(SB)/4, $0x3d9021bb
+DATA lgc35<>+16(SB)/4, $0x3d9021bb
+DATA lgc35<>+20(SB)/4, $0x3d9021bb
+DATA lgc35<>+24(SB)/4, $0x3d9021bb
+DATA lgc35<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d9021bb
-DATA lgc36<>+4(SB)/4, $0x3d9021bb
-DATA lgc36<>+8(SB)/4, $0x3d9021bb
-DATA lgc36<>+12(SB)/4, $0x3d9021bb
-DATA lgc36<>+16(SB)/4, $0x3d9021bb
-DATA lgc36<>+20(SB)/4, $0x3d9021bb
-DATA lgc36<>+24(SB)/4, $0x3d9021bb
-DATA lgc36<>+28(SB)/4, $0x3d9021bb
+DATA lgc36<>+0(SB)/4, $0xbdebd1b8
+DATA lgc36<>+4(SB)/4, $0xbdebd1b8
+DATA lgc36<>+8(SB)/4, $0xbdebd1b8
+DATA lgc36<>+12(SB)/4, $0xbdebd1b8
+DATA lgc36<>+16(SB)/4, $0xbdebd1b8
+DATA lgc36<>+20(SB)/4, $0xbdebd1b8
+DATA lgc36<>+24(SB)/4, $0xbdebd1b8
+DATA lgc36<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdebd1b8
-DATA lgc37<>+4(SB)/4, $0xbdebd1b8
-DATA lgc37<>+8(SB)/4, $0xbdebd1b8
-DATA lgc37<>+12(SB)/4, $0xbdebd1b8
-DATA lgc37<>+16(SB)/4, $0xbdebd1b8
-DATA lgc37<>+20(SB)/4, $0xbdebd1b8
-DATA lgc37<>+24(SB)/4, $0xbdebd1b8
-DATA lgc37<>+28(SB)/4, $0xbdebd1b8
+DATA lgc37<>+0(SB)/4, $0x3def251a
+DATA lgc37<>+4(SB)/4, $0x3def251a
+DATA lgc37<>+8(SB)/4, $0x3def251a
+DATA lgc37<>+12(SB)/4, $0x3def251a
+DATA lgc37<>+16(SB)/4, $0x3def251a
+DATA lgc37<>+20(SB)/4, $0x3def251a
+DATA lgc37<>+24(SB)/4, $0x3def251a
+DATA lgc37<>+28(SB)/4, $0x3def251a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3def251a
-DATA lgc38<>+4(SB)/4, $0x3def251a
-DATA lgc38<>+8(SB)/4, $0x3def251a
-DATA lgc38<>+12(SB)/4, $0x3def251a
-DATA lgc38<>+16(SB)/4, $0x3def251a
-DATA lgc38<>+20(SB)/4, $0x3def251a
-DATA lgc38<>+24(SB)/4, $0x3def251a
-DATA lgc38<>+28(SB)/4, $0x3def251a
+DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+0(SB)/4, $0x3e11e9bf
+DATA lgc39<>+4(SB)/4, $0x3e11e9bf
+DATA lgc39<>+8(SB)/4, $0x3e11e9bf
+DATA lgc39<>+12(SB)/4, $0x3e11e9bf
+DATA lgc39<>+16(SB)/4, $0x3e11e9bf
+DATA lgc39<>+20(SB)/4, $0x3e11e9bf
+DATA lgc39<>+24(SB)/4, $0x3e11e9bf
+DATA lgc39<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e11e9bf
-DATA lgc40<>+4(SB)/4, $0x3e11e9bf
-DATA lgc40<>+8(SB)/4, $0x3e11e9bf
-DATA lgc40<>+12(SB)/4, $0x3e11e9bf
-DATA lgc40<>+16(SB)/4, $0x3e11e9bf
-DATA lgc40<>+20(SB)/4, $0x3e11e9bf
-DATA lgc40<>+24(SB)/4, $0x3e11e9bf
-DATA lgc40<>+28(SB)/4, $0x3e11e9bf
+DATA lgc40<>+0(SB)/4, $0xbe2aae50
+DATA lgc40<>+4(SB)/4, $0xbe2aae50
+DATA lgc40<>+8(SB)/4, $0xbe2aae50
+DATA lgc40<>+12(SB)/4, $0xbe2aae50
+DATA lgc40<>+16(SB)/4, $0xbe2aae50
+DATA lgc40<>+20(SB)/4, $0xbe2aae50
+DATA lgc40<>+24(SB)/4, $0xbe2aae50
+DATA lgc40<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe2aae50
-DATA lgc41<>+4(SB)/4, $0xbe2aae50
-DATA lgc41<>+8(SB)/4, $0xbe2aae50
-DATA lgc41<>+12(SB)/4, $0xbe2aae50
-DATA lgc41<>+16(SB)/4, $0xbe2aae50
-DATA lgc41<>+20(SB)/4, $0xbe2aae50
-DATA lgc41<>+24(SB)/4, $0xbe2aae50
-DATA lgc41<>+28(SB)/4, $0xbe2aae50
+DATA lgc41<>+0(SB)/4, $0x3e4cceac
+DATA lgc41<>+4(SB)/4, $0x3e4cceac
+DATA lgc41<>+8(SB)/4, $0x3e4cceac
+DATA lgc41<>+12(SB)/4, $0x3e4cceac
+DATA lgc41<>+16(SB)/4, $0x3e4cceac
+DATA lgc41<>+20(SB)/4, $0x3e4cceac
+DATA lgc41<>+24(SB)/4, $0x3e4cceac
+DATA lgc41<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e4cceac
-DATA lgc42<>+4(SB)/4, $0x3e4cceac
-DATA lgc42<>+8(SB)/4, $0x3e4cceac
-DATA lgc42<>+12(SB)/4, $0x3e4cceac
-DATA lgc42<>+16(SB)/4, $0x3e4cceac
-DATA lgc42<>+20(SB)/4, $0x3e4cceac
-DATA lgc42<>+24(SB)/4, $0x3e4cceac
-DATA lgc42<>+28(SB)/4, $0x3e4cceac
+DATA lgc42<>+0(SB)/4, $0xbe7ffffc
+DATA lgc42<>+4(SB)/4, $0xbe7ffffc
+DATA lgc42<>+8(SB)/4, $0xbe7ffffc
+DATA lgc42<>+12(SB)/4, $0xbe7ffffc
+DATA lgc42<>+16(SB)/4, $0xbe7ffffc
+DATA lgc42<>+20(SB)/4, $0xbe7ffffc
+DATA lgc42<>+24(SB)/4, $0xbe7ffffc
+DATA lgc42<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe7ffffc
-DATA lgc43<>+4(SB)/4, $0xbe7ffffc
-DATA lgc43<>+8(SB)/4, $0xbe7ffffc
-DATA lgc43<>+12(SB)/4, $0xbe7ffffc
-DATA lgc43<>+16(SB)/4, $0xbe7ffffc
-DATA lgc43<>+20(SB)/4, $0xbe7ffffc
-DATA lgc43<>+24(SB)/4, $0xbe7ffffc
-DATA lgc43<>+28(SB)/4, $0xbe7ffffc
+DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fc00000
-DATA lgc45<>+4(SB)/4, $0x7fc00000
-DATA lgc45<>+8(SB)/4, $0x7fc00000
-DATA lgc45<>+12(SB)/4, $0x7fc00000
-DATA lgc45<>+16(SB)/4, $0x7fc00000
-DATA lgc45<>+20(SB)/4, $0x7fc00000
-DATA lgc45<>+24(SB)/4, $0x7fc00000
-DATA lgc45<>+28(SB)/4, $0x7fc00000
+DATA lgc45<>+0(SB)/4, $0x7f800000
+DATA lgc45<>+4(SB)/4, $0x7f800000
+DATA lgc45<>+8(SB)/4, $0x7f800000
+DATA lgc45<>+12(SB)/4, $0x7f800000
+DATA lgc45<>+16(SB)/4, $0x7f800000
+DATA lgc45<>+20(SB)/4, $0x7f800000
+DATA lgc45<>+24(SB)/4, $0x7f800000
+DATA lgc45<>+28(SB)/4, $0x7f800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7f800000
-DATA lgc46<>+4(SB)/4, $0x7f800000
-DATA lgc46<>+8(SB)/4, $0x7f800000
-DATA lgc46<>+12(SB)/4, $0x7f800000
-DATA lgc46<>+16(SB)/4, $0x7f800000
-DATA lgc46<>+20(SB)/4, $0x7f800000
-DATA lgc46<>+24(SB)/4, $0x7f800000
-DATA lgc46<>+28(SB)/4, $0x7f800000
+DATA lgc46<>+0(SB)/4, $0x00000001
+DATA lgc46<>+4(SB)/4, $0x00000001
+DATA lgc46<>+8(SB)/4, $0x00000001
+DATA lgc46<>+12(SB)/4, $0x00000001
+DATA lgc46<>+16(SB)/4, $0x00000001
+DATA lgc46<>+20(SB)/4, $0x00000001
+DATA lgc46<>+24(SB)/4, $0x00000001
+DATA lgc46<>+28(SB)/4, $0x00000001
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x00000001
-DATA lgc47<>+4(SB)/4, $0x00000001
-DATA lgc47<>+8(SB)/4, $0x00000001
-DATA lgc47<>+12(SB)/4, $0x00000001
-DATA lgc47<>+16(SB)/4, $0x00000001
-DATA lgc47<>+20(SB)/4, $0x00000001
-DATA lgc47<>+24(SB)/4, $0x00000001
-DATA lgc47<>+28(SB)/4, $0x00000001
+DATA lgc47<>+0(SB)/4, $0x00000000
+DATA lgc47<>+4(SB)/4, $0x00000002
+DATA lgc47<>+8(SB)/4, $0x00000004
+DATA lgc47<>+12(SB)/4, $0x00000006
+DATA lgc47<>+16(SB)/4, $0x00000008
+DATA lgc47<>+20(SB)/4, $0x0000000a
+DATA lgc47<>+24(SB)/4, $0x0000000c
+DATA lgc47<>+28(SB)/4, $0x0000000e
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x00000000
-DATA lgc48<>+4(SB)/4, $0x00000002
-DATA lgc48<>+8(SB)/4, $0x00000004
-DATA lgc48<>+12(SB)/4, $0x00000006
-DATA lgc48<>+16(SB)/4, $0x00000008
-DATA lgc48<>+20(SB)/4, $0x0000000a
-DATA lgc48<>+24(SB)/4, $0x0000000c
-DATA lgc48<>+28(SB)/4, $0x0000000e
+DATA lgc48<>+0(SB)/4, $0xffffffff
+DATA lgc48<>+4(SB)/4, $0xffffffff
+DATA lgc48<>+8(SB)/4, $0xffffffff
+DATA lgc48<>+12(SB)/4, $0xffffffff
+DATA lgc48<>+16(SB)/4, $0xffffffff
+DATA lgc48<>+20(SB)/4, $0xffffffff
+DATA lgc48<>+24(SB)/4, $0xffffffff
+DATA lgc48<>+28(SB)/4, $0xffffffff
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xffffffff
-DATA lgc49<>+4(SB)/4, $0xffffffff
-DATA lgc49<>+8(SB)/4, $0xffffffff
-DATA lgc49<>+12(SB)/4, $0xffffffff
-DATA lgc49<>+16(SB)/4, $0xffffffff
-DATA lgc49<>+20(SB)/4, $0xffffffff
-DATA lgc49<>+24(SB)/4, $0xffffffff
-DATA lgc49<>+28(SB)/4, $0xffffffff
+DATA lgc49<>+0(SB)/4, $0xbe647fbe
+DATA lgc49<>+4(SB)/4, $0xbe647fbe
+DATA lgc49<>+8(SB)/4, $0xbe647fbe
+DATA lgc49<>+12(SB)/4, $0xbe647fbe
+DATA lgc49<>+16(SB)/4, $0xbe647fbe
+DATA lgc49<>+20(SB)/4, $0xbe647fbe
+DATA lgc49<>+24(SB)/4, $0xbe647fbe
+DATA lgc49<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbe647fbe
-DATA lgc50<>+4(SB)/4, $0xbe647fbe
-DATA lgc50<>+8(SB)/4, $0xbe647fbe
-DATA lgc50<>+12(SB)/4, $0xbe647fbe
-DATA lgc50<>+16(SB)/4, $0xbe647fbe
-DATA lgc50<>+20(SB)/4, $0xbe647fbe
-DATA lgc50<>+24(SB)/4, $0xbe647fbe
-DATA lgc50<>+28(SB)/4, $0xbe647fbe
+DATA lgc50<>+0(SB)/4, $0x3e3ab281
+DATA lgc50<>+4(SB)/4, $0x3e3ab281
+DATA lgc50<>+8(SB)/4, $0x3e3ab281
+DATA lgc50<>+12(SB)/4, $0x3e3ab281
+DATA lgc50<>+16(SB)/4, $0x3e3ab281
+DATA lgc50<>+20(SB)/4, $0x3e3ab281
+DATA lgc50<>+24(SB)/4, $0x3e3ab281
+DATA lgc50<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3e3ab281
-DATA lgc51<>+4(SB)/4, $0x3e3ab281
-DATA lgc51<>+8(SB)/4, $0x3e3ab281
-DATA lgc51<>+12(SB)/4, $0x3e3ab281
-DATA lgc51<>+16(SB)/4, $0x3e3ab281
-DATA lgc51<>+20(SB)/4, $0x3e3ab281
-DATA lgc51<>+24(SB)/4, $0x3e3ab281
-DATA lgc51<>+28(SB)/4, $0x3e3ab281
+DATA lgc51<>+0(SB)/4, $0x3f99999a
+DATA lgc51<>+4(SB)/4, $0x3f99999a
+DATA lgc51<>+8(SB)/4, $0x3f99999a
+DATA lgc51<>+12(SB)/4, $0x3f99999a
+DATA lgc51<>+16(SB)/4, $0x3f99999a
+DATA lgc51<>+20(SB)/4, $0x3f99999a
+DATA lgc51<>+24(SB)/4, $0x3f99999a
+DATA lgc51<>+28(SB)/4, $0x3f99999a
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3f99999a
-DATA lgc52<>+4(SB)/4, $0x3f99999a
-DATA lgc52<>+8(SB)/4, $0x3f99999a
-DATA lgc52<>+12(SB)/4, $0x3f99999a
-DATA lgc52<>+16(SB)/4, $0x3f99999a
-DATA lgc52<>+20(SB)/4, $0x3f99999a
-DATA lgc52<>+24(SB)/4, $0x3f99999a
-DATA lgc52<>+28(SB)/4, $0x3f99999a
+DATA lgc52<>+0(SB)/4, $0x3f4ccccd
+DATA lgc52<>+4(SB)/4, $0x3f4ccccd
+DATA lgc52<>+8(SB)/4, $0x3f4ccccd
+DATA lgc52<>+12(SB)/4, $0x3f4ccccd
+DATA lgc52<>+16(SB)/4, $0x3f4ccccd
+DATA lgc52<>+20(SB)/4, $0x3f4ccccd
+DATA lgc52<>+24(SB)/4, $0x3f4ccccd
+DATA lgc52<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x3f4ccccd
-DATA lgc53<>+4(SB)/4, $0x3f4ccccd
-DATA lgc53<>+8(SB)/4, $0x3f4ccccd
-DATA lgc53<>+12(SB)/4, $0x3f4ccccd
-DATA lgc53<>+16(SB)/4, $0x3f4ccccd
-DATA lgc53<>+20(SB)/4, $0x3f4ccccd
-DATA lgc53<>+24(SB)/4, $0x3f4ccccd
-DATA lgc53<>+28(SB)/4, $0x3f4ccccd
+DATA lgc53<>+0(SB)/4, $0xbc23d70a
+DATA lgc53<>+4(SB)/4, $0xbc23d70a
+DATA lgc53<>+8(SB)/4, $0xbc23d70a
+DATA lgc53<>+12(SB)/4, $0xbc23d70a
+DATA lgc53<>+16(SB)/4, $0xbc23d70a
+DATA lgc53<>+20(SB)/4, $0xbc23d70a
+DATA lgc53<>+24(SB)/4, $0xbc23d70a
+DATA lgc53<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0xbc23d70a
-DATA lgc54<>+4(SB)/4, $0xbc23d70a
-DATA lgc54<>+8(SB)/4, $0xbc23d70a
-DATA lgc54<>+12(SB)/4, $0xbc23d70a
-DATA lgc54<>+16(SB)/4, $0xbc23d70a
-DATA lgc54<>+20(SB)/4, $0xbc23d70a
-DATA lgc54<>+24(SB)/4, $0xbc23d70a
-DATA lgc54<>+28(SB)/4, $0xbc23d70a
+DATA lgc54<>+0(SB)/4, $0xc2ae0000
+DATA lgc54<>+4(SB)/4, $0xc2ae0000
+DATA lgc54<>+8(SB)/4, $0xc2ae0000
+DATA lgc54<>+12(SB)/4, $0xc2ae0000
+DATA lgc54<>+16(SB)/4, $0xc2ae0000
+DATA lgc54<>+20(SB)/4, $0xc2ae0000
+DATA lgc54<>+24(SB)/4, $0xc2ae0000
+DATA lgc54<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0xc2ae0000
-DATA lgc55<>+4(SB)/4, $0xc2ae0000
-DATA lgc55<>+8(SB)/4, $0xc2ae0000
-DATA lgc55<>+12(SB)/4, $0xc2ae0000
-DATA lgc55<>+16(SB)/4, $0xc2ae0000
-DATA lgc55<>+20(SB)/4, $0xc2ae0000
-DATA lgc55<>+24(SB)/4, $0xc2ae0000
-DATA lgc55<>+28(SB)/4, $0xc2ae0000
+DATA lgc55<>+0(SB)/4, $0x42b00000
+DATA lgc55<>+4(SB)/4, $0x42b00000
+DATA lgc55<>+8(SB)/4, $0x42b00000
+DATA lgc55<>+12(SB)/4, $0x42b00000
+DATA lgc55<>+16(SB)/4, $0x42b00000
+DATA lgc55<>+20(SB)/4, $0x42b00000
+DATA lgc55<>+24(SB)/4, $0x42b00000
+DATA lgc55<>+28(SB)/4, $0x42b00000
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
-
-DATA lgc56<>+0(SB)/4, $0x42b00000
-DATA lgc56<>+4(SB)/4, $0x42b00000
-DATA lgc56<>+8(SB)/4, $0x42b00000
-DATA lgc56<>+12(SB)/4, $0x42b00000
-DATA lgc56<>+16(SB)/4, $0x42b00000
-DATA lgc56<>+20(SB)/4, $0x42b00000
-DATA lgc56<>+24(SB)/4, $0x42b00000
-DATA lgc56<>+28(SB)/4, $0x42b00000
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1410,7 +1392,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc57<>+0(SB), Y0, Y0
+	VADDPS  lgc56<>+0(SB), Y0, Y0
 	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1424,7 +1406,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
-	VMULPS  lgc58<>+0(SB), Y1, Y1
+	VMULPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1432,28 +1414,28 @@ blocks_9:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc17<>+0(SB), Y1, Y2
-	VMINPS       lgc18<>+0(SB), Y2, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VMOVAPS      lgc22<>+0(SB), Y4
+	VMOVAPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc28<>+0(SB), Y2, Y3
-	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1513,25 +1495,25 @@ chunkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc57<>+0(SB)/4, $0x34000000
-DATA lgc57<>+4(SB)/4, $0x34000000
-DATA lgc57<>+8(SB)/4, $0x34000000
-DATA lgc57<>+12(SB)/4, $0x34000000
-DATA lgc57<>+16(SB)/4, $0x34000000
-DATA lgc57<>+20(SB)/4, $0x34000000
-DATA lgc57<>+24(SB)/4, $0x34000000
-DATA lgc57<>+28(SB)/4, $0x34000000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+DATA lgc56<>+0(SB)/4, $0x34000000
+DATA lgc56<>+4(SB)/4, $0x34000000
+DATA lgc56<>+8(SB)/4, $0x34000000
+DATA lgc56<>+12(SB)/4, $0x34000000
+DATA lgc56<>+16(SB)/4, $0x34000000
+DATA lgc56<>+20(SB)/4, $0x34000000
+DATA lgc56<>+24(SB)/4, $0x34000000
+DATA lgc56<>+28(SB)/4, $0x34000000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x40000000
-DATA lgc58<>+4(SB)/4, $0x40000000
-DATA lgc58<>+8(SB)/4, $0x40000000
-DATA lgc58<>+12(SB)/4, $0x40000000
-DATA lgc58<>+16(SB)/4, $0x40000000
-DATA lgc58<>+20(SB)/4, $0x40000000
-DATA lgc58<>+24(SB)/4, $0x40000000
-DATA lgc58<>+28(SB)/4, $0x40000000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+DATA lgc57<>+0(SB)/4, $0x40000000
+DATA lgc57<>+4(SB)/4, $0x40000000
+DATA lgc57<>+8(SB)/4, $0x40000000
+DATA lgc57<>+12(SB)/4, $0x40000000
+DATA lgc57<>+16(SB)/4, $0x40000000
+DATA lgc57<>+20(SB)/4, $0x40000000
+DATA lgc57<>+24(SB)/4, $0x40000000
+DATA lgc57<>+28(SB)/4, $0x40000000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s7 *float32, ess *float32)
 // Requires: AVX
@@ -1539,7 +1521,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc58<>+0(SB), Y1
+	VMOVUPS      lgc57<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -1713,7 +1695,7 @@ noflush_14:
 
 // func fbPass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $744-112
+TEXT ·fbPass1AVX2(SB), $808-112
 	// values every block reads alike, computed once
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
@@ -1783,8 +1765,8 @@ blocks_16:
 	VPERM2F128 $0x31, Y6, Y8, Y2
 	VPERM2F128 $0x20, Y0, Y1, Y2
 	VPERM2F128 $0x31, Y0, Y1, Y0
-	VMOVUPS    Y5, 40(SP)
-	VMOVUPS    Y3, 72(SP)
+	VMOVUPS    Y5, 104(SP)
+	VMOVUPS    Y3, 136(SP)
 	MOVQ       s0+24(FP), BX
 	XORQ       DI, DI
 	IMUL3Q     $+128, AX, R8
@@ -1807,16 +1789,16 @@ blocks_16:
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y3, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y3
-	VMOVUPS Y0, 168(SP)
-	VMOVUPS Y1, 200(SP)
-	VMOVUPS Y2, 232(SP)
+	VMOVUPS Y0, 232(SP)
+	VMOVUPS Y1, 264(SP)
+	VMOVUPS Y2, 296(SP)
 	XORQ    BX, BX
 
 inner_A_17:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 40(SP)(R8*1), Y0
+	VMOVUPS 104(SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
 	VXORPS lgc15<>+0(SB), Y3, Y1
@@ -1832,142 +1814,138 @@ inner_A_17:
 	// finish v28
 	VMOVUPS Y3, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
-	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPD lgc16<>+0(SB), Y3
-	VMOVUPS Y0, 264(SP)
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS Y0, 328(SP)
 	XORQ    BX, BX
 
 inner_A_18:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 40(SP)(R8*1), Y0
-	VMOVUPS 264(SP), Y4
+	VMOVUPS 104(SP)(R8*1), Y0
+	VMOVUPS 328(SP), Y3
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y4, Y0, Y0
+	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc17<>+0(SB), Y0, Y4
-	VMINPS       lgc18<>+0(SB), Y4, Y4
-	VMULPS       lgc19<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc21<>+0(SB), Y5, Y4
-	VMOVAPS      lgc22<>+0(SB), Y6
-	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc24<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc25<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc26<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc27<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc28<>+0(SB), Y4, Y5
-	VPMINSD      lgc29<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc29<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc29<>+0(SB), Y4, Y4
+	VMAXPS       lgc16<>+0(SB), Y0, Y3
+	VMINPS       lgc17<>+0(SB), Y3, Y3
+	VMULPS       lgc18<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
+	VMOVAPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc27<>+0(SB), Y3, Y4
+	VPMINSD      lgc28<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y3
+	VBLENDVPS    Y3, Y0, Y5, Y5
+	VMOVUPS      Y5, 40(SP)(R8*1)
 
 	// sum(v31) over [A]
-	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc30<>+0(SB), Y4
+	VADDPS  Y1, Y5, Y1
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y0, Y4, Y0
+	VMAXPS Y0, Y3, Y0
 
 	// v60 = mul(v31, v59)
-	VMULPS Y0, Y6, Y0
+	VMULPS Y0, Y5, Y0
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X0, Y4
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       Y2, Y4, Y2
-	VADDPD       Y3, Y0, Y3
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_18
+	VADDPS Y2, Y0, Y2
+	INCQ   BX
+	CMPQ   BX, $+2
+	JL     inner_A_18
 
 	// finish v32
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y4
-	VBLENDVPS    Y1, Y4, Y0, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc29<>+0(SB), Y5, Y5
-	VPAND        lgc33<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y5, Y5
-	VPAND        lgc34<>+0(SB), Y4, Y1
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y3
+	VBLENDVPS    Y1, Y3, Y0, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y4, Y4
+	VPAND        lgc33<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y4
-	VMULPS       lgc27<>+0(SB), Y1, Y6
-	VBLENDVPS    Y4, Y6, Y1, Y1
-	VPSUBD       Y4, Y5, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
+	VMULPS       lgc26<>+0(SB), Y1, Y5
+	VBLENDVPS    Y3, Y5, Y1, Y1
+	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y4
-	VMOVAPS      lgc36<>+0(SB), Y6
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc21<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc27<>+0(SB), Y4, Y6
-	VADDPS       Y1, Y6, Y6
-	VFMADD231PS  lgc20<>+0(SB), Y5, Y6
+	VMULPS       Y1, Y1, Y3
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y6, Y6
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y6, Y6
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y6, Y6
+	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 296(SP)
+	VMOVUPS      Y1, 360(SP)
 	VMOVUPS      lgc0<>+0(SB), X1
 	MOVQ         (BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 296(SP)
+	VMOVSS       X1, 360(SP)
 	MOVQ         8(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 300(SP)
+	VMOVSS       X1, 364(SP)
 	MOVQ         16(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 304(SP)
+	VMOVSS       X1, 368(SP)
 	MOVQ         24(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 308(SP)
+	VMOVSS       X1, 372(SP)
 	MOVQ         32(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 312(SP)
+	VMOVSS       X1, 376(SP)
 	MOVQ         40(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 316(SP)
+	VMOVSS       X1, 380(SP)
 	MOVQ         48(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 320(SP)
+	VMOVSS       X1, 384(SP)
 	MOVQ         56(BX)(DI*8), R8
 	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 324(SP)
-	VMOVUPS      296(SP), Y1
+	VMOVSS       X1, 388(SP)
+	VMOVUPS      360(SP), Y1
 
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -1979,84 +1957,84 @@ inner_A_18:
 	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc47<>+0(SB), Y1, Y1
-	VPMULLD    lgc47<>+0(SB), Y1, Y1
-	VPADDD     lgc48<>+0(SB), Y1, Y1
-	VMOVUPS    lgc49<>+0(SB), Y4
-	VMOVUPS    lgc0<>+0(SB), Y5
-	VGATHERDPS Y4, (R8)(Y1*4), Y5
-	VMOVUPS    264(SP), Y1
+	VPMINSD    lgc46<>+0(SB), Y1, Y1
+	VPMULLD    lgc46<>+0(SB), Y1, Y1
+	VPADDD     lgc47<>+0(SB), Y1, Y1
+	VMOVUPS    lgc48<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VGATHERDPS Y3, (R8)(Y1*4), Y4
+	VMOVUPS    328(SP), Y1
 
 	// v36 = sub(v35, v28)
-	VSUBPS Y1, Y5, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y6, Y1, Y1
+	VSUBPS  Y5, Y1, Y1
 	MOVQ    sampleLogProb+56(FP), BX
-	VMOVUPS (BX)(DI*4), Y4
+	VMOVUPS (BX)(DI*4), Y3
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y4, Y1, Y4
-	VMOVUPS lgc50<>+0(SB), Y5
+	VSUBPS  Y3, Y1, Y4
+	VMOVUPS lgc49<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc50<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS  Y5, Y7, Y5
-	VMOVUPS Y6, 328(SP)
-	VMOVUPS Y0, 360(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y5, 392(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc17<>+0(SB), Y4, Y0
-	VMINPS       lgc18<>+0(SB), Y0, Y0
-	VMULPS       lgc19<>+0(SB), Y0, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc20<>+0(SB), Y6, Y0
-	VFNMADD231PS lgc21<>+0(SB), Y6, Y0
-	VMOVAPS      lgc22<>+0(SB), Y7
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y0
-	VPMAXSD      lgc28<>+0(SB), Y0, Y6
-	VPMINSD      lgc29<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y0, Y0
-	VPADDD       lgc29<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc29<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y0
-	VBLENDVPS    Y0, Y4, Y7, Y7
-	VMOVUPS      232(SP), Y0
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VMAXPS       lgc16<>+0(SB), Y4, Y5
+	VMINPS       lgc17<>+0(SB), Y5, Y5
+	VMULPS       lgc18<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VMOVAPS      lgc21<>+0(SB), Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y5
+	VPMAXSD      lgc27<>+0(SB), Y5, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y8, Y8
+	VMOVUPS      296(SP), Y5
+	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y6, Y0, Y6
-	VMOVUPS Y1, 392(SP)
-	VMOVUPS lgc52<>+0(SB), Y1
+	VCMPPS  $0x1d, Y7, Y5, Y7
+	VMOVUPS Y0, 424(SP)
+	VMOVUPS lgc51<>+0(SB), Y0
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y1, Y1
-	VMOVUPS lgc53<>+0(SB), Y8
+	VMINPS  Y8, Y0, Y0
+	VMOVUPS Y1, 456(SP)
+	VMOVUPS lgc52<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 424(SP)
+	VMAXPS  Y8, Y1, Y1
+	VMOVUPS Y8, 488(SP)
 
 	// ratioClipped = where(v46, v48, v50)
-	VBLENDVPS Y6, Y1, Y8, Y1
+	VBLENDVPS Y7, Y0, Y1, Y0
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y0, Y5, Y0
 
 	// v53 = neg(gain)
 	VXORPS lgc15<>+0(SB), Y0, Y0
@@ -2067,41 +2045,34 @@ inner_A_18:
 	VMOVUPS Y0, 1280(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y0
+	VCMPPS $0x04, Y4, Y6, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
 	VADDPS  1600(BX), Y0, Y0
 	VMOVUPS Y0, 1600(BX)
-	MOVQ    sampleLogProb+56(FP), R8
-	VMOVUPS (R8)(DI*4), Y0
-	VMOVUPS 392(SP), Y1
+	VMOVUPS 456(SP), Y0
 
 	// v57 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y3, Y0
 
 	// mean(v57) over [N T]
 	VADDPS  1920(BX), Y0, Y0
 	VMOVUPS Y0, 1920(BX)
 
 	// finish v61
-	VMOVUPD     Y2, Y0
-	VMOVUPD     Y3, Y1
-	VMOVUPS     lgc0<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     360(SP), Y1
+	VMOVUPS Y2, Y0
+	VMOVUPS 424(SP), Y1
 
 	// v62 = div(v61, v32)
 	VDIVPS  Y1, Y0, Y0
-	VMOVUPS 328(SP), Y1
+	VMOVUPS 392(SP), Y1
 
 	// entropy = sub(v33, v62)
 	VSUBPS Y0, Y1, Y1
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc54<>+0(SB), Y1, Y2
+	VMULPS lgc53<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  2240(BX), Y1, Y1
@@ -2110,7 +2081,7 @@ inner_A_18:
 	// mean(v65) over [N T]
 	VADDPS  2560(BX), Y2, Y1
 	VMOVUPS Y1, 2560(BX)
-	VMOVUPS 200(SP), Y1
+	VMOVUPS 264(SP), Y1
 	MOVQ    stateValue+32(FP), R8
 	VMOVUPS (R8)(DI*4), Y2
 
@@ -2121,12 +2092,12 @@ inner_A_18:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc27<>+0(SB), Y3, Y3
+	VMULPS lgc26<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  2880(BX), Y3, Y3
 	VMOVUPS Y3, 2880(BX)
-	VMOVUPS Y6, 456(SP)
+	VMOVUPS Y7, 520(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
@@ -2173,13 +2144,13 @@ inner_A_18:
 	VFMADD231PD  Y6, Y1, Y3
 	VMOVUPD      Y5, 7648(BX)(R8*8)
 	VMOVUPD      Y3, 8800(BX)(R8*8)
-	VMOVUPS      Y0, 488(SP)
-	VMOVUPS      Y2, 520(SP)
-	VMOVUPS      424(SP), Y0
+	VMOVUPS      Y0, 552(SP)
+	VMOVUPS      Y2, 584(SP)
+	VMOVUPS      488(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc55<>+0(SB), Y4, Y1
-	VCMPPS       $0x1a, lgc56<>+0(SB), Y4, Y2
+	VCMPPS       $0x15, lgc54<>+0(SB), Y4, Y1
+	VCMPPS       $0x1a, lgc55<>+0(SB), Y4, Y2
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc14<>+0(SB), Y4, Y2
 	VORPS        Y2, Y1, Y1
@@ -2198,186 +2169,155 @@ inner_A_18:
 	VMULPD       Y2, Y2, Y1
 	VADDPD       11744(BX)(R8*8), Y1, Y1
 	VMOVUPD      Y1, 11744(BX)(R8*8)
-	VMOVUPS      520(SP), Y1
+	VMOVUPS      584(SP), Y1
 
 	// v89 = mul(0.001953125, diff)
-	VMULPS lgc59<>+0(SB), Y1, Y1
+	VMULPS lgc58<>+0(SB), Y1, Y1
 
 	// v90 = add(v89, v89)
 	VADDPS Y1, Y1, Y1
 
 	// gradStateValue = neg(v90)
 	VXORPS  lgc15<>+0(SB), Y1, Y1
-	VMOVUPS lgc60<>+0(SB), Y2
-	VMOVUPS 360(SP), Y3
+	VMOVUPS lgc59<>+0(SB), Y2
+	VMOVUPS 424(SP), Y3
 
 	// v94 = div(3.90625e-05, v32)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS 488(SP), Y4
+	VMOVUPS 552(SP), Y4
 
 	// v95 = div(v62, v32)
 	VDIVPS Y3, Y4, Y4
 
 	// v96 = mul(-3.90625e-05, v95)
-	VMULPS  lgc61<>+0(SB), Y4, Y4
+	VMULPS  lgc60<>+0(SB), Y4, Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 
 	// v97 = ne(v94, 0)
 	VCMPPS  $0x04, Y5, Y2, Y6
-	VMOVUPS 232(SP), Y7
+	VMOVUPS 296(SP), Y7
 
-	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS  lgc62<>+0(SB), Y7, Y7
-	VMOVUPS 456(SP), Y8
+	// v106 = mul(-0.00390625, advantageNormalized)
+	VMULPS  lgc61<>+0(SB), Y7, Y7
+	VMOVUPS 520(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y8, Y9
 
-	// v108 = where(v46, v107, 0)
+	// v107 = where(v46, v106, 0)
 	VANDPS  Y7, Y9, Y8
-	VMOVUPS Y1, 552(SP)
+	VMOVUPS Y1, 616(SP)
 
-	// v109 = where(v46, 0, v107)
+	// v108 = where(v46, 0, v106)
 	VANDNPS Y7, Y9, Y1
-	VMOVUPS lgc53<>+0(SB), Y7
+	VMOVUPS lgc52<>+0(SB), Y7
 
-	// v110 = ge(ratio, 0.8000000028326788)
+	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y0, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v111 = ne(ratio, ratio)
+	// v110 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y0, Y0, Y9
 	VANDPS  lgc1<>+0(SB), Y9, Y9
-	VMOVUPS Y6, 584(SP)
+	VMOVUPS Y6, 648(SP)
 
-	// v112 = max(v110, v111)
+	// v111 = max(v109, v110)
 	VMAXPS  Y7, Y9, Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v113 = where(v112, v109, 0)
+	// v112 = where(v111, v108, 0)
 	VANDPS  Y1, Y7, Y1
-	VMOVUPS lgc52<>+0(SB), Y6
+	VMOVUPS lgc51<>+0(SB), Y6
 
-	// v114 = le(ratio, 1.2000000078829447)
+	// v113 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y0, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v115 = max(v114, v111)
+	// v114 = max(v113, v110)
 	VMAXPS  Y6, Y9, Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v116 = where(v115, v108, 0)
+	// v115 = where(v114, v107, 0)
 	VANDPS Y8, Y7, Y6
 
-	// v117 = add(v113, v116)
+	// v116 = add(v112, v115)
 	VADDPS Y6, Y1, Y1
 
-	// v118 = ne(v117, 0)
+	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y5, Y1, Y6
 
-	// v119 = mul(v117, ratio)
+	// v118 = mul(v116, ratio)
 	VMULPS Y0, Y1, Y0
 
-	// v120 = where(v118, v119, v117)
+	// v119 = where(v117, v118, v116)
 	VBLENDVPS Y6, Y0, Y1, Y0
 
-	// v121 = neg(v120)
+	// v120 = neg(v119)
 	VXORPS lgc15<>+0(SB), Y0, Y1
 
-	// v122 = add(-3.90625e-05, v121)
-	VADDPS lgc61<>+0(SB), Y1, Y1
+	// v121 = add(-3.90625e-05, v120)
+	VADDPS lgc60<>+0(SB), Y1, Y1
 
-	// v126 = ne(v122, 0)
+	// v125 = ne(v121, 0)
 	VCMPPS $0x04, Y5, Y1, Y5
 
-	// v127 = div(v122, v32)
+	// v126 = div(v121, v32)
 	VDIVPS Y3, Y1, Y3
 
-	// v128 = where(v126, v127, v122)
+	// v127 = where(v125, v126, v121)
 	VBLENDVPS Y5, Y3, Y1, Y1
 
-	// v129 = add(v96, v128)
+	// v128 = add(v96, v127)
 	VADDPS  Y1, Y4, Y1
-	VMOVUPS Y2, 616(SP)
-	VMOVUPS Y0, 648(SP)
-	VMOVUPS Y1, 680(SP)
+	VMOVUPS Y2, 680(SP)
+	VMOVUPS Y0, 712(SP)
+	VMOVUPS Y1, 744(SP)
 	XORQ    BX, BX
 
 inner_A_19:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 40(SP)(R8*1), Y0
-	VMOVUPS 264(SP), Y1
+	VMOVUPS 104(SP)(R8*1), Y0
+	VMOVUPS 328(SP), Y1
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y1, Y0, Y0
-
-	// v31 = exp(v30)
-	VMAXPS       lgc17<>+0(SB), Y0, Y1
-	VMINPS       lgc18<>+0(SB), Y1, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc29<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc30<>+0(SB), Y1
+	VSUBPS  Y1, Y0, Y0
+	VMOVUPS lgc29<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
-	VMOVUPS 616(SP), Y4
+	VMOVUPS 680(SP), Y3
 
 	// v98 = mul(v94, v59)
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 584(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 648(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
 	// v99 = where(v97, v98, v94)
-	VBLENDVPS Y6, Y2, Y4, Y2
+	VBLENDVPS Y5, Y2, Y3, Y2
+	VMOVUPS   40(SP)(R8*1), Y4
 
 	// v100 = mul(v94, v31)
-	VMULPS Y3, Y4, Y5
+	VMULPS Y4, Y3, Y3
 
-	// v101 = where(v97, v100, v94)
-	VBLENDVPS Y6, Y5, Y4, Y4
-
-	// v102 = ge(v30, -3.4028235e+38)
+	// v101 = ge(v30, -3.4028235e+38)
 	VCMPPS $0x1d, Y1, Y0, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// v103 = ne(v30, v30)
+	// v102 = ne(v30, v30)
 	VCMPPS $0x04, Y0, Y0, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
-	// v104 = max(v102, v103)
+	// v103 = max(v101, v102)
 	VMAXPS  Y1, Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 	VCMPPS  $0x04, Y1, Y0, Y1
 
-	// v105 = where(v104, v101, 0)
-	VANDPS       Y4, Y1, Y0
+	// v104 = where(v103, v100, 0)
+	VANDPS       Y3, Y1, Y0
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
@@ -2385,78 +2325,71 @@ inner_A_19:
 	VPBROADCASTD X1, Y1
 	VCVTDQ2PS    Y1, Y1
 	MOVQ         action+48(FP), R9
-	VMOVUPS      lgc0<>+0(SB), Y4
-	VMOVUPS      Y4, 712(SP)
-	VMOVUPS      lgc0<>+0(SB), X4
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 776(SP)
+	VMOVUPS      lgc0<>+0(SB), X3
 	MOVQ         (R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X4, X4
-	VMOVSS       X4, 712(SP)
+	VCVTSI2SSQ   R10, X3, X3
+	VMOVSS       X3, 776(SP)
 	MOVQ         8(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X4, X4
-	VMOVSS       X4, 716(SP)
+	VCVTSI2SSQ   R10, X3, X3
+	VMOVSS       X3, 780(SP)
 	MOVQ         16(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X4, X4
-	VMOVSS       X4, 720(SP)
+	VCVTSI2SSQ   R10, X3, X3
+	VMOVSS       X3, 784(SP)
 	MOVQ         24(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X4, X4
-	VMOVSS       X4, 724(SP)
+	VCVTSI2SSQ   R10, X3, X3
+	VMOVSS       X3, 788(SP)
 	MOVQ         32(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X4, X4
-	VMOVSS       X4, 728(SP)
+	VCVTSI2SSQ   R10, X3, X3
+	VMOVSS       X3, 792(SP)
 	MOVQ         40(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X4, X4
-	VMOVSS       X4, 732(SP)
+	VCVTSI2SSQ   R10, X3, X3
+	VMOVSS       X3, 796(SP)
 	MOVQ         48(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X4, X4
-	VMOVSS       X4, 736(SP)
+	VCVTSI2SSQ   R10, X3, X3
+	VMOVSS       X3, 800(SP)
 	MOVQ         56(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X4, X4
-	VMOVSS       X4, 740(SP)
-	VMOVUPS      712(SP), Y4
+	VCVTSI2SSQ   R10, X3, X3
+	VMOVSS       X3, 804(SP)
+	VMOVUPS      776(SP), Y3
 
-	// v124 = eq(v123, action)
-	VCMPPS  $0x00, Y4, Y1, Y1
-	VMOVUPS 648(SP), Y4
+	// v123 = eq(v122, action)
+	VCMPPS  $0x00, Y3, Y1, Y1
+	VMOVUPS 712(SP), Y3
 
-	// v125 = where(v124, v120, 0)
-	VANDPS  Y4, Y1, Y1
-	VMOVUPS 680(SP), Y4
+	// v124 = where(v123, v119, 0)
+	VANDPS  Y3, Y1, Y1
+	VMOVUPS 744(SP), Y3
 
-	// v130 = add(v99, v129)
-	VADDPS  Y4, Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y4
+	// v129 = add(v99, v128)
+	VADDPS Y3, Y2, Y2
 
-	// v131 = ne(v130, 0)
-	VCMPPS $0x04, Y4, Y2, Y4
+	// v130 = mul(v129, v31)
+	VMULPS Y4, Y2, Y2
 
-	// v132 = mul(v130, v31)
-	VMULPS Y3, Y2, Y3
-
-	// v133 = where(v131, v132, v130)
-	VBLENDVPS Y4, Y3, Y2, Y2
-
-	// v134 = add(v105, v133)
+	// v131 = add(v104, v130)
 	VADDPS Y2, Y0, Y0
 
-	// gradLogits = add(v125, v134)
+	// gradLogits = add(v124, v131)
 	VADDPS Y0, Y1, Y0
 
 	// store gradLogits
-	VMOVUPS Y0, 104(SP)(R8*1)
+	VMOVUPS Y0, 168(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_19
-	VMOVUPS 168(SP), Y0
+	VMOVUPS 232(SP), Y0
 
 	// store advantage
 	MOVQ    advantage+72(FP), BX
 	VMOVUPS Y0, (BX)(DI*4)
-	VMOVUPS 200(SP), Y0
+	VMOVUPS 264(SP), Y0
 
 	// store valueTarget2
 	MOVQ    valueTarget+80(FP), BX
 	VMOVUPS Y0, (BX)(DI*4)
-	VMOVUPS 552(SP), Y0
+	VMOVUPS 616(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
@@ -2464,8 +2397,8 @@ inner_A_19:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+96(FP), BX
-	VMOVUPS      104(SP), Y0
-	VMOVUPS      136(SP), Y1
+	VMOVUPS      168(SP), Y0
+	VMOVUPS      200(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
@@ -2679,45 +2612,45 @@ noflush_20:
 	VZEROUPPER
 	RET
 
-DATA lgc59<>+0(SB)/4, $0x3b000000
-DATA lgc59<>+4(SB)/4, $0x3b000000
-DATA lgc59<>+8(SB)/4, $0x3b000000
-DATA lgc59<>+12(SB)/4, $0x3b000000
-DATA lgc59<>+16(SB)/4, $0x3b000000
-DATA lgc59<>+20(SB)/4, $0x3b000000
-DATA lgc59<>+24(SB)/4, $0x3b000000
-DATA lgc59<>+28(SB)/4, $0x3b000000
+DATA lgc58<>+0(SB)/4, $0x3b000000
+DATA lgc58<>+4(SB)/4, $0x3b000000
+DATA lgc58<>+8(SB)/4, $0x3b000000
+DATA lgc58<>+12(SB)/4, $0x3b000000
+DATA lgc58<>+16(SB)/4, $0x3b000000
+DATA lgc58<>+20(SB)/4, $0x3b000000
+DATA lgc58<>+24(SB)/4, $0x3b000000
+DATA lgc58<>+28(SB)/4, $0x3b000000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+
+DATA lgc59<>+0(SB)/4, $0x3823d70a
+DATA lgc59<>+4(SB)/4, $0x3823d70a
+DATA lgc59<>+8(SB)/4, $0x3823d70a
+DATA lgc59<>+12(SB)/4, $0x3823d70a
+DATA lgc59<>+16(SB)/4, $0x3823d70a
+DATA lgc59<>+20(SB)/4, $0x3823d70a
+DATA lgc59<>+24(SB)/4, $0x3823d70a
+DATA lgc59<>+28(SB)/4, $0x3823d70a
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
-DATA lgc60<>+0(SB)/4, $0x3823d70a
-DATA lgc60<>+4(SB)/4, $0x3823d70a
-DATA lgc60<>+8(SB)/4, $0x3823d70a
-DATA lgc60<>+12(SB)/4, $0x3823d70a
-DATA lgc60<>+16(SB)/4, $0x3823d70a
-DATA lgc60<>+20(SB)/4, $0x3823d70a
-DATA lgc60<>+24(SB)/4, $0x3823d70a
-DATA lgc60<>+28(SB)/4, $0x3823d70a
+DATA lgc60<>+0(SB)/4, $0xb823d70a
+DATA lgc60<>+4(SB)/4, $0xb823d70a
+DATA lgc60<>+8(SB)/4, $0xb823d70a
+DATA lgc60<>+12(SB)/4, $0xb823d70a
+DATA lgc60<>+16(SB)/4, $0xb823d70a
+DATA lgc60<>+20(SB)/4, $0xb823d70a
+DATA lgc60<>+24(SB)/4, $0xb823d70a
+DATA lgc60<>+28(SB)/4, $0xb823d70a
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0xb823d70a
-DATA lgc61<>+4(SB)/4, $0xb823d70a
-DATA lgc61<>+8(SB)/4, $0xb823d70a
-DATA lgc61<>+12(SB)/4, $0xb823d70a
-DATA lgc61<>+16(SB)/4, $0xb823d70a
-DATA lgc61<>+20(SB)/4, $0xb823d70a
-DATA lgc61<>+24(SB)/4, $0xb823d70a
-DATA lgc61<>+28(SB)/4, $0xb823d70a
+DATA lgc61<>+0(SB)/4, $0xbb800000
+DATA lgc61<>+4(SB)/4, $0xbb800000
+DATA lgc61<>+8(SB)/4, $0xbb800000
+DATA lgc61<>+12(SB)/4, $0xbb800000
+DATA lgc61<>+16(SB)/4, $0xbb800000
+DATA lgc61<>+20(SB)/4, $0xbb800000
+DATA lgc61<>+24(SB)/4, $0xbb800000
+DATA lgc61<>+28(SB)/4, $0xbb800000
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
-
-DATA lgc62<>+0(SB)/4, $0xbb800000
-DATA lgc62<>+4(SB)/4, $0xbb800000
-DATA lgc62<>+8(SB)/4, $0xbb800000
-DATA lgc62<>+12(SB)/4, $0xbb800000
-DATA lgc62<>+16(SB)/4, $0xbb800000
-DATA lgc62<>+20(SB)/4, $0xbb800000
-DATA lgc62<>+24(SB)/4, $0xbb800000
-DATA lgc62<>+28(SB)/4, $0xbb800000
-GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2734,7 +2667,7 @@ blocks_21:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc57<>+0(SB), Y0, Y0
+	VADDPS  lgc56<>+0(SB), Y0, Y0
 	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2748,7 +2681,7 @@ blocks_21:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
-	VMULPS  lgc58<>+0(SB), Y1, Y1
+	VMULPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2756,28 +2689,28 @@ blocks_21:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc17<>+0(SB), Y1, Y2
-	VMINPS       lgc18<>+0(SB), Y2, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VMOVAPS      lgc22<>+0(SB), Y4
+	VMOVAPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc28<>+0(SB), Y2, Y3
-	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2843,7 +2776,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc58<>+0(SB), Y1
+	VMOVUPS      lgc57<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -2866,28 +2799,28 @@ bulk_24:
 	CMPQ         BX, DX
 	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc17<>+0(SB), Y0, Y1
-	VMINPS       lgc18<>+0(SB), Y1, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VMAXPS       lgc16<>+0(SB), Y0, Y1
+	VMINPS       lgc17<>+0(SB), Y1, Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y3
+	VMOVAPS      lgc21<>+0(SB), Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPMAXSD      lgc27<>+0(SB), Y1, Y2
+	VPMINSD      lgc28<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2913,22 +2846,23 @@ bulk_26:
 	CMPQ         BX, DX
 	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc29<>+0(SB), Y3, Y3
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc28<>+0(SB), Y3, Y3
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
+	VMULPS       lgc26<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y4
+	VMOVAPS      lgc35<>+0(SB), Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
@@ -2936,20 +2870,19 @@ bulk_26:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc27<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2973,22 +2906,23 @@ bulk_28:
 	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc32<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
-	VMULPS       lgc27<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
@@ -2996,20 +2930,19 @@ bulk_28:
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -3020,8 +2953,8 @@ bulk_28:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_28

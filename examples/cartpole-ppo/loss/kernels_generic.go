@@ -510,7 +510,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c88 := float32(0.001953125)
 	c92 := float32(-3.90625e-05)
 	c93 := float32(3.90625e-05)
-	c106 := float32(-0.00390625)
+	c105 := float32(-0.00390625)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -604,26 +604,26 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v95 := v62 / v32
 			v96 := float32(c92 * v95)
 			v97 := b2f(v94 != zero)
-			v107 := float32(c106 * advantageNormalized)
-			v108 := sel(v46, v107, zero)
-			v109 := sel(v46, zero, v107)
-			v110 := b2f(ratio >= c49)
-			v111 := b2f(ratio != ratio)
-			v112 := max(v110, v111)
-			v113 := sel(v112, v109, zero)
-			v114 := b2f(ratio <= c47)
-			v115 := max(v114, v111)
-			v116 := sel(v115, v108, zero)
-			v117 := v113 + v116
-			v118 := b2f(v117 != zero)
-			v119 := float32(v117 * ratio)
-			v120 := sel(v118, v119, v117)
-			v121 := -v120
-			v122 := c92 + v121
-			v126 := b2f(v122 != zero)
-			v127 := v122 / v32
-			v128 := sel(v126, v127, v122)
-			v129 := v96 + v128
+			v106 := float32(c105 * advantageNormalized)
+			v107 := sel(v46, v106, zero)
+			v108 := sel(v46, zero, v106)
+			v109 := b2f(ratio >= c49)
+			v110 := b2f(ratio != ratio)
+			v111 := max(v109, v110)
+			v112 := sel(v111, v108, zero)
+			v113 := b2f(ratio <= c47)
+			v114 := max(v113, v110)
+			v115 := sel(v114, v107, zero)
+			v116 := v112 + v115
+			v117 := b2f(v116 != zero)
+			v118 := float32(v116 * ratio)
+			v119 := sel(v117, v118, v116)
+			v120 := -v119
+			v121 := c92 + v120
+			v125 := b2f(v121 != zero)
+			v126 := v121 / v32
+			v127 := sel(v125, v126, v121)
+			v128 := v96 + v127
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
 				v30 := logits - v28
@@ -632,20 +632,17 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v98 := float32(v94 * v59)
 				v99 := sel(v97, v98, v94)
 				v100 := float32(v94 * v31)
-				v101 := sel(v97, v100, v94)
-				v102 := b2f(v30 >= c27)
-				v103 := b2f(v30 != v30)
-				v104 := max(v102, v103)
-				v105 := sel(v104, v101, zero)
-				v123 := float32(iA)
-				v124 := b2f(v123 == action)
-				v125 := sel(v124, v120, zero)
-				v130 := v99 + v129
-				v131 := b2f(v130 != zero)
-				v132 := float32(v130 * v31)
-				v133 := sel(v131, v132, v130)
-				v134 := v105 + v133
-				gradLogits := v125 + v134
+				v101 := b2f(v30 >= c27)
+				v102 := b2f(v30 != v30)
+				v103 := max(v101, v102)
+				v104 := sel(v103, v100, zero)
+				v122 := float32(iA)
+				v123 := b2f(v122 == action)
+				v124 := sel(v123, v119, zero)
+				v129 := v99 + v128
+				v130 := float32(v129 * v31)
+				v131 := v104 + v130
+				gradLogits := v124 + v131
 				grads.Logits[iN*256+iT*2+iA] = gradLogits
 			}
 		}

@@ -1,0 +1,85 @@
+package asmgen
+
+import (
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
+)
+
+// Values kept across a block's inner loops. The plan recomputes an elementwise value in
+// every loop that reads it: a categorical gradient's second loop over the actions computes
+// e^(z − max z) again after the softmax's sum has. Where the value costs a polynomial (exp,
+// log, log1p: 20–30 instructions), the first loop that computes it also stores each
+// iteration's vector into a stack tile, one vector per inner index, and the later loops read
+// the tile instead: one store and one load for the polynomial, the same bits.
+
+// maxKeptBytes bounds the stack the kept tiles of one pass take.
+const maxKeptBytes = 16 << 10
+
+// keepsWorth lists the ops whose value a later loop reads from a tile rather than recomputes.
+func keepsWorth(op ir.Op) bool {
+	return op == ir.OpExp || op == ir.OpLog || op == ir.OpLog1p
+}
+
+// keepAcrossLoops marks, within a block's items, the first computation inside a loop of each
+// such value that a later loop computes again (keep: store it into its tile) and turns the
+// later ones into reads of the tile (kept).
+func (pg *passGen) keepAcrossLoops(items []bitem) []bitem {
+	if pg.keptTiles == nil {
+		pg.keptTiles = map[int]*tile{}
+	}
+	first := map[int]int{} // node → position of its first computation inside a loop
+	depth, bytes := 0, 0
+	for _, t := range pg.keptTiles {
+		bytes += 32 * t.size
+	}
+	out := append([]bitem(nil), items...)
+	for k, it := range out {
+		switch {
+		case it.kind == plan.Loop && !it.end:
+			depth++
+			continue
+		case it.kind == plan.Loop:
+			depth--
+			continue
+		}
+		if depth == 0 || it.kind != plan.Compute || !keepsWorth(it.n.Op) {
+			continue
+		}
+		j, seen := first[it.n.ID]
+		if !seen {
+			first[it.n.ID] = k
+			continue
+		}
+		t := pg.keptTiles[it.n.ID]
+		if t == nil {
+			size := pg.e.g.InnerPart(it.n.Shape).Numel()
+			if bytes+32*size > maxKeptBytes {
+				continue
+			}
+			bytes += 32 * size
+			t = &tile{n: it.n, s: size, size: size, slot: pg.c.AllocLocal(32 * size)}
+			pg.keptTiles[it.n.ID] = t
+		}
+		out[j].keep = true
+		out[k] = bitem{kind: plan.Load, n: it.n, kept: true}
+	}
+	return out
+}
+
+// keepValue stores a kept value's vector into its tile at the current inner indices.
+func (pg *passGen) keepValue(n *ir.Node, r reg.VecVirtual) {
+	pg.mov(r, pg.tileAt(pg.keptTiles[n.ID]))
+}
+
+// keptReload reads a kept value from its tile at the current inner indices.
+func (pg *passGen) keptReload(n *ir.Node) func() reg.VecVirtual {
+	return func() reg.VecVirtual {
+		x := pg.ymm()
+		var m operand.Mem = pg.tileAt(pg.keptTiles[n.ID])
+		pg.mov(m, x)
+		return x
+	}
+}
