@@ -60,6 +60,7 @@ type passGen struct {
 	hoisted    map[int]operand.Mem // loop-invariant values computed before the loops, by node (hoist.go)
 	invariants map[int]bool        // every node hoist computed, whose items the blocks skip
 	keptTiles  map[int]*tile       // values kept across a block's inner loops, by node (keep.go)
+	flushK     reg.GPVirtual       // in a full block of a pass with partials: the flush counter (9 − the block's count since the flush)
 
 	blockState
 }
@@ -299,6 +300,7 @@ func (pg *passGen) innerLoop() {
 	full, rem := E/L, E%L
 	back := pg.reverse(pg.vaxis())
 	partials := pg.hasPartials()
+	var flushK reg.GPVirtual // the flush counter, once the loop over full blocks has one
 	pg.rowSetup()
 	fullLoop := func() {
 		if full == 0 {
@@ -324,16 +326,18 @@ func (pg *passGen) innerLoop() {
 			c.XORQ(j, j)
 		}
 		c.Label(l)
-		pg.jReg, pg.rem = j, 0
+		pg.jReg, pg.rem, pg.flushK = j, 0, k
 		pg.block()
+		pg.flushK = nil
 		if partials {
 			skip := pg.newLabel("noflush")
 			c.DECQ(k)
 			c.JNZ(operand.LabelRef(skip))
 			pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
-			pg.flushPartials()
+			pg.flushPartials(pg.blocksSinceFlush(nil))
 			c.MOVQ(operand.I32(partialBlocks), k)
 			c.Label(skip)
+			flushK = k
 		}
 		switch {
 		case back:
@@ -380,6 +384,28 @@ func (pg *passGen) innerLoop() {
 	if partials {
 		pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
 		pg.jReg, pg.jImm = nil, 0
-		pg.flushPartials()
+		var nb reg.VecVirtual
+		if flushK != nil {
+			nb = pg.blocksSinceFlush(flushK)
+		}
+		pg.flushPartials(nb)
 	}
+}
+
+// blocksSinceFlush is how many full blocks the float32 partials hold, as float64 in every
+// lane: partialBlocks at a periodic flush (k nil), partialBlocks − k after the loop.
+func (pg *passGen) blocksSinceFlush(k reg.GPVirtual) reg.VecVirtual {
+	v := pg.ymm()
+	if k == nil {
+		pg.a64.mov(pg.cf64(partialBlocks), v)
+		return v
+	}
+	c := pg.c
+	t := pg.gp()
+	c.MOVQ(operand.I32(partialBlocks), t)
+	c.SUBQ(k, t)
+	x := pg.zeroX()
+	c.VCVTSI2SDQ(t, x, x)
+	c.VBROADCASTSD(x, v)
+	return v
 }

@@ -60,6 +60,9 @@ func (pg *passGen) fields(r *ir.Node) []field {
 		}
 		return fs
 	case ir.OpVar:
+		if pg.partial(r) {
+			return []field{{"n", false}, {"mean", false}, {"m2", false}, {"p", true}, {"pm2", true}, {"pc", true}}
+		}
 		return []field{{"n", false}, {"mean", false}, {"m2", false}}
 	case ir.OpArgMax:
 		return []field{{"best", true}, {"idx", false}}
@@ -69,13 +72,14 @@ func (pg *passGen) fields(r *ir.Node) []field {
 
 // partial reports whether r sums into a float32 partial (float32 kernels, when each slot's
 // lanes are its own: the slot stays fixed along a row, where partials are flushed): a sum, a
-// mean, or a barrier logsumexp's Σ e^x (and its twin's Σ e^2x), whose guard keeps every term
-// a normal float and whose flush sends a partial that overflowed to the Go kernel.
+// mean, a barrier logsumexp's Σ e^x (and its twin's Σ e^2x), whose guard keeps every term
+// a normal float and whose flush sends a partial that overflowed to the Go kernel, or a
+// barrier variance's Welford states of the blocks since the flush (welfordPartial).
 func (pg *passGen) partial(r *ir.Node) bool {
 	switch {
 	case pg.f64 || !pg.own(r) || pg.layout(r).lps <= 1:
 		return false
-	case r.Op == ir.OpLogSumExp:
+	case r.Op == ir.OpLogSumExp, r.Op == ir.OpVar:
 		return !pg.e.g.InnerReduce(r)
 	}
 	return r.Op == ir.OpSum || r.Op == ir.OpMean
@@ -346,7 +350,7 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 // torch.argmax does, and a lane left at 0 loses every lane merge (FinishArgMax) to one that
 // took an element.
 func (pg *passGen) identity(r *ir.Node, f string) float64 {
-	if pg.own(r) && (f == "p" || r.Op == ir.OpArgMax && f == "idx") {
+	if pg.own(r) && (f == "p" || f == "pm2" || f == "pc" || r.Op == ir.OpArgMax && f == "idx") {
 		return 0
 	}
 	red := ir.ReductionOf[operand.Op](r.Op)

@@ -306,10 +306,11 @@ inner_A_3:
 	VMOVUPS      Y0, 1216(BX)
 	DECQ         DX
 	JNZ          noflush_4
+	VMOVUPD      lgc40<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VANDPS       lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -320,8 +321,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -333,8 +334,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -346,8 +347,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -366,10 +367,15 @@ noflush_4:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc3<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VANDPS       lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -380,8 +386,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -393,8 +399,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -406,8 +412,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -826,25 +832,31 @@ DATA lgc39<>+24(SB)/4, $0xbc23d70a
 DATA lgc39<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x7fffffff
-DATA lgc40<>+4(SB)/4, $0x7fffffff
-DATA lgc40<>+8(SB)/4, $0x7fffffff
-DATA lgc40<>+12(SB)/4, $0x7fffffff
-DATA lgc40<>+16(SB)/4, $0x7fffffff
-DATA lgc40<>+20(SB)/4, $0x7fffffff
-DATA lgc40<>+24(SB)/4, $0x7fffffff
-DATA lgc40<>+28(SB)/4, $0x7fffffff
+DATA lgc40<>+0(SB)/8, $0x4020000000000000
+DATA lgc40<>+8(SB)/8, $0x4020000000000000
+DATA lgc40<>+16(SB)/8, $0x4020000000000000
+DATA lgc40<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7f7fffff
-DATA lgc41<>+4(SB)/4, $0x7f7fffff
-DATA lgc41<>+8(SB)/4, $0x7f7fffff
-DATA lgc41<>+12(SB)/4, $0x7f7fffff
-DATA lgc41<>+16(SB)/4, $0x7f7fffff
-DATA lgc41<>+20(SB)/4, $0x7f7fffff
-DATA lgc41<>+24(SB)/4, $0x7f7fffff
-DATA lgc41<>+28(SB)/4, $0x7f7fffff
+DATA lgc41<>+0(SB)/4, $0x7fffffff
+DATA lgc41<>+4(SB)/4, $0x7fffffff
+DATA lgc41<>+8(SB)/4, $0x7fffffff
+DATA lgc41<>+12(SB)/4, $0x7fffffff
+DATA lgc41<>+16(SB)/4, $0x7fffffff
+DATA lgc41<>+20(SB)/4, $0x7fffffff
+DATA lgc41<>+24(SB)/4, $0x7fffffff
+DATA lgc41<>+28(SB)/4, $0x7fffffff
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0x7f7fffff
+DATA lgc42<>+4(SB)/4, $0x7f7fffff
+DATA lgc42<>+8(SB)/4, $0x7f7fffff
+DATA lgc42<>+12(SB)/4, $0x7f7fffff
+DATA lgc42<>+16(SB)/4, $0x7f7fffff
+DATA lgc42<>+20(SB)/4, $0x7f7fffff
+DATA lgc42<>+24(SB)/4, $0x7f7fffff
+DATA lgc42<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1147,7 +1159,7 @@ inner_A_7:
 	// mean(v36) over [N T]
 	VADDPS  1216(BX), Y0, Y0
 	VMOVUPS Y0, 1216(BX)
-	VMOVUPS lgc42<>+0(SB), Y0
+	VMOVUPS lgc43<>+0(SB), Y0
 
 	// v40 = where(v31, 0.00048828125, 0)
 	VANDPS Y0, Y6, Y2
@@ -1189,7 +1201,7 @@ inner_A_7:
 
 	// v53 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc43<>+0(SB), Y4
+	VMOVUPS lgc44<>+0(SB), Y4
 
 	// v54 = where(v51, -1, v53)
 	VBLENDVPS Y2, Y4, Y3, Y2
@@ -1208,7 +1220,7 @@ inner_A_7:
 
 	// gradStateValue = neg(v58)
 	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc44<>+0(SB), Y1
+	VMOVUPS lgc45<>+0(SB), Y1
 	VMOVUPS 480(SP), Y2
 
 	// v62 = div(9.765625e-06, v7)
@@ -1219,7 +1231,7 @@ inner_A_7:
 	VDIVPS Y2, Y3, Y3
 
 	// v64 = mul(-9.765625e-06, v63)
-	VMULPS lgc45<>+0(SB), Y3, Y3
+	VMULPS lgc46<>+0(SB), Y3, Y3
 
 	// v65 = ne(v62, 0)
 	VCMPPS  $0x04, Y6, Y1, Y4
@@ -1227,13 +1239,13 @@ inner_A_7:
 	VMOVUPS (BX)(DI*4), Y5
 
 	// v74 = mul(-0.0009765625, advantage)
-	VMULPS lgc46<>+0(SB), Y5, Y5
+	VMULPS lgc47<>+0(SB), Y5, Y5
 
 	// v75 = neg(v74)
 	VXORPS lgc2<>+0(SB), Y5, Y7
 
 	// v76 = add(-9.765625e-06, v75)
-	VADDPS lgc45<>+0(SB), Y7, Y7
+	VADDPS lgc46<>+0(SB), Y7, Y7
 
 	// v80 = ne(v76, 0)
 	VCMPPS $0x04, Y6, Y7, Y6
@@ -1404,10 +1416,11 @@ inner_A_8:
 	VMASKMOVPS   Y0, Y8, 112(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
+	VMOVUPD      lgc40<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VANDPS       lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1418,8 +1431,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1431,8 +1444,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1444,8 +1457,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1464,10 +1477,15 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_6
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc3<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VANDPS       lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1478,8 +1496,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1491,8 +1509,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1504,8 +1522,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1524,55 +1542,55 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc42<>+0(SB)/4, $0x3a000000
-DATA lgc42<>+4(SB)/4, $0x3a000000
-DATA lgc42<>+8(SB)/4, $0x3a000000
-DATA lgc42<>+12(SB)/4, $0x3a000000
-DATA lgc42<>+16(SB)/4, $0x3a000000
-DATA lgc42<>+20(SB)/4, $0x3a000000
-DATA lgc42<>+24(SB)/4, $0x3a000000
-DATA lgc42<>+28(SB)/4, $0x3a000000
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0xbf800000
-DATA lgc43<>+4(SB)/4, $0xbf800000
-DATA lgc43<>+8(SB)/4, $0xbf800000
-DATA lgc43<>+12(SB)/4, $0xbf800000
-DATA lgc43<>+16(SB)/4, $0xbf800000
-DATA lgc43<>+20(SB)/4, $0xbf800000
-DATA lgc43<>+24(SB)/4, $0xbf800000
-DATA lgc43<>+28(SB)/4, $0xbf800000
+DATA lgc43<>+0(SB)/4, $0x3a000000
+DATA lgc43<>+4(SB)/4, $0x3a000000
+DATA lgc43<>+8(SB)/4, $0x3a000000
+DATA lgc43<>+12(SB)/4, $0x3a000000
+DATA lgc43<>+16(SB)/4, $0x3a000000
+DATA lgc43<>+20(SB)/4, $0x3a000000
+DATA lgc43<>+24(SB)/4, $0x3a000000
+DATA lgc43<>+28(SB)/4, $0x3a000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3723d70a
-DATA lgc44<>+4(SB)/4, $0x3723d70a
-DATA lgc44<>+8(SB)/4, $0x3723d70a
-DATA lgc44<>+12(SB)/4, $0x3723d70a
-DATA lgc44<>+16(SB)/4, $0x3723d70a
-DATA lgc44<>+20(SB)/4, $0x3723d70a
-DATA lgc44<>+24(SB)/4, $0x3723d70a
-DATA lgc44<>+28(SB)/4, $0x3723d70a
+DATA lgc44<>+0(SB)/4, $0xbf800000
+DATA lgc44<>+4(SB)/4, $0xbf800000
+DATA lgc44<>+8(SB)/4, $0xbf800000
+DATA lgc44<>+12(SB)/4, $0xbf800000
+DATA lgc44<>+16(SB)/4, $0xbf800000
+DATA lgc44<>+20(SB)/4, $0xbf800000
+DATA lgc44<>+24(SB)/4, $0xbf800000
+DATA lgc44<>+28(SB)/4, $0xbf800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xb723d70a
-DATA lgc45<>+4(SB)/4, $0xb723d70a
-DATA lgc45<>+8(SB)/4, $0xb723d70a
-DATA lgc45<>+12(SB)/4, $0xb723d70a
-DATA lgc45<>+16(SB)/4, $0xb723d70a
-DATA lgc45<>+20(SB)/4, $0xb723d70a
-DATA lgc45<>+24(SB)/4, $0xb723d70a
-DATA lgc45<>+28(SB)/4, $0xb723d70a
+DATA lgc45<>+0(SB)/4, $0x3723d70a
+DATA lgc45<>+4(SB)/4, $0x3723d70a
+DATA lgc45<>+8(SB)/4, $0x3723d70a
+DATA lgc45<>+12(SB)/4, $0x3723d70a
+DATA lgc45<>+16(SB)/4, $0x3723d70a
+DATA lgc45<>+20(SB)/4, $0x3723d70a
+DATA lgc45<>+24(SB)/4, $0x3723d70a
+DATA lgc45<>+28(SB)/4, $0x3723d70a
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xba800000
-DATA lgc46<>+4(SB)/4, $0xba800000
-DATA lgc46<>+8(SB)/4, $0xba800000
-DATA lgc46<>+12(SB)/4, $0xba800000
-DATA lgc46<>+16(SB)/4, $0xba800000
-DATA lgc46<>+20(SB)/4, $0xba800000
-DATA lgc46<>+24(SB)/4, $0xba800000
-DATA lgc46<>+28(SB)/4, $0xba800000
+DATA lgc46<>+0(SB)/4, $0xb723d70a
+DATA lgc46<>+4(SB)/4, $0xb723d70a
+DATA lgc46<>+8(SB)/4, $0xb723d70a
+DATA lgc46<>+12(SB)/4, $0xb723d70a
+DATA lgc46<>+16(SB)/4, $0xb723d70a
+DATA lgc46<>+20(SB)/4, $0xb723d70a
+DATA lgc46<>+24(SB)/4, $0xb723d70a
+DATA lgc46<>+28(SB)/4, $0xb723d70a
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0xba800000
+DATA lgc47<>+4(SB)/4, $0xba800000
+DATA lgc47<>+8(SB)/4, $0xba800000
+DATA lgc47<>+12(SB)/4, $0xba800000
+DATA lgc47<>+16(SB)/4, $0xba800000
+DATA lgc47<>+20(SB)/4, $0xba800000
+DATA lgc47<>+24(SB)/4, $0xba800000
+DATA lgc47<>+28(SB)/4, $0xba800000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3

@@ -184,10 +184,11 @@ blocks_2:
 	VMOVUPS      Y0, 5056(BX)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -202,8 +203,8 @@ blocks_2:
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -216,8 +217,8 @@ blocks_2:
 	VMOVUPS      Y0, 1024(DX)(SI*4)
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2048(DX)(SI*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -229,8 +230,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(DX)(SI*4)
 	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -242,8 +243,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(DX)
 	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -255,8 +256,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2944(DX)
 	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -269,8 +270,8 @@ blocks_2:
 	VMOVUPS      Y0, 3264(DX)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4032(DX)(BX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -282,8 +283,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4032(DX)(BX*4)
 	VMOVUPS      4736(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -295,8 +296,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(DX)
 	VMOVUPS      5056(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -315,10 +316,15 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -333,8 +339,8 @@ noflush_3:
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -347,8 +353,8 @@ noflush_3:
 	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2048(CX)(BX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -360,8 +366,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(CX)(BX*4)
 	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -373,8 +379,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(CX)
 	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -386,8 +392,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2944(CX)
 	VMOVUPS      3264(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -400,8 +406,8 @@ noflush_3:
 	VMOVUPS      Y0, 3264(CX)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4032(CX)(DX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -413,8 +419,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4032(CX)(DX*4)
 	VMOVUPS      4736(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -426,8 +432,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(CX)
 	VMOVUPS      5056(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -686,25 +692,31 @@ DATA lgc23<>+24(SB)/4, $0x42b00000
 DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x7fffffff
-DATA lgc24<>+4(SB)/4, $0x7fffffff
-DATA lgc24<>+8(SB)/4, $0x7fffffff
-DATA lgc24<>+12(SB)/4, $0x7fffffff
-DATA lgc24<>+16(SB)/4, $0x7fffffff
-DATA lgc24<>+20(SB)/4, $0x7fffffff
-DATA lgc24<>+24(SB)/4, $0x7fffffff
-DATA lgc24<>+28(SB)/4, $0x7fffffff
+DATA lgc24<>+0(SB)/8, $0x4020000000000000
+DATA lgc24<>+8(SB)/8, $0x4020000000000000
+DATA lgc24<>+16(SB)/8, $0x4020000000000000
+DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7f7fffff
-DATA lgc25<>+4(SB)/4, $0x7f7fffff
-DATA lgc25<>+8(SB)/4, $0x7f7fffff
-DATA lgc25<>+12(SB)/4, $0x7f7fffff
-DATA lgc25<>+16(SB)/4, $0x7f7fffff
-DATA lgc25<>+20(SB)/4, $0x7f7fffff
-DATA lgc25<>+24(SB)/4, $0x7f7fffff
-DATA lgc25<>+28(SB)/4, $0x7f7fffff
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -735,7 +747,7 @@ TEXT ·pass1AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v54 = mul(2, v53)
-	VMULPS       lgc26<>+0(SB), Y5, Y5
+	VMULPS       lgc27<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -799,18 +811,18 @@ TEXT ·pass1AVX2(SB), $0-80
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x40000000
-DATA lgc26<>+4(SB)/4, $0x40000000
-DATA lgc26<>+8(SB)/4, $0x40000000
-DATA lgc26<>+12(SB)/4, $0x40000000
-DATA lgc26<>+16(SB)/4, $0x40000000
-DATA lgc26<>+20(SB)/4, $0x40000000
-DATA lgc26<>+24(SB)/4, $0x40000000
-DATA lgc26<>+28(SB)/4, $0x40000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x40000000
+DATA lgc27<>+4(SB)/4, $0x40000000
+DATA lgc27<>+8(SB)/4, $0x40000000
+DATA lgc27<>+12(SB)/4, $0x40000000
+DATA lgc27<>+16(SB)/4, $0x40000000
+DATA lgc27<>+20(SB)/4, $0x40000000
+DATA lgc27<>+24(SB)/4, $0x40000000
+DATA lgc27<>+28(SB)/4, $0x40000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
-// Requires: AVX
+// Requires: AVX, AVX2
 TEXT ·pass2AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
@@ -845,10 +857,11 @@ blocks_4:
 	VMOVUPS      Y0, 5824(DX)
 	DECQ         CX
 	JNZ          noflush_5
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      5504(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -859,8 +872,8 @@ blocks_4:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5504(CX)
 	VMOVUPS      5824(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -879,10 +892,15 @@ noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_4
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), AX
 	VMOVUPS      5504(AX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -893,8 +911,8 @@ noflush_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5504(AX)
 	VMOVUPS      5824(AX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -938,14 +956,15 @@ blocks_7:
 	VMOVUPS      Y0, 704(SI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_8
+	VMOVUPD      lgc24<>+0(SB), Y0
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+16(FP), BX
 	VMOVUPS      704(BX)(DX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -963,14 +982,19 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_7
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+16(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1170,7 +1194,7 @@ blocks_10:
 	VMULPS  Y0, Y0, Y0
 	VADDPS  5184(BX), Y0, Y0
 	VMOVUPS Y0, 5184(BX)
-	VMOVUPS lgc27<>+0(SB), Y0
+	VMOVUPS lgc28<>+0(SB), Y0
 	VMOVUPS 96(SP), Y2
 
 	// v63 = div(0.125, v28)
@@ -1211,10 +1235,11 @@ blocks_10:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      1408(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1229,8 +1254,8 @@ blocks_10:
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2176(DX)(SI*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1242,8 +1267,8 @@ blocks_10:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)(SI*4)
 	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1255,8 +1280,8 @@ blocks_10:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(DX)
 	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1268,8 +1293,8 @@ blocks_10:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(DX)
 	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1282,8 +1307,8 @@ blocks_10:
 	VMOVUPS      Y0, 3392(DX)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4160(DX)(BX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1295,8 +1320,8 @@ blocks_10:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4160(DX)(BX*4)
 	VMOVUPS      4864(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1308,8 +1333,8 @@ blocks_10:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4864(DX)
 	VMOVUPS      5184(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1328,10 +1353,15 @@ noflush_11:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_10
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      1408(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1346,8 +1376,8 @@ noflush_11:
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2176(CX)(BX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1359,8 +1389,8 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)(BX*4)
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1372,8 +1402,8 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1385,8 +1415,8 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(CX)
 	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1399,8 +1429,8 @@ noflush_11:
 	VMOVUPS      Y0, 3392(CX)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4160(CX)(DX*4), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1412,8 +1442,8 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4160(CX)(DX*4)
 	VMOVUPS      4864(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1425,8 +1455,8 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4864(CX)
 	VMOVUPS      5184(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1445,15 +1475,15 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x3e000000
-DATA lgc27<>+4(SB)/4, $0x3e000000
-DATA lgc27<>+8(SB)/4, $0x3e000000
-DATA lgc27<>+12(SB)/4, $0x3e000000
-DATA lgc27<>+16(SB)/4, $0x3e000000
-DATA lgc27<>+20(SB)/4, $0x3e000000
-DATA lgc27<>+24(SB)/4, $0x3e000000
-DATA lgc27<>+28(SB)/4, $0x3e000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/4, $0x3e000000
+DATA lgc28<>+4(SB)/4, $0x3e000000
+DATA lgc28<>+8(SB)/4, $0x3e000000
+DATA lgc28<>+12(SB)/4, $0x3e000000
+DATA lgc28<>+16(SB)/4, $0x3e000000
+DATA lgc28<>+20(SB)/4, $0x3e000000
+DATA lgc28<>+24(SB)/4, $0x3e000000
+DATA lgc28<>+28(SB)/4, $0x3e000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1484,7 +1514,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v54 = mul(2, v53)
-	VMULPS       lgc26<>+0(SB), Y5, Y5
+	VMULPS       lgc27<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1549,7 +1579,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	RET
 
 // func fbPass3AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
-// Requires: AVX
+// Requires: AVX, AVX2
 TEXT ·fbPass3AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
@@ -1584,10 +1614,11 @@ blocks_12:
 	VMOVUPS      Y0, 5952(DX)
 	DECQ         CX
 	JNZ          noflush_13
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      5632(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1598,8 +1629,8 @@ blocks_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5632(CX)
 	VMOVUPS      5952(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1618,10 +1649,15 @@ noflush_13:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_12
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), AX
 	VMOVUPS      5632(AX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1632,8 +1668,8 @@ noflush_13:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5632(AX)
 	VMOVUPS      5952(AX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1708,23 +1744,22 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc30<>+0(SB), Y1, Y1
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc31<>+0(SB), Y2, Y1
+	VPAND        lgc32<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc33<>+0(SB), Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
@@ -1732,6 +1767,7 @@ bulk_16:
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1742,9 +1778,9 @@ bulk_16:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1755,165 +1791,165 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xffffffe9
-DATA lgc30<>+4(SB)/4, $0xffffffe9
-DATA lgc30<>+8(SB)/4, $0xffffffe9
-DATA lgc30<>+12(SB)/4, $0xffffffe9
-DATA lgc30<>+16(SB)/4, $0xffffffe9
-DATA lgc30<>+20(SB)/4, $0xffffffe9
-DATA lgc30<>+24(SB)/4, $0xffffffe9
-DATA lgc30<>+28(SB)/4, $0xffffffe9
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x007fffff
-DATA lgc31<>+4(SB)/4, $0x007fffff
-DATA lgc31<>+8(SB)/4, $0x007fffff
-DATA lgc31<>+12(SB)/4, $0x007fffff
-DATA lgc31<>+16(SB)/4, $0x007fffff
-DATA lgc31<>+20(SB)/4, $0x007fffff
-DATA lgc31<>+24(SB)/4, $0x007fffff
-DATA lgc31<>+28(SB)/4, $0x007fffff
+DATA lgc31<>+0(SB)/4, $0xffffffe9
+DATA lgc31<>+4(SB)/4, $0xffffffe9
+DATA lgc31<>+8(SB)/4, $0xffffffe9
+DATA lgc31<>+12(SB)/4, $0xffffffe9
+DATA lgc31<>+16(SB)/4, $0xffffffe9
+DATA lgc31<>+20(SB)/4, $0xffffffe9
+DATA lgc31<>+24(SB)/4, $0xffffffe9
+DATA lgc31<>+28(SB)/4, $0xffffffe9
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3fb504f3
-DATA lgc32<>+4(SB)/4, $0x3fb504f3
-DATA lgc32<>+8(SB)/4, $0x3fb504f3
-DATA lgc32<>+12(SB)/4, $0x3fb504f3
-DATA lgc32<>+16(SB)/4, $0x3fb504f3
-DATA lgc32<>+20(SB)/4, $0x3fb504f3
-DATA lgc32<>+24(SB)/4, $0x3fb504f3
-DATA lgc32<>+28(SB)/4, $0x3fb504f3
+DATA lgc32<>+0(SB)/4, $0x007fffff
+DATA lgc32<>+4(SB)/4, $0x007fffff
+DATA lgc32<>+8(SB)/4, $0x007fffff
+DATA lgc32<>+12(SB)/4, $0x007fffff
+DATA lgc32<>+16(SB)/4, $0x007fffff
+DATA lgc32<>+20(SB)/4, $0x007fffff
+DATA lgc32<>+24(SB)/4, $0x007fffff
+DATA lgc32<>+28(SB)/4, $0x007fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d9021bb
-DATA lgc33<>+4(SB)/4, $0x3d9021bb
-DATA lgc33<>+8(SB)/4, $0x3d9021bb
-DATA lgc33<>+12(SB)/4, $0x3d9021bb
-DATA lgc33<>+16(SB)/4, $0x3d9021bb
-DATA lgc33<>+20(SB)/4, $0x3d9021bb
-DATA lgc33<>+24(SB)/4, $0x3d9021bb
-DATA lgc33<>+28(SB)/4, $0x3d9021bb
+DATA lgc33<>+0(SB)/4, $0x3fb504f3
+DATA lgc33<>+4(SB)/4, $0x3fb504f3
+DATA lgc33<>+8(SB)/4, $0x3fb504f3
+DATA lgc33<>+12(SB)/4, $0x3fb504f3
+DATA lgc33<>+16(SB)/4, $0x3fb504f3
+DATA lgc33<>+20(SB)/4, $0x3fb504f3
+DATA lgc33<>+24(SB)/4, $0x3fb504f3
+DATA lgc33<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdebd1b8
-DATA lgc34<>+4(SB)/4, $0xbdebd1b8
-DATA lgc34<>+8(SB)/4, $0xbdebd1b8
-DATA lgc34<>+12(SB)/4, $0xbdebd1b8
-DATA lgc34<>+16(SB)/4, $0xbdebd1b8
-DATA lgc34<>+20(SB)/4, $0xbdebd1b8
-DATA lgc34<>+24(SB)/4, $0xbdebd1b8
-DATA lgc34<>+28(SB)/4, $0xbdebd1b8
+DATA lgc34<>+0(SB)/4, $0x3d9021bb
+DATA lgc34<>+4(SB)/4, $0x3d9021bb
+DATA lgc34<>+8(SB)/4, $0x3d9021bb
+DATA lgc34<>+12(SB)/4, $0x3d9021bb
+DATA lgc34<>+16(SB)/4, $0x3d9021bb
+DATA lgc34<>+20(SB)/4, $0x3d9021bb
+DATA lgc34<>+24(SB)/4, $0x3d9021bb
+DATA lgc34<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3def251a
-DATA lgc35<>+4(SB)/4, $0x3def251a
-DATA lgc35<>+8(SB)/4, $0x3def251a
-DATA lgc35<>+12(SB)/4, $0x3def251a
-DATA lgc35<>+16(SB)/4, $0x3def251a
-DATA lgc35<>+20(SB)/4, $0x3def251a
-DATA lgc35<>+24(SB)/4, $0x3def251a
-DATA lgc35<>+28(SB)/4, $0x3def251a
+DATA lgc35<>+0(SB)/4, $0xbdebd1b8
+DATA lgc35<>+4(SB)/4, $0xbdebd1b8
+DATA lgc35<>+8(SB)/4, $0xbdebd1b8
+DATA lgc35<>+12(SB)/4, $0xbdebd1b8
+DATA lgc35<>+16(SB)/4, $0xbdebd1b8
+DATA lgc35<>+20(SB)/4, $0xbdebd1b8
+DATA lgc35<>+24(SB)/4, $0xbdebd1b8
+DATA lgc35<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+0(SB)/4, $0x3def251a
+DATA lgc36<>+4(SB)/4, $0x3def251a
+DATA lgc36<>+8(SB)/4, $0x3def251a
+DATA lgc36<>+12(SB)/4, $0x3def251a
+DATA lgc36<>+16(SB)/4, $0x3def251a
+DATA lgc36<>+20(SB)/4, $0x3def251a
+DATA lgc36<>+24(SB)/4, $0x3def251a
+DATA lgc36<>+28(SB)/4, $0x3def251a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e11e9bf
-DATA lgc37<>+4(SB)/4, $0x3e11e9bf
-DATA lgc37<>+8(SB)/4, $0x3e11e9bf
-DATA lgc37<>+12(SB)/4, $0x3e11e9bf
-DATA lgc37<>+16(SB)/4, $0x3e11e9bf
-DATA lgc37<>+20(SB)/4, $0x3e11e9bf
-DATA lgc37<>+24(SB)/4, $0x3e11e9bf
-DATA lgc37<>+28(SB)/4, $0x3e11e9bf
+DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe2aae50
-DATA lgc38<>+4(SB)/4, $0xbe2aae50
-DATA lgc38<>+8(SB)/4, $0xbe2aae50
-DATA lgc38<>+12(SB)/4, $0xbe2aae50
-DATA lgc38<>+16(SB)/4, $0xbe2aae50
-DATA lgc38<>+20(SB)/4, $0xbe2aae50
-DATA lgc38<>+24(SB)/4, $0xbe2aae50
-DATA lgc38<>+28(SB)/4, $0xbe2aae50
+DATA lgc38<>+0(SB)/4, $0x3e11e9bf
+DATA lgc38<>+4(SB)/4, $0x3e11e9bf
+DATA lgc38<>+8(SB)/4, $0x3e11e9bf
+DATA lgc38<>+12(SB)/4, $0x3e11e9bf
+DATA lgc38<>+16(SB)/4, $0x3e11e9bf
+DATA lgc38<>+20(SB)/4, $0x3e11e9bf
+DATA lgc38<>+24(SB)/4, $0x3e11e9bf
+DATA lgc38<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e4cceac
-DATA lgc39<>+4(SB)/4, $0x3e4cceac
-DATA lgc39<>+8(SB)/4, $0x3e4cceac
-DATA lgc39<>+12(SB)/4, $0x3e4cceac
-DATA lgc39<>+16(SB)/4, $0x3e4cceac
-DATA lgc39<>+20(SB)/4, $0x3e4cceac
-DATA lgc39<>+24(SB)/4, $0x3e4cceac
-DATA lgc39<>+28(SB)/4, $0x3e4cceac
+DATA lgc39<>+0(SB)/4, $0xbe2aae50
+DATA lgc39<>+4(SB)/4, $0xbe2aae50
+DATA lgc39<>+8(SB)/4, $0xbe2aae50
+DATA lgc39<>+12(SB)/4, $0xbe2aae50
+DATA lgc39<>+16(SB)/4, $0xbe2aae50
+DATA lgc39<>+20(SB)/4, $0xbe2aae50
+DATA lgc39<>+24(SB)/4, $0xbe2aae50
+DATA lgc39<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe7ffffc
-DATA lgc40<>+4(SB)/4, $0xbe7ffffc
-DATA lgc40<>+8(SB)/4, $0xbe7ffffc
-DATA lgc40<>+12(SB)/4, $0xbe7ffffc
-DATA lgc40<>+16(SB)/4, $0xbe7ffffc
-DATA lgc40<>+20(SB)/4, $0xbe7ffffc
-DATA lgc40<>+24(SB)/4, $0xbe7ffffc
-DATA lgc40<>+28(SB)/4, $0xbe7ffffc
+DATA lgc40<>+0(SB)/4, $0x3e4cceac
+DATA lgc40<>+4(SB)/4, $0x3e4cceac
+DATA lgc40<>+8(SB)/4, $0x3e4cceac
+DATA lgc40<>+12(SB)/4, $0x3e4cceac
+DATA lgc40<>+16(SB)/4, $0x3e4cceac
+DATA lgc40<>+20(SB)/4, $0x3e4cceac
+DATA lgc40<>+24(SB)/4, $0x3e4cceac
+DATA lgc40<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+0(SB)/4, $0xbe7ffffc
+DATA lgc41<>+4(SB)/4, $0xbe7ffffc
+DATA lgc41<>+8(SB)/4, $0xbe7ffffc
+DATA lgc41<>+12(SB)/4, $0xbe7ffffc
+DATA lgc41<>+16(SB)/4, $0xbe7ffffc
+DATA lgc41<>+20(SB)/4, $0xbe7ffffc
+DATA lgc41<>+24(SB)/4, $0xbe7ffffc
+DATA lgc41<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7fc00000
-DATA lgc42<>+4(SB)/4, $0x7fc00000
-DATA lgc42<>+8(SB)/4, $0x7fc00000
-DATA lgc42<>+12(SB)/4, $0x7fc00000
-DATA lgc42<>+16(SB)/4, $0x7fc00000
-DATA lgc42<>+20(SB)/4, $0x7fc00000
-DATA lgc42<>+24(SB)/4, $0x7fc00000
-DATA lgc42<>+28(SB)/4, $0x7fc00000
+DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7f800000
-DATA lgc43<>+4(SB)/4, $0x7f800000
-DATA lgc43<>+8(SB)/4, $0x7f800000
-DATA lgc43<>+12(SB)/4, $0x7f800000
-DATA lgc43<>+16(SB)/4, $0x7f800000
-DATA lgc43<>+20(SB)/4, $0x7f800000
-DATA lgc43<>+24(SB)/4, $0x7f800000
-DATA lgc43<>+28(SB)/4, $0x7f800000
+DATA lgc43<>+0(SB)/4, $0x7fc00000
+DATA lgc43<>+4(SB)/4, $0x7fc00000
+DATA lgc43<>+8(SB)/4, $0x7fc00000
+DATA lgc43<>+12(SB)/4, $0x7fc00000
+DATA lgc43<>+16(SB)/4, $0x7fc00000
+DATA lgc43<>+20(SB)/4, $0x7fc00000
+DATA lgc43<>+24(SB)/4, $0x7fc00000
+DATA lgc43<>+28(SB)/4, $0x7fc00000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x7f800000
+DATA lgc44<>+4(SB)/4, $0x7f800000
+DATA lgc44<>+8(SB)/4, $0x7f800000
+DATA lgc44<>+12(SB)/4, $0x7f800000
+DATA lgc44<>+16(SB)/4, $0x7f800000
+DATA lgc44<>+20(SB)/4, $0x7f800000
+DATA lgc44<>+24(SB)/4, $0x7f800000
+DATA lgc44<>+28(SB)/4, $0x7f800000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1928,23 +1964,22 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
@@ -1952,6 +1987,7 @@ bulk_18:
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1962,9 +1998,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1975,8 +2011,8 @@ bulk_18:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

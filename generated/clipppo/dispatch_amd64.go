@@ -24,6 +24,9 @@ type avxState struct {
 	r2_n     []float64
 	r2_mean  []float64
 	r2_m2    []float64
+	r2_p     []float32
+	r2_pm2   []float32
+	r2_pc    []float32
 	p0_ok    []float32
 	r25_s    []float64
 	r25_p    []float32
@@ -42,9 +45,15 @@ type avxState struct {
 	r54_n    []float64
 	r54_mean []float64
 	r54_m2   []float64
+	r54_p    []float32
+	r54_pm2  []float32
+	r54_pc   []float32
 	r55_n    []float64
 	r55_mean []float64
 	r55_m2   []float64
+	r55_p    []float32
+	r55_pm2  []float32
+	r55_pc   []float32
 	r61_s    []float64
 	r61_ok   []float32
 	r61_p    []float32
@@ -55,39 +64,48 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 664)}
+	st := &avxState{buf: make([]float64, 808)}
 	st.r1_s = st.buf[8:24]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r2_n = st.buf[48:64]
 	st.r2_mean = st.buf[72:88]
 	st.r2_m2 = st.buf[96:112]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
-	st.r25_s = st.buf[136:152]
-	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[160])), 16)
-	st.r27_s = st.buf[176:192]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[200])), 16)
-	st.r29_s = st.buf[216:232]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 16)
-	st.r33_s = st.buf[256:272]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r34_s = st.buf[296:312]
-	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
-	st.r46_s = st.buf[336:352]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
-	st.r53_s = st.buf[376:392]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
-	st.r54_n = st.buf[416:432]
-	st.r54_mean = st.buf[440:456]
-	st.r54_m2 = st.buf[464:480]
-	st.r55_n = st.buf[488:504]
-	st.r55_mean = st.buf[512:528]
-	st.r55_m2 = st.buf[536:552]
-	st.r61_s = st.buf[560:576]
-	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
-	st.r63_s = st.buf[616:632]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
+	st.r2_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 16)
+	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
+	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
+	st.r25_s = st.buf[184:200]
+	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r27_s = st.buf[224:240]
+	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r29_s = st.buf[264:280]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r33_s = st.buf[304:320]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r34_s = st.buf[344:360]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r46_s = st.buf[384:400]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r53_s = st.buf[424:440]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r54_n = st.buf[464:480]
+	st.r54_mean = st.buf[488:504]
+	st.r54_m2 = st.buf[512:528]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
+	st.r54_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
+	st.r54_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r55_n = st.buf[584:600]
+	st.r55_mean = st.buf[608:624]
+	st.r55_m2 = st.buf[632:648]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
+	st.r55_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r55_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r61_s = st.buf[704:720]
+	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r63_s = st.buf[760:776]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[800])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -108,6 +126,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r2_n, 0)
 		runtime.Fill(st.r2_mean, 0)
 		runtime.Fill(st.r2_m2, 0)
+		runtime.Fill(st.r2_p, 0)
+		runtime.Fill(st.r2_pm2, 0)
+		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0])
 	}
@@ -169,9 +190,15 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r54_n, 0)
 		runtime.Fill(st.r54_mean, 0)
 		runtime.Fill(st.r54_m2, 0)
+		runtime.Fill(st.r54_p, 0)
+		runtime.Fill(st.r54_pm2, 0)
+		runtime.Fill(st.r54_pc, 0)
 		runtime.Fill(st.r55_n, 0)
 		runtime.Fill(st.r55_mean, 0)
 		runtime.Fill(st.r55_m2, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r55_pm2, 0)
+		runtime.Fill(st.r55_pc, 0)
 		runtime.Fill(st.r61_s, 0)
 		runtime.SetMask(st.r61_ok)
 		runtime.Fill(st.r61_p, 0)
@@ -254,6 +281,9 @@ type fbAvxState struct {
 	r2_n     []float64
 	r2_mean  []float64
 	r2_m2    []float64
+	r2_p     []float32
+	r2_pm2   []float32
+	r2_pc    []float32
 	p0_ok    []float32
 	r25_s    []float64
 	r25_p    []float32
@@ -272,9 +302,15 @@ type fbAvxState struct {
 	r54_n    []float64
 	r54_mean []float64
 	r54_m2   []float64
+	r54_p    []float32
+	r54_pm2  []float32
+	r54_pc   []float32
 	r55_n    []float64
 	r55_mean []float64
 	r55_m2   []float64
+	r55_p    []float32
+	r55_pm2  []float32
+	r55_pc   []float32
 	r61_s    []float64
 	r61_ok   []float32
 	r61_p    []float32
@@ -285,39 +321,48 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 664)}
+	st := &fbAvxState{buf: make([]float64, 808)}
 	st.r1_s = st.buf[8:24]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r2_n = st.buf[48:64]
 	st.r2_mean = st.buf[72:88]
 	st.r2_m2 = st.buf[96:112]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
-	st.r25_s = st.buf[136:152]
-	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[160])), 16)
-	st.r27_s = st.buf[176:192]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[200])), 16)
-	st.r29_s = st.buf[216:232]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 16)
-	st.r33_s = st.buf[256:272]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r34_s = st.buf[296:312]
-	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
-	st.r46_s = st.buf[336:352]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
-	st.r53_s = st.buf[376:392]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
-	st.r54_n = st.buf[416:432]
-	st.r54_mean = st.buf[440:456]
-	st.r54_m2 = st.buf[464:480]
-	st.r55_n = st.buf[488:504]
-	st.r55_mean = st.buf[512:528]
-	st.r55_m2 = st.buf[536:552]
-	st.r61_s = st.buf[560:576]
-	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
-	st.r63_s = st.buf[616:632]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
+	st.r2_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 16)
+	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
+	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
+	st.r25_s = st.buf[184:200]
+	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r27_s = st.buf[224:240]
+	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r29_s = st.buf[264:280]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r33_s = st.buf[304:320]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r34_s = st.buf[344:360]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r46_s = st.buf[384:400]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r53_s = st.buf[424:440]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r54_n = st.buf[464:480]
+	st.r54_mean = st.buf[488:504]
+	st.r54_m2 = st.buf[512:528]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
+	st.r54_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
+	st.r54_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r55_n = st.buf[584:600]
+	st.r55_mean = st.buf[608:624]
+	st.r55_m2 = st.buf[632:648]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
+	st.r55_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r55_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r61_s = st.buf[704:720]
+	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r63_s = st.buf[760:776]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[800])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -339,6 +384,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r2_n, 0)
 		runtime.Fill(st.r2_mean, 0)
 		runtime.Fill(st.r2_m2, 0)
+		runtime.Fill(st.r2_p, 0)
+		runtime.Fill(st.r2_pm2, 0)
+		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0])
 	}
@@ -401,9 +449,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r54_n, 0)
 		runtime.Fill(st.r54_mean, 0)
 		runtime.Fill(st.r54_m2, 0)
+		runtime.Fill(st.r54_p, 0)
+		runtime.Fill(st.r54_pm2, 0)
+		runtime.Fill(st.r54_pc, 0)
 		runtime.Fill(st.r55_n, 0)
 		runtime.Fill(st.r55_mean, 0)
 		runtime.Fill(st.r55_m2, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r55_pm2, 0)
+		runtime.Fill(st.r55_pc, 0)
 		runtime.Fill(st.r61_s, 0)
 		runtime.SetMask(st.r61_ok)
 		runtime.Fill(st.r61_p, 0)

@@ -24,51 +24,93 @@ blocks_1:
 	VMOVUPS Y1, 256(DX)
 
 	// var(advantage) over [B]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      384(DX), Y2
-	VADDPD       lgc0<>+0(SB), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
-	VMOVSD       lgc0<>+0(SB), X3
-	VDIVSD       X2, X3, X2
-	VBROADCASTSD X2, Y2
-	VMOVUPD      576(DX), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      768(DX), Y5
-	VFMADD231PD  Y4, Y1, Y5
-	VMOVUPD      Y3, 576(DX)
-	VMOVUPD      Y5, 768(DX)
-	VMOVUPD      416(DX), Y1
-	VADDPD       lgc0<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 416(DX)
-	VMOVUPD      608(DX), Y1
-	VSUBPD       Y1, Y0, Y3
-	VFMADD231PD  Y3, Y2, Y1
-	VSUBPD       Y1, Y0, Y0
-	VMOVUPD      800(DX), Y2
-	VFMADD231PD  Y3, Y0, Y2
-	VMOVUPD      Y1, 608(DX)
-	VMOVUPD      Y2, 800(DX)
+	VMOVQ        CX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVUPS      1216(DX), Y2
+	VBLENDVPS    Y1, Y0, Y2, Y2
+	VMOVUPS      Y2, 1216(DX)
+	VSUBPS       Y2, Y0, Y0
+	VADDPS       960(DX), Y0, Y1
+	VMOVUPS      Y1, 960(DX)
+	VMOVUPS      1088(DX), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 1088(DX)
 	DECQ         CX
 	JNZ          noflush_3
+	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+24(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       960(CX), Y1, Y1
-	VMOVUPS      Y1, 960(CX)
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      960(CX), Y1
+	VMOVUPS      1088(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      1216(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      384(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 384(CX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      576(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 576(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       768(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 768(CX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 416(CX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      608(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 608(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       800(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 800(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 960(CX)
+	VMOVUPS      Y0, 1088(CX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       1344(CX), Y2, Y2
+	VMOVUPS      Y2, 1344(CX)
 	MOVQ         $+8, CX
 
 noflush_3:
@@ -79,59 +121,137 @@ noflush_3:
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y2, Y2
-	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VANDPS       960(AX), Y1, Y1
-	VMOVUPS      Y1, 960(AX)
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(AX), Y3, Y3
+	VMOVUPD      Y3, 64(AX)
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      960(AX), Y1
+	VMOVUPS      1088(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      1216(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      384(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 384(AX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      576(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 576(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       768(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 768(AX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 416(AX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      608(AX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 608(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       800(AX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 800(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 960(AX)
+	VMOVUPS      Y0, 1088(AX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       1344(AX), Y2, Y2
+	VMOVUPS      Y2, 1344(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+0(SB)/4, $0x00000008
+DATA lgc0<>+4(SB)/4, $0x00000008
+DATA lgc0<>+8(SB)/4, $0x00000008
+DATA lgc0<>+12(SB)/4, $0x00000008
+DATA lgc0<>+16(SB)/4, $0x00000008
+DATA lgc0<>+20(SB)/4, $0x00000008
+DATA lgc0<>+24(SB)/4, $0x00000008
+DATA lgc0<>+28(SB)/4, $0x00000008
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x7fffffff
-DATA lgc1<>+4(SB)/4, $0x7fffffff
-DATA lgc1<>+8(SB)/4, $0x7fffffff
-DATA lgc1<>+12(SB)/4, $0x7fffffff
-DATA lgc1<>+16(SB)/4, $0x7fffffff
-DATA lgc1<>+20(SB)/4, $0x7fffffff
-DATA lgc1<>+24(SB)/4, $0x7fffffff
-DATA lgc1<>+28(SB)/4, $0x7fffffff
+DATA lgc1<>+0(SB)/8, $0x4020000000000000
+DATA lgc1<>+8(SB)/8, $0x4020000000000000
+DATA lgc1<>+16(SB)/8, $0x4020000000000000
+DATA lgc1<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x7f7fffff
-DATA lgc2<>+4(SB)/4, $0x7f7fffff
-DATA lgc2<>+8(SB)/4, $0x7f7fffff
-DATA lgc2<>+12(SB)/4, $0x7f7fffff
-DATA lgc2<>+16(SB)/4, $0x7f7fffff
-DATA lgc2<>+20(SB)/4, $0x7f7fffff
-DATA lgc2<>+24(SB)/4, $0x7f7fffff
-DATA lgc2<>+28(SB)/4, $0x7f7fffff
+DATA lgc2<>+0(SB)/4, $0x7fffffff
+DATA lgc2<>+4(SB)/4, $0x7fffffff
+DATA lgc2<>+8(SB)/4, $0x7fffffff
+DATA lgc2<>+12(SB)/4, $0x7fffffff
+DATA lgc2<>+16(SB)/4, $0x7fffffff
+DATA lgc2<>+20(SB)/4, $0x7fffffff
+DATA lgc2<>+24(SB)/4, $0x7fffffff
+DATA lgc2<>+28(SB)/4, $0x7fffffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x00000000
-DATA lgc3<>+4(SB)/4, $0x00000000
-DATA lgc3<>+8(SB)/4, $0x00000000
-DATA lgc3<>+12(SB)/4, $0x00000000
-DATA lgc3<>+16(SB)/4, $0x00000000
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
+DATA lgc3<>+0(SB)/4, $0x7f7fffff
+DATA lgc3<>+4(SB)/4, $0x7f7fffff
+DATA lgc3<>+8(SB)/4, $0x7f7fffff
+DATA lgc3<>+12(SB)/4, $0x7f7fffff
+DATA lgc3<>+16(SB)/4, $0x7f7fffff
+DATA lgc3<>+20(SB)/4, $0x7f7fffff
+DATA lgc3<>+24(SB)/4, $0x7f7fffff
+DATA lgc3<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
+
+DATA lgc4<>+0(SB)/4, $0x00000000
+DATA lgc4<>+4(SB)/4, $0x00000000
+DATA lgc4<>+8(SB)/4, $0x00000000
+DATA lgc4<>+12(SB)/4, $0x00000000
+DATA lgc4<>+16(SB)/4, $0x00000000
+DATA lgc4<>+20(SB)/4, $0x00000000
+DATA lgc4<>+24(SB)/4, $0x00000000
+DATA lgc4<>+28(SB)/4, $0x00000000
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
+
+DATA lgc5<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc5<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc5<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc5<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, FMA3
@@ -143,7 +263,7 @@ TEXT ·pass1AVX2(SB), $64-96
 
 	// std = sqrt(v2)
 	VSQRTPS Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VMOVUPS lgc6<>+0(SB), Y1
 
 	// v6 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -175,52 +295,52 @@ blocks_4:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc5<>+0(SB), Y4
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v13 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc6<>+0(SB), Y5
+	VMOVUPS lgc8<>+0(SB), Y5
 
 	// logWeightClip = min(v13, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc7<>+0(SB), Y3, Y5
-	VMINPS       lgc8<>+0(SB), Y5, Y5
-	VMULPS       lgc9<>+0(SB), Y5, Y6
+	VMAXPS       lgc9<>+0(SB), Y3, Y5
+	VMINPS       lgc10<>+0(SB), Y5, Y5
+	VMULPS       lgc11<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VMOVAPS      lgc12<>+0(SB), Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VMOVAPS      lgc14<>+0(SB), Y7
 	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc18<>+0(SB), Y7, Y7
+	VADDPS       lgc20<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPMAXSD      lgc21<>+0(SB), Y5, Y6
+	VPMINSD      lgc22<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y5
 	VBLENDVPS    Y5, Y3, Y7, Y7
-	VMOVUPS      lgc3<>+0(SB), Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y5, Y0, Y5
-	VMOVUPS lgc21<>+0(SB), Y6
+	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc22<>+0(SB), Y8
+	VMOVUPS lgc24<>+0(SB), Y8
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y8, Y8
@@ -233,40 +353,40 @@ blocks_4:
 	VMULPS Y5, Y0, Y0
 
 	// v24 = neg(gain)
-	VXORPS lgc23<>+0(SB), Y0, Y0
+	VXORPS lgc25<>+0(SB), Y0, Y0
 
 	// mean(v24) over [B]
 	MOVQ    state+56(FP), DX
-	VADDPS  1280(DX), Y0, Y0
-	VMOVUPS Y0, 1280(DX)
+	VADDPS  1664(DX), Y0, Y0
+	VMOVUPS Y0, 1664(DX)
 
 	// v26 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y4, Y0
-	VANDPS lgc18<>+0(SB), Y0, Y0
+	VANDPS lgc20<>+0(SB), Y0, Y0
 
 	// mean(v26) over [B]
-	VADDPS  1600(DX), Y0, Y0
-	VMOVUPS Y0, 1600(DX)
+	VADDPS  1984(DX), Y0, Y0
+	VMOVUPS Y0, 1984(DX)
 
 	// v28 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y0
 
 	// mean(v28) over [B]
-	VADDPS  1920(DX), Y0, Y0
-	VMOVUPS Y0, 1920(DX)
+	VADDPS  2304(DX), Y0, Y0
+	VMOVUPS Y0, 2304(DX)
 	MOVQ    entropy+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v32 = mul(-0.01, entropy)
-	VMULPS lgc24<>+0(SB), Y0, Y1
+	VMULPS lgc26<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
-	VADDPS  2240(DX), Y0, Y0
-	VMOVUPS Y0, 2240(DX)
+	VADDPS  2624(DX), Y0, Y0
+	VMOVUPS Y0, 2624(DX)
 
 	// mean(v32) over [B]
-	VADDPS  2560(DX), Y1, Y0
-	VMOVUPS Y0, 2560(DX)
+	VADDPS  2944(DX), Y1, Y0
+	VMOVUPS Y0, 2944(DX)
 	MOVQ    valueTarget+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    stateValue+80(FP), SI
@@ -282,22 +402,22 @@ blocks_4:
 
 	// v40 = sub(stateValue, oldStateValue)
 	VSUBPS  Y5, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y1, Y6, Y6
-	VMOVUPS lgc26<>+0(SB), Y7
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v44 = min(v43, 0.2) tie=first
 	VMINPS Y6, Y7, Y6
 
 	// v45 = ne(v40, v44)
 	VCMPPS $0x04, Y6, Y1, Y1
-	VANDPS lgc18<>+0(SB), Y1, Y1
+	VANDPS lgc20<>+0(SB), Y1, Y1
 
 	// mean(v45) over [B]
-	VADDPS  2880(DX), Y1, Y1
-	VMOVUPS Y1, 2880(DX)
+	VADDPS  3264(DX), Y1, Y1
+	VMOVUPS Y1, 3264(DX)
 
 	// v47 = add(oldStateValue, v44)
 	VADDPS Y6, Y5, Y1
@@ -309,215 +429,298 @@ blocks_4:
 	VMULPS Y1, Y1, Y1
 
 	// v50 = max(l2, l22)
-	VXORPS lgc23<>+0(SB), Y4, Y4
-	VXORPS lgc23<>+0(SB), Y1, Y1
+	VXORPS lgc25<>+0(SB), Y4, Y4
+	VXORPS lgc25<>+0(SB), Y1, Y1
 	VMINPS Y4, Y1, Y5
 	VMINPS Y1, Y4, Y1
 	VORPS  Y5, Y1, Y1
-	VXORPS lgc23<>+0(SB), Y1, Y1
+	VXORPS lgc25<>+0(SB), Y1, Y1
 
 	// v52 = mul(1, v50)
-	VMULPS lgc18<>+0(SB), Y1, Y1
+	VMULPS lgc20<>+0(SB), Y1, Y1
 
 	// mean(v52) over [B]
-	VADDPS  3200(DX), Y1, Y1
-	VMOVUPS Y1, 3200(DX)
+	VADDPS  3584(DX), Y1, Y1
+	VMOVUPS Y1, 3584(DX)
 
 	// var(diff) over [B]
-	VCVTPS2PD    X2, Y1
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VMOVUPD      3328(DX), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 3328(DX)
-	VMOVSD       lgc0<>+0(SB), X5
-	VDIVSD       X4, X5, X4
-	VBROADCASTSD X4, Y4
-	VMOVUPD      3520(DX), Y5
-	VSUBPD       Y5, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      3712(DX), Y7
-	VFMADD231PD  Y6, Y1, Y7
-	VMOVUPD      Y5, 3520(DX)
-	VMOVUPD      Y7, 3712(DX)
-	VMOVUPD      3360(DX), Y1
-	VADDPD       lgc0<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 3360(DX)
-	VMOVUPD      3552(DX), Y1
-	VSUBPD       Y1, Y2, Y5
-	VFMADD231PD  Y5, Y4, Y1
-	VSUBPD       Y1, Y2, Y2
-	VMOVUPD      3744(DX), Y4
-	VFMADD231PD  Y5, Y2, Y4
-	VMOVUPD      Y1, 3552(DX)
-	VMOVUPD      Y4, 3744(DX)
+	VMOVQ        CX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVUPS      4544(DX), Y4
+	VBLENDVPS    Y1, Y2, Y4, Y4
+	VMOVUPS      Y4, 4544(DX)
+	VSUBPS       Y4, Y2, Y1
+	VADDPS       4288(DX), Y1, Y2
+	VMOVUPS      Y2, 4288(DX)
+	VMOVUPS      4416(DX), Y2
+	VFMADD231PS  Y1, Y1, Y2
+	VMOVUPS      Y2, 4416(DX)
 
 	// var(valueTarget) over [B]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      3904(DX), Y2
-	VADDPD       lgc0<>+0(SB), Y2, Y2
-	VMOVUPD      Y2, 3904(DX)
-	VMOVSD       lgc0<>+0(SB), X4
-	VDIVSD       X2, X4, X2
-	VBROADCASTSD X2, Y2
-	VMOVUPD      4096(DX), Y4
-	VSUBPD       Y4, Y1, Y5
-	VFMADD231PD  Y5, Y2, Y4
-	VSUBPD       Y4, Y1, Y1
-	VMOVUPD      4288(DX), Y6
-	VFMADD231PD  Y5, Y1, Y6
-	VMOVUPD      Y4, 4096(DX)
-	VMOVUPD      Y6, 4288(DX)
-	VMOVUPD      3936(DX), Y1
-	VADDPD       lgc0<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 3936(DX)
-	VMOVUPD      4128(DX), Y1
-	VSUBPD       Y1, Y0, Y4
-	VFMADD231PD  Y4, Y2, Y1
-	VSUBPD       Y1, Y0, Y0
-	VMOVUPD      4320(DX), Y2
-	VFMADD231PD  Y4, Y0, Y2
-	VMOVUPD      Y1, 4128(DX)
-	VMOVUPD      Y2, 4320(DX)
+	VMOVQ        CX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVUPS      5504(DX), Y2
+	VBLENDVPS    Y1, Y0, Y2, Y2
+	VMOVUPS      Y2, 5504(DX)
+	VSUBPS       Y2, Y0, Y0
+	VADDPS       5248(DX), Y0, Y1
+	VMOVUPS      Y1, 5248(DX)
+	VMOVUPS      5376(DX), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 5376(DX)
 	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc29<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y2
+	VCMPPS       $0x00, lgc31<>+0(SB), Y3, Y2
 	VORPS        Y2, Y1, Y1
-	VANDPS       4672(DX), Y1, Y1
-	VMOVUPS      Y1, 4672(DX)
-	VADDPS       4800(DX), Y0, Y1
-	VMOVUPS      Y1, 4800(DX)
+	VANDPS       5824(DX), Y1, Y1
+	VMOVUPS      Y1, 5824(DX)
+	VADDPS       5952(DX), Y0, Y1
+	VMOVUPS      Y1, 5952(DX)
 	VMULPS       Y0, Y0, Y0
-	VADDPS       5120(DX), Y0, Y0
-	VMOVUPS      Y0, 5120(DX)
+	VADDPS       6272(DX), Y0, Y0
+	VMOVUPS      Y0, 6272(DX)
 	DECQ         CX
 	JNZ          noflush_6
+	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      1280(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VMOVUPS      1664(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1472(CX), Y3, Y3
+	VMOVUPD      Y3, 1472(CX)
+	VADDPD       1504(CX), Y1, Y1
+	VMOVUPD      Y1, 1504(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(CX)
+	VMOVUPS      1984(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1792(CX), Y3, Y3
+	VMOVUPD      Y3, 1792(CX)
+	VADDPD       1824(CX), Y1, Y1
+	VMOVUPD      Y1, 1824(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(CX)
+	VMOVUPS      2304(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2112(CX), Y3, Y3
+	VMOVUPD      Y3, 2112(CX)
+	VADDPD       2144(CX), Y1, Y1
+	VMOVUPD      Y1, 2144(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(CX)
+	VMOVUPS      2624(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(CX), Y3, Y3
+	VMOVUPD      Y3, 2432(CX)
+	VADDPD       2464(CX), Y1, Y1
+	VMOVUPD      Y1, 2464(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(CX)
+	VMOVUPS      2944(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(CX), Y3, Y3
+	VMOVUPD      Y3, 2752(CX)
+	VADDPD       2784(CX), Y1, Y1
+	VMOVUPD      Y1, 2784(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(CX)
+	VMOVUPS      3264(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3072(CX), Y3, Y3
+	VMOVUPD      Y3, 3072(CX)
+	VADDPD       3104(CX), Y1, Y1
+	VMOVUPD      Y1, 3104(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(CX)
+	VMOVUPS      3584(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3392(CX), Y3, Y3
+	VMOVUPD      Y3, 3392(CX)
+	VADDPD       3424(CX), Y1, Y1
+	VMOVUPD      Y1, 3424(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(CX)
+	VMOVUPS      4288(CX), Y1
+	VMOVUPS      4416(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      4544(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      3712(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 3712(CX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      3904(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 3904(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       4096(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 4096(CX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      3744(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 3744(CX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      3936(CX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 3936(CX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       4128(CX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 4128(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(CX)
+	VMOVUPS      Y1, 4416(CX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      5248(CX), Y1
+	VMOVUPS      5376(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      5504(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      4672(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 4672(CX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      4864(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 4864(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       5056(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 5056(CX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      4704(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 4704(CX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      4896(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 4896(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       5088(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 5088(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5248(CX)
+	VMOVUPS      Y0, 5376(CX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      5952(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       Y1, Y2, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(CX), Y2, Y2
-	VMOVUPD      Y2, 1088(CX)
-	VADDPD       1120(CX), Y0, Y0
-	VMOVUPD      Y0, 1120(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1280(CX)
-	VMOVUPS      1600(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VADDPD       5632(CX), Y1, Y1
+	VMOVUPD      Y1, 5632(CX)
+	VADDPD       5664(CX), Y0, Y0
+	VMOVUPD      Y0, 5664(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(CX)
+	VMOVUPS      6272(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       Y1, Y2, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)
-	VADDPD       1440(CX), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1600(CX)
-	VMOVUPS      1920(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1728(CX), Y2, Y2
-	VMOVUPD      Y2, 1728(CX)
-	VADDPD       1760(CX), Y0, Y0
-	VMOVUPD      Y0, 1760(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1920(CX)
-	VMOVUPS      2240(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2048(CX), Y2, Y2
-	VMOVUPD      Y2, 2048(CX)
-	VADDPD       2080(CX), Y0, Y0
-	VMOVUPD      Y0, 2080(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(CX)
-	VMOVUPS      2560(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2368(CX), Y2, Y2
-	VMOVUPD      Y2, 2368(CX)
-	VADDPD       2400(CX), Y0, Y0
-	VMOVUPD      Y0, 2400(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(CX)
-	VMOVUPS      2880(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2688(CX), Y2, Y2
-	VMOVUPD      Y2, 2688(CX)
-	VADDPD       2720(CX), Y0, Y0
-	VMOVUPD      Y0, 2720(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(CX)
-	VMOVUPS      3200(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3008(CX), Y2, Y2
-	VMOVUPD      Y2, 3008(CX)
-	VADDPD       3040(CX), Y0, Y0
-	VMOVUPD      Y0, 3040(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(CX)
-	VMOVUPS      4800(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4480(CX), Y2, Y2
-	VMOVUPD      Y2, 4480(CX)
-	VADDPD       4512(CX), Y0, Y0
-	VMOVUPD      Y0, 4512(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4800(CX)
-	VMOVUPS      5120(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4928(CX), Y2, Y2
-	VMOVUPD      Y2, 4928(CX)
-	VADDPD       4960(CX), Y0, Y0
-	VMOVUPD      Y0, 4960(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 5120(CX)
-	VANDPS       5248(CX), Y1, Y1
-	VMOVUPS      Y1, 5248(CX)
+	VADDPD       6080(CX), Y1, Y1
+	VMOVUPD      Y1, 6080(CX)
+	VADDPD       6112(CX), Y0, Y0
+	VMOVUPD      Y0, 6112(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(CX)
+	VANDPS       6400(CX), Y2, Y2
+	VMOVUPS      Y2, 6400(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
@@ -528,387 +731,506 @@ noflush_6:
 	JL   blocks_4
 
 chunkdone_5:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      1280(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VMOVUPS      1664(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1472(AX), Y3, Y3
+	VMOVUPD      Y3, 1472(AX)
+	VADDPD       1504(AX), Y1, Y1
+	VMOVUPD      Y1, 1504(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(AX)
+	VMOVUPS      1984(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1792(AX), Y3, Y3
+	VMOVUPD      Y3, 1792(AX)
+	VADDPD       1824(AX), Y1, Y1
+	VMOVUPD      Y1, 1824(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(AX)
+	VMOVUPS      2304(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2112(AX), Y3, Y3
+	VMOVUPD      Y3, 2112(AX)
+	VADDPD       2144(AX), Y1, Y1
+	VMOVUPD      Y1, 2144(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(AX)
+	VMOVUPS      2624(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(AX), Y3, Y3
+	VMOVUPD      Y3, 2432(AX)
+	VADDPD       2464(AX), Y1, Y1
+	VMOVUPD      Y1, 2464(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(AX)
+	VMOVUPS      2944(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(AX), Y3, Y3
+	VMOVUPD      Y3, 2752(AX)
+	VADDPD       2784(AX), Y1, Y1
+	VMOVUPD      Y1, 2784(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(AX)
+	VMOVUPS      3264(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3072(AX), Y3, Y3
+	VMOVUPD      Y3, 3072(AX)
+	VADDPD       3104(AX), Y1, Y1
+	VMOVUPD      Y1, 3104(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(AX)
+	VMOVUPS      3584(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3392(AX), Y3, Y3
+	VMOVUPD      Y3, 3392(AX)
+	VADDPD       3424(AX), Y1, Y1
+	VMOVUPD      Y1, 3424(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(AX)
+	VMOVUPS      4288(AX), Y1
+	VMOVUPS      4416(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      4544(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      3712(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 3712(AX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      3904(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 3904(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       4096(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 4096(AX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      3744(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 3744(AX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      3936(AX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 3936(AX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       4128(AX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 4128(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(AX)
+	VMOVUPS      Y1, 4416(AX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      5248(AX), Y1
+	VMOVUPS      5376(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      5504(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      4672(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 4672(AX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      4864(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 4864(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       5056(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 5056(AX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      4704(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 4704(AX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      4896(AX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 4896(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       5088(AX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 5088(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5248(AX)
+	VMOVUPS      Y0, 5376(AX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      5952(AX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       Y1, Y2, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(AX), Y2, Y2
-	VMOVUPD      Y2, 1088(AX)
-	VADDPD       1120(AX), Y0, Y0
-	VMOVUPD      Y0, 1120(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1280(AX)
-	VMOVUPS      1600(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VADDPD       5632(AX), Y1, Y1
+	VMOVUPD      Y1, 5632(AX)
+	VADDPD       5664(AX), Y0, Y0
+	VMOVUPD      Y0, 5664(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(AX)
+	VMOVUPS      6272(AX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       Y1, Y2, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(AX), Y2, Y2
-	VMOVUPD      Y2, 1408(AX)
-	VADDPD       1440(AX), Y0, Y0
-	VMOVUPD      Y0, 1440(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1600(AX)
-	VMOVUPS      1920(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1728(AX), Y2, Y2
-	VMOVUPD      Y2, 1728(AX)
-	VADDPD       1760(AX), Y0, Y0
-	VMOVUPD      Y0, 1760(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1920(AX)
-	VMOVUPS      2240(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2048(AX), Y2, Y2
-	VMOVUPD      Y2, 2048(AX)
-	VADDPD       2080(AX), Y0, Y0
-	VMOVUPD      Y0, 2080(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(AX)
-	VMOVUPS      2560(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2368(AX), Y2, Y2
-	VMOVUPD      Y2, 2368(AX)
-	VADDPD       2400(AX), Y0, Y0
-	VMOVUPD      Y0, 2400(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(AX)
-	VMOVUPS      2880(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2688(AX), Y2, Y2
-	VMOVUPD      Y2, 2688(AX)
-	VADDPD       2720(AX), Y0, Y0
-	VMOVUPD      Y0, 2720(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(AX)
-	VMOVUPS      3200(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3008(AX), Y2, Y2
-	VMOVUPD      Y2, 3008(AX)
-	VADDPD       3040(AX), Y0, Y0
-	VMOVUPD      Y0, 3040(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(AX)
-	VMOVUPS      4800(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4480(AX), Y2, Y2
-	VMOVUPD      Y2, 4480(AX)
-	VADDPD       4512(AX), Y0, Y0
-	VMOVUPD      Y0, 4512(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4800(AX)
-	VMOVUPS      5120(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4928(AX), Y2, Y2
-	VMOVUPD      Y2, 4928(AX)
-	VADDPD       4960(AX), Y0, Y0
-	VMOVUPD      Y0, 4960(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 5120(AX)
-	VANDPS       5248(AX), Y1, Y1
-	VMOVUPS      Y1, 5248(AX)
+	VADDPD       6080(AX), Y1, Y1
+	VMOVUPD      Y1, 6080(AX)
+	VADDPD       6112(AX), Y0, Y0
+	VMOVUPD      Y0, 6112(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(AX)
+	VANDPS       6400(AX), Y2, Y2
+	VMOVUPS      Y2, 6400(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc4<>+0(SB)/4, $0x358637bd
-DATA lgc4<>+4(SB)/4, $0x358637bd
-DATA lgc4<>+8(SB)/4, $0x358637bd
-DATA lgc4<>+12(SB)/4, $0x358637bd
-DATA lgc4<>+16(SB)/4, $0x358637bd
-DATA lgc4<>+20(SB)/4, $0x358637bd
-DATA lgc4<>+24(SB)/4, $0x358637bd
-DATA lgc4<>+28(SB)/4, $0x358637bd
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/4, $0xbe647fbe
-DATA lgc5<>+4(SB)/4, $0xbe647fbe
-DATA lgc5<>+8(SB)/4, $0xbe647fbe
-DATA lgc5<>+12(SB)/4, $0xbe647fbe
-DATA lgc5<>+16(SB)/4, $0xbe647fbe
-DATA lgc5<>+20(SB)/4, $0xbe647fbe
-DATA lgc5<>+24(SB)/4, $0xbe647fbe
-DATA lgc5<>+28(SB)/4, $0xbe647fbe
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
-
-DATA lgc6<>+0(SB)/4, $0x3e3ab281
-DATA lgc6<>+4(SB)/4, $0x3e3ab281
-DATA lgc6<>+8(SB)/4, $0x3e3ab281
-DATA lgc6<>+12(SB)/4, $0x3e3ab281
-DATA lgc6<>+16(SB)/4, $0x3e3ab281
-DATA lgc6<>+20(SB)/4, $0x3e3ab281
-DATA lgc6<>+24(SB)/4, $0x3e3ab281
-DATA lgc6<>+28(SB)/4, $0x3e3ab281
+DATA lgc6<>+0(SB)/4, $0x358637bd
+DATA lgc6<>+4(SB)/4, $0x358637bd
+DATA lgc6<>+8(SB)/4, $0x358637bd
+DATA lgc6<>+12(SB)/4, $0x358637bd
+DATA lgc6<>+16(SB)/4, $0x358637bd
+DATA lgc6<>+20(SB)/4, $0x358637bd
+DATA lgc6<>+24(SB)/4, $0x358637bd
+DATA lgc6<>+28(SB)/4, $0x358637bd
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0xc2d00000
-DATA lgc7<>+4(SB)/4, $0xc2d00000
-DATA lgc7<>+8(SB)/4, $0xc2d00000
-DATA lgc7<>+12(SB)/4, $0xc2d00000
-DATA lgc7<>+16(SB)/4, $0xc2d00000
-DATA lgc7<>+20(SB)/4, $0xc2d00000
-DATA lgc7<>+24(SB)/4, $0xc2d00000
-DATA lgc7<>+28(SB)/4, $0xc2d00000
+DATA lgc7<>+0(SB)/4, $0xbe647fbe
+DATA lgc7<>+4(SB)/4, $0xbe647fbe
+DATA lgc7<>+8(SB)/4, $0xbe647fbe
+DATA lgc7<>+12(SB)/4, $0xbe647fbe
+DATA lgc7<>+16(SB)/4, $0xbe647fbe
+DATA lgc7<>+20(SB)/4, $0xbe647fbe
+DATA lgc7<>+24(SB)/4, $0xbe647fbe
+DATA lgc7<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x42b20000
-DATA lgc8<>+4(SB)/4, $0x42b20000
-DATA lgc8<>+8(SB)/4, $0x42b20000
-DATA lgc8<>+12(SB)/4, $0x42b20000
-DATA lgc8<>+16(SB)/4, $0x42b20000
-DATA lgc8<>+20(SB)/4, $0x42b20000
-DATA lgc8<>+24(SB)/4, $0x42b20000
-DATA lgc8<>+28(SB)/4, $0x42b20000
+DATA lgc8<>+0(SB)/4, $0x3e3ab281
+DATA lgc8<>+4(SB)/4, $0x3e3ab281
+DATA lgc8<>+8(SB)/4, $0x3e3ab281
+DATA lgc8<>+12(SB)/4, $0x3e3ab281
+DATA lgc8<>+16(SB)/4, $0x3e3ab281
+DATA lgc8<>+20(SB)/4, $0x3e3ab281
+DATA lgc8<>+24(SB)/4, $0x3e3ab281
+DATA lgc8<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+0(SB)/4, $0xc2d00000
+DATA lgc9<>+4(SB)/4, $0xc2d00000
+DATA lgc9<>+8(SB)/4, $0xc2d00000
+DATA lgc9<>+12(SB)/4, $0xc2d00000
+DATA lgc9<>+16(SB)/4, $0xc2d00000
+DATA lgc9<>+20(SB)/4, $0xc2d00000
+DATA lgc9<>+24(SB)/4, $0xc2d00000
+DATA lgc9<>+28(SB)/4, $0xc2d00000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3f318000
-DATA lgc10<>+4(SB)/4, $0x3f318000
-DATA lgc10<>+8(SB)/4, $0x3f318000
-DATA lgc10<>+12(SB)/4, $0x3f318000
-DATA lgc10<>+16(SB)/4, $0x3f318000
-DATA lgc10<>+20(SB)/4, $0x3f318000
-DATA lgc10<>+24(SB)/4, $0x3f318000
-DATA lgc10<>+28(SB)/4, $0x3f318000
+DATA lgc10<>+0(SB)/4, $0x42b20000
+DATA lgc10<>+4(SB)/4, $0x42b20000
+DATA lgc10<>+8(SB)/4, $0x42b20000
+DATA lgc10<>+12(SB)/4, $0x42b20000
+DATA lgc10<>+16(SB)/4, $0x42b20000
+DATA lgc10<>+20(SB)/4, $0x42b20000
+DATA lgc10<>+24(SB)/4, $0x42b20000
+DATA lgc10<>+28(SB)/4, $0x42b20000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0xb95e8083
-DATA lgc11<>+4(SB)/4, $0xb95e8083
-DATA lgc11<>+8(SB)/4, $0xb95e8083
-DATA lgc11<>+12(SB)/4, $0xb95e8083
-DATA lgc11<>+16(SB)/4, $0xb95e8083
-DATA lgc11<>+20(SB)/4, $0xb95e8083
-DATA lgc11<>+24(SB)/4, $0xb95e8083
-DATA lgc11<>+28(SB)/4, $0xb95e8083
+DATA lgc11<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x39506967
-DATA lgc12<>+4(SB)/4, $0x39506967
-DATA lgc12<>+8(SB)/4, $0x39506967
-DATA lgc12<>+12(SB)/4, $0x39506967
-DATA lgc12<>+16(SB)/4, $0x39506967
-DATA lgc12<>+20(SB)/4, $0x39506967
-DATA lgc12<>+24(SB)/4, $0x39506967
-DATA lgc12<>+28(SB)/4, $0x39506967
+DATA lgc12<>+0(SB)/4, $0x3f318000
+DATA lgc12<>+4(SB)/4, $0x3f318000
+DATA lgc12<>+8(SB)/4, $0x3f318000
+DATA lgc12<>+12(SB)/4, $0x3f318000
+DATA lgc12<>+16(SB)/4, $0x3f318000
+DATA lgc12<>+20(SB)/4, $0x3f318000
+DATA lgc12<>+24(SB)/4, $0x3f318000
+DATA lgc12<>+28(SB)/4, $0x3f318000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3ab743ce
-DATA lgc13<>+4(SB)/4, $0x3ab743ce
-DATA lgc13<>+8(SB)/4, $0x3ab743ce
-DATA lgc13<>+12(SB)/4, $0x3ab743ce
-DATA lgc13<>+16(SB)/4, $0x3ab743ce
-DATA lgc13<>+20(SB)/4, $0x3ab743ce
-DATA lgc13<>+24(SB)/4, $0x3ab743ce
-DATA lgc13<>+28(SB)/4, $0x3ab743ce
+DATA lgc13<>+0(SB)/4, $0xb95e8083
+DATA lgc13<>+4(SB)/4, $0xb95e8083
+DATA lgc13<>+8(SB)/4, $0xb95e8083
+DATA lgc13<>+12(SB)/4, $0xb95e8083
+DATA lgc13<>+16(SB)/4, $0xb95e8083
+DATA lgc13<>+20(SB)/4, $0xb95e8083
+DATA lgc13<>+24(SB)/4, $0xb95e8083
+DATA lgc13<>+28(SB)/4, $0xb95e8083
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3c088908
-DATA lgc14<>+4(SB)/4, $0x3c088908
-DATA lgc14<>+8(SB)/4, $0x3c088908
-DATA lgc14<>+12(SB)/4, $0x3c088908
-DATA lgc14<>+16(SB)/4, $0x3c088908
-DATA lgc14<>+20(SB)/4, $0x3c088908
-DATA lgc14<>+24(SB)/4, $0x3c088908
-DATA lgc14<>+28(SB)/4, $0x3c088908
+DATA lgc14<>+0(SB)/4, $0x39506967
+DATA lgc14<>+4(SB)/4, $0x39506967
+DATA lgc14<>+8(SB)/4, $0x39506967
+DATA lgc14<>+12(SB)/4, $0x39506967
+DATA lgc14<>+16(SB)/4, $0x39506967
+DATA lgc14<>+20(SB)/4, $0x39506967
+DATA lgc14<>+24(SB)/4, $0x39506967
+DATA lgc14<>+28(SB)/4, $0x39506967
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+0(SB)/4, $0x3ab743ce
+DATA lgc15<>+4(SB)/4, $0x3ab743ce
+DATA lgc15<>+8(SB)/4, $0x3ab743ce
+DATA lgc15<>+12(SB)/4, $0x3ab743ce
+DATA lgc15<>+16(SB)/4, $0x3ab743ce
+DATA lgc15<>+20(SB)/4, $0x3ab743ce
+DATA lgc15<>+24(SB)/4, $0x3ab743ce
+DATA lgc15<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+0(SB)/4, $0x3c088908
+DATA lgc16<>+4(SB)/4, $0x3c088908
+DATA lgc16<>+8(SB)/4, $0x3c088908
+DATA lgc16<>+12(SB)/4, $0x3c088908
+DATA lgc16<>+16(SB)/4, $0x3c088908
+DATA lgc16<>+20(SB)/4, $0x3c088908
+DATA lgc16<>+24(SB)/4, $0x3c088908
+DATA lgc16<>+28(SB)/4, $0x3c088908
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f000000
-DATA lgc17<>+4(SB)/4, $0x3f000000
-DATA lgc17<>+8(SB)/4, $0x3f000000
-DATA lgc17<>+12(SB)/4, $0x3f000000
-DATA lgc17<>+16(SB)/4, $0x3f000000
-DATA lgc17<>+20(SB)/4, $0x3f000000
-DATA lgc17<>+24(SB)/4, $0x3f000000
-DATA lgc17<>+28(SB)/4, $0x3f000000
+DATA lgc17<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f800000
-DATA lgc18<>+4(SB)/4, $0x3f800000
-DATA lgc18<>+8(SB)/4, $0x3f800000
-DATA lgc18<>+12(SB)/4, $0x3f800000
-DATA lgc18<>+16(SB)/4, $0x3f800000
-DATA lgc18<>+20(SB)/4, $0x3f800000
-DATA lgc18<>+24(SB)/4, $0x3f800000
-DATA lgc18<>+28(SB)/4, $0x3f800000
+DATA lgc18<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xffffff82
-DATA lgc19<>+4(SB)/4, $0xffffff82
-DATA lgc19<>+8(SB)/4, $0xffffff82
-DATA lgc19<>+12(SB)/4, $0xffffff82
-DATA lgc19<>+16(SB)/4, $0xffffff82
-DATA lgc19<>+20(SB)/4, $0xffffff82
-DATA lgc19<>+24(SB)/4, $0xffffff82
-DATA lgc19<>+28(SB)/4, $0xffffff82
+DATA lgc19<>+0(SB)/4, $0x3f000000
+DATA lgc19<>+4(SB)/4, $0x3f000000
+DATA lgc19<>+8(SB)/4, $0x3f000000
+DATA lgc19<>+12(SB)/4, $0x3f000000
+DATA lgc19<>+16(SB)/4, $0x3f000000
+DATA lgc19<>+20(SB)/4, $0x3f000000
+DATA lgc19<>+24(SB)/4, $0x3f000000
+DATA lgc19<>+28(SB)/4, $0x3f000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x0000007f
-DATA lgc20<>+4(SB)/4, $0x0000007f
-DATA lgc20<>+8(SB)/4, $0x0000007f
-DATA lgc20<>+12(SB)/4, $0x0000007f
-DATA lgc20<>+16(SB)/4, $0x0000007f
-DATA lgc20<>+20(SB)/4, $0x0000007f
-DATA lgc20<>+24(SB)/4, $0x0000007f
-DATA lgc20<>+28(SB)/4, $0x0000007f
+DATA lgc20<>+0(SB)/4, $0x3f800000
+DATA lgc20<>+4(SB)/4, $0x3f800000
+DATA lgc20<>+8(SB)/4, $0x3f800000
+DATA lgc20<>+12(SB)/4, $0x3f800000
+DATA lgc20<>+16(SB)/4, $0x3f800000
+DATA lgc20<>+20(SB)/4, $0x3f800000
+DATA lgc20<>+24(SB)/4, $0x3f800000
+DATA lgc20<>+28(SB)/4, $0x3f800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3f99999a
-DATA lgc21<>+4(SB)/4, $0x3f99999a
-DATA lgc21<>+8(SB)/4, $0x3f99999a
-DATA lgc21<>+12(SB)/4, $0x3f99999a
-DATA lgc21<>+16(SB)/4, $0x3f99999a
-DATA lgc21<>+20(SB)/4, $0x3f99999a
-DATA lgc21<>+24(SB)/4, $0x3f99999a
-DATA lgc21<>+28(SB)/4, $0x3f99999a
+DATA lgc21<>+0(SB)/4, $0xffffff82
+DATA lgc21<>+4(SB)/4, $0xffffff82
+DATA lgc21<>+8(SB)/4, $0xffffff82
+DATA lgc21<>+12(SB)/4, $0xffffff82
+DATA lgc21<>+16(SB)/4, $0xffffff82
+DATA lgc21<>+20(SB)/4, $0xffffff82
+DATA lgc21<>+24(SB)/4, $0xffffff82
+DATA lgc21<>+28(SB)/4, $0xffffff82
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f4ccccd
-DATA lgc22<>+4(SB)/4, $0x3f4ccccd
-DATA lgc22<>+8(SB)/4, $0x3f4ccccd
-DATA lgc22<>+12(SB)/4, $0x3f4ccccd
-DATA lgc22<>+16(SB)/4, $0x3f4ccccd
-DATA lgc22<>+20(SB)/4, $0x3f4ccccd
-DATA lgc22<>+24(SB)/4, $0x3f4ccccd
-DATA lgc22<>+28(SB)/4, $0x3f4ccccd
+DATA lgc22<>+0(SB)/4, $0x0000007f
+DATA lgc22<>+4(SB)/4, $0x0000007f
+DATA lgc22<>+8(SB)/4, $0x0000007f
+DATA lgc22<>+12(SB)/4, $0x0000007f
+DATA lgc22<>+16(SB)/4, $0x0000007f
+DATA lgc22<>+20(SB)/4, $0x0000007f
+DATA lgc22<>+24(SB)/4, $0x0000007f
+DATA lgc22<>+28(SB)/4, $0x0000007f
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x80000000
-DATA lgc23<>+4(SB)/4, $0x80000000
-DATA lgc23<>+8(SB)/4, $0x80000000
-DATA lgc23<>+12(SB)/4, $0x80000000
-DATA lgc23<>+16(SB)/4, $0x80000000
-DATA lgc23<>+20(SB)/4, $0x80000000
-DATA lgc23<>+24(SB)/4, $0x80000000
-DATA lgc23<>+28(SB)/4, $0x80000000
+DATA lgc23<>+0(SB)/4, $0x3f99999a
+DATA lgc23<>+4(SB)/4, $0x3f99999a
+DATA lgc23<>+8(SB)/4, $0x3f99999a
+DATA lgc23<>+12(SB)/4, $0x3f99999a
+DATA lgc23<>+16(SB)/4, $0x3f99999a
+DATA lgc23<>+20(SB)/4, $0x3f99999a
+DATA lgc23<>+24(SB)/4, $0x3f99999a
+DATA lgc23<>+28(SB)/4, $0x3f99999a
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xbc23d70a
-DATA lgc24<>+4(SB)/4, $0xbc23d70a
-DATA lgc24<>+8(SB)/4, $0xbc23d70a
-DATA lgc24<>+12(SB)/4, $0xbc23d70a
-DATA lgc24<>+16(SB)/4, $0xbc23d70a
-DATA lgc24<>+20(SB)/4, $0xbc23d70a
-DATA lgc24<>+24(SB)/4, $0xbc23d70a
-DATA lgc24<>+28(SB)/4, $0xbc23d70a
+DATA lgc24<>+0(SB)/4, $0x3f4ccccd
+DATA lgc24<>+4(SB)/4, $0x3f4ccccd
+DATA lgc24<>+8(SB)/4, $0x3f4ccccd
+DATA lgc24<>+12(SB)/4, $0x3f4ccccd
+DATA lgc24<>+16(SB)/4, $0x3f4ccccd
+DATA lgc24<>+20(SB)/4, $0x3f4ccccd
+DATA lgc24<>+24(SB)/4, $0x3f4ccccd
+DATA lgc24<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xbe4ccccd
-DATA lgc25<>+4(SB)/4, $0xbe4ccccd
-DATA lgc25<>+8(SB)/4, $0xbe4ccccd
-DATA lgc25<>+12(SB)/4, $0xbe4ccccd
-DATA lgc25<>+16(SB)/4, $0xbe4ccccd
-DATA lgc25<>+20(SB)/4, $0xbe4ccccd
-DATA lgc25<>+24(SB)/4, $0xbe4ccccd
-DATA lgc25<>+28(SB)/4, $0xbe4ccccd
+DATA lgc25<>+0(SB)/4, $0x80000000
+DATA lgc25<>+4(SB)/4, $0x80000000
+DATA lgc25<>+8(SB)/4, $0x80000000
+DATA lgc25<>+12(SB)/4, $0x80000000
+DATA lgc25<>+16(SB)/4, $0x80000000
+DATA lgc25<>+20(SB)/4, $0x80000000
+DATA lgc25<>+24(SB)/4, $0x80000000
+DATA lgc25<>+28(SB)/4, $0x80000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3e4ccccd
-DATA lgc26<>+4(SB)/4, $0x3e4ccccd
-DATA lgc26<>+8(SB)/4, $0x3e4ccccd
-DATA lgc26<>+12(SB)/4, $0x3e4ccccd
-DATA lgc26<>+16(SB)/4, $0x3e4ccccd
-DATA lgc26<>+20(SB)/4, $0x3e4ccccd
-DATA lgc26<>+24(SB)/4, $0x3e4ccccd
-DATA lgc26<>+28(SB)/4, $0x3e4ccccd
+DATA lgc26<>+0(SB)/4, $0xbc23d70a
+DATA lgc26<>+4(SB)/4, $0xbc23d70a
+DATA lgc26<>+8(SB)/4, $0xbc23d70a
+DATA lgc26<>+12(SB)/4, $0xbc23d70a
+DATA lgc26<>+16(SB)/4, $0xbc23d70a
+DATA lgc26<>+20(SB)/4, $0xbc23d70a
+DATA lgc26<>+24(SB)/4, $0xbc23d70a
+DATA lgc26<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xc22c0000
-DATA lgc27<>+4(SB)/4, $0xc22c0000
-DATA lgc27<>+8(SB)/4, $0xc22c0000
-DATA lgc27<>+12(SB)/4, $0xc22c0000
-DATA lgc27<>+16(SB)/4, $0xc22c0000
-DATA lgc27<>+20(SB)/4, $0xc22c0000
-DATA lgc27<>+24(SB)/4, $0xc22c0000
-DATA lgc27<>+28(SB)/4, $0xc22c0000
+DATA lgc27<>+0(SB)/4, $0xbe4ccccd
+DATA lgc27<>+4(SB)/4, $0xbe4ccccd
+DATA lgc27<>+8(SB)/4, $0xbe4ccccd
+DATA lgc27<>+12(SB)/4, $0xbe4ccccd
+DATA lgc27<>+16(SB)/4, $0xbe4ccccd
+DATA lgc27<>+20(SB)/4, $0xbe4ccccd
+DATA lgc27<>+24(SB)/4, $0xbe4ccccd
+DATA lgc27<>+28(SB)/4, $0xbe4ccccd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x42b00000
-DATA lgc28<>+4(SB)/4, $0x42b00000
-DATA lgc28<>+8(SB)/4, $0x42b00000
-DATA lgc28<>+12(SB)/4, $0x42b00000
-DATA lgc28<>+16(SB)/4, $0x42b00000
-DATA lgc28<>+20(SB)/4, $0x42b00000
-DATA lgc28<>+24(SB)/4, $0x42b00000
-DATA lgc28<>+28(SB)/4, $0x42b00000
+DATA lgc28<>+0(SB)/4, $0x3e4ccccd
+DATA lgc28<>+4(SB)/4, $0x3e4ccccd
+DATA lgc28<>+8(SB)/4, $0x3e4ccccd
+DATA lgc28<>+12(SB)/4, $0x3e4ccccd
+DATA lgc28<>+16(SB)/4, $0x3e4ccccd
+DATA lgc28<>+20(SB)/4, $0x3e4ccccd
+DATA lgc28<>+24(SB)/4, $0x3e4ccccd
+DATA lgc28<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xff800000
-DATA lgc29<>+4(SB)/4, $0xff800000
-DATA lgc29<>+8(SB)/4, $0xff800000
-DATA lgc29<>+12(SB)/4, $0xff800000
-DATA lgc29<>+16(SB)/4, $0xff800000
-DATA lgc29<>+20(SB)/4, $0xff800000
-DATA lgc29<>+24(SB)/4, $0xff800000
-DATA lgc29<>+28(SB)/4, $0xff800000
+DATA lgc29<>+0(SB)/4, $0xc22c0000
+DATA lgc29<>+4(SB)/4, $0xc22c0000
+DATA lgc29<>+8(SB)/4, $0xc22c0000
+DATA lgc29<>+12(SB)/4, $0xc22c0000
+DATA lgc29<>+16(SB)/4, $0xc22c0000
+DATA lgc29<>+20(SB)/4, $0xc22c0000
+DATA lgc29<>+24(SB)/4, $0xc22c0000
+DATA lgc29<>+28(SB)/4, $0xc22c0000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x42b00000
+DATA lgc30<>+4(SB)/4, $0x42b00000
+DATA lgc30<>+8(SB)/4, $0x42b00000
+DATA lgc30<>+12(SB)/4, $0x42b00000
+DATA lgc30<>+16(SB)/4, $0x42b00000
+DATA lgc30<>+20(SB)/4, $0x42b00000
+DATA lgc30<>+24(SB)/4, $0x42b00000
+DATA lgc30<>+28(SB)/4, $0x42b00000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0xff800000
+DATA lgc31<>+4(SB)/4, $0xff800000
+DATA lgc31<>+8(SB)/4, $0xff800000
+DATA lgc31<>+12(SB)/4, $0xff800000
+DATA lgc31<>+16(SB)/4, $0xff800000
+DATA lgc31<>+20(SB)/4, $0xff800000
+DATA lgc31<>+24(SB)/4, $0xff800000
+DATA lgc31<>+28(SB)/4, $0xff800000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -918,13 +1240,13 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc30<>+0(SB), Y0, Y0
+	VADDPS       lgc32<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v58 = div(residVar, v57)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc20<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v58)
 	VSUBPS       Y0, Y1, Y0
@@ -932,7 +1254,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v64 = mul(2, logSumW)
-	VMULPS       lgc31<>+0(SB), Y1, Y1
+	VMULPS       lgc33<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -940,34 +1262,34 @@ TEXT ·pass2AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v65)
-	VMAXPS       lgc7<>+0(SB), Y1, Y2
-	VMINPS       lgc8<>+0(SB), Y2, Y2
-	VMULPS       lgc9<>+0(SB), Y2, Y3
+	VMAXPS       lgc9<>+0(SB), Y1, Y2
+	VMINPS       lgc10<>+0(SB), Y2, Y2
+	VMULPS       lgc11<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
-	VMOVAPS      lgc12<>+0(SB), Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc13<>+0(SB), Y3, Y2
+	VMOVAPS      lgc14<>+0(SB), Y4
 	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc18<>+0(SB), Y4, Y4
+	VADDPS       lgc20<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc19<>+0(SB), Y2, Y3
-	VPMINSD      lgc20<>+0(SB), Y3, Y3
+	VPMAXSD      lgc21<>+0(SB), Y2, Y3
+	VPMINSD      lgc22<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y3, Y3
+	VPADDD       lgc22<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPADDD       lgc22<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc32<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -982,35 +1304,35 @@ TEXT ·pass2AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x34000000
-DATA lgc30<>+4(SB)/4, $0x34000000
-DATA lgc30<>+8(SB)/4, $0x34000000
-DATA lgc30<>+12(SB)/4, $0x34000000
-DATA lgc30<>+16(SB)/4, $0x34000000
-DATA lgc30<>+20(SB)/4, $0x34000000
-DATA lgc30<>+24(SB)/4, $0x34000000
-DATA lgc30<>+28(SB)/4, $0x34000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x40000000
-DATA lgc31<>+4(SB)/4, $0x40000000
-DATA lgc31<>+8(SB)/4, $0x40000000
-DATA lgc31<>+12(SB)/4, $0x40000000
-DATA lgc31<>+16(SB)/4, $0x40000000
-DATA lgc31<>+20(SB)/4, $0x40000000
-DATA lgc31<>+24(SB)/4, $0x40000000
-DATA lgc31<>+28(SB)/4, $0x40000000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x45800000
-DATA lgc32<>+4(SB)/4, $0x45800000
-DATA lgc32<>+8(SB)/4, $0x45800000
-DATA lgc32<>+12(SB)/4, $0x45800000
-DATA lgc32<>+16(SB)/4, $0x45800000
-DATA lgc32<>+20(SB)/4, $0x45800000
-DATA lgc32<>+24(SB)/4, $0x45800000
-DATA lgc32<>+28(SB)/4, $0x45800000
+DATA lgc32<>+0(SB)/4, $0x34000000
+DATA lgc32<>+4(SB)/4, $0x34000000
+DATA lgc32<>+8(SB)/4, $0x34000000
+DATA lgc32<>+12(SB)/4, $0x34000000
+DATA lgc32<>+16(SB)/4, $0x34000000
+DATA lgc32<>+20(SB)/4, $0x34000000
+DATA lgc32<>+24(SB)/4, $0x34000000
+DATA lgc32<>+28(SB)/4, $0x34000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x40000000
+DATA lgc33<>+4(SB)/4, $0x40000000
+DATA lgc33<>+8(SB)/4, $0x40000000
+DATA lgc33<>+12(SB)/4, $0x40000000
+DATA lgc33<>+16(SB)/4, $0x40000000
+DATA lgc33<>+20(SB)/4, $0x40000000
+DATA lgc33<>+24(SB)/4, $0x40000000
+DATA lgc33<>+28(SB)/4, $0x40000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x45800000
+DATA lgc34<>+4(SB)/4, $0x45800000
+DATA lgc34<>+8(SB)/4, $0x45800000
+DATA lgc34<>+12(SB)/4, $0x45800000
+DATA lgc34<>+16(SB)/4, $0x45800000
+DATA lgc34<>+20(SB)/4, $0x45800000
+DATA lgc34<>+24(SB)/4, $0x45800000
+DATA lgc34<>+28(SB)/4, $0x45800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
@@ -1032,51 +1354,93 @@ blocks_7:
 	VMOVUPS Y1, 256(DX)
 
 	// var(advantage) over [B]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      384(DX), Y2
-	VADDPD       lgc0<>+0(SB), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
-	VMOVSD       lgc0<>+0(SB), X3
-	VDIVSD       X2, X3, X2
-	VBROADCASTSD X2, Y2
-	VMOVUPD      576(DX), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      768(DX), Y5
-	VFMADD231PD  Y4, Y1, Y5
-	VMOVUPD      Y3, 576(DX)
-	VMOVUPD      Y5, 768(DX)
-	VMOVUPD      416(DX), Y1
-	VADDPD       lgc0<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 416(DX)
-	VMOVUPD      608(DX), Y1
-	VSUBPD       Y1, Y0, Y3
-	VFMADD231PD  Y3, Y2, Y1
-	VSUBPD       Y1, Y0, Y0
-	VMOVUPD      800(DX), Y2
-	VFMADD231PD  Y3, Y0, Y2
-	VMOVUPD      Y1, 608(DX)
-	VMOVUPD      Y2, 800(DX)
+	VMOVQ        CX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVUPS      1216(DX), Y2
+	VBLENDVPS    Y1, Y0, Y2, Y2
+	VMOVUPS      Y2, 1216(DX)
+	VSUBPS       Y2, Y0, Y0
+	VADDPS       960(DX), Y0, Y1
+	VMOVUPS      Y1, 960(DX)
+	VMOVUPS      1088(DX), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 1088(DX)
 	DECQ         CX
 	JNZ          noflush_9
+	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+24(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       960(CX), Y1, Y1
-	VMOVUPS      Y1, 960(CX)
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      960(CX), Y1
+	VMOVUPS      1088(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      1216(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      384(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 384(CX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      576(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 576(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       768(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 768(CX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 416(CX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      608(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 608(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       800(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 800(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 960(CX)
+	VMOVUPS      Y0, 1088(CX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       1344(CX), Y2, Y2
+	VMOVUPS      Y2, 1344(CX)
 	MOVQ         $+8, CX
 
 noflush_9:
@@ -1087,21 +1451,83 @@ noflush_9:
 	JL   blocks_7
 
 chunkdone_8:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y2, Y2
-	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VANDPS       960(AX), Y1, Y1
-	VMOVUPS      Y1, 960(AX)
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(AX), Y3, Y3
+	VMOVUPD      Y3, 64(AX)
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      960(AX), Y1
+	VMOVUPS      1088(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      1216(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      384(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 384(AX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      576(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 576(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       768(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 768(AX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 416(AX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      608(AX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 608(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       800(AX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 800(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 960(AX)
+	VMOVUPS      Y0, 1088(AX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       1344(AX), Y2, Y2
+	VMOVUPS      Y2, 1344(AX)
 	VZEROUPPER
 	RET
 
@@ -1115,7 +1541,7 @@ TEXT ·fbPass1AVX2(SB), $320-120
 
 	// std = sqrt(v2)
 	VSQRTPS Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VMOVUPS lgc6<>+0(SB), Y1
 
 	// v6 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -1147,52 +1573,52 @@ blocks_10:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc5<>+0(SB), Y4
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v13 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc6<>+0(SB), Y5
+	VMOVUPS lgc8<>+0(SB), Y5
 
 	// logWeightClip = min(v13, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc7<>+0(SB), Y3, Y5
-	VMINPS       lgc8<>+0(SB), Y5, Y5
-	VMULPS       lgc9<>+0(SB), Y5, Y6
+	VMAXPS       lgc9<>+0(SB), Y3, Y5
+	VMINPS       lgc10<>+0(SB), Y5, Y5
+	VMULPS       lgc11<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VMOVAPS      lgc12<>+0(SB), Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VMOVAPS      lgc14<>+0(SB), Y7
 	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc18<>+0(SB), Y7, Y7
+	VADDPS       lgc20<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPMAXSD      lgc21<>+0(SB), Y5, Y6
+	VPMINSD      lgc22<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y5
 	VBLENDVPS    Y5, Y3, Y7, Y7
-	VMOVUPS      lgc3<>+0(SB), Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y5, Y0, Y5
-	VMOVUPS lgc21<>+0(SB), Y6
+	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc22<>+0(SB), Y8
+	VMOVUPS lgc24<>+0(SB), Y8
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y8, Y8
@@ -1205,40 +1631,40 @@ blocks_10:
 	VMULPS Y6, Y0, Y6
 
 	// v24 = neg(gain)
-	VXORPS lgc23<>+0(SB), Y6, Y6
+	VXORPS lgc25<>+0(SB), Y6, Y6
 
 	// mean(v24) over [B]
 	MOVQ    state+56(FP), DX
-	VADDPS  1280(DX), Y6, Y6
-	VMOVUPS Y6, 1280(DX)
+	VADDPS  1664(DX), Y6, Y6
+	VMOVUPS Y6, 1664(DX)
 
 	// v26 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y4, Y4
-	VANDPS lgc18<>+0(SB), Y4, Y4
+	VANDPS lgc20<>+0(SB), Y4, Y4
 
 	// mean(v26) over [B]
-	VADDPS  1600(DX), Y4, Y4
-	VMOVUPS Y4, 1600(DX)
+	VADDPS  1984(DX), Y4, Y4
+	VMOVUPS Y4, 1984(DX)
 
 	// v28 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
 	// mean(v28) over [B]
-	VADDPS  1920(DX), Y1, Y1
-	VMOVUPS Y1, 1920(DX)
+	VADDPS  2304(DX), Y1, Y1
+	VMOVUPS Y1, 2304(DX)
 	MOVQ    entropy+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// v32 = mul(-0.01, entropy)
-	VMULPS lgc24<>+0(SB), Y1, Y2
+	VMULPS lgc26<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [B]
-	VADDPS  2240(DX), Y1, Y1
-	VMOVUPS Y1, 2240(DX)
+	VADDPS  2624(DX), Y1, Y1
+	VMOVUPS Y1, 2624(DX)
 
 	// mean(v32) over [B]
-	VADDPS  2560(DX), Y2, Y1
-	VMOVUPS Y1, 2560(DX)
+	VADDPS  2944(DX), Y2, Y1
+	VMOVUPS Y1, 2944(DX)
 	MOVQ    valueTarget+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 	MOVQ    stateValue+80(FP), SI
@@ -1254,25 +1680,25 @@ blocks_10:
 
 	// v40 = sub(stateValue, oldStateValue)
 	VSUBPS  Y7, Y2, Y2
-	VMOVUPS lgc25<>+0(SB), Y8
+	VMOVUPS lgc27<>+0(SB), Y8
 
 	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y2, Y8, Y8
 	VMOVUPS Y5, 64(SP)
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMOVUPS lgc28<>+0(SB), Y5
 
 	// v44 = min(v43, 0.2) tie=first
 	VMINPS Y8, Y5, Y5
 
 	// v45 = ne(v40, v44)
 	VCMPPS  $0x04, Y5, Y2, Y9
-	VANDPS  lgc18<>+0(SB), Y9, Y9
+	VANDPS  lgc20<>+0(SB), Y9, Y9
 	VMOVUPS Y0, 96(SP)
 	VMOVUPS Y2, 128(SP)
 
 	// mean(v45) over [B]
-	VADDPS  2880(DX), Y9, Y0
-	VMOVUPS Y0, 2880(DX)
+	VADDPS  3264(DX), Y9, Y0
+	VMOVUPS Y0, 3264(DX)
 
 	// v47 = add(oldStateValue, v44)
 	VADDPS Y5, Y7, Y0
@@ -1284,99 +1710,67 @@ blocks_10:
 	VMULPS Y0, Y0, Y2
 
 	// v50 = max(l2, l22)
-	VXORPS lgc23<>+0(SB), Y6, Y5
-	VXORPS lgc23<>+0(SB), Y2, Y9
+	VXORPS lgc25<>+0(SB), Y6, Y5
+	VXORPS lgc25<>+0(SB), Y2, Y9
 	VMINPS Y5, Y9, Y7
 	VMINPS Y9, Y5, Y5
 	VORPS  Y7, Y5, Y5
-	VXORPS lgc23<>+0(SB), Y5, Y5
+	VXORPS lgc25<>+0(SB), Y5, Y5
 
 	// v52 = mul(1, v50)
-	VMULPS lgc18<>+0(SB), Y5, Y5
+	VMULPS lgc20<>+0(SB), Y5, Y5
 
 	// mean(v52) over [B]
-	VADDPS  3200(DX), Y5, Y5
-	VMOVUPS Y5, 3200(DX)
+	VADDPS  3584(DX), Y5, Y5
+	VMOVUPS Y5, 3584(DX)
 	VMOVUPS Y8, 160(SP)
 	VMOVUPS Y0, 192(SP)
 
 	// var(diff) over [B]
-	VCVTPS2PD    X4, Y0
-	VEXTRACTF128 $0x01, Y4, X5
-	VCVTPS2PD    X5, Y5
-	VMOVUPD      3328(DX), Y7
-	VADDPD       lgc0<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 3328(DX)
-	VMOVSD       lgc0<>+0(SB), X8
-	VDIVSD       X7, X8, X7
-	VBROADCASTSD X7, Y7
-	VMOVUPD      3520(DX), Y8
-	VSUBPD       Y8, Y0, Y9
-	VFMADD231PD  Y9, Y7, Y8
-	VSUBPD       Y8, Y0, Y0
-	VMOVUPD      3712(DX), Y10
-	VFMADD231PD  Y9, Y0, Y10
-	VMOVUPD      Y8, 3520(DX)
-	VMOVUPD      Y10, 3712(DX)
-	VMOVUPD      3360(DX), Y0
-	VADDPD       lgc0<>+0(SB), Y0, Y0
-	VMOVUPD      Y0, 3360(DX)
-	VMOVUPD      3552(DX), Y0
-	VSUBPD       Y0, Y5, Y8
-	VFMADD231PD  Y8, Y7, Y0
-	VSUBPD       Y0, Y5, Y5
-	VMOVUPD      3744(DX), Y7
-	VFMADD231PD  Y8, Y5, Y7
-	VMOVUPD      Y0, 3552(DX)
-	VMOVUPD      Y7, 3744(DX)
+	VMOVQ        CX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPEQD     lgc0<>+0(SB), Y0, Y0
+	VMOVUPS      4544(DX), Y5
+	VBLENDVPS    Y0, Y4, Y5, Y5
+	VMOVUPS      Y5, 4544(DX)
+	VSUBPS       Y5, Y4, Y0
+	VADDPS       4288(DX), Y0, Y5
+	VMOVUPS      Y5, 4288(DX)
+	VMOVUPS      4416(DX), Y5
+	VFMADD231PS  Y0, Y0, Y5
+	VMOVUPS      Y5, 4416(DX)
 
 	// var(valueTarget) over [B]
-	VCVTPS2PD    X1, Y0
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      3904(DX), Y5
-	VADDPD       lgc0<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 3904(DX)
-	VMOVSD       lgc0<>+0(SB), X7
-	VDIVSD       X5, X7, X5
-	VBROADCASTSD X5, Y5
-	VMOVUPD      4096(DX), Y7
-	VSUBPD       Y7, Y0, Y8
-	VFMADD231PD  Y8, Y5, Y7
-	VSUBPD       Y7, Y0, Y0
-	VMOVUPD      4288(DX), Y9
-	VFMADD231PD  Y8, Y0, Y9
-	VMOVUPD      Y7, 4096(DX)
-	VMOVUPD      Y9, 4288(DX)
-	VMOVUPD      3936(DX), Y0
-	VADDPD       lgc0<>+0(SB), Y0, Y0
-	VMOVUPD      Y0, 3936(DX)
-	VMOVUPD      4128(DX), Y0
-	VSUBPD       Y0, Y1, Y7
-	VFMADD231PD  Y7, Y5, Y0
-	VSUBPD       Y0, Y1, Y1
-	VMOVUPD      4320(DX), Y5
-	VFMADD231PD  Y7, Y1, Y5
-	VMOVUPD      Y0, 4128(DX)
-	VMOVUPD      Y5, 4320(DX)
+	VMOVQ        CX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPEQD     lgc0<>+0(SB), Y0, Y0
+	VMOVUPS      5504(DX), Y5
+	VBLENDVPS    Y0, Y1, Y5, Y5
+	VMOVUPS      Y5, 5504(DX)
+	VSUBPS       Y5, Y1, Y0
+	VADDPS       5248(DX), Y0, Y1
+	VMOVUPS      Y1, 5248(DX)
+	VMOVUPS      5376(DX), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 5376(DX)
 	VMOVUPS      Y4, 224(SP)
 	VMOVUPS      Y6, 256(SP)
 	VMOVUPS      Y2, 288(SP)
 	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS  $0x15, lgc27<>+0(SB), Y3, Y1
-	VCMPPS  $0x1a, lgc28<>+0(SB), Y3, Y2
+	VCMPPS  $0x15, lgc29<>+0(SB), Y3, Y1
+	VCMPPS  $0x1a, lgc30<>+0(SB), Y3, Y2
 	VANDPS  Y2, Y1, Y1
-	VCMPPS  $0x00, lgc29<>+0(SB), Y3, Y2
+	VCMPPS  $0x00, lgc31<>+0(SB), Y3, Y2
 	VORPS   Y2, Y1, Y1
-	VANDPS  4672(DX), Y1, Y1
-	VMOVUPS Y1, 4672(DX)
-	VADDPS  4800(DX), Y0, Y1
-	VMOVUPS Y1, 4800(DX)
+	VANDPS  5824(DX), Y1, Y1
+	VMOVUPS Y1, 5824(DX)
+	VADDPS  5952(DX), Y0, Y1
+	VMOVUPS Y1, 5952(DX)
 	VMULPS  Y0, Y0, Y1
-	VADDPS  5120(DX), Y1, Y1
-	VMOVUPS Y1, 5120(DX)
+	VADDPS  6272(DX), Y1, Y1
+	VMOVUPS Y1, 6272(DX)
 	VMOVUPS 256(SP), Y1
 	VMOVUPS 288(SP), Y2
 
@@ -1385,8 +1779,8 @@ blocks_10:
 
 	// v72 = lt(l2, l22)
 	VCMPPS  $0x11, Y2, Y1, Y4
-	VMOVUPS lgc33<>+0(SB), Y5
-	VMOVUPS lgc34<>+0(SB), Y6
+	VMOVUPS lgc35<>+0(SB), Y5
+	VMOVUPS lgc36<>+0(SB), Y6
 
 	// v73 = where(v71, 0.00012207031, 0.00024414063)
 	VBLENDVPS Y3, Y5, Y6, Y7
@@ -1402,7 +1796,7 @@ blocks_10:
 
 	// v77 = where(v75, v76, 0.00024414063)
 	VBLENDVPS Y1, Y2, Y6, Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
+	VMOVUPS   lgc4<>+0(SB), Y2
 
 	// v78 = ne(v77, 0)
 	VCMPPS  $0x04, Y2, Y1, Y3
@@ -1418,39 +1812,39 @@ blocks_10:
 	VADDPS Y1, Y1, Y1
 
 	// v82 = neg(v81)
-	VXORPS  lgc23<>+0(SB), Y1, Y1
+	VXORPS  lgc25<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y3
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMOVUPS lgc28<>+0(SB), Y5
 
 	// v83 = le(v43, 0.2)
 	VCMPPS $0x12, Y5, Y3, Y5
-	VANDPS lgc18<>+0(SB), Y5, Y5
+	VANDPS lgc20<>+0(SB), Y5, Y5
 
 	// v84 = ne(v43, v43)
 	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc18<>+0(SB), Y3, Y3
+	VANDPS lgc20<>+0(SB), Y3, Y3
 
 	// v85 = max(v83, v84)
 	VMAXPS  Y5, Y3, Y3
-	VMOVUPS lgc3<>+0(SB), Y5
+	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y3, Y5
 
 	// v86 = where(v85, v82, 0)
 	VANDPS  Y1, Y5, Y1
 	VMOVUPS 128(SP), Y3
-	VMOVUPS lgc25<>+0(SB), Y5
+	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v87 = ge(v40, -0.2)
 	VCMPPS $0x1d, Y5, Y3, Y5
-	VANDPS lgc18<>+0(SB), Y5, Y5
+	VANDPS lgc20<>+0(SB), Y5, Y5
 
 	// v88 = ne(v40, v40)
 	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc18<>+0(SB), Y3, Y3
+	VANDPS lgc20<>+0(SB), Y3, Y3
 
 	// v89 = max(v87, v88)
 	VMAXPS  Y5, Y3, Y3
-	VMOVUPS lgc3<>+0(SB), Y5
+	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y3, Y5
 
 	// v90 = where(v89, v86, 0)
@@ -1470,16 +1864,16 @@ blocks_10:
 	VADDPS Y3, Y3, Y3
 
 	// v95 = neg(v94)
-	VXORPS lgc23<>+0(SB), Y3, Y3
+	VXORPS lgc25<>+0(SB), Y3, Y3
 
 	// gradStateValue = add(v90, v95)
 	VADDPS  Y3, Y1, Y1
 	VMOVUPS 96(SP), Y3
 
 	// v99 = mul(-0.00024414063, advantageNormalized)
-	VMULPS  lgc35<>+0(SB), Y3, Y3
+	VMULPS  lgc37<>+0(SB), Y3, Y3
 	VMOVUPS 64(SP), Y4
-	VMOVUPS lgc3<>+0(SB), Y5
+	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
 	// v100 = where(v17, v99, 0)
@@ -1487,32 +1881,32 @@ blocks_10:
 
 	// v101 = where(v17, 0, v99)
 	VANDNPS Y3, Y5, Y3
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v102 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y0, Y5
-	VANDPS lgc18<>+0(SB), Y5, Y5
+	VANDPS lgc20<>+0(SB), Y5, Y5
 
 	// v103 = ne(ratio, ratio)
 	VCMPPS $0x04, Y0, Y0, Y6
-	VANDPS lgc18<>+0(SB), Y6, Y6
+	VANDPS lgc20<>+0(SB), Y6, Y6
 
 	// v104 = max(v102, v103)
 	VMAXPS  Y5, Y6, Y5
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMOVUPS lgc4<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y5, Y7
 
 	// v105 = where(v104, v101, 0)
 	VANDPS  Y3, Y7, Y3
-	VMOVUPS lgc21<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v106 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y0, Y5
-	VANDPS lgc18<>+0(SB), Y5, Y5
+	VANDPS lgc20<>+0(SB), Y5, Y5
 
 	// v107 = max(v106, v103)
 	VMAXPS  Y5, Y6, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	VMOVUPS lgc4<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v108 = where(v107, v100, 0)
@@ -1529,7 +1923,7 @@ blocks_10:
 
 	// gradLogProb = where(v110, v111, v109)
 	VBLENDVPS Y2, Y0, Y3, Y0
-	VMOVUPS   lgc36<>+0(SB), Y2
+	VMOVUPS   lgc38<>+0(SB), Y2
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), DX
@@ -1544,125 +1938,240 @@ blocks_10:
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_12
+	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      1280(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VMOVUPS      1664(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1472(CX), Y3, Y3
+	VMOVUPD      Y3, 1472(CX)
+	VADDPD       1504(CX), Y1, Y1
+	VMOVUPD      Y1, 1504(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(CX)
+	VMOVUPS      1984(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1792(CX), Y3, Y3
+	VMOVUPD      Y3, 1792(CX)
+	VADDPD       1824(CX), Y1, Y1
+	VMOVUPD      Y1, 1824(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(CX)
+	VMOVUPS      2304(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2112(CX), Y3, Y3
+	VMOVUPD      Y3, 2112(CX)
+	VADDPD       2144(CX), Y1, Y1
+	VMOVUPD      Y1, 2144(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(CX)
+	VMOVUPS      2624(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(CX), Y3, Y3
+	VMOVUPD      Y3, 2432(CX)
+	VADDPD       2464(CX), Y1, Y1
+	VMOVUPD      Y1, 2464(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(CX)
+	VMOVUPS      2944(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(CX), Y3, Y3
+	VMOVUPD      Y3, 2752(CX)
+	VADDPD       2784(CX), Y1, Y1
+	VMOVUPD      Y1, 2784(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(CX)
+	VMOVUPS      3264(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3072(CX), Y3, Y3
+	VMOVUPD      Y3, 3072(CX)
+	VADDPD       3104(CX), Y1, Y1
+	VMOVUPD      Y1, 3104(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(CX)
+	VMOVUPS      3584(CX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3392(CX), Y3, Y3
+	VMOVUPD      Y3, 3392(CX)
+	VADDPD       3424(CX), Y1, Y1
+	VMOVUPD      Y1, 3424(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(CX)
+	VMOVUPS      4288(CX), Y1
+	VMOVUPS      4416(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      4544(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      3712(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 3712(CX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      3904(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 3904(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       4096(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 4096(CX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      3744(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 3744(CX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      3936(CX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 3936(CX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       4128(CX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 4128(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(CX)
+	VMOVUPS      Y1, 4416(CX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      5248(CX), Y1
+	VMOVUPS      5376(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      5504(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      4672(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 4672(CX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      4864(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 4864(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       5056(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 5056(CX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      4704(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 4704(CX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      4896(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 4896(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       5088(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 5088(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5248(CX)
+	VMOVUPS      Y0, 5376(CX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      5952(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       Y1, Y2, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(CX), Y2, Y2
-	VMOVUPD      Y2, 1088(CX)
-	VADDPD       1120(CX), Y0, Y0
-	VMOVUPD      Y0, 1120(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1280(CX)
-	VMOVUPS      1600(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VADDPD       5632(CX), Y1, Y1
+	VMOVUPD      Y1, 5632(CX)
+	VADDPD       5664(CX), Y0, Y0
+	VMOVUPD      Y0, 5664(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(CX)
+	VMOVUPS      6272(CX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       Y1, Y2, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)
-	VADDPD       1440(CX), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1600(CX)
-	VMOVUPS      1920(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1728(CX), Y2, Y2
-	VMOVUPD      Y2, 1728(CX)
-	VADDPD       1760(CX), Y0, Y0
-	VMOVUPD      Y0, 1760(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1920(CX)
-	VMOVUPS      2240(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2048(CX), Y2, Y2
-	VMOVUPD      Y2, 2048(CX)
-	VADDPD       2080(CX), Y0, Y0
-	VMOVUPD      Y0, 2080(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(CX)
-	VMOVUPS      2560(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2368(CX), Y2, Y2
-	VMOVUPD      Y2, 2368(CX)
-	VADDPD       2400(CX), Y0, Y0
-	VMOVUPD      Y0, 2400(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(CX)
-	VMOVUPS      2880(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2688(CX), Y2, Y2
-	VMOVUPD      Y2, 2688(CX)
-	VADDPD       2720(CX), Y0, Y0
-	VMOVUPD      Y0, 2720(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(CX)
-	VMOVUPS      3200(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3008(CX), Y2, Y2
-	VMOVUPD      Y2, 3008(CX)
-	VADDPD       3040(CX), Y0, Y0
-	VMOVUPD      Y0, 3040(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(CX)
-	VMOVUPS      4800(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4480(CX), Y2, Y2
-	VMOVUPD      Y2, 4480(CX)
-	VADDPD       4512(CX), Y0, Y0
-	VMOVUPD      Y0, 4512(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4800(CX)
-	VMOVUPS      5120(CX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4928(CX), Y2, Y2
-	VMOVUPD      Y2, 4928(CX)
-	VADDPD       4960(CX), Y0, Y0
-	VMOVUPD      Y0, 4960(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 5120(CX)
-	VANDPS       5248(CX), Y1, Y1
-	VMOVUPS      Y1, 5248(CX)
+	VADDPD       6080(CX), Y1, Y1
+	VMOVUPD      Y1, 6080(CX)
+	VADDPD       6112(CX), Y0, Y0
+	VMOVUPD      Y0, 6112(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(CX)
+	VANDPS       6400(CX), Y2, Y2
+	VMOVUPS      Y2, 6400(CX)
 	MOVQ         $+8, CX
 
 noflush_12:
@@ -1673,167 +2182,286 @@ noflush_12:
 	JL   blocks_10
 
 chunkdone_11:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      1280(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VMOVUPS      1664(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1472(AX), Y3, Y3
+	VMOVUPD      Y3, 1472(AX)
+	VADDPD       1504(AX), Y1, Y1
+	VMOVUPD      Y1, 1504(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(AX)
+	VMOVUPS      1984(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1792(AX), Y3, Y3
+	VMOVUPD      Y3, 1792(AX)
+	VADDPD       1824(AX), Y1, Y1
+	VMOVUPD      Y1, 1824(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(AX)
+	VMOVUPS      2304(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2112(AX), Y3, Y3
+	VMOVUPD      Y3, 2112(AX)
+	VADDPD       2144(AX), Y1, Y1
+	VMOVUPD      Y1, 2144(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(AX)
+	VMOVUPS      2624(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(AX), Y3, Y3
+	VMOVUPD      Y3, 2432(AX)
+	VADDPD       2464(AX), Y1, Y1
+	VMOVUPD      Y1, 2464(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(AX)
+	VMOVUPS      2944(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(AX), Y3, Y3
+	VMOVUPD      Y3, 2752(AX)
+	VADDPD       2784(AX), Y1, Y1
+	VMOVUPD      Y1, 2784(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(AX)
+	VMOVUPS      3264(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3072(AX), Y3, Y3
+	VMOVUPD      Y3, 3072(AX)
+	VADDPD       3104(AX), Y1, Y1
+	VMOVUPD      Y1, 3104(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(AX)
+	VMOVUPS      3584(AX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3392(AX), Y3, Y3
+	VMOVUPD      Y3, 3392(AX)
+	VADDPD       3424(AX), Y1, Y1
+	VMOVUPD      Y1, 3424(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(AX)
+	VMOVUPS      4288(AX), Y1
+	VMOVUPS      4416(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      4544(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      3712(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 3712(AX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      3904(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 3904(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       4096(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 4096(AX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      3744(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 3744(AX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      3936(AX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 3936(AX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       4128(AX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 4128(AX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(AX)
+	VMOVUPS      Y1, 4416(AX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      5248(AX), Y1
+	VMOVUPS      5376(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      5504(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      4672(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 4672(AX)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      4864(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 4864(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       5056(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 5056(AX)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      4704(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 4704(AX)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      4896(AX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 4896(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       5088(AX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 5088(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5248(AX)
+	VMOVUPS      Y0, 5376(AX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      5952(AX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       Y1, Y2, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(AX), Y2, Y2
-	VMOVUPD      Y2, 1088(AX)
-	VADDPD       1120(AX), Y0, Y0
-	VMOVUPD      Y0, 1120(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1280(AX)
-	VMOVUPS      1600(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VADDPD       5632(AX), Y1, Y1
+	VMOVUPD      Y1, 5632(AX)
+	VADDPD       5664(AX), Y0, Y0
+	VMOVUPD      Y0, 5664(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(AX)
+	VMOVUPS      6272(AX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       Y1, Y2, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(AX), Y2, Y2
-	VMOVUPD      Y2, 1408(AX)
-	VADDPD       1440(AX), Y0, Y0
-	VMOVUPD      Y0, 1440(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1600(AX)
-	VMOVUPS      1920(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1728(AX), Y2, Y2
-	VMOVUPD      Y2, 1728(AX)
-	VADDPD       1760(AX), Y0, Y0
-	VMOVUPD      Y0, 1760(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1920(AX)
-	VMOVUPS      2240(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2048(AX), Y2, Y2
-	VMOVUPD      Y2, 2048(AX)
-	VADDPD       2080(AX), Y0, Y0
-	VMOVUPD      Y0, 2080(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(AX)
-	VMOVUPS      2560(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2368(AX), Y2, Y2
-	VMOVUPD      Y2, 2368(AX)
-	VADDPD       2400(AX), Y0, Y0
-	VMOVUPD      Y0, 2400(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(AX)
-	VMOVUPS      2880(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2688(AX), Y2, Y2
-	VMOVUPD      Y2, 2688(AX)
-	VADDPD       2720(AX), Y0, Y0
-	VMOVUPD      Y0, 2720(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(AX)
-	VMOVUPS      3200(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3008(AX), Y2, Y2
-	VMOVUPD      Y2, 3008(AX)
-	VADDPD       3040(AX), Y0, Y0
-	VMOVUPD      Y0, 3040(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(AX)
-	VMOVUPS      4800(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4480(AX), Y2, Y2
-	VMOVUPD      Y2, 4480(AX)
-	VADDPD       4512(AX), Y0, Y0
-	VMOVUPD      Y0, 4512(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4800(AX)
-	VMOVUPS      5120(AX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4928(AX), Y2, Y2
-	VMOVUPD      Y2, 4928(AX)
-	VADDPD       4960(AX), Y0, Y0
-	VMOVUPD      Y0, 4960(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 5120(AX)
-	VANDPS       5248(AX), Y1, Y1
-	VMOVUPS      Y1, 5248(AX)
+	VADDPD       6080(AX), Y1, Y1
+	VMOVUPD      Y1, 6080(AX)
+	VADDPD       6112(AX), Y0, Y0
+	VMOVUPD      Y0, 6112(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(AX)
+	VANDPS       6400(AX), Y2, Y2
+	VMOVUPS      Y2, 6400(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x39000000
-DATA lgc33<>+4(SB)/4, $0x39000000
-DATA lgc33<>+8(SB)/4, $0x39000000
-DATA lgc33<>+12(SB)/4, $0x39000000
-DATA lgc33<>+16(SB)/4, $0x39000000
-DATA lgc33<>+20(SB)/4, $0x39000000
-DATA lgc33<>+24(SB)/4, $0x39000000
-DATA lgc33<>+28(SB)/4, $0x39000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x39800000
-DATA lgc34<>+4(SB)/4, $0x39800000
-DATA lgc34<>+8(SB)/4, $0x39800000
-DATA lgc34<>+12(SB)/4, $0x39800000
-DATA lgc34<>+16(SB)/4, $0x39800000
-DATA lgc34<>+20(SB)/4, $0x39800000
-DATA lgc34<>+24(SB)/4, $0x39800000
-DATA lgc34<>+28(SB)/4, $0x39800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0xb9800000
-DATA lgc35<>+4(SB)/4, $0xb9800000
-DATA lgc35<>+8(SB)/4, $0xb9800000
-DATA lgc35<>+12(SB)/4, $0xb9800000
-DATA lgc35<>+16(SB)/4, $0xb9800000
-DATA lgc35<>+20(SB)/4, $0xb9800000
-DATA lgc35<>+24(SB)/4, $0xb9800000
-DATA lgc35<>+28(SB)/4, $0xb9800000
+DATA lgc35<>+0(SB)/4, $0x39000000
+DATA lgc35<>+4(SB)/4, $0x39000000
+DATA lgc35<>+8(SB)/4, $0x39000000
+DATA lgc35<>+12(SB)/4, $0x39000000
+DATA lgc35<>+16(SB)/4, $0x39000000
+DATA lgc35<>+20(SB)/4, $0x39000000
+DATA lgc35<>+24(SB)/4, $0x39000000
+DATA lgc35<>+28(SB)/4, $0x39000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xb623d70a
-DATA lgc36<>+4(SB)/4, $0xb623d70a
-DATA lgc36<>+8(SB)/4, $0xb623d70a
-DATA lgc36<>+12(SB)/4, $0xb623d70a
-DATA lgc36<>+16(SB)/4, $0xb623d70a
-DATA lgc36<>+20(SB)/4, $0xb623d70a
-DATA lgc36<>+24(SB)/4, $0xb623d70a
-DATA lgc36<>+28(SB)/4, $0xb623d70a
+DATA lgc36<>+0(SB)/4, $0x39800000
+DATA lgc36<>+4(SB)/4, $0x39800000
+DATA lgc36<>+8(SB)/4, $0x39800000
+DATA lgc36<>+12(SB)/4, $0x39800000
+DATA lgc36<>+16(SB)/4, $0x39800000
+DATA lgc36<>+20(SB)/4, $0x39800000
+DATA lgc36<>+24(SB)/4, $0x39800000
+DATA lgc36<>+28(SB)/4, $0x39800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0xb9800000
+DATA lgc37<>+4(SB)/4, $0xb9800000
+DATA lgc37<>+8(SB)/4, $0xb9800000
+DATA lgc37<>+12(SB)/4, $0xb9800000
+DATA lgc37<>+16(SB)/4, $0xb9800000
+DATA lgc37<>+20(SB)/4, $0xb9800000
+DATA lgc37<>+24(SB)/4, $0xb9800000
+DATA lgc37<>+28(SB)/4, $0xb9800000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0xb623d70a
+DATA lgc38<>+4(SB)/4, $0xb623d70a
+DATA lgc38<>+8(SB)/4, $0xb623d70a
+DATA lgc38<>+12(SB)/4, $0xb623d70a
+DATA lgc38<>+16(SB)/4, $0xb623d70a
+DATA lgc38<>+20(SB)/4, $0xb623d70a
+DATA lgc38<>+24(SB)/4, $0xb623d70a
+DATA lgc38<>+28(SB)/4, $0xb623d70a
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1843,13 +2471,13 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc30<>+0(SB), Y0, Y0
+	VADDPS       lgc32<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v58 = div(residVar, v57)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc20<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v58)
 	VSUBPS       Y0, Y1, Y0
@@ -1857,7 +2485,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v64 = mul(2, logSumW)
-	VMULPS       lgc31<>+0(SB), Y1, Y1
+	VMULPS       lgc33<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -1865,34 +2493,34 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v65)
-	VMAXPS       lgc7<>+0(SB), Y1, Y2
-	VMINPS       lgc8<>+0(SB), Y2, Y2
-	VMULPS       lgc9<>+0(SB), Y2, Y3
+	VMAXPS       lgc9<>+0(SB), Y1, Y2
+	VMINPS       lgc10<>+0(SB), Y2, Y2
+	VMULPS       lgc11<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
-	VMOVAPS      lgc12<>+0(SB), Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc13<>+0(SB), Y3, Y2
+	VMOVAPS      lgc14<>+0(SB), Y4
 	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc18<>+0(SB), Y4, Y4
+	VADDPS       lgc20<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc19<>+0(SB), Y2, Y3
-	VPMINSD      lgc20<>+0(SB), Y3, Y3
+	VPMAXSD      lgc21<>+0(SB), Y2, Y3
+	VPMINSD      lgc22<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y3, Y3
+	VPADDD       lgc22<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPADDD       lgc22<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc32<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -1919,28 +2547,28 @@ bulk_13:
 	CMPQ         BX, DX
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc7<>+0(SB), Y0, Y1
-	VMINPS       lgc8<>+0(SB), Y1, Y1
-	VMULPS       lgc9<>+0(SB), Y1, Y2
+	VMAXPS       lgc9<>+0(SB), Y0, Y1
+	VMINPS       lgc10<>+0(SB), Y1, Y1
+	VMULPS       lgc11<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VMOVAPS      lgc12<>+0(SB), Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
+	VMOVAPS      lgc14<>+0(SB), Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc18<>+0(SB), Y3, Y3
+	VADDPS       lgc20<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y2
-	VPMINSD      lgc20<>+0(SB), Y2, Y2
+	VPMAXSD      lgc21<>+0(SB), Y1, Y2
+	VPMINSD      lgc22<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPADDD       lgc22<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1966,43 +2594,43 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
-	VMULPS       lgc38<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
+	VMULPS       lgc40<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc20<>+0(SB), Y3, Y3
-	VPAND        lgc39<>+0(SB), Y1, Y1
+	VPSUBD       lgc22<>+0(SB), Y3, Y3
+	VPAND        lgc41<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc40<>+0(SB), Y2, Y1
-	VPOR         lgc18<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
-	VMULPS       lgc17<>+0(SB), Y1, Y4
+	VPAND        lgc42<>+0(SB), Y2, Y1
+	VPOR         lgc20<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
+	VMULPS       lgc19<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc18<>+0(SB), Y1, Y1
+	VSUBPS       lgc20<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc42<>+0(SB), Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VMOVAPS      lgc44<>+0(SB), Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
+	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc31<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2013,165 +2641,165 @@ bulkdone_16:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x00800000
-DATA lgc37<>+4(SB)/4, $0x00800000
-DATA lgc37<>+8(SB)/4, $0x00800000
-DATA lgc37<>+12(SB)/4, $0x00800000
-DATA lgc37<>+16(SB)/4, $0x00800000
-DATA lgc37<>+20(SB)/4, $0x00800000
-DATA lgc37<>+24(SB)/4, $0x00800000
-DATA lgc37<>+28(SB)/4, $0x00800000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x4b000000
-DATA lgc38<>+4(SB)/4, $0x4b000000
-DATA lgc38<>+8(SB)/4, $0x4b000000
-DATA lgc38<>+12(SB)/4, $0x4b000000
-DATA lgc38<>+16(SB)/4, $0x4b000000
-DATA lgc38<>+20(SB)/4, $0x4b000000
-DATA lgc38<>+24(SB)/4, $0x4b000000
-DATA lgc38<>+28(SB)/4, $0x4b000000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0xffffffe9
-DATA lgc39<>+4(SB)/4, $0xffffffe9
-DATA lgc39<>+8(SB)/4, $0xffffffe9
-DATA lgc39<>+12(SB)/4, $0xffffffe9
-DATA lgc39<>+16(SB)/4, $0xffffffe9
-DATA lgc39<>+20(SB)/4, $0xffffffe9
-DATA lgc39<>+24(SB)/4, $0xffffffe9
-DATA lgc39<>+28(SB)/4, $0xffffffe9
+DATA lgc39<>+0(SB)/4, $0x00800000
+DATA lgc39<>+4(SB)/4, $0x00800000
+DATA lgc39<>+8(SB)/4, $0x00800000
+DATA lgc39<>+12(SB)/4, $0x00800000
+DATA lgc39<>+16(SB)/4, $0x00800000
+DATA lgc39<>+20(SB)/4, $0x00800000
+DATA lgc39<>+24(SB)/4, $0x00800000
+DATA lgc39<>+28(SB)/4, $0x00800000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x007fffff
-DATA lgc40<>+4(SB)/4, $0x007fffff
-DATA lgc40<>+8(SB)/4, $0x007fffff
-DATA lgc40<>+12(SB)/4, $0x007fffff
-DATA lgc40<>+16(SB)/4, $0x007fffff
-DATA lgc40<>+20(SB)/4, $0x007fffff
-DATA lgc40<>+24(SB)/4, $0x007fffff
-DATA lgc40<>+28(SB)/4, $0x007fffff
+DATA lgc40<>+0(SB)/4, $0x4b000000
+DATA lgc40<>+4(SB)/4, $0x4b000000
+DATA lgc40<>+8(SB)/4, $0x4b000000
+DATA lgc40<>+12(SB)/4, $0x4b000000
+DATA lgc40<>+16(SB)/4, $0x4b000000
+DATA lgc40<>+20(SB)/4, $0x4b000000
+DATA lgc40<>+24(SB)/4, $0x4b000000
+DATA lgc40<>+28(SB)/4, $0x4b000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3fb504f3
-DATA lgc41<>+4(SB)/4, $0x3fb504f3
-DATA lgc41<>+8(SB)/4, $0x3fb504f3
-DATA lgc41<>+12(SB)/4, $0x3fb504f3
-DATA lgc41<>+16(SB)/4, $0x3fb504f3
-DATA lgc41<>+20(SB)/4, $0x3fb504f3
-DATA lgc41<>+24(SB)/4, $0x3fb504f3
-DATA lgc41<>+28(SB)/4, $0x3fb504f3
+DATA lgc41<>+0(SB)/4, $0xffffffe9
+DATA lgc41<>+4(SB)/4, $0xffffffe9
+DATA lgc41<>+8(SB)/4, $0xffffffe9
+DATA lgc41<>+12(SB)/4, $0xffffffe9
+DATA lgc41<>+16(SB)/4, $0xffffffe9
+DATA lgc41<>+20(SB)/4, $0xffffffe9
+DATA lgc41<>+24(SB)/4, $0xffffffe9
+DATA lgc41<>+28(SB)/4, $0xffffffe9
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3d9021bb
-DATA lgc42<>+4(SB)/4, $0x3d9021bb
-DATA lgc42<>+8(SB)/4, $0x3d9021bb
-DATA lgc42<>+12(SB)/4, $0x3d9021bb
-DATA lgc42<>+16(SB)/4, $0x3d9021bb
-DATA lgc42<>+20(SB)/4, $0x3d9021bb
-DATA lgc42<>+24(SB)/4, $0x3d9021bb
-DATA lgc42<>+28(SB)/4, $0x3d9021bb
+DATA lgc42<>+0(SB)/4, $0x007fffff
+DATA lgc42<>+4(SB)/4, $0x007fffff
+DATA lgc42<>+8(SB)/4, $0x007fffff
+DATA lgc42<>+12(SB)/4, $0x007fffff
+DATA lgc42<>+16(SB)/4, $0x007fffff
+DATA lgc42<>+20(SB)/4, $0x007fffff
+DATA lgc42<>+24(SB)/4, $0x007fffff
+DATA lgc42<>+28(SB)/4, $0x007fffff
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdebd1b8
-DATA lgc43<>+4(SB)/4, $0xbdebd1b8
-DATA lgc43<>+8(SB)/4, $0xbdebd1b8
-DATA lgc43<>+12(SB)/4, $0xbdebd1b8
-DATA lgc43<>+16(SB)/4, $0xbdebd1b8
-DATA lgc43<>+20(SB)/4, $0xbdebd1b8
-DATA lgc43<>+24(SB)/4, $0xbdebd1b8
-DATA lgc43<>+28(SB)/4, $0xbdebd1b8
+DATA lgc43<>+0(SB)/4, $0x3fb504f3
+DATA lgc43<>+4(SB)/4, $0x3fb504f3
+DATA lgc43<>+8(SB)/4, $0x3fb504f3
+DATA lgc43<>+12(SB)/4, $0x3fb504f3
+DATA lgc43<>+16(SB)/4, $0x3fb504f3
+DATA lgc43<>+20(SB)/4, $0x3fb504f3
+DATA lgc43<>+24(SB)/4, $0x3fb504f3
+DATA lgc43<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3def251a
-DATA lgc44<>+4(SB)/4, $0x3def251a
-DATA lgc44<>+8(SB)/4, $0x3def251a
-DATA lgc44<>+12(SB)/4, $0x3def251a
-DATA lgc44<>+16(SB)/4, $0x3def251a
-DATA lgc44<>+20(SB)/4, $0x3def251a
-DATA lgc44<>+24(SB)/4, $0x3def251a
-DATA lgc44<>+28(SB)/4, $0x3def251a
+DATA lgc44<>+0(SB)/4, $0x3d9021bb
+DATA lgc44<>+4(SB)/4, $0x3d9021bb
+DATA lgc44<>+8(SB)/4, $0x3d9021bb
+DATA lgc44<>+12(SB)/4, $0x3d9021bb
+DATA lgc44<>+16(SB)/4, $0x3d9021bb
+DATA lgc44<>+20(SB)/4, $0x3d9021bb
+DATA lgc44<>+24(SB)/4, $0x3d9021bb
+DATA lgc44<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+0(SB)/4, $0xbdebd1b8
+DATA lgc45<>+4(SB)/4, $0xbdebd1b8
+DATA lgc45<>+8(SB)/4, $0xbdebd1b8
+DATA lgc45<>+12(SB)/4, $0xbdebd1b8
+DATA lgc45<>+16(SB)/4, $0xbdebd1b8
+DATA lgc45<>+20(SB)/4, $0xbdebd1b8
+DATA lgc45<>+24(SB)/4, $0xbdebd1b8
+DATA lgc45<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e11e9bf
-DATA lgc46<>+4(SB)/4, $0x3e11e9bf
-DATA lgc46<>+8(SB)/4, $0x3e11e9bf
-DATA lgc46<>+12(SB)/4, $0x3e11e9bf
-DATA lgc46<>+16(SB)/4, $0x3e11e9bf
-DATA lgc46<>+20(SB)/4, $0x3e11e9bf
-DATA lgc46<>+24(SB)/4, $0x3e11e9bf
-DATA lgc46<>+28(SB)/4, $0x3e11e9bf
+DATA lgc46<>+0(SB)/4, $0x3def251a
+DATA lgc46<>+4(SB)/4, $0x3def251a
+DATA lgc46<>+8(SB)/4, $0x3def251a
+DATA lgc46<>+12(SB)/4, $0x3def251a
+DATA lgc46<>+16(SB)/4, $0x3def251a
+DATA lgc46<>+20(SB)/4, $0x3def251a
+DATA lgc46<>+24(SB)/4, $0x3def251a
+DATA lgc46<>+28(SB)/4, $0x3def251a
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe2aae50
-DATA lgc47<>+4(SB)/4, $0xbe2aae50
-DATA lgc47<>+8(SB)/4, $0xbe2aae50
-DATA lgc47<>+12(SB)/4, $0xbe2aae50
-DATA lgc47<>+16(SB)/4, $0xbe2aae50
-DATA lgc47<>+20(SB)/4, $0xbe2aae50
-DATA lgc47<>+24(SB)/4, $0xbe2aae50
-DATA lgc47<>+28(SB)/4, $0xbe2aae50
+DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e4cceac
-DATA lgc48<>+4(SB)/4, $0x3e4cceac
-DATA lgc48<>+8(SB)/4, $0x3e4cceac
-DATA lgc48<>+12(SB)/4, $0x3e4cceac
-DATA lgc48<>+16(SB)/4, $0x3e4cceac
-DATA lgc48<>+20(SB)/4, $0x3e4cceac
-DATA lgc48<>+24(SB)/4, $0x3e4cceac
-DATA lgc48<>+28(SB)/4, $0x3e4cceac
+DATA lgc48<>+0(SB)/4, $0x3e11e9bf
+DATA lgc48<>+4(SB)/4, $0x3e11e9bf
+DATA lgc48<>+8(SB)/4, $0x3e11e9bf
+DATA lgc48<>+12(SB)/4, $0x3e11e9bf
+DATA lgc48<>+16(SB)/4, $0x3e11e9bf
+DATA lgc48<>+20(SB)/4, $0x3e11e9bf
+DATA lgc48<>+24(SB)/4, $0x3e11e9bf
+DATA lgc48<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe7ffffc
-DATA lgc49<>+4(SB)/4, $0xbe7ffffc
-DATA lgc49<>+8(SB)/4, $0xbe7ffffc
-DATA lgc49<>+12(SB)/4, $0xbe7ffffc
-DATA lgc49<>+16(SB)/4, $0xbe7ffffc
-DATA lgc49<>+20(SB)/4, $0xbe7ffffc
-DATA lgc49<>+24(SB)/4, $0xbe7ffffc
-DATA lgc49<>+28(SB)/4, $0xbe7ffffc
+DATA lgc49<>+0(SB)/4, $0xbe2aae50
+DATA lgc49<>+4(SB)/4, $0xbe2aae50
+DATA lgc49<>+8(SB)/4, $0xbe2aae50
+DATA lgc49<>+12(SB)/4, $0xbe2aae50
+DATA lgc49<>+16(SB)/4, $0xbe2aae50
+DATA lgc49<>+20(SB)/4, $0xbe2aae50
+DATA lgc49<>+24(SB)/4, $0xbe2aae50
+DATA lgc49<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+0(SB)/4, $0x3e4cceac
+DATA lgc50<>+4(SB)/4, $0x3e4cceac
+DATA lgc50<>+8(SB)/4, $0x3e4cceac
+DATA lgc50<>+12(SB)/4, $0x3e4cceac
+DATA lgc50<>+16(SB)/4, $0x3e4cceac
+DATA lgc50<>+20(SB)/4, $0x3e4cceac
+DATA lgc50<>+24(SB)/4, $0x3e4cceac
+DATA lgc50<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x7fc00000
-DATA lgc51<>+4(SB)/4, $0x7fc00000
-DATA lgc51<>+8(SB)/4, $0x7fc00000
-DATA lgc51<>+12(SB)/4, $0x7fc00000
-DATA lgc51<>+16(SB)/4, $0x7fc00000
-DATA lgc51<>+20(SB)/4, $0x7fc00000
-DATA lgc51<>+24(SB)/4, $0x7fc00000
-DATA lgc51<>+28(SB)/4, $0x7fc00000
+DATA lgc51<>+0(SB)/4, $0xbe7ffffc
+DATA lgc51<>+4(SB)/4, $0xbe7ffffc
+DATA lgc51<>+8(SB)/4, $0xbe7ffffc
+DATA lgc51<>+12(SB)/4, $0xbe7ffffc
+DATA lgc51<>+16(SB)/4, $0xbe7ffffc
+DATA lgc51<>+20(SB)/4, $0xbe7ffffc
+DATA lgc51<>+24(SB)/4, $0xbe7ffffc
+DATA lgc51<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x7f800000
-DATA lgc52<>+4(SB)/4, $0x7f800000
-DATA lgc52<>+8(SB)/4, $0x7f800000
-DATA lgc52<>+12(SB)/4, $0x7f800000
-DATA lgc52<>+16(SB)/4, $0x7f800000
-DATA lgc52<>+20(SB)/4, $0x7f800000
-DATA lgc52<>+24(SB)/4, $0x7f800000
-DATA lgc52<>+28(SB)/4, $0x7f800000
+DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
+
+DATA lgc53<>+0(SB)/4, $0x7fc00000
+DATA lgc53<>+4(SB)/4, $0x7fc00000
+DATA lgc53<>+8(SB)/4, $0x7fc00000
+DATA lgc53<>+12(SB)/4, $0x7fc00000
+DATA lgc53<>+16(SB)/4, $0x7fc00000
+DATA lgc53<>+20(SB)/4, $0x7fc00000
+DATA lgc53<>+24(SB)/4, $0x7fc00000
+DATA lgc53<>+28(SB)/4, $0x7fc00000
+GLOBL lgc53<>(SB), RODATA|NOPTR, $32
+
+DATA lgc54<>+0(SB)/4, $0x7f800000
+DATA lgc54<>+4(SB)/4, $0x7f800000
+DATA lgc54<>+8(SB)/4, $0x7f800000
+DATA lgc54<>+12(SB)/4, $0x7f800000
+DATA lgc54<>+16(SB)/4, $0x7f800000
+DATA lgc54<>+20(SB)/4, $0x7f800000
+DATA lgc54<>+24(SB)/4, $0x7f800000
+DATA lgc54<>+28(SB)/4, $0x7f800000
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2185,56 +2813,56 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
-	VMULPS       lgc38<>+0(SB), Y1, Y3
+	VADDPS       lgc20<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
+	VMULPS       lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc20<>+0(SB), Y4, Y4
-	VPAND        lgc39<>+0(SB), Y2, Y2
+	VPSUBD       lgc22<>+0(SB), Y4, Y4
+	VPAND        lgc41<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc40<>+0(SB), Y3, Y2
-	VPOR         lgc18<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
-	VMULPS       lgc17<>+0(SB), Y2, Y5
+	VPAND        lgc42<>+0(SB), Y3, Y2
+	VPOR         lgc20<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
+	VMULPS       lgc19<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc18<>+0(SB), Y2, Y2
+	VSUBPS       lgc20<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc42<>+0(SB), Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VMOVAPS      lgc44<>+0(SB), Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
+	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc31<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc18<>+0(SB), Y1, Y2
+	VSUBPS       lgc20<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_17

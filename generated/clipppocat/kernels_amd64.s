@@ -1128,10 +1128,11 @@ inner_A_5:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_6
+	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1143,7 +1144,7 @@ inner_A_5:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1156,7 +1157,7 @@ inner_A_5:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1169,7 +1170,7 @@ inner_A_5:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1182,7 +1183,7 @@ inner_A_5:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1195,7 +1196,7 @@ inner_A_5:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1213,10 +1214,15 @@ inner_A_5:
 noflush_6:
 	SUBQ         $+8, CX
 	JGE          blocks_4
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1228,7 +1234,7 @@ noflush_6:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1241,7 +1247,7 @@ noflush_6:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1254,7 +1260,7 @@ noflush_6:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1267,7 +1273,7 @@ noflush_6:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1280,7 +1286,7 @@ noflush_6:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1845,15 +1851,21 @@ DATA lgc54<>+24(SB)/4, $0x00000000
 DATA lgc54<>+28(SB)/4, $0x00000000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x7f7fffff
-DATA lgc55<>+4(SB)/4, $0x7f7fffff
-DATA lgc55<>+8(SB)/4, $0x7f7fffff
-DATA lgc55<>+12(SB)/4, $0x7f7fffff
-DATA lgc55<>+16(SB)/4, $0x7f7fffff
-DATA lgc55<>+20(SB)/4, $0x7f7fffff
-DATA lgc55<>+24(SB)/4, $0x7f7fffff
-DATA lgc55<>+28(SB)/4, $0x7f7fffff
+DATA lgc55<>+0(SB)/8, $0x4020000000000000
+DATA lgc55<>+8(SB)/8, $0x4020000000000000
+DATA lgc55<>+16(SB)/8, $0x4020000000000000
+DATA lgc55<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+
+DATA lgc56<>+0(SB)/4, $0x7f7fffff
+DATA lgc56<>+4(SB)/4, $0x7f7fffff
+DATA lgc56<>+8(SB)/4, $0x7f7fffff
+DATA lgc56<>+12(SB)/4, $0x7f7fffff
+DATA lgc56<>+16(SB)/4, $0x7f7fffff
+DATA lgc56<>+20(SB)/4, $0x7f7fffff
+DATA lgc56<>+24(SB)/4, $0x7f7fffff
+DATA lgc56<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1870,7 +1882,7 @@ blocks_7:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc56<>+0(SB), Y0, Y0
+	VADDPS  lgc57<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1884,7 +1896,7 @@ blocks_7:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS  lgc57<>+0(SB), Y1, Y1
+	VMULPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1930,10 +1942,11 @@ blocks_7:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_9
+	VMOVUPD      lgc55<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1958,16 +1971,16 @@ chunkdone_8:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_10
 	MOVQ       s1+16(FP), AX
-	XORQ       CX, CX
-	ADDQ       $+416, CX
+	XORQ       DX, DX
+	ADDQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
-	VMASKMOVPS (AX)(CX*4), Y0, Y0
+	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc56<>+0(SB), Y0, Y0
+	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v75 = div(residVar, v74)
 	VDIVPS  Y0, Y1, Y0
@@ -1977,13 +1990,13 @@ chunkdone_8:
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS     lgc57<>+0(SB), Y1, Y1
+	VMULPS     lgc58<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
-	VMASKMOVPS (AX)(CX*4), Y2, Y2
+	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
 	// v82 = sub(v81, logSumW2)
 	VSUBPS Y2, Y1, Y1
@@ -2030,13 +2043,18 @@ chunkdone_8:
 	// store explainedVariance
 	MOVQ       explainedVariance+56(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_10:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2051,25 +2069,25 @@ notail_10:
 	VZEROUPPER
 	RET
 
-DATA lgc56<>+0(SB)/4, $0x34000000
-DATA lgc56<>+4(SB)/4, $0x34000000
-DATA lgc56<>+8(SB)/4, $0x34000000
-DATA lgc56<>+12(SB)/4, $0x34000000
-DATA lgc56<>+16(SB)/4, $0x34000000
-DATA lgc56<>+20(SB)/4, $0x34000000
-DATA lgc56<>+24(SB)/4, $0x34000000
-DATA lgc56<>+28(SB)/4, $0x34000000
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
-
-DATA lgc57<>+0(SB)/4, $0x40000000
-DATA lgc57<>+4(SB)/4, $0x40000000
-DATA lgc57<>+8(SB)/4, $0x40000000
-DATA lgc57<>+12(SB)/4, $0x40000000
-DATA lgc57<>+16(SB)/4, $0x40000000
-DATA lgc57<>+20(SB)/4, $0x40000000
-DATA lgc57<>+24(SB)/4, $0x40000000
-DATA lgc57<>+28(SB)/4, $0x40000000
+DATA lgc57<>+0(SB)/4, $0x34000000
+DATA lgc57<>+4(SB)/4, $0x34000000
+DATA lgc57<>+8(SB)/4, $0x34000000
+DATA lgc57<>+12(SB)/4, $0x34000000
+DATA lgc57<>+16(SB)/4, $0x34000000
+DATA lgc57<>+20(SB)/4, $0x34000000
+DATA lgc57<>+24(SB)/4, $0x34000000
+DATA lgc57<>+28(SB)/4, $0x34000000
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+
+DATA lgc58<>+0(SB)/4, $0x40000000
+DATA lgc58<>+4(SB)/4, $0x40000000
+DATA lgc58<>+8(SB)/4, $0x40000000
+DATA lgc58<>+12(SB)/4, $0x40000000
+DATA lgc58<>+16(SB)/4, $0x40000000
+DATA lgc58<>+20(SB)/4, $0x40000000
+DATA lgc58<>+24(SB)/4, $0x40000000
+DATA lgc58<>+28(SB)/4, $0x40000000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -2077,7 +2095,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc58<>+0(SB), Y1
+	VMOVUPS      lgc59<>+0(SB), Y1
 
 	// ess = div(v84, 64)
 	VDIVPS Y1, Y0, Y0
@@ -2088,15 +2106,15 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc58<>+0(SB)/4, $0x42800000
-DATA lgc58<>+4(SB)/4, $0x42800000
-DATA lgc58<>+8(SB)/4, $0x42800000
-DATA lgc58<>+12(SB)/4, $0x42800000
-DATA lgc58<>+16(SB)/4, $0x42800000
-DATA lgc58<>+20(SB)/4, $0x42800000
-DATA lgc58<>+24(SB)/4, $0x42800000
-DATA lgc58<>+28(SB)/4, $0x42800000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+DATA lgc59<>+0(SB)/4, $0x42800000
+DATA lgc59<>+4(SB)/4, $0x42800000
+DATA lgc59<>+8(SB)/4, $0x42800000
+DATA lgc59<>+12(SB)/4, $0x42800000
+DATA lgc59<>+16(SB)/4, $0x42800000
+DATA lgc59<>+20(SB)/4, $0x42800000
+DATA lgc59<>+24(SB)/4, $0x42800000
+DATA lgc59<>+28(SB)/4, $0x42800000
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -2709,7 +2727,7 @@ inner_A_13:
 	VMOVUPS      504(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc59<>+0(SB), Y2
+	VMOVUPS      lgc60<>+0(SB), Y2
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
@@ -2753,7 +2771,7 @@ inner_A_13:
 
 	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc60<>+0(SB), Y7
+	VMOVUPS lgc61<>+0(SB), Y7
 
 	// v102 = where(v99, -1, v101)
 	VBLENDVPS Y6, Y7, Y4, Y4
@@ -2773,7 +2791,7 @@ inner_A_13:
 
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VMOVUPS lgc61<>+0(SB), Y4
+	VMOVUPS lgc62<>+0(SB), Y4
 	VMOVUPS 248(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
@@ -2784,14 +2802,14 @@ inner_A_13:
 	VDIVPS Y5, Y6, Y6
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc62<>+0(SB), Y6, Y6
+	VMULPS lgc63<>+0(SB), Y6, Y6
 
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y4, Y7
 	VMOVUPS 88(SP), Y8
 
 	// v122 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc63<>+0(SB), Y8, Y8
+	VMULPS  lgc64<>+0(SB), Y8, Y8
 	VMOVUPS Y2, 536(SP)
 	VMOVUPS 344(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y9
@@ -2851,7 +2869,7 @@ inner_A_13:
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
 	// v137 = add(-3.711401342221861e-07, v136)
-	VADDPS lgc62<>+0(SB), Y2, Y2
+	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v141 = ne(v137, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
@@ -3514,7 +3532,7 @@ inner_A_16:
 	VMOVUPS      1240(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc59<>+0(SB), Y2
+	VMOVUPS      lgc60<>+0(SB), Y2
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
@@ -3558,7 +3576,7 @@ inner_A_16:
 
 	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc60<>+0(SB), Y7
+	VMOVUPS lgc61<>+0(SB), Y7
 
 	// v102 = where(v99, -1, v101)
 	VBLENDVPS Y6, Y7, Y4, Y4
@@ -3578,7 +3596,7 @@ inner_A_16:
 
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VMOVUPS lgc61<>+0(SB), Y4
+	VMOVUPS lgc62<>+0(SB), Y4
 	VMOVUPS 984(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
@@ -3589,14 +3607,14 @@ inner_A_16:
 	VDIVPS Y5, Y6, Y6
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc62<>+0(SB), Y6, Y6
+	VMULPS lgc63<>+0(SB), Y6, Y6
 
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y4, Y7
 	VMOVUPS 824(SP), Y8
 
 	// v122 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc63<>+0(SB), Y8, Y8
+	VMULPS  lgc64<>+0(SB), Y8, Y8
 	VMOVUPS Y2, 1272(SP)
 	VMOVUPS 1080(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y9
@@ -3656,7 +3674,7 @@ inner_A_16:
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
 	// v137 = add(-3.711401342221861e-07, v136)
-	VADDPS lgc62<>+0(SB), Y2, Y2
+	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v141 = ne(v137, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
@@ -3835,10 +3853,11 @@ inner_A_17:
 	VMASKMOVPS   Y1, Y9, 56(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_18
+	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3850,7 +3869,7 @@ inner_A_17:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -3863,7 +3882,7 @@ inner_A_17:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -3876,7 +3895,7 @@ inner_A_17:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -3889,7 +3908,7 @@ inner_A_17:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -3902,7 +3921,7 @@ inner_A_17:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc55<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -3920,10 +3939,15 @@ inner_A_17:
 noflush_18:
 	SUBQ         $+8, CX
 	JGE          blocks_15
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3935,7 +3959,7 @@ noflush_18:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3948,7 +3972,7 @@ noflush_18:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3961,7 +3985,7 @@ noflush_18:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3974,7 +3998,7 @@ noflush_18:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3987,7 +4011,7 @@ noflush_18:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4006,55 +4030,55 @@ noflush_18:
 	VZEROUPPER
 	RET
 
-DATA lgc59<>+0(SB)/4, $0x381baadf
-DATA lgc59<>+4(SB)/4, $0x381baadf
-DATA lgc59<>+8(SB)/4, $0x381baadf
-DATA lgc59<>+12(SB)/4, $0x381baadf
-DATA lgc59<>+16(SB)/4, $0x381baadf
-DATA lgc59<>+20(SB)/4, $0x381baadf
-DATA lgc59<>+24(SB)/4, $0x381baadf
-DATA lgc59<>+28(SB)/4, $0x381baadf
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
-
-DATA lgc60<>+0(SB)/4, $0xbf800000
-DATA lgc60<>+4(SB)/4, $0xbf800000
-DATA lgc60<>+8(SB)/4, $0xbf800000
-DATA lgc60<>+12(SB)/4, $0xbf800000
-DATA lgc60<>+16(SB)/4, $0xbf800000
-DATA lgc60<>+20(SB)/4, $0xbf800000
-DATA lgc60<>+24(SB)/4, $0xbf800000
-DATA lgc60<>+28(SB)/4, $0xbf800000
+DATA lgc60<>+0(SB)/4, $0x381baadf
+DATA lgc60<>+4(SB)/4, $0x381baadf
+DATA lgc60<>+8(SB)/4, $0x381baadf
+DATA lgc60<>+12(SB)/4, $0x381baadf
+DATA lgc60<>+16(SB)/4, $0x381baadf
+DATA lgc60<>+20(SB)/4, $0x381baadf
+DATA lgc60<>+24(SB)/4, $0x381baadf
+DATA lgc60<>+28(SB)/4, $0x381baadf
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0x34c7411d
-DATA lgc61<>+4(SB)/4, $0x34c7411d
-DATA lgc61<>+8(SB)/4, $0x34c7411d
-DATA lgc61<>+12(SB)/4, $0x34c7411d
-DATA lgc61<>+16(SB)/4, $0x34c7411d
-DATA lgc61<>+20(SB)/4, $0x34c7411d
-DATA lgc61<>+24(SB)/4, $0x34c7411d
-DATA lgc61<>+28(SB)/4, $0x34c7411d
+DATA lgc61<>+0(SB)/4, $0xbf800000
+DATA lgc61<>+4(SB)/4, $0xbf800000
+DATA lgc61<>+8(SB)/4, $0xbf800000
+DATA lgc61<>+12(SB)/4, $0xbf800000
+DATA lgc61<>+16(SB)/4, $0xbf800000
+DATA lgc61<>+20(SB)/4, $0xbf800000
+DATA lgc61<>+24(SB)/4, $0xbf800000
+DATA lgc61<>+28(SB)/4, $0xbf800000
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0xb4c7411d
-DATA lgc62<>+4(SB)/4, $0xb4c7411d
-DATA lgc62<>+8(SB)/4, $0xb4c7411d
-DATA lgc62<>+12(SB)/4, $0xb4c7411d
-DATA lgc62<>+16(SB)/4, $0xb4c7411d
-DATA lgc62<>+20(SB)/4, $0xb4c7411d
-DATA lgc62<>+24(SB)/4, $0xb4c7411d
-DATA lgc62<>+28(SB)/4, $0xb4c7411d
+DATA lgc62<>+0(SB)/4, $0x34c7411d
+DATA lgc62<>+4(SB)/4, $0x34c7411d
+DATA lgc62<>+8(SB)/4, $0x34c7411d
+DATA lgc62<>+12(SB)/4, $0x34c7411d
+DATA lgc62<>+16(SB)/4, $0x34c7411d
+DATA lgc62<>+20(SB)/4, $0x34c7411d
+DATA lgc62<>+24(SB)/4, $0x34c7411d
+DATA lgc62<>+28(SB)/4, $0x34c7411d
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
-DATA lgc63<>+0(SB)/4, $0xb81baadf
-DATA lgc63<>+4(SB)/4, $0xb81baadf
-DATA lgc63<>+8(SB)/4, $0xb81baadf
-DATA lgc63<>+12(SB)/4, $0xb81baadf
-DATA lgc63<>+16(SB)/4, $0xb81baadf
-DATA lgc63<>+20(SB)/4, $0xb81baadf
-DATA lgc63<>+24(SB)/4, $0xb81baadf
-DATA lgc63<>+28(SB)/4, $0xb81baadf
+DATA lgc63<>+0(SB)/4, $0xb4c7411d
+DATA lgc63<>+4(SB)/4, $0xb4c7411d
+DATA lgc63<>+8(SB)/4, $0xb4c7411d
+DATA lgc63<>+12(SB)/4, $0xb4c7411d
+DATA lgc63<>+16(SB)/4, $0xb4c7411d
+DATA lgc63<>+20(SB)/4, $0xb4c7411d
+DATA lgc63<>+24(SB)/4, $0xb4c7411d
+DATA lgc63<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
+
+DATA lgc64<>+0(SB)/4, $0xb81baadf
+DATA lgc64<>+4(SB)/4, $0xb81baadf
+DATA lgc64<>+8(SB)/4, $0xb81baadf
+DATA lgc64<>+12(SB)/4, $0xb81baadf
+DATA lgc64<>+16(SB)/4, $0xb81baadf
+DATA lgc64<>+20(SB)/4, $0xb81baadf
+DATA lgc64<>+24(SB)/4, $0xb81baadf
+DATA lgc64<>+28(SB)/4, $0xb81baadf
+GLOBL lgc64<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -4071,7 +4095,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc56<>+0(SB), Y0, Y0
+	VADDPS  lgc57<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -4085,7 +4109,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS  lgc57<>+0(SB), Y1, Y1
+	VMULPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -4131,10 +4155,11 @@ blocks_19:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_21
+	VMOVUPD      lgc55<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4159,16 +4184,16 @@ chunkdone_20:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_22
 	MOVQ       s1+16(FP), AX
-	XORQ       CX, CX
-	ADDQ       $+416, CX
+	XORQ       DX, DX
+	ADDQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
-	VMASKMOVPS (AX)(CX*4), Y0, Y0
+	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc56<>+0(SB), Y0, Y0
+	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v75 = div(residVar, v74)
 	VDIVPS  Y0, Y1, Y0
@@ -4178,13 +4203,13 @@ chunkdone_20:
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v81 = mul(2, logSumW)
-	VMULPS     lgc57<>+0(SB), Y1, Y1
+	VMULPS     lgc58<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
-	VMASKMOVPS (AX)(CX*4), Y2, Y2
+	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
 	// v82 = sub(v81, logSumW2)
 	VSUBPS Y2, Y1, Y1
@@ -4231,13 +4256,18 @@ chunkdone_20:
 	// store explainedVariance
 	MOVQ       explainedVariance+56(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_22:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4258,7 +4288,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc58<>+0(SB), Y1
+	VMOVUPS      lgc59<>+0(SB), Y1
 
 	// ess = div(v84, 64)
 	VDIVPS Y1, Y0, Y0

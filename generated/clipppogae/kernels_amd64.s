@@ -697,10 +697,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -712,7 +713,7 @@ blocks_2:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -725,7 +726,7 @@ blocks_2:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -738,7 +739,7 @@ blocks_2:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -751,7 +752,7 @@ blocks_2:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -764,7 +765,7 @@ blocks_2:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -782,10 +783,15 @@ blocks_2:
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -797,7 +803,7 @@ noflush_3:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -810,7 +816,7 @@ noflush_3:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -823,7 +829,7 @@ noflush_3:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -836,7 +842,7 @@ noflush_3:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -849,7 +855,7 @@ noflush_3:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1214,15 +1220,21 @@ DATA lgc34<>+24(SB)/4, $0xffffffff
 DATA lgc34<>+28(SB)/4, $0xffffffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7f7fffff
-DATA lgc35<>+4(SB)/4, $0x7f7fffff
-DATA lgc35<>+8(SB)/4, $0x7f7fffff
-DATA lgc35<>+12(SB)/4, $0x7f7fffff
-DATA lgc35<>+16(SB)/4, $0x7f7fffff
-DATA lgc35<>+20(SB)/4, $0x7f7fffff
-DATA lgc35<>+24(SB)/4, $0x7f7fffff
-DATA lgc35<>+28(SB)/4, $0x7f7fffff
+DATA lgc35<>+0(SB)/8, $0x4020000000000000
+DATA lgc35<>+8(SB)/8, $0x4020000000000000
+DATA lgc35<>+16(SB)/8, $0x4020000000000000
+DATA lgc35<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x7f7fffff
+DATA lgc36<>+4(SB)/4, $0x7f7fffff
+DATA lgc36<>+8(SB)/4, $0x7f7fffff
+DATA lgc36<>+12(SB)/4, $0x7f7fffff
+DATA lgc36<>+16(SB)/4, $0x7f7fffff
+DATA lgc36<>+20(SB)/4, $0x7f7fffff
+DATA lgc36<>+24(SB)/4, $0x7f7fffff
+DATA lgc36<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1239,7 +1251,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc36<>+0(SB), Y0, Y0
+	VADDPS  lgc37<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1253,7 +1265,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS  lgc37<>+0(SB), Y1, Y1
+	VMULPS  lgc38<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1299,10 +1311,11 @@ blocks_4:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
+	VMOVUPD      lgc35<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1327,16 +1340,16 @@ chunkdone_5:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_7
 	MOVQ       s1+16(FP), AX
-	XORQ       CX, CX
-	ADDQ       $+416, CX
+	XORQ       DX, DX
+	ADDQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
-	VMASKMOVPS (AX)(CX*4), Y0, Y0
+	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc36<>+0(SB), Y0, Y0
+	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
@@ -1346,13 +1359,13 @@ chunkdone_5:
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS     lgc37<>+0(SB), Y1, Y1
+	VMULPS     lgc38<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
-	VMASKMOVPS (AX)(CX*4), Y2, Y2
+	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
 	// v67 = sub(v66, logSumW2)
 	VSUBPS Y2, Y1, Y1
@@ -1399,13 +1412,18 @@ chunkdone_5:
 	// store explainedVariance
 	MOVQ       explainedVariance+56(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_7:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1420,25 +1438,25 @@ notail_7:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x34000000
-DATA lgc36<>+4(SB)/4, $0x34000000
-DATA lgc36<>+8(SB)/4, $0x34000000
-DATA lgc36<>+12(SB)/4, $0x34000000
-DATA lgc36<>+16(SB)/4, $0x34000000
-DATA lgc36<>+20(SB)/4, $0x34000000
-DATA lgc36<>+24(SB)/4, $0x34000000
-DATA lgc36<>+28(SB)/4, $0x34000000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x40000000
-DATA lgc37<>+4(SB)/4, $0x40000000
-DATA lgc37<>+8(SB)/4, $0x40000000
-DATA lgc37<>+12(SB)/4, $0x40000000
-DATA lgc37<>+16(SB)/4, $0x40000000
-DATA lgc37<>+20(SB)/4, $0x40000000
-DATA lgc37<>+24(SB)/4, $0x40000000
-DATA lgc37<>+28(SB)/4, $0x40000000
+DATA lgc37<>+0(SB)/4, $0x34000000
+DATA lgc37<>+4(SB)/4, $0x34000000
+DATA lgc37<>+8(SB)/4, $0x34000000
+DATA lgc37<>+12(SB)/4, $0x34000000
+DATA lgc37<>+16(SB)/4, $0x34000000
+DATA lgc37<>+20(SB)/4, $0x34000000
+DATA lgc37<>+24(SB)/4, $0x34000000
+DATA lgc37<>+28(SB)/4, $0x34000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x40000000
+DATA lgc38<>+4(SB)/4, $0x40000000
+DATA lgc38<>+8(SB)/4, $0x40000000
+DATA lgc38<>+12(SB)/4, $0x40000000
+DATA lgc38<>+16(SB)/4, $0x40000000
+DATA lgc38<>+20(SB)/4, $0x40000000
+DATA lgc38<>+24(SB)/4, $0x40000000
+DATA lgc38<>+28(SB)/4, $0x40000000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -1446,7 +1464,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// ess = div(v69, 64)
 	VDIVPS Y1, Y0, Y0
@@ -1457,15 +1475,15 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc38<>+0(SB)/4, $0x42800000
-DATA lgc38<>+4(SB)/4, $0x42800000
-DATA lgc38<>+8(SB)/4, $0x42800000
-DATA lgc38<>+12(SB)/4, $0x42800000
-DATA lgc38<>+16(SB)/4, $0x42800000
-DATA lgc38<>+20(SB)/4, $0x42800000
-DATA lgc38<>+24(SB)/4, $0x42800000
-DATA lgc38<>+28(SB)/4, $0x42800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc39<>+0(SB)/4, $0x42800000
+DATA lgc39<>+4(SB)/4, $0x42800000
+DATA lgc39<>+8(SB)/4, $0x42800000
+DATA lgc39<>+12(SB)/4, $0x42800000
+DATA lgc39<>+16(SB)/4, $0x42800000
+DATA lgc39<>+20(SB)/4, $0x42800000
+DATA lgc39<>+24(SB)/4, $0x42800000
+DATA lgc39<>+28(SB)/4, $0x42800000
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1864,7 +1882,7 @@ outer0_8:
 	VMOVUPS      248(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc39<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 
 	// v73 = where(v49, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
@@ -1908,7 +1926,7 @@ outer0_8:
 
 	// v86 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc40<>+0(SB), Y7
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v87 = where(v84, -1, v86)
 	VBLENDVPS Y6, Y7, Y4, Y4
@@ -1931,7 +1949,7 @@ outer0_8:
 	VMOVUPS 120(SP), Y4
 
 	// v95 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y4, Y5
+	VMULPS  lgc42<>+0(SB), Y4, Y5
 	VMOVUPS 88(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
@@ -1983,7 +2001,7 @@ outer0_8:
 
 	// gradLogProb = where(v106, v107, v105)
 	VBLENDVPS Y3, Y1, Y5, Y1
-	VMOVUPS   lgc42<>+0(SB), Y3
+	VMOVUPS   lgc43<>+0(SB), Y3
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -2298,7 +2316,7 @@ blocks_9:
 	VMOVUPS      504(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc39<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 
 	// v73 = where(v49, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
@@ -2342,7 +2360,7 @@ blocks_9:
 
 	// v86 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc40<>+0(SB), Y7
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v87 = where(v84, -1, v86)
 	VBLENDVPS Y6, Y7, Y4, Y4
@@ -2365,7 +2383,7 @@ blocks_9:
 	VMOVUPS 376(SP), Y4
 
 	// v95 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y4, Y5
+	VMULPS  lgc42<>+0(SB), Y4, Y5
 	VMOVUPS 344(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
@@ -2417,7 +2435,7 @@ blocks_9:
 
 	// gradLogProb = where(v106, v107, v105)
 	VBLENDVPS Y3, Y1, Y5, Y1
-	VMOVUPS   lgc42<>+0(SB), Y3
+	VMOVUPS   lgc43<>+0(SB), Y3
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -2441,10 +2459,11 @@ blocks_9:
 	VMOVUPS      Y3, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
+	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2456,7 +2475,7 @@ blocks_9:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2469,7 +2488,7 @@ blocks_9:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2482,7 +2501,7 @@ blocks_9:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2495,7 +2514,7 @@ blocks_9:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2508,7 +2527,7 @@ blocks_9:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc35<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2526,10 +2545,15 @@ blocks_9:
 noflush_10:
 	SUBQ         $+8, CX
 	JGE          blocks_9
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2541,7 +2565,7 @@ noflush_10:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2554,7 +2578,7 @@ noflush_10:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2567,7 +2591,7 @@ noflush_10:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2580,7 +2604,7 @@ noflush_10:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2593,7 +2617,7 @@ noflush_10:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2612,45 +2636,45 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x381baadf
-DATA lgc39<>+4(SB)/4, $0x381baadf
-DATA lgc39<>+8(SB)/4, $0x381baadf
-DATA lgc39<>+12(SB)/4, $0x381baadf
-DATA lgc39<>+16(SB)/4, $0x381baadf
-DATA lgc39<>+20(SB)/4, $0x381baadf
-DATA lgc39<>+24(SB)/4, $0x381baadf
-DATA lgc39<>+28(SB)/4, $0x381baadf
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0xbf800000
-DATA lgc40<>+4(SB)/4, $0xbf800000
-DATA lgc40<>+8(SB)/4, $0xbf800000
-DATA lgc40<>+12(SB)/4, $0xbf800000
-DATA lgc40<>+16(SB)/4, $0xbf800000
-DATA lgc40<>+20(SB)/4, $0xbf800000
-DATA lgc40<>+24(SB)/4, $0xbf800000
-DATA lgc40<>+28(SB)/4, $0xbf800000
+DATA lgc40<>+0(SB)/4, $0x381baadf
+DATA lgc40<>+4(SB)/4, $0x381baadf
+DATA lgc40<>+8(SB)/4, $0x381baadf
+DATA lgc40<>+12(SB)/4, $0x381baadf
+DATA lgc40<>+16(SB)/4, $0x381baadf
+DATA lgc40<>+20(SB)/4, $0x381baadf
+DATA lgc40<>+24(SB)/4, $0x381baadf
+DATA lgc40<>+28(SB)/4, $0x381baadf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xb81baadf
-DATA lgc41<>+4(SB)/4, $0xb81baadf
-DATA lgc41<>+8(SB)/4, $0xb81baadf
-DATA lgc41<>+12(SB)/4, $0xb81baadf
-DATA lgc41<>+16(SB)/4, $0xb81baadf
-DATA lgc41<>+20(SB)/4, $0xb81baadf
-DATA lgc41<>+24(SB)/4, $0xb81baadf
-DATA lgc41<>+28(SB)/4, $0xb81baadf
+DATA lgc41<>+0(SB)/4, $0xbf800000
+DATA lgc41<>+4(SB)/4, $0xbf800000
+DATA lgc41<>+8(SB)/4, $0xbf800000
+DATA lgc41<>+12(SB)/4, $0xbf800000
+DATA lgc41<>+16(SB)/4, $0xbf800000
+DATA lgc41<>+20(SB)/4, $0xbf800000
+DATA lgc41<>+24(SB)/4, $0xbf800000
+DATA lgc41<>+28(SB)/4, $0xbf800000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xb4c7411d
-DATA lgc42<>+4(SB)/4, $0xb4c7411d
-DATA lgc42<>+8(SB)/4, $0xb4c7411d
-DATA lgc42<>+12(SB)/4, $0xb4c7411d
-DATA lgc42<>+16(SB)/4, $0xb4c7411d
-DATA lgc42<>+20(SB)/4, $0xb4c7411d
-DATA lgc42<>+24(SB)/4, $0xb4c7411d
-DATA lgc42<>+28(SB)/4, $0xb4c7411d
+DATA lgc42<>+0(SB)/4, $0xb81baadf
+DATA lgc42<>+4(SB)/4, $0xb81baadf
+DATA lgc42<>+8(SB)/4, $0xb81baadf
+DATA lgc42<>+12(SB)/4, $0xb81baadf
+DATA lgc42<>+16(SB)/4, $0xb81baadf
+DATA lgc42<>+20(SB)/4, $0xb81baadf
+DATA lgc42<>+24(SB)/4, $0xb81baadf
+DATA lgc42<>+28(SB)/4, $0xb81baadf
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0xb4c7411d
+DATA lgc43<>+4(SB)/4, $0xb4c7411d
+DATA lgc43<>+8(SB)/4, $0xb4c7411d
+DATA lgc43<>+12(SB)/4, $0xb4c7411d
+DATA lgc43<>+16(SB)/4, $0xb4c7411d
+DATA lgc43<>+20(SB)/4, $0xb4c7411d
+DATA lgc43<>+24(SB)/4, $0xb4c7411d
+DATA lgc43<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2667,7 +2691,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc36<>+0(SB), Y0, Y0
+	VADDPS  lgc37<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2681,7 +2705,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS  lgc37<>+0(SB), Y1, Y1
+	VMULPS  lgc38<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2727,10 +2751,11 @@ blocks_11:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_13
+	VMOVUPD      lgc35<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2755,16 +2780,16 @@ chunkdone_12:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_14
 	MOVQ       s1+16(FP), AX
-	XORQ       CX, CX
-	ADDQ       $+416, CX
+	XORQ       DX, DX
+	ADDQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
-	VMASKMOVPS (AX)(CX*4), Y0, Y0
+	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc36<>+0(SB), Y0, Y0
+	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
@@ -2774,13 +2799,13 @@ chunkdone_12:
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS     lgc37<>+0(SB), Y1, Y1
+	VMULPS     lgc38<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
-	VMASKMOVPS (AX)(CX*4), Y2, Y2
+	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
 	// v67 = sub(v66, logSumW2)
 	VSUBPS Y2, Y1, Y1
@@ -2827,13 +2852,18 @@ chunkdone_12:
 	// store explainedVariance
 	MOVQ       explainedVariance+56(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_14:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2854,7 +2884,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// ess = div(v69, 64)
 	VDIVPS Y1, Y0, Y0
@@ -2924,23 +2954,22 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
-	VMULPS       lgc44<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc44<>+0(SB), Y0, Y1
+	VMULPS       lgc45<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc26<>+0(SB), Y3, Y3
-	VPAND        lgc45<>+0(SB), Y1, Y1
+	VPAND        lgc46<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc46<>+0(SB), Y2, Y1
+	VPAND        lgc47<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc47<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc48<>+0(SB), Y1, Y2
 	VMULPS       lgc24<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc48<>+0(SB), Y4
-	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
+	VMOVAPS      lgc49<>+0(SB), Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
@@ -2948,6 +2977,7 @@ bulk_17:
 	VFMADD213PS  lgc54<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc55<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc57<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2958,9 +2988,9 @@ bulk_17:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc57<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc58<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc59<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2971,165 +3001,165 @@ bulkdone_18:
 	VZEROUPPER
 	RET
 
-DATA lgc43<>+0(SB)/4, $0x00800000
-DATA lgc43<>+4(SB)/4, $0x00800000
-DATA lgc43<>+8(SB)/4, $0x00800000
-DATA lgc43<>+12(SB)/4, $0x00800000
-DATA lgc43<>+16(SB)/4, $0x00800000
-DATA lgc43<>+20(SB)/4, $0x00800000
-DATA lgc43<>+24(SB)/4, $0x00800000
-DATA lgc43<>+28(SB)/4, $0x00800000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x4b000000
-DATA lgc44<>+4(SB)/4, $0x4b000000
-DATA lgc44<>+8(SB)/4, $0x4b000000
-DATA lgc44<>+12(SB)/4, $0x4b000000
-DATA lgc44<>+16(SB)/4, $0x4b000000
-DATA lgc44<>+20(SB)/4, $0x4b000000
-DATA lgc44<>+24(SB)/4, $0x4b000000
-DATA lgc44<>+28(SB)/4, $0x4b000000
+DATA lgc44<>+0(SB)/4, $0x00800000
+DATA lgc44<>+4(SB)/4, $0x00800000
+DATA lgc44<>+8(SB)/4, $0x00800000
+DATA lgc44<>+12(SB)/4, $0x00800000
+DATA lgc44<>+16(SB)/4, $0x00800000
+DATA lgc44<>+20(SB)/4, $0x00800000
+DATA lgc44<>+24(SB)/4, $0x00800000
+DATA lgc44<>+28(SB)/4, $0x00800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xffffffe9
-DATA lgc45<>+4(SB)/4, $0xffffffe9
-DATA lgc45<>+8(SB)/4, $0xffffffe9
-DATA lgc45<>+12(SB)/4, $0xffffffe9
-DATA lgc45<>+16(SB)/4, $0xffffffe9
-DATA lgc45<>+20(SB)/4, $0xffffffe9
-DATA lgc45<>+24(SB)/4, $0xffffffe9
-DATA lgc45<>+28(SB)/4, $0xffffffe9
+DATA lgc45<>+0(SB)/4, $0x4b000000
+DATA lgc45<>+4(SB)/4, $0x4b000000
+DATA lgc45<>+8(SB)/4, $0x4b000000
+DATA lgc45<>+12(SB)/4, $0x4b000000
+DATA lgc45<>+16(SB)/4, $0x4b000000
+DATA lgc45<>+20(SB)/4, $0x4b000000
+DATA lgc45<>+24(SB)/4, $0x4b000000
+DATA lgc45<>+28(SB)/4, $0x4b000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x007fffff
-DATA lgc46<>+4(SB)/4, $0x007fffff
-DATA lgc46<>+8(SB)/4, $0x007fffff
-DATA lgc46<>+12(SB)/4, $0x007fffff
-DATA lgc46<>+16(SB)/4, $0x007fffff
-DATA lgc46<>+20(SB)/4, $0x007fffff
-DATA lgc46<>+24(SB)/4, $0x007fffff
-DATA lgc46<>+28(SB)/4, $0x007fffff
+DATA lgc46<>+0(SB)/4, $0xffffffe9
+DATA lgc46<>+4(SB)/4, $0xffffffe9
+DATA lgc46<>+8(SB)/4, $0xffffffe9
+DATA lgc46<>+12(SB)/4, $0xffffffe9
+DATA lgc46<>+16(SB)/4, $0xffffffe9
+DATA lgc46<>+20(SB)/4, $0xffffffe9
+DATA lgc46<>+24(SB)/4, $0xffffffe9
+DATA lgc46<>+28(SB)/4, $0xffffffe9
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3fb504f3
-DATA lgc47<>+4(SB)/4, $0x3fb504f3
-DATA lgc47<>+8(SB)/4, $0x3fb504f3
-DATA lgc47<>+12(SB)/4, $0x3fb504f3
-DATA lgc47<>+16(SB)/4, $0x3fb504f3
-DATA lgc47<>+20(SB)/4, $0x3fb504f3
-DATA lgc47<>+24(SB)/4, $0x3fb504f3
-DATA lgc47<>+28(SB)/4, $0x3fb504f3
+DATA lgc47<>+0(SB)/4, $0x007fffff
+DATA lgc47<>+4(SB)/4, $0x007fffff
+DATA lgc47<>+8(SB)/4, $0x007fffff
+DATA lgc47<>+12(SB)/4, $0x007fffff
+DATA lgc47<>+16(SB)/4, $0x007fffff
+DATA lgc47<>+20(SB)/4, $0x007fffff
+DATA lgc47<>+24(SB)/4, $0x007fffff
+DATA lgc47<>+28(SB)/4, $0x007fffff
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3d9021bb
-DATA lgc48<>+4(SB)/4, $0x3d9021bb
-DATA lgc48<>+8(SB)/4, $0x3d9021bb
-DATA lgc48<>+12(SB)/4, $0x3d9021bb
-DATA lgc48<>+16(SB)/4, $0x3d9021bb
-DATA lgc48<>+20(SB)/4, $0x3d9021bb
-DATA lgc48<>+24(SB)/4, $0x3d9021bb
-DATA lgc48<>+28(SB)/4, $0x3d9021bb
+DATA lgc48<>+0(SB)/4, $0x3fb504f3
+DATA lgc48<>+4(SB)/4, $0x3fb504f3
+DATA lgc48<>+8(SB)/4, $0x3fb504f3
+DATA lgc48<>+12(SB)/4, $0x3fb504f3
+DATA lgc48<>+16(SB)/4, $0x3fb504f3
+DATA lgc48<>+20(SB)/4, $0x3fb504f3
+DATA lgc48<>+24(SB)/4, $0x3fb504f3
+DATA lgc48<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbdebd1b8
-DATA lgc49<>+4(SB)/4, $0xbdebd1b8
-DATA lgc49<>+8(SB)/4, $0xbdebd1b8
-DATA lgc49<>+12(SB)/4, $0xbdebd1b8
-DATA lgc49<>+16(SB)/4, $0xbdebd1b8
-DATA lgc49<>+20(SB)/4, $0xbdebd1b8
-DATA lgc49<>+24(SB)/4, $0xbdebd1b8
-DATA lgc49<>+28(SB)/4, $0xbdebd1b8
+DATA lgc49<>+0(SB)/4, $0x3d9021bb
+DATA lgc49<>+4(SB)/4, $0x3d9021bb
+DATA lgc49<>+8(SB)/4, $0x3d9021bb
+DATA lgc49<>+12(SB)/4, $0x3d9021bb
+DATA lgc49<>+16(SB)/4, $0x3d9021bb
+DATA lgc49<>+20(SB)/4, $0x3d9021bb
+DATA lgc49<>+24(SB)/4, $0x3d9021bb
+DATA lgc49<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3def251a
-DATA lgc50<>+4(SB)/4, $0x3def251a
-DATA lgc50<>+8(SB)/4, $0x3def251a
-DATA lgc50<>+12(SB)/4, $0x3def251a
-DATA lgc50<>+16(SB)/4, $0x3def251a
-DATA lgc50<>+20(SB)/4, $0x3def251a
-DATA lgc50<>+24(SB)/4, $0x3def251a
-DATA lgc50<>+28(SB)/4, $0x3def251a
+DATA lgc50<>+0(SB)/4, $0xbdebd1b8
+DATA lgc50<>+4(SB)/4, $0xbdebd1b8
+DATA lgc50<>+8(SB)/4, $0xbdebd1b8
+DATA lgc50<>+12(SB)/4, $0xbdebd1b8
+DATA lgc50<>+16(SB)/4, $0xbdebd1b8
+DATA lgc50<>+20(SB)/4, $0xbdebd1b8
+DATA lgc50<>+24(SB)/4, $0xbdebd1b8
+DATA lgc50<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+0(SB)/4, $0x3def251a
+DATA lgc51<>+4(SB)/4, $0x3def251a
+DATA lgc51<>+8(SB)/4, $0x3def251a
+DATA lgc51<>+12(SB)/4, $0x3def251a
+DATA lgc51<>+16(SB)/4, $0x3def251a
+DATA lgc51<>+20(SB)/4, $0x3def251a
+DATA lgc51<>+24(SB)/4, $0x3def251a
+DATA lgc51<>+28(SB)/4, $0x3def251a
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3e11e9bf
-DATA lgc52<>+4(SB)/4, $0x3e11e9bf
-DATA lgc52<>+8(SB)/4, $0x3e11e9bf
-DATA lgc52<>+12(SB)/4, $0x3e11e9bf
-DATA lgc52<>+16(SB)/4, $0x3e11e9bf
-DATA lgc52<>+20(SB)/4, $0x3e11e9bf
-DATA lgc52<>+24(SB)/4, $0x3e11e9bf
-DATA lgc52<>+28(SB)/4, $0x3e11e9bf
+DATA lgc52<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0xbe2aae50
-DATA lgc53<>+4(SB)/4, $0xbe2aae50
-DATA lgc53<>+8(SB)/4, $0xbe2aae50
-DATA lgc53<>+12(SB)/4, $0xbe2aae50
-DATA lgc53<>+16(SB)/4, $0xbe2aae50
-DATA lgc53<>+20(SB)/4, $0xbe2aae50
-DATA lgc53<>+24(SB)/4, $0xbe2aae50
-DATA lgc53<>+28(SB)/4, $0xbe2aae50
+DATA lgc53<>+0(SB)/4, $0x3e11e9bf
+DATA lgc53<>+4(SB)/4, $0x3e11e9bf
+DATA lgc53<>+8(SB)/4, $0x3e11e9bf
+DATA lgc53<>+12(SB)/4, $0x3e11e9bf
+DATA lgc53<>+16(SB)/4, $0x3e11e9bf
+DATA lgc53<>+20(SB)/4, $0x3e11e9bf
+DATA lgc53<>+24(SB)/4, $0x3e11e9bf
+DATA lgc53<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x3e4cceac
-DATA lgc54<>+4(SB)/4, $0x3e4cceac
-DATA lgc54<>+8(SB)/4, $0x3e4cceac
-DATA lgc54<>+12(SB)/4, $0x3e4cceac
-DATA lgc54<>+16(SB)/4, $0x3e4cceac
-DATA lgc54<>+20(SB)/4, $0x3e4cceac
-DATA lgc54<>+24(SB)/4, $0x3e4cceac
-DATA lgc54<>+28(SB)/4, $0x3e4cceac
+DATA lgc54<>+0(SB)/4, $0xbe2aae50
+DATA lgc54<>+4(SB)/4, $0xbe2aae50
+DATA lgc54<>+8(SB)/4, $0xbe2aae50
+DATA lgc54<>+12(SB)/4, $0xbe2aae50
+DATA lgc54<>+16(SB)/4, $0xbe2aae50
+DATA lgc54<>+20(SB)/4, $0xbe2aae50
+DATA lgc54<>+24(SB)/4, $0xbe2aae50
+DATA lgc54<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0xbe7ffffc
-DATA lgc55<>+4(SB)/4, $0xbe7ffffc
-DATA lgc55<>+8(SB)/4, $0xbe7ffffc
-DATA lgc55<>+12(SB)/4, $0xbe7ffffc
-DATA lgc55<>+16(SB)/4, $0xbe7ffffc
-DATA lgc55<>+20(SB)/4, $0xbe7ffffc
-DATA lgc55<>+24(SB)/4, $0xbe7ffffc
-DATA lgc55<>+28(SB)/4, $0xbe7ffffc
+DATA lgc55<>+0(SB)/4, $0x3e4cceac
+DATA lgc55<>+4(SB)/4, $0x3e4cceac
+DATA lgc55<>+8(SB)/4, $0x3e4cceac
+DATA lgc55<>+12(SB)/4, $0x3e4cceac
+DATA lgc55<>+16(SB)/4, $0x3e4cceac
+DATA lgc55<>+20(SB)/4, $0x3e4cceac
+DATA lgc55<>+24(SB)/4, $0x3e4cceac
+DATA lgc55<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+0(SB)/4, $0xbe7ffffc
+DATA lgc56<>+4(SB)/4, $0xbe7ffffc
+DATA lgc56<>+8(SB)/4, $0xbe7ffffc
+DATA lgc56<>+12(SB)/4, $0xbe7ffffc
+DATA lgc56<>+16(SB)/4, $0xbe7ffffc
+DATA lgc56<>+20(SB)/4, $0xbe7ffffc
+DATA lgc56<>+24(SB)/4, $0xbe7ffffc
+DATA lgc56<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x7fc00000
-DATA lgc57<>+4(SB)/4, $0x7fc00000
-DATA lgc57<>+8(SB)/4, $0x7fc00000
-DATA lgc57<>+12(SB)/4, $0x7fc00000
-DATA lgc57<>+16(SB)/4, $0x7fc00000
-DATA lgc57<>+20(SB)/4, $0x7fc00000
-DATA lgc57<>+24(SB)/4, $0x7fc00000
-DATA lgc57<>+28(SB)/4, $0x7fc00000
+DATA lgc57<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x7f800000
-DATA lgc58<>+4(SB)/4, $0x7f800000
-DATA lgc58<>+8(SB)/4, $0x7f800000
-DATA lgc58<>+12(SB)/4, $0x7f800000
-DATA lgc58<>+16(SB)/4, $0x7f800000
-DATA lgc58<>+20(SB)/4, $0x7f800000
-DATA lgc58<>+24(SB)/4, $0x7f800000
-DATA lgc58<>+28(SB)/4, $0x7f800000
+DATA lgc58<>+0(SB)/4, $0x7fc00000
+DATA lgc58<>+4(SB)/4, $0x7fc00000
+DATA lgc58<>+8(SB)/4, $0x7fc00000
+DATA lgc58<>+12(SB)/4, $0x7fc00000
+DATA lgc58<>+16(SB)/4, $0x7fc00000
+DATA lgc58<>+20(SB)/4, $0x7fc00000
+DATA lgc58<>+24(SB)/4, $0x7fc00000
+DATA lgc58<>+28(SB)/4, $0x7fc00000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+
+DATA lgc59<>+0(SB)/4, $0x7f800000
+DATA lgc59<>+4(SB)/4, $0x7f800000
+DATA lgc59<>+8(SB)/4, $0x7f800000
+DATA lgc59<>+12(SB)/4, $0x7f800000
+DATA lgc59<>+16(SB)/4, $0x7f800000
+DATA lgc59<>+20(SB)/4, $0x7f800000
+DATA lgc59<>+24(SB)/4, $0x7f800000
+DATA lgc59<>+28(SB)/4, $0x7f800000
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3144,23 +3174,22 @@ bulk_19:
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
-	VMULPS       lgc44<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc44<>+0(SB), Y1, Y2
+	VMULPS       lgc45<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc45<>+0(SB), Y2, Y2
+	VPAND        lgc46<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc46<>+0(SB), Y3, Y2
+	VPAND        lgc47<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc47<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc48<>+0(SB), Y2, Y3
 	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc48<>+0(SB), Y5
-	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
+	VMOVAPS      lgc49<>+0(SB), Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
@@ -3168,6 +3197,7 @@ bulk_19:
 	VFMADD213PS  lgc54<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc55<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc57<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3178,9 +3208,9 @@ bulk_19:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc57<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc58<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc59<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc59<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -3191,8 +3221,8 @@ bulk_19:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc33<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc58<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc58<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc59<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_19

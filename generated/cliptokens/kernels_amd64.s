@@ -203,10 +203,11 @@ blocks_2:
 	VMOVUPD      Y0, 7520(BX)(SI*8)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -217,8 +218,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -230,8 +231,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -243,8 +244,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -256,8 +257,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -269,8 +270,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -289,10 +290,15 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
 	JL           blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -303,8 +309,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -316,8 +322,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -329,8 +335,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -342,8 +348,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -355,8 +361,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -615,25 +621,31 @@ DATA lgc23<>+24(SB)/4, $0x42b00000
 DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x7fffffff
-DATA lgc24<>+4(SB)/4, $0x7fffffff
-DATA lgc24<>+8(SB)/4, $0x7fffffff
-DATA lgc24<>+12(SB)/4, $0x7fffffff
-DATA lgc24<>+16(SB)/4, $0x7fffffff
-DATA lgc24<>+20(SB)/4, $0x7fffffff
-DATA lgc24<>+24(SB)/4, $0x7fffffff
-DATA lgc24<>+28(SB)/4, $0x7fffffff
+DATA lgc24<>+0(SB)/8, $0x4020000000000000
+DATA lgc24<>+8(SB)/8, $0x4020000000000000
+DATA lgc24<>+16(SB)/8, $0x4020000000000000
+DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7f7fffff
-DATA lgc25<>+4(SB)/4, $0x7f7fffff
-DATA lgc25<>+8(SB)/4, $0x7f7fffff
-DATA lgc25<>+12(SB)/4, $0x7f7fffff
-DATA lgc25<>+16(SB)/4, $0x7f7fffff
-DATA lgc25<>+20(SB)/4, $0x7f7fffff
-DATA lgc25<>+24(SB)/4, $0x7f7fffff
-DATA lgc25<>+28(SB)/4, $0x7f7fffff
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
 // Requires: AVX
@@ -708,7 +720,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v52 = mul(2, logSumW)
-	VMULPS  lgc26<>+0(SB), Y0, Y0
+	VMULPS  lgc27<>+0(SB), Y0, Y0
 	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -764,10 +776,11 @@ blocks_4:
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
 	JNZ          noflush_6
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      9984(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -778,8 +791,8 @@ blocks_4:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 9984(CX)
 	VMOVUPS      10304(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -802,10 +815,15 @@ noflush_6:
 	JL   blocks_4
 
 chunkdone_5:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      9984(AX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -816,8 +834,8 @@ chunkdone_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 9984(AX)
 	VMOVUPS      10304(AX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -833,15 +851,15 @@ chunkdone_5:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x40000000
-DATA lgc26<>+4(SB)/4, $0x40000000
-DATA lgc26<>+8(SB)/4, $0x40000000
-DATA lgc26<>+12(SB)/4, $0x40000000
-DATA lgc26<>+16(SB)/4, $0x40000000
-DATA lgc26<>+20(SB)/4, $0x40000000
-DATA lgc26<>+24(SB)/4, $0x40000000
-DATA lgc26<>+28(SB)/4, $0x40000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x40000000
+DATA lgc27<>+4(SB)/4, $0x40000000
+DATA lgc27<>+8(SB)/4, $0x40000000
+DATA lgc27<>+12(SB)/4, $0x40000000
+DATA lgc27<>+16(SB)/4, $0x40000000
+DATA lgc27<>+20(SB)/4, $0x40000000
+DATA lgc27<>+24(SB)/4, $0x40000000
+DATA lgc27<>+28(SB)/4, $0x40000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s9 *float32, s8 *float32, ess *float32)
 // Requires: AVX
@@ -858,7 +876,7 @@ TEXT ·pass3AVX2(SB), $0-24
 
 	// v61 = div(v58, v60)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc27<>+0(SB), Y1
+	VMOVUPS lgc28<>+0(SB), Y1
 
 	// ess = div(v61, 8)
 	VDIVPS Y1, Y0, Y0
@@ -869,15 +887,15 @@ TEXT ·pass3AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x41000000
-DATA lgc27<>+4(SB)/4, $0x41000000
-DATA lgc27<>+8(SB)/4, $0x41000000
-DATA lgc27<>+12(SB)/4, $0x41000000
-DATA lgc27<>+16(SB)/4, $0x41000000
-DATA lgc27<>+20(SB)/4, $0x41000000
-DATA lgc27<>+24(SB)/4, $0x41000000
-DATA lgc27<>+28(SB)/4, $0x41000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/4, $0x41000000
+DATA lgc28<>+4(SB)/4, $0x41000000
+DATA lgc28<>+8(SB)/4, $0x41000000
+DATA lgc28<>+12(SB)/4, $0x41000000
+DATA lgc28<>+16(SB)/4, $0x41000000
+DATA lgc28<>+20(SB)/4, $0x41000000
+DATA lgc28<>+24(SB)/4, $0x41000000
+DATA lgc28<>+28(SB)/4, $0x41000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -909,10 +927,11 @@ blocks_8:
 	VMOVUPS      Y0, 256(BX)
 	DECQ         DX
 	JNZ          noflush_9
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -930,10 +949,15 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
 	JL           blocks_8
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1240,10 +1264,11 @@ blocks_11:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_12
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1254,8 +1279,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1267,8 +1292,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1280,8 +1305,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1293,8 +1318,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1313,10 +1338,15 @@ noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
 	JL           blocks_11
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1327,8 +1357,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1340,8 +1370,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1353,8 +1383,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1366,8 +1396,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1459,7 +1489,7 @@ blocks_13:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v52 = mul(2, logSumW)
-	VMULPS  lgc26<>+0(SB), Y0, Y0
+	VMULPS  lgc27<>+0(SB), Y0, Y0
 	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1515,10 +1545,11 @@ blocks_13:
 	VMOVUPS      Y0, 10432(DX)
 	DECQ         CX
 	JNZ          noflush_15
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      10112(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1529,8 +1560,8 @@ blocks_13:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10112(CX)
 	VMOVUPS      10432(CX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1553,10 +1584,15 @@ noflush_15:
 	JL   blocks_13
 
 chunkdone_14:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      10112(AX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1567,8 +1603,8 @@ chunkdone_14:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 10112(AX)
 	VMOVUPS      10432(AX), Y0
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1599,7 +1635,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v61 = div(v58, v60)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc27<>+0(SB), Y1
+	VMOVUPS lgc28<>+0(SB), Y1
 
 	// ess = div(v61, 8)
 	VDIVPS Y1, Y0, Y0
@@ -1669,23 +1705,22 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc30<>+0(SB), Y1, Y1
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc31<>+0(SB), Y2, Y1
+	VPAND        lgc32<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc33<>+0(SB), Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
@@ -1693,6 +1728,7 @@ bulk_18:
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1703,9 +1739,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1716,165 +1752,165 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xffffffe9
-DATA lgc30<>+4(SB)/4, $0xffffffe9
-DATA lgc30<>+8(SB)/4, $0xffffffe9
-DATA lgc30<>+12(SB)/4, $0xffffffe9
-DATA lgc30<>+16(SB)/4, $0xffffffe9
-DATA lgc30<>+20(SB)/4, $0xffffffe9
-DATA lgc30<>+24(SB)/4, $0xffffffe9
-DATA lgc30<>+28(SB)/4, $0xffffffe9
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x007fffff
-DATA lgc31<>+4(SB)/4, $0x007fffff
-DATA lgc31<>+8(SB)/4, $0x007fffff
-DATA lgc31<>+12(SB)/4, $0x007fffff
-DATA lgc31<>+16(SB)/4, $0x007fffff
-DATA lgc31<>+20(SB)/4, $0x007fffff
-DATA lgc31<>+24(SB)/4, $0x007fffff
-DATA lgc31<>+28(SB)/4, $0x007fffff
+DATA lgc31<>+0(SB)/4, $0xffffffe9
+DATA lgc31<>+4(SB)/4, $0xffffffe9
+DATA lgc31<>+8(SB)/4, $0xffffffe9
+DATA lgc31<>+12(SB)/4, $0xffffffe9
+DATA lgc31<>+16(SB)/4, $0xffffffe9
+DATA lgc31<>+20(SB)/4, $0xffffffe9
+DATA lgc31<>+24(SB)/4, $0xffffffe9
+DATA lgc31<>+28(SB)/4, $0xffffffe9
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3fb504f3
-DATA lgc32<>+4(SB)/4, $0x3fb504f3
-DATA lgc32<>+8(SB)/4, $0x3fb504f3
-DATA lgc32<>+12(SB)/4, $0x3fb504f3
-DATA lgc32<>+16(SB)/4, $0x3fb504f3
-DATA lgc32<>+20(SB)/4, $0x3fb504f3
-DATA lgc32<>+24(SB)/4, $0x3fb504f3
-DATA lgc32<>+28(SB)/4, $0x3fb504f3
+DATA lgc32<>+0(SB)/4, $0x007fffff
+DATA lgc32<>+4(SB)/4, $0x007fffff
+DATA lgc32<>+8(SB)/4, $0x007fffff
+DATA lgc32<>+12(SB)/4, $0x007fffff
+DATA lgc32<>+16(SB)/4, $0x007fffff
+DATA lgc32<>+20(SB)/4, $0x007fffff
+DATA lgc32<>+24(SB)/4, $0x007fffff
+DATA lgc32<>+28(SB)/4, $0x007fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d9021bb
-DATA lgc33<>+4(SB)/4, $0x3d9021bb
-DATA lgc33<>+8(SB)/4, $0x3d9021bb
-DATA lgc33<>+12(SB)/4, $0x3d9021bb
-DATA lgc33<>+16(SB)/4, $0x3d9021bb
-DATA lgc33<>+20(SB)/4, $0x3d9021bb
-DATA lgc33<>+24(SB)/4, $0x3d9021bb
-DATA lgc33<>+28(SB)/4, $0x3d9021bb
+DATA lgc33<>+0(SB)/4, $0x3fb504f3
+DATA lgc33<>+4(SB)/4, $0x3fb504f3
+DATA lgc33<>+8(SB)/4, $0x3fb504f3
+DATA lgc33<>+12(SB)/4, $0x3fb504f3
+DATA lgc33<>+16(SB)/4, $0x3fb504f3
+DATA lgc33<>+20(SB)/4, $0x3fb504f3
+DATA lgc33<>+24(SB)/4, $0x3fb504f3
+DATA lgc33<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdebd1b8
-DATA lgc34<>+4(SB)/4, $0xbdebd1b8
-DATA lgc34<>+8(SB)/4, $0xbdebd1b8
-DATA lgc34<>+12(SB)/4, $0xbdebd1b8
-DATA lgc34<>+16(SB)/4, $0xbdebd1b8
-DATA lgc34<>+20(SB)/4, $0xbdebd1b8
-DATA lgc34<>+24(SB)/4, $0xbdebd1b8
-DATA lgc34<>+28(SB)/4, $0xbdebd1b8
+DATA lgc34<>+0(SB)/4, $0x3d9021bb
+DATA lgc34<>+4(SB)/4, $0x3d9021bb
+DATA lgc34<>+8(SB)/4, $0x3d9021bb
+DATA lgc34<>+12(SB)/4, $0x3d9021bb
+DATA lgc34<>+16(SB)/4, $0x3d9021bb
+DATA lgc34<>+20(SB)/4, $0x3d9021bb
+DATA lgc34<>+24(SB)/4, $0x3d9021bb
+DATA lgc34<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3def251a
-DATA lgc35<>+4(SB)/4, $0x3def251a
-DATA lgc35<>+8(SB)/4, $0x3def251a
-DATA lgc35<>+12(SB)/4, $0x3def251a
-DATA lgc35<>+16(SB)/4, $0x3def251a
-DATA lgc35<>+20(SB)/4, $0x3def251a
-DATA lgc35<>+24(SB)/4, $0x3def251a
-DATA lgc35<>+28(SB)/4, $0x3def251a
+DATA lgc35<>+0(SB)/4, $0xbdebd1b8
+DATA lgc35<>+4(SB)/4, $0xbdebd1b8
+DATA lgc35<>+8(SB)/4, $0xbdebd1b8
+DATA lgc35<>+12(SB)/4, $0xbdebd1b8
+DATA lgc35<>+16(SB)/4, $0xbdebd1b8
+DATA lgc35<>+20(SB)/4, $0xbdebd1b8
+DATA lgc35<>+24(SB)/4, $0xbdebd1b8
+DATA lgc35<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+0(SB)/4, $0x3def251a
+DATA lgc36<>+4(SB)/4, $0x3def251a
+DATA lgc36<>+8(SB)/4, $0x3def251a
+DATA lgc36<>+12(SB)/4, $0x3def251a
+DATA lgc36<>+16(SB)/4, $0x3def251a
+DATA lgc36<>+20(SB)/4, $0x3def251a
+DATA lgc36<>+24(SB)/4, $0x3def251a
+DATA lgc36<>+28(SB)/4, $0x3def251a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e11e9bf
-DATA lgc37<>+4(SB)/4, $0x3e11e9bf
-DATA lgc37<>+8(SB)/4, $0x3e11e9bf
-DATA lgc37<>+12(SB)/4, $0x3e11e9bf
-DATA lgc37<>+16(SB)/4, $0x3e11e9bf
-DATA lgc37<>+20(SB)/4, $0x3e11e9bf
-DATA lgc37<>+24(SB)/4, $0x3e11e9bf
-DATA lgc37<>+28(SB)/4, $0x3e11e9bf
+DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe2aae50
-DATA lgc38<>+4(SB)/4, $0xbe2aae50
-DATA lgc38<>+8(SB)/4, $0xbe2aae50
-DATA lgc38<>+12(SB)/4, $0xbe2aae50
-DATA lgc38<>+16(SB)/4, $0xbe2aae50
-DATA lgc38<>+20(SB)/4, $0xbe2aae50
-DATA lgc38<>+24(SB)/4, $0xbe2aae50
-DATA lgc38<>+28(SB)/4, $0xbe2aae50
+DATA lgc38<>+0(SB)/4, $0x3e11e9bf
+DATA lgc38<>+4(SB)/4, $0x3e11e9bf
+DATA lgc38<>+8(SB)/4, $0x3e11e9bf
+DATA lgc38<>+12(SB)/4, $0x3e11e9bf
+DATA lgc38<>+16(SB)/4, $0x3e11e9bf
+DATA lgc38<>+20(SB)/4, $0x3e11e9bf
+DATA lgc38<>+24(SB)/4, $0x3e11e9bf
+DATA lgc38<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e4cceac
-DATA lgc39<>+4(SB)/4, $0x3e4cceac
-DATA lgc39<>+8(SB)/4, $0x3e4cceac
-DATA lgc39<>+12(SB)/4, $0x3e4cceac
-DATA lgc39<>+16(SB)/4, $0x3e4cceac
-DATA lgc39<>+20(SB)/4, $0x3e4cceac
-DATA lgc39<>+24(SB)/4, $0x3e4cceac
-DATA lgc39<>+28(SB)/4, $0x3e4cceac
+DATA lgc39<>+0(SB)/4, $0xbe2aae50
+DATA lgc39<>+4(SB)/4, $0xbe2aae50
+DATA lgc39<>+8(SB)/4, $0xbe2aae50
+DATA lgc39<>+12(SB)/4, $0xbe2aae50
+DATA lgc39<>+16(SB)/4, $0xbe2aae50
+DATA lgc39<>+20(SB)/4, $0xbe2aae50
+DATA lgc39<>+24(SB)/4, $0xbe2aae50
+DATA lgc39<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe7ffffc
-DATA lgc40<>+4(SB)/4, $0xbe7ffffc
-DATA lgc40<>+8(SB)/4, $0xbe7ffffc
-DATA lgc40<>+12(SB)/4, $0xbe7ffffc
-DATA lgc40<>+16(SB)/4, $0xbe7ffffc
-DATA lgc40<>+20(SB)/4, $0xbe7ffffc
-DATA lgc40<>+24(SB)/4, $0xbe7ffffc
-DATA lgc40<>+28(SB)/4, $0xbe7ffffc
+DATA lgc40<>+0(SB)/4, $0x3e4cceac
+DATA lgc40<>+4(SB)/4, $0x3e4cceac
+DATA lgc40<>+8(SB)/4, $0x3e4cceac
+DATA lgc40<>+12(SB)/4, $0x3e4cceac
+DATA lgc40<>+16(SB)/4, $0x3e4cceac
+DATA lgc40<>+20(SB)/4, $0x3e4cceac
+DATA lgc40<>+24(SB)/4, $0x3e4cceac
+DATA lgc40<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+0(SB)/4, $0xbe7ffffc
+DATA lgc41<>+4(SB)/4, $0xbe7ffffc
+DATA lgc41<>+8(SB)/4, $0xbe7ffffc
+DATA lgc41<>+12(SB)/4, $0xbe7ffffc
+DATA lgc41<>+16(SB)/4, $0xbe7ffffc
+DATA lgc41<>+20(SB)/4, $0xbe7ffffc
+DATA lgc41<>+24(SB)/4, $0xbe7ffffc
+DATA lgc41<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7fc00000
-DATA lgc42<>+4(SB)/4, $0x7fc00000
-DATA lgc42<>+8(SB)/4, $0x7fc00000
-DATA lgc42<>+12(SB)/4, $0x7fc00000
-DATA lgc42<>+16(SB)/4, $0x7fc00000
-DATA lgc42<>+20(SB)/4, $0x7fc00000
-DATA lgc42<>+24(SB)/4, $0x7fc00000
-DATA lgc42<>+28(SB)/4, $0x7fc00000
+DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7f800000
-DATA lgc43<>+4(SB)/4, $0x7f800000
-DATA lgc43<>+8(SB)/4, $0x7f800000
-DATA lgc43<>+12(SB)/4, $0x7f800000
-DATA lgc43<>+16(SB)/4, $0x7f800000
-DATA lgc43<>+20(SB)/4, $0x7f800000
-DATA lgc43<>+24(SB)/4, $0x7f800000
-DATA lgc43<>+28(SB)/4, $0x7f800000
+DATA lgc43<>+0(SB)/4, $0x7fc00000
+DATA lgc43<>+4(SB)/4, $0x7fc00000
+DATA lgc43<>+8(SB)/4, $0x7fc00000
+DATA lgc43<>+12(SB)/4, $0x7fc00000
+DATA lgc43<>+16(SB)/4, $0x7fc00000
+DATA lgc43<>+20(SB)/4, $0x7fc00000
+DATA lgc43<>+24(SB)/4, $0x7fc00000
+DATA lgc43<>+28(SB)/4, $0x7fc00000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x7f800000
+DATA lgc44<>+4(SB)/4, $0x7f800000
+DATA lgc44<>+8(SB)/4, $0x7f800000
+DATA lgc44<>+12(SB)/4, $0x7f800000
+DATA lgc44<>+16(SB)/4, $0x7f800000
+DATA lgc44<>+20(SB)/4, $0x7f800000
+DATA lgc44<>+24(SB)/4, $0x7f800000
+DATA lgc44<>+28(SB)/4, $0x7f800000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1889,23 +1925,22 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
@@ -1913,6 +1948,7 @@ bulk_20:
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1923,9 +1959,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1936,8 +1972,8 @@ bulk_20:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

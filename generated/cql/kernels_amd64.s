@@ -1361,10 +1361,11 @@ inner_Q_6:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_7
+	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+104(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc45<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1375,8 +1376,8 @@ inner_Q_6:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1388,8 +1389,8 @@ inner_Q_6:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1401,8 +1402,8 @@ inner_Q_6:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1414,8 +1415,8 @@ inner_Q_6:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1427,8 +1428,8 @@ inner_Q_6:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1451,10 +1452,15 @@ noflush_7:
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc19<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+104(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc45<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1465,8 +1471,8 @@ chunkdone_2:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1478,8 +1484,8 @@ chunkdone_2:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1491,8 +1497,8 @@ chunkdone_2:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1504,8 +1510,8 @@ chunkdone_2:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1517,8 +1523,8 @@ chunkdone_2:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VMOVUPS      1856(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1826,25 +1832,31 @@ DATA lgc43<>+24(SB)/4, $0xc0c00000
 DATA lgc43<>+28(SB)/4, $0xc0c00000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fffffff
-DATA lgc44<>+4(SB)/4, $0x7fffffff
-DATA lgc44<>+8(SB)/4, $0x7fffffff
-DATA lgc44<>+12(SB)/4, $0x7fffffff
-DATA lgc44<>+16(SB)/4, $0x7fffffff
-DATA lgc44<>+20(SB)/4, $0x7fffffff
-DATA lgc44<>+24(SB)/4, $0x7fffffff
-DATA lgc44<>+28(SB)/4, $0x7fffffff
+DATA lgc44<>+0(SB)/8, $0x4020000000000000
+DATA lgc44<>+8(SB)/8, $0x4020000000000000
+DATA lgc44<>+16(SB)/8, $0x4020000000000000
+DATA lgc44<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7f7fffff
-DATA lgc45<>+4(SB)/4, $0x7f7fffff
-DATA lgc45<>+8(SB)/4, $0x7f7fffff
-DATA lgc45<>+12(SB)/4, $0x7f7fffff
-DATA lgc45<>+16(SB)/4, $0x7f7fffff
-DATA lgc45<>+20(SB)/4, $0x7f7fffff
-DATA lgc45<>+24(SB)/4, $0x7f7fffff
-DATA lgc45<>+28(SB)/4, $0x7f7fffff
+DATA lgc45<>+0(SB)/4, $0x7fffffff
+DATA lgc45<>+4(SB)/4, $0x7fffffff
+DATA lgc45<>+8(SB)/4, $0x7fffffff
+DATA lgc45<>+12(SB)/4, $0x7fffffff
+DATA lgc45<>+16(SB)/4, $0x7fffffff
+DATA lgc45<>+20(SB)/4, $0x7fffffff
+DATA lgc45<>+24(SB)/4, $0x7fffffff
+DATA lgc45<>+28(SB)/4, $0x7fffffff
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0x7f7fffff
+DATA lgc46<>+4(SB)/4, $0x7f7fffff
+DATA lgc46<>+8(SB)/4, $0x7f7fffff
+DATA lgc46<>+12(SB)/4, $0x7f7fffff
+DATA lgc46<>+16(SB)/4, $0x7f7fffff
+DATA lgc46<>+20(SB)/4, $0x7f7fffff
+DATA lgc46<>+24(SB)/4, $0x7f7fffff
+DATA lgc46<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1926,7 +1938,7 @@ TEXT ·fbPass1AVX2(SB), $6976-216
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// v92 = mul(0.00390625, v13)
-	VMULPS  lgc46<>+0(SB), Y3, Y0
+	VMULPS  lgc47<>+0(SB), Y3, Y0
 	VMOVUPS Y3, (SP)
 	VMOVUPS Y0, 32(SP)
 	MOVQ    $+8, CX
@@ -3063,7 +3075,7 @@ inner_Q_13:
 	VMOVUPS 6464(SP), Y2
 
 	// v90 = mul(-0.00390625, v79)
-	VMULPS lgc47<>+0(SB), Y0, Y0
+	VMULPS lgc48<>+0(SB), Y0, Y0
 
 	// sum(v90) over [B]
 	VADDPS  2176(DX), Y0, Y0
@@ -3104,7 +3116,7 @@ inner_Q_14:
 
 	// v94 = eq(v93, v72)
 	VCMPPS  $0x00, Y5, Y4, Y4
-	VMOVUPS lgc47<>+0(SB), Y5
+	VMOVUPS lgc48<>+0(SB), Y5
 
 	// gradStateActionValueActor = where(v94, -0.00390625, 0)
 	VANDPS Y5, Y4, Y4
@@ -3187,7 +3199,7 @@ inner_R_15:
 
 	// v53 = add(v50, v52)
 	VADDPS  Y4, Y3, Y3
-	VMOVUPS lgc48<>+0(SB), Y5
+	VMOVUPS lgc49<>+0(SB), Y5
 
 	// v98 = div(0.001953125, v53)
 	VDIVPS  Y3, Y5, Y3
@@ -3237,7 +3249,7 @@ inner_R_15:
 	VMOVUPS 6912(SP), Y0
 	VMOVUPS lgc19<>+0(SB), Y1
 	VCMPPS  $0x04, Y1, Y0, Y1
-	VMOVUPS lgc46<>+0(SB), Y0
+	VMOVUPS lgc47<>+0(SB), Y0
 
 	// v109 = where(v19, 0.00390625, 0)
 	VANDPS Y0, Y1, Y2
@@ -3281,7 +3293,7 @@ inner_R_15:
 
 	// v122 = mul(diff, 0)
 	VMULPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS lgc49<>+0(SB), Y5
+	VMOVUPS lgc50<>+0(SB), Y5
 
 	// v123 = where(v120, -1, v122)
 	VBLENDVPS Y4, Y5, Y2, Y2
@@ -3300,7 +3312,7 @@ inner_R_15:
 	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// gradStateActionValue = add(-0.01953125, v127)
-	VADDPS lgc50<>+0(SB), Y0, Y0
+	VADDPS lgc51<>+0(SB), Y0, Y0
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+144(FP), DI
@@ -3309,7 +3321,7 @@ inner_R_15:
 	CMPQ    DX, $+2
 	JL      inner_Q_14
 	VMOVUPS 32(SP), Y0
-	VMOVUPS lgc47<>+0(SB), Y1
+	VMOVUPS lgc48<>+0(SB), Y1
 	VMOVUPS 6528(SP), Y2
 
 	// store valueTarget
@@ -3827,10 +3839,11 @@ inner_R_15:
 	VMASKMOVPS   Y0, Y8, 10552(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_16
+	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+104(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc45<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3841,8 +3854,8 @@ inner_R_15:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3854,8 +3867,8 @@ inner_R_15:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3867,8 +3880,8 @@ inner_R_15:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3880,8 +3893,8 @@ inner_R_15:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3893,8 +3906,8 @@ inner_R_15:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3906,8 +3919,8 @@ inner_R_15:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	VMOVUPS      2176(CX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3930,10 +3943,15 @@ noflush_16:
 	JL   blocks_8
 
 chunkdone_9:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc19<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+104(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc45<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3944,8 +3962,8 @@ chunkdone_9:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3957,8 +3975,8 @@ chunkdone_9:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3970,8 +3988,8 @@ chunkdone_9:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3983,8 +4001,8 @@ chunkdone_9:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3996,8 +4014,8 @@ chunkdone_9:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VMOVUPS      1856(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4009,8 +4027,8 @@ chunkdone_9:
 	VMOVUPS      lgc19<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(AX)
 	VMOVUPS      2176(AX), Y0
-	VANDPS       lgc44<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc45<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4026,55 +4044,55 @@ chunkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc46<>+0(SB)/4, $0x3b800000
-DATA lgc46<>+4(SB)/4, $0x3b800000
-DATA lgc46<>+8(SB)/4, $0x3b800000
-DATA lgc46<>+12(SB)/4, $0x3b800000
-DATA lgc46<>+16(SB)/4, $0x3b800000
-DATA lgc46<>+20(SB)/4, $0x3b800000
-DATA lgc46<>+24(SB)/4, $0x3b800000
-DATA lgc46<>+28(SB)/4, $0x3b800000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0xbb800000
-DATA lgc47<>+4(SB)/4, $0xbb800000
-DATA lgc47<>+8(SB)/4, $0xbb800000
-DATA lgc47<>+12(SB)/4, $0xbb800000
-DATA lgc47<>+16(SB)/4, $0xbb800000
-DATA lgc47<>+20(SB)/4, $0xbb800000
-DATA lgc47<>+24(SB)/4, $0xbb800000
-DATA lgc47<>+28(SB)/4, $0xbb800000
+DATA lgc47<>+0(SB)/4, $0x3b800000
+DATA lgc47<>+4(SB)/4, $0x3b800000
+DATA lgc47<>+8(SB)/4, $0x3b800000
+DATA lgc47<>+12(SB)/4, $0x3b800000
+DATA lgc47<>+16(SB)/4, $0x3b800000
+DATA lgc47<>+20(SB)/4, $0x3b800000
+DATA lgc47<>+24(SB)/4, $0x3b800000
+DATA lgc47<>+28(SB)/4, $0x3b800000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3b000000
-DATA lgc48<>+4(SB)/4, $0x3b000000
-DATA lgc48<>+8(SB)/4, $0x3b000000
-DATA lgc48<>+12(SB)/4, $0x3b000000
-DATA lgc48<>+16(SB)/4, $0x3b000000
-DATA lgc48<>+20(SB)/4, $0x3b000000
-DATA lgc48<>+24(SB)/4, $0x3b000000
-DATA lgc48<>+28(SB)/4, $0x3b000000
+DATA lgc48<>+0(SB)/4, $0xbb800000
+DATA lgc48<>+4(SB)/4, $0xbb800000
+DATA lgc48<>+8(SB)/4, $0xbb800000
+DATA lgc48<>+12(SB)/4, $0xbb800000
+DATA lgc48<>+16(SB)/4, $0xbb800000
+DATA lgc48<>+20(SB)/4, $0xbb800000
+DATA lgc48<>+24(SB)/4, $0xbb800000
+DATA lgc48<>+28(SB)/4, $0xbb800000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbf800000
-DATA lgc49<>+4(SB)/4, $0xbf800000
-DATA lgc49<>+8(SB)/4, $0xbf800000
-DATA lgc49<>+12(SB)/4, $0xbf800000
-DATA lgc49<>+16(SB)/4, $0xbf800000
-DATA lgc49<>+20(SB)/4, $0xbf800000
-DATA lgc49<>+24(SB)/4, $0xbf800000
-DATA lgc49<>+28(SB)/4, $0xbf800000
+DATA lgc49<>+0(SB)/4, $0x3b000000
+DATA lgc49<>+4(SB)/4, $0x3b000000
+DATA lgc49<>+8(SB)/4, $0x3b000000
+DATA lgc49<>+12(SB)/4, $0x3b000000
+DATA lgc49<>+16(SB)/4, $0x3b000000
+DATA lgc49<>+20(SB)/4, $0x3b000000
+DATA lgc49<>+24(SB)/4, $0x3b000000
+DATA lgc49<>+28(SB)/4, $0x3b000000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbca00000
-DATA lgc50<>+4(SB)/4, $0xbca00000
-DATA lgc50<>+8(SB)/4, $0xbca00000
-DATA lgc50<>+12(SB)/4, $0xbca00000
-DATA lgc50<>+16(SB)/4, $0xbca00000
-DATA lgc50<>+20(SB)/4, $0xbca00000
-DATA lgc50<>+24(SB)/4, $0xbca00000
-DATA lgc50<>+28(SB)/4, $0xbca00000
+DATA lgc50<>+0(SB)/4, $0xbf800000
+DATA lgc50<>+4(SB)/4, $0xbf800000
+DATA lgc50<>+8(SB)/4, $0xbf800000
+DATA lgc50<>+12(SB)/4, $0xbf800000
+DATA lgc50<>+16(SB)/4, $0xbf800000
+DATA lgc50<>+20(SB)/4, $0xbf800000
+DATA lgc50<>+24(SB)/4, $0xbf800000
+DATA lgc50<>+28(SB)/4, $0xbf800000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
+
+DATA lgc51<>+0(SB)/4, $0xbca00000
+DATA lgc51<>+4(SB)/4, $0xbca00000
+DATA lgc51<>+8(SB)/4, $0xbca00000
+DATA lgc51<>+12(SB)/4, $0xbca00000
+DATA lgc51<>+16(SB)/4, $0xbca00000
+DATA lgc51<>+20(SB)/4, $0xbca00000
+DATA lgc51<>+24(SB)/4, $0xbca00000
+DATA lgc51<>+28(SB)/4, $0xbca00000
+GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3

@@ -298,10 +298,11 @@ blocks_2:
 	VMOVUPS      Y0, 2944(BX)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc34<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -312,8 +313,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -325,8 +326,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -338,8 +339,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -351,8 +352,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -364,8 +365,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -377,8 +378,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	VMOVUPS      2304(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -390,8 +391,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(DX)
 	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -403,8 +404,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(DX)
 	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -423,10 +424,15 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -437,8 +443,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -450,8 +456,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -463,8 +469,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -476,8 +482,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -489,8 +495,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -502,8 +508,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	VMOVUPS      2304(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -515,8 +521,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(CX)
 	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -528,8 +534,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(CX)
 	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -888,25 +894,31 @@ DATA lgc33<>+24(SB)/4, $0x3e2aaaab
 DATA lgc33<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x7fffffff
-DATA lgc34<>+4(SB)/4, $0x7fffffff
-DATA lgc34<>+8(SB)/4, $0x7fffffff
-DATA lgc34<>+12(SB)/4, $0x7fffffff
-DATA lgc34<>+16(SB)/4, $0x7fffffff
-DATA lgc34<>+20(SB)/4, $0x7fffffff
-DATA lgc34<>+24(SB)/4, $0x7fffffff
-DATA lgc34<>+28(SB)/4, $0x7fffffff
+DATA lgc34<>+0(SB)/8, $0x4020000000000000
+DATA lgc34<>+8(SB)/8, $0x4020000000000000
+DATA lgc34<>+16(SB)/8, $0x4020000000000000
+DATA lgc34<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7f7fffff
-DATA lgc35<>+4(SB)/4, $0x7f7fffff
-DATA lgc35<>+8(SB)/4, $0x7f7fffff
-DATA lgc35<>+12(SB)/4, $0x7f7fffff
-DATA lgc35<>+16(SB)/4, $0x7f7fffff
-DATA lgc35<>+20(SB)/4, $0x7f7fffff
-DATA lgc35<>+24(SB)/4, $0x7f7fffff
-DATA lgc35<>+28(SB)/4, $0x7f7fffff
+DATA lgc35<>+0(SB)/4, $0x7fffffff
+DATA lgc35<>+4(SB)/4, $0x7fffffff
+DATA lgc35<>+8(SB)/4, $0x7fffffff
+DATA lgc35<>+12(SB)/4, $0x7fffffff
+DATA lgc35<>+16(SB)/4, $0x7fffffff
+DATA lgc35<>+20(SB)/4, $0x7fffffff
+DATA lgc35<>+24(SB)/4, $0x7fffffff
+DATA lgc35<>+28(SB)/4, $0x7fffffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x7f7fffff
+DATA lgc36<>+4(SB)/4, $0x7f7fffff
+DATA lgc36<>+8(SB)/4, $0x7f7fffff
+DATA lgc36<>+12(SB)/4, $0x7f7fffff
+DATA lgc36<>+16(SB)/4, $0x7f7fffff
+DATA lgc36<>+20(SB)/4, $0x7f7fffff
+DATA lgc36<>+24(SB)/4, $0x7f7fffff
+DATA lgc36<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
@@ -947,7 +959,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc36<>+0(SB), Y7, Y7
+	VMULPS       lgc37<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1001,7 +1013,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc37<>+0(SB), Y1, Y5
+	VMULPS lgc38<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -1039,25 +1051,25 @@ TEXT ·pass1AVX2(SB), $64-136
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x40000000
-DATA lgc36<>+4(SB)/4, $0x40000000
-DATA lgc36<>+8(SB)/4, $0x40000000
-DATA lgc36<>+12(SB)/4, $0x40000000
-DATA lgc36<>+16(SB)/4, $0x40000000
-DATA lgc36<>+20(SB)/4, $0x40000000
-DATA lgc36<>+24(SB)/4, $0x40000000
-DATA lgc36<>+28(SB)/4, $0x40000000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x3c23d70a
-DATA lgc37<>+4(SB)/4, $0x3c23d70a
-DATA lgc37<>+8(SB)/4, $0x3c23d70a
-DATA lgc37<>+12(SB)/4, $0x3c23d70a
-DATA lgc37<>+16(SB)/4, $0x3c23d70a
-DATA lgc37<>+20(SB)/4, $0x3c23d70a
-DATA lgc37<>+24(SB)/4, $0x3c23d70a
-DATA lgc37<>+28(SB)/4, $0x3c23d70a
+DATA lgc37<>+0(SB)/4, $0x40000000
+DATA lgc37<>+4(SB)/4, $0x40000000
+DATA lgc37<>+8(SB)/4, $0x40000000
+DATA lgc37<>+12(SB)/4, $0x40000000
+DATA lgc37<>+16(SB)/4, $0x40000000
+DATA lgc37<>+20(SB)/4, $0x40000000
+DATA lgc37<>+24(SB)/4, $0x40000000
+DATA lgc37<>+28(SB)/4, $0x40000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x3c23d70a
+DATA lgc38<>+4(SB)/4, $0x3c23d70a
+DATA lgc38<>+8(SB)/4, $0x3c23d70a
+DATA lgc38<>+12(SB)/4, $0x3c23d70a
+DATA lgc38<>+16(SB)/4, $0x3c23d70a
+DATA lgc38<>+20(SB)/4, $0x3c23d70a
+DATA lgc38<>+24(SB)/4, $0x3c23d70a
+DATA lgc38<>+28(SB)/4, $0x3c23d70a
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -1089,10 +1101,11 @@ blocks_5:
 	VMOVUPS      Y0, 256(BX)
 	DECQ         DX
 	JNZ          noflush_6
+	VMOVUPD      lgc34<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1110,10 +1123,15 @@ noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1142,7 +1160,7 @@ TEXT ·fbPass1AVX2(SB), $288-88
 
 	// v27 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc37<>+0(SB), Y2
+	VMOVUPS lgc38<>+0(SB), Y2
 
 	// v102 = div(0.01, v27)
 	VDIVPS Y0, Y2, Y2
@@ -1544,10 +1562,11 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
+	VMOVUPD      lgc34<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1558,8 +1577,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1571,8 +1590,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1584,8 +1603,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1597,8 +1616,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1610,8 +1629,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(DX)
 	VMOVUPS      2432(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1623,8 +1642,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(DX)
 	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1636,8 +1655,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(DX)
 	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1656,10 +1675,15 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_8
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VANDPS       lgc35<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1670,8 +1694,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1683,8 +1707,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1696,8 +1720,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1709,8 +1733,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1722,8 +1746,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(CX)
 	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1735,8 +1759,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(CX)
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1748,8 +1772,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc34<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VANDPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1807,7 +1831,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc36<>+0(SB), Y7, Y7
+	VMULPS       lgc37<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1861,7 +1885,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc37<>+0(SB), Y1, Y5
+	VMULPS lgc38<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -1958,23 +1982,22 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc38<>+0(SB), Y0, Y1
-	VMULPS       lgc39<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
+	VMULPS       lgc40<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc40<>+0(SB), Y1, Y1
+	VPAND        lgc41<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc41<>+0(SB), Y2, Y1
+	VPAND        lgc42<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc42<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc43<>+0(SB), Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VMOVAPS      lgc44<>+0(SB), Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
@@ -1982,6 +2005,7 @@ bulk_12:
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1992,9 +2016,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2005,165 +2029,165 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc38<>+0(SB)/4, $0x00800000
-DATA lgc38<>+4(SB)/4, $0x00800000
-DATA lgc38<>+8(SB)/4, $0x00800000
-DATA lgc38<>+12(SB)/4, $0x00800000
-DATA lgc38<>+16(SB)/4, $0x00800000
-DATA lgc38<>+20(SB)/4, $0x00800000
-DATA lgc38<>+24(SB)/4, $0x00800000
-DATA lgc38<>+28(SB)/4, $0x00800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0x4b000000
-DATA lgc39<>+4(SB)/4, $0x4b000000
-DATA lgc39<>+8(SB)/4, $0x4b000000
-DATA lgc39<>+12(SB)/4, $0x4b000000
-DATA lgc39<>+16(SB)/4, $0x4b000000
-DATA lgc39<>+20(SB)/4, $0x4b000000
-DATA lgc39<>+24(SB)/4, $0x4b000000
-DATA lgc39<>+28(SB)/4, $0x4b000000
+DATA lgc39<>+0(SB)/4, $0x00800000
+DATA lgc39<>+4(SB)/4, $0x00800000
+DATA lgc39<>+8(SB)/4, $0x00800000
+DATA lgc39<>+12(SB)/4, $0x00800000
+DATA lgc39<>+16(SB)/4, $0x00800000
+DATA lgc39<>+20(SB)/4, $0x00800000
+DATA lgc39<>+24(SB)/4, $0x00800000
+DATA lgc39<>+28(SB)/4, $0x00800000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xffffffe9
-DATA lgc40<>+4(SB)/4, $0xffffffe9
-DATA lgc40<>+8(SB)/4, $0xffffffe9
-DATA lgc40<>+12(SB)/4, $0xffffffe9
-DATA lgc40<>+16(SB)/4, $0xffffffe9
-DATA lgc40<>+20(SB)/4, $0xffffffe9
-DATA lgc40<>+24(SB)/4, $0xffffffe9
-DATA lgc40<>+28(SB)/4, $0xffffffe9
+DATA lgc40<>+0(SB)/4, $0x4b000000
+DATA lgc40<>+4(SB)/4, $0x4b000000
+DATA lgc40<>+8(SB)/4, $0x4b000000
+DATA lgc40<>+12(SB)/4, $0x4b000000
+DATA lgc40<>+16(SB)/4, $0x4b000000
+DATA lgc40<>+20(SB)/4, $0x4b000000
+DATA lgc40<>+24(SB)/4, $0x4b000000
+DATA lgc40<>+28(SB)/4, $0x4b000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x007fffff
-DATA lgc41<>+4(SB)/4, $0x007fffff
-DATA lgc41<>+8(SB)/4, $0x007fffff
-DATA lgc41<>+12(SB)/4, $0x007fffff
-DATA lgc41<>+16(SB)/4, $0x007fffff
-DATA lgc41<>+20(SB)/4, $0x007fffff
-DATA lgc41<>+24(SB)/4, $0x007fffff
-DATA lgc41<>+28(SB)/4, $0x007fffff
+DATA lgc41<>+0(SB)/4, $0xffffffe9
+DATA lgc41<>+4(SB)/4, $0xffffffe9
+DATA lgc41<>+8(SB)/4, $0xffffffe9
+DATA lgc41<>+12(SB)/4, $0xffffffe9
+DATA lgc41<>+16(SB)/4, $0xffffffe9
+DATA lgc41<>+20(SB)/4, $0xffffffe9
+DATA lgc41<>+24(SB)/4, $0xffffffe9
+DATA lgc41<>+28(SB)/4, $0xffffffe9
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3fb504f3
-DATA lgc42<>+4(SB)/4, $0x3fb504f3
-DATA lgc42<>+8(SB)/4, $0x3fb504f3
-DATA lgc42<>+12(SB)/4, $0x3fb504f3
-DATA lgc42<>+16(SB)/4, $0x3fb504f3
-DATA lgc42<>+20(SB)/4, $0x3fb504f3
-DATA lgc42<>+24(SB)/4, $0x3fb504f3
-DATA lgc42<>+28(SB)/4, $0x3fb504f3
+DATA lgc42<>+0(SB)/4, $0x007fffff
+DATA lgc42<>+4(SB)/4, $0x007fffff
+DATA lgc42<>+8(SB)/4, $0x007fffff
+DATA lgc42<>+12(SB)/4, $0x007fffff
+DATA lgc42<>+16(SB)/4, $0x007fffff
+DATA lgc42<>+20(SB)/4, $0x007fffff
+DATA lgc42<>+24(SB)/4, $0x007fffff
+DATA lgc42<>+28(SB)/4, $0x007fffff
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3d9021bb
-DATA lgc43<>+4(SB)/4, $0x3d9021bb
-DATA lgc43<>+8(SB)/4, $0x3d9021bb
-DATA lgc43<>+12(SB)/4, $0x3d9021bb
-DATA lgc43<>+16(SB)/4, $0x3d9021bb
-DATA lgc43<>+20(SB)/4, $0x3d9021bb
-DATA lgc43<>+24(SB)/4, $0x3d9021bb
-DATA lgc43<>+28(SB)/4, $0x3d9021bb
+DATA lgc43<>+0(SB)/4, $0x3fb504f3
+DATA lgc43<>+4(SB)/4, $0x3fb504f3
+DATA lgc43<>+8(SB)/4, $0x3fb504f3
+DATA lgc43<>+12(SB)/4, $0x3fb504f3
+DATA lgc43<>+16(SB)/4, $0x3fb504f3
+DATA lgc43<>+20(SB)/4, $0x3fb504f3
+DATA lgc43<>+24(SB)/4, $0x3fb504f3
+DATA lgc43<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbdebd1b8
-DATA lgc44<>+4(SB)/4, $0xbdebd1b8
-DATA lgc44<>+8(SB)/4, $0xbdebd1b8
-DATA lgc44<>+12(SB)/4, $0xbdebd1b8
-DATA lgc44<>+16(SB)/4, $0xbdebd1b8
-DATA lgc44<>+20(SB)/4, $0xbdebd1b8
-DATA lgc44<>+24(SB)/4, $0xbdebd1b8
-DATA lgc44<>+28(SB)/4, $0xbdebd1b8
+DATA lgc44<>+0(SB)/4, $0x3d9021bb
+DATA lgc44<>+4(SB)/4, $0x3d9021bb
+DATA lgc44<>+8(SB)/4, $0x3d9021bb
+DATA lgc44<>+12(SB)/4, $0x3d9021bb
+DATA lgc44<>+16(SB)/4, $0x3d9021bb
+DATA lgc44<>+20(SB)/4, $0x3d9021bb
+DATA lgc44<>+24(SB)/4, $0x3d9021bb
+DATA lgc44<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3def251a
-DATA lgc45<>+4(SB)/4, $0x3def251a
-DATA lgc45<>+8(SB)/4, $0x3def251a
-DATA lgc45<>+12(SB)/4, $0x3def251a
-DATA lgc45<>+16(SB)/4, $0x3def251a
-DATA lgc45<>+20(SB)/4, $0x3def251a
-DATA lgc45<>+24(SB)/4, $0x3def251a
-DATA lgc45<>+28(SB)/4, $0x3def251a
+DATA lgc45<>+0(SB)/4, $0xbdebd1b8
+DATA lgc45<>+4(SB)/4, $0xbdebd1b8
+DATA lgc45<>+8(SB)/4, $0xbdebd1b8
+DATA lgc45<>+12(SB)/4, $0xbdebd1b8
+DATA lgc45<>+16(SB)/4, $0xbdebd1b8
+DATA lgc45<>+20(SB)/4, $0xbdebd1b8
+DATA lgc45<>+24(SB)/4, $0xbdebd1b8
+DATA lgc45<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+0(SB)/4, $0x3def251a
+DATA lgc46<>+4(SB)/4, $0x3def251a
+DATA lgc46<>+8(SB)/4, $0x3def251a
+DATA lgc46<>+12(SB)/4, $0x3def251a
+DATA lgc46<>+16(SB)/4, $0x3def251a
+DATA lgc46<>+20(SB)/4, $0x3def251a
+DATA lgc46<>+24(SB)/4, $0x3def251a
+DATA lgc46<>+28(SB)/4, $0x3def251a
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3e11e9bf
-DATA lgc47<>+4(SB)/4, $0x3e11e9bf
-DATA lgc47<>+8(SB)/4, $0x3e11e9bf
-DATA lgc47<>+12(SB)/4, $0x3e11e9bf
-DATA lgc47<>+16(SB)/4, $0x3e11e9bf
-DATA lgc47<>+20(SB)/4, $0x3e11e9bf
-DATA lgc47<>+24(SB)/4, $0x3e11e9bf
-DATA lgc47<>+28(SB)/4, $0x3e11e9bf
+DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbe2aae50
-DATA lgc48<>+4(SB)/4, $0xbe2aae50
-DATA lgc48<>+8(SB)/4, $0xbe2aae50
-DATA lgc48<>+12(SB)/4, $0xbe2aae50
-DATA lgc48<>+16(SB)/4, $0xbe2aae50
-DATA lgc48<>+20(SB)/4, $0xbe2aae50
-DATA lgc48<>+24(SB)/4, $0xbe2aae50
-DATA lgc48<>+28(SB)/4, $0xbe2aae50
+DATA lgc48<>+0(SB)/4, $0x3e11e9bf
+DATA lgc48<>+4(SB)/4, $0x3e11e9bf
+DATA lgc48<>+8(SB)/4, $0x3e11e9bf
+DATA lgc48<>+12(SB)/4, $0x3e11e9bf
+DATA lgc48<>+16(SB)/4, $0x3e11e9bf
+DATA lgc48<>+20(SB)/4, $0x3e11e9bf
+DATA lgc48<>+24(SB)/4, $0x3e11e9bf
+DATA lgc48<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3e4cceac
-DATA lgc49<>+4(SB)/4, $0x3e4cceac
-DATA lgc49<>+8(SB)/4, $0x3e4cceac
-DATA lgc49<>+12(SB)/4, $0x3e4cceac
-DATA lgc49<>+16(SB)/4, $0x3e4cceac
-DATA lgc49<>+20(SB)/4, $0x3e4cceac
-DATA lgc49<>+24(SB)/4, $0x3e4cceac
-DATA lgc49<>+28(SB)/4, $0x3e4cceac
+DATA lgc49<>+0(SB)/4, $0xbe2aae50
+DATA lgc49<>+4(SB)/4, $0xbe2aae50
+DATA lgc49<>+8(SB)/4, $0xbe2aae50
+DATA lgc49<>+12(SB)/4, $0xbe2aae50
+DATA lgc49<>+16(SB)/4, $0xbe2aae50
+DATA lgc49<>+20(SB)/4, $0xbe2aae50
+DATA lgc49<>+24(SB)/4, $0xbe2aae50
+DATA lgc49<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbe7ffffc
-DATA lgc50<>+4(SB)/4, $0xbe7ffffc
-DATA lgc50<>+8(SB)/4, $0xbe7ffffc
-DATA lgc50<>+12(SB)/4, $0xbe7ffffc
-DATA lgc50<>+16(SB)/4, $0xbe7ffffc
-DATA lgc50<>+20(SB)/4, $0xbe7ffffc
-DATA lgc50<>+24(SB)/4, $0xbe7ffffc
-DATA lgc50<>+28(SB)/4, $0xbe7ffffc
+DATA lgc50<>+0(SB)/4, $0x3e4cceac
+DATA lgc50<>+4(SB)/4, $0x3e4cceac
+DATA lgc50<>+8(SB)/4, $0x3e4cceac
+DATA lgc50<>+12(SB)/4, $0x3e4cceac
+DATA lgc50<>+16(SB)/4, $0x3e4cceac
+DATA lgc50<>+20(SB)/4, $0x3e4cceac
+DATA lgc50<>+24(SB)/4, $0x3e4cceac
+DATA lgc50<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+0(SB)/4, $0xbe7ffffc
+DATA lgc51<>+4(SB)/4, $0xbe7ffffc
+DATA lgc51<>+8(SB)/4, $0xbe7ffffc
+DATA lgc51<>+12(SB)/4, $0xbe7ffffc
+DATA lgc51<>+16(SB)/4, $0xbe7ffffc
+DATA lgc51<>+20(SB)/4, $0xbe7ffffc
+DATA lgc51<>+24(SB)/4, $0xbe7ffffc
+DATA lgc51<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x7fc00000
-DATA lgc52<>+4(SB)/4, $0x7fc00000
-DATA lgc52<>+8(SB)/4, $0x7fc00000
-DATA lgc52<>+12(SB)/4, $0x7fc00000
-DATA lgc52<>+16(SB)/4, $0x7fc00000
-DATA lgc52<>+20(SB)/4, $0x7fc00000
-DATA lgc52<>+24(SB)/4, $0x7fc00000
-DATA lgc52<>+28(SB)/4, $0x7fc00000
+DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x7f800000
-DATA lgc53<>+4(SB)/4, $0x7f800000
-DATA lgc53<>+8(SB)/4, $0x7f800000
-DATA lgc53<>+12(SB)/4, $0x7f800000
-DATA lgc53<>+16(SB)/4, $0x7f800000
-DATA lgc53<>+20(SB)/4, $0x7f800000
-DATA lgc53<>+24(SB)/4, $0x7f800000
-DATA lgc53<>+28(SB)/4, $0x7f800000
+DATA lgc53<>+0(SB)/4, $0x7fc00000
+DATA lgc53<>+4(SB)/4, $0x7fc00000
+DATA lgc53<>+8(SB)/4, $0x7fc00000
+DATA lgc53<>+12(SB)/4, $0x7fc00000
+DATA lgc53<>+16(SB)/4, $0x7fc00000
+DATA lgc53<>+20(SB)/4, $0x7fc00000
+DATA lgc53<>+24(SB)/4, $0x7fc00000
+DATA lgc53<>+28(SB)/4, $0x7fc00000
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
+
+DATA lgc54<>+0(SB)/4, $0x7f800000
+DATA lgc54<>+4(SB)/4, $0x7f800000
+DATA lgc54<>+8(SB)/4, $0x7f800000
+DATA lgc54<>+12(SB)/4, $0x7f800000
+DATA lgc54<>+16(SB)/4, $0x7f800000
+DATA lgc54<>+20(SB)/4, $0x7f800000
+DATA lgc54<>+24(SB)/4, $0x7f800000
+DATA lgc54<>+28(SB)/4, $0x7f800000
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2178,23 +2202,22 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc38<>+0(SB), Y1, Y2
-	VMULPS       lgc39<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
+	VMULPS       lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc40<>+0(SB), Y2, Y2
+	VPAND        lgc41<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc41<>+0(SB), Y3, Y2
+	VPAND        lgc42<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc42<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc43<>+0(SB), Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VMOVAPS      lgc44<>+0(SB), Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
@@ -2202,6 +2225,7 @@ bulk_14:
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2212,9 +2236,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc53<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2225,8 +2249,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

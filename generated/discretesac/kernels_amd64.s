@@ -1046,10 +1046,11 @@ inner_Q_9:
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_10
+	VMOVUPD      lgc42<>+0(SB), Y0
 	MOVQ         state+80(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
+	VANDPS       lgc43<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1060,8 +1061,8 @@ inner_Q_9:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1073,8 +1074,8 @@ inner_Q_9:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1086,8 +1087,8 @@ inner_Q_9:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1110,10 +1111,15 @@ noflush_10:
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc17<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+80(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
+	VANDPS       lgc43<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1124,8 +1130,8 @@ chunkdone_2:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1137,8 +1143,8 @@ chunkdone_2:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1150,8 +1156,8 @@ chunkdone_2:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1443,25 +1449,31 @@ DATA lgc41<>+24(SB)/4, $0x3fe0c220
 DATA lgc41<>+28(SB)/4, $0x3fe0c220
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7fffffff
-DATA lgc42<>+4(SB)/4, $0x7fffffff
-DATA lgc42<>+8(SB)/4, $0x7fffffff
-DATA lgc42<>+12(SB)/4, $0x7fffffff
-DATA lgc42<>+16(SB)/4, $0x7fffffff
-DATA lgc42<>+20(SB)/4, $0x7fffffff
-DATA lgc42<>+24(SB)/4, $0x7fffffff
-DATA lgc42<>+28(SB)/4, $0x7fffffff
+DATA lgc42<>+0(SB)/8, $0x4020000000000000
+DATA lgc42<>+8(SB)/8, $0x4020000000000000
+DATA lgc42<>+16(SB)/8, $0x4020000000000000
+DATA lgc42<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7f7fffff
-DATA lgc43<>+4(SB)/4, $0x7f7fffff
-DATA lgc43<>+8(SB)/4, $0x7f7fffff
-DATA lgc43<>+12(SB)/4, $0x7f7fffff
-DATA lgc43<>+16(SB)/4, $0x7f7fffff
-DATA lgc43<>+20(SB)/4, $0x7f7fffff
-DATA lgc43<>+24(SB)/4, $0x7f7fffff
-DATA lgc43<>+28(SB)/4, $0x7f7fffff
+DATA lgc43<>+0(SB)/4, $0x7fffffff
+DATA lgc43<>+4(SB)/4, $0x7fffffff
+DATA lgc43<>+8(SB)/4, $0x7fffffff
+DATA lgc43<>+12(SB)/4, $0x7fffffff
+DATA lgc43<>+16(SB)/4, $0x7fffffff
+DATA lgc43<>+20(SB)/4, $0x7fffffff
+DATA lgc43<>+24(SB)/4, $0x7fffffff
+DATA lgc43<>+28(SB)/4, $0x7fffffff
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x7f7fffff
+DATA lgc44<>+4(SB)/4, $0x7f7fffff
+DATA lgc44<>+8(SB)/4, $0x7f7fffff
+DATA lgc44<>+12(SB)/4, $0x7f7fffff
+DATA lgc44<>+16(SB)/4, $0x7f7fffff
+DATA lgc44<>+20(SB)/4, $0x7f7fffff
+DATA lgc44<>+24(SB)/4, $0x7f7fffff
+DATA lgc44<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2356,7 +2368,7 @@ inner_Q_19:
 	VMOVUPS Y1, Y0
 
 	// v74 = mul(-0.00390625, v64)
-	VMULPS lgc44<>+0(SB), Y3, Y1
+	VMULPS lgc45<>+0(SB), Y3, Y1
 
 	// sum(v74) over [B]
 	VADDPS  1536(DX), Y1, Y1
@@ -2422,11 +2434,11 @@ inner_Q_21:
 	VSUBPS Y6, Y8, Y6
 
 	// v76 = mul(0.00390625, v56)
-	VMULPS  lgc45<>+0(SB), Y6, Y6
+	VMULPS  lgc46<>+0(SB), Y6, Y6
 	VMOVUPS 2560(SP), Y8
 
 	// v77 = mul(0.00390625, v50)
-	VMULPS lgc45<>+0(SB), Y8, Y8
+	VMULPS lgc46<>+0(SB), Y8, Y8
 
 	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y0, Y8, Y9
@@ -2553,11 +2565,11 @@ inner_Q_23:
 	VSUBPS Y3, Y5, Y3
 
 	// v76 = mul(0.00390625, v56)
-	VMULPS  lgc45<>+0(SB), Y3, Y3
+	VMULPS  lgc46<>+0(SB), Y3, Y3
 	VMOVUPS 2656(SP), Y5
 
 	// v77 = mul(0.00390625, v50)
-	VMULPS lgc45<>+0(SB), Y5, Y5
+	VMULPS lgc46<>+0(SB), Y5, Y5
 
 	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y0, Y5, Y7
@@ -2663,7 +2675,7 @@ inner_Q_24:
 	// v38 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y7, Y9
 	VMOVUPS Y5, 2784(SP)
-	VMOVUPS lgc45<>+0(SB), Y5
+	VMOVUPS lgc46<>+0(SB), Y5
 
 	// v99 = where(v37, 0.00390625, 0)
 	VANDPS  Y5, Y8, Y10
@@ -2714,7 +2726,7 @@ inner_Q_24:
 	VMULPS  lgc17<>+0(SB), Y7, Y7
 	VMOVUPS Y5, 2944(SP)
 	VMOVUPS Y8, 2976(SP)
-	VMOVUPS lgc46<>+0(SB), Y5
+	VMOVUPS lgc47<>+0(SB), Y5
 
 	// v113 = where(v110, -1, v112)
 	VBLENDVPS Y9, Y5, Y7, Y5
@@ -2895,10 +2907,11 @@ inner_Q_24:
 	VMASKMOVPS   Y0, Y8, 6312(DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_25
+	VMOVUPD      lgc42<>+0(SB), Y0
 	MOVQ         state+80(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
+	VANDPS       lgc43<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2909,8 +2922,8 @@ inner_Q_24:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2922,8 +2935,8 @@ inner_Q_24:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2935,8 +2948,8 @@ inner_Q_24:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2948,8 +2961,8 @@ inner_Q_24:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2972,10 +2985,15 @@ noflush_25:
 	JL   blocks_11
 
 chunkdone_12:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc17<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+80(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
+	VANDPS       lgc43<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2986,8 +3004,8 @@ chunkdone_12:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2999,8 +3017,8 @@ chunkdone_12:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3012,8 +3030,8 @@ chunkdone_12:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3025,8 +3043,8 @@ chunkdone_12:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc42<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
+	VANDPS       lgc43<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc44<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -3042,35 +3060,35 @@ chunkdone_12:
 	VZEROUPPER
 	RET
 
-DATA lgc44<>+0(SB)/4, $0xbb800000
-DATA lgc44<>+4(SB)/4, $0xbb800000
-DATA lgc44<>+8(SB)/4, $0xbb800000
-DATA lgc44<>+12(SB)/4, $0xbb800000
-DATA lgc44<>+16(SB)/4, $0xbb800000
-DATA lgc44<>+20(SB)/4, $0xbb800000
-DATA lgc44<>+24(SB)/4, $0xbb800000
-DATA lgc44<>+28(SB)/4, $0xbb800000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0x3b800000
-DATA lgc45<>+4(SB)/4, $0x3b800000
-DATA lgc45<>+8(SB)/4, $0x3b800000
-DATA lgc45<>+12(SB)/4, $0x3b800000
-DATA lgc45<>+16(SB)/4, $0x3b800000
-DATA lgc45<>+20(SB)/4, $0x3b800000
-DATA lgc45<>+24(SB)/4, $0x3b800000
-DATA lgc45<>+28(SB)/4, $0x3b800000
+DATA lgc45<>+0(SB)/4, $0xbb800000
+DATA lgc45<>+4(SB)/4, $0xbb800000
+DATA lgc45<>+8(SB)/4, $0xbb800000
+DATA lgc45<>+12(SB)/4, $0xbb800000
+DATA lgc45<>+16(SB)/4, $0xbb800000
+DATA lgc45<>+20(SB)/4, $0xbb800000
+DATA lgc45<>+24(SB)/4, $0xbb800000
+DATA lgc45<>+28(SB)/4, $0xbb800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbf800000
-DATA lgc46<>+4(SB)/4, $0xbf800000
-DATA lgc46<>+8(SB)/4, $0xbf800000
-DATA lgc46<>+12(SB)/4, $0xbf800000
-DATA lgc46<>+16(SB)/4, $0xbf800000
-DATA lgc46<>+20(SB)/4, $0xbf800000
-DATA lgc46<>+24(SB)/4, $0xbf800000
-DATA lgc46<>+28(SB)/4, $0xbf800000
+DATA lgc46<>+0(SB)/4, $0x3b800000
+DATA lgc46<>+4(SB)/4, $0x3b800000
+DATA lgc46<>+8(SB)/4, $0x3b800000
+DATA lgc46<>+12(SB)/4, $0x3b800000
+DATA lgc46<>+16(SB)/4, $0x3b800000
+DATA lgc46<>+20(SB)/4, $0x3b800000
+DATA lgc46<>+24(SB)/4, $0x3b800000
+DATA lgc46<>+28(SB)/4, $0x3b800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0xbf800000
+DATA lgc47<>+4(SB)/4, $0xbf800000
+DATA lgc47<>+8(SB)/4, $0xbf800000
+DATA lgc47<>+12(SB)/4, $0xbf800000
+DATA lgc47<>+16(SB)/4, $0xbf800000
+DATA lgc47<>+20(SB)/4, $0xbf800000
+DATA lgc47<>+24(SB)/4, $0xbf800000
+DATA lgc47<>+28(SB)/4, $0xbf800000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3

@@ -4915,10 +4915,11 @@ inner_KSrc_15:
 	VMASKMOVPS   Y0, Y8, 1620(BX)(DX*4)
 	DECQ         CX
 	JNZ          noflush_16
+	VMOVUPD      lgc53<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      512(CX), Y0
-	VANDPS       lgc53<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
+	VANDPS       lgc54<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4929,8 +4930,8 @@ inner_KSrc_15:
 	VMOVUPS      lgc41<>+0(SB), Y0
 	VMOVUPS      Y0, 512(CX)
 	VMOVUPS      832(CX), Y0
-	VANDPS       lgc53<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
+	VANDPS       lgc54<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4953,10 +4954,15 @@ noflush_16:
 	JL   blocks_6
 
 chunkdone_7:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc41<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      512(AX), Y0
-	VANDPS       lgc53<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
+	VANDPS       lgc54<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4967,8 +4973,8 @@ chunkdone_7:
 	VMOVUPS      lgc41<>+0(SB), Y0
 	VMOVUPS      Y0, 512(AX)
 	VMOVUPS      832(AX), Y0
-	VANDPS       lgc53<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
+	VANDPS       lgc54<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -5094,25 +5100,31 @@ DATA lgc52<>+24(SB)/4, $0x00000000
 DATA lgc52<>+28(SB)/4, $0x00000000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x7fffffff
-DATA lgc53<>+4(SB)/4, $0x7fffffff
-DATA lgc53<>+8(SB)/4, $0x7fffffff
-DATA lgc53<>+12(SB)/4, $0x7fffffff
-DATA lgc53<>+16(SB)/4, $0x7fffffff
-DATA lgc53<>+20(SB)/4, $0x7fffffff
-DATA lgc53<>+24(SB)/4, $0x7fffffff
-DATA lgc53<>+28(SB)/4, $0x7fffffff
+DATA lgc53<>+0(SB)/8, $0x4020000000000000
+DATA lgc53<>+8(SB)/8, $0x4020000000000000
+DATA lgc53<>+16(SB)/8, $0x4020000000000000
+DATA lgc53<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x7f7fffff
-DATA lgc54<>+4(SB)/4, $0x7f7fffff
-DATA lgc54<>+8(SB)/4, $0x7f7fffff
-DATA lgc54<>+12(SB)/4, $0x7f7fffff
-DATA lgc54<>+16(SB)/4, $0x7f7fffff
-DATA lgc54<>+20(SB)/4, $0x7f7fffff
-DATA lgc54<>+24(SB)/4, $0x7f7fffff
-DATA lgc54<>+28(SB)/4, $0x7f7fffff
+DATA lgc54<>+0(SB)/4, $0x7fffffff
+DATA lgc54<>+4(SB)/4, $0x7fffffff
+DATA lgc54<>+8(SB)/4, $0x7fffffff
+DATA lgc54<>+12(SB)/4, $0x7fffffff
+DATA lgc54<>+16(SB)/4, $0x7fffffff
+DATA lgc54<>+20(SB)/4, $0x7fffffff
+DATA lgc54<>+24(SB)/4, $0x7fffffff
+DATA lgc54<>+28(SB)/4, $0x7fffffff
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+
+DATA lgc55<>+0(SB)/4, $0x7f7fffff
+DATA lgc55<>+4(SB)/4, $0x7f7fffff
+DATA lgc55<>+8(SB)/4, $0x7f7fffff
+DATA lgc55<>+12(SB)/4, $0x7f7fffff
+DATA lgc55<>+16(SB)/4, $0x7f7fffff
+DATA lgc55<>+20(SB)/4, $0x7f7fffff
+DATA lgc55<>+24(SB)/4, $0x7f7fffff
+DATA lgc55<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, s0 *float32, s1 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -10555,7 +10567,7 @@ inner_KSrc_33:
 	VINSERTF128 $0x01, X6, Y8, Y6
 
 	// v52 = mul(-0.0078125, v44)
-	VMULPS lgc55<>+0(SB), Y6, Y6
+	VMULPS lgc56<>+0(SB), Y6, Y6
 
 	// v53 = neg(v52)
 	VXORPS lgc51<>+0(SB), Y6, Y6
@@ -10903,7 +10915,7 @@ inner_KSrc_37:
 	VINSERTF128 $0x01, X5, Y7, Y5
 
 	// v52 = mul(-0.0078125, v44)
-	VMULPS  lgc55<>+0(SB), Y5, Y5
+	VMULPS  lgc56<>+0(SB), Y5, Y5
 	XORQ    R9, R9
 	IMUL3Q  $+32, DX, R10
 	ADDQ    R10, R9
@@ -12311,10 +12323,11 @@ inner_KSrc_37:
 	VMASKMOVPS   Y0, Y8, 6512(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_38
+	VMOVUPD      lgc53<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      512(CX), Y0
-	VANDPS       lgc53<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
+	VANDPS       lgc54<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -12325,8 +12338,8 @@ inner_KSrc_37:
 	VMOVUPS      lgc41<>+0(SB), Y0
 	VMOVUPS      Y0, 512(CX)
 	VMOVUPS      832(CX), Y0
-	VANDPS       lgc53<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
+	VANDPS       lgc54<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -12349,10 +12362,15 @@ noflush_38:
 	JL   blocks_22
 
 chunkdone_23:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc41<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
 	VMOVUPS      512(AX), Y0
-	VANDPS       lgc53<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
+	VANDPS       lgc54<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -12363,8 +12381,8 @@ chunkdone_23:
 	VMOVUPS      lgc41<>+0(SB), Y0
 	VMOVUPS      Y0, 512(AX)
 	VMOVUPS      832(AX), Y0
-	VANDPS       lgc53<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
+	VANDPS       lgc54<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -12380,15 +12398,15 @@ chunkdone_23:
 	VZEROUPPER
 	RET
 
-DATA lgc55<>+0(SB)/4, $0xbc000000
-DATA lgc55<>+4(SB)/4, $0xbc000000
-DATA lgc55<>+8(SB)/4, $0xbc000000
-DATA lgc55<>+12(SB)/4, $0xbc000000
-DATA lgc55<>+16(SB)/4, $0xbc000000
-DATA lgc55<>+20(SB)/4, $0xbc000000
-DATA lgc55<>+24(SB)/4, $0xbc000000
-DATA lgc55<>+28(SB)/4, $0xbc000000
-GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+DATA lgc56<>+0(SB)/4, $0xbc000000
+DATA lgc56<>+4(SB)/4, $0xbc000000
+DATA lgc56<>+8(SB)/4, $0xbc000000
+DATA lgc56<>+12(SB)/4, $0xbc000000
+DATA lgc56<>+16(SB)/4, $0xbc000000
+DATA lgc56<>+20(SB)/4, $0xbc000000
+DATA lgc56<>+24(SB)/4, $0xbc000000
+DATA lgc56<>+28(SB)/4, $0xbc000000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -12449,23 +12467,22 @@ bulk_41:
 	CMPQ         BX, DX
 	JGE          bulkdone_42
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc56<>+0(SB), Y0, Y1
-	VMULPS       lgc57<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc57<>+0(SB), Y0, Y1
+	VMULPS       lgc58<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc15<>+0(SB), Y3, Y3
-	VPAND        lgc58<>+0(SB), Y1, Y1
+	VPAND        lgc59<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc59<>+0(SB), Y2, Y1
+	VPAND        lgc60<>+0(SB), Y2, Y1
 	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc60<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc61<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc61<>+0(SB), Y4
-	VFMADD213PS  lgc62<>+0(SB), Y1, Y4
+	VMOVAPS      lgc62<>+0(SB), Y4
 	VFMADD213PS  lgc63<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc64<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc65<>+0(SB), Y1, Y4
@@ -12473,6 +12490,7 @@ bulk_41:
 	VFMADD213PS  lgc67<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc68<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc69<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc70<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -12483,9 +12501,9 @@ bulk_41:
 	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc18<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc41<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc70<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc71<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc71<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc72<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc72<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -12496,165 +12514,165 @@ bulkdone_42:
 	VZEROUPPER
 	RET
 
-DATA lgc56<>+0(SB)/4, $0x00800000
-DATA lgc56<>+4(SB)/4, $0x00800000
-DATA lgc56<>+8(SB)/4, $0x00800000
-DATA lgc56<>+12(SB)/4, $0x00800000
-DATA lgc56<>+16(SB)/4, $0x00800000
-DATA lgc56<>+20(SB)/4, $0x00800000
-DATA lgc56<>+24(SB)/4, $0x00800000
-DATA lgc56<>+28(SB)/4, $0x00800000
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
-
-DATA lgc57<>+0(SB)/4, $0x4b000000
-DATA lgc57<>+4(SB)/4, $0x4b000000
-DATA lgc57<>+8(SB)/4, $0x4b000000
-DATA lgc57<>+12(SB)/4, $0x4b000000
-DATA lgc57<>+16(SB)/4, $0x4b000000
-DATA lgc57<>+20(SB)/4, $0x4b000000
-DATA lgc57<>+24(SB)/4, $0x4b000000
-DATA lgc57<>+28(SB)/4, $0x4b000000
+DATA lgc57<>+0(SB)/4, $0x00800000
+DATA lgc57<>+4(SB)/4, $0x00800000
+DATA lgc57<>+8(SB)/4, $0x00800000
+DATA lgc57<>+12(SB)/4, $0x00800000
+DATA lgc57<>+16(SB)/4, $0x00800000
+DATA lgc57<>+20(SB)/4, $0x00800000
+DATA lgc57<>+24(SB)/4, $0x00800000
+DATA lgc57<>+28(SB)/4, $0x00800000
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0xffffffe9
-DATA lgc58<>+4(SB)/4, $0xffffffe9
-DATA lgc58<>+8(SB)/4, $0xffffffe9
-DATA lgc58<>+12(SB)/4, $0xffffffe9
-DATA lgc58<>+16(SB)/4, $0xffffffe9
-DATA lgc58<>+20(SB)/4, $0xffffffe9
-DATA lgc58<>+24(SB)/4, $0xffffffe9
-DATA lgc58<>+28(SB)/4, $0xffffffe9
+DATA lgc58<>+0(SB)/4, $0x4b000000
+DATA lgc58<>+4(SB)/4, $0x4b000000
+DATA lgc58<>+8(SB)/4, $0x4b000000
+DATA lgc58<>+12(SB)/4, $0x4b000000
+DATA lgc58<>+16(SB)/4, $0x4b000000
+DATA lgc58<>+20(SB)/4, $0x4b000000
+DATA lgc58<>+24(SB)/4, $0x4b000000
+DATA lgc58<>+28(SB)/4, $0x4b000000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0x007fffff
-DATA lgc59<>+4(SB)/4, $0x007fffff
-DATA lgc59<>+8(SB)/4, $0x007fffff
-DATA lgc59<>+12(SB)/4, $0x007fffff
-DATA lgc59<>+16(SB)/4, $0x007fffff
-DATA lgc59<>+20(SB)/4, $0x007fffff
-DATA lgc59<>+24(SB)/4, $0x007fffff
-DATA lgc59<>+28(SB)/4, $0x007fffff
+DATA lgc59<>+0(SB)/4, $0xffffffe9
+DATA lgc59<>+4(SB)/4, $0xffffffe9
+DATA lgc59<>+8(SB)/4, $0xffffffe9
+DATA lgc59<>+12(SB)/4, $0xffffffe9
+DATA lgc59<>+16(SB)/4, $0xffffffe9
+DATA lgc59<>+20(SB)/4, $0xffffffe9
+DATA lgc59<>+24(SB)/4, $0xffffffe9
+DATA lgc59<>+28(SB)/4, $0xffffffe9
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
-DATA lgc60<>+0(SB)/4, $0x3fb504f3
-DATA lgc60<>+4(SB)/4, $0x3fb504f3
-DATA lgc60<>+8(SB)/4, $0x3fb504f3
-DATA lgc60<>+12(SB)/4, $0x3fb504f3
-DATA lgc60<>+16(SB)/4, $0x3fb504f3
-DATA lgc60<>+20(SB)/4, $0x3fb504f3
-DATA lgc60<>+24(SB)/4, $0x3fb504f3
-DATA lgc60<>+28(SB)/4, $0x3fb504f3
+DATA lgc60<>+0(SB)/4, $0x007fffff
+DATA lgc60<>+4(SB)/4, $0x007fffff
+DATA lgc60<>+8(SB)/4, $0x007fffff
+DATA lgc60<>+12(SB)/4, $0x007fffff
+DATA lgc60<>+16(SB)/4, $0x007fffff
+DATA lgc60<>+20(SB)/4, $0x007fffff
+DATA lgc60<>+24(SB)/4, $0x007fffff
+DATA lgc60<>+28(SB)/4, $0x007fffff
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0x3d9021bb
-DATA lgc61<>+4(SB)/4, $0x3d9021bb
-DATA lgc61<>+8(SB)/4, $0x3d9021bb
-DATA lgc61<>+12(SB)/4, $0x3d9021bb
-DATA lgc61<>+16(SB)/4, $0x3d9021bb
-DATA lgc61<>+20(SB)/4, $0x3d9021bb
-DATA lgc61<>+24(SB)/4, $0x3d9021bb
-DATA lgc61<>+28(SB)/4, $0x3d9021bb
+DATA lgc61<>+0(SB)/4, $0x3fb504f3
+DATA lgc61<>+4(SB)/4, $0x3fb504f3
+DATA lgc61<>+8(SB)/4, $0x3fb504f3
+DATA lgc61<>+12(SB)/4, $0x3fb504f3
+DATA lgc61<>+16(SB)/4, $0x3fb504f3
+DATA lgc61<>+20(SB)/4, $0x3fb504f3
+DATA lgc61<>+24(SB)/4, $0x3fb504f3
+DATA lgc61<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0xbdebd1b8
-DATA lgc62<>+4(SB)/4, $0xbdebd1b8
-DATA lgc62<>+8(SB)/4, $0xbdebd1b8
-DATA lgc62<>+12(SB)/4, $0xbdebd1b8
-DATA lgc62<>+16(SB)/4, $0xbdebd1b8
-DATA lgc62<>+20(SB)/4, $0xbdebd1b8
-DATA lgc62<>+24(SB)/4, $0xbdebd1b8
-DATA lgc62<>+28(SB)/4, $0xbdebd1b8
+DATA lgc62<>+0(SB)/4, $0x3d9021bb
+DATA lgc62<>+4(SB)/4, $0x3d9021bb
+DATA lgc62<>+8(SB)/4, $0x3d9021bb
+DATA lgc62<>+12(SB)/4, $0x3d9021bb
+DATA lgc62<>+16(SB)/4, $0x3d9021bb
+DATA lgc62<>+20(SB)/4, $0x3d9021bb
+DATA lgc62<>+24(SB)/4, $0x3d9021bb
+DATA lgc62<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
-DATA lgc63<>+0(SB)/4, $0x3def251a
-DATA lgc63<>+4(SB)/4, $0x3def251a
-DATA lgc63<>+8(SB)/4, $0x3def251a
-DATA lgc63<>+12(SB)/4, $0x3def251a
-DATA lgc63<>+16(SB)/4, $0x3def251a
-DATA lgc63<>+20(SB)/4, $0x3def251a
-DATA lgc63<>+24(SB)/4, $0x3def251a
-DATA lgc63<>+28(SB)/4, $0x3def251a
+DATA lgc63<>+0(SB)/4, $0xbdebd1b8
+DATA lgc63<>+4(SB)/4, $0xbdebd1b8
+DATA lgc63<>+8(SB)/4, $0xbdebd1b8
+DATA lgc63<>+12(SB)/4, $0xbdebd1b8
+DATA lgc63<>+16(SB)/4, $0xbdebd1b8
+DATA lgc63<>+20(SB)/4, $0xbdebd1b8
+DATA lgc63<>+24(SB)/4, $0xbdebd1b8
+DATA lgc63<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
-DATA lgc64<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc64<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc64<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc64<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc64<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc64<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc64<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc64<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc64<>+0(SB)/4, $0x3def251a
+DATA lgc64<>+4(SB)/4, $0x3def251a
+DATA lgc64<>+8(SB)/4, $0x3def251a
+DATA lgc64<>+12(SB)/4, $0x3def251a
+DATA lgc64<>+16(SB)/4, $0x3def251a
+DATA lgc64<>+20(SB)/4, $0x3def251a
+DATA lgc64<>+24(SB)/4, $0x3def251a
+DATA lgc64<>+28(SB)/4, $0x3def251a
 GLOBL lgc64<>(SB), RODATA|NOPTR, $32
 
-DATA lgc65<>+0(SB)/4, $0x3e11e9bf
-DATA lgc65<>+4(SB)/4, $0x3e11e9bf
-DATA lgc65<>+8(SB)/4, $0x3e11e9bf
-DATA lgc65<>+12(SB)/4, $0x3e11e9bf
-DATA lgc65<>+16(SB)/4, $0x3e11e9bf
-DATA lgc65<>+20(SB)/4, $0x3e11e9bf
-DATA lgc65<>+24(SB)/4, $0x3e11e9bf
-DATA lgc65<>+28(SB)/4, $0x3e11e9bf
+DATA lgc65<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc65<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc65<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc65<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc65<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc65<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc65<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc65<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc65<>(SB), RODATA|NOPTR, $32
 
-DATA lgc66<>+0(SB)/4, $0xbe2aae50
-DATA lgc66<>+4(SB)/4, $0xbe2aae50
-DATA lgc66<>+8(SB)/4, $0xbe2aae50
-DATA lgc66<>+12(SB)/4, $0xbe2aae50
-DATA lgc66<>+16(SB)/4, $0xbe2aae50
-DATA lgc66<>+20(SB)/4, $0xbe2aae50
-DATA lgc66<>+24(SB)/4, $0xbe2aae50
-DATA lgc66<>+28(SB)/4, $0xbe2aae50
+DATA lgc66<>+0(SB)/4, $0x3e11e9bf
+DATA lgc66<>+4(SB)/4, $0x3e11e9bf
+DATA lgc66<>+8(SB)/4, $0x3e11e9bf
+DATA lgc66<>+12(SB)/4, $0x3e11e9bf
+DATA lgc66<>+16(SB)/4, $0x3e11e9bf
+DATA lgc66<>+20(SB)/4, $0x3e11e9bf
+DATA lgc66<>+24(SB)/4, $0x3e11e9bf
+DATA lgc66<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc66<>(SB), RODATA|NOPTR, $32
 
-DATA lgc67<>+0(SB)/4, $0x3e4cceac
-DATA lgc67<>+4(SB)/4, $0x3e4cceac
-DATA lgc67<>+8(SB)/4, $0x3e4cceac
-DATA lgc67<>+12(SB)/4, $0x3e4cceac
-DATA lgc67<>+16(SB)/4, $0x3e4cceac
-DATA lgc67<>+20(SB)/4, $0x3e4cceac
-DATA lgc67<>+24(SB)/4, $0x3e4cceac
-DATA lgc67<>+28(SB)/4, $0x3e4cceac
+DATA lgc67<>+0(SB)/4, $0xbe2aae50
+DATA lgc67<>+4(SB)/4, $0xbe2aae50
+DATA lgc67<>+8(SB)/4, $0xbe2aae50
+DATA lgc67<>+12(SB)/4, $0xbe2aae50
+DATA lgc67<>+16(SB)/4, $0xbe2aae50
+DATA lgc67<>+20(SB)/4, $0xbe2aae50
+DATA lgc67<>+24(SB)/4, $0xbe2aae50
+DATA lgc67<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc67<>(SB), RODATA|NOPTR, $32
 
-DATA lgc68<>+0(SB)/4, $0xbe7ffffc
-DATA lgc68<>+4(SB)/4, $0xbe7ffffc
-DATA lgc68<>+8(SB)/4, $0xbe7ffffc
-DATA lgc68<>+12(SB)/4, $0xbe7ffffc
-DATA lgc68<>+16(SB)/4, $0xbe7ffffc
-DATA lgc68<>+20(SB)/4, $0xbe7ffffc
-DATA lgc68<>+24(SB)/4, $0xbe7ffffc
-DATA lgc68<>+28(SB)/4, $0xbe7ffffc
+DATA lgc68<>+0(SB)/4, $0x3e4cceac
+DATA lgc68<>+4(SB)/4, $0x3e4cceac
+DATA lgc68<>+8(SB)/4, $0x3e4cceac
+DATA lgc68<>+12(SB)/4, $0x3e4cceac
+DATA lgc68<>+16(SB)/4, $0x3e4cceac
+DATA lgc68<>+20(SB)/4, $0x3e4cceac
+DATA lgc68<>+24(SB)/4, $0x3e4cceac
+DATA lgc68<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc68<>(SB), RODATA|NOPTR, $32
 
-DATA lgc69<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc69<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc69<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc69<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc69<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc69<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc69<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc69<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc69<>+0(SB)/4, $0xbe7ffffc
+DATA lgc69<>+4(SB)/4, $0xbe7ffffc
+DATA lgc69<>+8(SB)/4, $0xbe7ffffc
+DATA lgc69<>+12(SB)/4, $0xbe7ffffc
+DATA lgc69<>+16(SB)/4, $0xbe7ffffc
+DATA lgc69<>+20(SB)/4, $0xbe7ffffc
+DATA lgc69<>+24(SB)/4, $0xbe7ffffc
+DATA lgc69<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc69<>(SB), RODATA|NOPTR, $32
 
-DATA lgc70<>+0(SB)/4, $0x7fc00000
-DATA lgc70<>+4(SB)/4, $0x7fc00000
-DATA lgc70<>+8(SB)/4, $0x7fc00000
-DATA lgc70<>+12(SB)/4, $0x7fc00000
-DATA lgc70<>+16(SB)/4, $0x7fc00000
-DATA lgc70<>+20(SB)/4, $0x7fc00000
-DATA lgc70<>+24(SB)/4, $0x7fc00000
-DATA lgc70<>+28(SB)/4, $0x7fc00000
+DATA lgc70<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc70<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc70<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc70<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc70<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc70<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc70<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc70<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc70<>(SB), RODATA|NOPTR, $32
 
-DATA lgc71<>+0(SB)/4, $0x7f800000
-DATA lgc71<>+4(SB)/4, $0x7f800000
-DATA lgc71<>+8(SB)/4, $0x7f800000
-DATA lgc71<>+12(SB)/4, $0x7f800000
-DATA lgc71<>+16(SB)/4, $0x7f800000
-DATA lgc71<>+20(SB)/4, $0x7f800000
-DATA lgc71<>+24(SB)/4, $0x7f800000
-DATA lgc71<>+28(SB)/4, $0x7f800000
+DATA lgc71<>+0(SB)/4, $0x7fc00000
+DATA lgc71<>+4(SB)/4, $0x7fc00000
+DATA lgc71<>+8(SB)/4, $0x7fc00000
+DATA lgc71<>+12(SB)/4, $0x7fc00000
+DATA lgc71<>+16(SB)/4, $0x7fc00000
+DATA lgc71<>+20(SB)/4, $0x7fc00000
+DATA lgc71<>+24(SB)/4, $0x7fc00000
+DATA lgc71<>+28(SB)/4, $0x7fc00000
 GLOBL lgc71<>(SB), RODATA|NOPTR, $32
+
+DATA lgc72<>+0(SB)/4, $0x7f800000
+DATA lgc72<>+4(SB)/4, $0x7f800000
+DATA lgc72<>+8(SB)/4, $0x7f800000
+DATA lgc72<>+12(SB)/4, $0x7f800000
+DATA lgc72<>+16(SB)/4, $0x7f800000
+DATA lgc72<>+20(SB)/4, $0x7f800000
+DATA lgc72<>+24(SB)/4, $0x7f800000
+DATA lgc72<>+28(SB)/4, $0x7f800000
+GLOBL lgc72<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -12669,23 +12687,22 @@ bulk_43:
 	JGE          bulkdone_44
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc56<>+0(SB), Y1, Y2
-	VMULPS       lgc57<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc57<>+0(SB), Y1, Y2
+	VMULPS       lgc58<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc15<>+0(SB), Y4, Y4
-	VPAND        lgc58<>+0(SB), Y2, Y2
+	VPAND        lgc59<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc59<>+0(SB), Y3, Y2
+	VPAND        lgc60<>+0(SB), Y3, Y2
 	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc60<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc61<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc61<>+0(SB), Y5
-	VFMADD213PS  lgc62<>+0(SB), Y2, Y5
+	VMOVAPS      lgc62<>+0(SB), Y5
 	VFMADD213PS  lgc63<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc64<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc65<>+0(SB), Y2, Y5
@@ -12693,6 +12710,7 @@ bulk_43:
 	VFMADD213PS  lgc67<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc68<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc69<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc70<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -12703,9 +12721,9 @@ bulk_43:
 	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc18<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc41<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc70<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc71<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc71<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc72<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc72<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc13<>+0(SB), Y1, Y2
@@ -12716,8 +12734,8 @@ bulk_43:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc18<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc71<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc71<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc72<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc72<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_43

@@ -172,10 +172,11 @@ blocks_2:
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc26<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -190,8 +191,8 @@ blocks_2:
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -204,8 +205,8 @@ blocks_2:
 	VMOVUPS      Y0, 1024(DX)(SI*4)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2048(DX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -224,10 +225,15 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -242,8 +248,8 @@ noflush_3:
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -256,8 +262,8 @@ noflush_3:
 	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2048(CX)(DX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -536,28 +542,34 @@ DATA lgc25<>+24(SB)/4, $0x0000007f
 DATA lgc25<>+28(SB)/4, $0x0000007f
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7fffffff
-DATA lgc26<>+4(SB)/4, $0x7fffffff
-DATA lgc26<>+8(SB)/4, $0x7fffffff
-DATA lgc26<>+12(SB)/4, $0x7fffffff
-DATA lgc26<>+16(SB)/4, $0x7fffffff
-DATA lgc26<>+20(SB)/4, $0x7fffffff
-DATA lgc26<>+24(SB)/4, $0x7fffffff
-DATA lgc26<>+28(SB)/4, $0x7fffffff
+DATA lgc26<>+0(SB)/8, $0x4020000000000000
+DATA lgc26<>+8(SB)/8, $0x4020000000000000
+DATA lgc26<>+16(SB)/8, $0x4020000000000000
+DATA lgc26<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x7f7fffff
-DATA lgc27<>+4(SB)/4, $0x7f7fffff
-DATA lgc27<>+8(SB)/4, $0x7f7fffff
-DATA lgc27<>+12(SB)/4, $0x7f7fffff
-DATA lgc27<>+16(SB)/4, $0x7f7fffff
-DATA lgc27<>+20(SB)/4, $0x7f7fffff
-DATA lgc27<>+24(SB)/4, $0x7f7fffff
-DATA lgc27<>+28(SB)/4, $0x7f7fffff
+DATA lgc27<>+0(SB)/4, $0x7fffffff
+DATA lgc27<>+4(SB)/4, $0x7fffffff
+DATA lgc27<>+8(SB)/4, $0x7fffffff
+DATA lgc27<>+12(SB)/4, $0x7fffffff
+DATA lgc27<>+16(SB)/4, $0x7fffffff
+DATA lgc27<>+20(SB)/4, $0x7fffffff
+DATA lgc27<>+24(SB)/4, $0x7fffffff
+DATA lgc27<>+28(SB)/4, $0x7fffffff
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
+DATA lgc28<>+0(SB)/4, $0x7f7fffff
+DATA lgc28<>+4(SB)/4, $0x7f7fffff
+DATA lgc28<>+8(SB)/4, $0x7f7fffff
+DATA lgc28<>+12(SB)/4, $0x7f7fffff
+DATA lgc28<>+16(SB)/4, $0x7f7fffff
+DATA lgc28<>+20(SB)/4, $0x7f7fffff
+DATA lgc28<>+24(SB)/4, $0x7f7fffff
+DATA lgc28<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
 // func pass1AVX2(s1 *float32, s0 *float32, state *float64)
-// Requires: AVX
+// Requires: AVX, AVX2
 TEXT ·pass1AVX2(SB), $0-24
 	MOVQ $+8, CX
 	XORQ AX, AX
@@ -583,10 +595,11 @@ blocks_4:
 	VMOVUPS      Y0, 2752(DX)
 	DECQ         CX
 	JNZ          noflush_5
+	VMOVUPD      lgc26<>+0(SB), Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -604,10 +617,15 @@ noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_4
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), AX
 	VMOVUPS      2752(AX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -669,14 +687,15 @@ blocks_7:
 	VMOVUPS      Y0, 704(SI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_8
+	VMOVUPD      lgc26<>+0(SB), Y0
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+16(FP), BX
 	VMOVUPS      704(BX)(DX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -694,14 +713,19 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_7
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+16(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -887,7 +911,7 @@ blocks_10:
 
 	// v52 = max(v51, 1)
 	VMAXPS  Y2, Y3, Y2
-	VMOVUPS lgc28<>+0(SB), Y3
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v57 = div(0.125, v52)
 	VDIVPS Y2, Y3, Y2
@@ -916,10 +940,11 @@ blocks_10:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
+	VMOVUPD      lgc26<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      1408(DX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -934,8 +959,8 @@ blocks_10:
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2176(DX)(BX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -954,10 +979,15 @@ noflush_11:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_10
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      1408(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -972,8 +1002,8 @@ noflush_11:
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2176(CX)(DX*4), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
+	VANDPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -992,18 +1022,18 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x3e000000
-DATA lgc28<>+4(SB)/4, $0x3e000000
-DATA lgc28<>+8(SB)/4, $0x3e000000
-DATA lgc28<>+12(SB)/4, $0x3e000000
-DATA lgc28<>+16(SB)/4, $0x3e000000
-DATA lgc28<>+20(SB)/4, $0x3e000000
-DATA lgc28<>+24(SB)/4, $0x3e000000
-DATA lgc28<>+28(SB)/4, $0x3e000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+DATA lgc29<>+0(SB)/4, $0x3e000000
+DATA lgc29<>+4(SB)/4, $0x3e000000
+DATA lgc29<>+8(SB)/4, $0x3e000000
+DATA lgc29<>+12(SB)/4, $0x3e000000
+DATA lgc29<>+16(SB)/4, $0x3e000000
+DATA lgc29<>+20(SB)/4, $0x3e000000
+DATA lgc29<>+24(SB)/4, $0x3e000000
+DATA lgc29<>+28(SB)/4, $0x3e000000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(s1 *float32, s0 *float32, state *float64)
-// Requires: AVX
+// Requires: AVX, AVX2
 TEXT ·fbPass2AVX2(SB), $0-24
 	MOVQ $+8, CX
 	XORQ AX, AX
@@ -1029,10 +1059,11 @@ blocks_12:
 	VMOVUPS      Y0, 2880(DX)
 	DECQ         CX
 	JNZ          noflush_13
+	VMOVUPD      lgc26<>+0(SB), Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      2880(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1050,10 +1081,15 @@ noflush_13:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_12
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), AX
 	VMOVUPS      2880(AX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1140,23 +1176,22 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc25<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
 	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
+	VMOVAPS      lgc35<>+0(SB), Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
@@ -1164,6 +1199,7 @@ bulk_16:
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1172,11 +1208,11 @@ bulk_16:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1187,175 +1223,175 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
+DATA lgc30<>+0(SB)/4, $0x00800000
+DATA lgc30<>+4(SB)/4, $0x00800000
+DATA lgc30<>+8(SB)/4, $0x00800000
+DATA lgc30<>+12(SB)/4, $0x00800000
+DATA lgc30<>+16(SB)/4, $0x00800000
+DATA lgc30<>+20(SB)/4, $0x00800000
+DATA lgc30<>+24(SB)/4, $0x00800000
+DATA lgc30<>+28(SB)/4, $0x00800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
+DATA lgc31<>+0(SB)/4, $0x4b000000
+DATA lgc31<>+4(SB)/4, $0x4b000000
+DATA lgc31<>+8(SB)/4, $0x4b000000
+DATA lgc31<>+12(SB)/4, $0x4b000000
+DATA lgc31<>+16(SB)/4, $0x4b000000
+DATA lgc31<>+20(SB)/4, $0x4b000000
+DATA lgc31<>+24(SB)/4, $0x4b000000
+DATA lgc31<>+28(SB)/4, $0x4b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
+DATA lgc32<>+0(SB)/4, $0xffffffe9
+DATA lgc32<>+4(SB)/4, $0xffffffe9
+DATA lgc32<>+8(SB)/4, $0xffffffe9
+DATA lgc32<>+12(SB)/4, $0xffffffe9
+DATA lgc32<>+16(SB)/4, $0xffffffe9
+DATA lgc32<>+20(SB)/4, $0xffffffe9
+DATA lgc32<>+24(SB)/4, $0xffffffe9
+DATA lgc32<>+28(SB)/4, $0xffffffe9
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
+DATA lgc33<>+0(SB)/4, $0x007fffff
+DATA lgc33<>+4(SB)/4, $0x007fffff
+DATA lgc33<>+8(SB)/4, $0x007fffff
+DATA lgc33<>+12(SB)/4, $0x007fffff
+DATA lgc33<>+16(SB)/4, $0x007fffff
+DATA lgc33<>+20(SB)/4, $0x007fffff
+DATA lgc33<>+24(SB)/4, $0x007fffff
+DATA lgc33<>+28(SB)/4, $0x007fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
+DATA lgc34<>+0(SB)/4, $0x3fb504f3
+DATA lgc34<>+4(SB)/4, $0x3fb504f3
+DATA lgc34<>+8(SB)/4, $0x3fb504f3
+DATA lgc34<>+12(SB)/4, $0x3fb504f3
+DATA lgc34<>+16(SB)/4, $0x3fb504f3
+DATA lgc34<>+20(SB)/4, $0x3fb504f3
+DATA lgc34<>+24(SB)/4, $0x3fb504f3
+DATA lgc34<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
+DATA lgc35<>+0(SB)/4, $0x3d9021bb
+DATA lgc35<>+4(SB)/4, $0x3d9021bb
+DATA lgc35<>+8(SB)/4, $0x3d9021bb
+DATA lgc35<>+12(SB)/4, $0x3d9021bb
+DATA lgc35<>+16(SB)/4, $0x3d9021bb
+DATA lgc35<>+20(SB)/4, $0x3d9021bb
+DATA lgc35<>+24(SB)/4, $0x3d9021bb
+DATA lgc35<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
+DATA lgc36<>+0(SB)/4, $0xbdebd1b8
+DATA lgc36<>+4(SB)/4, $0xbdebd1b8
+DATA lgc36<>+8(SB)/4, $0xbdebd1b8
+DATA lgc36<>+12(SB)/4, $0xbdebd1b8
+DATA lgc36<>+16(SB)/4, $0xbdebd1b8
+DATA lgc36<>+20(SB)/4, $0xbdebd1b8
+DATA lgc36<>+24(SB)/4, $0xbdebd1b8
+DATA lgc36<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+0(SB)/4, $0x3def251a
+DATA lgc37<>+4(SB)/4, $0x3def251a
+DATA lgc37<>+8(SB)/4, $0x3def251a
+DATA lgc37<>+12(SB)/4, $0x3def251a
+DATA lgc37<>+16(SB)/4, $0x3def251a
+DATA lgc37<>+20(SB)/4, $0x3def251a
+DATA lgc37<>+24(SB)/4, $0x3def251a
+DATA lgc37<>+28(SB)/4, $0x3def251a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
+DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
+DATA lgc39<>+0(SB)/4, $0x3e11e9bf
+DATA lgc39<>+4(SB)/4, $0x3e11e9bf
+DATA lgc39<>+8(SB)/4, $0x3e11e9bf
+DATA lgc39<>+12(SB)/4, $0x3e11e9bf
+DATA lgc39<>+16(SB)/4, $0x3e11e9bf
+DATA lgc39<>+20(SB)/4, $0x3e11e9bf
+DATA lgc39<>+24(SB)/4, $0x3e11e9bf
+DATA lgc39<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
+DATA lgc40<>+0(SB)/4, $0xbe2aae50
+DATA lgc40<>+4(SB)/4, $0xbe2aae50
+DATA lgc40<>+8(SB)/4, $0xbe2aae50
+DATA lgc40<>+12(SB)/4, $0xbe2aae50
+DATA lgc40<>+16(SB)/4, $0xbe2aae50
+DATA lgc40<>+20(SB)/4, $0xbe2aae50
+DATA lgc40<>+24(SB)/4, $0xbe2aae50
+DATA lgc40<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
+DATA lgc41<>+0(SB)/4, $0x3e4cceac
+DATA lgc41<>+4(SB)/4, $0x3e4cceac
+DATA lgc41<>+8(SB)/4, $0x3e4cceac
+DATA lgc41<>+12(SB)/4, $0x3e4cceac
+DATA lgc41<>+16(SB)/4, $0x3e4cceac
+DATA lgc41<>+20(SB)/4, $0x3e4cceac
+DATA lgc41<>+24(SB)/4, $0x3e4cceac
+DATA lgc41<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+0(SB)/4, $0xbe7ffffc
+DATA lgc42<>+4(SB)/4, $0xbe7ffffc
+DATA lgc42<>+8(SB)/4, $0xbe7ffffc
+DATA lgc42<>+12(SB)/4, $0xbe7ffffc
+DATA lgc42<>+16(SB)/4, $0xbe7ffffc
+DATA lgc42<>+20(SB)/4, $0xbe7ffffc
+DATA lgc42<>+24(SB)/4, $0xbe7ffffc
+DATA lgc42<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xff800000
-DATA lgc43<>+4(SB)/4, $0xff800000
-DATA lgc43<>+8(SB)/4, $0xff800000
-DATA lgc43<>+12(SB)/4, $0xff800000
-DATA lgc43<>+16(SB)/4, $0xff800000
-DATA lgc43<>+20(SB)/4, $0xff800000
-DATA lgc43<>+24(SB)/4, $0xff800000
-DATA lgc43<>+28(SB)/4, $0xff800000
+DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
+DATA lgc44<>+0(SB)/4, $0xff800000
+DATA lgc44<>+4(SB)/4, $0xff800000
+DATA lgc44<>+8(SB)/4, $0xff800000
+DATA lgc44<>+12(SB)/4, $0xff800000
+DATA lgc44<>+16(SB)/4, $0xff800000
+DATA lgc44<>+20(SB)/4, $0xff800000
+DATA lgc44<>+24(SB)/4, $0xff800000
+DATA lgc44<>+28(SB)/4, $0xff800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7f800000
-DATA lgc45<>+4(SB)/4, $0x7f800000
-DATA lgc45<>+8(SB)/4, $0x7f800000
-DATA lgc45<>+12(SB)/4, $0x7f800000
-DATA lgc45<>+16(SB)/4, $0x7f800000
-DATA lgc45<>+20(SB)/4, $0x7f800000
-DATA lgc45<>+24(SB)/4, $0x7f800000
-DATA lgc45<>+28(SB)/4, $0x7f800000
+DATA lgc45<>+0(SB)/4, $0x7fc00000
+DATA lgc45<>+4(SB)/4, $0x7fc00000
+DATA lgc45<>+8(SB)/4, $0x7fc00000
+DATA lgc45<>+12(SB)/4, $0x7fc00000
+DATA lgc45<>+16(SB)/4, $0x7fc00000
+DATA lgc45<>+20(SB)/4, $0x7fc00000
+DATA lgc45<>+24(SB)/4, $0x7fc00000
+DATA lgc45<>+28(SB)/4, $0x7fc00000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0x7f800000
+DATA lgc46<>+4(SB)/4, $0x7f800000
+DATA lgc46<>+8(SB)/4, $0x7f800000
+DATA lgc46<>+12(SB)/4, $0x7f800000
+DATA lgc46<>+16(SB)/4, $0x7f800000
+DATA lgc46<>+20(SB)/4, $0x7f800000
+DATA lgc46<>+24(SB)/4, $0x7f800000
+DATA lgc46<>+28(SB)/4, $0x7f800000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1370,23 +1406,22 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc25<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
 	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
@@ -1394,6 +1429,7 @@ bulk_18:
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1402,11 +1438,11 @@ bulk_18:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1416,9 +1452,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

@@ -514,10 +514,11 @@ inner_A_8:
 	VMASKMOVPS   Y0, Y8, 112(BX)(DX*4)
 	DECQ         CX
 	JNZ          noflush_9
+	VMOVUPD      lgc18<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
+	VANDPS       lgc19<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -546,21 +547,21 @@ chunkdone_2:
 inner_A_11:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD lgc1<>+0(SB), Y1
-	XORQ    CX, CX
+	XORQ    DX, DX
 
 inner_K_12:
-	MOVQ       actionValue+16(FP), DX
-	XORQ       BX, BX
-	ADDQ       $+5632, BX
-	IMUL3Q     $+4, CX, SI
-	ADDQ       SI, BX
-	MOVQ       AX, SI
-	ADDQ       SI, BX
-	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc20<>+0(SB), Y3
-	VMOVUPS    lgc21<>+0(SB), Y4
+	MOVQ       actionValue+16(FP), BX
+	XORQ       SI, SI
+	ADDQ       $+5632, SI
+	IMUL3Q     $+4, DX, DI
+	ADDQ       DI, SI
+	MOVQ       AX, DI
+	ADDQ       DI, SI
+	LEAQ       (BX)(SI*4), BX
+	VMOVUPS    lgc21<>+0(SB), Y3
+	VMOVUPS    lgc22<>+0(SB), Y4
 	VMOVUPS    lgc16<>+0(SB), Y2
-	VGATHERDPS Y4, (DX)(Y3*4), Y2
+	VGATHERDPS Y4, (BX)(Y3*4), Y2
 
 	// v1 = exp(actionValue)
 	VMAXPS       lgc2<>+0(SB), Y2, Y3
@@ -590,23 +591,23 @@ inner_K_12:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	XORQ         DX, DX
-	IMUL3Q       $+32, AX, BX
-	ADDQ         BX, DX
-	IMUL3Q       $+128, CX, BX
-	ADDQ         BX, DX
-	VMOVUPS      Y5, (SP)(DX*1)
-	MOVQ         const2+24(FP), DX
 	XORQ         BX, BX
-	MOVQ         CX, SI
+	IMUL3Q       $+32, AX, SI
 	ADDQ         SI, BX
-	VBROADCASTSS (DX)(BX*4), Y2
+	IMUL3Q       $+128, DX, SI
+	ADDQ         SI, BX
+	VMOVUPS      Y5, (SP)(BX*1)
+	MOVQ         const2+24(FP), BX
+	XORQ         SI, SI
+	MOVQ         DX, DI
+	ADDQ         DI, SI
+	VBROADCASTSS (BX)(SI*4), Y2
 
 	// v3 = mul(v1, c2)
 	VMULPS Y2, Y5, Y2
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc22<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
 	VPMOVSXDQ    X4, Y4
@@ -616,8 +617,8 @@ inner_K_12:
 	VCVTPS2PD    X2, Y2
 	VADDPD       Y0, Y3, Y0
 	VADDPD       Y1, Y2, Y1
-	INCQ         CX
-	CMPQ         CX, $+11
+	INCQ         DX
+	CMPQ         DX, $+11
 	JL           inner_K_12
 
 	// finish expectedActionValue
@@ -627,14 +628,14 @@ inner_K_12:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store expectedActionValue
-	MOVQ    expectedActionValue+56(FP), CX
-	XORQ    DX, DX
-	ADDQ    $+512, DX
-	MOVQ    AX, BX
-	ADDQ    BX, DX
+	MOVQ    expectedActionValue+56(FP), DX
+	XORQ    BX, BX
+	ADDQ    $+512, BX
+	MOVQ    AX, SI
+	ADDQ    SI, BX
 	VMOVUPS Y0, 3008(SP)
-	MOVL    3008(SP), BX
-	MOVL    BX, (CX)(DX*4)
+	MOVL    3008(SP), SI
+	MOVL    SI, (DX)(BX*4)
 	INCQ    AX
 	CMPQ    AX, $+4
 	JL      inner_A_11
@@ -646,26 +647,26 @@ inner_K_12:
 inner_A_13:
 	VMOVUPD lgc1<>+0(SB), Y3
 	VMOVUPD lgc1<>+0(SB), Y4
-	XORQ    CX, CX
+	XORQ    DX, DX
 
 inner_K_14:
-	XORQ         DX, DX
-	IMUL3Q       $+32, AX, BX
-	ADDQ         BX, DX
-	IMUL3Q       $+128, CX, BX
-	ADDQ         BX, DX
-	VMOVUPS      (SP)(DX*1), Y5
-	MOVQ         const2+24(FP), DX
 	XORQ         BX, BX
-	MOVQ         CX, SI
+	IMUL3Q       $+32, AX, SI
 	ADDQ         SI, BX
-	VBROADCASTSS (DX)(BX*4), Y6
+	IMUL3Q       $+128, DX, SI
+	ADDQ         SI, BX
+	VMOVUPS      (SP)(BX*1), Y5
+	MOVQ         const2+24(FP), BX
+	XORQ         SI, SI
+	MOVQ         DX, DI
+	ADDQ         DI, SI
+	VBROADCASTSS (BX)(SI*4), Y6
 
 	// v3 = mul(v1, c2)
 	VMULPS Y6, Y5, Y5
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc21<>+0(SB), Y6
+	VMOVUPS      lgc22<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
@@ -675,8 +676,8 @@ inner_K_14:
 	VCVTPS2PD    X5, Y5
 	VADDPD       Y3, Y6, Y3
 	VADDPD       Y4, Y5, Y4
-	INCQ         CX
-	CMPQ         CX, $+11
+	INCQ         DX
+	CMPQ         DX, $+11
 	JL           inner_K_14
 
 	// finish expectedActionValue
@@ -686,7 +687,7 @@ inner_K_14:
 	VINSERTF128 $0x01, X3, Y5, Y3
 
 	// argmax(expectedActionValue) over [A]
-	VMOVUPS      lgc21<>+0(SB), Y4
+	VMOVUPS      lgc22<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X6
 	VPMOVSXDQ    X6, Y6
@@ -702,9 +703,9 @@ inner_K_14:
 	VPMOVSXDQ    X8, Y3
 	VEXTRACTI128 $0x01, Y8, X4
 	VPMOVSXDQ    X4, Y4
-	MOVQ         AX, CX
+	MOVQ         AX, DX
 	VMOVUPS      lgc16<>+0(SB), Y7
-	VCVTSI2SDQ   CX, X7, X7
+	VCVTSI2SDQ   DX, X7, X7
 	VBROADCASTSD X7, Y7
 	VMOVAPD      Y7, Y8
 	VMOVUPD      Y1, Y9
@@ -731,43 +732,43 @@ inner_K_14:
 	XORQ        AX, AX
 
 inner_K_15:
-	XORQ CX, CX
+	XORQ DX, DX
 
 inner_A_16:
-	MOVQ       actionValue+16(FP), DX
-	XORQ       BX, BX
-	ADDQ       $+5632, BX
-	IMUL3Q     $+4, AX, SI
-	ADDQ       SI, BX
-	MOVQ       CX, SI
-	ADDQ       SI, BX
-	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc20<>+0(SB), Y2
-	VMOVUPS    lgc21<>+0(SB), Y3
+	MOVQ       actionValue+16(FP), BX
+	XORQ       SI, SI
+	ADDQ       $+5632, SI
+	IMUL3Q     $+4, AX, DI
+	ADDQ       DI, SI
+	MOVQ       DX, DI
+	ADDQ       DI, SI
+	LEAQ       (BX)(SI*4), BX
+	VMOVUPS    lgc21<>+0(SB), Y2
+	VMOVUPS    lgc22<>+0(SB), Y3
 	VMOVUPS    lgc16<>+0(SB), Y1
-	VGATHERDPS Y3, (DX)(Y2*4), Y1
+	VGATHERDPS Y3, (BX)(Y2*4), Y1
 
 	// store actionValue
-	MOVQ    outActionValue+32(FP), DX
+	MOVQ    outActionValue+32(FP), BX
 	VMOVUPS Y1, 3072(SP)
-	MOVL    3072(SP), SI
-	MOVL    SI, (DX)(BX*4)
+	MOVL    3072(SP), DI
+	MOVL    DI, (BX)(SI*4)
 
 	// v7 = gt(actionValue, 0)
 	VCMPPS $0x1e, Y0, Y1, Y1
 	VANDPS lgc13<>+0(SB), Y1, Y1
 
 	// sum(v7) over [B K A]
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc22<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y1, Y1
-	MOVQ         state+40(FP), DX
-	VADDPS       256(DX), Y1, Y1
-	VMOVUPS      Y1, 256(DX)
-	INCQ         CX
-	CMPQ         CX, $+4
+	MOVQ         state+40(FP), BX
+	VADDPS       256(BX), Y1, Y1
+	VMOVUPS      Y1, 256(BX)
+	INCQ         DX
+	CMPQ         DX, $+4
 	JL           inner_A_16
 	INCQ         AX
 	CMPQ         AX, $+11
@@ -776,16 +777,21 @@ inner_A_16:
 
 	// store action
 	MOVQ       action+48(FP), AX
-	XORQ       CX, CX
-	ADDQ       $+128, CX
-	VMOVUPS    lgc21<>+0(SB), Y1
-	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+	XORQ       DX, DX
+	ADDQ       $+128, DX
+	VMOVUPS    lgc22<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_10:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc16<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
+	VANDPS       lgc19<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -976,45 +982,51 @@ DATA lgc17<>+24(SB)/4, $0xff800000
 DATA lgc17<>+28(SB)/4, $0xff800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x7fffffff
-DATA lgc18<>+4(SB)/4, $0x7fffffff
-DATA lgc18<>+8(SB)/4, $0x7fffffff
-DATA lgc18<>+12(SB)/4, $0x7fffffff
-DATA lgc18<>+16(SB)/4, $0x7fffffff
-DATA lgc18<>+20(SB)/4, $0x7fffffff
-DATA lgc18<>+24(SB)/4, $0x7fffffff
-DATA lgc18<>+28(SB)/4, $0x7fffffff
+DATA lgc18<>+0(SB)/8, $0x4020000000000000
+DATA lgc18<>+8(SB)/8, $0x4020000000000000
+DATA lgc18<>+16(SB)/8, $0x4020000000000000
+DATA lgc18<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x7f7fffff
-DATA lgc19<>+4(SB)/4, $0x7f7fffff
-DATA lgc19<>+8(SB)/4, $0x7f7fffff
-DATA lgc19<>+12(SB)/4, $0x7f7fffff
-DATA lgc19<>+16(SB)/4, $0x7f7fffff
-DATA lgc19<>+20(SB)/4, $0x7f7fffff
-DATA lgc19<>+24(SB)/4, $0x7f7fffff
-DATA lgc19<>+28(SB)/4, $0x7f7fffff
+DATA lgc19<>+0(SB)/4, $0x7fffffff
+DATA lgc19<>+4(SB)/4, $0x7fffffff
+DATA lgc19<>+8(SB)/4, $0x7fffffff
+DATA lgc19<>+12(SB)/4, $0x7fffffff
+DATA lgc19<>+16(SB)/4, $0x7fffffff
+DATA lgc19<>+20(SB)/4, $0x7fffffff
+DATA lgc19<>+24(SB)/4, $0x7fffffff
+DATA lgc19<>+28(SB)/4, $0x7fffffff
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000000
-DATA lgc20<>+4(SB)/4, $0x0000002c
-DATA lgc20<>+8(SB)/4, $0x00000058
-DATA lgc20<>+12(SB)/4, $0x00000084
-DATA lgc20<>+16(SB)/4, $0x000000b0
-DATA lgc20<>+20(SB)/4, $0x000000dc
-DATA lgc20<>+24(SB)/4, $0x00000108
-DATA lgc20<>+28(SB)/4, $0x00000134
+DATA lgc20<>+0(SB)/4, $0x7f7fffff
+DATA lgc20<>+4(SB)/4, $0x7f7fffff
+DATA lgc20<>+8(SB)/4, $0x7f7fffff
+DATA lgc20<>+12(SB)/4, $0x7f7fffff
+DATA lgc20<>+16(SB)/4, $0x7f7fffff
+DATA lgc20<>+20(SB)/4, $0x7f7fffff
+DATA lgc20<>+24(SB)/4, $0x7f7fffff
+DATA lgc20<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xffffffff
-DATA lgc21<>+4(SB)/4, $0x00000000
-DATA lgc21<>+8(SB)/4, $0x00000000
-DATA lgc21<>+12(SB)/4, $0x00000000
-DATA lgc21<>+16(SB)/4, $0x00000000
-DATA lgc21<>+20(SB)/4, $0x00000000
-DATA lgc21<>+24(SB)/4, $0x00000000
-DATA lgc21<>+28(SB)/4, $0x00000000
+DATA lgc21<>+0(SB)/4, $0x00000000
+DATA lgc21<>+4(SB)/4, $0x0000002c
+DATA lgc21<>+8(SB)/4, $0x00000058
+DATA lgc21<>+12(SB)/4, $0x00000084
+DATA lgc21<>+16(SB)/4, $0x000000b0
+DATA lgc21<>+20(SB)/4, $0x000000dc
+DATA lgc21<>+24(SB)/4, $0x00000108
+DATA lgc21<>+28(SB)/4, $0x00000134
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0xffffffff
+DATA lgc22<>+4(SB)/4, $0x00000000
+DATA lgc22<>+8(SB)/4, $0x00000000
+DATA lgc22<>+12(SB)/4, $0x00000000
+DATA lgc22<>+16(SB)/4, $0x00000000
+DATA lgc22<>+20(SB)/4, $0x00000000
+DATA lgc22<>+24(SB)/4, $0x00000000
+DATA lgc22<>+28(SB)/4, $0x00000000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1075,23 +1087,22 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
-	VMULPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc23<>+0(SB), Y0, Y1
+	VMULPS       lgc24<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc15<>+0(SB), Y3, Y3
-	VPAND        lgc24<>+0(SB), Y1, Y1
+	VPAND        lgc25<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc25<>+0(SB), Y2, Y1
+	VPAND        lgc26<>+0(SB), Y2, Y1
 	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc27<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc27<>+0(SB), Y4
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
+	VMOVAPS      lgc28<>+0(SB), Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
@@ -1099,6 +1110,7 @@ bulk_19:
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1109,9 +1121,9 @@ bulk_19:
 	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1122,165 +1134,165 @@ bulkdone_20:
 	VZEROUPPER
 	RET
 
-DATA lgc22<>+0(SB)/4, $0x00800000
-DATA lgc22<>+4(SB)/4, $0x00800000
-DATA lgc22<>+8(SB)/4, $0x00800000
-DATA lgc22<>+12(SB)/4, $0x00800000
-DATA lgc22<>+16(SB)/4, $0x00800000
-DATA lgc22<>+20(SB)/4, $0x00800000
-DATA lgc22<>+24(SB)/4, $0x00800000
-DATA lgc22<>+28(SB)/4, $0x00800000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0x4b000000
-DATA lgc23<>+4(SB)/4, $0x4b000000
-DATA lgc23<>+8(SB)/4, $0x4b000000
-DATA lgc23<>+12(SB)/4, $0x4b000000
-DATA lgc23<>+16(SB)/4, $0x4b000000
-DATA lgc23<>+20(SB)/4, $0x4b000000
-DATA lgc23<>+24(SB)/4, $0x4b000000
-DATA lgc23<>+28(SB)/4, $0x4b000000
+DATA lgc23<>+0(SB)/4, $0x00800000
+DATA lgc23<>+4(SB)/4, $0x00800000
+DATA lgc23<>+8(SB)/4, $0x00800000
+DATA lgc23<>+12(SB)/4, $0x00800000
+DATA lgc23<>+16(SB)/4, $0x00800000
+DATA lgc23<>+20(SB)/4, $0x00800000
+DATA lgc23<>+24(SB)/4, $0x00800000
+DATA lgc23<>+28(SB)/4, $0x00800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xffffffe9
-DATA lgc24<>+4(SB)/4, $0xffffffe9
-DATA lgc24<>+8(SB)/4, $0xffffffe9
-DATA lgc24<>+12(SB)/4, $0xffffffe9
-DATA lgc24<>+16(SB)/4, $0xffffffe9
-DATA lgc24<>+20(SB)/4, $0xffffffe9
-DATA lgc24<>+24(SB)/4, $0xffffffe9
-DATA lgc24<>+28(SB)/4, $0xffffffe9
+DATA lgc24<>+0(SB)/4, $0x4b000000
+DATA lgc24<>+4(SB)/4, $0x4b000000
+DATA lgc24<>+8(SB)/4, $0x4b000000
+DATA lgc24<>+12(SB)/4, $0x4b000000
+DATA lgc24<>+16(SB)/4, $0x4b000000
+DATA lgc24<>+20(SB)/4, $0x4b000000
+DATA lgc24<>+24(SB)/4, $0x4b000000
+DATA lgc24<>+28(SB)/4, $0x4b000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x007fffff
-DATA lgc25<>+4(SB)/4, $0x007fffff
-DATA lgc25<>+8(SB)/4, $0x007fffff
-DATA lgc25<>+12(SB)/4, $0x007fffff
-DATA lgc25<>+16(SB)/4, $0x007fffff
-DATA lgc25<>+20(SB)/4, $0x007fffff
-DATA lgc25<>+24(SB)/4, $0x007fffff
-DATA lgc25<>+28(SB)/4, $0x007fffff
+DATA lgc25<>+0(SB)/4, $0xffffffe9
+DATA lgc25<>+4(SB)/4, $0xffffffe9
+DATA lgc25<>+8(SB)/4, $0xffffffe9
+DATA lgc25<>+12(SB)/4, $0xffffffe9
+DATA lgc25<>+16(SB)/4, $0xffffffe9
+DATA lgc25<>+20(SB)/4, $0xffffffe9
+DATA lgc25<>+24(SB)/4, $0xffffffe9
+DATA lgc25<>+28(SB)/4, $0xffffffe9
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3fb504f3
-DATA lgc26<>+4(SB)/4, $0x3fb504f3
-DATA lgc26<>+8(SB)/4, $0x3fb504f3
-DATA lgc26<>+12(SB)/4, $0x3fb504f3
-DATA lgc26<>+16(SB)/4, $0x3fb504f3
-DATA lgc26<>+20(SB)/4, $0x3fb504f3
-DATA lgc26<>+24(SB)/4, $0x3fb504f3
-DATA lgc26<>+28(SB)/4, $0x3fb504f3
+DATA lgc26<>+0(SB)/4, $0x007fffff
+DATA lgc26<>+4(SB)/4, $0x007fffff
+DATA lgc26<>+8(SB)/4, $0x007fffff
+DATA lgc26<>+12(SB)/4, $0x007fffff
+DATA lgc26<>+16(SB)/4, $0x007fffff
+DATA lgc26<>+20(SB)/4, $0x007fffff
+DATA lgc26<>+24(SB)/4, $0x007fffff
+DATA lgc26<>+28(SB)/4, $0x007fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3d9021bb
-DATA lgc27<>+4(SB)/4, $0x3d9021bb
-DATA lgc27<>+8(SB)/4, $0x3d9021bb
-DATA lgc27<>+12(SB)/4, $0x3d9021bb
-DATA lgc27<>+16(SB)/4, $0x3d9021bb
-DATA lgc27<>+20(SB)/4, $0x3d9021bb
-DATA lgc27<>+24(SB)/4, $0x3d9021bb
-DATA lgc27<>+28(SB)/4, $0x3d9021bb
+DATA lgc27<>+0(SB)/4, $0x3fb504f3
+DATA lgc27<>+4(SB)/4, $0x3fb504f3
+DATA lgc27<>+8(SB)/4, $0x3fb504f3
+DATA lgc27<>+12(SB)/4, $0x3fb504f3
+DATA lgc27<>+16(SB)/4, $0x3fb504f3
+DATA lgc27<>+20(SB)/4, $0x3fb504f3
+DATA lgc27<>+24(SB)/4, $0x3fb504f3
+DATA lgc27<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdebd1b8
-DATA lgc28<>+4(SB)/4, $0xbdebd1b8
-DATA lgc28<>+8(SB)/4, $0xbdebd1b8
-DATA lgc28<>+12(SB)/4, $0xbdebd1b8
-DATA lgc28<>+16(SB)/4, $0xbdebd1b8
-DATA lgc28<>+20(SB)/4, $0xbdebd1b8
-DATA lgc28<>+24(SB)/4, $0xbdebd1b8
-DATA lgc28<>+28(SB)/4, $0xbdebd1b8
+DATA lgc28<>+0(SB)/4, $0x3d9021bb
+DATA lgc28<>+4(SB)/4, $0x3d9021bb
+DATA lgc28<>+8(SB)/4, $0x3d9021bb
+DATA lgc28<>+12(SB)/4, $0x3d9021bb
+DATA lgc28<>+16(SB)/4, $0x3d9021bb
+DATA lgc28<>+20(SB)/4, $0x3d9021bb
+DATA lgc28<>+24(SB)/4, $0x3d9021bb
+DATA lgc28<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3def251a
-DATA lgc29<>+4(SB)/4, $0x3def251a
-DATA lgc29<>+8(SB)/4, $0x3def251a
-DATA lgc29<>+12(SB)/4, $0x3def251a
-DATA lgc29<>+16(SB)/4, $0x3def251a
-DATA lgc29<>+20(SB)/4, $0x3def251a
-DATA lgc29<>+24(SB)/4, $0x3def251a
-DATA lgc29<>+28(SB)/4, $0x3def251a
+DATA lgc29<>+0(SB)/4, $0xbdebd1b8
+DATA lgc29<>+4(SB)/4, $0xbdebd1b8
+DATA lgc29<>+8(SB)/4, $0xbdebd1b8
+DATA lgc29<>+12(SB)/4, $0xbdebd1b8
+DATA lgc29<>+16(SB)/4, $0xbdebd1b8
+DATA lgc29<>+20(SB)/4, $0xbdebd1b8
+DATA lgc29<>+24(SB)/4, $0xbdebd1b8
+DATA lgc29<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+0(SB)/4, $0x3def251a
+DATA lgc30<>+4(SB)/4, $0x3def251a
+DATA lgc30<>+8(SB)/4, $0x3def251a
+DATA lgc30<>+12(SB)/4, $0x3def251a
+DATA lgc30<>+16(SB)/4, $0x3def251a
+DATA lgc30<>+20(SB)/4, $0x3def251a
+DATA lgc30<>+24(SB)/4, $0x3def251a
+DATA lgc30<>+28(SB)/4, $0x3def251a
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e11e9bf
-DATA lgc31<>+4(SB)/4, $0x3e11e9bf
-DATA lgc31<>+8(SB)/4, $0x3e11e9bf
-DATA lgc31<>+12(SB)/4, $0x3e11e9bf
-DATA lgc31<>+16(SB)/4, $0x3e11e9bf
-DATA lgc31<>+20(SB)/4, $0x3e11e9bf
-DATA lgc31<>+24(SB)/4, $0x3e11e9bf
-DATA lgc31<>+28(SB)/4, $0x3e11e9bf
+DATA lgc31<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe2aae50
-DATA lgc32<>+4(SB)/4, $0xbe2aae50
-DATA lgc32<>+8(SB)/4, $0xbe2aae50
-DATA lgc32<>+12(SB)/4, $0xbe2aae50
-DATA lgc32<>+16(SB)/4, $0xbe2aae50
-DATA lgc32<>+20(SB)/4, $0xbe2aae50
-DATA lgc32<>+24(SB)/4, $0xbe2aae50
-DATA lgc32<>+28(SB)/4, $0xbe2aae50
+DATA lgc32<>+0(SB)/4, $0x3e11e9bf
+DATA lgc32<>+4(SB)/4, $0x3e11e9bf
+DATA lgc32<>+8(SB)/4, $0x3e11e9bf
+DATA lgc32<>+12(SB)/4, $0x3e11e9bf
+DATA lgc32<>+16(SB)/4, $0x3e11e9bf
+DATA lgc32<>+20(SB)/4, $0x3e11e9bf
+DATA lgc32<>+24(SB)/4, $0x3e11e9bf
+DATA lgc32<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3e4cceac
-DATA lgc33<>+4(SB)/4, $0x3e4cceac
-DATA lgc33<>+8(SB)/4, $0x3e4cceac
-DATA lgc33<>+12(SB)/4, $0x3e4cceac
-DATA lgc33<>+16(SB)/4, $0x3e4cceac
-DATA lgc33<>+20(SB)/4, $0x3e4cceac
-DATA lgc33<>+24(SB)/4, $0x3e4cceac
-DATA lgc33<>+28(SB)/4, $0x3e4cceac
+DATA lgc33<>+0(SB)/4, $0xbe2aae50
+DATA lgc33<>+4(SB)/4, $0xbe2aae50
+DATA lgc33<>+8(SB)/4, $0xbe2aae50
+DATA lgc33<>+12(SB)/4, $0xbe2aae50
+DATA lgc33<>+16(SB)/4, $0xbe2aae50
+DATA lgc33<>+20(SB)/4, $0xbe2aae50
+DATA lgc33<>+24(SB)/4, $0xbe2aae50
+DATA lgc33<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbe7ffffc
-DATA lgc34<>+4(SB)/4, $0xbe7ffffc
-DATA lgc34<>+8(SB)/4, $0xbe7ffffc
-DATA lgc34<>+12(SB)/4, $0xbe7ffffc
-DATA lgc34<>+16(SB)/4, $0xbe7ffffc
-DATA lgc34<>+20(SB)/4, $0xbe7ffffc
-DATA lgc34<>+24(SB)/4, $0xbe7ffffc
-DATA lgc34<>+28(SB)/4, $0xbe7ffffc
+DATA lgc34<>+0(SB)/4, $0x3e4cceac
+DATA lgc34<>+4(SB)/4, $0x3e4cceac
+DATA lgc34<>+8(SB)/4, $0x3e4cceac
+DATA lgc34<>+12(SB)/4, $0x3e4cceac
+DATA lgc34<>+16(SB)/4, $0x3e4cceac
+DATA lgc34<>+20(SB)/4, $0x3e4cceac
+DATA lgc34<>+24(SB)/4, $0x3e4cceac
+DATA lgc34<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+0(SB)/4, $0xbe7ffffc
+DATA lgc35<>+4(SB)/4, $0xbe7ffffc
+DATA lgc35<>+8(SB)/4, $0xbe7ffffc
+DATA lgc35<>+12(SB)/4, $0xbe7ffffc
+DATA lgc35<>+16(SB)/4, $0xbe7ffffc
+DATA lgc35<>+20(SB)/4, $0xbe7ffffc
+DATA lgc35<>+24(SB)/4, $0xbe7ffffc
+DATA lgc35<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7fc00000
-DATA lgc36<>+4(SB)/4, $0x7fc00000
-DATA lgc36<>+8(SB)/4, $0x7fc00000
-DATA lgc36<>+12(SB)/4, $0x7fc00000
-DATA lgc36<>+16(SB)/4, $0x7fc00000
-DATA lgc36<>+20(SB)/4, $0x7fc00000
-DATA lgc36<>+24(SB)/4, $0x7fc00000
-DATA lgc36<>+28(SB)/4, $0x7fc00000
+DATA lgc36<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x7f800000
-DATA lgc37<>+4(SB)/4, $0x7f800000
-DATA lgc37<>+8(SB)/4, $0x7f800000
-DATA lgc37<>+12(SB)/4, $0x7f800000
-DATA lgc37<>+16(SB)/4, $0x7f800000
-DATA lgc37<>+20(SB)/4, $0x7f800000
-DATA lgc37<>+24(SB)/4, $0x7f800000
-DATA lgc37<>+28(SB)/4, $0x7f800000
+DATA lgc37<>+0(SB)/4, $0x7fc00000
+DATA lgc37<>+4(SB)/4, $0x7fc00000
+DATA lgc37<>+8(SB)/4, $0x7fc00000
+DATA lgc37<>+12(SB)/4, $0x7fc00000
+DATA lgc37<>+16(SB)/4, $0x7fc00000
+DATA lgc37<>+20(SB)/4, $0x7fc00000
+DATA lgc37<>+24(SB)/4, $0x7fc00000
+DATA lgc37<>+28(SB)/4, $0x7fc00000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x7f800000
+DATA lgc38<>+4(SB)/4, $0x7f800000
+DATA lgc38<>+8(SB)/4, $0x7f800000
+DATA lgc38<>+12(SB)/4, $0x7f800000
+DATA lgc38<>+16(SB)/4, $0x7f800000
+DATA lgc38<>+20(SB)/4, $0x7f800000
+DATA lgc38<>+24(SB)/4, $0x7f800000
+DATA lgc38<>+28(SB)/4, $0x7f800000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1295,23 +1307,22 @@ bulk_21:
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
-	VMULPS       lgc23<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc23<>+0(SB), Y1, Y2
+	VMULPS       lgc24<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc15<>+0(SB), Y4, Y4
-	VPAND        lgc24<>+0(SB), Y2, Y2
+	VPAND        lgc25<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc25<>+0(SB), Y3, Y2
+	VPAND        lgc26<>+0(SB), Y3, Y2
 	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc27<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc27<>+0(SB), Y5
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
+	VMOVAPS      lgc28<>+0(SB), Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
@@ -1319,6 +1330,7 @@ bulk_21:
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1329,9 +1341,9 @@ bulk_21:
 	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc37<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc13<>+0(SB), Y1, Y2
@@ -1342,8 +1354,8 @@ bulk_21:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc37<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_21

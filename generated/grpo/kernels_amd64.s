@@ -335,10 +335,11 @@ blocks_2:
 	VMOVUPS      Y0, 3264(BX)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc35<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc36<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -349,8 +350,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -362,8 +363,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -375,8 +376,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -388,8 +389,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -401,8 +402,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -414,8 +415,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	VMOVUPS      2176(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -427,8 +428,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)
 	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -440,8 +441,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(DX)
 	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -453,8 +454,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2944(DX)
 	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -473,10 +474,15 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc36<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -487,8 +493,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -500,8 +506,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -513,8 +519,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -526,8 +532,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -539,8 +545,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -552,8 +558,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	VMOVUPS      2176(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -565,8 +571,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)
 	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -578,8 +584,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2624(CX)
 	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -591,8 +597,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2944(CX)
 	VMOVUPS      3264(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -961,25 +967,31 @@ DATA lgc34<>+24(SB)/4, $0x3e2aaaab
 DATA lgc34<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7fffffff
-DATA lgc35<>+4(SB)/4, $0x7fffffff
-DATA lgc35<>+8(SB)/4, $0x7fffffff
-DATA lgc35<>+12(SB)/4, $0x7fffffff
-DATA lgc35<>+16(SB)/4, $0x7fffffff
-DATA lgc35<>+20(SB)/4, $0x7fffffff
-DATA lgc35<>+24(SB)/4, $0x7fffffff
-DATA lgc35<>+28(SB)/4, $0x7fffffff
+DATA lgc35<>+0(SB)/8, $0x4020000000000000
+DATA lgc35<>+8(SB)/8, $0x4020000000000000
+DATA lgc35<>+16(SB)/8, $0x4020000000000000
+DATA lgc35<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7f7fffff
-DATA lgc36<>+4(SB)/4, $0x7f7fffff
-DATA lgc36<>+8(SB)/4, $0x7f7fffff
-DATA lgc36<>+12(SB)/4, $0x7f7fffff
-DATA lgc36<>+16(SB)/4, $0x7f7fffff
-DATA lgc36<>+20(SB)/4, $0x7f7fffff
-DATA lgc36<>+24(SB)/4, $0x7f7fffff
-DATA lgc36<>+28(SB)/4, $0x7f7fffff
+DATA lgc36<>+0(SB)/4, $0x7fffffff
+DATA lgc36<>+4(SB)/4, $0x7fffffff
+DATA lgc36<>+8(SB)/4, $0x7fffffff
+DATA lgc36<>+12(SB)/4, $0x7fffffff
+DATA lgc36<>+16(SB)/4, $0x7fffffff
+DATA lgc36<>+20(SB)/4, $0x7fffffff
+DATA lgc36<>+24(SB)/4, $0x7fffffff
+DATA lgc36<>+28(SB)/4, $0x7fffffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x7f7fffff
+DATA lgc37<>+4(SB)/4, $0x7f7fffff
+DATA lgc37<>+8(SB)/4, $0x7f7fffff
+DATA lgc37<>+12(SB)/4, $0x7f7fffff
+DATA lgc37<>+16(SB)/4, $0x7f7fffff
+DATA lgc37<>+20(SB)/4, $0x7f7fffff
+DATA lgc37<>+24(SB)/4, $0x7f7fffff
+DATA lgc37<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1025,7 +1037,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc37<>+0(SB), Y7, Y7
+	VMULPS       lgc38<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1079,7 +1091,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc38<>+0(SB), Y1, Y2
+	VMULPS lgc39<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -1117,25 +1129,25 @@ TEXT ·pass1AVX2(SB), $64-144
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x40000000
-DATA lgc37<>+4(SB)/4, $0x40000000
-DATA lgc37<>+8(SB)/4, $0x40000000
-DATA lgc37<>+12(SB)/4, $0x40000000
-DATA lgc37<>+16(SB)/4, $0x40000000
-DATA lgc37<>+20(SB)/4, $0x40000000
-DATA lgc37<>+24(SB)/4, $0x40000000
-DATA lgc37<>+28(SB)/4, $0x40000000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x3d23d70a
-DATA lgc38<>+4(SB)/4, $0x3d23d70a
-DATA lgc38<>+8(SB)/4, $0x3d23d70a
-DATA lgc38<>+12(SB)/4, $0x3d23d70a
-DATA lgc38<>+16(SB)/4, $0x3d23d70a
-DATA lgc38<>+20(SB)/4, $0x3d23d70a
-DATA lgc38<>+24(SB)/4, $0x3d23d70a
-DATA lgc38<>+28(SB)/4, $0x3d23d70a
+DATA lgc38<>+0(SB)/4, $0x40000000
+DATA lgc38<>+4(SB)/4, $0x40000000
+DATA lgc38<>+8(SB)/4, $0x40000000
+DATA lgc38<>+12(SB)/4, $0x40000000
+DATA lgc38<>+16(SB)/4, $0x40000000
+DATA lgc38<>+20(SB)/4, $0x40000000
+DATA lgc38<>+24(SB)/4, $0x40000000
+DATA lgc38<>+28(SB)/4, $0x40000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0x3d23d70a
+DATA lgc39<>+4(SB)/4, $0x3d23d70a
+DATA lgc39<>+8(SB)/4, $0x3d23d70a
+DATA lgc39<>+12(SB)/4, $0x3d23d70a
+DATA lgc39<>+16(SB)/4, $0x3d23d70a
+DATA lgc39<>+20(SB)/4, $0x3d23d70a
+DATA lgc39<>+24(SB)/4, $0x3d23d70a
+DATA lgc39<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -1190,10 +1202,11 @@ blocks_5:
 	VMOVUPS      Y0, 256(BX)
 	DECQ         DX
 	JNZ          noflush_6
+	VMOVUPD      lgc35<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc36<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1211,10 +1224,15 @@ noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc36<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1243,7 +1261,7 @@ TEXT ·fbPass1AVX2(SB), $256-96
 
 	// v34 = max(numKept, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc39<>+0(SB), Y2
 
 	// v113 = div(0.04, v34)
 	VDIVPS Y0, Y2, Y2
@@ -1691,10 +1709,11 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
+	VMOVUPD      lgc35<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      704(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc36<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1705,8 +1724,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1718,8 +1737,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)
 	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1731,8 +1750,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(DX)
 	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1744,8 +1763,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(DX)
 	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1757,8 +1776,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(DX)
 	VMOVUPS      2304(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1770,8 +1789,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(DX)
 	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1783,8 +1802,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(DX)
 	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1796,8 +1815,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(DX)
 	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1816,10 +1835,15 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_8
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      704(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc36<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1830,8 +1854,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1843,8 +1867,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)
 	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1856,8 +1880,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1344(CX)
 	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1869,8 +1893,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1664(CX)
 	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1882,8 +1906,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1984(CX)
 	VMOVUPS      2304(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1895,8 +1919,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(CX)
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1908,8 +1932,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1921,8 +1945,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(CX)
 	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1985,7 +2009,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc37<>+0(SB), Y7, Y7
+	VMULPS       lgc38<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -2039,7 +2063,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc38<>+0(SB), Y1, Y2
+	VMULPS lgc39<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -2136,23 +2160,22 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
-	VMULPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc40<>+0(SB), Y0, Y1
+	VMULPS       lgc41<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc17<>+0(SB), Y3, Y3
-	VPAND        lgc41<>+0(SB), Y1, Y1
+	VPAND        lgc42<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc42<>+0(SB), Y2, Y1
+	VPAND        lgc43<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
 	VMULPS       lgc2<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc44<>+0(SB), Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VMOVAPS      lgc45<>+0(SB), Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
@@ -2160,6 +2183,7 @@ bulk_12:
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2170,9 +2194,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2183,165 +2207,165 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x00800000
-DATA lgc39<>+4(SB)/4, $0x00800000
-DATA lgc39<>+8(SB)/4, $0x00800000
-DATA lgc39<>+12(SB)/4, $0x00800000
-DATA lgc39<>+16(SB)/4, $0x00800000
-DATA lgc39<>+20(SB)/4, $0x00800000
-DATA lgc39<>+24(SB)/4, $0x00800000
-DATA lgc39<>+28(SB)/4, $0x00800000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0x4b000000
-DATA lgc40<>+4(SB)/4, $0x4b000000
-DATA lgc40<>+8(SB)/4, $0x4b000000
-DATA lgc40<>+12(SB)/4, $0x4b000000
-DATA lgc40<>+16(SB)/4, $0x4b000000
-DATA lgc40<>+20(SB)/4, $0x4b000000
-DATA lgc40<>+24(SB)/4, $0x4b000000
-DATA lgc40<>+28(SB)/4, $0x4b000000
+DATA lgc40<>+0(SB)/4, $0x00800000
+DATA lgc40<>+4(SB)/4, $0x00800000
+DATA lgc40<>+8(SB)/4, $0x00800000
+DATA lgc40<>+12(SB)/4, $0x00800000
+DATA lgc40<>+16(SB)/4, $0x00800000
+DATA lgc40<>+20(SB)/4, $0x00800000
+DATA lgc40<>+24(SB)/4, $0x00800000
+DATA lgc40<>+28(SB)/4, $0x00800000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xffffffe9
-DATA lgc41<>+4(SB)/4, $0xffffffe9
-DATA lgc41<>+8(SB)/4, $0xffffffe9
-DATA lgc41<>+12(SB)/4, $0xffffffe9
-DATA lgc41<>+16(SB)/4, $0xffffffe9
-DATA lgc41<>+20(SB)/4, $0xffffffe9
-DATA lgc41<>+24(SB)/4, $0xffffffe9
-DATA lgc41<>+28(SB)/4, $0xffffffe9
+DATA lgc41<>+0(SB)/4, $0x4b000000
+DATA lgc41<>+4(SB)/4, $0x4b000000
+DATA lgc41<>+8(SB)/4, $0x4b000000
+DATA lgc41<>+12(SB)/4, $0x4b000000
+DATA lgc41<>+16(SB)/4, $0x4b000000
+DATA lgc41<>+20(SB)/4, $0x4b000000
+DATA lgc41<>+24(SB)/4, $0x4b000000
+DATA lgc41<>+28(SB)/4, $0x4b000000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x007fffff
-DATA lgc42<>+4(SB)/4, $0x007fffff
-DATA lgc42<>+8(SB)/4, $0x007fffff
-DATA lgc42<>+12(SB)/4, $0x007fffff
-DATA lgc42<>+16(SB)/4, $0x007fffff
-DATA lgc42<>+20(SB)/4, $0x007fffff
-DATA lgc42<>+24(SB)/4, $0x007fffff
-DATA lgc42<>+28(SB)/4, $0x007fffff
+DATA lgc42<>+0(SB)/4, $0xffffffe9
+DATA lgc42<>+4(SB)/4, $0xffffffe9
+DATA lgc42<>+8(SB)/4, $0xffffffe9
+DATA lgc42<>+12(SB)/4, $0xffffffe9
+DATA lgc42<>+16(SB)/4, $0xffffffe9
+DATA lgc42<>+20(SB)/4, $0xffffffe9
+DATA lgc42<>+24(SB)/4, $0xffffffe9
+DATA lgc42<>+28(SB)/4, $0xffffffe9
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3fb504f3
-DATA lgc43<>+4(SB)/4, $0x3fb504f3
-DATA lgc43<>+8(SB)/4, $0x3fb504f3
-DATA lgc43<>+12(SB)/4, $0x3fb504f3
-DATA lgc43<>+16(SB)/4, $0x3fb504f3
-DATA lgc43<>+20(SB)/4, $0x3fb504f3
-DATA lgc43<>+24(SB)/4, $0x3fb504f3
-DATA lgc43<>+28(SB)/4, $0x3fb504f3
+DATA lgc43<>+0(SB)/4, $0x007fffff
+DATA lgc43<>+4(SB)/4, $0x007fffff
+DATA lgc43<>+8(SB)/4, $0x007fffff
+DATA lgc43<>+12(SB)/4, $0x007fffff
+DATA lgc43<>+16(SB)/4, $0x007fffff
+DATA lgc43<>+20(SB)/4, $0x007fffff
+DATA lgc43<>+24(SB)/4, $0x007fffff
+DATA lgc43<>+28(SB)/4, $0x007fffff
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3d9021bb
-DATA lgc44<>+4(SB)/4, $0x3d9021bb
-DATA lgc44<>+8(SB)/4, $0x3d9021bb
-DATA lgc44<>+12(SB)/4, $0x3d9021bb
-DATA lgc44<>+16(SB)/4, $0x3d9021bb
-DATA lgc44<>+20(SB)/4, $0x3d9021bb
-DATA lgc44<>+24(SB)/4, $0x3d9021bb
-DATA lgc44<>+28(SB)/4, $0x3d9021bb
+DATA lgc44<>+0(SB)/4, $0x3fb504f3
+DATA lgc44<>+4(SB)/4, $0x3fb504f3
+DATA lgc44<>+8(SB)/4, $0x3fb504f3
+DATA lgc44<>+12(SB)/4, $0x3fb504f3
+DATA lgc44<>+16(SB)/4, $0x3fb504f3
+DATA lgc44<>+20(SB)/4, $0x3fb504f3
+DATA lgc44<>+24(SB)/4, $0x3fb504f3
+DATA lgc44<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdebd1b8
-DATA lgc45<>+4(SB)/4, $0xbdebd1b8
-DATA lgc45<>+8(SB)/4, $0xbdebd1b8
-DATA lgc45<>+12(SB)/4, $0xbdebd1b8
-DATA lgc45<>+16(SB)/4, $0xbdebd1b8
-DATA lgc45<>+20(SB)/4, $0xbdebd1b8
-DATA lgc45<>+24(SB)/4, $0xbdebd1b8
-DATA lgc45<>+28(SB)/4, $0xbdebd1b8
+DATA lgc45<>+0(SB)/4, $0x3d9021bb
+DATA lgc45<>+4(SB)/4, $0x3d9021bb
+DATA lgc45<>+8(SB)/4, $0x3d9021bb
+DATA lgc45<>+12(SB)/4, $0x3d9021bb
+DATA lgc45<>+16(SB)/4, $0x3d9021bb
+DATA lgc45<>+20(SB)/4, $0x3d9021bb
+DATA lgc45<>+24(SB)/4, $0x3d9021bb
+DATA lgc45<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3def251a
-DATA lgc46<>+4(SB)/4, $0x3def251a
-DATA lgc46<>+8(SB)/4, $0x3def251a
-DATA lgc46<>+12(SB)/4, $0x3def251a
-DATA lgc46<>+16(SB)/4, $0x3def251a
-DATA lgc46<>+20(SB)/4, $0x3def251a
-DATA lgc46<>+24(SB)/4, $0x3def251a
-DATA lgc46<>+28(SB)/4, $0x3def251a
+DATA lgc46<>+0(SB)/4, $0xbdebd1b8
+DATA lgc46<>+4(SB)/4, $0xbdebd1b8
+DATA lgc46<>+8(SB)/4, $0xbdebd1b8
+DATA lgc46<>+12(SB)/4, $0xbdebd1b8
+DATA lgc46<>+16(SB)/4, $0xbdebd1b8
+DATA lgc46<>+20(SB)/4, $0xbdebd1b8
+DATA lgc46<>+24(SB)/4, $0xbdebd1b8
+DATA lgc46<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+0(SB)/4, $0x3def251a
+DATA lgc47<>+4(SB)/4, $0x3def251a
+DATA lgc47<>+8(SB)/4, $0x3def251a
+DATA lgc47<>+12(SB)/4, $0x3def251a
+DATA lgc47<>+16(SB)/4, $0x3def251a
+DATA lgc47<>+20(SB)/4, $0x3def251a
+DATA lgc47<>+24(SB)/4, $0x3def251a
+DATA lgc47<>+28(SB)/4, $0x3def251a
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e11e9bf
-DATA lgc48<>+4(SB)/4, $0x3e11e9bf
-DATA lgc48<>+8(SB)/4, $0x3e11e9bf
-DATA lgc48<>+12(SB)/4, $0x3e11e9bf
-DATA lgc48<>+16(SB)/4, $0x3e11e9bf
-DATA lgc48<>+20(SB)/4, $0x3e11e9bf
-DATA lgc48<>+24(SB)/4, $0x3e11e9bf
-DATA lgc48<>+28(SB)/4, $0x3e11e9bf
+DATA lgc48<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe2aae50
-DATA lgc49<>+4(SB)/4, $0xbe2aae50
-DATA lgc49<>+8(SB)/4, $0xbe2aae50
-DATA lgc49<>+12(SB)/4, $0xbe2aae50
-DATA lgc49<>+16(SB)/4, $0xbe2aae50
-DATA lgc49<>+20(SB)/4, $0xbe2aae50
-DATA lgc49<>+24(SB)/4, $0xbe2aae50
-DATA lgc49<>+28(SB)/4, $0xbe2aae50
+DATA lgc49<>+0(SB)/4, $0x3e11e9bf
+DATA lgc49<>+4(SB)/4, $0x3e11e9bf
+DATA lgc49<>+8(SB)/4, $0x3e11e9bf
+DATA lgc49<>+12(SB)/4, $0x3e11e9bf
+DATA lgc49<>+16(SB)/4, $0x3e11e9bf
+DATA lgc49<>+20(SB)/4, $0x3e11e9bf
+DATA lgc49<>+24(SB)/4, $0x3e11e9bf
+DATA lgc49<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e4cceac
-DATA lgc50<>+4(SB)/4, $0x3e4cceac
-DATA lgc50<>+8(SB)/4, $0x3e4cceac
-DATA lgc50<>+12(SB)/4, $0x3e4cceac
-DATA lgc50<>+16(SB)/4, $0x3e4cceac
-DATA lgc50<>+20(SB)/4, $0x3e4cceac
-DATA lgc50<>+24(SB)/4, $0x3e4cceac
-DATA lgc50<>+28(SB)/4, $0x3e4cceac
+DATA lgc50<>+0(SB)/4, $0xbe2aae50
+DATA lgc50<>+4(SB)/4, $0xbe2aae50
+DATA lgc50<>+8(SB)/4, $0xbe2aae50
+DATA lgc50<>+12(SB)/4, $0xbe2aae50
+DATA lgc50<>+16(SB)/4, $0xbe2aae50
+DATA lgc50<>+20(SB)/4, $0xbe2aae50
+DATA lgc50<>+24(SB)/4, $0xbe2aae50
+DATA lgc50<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbe7ffffc
-DATA lgc51<>+4(SB)/4, $0xbe7ffffc
-DATA lgc51<>+8(SB)/4, $0xbe7ffffc
-DATA lgc51<>+12(SB)/4, $0xbe7ffffc
-DATA lgc51<>+16(SB)/4, $0xbe7ffffc
-DATA lgc51<>+20(SB)/4, $0xbe7ffffc
-DATA lgc51<>+24(SB)/4, $0xbe7ffffc
-DATA lgc51<>+28(SB)/4, $0xbe7ffffc
+DATA lgc51<>+0(SB)/4, $0x3e4cceac
+DATA lgc51<>+4(SB)/4, $0x3e4cceac
+DATA lgc51<>+8(SB)/4, $0x3e4cceac
+DATA lgc51<>+12(SB)/4, $0x3e4cceac
+DATA lgc51<>+16(SB)/4, $0x3e4cceac
+DATA lgc51<>+20(SB)/4, $0x3e4cceac
+DATA lgc51<>+24(SB)/4, $0x3e4cceac
+DATA lgc51<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+0(SB)/4, $0xbe7ffffc
+DATA lgc52<>+4(SB)/4, $0xbe7ffffc
+DATA lgc52<>+8(SB)/4, $0xbe7ffffc
+DATA lgc52<>+12(SB)/4, $0xbe7ffffc
+DATA lgc52<>+16(SB)/4, $0xbe7ffffc
+DATA lgc52<>+20(SB)/4, $0xbe7ffffc
+DATA lgc52<>+24(SB)/4, $0xbe7ffffc
+DATA lgc52<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x7fc00000
-DATA lgc53<>+4(SB)/4, $0x7fc00000
-DATA lgc53<>+8(SB)/4, $0x7fc00000
-DATA lgc53<>+12(SB)/4, $0x7fc00000
-DATA lgc53<>+16(SB)/4, $0x7fc00000
-DATA lgc53<>+20(SB)/4, $0x7fc00000
-DATA lgc53<>+24(SB)/4, $0x7fc00000
-DATA lgc53<>+28(SB)/4, $0x7fc00000
+DATA lgc53<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x7f800000
-DATA lgc54<>+4(SB)/4, $0x7f800000
-DATA lgc54<>+8(SB)/4, $0x7f800000
-DATA lgc54<>+12(SB)/4, $0x7f800000
-DATA lgc54<>+16(SB)/4, $0x7f800000
-DATA lgc54<>+20(SB)/4, $0x7f800000
-DATA lgc54<>+24(SB)/4, $0x7f800000
-DATA lgc54<>+28(SB)/4, $0x7f800000
+DATA lgc54<>+0(SB)/4, $0x7fc00000
+DATA lgc54<>+4(SB)/4, $0x7fc00000
+DATA lgc54<>+8(SB)/4, $0x7fc00000
+DATA lgc54<>+12(SB)/4, $0x7fc00000
+DATA lgc54<>+16(SB)/4, $0x7fc00000
+DATA lgc54<>+20(SB)/4, $0x7fc00000
+DATA lgc54<>+24(SB)/4, $0x7fc00000
+DATA lgc54<>+28(SB)/4, $0x7fc00000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+
+DATA lgc55<>+0(SB)/4, $0x7f800000
+DATA lgc55<>+4(SB)/4, $0x7f800000
+DATA lgc55<>+8(SB)/4, $0x7f800000
+DATA lgc55<>+12(SB)/4, $0x7f800000
+DATA lgc55<>+16(SB)/4, $0x7f800000
+DATA lgc55<>+20(SB)/4, $0x7f800000
+DATA lgc55<>+24(SB)/4, $0x7f800000
+DATA lgc55<>+28(SB)/4, $0x7f800000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2356,23 +2380,22 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
-	VMULPS       lgc40<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
+	VMULPS       lgc41<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc17<>+0(SB), Y4, Y4
-	VPAND        lgc41<>+0(SB), Y2, Y2
+	VPAND        lgc42<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc42<>+0(SB), Y3, Y2
+	VPAND        lgc43<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
 	VMULPS       lgc2<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc44<>+0(SB), Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VMOVAPS      lgc45<>+0(SB), Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
@@ -2380,6 +2403,7 @@ bulk_14:
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2390,9 +2414,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2403,8 +2427,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

@@ -24,6 +24,9 @@ type avxState struct {
 	r2_n    []float64
 	r2_mean []float64
 	r2_m2   []float64
+	r2_p    []float32
+	r2_pm2  []float32
+	r2_pc   []float32
 	p0_ok   []float32
 	r14_s   []float64
 	r14_p   []float32
@@ -45,29 +48,32 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 552)}
+	st := &avxState{buf: make([]float64, 648)}
 	st.r1_s = st.buf[8:48]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[56])), 40)
 	st.r2_n = st.buf[88:128]
 	st.r2_mean = st.buf[136:176]
 	st.r2_m2 = st.buf[184:224]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 8)
-	st.r14_s = st.buf[248:264]
-	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r35_s = st.buf[288:304]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r40_s = st.buf[328:344]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
-	st.r44_s = st.buf[368:384]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
-	st.r49_s = st.buf[408:424]
-	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r52_s = st.buf[464:480]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
-	st.r100_s = st.buf[504:520]
-	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 8)
+	st.r2_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 40)
+	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 40)
+	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 40)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 8)
+	st.r14_s = st.buf[344:360]
+	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r35_s = st.buf[384:400]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r40_s = st.buf[424:440]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r44_s = st.buf[464:480]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
+	st.r49_s = st.buf[504:520]
+	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.r52_s = st.buf[560:576]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
+	st.r100_s = st.buf[600:616]
+	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 8)
 	st.res = make([]float64, 4)
 	return st
 }}
@@ -88,6 +94,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r2_n, 0)
 		runtime.Fill(st.r2_mean, 0)
 		runtime.Fill(st.r2_m2, 0)
+		runtime.Fill(st.r2_p, 0)
+		runtime.Fill(st.r2_pm2, 0)
+		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		for a := lo; a < hi; a += 3640 {
 			lo, hi := a, min(a+3640, hi)
@@ -220,6 +229,9 @@ type fbAvxState struct {
 	r2_n    []float64
 	r2_mean []float64
 	r2_m2   []float64
+	r2_p    []float32
+	r2_pm2  []float32
+	r2_pc   []float32
 	p1_ok   []float32
 	r35_s   []float64
 	r35_p   []float32
@@ -239,7 +251,7 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 568)}
+	st := &fbAvxState{buf: make([]float64, 664)}
 	st.r14_s = st.buf[8:24]
 	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
@@ -248,21 +260,24 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_n = st.buf[144:184]
 	st.r2_mean = st.buf[192:232]
 	st.r2_m2 = st.buf[240:280]
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 8)
-	st.r35_s = st.buf[304:320]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r40_s = st.buf[344:360]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r44_s = st.buf[384:400]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r49_s = st.buf[424:440]
-	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 16)
-	st.r52_s = st.buf[480:496]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 16)
-	st.r101_s = st.buf[520:536]
-	st.r101_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
-	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 8)
+	st.r2_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 40)
+	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 40)
+	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 40)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 8)
+	st.r35_s = st.buf[400:416]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r40_s = st.buf[440:456]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 16)
+	st.r44_s = st.buf[480:496]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 16)
+	st.r49_s = st.buf[520:536]
+	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 16)
+	st.r52_s = st.buf[576:592]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
+	st.r101_s = st.buf[616:632]
+	st.r101_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
+	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
 	st.res = make([]float64, 4)
 	return st
 }}
@@ -327,6 +342,9 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r2_n, 0)
 		runtime.Fill(st.r2_mean, 0)
 		runtime.Fill(st.r2_m2, 0)
+		runtime.Fill(st.r2_p, 0)
+		runtime.Fill(st.r2_pm2, 0)
+		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 3640 {
 			lo, hi := a, min(a+3640, hi)

@@ -32,121 +32,243 @@ blocks_2:
 
 	// var(nextReward) over [N]
 	IMUL3Q       $+8, BX, BX
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      704(DI)(BX*8), Y2
-	VADDPD       lgc0<>+0(SB), Y2, Y2
-	VMOVUPD      Y2, 704(DI)(BX*8)
-	VMOVSD       lgc0<>+0(SB), X3
-	VDIVSD       X2, X3, X2
-	VBROADCASTSD X2, Y2
-	VMOVUPD      1088(DI)(BX*8), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      1472(DI)(BX*8), Y5
-	VFMADD231PD  Y4, Y1, Y5
-	VMOVUPD      Y3, 1088(DI)(BX*8)
-	VMOVUPD      Y5, 1472(DI)(BX*8)
-	VMOVUPD      736(DI)(BX*8), Y1
-	VADDPD       lgc0<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 736(DI)(BX*8)
-	VMOVUPD      1120(DI)(BX*8), Y1
-	VSUBPD       Y1, Y0, Y3
-	VFMADD231PD  Y3, Y2, Y1
-	VSUBPD       Y1, Y0, Y0
-	VMOVUPD      1504(DI)(BX*8), Y2
-	VFMADD231PD  Y3, Y0, Y2
-	VMOVUPD      Y1, 1120(DI)(BX*8)
-	VMOVUPD      Y2, 1504(DI)(BX*8)
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVUPS      2368(DI)(BX*4), Y2
+	VBLENDVPS    Y1, Y0, Y2, Y2
+	VMOVUPS      Y2, 2368(DI)(BX*4)
+	VSUBPS       Y2, Y0, Y0
+	VADDPS       1856(DI)(BX*4), Y0, Y1
+	VMOVUPS      Y1, 1856(DI)(BX*4)
+	VMOVUPS      2112(DI)(BX*4), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 2112(DI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc1<>+0(SB), Y0
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
+	IMUL3Q       $+8, DX, BX
+	MOVQ         state+16(FP), SI
+	VMOVUPS      448(SI)(BX*4), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(SI)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 64(SI)(BX*8)
+	VADDPD       96(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 96(SI)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 448(SI)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	MOVQ         state+16(FP), BX
-	VMOVUPS      448(BX)(DX*4), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 64(BX)(DX*8)
-	VADDPD       96(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 96(BX)(DX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 448(BX)(DX*4)
-	VANDPS       1856(BX), Y1, Y1
-	VMOVUPS      Y1, 1856(BX)
+	VMOVUPS      1856(SI)(DX*4), Y1
+	VMOVUPS      2112(SI)(DX*4), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2368(SI)(DX*4), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      704(SI)(DX*8), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 704(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1088(SI)(DX*8), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1088(SI)(DX*8)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       1472(SI)(DX*8), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 1472(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      736(SI)(DX*8), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 736(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      1120(SI)(DX*8), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 1120(SI)(DX*8)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       1504(SI)(DX*8), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 1504(SI)(DX*8)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(SI)(DX*4)
+	VMOVUPS      Y0, 2112(SI)(DX*4)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       2624(SI), Y2, Y2
+	VMOVUPS      Y2, 2624(SI)
 	MOVQ         $+8, DX
 
 noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+8
 	JL           blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
+	IMUL3Q       $+8, CX, DX
+	MOVQ         state+16(FP), BX
+	VMOVUPS      448(BX)(DX*4), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(BX)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 64(BX)(DX*8)
+	VADDPD       96(BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, 96(BX)(DX*8)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 448(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	MOVQ         state+16(FP), DX
-	VMOVUPS      448(DX)(CX*4), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 96(DX)(CX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 448(DX)(CX*4)
-	VANDPS       1856(DX), Y1, Y1
-	VMOVUPS      Y1, 1856(DX)
+	VMOVUPS      1856(BX)(CX*4), Y1
+	VMOVUPS      2112(BX)(CX*4), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2368(BX)(CX*4), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      704(BX)(CX*8), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 704(BX)(CX*8)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1088(BX)(CX*8), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1088(BX)(CX*8)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       1472(BX)(CX*8), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 1472(BX)(CX*8)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      736(BX)(CX*8), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 736(BX)(CX*8)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      1120(BX)(CX*8), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 1120(BX)(CX*8)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       1504(BX)(CX*8), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 1504(BX)(CX*8)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(BX)(CX*4)
+	VMOVUPS      Y0, 2112(BX)(CX*4)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       2624(BX), Y2, Y2
+	VMOVUPS      Y2, 2624(BX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+0(SB)/4, $0x00000008
+DATA lgc0<>+4(SB)/4, $0x00000008
+DATA lgc0<>+8(SB)/4, $0x00000008
+DATA lgc0<>+12(SB)/4, $0x00000008
+DATA lgc0<>+16(SB)/4, $0x00000008
+DATA lgc0<>+20(SB)/4, $0x00000008
+DATA lgc0<>+24(SB)/4, $0x00000008
+DATA lgc0<>+28(SB)/4, $0x00000008
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x7fffffff
-DATA lgc1<>+4(SB)/4, $0x7fffffff
-DATA lgc1<>+8(SB)/4, $0x7fffffff
-DATA lgc1<>+12(SB)/4, $0x7fffffff
-DATA lgc1<>+16(SB)/4, $0x7fffffff
-DATA lgc1<>+20(SB)/4, $0x7fffffff
-DATA lgc1<>+24(SB)/4, $0x7fffffff
-DATA lgc1<>+28(SB)/4, $0x7fffffff
+DATA lgc1<>+0(SB)/8, $0x4020000000000000
+DATA lgc1<>+8(SB)/8, $0x4020000000000000
+DATA lgc1<>+16(SB)/8, $0x4020000000000000
+DATA lgc1<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x7f7fffff
-DATA lgc2<>+4(SB)/4, $0x7f7fffff
-DATA lgc2<>+8(SB)/4, $0x7f7fffff
-DATA lgc2<>+12(SB)/4, $0x7f7fffff
-DATA lgc2<>+16(SB)/4, $0x7f7fffff
-DATA lgc2<>+20(SB)/4, $0x7f7fffff
-DATA lgc2<>+24(SB)/4, $0x7f7fffff
-DATA lgc2<>+28(SB)/4, $0x7f7fffff
+DATA lgc2<>+0(SB)/4, $0x7fffffff
+DATA lgc2<>+4(SB)/4, $0x7fffffff
+DATA lgc2<>+8(SB)/4, $0x7fffffff
+DATA lgc2<>+12(SB)/4, $0x7fffffff
+DATA lgc2<>+16(SB)/4, $0x7fffffff
+DATA lgc2<>+20(SB)/4, $0x7fffffff
+DATA lgc2<>+24(SB)/4, $0x7fffffff
+DATA lgc2<>+28(SB)/4, $0x7fffffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x00000000
-DATA lgc3<>+4(SB)/4, $0x00000000
-DATA lgc3<>+8(SB)/4, $0x00000000
-DATA lgc3<>+12(SB)/4, $0x00000000
-DATA lgc3<>+16(SB)/4, $0x00000000
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
+DATA lgc3<>+0(SB)/4, $0x7f7fffff
+DATA lgc3<>+4(SB)/4, $0x7f7fffff
+DATA lgc3<>+8(SB)/4, $0x7f7fffff
+DATA lgc3<>+12(SB)/4, $0x7f7fffff
+DATA lgc3<>+16(SB)/4, $0x7f7fffff
+DATA lgc3<>+20(SB)/4, $0x7f7fffff
+DATA lgc3<>+24(SB)/4, $0x7f7fffff
+DATA lgc3<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
+
+DATA lgc4<>+0(SB)/4, $0x00000000
+DATA lgc4<>+4(SB)/4, $0x00000000
+DATA lgc4<>+8(SB)/4, $0x00000000
+DATA lgc4<>+12(SB)/4, $0x00000000
+DATA lgc4<>+16(SB)/4, $0x00000000
+DATA lgc4<>+20(SB)/4, $0x00000000
+DATA lgc4<>+24(SB)/4, $0x00000000
+DATA lgc4<>+28(SB)/4, $0x00000000
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
+
+DATA lgc5<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc5<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc5<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc5<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
@@ -176,7 +298,7 @@ blocks_5:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -196,15 +318,15 @@ blocks_5:
 	VZEROUPPER
 	RET
 
-DATA lgc4<>+0(SB)/4, $0x358637bd
-DATA lgc4<>+4(SB)/4, $0x358637bd
-DATA lgc4<>+8(SB)/4, $0x358637bd
-DATA lgc4<>+12(SB)/4, $0x358637bd
-DATA lgc4<>+16(SB)/4, $0x358637bd
-DATA lgc4<>+20(SB)/4, $0x358637bd
-DATA lgc4<>+24(SB)/4, $0x358637bd
-DATA lgc4<>+28(SB)/4, $0x358637bd
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
+DATA lgc6<>+0(SB)/4, $0x358637bd
+DATA lgc6<>+4(SB)/4, $0x358637bd
+DATA lgc6<>+8(SB)/4, $0x358637bd
+DATA lgc6<>+12(SB)/4, $0x358637bd
+DATA lgc6<>+16(SB)/4, $0x358637bd
+DATA lgc6<>+20(SB)/4, $0x358637bd
+DATA lgc6<>+24(SB)/4, $0x358637bd
+DATA lgc6<>+28(SB)/4, $0x358637bd
+GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -239,7 +361,7 @@ blocks_8:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -255,17 +377,17 @@ blocks_8:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
+	VMOVUPS   lgc4<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
-	VMOVUPS   lgc5<>+0(SB), Y1
+	VMOVUPS   lgc7<>+0(SB), Y1
 
 	// v13 = where(mask, 1, 0)
 	VANDPS Y1, Y2, Y1
 
 	// sum(v13) over [G N L]
 	MOVQ    state+40(FP), SI
-	VADDPS  2176(SI), Y1, Y1
-	VMOVUPS Y1, 2176(SI)
+	VADDPS  2944(SI), Y1, Y1
+	VMOVUPS Y1, 2944(SI)
 	MOVQ    logProb+48(FP), R8
 	VMOVUPS (R8)(DI*4), Y1
 
@@ -282,54 +404,54 @@ blocks_8:
 
 	// logWeight = sub(v16, v18)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc6<>+0(SB), Y5
+	VMOVUPS lgc8<>+0(SB), Y5
 
 	// v23 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc7<>+0(SB), Y6
+	VMOVUPS lgc9<>+0(SB), Y6
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, (SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y4, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y6
+	VMAXPS       lgc10<>+0(SB), Y4, Y1
+	VMINPS       lgc11<>+0(SB), Y1, Y1
+	VMULPS       lgc12<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y1
-	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc14<>+0(SB), Y6, Y1
+	VMOVAPS      lgc15<>+0(SB), Y7
 	VFMADD213PS  lgc16<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc5<>+0(SB), Y7, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPMAXSD      lgc21<>+0(SB), Y1, Y6
+	VPMINSD      lgc22<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
 	VCMPPS       $0x03, Y4, Y4, Y1
 	VBLENDVPS    Y1, Y4, Y7, Y7
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 
 	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y1, Y0, Y1
-	VMOVUPS lgc21<>+0(SB), Y6
+	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y6, Y6
 	VMOVUPS Y3, 32(SP)
-	VMOVUPS lgc22<>+0(SB), Y3
+	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y3, Y3
@@ -342,25 +464,25 @@ blocks_8:
 	VMULPS Y1, Y0, Y0
 
 	// v33 = neg(gain)
-	VXORPS lgc23<>+0(SB), Y0, Y0
+	VXORPS lgc25<>+0(SB), Y0, Y0
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Y0, Y2, Y0
 
 	// sum(v34) over [G N L]
-	VADDPS  2496(SI), Y0, Y0
-	VMOVUPS Y0, 2496(SI)
+	VADDPS  3264(SI), Y0, Y0
+	VMOVUPS Y0, 3264(SI)
 
 	// v38 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y5, Y0
-	VANDPS lgc5<>+0(SB), Y0, Y0
+	VANDPS lgc7<>+0(SB), Y0, Y0
 
 	// v39 = where(mask, v38, 0)
 	VANDPS Y0, Y2, Y0
 
 	// sum(v39) over [G N L]
-	VADDPS  2816(SI), Y0, Y0
-	VMOVUPS Y0, 2816(SI)
+	VADDPS  3584(SI), Y0, Y0
+	VMOVUPS Y0, 3584(SI)
 	VMOVUPS 32(SP), Y0
 	VMOVUPS (SP), Y1
 
@@ -371,9 +493,9 @@ blocks_8:
 	VANDPS Y0, Y2, Y0
 
 	// sum(v43) over [G N L]
-	VADDPS  3136(SI), Y0, Y0
-	VMOVUPS Y0, 3136(SI)
-	VMOVUPS lgc24<>+0(SB), Y0
+	VADDPS  3904(SI), Y0, Y0
+	VMOVUPS Y0, 3904(SI)
+	VMOVUPS lgc26<>+0(SB), Y0
 
 	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y2, Y4, Y0, Y0
@@ -381,18 +503,18 @@ blocks_8:
 
 	// logsumexp(v47) over [G N L]
 	VANDPS  Y1, Y2, Y1
-	VCMPPS  $0x15, lgc25<>+0(SB), Y0, Y3
-	VCMPPS  $0x1a, lgc26<>+0(SB), Y0, Y4
+	VCMPPS  $0x15, lgc27<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc28<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc24<>+0(SB), Y0, Y4
+	VCMPPS  $0x00, lgc26<>+0(SB), Y0, Y4
 	VORPS   Y4, Y3, Y3
-	VANDPS  3456(SI), Y3, Y3
-	VMOVUPS Y3, 3456(SI)
-	VADDPS  3584(SI), Y1, Y0
-	VMOVUPS Y0, 3584(SI)
+	VANDPS  4224(SI), Y3, Y3
+	VMOVUPS Y3, 4224(SI)
+	VADDPS  4352(SI), Y1, Y0
+	VMOVUPS Y0, 4352(SI)
 	VMULPS  Y1, Y1, Y0
-	VADDPS  3904(SI), Y0, Y0
-	VMOVUPS Y0, 3904(SI)
+	VADDPS  4672(SI), Y0, Y0
+	VMOVUPS Y0, 4672(SI)
 	MOVQ    refLogProb+64(FP), R8
 	VMOVUPS (R8)(DI*4), Y0
 
@@ -407,13 +529,13 @@ blocks_8:
 	VANDPS Y0, Y2, Y0
 
 	// v62 = abs(v61)
-	VMOVUPS lgc23<>+0(SB), Y1
+	VMOVUPS lgc25<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y3
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y3, Y1, Y1
-	VMOVUPS lgc28<>+0(SB), Y4
+	VMOVUPS lgc30<>+0(SB), Y4
 
 	// v66 = max(v61, -0.1) tie=first
 	VMAXPS Y0, Y4, Y4
@@ -422,52 +544,52 @@ blocks_8:
 	VMINPS Y4, Y3, Y3
 
 	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc29<>+0(SB), Y3, Y4
+	VMULPS lgc31<>+0(SB), Y3, Y4
 
 	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc30<>+0(SB), Y4, Y4
+	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v73 = mul(v67, v71)
 	VMULPS Y4, Y3, Y4
 
 	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc31<>+0(SB), Y4, Y4
+	VADDPS lgc33<>+0(SB), Y4, Y4
 
 	// v76 = mul(v67, v74)
 	VMULPS Y4, Y3, Y4
 
 	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc32<>+0(SB), Y4, Y4
+	VADDPS lgc34<>+0(SB), Y4, Y4
 
 	// v79 = mul(v67, v77)
 	VMULPS Y4, Y3, Y4
 
 	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc33<>+0(SB), Y4, Y4
+	VADDPS lgc35<>+0(SB), Y4, Y4
 
 	// v82 = mul(v67, v80)
 	VMULPS Y4, Y3, Y4
 
 	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc34<>+0(SB), Y4, Y4
+	VADDPS lgc36<>+0(SB), Y4, Y4
 
 	// v85 = mul(v67, v83)
 	VMULPS Y4, Y3, Y4
 
 	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc35<>+0(SB), Y4, Y4
+	VADDPS lgc37<>+0(SB), Y4, Y4
 
 	// v88 = mul(v67, v86)
 	VMULPS Y4, Y3, Y4
 
 	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc36<>+0(SB), Y4, Y4
+	VADDPS lgc38<>+0(SB), Y4, Y4
 
 	// v91 = mul(v67, v89)
 	VMULPS Y4, Y3, Y4
 
 	// v92 = add(0.5, v91)
-	VADDPS lgc18<>+0(SB), Y4, Y4
+	VADDPS lgc20<>+0(SB), Y4, Y4
 
 	// v93 = mul(v67, v67)
 	VMULPS Y3, Y3, Y3
@@ -476,28 +598,28 @@ blocks_8:
 	VMULPS Y4, Y3, Y3
 
 	// v95 = exp(v61)
-	VMAXPS       lgc8<>+0(SB), Y0, Y4
-	VMINPS       lgc9<>+0(SB), Y4, Y4
-	VMULPS       lgc10<>+0(SB), Y4, Y5
+	VMAXPS       lgc10<>+0(SB), Y0, Y4
+	VMINPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       lgc12<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc11<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc12<>+0(SB), Y5, Y4
-	VMOVAPS      lgc13<>+0(SB), Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
 	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc5<>+0(SB), Y6, Y6
+	VADDPS       lgc7<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc19<>+0(SB), Y4, Y5
-	VPMINSD      lgc20<>+0(SB), Y5, Y5
+	VPMAXSD      lgc21<>+0(SB), Y4, Y5
+	VPMINSD      lgc22<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPADDD       lgc22<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
@@ -505,7 +627,7 @@ blocks_8:
 	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v96 = sub(v95, 1)
-	VSUBPS lgc5<>+0(SB), Y6, Y4
+	VSUBPS lgc7<>+0(SB), Y6, Y4
 
 	// v97 = sub(v96, v61)
 	VSUBPS Y0, Y4, Y0
@@ -517,78 +639,53 @@ blocks_8:
 	VANDPS Y0, Y2, Y0
 
 	// sum(v99) over [G N L]
-	VADDPS       4224(SI), Y0, Y0
-	VMOVUPS      Y0, 4224(SI)
+	VADDPS       4992(SI), Y0, Y0
+	VMOVUPS      Y0, 4992(SI)
 	DECQ         BX
 	JNZ          noflush_9
+	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+40(FP), BX
-	VMOVUPS      2176(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VMOVUPS      2944(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(BX), Y2, Y2
-	VMOVUPD      Y2, 1984(BX)
-	VADDPD       2016(BX), Y0, Y0
-	VMOVUPD      Y0, 2016(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(BX)
-	VMOVUPS      2496(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VADDPD       2752(BX), Y2, Y2
+	VMOVUPD      Y2, 2752(BX)
+	VADDPD       2784(BX), Y0, Y0
+	VMOVUPD      Y0, 2784(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(BX)
+	VMOVUPS      3264(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2304(BX), Y2, Y2
-	VMOVUPD      Y2, 2304(BX)
-	VADDPD       2336(BX), Y0, Y0
-	VMOVUPD      Y0, 2336(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2496(BX)
-	VMOVUPS      2816(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2624(BX), Y2, Y2
-	VMOVUPD      Y2, 2624(BX)
-	VADDPD       2656(BX), Y0, Y0
-	VMOVUPD      Y0, 2656(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2816(BX)
-	VMOVUPS      3136(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2944(BX), Y2, Y2
-	VMOVUPD      Y2, 2944(BX)
-	VADDPD       2976(BX), Y0, Y0
-	VMOVUPD      Y0, 2976(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3136(BX)
+	VADDPD       3072(BX), Y2, Y2
+	VMOVUPD      Y2, 3072(BX)
+	VADDPD       3104(BX), Y0, Y0
+	VMOVUPD      Y0, 3104(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(BX)
 	VMOVUPS      3584(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3264(BX), Y2, Y2
-	VMOVUPD      Y2, 3264(BX)
-	VADDPD       3296(BX), Y0, Y0
-	VMOVUPD      Y0, 3296(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VADDPD       3392(BX), Y2, Y2
+	VMOVUPD      Y2, 3392(BX)
+	VADDPD       3424(BX), Y0, Y0
+	VMOVUPD      Y0, 3424(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 3584(BX)
 	VMOVUPS      3904(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -597,11 +694,11 @@ blocks_8:
 	VMOVUPD      Y2, 3712(BX)
 	VADDPD       3744(BX), Y0, Y0
 	VMOVUPD      Y0, 3744(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 3904(BX)
-	VMOVUPS      4224(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VMOVUPS      4352(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -610,84 +707,89 @@ blocks_8:
 	VMOVUPD      Y2, 4032(BX)
 	VADDPD       4064(BX), Y0, Y0
 	VMOVUPD      Y0, 4064(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4224(BX)
-	VANDPS       4352(BX), Y1, Y1
-	VMOVUPS      Y1, 4352(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4352(BX)
+	VMOVUPS      4672(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(BX), Y2, Y2
+	VMOVUPD      Y2, 4480(BX)
+	VADDPD       4512(BX), Y0, Y0
+	VMOVUPD      Y0, 4512(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4672(BX)
+	VMOVUPS      4992(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4800(BX), Y2, Y2
+	VMOVUPD      Y2, 4800(BX)
+	VADDPD       4832(BX), Y0, Y0
+	VMOVUPD      Y0, 4832(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4992(BX)
+	VANDPS       5120(BX), Y1, Y1
+	VMOVUPS      Y1, 5120(BX)
 	MOVQ         $+8, BX
 
 noflush_9:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_8
+	MOVQ         $+8, DX
+	SUBQ         BX, DX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), DX
-	VMOVUPS      2176(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VMOVUPS      2944(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(DX), Y2, Y2
-	VMOVUPD      Y2, 1984(DX)
-	VADDPD       2016(DX), Y0, Y0
-	VMOVUPD      Y0, 2016(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(DX)
-	VMOVUPS      2496(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2304(DX), Y2, Y2
-	VMOVUPD      Y2, 2304(DX)
-	VADDPD       2336(DX), Y0, Y0
-	VMOVUPD      Y0, 2336(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2496(DX)
-	VMOVUPS      2816(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2624(DX), Y2, Y2
-	VMOVUPD      Y2, 2624(DX)
-	VADDPD       2656(DX), Y0, Y0
-	VMOVUPD      Y0, 2656(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2816(DX)
-	VMOVUPS      3136(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2944(DX), Y2, Y2
-	VMOVUPD      Y2, 2944(DX)
-	VADDPD       2976(DX), Y0, Y0
-	VMOVUPD      Y0, 2976(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3136(DX)
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
 	VMOVUPS      3584(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3264(DX), Y2, Y2
-	VMOVUPD      Y2, 3264(DX)
-	VADDPD       3296(DX), Y0, Y0
-	VMOVUPD      Y0, 3296(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VADDPD       3392(DX), Y2, Y2
+	VMOVUPD      Y2, 3392(DX)
+	VADDPD       3424(DX), Y0, Y0
+	VMOVUPD      Y0, 3424(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 3584(DX)
 	VMOVUPS      3904(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -696,11 +798,11 @@ noflush_9:
 	VMOVUPD      Y2, 3712(DX)
 	VADDPD       3744(DX), Y0, Y0
 	VMOVUPD      Y0, 3744(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 3904(DX)
-	VMOVUPS      4224(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VMOVUPS      4352(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -709,10 +811,36 @@ noflush_9:
 	VMOVUPD      Y2, 4032(DX)
 	VADDPD       4064(DX), Y0, Y0
 	VMOVUPD      Y0, 4064(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4224(DX)
-	VANDPS       4352(DX), Y1, Y1
-	VMOVUPS      Y1, 4352(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4352(DX)
+	VMOVUPS      4672(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(DX), Y2, Y2
+	VMOVUPD      Y2, 4480(DX)
+	VADDPD       4512(DX), Y0, Y0
+	VMOVUPD      Y0, 4512(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4672(DX)
+	VMOVUPS      4992(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4800(DX), Y2, Y2
+	VMOVUPD      Y2, 4800(DX)
+	VADDPD       4832(DX), Y0, Y0
+	VMOVUPD      Y0, 4832(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4992(DX)
+	VANDPS       5120(DX), Y1, Y1
+	VMOVUPS      Y1, 5120(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
 	JL           outer1_7
@@ -722,325 +850,325 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc5<>+0(SB)/4, $0x3f800000
-DATA lgc5<>+4(SB)/4, $0x3f800000
-DATA lgc5<>+8(SB)/4, $0x3f800000
-DATA lgc5<>+12(SB)/4, $0x3f800000
-DATA lgc5<>+16(SB)/4, $0x3f800000
-DATA lgc5<>+20(SB)/4, $0x3f800000
-DATA lgc5<>+24(SB)/4, $0x3f800000
-DATA lgc5<>+28(SB)/4, $0x3f800000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
-
-DATA lgc6<>+0(SB)/4, $0xbe647fbe
-DATA lgc6<>+4(SB)/4, $0xbe647fbe
-DATA lgc6<>+8(SB)/4, $0xbe647fbe
-DATA lgc6<>+12(SB)/4, $0xbe647fbe
-DATA lgc6<>+16(SB)/4, $0xbe647fbe
-DATA lgc6<>+20(SB)/4, $0xbe647fbe
-DATA lgc6<>+24(SB)/4, $0xbe647fbe
-DATA lgc6<>+28(SB)/4, $0xbe647fbe
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
-
-DATA lgc7<>+0(SB)/4, $0x3e3ab281
-DATA lgc7<>+4(SB)/4, $0x3e3ab281
-DATA lgc7<>+8(SB)/4, $0x3e3ab281
-DATA lgc7<>+12(SB)/4, $0x3e3ab281
-DATA lgc7<>+16(SB)/4, $0x3e3ab281
-DATA lgc7<>+20(SB)/4, $0x3e3ab281
-DATA lgc7<>+24(SB)/4, $0x3e3ab281
-DATA lgc7<>+28(SB)/4, $0x3e3ab281
+DATA lgc7<>+0(SB)/4, $0x3f800000
+DATA lgc7<>+4(SB)/4, $0x3f800000
+DATA lgc7<>+8(SB)/4, $0x3f800000
+DATA lgc7<>+12(SB)/4, $0x3f800000
+DATA lgc7<>+16(SB)/4, $0x3f800000
+DATA lgc7<>+20(SB)/4, $0x3f800000
+DATA lgc7<>+24(SB)/4, $0x3f800000
+DATA lgc7<>+28(SB)/4, $0x3f800000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xc2d00000
-DATA lgc8<>+4(SB)/4, $0xc2d00000
-DATA lgc8<>+8(SB)/4, $0xc2d00000
-DATA lgc8<>+12(SB)/4, $0xc2d00000
-DATA lgc8<>+16(SB)/4, $0xc2d00000
-DATA lgc8<>+20(SB)/4, $0xc2d00000
-DATA lgc8<>+24(SB)/4, $0xc2d00000
-DATA lgc8<>+28(SB)/4, $0xc2d00000
+DATA lgc8<>+0(SB)/4, $0xbe647fbe
+DATA lgc8<>+4(SB)/4, $0xbe647fbe
+DATA lgc8<>+8(SB)/4, $0xbe647fbe
+DATA lgc8<>+12(SB)/4, $0xbe647fbe
+DATA lgc8<>+16(SB)/4, $0xbe647fbe
+DATA lgc8<>+20(SB)/4, $0xbe647fbe
+DATA lgc8<>+24(SB)/4, $0xbe647fbe
+DATA lgc8<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x42b20000
-DATA lgc9<>+4(SB)/4, $0x42b20000
-DATA lgc9<>+8(SB)/4, $0x42b20000
-DATA lgc9<>+12(SB)/4, $0x42b20000
-DATA lgc9<>+16(SB)/4, $0x42b20000
-DATA lgc9<>+20(SB)/4, $0x42b20000
-DATA lgc9<>+24(SB)/4, $0x42b20000
-DATA lgc9<>+28(SB)/4, $0x42b20000
+DATA lgc9<>+0(SB)/4, $0x3e3ab281
+DATA lgc9<>+4(SB)/4, $0x3e3ab281
+DATA lgc9<>+8(SB)/4, $0x3e3ab281
+DATA lgc9<>+12(SB)/4, $0x3e3ab281
+DATA lgc9<>+16(SB)/4, $0x3e3ab281
+DATA lgc9<>+20(SB)/4, $0x3e3ab281
+DATA lgc9<>+24(SB)/4, $0x3e3ab281
+DATA lgc9<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+0(SB)/4, $0xc2d00000
+DATA lgc10<>+4(SB)/4, $0xc2d00000
+DATA lgc10<>+8(SB)/4, $0xc2d00000
+DATA lgc10<>+12(SB)/4, $0xc2d00000
+DATA lgc10<>+16(SB)/4, $0xc2d00000
+DATA lgc10<>+20(SB)/4, $0xc2d00000
+DATA lgc10<>+24(SB)/4, $0xc2d00000
+DATA lgc10<>+28(SB)/4, $0xc2d00000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3f318000
-DATA lgc11<>+4(SB)/4, $0x3f318000
-DATA lgc11<>+8(SB)/4, $0x3f318000
-DATA lgc11<>+12(SB)/4, $0x3f318000
-DATA lgc11<>+16(SB)/4, $0x3f318000
-DATA lgc11<>+20(SB)/4, $0x3f318000
-DATA lgc11<>+24(SB)/4, $0x3f318000
-DATA lgc11<>+28(SB)/4, $0x3f318000
+DATA lgc11<>+0(SB)/4, $0x42b20000
+DATA lgc11<>+4(SB)/4, $0x42b20000
+DATA lgc11<>+8(SB)/4, $0x42b20000
+DATA lgc11<>+12(SB)/4, $0x42b20000
+DATA lgc11<>+16(SB)/4, $0x42b20000
+DATA lgc11<>+20(SB)/4, $0x42b20000
+DATA lgc11<>+24(SB)/4, $0x42b20000
+DATA lgc11<>+28(SB)/4, $0x42b20000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xb95e8083
-DATA lgc12<>+4(SB)/4, $0xb95e8083
-DATA lgc12<>+8(SB)/4, $0xb95e8083
-DATA lgc12<>+12(SB)/4, $0xb95e8083
-DATA lgc12<>+16(SB)/4, $0xb95e8083
-DATA lgc12<>+20(SB)/4, $0xb95e8083
-DATA lgc12<>+24(SB)/4, $0xb95e8083
-DATA lgc12<>+28(SB)/4, $0xb95e8083
+DATA lgc12<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x39506967
-DATA lgc13<>+4(SB)/4, $0x39506967
-DATA lgc13<>+8(SB)/4, $0x39506967
-DATA lgc13<>+12(SB)/4, $0x39506967
-DATA lgc13<>+16(SB)/4, $0x39506967
-DATA lgc13<>+20(SB)/4, $0x39506967
-DATA lgc13<>+24(SB)/4, $0x39506967
-DATA lgc13<>+28(SB)/4, $0x39506967
+DATA lgc13<>+0(SB)/4, $0x3f318000
+DATA lgc13<>+4(SB)/4, $0x3f318000
+DATA lgc13<>+8(SB)/4, $0x3f318000
+DATA lgc13<>+12(SB)/4, $0x3f318000
+DATA lgc13<>+16(SB)/4, $0x3f318000
+DATA lgc13<>+20(SB)/4, $0x3f318000
+DATA lgc13<>+24(SB)/4, $0x3f318000
+DATA lgc13<>+28(SB)/4, $0x3f318000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3ab743ce
-DATA lgc14<>+4(SB)/4, $0x3ab743ce
-DATA lgc14<>+8(SB)/4, $0x3ab743ce
-DATA lgc14<>+12(SB)/4, $0x3ab743ce
-DATA lgc14<>+16(SB)/4, $0x3ab743ce
-DATA lgc14<>+20(SB)/4, $0x3ab743ce
-DATA lgc14<>+24(SB)/4, $0x3ab743ce
-DATA lgc14<>+28(SB)/4, $0x3ab743ce
+DATA lgc14<>+0(SB)/4, $0xb95e8083
+DATA lgc14<>+4(SB)/4, $0xb95e8083
+DATA lgc14<>+8(SB)/4, $0xb95e8083
+DATA lgc14<>+12(SB)/4, $0xb95e8083
+DATA lgc14<>+16(SB)/4, $0xb95e8083
+DATA lgc14<>+20(SB)/4, $0xb95e8083
+DATA lgc14<>+24(SB)/4, $0xb95e8083
+DATA lgc14<>+28(SB)/4, $0xb95e8083
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3c088908
-DATA lgc15<>+4(SB)/4, $0x3c088908
-DATA lgc15<>+8(SB)/4, $0x3c088908
-DATA lgc15<>+12(SB)/4, $0x3c088908
-DATA lgc15<>+16(SB)/4, $0x3c088908
-DATA lgc15<>+20(SB)/4, $0x3c088908
-DATA lgc15<>+24(SB)/4, $0x3c088908
-DATA lgc15<>+28(SB)/4, $0x3c088908
+DATA lgc15<>+0(SB)/4, $0x39506967
+DATA lgc15<>+4(SB)/4, $0x39506967
+DATA lgc15<>+8(SB)/4, $0x39506967
+DATA lgc15<>+12(SB)/4, $0x39506967
+DATA lgc15<>+16(SB)/4, $0x39506967
+DATA lgc15<>+20(SB)/4, $0x39506967
+DATA lgc15<>+24(SB)/4, $0x39506967
+DATA lgc15<>+28(SB)/4, $0x39506967
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+0(SB)/4, $0x3ab743ce
+DATA lgc16<>+4(SB)/4, $0x3ab743ce
+DATA lgc16<>+8(SB)/4, $0x3ab743ce
+DATA lgc16<>+12(SB)/4, $0x3ab743ce
+DATA lgc16<>+16(SB)/4, $0x3ab743ce
+DATA lgc16<>+20(SB)/4, $0x3ab743ce
+DATA lgc16<>+24(SB)/4, $0x3ab743ce
+DATA lgc16<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+0(SB)/4, $0x3c088908
+DATA lgc17<>+4(SB)/4, $0x3c088908
+DATA lgc17<>+8(SB)/4, $0x3c088908
+DATA lgc17<>+12(SB)/4, $0x3c088908
+DATA lgc17<>+16(SB)/4, $0x3c088908
+DATA lgc17<>+20(SB)/4, $0x3c088908
+DATA lgc17<>+24(SB)/4, $0x3c088908
+DATA lgc17<>+28(SB)/4, $0x3c088908
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f000000
-DATA lgc18<>+4(SB)/4, $0x3f000000
-DATA lgc18<>+8(SB)/4, $0x3f000000
-DATA lgc18<>+12(SB)/4, $0x3f000000
-DATA lgc18<>+16(SB)/4, $0x3f000000
-DATA lgc18<>+20(SB)/4, $0x3f000000
-DATA lgc18<>+24(SB)/4, $0x3f000000
-DATA lgc18<>+28(SB)/4, $0x3f000000
+DATA lgc18<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xffffff82
-DATA lgc19<>+4(SB)/4, $0xffffff82
-DATA lgc19<>+8(SB)/4, $0xffffff82
-DATA lgc19<>+12(SB)/4, $0xffffff82
-DATA lgc19<>+16(SB)/4, $0xffffff82
-DATA lgc19<>+20(SB)/4, $0xffffff82
-DATA lgc19<>+24(SB)/4, $0xffffff82
-DATA lgc19<>+28(SB)/4, $0xffffff82
+DATA lgc19<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x0000007f
-DATA lgc20<>+4(SB)/4, $0x0000007f
-DATA lgc20<>+8(SB)/4, $0x0000007f
-DATA lgc20<>+12(SB)/4, $0x0000007f
-DATA lgc20<>+16(SB)/4, $0x0000007f
-DATA lgc20<>+20(SB)/4, $0x0000007f
-DATA lgc20<>+24(SB)/4, $0x0000007f
-DATA lgc20<>+28(SB)/4, $0x0000007f
+DATA lgc20<>+0(SB)/4, $0x3f000000
+DATA lgc20<>+4(SB)/4, $0x3f000000
+DATA lgc20<>+8(SB)/4, $0x3f000000
+DATA lgc20<>+12(SB)/4, $0x3f000000
+DATA lgc20<>+16(SB)/4, $0x3f000000
+DATA lgc20<>+20(SB)/4, $0x3f000000
+DATA lgc20<>+24(SB)/4, $0x3f000000
+DATA lgc20<>+28(SB)/4, $0x3f000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3f99999a
-DATA lgc21<>+4(SB)/4, $0x3f99999a
-DATA lgc21<>+8(SB)/4, $0x3f99999a
-DATA lgc21<>+12(SB)/4, $0x3f99999a
-DATA lgc21<>+16(SB)/4, $0x3f99999a
-DATA lgc21<>+20(SB)/4, $0x3f99999a
-DATA lgc21<>+24(SB)/4, $0x3f99999a
-DATA lgc21<>+28(SB)/4, $0x3f99999a
+DATA lgc21<>+0(SB)/4, $0xffffff82
+DATA lgc21<>+4(SB)/4, $0xffffff82
+DATA lgc21<>+8(SB)/4, $0xffffff82
+DATA lgc21<>+12(SB)/4, $0xffffff82
+DATA lgc21<>+16(SB)/4, $0xffffff82
+DATA lgc21<>+20(SB)/4, $0xffffff82
+DATA lgc21<>+24(SB)/4, $0xffffff82
+DATA lgc21<>+28(SB)/4, $0xffffff82
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f4ccccd
-DATA lgc22<>+4(SB)/4, $0x3f4ccccd
-DATA lgc22<>+8(SB)/4, $0x3f4ccccd
-DATA lgc22<>+12(SB)/4, $0x3f4ccccd
-DATA lgc22<>+16(SB)/4, $0x3f4ccccd
-DATA lgc22<>+20(SB)/4, $0x3f4ccccd
-DATA lgc22<>+24(SB)/4, $0x3f4ccccd
-DATA lgc22<>+28(SB)/4, $0x3f4ccccd
+DATA lgc22<>+0(SB)/4, $0x0000007f
+DATA lgc22<>+4(SB)/4, $0x0000007f
+DATA lgc22<>+8(SB)/4, $0x0000007f
+DATA lgc22<>+12(SB)/4, $0x0000007f
+DATA lgc22<>+16(SB)/4, $0x0000007f
+DATA lgc22<>+20(SB)/4, $0x0000007f
+DATA lgc22<>+24(SB)/4, $0x0000007f
+DATA lgc22<>+28(SB)/4, $0x0000007f
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x80000000
-DATA lgc23<>+4(SB)/4, $0x80000000
-DATA lgc23<>+8(SB)/4, $0x80000000
-DATA lgc23<>+12(SB)/4, $0x80000000
-DATA lgc23<>+16(SB)/4, $0x80000000
-DATA lgc23<>+20(SB)/4, $0x80000000
-DATA lgc23<>+24(SB)/4, $0x80000000
-DATA lgc23<>+28(SB)/4, $0x80000000
+DATA lgc23<>+0(SB)/4, $0x3f99999a
+DATA lgc23<>+4(SB)/4, $0x3f99999a
+DATA lgc23<>+8(SB)/4, $0x3f99999a
+DATA lgc23<>+12(SB)/4, $0x3f99999a
+DATA lgc23<>+16(SB)/4, $0x3f99999a
+DATA lgc23<>+20(SB)/4, $0x3f99999a
+DATA lgc23<>+24(SB)/4, $0x3f99999a
+DATA lgc23<>+28(SB)/4, $0x3f99999a
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xff800000
-DATA lgc24<>+4(SB)/4, $0xff800000
-DATA lgc24<>+8(SB)/4, $0xff800000
-DATA lgc24<>+12(SB)/4, $0xff800000
-DATA lgc24<>+16(SB)/4, $0xff800000
-DATA lgc24<>+20(SB)/4, $0xff800000
-DATA lgc24<>+24(SB)/4, $0xff800000
-DATA lgc24<>+28(SB)/4, $0xff800000
+DATA lgc24<>+0(SB)/4, $0x3f4ccccd
+DATA lgc24<>+4(SB)/4, $0x3f4ccccd
+DATA lgc24<>+8(SB)/4, $0x3f4ccccd
+DATA lgc24<>+12(SB)/4, $0x3f4ccccd
+DATA lgc24<>+16(SB)/4, $0x3f4ccccd
+DATA lgc24<>+20(SB)/4, $0x3f4ccccd
+DATA lgc24<>+24(SB)/4, $0x3f4ccccd
+DATA lgc24<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xc22c0000
-DATA lgc25<>+4(SB)/4, $0xc22c0000
-DATA lgc25<>+8(SB)/4, $0xc22c0000
-DATA lgc25<>+12(SB)/4, $0xc22c0000
-DATA lgc25<>+16(SB)/4, $0xc22c0000
-DATA lgc25<>+20(SB)/4, $0xc22c0000
-DATA lgc25<>+24(SB)/4, $0xc22c0000
-DATA lgc25<>+28(SB)/4, $0xc22c0000
+DATA lgc25<>+0(SB)/4, $0x80000000
+DATA lgc25<>+4(SB)/4, $0x80000000
+DATA lgc25<>+8(SB)/4, $0x80000000
+DATA lgc25<>+12(SB)/4, $0x80000000
+DATA lgc25<>+16(SB)/4, $0x80000000
+DATA lgc25<>+20(SB)/4, $0x80000000
+DATA lgc25<>+24(SB)/4, $0x80000000
+DATA lgc25<>+28(SB)/4, $0x80000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x42b00000
-DATA lgc26<>+4(SB)/4, $0x42b00000
-DATA lgc26<>+8(SB)/4, $0x42b00000
-DATA lgc26<>+12(SB)/4, $0x42b00000
-DATA lgc26<>+16(SB)/4, $0x42b00000
-DATA lgc26<>+20(SB)/4, $0x42b00000
-DATA lgc26<>+24(SB)/4, $0x42b00000
-DATA lgc26<>+28(SB)/4, $0x42b00000
+DATA lgc26<>+0(SB)/4, $0xff800000
+DATA lgc26<>+4(SB)/4, $0xff800000
+DATA lgc26<>+8(SB)/4, $0xff800000
+DATA lgc26<>+12(SB)/4, $0xff800000
+DATA lgc26<>+16(SB)/4, $0xff800000
+DATA lgc26<>+20(SB)/4, $0xff800000
+DATA lgc26<>+24(SB)/4, $0xff800000
+DATA lgc26<>+28(SB)/4, $0xff800000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3dcccccd
-DATA lgc27<>+4(SB)/4, $0x3dcccccd
-DATA lgc27<>+8(SB)/4, $0x3dcccccd
-DATA lgc27<>+12(SB)/4, $0x3dcccccd
-DATA lgc27<>+16(SB)/4, $0x3dcccccd
-DATA lgc27<>+20(SB)/4, $0x3dcccccd
-DATA lgc27<>+24(SB)/4, $0x3dcccccd
-DATA lgc27<>+28(SB)/4, $0x3dcccccd
+DATA lgc27<>+0(SB)/4, $0xc22c0000
+DATA lgc27<>+4(SB)/4, $0xc22c0000
+DATA lgc27<>+8(SB)/4, $0xc22c0000
+DATA lgc27<>+12(SB)/4, $0xc22c0000
+DATA lgc27<>+16(SB)/4, $0xc22c0000
+DATA lgc27<>+20(SB)/4, $0xc22c0000
+DATA lgc27<>+24(SB)/4, $0xc22c0000
+DATA lgc27<>+28(SB)/4, $0xc22c0000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdcccccd
-DATA lgc28<>+4(SB)/4, $0xbdcccccd
-DATA lgc28<>+8(SB)/4, $0xbdcccccd
-DATA lgc28<>+12(SB)/4, $0xbdcccccd
-DATA lgc28<>+16(SB)/4, $0xbdcccccd
-DATA lgc28<>+20(SB)/4, $0xbdcccccd
-DATA lgc28<>+24(SB)/4, $0xbdcccccd
-DATA lgc28<>+28(SB)/4, $0xbdcccccd
+DATA lgc28<>+0(SB)/4, $0x42b00000
+DATA lgc28<>+4(SB)/4, $0x42b00000
+DATA lgc28<>+8(SB)/4, $0x42b00000
+DATA lgc28<>+12(SB)/4, $0x42b00000
+DATA lgc28<>+16(SB)/4, $0x42b00000
+DATA lgc28<>+20(SB)/4, $0x42b00000
+DATA lgc28<>+24(SB)/4, $0x42b00000
+DATA lgc28<>+28(SB)/4, $0x42b00000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3493f27e
-DATA lgc29<>+4(SB)/4, $0x3493f27e
-DATA lgc29<>+8(SB)/4, $0x3493f27e
-DATA lgc29<>+12(SB)/4, $0x3493f27e
-DATA lgc29<>+16(SB)/4, $0x3493f27e
-DATA lgc29<>+20(SB)/4, $0x3493f27e
-DATA lgc29<>+24(SB)/4, $0x3493f27e
-DATA lgc29<>+28(SB)/4, $0x3493f27e
+DATA lgc29<>+0(SB)/4, $0x3dcccccd
+DATA lgc29<>+4(SB)/4, $0x3dcccccd
+DATA lgc29<>+8(SB)/4, $0x3dcccccd
+DATA lgc29<>+12(SB)/4, $0x3dcccccd
+DATA lgc29<>+16(SB)/4, $0x3dcccccd
+DATA lgc29<>+20(SB)/4, $0x3dcccccd
+DATA lgc29<>+24(SB)/4, $0x3dcccccd
+DATA lgc29<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3638ef1d
-DATA lgc30<>+4(SB)/4, $0x3638ef1d
-DATA lgc30<>+8(SB)/4, $0x3638ef1d
-DATA lgc30<>+12(SB)/4, $0x3638ef1d
-DATA lgc30<>+16(SB)/4, $0x3638ef1d
-DATA lgc30<>+20(SB)/4, $0x3638ef1d
-DATA lgc30<>+24(SB)/4, $0x3638ef1d
-DATA lgc30<>+28(SB)/4, $0x3638ef1d
+DATA lgc30<>+0(SB)/4, $0xbdcccccd
+DATA lgc30<>+4(SB)/4, $0xbdcccccd
+DATA lgc30<>+8(SB)/4, $0xbdcccccd
+DATA lgc30<>+12(SB)/4, $0xbdcccccd
+DATA lgc30<>+16(SB)/4, $0xbdcccccd
+DATA lgc30<>+20(SB)/4, $0xbdcccccd
+DATA lgc30<>+24(SB)/4, $0xbdcccccd
+DATA lgc30<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x37d00d01
-DATA lgc31<>+4(SB)/4, $0x37d00d01
-DATA lgc31<>+8(SB)/4, $0x37d00d01
-DATA lgc31<>+12(SB)/4, $0x37d00d01
-DATA lgc31<>+16(SB)/4, $0x37d00d01
-DATA lgc31<>+20(SB)/4, $0x37d00d01
-DATA lgc31<>+24(SB)/4, $0x37d00d01
-DATA lgc31<>+28(SB)/4, $0x37d00d01
+DATA lgc31<>+0(SB)/4, $0x3493f27e
+DATA lgc31<>+4(SB)/4, $0x3493f27e
+DATA lgc31<>+8(SB)/4, $0x3493f27e
+DATA lgc31<>+12(SB)/4, $0x3493f27e
+DATA lgc31<>+16(SB)/4, $0x3493f27e
+DATA lgc31<>+20(SB)/4, $0x3493f27e
+DATA lgc31<>+24(SB)/4, $0x3493f27e
+DATA lgc31<>+28(SB)/4, $0x3493f27e
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x39500d01
-DATA lgc32<>+4(SB)/4, $0x39500d01
-DATA lgc32<>+8(SB)/4, $0x39500d01
-DATA lgc32<>+12(SB)/4, $0x39500d01
-DATA lgc32<>+16(SB)/4, $0x39500d01
-DATA lgc32<>+20(SB)/4, $0x39500d01
-DATA lgc32<>+24(SB)/4, $0x39500d01
-DATA lgc32<>+28(SB)/4, $0x39500d01
+DATA lgc32<>+0(SB)/4, $0x3638ef1d
+DATA lgc32<>+4(SB)/4, $0x3638ef1d
+DATA lgc32<>+8(SB)/4, $0x3638ef1d
+DATA lgc32<>+12(SB)/4, $0x3638ef1d
+DATA lgc32<>+16(SB)/4, $0x3638ef1d
+DATA lgc32<>+20(SB)/4, $0x3638ef1d
+DATA lgc32<>+24(SB)/4, $0x3638ef1d
+DATA lgc32<>+28(SB)/4, $0x3638ef1d
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3ab60b61
-DATA lgc33<>+4(SB)/4, $0x3ab60b61
-DATA lgc33<>+8(SB)/4, $0x3ab60b61
-DATA lgc33<>+12(SB)/4, $0x3ab60b61
-DATA lgc33<>+16(SB)/4, $0x3ab60b61
-DATA lgc33<>+20(SB)/4, $0x3ab60b61
-DATA lgc33<>+24(SB)/4, $0x3ab60b61
-DATA lgc33<>+28(SB)/4, $0x3ab60b61
+DATA lgc33<>+0(SB)/4, $0x37d00d01
+DATA lgc33<>+4(SB)/4, $0x37d00d01
+DATA lgc33<>+8(SB)/4, $0x37d00d01
+DATA lgc33<>+12(SB)/4, $0x37d00d01
+DATA lgc33<>+16(SB)/4, $0x37d00d01
+DATA lgc33<>+20(SB)/4, $0x37d00d01
+DATA lgc33<>+24(SB)/4, $0x37d00d01
+DATA lgc33<>+28(SB)/4, $0x37d00d01
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3c088889
-DATA lgc34<>+4(SB)/4, $0x3c088889
-DATA lgc34<>+8(SB)/4, $0x3c088889
-DATA lgc34<>+12(SB)/4, $0x3c088889
-DATA lgc34<>+16(SB)/4, $0x3c088889
-DATA lgc34<>+20(SB)/4, $0x3c088889
-DATA lgc34<>+24(SB)/4, $0x3c088889
-DATA lgc34<>+28(SB)/4, $0x3c088889
+DATA lgc34<>+0(SB)/4, $0x39500d01
+DATA lgc34<>+4(SB)/4, $0x39500d01
+DATA lgc34<>+8(SB)/4, $0x39500d01
+DATA lgc34<>+12(SB)/4, $0x39500d01
+DATA lgc34<>+16(SB)/4, $0x39500d01
+DATA lgc34<>+20(SB)/4, $0x39500d01
+DATA lgc34<>+24(SB)/4, $0x39500d01
+DATA lgc34<>+28(SB)/4, $0x39500d01
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d2aaaab
-DATA lgc35<>+4(SB)/4, $0x3d2aaaab
-DATA lgc35<>+8(SB)/4, $0x3d2aaaab
-DATA lgc35<>+12(SB)/4, $0x3d2aaaab
-DATA lgc35<>+16(SB)/4, $0x3d2aaaab
-DATA lgc35<>+20(SB)/4, $0x3d2aaaab
-DATA lgc35<>+24(SB)/4, $0x3d2aaaab
-DATA lgc35<>+28(SB)/4, $0x3d2aaaab
+DATA lgc35<>+0(SB)/4, $0x3ab60b61
+DATA lgc35<>+4(SB)/4, $0x3ab60b61
+DATA lgc35<>+8(SB)/4, $0x3ab60b61
+DATA lgc35<>+12(SB)/4, $0x3ab60b61
+DATA lgc35<>+16(SB)/4, $0x3ab60b61
+DATA lgc35<>+20(SB)/4, $0x3ab60b61
+DATA lgc35<>+24(SB)/4, $0x3ab60b61
+DATA lgc35<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e2aaaab
-DATA lgc36<>+4(SB)/4, $0x3e2aaaab
-DATA lgc36<>+8(SB)/4, $0x3e2aaaab
-DATA lgc36<>+12(SB)/4, $0x3e2aaaab
-DATA lgc36<>+16(SB)/4, $0x3e2aaaab
-DATA lgc36<>+20(SB)/4, $0x3e2aaaab
-DATA lgc36<>+24(SB)/4, $0x3e2aaaab
-DATA lgc36<>+28(SB)/4, $0x3e2aaaab
+DATA lgc36<>+0(SB)/4, $0x3c088889
+DATA lgc36<>+4(SB)/4, $0x3c088889
+DATA lgc36<>+8(SB)/4, $0x3c088889
+DATA lgc36<>+12(SB)/4, $0x3c088889
+DATA lgc36<>+16(SB)/4, $0x3c088889
+DATA lgc36<>+20(SB)/4, $0x3c088889
+DATA lgc36<>+24(SB)/4, $0x3c088889
+DATA lgc36<>+28(SB)/4, $0x3c088889
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x3d2aaaab
+DATA lgc37<>+4(SB)/4, $0x3d2aaaab
+DATA lgc37<>+8(SB)/4, $0x3d2aaaab
+DATA lgc37<>+12(SB)/4, $0x3d2aaaab
+DATA lgc37<>+16(SB)/4, $0x3d2aaaab
+DATA lgc37<>+20(SB)/4, $0x3d2aaaab
+DATA lgc37<>+24(SB)/4, $0x3d2aaaab
+DATA lgc37<>+28(SB)/4, $0x3d2aaaab
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x3e2aaaab
+DATA lgc38<>+4(SB)/4, $0x3e2aaaab
+DATA lgc38<>+8(SB)/4, $0x3e2aaaab
+DATA lgc38<>+12(SB)/4, $0x3e2aaaab
+DATA lgc38<>+16(SB)/4, $0x3e2aaaab
+DATA lgc38<>+20(SB)/4, $0x3e2aaaab
+DATA lgc38<>+24(SB)/4, $0x3e2aaaab
+DATA lgc38<>+28(SB)/4, $0x3e2aaaab
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1048,7 +1176,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      lgc7<>+0(SB), Y1
 
 	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
@@ -1071,7 +1199,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc37<>+0(SB), Y5, Y5
+	VMULPS       lgc39<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1079,34 +1207,34 @@ TEXT ·pass3AVX2(SB), $0-104
 	VSUBPS Y6, Y5, Y5
 
 	// v54 = exp(v53)
-	VMAXPS       lgc8<>+0(SB), Y5, Y6
-	VMINPS       lgc9<>+0(SB), Y6, Y6
-	VMULPS       lgc10<>+0(SB), Y6, Y7
+	VMAXPS       lgc10<>+0(SB), Y5, Y6
+	VMINPS       lgc11<>+0(SB), Y6, Y6
+	VMULPS       lgc12<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc11<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
-	VMOVAPS      lgc13<>+0(SB), Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
+	VMOVAPS      lgc15<>+0(SB), Y8
 	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
 	VMULPS       Y6, Y6, Y9
 	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc5<>+0(SB), Y8, Y8
+	VADDPS       lgc7<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc19<>+0(SB), Y6, Y7
-	VPMINSD      lgc20<>+0(SB), Y7, Y7
+	VPMAXSD      lgc21<>+0(SB), Y6, Y7
+	VPMINSD      lgc22<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y7, Y7
+	VPADDD       lgc22<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y6, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y6
 	VBLENDVPS    Y6, Y5, Y8, Y8
-	VMOVUPS      lgc3<>+0(SB), Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
@@ -1123,7 +1251,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc38<>+0(SB), Y1, Y5
+	VMULPS lgc40<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -1151,25 +1279,25 @@ TEXT ·pass3AVX2(SB), $0-104
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x40000000
-DATA lgc37<>+4(SB)/4, $0x40000000
-DATA lgc37<>+8(SB)/4, $0x40000000
-DATA lgc37<>+12(SB)/4, $0x40000000
-DATA lgc37<>+16(SB)/4, $0x40000000
-DATA lgc37<>+20(SB)/4, $0x40000000
-DATA lgc37<>+24(SB)/4, $0x40000000
-DATA lgc37<>+28(SB)/4, $0x40000000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+DATA lgc39<>+0(SB)/4, $0x40000000
+DATA lgc39<>+4(SB)/4, $0x40000000
+DATA lgc39<>+8(SB)/4, $0x40000000
+DATA lgc39<>+12(SB)/4, $0x40000000
+DATA lgc39<>+16(SB)/4, $0x40000000
+DATA lgc39<>+20(SB)/4, $0x40000000
+DATA lgc39<>+24(SB)/4, $0x40000000
+DATA lgc39<>+28(SB)/4, $0x40000000
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3d23d70a
-DATA lgc38<>+4(SB)/4, $0x3d23d70a
-DATA lgc38<>+8(SB)/4, $0x3d23d70a
-DATA lgc38<>+12(SB)/4, $0x3d23d70a
-DATA lgc38<>+16(SB)/4, $0x3d23d70a
-DATA lgc38<>+20(SB)/4, $0x3d23d70a
-DATA lgc38<>+24(SB)/4, $0x3d23d70a
-DATA lgc38<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc40<>+0(SB)/4, $0x3d23d70a
+DATA lgc40<>+4(SB)/4, $0x3d23d70a
+DATA lgc40<>+8(SB)/4, $0x3d23d70a
+DATA lgc40<>+12(SB)/4, $0x3d23d70a
+DATA lgc40<>+16(SB)/4, $0x3d23d70a
+DATA lgc40<>+20(SB)/4, $0x3d23d70a
+DATA lgc40<>+24(SB)/4, $0x3d23d70a
+DATA lgc40<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -1193,9 +1321,9 @@ blocks_12:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y0
 	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc3<>+0(SB), Y1
+	VMOVUPS   lgc4<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc5<>+0(SB), Y0
+	VMOVUPS   lgc7<>+0(SB), Y0
 
 	// v13 = where(mask, 1, 0)
 	VANDPS Y0, Y1, Y0
@@ -1206,10 +1334,11 @@ blocks_12:
 	VMOVUPS      Y0, 256(SI)
 	DECQ         BX
 	JNZ          noflush_13
+	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+16(FP), BX
 	VMOVUPS      256(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1217,7 +1346,7 @@ blocks_12:
 	VMOVUPD      Y2, 64(BX)
 	VADDPD       96(BX), Y0, Y0
 	VMOVUPD      Y0, 96(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 256(BX)
 	VANDPS       384(BX), Y1, Y1
 	VMOVUPS      Y1, 384(BX)
@@ -1227,10 +1356,15 @@ noflush_13:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_12
+	MOVQ         $+8, DX
+	SUBQ         BX, DX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1238,7 +1372,7 @@ noflush_13:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
@@ -1279,80 +1413,186 @@ blocks_15:
 
 	// var(nextReward) over [N]
 	IMUL3Q       $+8, BX, BX
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      1152(DI)(BX*8), Y2
-	VADDPD       lgc0<>+0(SB), Y2, Y2
-	VMOVUPD      Y2, 1152(DI)(BX*8)
-	VMOVSD       lgc0<>+0(SB), X3
-	VDIVSD       X2, X3, X2
-	VBROADCASTSD X2, Y2
-	VMOVUPD      1536(DI)(BX*8), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      1920(DI)(BX*8), Y5
-	VFMADD231PD  Y4, Y1, Y5
-	VMOVUPD      Y3, 1536(DI)(BX*8)
-	VMOVUPD      Y5, 1920(DI)(BX*8)
-	VMOVUPD      1184(DI)(BX*8), Y1
-	VADDPD       lgc0<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 1184(DI)(BX*8)
-	VMOVUPD      1568(DI)(BX*8), Y1
-	VSUBPD       Y1, Y0, Y3
-	VFMADD231PD  Y3, Y2, Y1
-	VSUBPD       Y1, Y0, Y0
-	VMOVUPD      1952(DI)(BX*8), Y2
-	VFMADD231PD  Y3, Y0, Y2
-	VMOVUPD      Y1, 1568(DI)(BX*8)
-	VMOVUPD      Y2, 1952(DI)(BX*8)
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVUPS      2816(DI)(BX*4), Y2
+	VBLENDVPS    Y1, Y0, Y2, Y2
+	VMOVUPS      Y2, 2816(DI)(BX*4)
+	VSUBPS       Y2, Y0, Y0
+	VADDPS       2304(DI)(BX*4), Y0, Y1
+	VMOVUPS      Y1, 2304(DI)(BX*4)
+	VMOVUPS      2560(DI)(BX*4), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 2560(DI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_16
+	VMOVUPD      lgc1<>+0(SB), Y0
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
+	IMUL3Q       $+8, DX, BX
+	MOVQ         state+16(FP), SI
+	VMOVUPS      896(SI)(BX*4), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       512(SI)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 512(SI)(BX*8)
+	VADDPD       544(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 544(SI)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 896(SI)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	MOVQ         state+16(FP), BX
-	VMOVUPS      896(BX)(DX*4), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       512(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 512(BX)(DX*8)
-	VADDPD       544(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 544(BX)(DX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(BX)(DX*4)
-	VANDPS       2304(BX), Y1, Y1
-	VMOVUPS      Y1, 2304(BX)
+	VMOVUPS      2304(SI)(DX*4), Y1
+	VMOVUPS      2560(SI)(DX*4), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2816(SI)(DX*4), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1152(SI)(DX*8), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1152(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1536(SI)(DX*8), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1536(SI)(DX*8)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       1920(SI)(DX*8), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 1920(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1184(SI)(DX*8), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1184(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      1568(SI)(DX*8), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 1568(SI)(DX*8)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       1952(SI)(DX*8), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 1952(SI)(DX*8)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(SI)(DX*4)
+	VMOVUPS      Y0, 2560(SI)(DX*4)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3072(SI), Y2, Y2
+	VMOVUPS      Y2, 3072(SI)
 	MOVQ         $+8, DX
 
 noflush_16:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+8
 	JL           blocks_15
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
+	IMUL3Q       $+8, CX, DX
+	MOVQ         state+16(FP), BX
+	VMOVUPS      896(BX)(DX*4), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       512(BX)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 512(BX)(DX*8)
+	VADDPD       544(BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, 544(BX)(DX*8)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 896(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	MOVQ         state+16(FP), DX
-	VMOVUPS      896(DX)(CX*4), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       512(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 512(DX)(CX*8)
-	VADDPD       544(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 544(DX)(CX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)(CX*4)
-	VANDPS       2304(DX), Y1, Y1
-	VMOVUPS      Y1, 2304(DX)
+	VMOVUPS      2304(BX)(CX*4), Y1
+	VMOVUPS      2560(BX)(CX*4), Y3
+	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VANDPS       lgc2<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2816(BX)(CX*4), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc5<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1152(BX)(CX*8), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1152(BX)(CX*8)
+	VMAXPD       lgc5<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1536(BX)(CX*8), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1536(BX)(CX*8)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       1920(BX)(CX*8), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 1920(BX)(CX*8)
+	VMAXPD       lgc5<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1184(BX)(CX*8), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1184(BX)(CX*8)
+	VMAXPD       lgc5<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      1568(BX)(CX*8), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 1568(BX)(CX*8)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       1952(BX)(CX*8), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 1952(BX)(CX*8)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(BX)(CX*4)
+	VMOVUPS      Y0, 2560(BX)(CX*4)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3072(BX), Y2, Y2
+	VMOVUPS      Y2, 3072(BX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_14
@@ -1387,7 +1627,7 @@ blocks_18:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -1414,11 +1654,11 @@ TEXT ·fbPass3AVX2(SB), $224-96
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      lgc7<>+0(SB), Y1
 
 	// v36 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc40<>+0(SB), Y2
 
 	// v106 = div(0.04, v36)
 	VDIVPS Y0, Y2, Y2
@@ -1457,7 +1697,7 @@ blocks_21:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -1473,7 +1713,7 @@ blocks_21:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
+	VMOVUPS   lgc4<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	MOVQ      logProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y1
@@ -1491,54 +1731,54 @@ blocks_21:
 
 	// logWeight = sub(v16, v18)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc6<>+0(SB), Y5
+	VMOVUPS lgc8<>+0(SB), Y5
 
 	// v23 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc7<>+0(SB), Y6
+	VMOVUPS lgc9<>+0(SB), Y6
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y4, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y6
+	VMAXPS       lgc10<>+0(SB), Y4, Y1
+	VMINPS       lgc11<>+0(SB), Y1, Y1
+	VMULPS       lgc12<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y1
-	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc14<>+0(SB), Y6, Y1
+	VMOVAPS      lgc15<>+0(SB), Y7
 	VFMADD213PS  lgc16<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc5<>+0(SB), Y7, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPMAXSD      lgc21<>+0(SB), Y1, Y6
+	VPMINSD      lgc22<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
 	VCMPPS       $0x03, Y4, Y4, Y1
 	VBLENDVPS    Y1, Y4, Y7, Y7
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 
 	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y1, Y0, Y1
-	VMOVUPS lgc21<>+0(SB), Y6
+	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y6, Y6
 	VMOVUPS Y3, 96(SP)
-	VMOVUPS lgc22<>+0(SB), Y3
+	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y3, Y3
@@ -1551,26 +1791,26 @@ blocks_21:
 	VMULPS Y3, Y0, Y3
 
 	// v33 = neg(gain)
-	VXORPS lgc23<>+0(SB), Y3, Y3
+	VXORPS lgc25<>+0(SB), Y3, Y3
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Y3, Y2, Y3
 
 	// sum(v34) over [G N L]
 	MOVQ    state+64(FP), SI
-	VADDPS  2624(SI), Y3, Y3
-	VMOVUPS Y3, 2624(SI)
+	VADDPS  3392(SI), Y3, Y3
+	VMOVUPS Y3, 3392(SI)
 
 	// v38 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y5, Y3
-	VANDPS lgc5<>+0(SB), Y3, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v39 = where(mask, v38, 0)
 	VANDPS Y3, Y2, Y3
 
 	// sum(v39) over [G N L]
-	VADDPS  2944(SI), Y3, Y3
-	VMOVUPS Y3, 2944(SI)
+	VADDPS  3712(SI), Y3, Y3
+	VMOVUPS Y3, 3712(SI)
 	VMOVUPS 96(SP), Y3
 	VMOVUPS 64(SP), Y5
 
@@ -1581,9 +1821,9 @@ blocks_21:
 	VANDPS Y3, Y2, Y3
 
 	// sum(v43) over [G N L]
-	VADDPS  3264(SI), Y3, Y3
-	VMOVUPS Y3, 3264(SI)
-	VMOVUPS lgc24<>+0(SB), Y3
+	VADDPS  4032(SI), Y3, Y3
+	VMOVUPS Y3, 4032(SI)
+	VMOVUPS lgc26<>+0(SB), Y3
 
 	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y2, Y4, Y3, Y3
@@ -1593,18 +1833,18 @@ blocks_21:
 
 	// logsumexp(v47) over [G N L]
 	VANDPS  Y0, Y2, Y0
-	VCMPPS  $0x15, lgc25<>+0(SB), Y3, Y1
-	VCMPPS  $0x1a, lgc26<>+0(SB), Y3, Y4
+	VCMPPS  $0x15, lgc27<>+0(SB), Y3, Y1
+	VCMPPS  $0x1a, lgc28<>+0(SB), Y3, Y4
 	VANDPS  Y4, Y1, Y1
-	VCMPPS  $0x00, lgc24<>+0(SB), Y3, Y4
+	VCMPPS  $0x00, lgc26<>+0(SB), Y3, Y4
 	VORPS   Y4, Y1, Y1
-	VANDPS  3584(SI), Y1, Y1
-	VMOVUPS Y1, 3584(SI)
-	VADDPS  3712(SI), Y0, Y1
-	VMOVUPS Y1, 3712(SI)
+	VANDPS  4352(SI), Y1, Y1
+	VMOVUPS Y1, 4352(SI)
+	VADDPS  4480(SI), Y0, Y1
+	VMOVUPS Y1, 4480(SI)
 	VMULPS  Y0, Y0, Y0
-	VADDPS  4032(SI), Y0, Y0
-	VMOVUPS Y0, 4032(SI)
+	VADDPS  4800(SI), Y0, Y0
+	VMOVUPS Y0, 4800(SI)
 	MOVQ    refLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y0
 
@@ -1619,13 +1859,13 @@ blocks_21:
 	VANDPS Y0, Y2, Y0
 
 	// v62 = abs(v61)
-	VMOVUPS lgc23<>+0(SB), Y1
+	VMOVUPS lgc25<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y3
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y3, Y1, Y1
-	VMOVUPS lgc28<>+0(SB), Y4
+	VMOVUPS lgc30<>+0(SB), Y4
 
 	// v66 = max(v61, -0.1) tie=first
 	VMAXPS Y0, Y4, Y4
@@ -1634,52 +1874,52 @@ blocks_21:
 	VMINPS Y4, Y3, Y3
 
 	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc29<>+0(SB), Y3, Y4
+	VMULPS lgc31<>+0(SB), Y3, Y4
 
 	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc30<>+0(SB), Y4, Y4
+	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v73 = mul(v67, v71)
 	VMULPS Y4, Y3, Y4
 
 	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc31<>+0(SB), Y4, Y4
+	VADDPS lgc33<>+0(SB), Y4, Y4
 
 	// v76 = mul(v67, v74)
 	VMULPS Y4, Y3, Y4
 
 	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc32<>+0(SB), Y4, Y4
+	VADDPS lgc34<>+0(SB), Y4, Y4
 
 	// v79 = mul(v67, v77)
 	VMULPS Y4, Y3, Y4
 
 	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc33<>+0(SB), Y4, Y4
+	VADDPS lgc35<>+0(SB), Y4, Y4
 
 	// v82 = mul(v67, v80)
 	VMULPS Y4, Y3, Y4
 
 	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc34<>+0(SB), Y4, Y4
+	VADDPS lgc36<>+0(SB), Y4, Y4
 
 	// v85 = mul(v67, v83)
 	VMULPS Y4, Y3, Y4
 
 	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc35<>+0(SB), Y4, Y4
+	VADDPS lgc37<>+0(SB), Y4, Y4
 
 	// v88 = mul(v67, v86)
 	VMULPS Y4, Y3, Y4
 
 	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc36<>+0(SB), Y4, Y4
+	VADDPS lgc38<>+0(SB), Y4, Y4
 
 	// v91 = mul(v67, v89)
 	VMULPS Y4, Y3, Y4
 
 	// v92 = add(0.5, v91)
-	VADDPS lgc18<>+0(SB), Y4, Y4
+	VADDPS lgc20<>+0(SB), Y4, Y4
 
 	// v93 = mul(v67, v67)
 	VMULPS Y3, Y3, Y3
@@ -1688,28 +1928,28 @@ blocks_21:
 	VMULPS Y4, Y3, Y3
 
 	// v95 = exp(v61)
-	VMAXPS       lgc8<>+0(SB), Y0, Y4
-	VMINPS       lgc9<>+0(SB), Y4, Y4
-	VMULPS       lgc10<>+0(SB), Y4, Y5
+	VMAXPS       lgc10<>+0(SB), Y0, Y4
+	VMINPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       lgc12<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc11<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc12<>+0(SB), Y5, Y4
-	VMOVAPS      lgc13<>+0(SB), Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
 	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc5<>+0(SB), Y6, Y6
+	VADDPS       lgc7<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc19<>+0(SB), Y4, Y5
-	VPMINSD      lgc20<>+0(SB), Y5, Y5
+	VPMAXSD      lgc21<>+0(SB), Y4, Y5
+	VPMINSD      lgc22<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPADDD       lgc22<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
@@ -1717,7 +1957,7 @@ blocks_21:
 	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v96 = sub(v95, 1)
-	VSUBPS lgc5<>+0(SB), Y6, Y4
+	VSUBPS lgc7<>+0(SB), Y6, Y4
 
 	// v97 = sub(v96, v61)
 	VSUBPS Y0, Y4, Y4
@@ -1732,13 +1972,13 @@ blocks_21:
 	VANDPS Y1, Y2, Y1
 
 	// sum(v100) over [G N L]
-	VADDPS  4352(SI), Y1, Y1
-	VMOVUPS Y1, 4352(SI)
+	VADDPS  5120(SI), Y1, Y1
+	VMOVUPS Y1, 5120(SI)
 	VMOVUPS (SP), Y1
 
 	// v107 = where(mask, v106, 0)
 	VANDPS  Y1, Y2, Y1
-	VMOVUPS lgc3<>+0(SB), Y3
+	VMOVUPS lgc4<>+0(SB), Y3
 
 	// v108 = ne(v107, 0)
 	VCMPPS $0x04, Y3, Y1, Y4
@@ -1753,14 +1993,14 @@ blocks_21:
 	VANDPS Y0, Y2, Y0
 
 	// v112 = neg(v111)
-	VXORPS  lgc23<>+0(SB), Y0, Y0
+	VXORPS  lgc25<>+0(SB), Y0, Y0
 	VMOVUPS 32(SP), Y1
 
 	// v114 = where(mask, v113, 0)
 	VANDPS Y1, Y2, Y1
 
 	// v115 = neg(v114)
-	VXORPS lgc23<>+0(SB), Y1, Y1
+	VXORPS lgc25<>+0(SB), Y1, Y1
 
 	// v116 = ne(v115, 0)
 	VCMPPS  $0x04, Y3, Y1, Y4
@@ -1772,7 +2012,7 @@ blocks_21:
 	// v118 = where(v116, v117, v115)
 	VBLENDVPS Y4, Y5, Y1, Y1
 	VMOVUPS   160(SP), Y4
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc4<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
 	// v119 = where(v26, v118, 0)
@@ -1781,32 +2021,32 @@ blocks_21:
 	// v120 = where(v26, 0, v118)
 	VANDNPS Y1, Y5, Y1
 	VMOVUPS 128(SP), Y5
-	VMOVUPS lgc22<>+0(SB), Y6
+	VMOVUPS lgc24<>+0(SB), Y6
 
 	// v121 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
-	VANDPS lgc5<>+0(SB), Y6, Y6
+	VANDPS lgc7<>+0(SB), Y6, Y6
 
 	// v122 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y7
-	VANDPS lgc5<>+0(SB), Y7, Y7
+	VANDPS lgc7<>+0(SB), Y7, Y7
 
 	// v123 = max(v121, v122)
 	VMAXPS  Y6, Y7, Y6
-	VMOVUPS lgc3<>+0(SB), Y8
+	VMOVUPS lgc4<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v124 = where(v123, v120, 0)
 	VANDPS  Y1, Y8, Y1
-	VMOVUPS lgc21<>+0(SB), Y6
+	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v125 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc5<>+0(SB), Y6, Y6
+	VANDPS lgc7<>+0(SB), Y6, Y6
 
 	// v126 = max(v125, v122)
 	VMAXPS  Y6, Y7, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMOVUPS lgc4<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v127 = where(v126, v119, 0)
@@ -1835,61 +2075,36 @@ blocks_21:
 	VMOVUPS      Y0, (SI)(DI*4)
 	DECQ         BX
 	JNZ          noflush_22
+	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+64(FP), BX
-	VMOVUPS      2624(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VMOVUPS      3392(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2432(BX), Y2, Y2
-	VMOVUPD      Y2, 2432(BX)
-	VADDPD       2464(BX), Y0, Y0
-	VMOVUPD      Y0, 2464(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(BX)
-	VMOVUPS      2944(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2752(BX), Y2, Y2
-	VMOVUPD      Y2, 2752(BX)
-	VADDPD       2784(BX), Y0, Y0
-	VMOVUPD      Y0, 2784(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(BX)
-	VMOVUPS      3264(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3072(BX), Y2, Y2
-	VMOVUPD      Y2, 3072(BX)
-	VADDPD       3104(BX), Y0, Y0
-	VMOVUPD      Y0, 3104(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(BX)
+	VADDPD       3200(BX), Y2, Y2
+	VMOVUPD      Y2, 3200(BX)
+	VADDPD       3232(BX), Y0, Y0
+	VMOVUPD      Y0, 3232(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(BX)
 	VMOVUPS      3712(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3392(BX), Y2, Y2
-	VMOVUPD      Y2, 3392(BX)
-	VADDPD       3424(BX), Y0, Y0
-	VMOVUPD      Y0, 3424(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VADDPD       3520(BX), Y2, Y2
+	VMOVUPD      Y2, 3520(BX)
+	VADDPD       3552(BX), Y0, Y0
+	VMOVUPD      Y0, 3552(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 3712(BX)
 	VMOVUPS      4032(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1898,11 +2113,11 @@ blocks_21:
 	VMOVUPD      Y2, 3840(BX)
 	VADDPD       3872(BX), Y0, Y0
 	VMOVUPD      Y0, 3872(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 4032(BX)
-	VMOVUPS      4352(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VMOVUPS      4480(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1911,71 +2126,76 @@ blocks_21:
 	VMOVUPD      Y2, 4160(BX)
 	VADDPD       4192(BX), Y0, Y0
 	VMOVUPD      Y0, 4192(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4352(BX)
-	VANDPS       4480(BX), Y1, Y1
-	VMOVUPS      Y1, 4480(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4480(BX)
+	VMOVUPS      4800(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4608(BX), Y2, Y2
+	VMOVUPD      Y2, 4608(BX)
+	VADDPD       4640(BX), Y0, Y0
+	VMOVUPD      Y0, 4640(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(BX)
+	VMOVUPS      5120(BX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4928(BX), Y2, Y2
+	VMOVUPD      Y2, 4928(BX)
+	VADDPD       4960(BX), Y0, Y0
+	VMOVUPD      Y0, 4960(BX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(BX)
+	VANDPS       5248(BX), Y1, Y1
+	VMOVUPS      Y1, 5248(BX)
 	MOVQ         $+8, BX
 
 noflush_22:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_21
+	MOVQ         $+8, DX
+	SUBQ         BX, DX
+	VMOVUPS      lgc4<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VMOVUPS      3392(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2432(DX), Y2, Y2
-	VMOVUPD      Y2, 2432(DX)
-	VADDPD       2464(DX), Y0, Y0
-	VMOVUPD      Y0, 2464(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2752(DX), Y2, Y2
-	VMOVUPD      Y2, 2752(DX)
-	VADDPD       2784(DX), Y0, Y0
-	VMOVUPD      Y0, 2784(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3072(DX), Y2, Y2
-	VMOVUPD      Y2, 3072(DX)
-	VADDPD       3104(DX), Y0, Y0
-	VMOVUPD      Y0, 3104(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
+	VADDPD       3200(DX), Y2, Y2
+	VMOVUPD      Y2, 3200(DX)
+	VADDPD       3232(DX), Y0, Y0
+	VMOVUPD      Y0, 3232(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(DX)
 	VMOVUPS      3712(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3392(DX), Y2, Y2
-	VMOVUPD      Y2, 3392(DX)
-	VADDPD       3424(DX), Y0, Y0
-	VMOVUPD      Y0, 3424(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VADDPD       3520(DX), Y2, Y2
+	VMOVUPD      Y2, 3520(DX)
+	VADDPD       3552(DX), Y0, Y0
+	VMOVUPD      Y0, 3552(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 3712(DX)
 	VMOVUPS      4032(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1984,11 +2204,11 @@ noflush_22:
 	VMOVUPD      Y2, 3840(DX)
 	VADDPD       3872(DX), Y0, Y0
 	VMOVUPD      Y0, 3872(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 4032(DX)
-	VMOVUPS      4352(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
+	VMOVUPS      4480(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1997,10 +2217,36 @@ noflush_22:
 	VMOVUPD      Y2, 4160(DX)
 	VADDPD       4192(DX), Y0, Y0
 	VMOVUPD      Y0, 4192(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4352(DX)
-	VANDPS       4480(DX), Y1, Y1
-	VMOVUPS      Y1, 4480(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4480(DX)
+	VMOVUPS      4800(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4608(DX), Y2, Y2
+	VMOVUPD      Y2, 4608(DX)
+	VADDPD       4640(DX), Y0, Y0
+	VMOVUPD      Y0, 4640(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(DX)
+	VMOVUPS      5120(DX), Y0
+	VANDPS       lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4928(DX), Y2, Y2
+	VMOVUPD      Y2, 4928(DX)
+	VADDPD       4960(DX), Y0, Y0
+	VMOVUPD      Y0, 4960(DX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(DX)
+	VANDPS       5248(DX), Y1, Y1
+	VMOVUPS      Y1, 5248(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
 	JL           outer1_20
@@ -2016,7 +2262,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      lgc7<>+0(SB), Y1
 
 	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
@@ -2039,7 +2285,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc37<>+0(SB), Y5, Y5
+	VMULPS       lgc39<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -2047,34 +2293,34 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VSUBPS Y6, Y5, Y5
 
 	// v54 = exp(v53)
-	VMAXPS       lgc8<>+0(SB), Y5, Y6
-	VMINPS       lgc9<>+0(SB), Y6, Y6
-	VMULPS       lgc10<>+0(SB), Y6, Y7
+	VMAXPS       lgc10<>+0(SB), Y5, Y6
+	VMINPS       lgc11<>+0(SB), Y6, Y6
+	VMULPS       lgc12<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc11<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
-	VMOVAPS      lgc13<>+0(SB), Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
+	VMOVAPS      lgc15<>+0(SB), Y8
 	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
 	VMULPS       Y6, Y6, Y9
 	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc5<>+0(SB), Y8, Y8
+	VADDPS       lgc7<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc19<>+0(SB), Y6, Y7
-	VPMINSD      lgc20<>+0(SB), Y7, Y7
+	VPMAXSD      lgc21<>+0(SB), Y6, Y7
+	VPMINSD      lgc22<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y7, Y7
+	VPADDD       lgc22<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y6, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y6
 	VBLENDVPS    Y6, Y5, Y8, Y8
-	VMOVUPS      lgc3<>+0(SB), Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
@@ -2091,7 +2337,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc38<>+0(SB), Y1, Y5
+	VMULPS lgc40<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -2131,28 +2377,28 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc8<>+0(SB), Y0, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y2
+	VMAXPS       lgc10<>+0(SB), Y0, Y1
+	VMINPS       lgc11<>+0(SB), Y1, Y1
+	VMULPS       lgc12<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VMOVAPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
+	VMOVAPS      lgc15<>+0(SB), Y3
 	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc5<>+0(SB), Y3, Y3
+	VADDPS       lgc7<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y2
-	VPMINSD      lgc20<>+0(SB), Y2, Y2
+	VPMAXSD      lgc21<>+0(SB), Y1, Y2
+	VPMINSD      lgc22<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPADDD       lgc22<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2178,43 +2424,43 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
-	VMULPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc41<>+0(SB), Y0, Y1
+	VMULPS       lgc42<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc20<>+0(SB), Y3, Y3
-	VPAND        lgc41<>+0(SB), Y1, Y1
+	VPSUBD       lgc22<>+0(SB), Y3, Y3
+	VPAND        lgc43<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc42<>+0(SB), Y2, Y1
-	VPOR         lgc5<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
-	VMULPS       lgc18<>+0(SB), Y1, Y4
+	VPAND        lgc44<>+0(SB), Y2, Y1
+	VPOR         lgc7<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc45<>+0(SB), Y1, Y2
+	VMULPS       lgc20<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc5<>+0(SB), Y1, Y1
+	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc44<>+0(SB), Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
+	VMOVAPS      lgc46<>+0(SB), Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc54<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc24<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
+	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc56<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc56<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2225,165 +2471,165 @@ bulkdone_26:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x00800000
-DATA lgc39<>+4(SB)/4, $0x00800000
-DATA lgc39<>+8(SB)/4, $0x00800000
-DATA lgc39<>+12(SB)/4, $0x00800000
-DATA lgc39<>+16(SB)/4, $0x00800000
-DATA lgc39<>+20(SB)/4, $0x00800000
-DATA lgc39<>+24(SB)/4, $0x00800000
-DATA lgc39<>+28(SB)/4, $0x00800000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0x4b000000
-DATA lgc40<>+4(SB)/4, $0x4b000000
-DATA lgc40<>+8(SB)/4, $0x4b000000
-DATA lgc40<>+12(SB)/4, $0x4b000000
-DATA lgc40<>+16(SB)/4, $0x4b000000
-DATA lgc40<>+20(SB)/4, $0x4b000000
-DATA lgc40<>+24(SB)/4, $0x4b000000
-DATA lgc40<>+28(SB)/4, $0x4b000000
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0xffffffe9
-DATA lgc41<>+4(SB)/4, $0xffffffe9
-DATA lgc41<>+8(SB)/4, $0xffffffe9
-DATA lgc41<>+12(SB)/4, $0xffffffe9
-DATA lgc41<>+16(SB)/4, $0xffffffe9
-DATA lgc41<>+20(SB)/4, $0xffffffe9
-DATA lgc41<>+24(SB)/4, $0xffffffe9
-DATA lgc41<>+28(SB)/4, $0xffffffe9
+DATA lgc41<>+0(SB)/4, $0x00800000
+DATA lgc41<>+4(SB)/4, $0x00800000
+DATA lgc41<>+8(SB)/4, $0x00800000
+DATA lgc41<>+12(SB)/4, $0x00800000
+DATA lgc41<>+16(SB)/4, $0x00800000
+DATA lgc41<>+20(SB)/4, $0x00800000
+DATA lgc41<>+24(SB)/4, $0x00800000
+DATA lgc41<>+28(SB)/4, $0x00800000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x007fffff
-DATA lgc42<>+4(SB)/4, $0x007fffff
-DATA lgc42<>+8(SB)/4, $0x007fffff
-DATA lgc42<>+12(SB)/4, $0x007fffff
-DATA lgc42<>+16(SB)/4, $0x007fffff
-DATA lgc42<>+20(SB)/4, $0x007fffff
-DATA lgc42<>+24(SB)/4, $0x007fffff
-DATA lgc42<>+28(SB)/4, $0x007fffff
+DATA lgc42<>+0(SB)/4, $0x4b000000
+DATA lgc42<>+4(SB)/4, $0x4b000000
+DATA lgc42<>+8(SB)/4, $0x4b000000
+DATA lgc42<>+12(SB)/4, $0x4b000000
+DATA lgc42<>+16(SB)/4, $0x4b000000
+DATA lgc42<>+20(SB)/4, $0x4b000000
+DATA lgc42<>+24(SB)/4, $0x4b000000
+DATA lgc42<>+28(SB)/4, $0x4b000000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3fb504f3
-DATA lgc43<>+4(SB)/4, $0x3fb504f3
-DATA lgc43<>+8(SB)/4, $0x3fb504f3
-DATA lgc43<>+12(SB)/4, $0x3fb504f3
-DATA lgc43<>+16(SB)/4, $0x3fb504f3
-DATA lgc43<>+20(SB)/4, $0x3fb504f3
-DATA lgc43<>+24(SB)/4, $0x3fb504f3
-DATA lgc43<>+28(SB)/4, $0x3fb504f3
+DATA lgc43<>+0(SB)/4, $0xffffffe9
+DATA lgc43<>+4(SB)/4, $0xffffffe9
+DATA lgc43<>+8(SB)/4, $0xffffffe9
+DATA lgc43<>+12(SB)/4, $0xffffffe9
+DATA lgc43<>+16(SB)/4, $0xffffffe9
+DATA lgc43<>+20(SB)/4, $0xffffffe9
+DATA lgc43<>+24(SB)/4, $0xffffffe9
+DATA lgc43<>+28(SB)/4, $0xffffffe9
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3d9021bb
-DATA lgc44<>+4(SB)/4, $0x3d9021bb
-DATA lgc44<>+8(SB)/4, $0x3d9021bb
-DATA lgc44<>+12(SB)/4, $0x3d9021bb
-DATA lgc44<>+16(SB)/4, $0x3d9021bb
-DATA lgc44<>+20(SB)/4, $0x3d9021bb
-DATA lgc44<>+24(SB)/4, $0x3d9021bb
-DATA lgc44<>+28(SB)/4, $0x3d9021bb
+DATA lgc44<>+0(SB)/4, $0x007fffff
+DATA lgc44<>+4(SB)/4, $0x007fffff
+DATA lgc44<>+8(SB)/4, $0x007fffff
+DATA lgc44<>+12(SB)/4, $0x007fffff
+DATA lgc44<>+16(SB)/4, $0x007fffff
+DATA lgc44<>+20(SB)/4, $0x007fffff
+DATA lgc44<>+24(SB)/4, $0x007fffff
+DATA lgc44<>+28(SB)/4, $0x007fffff
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdebd1b8
-DATA lgc45<>+4(SB)/4, $0xbdebd1b8
-DATA lgc45<>+8(SB)/4, $0xbdebd1b8
-DATA lgc45<>+12(SB)/4, $0xbdebd1b8
-DATA lgc45<>+16(SB)/4, $0xbdebd1b8
-DATA lgc45<>+20(SB)/4, $0xbdebd1b8
-DATA lgc45<>+24(SB)/4, $0xbdebd1b8
-DATA lgc45<>+28(SB)/4, $0xbdebd1b8
+DATA lgc45<>+0(SB)/4, $0x3fb504f3
+DATA lgc45<>+4(SB)/4, $0x3fb504f3
+DATA lgc45<>+8(SB)/4, $0x3fb504f3
+DATA lgc45<>+12(SB)/4, $0x3fb504f3
+DATA lgc45<>+16(SB)/4, $0x3fb504f3
+DATA lgc45<>+20(SB)/4, $0x3fb504f3
+DATA lgc45<>+24(SB)/4, $0x3fb504f3
+DATA lgc45<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3def251a
-DATA lgc46<>+4(SB)/4, $0x3def251a
-DATA lgc46<>+8(SB)/4, $0x3def251a
-DATA lgc46<>+12(SB)/4, $0x3def251a
-DATA lgc46<>+16(SB)/4, $0x3def251a
-DATA lgc46<>+20(SB)/4, $0x3def251a
-DATA lgc46<>+24(SB)/4, $0x3def251a
-DATA lgc46<>+28(SB)/4, $0x3def251a
+DATA lgc46<>+0(SB)/4, $0x3d9021bb
+DATA lgc46<>+4(SB)/4, $0x3d9021bb
+DATA lgc46<>+8(SB)/4, $0x3d9021bb
+DATA lgc46<>+12(SB)/4, $0x3d9021bb
+DATA lgc46<>+16(SB)/4, $0x3d9021bb
+DATA lgc46<>+20(SB)/4, $0x3d9021bb
+DATA lgc46<>+24(SB)/4, $0x3d9021bb
+DATA lgc46<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+0(SB)/4, $0xbdebd1b8
+DATA lgc47<>+4(SB)/4, $0xbdebd1b8
+DATA lgc47<>+8(SB)/4, $0xbdebd1b8
+DATA lgc47<>+12(SB)/4, $0xbdebd1b8
+DATA lgc47<>+16(SB)/4, $0xbdebd1b8
+DATA lgc47<>+20(SB)/4, $0xbdebd1b8
+DATA lgc47<>+24(SB)/4, $0xbdebd1b8
+DATA lgc47<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e11e9bf
-DATA lgc48<>+4(SB)/4, $0x3e11e9bf
-DATA lgc48<>+8(SB)/4, $0x3e11e9bf
-DATA lgc48<>+12(SB)/4, $0x3e11e9bf
-DATA lgc48<>+16(SB)/4, $0x3e11e9bf
-DATA lgc48<>+20(SB)/4, $0x3e11e9bf
-DATA lgc48<>+24(SB)/4, $0x3e11e9bf
-DATA lgc48<>+28(SB)/4, $0x3e11e9bf
+DATA lgc48<>+0(SB)/4, $0x3def251a
+DATA lgc48<>+4(SB)/4, $0x3def251a
+DATA lgc48<>+8(SB)/4, $0x3def251a
+DATA lgc48<>+12(SB)/4, $0x3def251a
+DATA lgc48<>+16(SB)/4, $0x3def251a
+DATA lgc48<>+20(SB)/4, $0x3def251a
+DATA lgc48<>+24(SB)/4, $0x3def251a
+DATA lgc48<>+28(SB)/4, $0x3def251a
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe2aae50
-DATA lgc49<>+4(SB)/4, $0xbe2aae50
-DATA lgc49<>+8(SB)/4, $0xbe2aae50
-DATA lgc49<>+12(SB)/4, $0xbe2aae50
-DATA lgc49<>+16(SB)/4, $0xbe2aae50
-DATA lgc49<>+20(SB)/4, $0xbe2aae50
-DATA lgc49<>+24(SB)/4, $0xbe2aae50
-DATA lgc49<>+28(SB)/4, $0xbe2aae50
+DATA lgc49<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc49<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc49<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc49<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc49<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc49<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc49<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc49<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e4cceac
-DATA lgc50<>+4(SB)/4, $0x3e4cceac
-DATA lgc50<>+8(SB)/4, $0x3e4cceac
-DATA lgc50<>+12(SB)/4, $0x3e4cceac
-DATA lgc50<>+16(SB)/4, $0x3e4cceac
-DATA lgc50<>+20(SB)/4, $0x3e4cceac
-DATA lgc50<>+24(SB)/4, $0x3e4cceac
-DATA lgc50<>+28(SB)/4, $0x3e4cceac
+DATA lgc50<>+0(SB)/4, $0x3e11e9bf
+DATA lgc50<>+4(SB)/4, $0x3e11e9bf
+DATA lgc50<>+8(SB)/4, $0x3e11e9bf
+DATA lgc50<>+12(SB)/4, $0x3e11e9bf
+DATA lgc50<>+16(SB)/4, $0x3e11e9bf
+DATA lgc50<>+20(SB)/4, $0x3e11e9bf
+DATA lgc50<>+24(SB)/4, $0x3e11e9bf
+DATA lgc50<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbe7ffffc
-DATA lgc51<>+4(SB)/4, $0xbe7ffffc
-DATA lgc51<>+8(SB)/4, $0xbe7ffffc
-DATA lgc51<>+12(SB)/4, $0xbe7ffffc
-DATA lgc51<>+16(SB)/4, $0xbe7ffffc
-DATA lgc51<>+20(SB)/4, $0xbe7ffffc
-DATA lgc51<>+24(SB)/4, $0xbe7ffffc
-DATA lgc51<>+28(SB)/4, $0xbe7ffffc
+DATA lgc51<>+0(SB)/4, $0xbe2aae50
+DATA lgc51<>+4(SB)/4, $0xbe2aae50
+DATA lgc51<>+8(SB)/4, $0xbe2aae50
+DATA lgc51<>+12(SB)/4, $0xbe2aae50
+DATA lgc51<>+16(SB)/4, $0xbe2aae50
+DATA lgc51<>+20(SB)/4, $0xbe2aae50
+DATA lgc51<>+24(SB)/4, $0xbe2aae50
+DATA lgc51<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+0(SB)/4, $0x3e4cceac
+DATA lgc52<>+4(SB)/4, $0x3e4cceac
+DATA lgc52<>+8(SB)/4, $0x3e4cceac
+DATA lgc52<>+12(SB)/4, $0x3e4cceac
+DATA lgc52<>+16(SB)/4, $0x3e4cceac
+DATA lgc52<>+20(SB)/4, $0x3e4cceac
+DATA lgc52<>+24(SB)/4, $0x3e4cceac
+DATA lgc52<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x7fc00000
-DATA lgc53<>+4(SB)/4, $0x7fc00000
-DATA lgc53<>+8(SB)/4, $0x7fc00000
-DATA lgc53<>+12(SB)/4, $0x7fc00000
-DATA lgc53<>+16(SB)/4, $0x7fc00000
-DATA lgc53<>+20(SB)/4, $0x7fc00000
-DATA lgc53<>+24(SB)/4, $0x7fc00000
-DATA lgc53<>+28(SB)/4, $0x7fc00000
+DATA lgc53<>+0(SB)/4, $0xbe7ffffc
+DATA lgc53<>+4(SB)/4, $0xbe7ffffc
+DATA lgc53<>+8(SB)/4, $0xbe7ffffc
+DATA lgc53<>+12(SB)/4, $0xbe7ffffc
+DATA lgc53<>+16(SB)/4, $0xbe7ffffc
+DATA lgc53<>+20(SB)/4, $0xbe7ffffc
+DATA lgc53<>+24(SB)/4, $0xbe7ffffc
+DATA lgc53<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x7f800000
-DATA lgc54<>+4(SB)/4, $0x7f800000
-DATA lgc54<>+8(SB)/4, $0x7f800000
-DATA lgc54<>+12(SB)/4, $0x7f800000
-DATA lgc54<>+16(SB)/4, $0x7f800000
-DATA lgc54<>+20(SB)/4, $0x7f800000
-DATA lgc54<>+24(SB)/4, $0x7f800000
-DATA lgc54<>+28(SB)/4, $0x7f800000
+DATA lgc54<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc54<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc54<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc54<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc54<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc54<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc54<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc54<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+
+DATA lgc55<>+0(SB)/4, $0x7fc00000
+DATA lgc55<>+4(SB)/4, $0x7fc00000
+DATA lgc55<>+8(SB)/4, $0x7fc00000
+DATA lgc55<>+12(SB)/4, $0x7fc00000
+DATA lgc55<>+16(SB)/4, $0x7fc00000
+DATA lgc55<>+20(SB)/4, $0x7fc00000
+DATA lgc55<>+24(SB)/4, $0x7fc00000
+DATA lgc55<>+28(SB)/4, $0x7fc00000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+
+DATA lgc56<>+0(SB)/4, $0x7f800000
+DATA lgc56<>+4(SB)/4, $0x7f800000
+DATA lgc56<>+8(SB)/4, $0x7f800000
+DATA lgc56<>+12(SB)/4, $0x7f800000
+DATA lgc56<>+16(SB)/4, $0x7f800000
+DATA lgc56<>+20(SB)/4, $0x7f800000
+DATA lgc56<>+24(SB)/4, $0x7f800000
+DATA lgc56<>+28(SB)/4, $0x7f800000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2397,56 +2643,56 @@ bulk_27:
 	CMPQ         BX, DX
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
-	VMULPS       lgc40<>+0(SB), Y1, Y3
+	VADDPS       lgc7<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc41<>+0(SB), Y1, Y2
+	VMULPS       lgc42<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc20<>+0(SB), Y4, Y4
-	VPAND        lgc41<>+0(SB), Y2, Y2
+	VPSUBD       lgc22<>+0(SB), Y4, Y4
+	VPAND        lgc43<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc42<>+0(SB), Y3, Y2
-	VPOR         lgc5<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
-	VMULPS       lgc18<>+0(SB), Y2, Y5
+	VPAND        lgc44<>+0(SB), Y3, Y2
+	VPOR         lgc7<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc45<>+0(SB), Y2, Y3
+	VMULPS       lgc20<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc5<>+0(SB), Y2, Y2
+	VSUBPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc44<>+0(SB), Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
+	VMOVAPS      lgc46<>+0(SB), Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc54<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc24<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
+	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc56<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc56<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc5<>+0(SB), Y1, Y2
+	VSUBPS       lgc7<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc5<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc56<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc56<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_27

@@ -59,14 +59,15 @@ blocks_2:
 	VMOVUPS      Y0, 1728(DI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc2<>+0(SB), Y0
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+32(FP), SI
 	VMOVUPS      704(SI)(BX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -78,8 +79,8 @@ blocks_2:
 	VMOVUPS      Y0, 704(SI)(BX*4)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      1728(SI)(DX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -98,14 +99,19 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+32(FP), BX
 	VMOVUPS      704(BX)(DX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -117,8 +123,8 @@ noflush_3:
 	VMOVUPS      Y0, 704(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
 	VMOVUPS      1728(BX)(CX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -157,25 +163,31 @@ DATA lgc1<>+24(SB)/4, $0x3f800000
 DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x7fffffff
-DATA lgc2<>+4(SB)/4, $0x7fffffff
-DATA lgc2<>+8(SB)/4, $0x7fffffff
-DATA lgc2<>+12(SB)/4, $0x7fffffff
-DATA lgc2<>+16(SB)/4, $0x7fffffff
-DATA lgc2<>+20(SB)/4, $0x7fffffff
-DATA lgc2<>+24(SB)/4, $0x7fffffff
-DATA lgc2<>+28(SB)/4, $0x7fffffff
+DATA lgc2<>+0(SB)/8, $0x4020000000000000
+DATA lgc2<>+8(SB)/8, $0x4020000000000000
+DATA lgc2<>+16(SB)/8, $0x4020000000000000
+DATA lgc2<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x7f7fffff
-DATA lgc3<>+4(SB)/4, $0x7f7fffff
-DATA lgc3<>+8(SB)/4, $0x7f7fffff
-DATA lgc3<>+12(SB)/4, $0x7f7fffff
-DATA lgc3<>+16(SB)/4, $0x7f7fffff
-DATA lgc3<>+20(SB)/4, $0x7f7fffff
-DATA lgc3<>+24(SB)/4, $0x7f7fffff
-DATA lgc3<>+28(SB)/4, $0x7f7fffff
+DATA lgc3<>+0(SB)/4, $0x7fffffff
+DATA lgc3<>+4(SB)/4, $0x7fffffff
+DATA lgc3<>+8(SB)/4, $0x7fffffff
+DATA lgc3<>+12(SB)/4, $0x7fffffff
+DATA lgc3<>+16(SB)/4, $0x7fffffff
+DATA lgc3<>+20(SB)/4, $0x7fffffff
+DATA lgc3<>+24(SB)/4, $0x7fffffff
+DATA lgc3<>+28(SB)/4, $0x7fffffff
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
+
+DATA lgc4<>+0(SB)/4, $0x7f7fffff
+DATA lgc4<>+4(SB)/4, $0x7f7fffff
+DATA lgc4<>+8(SB)/4, $0x7f7fffff
+DATA lgc4<>+12(SB)/4, $0x7f7fffff
+DATA lgc4<>+16(SB)/4, $0x7f7fffff
+DATA lgc4<>+20(SB)/4, $0x7f7fffff
+DATA lgc4<>+24(SB)/4, $0x7f7fffff
+DATA lgc4<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, s0 *float32, s1 *float32, advantage *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -234,28 +246,28 @@ blocks_5:
 	VANDPS Y5, Y3, Y3
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc4<>+0(SB), Y0, Y5
-	VMINPS       lgc5<>+0(SB), Y5, Y5
-	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VMAXPS       lgc5<>+0(SB), Y0, Y5
+	VMINPS       lgc6<>+0(SB), Y5, Y5
+	VMULPS       lgc7<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VMOVAPS      lgc10<>+0(SB), Y7
 	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
@@ -264,12 +276,12 @@ blocks_5:
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y4, Y3, Y0
-	VMOVUPS lgc17<>+0(SB), Y5
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y7, Y5, Y5
 	VMOVUPS Y2, (SP)
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS  Y7, Y2, Y6
@@ -282,7 +294,7 @@ blocks_5:
 	VMULPS Y0, Y3, Y0
 
 	// v26 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y0, Y0
+	VXORPS lgc20<>+0(SB), Y0, Y0
 
 	// v28 = where(mask, v26, 0)
 	VANDPS Y0, Y1, Y0
@@ -301,7 +313,7 @@ blocks_5:
 
 	// v34 = gt(v17, 0)
 	VCMPPS  $0x1e, Y4, Y3, Y3
-	VMOVUPS lgc17<>+0(SB), Y4
+	VMOVUPS lgc18<>+0(SB), Y4
 
 	// v35 = gt(sequenceRatio, 1.2)
 	VCMPPS $0x1e, Y4, Y5, Y4
@@ -330,13 +342,13 @@ blocks_5:
 	VSUBPS Y2, Y0, Y0
 
 	// v45 = abs(v44)
-	VMOVUPS lgc19<>+0(SB), Y2
+	VMOVUPS lgc20<>+0(SB), Y2
 	VANDNPS Y0, Y2, Y2
-	VMOVUPS lgc20<>+0(SB), Y3
+	VMOVUPS lgc21<>+0(SB), Y3
 
 	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc21<>+0(SB), Y4
+	VMOVUPS lgc22<>+0(SB), Y4
 
 	// v49 = max(v44, -0.1) tie=first
 	VMAXPS Y0, Y4, Y4
@@ -345,52 +357,52 @@ blocks_5:
 	VMINPS Y4, Y3, Y3
 
 	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc22<>+0(SB), Y3, Y4
+	VMULPS lgc23<>+0(SB), Y3, Y4
 
 	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc23<>+0(SB), Y4, Y4
+	VADDPS lgc24<>+0(SB), Y4, Y4
 
 	// v56 = mul(v50, v54)
 	VMULPS Y4, Y3, Y4
 
 	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS lgc24<>+0(SB), Y4, Y4
+	VADDPS lgc25<>+0(SB), Y4, Y4
 
 	// v59 = mul(v50, v57)
 	VMULPS Y4, Y3, Y4
 
 	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc25<>+0(SB), Y4, Y4
+	VADDPS lgc26<>+0(SB), Y4, Y4
 
 	// v62 = mul(v50, v60)
 	VMULPS Y4, Y3, Y4
 
 	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc26<>+0(SB), Y4, Y4
+	VADDPS lgc27<>+0(SB), Y4, Y4
 
 	// v65 = mul(v50, v63)
 	VMULPS Y4, Y3, Y4
 
 	// v66 = add(0.008333333333333333, v65)
-	VADDPS lgc27<>+0(SB), Y4, Y4
+	VADDPS lgc28<>+0(SB), Y4, Y4
 
 	// v68 = mul(v50, v66)
 	VMULPS Y4, Y3, Y4
 
 	// v69 = add(0.041666666666666664, v68)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	VADDPS lgc29<>+0(SB), Y4, Y4
 
 	// v71 = mul(v50, v69)
 	VMULPS Y4, Y3, Y4
 
 	// v72 = add(0.16666666666666666, v71)
-	VADDPS lgc29<>+0(SB), Y4, Y4
+	VADDPS lgc30<>+0(SB), Y4, Y4
 
 	// v74 = mul(v50, v72)
 	VMULPS Y4, Y3, Y4
 
 	// v75 = add(0.5, v74)
-	VADDPS lgc14<>+0(SB), Y4, Y4
+	VADDPS lgc15<>+0(SB), Y4, Y4
 
 	// v76 = mul(v50, v50)
 	VMULPS Y3, Y3, Y3
@@ -399,28 +411,28 @@ blocks_5:
 	VMULPS Y4, Y3, Y3
 
 	// v78 = exp(v44)
-	VMAXPS       lgc4<>+0(SB), Y0, Y4
-	VMINPS       lgc5<>+0(SB), Y4, Y4
-	VMULPS       lgc6<>+0(SB), Y4, Y5
+	VMAXPS       lgc5<>+0(SB), Y0, Y4
+	VMINPS       lgc6<>+0(SB), Y4, Y4
+	VMULPS       lgc7<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VMOVAPS      lgc9<>+0(SB), Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
+	VMOVAPS      lgc10<>+0(SB), Y6
 	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPMAXSD      lgc16<>+0(SB), Y4, Y5
+	VPMINSD      lgc17<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
@@ -444,10 +456,11 @@ blocks_5:
 	VMOVUPS      Y0, 3392(BX)
 	DECQ         DX
 	JNZ          noflush_6
+	VMOVUPD      lgc2<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      2432(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -458,8 +471,8 @@ blocks_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(DX)
 	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -471,8 +484,8 @@ blocks_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(DX)
 	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -484,8 +497,8 @@ blocks_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(DX)
 	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -504,10 +517,15 @@ noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -518,8 +536,8 @@ noflush_6:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(CX)
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -531,8 +549,8 @@ noflush_6:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -544,8 +562,8 @@ noflush_6:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(CX)
 	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -564,265 +582,265 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-DATA lgc4<>+0(SB)/4, $0xc2d00000
-DATA lgc4<>+4(SB)/4, $0xc2d00000
-DATA lgc4<>+8(SB)/4, $0xc2d00000
-DATA lgc4<>+12(SB)/4, $0xc2d00000
-DATA lgc4<>+16(SB)/4, $0xc2d00000
-DATA lgc4<>+20(SB)/4, $0xc2d00000
-DATA lgc4<>+24(SB)/4, $0xc2d00000
-DATA lgc4<>+28(SB)/4, $0xc2d00000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/4, $0x42b20000
-DATA lgc5<>+4(SB)/4, $0x42b20000
-DATA lgc5<>+8(SB)/4, $0x42b20000
-DATA lgc5<>+12(SB)/4, $0x42b20000
-DATA lgc5<>+16(SB)/4, $0x42b20000
-DATA lgc5<>+20(SB)/4, $0x42b20000
-DATA lgc5<>+24(SB)/4, $0x42b20000
-DATA lgc5<>+28(SB)/4, $0x42b20000
+DATA lgc5<>+0(SB)/4, $0xc2d00000
+DATA lgc5<>+4(SB)/4, $0xc2d00000
+DATA lgc5<>+8(SB)/4, $0xc2d00000
+DATA lgc5<>+12(SB)/4, $0xc2d00000
+DATA lgc5<>+16(SB)/4, $0xc2d00000
+DATA lgc5<>+20(SB)/4, $0xc2d00000
+DATA lgc5<>+24(SB)/4, $0xc2d00000
+DATA lgc5<>+28(SB)/4, $0xc2d00000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+0(SB)/4, $0x42b20000
+DATA lgc6<>+4(SB)/4, $0x42b20000
+DATA lgc6<>+8(SB)/4, $0x42b20000
+DATA lgc6<>+12(SB)/4, $0x42b20000
+DATA lgc6<>+16(SB)/4, $0x42b20000
+DATA lgc6<>+20(SB)/4, $0x42b20000
+DATA lgc6<>+24(SB)/4, $0x42b20000
+DATA lgc6<>+28(SB)/4, $0x42b20000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3f318000
-DATA lgc7<>+4(SB)/4, $0x3f318000
-DATA lgc7<>+8(SB)/4, $0x3f318000
-DATA lgc7<>+12(SB)/4, $0x3f318000
-DATA lgc7<>+16(SB)/4, $0x3f318000
-DATA lgc7<>+20(SB)/4, $0x3f318000
-DATA lgc7<>+24(SB)/4, $0x3f318000
-DATA lgc7<>+28(SB)/4, $0x3f318000
+DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xb95e8083
-DATA lgc8<>+4(SB)/4, $0xb95e8083
-DATA lgc8<>+8(SB)/4, $0xb95e8083
-DATA lgc8<>+12(SB)/4, $0xb95e8083
-DATA lgc8<>+16(SB)/4, $0xb95e8083
-DATA lgc8<>+20(SB)/4, $0xb95e8083
-DATA lgc8<>+24(SB)/4, $0xb95e8083
-DATA lgc8<>+28(SB)/4, $0xb95e8083
+DATA lgc8<>+0(SB)/4, $0x3f318000
+DATA lgc8<>+4(SB)/4, $0x3f318000
+DATA lgc8<>+8(SB)/4, $0x3f318000
+DATA lgc8<>+12(SB)/4, $0x3f318000
+DATA lgc8<>+16(SB)/4, $0x3f318000
+DATA lgc8<>+20(SB)/4, $0x3f318000
+DATA lgc8<>+24(SB)/4, $0x3f318000
+DATA lgc8<>+28(SB)/4, $0x3f318000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x39506967
-DATA lgc9<>+4(SB)/4, $0x39506967
-DATA lgc9<>+8(SB)/4, $0x39506967
-DATA lgc9<>+12(SB)/4, $0x39506967
-DATA lgc9<>+16(SB)/4, $0x39506967
-DATA lgc9<>+20(SB)/4, $0x39506967
-DATA lgc9<>+24(SB)/4, $0x39506967
-DATA lgc9<>+28(SB)/4, $0x39506967
+DATA lgc9<>+0(SB)/4, $0xb95e8083
+DATA lgc9<>+4(SB)/4, $0xb95e8083
+DATA lgc9<>+8(SB)/4, $0xb95e8083
+DATA lgc9<>+12(SB)/4, $0xb95e8083
+DATA lgc9<>+16(SB)/4, $0xb95e8083
+DATA lgc9<>+20(SB)/4, $0xb95e8083
+DATA lgc9<>+24(SB)/4, $0xb95e8083
+DATA lgc9<>+28(SB)/4, $0xb95e8083
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3ab743ce
-DATA lgc10<>+4(SB)/4, $0x3ab743ce
-DATA lgc10<>+8(SB)/4, $0x3ab743ce
-DATA lgc10<>+12(SB)/4, $0x3ab743ce
-DATA lgc10<>+16(SB)/4, $0x3ab743ce
-DATA lgc10<>+20(SB)/4, $0x3ab743ce
-DATA lgc10<>+24(SB)/4, $0x3ab743ce
-DATA lgc10<>+28(SB)/4, $0x3ab743ce
+DATA lgc10<>+0(SB)/4, $0x39506967
+DATA lgc10<>+4(SB)/4, $0x39506967
+DATA lgc10<>+8(SB)/4, $0x39506967
+DATA lgc10<>+12(SB)/4, $0x39506967
+DATA lgc10<>+16(SB)/4, $0x39506967
+DATA lgc10<>+20(SB)/4, $0x39506967
+DATA lgc10<>+24(SB)/4, $0x39506967
+DATA lgc10<>+28(SB)/4, $0x39506967
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3c088908
-DATA lgc11<>+4(SB)/4, $0x3c088908
-DATA lgc11<>+8(SB)/4, $0x3c088908
-DATA lgc11<>+12(SB)/4, $0x3c088908
-DATA lgc11<>+16(SB)/4, $0x3c088908
-DATA lgc11<>+20(SB)/4, $0x3c088908
-DATA lgc11<>+24(SB)/4, $0x3c088908
-DATA lgc11<>+28(SB)/4, $0x3c088908
+DATA lgc11<>+0(SB)/4, $0x3ab743ce
+DATA lgc11<>+4(SB)/4, $0x3ab743ce
+DATA lgc11<>+8(SB)/4, $0x3ab743ce
+DATA lgc11<>+12(SB)/4, $0x3ab743ce
+DATA lgc11<>+16(SB)/4, $0x3ab743ce
+DATA lgc11<>+20(SB)/4, $0x3ab743ce
+DATA lgc11<>+24(SB)/4, $0x3ab743ce
+DATA lgc11<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+0(SB)/4, $0x3c088908
+DATA lgc12<>+4(SB)/4, $0x3c088908
+DATA lgc12<>+8(SB)/4, $0x3c088908
+DATA lgc12<>+12(SB)/4, $0x3c088908
+DATA lgc12<>+16(SB)/4, $0x3c088908
+DATA lgc12<>+20(SB)/4, $0x3c088908
+DATA lgc12<>+24(SB)/4, $0x3c088908
+DATA lgc12<>+28(SB)/4, $0x3c088908
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3f000000
-DATA lgc14<>+4(SB)/4, $0x3f000000
-DATA lgc14<>+8(SB)/4, $0x3f000000
-DATA lgc14<>+12(SB)/4, $0x3f000000
-DATA lgc14<>+16(SB)/4, $0x3f000000
-DATA lgc14<>+20(SB)/4, $0x3f000000
-DATA lgc14<>+24(SB)/4, $0x3f000000
-DATA lgc14<>+28(SB)/4, $0x3f000000
+DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xffffff82
-DATA lgc15<>+4(SB)/4, $0xffffff82
-DATA lgc15<>+8(SB)/4, $0xffffff82
-DATA lgc15<>+12(SB)/4, $0xffffff82
-DATA lgc15<>+16(SB)/4, $0xffffff82
-DATA lgc15<>+20(SB)/4, $0xffffff82
-DATA lgc15<>+24(SB)/4, $0xffffff82
-DATA lgc15<>+28(SB)/4, $0xffffff82
+DATA lgc15<>+0(SB)/4, $0x3f000000
+DATA lgc15<>+4(SB)/4, $0x3f000000
+DATA lgc15<>+8(SB)/4, $0x3f000000
+DATA lgc15<>+12(SB)/4, $0x3f000000
+DATA lgc15<>+16(SB)/4, $0x3f000000
+DATA lgc15<>+20(SB)/4, $0x3f000000
+DATA lgc15<>+24(SB)/4, $0x3f000000
+DATA lgc15<>+28(SB)/4, $0x3f000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x0000007f
-DATA lgc16<>+4(SB)/4, $0x0000007f
-DATA lgc16<>+8(SB)/4, $0x0000007f
-DATA lgc16<>+12(SB)/4, $0x0000007f
-DATA lgc16<>+16(SB)/4, $0x0000007f
-DATA lgc16<>+20(SB)/4, $0x0000007f
-DATA lgc16<>+24(SB)/4, $0x0000007f
-DATA lgc16<>+28(SB)/4, $0x0000007f
+DATA lgc16<>+0(SB)/4, $0xffffff82
+DATA lgc16<>+4(SB)/4, $0xffffff82
+DATA lgc16<>+8(SB)/4, $0xffffff82
+DATA lgc16<>+12(SB)/4, $0xffffff82
+DATA lgc16<>+16(SB)/4, $0xffffff82
+DATA lgc16<>+20(SB)/4, $0xffffff82
+DATA lgc16<>+24(SB)/4, $0xffffff82
+DATA lgc16<>+28(SB)/4, $0xffffff82
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f99999a
-DATA lgc17<>+4(SB)/4, $0x3f99999a
-DATA lgc17<>+8(SB)/4, $0x3f99999a
-DATA lgc17<>+12(SB)/4, $0x3f99999a
-DATA lgc17<>+16(SB)/4, $0x3f99999a
-DATA lgc17<>+20(SB)/4, $0x3f99999a
-DATA lgc17<>+24(SB)/4, $0x3f99999a
-DATA lgc17<>+28(SB)/4, $0x3f99999a
+DATA lgc17<>+0(SB)/4, $0x0000007f
+DATA lgc17<>+4(SB)/4, $0x0000007f
+DATA lgc17<>+8(SB)/4, $0x0000007f
+DATA lgc17<>+12(SB)/4, $0x0000007f
+DATA lgc17<>+16(SB)/4, $0x0000007f
+DATA lgc17<>+20(SB)/4, $0x0000007f
+DATA lgc17<>+24(SB)/4, $0x0000007f
+DATA lgc17<>+28(SB)/4, $0x0000007f
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f4ccccd
-DATA lgc18<>+4(SB)/4, $0x3f4ccccd
-DATA lgc18<>+8(SB)/4, $0x3f4ccccd
-DATA lgc18<>+12(SB)/4, $0x3f4ccccd
-DATA lgc18<>+16(SB)/4, $0x3f4ccccd
-DATA lgc18<>+20(SB)/4, $0x3f4ccccd
-DATA lgc18<>+24(SB)/4, $0x3f4ccccd
-DATA lgc18<>+28(SB)/4, $0x3f4ccccd
+DATA lgc18<>+0(SB)/4, $0x3f99999a
+DATA lgc18<>+4(SB)/4, $0x3f99999a
+DATA lgc18<>+8(SB)/4, $0x3f99999a
+DATA lgc18<>+12(SB)/4, $0x3f99999a
+DATA lgc18<>+16(SB)/4, $0x3f99999a
+DATA lgc18<>+20(SB)/4, $0x3f99999a
+DATA lgc18<>+24(SB)/4, $0x3f99999a
+DATA lgc18<>+28(SB)/4, $0x3f99999a
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x80000000
-DATA lgc19<>+4(SB)/4, $0x80000000
-DATA lgc19<>+8(SB)/4, $0x80000000
-DATA lgc19<>+12(SB)/4, $0x80000000
-DATA lgc19<>+16(SB)/4, $0x80000000
-DATA lgc19<>+20(SB)/4, $0x80000000
-DATA lgc19<>+24(SB)/4, $0x80000000
-DATA lgc19<>+28(SB)/4, $0x80000000
+DATA lgc19<>+0(SB)/4, $0x3f4ccccd
+DATA lgc19<>+4(SB)/4, $0x3f4ccccd
+DATA lgc19<>+8(SB)/4, $0x3f4ccccd
+DATA lgc19<>+12(SB)/4, $0x3f4ccccd
+DATA lgc19<>+16(SB)/4, $0x3f4ccccd
+DATA lgc19<>+20(SB)/4, $0x3f4ccccd
+DATA lgc19<>+24(SB)/4, $0x3f4ccccd
+DATA lgc19<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3dcccccd
-DATA lgc20<>+4(SB)/4, $0x3dcccccd
-DATA lgc20<>+8(SB)/4, $0x3dcccccd
-DATA lgc20<>+12(SB)/4, $0x3dcccccd
-DATA lgc20<>+16(SB)/4, $0x3dcccccd
-DATA lgc20<>+20(SB)/4, $0x3dcccccd
-DATA lgc20<>+24(SB)/4, $0x3dcccccd
-DATA lgc20<>+28(SB)/4, $0x3dcccccd
+DATA lgc20<>+0(SB)/4, $0x80000000
+DATA lgc20<>+4(SB)/4, $0x80000000
+DATA lgc20<>+8(SB)/4, $0x80000000
+DATA lgc20<>+12(SB)/4, $0x80000000
+DATA lgc20<>+16(SB)/4, $0x80000000
+DATA lgc20<>+20(SB)/4, $0x80000000
+DATA lgc20<>+24(SB)/4, $0x80000000
+DATA lgc20<>+28(SB)/4, $0x80000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xbdcccccd
-DATA lgc21<>+4(SB)/4, $0xbdcccccd
-DATA lgc21<>+8(SB)/4, $0xbdcccccd
-DATA lgc21<>+12(SB)/4, $0xbdcccccd
-DATA lgc21<>+16(SB)/4, $0xbdcccccd
-DATA lgc21<>+20(SB)/4, $0xbdcccccd
-DATA lgc21<>+24(SB)/4, $0xbdcccccd
-DATA lgc21<>+28(SB)/4, $0xbdcccccd
+DATA lgc21<>+0(SB)/4, $0x3dcccccd
+DATA lgc21<>+4(SB)/4, $0x3dcccccd
+DATA lgc21<>+8(SB)/4, $0x3dcccccd
+DATA lgc21<>+12(SB)/4, $0x3dcccccd
+DATA lgc21<>+16(SB)/4, $0x3dcccccd
+DATA lgc21<>+20(SB)/4, $0x3dcccccd
+DATA lgc21<>+24(SB)/4, $0x3dcccccd
+DATA lgc21<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3493f27e
-DATA lgc22<>+4(SB)/4, $0x3493f27e
-DATA lgc22<>+8(SB)/4, $0x3493f27e
-DATA lgc22<>+12(SB)/4, $0x3493f27e
-DATA lgc22<>+16(SB)/4, $0x3493f27e
-DATA lgc22<>+20(SB)/4, $0x3493f27e
-DATA lgc22<>+24(SB)/4, $0x3493f27e
-DATA lgc22<>+28(SB)/4, $0x3493f27e
+DATA lgc22<>+0(SB)/4, $0xbdcccccd
+DATA lgc22<>+4(SB)/4, $0xbdcccccd
+DATA lgc22<>+8(SB)/4, $0xbdcccccd
+DATA lgc22<>+12(SB)/4, $0xbdcccccd
+DATA lgc22<>+16(SB)/4, $0xbdcccccd
+DATA lgc22<>+20(SB)/4, $0xbdcccccd
+DATA lgc22<>+24(SB)/4, $0xbdcccccd
+DATA lgc22<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3638ef1d
-DATA lgc23<>+4(SB)/4, $0x3638ef1d
-DATA lgc23<>+8(SB)/4, $0x3638ef1d
-DATA lgc23<>+12(SB)/4, $0x3638ef1d
-DATA lgc23<>+16(SB)/4, $0x3638ef1d
-DATA lgc23<>+20(SB)/4, $0x3638ef1d
-DATA lgc23<>+24(SB)/4, $0x3638ef1d
-DATA lgc23<>+28(SB)/4, $0x3638ef1d
+DATA lgc23<>+0(SB)/4, $0x3493f27e
+DATA lgc23<>+4(SB)/4, $0x3493f27e
+DATA lgc23<>+8(SB)/4, $0x3493f27e
+DATA lgc23<>+12(SB)/4, $0x3493f27e
+DATA lgc23<>+16(SB)/4, $0x3493f27e
+DATA lgc23<>+20(SB)/4, $0x3493f27e
+DATA lgc23<>+24(SB)/4, $0x3493f27e
+DATA lgc23<>+28(SB)/4, $0x3493f27e
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x37d00d01
-DATA lgc24<>+4(SB)/4, $0x37d00d01
-DATA lgc24<>+8(SB)/4, $0x37d00d01
-DATA lgc24<>+12(SB)/4, $0x37d00d01
-DATA lgc24<>+16(SB)/4, $0x37d00d01
-DATA lgc24<>+20(SB)/4, $0x37d00d01
-DATA lgc24<>+24(SB)/4, $0x37d00d01
-DATA lgc24<>+28(SB)/4, $0x37d00d01
+DATA lgc24<>+0(SB)/4, $0x3638ef1d
+DATA lgc24<>+4(SB)/4, $0x3638ef1d
+DATA lgc24<>+8(SB)/4, $0x3638ef1d
+DATA lgc24<>+12(SB)/4, $0x3638ef1d
+DATA lgc24<>+16(SB)/4, $0x3638ef1d
+DATA lgc24<>+20(SB)/4, $0x3638ef1d
+DATA lgc24<>+24(SB)/4, $0x3638ef1d
+DATA lgc24<>+28(SB)/4, $0x3638ef1d
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x39500d01
-DATA lgc25<>+4(SB)/4, $0x39500d01
-DATA lgc25<>+8(SB)/4, $0x39500d01
-DATA lgc25<>+12(SB)/4, $0x39500d01
-DATA lgc25<>+16(SB)/4, $0x39500d01
-DATA lgc25<>+20(SB)/4, $0x39500d01
-DATA lgc25<>+24(SB)/4, $0x39500d01
-DATA lgc25<>+28(SB)/4, $0x39500d01
+DATA lgc25<>+0(SB)/4, $0x37d00d01
+DATA lgc25<>+4(SB)/4, $0x37d00d01
+DATA lgc25<>+8(SB)/4, $0x37d00d01
+DATA lgc25<>+12(SB)/4, $0x37d00d01
+DATA lgc25<>+16(SB)/4, $0x37d00d01
+DATA lgc25<>+20(SB)/4, $0x37d00d01
+DATA lgc25<>+24(SB)/4, $0x37d00d01
+DATA lgc25<>+28(SB)/4, $0x37d00d01
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3ab60b61
-DATA lgc26<>+4(SB)/4, $0x3ab60b61
-DATA lgc26<>+8(SB)/4, $0x3ab60b61
-DATA lgc26<>+12(SB)/4, $0x3ab60b61
-DATA lgc26<>+16(SB)/4, $0x3ab60b61
-DATA lgc26<>+20(SB)/4, $0x3ab60b61
-DATA lgc26<>+24(SB)/4, $0x3ab60b61
-DATA lgc26<>+28(SB)/4, $0x3ab60b61
+DATA lgc26<>+0(SB)/4, $0x39500d01
+DATA lgc26<>+4(SB)/4, $0x39500d01
+DATA lgc26<>+8(SB)/4, $0x39500d01
+DATA lgc26<>+12(SB)/4, $0x39500d01
+DATA lgc26<>+16(SB)/4, $0x39500d01
+DATA lgc26<>+20(SB)/4, $0x39500d01
+DATA lgc26<>+24(SB)/4, $0x39500d01
+DATA lgc26<>+28(SB)/4, $0x39500d01
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3c088889
-DATA lgc27<>+4(SB)/4, $0x3c088889
-DATA lgc27<>+8(SB)/4, $0x3c088889
-DATA lgc27<>+12(SB)/4, $0x3c088889
-DATA lgc27<>+16(SB)/4, $0x3c088889
-DATA lgc27<>+20(SB)/4, $0x3c088889
-DATA lgc27<>+24(SB)/4, $0x3c088889
-DATA lgc27<>+28(SB)/4, $0x3c088889
+DATA lgc27<>+0(SB)/4, $0x3ab60b61
+DATA lgc27<>+4(SB)/4, $0x3ab60b61
+DATA lgc27<>+8(SB)/4, $0x3ab60b61
+DATA lgc27<>+12(SB)/4, $0x3ab60b61
+DATA lgc27<>+16(SB)/4, $0x3ab60b61
+DATA lgc27<>+20(SB)/4, $0x3ab60b61
+DATA lgc27<>+24(SB)/4, $0x3ab60b61
+DATA lgc27<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3d2aaaab
-DATA lgc28<>+4(SB)/4, $0x3d2aaaab
-DATA lgc28<>+8(SB)/4, $0x3d2aaaab
-DATA lgc28<>+12(SB)/4, $0x3d2aaaab
-DATA lgc28<>+16(SB)/4, $0x3d2aaaab
-DATA lgc28<>+20(SB)/4, $0x3d2aaaab
-DATA lgc28<>+24(SB)/4, $0x3d2aaaab
-DATA lgc28<>+28(SB)/4, $0x3d2aaaab
+DATA lgc28<>+0(SB)/4, $0x3c088889
+DATA lgc28<>+4(SB)/4, $0x3c088889
+DATA lgc28<>+8(SB)/4, $0x3c088889
+DATA lgc28<>+12(SB)/4, $0x3c088889
+DATA lgc28<>+16(SB)/4, $0x3c088889
+DATA lgc28<>+20(SB)/4, $0x3c088889
+DATA lgc28<>+24(SB)/4, $0x3c088889
+DATA lgc28<>+28(SB)/4, $0x3c088889
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e2aaaab
-DATA lgc29<>+4(SB)/4, $0x3e2aaaab
-DATA lgc29<>+8(SB)/4, $0x3e2aaaab
-DATA lgc29<>+12(SB)/4, $0x3e2aaaab
-DATA lgc29<>+16(SB)/4, $0x3e2aaaab
-DATA lgc29<>+20(SB)/4, $0x3e2aaaab
-DATA lgc29<>+24(SB)/4, $0x3e2aaaab
-DATA lgc29<>+28(SB)/4, $0x3e2aaaab
+DATA lgc29<>+0(SB)/4, $0x3d2aaaab
+DATA lgc29<>+4(SB)/4, $0x3d2aaaab
+DATA lgc29<>+8(SB)/4, $0x3d2aaaab
+DATA lgc29<>+12(SB)/4, $0x3d2aaaab
+DATA lgc29<>+16(SB)/4, $0x3d2aaaab
+DATA lgc29<>+20(SB)/4, $0x3d2aaaab
+DATA lgc29<>+24(SB)/4, $0x3d2aaaab
+DATA lgc29<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x3e2aaaab
+DATA lgc30<>+4(SB)/4, $0x3e2aaaab
+DATA lgc30<>+8(SB)/4, $0x3e2aaaab
+DATA lgc30<>+12(SB)/4, $0x3e2aaaab
+DATA lgc30<>+16(SB)/4, $0x3e2aaaab
+DATA lgc30<>+20(SB)/4, $0x3e2aaaab
+DATA lgc30<>+24(SB)/4, $0x3e2aaaab
+DATA lgc30<>+28(SB)/4, $0x3e2aaaab
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
@@ -851,7 +869,7 @@ TEXT ·pass2AVX2(SB), $0-64
 	VDIVPS Y0, Y3, Y0
 
 	// lossKLToRef = mul(0.04, v85)
-	VMULPS lgc30<>+0(SB), Y0, Y3
+	VMULPS lgc31<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -871,15 +889,15 @@ TEXT ·pass2AVX2(SB), $0-64
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x3d23d70a
-DATA lgc30<>+4(SB)/4, $0x3d23d70a
-DATA lgc30<>+8(SB)/4, $0x3d23d70a
-DATA lgc30<>+12(SB)/4, $0x3d23d70a
-DATA lgc30<>+16(SB)/4, $0x3d23d70a
-DATA lgc30<>+20(SB)/4, $0x3d23d70a
-DATA lgc30<>+24(SB)/4, $0x3d23d70a
-DATA lgc30<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+DATA lgc31<>+0(SB)/4, $0x3d23d70a
+DATA lgc31<>+4(SB)/4, $0x3d23d70a
+DATA lgc31<>+8(SB)/4, $0x3d23d70a
+DATA lgc31<>+12(SB)/4, $0x3d23d70a
+DATA lgc31<>+16(SB)/4, $0x3d23d70a
+DATA lgc31<>+20(SB)/4, $0x3d23d70a
+DATA lgc31<>+24(SB)/4, $0x3d23d70a
+DATA lgc31<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -911,10 +929,11 @@ blocks_8:
 	VMOVUPS      Y0, 256(BX)
 	DECQ         DX
 	JNZ          noflush_9
+	VMOVUPD      lgc2<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -932,10 +951,15 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_8
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1029,14 +1053,15 @@ blocks_11:
 	VMOVUPS      Y0, 3200(DI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_12
+	VMOVUPD      lgc2<>+0(SB), Y0
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+40(FP), SI
 	VMOVUPS      1152(SI)(BX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1048,8 +1073,8 @@ blocks_11:
 	VMOVUPS      Y0, 1152(SI)(BX*4)
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2176(SI)(BX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1062,8 +1087,8 @@ blocks_11:
 	VMOVUPS      Y0, 2176(SI)(BX*4)
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      3200(SI)(DX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1082,14 +1107,19 @@ noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_11
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+40(FP), BX
 	VMOVUPS      1152(BX)(DX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1101,8 +1131,8 @@ noflush_12:
 	VMOVUPS      Y0, 1152(BX)(DX*4)
 	IMUL3Q       $+8, CX, DX
 	VMOVUPS      2176(BX)(DX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1115,8 +1145,8 @@ noflush_12:
 	VMOVUPS      Y0, 2176(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
 	VMOVUPS      3200(BX)(CX*4), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1146,7 +1176,7 @@ TEXT ·fbPass2AVX2(SB), $192-96
 
 	// v30 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc30<>+0(SB), Y1
+	VMOVUPS lgc31<>+0(SB), Y1
 
 	// v89 = div(0.04, v30)
 	VDIVPS  Y0, Y1, Y0
@@ -1198,28 +1228,28 @@ blocks_14:
 	VMOVUPS Y3, 32(SP)
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc4<>+0(SB), Y4, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y6
+	VMAXPS       lgc5<>+0(SB), Y4, Y3
+	VMINPS       lgc6<>+0(SB), Y3, Y3
+	VMULPS       lgc7<>+0(SB), Y3, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y3
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y3
+	VMOVAPS      lgc10<>+0(SB), Y7
 	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
 	VFMADD213PS  lgc12<>+0(SB), Y3, Y7
 	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
 	VFMADD213PS  lgc14<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y7
 	VMULPS       Y3, Y3, Y8
 	VFMADD213PS  Y3, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPMAXSD      lgc16<>+0(SB), Y3, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y3, Y7, Y7
@@ -1228,12 +1258,12 @@ blocks_14:
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y5, Y2, Y3
-	VMOVUPS lgc17<>+0(SB), Y4
+	VMOVUPS lgc18<>+0(SB), Y4
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y7, Y4, Y4
 	VMOVUPS Y0, 64(SP)
-	VMOVUPS lgc18<>+0(SB), Y0
+	VMOVUPS lgc19<>+0(SB), Y0
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS  Y7, Y0, Y6
@@ -1246,7 +1276,7 @@ blocks_14:
 	VMULPS Y4, Y2, Y4
 
 	// v26 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y4, Y4
+	VXORPS lgc20<>+0(SB), Y4, Y4
 
 	// v28 = where(mask, v26, 0)
 	VANDPS Y4, Y1, Y4
@@ -1266,7 +1296,7 @@ blocks_14:
 
 	// v34 = gt(v17, 0)
 	VCMPPS  $0x1e, Y5, Y2, Y5
-	VMOVUPS lgc17<>+0(SB), Y7
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v35 = gt(sequenceRatio, 1.2)
 	VCMPPS  $0x1e, Y7, Y6, Y6
@@ -1296,13 +1326,13 @@ blocks_14:
 	VSUBPS Y3, Y0, Y0
 
 	// v45 = abs(v44)
-	VMOVUPS lgc19<>+0(SB), Y3
+	VMOVUPS lgc20<>+0(SB), Y3
 	VANDNPS Y0, Y3, Y3
-	VMOVUPS lgc20<>+0(SB), Y4
+	VMOVUPS lgc21<>+0(SB), Y4
 
 	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc21<>+0(SB), Y5
+	VMOVUPS lgc22<>+0(SB), Y5
 
 	// v49 = max(v44, -0.1) tie=first
 	VMAXPS Y0, Y5, Y5
@@ -1311,52 +1341,52 @@ blocks_14:
 	VMINPS Y5, Y4, Y4
 
 	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc22<>+0(SB), Y4, Y5
+	VMULPS lgc23<>+0(SB), Y4, Y5
 
 	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc23<>+0(SB), Y5, Y5
+	VADDPS lgc24<>+0(SB), Y5, Y5
 
 	// v56 = mul(v50, v54)
 	VMULPS Y5, Y4, Y5
 
 	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS lgc24<>+0(SB), Y5, Y5
+	VADDPS lgc25<>+0(SB), Y5, Y5
 
 	// v59 = mul(v50, v57)
 	VMULPS Y5, Y4, Y5
 
 	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc25<>+0(SB), Y5, Y5
+	VADDPS lgc26<>+0(SB), Y5, Y5
 
 	// v62 = mul(v50, v60)
 	VMULPS Y5, Y4, Y5
 
 	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc26<>+0(SB), Y5, Y5
+	VADDPS lgc27<>+0(SB), Y5, Y5
 
 	// v65 = mul(v50, v63)
 	VMULPS Y5, Y4, Y5
 
 	// v66 = add(0.008333333333333333, v65)
-	VADDPS lgc27<>+0(SB), Y5, Y5
+	VADDPS lgc28<>+0(SB), Y5, Y5
 
 	// v68 = mul(v50, v66)
 	VMULPS Y5, Y4, Y5
 
 	// v69 = add(0.041666666666666664, v68)
-	VADDPS lgc28<>+0(SB), Y5, Y5
+	VADDPS lgc29<>+0(SB), Y5, Y5
 
 	// v71 = mul(v50, v69)
 	VMULPS Y5, Y4, Y5
 
 	// v72 = add(0.16666666666666666, v71)
-	VADDPS lgc29<>+0(SB), Y5, Y5
+	VADDPS lgc30<>+0(SB), Y5, Y5
 
 	// v74 = mul(v50, v72)
 	VMULPS Y5, Y4, Y5
 
 	// v75 = add(0.5, v74)
-	VADDPS lgc14<>+0(SB), Y5, Y5
+	VADDPS lgc15<>+0(SB), Y5, Y5
 
 	// v76 = mul(v50, v50)
 	VMULPS Y4, Y4, Y4
@@ -1366,28 +1396,28 @@ blocks_14:
 	VMOVUPS Y2, 160(SP)
 
 	// v78 = exp(v44)
-	VMAXPS       lgc4<>+0(SB), Y0, Y2
-	VMINPS       lgc5<>+0(SB), Y2, Y2
-	VMULPS       lgc6<>+0(SB), Y2, Y5
+	VMAXPS       lgc5<>+0(SB), Y0, Y2
+	VMINPS       lgc6<>+0(SB), Y2, Y2
+	VMULPS       lgc7<>+0(SB), Y2, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y5, Y2
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y2
-	VMOVAPS      lgc9<>+0(SB), Y6
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y2
+	VMOVAPS      lgc10<>+0(SB), Y6
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
 	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
 	VFMADD213PS  lgc14<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y6
 	VMULPS       Y2, Y2, Y7
 	VFMADD213PS  Y2, Y7, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPMAXSD      lgc16<>+0(SB), Y2, Y5
+	VPMINSD      lgc17<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y2, Y6, Y6
@@ -1428,12 +1458,12 @@ blocks_14:
 	VBLENDVPS Y4, Y0, Y2, Y0
 
 	// v94 = neg(v93)
-	VXORPS       lgc19<>+0(SB), Y0, Y0
+	VXORPS       lgc20<>+0(SB), Y0, Y0
 	MOVQ         s5+72(FP), BX
 	VBROADCASTSS (BX)(DI*4), Y2
 
 	// v98 = neg(v97)
-	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VXORPS  lgc20<>+0(SB), Y2, Y2
 	VMOVUPS 160(SP), Y4
 
 	// v99 = mul(v98, v17)
@@ -1448,7 +1478,7 @@ blocks_14:
 	// v101 = where(v19, 0, v99)
 	VANDNPS Y2, Y5, Y2
 	VMOVUPS 96(SP), Y5
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v102 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y6, Y5, Y6
@@ -1465,7 +1495,7 @@ blocks_14:
 
 	// v105 = where(v104, v101, 0)
 	VANDPS  Y2, Y8, Y2
-	VMOVUPS lgc17<>+0(SB), Y6
+	VMOVUPS lgc18<>+0(SB), Y6
 
 	// v106 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y6, Y5, Y6
@@ -1515,10 +1545,11 @@ blocks_14:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_15
+	VMOVUPD      lgc2<>+0(SB), Y0
 	MOVQ         state+56(FP), DX
 	VMOVUPS      3904(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1529,8 +1560,8 @@ blocks_14:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3904(DX)
 	VMOVUPS      4224(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1542,8 +1573,8 @@ blocks_14:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4224(DX)
 	VMOVUPS      4544(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1562,10 +1593,15 @@ noflush_15:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_14
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      3904(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1576,8 +1612,8 @@ noflush_15:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3904(CX)
 	VMOVUPS      4224(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1589,8 +1625,8 @@ noflush_15:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4224(CX)
 	VMOVUPS      4544(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VANDPS       lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1636,7 +1672,7 @@ TEXT ·fbPass3AVX2(SB), $0-64
 	VDIVPS Y0, Y3, Y0
 
 	// lossKLToRef = mul(0.04, v86)
-	VMULPS lgc30<>+0(SB), Y0, Y3
+	VMULPS lgc31<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -1668,28 +1704,28 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VMOVAPS      lgc10<>+0(SB), Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1715,23 +1751,22 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPS       lgc33<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPAND        lgc34<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPAND        lgc35<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
+	VMOVAPS      lgc37<>+0(SB), Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
@@ -1739,19 +1774,20 @@ bulk_18:
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1762,175 +1798,175 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x00800000
-DATA lgc31<>+4(SB)/4, $0x00800000
-DATA lgc31<>+8(SB)/4, $0x00800000
-DATA lgc31<>+12(SB)/4, $0x00800000
-DATA lgc31<>+16(SB)/4, $0x00800000
-DATA lgc31<>+20(SB)/4, $0x00800000
-DATA lgc31<>+24(SB)/4, $0x00800000
-DATA lgc31<>+28(SB)/4, $0x00800000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x4b000000
-DATA lgc32<>+4(SB)/4, $0x4b000000
-DATA lgc32<>+8(SB)/4, $0x4b000000
-DATA lgc32<>+12(SB)/4, $0x4b000000
-DATA lgc32<>+16(SB)/4, $0x4b000000
-DATA lgc32<>+20(SB)/4, $0x4b000000
-DATA lgc32<>+24(SB)/4, $0x4b000000
-DATA lgc32<>+28(SB)/4, $0x4b000000
+DATA lgc32<>+0(SB)/4, $0x00800000
+DATA lgc32<>+4(SB)/4, $0x00800000
+DATA lgc32<>+8(SB)/4, $0x00800000
+DATA lgc32<>+12(SB)/4, $0x00800000
+DATA lgc32<>+16(SB)/4, $0x00800000
+DATA lgc32<>+20(SB)/4, $0x00800000
+DATA lgc32<>+24(SB)/4, $0x00800000
+DATA lgc32<>+28(SB)/4, $0x00800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xffffffe9
-DATA lgc33<>+4(SB)/4, $0xffffffe9
-DATA lgc33<>+8(SB)/4, $0xffffffe9
-DATA lgc33<>+12(SB)/4, $0xffffffe9
-DATA lgc33<>+16(SB)/4, $0xffffffe9
-DATA lgc33<>+20(SB)/4, $0xffffffe9
-DATA lgc33<>+24(SB)/4, $0xffffffe9
-DATA lgc33<>+28(SB)/4, $0xffffffe9
+DATA lgc33<>+0(SB)/4, $0x4b000000
+DATA lgc33<>+4(SB)/4, $0x4b000000
+DATA lgc33<>+8(SB)/4, $0x4b000000
+DATA lgc33<>+12(SB)/4, $0x4b000000
+DATA lgc33<>+16(SB)/4, $0x4b000000
+DATA lgc33<>+20(SB)/4, $0x4b000000
+DATA lgc33<>+24(SB)/4, $0x4b000000
+DATA lgc33<>+28(SB)/4, $0x4b000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x007fffff
-DATA lgc34<>+4(SB)/4, $0x007fffff
-DATA lgc34<>+8(SB)/4, $0x007fffff
-DATA lgc34<>+12(SB)/4, $0x007fffff
-DATA lgc34<>+16(SB)/4, $0x007fffff
-DATA lgc34<>+20(SB)/4, $0x007fffff
-DATA lgc34<>+24(SB)/4, $0x007fffff
-DATA lgc34<>+28(SB)/4, $0x007fffff
+DATA lgc34<>+0(SB)/4, $0xffffffe9
+DATA lgc34<>+4(SB)/4, $0xffffffe9
+DATA lgc34<>+8(SB)/4, $0xffffffe9
+DATA lgc34<>+12(SB)/4, $0xffffffe9
+DATA lgc34<>+16(SB)/4, $0xffffffe9
+DATA lgc34<>+20(SB)/4, $0xffffffe9
+DATA lgc34<>+24(SB)/4, $0xffffffe9
+DATA lgc34<>+28(SB)/4, $0xffffffe9
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3fb504f3
-DATA lgc35<>+4(SB)/4, $0x3fb504f3
-DATA lgc35<>+8(SB)/4, $0x3fb504f3
-DATA lgc35<>+12(SB)/4, $0x3fb504f3
-DATA lgc35<>+16(SB)/4, $0x3fb504f3
-DATA lgc35<>+20(SB)/4, $0x3fb504f3
-DATA lgc35<>+24(SB)/4, $0x3fb504f3
-DATA lgc35<>+28(SB)/4, $0x3fb504f3
+DATA lgc35<>+0(SB)/4, $0x007fffff
+DATA lgc35<>+4(SB)/4, $0x007fffff
+DATA lgc35<>+8(SB)/4, $0x007fffff
+DATA lgc35<>+12(SB)/4, $0x007fffff
+DATA lgc35<>+16(SB)/4, $0x007fffff
+DATA lgc35<>+20(SB)/4, $0x007fffff
+DATA lgc35<>+24(SB)/4, $0x007fffff
+DATA lgc35<>+28(SB)/4, $0x007fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d9021bb
-DATA lgc36<>+4(SB)/4, $0x3d9021bb
-DATA lgc36<>+8(SB)/4, $0x3d9021bb
-DATA lgc36<>+12(SB)/4, $0x3d9021bb
-DATA lgc36<>+16(SB)/4, $0x3d9021bb
-DATA lgc36<>+20(SB)/4, $0x3d9021bb
-DATA lgc36<>+24(SB)/4, $0x3d9021bb
-DATA lgc36<>+28(SB)/4, $0x3d9021bb
+DATA lgc36<>+0(SB)/4, $0x3fb504f3
+DATA lgc36<>+4(SB)/4, $0x3fb504f3
+DATA lgc36<>+8(SB)/4, $0x3fb504f3
+DATA lgc36<>+12(SB)/4, $0x3fb504f3
+DATA lgc36<>+16(SB)/4, $0x3fb504f3
+DATA lgc36<>+20(SB)/4, $0x3fb504f3
+DATA lgc36<>+24(SB)/4, $0x3fb504f3
+DATA lgc36<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdebd1b8
-DATA lgc37<>+4(SB)/4, $0xbdebd1b8
-DATA lgc37<>+8(SB)/4, $0xbdebd1b8
-DATA lgc37<>+12(SB)/4, $0xbdebd1b8
-DATA lgc37<>+16(SB)/4, $0xbdebd1b8
-DATA lgc37<>+20(SB)/4, $0xbdebd1b8
-DATA lgc37<>+24(SB)/4, $0xbdebd1b8
-DATA lgc37<>+28(SB)/4, $0xbdebd1b8
+DATA lgc37<>+0(SB)/4, $0x3d9021bb
+DATA lgc37<>+4(SB)/4, $0x3d9021bb
+DATA lgc37<>+8(SB)/4, $0x3d9021bb
+DATA lgc37<>+12(SB)/4, $0x3d9021bb
+DATA lgc37<>+16(SB)/4, $0x3d9021bb
+DATA lgc37<>+20(SB)/4, $0x3d9021bb
+DATA lgc37<>+24(SB)/4, $0x3d9021bb
+DATA lgc37<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3def251a
-DATA lgc38<>+4(SB)/4, $0x3def251a
-DATA lgc38<>+8(SB)/4, $0x3def251a
-DATA lgc38<>+12(SB)/4, $0x3def251a
-DATA lgc38<>+16(SB)/4, $0x3def251a
-DATA lgc38<>+20(SB)/4, $0x3def251a
-DATA lgc38<>+24(SB)/4, $0x3def251a
-DATA lgc38<>+28(SB)/4, $0x3def251a
+DATA lgc38<>+0(SB)/4, $0xbdebd1b8
+DATA lgc38<>+4(SB)/4, $0xbdebd1b8
+DATA lgc38<>+8(SB)/4, $0xbdebd1b8
+DATA lgc38<>+12(SB)/4, $0xbdebd1b8
+DATA lgc38<>+16(SB)/4, $0xbdebd1b8
+DATA lgc38<>+20(SB)/4, $0xbdebd1b8
+DATA lgc38<>+24(SB)/4, $0xbdebd1b8
+DATA lgc38<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+0(SB)/4, $0x3def251a
+DATA lgc39<>+4(SB)/4, $0x3def251a
+DATA lgc39<>+8(SB)/4, $0x3def251a
+DATA lgc39<>+12(SB)/4, $0x3def251a
+DATA lgc39<>+16(SB)/4, $0x3def251a
+DATA lgc39<>+20(SB)/4, $0x3def251a
+DATA lgc39<>+24(SB)/4, $0x3def251a
+DATA lgc39<>+28(SB)/4, $0x3def251a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e11e9bf
-DATA lgc40<>+4(SB)/4, $0x3e11e9bf
-DATA lgc40<>+8(SB)/4, $0x3e11e9bf
-DATA lgc40<>+12(SB)/4, $0x3e11e9bf
-DATA lgc40<>+16(SB)/4, $0x3e11e9bf
-DATA lgc40<>+20(SB)/4, $0x3e11e9bf
-DATA lgc40<>+24(SB)/4, $0x3e11e9bf
-DATA lgc40<>+28(SB)/4, $0x3e11e9bf
+DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe2aae50
-DATA lgc41<>+4(SB)/4, $0xbe2aae50
-DATA lgc41<>+8(SB)/4, $0xbe2aae50
-DATA lgc41<>+12(SB)/4, $0xbe2aae50
-DATA lgc41<>+16(SB)/4, $0xbe2aae50
-DATA lgc41<>+20(SB)/4, $0xbe2aae50
-DATA lgc41<>+24(SB)/4, $0xbe2aae50
-DATA lgc41<>+28(SB)/4, $0xbe2aae50
+DATA lgc41<>+0(SB)/4, $0x3e11e9bf
+DATA lgc41<>+4(SB)/4, $0x3e11e9bf
+DATA lgc41<>+8(SB)/4, $0x3e11e9bf
+DATA lgc41<>+12(SB)/4, $0x3e11e9bf
+DATA lgc41<>+16(SB)/4, $0x3e11e9bf
+DATA lgc41<>+20(SB)/4, $0x3e11e9bf
+DATA lgc41<>+24(SB)/4, $0x3e11e9bf
+DATA lgc41<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e4cceac
-DATA lgc42<>+4(SB)/4, $0x3e4cceac
-DATA lgc42<>+8(SB)/4, $0x3e4cceac
-DATA lgc42<>+12(SB)/4, $0x3e4cceac
-DATA lgc42<>+16(SB)/4, $0x3e4cceac
-DATA lgc42<>+20(SB)/4, $0x3e4cceac
-DATA lgc42<>+24(SB)/4, $0x3e4cceac
-DATA lgc42<>+28(SB)/4, $0x3e4cceac
+DATA lgc42<>+0(SB)/4, $0xbe2aae50
+DATA lgc42<>+4(SB)/4, $0xbe2aae50
+DATA lgc42<>+8(SB)/4, $0xbe2aae50
+DATA lgc42<>+12(SB)/4, $0xbe2aae50
+DATA lgc42<>+16(SB)/4, $0xbe2aae50
+DATA lgc42<>+20(SB)/4, $0xbe2aae50
+DATA lgc42<>+24(SB)/4, $0xbe2aae50
+DATA lgc42<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe7ffffc
-DATA lgc43<>+4(SB)/4, $0xbe7ffffc
-DATA lgc43<>+8(SB)/4, $0xbe7ffffc
-DATA lgc43<>+12(SB)/4, $0xbe7ffffc
-DATA lgc43<>+16(SB)/4, $0xbe7ffffc
-DATA lgc43<>+20(SB)/4, $0xbe7ffffc
-DATA lgc43<>+24(SB)/4, $0xbe7ffffc
-DATA lgc43<>+28(SB)/4, $0xbe7ffffc
+DATA lgc43<>+0(SB)/4, $0x3e4cceac
+DATA lgc43<>+4(SB)/4, $0x3e4cceac
+DATA lgc43<>+8(SB)/4, $0x3e4cceac
+DATA lgc43<>+12(SB)/4, $0x3e4cceac
+DATA lgc43<>+16(SB)/4, $0x3e4cceac
+DATA lgc43<>+20(SB)/4, $0x3e4cceac
+DATA lgc43<>+24(SB)/4, $0x3e4cceac
+DATA lgc43<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+0(SB)/4, $0xbe7ffffc
+DATA lgc44<>+4(SB)/4, $0xbe7ffffc
+DATA lgc44<>+8(SB)/4, $0xbe7ffffc
+DATA lgc44<>+12(SB)/4, $0xbe7ffffc
+DATA lgc44<>+16(SB)/4, $0xbe7ffffc
+DATA lgc44<>+20(SB)/4, $0xbe7ffffc
+DATA lgc44<>+24(SB)/4, $0xbe7ffffc
+DATA lgc44<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xff800000
-DATA lgc45<>+4(SB)/4, $0xff800000
-DATA lgc45<>+8(SB)/4, $0xff800000
-DATA lgc45<>+12(SB)/4, $0xff800000
-DATA lgc45<>+16(SB)/4, $0xff800000
-DATA lgc45<>+20(SB)/4, $0xff800000
-DATA lgc45<>+24(SB)/4, $0xff800000
-DATA lgc45<>+28(SB)/4, $0xff800000
+DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7fc00000
-DATA lgc46<>+4(SB)/4, $0x7fc00000
-DATA lgc46<>+8(SB)/4, $0x7fc00000
-DATA lgc46<>+12(SB)/4, $0x7fc00000
-DATA lgc46<>+16(SB)/4, $0x7fc00000
-DATA lgc46<>+20(SB)/4, $0x7fc00000
-DATA lgc46<>+24(SB)/4, $0x7fc00000
-DATA lgc46<>+28(SB)/4, $0x7fc00000
+DATA lgc46<>+0(SB)/4, $0xff800000
+DATA lgc46<>+4(SB)/4, $0xff800000
+DATA lgc46<>+8(SB)/4, $0xff800000
+DATA lgc46<>+12(SB)/4, $0xff800000
+DATA lgc46<>+16(SB)/4, $0xff800000
+DATA lgc46<>+20(SB)/4, $0xff800000
+DATA lgc46<>+24(SB)/4, $0xff800000
+DATA lgc46<>+28(SB)/4, $0xff800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x7f800000
-DATA lgc47<>+4(SB)/4, $0x7f800000
-DATA lgc47<>+8(SB)/4, $0x7f800000
-DATA lgc47<>+12(SB)/4, $0x7f800000
-DATA lgc47<>+16(SB)/4, $0x7f800000
-DATA lgc47<>+20(SB)/4, $0x7f800000
-DATA lgc47<>+24(SB)/4, $0x7f800000
-DATA lgc47<>+28(SB)/4, $0x7f800000
+DATA lgc47<>+0(SB)/4, $0x7fc00000
+DATA lgc47<>+4(SB)/4, $0x7fc00000
+DATA lgc47<>+8(SB)/4, $0x7fc00000
+DATA lgc47<>+12(SB)/4, $0x7fc00000
+DATA lgc47<>+16(SB)/4, $0x7fc00000
+DATA lgc47<>+20(SB)/4, $0x7fc00000
+DATA lgc47<>+24(SB)/4, $0x7fc00000
+DATA lgc47<>+28(SB)/4, $0x7fc00000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0x7f800000
+DATA lgc48<>+4(SB)/4, $0x7f800000
+DATA lgc48<>+8(SB)/4, $0x7f800000
+DATA lgc48<>+12(SB)/4, $0x7f800000
+DATA lgc48<>+16(SB)/4, $0x7f800000
+DATA lgc48<>+20(SB)/4, $0x7f800000
+DATA lgc48<>+24(SB)/4, $0x7f800000
+DATA lgc48<>+28(SB)/4, $0x7f800000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1945,23 +1981,22 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc32<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
+	VMULPS       lgc33<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y2, Y2
+	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPAND        lgc35<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VMOVAPS      lgc37<>+0(SB), Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
@@ -1969,19 +2004,20 @@ bulk_20:
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc47<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc48<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1991,9 +2027,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

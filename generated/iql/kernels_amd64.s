@@ -234,10 +234,11 @@ inner_Q_4:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
+	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -248,8 +249,8 @@ inner_Q_4:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -261,8 +262,8 @@ inner_Q_4:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -274,8 +275,8 @@ inner_Q_4:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -298,10 +299,15 @@ noflush_5:
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc21<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -312,8 +318,8 @@ chunkdone_2:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -325,8 +331,8 @@ chunkdone_2:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -338,8 +344,8 @@ chunkdone_2:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -571,25 +577,31 @@ DATA lgc21<>+24(SB)/4, $0x00000000
 DATA lgc21<>+28(SB)/4, $0x00000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x7fffffff
-DATA lgc22<>+4(SB)/4, $0x7fffffff
-DATA lgc22<>+8(SB)/4, $0x7fffffff
-DATA lgc22<>+12(SB)/4, $0x7fffffff
-DATA lgc22<>+16(SB)/4, $0x7fffffff
-DATA lgc22<>+20(SB)/4, $0x7fffffff
-DATA lgc22<>+24(SB)/4, $0x7fffffff
-DATA lgc22<>+28(SB)/4, $0x7fffffff
+DATA lgc22<>+0(SB)/8, $0x4020000000000000
+DATA lgc22<>+8(SB)/8, $0x4020000000000000
+DATA lgc22<>+16(SB)/8, $0x4020000000000000
+DATA lgc22<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x7f7fffff
-DATA lgc23<>+4(SB)/4, $0x7f7fffff
-DATA lgc23<>+8(SB)/4, $0x7f7fffff
-DATA lgc23<>+12(SB)/4, $0x7f7fffff
-DATA lgc23<>+16(SB)/4, $0x7f7fffff
-DATA lgc23<>+20(SB)/4, $0x7f7fffff
-DATA lgc23<>+24(SB)/4, $0x7f7fffff
-DATA lgc23<>+28(SB)/4, $0x7f7fffff
+DATA lgc23<>+0(SB)/4, $0x7fffffff
+DATA lgc23<>+4(SB)/4, $0x7fffffff
+DATA lgc23<>+8(SB)/4, $0x7fffffff
+DATA lgc23<>+12(SB)/4, $0x7fffffff
+DATA lgc23<>+16(SB)/4, $0x7fffffff
+DATA lgc23<>+20(SB)/4, $0x7fffffff
+DATA lgc23<>+24(SB)/4, $0x7fffffff
+DATA lgc23<>+28(SB)/4, $0x7fffffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0x7f7fffff
+DATA lgc24<>+4(SB)/4, $0x7f7fffff
+DATA lgc24<>+8(SB)/4, $0x7f7fffff
+DATA lgc24<>+12(SB)/4, $0x7f7fffff
+DATA lgc24<>+16(SB)/4, $0x7f7fffff
+DATA lgc24<>+20(SB)/4, $0x7f7fffff
+DATA lgc24<>+24(SB)/4, $0x7f7fffff
+DATA lgc24<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
@@ -807,7 +819,7 @@ inner_Q_9:
 
 	// finish v48
 	// v51 = mul(0.0009765625, 0.5)
-	VMULPS  lgc24<>+0(SB), Y3, Y3
+	VMULPS  lgc25<>+0(SB), Y3, Y3
 	VMOVUPS lgc21<>+0(SB), Y5
 
 	// v53 = ne(v51, 0)
@@ -826,7 +838,7 @@ inner_Q_9:
 	VXORPS  lgc4<>+0(SB), Y2, Y2
 	VMOVUPS Y4, 128(SP)
 	VMOVUPS Y2, 160(SP)
-	VMOVUPS lgc24<>+0(SB), Y2
+	VMOVUPS lgc25<>+0(SB), Y2
 	XORQ    DX, DX
 
 inner_Q_10:
@@ -893,7 +905,7 @@ inner_Q_10:
 	// v71 = mul(diff, 0)
 	VMULPS  lgc21<>+0(SB), Y4, Y4
 	VMOVUPS Y3, 256(SP)
-	VMOVUPS lgc25<>+0(SB), Y3
+	VMOVUPS lgc26<>+0(SB), Y3
 
 	// v72 = where(v69, -1, v71)
 	VBLENDVPS Y7, Y3, Y4, Y3
@@ -920,7 +932,7 @@ inner_Q_10:
 	VMOVUPS 96(SP), Y1
 
 	// gradLogProb = mul(-0.0009765625, v24)
-	VMULPS  lgc26<>+0(SB), Y1, Y1
+	VMULPS  lgc27<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y2
 
 	// store advantage
@@ -946,10 +958,11 @@ inner_Q_10:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
+	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -960,8 +973,8 @@ inner_Q_10:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -973,8 +986,8 @@ inner_Q_10:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -986,8 +999,8 @@ inner_Q_10:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1010,10 +1023,15 @@ noflush_11:
 	JL   blocks_6
 
 chunkdone_7:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc21<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1024,8 +1042,8 @@ chunkdone_7:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1037,8 +1055,8 @@ chunkdone_7:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1050,8 +1068,8 @@ chunkdone_7:
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1067,35 +1085,35 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc24<>+0(SB)/4, $0x3a800000
-DATA lgc24<>+4(SB)/4, $0x3a800000
-DATA lgc24<>+8(SB)/4, $0x3a800000
-DATA lgc24<>+12(SB)/4, $0x3a800000
-DATA lgc24<>+16(SB)/4, $0x3a800000
-DATA lgc24<>+20(SB)/4, $0x3a800000
-DATA lgc24<>+24(SB)/4, $0x3a800000
-DATA lgc24<>+28(SB)/4, $0x3a800000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0xbf800000
-DATA lgc25<>+4(SB)/4, $0xbf800000
-DATA lgc25<>+8(SB)/4, $0xbf800000
-DATA lgc25<>+12(SB)/4, $0xbf800000
-DATA lgc25<>+16(SB)/4, $0xbf800000
-DATA lgc25<>+20(SB)/4, $0xbf800000
-DATA lgc25<>+24(SB)/4, $0xbf800000
-DATA lgc25<>+28(SB)/4, $0xbf800000
+DATA lgc25<>+0(SB)/4, $0x3a800000
+DATA lgc25<>+4(SB)/4, $0x3a800000
+DATA lgc25<>+8(SB)/4, $0x3a800000
+DATA lgc25<>+12(SB)/4, $0x3a800000
+DATA lgc25<>+16(SB)/4, $0x3a800000
+DATA lgc25<>+20(SB)/4, $0x3a800000
+DATA lgc25<>+24(SB)/4, $0x3a800000
+DATA lgc25<>+28(SB)/4, $0x3a800000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xba800000
-DATA lgc26<>+4(SB)/4, $0xba800000
-DATA lgc26<>+8(SB)/4, $0xba800000
-DATA lgc26<>+12(SB)/4, $0xba800000
-DATA lgc26<>+16(SB)/4, $0xba800000
-DATA lgc26<>+20(SB)/4, $0xba800000
-DATA lgc26<>+24(SB)/4, $0xba800000
-DATA lgc26<>+28(SB)/4, $0xba800000
+DATA lgc26<>+0(SB)/4, $0xbf800000
+DATA lgc26<>+4(SB)/4, $0xbf800000
+DATA lgc26<>+8(SB)/4, $0xbf800000
+DATA lgc26<>+12(SB)/4, $0xbf800000
+DATA lgc26<>+16(SB)/4, $0xbf800000
+DATA lgc26<>+20(SB)/4, $0xbf800000
+DATA lgc26<>+24(SB)/4, $0xbf800000
+DATA lgc26<>+28(SB)/4, $0xbf800000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0xba800000
+DATA lgc27<>+4(SB)/4, $0xba800000
+DATA lgc27<>+8(SB)/4, $0xba800000
+DATA lgc27<>+12(SB)/4, $0xba800000
+DATA lgc27<>+16(SB)/4, $0xba800000
+DATA lgc27<>+20(SB)/4, $0xba800000
+DATA lgc27<>+24(SB)/4, $0xba800000
+DATA lgc27<>+28(SB)/4, $0xba800000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1156,23 +1174,22 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
-	VMULPS       lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc18<>+0(SB), Y3, Y3
-	VPAND        lgc29<>+0(SB), Y1, Y1
+	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc30<>+0(SB), Y2, Y1
+	VPAND        lgc31<>+0(SB), Y2, Y1
 	VPOR         lgc0<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
 	VMULPS       lgc16<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc0<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc32<>+0(SB), Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VMOVAPS      lgc33<>+0(SB), Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
@@ -1180,6 +1197,7 @@ bulk_14:
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1190,7 +1208,7 @@ bulk_14:
 	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc3<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc2<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -1203,155 +1221,155 @@ bulkdone_15:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x00800000
-DATA lgc27<>+4(SB)/4, $0x00800000
-DATA lgc27<>+8(SB)/4, $0x00800000
-DATA lgc27<>+12(SB)/4, $0x00800000
-DATA lgc27<>+16(SB)/4, $0x00800000
-DATA lgc27<>+20(SB)/4, $0x00800000
-DATA lgc27<>+24(SB)/4, $0x00800000
-DATA lgc27<>+28(SB)/4, $0x00800000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x4b000000
-DATA lgc28<>+4(SB)/4, $0x4b000000
-DATA lgc28<>+8(SB)/4, $0x4b000000
-DATA lgc28<>+12(SB)/4, $0x4b000000
-DATA lgc28<>+16(SB)/4, $0x4b000000
-DATA lgc28<>+20(SB)/4, $0x4b000000
-DATA lgc28<>+24(SB)/4, $0x4b000000
-DATA lgc28<>+28(SB)/4, $0x4b000000
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xffffffe9
-DATA lgc29<>+4(SB)/4, $0xffffffe9
-DATA lgc29<>+8(SB)/4, $0xffffffe9
-DATA lgc29<>+12(SB)/4, $0xffffffe9
-DATA lgc29<>+16(SB)/4, $0xffffffe9
-DATA lgc29<>+20(SB)/4, $0xffffffe9
-DATA lgc29<>+24(SB)/4, $0xffffffe9
-DATA lgc29<>+28(SB)/4, $0xffffffe9
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x007fffff
-DATA lgc30<>+4(SB)/4, $0x007fffff
-DATA lgc30<>+8(SB)/4, $0x007fffff
-DATA lgc30<>+12(SB)/4, $0x007fffff
-DATA lgc30<>+16(SB)/4, $0x007fffff
-DATA lgc30<>+20(SB)/4, $0x007fffff
-DATA lgc30<>+24(SB)/4, $0x007fffff
-DATA lgc30<>+28(SB)/4, $0x007fffff
+DATA lgc30<>+0(SB)/4, $0xffffffe9
+DATA lgc30<>+4(SB)/4, $0xffffffe9
+DATA lgc30<>+8(SB)/4, $0xffffffe9
+DATA lgc30<>+12(SB)/4, $0xffffffe9
+DATA lgc30<>+16(SB)/4, $0xffffffe9
+DATA lgc30<>+20(SB)/4, $0xffffffe9
+DATA lgc30<>+24(SB)/4, $0xffffffe9
+DATA lgc30<>+28(SB)/4, $0xffffffe9
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3fb504f3
-DATA lgc31<>+4(SB)/4, $0x3fb504f3
-DATA lgc31<>+8(SB)/4, $0x3fb504f3
-DATA lgc31<>+12(SB)/4, $0x3fb504f3
-DATA lgc31<>+16(SB)/4, $0x3fb504f3
-DATA lgc31<>+20(SB)/4, $0x3fb504f3
-DATA lgc31<>+24(SB)/4, $0x3fb504f3
-DATA lgc31<>+28(SB)/4, $0x3fb504f3
+DATA lgc31<>+0(SB)/4, $0x007fffff
+DATA lgc31<>+4(SB)/4, $0x007fffff
+DATA lgc31<>+8(SB)/4, $0x007fffff
+DATA lgc31<>+12(SB)/4, $0x007fffff
+DATA lgc31<>+16(SB)/4, $0x007fffff
+DATA lgc31<>+20(SB)/4, $0x007fffff
+DATA lgc31<>+24(SB)/4, $0x007fffff
+DATA lgc31<>+28(SB)/4, $0x007fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3d9021bb
-DATA lgc32<>+4(SB)/4, $0x3d9021bb
-DATA lgc32<>+8(SB)/4, $0x3d9021bb
-DATA lgc32<>+12(SB)/4, $0x3d9021bb
-DATA lgc32<>+16(SB)/4, $0x3d9021bb
-DATA lgc32<>+20(SB)/4, $0x3d9021bb
-DATA lgc32<>+24(SB)/4, $0x3d9021bb
-DATA lgc32<>+28(SB)/4, $0x3d9021bb
+DATA lgc32<>+0(SB)/4, $0x3fb504f3
+DATA lgc32<>+4(SB)/4, $0x3fb504f3
+DATA lgc32<>+8(SB)/4, $0x3fb504f3
+DATA lgc32<>+12(SB)/4, $0x3fb504f3
+DATA lgc32<>+16(SB)/4, $0x3fb504f3
+DATA lgc32<>+20(SB)/4, $0x3fb504f3
+DATA lgc32<>+24(SB)/4, $0x3fb504f3
+DATA lgc32<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbdebd1b8
-DATA lgc33<>+4(SB)/4, $0xbdebd1b8
-DATA lgc33<>+8(SB)/4, $0xbdebd1b8
-DATA lgc33<>+12(SB)/4, $0xbdebd1b8
-DATA lgc33<>+16(SB)/4, $0xbdebd1b8
-DATA lgc33<>+20(SB)/4, $0xbdebd1b8
-DATA lgc33<>+24(SB)/4, $0xbdebd1b8
-DATA lgc33<>+28(SB)/4, $0xbdebd1b8
+DATA lgc33<>+0(SB)/4, $0x3d9021bb
+DATA lgc33<>+4(SB)/4, $0x3d9021bb
+DATA lgc33<>+8(SB)/4, $0x3d9021bb
+DATA lgc33<>+12(SB)/4, $0x3d9021bb
+DATA lgc33<>+16(SB)/4, $0x3d9021bb
+DATA lgc33<>+20(SB)/4, $0x3d9021bb
+DATA lgc33<>+24(SB)/4, $0x3d9021bb
+DATA lgc33<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3def251a
-DATA lgc34<>+4(SB)/4, $0x3def251a
-DATA lgc34<>+8(SB)/4, $0x3def251a
-DATA lgc34<>+12(SB)/4, $0x3def251a
-DATA lgc34<>+16(SB)/4, $0x3def251a
-DATA lgc34<>+20(SB)/4, $0x3def251a
-DATA lgc34<>+24(SB)/4, $0x3def251a
-DATA lgc34<>+28(SB)/4, $0x3def251a
+DATA lgc34<>+0(SB)/4, $0xbdebd1b8
+DATA lgc34<>+4(SB)/4, $0xbdebd1b8
+DATA lgc34<>+8(SB)/4, $0xbdebd1b8
+DATA lgc34<>+12(SB)/4, $0xbdebd1b8
+DATA lgc34<>+16(SB)/4, $0xbdebd1b8
+DATA lgc34<>+20(SB)/4, $0xbdebd1b8
+DATA lgc34<>+24(SB)/4, $0xbdebd1b8
+DATA lgc34<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+0(SB)/4, $0x3def251a
+DATA lgc35<>+4(SB)/4, $0x3def251a
+DATA lgc35<>+8(SB)/4, $0x3def251a
+DATA lgc35<>+12(SB)/4, $0x3def251a
+DATA lgc35<>+16(SB)/4, $0x3def251a
+DATA lgc35<>+20(SB)/4, $0x3def251a
+DATA lgc35<>+24(SB)/4, $0x3def251a
+DATA lgc35<>+28(SB)/4, $0x3def251a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e11e9bf
-DATA lgc36<>+4(SB)/4, $0x3e11e9bf
-DATA lgc36<>+8(SB)/4, $0x3e11e9bf
-DATA lgc36<>+12(SB)/4, $0x3e11e9bf
-DATA lgc36<>+16(SB)/4, $0x3e11e9bf
-DATA lgc36<>+20(SB)/4, $0x3e11e9bf
-DATA lgc36<>+24(SB)/4, $0x3e11e9bf
-DATA lgc36<>+28(SB)/4, $0x3e11e9bf
+DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbe2aae50
-DATA lgc37<>+4(SB)/4, $0xbe2aae50
-DATA lgc37<>+8(SB)/4, $0xbe2aae50
-DATA lgc37<>+12(SB)/4, $0xbe2aae50
-DATA lgc37<>+16(SB)/4, $0xbe2aae50
-DATA lgc37<>+20(SB)/4, $0xbe2aae50
-DATA lgc37<>+24(SB)/4, $0xbe2aae50
-DATA lgc37<>+28(SB)/4, $0xbe2aae50
+DATA lgc37<>+0(SB)/4, $0x3e11e9bf
+DATA lgc37<>+4(SB)/4, $0x3e11e9bf
+DATA lgc37<>+8(SB)/4, $0x3e11e9bf
+DATA lgc37<>+12(SB)/4, $0x3e11e9bf
+DATA lgc37<>+16(SB)/4, $0x3e11e9bf
+DATA lgc37<>+20(SB)/4, $0x3e11e9bf
+DATA lgc37<>+24(SB)/4, $0x3e11e9bf
+DATA lgc37<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e4cceac
-DATA lgc38<>+4(SB)/4, $0x3e4cceac
-DATA lgc38<>+8(SB)/4, $0x3e4cceac
-DATA lgc38<>+12(SB)/4, $0x3e4cceac
-DATA lgc38<>+16(SB)/4, $0x3e4cceac
-DATA lgc38<>+20(SB)/4, $0x3e4cceac
-DATA lgc38<>+24(SB)/4, $0x3e4cceac
-DATA lgc38<>+28(SB)/4, $0x3e4cceac
+DATA lgc38<>+0(SB)/4, $0xbe2aae50
+DATA lgc38<>+4(SB)/4, $0xbe2aae50
+DATA lgc38<>+8(SB)/4, $0xbe2aae50
+DATA lgc38<>+12(SB)/4, $0xbe2aae50
+DATA lgc38<>+16(SB)/4, $0xbe2aae50
+DATA lgc38<>+20(SB)/4, $0xbe2aae50
+DATA lgc38<>+24(SB)/4, $0xbe2aae50
+DATA lgc38<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe7ffffc
-DATA lgc39<>+4(SB)/4, $0xbe7ffffc
-DATA lgc39<>+8(SB)/4, $0xbe7ffffc
-DATA lgc39<>+12(SB)/4, $0xbe7ffffc
-DATA lgc39<>+16(SB)/4, $0xbe7ffffc
-DATA lgc39<>+20(SB)/4, $0xbe7ffffc
-DATA lgc39<>+24(SB)/4, $0xbe7ffffc
-DATA lgc39<>+28(SB)/4, $0xbe7ffffc
+DATA lgc39<>+0(SB)/4, $0x3e4cceac
+DATA lgc39<>+4(SB)/4, $0x3e4cceac
+DATA lgc39<>+8(SB)/4, $0x3e4cceac
+DATA lgc39<>+12(SB)/4, $0x3e4cceac
+DATA lgc39<>+16(SB)/4, $0x3e4cceac
+DATA lgc39<>+20(SB)/4, $0x3e4cceac
+DATA lgc39<>+24(SB)/4, $0x3e4cceac
+DATA lgc39<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+0(SB)/4, $0xbe7ffffc
+DATA lgc40<>+4(SB)/4, $0xbe7ffffc
+DATA lgc40<>+8(SB)/4, $0xbe7ffffc
+DATA lgc40<>+12(SB)/4, $0xbe7ffffc
+DATA lgc40<>+16(SB)/4, $0xbe7ffffc
+DATA lgc40<>+20(SB)/4, $0xbe7ffffc
+DATA lgc40<>+24(SB)/4, $0xbe7ffffc
+DATA lgc40<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7fc00000
-DATA lgc41<>+4(SB)/4, $0x7fc00000
-DATA lgc41<>+8(SB)/4, $0x7fc00000
-DATA lgc41<>+12(SB)/4, $0x7fc00000
-DATA lgc41<>+16(SB)/4, $0x7fc00000
-DATA lgc41<>+20(SB)/4, $0x7fc00000
-DATA lgc41<>+24(SB)/4, $0x7fc00000
-DATA lgc41<>+28(SB)/4, $0x7fc00000
+DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0x7fc00000
+DATA lgc42<>+4(SB)/4, $0x7fc00000
+DATA lgc42<>+8(SB)/4, $0x7fc00000
+DATA lgc42<>+12(SB)/4, $0x7fc00000
+DATA lgc42<>+16(SB)/4, $0x7fc00000
+DATA lgc42<>+20(SB)/4, $0x7fc00000
+DATA lgc42<>+24(SB)/4, $0x7fc00000
+DATA lgc42<>+28(SB)/4, $0x7fc00000
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1366,23 +1384,22 @@ bulk_16:
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc18<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc16<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc0<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
@@ -1390,6 +1407,7 @@ bulk_16:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1400,7 +1418,7 @@ bulk_16:
 	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc3<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc2<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

@@ -368,10 +368,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -383,7 +384,7 @@ blocks_2:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -396,7 +397,7 @@ blocks_2:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -409,7 +410,7 @@ blocks_2:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -422,7 +423,7 @@ blocks_2:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -440,10 +441,15 @@ blocks_2:
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -455,7 +461,7 @@ noflush_3:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -468,7 +474,7 @@ noflush_3:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -481,7 +487,7 @@ noflush_3:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -494,7 +500,7 @@ noflush_3:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -823,15 +829,21 @@ DATA lgc30<>+24(SB)/4, $0x42b00000
 DATA lgc30<>+28(SB)/4, $0x42b00000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x7f7fffff
-DATA lgc31<>+4(SB)/4, $0x7f7fffff
-DATA lgc31<>+8(SB)/4, $0x7f7fffff
-DATA lgc31<>+12(SB)/4, $0x7f7fffff
-DATA lgc31<>+16(SB)/4, $0x7f7fffff
-DATA lgc31<>+20(SB)/4, $0x7f7fffff
-DATA lgc31<>+24(SB)/4, $0x7f7fffff
-DATA lgc31<>+28(SB)/4, $0x7f7fffff
+DATA lgc31<>+0(SB)/8, $0x4020000000000000
+DATA lgc31<>+8(SB)/8, $0x4020000000000000
+DATA lgc31<>+16(SB)/8, $0x4020000000000000
+DATA lgc31<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x7f7fffff
+DATA lgc32<>+4(SB)/4, $0x7f7fffff
+DATA lgc32<>+8(SB)/4, $0x7f7fffff
+DATA lgc32<>+12(SB)/4, $0x7f7fffff
+DATA lgc32<>+16(SB)/4, $0x7f7fffff
+DATA lgc32<>+20(SB)/4, $0x7f7fffff
+DATA lgc32<>+24(SB)/4, $0x7f7fffff
+DATA lgc32<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
@@ -897,7 +909,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v100 = mul(2, logSumW)
-	VMULPS  lgc32<>+0(SB), Y0, Y0
+	VMULPS  lgc33<>+0(SB), Y0, Y0
 	MOVQ    s11+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -953,10 +965,11 @@ blocks_4:
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
 	JNZ          noflush_6
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -968,7 +981,7 @@ blocks_4:
 	VMOVUPS      Y0, 4864(CX)
 	VMOVUPS      5184(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -991,10 +1004,15 @@ noflush_6:
 	JL   blocks_4
 
 chunkdone_5:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1006,7 +1024,7 @@ chunkdone_5:
 	VMOVUPS      Y0, 4864(AX)
 	VMOVUPS      5184(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1022,15 +1040,15 @@ chunkdone_5:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x40000000
-DATA lgc32<>+4(SB)/4, $0x40000000
-DATA lgc32<>+8(SB)/4, $0x40000000
-DATA lgc32<>+12(SB)/4, $0x40000000
-DATA lgc32<>+16(SB)/4, $0x40000000
-DATA lgc32<>+20(SB)/4, $0x40000000
-DATA lgc32<>+24(SB)/4, $0x40000000
-DATA lgc32<>+28(SB)/4, $0x40000000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x40000000
+DATA lgc33<>+4(SB)/4, $0x40000000
+DATA lgc33<>+8(SB)/4, $0x40000000
+DATA lgc33<>+12(SB)/4, $0x40000000
+DATA lgc33<>+16(SB)/4, $0x40000000
+DATA lgc33<>+20(SB)/4, $0x40000000
+DATA lgc33<>+24(SB)/4, $0x40000000
+DATA lgc33<>+28(SB)/4, $0x40000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
 // Requires: AVX, AVX2
@@ -1145,7 +1163,7 @@ TEXT ·pass4AVX2(SB), $0-24
 
 	// v108 = div(v105, v107)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc33<>+0(SB), Y1
+	VMOVUPS lgc34<>+0(SB), Y1
 
 	// ess = div(v108, 16)
 	VDIVPS Y1, Y0, Y0
@@ -1156,15 +1174,15 @@ TEXT ·pass4AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x41800000
-DATA lgc33<>+4(SB)/4, $0x41800000
-DATA lgc33<>+8(SB)/4, $0x41800000
-DATA lgc33<>+12(SB)/4, $0x41800000
-DATA lgc33<>+16(SB)/4, $0x41800000
-DATA lgc33<>+20(SB)/4, $0x41800000
-DATA lgc33<>+24(SB)/4, $0x41800000
-DATA lgc33<>+28(SB)/4, $0x41800000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x41800000
+DATA lgc34<>+4(SB)/4, $0x41800000
+DATA lgc34<>+8(SB)/4, $0x41800000
+DATA lgc34<>+12(SB)/4, $0x41800000
+DATA lgc34<>+16(SB)/4, $0x41800000
+DATA lgc34<>+20(SB)/4, $0x41800000
+DATA lgc34<>+24(SB)/4, $0x41800000
+DATA lgc34<>+28(SB)/4, $0x41800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1194,7 +1212,7 @@ blocks_9:
 	VDIVPS Y0, Y3, Y0
 
 	// v91 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc34<>+0(SB), Y0, Y0
+	VADDPS lgc35<>+0(SB), Y0, Y0
 
 	// v92 = div(residVar, v91)
 	VDIVPS Y0, Y2, Y0
@@ -1215,15 +1233,15 @@ chunkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x34000000
-DATA lgc34<>+4(SB)/4, $0x34000000
-DATA lgc34<>+8(SB)/4, $0x34000000
-DATA lgc34<>+12(SB)/4, $0x34000000
-DATA lgc34<>+16(SB)/4, $0x34000000
-DATA lgc34<>+20(SB)/4, $0x34000000
-DATA lgc34<>+24(SB)/4, $0x34000000
-DATA lgc34<>+28(SB)/4, $0x34000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x34000000
+DATA lgc35<>+4(SB)/4, $0x34000000
+DATA lgc35<>+8(SB)/4, $0x34000000
+DATA lgc35<>+12(SB)/4, $0x34000000
+DATA lgc35<>+16(SB)/4, $0x34000000
+DATA lgc35<>+20(SB)/4, $0x34000000
+DATA lgc35<>+24(SB)/4, $0x34000000
+DATA lgc35<>+28(SB)/4, $0x34000000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1416,10 +1434,11 @@ blocks_12:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_13
+	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1436,10 +1455,15 @@ blocks_12:
 noflush_13:
 	SUBQ         $+8, CX
 	JGE          blocks_12
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1789,7 +1813,7 @@ blocks_15:
 
 	// v127 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc35<>+0(SB), Y6
+	VMOVUPS lgc36<>+0(SB), Y6
 
 	// v128 = where(v126, -1, v127)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -1891,10 +1915,11 @@ blocks_15:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_16
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+56(FP), DX
 	VMOVUPS      2240(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1906,7 +1931,7 @@ blocks_15:
 	VMOVUPS      Y0, 2240(DX)
 	VMOVUPS      2560(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1919,7 +1944,7 @@ blocks_15:
 	VMOVUPS      Y0, 2560(DX)
 	VMOVUPS      2880(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1932,7 +1957,7 @@ blocks_15:
 	VMOVUPS      Y0, 2880(DX)
 	VMOVUPS      3200(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1951,10 +1976,15 @@ noflush_16:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+48
 	JL           blocks_15
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      2240(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1966,7 +1996,7 @@ noflush_16:
 	VMOVUPS      Y0, 2240(CX)
 	VMOVUPS      2560(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1979,7 +2009,7 @@ noflush_16:
 	VMOVUPS      Y0, 2560(CX)
 	VMOVUPS      2880(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1992,7 +2022,7 @@ noflush_16:
 	VMOVUPS      Y0, 2880(CX)
 	VMOVUPS      3200(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2011,15 +2041,15 @@ noflush_16:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0xbf800000
-DATA lgc35<>+4(SB)/4, $0xbf800000
-DATA lgc35<>+8(SB)/4, $0xbf800000
-DATA lgc35<>+12(SB)/4, $0xbf800000
-DATA lgc35<>+16(SB)/4, $0xbf800000
-DATA lgc35<>+20(SB)/4, $0xbf800000
-DATA lgc35<>+24(SB)/4, $0xbf800000
-DATA lgc35<>+28(SB)/4, $0xbf800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0xbf800000
+DATA lgc36<>+4(SB)/4, $0xbf800000
+DATA lgc36<>+8(SB)/4, $0xbf800000
+DATA lgc36<>+12(SB)/4, $0xbf800000
+DATA lgc36<>+16(SB)/4, $0xbf800000
+DATA lgc36<>+20(SB)/4, $0xbf800000
+DATA lgc36<>+24(SB)/4, $0xbf800000
+DATA lgc36<>+28(SB)/4, $0xbf800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
@@ -2099,7 +2129,7 @@ blocks_17:
 	VDIVPS Y2, Y4, Y2
 
 	// v91 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc34<>+0(SB), Y2, Y2
+	VADDPS lgc35<>+0(SB), Y2, Y2
 
 	// v92 = div(residVar, v91)
 	VDIVPS Y2, Y3, Y2
@@ -2110,7 +2140,7 @@ blocks_17:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v100 = mul(2, logSumW)
-	VMULPS  lgc32<>+0(SB), Y2, Y2
+	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2168,10 +2198,11 @@ blocks_17:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_19
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      6016(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2183,7 +2214,7 @@ blocks_17:
 	VMOVUPS      Y0, 6016(CX)
 	VMOVUPS      6336(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2206,10 +2237,15 @@ noflush_19:
 	JL   blocks_17
 
 chunkdone_18:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
 	VMOVUPS      6016(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2221,7 +2257,7 @@ chunkdone_18:
 	VMOVUPS      Y0, 6016(AX)
 	VMOVUPS      6336(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2252,7 +2288,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v108 = div(v105, v107)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc33<>+0(SB), Y1
+	VMOVUPS lgc34<>+0(SB), Y1
 
 	// ess = div(v108, 16)
 	VDIVPS Y1, Y0, Y0
@@ -2322,23 +2358,22 @@ bulk_22:
 	CMPQ         BX, DX
 	JGE          bulkdone_23
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
-	VMULPS       lgc37<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
+	VMULPS       lgc38<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc24<>+0(SB), Y3, Y3
-	VPAND        lgc38<>+0(SB), Y1, Y1
+	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc39<>+0(SB), Y2, Y1
+	VPAND        lgc40<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc40<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
 	VMULPS       lgc22<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc41<>+0(SB), Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VMOVAPS      lgc42<>+0(SB), Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
@@ -2346,6 +2381,7 @@ bulk_22:
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2356,9 +2392,9 @@ bulk_22:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2369,165 +2405,165 @@ bulkdone_23:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x00800000
-DATA lgc36<>+4(SB)/4, $0x00800000
-DATA lgc36<>+8(SB)/4, $0x00800000
-DATA lgc36<>+12(SB)/4, $0x00800000
-DATA lgc36<>+16(SB)/4, $0x00800000
-DATA lgc36<>+20(SB)/4, $0x00800000
-DATA lgc36<>+24(SB)/4, $0x00800000
-DATA lgc36<>+28(SB)/4, $0x00800000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x4b000000
-DATA lgc37<>+4(SB)/4, $0x4b000000
-DATA lgc37<>+8(SB)/4, $0x4b000000
-DATA lgc37<>+12(SB)/4, $0x4b000000
-DATA lgc37<>+16(SB)/4, $0x4b000000
-DATA lgc37<>+20(SB)/4, $0x4b000000
-DATA lgc37<>+24(SB)/4, $0x4b000000
-DATA lgc37<>+28(SB)/4, $0x4b000000
+DATA lgc37<>+0(SB)/4, $0x00800000
+DATA lgc37<>+4(SB)/4, $0x00800000
+DATA lgc37<>+8(SB)/4, $0x00800000
+DATA lgc37<>+12(SB)/4, $0x00800000
+DATA lgc37<>+16(SB)/4, $0x00800000
+DATA lgc37<>+20(SB)/4, $0x00800000
+DATA lgc37<>+24(SB)/4, $0x00800000
+DATA lgc37<>+28(SB)/4, $0x00800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xffffffe9
-DATA lgc38<>+4(SB)/4, $0xffffffe9
-DATA lgc38<>+8(SB)/4, $0xffffffe9
-DATA lgc38<>+12(SB)/4, $0xffffffe9
-DATA lgc38<>+16(SB)/4, $0xffffffe9
-DATA lgc38<>+20(SB)/4, $0xffffffe9
-DATA lgc38<>+24(SB)/4, $0xffffffe9
-DATA lgc38<>+28(SB)/4, $0xffffffe9
+DATA lgc38<>+0(SB)/4, $0x4b000000
+DATA lgc38<>+4(SB)/4, $0x4b000000
+DATA lgc38<>+8(SB)/4, $0x4b000000
+DATA lgc38<>+12(SB)/4, $0x4b000000
+DATA lgc38<>+16(SB)/4, $0x4b000000
+DATA lgc38<>+20(SB)/4, $0x4b000000
+DATA lgc38<>+24(SB)/4, $0x4b000000
+DATA lgc38<>+28(SB)/4, $0x4b000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x007fffff
-DATA lgc39<>+4(SB)/4, $0x007fffff
-DATA lgc39<>+8(SB)/4, $0x007fffff
-DATA lgc39<>+12(SB)/4, $0x007fffff
-DATA lgc39<>+16(SB)/4, $0x007fffff
-DATA lgc39<>+20(SB)/4, $0x007fffff
-DATA lgc39<>+24(SB)/4, $0x007fffff
-DATA lgc39<>+28(SB)/4, $0x007fffff
+DATA lgc39<>+0(SB)/4, $0xffffffe9
+DATA lgc39<>+4(SB)/4, $0xffffffe9
+DATA lgc39<>+8(SB)/4, $0xffffffe9
+DATA lgc39<>+12(SB)/4, $0xffffffe9
+DATA lgc39<>+16(SB)/4, $0xffffffe9
+DATA lgc39<>+20(SB)/4, $0xffffffe9
+DATA lgc39<>+24(SB)/4, $0xffffffe9
+DATA lgc39<>+28(SB)/4, $0xffffffe9
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3fb504f3
-DATA lgc40<>+4(SB)/4, $0x3fb504f3
-DATA lgc40<>+8(SB)/4, $0x3fb504f3
-DATA lgc40<>+12(SB)/4, $0x3fb504f3
-DATA lgc40<>+16(SB)/4, $0x3fb504f3
-DATA lgc40<>+20(SB)/4, $0x3fb504f3
-DATA lgc40<>+24(SB)/4, $0x3fb504f3
-DATA lgc40<>+28(SB)/4, $0x3fb504f3
+DATA lgc40<>+0(SB)/4, $0x007fffff
+DATA lgc40<>+4(SB)/4, $0x007fffff
+DATA lgc40<>+8(SB)/4, $0x007fffff
+DATA lgc40<>+12(SB)/4, $0x007fffff
+DATA lgc40<>+16(SB)/4, $0x007fffff
+DATA lgc40<>+20(SB)/4, $0x007fffff
+DATA lgc40<>+24(SB)/4, $0x007fffff
+DATA lgc40<>+28(SB)/4, $0x007fffff
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3d9021bb
-DATA lgc41<>+4(SB)/4, $0x3d9021bb
-DATA lgc41<>+8(SB)/4, $0x3d9021bb
-DATA lgc41<>+12(SB)/4, $0x3d9021bb
-DATA lgc41<>+16(SB)/4, $0x3d9021bb
-DATA lgc41<>+20(SB)/4, $0x3d9021bb
-DATA lgc41<>+24(SB)/4, $0x3d9021bb
-DATA lgc41<>+28(SB)/4, $0x3d9021bb
+DATA lgc41<>+0(SB)/4, $0x3fb504f3
+DATA lgc41<>+4(SB)/4, $0x3fb504f3
+DATA lgc41<>+8(SB)/4, $0x3fb504f3
+DATA lgc41<>+12(SB)/4, $0x3fb504f3
+DATA lgc41<>+16(SB)/4, $0x3fb504f3
+DATA lgc41<>+20(SB)/4, $0x3fb504f3
+DATA lgc41<>+24(SB)/4, $0x3fb504f3
+DATA lgc41<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbdebd1b8
-DATA lgc42<>+4(SB)/4, $0xbdebd1b8
-DATA lgc42<>+8(SB)/4, $0xbdebd1b8
-DATA lgc42<>+12(SB)/4, $0xbdebd1b8
-DATA lgc42<>+16(SB)/4, $0xbdebd1b8
-DATA lgc42<>+20(SB)/4, $0xbdebd1b8
-DATA lgc42<>+24(SB)/4, $0xbdebd1b8
-DATA lgc42<>+28(SB)/4, $0xbdebd1b8
+DATA lgc42<>+0(SB)/4, $0x3d9021bb
+DATA lgc42<>+4(SB)/4, $0x3d9021bb
+DATA lgc42<>+8(SB)/4, $0x3d9021bb
+DATA lgc42<>+12(SB)/4, $0x3d9021bb
+DATA lgc42<>+16(SB)/4, $0x3d9021bb
+DATA lgc42<>+20(SB)/4, $0x3d9021bb
+DATA lgc42<>+24(SB)/4, $0x3d9021bb
+DATA lgc42<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3def251a
-DATA lgc43<>+4(SB)/4, $0x3def251a
-DATA lgc43<>+8(SB)/4, $0x3def251a
-DATA lgc43<>+12(SB)/4, $0x3def251a
-DATA lgc43<>+16(SB)/4, $0x3def251a
-DATA lgc43<>+20(SB)/4, $0x3def251a
-DATA lgc43<>+24(SB)/4, $0x3def251a
-DATA lgc43<>+28(SB)/4, $0x3def251a
+DATA lgc43<>+0(SB)/4, $0xbdebd1b8
+DATA lgc43<>+4(SB)/4, $0xbdebd1b8
+DATA lgc43<>+8(SB)/4, $0xbdebd1b8
+DATA lgc43<>+12(SB)/4, $0xbdebd1b8
+DATA lgc43<>+16(SB)/4, $0xbdebd1b8
+DATA lgc43<>+20(SB)/4, $0xbdebd1b8
+DATA lgc43<>+24(SB)/4, $0xbdebd1b8
+DATA lgc43<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+0(SB)/4, $0x3def251a
+DATA lgc44<>+4(SB)/4, $0x3def251a
+DATA lgc44<>+8(SB)/4, $0x3def251a
+DATA lgc44<>+12(SB)/4, $0x3def251a
+DATA lgc44<>+16(SB)/4, $0x3def251a
+DATA lgc44<>+20(SB)/4, $0x3def251a
+DATA lgc44<>+24(SB)/4, $0x3def251a
+DATA lgc44<>+28(SB)/4, $0x3def251a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3e11e9bf
-DATA lgc45<>+4(SB)/4, $0x3e11e9bf
-DATA lgc45<>+8(SB)/4, $0x3e11e9bf
-DATA lgc45<>+12(SB)/4, $0x3e11e9bf
-DATA lgc45<>+16(SB)/4, $0x3e11e9bf
-DATA lgc45<>+20(SB)/4, $0x3e11e9bf
-DATA lgc45<>+24(SB)/4, $0x3e11e9bf
-DATA lgc45<>+28(SB)/4, $0x3e11e9bf
+DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbe2aae50
-DATA lgc46<>+4(SB)/4, $0xbe2aae50
-DATA lgc46<>+8(SB)/4, $0xbe2aae50
-DATA lgc46<>+12(SB)/4, $0xbe2aae50
-DATA lgc46<>+16(SB)/4, $0xbe2aae50
-DATA lgc46<>+20(SB)/4, $0xbe2aae50
-DATA lgc46<>+24(SB)/4, $0xbe2aae50
-DATA lgc46<>+28(SB)/4, $0xbe2aae50
+DATA lgc46<>+0(SB)/4, $0x3e11e9bf
+DATA lgc46<>+4(SB)/4, $0x3e11e9bf
+DATA lgc46<>+8(SB)/4, $0x3e11e9bf
+DATA lgc46<>+12(SB)/4, $0x3e11e9bf
+DATA lgc46<>+16(SB)/4, $0x3e11e9bf
+DATA lgc46<>+20(SB)/4, $0x3e11e9bf
+DATA lgc46<>+24(SB)/4, $0x3e11e9bf
+DATA lgc46<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3e4cceac
-DATA lgc47<>+4(SB)/4, $0x3e4cceac
-DATA lgc47<>+8(SB)/4, $0x3e4cceac
-DATA lgc47<>+12(SB)/4, $0x3e4cceac
-DATA lgc47<>+16(SB)/4, $0x3e4cceac
-DATA lgc47<>+20(SB)/4, $0x3e4cceac
-DATA lgc47<>+24(SB)/4, $0x3e4cceac
-DATA lgc47<>+28(SB)/4, $0x3e4cceac
+DATA lgc47<>+0(SB)/4, $0xbe2aae50
+DATA lgc47<>+4(SB)/4, $0xbe2aae50
+DATA lgc47<>+8(SB)/4, $0xbe2aae50
+DATA lgc47<>+12(SB)/4, $0xbe2aae50
+DATA lgc47<>+16(SB)/4, $0xbe2aae50
+DATA lgc47<>+20(SB)/4, $0xbe2aae50
+DATA lgc47<>+24(SB)/4, $0xbe2aae50
+DATA lgc47<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbe7ffffc
-DATA lgc48<>+4(SB)/4, $0xbe7ffffc
-DATA lgc48<>+8(SB)/4, $0xbe7ffffc
-DATA lgc48<>+12(SB)/4, $0xbe7ffffc
-DATA lgc48<>+16(SB)/4, $0xbe7ffffc
-DATA lgc48<>+20(SB)/4, $0xbe7ffffc
-DATA lgc48<>+24(SB)/4, $0xbe7ffffc
-DATA lgc48<>+28(SB)/4, $0xbe7ffffc
+DATA lgc48<>+0(SB)/4, $0x3e4cceac
+DATA lgc48<>+4(SB)/4, $0x3e4cceac
+DATA lgc48<>+8(SB)/4, $0x3e4cceac
+DATA lgc48<>+12(SB)/4, $0x3e4cceac
+DATA lgc48<>+16(SB)/4, $0x3e4cceac
+DATA lgc48<>+20(SB)/4, $0x3e4cceac
+DATA lgc48<>+24(SB)/4, $0x3e4cceac
+DATA lgc48<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+0(SB)/4, $0xbe7ffffc
+DATA lgc49<>+4(SB)/4, $0xbe7ffffc
+DATA lgc49<>+8(SB)/4, $0xbe7ffffc
+DATA lgc49<>+12(SB)/4, $0xbe7ffffc
+DATA lgc49<>+16(SB)/4, $0xbe7ffffc
+DATA lgc49<>+20(SB)/4, $0xbe7ffffc
+DATA lgc49<>+24(SB)/4, $0xbe7ffffc
+DATA lgc49<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x7fc00000
-DATA lgc50<>+4(SB)/4, $0x7fc00000
-DATA lgc50<>+8(SB)/4, $0x7fc00000
-DATA lgc50<>+12(SB)/4, $0x7fc00000
-DATA lgc50<>+16(SB)/4, $0x7fc00000
-DATA lgc50<>+20(SB)/4, $0x7fc00000
-DATA lgc50<>+24(SB)/4, $0x7fc00000
-DATA lgc50<>+28(SB)/4, $0x7fc00000
+DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x7f800000
-DATA lgc51<>+4(SB)/4, $0x7f800000
-DATA lgc51<>+8(SB)/4, $0x7f800000
-DATA lgc51<>+12(SB)/4, $0x7f800000
-DATA lgc51<>+16(SB)/4, $0x7f800000
-DATA lgc51<>+20(SB)/4, $0x7f800000
-DATA lgc51<>+24(SB)/4, $0x7f800000
-DATA lgc51<>+28(SB)/4, $0x7f800000
+DATA lgc51<>+0(SB)/4, $0x7fc00000
+DATA lgc51<>+4(SB)/4, $0x7fc00000
+DATA lgc51<>+8(SB)/4, $0x7fc00000
+DATA lgc51<>+12(SB)/4, $0x7fc00000
+DATA lgc51<>+16(SB)/4, $0x7fc00000
+DATA lgc51<>+20(SB)/4, $0x7fc00000
+DATA lgc51<>+24(SB)/4, $0x7fc00000
+DATA lgc51<>+28(SB)/4, $0x7fc00000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
+
+DATA lgc52<>+0(SB)/4, $0x7f800000
+DATA lgc52<>+4(SB)/4, $0x7f800000
+DATA lgc52<>+8(SB)/4, $0x7f800000
+DATA lgc52<>+12(SB)/4, $0x7f800000
+DATA lgc52<>+16(SB)/4, $0x7f800000
+DATA lgc52<>+20(SB)/4, $0x7f800000
+DATA lgc52<>+24(SB)/4, $0x7f800000
+DATA lgc52<>+28(SB)/4, $0x7f800000
+GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2542,23 +2578,22 @@ bulk_24:
 	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
-	VMULPS       lgc37<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
+	VMULPS       lgc38<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc24<>+0(SB), Y4, Y4
-	VPAND        lgc38<>+0(SB), Y2, Y2
+	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc39<>+0(SB), Y3, Y2
+	VPAND        lgc40<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc40<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
 	VMULPS       lgc22<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc41<>+0(SB), Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VMOVAPS      lgc42<>+0(SB), Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
@@ -2566,6 +2601,7 @@ bulk_24:
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2576,9 +2612,9 @@ bulk_24:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -2589,8 +2625,8 @@ bulk_24:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_24

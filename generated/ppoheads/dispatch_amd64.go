@@ -32,15 +32,21 @@ type avxState struct {
 	r35_n    []float64
 	r35_mean []float64
 	r35_m2   []float64
+	r35_p    []float32
+	r35_pm2  []float32
+	r35_pc   []float32
 	r36_n    []float64
 	r36_mean []float64
 	r36_m2   []float64
+	r36_p    []float32
+	r36_pm2  []float32
+	r36_pc   []float32
 	p0_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 360)}
+	st := &avxState{buf: make([]float64, 456)}
 	st.r7_s = st.buf[8:24]
 	st.r7_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r9_s = st.buf[48:64]
@@ -54,10 +60,16 @@ var avxPool = sync.Pool{New: func() any {
 	st.r35_n = st.buf[208:224]
 	st.r35_mean = st.buf[232:248]
 	st.r35_m2 = st.buf[256:272]
-	st.r36_n = st.buf[280:296]
-	st.r36_mean = st.buf[304:320]
-	st.r36_m2 = st.buf[328:344]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 8)
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r35_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
+	st.r35_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r36_n = st.buf[328:344]
+	st.r36_mean = st.buf[352:368]
+	st.r36_m2 = st.buf[376:392]
+	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r36_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
+	st.r36_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -86,9 +98,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r35_n, 0)
 		runtime.Fill(st.r35_mean, 0)
 		runtime.Fill(st.r35_m2, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r35_pm2, 0)
+		runtime.Fill(st.r35_pc, 0)
 		runtime.Fill(st.r36_n, 0)
 		runtime.Fill(st.r36_mean, 0)
 		runtime.Fill(st.r36_m2, 0)
+		runtime.Fill(st.r36_p, 0)
+		runtime.Fill(st.r36_pm2, 0)
+		runtime.Fill(st.r36_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
 	}
@@ -161,15 +179,21 @@ type fbAvxState struct {
 	r35_n    []float64
 	r35_mean []float64
 	r35_m2   []float64
+	r35_p    []float32
+	r35_pm2  []float32
+	r35_pc   []float32
 	r36_n    []float64
 	r36_mean []float64
 	r36_m2   []float64
+	r36_p    []float32
+	r36_pm2  []float32
+	r36_pc   []float32
 	p0_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 360)}
+	st := &fbAvxState{buf: make([]float64, 456)}
 	st.r7_s = st.buf[8:24]
 	st.r7_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r9_s = st.buf[48:64]
@@ -183,10 +207,16 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r35_n = st.buf[208:224]
 	st.r35_mean = st.buf[232:248]
 	st.r35_m2 = st.buf[256:272]
-	st.r36_n = st.buf[280:296]
-	st.r36_mean = st.buf[304:320]
-	st.r36_m2 = st.buf[328:344]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 8)
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r35_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
+	st.r35_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r36_n = st.buf[328:344]
+	st.r36_mean = st.buf[352:368]
+	st.r36_m2 = st.buf[376:392]
+	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r36_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
+	st.r36_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -216,9 +246,15 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r35_n, 0)
 		runtime.Fill(st.r35_mean, 0)
 		runtime.Fill(st.r35_m2, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r35_pm2, 0)
+		runtime.Fill(st.r35_pc, 0)
 		runtime.Fill(st.r36_n, 0)
 		runtime.Fill(st.r36_mean, 0)
 		runtime.Fill(st.r36_m2, 0)
+		runtime.Fill(st.r36_p, 0)
+		runtime.Fill(st.r36_pm2, 0)
+		runtime.Fill(st.r36_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
 	}

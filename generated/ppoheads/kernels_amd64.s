@@ -131,64 +131,32 @@ blocks_1:
 	VMOVUPS Y4, 1536(DX)
 
 	// var(diff) over [B]
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VMOVUPD      1664(DX), Y5
-	VADDPD       lgc17<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 1664(DX)
-	VMOVSD       lgc17<>+0(SB), X6
-	VDIVSD       X5, X6, X5
-	VBROADCASTSD X5, Y5
-	VMOVUPD      1856(DX), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y5, Y6
-	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      2048(DX), Y8
-	VFMADD231PD  Y7, Y4, Y8
-	VMOVUPD      Y6, 1856(DX)
-	VMOVUPD      Y8, 2048(DX)
-	VMOVUPD      1696(DX), Y4
-	VADDPD       lgc17<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 1696(DX)
-	VMOVUPD      1888(DX), Y4
-	VSUBPD       Y4, Y3, Y6
-	VFMADD231PD  Y6, Y5, Y4
-	VSUBPD       Y4, Y3, Y3
-	VMOVUPD      2080(DX), Y5
-	VFMADD231PD  Y6, Y3, Y5
-	VMOVUPD      Y4, 1888(DX)
-	VMOVUPD      Y5, 2080(DX)
+	VMOVQ        CX, X4
+	VPBROADCASTD X4, Y4
+	VPCMPEQD     lgc17<>+0(SB), Y4, Y4
+	VMOVUPS      2496(DX), Y5
+	VBLENDVPS    Y4, Y3, Y5, Y5
+	VMOVUPS      Y5, 2496(DX)
+	VSUBPS       Y5, Y3, Y3
+	VADDPS       2240(DX), Y3, Y4
+	VMOVUPS      Y4, 2240(DX)
+	VMOVUPS      2368(DX), Y4
+	VFMADD231PS  Y3, Y3, Y4
+	VMOVUPS      Y4, 2368(DX)
 
 	// var(valueTarget) over [B]
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      2240(DX), Y4
-	VADDPD       lgc17<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 2240(DX)
-	VMOVSD       lgc17<>+0(SB), X5
-	VDIVSD       X4, X5, X4
-	VBROADCASTSD X4, Y4
-	VMOVUPD      2432(DX), Y5
-	VSUBPD       Y5, Y3, Y6
-	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y3, Y3
-	VMOVUPD      2624(DX), Y7
-	VFMADD231PD  Y6, Y3, Y7
-	VMOVUPD      Y5, 2432(DX)
-	VMOVUPD      Y7, 2624(DX)
-	VMOVUPD      2272(DX), Y3
-	VADDPD       lgc17<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 2272(DX)
-	VMOVUPD      2464(DX), Y3
-	VSUBPD       Y3, Y1, Y5
-	VFMADD231PD  Y5, Y4, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      2656(DX), Y4
-	VFMADD231PD  Y5, Y1, Y4
-	VMOVUPD      Y3, 2464(DX)
-	VMOVUPD      Y4, 2656(DX)
+	VMOVQ        CX, X3
+	VPBROADCASTD X3, Y3
+	VPCMPEQD     lgc17<>+0(SB), Y3, Y3
+	VMOVUPS      3456(DX), Y4
+	VBLENDVPS    Y3, Y1, Y4, Y4
+	VMOVUPS      Y4, 3456(DX)
+	VSUBPS       Y4, Y1, Y1
+	VADDPS       3200(DX), Y1, Y3
+	VMOVUPS      Y3, 3200(DX)
+	VMOVUPS      3328(DX), Y3
+	VFMADD231PS  Y1, Y1, Y3
+	VMOVUPS      Y3, 3328(DX)
 
 	// store compositeEntropyMoveEntropy
 	MOVQ    compositeEntropyMoveEntropy+80(FP), DX
@@ -199,73 +167,188 @@ blocks_1:
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_3
+	VMOVUPD      lgc18<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       2816(CX), Y1, Y1
-	VMOVUPS      Y1, 2816(CX)
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
+	VADDPD       416(CX), Y1, Y1
+	VMOVUPD      Y1, 416(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
+	VADDPD       736(CX), Y1, Y1
+	VMOVUPD      Y1, 736(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
+	VADDPD       1056(CX), Y1, Y1
+	VMOVUPD      Y1, 1056(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(CX), Y3, Y3
+	VMOVUPD      Y3, 1344(CX)
+	VADDPD       1376(CX), Y1, Y1
+	VMOVUPD      Y1, 1376(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      2240(CX), Y1
+	VMOVUPS      2368(CX), Y3
+	VANDPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
+	VANDPS       lgc19<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2496(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1664(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1664(CX)
+	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1856(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1856(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       2048(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 2048(CX)
+	VMAXPD       lgc22<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1696(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1696(CX)
+	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      1888(CX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 1888(CX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       2080(CX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 2080(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(CX)
+	VMOVUPS      Y1, 2368(CX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      3200(CX), Y1
+	VMOVUPS      3328(CX), Y3
+	VANDPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
+	VANDPS       lgc19<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      3456(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      2624(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 2624(CX)
+	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      2816(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 2816(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       3008(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 3008(CX)
+	VMAXPD       lgc22<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      2656(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 2656(CX)
+	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      2848(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 2848(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       3040(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 3040(CX)
+	VMOVUPS      lgc21<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(CX)
+	VMOVUPS      Y0, 3328(CX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3584(CX), Y2, Y2
+	VMOVUPS      Y2, 3584(CX)
 	MOVQ         $+8, CX
 
 noflush_3:
@@ -276,73 +359,192 @@ noflush_3:
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc21<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y2, Y2
-	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y2, Y2
-	VMOVUPD      Y2, 384(AX)
-	VADDPD       416(AX), Y0, Y0
-	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VMOVUPS      896(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y2, Y2
-	VMOVUPD      Y2, 704(AX)
-	VADDPD       736(AX), Y0, Y0
-	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 896(AX)
-	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y2, Y2
-	VMOVUPD      Y2, 1024(AX)
-	VADDPD       1056(AX), Y0, Y0
-	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(AX)
-	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(AX), Y2, Y2
-	VMOVUPD      Y2, 1344(AX)
-	VADDPD       1376(AX), Y0, Y0
-	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(AX)
-	VANDPS       2816(AX), Y1, Y1
-	VMOVUPS      Y1, 2816(AX)
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(AX), Y3, Y3
+	VMOVUPD      Y3, 64(AX)
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(AX), Y3, Y3
+	VMOVUPD      Y3, 384(AX)
+	VADDPD       416(AX), Y1, Y1
+	VMOVUPD      Y1, 416(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 576(AX)
+	VMOVUPS      896(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(AX), Y3, Y3
+	VMOVUPD      Y3, 704(AX)
+	VADDPD       736(AX), Y1, Y1
+	VMOVUPD      Y1, 736(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 896(AX)
+	VMOVUPS      1216(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(AX), Y3, Y3
+	VMOVUPD      Y3, 1024(AX)
+	VADDPD       1056(AX), Y1, Y1
+	VMOVUPD      Y1, 1056(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(AX)
+	VMOVUPS      1536(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(AX), Y3, Y3
+	VMOVUPD      Y3, 1344(AX)
+	VADDPD       1376(AX), Y1, Y1
+	VMOVUPD      Y1, 1376(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(AX)
+	VMOVUPS      2240(AX), Y1
+	VMOVUPS      2368(AX), Y3
+	VANDPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
+	VANDPS       lgc19<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2496(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1664(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1664(AX)
+	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1856(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1856(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       2048(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 2048(AX)
+	VMAXPD       lgc22<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1696(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1696(AX)
+	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      1888(AX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 1888(AX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       2080(AX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 2080(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(AX)
+	VMOVUPS      Y1, 2368(AX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      3200(AX), Y1
+	VMOVUPS      3328(AX), Y3
+	VANDPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
+	VANDPS       lgc19<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      3456(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      2624(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 2624(AX)
+	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      2816(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 2816(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       3008(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 3008(AX)
+	VMAXPD       lgc22<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      2656(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 2656(AX)
+	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      2848(AX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 2848(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       3040(AX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 3040(AX)
+	VMOVUPS      lgc21<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(AX)
+	VMOVUPS      Y0, 3328(AX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3584(AX), Y2, Y2
+	VMOVUPS      Y2, 3584(AX)
 	VZEROUPPER
 	RET
 
@@ -516,41 +718,57 @@ DATA lgc16<>+24(SB)/4, $0xbd4ccccd
 DATA lgc16<>+28(SB)/4, $0xbd4ccccd
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc17<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc17<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc17<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc17<>+0(SB)/4, $0x00000008
+DATA lgc17<>+4(SB)/4, $0x00000008
+DATA lgc17<>+8(SB)/4, $0x00000008
+DATA lgc17<>+12(SB)/4, $0x00000008
+DATA lgc17<>+16(SB)/4, $0x00000008
+DATA lgc17<>+20(SB)/4, $0x00000008
+DATA lgc17<>+24(SB)/4, $0x00000008
+DATA lgc17<>+28(SB)/4, $0x00000008
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x7fffffff
-DATA lgc18<>+4(SB)/4, $0x7fffffff
-DATA lgc18<>+8(SB)/4, $0x7fffffff
-DATA lgc18<>+12(SB)/4, $0x7fffffff
-DATA lgc18<>+16(SB)/4, $0x7fffffff
-DATA lgc18<>+20(SB)/4, $0x7fffffff
-DATA lgc18<>+24(SB)/4, $0x7fffffff
-DATA lgc18<>+28(SB)/4, $0x7fffffff
+DATA lgc18<>+0(SB)/8, $0x4020000000000000
+DATA lgc18<>+8(SB)/8, $0x4020000000000000
+DATA lgc18<>+16(SB)/8, $0x4020000000000000
+DATA lgc18<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x7f7fffff
-DATA lgc19<>+4(SB)/4, $0x7f7fffff
-DATA lgc19<>+8(SB)/4, $0x7f7fffff
-DATA lgc19<>+12(SB)/4, $0x7f7fffff
-DATA lgc19<>+16(SB)/4, $0x7f7fffff
-DATA lgc19<>+20(SB)/4, $0x7f7fffff
-DATA lgc19<>+24(SB)/4, $0x7f7fffff
-DATA lgc19<>+28(SB)/4, $0x7f7fffff
+DATA lgc19<>+0(SB)/4, $0x7fffffff
+DATA lgc19<>+4(SB)/4, $0x7fffffff
+DATA lgc19<>+8(SB)/4, $0x7fffffff
+DATA lgc19<>+12(SB)/4, $0x7fffffff
+DATA lgc19<>+16(SB)/4, $0x7fffffff
+DATA lgc19<>+20(SB)/4, $0x7fffffff
+DATA lgc19<>+24(SB)/4, $0x7fffffff
+DATA lgc19<>+28(SB)/4, $0x7fffffff
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000000
-DATA lgc20<>+4(SB)/4, $0x00000000
-DATA lgc20<>+8(SB)/4, $0x00000000
-DATA lgc20<>+12(SB)/4, $0x00000000
-DATA lgc20<>+16(SB)/4, $0x00000000
-DATA lgc20<>+20(SB)/4, $0x00000000
-DATA lgc20<>+24(SB)/4, $0x00000000
-DATA lgc20<>+28(SB)/4, $0x00000000
+DATA lgc20<>+0(SB)/4, $0x7f7fffff
+DATA lgc20<>+4(SB)/4, $0x7f7fffff
+DATA lgc20<>+8(SB)/4, $0x7f7fffff
+DATA lgc20<>+12(SB)/4, $0x7f7fffff
+DATA lgc20<>+16(SB)/4, $0x7f7fffff
+DATA lgc20<>+20(SB)/4, $0x7f7fffff
+DATA lgc20<>+24(SB)/4, $0x7f7fffff
+DATA lgc20<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x00000000
+DATA lgc21<>+4(SB)/4, $0x00000000
+DATA lgc21<>+8(SB)/4, $0x00000000
+DATA lgc21<>+12(SB)/4, $0x00000000
+DATA lgc21<>+16(SB)/4, $0x00000000
+DATA lgc21<>+20(SB)/4, $0x00000000
+DATA lgc21<>+24(SB)/4, $0x00000000
+DATA lgc21<>+28(SB)/4, $0x00000000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc22<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc22<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc22<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -560,7 +778,7 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v38 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc21<>+0(SB), Y0, Y0
+	VADDPS       lgc23<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -577,15 +795,15 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc21<>+0(SB)/4, $0x34000000
-DATA lgc21<>+4(SB)/4, $0x34000000
-DATA lgc21<>+8(SB)/4, $0x34000000
-DATA lgc21<>+12(SB)/4, $0x34000000
-DATA lgc21<>+16(SB)/4, $0x34000000
-DATA lgc21<>+20(SB)/4, $0x34000000
-DATA lgc21<>+24(SB)/4, $0x34000000
-DATA lgc21<>+28(SB)/4, $0x34000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+DATA lgc23<>+0(SB)/4, $0x34000000
+DATA lgc23<>+4(SB)/4, $0x34000000
+DATA lgc23<>+8(SB)/4, $0x34000000
+DATA lgc23<>+12(SB)/4, $0x34000000
+DATA lgc23<>+16(SB)/4, $0x34000000
+DATA lgc23<>+20(SB)/4, $0x34000000
+DATA lgc23<>+24(SB)/4, $0x34000000
+DATA lgc23<>+28(SB)/4, $0x34000000
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
 // Requires: AVX, AVX2, FMA3
@@ -718,72 +936,40 @@ blocks_4:
 	VMOVUPS Y7, 96(SP)
 
 	// var(diff) over [B]
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VMOVUPD      1664(DX), Y5
-	VADDPD       lgc17<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 1664(DX)
-	VMOVSD       lgc17<>+0(SB), X7
-	VDIVSD       X5, X7, X5
-	VBROADCASTSD X5, Y5
-	VMOVUPD      1856(DX), Y7
-	VSUBPD       Y7, Y0, Y8
-	VFMADD231PD  Y8, Y5, Y7
-	VSUBPD       Y7, Y0, Y0
-	VMOVUPD      2048(DX), Y9
-	VFMADD231PD  Y8, Y0, Y9
-	VMOVUPD      Y7, 1856(DX)
-	VMOVUPD      Y9, 2048(DX)
-	VMOVUPD      1696(DX), Y0
-	VADDPD       lgc17<>+0(SB), Y0, Y0
-	VMOVUPD      Y0, 1696(DX)
-	VMOVUPD      1888(DX), Y0
-	VSUBPD       Y0, Y2, Y7
-	VFMADD231PD  Y7, Y5, Y0
-	VSUBPD       Y0, Y2, Y2
-	VMOVUPD      2080(DX), Y5
-	VFMADD231PD  Y7, Y2, Y5
-	VMOVUPD      Y0, 1888(DX)
-	VMOVUPD      Y5, 2080(DX)
+	VMOVQ        CX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPEQD     lgc17<>+0(SB), Y0, Y0
+	VMOVUPS      2496(DX), Y2
+	VBLENDVPS    Y0, Y3, Y2, Y2
+	VMOVUPS      Y2, 2496(DX)
+	VSUBPS       Y2, Y3, Y0
+	VADDPS       2240(DX), Y0, Y2
+	VMOVUPS      Y2, 2240(DX)
+	VMOVUPS      2368(DX), Y2
+	VFMADD231PS  Y0, Y0, Y2
+	VMOVUPS      Y2, 2368(DX)
 
 	// var(valueTarget) over [B]
-	VCVTPS2PD    X1, Y0
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      2240(DX), Y2
-	VADDPD       lgc17<>+0(SB), Y2, Y2
-	VMOVUPD      Y2, 2240(DX)
-	VMOVSD       lgc17<>+0(SB), X5
-	VDIVSD       X2, X5, X2
-	VBROADCASTSD X2, Y2
-	VMOVUPD      2432(DX), Y5
-	VSUBPD       Y5, Y0, Y7
-	VFMADD231PD  Y7, Y2, Y5
-	VSUBPD       Y5, Y0, Y0
-	VMOVUPD      2624(DX), Y8
-	VFMADD231PD  Y7, Y0, Y8
-	VMOVUPD      Y5, 2432(DX)
-	VMOVUPD      Y8, 2624(DX)
-	VMOVUPD      2272(DX), Y0
-	VADDPD       lgc17<>+0(SB), Y0, Y0
-	VMOVUPD      Y0, 2272(DX)
-	VMOVUPD      2464(DX), Y0
-	VSUBPD       Y0, Y1, Y5
-	VFMADD231PD  Y5, Y2, Y0
-	VSUBPD       Y0, Y1, Y1
-	VMOVUPD      2656(DX), Y2
-	VFMADD231PD  Y5, Y1, Y2
-	VMOVUPD      Y0, 2464(DX)
-	VMOVUPD      Y2, 2656(DX)
-	VMOVUPS      lgc22<>+0(SB), Y0
+	VMOVQ        CX, X0
+	VPBROADCASTD X0, Y0
+	VPCMPEQD     lgc17<>+0(SB), Y0, Y0
+	VMOVUPS      3456(DX), Y2
+	VBLENDVPS    Y0, Y1, Y2, Y2
+	VMOVUPS      Y2, 3456(DX)
+	VSUBPS       Y2, Y1, Y0
+	VADDPS       3200(DX), Y0, Y1
+	VMOVUPS      Y1, 3200(DX)
+	VMOVUPS      3328(DX), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 3328(DX)
+	VMOVUPS      lgc24<>+0(SB), Y0
 
 	// v43 = where(v28, 0.0009765625, 0)
 	VANDPS Y0, Y6, Y1
 
 	// v44 = where(v28, 0, 0.0009765625)
 	VANDNPS Y0, Y6, Y0
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v45 = ne(v43, 0)
 	VCMPPS $0x04, Y2, Y1, Y5
@@ -817,8 +1003,8 @@ blocks_4:
 	VCMPPS $0x11, Y2, Y3, Y4
 
 	// v56 = mul(diff, 0)
-	VMULPS  lgc20<>+0(SB), Y3, Y3
-	VMOVUPS lgc23<>+0(SB), Y5
+	VMULPS  lgc21<>+0(SB), Y3, Y3
+	VMOVUPS lgc25<>+0(SB), Y5
 
 	// v57 = where(v54, -1, v56)
 	VBLENDVPS Y4, Y5, Y3, Y3
@@ -842,7 +1028,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(-0.0009765625, advantage)
-	VMULPS lgc24<>+0(SB), Y1, Y1
+	VMULPS lgc26<>+0(SB), Y1, Y1
 
 	// v67 = ne(v66, 0)
 	VCMPPS  $0x04, Y2, Y1, Y2
@@ -853,8 +1039,8 @@ blocks_4:
 
 	// gradLogProb = where(v67, v68, v66)
 	VBLENDVPS Y2, Y3, Y1, Y1
-	VMOVUPS   lgc25<>+0(SB), Y2
-	VMOVUPS   lgc26<>+0(SB), Y3
+	VMOVUPS   lgc27<>+0(SB), Y2
+	VMOVUPS   lgc28<>+0(SB), Y3
 	VMOVUPS   32(SP), Y4
 
 	// store compositeEntropyMoveEntropy
@@ -883,73 +1069,188 @@ blocks_4:
 	VMOVUPS      Y3, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
+	VMOVUPD      lgc18<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       2816(CX), Y1, Y1
-	VMOVUPS      Y1, 2816(CX)
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
+	VADDPD       416(CX), Y1, Y1
+	VMOVUPD      Y1, 416(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
+	VADDPD       736(CX), Y1, Y1
+	VMOVUPD      Y1, 736(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
+	VADDPD       1056(CX), Y1, Y1
+	VMOVUPD      Y1, 1056(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(CX), Y3, Y3
+	VMOVUPD      Y3, 1344(CX)
+	VADDPD       1376(CX), Y1, Y1
+	VMOVUPD      Y1, 1376(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      2240(CX), Y1
+	VMOVUPS      2368(CX), Y3
+	VANDPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
+	VANDPS       lgc19<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2496(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1664(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1664(CX)
+	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1856(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1856(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       2048(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 2048(CX)
+	VMAXPD       lgc22<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1696(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1696(CX)
+	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      1888(CX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 1888(CX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       2080(CX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 2080(CX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(CX)
+	VMOVUPS      Y1, 2368(CX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      3200(CX), Y1
+	VMOVUPS      3328(CX), Y3
+	VANDPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
+	VANDPS       lgc19<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      3456(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      2624(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 2624(CX)
+	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      2816(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 2816(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       3008(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 3008(CX)
+	VMAXPD       lgc22<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      2656(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 2656(CX)
+	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      2848(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 2848(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       3040(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 3040(CX)
+	VMOVUPS      lgc21<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(CX)
+	VMOVUPS      Y0, 3328(CX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3584(CX), Y2, Y2
+	VMOVUPS      Y2, 3584(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
@@ -960,125 +1261,244 @@ noflush_6:
 	JL   blocks_4
 
 chunkdone_5:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc21<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y2, Y2
-	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y2, Y2
-	VMOVUPD      Y2, 384(AX)
-	VADDPD       416(AX), Y0, Y0
-	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VMOVUPS      896(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y2, Y2
-	VMOVUPD      Y2, 704(AX)
-	VADDPD       736(AX), Y0, Y0
-	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 896(AX)
-	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y2, Y2
-	VMOVUPD      Y2, 1024(AX)
-	VADDPD       1056(AX), Y0, Y0
-	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(AX)
-	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(AX), Y2, Y2
-	VMOVUPD      Y2, 1344(AX)
-	VADDPD       1376(AX), Y0, Y0
-	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(AX)
-	VANDPS       2816(AX), Y1, Y1
-	VMOVUPS      Y1, 2816(AX)
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(AX), Y3, Y3
+	VMOVUPD      Y3, 64(AX)
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(AX), Y3, Y3
+	VMOVUPD      Y3, 384(AX)
+	VADDPD       416(AX), Y1, Y1
+	VMOVUPD      Y1, 416(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 576(AX)
+	VMOVUPS      896(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(AX), Y3, Y3
+	VMOVUPD      Y3, 704(AX)
+	VADDPD       736(AX), Y1, Y1
+	VMOVUPD      Y1, 736(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 896(AX)
+	VMOVUPS      1216(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(AX), Y3, Y3
+	VMOVUPD      Y3, 1024(AX)
+	VADDPD       1056(AX), Y1, Y1
+	VMOVUPD      Y1, 1056(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(AX)
+	VMOVUPS      1536(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc20<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(AX), Y3, Y3
+	VMOVUPD      Y3, 1344(AX)
+	VADDPD       1376(AX), Y1, Y1
+	VMOVUPD      Y1, 1376(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(AX)
+	VMOVUPS      2240(AX), Y1
+	VMOVUPS      2368(AX), Y3
+	VANDPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
+	VANDPS       lgc19<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2496(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1664(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1664(AX)
+	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1856(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1856(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       2048(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 2048(AX)
+	VMAXPD       lgc22<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1696(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1696(AX)
+	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      1888(AX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 1888(AX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       2080(AX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 2080(AX)
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(AX)
+	VMOVUPS      Y1, 2368(AX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      3200(AX), Y1
+	VMOVUPS      3328(AX), Y3
+	VANDPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
+	VANDPS       lgc19<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      3456(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      2624(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 2624(AX)
+	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      2816(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 2816(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       3008(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 3008(AX)
+	VMAXPD       lgc22<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      2656(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 2656(AX)
+	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      2848(AX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 2848(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       3040(AX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 3040(AX)
+	VMOVUPS      lgc21<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(AX)
+	VMOVUPS      Y0, 3328(AX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3584(AX), Y2, Y2
+	VMOVUPS      Y2, 3584(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc22<>+0(SB)/4, $0x3a800000
-DATA lgc22<>+4(SB)/4, $0x3a800000
-DATA lgc22<>+8(SB)/4, $0x3a800000
-DATA lgc22<>+12(SB)/4, $0x3a800000
-DATA lgc22<>+16(SB)/4, $0x3a800000
-DATA lgc22<>+20(SB)/4, $0x3a800000
-DATA lgc22<>+24(SB)/4, $0x3a800000
-DATA lgc22<>+28(SB)/4, $0x3a800000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0xbf800000
-DATA lgc23<>+4(SB)/4, $0xbf800000
-DATA lgc23<>+8(SB)/4, $0xbf800000
-DATA lgc23<>+12(SB)/4, $0xbf800000
-DATA lgc23<>+16(SB)/4, $0xbf800000
-DATA lgc23<>+20(SB)/4, $0xbf800000
-DATA lgc23<>+24(SB)/4, $0xbf800000
-DATA lgc23<>+28(SB)/4, $0xbf800000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0xba800000
-DATA lgc24<>+4(SB)/4, $0xba800000
-DATA lgc24<>+8(SB)/4, $0xba800000
-DATA lgc24<>+12(SB)/4, $0xba800000
-DATA lgc24<>+16(SB)/4, $0xba800000
-DATA lgc24<>+20(SB)/4, $0xba800000
-DATA lgc24<>+24(SB)/4, $0xba800000
-DATA lgc24<>+28(SB)/4, $0xba800000
+DATA lgc24<>+0(SB)/4, $0x3a800000
+DATA lgc24<>+4(SB)/4, $0x3a800000
+DATA lgc24<>+8(SB)/4, $0x3a800000
+DATA lgc24<>+12(SB)/4, $0x3a800000
+DATA lgc24<>+16(SB)/4, $0x3a800000
+DATA lgc24<>+20(SB)/4, $0x3a800000
+DATA lgc24<>+24(SB)/4, $0x3a800000
+DATA lgc24<>+28(SB)/4, $0x3a800000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xb723d70a
-DATA lgc25<>+4(SB)/4, $0xb723d70a
-DATA lgc25<>+8(SB)/4, $0xb723d70a
-DATA lgc25<>+12(SB)/4, $0xb723d70a
-DATA lgc25<>+16(SB)/4, $0xb723d70a
-DATA lgc25<>+20(SB)/4, $0xb723d70a
-DATA lgc25<>+24(SB)/4, $0xb723d70a
-DATA lgc25<>+28(SB)/4, $0xb723d70a
+DATA lgc25<>+0(SB)/4, $0xbf800000
+DATA lgc25<>+4(SB)/4, $0xbf800000
+DATA lgc25<>+8(SB)/4, $0xbf800000
+DATA lgc25<>+12(SB)/4, $0xbf800000
+DATA lgc25<>+16(SB)/4, $0xbf800000
+DATA lgc25<>+20(SB)/4, $0xbf800000
+DATA lgc25<>+24(SB)/4, $0xbf800000
+DATA lgc25<>+28(SB)/4, $0xbf800000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xb84ccccd
-DATA lgc26<>+4(SB)/4, $0xb84ccccd
-DATA lgc26<>+8(SB)/4, $0xb84ccccd
-DATA lgc26<>+12(SB)/4, $0xb84ccccd
-DATA lgc26<>+16(SB)/4, $0xb84ccccd
-DATA lgc26<>+20(SB)/4, $0xb84ccccd
-DATA lgc26<>+24(SB)/4, $0xb84ccccd
-DATA lgc26<>+28(SB)/4, $0xb84ccccd
+DATA lgc26<>+0(SB)/4, $0xba800000
+DATA lgc26<>+4(SB)/4, $0xba800000
+DATA lgc26<>+8(SB)/4, $0xba800000
+DATA lgc26<>+12(SB)/4, $0xba800000
+DATA lgc26<>+16(SB)/4, $0xba800000
+DATA lgc26<>+20(SB)/4, $0xba800000
+DATA lgc26<>+24(SB)/4, $0xba800000
+DATA lgc26<>+28(SB)/4, $0xba800000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0xb723d70a
+DATA lgc27<>+4(SB)/4, $0xb723d70a
+DATA lgc27<>+8(SB)/4, $0xb723d70a
+DATA lgc27<>+12(SB)/4, $0xb723d70a
+DATA lgc27<>+16(SB)/4, $0xb723d70a
+DATA lgc27<>+20(SB)/4, $0xb723d70a
+DATA lgc27<>+24(SB)/4, $0xb723d70a
+DATA lgc27<>+28(SB)/4, $0xb723d70a
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0xb84ccccd
+DATA lgc28<>+4(SB)/4, $0xb84ccccd
+DATA lgc28<>+8(SB)/4, $0xb84ccccd
+DATA lgc28<>+12(SB)/4, $0xb84ccccd
+DATA lgc28<>+16(SB)/4, $0xb84ccccd
+DATA lgc28<>+20(SB)/4, $0xb84ccccd
+DATA lgc28<>+24(SB)/4, $0xb84ccccd
+DATA lgc28<>+28(SB)/4, $0xb84ccccd
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1088,7 +1508,7 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v38 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc21<>+0(SB), Y0, Y0
+	VADDPS       lgc23<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1164,30 +1584,30 @@ bulk_9:
 	CMPQ         BX, DX
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
-	VMULPS       lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc13<>+0(SB), Y3, Y3
-	VPAND        lgc29<>+0(SB), Y1, Y1
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc30<>+0(SB), Y2, Y1
+	VPAND        lgc32<>+0(SB), Y2, Y1
 	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc11<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc32<>+0(SB), Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1195,12 +1615,12 @@ bulk_9:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1211,175 +1631,175 @@ bulkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x00800000
-DATA lgc27<>+4(SB)/4, $0x00800000
-DATA lgc27<>+8(SB)/4, $0x00800000
-DATA lgc27<>+12(SB)/4, $0x00800000
-DATA lgc27<>+16(SB)/4, $0x00800000
-DATA lgc27<>+20(SB)/4, $0x00800000
-DATA lgc27<>+24(SB)/4, $0x00800000
-DATA lgc27<>+28(SB)/4, $0x00800000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x4b000000
-DATA lgc28<>+4(SB)/4, $0x4b000000
-DATA lgc28<>+8(SB)/4, $0x4b000000
-DATA lgc28<>+12(SB)/4, $0x4b000000
-DATA lgc28<>+16(SB)/4, $0x4b000000
-DATA lgc28<>+20(SB)/4, $0x4b000000
-DATA lgc28<>+24(SB)/4, $0x4b000000
-DATA lgc28<>+28(SB)/4, $0x4b000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0xffffffe9
-DATA lgc29<>+4(SB)/4, $0xffffffe9
-DATA lgc29<>+8(SB)/4, $0xffffffe9
-DATA lgc29<>+12(SB)/4, $0xffffffe9
-DATA lgc29<>+16(SB)/4, $0xffffffe9
-DATA lgc29<>+20(SB)/4, $0xffffffe9
-DATA lgc29<>+24(SB)/4, $0xffffffe9
-DATA lgc29<>+28(SB)/4, $0xffffffe9
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x007fffff
-DATA lgc30<>+4(SB)/4, $0x007fffff
-DATA lgc30<>+8(SB)/4, $0x007fffff
-DATA lgc30<>+12(SB)/4, $0x007fffff
-DATA lgc30<>+16(SB)/4, $0x007fffff
-DATA lgc30<>+20(SB)/4, $0x007fffff
-DATA lgc30<>+24(SB)/4, $0x007fffff
-DATA lgc30<>+28(SB)/4, $0x007fffff
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3fb504f3
-DATA lgc31<>+4(SB)/4, $0x3fb504f3
-DATA lgc31<>+8(SB)/4, $0x3fb504f3
-DATA lgc31<>+12(SB)/4, $0x3fb504f3
-DATA lgc31<>+16(SB)/4, $0x3fb504f3
-DATA lgc31<>+20(SB)/4, $0x3fb504f3
-DATA lgc31<>+24(SB)/4, $0x3fb504f3
-DATA lgc31<>+28(SB)/4, $0x3fb504f3
+DATA lgc31<>+0(SB)/4, $0xffffffe9
+DATA lgc31<>+4(SB)/4, $0xffffffe9
+DATA lgc31<>+8(SB)/4, $0xffffffe9
+DATA lgc31<>+12(SB)/4, $0xffffffe9
+DATA lgc31<>+16(SB)/4, $0xffffffe9
+DATA lgc31<>+20(SB)/4, $0xffffffe9
+DATA lgc31<>+24(SB)/4, $0xffffffe9
+DATA lgc31<>+28(SB)/4, $0xffffffe9
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3d9021bb
-DATA lgc32<>+4(SB)/4, $0x3d9021bb
-DATA lgc32<>+8(SB)/4, $0x3d9021bb
-DATA lgc32<>+12(SB)/4, $0x3d9021bb
-DATA lgc32<>+16(SB)/4, $0x3d9021bb
-DATA lgc32<>+20(SB)/4, $0x3d9021bb
-DATA lgc32<>+24(SB)/4, $0x3d9021bb
-DATA lgc32<>+28(SB)/4, $0x3d9021bb
+DATA lgc32<>+0(SB)/4, $0x007fffff
+DATA lgc32<>+4(SB)/4, $0x007fffff
+DATA lgc32<>+8(SB)/4, $0x007fffff
+DATA lgc32<>+12(SB)/4, $0x007fffff
+DATA lgc32<>+16(SB)/4, $0x007fffff
+DATA lgc32<>+20(SB)/4, $0x007fffff
+DATA lgc32<>+24(SB)/4, $0x007fffff
+DATA lgc32<>+28(SB)/4, $0x007fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbdebd1b8
-DATA lgc33<>+4(SB)/4, $0xbdebd1b8
-DATA lgc33<>+8(SB)/4, $0xbdebd1b8
-DATA lgc33<>+12(SB)/4, $0xbdebd1b8
-DATA lgc33<>+16(SB)/4, $0xbdebd1b8
-DATA lgc33<>+20(SB)/4, $0xbdebd1b8
-DATA lgc33<>+24(SB)/4, $0xbdebd1b8
-DATA lgc33<>+28(SB)/4, $0xbdebd1b8
+DATA lgc33<>+0(SB)/4, $0x3fb504f3
+DATA lgc33<>+4(SB)/4, $0x3fb504f3
+DATA lgc33<>+8(SB)/4, $0x3fb504f3
+DATA lgc33<>+12(SB)/4, $0x3fb504f3
+DATA lgc33<>+16(SB)/4, $0x3fb504f3
+DATA lgc33<>+20(SB)/4, $0x3fb504f3
+DATA lgc33<>+24(SB)/4, $0x3fb504f3
+DATA lgc33<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3def251a
-DATA lgc34<>+4(SB)/4, $0x3def251a
-DATA lgc34<>+8(SB)/4, $0x3def251a
-DATA lgc34<>+12(SB)/4, $0x3def251a
-DATA lgc34<>+16(SB)/4, $0x3def251a
-DATA lgc34<>+20(SB)/4, $0x3def251a
-DATA lgc34<>+24(SB)/4, $0x3def251a
-DATA lgc34<>+28(SB)/4, $0x3def251a
+DATA lgc34<>+0(SB)/4, $0x3d9021bb
+DATA lgc34<>+4(SB)/4, $0x3d9021bb
+DATA lgc34<>+8(SB)/4, $0x3d9021bb
+DATA lgc34<>+12(SB)/4, $0x3d9021bb
+DATA lgc34<>+16(SB)/4, $0x3d9021bb
+DATA lgc34<>+20(SB)/4, $0x3d9021bb
+DATA lgc34<>+24(SB)/4, $0x3d9021bb
+DATA lgc34<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+0(SB)/4, $0xbdebd1b8
+DATA lgc35<>+4(SB)/4, $0xbdebd1b8
+DATA lgc35<>+8(SB)/4, $0xbdebd1b8
+DATA lgc35<>+12(SB)/4, $0xbdebd1b8
+DATA lgc35<>+16(SB)/4, $0xbdebd1b8
+DATA lgc35<>+20(SB)/4, $0xbdebd1b8
+DATA lgc35<>+24(SB)/4, $0xbdebd1b8
+DATA lgc35<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e11e9bf
-DATA lgc36<>+4(SB)/4, $0x3e11e9bf
-DATA lgc36<>+8(SB)/4, $0x3e11e9bf
-DATA lgc36<>+12(SB)/4, $0x3e11e9bf
-DATA lgc36<>+16(SB)/4, $0x3e11e9bf
-DATA lgc36<>+20(SB)/4, $0x3e11e9bf
-DATA lgc36<>+24(SB)/4, $0x3e11e9bf
-DATA lgc36<>+28(SB)/4, $0x3e11e9bf
+DATA lgc36<>+0(SB)/4, $0x3def251a
+DATA lgc36<>+4(SB)/4, $0x3def251a
+DATA lgc36<>+8(SB)/4, $0x3def251a
+DATA lgc36<>+12(SB)/4, $0x3def251a
+DATA lgc36<>+16(SB)/4, $0x3def251a
+DATA lgc36<>+20(SB)/4, $0x3def251a
+DATA lgc36<>+24(SB)/4, $0x3def251a
+DATA lgc36<>+28(SB)/4, $0x3def251a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbe2aae50
-DATA lgc37<>+4(SB)/4, $0xbe2aae50
-DATA lgc37<>+8(SB)/4, $0xbe2aae50
-DATA lgc37<>+12(SB)/4, $0xbe2aae50
-DATA lgc37<>+16(SB)/4, $0xbe2aae50
-DATA lgc37<>+20(SB)/4, $0xbe2aae50
-DATA lgc37<>+24(SB)/4, $0xbe2aae50
-DATA lgc37<>+28(SB)/4, $0xbe2aae50
+DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e4cceac
-DATA lgc38<>+4(SB)/4, $0x3e4cceac
-DATA lgc38<>+8(SB)/4, $0x3e4cceac
-DATA lgc38<>+12(SB)/4, $0x3e4cceac
-DATA lgc38<>+16(SB)/4, $0x3e4cceac
-DATA lgc38<>+20(SB)/4, $0x3e4cceac
-DATA lgc38<>+24(SB)/4, $0x3e4cceac
-DATA lgc38<>+28(SB)/4, $0x3e4cceac
+DATA lgc38<>+0(SB)/4, $0x3e11e9bf
+DATA lgc38<>+4(SB)/4, $0x3e11e9bf
+DATA lgc38<>+8(SB)/4, $0x3e11e9bf
+DATA lgc38<>+12(SB)/4, $0x3e11e9bf
+DATA lgc38<>+16(SB)/4, $0x3e11e9bf
+DATA lgc38<>+20(SB)/4, $0x3e11e9bf
+DATA lgc38<>+24(SB)/4, $0x3e11e9bf
+DATA lgc38<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe7ffffc
-DATA lgc39<>+4(SB)/4, $0xbe7ffffc
-DATA lgc39<>+8(SB)/4, $0xbe7ffffc
-DATA lgc39<>+12(SB)/4, $0xbe7ffffc
-DATA lgc39<>+16(SB)/4, $0xbe7ffffc
-DATA lgc39<>+20(SB)/4, $0xbe7ffffc
-DATA lgc39<>+24(SB)/4, $0xbe7ffffc
-DATA lgc39<>+28(SB)/4, $0xbe7ffffc
+DATA lgc39<>+0(SB)/4, $0xbe2aae50
+DATA lgc39<>+4(SB)/4, $0xbe2aae50
+DATA lgc39<>+8(SB)/4, $0xbe2aae50
+DATA lgc39<>+12(SB)/4, $0xbe2aae50
+DATA lgc39<>+16(SB)/4, $0xbe2aae50
+DATA lgc39<>+20(SB)/4, $0xbe2aae50
+DATA lgc39<>+24(SB)/4, $0xbe2aae50
+DATA lgc39<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+0(SB)/4, $0x3e4cceac
+DATA lgc40<>+4(SB)/4, $0x3e4cceac
+DATA lgc40<>+8(SB)/4, $0x3e4cceac
+DATA lgc40<>+12(SB)/4, $0x3e4cceac
+DATA lgc40<>+16(SB)/4, $0x3e4cceac
+DATA lgc40<>+20(SB)/4, $0x3e4cceac
+DATA lgc40<>+24(SB)/4, $0x3e4cceac
+DATA lgc40<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xff800000
-DATA lgc41<>+4(SB)/4, $0xff800000
-DATA lgc41<>+8(SB)/4, $0xff800000
-DATA lgc41<>+12(SB)/4, $0xff800000
-DATA lgc41<>+16(SB)/4, $0xff800000
-DATA lgc41<>+20(SB)/4, $0xff800000
-DATA lgc41<>+24(SB)/4, $0xff800000
-DATA lgc41<>+28(SB)/4, $0xff800000
+DATA lgc41<>+0(SB)/4, $0xbe7ffffc
+DATA lgc41<>+4(SB)/4, $0xbe7ffffc
+DATA lgc41<>+8(SB)/4, $0xbe7ffffc
+DATA lgc41<>+12(SB)/4, $0xbe7ffffc
+DATA lgc41<>+16(SB)/4, $0xbe7ffffc
+DATA lgc41<>+20(SB)/4, $0xbe7ffffc
+DATA lgc41<>+24(SB)/4, $0xbe7ffffc
+DATA lgc41<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7fc00000
-DATA lgc42<>+4(SB)/4, $0x7fc00000
-DATA lgc42<>+8(SB)/4, $0x7fc00000
-DATA lgc42<>+12(SB)/4, $0x7fc00000
-DATA lgc42<>+16(SB)/4, $0x7fc00000
-DATA lgc42<>+20(SB)/4, $0x7fc00000
-DATA lgc42<>+24(SB)/4, $0x7fc00000
-DATA lgc42<>+28(SB)/4, $0x7fc00000
+DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7f800000
-DATA lgc43<>+4(SB)/4, $0x7f800000
-DATA lgc43<>+8(SB)/4, $0x7f800000
-DATA lgc43<>+12(SB)/4, $0x7f800000
-DATA lgc43<>+16(SB)/4, $0x7f800000
-DATA lgc43<>+20(SB)/4, $0x7f800000
-DATA lgc43<>+24(SB)/4, $0x7f800000
-DATA lgc43<>+28(SB)/4, $0x7f800000
+DATA lgc43<>+0(SB)/4, $0xff800000
+DATA lgc43<>+4(SB)/4, $0xff800000
+DATA lgc43<>+8(SB)/4, $0xff800000
+DATA lgc43<>+12(SB)/4, $0xff800000
+DATA lgc43<>+16(SB)/4, $0xff800000
+DATA lgc43<>+20(SB)/4, $0xff800000
+DATA lgc43<>+24(SB)/4, $0xff800000
+DATA lgc43<>+28(SB)/4, $0xff800000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/4, $0x7f800000
+DATA lgc45<>+4(SB)/4, $0x7f800000
+DATA lgc45<>+8(SB)/4, $0x7f800000
+DATA lgc45<>+12(SB)/4, $0x7f800000
+DATA lgc45<>+16(SB)/4, $0x7f800000
+DATA lgc45<>+20(SB)/4, $0x7f800000
+DATA lgc45<>+24(SB)/4, $0x7f800000
+DATA lgc45<>+28(SB)/4, $0x7f800000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1394,30 +1814,30 @@ bulk_11:
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
 	VMULPS       lgc10<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc11<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1425,12 +1845,12 @@ bulk_11:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y1, Y2
@@ -1439,10 +1859,10 @@ bulk_11:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc41<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_11

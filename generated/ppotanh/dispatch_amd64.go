@@ -32,15 +32,21 @@ type avxState struct {
 	r74_n    []float64
 	r74_mean []float64
 	r74_m2   []float64
+	r74_p    []float32
+	r74_pm2  []float32
+	r74_pc   []float32
 	r75_n    []float64
 	r75_mean []float64
 	r75_m2   []float64
+	r75_p    []float32
+	r75_pm2  []float32
+	r75_pc   []float32
 	p0_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 360)}
+	st := &avxState{buf: make([]float64, 456)}
 	st.r55_s = st.buf[8:24]
 	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r57_s = st.buf[48:64]
@@ -54,10 +60,16 @@ var avxPool = sync.Pool{New: func() any {
 	st.r74_n = st.buf[208:224]
 	st.r74_mean = st.buf[232:248]
 	st.r74_m2 = st.buf[256:272]
-	st.r75_n = st.buf[280:296]
-	st.r75_mean = st.buf[304:320]
-	st.r75_m2 = st.buf[328:344]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 8)
+	st.r74_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r74_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
+	st.r74_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r75_n = st.buf[328:344]
+	st.r75_mean = st.buf[352:368]
+	st.r75_m2 = st.buf[376:392]
+	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r75_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
+	st.r75_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -86,9 +98,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r74_n, 0)
 		runtime.Fill(st.r74_mean, 0)
 		runtime.Fill(st.r74_m2, 0)
+		runtime.Fill(st.r74_p, 0)
+		runtime.Fill(st.r74_pm2, 0)
+		runtime.Fill(st.r74_pc, 0)
 		runtime.Fill(st.r75_n, 0)
 		runtime.Fill(st.r75_mean, 0)
 		runtime.Fill(st.r75_m2, 0)
+		runtime.Fill(st.r75_p, 0)
+		runtime.Fill(st.r75_pm2, 0)
+		runtime.Fill(st.r75_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0])
 	}
@@ -161,15 +179,21 @@ type fbAvxState struct {
 	r74_n    []float64
 	r74_mean []float64
 	r74_m2   []float64
+	r74_p    []float32
+	r74_pm2  []float32
+	r74_pc   []float32
 	r75_n    []float64
 	r75_mean []float64
 	r75_m2   []float64
+	r75_p    []float32
+	r75_pm2  []float32
+	r75_pc   []float32
 	p0_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 360)}
+	st := &fbAvxState{buf: make([]float64, 456)}
 	st.r55_s = st.buf[8:24]
 	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r57_s = st.buf[48:64]
@@ -183,10 +207,16 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r74_n = st.buf[208:224]
 	st.r74_mean = st.buf[232:248]
 	st.r74_m2 = st.buf[256:272]
-	st.r75_n = st.buf[280:296]
-	st.r75_mean = st.buf[304:320]
-	st.r75_m2 = st.buf[328:344]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 8)
+	st.r74_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r74_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
+	st.r74_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r75_n = st.buf[328:344]
+	st.r75_mean = st.buf[352:368]
+	st.r75_m2 = st.buf[376:392]
+	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r75_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
+	st.r75_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -216,9 +246,15 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r74_n, 0)
 		runtime.Fill(st.r74_mean, 0)
 		runtime.Fill(st.r74_m2, 0)
+		runtime.Fill(st.r74_p, 0)
+		runtime.Fill(st.r74_pm2, 0)
+		runtime.Fill(st.r74_pc, 0)
 		runtime.Fill(st.r75_n, 0)
 		runtime.Fill(st.r75_mean, 0)
 		runtime.Fill(st.r75_m2, 0)
+		runtime.Fill(st.r75_p, 0)
+		runtime.Fill(st.r75_pm2, 0)
+		runtime.Fill(st.r75_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Entropy[0], &g.Scale[0], &g.Loc[0])
 	}

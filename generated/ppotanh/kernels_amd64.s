@@ -614,133 +614,216 @@ inner_D_4:
 	VMOVUPS Y2, 1536(DX)
 
 	// var(diff) over [B]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      1664(DX), Y3
-	VADDPD       lgc44<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 1664(DX)
-	VMOVSD       lgc44<>+0(SB), X4
-	VDIVSD       X3, X4, X3
-	VBROADCASTSD X3, Y3
-	VMOVUPD      1856(DX), Y4
-	VSUBPD       Y4, Y2, Y5
-	VFMADD231PD  Y5, Y3, Y4
-	VSUBPD       Y4, Y2, Y2
-	VMOVUPD      2048(DX), Y6
-	VFMADD231PD  Y5, Y2, Y6
-	VMOVUPD      Y4, 1856(DX)
-	VMOVUPD      Y6, 2048(DX)
-	VMOVUPD      1696(DX), Y2
-	VADDPD       lgc44<>+0(SB), Y2, Y2
-	VMOVUPD      Y2, 1696(DX)
-	VMOVUPD      1888(DX), Y2
-	VSUBPD       Y2, Y1, Y4
-	VFMADD231PD  Y4, Y3, Y2
-	VSUBPD       Y2, Y1, Y1
-	VMOVUPD      2080(DX), Y3
-	VFMADD231PD  Y4, Y1, Y3
-	VMOVUPD      Y2, 1888(DX)
-	VMOVUPD      Y3, 2080(DX)
+	VMOVQ        CX, X2
+	VPBROADCASTD X2, Y2
+	VPCMPEQD     lgc44<>+0(SB), Y2, Y2
+	VMOVUPS      2496(DX), Y3
+	VBLENDVPS    Y2, Y1, Y3, Y3
+	VMOVUPS      Y3, 2496(DX)
+	VSUBPS       Y3, Y1, Y1
+	VADDPS       2240(DX), Y1, Y2
+	VMOVUPS      Y2, 2240(DX)
+	VMOVUPS      2368(DX), Y2
+	VFMADD231PS  Y1, Y1, Y2
+	VMOVUPS      Y2, 2368(DX)
 
 	// var(valueTarget) over [B]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      2240(DX), Y2
-	VADDPD       lgc44<>+0(SB), Y2, Y2
-	VMOVUPD      Y2, 2240(DX)
-	VMOVSD       lgc44<>+0(SB), X3
-	VDIVSD       X2, X3, X2
-	VBROADCASTSD X2, Y2
-	VMOVUPD      2432(DX), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      2624(DX), Y5
-	VFMADD231PD  Y4, Y1, Y5
-	VMOVUPD      Y3, 2432(DX)
-	VMOVUPD      Y5, 2624(DX)
-	VMOVUPD      2272(DX), Y1
-	VADDPD       lgc44<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 2272(DX)
-	VMOVUPD      2464(DX), Y1
-	VSUBPD       Y1, Y0, Y3
-	VFMADD231PD  Y3, Y2, Y1
-	VSUBPD       Y1, Y0, Y0
-	VMOVUPD      2656(DX), Y2
-	VFMADD231PD  Y3, Y0, Y2
-	VMOVUPD      Y1, 2464(DX)
-	VMOVUPD      Y2, 2656(DX)
+	VMOVQ        CX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc44<>+0(SB), Y1, Y1
+	VMOVUPS      3456(DX), Y2
+	VBLENDVPS    Y1, Y0, Y2, Y2
+	VMOVUPS      Y2, 3456(DX)
+	VSUBPS       Y2, Y0, Y0
+	VADDPS       3200(DX), Y0, Y1
+	VMOVUPS      Y1, 3200(DX)
+	VMOVUPS      3328(DX), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 3328(DX)
 	DECQ         CX
 	JNZ          noflush_5
+	VMOVUPD      lgc45<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
+	VADDPD       416(CX), Y1, Y1
+	VMOVUPD      Y1, 416(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
+	VADDPD       736(CX), Y1, Y1
+	VMOVUPD      Y1, 736(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
+	VADDPD       1056(CX), Y1, Y1
+	VMOVUPD      Y1, 1056(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(CX), Y3, Y3
+	VMOVUPD      Y3, 1344(CX)
+	VADDPD       1376(CX), Y1, Y1
+	VMOVUPD      Y1, 1376(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      2240(CX), Y1
+	VMOVUPS      2368(CX), Y3
+	VANDPS       lgc46<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc47<>+0(SB), Y4, Y4
+	VANDPS       lgc46<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc47<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2496(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc48<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1664(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1664(CX)
+	VMAXPD       lgc48<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1856(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1856(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       2048(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 2048(CX)
+	VMAXPD       lgc48<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1696(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1696(CX)
+	VMAXPD       lgc48<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      1888(CX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 1888(CX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       2080(CX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 2080(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(CX)
+	VMOVUPS      Y1, 2368(CX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      3200(CX), Y1
+	VMOVUPS      3328(CX), Y3
+	VANDPS       lgc46<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc47<>+0(SB), Y4, Y4
+	VANDPS       lgc46<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc47<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      3456(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc48<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      2624(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 2624(CX)
+	VMAXPD       lgc48<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      2816(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 2816(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       3008(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 3008(CX)
+	VMAXPD       lgc48<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      2656(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 2656(CX)
+	VMAXPD       lgc48<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      2848(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 2848(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       3040(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 3040(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       2816(CX), Y1, Y1
-	VMOVUPS      Y1, 2816(CX)
+	VMOVUPS      Y0, 3200(CX)
+	VMOVUPS      Y0, 3328(CX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3584(CX), Y2, Y2
+	VMOVUPS      Y2, 3584(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -751,73 +834,192 @@ noflush_5:
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc3<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y2, Y2
-	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(AX), Y3, Y3
+	VMOVUPD      Y3, 64(AX)
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(AX), Y3, Y3
+	VMOVUPD      Y3, 384(AX)
+	VADDPD       416(AX), Y1, Y1
+	VMOVUPD      Y1, 416(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 576(AX)
+	VMOVUPS      896(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(AX), Y3, Y3
+	VMOVUPD      Y3, 704(AX)
+	VADDPD       736(AX), Y1, Y1
+	VMOVUPD      Y1, 736(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 896(AX)
+	VMOVUPS      1216(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(AX), Y3, Y3
+	VMOVUPD      Y3, 1024(AX)
+	VADDPD       1056(AX), Y1, Y1
+	VMOVUPD      Y1, 1056(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(AX)
+	VMOVUPS      1536(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(AX), Y3, Y3
+	VMOVUPD      Y3, 1344(AX)
+	VADDPD       1376(AX), Y1, Y1
+	VMOVUPD      Y1, 1376(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(AX)
+	VMOVUPS      2240(AX), Y1
+	VMOVUPS      2368(AX), Y3
+	VANDPS       lgc46<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc47<>+0(SB), Y4, Y4
+	VANDPS       lgc46<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc47<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2496(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc48<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1664(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1664(AX)
+	VMAXPD       lgc48<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1856(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1856(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       2048(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 2048(AX)
+	VMAXPD       lgc48<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1696(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1696(AX)
+	VMAXPD       lgc48<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      1888(AX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 1888(AX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       2080(AX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 2080(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(AX)
+	VMOVUPS      Y1, 2368(AX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      3200(AX), Y1
+	VMOVUPS      3328(AX), Y3
+	VANDPS       lgc46<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc47<>+0(SB), Y4, Y4
+	VANDPS       lgc46<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc47<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      3456(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc48<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      2624(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 2624(AX)
+	VMAXPD       lgc48<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      2816(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 2816(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       3008(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 3008(AX)
+	VMAXPD       lgc48<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      2656(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 2656(AX)
+	VMAXPD       lgc48<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      2848(AX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 2848(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       3040(AX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 3040(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y2, Y2
-	VMOVUPD      Y2, 384(AX)
-	VADDPD       416(AX), Y0, Y0
-	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VMOVUPS      896(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y2, Y2
-	VMOVUPD      Y2, 704(AX)
-	VADDPD       736(AX), Y0, Y0
-	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(AX)
-	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y2, Y2
-	VMOVUPD      Y2, 1024(AX)
-	VADDPD       1056(AX), Y0, Y0
-	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(AX)
-	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(AX), Y2, Y2
-	VMOVUPD      Y2, 1344(AX)
-	VADDPD       1376(AX), Y0, Y0
-	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(AX)
-	VANDPS       2816(AX), Y1, Y1
-	VMOVUPS      Y1, 2816(AX)
+	VMOVUPS      Y0, 3200(AX)
+	VMOVUPS      Y0, 3328(AX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3584(AX), Y2, Y2
+	VMOVUPS      Y2, 3584(AX)
 	VZEROUPPER
 	RET
 
@@ -1257,31 +1459,47 @@ DATA lgc43<>+24(SB)/4, $0xbc23d70a
 DATA lgc43<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc44<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc44<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc44<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc44<>+0(SB)/4, $0x00000008
+DATA lgc44<>+4(SB)/4, $0x00000008
+DATA lgc44<>+8(SB)/4, $0x00000008
+DATA lgc44<>+12(SB)/4, $0x00000008
+DATA lgc44<>+16(SB)/4, $0x00000008
+DATA lgc44<>+20(SB)/4, $0x00000008
+DATA lgc44<>+24(SB)/4, $0x00000008
+DATA lgc44<>+28(SB)/4, $0x00000008
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fffffff
-DATA lgc45<>+4(SB)/4, $0x7fffffff
-DATA lgc45<>+8(SB)/4, $0x7fffffff
-DATA lgc45<>+12(SB)/4, $0x7fffffff
-DATA lgc45<>+16(SB)/4, $0x7fffffff
-DATA lgc45<>+20(SB)/4, $0x7fffffff
-DATA lgc45<>+24(SB)/4, $0x7fffffff
-DATA lgc45<>+28(SB)/4, $0x7fffffff
+DATA lgc45<>+0(SB)/8, $0x4020000000000000
+DATA lgc45<>+8(SB)/8, $0x4020000000000000
+DATA lgc45<>+16(SB)/8, $0x4020000000000000
+DATA lgc45<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7f7fffff
-DATA lgc46<>+4(SB)/4, $0x7f7fffff
-DATA lgc46<>+8(SB)/4, $0x7f7fffff
-DATA lgc46<>+12(SB)/4, $0x7f7fffff
-DATA lgc46<>+16(SB)/4, $0x7f7fffff
-DATA lgc46<>+20(SB)/4, $0x7f7fffff
-DATA lgc46<>+24(SB)/4, $0x7f7fffff
-DATA lgc46<>+28(SB)/4, $0x7f7fffff
+DATA lgc46<>+0(SB)/4, $0x7fffffff
+DATA lgc46<>+4(SB)/4, $0x7fffffff
+DATA lgc46<>+8(SB)/4, $0x7fffffff
+DATA lgc46<>+12(SB)/4, $0x7fffffff
+DATA lgc46<>+16(SB)/4, $0x7fffffff
+DATA lgc46<>+20(SB)/4, $0x7fffffff
+DATA lgc46<>+24(SB)/4, $0x7fffffff
+DATA lgc46<>+28(SB)/4, $0x7fffffff
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x7f7fffff
+DATA lgc47<>+4(SB)/4, $0x7f7fffff
+DATA lgc47<>+8(SB)/4, $0x7f7fffff
+DATA lgc47<>+12(SB)/4, $0x7f7fffff
+DATA lgc47<>+16(SB)/4, $0x7f7fffff
+DATA lgc47<>+20(SB)/4, $0x7f7fffff
+DATA lgc47<>+24(SB)/4, $0x7f7fffff
+DATA lgc47<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc48<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc48<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc48<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1291,7 +1509,7 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v77 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc47<>+0(SB), Y0, Y0
+	VADDPS       lgc49<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1308,15 +1526,15 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc47<>+0(SB)/4, $0x34000000
-DATA lgc47<>+4(SB)/4, $0x34000000
-DATA lgc47<>+8(SB)/4, $0x34000000
-DATA lgc47<>+12(SB)/4, $0x34000000
-DATA lgc47<>+16(SB)/4, $0x34000000
-DATA lgc47<>+20(SB)/4, $0x34000000
-DATA lgc47<>+24(SB)/4, $0x34000000
-DATA lgc47<>+28(SB)/4, $0x34000000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+DATA lgc49<>+0(SB)/4, $0x34000000
+DATA lgc49<>+4(SB)/4, $0x34000000
+DATA lgc49<>+8(SB)/4, $0x34000000
+DATA lgc49<>+12(SB)/4, $0x34000000
+DATA lgc49<>+16(SB)/4, $0x34000000
+DATA lgc49<>+20(SB)/4, $0x34000000
+DATA lgc49<>+24(SB)/4, $0x34000000
+DATA lgc49<>+28(SB)/4, $0x34000000
+GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1930,65 +2148,33 @@ inner_D_9:
 	VMOVUPS Y4, 704(SP)
 
 	// var(diff) over [B]
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X5
-	VCVTPS2PD    X5, Y5
-	VMOVUPD      1664(DX), Y6
-	VADDPD       lgc44<>+0(SB), Y6, Y6
-	VMOVUPD      Y6, 1664(DX)
-	VMOVSD       lgc44<>+0(SB), X7
-	VDIVSD       X6, X7, X6
-	VBROADCASTSD X6, Y6
-	VMOVUPD      1856(DX), Y7
-	VSUBPD       Y7, Y4, Y8
-	VFMADD231PD  Y8, Y6, Y7
-	VSUBPD       Y7, Y4, Y4
-	VMOVUPD      2048(DX), Y9
-	VFMADD231PD  Y8, Y4, Y9
-	VMOVUPD      Y7, 1856(DX)
-	VMOVUPD      Y9, 2048(DX)
-	VMOVUPD      1696(DX), Y4
-	VADDPD       lgc44<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 1696(DX)
-	VMOVUPD      1888(DX), Y4
-	VSUBPD       Y4, Y5, Y7
-	VFMADD231PD  Y7, Y6, Y4
-	VSUBPD       Y4, Y5, Y5
-	VMOVUPD      2080(DX), Y6
-	VFMADD231PD  Y7, Y5, Y6
-	VMOVUPD      Y4, 1888(DX)
-	VMOVUPD      Y6, 2080(DX)
+	VMOVQ        CX, X4
+	VPBROADCASTD X4, Y4
+	VPCMPEQD     lgc44<>+0(SB), Y4, Y4
+	VMOVUPS      2496(DX), Y5
+	VBLENDVPS    Y4, Y1, Y5, Y5
+	VMOVUPS      Y5, 2496(DX)
+	VSUBPS       Y5, Y1, Y4
+	VADDPS       2240(DX), Y4, Y5
+	VMOVUPS      Y5, 2240(DX)
+	VMOVUPS      2368(DX), Y5
+	VFMADD231PS  Y4, Y4, Y5
+	VMOVUPS      Y5, 2368(DX)
 
 	// var(valueTarget) over [B]
-	VCVTPS2PD    X0, Y4
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      2240(DX), Y5
-	VADDPD       lgc44<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 2240(DX)
-	VMOVSD       lgc44<>+0(SB), X6
-	VDIVSD       X5, X6, X5
-	VBROADCASTSD X5, Y5
-	VMOVUPD      2432(DX), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y5, Y6
-	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      2624(DX), Y8
-	VFMADD231PD  Y7, Y4, Y8
-	VMOVUPD      Y6, 2432(DX)
-	VMOVUPD      Y8, 2624(DX)
-	VMOVUPD      2272(DX), Y4
-	VADDPD       lgc44<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 2272(DX)
-	VMOVUPD      2464(DX), Y4
-	VSUBPD       Y4, Y0, Y6
-	VFMADD231PD  Y6, Y5, Y4
-	VSUBPD       Y4, Y0, Y0
-	VMOVUPD      2656(DX), Y5
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y4, 2464(DX)
-	VMOVUPD      Y5, 2656(DX)
-	VMOVUPS      lgc48<>+0(SB), Y0
+	VMOVQ        CX, X4
+	VPBROADCASTD X4, Y4
+	VPCMPEQD     lgc44<>+0(SB), Y4, Y4
+	VMOVUPS      3456(DX), Y5
+	VBLENDVPS    Y4, Y0, Y5, Y5
+	VMOVUPS      Y5, 3456(DX)
+	VSUBPS       Y5, Y0, Y0
+	VADDPS       3200(DX), Y0, Y4
+	VMOVUPS      Y4, 3200(DX)
+	VMOVUPS      3328(DX), Y4
+	VFMADD231PS  Y0, Y0, Y4
+	VMOVUPS      Y4, 3328(DX)
+	VMOVUPS      lgc50<>+0(SB), Y0
 
 	// v81 = where(v67, 0.001953125, 0)
 	VANDPS Y0, Y3, Y4
@@ -2030,7 +2216,7 @@ inner_D_9:
 
 	// v94 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc49<>+0(SB), Y5
+	VMOVUPS lgc51<>+0(SB), Y5
 
 	// v95 = where(v92, -1, v94)
 	VBLENDVPS Y4, Y5, Y1, Y1
@@ -2054,7 +2240,7 @@ inner_D_9:
 	VMOVUPS (DX)(SI*4), Y1
 
 	// v103 = mul(-0.001953125, advantage)
-	VMULPS lgc50<>+0(SB), Y1, Y1
+	VMULPS lgc52<>+0(SB), Y1, Y1
 
 	// v104 = ne(v103, 0)
 	VCMPPS  $0x04, Y3, Y1, Y2
@@ -2216,7 +2402,7 @@ inner_D_10:
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_D_10
-	VMOVUPS lgc51<>+0(SB), Y0
+	VMOVUPS lgc53<>+0(SB), Y0
 	VMOVUPS 736(SP), Y1
 
 	// store gradStateValue
@@ -2316,73 +2502,188 @@ inner_D_10:
 	VMASKMOVPS   Y0, Y8, 56(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
+	VMOVUPD      lgc45<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
+	VADDPD       416(CX), Y1, Y1
+	VMOVUPD      Y1, 416(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
+	VADDPD       736(CX), Y1, Y1
+	VMOVUPD      Y1, 736(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
+	VADDPD       1056(CX), Y1, Y1
+	VMOVUPD      Y1, 1056(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(CX), Y3, Y3
+	VMOVUPD      Y3, 1344(CX)
+	VADDPD       1376(CX), Y1, Y1
+	VMOVUPD      Y1, 1376(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      2240(CX), Y1
+	VMOVUPS      2368(CX), Y3
+	VANDPS       lgc46<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc47<>+0(SB), Y4, Y4
+	VANDPS       lgc46<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc47<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2496(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc48<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1664(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1664(CX)
+	VMAXPD       lgc48<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1856(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1856(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       2048(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 2048(CX)
+	VMAXPD       lgc48<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1696(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1696(CX)
+	VMAXPD       lgc48<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      1888(CX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 1888(CX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       2080(CX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 2080(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(CX)
+	VMOVUPS      Y1, 2368(CX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      3200(CX), Y1
+	VMOVUPS      3328(CX), Y3
+	VANDPS       lgc46<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc47<>+0(SB), Y4, Y4
+	VANDPS       lgc46<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc47<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      3456(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc48<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      2624(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 2624(CX)
+	VMAXPD       lgc48<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      2816(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 2816(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       3008(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 3008(CX)
+	VMAXPD       lgc48<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      2656(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 2656(CX)
+	VMAXPD       lgc48<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      2848(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 2848(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       3040(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 3040(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       2816(CX), Y1, Y1
-	VMOVUPS      Y1, 2816(CX)
+	VMOVUPS      Y0, 3200(CX)
+	VMOVUPS      Y0, 3328(CX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3584(CX), Y2, Y2
+	VMOVUPS      Y2, 3584(CX)
 	MOVQ         $+8, CX
 
 noflush_11:
@@ -2393,115 +2694,234 @@ noflush_11:
 	JL   blocks_6
 
 chunkdone_7:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc3<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y2, Y2
-	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(AX), Y3, Y3
+	VMOVUPD      Y3, 64(AX)
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(AX), Y3, Y3
+	VMOVUPD      Y3, 384(AX)
+	VADDPD       416(AX), Y1, Y1
+	VMOVUPD      Y1, 416(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 576(AX)
+	VMOVUPS      896(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(AX), Y3, Y3
+	VMOVUPD      Y3, 704(AX)
+	VADDPD       736(AX), Y1, Y1
+	VMOVUPD      Y1, 736(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 896(AX)
+	VMOVUPS      1216(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(AX), Y3, Y3
+	VMOVUPD      Y3, 1024(AX)
+	VADDPD       1056(AX), Y1, Y1
+	VMOVUPD      Y1, 1056(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(AX)
+	VMOVUPS      1536(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc47<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(AX), Y3, Y3
+	VMOVUPD      Y3, 1344(AX)
+	VADDPD       1376(AX), Y1, Y1
+	VMOVUPD      Y1, 1376(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(AX)
+	VMOVUPS      2240(AX), Y1
+	VMOVUPS      2368(AX), Y3
+	VANDPS       lgc46<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc47<>+0(SB), Y4, Y4
+	VANDPS       lgc46<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc47<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      2496(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc48<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      1664(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 1664(AX)
+	VMAXPD       lgc48<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      1856(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 1856(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       2048(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 2048(AX)
+	VMAXPD       lgc48<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      1696(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 1696(AX)
+	VMAXPD       lgc48<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y5
+	VMOVUPD      1888(AX), Y7
+	VSUBPD       Y7, Y6, Y6
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      Y7, 1888(AX)
+	VMULPD       Y5, Y1, Y5
+	VMULPD       Y6, Y5, Y5
+	VADDPD       2080(AX), Y3, Y1
+	VFMADD231PD  Y6, Y5, Y1
+	VMOVUPD      Y1, 2080(AX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(AX)
+	VMOVUPS      Y1, 2368(AX)
+	VANDPS       Y4, Y2, Y2
+	VMOVUPS      3200(AX), Y1
+	VMOVUPS      3328(AX), Y3
+	VANDPS       lgc46<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc47<>+0(SB), Y4, Y4
+	VANDPS       lgc46<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc47<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      3456(AX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc48<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      2624(AX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 2624(AX)
+	VMAXPD       lgc48<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      2816(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 2816(AX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       3008(AX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 3008(AX)
+	VMAXPD       lgc48<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      2656(AX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 2656(AX)
+	VMAXPD       lgc48<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      2848(AX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 2848(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       3040(AX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 3040(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y2, Y2
-	VMOVUPD      Y2, 384(AX)
-	VADDPD       416(AX), Y0, Y0
-	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VMOVUPS      896(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y2, Y2
-	VMOVUPD      Y2, 704(AX)
-	VADDPD       736(AX), Y0, Y0
-	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(AX)
-	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y2, Y2
-	VMOVUPD      Y2, 1024(AX)
-	VADDPD       1056(AX), Y0, Y0
-	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(AX)
-	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc45<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(AX), Y2, Y2
-	VMOVUPD      Y2, 1344(AX)
-	VADDPD       1376(AX), Y0, Y0
-	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(AX)
-	VANDPS       2816(AX), Y1, Y1
-	VMOVUPS      Y1, 2816(AX)
+	VMOVUPS      Y0, 3200(AX)
+	VMOVUPS      Y0, 3328(AX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       3584(AX), Y2, Y2
+	VMOVUPS      Y2, 3584(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc48<>+0(SB)/4, $0x3b000000
-DATA lgc48<>+4(SB)/4, $0x3b000000
-DATA lgc48<>+8(SB)/4, $0x3b000000
-DATA lgc48<>+12(SB)/4, $0x3b000000
-DATA lgc48<>+16(SB)/4, $0x3b000000
-DATA lgc48<>+20(SB)/4, $0x3b000000
-DATA lgc48<>+24(SB)/4, $0x3b000000
-DATA lgc48<>+28(SB)/4, $0x3b000000
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/4, $0xbf800000
-DATA lgc49<>+4(SB)/4, $0xbf800000
-DATA lgc49<>+8(SB)/4, $0xbf800000
-DATA lgc49<>+12(SB)/4, $0xbf800000
-DATA lgc49<>+16(SB)/4, $0xbf800000
-DATA lgc49<>+20(SB)/4, $0xbf800000
-DATA lgc49<>+24(SB)/4, $0xbf800000
-DATA lgc49<>+28(SB)/4, $0xbf800000
-GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0xbb000000
-DATA lgc50<>+4(SB)/4, $0xbb000000
-DATA lgc50<>+8(SB)/4, $0xbb000000
-DATA lgc50<>+12(SB)/4, $0xbb000000
-DATA lgc50<>+16(SB)/4, $0xbb000000
-DATA lgc50<>+20(SB)/4, $0xbb000000
-DATA lgc50<>+24(SB)/4, $0xbb000000
-DATA lgc50<>+28(SB)/4, $0xbb000000
+DATA lgc50<>+0(SB)/4, $0x3b000000
+DATA lgc50<>+4(SB)/4, $0x3b000000
+DATA lgc50<>+8(SB)/4, $0x3b000000
+DATA lgc50<>+12(SB)/4, $0x3b000000
+DATA lgc50<>+16(SB)/4, $0x3b000000
+DATA lgc50<>+20(SB)/4, $0x3b000000
+DATA lgc50<>+24(SB)/4, $0x3b000000
+DATA lgc50<>+28(SB)/4, $0x3b000000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xb7a3d70a
-DATA lgc51<>+4(SB)/4, $0xb7a3d70a
-DATA lgc51<>+8(SB)/4, $0xb7a3d70a
-DATA lgc51<>+12(SB)/4, $0xb7a3d70a
-DATA lgc51<>+16(SB)/4, $0xb7a3d70a
-DATA lgc51<>+20(SB)/4, $0xb7a3d70a
-DATA lgc51<>+24(SB)/4, $0xb7a3d70a
-DATA lgc51<>+28(SB)/4, $0xb7a3d70a
+DATA lgc51<>+0(SB)/4, $0xbf800000
+DATA lgc51<>+4(SB)/4, $0xbf800000
+DATA lgc51<>+8(SB)/4, $0xbf800000
+DATA lgc51<>+12(SB)/4, $0xbf800000
+DATA lgc51<>+16(SB)/4, $0xbf800000
+DATA lgc51<>+20(SB)/4, $0xbf800000
+DATA lgc51<>+24(SB)/4, $0xbf800000
+DATA lgc51<>+28(SB)/4, $0xbf800000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
+
+DATA lgc52<>+0(SB)/4, $0xbb000000
+DATA lgc52<>+4(SB)/4, $0xbb000000
+DATA lgc52<>+8(SB)/4, $0xbb000000
+DATA lgc52<>+12(SB)/4, $0xbb000000
+DATA lgc52<>+16(SB)/4, $0xbb000000
+DATA lgc52<>+20(SB)/4, $0xbb000000
+DATA lgc52<>+24(SB)/4, $0xbb000000
+DATA lgc52<>+28(SB)/4, $0xbb000000
+GLOBL lgc52<>(SB), RODATA|NOPTR, $32
+
+DATA lgc53<>+0(SB)/4, $0xb7a3d70a
+DATA lgc53<>+4(SB)/4, $0xb7a3d70a
+DATA lgc53<>+8(SB)/4, $0xb7a3d70a
+DATA lgc53<>+12(SB)/4, $0xb7a3d70a
+DATA lgc53<>+16(SB)/4, $0xb7a3d70a
+DATA lgc53<>+20(SB)/4, $0xb7a3d70a
+DATA lgc53<>+24(SB)/4, $0xb7a3d70a
+DATA lgc53<>+28(SB)/4, $0xb7a3d70a
+GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -2511,7 +2931,7 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v77 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc47<>+0(SB), Y0, Y0
+	VADDPS       lgc49<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 

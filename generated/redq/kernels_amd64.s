@@ -608,10 +608,11 @@ inner_Q_6:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_7
+	VMOVUPD      lgc28<>+0(SB), Y0
 	MOVQ         state+88(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
+	VANDPS       lgc29<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -622,8 +623,8 @@ inner_Q_6:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -635,8 +636,8 @@ inner_Q_6:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -648,8 +649,8 @@ inner_Q_6:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -672,10 +673,15 @@ noflush_7:
 	JL   blocks_2
 
 chunkdone_3:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc16<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+88(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
+	VANDPS       lgc29<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -686,8 +692,8 @@ chunkdone_3:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -699,8 +705,8 @@ chunkdone_3:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -712,8 +718,8 @@ chunkdone_3:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -821,25 +827,31 @@ DATA lgc27<>+24(SB)/4, $0xbf000000
 DATA lgc27<>+28(SB)/4, $0xbf000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x7fffffff
-DATA lgc28<>+4(SB)/4, $0x7fffffff
-DATA lgc28<>+8(SB)/4, $0x7fffffff
-DATA lgc28<>+12(SB)/4, $0x7fffffff
-DATA lgc28<>+16(SB)/4, $0x7fffffff
-DATA lgc28<>+20(SB)/4, $0x7fffffff
-DATA lgc28<>+24(SB)/4, $0x7fffffff
-DATA lgc28<>+28(SB)/4, $0x7fffffff
+DATA lgc28<>+0(SB)/8, $0x4020000000000000
+DATA lgc28<>+8(SB)/8, $0x4020000000000000
+DATA lgc28<>+16(SB)/8, $0x4020000000000000
+DATA lgc28<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x7f7fffff
-DATA lgc29<>+4(SB)/4, $0x7f7fffff
-DATA lgc29<>+8(SB)/4, $0x7f7fffff
-DATA lgc29<>+12(SB)/4, $0x7f7fffff
-DATA lgc29<>+16(SB)/4, $0x7f7fffff
-DATA lgc29<>+20(SB)/4, $0x7f7fffff
-DATA lgc29<>+24(SB)/4, $0x7f7fffff
-DATA lgc29<>+28(SB)/4, $0x7f7fffff
+DATA lgc29<>+0(SB)/4, $0x7fffffff
+DATA lgc29<>+4(SB)/4, $0x7fffffff
+DATA lgc29<>+8(SB)/4, $0x7fffffff
+DATA lgc29<>+12(SB)/4, $0x7fffffff
+DATA lgc29<>+16(SB)/4, $0x7fffffff
+DATA lgc29<>+20(SB)/4, $0x7fffffff
+DATA lgc29<>+24(SB)/4, $0x7fffffff
+DATA lgc29<>+28(SB)/4, $0x7fffffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x7f7fffff
+DATA lgc30<>+4(SB)/4, $0x7f7fffff
+DATA lgc30<>+8(SB)/4, $0x7f7fffff
+DATA lgc30<>+12(SB)/4, $0x7f7fffff
+DATA lgc30<>+16(SB)/4, $0x7f7fffff
+DATA lgc30<>+20(SB)/4, $0x7f7fffff
+DATA lgc30<>+24(SB)/4, $0x7f7fffff
+DATA lgc30<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
@@ -933,7 +945,7 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VXORPS lgc20<>+0(SB), Y4, Y1
 
 	// v98 = mul(0.00390625, v13)
-	VMULPS  lgc30<>+0(SB), Y0, Y2
+	VMULPS  lgc31<>+0(SB), Y0, Y2
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
 	VMOVUPS Y2, 64(SP)
@@ -1166,7 +1178,7 @@ inner_Q_12:
 	VMOVUPS Y3, Y0
 
 	// v70 = mul(0.001953125, v58)
-	VMULPS lgc31<>+0(SB), Y1, Y1
+	VMULPS lgc32<>+0(SB), Y1, Y1
 
 	// sum(v70) over [B]
 	VADDPS  1536(DX), Y1, Y1
@@ -1198,7 +1210,7 @@ inner_Q_13:
 
 	// v47 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y1, Y4
-	VMOVUPS lgc32<>+0(SB), Y5
+	VMOVUPS lgc33<>+0(SB), Y5
 
 	// v78 = where(v46, 0.000390625, 0)
 	VANDPS Y5, Y3, Y6
@@ -1239,7 +1251,7 @@ inner_Q_13:
 
 	// v91 = mul(diff, 0)
 	VMULPS  lgc16<>+0(SB), Y0, Y0
-	VMOVUPS lgc33<>+0(SB), Y6
+	VMOVUPS lgc34<>+0(SB), Y6
 
 	// v92 = where(v89, -1, v91)
 	VBLENDVPS Y4, Y6, Y0, Y0
@@ -1259,7 +1271,7 @@ inner_Q_13:
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+96(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
-	VMOVUPS lgc34<>+0(SB), Y0
+	VMOVUPS lgc35<>+0(SB), Y0
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+104(FP), SI
@@ -1289,10 +1301,11 @@ inner_Q_13:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_14
+	VMOVUPD      lgc28<>+0(SB), Y0
 	MOVQ         state+88(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
+	VANDPS       lgc29<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1303,8 +1316,8 @@ inner_Q_13:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1316,8 +1329,8 @@ inner_Q_13:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1329,8 +1342,8 @@ inner_Q_13:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1342,8 +1355,8 @@ inner_Q_13:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1366,10 +1379,15 @@ noflush_14:
 	JL   blocks_8
 
 chunkdone_9:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc16<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+88(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
+	VANDPS       lgc29<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1380,8 +1398,8 @@ chunkdone_9:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1393,8 +1411,8 @@ chunkdone_9:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1406,8 +1424,8 @@ chunkdone_9:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1419,8 +1437,8 @@ chunkdone_9:
 	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc28<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc29<>+0(SB), Y2, Y2
+	VANDPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc30<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1436,55 +1454,55 @@ chunkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x3b800000
-DATA lgc30<>+4(SB)/4, $0x3b800000
-DATA lgc30<>+8(SB)/4, $0x3b800000
-DATA lgc30<>+12(SB)/4, $0x3b800000
-DATA lgc30<>+16(SB)/4, $0x3b800000
-DATA lgc30<>+20(SB)/4, $0x3b800000
-DATA lgc30<>+24(SB)/4, $0x3b800000
-DATA lgc30<>+28(SB)/4, $0x3b800000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x3b000000
-DATA lgc31<>+4(SB)/4, $0x3b000000
-DATA lgc31<>+8(SB)/4, $0x3b000000
-DATA lgc31<>+12(SB)/4, $0x3b000000
-DATA lgc31<>+16(SB)/4, $0x3b000000
-DATA lgc31<>+20(SB)/4, $0x3b000000
-DATA lgc31<>+24(SB)/4, $0x3b000000
-DATA lgc31<>+28(SB)/4, $0x3b000000
+DATA lgc31<>+0(SB)/4, $0x3b800000
+DATA lgc31<>+4(SB)/4, $0x3b800000
+DATA lgc31<>+8(SB)/4, $0x3b800000
+DATA lgc31<>+12(SB)/4, $0x3b800000
+DATA lgc31<>+16(SB)/4, $0x3b800000
+DATA lgc31<>+20(SB)/4, $0x3b800000
+DATA lgc31<>+24(SB)/4, $0x3b800000
+DATA lgc31<>+28(SB)/4, $0x3b800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x39cccccd
-DATA lgc32<>+4(SB)/4, $0x39cccccd
-DATA lgc32<>+8(SB)/4, $0x39cccccd
-DATA lgc32<>+12(SB)/4, $0x39cccccd
-DATA lgc32<>+16(SB)/4, $0x39cccccd
-DATA lgc32<>+20(SB)/4, $0x39cccccd
-DATA lgc32<>+24(SB)/4, $0x39cccccd
-DATA lgc32<>+28(SB)/4, $0x39cccccd
+DATA lgc32<>+0(SB)/4, $0x3b000000
+DATA lgc32<>+4(SB)/4, $0x3b000000
+DATA lgc32<>+8(SB)/4, $0x3b000000
+DATA lgc32<>+12(SB)/4, $0x3b000000
+DATA lgc32<>+16(SB)/4, $0x3b000000
+DATA lgc32<>+20(SB)/4, $0x3b000000
+DATA lgc32<>+24(SB)/4, $0x3b000000
+DATA lgc32<>+28(SB)/4, $0x3b000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbf800000
-DATA lgc33<>+4(SB)/4, $0xbf800000
-DATA lgc33<>+8(SB)/4, $0xbf800000
-DATA lgc33<>+12(SB)/4, $0xbf800000
-DATA lgc33<>+16(SB)/4, $0xbf800000
-DATA lgc33<>+20(SB)/4, $0xbf800000
-DATA lgc33<>+24(SB)/4, $0xbf800000
-DATA lgc33<>+28(SB)/4, $0xbf800000
+DATA lgc33<>+0(SB)/4, $0x39cccccd
+DATA lgc33<>+4(SB)/4, $0x39cccccd
+DATA lgc33<>+8(SB)/4, $0x39cccccd
+DATA lgc33<>+12(SB)/4, $0x39cccccd
+DATA lgc33<>+16(SB)/4, $0x39cccccd
+DATA lgc33<>+20(SB)/4, $0x39cccccd
+DATA lgc33<>+24(SB)/4, $0x39cccccd
+DATA lgc33<>+28(SB)/4, $0x39cccccd
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xb9cccccd
-DATA lgc34<>+4(SB)/4, $0xb9cccccd
-DATA lgc34<>+8(SB)/4, $0xb9cccccd
-DATA lgc34<>+12(SB)/4, $0xb9cccccd
-DATA lgc34<>+16(SB)/4, $0xb9cccccd
-DATA lgc34<>+20(SB)/4, $0xb9cccccd
-DATA lgc34<>+24(SB)/4, $0xb9cccccd
-DATA lgc34<>+28(SB)/4, $0xb9cccccd
+DATA lgc34<>+0(SB)/4, $0xbf800000
+DATA lgc34<>+4(SB)/4, $0xbf800000
+DATA lgc34<>+8(SB)/4, $0xbf800000
+DATA lgc34<>+12(SB)/4, $0xbf800000
+DATA lgc34<>+16(SB)/4, $0xbf800000
+DATA lgc34<>+20(SB)/4, $0xbf800000
+DATA lgc34<>+24(SB)/4, $0xbf800000
+DATA lgc34<>+28(SB)/4, $0xbf800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0xb9cccccd
+DATA lgc35<>+4(SB)/4, $0xb9cccccd
+DATA lgc35<>+8(SB)/4, $0xb9cccccd
+DATA lgc35<>+12(SB)/4, $0xb9cccccd
+DATA lgc35<>+16(SB)/4, $0xb9cccccd
+DATA lgc35<>+20(SB)/4, $0xb9cccccd
+DATA lgc35<>+24(SB)/4, $0xb9cccccd
+DATA lgc35<>+28(SB)/4, $0xb9cccccd
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(logAlpha *float32, selectedModels *bool, s0 *float32, alpha *float32, emptyModelSubset *float32, gradLogAlpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1698,23 +1716,22 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
-	VMULPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
+	VMULPS       lgc37<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc13<>+0(SB), Y3, Y3
-	VPAND        lgc37<>+0(SB), Y1, Y1
+	VPAND        lgc38<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc38<>+0(SB), Y2, Y1
+	VPAND        lgc39<>+0(SB), Y2, Y1
 	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc40<>+0(SB), Y1, Y2
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc11<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc40<>+0(SB), Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VMOVAPS      lgc41<>+0(SB), Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
@@ -1722,6 +1739,7 @@ bulk_18:
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1732,7 +1750,7 @@ bulk_18:
 	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -1745,155 +1763,155 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00800000
-DATA lgc35<>+4(SB)/4, $0x00800000
-DATA lgc35<>+8(SB)/4, $0x00800000
-DATA lgc35<>+12(SB)/4, $0x00800000
-DATA lgc35<>+16(SB)/4, $0x00800000
-DATA lgc35<>+20(SB)/4, $0x00800000
-DATA lgc35<>+24(SB)/4, $0x00800000
-DATA lgc35<>+28(SB)/4, $0x00800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x4b000000
-DATA lgc36<>+4(SB)/4, $0x4b000000
-DATA lgc36<>+8(SB)/4, $0x4b000000
-DATA lgc36<>+12(SB)/4, $0x4b000000
-DATA lgc36<>+16(SB)/4, $0x4b000000
-DATA lgc36<>+20(SB)/4, $0x4b000000
-DATA lgc36<>+24(SB)/4, $0x4b000000
-DATA lgc36<>+28(SB)/4, $0x4b000000
+DATA lgc36<>+0(SB)/4, $0x00800000
+DATA lgc36<>+4(SB)/4, $0x00800000
+DATA lgc36<>+8(SB)/4, $0x00800000
+DATA lgc36<>+12(SB)/4, $0x00800000
+DATA lgc36<>+16(SB)/4, $0x00800000
+DATA lgc36<>+20(SB)/4, $0x00800000
+DATA lgc36<>+24(SB)/4, $0x00800000
+DATA lgc36<>+28(SB)/4, $0x00800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xffffffe9
-DATA lgc37<>+4(SB)/4, $0xffffffe9
-DATA lgc37<>+8(SB)/4, $0xffffffe9
-DATA lgc37<>+12(SB)/4, $0xffffffe9
-DATA lgc37<>+16(SB)/4, $0xffffffe9
-DATA lgc37<>+20(SB)/4, $0xffffffe9
-DATA lgc37<>+24(SB)/4, $0xffffffe9
-DATA lgc37<>+28(SB)/4, $0xffffffe9
+DATA lgc37<>+0(SB)/4, $0x4b000000
+DATA lgc37<>+4(SB)/4, $0x4b000000
+DATA lgc37<>+8(SB)/4, $0x4b000000
+DATA lgc37<>+12(SB)/4, $0x4b000000
+DATA lgc37<>+16(SB)/4, $0x4b000000
+DATA lgc37<>+20(SB)/4, $0x4b000000
+DATA lgc37<>+24(SB)/4, $0x4b000000
+DATA lgc37<>+28(SB)/4, $0x4b000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x007fffff
-DATA lgc38<>+4(SB)/4, $0x007fffff
-DATA lgc38<>+8(SB)/4, $0x007fffff
-DATA lgc38<>+12(SB)/4, $0x007fffff
-DATA lgc38<>+16(SB)/4, $0x007fffff
-DATA lgc38<>+20(SB)/4, $0x007fffff
-DATA lgc38<>+24(SB)/4, $0x007fffff
-DATA lgc38<>+28(SB)/4, $0x007fffff
+DATA lgc38<>+0(SB)/4, $0xffffffe9
+DATA lgc38<>+4(SB)/4, $0xffffffe9
+DATA lgc38<>+8(SB)/4, $0xffffffe9
+DATA lgc38<>+12(SB)/4, $0xffffffe9
+DATA lgc38<>+16(SB)/4, $0xffffffe9
+DATA lgc38<>+20(SB)/4, $0xffffffe9
+DATA lgc38<>+24(SB)/4, $0xffffffe9
+DATA lgc38<>+28(SB)/4, $0xffffffe9
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3fb504f3
-DATA lgc39<>+4(SB)/4, $0x3fb504f3
-DATA lgc39<>+8(SB)/4, $0x3fb504f3
-DATA lgc39<>+12(SB)/4, $0x3fb504f3
-DATA lgc39<>+16(SB)/4, $0x3fb504f3
-DATA lgc39<>+20(SB)/4, $0x3fb504f3
-DATA lgc39<>+24(SB)/4, $0x3fb504f3
-DATA lgc39<>+28(SB)/4, $0x3fb504f3
+DATA lgc39<>+0(SB)/4, $0x007fffff
+DATA lgc39<>+4(SB)/4, $0x007fffff
+DATA lgc39<>+8(SB)/4, $0x007fffff
+DATA lgc39<>+12(SB)/4, $0x007fffff
+DATA lgc39<>+16(SB)/4, $0x007fffff
+DATA lgc39<>+20(SB)/4, $0x007fffff
+DATA lgc39<>+24(SB)/4, $0x007fffff
+DATA lgc39<>+28(SB)/4, $0x007fffff
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3d9021bb
-DATA lgc40<>+4(SB)/4, $0x3d9021bb
-DATA lgc40<>+8(SB)/4, $0x3d9021bb
-DATA lgc40<>+12(SB)/4, $0x3d9021bb
-DATA lgc40<>+16(SB)/4, $0x3d9021bb
-DATA lgc40<>+20(SB)/4, $0x3d9021bb
-DATA lgc40<>+24(SB)/4, $0x3d9021bb
-DATA lgc40<>+28(SB)/4, $0x3d9021bb
+DATA lgc40<>+0(SB)/4, $0x3fb504f3
+DATA lgc40<>+4(SB)/4, $0x3fb504f3
+DATA lgc40<>+8(SB)/4, $0x3fb504f3
+DATA lgc40<>+12(SB)/4, $0x3fb504f3
+DATA lgc40<>+16(SB)/4, $0x3fb504f3
+DATA lgc40<>+20(SB)/4, $0x3fb504f3
+DATA lgc40<>+24(SB)/4, $0x3fb504f3
+DATA lgc40<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbdebd1b8
-DATA lgc41<>+4(SB)/4, $0xbdebd1b8
-DATA lgc41<>+8(SB)/4, $0xbdebd1b8
-DATA lgc41<>+12(SB)/4, $0xbdebd1b8
-DATA lgc41<>+16(SB)/4, $0xbdebd1b8
-DATA lgc41<>+20(SB)/4, $0xbdebd1b8
-DATA lgc41<>+24(SB)/4, $0xbdebd1b8
-DATA lgc41<>+28(SB)/4, $0xbdebd1b8
+DATA lgc41<>+0(SB)/4, $0x3d9021bb
+DATA lgc41<>+4(SB)/4, $0x3d9021bb
+DATA lgc41<>+8(SB)/4, $0x3d9021bb
+DATA lgc41<>+12(SB)/4, $0x3d9021bb
+DATA lgc41<>+16(SB)/4, $0x3d9021bb
+DATA lgc41<>+20(SB)/4, $0x3d9021bb
+DATA lgc41<>+24(SB)/4, $0x3d9021bb
+DATA lgc41<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3def251a
-DATA lgc42<>+4(SB)/4, $0x3def251a
-DATA lgc42<>+8(SB)/4, $0x3def251a
-DATA lgc42<>+12(SB)/4, $0x3def251a
-DATA lgc42<>+16(SB)/4, $0x3def251a
-DATA lgc42<>+20(SB)/4, $0x3def251a
-DATA lgc42<>+24(SB)/4, $0x3def251a
-DATA lgc42<>+28(SB)/4, $0x3def251a
+DATA lgc42<>+0(SB)/4, $0xbdebd1b8
+DATA lgc42<>+4(SB)/4, $0xbdebd1b8
+DATA lgc42<>+8(SB)/4, $0xbdebd1b8
+DATA lgc42<>+12(SB)/4, $0xbdebd1b8
+DATA lgc42<>+16(SB)/4, $0xbdebd1b8
+DATA lgc42<>+20(SB)/4, $0xbdebd1b8
+DATA lgc42<>+24(SB)/4, $0xbdebd1b8
+DATA lgc42<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+0(SB)/4, $0x3def251a
+DATA lgc43<>+4(SB)/4, $0x3def251a
+DATA lgc43<>+8(SB)/4, $0x3def251a
+DATA lgc43<>+12(SB)/4, $0x3def251a
+DATA lgc43<>+16(SB)/4, $0x3def251a
+DATA lgc43<>+20(SB)/4, $0x3def251a
+DATA lgc43<>+24(SB)/4, $0x3def251a
+DATA lgc43<>+28(SB)/4, $0x3def251a
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3e11e9bf
-DATA lgc44<>+4(SB)/4, $0x3e11e9bf
-DATA lgc44<>+8(SB)/4, $0x3e11e9bf
-DATA lgc44<>+12(SB)/4, $0x3e11e9bf
-DATA lgc44<>+16(SB)/4, $0x3e11e9bf
-DATA lgc44<>+20(SB)/4, $0x3e11e9bf
-DATA lgc44<>+24(SB)/4, $0x3e11e9bf
-DATA lgc44<>+28(SB)/4, $0x3e11e9bf
+DATA lgc44<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe2aae50
-DATA lgc45<>+4(SB)/4, $0xbe2aae50
-DATA lgc45<>+8(SB)/4, $0xbe2aae50
-DATA lgc45<>+12(SB)/4, $0xbe2aae50
-DATA lgc45<>+16(SB)/4, $0xbe2aae50
-DATA lgc45<>+20(SB)/4, $0xbe2aae50
-DATA lgc45<>+24(SB)/4, $0xbe2aae50
-DATA lgc45<>+28(SB)/4, $0xbe2aae50
+DATA lgc45<>+0(SB)/4, $0x3e11e9bf
+DATA lgc45<>+4(SB)/4, $0x3e11e9bf
+DATA lgc45<>+8(SB)/4, $0x3e11e9bf
+DATA lgc45<>+12(SB)/4, $0x3e11e9bf
+DATA lgc45<>+16(SB)/4, $0x3e11e9bf
+DATA lgc45<>+20(SB)/4, $0x3e11e9bf
+DATA lgc45<>+24(SB)/4, $0x3e11e9bf
+DATA lgc45<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e4cceac
-DATA lgc46<>+4(SB)/4, $0x3e4cceac
-DATA lgc46<>+8(SB)/4, $0x3e4cceac
-DATA lgc46<>+12(SB)/4, $0x3e4cceac
-DATA lgc46<>+16(SB)/4, $0x3e4cceac
-DATA lgc46<>+20(SB)/4, $0x3e4cceac
-DATA lgc46<>+24(SB)/4, $0x3e4cceac
-DATA lgc46<>+28(SB)/4, $0x3e4cceac
+DATA lgc46<>+0(SB)/4, $0xbe2aae50
+DATA lgc46<>+4(SB)/4, $0xbe2aae50
+DATA lgc46<>+8(SB)/4, $0xbe2aae50
+DATA lgc46<>+12(SB)/4, $0xbe2aae50
+DATA lgc46<>+16(SB)/4, $0xbe2aae50
+DATA lgc46<>+20(SB)/4, $0xbe2aae50
+DATA lgc46<>+24(SB)/4, $0xbe2aae50
+DATA lgc46<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe7ffffc
-DATA lgc47<>+4(SB)/4, $0xbe7ffffc
-DATA lgc47<>+8(SB)/4, $0xbe7ffffc
-DATA lgc47<>+12(SB)/4, $0xbe7ffffc
-DATA lgc47<>+16(SB)/4, $0xbe7ffffc
-DATA lgc47<>+20(SB)/4, $0xbe7ffffc
-DATA lgc47<>+24(SB)/4, $0xbe7ffffc
-DATA lgc47<>+28(SB)/4, $0xbe7ffffc
+DATA lgc47<>+0(SB)/4, $0x3e4cceac
+DATA lgc47<>+4(SB)/4, $0x3e4cceac
+DATA lgc47<>+8(SB)/4, $0x3e4cceac
+DATA lgc47<>+12(SB)/4, $0x3e4cceac
+DATA lgc47<>+16(SB)/4, $0x3e4cceac
+DATA lgc47<>+20(SB)/4, $0x3e4cceac
+DATA lgc47<>+24(SB)/4, $0x3e4cceac
+DATA lgc47<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+0(SB)/4, $0xbe7ffffc
+DATA lgc48<>+4(SB)/4, $0xbe7ffffc
+DATA lgc48<>+8(SB)/4, $0xbe7ffffc
+DATA lgc48<>+12(SB)/4, $0xbe7ffffc
+DATA lgc48<>+16(SB)/4, $0xbe7ffffc
+DATA lgc48<>+20(SB)/4, $0xbe7ffffc
+DATA lgc48<>+24(SB)/4, $0xbe7ffffc
+DATA lgc48<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x7fc00000
-DATA lgc49<>+4(SB)/4, $0x7fc00000
-DATA lgc49<>+8(SB)/4, $0x7fc00000
-DATA lgc49<>+12(SB)/4, $0x7fc00000
-DATA lgc49<>+16(SB)/4, $0x7fc00000
-DATA lgc49<>+20(SB)/4, $0x7fc00000
-DATA lgc49<>+24(SB)/4, $0x7fc00000
-DATA lgc49<>+28(SB)/4, $0x7fc00000
+DATA lgc49<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
+
+DATA lgc50<>+0(SB)/4, $0x7fc00000
+DATA lgc50<>+4(SB)/4, $0x7fc00000
+DATA lgc50<>+8(SB)/4, $0x7fc00000
+DATA lgc50<>+12(SB)/4, $0x7fc00000
+DATA lgc50<>+16(SB)/4, $0x7fc00000
+DATA lgc50<>+20(SB)/4, $0x7fc00000
+DATA lgc50<>+24(SB)/4, $0x7fc00000
+DATA lgc50<>+28(SB)/4, $0x7fc00000
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1908,23 +1926,22 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc36<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc37<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc37<>+0(SB), Y2, Y2
+	VPAND        lgc38<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc38<>+0(SB), Y3, Y2
+	VPAND        lgc39<>+0(SB), Y3, Y2
 	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc40<>+0(SB), Y2, Y3
 	VMULPS       lgc10<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc11<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc40<>+0(SB), Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VMOVAPS      lgc41<>+0(SB), Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
@@ -1932,6 +1949,7 @@ bulk_20:
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1942,7 +1960,7 @@ bulk_20:
 	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

@@ -135,10 +135,11 @@ blocks_2:
 	VMOVUPS      Y3, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -150,7 +151,7 @@ blocks_2:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc12<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc13<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -168,10 +169,15 @@ blocks_2:
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -183,7 +189,7 @@ noflush_3:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -322,15 +328,21 @@ DATA lgc11<>+24(SB)/4, $0x3f000000
 DATA lgc11<>+28(SB)/4, $0x3f000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x7f7fffff
-DATA lgc12<>+4(SB)/4, $0x7f7fffff
-DATA lgc12<>+8(SB)/4, $0x7f7fffff
-DATA lgc12<>+12(SB)/4, $0x7f7fffff
-DATA lgc12<>+16(SB)/4, $0x7f7fffff
-DATA lgc12<>+20(SB)/4, $0x7f7fffff
-DATA lgc12<>+24(SB)/4, $0x7f7fffff
-DATA lgc12<>+28(SB)/4, $0x7f7fffff
+DATA lgc12<>+0(SB)/8, $0x4020000000000000
+DATA lgc12<>+8(SB)/8, $0x4020000000000000
+DATA lgc12<>+16(SB)/8, $0x4020000000000000
+DATA lgc12<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+DATA lgc13<>+0(SB)/4, $0x7f7fffff
+DATA lgc13<>+4(SB)/4, $0x7f7fffff
+DATA lgc13<>+8(SB)/4, $0x7f7fffff
+DATA lgc13<>+12(SB)/4, $0x7f7fffff
+DATA lgc13<>+16(SB)/4, $0x7f7fffff
+DATA lgc13<>+20(SB)/4, $0x7f7fffff
+DATA lgc13<>+24(SB)/4, $0x7f7fffff
+DATA lgc13<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -455,7 +467,7 @@ blocks_5:
 	// mean(smoothL1) over [N T]
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
-	VMOVUPS lgc13<>+0(SB), Y2
+	VMOVUPS lgc14<>+0(SB), Y2
 
 	// v34 = where(v26, 0.0009765625, 0)
 	VANDPS Y2, Y1, Y3
@@ -496,7 +508,7 @@ blocks_5:
 
 	// v47 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc14<>+0(SB), Y6
+	VMOVUPS lgc15<>+0(SB), Y6
 
 	// v48 = where(v45, -1, v47)
 	VBLENDVPS Y5, Y6, Y4, Y4
@@ -519,7 +531,7 @@ blocks_5:
 	VMOVUPS 32(SP), Y2
 
 	// gradLogProb = mul(-0.0009765625, gae)
-	VMULPS lgc15<>+0(SB), Y2, Y3
+	VMULPS lgc16<>+0(SB), Y2, Y3
 
 	// store advantage
 	MOVQ    advantage+64(FP), BX
@@ -539,10 +551,11 @@ blocks_5:
 	VMOVUPS      Y3, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_6
+	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -554,7 +567,7 @@ blocks_5:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc12<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc13<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -572,10 +585,15 @@ blocks_5:
 noflush_6:
 	SUBQ         $+8, CX
 	JGE          blocks_5
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -587,7 +605,7 @@ noflush_6:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -606,35 +624,35 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-DATA lgc13<>+0(SB)/4, $0x3a800000
-DATA lgc13<>+4(SB)/4, $0x3a800000
-DATA lgc13<>+8(SB)/4, $0x3a800000
-DATA lgc13<>+12(SB)/4, $0x3a800000
-DATA lgc13<>+16(SB)/4, $0x3a800000
-DATA lgc13<>+20(SB)/4, $0x3a800000
-DATA lgc13<>+24(SB)/4, $0x3a800000
-DATA lgc13<>+28(SB)/4, $0x3a800000
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
-
-DATA lgc14<>+0(SB)/4, $0xbf800000
-DATA lgc14<>+4(SB)/4, $0xbf800000
-DATA lgc14<>+8(SB)/4, $0xbf800000
-DATA lgc14<>+12(SB)/4, $0xbf800000
-DATA lgc14<>+16(SB)/4, $0xbf800000
-DATA lgc14<>+20(SB)/4, $0xbf800000
-DATA lgc14<>+24(SB)/4, $0xbf800000
-DATA lgc14<>+28(SB)/4, $0xbf800000
+DATA lgc14<>+0(SB)/4, $0x3a800000
+DATA lgc14<>+4(SB)/4, $0x3a800000
+DATA lgc14<>+8(SB)/4, $0x3a800000
+DATA lgc14<>+12(SB)/4, $0x3a800000
+DATA lgc14<>+16(SB)/4, $0x3a800000
+DATA lgc14<>+20(SB)/4, $0x3a800000
+DATA lgc14<>+24(SB)/4, $0x3a800000
+DATA lgc14<>+28(SB)/4, $0x3a800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xba800000
-DATA lgc15<>+4(SB)/4, $0xba800000
-DATA lgc15<>+8(SB)/4, $0xba800000
-DATA lgc15<>+12(SB)/4, $0xba800000
-DATA lgc15<>+16(SB)/4, $0xba800000
-DATA lgc15<>+20(SB)/4, $0xba800000
-DATA lgc15<>+24(SB)/4, $0xba800000
-DATA lgc15<>+28(SB)/4, $0xba800000
+DATA lgc15<>+0(SB)/4, $0xbf800000
+DATA lgc15<>+4(SB)/4, $0xbf800000
+DATA lgc15<>+8(SB)/4, $0xbf800000
+DATA lgc15<>+12(SB)/4, $0xbf800000
+DATA lgc15<>+16(SB)/4, $0xbf800000
+DATA lgc15<>+20(SB)/4, $0xbf800000
+DATA lgc15<>+24(SB)/4, $0xbf800000
+DATA lgc15<>+28(SB)/4, $0xbf800000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
+
+DATA lgc16<>+0(SB)/4, $0xba800000
+DATA lgc16<>+4(SB)/4, $0xba800000
+DATA lgc16<>+8(SB)/4, $0xba800000
+DATA lgc16<>+12(SB)/4, $0xba800000
+DATA lgc16<>+16(SB)/4, $0xba800000
+DATA lgc16<>+20(SB)/4, $0xba800000
+DATA lgc16<>+24(SB)/4, $0xba800000
+DATA lgc16<>+28(SB)/4, $0xba800000
+GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -648,28 +666,28 @@ bulk_7:
 	CMPQ         BX, DX
 	JGE          bulkdone_8
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc17<>+0(SB), Y0, Y1
+	VMINPS       lgc18<>+0(SB), Y1, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPMAXSD      lgc27<>+0(SB), Y1, Y2
+	VPMINSD      lgc28<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -683,125 +701,125 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc16<>+0(SB)/4, $0xc2d00000
-DATA lgc16<>+4(SB)/4, $0xc2d00000
-DATA lgc16<>+8(SB)/4, $0xc2d00000
-DATA lgc16<>+12(SB)/4, $0xc2d00000
-DATA lgc16<>+16(SB)/4, $0xc2d00000
-DATA lgc16<>+20(SB)/4, $0xc2d00000
-DATA lgc16<>+24(SB)/4, $0xc2d00000
-DATA lgc16<>+28(SB)/4, $0xc2d00000
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x42b20000
-DATA lgc17<>+4(SB)/4, $0x42b20000
-DATA lgc17<>+8(SB)/4, $0x42b20000
-DATA lgc17<>+12(SB)/4, $0x42b20000
-DATA lgc17<>+16(SB)/4, $0x42b20000
-DATA lgc17<>+20(SB)/4, $0x42b20000
-DATA lgc17<>+24(SB)/4, $0x42b20000
-DATA lgc17<>+28(SB)/4, $0x42b20000
+DATA lgc17<>+0(SB)/4, $0xc2d00000
+DATA lgc17<>+4(SB)/4, $0xc2d00000
+DATA lgc17<>+8(SB)/4, $0xc2d00000
+DATA lgc17<>+12(SB)/4, $0xc2d00000
+DATA lgc17<>+16(SB)/4, $0xc2d00000
+DATA lgc17<>+20(SB)/4, $0xc2d00000
+DATA lgc17<>+24(SB)/4, $0xc2d00000
+DATA lgc17<>+28(SB)/4, $0xc2d00000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+0(SB)/4, $0x42b20000
+DATA lgc18<>+4(SB)/4, $0x42b20000
+DATA lgc18<>+8(SB)/4, $0x42b20000
+DATA lgc18<>+12(SB)/4, $0x42b20000
+DATA lgc18<>+16(SB)/4, $0x42b20000
+DATA lgc18<>+20(SB)/4, $0x42b20000
+DATA lgc18<>+24(SB)/4, $0x42b20000
+DATA lgc18<>+28(SB)/4, $0x42b20000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f318000
-DATA lgc19<>+4(SB)/4, $0x3f318000
-DATA lgc19<>+8(SB)/4, $0x3f318000
-DATA lgc19<>+12(SB)/4, $0x3f318000
-DATA lgc19<>+16(SB)/4, $0x3f318000
-DATA lgc19<>+20(SB)/4, $0x3f318000
-DATA lgc19<>+24(SB)/4, $0x3f318000
-DATA lgc19<>+28(SB)/4, $0x3f318000
+DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xb95e8083
-DATA lgc20<>+4(SB)/4, $0xb95e8083
-DATA lgc20<>+8(SB)/4, $0xb95e8083
-DATA lgc20<>+12(SB)/4, $0xb95e8083
-DATA lgc20<>+16(SB)/4, $0xb95e8083
-DATA lgc20<>+20(SB)/4, $0xb95e8083
-DATA lgc20<>+24(SB)/4, $0xb95e8083
-DATA lgc20<>+28(SB)/4, $0xb95e8083
+DATA lgc20<>+0(SB)/4, $0x3f318000
+DATA lgc20<>+4(SB)/4, $0x3f318000
+DATA lgc20<>+8(SB)/4, $0x3f318000
+DATA lgc20<>+12(SB)/4, $0x3f318000
+DATA lgc20<>+16(SB)/4, $0x3f318000
+DATA lgc20<>+20(SB)/4, $0x3f318000
+DATA lgc20<>+24(SB)/4, $0x3f318000
+DATA lgc20<>+28(SB)/4, $0x3f318000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x39506967
-DATA lgc21<>+4(SB)/4, $0x39506967
-DATA lgc21<>+8(SB)/4, $0x39506967
-DATA lgc21<>+12(SB)/4, $0x39506967
-DATA lgc21<>+16(SB)/4, $0x39506967
-DATA lgc21<>+20(SB)/4, $0x39506967
-DATA lgc21<>+24(SB)/4, $0x39506967
-DATA lgc21<>+28(SB)/4, $0x39506967
+DATA lgc21<>+0(SB)/4, $0xb95e8083
+DATA lgc21<>+4(SB)/4, $0xb95e8083
+DATA lgc21<>+8(SB)/4, $0xb95e8083
+DATA lgc21<>+12(SB)/4, $0xb95e8083
+DATA lgc21<>+16(SB)/4, $0xb95e8083
+DATA lgc21<>+20(SB)/4, $0xb95e8083
+DATA lgc21<>+24(SB)/4, $0xb95e8083
+DATA lgc21<>+28(SB)/4, $0xb95e8083
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3ab743ce
-DATA lgc22<>+4(SB)/4, $0x3ab743ce
-DATA lgc22<>+8(SB)/4, $0x3ab743ce
-DATA lgc22<>+12(SB)/4, $0x3ab743ce
-DATA lgc22<>+16(SB)/4, $0x3ab743ce
-DATA lgc22<>+20(SB)/4, $0x3ab743ce
-DATA lgc22<>+24(SB)/4, $0x3ab743ce
-DATA lgc22<>+28(SB)/4, $0x3ab743ce
+DATA lgc22<>+0(SB)/4, $0x39506967
+DATA lgc22<>+4(SB)/4, $0x39506967
+DATA lgc22<>+8(SB)/4, $0x39506967
+DATA lgc22<>+12(SB)/4, $0x39506967
+DATA lgc22<>+16(SB)/4, $0x39506967
+DATA lgc22<>+20(SB)/4, $0x39506967
+DATA lgc22<>+24(SB)/4, $0x39506967
+DATA lgc22<>+28(SB)/4, $0x39506967
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3c088908
-DATA lgc23<>+4(SB)/4, $0x3c088908
-DATA lgc23<>+8(SB)/4, $0x3c088908
-DATA lgc23<>+12(SB)/4, $0x3c088908
-DATA lgc23<>+16(SB)/4, $0x3c088908
-DATA lgc23<>+20(SB)/4, $0x3c088908
-DATA lgc23<>+24(SB)/4, $0x3c088908
-DATA lgc23<>+28(SB)/4, $0x3c088908
+DATA lgc23<>+0(SB)/4, $0x3ab743ce
+DATA lgc23<>+4(SB)/4, $0x3ab743ce
+DATA lgc23<>+8(SB)/4, $0x3ab743ce
+DATA lgc23<>+12(SB)/4, $0x3ab743ce
+DATA lgc23<>+16(SB)/4, $0x3ab743ce
+DATA lgc23<>+20(SB)/4, $0x3ab743ce
+DATA lgc23<>+24(SB)/4, $0x3ab743ce
+DATA lgc23<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+0(SB)/4, $0x3c088908
+DATA lgc24<>+4(SB)/4, $0x3c088908
+DATA lgc24<>+8(SB)/4, $0x3c088908
+DATA lgc24<>+12(SB)/4, $0x3c088908
+DATA lgc24<>+16(SB)/4, $0x3c088908
+DATA lgc24<>+20(SB)/4, $0x3c088908
+DATA lgc24<>+24(SB)/4, $0x3c088908
+DATA lgc24<>+28(SB)/4, $0x3c088908
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xffffff82
-DATA lgc26<>+4(SB)/4, $0xffffff82
-DATA lgc26<>+8(SB)/4, $0xffffff82
-DATA lgc26<>+12(SB)/4, $0xffffff82
-DATA lgc26<>+16(SB)/4, $0xffffff82
-DATA lgc26<>+20(SB)/4, $0xffffff82
-DATA lgc26<>+24(SB)/4, $0xffffff82
-DATA lgc26<>+28(SB)/4, $0xffffff82
+DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x0000007f
-DATA lgc27<>+4(SB)/4, $0x0000007f
-DATA lgc27<>+8(SB)/4, $0x0000007f
-DATA lgc27<>+12(SB)/4, $0x0000007f
-DATA lgc27<>+16(SB)/4, $0x0000007f
-DATA lgc27<>+20(SB)/4, $0x0000007f
-DATA lgc27<>+24(SB)/4, $0x0000007f
-DATA lgc27<>+28(SB)/4, $0x0000007f
+DATA lgc27<>+0(SB)/4, $0xffffff82
+DATA lgc27<>+4(SB)/4, $0xffffff82
+DATA lgc27<>+8(SB)/4, $0xffffff82
+DATA lgc27<>+12(SB)/4, $0xffffff82
+DATA lgc27<>+16(SB)/4, $0xffffff82
+DATA lgc27<>+20(SB)/4, $0xffffff82
+DATA lgc27<>+24(SB)/4, $0xffffff82
+DATA lgc27<>+28(SB)/4, $0xffffff82
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x0000007f
+DATA lgc28<>+4(SB)/4, $0x0000007f
+DATA lgc28<>+8(SB)/4, $0x0000007f
+DATA lgc28<>+12(SB)/4, $0x0000007f
+DATA lgc28<>+16(SB)/4, $0x0000007f
+DATA lgc28<>+20(SB)/4, $0x0000007f
+DATA lgc28<>+24(SB)/4, $0x0000007f
+DATA lgc28<>+28(SB)/4, $0x0000007f
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -815,23 +833,22 @@ bulk_9:
 	CMPQ         BX, DX
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc27<>+0(SB), Y3, Y3
-	VPAND        lgc30<>+0(SB), Y1, Y1
+	VPSUBD       lgc28<>+0(SB), Y3, Y3
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc31<>+0(SB), Y2, Y1
+	VPAND        lgc32<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
 	VMULPS       lgc11<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc33<>+0(SB), Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
@@ -839,19 +856,20 @@ bulk_9:
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -862,175 +880,175 @@ bulkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xffffffe9
-DATA lgc30<>+4(SB)/4, $0xffffffe9
-DATA lgc30<>+8(SB)/4, $0xffffffe9
-DATA lgc30<>+12(SB)/4, $0xffffffe9
-DATA lgc30<>+16(SB)/4, $0xffffffe9
-DATA lgc30<>+20(SB)/4, $0xffffffe9
-DATA lgc30<>+24(SB)/4, $0xffffffe9
-DATA lgc30<>+28(SB)/4, $0xffffffe9
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x007fffff
-DATA lgc31<>+4(SB)/4, $0x007fffff
-DATA lgc31<>+8(SB)/4, $0x007fffff
-DATA lgc31<>+12(SB)/4, $0x007fffff
-DATA lgc31<>+16(SB)/4, $0x007fffff
-DATA lgc31<>+20(SB)/4, $0x007fffff
-DATA lgc31<>+24(SB)/4, $0x007fffff
-DATA lgc31<>+28(SB)/4, $0x007fffff
+DATA lgc31<>+0(SB)/4, $0xffffffe9
+DATA lgc31<>+4(SB)/4, $0xffffffe9
+DATA lgc31<>+8(SB)/4, $0xffffffe9
+DATA lgc31<>+12(SB)/4, $0xffffffe9
+DATA lgc31<>+16(SB)/4, $0xffffffe9
+DATA lgc31<>+20(SB)/4, $0xffffffe9
+DATA lgc31<>+24(SB)/4, $0xffffffe9
+DATA lgc31<>+28(SB)/4, $0xffffffe9
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3fb504f3
-DATA lgc32<>+4(SB)/4, $0x3fb504f3
-DATA lgc32<>+8(SB)/4, $0x3fb504f3
-DATA lgc32<>+12(SB)/4, $0x3fb504f3
-DATA lgc32<>+16(SB)/4, $0x3fb504f3
-DATA lgc32<>+20(SB)/4, $0x3fb504f3
-DATA lgc32<>+24(SB)/4, $0x3fb504f3
-DATA lgc32<>+28(SB)/4, $0x3fb504f3
+DATA lgc32<>+0(SB)/4, $0x007fffff
+DATA lgc32<>+4(SB)/4, $0x007fffff
+DATA lgc32<>+8(SB)/4, $0x007fffff
+DATA lgc32<>+12(SB)/4, $0x007fffff
+DATA lgc32<>+16(SB)/4, $0x007fffff
+DATA lgc32<>+20(SB)/4, $0x007fffff
+DATA lgc32<>+24(SB)/4, $0x007fffff
+DATA lgc32<>+28(SB)/4, $0x007fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d9021bb
-DATA lgc33<>+4(SB)/4, $0x3d9021bb
-DATA lgc33<>+8(SB)/4, $0x3d9021bb
-DATA lgc33<>+12(SB)/4, $0x3d9021bb
-DATA lgc33<>+16(SB)/4, $0x3d9021bb
-DATA lgc33<>+20(SB)/4, $0x3d9021bb
-DATA lgc33<>+24(SB)/4, $0x3d9021bb
-DATA lgc33<>+28(SB)/4, $0x3d9021bb
+DATA lgc33<>+0(SB)/4, $0x3fb504f3
+DATA lgc33<>+4(SB)/4, $0x3fb504f3
+DATA lgc33<>+8(SB)/4, $0x3fb504f3
+DATA lgc33<>+12(SB)/4, $0x3fb504f3
+DATA lgc33<>+16(SB)/4, $0x3fb504f3
+DATA lgc33<>+20(SB)/4, $0x3fb504f3
+DATA lgc33<>+24(SB)/4, $0x3fb504f3
+DATA lgc33<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdebd1b8
-DATA lgc34<>+4(SB)/4, $0xbdebd1b8
-DATA lgc34<>+8(SB)/4, $0xbdebd1b8
-DATA lgc34<>+12(SB)/4, $0xbdebd1b8
-DATA lgc34<>+16(SB)/4, $0xbdebd1b8
-DATA lgc34<>+20(SB)/4, $0xbdebd1b8
-DATA lgc34<>+24(SB)/4, $0xbdebd1b8
-DATA lgc34<>+28(SB)/4, $0xbdebd1b8
+DATA lgc34<>+0(SB)/4, $0x3d9021bb
+DATA lgc34<>+4(SB)/4, $0x3d9021bb
+DATA lgc34<>+8(SB)/4, $0x3d9021bb
+DATA lgc34<>+12(SB)/4, $0x3d9021bb
+DATA lgc34<>+16(SB)/4, $0x3d9021bb
+DATA lgc34<>+20(SB)/4, $0x3d9021bb
+DATA lgc34<>+24(SB)/4, $0x3d9021bb
+DATA lgc34<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3def251a
-DATA lgc35<>+4(SB)/4, $0x3def251a
-DATA lgc35<>+8(SB)/4, $0x3def251a
-DATA lgc35<>+12(SB)/4, $0x3def251a
-DATA lgc35<>+16(SB)/4, $0x3def251a
-DATA lgc35<>+20(SB)/4, $0x3def251a
-DATA lgc35<>+24(SB)/4, $0x3def251a
-DATA lgc35<>+28(SB)/4, $0x3def251a
+DATA lgc35<>+0(SB)/4, $0xbdebd1b8
+DATA lgc35<>+4(SB)/4, $0xbdebd1b8
+DATA lgc35<>+8(SB)/4, $0xbdebd1b8
+DATA lgc35<>+12(SB)/4, $0xbdebd1b8
+DATA lgc35<>+16(SB)/4, $0xbdebd1b8
+DATA lgc35<>+20(SB)/4, $0xbdebd1b8
+DATA lgc35<>+24(SB)/4, $0xbdebd1b8
+DATA lgc35<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+0(SB)/4, $0x3def251a
+DATA lgc36<>+4(SB)/4, $0x3def251a
+DATA lgc36<>+8(SB)/4, $0x3def251a
+DATA lgc36<>+12(SB)/4, $0x3def251a
+DATA lgc36<>+16(SB)/4, $0x3def251a
+DATA lgc36<>+20(SB)/4, $0x3def251a
+DATA lgc36<>+24(SB)/4, $0x3def251a
+DATA lgc36<>+28(SB)/4, $0x3def251a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e11e9bf
-DATA lgc37<>+4(SB)/4, $0x3e11e9bf
-DATA lgc37<>+8(SB)/4, $0x3e11e9bf
-DATA lgc37<>+12(SB)/4, $0x3e11e9bf
-DATA lgc37<>+16(SB)/4, $0x3e11e9bf
-DATA lgc37<>+20(SB)/4, $0x3e11e9bf
-DATA lgc37<>+24(SB)/4, $0x3e11e9bf
-DATA lgc37<>+28(SB)/4, $0x3e11e9bf
+DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe2aae50
-DATA lgc38<>+4(SB)/4, $0xbe2aae50
-DATA lgc38<>+8(SB)/4, $0xbe2aae50
-DATA lgc38<>+12(SB)/4, $0xbe2aae50
-DATA lgc38<>+16(SB)/4, $0xbe2aae50
-DATA lgc38<>+20(SB)/4, $0xbe2aae50
-DATA lgc38<>+24(SB)/4, $0xbe2aae50
-DATA lgc38<>+28(SB)/4, $0xbe2aae50
+DATA lgc38<>+0(SB)/4, $0x3e11e9bf
+DATA lgc38<>+4(SB)/4, $0x3e11e9bf
+DATA lgc38<>+8(SB)/4, $0x3e11e9bf
+DATA lgc38<>+12(SB)/4, $0x3e11e9bf
+DATA lgc38<>+16(SB)/4, $0x3e11e9bf
+DATA lgc38<>+20(SB)/4, $0x3e11e9bf
+DATA lgc38<>+24(SB)/4, $0x3e11e9bf
+DATA lgc38<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e4cceac
-DATA lgc39<>+4(SB)/4, $0x3e4cceac
-DATA lgc39<>+8(SB)/4, $0x3e4cceac
-DATA lgc39<>+12(SB)/4, $0x3e4cceac
-DATA lgc39<>+16(SB)/4, $0x3e4cceac
-DATA lgc39<>+20(SB)/4, $0x3e4cceac
-DATA lgc39<>+24(SB)/4, $0x3e4cceac
-DATA lgc39<>+28(SB)/4, $0x3e4cceac
+DATA lgc39<>+0(SB)/4, $0xbe2aae50
+DATA lgc39<>+4(SB)/4, $0xbe2aae50
+DATA lgc39<>+8(SB)/4, $0xbe2aae50
+DATA lgc39<>+12(SB)/4, $0xbe2aae50
+DATA lgc39<>+16(SB)/4, $0xbe2aae50
+DATA lgc39<>+20(SB)/4, $0xbe2aae50
+DATA lgc39<>+24(SB)/4, $0xbe2aae50
+DATA lgc39<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe7ffffc
-DATA lgc40<>+4(SB)/4, $0xbe7ffffc
-DATA lgc40<>+8(SB)/4, $0xbe7ffffc
-DATA lgc40<>+12(SB)/4, $0xbe7ffffc
-DATA lgc40<>+16(SB)/4, $0xbe7ffffc
-DATA lgc40<>+20(SB)/4, $0xbe7ffffc
-DATA lgc40<>+24(SB)/4, $0xbe7ffffc
-DATA lgc40<>+28(SB)/4, $0xbe7ffffc
+DATA lgc40<>+0(SB)/4, $0x3e4cceac
+DATA lgc40<>+4(SB)/4, $0x3e4cceac
+DATA lgc40<>+8(SB)/4, $0x3e4cceac
+DATA lgc40<>+12(SB)/4, $0x3e4cceac
+DATA lgc40<>+16(SB)/4, $0x3e4cceac
+DATA lgc40<>+20(SB)/4, $0x3e4cceac
+DATA lgc40<>+24(SB)/4, $0x3e4cceac
+DATA lgc40<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+0(SB)/4, $0xbe7ffffc
+DATA lgc41<>+4(SB)/4, $0xbe7ffffc
+DATA lgc41<>+8(SB)/4, $0xbe7ffffc
+DATA lgc41<>+12(SB)/4, $0xbe7ffffc
+DATA lgc41<>+16(SB)/4, $0xbe7ffffc
+DATA lgc41<>+20(SB)/4, $0xbe7ffffc
+DATA lgc41<>+24(SB)/4, $0xbe7ffffc
+DATA lgc41<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xff800000
-DATA lgc42<>+4(SB)/4, $0xff800000
-DATA lgc42<>+8(SB)/4, $0xff800000
-DATA lgc42<>+12(SB)/4, $0xff800000
-DATA lgc42<>+16(SB)/4, $0xff800000
-DATA lgc42<>+20(SB)/4, $0xff800000
-DATA lgc42<>+24(SB)/4, $0xff800000
-DATA lgc42<>+28(SB)/4, $0xff800000
+DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7fc00000
-DATA lgc43<>+4(SB)/4, $0x7fc00000
-DATA lgc43<>+8(SB)/4, $0x7fc00000
-DATA lgc43<>+12(SB)/4, $0x7fc00000
-DATA lgc43<>+16(SB)/4, $0x7fc00000
-DATA lgc43<>+20(SB)/4, $0x7fc00000
-DATA lgc43<>+24(SB)/4, $0x7fc00000
-DATA lgc43<>+28(SB)/4, $0x7fc00000
+DATA lgc43<>+0(SB)/4, $0xff800000
+DATA lgc43<>+4(SB)/4, $0xff800000
+DATA lgc43<>+8(SB)/4, $0xff800000
+DATA lgc43<>+12(SB)/4, $0xff800000
+DATA lgc43<>+16(SB)/4, $0xff800000
+DATA lgc43<>+20(SB)/4, $0xff800000
+DATA lgc43<>+24(SB)/4, $0xff800000
+DATA lgc43<>+28(SB)/4, $0xff800000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7f800000
-DATA lgc44<>+4(SB)/4, $0x7f800000
-DATA lgc44<>+8(SB)/4, $0x7f800000
-DATA lgc44<>+12(SB)/4, $0x7f800000
-DATA lgc44<>+16(SB)/4, $0x7f800000
-DATA lgc44<>+20(SB)/4, $0x7f800000
-DATA lgc44<>+24(SB)/4, $0x7f800000
-DATA lgc44<>+28(SB)/4, $0x7f800000
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/4, $0x7f800000
+DATA lgc45<>+4(SB)/4, $0x7f800000
+DATA lgc45<>+8(SB)/4, $0x7f800000
+DATA lgc45<>+12(SB)/4, $0x7f800000
+DATA lgc45<>+16(SB)/4, $0x7f800000
+DATA lgc45<>+20(SB)/4, $0x7f800000
+DATA lgc45<>+24(SB)/4, $0x7f800000
+DATA lgc45<>+28(SB)/4, $0x7f800000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1045,23 +1063,22 @@ bulk_11:
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc27<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
 	VMULPS       lgc11<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
@@ -1069,19 +1086,20 @@ bulk_11:
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
 	VFNMADD231PS lgc11<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1091,9 +1109,9 @@ bulk_11:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_11

@@ -447,10 +447,11 @@ inner_Q_4:
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_5
+	VMOVUPD      lgc25<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -461,8 +462,8 @@ inner_Q_4:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -474,8 +475,8 @@ inner_Q_4:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -487,8 +488,8 @@ inner_Q_4:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -511,10 +512,15 @@ noflush_5:
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc18<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -525,8 +531,8 @@ chunkdone_2:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -538,8 +544,8 @@ chunkdone_2:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -551,8 +557,8 @@ chunkdone_2:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -674,25 +680,31 @@ DATA lgc24<>+24(SB)/4, $0xc0c00000
 DATA lgc24<>+28(SB)/4, $0xc0c00000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/8, $0x4020000000000000
+DATA lgc25<>+8(SB)/8, $0x4020000000000000
+DATA lgc25<>+16(SB)/8, $0x4020000000000000
+DATA lgc25<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
+DATA lgc26<>+0(SB)/4, $0x7fffffff
+DATA lgc26<>+4(SB)/4, $0x7fffffff
+DATA lgc26<>+8(SB)/4, $0x7fffffff
+DATA lgc26<>+12(SB)/4, $0x7fffffff
+DATA lgc26<>+16(SB)/4, $0x7fffffff
+DATA lgc26<>+20(SB)/4, $0x7fffffff
+DATA lgc26<>+24(SB)/4, $0x7fffffff
+DATA lgc26<>+28(SB)/4, $0x7fffffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x7f7fffff
+DATA lgc27<>+4(SB)/4, $0x7f7fffff
+DATA lgc27<>+8(SB)/4, $0x7f7fffff
+DATA lgc27<>+12(SB)/4, $0x7f7fffff
+DATA lgc27<>+16(SB)/4, $0x7f7fffff
+DATA lgc27<>+20(SB)/4, $0x7f7fffff
+DATA lgc27<>+24(SB)/4, $0x7f7fffff
+DATA lgc27<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -774,7 +786,7 @@ TEXT ·fbPass1AVX2(SB), $224-128
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// v51 = mul(0.00390625, v1)
-	VMULPS  lgc27<>+0(SB), Y3, Y0
+	VMULPS  lgc28<>+0(SB), Y3, Y0
 	VMOVUPS Y3, (SP)
 	VMOVUPS Y0, 32(SP)
 	MOVQ    $+8, CX
@@ -997,7 +1009,7 @@ inner_Q_9:
 	VMOVUPS Y5, Y2
 
 	// v49 = mul(-0.00390625, v39)
-	VMULPS lgc28<>+0(SB), Y1, Y1
+	VMULPS lgc29<>+0(SB), Y1, Y1
 
 	// sum(v49) over [B]
 	VADDPS  1536(DX), Y1, Y1
@@ -1038,7 +1050,7 @@ inner_Q_10:
 
 	// v53 = eq(v52, v32)
 	VCMPPS  $0x00, Y6, Y5, Y5
-	VMOVUPS lgc28<>+0(SB), Y6
+	VMOVUPS lgc29<>+0(SB), Y6
 
 	// gradStateActionValueActor = where(v53, -0.00390625, 0)
 	VANDPS Y6, Y5, Y5
@@ -1046,7 +1058,7 @@ inner_Q_10:
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+88(FP), SI
 	VMOVUPS Y5, (SI)(DI*4)
-	VMOVUPS lgc27<>+0(SB), Y5
+	VMOVUPS lgc28<>+0(SB), Y5
 
 	// v56 = where(v22, 0.00390625, 0)
 	VANDPS Y5, Y3, Y6
@@ -1087,7 +1099,7 @@ inner_Q_10:
 
 	// v69 = mul(diff, 0)
 	VMULPS  lgc18<>+0(SB), Y0, Y0
-	VMOVUPS lgc29<>+0(SB), Y6
+	VMOVUPS lgc30<>+0(SB), Y6
 
 	// v70 = where(v67, -1, v69)
 	VBLENDVPS Y4, Y6, Y0, Y0
@@ -1127,10 +1139,11 @@ inner_Q_10:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
+	VMOVUPD      lgc25<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1141,8 +1154,8 @@ inner_Q_10:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1154,8 +1167,8 @@ inner_Q_10:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1167,8 +1180,8 @@ inner_Q_10:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1180,8 +1193,8 @@ inner_Q_10:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1204,10 +1217,15 @@ noflush_11:
 	JL   blocks_6
 
 chunkdone_7:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc18<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1218,8 +1236,8 @@ chunkdone_7:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1231,8 +1249,8 @@ chunkdone_7:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1244,8 +1262,8 @@ chunkdone_7:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1257,8 +1275,8 @@ chunkdone_7:
 	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc27<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1274,35 +1292,35 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x3b800000
-DATA lgc27<>+4(SB)/4, $0x3b800000
-DATA lgc27<>+8(SB)/4, $0x3b800000
-DATA lgc27<>+12(SB)/4, $0x3b800000
-DATA lgc27<>+16(SB)/4, $0x3b800000
-DATA lgc27<>+20(SB)/4, $0x3b800000
-DATA lgc27<>+24(SB)/4, $0x3b800000
-DATA lgc27<>+28(SB)/4, $0x3b800000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0xbb800000
-DATA lgc28<>+4(SB)/4, $0xbb800000
-DATA lgc28<>+8(SB)/4, $0xbb800000
-DATA lgc28<>+12(SB)/4, $0xbb800000
-DATA lgc28<>+16(SB)/4, $0xbb800000
-DATA lgc28<>+20(SB)/4, $0xbb800000
-DATA lgc28<>+24(SB)/4, $0xbb800000
-DATA lgc28<>+28(SB)/4, $0xbb800000
+DATA lgc28<>+0(SB)/4, $0x3b800000
+DATA lgc28<>+4(SB)/4, $0x3b800000
+DATA lgc28<>+8(SB)/4, $0x3b800000
+DATA lgc28<>+12(SB)/4, $0x3b800000
+DATA lgc28<>+16(SB)/4, $0x3b800000
+DATA lgc28<>+20(SB)/4, $0x3b800000
+DATA lgc28<>+24(SB)/4, $0x3b800000
+DATA lgc28<>+28(SB)/4, $0x3b800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbf800000
-DATA lgc29<>+4(SB)/4, $0xbf800000
-DATA lgc29<>+8(SB)/4, $0xbf800000
-DATA lgc29<>+12(SB)/4, $0xbf800000
-DATA lgc29<>+16(SB)/4, $0xbf800000
-DATA lgc29<>+20(SB)/4, $0xbf800000
-DATA lgc29<>+24(SB)/4, $0xbf800000
-DATA lgc29<>+28(SB)/4, $0xbf800000
+DATA lgc29<>+0(SB)/4, $0xbb800000
+DATA lgc29<>+4(SB)/4, $0xbb800000
+DATA lgc29<>+8(SB)/4, $0xbb800000
+DATA lgc29<>+12(SB)/4, $0xbb800000
+DATA lgc29<>+16(SB)/4, $0xbb800000
+DATA lgc29<>+20(SB)/4, $0xbb800000
+DATA lgc29<>+24(SB)/4, $0xbb800000
+DATA lgc29<>+28(SB)/4, $0xbb800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0xbf800000
+DATA lgc30<>+4(SB)/4, $0xbf800000
+DATA lgc30<>+8(SB)/4, $0xbf800000
+DATA lgc30<>+12(SB)/4, $0xbf800000
+DATA lgc30<>+16(SB)/4, $0xbf800000
+DATA lgc30<>+20(SB)/4, $0xbf800000
+DATA lgc30<>+24(SB)/4, $0xbf800000
+DATA lgc30<>+28(SB)/4, $0xbf800000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1363,23 +1381,22 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc13<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
+	VPAND        lgc34<>+0(SB), Y2, Y1
 	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc11<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VMOVAPS      lgc36<>+0(SB), Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
@@ -1387,6 +1404,7 @@ bulk_14:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1397,7 +1415,7 @@ bulk_14:
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc14<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -1410,155 +1428,155 @@ bulkdone_15:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
+DATA lgc31<>+0(SB)/4, $0x00800000
+DATA lgc31<>+4(SB)/4, $0x00800000
+DATA lgc31<>+8(SB)/4, $0x00800000
+DATA lgc31<>+12(SB)/4, $0x00800000
+DATA lgc31<>+16(SB)/4, $0x00800000
+DATA lgc31<>+20(SB)/4, $0x00800000
+DATA lgc31<>+24(SB)/4, $0x00800000
+DATA lgc31<>+28(SB)/4, $0x00800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffe9
-DATA lgc32<>+4(SB)/4, $0xffffffe9
-DATA lgc32<>+8(SB)/4, $0xffffffe9
-DATA lgc32<>+12(SB)/4, $0xffffffe9
-DATA lgc32<>+16(SB)/4, $0xffffffe9
-DATA lgc32<>+20(SB)/4, $0xffffffe9
-DATA lgc32<>+24(SB)/4, $0xffffffe9
-DATA lgc32<>+28(SB)/4, $0xffffffe9
+DATA lgc32<>+0(SB)/4, $0x4b000000
+DATA lgc32<>+4(SB)/4, $0x4b000000
+DATA lgc32<>+8(SB)/4, $0x4b000000
+DATA lgc32<>+12(SB)/4, $0x4b000000
+DATA lgc32<>+16(SB)/4, $0x4b000000
+DATA lgc32<>+20(SB)/4, $0x4b000000
+DATA lgc32<>+24(SB)/4, $0x4b000000
+DATA lgc32<>+28(SB)/4, $0x4b000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x007fffff
-DATA lgc33<>+4(SB)/4, $0x007fffff
-DATA lgc33<>+8(SB)/4, $0x007fffff
-DATA lgc33<>+12(SB)/4, $0x007fffff
-DATA lgc33<>+16(SB)/4, $0x007fffff
-DATA lgc33<>+20(SB)/4, $0x007fffff
-DATA lgc33<>+24(SB)/4, $0x007fffff
-DATA lgc33<>+28(SB)/4, $0x007fffff
+DATA lgc33<>+0(SB)/4, $0xffffffe9
+DATA lgc33<>+4(SB)/4, $0xffffffe9
+DATA lgc33<>+8(SB)/4, $0xffffffe9
+DATA lgc33<>+12(SB)/4, $0xffffffe9
+DATA lgc33<>+16(SB)/4, $0xffffffe9
+DATA lgc33<>+20(SB)/4, $0xffffffe9
+DATA lgc33<>+24(SB)/4, $0xffffffe9
+DATA lgc33<>+28(SB)/4, $0xffffffe9
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb504f3
-DATA lgc34<>+4(SB)/4, $0x3fb504f3
-DATA lgc34<>+8(SB)/4, $0x3fb504f3
-DATA lgc34<>+12(SB)/4, $0x3fb504f3
-DATA lgc34<>+16(SB)/4, $0x3fb504f3
-DATA lgc34<>+20(SB)/4, $0x3fb504f3
-DATA lgc34<>+24(SB)/4, $0x3fb504f3
-DATA lgc34<>+28(SB)/4, $0x3fb504f3
+DATA lgc34<>+0(SB)/4, $0x007fffff
+DATA lgc34<>+4(SB)/4, $0x007fffff
+DATA lgc34<>+8(SB)/4, $0x007fffff
+DATA lgc34<>+12(SB)/4, $0x007fffff
+DATA lgc34<>+16(SB)/4, $0x007fffff
+DATA lgc34<>+20(SB)/4, $0x007fffff
+DATA lgc34<>+24(SB)/4, $0x007fffff
+DATA lgc34<>+28(SB)/4, $0x007fffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d9021bb
-DATA lgc35<>+4(SB)/4, $0x3d9021bb
-DATA lgc35<>+8(SB)/4, $0x3d9021bb
-DATA lgc35<>+12(SB)/4, $0x3d9021bb
-DATA lgc35<>+16(SB)/4, $0x3d9021bb
-DATA lgc35<>+20(SB)/4, $0x3d9021bb
-DATA lgc35<>+24(SB)/4, $0x3d9021bb
-DATA lgc35<>+28(SB)/4, $0x3d9021bb
+DATA lgc35<>+0(SB)/4, $0x3fb504f3
+DATA lgc35<>+4(SB)/4, $0x3fb504f3
+DATA lgc35<>+8(SB)/4, $0x3fb504f3
+DATA lgc35<>+12(SB)/4, $0x3fb504f3
+DATA lgc35<>+16(SB)/4, $0x3fb504f3
+DATA lgc35<>+20(SB)/4, $0x3fb504f3
+DATA lgc35<>+24(SB)/4, $0x3fb504f3
+DATA lgc35<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdebd1b8
-DATA lgc36<>+4(SB)/4, $0xbdebd1b8
-DATA lgc36<>+8(SB)/4, $0xbdebd1b8
-DATA lgc36<>+12(SB)/4, $0xbdebd1b8
-DATA lgc36<>+16(SB)/4, $0xbdebd1b8
-DATA lgc36<>+20(SB)/4, $0xbdebd1b8
-DATA lgc36<>+24(SB)/4, $0xbdebd1b8
-DATA lgc36<>+28(SB)/4, $0xbdebd1b8
+DATA lgc36<>+0(SB)/4, $0x3d9021bb
+DATA lgc36<>+4(SB)/4, $0x3d9021bb
+DATA lgc36<>+8(SB)/4, $0x3d9021bb
+DATA lgc36<>+12(SB)/4, $0x3d9021bb
+DATA lgc36<>+16(SB)/4, $0x3d9021bb
+DATA lgc36<>+20(SB)/4, $0x3d9021bb
+DATA lgc36<>+24(SB)/4, $0x3d9021bb
+DATA lgc36<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3def251a
-DATA lgc37<>+4(SB)/4, $0x3def251a
-DATA lgc37<>+8(SB)/4, $0x3def251a
-DATA lgc37<>+12(SB)/4, $0x3def251a
-DATA lgc37<>+16(SB)/4, $0x3def251a
-DATA lgc37<>+20(SB)/4, $0x3def251a
-DATA lgc37<>+24(SB)/4, $0x3def251a
-DATA lgc37<>+28(SB)/4, $0x3def251a
+DATA lgc37<>+0(SB)/4, $0xbdebd1b8
+DATA lgc37<>+4(SB)/4, $0xbdebd1b8
+DATA lgc37<>+8(SB)/4, $0xbdebd1b8
+DATA lgc37<>+12(SB)/4, $0xbdebd1b8
+DATA lgc37<>+16(SB)/4, $0xbdebd1b8
+DATA lgc37<>+20(SB)/4, $0xbdebd1b8
+DATA lgc37<>+24(SB)/4, $0xbdebd1b8
+DATA lgc37<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+0(SB)/4, $0x3def251a
+DATA lgc38<>+4(SB)/4, $0x3def251a
+DATA lgc38<>+8(SB)/4, $0x3def251a
+DATA lgc38<>+12(SB)/4, $0x3def251a
+DATA lgc38<>+16(SB)/4, $0x3def251a
+DATA lgc38<>+20(SB)/4, $0x3def251a
+DATA lgc38<>+24(SB)/4, $0x3def251a
+DATA lgc38<>+28(SB)/4, $0x3def251a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e11e9bf
-DATA lgc39<>+4(SB)/4, $0x3e11e9bf
-DATA lgc39<>+8(SB)/4, $0x3e11e9bf
-DATA lgc39<>+12(SB)/4, $0x3e11e9bf
-DATA lgc39<>+16(SB)/4, $0x3e11e9bf
-DATA lgc39<>+20(SB)/4, $0x3e11e9bf
-DATA lgc39<>+24(SB)/4, $0x3e11e9bf
-DATA lgc39<>+28(SB)/4, $0x3e11e9bf
+DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe2aae50
-DATA lgc40<>+4(SB)/4, $0xbe2aae50
-DATA lgc40<>+8(SB)/4, $0xbe2aae50
-DATA lgc40<>+12(SB)/4, $0xbe2aae50
-DATA lgc40<>+16(SB)/4, $0xbe2aae50
-DATA lgc40<>+20(SB)/4, $0xbe2aae50
-DATA lgc40<>+24(SB)/4, $0xbe2aae50
-DATA lgc40<>+28(SB)/4, $0xbe2aae50
+DATA lgc40<>+0(SB)/4, $0x3e11e9bf
+DATA lgc40<>+4(SB)/4, $0x3e11e9bf
+DATA lgc40<>+8(SB)/4, $0x3e11e9bf
+DATA lgc40<>+12(SB)/4, $0x3e11e9bf
+DATA lgc40<>+16(SB)/4, $0x3e11e9bf
+DATA lgc40<>+20(SB)/4, $0x3e11e9bf
+DATA lgc40<>+24(SB)/4, $0x3e11e9bf
+DATA lgc40<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e4cceac
-DATA lgc41<>+4(SB)/4, $0x3e4cceac
-DATA lgc41<>+8(SB)/4, $0x3e4cceac
-DATA lgc41<>+12(SB)/4, $0x3e4cceac
-DATA lgc41<>+16(SB)/4, $0x3e4cceac
-DATA lgc41<>+20(SB)/4, $0x3e4cceac
-DATA lgc41<>+24(SB)/4, $0x3e4cceac
-DATA lgc41<>+28(SB)/4, $0x3e4cceac
+DATA lgc41<>+0(SB)/4, $0xbe2aae50
+DATA lgc41<>+4(SB)/4, $0xbe2aae50
+DATA lgc41<>+8(SB)/4, $0xbe2aae50
+DATA lgc41<>+12(SB)/4, $0xbe2aae50
+DATA lgc41<>+16(SB)/4, $0xbe2aae50
+DATA lgc41<>+20(SB)/4, $0xbe2aae50
+DATA lgc41<>+24(SB)/4, $0xbe2aae50
+DATA lgc41<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe7ffffc
-DATA lgc42<>+4(SB)/4, $0xbe7ffffc
-DATA lgc42<>+8(SB)/4, $0xbe7ffffc
-DATA lgc42<>+12(SB)/4, $0xbe7ffffc
-DATA lgc42<>+16(SB)/4, $0xbe7ffffc
-DATA lgc42<>+20(SB)/4, $0xbe7ffffc
-DATA lgc42<>+24(SB)/4, $0xbe7ffffc
-DATA lgc42<>+28(SB)/4, $0xbe7ffffc
+DATA lgc42<>+0(SB)/4, $0x3e4cceac
+DATA lgc42<>+4(SB)/4, $0x3e4cceac
+DATA lgc42<>+8(SB)/4, $0x3e4cceac
+DATA lgc42<>+12(SB)/4, $0x3e4cceac
+DATA lgc42<>+16(SB)/4, $0x3e4cceac
+DATA lgc42<>+20(SB)/4, $0x3e4cceac
+DATA lgc42<>+24(SB)/4, $0x3e4cceac
+DATA lgc42<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+0(SB)/4, $0xbe7ffffc
+DATA lgc43<>+4(SB)/4, $0xbe7ffffc
+DATA lgc43<>+8(SB)/4, $0xbe7ffffc
+DATA lgc43<>+12(SB)/4, $0xbe7ffffc
+DATA lgc43<>+16(SB)/4, $0xbe7ffffc
+DATA lgc43<>+20(SB)/4, $0xbe7ffffc
+DATA lgc43<>+24(SB)/4, $0xbe7ffffc
+DATA lgc43<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
+DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/4, $0x7fc00000
+DATA lgc45<>+4(SB)/4, $0x7fc00000
+DATA lgc45<>+8(SB)/4, $0x7fc00000
+DATA lgc45<>+12(SB)/4, $0x7fc00000
+DATA lgc45<>+16(SB)/4, $0x7fc00000
+DATA lgc45<>+20(SB)/4, $0x7fc00000
+DATA lgc45<>+24(SB)/4, $0x7fc00000
+DATA lgc45<>+28(SB)/4, $0x7fc00000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1573,23 +1591,22 @@ bulk_16:
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VPAND        lgc34<>+0(SB), Y3, Y2
 	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
 	VMULPS       lgc10<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc11<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
@@ -1597,6 +1614,7 @@ bulk_16:
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1607,7 +1625,7 @@ bulk_16:
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

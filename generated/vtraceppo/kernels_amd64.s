@@ -687,10 +687,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc32<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -702,7 +703,7 @@ blocks_2:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -715,7 +716,7 @@ blocks_2:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -728,7 +729,7 @@ blocks_2:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -741,7 +742,7 @@ blocks_2:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -759,10 +760,15 @@ blocks_2:
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -774,7 +780,7 @@ noflush_3:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -787,7 +793,7 @@ noflush_3:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -800,7 +806,7 @@ noflush_3:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -813,7 +819,7 @@ noflush_3:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1148,15 +1154,21 @@ DATA lgc31<>+24(SB)/4, $0xffffffff
 DATA lgc31<>+28(SB)/4, $0xffffffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x7f7fffff
-DATA lgc32<>+4(SB)/4, $0x7f7fffff
-DATA lgc32<>+8(SB)/4, $0x7f7fffff
-DATA lgc32<>+12(SB)/4, $0x7f7fffff
-DATA lgc32<>+16(SB)/4, $0x7f7fffff
-DATA lgc32<>+20(SB)/4, $0x7f7fffff
-DATA lgc32<>+24(SB)/4, $0x7f7fffff
-DATA lgc32<>+28(SB)/4, $0x7f7fffff
+DATA lgc32<>+0(SB)/8, $0x4020000000000000
+DATA lgc32<>+8(SB)/8, $0x4020000000000000
+DATA lgc32<>+16(SB)/8, $0x4020000000000000
+DATA lgc32<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x7f7fffff
+DATA lgc33<>+4(SB)/4, $0x7f7fffff
+DATA lgc33<>+8(SB)/4, $0x7f7fffff
+DATA lgc33<>+12(SB)/4, $0x7f7fffff
+DATA lgc33<>+16(SB)/4, $0x7f7fffff
+DATA lgc33<>+20(SB)/4, $0x7f7fffff
+DATA lgc33<>+24(SB)/4, $0x7f7fffff
+DATA lgc33<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1173,7 +1185,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc33<>+0(SB), Y0, Y0
+	VADDPS  lgc34<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1187,7 +1199,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(2, logSumW)
-	VMULPS  lgc34<>+0(SB), Y1, Y1
+	VMULPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1233,10 +1245,11 @@ blocks_4:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
+	VMOVUPD      lgc32<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      31936(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1261,16 +1274,16 @@ chunkdone_5:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_7
 	MOVQ       s1+16(FP), AX
-	XORQ       CX, CX
-	ADDQ       $+416, CX
+	XORQ       DX, DX
+	ADDQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
-	VMASKMOVPS (AX)(CX*4), Y0, Y0
+	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc33<>+0(SB), Y0, Y0
+	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v71 = div(residVar, v70)
 	VDIVPS  Y0, Y1, Y0
@@ -1280,13 +1293,13 @@ chunkdone_5:
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v77 = mul(2, logSumW)
-	VMULPS     lgc34<>+0(SB), Y1, Y1
+	VMULPS     lgc35<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
-	VMASKMOVPS (AX)(CX*4), Y2, Y2
+	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
 	// v78 = sub(v77, logSumW2)
 	VSUBPS Y2, Y1, Y1
@@ -1333,13 +1346,18 @@ chunkdone_5:
 	// store explainedVariance
 	MOVQ       explainedVariance+56(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_7:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
 	VMOVUPS      31936(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1354,25 +1372,25 @@ notail_7:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x34000000
-DATA lgc33<>+4(SB)/4, $0x34000000
-DATA lgc33<>+8(SB)/4, $0x34000000
-DATA lgc33<>+12(SB)/4, $0x34000000
-DATA lgc33<>+16(SB)/4, $0x34000000
-DATA lgc33<>+20(SB)/4, $0x34000000
-DATA lgc33<>+24(SB)/4, $0x34000000
-DATA lgc33<>+28(SB)/4, $0x34000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x40000000
-DATA lgc34<>+4(SB)/4, $0x40000000
-DATA lgc34<>+8(SB)/4, $0x40000000
-DATA lgc34<>+12(SB)/4, $0x40000000
-DATA lgc34<>+16(SB)/4, $0x40000000
-DATA lgc34<>+20(SB)/4, $0x40000000
-DATA lgc34<>+24(SB)/4, $0x40000000
-DATA lgc34<>+28(SB)/4, $0x40000000
+DATA lgc34<>+0(SB)/4, $0x34000000
+DATA lgc34<>+4(SB)/4, $0x34000000
+DATA lgc34<>+8(SB)/4, $0x34000000
+DATA lgc34<>+12(SB)/4, $0x34000000
+DATA lgc34<>+16(SB)/4, $0x34000000
+DATA lgc34<>+20(SB)/4, $0x34000000
+DATA lgc34<>+24(SB)/4, $0x34000000
+DATA lgc34<>+28(SB)/4, $0x34000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x40000000
+DATA lgc35<>+4(SB)/4, $0x40000000
+DATA lgc35<>+8(SB)/4, $0x40000000
+DATA lgc35<>+12(SB)/4, $0x40000000
+DATA lgc35<>+16(SB)/4, $0x40000000
+DATA lgc35<>+20(SB)/4, $0x40000000
+DATA lgc35<>+24(SB)/4, $0x40000000
+DATA lgc35<>+28(SB)/4, $0x40000000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1451,7 +1469,7 @@ blocks_9:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc36<>+0(SB), Y5, Y5
 	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -1509,11 +1527,11 @@ blocks_9:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc37<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y3
+	VMOVUPS lgc38<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
@@ -1537,10 +1555,11 @@ blocks_9:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
+	VMOVUPD      lgc32<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1559,15 +1578,15 @@ noflush_10:
 	CMPQ       CX, $+416
 	JL         blocks_9
 	MOVQ       logProb+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
-	ADDQ       $+416, DX
+	XORQ       BX, BX
+	IMUL3Q     $+421, AX, SI
+	ADDQ       SI, BX
+	ADDQ       $+416, BX
 	VMOVUPS    lgc2<>+0(SB), Y0
-	VMASKMOVPS (CX)(DX*4), Y0, Y0
+	VMASKMOVPS (CX)(BX*4), Y0, Y0
 	MOVQ       sampleLogProb+16(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS (CX)(DX*4), Y1, Y1
+	VMASKMOVPS (CX)(BX*4), Y1, Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y0
@@ -1606,16 +1625,16 @@ noflush_10:
 	VMINPS    Y3, Y1, Y2
 	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, (SP)
-	MOVB      (CX)(DX*1), BL
-	MOVB      BL, (SP)
-	MOVB      1(CX)(DX*1), BL
-	MOVB      BL, 1(SP)
-	MOVB      2(CX)(DX*1), BL
-	MOVB      BL, 2(SP)
-	MOVB      3(CX)(DX*1), BL
-	MOVB      BL, 3(SP)
-	MOVB      4(CX)(DX*1), BL
-	MOVB      BL, 4(SP)
+	MOVB      (CX)(BX*1), SI
+	MOVB      SI, (SP)
+	MOVB      1(CX)(BX*1), SI
+	MOVB      SI, 1(SP)
+	MOVB      2(CX)(BX*1), SI
+	MOVB      SI, 2(SP)
+	MOVB      3(CX)(BX*1), SI
+	MOVB      SI, 3(SP)
+	MOVB      4(CX)(BX*1), SI
+	MOVB      SI, 4(SP)
 	VPMOVZXBD (SP), Y3
 	VCVTDQ2PS Y3, Y3
 
@@ -1626,16 +1645,16 @@ noflush_10:
 	VMULPS    lgc17<>+0(SB), Y1, Y3
 	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 8(SP)
-	MOVB      (CX)(DX*1), BL
-	MOVB      BL, 8(SP)
-	MOVB      1(CX)(DX*1), BL
-	MOVB      BL, 9(SP)
-	MOVB      2(CX)(DX*1), BL
-	MOVB      BL, 10(SP)
-	MOVB      3(CX)(DX*1), BL
-	MOVB      BL, 11(SP)
-	MOVB      4(CX)(DX*1), BL
-	MOVB      BL, 12(SP)
+	MOVB      (CX)(BX*1), SI
+	MOVB      SI, 8(SP)
+	MOVB      1(CX)(BX*1), SI
+	MOVB      SI, 9(SP)
+	MOVB      2(CX)(BX*1), SI
+	MOVB      SI, 10(SP)
+	MOVB      3(CX)(BX*1), SI
+	MOVB      SI, 11(SP)
+	MOVB      4(CX)(BX*1), SI
+	MOVB      SI, 12(SP)
 	VPMOVZXBD 8(SP), Y4
 	VCVTDQ2PS Y4, Y4
 
@@ -1643,18 +1662,18 @@ noflush_10:
 	VMULPS     Y1, Y4, Y1
 	MOVQ       nextStateValue+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMASKMOVPS (CX)(BX*4), Y4, Y4
 
 	// v26 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, CX
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc36<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         valueTarget+48(FP), CX
-	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
+	VMASKMOVPS   4(CX)(BX*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
@@ -1666,13 +1685,13 @@ noflush_10:
 	VMULPS     Y1, Y3, Y1
 	MOVQ       nextReward+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
 	// v29 = add(nextReward, v28)
 	VADDPS     Y1, Y3, Y1
 	MOVQ       stateValue+64(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
 	// v30 = sub(v29, stateValue)
 	VSUBPS Y3, Y1, Y1
@@ -1712,11 +1731,11 @@ noflush_10:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc37<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y3
+	VMOVUPS lgc38<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
@@ -1743,11 +1762,16 @@ noflush_10:
 	// store advantage
 	MOVQ         advantage+80(FP), CX
 	VMOVUPS      lgc2<>+0(SB), Y0
-	VMASKMOVPS   Y1, Y0, (CX)(DX*4)
+	VMASKMOVPS   Y1, Y0, (CX)(BX*4)
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1765,35 +1789,35 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00000000
-DATA lgc35<>+4(SB)/4, $0x00000001
-DATA lgc35<>+8(SB)/4, $0x00000002
-DATA lgc35<>+12(SB)/4, $0x00000003
-DATA lgc35<>+16(SB)/4, $0x00000004
-DATA lgc35<>+20(SB)/4, $0x00000005
-DATA lgc35<>+24(SB)/4, $0x00000006
-DATA lgc35<>+28(SB)/4, $0x00000007
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x3f99999a
-DATA lgc36<>+4(SB)/4, $0x3f99999a
-DATA lgc36<>+8(SB)/4, $0x3f99999a
-DATA lgc36<>+12(SB)/4, $0x3f99999a
-DATA lgc36<>+16(SB)/4, $0x3f99999a
-DATA lgc36<>+20(SB)/4, $0x3f99999a
-DATA lgc36<>+24(SB)/4, $0x3f99999a
-DATA lgc36<>+28(SB)/4, $0x3f99999a
+DATA lgc36<>+0(SB)/4, $0x00000000
+DATA lgc36<>+4(SB)/4, $0x00000001
+DATA lgc36<>+8(SB)/4, $0x00000002
+DATA lgc36<>+12(SB)/4, $0x00000003
+DATA lgc36<>+16(SB)/4, $0x00000004
+DATA lgc36<>+20(SB)/4, $0x00000005
+DATA lgc36<>+24(SB)/4, $0x00000006
+DATA lgc36<>+28(SB)/4, $0x00000007
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3f4ccccd
-DATA lgc37<>+4(SB)/4, $0x3f4ccccd
-DATA lgc37<>+8(SB)/4, $0x3f4ccccd
-DATA lgc37<>+12(SB)/4, $0x3f4ccccd
-DATA lgc37<>+16(SB)/4, $0x3f4ccccd
-DATA lgc37<>+20(SB)/4, $0x3f4ccccd
-DATA lgc37<>+24(SB)/4, $0x3f4ccccd
-DATA lgc37<>+28(SB)/4, $0x3f4ccccd
+DATA lgc37<>+0(SB)/4, $0x3f99999a
+DATA lgc37<>+4(SB)/4, $0x3f99999a
+DATA lgc37<>+8(SB)/4, $0x3f99999a
+DATA lgc37<>+12(SB)/4, $0x3f99999a
+DATA lgc37<>+16(SB)/4, $0x3f99999a
+DATA lgc37<>+20(SB)/4, $0x3f99999a
+DATA lgc37<>+24(SB)/4, $0x3f99999a
+DATA lgc37<>+28(SB)/4, $0x3f99999a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x3f4ccccd
+DATA lgc38<>+4(SB)/4, $0x3f4ccccd
+DATA lgc38<>+8(SB)/4, $0x3f4ccccd
+DATA lgc38<>+12(SB)/4, $0x3f4ccccd
+DATA lgc38<>+16(SB)/4, $0x3f4ccccd
+DATA lgc38<>+20(SB)/4, $0x3f4ccccd
+DATA lgc38<>+24(SB)/4, $0x3f4ccccd
+DATA lgc38<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -1801,7 +1825,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// ess = div(v80, 64)
 	VDIVPS Y1, Y0, Y0
@@ -1812,15 +1836,15 @@ TEXT ·pass3AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc38<>+0(SB)/4, $0x42800000
-DATA lgc38<>+4(SB)/4, $0x42800000
-DATA lgc38<>+8(SB)/4, $0x42800000
-DATA lgc38<>+12(SB)/4, $0x42800000
-DATA lgc38<>+16(SB)/4, $0x42800000
-DATA lgc38<>+20(SB)/4, $0x42800000
-DATA lgc38<>+24(SB)/4, $0x42800000
-DATA lgc38<>+28(SB)/4, $0x42800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc39<>+0(SB)/4, $0x42800000
+DATA lgc39<>+4(SB)/4, $0x42800000
+DATA lgc39<>+8(SB)/4, $0x42800000
+DATA lgc39<>+12(SB)/4, $0x42800000
+DATA lgc39<>+16(SB)/4, $0x42800000
+DATA lgc39<>+20(SB)/4, $0x42800000
+DATA lgc39<>+24(SB)/4, $0x42800000
+DATA lgc39<>+28(SB)/4, $0x42800000
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, entropy *float32, valueTarget *float32, gradStateValue *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -2215,7 +2239,7 @@ outer0_11:
 	VMOVUPS      152(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 
 	// v84 = where(v60, 3.7114014251781474e-05, 0)
 	VANDPS Y1, Y2, Y3
@@ -2259,7 +2283,7 @@ outer0_11:
 
 	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc40<>+0(SB), Y6
+	VMOVUPS lgc41<>+0(SB), Y6
 
 	// v98 = where(v95, -1, v97)
 	VBLENDVPS Y5, Y6, Y3, Y3
@@ -2279,7 +2303,7 @@ outer0_11:
 
 	// gradStateValue = neg(v102)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
-	VMOVUPS lgc41<>+0(SB), Y2
+	VMOVUPS lgc42<>+0(SB), Y2
 	VMOVUPS 88(SP), Y3
 
 	// store valueTarget
@@ -2587,7 +2611,7 @@ blocks_12:
 	VMOVUPS      312(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 
 	// v84 = where(v60, 3.7114014251781474e-05, 0)
 	VANDPS Y1, Y2, Y3
@@ -2631,7 +2655,7 @@ blocks_12:
 
 	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc40<>+0(SB), Y6
+	VMOVUPS lgc41<>+0(SB), Y6
 
 	// v98 = where(v95, -1, v97)
 	VBLENDVPS Y5, Y6, Y3, Y3
@@ -2651,7 +2675,7 @@ blocks_12:
 
 	// gradStateValue = neg(v102)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
-	VMOVUPS lgc41<>+0(SB), Y2
+	VMOVUPS lgc42<>+0(SB), Y2
 	VMOVUPS 248(SP), Y3
 
 	// store valueTarget
@@ -2667,10 +2691,11 @@ blocks_12:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_13
+	VMOVUPD      lgc32<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2682,7 +2707,7 @@ blocks_12:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2695,7 +2720,7 @@ blocks_12:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2708,7 +2733,7 @@ blocks_12:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2721,7 +2746,7 @@ blocks_12:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2739,10 +2764,15 @@ blocks_12:
 noflush_13:
 	SUBQ         $+8, CX
 	JGE          blocks_12
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2754,7 +2784,7 @@ noflush_13:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2767,7 +2797,7 @@ noflush_13:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2780,7 +2810,7 @@ noflush_13:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2793,7 +2823,7 @@ noflush_13:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2812,35 +2842,35 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x381baadf
-DATA lgc39<>+4(SB)/4, $0x381baadf
-DATA lgc39<>+8(SB)/4, $0x381baadf
-DATA lgc39<>+12(SB)/4, $0x381baadf
-DATA lgc39<>+16(SB)/4, $0x381baadf
-DATA lgc39<>+20(SB)/4, $0x381baadf
-DATA lgc39<>+24(SB)/4, $0x381baadf
-DATA lgc39<>+28(SB)/4, $0x381baadf
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0xbf800000
-DATA lgc40<>+4(SB)/4, $0xbf800000
-DATA lgc40<>+8(SB)/4, $0xbf800000
-DATA lgc40<>+12(SB)/4, $0xbf800000
-DATA lgc40<>+16(SB)/4, $0xbf800000
-DATA lgc40<>+20(SB)/4, $0xbf800000
-DATA lgc40<>+24(SB)/4, $0xbf800000
-DATA lgc40<>+28(SB)/4, $0xbf800000
+DATA lgc40<>+0(SB)/4, $0x381baadf
+DATA lgc40<>+4(SB)/4, $0x381baadf
+DATA lgc40<>+8(SB)/4, $0x381baadf
+DATA lgc40<>+12(SB)/4, $0x381baadf
+DATA lgc40<>+16(SB)/4, $0x381baadf
+DATA lgc40<>+20(SB)/4, $0x381baadf
+DATA lgc40<>+24(SB)/4, $0x381baadf
+DATA lgc40<>+28(SB)/4, $0x381baadf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xb4c7411d
-DATA lgc41<>+4(SB)/4, $0xb4c7411d
-DATA lgc41<>+8(SB)/4, $0xb4c7411d
-DATA lgc41<>+12(SB)/4, $0xb4c7411d
-DATA lgc41<>+16(SB)/4, $0xb4c7411d
-DATA lgc41<>+20(SB)/4, $0xb4c7411d
-DATA lgc41<>+24(SB)/4, $0xb4c7411d
-DATA lgc41<>+28(SB)/4, $0xb4c7411d
+DATA lgc41<>+0(SB)/4, $0xbf800000
+DATA lgc41<>+4(SB)/4, $0xbf800000
+DATA lgc41<>+8(SB)/4, $0xbf800000
+DATA lgc41<>+12(SB)/4, $0xbf800000
+DATA lgc41<>+16(SB)/4, $0xbf800000
+DATA lgc41<>+20(SB)/4, $0xbf800000
+DATA lgc41<>+24(SB)/4, $0xbf800000
+DATA lgc41<>+28(SB)/4, $0xbf800000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0xb4c7411d
+DATA lgc42<>+4(SB)/4, $0xb4c7411d
+DATA lgc42<>+8(SB)/4, $0xb4c7411d
+DATA lgc42<>+12(SB)/4, $0xb4c7411d
+DATA lgc42<>+16(SB)/4, $0xb4c7411d
+DATA lgc42<>+20(SB)/4, $0xb4c7411d
+DATA lgc42<>+24(SB)/4, $0xb4c7411d
+DATA lgc42<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2857,7 +2887,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc33<>+0(SB), Y0, Y0
+	VADDPS  lgc34<>+0(SB), Y0, Y0
 	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2871,7 +2901,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(2, logSumW)
-	VMULPS  lgc34<>+0(SB), Y1, Y1
+	VMULPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2917,10 +2947,11 @@ blocks_14:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_16
+	VMOVUPD      lgc32<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      31936(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2945,16 +2976,16 @@ chunkdone_15:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_17
 	MOVQ       s1+16(FP), AX
-	XORQ       CX, CX
-	ADDQ       $+416, CX
+	XORQ       DX, DX
+	ADDQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
-	VMASKMOVPS (AX)(CX*4), Y0, Y0
+	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc33<>+0(SB), Y0, Y0
+	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v71 = div(residVar, v70)
 	VDIVPS  Y0, Y1, Y0
@@ -2964,13 +2995,13 @@ chunkdone_15:
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v77 = mul(2, logSumW)
-	VMULPS     lgc34<>+0(SB), Y1, Y1
+	VMULPS     lgc35<>+0(SB), Y1, Y1
 	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
-	VMASKMOVPS (AX)(CX*4), Y2, Y2
+	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
 	// v78 = sub(v77, logSumW2)
 	VSUBPS Y2, Y1, Y1
@@ -3017,13 +3048,18 @@ chunkdone_15:
 	// store explainedVariance
 	MOVQ       explainedVariance+56(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_17:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
 	VMOVUPS      31936(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3115,7 +3151,7 @@ blocks_19:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc36<>+0(SB), Y5, Y5
 	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -3173,11 +3209,11 @@ blocks_19:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc36<>+0(SB), Y3
+	VMOVUPS lgc37<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc37<>+0(SB), Y6
+	VMOVUPS lgc38<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
@@ -3197,7 +3233,7 @@ blocks_19:
 	VMOVUPS Y5, 32384(BX)
 
 	// v106 = mul(-3.7114014251781474e-05, v31)
-	VMULPS lgc42<>+0(SB), Y1, Y5
+	VMULPS lgc43<>+0(SB), Y1, Y5
 
 	// v107 = where(v39, v106, 0)
 	VANDPS Y5, Y2, Y7
@@ -3254,10 +3290,11 @@ blocks_19:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_20
+	VMOVUPD      lgc32<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3276,15 +3313,15 @@ noflush_20:
 	CMPQ       CX, $+416
 	JL         blocks_19
 	MOVQ       logProb+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
-	ADDQ       $+416, DX
+	XORQ       BX, BX
+	IMUL3Q     $+421, AX, SI
+	ADDQ       SI, BX
+	ADDQ       $+416, BX
 	VMOVUPS    lgc2<>+0(SB), Y0
-	VMASKMOVPS (CX)(DX*4), Y0, Y0
+	VMASKMOVPS (CX)(BX*4), Y0, Y0
 	MOVQ       sampleLogProb+16(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
-	VMASKMOVPS (CX)(DX*4), Y1, Y1
+	VMASKMOVPS (CX)(BX*4), Y1, Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y0
@@ -3323,16 +3360,16 @@ noflush_20:
 	VMINPS    Y3, Y1, Y2
 	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, (SP)
-	MOVB      (CX)(DX*1), BL
-	MOVB      BL, (SP)
-	MOVB      1(CX)(DX*1), BL
-	MOVB      BL, 1(SP)
-	MOVB      2(CX)(DX*1), BL
-	MOVB      BL, 2(SP)
-	MOVB      3(CX)(DX*1), BL
-	MOVB      BL, 3(SP)
-	MOVB      4(CX)(DX*1), BL
-	MOVB      BL, 4(SP)
+	MOVB      (CX)(BX*1), SI
+	MOVB      SI, (SP)
+	MOVB      1(CX)(BX*1), SI
+	MOVB      SI, 1(SP)
+	MOVB      2(CX)(BX*1), SI
+	MOVB      SI, 2(SP)
+	MOVB      3(CX)(BX*1), SI
+	MOVB      SI, 3(SP)
+	MOVB      4(CX)(BX*1), SI
+	MOVB      SI, 4(SP)
 	VPMOVZXBD (SP), Y3
 	VCVTDQ2PS Y3, Y3
 
@@ -3343,16 +3380,16 @@ noflush_20:
 	VMULPS    lgc17<>+0(SB), Y1, Y3
 	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 8(SP)
-	MOVB      (CX)(DX*1), BL
-	MOVB      BL, 8(SP)
-	MOVB      1(CX)(DX*1), BL
-	MOVB      BL, 9(SP)
-	MOVB      2(CX)(DX*1), BL
-	MOVB      BL, 10(SP)
-	MOVB      3(CX)(DX*1), BL
-	MOVB      BL, 11(SP)
-	MOVB      4(CX)(DX*1), BL
-	MOVB      BL, 12(SP)
+	MOVB      (CX)(BX*1), SI
+	MOVB      SI, 8(SP)
+	MOVB      1(CX)(BX*1), SI
+	MOVB      SI, 9(SP)
+	MOVB      2(CX)(BX*1), SI
+	MOVB      SI, 10(SP)
+	MOVB      3(CX)(BX*1), SI
+	MOVB      SI, 11(SP)
+	MOVB      4(CX)(BX*1), SI
+	MOVB      SI, 12(SP)
 	VPMOVZXBD 8(SP), Y4
 	VCVTDQ2PS Y4, Y4
 
@@ -3360,18 +3397,18 @@ noflush_20:
 	VMULPS     Y1, Y4, Y1
 	MOVQ       nextStateValue+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMASKMOVPS (CX)(BX*4), Y4, Y4
 
 	// v26 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, CX
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc36<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         valueTarget+48(FP), CX
-	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
+	VMASKMOVPS   4(CX)(BX*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
@@ -3383,13 +3420,13 @@ noflush_20:
 	VMULPS     Y1, Y3, Y1
 	MOVQ       nextReward+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
 	// v29 = add(nextReward, v28)
 	VADDPS     Y1, Y3, Y1
 	MOVQ       stateValue+64(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
 	// v30 = sub(v29, stateValue)
 	VSUBPS Y3, Y1, Y1
@@ -3429,11 +3466,11 @@ noflush_20:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc36<>+0(SB), Y3
+	VMOVUPS lgc37<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc37<>+0(SB), Y6
+	VMOVUPS lgc38<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
@@ -3458,7 +3495,7 @@ noflush_20:
 	VMOVUPS      Y5, 32384(CX)
 
 	// v106 = mul(-3.7114014251781474e-05, v31)
-	VMULPS lgc42<>+0(SB), Y1, Y5
+	VMULPS lgc43<>+0(SB), Y1, Y5
 
 	// v107 = where(v39, v106, 0)
 	VANDPS Y5, Y2, Y7
@@ -3509,16 +3546,21 @@ noflush_20:
 	// store advantage
 	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y2
-	VMASKMOVPS Y1, Y2, (CX)(DX*4)
+	VMASKMOVPS Y1, Y2, (CX)(BX*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+88(FP), CX
 	VMOVUPS      lgc2<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (CX)(DX*4)
+	VMASKMOVPS   Y0, Y1, (CX)(BX*4)
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3536,15 +3578,15 @@ noflush_20:
 	VZEROUPPER
 	RET
 
-DATA lgc42<>+0(SB)/4, $0xb81baadf
-DATA lgc42<>+4(SB)/4, $0xb81baadf
-DATA lgc42<>+8(SB)/4, $0xb81baadf
-DATA lgc42<>+12(SB)/4, $0xb81baadf
-DATA lgc42<>+16(SB)/4, $0xb81baadf
-DATA lgc42<>+20(SB)/4, $0xb81baadf
-DATA lgc42<>+24(SB)/4, $0xb81baadf
-DATA lgc42<>+28(SB)/4, $0xb81baadf
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+DATA lgc43<>+0(SB)/4, $0xb81baadf
+DATA lgc43<>+4(SB)/4, $0xb81baadf
+DATA lgc43<>+8(SB)/4, $0xb81baadf
+DATA lgc43<>+12(SB)/4, $0xb81baadf
+DATA lgc43<>+16(SB)/4, $0xb81baadf
+DATA lgc43<>+20(SB)/4, $0xb81baadf
+DATA lgc43<>+24(SB)/4, $0xb81baadf
+DATA lgc43<>+28(SB)/4, $0xb81baadf
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -3552,7 +3594,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// ess = div(v80, 64)
 	VDIVPS Y1, Y0, Y0
@@ -3622,23 +3664,22 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
-	VMULPS       lgc44<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc44<>+0(SB), Y0, Y1
+	VMULPS       lgc45<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc45<>+0(SB), Y1, Y1
+	VPAND        lgc46<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc46<>+0(SB), Y2, Y1
+	VPAND        lgc47<>+0(SB), Y2, Y1
 	VPOR         lgc14<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc47<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc48<>+0(SB), Y1, Y2
 	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc14<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc48<>+0(SB), Y4
-	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
+	VMOVAPS      lgc49<>+0(SB), Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
@@ -3646,6 +3687,7 @@ bulk_23:
 	VFMADD213PS  lgc54<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc55<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc57<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -3656,9 +3698,9 @@ bulk_23:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc30<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc57<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc58<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc59<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3669,165 +3711,165 @@ bulkdone_24:
 	VZEROUPPER
 	RET
 
-DATA lgc43<>+0(SB)/4, $0x00800000
-DATA lgc43<>+4(SB)/4, $0x00800000
-DATA lgc43<>+8(SB)/4, $0x00800000
-DATA lgc43<>+12(SB)/4, $0x00800000
-DATA lgc43<>+16(SB)/4, $0x00800000
-DATA lgc43<>+20(SB)/4, $0x00800000
-DATA lgc43<>+24(SB)/4, $0x00800000
-DATA lgc43<>+28(SB)/4, $0x00800000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x4b000000
-DATA lgc44<>+4(SB)/4, $0x4b000000
-DATA lgc44<>+8(SB)/4, $0x4b000000
-DATA lgc44<>+12(SB)/4, $0x4b000000
-DATA lgc44<>+16(SB)/4, $0x4b000000
-DATA lgc44<>+20(SB)/4, $0x4b000000
-DATA lgc44<>+24(SB)/4, $0x4b000000
-DATA lgc44<>+28(SB)/4, $0x4b000000
+DATA lgc44<>+0(SB)/4, $0x00800000
+DATA lgc44<>+4(SB)/4, $0x00800000
+DATA lgc44<>+8(SB)/4, $0x00800000
+DATA lgc44<>+12(SB)/4, $0x00800000
+DATA lgc44<>+16(SB)/4, $0x00800000
+DATA lgc44<>+20(SB)/4, $0x00800000
+DATA lgc44<>+24(SB)/4, $0x00800000
+DATA lgc44<>+28(SB)/4, $0x00800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xffffffe9
-DATA lgc45<>+4(SB)/4, $0xffffffe9
-DATA lgc45<>+8(SB)/4, $0xffffffe9
-DATA lgc45<>+12(SB)/4, $0xffffffe9
-DATA lgc45<>+16(SB)/4, $0xffffffe9
-DATA lgc45<>+20(SB)/4, $0xffffffe9
-DATA lgc45<>+24(SB)/4, $0xffffffe9
-DATA lgc45<>+28(SB)/4, $0xffffffe9
+DATA lgc45<>+0(SB)/4, $0x4b000000
+DATA lgc45<>+4(SB)/4, $0x4b000000
+DATA lgc45<>+8(SB)/4, $0x4b000000
+DATA lgc45<>+12(SB)/4, $0x4b000000
+DATA lgc45<>+16(SB)/4, $0x4b000000
+DATA lgc45<>+20(SB)/4, $0x4b000000
+DATA lgc45<>+24(SB)/4, $0x4b000000
+DATA lgc45<>+28(SB)/4, $0x4b000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x007fffff
-DATA lgc46<>+4(SB)/4, $0x007fffff
-DATA lgc46<>+8(SB)/4, $0x007fffff
-DATA lgc46<>+12(SB)/4, $0x007fffff
-DATA lgc46<>+16(SB)/4, $0x007fffff
-DATA lgc46<>+20(SB)/4, $0x007fffff
-DATA lgc46<>+24(SB)/4, $0x007fffff
-DATA lgc46<>+28(SB)/4, $0x007fffff
+DATA lgc46<>+0(SB)/4, $0xffffffe9
+DATA lgc46<>+4(SB)/4, $0xffffffe9
+DATA lgc46<>+8(SB)/4, $0xffffffe9
+DATA lgc46<>+12(SB)/4, $0xffffffe9
+DATA lgc46<>+16(SB)/4, $0xffffffe9
+DATA lgc46<>+20(SB)/4, $0xffffffe9
+DATA lgc46<>+24(SB)/4, $0xffffffe9
+DATA lgc46<>+28(SB)/4, $0xffffffe9
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3fb504f3
-DATA lgc47<>+4(SB)/4, $0x3fb504f3
-DATA lgc47<>+8(SB)/4, $0x3fb504f3
-DATA lgc47<>+12(SB)/4, $0x3fb504f3
-DATA lgc47<>+16(SB)/4, $0x3fb504f3
-DATA lgc47<>+20(SB)/4, $0x3fb504f3
-DATA lgc47<>+24(SB)/4, $0x3fb504f3
-DATA lgc47<>+28(SB)/4, $0x3fb504f3
+DATA lgc47<>+0(SB)/4, $0x007fffff
+DATA lgc47<>+4(SB)/4, $0x007fffff
+DATA lgc47<>+8(SB)/4, $0x007fffff
+DATA lgc47<>+12(SB)/4, $0x007fffff
+DATA lgc47<>+16(SB)/4, $0x007fffff
+DATA lgc47<>+20(SB)/4, $0x007fffff
+DATA lgc47<>+24(SB)/4, $0x007fffff
+DATA lgc47<>+28(SB)/4, $0x007fffff
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3d9021bb
-DATA lgc48<>+4(SB)/4, $0x3d9021bb
-DATA lgc48<>+8(SB)/4, $0x3d9021bb
-DATA lgc48<>+12(SB)/4, $0x3d9021bb
-DATA lgc48<>+16(SB)/4, $0x3d9021bb
-DATA lgc48<>+20(SB)/4, $0x3d9021bb
-DATA lgc48<>+24(SB)/4, $0x3d9021bb
-DATA lgc48<>+28(SB)/4, $0x3d9021bb
+DATA lgc48<>+0(SB)/4, $0x3fb504f3
+DATA lgc48<>+4(SB)/4, $0x3fb504f3
+DATA lgc48<>+8(SB)/4, $0x3fb504f3
+DATA lgc48<>+12(SB)/4, $0x3fb504f3
+DATA lgc48<>+16(SB)/4, $0x3fb504f3
+DATA lgc48<>+20(SB)/4, $0x3fb504f3
+DATA lgc48<>+24(SB)/4, $0x3fb504f3
+DATA lgc48<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbdebd1b8
-DATA lgc49<>+4(SB)/4, $0xbdebd1b8
-DATA lgc49<>+8(SB)/4, $0xbdebd1b8
-DATA lgc49<>+12(SB)/4, $0xbdebd1b8
-DATA lgc49<>+16(SB)/4, $0xbdebd1b8
-DATA lgc49<>+20(SB)/4, $0xbdebd1b8
-DATA lgc49<>+24(SB)/4, $0xbdebd1b8
-DATA lgc49<>+28(SB)/4, $0xbdebd1b8
+DATA lgc49<>+0(SB)/4, $0x3d9021bb
+DATA lgc49<>+4(SB)/4, $0x3d9021bb
+DATA lgc49<>+8(SB)/4, $0x3d9021bb
+DATA lgc49<>+12(SB)/4, $0x3d9021bb
+DATA lgc49<>+16(SB)/4, $0x3d9021bb
+DATA lgc49<>+20(SB)/4, $0x3d9021bb
+DATA lgc49<>+24(SB)/4, $0x3d9021bb
+DATA lgc49<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3def251a
-DATA lgc50<>+4(SB)/4, $0x3def251a
-DATA lgc50<>+8(SB)/4, $0x3def251a
-DATA lgc50<>+12(SB)/4, $0x3def251a
-DATA lgc50<>+16(SB)/4, $0x3def251a
-DATA lgc50<>+20(SB)/4, $0x3def251a
-DATA lgc50<>+24(SB)/4, $0x3def251a
-DATA lgc50<>+28(SB)/4, $0x3def251a
+DATA lgc50<>+0(SB)/4, $0xbdebd1b8
+DATA lgc50<>+4(SB)/4, $0xbdebd1b8
+DATA lgc50<>+8(SB)/4, $0xbdebd1b8
+DATA lgc50<>+12(SB)/4, $0xbdebd1b8
+DATA lgc50<>+16(SB)/4, $0xbdebd1b8
+DATA lgc50<>+20(SB)/4, $0xbdebd1b8
+DATA lgc50<>+24(SB)/4, $0xbdebd1b8
+DATA lgc50<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc51<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+0(SB)/4, $0x3def251a
+DATA lgc51<>+4(SB)/4, $0x3def251a
+DATA lgc51<>+8(SB)/4, $0x3def251a
+DATA lgc51<>+12(SB)/4, $0x3def251a
+DATA lgc51<>+16(SB)/4, $0x3def251a
+DATA lgc51<>+20(SB)/4, $0x3def251a
+DATA lgc51<>+24(SB)/4, $0x3def251a
+DATA lgc51<>+28(SB)/4, $0x3def251a
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3e11e9bf
-DATA lgc52<>+4(SB)/4, $0x3e11e9bf
-DATA lgc52<>+8(SB)/4, $0x3e11e9bf
-DATA lgc52<>+12(SB)/4, $0x3e11e9bf
-DATA lgc52<>+16(SB)/4, $0x3e11e9bf
-DATA lgc52<>+20(SB)/4, $0x3e11e9bf
-DATA lgc52<>+24(SB)/4, $0x3e11e9bf
-DATA lgc52<>+28(SB)/4, $0x3e11e9bf
+DATA lgc52<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0xbe2aae50
-DATA lgc53<>+4(SB)/4, $0xbe2aae50
-DATA lgc53<>+8(SB)/4, $0xbe2aae50
-DATA lgc53<>+12(SB)/4, $0xbe2aae50
-DATA lgc53<>+16(SB)/4, $0xbe2aae50
-DATA lgc53<>+20(SB)/4, $0xbe2aae50
-DATA lgc53<>+24(SB)/4, $0xbe2aae50
-DATA lgc53<>+28(SB)/4, $0xbe2aae50
+DATA lgc53<>+0(SB)/4, $0x3e11e9bf
+DATA lgc53<>+4(SB)/4, $0x3e11e9bf
+DATA lgc53<>+8(SB)/4, $0x3e11e9bf
+DATA lgc53<>+12(SB)/4, $0x3e11e9bf
+DATA lgc53<>+16(SB)/4, $0x3e11e9bf
+DATA lgc53<>+20(SB)/4, $0x3e11e9bf
+DATA lgc53<>+24(SB)/4, $0x3e11e9bf
+DATA lgc53<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x3e4cceac
-DATA lgc54<>+4(SB)/4, $0x3e4cceac
-DATA lgc54<>+8(SB)/4, $0x3e4cceac
-DATA lgc54<>+12(SB)/4, $0x3e4cceac
-DATA lgc54<>+16(SB)/4, $0x3e4cceac
-DATA lgc54<>+20(SB)/4, $0x3e4cceac
-DATA lgc54<>+24(SB)/4, $0x3e4cceac
-DATA lgc54<>+28(SB)/4, $0x3e4cceac
+DATA lgc54<>+0(SB)/4, $0xbe2aae50
+DATA lgc54<>+4(SB)/4, $0xbe2aae50
+DATA lgc54<>+8(SB)/4, $0xbe2aae50
+DATA lgc54<>+12(SB)/4, $0xbe2aae50
+DATA lgc54<>+16(SB)/4, $0xbe2aae50
+DATA lgc54<>+20(SB)/4, $0xbe2aae50
+DATA lgc54<>+24(SB)/4, $0xbe2aae50
+DATA lgc54<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0xbe7ffffc
-DATA lgc55<>+4(SB)/4, $0xbe7ffffc
-DATA lgc55<>+8(SB)/4, $0xbe7ffffc
-DATA lgc55<>+12(SB)/4, $0xbe7ffffc
-DATA lgc55<>+16(SB)/4, $0xbe7ffffc
-DATA lgc55<>+20(SB)/4, $0xbe7ffffc
-DATA lgc55<>+24(SB)/4, $0xbe7ffffc
-DATA lgc55<>+28(SB)/4, $0xbe7ffffc
+DATA lgc55<>+0(SB)/4, $0x3e4cceac
+DATA lgc55<>+4(SB)/4, $0x3e4cceac
+DATA lgc55<>+8(SB)/4, $0x3e4cceac
+DATA lgc55<>+12(SB)/4, $0x3e4cceac
+DATA lgc55<>+16(SB)/4, $0x3e4cceac
+DATA lgc55<>+20(SB)/4, $0x3e4cceac
+DATA lgc55<>+24(SB)/4, $0x3e4cceac
+DATA lgc55<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc56<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+0(SB)/4, $0xbe7ffffc
+DATA lgc56<>+4(SB)/4, $0xbe7ffffc
+DATA lgc56<>+8(SB)/4, $0xbe7ffffc
+DATA lgc56<>+12(SB)/4, $0xbe7ffffc
+DATA lgc56<>+16(SB)/4, $0xbe7ffffc
+DATA lgc56<>+20(SB)/4, $0xbe7ffffc
+DATA lgc56<>+24(SB)/4, $0xbe7ffffc
+DATA lgc56<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x7fc00000
-DATA lgc57<>+4(SB)/4, $0x7fc00000
-DATA lgc57<>+8(SB)/4, $0x7fc00000
-DATA lgc57<>+12(SB)/4, $0x7fc00000
-DATA lgc57<>+16(SB)/4, $0x7fc00000
-DATA lgc57<>+20(SB)/4, $0x7fc00000
-DATA lgc57<>+24(SB)/4, $0x7fc00000
-DATA lgc57<>+28(SB)/4, $0x7fc00000
+DATA lgc57<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x7f800000
-DATA lgc58<>+4(SB)/4, $0x7f800000
-DATA lgc58<>+8(SB)/4, $0x7f800000
-DATA lgc58<>+12(SB)/4, $0x7f800000
-DATA lgc58<>+16(SB)/4, $0x7f800000
-DATA lgc58<>+20(SB)/4, $0x7f800000
-DATA lgc58<>+24(SB)/4, $0x7f800000
-DATA lgc58<>+28(SB)/4, $0x7f800000
+DATA lgc58<>+0(SB)/4, $0x7fc00000
+DATA lgc58<>+4(SB)/4, $0x7fc00000
+DATA lgc58<>+8(SB)/4, $0x7fc00000
+DATA lgc58<>+12(SB)/4, $0x7fc00000
+DATA lgc58<>+16(SB)/4, $0x7fc00000
+DATA lgc58<>+20(SB)/4, $0x7fc00000
+DATA lgc58<>+24(SB)/4, $0x7fc00000
+DATA lgc58<>+28(SB)/4, $0x7fc00000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+
+DATA lgc59<>+0(SB)/4, $0x7f800000
+DATA lgc59<>+4(SB)/4, $0x7f800000
+DATA lgc59<>+8(SB)/4, $0x7f800000
+DATA lgc59<>+12(SB)/4, $0x7f800000
+DATA lgc59<>+16(SB)/4, $0x7f800000
+DATA lgc59<>+20(SB)/4, $0x7f800000
+DATA lgc59<>+24(SB)/4, $0x7f800000
+DATA lgc59<>+28(SB)/4, $0x7f800000
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3842,23 +3884,22 @@ bulk_25:
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc14<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
-	VMULPS       lgc44<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc44<>+0(SB), Y1, Y2
+	VMULPS       lgc45<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc45<>+0(SB), Y2, Y2
+	VPAND        lgc46<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc46<>+0(SB), Y3, Y2
+	VPAND        lgc47<>+0(SB), Y3, Y2
 	VPOR         lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc47<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc48<>+0(SB), Y2, Y3
 	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc14<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc48<>+0(SB), Y5
-	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
+	VMOVAPS      lgc49<>+0(SB), Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
@@ -3866,6 +3907,7 @@ bulk_25:
 	VFMADD213PS  lgc54<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc55<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc57<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3876,9 +3918,9 @@ bulk_25:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc30<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc57<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc58<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc59<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc59<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc14<>+0(SB), Y1, Y2
@@ -3889,8 +3931,8 @@ bulk_25:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc30<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc58<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc58<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc59<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_25

@@ -24,6 +24,9 @@ type avxState struct {
 	r20_n    []float64
 	r20_mean []float64
 	r20_m2   []float64
+	r20_p    []float32
+	r20_pm2  []float32
+	r20_pc   []float32
 	p0_ok    []float32
 	r54_s    []float64
 	r54_p    []float32
@@ -54,38 +57,41 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 1672)}
+	st := &avxState{buf: make([]float64, 1720)}
 	st.r19_s = st.buf[8:24]
 	st.r19_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r20_n = st.buf[48:64]
 	st.r20_mean = st.buf[72:88]
 	st.r20_m2 = st.buf[96:112]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
-	st.r54_s = st.buf[136:152]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[160])), 16)
-	st.r56_s = st.buf[176:192]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[200])), 16)
-	st.r58_s = st.buf[216:232]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 16)
-	st.r66_s = st.buf[256:272]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r67_s = st.buf[296:312]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
-	st.r72_s = st.buf[336:352]
-	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
-	st.r73_n = st.buf[376:512]
-	st.r73_mean = st.buf[520:656]
-	st.r73_m2 = st.buf[664:800]
-	st.r74_n = st.buf[808:944]
-	st.r74_mean = st.buf[952:1088]
-	st.r74_m2 = st.buf[1096:1232]
-	st.r80_s = st.buf[1240:1376]
-	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1384])), 136)
-	st.r82_s = st.buf[1464:1600]
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1608])), 8)
-	st.r86_s = st.buf[1624:1640]
-	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1648])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1664])), 8)
+	st.r20_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 16)
+	st.r20_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
+	st.r20_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
+	st.r54_s = st.buf[184:200]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r56_s = st.buf[224:240]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r58_s = st.buf[264:280]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r66_s = st.buf[304:320]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r67_s = st.buf[344:360]
+	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r72_s = st.buf[384:400]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r73_n = st.buf[424:560]
+	st.r73_mean = st.buf[568:704]
+	st.r73_m2 = st.buf[712:848]
+	st.r74_n = st.buf[856:992]
+	st.r74_mean = st.buf[1000:1136]
+	st.r74_m2 = st.buf[1144:1280]
+	st.r80_s = st.buf[1288:1424]
+	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
+	st.r82_s = st.buf[1512:1648]
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1656])), 8)
+	st.r86_s = st.buf[1672:1688]
+	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1712])), 8)
 	st.res = make([]float64, 128)
 	return st
 }}
@@ -105,6 +111,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r20_n, 0)
 		runtime.Fill(st.r20_mean, 0)
 		runtime.Fill(st.r20_m2, 0)
+		runtime.Fill(st.r20_p, 0)
+		runtime.Fill(st.r20_pm2, 0)
+		runtime.Fill(st.r20_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
 	}
@@ -294,6 +303,9 @@ type fbAvxState struct {
 	r20_n    []float64
 	r20_mean []float64
 	r20_m2   []float64
+	r20_p    []float32
+	r20_pm2  []float32
+	r20_pc   []float32
 	p0_ok    []float32
 	r54_s    []float64
 	r54_p    []float32
@@ -324,38 +336,41 @@ type fbAvxState struct {
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 1672)}
+	st := &fbAvxState{buf: make([]float64, 1720)}
 	st.r19_s = st.buf[8:24]
 	st.r19_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r20_n = st.buf[48:64]
 	st.r20_mean = st.buf[72:88]
 	st.r20_m2 = st.buf[96:112]
-	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 8)
-	st.r54_s = st.buf[136:152]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[160])), 16)
-	st.r56_s = st.buf[176:192]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[200])), 16)
-	st.r58_s = st.buf[216:232]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 16)
-	st.r66_s = st.buf[256:272]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r67_s = st.buf[296:312]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
-	st.r72_s = st.buf[336:352]
-	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
-	st.r73_n = st.buf[376:512]
-	st.r73_mean = st.buf[520:656]
-	st.r73_m2 = st.buf[664:800]
-	st.r74_n = st.buf[808:944]
-	st.r74_mean = st.buf[952:1088]
-	st.r74_m2 = st.buf[1096:1232]
-	st.r80_s = st.buf[1240:1376]
-	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1384])), 136)
-	st.r82_s = st.buf[1464:1600]
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1608])), 8)
-	st.r86_s = st.buf[1624:1640]
-	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1648])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1664])), 8)
+	st.r20_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[120])), 16)
+	st.r20_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
+	st.r20_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
+	st.r54_s = st.buf[184:200]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r56_s = st.buf[224:240]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r58_s = st.buf[264:280]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r66_s = st.buf[304:320]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r67_s = st.buf[344:360]
+	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r72_s = st.buf[384:400]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r73_n = st.buf[424:560]
+	st.r73_mean = st.buf[568:704]
+	st.r73_m2 = st.buf[712:848]
+	st.r74_n = st.buf[856:992]
+	st.r74_mean = st.buf[1000:1136]
+	st.r74_m2 = st.buf[1144:1280]
+	st.r80_s = st.buf[1288:1424]
+	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
+	st.r82_s = st.buf[1512:1648]
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1656])), 8)
+	st.r86_s = st.buf[1672:1688]
+	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1712])), 8)
 	st.res = make([]float64, 128)
 	return st
 }}
@@ -376,6 +391,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r20_n, 0)
 		runtime.Fill(st.r20_mean, 0)
 		runtime.Fill(st.r20_m2, 0)
+		runtime.Fill(st.r20_p, 0)
+		runtime.Fill(st.r20_pm2, 0)
+		runtime.Fill(st.r20_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
 	}

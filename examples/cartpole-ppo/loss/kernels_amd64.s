@@ -58,8 +58,8 @@ blocks_2:
 	VANDPS      lgc4<>+0(SB), Y2, Y3
 	VCMPPS      $0x12, lgc5<>+0(SB), Y3, Y3
 	MOVQ        state+48(FP), BX
-	VANDPS      960(BX), Y3, Y3
-	VMOVUPS     Y3, 960(BX)
+	VANDPS      1344(BX), Y3, Y3
+	VMOVUPS     Y3, 1344(BX)
 	VMOVUPS     lgc6<>+0(SB), Y4
 	VPERMPS     Y1, Y4, Y3
 	VPERMPS     Y2, Y4, Y4
@@ -90,75 +90,179 @@ blocks_2:
 	VMOVUPS Y1, 256(BX)
 
 	// var(advantage) over [N T]
-	VCVTPS2PD    X2, Y1
-	VEXTRACTF128 $0x01, Y2, X3
-	VCVTPS2PD    X3, Y3
-	VMOVUPD      384(BX), Y4
-	VADDPD       lgc10<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 384(BX)
-	VMOVSD       lgc10<>+0(SB), X5
-	VDIVSD       X4, X5, X4
-	VBROADCASTSD X4, Y4
-	VMOVUPD      576(BX), Y5
-	VSUBPD       Y5, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      768(BX), Y7
-	VFMADD231PD  Y6, Y1, Y7
-	VMOVUPD      Y5, 576(BX)
-	VMOVUPD      Y7, 768(BX)
-	VMOVUPD      416(BX), Y1
-	VADDPD       lgc10<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 416(BX)
-	VMOVUPD      608(BX), Y1
-	VSUBPD       Y1, Y3, Y5
-	VFMADD231PD  Y5, Y4, Y1
-	VSUBPD       Y1, Y3, Y3
-	VMOVUPD      800(BX), Y4
-	VFMADD231PD  Y5, Y3, Y4
-	VMOVUPD      Y1, 608(BX)
-	VMOVUPD      Y4, 800(BX)
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc10<>+0(SB), Y1, Y1
+	VMOVUPS      1216(BX), Y3
+	VBLENDVPS    Y1, Y2, Y3, Y3
+	VMOVUPS      Y3, 1216(BX)
+	VSUBPS       Y3, Y2, Y1
+	VADDPS       960(BX), Y1, Y3
+	VMOVUPS      Y3, 960(BX)
+	VMOVUPS      1088(BX), Y3
+	VFMADD231PS  Y1, Y1, Y3
+	VMOVUPS      Y3, 1088(BX)
 
 	// store gae
 	MOVQ         s0+56(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
+	VMOVUPD      lgc11<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y3, Y3
-	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y3
+	VCMPPS       $0x12, lgc12<>+0(SB), Y3, Y3
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       64(DX), Y4, Y4
+	VMOVUPD      Y4, 64(DX)
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      960(DX), Y2
+	VMOVUPS      1088(DX), Y4
+	VANDPS       lgc4<>+0(SB), Y2, Y5
+	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
+	VANDPS       lgc4<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, lgc12<>+0(SB), Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      1216(DX), Y6
+	VCVTPS2PD    X2, Y7
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VMAXPD       lgc13<>+0(SB), Y1, Y10
+	VDIVPD       Y10, Y7, Y10
+	VFNMADD231PD Y7, Y10, Y8
+	VADDPD       Y9, Y10, Y10
+	VMOVUPD      384(DX), Y7
+	VADDPD       Y1, Y7, Y9
+	VMOVUPD      Y9, 384(DX)
+	VMAXPD       lgc13<>+0(SB), Y9, Y9
+	VDIVPD       Y9, Y1, Y9
+	VMOVUPD      576(DX), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y9, Y11
+	VMOVUPD      Y11, 576(DX)
+	VMULPD       Y9, Y7, Y9
+	VMULPD       Y10, Y9, Y9
+	VADDPD       768(DX), Y8, Y7
+	VFMADD231PD  Y10, Y9, Y7
+	VMOVUPD      Y7, 768(DX)
+	VMAXPD       lgc13<>+0(SB), Y1, Y7
+	VDIVPD       Y7, Y2, Y7
+	VFNMADD231PD Y2, Y7, Y4
+	VADDPD       Y6, Y7, Y7
+	VMOVUPD      416(DX), Y2
+	VADDPD       Y1, Y2, Y6
+	VMOVUPD      Y6, 416(DX)
+	VMAXPD       lgc13<>+0(SB), Y6, Y6
+	VDIVPD       Y6, Y1, Y1
+	VMOVUPD      608(DX), Y6
+	VSUBPD       Y6, Y7, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y6, 608(DX)
+	VMULPD       Y1, Y2, Y1
+	VMULPD       Y7, Y1, Y1
+	VADDPD       800(DX), Y4, Y2
+	VFMADD231PD  Y7, Y1, Y2
+	VMOVUPD      Y2, 800(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VANDPS       960(DX), Y2, Y2
-	VMOVUPS      Y2, 960(DX)
+	VMOVUPS      Y1, 960(DX)
+	VMOVUPS      Y1, 1088(DX)
+	VANDPS       Y5, Y3, Y3
+	VANDPS       1344(DX), Y3, Y3
+	VMOVUPS      Y3, 1344(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      960(CX), Y1
+	VMOVUPS      1088(CX), Y3
+	VANDPS       lgc4<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc12<>+0(SB), Y4, Y4
+	VANDPS       lgc4<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      1216(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc13<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      384(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 384(CX)
+	VMAXPD       lgc13<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      576(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 576(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       768(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 768(CX)
+	VMAXPD       lgc13<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 416(CX)
+	VMAXPD       lgc13<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      608(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 608(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       800(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 800(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       960(CX), Y1, Y1
-	VMOVUPS      Y1, 960(CX)
+	VMOVUPS      Y0, 960(CX)
+	VMOVUPS      Y0, 1088(CX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       1344(CX), Y2, Y2
+	VMOVUPS      Y2, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_1
@@ -265,21 +369,37 @@ DATA lgc9<>+24(SB)/4, $0x00000000
 DATA lgc9<>+28(SB)/4, $0x00000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc10<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc10<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc10<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc10<>+0(SB)/4, $0x00000008
+DATA lgc10<>+4(SB)/4, $0x00000008
+DATA lgc10<>+8(SB)/4, $0x00000008
+DATA lgc10<>+12(SB)/4, $0x00000008
+DATA lgc10<>+16(SB)/4, $0x00000008
+DATA lgc10<>+20(SB)/4, $0x00000008
+DATA lgc10<>+24(SB)/4, $0x00000008
+DATA lgc10<>+28(SB)/4, $0x00000008
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x7f7fffff
-DATA lgc11<>+4(SB)/4, $0x7f7fffff
-DATA lgc11<>+8(SB)/4, $0x7f7fffff
-DATA lgc11<>+12(SB)/4, $0x7f7fffff
-DATA lgc11<>+16(SB)/4, $0x7f7fffff
-DATA lgc11<>+20(SB)/4, $0x7f7fffff
-DATA lgc11<>+24(SB)/4, $0x7f7fffff
-DATA lgc11<>+28(SB)/4, $0x7f7fffff
+DATA lgc11<>+0(SB)/8, $0x4020000000000000
+DATA lgc11<>+8(SB)/8, $0x4020000000000000
+DATA lgc11<>+16(SB)/8, $0x4020000000000000
+DATA lgc11<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
+
+DATA lgc12<>+0(SB)/4, $0x7f7fffff
+DATA lgc12<>+4(SB)/4, $0x7f7fffff
+DATA lgc12<>+8(SB)/4, $0x7f7fffff
+DATA lgc12<>+12(SB)/4, $0x7f7fffff
+DATA lgc12<>+16(SB)/4, $0x7f7fffff
+DATA lgc12<>+20(SB)/4, $0x7f7fffff
+DATA lgc12<>+24(SB)/4, $0x7f7fffff
+DATA lgc12<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+DATA lgc13<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc13<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc13<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc13<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -291,7 +411,7 @@ TEXT ·pass1AVX2(SB), $392-96
 
 	// std = sqrt(v20)
 	VSQRTPS Y0, Y0
-	VMOVUPS lgc12<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 
 	// v24 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -306,7 +426,7 @@ outer0_4:
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X0
 	VCVTSI2SDQ CX, X0, X0
-	VMOVSD     lgc10<>+0(SB), X1
+	VMOVSD     lgc13<>+0(SB), X1
 	VDIVSD     X0, X1, X0
 	VMOVSD     X0, 32(SP)
 	MOVQ       $+8, DX
@@ -320,7 +440,7 @@ blocks_5:
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc13<>+0(SB), Y0
+	VMOVUPS    lgc15<>+0(SB), Y0
 	VMASKMOVPS (BX)(SI*4), Y0, Y1
 	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
 	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
@@ -376,7 +496,7 @@ blocks_5:
 
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS lgc14<>+0(SB), Y3
+	VMOVUPS lgc16<>+0(SB), Y3
 	VMOVUPS Y0, 104(SP)
 	VMOVUPS Y1, 136(SP)
 	VMOVUPS Y2, 168(SP)
@@ -389,12 +509,12 @@ inner_A_6:
 	VMOVUPS 40(SP)(DI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc15<>+0(SB), Y3, Y1
-	VXORPS lgc15<>+0(SB), Y0, Y2
+	VXORPS lgc17<>+0(SB), Y3, Y1
+	VXORPS lgc17<>+0(SB), Y0, Y2
 	VMINPS Y1, Y2, Y0
 	VMINPS Y2, Y1, Y3
 	VORPS  Y0, Y3, Y3
-	VXORPS lgc15<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y3, Y3
 	INCQ   BX
 	CMPQ   BX, $+2
 	JL     inner_A_6
@@ -417,28 +537,28 @@ inner_A_7:
 	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y0, Y3
-	VMINPS       lgc17<>+0(SB), Y3, Y3
-	VMULPS       lgc18<>+0(SB), Y3, Y4
+	VMAXPS       lgc18<>+0(SB), Y0, Y3
+	VMINPS       lgc19<>+0(SB), Y3, Y3
+	VMULPS       lgc20<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
-	VMOVAPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc22<>+0(SB), Y4, Y3
+	VMOVAPS      lgc23<>+0(SB), Y5
 	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc28<>+0(SB), Y3, Y5
 	VMULPS       Y3, Y3, Y6
 	VFMADD213PS  Y3, Y6, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc27<>+0(SB), Y3, Y4
-	VPMINSD      lgc28<>+0(SB), Y4, Y4
+	VPMAXSD      lgc29<>+0(SB), Y3, Y4
+	VPMINSD      lgc30<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y4, Y4
+	VPADDD       lgc30<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc30<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
@@ -447,7 +567,7 @@ inner_A_7:
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y5, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc31<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -465,43 +585,43 @@ inner_A_7:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPS       lgc33<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VPAND        lgc34<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y1
+	VPAND        lgc35<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
-	VMULPS       lgc26<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y3
+	VMULPS       lgc28<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
+	VMOVAPS      lgc37<>+0(SB), Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc22<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc28<>+0(SB), Y3, Y5
 	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
@@ -544,10 +664,10 @@ inner_A_7:
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc46<>+0(SB), Y1, Y1
-	VPMULLD    lgc46<>+0(SB), Y1, Y1
-	VPADDD     lgc47<>+0(SB), Y1, Y1
-	VMOVUPS    lgc48<>+0(SB), Y3
+	VPMINSD    lgc48<>+0(SB), Y1, Y1
+	VPMULLD    lgc48<>+0(SB), Y1, Y1
+	VPADDD     lgc49<>+0(SB), Y1, Y1
+	VMOVUPS    lgc50<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (DI)(Y1*4), Y4
 	VMOVUPS    200(SP), Y1
@@ -562,39 +682,39 @@ inner_A_7:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc49<>+0(SB), Y6
+	VMOVUPS lgc51<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VMOVUPS lgc52<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 264(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y4, Y5
-	VMINPS       lgc17<>+0(SB), Y5, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y7
+	VMAXPS       lgc18<>+0(SB), Y4, Y5
+	VMINPS       lgc19<>+0(SB), Y5, Y5
+	VMULPS       lgc20<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VMOVAPS      lgc21<>+0(SB), Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc22<>+0(SB), Y7, Y5
+	VMOVAPS      lgc23<>+0(SB), Y8
 	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc28<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc27<>+0(SB), Y5, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPMAXSD      lgc29<>+0(SB), Y5, Y7
+	VPMINSD      lgc30<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPADDD       lgc30<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPADDD       lgc30<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -606,12 +726,12 @@ inner_A_7:
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VMOVUPS Y0, 296(SP)
-	VMOVUPS lgc51<>+0(SB), Y0
+	VMOVUPS lgc53<>+0(SB), Y0
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y0, Y0
 	VMOVUPS Y1, 328(SP)
-	VMOVUPS lgc52<>+0(SB), Y1
+	VMOVUPS lgc54<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y1, Y1
@@ -624,28 +744,28 @@ inner_A_7:
 	VMULPS Y0, Y5, Y0
 
 	// v53 = neg(gain)
-	VXORPS lgc15<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// mean(v53) over [N T]
 	MOVQ    state+64(FP), BX
-	VADDPS  1280(BX), Y0, Y0
-	VMOVUPS Y0, 1280(BX)
+	VADDPS  1664(BX), Y0, Y0
+	VMOVUPS Y0, 1664(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
-	VADDPS  1600(BX), Y0, Y0
-	VMOVUPS Y0, 1600(BX)
+	VADDPS  1984(BX), Y0, Y0
+	VMOVUPS Y0, 1984(BX)
 	VMOVUPS 328(SP), Y0
 
 	// v57 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y0, Y3, Y0
 
 	// mean(v57) over [N T]
-	VADDPS  1920(BX), Y0, Y0
-	VMOVUPS Y0, 1920(BX)
+	VADDPS  2304(BX), Y0, Y0
+	VMOVUPS Y0, 2304(BX)
 
 	// finish v61
 	VMOVUPS Y2, Y0
@@ -659,15 +779,15 @@ inner_A_7:
 	VSUBPS Y0, Y1, Y0
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc53<>+0(SB), Y0, Y1
+	VMULPS lgc55<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
-	VADDPS  2240(BX), Y0, Y0
-	VMOVUPS Y0, 2240(BX)
+	VADDPS  2624(BX), Y0, Y0
+	VMOVUPS Y0, 2624(BX)
 
 	// mean(v65) over [N T]
-	VADDPS  2560(BX), Y1, Y0
-	VMOVUPS Y0, 2560(BX)
+	VADDPS  2944(BX), Y1, Y0
+	VMOVUPS Y0, 2944(BX)
 	VMOVUPS 136(SP), Y0
 	MOVQ    stateValue+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
@@ -679,11 +799,11 @@ inner_A_7:
 	VMULPS Y1, Y1, Y2
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc26<>+0(SB), Y2, Y2
+	VMULPS lgc28<>+0(SB), Y2, Y2
 
 	// mean(v71) over [N T]
-	VADDPS  2880(BX), Y2, Y2
-	VMOVUPS Y2, 2880(BX)
+	VADDPS  3264(BX), Y2, Y2
+	VMOVUPS Y2, 3264(BX)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
@@ -692,67 +812,67 @@ inner_A_7:
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      4160(BX)(DI*8), Y5
+	VMOVUPD      4544(BX)(DI*8), Y5
 	VSUBPD       Y5, Y3, Y6
 	VFMADD231PD  Y6, Y2, Y5
 	VSUBPD       Y5, Y3, Y3
-	VMOVUPD      5312(BX)(DI*8), Y7
+	VMOVUPD      5696(BX)(DI*8), Y7
 	VFMADD231PD  Y6, Y3, Y7
-	VMOVUPD      Y5, 4160(BX)(DI*8)
-	VMOVUPD      Y7, 5312(BX)(DI*8)
-	VMOVUPD      4192(BX)(DI*8), Y3
+	VMOVUPD      Y5, 4544(BX)(DI*8)
+	VMOVUPD      Y7, 5696(BX)(DI*8)
+	VMOVUPD      4576(BX)(DI*8), Y3
 	VSUBPD       Y3, Y1, Y5
 	VFMADD231PD  Y5, Y2, Y3
 	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      5344(BX)(DI*8), Y2
+	VMOVUPD      5728(BX)(DI*8), Y2
 	VFMADD231PD  Y5, Y1, Y2
-	VMOVUPD      Y3, 4192(BX)(DI*8)
-	VMOVUPD      Y2, 5344(BX)(DI*8)
+	VMOVUPD      Y3, 4576(BX)(DI*8)
+	VMOVUPD      Y2, 5728(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD 32(SP), Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      7616(BX)(DI*8), Y3
+	VMOVUPD      8000(BX)(DI*8), Y3
 	VSUBPD       Y3, Y2, Y5
 	VFMADD231PD  Y5, Y1, Y3
 	VSUBPD       Y3, Y2, Y2
-	VMOVUPD      8768(BX)(DI*8), Y6
+	VMOVUPD      9152(BX)(DI*8), Y6
 	VFMADD231PD  Y5, Y2, Y6
-	VMOVUPD      Y3, 7616(BX)(DI*8)
-	VMOVUPD      Y6, 8768(BX)(DI*8)
-	VMOVUPD      7648(BX)(DI*8), Y2
+	VMOVUPD      Y3, 8000(BX)(DI*8)
+	VMOVUPD      Y6, 9152(BX)(DI*8)
+	VMOVUPD      8032(BX)(DI*8), Y2
 	VSUBPD       Y2, Y0, Y3
 	VFMADD231PD  Y3, Y1, Y2
 	VSUBPD       Y2, Y0, Y0
-	VMOVUPD      8800(BX)(DI*8), Y1
+	VMOVUPD      9184(BX)(DI*8), Y1
 	VFMADD231PD  Y3, Y0, Y1
-	VMOVUPD      Y2, 7648(BX)(DI*8)
-	VMOVUPD      Y1, 8800(BX)(DI*8)
+	VMOVUPD      Y2, 8032(BX)(DI*8)
+	VMOVUPD      Y1, 9184(BX)(DI*8)
 	VMOVUPS      360(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc54<>+0(SB), Y4, Y1
-	VCMPPS       $0x1a, lgc55<>+0(SB), Y4, Y2
+	VCMPPS       $0x15, lgc56<>+0(SB), Y4, Y1
+	VCMPPS       $0x1a, lgc57<>+0(SB), Y4, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc14<>+0(SB), Y4, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y4, Y2
 	VORPS        Y2, Y1, Y1
-	VANDPS       11072(BX), Y1, Y1
-	VMOVUPS      Y1, 11072(BX)
+	VANDPS       11456(BX), Y1, Y1
+	VMOVUPS      Y1, 11456(BX)
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9920(BX)(DI*8), Y1, Y2
-	VMOVUPD      Y2, 9920(BX)(DI*8)
+	VADDPD       10304(BX)(DI*8), Y1, Y2
+	VMOVUPD      Y2, 10304(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       11712(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 11712(BX)(DI*8)
-	VADDPD       9952(BX)(DI*8), Y0, Y1
-	VMOVUPD      Y1, 9952(BX)(DI*8)
+	VADDPD       12096(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 12096(BX)(DI*8)
+	VADDPD       10336(BX)(DI*8), Y0, Y1
+	VMOVUPD      Y1, 10336(BX)(DI*8)
 	VMULPD       Y0, Y0, Y0
-	VADDPD       11744(BX)(DI*8), Y0, Y0
-	VMOVUPD      Y0, 11744(BX)(DI*8)
+	VADDPD       12128(BX)(DI*8), Y0, Y0
+	VMOVUPD      Y0, 12128(BX)(DI*8)
 	VMOVUPS      104(SP), Y0
 
 	// store advantage
@@ -765,617 +885,623 @@ inner_A_7:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_8
+	VMOVUPD      lgc11<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      1280(DX), Y0
+	VMOVUPS      1664(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(DX), Y2, Y2
-	VMOVUPD      Y2, 1088(DX)
-	VADDPD       1120(DX), Y0, Y0
-	VMOVUPD      Y0, 1120(DX)
+	VADDPD       1472(DX), Y2, Y2
+	VMOVUPD      Y2, 1472(DX)
+	VADDPD       1504(DX), Y0, Y0
+	VMOVUPD      Y0, 1504(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1280(DX)
-	VMOVUPS      1600(DX), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(DX), Y2, Y2
-	VMOVUPD      Y2, 1408(DX)
-	VADDPD       1440(DX), Y0, Y0
-	VMOVUPD      Y0, 1440(DX)
+	VADDPD       1792(DX), Y2, Y2
+	VMOVUPD      Y2, 1792(DX)
+	VADDPD       1824(DX), Y0, Y0
+	VMOVUPD      Y0, 1824(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1600(DX)
-	VMOVUPS      1920(DX), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2304(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1728(DX), Y2, Y2
-	VMOVUPD      Y2, 1728(DX)
-	VADDPD       1760(DX), Y0, Y0
-	VMOVUPD      Y0, 1760(DX)
+	VADDPD       2112(DX), Y2, Y2
+	VMOVUPD      Y2, 2112(DX)
+	VADDPD       2144(DX), Y0, Y0
+	VMOVUPD      Y0, 2144(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1920(DX)
-	VMOVUPS      2240(DX), Y0
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2624(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2048(DX), Y2, Y2
-	VMOVUPD      Y2, 2048(DX)
-	VADDPD       2080(DX), Y0, Y0
-	VMOVUPD      Y0, 2080(DX)
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(DX)
-	VMOVUPS      2560(DX), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2368(DX), Y2, Y2
-	VMOVUPD      Y2, 2368(DX)
-	VADDPD       2400(DX), Y0, Y0
-	VMOVUPD      Y0, 2400(DX)
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(DX)
-	VMOVUPS      2880(DX), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2688(DX), Y2, Y2
-	VMOVUPD      Y2, 2688(DX)
-	VADDPD       2720(DX), Y0, Y0
-	VMOVUPD      Y0, 2720(DX)
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(DX)
-	VANDPS       12864(DX), Y1, Y1
-	VMOVUPS      Y1, 12864(DX)
+	VMOVUPS      Y0, 3264(DX)
+	VANDPS       13248(DX), Y1, Y1
+	VMOVUPS      Y1, 13248(DX)
 	MOVQ         $+8, DX
 
 noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      1280(CX), Y0
+	VMOVUPS      1664(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(CX), Y2, Y2
-	VMOVUPD      Y2, 1088(CX)
-	VADDPD       1120(CX), Y0, Y0
-	VMOVUPD      Y0, 1120(CX)
+	VADDPD       1472(CX), Y2, Y2
+	VMOVUPD      Y2, 1472(CX)
+	VADDPD       1504(CX), Y0, Y0
+	VMOVUPD      Y0, 1504(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1280(CX)
-	VMOVUPS      1600(CX), Y0
+	VMOVUPS      Y0, 1664(CX)
+	VMOVUPS      1984(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)
-	VADDPD       1440(CX), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)
+	VADDPD       1792(CX), Y2, Y2
+	VMOVUPD      Y2, 1792(CX)
+	VADDPD       1824(CX), Y0, Y0
+	VMOVUPD      Y0, 1824(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1600(CX)
-	VMOVUPS      1920(CX), Y0
+	VMOVUPS      Y0, 1984(CX)
+	VMOVUPS      2304(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1728(CX), Y2, Y2
-	VMOVUPD      Y2, 1728(CX)
-	VADDPD       1760(CX), Y0, Y0
-	VMOVUPD      Y0, 1760(CX)
+	VADDPD       2112(CX), Y2, Y2
+	VMOVUPD      Y2, 2112(CX)
+	VADDPD       2144(CX), Y0, Y0
+	VMOVUPD      Y0, 2144(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1920(CX)
-	VMOVUPS      2240(CX), Y0
+	VMOVUPS      Y0, 2304(CX)
+	VMOVUPS      2624(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2048(CX), Y2, Y2
-	VMOVUPD      Y2, 2048(CX)
-	VADDPD       2080(CX), Y0, Y0
-	VMOVUPD      Y0, 2080(CX)
+	VADDPD       2432(CX), Y2, Y2
+	VMOVUPD      Y2, 2432(CX)
+	VADDPD       2464(CX), Y0, Y0
+	VMOVUPD      Y0, 2464(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(CX)
-	VMOVUPS      2560(CX), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2368(CX), Y2, Y2
-	VMOVUPD      Y2, 2368(CX)
-	VADDPD       2400(CX), Y0, Y0
-	VMOVUPD      Y0, 2400(CX)
+	VADDPD       2752(CX), Y2, Y2
+	VMOVUPD      Y2, 2752(CX)
+	VADDPD       2784(CX), Y0, Y0
+	VMOVUPD      Y0, 2784(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(CX)
-	VMOVUPS      2880(CX), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VMOVUPS      3264(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2688(CX), Y2, Y2
-	VMOVUPD      Y2, 2688(CX)
-	VADDPD       2720(CX), Y0, Y0
-	VMOVUPD      Y0, 2720(CX)
+	VADDPD       3072(CX), Y2, Y2
+	VMOVUPD      Y2, 3072(CX)
+	VADDPD       3104(CX), Y0, Y0
+	VMOVUPD      Y0, 3104(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(CX)
-	VANDPS       12864(CX), Y1, Y1
-	VMOVUPS      Y1, 12864(CX)
+	VMOVUPS      Y0, 3264(CX)
+	VANDPS       13248(CX), Y1, Y1
+	VMOVUPS      Y1, 13248(CX)
 	INCQ         AX
 	CMPQ         AX, hi+88(FP)
 	JL           outer0_4
 	VZEROUPPER
 	RET
 
-DATA lgc12<>+0(SB)/4, $0x358637bd
-DATA lgc12<>+4(SB)/4, $0x358637bd
-DATA lgc12<>+8(SB)/4, $0x358637bd
-DATA lgc12<>+12(SB)/4, $0x358637bd
-DATA lgc12<>+16(SB)/4, $0x358637bd
-DATA lgc12<>+20(SB)/4, $0x358637bd
-DATA lgc12<>+24(SB)/4, $0x358637bd
-DATA lgc12<>+28(SB)/4, $0x358637bd
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0xffffffff
-DATA lgc13<>+4(SB)/4, $0xffffffff
-DATA lgc13<>+8(SB)/4, $0x00000000
-DATA lgc13<>+12(SB)/4, $0x00000000
-DATA lgc13<>+16(SB)/4, $0x00000000
-DATA lgc13<>+20(SB)/4, $0x00000000
-DATA lgc13<>+24(SB)/4, $0x00000000
-DATA lgc13<>+28(SB)/4, $0x00000000
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
-
-DATA lgc14<>+0(SB)/4, $0xff800000
-DATA lgc14<>+4(SB)/4, $0xff800000
-DATA lgc14<>+8(SB)/4, $0xff800000
-DATA lgc14<>+12(SB)/4, $0xff800000
-DATA lgc14<>+16(SB)/4, $0xff800000
-DATA lgc14<>+20(SB)/4, $0xff800000
-DATA lgc14<>+24(SB)/4, $0xff800000
-DATA lgc14<>+28(SB)/4, $0xff800000
+DATA lgc14<>+0(SB)/4, $0x358637bd
+DATA lgc14<>+4(SB)/4, $0x358637bd
+DATA lgc14<>+8(SB)/4, $0x358637bd
+DATA lgc14<>+12(SB)/4, $0x358637bd
+DATA lgc14<>+16(SB)/4, $0x358637bd
+DATA lgc14<>+20(SB)/4, $0x358637bd
+DATA lgc14<>+24(SB)/4, $0x358637bd
+DATA lgc14<>+28(SB)/4, $0x358637bd
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x80000000
-DATA lgc15<>+4(SB)/4, $0x80000000
-DATA lgc15<>+8(SB)/4, $0x80000000
-DATA lgc15<>+12(SB)/4, $0x80000000
-DATA lgc15<>+16(SB)/4, $0x80000000
-DATA lgc15<>+20(SB)/4, $0x80000000
-DATA lgc15<>+24(SB)/4, $0x80000000
-DATA lgc15<>+28(SB)/4, $0x80000000
+DATA lgc15<>+0(SB)/4, $0xffffffff
+DATA lgc15<>+4(SB)/4, $0xffffffff
+DATA lgc15<>+8(SB)/4, $0x00000000
+DATA lgc15<>+12(SB)/4, $0x00000000
+DATA lgc15<>+16(SB)/4, $0x00000000
+DATA lgc15<>+20(SB)/4, $0x00000000
+DATA lgc15<>+24(SB)/4, $0x00000000
+DATA lgc15<>+28(SB)/4, $0x00000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xc2d00000
-DATA lgc16<>+4(SB)/4, $0xc2d00000
-DATA lgc16<>+8(SB)/4, $0xc2d00000
-DATA lgc16<>+12(SB)/4, $0xc2d00000
-DATA lgc16<>+16(SB)/4, $0xc2d00000
-DATA lgc16<>+20(SB)/4, $0xc2d00000
-DATA lgc16<>+24(SB)/4, $0xc2d00000
-DATA lgc16<>+28(SB)/4, $0xc2d00000
+DATA lgc16<>+0(SB)/4, $0xff800000
+DATA lgc16<>+4(SB)/4, $0xff800000
+DATA lgc16<>+8(SB)/4, $0xff800000
+DATA lgc16<>+12(SB)/4, $0xff800000
+DATA lgc16<>+16(SB)/4, $0xff800000
+DATA lgc16<>+20(SB)/4, $0xff800000
+DATA lgc16<>+24(SB)/4, $0xff800000
+DATA lgc16<>+28(SB)/4, $0xff800000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x42b20000
-DATA lgc17<>+4(SB)/4, $0x42b20000
-DATA lgc17<>+8(SB)/4, $0x42b20000
-DATA lgc17<>+12(SB)/4, $0x42b20000
-DATA lgc17<>+16(SB)/4, $0x42b20000
-DATA lgc17<>+20(SB)/4, $0x42b20000
-DATA lgc17<>+24(SB)/4, $0x42b20000
-DATA lgc17<>+28(SB)/4, $0x42b20000
+DATA lgc17<>+0(SB)/4, $0x80000000
+DATA lgc17<>+4(SB)/4, $0x80000000
+DATA lgc17<>+8(SB)/4, $0x80000000
+DATA lgc17<>+12(SB)/4, $0x80000000
+DATA lgc17<>+16(SB)/4, $0x80000000
+DATA lgc17<>+20(SB)/4, $0x80000000
+DATA lgc17<>+24(SB)/4, $0x80000000
+DATA lgc17<>+28(SB)/4, $0x80000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+0(SB)/4, $0xc2d00000
+DATA lgc18<>+4(SB)/4, $0xc2d00000
+DATA lgc18<>+8(SB)/4, $0xc2d00000
+DATA lgc18<>+12(SB)/4, $0xc2d00000
+DATA lgc18<>+16(SB)/4, $0xc2d00000
+DATA lgc18<>+20(SB)/4, $0xc2d00000
+DATA lgc18<>+24(SB)/4, $0xc2d00000
+DATA lgc18<>+28(SB)/4, $0xc2d00000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f318000
-DATA lgc19<>+4(SB)/4, $0x3f318000
-DATA lgc19<>+8(SB)/4, $0x3f318000
-DATA lgc19<>+12(SB)/4, $0x3f318000
-DATA lgc19<>+16(SB)/4, $0x3f318000
-DATA lgc19<>+20(SB)/4, $0x3f318000
-DATA lgc19<>+24(SB)/4, $0x3f318000
-DATA lgc19<>+28(SB)/4, $0x3f318000
+DATA lgc19<>+0(SB)/4, $0x42b20000
+DATA lgc19<>+4(SB)/4, $0x42b20000
+DATA lgc19<>+8(SB)/4, $0x42b20000
+DATA lgc19<>+12(SB)/4, $0x42b20000
+DATA lgc19<>+16(SB)/4, $0x42b20000
+DATA lgc19<>+20(SB)/4, $0x42b20000
+DATA lgc19<>+24(SB)/4, $0x42b20000
+DATA lgc19<>+28(SB)/4, $0x42b20000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xb95e8083
-DATA lgc20<>+4(SB)/4, $0xb95e8083
-DATA lgc20<>+8(SB)/4, $0xb95e8083
-DATA lgc20<>+12(SB)/4, $0xb95e8083
-DATA lgc20<>+16(SB)/4, $0xb95e8083
-DATA lgc20<>+20(SB)/4, $0xb95e8083
-DATA lgc20<>+24(SB)/4, $0xb95e8083
-DATA lgc20<>+28(SB)/4, $0xb95e8083
+DATA lgc20<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x39506967
-DATA lgc21<>+4(SB)/4, $0x39506967
-DATA lgc21<>+8(SB)/4, $0x39506967
-DATA lgc21<>+12(SB)/4, $0x39506967
-DATA lgc21<>+16(SB)/4, $0x39506967
-DATA lgc21<>+20(SB)/4, $0x39506967
-DATA lgc21<>+24(SB)/4, $0x39506967
-DATA lgc21<>+28(SB)/4, $0x39506967
+DATA lgc21<>+0(SB)/4, $0x3f318000
+DATA lgc21<>+4(SB)/4, $0x3f318000
+DATA lgc21<>+8(SB)/4, $0x3f318000
+DATA lgc21<>+12(SB)/4, $0x3f318000
+DATA lgc21<>+16(SB)/4, $0x3f318000
+DATA lgc21<>+20(SB)/4, $0x3f318000
+DATA lgc21<>+24(SB)/4, $0x3f318000
+DATA lgc21<>+28(SB)/4, $0x3f318000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3ab743ce
-DATA lgc22<>+4(SB)/4, $0x3ab743ce
-DATA lgc22<>+8(SB)/4, $0x3ab743ce
-DATA lgc22<>+12(SB)/4, $0x3ab743ce
-DATA lgc22<>+16(SB)/4, $0x3ab743ce
-DATA lgc22<>+20(SB)/4, $0x3ab743ce
-DATA lgc22<>+24(SB)/4, $0x3ab743ce
-DATA lgc22<>+28(SB)/4, $0x3ab743ce
+DATA lgc22<>+0(SB)/4, $0xb95e8083
+DATA lgc22<>+4(SB)/4, $0xb95e8083
+DATA lgc22<>+8(SB)/4, $0xb95e8083
+DATA lgc22<>+12(SB)/4, $0xb95e8083
+DATA lgc22<>+16(SB)/4, $0xb95e8083
+DATA lgc22<>+20(SB)/4, $0xb95e8083
+DATA lgc22<>+24(SB)/4, $0xb95e8083
+DATA lgc22<>+28(SB)/4, $0xb95e8083
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3c088908
-DATA lgc23<>+4(SB)/4, $0x3c088908
-DATA lgc23<>+8(SB)/4, $0x3c088908
-DATA lgc23<>+12(SB)/4, $0x3c088908
-DATA lgc23<>+16(SB)/4, $0x3c088908
-DATA lgc23<>+20(SB)/4, $0x3c088908
-DATA lgc23<>+24(SB)/4, $0x3c088908
-DATA lgc23<>+28(SB)/4, $0x3c088908
+DATA lgc23<>+0(SB)/4, $0x39506967
+DATA lgc23<>+4(SB)/4, $0x39506967
+DATA lgc23<>+8(SB)/4, $0x39506967
+DATA lgc23<>+12(SB)/4, $0x39506967
+DATA lgc23<>+16(SB)/4, $0x39506967
+DATA lgc23<>+20(SB)/4, $0x39506967
+DATA lgc23<>+24(SB)/4, $0x39506967
+DATA lgc23<>+28(SB)/4, $0x39506967
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+0(SB)/4, $0x3ab743ce
+DATA lgc24<>+4(SB)/4, $0x3ab743ce
+DATA lgc24<>+8(SB)/4, $0x3ab743ce
+DATA lgc24<>+12(SB)/4, $0x3ab743ce
+DATA lgc24<>+16(SB)/4, $0x3ab743ce
+DATA lgc24<>+20(SB)/4, $0x3ab743ce
+DATA lgc24<>+24(SB)/4, $0x3ab743ce
+DATA lgc24<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+0(SB)/4, $0x3c088908
+DATA lgc25<>+4(SB)/4, $0x3c088908
+DATA lgc25<>+8(SB)/4, $0x3c088908
+DATA lgc25<>+12(SB)/4, $0x3c088908
+DATA lgc25<>+16(SB)/4, $0x3c088908
+DATA lgc25<>+20(SB)/4, $0x3c088908
+DATA lgc25<>+24(SB)/4, $0x3c088908
+DATA lgc25<>+28(SB)/4, $0x3c088908
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f000000
-DATA lgc26<>+4(SB)/4, $0x3f000000
-DATA lgc26<>+8(SB)/4, $0x3f000000
-DATA lgc26<>+12(SB)/4, $0x3f000000
-DATA lgc26<>+16(SB)/4, $0x3f000000
-DATA lgc26<>+20(SB)/4, $0x3f000000
-DATA lgc26<>+24(SB)/4, $0x3f000000
-DATA lgc26<>+28(SB)/4, $0x3f000000
+DATA lgc26<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xffffff82
-DATA lgc27<>+4(SB)/4, $0xffffff82
-DATA lgc27<>+8(SB)/4, $0xffffff82
-DATA lgc27<>+12(SB)/4, $0xffffff82
-DATA lgc27<>+16(SB)/4, $0xffffff82
-DATA lgc27<>+20(SB)/4, $0xffffff82
-DATA lgc27<>+24(SB)/4, $0xffffff82
-DATA lgc27<>+28(SB)/4, $0xffffff82
+DATA lgc27<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x0000007f
-DATA lgc28<>+4(SB)/4, $0x0000007f
-DATA lgc28<>+8(SB)/4, $0x0000007f
-DATA lgc28<>+12(SB)/4, $0x0000007f
-DATA lgc28<>+16(SB)/4, $0x0000007f
-DATA lgc28<>+20(SB)/4, $0x0000007f
-DATA lgc28<>+24(SB)/4, $0x0000007f
-DATA lgc28<>+28(SB)/4, $0x0000007f
+DATA lgc28<>+0(SB)/4, $0x3f000000
+DATA lgc28<>+4(SB)/4, $0x3f000000
+DATA lgc28<>+8(SB)/4, $0x3f000000
+DATA lgc28<>+12(SB)/4, $0x3f000000
+DATA lgc28<>+16(SB)/4, $0x3f000000
+DATA lgc28<>+20(SB)/4, $0x3f000000
+DATA lgc28<>+24(SB)/4, $0x3f000000
+DATA lgc28<>+28(SB)/4, $0x3f000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xff7fffff
-DATA lgc29<>+4(SB)/4, $0xff7fffff
-DATA lgc29<>+8(SB)/4, $0xff7fffff
-DATA lgc29<>+12(SB)/4, $0xff7fffff
-DATA lgc29<>+16(SB)/4, $0xff7fffff
-DATA lgc29<>+20(SB)/4, $0xff7fffff
-DATA lgc29<>+24(SB)/4, $0xff7fffff
-DATA lgc29<>+28(SB)/4, $0xff7fffff
+DATA lgc29<>+0(SB)/4, $0xffffff82
+DATA lgc29<>+4(SB)/4, $0xffffff82
+DATA lgc29<>+8(SB)/4, $0xffffff82
+DATA lgc29<>+12(SB)/4, $0xffffff82
+DATA lgc29<>+16(SB)/4, $0xffffff82
+DATA lgc29<>+20(SB)/4, $0xffffff82
+DATA lgc29<>+24(SB)/4, $0xffffff82
+DATA lgc29<>+28(SB)/4, $0xffffff82
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
+DATA lgc30<>+0(SB)/4, $0x0000007f
+DATA lgc30<>+4(SB)/4, $0x0000007f
+DATA lgc30<>+8(SB)/4, $0x0000007f
+DATA lgc30<>+12(SB)/4, $0x0000007f
+DATA lgc30<>+16(SB)/4, $0x0000007f
+DATA lgc30<>+20(SB)/4, $0x0000007f
+DATA lgc30<>+24(SB)/4, $0x0000007f
+DATA lgc30<>+28(SB)/4, $0x0000007f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
+DATA lgc31<>+0(SB)/4, $0xff7fffff
+DATA lgc31<>+4(SB)/4, $0xff7fffff
+DATA lgc31<>+8(SB)/4, $0xff7fffff
+DATA lgc31<>+12(SB)/4, $0xff7fffff
+DATA lgc31<>+16(SB)/4, $0xff7fffff
+DATA lgc31<>+20(SB)/4, $0xff7fffff
+DATA lgc31<>+24(SB)/4, $0xff7fffff
+DATA lgc31<>+28(SB)/4, $0xff7fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffe9
-DATA lgc32<>+4(SB)/4, $0xffffffe9
-DATA lgc32<>+8(SB)/4, $0xffffffe9
-DATA lgc32<>+12(SB)/4, $0xffffffe9
-DATA lgc32<>+16(SB)/4, $0xffffffe9
-DATA lgc32<>+20(SB)/4, $0xffffffe9
-DATA lgc32<>+24(SB)/4, $0xffffffe9
-DATA lgc32<>+28(SB)/4, $0xffffffe9
+DATA lgc32<>+0(SB)/4, $0x00800000
+DATA lgc32<>+4(SB)/4, $0x00800000
+DATA lgc32<>+8(SB)/4, $0x00800000
+DATA lgc32<>+12(SB)/4, $0x00800000
+DATA lgc32<>+16(SB)/4, $0x00800000
+DATA lgc32<>+20(SB)/4, $0x00800000
+DATA lgc32<>+24(SB)/4, $0x00800000
+DATA lgc32<>+28(SB)/4, $0x00800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x007fffff
-DATA lgc33<>+4(SB)/4, $0x007fffff
-DATA lgc33<>+8(SB)/4, $0x007fffff
-DATA lgc33<>+12(SB)/4, $0x007fffff
-DATA lgc33<>+16(SB)/4, $0x007fffff
-DATA lgc33<>+20(SB)/4, $0x007fffff
-DATA lgc33<>+24(SB)/4, $0x007fffff
-DATA lgc33<>+28(SB)/4, $0x007fffff
+DATA lgc33<>+0(SB)/4, $0x4b000000
+DATA lgc33<>+4(SB)/4, $0x4b000000
+DATA lgc33<>+8(SB)/4, $0x4b000000
+DATA lgc33<>+12(SB)/4, $0x4b000000
+DATA lgc33<>+16(SB)/4, $0x4b000000
+DATA lgc33<>+20(SB)/4, $0x4b000000
+DATA lgc33<>+24(SB)/4, $0x4b000000
+DATA lgc33<>+28(SB)/4, $0x4b000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb504f3
-DATA lgc34<>+4(SB)/4, $0x3fb504f3
-DATA lgc34<>+8(SB)/4, $0x3fb504f3
-DATA lgc34<>+12(SB)/4, $0x3fb504f3
-DATA lgc34<>+16(SB)/4, $0x3fb504f3
-DATA lgc34<>+20(SB)/4, $0x3fb504f3
-DATA lgc34<>+24(SB)/4, $0x3fb504f3
-DATA lgc34<>+28(SB)/4, $0x3fb504f3
+DATA lgc34<>+0(SB)/4, $0xffffffe9
+DATA lgc34<>+4(SB)/4, $0xffffffe9
+DATA lgc34<>+8(SB)/4, $0xffffffe9
+DATA lgc34<>+12(SB)/4, $0xffffffe9
+DATA lgc34<>+16(SB)/4, $0xffffffe9
+DATA lgc34<>+20(SB)/4, $0xffffffe9
+DATA lgc34<>+24(SB)/4, $0xffffffe9
+DATA lgc34<>+28(SB)/4, $0xffffffe9
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d9021bb
-DATA lgc35<>+4(SB)/4, $0x3d9021bb
-DATA lgc35<>+8(SB)/4, $0x3d9021bb
-DATA lgc35<>+12(SB)/4, $0x3d9021bb
-DATA lgc35<>+16(SB)/4, $0x3d9021bb
-DATA lgc35<>+20(SB)/4, $0x3d9021bb
-DATA lgc35<>+24(SB)/4, $0x3d9021bb
-DATA lgc35<>+28(SB)/4, $0x3d9021bb
+DATA lgc35<>+0(SB)/4, $0x007fffff
+DATA lgc35<>+4(SB)/4, $0x007fffff
+DATA lgc35<>+8(SB)/4, $0x007fffff
+DATA lgc35<>+12(SB)/4, $0x007fffff
+DATA lgc35<>+16(SB)/4, $0x007fffff
+DATA lgc35<>+20(SB)/4, $0x007fffff
+DATA lgc35<>+24(SB)/4, $0x007fffff
+DATA lgc35<>+28(SB)/4, $0x007fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdebd1b8
-DATA lgc36<>+4(SB)/4, $0xbdebd1b8
-DATA lgc36<>+8(SB)/4, $0xbdebd1b8
-DATA lgc36<>+12(SB)/4, $0xbdebd1b8
-DATA lgc36<>+16(SB)/4, $0xbdebd1b8
-DATA lgc36<>+20(SB)/4, $0xbdebd1b8
-DATA lgc36<>+24(SB)/4, $0xbdebd1b8
-DATA lgc36<>+28(SB)/4, $0xbdebd1b8
+DATA lgc36<>+0(SB)/4, $0x3fb504f3
+DATA lgc36<>+4(SB)/4, $0x3fb504f3
+DATA lgc36<>+8(SB)/4, $0x3fb504f3
+DATA lgc36<>+12(SB)/4, $0x3fb504f3
+DATA lgc36<>+16(SB)/4, $0x3fb504f3
+DATA lgc36<>+20(SB)/4, $0x3fb504f3
+DATA lgc36<>+24(SB)/4, $0x3fb504f3
+DATA lgc36<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3def251a
-DATA lgc37<>+4(SB)/4, $0x3def251a
-DATA lgc37<>+8(SB)/4, $0x3def251a
-DATA lgc37<>+12(SB)/4, $0x3def251a
-DATA lgc37<>+16(SB)/4, $0x3def251a
-DATA lgc37<>+20(SB)/4, $0x3def251a
-DATA lgc37<>+24(SB)/4, $0x3def251a
-DATA lgc37<>+28(SB)/4, $0x3def251a
+DATA lgc37<>+0(SB)/4, $0x3d9021bb
+DATA lgc37<>+4(SB)/4, $0x3d9021bb
+DATA lgc37<>+8(SB)/4, $0x3d9021bb
+DATA lgc37<>+12(SB)/4, $0x3d9021bb
+DATA lgc37<>+16(SB)/4, $0x3d9021bb
+DATA lgc37<>+20(SB)/4, $0x3d9021bb
+DATA lgc37<>+24(SB)/4, $0x3d9021bb
+DATA lgc37<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+0(SB)/4, $0xbdebd1b8
+DATA lgc38<>+4(SB)/4, $0xbdebd1b8
+DATA lgc38<>+8(SB)/4, $0xbdebd1b8
+DATA lgc38<>+12(SB)/4, $0xbdebd1b8
+DATA lgc38<>+16(SB)/4, $0xbdebd1b8
+DATA lgc38<>+20(SB)/4, $0xbdebd1b8
+DATA lgc38<>+24(SB)/4, $0xbdebd1b8
+DATA lgc38<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e11e9bf
-DATA lgc39<>+4(SB)/4, $0x3e11e9bf
-DATA lgc39<>+8(SB)/4, $0x3e11e9bf
-DATA lgc39<>+12(SB)/4, $0x3e11e9bf
-DATA lgc39<>+16(SB)/4, $0x3e11e9bf
-DATA lgc39<>+20(SB)/4, $0x3e11e9bf
-DATA lgc39<>+24(SB)/4, $0x3e11e9bf
-DATA lgc39<>+28(SB)/4, $0x3e11e9bf
+DATA lgc39<>+0(SB)/4, $0x3def251a
+DATA lgc39<>+4(SB)/4, $0x3def251a
+DATA lgc39<>+8(SB)/4, $0x3def251a
+DATA lgc39<>+12(SB)/4, $0x3def251a
+DATA lgc39<>+16(SB)/4, $0x3def251a
+DATA lgc39<>+20(SB)/4, $0x3def251a
+DATA lgc39<>+24(SB)/4, $0x3def251a
+DATA lgc39<>+28(SB)/4, $0x3def251a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe2aae50
-DATA lgc40<>+4(SB)/4, $0xbe2aae50
-DATA lgc40<>+8(SB)/4, $0xbe2aae50
-DATA lgc40<>+12(SB)/4, $0xbe2aae50
-DATA lgc40<>+16(SB)/4, $0xbe2aae50
-DATA lgc40<>+20(SB)/4, $0xbe2aae50
-DATA lgc40<>+24(SB)/4, $0xbe2aae50
-DATA lgc40<>+28(SB)/4, $0xbe2aae50
+DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e4cceac
-DATA lgc41<>+4(SB)/4, $0x3e4cceac
-DATA lgc41<>+8(SB)/4, $0x3e4cceac
-DATA lgc41<>+12(SB)/4, $0x3e4cceac
-DATA lgc41<>+16(SB)/4, $0x3e4cceac
-DATA lgc41<>+20(SB)/4, $0x3e4cceac
-DATA lgc41<>+24(SB)/4, $0x3e4cceac
-DATA lgc41<>+28(SB)/4, $0x3e4cceac
+DATA lgc41<>+0(SB)/4, $0x3e11e9bf
+DATA lgc41<>+4(SB)/4, $0x3e11e9bf
+DATA lgc41<>+8(SB)/4, $0x3e11e9bf
+DATA lgc41<>+12(SB)/4, $0x3e11e9bf
+DATA lgc41<>+16(SB)/4, $0x3e11e9bf
+DATA lgc41<>+20(SB)/4, $0x3e11e9bf
+DATA lgc41<>+24(SB)/4, $0x3e11e9bf
+DATA lgc41<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe7ffffc
-DATA lgc42<>+4(SB)/4, $0xbe7ffffc
-DATA lgc42<>+8(SB)/4, $0xbe7ffffc
-DATA lgc42<>+12(SB)/4, $0xbe7ffffc
-DATA lgc42<>+16(SB)/4, $0xbe7ffffc
-DATA lgc42<>+20(SB)/4, $0xbe7ffffc
-DATA lgc42<>+24(SB)/4, $0xbe7ffffc
-DATA lgc42<>+28(SB)/4, $0xbe7ffffc
+DATA lgc42<>+0(SB)/4, $0xbe2aae50
+DATA lgc42<>+4(SB)/4, $0xbe2aae50
+DATA lgc42<>+8(SB)/4, $0xbe2aae50
+DATA lgc42<>+12(SB)/4, $0xbe2aae50
+DATA lgc42<>+16(SB)/4, $0xbe2aae50
+DATA lgc42<>+20(SB)/4, $0xbe2aae50
+DATA lgc42<>+24(SB)/4, $0xbe2aae50
+DATA lgc42<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+0(SB)/4, $0x3e4cceac
+DATA lgc43<>+4(SB)/4, $0x3e4cceac
+DATA lgc43<>+8(SB)/4, $0x3e4cceac
+DATA lgc43<>+12(SB)/4, $0x3e4cceac
+DATA lgc43<>+16(SB)/4, $0x3e4cceac
+DATA lgc43<>+20(SB)/4, $0x3e4cceac
+DATA lgc43<>+24(SB)/4, $0x3e4cceac
+DATA lgc43<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
+DATA lgc44<>+0(SB)/4, $0xbe7ffffc
+DATA lgc44<>+4(SB)/4, $0xbe7ffffc
+DATA lgc44<>+8(SB)/4, $0xbe7ffffc
+DATA lgc44<>+12(SB)/4, $0xbe7ffffc
+DATA lgc44<>+16(SB)/4, $0xbe7ffffc
+DATA lgc44<>+20(SB)/4, $0xbe7ffffc
+DATA lgc44<>+24(SB)/4, $0xbe7ffffc
+DATA lgc44<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7f800000
-DATA lgc45<>+4(SB)/4, $0x7f800000
-DATA lgc45<>+8(SB)/4, $0x7f800000
-DATA lgc45<>+12(SB)/4, $0x7f800000
-DATA lgc45<>+16(SB)/4, $0x7f800000
-DATA lgc45<>+20(SB)/4, $0x7f800000
-DATA lgc45<>+24(SB)/4, $0x7f800000
-DATA lgc45<>+28(SB)/4, $0x7f800000
+DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x00000001
-DATA lgc46<>+4(SB)/4, $0x00000001
-DATA lgc46<>+8(SB)/4, $0x00000001
-DATA lgc46<>+12(SB)/4, $0x00000001
-DATA lgc46<>+16(SB)/4, $0x00000001
-DATA lgc46<>+20(SB)/4, $0x00000001
-DATA lgc46<>+24(SB)/4, $0x00000001
-DATA lgc46<>+28(SB)/4, $0x00000001
+DATA lgc46<>+0(SB)/4, $0x7fc00000
+DATA lgc46<>+4(SB)/4, $0x7fc00000
+DATA lgc46<>+8(SB)/4, $0x7fc00000
+DATA lgc46<>+12(SB)/4, $0x7fc00000
+DATA lgc46<>+16(SB)/4, $0x7fc00000
+DATA lgc46<>+20(SB)/4, $0x7fc00000
+DATA lgc46<>+24(SB)/4, $0x7fc00000
+DATA lgc46<>+28(SB)/4, $0x7fc00000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x00000000
-DATA lgc47<>+4(SB)/4, $0x00000002
-DATA lgc47<>+8(SB)/4, $0x00000004
-DATA lgc47<>+12(SB)/4, $0x00000006
-DATA lgc47<>+16(SB)/4, $0x00000008
-DATA lgc47<>+20(SB)/4, $0x0000000a
-DATA lgc47<>+24(SB)/4, $0x0000000c
-DATA lgc47<>+28(SB)/4, $0x0000000e
+DATA lgc47<>+0(SB)/4, $0x7f800000
+DATA lgc47<>+4(SB)/4, $0x7f800000
+DATA lgc47<>+8(SB)/4, $0x7f800000
+DATA lgc47<>+12(SB)/4, $0x7f800000
+DATA lgc47<>+16(SB)/4, $0x7f800000
+DATA lgc47<>+20(SB)/4, $0x7f800000
+DATA lgc47<>+24(SB)/4, $0x7f800000
+DATA lgc47<>+28(SB)/4, $0x7f800000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xffffffff
-DATA lgc48<>+4(SB)/4, $0xffffffff
-DATA lgc48<>+8(SB)/4, $0xffffffff
-DATA lgc48<>+12(SB)/4, $0xffffffff
-DATA lgc48<>+16(SB)/4, $0xffffffff
-DATA lgc48<>+20(SB)/4, $0xffffffff
-DATA lgc48<>+24(SB)/4, $0xffffffff
-DATA lgc48<>+28(SB)/4, $0xffffffff
+DATA lgc48<>+0(SB)/4, $0x00000001
+DATA lgc48<>+4(SB)/4, $0x00000001
+DATA lgc48<>+8(SB)/4, $0x00000001
+DATA lgc48<>+12(SB)/4, $0x00000001
+DATA lgc48<>+16(SB)/4, $0x00000001
+DATA lgc48<>+20(SB)/4, $0x00000001
+DATA lgc48<>+24(SB)/4, $0x00000001
+DATA lgc48<>+28(SB)/4, $0x00000001
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe647fbe
-DATA lgc49<>+4(SB)/4, $0xbe647fbe
-DATA lgc49<>+8(SB)/4, $0xbe647fbe
-DATA lgc49<>+12(SB)/4, $0xbe647fbe
-DATA lgc49<>+16(SB)/4, $0xbe647fbe
-DATA lgc49<>+20(SB)/4, $0xbe647fbe
-DATA lgc49<>+24(SB)/4, $0xbe647fbe
-DATA lgc49<>+28(SB)/4, $0xbe647fbe
+DATA lgc49<>+0(SB)/4, $0x00000000
+DATA lgc49<>+4(SB)/4, $0x00000002
+DATA lgc49<>+8(SB)/4, $0x00000004
+DATA lgc49<>+12(SB)/4, $0x00000006
+DATA lgc49<>+16(SB)/4, $0x00000008
+DATA lgc49<>+20(SB)/4, $0x0000000a
+DATA lgc49<>+24(SB)/4, $0x0000000c
+DATA lgc49<>+28(SB)/4, $0x0000000e
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e3ab281
-DATA lgc50<>+4(SB)/4, $0x3e3ab281
-DATA lgc50<>+8(SB)/4, $0x3e3ab281
-DATA lgc50<>+12(SB)/4, $0x3e3ab281
-DATA lgc50<>+16(SB)/4, $0x3e3ab281
-DATA lgc50<>+20(SB)/4, $0x3e3ab281
-DATA lgc50<>+24(SB)/4, $0x3e3ab281
-DATA lgc50<>+28(SB)/4, $0x3e3ab281
+DATA lgc50<>+0(SB)/4, $0xffffffff
+DATA lgc50<>+4(SB)/4, $0xffffffff
+DATA lgc50<>+8(SB)/4, $0xffffffff
+DATA lgc50<>+12(SB)/4, $0xffffffff
+DATA lgc50<>+16(SB)/4, $0xffffffff
+DATA lgc50<>+20(SB)/4, $0xffffffff
+DATA lgc50<>+24(SB)/4, $0xffffffff
+DATA lgc50<>+28(SB)/4, $0xffffffff
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3f99999a
-DATA lgc51<>+4(SB)/4, $0x3f99999a
-DATA lgc51<>+8(SB)/4, $0x3f99999a
-DATA lgc51<>+12(SB)/4, $0x3f99999a
-DATA lgc51<>+16(SB)/4, $0x3f99999a
-DATA lgc51<>+20(SB)/4, $0x3f99999a
-DATA lgc51<>+24(SB)/4, $0x3f99999a
-DATA lgc51<>+28(SB)/4, $0x3f99999a
+DATA lgc51<>+0(SB)/4, $0xbe647fbe
+DATA lgc51<>+4(SB)/4, $0xbe647fbe
+DATA lgc51<>+8(SB)/4, $0xbe647fbe
+DATA lgc51<>+12(SB)/4, $0xbe647fbe
+DATA lgc51<>+16(SB)/4, $0xbe647fbe
+DATA lgc51<>+20(SB)/4, $0xbe647fbe
+DATA lgc51<>+24(SB)/4, $0xbe647fbe
+DATA lgc51<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3f4ccccd
-DATA lgc52<>+4(SB)/4, $0x3f4ccccd
-DATA lgc52<>+8(SB)/4, $0x3f4ccccd
-DATA lgc52<>+12(SB)/4, $0x3f4ccccd
-DATA lgc52<>+16(SB)/4, $0x3f4ccccd
-DATA lgc52<>+20(SB)/4, $0x3f4ccccd
-DATA lgc52<>+24(SB)/4, $0x3f4ccccd
-DATA lgc52<>+28(SB)/4, $0x3f4ccccd
+DATA lgc52<>+0(SB)/4, $0x3e3ab281
+DATA lgc52<>+4(SB)/4, $0x3e3ab281
+DATA lgc52<>+8(SB)/4, $0x3e3ab281
+DATA lgc52<>+12(SB)/4, $0x3e3ab281
+DATA lgc52<>+16(SB)/4, $0x3e3ab281
+DATA lgc52<>+20(SB)/4, $0x3e3ab281
+DATA lgc52<>+24(SB)/4, $0x3e3ab281
+DATA lgc52<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0xbc23d70a
-DATA lgc53<>+4(SB)/4, $0xbc23d70a
-DATA lgc53<>+8(SB)/4, $0xbc23d70a
-DATA lgc53<>+12(SB)/4, $0xbc23d70a
-DATA lgc53<>+16(SB)/4, $0xbc23d70a
-DATA lgc53<>+20(SB)/4, $0xbc23d70a
-DATA lgc53<>+24(SB)/4, $0xbc23d70a
-DATA lgc53<>+28(SB)/4, $0xbc23d70a
+DATA lgc53<>+0(SB)/4, $0x3f99999a
+DATA lgc53<>+4(SB)/4, $0x3f99999a
+DATA lgc53<>+8(SB)/4, $0x3f99999a
+DATA lgc53<>+12(SB)/4, $0x3f99999a
+DATA lgc53<>+16(SB)/4, $0x3f99999a
+DATA lgc53<>+20(SB)/4, $0x3f99999a
+DATA lgc53<>+24(SB)/4, $0x3f99999a
+DATA lgc53<>+28(SB)/4, $0x3f99999a
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0xc2ae0000
-DATA lgc54<>+4(SB)/4, $0xc2ae0000
-DATA lgc54<>+8(SB)/4, $0xc2ae0000
-DATA lgc54<>+12(SB)/4, $0xc2ae0000
-DATA lgc54<>+16(SB)/4, $0xc2ae0000
-DATA lgc54<>+20(SB)/4, $0xc2ae0000
-DATA lgc54<>+24(SB)/4, $0xc2ae0000
-DATA lgc54<>+28(SB)/4, $0xc2ae0000
+DATA lgc54<>+0(SB)/4, $0x3f4ccccd
+DATA lgc54<>+4(SB)/4, $0x3f4ccccd
+DATA lgc54<>+8(SB)/4, $0x3f4ccccd
+DATA lgc54<>+12(SB)/4, $0x3f4ccccd
+DATA lgc54<>+16(SB)/4, $0x3f4ccccd
+DATA lgc54<>+20(SB)/4, $0x3f4ccccd
+DATA lgc54<>+24(SB)/4, $0x3f4ccccd
+DATA lgc54<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x42b00000
-DATA lgc55<>+4(SB)/4, $0x42b00000
-DATA lgc55<>+8(SB)/4, $0x42b00000
-DATA lgc55<>+12(SB)/4, $0x42b00000
-DATA lgc55<>+16(SB)/4, $0x42b00000
-DATA lgc55<>+20(SB)/4, $0x42b00000
-DATA lgc55<>+24(SB)/4, $0x42b00000
-DATA lgc55<>+28(SB)/4, $0x42b00000
+DATA lgc55<>+0(SB)/4, $0xbc23d70a
+DATA lgc55<>+4(SB)/4, $0xbc23d70a
+DATA lgc55<>+8(SB)/4, $0xbc23d70a
+DATA lgc55<>+12(SB)/4, $0xbc23d70a
+DATA lgc55<>+16(SB)/4, $0xbc23d70a
+DATA lgc55<>+20(SB)/4, $0xbc23d70a
+DATA lgc55<>+24(SB)/4, $0xbc23d70a
+DATA lgc55<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+
+DATA lgc56<>+0(SB)/4, $0xc2ae0000
+DATA lgc56<>+4(SB)/4, $0xc2ae0000
+DATA lgc56<>+8(SB)/4, $0xc2ae0000
+DATA lgc56<>+12(SB)/4, $0xc2ae0000
+DATA lgc56<>+16(SB)/4, $0xc2ae0000
+DATA lgc56<>+20(SB)/4, $0xc2ae0000
+DATA lgc56<>+24(SB)/4, $0xc2ae0000
+DATA lgc56<>+28(SB)/4, $0xc2ae0000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+
+DATA lgc57<>+0(SB)/4, $0x42b00000
+DATA lgc57<>+4(SB)/4, $0x42b00000
+DATA lgc57<>+8(SB)/4, $0x42b00000
+DATA lgc57<>+12(SB)/4, $0x42b00000
+DATA lgc57<>+16(SB)/4, $0x42b00000
+DATA lgc57<>+20(SB)/4, $0x42b00000
+DATA lgc57<>+24(SB)/4, $0x42b00000
+DATA lgc57<>+28(SB)/4, $0x42b00000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1392,7 +1518,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc56<>+0(SB), Y0, Y0
+	VADDPS  lgc58<>+0(SB), Y0, Y0
 	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1406,7 +1532,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
-	VMULPS  lgc57<>+0(SB), Y1, Y1
+	VMULPS  lgc59<>+0(SB), Y1, Y1
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1414,28 +1540,28 @@ blocks_9:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc18<>+0(SB), Y1, Y2
+	VMINPS       lgc19<>+0(SB), Y2, Y2
+	VMULPS       lgc20<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc22<>+0(SB), Y3, Y2
+	VMOVAPS      lgc23<>+0(SB), Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc29<>+0(SB), Y2, Y3
+	VPMINSD      lgc30<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc30<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc30<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1444,29 +1570,30 @@ blocks_9:
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  13184(DX), Y4, Y1
-	VMOVUPS Y1, 13184(DX)
+	VADDPS  13568(DX), Y4, Y1
+	VMOVUPS Y1, 13568(DX)
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
+	VMOVUPD      lgc11<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      13184(CX), Y0
+	VMOVUPS      13568(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       12992(CX), Y2, Y2
-	VMOVUPD      Y2, 12992(CX)
-	VADDPD       13024(CX), Y0, Y0
-	VMOVUPD      Y0, 13024(CX)
+	VADDPD       13376(CX), Y2, Y2
+	VMOVUPD      Y2, 13376(CX)
+	VADDPD       13408(CX), Y0, Y0
+	VMOVUPD      Y0, 13408(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13184(CX)
-	VANDPS       13312(CX), Y1, Y1
-	VMOVUPS      Y1, 13312(CX)
+	VMOVUPS      Y0, 13568(CX)
+	VANDPS       13696(CX), Y1, Y1
+	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+8, CX
 
 noflush_11:
@@ -1477,43 +1604,48 @@ noflush_11:
 	JL   blocks_9
 
 chunkdone_10:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
-	VMOVUPS      13184(AX), Y0
+	VMOVUPS      13568(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       12992(AX), Y2, Y2
-	VMOVUPD      Y2, 12992(AX)
-	VADDPD       13024(AX), Y0, Y0
-	VMOVUPD      Y0, 13024(AX)
+	VADDPD       13376(AX), Y2, Y2
+	VMOVUPD      Y2, 13376(AX)
+	VADDPD       13408(AX), Y0, Y0
+	VMOVUPD      Y0, 13408(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13184(AX)
-	VANDPS       13312(AX), Y1, Y1
-	VMOVUPS      Y1, 13312(AX)
+	VMOVUPS      Y0, 13568(AX)
+	VANDPS       13696(AX), Y1, Y1
+	VMOVUPS      Y1, 13696(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc56<>+0(SB)/4, $0x34000000
-DATA lgc56<>+4(SB)/4, $0x34000000
-DATA lgc56<>+8(SB)/4, $0x34000000
-DATA lgc56<>+12(SB)/4, $0x34000000
-DATA lgc56<>+16(SB)/4, $0x34000000
-DATA lgc56<>+20(SB)/4, $0x34000000
-DATA lgc56<>+24(SB)/4, $0x34000000
-DATA lgc56<>+28(SB)/4, $0x34000000
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+DATA lgc58<>+0(SB)/4, $0x34000000
+DATA lgc58<>+4(SB)/4, $0x34000000
+DATA lgc58<>+8(SB)/4, $0x34000000
+DATA lgc58<>+12(SB)/4, $0x34000000
+DATA lgc58<>+16(SB)/4, $0x34000000
+DATA lgc58<>+20(SB)/4, $0x34000000
+DATA lgc58<>+24(SB)/4, $0x34000000
+DATA lgc58<>+28(SB)/4, $0x34000000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x40000000
-DATA lgc57<>+4(SB)/4, $0x40000000
-DATA lgc57<>+8(SB)/4, $0x40000000
-DATA lgc57<>+12(SB)/4, $0x40000000
-DATA lgc57<>+16(SB)/4, $0x40000000
-DATA lgc57<>+20(SB)/4, $0x40000000
-DATA lgc57<>+24(SB)/4, $0x40000000
-DATA lgc57<>+28(SB)/4, $0x40000000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+DATA lgc59<>+0(SB)/4, $0x40000000
+DATA lgc59<>+4(SB)/4, $0x40000000
+DATA lgc59<>+8(SB)/4, $0x40000000
+DATA lgc59<>+12(SB)/4, $0x40000000
+DATA lgc59<>+16(SB)/4, $0x40000000
+DATA lgc59<>+20(SB)/4, $0x40000000
+DATA lgc59<>+24(SB)/4, $0x40000000
+DATA lgc59<>+28(SB)/4, $0x40000000
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s7 *float32, ess *float32)
 // Requires: AVX
@@ -1521,7 +1653,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc57<>+0(SB), Y1
+	VMOVUPS      lgc59<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -1586,8 +1718,8 @@ blocks_13:
 	VANDPS      lgc4<>+0(SB), Y2, Y3
 	VCMPPS      $0x12, lgc5<>+0(SB), Y3, Y3
 	MOVQ        state+48(FP), BX
-	VANDPS      960(BX), Y3, Y3
-	VMOVUPS     Y3, 960(BX)
+	VANDPS      1344(BX), Y3, Y3
+	VMOVUPS     Y3, 1344(BX)
 	VMOVUPS     lgc6<>+0(SB), Y4
 	VPERMPS     Y1, Y4, Y3
 	VPERMPS     Y2, Y4, Y4
@@ -1618,75 +1750,179 @@ blocks_13:
 	VMOVUPS Y1, 256(BX)
 
 	// var(advantage) over [N T]
-	VCVTPS2PD    X2, Y1
-	VEXTRACTF128 $0x01, Y2, X3
-	VCVTPS2PD    X3, Y3
-	VMOVUPD      384(BX), Y4
-	VADDPD       lgc10<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 384(BX)
-	VMOVSD       lgc10<>+0(SB), X5
-	VDIVSD       X4, X5, X4
-	VBROADCASTSD X4, Y4
-	VMOVUPD      576(BX), Y5
-	VSUBPD       Y5, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      768(BX), Y7
-	VFMADD231PD  Y6, Y1, Y7
-	VMOVUPD      Y5, 576(BX)
-	VMOVUPD      Y7, 768(BX)
-	VMOVUPD      416(BX), Y1
-	VADDPD       lgc10<>+0(SB), Y1, Y1
-	VMOVUPD      Y1, 416(BX)
-	VMOVUPD      608(BX), Y1
-	VSUBPD       Y1, Y3, Y5
-	VFMADD231PD  Y5, Y4, Y1
-	VSUBPD       Y1, Y3, Y3
-	VMOVUPD      800(BX), Y4
-	VFMADD231PD  Y5, Y3, Y4
-	VMOVUPD      Y1, 608(BX)
-	VMOVUPD      Y4, 800(BX)
+	VMOVQ        DX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc10<>+0(SB), Y1, Y1
+	VMOVUPS      1216(BX), Y3
+	VBLENDVPS    Y1, Y2, Y3, Y3
+	VMOVUPS      Y3, 1216(BX)
+	VSUBPS       Y3, Y2, Y1
+	VADDPS       960(BX), Y1, Y3
+	VMOVUPS      Y3, 960(BX)
+	VMOVUPS      1088(BX), Y3
+	VFMADD231PS  Y1, Y1, Y3
+	VMOVUPS      Y3, 1088(BX)
 
 	// store gae
 	MOVQ         s0+56(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_14
+	VMOVUPD      lgc11<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y3, Y3
-	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y3
+	VCMPPS       $0x12, lgc12<>+0(SB), Y3, Y3
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       64(DX), Y4, Y4
+	VMOVUPD      Y4, 64(DX)
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      960(DX), Y2
+	VMOVUPS      1088(DX), Y4
+	VANDPS       lgc4<>+0(SB), Y2, Y5
+	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
+	VANDPS       lgc4<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, lgc12<>+0(SB), Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      1216(DX), Y6
+	VCVTPS2PD    X2, Y7
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VMAXPD       lgc13<>+0(SB), Y1, Y10
+	VDIVPD       Y10, Y7, Y10
+	VFNMADD231PD Y7, Y10, Y8
+	VADDPD       Y9, Y10, Y10
+	VMOVUPD      384(DX), Y7
+	VADDPD       Y1, Y7, Y9
+	VMOVUPD      Y9, 384(DX)
+	VMAXPD       lgc13<>+0(SB), Y9, Y9
+	VDIVPD       Y9, Y1, Y9
+	VMOVUPD      576(DX), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y9, Y11
+	VMOVUPD      Y11, 576(DX)
+	VMULPD       Y9, Y7, Y9
+	VMULPD       Y10, Y9, Y9
+	VADDPD       768(DX), Y8, Y7
+	VFMADD231PD  Y10, Y9, Y7
+	VMOVUPD      Y7, 768(DX)
+	VMAXPD       lgc13<>+0(SB), Y1, Y7
+	VDIVPD       Y7, Y2, Y7
+	VFNMADD231PD Y2, Y7, Y4
+	VADDPD       Y6, Y7, Y7
+	VMOVUPD      416(DX), Y2
+	VADDPD       Y1, Y2, Y6
+	VMOVUPD      Y6, 416(DX)
+	VMAXPD       lgc13<>+0(SB), Y6, Y6
+	VDIVPD       Y6, Y1, Y1
+	VMOVUPD      608(DX), Y6
+	VSUBPD       Y6, Y7, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y6, 608(DX)
+	VMULPD       Y1, Y2, Y1
+	VMULPD       Y7, Y1, Y1
+	VADDPD       800(DX), Y4, Y2
+	VFMADD231PD  Y7, Y1, Y2
+	VMOVUPD      Y2, 800(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VANDPS       960(DX), Y2, Y2
-	VMOVUPS      Y2, 960(DX)
+	VMOVUPS      Y1, 960(DX)
+	VMOVUPS      Y1, 1088(DX)
+	VANDPS       Y5, Y3, Y3
+	VANDPS       1344(DX), Y3, Y3
+	VMOVUPS      Y3, 1344(DX)
 	MOVQ         $+8, DX
 
 noflush_14:
 	SUBQ         $+8, CX
 	JGE          blocks_13
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      960(CX), Y1
+	VMOVUPS      1088(CX), Y3
+	VANDPS       lgc4<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc12<>+0(SB), Y4, Y4
+	VANDPS       lgc4<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      1216(CX), Y5
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc13<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y9
+	VFNMADD231PD Y6, Y9, Y7
+	VADDPD       Y8, Y9, Y9
+	VMOVUPD      384(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 384(CX)
+	VMAXPD       lgc13<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      576(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y8, Y10
+	VMOVUPD      Y10, 576(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y9, Y8, Y8
+	VADDPD       768(CX), Y7, Y6
+	VFMADD231PD  Y9, Y8, Y6
+	VMOVUPD      Y6, 768(CX)
+	VMAXPD       lgc13<>+0(SB), Y0, Y6
+	VDIVPD       Y6, Y1, Y6
+	VFNMADD231PD Y1, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(CX), Y1
+	VADDPD       Y0, Y1, Y5
+	VMOVUPD      Y5, 416(CX)
+	VMAXPD       lgc13<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      608(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 608(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       800(CX), Y3, Y1
+	VFMADD231PD  Y6, Y0, Y1
+	VMOVUPD      Y1, 800(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       960(CX), Y1, Y1
-	VMOVUPS      Y1, 960(CX)
+	VMOVUPS      Y0, 960(CX)
+	VMOVUPS      Y0, 1088(CX)
+	VANDPS       Y4, Y2, Y2
+	VANDPS       1344(CX), Y2, Y2
+	VMOVUPS      Y2, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_12
@@ -1703,7 +1939,7 @@ TEXT ·fbPass1AVX2(SB), $808-112
 
 	// std = sqrt(v20)
 	VSQRTPS Y0, Y0
-	VMOVUPS lgc12<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 
 	// v24 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -1718,7 +1954,7 @@ outer0_15:
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X0
 	VCVTSI2SDQ CX, X0, X0
-	VMOVSD     lgc10<>+0(SB), X1
+	VMOVSD     lgc13<>+0(SB), X1
 	VDIVSD     X0, X1, X0
 	VMOVSD     X0, 32(SP)
 	MOVQ       $+8, DX
@@ -1732,7 +1968,7 @@ blocks_16:
 	ADDQ       DI, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc13<>+0(SB), Y0
+	VMOVUPS    lgc15<>+0(SB), Y0
 	VMASKMOVPS (BX)(SI*4), Y0, Y1
 	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
 	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
@@ -1788,7 +2024,7 @@ blocks_16:
 
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS lgc14<>+0(SB), Y3
+	VMOVUPS lgc16<>+0(SB), Y3
 	VMOVUPS Y0, 232(SP)
 	VMOVUPS Y1, 264(SP)
 	VMOVUPS Y2, 296(SP)
@@ -1801,12 +2037,12 @@ inner_A_17:
 	VMOVUPS 104(SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc15<>+0(SB), Y3, Y1
-	VXORPS lgc15<>+0(SB), Y0, Y2
+	VXORPS lgc17<>+0(SB), Y3, Y1
+	VXORPS lgc17<>+0(SB), Y0, Y2
 	VMINPS Y1, Y2, Y0
 	VMINPS Y2, Y1, Y3
 	VORPS  Y0, Y3, Y3
-	VXORPS lgc15<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y3, Y3
 	INCQ   BX
 	CMPQ   BX, $+2
 	JL     inner_A_17
@@ -1829,28 +2065,28 @@ inner_A_18:
 	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y0, Y3
-	VMINPS       lgc17<>+0(SB), Y3, Y3
-	VMULPS       lgc18<>+0(SB), Y3, Y4
+	VMAXPS       lgc18<>+0(SB), Y0, Y3
+	VMINPS       lgc19<>+0(SB), Y3, Y3
+	VMULPS       lgc20<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
-	VMOVAPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc22<>+0(SB), Y4, Y3
+	VMOVAPS      lgc23<>+0(SB), Y5
 	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc28<>+0(SB), Y3, Y5
 	VMULPS       Y3, Y3, Y6
 	VFMADD213PS  Y3, Y6, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc27<>+0(SB), Y3, Y4
-	VPMINSD      lgc28<>+0(SB), Y4, Y4
+	VPMAXSD      lgc29<>+0(SB), Y3, Y4
+	VPMINSD      lgc30<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y4, Y4
+	VPADDD       lgc30<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc30<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
@@ -1860,7 +2096,7 @@ inner_A_18:
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y5, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc31<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -1878,43 +2114,43 @@ inner_A_18:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPS       lgc33<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VPAND        lgc34<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y1
+	VPAND        lgc35<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
-	VMULPS       lgc26<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y3
+	VMULPS       lgc28<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
+	VMOVAPS      lgc37<>+0(SB), Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc22<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc28<>+0(SB), Y3, Y5
 	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
@@ -1957,10 +2193,10 @@ inner_A_18:
 	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc46<>+0(SB), Y1, Y1
-	VPMULLD    lgc46<>+0(SB), Y1, Y1
-	VPADDD     lgc47<>+0(SB), Y1, Y1
-	VMOVUPS    lgc48<>+0(SB), Y3
+	VPMINSD    lgc48<>+0(SB), Y1, Y1
+	VPMULLD    lgc48<>+0(SB), Y1, Y1
+	VPADDD     lgc49<>+0(SB), Y1, Y1
+	VMOVUPS    lgc50<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y1*4), Y4
 	VMOVUPS    328(SP), Y1
@@ -1975,39 +2211,39 @@ inner_A_18:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc49<>+0(SB), Y6
+	VMOVUPS lgc51<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VMOVUPS lgc52<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 392(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y4, Y5
-	VMINPS       lgc17<>+0(SB), Y5, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y7
+	VMAXPS       lgc18<>+0(SB), Y4, Y5
+	VMINPS       lgc19<>+0(SB), Y5, Y5
+	VMULPS       lgc20<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VMOVAPS      lgc21<>+0(SB), Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc22<>+0(SB), Y7, Y5
+	VMOVAPS      lgc23<>+0(SB), Y8
 	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc28<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc27<>+0(SB), Y5, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPMAXSD      lgc29<>+0(SB), Y5, Y7
+	VPMINSD      lgc30<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPADDD       lgc30<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPADDD       lgc30<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -2019,12 +2255,12 @@ inner_A_18:
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VMOVUPS Y0, 424(SP)
-	VMOVUPS lgc51<>+0(SB), Y0
+	VMOVUPS lgc53<>+0(SB), Y0
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y0, Y0
 	VMOVUPS Y1, 456(SP)
-	VMOVUPS lgc52<>+0(SB), Y1
+	VMOVUPS lgc54<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y1, Y1
@@ -2037,28 +2273,28 @@ inner_A_18:
 	VMULPS Y0, Y5, Y0
 
 	// v53 = neg(gain)
-	VXORPS lgc15<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// mean(v53) over [N T]
 	MOVQ    state+64(FP), BX
-	VADDPS  1280(BX), Y0, Y0
-	VMOVUPS Y0, 1280(BX)
+	VADDPS  1664(BX), Y0, Y0
+	VMOVUPS Y0, 1664(BX)
 
 	// v55 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// mean(v55) over [N T]
-	VADDPS  1600(BX), Y0, Y0
-	VMOVUPS Y0, 1600(BX)
+	VADDPS  1984(BX), Y0, Y0
+	VMOVUPS Y0, 1984(BX)
 	VMOVUPS 456(SP), Y0
 
 	// v57 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y0, Y3, Y0
 
 	// mean(v57) over [N T]
-	VADDPS  1920(BX), Y0, Y0
-	VMOVUPS Y0, 1920(BX)
+	VADDPS  2304(BX), Y0, Y0
+	VMOVUPS Y0, 2304(BX)
 
 	// finish v61
 	VMOVUPS Y2, Y0
@@ -2072,15 +2308,15 @@ inner_A_18:
 	VSUBPS Y0, Y1, Y1
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc53<>+0(SB), Y1, Y2
+	VMULPS lgc55<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
-	VADDPS  2240(BX), Y1, Y1
-	VMOVUPS Y1, 2240(BX)
+	VADDPS  2624(BX), Y1, Y1
+	VMOVUPS Y1, 2624(BX)
 
 	// mean(v65) over [N T]
-	VADDPS  2560(BX), Y2, Y1
-	VMOVUPS Y1, 2560(BX)
+	VADDPS  2944(BX), Y2, Y1
+	VMOVUPS Y1, 2944(BX)
 	VMOVUPS 264(SP), Y1
 	MOVQ    stateValue+32(FP), R8
 	VMOVUPS (R8)(DI*4), Y2
@@ -2092,11 +2328,11 @@ inner_A_18:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc26<>+0(SB), Y3, Y3
+	VMULPS lgc28<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
-	VADDPS  2880(BX), Y3, Y3
-	VMOVUPS Y3, 2880(BX)
+	VADDPS  3264(BX), Y3, Y3
+	VMOVUPS Y3, 3264(BX)
 	VMOVUPS Y7, 520(SP)
 
 	// var(diff) over [N]
@@ -2106,80 +2342,80 @@ inner_A_18:
 	VCVTPS2PD    X2, Y5
 	VEXTRACTF128 $0x01, Y2, X6
 	VCVTPS2PD    X6, Y6
-	VMOVUPD      4160(BX)(R8*8), Y7
+	VMOVUPD      4544(BX)(R8*8), Y7
 	VSUBPD       Y7, Y5, Y8
 	VFMADD231PD  Y8, Y3, Y7
 	VSUBPD       Y7, Y5, Y5
-	VMOVUPD      5312(BX)(R8*8), Y9
+	VMOVUPD      5696(BX)(R8*8), Y9
 	VFMADD231PD  Y8, Y5, Y9
-	VMOVUPD      Y7, 4160(BX)(R8*8)
-	VMOVUPD      Y9, 5312(BX)(R8*8)
-	VMOVUPD      4192(BX)(R8*8), Y5
+	VMOVUPD      Y7, 4544(BX)(R8*8)
+	VMOVUPD      Y9, 5696(BX)(R8*8)
+	VMOVUPD      4576(BX)(R8*8), Y5
 	VSUBPD       Y5, Y6, Y7
 	VFMADD231PD  Y7, Y3, Y5
 	VSUBPD       Y5, Y6, Y3
-	VMOVUPD      5344(BX)(R8*8), Y6
+	VMOVUPD      5728(BX)(R8*8), Y6
 	VFMADD231PD  Y7, Y3, Y6
-	VMOVUPD      Y5, 4192(BX)(R8*8)
-	VMOVUPD      Y6, 5344(BX)(R8*8)
+	VMOVUPD      Y5, 4576(BX)(R8*8)
+	VMOVUPD      Y6, 5728(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD 32(SP), Y3
 	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      7616(BX)(R8*8), Y6
+	VMOVUPD      8000(BX)(R8*8), Y6
 	VSUBPD       Y6, Y5, Y7
 	VFMADD231PD  Y7, Y3, Y6
 	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      8768(BX)(R8*8), Y8
+	VMOVUPD      9152(BX)(R8*8), Y8
 	VFMADD231PD  Y7, Y5, Y8
-	VMOVUPD      Y6, 7616(BX)(R8*8)
-	VMOVUPD      Y8, 8768(BX)(R8*8)
-	VMOVUPD      7648(BX)(R8*8), Y5
+	VMOVUPD      Y6, 8000(BX)(R8*8)
+	VMOVUPD      Y8, 9152(BX)(R8*8)
+	VMOVUPD      8032(BX)(R8*8), Y5
 	VSUBPD       Y5, Y1, Y6
 	VFMADD231PD  Y6, Y3, Y5
 	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      8800(BX)(R8*8), Y3
+	VMOVUPD      9184(BX)(R8*8), Y3
 	VFMADD231PD  Y6, Y1, Y3
-	VMOVUPD      Y5, 7648(BX)(R8*8)
-	VMOVUPD      Y3, 8800(BX)(R8*8)
+	VMOVUPD      Y5, 8032(BX)(R8*8)
+	VMOVUPD      Y3, 9184(BX)(R8*8)
 	VMOVUPS      Y0, 552(SP)
 	VMOVUPS      Y2, 584(SP)
 	VMOVUPS      488(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc54<>+0(SB), Y4, Y1
-	VCMPPS       $0x1a, lgc55<>+0(SB), Y4, Y2
+	VCMPPS       $0x15, lgc56<>+0(SB), Y4, Y1
+	VCMPPS       $0x1a, lgc57<>+0(SB), Y4, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc14<>+0(SB), Y4, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y4, Y2
 	VORPS        Y2, Y1, Y1
-	VANDPS       11072(BX), Y1, Y1
-	VMOVUPS      Y1, 11072(BX)
+	VANDPS       11456(BX), Y1, Y1
+	VMOVUPS      Y1, 11456(BX)
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       9920(BX)(R8*8), Y1, Y3
-	VMOVUPD      Y3, 9920(BX)(R8*8)
+	VADDPD       10304(BX)(R8*8), Y1, Y3
+	VMOVUPD      Y3, 10304(BX)(R8*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       11712(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 11712(BX)(R8*8)
-	VADDPD       9952(BX)(R8*8), Y2, Y1
-	VMOVUPD      Y1, 9952(BX)(R8*8)
+	VADDPD       12096(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 12096(BX)(R8*8)
+	VADDPD       10336(BX)(R8*8), Y2, Y1
+	VMOVUPD      Y1, 10336(BX)(R8*8)
 	VMULPD       Y2, Y2, Y1
-	VADDPD       11744(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 11744(BX)(R8*8)
+	VADDPD       12128(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 12128(BX)(R8*8)
 	VMOVUPS      584(SP), Y1
 
 	// v89 = mul(0.001953125, diff)
-	VMULPS lgc58<>+0(SB), Y1, Y1
+	VMULPS lgc60<>+0(SB), Y1, Y1
 
 	// v90 = add(v89, v89)
 	VADDPS Y1, Y1, Y1
 
 	// gradStateValue = neg(v90)
-	VXORPS  lgc15<>+0(SB), Y1, Y1
-	VMOVUPS lgc59<>+0(SB), Y2
+	VXORPS  lgc17<>+0(SB), Y1, Y1
+	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 424(SP), Y3
 
 	// v94 = div(3.90625e-05, v32)
@@ -2190,7 +2426,7 @@ inner_A_18:
 	VDIVPS Y3, Y4, Y4
 
 	// v96 = mul(-3.90625e-05, v95)
-	VMULPS  lgc60<>+0(SB), Y4, Y4
+	VMULPS  lgc62<>+0(SB), Y4, Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 
 	// v97 = ne(v94, 0)
@@ -2198,7 +2434,7 @@ inner_A_18:
 	VMOVUPS 296(SP), Y7
 
 	// v106 = mul(-0.00390625, advantageNormalized)
-	VMULPS  lgc61<>+0(SB), Y7, Y7
+	VMULPS  lgc63<>+0(SB), Y7, Y7
 	VMOVUPS 520(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y8, Y9
@@ -2209,7 +2445,7 @@ inner_A_18:
 
 	// v108 = where(v46, 0, v106)
 	VANDNPS Y7, Y9, Y1
-	VMOVUPS lgc52<>+0(SB), Y7
+	VMOVUPS lgc54<>+0(SB), Y7
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y0, Y7
@@ -2227,7 +2463,7 @@ inner_A_18:
 
 	// v112 = where(v111, v108, 0)
 	VANDPS  Y1, Y7, Y1
-	VMOVUPS lgc51<>+0(SB), Y6
+	VMOVUPS lgc53<>+0(SB), Y6
 
 	// v113 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y0, Y6
@@ -2254,10 +2490,10 @@ inner_A_18:
 	VBLENDVPS Y6, Y0, Y1, Y0
 
 	// v120 = neg(v119)
-	VXORPS lgc15<>+0(SB), Y0, Y1
+	VXORPS lgc17<>+0(SB), Y0, Y1
 
 	// v121 = add(-3.90625e-05, v120)
-	VADDPS lgc60<>+0(SB), Y1, Y1
+	VADDPS lgc62<>+0(SB), Y1, Y1
 
 	// v125 = ne(v121, 0)
 	VCMPPS $0x04, Y5, Y1, Y5
@@ -2284,7 +2520,7 @@ inner_A_19:
 
 	// v30 = sub(logits, v28)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc29<>+0(SB), Y1
+	VMOVUPS lgc31<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
@@ -2405,7 +2641,7 @@ inner_A_19:
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
-	VMOVUPS      lgc13<>+0(SB), Y8
+	VMOVUPS      lgc15<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -2440,217 +2676,223 @@ inner_A_19:
 	VMASKMOVPS   Y0, Y8, 56(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_20
+	VMOVUPD      lgc11<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      1280(DX), Y0
+	VMOVUPS      1664(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(DX), Y2, Y2
-	VMOVUPD      Y2, 1088(DX)
-	VADDPD       1120(DX), Y0, Y0
-	VMOVUPD      Y0, 1120(DX)
+	VADDPD       1472(DX), Y2, Y2
+	VMOVUPD      Y2, 1472(DX)
+	VADDPD       1504(DX), Y0, Y0
+	VMOVUPD      Y0, 1504(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1280(DX)
-	VMOVUPS      1600(DX), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(DX), Y2, Y2
-	VMOVUPD      Y2, 1408(DX)
-	VADDPD       1440(DX), Y0, Y0
-	VMOVUPD      Y0, 1440(DX)
+	VADDPD       1792(DX), Y2, Y2
+	VMOVUPD      Y2, 1792(DX)
+	VADDPD       1824(DX), Y0, Y0
+	VMOVUPD      Y0, 1824(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1600(DX)
-	VMOVUPS      1920(DX), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2304(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1728(DX), Y2, Y2
-	VMOVUPD      Y2, 1728(DX)
-	VADDPD       1760(DX), Y0, Y0
-	VMOVUPD      Y0, 1760(DX)
+	VADDPD       2112(DX), Y2, Y2
+	VMOVUPD      Y2, 2112(DX)
+	VADDPD       2144(DX), Y0, Y0
+	VMOVUPD      Y0, 2144(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1920(DX)
-	VMOVUPS      2240(DX), Y0
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2624(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2048(DX), Y2, Y2
-	VMOVUPD      Y2, 2048(DX)
-	VADDPD       2080(DX), Y0, Y0
-	VMOVUPD      Y0, 2080(DX)
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(DX)
-	VMOVUPS      2560(DX), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2368(DX), Y2, Y2
-	VMOVUPD      Y2, 2368(DX)
-	VADDPD       2400(DX), Y0, Y0
-	VMOVUPD      Y0, 2400(DX)
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(DX)
-	VMOVUPS      2880(DX), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2688(DX), Y2, Y2
-	VMOVUPD      Y2, 2688(DX)
-	VADDPD       2720(DX), Y0, Y0
-	VMOVUPD      Y0, 2720(DX)
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(DX)
-	VANDPS       12864(DX), Y1, Y1
-	VMOVUPS      Y1, 12864(DX)
+	VMOVUPS      Y0, 3264(DX)
+	VANDPS       13248(DX), Y1, Y1
+	VMOVUPS      Y1, 13248(DX)
 	MOVQ         $+8, DX
 
 noflush_20:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_16
+	MOVQ         $+8, CX
+	SUBQ         DX, CX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      1280(CX), Y0
+	VMOVUPS      1664(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(CX), Y2, Y2
-	VMOVUPD      Y2, 1088(CX)
-	VADDPD       1120(CX), Y0, Y0
-	VMOVUPD      Y0, 1120(CX)
+	VADDPD       1472(CX), Y2, Y2
+	VMOVUPD      Y2, 1472(CX)
+	VADDPD       1504(CX), Y0, Y0
+	VMOVUPD      Y0, 1504(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1280(CX)
-	VMOVUPS      1600(CX), Y0
+	VMOVUPS      Y0, 1664(CX)
+	VMOVUPS      1984(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)
-	VADDPD       1440(CX), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)
+	VADDPD       1792(CX), Y2, Y2
+	VMOVUPD      Y2, 1792(CX)
+	VADDPD       1824(CX), Y0, Y0
+	VMOVUPD      Y0, 1824(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1600(CX)
-	VMOVUPS      1920(CX), Y0
+	VMOVUPS      Y0, 1984(CX)
+	VMOVUPS      2304(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1728(CX), Y2, Y2
-	VMOVUPD      Y2, 1728(CX)
-	VADDPD       1760(CX), Y0, Y0
-	VMOVUPD      Y0, 1760(CX)
+	VADDPD       2112(CX), Y2, Y2
+	VMOVUPD      Y2, 2112(CX)
+	VADDPD       2144(CX), Y0, Y0
+	VMOVUPD      Y0, 2144(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1920(CX)
-	VMOVUPS      2240(CX), Y0
+	VMOVUPS      Y0, 2304(CX)
+	VMOVUPS      2624(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2048(CX), Y2, Y2
-	VMOVUPD      Y2, 2048(CX)
-	VADDPD       2080(CX), Y0, Y0
-	VMOVUPD      Y0, 2080(CX)
+	VADDPD       2432(CX), Y2, Y2
+	VMOVUPD      Y2, 2432(CX)
+	VADDPD       2464(CX), Y0, Y0
+	VMOVUPD      Y0, 2464(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(CX)
-	VMOVUPS      2560(CX), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2368(CX), Y2, Y2
-	VMOVUPD      Y2, 2368(CX)
-	VADDPD       2400(CX), Y0, Y0
-	VMOVUPD      Y0, 2400(CX)
+	VADDPD       2752(CX), Y2, Y2
+	VMOVUPD      Y2, 2752(CX)
+	VADDPD       2784(CX), Y0, Y0
+	VMOVUPD      Y0, 2784(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(CX)
-	VMOVUPS      2880(CX), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VMOVUPS      3264(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc11<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2688(CX), Y2, Y2
-	VMOVUPD      Y2, 2688(CX)
-	VADDPD       2720(CX), Y0, Y0
-	VMOVUPD      Y0, 2720(CX)
+	VADDPD       3072(CX), Y2, Y2
+	VMOVUPD      Y2, 3072(CX)
+	VADDPD       3104(CX), Y0, Y0
+	VMOVUPD      Y0, 3104(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(CX)
-	VANDPS       12864(CX), Y1, Y1
-	VMOVUPS      Y1, 12864(CX)
+	VMOVUPS      Y0, 3264(CX)
+	VANDPS       13248(CX), Y1, Y1
+	VMOVUPS      Y1, 13248(CX)
 	INCQ         AX
 	CMPQ         AX, hi+104(FP)
 	JL           outer0_15
 	VZEROUPPER
 	RET
 
-DATA lgc58<>+0(SB)/4, $0x3b000000
-DATA lgc58<>+4(SB)/4, $0x3b000000
-DATA lgc58<>+8(SB)/4, $0x3b000000
-DATA lgc58<>+12(SB)/4, $0x3b000000
-DATA lgc58<>+16(SB)/4, $0x3b000000
-DATA lgc58<>+20(SB)/4, $0x3b000000
-DATA lgc58<>+24(SB)/4, $0x3b000000
-DATA lgc58<>+28(SB)/4, $0x3b000000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
-
-DATA lgc59<>+0(SB)/4, $0x3823d70a
-DATA lgc59<>+4(SB)/4, $0x3823d70a
-DATA lgc59<>+8(SB)/4, $0x3823d70a
-DATA lgc59<>+12(SB)/4, $0x3823d70a
-DATA lgc59<>+16(SB)/4, $0x3823d70a
-DATA lgc59<>+20(SB)/4, $0x3823d70a
-DATA lgc59<>+24(SB)/4, $0x3823d70a
-DATA lgc59<>+28(SB)/4, $0x3823d70a
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
-
-DATA lgc60<>+0(SB)/4, $0xb823d70a
-DATA lgc60<>+4(SB)/4, $0xb823d70a
-DATA lgc60<>+8(SB)/4, $0xb823d70a
-DATA lgc60<>+12(SB)/4, $0xb823d70a
-DATA lgc60<>+16(SB)/4, $0xb823d70a
-DATA lgc60<>+20(SB)/4, $0xb823d70a
-DATA lgc60<>+24(SB)/4, $0xb823d70a
-DATA lgc60<>+28(SB)/4, $0xb823d70a
+DATA lgc60<>+0(SB)/4, $0x3b000000
+DATA lgc60<>+4(SB)/4, $0x3b000000
+DATA lgc60<>+8(SB)/4, $0x3b000000
+DATA lgc60<>+12(SB)/4, $0x3b000000
+DATA lgc60<>+16(SB)/4, $0x3b000000
+DATA lgc60<>+20(SB)/4, $0x3b000000
+DATA lgc60<>+24(SB)/4, $0x3b000000
+DATA lgc60<>+28(SB)/4, $0x3b000000
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0xbb800000
-DATA lgc61<>+4(SB)/4, $0xbb800000
-DATA lgc61<>+8(SB)/4, $0xbb800000
-DATA lgc61<>+12(SB)/4, $0xbb800000
-DATA lgc61<>+16(SB)/4, $0xbb800000
-DATA lgc61<>+20(SB)/4, $0xbb800000
-DATA lgc61<>+24(SB)/4, $0xbb800000
-DATA lgc61<>+28(SB)/4, $0xbb800000
+DATA lgc61<>+0(SB)/4, $0x3823d70a
+DATA lgc61<>+4(SB)/4, $0x3823d70a
+DATA lgc61<>+8(SB)/4, $0x3823d70a
+DATA lgc61<>+12(SB)/4, $0x3823d70a
+DATA lgc61<>+16(SB)/4, $0x3823d70a
+DATA lgc61<>+20(SB)/4, $0x3823d70a
+DATA lgc61<>+24(SB)/4, $0x3823d70a
+DATA lgc61<>+28(SB)/4, $0x3823d70a
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
+
+DATA lgc62<>+0(SB)/4, $0xb823d70a
+DATA lgc62<>+4(SB)/4, $0xb823d70a
+DATA lgc62<>+8(SB)/4, $0xb823d70a
+DATA lgc62<>+12(SB)/4, $0xb823d70a
+DATA lgc62<>+16(SB)/4, $0xb823d70a
+DATA lgc62<>+20(SB)/4, $0xb823d70a
+DATA lgc62<>+24(SB)/4, $0xb823d70a
+DATA lgc62<>+28(SB)/4, $0xb823d70a
+GLOBL lgc62<>(SB), RODATA|NOPTR, $32
+
+DATA lgc63<>+0(SB)/4, $0xbb800000
+DATA lgc63<>+4(SB)/4, $0xbb800000
+DATA lgc63<>+8(SB)/4, $0xbb800000
+DATA lgc63<>+12(SB)/4, $0xbb800000
+DATA lgc63<>+16(SB)/4, $0xbb800000
+DATA lgc63<>+20(SB)/4, $0xbb800000
+DATA lgc63<>+24(SB)/4, $0xbb800000
+DATA lgc63<>+28(SB)/4, $0xbb800000
+GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2667,7 +2909,7 @@ blocks_21:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc56<>+0(SB), Y0, Y0
+	VADDPS  lgc58<>+0(SB), Y0, Y0
 	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2681,7 +2923,7 @@ blocks_21:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
-	VMULPS  lgc57<>+0(SB), Y1, Y1
+	VMULPS  lgc59<>+0(SB), Y1, Y1
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2689,28 +2931,28 @@ blocks_21:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc18<>+0(SB), Y1, Y2
+	VMINPS       lgc19<>+0(SB), Y2, Y2
+	VMULPS       lgc20<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc22<>+0(SB), Y3, Y2
+	VMOVAPS      lgc23<>+0(SB), Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc29<>+0(SB), Y2, Y3
+	VPMINSD      lgc30<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc30<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc30<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2719,29 +2961,30 @@ blocks_21:
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  13184(DX), Y4, Y1
-	VMOVUPS Y1, 13184(DX)
+	VADDPS  13568(DX), Y4, Y1
+	VMOVUPS Y1, 13568(DX)
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_23
+	VMOVUPD      lgc11<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      13184(CX), Y0
+	VMOVUPS      13568(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       12992(CX), Y2, Y2
-	VMOVUPD      Y2, 12992(CX)
-	VADDPD       13024(CX), Y0, Y0
-	VMOVUPD      Y0, 13024(CX)
+	VADDPD       13376(CX), Y2, Y2
+	VMOVUPD      Y2, 13376(CX)
+	VADDPD       13408(CX), Y0, Y0
+	VMOVUPD      Y0, 13408(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13184(CX)
-	VANDPS       13312(CX), Y1, Y1
-	VMOVUPS      Y1, 13312(CX)
+	VMOVUPS      Y0, 13568(CX)
+	VANDPS       13696(CX), Y1, Y1
+	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+8, CX
 
 noflush_23:
@@ -2752,21 +2995,26 @@ noflush_23:
 	JL   blocks_21
 
 chunkdone_22:
+	MOVQ         $+8, AX
+	SUBQ         CX, AX
+	VMOVUPS      lgc0<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
-	VMOVUPS      13184(AX), Y0
+	VMOVUPS      13568(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       12992(AX), Y2, Y2
-	VMOVUPD      Y2, 12992(AX)
-	VADDPD       13024(AX), Y0, Y0
-	VMOVUPD      Y0, 13024(AX)
+	VADDPD       13376(AX), Y2, Y2
+	VMOVUPD      Y2, 13376(AX)
+	VADDPD       13408(AX), Y0, Y0
+	VMOVUPD      Y0, 13408(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13184(AX)
-	VANDPS       13312(AX), Y1, Y1
-	VMOVUPS      Y1, 13312(AX)
+	VMOVUPS      Y0, 13568(AX)
+	VANDPS       13696(AX), Y1, Y1
+	VMOVUPS      Y1, 13696(AX)
 	VZEROUPPER
 	RET
 
@@ -2776,7 +3024,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc57<>+0(SB), Y1
+	VMOVUPS      lgc59<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -2799,28 +3047,28 @@ bulk_24:
 	CMPQ         BX, DX
 	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc18<>+0(SB), Y0, Y1
+	VMINPS       lgc19<>+0(SB), Y1, Y1
+	VMULPS       lgc20<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc22<>+0(SB), Y2, Y1
+	VMOVAPS      lgc23<>+0(SB), Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc29<>+0(SB), Y1, Y2
+	VPMINSD      lgc30<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc30<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc30<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2846,43 +3094,43 @@ bulk_26:
 	CMPQ         BX, DX
 	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPS       lgc33<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc30<>+0(SB), Y3, Y3
+	VPAND        lgc34<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
+	VPAND        lgc35<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
+	VMOVAPS      lgc37<>+0(SB), Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc22<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc28<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2906,43 +3154,43 @@ bulk_28:
 	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
+	VMULPS       lgc33<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VPAND        lgc35<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
+	VMULPS       lgc28<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VMOVAPS      lgc37<>+0(SB), Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc22<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc28<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc47<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2952,9 +3200,9 @@ bulk_28:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_28
