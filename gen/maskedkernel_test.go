@@ -63,3 +63,41 @@ func TestMaskedKernelShapes(t *testing.T) {
 		})
 	}
 }
+
+// rowInvariants builds a pass over [B, L] tokens whose per-sequence values ([B]: a division
+// and an exp of a sequence's input, the sign of its advantage) every block of a row reads
+// alike: each row computes them once, before its blocks (asmgen rowHoist).
+func rowInvariants(dt ir.DType) *ir.Graph {
+	dims := []ir.Dim{{Name: "B", Size: 3}, {Name: "L", Size: 21}}
+	b := ir.NewBuilder(dt, dims, []string{"B", "L"})
+	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B", "L")})
+	a := b.Input(ir.Input{Key: "a", Name: "a", Kind: ir.Float, Shape: b.Shape("B")})
+	s := b.Exp(b.Div(a, b.Const(3)))
+	b.Output("scaled", b.Mul(x, s), ir.Metric, "", "")
+	b.Output("kept", b.Where(b.Ge(a, b.Const(0)), x, b.Const(0)), ir.Metric, "", "")
+	return b.Graph()
+}
+
+func TestRowInvariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
+			c := compiledGraph(t, rowInvariants(dt), "rowinv")
+			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+			require.NoError(t, err)
+			s := string(files["kernels_amd64.s"])
+			pass := regexp.MustCompile(`(?s)TEXT ·pass0AVX2.*?\nTEXT`).FindString(s)
+			require.Contains(t, pass, "// values every block of the row reads alike, computed once a row\n")
+			loop := regexp.MustCompile(`(?s)\nblocks_\d+:(.*?)\n\tJL +blocks`).FindStringSubmatch(pass)
+			require.NotNil(t, loop, "the block loop")
+			require.NotContains(t, loop[1], "VDIVP")
+			require.NotContains(t, loop[1], "VROUNDP")
+			zooRun(t, rowInvariants(dt), "default")
+			zooRun(t, rowInvariants(dt), "go")
+		})
+	}
+}

@@ -59,6 +59,7 @@ type passGen struct {
 
 	hoisted    map[int]operand.Mem // loop-invariant values computed before the loops, by node (hoist.go)
 	invariants map[int]bool        // every node hoist computed, whose items the blocks skip
+	rowItems   []bitem             // the row invariants' program, run at the start of each row (rowHoist)
 	keptTiles  map[int]*tile       // values kept across a block's inner loops, by node (keep.go)
 	flushK     reg.GPVirtual       // in a full block of a pass with partials: the flush counter (9 − the block's count since the flush)
 
@@ -302,6 +303,7 @@ func (pg *passGen) innerLoop() {
 	partials := pg.hasPartials()
 	var flushK reg.GPVirtual // the flush counter, once the loop over full blocks has one
 	pg.rowSetup()
+	pg.rowHoist()
 	fullLoop := func() {
 		if full == 0 {
 			return

@@ -1012,17 +1012,32 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, s1 *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX2(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $128-88
+TEXT ·fbPass1AVX2(SB), $96-88
 	MOVQ lo+0(FP), AX
 
 outer0_9:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	// values every block of the row reads alike, computed once a row
+	MOVQ         s1+8(FP), CX
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	VBROADCASTSS (CX)(DX*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+
+	// v28 = max(v27, 1)
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS lgc28<>+0(SB), Y1
+
+	// v63 = div(0.125, v28)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    $+8, DX
+	XORQ    CX, CX
 
 blocks_10:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -1034,171 +1049,159 @@ blocks_10:
 	VMOVUPS   lgc1<>+0(SB), Y0
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
-	MOVQ    state+16(FP), BX
-	VADDPS  1408(BX), Y2, Y2
-	VMOVUPS Y2, 1408(BX)
-	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	MOVQ    state+24(FP), BX
+	VADDPS  1408(BX), Y0, Y0
+	VMOVUPS Y0, 1408(BX)
+	MOVQ    logProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y0
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y1, Y2
-	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VANDPS  Y0, Y1, Y0
+	MOVQ    sampleLogProb+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y3, Y1, Y3
-	MOVQ    advantage+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VANDPS  Y2, Y1, Y2
+	MOVQ    advantage+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y3, Y1, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y2, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VSUBPS  Y2, Y0, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y3, (SP)
-	VMOVUPS Y6, 32(SP)
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y2, 32(SP)
 
 	// v16 = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y6
+	VMAXPS       lgc4<>+0(SB), Y4, Y2
+	VMINPS       lgc5<>+0(SB), Y2, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y2
 	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y7
-	VMULPS       Y3, Y3, Y8
-	VFMADD213PS  Y3, Y8, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y8
+	VFMADD213PS  Y2, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y6
+	VCVTPS2DQ    Y6, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y3, Y3
+	VPSUBD       Y6, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y3, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y3
-	VBLENDVPS    Y3, Y5, Y7, Y7
-	VMOVUPS      lgc17<>+0(SB), Y3
+	VMULPS       Y2, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y2
+	VBLENDVPS    Y2, Y4, Y7, Y7
+	VMOVUPS      lgc17<>+0(SB), Y2
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y3, Y3
+	VMAXPS  Y7, Y2, Y2
 	VMOVUPS lgc18<>+0(SB), Y6
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y3, Y6, Y3
+	VMINPS Y2, Y6, Y2
 
 	// v22 = mul(ratioClip, v10)
-	VMULPS Y4, Y3, Y3
+	VMULPS Y3, Y2, Y2
 
 	// v23 = mul(v22, v6)
-	VMULPS Y2, Y3, Y4
+	VMULPS Y0, Y2, Y3
 
 	// v24 = neg(v23)
-	VXORPS lgc19<>+0(SB), Y4, Y4
+	VXORPS lgc19<>+0(SB), Y3, Y3
 
 	// v25 = where(mask, v24, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y3, Y1, Y3
 
 	// sum(v25) over [L]
-	XORQ         DI, DI
-	MOVQ         AX, R8
-	ADDQ         R8, DI
-	IMUL3Q       $+8, DI, R8
-	VADDPS       2176(BX)(R8*4), Y4, Y4
-	VMOVUPS      Y4, 2176(BX)(R8*4)
-	MOVQ         s1+48(FP), R8
-	VBROADCASTSS (R8)(DI*4), Y4
-
-	// v28 = max(v27, 1)
-	VMAXPS  Y4, Y0, Y0
-	VMOVUPS 32(SP), Y4
+	XORQ    DI, DI
+	MOVQ    AX, R8
+	ADDQ    R8, DI
+	IMUL3Q  $+8, DI, R8
+	VADDPS  2176(BX)(R8*4), Y3, Y3
+	VMOVUPS Y3, 2176(BX)(R8*4)
 
 	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y4, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y4, Y5, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v32 = where(mask, v31, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y3, Y1, Y3
 
 	// sum(v32) over [B L]
-	VADDPS  2752(BX), Y4, Y4
-	VMOVUPS Y4, 2752(BX)
-	VMOVUPS (SP), Y4
+	VADDPS  2752(BX), Y3, Y3
+	VMOVUPS Y3, 2752(BX)
+	VMOVUPS 32(SP), Y3
 
 	// v36 = sub(v8, v6)
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y0, Y3, Y0
 
 	// v37 = where(mask, v36, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v37) over [B L]
-	VADDPS  3072(BX), Y2, Y2
-	VMOVUPS Y2, 3072(BX)
+	VADDPS  3072(BX), Y0, Y0
+	VMOVUPS Y0, 3072(BX)
 	MOVQ    entropy+56(FP), R8
-	VMOVUPS (R8)(SI*4), Y2
+	VMOVUPS (R8)(SI*4), Y0
 
 	// v41 = where(mask, entropy, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v41) over [B L]
-	VADDPS  3392(BX), Y2, Y4
-	VMOVUPS Y4, 3392(BX)
+	VADDPS  3392(BX), Y0, Y3
+	VMOVUPS Y3, 3392(BX)
 
 	// v45 = mul(-0.01, v41)
-	VMULPS lgc20<>+0(SB), Y2, Y2
+	VMULPS lgc20<>+0(SB), Y0, Y0
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v46) over [L]
 	IMUL3Q  $+8, DI, DI
-	VADDPS  4160(BX)(DI*4), Y2, Y2
-	VMOVUPS Y2, 4160(BX)(DI*4)
-	VMOVUPS lgc21<>+0(SB), Y2
+	VADDPS  4160(BX)(DI*4), Y0, Y0
+	VMOVUPS Y0, 4160(BX)(DI*4)
+	VMOVUPS lgc21<>+0(SB), Y0
 
 	// v51 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y5, Y2, Y2
-	VMOVUPS   Y3, 64(SP)
-	VMOVUPS   Y0, 96(SP)
+	VBLENDVPS Y1, Y4, Y0, Y0
+	VMOVUPS   Y2, 64(SP)
 
 	// logsumexp(v51) over [B L]
-	VANDPS  Y7, Y1, Y0
-	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y3
-	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y4
+	VANDPS  Y7, Y1, Y2
+	VCMPPS  $0x15, lgc22<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc23<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc21<>+0(SB), Y2, Y4
+	VCMPPS  $0x00, lgc21<>+0(SB), Y0, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  4736(BX), Y3, Y3
 	VMOVUPS Y3, 4736(BX)
-	VADDPS  4864(BX), Y0, Y2
-	VMOVUPS Y2, 4864(BX)
-	VMULPS  Y0, Y0, Y0
+	VADDPS  4864(BX), Y2, Y0
+	VMOVUPS Y0, 4864(BX)
+	VMULPS  Y2, Y2, Y0
 	VADDPS  5184(BX), Y0, Y0
 	VMOVUPS Y0, 5184(BX)
-	VMOVUPS lgc28<>+0(SB), Y0
-	VMOVUPS 96(SP), Y2
-
-	// v63 = div(0.125, v28)
-	VDIVPS Y2, Y0, Y0
+	VMOVUPS (SP), Y0
 
 	// v64 = where(mask, v63, 0)
 	VANDPS Y0, Y1, Y0
@@ -1236,7 +1239,7 @@ blocks_10:
 	DECQ         DX
 	JNZ          noflush_11
 	VMOVUPD      lgc24<>+0(SB), Y0
-	MOVQ         state+16(FP), DX
+	MOVQ         state+24(FP), DX
 	VMOVUPS      1408(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1358,7 +1361,7 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      1408(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1

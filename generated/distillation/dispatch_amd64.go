@@ -190,7 +190,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &s.s1[0], &g.LogProb[0], hi)
+			fbPass1AVX2(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &g.LogProb[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r50_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])

@@ -32,7 +32,7 @@ func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
+func fbPass1AVX2(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, gradLogProb *float32, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over [B=8]) on 8 float32 lanes; see fbPass2Go for the same
 // loop in Go.

@@ -743,17 +743,32 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX2(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-64
+TEXT ·fbPass1AVX2(SB), $32-64
 	MOVQ lo+0(FP), AX
 
 outer0_9:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	// values every block of the row reads alike, computed once a row
+	MOVQ         s1+8(FP), CX
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	VBROADCASTSS (CX)(DX*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+
+	// v52 = max(v51, 1)
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS lgc29<>+0(SB), Y1
+
+	// v57 = div(0.125, v52)
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	MOVQ    $+8, DX
+	XORQ    CX, CX
 
 blocks_10:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -768,15 +783,15 @@ blocks_10:
 	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
-	MOVQ    state+16(FP), BX
+	MOVQ    state+24(FP), BX
 	VADDPS  1408(BX), Y0, Y0
 	VMOVUPS Y0, 1408(BX)
-	MOVQ    logProb+24(FP), DI
+	MOVQ    logProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y0
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Y0, Y1, Y0
-	MOVQ    teacherLogProb+32(FP), DI
+	MOVQ    teacherLogProb+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, teacherLogProb, 0)
@@ -899,22 +914,13 @@ blocks_10:
 	VANDPS Y2, Y1, Y2
 
 	// sum(v49) over [L]
-	XORQ         DI, DI
-	MOVQ         AX, R8
-	ADDQ         R8, DI
-	IMUL3Q       $+8, DI, R8
-	VADDPS       2176(BX)(R8*4), Y2, Y2
-	VMOVUPS      Y2, 2176(BX)(R8*4)
-	MOVQ         s1+40(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y2
-	VMOVUPS      lgc1<>+0(SB), Y3
-
-	// v52 = max(v51, 1)
-	VMAXPS  Y2, Y3, Y2
-	VMOVUPS lgc29<>+0(SB), Y3
-
-	// v57 = div(0.125, v52)
-	VDIVPS Y2, Y3, Y2
+	XORQ    DI, DI
+	MOVQ    AX, R8
+	ADDQ    R8, DI
+	IMUL3Q  $+8, DI, DI
+	VADDPS  2176(BX)(DI*4), Y2, Y2
+	VMOVUPS Y2, 2176(BX)(DI*4)
+	VMOVUPS (SP), Y2
 
 	// v58 = where(mask, v57, 0)
 	VANDPS  Y2, Y1, Y2
@@ -941,7 +947,7 @@ blocks_10:
 	DECQ         DX
 	JNZ          noflush_11
 	VMOVUPD      lgc26<>+0(SB), Y0
-	MOVQ         state+16(FP), DX
+	MOVQ         state+24(FP), DX
 	VMOVUPS      1408(DX), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
@@ -984,7 +990,7 @@ noflush_11:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      1408(CX), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1

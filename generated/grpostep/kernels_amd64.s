@@ -272,43 +272,49 @@ GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
-TEXT ·pass1AVX2(SB), $0-48
+TEXT ·pass1AVX2(SB), $32-48
 	MOVQ lo+0(FP), AX
 
 outer0_4:
-	XORQ CX, CX
-
-blocks_5:
-	MOVQ         s1+8(FP), DX
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+	// values every block of the row reads alike, computed once a row
+	MOVQ         s1+8(FP), CX
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	VBROADCASTSS (CX)(DX*4), Y0
 
 	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         nextReward+16(FP), DX
-	XORQ         SI, SI
-	IMUL3Q       $+8, AX, DI
-	ADDQ         DI, SI
-	ADDQ         CX, SI
-	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         s0+24(FP), DX
-	VBROADCASTSS (DX)(BX*4), Y2
-
-	// v4 = sub(nextReward, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc6<>+0(SB), Y2
+	VSQRTPS Y0, Y0
+	VMOVUPS lgc6<>+0(SB), Y1
 
 	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	XORQ    CX, CX
+
+blocks_5:
+	MOVQ         nextReward+16(FP), DX
+	XORQ         BX, BX
+	IMUL3Q       $+8, AX, SI
+	ADDQ         SI, BX
+	ADDQ         CX, BX
+	VMOVUPS      (DX)(BX*4), Y0
+	MOVQ         s0+24(FP), DX
+	XORQ         SI, SI
+	MOVQ         AX, DI
+	ADDQ         DI, SI
+	VBROADCASTSS (DX)(SI*4), Y1
+
+	// v4 = sub(nextReward, mean)
+	VSUBPS  Y1, Y0, Y0
+	VMOVUPS (SP), Y1
 
 	// v7 = div(v4, v6)
-	VDIVPS Y0, Y1, Y0
+	VDIVPS Y1, Y0, Y0
 
 	// store advantage
 	MOVQ    advantage+32(FP), DX
-	VMOVUPS Y0, (DX)(SI*4)
+	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+8
 	JL      blocks_5
@@ -1601,43 +1607,49 @@ noflush_16:
 
 // func fbPass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
-TEXT ·fbPass2AVX2(SB), $0-48
+TEXT ·fbPass2AVX2(SB), $32-48
 	MOVQ lo+0(FP), AX
 
 outer0_17:
-	XORQ CX, CX
-
-blocks_18:
-	MOVQ         s1+8(FP), DX
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+	// values every block of the row reads alike, computed once a row
+	MOVQ         s1+8(FP), CX
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	VBROADCASTSS (CX)(DX*4), Y0
 
 	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         nextReward+16(FP), DX
-	XORQ         SI, SI
-	IMUL3Q       $+8, AX, DI
-	ADDQ         DI, SI
-	ADDQ         CX, SI
-	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         s0+24(FP), DX
-	VBROADCASTSS (DX)(BX*4), Y2
-
-	// v4 = sub(nextReward, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc6<>+0(SB), Y2
+	VSQRTPS Y0, Y0
+	VMOVUPS lgc6<>+0(SB), Y1
 
 	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS Y0, (SP)
+	XORQ    CX, CX
+
+blocks_18:
+	MOVQ         nextReward+16(FP), DX
+	XORQ         BX, BX
+	IMUL3Q       $+8, AX, SI
+	ADDQ         SI, BX
+	ADDQ         CX, BX
+	VMOVUPS      (DX)(BX*4), Y0
+	MOVQ         s0+24(FP), DX
+	XORQ         SI, SI
+	MOVQ         AX, DI
+	ADDQ         DI, SI
+	VBROADCASTSS (DX)(SI*4), Y1
+
+	// v4 = sub(nextReward, mean)
+	VSUBPS  Y1, Y0, Y0
+	VMOVUPS (SP), Y1
 
 	// v7 = div(v4, v6)
-	VDIVPS Y0, Y1, Y0
+	VDIVPS Y1, Y0, Y0
 
 	// store advantage
 	MOVQ    advantage+32(FP), DX
-	VMOVUPS Y0, (DX)(SI*4)
+	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+8
 	JL      blocks_18
@@ -1649,7 +1661,7 @@ blocks_18:
 
 // func fbPass3AVX2(numValid *float32, lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $224-96
+TEXT ·fbPass3AVX2(SB), $256-96
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1673,27 +1685,24 @@ outer0_19:
 	XORQ CX, CX
 
 outer1_20:
-	MOVQ $+8, BX
-	XORQ DX, DX
-
-blocks_21:
-	MOVQ         s1+16(FP), SI
-	XORQ         DI, DI
-	MOVQ         AX, R8
-	ADDQ         R8, DI
-	VBROADCASTSS (SI)(DI*4), Y0
+	// values every block of the row reads alike, computed once a row
+	MOVQ         s1+16(FP), DX
+	XORQ         BX, BX
+	MOVQ         AX, SI
+	ADDQ         SI, BX
+	VBROADCASTSS (DX)(BX*4), Y0
 
 	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         nextReward+24(FP), SI
-	XORQ         R8, R8
-	IMUL3Q       $+8, AX, R9
-	ADDQ         R9, R8
-	MOVQ         CX, R9
-	ADDQ         R9, R8
-	VBROADCASTSS (SI)(R8*4), Y1
-	MOVQ         s0+32(FP), SI
-	VBROADCASTSS (SI)(DI*4), Y2
+	MOVQ         nextReward+24(FP), DX
+	XORQ         SI, SI
+	IMUL3Q       $+8, AX, DI
+	ADDQ         DI, SI
+	MOVQ         CX, DI
+	ADDQ         DI, SI
+	VBROADCASTSS (DX)(SI*4), Y1
+	MOVQ         s0+32(FP), DX
+	VBROADCASTSS (DX)(BX*4), Y2
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
@@ -1703,7 +1712,13 @@ blocks_21:
 	VMAXPS Y0, Y2, Y0
 
 	// v7 = div(v4, v6)
-	VDIVPS    Y0, Y1, Y0
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS Y0, 64(SP)
+	MOVQ    $+8, BX
+	XORQ    DX, DX
+
+blocks_21:
+	VMOVUPS   64(SP), Y0
 	MOVQ      mask+40(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+512, AX, R8
@@ -1739,7 +1754,7 @@ blocks_21:
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, 64(SP)
+	VMOVUPS Y1, 96(SP)
 
 	// ratio = exp(logWeight)
 	VMAXPS       lgc10<>+0(SB), Y4, Y1
@@ -1777,12 +1792,12 @@ blocks_21:
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y6, Y6
-	VMOVUPS Y3, 96(SP)
+	VMOVUPS Y3, 128(SP)
 	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y3, Y3
-	VMOVUPS Y7, 128(SP)
+	VMOVUPS Y7, 160(SP)
 
 	// ratioClipped = where(v26, v28, v30)
 	VBLENDVPS Y1, Y6, Y3, Y3
@@ -1811,8 +1826,8 @@ blocks_21:
 	// sum(v39) over [G N L]
 	VADDPS  3712(SI), Y3, Y3
 	VMOVUPS Y3, 3712(SI)
-	VMOVUPS 96(SP), Y3
-	VMOVUPS 64(SP), Y5
+	VMOVUPS 128(SP), Y3
+	VMOVUPS 96(SP), Y5
 
 	// v42 = sub(v18, v16)
 	VSUBPS Y5, Y3, Y3
@@ -1827,9 +1842,9 @@ blocks_21:
 
 	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y2, Y4, Y3, Y3
-	VMOVUPS   Y1, 160(SP)
-	VMOVUPS   Y0, 192(SP)
-	VMOVUPS   128(SP), Y0
+	VMOVUPS   Y1, 192(SP)
+	VMOVUPS   Y0, 224(SP)
+	VMOVUPS   160(SP), Y0
 
 	// logsumexp(v47) over [G N L]
 	VANDPS  Y0, Y2, Y0
@@ -1850,7 +1865,7 @@ blocks_21:
 
 	// v59 = where(mask, refLogProb, 0)
 	VANDPS  Y0, Y2, Y0
-	VMOVUPS 64(SP), Y1
+	VMOVUPS 96(SP), Y1
 
 	// v60 = sub(v59, v16)
 	VSUBPS Y1, Y0, Y0
@@ -2004,14 +2019,14 @@ blocks_21:
 
 	// v116 = ne(v115, 0)
 	VCMPPS  $0x04, Y3, Y1, Y4
-	VMOVUPS 192(SP), Y5
+	VMOVUPS 224(SP), Y5
 
 	// v117 = mul(v115, v19)
 	VMULPS Y5, Y1, Y5
 
 	// v118 = where(v116, v117, v115)
 	VBLENDVPS Y4, Y5, Y1, Y1
-	VMOVUPS   160(SP), Y4
+	VMOVUPS   192(SP), Y4
 	VMOVUPS   lgc4<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
@@ -2020,7 +2035,7 @@ blocks_21:
 
 	// v120 = where(v26, 0, v118)
 	VANDNPS Y1, Y5, Y1
-	VMOVUPS 128(SP), Y5
+	VMOVUPS 160(SP), Y5
 	VMOVUPS lgc24<>+0(SB), Y6
 
 	// v121 = ge(ratio, 0.8000000028326788)

@@ -92,7 +92,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			pass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &in.RefLogProb[0], hi)
+			pass1AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.RefLogProb[0], hi)
 		}
 	}
 	n := min(pass0Chunks, 8)
@@ -270,7 +270,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
-			fbPass2AVX2(&out.NumValid, lo, &in.Mask[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &st.buf[0], &in.RefLogProb[0], &s.s5[0], &g.LogProb[0], hi)
+			fbPass2AVX2(&out.NumValid, lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &s.s5[0], &in.Mask[0], &in.LogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 		}
 	}
 	n := min(fbPass1Chunks, 8)

@@ -14,7 +14,7 @@ func pass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, sta
 // loop in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, s0 *float32, s1 *float32, advantage *float32, refLogProb *float32, hi int)
+func pass1AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, logProb *float32, refLogProb *float32, hi int)
 
 // pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
 // Go.
@@ -38,7 +38,7 @@ func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sample
 // same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(numValid *float32, lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
+func fbPass2AVX2(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, mask *bool, logProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 
 // fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
 // in Go.

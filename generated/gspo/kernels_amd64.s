@@ -189,17 +189,112 @@ DATA lgc4<>+24(SB)/4, $0x7f7fffff
 DATA lgc4<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, s0 *float32, s1 *float32, advantage *float32, refLogProb *float32, hi int)
+// func pass1AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, logProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $64-72
 	MOVQ lo+0(FP), AX
 
 outer0_4:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	// values every block of the row reads alike, computed once a row
+	MOVQ         s0+8(FP), CX
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	VBROADCASTSS (CX)(DX*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+
+	// v10 = max(sequenceLength, 1)
+	VMAXPS       Y0, Y1, Y1
+	MOVQ         s1+16(FP), CX
+	VBROADCASTSS (CX)(DX*4), Y2
+
+	// logSequenceRatio = div(v13, v10)
+	VDIVPS  Y1, Y2, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+
+	// v16 = gt(sequenceLength, 0)
+	VCMPPS       $0x1e, Y2, Y0, Y0
+	MOVQ         advantage+24(FP), CX
+	VBROADCASTSS (CX)(DX*4), Y3
+
+	// v17 = where(v16, advantage, 0)
+	VANDPS Y3, Y0, Y0
+
+	// sequenceRatio = exp(logSequenceRatio)
+	VMAXPS       lgc5<>+0(SB), Y1, Y3
+	VMINPS       lgc6<>+0(SB), Y3, Y3
+	VMULPS       lgc7<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
+	VMOVAPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc16<>+0(SB), Y3, Y4
+	VPMINSD      lgc17<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y5, Y5
+
+	// v19 = ge(v17, 0)
+	VCMPPS  $0x1d, Y2, Y0, Y1
+	VMOVUPS lgc18<>+0(SB), Y3
+
+	// v21 = min(sequenceRatio, 1.2) tie=first
+	VMINPS  Y5, Y3, Y4
+	VMOVUPS lgc19<>+0(SB), Y6
+
+	// v23 = max(sequenceRatio, 0.8) tie=first
+	VMAXPS Y5, Y6, Y7
+
+	// ratioClipped = where(v19, v21, v23)
+	VBLENDVPS Y1, Y4, Y7, Y1
+
+	// gain = mul(v17, ratioClipped)
+	VMULPS Y1, Y0, Y1
+
+	// v26 = neg(gain)
+	VXORPS lgc20<>+0(SB), Y1, Y1
+
+	// v32 = lt(v17, 0)
+	VCMPPS $0x11, Y2, Y0, Y4
+
+	// v33 = lt(sequenceRatio, 0.8)
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v34 = gt(v17, 0)
+	VCMPPS $0x1e, Y2, Y0, Y0
+
+	// v35 = gt(sequenceRatio, 1.2)
+	VCMPPS $0x1e, Y3, Y5, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
+
+	// v36 = where(v34, v35, 0)
+	VANDPS Y2, Y0, Y0
+
+	// v37 = where(v32, v33, v36)
+	VBLENDVPS Y4, Y6, Y0, Y0
+	VMOVUPS   Y1, (SP)
+	VMOVUPS   Y0, 32(SP)
+	MOVQ      $+8, DX
+	XORQ      CX, CX
 
 blocks_5:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+32(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -211,135 +306,41 @@ blocks_5:
 	VMOVUPS   lgc1<>+0(SB), Y0
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [B L]
-	MOVQ    state+16(FP), BX
-	VADDPS  2432(BX), Y2, Y2
-	VMOVUPS Y2, 2432(BX)
-	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-
-	// v6 = where(mask, logProb, 0)
-	VANDPS       Y2, Y1, Y2
-	MOVQ         s0+32(FP), DI
-	XORQ         R8, R8
-	MOVQ         AX, R9
-	ADDQ         R9, R8
-	VBROADCASTSS (DI)(R8*4), Y3
-
-	// v10 = max(sequenceLength, 1)
-	VMAXPS       Y3, Y0, Y0
-	MOVQ         s1+40(FP), DI
-	VBROADCASTSS (DI)(R8*4), Y4
-
-	// logSequenceRatio = div(v13, v10)
-	VDIVPS  Y0, Y4, Y0
-	VMOVUPS lgc0<>+0(SB), Y4
-
-	// v16 = gt(sequenceLength, 0)
-	VCMPPS       $0x1e, Y4, Y3, Y3
-	MOVQ         advantage+48(FP), DI
-	VBROADCASTSS (DI)(R8*4), Y5
-
-	// v17 = where(v16, advantage, 0)
-	VANDPS Y5, Y3, Y3
-
-	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc5<>+0(SB), Y0, Y5
-	VMINPS       lgc6<>+0(SB), Y5, Y5
-	VMULPS       lgc7<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VMOVAPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y5
-	VBLENDVPS    Y5, Y0, Y7, Y7
-
-	// v19 = ge(v17, 0)
-	VCMPPS  $0x1d, Y4, Y3, Y0
-	VMOVUPS lgc18<>+0(SB), Y5
-
-	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y7, Y5, Y5
-	VMOVUPS Y2, (SP)
-	VMOVUPS lgc19<>+0(SB), Y2
-
-	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS  Y7, Y2, Y6
-	VMOVUPS Y7, 32(SP)
-
-	// ratioClipped = where(v19, v21, v23)
-	VBLENDVPS Y0, Y5, Y6, Y0
-
-	// gain = mul(v17, ratioClipped)
-	VMULPS Y0, Y3, Y0
-
-	// v26 = neg(gain)
-	VXORPS lgc20<>+0(SB), Y0, Y0
-
-	// v28 = where(mask, v26, 0)
-	VANDPS Y0, Y1, Y0
-
-	// sum(v28) over [B L]
-	VADDPS  2752(BX), Y0, Y0
-	VMOVUPS Y0, 2752(BX)
-
-	// v32 = lt(v17, 0)
-	VCMPPS  $0x11, Y4, Y3, Y0
-	VMOVUPS 32(SP), Y5
-
-	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y2, Y5, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
-
-	// v34 = gt(v17, 0)
-	VCMPPS  $0x1e, Y4, Y3, Y3
-	VMOVUPS lgc18<>+0(SB), Y4
-
-	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS $0x1e, Y4, Y5, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
-
-	// v36 = where(v34, v35, 0)
-	VANDPS Y4, Y3, Y3
-
-	// v37 = where(v32, v33, v36)
-	VBLENDVPS Y0, Y2, Y3, Y0
-
-	// v39 = where(mask, v37, 0)
-	VANDPS Y0, Y1, Y0
-
-	// sum(v39) over [B L]
-	VADDPS  3072(BX), Y0, Y0
-	VMOVUPS Y0, 3072(BX)
-	MOVQ    refLogProb+56(FP), DI
+	MOVQ    state+40(FP), BX
+	VADDPS  2432(BX), Y0, Y0
+	VMOVUPS Y0, 2432(BX)
+	MOVQ    logProb+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y0
 
-	// v43 = where(mask, refLogProb, 0)
+	// v6 = where(mask, logProb, 0)
 	VANDPS  Y0, Y1, Y0
 	VMOVUPS (SP), Y2
 
+	// v28 = where(mask, v26, 0)
+	VANDPS Y2, Y1, Y2
+
+	// sum(v28) over [B L]
+	VADDPS  2752(BX), Y2, Y2
+	VMOVUPS Y2, 2752(BX)
+	VMOVUPS 32(SP), Y2
+
+	// v39 = where(mask, v37, 0)
+	VANDPS Y2, Y1, Y2
+
+	// sum(v39) over [B L]
+	VADDPS  3072(BX), Y2, Y2
+	VMOVUPS Y2, 3072(BX)
+	MOVQ    refLogProb+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
+
+	// v43 = where(mask, refLogProb, 0)
+	VANDPS Y2, Y1, Y2
+
 	// v44 = sub(v43, v6)
-	VSUBPS Y2, Y0, Y0
+	VSUBPS Y0, Y2, Y0
 
 	// v45 = abs(v44)
 	VMOVUPS lgc20<>+0(SB), Y2
@@ -457,7 +458,7 @@ blocks_5:
 	DECQ         DX
 	JNZ          noflush_6
 	VMOVUPD      lgc2<>+0(SB), Y0
-	MOVQ         state+16(FP), DX
+	MOVQ         state+40(FP), DX
 	VMOVUPS      2432(DX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
@@ -522,7 +523,7 @@ noflush_6:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      2432(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
@@ -1165,9 +1166,9 @@ noflush_12:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(numValid *float32, lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, state *float64, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
+// func fbPass2AVX2(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, mask *bool, logProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $192-96
+TEXT ·fbPass2AVX2(SB), $224-96
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1184,11 +1185,178 @@ TEXT ·fbPass2AVX2(SB), $192-96
 	MOVQ    lo+8(FP), AX
 
 outer0_13:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	// values every block of the row reads alike, computed once a row
+	MOVQ         s0+16(FP), CX
+	XORQ         DX, DX
+	MOVQ         AX, BX
+	ADDQ         BX, DX
+	VBROADCASTSS (CX)(DX*4), Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+
+	// v10 = max(sequenceLength, 1)
+	VMAXPS       Y0, Y1, Y1
+	MOVQ         s1+24(FP), CX
+	VBROADCASTSS (CX)(DX*4), Y2
+
+	// logSequenceRatio = div(v13, v10)
+	VDIVPS  Y1, Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y3
+
+	// v16 = gt(sequenceLength, 0)
+	VCMPPS       $0x1e, Y3, Y0, Y0
+	MOVQ         advantage+32(FP), CX
+	VBROADCASTSS (CX)(DX*4), Y4
+
+	// v17 = where(v16, advantage, 0)
+	VANDPS Y4, Y0, Y0
+
+	// sequenceRatio = exp(logSequenceRatio)
+	VMAXPS       lgc5<>+0(SB), Y2, Y4
+	VMINPS       lgc6<>+0(SB), Y4, Y4
+	VMULPS       lgc7<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
+	VMOVAPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc16<>+0(SB), Y4, Y5
+	VPMINSD      lgc17<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y6, Y6
+
+	// v19 = ge(v17, 0)
+	VCMPPS  $0x1d, Y3, Y0, Y2
+	VMOVUPS lgc18<>+0(SB), Y4
+
+	// v21 = min(sequenceRatio, 1.2) tie=first
+	VMINPS  Y6, Y4, Y5
+	VMOVUPS lgc19<>+0(SB), Y7
+
+	// v23 = max(sequenceRatio, 0.8) tie=first
+	VMAXPS  Y6, Y7, Y8
+	VMOVUPS Y1, 32(SP)
+
+	// ratioClipped = where(v19, v21, v23)
+	VBLENDVPS Y2, Y5, Y8, Y1
+
+	// gain = mul(v17, ratioClipped)
+	VMULPS Y1, Y0, Y1
+
+	// v26 = neg(gain)
+	VXORPS lgc20<>+0(SB), Y1, Y1
+
+	// v32 = lt(v17, 0)
+	VCMPPS $0x11, Y3, Y0, Y5
+
+	// v33 = lt(sequenceRatio, 0.8)
+	VCMPPS $0x11, Y7, Y6, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
+
+	// v34 = gt(v17, 0)
+	VCMPPS  $0x1e, Y3, Y0, Y3
+	VMOVUPS Y1, 64(SP)
+
+	// v35 = gt(sequenceRatio, 1.2)
+	VCMPPS  $0x1e, Y4, Y6, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VMOVUPS Y6, 96(SP)
+
+	// v36 = where(v34, v35, 0)
+	VANDPS Y1, Y3, Y1
+
+	// v37 = where(v32, v33, v36)
+	VBLENDVPS    Y5, Y8, Y1, Y1
+	MOVQ         s5+40(FP), CX
+	VBROADCASTSS (CX)(DX*4), Y3
+
+	// v98 = neg(v97)
+	VXORPS lgc20<>+0(SB), Y3, Y3
+
+	// v99 = mul(v98, v17)
+	VMULPS Y0, Y3, Y0
+
+	// v100 = where(v19, v99, 0)
+	VANDPS Y0, Y2, Y3
+
+	// v101 = where(v19, 0, v99)
+	VANDNPS Y0, Y2, Y0
+	VMOVUPS 96(SP), Y2
+
+	// v102 = ge(sequenceRatio, 0.8)
+	VCMPPS $0x1d, Y7, Y2, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
+
+	// v103 = ne(sequenceRatio, sequenceRatio)
+	VCMPPS $0x04, Y2, Y2, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
+
+	// v104 = max(v102, v103)
+	VMAXPS  Y4, Y5, Y4
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y4, Y6
+
+	// v105 = where(v104, v101, 0)
+	VANDPS  Y0, Y6, Y0
+	VMOVUPS lgc18<>+0(SB), Y4
+
+	// v106 = le(sequenceRatio, 1.2)
+	VCMPPS $0x12, Y4, Y2, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
+
+	// v107 = max(v106, v103)
+	VMAXPS  Y4, Y5, Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
+
+	// v108 = where(v107, v100, 0)
+	VANDPS Y3, Y5, Y3
+
+	// v109 = add(v105, v108)
+	VADDPS  Y3, Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y3
+
+	// v110 = ne(v109, 0)
+	VCMPPS $0x04, Y3, Y0, Y4
+
+	// v111 = mul(v109, sequenceRatio)
+	VMULPS Y2, Y0, Y2
+
+	// v112 = where(v110, v111, v109)
+	VBLENDVPS Y4, Y2, Y0, Y0
+
+	// v113 = ne(v112, 0)
+	VCMPPS  $0x04, Y3, Y0, Y2
+	VMOVUPS 32(SP), Y3
+
+	// v114 = div(v112, v10)
+	VDIVPS Y3, Y0, Y3
+
+	// v115 = where(v113, v114, v112)
+	VBLENDVPS Y2, Y3, Y0, Y0
+	VMOVUPS   64(SP), Y2
+	VMOVUPS   Y2, 128(SP)
+	VMOVUPS   Y1, 160(SP)
+	VMOVUPS   Y0, 192(SP)
+	MOVQ      $+8, DX
+	XORQ      CX, CX
 
 blocks_14:
-	MOVQ      mask+16(FP), BX
+	MOVQ      mask+48(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -1197,241 +1365,143 @@ blocks_14:
 	VCVTDQ2PS Y0, Y0
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	MOVQ      logProb+24(FP), BX
+	MOVQ      logProb+56(FP), BX
 	VMOVUPS   (BX)(SI*4), Y0
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS       Y0, Y1, Y0
-	MOVQ         s0+32(FP), BX
-	XORQ         DI, DI
-	MOVQ         AX, R8
-	ADDQ         R8, DI
-	VBROADCASTSS (BX)(DI*4), Y2
-	VMOVUPS      lgc1<>+0(SB), Y3
-
-	// v10 = max(sequenceLength, 1)
-	VMAXPS       Y2, Y3, Y3
-	MOVQ         s1+40(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y4
-
-	// logSequenceRatio = div(v13, v10)
-	VDIVPS  Y3, Y4, Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-
-	// v16 = gt(sequenceLength, 0)
-	VCMPPS       $0x1e, Y5, Y2, Y2
-	MOVQ         advantage+48(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y6
-
-	// v17 = where(v16, advantage, 0)
-	VANDPS  Y6, Y2, Y2
-	VMOVUPS Y3, 32(SP)
-
-	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc5<>+0(SB), Y4, Y3
-	VMINPS       lgc6<>+0(SB), Y3, Y3
-	VMULPS       lgc7<>+0(SB), Y3, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y3
-	VMOVAPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y7
-	VMULPS       Y3, Y3, Y8
-	VFMADD213PS  Y3, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y3
-	VPMAXSD      lgc16<>+0(SB), Y3, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y3, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y3
-	VBLENDVPS    Y3, Y4, Y7, Y7
-
-	// v19 = ge(v17, 0)
-	VCMPPS  $0x1d, Y5, Y2, Y3
-	VMOVUPS lgc18<>+0(SB), Y4
-
-	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y7, Y4, Y4
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS lgc19<>+0(SB), Y0
-
-	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS  Y7, Y0, Y6
-	VMOVUPS Y7, 96(SP)
-
-	// ratioClipped = where(v19, v21, v23)
-	VBLENDVPS Y3, Y4, Y6, Y4
-
-	// gain = mul(v17, ratioClipped)
-	VMULPS Y4, Y2, Y4
-
-	// v26 = neg(gain)
-	VXORPS lgc20<>+0(SB), Y4, Y4
+	VANDPS  Y0, Y1, Y0
+	VMOVUPS 128(SP), Y2
 
 	// v28 = where(mask, v26, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y2, Y1, Y2
 
 	// sum(v28) over [B L]
-	MOVQ    state+56(FP), BX
-	VADDPS  3904(BX), Y4, Y4
-	VMOVUPS Y4, 3904(BX)
-
-	// v32 = lt(v17, 0)
-	VCMPPS  $0x11, Y5, Y2, Y4
-	VMOVUPS 96(SP), Y6
-
-	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y0, Y6, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y0
-
-	// v34 = gt(v17, 0)
-	VCMPPS  $0x1e, Y5, Y2, Y5
-	VMOVUPS lgc18<>+0(SB), Y7
-
-	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS  $0x1e, Y7, Y6, Y6
-	VANDPS  lgc1<>+0(SB), Y6, Y6
-	VMOVUPS Y3, 128(SP)
-
-	// v36 = where(v34, v35, 0)
-	VANDPS Y6, Y5, Y3
-
-	// v37 = where(v32, v33, v36)
-	VBLENDVPS Y4, Y0, Y3, Y0
+	MOVQ    state+64(FP), BX
+	VADDPS  3904(BX), Y2, Y2
+	VMOVUPS Y2, 3904(BX)
+	VMOVUPS 160(SP), Y2
 
 	// v39 = where(mask, v37, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y2, Y1, Y2
 
 	// sum(v39) over [B L]
-	VADDPS  4224(BX), Y0, Y0
-	VMOVUPS Y0, 4224(BX)
-	MOVQ    refLogProb+64(FP), R8
-	VMOVUPS (R8)(SI*4), Y0
+	VADDPS  4224(BX), Y2, Y2
+	VMOVUPS Y2, 4224(BX)
+	MOVQ    refLogProb+72(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v43 = where(mask, refLogProb, 0)
-	VANDPS  Y0, Y1, Y0
-	VMOVUPS 64(SP), Y3
+	VANDPS Y2, Y1, Y2
 
 	// v44 = sub(v43, v6)
-	VSUBPS Y3, Y0, Y0
+	VSUBPS Y0, Y2, Y0
 
 	// v45 = abs(v44)
-	VMOVUPS lgc20<>+0(SB), Y3
-	VANDNPS Y0, Y3, Y3
-	VMOVUPS lgc21<>+0(SB), Y4
+	VMOVUPS lgc20<>+0(SB), Y2
+	VANDNPS Y0, Y2, Y2
+	VMOVUPS lgc21<>+0(SB), Y3
 
 	// v47 = lt(v45, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc22<>+0(SB), Y5
+	VCMPPS  $0x11, Y3, Y2, Y2
+	VMOVUPS lgc22<>+0(SB), Y4
 
 	// v49 = max(v44, -0.1) tie=first
-	VMAXPS Y0, Y5, Y5
+	VMAXPS Y0, Y4, Y4
 
 	// v50 = min(v49, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
+	VMINPS Y4, Y3, Y3
 
 	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc23<>+0(SB), Y4, Y5
+	VMULPS lgc23<>+0(SB), Y3, Y4
 
 	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc24<>+0(SB), Y5, Y5
+	VADDPS lgc24<>+0(SB), Y4, Y4
 
 	// v56 = mul(v50, v54)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS lgc25<>+0(SB), Y5, Y5
+	VADDPS lgc25<>+0(SB), Y4, Y4
 
 	// v59 = mul(v50, v57)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc26<>+0(SB), Y5, Y5
+	VADDPS lgc26<>+0(SB), Y4, Y4
 
 	// v62 = mul(v50, v60)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc27<>+0(SB), Y5, Y5
+	VADDPS lgc27<>+0(SB), Y4, Y4
 
 	// v65 = mul(v50, v63)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v66 = add(0.008333333333333333, v65)
-	VADDPS lgc28<>+0(SB), Y5, Y5
+	VADDPS lgc28<>+0(SB), Y4, Y4
 
 	// v68 = mul(v50, v66)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v69 = add(0.041666666666666664, v68)
-	VADDPS lgc29<>+0(SB), Y5, Y5
+	VADDPS lgc29<>+0(SB), Y4, Y4
 
 	// v71 = mul(v50, v69)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v72 = add(0.16666666666666666, v71)
-	VADDPS lgc30<>+0(SB), Y5, Y5
+	VADDPS lgc30<>+0(SB), Y4, Y4
 
 	// v74 = mul(v50, v72)
-	VMULPS Y5, Y4, Y5
+	VMULPS Y4, Y3, Y4
 
 	// v75 = add(0.5, v74)
-	VADDPS lgc15<>+0(SB), Y5, Y5
+	VADDPS lgc15<>+0(SB), Y4, Y4
 
 	// v76 = mul(v50, v50)
-	VMULPS Y4, Y4, Y4
+	VMULPS Y3, Y3, Y3
 
 	// v77 = mul(v76, v75)
-	VMULPS  Y5, Y4, Y4
-	VMOVUPS Y2, 160(SP)
+	VMULPS Y4, Y3, Y3
 
 	// v78 = exp(v44)
-	VMAXPS       lgc5<>+0(SB), Y0, Y2
-	VMINPS       lgc6<>+0(SB), Y2, Y2
-	VMULPS       lgc7<>+0(SB), Y2, Y5
+	VMAXPS       lgc5<>+0(SB), Y0, Y4
+	VMINPS       lgc6<>+0(SB), Y4, Y4
+	VMULPS       lgc7<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
 	VMOVAPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y2, Y7
-	VFMADD213PS  Y2, Y7, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc16<>+0(SB), Y2, Y5
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc16<>+0(SB), Y4, Y5
 	VPMINSD      lgc17<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
+	VPSUBD       Y5, Y4, Y4
 	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v79 = sub(v78, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y2
+	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v80 = sub(v79, v44)
-	VSUBPS Y0, Y2, Y2
+	VSUBPS Y0, Y4, Y4
 
 	// k3 = where(v47, v77, v80)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	VBLENDVPS Y2, Y3, Y4, Y2
 
 	// v82 = add(k3, v44)
 	VADDPS Y0, Y2, Y0
@@ -1449,87 +1519,17 @@ blocks_14:
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v91 = ne(v90, 0)
-	VCMPPS $0x04, Y3, Y2, Y4
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v92 = mul(v90, v82)
 	VMULPS Y0, Y2, Y0
 
 	// v93 = where(v91, v92, v90)
-	VBLENDVPS Y4, Y0, Y2, Y0
+	VBLENDVPS Y3, Y0, Y2, Y0
 
 	// v94 = neg(v93)
-	VXORPS       lgc20<>+0(SB), Y0, Y0
-	MOVQ         s5+72(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y2
-
-	// v98 = neg(v97)
-	VXORPS  lgc20<>+0(SB), Y2, Y2
-	VMOVUPS 160(SP), Y4
-
-	// v99 = mul(v98, v17)
-	VMULPS  Y4, Y2, Y2
-	VMOVUPS 128(SP), Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
-
-	// v100 = where(v19, v99, 0)
-	VANDPS Y2, Y5, Y4
-
-	// v101 = where(v19, 0, v99)
-	VANDNPS Y2, Y5, Y2
-	VMOVUPS 96(SP), Y5
-	VMOVUPS lgc19<>+0(SB), Y6
-
-	// v102 = ge(sequenceRatio, 0.8)
-	VCMPPS $0x1d, Y6, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v103 = ne(sequenceRatio, sequenceRatio)
-	VCMPPS $0x04, Y5, Y5, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
-
-	// v104 = max(v102, v103)
-	VMAXPS  Y6, Y7, Y6
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y6, Y8
-
-	// v105 = where(v104, v101, 0)
-	VANDPS  Y2, Y8, Y2
-	VMOVUPS lgc18<>+0(SB), Y6
-
-	// v106 = le(sequenceRatio, 1.2)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v107 = max(v106, v103)
-	VMAXPS  Y6, Y7, Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
-
-	// v108 = where(v107, v100, 0)
-	VANDPS Y4, Y7, Y4
-
-	// v109 = add(v105, v108)
-	VADDPS Y4, Y2, Y2
-
-	// v110 = ne(v109, 0)
-	VCMPPS $0x04, Y3, Y2, Y4
-
-	// v111 = mul(v109, sequenceRatio)
-	VMULPS Y5, Y2, Y5
-
-	// v112 = where(v110, v111, v109)
-	VBLENDVPS Y4, Y5, Y2, Y2
-
-	// v113 = ne(v112, 0)
-	VCMPPS  $0x04, Y3, Y2, Y3
-	VMOVUPS 32(SP), Y4
-
-	// v114 = div(v112, v10)
-	VDIVPS Y4, Y2, Y4
-
-	// v115 = where(v113, v114, v112)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	VXORPS  lgc20<>+0(SB), Y0, Y0
+	VMOVUPS 192(SP), Y2
 
 	// v116 = where(mask, v115, 0)
 	VANDPS Y2, Y1, Y2
@@ -1546,7 +1546,7 @@ blocks_14:
 	DECQ         DX
 	JNZ          noflush_15
 	VMOVUPD      lgc2<>+0(SB), Y0
-	MOVQ         state+56(FP), DX
+	MOVQ         state+64(FP), DX
 	VMOVUPS      3904(DX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
@@ -1598,7 +1598,7 @@ noflush_15:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+56(FP), CX
+	MOVQ         state+64(FP), CX
 	VMOVUPS      3904(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1

@@ -57,7 +57,7 @@ GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float64, state *float64, nextReward *float64, s0 *float64, nextDone *bool, nextTerminated *bool, nextStateValue *float64, stateValue *float64, advantage *float64, valueTarget *float64)
 // Requires: AVX, AVX2
-TEXT ·pass1AVX2(SB), $32-80
+TEXT ·pass1AVX2(SB), $64-80
 	// values every block reads alike, computed once
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
@@ -92,7 +92,22 @@ TEXT ·pass1AVX2(SB), $32-80
 	MOVQ    $+420, AX
 
 outer0_3:
-	XORQ CX, CX
+	// values every block of the row reads alike, computed once a row
+	XORQ         CX, CX
+	MOVQ         AX, DX
+	ADDQ         DX, CX
+	MOVQ         $+420, DX
+	SUBQ         CX, DX
+	VMOVD        DX, X0
+	VPBROADCASTD X0, Y0
+	VCVTDQ2PD    X0, Y0
+	VMOVUPD      lgc2<>+0(SB), Y1
+
+	// v14 = eq(v12, 0)
+	VCMPPD  $0x00, Y1, Y0, Y0
+	VANDPD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPD Y0, 32(SP)
+	XORQ    CX, CX
 
 blocks_4:
 	MOVQ         nextReward+16(FP), DX
@@ -110,29 +125,17 @@ blocks_4:
 	VMOVUPD (SP), Y1
 
 	// rewardStandardized = div(v6, v8)
-	VDIVPD       Y1, Y0, Y0
-	XORQ         DX, DX
-	MOVQ         AX, SI
-	ADDQ         SI, DX
-	MOVQ         $+420, SI
-	SUBQ         DX, SI
-	VMOVD        SI, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PD    X1, Y1
-	VMOVUPD      lgc2<>+0(SB), Y2
-
-	// v14 = eq(v12, 0)
-	VCMPPD    $0x00, Y2, Y1, Y1
-	VANDPD    lgc0<>+0(SB), Y1, Y1
+	VDIVPD    Y1, Y0, Y0
 	MOVQ      nextDone+32(FP), DX
-	VPMOVZXBD (DX)(BX*1), X2
-	VCVTDQ2PD X2, Y2
+	VPMOVZXBD (DX)(BX*1), X1
+	VCVTDQ2PD X1, Y1
+	VMOVUPD   32(SP), Y2
 
 	// v15 = max(nextDone, v14)
-	VXORPD    lgc3<>+0(SB), Y2, Y2
 	VXORPD    lgc3<>+0(SB), Y1, Y1
-	VMINPD    Y2, Y1, Y3
-	VMINPD    Y1, Y2, Y1
+	VXORPD    lgc3<>+0(SB), Y2, Y2
+	VMINPD    Y1, Y2, Y3
+	VMINPD    Y2, Y1, Y1
 	VORPD     Y3, Y1, Y1
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
