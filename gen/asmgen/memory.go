@@ -60,20 +60,15 @@ func (pg *passGen) off(s ir.Shape) reg.GPVirtual {
 	if r, ok := pg.offs[key]; ok {
 		return r
 	}
-	r := pg.gp()
-	pg.c.XORQ(r, r)
+	var terms []term
 	st := s.Strides()
 	for i, d := range s {
 		if d.Name == pg.vaxis() {
 			switch {
-			case pg.jReg != nil && st[i] == 1:
-				pg.c.ADDQ(pg.jReg, r)
 			case pg.jReg != nil:
-				t := pg.gp()
-				pg.c.IMUL3Q(operand.I32(int32(st[i])), pg.jReg, t)
-				pg.c.ADDQ(t, r)
+				terms = append(terms, term{pg.jReg, st[i]})
 			case pg.jImm != 0:
-				pg.c.ADDQ(operand.I32(int32(pg.jImm*st[i])), r)
+				terms = append(terms, term{nil, pg.jImm * st[i]})
 			}
 			continue
 		}
@@ -81,11 +76,50 @@ func (pg *passGen) off(s ir.Shape) reg.GPVirtual {
 		if !ok {
 			panic("asmgen: no loop binds " + d.Name + " for " + s.String())
 		}
-		t := pg.gp()
-		pg.c.IMUL3Q(operand.I32(int32(st[i])), cnt, t)
-		pg.c.ADDQ(t, r)
+		terms = append(terms, term{cnt, st[i]})
 	}
+	r := pg.linear(terms)
 	pg.offs[key] = r
+	return r
+}
+
+// term is a register times a scale, or (nil register) the constant scale.
+type term struct {
+	r     reg.GPVirtual
+	scale int
+}
+
+// linear returns a new register holding the sum of terms: the first register term moved or
+// multiplied into it, the others added, the constants folded into one.
+func (pg *passGen) linear(terms []term) reg.GPVirtual {
+	c := pg.c
+	r, imm, first := pg.gp(), 0, true
+	for _, t := range terms {
+		switch {
+		case t.r == nil:
+			imm += t.scale
+			continue
+		case first && t.scale == 1:
+			c.MOVQ(t.r, r)
+		case first:
+			c.IMUL3Q(operand.I32(int32(t.scale)), t.r, r)
+		case t.scale == 1:
+			c.ADDQ(t.r, r)
+		default:
+			x := pg.gp()
+			c.IMUL3Q(operand.I32(int32(t.scale)), t.r, x)
+			c.ADDQ(x, r)
+		}
+		first = false
+	}
+	switch {
+	case first && imm == 0:
+		c.XORQ(r, r)
+	case first:
+		c.MOVQ(operand.I32(int32(imm)), r)
+	case imm != 0:
+		c.ADDQ(operand.I32(int32(imm)), r)
+	}
 	return r
 }
 

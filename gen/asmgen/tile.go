@@ -124,20 +124,15 @@ func (pg *passGen) rowOff(s ir.Shape) reg.GPVirtual {
 	if r, ok := pg.offs[key]; ok {
 		return r
 	}
-	r := pg.gp()
-	pg.c.XORQ(r, r)
+	var terms []term
 	st := s.Strides()
 	v := s.Index(pg.vaxis())
 	for i, d := range s[:v] {
 		if pg.e.g.IsBatch(d.Name) {
-			t := pg.gp()
-			pg.c.IMUL3Q(operand.I32(int32(st[i])), pg.counters[d.Name], t)
-			pg.c.ADDQ(t, r)
+			terms = append(terms, term{pg.counters[d.Name], st[i]})
 		}
 	}
-	t := pg.gp()
-	pg.c.IMUL3Q(operand.I32(int32(st[v])), pg.jReg, t)
-	pg.c.ADDQ(t, r)
+	r := pg.linear(append(terms, term{pg.jReg, st[v]}))
 	pg.offs[key] = r
 	return r
 }
@@ -167,8 +162,7 @@ func (pg *passGen) tileAt(t *tile) operand.Mem {
 	key := "tile:" + s.String()
 	r, ok := pg.offs[key]
 	if !ok {
-		r = pg.gp()
-		pg.c.XORQ(r, r)
+		var terms []term
 		stride := 32
 		for i := len(s) - 1; i >= 0; i-- {
 			if pg.e.g.IsBatch(s[i].Name) {
@@ -178,11 +172,10 @@ func (pg *passGen) tileAt(t *tile) operand.Mem {
 			if !ok {
 				panic("asmgen: no loop binds " + s[i].Name + " for a tile of " + s.String())
 			}
-			k := pg.gp()
-			pg.c.IMUL3Q(operand.I32(int32(stride)), cnt, k)
-			pg.c.ADDQ(k, r)
+			terms = append(terms, term{cnt, stride})
 			stride *= s[i].Size
 		}
+		r = pg.linear(terms)
 		pg.offs[key] = r
 	}
 	m := t.slot

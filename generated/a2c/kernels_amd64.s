@@ -16,9 +16,7 @@ outer0_1:
 blocks_2:
 	// tile logits
 	MOVQ       logits+8(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+512, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+512, AX, SI
 	IMUL3Q     $+4, CX, DI
 	ADDQ       DI, SI
 	VMOVUPS    lgc0<>+0(SB), Y0
@@ -88,9 +86,7 @@ blocks_2:
 	XORQ    BX, BX
 
 inner_A_3:
-	XORQ    SI, SI
-	IMUL3Q  $+32, BX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, BX, SI
 	VMOVUPS (SP)(SI*1), Y4
 
 	// v5 = sub(logits, v3)
@@ -182,9 +178,7 @@ inner_A_3:
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y6, Y6
 	MOVQ         action+16(FP), BX
-	XORQ         SI, SI
-	IMUL3Q       $+128, AX, DI
-	ADDQ         DI, SI
+	IMUL3Q       $+128, AX, SI
 	ADDQ         CX, SI
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMOVUPS      Y3, 128(SP)
@@ -870,9 +864,7 @@ outer0_5:
 blocks_6:
 	// tile logits
 	MOVQ       logits+8(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+512, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+512, AX, SI
 	IMUL3Q     $+4, CX, DI
 	ADDQ       DI, SI
 	VMOVUPS    lgc0<>+0(SB), Y0
@@ -942,9 +934,7 @@ blocks_6:
 	XORQ    BX, BX
 
 inner_A_7:
-	XORQ    DI, DI
-	IMUL3Q  $+32, BX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, BX, DI
 	VMOVUPS 128(SP)(DI*1), Y4
 
 	// v5 = sub(logits, v3)
@@ -1037,9 +1027,7 @@ inner_A_7:
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y6, Y6
 	MOVQ         action+16(FP), BX
-	XORQ         DI, DI
-	IMUL3Q       $+128, AX, R8
-	ADDQ         R8, DI
+	IMUL3Q       $+128, AX, DI
 	ADDQ         CX, DI
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMOVUPS      Y3, 384(SP)
@@ -1294,9 +1282,7 @@ inner_A_7:
 	XORQ       BX, BX
 
 inner_A_8:
-	XORQ    R8, R8
-	IMUL3Q  $+32, BX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, BX, R8
 	VMOVUPS 128(SP)(R8*1), Y3
 	VMOVUPS 416(SP), Y5
 
@@ -1333,9 +1319,7 @@ inner_A_8:
 
 	// v72 = where(v71, v68, 0)
 	VANDPS       Y7, Y8, Y3
-	XORQ         R9, R9
-	MOVQ         BX, R10
-	ADDQ         R10, R9
+	MOVQ         BX, R9
 	VMOVD        R9, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7

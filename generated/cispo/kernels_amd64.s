@@ -15,9 +15,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -110,9 +108,7 @@ blocks_2:
 	VANDPS Y3, Y1, Y3
 
 	// sum(v25) over [L]
-	XORQ    DI, DI
-	MOVQ    AX, R8
-	ADDQ    R8, DI
+	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, R8
 	VADDPS  1024(BX)(R8*4), Y3, Y3
 	VMOVUPS Y3, 1024(BX)(R8*4)
@@ -198,9 +194,7 @@ blocks_2:
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -334,9 +328,7 @@ noflush_3:
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -829,8 +821,7 @@ TEXT ·pass2AVX2(SB), $0-32
 
 blocks_4:
 	MOVQ    s1+0(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
@@ -939,17 +930,13 @@ outer0_6:
 
 blocks_7:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
 
 	// sum(mask) over [L]
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
 	MOVQ         state+16(FP), SI
 	VADDPS       704(SI)(BX*4), Y0, Y0
@@ -957,9 +944,7 @@ blocks_7:
 	DECQ         DX
 	JNZ          noflush_8
 	VMOVUPD      lgc24<>+0(SB), Y0
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+16(FP), BX
 	VMOVUPS      704(BX)(DX*4), Y0
@@ -987,9 +972,7 @@ noflush_8:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	XORQ         CX, CX
-	MOVQ         AX, DX
-	ADDQ         DX, CX
+	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+16(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y0
@@ -1020,9 +1003,7 @@ TEXT ·fbPass1AVX2(SB), $96-88
 outer0_9:
 	// values every block of the row reads alike, computed once a row
 	MOVQ         s1+8(FP), CX
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
@@ -1038,9 +1019,7 @@ outer0_9:
 
 blocks_10:
 	MOVQ      mask+16(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1133,9 +1112,7 @@ blocks_10:
 	VANDPS Y3, Y1, Y3
 
 	// sum(v25) over [L]
-	XORQ    DI, DI
-	MOVQ    AX, R8
-	ADDQ    R8, DI
+	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, R8
 	VADDPS  2176(BX)(R8*4), Y3, Y3
 	VMOVUPS Y3, 2176(BX)(R8*4)
@@ -1252,9 +1229,7 @@ blocks_10:
 	VMOVUPD      Y0, 1248(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1408(DX)
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2176(DX)(SI*4), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1374,9 +1349,7 @@ noflush_11:
 	VMOVUPD      Y0, 1248(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1408(CX)
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2176(CX)(BX*4), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y2
@@ -1589,8 +1562,7 @@ TEXT ·fbPass3AVX2(SB), $0-32
 
 blocks_12:
 	MOVQ    s1+0(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 

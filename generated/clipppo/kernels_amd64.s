@@ -14,8 +14,7 @@ TEXT ·pass0AVX2(SB), $0-32
 
 blocks_1:
 	MOVQ    advantage+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// mean(advantage) over [B]
@@ -275,8 +274,7 @@ TEXT ·pass1AVX2(SB), $64-96
 
 blocks_4:
 	MOVQ         advantage+24(FP), DX
-	XORQ         BX, BX
-	ADDQ         AX, BX
+	MOVQ         AX, BX
 	VMOVUPS      (DX)(BX*4), Y0
 	MOVQ         s0+32(FP), DX
 	XORQ         SI, SI
@@ -1344,8 +1342,7 @@ TEXT ·fbPass0AVX2(SB), $0-32
 
 blocks_7:
 	MOVQ    advantage+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// mean(advantage) over [B]
@@ -1553,8 +1550,7 @@ TEXT ·fbPass1AVX2(SB), $320-120
 
 blocks_10:
 	MOVQ         advantage+24(FP), DX
-	XORQ         BX, BX
-	ADDQ         AX, BX
+	MOVQ         AX, BX
 	VMOVUPS      (DX)(BX*4), Y0
 	MOVQ         s0+32(FP), DX
 	XORQ         SI, SI

@@ -23,9 +23,7 @@ outer0_1:
 	VMOVSD     X1, (SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+421, AX, DX
 	ADDQ       $+416, DX
 	MOVQ       $+0, 8(SP)
 	MOVB       (CX)(DX*1), BL
@@ -129,12 +127,9 @@ outer0_1:
 
 inner_A_2:
 	MOVQ       logits+56(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+842, AX, R8
-	ADDQ       R8, DI
+	IMUL3Q     $+842, AX, DI
+	ADDQ       BX, DI
 	ADDQ       $+832, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y4
@@ -169,12 +164,9 @@ inner_A_2:
 
 inner_A_3:
 	MOVQ       logits+56(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+842, AX, R8
-	ADDQ       R8, DI
+	IMUL3Q     $+842, AX, DI
+	ADDQ       BX, DI
 	ADDQ       $+832, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y6
 	VMOVUPS    lgc4<>+0(SB), Y7
@@ -502,8 +494,7 @@ inner_A_3:
 	VMOVUPS      Y3, 1856(CX)
 
 	// var(diff) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
+	MOVQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y5
 	VEXTRACTI128 $0x01, Y3, X3
@@ -619,9 +610,7 @@ inner_A_3:
 blocks_4:
 	// tile logits
 	MOVQ       logits+56(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+842, AX, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
 	VMOVUPS    lgc54<>+0(SB), Y1
@@ -661,9 +650,7 @@ blocks_4:
 	VMOVUPS    Y4, 280(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+421, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+421, AX, SI
 	ADDQ       CX, SI
 	VPMOVZXBD  (BX)(SI*1), Y2
 	VCVTDQ2PS  Y2, Y2
@@ -755,9 +742,7 @@ blocks_4:
 	XORQ    DI, DI
 
 inner_A_5:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, DI, R8
 	VMOVUPS 248(SP)(R8*1), Y2
 
 	// v23 = sub(logits, v21)
@@ -1049,8 +1034,7 @@ inner_A_5:
 	VMOVUPS Y4, 1856(BX)
 
 	// var(diff) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VBROADCASTSD (SP), Y4
 	VCVTPS2PD    X2, Y5
 	VEXTRACTF128 $0x01, Y2, X2
@@ -1877,8 +1861,7 @@ TEXT ·pass1AVX2(SB), $0-64
 
 blocks_7:
 	MOVQ    s1+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
@@ -1971,8 +1954,7 @@ chunkdone_8:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_10
 	MOVQ       s1+16(FP), AX
-	XORQ       DX, DX
-	ADDQ       $+416, DX
+	MOVQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
@@ -2135,9 +2117,7 @@ outer0_11:
 	VMOVSD     X1, (SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+421, AX, DX
 	ADDQ       $+416, DX
 	MOVQ       $+0, 72(SP)
 	MOVB       (CX)(DX*1), BL
@@ -2241,12 +2221,9 @@ outer0_11:
 
 inner_A_12:
 	MOVQ       logits+56(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+842, AX, R8
-	ADDQ       R8, DI
+	IMUL3Q     $+842, AX, DI
+	ADDQ       BX, DI
 	ADDQ       $+832, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y4
@@ -2281,12 +2258,9 @@ inner_A_12:
 
 inner_A_13:
 	MOVQ       logits+56(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+842, AX, R8
-	ADDQ       R8, DI
+	IMUL3Q     $+842, AX, DI
+	ADDQ       BX, DI
 	ADDQ       $+832, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y6
 	VMOVUPS    lgc4<>+0(SB), Y7
@@ -2324,9 +2298,7 @@ inner_A_13:
 	VMULPS       Y6, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y6
 	VBLENDVPS    Y6, Y5, Y8, Y8
-	XORQ         SI, SI
-	IMUL3Q       $+32, BX, DI
-	ADDQ         DI, SI
+	IMUL3Q       $+32, BX, SI
 	VMOVUPS      Y8, 8(SP)(SI*1)
 
 	// sum(v24) over [A]
@@ -2623,8 +2595,7 @@ inner_A_13:
 	VMOVUPS      Y6, 440(SP)
 
 	// var(diff) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
+	MOVQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X1
@@ -2907,12 +2878,9 @@ inner_A_13:
 
 inner_A_14:
 	MOVQ       logits+56(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+842, AX, SI
+	ADDQ       CX, SI
 	ADDQ       $+832, SI
-	MOVQ       CX, DI
-	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc13<>+0(SB), Y6
 	VMOVUPS    lgc4<>+0(SB), Y7
@@ -2935,9 +2903,7 @@ inner_A_14:
 
 	// v115 = where(v113, v114, v110)
 	VBLENDVPS Y9, Y6, Y7, Y6
-	XORQ      BX, BX
-	IMUL3Q    $+32, CX, DI
-	ADDQ      DI, BX
+	IMUL3Q    $+32, CX, BX
 	VMOVUPS   8(SP)(BX*1), Y8
 
 	// v116 = mul(v110, v24)
@@ -2958,9 +2924,7 @@ inner_A_14:
 
 	// v120 = where(v119, v116, 0)
 	VANDPS       Y7, Y8, Y5
-	XORQ         DI, DI
-	MOVQ         CX, R8
-	ADDQ         R8, DI
+	MOVQ         CX, DI
 	VMOVD        DI, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
@@ -3024,9 +2988,7 @@ inner_A_14:
 blocks_15:
 	// tile logits
 	MOVQ       logits+56(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+842, AX, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
 	VMOVUPS    lgc54<>+0(SB), Y1
@@ -3066,9 +3028,7 @@ blocks_15:
 	VMOVUPS    Y4, 728(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
-	XORQ       DI, DI
-	IMUL3Q     $+421, AX, R8
-	ADDQ       R8, DI
+	IMUL3Q     $+421, AX, DI
 	ADDQ       CX, DI
 	VPMOVZXBD  (BX)(DI*1), Y2
 	VCVTDQ2PS  Y2, Y2
@@ -3160,9 +3120,7 @@ blocks_15:
 	XORQ    R8, R8
 
 inner_A_16:
-	XORQ    R9, R9
-	IMUL3Q  $+32, R8, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, R8, R9
 	VMOVUPS 696(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
@@ -3460,8 +3418,7 @@ inner_A_16:
 	VMOVUPS Y6, 1176(SP)
 
 	// var(diff) over [N]
-	XORQ         R8, R8
-	ADDQ         CX, R8
+	MOVQ         CX, R8
 	VBROADCASTSD (SP), Y1
 	VCVTPS2PD    X5, Y3
 	VEXTRACTF128 $0x01, Y5, X6
@@ -3720,9 +3677,7 @@ inner_A_16:
 	XORQ       BX, BX
 
 inner_A_17:
-	XORQ    R8, R8
-	IMUL3Q  $+32, BX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, BX, R8
 	VMOVUPS 696(SP)(R8*1), Y5
 	VMOVUPS 920(SP), Y6
 
@@ -3761,9 +3716,7 @@ inner_A_17:
 
 	// v120 = where(v119, v116, 0)
 	VANDPS       Y7, Y8, Y5
-	XORQ         R9, R9
-	MOVQ         BX, R10
-	ADDQ         R10, R9
+	MOVQ         BX, R9
 	VMOVD        R9, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
@@ -4090,8 +4043,7 @@ TEXT ·fbPass1AVX2(SB), $0-64
 
 blocks_19:
 	MOVQ    s1+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
@@ -4184,8 +4136,7 @@ chunkdone_20:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_22
 	MOVQ       s1+16(FP), AX
-	XORQ       DX, DX
-	ADDQ       $+416, DX
+	MOVQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 

@@ -23,9 +23,7 @@ outer0_1:
 	VMOVSD     X1, (SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+421, AX, DX
 	ADDQ       $+416, DX
 	MOVQ       $+0, 8(SP)
 	MOVB       (CX)(DX*1), BL
@@ -293,8 +291,7 @@ outer0_1:
 	VMOVUPS      Y5, 1856(CX)
 
 	// var(diff) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
+	MOVQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X5
@@ -411,9 +408,7 @@ outer0_1:
 blocks_2:
 	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+421, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+421, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
@@ -617,8 +612,7 @@ blocks_2:
 	VMOVUPS Y5, 1856(BX)
 
 	// var(diff) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VBROADCASTSD (SP), Y5
 	VCVTPS2PD    X4, Y6
 	VEXTRACTF128 $0x01, Y4, X4
@@ -1246,8 +1240,7 @@ TEXT ·pass1AVX2(SB), $0-64
 
 blocks_4:
 	MOVQ    s1+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
@@ -1340,8 +1333,7 @@ chunkdone_5:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_7
 	MOVQ       s1+16(FP), AX
-	XORQ       DX, DX
-	ADDQ       $+416, DX
+	MOVQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
@@ -1504,9 +1496,7 @@ outer0_8:
 	VMOVSD     X1, (SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+421, AX, DX
 	ADDQ       $+416, DX
 	MOVQ       $+0, 8(SP)
 	MOVB       (CX)(DX*1), BL
@@ -1778,8 +1768,7 @@ outer0_8:
 	VMOVUPS      Y6, 184(SP)
 
 	// var(diff) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
+	MOVQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X1
@@ -2034,9 +2023,7 @@ outer0_8:
 blocks_9:
 	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+421, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+421, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
@@ -2244,8 +2231,7 @@ blocks_9:
 	VMOVUPS Y6, 440(SP)
 
 	// var(diff) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VBROADCASTSD (SP), Y1
 	VCVTPS2PD    X5, Y2
 	VEXTRACTF128 $0x01, Y5, X6
@@ -2686,8 +2672,7 @@ TEXT ·fbPass1AVX2(SB), $0-64
 
 blocks_11:
 	MOVQ    s1+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
@@ -2780,8 +2765,7 @@ chunkdone_12:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_14
 	MOVQ       s1+16(FP), AX
-	XORQ       DX, DX
-	ADDQ       $+416, DX
+	MOVQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 

@@ -15,9 +15,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+256, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+256, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -168,8 +166,7 @@ blocks_2:
 	VMOVUPS   96(SP), Y2
 
 	// logsumexp(v48) over [B]
-	XORQ         SI, SI
-	ADDQ         CX, SI
+	MOVQ         CX, SI
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y2
 	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y3
@@ -715,8 +712,7 @@ TEXT ·pass2AVX2(SB), $0-48
 
 blocks_4:
 	MOVQ    s5+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v52 = mul(2, logSumW)
@@ -908,9 +904,7 @@ outer0_7:
 
 blocks_8:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+256, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+256, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -998,9 +992,7 @@ outer0_10:
 
 blocks_11:
 	MOVQ      mask+16(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+256, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+256, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1149,8 +1141,7 @@ blocks_11:
 	VMOVUPS   128(SP), Y0
 
 	// logsumexp(v48) over [B]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VANDPS       Y0, Y1, Y2
 	VCMPPS       $0x15, lgc22<>+0(SB), Y3, Y4
 	VCMPPS       $0x1a, lgc23<>+0(SB), Y3, Y5
@@ -1484,8 +1475,7 @@ TEXT ·fbPass3AVX2(SB), $0-48
 
 blocks_13:
 	MOVQ    s5+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v52 = mul(2, logSumW)

@@ -197,9 +197,7 @@ TEXT ·pass1AVX2(SB), $2944-152
 blocks_1:
 	// tile newLogPis
 	MOVQ       newLogPis+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+10, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+10, AX, BX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -356,9 +354,7 @@ blocks_1:
 
 	// tile qRandom
 	MOVQ       qRandom+32(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+10, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+10, AX, BX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -823,9 +819,7 @@ blocks_1:
 
 inner_Q_3:
 	MOVQ    nextStateActionValue+56(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+256, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+256, DX, SI
 	ADDQ    AX, SI
 	VMOVUPS (BX)(SI*4), Y4
 
@@ -863,8 +857,7 @@ inner_Q_3:
 	// finish v1
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+72(FP), DX
-	XORQ      BX, BX
-	ADDQ      AX, BX
+	MOVQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y4
 	VCVTDQ2PS Y4, Y4
 
@@ -922,9 +915,7 @@ inner_Q_3:
 
 inner_Q_4:
 	MOVQ    stateActionValue+96(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, DX, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y5
 
@@ -1000,9 +991,7 @@ inner_R_5:
 	XORQ    R8, R8
 
 inner_Q_6:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DI, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DI, R9
 	IMUL3Q  $+320, R8, R10
 	ADDQ    R10, R9
 	VMOVUPS 640(SP)(R9*1), Y1
@@ -1013,9 +1002,7 @@ inner_Q_6:
 	// v33 = div(v32, 1)
 	VDIVPS  Y0, Y1, Y1
 	VMOVUPS 1280(SP)(R9*1), Y4
-	XORQ    R10, R10
-	IMUL3Q  $+32, DI, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+32, DI, R10
 	VMOVUPS (SP)(R10*1), Y5
 
 	// v34 = sub(qNew, newLogPis)
@@ -1218,9 +1205,7 @@ inner_Q_6:
 	// minQfLoss = mul(v57, 1)
 	VMULPS  lgc11<>+0(SB), Y1, Y1
 	MOVQ    stateActionValue+96(FP), R9
-	XORQ    R10, R10
-	IMUL3Q  $+256, R8, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+256, R8, R10
 	ADDQ    AX, R10
 	VMOVUPS (R9)(R10*4), Y4
 
@@ -1949,9 +1934,7 @@ TEXT ·fbPass1AVX2(SB), $6976-216
 blocks_8:
 	// tile newLogPis
 	MOVQ       newLogPis+24(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+10, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+10, AX, BX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -2108,9 +2091,7 @@ blocks_8:
 
 	// tile qRandom
 	MOVQ       qRandom+40(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+10, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+10, AX, BX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -2575,9 +2556,7 @@ blocks_8:
 
 inner_Q_10:
 	MOVQ    nextStateActionValue+64(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y4
 
@@ -2615,8 +2594,7 @@ inner_Q_10:
 	// finish v1
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+80(FP), DX
-	XORQ      SI, SI
-	ADDQ      AX, SI
+	MOVQ      AX, SI
 	VPMOVZXBD (DX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
 
@@ -2642,9 +2620,7 @@ inner_Q_10:
 
 inner_Q_11:
 	MOVQ    stateActionValue+96(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, DX, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 6528(SP), Y5
@@ -2721,9 +2697,7 @@ inner_R_12:
 	XORQ    R8, R8
 
 inner_Q_13:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DI, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DI, R9
 	IMUL3Q  $+320, R8, R10
 	ADDQ    R10, R9
 	VMOVUPS 2624(SP)(R9*1), Y0
@@ -2735,9 +2709,7 @@ inner_Q_13:
 	// v33 = div(v32, 1)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS 3264(SP)(R9*1), Y4
-	XORQ    R10, R10
-	IMUL3Q  $+32, DI, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+32, DI, R10
 	VMOVUPS 1984(SP)(R10*1), Y5
 
 	// v34 = sub(qNew, newLogPis)
@@ -2940,9 +2912,7 @@ inner_Q_13:
 	// minQfLoss = mul(v57, 1)
 	VMULPS  lgc11<>+0(SB), Y0, Y0
 	MOVQ    stateActionValue+96(FP), R9
-	XORQ    R10, R10
-	IMUL3Q  $+256, R8, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+256, R8, R10
 	ADDQ    AX, R10
 	VMOVUPS (R9)(R10*4), Y1
 
@@ -3086,9 +3056,7 @@ inner_Q_13:
 
 inner_Q_14:
 	MOVQ    stateActionValue+96(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, DX, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 6528(SP), Y1
@@ -3106,9 +3074,7 @@ inner_Q_14:
 
 	// v20 = mul(0.5, absDiff)
 	VMULPS       lgc10<>+0(SB), Y1, Y3
-	XORQ         DI, DI
-	MOVQ         DX, R9
-	ADDQ         R9, DI
+	MOVQ         DX, DI
 	VMOVD        DI, X4
 	VPBROADCASTD X4, Y4
 	VCVTDQ2PS    Y4, Y4
@@ -3131,9 +3097,7 @@ inner_Q_14:
 	XORQ    DI, DI
 
 inner_R_15:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DI, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DI, R9
 	IMUL3Q  $+320, DX, R10
 	ADDQ    R10, R9
 	VMOVUPS 2624(SP)(R9*1), Y0
@@ -3145,9 +3109,7 @@ inner_R_15:
 	// v33 = div(v32, 1)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS 3264(SP)(R9*1), Y2
-	XORQ    R10, R10
-	IMUL3Q  $+32, DI, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+32, DI, R10
 	VMOVUPS 1984(SP)(R10*1), Y3
 
 	// v34 = sub(qNew, newLogPis)

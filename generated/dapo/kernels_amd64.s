@@ -15,9 +15,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1082,9 +1080,7 @@ outer0_4:
 
 blocks_5:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1177,9 +1173,7 @@ outer0_7:
 
 blocks_8:
 	MOVQ      mask+16(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0

@@ -13,8 +13,7 @@ TEXT ·pass0AVX2(SB), $0-64
 blocks_1:
 	VMOVUPS   lgc0<>+0(SB), Y0
 	MOVQ      nextTerminated+0(FP), DX
-	XORQ      BX, BX
-	ADDQ      AX, BX
+	MOVQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 
@@ -231,8 +230,7 @@ TEXT ·fbPass0AVX2(SB), $0-80
 blocks_3:
 	VMOVUPS   lgc0<>+0(SB), Y0
 	MOVQ      nextTerminated+0(FP), DX
-	XORQ      BX, BX
-	ADDQ      AX, BX
+	MOVQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 

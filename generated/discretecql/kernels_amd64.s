@@ -15,9 +15,7 @@ TEXT ·pass0AVX2(SB), $584-88
 blocks_1:
 	// tile nextActionValue
 	MOVQ       nextActionValue+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+4, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+4, AX, BX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 16(DX)(BX*4), Y0, Y2
@@ -134,9 +132,7 @@ blocks_1:
 	XORQ    DX, DX
 
 inner_A_3:
-	XORQ    BX, BX
-	IMUL3Q  $+32, DX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, DX, BX
 	VMOVUPS (SP)(BX*1), Y1
 
 	// v3 = eq(nextActionValue, v2)
@@ -156,11 +152,8 @@ inner_A_3:
 	VMOVUPD      Y1, 288(SP)
 	VMOVUPS      128(SP)(BX*1), Y1
 	MOVQ         action+32(FP), BX
-	XORQ         SI, SI
-	IMUL3Q       $+4, AX, DI
-	ADDQ         DI, SI
-	MOVQ         DX, DI
-	ADDQ         DI, SI
+	IMUL3Q       $+4, AX, SI
+	ADDQ         DX, SI
 	MOVQ         $+0, 512(SP)
 	MOVB         (BX)(SI*1), DI
 	MOVB         DI, 512(SP)
@@ -266,8 +259,7 @@ inner_A_3:
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     lgc4<>+0(SB), Y2
 	MOVQ        nextTerminated+48(FP), DX
-	XORQ        SI, SI
-	ADDQ        AX, SI
+	MOVQ        AX, SI
 	VPMOVZXBD   (DX)(SI*1), Y3
 	VCVTDQ2PS   Y3, Y3
 
@@ -982,9 +974,7 @@ TEXT ·fbPass0AVX2(SB), $784-96
 blocks_5:
 	// tile nextActionValue
 	MOVQ       nextActionValue+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+4, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+4, AX, BX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 16(DX)(BX*4), Y0, Y2
@@ -1101,9 +1091,7 @@ blocks_5:
 	XORQ    DX, DX
 
 inner_A_7:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, DX, SI
 	VMOVUPS (SP)(SI*1), Y1
 
 	// v3 = eq(nextActionValue, v2)
@@ -1123,11 +1111,8 @@ inner_A_7:
 	VMOVUPD      Y1, 416(SP)
 	VMOVUPS      128(SP)(SI*1), Y1
 	MOVQ         action+32(FP), SI
-	XORQ         DI, DI
-	IMUL3Q       $+4, AX, R8
-	ADDQ         R8, DI
-	MOVQ         DX, R8
-	ADDQ         R8, DI
+	IMUL3Q       $+4, AX, DI
+	ADDQ         DX, DI
 	MOVQ         $+0, 640(SP)
 	MOVB         (SI)(DI*1), R8
 	MOVB         R8, 640(SP)
@@ -1233,8 +1218,7 @@ inner_A_7:
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     lgc4<>+0(SB), Y2
 	MOVQ        nextTerminated+48(FP), DX
-	XORQ        DI, DI
-	ADDQ        AX, DI
+	MOVQ        AX, DI
 	VPMOVZXBD   (DX)(DI*1), Y3
 	VCVTDQ2PS   Y3, Y3
 
@@ -1412,9 +1396,7 @@ inner_A_7:
 	XORQ    DX, DX
 
 inner_A_8:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, R8
-	ADDQ    R8, SI
+	IMUL3Q  $+32, DX, SI
 	VMOVUPS 128(SP)(SI*1), Y2
 
 	// v36 = sub(actionValue, v25)
@@ -1452,11 +1434,8 @@ inner_A_8:
 	// v38 = mul(0.00390625, v37)
 	VMULPS    lgc50<>+0(SB), Y5, Y2
 	MOVQ      action+32(FP), R8
-	XORQ      R9, R9
-	IMUL3Q    $+4, AX, R10
-	ADDQ      R10, R9
-	MOVQ      DX, R10
-	ADDQ      R10, R9
+	IMUL3Q    $+4, AX, R9
+	ADDQ      DX, R9
 	MOVQ      $+0, 776(SP)
 	MOVB      (R8)(R9*1), R10
 	MOVB      R10, 776(SP)

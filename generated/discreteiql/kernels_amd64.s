@@ -14,9 +14,7 @@ TEXT ·pass0AVX2(SB), $1264-112
 blocks_1:
 	// tile stateActionValue
 	MOVQ       stateActionValue+16(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+6, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+6, AX, DX
 	VMOVUPD    (CX)(DX*8), Y0
 	VMOVUPD    48(CX)(DX*8), Y1
 	VMOVUPD    96(CX)(DX*8), Y2
@@ -208,8 +206,7 @@ blocks_1:
 	VMOVUPD    Y5, 1120(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
 	MOVQ       nextTerminated+32(FP), CX
-	XORQ       DX, DX
-	ADDQ       AX, DX
+	MOVQ       AX, DX
 	VPMOVZXBD  (CX)(DX*1), X1
 	VCVTDQ2PD  X1, Y1
 
@@ -245,18 +242,13 @@ inner_Q_3:
 	XORQ    BX, BX
 
 inner_A_4:
-	XORQ      SI, SI
-	IMUL3Q    $+32, BX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+32, BX, SI
 	IMUL3Q    $+192, CX, DI
 	ADDQ      DI, SI
 	VMOVUPD   (SP)(SI*1), Y2
 	MOVQ      action+64(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+6, AX, R8
-	ADDQ      R8, DI
-	MOVQ      BX, R8
-	ADDQ      R8, DI
+	IMUL3Q    $+6, AX, DI
+	ADDQ      BX, DI
 	MOVQ      $+0, 1216(SP)
 	MOVB      (SI)(DI*1), R8
 	MOVB      R8, 1216(SP)
@@ -284,18 +276,13 @@ inner_A_4:
 	XORQ    BX, BX
 
 inner_A_5:
-	XORQ      SI, SI
-	IMUL3Q    $+32, BX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+32, BX, SI
 	IMUL3Q    $+192, CX, DI
 	ADDQ      DI, SI
 	VMOVUPD   576(SP)(SI*1), Y1
 	MOVQ      action+64(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+6, AX, R8
-	ADDQ      R8, DI
-	MOVQ      BX, R8
-	ADDQ      R8, DI
+	IMUL3Q    $+6, AX, DI
+	ADDQ      BX, DI
 	MOVQ      $+0, 1256(SP)
 	MOVB      (SI)(DI*1), R8
 	MOVB      R8, 1256(SP)
@@ -670,9 +657,7 @@ TEXT ·fbPass0AVX2(SB), $1952-136
 blocks_6:
 	// tile stateActionValue
 	MOVQ       stateActionValue+16(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+6, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+6, AX, DX
 	VMOVUPD    (CX)(DX*8), Y0
 	VMOVUPD    48(CX)(DX*8), Y1
 	VMOVUPD    96(CX)(DX*8), Y2
@@ -864,8 +849,7 @@ blocks_6:
 	VMOVUPD    Y5, 1120(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
 	MOVQ       nextTerminated+32(FP), CX
-	XORQ       BX, BX
-	ADDQ       AX, BX
+	MOVQ       AX, BX
 	VPMOVZXBD  (CX)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
 
@@ -901,18 +885,13 @@ inner_Q_8:
 	XORQ    SI, SI
 
 inner_A_9:
-	XORQ      DI, DI
-	IMUL3Q    $+32, SI, R8
-	ADDQ      R8, DI
+	IMUL3Q    $+32, SI, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
 	VMOVUPD   (SP)(DI*1), Y2
 	MOVQ      action+64(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+6, AX, R9
-	ADDQ      R9, R8
-	MOVQ      SI, R9
-	ADDQ      R9, R8
+	IMUL3Q    $+6, AX, R8
+	ADDQ      SI, R8
 	MOVQ      $+0, 1792(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 1792(SP)
@@ -940,18 +919,13 @@ inner_A_9:
 	XORQ    SI, SI
 
 inner_A_10:
-	XORQ      DI, DI
-	IMUL3Q    $+32, SI, R8
-	ADDQ      R8, DI
+	IMUL3Q    $+32, SI, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
 	VMOVUPD   576(SP)(DI*1), Y1
 	MOVQ      action+64(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+6, AX, R9
-	ADDQ      R9, R8
-	MOVQ      SI, R9
-	ADDQ      R9, R8
+	IMUL3Q    $+6, AX, R8
+	ADDQ      SI, R8
 	MOVQ      $+0, 1832(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 1832(SP)
@@ -1134,18 +1108,13 @@ inner_Q_11:
 	XORQ    SI, SI
 
 inner_A_12:
-	XORQ      DI, DI
-	IMUL3Q    $+32, SI, R8
-	ADDQ      R8, DI
+	IMUL3Q    $+32, SI, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
 	VMOVUPD   (SP)(DI*1), Y2
 	MOVQ      action+64(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+6, AX, R9
-	ADDQ      R9, R8
-	MOVQ      SI, R9
-	ADDQ      R9, R8
+	IMUL3Q    $+6, AX, R8
+	ADDQ      SI, R8
 	MOVQ      $+0, 1936(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 1936(SP)
@@ -1180,11 +1149,8 @@ inner_A_12:
 
 inner_A_13:
 	MOVQ      action+64(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+6, AX, R9
-	ADDQ      R9, R8
-	MOVQ      SI, R9
-	ADDQ      R9, R8
+	IMUL3Q    $+6, AX, R8
+	ADDQ      SI, R8
 	MOVQ      $+0, 1944(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 1944(SP)
@@ -1201,9 +1167,7 @@ inner_A_13:
 	VMULPD Y2, Y1, Y2
 
 	// store gradStateActionValue
-	XORQ    DI, DI
-	IMUL3Q  $+32, SI, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, SI, DI
 	IMUL3Q  $+192, CX, R8
 	ADDQ    R8, DI
 	VMOVUPD Y2, 1152(SP)(DI*1)

@@ -197,9 +197,7 @@ TEXT ·pass1AVX2(SB), $1952-104
 blocks_1:
 	// tile nextLogits
 	MOVQ       nextLogits+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+6, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+6, AX, BX
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
@@ -242,9 +240,7 @@ blocks_1:
 
 	// tile nextActionValue
 	MOVQ       nextActionValue+24(FP), DX
-	XORQ       SI, SI
-	IMUL3Q     $+6, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+6, AX, SI
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS (DX)(SI*4), Y0, Y1
 	VMASKMOVPS 24(DX)(SI*4), Y0, Y2
@@ -515,9 +511,7 @@ blocks_1:
 	XORQ    DX, DX
 
 inner_A_3:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, DX, SI
 	VMOVUPS 384(SP)(SI*1), Y2
 
 	// v7 = sub(nextLogits, v5)
@@ -568,9 +562,7 @@ inner_A_3:
 	XORQ    DX, DX
 
 inner_A_4:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, DX, SI
 	VMOVUPS (SP)(SI*1), Y0
 	VMOVUPS 1568(SP), Y4
 
@@ -631,9 +623,7 @@ inner_A_4:
 	XORQ         DI, DI
 
 inner_Q_5:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, DX, R8
 	IMUL3Q  $+192, DI, R9
 	ADDQ    R9, R8
 	VMOVUPS 576(SP)(R8*1), Y4
@@ -688,8 +678,7 @@ inner_Q_5:
 	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     lgc11<>+0(SB), Y1
 	MOVQ        nextTerminated+56(FP), DX
-	XORQ        SI, SI
-	ADDQ        AX, SI
+	MOVQ        AX, SI
 	VPMOVZXBD   (DX)(SI*1), Y2
 	VCVTDQ2PS   Y2, Y2
 
@@ -819,9 +808,7 @@ inner_Q_6:
 	XORQ    DI, DI
 
 inner_A_7:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, DI, R8
 	VMOVUPS 960(SP)(R8*1), Y0
 
 	// v47 = sub(logits, v45)
@@ -915,9 +902,7 @@ inner_A_7:
 	XORQ         DI, DI
 
 inner_A_8:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, DI, R8
 	VMOVUPS 960(SP)(R8*1), Y0
 
 	// v47 = sub(logits, v45)
@@ -938,9 +923,7 @@ inner_A_8:
 	XORQ    R8, R8
 
 inner_Q_9:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DI, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DI, R9
 	IMUL3Q  $+192, R8, R10
 	ADDQ    R10, R9
 	VMOVUPS 1152(SP)(R9*1), Y0
@@ -1528,9 +1511,7 @@ TEXT ·fbPass1AVX2(SB), $3008-120
 blocks_11:
 	// tile nextLogits
 	MOVQ       nextLogits+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+6, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+6, AX, BX
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
@@ -1573,9 +1554,7 @@ blocks_11:
 
 	// tile nextActionValue
 	MOVQ       nextActionValue+24(FP), DX
-	XORQ       SI, SI
-	IMUL3Q     $+6, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+6, AX, SI
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS (DX)(SI*4), Y0, Y1
 	VMASKMOVPS 24(DX)(SI*4), Y0, Y2
@@ -1846,9 +1825,7 @@ blocks_11:
 	XORQ    DX, DX
 
 inner_A_13:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, DX, R8
 	VMOVUPS 384(SP)(R8*1), Y2
 
 	// v7 = sub(nextLogits, v5)
@@ -1899,9 +1876,7 @@ inner_A_13:
 	XORQ    DX, DX
 
 inner_A_14:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, DX, R8
 	VMOVUPS (SP)(R8*1), Y0
 	VMOVUPS 2144(SP), Y4
 
@@ -1962,9 +1937,7 @@ inner_A_14:
 	XORQ         R9, R9
 
 inner_Q_15:
-	XORQ    R10, R10
-	IMUL3Q  $+32, DX, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+32, DX, R10
 	IMUL3Q  $+192, R9, R11
 	ADDQ    R11, R10
 	VMOVUPS 576(SP)(R10*1), Y4
@@ -2019,8 +1992,7 @@ inner_Q_15:
 	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     lgc11<>+0(SB), Y1
 	MOVQ        nextTerminated+56(FP), DX
-	XORQ        R8, R8
-	ADDQ        AX, R8
+	MOVQ        AX, R8
 	VPMOVZXBD   (DX)(R8*1), Y2
 	VCVTDQ2PS   Y2, Y2
 
@@ -2150,9 +2122,7 @@ inner_Q_16:
 	XORQ    R9, R9
 
 inner_A_17:
-	XORQ    R10, R10
-	IMUL3Q  $+32, R9, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+32, R9, R10
 	VMOVUPS 960(SP)(R10*1), Y0
 
 	// v47 = sub(logits, v45)
@@ -2246,9 +2216,7 @@ inner_A_17:
 	XORQ         R9, R9
 
 inner_A_18:
-	XORQ    R10, R10
-	IMUL3Q  $+32, R9, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+32, R9, R10
 	VMOVUPS 960(SP)(R10*1), Y0
 
 	// v47 = sub(logits, v45)
@@ -2269,9 +2237,7 @@ inner_A_18:
 	XORQ    R10, R10
 
 inner_Q_19:
-	XORQ    R11, R11
-	IMUL3Q  $+32, R9, R12
-	ADDQ    R12, R11
+	IMUL3Q  $+32, R9, R11
 	IMUL3Q  $+192, R10, R12
 	ADDQ    R12, R11
 	VMOVUPS 1152(SP)(R11*1), Y0
@@ -2382,9 +2348,7 @@ inner_Q_19:
 	XORQ    DX, DX
 
 inner_A_20:
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, DI
+	IMUL3Q  $+32, DX, DI
 	VMOVUPS 960(SP)(DI*1), Y6
 
 	// v47 = sub(logits, v45)
@@ -2405,9 +2369,7 @@ inner_A_20:
 	XORQ    DI, DI
 
 inner_Q_21:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DX, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+192, DI, R10
 	ADDQ    R10, R9
 	VMOVUPS 1152(SP)(R9*1), Y6
@@ -2517,9 +2479,7 @@ inner_Q_21:
 	XORQ   DX, DX
 
 inner_A_22:
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, DI
+	IMUL3Q  $+32, DX, DI
 	VMOVUPS 960(SP)(DI*1), Y3
 
 	// v47 = sub(logits, v45)
@@ -2538,9 +2498,7 @@ inner_A_22:
 	XORQ    R9, R9
 
 inner_Q_23:
-	XORQ    R10, R10
-	IMUL3Q  $+32, DX, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+32, DX, R10
 	IMUL3Q  $+192, R9, R11
 	ADDQ    R11, R10
 	VMOVUPS 1152(SP)(R10*1), Y3
@@ -2601,9 +2559,7 @@ inner_Q_23:
 
 	// store gradLogits
 	VMOVUPS      Y3, 1536(SP)(DI*1)
-	XORQ         DI, DI
-	MOVQ         DX, R9
-	ADDQ         R9, DI
+	MOVQ         DX, DI
 	VMOVD        DI, X3
 	VPBROADCASTD X3, Y3
 	VCVTDQ2PS    Y3, Y3
@@ -2754,9 +2710,7 @@ inner_Q_24:
 	VANDPS Y5, Y8, Y5
 
 	// store gradActionValue
-	XORQ    R9, R9
-	IMUL3Q  $+32, DX, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+192, DI, R10
 	ADDQ    R10, R9
 	VMOVUPS Y5, 1728(SP)(R9*1)

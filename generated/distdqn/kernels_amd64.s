@@ -14,9 +14,7 @@ TEXT ·pass0AVX2(SB), $13440-56
 blocks_1:
 	// tile actionValue
 	MOVQ       actionValue+16(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+204, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+204, AX, DX
 	VMOVUPS    (CX)(DX*4), Y0
 	VMOVUPS    816(CX)(DX*4), Y1
 	VMOVUPS    1632(CX)(DX*4), Y2
@@ -1057,9 +1055,7 @@ blocks_1:
 
 	// tile nextActionValue
 	MOVQ       nextActionValue+24(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+204, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+204, AX, DX
 	VMOVUPS    (CX)(DX*4), Y0
 	VMOVUPS    816(CX)(DX*4), Y1
 	VMOVUPS    1632(CX)(DX*4), Y2
@@ -2106,9 +2102,7 @@ inner_A_3:
 	XORQ    DX, DX
 
 inner_K_4:
-	XORQ    BX, BX
-	IMUL3Q  $+32, CX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, CX, BX
 	IMUL3Q  $+128, DX, SI
 	ADDQ    SI, BX
 	VMOVUPS (SP)(BX*1), Y0
@@ -2263,9 +2257,7 @@ inner_K_4:
 	VINSERTF128 $0x01, X1, Y0, Y0
 
 	// store v3
-	XORQ    DX, DX
-	IMUL3Q  $+32, CX, SI
-	ADDQ    SI, DX
+	IMUL3Q  $+32, CX, DX
 	VMOVUPS Y0, 6528(SP)(DX*1)
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 13376(SP)
@@ -2273,9 +2265,7 @@ inner_K_4:
 	XORQ    SI, SI
 
 inner_KSrc_5:
-	XORQ    DI, DI
-	IMUL3Q  $+32, CX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, CX, DI
 	IMUL3Q  $+128, SI, R8
 	ADDQ    R8, DI
 	VMOVUPS 6656(SP)(DI*1), Y0
@@ -2435,9 +2425,7 @@ inner_KSrc_5:
 	JL      inner_A_3
 
 	// flush the tile of v3
-	XORQ       CX, CX
-	IMUL3Q     $+4, AX, DX
-	ADDQ       DX, CX
+	IMUL3Q     $+4, AX, CX
 	MOVQ       s0+40(FP), DX
 	VMOVUPS    6528(SP), Y0
 	VMOVUPS    6560(SP), Y1
@@ -2873,9 +2861,7 @@ TEXT ·pass1AVX2(SB), $10240-112
 blocks_6:
 	// tile nextActionValueOnline
 	MOVQ       nextActionValueOnline+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+204, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+204, AX, BX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    816(DX)(BX*4), Y1
 	VMOVUPS    1632(DX)(BX*4), Y2
@@ -3914,8 +3900,7 @@ blocks_6:
 	VMOVUPS    Y2, 8096(SP)
 	VMOVUPS    Y4, 8128(SP)
 	MOVQ       action+24(FP), DX
-	XORQ       BX, BX
-	ADDQ       AX, BX
+	MOVQ       AX, BX
 	VMOVUPS    lgc41<>+0(SB), Y0
 	VMOVUPS    Y0, 9792(SP)
 	VMOVUPS    lgc41<>+0(SB), X0
@@ -3974,9 +3959,7 @@ inner_A_8:
 	XORQ    SI, SI
 
 inner_KSrc_9:
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, DX, DI
 	IMUL3Q  $+128, SI, R8
 	ADDQ    R8, DI
 	VMOVUPS 1632(SP)(DI*1), Y0
@@ -4134,9 +4117,7 @@ inner_KSrc_9:
 	XORQ        SI, SI
 
 inner_KSrc_10:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, DX, R8
 	IMUL3Q  $+128, SI, R9
 	ADDQ    R9, R8
 	VMOVUPS 1632(SP)(R8*1), Y3
@@ -4173,9 +4154,7 @@ inner_KSrc_10:
 	VCMPPS       $0x03, Y3, Y3, Y4
 	VBLENDVPS    Y4, Y3, Y6, Y6
 	MOVQ         const11+48(FP), R8
-	XORQ         R9, R9
-	MOVQ         SI, R10
-	ADDQ         R10, R9
+	MOVQ         SI, R9
 	VBROADCASTSS (R8)(R9*4), Y3
 
 	// v12 = mul(v10, c11)
@@ -4268,9 +4247,7 @@ inner_KSrc_10:
 
 inner_KSrc_11:
 	MOVQ         const11+48(FP), SI
-	XORQ         R8, R8
-	MOVQ         DX, R9
-	ADDQ         R9, R8
+	MOVQ         DX, R8
 	VBROADCASTSS (SI)(R8*4), Y4
 
 	// v26 = mul(v25, c11)
@@ -4354,14 +4331,10 @@ inner_KSrc_13:
 	VMULPS       Y7, Y9, Y9
 	VCMPPS       $0x03, Y6, Y6, Y7
 	VBLENDVPS    Y7, Y6, Y9, Y9
-	XORQ         R8, R8
-	IMUL3Q       $+32, SI, R9
-	ADDQ         R9, R8
+	IMUL3Q       $+32, SI, R8
 	VMOVUPS      Y9, (SP)(R8*1)
 	MOVQ         const11+48(FP), R8
-	XORQ         R9, R9
-	MOVQ         SI, R10
-	ADDQ         R10, R9
+	MOVQ         SI, R9
 	VBROADCASTSS (R8)(R9*4), Y6
 
 	// v26 = mul(v25, c11)
@@ -4382,9 +4355,7 @@ inner_KSrc_13:
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
-	XORQ         R8, R8
-	MOVQ         DX, R9
-	ADDQ         R9, R8
+	MOVQ         DX, R8
 	VMOVD        R8, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
@@ -4429,9 +4400,7 @@ inner_KSrc_13:
 	VINSERTF128 $0x01, X4, Y6, Y4
 
 	// store targetDistribution
-	XORQ       SI, SI
-	IMUL3Q     $+32, DX, R8
-	ADDQ       R8, SI
+	IMUL3Q     $+32, DX, SI
 	VMOVUPS    Y4, 8160(SP)(SI*1)
 	INCQ       DX
 	CMPQ       DX, $+51
@@ -4516,9 +4485,7 @@ inner_KSrc_15:
 	VMOVUPS      lgc41<>+0(SB), Y8
 	VGATHERDPS   Y7, (R9)(Y6*4), Y8
 	MOVQ         const11+48(FP), R8
-	XORQ         R9, R9
-	MOVQ         SI, R10
-	ADDQ         R10, R9
+	MOVQ         SI, R9
 	VBROADCASTSS (R8)(R9*4), Y6
 
 	// v26 = mul(v25, c11)
@@ -4540,9 +4507,7 @@ inner_KSrc_15:
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
-	XORQ         R8, R8
-	MOVQ         DX, R9
-	ADDQ         R9, R8
+	MOVQ         DX, R8
 	VMOVD        R8, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
@@ -4566,9 +4531,7 @@ inner_KSrc_15:
 	VMINPS  Y6, Y7, Y6
 	VORPS   Y8, Y6, Y6
 	VXORPS  lgc51<>+0(SB), Y6, Y6
-	XORQ    R8, R8
-	IMUL3Q  $+32, SI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, SI, R8
 	VMOVUPS (SP)(R8*1), Y7
 
 	// v43 = mul(v19, v42)
@@ -4628,9 +4591,7 @@ inner_KSrc_15:
 	VMOVUPS Y0, (DX)(BX*4)
 
 	// flush the tile of targetDistribution
-	XORQ         DX, DX
-	IMUL3Q       $+51, AX, BX
-	ADDQ         BX, DX
+	IMUL3Q       $+51, AX, DX
 	MOVQ         targetDistribution+104(FP), BX
 	VMOVUPS      8160(SP), Y0
 	VMOVUPS      8192(SP), Y1
@@ -5136,9 +5097,7 @@ TEXT ·fbPass0AVX2(SB), $13440-56
 blocks_17:
 	// tile actionValue
 	MOVQ       actionValue+16(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+204, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+204, AX, DX
 	VMOVUPS    (CX)(DX*4), Y0
 	VMOVUPS    816(CX)(DX*4), Y1
 	VMOVUPS    1632(CX)(DX*4), Y2
@@ -6179,9 +6138,7 @@ blocks_17:
 
 	// tile nextActionValue
 	MOVQ       nextActionValue+24(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+204, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+204, AX, DX
 	VMOVUPS    (CX)(DX*4), Y0
 	VMOVUPS    816(CX)(DX*4), Y1
 	VMOVUPS    1632(CX)(DX*4), Y2
@@ -7228,9 +7185,7 @@ inner_A_19:
 	XORQ    DX, DX
 
 inner_K_20:
-	XORQ    BX, BX
-	IMUL3Q  $+32, CX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, CX, BX
 	IMUL3Q  $+128, DX, SI
 	ADDQ    SI, BX
 	VMOVUPS (SP)(BX*1), Y0
@@ -7385,9 +7340,7 @@ inner_K_20:
 	VINSERTF128 $0x01, X1, Y0, Y0
 
 	// store v3
-	XORQ    DX, DX
-	IMUL3Q  $+32, CX, SI
-	ADDQ    SI, DX
+	IMUL3Q  $+32, CX, DX
 	VMOVUPS Y0, 6528(SP)(DX*1)
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 13376(SP)
@@ -7395,9 +7348,7 @@ inner_K_20:
 	XORQ    SI, SI
 
 inner_KSrc_21:
-	XORQ    DI, DI
-	IMUL3Q  $+32, CX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, CX, DI
 	IMUL3Q  $+128, SI, R8
 	ADDQ    R8, DI
 	VMOVUPS 6656(SP)(DI*1), Y0
@@ -7557,9 +7508,7 @@ inner_KSrc_21:
 	JL      inner_A_19
 
 	// flush the tile of v3
-	XORQ       CX, CX
-	IMUL3Q     $+4, AX, DX
-	ADDQ       DX, CX
+	IMUL3Q     $+4, AX, CX
 	MOVQ       s0+40(FP), DX
 	VMOVUPS    6528(SP), Y0
 	VMOVUPS    6560(SP), Y1
@@ -7667,9 +7616,7 @@ TEXT ·fbPass1AVX2(SB), $23648-120
 blocks_22:
 	// tile nextActionValueOnline
 	MOVQ       nextActionValueOnline+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+204, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+204, AX, BX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    816(DX)(BX*4), Y1
 	VMOVUPS    1632(DX)(BX*4), Y2
@@ -8710,9 +8657,7 @@ blocks_22:
 
 	// tile actionValue
 	MOVQ       actionValue+24(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+204, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+204, AX, BX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    816(DX)(BX*4), Y1
 	VMOVUPS    1632(DX)(BX*4), Y2
@@ -9751,8 +9696,7 @@ blocks_22:
 	VMOVUPS    Y2, 16256(SP)
 	VMOVUPS    Y4, 16288(SP)
 	MOVQ       action+32(FP), DX
-	XORQ       SI, SI
-	ADDQ       AX, SI
+	MOVQ       AX, SI
 	VMOVUPS    lgc41<>+0(SB), Y0
 	VMOVUPS    Y0, 22848(SP)
 	VMOVUPS    lgc41<>+0(SB), X0
@@ -9811,9 +9755,7 @@ inner_A_24:
 	XORQ    DI, DI
 
 inner_KSrc_25:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, DX, R8
 	IMUL3Q  $+128, DI, R9
 	ADDQ    R9, R8
 	VMOVUPS 1632(SP)(R8*1), Y0
@@ -9971,9 +9913,7 @@ inner_KSrc_25:
 	XORQ        DI, DI
 
 inner_KSrc_26:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DX, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
 	VMOVUPS 1632(SP)(R9*1), Y3
@@ -10010,9 +9950,7 @@ inner_KSrc_26:
 	VCMPPS       $0x03, Y3, Y3, Y4
 	VBLENDVPS    Y4, Y3, Y6, Y6
 	MOVQ         fbConst11+56(FP), R9
-	XORQ         R10, R10
-	MOVQ         DI, R11
-	ADDQ         R11, R10
+	MOVQ         DI, R10
 	VBROADCASTSS (R9)(R10*4), Y3
 
 	// v12 = mul(v10, c11)
@@ -10105,9 +10043,7 @@ inner_KSrc_26:
 
 inner_KSrc_27:
 	MOVQ         fbConst11+56(FP), DI
-	XORQ         R9, R9
-	MOVQ         DX, R10
-	ADDQ         R10, R9
+	MOVQ         DX, R9
 	VBROADCASTSS (DI)(R9*4), Y4
 
 	// v26 = mul(v25, c11)
@@ -10191,14 +10127,10 @@ inner_KSrc_29:
 	VMULPS       Y7, Y9, Y9
 	VCMPPS       $0x03, Y6, Y6, Y7
 	VBLENDVPS    Y7, Y6, Y9, Y9
-	XORQ         R9, R9
-	IMUL3Q       $+32, DI, R10
-	ADDQ         R10, R9
+	IMUL3Q       $+32, DI, R9
 	VMOVUPS      Y9, (SP)(R9*1)
 	MOVQ         fbConst11+56(FP), R9
-	XORQ         R10, R10
-	MOVQ         DI, R11
-	ADDQ         R11, R10
+	MOVQ         DI, R10
 	VBROADCASTSS (R9)(R10*4), Y6
 
 	// v26 = mul(v25, c11)
@@ -10219,9 +10151,7 @@ inner_KSrc_29:
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
-	XORQ         R9, R9
-	MOVQ         DX, R10
-	ADDQ         R10, R9
+	MOVQ         DX, R9
 	VMOVD        R9, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
@@ -10266,9 +10196,7 @@ inner_KSrc_29:
 	VINSERTF128 $0x01, X4, Y6, Y4
 
 	// store targetDistribution
-	XORQ       DI, DI
-	IMUL3Q     $+32, DX, R9
-	ADDQ       R9, DI
+	IMUL3Q     $+32, DX, DI
 	VMOVUPS    Y4, 8160(SP)(DI*1)
 	INCQ       DX
 	CMPQ       DX, $+51
@@ -10353,9 +10281,7 @@ inner_KSrc_31:
 	VMOVUPS      lgc41<>+0(SB), Y8
 	VGATHERDPS   Y7, (R10)(Y6*4), Y8
 	MOVQ         fbConst11+56(FP), R9
-	XORQ         R10, R10
-	MOVQ         DI, R11
-	ADDQ         R11, R10
+	MOVQ         DI, R10
 	VBROADCASTSS (R9)(R10*4), Y6
 
 	// v26 = mul(v25, c11)
@@ -10377,9 +10303,7 @@ inner_KSrc_31:
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
-	XORQ         R9, R9
-	MOVQ         DX, R10
-	ADDQ         R10, R9
+	MOVQ         DX, R9
 	VMOVD        R9, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
@@ -10403,9 +10327,7 @@ inner_KSrc_31:
 	VMINPS  Y6, Y7, Y6
 	VORPS   Y8, Y6, Y6
 	VXORPS  lgc51<>+0(SB), Y6, Y6
-	XORQ    R9, R9
-	IMUL3Q  $+32, DI, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DI, R9
 	VMOVUPS (SP)(R9*1), Y7
 
 	// v43 = mul(v19, v42)
@@ -10489,9 +10411,7 @@ inner_KSrc_33:
 	VMOVUPS      lgc41<>+0(SB), Y8
 	VGATHERDPS   Y7, (R10)(Y6*4), Y8
 	MOVQ         fbConst11+56(FP), R9
-	XORQ         R10, R10
-	MOVQ         DI, R11
-	ADDQ         R11, R10
+	MOVQ         DI, R10
 	VBROADCASTSS (R9)(R10*4), Y6
 
 	// v26 = mul(v25, c11)
@@ -10512,9 +10432,7 @@ inner_KSrc_33:
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
-	XORQ         R9, R9
-	MOVQ         DX, R10
-	ADDQ         R10, R9
+	MOVQ         DX, R9
 	VMOVD        R9, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
@@ -10538,9 +10456,7 @@ inner_KSrc_33:
 	VMINPS  Y6, Y7, Y6
 	VORPS   Y8, Y6, Y6
 	VXORPS  lgc51<>+0(SB), Y6, Y6
-	XORQ    R9, R9
-	IMUL3Q  $+32, DI, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DI, R9
 	VMOVUPS (SP)(R9*1), Y7
 
 	// v43 = mul(v19, v42)
@@ -10629,9 +10545,7 @@ inner_A_34:
 	XORQ    DI, DI
 
 inner_K_35:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DX, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
 	VMOVUPS 9792(SP)(R9*1), Y1
@@ -10783,9 +10697,7 @@ inner_K_35:
 	VCVTPD2PSY   Y2, X1
 	VCVTPD2PSY   Y3, X2
 	VINSERTF128  $0x01, X2, Y1, Y1
-	XORQ         DI, DI
-	MOVQ         DX, R9
-	ADDQ         R9, DI
+	MOVQ         DX, DI
 	VMOVD        DI, X2
 	VPBROADCASTD X2, Y2
 	VCVTDQ2PS    Y2, Y2
@@ -10815,9 +10727,7 @@ inner_K_36:
 	VMOVUPD      lgc1<>+0(SB), Y5
 	VMOVUPD      Y5, 23200(SP)
 	VMOVUPD      Y5, 23232(SP)
-	XORQ         R9, R9
-	MOVQ         DI, R10
-	ADDQ         R10, R9
+	MOVQ         DI, R9
 	VMOVD        R9, X5
 	VPBROADCASTD X5, Y5
 	VCVTDQ2PS    Y5, Y5
@@ -10844,9 +10754,7 @@ inner_KSrc_37:
 	VGATHERDPS   Y7, (R11)(Y6*4), Y8
 	VMOVUPS      23328(SP), Y6
 	MOVQ         fbConst11+56(FP), R10
-	XORQ         R11, R11
-	MOVQ         R9, R12
-	ADDQ         R12, R11
+	MOVQ         R9, R11
 	VBROADCASTSS (R10)(R11*4), Y7
 
 	// v26 = mul(v25, c11)
@@ -10886,9 +10794,7 @@ inner_KSrc_37:
 	VMINPS  Y6, Y7, Y6
 	VORPS   Y8, Y6, Y6
 	VXORPS  lgc51<>+0(SB), Y6, Y6
-	XORQ    R10, R10
-	IMUL3Q  $+32, R9, R11
-	ADDQ    R11, R10
+	IMUL3Q  $+32, R9, R10
 	VMOVUPS (SP)(R10*1), Y7
 
 	// v43 = mul(v19, v42)
@@ -10916,9 +10822,7 @@ inner_KSrc_37:
 
 	// v52 = mul(-0.0078125, v44)
 	VMULPS  lgc56<>+0(SB), Y5, Y5
-	XORQ    R9, R9
-	IMUL3Q  $+32, DX, R10
-	ADDQ    R10, R9
+	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
 	VMOVUPS 9792(SP)(R9*1), Y6
@@ -10992,9 +10896,7 @@ inner_KSrc_37:
 	VMOVUPS Y0, (DX)(SI*4)
 
 	// flush the tile of targetDistribution
-	XORQ       DX, DX
-	IMUL3Q     $+51, AX, SI
-	ADDQ       SI, DX
+	IMUL3Q     $+51, AX, DX
 	MOVQ       targetDistribution+104(FP), SI
 	VMOVUPS    8160(SP), Y0
 	VMOVUPS    8192(SP), Y1

@@ -15,9 +15,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -158,9 +156,7 @@ blocks_2:
 	VANDPS Y0, Y1, Y0
 
 	// sum(v48) over [L]
-	XORQ    SI, SI
-	MOVQ    AX, DI
-	ADDQ    DI, SI
+	MOVQ    AX, SI
 	IMUL3Q  $+8, SI, DI
 	VADDPS  1024(BX)(DI*4), Y0, Y0
 	VMOVUPS Y0, 1024(BX)(DI*4)
@@ -186,9 +182,7 @@ blocks_2:
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
@@ -243,9 +237,7 @@ noflush_3:
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
@@ -576,8 +568,7 @@ TEXT ·pass1AVX2(SB), $0-24
 
 blocks_4:
 	MOVQ    s1+0(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
@@ -664,9 +655,7 @@ outer0_6:
 
 blocks_7:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -678,9 +667,7 @@ blocks_7:
 	VANDPS Y0, Y1, Y0
 
 	// sum(v3) over [L]
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
 	MOVQ         state+16(FP), SI
 	VADDPS       704(SI)(BX*4), Y0, Y0
@@ -688,9 +675,7 @@ blocks_7:
 	DECQ         DX
 	JNZ          noflush_8
 	VMOVUPD      lgc26<>+0(SB), Y0
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+16(FP), BX
 	VMOVUPS      704(BX)(DX*4), Y0
@@ -718,9 +703,7 @@ noflush_8:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	XORQ         CX, CX
-	MOVQ         AX, DX
-	ADDQ         DX, CX
+	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+16(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y0
@@ -751,9 +734,7 @@ TEXT ·fbPass1AVX2(SB), $32-64
 outer0_9:
 	// values every block of the row reads alike, computed once a row
 	MOVQ         s1+8(FP), CX
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
@@ -769,9 +750,7 @@ outer0_9:
 
 blocks_10:
 	MOVQ      mask+16(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -914,9 +893,7 @@ blocks_10:
 	VANDPS Y2, Y1, Y2
 
 	// sum(v49) over [L]
-	XORQ    DI, DI
-	MOVQ    AX, R8
-	ADDQ    R8, DI
+	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, DI
 	VADDPS  2176(BX)(DI*4), Y2, Y2
 	VMOVUPS Y2, 2176(BX)(DI*4)
@@ -960,9 +937,7 @@ blocks_10:
 	VMOVUPD      Y0, 1248(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1408(DX)
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2176(DX)(BX*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
@@ -1003,9 +978,7 @@ noflush_11:
 	VMOVUPD      Y0, 1248(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1408(CX)
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2176(CX)(DX*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
@@ -1046,8 +1019,7 @@ TEXT ·fbPass2AVX2(SB), $0-24
 
 blocks_12:
 	MOVQ    s1+0(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 

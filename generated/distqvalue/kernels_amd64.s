@@ -15,9 +15,7 @@ TEXT ·pass0AVX2(SB), $3104-64
 blocks_1:
 	// tile actionValue
 	MOVQ       actionValue+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+44, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+44, AX, BX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    176(DX)(BX*4), Y1
 	VMOVUPS    352(DX)(BX*4), Y2
@@ -263,9 +261,7 @@ inner_A_3:
 	XORQ    BX, BX
 
 inner_K_4:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, DX, SI
 	IMUL3Q  $+128, BX, DI
 	ADDQ    DI, SI
 	VMOVUPS 1408(SP)(SI*1), Y2
@@ -300,9 +296,7 @@ inner_K_4:
 	VBLENDVPS    Y3, Y2, Y5, Y5
 	VMOVUPS      Y5, (SP)(SI*1)
 	MOVQ         const2+24(FP), SI
-	XORQ         DI, DI
-	MOVQ         BX, R8
-	ADDQ         R8, DI
+	MOVQ         BX, DI
 	VBROADCASTSS (SI)(DI*4), Y2
 
 	// v3 = mul(v1, c2)
@@ -325,9 +319,7 @@ inner_K_4:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store expectedActionValue
-	XORQ    BX, BX
-	IMUL3Q  $+32, DX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, DX, BX
 	VMOVUPS Y0, 2816(SP)(BX*1)
 	INCQ    DX
 	CMPQ    DX, $+4
@@ -343,16 +335,12 @@ inner_A_5:
 	XORQ    BX, BX
 
 inner_K_6:
-	XORQ         SI, SI
-	IMUL3Q       $+32, DX, DI
-	ADDQ         DI, SI
+	IMUL3Q       $+32, DX, SI
 	IMUL3Q       $+128, BX, DI
 	ADDQ         DI, SI
 	VMOVUPS      (SP)(SI*1), Y5
 	MOVQ         const2+24(FP), SI
-	XORQ         DI, DI
-	MOVQ         BX, R8
-	ADDQ         R8, DI
+	MOVQ         BX, DI
 	VBROADCASTSS (SI)(DI*4), Y6
 
 	// v3 = mul(v1, c2)
@@ -410,22 +398,17 @@ inner_K_7:
 	XORQ BX, BX
 
 inner_A_8:
-	XORQ    SI, SI
-	IMUL3Q  $+32, BX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, BX, SI
 	IMUL3Q  $+128, DX, DI
 	ADDQ    DI, SI
 	VMOVUPS 1408(SP)(SI*1), Y1
 
 	// store actionValue
 	MOVQ    outActionValue+32(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+44, AX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+44, AX, DI
 	IMUL3Q  $+4, DX, R8
 	ADDQ    R8, DI
-	MOVQ    BX, R8
-	ADDQ    R8, DI
+	ADDQ    BX, DI
 	VMOVUPS Y1, 2976(SP)
 	MOVL    2976(SP), R8
 	MOVL    R8, (SI)(DI*4)
@@ -462,14 +445,11 @@ inner_A_8:
 
 	// store action
 	MOVQ    action+48(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS Y0, (DX)(BX*4)
 
 	// flush the tile of expectedActionValue
-	XORQ         DX, DX
-	IMUL3Q       $+4, AX, BX
-	ADDQ         BX, DX
+	IMUL3Q       $+4, AX, DX
 	MOVQ         expectedActionValue+56(FP), BX
 	VMOVUPS      2816(SP), Y0
 	VMOVUPS      2848(SP), Y1
@@ -551,12 +531,9 @@ inner_A_11:
 
 inner_K_12:
 	MOVQ       actionValue+16(FP), BX
-	XORQ       SI, SI
+	IMUL3Q     $+4, DX, SI
+	ADDQ       AX, SI
 	ADDQ       $+5632, SI
-	IMUL3Q     $+4, DX, DI
-	ADDQ       DI, SI
-	MOVQ       AX, DI
-	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc21<>+0(SB), Y3
 	VMOVUPS    lgc22<>+0(SB), Y4
@@ -591,16 +568,12 @@ inner_K_12:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	XORQ         BX, BX
-	IMUL3Q       $+32, AX, SI
-	ADDQ         SI, BX
+	IMUL3Q       $+32, AX, BX
 	IMUL3Q       $+128, DX, SI
 	ADDQ         SI, BX
 	VMOVUPS      Y5, (SP)(BX*1)
 	MOVQ         const2+24(FP), BX
-	XORQ         SI, SI
-	MOVQ         DX, DI
-	ADDQ         DI, SI
+	MOVQ         DX, SI
 	VBROADCASTSS (BX)(SI*4), Y2
 
 	// v3 = mul(v1, c2)
@@ -629,10 +602,8 @@ inner_K_12:
 
 	// store expectedActionValue
 	MOVQ    expectedActionValue+56(FP), DX
-	XORQ    BX, BX
+	MOVQ    AX, BX
 	ADDQ    $+512, BX
-	MOVQ    AX, SI
-	ADDQ    SI, BX
 	VMOVUPS Y0, 3008(SP)
 	MOVL    3008(SP), SI
 	MOVL    SI, (DX)(BX*4)
@@ -650,16 +621,12 @@ inner_A_13:
 	XORQ    DX, DX
 
 inner_K_14:
-	XORQ         BX, BX
-	IMUL3Q       $+32, AX, SI
-	ADDQ         SI, BX
+	IMUL3Q       $+32, AX, BX
 	IMUL3Q       $+128, DX, SI
 	ADDQ         SI, BX
 	VMOVUPS      (SP)(BX*1), Y5
 	MOVQ         const2+24(FP), BX
-	XORQ         SI, SI
-	MOVQ         DX, DI
-	ADDQ         DI, SI
+	MOVQ         DX, SI
 	VBROADCASTSS (BX)(SI*4), Y6
 
 	// v3 = mul(v1, c2)
@@ -736,12 +703,9 @@ inner_K_15:
 
 inner_A_16:
 	MOVQ       actionValue+16(FP), BX
-	XORQ       SI, SI
+	IMUL3Q     $+4, AX, SI
+	ADDQ       DX, SI
 	ADDQ       $+5632, SI
-	IMUL3Q     $+4, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc21<>+0(SB), Y2
 	VMOVUPS    lgc22<>+0(SB), Y3
@@ -777,8 +741,7 @@ inner_A_16:
 
 	// store action
 	MOVQ       action+48(FP), AX
-	XORQ       DX, DX
-	ADDQ       $+128, DX
+	MOVQ       $+128, DX
 	VMOVUPS    lgc22<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 

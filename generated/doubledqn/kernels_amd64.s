@@ -16,9 +16,7 @@ outer0_1:
 blocks_2:
 	// tile nextActionValueOnline
 	MOVQ       nextActionValueOnline+8(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+160, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+160, AX, BX
 	IMUL3Q     $+5, CX, SI
 	ADDQ       SI, BX
 	VMOVUPD    (DX)(BX*8), Y1
@@ -118,9 +116,7 @@ blocks_2:
 	VPERM2F128 $0x31, Y1, Y2, Y1
 	VMOVUPD    Y4, 448(SP)
 	MOVQ       mask+32(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+32, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+32, AX, BX
 	ADDQ       CX, BX
 	VPMOVZXBD  (DX)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
@@ -141,9 +137,7 @@ blocks_2:
 inner_A_3:
 	VMOVUPD lgc0<>+0(SB), Y3
 	VCMPPD  $0x04, Y3, Y1, Y3
-	XORQ    DI, DI
-	IMUL3Q  $+32, SI, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, SI, DI
 	VMOVUPD (SP)(DI*1), Y4
 
 	// v10 = where(mask, nextActionValueOnline, 0)
@@ -168,9 +162,7 @@ inner_A_3:
 inner_A_4:
 	VMOVUPD lgc0<>+0(SB), Y5
 	VCMPPD  $0x04, Y5, Y1, Y5
-	XORQ    DI, DI
-	IMUL3Q  $+32, SI, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, SI, DI
 	VMOVUPD 160(SP)(DI*1), Y6
 
 	// v6 = where(mask, actionValue, 0)
@@ -194,13 +186,10 @@ inner_A_4:
 	// sum(v13) over [A]
 	VADDPD    Y3, Y5, Y3
 	MOVQ      action+48(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+160, AX, R9
-	ADDQ      R9, R8
+	IMUL3Q    $+160, AX, R8
 	IMUL3Q    $+5, CX, R9
 	ADDQ      R9, R8
-	MOVQ      SI, R9
-	ADDQ      R9, R8
+	ADDQ      SI, R8
 	MOVQ      $+0, 480(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 480(SP)
@@ -234,8 +223,7 @@ inner_A_4:
 
 	// v19 = where(mask, nextReward, 0)
 	VANDPD       Y1, Y4, Y1
-	XORQ         SI, SI
-	ADDQ         CX, SI
+	MOVQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
 	VMOVD        DI, X5
@@ -492,9 +480,7 @@ outer0_5:
 blocks_6:
 	// tile nextActionValueOnline
 	MOVQ       nextActionValueOnline+8(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+160, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+160, AX, BX
 	IMUL3Q     $+5, CX, SI
 	ADDQ       SI, BX
 	VMOVUPD    (DX)(BX*8), Y1
@@ -561,9 +547,7 @@ blocks_6:
 	VPERM2F128 $0x31, Y1, Y2, Y1
 	VMOVUPD    Y4, 288(SP)
 	MOVQ       mask+24(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+32, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+32, AX, BX
 	ADDQ       CX, BX
 	VPMOVZXBD  (DX)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
@@ -584,9 +568,7 @@ blocks_6:
 inner_A_7:
 	VMOVUPD lgc0<>+0(SB), Y3
 	VCMPPD  $0x04, Y3, Y1, Y3
-	XORQ    DI, DI
-	IMUL3Q  $+32, SI, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, SI, DI
 	VMOVUPD (SP)(DI*1), Y4
 
 	// v10 = where(mask, nextActionValueOnline, 0)
@@ -610,9 +592,7 @@ inner_A_7:
 inner_A_8:
 	VMOVUPD lgc0<>+0(SB), Y4
 	VCMPPD  $0x04, Y4, Y1, Y4
-	XORQ    DI, DI
-	IMUL3Q  $+32, SI, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, SI, DI
 	VMOVUPD 160(SP)(DI*1), Y5
 
 	// v8 = where(mask, nextActionValue, 0)
@@ -644,8 +624,7 @@ inner_A_8:
 
 	// v19 = where(mask, nextReward, 0)
 	VANDPD       Y1, Y3, Y1
-	XORQ         SI, SI
-	ADDQ         CX, SI
+	MOVQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
 	VMOVD        DI, X4
@@ -761,9 +740,7 @@ outer0_9:
 blocks_10:
 	// tile actionValue
 	MOVQ       actionValue+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+160, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+160, AX, BX
 	IMUL3Q     $+5, CX, SI
 	ADDQ       SI, BX
 	VMOVUPD    (DX)(BX*8), Y0
@@ -798,9 +775,7 @@ blocks_10:
 	VMOVUPD    Y3, 160(SP)
 	VMOVUPD    lgc0<>+0(SB), Y0
 	MOVQ       mask+24(FP), DX
-	XORQ       SI, SI
-	IMUL3Q     $+32, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+32, AX, SI
 	ADDQ       CX, SI
 	VPMOVZXBD  (DX)(SI*1), X1
 	VCVTDQ2PD  X1, Y1
@@ -809,21 +784,16 @@ blocks_10:
 inner_A_11:
 	VMOVUPD lgc0<>+0(SB), Y2
 	VCMPPD  $0x04, Y2, Y1, Y2
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, DX, DI
 	VMOVUPD 32(SP)(DI*1), Y3
 
 	// v6 = where(mask, actionValue, 0)
 	VANDPD    Y3, Y2, Y2
 	MOVQ      action+32(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+160, AX, R9
-	ADDQ      R9, R8
+	IMUL3Q    $+160, AX, R8
 	IMUL3Q    $+5, CX, R9
 	ADDQ      R9, R8
-	MOVQ      DX, R9
-	ADDQ      R9, R8
+	ADDQ      DX, R8
 	MOVQ      $+0, 352(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 352(SP)
@@ -971,13 +941,10 @@ inner_A_11:
 inner_A_12:
 	VMOVUPD   456(SP), Y0
 	MOVQ      action+32(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+160, AX, R9
-	ADDQ      R9, R8
+	IMUL3Q    $+160, AX, R8
 	IMUL3Q    $+5, CX, R9
 	ADDQ      R9, R8
-	MOVQ      DX, R9
-	ADDQ      R9, R8
+	ADDQ      DX, R8
 	MOVQ      $+0, 488(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 488(SP)
@@ -1002,9 +969,7 @@ inner_A_12:
 	VANDPD Y0, Y2, Y0
 
 	// store gradActionValue
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, DX, DI
 	VMOVUPD Y0, 192(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+5

@@ -15,9 +15,7 @@ TEXT ·pass0AVX2(SB), $224-88
 blocks_1:
 	// tile nextActionValue
 	MOVQ       nextActionValue+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+6, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+6, AX, BX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
@@ -63,9 +61,7 @@ blocks_1:
 	XORQ       DX, DX
 
 inner_A_3:
-	XORQ    BX, BX
-	IMUL3Q  $+32, DX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, DX, BX
 	VMOVUPS (SP)(BX*1), Y3
 
 	// argmax(nextActionValue) over [A]
@@ -112,8 +108,7 @@ inner_A_3:
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VGATHERDPS Y1, (BX)(Y0*4), Y2
 	MOVQ       action+24(FP), DX
-	XORQ       BX, BX
-	ADDQ       AX, BX
+	MOVQ       AX, BX
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VMOVUPS    Y0, 192(SP)
 	VMOVUPS    lgc3<>+0(SB), X0
@@ -385,9 +380,7 @@ TEXT ·fbPass0AVX2(SB), $512-96
 blocks_5:
 	// tile nextActionValue
 	MOVQ       nextActionValue+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+6, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+6, AX, BX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
@@ -433,9 +426,7 @@ blocks_5:
 	XORQ       DX, DX
 
 inner_A_7:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, DX, SI
 	VMOVUPS (SP)(SI*1), Y3
 
 	// argmax(nextActionValue) over [A]
@@ -482,8 +473,7 @@ inner_A_7:
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VGATHERDPS Y1, (SI)(Y0*4), Y2
 	MOVQ       action+24(FP), DX
-	XORQ       SI, SI
-	ADDQ       AX, SI
+	MOVQ       AX, SI
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VMOVUPS    Y0, 384(SP)
 	VMOVUPS    lgc3<>+0(SB), X0
@@ -571,9 +561,7 @@ inner_A_7:
 	XORQ    DX, DX
 
 inner_A_8:
-	XORQ         DI, DI
-	MOVQ         DX, R8
-	ADDQ         R8, DI
+	MOVQ         DX, DI
 	VMOVD        DI, X1
 	VPBROADCASTD X1, Y1
 	VCVTDQ2PS    Y1, Y1
@@ -585,9 +573,7 @@ inner_A_8:
 	VANDPS Y3, Y1, Y1
 
 	// store gradActionValue
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, DX, DI
 	VMOVUPS Y1, 192(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+6

@@ -13,9 +13,7 @@ outer0_1:
 	VMOVUPD   lgc0<>+0(SB), Y0
 	VMOVUPD   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), CX
-	XORQ      DX, DX
-	IMUL3Q    $+421, AX, BX
-	ADDQ      BX, DX
+	IMUL3Q    $+421, AX, DX
 	ADDQ      $+420, DX
 	MOVQ      $+0, (SP)
 	MOVB      (CX)(DX*1), CL
@@ -128,9 +126,7 @@ outer0_1:
 blocks_2:
 	VMOVUPD   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+421, AX, SI
-	ADDQ      SI, BX
+	IMUL3Q    $+421, AX, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), X2
 	VCVTDQ2PD X2, Y2
@@ -286,9 +282,7 @@ outer0_3:
 
 blocks_4:
 	MOVQ         s0+16(FP), DX
-	XORQ         BX, BX
-	IMUL3Q       $+421, AX, SI
-	ADDQ         SI, BX
+	IMUL3Q       $+421, AX, BX
 	ADDQ         CX, BX
 	VMOVUPD      (DX)(BX*8), Y0
 	MOVQ         s1+24(FP), DX
@@ -309,9 +303,7 @@ blocks_4:
 	CMPQ         CX, $+420
 	JL           blocks_4
 	MOVQ         s0+16(FP), CX
-	XORQ         DX, DX
-	IMUL3Q       $+421, AX, BX
-	ADDQ         BX, DX
+	IMUL3Q       $+421, AX, DX
 	ADDQ         $+420, DX
 	VMOVUPD      lgc3<>+0(SB), Y0
 	VMASKMOVPD   (CX)(DX*8), Y0, Y0

@@ -15,9 +15,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1160,9 +1158,7 @@ outer0_4:
 
 blocks_5:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1278,9 +1274,7 @@ outer0_7:
 
 blocks_8:
 	MOVQ      mask+16(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0

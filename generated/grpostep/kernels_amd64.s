@@ -15,16 +15,12 @@ outer0_1:
 
 blocks_2:
 	MOVQ    nextReward+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+8, AX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+8, AX, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y0
 
 	// mean(nextReward) over [N]
-	XORQ    BX, BX
-	MOVQ    AX, SI
-	ADDQ    SI, BX
+	MOVQ    AX, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+16(FP), DI
 	VADDPS  448(DI)(SI*4), Y0, Y1
@@ -47,9 +43,7 @@ blocks_2:
 	DECQ         DX
 	JNZ          noflush_3
 	VMOVUPD      lgc1<>+0(SB), Y0
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+16(FP), SI
 	VMOVUPS      448(SI)(BX*4), Y1
@@ -135,9 +129,7 @@ noflush_3:
 	VMOVUPS      lgc4<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	XORQ         CX, CX
-	MOVQ         AX, DX
-	ADDQ         DX, CX
+	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+16(FP), BX
 	VMOVUPS      448(BX)(DX*4), Y1
@@ -278,9 +270,7 @@ TEXT ·pass1AVX2(SB), $32-48
 outer0_4:
 	// values every block of the row reads alike, computed once a row
 	MOVQ         s1+8(FP), CX
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
 
 	// std = sqrt(v2)
@@ -294,15 +284,11 @@ outer0_4:
 
 blocks_5:
 	MOVQ         nextReward+16(FP), DX
-	XORQ         BX, BX
-	IMUL3Q       $+8, AX, SI
-	ADDQ         SI, BX
+	IMUL3Q       $+8, AX, BX
 	ADDQ         CX, BX
 	VMOVUPS      (DX)(BX*4), Y0
 	MOVQ         s0+24(FP), DX
-	XORQ         SI, SI
-	MOVQ         AX, DI
-	ADDQ         DI, SI
+	MOVQ         AX, SI
 	VBROADCASTSS (DX)(SI*4), Y1
 
 	// v4 = sub(nextReward, mean)
@@ -348,19 +334,14 @@ outer1_7:
 
 blocks_8:
 	MOVQ         s1+8(FP), SI
-	XORQ         DI, DI
-	MOVQ         AX, R8
-	ADDQ         R8, DI
+	MOVQ         AX, DI
 	VBROADCASTSS (SI)(DI*4), Y0
 
 	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
 	MOVQ         nextReward+16(FP), SI
-	XORQ         R8, R8
-	IMUL3Q       $+8, AX, R9
-	ADDQ         R9, R8
-	MOVQ         CX, R9
-	ADDQ         R9, R8
+	IMUL3Q       $+8, AX, R8
+	ADDQ         CX, R8
 	VBROADCASTSS (SI)(R8*4), Y1
 	MOVQ         s0+24(FP), SI
 	VBROADCASTSS (SI)(DI*4), Y2
@@ -375,9 +356,7 @@ blocks_8:
 	// v7 = div(v4, v6)
 	VDIVPS    Y0, Y1, Y0
 	MOVQ      mask+32(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+512, AX, R8
-	ADDQ      R8, DI
+	IMUL3Q    $+512, AX, DI
 	IMUL3Q    $+64, CX, R8
 	ADDQ      R8, DI
 	ADDQ      DX, DI
@@ -1319,9 +1298,7 @@ outer1_11:
 
 blocks_12:
 	MOVQ      mask+8(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+512, AX, R8
-	ADDQ      R8, DI
+	IMUL3Q    $+512, AX, DI
 	IMUL3Q    $+64, CX, R8
 	ADDQ      R8, DI
 	ADDQ      DX, DI
@@ -1402,16 +1379,12 @@ outer0_14:
 
 blocks_15:
 	MOVQ    nextReward+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+8, AX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+8, AX, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y0
 
 	// mean(nextReward) over [N]
-	XORQ    BX, BX
-	MOVQ    AX, SI
-	ADDQ    SI, BX
+	MOVQ    AX, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+16(FP), DI
 	VADDPS  896(DI)(SI*4), Y0, Y1
@@ -1434,9 +1407,7 @@ blocks_15:
 	DECQ         DX
 	JNZ          noflush_16
 	VMOVUPD      lgc1<>+0(SB), Y0
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+16(FP), SI
 	VMOVUPS      896(SI)(BX*4), Y1
@@ -1522,9 +1493,7 @@ noflush_16:
 	VMOVUPS      lgc4<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	XORQ         CX, CX
-	MOVQ         AX, DX
-	ADDQ         DX, CX
+	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+16(FP), BX
 	VMOVUPS      896(BX)(DX*4), Y1
@@ -1613,9 +1582,7 @@ TEXT ·fbPass2AVX2(SB), $32-48
 outer0_17:
 	// values every block of the row reads alike, computed once a row
 	MOVQ         s1+8(FP), CX
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
 
 	// std = sqrt(v2)
@@ -1629,15 +1596,11 @@ outer0_17:
 
 blocks_18:
 	MOVQ         nextReward+16(FP), DX
-	XORQ         BX, BX
-	IMUL3Q       $+8, AX, SI
-	ADDQ         SI, BX
+	IMUL3Q       $+8, AX, BX
 	ADDQ         CX, BX
 	VMOVUPS      (DX)(BX*4), Y0
 	MOVQ         s0+24(FP), DX
-	XORQ         SI, SI
-	MOVQ         AX, DI
-	ADDQ         DI, SI
+	MOVQ         AX, SI
 	VBROADCASTSS (DX)(SI*4), Y1
 
 	// v4 = sub(nextReward, mean)
@@ -1687,19 +1650,14 @@ outer0_19:
 outer1_20:
 	// values every block of the row reads alike, computed once a row
 	MOVQ         s1+16(FP), DX
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
 	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
 	MOVQ         nextReward+24(FP), DX
-	XORQ         SI, SI
-	IMUL3Q       $+8, AX, DI
-	ADDQ         DI, SI
-	MOVQ         CX, DI
-	ADDQ         DI, SI
+	IMUL3Q       $+8, AX, SI
+	ADDQ         CX, SI
 	VBROADCASTSS (DX)(SI*4), Y1
 	MOVQ         s0+32(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y2
@@ -1720,9 +1678,7 @@ outer1_20:
 blocks_21:
 	VMOVUPS   64(SP), Y0
 	MOVQ      mask+40(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+512, AX, R8
-	ADDQ      R8, DI
+	IMUL3Q    $+512, AX, DI
 	IMUL3Q    $+64, CX, R8
 	ADDQ      R8, DI
 	ADDQ      DX, DI

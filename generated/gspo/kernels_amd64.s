@@ -15,9 +15,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -39,9 +37,7 @@ blocks_2:
 	VANDPS Y3, Y1, Y3
 
 	// sum(v3) over [L]
-	XORQ    BX, BX
-	MOVQ    AX, SI
-	ADDQ    SI, BX
+	MOVQ    AX, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+32(FP), DI
 	VADDPS  704(DI)(SI*4), Y0, Y0
@@ -60,9 +56,7 @@ blocks_2:
 	DECQ         DX
 	JNZ          noflush_3
 	VMOVUPD      lgc2<>+0(SB), Y0
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+32(FP), SI
 	VMOVUPS      704(SI)(BX*4), Y0
@@ -104,9 +98,7 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	XORQ         CX, CX
-	MOVQ         AX, DX
-	ADDQ         DX, CX
+	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+32(FP), BX
 	VMOVUPS      704(BX)(DX*4), Y0
@@ -197,9 +189,7 @@ TEXT ·pass1AVX2(SB), $64-72
 outer0_4:
 	// values every block of the row reads alike, computed once a row
 	MOVQ         s0+8(FP), CX
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
@@ -295,9 +285,7 @@ outer0_4:
 
 blocks_5:
 	MOVQ      mask+32(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -911,9 +899,7 @@ outer0_7:
 
 blocks_8:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1001,9 +987,7 @@ outer0_10:
 
 blocks_11:
 	MOVQ      mask+16(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1025,9 +1009,7 @@ blocks_11:
 	VANDPS Y3, Y1, Y3
 
 	// sum(v3) over [L]
-	XORQ    BX, BX
-	MOVQ    AX, SI
-	ADDQ    SI, BX
+	MOVQ    AX, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+40(FP), DI
 	VADDPS  1152(DI)(SI*4), Y0, Y0
@@ -1055,9 +1037,7 @@ blocks_11:
 	DECQ         DX
 	JNZ          noflush_12
 	VMOVUPD      lgc2<>+0(SB), Y0
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+40(FP), SI
 	VMOVUPS      1152(SI)(BX*4), Y0
@@ -1113,9 +1093,7 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	XORQ         CX, CX
-	MOVQ         AX, DX
-	ADDQ         DX, CX
+	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+40(FP), BX
 	VMOVUPS      1152(BX)(DX*4), Y0
@@ -1187,9 +1165,7 @@ TEXT ·fbPass2AVX2(SB), $224-96
 outer0_13:
 	// values every block of the row reads alike, computed once a row
 	MOVQ         s0+16(FP), CX
-	XORQ         DX, DX
-	MOVQ         AX, BX
-	ADDQ         BX, DX
+	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
@@ -1357,9 +1333,7 @@ outer0_13:
 
 blocks_14:
 	MOVQ      mask+48(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0

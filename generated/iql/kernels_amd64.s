@@ -15,8 +15,7 @@ TEXT ·pass0AVX2(SB), $96-104
 blocks_1:
 	VMOVUPS   lgc0<>+0(SB), Y0
 	MOVQ      nextTerminated+16(FP), DX
-	XORQ      BX, BX
-	ADDQ      AX, BX
+	MOVQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 
@@ -48,9 +47,7 @@ blocks_1:
 
 inner_Q_3:
 	MOVQ    targetStateActionValue+48(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+1024, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+1024, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y1
 
@@ -141,9 +138,7 @@ inner_Q_3:
 
 inner_Q_4:
 	MOVQ    stateActionValue+56(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+1024, SI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+1024, SI, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y5
 
@@ -614,8 +609,7 @@ TEXT ·fbPass0AVX2(SB), $288-128
 blocks_6:
 	VMOVUPS   lgc0<>+0(SB), Y0
 	MOVQ      nextTerminated+16(FP), DX
-	XORQ      BX, BX
-	ADDQ      AX, BX
+	MOVQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 
@@ -647,9 +641,7 @@ blocks_6:
 
 inner_Q_8:
 	MOVQ    targetStateActionValue+48(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+1024, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+1024, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y1
 
@@ -741,9 +733,7 @@ inner_Q_8:
 
 inner_Q_9:
 	MOVQ    stateActionValue+56(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+1024, SI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+1024, SI, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y2
 
@@ -843,9 +833,7 @@ inner_Q_9:
 
 inner_Q_10:
 	MOVQ    stateActionValue+56(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+1024, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+1024, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y3
 

@@ -16,9 +16,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+48, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+48, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
@@ -277,8 +275,7 @@ blocks_2:
 	VMOVUPS 192(SP), Y4
 
 	// sum(v28) over [B]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VCVTPS2PD    X4, Y5
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
@@ -904,8 +901,7 @@ TEXT ·pass2AVX2(SB), $0-48
 
 blocks_4:
 	MOVQ    s10+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v100 = mul(2, logSumW)
@@ -1060,9 +1056,7 @@ outer0_7:
 
 blocks_8:
 	MOVQ    s0+8(FP), DX
-	XORQ    BX, BX
-	IMUL3Q  $+48, AX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+48, AX, BX
 	ADDQ    CX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	MOVQ    stateValue+16(FP), DX
@@ -1085,8 +1079,7 @@ blocks_8:
 	// diff = sub(v59, v60)
 	VSUBPS  Y1, Y0, Y1
 	MOVQ    s5+32(FP), DX
-	XORQ    BX, BX
-	ADDQ    CX, BX
+	MOVQ    CX, BX
 	VMOVUPS (DX)(BX*4), Y2
 	VMOVUPS lgc2<>+0(SB), Y4
 
@@ -1193,8 +1186,7 @@ TEXT ·pass5AVX2(SB), $0-48
 
 blocks_9:
 	MOVQ    s5+16(FP), CX
-	XORQ    DX, DX
-	ADDQ    AX, DX
+	MOVQ    AX, DX
 	VMOVUPS (CX)(DX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
@@ -1255,9 +1247,7 @@ outer0_11:
 
 blocks_12:
 	MOVQ      mask+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+48, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+48, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
@@ -1374,8 +1364,7 @@ blocks_12:
 	VMOVUPS Y1, 96(SP)
 
 	// sum(v28) over [B]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VCVTPS2PD    X4, Y1
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
@@ -1504,9 +1493,7 @@ outer0_14:
 
 blocks_15:
 	MOVQ      mask+16(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+48, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+48, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
@@ -1676,8 +1663,7 @@ blocks_15:
 	VADDPS  3200(BX), Y0, Y0
 	VMOVUPS Y0, 3200(BX)
 	MOVQ    s5+64(FP), DI
-	XORQ    R8, R8
-	ADDQ    CX, R8
+	MOVQ    CX, R8
 	VMOVUPS (DI)(R8*4), Y0
 
 	// v74 = max(v73, 1)
@@ -2110,8 +2096,7 @@ TEXT ·fbPass3AVX2(SB), $0-72
 
 blocks_17:
 	MOVQ    s5+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 

@@ -14,9 +14,7 @@ TEXT ·pass0AVX2(SB), $704-112
 blocks_1:
 	// tile loc
 	MOVQ       loc+16(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+3, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+3, AX, DX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -113,9 +111,7 @@ blocks_1:
 	XORQ       CX, CX
 
 inner_D_3:
-	XORQ    DX, DX
-	IMUL3Q  $+32, CX, BX
-	ADDQ    BX, DX
+	IMUL3Q  $+32, CX, DX
 	VMOVUPD 288(SP)(DX*1), Y1
 	VMOVUPD 96(SP)(DX*1), Y2
 
@@ -202,8 +198,7 @@ inner_D_3:
 
 	// finish logProb
 	MOVQ    sampleLogProb+56(FP), CX
-	XORQ    DX, DX
-	ADDQ    AX, DX
+	MOVQ    AX, DX
 	VMOVUPD (CX)(DX*8), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -214,9 +209,7 @@ inner_D_3:
 	XORQ    CX, CX
 
 inner_D_4:
-	XORQ    BX, BX
-	IMUL3Q  $+32, CX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, CX, BX
 	VMOVUPD 480(SP)(BX*1), Y0
 	VMOVUPD 192(SP)(BX*1), Y1
 
@@ -381,9 +374,7 @@ inner_D_4:
 	XORQ    BX, BX
 
 inner_D_5:
-	XORQ    SI, SI
-	IMUL3Q  $+32, BX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, BX, SI
 	VMOVUPD (SP)(SI*1), Y0
 
 	// v44 = add(1.4189385332046727, v11)
@@ -856,9 +847,7 @@ TEXT ·fbPass0AVX2(SB), $1344-136
 blocks_6:
 	// tile loc
 	MOVQ       loc+24(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+3, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+3, AX, DX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -955,9 +944,7 @@ blocks_6:
 	XORQ       CX, CX
 
 inner_D_8:
-	XORQ    BX, BX
-	IMUL3Q  $+32, CX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, CX, BX
 	VMOVUPD 416(SP)(BX*1), Y1
 	VMOVUPD 224(SP)(BX*1), Y2
 
@@ -1044,8 +1031,7 @@ inner_D_8:
 
 	// finish logProb
 	MOVQ    sampleLogProb+64(FP), CX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPD (CX)(BX*8), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -1056,9 +1042,7 @@ inner_D_8:
 	XORQ    CX, CX
 
 inner_D_9:
-	XORQ    SI, SI
-	IMUL3Q  $+32, CX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, CX, SI
 	VMOVUPD 608(SP)(SI*1), Y0
 	VMOVUPD 320(SP)(SI*1), Y1
 
@@ -1224,9 +1208,7 @@ inner_D_9:
 	XORQ    SI, SI
 
 inner_D_10:
-	XORQ    DI, DI
-	IMUL3Q  $+32, SI, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, SI, DI
 	VMOVUPD 128(SP)(DI*1), Y0
 
 	// v44 = add(1.4189385332046727, v11)
@@ -1351,9 +1333,7 @@ inner_D_10:
 	XORQ    CX, CX
 
 inner_D_11:
-	XORQ    SI, SI
-	IMUL3Q  $+32, CX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, CX, SI
 	VMOVUPD 416(SP)(SI*1), Y0
 	VMOVUPD 224(SP)(SI*1), Y1
 

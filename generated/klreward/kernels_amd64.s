@@ -14,9 +14,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ      logProb+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+12, AX, SI
-	ADDQ      SI, BX
+	IMUL3Q    $+12, AX, BX
 	ADDQ      CX, BX
 	VMOVUPS   (DX)(BX*4), Y0
 	MOVQ      mask+16(FP), DX
@@ -59,9 +57,7 @@ blocks_2:
 	CMPQ       CX, $+8
 	JL         blocks_2
 	MOVQ       logProb+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+12, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+12, AX, DX
 	ADDQ       $+8, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (CX)(DX*4), Y0, Y0

@@ -14,8 +14,7 @@ TEXT ·pass0AVX2(SB), $0-96
 
 blocks_1:
 	MOVQ    logProb+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	MOVQ    sampleLogProb+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
@@ -815,8 +814,7 @@ TEXT ·fbPass0AVX2(SB), $128-128
 
 blocks_4:
 	MOVQ    logProb+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	MOVQ    sampleLogProb+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1

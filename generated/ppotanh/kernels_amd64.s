@@ -15,9 +15,7 @@ TEXT ·pass0AVX2(SB), $544-88
 blocks_1:
 	// tile loc
 	MOVQ       loc+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+2, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+2, AX, BX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
@@ -136,9 +134,7 @@ blocks_1:
 	XORQ       DX, DX
 
 inner_D_3:
-	XORQ    BX, BX
-	IMUL3Q  $+32, DX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, DX, BX
 	VMOVUPS 192(SP)(BX*1), Y1
 
 	// v5 = sub(action, 0)
@@ -330,9 +326,7 @@ inner_D_3:
 	XORQ        DX, DX
 
 inner_D_4:
-	XORQ    BX, BX
-	IMUL3Q  $+32, DX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+32, DX, BX
 	VMOVUPS 192(SP)(BX*1), Y1
 
 	// v5 = sub(action, 0)
@@ -510,8 +504,7 @@ inner_D_4:
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    sampleLogProb+40(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -1547,9 +1540,7 @@ TEXT ·fbPass0AVX2(SB), $960-120
 blocks_6:
 	// tile loc
 	MOVQ       loc+16(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+2, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+2, AX, BX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
@@ -1668,9 +1659,7 @@ blocks_6:
 	XORQ       DX, DX
 
 inner_D_8:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, DX, SI
 	VMOVUPS 192(SP)(SI*1), Y1
 
 	// v5 = sub(action, 0)
@@ -1862,9 +1851,7 @@ inner_D_8:
 	XORQ        DX, DX
 
 inner_D_9:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+32, DX, SI
 	VMOVUPS 192(SP)(SI*1), Y1
 
 	// v5 = sub(action, 0)
@@ -2042,8 +2029,7 @@ inner_D_9:
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    sampleLogProb+40(FP), DX
-	XORQ    SI, SI
-	ADDQ    AX, SI
+	MOVQ    AX, SI
 	VMOVUPS (DX)(SI*4), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -2271,9 +2257,7 @@ inner_D_9:
 	XORQ    DX, DX
 
 inner_D_10:
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, DX, DI
 	VMOVUPS 192(SP)(DI*1), Y3
 
 	// v5 = sub(action, 0)

@@ -14,9 +14,7 @@ TEXT ·pass0AVX2(SB), $688-56
 blocks_1:
 	// tile actionValue
 	MOVQ       actionValue+16(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+6, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+6, AX, DX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (CX)(DX*4), Y0, Y1
 	VMASKMOVPS 24(CX)(DX*4), Y0, Y2
@@ -62,11 +60,8 @@ blocks_1:
 
 inner_A_3:
 	MOVQ      actionMask+24(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+6, AX, DI
-	ADDQ      DI, SI
-	MOVQ      CX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+6, AX, SI
+	ADDQ      CX, SI
 	MOVQ      $+0, 576(SP)
 	MOVB      (BX)(SI*1), DI
 	MOVB      DI, 576(SP)
@@ -88,9 +83,7 @@ inner_A_3:
 	VCVTDQ2PS Y2, Y2
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
-	XORQ      BX, BX
-	IMUL3Q    $+32, CX, SI
-	ADDQ      SI, BX
+	IMUL3Q    $+32, CX, BX
 	VMOVUPS   (SP)(BX*1), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
@@ -112,11 +105,8 @@ inner_A_3:
 
 inner_A_4:
 	MOVQ      actionMask+24(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+6, AX, DI
-	ADDQ      DI, SI
-	MOVQ      CX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+6, AX, SI
+	ADDQ      CX, SI
 	MOVQ      $+0, 584(SP)
 	MOVB      (BX)(SI*1), DI
 	MOVB      DI, 584(SP)
@@ -138,9 +128,7 @@ inner_A_4:
 	VCVTDQ2PS Y2, Y2
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
-	XORQ      BX, BX
-	IMUL3Q    $+32, CX, SI
-	ADDQ      SI, BX
+	IMUL3Q    $+32, CX, BX
 	VMOVUPS   (SP)(BX*1), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
@@ -164,11 +152,8 @@ inner_A_4:
 
 inner_A_5:
 	MOVQ      actionMask+24(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+6, AX, DI
-	ADDQ      DI, SI
-	MOVQ      CX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+6, AX, SI
+	ADDQ      CX, SI
 	MOVQ      $+0, 592(SP)
 	MOVB      (BX)(SI*1), DI
 	MOVB      DI, 592(SP)
@@ -190,9 +175,7 @@ inner_A_5:
 	VCVTDQ2PS Y4, Y4
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
-	XORQ      BX, BX
-	IMUL3Q    $+32, CX, SI
-	ADDQ      SI, BX
+	IMUL3Q    $+32, CX, BX
 	VMOVUPS   (SP)(BX*1), Y4
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
@@ -225,8 +208,7 @@ inner_A_5:
 
 	// store chosenActionValue
 	MOVQ    chosenActionValue+32(FP), CX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS Y0, (CX)(BX*4)
 
 	// flush the tile of actionValue2
@@ -331,10 +313,8 @@ chunkdone_2:
 
 inner_A_7:
 	MOVQ       actionMask+24(FP), CX
-	XORQ       DX, DX
+	MOVQ       AX, DX
 	ADDQ       $+1536, DX
-	MOVQ       AX, BX
-	ADDQ       BX, DX
 	MOVQ       $+0, 600(SP)
 	MOVB       (CX)(DX*1), CL
 	MOVB       CL, 600(SP)
@@ -375,10 +355,8 @@ inner_A_7:
 
 inner_A_8:
 	MOVQ       actionMask+24(FP), CX
-	XORQ       DX, DX
+	MOVQ       AX, DX
 	ADDQ       $+1536, DX
-	MOVQ       AX, BX
-	ADDQ       BX, DX
 	MOVQ       $+0, 608(SP)
 	MOVB       (CX)(DX*1), CL
 	MOVB       CL, 608(SP)
@@ -420,10 +398,8 @@ inner_A_8:
 
 inner_A_9:
 	MOVQ       actionMask+24(FP), CX
-	XORQ       DX, DX
+	MOVQ       AX, DX
 	ADDQ       $+1536, DX
-	MOVQ       AX, BX
-	ADDQ       BX, DX
 	MOVQ       $+0, 680(SP)
 	MOVB       (CX)(DX*1), CL
 	MOVB       CL, 680(SP)
@@ -473,8 +449,7 @@ inner_A_9:
 
 	// store chosenActionValue
 	MOVQ       chosenActionValue+32(FP), AX
-	XORQ       CX, CX
-	ADDQ       $+256, CX
+	MOVQ       $+256, CX
 	VMOVUPS    lgc8<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(CX*4)
 

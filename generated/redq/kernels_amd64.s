@@ -53,9 +53,7 @@ TEXT ·pass0AVX2(SB), $32-32
 
 inner_Q_1:
 	MOVQ         selectedModels+8(FP), DX
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	MOVBLZX      (DX)(BX*1), DX
 	VMOVD        DX, X0
 	VPBROADCASTD X0, Y0
@@ -373,8 +371,7 @@ TEXT ·pass1AVX2(SB), $192-120
 blocks_2:
 	VMOVUPS (SP), Y0
 	MOVQ    nextLogProb+24(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v22 = mul(v13, nextLogProb)
@@ -385,9 +382,7 @@ blocks_2:
 
 inner_Q_4:
 	MOVQ    nextStateActionValue+32(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 64(SP), Y2
@@ -395,9 +390,7 @@ inner_Q_4:
 	// v23 = sub(nextStateActionValue, v22)
 	VSUBPS       Y2, Y0, Y0
 	MOVQ         selectedModels+40(FP), SI
-	XORQ         DI, DI
-	MOVQ         DX, R8
-	ADDQ         R8, DI
+	MOVQ         DX, DI
 	MOVBLZX      (SI)(DI*1), SI
 	VMOVD        SI, X2
 	VPBROADCASTD X2, Y2
@@ -454,9 +447,7 @@ inner_Q_4:
 inner_Q_5:
 	VMOVUPS 160(SP), Y0
 	MOVQ    stateActionValueActor+72(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y1
 
@@ -510,9 +501,7 @@ inner_Q_5:
 
 inner_Q_6:
 	MOVQ    stateActionValue+80(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, SI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, SI, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y2
 	VMOVUPS 128(SP), Y4
@@ -957,8 +946,7 @@ TEXT ·fbPass0AVX2(SB), $288-144
 blocks_8:
 	VMOVUPS (SP), Y0
 	MOVQ    nextLogProb+24(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v22 = mul(v13, nextLogProb)
@@ -969,9 +957,7 @@ blocks_8:
 
 inner_Q_10:
 	MOVQ    nextStateActionValue+32(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 96(SP), Y2
@@ -979,9 +965,7 @@ inner_Q_10:
 	// v23 = sub(nextStateActionValue, v22)
 	VSUBPS       Y2, Y0, Y0
 	MOVQ         selectedModels+40(FP), SI
-	XORQ         DI, DI
-	MOVQ         DX, R8
-	ADDQ         R8, DI
+	MOVQ         DX, DI
 	MOVBLZX      (SI)(DI*1), SI
 	VMOVD        SI, X2
 	VPBROADCASTD X2, Y2
@@ -1038,9 +1022,7 @@ inner_Q_10:
 inner_Q_11:
 	VMOVUPS 192(SP), Y0
 	MOVQ    stateActionValueActor+72(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y1
 
@@ -1094,9 +1076,7 @@ inner_Q_11:
 
 inner_Q_12:
 	MOVQ    stateActionValue+80(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, SI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, SI, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y2
 	VMOVUPS 160(SP), Y4
@@ -1190,9 +1170,7 @@ inner_Q_12:
 
 inner_Q_13:
 	MOVQ    stateActionValue+80(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 160(SP), Y1
@@ -1568,9 +1546,7 @@ TEXT ·fbPass1AVX2(SB), $64-48
 
 inner_Q_15:
 	MOVQ         selectedModels+8(FP), DX
-	XORQ         BX, BX
-	MOVQ         AX, SI
-	ADDQ         SI, BX
+	MOVQ         AX, BX
 	MOVBLZX      (DX)(BX*1), DX
 	VMOVD        DX, X0
 	VPBROADCASTD X0, Y0

@@ -17,9 +17,7 @@ outer0_1:
 blocks_2:
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+64, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+64, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
@@ -357,9 +355,7 @@ outer0_4:
 blocks_5:
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+64, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+64, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2

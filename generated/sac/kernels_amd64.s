@@ -228,8 +228,7 @@ blocks_1:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	MOVQ         nextLogProb+24(FP), DX
-	XORQ         SI, SI
-	ADDQ         AX, SI
+	MOVQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y0
 
 	// v5 = mul(v1, nextLogProb)
@@ -243,9 +242,7 @@ blocks_1:
 
 inner_Q_3:
 	MOVQ    nextStateActionValue+32(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, DX, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y3
 
@@ -313,9 +310,7 @@ inner_Q_3:
 
 inner_Q_4:
 	MOVQ    stateActionValue+64(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, DX, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 32(SP), Y6
@@ -797,8 +792,7 @@ TEXT ·fbPass1AVX2(SB), $224-128
 blocks_6:
 	VMOVUPS (SP), Y0
 	MOVQ    nextLogProb+24(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v5 = mul(v1, nextLogProb)
@@ -812,9 +806,7 @@ blocks_6:
 
 inner_Q_8:
 	MOVQ    nextStateActionValue+32(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 64(SP), Y5
@@ -883,9 +875,7 @@ inner_Q_8:
 
 inner_Q_9:
 	MOVQ    stateActionValue+64(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 96(SP), Y6
@@ -1020,9 +1010,7 @@ inner_Q_9:
 
 inner_Q_10:
 	MOVQ    stateActionValue+64(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 96(SP), Y1
@@ -1040,9 +1028,7 @@ inner_Q_10:
 
 	// v23 = mul(0.5, absDiff)
 	VMULPS       lgc10<>+0(SB), Y1, Y4
-	XORQ         SI, SI
-	MOVQ         DX, R8
-	ADDQ         R8, SI
+	MOVQ         DX, SI
 	VMOVD        SI, X5
 	VPBROADCASTD X5, Y5
 	VCVTDQ2PS    Y5, Y5

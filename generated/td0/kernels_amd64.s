@@ -15,9 +15,7 @@ outer0_1:
 blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y0
 	MOVQ      nextTerminated+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+421, AX, SI
-	ADDQ      SI, BX
+	IMUL3Q    $+421, AX, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
@@ -55,9 +53,7 @@ blocks_2:
 	JL        blocks_2
 	VMOVUPS   lgc0<>+0(SB), Y0
 	MOVQ      nextTerminated+8(FP), CX
-	XORQ      DX, DX
-	IMUL3Q    $+421, AX, BX
-	ADDQ      BX, DX
+	IMUL3Q    $+421, AX, DX
 	ADDQ      $+416, DX
 	MOVQ      $+0, (SP)
 	MOVB      (CX)(DX*1), BL

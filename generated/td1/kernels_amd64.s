@@ -14,9 +14,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ    nextReward+8(FP), DX
-	XORQ    BX, BX
-	IMUL3Q  $+64, AX, SI
-	ADDQ    SI, BX
+	IMUL3Q  $+64, AX, BX
 	ADDQ    CX, BX
 	VMOVUPD (DX)(BX*8), Y0
 
@@ -93,9 +91,7 @@ TEXT ·pass1AVX2(SB), $64-80
 
 outer0_3:
 	// values every block of the row reads alike, computed once a row
-	XORQ         CX, CX
-	MOVQ         AX, DX
-	ADDQ         DX, CX
+	MOVQ         AX, CX
 	MOVQ         $+420, DX
 	SUBQ         CX, DX
 	VMOVD        DX, X0
@@ -111,9 +107,7 @@ outer0_3:
 
 blocks_4:
 	MOVQ         nextReward+16(FP), DX
-	XORQ         BX, BX
-	IMUL3Q       $+64, AX, SI
-	ADDQ         SI, BX
+	IMUL3Q       $+64, AX, BX
 	ADDQ         CX, BX
 	VMOVUPD      (DX)(BX*8), Y0
 	MOVQ         s0+24(FP), DX
@@ -171,8 +165,7 @@ blocks_4:
 
 	// td1Return = scan(td1B, td1A) over T reverse
 	MOVQ    state+8(FP), DX
-	XORQ    SI, SI
-	ADDQ    CX, SI
+	MOVQ    CX, SI
 	VMULPD  832(DX)(SI*8), Y1, Y1
 	VADDPD  Y0, Y1, Y1
 	VMOVUPD Y1, 832(DX)(SI*8)

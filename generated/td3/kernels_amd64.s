@@ -18,9 +18,7 @@ blocks_1:
 
 inner_Q_3:
 	MOVQ    nextStateActionValue+16(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+256, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+256, DX, SI
 	ADDQ    AX, SI
 	VMOVUPS (BX)(SI*4), Y1
 
@@ -35,8 +33,7 @@ inner_Q_3:
 	// finish v1
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+24(FP), DX
-	XORQ      BX, BX
-	ADDQ      AX, BX
+	MOVQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
@@ -61,9 +58,7 @@ inner_Q_3:
 	XORQ    DX, DX
 
 inner_Q_4:
-	XORQ         SI, SI
-	MOVQ         DX, DI
-	ADDQ         DI, SI
+	MOVQ         DX, SI
 	VMOVD        SI, X5
 	VPBROADCASTD X5, Y5
 	VCVTDQ2PS    Y5, Y5
@@ -71,9 +66,7 @@ inner_Q_4:
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y0, Y5, Y5
 	MOVQ    stateActionValueActor+40(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y6
 
@@ -128,9 +121,7 @@ inner_Q_4:
 
 inner_Q_5:
 	MOVQ    stateActionValue+48(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, SI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, SI, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y5
 
@@ -384,9 +375,7 @@ blocks_7:
 
 inner_Q_9:
 	MOVQ    nextStateActionValue+16(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+256, DX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+256, DX, SI
 	ADDQ    AX, SI
 	VMOVUPS (BX)(SI*4), Y1
 
@@ -401,8 +390,7 @@ inner_Q_9:
 	// finish v1
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+24(FP), DX
-	XORQ      BX, BX
-	ADDQ      AX, BX
+	MOVQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
@@ -427,9 +415,7 @@ inner_Q_9:
 	XORQ    DX, DX
 
 inner_Q_10:
-	XORQ         SI, SI
-	MOVQ         DX, DI
-	ADDQ         DI, SI
+	MOVQ         DX, SI
 	VMOVD        SI, X5
 	VPBROADCASTD X5, Y5
 	VCVTDQ2PS    Y5, Y5
@@ -437,9 +423,7 @@ inner_Q_10:
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y0, Y5, Y5
 	MOVQ    stateActionValueActor+40(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y6
 
@@ -494,9 +478,7 @@ inner_Q_10:
 
 inner_Q_11:
 	MOVQ    stateActionValue+48(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, SI, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+256, SI, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y5
 
@@ -550,9 +532,7 @@ inner_Q_11:
 	XORQ    DX, DX
 
 inner_Q_12:
-	XORQ         SI, SI
-	MOVQ         DX, DI
-	ADDQ         DI, SI
+	MOVQ         DX, SI
 	VMOVD        SI, X4
 	VPBROADCASTD X4, Y4
 	VCVTDQ2PS    Y4, Y4
@@ -560,9 +540,7 @@ inner_Q_12:
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y0, Y4, Y4
 	MOVQ    stateActionValue+48(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+256, DX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+256, DX, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y5
 

@@ -11,8 +11,7 @@ TEXT ·pass0AVX2(SB), $16-80
 
 outer0_1:
 	VMOVUPD      lgc0<>+0(SB), Y0
-	XORQ         CX, CX
-	ADDQ         $+420, CX
+	MOVQ         $+420, CX
 	MOVQ         $+420, DX
 	SUBQ         CX, DX
 	VMOVD        DX, X1
@@ -25,9 +24,7 @@ outer0_1:
 	VCMPPD    $0x00, Y2, Y1, Y1
 	VANDPD    lgc2<>+0(SB), Y1, Y1
 	MOVQ      nextDone+8(FP), CX
-	XORQ      DX, DX
-	IMUL3Q    $+421, AX, BX
-	ADDQ      BX, DX
+	IMUL3Q    $+421, AX, DX
 	ADDQ      $+420, DX
 	MOVQ      $+0, (SP)
 	MOVB      (CX)(DX*1), CL
@@ -130,8 +127,7 @@ outer0_1:
 	MOVQ       $+416, CX
 
 blocks_2:
-	XORQ         DX, DX
-	ADDQ         CX, DX
+	MOVQ         CX, DX
 	MOVQ         $+420, BX
 	SUBQ         DX, BX
 	VMOVD        BX, X1
@@ -144,9 +140,7 @@ blocks_2:
 	VCMPPD    $0x00, Y2, Y1, Y1
 	VANDPD    lgc2<>+0(SB), Y1, Y1
 	MOVQ      nextDone+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+421, AX, SI
-	ADDQ      SI, BX
+	IMUL3Q    $+421, AX, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), X2
 	VCVTDQ2PD X2, Y2

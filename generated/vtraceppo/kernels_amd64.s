@@ -22,9 +22,7 @@ outer0_1:
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	MOVQ       logProb+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+421, AX, DX
 	ADDQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
@@ -264,8 +262,7 @@ outer0_1:
 	VMOVUPS      Y2, 1536(CX)
 
 	// var(diff) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
+	MOVQ         $+416, BX
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X2
@@ -401,9 +398,7 @@ outer0_1:
 
 blocks_2:
 	MOVQ    logProb+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+421, AX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+421, AX, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y1
 	MOVQ    sampleLogProb+16(FP), BX
@@ -586,8 +581,7 @@ blocks_2:
 	VMOVUPS Y2, 1536(BX)
 
 	// var(diff) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1180,8 +1174,7 @@ TEXT ·pass1AVX2(SB), $0-64
 
 blocks_4:
 	MOVQ    s1+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
@@ -1274,8 +1267,7 @@ chunkdone_5:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_7
 	MOVQ       s1+16(FP), AX
-	XORQ       DX, DX
-	ADDQ       $+416, DX
+	MOVQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
@@ -1403,9 +1395,7 @@ outer0_8:
 
 blocks_9:
 	MOVQ    logProb+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+421, AX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+421, AX, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y0
 	MOVQ    sampleLogProb+16(FP), BX
@@ -1578,9 +1568,7 @@ noflush_10:
 	CMPQ       CX, $+416
 	JL         blocks_9
 	MOVQ       logProb+8(FP), CX
-	XORQ       BX, BX
-	IMUL3Q     $+421, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+421, AX, BX
 	ADDQ       $+416, BX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (CX)(BX*4), Y0, Y0
@@ -1864,9 +1852,7 @@ outer0_11:
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	MOVQ       logProb+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
+	IMUL3Q     $+421, AX, DX
 	ADDQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
@@ -2108,8 +2094,7 @@ outer0_11:
 	VMOVUPS      Y2, 56(SP)
 
 	// var(diff) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
+	MOVQ         $+416, BX
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y6
 	VEXTRACTI128 $0x01, Y2, X2
@@ -2325,9 +2310,7 @@ outer0_11:
 
 blocks_12:
 	MOVQ    logProb+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+421, AX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+421, AX, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y1
 	MOVQ    sampleLogProb+16(FP), BX
@@ -2512,8 +2495,7 @@ blocks_12:
 	VMOVUPS Y2, 216(SP)
 
 	// var(diff) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X7
@@ -2882,8 +2864,7 @@ TEXT ·fbPass1AVX2(SB), $0-64
 
 blocks_14:
 	MOVQ    s1+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
@@ -2976,8 +2957,7 @@ chunkdone_15:
 	CMPQ       hi+8(FP), $+421
 	JNE        notail_17
 	MOVQ       s1+16(FP), AX
-	XORQ       DX, DX
-	ADDQ       $+416, DX
+	MOVQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
@@ -3085,9 +3065,7 @@ outer0_18:
 
 blocks_19:
 	MOVQ    logProb+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+421, AX, DI
-	ADDQ    DI, SI
+	IMUL3Q  $+421, AX, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y0
 	MOVQ    sampleLogProb+16(FP), BX
@@ -3313,9 +3291,7 @@ noflush_20:
 	CMPQ       CX, $+416
 	JL         blocks_19
 	MOVQ       logProb+8(FP), CX
-	XORQ       BX, BX
-	IMUL3Q     $+421, AX, SI
-	ADDQ       SI, BX
+	IMUL3Q     $+421, AX, BX
 	ADDQ       $+416, BX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (CX)(BX*4), Y0, Y0

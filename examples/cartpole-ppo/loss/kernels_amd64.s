@@ -17,9 +17,7 @@ outer0_1:
 blocks_2:
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
@@ -435,9 +433,7 @@ outer0_4:
 blocks_5:
 	// tile logits
 	MOVQ       logits+16(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+256, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+256, AX, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
 	VMOVUPS    lgc15<>+0(SB), Y0
@@ -476,9 +472,7 @@ blocks_5:
 	VMOVUPS    Y5, 40(SP)
 	VMOVUPS    Y3, 72(SP)
 	MOVQ       s0+24(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+128, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+128, AX, SI
 	ADDQ       CX, SI
 	VMOVUPS    (BX)(SI*4), Y0
 	MOVQ       stateValue+32(FP), BX
@@ -503,9 +497,7 @@ blocks_5:
 	XORQ    BX, BX
 
 inner_A_6:
-	XORQ    DI, DI
-	IMUL3Q  $+32, BX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, BX, DI
 	VMOVUPS 40(SP)(DI*1), Y0
 
 	// reduce_max(logits) over [A]
@@ -527,9 +519,7 @@ inner_A_6:
 	XORQ    BX, BX
 
 inner_A_7:
-	XORQ    DI, DI
-	IMUL3Q  $+32, BX, R8
-	ADDQ    R8, DI
+	IMUL3Q  $+32, BX, DI
 	VMOVUPS 40(SP)(DI*1), Y0
 	VMOVUPS 200(SP), Y3
 
@@ -806,8 +796,7 @@ inner_A_7:
 	VMOVUPS Y2, 3264(BX)
 
 	// var(diff) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	MOVQ         CX, DI
 	VBROADCASTSD 32(SP), Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1513,8 +1502,7 @@ TEXT ·pass2AVX2(SB), $0-64
 
 blocks_9:
 	MOVQ    s4+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
@@ -1677,9 +1665,7 @@ outer0_12:
 blocks_13:
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
+	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
@@ -1963,9 +1949,7 @@ outer0_15:
 blocks_16:
 	// tile logits
 	MOVQ       logits+16(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+256, AX, DI
-	ADDQ       DI, SI
+	IMUL3Q     $+256, AX, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
 	VMOVUPS    lgc15<>+0(SB), Y0
@@ -2004,9 +1988,7 @@ blocks_16:
 	VMOVUPS    Y5, 104(SP)
 	VMOVUPS    Y3, 136(SP)
 	MOVQ       s0+24(FP), BX
-	XORQ       DI, DI
-	IMUL3Q     $+128, AX, R8
-	ADDQ       R8, DI
+	IMUL3Q     $+128, AX, DI
 	ADDQ       CX, DI
 	VMOVUPS    (BX)(DI*4), Y0
 	MOVQ       stateValue+32(FP), BX
@@ -2031,9 +2013,7 @@ blocks_16:
 	XORQ    BX, BX
 
 inner_A_17:
-	XORQ    R8, R8
-	IMUL3Q  $+32, BX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, BX, R8
 	VMOVUPS 104(SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
@@ -2055,9 +2035,7 @@ inner_A_17:
 	XORQ    BX, BX
 
 inner_A_18:
-	XORQ    R8, R8
-	IMUL3Q  $+32, BX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, BX, R8
 	VMOVUPS 104(SP)(R8*1), Y0
 	VMOVUPS 328(SP), Y3
 
@@ -2336,8 +2314,7 @@ inner_A_18:
 	VMOVUPS Y7, 520(SP)
 
 	// var(diff) over [N]
-	XORQ         R8, R8
-	ADDQ         CX, R8
+	MOVQ         CX, R8
 	VBROADCASTSD 32(SP), Y3
 	VCVTPS2PD    X2, Y5
 	VEXTRACTF128 $0x01, Y2, X6
@@ -2512,9 +2489,7 @@ inner_A_18:
 	XORQ    BX, BX
 
 inner_A_19:
-	XORQ    R8, R8
-	IMUL3Q  $+32, BX, R9
-	ADDQ    R9, R8
+	IMUL3Q  $+32, BX, R8
 	VMOVUPS 104(SP)(R8*1), Y0
 	VMOVUPS 328(SP), Y1
 
@@ -2554,9 +2529,7 @@ inner_A_19:
 
 	// v104 = where(v103, v100, 0)
 	VANDPS       Y3, Y1, Y0
-	XORQ         R9, R9
-	MOVQ         BX, R10
-	ADDQ         R10, R9
+	MOVQ         BX, R9
 	VMOVD        R9, X1
 	VPBROADCASTD X1, Y1
 	VCVTDQ2PS    Y1, Y1
@@ -2904,8 +2877,7 @@ TEXT ·fbPass2AVX2(SB), $0-64
 
 blocks_21:
 	MOVQ    s4+16(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
+	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
