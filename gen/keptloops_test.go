@@ -1,6 +1,7 @@
 package gen_test
 
 import (
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -8,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // softmaxRows builds a categorical's softmax over A = 16 with its entropy and probabilities:
@@ -58,6 +61,59 @@ func TestKeptAcrossLoops(t *testing.T) {
 			require.Equal(t, 2, exps, "one exp polynomial per block program")
 			zooRun(t, softmaxRows(dt), "default")
 			zooRun(t, softmaxRows(dt), "go")
+		})
+	}
+}
+
+// exps builds e^x three ways: of a softmax's shifted logits (x − max x ≤ 0: clamped below
+// only), of x itself (clamped on both sides) and of x clamped to [−5, 5] by the graph (no
+// clamp in the kernel): the value-range facts decide (asmgen expWithin), and a NaN must come
+// out NaN through whichever clamps remain.
+func exps(dt ir.DType) *ir.Graph {
+	dims := []ir.Dim{{Name: "B", Size: 13}, {Name: "A", Size: 16}}
+	b := ir.NewBuilder(dt, dims, []string{"B"})
+	z := b.Input(ir.Input{Key: "z", Name: "z", Kind: ir.Float, Shape: b.Shape("B", "A")})
+	b.Output("shifted", b.Exp(b.Sub(z, b.Detach(b.ReduceMax(z, "A")))), ir.Metric, "", "")
+	b.Output("plain", b.Exp(z), ir.Metric, "", "")
+	b.Output("clamped", b.Exp(b.Clamp(z, b.Const(-5), b.Const(5))), ir.Metric, "", "")
+	return b.Graph()
+}
+
+func TestExpClampsKeepNaN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), -200, -104.5, -87.5, 88.5, 89.5, 720, -745, 0, -0.5}
+	inputs := func(g *ir.Graph, seed uint64) map[string]golden.Array {
+		in := zooInputs(g, seed)
+		v := in["z"].Float64s()
+		for i := range v {
+			if i%5 == int(seed) {
+				v[i] = specials[(i/5+int(seed))%len(specials)] // rows with NaN, ±inf and the clamps' edges
+			} else {
+				v[i] *= 50
+			}
+		}
+		in["z"] = cases.Stored(g.DType, g.Inputs[0], v)
+		return in
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
+			files, err := gen.Emit(compiledGraph(t, exps(dt), "exps"), gen.Options{OutDir: t.TempDir()})
+			require.NoError(t, err)
+			// The shifted logits' exp clamps below only, x's on both sides; neither blends
+			// (a NaN passes through the clamps).
+			asm := string(files["kernels_amd64.s"])
+			for name, want := range map[string][2]int{"shifted": {1, 0}, "plain": {1, 1}} {
+				code := regexp.MustCompile(`(?s)// `+name+` = exp\(.*?\n\n`).FindString(asm)
+				require.NotEmpty(t, code, name)
+				require.Equal(t, want, [2]int{strings.Count(code, "VMAXP"), strings.Count(code, "VMINP")}, "%s:\n%s", name, code)
+				require.NotContains(t, code, "VBLENDVP", name)
+			}
+			zooRunWith(t, exps(dt), "default", inputs)
+			zooRunWith(t, exps(dt), "go", inputs)
 		})
 	}
 }

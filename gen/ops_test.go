@@ -226,6 +226,11 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 }
 
 func zooRun(t *testing.T, g *ir.Graph, backend string) {
+	zooRunWith(t, g, backend, zooInputs)
+}
+
+// zooRunWith is zooRun on the inputs of seeds 1, 2 and 3 that inputs makes.
+func zooRunWith(t *testing.T, g *ir.Graph, backend string, inputs func(g *ir.Graph, seed uint64) map[string]golden.Array) {
 	dt := g.DType
 	c := compiledGraph(t, g, "zoo")
 	run := func(in map[string]golden.Array) map[string]golden.Array {
@@ -260,7 +265,7 @@ func zooRun(t *testing.T, g *ir.Graph, backend string) {
 		tol = golden.Tol{Abs: 1e-14, Rel: 1e-14}
 	}
 	for seed := uint64(1); seed <= 3; seed++ {
-		in := zooInputs(g, seed)
+		in := inputs(g, seed)
 		ref := golden.Case{Name: fmt.Sprint(seed), Inputs: in}
 		require.NoError(t, cases.Want(g, &ref))
 		got := run(in)

@@ -47,6 +47,9 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 			args[0], args[1] = args[1], args[0]
 		}
 	}
+	if n.Op == ir.OpExp {
+		return pg.expWithin(a[0], pg.e.g.Range(n.Args[0]))
+	}
 	if (n.Op == ir.OpMin || n.Op == ir.OpMax) && isBool(n.Args[0]) && isBool(n.Args[1]) {
 		// Two comparisons' 0s and 1s: no NaN, no −0, so one VMINPS/VMAXPS is exact (an and,
 		// an or: a clamp's gradient passes where x ≥ lo or x is NaN).

@@ -6,6 +6,7 @@ import (
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
+	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/runtime/vmath"
 )
 
@@ -32,10 +33,44 @@ import (
 var MaxULP = map[string]float64{"exp": 2, "log": 2, "log1p": 2}
 
 func (a *asm) expf(x reg.VecVirtual) reg.VecVirtual {
+	return a.expWithin(x, ir.Interval{Lo: math.Inf(-1), Hi: math.Inf(1)})
+}
+
+// expWithin is e^x for x within iv (NaN aside; passes.ValueRange): the clamp to the range
+// where the polynomial and the scaling hold is kept only on a side iv leaves open (a
+// softmax's e^(z − max z) needs none above). Each clamp keeps a NaN (x is VMAXPS's and
+// VMINPS's second source, the one returned on NaN), which then passes through the
+// polynomial and the scaling unchanged in value.
+func (a *asm) expWithin(x reg.VecVirtual, iv ir.Interval) reg.VecVirtual {
+	lo, hi := float64(vmath.Exp32Lo), float64(vmath.Exp32Hi)
 	if a.f64 {
-		return a.exp64(x)
+		lo, hi = vmath.Exp64Lo, vmath.Exp64Hi
 	}
-	return a.exp32(x)
+	xc := x
+	if iv.Lo < lo {
+		b, t := a.ymm(), a.ymm()
+		a.mov(a.cf(lo), b)
+		if a.f64 {
+			a.c.VMAXPD(xc, b, t)
+		} else {
+			a.c.VMAXPS(xc, b, t)
+		}
+		xc = t
+	}
+	if iv.Hi > hi {
+		b, t := a.ymm(), a.ymm()
+		a.mov(a.cf(hi), b)
+		if a.f64 {
+			a.c.VMINPD(xc, b, t)
+		} else {
+			a.c.VMINPS(xc, b, t)
+		}
+		xc = t
+	}
+	if a.f64 {
+		return a.exp64(xc)
+	}
+	return a.exp32(xc)
 }
 
 func (a *asm) logf(x reg.VecVirtual) reg.VecVirtual {
@@ -71,13 +106,10 @@ func (a *asm) log1pf(x reg.VecVirtual) reg.VecVirtual {
 }
 
 // exp32 is e^x for 8 float32 lanes.
-func (a *asm) exp32(x reg.VecVirtual) reg.VecVirtual {
+// exp32 is e^x for x clamped to [Exp32Lo, Exp32Hi] or NaN (expWithin): below −104 the
+// result rounds to 0, above 89 it overflows to +inf through the scaling.
+func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	c := a.c
-	xc := a.ymm()
-	// Clamp (a NaN becomes −104 here and is restored at the end): below −104 the result
-	// rounds to 0, above 89 it overflows to +inf through the scaling.
-	c.VMAXPS(a.cf32(vmath.Exp32Lo), x, xc)
-	c.VMINPS(a.cf32(vmath.Exp32Hi), xc, xc)
 	n := a.ymm()
 	c.VMULPS(a.cf32(float32(math.Log2E)), xc, n)
 	c.VROUNDPS(operand.Imm(0), n, n)
@@ -107,20 +139,14 @@ func (a *asm) exp32(x reg.VecVirtual) reg.VecVirtual {
 	c.VPADDD(a.cd(127), n2, n2)
 	c.VPSLLD(operand.Imm(23), n2, n2)
 	c.VMULPS(n1, p, p)
-	c.VMULPS(n2, p, p)
-	// NaN in, NaN out.
-	nan := a.ymm()
-	c.VCMPPS(operand.Imm(cmpUNORD), x, x, nan)
-	c.VBLENDVPS(nan, x, p, p)
+	c.VMULPS(n2, p, p) // NaN in, NaN out: n's NaN converts to an integer, p stays NaN
 	return p
 }
 
 // exp64 is e^x for 4 float64 lanes.
-func (a *asm) exp64(x reg.VecVirtual) reg.VecVirtual {
+// exp64 is exp32 in float64, for x clamped to [Exp64Lo, Exp64Hi] or NaN.
+func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
 	c := a.c
-	xc := a.ymm()
-	c.VMAXPD(a.cf64(vmath.Exp64Lo), x, xc)
-	c.VMINPD(a.cf64(vmath.Exp64Hi), xc, xc)
 	n := a.ymm()
 	c.VMULPD(a.cf64(math.Log2E), xc, n)
 	c.VROUNDPD(operand.Imm(0), n, n)
@@ -151,10 +177,7 @@ func (a *asm) exp64(x reg.VecVirtual) reg.VecVirtual {
 	c.VPADDQ(a.cq(1023), w2, w2)
 	c.VPSLLQ(operand.Imm(52), w2, w2)
 	c.VMULPD(w1, p, p)
-	c.VMULPD(w2, p, p)
-	nan := a.ymm()
-	c.VCMPPD(operand.Imm(cmpUNORD), x, x, nan)
-	c.VBLENDVPD(nan, x, p, p)
+	c.VMULPD(w2, p, p) // NaN in, NaN out, as in exp32
 	return p
 }
 

@@ -93,33 +93,31 @@ inner_A_3:
 	VSUBPS Y0, Y4, Y4
 
 	// v6 = exp(v5)
-	VMAXPS       lgc5<>+0(SB), Y4, Y5
-	VMINPS       lgc6<>+0(SB), Y5, Y5
-	VMULPS       lgc7<>+0(SB), Y5, Y6
+	VMOVUPS      lgc5<>+0(SB), Y5
+	VMAXPS       Y4, Y5, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VMOVAPS      lgc10<>+0(SB), Y7
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc16<>+0(SB), Y7, Y7
+	VADDPS       lgc15<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc17<>+0(SB), Y5, Y6
-	VPMINSD      lgc18<>+0(SB), Y6, Y6
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc18<>+0(SB), Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc18<>+0(SB), Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
 
 	// sum(v6) over [A]
 	VADDPS Y1, Y7, Y1
@@ -138,22 +136,23 @@ inner_A_3:
 
 	// finish v7
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y3
-	VMULPS       lgc20<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y3
+	VMULPS       lgc19<>+0(SB), Y1, Y4
 	VBLENDVPS    Y3, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc18<>+0(SB), Y5, Y5
-	VPAND        lgc21<>+0(SB), Y3, Y3
+	VPSUBD       lgc17<>+0(SB), Y5, Y5
+	VPAND        lgc20<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
-	VPAND        lgc22<>+0(SB), Y4, Y3
-	VPOR         lgc16<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc23<>+0(SB), Y3, Y4
-	VMULPS       lgc15<>+0(SB), Y3, Y6
+	VPAND        lgc21<>+0(SB), Y4, Y3
+	VPOR         lgc15<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc22<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
 	VBLENDVPS    Y4, Y6, Y3, Y3
 	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc16<>+0(SB), Y3, Y3
+	VSUBPS       lgc15<>+0(SB), Y3, Y3
 	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc24<>+0(SB), Y6
+	VMOVAPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc25<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc27<>+0(SB), Y3, Y6
@@ -161,20 +160,19 @@ inner_A_3:
 	VFMADD213PS  lgc29<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc32<>+0(SB), Y3, Y6
 	VMULPS       Y3, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc9<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc15<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
 	VFMADD231PS  lgc8<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc7<>+0(SB), Y5, Y6
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y6, Y6
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc32<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc33<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc33<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y6, Y6
 	MOVQ         action+16(FP), BX
@@ -219,10 +217,10 @@ inner_A_3:
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y3, Y3
 	VPMAXSD    lgc3<>+0(SB), Y3, Y3
-	VPMINSD    lgc35<>+0(SB), Y3, Y3
-	VPMULLD    lgc36<>+0(SB), Y3, Y3
-	VPADDD     lgc37<>+0(SB), Y3, Y3
-	VMOVUPS    lgc38<>+0(SB), Y4
+	VPMINSD    lgc34<>+0(SB), Y3, Y3
+	VPMULLD    lgc35<>+0(SB), Y3, Y3
+	VPADDD     lgc36<>+0(SB), Y3, Y3
+	VMOVUPS    lgc37<>+0(SB), Y4
 	VMOVUPS    lgc3<>+0(SB), Y5
 	VGATHERDPS Y4, (DI)(Y3*4), Y5
 
@@ -255,7 +253,7 @@ inner_A_3:
 	VSUBPS Y0, Y6, Y0
 
 	// v22 = mul(-0.01, entropy)
-	VMULPS lgc39<>+0(SB), Y0, Y1
+	VMULPS lgc38<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
 	VADDPS  576(BX), Y0, Y0
@@ -275,36 +273,36 @@ inner_A_3:
 	// absDiff = abs(diff)
 	VMOVUPS lgc2<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc15<>+0(SB), Y0, Y2
+	VMULPS lgc14<>+0(SB), Y0, Y2
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y0, Y2, Y2
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS lgc15<>+0(SB), Y0, Y0
+	VSUBPS lgc14<>+0(SB), Y0, Y0
 
 	// smoothL1 = where(v31, v33, v34)
 	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc15<>+0(SB), Y0, Y0
+	VMULPS lgc14<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
 	VADDPS       1216(BX), Y0, Y0
 	VMOVUPS      Y0, 1216(BX)
 	DECQ         DX
 	JNZ          noflush_4
-	VMOVUPD      lgc40<>+0(SB), Y0
+	VMOVUPD      lgc39<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc40<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -315,8 +313,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -328,8 +326,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -341,8 +339,8 @@ inner_A_3:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -368,8 +366,8 @@ noflush_4:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc40<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -380,8 +378,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -393,8 +391,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -406,8 +404,8 @@ noflush_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -486,371 +484,361 @@ DATA lgc5<>+24(SB)/4, $0xc2d00000
 DATA lgc5<>+28(SB)/4, $0xc2d00000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x42b20000
-DATA lgc6<>+4(SB)/4, $0x42b20000
-DATA lgc6<>+8(SB)/4, $0x42b20000
-DATA lgc6<>+12(SB)/4, $0x42b20000
-DATA lgc6<>+16(SB)/4, $0x42b20000
-DATA lgc6<>+20(SB)/4, $0x42b20000
-DATA lgc6<>+24(SB)/4, $0x42b20000
-DATA lgc6<>+28(SB)/4, $0x42b20000
+DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+0(SB)/4, $0x3f318000
+DATA lgc7<>+4(SB)/4, $0x3f318000
+DATA lgc7<>+8(SB)/4, $0x3f318000
+DATA lgc7<>+12(SB)/4, $0x3f318000
+DATA lgc7<>+16(SB)/4, $0x3f318000
+DATA lgc7<>+20(SB)/4, $0x3f318000
+DATA lgc7<>+24(SB)/4, $0x3f318000
+DATA lgc7<>+28(SB)/4, $0x3f318000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3f318000
-DATA lgc8<>+4(SB)/4, $0x3f318000
-DATA lgc8<>+8(SB)/4, $0x3f318000
-DATA lgc8<>+12(SB)/4, $0x3f318000
-DATA lgc8<>+16(SB)/4, $0x3f318000
-DATA lgc8<>+20(SB)/4, $0x3f318000
-DATA lgc8<>+24(SB)/4, $0x3f318000
-DATA lgc8<>+28(SB)/4, $0x3f318000
+DATA lgc8<>+0(SB)/4, $0xb95e8083
+DATA lgc8<>+4(SB)/4, $0xb95e8083
+DATA lgc8<>+8(SB)/4, $0xb95e8083
+DATA lgc8<>+12(SB)/4, $0xb95e8083
+DATA lgc8<>+16(SB)/4, $0xb95e8083
+DATA lgc8<>+20(SB)/4, $0xb95e8083
+DATA lgc8<>+24(SB)/4, $0xb95e8083
+DATA lgc8<>+28(SB)/4, $0xb95e8083
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0xb95e8083
-DATA lgc9<>+4(SB)/4, $0xb95e8083
-DATA lgc9<>+8(SB)/4, $0xb95e8083
-DATA lgc9<>+12(SB)/4, $0xb95e8083
-DATA lgc9<>+16(SB)/4, $0xb95e8083
-DATA lgc9<>+20(SB)/4, $0xb95e8083
-DATA lgc9<>+24(SB)/4, $0xb95e8083
-DATA lgc9<>+28(SB)/4, $0xb95e8083
+DATA lgc9<>+0(SB)/4, $0x39506967
+DATA lgc9<>+4(SB)/4, $0x39506967
+DATA lgc9<>+8(SB)/4, $0x39506967
+DATA lgc9<>+12(SB)/4, $0x39506967
+DATA lgc9<>+16(SB)/4, $0x39506967
+DATA lgc9<>+20(SB)/4, $0x39506967
+DATA lgc9<>+24(SB)/4, $0x39506967
+DATA lgc9<>+28(SB)/4, $0x39506967
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x39506967
-DATA lgc10<>+4(SB)/4, $0x39506967
-DATA lgc10<>+8(SB)/4, $0x39506967
-DATA lgc10<>+12(SB)/4, $0x39506967
-DATA lgc10<>+16(SB)/4, $0x39506967
-DATA lgc10<>+20(SB)/4, $0x39506967
-DATA lgc10<>+24(SB)/4, $0x39506967
-DATA lgc10<>+28(SB)/4, $0x39506967
+DATA lgc10<>+0(SB)/4, $0x3ab743ce
+DATA lgc10<>+4(SB)/4, $0x3ab743ce
+DATA lgc10<>+8(SB)/4, $0x3ab743ce
+DATA lgc10<>+12(SB)/4, $0x3ab743ce
+DATA lgc10<>+16(SB)/4, $0x3ab743ce
+DATA lgc10<>+20(SB)/4, $0x3ab743ce
+DATA lgc10<>+24(SB)/4, $0x3ab743ce
+DATA lgc10<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3ab743ce
-DATA lgc11<>+4(SB)/4, $0x3ab743ce
-DATA lgc11<>+8(SB)/4, $0x3ab743ce
-DATA lgc11<>+12(SB)/4, $0x3ab743ce
-DATA lgc11<>+16(SB)/4, $0x3ab743ce
-DATA lgc11<>+20(SB)/4, $0x3ab743ce
-DATA lgc11<>+24(SB)/4, $0x3ab743ce
-DATA lgc11<>+28(SB)/4, $0x3ab743ce
+DATA lgc11<>+0(SB)/4, $0x3c088908
+DATA lgc11<>+4(SB)/4, $0x3c088908
+DATA lgc11<>+8(SB)/4, $0x3c088908
+DATA lgc11<>+12(SB)/4, $0x3c088908
+DATA lgc11<>+16(SB)/4, $0x3c088908
+DATA lgc11<>+20(SB)/4, $0x3c088908
+DATA lgc11<>+24(SB)/4, $0x3c088908
+DATA lgc11<>+28(SB)/4, $0x3c088908
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3c088908
-DATA lgc12<>+4(SB)/4, $0x3c088908
-DATA lgc12<>+8(SB)/4, $0x3c088908
-DATA lgc12<>+12(SB)/4, $0x3c088908
-DATA lgc12<>+16(SB)/4, $0x3c088908
-DATA lgc12<>+20(SB)/4, $0x3c088908
-DATA lgc12<>+24(SB)/4, $0x3c088908
-DATA lgc12<>+28(SB)/4, $0x3c088908
+DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+0(SB)/4, $0x3f000000
+DATA lgc14<>+4(SB)/4, $0x3f000000
+DATA lgc14<>+8(SB)/4, $0x3f000000
+DATA lgc14<>+12(SB)/4, $0x3f000000
+DATA lgc14<>+16(SB)/4, $0x3f000000
+DATA lgc14<>+20(SB)/4, $0x3f000000
+DATA lgc14<>+24(SB)/4, $0x3f000000
+DATA lgc14<>+28(SB)/4, $0x3f000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f000000
-DATA lgc15<>+4(SB)/4, $0x3f000000
-DATA lgc15<>+8(SB)/4, $0x3f000000
-DATA lgc15<>+12(SB)/4, $0x3f000000
-DATA lgc15<>+16(SB)/4, $0x3f000000
-DATA lgc15<>+20(SB)/4, $0x3f000000
-DATA lgc15<>+24(SB)/4, $0x3f000000
-DATA lgc15<>+28(SB)/4, $0x3f000000
+DATA lgc15<>+0(SB)/4, $0x3f800000
+DATA lgc15<>+4(SB)/4, $0x3f800000
+DATA lgc15<>+8(SB)/4, $0x3f800000
+DATA lgc15<>+12(SB)/4, $0x3f800000
+DATA lgc15<>+16(SB)/4, $0x3f800000
+DATA lgc15<>+20(SB)/4, $0x3f800000
+DATA lgc15<>+24(SB)/4, $0x3f800000
+DATA lgc15<>+28(SB)/4, $0x3f800000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3f800000
-DATA lgc16<>+4(SB)/4, $0x3f800000
-DATA lgc16<>+8(SB)/4, $0x3f800000
-DATA lgc16<>+12(SB)/4, $0x3f800000
-DATA lgc16<>+16(SB)/4, $0x3f800000
-DATA lgc16<>+20(SB)/4, $0x3f800000
-DATA lgc16<>+24(SB)/4, $0x3f800000
-DATA lgc16<>+28(SB)/4, $0x3f800000
+DATA lgc16<>+0(SB)/4, $0xffffff82
+DATA lgc16<>+4(SB)/4, $0xffffff82
+DATA lgc16<>+8(SB)/4, $0xffffff82
+DATA lgc16<>+12(SB)/4, $0xffffff82
+DATA lgc16<>+16(SB)/4, $0xffffff82
+DATA lgc16<>+20(SB)/4, $0xffffff82
+DATA lgc16<>+24(SB)/4, $0xffffff82
+DATA lgc16<>+28(SB)/4, $0xffffff82
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xffffff82
-DATA lgc17<>+4(SB)/4, $0xffffff82
-DATA lgc17<>+8(SB)/4, $0xffffff82
-DATA lgc17<>+12(SB)/4, $0xffffff82
-DATA lgc17<>+16(SB)/4, $0xffffff82
-DATA lgc17<>+20(SB)/4, $0xffffff82
-DATA lgc17<>+24(SB)/4, $0xffffff82
-DATA lgc17<>+28(SB)/4, $0xffffff82
+DATA lgc17<>+0(SB)/4, $0x0000007f
+DATA lgc17<>+4(SB)/4, $0x0000007f
+DATA lgc17<>+8(SB)/4, $0x0000007f
+DATA lgc17<>+12(SB)/4, $0x0000007f
+DATA lgc17<>+16(SB)/4, $0x0000007f
+DATA lgc17<>+20(SB)/4, $0x0000007f
+DATA lgc17<>+24(SB)/4, $0x0000007f
+DATA lgc17<>+28(SB)/4, $0x0000007f
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x0000007f
-DATA lgc18<>+4(SB)/4, $0x0000007f
-DATA lgc18<>+8(SB)/4, $0x0000007f
-DATA lgc18<>+12(SB)/4, $0x0000007f
-DATA lgc18<>+16(SB)/4, $0x0000007f
-DATA lgc18<>+20(SB)/4, $0x0000007f
-DATA lgc18<>+24(SB)/4, $0x0000007f
-DATA lgc18<>+28(SB)/4, $0x0000007f
+DATA lgc18<>+0(SB)/4, $0x00800000
+DATA lgc18<>+4(SB)/4, $0x00800000
+DATA lgc18<>+8(SB)/4, $0x00800000
+DATA lgc18<>+12(SB)/4, $0x00800000
+DATA lgc18<>+16(SB)/4, $0x00800000
+DATA lgc18<>+20(SB)/4, $0x00800000
+DATA lgc18<>+24(SB)/4, $0x00800000
+DATA lgc18<>+28(SB)/4, $0x00800000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x00800000
-DATA lgc19<>+4(SB)/4, $0x00800000
-DATA lgc19<>+8(SB)/4, $0x00800000
-DATA lgc19<>+12(SB)/4, $0x00800000
-DATA lgc19<>+16(SB)/4, $0x00800000
-DATA lgc19<>+20(SB)/4, $0x00800000
-DATA lgc19<>+24(SB)/4, $0x00800000
-DATA lgc19<>+28(SB)/4, $0x00800000
+DATA lgc19<>+0(SB)/4, $0x4b000000
+DATA lgc19<>+4(SB)/4, $0x4b000000
+DATA lgc19<>+8(SB)/4, $0x4b000000
+DATA lgc19<>+12(SB)/4, $0x4b000000
+DATA lgc19<>+16(SB)/4, $0x4b000000
+DATA lgc19<>+20(SB)/4, $0x4b000000
+DATA lgc19<>+24(SB)/4, $0x4b000000
+DATA lgc19<>+28(SB)/4, $0x4b000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x4b000000
-DATA lgc20<>+4(SB)/4, $0x4b000000
-DATA lgc20<>+8(SB)/4, $0x4b000000
-DATA lgc20<>+12(SB)/4, $0x4b000000
-DATA lgc20<>+16(SB)/4, $0x4b000000
-DATA lgc20<>+20(SB)/4, $0x4b000000
-DATA lgc20<>+24(SB)/4, $0x4b000000
-DATA lgc20<>+28(SB)/4, $0x4b000000
+DATA lgc20<>+0(SB)/4, $0xffffffe9
+DATA lgc20<>+4(SB)/4, $0xffffffe9
+DATA lgc20<>+8(SB)/4, $0xffffffe9
+DATA lgc20<>+12(SB)/4, $0xffffffe9
+DATA lgc20<>+16(SB)/4, $0xffffffe9
+DATA lgc20<>+20(SB)/4, $0xffffffe9
+DATA lgc20<>+24(SB)/4, $0xffffffe9
+DATA lgc20<>+28(SB)/4, $0xffffffe9
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xffffffe9
-DATA lgc21<>+4(SB)/4, $0xffffffe9
-DATA lgc21<>+8(SB)/4, $0xffffffe9
-DATA lgc21<>+12(SB)/4, $0xffffffe9
-DATA lgc21<>+16(SB)/4, $0xffffffe9
-DATA lgc21<>+20(SB)/4, $0xffffffe9
-DATA lgc21<>+24(SB)/4, $0xffffffe9
-DATA lgc21<>+28(SB)/4, $0xffffffe9
+DATA lgc21<>+0(SB)/4, $0x007fffff
+DATA lgc21<>+4(SB)/4, $0x007fffff
+DATA lgc21<>+8(SB)/4, $0x007fffff
+DATA lgc21<>+12(SB)/4, $0x007fffff
+DATA lgc21<>+16(SB)/4, $0x007fffff
+DATA lgc21<>+20(SB)/4, $0x007fffff
+DATA lgc21<>+24(SB)/4, $0x007fffff
+DATA lgc21<>+28(SB)/4, $0x007fffff
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x007fffff
-DATA lgc22<>+4(SB)/4, $0x007fffff
-DATA lgc22<>+8(SB)/4, $0x007fffff
-DATA lgc22<>+12(SB)/4, $0x007fffff
-DATA lgc22<>+16(SB)/4, $0x007fffff
-DATA lgc22<>+20(SB)/4, $0x007fffff
-DATA lgc22<>+24(SB)/4, $0x007fffff
-DATA lgc22<>+28(SB)/4, $0x007fffff
+DATA lgc22<>+0(SB)/4, $0x3fb504f3
+DATA lgc22<>+4(SB)/4, $0x3fb504f3
+DATA lgc22<>+8(SB)/4, $0x3fb504f3
+DATA lgc22<>+12(SB)/4, $0x3fb504f3
+DATA lgc22<>+16(SB)/4, $0x3fb504f3
+DATA lgc22<>+20(SB)/4, $0x3fb504f3
+DATA lgc22<>+24(SB)/4, $0x3fb504f3
+DATA lgc22<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3fb504f3
-DATA lgc23<>+4(SB)/4, $0x3fb504f3
-DATA lgc23<>+8(SB)/4, $0x3fb504f3
-DATA lgc23<>+12(SB)/4, $0x3fb504f3
-DATA lgc23<>+16(SB)/4, $0x3fb504f3
-DATA lgc23<>+20(SB)/4, $0x3fb504f3
-DATA lgc23<>+24(SB)/4, $0x3fb504f3
-DATA lgc23<>+28(SB)/4, $0x3fb504f3
+DATA lgc23<>+0(SB)/4, $0x3d9021bb
+DATA lgc23<>+4(SB)/4, $0x3d9021bb
+DATA lgc23<>+8(SB)/4, $0x3d9021bb
+DATA lgc23<>+12(SB)/4, $0x3d9021bb
+DATA lgc23<>+16(SB)/4, $0x3d9021bb
+DATA lgc23<>+20(SB)/4, $0x3d9021bb
+DATA lgc23<>+24(SB)/4, $0x3d9021bb
+DATA lgc23<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3d9021bb
-DATA lgc24<>+4(SB)/4, $0x3d9021bb
-DATA lgc24<>+8(SB)/4, $0x3d9021bb
-DATA lgc24<>+12(SB)/4, $0x3d9021bb
-DATA lgc24<>+16(SB)/4, $0x3d9021bb
-DATA lgc24<>+20(SB)/4, $0x3d9021bb
-DATA lgc24<>+24(SB)/4, $0x3d9021bb
-DATA lgc24<>+28(SB)/4, $0x3d9021bb
+DATA lgc24<>+0(SB)/4, $0xbdebd1b8
+DATA lgc24<>+4(SB)/4, $0xbdebd1b8
+DATA lgc24<>+8(SB)/4, $0xbdebd1b8
+DATA lgc24<>+12(SB)/4, $0xbdebd1b8
+DATA lgc24<>+16(SB)/4, $0xbdebd1b8
+DATA lgc24<>+20(SB)/4, $0xbdebd1b8
+DATA lgc24<>+24(SB)/4, $0xbdebd1b8
+DATA lgc24<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xbdebd1b8
-DATA lgc25<>+4(SB)/4, $0xbdebd1b8
-DATA lgc25<>+8(SB)/4, $0xbdebd1b8
-DATA lgc25<>+12(SB)/4, $0xbdebd1b8
-DATA lgc25<>+16(SB)/4, $0xbdebd1b8
-DATA lgc25<>+20(SB)/4, $0xbdebd1b8
-DATA lgc25<>+24(SB)/4, $0xbdebd1b8
-DATA lgc25<>+28(SB)/4, $0xbdebd1b8
+DATA lgc25<>+0(SB)/4, $0x3def251a
+DATA lgc25<>+4(SB)/4, $0x3def251a
+DATA lgc25<>+8(SB)/4, $0x3def251a
+DATA lgc25<>+12(SB)/4, $0x3def251a
+DATA lgc25<>+16(SB)/4, $0x3def251a
+DATA lgc25<>+20(SB)/4, $0x3def251a
+DATA lgc25<>+24(SB)/4, $0x3def251a
+DATA lgc25<>+28(SB)/4, $0x3def251a
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3def251a
-DATA lgc26<>+4(SB)/4, $0x3def251a
-DATA lgc26<>+8(SB)/4, $0x3def251a
-DATA lgc26<>+12(SB)/4, $0x3def251a
-DATA lgc26<>+16(SB)/4, $0x3def251a
-DATA lgc26<>+20(SB)/4, $0x3def251a
-DATA lgc26<>+24(SB)/4, $0x3def251a
-DATA lgc26<>+28(SB)/4, $0x3def251a
+DATA lgc26<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc26<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc26<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc26<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc26<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc26<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc26<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc26<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc27<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc27<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc27<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc27<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc27<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc27<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc27<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+0(SB)/4, $0x3e11e9bf
+DATA lgc27<>+4(SB)/4, $0x3e11e9bf
+DATA lgc27<>+8(SB)/4, $0x3e11e9bf
+DATA lgc27<>+12(SB)/4, $0x3e11e9bf
+DATA lgc27<>+16(SB)/4, $0x3e11e9bf
+DATA lgc27<>+20(SB)/4, $0x3e11e9bf
+DATA lgc27<>+24(SB)/4, $0x3e11e9bf
+DATA lgc27<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3e11e9bf
-DATA lgc28<>+4(SB)/4, $0x3e11e9bf
-DATA lgc28<>+8(SB)/4, $0x3e11e9bf
-DATA lgc28<>+12(SB)/4, $0x3e11e9bf
-DATA lgc28<>+16(SB)/4, $0x3e11e9bf
-DATA lgc28<>+20(SB)/4, $0x3e11e9bf
-DATA lgc28<>+24(SB)/4, $0x3e11e9bf
-DATA lgc28<>+28(SB)/4, $0x3e11e9bf
+DATA lgc28<>+0(SB)/4, $0xbe2aae50
+DATA lgc28<>+4(SB)/4, $0xbe2aae50
+DATA lgc28<>+8(SB)/4, $0xbe2aae50
+DATA lgc28<>+12(SB)/4, $0xbe2aae50
+DATA lgc28<>+16(SB)/4, $0xbe2aae50
+DATA lgc28<>+20(SB)/4, $0xbe2aae50
+DATA lgc28<>+24(SB)/4, $0xbe2aae50
+DATA lgc28<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbe2aae50
-DATA lgc29<>+4(SB)/4, $0xbe2aae50
-DATA lgc29<>+8(SB)/4, $0xbe2aae50
-DATA lgc29<>+12(SB)/4, $0xbe2aae50
-DATA lgc29<>+16(SB)/4, $0xbe2aae50
-DATA lgc29<>+20(SB)/4, $0xbe2aae50
-DATA lgc29<>+24(SB)/4, $0xbe2aae50
-DATA lgc29<>+28(SB)/4, $0xbe2aae50
+DATA lgc29<>+0(SB)/4, $0x3e4cceac
+DATA lgc29<>+4(SB)/4, $0x3e4cceac
+DATA lgc29<>+8(SB)/4, $0x3e4cceac
+DATA lgc29<>+12(SB)/4, $0x3e4cceac
+DATA lgc29<>+16(SB)/4, $0x3e4cceac
+DATA lgc29<>+20(SB)/4, $0x3e4cceac
+DATA lgc29<>+24(SB)/4, $0x3e4cceac
+DATA lgc29<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3e4cceac
-DATA lgc30<>+4(SB)/4, $0x3e4cceac
-DATA lgc30<>+8(SB)/4, $0x3e4cceac
-DATA lgc30<>+12(SB)/4, $0x3e4cceac
-DATA lgc30<>+16(SB)/4, $0x3e4cceac
-DATA lgc30<>+20(SB)/4, $0x3e4cceac
-DATA lgc30<>+24(SB)/4, $0x3e4cceac
-DATA lgc30<>+28(SB)/4, $0x3e4cceac
+DATA lgc30<>+0(SB)/4, $0xbe7ffffc
+DATA lgc30<>+4(SB)/4, $0xbe7ffffc
+DATA lgc30<>+8(SB)/4, $0xbe7ffffc
+DATA lgc30<>+12(SB)/4, $0xbe7ffffc
+DATA lgc30<>+16(SB)/4, $0xbe7ffffc
+DATA lgc30<>+20(SB)/4, $0xbe7ffffc
+DATA lgc30<>+24(SB)/4, $0xbe7ffffc
+DATA lgc30<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xbe7ffffc
-DATA lgc31<>+4(SB)/4, $0xbe7ffffc
-DATA lgc31<>+8(SB)/4, $0xbe7ffffc
-DATA lgc31<>+12(SB)/4, $0xbe7ffffc
-DATA lgc31<>+16(SB)/4, $0xbe7ffffc
-DATA lgc31<>+20(SB)/4, $0xbe7ffffc
-DATA lgc31<>+24(SB)/4, $0xbe7ffffc
-DATA lgc31<>+28(SB)/4, $0xbe7ffffc
+DATA lgc31<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc31<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc31<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc31<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc31<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc31<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc31<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc31<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc32<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc32<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc32<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc32<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc32<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc32<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc32<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+0(SB)/4, $0x7fc00000
+DATA lgc32<>+4(SB)/4, $0x7fc00000
+DATA lgc32<>+8(SB)/4, $0x7fc00000
+DATA lgc32<>+12(SB)/4, $0x7fc00000
+DATA lgc32<>+16(SB)/4, $0x7fc00000
+DATA lgc32<>+20(SB)/4, $0x7fc00000
+DATA lgc32<>+24(SB)/4, $0x7fc00000
+DATA lgc32<>+28(SB)/4, $0x7fc00000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x7fc00000
-DATA lgc33<>+4(SB)/4, $0x7fc00000
-DATA lgc33<>+8(SB)/4, $0x7fc00000
-DATA lgc33<>+12(SB)/4, $0x7fc00000
-DATA lgc33<>+16(SB)/4, $0x7fc00000
-DATA lgc33<>+20(SB)/4, $0x7fc00000
-DATA lgc33<>+24(SB)/4, $0x7fc00000
-DATA lgc33<>+28(SB)/4, $0x7fc00000
+DATA lgc33<>+0(SB)/4, $0x7f800000
+DATA lgc33<>+4(SB)/4, $0x7f800000
+DATA lgc33<>+8(SB)/4, $0x7f800000
+DATA lgc33<>+12(SB)/4, $0x7f800000
+DATA lgc33<>+16(SB)/4, $0x7f800000
+DATA lgc33<>+20(SB)/4, $0x7f800000
+DATA lgc33<>+24(SB)/4, $0x7f800000
+DATA lgc33<>+28(SB)/4, $0x7f800000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x7f800000
-DATA lgc34<>+4(SB)/4, $0x7f800000
-DATA lgc34<>+8(SB)/4, $0x7f800000
-DATA lgc34<>+12(SB)/4, $0x7f800000
-DATA lgc34<>+16(SB)/4, $0x7f800000
-DATA lgc34<>+20(SB)/4, $0x7f800000
-DATA lgc34<>+24(SB)/4, $0x7f800000
-DATA lgc34<>+28(SB)/4, $0x7f800000
+DATA lgc34<>+0(SB)/4, $0x00000003
+DATA lgc34<>+4(SB)/4, $0x00000003
+DATA lgc34<>+8(SB)/4, $0x00000003
+DATA lgc34<>+12(SB)/4, $0x00000003
+DATA lgc34<>+16(SB)/4, $0x00000003
+DATA lgc34<>+20(SB)/4, $0x00000003
+DATA lgc34<>+24(SB)/4, $0x00000003
+DATA lgc34<>+28(SB)/4, $0x00000003
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x00000003
-DATA lgc35<>+4(SB)/4, $0x00000003
-DATA lgc35<>+8(SB)/4, $0x00000003
-DATA lgc35<>+12(SB)/4, $0x00000003
-DATA lgc35<>+16(SB)/4, $0x00000003
-DATA lgc35<>+20(SB)/4, $0x00000003
-DATA lgc35<>+24(SB)/4, $0x00000003
-DATA lgc35<>+28(SB)/4, $0x00000003
+DATA lgc35<>+0(SB)/4, $0x00000001
+DATA lgc35<>+4(SB)/4, $0x00000001
+DATA lgc35<>+8(SB)/4, $0x00000001
+DATA lgc35<>+12(SB)/4, $0x00000001
+DATA lgc35<>+16(SB)/4, $0x00000001
+DATA lgc35<>+20(SB)/4, $0x00000001
+DATA lgc35<>+24(SB)/4, $0x00000001
+DATA lgc35<>+28(SB)/4, $0x00000001
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x00000001
-DATA lgc36<>+4(SB)/4, $0x00000001
-DATA lgc36<>+8(SB)/4, $0x00000001
-DATA lgc36<>+12(SB)/4, $0x00000001
-DATA lgc36<>+16(SB)/4, $0x00000001
-DATA lgc36<>+20(SB)/4, $0x00000001
-DATA lgc36<>+24(SB)/4, $0x00000001
-DATA lgc36<>+28(SB)/4, $0x00000001
+DATA lgc36<>+0(SB)/4, $0x00000000
+DATA lgc36<>+4(SB)/4, $0x00000004
+DATA lgc36<>+8(SB)/4, $0x00000008
+DATA lgc36<>+12(SB)/4, $0x0000000c
+DATA lgc36<>+16(SB)/4, $0x00000010
+DATA lgc36<>+20(SB)/4, $0x00000014
+DATA lgc36<>+24(SB)/4, $0x00000018
+DATA lgc36<>+28(SB)/4, $0x0000001c
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x00000000
-DATA lgc37<>+4(SB)/4, $0x00000004
-DATA lgc37<>+8(SB)/4, $0x00000008
-DATA lgc37<>+12(SB)/4, $0x0000000c
-DATA lgc37<>+16(SB)/4, $0x00000010
-DATA lgc37<>+20(SB)/4, $0x00000014
-DATA lgc37<>+24(SB)/4, $0x00000018
-DATA lgc37<>+28(SB)/4, $0x0000001c
+DATA lgc37<>+0(SB)/4, $0xffffffff
+DATA lgc37<>+4(SB)/4, $0xffffffff
+DATA lgc37<>+8(SB)/4, $0xffffffff
+DATA lgc37<>+12(SB)/4, $0xffffffff
+DATA lgc37<>+16(SB)/4, $0xffffffff
+DATA lgc37<>+20(SB)/4, $0xffffffff
+DATA lgc37<>+24(SB)/4, $0xffffffff
+DATA lgc37<>+28(SB)/4, $0xffffffff
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xffffffff
-DATA lgc38<>+4(SB)/4, $0xffffffff
-DATA lgc38<>+8(SB)/4, $0xffffffff
-DATA lgc38<>+12(SB)/4, $0xffffffff
-DATA lgc38<>+16(SB)/4, $0xffffffff
-DATA lgc38<>+20(SB)/4, $0xffffffff
-DATA lgc38<>+24(SB)/4, $0xffffffff
-DATA lgc38<>+28(SB)/4, $0xffffffff
+DATA lgc38<>+0(SB)/4, $0xbc23d70a
+DATA lgc38<>+4(SB)/4, $0xbc23d70a
+DATA lgc38<>+8(SB)/4, $0xbc23d70a
+DATA lgc38<>+12(SB)/4, $0xbc23d70a
+DATA lgc38<>+16(SB)/4, $0xbc23d70a
+DATA lgc38<>+20(SB)/4, $0xbc23d70a
+DATA lgc38<>+24(SB)/4, $0xbc23d70a
+DATA lgc38<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbc23d70a
-DATA lgc39<>+4(SB)/4, $0xbc23d70a
-DATA lgc39<>+8(SB)/4, $0xbc23d70a
-DATA lgc39<>+12(SB)/4, $0xbc23d70a
-DATA lgc39<>+16(SB)/4, $0xbc23d70a
-DATA lgc39<>+20(SB)/4, $0xbc23d70a
-DATA lgc39<>+24(SB)/4, $0xbc23d70a
-DATA lgc39<>+28(SB)/4, $0xbc23d70a
+DATA lgc39<>+0(SB)/8, $0x4020000000000000
+DATA lgc39<>+8(SB)/8, $0x4020000000000000
+DATA lgc39<>+16(SB)/8, $0x4020000000000000
+DATA lgc39<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x4020000000000000
-DATA lgc40<>+8(SB)/8, $0x4020000000000000
-DATA lgc40<>+16(SB)/8, $0x4020000000000000
-DATA lgc40<>+24(SB)/8, $0x4020000000000000
+DATA lgc40<>+0(SB)/4, $0x7fffffff
+DATA lgc40<>+4(SB)/4, $0x7fffffff
+DATA lgc40<>+8(SB)/4, $0x7fffffff
+DATA lgc40<>+12(SB)/4, $0x7fffffff
+DATA lgc40<>+16(SB)/4, $0x7fffffff
+DATA lgc40<>+20(SB)/4, $0x7fffffff
+DATA lgc40<>+24(SB)/4, $0x7fffffff
+DATA lgc40<>+28(SB)/4, $0x7fffffff
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7fffffff
-DATA lgc41<>+4(SB)/4, $0x7fffffff
-DATA lgc41<>+8(SB)/4, $0x7fffffff
-DATA lgc41<>+12(SB)/4, $0x7fffffff
-DATA lgc41<>+16(SB)/4, $0x7fffffff
-DATA lgc41<>+20(SB)/4, $0x7fffffff
-DATA lgc41<>+24(SB)/4, $0x7fffffff
-DATA lgc41<>+28(SB)/4, $0x7fffffff
+DATA lgc41<>+0(SB)/4, $0x7f7fffff
+DATA lgc41<>+4(SB)/4, $0x7f7fffff
+DATA lgc41<>+8(SB)/4, $0x7f7fffff
+DATA lgc41<>+12(SB)/4, $0x7f7fffff
+DATA lgc41<>+16(SB)/4, $0x7f7fffff
+DATA lgc41<>+20(SB)/4, $0x7f7fffff
+DATA lgc41<>+24(SB)/4, $0x7f7fffff
+DATA lgc41<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0x7f7fffff
-DATA lgc42<>+4(SB)/4, $0x7f7fffff
-DATA lgc42<>+8(SB)/4, $0x7f7fffff
-DATA lgc42<>+12(SB)/4, $0x7f7fffff
-DATA lgc42<>+16(SB)/4, $0x7f7fffff
-DATA lgc42<>+20(SB)/4, $0x7f7fffff
-DATA lgc42<>+24(SB)/4, $0x7f7fffff
-DATA lgc42<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -941,33 +929,31 @@ inner_A_7:
 	VSUBPS Y0, Y4, Y4
 
 	// v6 = exp(v5)
-	VMAXPS       lgc5<>+0(SB), Y4, Y5
-	VMINPS       lgc6<>+0(SB), Y5, Y5
-	VMULPS       lgc7<>+0(SB), Y5, Y6
+	VMOVUPS      lgc5<>+0(SB), Y5
+	VMAXPS       Y4, Y5, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
-	VMOVAPS      lgc10<>+0(SB), Y7
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc16<>+0(SB), Y7, Y7
+	VADDPS       lgc15<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc17<>+0(SB), Y5, Y6
-	VPMINSD      lgc18<>+0(SB), Y6, Y6
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc18<>+0(SB), Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc18<>+0(SB), Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
 	VMOVUPS      Y7, (SP)(DI*1)
 
 	// sum(v6) over [A]
@@ -987,22 +973,23 @@ inner_A_7:
 
 	// finish v7
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y3
-	VMULPS       lgc20<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y3
+	VMULPS       lgc19<>+0(SB), Y1, Y4
 	VBLENDVPS    Y3, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc18<>+0(SB), Y5, Y5
-	VPAND        lgc21<>+0(SB), Y3, Y3
+	VPSUBD       lgc17<>+0(SB), Y5, Y5
+	VPAND        lgc20<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
-	VPAND        lgc22<>+0(SB), Y4, Y3
-	VPOR         lgc16<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc23<>+0(SB), Y3, Y4
-	VMULPS       lgc15<>+0(SB), Y3, Y6
+	VPAND        lgc21<>+0(SB), Y4, Y3
+	VPOR         lgc15<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc22<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
 	VBLENDVPS    Y4, Y6, Y3, Y3
 	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc16<>+0(SB), Y3, Y3
+	VSUBPS       lgc15<>+0(SB), Y3, Y3
 	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc24<>+0(SB), Y6
+	VMOVAPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc25<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc27<>+0(SB), Y3, Y6
@@ -1010,20 +997,19 @@ inner_A_7:
 	VFMADD213PS  lgc29<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc32<>+0(SB), Y3, Y6
 	VMULPS       Y3, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc9<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc15<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
 	VFMADD231PS  lgc8<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc7<>+0(SB), Y5, Y6
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y6, Y6
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc32<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc33<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc33<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y6, Y6
 	MOVQ         action+16(FP), BX
@@ -1068,10 +1054,10 @@ inner_A_7:
 	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y3, Y3
 	VPMAXSD    lgc3<>+0(SB), Y3, Y3
-	VPMINSD    lgc35<>+0(SB), Y3, Y3
-	VPMULLD    lgc36<>+0(SB), Y3, Y3
-	VPADDD     lgc37<>+0(SB), Y3, Y3
-	VMOVUPS    lgc38<>+0(SB), Y4
+	VPMINSD    lgc34<>+0(SB), Y3, Y3
+	VPMULLD    lgc35<>+0(SB), Y3, Y3
+	VPADDD     lgc36<>+0(SB), Y3, Y3
+	VMOVUPS    lgc37<>+0(SB), Y4
 	VMOVUPS    lgc3<>+0(SB), Y5
 	VGATHERDPS Y4, (R8)(Y3*4), Y5
 
@@ -1102,7 +1088,7 @@ inner_A_7:
 	VSUBPS Y2, Y6, Y3
 
 	// v22 = mul(-0.01, entropy)
-	VMULPS lgc39<>+0(SB), Y3, Y4
+	VMULPS lgc38<>+0(SB), Y3, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  576(BX), Y3, Y3
@@ -1122,19 +1108,19 @@ inner_A_7:
 	// absDiff = abs(diff)
 	VMOVUPS lgc2<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc16<>+0(SB), Y5
+	VMOVUPS lgc15<>+0(SB), Y5
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y6
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc15<>+0(SB), Y4, Y7
+	VMULPS lgc14<>+0(SB), Y4, Y7
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y4, Y7, Y8
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS  lgc15<>+0(SB), Y4, Y9
+	VSUBPS  lgc14<>+0(SB), Y4, Y9
 	VMOVUPS Y0, 416(SP)
 	VMOVUPS Y2, 448(SP)
 
@@ -1142,12 +1128,12 @@ inner_A_7:
 	VBLENDVPS Y6, Y8, Y9, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc15<>+0(SB), Y0, Y0
+	VMULPS lgc14<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
 	VADDPS  1216(BX), Y0, Y0
 	VMOVUPS Y0, 1216(BX)
-	VMOVUPS lgc43<>+0(SB), Y0
+	VMOVUPS lgc42<>+0(SB), Y0
 
 	// v40 = where(v31, 0.00048828125, 0)
 	VANDPS Y0, Y6, Y2
@@ -1176,7 +1162,7 @@ inner_A_7:
 	VADDPS Y2, Y0, Y0
 
 	// v48 = mul(v44, 0.5)
-	VMULPS lgc15<>+0(SB), Y1, Y1
+	VMULPS lgc14<>+0(SB), Y1, Y1
 
 	// v49 = add(v47, v48)
 	VADDPS Y1, Y0, Y0
@@ -1189,7 +1175,7 @@ inner_A_7:
 
 	// v53 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc44<>+0(SB), Y4
+	VMOVUPS lgc43<>+0(SB), Y4
 
 	// v54 = where(v51, -1, v53)
 	VBLENDVPS Y2, Y4, Y3, Y2
@@ -1208,7 +1194,7 @@ inner_A_7:
 
 	// gradStateValue = neg(v58)
 	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc45<>+0(SB), Y1
+	VMOVUPS lgc44<>+0(SB), Y1
 	VMOVUPS 480(SP), Y2
 
 	// v62 = div(9.765625e-06, v7)
@@ -1219,7 +1205,7 @@ inner_A_7:
 	VDIVPS Y2, Y3, Y3
 
 	// v64 = mul(-9.765625e-06, v63)
-	VMULPS lgc46<>+0(SB), Y3, Y3
+	VMULPS lgc45<>+0(SB), Y3, Y3
 
 	// v65 = ne(v62, 0)
 	VCMPPS  $0x04, Y6, Y1, Y4
@@ -1227,13 +1213,13 @@ inner_A_7:
 	VMOVUPS (BX)(DI*4), Y5
 
 	// v74 = mul(-0.0009765625, advantage)
-	VMULPS lgc47<>+0(SB), Y5, Y5
+	VMULPS lgc46<>+0(SB), Y5, Y5
 
 	// v75 = neg(v74)
 	VXORPS lgc2<>+0(SB), Y5, Y7
 
 	// v76 = add(-9.765625e-06, v75)
-	VADDPS lgc46<>+0(SB), Y7, Y7
+	VADDPS lgc45<>+0(SB), Y7, Y7
 
 	// v80 = ne(v76, 0)
 	VCMPPS $0x04, Y6, Y7, Y6
@@ -1306,11 +1292,11 @@ inner_A_8:
 
 	// v69 = ge(v5, -3.4028235e+38)
 	VCMPPS $0x1d, Y0, Y3, Y8
-	VANDPS lgc16<>+0(SB), Y8, Y8
+	VANDPS lgc15<>+0(SB), Y8, Y8
 
 	// v70 = ne(v5, v5)
 	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc16<>+0(SB), Y3, Y3
+	VANDPS lgc15<>+0(SB), Y3, Y3
 
 	// v71 = max(v69, v70)
 	VMAXPS  Y8, Y3, Y3
@@ -1400,11 +1386,11 @@ inner_A_8:
 	VMASKMOVPS   Y0, Y8, 112(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc40<>+0(SB), Y0
+	VMOVUPD      lgc39<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc40<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1415,8 +1401,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1428,8 +1414,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1441,8 +1427,8 @@ inner_A_8:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1468,8 +1454,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc40<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1480,8 +1466,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1493,8 +1479,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1506,8 +1492,8 @@ noflush_9:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1526,55 +1512,55 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc43<>+0(SB)/4, $0x3a000000
-DATA lgc43<>+4(SB)/4, $0x3a000000
-DATA lgc43<>+8(SB)/4, $0x3a000000
-DATA lgc43<>+12(SB)/4, $0x3a000000
-DATA lgc43<>+16(SB)/4, $0x3a000000
-DATA lgc43<>+20(SB)/4, $0x3a000000
-DATA lgc43<>+24(SB)/4, $0x3a000000
-DATA lgc43<>+28(SB)/4, $0x3a000000
+DATA lgc42<>+0(SB)/4, $0x3a000000
+DATA lgc42<>+4(SB)/4, $0x3a000000
+DATA lgc42<>+8(SB)/4, $0x3a000000
+DATA lgc42<>+12(SB)/4, $0x3a000000
+DATA lgc42<>+16(SB)/4, $0x3a000000
+DATA lgc42<>+20(SB)/4, $0x3a000000
+DATA lgc42<>+24(SB)/4, $0x3a000000
+DATA lgc42<>+28(SB)/4, $0x3a000000
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0xbf800000
+DATA lgc43<>+4(SB)/4, $0xbf800000
+DATA lgc43<>+8(SB)/4, $0xbf800000
+DATA lgc43<>+12(SB)/4, $0xbf800000
+DATA lgc43<>+16(SB)/4, $0xbf800000
+DATA lgc43<>+20(SB)/4, $0xbf800000
+DATA lgc43<>+24(SB)/4, $0xbf800000
+DATA lgc43<>+28(SB)/4, $0xbf800000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbf800000
-DATA lgc44<>+4(SB)/4, $0xbf800000
-DATA lgc44<>+8(SB)/4, $0xbf800000
-DATA lgc44<>+12(SB)/4, $0xbf800000
-DATA lgc44<>+16(SB)/4, $0xbf800000
-DATA lgc44<>+20(SB)/4, $0xbf800000
-DATA lgc44<>+24(SB)/4, $0xbf800000
-DATA lgc44<>+28(SB)/4, $0xbf800000
+DATA lgc44<>+0(SB)/4, $0x3723d70a
+DATA lgc44<>+4(SB)/4, $0x3723d70a
+DATA lgc44<>+8(SB)/4, $0x3723d70a
+DATA lgc44<>+12(SB)/4, $0x3723d70a
+DATA lgc44<>+16(SB)/4, $0x3723d70a
+DATA lgc44<>+20(SB)/4, $0x3723d70a
+DATA lgc44<>+24(SB)/4, $0x3723d70a
+DATA lgc44<>+28(SB)/4, $0x3723d70a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3723d70a
-DATA lgc45<>+4(SB)/4, $0x3723d70a
-DATA lgc45<>+8(SB)/4, $0x3723d70a
-DATA lgc45<>+12(SB)/4, $0x3723d70a
-DATA lgc45<>+16(SB)/4, $0x3723d70a
-DATA lgc45<>+20(SB)/4, $0x3723d70a
-DATA lgc45<>+24(SB)/4, $0x3723d70a
-DATA lgc45<>+28(SB)/4, $0x3723d70a
+DATA lgc45<>+0(SB)/4, $0xb723d70a
+DATA lgc45<>+4(SB)/4, $0xb723d70a
+DATA lgc45<>+8(SB)/4, $0xb723d70a
+DATA lgc45<>+12(SB)/4, $0xb723d70a
+DATA lgc45<>+16(SB)/4, $0xb723d70a
+DATA lgc45<>+20(SB)/4, $0xb723d70a
+DATA lgc45<>+24(SB)/4, $0xb723d70a
+DATA lgc45<>+28(SB)/4, $0xb723d70a
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xb723d70a
-DATA lgc46<>+4(SB)/4, $0xb723d70a
-DATA lgc46<>+8(SB)/4, $0xb723d70a
-DATA lgc46<>+12(SB)/4, $0xb723d70a
-DATA lgc46<>+16(SB)/4, $0xb723d70a
-DATA lgc46<>+20(SB)/4, $0xb723d70a
-DATA lgc46<>+24(SB)/4, $0xb723d70a
-DATA lgc46<>+28(SB)/4, $0xb723d70a
+DATA lgc46<>+0(SB)/4, $0xba800000
+DATA lgc46<>+4(SB)/4, $0xba800000
+DATA lgc46<>+8(SB)/4, $0xba800000
+DATA lgc46<>+12(SB)/4, $0xba800000
+DATA lgc46<>+16(SB)/4, $0xba800000
+DATA lgc46<>+20(SB)/4, $0xba800000
+DATA lgc46<>+24(SB)/4, $0xba800000
+DATA lgc46<>+28(SB)/4, $0xba800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0xba800000
-DATA lgc47<>+4(SB)/4, $0xba800000
-DATA lgc47<>+8(SB)/4, $0xba800000
-DATA lgc47<>+12(SB)/4, $0xba800000
-DATA lgc47<>+16(SB)/4, $0xba800000
-DATA lgc47<>+20(SB)/4, $0xba800000
-DATA lgc47<>+24(SB)/4, $0xba800000
-DATA lgc47<>+28(SB)/4, $0xba800000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1588,40 +1574,50 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc16<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc17<>+0(SB), Y1, Y2
-	VPMINSD      lgc18<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc18<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc18<>+0(SB), Y1, Y1
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc47<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
+	VMOVAPS      lgc9<>+0(SB), Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc15<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc16<>+0(SB), Y0, Y1
+	VPMINSD      lgc17<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc17<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 
 bulkdone_11:
 	VZEROUPPER
 	RET
+
+DATA lgc47<>+0(SB)/4, $0x42b20000
+DATA lgc47<>+4(SB)/4, $0x42b20000
+DATA lgc47<>+8(SB)/4, $0x42b20000
+DATA lgc47<>+12(SB)/4, $0x42b20000
+DATA lgc47<>+16(SB)/4, $0x42b20000
+DATA lgc47<>+20(SB)/4, $0x42b20000
+DATA lgc47<>+24(SB)/4, $0x42b20000
+DATA lgc47<>+28(SB)/4, $0x42b20000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1635,22 +1631,23 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPS       lgc20<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
+	VMULPS       lgc19<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc18<>+0(SB), Y3, Y3
-	VPAND        lgc21<>+0(SB), Y1, Y1
+	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPAND        lgc20<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc22<>+0(SB), Y2, Y1
-	VPOR         lgc16<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc23<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y4
+	VPAND        lgc21<>+0(SB), Y2, Y1
+	VPOR         lgc15<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc22<>+0(SB), Y1, Y2
+	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc16<>+0(SB), Y1, Y1
+	VSUBPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc24<>+0(SB), Y4
+	VMOVAPS      lgc23<>+0(SB), Y4
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
@@ -1658,20 +1655,19 @@ bulk_12:
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc32<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc33<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1694,23 +1690,24 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
-	VMULPS       lgc20<>+0(SB), Y1, Y3
+	VADDPS       lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
+	VMULPS       lgc19<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc18<>+0(SB), Y4, Y4
-	VPAND        lgc21<>+0(SB), Y2, Y2
+	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPAND        lgc20<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc22<>+0(SB), Y3, Y2
-	VPOR         lgc16<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc23<>+0(SB), Y2, Y3
-	VMULPS       lgc15<>+0(SB), Y2, Y5
+	VPAND        lgc21<>+0(SB), Y3, Y2
+	VPOR         lgc15<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc22<>+0(SB), Y2, Y3
+	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc16<>+0(SB), Y2, Y2
+	VSUBPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc24<>+0(SB), Y5
+	VMOVAPS      lgc23<>+0(SB), Y5
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
@@ -1718,32 +1715,31 @@ bulk_14:
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc32<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc33<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc16<>+0(SB), Y1, Y2
+	VSUBPS       lgc15<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc34<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc33<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc33<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

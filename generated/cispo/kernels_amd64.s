@@ -59,8 +59,10 @@ blocks_2:
 	VMOVUPS Y3, (SP)
 
 	// v16 = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMAXPS       Y5, Y3, Y3
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y3, Y7, Y3
 	VMULPS       lgc6<>+0(SB), Y3, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y3
@@ -84,8 +86,6 @@ blocks_2:
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y3, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y3
-	VBLENDVPS    Y3, Y5, Y8, Y8
 	VMOVUPS      lgc17<>+0(SB), Y3
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
@@ -747,40 +747,40 @@ TEXT ·pass1AVX2(SB), $0-80
 	VSUBPS Y6, Y5, Y5
 
 	// v58 = exp(v57)
-	VMAXPS       lgc4<>+0(SB), Y5, Y6
-	VMINPS       lgc5<>+0(SB), Y6, Y6
-	VMULPS       lgc6<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc15<>+0(SB), Y6, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMAXPS       Y5, Y6, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v60 = div(v58, v34)
-	VDIVPS Y1, Y8, Y1
+	VDIVPS Y1, Y7, Y1
 
 	// ess = where(v59, v60, 0)
 	VANDPS Y1, Y0, Y0
@@ -1063,8 +1063,10 @@ blocks_10:
 	VMOVUPS Y2, 32(SP)
 
 	// v16 = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y4, Y2
-	VMINPS       lgc5<>+0(SB), Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMAXPS       Y4, Y2, Y2
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y2, Y6, Y2
 	VMULPS       lgc6<>+0(SB), Y2, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y2
@@ -1088,8 +1090,6 @@ blocks_10:
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y2
-	VBLENDVPS    Y2, Y4, Y7, Y7
 	VMOVUPS      lgc17<>+0(SB), Y2
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
@@ -1498,40 +1498,40 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VSUBPS Y6, Y5, Y5
 
 	// v58 = exp(v57)
-	VMAXPS       lgc4<>+0(SB), Y5, Y6
-	VMINPS       lgc5<>+0(SB), Y6, Y6
-	VMULPS       lgc6<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc15<>+0(SB), Y6, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMAXPS       Y5, Y6, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v60 = div(v58, v34)
-	VDIVPS Y1, Y8, Y1
+	VDIVPS Y1, Y7, Y1
 
 	// ess = where(v59, v60, 0)
 	VANDPS Y1, Y0, Y0
@@ -1672,34 +1672,34 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
+	VMOVAPS      lgc9<>+0(SB), Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y1
+	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14
 

@@ -303,8 +303,10 @@ blocks_4:
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc9<>+0(SB), Y3, Y5
-	VMINPS       lgc10<>+0(SB), Y5, Y5
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VMAXPS       Y3, Y5, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
 	VMULPS       lgc11<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
@@ -328,8 +330,6 @@ blocks_4:
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
 	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v17 = ge(advantageNormalized, 0)
@@ -1260,37 +1260,37 @@ TEXT ·pass2AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v65)
-	VMAXPS       lgc9<>+0(SB), Y1, Y2
-	VMINPS       lgc10<>+0(SB), Y2, Y2
-	VMULPS       lgc11<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y2
-	VMOVAPS      lgc14<>+0(SB), Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc20<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc21<>+0(SB), Y2, Y3
-	VPMINSD      lgc22<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc9<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc11<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
+	VMOVAPS      lgc14<>+0(SB), Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc20<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc21<>+0(SB), Y1, Y2
+	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc22<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc22<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 	VMOVUPS      lgc34<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
-	VDIVPS Y1, Y4, Y1
+	VDIVPS Y1, Y3, Y1
 
 	// store explainedVariance
 	MOVQ   explainedVariance+32(FP), AX
@@ -1579,8 +1579,10 @@ blocks_10:
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc9<>+0(SB), Y3, Y5
-	VMINPS       lgc10<>+0(SB), Y5, Y5
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VMAXPS       Y3, Y5, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
 	VMULPS       lgc11<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
@@ -1604,8 +1606,6 @@ blocks_10:
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
 	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v17 = ge(advantageNormalized, 0)
@@ -2489,62 +2489,10 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v65)
-	VMAXPS       lgc9<>+0(SB), Y1, Y2
-	VMINPS       lgc10<>+0(SB), Y2, Y2
-	VMULPS       lgc11<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y2
-	VMOVAPS      lgc14<>+0(SB), Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc20<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc21<>+0(SB), Y2, Y3
-	VPMINSD      lgc22<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc22<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc34<>+0(SB), Y1
-
-	// ess = div(essCol, 4096)
-	VDIVPS Y1, Y4, Y1
-
-	// store explainedVariance
-	MOVQ   explainedVariance+32(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-
-	// store ess
-	MOVQ   ess+40(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func expAVX2(dst *float32, src *float32, n int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·expAVX2(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), AX
-	MOVQ src+8(FP), CX
-	MOVQ n+16(FP), DX
-	XORQ BX, BX
-
-bulk_13:
-	CMPQ         BX, DX
-	JGE          bulkdone_14
-	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc9<>+0(SB), Y0, Y1
-	VMINPS       lgc10<>+0(SB), Y1, Y1
+	VMOVUPS      lgc9<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc11<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
@@ -2568,9 +2516,61 @@ bulk_13:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VMOVUPS      lgc34<>+0(SB), Y1
+
+	// ess = div(essCol, 4096)
+	VDIVPS Y1, Y3, Y1
+
+	// store explainedVariance
+	MOVQ   explainedVariance+32(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+
+	// store ess
+	MOVQ   ess+40(FP), AX
+	VMOVSS X1, (AX)(CX*4)
+	VZEROUPPER
+	RET
+
+// func expAVX2(dst *float32, src *float32, n int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·expAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+
+bulk_13:
+	CMPQ         BX, DX
+	JGE          bulkdone_14
+	VMOVUPS      (CX)(BX*4), Y0
+	VMOVUPS      lgc9<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc11<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
+	VMOVAPS      lgc14<>+0(SB), Y2
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc20<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc21<>+0(SB), Y0, Y1
+	VPMINSD      lgc22<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       lgc22<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VPADDD       lgc22<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_13
 

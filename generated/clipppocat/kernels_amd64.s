@@ -177,33 +177,31 @@ inner_A_3:
 	VSUBPS Y1, Y5, Y5
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y5, Y6
-	VMINPS       lgc17<>+0(SB), Y6, Y6
-	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMAXPS       Y5, Y6, Y6
+	VMULPS       lgc17<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
-	VMOVAPS      lgc21<>+0(SB), Y8
+	VMOVAPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
 	VMULPS       Y6, Y6, Y9
 	VFMADD213PS  Y6, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc27<>+0(SB), Y6, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPMAXSD      lgc26<>+0(SB), Y6, Y7
+	VPMINSD      lgc27<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPADDD       lgc27<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// sum(v24) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y6
@@ -232,22 +230,23 @@ inner_A_3:
 
 	// finish v25
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y2, Y4
-	VMULPS       lgc30<>+0(SB), Y2, Y5
+	VCMPPS       $0x11, lgc28<>+0(SB), Y2, Y4
+	VMULPS       lgc29<>+0(SB), Y2, Y5
 	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc31<>+0(SB), Y4, Y4
+	VPSUBD       lgc27<>+0(SB), Y6, Y6
+	VPAND        lgc30<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
-	VPAND        lgc32<>+0(SB), Y5, Y4
+	VPAND        lgc31<>+0(SB), Y5, Y4
 	VPOR         lgc2<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y4, Y5
-	VMULPS       lgc26<>+0(SB), Y4, Y7
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y4, Y5
+	VMULPS       lgc25<>+0(SB), Y4, Y7
 	VBLENDVPS    Y5, Y7, Y4, Y4
 	VPSUBD       Y5, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y4, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc34<>+0(SB), Y7
+	VMOVAPS      lgc33<>+0(SB), Y7
+	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc37<>+0(SB), Y4, Y7
@@ -255,20 +254,19 @@ inner_A_3:
 	VFMADD213PS  lgc39<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc41<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y4, Y7
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc26<>+0(SB), Y5, Y7
-	VADDPS       Y4, Y7, Y7
 	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc25<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc42<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc43<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc43<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc44<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc44<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
@@ -302,8 +300,8 @@ inner_A_3:
 	LEAQ       (SI)(BX*4), SI
 	VCVTTPS2DQ Y4, Y4
 	VPMAXSD    lgc0<>+0(SB), Y4, Y4
-	VPMINSD    lgc45<>+0(SB), Y4, Y4
-	VPMULLD    lgc45<>+0(SB), Y4, Y4
+	VPMINSD    lgc44<>+0(SB), Y4, Y4
+	VPMULLD    lgc44<>+0(SB), Y4, Y4
 	VPADDD     lgc13<>+0(SB), Y4, Y4
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMOVUPS    lgc0<>+0(SB), Y6
@@ -320,11 +318,11 @@ inner_A_3:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y4, Y1, Y4
-	VMOVUPS lgc46<>+0(SB), Y5
+	VMOVUPS lgc45<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc47<>+0(SB), Y6
+	VMOVUPS lgc46<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
@@ -332,33 +330,33 @@ inner_A_3:
 	VMOVUPS Y2, 152(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y4, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y6
+	VMOVUPS      lgc16<>+0(SB), Y2
+	VMAXPS       Y4, Y2, Y2
+	VMOVUPS      lgc47<>+0(SB), Y6
+	VMINPS       Y2, Y6, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y6
 	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y6, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y6, Y2
-	VMOVAPS      lgc21<>+0(SB), Y7
+	VMOVAPS      lgc20<>+0(SB), Y7
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y2, Y8
 	VFMADD213PS  Y2, Y8, Y7
 	VADDPS       lgc2<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y6
-	VPMINSD      lgc28<>+0(SB), Y6, Y6
+	VPMAXSD      lgc26<>+0(SB), Y2, Y6
+	VPMINSD      lgc27<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y2
-	VBLENDVPS    Y2, Y4, Y7, Y7
 	VMOVUPS      24(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y6
 
@@ -470,13 +468,13 @@ inner_A_3:
 	VCMPPS $0x11, Y5, Y3, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc26<>+0(SB), Y3, Y6
+	VMULPS lgc25<>+0(SB), Y3, Y6
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y3, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc26<>+0(SB), Y3, Y3
+	VSUBPS lgc25<>+0(SB), Y3, Y3
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y3, Y3
@@ -749,33 +747,31 @@ inner_A_5:
 	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y2, Y6
-	VMINPS       lgc17<>+0(SB), Y6, Y6
-	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMAXPS       Y2, Y6, Y6
+	VMULPS       lgc17<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
-	VMOVAPS      lgc21<>+0(SB), Y8
+	VMOVAPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
 	VMULPS       Y6, Y6, Y9
 	VFMADD213PS  Y6, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc27<>+0(SB), Y6, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPMAXSD      lgc26<>+0(SB), Y6, Y7
+	VPMINSD      lgc27<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPADDD       lgc27<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y2, Y2, Y6
-	VBLENDVPS    Y6, Y2, Y8, Y8
 
 	// sum(v24) over [A]
 	VADDPS Y4, Y8, Y4
@@ -796,22 +792,23 @@ inner_A_5:
 	VMOVUPS Y4, Y1
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPSUBD       lgc27<>+0(SB), Y6, Y6
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y6, Y6
-	VPAND        lgc32<>+0(SB), Y4, Y2
+	VPAND        lgc31<>+0(SB), Y4, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y4
-	VMULPS       lgc26<>+0(SB), Y2, Y7
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y4
+	VMULPS       lgc25<>+0(SB), Y2, Y7
 	VBLENDVPS    Y4, Y7, Y2, Y2
 	VPSUBD       Y4, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc34<>+0(SB), Y7
+	VMOVAPS      lgc33<>+0(SB), Y7
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
@@ -819,20 +816,19 @@ inner_A_5:
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc26<>+0(SB), Y4, Y7
-	VADDPS       Y2, Y7, Y7
 	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc25<>+0(SB), Y4, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
@@ -875,8 +871,8 @@ inner_A_5:
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc45<>+0(SB), Y2, Y2
-	VPMULLD    lgc45<>+0(SB), Y2, Y2
+	VPMINSD    lgc44<>+0(SB), Y2, Y2
+	VPMULLD    lgc44<>+0(SB), Y2, Y2
 	VPADDD     lgc13<>+0(SB), Y2, Y2
 	VMOVUPS    lgc53<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y6
@@ -892,11 +888,11 @@ inner_A_5:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y3
-	VMOVUPS lgc46<>+0(SB), Y4
+	VMOVUPS lgc45<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc47<>+0(SB), Y6
+	VMOVUPS lgc46<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y4, Y6, Y4
@@ -904,33 +900,33 @@ inner_A_5:
 	VMOVUPS Y1, 440(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y3, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y6
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMAXPS       Y3, Y1, Y1
+	VMOVUPS      lgc47<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y6, Y1
-	VMOVAPS      lgc21<>+0(SB), Y7
+	VMOVAPS      lgc20<>+0(SB), Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
 	VADDPS       lgc2<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y6
-	VPMINSD      lgc28<>+0(SB), Y6, Y6
+	VPMAXSD      lgc26<>+0(SB), Y1, Y6
+	VPMINSD      lgc27<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      312(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y6
 
@@ -1015,13 +1011,13 @@ inner_A_5:
 	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc26<>+0(SB), Y4, Y6
+	VMULPS lgc25<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y4, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc26<>+0(SB), Y4, Y4
+	VSUBPS lgc25<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y4, Y4
@@ -1455,314 +1451,314 @@ DATA lgc16<>+24(SB)/4, $0xc2d00000
 DATA lgc16<>+28(SB)/4, $0xc2d00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x42b20000
-DATA lgc17<>+4(SB)/4, $0x42b20000
-DATA lgc17<>+8(SB)/4, $0x42b20000
-DATA lgc17<>+12(SB)/4, $0x42b20000
-DATA lgc17<>+16(SB)/4, $0x42b20000
-DATA lgc17<>+20(SB)/4, $0x42b20000
-DATA lgc17<>+24(SB)/4, $0x42b20000
-DATA lgc17<>+28(SB)/4, $0x42b20000
+DATA lgc17<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+0(SB)/4, $0x3f318000
+DATA lgc18<>+4(SB)/4, $0x3f318000
+DATA lgc18<>+8(SB)/4, $0x3f318000
+DATA lgc18<>+12(SB)/4, $0x3f318000
+DATA lgc18<>+16(SB)/4, $0x3f318000
+DATA lgc18<>+20(SB)/4, $0x3f318000
+DATA lgc18<>+24(SB)/4, $0x3f318000
+DATA lgc18<>+28(SB)/4, $0x3f318000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f318000
-DATA lgc19<>+4(SB)/4, $0x3f318000
-DATA lgc19<>+8(SB)/4, $0x3f318000
-DATA lgc19<>+12(SB)/4, $0x3f318000
-DATA lgc19<>+16(SB)/4, $0x3f318000
-DATA lgc19<>+20(SB)/4, $0x3f318000
-DATA lgc19<>+24(SB)/4, $0x3f318000
-DATA lgc19<>+28(SB)/4, $0x3f318000
+DATA lgc19<>+0(SB)/4, $0xb95e8083
+DATA lgc19<>+4(SB)/4, $0xb95e8083
+DATA lgc19<>+8(SB)/4, $0xb95e8083
+DATA lgc19<>+12(SB)/4, $0xb95e8083
+DATA lgc19<>+16(SB)/4, $0xb95e8083
+DATA lgc19<>+20(SB)/4, $0xb95e8083
+DATA lgc19<>+24(SB)/4, $0xb95e8083
+DATA lgc19<>+28(SB)/4, $0xb95e8083
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xb95e8083
-DATA lgc20<>+4(SB)/4, $0xb95e8083
-DATA lgc20<>+8(SB)/4, $0xb95e8083
-DATA lgc20<>+12(SB)/4, $0xb95e8083
-DATA lgc20<>+16(SB)/4, $0xb95e8083
-DATA lgc20<>+20(SB)/4, $0xb95e8083
-DATA lgc20<>+24(SB)/4, $0xb95e8083
-DATA lgc20<>+28(SB)/4, $0xb95e8083
+DATA lgc20<>+0(SB)/4, $0x39506967
+DATA lgc20<>+4(SB)/4, $0x39506967
+DATA lgc20<>+8(SB)/4, $0x39506967
+DATA lgc20<>+12(SB)/4, $0x39506967
+DATA lgc20<>+16(SB)/4, $0x39506967
+DATA lgc20<>+20(SB)/4, $0x39506967
+DATA lgc20<>+24(SB)/4, $0x39506967
+DATA lgc20<>+28(SB)/4, $0x39506967
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x39506967
-DATA lgc21<>+4(SB)/4, $0x39506967
-DATA lgc21<>+8(SB)/4, $0x39506967
-DATA lgc21<>+12(SB)/4, $0x39506967
-DATA lgc21<>+16(SB)/4, $0x39506967
-DATA lgc21<>+20(SB)/4, $0x39506967
-DATA lgc21<>+24(SB)/4, $0x39506967
-DATA lgc21<>+28(SB)/4, $0x39506967
+DATA lgc21<>+0(SB)/4, $0x3ab743ce
+DATA lgc21<>+4(SB)/4, $0x3ab743ce
+DATA lgc21<>+8(SB)/4, $0x3ab743ce
+DATA lgc21<>+12(SB)/4, $0x3ab743ce
+DATA lgc21<>+16(SB)/4, $0x3ab743ce
+DATA lgc21<>+20(SB)/4, $0x3ab743ce
+DATA lgc21<>+24(SB)/4, $0x3ab743ce
+DATA lgc21<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3ab743ce
-DATA lgc22<>+4(SB)/4, $0x3ab743ce
-DATA lgc22<>+8(SB)/4, $0x3ab743ce
-DATA lgc22<>+12(SB)/4, $0x3ab743ce
-DATA lgc22<>+16(SB)/4, $0x3ab743ce
-DATA lgc22<>+20(SB)/4, $0x3ab743ce
-DATA lgc22<>+24(SB)/4, $0x3ab743ce
-DATA lgc22<>+28(SB)/4, $0x3ab743ce
+DATA lgc22<>+0(SB)/4, $0x3c088908
+DATA lgc22<>+4(SB)/4, $0x3c088908
+DATA lgc22<>+8(SB)/4, $0x3c088908
+DATA lgc22<>+12(SB)/4, $0x3c088908
+DATA lgc22<>+16(SB)/4, $0x3c088908
+DATA lgc22<>+20(SB)/4, $0x3c088908
+DATA lgc22<>+24(SB)/4, $0x3c088908
+DATA lgc22<>+28(SB)/4, $0x3c088908
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3c088908
-DATA lgc23<>+4(SB)/4, $0x3c088908
-DATA lgc23<>+8(SB)/4, $0x3c088908
-DATA lgc23<>+12(SB)/4, $0x3c088908
-DATA lgc23<>+16(SB)/4, $0x3c088908
-DATA lgc23<>+20(SB)/4, $0x3c088908
-DATA lgc23<>+24(SB)/4, $0x3c088908
-DATA lgc23<>+28(SB)/4, $0x3c088908
+DATA lgc23<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+0(SB)/4, $0x3f000000
+DATA lgc25<>+4(SB)/4, $0x3f000000
+DATA lgc25<>+8(SB)/4, $0x3f000000
+DATA lgc25<>+12(SB)/4, $0x3f000000
+DATA lgc25<>+16(SB)/4, $0x3f000000
+DATA lgc25<>+20(SB)/4, $0x3f000000
+DATA lgc25<>+24(SB)/4, $0x3f000000
+DATA lgc25<>+28(SB)/4, $0x3f000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f000000
-DATA lgc26<>+4(SB)/4, $0x3f000000
-DATA lgc26<>+8(SB)/4, $0x3f000000
-DATA lgc26<>+12(SB)/4, $0x3f000000
-DATA lgc26<>+16(SB)/4, $0x3f000000
-DATA lgc26<>+20(SB)/4, $0x3f000000
-DATA lgc26<>+24(SB)/4, $0x3f000000
-DATA lgc26<>+28(SB)/4, $0x3f000000
+DATA lgc26<>+0(SB)/4, $0xffffff82
+DATA lgc26<>+4(SB)/4, $0xffffff82
+DATA lgc26<>+8(SB)/4, $0xffffff82
+DATA lgc26<>+12(SB)/4, $0xffffff82
+DATA lgc26<>+16(SB)/4, $0xffffff82
+DATA lgc26<>+20(SB)/4, $0xffffff82
+DATA lgc26<>+24(SB)/4, $0xffffff82
+DATA lgc26<>+28(SB)/4, $0xffffff82
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xffffff82
-DATA lgc27<>+4(SB)/4, $0xffffff82
-DATA lgc27<>+8(SB)/4, $0xffffff82
-DATA lgc27<>+12(SB)/4, $0xffffff82
-DATA lgc27<>+16(SB)/4, $0xffffff82
-DATA lgc27<>+20(SB)/4, $0xffffff82
-DATA lgc27<>+24(SB)/4, $0xffffff82
-DATA lgc27<>+28(SB)/4, $0xffffff82
+DATA lgc27<>+0(SB)/4, $0x0000007f
+DATA lgc27<>+4(SB)/4, $0x0000007f
+DATA lgc27<>+8(SB)/4, $0x0000007f
+DATA lgc27<>+12(SB)/4, $0x0000007f
+DATA lgc27<>+16(SB)/4, $0x0000007f
+DATA lgc27<>+20(SB)/4, $0x0000007f
+DATA lgc27<>+24(SB)/4, $0x0000007f
+DATA lgc27<>+28(SB)/4, $0x0000007f
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x0000007f
-DATA lgc28<>+4(SB)/4, $0x0000007f
-DATA lgc28<>+8(SB)/4, $0x0000007f
-DATA lgc28<>+12(SB)/4, $0x0000007f
-DATA lgc28<>+16(SB)/4, $0x0000007f
-DATA lgc28<>+20(SB)/4, $0x0000007f
-DATA lgc28<>+24(SB)/4, $0x0000007f
-DATA lgc28<>+28(SB)/4, $0x0000007f
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
+DATA lgc30<>+0(SB)/4, $0xffffffe9
+DATA lgc30<>+4(SB)/4, $0xffffffe9
+DATA lgc30<>+8(SB)/4, $0xffffffe9
+DATA lgc30<>+12(SB)/4, $0xffffffe9
+DATA lgc30<>+16(SB)/4, $0xffffffe9
+DATA lgc30<>+20(SB)/4, $0xffffffe9
+DATA lgc30<>+24(SB)/4, $0xffffffe9
+DATA lgc30<>+28(SB)/4, $0xffffffe9
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
+DATA lgc31<>+0(SB)/4, $0x007fffff
+DATA lgc31<>+4(SB)/4, $0x007fffff
+DATA lgc31<>+8(SB)/4, $0x007fffff
+DATA lgc31<>+12(SB)/4, $0x007fffff
+DATA lgc31<>+16(SB)/4, $0x007fffff
+DATA lgc31<>+20(SB)/4, $0x007fffff
+DATA lgc31<>+24(SB)/4, $0x007fffff
+DATA lgc31<>+28(SB)/4, $0x007fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
+DATA lgc32<>+0(SB)/4, $0x3fb504f3
+DATA lgc32<>+4(SB)/4, $0x3fb504f3
+DATA lgc32<>+8(SB)/4, $0x3fb504f3
+DATA lgc32<>+12(SB)/4, $0x3fb504f3
+DATA lgc32<>+16(SB)/4, $0x3fb504f3
+DATA lgc32<>+20(SB)/4, $0x3fb504f3
+DATA lgc32<>+24(SB)/4, $0x3fb504f3
+DATA lgc32<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
+DATA lgc33<>+0(SB)/4, $0x3d9021bb
+DATA lgc33<>+4(SB)/4, $0x3d9021bb
+DATA lgc33<>+8(SB)/4, $0x3d9021bb
+DATA lgc33<>+12(SB)/4, $0x3d9021bb
+DATA lgc33<>+16(SB)/4, $0x3d9021bb
+DATA lgc33<>+20(SB)/4, $0x3d9021bb
+DATA lgc33<>+24(SB)/4, $0x3d9021bb
+DATA lgc33<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
+DATA lgc34<>+0(SB)/4, $0xbdebd1b8
+DATA lgc34<>+4(SB)/4, $0xbdebd1b8
+DATA lgc34<>+8(SB)/4, $0xbdebd1b8
+DATA lgc34<>+12(SB)/4, $0xbdebd1b8
+DATA lgc34<>+16(SB)/4, $0xbdebd1b8
+DATA lgc34<>+20(SB)/4, $0xbdebd1b8
+DATA lgc34<>+24(SB)/4, $0xbdebd1b8
+DATA lgc34<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
+DATA lgc35<>+0(SB)/4, $0x3def251a
+DATA lgc35<>+4(SB)/4, $0x3def251a
+DATA lgc35<>+8(SB)/4, $0x3def251a
+DATA lgc35<>+12(SB)/4, $0x3def251a
+DATA lgc35<>+16(SB)/4, $0x3def251a
+DATA lgc35<>+20(SB)/4, $0x3def251a
+DATA lgc35<>+24(SB)/4, $0x3def251a
+DATA lgc35<>+28(SB)/4, $0x3def251a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
+DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+0(SB)/4, $0x3e11e9bf
+DATA lgc37<>+4(SB)/4, $0x3e11e9bf
+DATA lgc37<>+8(SB)/4, $0x3e11e9bf
+DATA lgc37<>+12(SB)/4, $0x3e11e9bf
+DATA lgc37<>+16(SB)/4, $0x3e11e9bf
+DATA lgc37<>+20(SB)/4, $0x3e11e9bf
+DATA lgc37<>+24(SB)/4, $0x3e11e9bf
+DATA lgc37<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
+DATA lgc38<>+0(SB)/4, $0xbe2aae50
+DATA lgc38<>+4(SB)/4, $0xbe2aae50
+DATA lgc38<>+8(SB)/4, $0xbe2aae50
+DATA lgc38<>+12(SB)/4, $0xbe2aae50
+DATA lgc38<>+16(SB)/4, $0xbe2aae50
+DATA lgc38<>+20(SB)/4, $0xbe2aae50
+DATA lgc38<>+24(SB)/4, $0xbe2aae50
+DATA lgc38<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
+DATA lgc39<>+0(SB)/4, $0x3e4cceac
+DATA lgc39<>+4(SB)/4, $0x3e4cceac
+DATA lgc39<>+8(SB)/4, $0x3e4cceac
+DATA lgc39<>+12(SB)/4, $0x3e4cceac
+DATA lgc39<>+16(SB)/4, $0x3e4cceac
+DATA lgc39<>+20(SB)/4, $0x3e4cceac
+DATA lgc39<>+24(SB)/4, $0x3e4cceac
+DATA lgc39<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
+DATA lgc40<>+0(SB)/4, $0xbe7ffffc
+DATA lgc40<>+4(SB)/4, $0xbe7ffffc
+DATA lgc40<>+8(SB)/4, $0xbe7ffffc
+DATA lgc40<>+12(SB)/4, $0xbe7ffffc
+DATA lgc40<>+16(SB)/4, $0xbe7ffffc
+DATA lgc40<>+20(SB)/4, $0xbe7ffffc
+DATA lgc40<>+24(SB)/4, $0xbe7ffffc
+DATA lgc40<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
+DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+0(SB)/4, $0x7fc00000
+DATA lgc42<>+4(SB)/4, $0x7fc00000
+DATA lgc42<>+8(SB)/4, $0x7fc00000
+DATA lgc42<>+12(SB)/4, $0x7fc00000
+DATA lgc42<>+16(SB)/4, $0x7fc00000
+DATA lgc42<>+20(SB)/4, $0x7fc00000
+DATA lgc42<>+24(SB)/4, $0x7fc00000
+DATA lgc42<>+28(SB)/4, $0x7fc00000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7fc00000
-DATA lgc43<>+4(SB)/4, $0x7fc00000
-DATA lgc43<>+8(SB)/4, $0x7fc00000
-DATA lgc43<>+12(SB)/4, $0x7fc00000
-DATA lgc43<>+16(SB)/4, $0x7fc00000
-DATA lgc43<>+20(SB)/4, $0x7fc00000
-DATA lgc43<>+24(SB)/4, $0x7fc00000
-DATA lgc43<>+28(SB)/4, $0x7fc00000
+DATA lgc43<>+0(SB)/4, $0x7f800000
+DATA lgc43<>+4(SB)/4, $0x7f800000
+DATA lgc43<>+8(SB)/4, $0x7f800000
+DATA lgc43<>+12(SB)/4, $0x7f800000
+DATA lgc43<>+16(SB)/4, $0x7f800000
+DATA lgc43<>+20(SB)/4, $0x7f800000
+DATA lgc43<>+24(SB)/4, $0x7f800000
+DATA lgc43<>+28(SB)/4, $0x7f800000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7f800000
-DATA lgc44<>+4(SB)/4, $0x7f800000
-DATA lgc44<>+8(SB)/4, $0x7f800000
-DATA lgc44<>+12(SB)/4, $0x7f800000
-DATA lgc44<>+16(SB)/4, $0x7f800000
-DATA lgc44<>+20(SB)/4, $0x7f800000
-DATA lgc44<>+24(SB)/4, $0x7f800000
-DATA lgc44<>+28(SB)/4, $0x7f800000
+DATA lgc44<>+0(SB)/4, $0x00000001
+DATA lgc44<>+4(SB)/4, $0x00000001
+DATA lgc44<>+8(SB)/4, $0x00000001
+DATA lgc44<>+12(SB)/4, $0x00000001
+DATA lgc44<>+16(SB)/4, $0x00000001
+DATA lgc44<>+20(SB)/4, $0x00000001
+DATA lgc44<>+24(SB)/4, $0x00000001
+DATA lgc44<>+28(SB)/4, $0x00000001
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x00000001
-DATA lgc45<>+4(SB)/4, $0x00000001
-DATA lgc45<>+8(SB)/4, $0x00000001
-DATA lgc45<>+12(SB)/4, $0x00000001
-DATA lgc45<>+16(SB)/4, $0x00000001
-DATA lgc45<>+20(SB)/4, $0x00000001
-DATA lgc45<>+24(SB)/4, $0x00000001
-DATA lgc45<>+28(SB)/4, $0x00000001
+DATA lgc45<>+0(SB)/4, $0xbe647fbe
+DATA lgc45<>+4(SB)/4, $0xbe647fbe
+DATA lgc45<>+8(SB)/4, $0xbe647fbe
+DATA lgc45<>+12(SB)/4, $0xbe647fbe
+DATA lgc45<>+16(SB)/4, $0xbe647fbe
+DATA lgc45<>+20(SB)/4, $0xbe647fbe
+DATA lgc45<>+24(SB)/4, $0xbe647fbe
+DATA lgc45<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbe647fbe
-DATA lgc46<>+4(SB)/4, $0xbe647fbe
-DATA lgc46<>+8(SB)/4, $0xbe647fbe
-DATA lgc46<>+12(SB)/4, $0xbe647fbe
-DATA lgc46<>+16(SB)/4, $0xbe647fbe
-DATA lgc46<>+20(SB)/4, $0xbe647fbe
-DATA lgc46<>+24(SB)/4, $0xbe647fbe
-DATA lgc46<>+28(SB)/4, $0xbe647fbe
+DATA lgc46<>+0(SB)/4, $0x3e3ab281
+DATA lgc46<>+4(SB)/4, $0x3e3ab281
+DATA lgc46<>+8(SB)/4, $0x3e3ab281
+DATA lgc46<>+12(SB)/4, $0x3e3ab281
+DATA lgc46<>+16(SB)/4, $0x3e3ab281
+DATA lgc46<>+20(SB)/4, $0x3e3ab281
+DATA lgc46<>+24(SB)/4, $0x3e3ab281
+DATA lgc46<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3e3ab281
-DATA lgc47<>+4(SB)/4, $0x3e3ab281
-DATA lgc47<>+8(SB)/4, $0x3e3ab281
-DATA lgc47<>+12(SB)/4, $0x3e3ab281
-DATA lgc47<>+16(SB)/4, $0x3e3ab281
-DATA lgc47<>+20(SB)/4, $0x3e3ab281
-DATA lgc47<>+24(SB)/4, $0x3e3ab281
-DATA lgc47<>+28(SB)/4, $0x3e3ab281
+DATA lgc47<>+0(SB)/4, $0x42b20000
+DATA lgc47<>+4(SB)/4, $0x42b20000
+DATA lgc47<>+8(SB)/4, $0x42b20000
+DATA lgc47<>+12(SB)/4, $0x42b20000
+DATA lgc47<>+16(SB)/4, $0x42b20000
+DATA lgc47<>+20(SB)/4, $0x42b20000
+DATA lgc47<>+24(SB)/4, $0x42b20000
+DATA lgc47<>+28(SB)/4, $0x42b20000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 DATA lgc48<>+0(SB)/4, $0x3f99999a
@@ -1887,37 +1883,37 @@ blocks_7:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc47<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc27<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  32256(DX), Y4, Y1
+	VADDPS  32256(DX), Y3, Y1
 	VMOVUPS Y1, 32256(DX)
 
 	// store explainedVariance
@@ -1984,40 +1980,40 @@ chunkdone_8:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc47<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc27<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y4, Y1
+	VANDPS       Y1, Y3, Y1
 	MOVQ         state+48(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
@@ -2271,33 +2267,31 @@ inner_A_13:
 	VSUBPS Y1, Y5, Y5
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y5, Y6
-	VMINPS       lgc17<>+0(SB), Y6, Y6
-	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMAXPS       Y5, Y6, Y6
+	VMULPS       lgc17<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
-	VMOVAPS      lgc21<>+0(SB), Y8
+	VMOVAPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
 	VMULPS       Y6, Y6, Y9
 	VFMADD213PS  Y6, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc27<>+0(SB), Y6, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPMAXSD      lgc26<>+0(SB), Y6, Y7
+	VPMINSD      lgc27<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPADDD       lgc27<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
 	IMUL3Q       $+32, BX, SI
 	VMOVUPS      Y8, 8(SP)(SI*1)
 
@@ -2328,22 +2322,23 @@ inner_A_13:
 
 	// finish v25
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y2, Y4
-	VMULPS       lgc30<>+0(SB), Y2, Y5
+	VCMPPS       $0x11, lgc28<>+0(SB), Y2, Y4
+	VMULPS       lgc29<>+0(SB), Y2, Y5
 	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc31<>+0(SB), Y4, Y4
+	VPSUBD       lgc27<>+0(SB), Y6, Y6
+	VPAND        lgc30<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
-	VPAND        lgc32<>+0(SB), Y5, Y4
+	VPAND        lgc31<>+0(SB), Y5, Y4
 	VPOR         lgc2<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y4, Y5
-	VMULPS       lgc26<>+0(SB), Y4, Y7
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y4, Y5
+	VMULPS       lgc25<>+0(SB), Y4, Y7
 	VBLENDVPS    Y5, Y7, Y4, Y4
 	VPSUBD       Y5, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y4, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc34<>+0(SB), Y7
+	VMOVAPS      lgc33<>+0(SB), Y7
+	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc37<>+0(SB), Y4, Y7
@@ -2351,20 +2346,19 @@ inner_A_13:
 	VFMADD213PS  lgc39<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc41<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y4, Y7
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc26<>+0(SB), Y5, Y7
-	VADDPS       Y4, Y7, Y7
 	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc25<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc42<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc43<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc43<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc44<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc44<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
@@ -2398,8 +2392,8 @@ inner_A_13:
 	LEAQ       (SI)(BX*4), SI
 	VCVTTPS2DQ Y4, Y4
 	VPMAXSD    lgc0<>+0(SB), Y4, Y4
-	VPMINSD    lgc45<>+0(SB), Y4, Y4
-	VPMULLD    lgc45<>+0(SB), Y4, Y4
+	VPMINSD    lgc44<>+0(SB), Y4, Y4
+	VPMULLD    lgc44<>+0(SB), Y4, Y4
 	VPADDD     lgc13<>+0(SB), Y4, Y4
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMOVUPS    lgc0<>+0(SB), Y6
@@ -2416,11 +2410,11 @@ inner_A_13:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y5, Y4, Y5
-	VMOVUPS lgc46<>+0(SB), Y6
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc47<>+0(SB), Y8
+	VMOVUPS lgc46<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y8, Y6
@@ -2429,33 +2423,33 @@ inner_A_13:
 	VMOVUPS Y2, 248(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y5, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMAXPS       Y5, Y1, Y1
+	VMOVUPS      lgc47<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y7
+	VMOVAPS      lgc20<>+0(SB), Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
 	VADDPS       lgc2<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y7, Y7
 	VMOVUPS      88(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 
@@ -2567,14 +2561,14 @@ inner_A_13:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc26<>+0(SB), Y6, Y8
+	VMULPS  lgc25<>+0(SB), Y6, Y8
 	VMOVUPS Y2, 344(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y2
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc26<>+0(SB), Y6, Y9
+	VSUBPS  lgc25<>+0(SB), Y6, Y9
 	VMOVUPS Y1, 376(SP)
 	VMOVUPS Y8, 408(SP)
 
@@ -2728,7 +2722,7 @@ inner_A_13:
 	VADDPS Y4, Y2, Y2
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc26<>+0(SB), Y6, Y4
+	VMULPS lgc25<>+0(SB), Y6, Y4
 
 	// v97 = add(v95, v96)
 	VADDPS  Y4, Y2, Y2
@@ -3127,33 +3121,31 @@ inner_A_16:
 	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y2, Y6
-	VMINPS       lgc17<>+0(SB), Y6, Y6
-	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMAXPS       Y2, Y6, Y6
+	VMULPS       lgc17<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
-	VMOVAPS      lgc21<>+0(SB), Y8
+	VMOVAPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
 	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
 	VMULPS       Y6, Y6, Y9
 	VFMADD213PS  Y6, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc27<>+0(SB), Y6, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPMAXSD      lgc26<>+0(SB), Y6, Y7
+	VPMINSD      lgc27<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPADDD       lgc27<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y2, Y2, Y6
-	VBLENDVPS    Y6, Y2, Y8, Y8
 	VMOVUPS      Y8, 8(SP)(R9*1)
 
 	// sum(v24) over [A]
@@ -3175,22 +3167,23 @@ inner_A_16:
 	VMOVUPS Y4, Y1
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPSUBD       lgc27<>+0(SB), Y6, Y6
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y6, Y6
-	VPAND        lgc32<>+0(SB), Y4, Y2
+	VPAND        lgc31<>+0(SB), Y4, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y4
-	VMULPS       lgc26<>+0(SB), Y2, Y7
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y4
+	VMULPS       lgc25<>+0(SB), Y2, Y7
 	VBLENDVPS    Y4, Y7, Y2, Y2
 	VPSUBD       Y4, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc34<>+0(SB), Y7
+	VMOVAPS      lgc33<>+0(SB), Y7
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
@@ -3198,20 +3191,19 @@ inner_A_16:
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc26<>+0(SB), Y4, Y7
-	VADDPS       Y2, Y7, Y7
 	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc25<>+0(SB), Y4, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
@@ -3254,8 +3246,8 @@ inner_A_16:
 	LEAQ       (R9)(R8*4), R9
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc45<>+0(SB), Y2, Y2
-	VPMULLD    lgc45<>+0(SB), Y2, Y2
+	VPMINSD    lgc44<>+0(SB), Y2, Y2
+	VPMULLD    lgc44<>+0(SB), Y2, Y2
 	VPADDD     lgc13<>+0(SB), Y2, Y2
 	VMOVUPS    lgc53<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y6
@@ -3271,11 +3263,11 @@ inner_A_16:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y4, Y2, Y4
-	VMOVUPS lgc46<>+0(SB), Y6
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc47<>+0(SB), Y8
+	VMOVUPS lgc46<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y8, Y6
@@ -3284,33 +3276,33 @@ inner_A_16:
 	VMOVUPS Y1, 984(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y4, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y3
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMAXPS       Y4, Y1, Y1
+	VMOVUPS      lgc47<>+0(SB), Y3
+	VMINPS       Y1, Y3, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y1
-	VMOVAPS      lgc21<>+0(SB), Y7
+	VMOVAPS      lgc20<>+0(SB), Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
 	VMULPS       Y1, Y1, Y8
 	VFMADD213PS  Y1, Y8, Y7
 	VADDPS       lgc2<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y3, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc26<>+0(SB), Y1, Y3
+	VPMINSD      lgc27<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y3, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y1
-	VBLENDVPS    Y1, Y4, Y7, Y7
 	VMOVUPS      824(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y3
 
@@ -3395,14 +3387,14 @@ inner_A_16:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc26<>+0(SB), Y6, Y8
+	VMULPS  lgc25<>+0(SB), Y6, Y8
 	VMOVUPS Y3, 1080(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y3
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc26<>+0(SB), Y6, Y9
+	VSUBPS  lgc25<>+0(SB), Y6, Y9
 	VMOVUPS Y1, 1112(SP)
 	VMOVUPS Y8, 1144(SP)
 
@@ -3519,7 +3511,7 @@ inner_A_16:
 	VADDPS Y4, Y2, Y2
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc26<>+0(SB), Y6, Y4
+	VMULPS lgc25<>+0(SB), Y6, Y4
 
 	// v97 = add(v95, v96)
 	VADDPS  Y4, Y2, Y2
@@ -4069,37 +4061,37 @@ blocks_19:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc47<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc27<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  32256(DX), Y4, Y1
+	VADDPS  32256(DX), Y3, Y1
 	VMOVUPS Y1, 32256(DX)
 
 	// store explainedVariance
@@ -4166,40 +4158,40 @@ chunkdone_20:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc47<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc27<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y4, Y1
+	VANDPS       Y1, Y3, Y1
 	MOVQ         state+48(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
@@ -4262,34 +4254,34 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc47<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc17<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc19<>+0(SB), Y1, Y0
+	VMOVAPS      lgc20<>+0(SB), Y2
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc2<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc26<>+0(SB), Y0, Y1
+	VPMINSD      lgc27<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc27<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_23
 
@@ -4309,22 +4301,23 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPSUBD       lgc27<>+0(SB), Y3, Y3
+	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPAND        lgc31<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
+	VMULPS       lgc25<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
+	VMOVAPS      lgc33<>+0(SB), Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
@@ -4332,20 +4325,19 @@ bulk_25:
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -4369,22 +4361,23 @@ bulk_27:
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
+	VMULPS       lgc25<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
@@ -4392,20 +4385,19 @@ bulk_27:
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -4416,8 +4408,8 @@ bulk_27:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc12<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_27

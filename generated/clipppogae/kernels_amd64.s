@@ -140,8 +140,10 @@ outer0_1:
 	VMOVUPS Y1, 24(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc14<>+0(SB), Y3, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMAXPS       Y3, Y1, Y1
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
@@ -165,8 +167,6 @@ outer0_1:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
@@ -494,8 +494,10 @@ blocks_2:
 	VMOVUPS Y1, 120(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc14<>+0(SB), Y3, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMAXPS       Y3, Y1, Y1
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
@@ -519,8 +521,6 @@ blocks_2:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
@@ -1266,37 +1266,37 @@ blocks_4:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v67)
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc14<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VMOVAPS      lgc19<>+0(SB), Y3
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y2
+	VPMINSD      lgc26<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  32256(DX), Y4, Y1
+	VADDPS  32256(DX), Y3, Y1
 	VMOVUPS Y1, 32256(DX)
 
 	// store explainedVariance
@@ -1363,40 +1363,40 @@ chunkdone_5:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v67)
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc14<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VMOVAPS      lgc19<>+0(SB), Y3
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y2
+	VPMINSD      lgc26<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y4, Y1
+	VANDPS       Y1, Y3, Y1
 	MOVQ         state+48(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
@@ -1613,8 +1613,10 @@ outer0_8:
 	VMOVUPS Y1, 24(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc14<>+0(SB), Y3, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMAXPS       Y3, Y1, Y1
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
@@ -1638,8 +1640,6 @@ outer0_8:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
@@ -2109,8 +2109,10 @@ blocks_9:
 	VMOVUPS Y1, 280(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc14<>+0(SB), Y3, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMAXPS       Y3, Y1, Y1
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
@@ -2134,8 +2136,6 @@ blocks_9:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
@@ -2698,37 +2698,37 @@ blocks_11:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v67)
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc14<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VMOVAPS      lgc19<>+0(SB), Y3
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y2
+	VPMINSD      lgc26<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  32256(DX), Y4, Y1
+	VADDPS  32256(DX), Y3, Y1
 	VMOVUPS Y1, 32256(DX)
 
 	// store explainedVariance
@@ -2795,40 +2795,40 @@ chunkdone_12:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v67)
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc14<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VMOVAPS      lgc19<>+0(SB), Y3
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y2
+	VPMINSD      lgc26<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y4, Y1
+	VANDPS       Y1, Y3, Y1
 	MOVQ         state+48(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
@@ -2891,34 +2891,34 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc14<>+0(SB), Y0, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VMOVAPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y2
-	VPMINSD      lgc26<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc16<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc17<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
+	VMOVAPS      lgc19<>+0(SB), Y2
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc2<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc25<>+0(SB), Y0, Y1
+	VPMINSD      lgc26<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc26<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_15
 

@@ -60,8 +60,10 @@ blocks_2:
 	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y0
-	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMAXPS       Y5, Y0, Y0
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMINPS       Y0, Y3, Y0
 	VMULPS       lgc6<>+0(SB), Y0, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
@@ -85,8 +87,6 @@ blocks_2:
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y3, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y0
-	VBLENDVPS    Y0, Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v17 = ge(v6, 0)
@@ -724,33 +724,33 @@ blocks_4:
 	VSUBPS Y1, Y0, Y0
 
 	// essCol = exp(v53)
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
+	VMOVAPS      lgc9<>+0(SB), Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y1
+	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 	MOVQ         s7+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
@@ -760,7 +760,7 @@ blocks_4:
 	VANDPS lgc1<>+0(SB), Y0, Y1
 
 	// v57 = where(v56, essCol, 0)
-	VANDPS Y3, Y0, Y0
+	VANDPS Y2, Y0, Y0
 
 	// sum(v57) over [L]
 	MOVQ    state+40(FP), DX
@@ -1032,8 +1032,10 @@ blocks_11:
 	VMOVUPS Y3, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y5, Y0
-	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMAXPS       Y5, Y0, Y0
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMINPS       Y0, Y3, Y0
 	VMULPS       lgc6<>+0(SB), Y0, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
@@ -1057,8 +1059,6 @@ blocks_11:
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y3, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y0
-	VBLENDVPS    Y0, Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v17 = ge(v6, 0)
@@ -1487,33 +1487,33 @@ blocks_13:
 	VSUBPS Y1, Y0, Y0
 
 	// essCol = exp(v53)
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
+	VMOVAPS      lgc9<>+0(SB), Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y1
+	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 	MOVQ         s7+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
@@ -1523,7 +1523,7 @@ blocks_13:
 	VANDPS lgc1<>+0(SB), Y0, Y1
 
 	// v57 = where(v56, essCol, 0)
-	VANDPS Y3, Y0, Y0
+	VANDPS Y2, Y0, Y0
 
 	// sum(v57) over [L]
 	MOVQ    state+40(FP), DX
@@ -1648,34 +1648,34 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
+	VMOVAPS      lgc9<>+0(SB), Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y1
+	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_16
 

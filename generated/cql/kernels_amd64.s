@@ -12,37 +12,37 @@ TEXT ·pass0AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v13 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X3, (AX)(CX*4)
+	VMOVSS X2, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -879,38 +879,38 @@ inner_Q_3:
 	VBROADCASTSS (DX)(SI*4), Y1
 
 	// v13 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y1, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y1, Y4, Y1
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VMINPS       Y1, Y4, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y1
+	VMOVAPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y1, Y6
+	VFMADD213PS  Y1, Y6, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y5
 	VMOVUPD      lgc17<>+0(SB), Y1
 	VMOVUPD      lgc17<>+0(SB), Y4
-	VMOVUPS      lgc16<>+0(SB), Y5
-	VMOVUPS      Y5, 2560(SP)
-	VMOVUPS      Y6, 2624(SP)
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMOVUPS      Y6, 2560(SP)
+	VMOVUPS      Y5, 2624(SP)
 	XORQ         DX, DX
 
 inner_Q_4:
@@ -1052,33 +1052,33 @@ inner_Q_6:
 	VMOVUPS Y4, 2880(SP)
 
 	// v47 = exp(v46)
-	VMAXPS       lgc0<>+0(SB), Y1, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y1, Y4, Y1
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VMINPS       Y1, Y4, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y1
+	VMOVAPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y1, Y7
+	VFMADD213PS  Y1, Y7, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y7, Y7
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y5
 	VMOVUPS      2880(SP), Y1
 
 	// v48 = sub(v35, v45)
@@ -1086,8 +1086,47 @@ inner_Q_6:
 	VMOVUPS Y6, 2912(SP)
 
 	// v49 = exp(v48)
-	VMAXPS       lgc0<>+0(SB), Y1, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y1, Y4, Y1
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VMINPS       Y1, Y4, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y1
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y1, Y7
+	VFMADD213PS  Y1, Y7, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y6
+
+	// v50 = add(v47, v49)
+	VADDPS  Y6, Y5, Y1
+	VMOVUPS 2848(SP), Y4
+	VMOVUPS 2912(SP), Y5
+
+	// v51 = sub(v37, v45)
+	VSUBPS Y5, Y4, Y4
+
+	// v52 = exp(v51)
+	VMOVUPS      lgc0<>+0(SB), Y5
+	VMAXPS       Y4, Y5, Y4
+	VMOVUPS      lgc1<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc2<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
@@ -1098,8 +1137,8 @@ inner_Q_6:
 	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc12<>+0(SB), Y4, Y5
@@ -1111,48 +1150,9 @@ inner_Q_6:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y6, Y6
-
-	// v50 = add(v47, v49)
-	VADDPS  Y6, Y7, Y1
-	VMOVUPS 2848(SP), Y4
-	VMOVUPS 2912(SP), Y5
-
-	// v51 = sub(v37, v45)
-	VSUBPS Y5, Y4, Y4
-
-	// v52 = exp(v51)
-	VMAXPS       lgc0<>+0(SB), Y4, Y5
-	VMINPS       lgc1<>+0(SB), Y5, Y5
-	VMULPS       lgc2<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc12<>+0(SB), Y5, Y6
-	VPMINSD      lgc13<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
 
 	// v53 = add(v50, v52)
-	VADDPS Y7, Y1, Y1
+	VADDPS Y6, Y1, Y1
 
 	// v54 = log(v53)
 	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y4
@@ -1851,37 +1851,37 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v13 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X3, (AX)(CX*4)
+	VMOVSS X2, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -1894,37 +1894,37 @@ TEXT ·fbPass1AVX2(SB), $6976-216
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v13 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 
 	// v92 = mul(0.00390625, v13)
-	VMULPS  lgc47<>+0(SB), Y3, Y0
-	VMOVUPS Y3, (SP)
+	VMULPS  lgc47<>+0(SB), Y2, Y0
+	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
 	MOVQ    $+8, CX
 	MOVQ    lo+8(FP), AX
@@ -2758,41 +2758,80 @@ inner_Q_13:
 	VMOVUPS Y1, 6720(SP)
 
 	// v47 = exp(v46)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc3<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y6, Y1
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y6
-	VPMINSD      lgc13<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y6
+	VMULPS       Y0, Y0, Y7
+	VFMADD213PS  Y0, Y7, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y7, Y7
-	VMOVUPS      Y7, 64(SP)(R9*1)
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y6, Y6
+	VMULPS       Y0, Y6, Y6
+	VMOVUPS      Y6, 64(SP)(R9*1)
 
 	// v48 = sub(v35, v45)
 	VSUBPS Y5, Y4, Y0
 
 	// v49 = exp(v48)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VMULPS       Y0, Y0, Y7
+	VFMADD213PS  Y0, Y7, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y4, Y4
+	VMULPS       Y0, Y4, Y4
+	VMOVUPS      Y4, 704(SP)(R9*1)
+
+	// v50 = add(v47, v49)
+	VADDPS  Y4, Y6, Y0
+	VMOVUPS 6720(SP), Y1
+
+	// v51 = sub(v37, v45)
+	VSUBPS Y5, Y1, Y1
+
+	// v52 = exp(v51)
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y1, Y4, Y1
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VMINPS       Y1, Y4, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y4
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
@@ -2803,8 +2842,8 @@ inner_Q_13:
 	VFMADD213PS  lgc8<>+0(SB), Y1, Y6
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y6
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y6
+	VMULPS       Y1, Y1, Y7
+	VFMADD213PS  Y1, Y7, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y1
 	VPMAXSD      lgc12<>+0(SB), Y1, Y4
@@ -2816,49 +2855,10 @@ inner_Q_13:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y1, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y6, Y6
-	VMOVUPS      Y6, 704(SP)(R9*1)
-
-	// v50 = add(v47, v49)
-	VADDPS  Y6, Y7, Y0
-	VMOVUPS 6720(SP), Y1
-
-	// v51 = sub(v37, v45)
-	VSUBPS Y5, Y1, Y1
-
-	// v52 = exp(v51)
-	VMAXPS       lgc0<>+0(SB), Y1, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc3<>+0(SB), Y6, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y6, Y4
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
-	VMULPS       Y4, Y4, Y8
-	VFMADD213PS  Y4, Y8, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y6
-	VPMINSD      lgc13<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y7, Y7
-	VMOVUPS      Y7, 1344(SP)(R9*1)
+	VMOVUPS      Y6, 1344(SP)(R9*1)
 
 	// v53 = add(v50, v52)
-	VADDPS  Y7, Y0, Y0
+	VADDPS  Y6, Y0, Y0
 	VMOVUPS Y5, 6752(SP)
 
 	// v54 = log(v53)
@@ -4068,34 +4068,34 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_17
 

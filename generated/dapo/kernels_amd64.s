@@ -59,8 +59,10 @@ blocks_2:
 	VMOVUPS Y0, (SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y4, Y0
-	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMAXPS       Y4, Y0, Y0
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y0, Y6, Y0
 	VMULPS       lgc6<>+0(SB), Y0, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y0
@@ -84,8 +86,6 @@ blocks_2:
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y0
-	VBLENDVPS    Y0, Y4, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v17 = ge(v10, 0)
@@ -251,8 +251,10 @@ blocks_2:
 	VMULPS Y4, Y3, Y3
 
 	// v91 = exp(v34)
-	VMAXPS       lgc4<>+0(SB), Y0, Y4
-	VMINPS       lgc5<>+0(SB), Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc5<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc6<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
@@ -276,8 +278,6 @@ blocks_2:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v92 = sub(v91, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
@@ -967,21 +967,23 @@ TEXT ·pass1AVX2(SB), $64-136
 	VMOVUPS Y5, 32(SP)
 
 	// v54 = exp(v53)
-	VMAXPS       lgc4<>+0(SB), Y7, Y5
-	VMINPS       lgc5<>+0(SB), Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMAXPS       Y7, Y5, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
 	VMULPS       lgc6<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -990,17 +992,15 @@ TEXT ·pass1AVX2(SB), $64-136
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y5
-	VBLENDVPS    Y5, Y7, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v27)
-	VDIVPS Y1, Y8, Y5
+	VDIVPS Y1, Y7, Y5
 
 	// ess = where(v55, v56, 0)
 	VANDPS       Y5, Y0, Y0
@@ -1208,8 +1208,10 @@ blocks_8:
 	VMOVUPS Y0, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc4<>+0(SB), Y4, Y0
-	VMINPS       lgc5<>+0(SB), Y0, Y0
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMAXPS       Y4, Y0, Y0
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y0, Y6, Y0
 	VMULPS       lgc6<>+0(SB), Y0, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y0
@@ -1233,8 +1235,6 @@ blocks_8:
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y0
-	VBLENDVPS    Y0, Y4, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v17 = ge(v10, 0)
@@ -1403,8 +1403,10 @@ blocks_8:
 	VMULPS Y4, Y3, Y3
 
 	// v91 = exp(v34)
-	VMAXPS       lgc4<>+0(SB), Y0, Y4
-	VMINPS       lgc5<>+0(SB), Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc5<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc6<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
@@ -1428,8 +1430,6 @@ blocks_8:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v92 = sub(v91, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
@@ -1835,21 +1835,23 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VMOVUPS Y5, 32(SP)
 
 	// v54 = exp(v53)
-	VMAXPS       lgc4<>+0(SB), Y7, Y5
-	VMINPS       lgc5<>+0(SB), Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMAXPS       Y7, Y5, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
 	VMULPS       lgc6<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -1858,17 +1860,15 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y5
-	VBLENDVPS    Y5, Y7, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v27)
-	VDIVPS Y1, Y8, Y5
+	VDIVPS Y1, Y7, Y5
 
 	// ess = where(v55, v56, 0)
 	VANDPS       Y5, Y0, Y0
@@ -1929,34 +1929,34 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc6<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
+	VMOVAPS      lgc9<>+0(SB), Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y1
+	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 

@@ -187,8 +187,10 @@ inner_A_3:
 	VMOVUPD      Y2, 352(SP)
 
 	// logsumexp(actionValue) over [A]
-	VMAXPS       lgc5<>+0(SB), Y1, Y2
-	VMINPS       lgc6<>+0(SB), Y2, Y2
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
 	VMULPS       lgc7<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
@@ -212,8 +214,6 @@ inner_A_3:
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
 	VCMPPS       $0x15, lgc18<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc19<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -1146,8 +1146,10 @@ inner_A_7:
 	VMOVUPD      Y2, 480(SP)
 
 	// logsumexp(actionValue) over [A]
-	VMAXPS       lgc5<>+0(SB), Y1, Y2
-	VMINPS       lgc6<>+0(SB), Y2, Y2
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
 	VMULPS       lgc7<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
@@ -1171,8 +1173,6 @@ inner_A_7:
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
 	VCMPPS       $0x15, lgc18<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc19<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -1403,36 +1403,36 @@ inner_A_8:
 	VSUBPS Y0, Y2, Y2
 
 	// v37 = exp(v36)
-	VMAXPS       lgc5<>+0(SB), Y2, Y3
-	VMINPS       lgc6<>+0(SB), Y3, Y3
-	VMULPS       lgc7<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
-	VMOVAPS      lgc10<>+0(SB), Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc4<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc16<>+0(SB), Y3, Y4
-	VPMINSD      lgc17<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc7<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VMOVAPS      lgc10<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc4<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc16<>+0(SB), Y2, Y3
+	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 
 	// v38 = mul(0.00390625, v37)
-	VMULPS    lgc50<>+0(SB), Y5, Y2
+	VMULPS    lgc50<>+0(SB), Y4, Y2
 	MOVQ      action+32(FP), R8
 	IMUL3Q    $+4, AX, R9
 	ADDQ      DX, R9
@@ -1716,34 +1716,34 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc4<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc7<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
+	VMOVAPS      lgc10<>+0(SB), Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc4<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc16<>+0(SB), Y0, Y1
+	VPMINSD      lgc17<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc17<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 

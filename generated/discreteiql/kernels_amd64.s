@@ -344,44 +344,44 @@ inner_A_5:
 	VMULPD lgc1<>+0(SB), Y2, Y2
 
 	// v26 = exp(v25)
-	VMAXPD       lgc7<>+0(SB), Y2, Y3
-	VMINPD       lgc8<>+0(SB), Y3, Y3
-	VMULPD       lgc9<>+0(SB), Y3, Y6
-	VROUNDPD     $0x00, Y6, Y6
-	VFNMADD231PD lgc10<>+0(SB), Y6, Y3
-	VFNMADD231PD lgc11<>+0(SB), Y6, Y3
-	VMOVAPD      lgc12<>+0(SB), Y7
-	VFMADD213PD  lgc13<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc14<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc15<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc16<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc17<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc18<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc19<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc20<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc21<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc22<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc23<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc1<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc1<>+0(SB), Y3, Y7
-	VCVTPD2DQY   Y6, X3
-	VPMAXSD      lgc24<>+0(SB), X3, X6
-	VPMINSD      lgc25<>+0(SB), X6, X6
-	VPSUBD       X6, X3, X3
-	VPMOVSXDQ    X6, Y6
+	VMOVUPD      lgc7<>+0(SB), Y3
+	VMAXPD       Y2, Y3, Y2
+	VMOVUPD      lgc8<>+0(SB), Y3
+	VMINPD       Y2, Y3, Y2
+	VMULPD       lgc9<>+0(SB), Y2, Y3
+	VROUNDPD     $0x00, Y3, Y3
+	VFNMADD231PD lgc10<>+0(SB), Y3, Y2
+	VFNMADD231PD lgc11<>+0(SB), Y3, Y2
+	VMOVAPD      lgc12<>+0(SB), Y6
+	VFMADD213PD  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc14<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc15<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc16<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc17<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc18<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc19<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc20<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc21<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc22<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc23<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc1<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc1<>+0(SB), Y2, Y6
+	VCVTPD2DQY   Y3, X2
+	VPMAXSD      lgc24<>+0(SB), X2, X3
+	VPMINSD      lgc25<>+0(SB), X3, X3
+	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
-	VPADDQ       lgc26<>+0(SB), Y6, Y6
-	VPSLLQ       $0x34, Y6, Y6
+	VPMOVSXDQ    X2, Y2
 	VPADDQ       lgc26<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VMULPD       Y6, Y7, Y7
-	VMULPD       Y3, Y7, Y7
-	VCMPPD       $0x03, Y2, Y2, Y3
-	VBLENDVPD    Y3, Y2, Y7, Y7
+	VPADDQ       lgc26<>+0(SB), Y2, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VMULPD       Y3, Y6, Y6
+	VMULPD       Y2, Y6, Y6
 	VMOVUPD      lgc27<>+0(SB), Y2
 
 	// v28 = min(v26, 100)
-	VMINPD  Y7, Y2, Y2
+	VMINPD  Y6, Y2, Y2
 	MOVQ    logProb+72(FP), CX
 	VMOVUPD (CX)(DX*8), Y3
 
@@ -987,44 +987,44 @@ inner_A_10:
 	VMULPD lgc1<>+0(SB), Y2, Y2
 
 	// v26 = exp(v25)
-	VMAXPD       lgc7<>+0(SB), Y2, Y3
-	VMINPD       lgc8<>+0(SB), Y3, Y3
-	VMULPD       lgc9<>+0(SB), Y3, Y6
-	VROUNDPD     $0x00, Y6, Y6
-	VFNMADD231PD lgc10<>+0(SB), Y6, Y3
-	VFNMADD231PD lgc11<>+0(SB), Y6, Y3
-	VMOVAPD      lgc12<>+0(SB), Y7
-	VFMADD213PD  lgc13<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc14<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc15<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc16<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc17<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc18<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc19<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc20<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc21<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc22<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc23<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc1<>+0(SB), Y3, Y7
-	VFMADD213PD  lgc1<>+0(SB), Y3, Y7
-	VCVTPD2DQY   Y6, X3
-	VPMAXSD      lgc24<>+0(SB), X3, X6
-	VPMINSD      lgc25<>+0(SB), X6, X6
-	VPSUBD       X6, X3, X3
-	VPMOVSXDQ    X6, Y6
+	VMOVUPD      lgc7<>+0(SB), Y3
+	VMAXPD       Y2, Y3, Y2
+	VMOVUPD      lgc8<>+0(SB), Y3
+	VMINPD       Y2, Y3, Y2
+	VMULPD       lgc9<>+0(SB), Y2, Y3
+	VROUNDPD     $0x00, Y3, Y3
+	VFNMADD231PD lgc10<>+0(SB), Y3, Y2
+	VFNMADD231PD lgc11<>+0(SB), Y3, Y2
+	VMOVAPD      lgc12<>+0(SB), Y6
+	VFMADD213PD  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc14<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc15<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc16<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc17<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc18<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc19<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc20<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc21<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc22<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc23<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc1<>+0(SB), Y2, Y6
+	VFMADD213PD  lgc1<>+0(SB), Y2, Y6
+	VCVTPD2DQY   Y3, X2
+	VPMAXSD      lgc24<>+0(SB), X2, X3
+	VPMINSD      lgc25<>+0(SB), X3, X3
+	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
-	VPADDQ       lgc26<>+0(SB), Y6, Y6
-	VPSLLQ       $0x34, Y6, Y6
+	VPMOVSXDQ    X2, Y2
 	VPADDQ       lgc26<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VMULPD       Y6, Y7, Y7
-	VMULPD       Y3, Y7, Y7
-	VCMPPD       $0x03, Y2, Y2, Y3
-	VBLENDVPD    Y3, Y2, Y7, Y7
+	VPADDQ       lgc26<>+0(SB), Y2, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VMULPD       Y3, Y6, Y6
+	VMULPD       Y2, Y6, Y6
 	VMOVUPD      lgc27<>+0(SB), Y2
 
 	// v28 = min(v26, 100)
-	VMINPD  Y7, Y2, Y2
+	VMINPD  Y6, Y2, Y2
 	MOVQ    logProb+72(FP), CX
 	VMOVUPD (CX)(BX*8), Y3
 
@@ -1337,41 +1337,41 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc7<>+0(SB), Y0, Y1
-	VMINPD       lgc8<>+0(SB), Y1, Y1
-	VMULPD       lgc9<>+0(SB), Y1, Y2
-	VROUNDPD     $0x00, Y2, Y2
-	VFNMADD231PD lgc10<>+0(SB), Y2, Y1
-	VFNMADD231PD lgc11<>+0(SB), Y2, Y1
-	VMOVAPD      lgc12<>+0(SB), Y3
-	VFMADD213PD  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc1<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc1<>+0(SB), Y1, Y3
-	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc24<>+0(SB), X1, X2
-	VPMINSD      lgc25<>+0(SB), X2, X2
-	VPSUBD       X2, X1, X1
-	VPMOVSXDQ    X2, Y2
+	VMOVUPD      lgc7<>+0(SB), Y1
+	VMAXPD       Y0, Y1, Y0
+	VMOVUPD      lgc8<>+0(SB), Y1
+	VMINPD       Y0, Y1, Y0
+	VMULPD       lgc9<>+0(SB), Y0, Y1
+	VROUNDPD     $0x00, Y1, Y1
+	VFNMADD231PD lgc10<>+0(SB), Y1, Y0
+	VFNMADD231PD lgc11<>+0(SB), Y1, Y0
+	VMOVAPD      lgc12<>+0(SB), Y2
+	VFMADD213PD  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc14<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc15<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc16<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc17<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc18<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc19<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc20<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc21<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc22<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc23<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc1<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc1<>+0(SB), Y0, Y2
+	VCVTPD2DQY   Y1, X0
+	VPMAXSD      lgc24<>+0(SB), X0, X1
+	VPMINSD      lgc25<>+0(SB), X1, X1
+	VPSUBD       X1, X0, X0
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc26<>+0(SB), Y2, Y2
-	VPSLLQ       $0x34, Y2, Y2
+	VPMOVSXDQ    X0, Y0
 	VPADDQ       lgc26<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
-	VMULPD       Y2, Y3, Y3
-	VMULPD       Y1, Y3, Y3
-	VCMPPD       $0x03, Y0, Y0, Y1
-	VBLENDVPD    Y1, Y0, Y3, Y3
-	VMOVUPD      Y3, (AX)(BX*8)
+	VPADDQ       lgc26<>+0(SB), Y0, Y0
+	VPSLLQ       $0x34, Y0, Y0
+	VMULPD       Y1, Y2, Y2
+	VMULPD       Y0, Y2, Y2
+	VMOVUPD      Y2, (AX)(BX*8)
 	ADDQ         $+4, BX
 	JMP          bulk_14
 

@@ -12,37 +12,37 @@ TEXT ·pass0AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v1 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X3, (AX)(CX*4)
+	VMOVSS X2, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -447,67 +447,67 @@ blocks_1:
 	VBROADCASTSS (DX)(BX*4), Y0
 
 	// v1 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 	VMOVUPS      lgc15<>+0(SB), Y0
 
 	// reduce_max(nextLogits) over [A], pairwise
 	VMOVUPS lgc16<>+0(SB), Y1
-	VXORPS  384(SP), Y1, Y2
+	VXORPS  384(SP), Y1, Y3
 	VXORPS  416(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y5
-	VMINPS  Y4, Y2, Y4
+	VMINPS  Y3, Y4, Y5
+	VMINPS  Y4, Y3, Y4
 	VORPS   Y5, Y4, Y4
-	VXORPS  448(SP), Y1, Y2
+	VXORPS  448(SP), Y1, Y3
 	VXORPS  480(SP), Y1, Y5
-	VMINPS  Y2, Y5, Y6
-	VMINPS  Y5, Y2, Y5
+	VMINPS  Y3, Y5, Y6
+	VMINPS  Y5, Y3, Y5
 	VORPS   Y6, Y5, Y5
-	VMINPS  Y4, Y5, Y2
+	VMINPS  Y4, Y5, Y3
 	VMINPS  Y5, Y4, Y5
-	VORPS   Y2, Y5, Y5
-	VXORPS  512(SP), Y1, Y2
+	VORPS   Y3, Y5, Y5
+	VXORPS  512(SP), Y1, Y3
 	VXORPS  544(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y6
-	VMINPS  Y4, Y2, Y4
+	VMINPS  Y3, Y4, Y6
+	VMINPS  Y4, Y3, Y4
 	VORPS   Y6, Y4, Y4
 	VXORPS  Y0, Y1, Y0
-	VMINPS  Y4, Y0, Y2
+	VMINPS  Y4, Y0, Y3
 	VMINPS  Y0, Y4, Y0
-	VORPS   Y2, Y0, Y0
-	VMINPS  Y5, Y0, Y2
+	VORPS   Y3, Y0, Y0
+	VMINPS  Y5, Y0, Y3
 	VMINPS  Y0, Y5, Y0
-	VORPS   Y2, Y0, Y0
+	VORPS   Y3, Y0, Y0
 	VXORPS  Y1, Y0, Y0
 
 	// finish v5
 	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y3, 1536(SP)
+	VMOVUPS Y2, 1536(SP)
 	XORQ    DX, DX
 
 inner_A_3:
@@ -518,37 +518,35 @@ inner_A_3:
 	VSUBPS Y0, Y2, Y2
 
 	// v8 = exp(v7)
-	VMAXPS       lgc0<>+0(SB), Y2, Y3
-	VMINPS       lgc1<>+0(SB), Y3, Y3
-	VMULPS       lgc2<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc12<>+0(SB), Y3, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
+	VMOVAPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc12<>+0(SB), Y2, Y3
+	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc13<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
-	VMOVUPS      Y5, (SP)(SI*1)
+	VPADDD       lgc13<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VMOVUPS      Y4, (SP)(SI*1)
 
 	// sum(v8) over [A]
-	VADDPS Y1, Y5, Y1
+	VADDPS Y1, Y4, Y1
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_3
@@ -815,37 +813,35 @@ inner_A_7:
 	VSUBPS Y2, Y0, Y0
 
 	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y0
+	VMOVAPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
+	VMULPS       Y0, Y0, Y6
+	VFMADD213PS  Y0, Y6, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
-	VMOVUPS      Y6, 192(SP)(R8*1)
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y0, Y5, Y5
+	VMOVUPS      Y5, 192(SP)(R8*1)
 
 	// sum(v48) over [A]
-	VADDPS Y3, Y6, Y3
+	VADDPS Y3, Y5, Y3
 	INCQ   DI
 	CMPQ   DI, $+6
 	JL     inner_A_7
@@ -1466,37 +1462,37 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v1 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X3, (AX)(CX*4)
+	VMOVSS X2, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -1761,67 +1757,67 @@ blocks_11:
 	VBROADCASTSS (DX)(DI*4), Y0
 
 	// v1 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 	VMOVUPS      lgc15<>+0(SB), Y0
 
 	// reduce_max(nextLogits) over [A], pairwise
 	VMOVUPS lgc16<>+0(SB), Y1
-	VXORPS  384(SP), Y1, Y2
+	VXORPS  384(SP), Y1, Y3
 	VXORPS  416(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y5
-	VMINPS  Y4, Y2, Y4
+	VMINPS  Y3, Y4, Y5
+	VMINPS  Y4, Y3, Y4
 	VORPS   Y5, Y4, Y4
-	VXORPS  448(SP), Y1, Y2
+	VXORPS  448(SP), Y1, Y3
 	VXORPS  480(SP), Y1, Y5
-	VMINPS  Y2, Y5, Y6
-	VMINPS  Y5, Y2, Y5
+	VMINPS  Y3, Y5, Y6
+	VMINPS  Y5, Y3, Y5
 	VORPS   Y6, Y5, Y5
-	VMINPS  Y4, Y5, Y2
+	VMINPS  Y4, Y5, Y3
 	VMINPS  Y5, Y4, Y5
-	VORPS   Y2, Y5, Y5
-	VXORPS  512(SP), Y1, Y2
+	VORPS   Y3, Y5, Y5
+	VXORPS  512(SP), Y1, Y3
 	VXORPS  544(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y6
-	VMINPS  Y4, Y2, Y4
+	VMINPS  Y3, Y4, Y6
+	VMINPS  Y4, Y3, Y4
 	VORPS   Y6, Y4, Y4
 	VXORPS  Y0, Y1, Y0
-	VMINPS  Y4, Y0, Y2
+	VMINPS  Y4, Y0, Y3
 	VMINPS  Y0, Y4, Y0
-	VORPS   Y2, Y0, Y0
-	VMINPS  Y5, Y0, Y2
+	VORPS   Y3, Y0, Y0
+	VMINPS  Y5, Y0, Y3
 	VMINPS  Y0, Y5, Y0
-	VORPS   Y2, Y0, Y0
+	VORPS   Y3, Y0, Y0
 	VXORPS  Y1, Y0, Y0
 
 	// finish v5
 	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y3, 2112(SP)
+	VMOVUPS Y2, 2112(SP)
 	XORQ    DX, DX
 
 inner_A_13:
@@ -1832,37 +1828,35 @@ inner_A_13:
 	VSUBPS Y0, Y2, Y2
 
 	// v8 = exp(v7)
-	VMAXPS       lgc0<>+0(SB), Y2, Y3
-	VMINPS       lgc1<>+0(SB), Y3, Y3
-	VMULPS       lgc2<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc12<>+0(SB), Y3, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
+	VMOVAPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc12<>+0(SB), Y2, Y3
+	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc13<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
-	VMOVUPS      Y5, (SP)(R8*1)
+	VPADDD       lgc13<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VMOVUPS      Y4, (SP)(R8*1)
 
 	// sum(v8) over [A]
-	VADDPS Y1, Y5, Y1
+	VADDPS Y1, Y4, Y1
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_13
@@ -2129,37 +2123,35 @@ inner_A_17:
 	VSUBPS Y2, Y0, Y0
 
 	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y4
-	VMINPS       lgc1<>+0(SB), Y4, Y4
-	VMULPS       lgc2<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y0
+	VMOVAPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
+	VMULPS       Y0, Y0, Y6
+	VFMADD213PS  Y0, Y6, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
-	VMOVUPS      Y6, 192(SP)(R10*1)
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y0, Y5, Y5
+	VMOVUPS      Y5, 192(SP)(R10*1)
 
 	// sum(v48) over [A]
-	VADDPS Y3, Y6, Y3
+	VADDPS Y3, Y5, Y3
 	INCQ   R9
 	CMPQ   R9, $+6
 	JL     inner_A_17
@@ -3056,34 +3048,34 @@ bulk_26:
 	CMPQ         BX, DX
 	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_26
 

@@ -2108,8 +2108,10 @@ inner_K_4:
 	VMOVUPS (SP)(BX*1), Y0
 
 	// logsumexp(actionValue) over [K]
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
@@ -2133,8 +2135,6 @@ inner_K_4:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -2271,8 +2271,10 @@ inner_KSrc_5:
 	VMOVUPS 6656(SP)(DI*1), Y0
 
 	// logsumexp(nextActionValue) over [KSrc]
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
@@ -2296,8 +2298,6 @@ inner_KSrc_5:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -3965,8 +3965,10 @@ inner_KSrc_9:
 	VMOVUPS 1632(SP)(DI*1), Y0
 
 	// logsumexp(nextActionValueOnline) over [KSrc]
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
@@ -3990,8 +3992,6 @@ inner_KSrc_9:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -4126,39 +4126,39 @@ inner_KSrc_10:
 	VSUBPS Y0, Y3, Y3
 
 	// v10 = exp(v9)
-	VMAXPS       lgc2<>+0(SB), Y3, Y4
-	VMINPS       lgc3<>+0(SB), Y4, Y4
-	VMULPS       lgc4<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
-	VMOVAPS      lgc7<>+0(SB), Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc13<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc14<>+0(SB), Y4, Y5
-	VPMINSD      lgc15<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc15<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc2<>+0(SB), Y4
+	VMAXPS       Y3, Y4, Y3
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc4<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc5<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
+	VMOVAPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc13<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc14<>+0(SB), Y3, Y4
+	VPMINSD      lgc15<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
 	VPADDD       lgc15<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
 	MOVQ         const11+48(FP), R8
 	MOVQ         SI, R9
 	VBROADCASTSS (R8)(R9*4), Y3
 
 	// v12 = mul(v10, c11)
-	VMULPS Y3, Y6, Y3
+	VMULPS Y3, Y5, Y3
 
 	// sum(v12) over [KSrc]
 	VCVTPS2PD    X3, Y4
@@ -4304,35 +4304,35 @@ inner_KSrc_13:
 	VSUBPS Y6, Y8, Y6
 
 	// v19 = exp(v18)
-	VMAXPS       lgc2<>+0(SB), Y6, Y7
-	VMINPS       lgc3<>+0(SB), Y7, Y7
-	VMULPS       lgc4<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc5<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc6<>+0(SB), Y8, Y7
-	VMOVAPS      lgc7<>+0(SB), Y9
-	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc11<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc12<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc13<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc14<>+0(SB), Y7, Y8
-	VPMINSD      lgc15<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc15<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
+	VMOVUPS      lgc2<>+0(SB), Y7
+	VMAXPS       Y6, Y7, Y6
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc4<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
+	VMOVAPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc14<>+0(SB), Y6, Y7
+	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
 	VPADDD       lgc15<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y6, Y6, Y7
-	VBLENDVPS    Y7, Y6, Y9, Y9
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
 	IMUL3Q       $+32, SI, R8
-	VMOVUPS      Y9, (SP)(R8*1)
+	VMOVUPS      Y8, (SP)(R8*1)
 	MOVQ         const11+48(FP), R8
 	MOVQ         SI, R9
 	VBROADCASTSS (R8)(R9*4), Y6
@@ -4375,13 +4375,13 @@ inner_KSrc_13:
 	// v42 = max(0, v41)
 	VXORPS lgc51<>+0(SB), Y7, Y7
 	VXORPS lgc51<>+0(SB), Y6, Y6
-	VMINPS Y7, Y6, Y8
+	VMINPS Y7, Y6, Y9
 	VMINPS Y6, Y7, Y6
-	VORPS  Y8, Y6, Y6
+	VORPS  Y9, Y6, Y6
 	VXORPS lgc51<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS Y6, Y9, Y6
+	VMULPS Y6, Y8, Y6
 
 	// sum(v43) over [KSrc]
 	VCVTPS2PD    X6, Y7
@@ -7191,8 +7191,10 @@ inner_K_20:
 	VMOVUPS (SP)(BX*1), Y0
 
 	// logsumexp(actionValue) over [K]
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
@@ -7216,8 +7218,6 @@ inner_K_20:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -7354,8 +7354,10 @@ inner_KSrc_21:
 	VMOVUPS 6656(SP)(DI*1), Y0
 
 	// logsumexp(nextActionValue) over [KSrc]
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
@@ -7379,8 +7381,6 @@ inner_KSrc_21:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -9761,8 +9761,10 @@ inner_KSrc_25:
 	VMOVUPS 1632(SP)(R8*1), Y0
 
 	// logsumexp(nextActionValueOnline) over [KSrc]
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
@@ -9786,8 +9788,6 @@ inner_KSrc_25:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -9922,39 +9922,39 @@ inner_KSrc_26:
 	VSUBPS Y0, Y3, Y3
 
 	// v10 = exp(v9)
-	VMAXPS       lgc2<>+0(SB), Y3, Y4
-	VMINPS       lgc3<>+0(SB), Y4, Y4
-	VMULPS       lgc4<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
-	VMOVAPS      lgc7<>+0(SB), Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc13<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc14<>+0(SB), Y4, Y5
-	VPMINSD      lgc15<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc15<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc2<>+0(SB), Y4
+	VMAXPS       Y3, Y4, Y3
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc4<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc5<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
+	VMOVAPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc13<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc14<>+0(SB), Y3, Y4
+	VPMINSD      lgc15<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
 	VPADDD       lgc15<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
 	MOVQ         fbConst11+56(FP), R9
 	MOVQ         DI, R10
 	VBROADCASTSS (R9)(R10*4), Y3
 
 	// v12 = mul(v10, c11)
-	VMULPS Y3, Y6, Y3
+	VMULPS Y3, Y5, Y3
 
 	// sum(v12) over [KSrc]
 	VCVTPS2PD    X3, Y4
@@ -10100,35 +10100,35 @@ inner_KSrc_29:
 	VSUBPS Y6, Y8, Y6
 
 	// v19 = exp(v18)
-	VMAXPS       lgc2<>+0(SB), Y6, Y7
-	VMINPS       lgc3<>+0(SB), Y7, Y7
-	VMULPS       lgc4<>+0(SB), Y7, Y8
-	VROUNDPS     $0x00, Y8, Y8
-	VFNMADD231PS lgc5<>+0(SB), Y8, Y7
-	VFNMADD231PS lgc6<>+0(SB), Y8, Y7
-	VMOVAPS      lgc7<>+0(SB), Y9
-	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc11<>+0(SB), Y7, Y9
-	VFMADD213PS  lgc12<>+0(SB), Y7, Y9
-	VMULPS       Y7, Y7, Y10
-	VFMADD213PS  Y7, Y10, Y9
-	VADDPS       lgc13<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y8, Y7
-	VPMAXSD      lgc14<>+0(SB), Y7, Y8
-	VPMINSD      lgc15<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y7, Y7
-	VPADDD       lgc15<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
+	VMOVUPS      lgc2<>+0(SB), Y7
+	VMAXPS       Y6, Y7, Y6
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc4<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
+	VMOVAPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc14<>+0(SB), Y6, Y7
+	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
 	VPADDD       lgc15<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VMULPS       Y8, Y9, Y9
-	VMULPS       Y7, Y9, Y9
-	VCMPPS       $0x03, Y6, Y6, Y7
-	VBLENDVPS    Y7, Y6, Y9, Y9
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
 	IMUL3Q       $+32, DI, R9
-	VMOVUPS      Y9, (SP)(R9*1)
+	VMOVUPS      Y8, (SP)(R9*1)
 	MOVQ         fbConst11+56(FP), R9
 	MOVQ         DI, R10
 	VBROADCASTSS (R9)(R10*4), Y6
@@ -10171,13 +10171,13 @@ inner_KSrc_29:
 	// v42 = max(0, v41)
 	VXORPS lgc51<>+0(SB), Y7, Y7
 	VXORPS lgc51<>+0(SB), Y6, Y6
-	VMINPS Y7, Y6, Y8
+	VMINPS Y7, Y6, Y9
 	VMINPS Y6, Y7, Y6
-	VORPS  Y8, Y6, Y6
+	VORPS  Y9, Y6, Y6
 	VXORPS lgc51<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS Y6, Y9, Y6
+	VMULPS Y6, Y8, Y6
 
 	// sum(v43) over [KSrc]
 	VCVTPS2PD    X6, Y7
@@ -10551,8 +10551,10 @@ inner_K_35:
 	VMOVUPS 9792(SP)(R9*1), Y1
 
 	// logsumexp(actionValue) over [K]
-	VMAXPS       lgc2<>+0(SB), Y1, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
@@ -10576,8 +10578,6 @@ inner_K_35:
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
 	VCMPPS       $0x15, lgc16<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -10833,37 +10833,37 @@ inner_KSrc_37:
 	VMOVUPS Y5, 23616(SP)
 
 	// v59 = exp(v58)
-	VMAXPS       lgc2<>+0(SB), Y6, Y5
-	VMINPS       lgc3<>+0(SB), Y5, Y5
-	VMULPS       lgc4<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc5<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc6<>+0(SB), Y7, Y5
-	VMOVAPS      lgc7<>+0(SB), Y8
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc13<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc14<>+0(SB), Y5, Y7
-	VPMINSD      lgc15<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc15<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMOVUPS      lgc2<>+0(SB), Y5
+	VMAXPS       Y6, Y5, Y5
+	VMOVUPS      lgc3<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc4<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc5<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
+	VMOVAPS      lgc7<>+0(SB), Y7
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc13<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc14<>+0(SB), Y5, Y6
+	VPMINSD      lgc15<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc15<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y5
-	VBLENDVPS    Y5, Y6, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 	VMOVUPS      23552(SP), Y5
 
 	// v61 = mul(v57, v59)
-	VMULPS  Y8, Y5, Y6
+	VMULPS  Y7, Y5, Y6
 	VMOVUPS 23584(SP), Y7
 	VMOVUPS lgc41<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
@@ -12322,34 +12322,34 @@ bulk_39:
 	CMPQ         BX, DX
 	JGE          bulkdone_40
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc4<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc5<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
+	VMOVAPS      lgc7<>+0(SB), Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc13<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc14<>+0(SB), Y0, Y1
+	VPMINSD      lgc15<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_39
 

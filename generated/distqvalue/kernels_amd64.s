@@ -267,40 +267,40 @@ inner_K_4:
 	VMOVUPS 1408(SP)(SI*1), Y2
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y2, Y3
-	VMINPS       lgc3<>+0(SB), Y3, Y3
-	VMULPS       lgc4<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc5<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
-	VMOVAPS      lgc7<>+0(SB), Y5
-	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc13<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc14<>+0(SB), Y3, Y4
-	VPMINSD      lgc15<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc2<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VMOVAPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc14<>+0(SB), Y2, Y3
+	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
-	VMOVUPS      Y5, (SP)(SI*1)
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VMOVUPS      Y4, (SP)(SI*1)
 	MOVQ         const2+24(FP), SI
 	MOVQ         BX, DI
 	VBROADCASTSS (SI)(DI*4), Y2
 
 	// v3 = mul(v1, c2)
-	VMULPS Y2, Y5, Y2
+	VMULPS Y2, Y4, Y2
 
 	// sum(v3) over [K]
 	VCVTPS2PD    X2, Y3
@@ -541,43 +541,43 @@ inner_K_12:
 	VGATHERDPS Y4, (BX)(Y3*4), Y2
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y2, Y3
-	VMINPS       lgc3<>+0(SB), Y3, Y3
-	VMULPS       lgc4<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc5<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
-	VMOVAPS      lgc7<>+0(SB), Y5
-	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc13<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc14<>+0(SB), Y3, Y4
-	VPMINSD      lgc15<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc2<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VMOVAPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc14<>+0(SB), Y2, Y3
+	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	IMUL3Q       $+32, AX, BX
 	IMUL3Q       $+128, DX, SI
 	ADDQ         SI, BX
-	VMOVUPS      Y5, (SP)(BX*1)
+	VMOVUPS      Y4, (SP)(BX*1)
 	MOVQ         const2+24(FP), BX
 	MOVQ         DX, SI
 	VBROADCASTSS (BX)(SI*4), Y2
 
 	// v3 = mul(v1, c2)
-	VMULPS Y2, Y5, Y2
+	VMULPS Y2, Y4, Y2
 
 	// sum(v3) over [K]
 	VMOVUPS      lgc22<>+0(SB), Y3
@@ -1003,34 +1003,34 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc4<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc5<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
+	VMOVAPS      lgc7<>+0(SB), Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc13<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc14<>+0(SB), Y0, Y1
+	VPMINSD      lgc15<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_17
 

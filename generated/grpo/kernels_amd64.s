@@ -78,8 +78,10 @@ blocks_2:
 	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc6<>+0(SB), Y5, Y2
-	VMINPS       lgc7<>+0(SB), Y2, Y2
+	VMOVUPS      lgc6<>+0(SB), Y2
+	VMAXPS       Y5, Y2, Y2
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
 	VMULPS       lgc8<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
@@ -103,8 +105,6 @@ blocks_2:
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y7, Y7
 	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y2
-	VBLENDVPS    Y2, Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v24 = ge(v10, 0)
@@ -288,8 +288,10 @@ blocks_2:
 	VMULPS Y4, Y2, Y2
 
 	// v102 = exp(v69)
-	VMAXPS       lgc6<>+0(SB), Y0, Y4
-	VMINPS       lgc7<>+0(SB), Y4, Y4
+	VMOVUPS      lgc6<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc8<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
@@ -313,8 +315,6 @@ blocks_2:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v103 = sub(v102, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
@@ -1045,21 +1045,23 @@ TEXT ·pass1AVX2(SB), $64-144
 	VMOVUPS Y1, 32(SP)
 
 	// v62 = exp(v61)
-	VMAXPS       lgc6<>+0(SB), Y7, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMAXPS       Y7, Y1, Y1
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
-	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMOVAPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -1068,17 +1070,15 @@ TEXT ·pass1AVX2(SB), $64-144
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y1
-	VBLENDVPS    Y1, Y7, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y1, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v63 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 
 	// v64 = div(v62, v34)
-	VDIVPS Y2, Y8, Y1
+	VDIVPS Y2, Y7, Y1
 
 	// ess = where(v63, v64, 0)
 	VANDPS       Y1, Y0, Y0
@@ -1333,8 +1333,10 @@ blocks_8:
 	VMOVUPS Y3, 96(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc6<>+0(SB), Y5, Y2
-	VMINPS       lgc7<>+0(SB), Y2, Y2
+	VMOVUPS      lgc6<>+0(SB), Y2
+	VMAXPS       Y5, Y2, Y2
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
 	VMULPS       lgc8<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
@@ -1358,8 +1360,6 @@ blocks_8:
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y7, Y7
 	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y2
-	VBLENDVPS    Y2, Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v24 = ge(v10, 0)
@@ -1545,8 +1545,10 @@ blocks_8:
 	VMULPS Y3, Y2, Y2
 
 	// v102 = exp(v69)
-	VMAXPS       lgc6<>+0(SB), Y0, Y3
-	VMINPS       lgc7<>+0(SB), Y3, Y3
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMAXPS       Y0, Y3, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
 	VMULPS       lgc8<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
@@ -1570,8 +1572,6 @@ blocks_8:
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y5, Y5
 
 	// v103 = sub(v102, 1)
 	VSUBPS lgc1<>+0(SB), Y5, Y3
@@ -2013,21 +2013,23 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VMOVUPS Y1, 32(SP)
 
 	// v62 = exp(v61)
-	VMAXPS       lgc6<>+0(SB), Y7, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMAXPS       Y7, Y1, Y1
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
-	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMOVAPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -2036,17 +2038,15 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y1
-	VBLENDVPS    Y1, Y7, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y1, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v63 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 
 	// v64 = div(v62, v34)
-	VDIVPS Y2, Y8, Y1
+	VDIVPS Y2, Y7, Y1
 
 	// ess = where(v63, v64, 0)
 	VANDPS       Y1, Y0, Y0
@@ -2107,34 +2107,34 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc7<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc8<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc10<>+0(SB), Y1, Y0
+	VMOVAPS      lgc11<>+0(SB), Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc2<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc16<>+0(SB), Y0, Y1
+	VPMINSD      lgc17<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc17<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 

@@ -400,8 +400,10 @@ blocks_8:
 	VMOVUPS Y1, (SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc10<>+0(SB), Y4, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMAXPS       Y4, Y1, Y1
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
 	VMULPS       lgc12<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc13<>+0(SB), Y6, Y1
@@ -425,8 +427,6 @@ blocks_8:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y1
-	VBLENDVPS    Y1, Y4, Y7, Y7
 	VMOVUPS      lgc4<>+0(SB), Y1
 
 	// v26 = ge(v19, 0)
@@ -583,8 +583,10 @@ blocks_8:
 	VMULPS Y4, Y3, Y3
 
 	// v95 = exp(v61)
-	VMAXPS       lgc10<>+0(SB), Y0, Y4
-	VMINPS       lgc11<>+0(SB), Y4, Y4
+	VMOVUPS      lgc10<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc11<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc12<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
@@ -608,8 +610,6 @@ blocks_8:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v96 = sub(v95, 1)
 	VSUBPS lgc7<>+0(SB), Y6, Y4
@@ -1192,40 +1192,40 @@ TEXT ·pass3AVX2(SB), $0-104
 	VSUBPS Y6, Y5, Y5
 
 	// v54 = exp(v53)
-	VMAXPS       lgc10<>+0(SB), Y5, Y6
-	VMINPS       lgc11<>+0(SB), Y6, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc7<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc21<>+0(SB), Y6, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMAXPS       Y5, Y6, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc12<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
+	VMOVAPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc21<>+0(SB), Y5, Y6
+	VPMINSD      lgc22<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	VPADDD       lgc22<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v36)
-	VDIVPS Y1, Y8, Y5
+	VDIVPS Y1, Y7, Y5
 
 	// ess = where(v55, v56, 0)
 	VANDPS       Y5, Y0, Y0
@@ -1713,8 +1713,10 @@ blocks_21:
 	VMOVUPS Y1, 96(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc10<>+0(SB), Y4, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMAXPS       Y4, Y1, Y1
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
 	VMULPS       lgc12<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc13<>+0(SB), Y6, Y1
@@ -1738,8 +1740,6 @@ blocks_21:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y1
-	VBLENDVPS    Y1, Y4, Y7, Y7
 	VMOVUPS      lgc4<>+0(SB), Y1
 
 	// v26 = ge(v19, 0)
@@ -1899,8 +1899,10 @@ blocks_21:
 	VMULPS Y4, Y3, Y3
 
 	// v95 = exp(v61)
-	VMAXPS       lgc10<>+0(SB), Y0, Y4
-	VMINPS       lgc11<>+0(SB), Y4, Y4
+	VMOVUPS      lgc10<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc11<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc12<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
@@ -1924,8 +1926,6 @@ blocks_21:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v96 = sub(v95, 1)
 	VSUBPS lgc7<>+0(SB), Y6, Y4
@@ -2264,40 +2264,40 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VSUBPS Y6, Y5, Y5
 
 	// v54 = exp(v53)
-	VMAXPS       lgc10<>+0(SB), Y5, Y6
-	VMINPS       lgc11<>+0(SB), Y6, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc7<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc21<>+0(SB), Y6, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMAXPS       Y5, Y6, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc12<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
+	VMOVAPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc21<>+0(SB), Y5, Y6
+	VPMINSD      lgc22<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
+	VPADDD       lgc22<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v36)
-	VDIVPS Y1, Y8, Y5
+	VDIVPS Y1, Y7, Y5
 
 	// ess = where(v55, v56, 0)
 	VANDPS       Y5, Y0, Y0
@@ -2348,34 +2348,34 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc10<>+0(SB), Y0, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc7<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc11<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc12<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc14<>+0(SB), Y1, Y0
+	VMOVAPS      lgc15<>+0(SB), Y2
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc7<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc21<>+0(SB), Y0, Y1
+	VPMINSD      lgc22<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc22<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_23
 

@@ -211,47 +211,47 @@ outer0_4:
 	VANDPS Y3, Y0, Y0
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc5<>+0(SB), Y1, Y3
-	VMINPS       lgc6<>+0(SB), Y3, Y3
-	VMULPS       lgc7<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
-	VMOVAPS      lgc10<>+0(SB), Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc16<>+0(SB), Y3, Y4
-	VPMINSD      lgc17<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMAXPS       Y1, Y3, Y1
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMINPS       Y1, Y3, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y1
+	VMOVAPS      lgc10<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y4
+	VMULPS       Y1, Y1, Y5
+	VFMADD213PS  Y1, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y3
+	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y1, Y1
 	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y2, Y0, Y1
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y5, Y3, Y4
+	VMINPS  Y4, Y3, Y5
 	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS Y5, Y6, Y7
+	VMAXPS Y4, Y6, Y7
 
 	// ratioClipped = where(v19, v21, v23)
-	VBLENDVPS Y1, Y4, Y7, Y1
+	VBLENDVPS Y1, Y5, Y7, Y1
 
 	// gain = mul(v17, ratioClipped)
 	VMULPS Y1, Y0, Y1
@@ -260,24 +260,24 @@ outer0_4:
 	VXORPS lgc20<>+0(SB), Y1, Y1
 
 	// v32 = lt(v17, 0)
-	VCMPPS $0x11, Y2, Y0, Y4
+	VCMPPS $0x11, Y2, Y0, Y5
 
 	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y6, Y5, Y6
+	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v34 = gt(v17, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS $0x1e, Y3, Y5, Y2
+	VCMPPS $0x1e, Y3, Y4, Y2
 	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v36 = where(v34, v35, 0)
 	VANDPS Y2, Y0, Y0
 
 	// v37 = where(v32, v33, v36)
-	VBLENDVPS Y4, Y6, Y0, Y0
+	VBLENDVPS Y5, Y6, Y0, Y0
 	VMOVUPS   Y1, (SP)
 	VMOVUPS   Y0, 32(SP)
 	MOVQ      $+8, DX
@@ -400,8 +400,10 @@ blocks_5:
 	VMULPS Y4, Y3, Y3
 
 	// v78 = exp(v44)
-	VMAXPS       lgc5<>+0(SB), Y0, Y4
-	VMINPS       lgc6<>+0(SB), Y4, Y4
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc6<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc7<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
@@ -425,8 +427,6 @@ blocks_5:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v79 = sub(v78, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
@@ -1187,48 +1187,48 @@ outer0_13:
 	VANDPS Y4, Y0, Y0
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMAXPS       lgc5<>+0(SB), Y2, Y4
-	VMINPS       lgc6<>+0(SB), Y4, Y4
-	VMULPS       lgc7<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
-	VMOVAPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc16<>+0(SB), Y4, Y5
-	VPMINSD      lgc17<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VMAXPS       Y2, Y4, Y2
+	VMOVUPS      lgc6<>+0(SB), Y4
+	VMINPS       Y2, Y4, Y2
+	VMULPS       lgc7<>+0(SB), Y2, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y2
+	VFNMADD231PS lgc9<>+0(SB), Y4, Y2
+	VMOVAPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y2, Y6
+	VFMADD213PS  Y2, Y6, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y2
+	VPMAXSD      lgc16<>+0(SB), Y2, Y4
+	VPMINSD      lgc17<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y2, Y2
 	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y4
-	VBLENDVPS    Y4, Y2, Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
 	VMOVUPS lgc18<>+0(SB), Y4
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y6, Y4, Y5
+	VMINPS  Y5, Y4, Y6
 	VMOVUPS lgc19<>+0(SB), Y7
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS  Y6, Y7, Y8
+	VMAXPS  Y5, Y7, Y8
 	VMOVUPS Y1, 32(SP)
 
 	// ratioClipped = where(v19, v21, v23)
-	VBLENDVPS Y2, Y5, Y8, Y1
+	VBLENDVPS Y2, Y6, Y8, Y1
 
 	// gain = mul(v17, ratioClipped)
 	VMULPS Y1, Y0, Y1
@@ -1237,10 +1237,10 @@ outer0_13:
 	VXORPS lgc20<>+0(SB), Y1, Y1
 
 	// v32 = lt(v17, 0)
-	VCMPPS $0x11, Y3, Y0, Y5
+	VCMPPS $0x11, Y3, Y0, Y6
 
 	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y7, Y6, Y8
+	VCMPPS $0x11, Y7, Y5, Y8
 	VANDPS lgc1<>+0(SB), Y8, Y8
 
 	// v34 = gt(v17, 0)
@@ -1248,15 +1248,15 @@ outer0_13:
 	VMOVUPS Y1, 64(SP)
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS  $0x1e, Y4, Y6, Y1
+	VCMPPS  $0x1e, Y4, Y5, Y1
 	VANDPS  lgc1<>+0(SB), Y1, Y1
-	VMOVUPS Y6, 96(SP)
+	VMOVUPS Y5, 96(SP)
 
 	// v36 = where(v34, v35, 0)
 	VANDPS Y1, Y3, Y1
 
 	// v37 = where(v32, v33, v36)
-	VBLENDVPS    Y5, Y8, Y1, Y1
+	VBLENDVPS    Y6, Y8, Y1, Y1
 	MOVQ         s5+40(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y3
 
@@ -1440,8 +1440,10 @@ blocks_14:
 	VMULPS Y4, Y3, Y3
 
 	// v78 = exp(v44)
-	VMAXPS       lgc5<>+0(SB), Y0, Y4
-	VMINPS       lgc6<>+0(SB), Y4, Y4
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc6<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc7<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
@@ -1465,8 +1467,6 @@ blocks_14:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// v79 = sub(v78, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
@@ -1678,34 +1678,34 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc7<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
+	VMOVAPS      lgc10<>+0(SB), Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc16<>+0(SB), Y0, Y1
+	VPMINSD      lgc17<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc17<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_16
 

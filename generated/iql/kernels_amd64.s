@@ -86,37 +86,37 @@ inner_Q_3:
 	VMULPS lgc5<>+0(SB), Y2, Y2
 
 	// v22 = exp(v21)
-	VMAXPS       lgc6<>+0(SB), Y2, Y3
-	VMINPS       lgc7<>+0(SB), Y3, Y3
-	VMULPS       lgc8<>+0(SB), Y3, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y3
-	VFNMADD231PS lgc10<>+0(SB), Y5, Y3
-	VMOVAPS      lgc11<>+0(SB), Y6
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y3, Y7
-	VFMADD213PS  Y3, Y7, Y6
-	VADDPS       lgc0<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y3
-	VPMAXSD      lgc17<>+0(SB), Y3, Y5
-	VPMINSD      lgc18<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y3, Y3
-	VPADDD       lgc18<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc8<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
+	VMOVAPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y2, Y6
+	VFMADD213PS  Y2, Y6, Y5
+	VADDPS       lgc0<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc17<>+0(SB), Y2, Y3
+	VPMINSD      lgc18<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc18<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y3, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y6, Y6
+	VPADDD       lgc18<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	VMOVUPS      lgc19<>+0(SB), Y2
 
 	// v24 = min(v22, 100)
-	VMINPS  Y6, Y2, Y2
+	VMINPS  Y5, Y2, Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -680,37 +680,37 @@ inner_Q_8:
 	VMULPS lgc5<>+0(SB), Y2, Y2
 
 	// v22 = exp(v21)
-	VMAXPS       lgc6<>+0(SB), Y2, Y3
-	VMINPS       lgc7<>+0(SB), Y3, Y3
-	VMULPS       lgc8<>+0(SB), Y3, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y3
-	VFNMADD231PS lgc10<>+0(SB), Y5, Y3
-	VMOVAPS      lgc11<>+0(SB), Y6
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y3, Y7
-	VFMADD213PS  Y3, Y7, Y6
-	VADDPS       lgc0<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y3
-	VPMAXSD      lgc17<>+0(SB), Y3, Y5
-	VPMINSD      lgc18<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y3, Y3
-	VPADDD       lgc18<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc8<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
+	VMOVAPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y2, Y6
+	VFMADD213PS  Y2, Y6, Y5
+	VADDPS       lgc0<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc17<>+0(SB), Y2, Y3
+	VPMINSD      lgc18<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc18<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y3, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y6, Y6
+	VPADDD       lgc18<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	VMOVUPS      lgc19<>+0(SB), Y2
 
 	// v24 = min(v22, 100)
-	VMINPS  Y6, Y2, Y2
+	VMINPS  Y5, Y2, Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1115,34 +1115,34 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc17<>+0(SB), Y1, Y2
-	VPMINSD      lgc18<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc18<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc7<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc8<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc10<>+0(SB), Y1, Y0
+	VMOVAPS      lgc11<>+0(SB), Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc0<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc17<>+0(SB), Y0, Y1
+	VPMINSD      lgc18<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc18<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc18<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_12
 

@@ -149,8 +149,10 @@ blocks_2:
 	VMOVUPS Y6, 256(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc12<>+0(SB), Y7, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMOVUPS      lgc12<>+0(SB), Y1
+	VMAXPS       Y7, Y1, Y1
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VMINPS       Y1, Y4, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc15<>+0(SB), Y4, Y1
@@ -174,8 +176,6 @@ blocks_2:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y1, Y6, Y6
-	VCMPPS       $0x03, Y7, Y7, Y1
-	VBLENDVPS    Y1, Y7, Y6, Y6
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v39 = ge(v30, 0)
@@ -913,33 +913,33 @@ blocks_4:
 	VSUBPS Y1, Y0, Y0
 
 	// essCol = exp(v101)
-	VMAXPS       lgc12<>+0(SB), Y0, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc12<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc14<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc16<>+0(SB), Y1, Y0
+	VMOVAPS      lgc17<>+0(SB), Y2
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc2<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc23<>+0(SB), Y0, Y1
+	VPMINSD      lgc24<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 	MOVQ         s5+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
@@ -949,7 +949,7 @@ blocks_4:
 	VANDPS lgc2<>+0(SB), Y0, Y1
 
 	// v104 = where(v103, essCol, 0)
-	VANDPS Y3, Y0, Y0
+	VANDPS Y2, Y0, Y0
 
 	// sum(v104) over [L]
 	MOVQ    state+40(FP), DX
@@ -1534,8 +1534,10 @@ blocks_15:
 	VMOVUPS Y0, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc12<>+0(SB), Y5, Y0
-	VMINPS       lgc13<>+0(SB), Y0, Y0
+	VMOVUPS      lgc12<>+0(SB), Y0
+	VMAXPS       Y5, Y0, Y0
+	VMOVUPS      lgc13<>+0(SB), Y3
+	VMINPS       Y0, Y3, Y0
 	VMULPS       lgc14<>+0(SB), Y0, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y0
@@ -1559,8 +1561,6 @@ blocks_15:
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y3, Y7, Y7
 	VMULPS       Y0, Y7, Y7
-	VCMPPS       $0x03, Y5, Y5, Y0
-	VBLENDVPS    Y0, Y5, Y7, Y7
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v30, 0)
@@ -2133,33 +2133,33 @@ blocks_17:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v101)
-	VMAXPS       lgc12<>+0(SB), Y2, Y3
-	VMINPS       lgc13<>+0(SB), Y3, Y3
-	VMULPS       lgc14<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc16<>+0(SB), Y4, Y3
-	VMOVAPS      lgc17<>+0(SB), Y5
-	VFMADD213PS  lgc18<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc19<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc2<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc23<>+0(SB), Y3, Y4
-	VPMINSD      lgc24<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc12<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc13<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v103 = gt(v73, 0)
@@ -2167,7 +2167,7 @@ blocks_17:
 	VANDPS lgc2<>+0(SB), Y0, Y2
 
 	// v104 = where(v103, essCol, 0)
-	VANDPS Y5, Y0, Y0
+	VANDPS Y4, Y0, Y0
 
 	// sum(v104) over [L]
 	MOVQ    state+56(FP), DX
@@ -2296,34 +2296,34 @@ bulk_20:
 	CMPQ         BX, DX
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc12<>+0(SB), Y0, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc12<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc14<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc16<>+0(SB), Y1, Y0
+	VMOVAPS      lgc17<>+0(SB), Y2
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc2<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc23<>+0(SB), Y0, Y1
+	VPMINSD      lgc24<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc24<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20
 

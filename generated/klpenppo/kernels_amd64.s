@@ -302,45 +302,45 @@ inner_D_4:
 	VMOVUPD 608(SP), Y1
 
 	// v34 = exp(logWeight)
-	VMAXPD       lgc26<>+0(SB), Y1, Y2
-	VMINPD       lgc27<>+0(SB), Y2, Y2
-	VMULPD       lgc28<>+0(SB), Y2, Y3
-	VROUNDPD     $0x00, Y3, Y3
-	VFNMADD231PD lgc21<>+0(SB), Y3, Y2
-	VFNMADD231PD lgc20<>+0(SB), Y3, Y2
-	VMOVAPD      lgc29<>+0(SB), Y4
-	VFMADD213PD  lgc30<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc31<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc32<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc33<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc34<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc35<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc36<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc37<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc38<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc39<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
-	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc40<>+0(SB), X2, X3
-	VPMINSD      lgc41<>+0(SB), X3, X3
-	VPSUBD       X3, X2, X2
-	VPMOVSXDQ    X3, Y3
+	VMOVUPD      lgc26<>+0(SB), Y2
+	VMAXPD       Y1, Y2, Y1
+	VMOVUPD      lgc27<>+0(SB), Y2
+	VMINPD       Y1, Y2, Y1
+	VMULPD       lgc28<>+0(SB), Y1, Y2
+	VROUNDPD     $0x00, Y2, Y2
+	VFNMADD231PD lgc21<>+0(SB), Y2, Y1
+	VFNMADD231PD lgc20<>+0(SB), Y2, Y1
+	VMOVAPD      lgc29<>+0(SB), Y3
+	VFMADD213PD  lgc30<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc31<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc32<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc33<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc34<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc35<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc36<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc37<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc38<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc39<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
+	VCVTPD2DQY   Y2, X1
+	VPMAXSD      lgc40<>+0(SB), X1, X2
+	VPMINSD      lgc41<>+0(SB), X2, X2
+	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc6<>+0(SB), Y3, Y3
-	VPSLLQ       $0x34, Y3, Y3
+	VPMOVSXDQ    X1, Y1
 	VPADDQ       lgc6<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VMULPD       Y3, Y4, Y4
-	VMULPD       Y2, Y4, Y4
-	VCMPPD       $0x03, Y1, Y1, Y2
-	VBLENDVPD    Y2, Y1, Y4, Y4
+	VPADDQ       lgc6<>+0(SB), Y1, Y1
+	VPSLLQ       $0x34, Y1, Y1
+	VMULPD       Y2, Y3, Y3
+	VMULPD       Y1, Y3, Y3
 	MOVQ         advantage+64(FP), CX
 	VMOVUPD      (CX)(DX*8), Y1
 
 	// v35 = mul(v34, advantage)
-	VMULPD       Y1, Y4, Y1
+	VMULPD       Y1, Y3, Y1
 	MOVQ         stateBeta+72(FP), CX
 	XORQ         BX, BX
 	VBROADCASTSD (CX)(BX*8), Y2
@@ -1135,45 +1135,45 @@ inner_D_9:
 	VMOVUPD 928(SP), Y1
 
 	// v34 = exp(logWeight)
-	VMAXPD       lgc26<>+0(SB), Y1, Y2
-	VMINPD       lgc27<>+0(SB), Y2, Y2
-	VMULPD       lgc28<>+0(SB), Y2, Y3
-	VROUNDPD     $0x00, Y3, Y3
-	VFNMADD231PD lgc21<>+0(SB), Y3, Y2
-	VFNMADD231PD lgc20<>+0(SB), Y3, Y2
-	VMOVAPD      lgc29<>+0(SB), Y4
-	VFMADD213PD  lgc30<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc31<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc32<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc33<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc34<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc35<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc36<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc37<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc38<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc39<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
-	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc40<>+0(SB), X2, X3
-	VPMINSD      lgc41<>+0(SB), X3, X3
-	VPSUBD       X3, X2, X2
-	VPMOVSXDQ    X3, Y3
+	VMOVUPD      lgc26<>+0(SB), Y2
+	VMAXPD       Y1, Y2, Y1
+	VMOVUPD      lgc27<>+0(SB), Y2
+	VMINPD       Y1, Y2, Y1
+	VMULPD       lgc28<>+0(SB), Y1, Y2
+	VROUNDPD     $0x00, Y2, Y2
+	VFNMADD231PD lgc21<>+0(SB), Y2, Y1
+	VFNMADD231PD lgc20<>+0(SB), Y2, Y1
+	VMOVAPD      lgc29<>+0(SB), Y3
+	VFMADD213PD  lgc30<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc31<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc32<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc33<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc34<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc35<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc36<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc37<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc38<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc39<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
+	VCVTPD2DQY   Y2, X1
+	VPMAXSD      lgc40<>+0(SB), X1, X2
+	VPMINSD      lgc41<>+0(SB), X2, X2
+	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc6<>+0(SB), Y3, Y3
-	VPSLLQ       $0x34, Y3, Y3
+	VPMOVSXDQ    X1, Y1
 	VPADDQ       lgc6<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VMULPD       Y3, Y4, Y4
-	VMULPD       Y2, Y4, Y4
-	VCMPPD       $0x03, Y1, Y1, Y2
-	VBLENDVPD    Y2, Y1, Y4, Y4
+	VPADDQ       lgc6<>+0(SB), Y1, Y1
+	VPSLLQ       $0x34, Y1, Y1
+	VMULPD       Y2, Y3, Y3
+	VMULPD       Y1, Y3, Y3
 	MOVQ         advantage+72(FP), CX
 	VMOVUPD      (CX)(BX*8), Y1
 
 	// v35 = mul(v34, advantage)
-	VMULPD       Y1, Y4, Y1
+	VMULPD       Y1, Y3, Y1
 	MOVQ         stateBeta+0(FP), CX
 	XORQ         SI, SI
 	VBROADCASTSD (CX)(SI*8), Y2
@@ -1203,7 +1203,7 @@ inner_D_9:
 	VMOVUPD Y1, 256(CX)
 	VMOVUPD lgc1<>+0(SB), Y1
 	VMOVUPD Y0, 960(SP)
-	VMOVUPD Y4, 992(SP)
+	VMOVUPD Y3, 992(SP)
 	VMOVUPD Y0, 1024(SP)
 	XORQ    SI, SI
 
@@ -1668,41 +1668,41 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc26<>+0(SB), Y0, Y1
-	VMINPD       lgc27<>+0(SB), Y1, Y1
-	VMULPD       lgc28<>+0(SB), Y1, Y2
-	VROUNDPD     $0x00, Y2, Y2
-	VFNMADD231PD lgc21<>+0(SB), Y2, Y1
-	VFNMADD231PD lgc20<>+0(SB), Y2, Y1
-	VMOVAPD      lgc29<>+0(SB), Y3
-	VFMADD213PD  lgc30<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc31<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc32<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc33<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc34<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc35<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc36<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc37<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc38<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc39<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
-	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc40<>+0(SB), X1, X2
-	VPMINSD      lgc41<>+0(SB), X2, X2
-	VPSUBD       X2, X1, X1
-	VPMOVSXDQ    X2, Y2
+	VMOVUPD      lgc26<>+0(SB), Y1
+	VMAXPD       Y0, Y1, Y0
+	VMOVUPD      lgc27<>+0(SB), Y1
+	VMINPD       Y0, Y1, Y0
+	VMULPD       lgc28<>+0(SB), Y0, Y1
+	VROUNDPD     $0x00, Y1, Y1
+	VFNMADD231PD lgc21<>+0(SB), Y1, Y0
+	VFNMADD231PD lgc20<>+0(SB), Y1, Y0
+	VMOVAPD      lgc29<>+0(SB), Y2
+	VFMADD213PD  lgc30<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc31<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc32<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc33<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc34<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc35<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc36<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc37<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc38<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc39<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc9<>+0(SB), Y0, Y2
+	VCVTPD2DQY   Y1, X0
+	VPMAXSD      lgc40<>+0(SB), X0, X1
+	VPMINSD      lgc41<>+0(SB), X1, X1
+	VPSUBD       X1, X0, X0
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc6<>+0(SB), Y2, Y2
-	VPSLLQ       $0x34, Y2, Y2
+	VPMOVSXDQ    X0, Y0
 	VPADDQ       lgc6<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
-	VMULPD       Y2, Y3, Y3
-	VMULPD       Y1, Y3, Y3
-	VCMPPD       $0x03, Y0, Y0, Y1
-	VBLENDVPD    Y1, Y0, Y3, Y3
-	VMOVUPD      Y3, (AX)(BX*8)
+	VPADDQ       lgc6<>+0(SB), Y0, Y0
+	VPSLLQ       $0x34, Y0, Y0
+	VMULPD       Y1, Y2, Y2
+	VMULPD       Y0, Y2, Y2
+	VMOVUPD      Y2, (AX)(BX*8)
 	ADDQ         $+4, BX
 	JMP          bulk_12
 

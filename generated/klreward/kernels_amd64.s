@@ -159,34 +159,34 @@ bulk_3:
 	CMPQ         BX, DX
 	JGE          bulkdone_4
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc3<>+0(SB), Y0, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
-	VMULPS       lgc5<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc5<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
+	VMOVAPS      lgc8<>+0(SB), Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc14<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y1
+	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_3
 

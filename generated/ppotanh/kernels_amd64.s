@@ -376,8 +376,10 @@ inner_D_4:
 	VCMPPS $0x1e, Y3, Y2, Y3
 
 	// v39 = exp(v36)
-	VMAXPS       lgc32<>+0(SB), Y2, Y4
-	VMINPS       lgc33<>+0(SB), Y4, Y4
+	VMOVUPS      lgc32<>+0(SB), Y4
+	VMAXPS       Y2, Y4, Y4
+	VMOVUPS      lgc33<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc34<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
@@ -401,8 +403,6 @@ inner_D_4:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y4
-	VBLENDVPS    Y4, Y2, Y6, Y6
 	VMOVUPS      Y1, 448(SP)
 	VMOVUPS      Y2, 480(SP)
 	VMOVUPS      Y3, 512(SP)
@@ -511,38 +511,38 @@ inner_D_4:
 	VSUBPS Y1, Y0, Y2
 
 	// v52 = exp(logWeight)
-	VMAXPS       lgc32<>+0(SB), Y2, Y3
-	VMINPS       lgc33<>+0(SB), Y3, Y3
-	VMULPS       lgc34<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc7<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc40<>+0(SB), Y3, Y4
-	VPMINSD      lgc10<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc10<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc32<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc33<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc34<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc25<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc24<>+0(SB), Y3, Y2
+	VMOVAPS      lgc35<>+0(SB), Y4
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc7<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc40<>+0(SB), Y2, Y3
+	VPMINSD      lgc10<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc10<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
+	VPADDD       lgc10<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	MOVQ         advantage+48(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
 	// gain = mul(v52, advantage)
-	VMULPS Y2, Y5, Y2
+	VMULPS Y2, Y4, Y2
 
 	// v54 = neg(gain)
 	VXORPS lgc6<>+0(SB), Y2, Y2
@@ -1901,8 +1901,10 @@ inner_D_9:
 	VCMPPS $0x1e, Y3, Y2, Y3
 
 	// v39 = exp(v36)
-	VMAXPS       lgc32<>+0(SB), Y2, Y4
-	VMINPS       lgc33<>+0(SB), Y4, Y4
+	VMOVUPS      lgc32<>+0(SB), Y4
+	VMAXPS       Y2, Y4, Y4
+	VMOVUPS      lgc33<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc34<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
@@ -1926,8 +1928,6 @@ inner_D_9:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y4
-	VBLENDVPS    Y4, Y2, Y6, Y6
 	VMOVUPS      Y1, 576(SP)
 	VMOVUPS      Y2, 608(SP)
 	VMOVUPS      Y3, 640(SP)
@@ -2036,38 +2036,38 @@ inner_D_9:
 	VSUBPS Y1, Y0, Y2
 
 	// v52 = exp(logWeight)
-	VMAXPS       lgc32<>+0(SB), Y2, Y3
-	VMINPS       lgc33<>+0(SB), Y3, Y3
-	VMULPS       lgc34<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc7<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc40<>+0(SB), Y3, Y4
-	VPMINSD      lgc10<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc10<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc32<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc33<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc34<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc25<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc24<>+0(SB), Y3, Y2
+	VMOVAPS      lgc35<>+0(SB), Y4
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc7<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc40<>+0(SB), Y2, Y3
+	VPMINSD      lgc10<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc10<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
+	VPADDD       lgc10<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	MOVQ         advantage+48(FP), DX
 	VMOVUPS      (DX)(SI*4), Y2
 
 	// gain = mul(v52, advantage)
-	VMULPS Y2, Y5, Y2
+	VMULPS Y2, Y4, Y2
 
 	// v54 = neg(gain)
 	VXORPS lgc6<>+0(SB), Y2, Y2
@@ -2113,25 +2113,25 @@ inner_D_9:
 	VCMPPS $0x11, Y3, Y2, Y3
 
 	// v68 = mul(0.5, absDiff)
-	VMULPS lgc14<>+0(SB), Y2, Y4
+	VMULPS lgc14<>+0(SB), Y2, Y5
 
 	// v69 = mul(v68, absDiff)
-	VMULPS Y2, Y4, Y6
+	VMULPS Y2, Y5, Y6
 
 	// v70 = sub(absDiff, 0.5)
 	VSUBPS  lgc14<>+0(SB), Y2, Y7
-	VMOVUPS Y5, 672(SP)
+	VMOVUPS Y4, 672(SP)
 
 	// smoothL1 = where(v67, v69, v70)
-	VBLENDVPS Y3, Y6, Y7, Y5
+	VBLENDVPS Y3, Y6, Y7, Y4
 
 	// v72 = mul(1, smoothL1)
-	VMULPS lgc7<>+0(SB), Y5, Y5
+	VMULPS lgc7<>+0(SB), Y4, Y4
 
 	// mean(v72) over [B]
-	VADDPS  1536(DX), Y5, Y5
-	VMOVUPS Y5, 1536(DX)
-	VMOVUPS Y4, 704(SP)
+	VADDPS  1536(DX), Y4, Y4
+	VMOVUPS Y4, 1536(DX)
+	VMOVUPS Y5, 704(SP)
 
 	// var(diff) over [B]
 	VMOVQ        CX, X4
@@ -2944,34 +2944,34 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc32<>+0(SB), Y0, Y1
-	VMINPS       lgc33<>+0(SB), Y1, Y1
-	VMULPS       lgc34<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc25<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc24<>+0(SB), Y2, Y1
-	VMOVAPS      lgc35<>+0(SB), Y3
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc7<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc40<>+0(SB), Y1, Y2
-	VPMINSD      lgc10<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc10<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc32<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc33<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc34<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc25<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc24<>+0(SB), Y1, Y0
+	VMOVAPS      lgc35<>+0(SB), Y2
+	VFMADD213PS  lgc36<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc37<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc38<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc39<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc7<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc40<>+0(SB), Y0, Y1
+	VPMINSD      lgc10<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc10<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc10<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_12
 

@@ -12,37 +12,37 @@ TEXT ·pass0AVX2(SB), $32-32
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v9 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y3, Y0, Y0
+	VMAXPS  Y2, Y0, Y0
 	VMOVUPS lgc15<>+0(SB), Y1
 
 	// v13 = min(v11, 10.000000319754372) tie=first
@@ -294,73 +294,73 @@ TEXT ·pass1AVX2(SB), $192-120
 	VADDPS Y1, Y2, Y1
 
 	// v9 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y0
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMINPS       Y0, Y2, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
+	VMOVAPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y2
+	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y4, Y0, Y0
+	VMAXPS  Y3, Y0, Y0
 	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS Y0, Y2, Y0
 
 	// v55 = exp(logAlphaClamped)
-	VMAXPS       lgc0<>+0(SB), Y1, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
+	VMOVAPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y2
+	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// v56 = neg(v55)
-	VXORPS  lgc20<>+0(SB), Y4, Y1
+	VXORPS  lgc20<>+0(SB), Y3, Y1
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
 	MOVQ    $+8, CX
@@ -865,73 +865,73 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VADDPS Y1, Y2, Y1
 
 	// v9 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y0
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMINPS       Y0, Y2, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
+	VMOVAPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y2
+	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y4, Y0, Y0
+	VMAXPS  Y3, Y0, Y0
 	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS Y0, Y2, Y0
 
 	// v55 = exp(logAlphaClamped)
-	VMAXPS       lgc0<>+0(SB), Y1, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
+	VMOVAPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y2
+	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// v56 = neg(v55)
-	VXORPS lgc20<>+0(SB), Y4, Y1
+	VXORPS lgc20<>+0(SB), Y3, Y1
 
 	// v98 = mul(0.00390625, v13)
 	VMULPS  lgc31<>+0(SB), Y0, Y2
@@ -1504,37 +1504,37 @@ TEXT ·fbPass1AVX2(SB), $64-48
 	VADDPS Y1, Y2, Y1
 
 	// v9 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y0
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMINPS       Y0, Y2, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
+	VMOVAPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y2
+	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y4, Y0, Y0
+	VMAXPS  Y3, Y0, Y0
 	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
@@ -1575,33 +1575,33 @@ inner_Q_15:
 	VMOVUPS (SP), Y1
 
 	// v55 = exp(logAlphaClamped)
-	VMAXPS       lgc0<>+0(SB), Y1, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
+	VMOVAPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc12<>+0(SB), Y1, Y2
+	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 	MOVQ         s0+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1613,7 +1613,7 @@ inner_Q_15:
 	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v75 = mul(v72, v55)
-	VMULPS Y4, Y1, Y3
+	VMULPS Y3, Y1, Y3
 
 	// gradLogAlpha = where(v74, v75, v72)
 	VBLENDVPS Y2, Y3, Y1, Y1
@@ -1645,34 +1645,34 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_16
 

@@ -12,37 +12,37 @@ TEXT ·pass0AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v1 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X3, (AX)(CX*4)
+	VMOVSS X2, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -200,73 +200,73 @@ blocks_1:
 	VBROADCASTSS (DX)(BX*4), Y0
 
 	// v1 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 	MOVQ         nextLogProb+24(FP), DX
 	MOVQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y0
 
 	// v5 = mul(v1, nextLogProb)
-	VMULPS  Y0, Y3, Y0
+	VMULPS  Y0, Y2, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
-	VMOVUPS lgc15<>+0(SB), Y2
+	VMOVUPS lgc15<>+0(SB), Y3
 	VMOVUPD lgc16<>+0(SB), Y4
 	VMOVUPD lgc16<>+0(SB), Y5
-	VMOVUPS Y3, (SP)
+	VMOVUPS Y2, (SP)
 	XORQ    DX, DX
 
 inner_Q_3:
 	MOVQ    nextStateActionValue+32(FP), DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y3
+	VMOVUPS (DI)(R8*4), Y2
 
 	// v6 = sub(nextStateActionValue, v5)
-	VSUBPS Y0, Y3, Y3
+	VSUBPS Y0, Y2, Y2
 
 	// reduce_min(v6) over [Q]
-	VMINPS  Y1, Y3, Y6
-	VMINPS  Y3, Y1, Y1
+	VMINPS  Y1, Y2, Y6
+	VMINPS  Y2, Y1, Y1
 	VORPS   Y6, Y1, Y1
 	MOVQ    stateActionValueActor+40(FP), DI
-	VMOVUPS (DI)(R8*4), Y3
+	VMOVUPS (DI)(R8*4), Y2
 
 	// v31 = neg(stateActionValueActor)
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y2, Y2
 
 	// argmax(v31) over [Q]
-	VCMPPS       $0x03, Y3, Y3, Y8
-	VCMPPS       $0x1e, Y2, Y3, Y6
-	VCMPPS       $0x03, Y2, Y2, Y7
+	VCMPPS       $0x03, Y2, Y2, Y8
+	VCMPPS       $0x1e, Y3, Y2, Y6
+	VCMPPS       $0x03, Y3, Y3, Y7
 	VANDNPS      Y8, Y7, Y7
 	VORPS        Y7, Y6, Y6
-	VBLENDVPS    Y6, Y3, Y2, Y2
-	VPMOVSXDQ    X6, Y3
+	VBLENDVPS    Y6, Y2, Y3, Y3
+	VPMOVSXDQ    X6, Y2
 	VEXTRACTI128 $0x01, Y6, X6
 	VPMOVSXDQ    X6, Y6
 	MOVQ         DX, DI
@@ -274,10 +274,10 @@ inner_Q_3:
 	VCVTSI2SDQ   DI, X7, X7
 	VBROADCASTSD X7, Y7
 	VMOVAPD      Y7, Y8
-	VBLENDVPD    Y3, Y8, Y4, Y4
-	VMOVUPD      Y5, Y3
-	VBLENDVPD    Y6, Y7, Y3, Y3
-	VMOVUPD      Y3, Y5
+	VBLENDVPD    Y2, Y8, Y4, Y4
+	VMOVUPD      Y5, Y2
+	VBLENDVPD    Y6, Y7, Y2, Y2
+	VMOVUPD      Y2, Y5
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_Q_3
@@ -709,37 +709,37 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v1 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X3, (AX)(CX*4)
+	VMOVSS X2, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -752,37 +752,37 @@ TEXT ·fbPass1AVX2(SB), $224-128
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v1 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
 
 	// v51 = mul(0.00390625, v1)
-	VMULPS  lgc28<>+0(SB), Y3, Y0
-	VMOVUPS Y3, (SP)
+	VMULPS  lgc28<>+0(SB), Y2, Y0
+	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
 	MOVQ    $+8, CX
 	MOVQ    lo+8(FP), AX
@@ -1320,34 +1320,34 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
+	VMOVAPS      lgc5<>+0(SB), Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc12<>+0(SB), Y0, Y1
+	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc13<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_12
 

@@ -309,41 +309,41 @@ bulk_3:
 	CMPQ         BX, DX
 	JGE          bulkdone_4
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc10<>+0(SB), Y0, Y1
-	VMINPD       lgc11<>+0(SB), Y1, Y1
-	VMULPD       lgc12<>+0(SB), Y1, Y2
-	VROUNDPD     $0x00, Y2, Y2
-	VFNMADD231PD lgc13<>+0(SB), Y2, Y1
-	VFNMADD231PD lgc14<>+0(SB), Y2, Y1
-	VMOVAPD      lgc15<>+0(SB), Y3
-	VFMADD213PD  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc26<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc2<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc2<>+0(SB), Y1, Y3
-	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc27<>+0(SB), X1, X2
-	VPMINSD      lgc28<>+0(SB), X2, X2
-	VPSUBD       X2, X1, X1
-	VPMOVSXDQ    X2, Y2
+	VMOVUPD      lgc10<>+0(SB), Y1
+	VMAXPD       Y0, Y1, Y0
+	VMOVUPD      lgc11<>+0(SB), Y1
+	VMINPD       Y0, Y1, Y0
+	VMULPD       lgc12<>+0(SB), Y0, Y1
+	VROUNDPD     $0x00, Y1, Y1
+	VFNMADD231PD lgc13<>+0(SB), Y1, Y0
+	VFNMADD231PD lgc14<>+0(SB), Y1, Y0
+	VMOVAPD      lgc15<>+0(SB), Y2
+	VFMADD213PD  lgc16<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc17<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc18<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc19<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc20<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc21<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc22<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc23<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc24<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc25<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc26<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc2<>+0(SB), Y0, Y2
+	VFMADD213PD  lgc2<>+0(SB), Y0, Y2
+	VCVTPD2DQY   Y1, X0
+	VPMAXSD      lgc27<>+0(SB), X0, X1
+	VPMINSD      lgc28<>+0(SB), X1, X1
+	VPSUBD       X1, X0, X0
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc29<>+0(SB), Y2, Y2
-	VPSLLQ       $0x34, Y2, Y2
+	VPMOVSXDQ    X0, Y0
 	VPADDQ       lgc29<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
-	VMULPD       Y2, Y3, Y3
-	VMULPD       Y1, Y3, Y3
-	VCMPPD       $0x03, Y0, Y0, Y1
-	VBLENDVPD    Y1, Y0, Y3, Y3
-	VMOVUPD      Y3, (AX)(BX*8)
+	VPADDQ       lgc29<>+0(SB), Y0, Y0
+	VPSLLQ       $0x34, Y0, Y0
+	VMULPD       Y1, Y2, Y2
+	VMULPD       Y0, Y2, Y2
+	VMOVUPD      Y2, (AX)(BX*8)
 	ADDQ         $+4, BX
 	JMP          bulk_3
 

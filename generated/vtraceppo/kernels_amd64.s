@@ -34,8 +34,10 @@ outer0_1:
 	VSUBPS Y2, Y1, Y3
 
 	// rho = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y3, Y4
-	VMINPS       lgc4<>+0(SB), Y4, Y4
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMAXPS       Y3, Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
@@ -59,8 +61,6 @@ outer0_1:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
 	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// rhoClipped = min(rho, 1)
@@ -336,8 +336,10 @@ outer0_1:
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
-	VMAXPS       lgc3<>+0(SB), Y3, Y5
-	VMINPS       lgc4<>+0(SB), Y5, Y5
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VMAXPS       Y3, Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
 	VMULPS       lgc5<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
@@ -361,8 +363,6 @@ outer0_1:
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
 	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
 	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
@@ -408,8 +408,10 @@ blocks_2:
 	VSUBPS Y2, Y1, Y3
 
 	// rho = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y3, Y4
-	VMINPS       lgc4<>+0(SB), Y4, Y4
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMAXPS       Y3, Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
@@ -433,8 +435,6 @@ blocks_2:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
 	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// rhoClipped = min(rho, 1)
@@ -627,8 +627,10 @@ blocks_2:
 	VMOVUPS      Y4, 56(SP)
 
 	// logsumexp(logWeight) over [N]
-	VMAXPS       lgc3<>+0(SB), Y3, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMAXPS       Y3, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
@@ -652,8 +654,6 @@ blocks_2:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y4, Y4
 	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
 	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
@@ -1200,37 +1200,37 @@ blocks_4:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v78)
-	VMAXPS       lgc3<>+0(SB), Y1, Y2
-	VMINPS       lgc4<>+0(SB), Y2, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  31936(DX), Y4, Y1
+	VADDPS  31936(DX), Y3, Y1
 	VMOVUPS Y1, 31936(DX)
 
 	// store explainedVariance
@@ -1297,40 +1297,40 @@ chunkdone_5:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v78)
-	VMAXPS       lgc3<>+0(SB), Y1, Y2
-	VMINPS       lgc4<>+0(SB), Y2, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y4, Y1
+	VANDPS       Y1, Y3, Y1
 	MOVQ         state+48(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
@@ -1405,8 +1405,10 @@ blocks_9:
 	VSUBPS Y1, Y0, Y0
 
 	// rho = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y0, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
@@ -1430,8 +1432,6 @@ blocks_9:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// rhoClipped = min(rho, 1)
@@ -1486,33 +1486,33 @@ blocks_9:
 	VMULPS Y1, Y2, Y1
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y0, Y2
-	VMINPS       lgc4<>+0(SB), Y2, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y0
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y0, Y2, Y0
+	VMULPS       lgc5<>+0(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
+	VMOVAPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v31, 0)
@@ -1520,11 +1520,11 @@ blocks_9:
 	VMOVUPS lgc37<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc38<>+0(SB), Y3
+	VMINPS  Y3, Y2, Y2
+	VMOVUPS lgc38<>+0(SB), Y4
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y3, Y3
+	VMAXPS Y3, Y4, Y3
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y0, Y2, Y3, Y0
@@ -1580,8 +1580,10 @@ noflush_10:
 	VSUBPS Y1, Y0, Y0
 
 	// rho = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y0, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
@@ -1605,8 +1607,6 @@ noflush_10:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// rhoClipped = min(rho, 1)
@@ -1688,33 +1688,33 @@ noflush_10:
 	VMULPS Y1, Y2, Y1
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y0, Y2
-	VMINPS       lgc4<>+0(SB), Y2, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y0
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y0, Y2, Y0
+	VMULPS       lgc5<>+0(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
+	VMOVAPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v31, 0)
@@ -1722,11 +1722,11 @@ noflush_10:
 	VMOVUPS lgc37<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc38<>+0(SB), Y3
+	VMINPS  Y3, Y2, Y2
+	VMOVUPS lgc38<>+0(SB), Y4
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y3, Y3
+	VMAXPS Y3, Y4, Y3
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y0, Y2, Y3, Y0
@@ -1864,8 +1864,10 @@ outer0_11:
 	VSUBPS Y2, Y1, Y3
 
 	// rho = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y3, Y4
-	VMINPS       lgc4<>+0(SB), Y4, Y4
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMAXPS       Y3, Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
@@ -1889,8 +1891,6 @@ outer0_11:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
 	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// rhoClipped = min(rho, 1)
@@ -2170,8 +2170,10 @@ outer0_11:
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
-	VMAXPS       lgc3<>+0(SB), Y3, Y5
-	VMINPS       lgc4<>+0(SB), Y5, Y5
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VMAXPS       Y3, Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
 	VMULPS       lgc5<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
@@ -2195,8 +2197,6 @@ outer0_11:
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
 	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
 	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
@@ -2320,8 +2320,10 @@ blocks_12:
 	VSUBPS Y2, Y1, Y3
 
 	// rho = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y3, Y4
-	VMINPS       lgc4<>+0(SB), Y4, Y4
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMAXPS       Y3, Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
@@ -2345,8 +2347,6 @@ blocks_12:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
 	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// rhoClipped = min(rho, 1)
@@ -2543,8 +2543,10 @@ blocks_12:
 	VMOVUPS      Y5, 312(SP)
 
 	// logsumexp(logWeight) over [N]
-	VMAXPS       lgc3<>+0(SB), Y3, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMAXPS       Y3, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
@@ -2568,8 +2570,6 @@ blocks_12:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y4, Y4
 	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
 	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
@@ -2890,37 +2890,37 @@ blocks_14:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v78)
-	VMAXPS       lgc3<>+0(SB), Y1, Y2
-	VMINPS       lgc4<>+0(SB), Y2, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  31936(DX), Y4, Y1
+	VADDPS  31936(DX), Y3, Y1
 	VMOVUPS Y1, 31936(DX)
 
 	// store explainedVariance
@@ -2987,40 +2987,40 @@ chunkdone_15:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v78)
-	VMAXPS       lgc3<>+0(SB), Y1, Y2
-	VMINPS       lgc4<>+0(SB), Y2, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y4, Y1
+	VANDPS       Y1, Y3, Y1
 	MOVQ         state+48(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
@@ -3075,8 +3075,10 @@ blocks_19:
 	VSUBPS Y1, Y0, Y0
 
 	// rho = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y0, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
@@ -3100,8 +3102,6 @@ blocks_19:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// rhoClipped = min(rho, 1)
@@ -3156,45 +3156,45 @@ blocks_19:
 	VMULPS Y1, Y2, Y1
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y0, Y2
-	VMINPS       lgc4<>+0(SB), Y2, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y0
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y0, Y2, Y0
+	VMULPS       lgc5<>+0(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
+	VMOVAPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc37<>+0(SB), Y3
+	VMOVUPS lgc37<>+0(SB), Y4
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y3, Y5
+	VMINPS  Y3, Y4, Y5
 	VMOVUPS lgc38<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y6, Y7
+	VMAXPS Y3, Y6, Y7
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y2, Y5, Y7, Y5
@@ -3220,11 +3220,11 @@ blocks_19:
 	VANDNPS Y5, Y2, Y2
 
 	// v109 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y5
+	VCMPPS $0x1d, Y6, Y3, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v110 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y6
+	VCMPPS $0x04, Y3, Y3, Y6
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v111 = max(v109, v110)
@@ -3236,25 +3236,25 @@ blocks_19:
 	VANDPS Y2, Y8, Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y4, Y3
-	VANDPS lgc14<>+0(SB), Y3, Y3
+	VCMPPS $0x12, Y4, Y3, Y4
+	VANDPS lgc14<>+0(SB), Y4, Y4
 
 	// v114 = max(v113, v110)
-	VMAXPS  Y3, Y6, Y3
+	VMAXPS  Y4, Y6, Y4
 	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
 	// v115 = where(v114, v107, 0)
-	VANDPS Y7, Y5, Y3
+	VANDPS Y7, Y5, Y4
 
 	// v116 = add(v112, v115)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y4, Y2, Y2
 
 	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
 
 	// v118 = mul(v116, ratio)
-	VMULPS Y4, Y2, Y3
+	VMULPS Y3, Y2, Y3
 
 	// gradLogProb = where(v117, v118, v116)
 	VBLENDVPS Y0, Y3, Y2, Y0
@@ -3303,8 +3303,10 @@ noflush_20:
 	VSUBPS Y1, Y0, Y0
 
 	// rho = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y0, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
@@ -3328,8 +3330,6 @@ noflush_20:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// rhoClipped = min(rho, 1)
@@ -3411,45 +3411,45 @@ noflush_20:
 	VMULPS Y1, Y2, Y1
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc3<>+0(SB), Y0, Y2
-	VMINPS       lgc4<>+0(SB), Y2, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y0
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMINPS       Y0, Y2, Y0
+	VMULPS       lgc5<>+0(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
+	VMOVAPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc37<>+0(SB), Y3
+	VMOVUPS lgc37<>+0(SB), Y4
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y3, Y5
+	VMINPS  Y3, Y4, Y5
 	VMOVUPS lgc38<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y6, Y7
+	VMAXPS Y3, Y6, Y7
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y2, Y5, Y7, Y5
@@ -3480,11 +3480,11 @@ noflush_20:
 	VANDNPS Y5, Y2, Y2
 
 	// v109 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y5
+	VCMPPS $0x1d, Y6, Y3, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v110 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y6
+	VCMPPS $0x04, Y3, Y3, Y6
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v111 = max(v109, v110)
@@ -3496,25 +3496,25 @@ noflush_20:
 	VANDPS Y2, Y8, Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y4, Y3
-	VANDPS lgc14<>+0(SB), Y3, Y3
+	VCMPPS $0x12, Y4, Y3, Y4
+	VANDPS lgc14<>+0(SB), Y4, Y4
 
 	// v114 = max(v113, v110)
-	VMAXPS  Y3, Y6, Y3
+	VMAXPS  Y4, Y6, Y4
 	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
 	// v115 = where(v114, v107, 0)
-	VANDPS Y7, Y5, Y3
+	VANDPS Y7, Y5, Y4
 
 	// v116 = add(v112, v115)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y4, Y2, Y2
 
 	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
 
 	// v118 = mul(v116, ratio)
-	VMULPS Y4, Y2, Y3
+	VMULPS Y3, Y2, Y3
 
 	// gradLogProb = where(v117, v118, v116)
 	VBLENDVPS Y0, Y3, Y2, Y0
@@ -3593,34 +3593,34 @@ bulk_21:
 	CMPQ         BX, DX
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc3<>+0(SB), Y0, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
-	VMULPS       lgc5<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc5<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
+	VMOVAPS      lgc8<>+0(SB), Y2
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc14<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc15<>+0(SB), Y0, Y1
+	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_21
 

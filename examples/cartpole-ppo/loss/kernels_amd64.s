@@ -527,37 +527,35 @@ inner_A_7:
 	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc18<>+0(SB), Y0, Y3
-	VMINPS       lgc19<>+0(SB), Y3, Y3
-	VMULPS       lgc20<>+0(SB), Y3, Y4
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VMAXPS       Y0, Y3, Y3
+	VMULPS       lgc19<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc22<>+0(SB), Y4, Y3
-	VMOVAPS      lgc23<>+0(SB), Y5
+	VMOVAPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc28<>+0(SB), Y3, Y5
 	VMULPS       Y3, Y3, Y6
 	VFMADD213PS  Y3, Y6, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc29<>+0(SB), Y3, Y4
-	VPMINSD      lgc30<>+0(SB), Y4, Y4
+	VPMAXSD      lgc28<>+0(SB), Y3, Y4
+	VPMINSD      lgc29<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc30<>+0(SB), Y4, Y4
+	VPADDD       lgc29<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc30<>+0(SB), Y3, Y3
+	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y5, Y5
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y5, Y1
-	VMOVUPS lgc31<>+0(SB), Y3
+	VMOVUPS lgc30<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -575,22 +573,23 @@ inner_A_7:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
-	VMULPS       lgc33<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
-	VPAND        lgc34<>+0(SB), Y1, Y1
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc35<>+0(SB), Y3, Y1
+	VPAND        lgc34<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y3
-	VMULPS       lgc28<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y3
+	VMULPS       lgc27<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc37<>+0(SB), Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y5
@@ -598,20 +597,19 @@ inner_A_7:
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc22<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc28<>+0(SB), Y3, Y5
-	VADDPS       Y1, Y5, Y5
 	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc46<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
@@ -654,10 +652,10 @@ inner_A_7:
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc48<>+0(SB), Y1, Y1
-	VPMULLD    lgc48<>+0(SB), Y1, Y1
-	VPADDD     lgc49<>+0(SB), Y1, Y1
-	VMOVUPS    lgc50<>+0(SB), Y3
+	VPMINSD    lgc47<>+0(SB), Y1, Y1
+	VPMULLD    lgc47<>+0(SB), Y1, Y1
+	VPADDD     lgc48<>+0(SB), Y1, Y1
+	VMOVUPS    lgc49<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (DI)(Y1*4), Y4
 	VMOVUPS    200(SP), Y1
@@ -672,44 +670,44 @@ inner_A_7:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc51<>+0(SB), Y6
+	VMOVUPS lgc50<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc52<>+0(SB), Y7
+	VMOVUPS lgc51<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 264(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc18<>+0(SB), Y4, Y5
-	VMINPS       lgc19<>+0(SB), Y5, Y5
-	VMULPS       lgc20<>+0(SB), Y5, Y7
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VMAXPS       Y4, Y5, Y5
+	VMOVUPS      lgc52<>+0(SB), Y7
+	VMINPS       Y5, Y7, Y5
+	VMULPS       lgc19<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc22<>+0(SB), Y7, Y5
-	VMOVAPS      lgc23<>+0(SB), Y8
+	VMOVAPS      lgc22<>+0(SB), Y8
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc27<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc28<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc29<>+0(SB), Y5, Y7
-	VPMINSD      lgc30<>+0(SB), Y7, Y7
+	VPMAXSD      lgc28<>+0(SB), Y5, Y7
+	VPMINSD      lgc29<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc30<>+0(SB), Y7, Y7
+	VPADDD       lgc29<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc30<>+0(SB), Y5, Y5
+	VPADDD       lgc29<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y8, Y8
 	VMOVUPS      168(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
@@ -789,7 +787,7 @@ inner_A_7:
 	VMULPS Y1, Y1, Y2
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc28<>+0(SB), Y2, Y2
+	VMULPS lgc27<>+0(SB), Y2, Y2
 
 	// mean(v71) over [N T]
 	VADDPS  3264(BX), Y2, Y2
@@ -1102,344 +1100,344 @@ DATA lgc18<>+24(SB)/4, $0xc2d00000
 DATA lgc18<>+28(SB)/4, $0xc2d00000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x42b20000
-DATA lgc19<>+4(SB)/4, $0x42b20000
-DATA lgc19<>+8(SB)/4, $0x42b20000
-DATA lgc19<>+12(SB)/4, $0x42b20000
-DATA lgc19<>+16(SB)/4, $0x42b20000
-DATA lgc19<>+20(SB)/4, $0x42b20000
-DATA lgc19<>+24(SB)/4, $0x42b20000
-DATA lgc19<>+28(SB)/4, $0x42b20000
+DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc20<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc20<>+0(SB)/4, $0x3f318000
+DATA lgc20<>+4(SB)/4, $0x3f318000
+DATA lgc20<>+8(SB)/4, $0x3f318000
+DATA lgc20<>+12(SB)/4, $0x3f318000
+DATA lgc20<>+16(SB)/4, $0x3f318000
+DATA lgc20<>+20(SB)/4, $0x3f318000
+DATA lgc20<>+24(SB)/4, $0x3f318000
+DATA lgc20<>+28(SB)/4, $0x3f318000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3f318000
-DATA lgc21<>+4(SB)/4, $0x3f318000
-DATA lgc21<>+8(SB)/4, $0x3f318000
-DATA lgc21<>+12(SB)/4, $0x3f318000
-DATA lgc21<>+16(SB)/4, $0x3f318000
-DATA lgc21<>+20(SB)/4, $0x3f318000
-DATA lgc21<>+24(SB)/4, $0x3f318000
-DATA lgc21<>+28(SB)/4, $0x3f318000
+DATA lgc21<>+0(SB)/4, $0xb95e8083
+DATA lgc21<>+4(SB)/4, $0xb95e8083
+DATA lgc21<>+8(SB)/4, $0xb95e8083
+DATA lgc21<>+12(SB)/4, $0xb95e8083
+DATA lgc21<>+16(SB)/4, $0xb95e8083
+DATA lgc21<>+20(SB)/4, $0xb95e8083
+DATA lgc21<>+24(SB)/4, $0xb95e8083
+DATA lgc21<>+28(SB)/4, $0xb95e8083
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xb95e8083
-DATA lgc22<>+4(SB)/4, $0xb95e8083
-DATA lgc22<>+8(SB)/4, $0xb95e8083
-DATA lgc22<>+12(SB)/4, $0xb95e8083
-DATA lgc22<>+16(SB)/4, $0xb95e8083
-DATA lgc22<>+20(SB)/4, $0xb95e8083
-DATA lgc22<>+24(SB)/4, $0xb95e8083
-DATA lgc22<>+28(SB)/4, $0xb95e8083
+DATA lgc22<>+0(SB)/4, $0x39506967
+DATA lgc22<>+4(SB)/4, $0x39506967
+DATA lgc22<>+8(SB)/4, $0x39506967
+DATA lgc22<>+12(SB)/4, $0x39506967
+DATA lgc22<>+16(SB)/4, $0x39506967
+DATA lgc22<>+20(SB)/4, $0x39506967
+DATA lgc22<>+24(SB)/4, $0x39506967
+DATA lgc22<>+28(SB)/4, $0x39506967
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x39506967
-DATA lgc23<>+4(SB)/4, $0x39506967
-DATA lgc23<>+8(SB)/4, $0x39506967
-DATA lgc23<>+12(SB)/4, $0x39506967
-DATA lgc23<>+16(SB)/4, $0x39506967
-DATA lgc23<>+20(SB)/4, $0x39506967
-DATA lgc23<>+24(SB)/4, $0x39506967
-DATA lgc23<>+28(SB)/4, $0x39506967
+DATA lgc23<>+0(SB)/4, $0x3ab743ce
+DATA lgc23<>+4(SB)/4, $0x3ab743ce
+DATA lgc23<>+8(SB)/4, $0x3ab743ce
+DATA lgc23<>+12(SB)/4, $0x3ab743ce
+DATA lgc23<>+16(SB)/4, $0x3ab743ce
+DATA lgc23<>+20(SB)/4, $0x3ab743ce
+DATA lgc23<>+24(SB)/4, $0x3ab743ce
+DATA lgc23<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3ab743ce
-DATA lgc24<>+4(SB)/4, $0x3ab743ce
-DATA lgc24<>+8(SB)/4, $0x3ab743ce
-DATA lgc24<>+12(SB)/4, $0x3ab743ce
-DATA lgc24<>+16(SB)/4, $0x3ab743ce
-DATA lgc24<>+20(SB)/4, $0x3ab743ce
-DATA lgc24<>+24(SB)/4, $0x3ab743ce
-DATA lgc24<>+28(SB)/4, $0x3ab743ce
+DATA lgc24<>+0(SB)/4, $0x3c088908
+DATA lgc24<>+4(SB)/4, $0x3c088908
+DATA lgc24<>+8(SB)/4, $0x3c088908
+DATA lgc24<>+12(SB)/4, $0x3c088908
+DATA lgc24<>+16(SB)/4, $0x3c088908
+DATA lgc24<>+20(SB)/4, $0x3c088908
+DATA lgc24<>+24(SB)/4, $0x3c088908
+DATA lgc24<>+28(SB)/4, $0x3c088908
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3c088908
-DATA lgc25<>+4(SB)/4, $0x3c088908
-DATA lgc25<>+8(SB)/4, $0x3c088908
-DATA lgc25<>+12(SB)/4, $0x3c088908
-DATA lgc25<>+16(SB)/4, $0x3c088908
-DATA lgc25<>+20(SB)/4, $0x3c088908
-DATA lgc25<>+24(SB)/4, $0x3c088908
-DATA lgc25<>+28(SB)/4, $0x3c088908
+DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc26<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc27<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc27<>+0(SB)/4, $0x3f000000
+DATA lgc27<>+4(SB)/4, $0x3f000000
+DATA lgc27<>+8(SB)/4, $0x3f000000
+DATA lgc27<>+12(SB)/4, $0x3f000000
+DATA lgc27<>+16(SB)/4, $0x3f000000
+DATA lgc27<>+20(SB)/4, $0x3f000000
+DATA lgc27<>+24(SB)/4, $0x3f000000
+DATA lgc27<>+28(SB)/4, $0x3f000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3f000000
-DATA lgc28<>+4(SB)/4, $0x3f000000
-DATA lgc28<>+8(SB)/4, $0x3f000000
-DATA lgc28<>+12(SB)/4, $0x3f000000
-DATA lgc28<>+16(SB)/4, $0x3f000000
-DATA lgc28<>+20(SB)/4, $0x3f000000
-DATA lgc28<>+24(SB)/4, $0x3f000000
-DATA lgc28<>+28(SB)/4, $0x3f000000
+DATA lgc28<>+0(SB)/4, $0xffffff82
+DATA lgc28<>+4(SB)/4, $0xffffff82
+DATA lgc28<>+8(SB)/4, $0xffffff82
+DATA lgc28<>+12(SB)/4, $0xffffff82
+DATA lgc28<>+16(SB)/4, $0xffffff82
+DATA lgc28<>+20(SB)/4, $0xffffff82
+DATA lgc28<>+24(SB)/4, $0xffffff82
+DATA lgc28<>+28(SB)/4, $0xffffff82
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xffffff82
-DATA lgc29<>+4(SB)/4, $0xffffff82
-DATA lgc29<>+8(SB)/4, $0xffffff82
-DATA lgc29<>+12(SB)/4, $0xffffff82
-DATA lgc29<>+16(SB)/4, $0xffffff82
-DATA lgc29<>+20(SB)/4, $0xffffff82
-DATA lgc29<>+24(SB)/4, $0xffffff82
-DATA lgc29<>+28(SB)/4, $0xffffff82
+DATA lgc29<>+0(SB)/4, $0x0000007f
+DATA lgc29<>+4(SB)/4, $0x0000007f
+DATA lgc29<>+8(SB)/4, $0x0000007f
+DATA lgc29<>+12(SB)/4, $0x0000007f
+DATA lgc29<>+16(SB)/4, $0x0000007f
+DATA lgc29<>+20(SB)/4, $0x0000007f
+DATA lgc29<>+24(SB)/4, $0x0000007f
+DATA lgc29<>+28(SB)/4, $0x0000007f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x0000007f
-DATA lgc30<>+4(SB)/4, $0x0000007f
-DATA lgc30<>+8(SB)/4, $0x0000007f
-DATA lgc30<>+12(SB)/4, $0x0000007f
-DATA lgc30<>+16(SB)/4, $0x0000007f
-DATA lgc30<>+20(SB)/4, $0x0000007f
-DATA lgc30<>+24(SB)/4, $0x0000007f
-DATA lgc30<>+28(SB)/4, $0x0000007f
+DATA lgc30<>+0(SB)/4, $0xff7fffff
+DATA lgc30<>+4(SB)/4, $0xff7fffff
+DATA lgc30<>+8(SB)/4, $0xff7fffff
+DATA lgc30<>+12(SB)/4, $0xff7fffff
+DATA lgc30<>+16(SB)/4, $0xff7fffff
+DATA lgc30<>+20(SB)/4, $0xff7fffff
+DATA lgc30<>+24(SB)/4, $0xff7fffff
+DATA lgc30<>+28(SB)/4, $0xff7fffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xff7fffff
-DATA lgc31<>+4(SB)/4, $0xff7fffff
-DATA lgc31<>+8(SB)/4, $0xff7fffff
-DATA lgc31<>+12(SB)/4, $0xff7fffff
-DATA lgc31<>+16(SB)/4, $0xff7fffff
-DATA lgc31<>+20(SB)/4, $0xff7fffff
-DATA lgc31<>+24(SB)/4, $0xff7fffff
-DATA lgc31<>+28(SB)/4, $0xff7fffff
+DATA lgc31<>+0(SB)/4, $0x00800000
+DATA lgc31<>+4(SB)/4, $0x00800000
+DATA lgc31<>+8(SB)/4, $0x00800000
+DATA lgc31<>+12(SB)/4, $0x00800000
+DATA lgc31<>+16(SB)/4, $0x00800000
+DATA lgc31<>+20(SB)/4, $0x00800000
+DATA lgc31<>+24(SB)/4, $0x00800000
+DATA lgc31<>+28(SB)/4, $0x00800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x00800000
-DATA lgc32<>+4(SB)/4, $0x00800000
-DATA lgc32<>+8(SB)/4, $0x00800000
-DATA lgc32<>+12(SB)/4, $0x00800000
-DATA lgc32<>+16(SB)/4, $0x00800000
-DATA lgc32<>+20(SB)/4, $0x00800000
-DATA lgc32<>+24(SB)/4, $0x00800000
-DATA lgc32<>+28(SB)/4, $0x00800000
+DATA lgc32<>+0(SB)/4, $0x4b000000
+DATA lgc32<>+4(SB)/4, $0x4b000000
+DATA lgc32<>+8(SB)/4, $0x4b000000
+DATA lgc32<>+12(SB)/4, $0x4b000000
+DATA lgc32<>+16(SB)/4, $0x4b000000
+DATA lgc32<>+20(SB)/4, $0x4b000000
+DATA lgc32<>+24(SB)/4, $0x4b000000
+DATA lgc32<>+28(SB)/4, $0x4b000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x4b000000
-DATA lgc33<>+4(SB)/4, $0x4b000000
-DATA lgc33<>+8(SB)/4, $0x4b000000
-DATA lgc33<>+12(SB)/4, $0x4b000000
-DATA lgc33<>+16(SB)/4, $0x4b000000
-DATA lgc33<>+20(SB)/4, $0x4b000000
-DATA lgc33<>+24(SB)/4, $0x4b000000
-DATA lgc33<>+28(SB)/4, $0x4b000000
+DATA lgc33<>+0(SB)/4, $0xffffffe9
+DATA lgc33<>+4(SB)/4, $0xffffffe9
+DATA lgc33<>+8(SB)/4, $0xffffffe9
+DATA lgc33<>+12(SB)/4, $0xffffffe9
+DATA lgc33<>+16(SB)/4, $0xffffffe9
+DATA lgc33<>+20(SB)/4, $0xffffffe9
+DATA lgc33<>+24(SB)/4, $0xffffffe9
+DATA lgc33<>+28(SB)/4, $0xffffffe9
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xffffffe9
-DATA lgc34<>+4(SB)/4, $0xffffffe9
-DATA lgc34<>+8(SB)/4, $0xffffffe9
-DATA lgc34<>+12(SB)/4, $0xffffffe9
-DATA lgc34<>+16(SB)/4, $0xffffffe9
-DATA lgc34<>+20(SB)/4, $0xffffffe9
-DATA lgc34<>+24(SB)/4, $0xffffffe9
-DATA lgc34<>+28(SB)/4, $0xffffffe9
+DATA lgc34<>+0(SB)/4, $0x007fffff
+DATA lgc34<>+4(SB)/4, $0x007fffff
+DATA lgc34<>+8(SB)/4, $0x007fffff
+DATA lgc34<>+12(SB)/4, $0x007fffff
+DATA lgc34<>+16(SB)/4, $0x007fffff
+DATA lgc34<>+20(SB)/4, $0x007fffff
+DATA lgc34<>+24(SB)/4, $0x007fffff
+DATA lgc34<>+28(SB)/4, $0x007fffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x007fffff
-DATA lgc35<>+4(SB)/4, $0x007fffff
-DATA lgc35<>+8(SB)/4, $0x007fffff
-DATA lgc35<>+12(SB)/4, $0x007fffff
-DATA lgc35<>+16(SB)/4, $0x007fffff
-DATA lgc35<>+20(SB)/4, $0x007fffff
-DATA lgc35<>+24(SB)/4, $0x007fffff
-DATA lgc35<>+28(SB)/4, $0x007fffff
+DATA lgc35<>+0(SB)/4, $0x3fb504f3
+DATA lgc35<>+4(SB)/4, $0x3fb504f3
+DATA lgc35<>+8(SB)/4, $0x3fb504f3
+DATA lgc35<>+12(SB)/4, $0x3fb504f3
+DATA lgc35<>+16(SB)/4, $0x3fb504f3
+DATA lgc35<>+20(SB)/4, $0x3fb504f3
+DATA lgc35<>+24(SB)/4, $0x3fb504f3
+DATA lgc35<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3fb504f3
-DATA lgc36<>+4(SB)/4, $0x3fb504f3
-DATA lgc36<>+8(SB)/4, $0x3fb504f3
-DATA lgc36<>+12(SB)/4, $0x3fb504f3
-DATA lgc36<>+16(SB)/4, $0x3fb504f3
-DATA lgc36<>+20(SB)/4, $0x3fb504f3
-DATA lgc36<>+24(SB)/4, $0x3fb504f3
-DATA lgc36<>+28(SB)/4, $0x3fb504f3
+DATA lgc36<>+0(SB)/4, $0x3d9021bb
+DATA lgc36<>+4(SB)/4, $0x3d9021bb
+DATA lgc36<>+8(SB)/4, $0x3d9021bb
+DATA lgc36<>+12(SB)/4, $0x3d9021bb
+DATA lgc36<>+16(SB)/4, $0x3d9021bb
+DATA lgc36<>+20(SB)/4, $0x3d9021bb
+DATA lgc36<>+24(SB)/4, $0x3d9021bb
+DATA lgc36<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3d9021bb
-DATA lgc37<>+4(SB)/4, $0x3d9021bb
-DATA lgc37<>+8(SB)/4, $0x3d9021bb
-DATA lgc37<>+12(SB)/4, $0x3d9021bb
-DATA lgc37<>+16(SB)/4, $0x3d9021bb
-DATA lgc37<>+20(SB)/4, $0x3d9021bb
-DATA lgc37<>+24(SB)/4, $0x3d9021bb
-DATA lgc37<>+28(SB)/4, $0x3d9021bb
+DATA lgc37<>+0(SB)/4, $0xbdebd1b8
+DATA lgc37<>+4(SB)/4, $0xbdebd1b8
+DATA lgc37<>+8(SB)/4, $0xbdebd1b8
+DATA lgc37<>+12(SB)/4, $0xbdebd1b8
+DATA lgc37<>+16(SB)/4, $0xbdebd1b8
+DATA lgc37<>+20(SB)/4, $0xbdebd1b8
+DATA lgc37<>+24(SB)/4, $0xbdebd1b8
+DATA lgc37<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdebd1b8
-DATA lgc38<>+4(SB)/4, $0xbdebd1b8
-DATA lgc38<>+8(SB)/4, $0xbdebd1b8
-DATA lgc38<>+12(SB)/4, $0xbdebd1b8
-DATA lgc38<>+16(SB)/4, $0xbdebd1b8
-DATA lgc38<>+20(SB)/4, $0xbdebd1b8
-DATA lgc38<>+24(SB)/4, $0xbdebd1b8
-DATA lgc38<>+28(SB)/4, $0xbdebd1b8
+DATA lgc38<>+0(SB)/4, $0x3def251a
+DATA lgc38<>+4(SB)/4, $0x3def251a
+DATA lgc38<>+8(SB)/4, $0x3def251a
+DATA lgc38<>+12(SB)/4, $0x3def251a
+DATA lgc38<>+16(SB)/4, $0x3def251a
+DATA lgc38<>+20(SB)/4, $0x3def251a
+DATA lgc38<>+24(SB)/4, $0x3def251a
+DATA lgc38<>+28(SB)/4, $0x3def251a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3def251a
-DATA lgc39<>+4(SB)/4, $0x3def251a
-DATA lgc39<>+8(SB)/4, $0x3def251a
-DATA lgc39<>+12(SB)/4, $0x3def251a
-DATA lgc39<>+16(SB)/4, $0x3def251a
-DATA lgc39<>+20(SB)/4, $0x3def251a
-DATA lgc39<>+24(SB)/4, $0x3def251a
-DATA lgc39<>+28(SB)/4, $0x3def251a
+DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+0(SB)/4, $0x3e11e9bf
+DATA lgc40<>+4(SB)/4, $0x3e11e9bf
+DATA lgc40<>+8(SB)/4, $0x3e11e9bf
+DATA lgc40<>+12(SB)/4, $0x3e11e9bf
+DATA lgc40<>+16(SB)/4, $0x3e11e9bf
+DATA lgc40<>+20(SB)/4, $0x3e11e9bf
+DATA lgc40<>+24(SB)/4, $0x3e11e9bf
+DATA lgc40<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e11e9bf
-DATA lgc41<>+4(SB)/4, $0x3e11e9bf
-DATA lgc41<>+8(SB)/4, $0x3e11e9bf
-DATA lgc41<>+12(SB)/4, $0x3e11e9bf
-DATA lgc41<>+16(SB)/4, $0x3e11e9bf
-DATA lgc41<>+20(SB)/4, $0x3e11e9bf
-DATA lgc41<>+24(SB)/4, $0x3e11e9bf
-DATA lgc41<>+28(SB)/4, $0x3e11e9bf
+DATA lgc41<>+0(SB)/4, $0xbe2aae50
+DATA lgc41<>+4(SB)/4, $0xbe2aae50
+DATA lgc41<>+8(SB)/4, $0xbe2aae50
+DATA lgc41<>+12(SB)/4, $0xbe2aae50
+DATA lgc41<>+16(SB)/4, $0xbe2aae50
+DATA lgc41<>+20(SB)/4, $0xbe2aae50
+DATA lgc41<>+24(SB)/4, $0xbe2aae50
+DATA lgc41<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe2aae50
-DATA lgc42<>+4(SB)/4, $0xbe2aae50
-DATA lgc42<>+8(SB)/4, $0xbe2aae50
-DATA lgc42<>+12(SB)/4, $0xbe2aae50
-DATA lgc42<>+16(SB)/4, $0xbe2aae50
-DATA lgc42<>+20(SB)/4, $0xbe2aae50
-DATA lgc42<>+24(SB)/4, $0xbe2aae50
-DATA lgc42<>+28(SB)/4, $0xbe2aae50
+DATA lgc42<>+0(SB)/4, $0x3e4cceac
+DATA lgc42<>+4(SB)/4, $0x3e4cceac
+DATA lgc42<>+8(SB)/4, $0x3e4cceac
+DATA lgc42<>+12(SB)/4, $0x3e4cceac
+DATA lgc42<>+16(SB)/4, $0x3e4cceac
+DATA lgc42<>+20(SB)/4, $0x3e4cceac
+DATA lgc42<>+24(SB)/4, $0x3e4cceac
+DATA lgc42<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3e4cceac
-DATA lgc43<>+4(SB)/4, $0x3e4cceac
-DATA lgc43<>+8(SB)/4, $0x3e4cceac
-DATA lgc43<>+12(SB)/4, $0x3e4cceac
-DATA lgc43<>+16(SB)/4, $0x3e4cceac
-DATA lgc43<>+20(SB)/4, $0x3e4cceac
-DATA lgc43<>+24(SB)/4, $0x3e4cceac
-DATA lgc43<>+28(SB)/4, $0x3e4cceac
+DATA lgc43<>+0(SB)/4, $0xbe7ffffc
+DATA lgc43<>+4(SB)/4, $0xbe7ffffc
+DATA lgc43<>+8(SB)/4, $0xbe7ffffc
+DATA lgc43<>+12(SB)/4, $0xbe7ffffc
+DATA lgc43<>+16(SB)/4, $0xbe7ffffc
+DATA lgc43<>+20(SB)/4, $0xbe7ffffc
+DATA lgc43<>+24(SB)/4, $0xbe7ffffc
+DATA lgc43<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe7ffffc
-DATA lgc44<>+4(SB)/4, $0xbe7ffffc
-DATA lgc44<>+8(SB)/4, $0xbe7ffffc
-DATA lgc44<>+12(SB)/4, $0xbe7ffffc
-DATA lgc44<>+16(SB)/4, $0xbe7ffffc
-DATA lgc44<>+20(SB)/4, $0xbe7ffffc
-DATA lgc44<>+24(SB)/4, $0xbe7ffffc
-DATA lgc44<>+28(SB)/4, $0xbe7ffffc
+DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+0(SB)/4, $0x7fc00000
+DATA lgc45<>+4(SB)/4, $0x7fc00000
+DATA lgc45<>+8(SB)/4, $0x7fc00000
+DATA lgc45<>+12(SB)/4, $0x7fc00000
+DATA lgc45<>+16(SB)/4, $0x7fc00000
+DATA lgc45<>+20(SB)/4, $0x7fc00000
+DATA lgc45<>+24(SB)/4, $0x7fc00000
+DATA lgc45<>+28(SB)/4, $0x7fc00000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7fc00000
-DATA lgc46<>+4(SB)/4, $0x7fc00000
-DATA lgc46<>+8(SB)/4, $0x7fc00000
-DATA lgc46<>+12(SB)/4, $0x7fc00000
-DATA lgc46<>+16(SB)/4, $0x7fc00000
-DATA lgc46<>+20(SB)/4, $0x7fc00000
-DATA lgc46<>+24(SB)/4, $0x7fc00000
-DATA lgc46<>+28(SB)/4, $0x7fc00000
+DATA lgc46<>+0(SB)/4, $0x7f800000
+DATA lgc46<>+4(SB)/4, $0x7f800000
+DATA lgc46<>+8(SB)/4, $0x7f800000
+DATA lgc46<>+12(SB)/4, $0x7f800000
+DATA lgc46<>+16(SB)/4, $0x7f800000
+DATA lgc46<>+20(SB)/4, $0x7f800000
+DATA lgc46<>+24(SB)/4, $0x7f800000
+DATA lgc46<>+28(SB)/4, $0x7f800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x7f800000
-DATA lgc47<>+4(SB)/4, $0x7f800000
-DATA lgc47<>+8(SB)/4, $0x7f800000
-DATA lgc47<>+12(SB)/4, $0x7f800000
-DATA lgc47<>+16(SB)/4, $0x7f800000
-DATA lgc47<>+20(SB)/4, $0x7f800000
-DATA lgc47<>+24(SB)/4, $0x7f800000
-DATA lgc47<>+28(SB)/4, $0x7f800000
+DATA lgc47<>+0(SB)/4, $0x00000001
+DATA lgc47<>+4(SB)/4, $0x00000001
+DATA lgc47<>+8(SB)/4, $0x00000001
+DATA lgc47<>+12(SB)/4, $0x00000001
+DATA lgc47<>+16(SB)/4, $0x00000001
+DATA lgc47<>+20(SB)/4, $0x00000001
+DATA lgc47<>+24(SB)/4, $0x00000001
+DATA lgc47<>+28(SB)/4, $0x00000001
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x00000001
-DATA lgc48<>+4(SB)/4, $0x00000001
-DATA lgc48<>+8(SB)/4, $0x00000001
-DATA lgc48<>+12(SB)/4, $0x00000001
-DATA lgc48<>+16(SB)/4, $0x00000001
-DATA lgc48<>+20(SB)/4, $0x00000001
-DATA lgc48<>+24(SB)/4, $0x00000001
-DATA lgc48<>+28(SB)/4, $0x00000001
+DATA lgc48<>+0(SB)/4, $0x00000000
+DATA lgc48<>+4(SB)/4, $0x00000002
+DATA lgc48<>+8(SB)/4, $0x00000004
+DATA lgc48<>+12(SB)/4, $0x00000006
+DATA lgc48<>+16(SB)/4, $0x00000008
+DATA lgc48<>+20(SB)/4, $0x0000000a
+DATA lgc48<>+24(SB)/4, $0x0000000c
+DATA lgc48<>+28(SB)/4, $0x0000000e
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x00000000
-DATA lgc49<>+4(SB)/4, $0x00000002
-DATA lgc49<>+8(SB)/4, $0x00000004
-DATA lgc49<>+12(SB)/4, $0x00000006
-DATA lgc49<>+16(SB)/4, $0x00000008
-DATA lgc49<>+20(SB)/4, $0x0000000a
-DATA lgc49<>+24(SB)/4, $0x0000000c
-DATA lgc49<>+28(SB)/4, $0x0000000e
+DATA lgc49<>+0(SB)/4, $0xffffffff
+DATA lgc49<>+4(SB)/4, $0xffffffff
+DATA lgc49<>+8(SB)/4, $0xffffffff
+DATA lgc49<>+12(SB)/4, $0xffffffff
+DATA lgc49<>+16(SB)/4, $0xffffffff
+DATA lgc49<>+20(SB)/4, $0xffffffff
+DATA lgc49<>+24(SB)/4, $0xffffffff
+DATA lgc49<>+28(SB)/4, $0xffffffff
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xffffffff
-DATA lgc50<>+4(SB)/4, $0xffffffff
-DATA lgc50<>+8(SB)/4, $0xffffffff
-DATA lgc50<>+12(SB)/4, $0xffffffff
-DATA lgc50<>+16(SB)/4, $0xffffffff
-DATA lgc50<>+20(SB)/4, $0xffffffff
-DATA lgc50<>+24(SB)/4, $0xffffffff
-DATA lgc50<>+28(SB)/4, $0xffffffff
+DATA lgc50<>+0(SB)/4, $0xbe647fbe
+DATA lgc50<>+4(SB)/4, $0xbe647fbe
+DATA lgc50<>+8(SB)/4, $0xbe647fbe
+DATA lgc50<>+12(SB)/4, $0xbe647fbe
+DATA lgc50<>+16(SB)/4, $0xbe647fbe
+DATA lgc50<>+20(SB)/4, $0xbe647fbe
+DATA lgc50<>+24(SB)/4, $0xbe647fbe
+DATA lgc50<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbe647fbe
-DATA lgc51<>+4(SB)/4, $0xbe647fbe
-DATA lgc51<>+8(SB)/4, $0xbe647fbe
-DATA lgc51<>+12(SB)/4, $0xbe647fbe
-DATA lgc51<>+16(SB)/4, $0xbe647fbe
-DATA lgc51<>+20(SB)/4, $0xbe647fbe
-DATA lgc51<>+24(SB)/4, $0xbe647fbe
-DATA lgc51<>+28(SB)/4, $0xbe647fbe
+DATA lgc51<>+0(SB)/4, $0x3e3ab281
+DATA lgc51<>+4(SB)/4, $0x3e3ab281
+DATA lgc51<>+8(SB)/4, $0x3e3ab281
+DATA lgc51<>+12(SB)/4, $0x3e3ab281
+DATA lgc51<>+16(SB)/4, $0x3e3ab281
+DATA lgc51<>+20(SB)/4, $0x3e3ab281
+DATA lgc51<>+24(SB)/4, $0x3e3ab281
+DATA lgc51<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3e3ab281
-DATA lgc52<>+4(SB)/4, $0x3e3ab281
-DATA lgc52<>+8(SB)/4, $0x3e3ab281
-DATA lgc52<>+12(SB)/4, $0x3e3ab281
-DATA lgc52<>+16(SB)/4, $0x3e3ab281
-DATA lgc52<>+20(SB)/4, $0x3e3ab281
-DATA lgc52<>+24(SB)/4, $0x3e3ab281
-DATA lgc52<>+28(SB)/4, $0x3e3ab281
+DATA lgc52<>+0(SB)/4, $0x42b20000
+DATA lgc52<>+4(SB)/4, $0x42b20000
+DATA lgc52<>+8(SB)/4, $0x42b20000
+DATA lgc52<>+12(SB)/4, $0x42b20000
+DATA lgc52<>+16(SB)/4, $0x42b20000
+DATA lgc52<>+20(SB)/4, $0x42b20000
+DATA lgc52<>+24(SB)/4, $0x42b20000
+DATA lgc52<>+28(SB)/4, $0x42b20000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 DATA lgc53<>+0(SB)/4, $0x3f99999a
@@ -1528,37 +1526,37 @@ blocks_9:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc18<>+0(SB), Y1, Y2
-	VMINPS       lgc19<>+0(SB), Y2, Y2
-	VMULPS       lgc20<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc22<>+0(SB), Y3, Y2
-	VMOVAPS      lgc23<>+0(SB), Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc29<>+0(SB), Y2, Y3
-	VPMINSD      lgc30<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc30<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc30<>+0(SB), Y2, Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc52<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  13568(DX), Y4, Y1
+	VADDPS  13568(DX), Y3, Y1
 	VMOVUPS Y1, 13568(DX)
 
 	// store explainedVariance
@@ -2043,38 +2041,36 @@ inner_A_18:
 	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc18<>+0(SB), Y0, Y3
-	VMINPS       lgc19<>+0(SB), Y3, Y3
-	VMULPS       lgc20<>+0(SB), Y3, Y4
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VMAXPS       Y0, Y3, Y3
+	VMULPS       lgc19<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc22<>+0(SB), Y4, Y3
-	VMOVAPS      lgc23<>+0(SB), Y5
+	VMOVAPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc28<>+0(SB), Y3, Y5
 	VMULPS       Y3, Y3, Y6
 	VFMADD213PS  Y3, Y6, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc29<>+0(SB), Y3, Y4
-	VPMINSD      lgc30<>+0(SB), Y4, Y4
+	VPMAXSD      lgc28<>+0(SB), Y3, Y4
+	VPMINSD      lgc29<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc30<>+0(SB), Y4, Y4
+	VPADDD       lgc29<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc30<>+0(SB), Y3, Y3
+	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y5, Y5
 	VMOVUPS      Y5, 40(SP)(R8*1)
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y5, Y1
-	VMOVUPS lgc31<>+0(SB), Y3
+	VMOVUPS lgc30<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -2092,22 +2088,23 @@ inner_A_18:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
-	VMULPS       lgc33<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
-	VPAND        lgc34<>+0(SB), Y1, Y1
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc35<>+0(SB), Y3, Y1
+	VPAND        lgc34<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y3
-	VMULPS       lgc28<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y3
+	VMULPS       lgc27<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc37<>+0(SB), Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y5
@@ -2115,20 +2112,19 @@ inner_A_18:
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc22<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc28<>+0(SB), Y3, Y5
-	VADDPS       Y1, Y5, Y5
 	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc46<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
@@ -2171,10 +2167,10 @@ inner_A_18:
 	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc48<>+0(SB), Y1, Y1
-	VPMULLD    lgc48<>+0(SB), Y1, Y1
-	VPADDD     lgc49<>+0(SB), Y1, Y1
-	VMOVUPS    lgc50<>+0(SB), Y3
+	VPMINSD    lgc47<>+0(SB), Y1, Y1
+	VPMULLD    lgc47<>+0(SB), Y1, Y1
+	VPADDD     lgc48<>+0(SB), Y1, Y1
+	VMOVUPS    lgc49<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y1*4), Y4
 	VMOVUPS    328(SP), Y1
@@ -2189,44 +2185,44 @@ inner_A_18:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc51<>+0(SB), Y6
+	VMOVUPS lgc50<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc52<>+0(SB), Y7
+	VMOVUPS lgc51<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 392(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc18<>+0(SB), Y4, Y5
-	VMINPS       lgc19<>+0(SB), Y5, Y5
-	VMULPS       lgc20<>+0(SB), Y5, Y7
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VMAXPS       Y4, Y5, Y5
+	VMOVUPS      lgc52<>+0(SB), Y7
+	VMINPS       Y5, Y7, Y5
+	VMULPS       lgc19<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc22<>+0(SB), Y7, Y5
-	VMOVAPS      lgc23<>+0(SB), Y8
+	VMOVAPS      lgc22<>+0(SB), Y8
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc27<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc28<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc29<>+0(SB), Y5, Y7
-	VPMINSD      lgc30<>+0(SB), Y7, Y7
+	VPMAXSD      lgc28<>+0(SB), Y5, Y7
+	VPMINSD      lgc29<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc30<>+0(SB), Y7, Y7
+	VPADDD       lgc29<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc30<>+0(SB), Y5, Y5
+	VPADDD       lgc29<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y8, Y8
 	VMOVUPS      296(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
@@ -2306,7 +2302,7 @@ inner_A_18:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc28<>+0(SB), Y3, Y3
+	VMULPS lgc27<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  3264(BX), Y3, Y3
@@ -2495,7 +2491,7 @@ inner_A_19:
 
 	// v30 = sub(logits, v28)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc31<>+0(SB), Y1
+	VMOVUPS lgc30<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
@@ -2903,37 +2899,37 @@ blocks_21:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc18<>+0(SB), Y1, Y2
-	VMINPS       lgc19<>+0(SB), Y2, Y2
-	VMULPS       lgc20<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc22<>+0(SB), Y3, Y2
-	VMOVAPS      lgc23<>+0(SB), Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc29<>+0(SB), Y2, Y3
-	VPMINSD      lgc30<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc30<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc30<>+0(SB), Y2, Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc52<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
 
 	// mean(essCol) over [T]
 	MOVQ    state+48(FP), DX
-	VADDPS  13568(DX), Y4, Y1
+	VADDPS  13568(DX), Y3, Y1
 	VMOVUPS Y1, 13568(DX)
 
 	// store explainedVariance
@@ -3019,34 +3015,34 @@ bulk_24:
 	CMPQ         BX, DX
 	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc18<>+0(SB), Y0, Y1
-	VMINPS       lgc19<>+0(SB), Y1, Y1
-	VMULPS       lgc20<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc22<>+0(SB), Y2, Y1
-	VMOVAPS      lgc23<>+0(SB), Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc29<>+0(SB), Y1, Y2
-	VPMINSD      lgc30<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc30<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc30<>+0(SB), Y1, Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc52<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
+	VMOVAPS      lgc22<>+0(SB), Y2
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc26<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc28<>+0(SB), Y0, Y1
+	VPMINSD      lgc29<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       lgc29<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      Y3, (AX)(BX*4)
+	VPADDD       lgc29<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_24
 
@@ -3066,22 +3062,23 @@ bulk_26:
 	CMPQ         BX, DX
 	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
-	VMULPS       lgc33<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc30<>+0(SB), Y3, Y3
-	VPAND        lgc34<>+0(SB), Y1, Y1
+	VPSUBD       lgc29<>+0(SB), Y3, Y3
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc35<>+0(SB), Y2, Y1
+	VPAND        lgc34<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc27<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc37<>+0(SB), Y4
+	VMOVAPS      lgc36<>+0(SB), Y4
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
@@ -3089,20 +3086,19 @@ bulk_26:
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc22<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc28<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc27<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3126,22 +3122,23 @@ bulk_28:
 	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
-	VMULPS       lgc33<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
-	VPAND        lgc34<>+0(SB), Y2, Y2
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc35<>+0(SB), Y3, Y2
+	VPAND        lgc34<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
-	VMULPS       lgc28<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
+	VMULPS       lgc27<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc37<>+0(SB), Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
@@ -3149,20 +3146,19 @@ bulk_28:
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc22<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc28<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc47<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -3173,8 +3169,8 @@ bulk_28:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_28
