@@ -107,7 +107,7 @@ func TestExpClampsKeepNaN(t *testing.T) {
 			// (a NaN passes through the clamps).
 			asm := string(files["kernels_amd64.s"])
 			for name, want := range map[string][2]int{"shifted": {1, 0}, "plain": {1, 1}} {
-				code := regexp.MustCompile(`(?s)// `+name+` = exp\(.*?\n\n`).FindString(asm)
+				code := regexp.MustCompile(`(?s)// ` + name + ` = exp\(.*?\n\n`).FindString(asm)
 				require.NotEmpty(t, code, name)
 				require.Equal(t, want, [2]int{strings.Count(code, "VMAXP"), strings.Count(code, "VMINP")}, "%s:\n%s", name, code)
 				require.NotContains(t, code, "VBLENDVP", name)
