@@ -52,6 +52,10 @@ func (pg *passGen) setMaskReloads() {
 			continue
 		}
 		c := v.node.Args[0]
+		if pg.maskFromBytes(c) {
+			v.reload = func() reg.VecVirtual { return pg.loadBoolMask(c) }
+			continue
+		}
 		v.reload = func() reg.VecVirtual {
 			cr := pg.regs.get(pg.regs.vals[c.ID])
 			m := pg.zero()
@@ -59,6 +63,32 @@ func (pg *passGen) setMaskReloads() {
 			return m
 		}
 	}
+}
+
+// maskFromBytes reports whether condition c's mask is read straight from its bytes
+// (loadBoolMask): c is a bool input the block reads only through its mask (a token mask),
+// one byte a lane, in a full block.
+func (pg *passGen) maskFromBytes(c *ir.Node) bool {
+	return c.Op == ir.OpInput && c.Input.Kind == ir.Bool && !pg.direct[c.ID] && pg.rem == 0 &&
+		pg.laneStride(c.Shape) == 1 && pg.tiles[c.ID] == nil
+}
+
+// loadBoolMask reads bool input c's bytes as its lane mask: zero-extended, compared with 0
+// (any nonzero byte is true, as VCVTDQ2PS and ≠ 0 would say): two instructions where
+// widening to 0/1 floats and comparing them took four.
+func (pg *passGen) loadBoolMask(c *ir.Node) reg.VecVirtual {
+	base, off := pg.nodePtr(c), pg.off(c.Shape)
+	src := elemMem(base, off, 1, 0)
+	pg.prefetch(base, off, 1)
+	x := pg.ymm()
+	if pg.f64 {
+		pg.c.VPMOVZXBQ(src, x)
+		pg.c.VPCMPGTQ(pg.cq(0), x, x)
+	} else {
+		pg.c.VPMOVZXBD(src, x)
+		pg.c.VPCMPGTD(pg.cd(0), x, x)
+	}
+	return x
 }
 
 // comparePred is each comparison's VCMPPS predicate, as vecOps uses it.

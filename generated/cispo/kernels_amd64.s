@@ -997,7 +997,7 @@ noflush_8:
 
 // func fbPass1AVX2(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $96-88
+TEXT ·fbPass1AVX2(SB), $64-88
 	MOVQ lo+0(FP), AX
 
 outer0_9:
@@ -1022,36 +1022,34 @@ blocks_10:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v3) over [B L]
 	MOVQ    state+24(FP), BX
-	VADDPS  1408(BX), Y0, Y0
-	VMOVUPS Y0, 1408(BX)
+	VADDPS  1408(BX), Y1, Y1
+	VMOVUPS Y1, 1408(BX)
 	MOVQ    logProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    sampleLogProb+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    advantage+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y2, Y0, Y4
+	VSUBPS  Y2, Y1, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
@@ -1059,152 +1057,150 @@ blocks_10:
 	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y2, 32(SP)
+	VMINPS Y5, Y6, Y5
 
 	// v16 = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMAXPS       Y4, Y2, Y2
-	VMOVUPS      lgc5<>+0(SB), Y6
-	VMINPS       Y2, Y6, Y2
-	VMULPS       lgc6<>+0(SB), Y2, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y2
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y8
-	VFMADD213PS  Y2, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMAXPS       Y4, Y6, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc6<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc15<>+0(SB), Y6, Y7
+	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VMOVUPS      lgc17<>+0(SB), Y6
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y2, Y2
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMAXPS  Y8, Y6, Y6
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y2, Y6, Y2
+	VMINPS Y6, Y7, Y6
 
 	// v22 = mul(ratioClip, v10)
-	VMULPS Y3, Y2, Y2
+	VMULPS Y3, Y6, Y3
 
 	// v23 = mul(v22, v6)
-	VMULPS Y0, Y2, Y3
+	VMULPS Y1, Y3, Y6
 
 	// v24 = neg(v23)
-	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y6, Y6
 
 	// v25 = where(mask, v24, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y6, Y0, Y6
 
 	// sum(v25) over [L]
 	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, R8
-	VADDPS  2176(BX)(R8*4), Y3, Y3
-	VMOVUPS Y3, 2176(BX)(R8*4)
+	VADDPS  2176(BX)(R8*4), Y6, Y6
+	VMOVUPS Y6, 2176(BX)(R8*4)
 
 	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y4, Y5, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v32 = where(mask, v31, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y5, Y0, Y5
 
 	// sum(v32) over [B L]
-	VADDPS  2752(BX), Y3, Y3
-	VMOVUPS Y3, 2752(BX)
-	VMOVUPS 32(SP), Y3
+	VADDPS  2752(BX), Y5, Y5
+	VMOVUPS Y5, 2752(BX)
 
 	// v36 = sub(v8, v6)
-	VSUBPS Y0, Y3, Y0
+	VSUBPS Y1, Y2, Y1
 
 	// v37 = where(mask, v36, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v37) over [B L]
-	VADDPS  3072(BX), Y0, Y0
-	VMOVUPS Y0, 3072(BX)
+	VADDPS  3072(BX), Y1, Y1
+	VMOVUPS Y1, 3072(BX)
 	MOVQ    entropy+56(FP), R8
-	VMOVUPS (R8)(SI*4), Y0
+	VMOVUPS (R8)(SI*4), Y1
 
 	// v41 = where(mask, entropy, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v41) over [B L]
-	VADDPS  3392(BX), Y0, Y3
-	VMOVUPS Y3, 3392(BX)
+	VADDPS  3392(BX), Y1, Y2
+	VMOVUPS Y2, 3392(BX)
 
 	// v45 = mul(-0.01, v41)
-	VMULPS lgc20<>+0(SB), Y0, Y0
+	VMULPS lgc20<>+0(SB), Y1, Y1
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v46) over [L]
 	IMUL3Q  $+8, DI, DI
-	VADDPS  4160(BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, 4160(BX)(DI*4)
-	VMOVUPS lgc21<>+0(SB), Y0
+	VADDPS  4160(BX)(DI*4), Y1, Y1
+	VMOVUPS Y1, 4160(BX)(DI*4)
+	VMOVUPS lgc21<>+0(SB), Y1
 
 	// v51 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y4, Y0, Y0
-	VMOVUPS   Y2, 64(SP)
+	VBLENDVPS Y0, Y4, Y1, Y1
+	VMOVUPS   Y3, 32(SP)
 
 	// logsumexp(v51) over [B L]
-	VANDPS  Y7, Y1, Y2
-	VCMPPS  $0x15, lgc22<>+0(SB), Y0, Y3
-	VCMPPS  $0x1a, lgc23<>+0(SB), Y0, Y4
+	VANDPS  Y8, Y0, Y2
+	VCMPPS  $0x15, lgc22<>+0(SB), Y1, Y3
+	VCMPPS  $0x1a, lgc23<>+0(SB), Y1, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc21<>+0(SB), Y0, Y4
+	VCMPPS  $0x00, lgc21<>+0(SB), Y1, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  4736(BX), Y3, Y3
 	VMOVUPS Y3, 4736(BX)
-	VADDPS  4864(BX), Y2, Y0
-	VMOVUPS Y0, 4864(BX)
-	VMULPS  Y2, Y2, Y0
-	VADDPS  5184(BX), Y0, Y0
-	VMOVUPS Y0, 5184(BX)
-	VMOVUPS (SP), Y0
+	VADDPS  4864(BX), Y2, Y1
+	VMOVUPS Y1, 4864(BX)
+	VMULPS  Y2, Y2, Y1
+	VADDPS  5184(BX), Y1, Y1
+	VMOVUPS Y1, 5184(BX)
+	VMOVUPS (SP), Y1
 
 	// v64 = where(mask, v63, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// v65 = mul(v64, -0.01)
-	VMULPS lgc20<>+0(SB), Y0, Y2
+	VMULPS lgc20<>+0(SB), Y1, Y2
 
 	// gradEntropy = where(mask, v65, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// v67 = neg(v64)
-	VXORPS  lgc19<>+0(SB), Y0, Y0
+	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v68 = ne(v67, 0)
-	VCMPPS  $0x04, Y3, Y0, Y3
-	VMOVUPS 64(SP), Y4
+	VCMPPS  $0x04, Y3, Y1, Y3
+	VMOVUPS 32(SP), Y4
 
 	// v69 = mul(v67, v22)
-	VMULPS Y4, Y0, Y4
+	VMULPS Y4, Y1, Y4
 
 	// v70 = where(v68, v69, v67)
-	VBLENDVPS Y3, Y4, Y0, Y0
+	VBLENDVPS Y3, Y4, Y1, Y1
 
 	// gradLogProb = where(mask, v70, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX

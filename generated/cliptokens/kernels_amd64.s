@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $128-64
+TEXT ·pass0AVX2(SB), $96-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -18,33 +18,31 @@ blocks_2:
 	IMUL3Q    $+256, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y0, Y2
+	VADDPS  256(BX), Y1, Y2
 	VMOVUPS Y2, 256(BX)
 	MOVQ    advantage+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, advantage, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    logProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, logProb, 0)
-	VANDPS  Y3, Y1, Y3
+	VANDPS  Y3, Y0, Y3
 	MOVQ    sampleLogProb+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y4, Y0, Y4
 
 	// logWeight = sub(v8, v10)
 	VSUBPS  Y4, Y3, Y5
@@ -56,136 +54,134 @@ blocks_2:
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y0, (SP)
-	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y1, (SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMAXPS       Y5, Y0, Y0
-	VMOVUPS      lgc5<>+0(SB), Y3
-	VMINPS       Y0, Y3, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y0
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y3, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMAXPS       Y5, Y1, Y1
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc15<>+0(SB), Y1, Y7
+	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y0, Y2, Y0
-	VMOVUPS lgc17<>+0(SB), Y3
+	VCMPPS  $0x1d, Y1, Y2, Y1
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y7, Y3, Y3
-	VMOVUPS Y4, 64(SP)
-	VMOVUPS lgc18<>+0(SB), Y4
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y4, Y4
-	VMOVUPS Y7, 96(SP)
+	VMAXPS  Y8, Y3, Y3
+	VMOVUPS Y8, 64(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y0, Y3, Y4, Y0
+	VBLENDVPS Y1, Y7, Y3, Y1
 
 	// gain = mul(v6, ratioClipped)
-	VMULPS Y0, Y2, Y0
+	VMULPS Y1, Y2, Y1
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y0, Y0
+	VXORPS lgc19<>+0(SB), Y1, Y1
 
 	// v25 = where(mask, v24, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v25) over [B L]
-	VADDPS  576(BX), Y0, Y0
-	VMOVUPS Y0, 576(BX)
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y0
+	VCMPPS $0x04, Y5, Y6, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v30) over [B L]
-	VADDPS  896(BX), Y0, Y0
-	VMOVUPS Y0, 896(BX)
-	VMOVUPS 64(SP), Y0
-	VMOVUPS 32(SP), Y2
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
+	VMOVUPS 32(SP), Y1
 
 	// v33 = sub(v10, v8)
-	VSUBPS Y2, Y0, Y0
+	VSUBPS Y1, Y4, Y1
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v34) over [B L]
-	VADDPS  1216(BX), Y0, Y0
-	VMOVUPS Y0, 1216(BX)
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
 	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v38 = where(mask, entropy, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// v40 = mul(-0.001, v38)
-	VMULPS lgc20<>+0(SB), Y0, Y2
+	VMULPS lgc20<>+0(SB), Y1, Y2
 
 	// sum(v38) over [B L]
-	VADDPS  1536(BX), Y0, Y0
-	VMOVUPS Y0, 1536(BX)
+	VADDPS  1536(BX), Y1, Y1
+	VMOVUPS Y1, 1536(BX)
 
 	// v43 = where(mask, v40, 0)
-	VANDPS Y2, Y1, Y0
+	VANDPS Y2, Y0, Y1
 
 	// sum(v43) over [B L]
-	VADDPS  1856(BX), Y0, Y0
-	VMOVUPS Y0, 1856(BX)
-	VMOVUPS lgc21<>+0(SB), Y0
+	VADDPS  1856(BX), Y1, Y1
+	VMOVUPS Y1, 1856(BX)
+	VMOVUPS lgc21<>+0(SB), Y1
 
 	// v48 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y5, Y0, Y0
-	VMOVUPS   96(SP), Y2
+	VBLENDVPS Y0, Y5, Y1, Y1
+	VMOVUPS   64(SP), Y2
 
 	// logsumexp(v48) over [B]
 	MOVQ         CX, SI
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y3
+	VANDPS       Y2, Y0, Y0
+	VCMPPS       $0x15, lgc22<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       4160(BX), Y2, Y2
 	VMOVUPS      Y2, 4160(BX)
-	VCVTPS2PD    X1, Y0
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1984(BX)(SI*8), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1984(BX)(SI*8), Y1, Y2
 	VMOVUPD      Y2, 1984(BX)(SI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       5312(BX)(SI*8), Y1, Y1
+	VMOVUPD      Y1, 5312(BX)(SI*8)
+	VADDPD       2016(BX)(SI*8), Y0, Y1
+	VMOVUPD      Y1, 2016(BX)(SI*8)
 	VMULPD       Y0, Y0, Y0
-	VADDPD       5312(BX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 5312(BX)(SI*8)
-	VADDPD       2016(BX)(SI*8), Y1, Y0
-	VMOVUPD      Y0, 2016(BX)(SI*8)
-	VMULPD       Y1, Y1, Y0
 	VADDPD       5344(BX)(SI*8), Y0, Y0
 	VMOVUPD      Y0, 5344(BX)(SI*8)
 	VMOVUPS      (SP), Y0
@@ -907,13 +903,11 @@ blocks_8:
 	IMUL3Q    $+256, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v3) over [B L]
 	MOVQ         state+16(FP), BX
@@ -971,7 +965,7 @@ noflush_9:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $224-88
+TEXT ·fbPass1AVX2(SB), $192-88
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -995,28 +989,26 @@ blocks_11:
 	IMUL3Q    $+256, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    advantage+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v6 = where(mask, advantage, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    logProb+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v8 = where(mask, logProb, 0)
-	VANDPS  Y3, Y1, Y3
+	VANDPS  Y3, Y0, Y3
 	MOVQ    sampleLogProb+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y4
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y4, Y0, Y4
 
 	// logWeight = sub(v8, v10)
 	VSUBPS  Y4, Y3, Y5
@@ -1028,54 +1020,53 @@ blocks_11:
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y3, 64(SP)
+	VMOVUPS Y1, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMAXPS       Y5, Y0, Y0
-	VMOVUPS      lgc5<>+0(SB), Y3
-	VMINPS       Y0, Y3, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y0
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y3, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMAXPS       Y5, Y1, Y1
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc15<>+0(SB), Y1, Y7
+	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y0, Y2, Y0
-	VMOVUPS lgc17<>+0(SB), Y3
+	VCMPPS  $0x1d, Y1, Y2, Y1
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y7, Y3, Y3
-	VMOVUPS Y4, 96(SP)
-	VMOVUPS lgc18<>+0(SB), Y4
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y3, 64(SP)
+	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y4, Y4
-	VMOVUPS Y7, 128(SP)
+	VMAXPS  Y8, Y3, Y3
+	VMOVUPS Y8, 96(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y0, Y3, Y4, Y3
+	VBLENDVPS Y1, Y7, Y3, Y3
 
 	// gain = mul(v6, ratioClipped)
 	VMULPS Y3, Y2, Y3
@@ -1084,7 +1075,7 @@ blocks_11:
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
 	// v25 = where(mask, v24, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// sum(v25) over [B L]
 	MOVQ    state+48(FP), BX
@@ -1096,19 +1087,18 @@ blocks_11:
 	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// sum(v30) over [B L]
 	VADDPS  1024(BX), Y3, Y3
 	VMOVUPS Y3, 1024(BX)
-	VMOVUPS 96(SP), Y3
-	VMOVUPS 64(SP), Y4
+	VMOVUPS 64(SP), Y3
 
 	// v33 = sub(v10, v8)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y3, Y4, Y3
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// sum(v34) over [B L]
 	VADDPS  1344(BX), Y3, Y3
@@ -1117,7 +1107,7 @@ blocks_11:
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v38 = where(mask, entropy, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// v40 = mul(-0.001, v38)
 	VMULPS lgc20<>+0(SB), Y3, Y4
@@ -1127,7 +1117,7 @@ blocks_11:
 	VMOVUPS Y3, 1664(BX)
 
 	// v43 = where(mask, v40, 0)
-	VANDPS Y4, Y1, Y3
+	VANDPS Y4, Y0, Y3
 
 	// sum(v43) over [B L]
 	VADDPS  1984(BX), Y3, Y3
@@ -1135,14 +1125,14 @@ blocks_11:
 	VMOVUPS lgc21<>+0(SB), Y3
 
 	// v48 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y5, Y3, Y3
-	VMOVUPS   Y0, 160(SP)
-	VMOVUPS   Y2, 192(SP)
-	VMOVUPS   128(SP), Y0
+	VBLENDVPS Y0, Y5, Y3, Y3
+	VMOVUPS   Y1, 128(SP)
+	VMOVUPS   Y2, 160(SP)
+	VMOVUPS   96(SP), Y1
 
 	// logsumexp(v48) over [B]
 	MOVQ         CX, DI
-	VANDPS       Y0, Y1, Y2
+	VANDPS       Y1, Y0, Y2
 	VCMPPS       $0x15, lgc22<>+0(SB), Y3, Y4
 	VCMPPS       $0x1a, lgc23<>+0(SB), Y3, Y5
 	VANDPS       Y5, Y4, Y4
@@ -1176,21 +1166,21 @@ blocks_11:
 	VMOVUPS      (SP), Y2
 
 	// v65 = where(mask, v64, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// v66 = mul(v65, -0.001)
 	VMULPS lgc20<>+0(SB), Y2, Y3
 
 	// gradEntropy = where(mask, v66, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// v68 = neg(v65)
 	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS 192(SP), Y4
+	VMOVUPS 160(SP), Y4
 
 	// v69 = mul(v68, v6)
 	VMULPS  Y4, Y2, Y2
-	VMOVUPS 160(SP), Y4
+	VMOVUPS 128(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
@@ -1202,11 +1192,11 @@ blocks_11:
 	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v72 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y5, Y0, Y5
+	VCMPPS $0x1d, Y5, Y1, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v73 = ne(ratio, ratio)
-	VCMPPS $0x04, Y0, Y0, Y6
+	VCMPPS $0x04, Y1, Y1, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v74 = max(v72, v73)
@@ -1219,7 +1209,7 @@ blocks_11:
 	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v76 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y5, Y0, Y5
+	VCMPPS $0x12, Y5, Y1, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v77 = max(v76, v73)
@@ -1238,13 +1228,13 @@ blocks_11:
 	VCMPPS $0x04, Y4, Y2, Y4
 
 	// v81 = mul(v79, ratio)
-	VMULPS Y0, Y2, Y0
+	VMULPS Y1, Y2, Y1
 
 	// v82 = where(v80, v81, v79)
-	VBLENDVPS Y4, Y0, Y2, Y0
+	VBLENDVPS Y4, Y1, Y2, Y1
 
 	// gradLogProb = where(mask, v82, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX

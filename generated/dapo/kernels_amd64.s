@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $128-64
+TEXT ·pass0AVX2(SB), $96-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -18,36 +18,34 @@ blocks_2:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y0, Y0
-	VMOVUPS Y0, 256(BX)
+	VADDPS  256(BX), Y1, Y1
+	VMOVUPS Y1, 256(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    sampleLogProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    advantage+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y2, Y0, Y4
+	VSUBPS  Y2, Y1, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
@@ -55,95 +53,93 @@ blocks_2:
 	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y0, (SP)
+	VMINPS Y5, Y6, Y5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMAXPS       Y4, Y0, Y0
-	VMOVUPS      lgc5<>+0(SB), Y6
-	VMINPS       Y0, Y6, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y0
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y0, Y0
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMAXPS       Y4, Y6, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc6<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc15<>+0(SB), Y6, Y7
+	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y0, Y3, Y0
-	VMOVUPS lgc17<>+0(SB), Y6
+	VCMPPS  $0x1d, Y6, Y3, Y6
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS Y2, 32(SP)
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y1, (SP)
+	VMOVUPS lgc18<>+0(SB), Y1
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y2, Y2
-	VMOVUPS Y7, 64(SP)
+	VMAXPS  Y8, Y1, Y1
+	VMOVUPS Y8, 32(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y0, Y6, Y2, Y0
+	VBLENDVPS Y6, Y7, Y1, Y1
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y1, Y3, Y1
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y0, Y0
+	VXORPS lgc19<>+0(SB), Y1, Y1
 
 	// v25 = where(mask, v24, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v25) over [B L]
-	VADDPS  576(BX), Y0, Y0
-	VMOVUPS Y0, 576(BX)
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y0
+	VCMPPS $0x04, Y4, Y5, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v30) over [B L]
-	VADDPS  896(BX), Y0, Y0
-	VMOVUPS Y0, 896(BX)
-	VMOVUPS 32(SP), Y0
-	VMOVUPS (SP), Y2
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
+	VMOVUPS (SP), Y1
 
 	// v33 = sub(v8, v6)
-	VSUBPS Y2, Y0, Y0
+	VSUBPS Y1, Y2, Y1
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v34) over [B L]
-	VADDPS  1216(BX), Y0, Y2
+	VADDPS  1216(BX), Y1, Y2
 	VMOVUPS Y2, 1216(BX)
 	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v38 = where(mask, entropy, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// sum(v38) over [B L]
 	VADDPS  1536(BX), Y2, Y3
@@ -153,7 +149,7 @@ blocks_2:
 	VMULPS lgc20<>+0(SB), Y2, Y2
 
 	// v43 = where(mask, v42, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// sum(v43) over [B L]
 	VADDPS  1856(BX), Y2, Y2
@@ -161,12 +157,12 @@ blocks_2:
 	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y4, Y2, Y2
-	VMOVUPS   Y0, 96(SP)
-	VMOVUPS   64(SP), Y0
+	VBLENDVPS Y0, Y4, Y2, Y2
+	VMOVUPS   Y1, 64(SP)
+	VMOVUPS   32(SP), Y1
 
 	// logsumexp(v47) over [B L]
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y3
 	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y4
 	VANDPS  Y4, Y3, Y3
@@ -174,16 +170,16 @@ blocks_2:
 	VORPS   Y4, Y3, Y3
 	VANDPS  2176(BX), Y3, Y3
 	VMOVUPS Y3, 2176(BX)
-	VADDPS  2304(BX), Y0, Y2
+	VADDPS  2304(BX), Y1, Y2
 	VMOVUPS Y2, 2304(BX)
-	VMULPS  Y0, Y0, Y0
-	VADDPS  2624(BX), Y0, Y0
-	VMOVUPS Y0, 2624(BX)
-	VMOVUPS 96(SP), Y0
+	VMULPS  Y1, Y1, Y1
+	VADDPS  2624(BX), Y1, Y1
+	VMOVUPS Y1, 2624(BX)
+	VMOVUPS 64(SP), Y1
 
 	// v58 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y2
-	VANDNPS Y0, Y2, Y2
+	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v60 = lt(v58, 0.1)
@@ -191,7 +187,7 @@ blocks_2:
 	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v62 = max(v34, -0.1) tie=first
-	VMAXPS Y0, Y4, Y4
+	VMAXPS Y1, Y4, Y4
 
 	// v63 = min(v62, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
@@ -252,7 +248,7 @@ blocks_2:
 
 	// v91 = exp(v34)
 	VMOVUPS      lgc4<>+0(SB), Y4
-	VMAXPS       Y0, Y4, Y4
+	VMAXPS       Y1, Y4, Y4
 	VMOVUPS      lgc5<>+0(SB), Y5
 	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc6<>+0(SB), Y4, Y5
@@ -283,13 +279,13 @@ blocks_2:
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v93 = sub(v92, v34)
-	VSUBPS Y0, Y4, Y0
+	VSUBPS Y1, Y4, Y1
 
 	// k3 = where(v60, v90, v93)
-	VBLENDVPS Y2, Y3, Y0, Y0
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v95 = where(mask, k3, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v95) over [B L]
 	VADDPS       2944(BX), Y0, Y0
@@ -1083,13 +1079,11 @@ blocks_5:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v3) over [B L]
 	MOVQ         state+16(FP), BX
@@ -1147,7 +1141,7 @@ noflush_6:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $288-88
+TEXT ·fbPass1AVX2(SB), $224-88
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1176,27 +1170,25 @@ blocks_8:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
 	MOVQ      logProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y0
+	VMOVUPS   (BX)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    sampleLogProb+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    advantage+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y2, Y0, Y4
+	VSUBPS  Y2, Y1, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
@@ -1204,352 +1196,347 @@ blocks_8:
 	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y0, 64(SP)
+	VMINPS Y5, Y6, Y5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMAXPS       Y4, Y0, Y0
-	VMOVUPS      lgc5<>+0(SB), Y6
-	VMINPS       Y0, Y6, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y0
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y0, Y0
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMAXPS       Y4, Y6, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc6<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc15<>+0(SB), Y6, Y7
+	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y0, Y3, Y0
-	VMOVUPS lgc17<>+0(SB), Y6
+	VCMPPS  $0x1d, Y6, Y3, Y6
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS Y2, 96(SP)
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y1, 64(SP)
+	VMOVUPS lgc18<>+0(SB), Y1
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y2, Y2
-	VMOVUPS Y7, 128(SP)
+	VMAXPS  Y8, Y1, Y1
+	VMOVUPS Y8, 96(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y0, Y6, Y2, Y2
+	VBLENDVPS Y6, Y7, Y1, Y1
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y2, Y3, Y2
+	VMULPS Y1, Y3, Y1
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y2, Y2
+	VXORPS lgc19<>+0(SB), Y1, Y1
 
 	// v25 = where(mask, v24, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y1, Y0, Y1
 
 	// sum(v25) over [B L]
 	MOVQ    state+48(FP), BX
-	VADDPS  704(BX), Y2, Y2
-	VMOVUPS Y2, 704(BX)
+	VADDPS  704(BX), Y1, Y1
+	VMOVUPS Y1, 704(BX)
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y4, Y5, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y1, Y0, Y1
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y2, Y2
-	VMOVUPS Y2, 1024(BX)
-	VMOVUPS 96(SP), Y2
-	VMOVUPS 64(SP), Y5
+	VADDPS  1024(BX), Y1, Y1
+	VMOVUPS Y1, 1024(BX)
+	VMOVUPS 64(SP), Y1
 
 	// v33 = sub(v8, v6)
-	VSUBPS Y5, Y2, Y2
+	VSUBPS Y1, Y2, Y1
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y1, Y0, Y1
 
 	// sum(v34) over [B L]
-	VADDPS  1344(BX), Y2, Y5
-	VMOVUPS Y5, 1344(BX)
+	VADDPS  1344(BX), Y1, Y2
+	VMOVUPS Y2, 1344(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v38 = where(mask, entropy, 0)
-	VANDPS Y5, Y1, Y5
+	VANDPS Y2, Y0, Y2
 
 	// sum(v38) over [B L]
-	VADDPS  1664(BX), Y5, Y6
-	VMOVUPS Y6, 1664(BX)
+	VADDPS  1664(BX), Y2, Y5
+	VMOVUPS Y5, 1664(BX)
 
 	// v42 = mul(-0.01, v38)
-	VMULPS lgc20<>+0(SB), Y5, Y5
+	VMULPS lgc20<>+0(SB), Y2, Y2
 
 	// v43 = where(mask, v42, 0)
-	VANDPS Y5, Y1, Y5
+	VANDPS Y2, Y0, Y2
 
 	// sum(v43) over [B L]
-	VADDPS  1984(BX), Y5, Y5
-	VMOVUPS Y5, 1984(BX)
-	VMOVUPS lgc21<>+0(SB), Y5
+	VADDPS  1984(BX), Y2, Y2
+	VMOVUPS Y2, 1984(BX)
+	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y4, Y5, Y4
-	VMOVUPS   Y0, 160(SP)
-	VMOVUPS   Y3, 192(SP)
-	VMOVUPS   Y2, 224(SP)
-	VMOVUPS   128(SP), Y0
+	VBLENDVPS Y0, Y4, Y2, Y2
+	VMOVUPS   Y6, 128(SP)
+	VMOVUPS   Y3, 160(SP)
+	VMOVUPS   Y1, 192(SP)
+	VMOVUPS   96(SP), Y1
 
 	// logsumexp(v47) over [B L]
-	VANDPS  Y0, Y1, Y0
-	VCMPPS  $0x15, lgc22<>+0(SB), Y4, Y2
-	VCMPPS  $0x1a, lgc23<>+0(SB), Y4, Y3
-	VANDPS  Y3, Y2, Y2
-	VCMPPS  $0x00, lgc21<>+0(SB), Y4, Y3
-	VORPS   Y3, Y2, Y2
-	VANDPS  2304(BX), Y2, Y2
-	VMOVUPS Y2, 2304(BX)
-	VADDPS  2432(BX), Y0, Y2
+	VANDPS  Y1, Y0, Y3
+	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y4
+	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y5
+	VANDPS  Y5, Y4, Y4
+	VCMPPS  $0x00, lgc21<>+0(SB), Y2, Y5
+	VORPS   Y5, Y4, Y4
+	VANDPS  2304(BX), Y4, Y4
+	VMOVUPS Y4, 2304(BX)
+	VADDPS  2432(BX), Y3, Y2
 	VMOVUPS Y2, 2432(BX)
-	VMULPS  Y0, Y0, Y0
-	VADDPS  2752(BX), Y0, Y0
-	VMOVUPS Y0, 2752(BX)
-	VMOVUPS 224(SP), Y0
+	VMULPS  Y3, Y3, Y2
+	VADDPS  2752(BX), Y2, Y2
+	VMOVUPS Y2, 2752(BX)
+	VMOVUPS 192(SP), Y2
 
 	// v58 = abs(v34)
-	VMOVUPS lgc19<>+0(SB), Y2
-	VANDNPS Y0, Y2, Y2
-	VMOVUPS lgc24<>+0(SB), Y3
+	VMOVUPS lgc19<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc24<>+0(SB), Y4
 
 	// v60 = lt(v58, 0.1)
-	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc25<>+0(SB), Y4
+	VCMPPS  $0x11, Y4, Y3, Y3
+	VMOVUPS lgc25<>+0(SB), Y5
 
 	// v62 = max(v34, -0.1) tie=first
-	VMAXPS Y0, Y4, Y4
+	VMAXPS Y2, Y5, Y5
 
 	// v63 = min(v62, 0.1) tie=first
-	VMINPS Y4, Y3, Y3
+	VMINPS Y5, Y4, Y4
 
 	// v66 = mul(v63, 2.755731922398589e-07)
-	VMULPS lgc26<>+0(SB), Y3, Y4
+	VMULPS lgc26<>+0(SB), Y4, Y5
 
 	// v67 = add(2.7557319223985893e-06, v66)
-	VADDPS lgc27<>+0(SB), Y4, Y4
+	VADDPS lgc27<>+0(SB), Y5, Y5
 
 	// v69 = mul(v63, v67)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v70 = add(2.48015873015873e-05, v69)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	VADDPS lgc28<>+0(SB), Y5, Y5
 
 	// v72 = mul(v63, v70)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v73 = add(0.0001984126984126984, v72)
-	VADDPS lgc29<>+0(SB), Y4, Y4
+	VADDPS lgc29<>+0(SB), Y5, Y5
 
 	// v75 = mul(v63, v73)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v76 = add(0.001388888888888889, v75)
-	VADDPS lgc30<>+0(SB), Y4, Y4
+	VADDPS lgc30<>+0(SB), Y5, Y5
 
 	// v78 = mul(v63, v76)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v79 = add(0.008333333333333333, v78)
-	VADDPS lgc31<>+0(SB), Y4, Y4
+	VADDPS lgc31<>+0(SB), Y5, Y5
 
 	// v81 = mul(v63, v79)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v82 = add(0.041666666666666664, v81)
-	VADDPS lgc32<>+0(SB), Y4, Y4
+	VADDPS lgc32<>+0(SB), Y5, Y5
 
 	// v84 = mul(v63, v82)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v85 = add(0.16666666666666666, v84)
-	VADDPS lgc33<>+0(SB), Y4, Y4
+	VADDPS lgc33<>+0(SB), Y5, Y5
 
 	// v87 = mul(v63, v85)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v88 = add(0.5, v87)
-	VADDPS lgc14<>+0(SB), Y4, Y4
+	VADDPS lgc14<>+0(SB), Y5, Y5
 
 	// v89 = mul(v63, v63)
-	VMULPS Y3, Y3, Y3
+	VMULPS Y4, Y4, Y4
 
 	// v90 = mul(v89, v88)
-	VMULPS Y4, Y3, Y3
+	VMULPS Y5, Y4, Y4
 
 	// v91 = exp(v34)
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMAXPS       Y0, Y4, Y4
-	VMOVUPS      lgc5<>+0(SB), Y5
-	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc6<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VMOVAPS      lgc9<>+0(SB), Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMAXPS       Y2, Y5, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VMOVAPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 
 	// v92 = sub(v91, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y5
 
 	// v93 = sub(v92, v34)
-	VSUBPS Y0, Y4, Y4
+	VSUBPS Y2, Y5, Y5
 
 	// k3 = where(v60, v90, v93)
-	VBLENDVPS Y2, Y3, Y4, Y2
+	VBLENDVPS Y3, Y4, Y5, Y3
 
 	// v95 = add(k3, v34)
-	VADDPS Y0, Y2, Y0
+	VADDPS Y2, Y3, Y2
 
 	// v96 = where(mask, k3, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y3, Y0, Y3
 
 	// sum(v96) over [B L]
-	VADDPS  3072(BX), Y2, Y2
-	VMOVUPS Y2, 3072(BX)
-	VMOVUPS (SP), Y2
+	VADDPS  3072(BX), Y3, Y3
+	VMOVUPS Y3, 3072(BX)
+	VMOVUPS (SP), Y3
 
 	// v103 = where(mask, v102, 0)
-	VANDPS  Y2, Y1, Y2
-	VMOVUPS lgc0<>+0(SB), Y3
+	VANDPS  Y3, Y0, Y3
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v104 = ne(v103, 0)
-	VCMPPS $0x04, Y3, Y2, Y4
+	VCMPPS $0x04, Y4, Y3, Y5
 
 	// v105 = mul(v103, v95)
-	VMULPS Y0, Y2, Y0
+	VMULPS Y2, Y3, Y2
 
 	// v106 = where(v104, v105, v103)
-	VBLENDVPS Y4, Y0, Y2, Y0
-	VMOVUPS   32(SP), Y2
+	VBLENDVPS Y5, Y2, Y3, Y2
+	VMOVUPS   32(SP), Y3
 
 	// v108 = where(mask, v107, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y3, Y0, Y3
 
 	// v109 = mul(v108, -0.01)
-	VMULPS lgc20<>+0(SB), Y2, Y4
+	VMULPS lgc20<>+0(SB), Y3, Y5
 
 	// gradEntropy = where(mask, v109, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y5, Y0, Y5
 
 	// v111 = where(mask, v106, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y2, Y0, Y2
 
 	// v112 = neg(v111)
-	VXORPS lgc19<>+0(SB), Y0, Y0
+	VXORPS lgc19<>+0(SB), Y2, Y2
 
 	// v113 = neg(v108)
-	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS 192(SP), Y5
+	VXORPS  lgc19<>+0(SB), Y3, Y3
+	VMOVUPS 160(SP), Y6
 
 	// v114 = mul(v113, v10)
-	VMULPS  Y5, Y2, Y2
-	VMOVUPS 160(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 128(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v115 = where(v17, v114, 0)
-	VANDPS Y2, Y6, Y5
+	VANDPS Y3, Y7, Y6
 
 	// v116 = where(v17, 0, v114)
-	VANDNPS Y2, Y6, Y2
-	VMOVUPS 128(SP), Y6
+	VANDNPS Y3, Y7, Y3
 	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v117 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y6, Y7
+	VCMPPS $0x1d, Y7, Y1, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v118 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y6, Y6, Y8
-	VANDPS  lgc1<>+0(SB), Y8, Y8
-	VMOVUPS Y4, 256(SP)
+	VCMPPS $0x04, Y1, Y1, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
 
 	// v119 = max(v117, v118)
-	VMAXPS  Y7, Y8, Y4
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y4, Y7
+	VMAXPS  Y7, Y8, Y7
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y7, Y9
 
 	// v120 = where(v119, v116, 0)
-	VANDPS  Y2, Y7, Y2
-	VMOVUPS lgc17<>+0(SB), Y4
+	VANDPS  Y3, Y9, Y3
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v121 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y4, Y6, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	VCMPPS $0x12, Y7, Y1, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v122 = max(v121, v118)
-	VMAXPS  Y4, Y8, Y4
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y4, Y7
+	VMAXPS  Y7, Y8, Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v123 = where(v122, v115, 0)
-	VANDPS Y5, Y7, Y4
+	VANDPS Y6, Y8, Y6
 
 	// v124 = add(v120, v123)
-	VADDPS Y4, Y2, Y2
+	VADDPS Y6, Y3, Y3
 
 	// v125 = ne(v124, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
+	VCMPPS $0x04, Y4, Y3, Y4
 
 	// v126 = mul(v124, ratio)
-	VMULPS Y6, Y2, Y4
+	VMULPS Y1, Y3, Y1
 
 	// v127 = where(v125, v126, v124)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	VBLENDVPS Y4, Y1, Y3, Y1
 
 	// v128 = add(v112, v127)
-	VADDPS Y2, Y0, Y0
+	VADDPS Y1, Y2, Y1
 
 	// gradLogProb = where(mask, v128, 0)
-	VANDPS  Y0, Y1, Y0
-	VMOVUPS 256(SP), Y1
+	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y5, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+72(FP), BX

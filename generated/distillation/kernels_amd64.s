@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $32-48
+TEXT ·pass0AVX2(SB), $0-48
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -18,28 +18,26 @@ blocks_2:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y0, Y2
+	VADDPS  256(BX), Y1, Y2
 	VMOVUPS Y2, 256(BX)
 	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    teacherLogProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// v10 = sub(v8, v6)
 	VSUBPS Y2, Y3, Y2
@@ -111,60 +109,58 @@ blocks_2:
 	VMULPS Y4, Y4, Y4
 
 	// v43 = mul(v42, v41)
-	VMULPS  Y5, Y4, Y4
-	VMOVUPS Y0, (SP)
+	VMULPS Y5, Y4, Y4
 
 	// v44 = exp(v10)
-	VMOVUPS      lgc14<>+0(SB), Y0
-	VMAXPS       Y2, Y0, Y0
-	VMOVUPS      lgc15<>+0(SB), Y5
-	VMINPS       Y0, Y5, Y0
-	VMULPS       lgc16<>+0(SB), Y0, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y0
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y0
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y6
-	VMULPS       Y0, Y0, Y7
-	VFMADD213PS  Y0, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y0
-	VPMAXSD      lgc24<>+0(SB), Y0, Y5
-	VPMINSD      lgc25<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y0, Y0
+	VMOVUPS      lgc14<>+0(SB), Y5
+	VMAXPS       Y2, Y5, Y5
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc24<>+0(SB), Y5, Y6
+	VPMINSD      lgc25<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc25<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc25<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y0, Y6, Y6
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 
 	// v45 = sub(v44, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y0
+	VSUBPS lgc1<>+0(SB), Y7, Y5
 
 	// v46 = sub(v45, v10)
-	VSUBPS Y2, Y0, Y0
+	VSUBPS Y2, Y5, Y2
 
 	// k3 = where(v13, v43, v46)
-	VBLENDVPS Y3, Y4, Y0, Y0
+	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v48 = where(mask, k3, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y2, Y0, Y0
 
 	// sum(v48) over [L]
 	MOVQ    AX, SI
 	IMUL3Q  $+8, SI, DI
 	VADDPS  1024(BX)(DI*4), Y0, Y0
 	VMOVUPS Y0, 1024(BX)(DI*4)
-	VMOVUPS (SP), Y0
 
 	// sum(v3) over [L]
 	IMUL3Q       $+8, SI, SI
-	VADDPS       2048(BX)(SI*4), Y0, Y0
+	VADDPS       2048(BX)(SI*4), Y1, Y0
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
@@ -658,13 +654,11 @@ blocks_7:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v3) over [L]
 	MOVQ         AX, BX
@@ -753,35 +747,33 @@ blocks_10:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v3) over [B L]
 	MOVQ    state+24(FP), BX
-	VADDPS  1408(BX), Y0, Y0
-	VMOVUPS Y0, 1408(BX)
+	VADDPS  1408(BX), Y1, Y1
+	VMOVUPS Y1, 1408(BX)
 	MOVQ    logProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    teacherLogProb+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// v10 = sub(v8, v6)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y2, Y1
 
 	// v11 = abs(v10)
 	VMOVUPS lgc2<>+0(SB), Y2
-	VANDNPS Y0, Y2, Y2
+	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v13 = lt(v11, 0.1)
@@ -789,7 +781,7 @@ blocks_10:
 	VMOVUPS lgc4<>+0(SB), Y4
 
 	// v15 = max(v10, -0.1) tie=first
-	VMAXPS Y0, Y4, Y4
+	VMAXPS Y1, Y4, Y4
 
 	// v16 = min(v15, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
@@ -850,7 +842,7 @@ blocks_10:
 
 	// v44 = exp(v10)
 	VMOVUPS      lgc14<>+0(SB), Y4
-	VMAXPS       Y0, Y4, Y4
+	VMAXPS       Y1, Y4, Y4
 	VMOVUPS      lgc15<>+0(SB), Y5
 	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc16<>+0(SB), Y4, Y5
@@ -881,16 +873,16 @@ blocks_10:
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v46 = sub(v45, v10)
-	VSUBPS Y0, Y4, Y4
+	VSUBPS Y1, Y4, Y4
 
 	// k3 = where(v13, v43, v46)
 	VBLENDVPS Y2, Y3, Y4, Y2
 
 	// v48 = add(k3, v10)
-	VADDPS Y0, Y2, Y0
+	VADDPS Y1, Y2, Y1
 
 	// v49 = where(mask, k3, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// sum(v49) over [L]
 	MOVQ    AX, DI
@@ -900,23 +892,23 @@ blocks_10:
 	VMOVUPS (SP), Y2
 
 	// v58 = where(mask, v57, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v59 = ne(v58, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v60 = mul(v58, v48)
-	VMULPS Y0, Y2, Y0
+	VMULPS Y1, Y2, Y1
 
 	// v61 = where(v59, v60, v58)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// v62 = neg(v61)
-	VXORPS lgc2<>+0(SB), Y0, Y0
+	VXORPS lgc2<>+0(SB), Y1, Y1
 
 	// gradLogProb = where(mask, v62, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+48(FP), BX

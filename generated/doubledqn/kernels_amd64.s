@@ -118,73 +118,76 @@ blocks_2:
 	MOVQ       mask+32(FP), DX
 	IMUL3Q     $+32, AX, BX
 	ADDQ       CX, BX
-	VPMOVZXBD  (DX)(BX*1), X1
-	VCVTDQ2PD  X1, Y1
-	VMOVUPD    lgc0<>+0(SB), Y2
-	VCMPPD     $0x04, Y2, Y1, Y2
-	VMOVUPD    lgc2<>+0(SB), Y3
+	VPMOVZXBQ  (DX)(BX*1), Y1
+	VPCMPGTQ   lgc0<>+0(SB), Y1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VANDPD Y3, Y2, Y2
+	VANDPD Y2, Y1, Y1
 
 	// sum(v3) over [N T]
-	MOVQ    state+40(FP), DX
-	VADDPD  64(DX), Y2, Y2
-	VMOVUPD Y2, 64(DX)
-	VMOVUPD lgc3<>+0(SB), Y2
-	XORQ    SI, SI
+	MOVQ      state+40(FP), DX
+	VADDPD    64(DX), Y1, Y1
+	VMOVUPD   Y1, 64(DX)
+	VMOVUPD   lgc3<>+0(SB), Y1
+	MOVQ      mask+32(FP), SI
+	VPMOVZXBD (SI)(BX*1), X2
+	VCVTDQ2PD X2, Y2
+	XORQ      SI, SI
 
 inner_A_3:
-	VMOVUPD lgc0<>+0(SB), Y3
-	VCMPPD  $0x04, Y3, Y1, Y3
-	IMUL3Q  $+32, SI, DI
-	VMOVUPD (SP)(DI*1), Y4
+	MOVQ      mask+32(FP), DI
+	VPMOVZXBQ (DI)(BX*1), Y2
+	VPCMPGTQ  lgc0<>+0(SB), Y2, Y2
+	IMUL3Q    $+32, SI, DI
+	VMOVUPD   (SP)(DI*1), Y3
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VANDPD Y4, Y3, Y3
+	VANDPD Y3, Y2, Y2
 
 	// reduce_max(v10) over [A]
+	VXORPD lgc4<>+0(SB), Y1, Y1
 	VXORPD lgc4<>+0(SB), Y2, Y2
-	VXORPD lgc4<>+0(SB), Y3, Y3
-	VMINPD Y2, Y3, Y4
-	VMINPD Y3, Y2, Y2
-	VORPD  Y4, Y2, Y2
-	VXORPD lgc4<>+0(SB), Y2, Y2
+	VMINPD Y1, Y2, Y3
+	VMINPD Y2, Y1, Y1
+	VORPD  Y3, Y1, Y1
+	VXORPD lgc4<>+0(SB), Y1, Y1
 	INCQ   SI
 	CMPQ   SI, $+5
 	JL     inner_A_3
 
 	// finish v11
+	VMOVUPD lgc0<>+0(SB), Y2
 	VMOVUPD lgc0<>+0(SB), Y3
-	VMOVUPD lgc0<>+0(SB), Y4
 	XORQ    SI, SI
 
 inner_A_4:
-	VMOVUPD lgc0<>+0(SB), Y5
-	VCMPPD  $0x04, Y5, Y1, Y5
-	IMUL3Q  $+32, SI, DI
-	VMOVUPD 160(SP)(DI*1), Y6
+	MOVQ      mask+32(FP), DI
+	VPMOVZXBQ (DI)(BX*1), Y4
+	VPCMPGTQ  lgc0<>+0(SB), Y4, Y4
+	IMUL3Q    $+32, SI, DI
+	VMOVUPD   160(SP)(DI*1), Y5
 
 	// v6 = where(mask, actionValue, 0)
-	VANDPD  Y6, Y5, Y6
-	VMOVUPD 320(SP)(DI*1), Y7
+	VANDPD  Y5, Y4, Y5
+	VMOVUPD 320(SP)(DI*1), Y6
 
 	// v8 = where(mask, nextActionValue, 0)
-	VANDPD  Y7, Y5, Y7
-	VMOVUPD (SP)(DI*1), Y8
+	VANDPD  Y6, Y4, Y6
+	VMOVUPD (SP)(DI*1), Y7
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VANDPD Y8, Y5, Y5
+	VANDPD Y7, Y4, Y4
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y2, Y5, Y5
-	VANDPD lgc2<>+0(SB), Y5, Y5
+	VCMPPD $0x00, Y1, Y4, Y4
+	VANDPD lgc2<>+0(SB), Y4, Y4
 
 	// v13 = mul(v8, v12)
-	VMULPD Y5, Y7, Y5
+	VMULPD Y4, Y6, Y4
 
 	// sum(v13) over [A]
-	VADDPD    Y3, Y5, Y3
+	VADDPD    Y2, Y4, Y2
 	MOVQ      action+48(FP), DI
 	IMUL3Q    $+160, AX, R8
 	IMUL3Q    $+5, CX, R9
@@ -199,30 +202,31 @@ inner_A_4:
 	MOVB      R9, 482(SP)
 	MOVB      15(DI)(R8*1), R9
 	MOVB      R9, 483(SP)
-	VPMOVZXBD 480(SP), X5
-	VCVTDQ2PD X5, Y5
+	VPMOVZXBD 480(SP), X4
+	VCVTDQ2PD X4, Y4
 
 	// v16 = mul(v6, action)
-	VMULPD Y5, Y6, Y5
+	VMULPD Y4, Y5, Y4
 
 	// sum(v16) over [A]
-	VADDPD Y4, Y5, Y4
+	VADDPD Y3, Y4, Y3
 	INCQ   SI
 	CMPQ   SI, $+5
 	JL     inner_A_4
 
 	// finish nextChosenActionValue
-	VMOVUPD Y3, Y2
+	VMOVUPD Y2, Y1
 
 	// finish predValIndex
-	VMOVUPD Y4, Y3
-	VMOVUPD lgc0<>+0(SB), Y4
-	VCMPPD  $0x04, Y4, Y1, Y4
-	MOVQ    nextReward+56(FP), SI
-	VMOVUPD (SI)(BX*8), Y1
+	VMOVUPD   Y3, Y2
+	MOVQ      mask+32(FP), SI
+	VPMOVZXBQ (SI)(BX*1), Y3
+	VPCMPGTQ  lgc0<>+0(SB), Y3, Y3
+	MOVQ      nextReward+56(FP), SI
+	VMOVUPD   (SI)(BX*8), Y4
 
 	// v19 = where(mask, nextReward, 0)
-	VANDPD       Y1, Y4, Y1
+	VANDPD       Y4, Y3, Y4
 	MOVQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
@@ -248,10 +252,10 @@ inner_A_4:
 	VXORPD lgc4<>+0(SB), Y5, Y5
 
 	// v25 = where(mask, predValIndex, 0)
-	VANDPD Y3, Y4, Y3
+	VANDPD Y2, Y3, Y2
 
 	// v26 = where(mask, nextChosenActionValue, 0)
-	VANDPD    Y2, Y4, Y2
+	VANDPD    Y1, Y3, Y1
 	VMOVUPD   lgc2<>+0(SB), Y6
 	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
@@ -261,7 +265,7 @@ inner_A_4:
 	VSUBPD Y7, Y6, Y7
 
 	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y7, Y2, Y2
+	VMULPD Y7, Y1, Y1
 
 	// v29 = sub(1, v24)
 	VSUBPD Y5, Y6, Y5
@@ -270,7 +274,7 @@ inner_A_4:
 	VMULPD lgc6<>+0(SB), Y5, Y7
 
 	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc7<>+0(SB), Y2, Y2
+	VMULPD lgc7<>+0(SB), Y1, Y1
 
 	// v35 = mul(0.8, v29)
 	VMULPD lgc8<>+0(SB), Y5, Y5
@@ -279,47 +283,47 @@ inner_A_4:
 	VSUBPD Y5, Y6, Y5
 
 	// v37 = mul(v33, v36)
-	VMULPD Y5, Y2, Y2
+	VMULPD Y5, Y1, Y1
 
 	// tdlB = add(v19, v37)
-	VADDPD Y2, Y1, Y1
+	VADDPD Y1, Y4, Y1
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
-	VMOVUPD     Y7, Y2
+	VMOVUPD     Y7, Y4
 	VANDPD      lgc9<>+0(SB), Y1, Y5
 	VCMPPD      $0x12, lgc10<>+0(SB), Y5, Y5
-	VANDPD      lgc9<>+0(SB), Y2, Y7
+	VANDPD      lgc9<>+0(SB), Y4, Y7
 	VCMPPD      $0x12, lgc2<>+0(SB), Y7, Y7
 	VANDPD      Y7, Y5, Y5
 	VANDPD      448(DX), Y5, Y5
 	VMOVUPD     Y5, 448(DX)
-	VPERMPD     $0xf9, Y2, Y5
+	VPERMPD     $0xf9, Y4, Y5
 	VPERMPD     $0xf9, Y1, Y7
 	VBLENDPD    $0x08, lgc2<>+0(SB), Y5, Y5
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PD Y2, Y7, Y1
-	VMULPD      Y5, Y2, Y2
-	VPERMPD     $0xee, Y2, Y5
+	VFMADD231PD Y4, Y7, Y1
+	VMULPD      Y5, Y4, Y4
+	VPERMPD     $0xee, Y4, Y5
 	VPERMPD     $0xee, Y1, Y7
 	VBLENDPD    $0x0c, lgc2<>+0(SB), Y5, Y5
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PD Y2, Y7, Y1
-	VMULPD      Y5, Y2, Y2
-	VFMADD231PD Y2, Y0, Y1
+	VFMADD231PD Y4, Y7, Y1
+	VMULPD      Y5, Y4, Y4
+	VFMADD231PD Y4, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
 
 	// v40 = sub(tdLambdaReturn, v25)
-	VSUBPD Y3, Y1, Y2
+	VSUBPD Y2, Y1, Y4
 
 	// v43 = where(mask, tdLambdaReturn, 0)
-	VANDPD Y1, Y4, Y5
+	VANDPD Y1, Y3, Y5
 
 	// diff = sub(v25, v43)
-	VSUBPD Y5, Y3, Y3
+	VSUBPD Y5, Y2, Y2
 
 	// absDiff = abs(diff)
 	VMOVUPD lgc4<>+0(SB), Y5
-	VANDNPD Y3, Y5, Y5
+	VANDNPD Y2, Y5, Y5
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y6, Y5, Y6
@@ -338,21 +342,21 @@ inner_A_4:
 	VBLENDVPD Y6, Y7, Y5, Y1
 
 	// v52 = where(mask, smoothL1, 0)
-	VANDPD Y1, Y4, Y1
+	VANDPD Y1, Y3, Y1
 
 	// sum(v52) over [N T]
 	VADDPD  256(DX), Y1, Y1
 	VMOVUPD Y1, 256(DX)
 
 	// v56 = mul(diff, diff)
-	VMULPD Y3, Y3, Y1
+	VMULPD Y2, Y2, Y1
 
 	// tdError = where(mask, v56, 0)
-	VANDPD Y1, Y4, Y1
+	VANDPD Y1, Y3, Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), DX
-	VMOVUPD Y2, (DX)(BX*8)
+	VMOVUPD Y4, (DX)(BX*8)
 	VMOVUPD 488(SP), Y2
 
 	// store valueTarget
@@ -549,81 +553,85 @@ blocks_6:
 	MOVQ       mask+24(FP), DX
 	IMUL3Q     $+32, AX, BX
 	ADDQ       CX, BX
-	VPMOVZXBD  (DX)(BX*1), X1
-	VCVTDQ2PD  X1, Y1
-	VMOVUPD    lgc0<>+0(SB), Y2
-	VCMPPD     $0x04, Y2, Y1, Y2
-	VMOVUPD    lgc2<>+0(SB), Y3
+	VPMOVZXBQ  (DX)(BX*1), Y1
+	VPCMPGTQ   lgc0<>+0(SB), Y1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VANDPD Y3, Y2, Y2
+	VANDPD Y2, Y1, Y1
 
 	// sum(v3) over [N T]
-	MOVQ    state+32(FP), DX
-	VADDPD  64(DX), Y2, Y2
-	VMOVUPD Y2, 64(DX)
-	VMOVUPD lgc3<>+0(SB), Y2
-	XORQ    SI, SI
+	MOVQ      state+32(FP), DX
+	VADDPD    64(DX), Y1, Y1
+	VMOVUPD   Y1, 64(DX)
+	VMOVUPD   lgc3<>+0(SB), Y1
+	MOVQ      mask+24(FP), SI
+	VPMOVZXBD (SI)(BX*1), X2
+	VCVTDQ2PD X2, Y2
+	XORQ      SI, SI
 
 inner_A_7:
-	VMOVUPD lgc0<>+0(SB), Y3
-	VCMPPD  $0x04, Y3, Y1, Y3
-	IMUL3Q  $+32, SI, DI
-	VMOVUPD (SP)(DI*1), Y4
+	MOVQ      mask+24(FP), DI
+	VPMOVZXBQ (DI)(BX*1), Y2
+	VPCMPGTQ  lgc0<>+0(SB), Y2, Y2
+	IMUL3Q    $+32, SI, DI
+	VMOVUPD   (SP)(DI*1), Y3
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VANDPD Y4, Y3, Y3
+	VANDPD Y3, Y2, Y2
 
 	// reduce_max(v10) over [A]
+	VXORPD lgc4<>+0(SB), Y1, Y1
 	VXORPD lgc4<>+0(SB), Y2, Y2
-	VXORPD lgc4<>+0(SB), Y3, Y3
-	VMINPD Y2, Y3, Y4
-	VMINPD Y3, Y2, Y2
-	VORPD  Y4, Y2, Y2
-	VXORPD lgc4<>+0(SB), Y2, Y2
+	VMINPD Y1, Y2, Y3
+	VMINPD Y2, Y1, Y1
+	VORPD  Y3, Y1, Y1
+	VXORPD lgc4<>+0(SB), Y1, Y1
 	INCQ   SI
 	CMPQ   SI, $+5
 	JL     inner_A_7
 
 	// finish v11
-	VMOVUPD lgc0<>+0(SB), Y3
+	VMOVUPD lgc0<>+0(SB), Y2
 	XORQ    SI, SI
 
 inner_A_8:
-	VMOVUPD lgc0<>+0(SB), Y4
-	VCMPPD  $0x04, Y4, Y1, Y4
-	IMUL3Q  $+32, SI, DI
-	VMOVUPD 160(SP)(DI*1), Y5
+	MOVQ      mask+24(FP), DI
+	VPMOVZXBQ (DI)(BX*1), Y3
+	VPCMPGTQ  lgc0<>+0(SB), Y3, Y3
+	IMUL3Q    $+32, SI, DI
+	VMOVUPD   160(SP)(DI*1), Y4
 
 	// v8 = where(mask, nextActionValue, 0)
-	VANDPD  Y5, Y4, Y5
-	VMOVUPD (SP)(DI*1), Y6
+	VANDPD  Y4, Y3, Y4
+	VMOVUPD (SP)(DI*1), Y5
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VANDPD Y6, Y4, Y4
+	VANDPD Y5, Y3, Y3
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y2, Y4, Y4
-	VANDPD lgc2<>+0(SB), Y4, Y4
+	VCMPPD $0x00, Y1, Y3, Y3
+	VANDPD lgc2<>+0(SB), Y3, Y3
 
 	// v13 = mul(v8, v12)
-	VMULPD Y4, Y5, Y4
+	VMULPD Y3, Y4, Y3
 
 	// sum(v13) over [A]
-	VADDPD Y3, Y4, Y3
+	VADDPD Y2, Y3, Y2
 	INCQ   SI
 	CMPQ   SI, $+5
 	JL     inner_A_8
 
 	// finish nextChosenActionValue
-	VMOVUPD Y3, Y2
-	VMOVUPD lgc0<>+0(SB), Y3
-	VCMPPD  $0x04, Y3, Y1, Y3
-	MOVQ    nextReward+40(FP), SI
-	VMOVUPD (SI)(BX*8), Y1
+	VMOVUPD   Y2, Y1
+	MOVQ      mask+24(FP), SI
+	VPMOVZXBQ (SI)(BX*1), Y2
+	VPCMPGTQ  lgc0<>+0(SB), Y2, Y2
+	MOVQ      nextReward+40(FP), SI
+	VMOVUPD   (SI)(BX*8), Y3
 
 	// v19 = where(mask, nextReward, 0)
-	VANDPD       Y1, Y3, Y1
+	VANDPD       Y3, Y2, Y3
 	MOVQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
@@ -649,38 +657,38 @@ inner_A_8:
 	VXORPD lgc4<>+0(SB), Y4, Y4
 
 	// v26 = where(mask, nextChosenActionValue, 0)
-	VANDPD    Y2, Y3, Y2
-	VMOVUPD   lgc2<>+0(SB), Y3
+	VANDPD    Y1, Y2, Y1
+	VMOVUPD   lgc2<>+0(SB), Y2
 	MOVQ      nextTerminated+56(FP), SI
 	VPMOVZXBD (SI)(BX*1), X5
 	VCVTDQ2PD X5, Y5
 
 	// v27 = sub(1, nextTerminated)
-	VSUBPD Y5, Y3, Y5
+	VSUBPD Y5, Y2, Y5
 
 	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y5, Y2, Y2
+	VMULPD Y5, Y1, Y1
 
 	// v29 = sub(1, v24)
-	VSUBPD Y4, Y3, Y4
+	VSUBPD Y4, Y2, Y4
 
 	// tdlA = mul(0.7200000000000001, v29)
 	VMULPD lgc6<>+0(SB), Y4, Y5
 
 	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc7<>+0(SB), Y2, Y2
+	VMULPD lgc7<>+0(SB), Y1, Y1
 
 	// v35 = mul(0.8, v29)
 	VMULPD lgc8<>+0(SB), Y4, Y4
 
 	// v36 = sub(1, v35)
-	VSUBPD Y4, Y3, Y3
+	VSUBPD Y4, Y2, Y2
 
 	// v37 = mul(v33, v36)
-	VMULPD Y3, Y2, Y2
+	VMULPD Y2, Y1, Y1
 
 	// tdlB = add(v19, v37)
-	VADDPD Y2, Y1, Y1
+	VADDPD Y1, Y3, Y1
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
 	VMOVUPD     Y5, Y2
@@ -718,7 +726,7 @@ inner_A_8:
 	RET
 
 // func fbPass1AVX2(numValid *float64, lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradActionValue *float64, hi int)
-// Requires: AVX
+// Requires: AVX, AVX2
 TEXT ·fbPass1AVX2(SB), $496-96
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
@@ -782,13 +790,14 @@ blocks_10:
 	XORQ       DX, DX
 
 inner_A_11:
-	VMOVUPD lgc0<>+0(SB), Y2
-	VCMPPD  $0x04, Y2, Y1, Y2
-	IMUL3Q  $+32, DX, DI
-	VMOVUPD 32(SP)(DI*1), Y3
+	MOVQ      mask+24(FP), DI
+	VPMOVZXBQ (DI)(SI*1), Y1
+	VPCMPGTQ  lgc0<>+0(SB), Y1, Y1
+	IMUL3Q    $+32, DX, DI
+	VMOVUPD   32(SP)(DI*1), Y2
 
 	// v6 = where(mask, actionValue, 0)
-	VANDPD    Y3, Y2, Y2
+	VANDPD    Y2, Y1, Y1
 	MOVQ      action+32(FP), DI
 	IMUL3Q    $+160, AX, R8
 	IMUL3Q    $+5, CX, R9
@@ -803,138 +812,140 @@ inner_A_11:
 	MOVB      R9, 354(SP)
 	MOVB      15(DI)(R8*1), R9
 	MOVB      R9, 355(SP)
-	VPMOVZXBD 352(SP), X3
-	VCVTDQ2PD X3, Y3
+	VPMOVZXBD 352(SP), X2
+	VCVTDQ2PD X2, Y2
 
 	// v16 = mul(v6, action)
-	VMULPD Y3, Y2, Y2
+	VMULPD Y2, Y1, Y1
 
 	// sum(v16) over [A]
-	VADDPD Y0, Y2, Y0
+	VADDPD Y0, Y1, Y0
 	INCQ   DX
 	CMPQ   DX, $+5
 	JL     inner_A_11
 
 	// finish predValIndex
-	VMOVUPD lgc0<>+0(SB), Y2
-	VCMPPD  $0x04, Y2, Y1, Y2
+	MOVQ      mask+24(FP), DX
+	VPMOVZXBQ (DX)(SI*1), Y1
+	VPCMPGTQ  lgc0<>+0(SB), Y1, Y1
 
 	// v25 = where(mask, predValIndex, 0)
-	VANDPD  Y0, Y2, Y0
+	VANDPD  Y0, Y1, Y0
 	MOVQ    s0+40(FP), DX
-	VMOVUPD (DX)(SI*8), Y3
+	VMOVUPD (DX)(SI*8), Y2
 
 	// v40 = sub(tdLambdaReturn, v25)
-	VSUBPD Y0, Y3, Y4
+	VSUBPD Y0, Y2, Y3
 
 	// v43 = where(mask, tdLambdaReturn, 0)
-	VANDPD Y3, Y2, Y5
+	VANDPD Y2, Y1, Y4
 
 	// diff = sub(v25, v43)
-	VSUBPD Y5, Y0, Y0
+	VSUBPD Y4, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPD lgc4<>+0(SB), Y5
-	VANDNPD Y0, Y5, Y5
-	VMOVUPD lgc2<>+0(SB), Y6
+	VMOVUPD lgc4<>+0(SB), Y4
+	VANDNPD Y0, Y4, Y4
+	VMOVUPD lgc2<>+0(SB), Y5
 
 	// v47 = lt(absDiff, 1)
-	VCMPPD $0x11, Y6, Y5, Y6
+	VCMPPD $0x11, Y5, Y4, Y5
 
 	// v48 = mul(0.5, absDiff)
-	VMULPD lgc11<>+0(SB), Y5, Y7
+	VMULPD lgc11<>+0(SB), Y4, Y6
 
 	// v49 = mul(v48, absDiff)
-	VMULPD Y5, Y7, Y8
+	VMULPD Y4, Y6, Y7
 
 	// v50 = sub(absDiff, 0.5)
-	VSUBPD  lgc11<>+0(SB), Y5, Y9
-	VMOVUPD Y3, 360(SP)
-	VMOVUPD Y4, 392(SP)
+	VSUBPD  lgc11<>+0(SB), Y4, Y8
+	VMOVUPD Y2, 360(SP)
+	VMOVUPD Y3, 392(SP)
 
 	// smoothL1 = where(v47, v49, v50)
-	VBLENDVPD Y6, Y8, Y9, Y3
+	VBLENDVPD Y5, Y7, Y8, Y2
 
 	// v52 = where(mask, smoothL1, 0)
-	VANDPD Y3, Y2, Y3
+	VANDPD Y2, Y1, Y2
 
 	// sum(v52) over [N T]
 	MOVQ    state+48(FP), DX
-	VADDPD  384(DX), Y3, Y3
-	VMOVUPD Y3, 384(DX)
+	VADDPD  384(DX), Y2, Y2
+	VMOVUPD Y2, 384(DX)
 
 	// v56 = mul(diff, diff)
-	VMULPD Y0, Y0, Y3
+	VMULPD Y0, Y0, Y2
 
 	// tdError = where(mask, v56, 0)
-	VANDPD  Y3, Y2, Y3
-	VMOVUPD (SP), Y4
+	VANDPD  Y2, Y1, Y2
+	VMOVUPD (SP), Y3
 
 	// v61 = where(mask, v59, 0)
-	VANDPD Y4, Y2, Y2
+	VANDPD Y3, Y1, Y1
 
 	// v62 = where(v47, v61, 0)
-	VANDPD Y2, Y6, Y4
+	VANDPD Y1, Y5, Y3
 
 	// v63 = where(v47, 0, v61)
-	VANDNPD Y2, Y6, Y2
-	VMOVUPD lgc0<>+0(SB), Y6
+	VANDNPD Y1, Y5, Y1
+	VMOVUPD lgc0<>+0(SB), Y5
 
 	// v64 = ne(v62, 0)
-	VCMPPD $0x04, Y6, Y4, Y8
+	VCMPPD $0x04, Y5, Y3, Y7
 
 	// v65 = mul(v62, absDiff)
-	VMULPD  Y5, Y4, Y5
-	VMOVUPD Y3, 424(SP)
+	VMULPD  Y4, Y3, Y4
+	VMOVUPD Y2, 424(SP)
 
 	// v66 = where(v64, v65, v62)
-	VBLENDVPD Y8, Y5, Y4, Y3
+	VBLENDVPD Y7, Y4, Y3, Y2
 
 	// v67 = mul(v62, v48)
-	VMULPD Y7, Y4, Y5
+	VMULPD Y6, Y3, Y4
 
 	// v68 = where(v64, v67, v62)
-	VBLENDVPD Y8, Y5, Y4, Y4
+	VBLENDVPD Y7, Y4, Y3, Y3
 
 	// v69 = add(v63, v68)
-	VADDPD Y4, Y2, Y2
+	VADDPD Y3, Y1, Y1
 
 	// v70 = mul(v66, 0.5)
-	VMULPD lgc11<>+0(SB), Y3, Y3
+	VMULPD lgc11<>+0(SB), Y2, Y2
 
 	// v71 = add(v69, v70)
-	VADDPD Y3, Y2, Y2
+	VADDPD Y2, Y1, Y1
 
 	// v72 = gt(diff, 0)
-	VCMPPD $0x1e, Y6, Y0, Y3
+	VCMPPD $0x1e, Y5, Y0, Y2
 
 	// v73 = lt(diff, 0)
-	VCMPPD $0x11, Y6, Y0, Y4
+	VCMPPD $0x11, Y5, Y0, Y3
 
 	// v74 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPD lgc12<>+0(SB), Y5
+	VMOVUPD lgc12<>+0(SB), Y4
 
 	// v75 = where(v73, -1, v74)
-	VBLENDVPD Y4, Y5, Y0, Y0
-	VMOVUPD   lgc2<>+0(SB), Y4
+	VBLENDVPD Y3, Y4, Y0, Y0
+	VMOVUPD   lgc2<>+0(SB), Y3
 
 	// v76 = where(v72, 1, v75)
-	VBLENDVPD Y3, Y4, Y0, Y0
+	VBLENDVPD Y2, Y3, Y0, Y0
 
 	// v77 = ne(v71, 0)
-	VCMPPD $0x04, Y6, Y2, Y3
+	VCMPPD $0x04, Y5, Y1, Y2
 
 	// v78 = mul(v71, v76)
-	VMULPD Y0, Y2, Y0
+	VMULPD Y0, Y1, Y0
 
 	// v79 = where(v77, v78, v71)
-	VBLENDVPD Y3, Y0, Y2, Y0
-	VMOVUPD   lgc0<>+0(SB), Y2
-	VCMPPD    $0x04, Y2, Y1, Y2
+	VBLENDVPD Y2, Y0, Y1, Y0
+	MOVQ      mask+24(FP), DX
+	VPMOVZXBQ (DX)(SI*1), Y1
+	VPCMPGTQ  lgc0<>+0(SB), Y1, Y1
 
 	// v80 = where(mask, v79, 0)
-	VANDPD  Y0, Y2, Y0
+	VANDPD  Y0, Y1, Y0
 	VMOVUPD Y0, 456(SP)
 	XORQ    DX, DX
 
@@ -960,13 +971,11 @@ inner_A_12:
 	// v81 = mul(v80, action)
 	VMULPD    Y1, Y0, Y0
 	MOVQ      mask+24(FP), DI
-	VPMOVZXBD (DI)(SI*1), X1
-	VCVTDQ2PD X1, Y1
-	VMOVUPD   lgc0<>+0(SB), Y2
-	VCMPPD    $0x04, Y2, Y1, Y2
+	VPMOVZXBQ (DI)(SI*1), Y1
+	VPCMPGTQ  lgc0<>+0(SB), Y1, Y1
 
 	// gradActionValue = where(mask, v81, 0)
-	VANDPD Y0, Y2, Y0
+	VANDPD Y0, Y1, Y0
 
 	// store gradActionValue
 	IMUL3Q  $+32, DX, DI

@@ -18,154 +18,150 @@ blocks_2:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y1, Y0, Y1
 
 	// sum(v3) over [B L]
 	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y2, Y2
-	VMOVUPS Y2, 256(BX)
+	VADDPS  256(BX), Y1, Y1
+	VMOVUPS Y1, 256(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y1, Y0, Y1
 	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y3, Y1, Y3
+	VANDPS  Y2, Y0, Y2
 	MOVQ    advantage+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y3, Y0, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y3, Y2, Y5
+	VSUBPS Y2, Y1, Y4
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Y5, Y5, Y6
+	VMULPS Y4, Y4, Y5
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMULPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// v16 = le(v14, 0.05)
-	VCMPPS $0x12, Y7, Y6, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y6, Y5, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// kept = where(mask, v16, 0)
-	VANDPS Y6, Y1, Y1
+	VANDPS Y5, Y0, Y5
 
 	// sum(kept) over [B L]
-	VADDPS  576(BX), Y1, Y6
+	VADDPS  576(BX), Y5, Y6
 	VMOVUPS Y6, 576(BX)
 	VMOVUPS lgc4<>+0(SB), Y6
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
+	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc5<>+0(SB), Y7
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y2, (SP)
-	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y1, (SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VMAXPS       Y5, Y2, Y2
-	VMOVUPS      lgc7<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc8<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
-	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc2<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y8
-	VFMADD213PS  Y2, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc16<>+0(SB), Y2, Y3
-	VPMINSD      lgc17<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMAXPS       Y4, Y1, Y1
+	VMOVUPS      lgc7<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
+	VMOVAPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y7
+	VPMINSD      lgc17<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v24 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y2
-	VMOVUPS lgc18<>+0(SB), Y3
+	VCMPPS  $0x1d, Y1, Y3, Y1
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y3, Y3
-	VMOVUPS lgc19<>+0(SB), Y8
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y2, 32(SP)
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 64(SP)
+	VMAXPS  Y8, Y2, Y2
+	VMOVUPS Y8, 64(SP)
 
 	// ratioClipped = where(v24, v26, v28)
-	VBLENDVPS Y2, Y3, Y8, Y2
+	VBLENDVPS Y1, Y7, Y2, Y1
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y2, Y4, Y2
+	VMULPS Y1, Y3, Y1
 
 	// v31 = neg(gain)
-	VXORPS  lgc20<>+0(SB), Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y1, Y3
+	VXORPS  lgc20<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y5, Y2
 
 	// v32 = where(kept, v31, 0)
-	VANDPS Y2, Y3, Y1
+	VANDPS Y1, Y2, Y1
 
 	// sum(v32) over [B L]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
 	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS  $0x04, Y5, Y6, Y1
-	VANDPS  lgc1<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y0, Y2
+	VCMPPS $0x04, Y4, Y6, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// v37 = where(mask, v36, 0)
-	VANDPS Y1, Y2, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v37) over [B L]
-	VADDPS  1216(BX), Y0, Y0
-	VMOVUPS Y0, 1216(BX)
-	VMOVUPS 32(SP), Y0
-	VMOVUPS (SP), Y1
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
+	VMOVUPS 32(SP), Y1
+	VMOVUPS (SP), Y3
 
 	// v41 = sub(v8, v6)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y3, Y1, Y1
 
 	// v42 = where(mask, v41, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v42) over [B L]
-	VADDPS  1536(BX), Y0, Y0
-	VMOVUPS Y0, 1536(BX)
+	VADDPS  1536(BX), Y1, Y1
+	VMOVUPS Y1, 1536(BX)
 	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v46 = where(mask, entropy, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v46) over [B L]
 	VADDPS  1856(BX), Y0, Y1
@@ -175,7 +171,7 @@ blocks_2:
 	VMULPS lgc21<>+0(SB), Y0, Y0
 
 	// v51 = where(kept, v50, 0)
-	VANDPS Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// sum(v51) over [B L]
 	VADDPS  2176(BX), Y0, Y0
@@ -183,18 +179,18 @@ blocks_2:
 	VMOVUPS lgc22<>+0(SB), Y0
 
 	// v55 = where(kept, logWeight, -Inf)
-	VBLENDVPS Y3, Y5, Y0, Y0
+	VBLENDVPS Y2, Y4, Y0, Y0
 	VMOVUPS   64(SP), Y1
 
 	// logsumexp(v55) over [B L]
-	VANDPS    Y1, Y3, Y1
-	VCMPPS    $0x15, lgc23<>+0(SB), Y0, Y2
+	VANDPS    Y1, Y2, Y1
+	VCMPPS    $0x15, lgc23<>+0(SB), Y0, Y3
 	VCMPPS    $0x1a, lgc24<>+0(SB), Y0, Y4
-	VANDPS    Y4, Y2, Y2
+	VANDPS    Y4, Y3, Y3
 	VCMPPS    $0x00, lgc22<>+0(SB), Y0, Y4
-	VORPS     Y4, Y2, Y2
-	VANDPS    2496(BX), Y2, Y2
-	VMOVUPS   Y2, 2496(BX)
+	VORPS     Y4, Y3, Y3
+	VANDPS    2496(BX), Y3, Y3
+	VMOVUPS   Y3, 2496(BX)
 	VADDPS    2624(BX), Y1, Y0
 	VMOVUPS   Y0, 2624(BX)
 	VMULPS    Y1, Y1, Y0
@@ -202,90 +198,88 @@ blocks_2:
 	VMOVUPS   Y0, 2944(BX)
 	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
 	MOVQ      refLogProb+56(FP), DI
-	VMOVUPS   (DI)(SI*4), Y0
+	VMOVUPS   (DI)(SI*4), Y1
 
 	// v67 = where(mask, refLogProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y0
 	VMOVUPS (SP), Y1
 
 	// v68 = sub(v67, v6)
 	VSUBPS Y1, Y0, Y0
 
 	// v69 = where(kept, v68, 0)
-	VANDPS Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// v70 = abs(v69)
 	VMOVUPS lgc20<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc25<>+0(SB), Y3
 
 	// v72 = lt(v70, 0.1)
-	VCMPPS  $0x11, Y2, Y1, Y1
+	VCMPPS  $0x11, Y3, Y1, Y1
 	VMOVUPS lgc26<>+0(SB), Y4
 
 	// v74 = max(v69, -0.1) tie=first
 	VMAXPS Y0, Y4, Y4
 
 	// v75 = min(v74, 0.1) tie=first
-	VMINPS Y4, Y2, Y2
+	VMINPS Y4, Y3, Y3
 
 	// v78 = mul(v75, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y2, Y4
+	VMULPS lgc27<>+0(SB), Y3, Y4
 
 	// v79 = add(2.7557319223985893e-06, v78)
 	VADDPS lgc28<>+0(SB), Y4, Y4
 
 	// v81 = mul(v75, v79)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y3, Y4
 
 	// v82 = add(2.48015873015873e-05, v81)
 	VADDPS lgc29<>+0(SB), Y4, Y4
 
 	// v84 = mul(v75, v82)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y3, Y4
 
 	// v85 = add(0.0001984126984126984, v84)
 	VADDPS lgc30<>+0(SB), Y4, Y4
 
 	// v87 = mul(v75, v85)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y3, Y4
 
 	// v88 = add(0.001388888888888889, v87)
 	VADDPS lgc31<>+0(SB), Y4, Y4
 
 	// v90 = mul(v75, v88)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y3, Y4
 
 	// v91 = add(0.008333333333333333, v90)
 	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v93 = mul(v75, v91)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y3, Y4
 
 	// v94 = add(0.041666666666666664, v93)
 	VADDPS lgc33<>+0(SB), Y4, Y4
 
 	// v96 = mul(v75, v94)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y3, Y4
 
 	// v97 = add(0.16666666666666666, v96)
 	VADDPS lgc34<>+0(SB), Y4, Y4
 
 	// v98 = mul(v75, v97)
-	VMULPS Y4, Y2, Y4
+	VMULPS Y4, Y3, Y4
 
 	// v99 = add(0.5, v98)
 	VADDPS lgc2<>+0(SB), Y4, Y4
 
 	// v100 = mul(v75, v75)
-	VMULPS Y2, Y2, Y2
+	VMULPS Y3, Y3, Y3
 
 	// v101 = mul(v100, v99)
-	VMULPS Y4, Y2, Y2
+	VMULPS Y4, Y3, Y3
 
 	// v102 = exp(v69)
 	VMOVUPS      lgc6<>+0(SB), Y4
@@ -323,10 +317,10 @@ blocks_2:
 	VSUBPS Y0, Y4, Y0
 
 	// k3 = where(v72, v101, v104)
-	VBLENDVPS Y1, Y2, Y0, Y0
+	VBLENDVPS Y1, Y3, Y0, Y0
 
 	// v106 = where(kept, k3, 0)
-	VANDPS Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// sum(v106) over [B L]
 	VADDPS       3264(BX), Y0, Y0
@@ -1161,36 +1155,34 @@ blocks_5:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
 	MOVQ      logProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y0
+	VMOVUPS   (BX)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    sampleLogProb+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y2, Y0, Y0
+	VSUBPS Y2, Y1, Y1
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Y0, Y0, Y0
+	VMULPS Y1, Y1, Y1
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Y0, Y0
+	VMULPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc3<>+0(SB), Y2
 
 	// v16 = le(v14, 0.05)
-	VCMPPS $0x12, Y2, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y0
+	VCMPPS $0x12, Y2, Y1, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// kept = where(mask, v16, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(kept) over [B L]
 	MOVQ         state+32(FP), BX
@@ -1248,7 +1240,7 @@ noflush_6:
 
 // func fbPass1AVX2(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $256-96
+TEXT ·fbPass1AVX2(SB), $224-96
 	// values every block reads alike, computed once
 	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
@@ -1277,155 +1269,150 @@ blocks_8:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y2
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y1, Y0, Y1
 
 	// sum(v3) over [B L]
 	MOVQ    state+24(FP), BX
-	VADDPS  704(BX), Y2, Y2
-	VMOVUPS Y2, 704(BX)
+	VADDPS  704(BX), Y1, Y1
+	VMOVUPS Y1, 704(BX)
 	MOVQ    logProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y1, Y0, Y1
 	MOVQ    sampleLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y3, Y1, Y3
+	VANDPS  Y2, Y0, Y2
 	MOVQ    advantage+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y3, Y0, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y3, Y2, Y5
+	VSUBPS Y2, Y1, Y4
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Y5, Y5, Y6
+	VMULPS Y4, Y4, Y5
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMULPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// v16 = le(v14, 0.05)
-	VCMPPS $0x12, Y7, Y6, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y6, Y5, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// kept = where(mask, v16, 0)
-	VANDPS  Y6, Y1, Y1
+	VANDPS  Y5, Y0, Y5
 	VMOVUPS lgc4<>+0(SB), Y6
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
+	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc5<>+0(SB), Y7
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y2, 64(SP)
-	VMOVUPS Y3, 96(SP)
+	VMOVUPS Y1, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VMAXPS       Y5, Y2, Y2
-	VMOVUPS      lgc7<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc8<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
-	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc2<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y8
-	VFMADD213PS  Y2, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc16<>+0(SB), Y2, Y3
-	VPMINSD      lgc17<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMAXPS       Y4, Y1, Y1
+	VMOVUPS      lgc7<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
+	VMOVAPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y7
+	VPMINSD      lgc17<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v24 = ge(v10, 0)
-	VCMPPS  $0x1d, Y2, Y4, Y2
-	VMOVUPS lgc18<>+0(SB), Y3
+	VCMPPS  $0x1d, Y1, Y3, Y1
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y3, Y3
-	VMOVUPS lgc19<>+0(SB), Y8
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y2, 96(SP)
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 128(SP)
+	VMAXPS  Y8, Y2, Y2
+	VMOVUPS Y8, 128(SP)
 
 	// ratioClipped = where(v24, v26, v28)
-	VBLENDVPS Y2, Y3, Y8, Y3
+	VBLENDVPS Y1, Y7, Y2, Y2
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Y3, Y4, Y3
+	VMULPS Y2, Y3, Y2
 
 	// v31 = neg(gain)
-	VXORPS  lgc20<>+0(SB), Y3, Y3
+	VXORPS  lgc20<>+0(SB), Y2, Y2
 	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y1, Y7
+	VCMPPS  $0x04, Y7, Y5, Y7
 
 	// v32 = where(kept, v31, 0)
-	VANDPS Y3, Y7, Y1
+	VANDPS Y2, Y7, Y2
 
 	// sum(v32) over [B L]
-	VADDPS  1024(BX), Y1, Y1
-	VMOVUPS Y1, 1024(BX)
+	VADDPS  1024(BX), Y2, Y2
+	VMOVUPS Y2, 1024(BX)
 
 	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS  $0x04, Y5, Y6, Y1
-	VANDPS  lgc1<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y3
-	VCMPPS  $0x04, Y3, Y0, Y3
+	VCMPPS $0x04, Y4, Y6, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v37 = where(mask, v36, 0)
-	VANDPS Y1, Y3, Y0
+	VANDPS Y2, Y0, Y2
 
 	// sum(v37) over [B L]
-	VADDPS  1344(BX), Y0, Y0
-	VMOVUPS Y0, 1344(BX)
-	VMOVUPS 96(SP), Y0
-	VMOVUPS 64(SP), Y1
+	VADDPS  1344(BX), Y2, Y2
+	VMOVUPS Y2, 1344(BX)
+	VMOVUPS 96(SP), Y2
+	VMOVUPS 64(SP), Y5
 
 	// v41 = sub(v8, v6)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y5, Y2, Y2
 
 	// v42 = where(mask, v41, 0)
-	VANDPS  Y0, Y3, Y0
-	VMOVUPS Y2, 160(SP)
+	VANDPS Y2, Y0, Y2
 
 	// sum(v42) over [B L]
-	VADDPS  1664(BX), Y0, Y0
-	VMOVUPS Y0, 1664(BX)
+	VADDPS  1664(BX), Y2, Y2
+	VMOVUPS Y2, 1664(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v46 = where(mask, entropy, 0)
-	VANDPS Y0, Y3, Y0
+	VANDPS Y2, Y0, Y0
 
 	// sum(v46) over [B L]
-	VADDPS  1984(BX), Y0, Y1
-	VMOVUPS Y1, 1984(BX)
+	VADDPS  1984(BX), Y0, Y2
+	VMOVUPS Y2, 1984(BX)
 
 	// v50 = mul(-0.01, v46)
 	VMULPS lgc21<>+0(SB), Y0, Y0
@@ -1439,8 +1426,9 @@ blocks_8:
 	VMOVUPS lgc22<>+0(SB), Y0
 
 	// v55 = where(kept, logWeight, -Inf)
-	VBLENDVPS Y7, Y5, Y0, Y0
-	VMOVUPS   Y4, 192(SP)
+	VBLENDVPS Y7, Y4, Y0, Y0
+	VMOVUPS   Y1, 160(SP)
+	VMOVUPS   Y3, 192(SP)
 	VMOVUPS   128(SP), Y1
 
 	// logsumexp(v55) over [B L]
@@ -1459,14 +1447,12 @@ blocks_8:
 	VMOVUPS   Y0, 3072(BX)
 	MOVQ      mask+16(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
 	MOVQ      refLogProb+64(FP), DI
-	VMOVUPS   (DI)(SI*4), Y0
+	VMOVUPS   (DI)(SI*4), Y1
 
 	// v67 = where(mask, refLogProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y0
 	VMOVUPS 64(SP), Y1
 
 	// v68 = sub(v67, v6)
@@ -1620,25 +1606,23 @@ blocks_8:
 	VMULPS    lgc21<>+0(SB), Y1, Y3
 	MOVQ      mask+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
-	VCVTDQ2PS Y4, Y4
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
+	VPCMPGTD  lgc0<>+0(SB), Y4, Y4
 
 	// gradEntropy = where(mask, v122, 0)
-	VANDPS Y3, Y5, Y3
+	VANDPS Y3, Y4, Y3
 
 	// v124 = neg(v121)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
-	VMOVUPS 192(SP), Y4
+	VMOVUPS 192(SP), Y5
 
 	// v125 = mul(v124, v10)
-	VMULPS  Y4, Y1, Y1
-	VMOVUPS 160(SP), Y4
+	VMULPS  Y5, Y1, Y1
+	VMOVUPS 160(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y4, Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v126 = where(v24, v125, 0)
-	VANDPS Y1, Y6, Y4
+	VANDPS Y1, Y6, Y5
 
 	// v127 = where(v24, 0, v125)
 	VANDNPS Y1, Y6, Y1
@@ -1650,53 +1634,51 @@ blocks_8:
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v129 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y6, Y6, Y8
-	VANDPS  lgc1<>+0(SB), Y8, Y8
-	VMOVUPS Y3, 224(SP)
+	VCMPPS $0x04, Y6, Y6, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
 
 	// v130 = max(v128, v129)
-	VMAXPS  Y7, Y8, Y3
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y3, Y7
+	VMAXPS  Y7, Y8, Y7
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y7, Y9
 
 	// v131 = where(v130, v127, 0)
-	VANDPS  Y1, Y7, Y1
-	VMOVUPS lgc18<>+0(SB), Y3
+	VANDPS  Y1, Y9, Y1
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v132 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y6, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	VCMPPS $0x12, Y7, Y6, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v133 = max(v132, v129)
-	VMAXPS  Y3, Y8, Y3
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y3, Y7
+	VMAXPS  Y7, Y8, Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v134 = where(v133, v126, 0)
-	VANDPS Y4, Y7, Y3
+	VANDPS Y5, Y8, Y5
 
 	// v135 = add(v131, v134)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y5, Y1, Y1
 
 	// v136 = ne(v135, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v137 = mul(v135, ratio)
-	VMULPS Y6, Y1, Y3
+	VMULPS Y6, Y1, Y5
 
 	// v138 = where(v136, v137, v135)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y2, Y5, Y1, Y1
 
 	// v139 = add(v119, v138)
 	VADDPS Y1, Y0, Y0
 
 	// gradLogProb = where(mask, v139, 0)
-	VANDPS  Y0, Y5, Y0
-	VMOVUPS 224(SP), Y1
+	VANDPS Y0, Y4, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), BX

@@ -322,7 +322,7 @@ GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $96-80
+TEXT ·pass2AVX2(SB), $64-80
 	MOVQ lo+0(FP), AX
 
 outer0_6:
@@ -361,34 +361,32 @@ blocks_8:
 	ADDQ      R8, DI
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc4<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VMOVUPS   lgc7<>+0(SB), Y1
+	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
+	VMOVUPS   lgc7<>+0(SB), Y2
 
 	// v13 = where(mask, 1, 0)
-	VANDPS Y1, Y2, Y1
+	VANDPS Y2, Y1, Y2
 
 	// sum(v13) over [G N L]
 	MOVQ    state+40(FP), SI
-	VADDPS  2944(SI), Y1, Y1
-	VMOVUPS Y1, 2944(SI)
+	VADDPS  2944(SI), Y2, Y2
+	VMOVUPS Y2, 2944(SI)
 	MOVQ    logProb+48(FP), R8
-	VMOVUPS (R8)(DI*4), Y1
+	VMOVUPS (R8)(DI*4), Y2
 
 	// v16 = where(mask, logProb, 0)
-	VANDPS  Y1, Y2, Y1
+	VANDPS  Y2, Y1, Y2
 	MOVQ    sampleLogProb+56(FP), R8
 	VMOVUPS (R8)(DI*4), Y3
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y3, Y1, Y3
 
 	// v19 = where(mask, v7, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// logWeight = sub(v16, v18)
-	VSUBPS  Y3, Y1, Y4
+	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
 	// v23 = max(logWeight, -0.22314355) tie=first
@@ -396,63 +394,62 @@ blocks_8:
 	VMOVUPS lgc9<>+0(SB), Y6
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, (SP)
+	VMINPS Y5, Y6, Y5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc11<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y6, Y1
-	VMOVAPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc7<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y6
-	VPMINSD      lgc22<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMAXPS       Y4, Y6, Y6
+	VMOVUPS      lgc11<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc12<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
+	VMOVAPS      lgc15<>+0(SB), Y8
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc7<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc21<>+0(SB), Y6, Y7
+	VPMINSD      lgc22<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc22<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VMOVUPS      lgc4<>+0(SB), Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VMOVUPS      lgc4<>+0(SB), Y6
 
 	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y1, Y0, Y1
-	VMOVUPS lgc23<>+0(SB), Y6
+	VCMPPS  $0x1d, Y6, Y0, Y6
+	VMOVUPS lgc23<>+0(SB), Y7
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS Y3, 32(SP)
-	VMOVUPS lgc24<>+0(SB), Y3
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y2, (SP)
+	VMOVUPS lgc24<>+0(SB), Y2
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y3, Y3
-	VMOVUPS Y7, 64(SP)
+	VMAXPS  Y8, Y2, Y2
+	VMOVUPS Y8, 32(SP)
 
 	// ratioClipped = where(v26, v28, v30)
-	VBLENDVPS Y1, Y6, Y3, Y1
+	VBLENDVPS Y6, Y7, Y2, Y2
 
 	// gain = mul(v19, ratioClipped)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y2, Y0, Y0
 
 	// v33 = neg(gain)
 	VXORPS lgc25<>+0(SB), Y0, Y0
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v34) over [G N L]
 	VADDPS  3264(SI), Y0, Y0
@@ -463,19 +460,18 @@ blocks_8:
 	VANDPS lgc7<>+0(SB), Y0, Y0
 
 	// v39 = where(mask, v38, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v39) over [G N L]
 	VADDPS  3584(SI), Y0, Y0
 	VMOVUPS Y0, 3584(SI)
-	VMOVUPS 32(SP), Y0
-	VMOVUPS (SP), Y1
+	VMOVUPS (SP), Y0
 
 	// v42 = sub(v18, v16)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y3, Y0
 
 	// v43 = where(mask, v42, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v43) over [G N L]
 	VADDPS  3904(SI), Y0, Y0
@@ -483,11 +479,11 @@ blocks_8:
 	VMOVUPS lgc26<>+0(SB), Y0
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y2, Y4, Y0, Y0
-	VMOVUPS   64(SP), Y1
+	VBLENDVPS Y1, Y4, Y0, Y0
+	VMOVUPS   32(SP), Y2
 
 	// logsumexp(v47) over [G N L]
-	VANDPS  Y1, Y2, Y1
+	VANDPS  Y2, Y1, Y2
 	VCMPPS  $0x15, lgc27<>+0(SB), Y0, Y3
 	VCMPPS  $0x1a, lgc28<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
@@ -495,31 +491,31 @@ blocks_8:
 	VORPS   Y4, Y3, Y3
 	VANDPS  4224(SI), Y3, Y3
 	VMOVUPS Y3, 4224(SI)
-	VADDPS  4352(SI), Y1, Y0
+	VADDPS  4352(SI), Y2, Y0
 	VMOVUPS Y0, 4352(SI)
-	VMULPS  Y1, Y1, Y0
+	VMULPS  Y2, Y2, Y0
 	VADDPS  4672(SI), Y0, Y0
 	VMOVUPS Y0, 4672(SI)
 	MOVQ    refLogProb+64(FP), R8
 	VMOVUPS (R8)(DI*4), Y0
 
 	// v59 = where(mask, refLogProb, 0)
-	VANDPS  Y0, Y2, Y0
-	VMOVUPS (SP), Y1
+	VANDPS  Y0, Y1, Y0
+	VMOVUPS (SP), Y2
 
 	// v60 = sub(v59, v16)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y0, Y0
 
 	// v61 = where(mask, v60, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// v62 = abs(v61)
-	VMOVUPS lgc25<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
+	VANDNPS Y0, Y2, Y2
 	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y3, Y1, Y1
+	VCMPPS  $0x11, Y3, Y2, Y2
 	VMOVUPS lgc30<>+0(SB), Y4
 
 	// v66 = max(v61, -0.1) tie=first
@@ -618,10 +614,10 @@ blocks_8:
 	VSUBPS Y0, Y4, Y0
 
 	// k3 = where(v64, v94, v97)
-	VBLENDVPS Y1, Y3, Y0, Y0
+	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// v99 = where(mask, k3, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// sum(v99) over [G N L]
 	VADDPS       4992(SI), Y0, Y0
@@ -1303,13 +1299,11 @@ blocks_12:
 	ADDQ      R8, DI
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc4<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc7<>+0(SB), Y0
+	VPCMPGTD  lgc4<>+0(SB), Y0, Y0
+	VMOVUPS   lgc7<>+0(SB), Y1
 
 	// v13 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v13) over [G N L]
 	MOVQ         state+16(FP), SI
@@ -1624,7 +1618,7 @@ blocks_18:
 
 // func fbPass3AVX2(numValid *float32, lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $256-96
+TEXT ·fbPass3AVX2(SB), $224-96
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1683,25 +1677,23 @@ blocks_21:
 	ADDQ      R8, DI
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc4<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
+	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
 	MOVQ      logProb+48(FP), SI
-	VMOVUPS   (SI)(DI*4), Y1
+	VMOVUPS   (SI)(DI*4), Y2
 
 	// v16 = where(mask, logProb, 0)
-	VANDPS  Y1, Y2, Y1
+	VANDPS  Y2, Y1, Y2
 	MOVQ    sampleLogProb+56(FP), SI
 	VMOVUPS (SI)(DI*4), Y3
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y3, Y1, Y3
 
 	// v19 = where(mask, v7, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// logWeight = sub(v16, v18)
-	VSUBPS  Y3, Y1, Y4
+	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
 	// v23 = max(logWeight, -0.22314355) tie=first
@@ -1709,297 +1701,294 @@ blocks_21:
 	VMOVUPS lgc9<>+0(SB), Y6
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, 96(SP)
+	VMINPS Y5, Y6, Y5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc11<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y6, Y1
-	VMOVAPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc7<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y6
-	VPMINSD      lgc22<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMAXPS       Y4, Y6, Y6
+	VMOVUPS      lgc11<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc12<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
+	VMOVAPS      lgc15<>+0(SB), Y8
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc7<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc21<>+0(SB), Y6, Y7
+	VPMINSD      lgc22<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc22<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VMOVUPS      lgc4<>+0(SB), Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VMOVUPS      lgc4<>+0(SB), Y6
 
 	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y1, Y0, Y1
-	VMOVUPS lgc23<>+0(SB), Y6
+	VCMPPS  $0x1d, Y6, Y0, Y6
+	VMOVUPS lgc23<>+0(SB), Y7
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS Y3, 128(SP)
-	VMOVUPS lgc24<>+0(SB), Y3
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y2, 96(SP)
+	VMOVUPS lgc24<>+0(SB), Y2
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y3, Y3
-	VMOVUPS Y7, 160(SP)
+	VMAXPS  Y8, Y2, Y2
+	VMOVUPS Y8, 128(SP)
 
 	// ratioClipped = where(v26, v28, v30)
-	VBLENDVPS Y1, Y6, Y3, Y3
+	VBLENDVPS Y6, Y7, Y2, Y2
 
 	// gain = mul(v19, ratioClipped)
-	VMULPS Y3, Y0, Y3
+	VMULPS Y2, Y0, Y2
 
 	// v33 = neg(gain)
-	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc25<>+0(SB), Y2, Y2
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y2, Y1, Y2
 
 	// sum(v34) over [G N L]
 	MOVQ    state+64(FP), SI
-	VADDPS  3392(SI), Y3, Y3
-	VMOVUPS Y3, 3392(SI)
+	VADDPS  3392(SI), Y2, Y2
+	VMOVUPS Y2, 3392(SI)
 
 	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y4, Y5, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v39 = where(mask, v38, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y2, Y1, Y2
 
 	// sum(v39) over [G N L]
-	VADDPS  3712(SI), Y3, Y3
-	VMOVUPS Y3, 3712(SI)
-	VMOVUPS 128(SP), Y3
-	VMOVUPS 96(SP), Y5
+	VADDPS  3712(SI), Y2, Y2
+	VMOVUPS Y2, 3712(SI)
+	VMOVUPS 96(SP), Y2
 
 	// v42 = sub(v18, v16)
-	VSUBPS Y5, Y3, Y3
+	VSUBPS Y2, Y3, Y2
 
 	// v43 = where(mask, v42, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y2, Y1, Y2
 
 	// sum(v43) over [G N L]
-	VADDPS  4032(SI), Y3, Y3
-	VMOVUPS Y3, 4032(SI)
-	VMOVUPS lgc26<>+0(SB), Y3
+	VADDPS  4032(SI), Y2, Y2
+	VMOVUPS Y2, 4032(SI)
+	VMOVUPS lgc26<>+0(SB), Y2
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y2, Y4, Y3, Y3
-	VMOVUPS   Y1, 192(SP)
-	VMOVUPS   Y0, 224(SP)
-	VMOVUPS   160(SP), Y0
+	VBLENDVPS Y1, Y4, Y2, Y2
+	VMOVUPS   Y6, 160(SP)
+	VMOVUPS   Y0, 192(SP)
+	VMOVUPS   128(SP), Y0
 
 	// logsumexp(v47) over [G N L]
-	VANDPS  Y0, Y2, Y0
-	VCMPPS  $0x15, lgc27<>+0(SB), Y3, Y1
-	VCMPPS  $0x1a, lgc28<>+0(SB), Y3, Y4
-	VANDPS  Y4, Y1, Y1
-	VCMPPS  $0x00, lgc26<>+0(SB), Y3, Y4
-	VORPS   Y4, Y1, Y1
-	VANDPS  4352(SI), Y1, Y1
-	VMOVUPS Y1, 4352(SI)
-	VADDPS  4480(SI), Y0, Y1
-	VMOVUPS Y1, 4480(SI)
-	VMULPS  Y0, Y0, Y0
-	VADDPS  4800(SI), Y0, Y0
-	VMOVUPS Y0, 4800(SI)
+	VANDPS  Y0, Y1, Y3
+	VCMPPS  $0x15, lgc27<>+0(SB), Y2, Y4
+	VCMPPS  $0x1a, lgc28<>+0(SB), Y2, Y5
+	VANDPS  Y5, Y4, Y4
+	VCMPPS  $0x00, lgc26<>+0(SB), Y2, Y5
+	VORPS   Y5, Y4, Y4
+	VANDPS  4352(SI), Y4, Y4
+	VMOVUPS Y4, 4352(SI)
+	VADDPS  4480(SI), Y3, Y2
+	VMOVUPS Y2, 4480(SI)
+	VMULPS  Y3, Y3, Y2
+	VADDPS  4800(SI), Y2, Y2
+	VMOVUPS Y2, 4800(SI)
 	MOVQ    refLogProb+72(FP), R8
-	VMOVUPS (R8)(DI*4), Y0
+	VMOVUPS (R8)(DI*4), Y2
 
 	// v59 = where(mask, refLogProb, 0)
-	VANDPS  Y0, Y2, Y0
-	VMOVUPS 96(SP), Y1
+	VANDPS  Y2, Y1, Y2
+	VMOVUPS 96(SP), Y3
 
 	// v60 = sub(v59, v16)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y3, Y2, Y2
 
 	// v61 = where(mask, v60, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y2, Y1, Y2
 
 	// v62 = abs(v61)
-	VMOVUPS lgc25<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc25<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc29<>+0(SB), Y4
 
 	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y3, Y1, Y1
-	VMOVUPS lgc30<>+0(SB), Y4
+	VCMPPS  $0x11, Y4, Y3, Y3
+	VMOVUPS lgc30<>+0(SB), Y5
 
 	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y0, Y4, Y4
+	VMAXPS Y2, Y5, Y5
 
 	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y4, Y3, Y3
+	VMINPS Y5, Y4, Y4
 
 	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc31<>+0(SB), Y3, Y4
+	VMULPS lgc31<>+0(SB), Y4, Y5
 
 	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc32<>+0(SB), Y4, Y4
+	VADDPS lgc32<>+0(SB), Y5, Y5
 
 	// v73 = mul(v67, v71)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc33<>+0(SB), Y4, Y4
+	VADDPS lgc33<>+0(SB), Y5, Y5
 
 	// v76 = mul(v67, v74)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc34<>+0(SB), Y4, Y4
+	VADDPS lgc34<>+0(SB), Y5, Y5
 
 	// v79 = mul(v67, v77)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc35<>+0(SB), Y4, Y4
+	VADDPS lgc35<>+0(SB), Y5, Y5
 
 	// v82 = mul(v67, v80)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc36<>+0(SB), Y4, Y4
+	VADDPS lgc36<>+0(SB), Y5, Y5
 
 	// v85 = mul(v67, v83)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc37<>+0(SB), Y4, Y4
+	VADDPS lgc37<>+0(SB), Y5, Y5
 
 	// v88 = mul(v67, v86)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc38<>+0(SB), Y4, Y4
+	VADDPS lgc38<>+0(SB), Y5, Y5
 
 	// v91 = mul(v67, v89)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y5, Y4, Y5
 
 	// v92 = add(0.5, v91)
-	VADDPS lgc20<>+0(SB), Y4, Y4
+	VADDPS lgc20<>+0(SB), Y5, Y5
 
 	// v93 = mul(v67, v67)
-	VMULPS Y3, Y3, Y3
+	VMULPS Y4, Y4, Y4
 
 	// v94 = mul(v93, v92)
-	VMULPS Y4, Y3, Y3
+	VMULPS Y5, Y4, Y4
 
 	// v95 = exp(v61)
-	VMOVUPS      lgc10<>+0(SB), Y4
-	VMAXPS       Y0, Y4, Y4
-	VMOVUPS      lgc11<>+0(SB), Y5
-	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc12<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc21<>+0(SB), Y4, Y5
-	VPMINSD      lgc22<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VMAXPS       Y2, Y5, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc12<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
+	VMOVAPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc21<>+0(SB), Y5, Y6
+	VPMINSD      lgc22<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc22<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
 
 	// v96 = sub(v95, 1)
-	VSUBPS lgc7<>+0(SB), Y6, Y4
+	VSUBPS lgc7<>+0(SB), Y7, Y5
 
 	// v97 = sub(v96, v61)
-	VSUBPS Y0, Y4, Y4
+	VSUBPS Y2, Y5, Y5
 
 	// k3 = where(v64, v94, v97)
-	VBLENDVPS Y1, Y3, Y4, Y1
+	VBLENDVPS Y3, Y4, Y5, Y3
 
 	// v99 = add(k3, v61)
-	VADDPS Y0, Y1, Y0
+	VADDPS Y2, Y3, Y2
 
 	// v100 = where(mask, k3, 0)
-	VANDPS Y1, Y2, Y1
+	VANDPS Y3, Y1, Y3
 
 	// sum(v100) over [G N L]
-	VADDPS  5120(SI), Y1, Y1
-	VMOVUPS Y1, 5120(SI)
-	VMOVUPS (SP), Y1
+	VADDPS  5120(SI), Y3, Y3
+	VMOVUPS Y3, 5120(SI)
+	VMOVUPS (SP), Y3
 
 	// v107 = where(mask, v106, 0)
-	VANDPS  Y1, Y2, Y1
-	VMOVUPS lgc4<>+0(SB), Y3
+	VANDPS  Y3, Y1, Y3
+	VMOVUPS lgc4<>+0(SB), Y4
 
 	// v108 = ne(v107, 0)
-	VCMPPS $0x04, Y3, Y1, Y4
+	VCMPPS $0x04, Y4, Y3, Y5
 
 	// v109 = mul(v107, v99)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y2, Y3, Y2
 
 	// v110 = where(v108, v109, v107)
-	VBLENDVPS Y4, Y0, Y1, Y0
+	VBLENDVPS Y5, Y2, Y3, Y2
 
 	// v111 = where(mask, v110, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y2, Y1, Y2
 
 	// v112 = neg(v111)
-	VXORPS  lgc25<>+0(SB), Y0, Y0
-	VMOVUPS 32(SP), Y1
+	VXORPS  lgc25<>+0(SB), Y2, Y2
+	VMOVUPS 32(SP), Y3
 
 	// v114 = where(mask, v113, 0)
-	VANDPS Y1, Y2, Y1
+	VANDPS Y3, Y1, Y3
 
 	// v115 = neg(v114)
-	VXORPS lgc25<>+0(SB), Y1, Y1
+	VXORPS lgc25<>+0(SB), Y3, Y3
 
 	// v116 = ne(v115, 0)
-	VCMPPS  $0x04, Y3, Y1, Y4
-	VMOVUPS 224(SP), Y5
+	VCMPPS  $0x04, Y4, Y3, Y5
+	VMOVUPS 192(SP), Y6
 
 	// v117 = mul(v115, v19)
-	VMULPS Y5, Y1, Y5
+	VMULPS Y6, Y3, Y6
 
 	// v118 = where(v116, v117, v115)
-	VBLENDVPS Y4, Y5, Y1, Y1
-	VMOVUPS   192(SP), Y4
-	VMOVUPS   lgc4<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VMOVUPS   160(SP), Y5
+	VMOVUPS   lgc4<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
 
 	// v119 = where(v26, v118, 0)
-	VANDPS Y1, Y5, Y4
+	VANDPS Y3, Y6, Y5
 
 	// v120 = where(v26, 0, v118)
-	VANDNPS Y1, Y5, Y1
-	VMOVUPS 160(SP), Y5
+	VANDNPS Y3, Y6, Y3
 	VMOVUPS lgc24<>+0(SB), Y6
 
 	// v121 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y5, Y6
+	VCMPPS $0x1d, Y6, Y0, Y6
 	VANDPS lgc7<>+0(SB), Y6, Y6
 
 	// v122 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y7
+	VCMPPS $0x04, Y0, Y0, Y7
 	VANDPS lgc7<>+0(SB), Y7, Y7
 
 	// v123 = max(v121, v122)
@@ -2008,11 +1997,11 @@ blocks_21:
 	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v124 = where(v123, v120, 0)
-	VANDPS  Y1, Y8, Y1
+	VANDPS  Y3, Y8, Y3
 	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v125 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y5, Y6
+	VCMPPS $0x12, Y6, Y0, Y6
 	VANDPS lgc7<>+0(SB), Y6, Y6
 
 	// v126 = max(v125, v122)
@@ -2021,25 +2010,25 @@ blocks_21:
 	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v127 = where(v126, v119, 0)
-	VANDPS Y4, Y7, Y4
+	VANDPS Y5, Y7, Y5
 
 	// v128 = add(v124, v127)
-	VADDPS Y4, Y1, Y1
+	VADDPS Y5, Y3, Y3
 
 	// v129 = ne(v128, 0)
-	VCMPPS $0x04, Y3, Y1, Y3
+	VCMPPS $0x04, Y4, Y3, Y4
 
 	// v130 = mul(v128, ratio)
-	VMULPS Y5, Y1, Y4
+	VMULPS Y0, Y3, Y0
 
 	// v131 = where(v129, v130, v128)
-	VBLENDVPS Y3, Y4, Y1, Y1
+	VBLENDVPS Y4, Y0, Y3, Y0
 
 	// v132 = add(v112, v131)
-	VADDPS Y1, Y0, Y0
+	VADDPS Y0, Y2, Y0
 
 	// gradLogProb = where(mask, v132, 0)
-	VANDPS Y0, Y2, Y0
+	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), SI

@@ -18,36 +18,34 @@ blocks_2:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    logProb+16(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    sampleLogProb+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// sum(v3) over [L]
 	MOVQ    AX, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+32(FP), DI
-	VADDPS  704(DI)(SI*4), Y0, Y0
-	VMOVUPS Y0, 704(DI)(SI*4)
+	VADDPS  704(DI)(SI*4), Y1, Y1
+	VMOVUPS Y1, 704(DI)(SI*4)
 
 	// v11 = sub(v6, v8)
-	VSUBPS Y3, Y2, Y0
+	VSUBPS Y3, Y2, Y1
 
 	// v12 = where(mask, v11, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v12) over [L]
 	IMUL3Q       $+8, BX, BX
@@ -288,27 +286,25 @@ blocks_5:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v3) over [B L]
 	MOVQ    state+40(FP), BX
-	VADDPS  2432(BX), Y0, Y0
-	VMOVUPS Y0, 2432(BX)
+	VADDPS  2432(BX), Y1, Y1
+	VMOVUPS Y1, 2432(BX)
 	MOVQ    logProb+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	VMOVUPS (SP), Y2
 
 	// v28 = where(mask, v26, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// sum(v28) over [B L]
 	VADDPS  2752(BX), Y2, Y2
@@ -316,7 +312,7 @@ blocks_5:
 	VMOVUPS 32(SP), Y2
 
 	// v39 = where(mask, v37, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// sum(v39) over [B L]
 	VADDPS  3072(BX), Y2, Y2
@@ -325,14 +321,14 @@ blocks_5:
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v43 = where(mask, refLogProb, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// v44 = sub(v43, v6)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y2, Y1
 
 	// v45 = abs(v44)
 	VMOVUPS lgc20<>+0(SB), Y2
-	VANDNPS Y0, Y2, Y2
+	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc21<>+0(SB), Y3
 
 	// v47 = lt(v45, 0.1)
@@ -340,7 +336,7 @@ blocks_5:
 	VMOVUPS lgc22<>+0(SB), Y4
 
 	// v49 = max(v44, -0.1) tie=first
-	VMAXPS Y0, Y4, Y4
+	VMAXPS Y1, Y4, Y4
 
 	// v50 = min(v49, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
@@ -401,7 +397,7 @@ blocks_5:
 
 	// v78 = exp(v44)
 	VMOVUPS      lgc5<>+0(SB), Y4
-	VMAXPS       Y0, Y4, Y4
+	VMAXPS       Y1, Y4, Y4
 	VMOVUPS      lgc6<>+0(SB), Y5
 	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc7<>+0(SB), Y4, Y5
@@ -432,13 +428,13 @@ blocks_5:
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v80 = sub(v79, v44)
-	VSUBPS Y0, Y4, Y0
+	VSUBPS Y1, Y4, Y1
 
 	// k3 = where(v47, v77, v80)
-	VBLENDVPS Y2, Y3, Y0, Y0
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v83 = where(mask, k3, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v83) over [B L]
 	VADDPS       3392(BX), Y0, Y0
@@ -902,13 +898,11 @@ blocks_8:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v3) over [B L]
 	MOVQ         state+16(FP), BX
@@ -990,45 +984,43 @@ blocks_11:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
-	VMOVUPS   lgc1<>+0(SB), Y0
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
+	VMOVUPS   lgc1<>+0(SB), Y1
 
 	// v3 = where(mask, 1, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    logProb+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    sampleLogProb+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y0, Y3
 
 	// sum(v3) over [L]
 	MOVQ    AX, BX
 	IMUL3Q  $+8, BX, SI
 	MOVQ    state+40(FP), DI
-	VADDPS  1152(DI)(SI*4), Y0, Y0
-	VMOVUPS Y0, 1152(DI)(SI*4)
+	VADDPS  1152(DI)(SI*4), Y1, Y1
+	VMOVUPS Y1, 1152(DI)(SI*4)
 
 	// v11 = sub(v6, v8)
-	VSUBPS Y3, Y2, Y0
+	VSUBPS Y3, Y2, Y1
 
 	// v12 = where(mask, v11, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v12) over [L]
 	IMUL3Q  $+8, BX, SI
-	VADDPS  2176(DI)(SI*4), Y0, Y0
-	VMOVUPS Y0, 2176(DI)(SI*4)
-	VMOVUPS (SP), Y0
+	VADDPS  2176(DI)(SI*4), Y1, Y1
+	VMOVUPS Y1, 2176(DI)(SI*4)
+	VMOVUPS (SP), Y1
 
 	// v96 = where(mask, v95, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v96) over [L]
 	IMUL3Q       $+8, BX, BX
@@ -1336,18 +1328,16 @@ blocks_14:
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
 	MOVQ      logProb+56(FP), BX
-	VMOVUPS   (BX)(SI*4), Y0
+	VMOVUPS   (BX)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	VMOVUPS 128(SP), Y2
 
 	// v28 = where(mask, v26, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// sum(v28) over [B L]
 	MOVQ    state+64(FP), BX
@@ -1356,7 +1346,7 @@ blocks_14:
 	VMOVUPS 160(SP), Y2
 
 	// v39 = where(mask, v37, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// sum(v39) over [B L]
 	VADDPS  4224(BX), Y2, Y2
@@ -1365,14 +1355,14 @@ blocks_14:
 	VMOVUPS (DI)(SI*4), Y2
 
 	// v43 = where(mask, refLogProb, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// v44 = sub(v43, v6)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y2, Y1
 
 	// v45 = abs(v44)
 	VMOVUPS lgc20<>+0(SB), Y2
-	VANDNPS Y0, Y2, Y2
+	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc21<>+0(SB), Y3
 
 	// v47 = lt(v45, 0.1)
@@ -1380,7 +1370,7 @@ blocks_14:
 	VMOVUPS lgc22<>+0(SB), Y4
 
 	// v49 = max(v44, -0.1) tie=first
-	VMAXPS Y0, Y4, Y4
+	VMAXPS Y1, Y4, Y4
 
 	// v50 = min(v49, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
@@ -1441,7 +1431,7 @@ blocks_14:
 
 	// v78 = exp(v44)
 	VMOVUPS      lgc5<>+0(SB), Y4
-	VMAXPS       Y0, Y4, Y4
+	VMAXPS       Y1, Y4, Y4
 	VMOVUPS      lgc6<>+0(SB), Y5
 	VMINPS       Y4, Y5, Y4
 	VMULPS       lgc7<>+0(SB), Y4, Y5
@@ -1472,16 +1462,16 @@ blocks_14:
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
 	// v80 = sub(v79, v44)
-	VSUBPS Y0, Y4, Y4
+	VSUBPS Y1, Y4, Y4
 
 	// k3 = where(v47, v77, v80)
 	VBLENDVPS Y2, Y3, Y4, Y2
 
 	// v82 = add(k3, v44)
-	VADDPS Y0, Y2, Y0
+	VADDPS Y1, Y2, Y1
 
 	// v84 = where(mask, k3, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// sum(v84) over [B L]
 	VADDPS  4544(BX), Y2, Y2
@@ -1489,30 +1479,30 @@ blocks_14:
 	VMOVUPS (SP), Y2
 
 	// v90 = where(mask, v89, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v91 = ne(v90, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v92 = mul(v90, v82)
-	VMULPS Y0, Y2, Y0
+	VMULPS Y1, Y2, Y1
 
 	// v93 = where(v91, v92, v90)
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// v94 = neg(v93)
-	VXORPS  lgc20<>+0(SB), Y0, Y0
+	VXORPS  lgc20<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
 	// v116 = where(mask, v115, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y2, Y0, Y2
 
 	// v117 = add(v94, v116)
-	VADDPS Y2, Y0, Y0
+	VADDPS Y2, Y1, Y1
 
 	// gradLogProb = where(mask, v117, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), BX

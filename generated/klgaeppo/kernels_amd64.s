@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $352-144
+TEXT ·pass0AVX2(SB), $320-144
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -19,22 +19,20 @@ blocks_2:
 	IMUL3Q    $+48, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
 	MOVQ      sampleLogProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y1
+	VMOVUPS   (BX)(SI*4), Y2
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VANDPS  Y1, Y2, Y1
+	VANDPS  Y2, Y1, Y2
 	MOVQ    refLogProb+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y3, Y1, Y3
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Y3, Y1, Y4
+	VSUBPS Y3, Y2, Y4
 
 	// v9 = mul(0.05, nextKLPenalty)
 	VMULPS  lgc1<>+0(SB), Y4, Y5
@@ -78,170 +76,167 @@ blocks_2:
 	VMOVUPS Y5, (SP)
 	VMOVUPS Y4, 32(SP)
 	VMOVUPS Y3, 64(SP)
-	VMOVUPS Y1, 96(SP)
 
 	// gae = scan(delta, discount) over L reverse
-	VMOVUPS     Y8, Y1
-	VMOVUPS     Y7, Y3
-	VANDPS      lgc4<>+0(SB), Y3, Y4
-	VCMPPS      $0x12, lgc5<>+0(SB), Y4, Y4
+	VMOVUPS     Y8, Y3
+	VMOVUPS     Y7, Y4
+	VANDPS      lgc4<>+0(SB), Y4, Y5
+	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
 	MOVQ        state+72(FP), BX
-	VANDPS      4544(BX), Y4, Y4
-	VMOVUPS     Y4, 4544(BX)
-	VMOVUPS     lgc6<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y3, Y5, Y5
-	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y3
-	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y3, Y5, Y5
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y3
-	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y3, Y5, Y5
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y3
-	VMULPS      Y4, Y1, Y1
-	VFMADD231PS Y1, Y0, Y3
+	VANDPS      4544(BX), Y5, Y5
+	VMOVUPS     Y5, 4544(BX)
+	VMOVUPS     lgc6<>+0(SB), Y7
+	VPERMPS     Y3, Y7, Y5
+	VPERMPS     Y4, Y7, Y7
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y3, Y7, Y4
+	VMULPS      Y5, Y3, Y3
+	VMOVUPS     lgc7<>+0(SB), Y7
+	VPERMPS     Y3, Y7, Y5
+	VPERMPS     Y4, Y7, Y7
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y3, Y7, Y4
+	VMULPS      Y5, Y3, Y3
+	VMOVUPS     lgc8<>+0(SB), Y7
+	VPERMPS     Y3, Y7, Y5
+	VPERMPS     Y4, Y7, Y7
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y3, Y7, Y4
+	VMULPS      Y5, Y3, Y3
+	VFMADD231PS Y3, Y0, Y4
 	VMOVUPS     lgc9<>+0(SB), Y0
-	VPERMPS     Y3, Y0, Y0
+	VPERMPS     Y4, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Y9, Y3, Y1
+	VADDPS Y9, Y4, Y3
 
 	// v28 = where(mask, 1, 0)
-	VANDPS  Y6, Y2, Y4
-	VMOVUPS Y3, 128(SP)
+	VANDPS  Y6, Y1, Y5
+	VMOVUPS Y4, 96(SP)
 
 	// sum(v28) over [B L]
-	VADDPS  256(BX), Y4, Y5
-	VMOVUPS Y5, 256(BX)
+	VADDPS  256(BX), Y5, Y6
+	VMOVUPS Y6, 256(BX)
 
 	// v30 = where(mask, gae, 0)
-	VANDPS  Y3, Y2, Y5
+	VANDPS  Y4, Y1, Y6
 	MOVQ    logProb+80(FP), DI
-	VMOVUPS (DI)(SI*4), Y6
+	VMOVUPS (DI)(SI*4), Y7
 
 	// v32 = where(mask, logProb, 0)
-	VANDPS  Y6, Y2, Y6
-	VMOVUPS 96(SP), Y7
+	VANDPS Y7, Y1, Y7
 
 	// logWeight = sub(v32, v4)
-	VSUBPS  Y7, Y6, Y7
-	VMOVUPS Y3, 160(SP)
-	VMOVUPS Y4, 192(SP)
-	VMOVUPS lgc10<>+0(SB), Y3
+	VSUBPS  Y2, Y7, Y8
+	VMOVUPS Y4, 128(SP)
+	VMOVUPS Y5, 160(SP)
+	VMOVUPS lgc10<>+0(SB), Y4
 
 	// v36 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y7, Y3, Y3
-	VMOVUPS lgc11<>+0(SB), Y4
+	VMAXPS  Y8, Y4, Y4
+	VMOVUPS lgc11<>+0(SB), Y5
 
 	// logWeightClip = min(v36, 0.18232156) tie=first
-	VMINPS  Y3, Y4, Y3
-	VMOVUPS Y1, 224(SP)
-	VMOVUPS Y6, 256(SP)
+	VMINPS  Y4, Y5, Y4
+	VMOVUPS Y3, 192(SP)
+	VMOVUPS Y2, 224(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc12<>+0(SB), Y1
-	VMAXPS       Y7, Y1, Y1
-	VMOVUPS      lgc13<>+0(SB), Y4
-	VMINPS       Y1, Y4, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y4, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y4, Y1
-	VMOVAPS      lgc17<>+0(SB), Y6
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y6
-	VADDPS       lgc2<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y4
-	VPMINSD      lgc24<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y6, Y6
-	VMULPS       Y1, Y6, Y6
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc12<>+0(SB), Y2
+	VMAXPS       Y8, Y2, Y2
+	VMOVUPS      lgc13<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y5
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y2, Y9
+	VFMADD213PS  Y2, Y9, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(v30, 0)
-	VCMPPS  $0x1d, Y1, Y5, Y1
-	VMOVUPS lgc25<>+0(SB), Y4
+	VCMPPS  $0x1d, Y2, Y6, Y2
+	VMOVUPS lgc25<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y6, Y4, Y4
-	VMOVUPS Y7, 288(SP)
+	VMINPS  Y5, Y3, Y3
+	VMOVUPS Y7, 256(SP)
 	VMOVUPS lgc26<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y6, Y7, Y7
-	VMOVUPS Y6, 320(SP)
+	VMAXPS  Y5, Y7, Y7
+	VMOVUPS Y5, 288(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y1, Y4, Y7, Y1
+	VBLENDVPS Y2, Y3, Y7, Y2
 
 	// gain = mul(v30, ratioClipped)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y2, Y6, Y2
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y1, Y1
+	VXORPS lgc27<>+0(SB), Y2, Y2
 
 	// v47 = where(mask, v46, 0)
-	VANDPS Y1, Y2, Y1
+	VANDPS Y2, Y1, Y2
 
 	// sum(v47) over [B L]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
-	VMOVUPS 288(SP), Y1
+	VADDPS  576(BX), Y2, Y2
+	VMOVUPS Y2, 576(BX)
 
 	// v51 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y3, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y8, Y4, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v52 = where(mask, v51, 0)
-	VANDPS Y1, Y2, Y1
+	VANDPS Y2, Y1, Y2
 
 	// sum(v52) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
-	VMOVUPS 96(SP), Y1
+	VADDPS  896(BX), Y2, Y2
+	VMOVUPS Y2, 896(BX)
+	VMOVUPS 224(SP), Y2
 	VMOVUPS 256(SP), Y3
 
 	// v55 = sub(v4, v32)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v56 = where(mask, v55, 0)
-	VANDPS Y1, Y2, Y1
+	VANDPS Y2, Y1, Y2
 
 	// sum(v56) over [B L]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
-	VMOVUPS 224(SP), Y1
+	VADDPS  1216(BX), Y2, Y2
+	VMOVUPS Y2, 1216(BX)
+	VMOVUPS 192(SP), Y2
 
 	// v59 = where(mask, valueTarget, 0)
-	VANDPS  Y1, Y2, Y1
+	VANDPS  Y2, Y1, Y2
 	MOVQ    stateValue+64(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v60 = where(mask, stateValue, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y3, Y1, Y3
 
 	// diff = sub(v59, v60)
-	VSUBPS Y3, Y1, Y3
+	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y4
@@ -267,12 +262,12 @@ blocks_2:
 	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// v70 = where(mask, v69, 0)
-	VANDPS Y4, Y2, Y4
+	VANDPS Y4, Y1, Y4
 
 	// sum(v70) over [B L]
 	VADDPS  1536(BX), Y4, Y4
 	VMOVUPS Y4, 1536(BX)
-	VMOVUPS 192(SP), Y4
+	VMOVUPS 160(SP), Y4
 
 	// sum(v28) over [B]
 	MOVQ         CX, DI
@@ -285,7 +280,7 @@ blocks_2:
 	VMOVUPD      Y4, 1696(BX)(DI*8)
 
 	// v75 = where(mask, diff, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y3, Y1, Y3
 
 	// sum(v75) over [B]
 	VCVTPS2PD    X3, Y4
@@ -297,40 +292,39 @@ blocks_2:
 	VMOVUPD      Y3, 2208(BX)(DI*8)
 
 	// sum(v59) over [B]
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2688(BX)(DI*8), Y3, Y3
 	VMOVUPD      Y3, 2688(BX)(DI*8)
-	VADDPD       2720(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 2720(BX)(DI*8)
-	VMOVUPS      288(SP), Y1
-	VMOVUPS      lgc28<>+0(SB), Y3
+	VADDPD       2720(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 2720(BX)(DI*8)
+	VMOVUPS      lgc28<>+0(SB), Y2
 
 	// v96 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y2, Y1, Y3, Y1
-	VMOVUPS   320(SP), Y3
+	VBLENDVPS Y1, Y8, Y2, Y2
+	VMOVUPS   288(SP), Y3
 
 	// logsumexp(v96) over [B]
-	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y3
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y4
+	VANDPS       Y3, Y1, Y1
+	VCMPPS       $0x15, lgc29<>+0(SB), Y2, Y3
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y2, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y4
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       3712(BX), Y3, Y3
 	VMOVUPS      Y3, 3712(BX)
-	VCVTPS2PD    X2, Y1
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(BX)(DI*8), Y1, Y3
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3200(BX)(DI*8), Y2, Y3
 	VMOVUPD      Y3, 3200(BX)(DI*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       4032(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 4032(BX)(DI*8)
+	VADDPD       3232(BX)(DI*8), Y1, Y2
+	VMOVUPD      Y2, 3232(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       4032(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 4032(BX)(DI*8)
-	VADDPD       3232(BX)(DI*8), Y2, Y1
-	VMOVUPD      Y1, 3232(BX)(DI*8)
-	VMULPD       Y2, Y2, Y1
 	VADDPD       4064(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 4064(BX)(DI*8)
 	VMOVUPS      64(SP), Y1
@@ -348,17 +342,17 @@ blocks_2:
 	// store nextReward2
 	MOVQ    outNextReward+104(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 128(SP), Y1
+	VMOVUPS 96(SP), Y1
 
 	// store gae
 	MOVQ    s0+112(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 160(SP), Y1
+	VMOVUPS 128(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+120(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 224(SP), Y1
+	VMOVUPS 192(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+128(FP), BX
@@ -1066,30 +1060,28 @@ blocks_8:
 	VADDPS    Y1, Y0, Y0
 	MOVQ      mask+24(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
-	VCVTDQ2PS Y2, Y2
-	VMOVUPS   lgc0<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
+	VPCMPGTD  lgc0<>+0(SB), Y2, Y2
 
 	// v59 = where(mask, valueTarget, 0)
-	VANDPS Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// v60 = where(mask, stateValue, 0)
-	VANDPS Y1, Y3, Y1
+	VANDPS Y1, Y2, Y1
 
 	// diff = sub(v59, v60)
 	VSUBPS  Y1, Y0, Y1
 	MOVQ    s5+32(FP), DX
 	MOVQ    CX, BX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
 	// v74 = max(v73, 1)
-	VMAXPS  Y2, Y4, Y2
+	VMAXPS  Y3, Y4, Y3
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y4
 
 	// v77 = div(v76, v74)
-	VDIVPS Y2, Y4, Y4
+	VDIVPS Y3, Y4, Y4
 
 	// v78 = sub(diff, v77)
 	VSUBPS Y4, Y1, Y1
@@ -1098,7 +1090,7 @@ blocks_8:
 	VMULPS Y1, Y1, Y1
 
 	// v80 = where(mask, v79, 0)
-	VANDPS Y1, Y3, Y1
+	VANDPS Y1, Y2, Y1
 
 	// sum(v80) over [B]
 	VCVTPS2PD    X1, Y4
@@ -1113,7 +1105,7 @@ blocks_8:
 	VMOVUPS      (SI)(BX*4), Y1
 
 	// v84 = div(v83, v74)
-	VDIVPS Y2, Y1, Y1
+	VDIVPS Y3, Y1, Y1
 
 	// v85 = sub(v59, v84)
 	VSUBPS Y1, Y0, Y0
@@ -1122,7 +1114,7 @@ blocks_8:
 	VMULPS Y0, Y0, Y0
 
 	// v87 = where(mask, v86, 0)
-	VANDPS Y0, Y3, Y0
+	VANDPS Y0, Y2, Y0
 
 	// sum(v87) over [B]
 	VCVTPS2PD    X0, Y1
@@ -1237,7 +1229,7 @@ GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $128-136
+TEXT ·fbPass0AVX2(SB), $96-136
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -1250,25 +1242,23 @@ blocks_12:
 	IMUL3Q    $+48, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
 	MOVQ      sampleLogProb+16(FP), BX
-	VMOVUPS   (BX)(SI*4), Y1
+	VMOVUPS   (BX)(SI*4), Y2
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VANDPS  Y1, Y2, Y1
+	VANDPS  Y2, Y1, Y2
 	MOVQ    refLogProb+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VANDPS Y3, Y2, Y3
+	VANDPS Y3, Y1, Y3
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v9 = mul(0.05, nextKLPenalty)
-	VMULPS  lgc1<>+0(SB), Y1, Y4
+	VMULPS  lgc1<>+0(SB), Y2, Y4
 	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y5
 
@@ -1307,74 +1297,73 @@ blocks_12:
 	// discount = mul(0.95, notDone)
 	VMULPS  lgc3<>+0(SB), Y7, Y7
 	VMOVUPS Y4, (SP)
-	VMOVUPS Y1, 32(SP)
-	VMOVUPS Y3, 64(SP)
+	VMOVUPS Y2, 32(SP)
 
 	// gae = scan(delta, discount) over L reverse
-	VMOVUPS     Y7, Y1
-	VMOVUPS     Y6, Y3
-	VANDPS      lgc4<>+0(SB), Y3, Y4
-	VCMPPS      $0x12, lgc5<>+0(SB), Y4, Y4
+	VMOVUPS     Y7, Y2
+	VMOVUPS     Y6, Y4
+	VANDPS      lgc4<>+0(SB), Y4, Y6
+	VCMPPS      $0x12, lgc5<>+0(SB), Y6, Y6
 	MOVQ        state+72(FP), BX
-	VANDPS      1920(BX), Y4, Y4
-	VMOVUPS     Y4, 1920(BX)
-	VMOVUPS     lgc6<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y4
-	VPERMPS     Y3, Y6, Y6
-	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y3
-	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y4
-	VPERMPS     Y3, Y6, Y6
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y3
-	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y4
-	VPERMPS     Y3, Y6, Y6
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y3
-	VMULPS      Y4, Y1, Y1
-	VFMADD231PS Y1, Y0, Y3
+	VANDPS      1920(BX), Y6, Y6
+	VMOVUPS     Y6, 1920(BX)
+	VMOVUPS     lgc6<>+0(SB), Y7
+	VPERMPS     Y2, Y7, Y6
+	VPERMPS     Y4, Y7, Y7
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y2, Y7, Y4
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     lgc7<>+0(SB), Y7
+	VPERMPS     Y2, Y7, Y6
+	VPERMPS     Y4, Y7, Y7
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y2, Y7, Y4
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     lgc8<>+0(SB), Y7
+	VPERMPS     Y2, Y7, Y6
+	VPERMPS     Y4, Y7, Y7
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y6, Y6
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
+	VFMADD231PS Y2, Y7, Y4
+	VMULPS      Y6, Y2, Y2
+	VFMADD231PS Y2, Y0, Y4
 	VMOVUPS     lgc9<>+0(SB), Y0
-	VPERMPS     Y3, Y0, Y0
+	VPERMPS     Y4, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Y8, Y3, Y1
+	VADDPS Y8, Y4, Y2
 
 	// v28 = where(mask, 1, 0)
-	VANDPS Y5, Y2, Y4
+	VANDPS Y5, Y1, Y5
 
 	// sum(v28) over [B L]
-	VADDPS  256(BX), Y4, Y5
-	VMOVUPS Y5, 256(BX)
+	VADDPS  256(BX), Y5, Y6
+	VMOVUPS Y6, 256(BX)
 
 	// v59 = where(mask, valueTarget, 0)
-	VANDPS Y1, Y2, Y5
+	VANDPS Y2, Y1, Y6
 
 	// v60 = where(mask, stateValue, 0)
-	VANDPS Y8, Y2, Y6
+	VANDPS Y8, Y1, Y7
 
 	// diff = sub(v59, v60)
-	VSUBPS  Y6, Y5, Y6
-	VMOVUPS Y1, 96(SP)
+	VSUBPS  Y7, Y6, Y7
+	VMOVUPS Y2, 64(SP)
 
 	// sum(v28) over [B]
 	MOVQ         CX, DI
-	VCVTPS2PD    X4, Y1
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       384(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 384(BX)(DI*8)
-	VADDPD       416(BX)(DI*8), Y4, Y1
-	VMOVUPD      Y1, 416(BX)(DI*8)
+	VCVTPS2PD    X5, Y2
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       384(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 384(BX)(DI*8)
+	VADDPD       416(BX)(DI*8), Y5, Y2
+	VMOVUPD      Y2, 416(BX)(DI*8)
 
 	// v75 = where(mask, diff, 0)
-	VANDPS Y6, Y2, Y1
+	VANDPS Y7, Y1, Y1
 
 	// sum(v75) over [B]
 	VCVTPS2PD    X1, Y2
@@ -1386,18 +1375,17 @@ blocks_12:
 	VMOVUPD      Y1, 928(BX)(DI*8)
 
 	// sum(v59) over [B]
-	VCVTPS2PD    X5, Y1
-	VEXTRACTF128 $0x01, Y5, X2
+	VCVTPS2PD    X6, Y1
+	VEXTRACTF128 $0x01, Y6, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       1408(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 1408(BX)(DI*8)
 	VADDPD       1440(BX)(DI*8), Y2, Y1
 	VMOVUPD      Y1, 1440(BX)(DI*8)
-	VMOVUPS      64(SP), Y1
 
 	// store nextRefLogProbs
 	MOVQ    nextRefLogProbs+80(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
 	VMOVUPS 32(SP), Y1
 
 	// store nextKLPenalty
@@ -1411,12 +1399,12 @@ blocks_12:
 
 	// store gae
 	MOVQ    s0+104(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y4, (BX)(SI*4)
 
 	// store advantage
 	MOVQ    advantage+112(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
-	VMOVUPS 96(SP), Y1
+	VMOVUPS Y4, (BX)(SI*4)
+	VMOVUPS 64(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+120(FP), BX
@@ -1472,7 +1460,7 @@ noflush_13:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $416-112
+TEXT ·fbPass1AVX2(SB), $320-112
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1496,14 +1484,12 @@ blocks_15:
 	IMUL3Q    $+48, AX, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y0, Y1
+	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
 	MOVQ      sampleLogProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Y0
+	VMOVUPS   (BX)(SI*4), Y1
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y1
 	MOVQ    s0+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 	MOVQ    stateValue+40(FP), BX
@@ -1513,15 +1499,15 @@ blocks_15:
 	VADDPS Y3, Y2, Y3
 
 	// v30 = where(mask, gae, 0)
-	VANDPS  Y2, Y1, Y2
+	VANDPS  Y2, Y0, Y2
 	MOVQ    logProb+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y4
 
 	// v32 = where(mask, logProb, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y4, Y0, Y4
 
 	// logWeight = sub(v32, v4)
-	VSUBPS  Y0, Y4, Y5
+	VSUBPS  Y1, Y4, Y5
 	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v36 = max(logWeight, -0.22314355) tie=first
@@ -1531,102 +1517,100 @@ blocks_15:
 	// logWeightClip = min(v36, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y3, 32(SP)
-	VMOVUPS Y0, 64(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc12<>+0(SB), Y0
-	VMAXPS       Y5, Y0, Y0
-	VMOVUPS      lgc13<>+0(SB), Y3
-	VMINPS       Y0, Y3, Y0
-	VMULPS       lgc14<>+0(SB), Y0, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y0
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y0
-	VMOVAPS      lgc17<>+0(SB), Y7
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y7
-	VMULPS       Y0, Y0, Y8
-	VFMADD213PS  Y0, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y0
-	VPMAXSD      lgc23<>+0(SB), Y0, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y0, Y0
+	VMOVUPS      lgc12<>+0(SB), Y3
+	VMAXPS       Y5, Y3, Y3
+	VMOVUPS      lgc13<>+0(SB), Y7
+	VMINPS       Y3, Y7, Y3
+	VMULPS       lgc14<>+0(SB), Y3, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y3
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y3
+	VMOVAPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y8
+	VMULPS       Y3, Y3, Y9
+	VFMADD213PS  Y3, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y3
+	VPMAXSD      lgc23<>+0(SB), Y3, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y3, Y7, Y7
-	VMULPS       Y0, Y7, Y7
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y3, Y8, Y8
+	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v39 = ge(v30, 0)
-	VCMPPS  $0x1d, Y0, Y2, Y0
-	VMOVUPS lgc25<>+0(SB), Y3
+	VCMPPS  $0x1d, Y3, Y2, Y3
+	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y3, Y3
-	VMOVUPS Y4, 96(SP)
-	VMOVUPS lgc26<>+0(SB), Y4
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS Y1, 64(SP)
+	VMOVUPS lgc26<>+0(SB), Y1
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y4, Y4
-	VMOVUPS Y7, 128(SP)
+	VMAXPS  Y8, Y1, Y1
+	VMOVUPS Y8, 96(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y0, Y3, Y4, Y3
+	VBLENDVPS Y3, Y7, Y1, Y1
 
 	// gain = mul(v30, ratioClipped)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y1, Y2, Y1
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y3, Y3
+	VXORPS lgc27<>+0(SB), Y1, Y1
 
 	// v47 = where(mask, v46, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y1, Y0, Y1
 
 	// sum(v47) over [B L]
 	MOVQ    state+56(FP), BX
-	VADDPS  2240(BX), Y3, Y3
-	VMOVUPS Y3, 2240(BX)
+	VADDPS  2240(BX), Y1, Y1
+	VMOVUPS Y1, 2240(BX)
 
 	// v51 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y5, Y6, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// v52 = where(mask, v51, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y1, Y0, Y1
 
 	// sum(v52) over [B L]
-	VADDPS  2560(BX), Y3, Y3
-	VMOVUPS Y3, 2560(BX)
-	VMOVUPS 64(SP), Y3
-	VMOVUPS 96(SP), Y4
+	VADDPS  2560(BX), Y1, Y1
+	VMOVUPS Y1, 2560(BX)
+	VMOVUPS 64(SP), Y1
 
 	// v55 = sub(v4, v32)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y4, Y1, Y1
 
 	// v56 = where(mask, v55, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y1, Y0, Y1
 
 	// sum(v56) over [B L]
-	VADDPS  2880(BX), Y3, Y3
-	VMOVUPS Y3, 2880(BX)
-	VMOVUPS 32(SP), Y3
+	VADDPS  2880(BX), Y1, Y1
+	VMOVUPS Y1, 2880(BX)
+	VMOVUPS 32(SP), Y1
 
 	// v59 = where(mask, valueTarget, 0)
-	VANDPS  Y3, Y1, Y3
+	VANDPS  Y1, Y0, Y1
 	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
 	// v60 = where(mask, stateValue, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y4, Y0, Y4
 
 	// diff = sub(v59, v60)
-	VSUBPS Y4, Y3, Y4
+	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y6
@@ -1637,122 +1621,120 @@ blocks_15:
 	VCMPPS $0x11, Y7, Y6, Y8
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc22<>+0(SB), Y6, Y9
-	VMOVUPS Y0, 160(SP)
+	VMULPS lgc22<>+0(SB), Y6, Y9
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y6, Y9, Y0
+	VMULPS Y6, Y9, Y10
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc22<>+0(SB), Y6, Y10
-	VMOVUPS Y2, 192(SP)
-	VMOVUPS Y9, 224(SP)
-	VMOVUPS Y6, 256(SP)
-	VMOVUPS Y5, 288(SP)
+	VSUBPS  lgc22<>+0(SB), Y6, Y11
+	VMOVUPS Y3, 128(SP)
+	VMOVUPS Y2, 160(SP)
+	VMOVUPS Y9, 192(SP)
+	VMOVUPS Y6, 224(SP)
 
 	// smoothL1 = where(v64, v66, v67)
-	VBLENDVPS Y8, Y0, Y10, Y0
+	VBLENDVPS Y8, Y10, Y11, Y2
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y0, Y0
+	VMULPS lgc2<>+0(SB), Y2, Y2
 
 	// v70 = where(mask, v69, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y2, Y0, Y2
 
 	// sum(v70) over [B L]
-	VADDPS  3200(BX), Y0, Y0
-	VMOVUPS Y0, 3200(BX)
+	VADDPS  3200(BX), Y2, Y2
+	VMOVUPS Y2, 3200(BX)
 	MOVQ    s5+64(FP), DI
 	MOVQ    CX, R8
-	VMOVUPS (DI)(R8*4), Y0
-
-	// v74 = max(v73, 1)
-	VMAXPS  Y0, Y7, Y0
-	MOVQ    s6+72(FP), DI
 	VMOVUPS (DI)(R8*4), Y2
 
+	// v74 = max(v73, 1)
+	VMAXPS  Y2, Y7, Y2
+	MOVQ    s6+72(FP), DI
+	VMOVUPS (DI)(R8*4), Y3
+
 	// v77 = div(v76, v74)
-	VDIVPS Y0, Y2, Y2
+	VDIVPS Y2, Y3, Y3
 
 	// v78 = sub(diff, v77)
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y3, Y4, Y3
 
 	// v79 = mul(v78, v78)
-	VMULPS Y2, Y2, Y2
+	VMULPS Y3, Y3, Y3
 
 	// v80 = where(mask, v79, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y3, Y0, Y3
 
 	// sum(v80) over [B]
-	VCVTPS2PD    X2, Y5
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3328(BX)(R8*8), Y5, Y5
-	VMOVUPD      Y5, 3328(BX)(R8*8)
-	VADDPD       3360(BX)(R8*8), Y2, Y2
-	VMOVUPD      Y2, 3360(BX)(R8*8)
+	VCVTPS2PD    X3, Y6
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       3328(BX)(R8*8), Y6, Y6
+	VMOVUPD      Y6, 3328(BX)(R8*8)
+	VADDPD       3360(BX)(R8*8), Y3, Y3
+	VMOVUPD      Y3, 3360(BX)(R8*8)
 	MOVQ         s8+80(FP), DI
-	VMOVUPS      (DI)(R8*4), Y2
+	VMOVUPS      (DI)(R8*4), Y3
 
 	// v84 = div(v83, v74)
-	VDIVPS Y0, Y2, Y0
+	VDIVPS Y2, Y3, Y2
 
 	// v85 = sub(v59, v84)
-	VSUBPS Y0, Y3, Y0
+	VSUBPS Y2, Y1, Y1
 
 	// v86 = mul(v85, v85)
-	VMULPS Y0, Y0, Y0
+	VMULPS Y1, Y1, Y1
 
 	// v87 = where(mask, v86, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v87) over [B]
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       3840(BX)(R8*8), Y2, Y2
 	VMOVUPD      Y2, 3840(BX)(R8*8)
-	VADDPD       3872(BX)(R8*8), Y0, Y0
-	VMOVUPD      Y0, 3872(BX)(R8*8)
-	VMOVUPS      288(SP), Y0
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VADDPD       3872(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 3872(BX)(R8*8)
+	VMOVUPS      lgc28<>+0(SB), Y1
 
 	// v96 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y0, Y2, Y0
-	VMOVUPS   Y4, 320(SP)
-	VMOVUPS   Y8, 352(SP)
-	VMOVUPS   128(SP), Y2
+	VBLENDVPS Y0, Y5, Y1, Y1
+	VMOVUPS   Y4, 256(SP)
+	VMOVUPS   Y8, 288(SP)
+	VMOVUPS   96(SP), Y2
 
 	// logsumexp(v96) over [B]
-	VANDPS       Y2, Y1, Y2
-	VCMPPS       $0x15, lgc29<>+0(SB), Y0, Y3
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y0, Y4
+	VANDPS       Y2, Y0, Y2
+	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y4
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       4864(BX), Y3, Y3
 	VMOVUPS      Y3, 4864(BX)
-	VCVTPS2PD    X2, Y0
+	VCVTPS2PD    X2, Y1
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4352(BX)(R8*8), Y0, Y3
+	VADDPD       4352(BX)(R8*8), Y1, Y3
 	VMOVUPD      Y3, 4352(BX)(R8*8)
-	VMULPD       Y0, Y0, Y0
-	VADDPD       5184(BX)(R8*8), Y0, Y0
-	VMOVUPD      Y0, 5184(BX)(R8*8)
-	VADDPD       4384(BX)(R8*8), Y2, Y0
-	VMOVUPD      Y0, 4384(BX)(R8*8)
-	VMULPD       Y2, Y2, Y0
-	VADDPD       5216(BX)(R8*8), Y0, Y0
-	VMOVUPD      Y0, 5216(BX)(R8*8)
-	VMOVUPS      (SP), Y0
+	VMULPD       Y1, Y1, Y1
+	VADDPD       5184(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 5184(BX)(R8*8)
+	VADDPD       4384(BX)(R8*8), Y2, Y1
+	VMOVUPD      Y1, 4384(BX)(R8*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       5216(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 5216(BX)(R8*8)
+	VMOVUPS      (SP), Y1
 
 	// v113 = where(mask, v111, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// v114 = mul(v113, 1)
-	VMULPS  lgc2<>+0(SB), Y0, Y2
-	VMOVUPS 352(SP), Y3
+	VMULPS  lgc2<>+0(SB), Y1, Y2
+	VMOVUPS 288(SP), Y3
 	VMOVUPS lgc0<>+0(SB), Y4
 	VCMPPS  $0x04, Y4, Y3, Y4
 
@@ -1765,87 +1747,85 @@ blocks_15:
 
 	// v117 = ne(v115, 0)
 	VCMPPS  $0x04, Y4, Y3, Y5
-	VMOVUPS 256(SP), Y6
+	VMOVUPS 224(SP), Y6
 
 	// v118 = mul(v115, absDiff)
 	VMULPS Y6, Y3, Y6
 
 	// v119 = where(v117, v118, v115)
 	VBLENDVPS Y5, Y6, Y3, Y6
-	VMOVUPS   224(SP), Y7
+	VMOVUPS   192(SP), Y7
 
 	// v120 = mul(v115, v65)
-	VMULPS  Y7, Y3, Y7
-	VMOVUPS Y0, 384(SP)
+	VMULPS Y7, Y3, Y7
 
 	// v121 = where(v117, v120, v115)
-	VBLENDVPS Y5, Y7, Y3, Y0
+	VBLENDVPS Y5, Y7, Y3, Y3
 
 	// v122 = add(v116, v121)
-	VADDPS Y0, Y2, Y0
+	VADDPS Y3, Y2, Y2
 
 	// v123 = mul(v119, 0.5)
-	VMULPS lgc22<>+0(SB), Y6, Y2
+	VMULPS lgc22<>+0(SB), Y6, Y3
 
 	// v124 = add(v122, v123)
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS 320(SP), Y2
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 256(SP), Y3
 
 	// v125 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y2, Y3
+	VCMPPS $0x1e, Y4, Y3, Y5
 
 	// v126 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y2, Y5
+	VCMPPS $0x11, Y4, Y3, Y6
 
 	// v127 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc36<>+0(SB), Y6
+	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc36<>+0(SB), Y7
 
 	// v128 = where(v126, -1, v127)
-	VBLENDVPS Y5, Y6, Y2, Y2
-	VMOVUPS   lgc2<>+0(SB), Y5
+	VBLENDVPS Y6, Y7, Y3, Y3
+	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v129 = where(v125, 1, v128)
-	VBLENDVPS Y3, Y5, Y2, Y2
+	VBLENDVPS Y5, Y6, Y3, Y3
 
 	// v130 = ne(v124, 0)
-	VCMPPS $0x04, Y4, Y0, Y3
+	VCMPPS $0x04, Y4, Y2, Y5
 
 	// v131 = mul(v124, v129)
-	VMULPS Y2, Y0, Y2
+	VMULPS Y3, Y2, Y3
 
 	// v132 = where(v130, v131, v124)
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VBLENDVPS Y5, Y3, Y2, Y2
 
 	// v133 = neg(v132)
-	VXORPS lgc27<>+0(SB), Y0, Y0
-
-	// gradStateValue = where(mask, v133, 0)
-	VANDPS  Y0, Y1, Y0
-	VMOVUPS 384(SP), Y2
-
-	// v135 = neg(v113)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
+	// gradStateValue = where(mask, v133, 0)
+	VANDPS Y2, Y0, Y2
+
+	// v135 = neg(v113)
+	VXORPS lgc27<>+0(SB), Y1, Y1
+
 	// v136 = ne(v135, 0)
-	VCMPPS  $0x04, Y4, Y2, Y3
-	VMOVUPS 192(SP), Y5
+	VCMPPS  $0x04, Y4, Y1, Y3
+	VMOVUPS 160(SP), Y5
 
 	// v137 = mul(v135, v30)
-	VMULPS Y5, Y2, Y5
+	VMULPS Y5, Y1, Y5
 
 	// v138 = where(v136, v137, v135)
-	VBLENDVPS Y3, Y5, Y2, Y2
-	VMOVUPS   160(SP), Y3
+	VBLENDVPS Y3, Y5, Y1, Y1
+	VMOVUPS   128(SP), Y3
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 
 	// v139 = where(v39, v138, 0)
-	VANDPS Y2, Y5, Y3
+	VANDPS Y1, Y5, Y3
 
 	// v140 = where(v39, 0, v138)
-	VANDNPS Y2, Y5, Y2
-	VMOVUPS 128(SP), Y5
+	VANDNPS Y1, Y5, Y1
+	VMOVUPS 96(SP), Y5
 	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v141 = ge(ratio, 0.8000000028326788)
@@ -1862,7 +1842,7 @@ blocks_15:
 	VCMPPS  $0x04, Y8, Y6, Y8
 
 	// v144 = where(v143, v140, 0)
-	VANDPS  Y2, Y8, Y2
+	VANDPS  Y1, Y8, Y1
 	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v145 = le(ratio, 1.2000000078829447)
@@ -1878,27 +1858,27 @@ blocks_15:
 	VANDPS Y3, Y7, Y3
 
 	// v148 = add(v144, v147)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y3, Y1, Y1
 
 	// v149 = ne(v148, 0)
-	VCMPPS $0x04, Y4, Y2, Y3
+	VCMPPS $0x04, Y4, Y1, Y3
 
 	// v150 = mul(v148, ratio)
-	VMULPS Y5, Y2, Y4
+	VMULPS Y5, Y1, Y4
 
 	// v151 = where(v149, v150, v148)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	VBLENDVPS Y3, Y4, Y1, Y1
 
 	// gradLogProb = where(mask, v151, 0)
-	VANDPS Y2, Y1, Y1
+	VANDPS Y1, Y0, Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
-	VMOVUPS Y0, (BX)(SI*4)
+	VMOVUPS Y2, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+96(FP), BX
-	VMOVUPS      Y1, (BX)(SI*4)
+	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_16
 	VMOVUPD      lgc31<>+0(SB), Y0

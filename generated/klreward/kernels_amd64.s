@@ -19,17 +19,15 @@ blocks_2:
 	VMOVUPS   (DX)(BX*4), Y0
 	MOVQ      mask+16(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
 
 	// v5 = where(mask, logProb, 0)
-	VANDPS  Y0, Y2, Y0
+	VANDPS  Y0, Y1, Y0
 	MOVQ    refLogProb+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS (DX)(BX*4), Y2
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VANDPS Y1, Y2, Y1
+	VANDPS Y2, Y1, Y1
 
 	// nextKLPenalty = sub(v5, nextRefLogProbs)
 	VSUBPS Y1, Y0, Y0
