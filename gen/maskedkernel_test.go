@@ -16,7 +16,7 @@ import (
 // count finished by the first pass, whose 1/max(count, 1) and 0.5/max(count, 1) every block
 // reads alike (computed once, before the loops: asmgen/hoist.go); wheres with a +0 branch
 // on both sides (an and, an andn of the mask); a clamp-like or of two comparisons (one
-// VMAXPS); a logsumexp over the kept elements that shares exp(x) (passes.MaskedArg); the
+// VORPS of their masks); a logsumexp over the kept elements that shares exp(x) (passes.MaskedArg); the
 // mask read as a lane mask from its bytes.
 func masked(dt ir.DType) *ir.Graph {
 	dims := []ir.Dim{{Name: "B", Size: 3}, {Name: "L", Size: 21}}
@@ -63,6 +63,8 @@ func TestMaskedKernelShapes(t *testing.T) {
 			// compared with 0), never widened to floats.
 			require.NotContains(t, body, "VCVTDQ2P")
 			require.Contains(t, body, "VPCMPGT")
+			// x ≥ 0.25 or NaN is the or of the two compares' masks.
+			require.Regexp(t, `(?s)VCMPP. +\$0x1d.{0,80}VCMPP. +\$0x04.{0,80}VORP`, body)
 			zooRun(t, masked(dt), "default")
 			zooRun(t, masked(dt), "go")
 		})

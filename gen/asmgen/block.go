@@ -343,6 +343,9 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 	case ir.Gather:
 		return []*ir.Node{n.Args[1]}
 	}
+	if boolOp(n) {
+		return []*ir.Node{pg.condMask(n.Args[0]), pg.condMask(n.Args[1])}
+	}
 	if maskedWhere(n) {
 		if z := zeroBranch(n); z != 0 {
 			return []*ir.Node{pg.condMask(n.Args[0]), n.Args[3-z]}

@@ -91,6 +91,34 @@ func (pg *passGen) loadBoolMask(c *ir.Node) reg.VecVirtual {
 	return x
 }
 
+// boolOp reports whether n is an or (max) or an and (min) of two comparisons (a clamp's
+// gradient passes where x ≥ lo or x is NaN): it reads their lane masks (reads), not their 0s
+// and 1s.
+func boolOp(n *ir.Node) bool {
+	return (n.Op == ir.OpMin || n.Op == ir.OpMax) && isBool(n.Args[0]) && isBool(n.Args[1])
+}
+
+// boolOp computes boolOp n from its arguments' lane masks: their or (VORPS) or and (VANDPS)
+// is n's mask, kept as the mask's value when a where reads it; n's value is that mask when
+// nothing reads n but through it (as compareWithMask), otherwise its 0s and 1s.
+func (pg *passGen) boolOp(n *ir.Node, x, y reg.VecVirtual) reg.VecVirtual {
+	m := pg.ymm()
+	if n.Op == ir.OpMax {
+		pg.or(x, y, m)
+	} else {
+		pg.and(x, y, m)
+	}
+	if mv := pg.regs.vals[-1-n.ID]; mv != nil && mv.reg == nil {
+		mv.reg = m
+	}
+	if !pg.direct[n.ID] {
+		return m
+	}
+	z := pg.ymm()
+	pg.and(pg.cf(1), m, z)
+	return z
+}
+
 // comparePred is each comparison's VCMPPS predicate, as vecOps uses it.
 var comparePred = map[ir.Op]uint8{
 	ir.OpLt: cmpLT_OQ, ir.OpLe: cmpLE_OQ, ir.OpGt: cmpGT_OQ, ir.OpGe: cmpGE_OQ, ir.OpEq: cmpEQ_OQ, ir.OpNe: cmpNEQ_UQ,

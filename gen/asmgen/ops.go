@@ -50,12 +50,8 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 	if n.Op == ir.OpExp {
 		return pg.expWithin(a[0], pg.e.g.Range(n.Args[0]))
 	}
-	if (n.Op == ir.OpMin || n.Op == ir.OpMax) && isBool(n.Args[0]) && isBool(n.Args[1]) {
-		// Two comparisons' 0s and 1s: no NaN, no −0, so one VMINPS/VMAXPS is exact (an and,
-		// an or: a clamp's gradient passes where x ≥ lo or x is NaN).
-		z := pg.ymm()
-		pg.minmax(n.Op, a[0], a[1], z)
-		return z
+	if boolOp(n) {
+		return pg.boolOp(n, a[0], a[1])
 	}
 	if v, k, ok := constSide(n); ok && (n.Op == ir.OpMin || n.Op == ir.OpMax) {
 		// Against a constant that is neither zero nor NaN, one VMINPS/VMAXPS with the

@@ -1814,37 +1814,29 @@ blocks_10:
 
 	// v83 = le(v43, 0.2)
 	VCMPPS $0x12, Y5, Y3, Y5
-	VANDPS lgc20<>+0(SB), Y5, Y5
 
 	// v84 = ne(v43, v43)
 	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc20<>+0(SB), Y3, Y3
 
 	// v85 = max(v83, v84)
-	VMAXPS  Y5, Y3, Y3
-	VMOVUPS lgc4<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
+	VORPS Y5, Y3, Y3
 
 	// v86 = where(v85, v82, 0)
-	VANDPS  Y1, Y5, Y1
+	VANDPS  Y1, Y3, Y1
 	VMOVUPS 128(SP), Y3
 	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v87 = ge(v40, -0.2)
 	VCMPPS $0x1d, Y5, Y3, Y5
-	VANDPS lgc20<>+0(SB), Y5, Y5
 
 	// v88 = ne(v40, v40)
 	VCMPPS $0x04, Y3, Y3, Y3
-	VANDPS lgc20<>+0(SB), Y3, Y3
 
 	// v89 = max(v87, v88)
-	VMAXPS  Y5, Y3, Y3
-	VMOVUPS lgc4<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
+	VORPS Y5, Y3, Y3
 
 	// v90 = where(v89, v86, 0)
-	VANDPS Y1, Y5, Y1
+	VANDPS Y1, Y3, Y1
 
 	// v91 = ne(v74, 0)
 	VCMPPS  $0x04, Y2, Y4, Y3
@@ -1881,32 +1873,25 @@ blocks_10:
 
 	// v102 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y0, Y5
-	VANDPS lgc20<>+0(SB), Y5, Y5
 
 	// v103 = ne(ratio, ratio)
 	VCMPPS $0x04, Y0, Y0, Y6
-	VANDPS lgc20<>+0(SB), Y6, Y6
 
 	// v104 = max(v102, v103)
-	VMAXPS  Y5, Y6, Y5
-	VMOVUPS lgc4<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y5, Y7
+	VORPS Y5, Y6, Y5
 
 	// v105 = where(v104, v101, 0)
-	VANDPS  Y3, Y7, Y3
+	VANDPS  Y3, Y5, Y3
 	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v106 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y0, Y5
-	VANDPS lgc20<>+0(SB), Y5, Y5
 
 	// v107 = max(v106, v103)
-	VMAXPS  Y5, Y6, Y5
-	VMOVUPS lgc4<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VORPS Y5, Y6, Y5
 
 	// v108 = where(v107, v100, 0)
-	VANDPS Y4, Y6, Y4
+	VANDPS Y4, Y5, Y4
 
 	// v109 = add(v105, v108)
 	VADDPS Y4, Y3, Y3

@@ -2096,7 +2096,7 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1400-120
+TEXT ·fbPass0AVX2(SB), $1592-120
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -2764,59 +2764,53 @@ inner_A_13:
 	VMOVUPS 376(SP), Y6
 
 	// v111 = div(v55, v25)
-	VDIVPS Y5, Y6, Y6
+	VDIVPS Y5, Y6, Y5
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc63<>+0(SB), Y6, Y6
+	VMULPS lgc63<>+0(SB), Y5, Y5
 
 	// v113 = ne(v110, 0)
-	VCMPPS  $0x04, Y3, Y4, Y7
-	VMOVUPS 88(SP), Y8
+	VCMPPS  $0x04, Y3, Y4, Y6
+	VMOVUPS 88(SP), Y7
 
 	// v122 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y8, Y8
+	VMULPS  lgc64<>+0(SB), Y7, Y7
 	VMOVUPS Y2, 536(SP)
 	VMOVUPS 344(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y2, Y9
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y2, Y8
 
 	// v123 = where(v39, v122, 0)
-	VANDPS  Y8, Y9, Y2
-	VMOVUPS Y7, 568(SP)
+	VANDPS  Y7, Y8, Y2
+	VMOVUPS Y6, 568(SP)
 
 	// v124 = where(v39, 0, v122)
-	VANDNPS Y8, Y9, Y7
-	VMOVUPS lgc49<>+0(SB), Y8
+	VANDNPS Y7, Y8, Y6
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// v125 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y1, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y7, Y1, Y7
 
 	// v126 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y9
-	VANDPS  lgc2<>+0(SB), Y9, Y9
+	VCMPPS  $0x04, Y1, Y1, Y8
 	VMOVUPS Y4, 600(SP)
+	VMOVUPS Y5, 632(SP)
 
 	// v127 = max(v125, v126)
-	VMAXPS  Y8, Y9, Y4
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y4, Y8
+	VORPS Y7, Y8, Y4
 
 	// v128 = where(v127, v124, 0)
-	VANDPS  Y7, Y8, Y4
-	VMOVUPS lgc48<>+0(SB), Y7
+	VANDPS  Y6, Y4, Y4
+	VMOVUPS lgc48<>+0(SB), Y5
 
 	// v129 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y7, Y1, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y5, Y1, Y5
 
 	// v130 = max(v129, v126)
-	VMAXPS  Y7, Y9, Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	VORPS Y5, Y8, Y5
 
 	// v131 = where(v130, v123, 0)
-	VANDPS Y2, Y8, Y2
+	VANDPS Y2, Y5, Y2
 
 	// v132 = add(v128, v131)
 	VADDPS Y2, Y4, Y2
@@ -2837,37 +2831,39 @@ inner_A_13:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v141 = ne(v137, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
+	VCMPPS  $0x04, Y3, Y2, Y3
+	VMOVUPS 248(SP), Y4
 
 	// v142 = div(v137, v25)
-	VDIVPS Y5, Y2, Y4
+	VDIVPS Y4, Y2, Y4
 
 	// v143 = where(v141, v142, v137)
 	VBLENDVPS Y3, Y4, Y2, Y2
+	VMOVUPS   632(SP), Y3
 
 	// v144 = add(v112, v143)
-	VADDPS     Y2, Y6, Y2
+	VADDPS     Y2, Y3, Y2
 	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 632(SP)
+	VMOVUPS    Y4, 664(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 632(SP)
+	VMOVSS     X4, 664(SP)
 	MOVQ       8(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 636(SP)
+	VMOVSS     X4, 668(SP)
 	MOVQ       16(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 640(SP)
+	VMOVSS     X4, 672(SP)
 	MOVQ       24(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 644(SP)
+	VMOVSS     X4, 676(SP)
 	MOVQ       32(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 648(SP)
-	VMOVUPS    632(SP), Y4
+	VMOVSS     X4, 680(SP)
+	VMOVUPS    664(SP), Y4
 	XORQ       CX, CX
 
 inner_A_14:
@@ -2905,55 +2901,55 @@ inner_A_14:
 
 	// v117 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y3, Y5, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v118 = ne(v23, v23)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS  $0x04, Y5, Y5, Y5
+	VMOVUPS Y6, 696(SP)
+	VMOVUPS Y7, 728(SP)
 
 	// v119 = max(v117, v118)
-	VMAXPS  Y8, Y5, Y5
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y5, Y8
+	VORPS   Y8, Y5, Y5
+	VMOVUPS 728(SP), Y6
 
 	// v120 = where(v119, v116, 0)
-	VANDPS       Y7, Y8, Y5
+	VANDPS       Y6, Y5, Y5
 	MOVQ         CX, DI
-	VMOVD        DI, X7
-	VPBROADCASTD X7, Y7
-	VCVTDQ2PS    Y7, Y7
+	VMOVD        DI, X6
+	VPBROADCASTD X6, Y6
+	VCVTDQ2PS    Y6, Y6
 
 	// v139 = eq(v138, action)
-	VCMPPS $0x00, Y4, Y7, Y7
+	VCMPPS $0x00, Y4, Y6, Y6
 
 	// v140 = where(v139, v135, 0)
-	VANDPS Y1, Y7, Y7
+	VANDPS  Y1, Y6, Y6
+	VMOVUPS 696(SP), Y7
 
 	// v145 = add(v115, v144)
-	VADDPS  Y2, Y6, Y6
+	VADDPS  Y2, Y7, Y7
 	VMOVUPS 8(SP)(BX*1), Y8
 
 	// v146 = mul(v145, v24)
-	VMULPS Y8, Y6, Y6
+	VMULPS Y8, Y7, Y7
 
 	// v147 = add(v120, v146)
-	VADDPS Y6, Y5, Y5
+	VADDPS Y7, Y5, Y5
 
 	// gradLogits = add(v140, v147)
-	VADDPS Y5, Y7, Y5
+	VADDPS Y5, Y6, Y5
 
 	// store gradLogits
 	MOVQ    gradLogits+80(FP), BX
-	VMOVUPS Y5, 664(SP)
-	MOVL    664(SP), DI
+	VMOVUPS Y5, 760(SP)
+	MOVL    760(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    668(SP), DI
+	MOVL    764(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    672(SP), DI
+	MOVL    768(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    676(SP), DI
+	MOVL    772(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    680(SP), DI
+	MOVL    776(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
@@ -3018,8 +3014,8 @@ blocks_15:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 696(SP)
-	VMOVUPS    Y4, 728(SP)
+	VMOVUPS    Y6, 792(SP)
+	VMOVUPS    Y4, 824(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	IMUL3Q     $+421, AX, DI
@@ -3094,8 +3090,8 @@ blocks_15:
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS lgc14<>+0(SB), Y4
-	VXORPS  696(SP), Y4, Y5
-	VXORPS  728(SP), Y4, Y6
+	VXORPS  792(SP), Y4, Y5
+	VXORPS  824(SP), Y4, Y6
 	VMINPS  Y5, Y6, Y7
 	VMINPS  Y6, Y5, Y6
 	VORPS   Y7, Y6, Y6
@@ -3108,14 +3104,14 @@ blocks_15:
 	// finish v21
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
-	VMOVUPS Y2, 824(SP)
-	VMOVUPS Y1, 856(SP)
+	VMOVUPS Y2, 920(SP)
+	VMOVUPS Y1, 952(SP)
 	VMOVUPS lgc15<>+0(SB), Y1
 	XORQ    R8, R8
 
 inner_A_16:
 	IMUL3Q  $+32, R8, R9
-	VMOVUPS 696(SP)(R9*1), Y2
+	VMOVUPS 792(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
@@ -3208,33 +3204,33 @@ inner_A_16:
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 888(SP)
+	VMOVUPS      Y2, 984(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 888(SP)
+	VMOVSS       X2, 984(SP)
 	MOVQ         8(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 892(SP)
+	VMOVSS       X2, 988(SP)
 	MOVQ         16(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 896(SP)
+	VMOVSS       X2, 992(SP)
 	MOVQ         24(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 900(SP)
+	VMOVSS       X2, 996(SP)
 	MOVQ         32(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 904(SP)
+	VMOVSS       X2, 1000(SP)
 	MOVQ         40(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 908(SP)
+	VMOVSS       X2, 1004(SP)
 	MOVQ         48(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 912(SP)
+	VMOVSS       X2, 1008(SP)
 	MOVQ         56(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 916(SP)
-	VMOVUPS      888(SP), Y2
+	VMOVSS       X2, 1012(SP)
+	VMOVUPS      984(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       R8, R8
@@ -3271,9 +3267,9 @@ inner_A_16:
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y8, Y6
-	VMOVUPS Y3, 920(SP)
-	VMOVUPS Y7, 952(SP)
-	VMOVUPS Y1, 984(SP)
+	VMOVUPS Y3, 1016(SP)
+	VMOVUPS Y7, 1048(SP)
+	VMOVUPS Y1, 1080(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc16<>+0(SB), Y1
@@ -3303,12 +3299,12 @@ inner_A_16:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y3, Y7, Y7
 	VMULPS       Y1, Y7, Y7
-	VMOVUPS      824(SP), Y1
+	VMOVUPS      920(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y3, Y1, Y3
-	VMOVUPS Y2, 1016(SP)
+	VMOVUPS Y2, 1112(SP)
 	VMOVUPS lgc48<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -3317,7 +3313,7 @@ inner_A_16:
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 1048(SP)
+	VMOVUPS Y7, 1144(SP)
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y3, Y2, Y8, Y2
@@ -3341,7 +3337,7 @@ inner_A_16:
 	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y1
-	VMOVUPS 1016(SP), Y2
+	VMOVUPS 1112(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
@@ -3352,11 +3348,11 @@ inner_A_16:
 
 	// finish v54
 	VMOVUPS Y5, Y1
-	VMOVUPS 984(SP), Y2
+	VMOVUPS 1080(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 952(SP), Y2
+	VMOVUPS 1048(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y2
@@ -3371,7 +3367,7 @@ inner_A_16:
 	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y5, Y2
 	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 856(SP), Y2
+	VMOVUPS 952(SP), Y2
 	MOVQ    stateValue+40(FP), R8
 	VMOVUPS (R8)(DI*4), Y5
 
@@ -3388,15 +3384,15 @@ inner_A_16:
 
 	// v65 = mul(0.5, absDiff)
 	VMULPS  lgc25<>+0(SB), Y6, Y8
-	VMOVUPS Y3, 1080(SP)
+	VMOVUPS Y3, 1176(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y3
 
 	// v67 = sub(absDiff, 0.5)
 	VSUBPS  lgc25<>+0(SB), Y6, Y9
-	VMOVUPS Y1, 1112(SP)
-	VMOVUPS Y8, 1144(SP)
+	VMOVUPS Y1, 1208(SP)
+	VMOVUPS Y8, 1240(SP)
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y7, Y3, Y9, Y1
@@ -3407,7 +3403,7 @@ inner_A_16:
 	// mean(v69) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 1176(SP)
+	VMOVUPS Y6, 1272(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, R8
@@ -3453,9 +3449,9 @@ inner_A_16:
 	VFMADD231PD  Y6, Y1, Y2
 	VMOVUPD      Y3, 16096(BX)(R8*8)
 	VMOVUPD      Y2, 19616(BX)(R8*8)
-	VMOVUPS      Y5, 1208(SP)
-	VMOVUPS      Y7, 1240(SP)
-	VMOVUPS      1048(SP), Y1
+	VMOVUPS      Y5, 1304(SP)
+	VMOVUPS      Y7, 1336(SP)
+	VMOVUPS      1144(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y2
@@ -3478,7 +3474,7 @@ inner_A_16:
 	VMULPD       Y3, Y3, Y2
 	VADDPD       28448(BX)(R8*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(R8*8)
-	VMOVUPS      1240(SP), Y2
+	VMOVUPS      1336(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc60<>+0(SB), Y2
@@ -3492,14 +3488,14 @@ inner_A_16:
 
 	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 1176(SP), Y6
+	VMOVUPS 1272(SP), Y6
 
 	// v91 = mul(v88, absDiff)
 	VMULPS Y6, Y4, Y6
 
 	// v92 = where(v90, v91, v88)
 	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   1144(SP), Y7
+	VMOVUPS   1240(SP), Y7
 
 	// v93 = mul(v88, v65)
 	VMULPS Y7, Y4, Y7
@@ -3515,7 +3511,7 @@ inner_A_16:
 
 	// v97 = add(v95, v96)
 	VADDPS  Y4, Y2, Y2
-	VMOVUPS 1208(SP), Y4
+	VMOVUPS 1304(SP), Y4
 
 	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
@@ -3546,66 +3542,60 @@ inner_A_16:
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc62<>+0(SB), Y4
-	VMOVUPS 984(SP), Y5
+	VMOVUPS 1080(SP), Y5
 
 	// v110 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y5, Y4, Y4
-	VMOVUPS 1112(SP), Y6
+	VMOVUPS 1208(SP), Y6
 
 	// v111 = div(v55, v25)
-	VDIVPS Y5, Y6, Y6
+	VDIVPS Y5, Y6, Y5
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc63<>+0(SB), Y6, Y6
+	VMULPS lgc63<>+0(SB), Y5, Y5
 
 	// v113 = ne(v110, 0)
-	VCMPPS  $0x04, Y3, Y4, Y7
-	VMOVUPS 824(SP), Y8
+	VCMPPS  $0x04, Y3, Y4, Y6
+	VMOVUPS 920(SP), Y7
 
 	// v122 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y8, Y8
-	VMOVUPS Y2, 1272(SP)
-	VMOVUPS 1080(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y2, Y9
+	VMULPS  lgc64<>+0(SB), Y7, Y7
+	VMOVUPS Y2, 1368(SP)
+	VMOVUPS 1176(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y2, Y8
 
 	// v123 = where(v39, v122, 0)
-	VANDPS  Y8, Y9, Y2
-	VMOVUPS Y7, 1304(SP)
+	VANDPS  Y7, Y8, Y2
+	VMOVUPS Y6, 1400(SP)
 
 	// v124 = where(v39, 0, v122)
-	VANDNPS Y8, Y9, Y7
-	VMOVUPS lgc49<>+0(SB), Y8
+	VANDNPS Y7, Y8, Y6
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// v125 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y1, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y7, Y1, Y7
 
 	// v126 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y9
-	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y4, 1336(SP)
+	VCMPPS  $0x04, Y1, Y1, Y8
+	VMOVUPS Y4, 1432(SP)
+	VMOVUPS Y5, 1464(SP)
 
 	// v127 = max(v125, v126)
-	VMAXPS  Y8, Y9, Y4
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y4, Y8
+	VORPS Y7, Y8, Y4
 
 	// v128 = where(v127, v124, 0)
-	VANDPS  Y7, Y8, Y4
-	VMOVUPS lgc48<>+0(SB), Y7
+	VANDPS  Y6, Y4, Y4
+	VMOVUPS lgc48<>+0(SB), Y5
 
 	// v129 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y7, Y1, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y5, Y1, Y5
 
 	// v130 = max(v129, v126)
-	VMAXPS  Y7, Y9, Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	VORPS Y5, Y8, Y5
 
 	// v131 = where(v130, v123, 0)
-	VANDPS Y2, Y8, Y2
+	VANDPS Y2, Y5, Y2
 
 	// v132 = add(v128, v131)
 	VADDPS Y2, Y4, Y2
@@ -3626,63 +3616,65 @@ inner_A_16:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v141 = ne(v137, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
+	VCMPPS  $0x04, Y3, Y2, Y3
+	VMOVUPS 1080(SP), Y4
 
 	// v142 = div(v137, v25)
-	VDIVPS Y5, Y2, Y4
+	VDIVPS Y4, Y2, Y4
 
 	// v143 = where(v141, v142, v137)
 	VBLENDVPS Y3, Y4, Y2, Y2
+	VMOVUPS   1464(SP), Y3
 
 	// v144 = add(v112, v143)
-	VADDPS     Y2, Y6, Y2
+	VADDPS     Y2, Y3, Y2
 	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), BX
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 1368(SP)
+	VMOVUPS    Y4, 1496(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1368(SP)
+	VMOVSS     X4, 1496(SP)
 	MOVQ       8(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1372(SP)
+	VMOVSS     X4, 1500(SP)
 	MOVQ       16(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1376(SP)
+	VMOVSS     X4, 1504(SP)
 	MOVQ       24(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1380(SP)
+	VMOVSS     X4, 1508(SP)
 	MOVQ       32(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1384(SP)
+	VMOVSS     X4, 1512(SP)
 	MOVQ       40(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1388(SP)
+	VMOVSS     X4, 1516(SP)
 	MOVQ       48(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1392(SP)
+	VMOVSS     X4, 1520(SP)
 	MOVQ       56(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1396(SP)
-	VMOVUPS    1368(SP), Y4
+	VMOVSS     X4, 1524(SP)
+	VMOVUPS    1496(SP), Y4
 	XORQ       BX, BX
 
 inner_A_17:
 	IMUL3Q  $+32, BX, R8
-	VMOVUPS 696(SP)(R8*1), Y5
-	VMOVUPS 920(SP), Y6
+	VMOVUPS 792(SP)(R8*1), Y5
+	VMOVUPS 1016(SP), Y6
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y3, Y6
-	VMOVUPS 1336(SP), Y7
+	VMOVUPS 1432(SP), Y7
 
 	// v114 = mul(v110, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 1304(SP), Y8
+	VMOVUPS 1400(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y8, Y9
 
@@ -3695,59 +3687,59 @@ inner_A_17:
 
 	// v117 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y3, Y5, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v118 = ne(v23, v23)
-	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS  $0x04, Y5, Y5, Y5
+	VMOVUPS Y6, 1528(SP)
+	VMOVUPS Y7, 1560(SP)
 
 	// v119 = max(v117, v118)
-	VMAXPS  Y8, Y5, Y5
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y5, Y8
+	VORPS   Y8, Y5, Y5
+	VMOVUPS 1560(SP), Y6
 
 	// v120 = where(v119, v116, 0)
-	VANDPS       Y7, Y8, Y5
+	VANDPS       Y6, Y5, Y5
 	MOVQ         BX, R9
-	VMOVD        R9, X7
-	VPBROADCASTD X7, Y7
-	VCVTDQ2PS    Y7, Y7
+	VMOVD        R9, X6
+	VPBROADCASTD X6, Y6
+	VCVTDQ2PS    Y6, Y6
 
 	// v139 = eq(v138, action)
-	VCMPPS $0x00, Y4, Y7, Y7
+	VCMPPS $0x00, Y4, Y6, Y6
 
 	// v140 = where(v139, v135, 0)
-	VANDPS Y1, Y7, Y7
+	VANDPS  Y1, Y6, Y6
+	VMOVUPS 1528(SP), Y7
 
 	// v145 = add(v115, v144)
-	VADDPS  Y2, Y6, Y6
+	VADDPS  Y2, Y7, Y7
 	VMOVUPS 8(SP)(R8*1), Y8
 
 	// v146 = mul(v145, v24)
-	VMULPS Y8, Y6, Y6
+	VMULPS Y8, Y7, Y7
 
 	// v147 = add(v120, v146)
-	VADDPS Y6, Y5, Y5
+	VADDPS Y7, Y5, Y5
 
 	// gradLogits = add(v140, v147)
-	VADDPS Y5, Y7, Y5
+	VADDPS Y5, Y6, Y5
 
 	// store gradLogits
-	VMOVUPS Y5, 760(SP)(R8*1)
+	VMOVUPS Y5, 856(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_17
-	VMOVUPS 824(SP), Y1
+	VMOVUPS 920(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 856(SP), Y1
+	VMOVUPS 952(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1272(SP), Y1
+	VMOVUPS 1368(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+104(FP), BX
@@ -3755,8 +3747,8 @@ inner_A_17:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+80(FP), BX
-	VMOVUPS      760(SP), Y1
-	VMOVUPS      792(SP), Y2
+	VMOVUPS      856(SP), Y1
+	VMOVUPS      888(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5

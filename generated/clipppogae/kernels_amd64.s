@@ -1479,7 +1479,7 @@ GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $536-128
+TEXT ·fbPass0AVX2(SB), $600-128
 	MOVQ lo+0(FP), AX
 
 outer0_8:
@@ -1938,85 +1938,81 @@ outer0_8:
 	VMOVUPS 120(SP), Y4
 
 	// v95 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y4, Y5
-	VMOVUPS 88(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VMULPS  lgc42<>+0(SB), Y4, Y4
+	VMOVUPS 88(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v96 = where(v28, v95, 0)
-	VANDPS Y5, Y7, Y6
+	VANDPS Y4, Y6, Y5
 
 	// v97 = where(v28, 0, v95)
-	VANDNPS Y5, Y7, Y5
-	VMOVUPS lgc28<>+0(SB), Y7
+	VANDNPS Y4, Y6, Y4
+	VMOVUPS lgc28<>+0(SB), Y6
 
 	// v98 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y6, Y1, Y6
 
 	// v99 = ne(ratio, ratio)
-	VCMPPS $0x04, Y1, Y1, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VCMPPS  $0x04, Y1, Y1, Y7
+	VMOVUPS Y2, 280(SP)
 
 	// v100 = max(v98, v99)
-	VMAXPS  Y7, Y8, Y7
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y7, Y9
+	VORPS Y6, Y7, Y2
 
 	// v101 = where(v100, v97, 0)
-	VANDPS  Y5, Y9, Y5
-	VMOVUPS lgc27<>+0(SB), Y7
+	VANDPS  Y4, Y2, Y2
+	VMOVUPS lgc27<>+0(SB), Y4
 
 	// v102 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y7, Y1, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y4, Y1, Y4
 
 	// v103 = max(v102, v99)
-	VMAXPS  Y7, Y8, Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	VORPS Y4, Y7, Y4
 
 	// v104 = where(v103, v96, 0)
-	VANDPS Y6, Y8, Y6
+	VANDPS Y5, Y4, Y4
 
 	// v105 = add(v101, v104)
-	VADDPS Y6, Y5, Y5
+	VADDPS Y4, Y2, Y2
 
 	// v106 = ne(v105, 0)
-	VCMPPS $0x04, Y3, Y5, Y3
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v107 = mul(v105, ratio)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y1, Y2, Y1
 
 	// gradLogProb = where(v106, v107, v105)
-	VBLENDVPS Y3, Y1, Y5, Y1
-	VMOVUPS   lgc43<>+0(SB), Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   lgc43<>+0(SB), Y2
+	VMOVUPS   120(SP), Y3
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y5
-	VMASKMOVPS Y4, Y5, (CX)(DX*4)
-	VMOVUPS    24(SP), Y4
+	VMOVUPS    lgc4<>+0(SB), Y4
+	VMASKMOVPS Y3, Y4, (CX)(DX*4)
+	VMOVUPS    24(SP), Y3
 
 	// store valueTarget2
 	MOVQ       valueTarget+88(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y5
-	VMASKMOVPS Y4, Y5, (CX)(DX*4)
+	VMOVUPS    lgc4<>+0(SB), Y4
+	VMASKMOVPS Y3, Y4, (CX)(DX*4)
+	VMOVUPS    280(SP), Y3
 
 	// store gradStateValue
 	MOVQ       gradStateValue+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y4
-	VMASKMOVPS Y2, Y4, (CX)(DX*4)
+	VMASKMOVPS Y3, Y4, (CX)(DX*4)
 
 	// store gradLogProb
 	MOVQ       gradLogProb+104(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y2
-	VMASKMOVPS Y1, Y2, (CX)(DX*4)
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS Y1, Y3, (CX)(DX*4)
 
 	// store gradEntropy
 	MOVQ       gradEntropy+112(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS Y3, Y1, (CX)(DX*4)
+	VMASKMOVPS Y2, Y1, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
@@ -2106,7 +2102,7 @@ blocks_9:
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, 280(SP)
+	VMOVUPS Y1, 312(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc14<>+0(SB), Y1
@@ -2148,7 +2144,7 @@ blocks_9:
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 312(SP)
+	VMOVUPS Y7, 344(SP)
 
 	// ratioClipped = where(v28, v30, v32)
 	VBLENDVPS Y1, Y6, Y8, Y6
@@ -2192,7 +2188,7 @@ blocks_9:
 	// mean(v43) over [N T]
 	VADDPS  1536(BX), Y5, Y4
 	VMOVUPS Y4, 1536(BX)
-	VMOVUPS 280(SP), Y4
+	VMOVUPS 312(SP), Y4
 	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y5
 
@@ -2215,9 +2211,9 @@ blocks_9:
 
 	// v52 = sub(absDiff, 0.5)
 	VSUBPS  lgc24<>+0(SB), Y6, Y10
-	VMOVUPS Y1, 344(SP)
-	VMOVUPS Y2, 376(SP)
-	VMOVUPS Y8, 408(SP)
+	VMOVUPS Y1, 376(SP)
+	VMOVUPS Y2, 408(SP)
+	VMOVUPS Y8, 440(SP)
 
 	// smoothL1 = where(v49, v51, v52)
 	VBLENDVPS Y7, Y9, Y10, Y1
@@ -2228,7 +2224,7 @@ blocks_9:
 	// mean(v54) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 440(SP)
+	VMOVUPS Y6, 472(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, DI
@@ -2274,9 +2270,9 @@ blocks_9:
 	VFMADD231PD  Y6, Y1, Y4
 	VMOVUPD      Y2, 16096(BX)(DI*8)
 	VMOVUPD      Y4, 19616(BX)(DI*8)
-	VMOVUPS      Y5, 472(SP)
-	VMOVUPS      Y7, 504(SP)
-	VMOVUPS      312(SP), Y1
+	VMOVUPS      Y5, 504(SP)
+	VMOVUPS      Y7, 536(SP)
+	VMOVUPS      344(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
@@ -2299,7 +2295,7 @@ blocks_9:
 	VMULPD       Y3, Y3, Y2
 	VADDPD       28448(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(DI*8)
-	VMOVUPS      504(SP), Y2
+	VMOVUPS      536(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc40<>+0(SB), Y2
@@ -2313,14 +2309,14 @@ blocks_9:
 
 	// v75 = ne(v73, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 440(SP), Y6
+	VMOVUPS 472(SP), Y6
 
 	// v76 = mul(v73, absDiff)
 	VMULPS Y6, Y4, Y6
 
 	// v77 = where(v75, v76, v73)
 	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   408(SP), Y7
+	VMOVUPS   440(SP), Y7
 
 	// v78 = mul(v73, v50)
 	VMULPS Y7, Y4, Y7
@@ -2336,7 +2332,7 @@ blocks_9:
 
 	// v82 = add(v80, v81)
 	VADDPS  Y4, Y2, Y2
-	VMOVUPS 472(SP), Y4
+	VMOVUPS 504(SP), Y4
 
 	// v83 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
@@ -2366,75 +2362,71 @@ blocks_9:
 
 	// gradStateValue = neg(v91)
 	VXORPS  lgc29<>+0(SB), Y2, Y2
-	VMOVUPS 376(SP), Y4
+	VMOVUPS 408(SP), Y4
 
 	// v95 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y4, Y5
-	VMOVUPS 344(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VMULPS  lgc42<>+0(SB), Y4, Y4
+	VMOVUPS 376(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v96 = where(v28, v95, 0)
-	VANDPS Y5, Y7, Y6
+	VANDPS Y4, Y6, Y5
 
 	// v97 = where(v28, 0, v95)
-	VANDNPS Y5, Y7, Y5
-	VMOVUPS lgc28<>+0(SB), Y7
+	VANDNPS Y4, Y6, Y4
+	VMOVUPS lgc28<>+0(SB), Y6
 
 	// v98 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y6, Y1, Y6
 
 	// v99 = ne(ratio, ratio)
-	VCMPPS $0x04, Y1, Y1, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VCMPPS  $0x04, Y1, Y1, Y7
+	VMOVUPS Y2, 568(SP)
 
 	// v100 = max(v98, v99)
-	VMAXPS  Y7, Y8, Y7
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y7, Y9
+	VORPS Y6, Y7, Y2
 
 	// v101 = where(v100, v97, 0)
-	VANDPS  Y5, Y9, Y5
-	VMOVUPS lgc27<>+0(SB), Y7
+	VANDPS  Y4, Y2, Y2
+	VMOVUPS lgc27<>+0(SB), Y4
 
 	// v102 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y7, Y1, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y4, Y1, Y4
 
 	// v103 = max(v102, v99)
-	VMAXPS  Y7, Y8, Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	VORPS Y4, Y7, Y4
 
 	// v104 = where(v103, v96, 0)
-	VANDPS Y6, Y8, Y6
+	VANDPS Y5, Y4, Y4
 
 	// v105 = add(v101, v104)
-	VADDPS Y6, Y5, Y5
+	VADDPS Y4, Y2, Y2
 
 	// v106 = ne(v105, 0)
-	VCMPPS $0x04, Y3, Y5, Y3
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v107 = mul(v105, ratio)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y1, Y2, Y1
 
 	// gradLogProb = where(v106, v107, v105)
-	VBLENDVPS Y3, Y1, Y5, Y1
-	VMOVUPS   lgc43<>+0(SB), Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   lgc43<>+0(SB), Y2
+	VMOVUPS   408(SP), Y3
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
-	VMOVUPS Y4, (BX)(SI*4)
-	VMOVUPS 280(SP), Y4
+	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS 312(SP), Y3
 
 	// store valueTarget2
 	MOVQ    valueTarget+88(FP), BX
-	VMOVUPS Y4, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS 568(SP), Y3
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), BX
-	VMOVUPS Y2, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ    gradLogProb+104(FP), BX
@@ -2442,7 +2434,7 @@ blocks_9:
 
 	// store gradEntropy
 	MOVQ         gradEntropy+112(FP), BX
-	VMOVUPS      Y3, (BX)(SI*4)
+	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
 	VMOVUPD      lgc35<>+0(SB), Y1

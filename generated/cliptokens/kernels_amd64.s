@@ -1193,32 +1193,25 @@ blocks_11:
 
 	// v72 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y1, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v73 = ne(ratio, ratio)
 	VCMPPS $0x04, Y1, Y1, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v74 = max(v72, v73)
-	VMAXPS  Y5, Y6, Y5
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y5, Y7
+	VORPS Y5, Y6, Y5
 
 	// v75 = where(v74, v71, 0)
-	VANDPS  Y2, Y7, Y2
+	VANDPS  Y2, Y5, Y2
 	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v76 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y5, Y1, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v77 = max(v76, v73)
-	VMAXPS  Y5, Y6, Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VORPS Y5, Y6, Y5
 
 	// v78 = where(v77, v70, 0)
-	VANDPS Y4, Y6, Y4
+	VANDPS Y4, Y5, Y4
 
 	// v79 = add(v75, v78)
 	VADDPS  Y4, Y2, Y2

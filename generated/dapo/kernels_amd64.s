@@ -1141,7 +1141,7 @@ noflush_6:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $224-88
+TEXT ·fbPass1AVX2(SB), $256-88
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1465,78 +1465,76 @@ blocks_8:
 	VANDPS Y5, Y0, Y5
 
 	// v111 = where(mask, v106, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS Y2, Y0, Y0
 
 	// v112 = neg(v111)
-	VXORPS lgc19<>+0(SB), Y2, Y2
+	VXORPS lgc19<>+0(SB), Y0, Y0
 
 	// v113 = neg(v108)
-	VXORPS  lgc19<>+0(SB), Y3, Y3
-	VMOVUPS 160(SP), Y6
+	VXORPS  lgc19<>+0(SB), Y3, Y2
+	VMOVUPS 160(SP), Y3
 
 	// v114 = mul(v113, v10)
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 128(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VMULPS  Y3, Y2, Y2
+	VMOVUPS 128(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y3, Y6
 
 	// v115 = where(v17, v114, 0)
-	VANDPS Y3, Y7, Y6
+	VANDPS Y2, Y6, Y3
 
 	// v116 = where(v17, 0, v114)
-	VANDNPS Y3, Y7, Y3
-	VMOVUPS lgc18<>+0(SB), Y7
+	VANDNPS Y2, Y6, Y2
+	VMOVUPS lgc18<>+0(SB), Y6
 
 	// v117 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y6, Y1, Y6
 
 	// v118 = ne(ratio, ratio)
-	VCMPPS $0x04, Y1, Y1, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
+	VCMPPS  $0x04, Y1, Y1, Y7
+	VMOVUPS Y5, 224(SP)
 
 	// v119 = max(v117, v118)
-	VMAXPS  Y7, Y8, Y7
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y7, Y9
+	VORPS Y6, Y7, Y5
 
 	// v120 = where(v119, v116, 0)
-	VANDPS  Y3, Y9, Y3
-	VMOVUPS lgc17<>+0(SB), Y7
+	VANDPS  Y2, Y5, Y2
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v121 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y7, Y1, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y5, Y1, Y5
 
 	// v122 = max(v121, v118)
-	VMAXPS  Y7, Y8, Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	VORPS Y5, Y7, Y5
 
 	// v123 = where(v122, v115, 0)
-	VANDPS Y6, Y8, Y6
+	VANDPS Y3, Y5, Y3
 
 	// v124 = add(v120, v123)
-	VADDPS Y6, Y3, Y3
+	VADDPS Y3, Y2, Y2
 
 	// v125 = ne(v124, 0)
-	VCMPPS $0x04, Y4, Y3, Y4
+	VCMPPS $0x04, Y4, Y2, Y3
 
 	// v126 = mul(v124, ratio)
-	VMULPS Y1, Y3, Y1
+	VMULPS Y1, Y2, Y1
 
 	// v127 = where(v125, v126, v124)
-	VBLENDVPS Y4, Y1, Y3, Y1
+	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// v128 = add(v112, v127)
-	VADDPS Y1, Y2, Y1
+	VADDPS    Y1, Y0, Y0
+	MOVQ      mask+16(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y1
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
 
 	// gradLogProb = where(mask, v128, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS  Y0, Y1, Y0
+	VMOVUPS 224(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Y5, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+72(FP), BX

@@ -1240,7 +1240,7 @@ noflush_6:
 
 // func fbPass1AVX2(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $224-96
+TEXT ·fbPass1AVX2(SB), $256-96
 	// values every block reads alike, computed once
 	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
@@ -1613,72 +1613,70 @@ blocks_8:
 
 	// v124 = neg(v121)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
-	VMOVUPS 192(SP), Y5
+	VMOVUPS 192(SP), Y4
 
 	// v125 = mul(v124, v10)
-	VMULPS  Y5, Y1, Y1
-	VMOVUPS 160(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VMULPS  Y4, Y1, Y1
+	VMOVUPS 160(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
 	// v126 = where(v24, v125, 0)
-	VANDPS Y1, Y6, Y5
+	VANDPS Y1, Y5, Y4
 
 	// v127 = where(v24, 0, v125)
-	VANDNPS Y1, Y6, Y1
-	VMOVUPS 128(SP), Y6
-	VMOVUPS lgc19<>+0(SB), Y7
+	VANDNPS Y1, Y5, Y1
+	VMOVUPS 128(SP), Y5
+	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v128 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y6, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y6, Y5, Y6
 
 	// v129 = ne(ratio, ratio)
-	VCMPPS $0x04, Y6, Y6, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
+	VCMPPS  $0x04, Y5, Y5, Y7
+	VMOVUPS Y3, 224(SP)
 
 	// v130 = max(v128, v129)
-	VMAXPS  Y7, Y8, Y7
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y7, Y9
+	VORPS Y6, Y7, Y3
 
 	// v131 = where(v130, v127, 0)
-	VANDPS  Y1, Y9, Y1
-	VMOVUPS lgc18<>+0(SB), Y7
+	VANDPS  Y1, Y3, Y1
+	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v132 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y7, Y6, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VCMPPS $0x12, Y3, Y5, Y3
 
 	// v133 = max(v132, v129)
-	VMAXPS  Y7, Y8, Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	VORPS Y3, Y7, Y3
 
 	// v134 = where(v133, v126, 0)
-	VANDPS Y5, Y8, Y5
+	VANDPS Y4, Y3, Y3
 
 	// v135 = add(v131, v134)
-	VADDPS Y5, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v136 = ne(v135, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v137 = mul(v135, ratio)
-	VMULPS Y6, Y1, Y5
+	VMULPS Y5, Y1, Y3
 
 	// v138 = where(v136, v137, v135)
-	VBLENDVPS Y2, Y5, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v139 = add(v119, v138)
-	VADDPS Y1, Y0, Y0
+	VADDPS    Y1, Y0, Y0
+	MOVQ      mask+16(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y1
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
 
 	// gradLogProb = where(mask, v139, 0)
-	VANDPS Y0, Y4, Y0
+	VANDPS  Y0, Y1, Y0
+	VMOVUPS 224(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), BX

@@ -1958,74 +1958,70 @@ blocks_21:
 	VMOVUPS 32(SP), Y3
 
 	// v114 = where(mask, v113, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y1, Y1
 
 	// v115 = neg(v114)
-	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc25<>+0(SB), Y1, Y1
 
 	// v116 = ne(v115, 0)
-	VCMPPS  $0x04, Y4, Y3, Y5
-	VMOVUPS 192(SP), Y6
+	VCMPPS  $0x04, Y4, Y1, Y3
+	VMOVUPS 192(SP), Y5
 
 	// v117 = mul(v115, v19)
-	VMULPS Y6, Y3, Y6
+	VMULPS Y5, Y1, Y5
 
 	// v118 = where(v116, v117, v115)
-	VBLENDVPS Y5, Y6, Y3, Y3
-	VMOVUPS   160(SP), Y5
-	VMOVUPS   lgc4<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y3, Y5, Y1, Y1
+	VMOVUPS   160(SP), Y3
+	VMOVUPS   lgc4<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
 
 	// v119 = where(v26, v118, 0)
-	VANDPS Y3, Y6, Y5
+	VANDPS Y1, Y5, Y3
 
 	// v120 = where(v26, 0, v118)
-	VANDNPS Y3, Y6, Y3
-	VMOVUPS lgc24<>+0(SB), Y6
+	VANDNPS Y1, Y5, Y1
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v121 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y0, Y6
-	VANDPS lgc7<>+0(SB), Y6, Y6
+	VCMPPS $0x1d, Y5, Y0, Y5
 
 	// v122 = ne(ratio, ratio)
-	VCMPPS $0x04, Y0, Y0, Y7
-	VANDPS lgc7<>+0(SB), Y7, Y7
+	VCMPPS $0x04, Y0, Y0, Y6
 
 	// v123 = max(v121, v122)
-	VMAXPS  Y6, Y7, Y6
-	VMOVUPS lgc4<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y6, Y8
+	VORPS Y5, Y6, Y5
 
 	// v124 = where(v123, v120, 0)
-	VANDPS  Y3, Y8, Y3
-	VMOVUPS lgc23<>+0(SB), Y6
+	VANDPS  Y1, Y5, Y1
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v125 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y0, Y6
-	VANDPS lgc7<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y5, Y0, Y5
 
 	// v126 = max(v125, v122)
-	VMAXPS  Y6, Y7, Y6
-	VMOVUPS lgc4<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VORPS Y5, Y6, Y5
 
 	// v127 = where(v126, v119, 0)
-	VANDPS Y5, Y7, Y5
+	VANDPS Y3, Y5, Y3
 
 	// v128 = add(v124, v127)
-	VADDPS Y5, Y3, Y3
+	VADDPS Y3, Y1, Y1
 
 	// v129 = ne(v128, 0)
-	VCMPPS $0x04, Y4, Y3, Y4
+	VCMPPS $0x04, Y4, Y1, Y3
 
 	// v130 = mul(v128, ratio)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y0, Y1, Y0
 
 	// v131 = where(v129, v130, v128)
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VBLENDVPS Y3, Y0, Y1, Y0
 
 	// v132 = add(v112, v131)
-	VADDPS Y0, Y2, Y0
+	VADDPS    Y0, Y2, Y0
+	MOVQ      mask+40(FP), SI
+	VPMOVZXBD (SI)(DI*1), Y1
+	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
 
 	// gradLogProb = where(mask, v132, 0)
 	VANDPS Y0, Y1, Y0

@@ -1267,32 +1267,25 @@ outer0_13:
 
 	// v102 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y7, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v103 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y2, Y2, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// v104 = max(v102, v103)
-	VMAXPS  Y4, Y5, Y4
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y4, Y6
+	VORPS Y4, Y5, Y4
 
 	// v105 = where(v104, v101, 0)
-	VANDPS  Y0, Y6, Y0
+	VANDPS  Y0, Y4, Y0
 	VMOVUPS lgc18<>+0(SB), Y4
 
 	// v106 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v107 = max(v106, v103)
-	VMAXPS  Y4, Y5, Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
+	VORPS Y4, Y5, Y4
 
 	// v108 = where(v107, v100, 0)
-	VANDPS Y3, Y5, Y3
+	VANDPS Y3, Y4, Y3
 
 	// v109 = add(v105, v108)
 	VADDPS  Y3, Y0, Y0

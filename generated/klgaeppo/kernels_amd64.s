@@ -1460,7 +1460,7 @@ noflush_13:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $320-112
+TEXT ·fbPass1AVX2(SB), $352-112
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1830,51 +1830,46 @@ blocks_15:
 
 	// v141 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v142 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS  $0x04, Y5, Y5, Y7
+	VMOVUPS Y2, 320(SP)
 
 	// v143 = max(v141, v142)
-	VMAXPS  Y6, Y7, Y6
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y6, Y8
+	VORPS Y6, Y7, Y2
 
 	// v144 = where(v143, v140, 0)
-	VANDPS  Y1, Y8, Y1
-	VMOVUPS lgc25<>+0(SB), Y6
+	VANDPS  Y1, Y2, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
 
 	// v145 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y2, Y5, Y2
 
 	// v146 = max(v145, v142)
-	VMAXPS  Y6, Y7, Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VORPS Y2, Y7, Y2
 
 	// v147 = where(v146, v139, 0)
-	VANDPS Y3, Y7, Y3
+	VANDPS Y3, Y2, Y2
 
 	// v148 = add(v144, v147)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y2, Y1, Y1
 
 	// v149 = ne(v148, 0)
-	VCMPPS $0x04, Y4, Y1, Y3
+	VCMPPS $0x04, Y4, Y1, Y2
 
 	// v150 = mul(v148, ratio)
-	VMULPS Y5, Y1, Y4
+	VMULPS Y5, Y1, Y3
 
 	// v151 = where(v149, v150, v148)
-	VBLENDVPS Y3, Y4, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// gradLogProb = where(mask, v151, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS  Y1, Y0, Y0
+	VMOVUPS 320(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
-	VMOVUPS Y2, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+96(FP), BX

@@ -3056,7 +3056,7 @@ notail_17:
 
 // func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $16-104
+TEXT ·fbPass2AVX2(SB), $80-104
 	MOVQ lo+0(FP), AX
 
 outer0_18:
@@ -3221,43 +3221,38 @@ blocks_19:
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y3, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v110 = ne(ratio, ratio)
-	VCMPPS $0x04, Y3, Y3, Y6
-	VANDPS lgc14<>+0(SB), Y6, Y6
+	VCMPPS  $0x04, Y3, Y3, Y6
+	VMOVUPS Y1, (SP)
 
 	// v111 = max(v109, v110)
-	VMAXPS  Y5, Y6, Y5
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y5, Y8
+	VORPS Y5, Y6, Y1
 
 	// v112 = where(v111, v108, 0)
-	VANDPS Y2, Y8, Y2
+	VANDPS Y2, Y1, Y1
 
 	// v113 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y3, Y4
-	VANDPS lgc14<>+0(SB), Y4, Y4
+	VCMPPS $0x12, Y4, Y3, Y2
 
 	// v114 = max(v113, v110)
-	VMAXPS  Y4, Y6, Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
+	VORPS Y2, Y6, Y2
 
 	// v115 = where(v114, v107, 0)
-	VANDPS Y7, Y5, Y4
+	VANDPS Y7, Y2, Y2
 
 	// v116 = add(v112, v115)
-	VADDPS Y4, Y2, Y2
+	VADDPS Y2, Y1, Y1
 
 	// v117 = ne(v116, 0)
-	VCMPPS $0x04, Y0, Y2, Y0
+	VCMPPS $0x04, Y0, Y1, Y0
 
 	// v118 = mul(v116, ratio)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y3, Y1, Y2
 
 	// gradLogProb = where(v117, v118, v116)
-	VBLENDVPS Y0, Y3, Y2, Y0
+	VBLENDVPS Y0, Y2, Y1, Y0
+	VMOVUPS   (SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -3335,18 +3330,18 @@ noflush_20:
 	// rhoClipped = min(rho, 1)
 	VMINPS    Y3, Y1, Y2
 	MOVQ      nextTerminated+24(FP), CX
-	MOVQ      $+0, (SP)
+	MOVQ      $+0, 32(SP)
 	MOVB      (CX)(BX*1), SI
-	MOVB      SI, (SP)
+	MOVB      SI, 32(SP)
 	MOVB      1(CX)(BX*1), SI
-	MOVB      SI, 1(SP)
+	MOVB      SI, 33(SP)
 	MOVB      2(CX)(BX*1), SI
-	MOVB      SI, 2(SP)
+	MOVB      SI, 34(SP)
 	MOVB      3(CX)(BX*1), SI
-	MOVB      SI, 3(SP)
+	MOVB      SI, 35(SP)
 	MOVB      4(CX)(BX*1), SI
-	MOVB      SI, 4(SP)
-	VPMOVZXBD (SP), Y3
+	MOVB      SI, 36(SP)
+	VPMOVZXBD 32(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// v13 = sub(1, nextTerminated)
@@ -3355,18 +3350,18 @@ noflush_20:
 	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y1, Y3
 	MOVQ      nextDone+32(FP), CX
-	MOVQ      $+0, 8(SP)
+	MOVQ      $+0, 40(SP)
 	MOVB      (CX)(BX*1), SI
-	MOVB      SI, 8(SP)
+	MOVB      SI, 40(SP)
 	MOVB      1(CX)(BX*1), SI
-	MOVB      SI, 9(SP)
+	MOVB      SI, 41(SP)
 	MOVB      2(CX)(BX*1), SI
-	MOVB      SI, 10(SP)
+	MOVB      SI, 42(SP)
 	MOVB      3(CX)(BX*1), SI
-	MOVB      SI, 11(SP)
+	MOVB      SI, 43(SP)
 	MOVB      4(CX)(BX*1), SI
-	MOVB      SI, 12(SP)
-	VPMOVZXBD 8(SP), Y4
+	MOVB      SI, 44(SP)
+	VPMOVZXBD 40(SP), Y4
 	VCVTDQ2PS Y4, Y4
 
 	// v25 = mul(nextDone, v13)
@@ -3481,43 +3476,38 @@ noflush_20:
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y3, Y5
-	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v110 = ne(ratio, ratio)
-	VCMPPS $0x04, Y3, Y3, Y6
-	VANDPS lgc14<>+0(SB), Y6, Y6
+	VCMPPS  $0x04, Y3, Y3, Y6
+	VMOVUPS Y1, 48(SP)
 
 	// v111 = max(v109, v110)
-	VMAXPS  Y5, Y6, Y5
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y5, Y8
+	VORPS Y5, Y6, Y1
 
 	// v112 = where(v111, v108, 0)
-	VANDPS Y2, Y8, Y2
+	VANDPS Y2, Y1, Y1
 
 	// v113 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y3, Y4
-	VANDPS lgc14<>+0(SB), Y4, Y4
+	VCMPPS $0x12, Y4, Y3, Y2
 
 	// v114 = max(v113, v110)
-	VMAXPS  Y4, Y6, Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
+	VORPS Y2, Y6, Y2
 
 	// v115 = where(v114, v107, 0)
-	VANDPS Y7, Y5, Y4
+	VANDPS Y7, Y2, Y2
 
 	// v116 = add(v112, v115)
-	VADDPS Y4, Y2, Y2
+	VADDPS Y2, Y1, Y1
 
 	// v117 = ne(v116, 0)
-	VCMPPS $0x04, Y0, Y2, Y0
+	VCMPPS $0x04, Y0, Y1, Y0
 
 	// v118 = mul(v116, ratio)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y3, Y1, Y2
 
 	// gradLogProb = where(v117, v118, v116)
-	VBLENDVPS Y0, Y3, Y2, Y0
+	VBLENDVPS Y0, Y2, Y1, Y0
+	VMOVUPS   48(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX

@@ -1915,7 +1915,7 @@ noflush_14:
 
 // func fbPass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $808-112
+TEXT ·fbPass1AVX2(SB), $840-112
 	// values every block reads alike, computed once
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
@@ -2422,45 +2422,40 @@ inner_A_18:
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y0, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
 
 	// v110 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y0, Y0, Y9
-	VANDPS  lgc1<>+0(SB), Y9, Y9
 	VMOVUPS Y6, 648(SP)
+	VMOVUPS Y2, 680(SP)
+	VMOVUPS Y4, 712(SP)
 
 	// v111 = max(v109, v110)
-	VMAXPS  Y7, Y9, Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VORPS Y7, Y9, Y2
 
 	// v112 = where(v111, v108, 0)
-	VANDPS  Y1, Y7, Y1
-	VMOVUPS lgc53<>+0(SB), Y6
+	VANDPS  Y1, Y2, Y1
+	VMOVUPS lgc53<>+0(SB), Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y0, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y2, Y0, Y2
 
 	// v114 = max(v113, v110)
-	VMAXPS  Y6, Y9, Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VORPS Y2, Y9, Y2
 
 	// v115 = where(v114, v107, 0)
-	VANDPS Y8, Y7, Y6
+	VANDPS Y8, Y2, Y2
 
 	// v116 = add(v112, v115)
-	VADDPS Y6, Y1, Y1
+	VADDPS Y2, Y1, Y1
 
 	// v117 = ne(v116, 0)
-	VCMPPS $0x04, Y5, Y1, Y6
+	VCMPPS $0x04, Y5, Y1, Y2
 
 	// v118 = mul(v116, ratio)
 	VMULPS Y0, Y1, Y0
 
 	// v119 = where(v117, v118, v116)
-	VBLENDVPS Y6, Y0, Y1, Y0
+	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// v120 = neg(v119)
 	VXORPS lgc17<>+0(SB), Y0, Y1
@@ -2469,19 +2464,19 @@ inner_A_18:
 	VADDPS lgc62<>+0(SB), Y1, Y1
 
 	// v125 = ne(v121, 0)
-	VCMPPS $0x04, Y5, Y1, Y5
+	VCMPPS $0x04, Y5, Y1, Y2
 
 	// v126 = div(v121, v32)
 	VDIVPS Y3, Y1, Y3
 
 	// v127 = where(v125, v126, v121)
-	VBLENDVPS Y5, Y3, Y1, Y1
+	VBLENDVPS Y2, Y3, Y1, Y1
+	VMOVUPS   712(SP), Y2
 
 	// v128 = add(v96, v127)
-	VADDPS  Y1, Y4, Y1
-	VMOVUPS Y2, 680(SP)
-	VMOVUPS Y0, 712(SP)
-	VMOVUPS Y1, 744(SP)
+	VADDPS  Y1, Y2, Y1
+	VMOVUPS Y0, 744(SP)
+	VMOVUPS Y1, 776(SP)
 	XORQ    BX, BX
 
 inner_A_19:
@@ -2512,60 +2507,56 @@ inner_A_19:
 
 	// v101 = ge(v30, -3.4028235e+38)
 	VCMPPS $0x1d, Y1, Y0, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
 
 	// v102 = ne(v30, v30)
 	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y0
 
 	// v103 = max(v101, v102)
-	VMAXPS  Y1, Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y1
-	VCMPPS  $0x04, Y1, Y0, Y1
+	VORPS Y1, Y0, Y0
 
 	// v104 = where(v103, v100, 0)
-	VANDPS       Y3, Y1, Y0
+	VANDPS       Y3, Y0, Y0
 	MOVQ         BX, R9
 	VMOVD        R9, X1
 	VPBROADCASTD X1, Y1
 	VCVTDQ2PS    Y1, Y1
 	MOVQ         action+48(FP), R9
 	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 776(SP)
+	VMOVUPS      Y3, 808(SP)
 	VMOVUPS      lgc0<>+0(SB), X3
 	MOVQ         (R9)(DI*8), R10
 	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 776(SP)
+	VMOVSS       X3, 808(SP)
 	MOVQ         8(R9)(DI*8), R10
 	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 780(SP)
+	VMOVSS       X3, 812(SP)
 	MOVQ         16(R9)(DI*8), R10
 	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 784(SP)
+	VMOVSS       X3, 816(SP)
 	MOVQ         24(R9)(DI*8), R10
 	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 788(SP)
+	VMOVSS       X3, 820(SP)
 	MOVQ         32(R9)(DI*8), R10
 	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 792(SP)
+	VMOVSS       X3, 824(SP)
 	MOVQ         40(R9)(DI*8), R10
 	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 796(SP)
+	VMOVSS       X3, 828(SP)
 	MOVQ         48(R9)(DI*8), R10
 	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 800(SP)
+	VMOVSS       X3, 832(SP)
 	MOVQ         56(R9)(DI*8), R10
 	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 804(SP)
-	VMOVUPS      776(SP), Y3
+	VMOVSS       X3, 836(SP)
+	VMOVUPS      808(SP), Y3
 
 	// v123 = eq(v122, action)
 	VCMPPS  $0x00, Y3, Y1, Y1
-	VMOVUPS 712(SP), Y3
+	VMOVUPS 744(SP), Y3
 
 	// v124 = where(v123, v119, 0)
 	VANDPS  Y3, Y1, Y1
-	VMOVUPS 744(SP), Y3
+	VMOVUPS 776(SP), Y3
 
 	// v129 = add(v99, v128)
 	VADDPS Y3, Y2, Y2
