@@ -16,8 +16,8 @@ import (
 // count finished by the first pass, whose 1/max(count, 1) and 0.5/max(count, 1) every block
 // reads alike (computed once, before the loops: asmgen/hoist.go); wheres with a +0 branch
 // on both sides (an and, an andn of the mask); a clamp-like or of two comparisons (one
-// VORPS of their masks); a logsumexp over the kept elements that shares exp(x) (passes.MaskedArg); the
-// mask read as a lane mask from its bytes.
+// VORPS of their masks); a logsumexp over the kept elements that shares exp(x)
+// (passes.MaskedArg); the mask read as a lane mask from its bytes.
 func masked(dt ir.DType) *ir.Graph {
 	dims := []ir.Dim{{Name: "B", Size: 3}, {Name: "L", Size: 21}}
 	b := ir.NewBuilder(dt, dims, []string{"B", "L"})
