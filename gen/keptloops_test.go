@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/runtime/golden"
@@ -33,36 +32,26 @@ func softmaxRows(dt ir.DType) *ir.Graph {
 }
 
 func TestKeptAcrossLoops(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code")
-	}
-	t.Parallel()
-	for _, dt := range []ir.DType{ir.F32, ir.F64} {
-		t.Run(dt.String(), func(t *testing.T) {
-			t.Parallel()
-			c := compiledGraph(t, softmaxRows(dt), "kept")
-			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-			require.NoError(t, err)
-			s := string(files["kernels_amd64.s"])
-			pass := regexp.MustCompile(`(?s)TEXT ·pass0AVX2.*?\nTEXT`).FindString(s)
-			require.NotEmpty(t, pass)
-			// Each block program (the full block, the tail) computes e^s in one loop over A
-			// (one exp polynomial, VROUNDP*) and reads it from the tile in the others; without
-			// the tile, all three loops over A that read e^s computed it.
-			loops := regexp.MustCompile(`(?s)\n(inner_A_\d+):(.*?)\n\tJL +inner_A_\d+`).FindAllStringSubmatch(pass, -1)
-			require.Len(t, loops, 7, "a full block's three loops over A, a tail's four (its max)")
-			exps := 0
-			for i, l := range loops {
-				exps += strings.Count(l[2], "VROUNDP")
-				if dt == ir.F32 {
-					require.NotContains(t, l[2], "VCVTPS2PD", "loop %d adds its sums in float32", i)
-				}
+	eachDType(t, func(t *testing.T, dt ir.DType) {
+		s := graphAsm(t, softmaxRows(dt), "kept")
+		pass := regexp.MustCompile(`(?s)TEXT ·pass0AVX2.*?\nTEXT`).FindString(s)
+		require.NotEmpty(t, pass)
+		// Each block program (the full block, the tail) computes e^s in one loop over A
+		// (one exp polynomial, VROUNDP*) and reads it from the tile in the others; without
+		// the tile, all three loops over A that read e^s computed it.
+		loops := regexp.MustCompile(`(?s)\n(inner_A_\d+):(.*?)\n\tJL +inner_A_\d+`).FindAllStringSubmatch(pass, -1)
+		require.Len(t, loops, 7, "a full block's three loops over A, a tail's four (its max)")
+		exps := 0
+		for i, l := range loops {
+			exps += strings.Count(l[2], "VROUNDP")
+			if dt == ir.F32 {
+				require.NotContains(t, l[2], "VCVTPS2PD", "loop %d adds its sums in float32", i)
 			}
-			require.Equal(t, 2, exps, "one exp polynomial per block program")
-			zooRun(t, softmaxRows(dt), "default")
-			zooRun(t, softmaxRows(dt), "go")
-		})
-	}
+		}
+		require.Equal(t, 2, exps, "one exp polynomial per block program")
+		zooRun(t, softmaxRows(dt), "default")
+		zooRun(t, softmaxRows(dt), "go")
+	})
 }
 
 // exps builds e^x three ways: of a softmax's shifted logits (x − max x ≤ 0: clamped below
@@ -80,10 +69,6 @@ func exps(dt ir.DType) *ir.Graph {
 }
 
 func TestExpClampsKeepNaN(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code")
-	}
-	t.Parallel()
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), -200, -104.5, -87.5, 88.5, 89.5, 720, -745, 0, -0.5}
 	inputs := func(g *ir.Graph, seed uint64) map[string]golden.Array {
 		in := zooInputs(g, seed)
@@ -98,22 +83,17 @@ func TestExpClampsKeepNaN(t *testing.T) {
 		in["z"] = cases.Stored(g.DType, g.Inputs[0], v)
 		return in
 	}
-	for _, dt := range []ir.DType{ir.F32, ir.F64} {
-		t.Run(dt.String(), func(t *testing.T) {
-			t.Parallel()
-			files, err := gen.Emit(compiledGraph(t, exps(dt), "exps"), gen.Options{OutDir: t.TempDir()})
-			require.NoError(t, err)
-			// The shifted logits' exp clamps below only, x's on both sides; neither blends
-			// (a NaN passes through the clamps).
-			asm := string(files["kernels_amd64.s"])
-			for name, want := range map[string][2]int{"shifted": {1, 0}, "plain": {1, 1}} {
-				code := regexp.MustCompile(`(?s)// ` + name + ` = exp\(.*?\n\n`).FindString(asm)
-				require.NotEmpty(t, code, name)
-				require.Equal(t, want, [2]int{strings.Count(code, "VMAXP"), strings.Count(code, "VMINP")}, "%s:\n%s", name, code)
-				require.NotContains(t, code, "VBLENDVP", name)
-			}
-			zooRunWith(t, exps(dt), "default", inputs)
-			zooRunWith(t, exps(dt), "go", inputs)
-		})
-	}
+	eachDType(t, func(t *testing.T, dt ir.DType) {
+		// The shifted logits' exp clamps below only, x's on both sides; neither blends (a
+		// NaN passes through the clamps).
+		asm := graphAsm(t, exps(dt), "exps")
+		for name, want := range map[string][2]int{"shifted": {1, 0}, "plain": {1, 1}} {
+			code := regexp.MustCompile(`(?s)// ` + name + ` = exp\(.*?\n\n`).FindString(asm)
+			require.NotEmpty(t, code, name)
+			require.Equal(t, want, [2]int{strings.Count(code, "VMAXP"), strings.Count(code, "VMINP")}, "%s:\n%s", name, code)
+			require.NotContains(t, code, "VBLENDVP", name)
+		}
+		zooRunWith(t, exps(dt), "default", inputs)
+		zooRunWith(t, exps(dt), "go", inputs)
+	})
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/ir"
 )
 
@@ -38,37 +37,27 @@ func masked(dt ir.DType) *ir.Graph {
 }
 
 func TestMaskedKernelShapes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code")
-	}
-	t.Parallel()
-	for _, dt := range []ir.DType{ir.F32, ir.F64} {
-		t.Run(dt.String(), func(t *testing.T) {
-			t.Parallel()
-			c := compiledGraph(t, masked(dt), "masked")
-			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-			require.NoError(t, err)
-			s := string(files["kernels_amd64.s"])
-			require.Contains(t, s, "// values every block reads alike, computed once\n")
-			// The second pass's full blocks: no division, one blend (the -inf where; exp keeps
-			// a NaN through its clamps), and the logsumexp takes e^x from the ratio's exp (one
-			// exp polynomial, VROUNDP*).
-			loop := regexp.MustCompile(`(?s)TEXT ·pass1AVX2.*?\nblocks_\d+:(.*?)\n\tJL +blocks`).FindStringSubmatch(s)
-			require.NotNil(t, loop, "the second pass's block loop")
-			body := loop[1]
-			require.NotContains(t, body, "VDIVP")
-			require.Equal(t, 1, strings.Count(body, "VBLENDVP"), body)
-			require.Equal(t, 1, strings.Count(body, "VROUNDP"), body)
-			// The token mask, read only as a mask, comes straight from its bytes (zero-extended,
-			// compared with 0), never widened to floats.
-			require.NotContains(t, body, "VCVTDQ2P")
-			require.Contains(t, body, "VPCMPGT")
-			// x ≥ 0.25 or NaN is the or of the two compares' masks.
-			require.Regexp(t, `(?s)VCMPP. +\$0x1d.{0,80}VCMPP. +\$0x04.{0,80}VORP`, body)
-			zooRun(t, masked(dt), "default")
-			zooRun(t, masked(dt), "go")
-		})
-	}
+	eachDType(t, func(t *testing.T, dt ir.DType) {
+		s := graphAsm(t, masked(dt), "masked")
+		require.Contains(t, s, "// values every block reads alike, computed once\n")
+		// The second pass's full blocks: no division, one blend (the -inf where; exp keeps
+		// a NaN through its clamps), and the logsumexp takes e^x from the ratio's exp (one
+		// exp polynomial, VROUNDP*).
+		loop := regexp.MustCompile(`(?s)TEXT ·pass1AVX2.*?\nblocks_\d+:(.*?)\n\tJL +blocks`).FindStringSubmatch(s)
+		require.NotNil(t, loop, "the second pass's block loop")
+		body := loop[1]
+		require.NotContains(t, body, "VDIVP")
+		require.Equal(t, 1, strings.Count(body, "VBLENDVP"), body)
+		require.Equal(t, 1, strings.Count(body, "VROUNDP"), body)
+		// The token mask, read only as a mask, comes straight from its bytes (zero-extended,
+		// compared with 0), never widened to floats.
+		require.NotContains(t, body, "VCVTDQ2P")
+		require.Contains(t, body, "VPCMPGT")
+		// x ≥ 0.25 or NaN is the or of the two compares' masks.
+		require.Regexp(t, `(?s)VCMPP. +\$0x1d.{0,80}VCMPP. +\$0x04.{0,80}VORP`, body)
+		zooRun(t, masked(dt), "default")
+		zooRun(t, masked(dt), "go")
+	})
 }
 
 // rowInvariants builds a pass over [B, L] tokens whose per-sequence values ([B]: a division
@@ -86,25 +75,15 @@ func rowInvariants(dt ir.DType) *ir.Graph {
 }
 
 func TestRowInvariants(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code")
-	}
-	t.Parallel()
-	for _, dt := range []ir.DType{ir.F32, ir.F64} {
-		t.Run(dt.String(), func(t *testing.T) {
-			t.Parallel()
-			c := compiledGraph(t, rowInvariants(dt), "rowinv")
-			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-			require.NoError(t, err)
-			s := string(files["kernels_amd64.s"])
-			pass := regexp.MustCompile(`(?s)TEXT ·pass0AVX2.*?\nTEXT`).FindString(s)
-			require.Contains(t, pass, "// values every block of the row reads alike, computed once a row\n")
-			loop := regexp.MustCompile(`(?s)\nblocks_\d+:(.*?)\n\tJL +blocks`).FindStringSubmatch(pass)
-			require.NotNil(t, loop, "the block loop")
-			require.NotContains(t, loop[1], "VDIVP")
-			require.NotContains(t, loop[1], "VROUNDP")
-			zooRun(t, rowInvariants(dt), "default")
-			zooRun(t, rowInvariants(dt), "go")
-		})
-	}
+	eachDType(t, func(t *testing.T, dt ir.DType) {
+		s := graphAsm(t, rowInvariants(dt), "rowinv")
+		pass := regexp.MustCompile(`(?s)TEXT ·pass0AVX2.*?\nTEXT`).FindString(s)
+		require.Contains(t, pass, "// values every block of the row reads alike, computed once a row\n")
+		loop := regexp.MustCompile(`(?s)\nblocks_\d+:(.*?)\n\tJL +blocks`).FindStringSubmatch(pass)
+		require.NotNil(t, loop, "the block loop")
+		require.NotContains(t, loop[1], "VDIVP")
+		require.NotContains(t, loop[1], "VROUNDP")
+		zooRun(t, rowInvariants(dt), "default")
+		zooRun(t, rowInvariants(dt), "go")
+	})
 }

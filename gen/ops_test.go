@@ -161,6 +161,28 @@ func compiledGraph(t *testing.T, g *ir.Graph, pkg string) *gen.Compiled {
 	return c
 }
 
+// graphAsm is the AVX2 assembly lossgen generates for g.
+func graphAsm(t *testing.T, g *ir.Graph, pkg string) string {
+	files, err := gen.Emit(compiledGraph(t, g, pkg), gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	return string(files["kernels_amd64.s"])
+}
+
+// eachDType runs f for float32 and float64, in parallel subtests of a parallel test that
+// builds generated code (skipped with -short).
+func eachDType(t *testing.T, f func(t *testing.T, dt ir.DType)) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
+			f(t, dt)
+		})
+	}
+}
+
 func zooInputs(g *ir.Graph, seed uint64) map[string]golden.Array {
 	r := rand.New(rand.NewPCG(seed, 3))
 	in := map[string]golden.Array{}

@@ -45,27 +45,17 @@ func tiled(dt ir.DType) *ir.Graph {
 }
 
 func TestInnerDimTiles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code")
-	}
-	t.Parallel()
-	for _, dt := range []ir.DType{ir.F32, ir.F64} {
-		t.Run(dt.String(), func(t *testing.T) {
-			t.Parallel()
-			c := compiledGraph(t, tiled(dt), "tiled")
-			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-			require.NoError(t, err)
-			s := string(files["kernels_amd64.s"])
-			// Every tensor with inner dims is read (written) through a tile in full blocks.
-			for _, name := range []string{"qA3", "qA13", "qA16", "e", "v"} {
-				require.Contains(t, s, "// tile "+name+"\n")
-			}
-			for _, name := range []string{"softmaxA3", "softmaxA16", "eScaled"} {
-				require.Contains(t, s, "// flush the tile of "+name+"\n")
-			}
-			zooRun(t, tiled(dt), "default")
-		})
-	}
+	eachDType(t, func(t *testing.T, dt ir.DType) {
+		s := graphAsm(t, tiled(dt), "tiled")
+		// Every tensor with inner dims is read (written) through a tile in full blocks.
+		for _, name := range []string{"qA3", "qA13", "qA16", "e", "v"} {
+			require.Contains(t, s, "// tile "+name+"\n")
+		}
+		for _, name := range []string{"softmaxA3", "softmaxA16", "eScaled"} {
+			require.Contains(t, s, "// flush the tile of "+name+"\n")
+		}
+		zooRun(t, tiled(dt), "default")
+	})
 }
 
 // TestTileMaxMinSpecials runs the pairwise max and min over tiles (asmgen tileReduce) on rows

@@ -102,6 +102,22 @@ func (pg *passGen) runItems(items []bitem) {
 	pg.flushTiles()
 }
 
+// steps calls f with the position of every item that is not a loop's start or end, and the
+// number of loops around it.
+func steps(items []bitem, f func(k, depth int)) {
+	depth := 0
+	for k, it := range items {
+		switch {
+		case it.kind == plan.Loop && !it.end:
+			depth++
+		case it.kind == plan.Loop:
+			depth--
+		default:
+			f(k, depth)
+		}
+	}
+}
+
 // storesLast moves the top block's stores after everything else.
 func storesLast(items []bitem) []bitem {
 	// The top block's stores come last, after every load of the block: buffers that make

@@ -61,16 +61,8 @@ func (pg *passGen) hoist() {
 	}
 	passInv, inv := map[int]bool{}, map[int]bool{}
 	var passRun, rowRun []bitem
-	depth := 0
-	for _, it := range items {
-		if it.kind == plan.Loop {
-			if it.end {
-				depth--
-			} else {
-				depth++
-			}
-			continue
-		}
+	steps(items, func(k, depth int) {
+		it := items[k]
 		switch {
 		case depth > 0:
 		case invariant(it, passInv, nil):
@@ -83,7 +75,7 @@ func (pg *passGen) hoist() {
 			inv[it.n.ID] = true
 			rowRun = append(rowRun, it)
 		}
-	}
+	})
 	// The frontiers: invariant computed values that other items read, the pass invariants
 	// read by the rows' items too.
 	passSaves, passWorth := pg.frontier(items, passInv)

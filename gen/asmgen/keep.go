@@ -31,33 +31,26 @@ func (pg *passGen) keepAcrossLoops(items []bitem) []bitem {
 		pg.keptTiles = map[int]*tile{}
 	}
 	first := map[int]int{} // node → position of its first computation inside a loop
-	depth, bytes := 0, 0
+	bytes := 0
 	for _, t := range pg.keptTiles {
 		bytes += 32 * t.size
 	}
 	out := append([]bitem(nil), items...)
-	for k, it := range out {
-		switch {
-		case it.kind == plan.Loop && !it.end:
-			depth++
-			continue
-		case it.kind == plan.Loop:
-			depth--
-			continue
-		}
+	steps(items, func(k, depth int) {
+		it := items[k]
 		if depth == 0 || it.kind != plan.Compute || !keepsWorth(it.n.Op) {
-			continue
+			return
 		}
 		j, seen := first[it.n.ID]
 		if !seen {
 			first[it.n.ID] = k
-			continue
+			return
 		}
 		t := pg.keptTiles[it.n.ID]
 		if t == nil {
 			size := pg.e.g.InnerPart(it.n.Shape).Numel()
 			if bytes+32*size > maxKeptBytes {
-				continue
+				return
 			}
 			bytes += 32 * size
 			t = &tile{n: it.n, s: size, size: size, slot: pg.c.AllocLocal(32 * size)}
@@ -65,7 +58,7 @@ func (pg *passGen) keepAcrossLoops(items []bitem) []bitem {
 		}
 		out[j].keep = true
 		out[k] = bitem{kind: plan.Load, n: it.n, kept: true}
-	}
+	})
 	return out
 }
 

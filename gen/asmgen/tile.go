@@ -84,24 +84,17 @@ func (pg *passGen) planTiles(items []bitem) {
 	if pg.tileSlots == nil {
 		pg.tileSlots = map[int]operand.Mem{}
 	}
-	bytes, depth := 0, 0
-	for _, it := range items {
-		switch {
-		case it.kind == plan.Loop && !it.end:
-			depth++
-			continue
-		case it.kind == plan.Loop:
-			depth--
-			continue
-		}
+	bytes := 0
+	steps(items, func(k, depth int) {
+		it := items[k]
 		isLoad := it.kind == plan.Load && !it.kept && pg.regs.vals[it.n.ID] != nil // read into registers
 		isStore := it.kind == plan.Store
 		if depth == 0 || pg.tiles[it.n.ID] != nil || !isLoad && !isStore {
-			continue
+			return
 		}
 		t := pg.newTile(it.n)
 		if t == nil || bytes+32*t.size > maxTileBytes {
-			continue
+			return
 		}
 		bytes += 32 * t.size
 		slot, ok := pg.tileSlots[it.n.ID]
@@ -114,7 +107,7 @@ func (pg *passGen) planTiles(items []bitem) {
 		if isLoad {
 			pg.fillTile(t)
 		}
-	}
+	})
 }
 
 // rowOff is the element offset, in a tensor of shape s, of the block's first lane's row: the
