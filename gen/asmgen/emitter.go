@@ -542,7 +542,7 @@ func (e *emitter) finishCall(pg *passGen, r *ir.Node, res jen.Code, field func(s
 		args = append(args, field(stateField(r, "s")))
 	default:
 		for _, fld := range pg.fields(r) {
-			if fld.name != "p" && fld.name != "pm2" && fld.name != "pc" { // flushed into s (a variance's n, mean, m2) by the kernel
+			if !partialField(fld.name) {
 				args = append(args, field(stateField(r, fld.name)))
 			}
 		}

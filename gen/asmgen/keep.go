@@ -1,7 +1,6 @@
 package asmgen
 
 import (
-	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
 	"github.com/lossgen/lossgen/gen/ir"
@@ -71,8 +70,7 @@ func (pg *passGen) keepValue(n *ir.Node, r reg.VecVirtual) {
 func (pg *passGen) keptReload(n *ir.Node) func() reg.VecVirtual {
 	return func() reg.VecVirtual {
 		x := pg.ymm()
-		var m operand.Mem = pg.tileAt(pg.keptTiles[n.ID])
-		pg.mov(m, x)
+		pg.mov(pg.tileAt(pg.keptTiles[n.ID]), x)
 		return x
 	}
 }

@@ -228,10 +228,11 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 	c := pg.ymm()
 	pg.mov(mem("pc"), c)
 	ph, qh, ch := pg.halves(p), pg.halves(q), pg.halves(c)
+	k := a.ymm() // the partial's count, 1 where it is 0
+	a.c.VMAXPD(a.cf64(1), nb, k)
 	for h := range ph {
 		at := func(f string) operand.Mem { return pg.stateMem(r, field{f, false}, off, 4*h) }
-		pm, pq, k := a.ymm(), a.ymm(), a.ymm() // the partial's mean and m2, its count
-		a.c.VMAXPD(a.cf64(1), nb, k)
+		pm, pq := a.ymm(), a.ymm() // the partial's mean and m2
 		a.div(k, ph[h], pm)
 		a.mov(qh[h], pq)
 		a.fnmadd231(ph[h], pm, pq)
@@ -415,50 +416,49 @@ func (pg *passGen) rowSetup() {
 
 // flushPartials adds every float32 partial sum of the pass into its float64 sum, and merges
 // every variance's partial states into its float64 ones, nb blocks of each lane (float64
-// lanes; nil when no full block ran), then zeroes the partials. A partial that is no longer finite (it overflowed, or met a NaN or ±Inf) clears
-// the pass's guard: the Go kernel's float64 sum may well be finite (guard.go).
+// lanes; nil when no full block ran), then zeroes the partials. A partial that is no longer
+// finite (it overflowed, or met a NaN or ±Inf) clears the pass's guard: the Go kernel's
+// float64 sum may well be finite (guard.go).
 func (pg *passGen) flushPartials(nb reg.VecVirtual) {
-	a := pg.a64
 	var ok reg.VecVirtual
 	for _, r := range pg.ps.Reduces {
-		if !pg.partial(r) {
+		var fin reg.VecVirtual
+		switch {
+		case !pg.partial(r), r.Op == ir.OpVar && nb == nil: // no full block: nothing in the partials
 			continue
+		case r.Op == ir.OpVar:
+			fin = pg.flushWelford(r, nb)
+		default:
+			fin = pg.flushSum(r)
 		}
-		if r.Op == ir.OpVar {
-			if nb == nil {
-				continue // no full block: nothing in the partials
-			}
-			fin := pg.flushWelford(r, nb)
-			if ok == nil {
-				ok = fin
-			} else {
-				pg.and(fin, ok, ok)
-			}
-			continue
-		}
-		off := pg.stateOff(r)
-		pm := pg.stateMem(r, field{"p", true}, off, 0)
-		p := pg.ymm()
-		pg.mov(pm, p)
-		fin := pg.ymm()
-		pg.within(p, math.MaxFloat32, fin)
 		if ok == nil {
 			ok = fin
 		} else {
 			pg.and(fin, ok, ok)
 		}
-		for h, ph := range pg.halves(p) {
-			s := a.ymm()
-			sm := pg.stateMem(r, field{"s", false}, off, 4*h)
-			a.add(sm, ph, s)
-			a.mov(s, sm)
-		}
-		z := pg.zero()
-		pg.mov(z, pm)
 	}
 	if ok != nil {
 		pg.andGuard(ok)
 	}
+}
+
+// flushSum adds r's float32 partial sum into its float64 sum and zeroes it; it returns the
+// lanes whose partial is finite.
+func (pg *passGen) flushSum(r *ir.Node) reg.VecVirtual {
+	a := pg.a64
+	off := pg.stateOff(r)
+	pm := pg.stateMem(r, field{"p", true}, off, 0)
+	p, fin := pg.ymm(), pg.ymm()
+	pg.mov(pm, p)
+	pg.within(p, math.MaxFloat32, fin)
+	for h, ph := range pg.halves(p) {
+		s := a.ymm()
+		sm := pg.stateMem(r, field{"s", false}, off, 4*h)
+		a.add(sm, ph, s)
+		a.mov(s, sm)
+	}
+	pg.mov(pg.zero(), pm)
+	return fin
 }
 
 func (pg *passGen) hasPartials() bool {

@@ -178,15 +178,15 @@ func constSide(n *ir.Node) (v, k int, ok bool) {
 
 // minmax is z = min/max(k, v) returning v when either is NaN (Go syntax puts Intel's second
 // source first).
-func (pg *passGen) minmax(op ir.Op, v, k, z reg.VecVirtual) {
+func (a *asm) minmax(op ir.Op, v, k, z reg.VecVirtual) {
 	switch {
-	case op == ir.OpMin && pg.f64:
-		pg.c.VMINPD(v, k, z)
+	case op == ir.OpMin && a.f64:
+		a.c.VMINPD(v, k, z)
 	case op == ir.OpMin:
-		pg.c.VMINPS(v, k, z)
-	case pg.f64:
-		pg.c.VMAXPD(v, k, z)
+		a.c.VMINPS(v, k, z)
+	case a.f64:
+		a.c.VMAXPD(v, k, z)
 	default:
-		pg.c.VMAXPS(v, k, z)
+		a.c.VMAXPS(v, k, z)
 	}
 }

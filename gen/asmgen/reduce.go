@@ -70,6 +70,11 @@ func (pg *passGen) fields(r *ir.Node) []field {
 	panic("asmgen: not a reduction: " + r.Op.String())
 }
 
+// partialField reports whether state field f is a float32 partial (a sum's p; a variance's
+// p, pm2 and centre pc): the kernel flushes it into the float64 fields, so it starts at 0 and
+// the lane merge never reads it.
+func partialField(f string) bool { return f == "p" || f == "pm2" || f == "pc" }
+
 // partial reports whether r sums into a float32 partial (float32 kernels, when each slot's
 // lanes are its own: the slot stays fixed along a row, where partials are flushed): a sum, a
 // mean, a barrier logsumexp's Σ e^x (and its twin's Σ e^2x), whose guard keeps every term
@@ -350,7 +355,7 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 // torch.argmax does, and a lane left at 0 loses every lane merge (FinishArgMax) to one that
 // took an element.
 func (pg *passGen) identity(r *ir.Node, f string) float64 {
-	if pg.own(r) && (f == "p" || f == "pm2" || f == "pc" || r.Op == ir.OpArgMax && f == "idx") {
+	if pg.own(r) && (partialField(f) || r.Op == ir.OpArgMax && f == "idx") {
 		return 0
 	}
 	red := ir.ReductionOf[operand.Op](r.Op)

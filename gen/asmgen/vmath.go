@@ -47,25 +47,17 @@ func (a *asm) expWithin(x reg.VecVirtual, iv ir.Interval) reg.VecVirtual {
 		lo, hi = vmath.Exp64Lo, vmath.Exp64Hi
 	}
 	xc := x
-	if iv.Lo < lo {
+	clamp := func(op ir.Op, bound float64) {
 		b, t := a.ymm(), a.ymm()
-		a.mov(a.cf(lo), b)
-		if a.f64 {
-			a.c.VMAXPD(xc, b, t)
-		} else {
-			a.c.VMAXPS(xc, b, t)
-		}
+		a.mov(a.cf(bound), b)
+		a.minmax(op, xc, b, t)
 		xc = t
 	}
+	if iv.Lo < lo {
+		clamp(ir.OpMax, lo)
+	}
 	if iv.Hi > hi {
-		b, t := a.ymm(), a.ymm()
-		a.mov(a.cf(hi), b)
-		if a.f64 {
-			a.c.VMINPD(xc, b, t)
-		} else {
-			a.c.VMINPS(xc, b, t)
-		}
-		xc = t
+		clamp(ir.OpMin, hi)
 	}
 	if a.f64 {
 		return a.exp64(xc)
@@ -105,8 +97,7 @@ func (a *asm) log1pf(x reg.VecVirtual) reg.VecVirtual {
 	return r
 }
 
-// exp32 is e^x for 8 float32 lanes.
-// exp32 is e^x for x clamped to [Exp32Lo, Exp32Hi] or NaN (expWithin): below −104 the
+// exp32 is e^x for 8 float32 lanes, x clamped to [Exp32Lo, Exp32Hi] or NaN (expWithin): below −104 the
 // result rounds to 0, above 89 it overflows to +inf through the scaling.
 func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	c := a.c
@@ -143,8 +134,7 @@ func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	return p
 }
 
-// exp64 is e^x for 4 float64 lanes.
-// exp64 is exp32 in float64, for x clamped to [Exp64Lo, Exp64Hi] or NaN.
+// exp64 is e^x for 4 float64 lanes, x clamped to [Exp64Lo, Exp64Hi] or NaN.
 func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
 	c := a.c
 	n := a.ymm()

@@ -9,8 +9,8 @@ import (
 
 // ValueRange attaches to g the interval of every node's values, NaN aside (ir.Facts.Range),
 // by interval arithmetic over constants, iotas, argmaxes, flags, a softmax's shifted logits
-// x − max x (≤ 0) and the ops scan coefficients are made of (GAE's λγ·(1 − done), V-trace's γ(1 − done)·min(ρ, c̄)); any
-// other node is unbounded.
+// x − max x (≤ 0) and the ops scan coefficients are made of (GAE's λγ·(1 − done),
+// V-trace's γ(1 − done)·min(ρ, c̄)); any other node is unbounded.
 // Rounding is monotone, so a float result of exact values within [lo, hi] stays within
 // [lo, hi] when both are representable. The AVX2 overflow guard reads it to skip testing
 // scan coefficients that are within [−1, 1] by construction, and the PTX gathers to skip

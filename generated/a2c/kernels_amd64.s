@@ -315,42 +315,42 @@ inner_A_3:
 	VMOVUPS      576(DX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1344(DX), Y1, Y1
 	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+8, DX
@@ -380,42 +380,42 @@ noflush_4:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1344(CX), Y1, Y1
 	VMOVUPS      Y1, 1344(CX)
 	INCQ         AX
@@ -1402,42 +1402,42 @@ inner_A_8:
 	VMOVUPS      576(DX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1344(DX), Y1, Y1
 	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+8, DX
@@ -1467,42 +1467,42 @@ noflush_9:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc40<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1344(CX), Y1, Y1
 	VMOVUPS      Y1, 1344(CX)
 	INCQ         AX

@@ -4893,16 +4893,16 @@ inner_KSrc_15:
 	VMOVUPS      832(CX), Y0
 	VANDPS       lgc54<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       640(CX), Y2, Y2
-	VMOVUPD      Y2, 640(CX)
+	VADDPD       640(CX), Y3, Y3
+	VMOVUPD      Y3, 640(CX)
 	VADDPD       672(CX), Y0, Y0
 	VMOVUPD      Y0, 672(CX)
 	VMOVUPS      lgc41<>+0(SB), Y0
 	VMOVUPS      Y0, 832(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1088(CX), Y1, Y1
 	VMOVUPS      Y1, 1088(CX)
 	MOVQ         $+8, CX
@@ -4936,16 +4936,16 @@ chunkdone_7:
 	VMOVUPS      832(AX), Y0
 	VANDPS       lgc54<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       640(AX), Y2, Y2
-	VMOVUPD      Y2, 640(AX)
+	VADDPD       640(AX), Y3, Y3
+	VMOVUPD      Y3, 640(AX)
 	VADDPD       672(AX), Y0, Y0
 	VMOVUPD      Y0, 672(AX)
 	VMOVUPS      lgc41<>+0(SB), Y0
 	VMOVUPS      Y0, 832(AX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1088(AX), Y1, Y1
 	VMOVUPS      Y1, 1088(AX)
 	VZEROUPPER
@@ -12242,16 +12242,16 @@ inner_KSrc_37:
 	VMOVUPS      832(CX), Y0
 	VANDPS       lgc54<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       640(CX), Y2, Y2
-	VMOVUPD      Y2, 640(CX)
+	VADDPD       640(CX), Y3, Y3
+	VMOVUPD      Y3, 640(CX)
 	VADDPD       672(CX), Y0, Y0
 	VMOVUPD      Y0, 672(CX)
 	VMOVUPS      lgc41<>+0(SB), Y0
 	VMOVUPS      Y0, 832(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1088(CX), Y1, Y1
 	VMOVUPS      Y1, 1088(CX)
 	MOVQ         $+8, CX
@@ -12285,16 +12285,16 @@ chunkdone_23:
 	VMOVUPS      832(AX), Y0
 	VANDPS       lgc54<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       640(AX), Y2, Y2
-	VMOVUPD      Y2, 640(AX)
+	VADDPD       640(AX), Y3, Y3
+	VMOVUPD      Y3, 640(AX)
 	VADDPD       672(AX), Y0, Y0
 	VMOVUPD      Y0, 672(AX)
 	VMOVUPS      lgc41<>+0(SB), Y0
 	VMOVUPS      Y0, 832(AX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1088(AX), Y1, Y1
 	VMOVUPS      Y1, 1088(AX)
 	VZEROUPPER

@@ -183,30 +183,30 @@ blocks_2:
 	VMOVUPS      1024(DX)(SI*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 384(DX)(SI*8)
+	VADDPD       384(DX)(SI*8), Y3, Y3
+	VMOVUPD      Y3, 384(DX)(SI*8)
 	VADDPD       416(DX)(SI*8), Y0, Y0
 	VMOVUPD      Y0, 416(DX)(SI*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(DX)(SI*4)
+	VANDPS       Y2, Y1, Y1
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2048(DX)(BX*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(DX)(BX*8)
+	VADDPD       1408(DX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 1408(DX)(BX*8)
 	VADDPD       1440(DX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 1440(DX)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(DX)(BX*4)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       2432(DX), Y1, Y1
 	VMOVUPS      Y1, 2432(DX)
 	MOVQ         $+8, DX
@@ -238,30 +238,30 @@ noflush_3:
 	VMOVUPS      1024(CX)(BX*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 384(CX)(BX*8)
+	VADDPD       384(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 384(CX)(BX*8)
 	VADDPD       416(CX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 416(CX)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1024(CX)(BX*4)
+	VANDPS       Y2, Y1, Y1
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2048(CX)(DX*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1408(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1408(CX)(DX*8)
+	VADDPD       1408(CX)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 1408(CX)(DX*8)
 	VADDPD       1440(CX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 1440(CX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2048(CX)(DX*4)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       2432(CX), Y1, Y1
 	VMOVUPS      Y1, 2432(CX)
 	INCQ         AX
@@ -934,16 +934,16 @@ blocks_10:
 	VMOVUPS      2176(DX)(BX*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1536(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1536(DX)(BX*8)
+	VADDPD       1536(DX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 1536(DX)(BX*8)
 	VADDPD       1568(DX)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(DX)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(DX)(BX*4)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       2560(DX), Y1, Y1
 	VMOVUPS      Y1, 2560(DX)
 	MOVQ         $+8, DX
@@ -975,16 +975,16 @@ noflush_11:
 	VMOVUPS      2176(CX)(DX*4), Y0
 	VANDPS       lgc27<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1536(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1536(CX)(DX*8)
+	VADDPD       1536(CX)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 1536(CX)(DX*8)
 	VADDPD       1568(CX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(CX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(CX)(DX*4)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       2560(CX), Y1, Y1
 	VMOVUPS      Y1, 2560(CX)
 	INCQ         AX

@@ -73,16 +73,16 @@ blocks_2:
 	VMOVUPS      1728(SI)(DX*4), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(SI)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1088(SI)(DX*8)
+	VADDPD       1088(SI)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 1088(SI)(DX*8)
 	VADDPD       1120(SI)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 1120(SI)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1728(SI)(DX*4)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       2112(SI), Y1, Y1
 	VMOVUPS      Y1, 2112(SI)
 	MOVQ         $+8, DX
@@ -115,16 +115,16 @@ noflush_3:
 	VMOVUPS      1728(BX)(CX*4), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(BX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 1088(BX)(CX*8)
+	VADDPD       1088(BX)(CX*8), Y3, Y3
+	VMOVUPD      Y3, 1088(BX)(CX*8)
 	VADDPD       1120(BX)(CX*8), Y0, Y0
 	VMOVUPD      Y0, 1120(BX)(CX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1728(BX)(CX*4)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       2112(BX), Y1, Y1
 	VMOVUPS      Y1, 2112(BX)
 	INCQ         AX
@@ -458,42 +458,42 @@ blocks_5:
 	VMOVUPS      2752(DX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(DX), Y2, Y2
-	VMOVUPD      Y2, 2560(DX)
+	VADDPD       2560(DX), Y3, Y3
+	VMOVUPD      Y3, 2560(DX)
 	VADDPD       2592(DX), Y0, Y0
 	VMOVUPD      Y0, 2592(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3072(DX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2880(DX), Y2, Y2
-	VMOVUPD      Y2, 2880(DX)
+	VADDPD       2880(DX), Y3, Y3
+	VMOVUPD      Y3, 2880(DX)
 	VADDPD       2912(DX), Y0, Y0
 	VMOVUPD      Y0, 2912(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3392(DX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3200(DX), Y2, Y2
-	VMOVUPD      Y2, 3200(DX)
+	VADDPD       3200(DX), Y3, Y3
+	VMOVUPD      Y3, 3200(DX)
 	VADDPD       3232(DX), Y0, Y0
 	VMOVUPD      Y0, 3232(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3392(DX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       3520(DX), Y1, Y1
 	VMOVUPS      Y1, 3520(DX)
 	MOVQ         $+8, DX
@@ -523,42 +523,42 @@ noflush_6:
 	VMOVUPS      2752(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(CX), Y2, Y2
-	VMOVUPD      Y2, 2560(CX)
+	VADDPD       2560(CX), Y3, Y3
+	VMOVUPD      Y3, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3072(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2880(CX), Y2, Y2
-	VMOVUPD      Y2, 2880(CX)
+	VADDPD       2880(CX), Y3, Y3
+	VMOVUPD      Y3, 2880(CX)
 	VADDPD       2912(CX), Y0, Y0
 	VMOVUPD      Y0, 2912(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3072(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3392(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3200(CX), Y2, Y2
-	VMOVUPD      Y2, 3200(CX)
+	VADDPD       3200(CX), Y3, Y3
+	VMOVUPD      Y3, 3200(CX)
 	VADDPD       3232(CX), Y0, Y0
 	VMOVUPD      Y0, 3232(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3392(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       3520(CX), Y1, Y1
 	VMOVUPS      Y1, 3520(CX)
 	INCQ         AX
@@ -1048,30 +1048,30 @@ blocks_11:
 	VMOVUPS      2176(SI)(BX*4), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1536(SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1536(SI)(BX*8)
+	VADDPD       1536(SI)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 1536(SI)(BX*8)
 	VADDPD       1568(SI)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(SI)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(SI)(BX*4)
+	VANDPS       Y2, Y1, Y1
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      3200(SI)(DX*4), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(SI)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 2560(SI)(DX*8)
+	VADDPD       2560(SI)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 2560(SI)(DX*8)
 	VADDPD       2592(SI)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 2592(SI)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(SI)(DX*4)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       3584(SI), Y1, Y1
 	VMOVUPS      Y1, 3584(SI)
 	MOVQ         $+8, DX
@@ -1104,30 +1104,30 @@ noflush_12:
 	VMOVUPS      2176(BX)(DX*4), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1536(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1536(BX)(DX*8)
+	VADDPD       1536(BX)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 1536(BX)(DX*8)
 	VADDPD       1568(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 1568(BX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2176(BX)(DX*4)
+	VANDPS       Y2, Y1, Y1
 	IMUL3Q       $+8, CX, CX
 	VMOVUPS      3200(BX)(CX*4), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(BX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 2560(BX)(CX*8)
+	VADDPD       2560(BX)(CX*8), Y3, Y3
+	VMOVUPD      Y3, 2560(BX)(CX*8)
 	VADDPD       2592(BX)(CX*8), Y0, Y0
 	VMOVUPD      Y0, 2592(BX)(CX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(BX)(CX*4)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       3584(BX), Y1, Y1
 	VMOVUPS      Y1, 3584(BX)
 	INCQ         AX
@@ -1519,29 +1519,29 @@ blocks_14:
 	VMOVUPS      4224(DX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4032(DX), Y2, Y2
-	VMOVUPD      Y2, 4032(DX)
+	VADDPD       4032(DX), Y3, Y3
+	VMOVUPD      Y3, 4032(DX)
 	VADDPD       4064(DX), Y0, Y0
 	VMOVUPD      Y0, 4064(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4224(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      4544(DX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4352(DX), Y2, Y2
-	VMOVUPD      Y2, 4352(DX)
+	VADDPD       4352(DX), Y3, Y3
+	VMOVUPD      Y3, 4352(DX)
 	VADDPD       4384(DX), Y0, Y0
 	VMOVUPD      Y0, 4384(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4544(DX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       4672(DX), Y1, Y1
 	VMOVUPS      Y1, 4672(DX)
 	MOVQ         $+8, DX
@@ -1571,29 +1571,29 @@ noflush_15:
 	VMOVUPS      4224(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4032(CX), Y2, Y2
-	VMOVUPD      Y2, 4032(CX)
+	VADDPD       4032(CX), Y3, Y3
+	VMOVUPD      Y3, 4032(CX)
 	VADDPD       4064(CX), Y0, Y0
 	VMOVUPD      Y0, 4064(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4224(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      4544(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4352(CX), Y2, Y2
-	VMOVUPD      Y2, 4352(CX)
+	VADDPD       4352(CX), Y3, Y3
+	VMOVUPD      Y3, 4352(CX)
 	VADDPD       4384(CX), Y0, Y0
 	VMOVUPD      Y0, 4384(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4544(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       4672(CX), Y1, Y1
 	VMOVUPS      Y1, 4672(CX)
 	INCQ         AX

@@ -246,42 +246,42 @@ inner_Q_4:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1344(CX), Y1, Y1
 	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
@@ -315,42 +315,42 @@ chunkdone_2:
 	VMOVUPS      576(AX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y2, Y2
-	VMOVUPD      Y2, 384(AX)
+	VADDPD       384(AX), Y3, Y3
+	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(AX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y2, Y2
-	VMOVUPD      Y2, 704(AX)
+	VADDPD       704(AX), Y3, Y3
+	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(AX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y2, Y2
-	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1024(AX), Y3, Y3
+	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1344(AX), Y1, Y1
 	VMOVUPS      Y1, 1344(AX)
 	VZEROUPPER
@@ -963,42 +963,42 @@ inner_Q_10:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1344(CX), Y1, Y1
 	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
@@ -1032,42 +1032,42 @@ chunkdone_7:
 	VMOVUPS      576(AX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y2, Y2
-	VMOVUPD      Y2, 384(AX)
+	VADDPD       384(AX), Y3, Y3
+	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(AX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y2, Y2
-	VMOVUPD      Y2, 704(AX)
+	VADDPD       704(AX), Y3, Y3
+	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(AX), Y0
 	VANDPS       lgc23<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y2, Y2
-	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1024(AX), Y3, Y3
+	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       1344(AX), Y1, Y1
 	VMOVUPS      Y1, 1344(AX)
 	VZEROUPPER

@@ -376,55 +376,55 @@ blocks_2:
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
 	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
+	VADDPD       384(DX), Y4, Y4
+	VMOVUPD      Y4, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
+	VANDPS       Y3, Y2, Y2
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
 	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
+	VADDPD       704(DX), Y4, Y4
+	VMOVUPD      Y4, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
+	VANDPS       Y3, Y2, Y2
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
 	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1024(DX), Y4, Y4
+	VMOVUPD      Y4, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
+	VANDPS       Y3, Y2, Y2
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
 	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y3, Y3
-	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1344(DX), Y4, Y4
+	VMOVUPD      Y4, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
+	VANDPS       Y3, Y2, Y2
 	VANDPS       4544(DX), Y2, Y2
 	VMOVUPS      Y2, 4544(DX)
 	MOVQ         $+8, DX
@@ -453,55 +453,55 @@ noflush_3:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1344(CX), Y3, Y3
+	VMOVUPD      Y3, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       4544(CX), Y1, Y1
 	VMOVUPS      Y1, 4544(CX)
 	INCQ         AX
@@ -972,16 +972,16 @@ blocks_4:
 	VMOVUPS      5184(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4992(CX), Y2, Y2
-	VMOVUPD      Y2, 4992(CX)
+	VADDPD       4992(CX), Y3, Y3
+	VMOVUPD      Y3, 4992(CX)
 	VADDPD       5024(CX), Y0, Y0
 	VMOVUPD      Y0, 5024(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5184(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       5312(CX), Y1, Y1
 	VMOVUPS      Y1, 5312(CX)
 	MOVQ         $+8, CX
@@ -1015,16 +1015,16 @@ chunkdone_5:
 	VMOVUPS      5184(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4992(AX), Y2, Y2
-	VMOVUPD      Y2, 4992(AX)
+	VADDPD       4992(AX), Y3, Y3
+	VMOVUPD      Y3, 4992(AX)
 	VADDPD       5024(AX), Y0, Y0
 	VMOVUPD      Y0, 5024(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5184(AX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       5312(AX), Y1, Y1
 	VMOVUPS      Y1, 5312(AX)
 	VZEROUPPER
@@ -1893,42 +1893,42 @@ blocks_15:
 	VMOVUPS      2560(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2368(DX), Y2, Y2
-	VMOVUPD      Y2, 2368(DX)
+	VADDPD       2368(DX), Y3, Y3
+	VMOVUPD      Y3, 2368(DX)
 	VADDPD       2400(DX), Y0, Y0
 	VMOVUPD      Y0, 2400(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2560(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2880(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2688(DX), Y2, Y2
-	VMOVUPD      Y2, 2688(DX)
+	VADDPD       2688(DX), Y3, Y3
+	VMOVUPD      Y3, 2688(DX)
 	VADDPD       2720(DX), Y0, Y0
 	VMOVUPD      Y0, 2720(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2880(DX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3200(DX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3008(DX), Y2, Y2
-	VMOVUPD      Y2, 3008(DX)
+	VADDPD       3008(DX), Y3, Y3
+	VMOVUPD      Y3, 3008(DX)
 	VADDPD       3040(DX), Y0, Y0
 	VMOVUPD      Y0, 3040(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(DX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       5696(DX), Y1, Y1
 	VMOVUPS      Y1, 5696(DX)
 	MOVQ         $+8, DX
@@ -1958,42 +1958,42 @@ noflush_16:
 	VMOVUPS      2560(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2368(CX), Y2, Y2
-	VMOVUPD      Y2, 2368(CX)
+	VADDPD       2368(CX), Y3, Y3
+	VMOVUPD      Y3, 2368(CX)
 	VADDPD       2400(CX), Y0, Y0
 	VMOVUPD      Y0, 2400(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2560(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2880(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2688(CX), Y2, Y2
-	VMOVUPD      Y2, 2688(CX)
+	VADDPD       2688(CX), Y3, Y3
+	VMOVUPD      Y3, 2688(CX)
 	VADDPD       2720(CX), Y0, Y0
 	VMOVUPD      Y0, 2720(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2880(CX)
+	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3200(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       3008(CX), Y2, Y2
-	VMOVUPD      Y2, 3008(CX)
+	VADDPD       3008(CX), Y3, Y3
+	VMOVUPD      Y3, 3008(CX)
 	VADDPD       3040(CX), Y0, Y0
 	VMOVUPD      Y0, 3040(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       5696(CX), Y1, Y1
 	VMOVUPS      Y1, 5696(CX)
 	INCQ         AX
@@ -2175,16 +2175,16 @@ blocks_17:
 	VMOVUPS      6336(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       6144(CX), Y2, Y2
-	VMOVUPD      Y2, 6144(CX)
+	VADDPD       6144(CX), Y3, Y3
+	VMOVUPD      Y3, 6144(CX)
 	VADDPD       6176(CX), Y0, Y0
 	VMOVUPD      Y0, 6176(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 6336(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       6464(CX), Y1, Y1
 	VMOVUPS      Y1, 6464(CX)
 	MOVQ         $+8, CX
@@ -2218,16 +2218,16 @@ chunkdone_18:
 	VMOVUPS      6336(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       6144(AX), Y2, Y2
-	VMOVUPD      Y2, 6144(AX)
+	VADDPD       6144(AX), Y3, Y3
+	VMOVUPD      Y3, 6144(AX)
 	VADDPD       6176(AX), Y0, Y0
 	VMOVUPD      Y0, 6176(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 6336(AX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       6464(AX), Y1, Y1
 	VMOVUPS      Y1, 6464(AX)
 	VZEROUPPER

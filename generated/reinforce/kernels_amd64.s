@@ -150,16 +150,16 @@ blocks_2:
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
 	VCMPPS       $0x12, lgc13<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
+	VADDPD       384(DX), Y4, Y4
+	VMOVUPD      Y4, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
+	VANDPS       Y3, Y2, Y2
 	VANDPS       704(DX), Y2, Y2
 	VMOVUPS      Y2, 704(DX)
 	MOVQ         $+8, DX
@@ -188,16 +188,16 @@ noflush_3:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       704(CX), Y1, Y1
 	VMOVUPS      Y1, 704(CX)
 	INCQ         AX
@@ -564,16 +564,16 @@ blocks_5:
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y3
 	VCMPPS       $0x12, lgc13<>+0(SB), Y3, Y3
-	VANDPS       Y3, Y2, Y2
-	VCVTPS2PD    X1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
+	VADDPD       384(DX), Y4, Y4
+	VMOVUPD      Y4, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
+	VANDPS       Y3, Y2, Y2
 	VANDPS       704(DX), Y2, Y2
 	VMOVUPS      Y2, 704(DX)
 	MOVQ         $+8, DX
@@ -602,16 +602,16 @@ noflush_6:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       704(CX), Y1, Y1
 	VMOVUPS      Y1, 704(CX)
 	INCQ         AX

@@ -201,16 +201,16 @@ inner_Q_5:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc9<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc10<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc5<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       704(CX), Y1, Y1
 	VMOVUPS      Y1, 704(CX)
 	MOVQ         $+8, CX
@@ -244,16 +244,16 @@ chunkdone_2:
 	VMOVUPS      576(AX), Y0
 	VANDPS       lgc9<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc10<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y2, Y2
-	VMOVUPD      Y2, 384(AX)
+	VADDPD       384(AX), Y3, Y3
+	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
 	VMOVUPS      lgc5<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       704(AX), Y1, Y1
 	VMOVUPS      Y1, 704(AX)
 	VZEROUPPER
@@ -669,16 +669,16 @@ inner_Q_12:
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc9<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc10<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc5<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       704(CX), Y1, Y1
 	VMOVUPS      Y1, 704(CX)
 	MOVQ         $+8, CX
@@ -712,16 +712,16 @@ chunkdone_8:
 	VMOVUPS      576(AX), Y0
 	VANDPS       lgc9<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc10<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y2, Y2
-	VMOVUPD      Y2, 384(AX)
+	VADDPD       384(AX), Y3, Y3
+	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
 	VMOVUPS      lgc5<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
+	VANDPS       Y2, Y1, Y1
 	VANDPS       704(AX), Y1, Y1
 	VMOVUPS      Y1, 704(AX)
 	VZEROUPPER
