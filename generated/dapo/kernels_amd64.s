@@ -192,61 +192,40 @@ blocks_2:
 	// v63 = min(v62, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
 
-	// v66 = mul(v63, 2.755731922398589e-07)
-	VMULPS lgc26<>+0(SB), Y3, Y4
+	// v64 = mul(v63, v63)
+	VMULPS Y3, Y3, Y4
 
-	// v67 = add(2.7557319223985893e-06, v66)
-	VADDPS lgc27<>+0(SB), Y4, Y4
+	// v67 = mul(0.16666666666666666, v63)
+	VMULPS lgc26<>+0(SB), Y3, Y5
 
-	// v69 = mul(v63, v67)
-	VMULPS Y4, Y3, Y4
+	// v68 = add(0.5, v67)
+	VADDPS lgc14<>+0(SB), Y5, Y5
 
-	// v70 = add(2.48015873015873e-05, v69)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	// v71 = mul(0.008333333333333333, v63)
+	VMULPS lgc27<>+0(SB), Y3, Y3
 
-	// v72 = mul(v63, v70)
-	VMULPS Y4, Y3, Y4
+	// v72 = add(0.041666666666666664, v71)
+	VADDPS lgc28<>+0(SB), Y3, Y3
 
-	// v73 = add(0.0001984126984126984, v72)
-	VADDPS lgc29<>+0(SB), Y4, Y4
+	// v74 = mul(v64, v72)
+	VMULPS Y3, Y4, Y3
 
-	// v75 = mul(v63, v73)
-	VMULPS Y4, Y3, Y4
+	// v75 = add(v68, v74)
+	VADDPS Y3, Y5, Y3
 
-	// v76 = add(0.001388888888888889, v75)
-	VADDPS lgc30<>+0(SB), Y4, Y4
+	// v76 = mul(v64, v64)
+	VMULPS Y4, Y4, Y5
 
-	// v78 = mul(v63, v76)
-	VMULPS Y4, Y3, Y4
+	// v77 = mul(v76, 0.001388888888888889)
+	VMULPS lgc29<>+0(SB), Y5, Y5
 
-	// v79 = add(0.008333333333333333, v78)
-	VADDPS lgc31<>+0(SB), Y4, Y4
+	// v78 = add(v75, v77)
+	VADDPS Y5, Y3, Y3
 
-	// v81 = mul(v63, v79)
-	VMULPS Y4, Y3, Y4
+	// v79 = mul(v64, v78)
+	VMULPS Y3, Y4, Y3
 
-	// v82 = add(0.041666666666666664, v81)
-	VADDPS lgc32<>+0(SB), Y4, Y4
-
-	// v84 = mul(v63, v82)
-	VMULPS Y4, Y3, Y4
-
-	// v85 = add(0.16666666666666666, v84)
-	VADDPS lgc33<>+0(SB), Y4, Y4
-
-	// v87 = mul(v63, v85)
-	VMULPS Y4, Y3, Y4
-
-	// v88 = add(0.5, v87)
-	VADDPS lgc14<>+0(SB), Y4, Y4
-
-	// v89 = mul(v63, v63)
-	VMULPS Y3, Y3, Y3
-
-	// v90 = mul(v89, v88)
-	VMULPS Y4, Y3, Y3
-
-	// v91 = exp(v34)
+	// v80 = exp(v34)
 	VMOVUPS      lgc4<>+0(SB), Y4
 	VMAXPS       Y1, Y4, Y4
 	VMOVUPS      lgc5<>+0(SB), Y5
@@ -275,28 +254,28 @@ blocks_2:
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 
-	// v92 = sub(v91, 1)
+	// v81 = sub(v80, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
-	// v93 = sub(v92, v34)
+	// v82 = sub(v81, v34)
 	VSUBPS Y1, Y4, Y1
 
-	// k3 = where(v60, v90, v93)
+	// k3 = where(v60, v79, v82)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// v95 = where(mask, k3, 0)
+	// v84 = where(mask, k3, 0)
 	VANDPS Y1, Y0, Y0
 
-	// sum(v95) over [B L]
+	// sum(v84) over [B L]
 	VADDPS       2944(BX), Y0, Y0
 	VMOVUPS      Y0, 2944(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc34<>+0(SB), Y0
+	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -307,8 +286,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -320,8 +299,8 @@ blocks_2:
 	VMOVUPS      Y0, 576(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -333,8 +312,8 @@ blocks_2:
 	VMOVUPS      Y0, 896(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -346,8 +325,8 @@ blocks_2:
 	VMOVUPS      Y0, 1216(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -359,8 +338,8 @@ blocks_2:
 	VMOVUPS      Y0, 1536(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -372,8 +351,8 @@ blocks_2:
 	VMOVUPS      Y0, 1856(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2304(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -385,8 +364,8 @@ blocks_2:
 	VMOVUPS      Y0, 2304(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -398,8 +377,8 @@ blocks_2:
 	VMOVUPS      Y0, 2624(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -425,8 +404,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -437,8 +416,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -450,8 +429,8 @@ noflush_3:
 	VMOVUPS      Y0, 576(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -463,8 +442,8 @@ noflush_3:
 	VMOVUPS      Y0, 896(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -476,8 +455,8 @@ noflush_3:
 	VMOVUPS      Y0, 1216(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -489,8 +468,8 @@ noflush_3:
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -502,8 +481,8 @@ noflush_3:
 	VMOVUPS      Y0, 1856(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2304(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -515,8 +494,8 @@ noflush_3:
 	VMOVUPS      Y0, 2304(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -528,8 +507,8 @@ noflush_3:
 	VMOVUPS      Y0, 2624(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -808,111 +787,71 @@ DATA lgc25<>+24(SB)/4, $0xbdcccccd
 DATA lgc25<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3493f27e
-DATA lgc26<>+4(SB)/4, $0x3493f27e
-DATA lgc26<>+8(SB)/4, $0x3493f27e
-DATA lgc26<>+12(SB)/4, $0x3493f27e
-DATA lgc26<>+16(SB)/4, $0x3493f27e
-DATA lgc26<>+20(SB)/4, $0x3493f27e
-DATA lgc26<>+24(SB)/4, $0x3493f27e
-DATA lgc26<>+28(SB)/4, $0x3493f27e
+DATA lgc26<>+0(SB)/4, $0x3e2aaaab
+DATA lgc26<>+4(SB)/4, $0x3e2aaaab
+DATA lgc26<>+8(SB)/4, $0x3e2aaaab
+DATA lgc26<>+12(SB)/4, $0x3e2aaaab
+DATA lgc26<>+16(SB)/4, $0x3e2aaaab
+DATA lgc26<>+20(SB)/4, $0x3e2aaaab
+DATA lgc26<>+24(SB)/4, $0x3e2aaaab
+DATA lgc26<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3638ef1d
-DATA lgc27<>+4(SB)/4, $0x3638ef1d
-DATA lgc27<>+8(SB)/4, $0x3638ef1d
-DATA lgc27<>+12(SB)/4, $0x3638ef1d
-DATA lgc27<>+16(SB)/4, $0x3638ef1d
-DATA lgc27<>+20(SB)/4, $0x3638ef1d
-DATA lgc27<>+24(SB)/4, $0x3638ef1d
-DATA lgc27<>+28(SB)/4, $0x3638ef1d
+DATA lgc27<>+0(SB)/4, $0x3c088889
+DATA lgc27<>+4(SB)/4, $0x3c088889
+DATA lgc27<>+8(SB)/4, $0x3c088889
+DATA lgc27<>+12(SB)/4, $0x3c088889
+DATA lgc27<>+16(SB)/4, $0x3c088889
+DATA lgc27<>+20(SB)/4, $0x3c088889
+DATA lgc27<>+24(SB)/4, $0x3c088889
+DATA lgc27<>+28(SB)/4, $0x3c088889
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x37d00d01
-DATA lgc28<>+4(SB)/4, $0x37d00d01
-DATA lgc28<>+8(SB)/4, $0x37d00d01
-DATA lgc28<>+12(SB)/4, $0x37d00d01
-DATA lgc28<>+16(SB)/4, $0x37d00d01
-DATA lgc28<>+20(SB)/4, $0x37d00d01
-DATA lgc28<>+24(SB)/4, $0x37d00d01
-DATA lgc28<>+28(SB)/4, $0x37d00d01
+DATA lgc28<>+0(SB)/4, $0x3d2aaaab
+DATA lgc28<>+4(SB)/4, $0x3d2aaaab
+DATA lgc28<>+8(SB)/4, $0x3d2aaaab
+DATA lgc28<>+12(SB)/4, $0x3d2aaaab
+DATA lgc28<>+16(SB)/4, $0x3d2aaaab
+DATA lgc28<>+20(SB)/4, $0x3d2aaaab
+DATA lgc28<>+24(SB)/4, $0x3d2aaaab
+DATA lgc28<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x39500d01
-DATA lgc29<>+4(SB)/4, $0x39500d01
-DATA lgc29<>+8(SB)/4, $0x39500d01
-DATA lgc29<>+12(SB)/4, $0x39500d01
-DATA lgc29<>+16(SB)/4, $0x39500d01
-DATA lgc29<>+20(SB)/4, $0x39500d01
-DATA lgc29<>+24(SB)/4, $0x39500d01
-DATA lgc29<>+28(SB)/4, $0x39500d01
+DATA lgc29<>+0(SB)/4, $0x3ab60b61
+DATA lgc29<>+4(SB)/4, $0x3ab60b61
+DATA lgc29<>+8(SB)/4, $0x3ab60b61
+DATA lgc29<>+12(SB)/4, $0x3ab60b61
+DATA lgc29<>+16(SB)/4, $0x3ab60b61
+DATA lgc29<>+20(SB)/4, $0x3ab60b61
+DATA lgc29<>+24(SB)/4, $0x3ab60b61
+DATA lgc29<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3ab60b61
-DATA lgc30<>+4(SB)/4, $0x3ab60b61
-DATA lgc30<>+8(SB)/4, $0x3ab60b61
-DATA lgc30<>+12(SB)/4, $0x3ab60b61
-DATA lgc30<>+16(SB)/4, $0x3ab60b61
-DATA lgc30<>+20(SB)/4, $0x3ab60b61
-DATA lgc30<>+24(SB)/4, $0x3ab60b61
-DATA lgc30<>+28(SB)/4, $0x3ab60b61
+DATA lgc30<>+0(SB)/8, $0x4020000000000000
+DATA lgc30<>+8(SB)/8, $0x4020000000000000
+DATA lgc30<>+16(SB)/8, $0x4020000000000000
+DATA lgc30<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3c088889
-DATA lgc31<>+4(SB)/4, $0x3c088889
-DATA lgc31<>+8(SB)/4, $0x3c088889
-DATA lgc31<>+12(SB)/4, $0x3c088889
-DATA lgc31<>+16(SB)/4, $0x3c088889
-DATA lgc31<>+20(SB)/4, $0x3c088889
-DATA lgc31<>+24(SB)/4, $0x3c088889
-DATA lgc31<>+28(SB)/4, $0x3c088889
+DATA lgc31<>+0(SB)/4, $0x7fffffff
+DATA lgc31<>+4(SB)/4, $0x7fffffff
+DATA lgc31<>+8(SB)/4, $0x7fffffff
+DATA lgc31<>+12(SB)/4, $0x7fffffff
+DATA lgc31<>+16(SB)/4, $0x7fffffff
+DATA lgc31<>+20(SB)/4, $0x7fffffff
+DATA lgc31<>+24(SB)/4, $0x7fffffff
+DATA lgc31<>+28(SB)/4, $0x7fffffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3d2aaaab
-DATA lgc32<>+4(SB)/4, $0x3d2aaaab
-DATA lgc32<>+8(SB)/4, $0x3d2aaaab
-DATA lgc32<>+12(SB)/4, $0x3d2aaaab
-DATA lgc32<>+16(SB)/4, $0x3d2aaaab
-DATA lgc32<>+20(SB)/4, $0x3d2aaaab
-DATA lgc32<>+24(SB)/4, $0x3d2aaaab
-DATA lgc32<>+28(SB)/4, $0x3d2aaaab
+DATA lgc32<>+0(SB)/4, $0x7f7fffff
+DATA lgc32<>+4(SB)/4, $0x7f7fffff
+DATA lgc32<>+8(SB)/4, $0x7f7fffff
+DATA lgc32<>+12(SB)/4, $0x7f7fffff
+DATA lgc32<>+16(SB)/4, $0x7f7fffff
+DATA lgc32<>+20(SB)/4, $0x7f7fffff
+DATA lgc32<>+24(SB)/4, $0x7f7fffff
+DATA lgc32<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x3e2aaaab
-DATA lgc33<>+4(SB)/4, $0x3e2aaaab
-DATA lgc33<>+8(SB)/4, $0x3e2aaaab
-DATA lgc33<>+12(SB)/4, $0x3e2aaaab
-DATA lgc33<>+16(SB)/4, $0x3e2aaaab
-DATA lgc33<>+20(SB)/4, $0x3e2aaaab
-DATA lgc33<>+24(SB)/4, $0x3e2aaaab
-DATA lgc33<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/8, $0x4020000000000000
-DATA lgc34<>+8(SB)/8, $0x4020000000000000
-DATA lgc34<>+16(SB)/8, $0x4020000000000000
-DATA lgc34<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0x7fffffff
-DATA lgc35<>+4(SB)/4, $0x7fffffff
-DATA lgc35<>+8(SB)/4, $0x7fffffff
-DATA lgc35<>+12(SB)/4, $0x7fffffff
-DATA lgc35<>+16(SB)/4, $0x7fffffff
-DATA lgc35<>+20(SB)/4, $0x7fffffff
-DATA lgc35<>+24(SB)/4, $0x7fffffff
-DATA lgc35<>+28(SB)/4, $0x7fffffff
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x7f7fffff
-DATA lgc36<>+4(SB)/4, $0x7f7fffff
-DATA lgc36<>+8(SB)/4, $0x7f7fffff
-DATA lgc36<>+12(SB)/4, $0x7f7fffff
-DATA lgc36<>+16(SB)/4, $0x7f7fffff
-DATA lgc36<>+20(SB)/4, $0x7f7fffff
-DATA lgc36<>+24(SB)/4, $0x7f7fffff
-DATA lgc36<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
@@ -953,7 +892,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc37<>+0(SB), Y7, Y7
+	VMULPS       lgc33<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1003,11 +942,11 @@ TEXT ·pass1AVX2(SB), $64-136
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v96, v27)
+	// klToInference = div(v85, v27)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc38<>+0(SB), Y1, Y5
+	VMULPS lgc34<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -1045,25 +984,25 @@ TEXT ·pass1AVX2(SB), $64-136
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x40000000
-DATA lgc37<>+4(SB)/4, $0x40000000
-DATA lgc37<>+8(SB)/4, $0x40000000
-DATA lgc37<>+12(SB)/4, $0x40000000
-DATA lgc37<>+16(SB)/4, $0x40000000
-DATA lgc37<>+20(SB)/4, $0x40000000
-DATA lgc37<>+24(SB)/4, $0x40000000
-DATA lgc37<>+28(SB)/4, $0x40000000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x40000000
+DATA lgc33<>+4(SB)/4, $0x40000000
+DATA lgc33<>+8(SB)/4, $0x40000000
+DATA lgc33<>+12(SB)/4, $0x40000000
+DATA lgc33<>+16(SB)/4, $0x40000000
+DATA lgc33<>+20(SB)/4, $0x40000000
+DATA lgc33<>+24(SB)/4, $0x40000000
+DATA lgc33<>+28(SB)/4, $0x40000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3c23d70a
-DATA lgc38<>+4(SB)/4, $0x3c23d70a
-DATA lgc38<>+8(SB)/4, $0x3c23d70a
-DATA lgc38<>+12(SB)/4, $0x3c23d70a
-DATA lgc38<>+16(SB)/4, $0x3c23d70a
-DATA lgc38<>+20(SB)/4, $0x3c23d70a
-DATA lgc38<>+24(SB)/4, $0x3c23d70a
-DATA lgc38<>+28(SB)/4, $0x3c23d70a
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x3c23d70a
+DATA lgc34<>+4(SB)/4, $0x3c23d70a
+DATA lgc34<>+8(SB)/4, $0x3c23d70a
+DATA lgc34<>+12(SB)/4, $0x3c23d70a
+DATA lgc34<>+16(SB)/4, $0x3c23d70a
+DATA lgc34<>+20(SB)/4, $0x3c23d70a
+DATA lgc34<>+24(SB)/4, $0x3c23d70a
+DATA lgc34<>+28(SB)/4, $0x3c23d70a
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -1091,11 +1030,11 @@ blocks_5:
 	VMOVUPS      Y0, 256(BX)
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc34<>+0(SB), Y0
+	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1120,8 +1059,8 @@ noflush_6:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1150,12 +1089,12 @@ TEXT ·fbPass1AVX2(SB), $256-88
 
 	// v27 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc34<>+0(SB), Y2
 
-	// v102 = div(0.01, v27)
+	// v91 = div(0.01, v27)
 	VDIVPS Y0, Y2, Y2
 
-	// v107 = div(1, v27)
+	// v96 = div(1, v27)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1338,61 +1277,40 @@ blocks_8:
 	// v63 = min(v62, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v66 = mul(v63, 2.755731922398589e-07)
-	VMULPS lgc26<>+0(SB), Y4, Y5
+	// v64 = mul(v63, v63)
+	VMULPS Y4, Y4, Y5
 
-	// v67 = add(2.7557319223985893e-06, v66)
-	VADDPS lgc27<>+0(SB), Y5, Y5
+	// v67 = mul(0.16666666666666666, v63)
+	VMULPS lgc26<>+0(SB), Y4, Y6
 
-	// v69 = mul(v63, v67)
-	VMULPS Y5, Y4, Y5
+	// v68 = add(0.5, v67)
+	VADDPS lgc14<>+0(SB), Y6, Y6
 
-	// v70 = add(2.48015873015873e-05, v69)
-	VADDPS lgc28<>+0(SB), Y5, Y5
+	// v71 = mul(0.008333333333333333, v63)
+	VMULPS lgc27<>+0(SB), Y4, Y4
 
-	// v72 = mul(v63, v70)
-	VMULPS Y5, Y4, Y5
+	// v72 = add(0.041666666666666664, v71)
+	VADDPS lgc28<>+0(SB), Y4, Y4
 
-	// v73 = add(0.0001984126984126984, v72)
-	VADDPS lgc29<>+0(SB), Y5, Y5
+	// v74 = mul(v64, v72)
+	VMULPS Y4, Y5, Y4
 
-	// v75 = mul(v63, v73)
-	VMULPS Y5, Y4, Y5
+	// v75 = add(v68, v74)
+	VADDPS Y4, Y6, Y4
 
-	// v76 = add(0.001388888888888889, v75)
-	VADDPS lgc30<>+0(SB), Y5, Y5
+	// v76 = mul(v64, v64)
+	VMULPS Y5, Y5, Y6
 
-	// v78 = mul(v63, v76)
-	VMULPS Y5, Y4, Y5
+	// v77 = mul(v76, 0.001388888888888889)
+	VMULPS lgc29<>+0(SB), Y6, Y6
 
-	// v79 = add(0.008333333333333333, v78)
-	VADDPS lgc31<>+0(SB), Y5, Y5
+	// v78 = add(v75, v77)
+	VADDPS Y6, Y4, Y4
 
-	// v81 = mul(v63, v79)
-	VMULPS Y5, Y4, Y5
+	// v79 = mul(v64, v78)
+	VMULPS Y4, Y5, Y4
 
-	// v82 = add(0.041666666666666664, v81)
-	VADDPS lgc32<>+0(SB), Y5, Y5
-
-	// v84 = mul(v63, v82)
-	VMULPS Y5, Y4, Y5
-
-	// v85 = add(0.16666666666666666, v84)
-	VADDPS lgc33<>+0(SB), Y5, Y5
-
-	// v87 = mul(v63, v85)
-	VMULPS Y5, Y4, Y5
-
-	// v88 = add(0.5, v87)
-	VADDPS lgc14<>+0(SB), Y5, Y5
-
-	// v89 = mul(v63, v63)
-	VMULPS Y4, Y4, Y4
-
-	// v90 = mul(v89, v88)
-	VMULPS Y5, Y4, Y4
-
-	// v91 = exp(v34)
+	// v80 = exp(v34)
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VMAXPS       Y2, Y5, Y5
 	VMOVUPS      lgc5<>+0(SB), Y6
@@ -1421,114 +1339,114 @@ blocks_8:
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 
-	// v92 = sub(v91, 1)
+	// v81 = sub(v80, 1)
 	VSUBPS lgc1<>+0(SB), Y7, Y5
 
-	// v93 = sub(v92, v34)
+	// v82 = sub(v81, v34)
 	VSUBPS Y2, Y5, Y5
 
-	// k3 = where(v60, v90, v93)
+	// k3 = where(v60, v79, v82)
 	VBLENDVPS Y3, Y4, Y5, Y3
 
-	// v95 = add(k3, v34)
+	// v84 = add(k3, v34)
 	VADDPS Y2, Y3, Y2
 
-	// v96 = where(mask, k3, 0)
+	// v85 = where(mask, k3, 0)
 	VANDPS Y3, Y0, Y3
 
-	// sum(v96) over [B L]
+	// sum(v85) over [B L]
 	VADDPS  3072(BX), Y3, Y3
 	VMOVUPS Y3, 3072(BX)
 	VMOVUPS (SP), Y3
 
-	// v103 = where(mask, v102, 0)
+	// v92 = where(mask, v91, 0)
 	VANDPS  Y3, Y0, Y3
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v104 = ne(v103, 0)
+	// v93 = ne(v92, 0)
 	VCMPPS $0x04, Y4, Y3, Y5
 
-	// v105 = mul(v103, v95)
+	// v94 = mul(v92, v84)
 	VMULPS Y2, Y3, Y2
 
-	// v106 = where(v104, v105, v103)
+	// v95 = where(v93, v94, v92)
 	VBLENDVPS Y5, Y2, Y3, Y2
 	VMOVUPS   32(SP), Y3
 
-	// v108 = where(mask, v107, 0)
+	// v97 = where(mask, v96, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v109 = mul(v108, -0.01)
+	// v98 = mul(v97, -0.01)
 	VMULPS lgc20<>+0(SB), Y3, Y5
 
-	// gradEntropy = where(mask, v109, 0)
+	// gradEntropy = where(mask, v98, 0)
 	VANDPS Y5, Y0, Y5
 
-	// v111 = where(mask, v106, 0)
+	// v100 = where(mask, v95, 0)
 	VANDPS Y2, Y0, Y0
 
-	// v112 = neg(v111)
+	// v101 = neg(v100)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
-	// v113 = neg(v108)
+	// v102 = neg(v97)
 	VXORPS  lgc19<>+0(SB), Y3, Y2
 	VMOVUPS 160(SP), Y3
 
-	// v114 = mul(v113, v10)
+	// v103 = mul(v102, v10)
 	VMULPS  Y3, Y2, Y2
 	VMOVUPS 128(SP), Y3
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y3, Y6
 
-	// v115 = where(v17, v114, 0)
+	// v104 = where(v17, v103, 0)
 	VANDPS Y2, Y6, Y3
 
-	// v116 = where(v17, 0, v114)
+	// v105 = where(v17, 0, v103)
 	VANDNPS Y2, Y6, Y2
 	VMOVUPS lgc18<>+0(SB), Y6
 
-	// v117 = ge(ratio, 0.8000000028326788)
+	// v106 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y1, Y6
 
-	// v118 = ne(ratio, ratio)
+	// v107 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y1, Y1, Y7
 	VMOVUPS Y5, 224(SP)
 
-	// v119 = max(v117, v118)
+	// v108 = max(v106, v107)
 	VORPS Y6, Y7, Y5
 
-	// v120 = where(v119, v116, 0)
+	// v109 = where(v108, v105, 0)
 	VANDPS  Y2, Y5, Y2
 	VMOVUPS lgc17<>+0(SB), Y5
 
-	// v121 = le(ratio, 1.2799999924290435)
+	// v110 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y5, Y1, Y5
 
-	// v122 = max(v121, v118)
+	// v111 = max(v110, v107)
 	VORPS Y5, Y7, Y5
 
-	// v123 = where(v122, v115, 0)
+	// v112 = where(v111, v104, 0)
 	VANDPS Y3, Y5, Y3
 
-	// v124 = add(v120, v123)
+	// v113 = add(v109, v112)
 	VADDPS Y3, Y2, Y2
 
-	// v125 = ne(v124, 0)
+	// v114 = ne(v113, 0)
 	VCMPPS $0x04, Y4, Y2, Y3
 
-	// v126 = mul(v124, ratio)
+	// v115 = mul(v113, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// v127 = where(v125, v126, v124)
+	// v116 = where(v114, v115, v113)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v128 = add(v112, v127)
+	// v117 = add(v101, v116)
 	VADDPS    Y1, Y0, Y0
 	MOVQ      mask+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y1
 	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v128, 0)
+	// gradLogProb = where(mask, v117, 0)
 	VANDPS  Y0, Y1, Y0
 	VMOVUPS 224(SP), Y1
 
@@ -1541,11 +1459,11 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc34<>+0(SB), Y0
+	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1556,8 +1474,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1569,8 +1487,8 @@ blocks_8:
 	VMOVUPS      Y0, 1024(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1582,8 +1500,8 @@ blocks_8:
 	VMOVUPS      Y0, 1344(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1595,8 +1513,8 @@ blocks_8:
 	VMOVUPS      Y0, 1664(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1608,8 +1526,8 @@ blocks_8:
 	VMOVUPS      Y0, 1984(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2432(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1621,8 +1539,8 @@ blocks_8:
 	VMOVUPS      Y0, 2432(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1634,8 +1552,8 @@ blocks_8:
 	VMOVUPS      Y0, 2752(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1661,8 +1579,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1673,8 +1591,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1686,8 +1604,8 @@ noflush_9:
 	VMOVUPS      Y0, 1024(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1699,8 +1617,8 @@ noflush_9:
 	VMOVUPS      Y0, 1344(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1712,8 +1630,8 @@ noflush_9:
 	VMOVUPS      Y0, 1664(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1725,8 +1643,8 @@ noflush_9:
 	VMOVUPS      Y0, 1984(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1738,8 +1656,8 @@ noflush_9:
 	VMOVUPS      Y0, 2432(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1751,8 +1669,8 @@ noflush_9:
 	VMOVUPS      Y0, 2752(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc35<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1810,7 +1728,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc37<>+0(SB), Y7, Y7
+	VMULPS       lgc33<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1860,11 +1778,11 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v97, v27)
+	// klToInference = div(v86, v27)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc38<>+0(SB), Y1, Y5
+	VMULPS lgc34<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -1961,30 +1879,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
-	VMULPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
+	VMULPS       lgc36<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc41<>+0(SB), Y1, Y1
+	VPAND        lgc37<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc42<>+0(SB), Y2, Y1
+	VPAND        lgc38<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc44<>+0(SB), Y4
+	VMOVAPS      lgc40<>+0(SB), Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1995,9 +1913,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2008,165 +1926,165 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x00800000
-DATA lgc39<>+4(SB)/4, $0x00800000
-DATA lgc39<>+8(SB)/4, $0x00800000
-DATA lgc39<>+12(SB)/4, $0x00800000
-DATA lgc39<>+16(SB)/4, $0x00800000
-DATA lgc39<>+20(SB)/4, $0x00800000
-DATA lgc39<>+24(SB)/4, $0x00800000
-DATA lgc39<>+28(SB)/4, $0x00800000
+DATA lgc35<>+0(SB)/4, $0x00800000
+DATA lgc35<>+4(SB)/4, $0x00800000
+DATA lgc35<>+8(SB)/4, $0x00800000
+DATA lgc35<>+12(SB)/4, $0x00800000
+DATA lgc35<>+16(SB)/4, $0x00800000
+DATA lgc35<>+20(SB)/4, $0x00800000
+DATA lgc35<>+24(SB)/4, $0x00800000
+DATA lgc35<>+28(SB)/4, $0x00800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x4b000000
+DATA lgc36<>+4(SB)/4, $0x4b000000
+DATA lgc36<>+8(SB)/4, $0x4b000000
+DATA lgc36<>+12(SB)/4, $0x4b000000
+DATA lgc36<>+16(SB)/4, $0x4b000000
+DATA lgc36<>+20(SB)/4, $0x4b000000
+DATA lgc36<>+24(SB)/4, $0x4b000000
+DATA lgc36<>+28(SB)/4, $0x4b000000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0xffffffe9
+DATA lgc37<>+4(SB)/4, $0xffffffe9
+DATA lgc37<>+8(SB)/4, $0xffffffe9
+DATA lgc37<>+12(SB)/4, $0xffffffe9
+DATA lgc37<>+16(SB)/4, $0xffffffe9
+DATA lgc37<>+20(SB)/4, $0xffffffe9
+DATA lgc37<>+24(SB)/4, $0xffffffe9
+DATA lgc37<>+28(SB)/4, $0xffffffe9
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x007fffff
+DATA lgc38<>+4(SB)/4, $0x007fffff
+DATA lgc38<>+8(SB)/4, $0x007fffff
+DATA lgc38<>+12(SB)/4, $0x007fffff
+DATA lgc38<>+16(SB)/4, $0x007fffff
+DATA lgc38<>+20(SB)/4, $0x007fffff
+DATA lgc38<>+24(SB)/4, $0x007fffff
+DATA lgc38<>+28(SB)/4, $0x007fffff
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0x3fb504f3
+DATA lgc39<>+4(SB)/4, $0x3fb504f3
+DATA lgc39<>+8(SB)/4, $0x3fb504f3
+DATA lgc39<>+12(SB)/4, $0x3fb504f3
+DATA lgc39<>+16(SB)/4, $0x3fb504f3
+DATA lgc39<>+20(SB)/4, $0x3fb504f3
+DATA lgc39<>+24(SB)/4, $0x3fb504f3
+DATA lgc39<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x4b000000
-DATA lgc40<>+4(SB)/4, $0x4b000000
-DATA lgc40<>+8(SB)/4, $0x4b000000
-DATA lgc40<>+12(SB)/4, $0x4b000000
-DATA lgc40<>+16(SB)/4, $0x4b000000
-DATA lgc40<>+20(SB)/4, $0x4b000000
-DATA lgc40<>+24(SB)/4, $0x4b000000
-DATA lgc40<>+28(SB)/4, $0x4b000000
+DATA lgc40<>+0(SB)/4, $0x3d9021bb
+DATA lgc40<>+4(SB)/4, $0x3d9021bb
+DATA lgc40<>+8(SB)/4, $0x3d9021bb
+DATA lgc40<>+12(SB)/4, $0x3d9021bb
+DATA lgc40<>+16(SB)/4, $0x3d9021bb
+DATA lgc40<>+20(SB)/4, $0x3d9021bb
+DATA lgc40<>+24(SB)/4, $0x3d9021bb
+DATA lgc40<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xffffffe9
-DATA lgc41<>+4(SB)/4, $0xffffffe9
-DATA lgc41<>+8(SB)/4, $0xffffffe9
-DATA lgc41<>+12(SB)/4, $0xffffffe9
-DATA lgc41<>+16(SB)/4, $0xffffffe9
-DATA lgc41<>+20(SB)/4, $0xffffffe9
-DATA lgc41<>+24(SB)/4, $0xffffffe9
-DATA lgc41<>+28(SB)/4, $0xffffffe9
+DATA lgc41<>+0(SB)/4, $0xbdebd1b8
+DATA lgc41<>+4(SB)/4, $0xbdebd1b8
+DATA lgc41<>+8(SB)/4, $0xbdebd1b8
+DATA lgc41<>+12(SB)/4, $0xbdebd1b8
+DATA lgc41<>+16(SB)/4, $0xbdebd1b8
+DATA lgc41<>+20(SB)/4, $0xbdebd1b8
+DATA lgc41<>+24(SB)/4, $0xbdebd1b8
+DATA lgc41<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x007fffff
-DATA lgc42<>+4(SB)/4, $0x007fffff
-DATA lgc42<>+8(SB)/4, $0x007fffff
-DATA lgc42<>+12(SB)/4, $0x007fffff
-DATA lgc42<>+16(SB)/4, $0x007fffff
-DATA lgc42<>+20(SB)/4, $0x007fffff
-DATA lgc42<>+24(SB)/4, $0x007fffff
-DATA lgc42<>+28(SB)/4, $0x007fffff
+DATA lgc42<>+0(SB)/4, $0x3def251a
+DATA lgc42<>+4(SB)/4, $0x3def251a
+DATA lgc42<>+8(SB)/4, $0x3def251a
+DATA lgc42<>+12(SB)/4, $0x3def251a
+DATA lgc42<>+16(SB)/4, $0x3def251a
+DATA lgc42<>+20(SB)/4, $0x3def251a
+DATA lgc42<>+24(SB)/4, $0x3def251a
+DATA lgc42<>+28(SB)/4, $0x3def251a
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3fb504f3
-DATA lgc43<>+4(SB)/4, $0x3fb504f3
-DATA lgc43<>+8(SB)/4, $0x3fb504f3
-DATA lgc43<>+12(SB)/4, $0x3fb504f3
-DATA lgc43<>+16(SB)/4, $0x3fb504f3
-DATA lgc43<>+20(SB)/4, $0x3fb504f3
-DATA lgc43<>+24(SB)/4, $0x3fb504f3
-DATA lgc43<>+28(SB)/4, $0x3fb504f3
+DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3d9021bb
-DATA lgc44<>+4(SB)/4, $0x3d9021bb
-DATA lgc44<>+8(SB)/4, $0x3d9021bb
-DATA lgc44<>+12(SB)/4, $0x3d9021bb
-DATA lgc44<>+16(SB)/4, $0x3d9021bb
-DATA lgc44<>+20(SB)/4, $0x3d9021bb
-DATA lgc44<>+24(SB)/4, $0x3d9021bb
-DATA lgc44<>+28(SB)/4, $0x3d9021bb
+DATA lgc44<>+0(SB)/4, $0x3e11e9bf
+DATA lgc44<>+4(SB)/4, $0x3e11e9bf
+DATA lgc44<>+8(SB)/4, $0x3e11e9bf
+DATA lgc44<>+12(SB)/4, $0x3e11e9bf
+DATA lgc44<>+16(SB)/4, $0x3e11e9bf
+DATA lgc44<>+20(SB)/4, $0x3e11e9bf
+DATA lgc44<>+24(SB)/4, $0x3e11e9bf
+DATA lgc44<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdebd1b8
-DATA lgc45<>+4(SB)/4, $0xbdebd1b8
-DATA lgc45<>+8(SB)/4, $0xbdebd1b8
-DATA lgc45<>+12(SB)/4, $0xbdebd1b8
-DATA lgc45<>+16(SB)/4, $0xbdebd1b8
-DATA lgc45<>+20(SB)/4, $0xbdebd1b8
-DATA lgc45<>+24(SB)/4, $0xbdebd1b8
-DATA lgc45<>+28(SB)/4, $0xbdebd1b8
+DATA lgc45<>+0(SB)/4, $0xbe2aae50
+DATA lgc45<>+4(SB)/4, $0xbe2aae50
+DATA lgc45<>+8(SB)/4, $0xbe2aae50
+DATA lgc45<>+12(SB)/4, $0xbe2aae50
+DATA lgc45<>+16(SB)/4, $0xbe2aae50
+DATA lgc45<>+20(SB)/4, $0xbe2aae50
+DATA lgc45<>+24(SB)/4, $0xbe2aae50
+DATA lgc45<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3def251a
-DATA lgc46<>+4(SB)/4, $0x3def251a
-DATA lgc46<>+8(SB)/4, $0x3def251a
-DATA lgc46<>+12(SB)/4, $0x3def251a
-DATA lgc46<>+16(SB)/4, $0x3def251a
-DATA lgc46<>+20(SB)/4, $0x3def251a
-DATA lgc46<>+24(SB)/4, $0x3def251a
-DATA lgc46<>+28(SB)/4, $0x3def251a
+DATA lgc46<>+0(SB)/4, $0x3e4cceac
+DATA lgc46<>+4(SB)/4, $0x3e4cceac
+DATA lgc46<>+8(SB)/4, $0x3e4cceac
+DATA lgc46<>+12(SB)/4, $0x3e4cceac
+DATA lgc46<>+16(SB)/4, $0x3e4cceac
+DATA lgc46<>+20(SB)/4, $0x3e4cceac
+DATA lgc46<>+24(SB)/4, $0x3e4cceac
+DATA lgc46<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+0(SB)/4, $0xbe7ffffc
+DATA lgc47<>+4(SB)/4, $0xbe7ffffc
+DATA lgc47<>+8(SB)/4, $0xbe7ffffc
+DATA lgc47<>+12(SB)/4, $0xbe7ffffc
+DATA lgc47<>+16(SB)/4, $0xbe7ffffc
+DATA lgc47<>+20(SB)/4, $0xbe7ffffc
+DATA lgc47<>+24(SB)/4, $0xbe7ffffc
+DATA lgc47<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e11e9bf
-DATA lgc48<>+4(SB)/4, $0x3e11e9bf
-DATA lgc48<>+8(SB)/4, $0x3e11e9bf
-DATA lgc48<>+12(SB)/4, $0x3e11e9bf
-DATA lgc48<>+16(SB)/4, $0x3e11e9bf
-DATA lgc48<>+20(SB)/4, $0x3e11e9bf
-DATA lgc48<>+24(SB)/4, $0x3e11e9bf
-DATA lgc48<>+28(SB)/4, $0x3e11e9bf
+DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe2aae50
-DATA lgc49<>+4(SB)/4, $0xbe2aae50
-DATA lgc49<>+8(SB)/4, $0xbe2aae50
-DATA lgc49<>+12(SB)/4, $0xbe2aae50
-DATA lgc49<>+16(SB)/4, $0xbe2aae50
-DATA lgc49<>+20(SB)/4, $0xbe2aae50
-DATA lgc49<>+24(SB)/4, $0xbe2aae50
-DATA lgc49<>+28(SB)/4, $0xbe2aae50
+DATA lgc49<>+0(SB)/4, $0x7fc00000
+DATA lgc49<>+4(SB)/4, $0x7fc00000
+DATA lgc49<>+8(SB)/4, $0x7fc00000
+DATA lgc49<>+12(SB)/4, $0x7fc00000
+DATA lgc49<>+16(SB)/4, $0x7fc00000
+DATA lgc49<>+20(SB)/4, $0x7fc00000
+DATA lgc49<>+24(SB)/4, $0x7fc00000
+DATA lgc49<>+28(SB)/4, $0x7fc00000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e4cceac
-DATA lgc50<>+4(SB)/4, $0x3e4cceac
-DATA lgc50<>+8(SB)/4, $0x3e4cceac
-DATA lgc50<>+12(SB)/4, $0x3e4cceac
-DATA lgc50<>+16(SB)/4, $0x3e4cceac
-DATA lgc50<>+20(SB)/4, $0x3e4cceac
-DATA lgc50<>+24(SB)/4, $0x3e4cceac
-DATA lgc50<>+28(SB)/4, $0x3e4cceac
+DATA lgc50<>+0(SB)/4, $0x7f800000
+DATA lgc50<>+4(SB)/4, $0x7f800000
+DATA lgc50<>+8(SB)/4, $0x7f800000
+DATA lgc50<>+12(SB)/4, $0x7f800000
+DATA lgc50<>+16(SB)/4, $0x7f800000
+DATA lgc50<>+20(SB)/4, $0x7f800000
+DATA lgc50<>+24(SB)/4, $0x7f800000
+DATA lgc50<>+28(SB)/4, $0x7f800000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
-
-DATA lgc51<>+0(SB)/4, $0xbe7ffffc
-DATA lgc51<>+4(SB)/4, $0xbe7ffffc
-DATA lgc51<>+8(SB)/4, $0xbe7ffffc
-DATA lgc51<>+12(SB)/4, $0xbe7ffffc
-DATA lgc51<>+16(SB)/4, $0xbe7ffffc
-DATA lgc51<>+20(SB)/4, $0xbe7ffffc
-DATA lgc51<>+24(SB)/4, $0xbe7ffffc
-DATA lgc51<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc51<>(SB), RODATA|NOPTR, $32
-
-DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc52<>(SB), RODATA|NOPTR, $32
-
-DATA lgc53<>+0(SB)/4, $0x7fc00000
-DATA lgc53<>+4(SB)/4, $0x7fc00000
-DATA lgc53<>+8(SB)/4, $0x7fc00000
-DATA lgc53<>+12(SB)/4, $0x7fc00000
-DATA lgc53<>+16(SB)/4, $0x7fc00000
-DATA lgc53<>+20(SB)/4, $0x7fc00000
-DATA lgc53<>+24(SB)/4, $0x7fc00000
-DATA lgc53<>+28(SB)/4, $0x7fc00000
-GLOBL lgc53<>(SB), RODATA|NOPTR, $32
-
-DATA lgc54<>+0(SB)/4, $0x7f800000
-DATA lgc54<>+4(SB)/4, $0x7f800000
-DATA lgc54<>+8(SB)/4, $0x7f800000
-DATA lgc54<>+12(SB)/4, $0x7f800000
-DATA lgc54<>+16(SB)/4, $0x7f800000
-DATA lgc54<>+20(SB)/4, $0x7f800000
-DATA lgc54<>+24(SB)/4, $0x7f800000
-DATA lgc54<>+28(SB)/4, $0x7f800000
-GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2181,30 +2099,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
-	VMULPS       lgc40<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc36<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc41<>+0(SB), Y2, Y2
+	VPAND        lgc37<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc42<>+0(SB), Y3, Y2
+	VPAND        lgc38<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc44<>+0(SB), Y5
+	VMOVAPS      lgc40<>+0(SB), Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2215,9 +2133,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2228,8 +2146,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

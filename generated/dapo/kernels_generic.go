@@ -18,7 +18,7 @@ type scratch struct {
 	s4 float32 // v44 = sum(v43) over B,L
 	s5 float32 // v49 = logsumexp(v47) over B,L
 	s6 float32 // v52 = logsumexp(v51) over B,L
-	s7 float32 // v96 = sum(v95) over B,L
+	s7 float32 // v85 = sum(v84) over B,L
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -41,7 +41,7 @@ type pass0GoStates struct {
 	acc44    float64           // v44 = sum(v43) over B,L
 	acc49    runtime.LogSumExp // v49 = logsumexp(v47) over B,L
 	acc52    runtime.LogSumExp // v52 = logsumexp(v51) over B,L
-	acc96    float64           // v96 = sum(v95) over B,L
+	acc85    float64           // v85 = sum(v84) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -54,7 +54,7 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc96, b.acc96)
+	mergeSum(&a.acc85, b.acc85)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -70,15 +70,11 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	two := float32(2)
 	c59 := float32(0.1)
 	c61 := float32(-0.1)
-	c64 := float32(2.755732e-07)
-	c65 := float32(2.7557319e-06)
-	c68 := float32(2.4801588e-05)
-	c71 := float32(0.0001984127)
-	c74 := float32(0.0013888889)
-	c77 := float32(0.008333334)
-	c80 := float32(0.041666668)
-	c83 := float32(0.16666667)
 	half := float32(0.5)
+	c66 := float32(0.16666667)
+	c69 := float32(0.041666668)
+	c70 := float32(0.008333334)
+	c73 := float32(0.0013888889)
 	numValid := 0.0
 	acc26 := 0.0
 	acc31 := 0.0
@@ -87,7 +83,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc96 := 0.0
+	acc85 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -131,30 +127,23 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v60 := b2f(v58 < c59)
 			v62 := max(v34, c61)
 			v63 := min(v62, c59)
-			v66 := float32(v63 * c64)
-			v67 := c65 + v66
-			v69 := float32(v63 * v67)
-			v70 := c68 + v69
-			v72 := float32(v63 * v70)
-			v73 := c71 + v72
-			v75 := float32(v63 * v73)
-			v76 := c74 + v75
-			v78 := float32(v63 * v76)
-			v79 := c77 + v78
-			v81 := float32(v63 * v79)
-			v82 := c80 + v81
-			v84 := float32(v63 * v82)
-			v85 := c83 + v84
-			v87 := float32(v63 * v85)
-			v88 := half + v87
-			v89 := float32(v63 * v63)
-			v90 := float32(v89 * v88)
-			v91 := float32(math.Exp(float64(v34)))
-			v92 := v91 - one
-			v93 := v92 - v34
-			k3 := sel(v60, v90, v93)
-			v95 := sel(mask, k3, zero)
-			acc96 += float64(v95)
+			v64 := float32(v63 * v63)
+			v67 := float32(c66 * v63)
+			v68 := half + v67
+			v71 := float32(c70 * v63)
+			v72 := c69 + v71
+			v74 := float32(v64 * v72)
+			v75 := v68 + v74
+			v76 := float32(v64 * v64)
+			v77 := float32(v76 * c73)
+			v78 := v75 + v77
+			v79 := float32(v64 * v78)
+			v80 := float32(math.Exp(float64(v34)))
+			v81 := v80 - one
+			v82 := v81 - v34
+			k3 := sel(v60, v79, v82)
+			v84 := sel(mask, k3, zero)
+			acc85 += float64(v84)
 		}
 	}
 	st.numValid = numValid
@@ -165,7 +154,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc96 = acc96
+	st.acc85 = acc85
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
@@ -192,7 +181,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc96)
+	s.s7 = float32(st.acc85)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -200,7 +189,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c98 := float32(0.01)
+	c87 := float32(0.01)
 	numValid := out.NumValid
 	v26 := s.s0
 	v27 := max(numValid, one)
@@ -227,9 +216,9 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v56 := v54 / v27
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v96 := s.s7
-	klToInference := v96 / v27
-	lossKLToInference := float32(c98 * klToInference)
+	v85 := s.s7
+	klToInference := v85 / v27
+	lossKLToInference := float32(c87 * klToInference)
 	out.LossKLToInference = lossKLToInference
 	out.KLToInference = klToInference
 }
@@ -244,7 +233,7 @@ type fbScratch struct {
 	s4 float32 // v44 = sum(v43) over B,L
 	s5 float32 // v49 = logsumexp(v47) over B,L
 	s6 float32 // v52 = logsumexp(v51) over B,L
-	s7 float32 // v97 = sum(v96) over B,L
+	s7 float32 // v86 = sum(v85) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -316,7 +305,7 @@ type fbPass1GoStates struct {
 	acc44 float64           // v44 = sum(v43) over B,L
 	acc49 runtime.LogSumExp // v49 = logsumexp(v47) over B,L
 	acc52 runtime.LogSumExp // v52 = logsumexp(v51) over B,L
-	acc97 float64           // v97 = sum(v96) over B,L
+	acc86 float64           // v86 = sum(v85) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -328,7 +317,7 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc97, b.acc97)
+	mergeSum(&a.acc86, b.acc86)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -344,16 +333,12 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	two := float32(2)
 	c59 := float32(0.1)
 	c61 := float32(-0.1)
-	c64 := float32(2.755732e-07)
-	c65 := float32(2.7557319e-06)
-	c68 := float32(2.4801588e-05)
-	c71 := float32(0.0001984127)
-	c74 := float32(0.0013888889)
-	c77 := float32(0.008333334)
-	c80 := float32(0.041666668)
-	c83 := float32(0.16666667)
 	half := float32(0.5)
-	c99 := float32(0.01)
+	c66 := float32(0.16666667)
+	c69 := float32(0.041666668)
+	c70 := float32(0.008333334)
+	c73 := float32(0.0013888889)
+	c88 := float32(0.01)
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
@@ -361,7 +346,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc97 := 0.0
+	acc86 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -405,60 +390,53 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v60 := b2f(v58 < c59)
 			v62 := max(v34, c61)
 			v63 := min(v62, c59)
-			v66 := float32(v63 * c64)
-			v67 := c65 + v66
-			v69 := float32(v63 * v67)
-			v70 := c68 + v69
-			v72 := float32(v63 * v70)
-			v73 := c71 + v72
-			v75 := float32(v63 * v73)
-			v76 := c74 + v75
-			v78 := float32(v63 * v76)
-			v79 := c77 + v78
-			v81 := float32(v63 * v79)
-			v82 := c80 + v81
-			v84 := float32(v63 * v82)
-			v85 := c83 + v84
-			v87 := float32(v63 * v85)
-			v88 := half + v87
-			v89 := float32(v63 * v63)
-			v90 := float32(v89 * v88)
-			v91 := float32(math.Exp(float64(v34)))
-			v92 := v91 - one
-			v93 := v92 - v34
-			k3 := sel(v60, v90, v93)
-			v95 := k3 + v34
-			v96 := sel(mask, k3, zero)
-			acc97 += float64(v96)
-			v102 := c99 / v27
-			v103 := sel(mask, v102, zero)
-			v104 := b2f(v103 != zero)
-			v105 := float32(v103 * v95)
-			v106 := sel(v104, v105, v103)
-			v107 := one / v27
-			v108 := sel(mask, v107, zero)
-			v109 := float32(v108 * c41)
-			gradEntropy := sel(mask, v109, zero)
+			v64 := float32(v63 * v63)
+			v67 := float32(c66 * v63)
+			v68 := half + v67
+			v71 := float32(c70 * v63)
+			v72 := c69 + v71
+			v74 := float32(v64 * v72)
+			v75 := v68 + v74
+			v76 := float32(v64 * v64)
+			v77 := float32(v76 * c73)
+			v78 := v75 + v77
+			v79 := float32(v64 * v78)
+			v80 := float32(math.Exp(float64(v34)))
+			v81 := v80 - one
+			v82 := v81 - v34
+			k3 := sel(v60, v79, v82)
+			v84 := k3 + v34
+			v85 := sel(mask, k3, zero)
+			acc86 += float64(v85)
+			v91 := c88 / v27
+			v92 := sel(mask, v91, zero)
+			v93 := b2f(v92 != zero)
+			v94 := float32(v92 * v84)
+			v95 := sel(v93, v94, v92)
+			v96 := one / v27
+			v97 := sel(mask, v96, zero)
+			v98 := float32(v97 * c41)
+			gradEntropy := sel(mask, v98, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v111 := sel(mask, v106, zero)
-			v112 := -v111
-			v113 := -v108
-			v114 := float32(v113 * v10)
-			v115 := sel(v17, v114, zero)
-			v116 := sel(v17, zero, v114)
-			v117 := b2f(ratio >= c20)
-			v118 := b2f(ratio != ratio)
-			v119 := max(v117, v118)
-			v120 := sel(v119, v116, zero)
-			v121 := b2f(ratio <= c18)
-			v122 := max(v121, v118)
-			v123 := sel(v122, v115, zero)
-			v124 := v120 + v123
-			v125 := b2f(v124 != zero)
-			v126 := float32(v124 * ratio)
-			v127 := sel(v125, v126, v124)
-			v128 := v112 + v127
-			gradLogProb := sel(mask, v128, zero)
+			v100 := sel(mask, v95, zero)
+			v101 := -v100
+			v102 := -v97
+			v103 := float32(v102 * v10)
+			v104 := sel(v17, v103, zero)
+			v105 := sel(v17, zero, v103)
+			v106 := b2f(ratio >= c20)
+			v107 := b2f(ratio != ratio)
+			v108 := max(v106, v107)
+			v109 := sel(v108, v105, zero)
+			v110 := b2f(ratio <= c18)
+			v111 := max(v110, v107)
+			v112 := sel(v111, v104, zero)
+			v113 := v109 + v112
+			v114 := b2f(v113 != zero)
+			v115 := float32(v113 * ratio)
+			v116 := sel(v114, v115, v113)
+			v117 := v101 + v116
+			gradLogProb := sel(mask, v117, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
@@ -469,7 +447,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc97 = acc97
+	st.acc86 = acc86
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -495,7 +473,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc97)
+	s.s7 = float32(st.acc86)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -503,7 +481,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c99 := float32(0.01)
+	c88 := float32(0.01)
 	numValid := out.NumValid
 	v26 := s.s0
 	v27 := max(numValid, one)
@@ -530,9 +508,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v56 := v54 / v27
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v97 := s.s7
-	klToInference := v97 / v27
-	lossKLToInference := float32(c99 * klToInference)
+	v86 := s.s7
+	klToInference := v86 / v27
+	lossKLToInference := float32(c88 * klToInference)
 	out.LossKLToInference = lossKLToInference
 	out.KLToInference = klToInference
 }

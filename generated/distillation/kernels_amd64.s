@@ -57,102 +57,81 @@ blocks_2:
 	// v16 = min(v15, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v19 = mul(v16, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y4, Y5
+	// v17 = mul(v16, v16)
+	VMULPS Y4, Y4, Y5
 
-	// v20 = add(2.7557319223985893e-06, v19)
-	VADDPS lgc6<>+0(SB), Y5, Y5
+	// v20 = mul(0.16666666666666666, v16)
+	VMULPS lgc5<>+0(SB), Y4, Y6
 
-	// v22 = mul(v16, v20)
-	VMULPS Y5, Y4, Y5
+	// v21 = add(0.5, v20)
+	VADDPS lgc6<>+0(SB), Y6, Y6
 
-	// v23 = add(2.48015873015873e-05, v22)
-	VADDPS lgc7<>+0(SB), Y5, Y5
+	// v24 = mul(0.008333333333333333, v16)
+	VMULPS lgc7<>+0(SB), Y4, Y4
 
-	// v25 = mul(v16, v23)
-	VMULPS Y5, Y4, Y5
+	// v25 = add(0.041666666666666664, v24)
+	VADDPS lgc8<>+0(SB), Y4, Y4
 
-	// v26 = add(0.0001984126984126984, v25)
-	VADDPS lgc8<>+0(SB), Y5, Y5
+	// v27 = mul(v17, v25)
+	VMULPS Y4, Y5, Y4
 
-	// v28 = mul(v16, v26)
-	VMULPS Y5, Y4, Y5
+	// v28 = add(v21, v27)
+	VADDPS Y4, Y6, Y4
 
-	// v29 = add(0.001388888888888889, v28)
-	VADDPS lgc9<>+0(SB), Y5, Y5
+	// v29 = mul(v17, v17)
+	VMULPS Y5, Y5, Y6
 
-	// v31 = mul(v16, v29)
-	VMULPS Y5, Y4, Y5
+	// v30 = mul(v29, 0.001388888888888889)
+	VMULPS lgc9<>+0(SB), Y6, Y6
 
-	// v32 = add(0.008333333333333333, v31)
-	VADDPS lgc10<>+0(SB), Y5, Y5
+	// v31 = add(v28, v30)
+	VADDPS Y6, Y4, Y4
 
-	// v34 = mul(v16, v32)
-	VMULPS Y5, Y4, Y5
+	// v32 = mul(v17, v31)
+	VMULPS Y4, Y5, Y4
 
-	// v35 = add(0.041666666666666664, v34)
-	VADDPS lgc11<>+0(SB), Y5, Y5
-
-	// v37 = mul(v16, v35)
-	VMULPS Y5, Y4, Y5
-
-	// v38 = add(0.16666666666666666, v37)
-	VADDPS lgc12<>+0(SB), Y5, Y5
-
-	// v40 = mul(v16, v38)
-	VMULPS Y5, Y4, Y5
-
-	// v41 = add(0.5, v40)
-	VADDPS lgc13<>+0(SB), Y5, Y5
-
-	// v42 = mul(v16, v16)
-	VMULPS Y4, Y4, Y4
-
-	// v43 = mul(v42, v41)
-	VMULPS Y5, Y4, Y4
-
-	// v44 = exp(v10)
-	VMOVUPS      lgc14<>+0(SB), Y5
+	// v33 = exp(v10)
+	VMOVUPS      lgc10<>+0(SB), Y5
 	VMAXPS       Y2, Y5, Y5
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc11<>+0(SB), Y6
 	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
+	VMULPS       lgc12<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
+	VMOVAPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc24<>+0(SB), Y5, Y6
-	VPMINSD      lgc25<>+0(SB), Y6, Y6
+	VPMAXSD      lgc20<>+0(SB), Y5, Y6
+	VPMINSD      lgc21<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y6, Y6
+	VPADDD       lgc21<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc25<>+0(SB), Y5, Y5
+	VPADDD       lgc21<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 
-	// v45 = sub(v44, 1)
+	// v34 = sub(v33, 1)
 	VSUBPS lgc1<>+0(SB), Y7, Y5
 
-	// v46 = sub(v45, v10)
+	// v35 = sub(v34, v10)
 	VSUBPS Y2, Y5, Y2
 
-	// k3 = where(v13, v43, v46)
+	// k3 = where(v13, v32, v35)
 	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v48 = where(mask, k3, 0)
+	// v37 = where(mask, k3, 0)
 	VANDPS Y2, Y0, Y0
 
-	// sum(v48) over [L]
+	// sum(v37) over [L]
 	MOVQ    AX, SI
 	IMUL3Q  $+8, SI, DI
 	VADDPS  1024(BX)(DI*4), Y0, Y0
@@ -164,11 +143,11 @@ blocks_2:
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc26<>+0(SB), Y0
+	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -181,8 +160,8 @@ blocks_2:
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -195,8 +174,8 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2048(DX)(BX*4), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -222,8 +201,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -236,8 +215,8 @@ noflush_3:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -250,8 +229,8 @@ noflush_3:
 	VANDPS       Y2, Y1, Y1
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2048(CX)(DX*4), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -320,44 +299,44 @@ DATA lgc4<>+24(SB)/4, $0xbdcccccd
 DATA lgc4<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x3493f27e
-DATA lgc5<>+4(SB)/4, $0x3493f27e
-DATA lgc5<>+8(SB)/4, $0x3493f27e
-DATA lgc5<>+12(SB)/4, $0x3493f27e
-DATA lgc5<>+16(SB)/4, $0x3493f27e
-DATA lgc5<>+20(SB)/4, $0x3493f27e
-DATA lgc5<>+24(SB)/4, $0x3493f27e
-DATA lgc5<>+28(SB)/4, $0x3493f27e
+DATA lgc5<>+0(SB)/4, $0x3e2aaaab
+DATA lgc5<>+4(SB)/4, $0x3e2aaaab
+DATA lgc5<>+8(SB)/4, $0x3e2aaaab
+DATA lgc5<>+12(SB)/4, $0x3e2aaaab
+DATA lgc5<>+16(SB)/4, $0x3e2aaaab
+DATA lgc5<>+20(SB)/4, $0x3e2aaaab
+DATA lgc5<>+24(SB)/4, $0x3e2aaaab
+DATA lgc5<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3638ef1d
-DATA lgc6<>+4(SB)/4, $0x3638ef1d
-DATA lgc6<>+8(SB)/4, $0x3638ef1d
-DATA lgc6<>+12(SB)/4, $0x3638ef1d
-DATA lgc6<>+16(SB)/4, $0x3638ef1d
-DATA lgc6<>+20(SB)/4, $0x3638ef1d
-DATA lgc6<>+24(SB)/4, $0x3638ef1d
-DATA lgc6<>+28(SB)/4, $0x3638ef1d
+DATA lgc6<>+0(SB)/4, $0x3f000000
+DATA lgc6<>+4(SB)/4, $0x3f000000
+DATA lgc6<>+8(SB)/4, $0x3f000000
+DATA lgc6<>+12(SB)/4, $0x3f000000
+DATA lgc6<>+16(SB)/4, $0x3f000000
+DATA lgc6<>+20(SB)/4, $0x3f000000
+DATA lgc6<>+24(SB)/4, $0x3f000000
+DATA lgc6<>+28(SB)/4, $0x3f000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x37d00d01
-DATA lgc7<>+4(SB)/4, $0x37d00d01
-DATA lgc7<>+8(SB)/4, $0x37d00d01
-DATA lgc7<>+12(SB)/4, $0x37d00d01
-DATA lgc7<>+16(SB)/4, $0x37d00d01
-DATA lgc7<>+20(SB)/4, $0x37d00d01
-DATA lgc7<>+24(SB)/4, $0x37d00d01
-DATA lgc7<>+28(SB)/4, $0x37d00d01
+DATA lgc7<>+0(SB)/4, $0x3c088889
+DATA lgc7<>+4(SB)/4, $0x3c088889
+DATA lgc7<>+8(SB)/4, $0x3c088889
+DATA lgc7<>+12(SB)/4, $0x3c088889
+DATA lgc7<>+16(SB)/4, $0x3c088889
+DATA lgc7<>+20(SB)/4, $0x3c088889
+DATA lgc7<>+24(SB)/4, $0x3c088889
+DATA lgc7<>+28(SB)/4, $0x3c088889
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x39500d01
-DATA lgc8<>+4(SB)/4, $0x39500d01
-DATA lgc8<>+8(SB)/4, $0x39500d01
-DATA lgc8<>+12(SB)/4, $0x39500d01
-DATA lgc8<>+16(SB)/4, $0x39500d01
-DATA lgc8<>+20(SB)/4, $0x39500d01
-DATA lgc8<>+24(SB)/4, $0x39500d01
-DATA lgc8<>+28(SB)/4, $0x39500d01
+DATA lgc8<>+0(SB)/4, $0x3d2aaaab
+DATA lgc8<>+4(SB)/4, $0x3d2aaaab
+DATA lgc8<>+8(SB)/4, $0x3d2aaaab
+DATA lgc8<>+12(SB)/4, $0x3d2aaaab
+DATA lgc8<>+16(SB)/4, $0x3d2aaaab
+DATA lgc8<>+20(SB)/4, $0x3d2aaaab
+DATA lgc8<>+24(SB)/4, $0x3d2aaaab
+DATA lgc8<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
 DATA lgc9<>+0(SB)/4, $0x3ab60b61
@@ -370,191 +349,151 @@ DATA lgc9<>+24(SB)/4, $0x3ab60b61
 DATA lgc9<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3c088889
-DATA lgc10<>+4(SB)/4, $0x3c088889
-DATA lgc10<>+8(SB)/4, $0x3c088889
-DATA lgc10<>+12(SB)/4, $0x3c088889
-DATA lgc10<>+16(SB)/4, $0x3c088889
-DATA lgc10<>+20(SB)/4, $0x3c088889
-DATA lgc10<>+24(SB)/4, $0x3c088889
-DATA lgc10<>+28(SB)/4, $0x3c088889
+DATA lgc10<>+0(SB)/4, $0xc2d00000
+DATA lgc10<>+4(SB)/4, $0xc2d00000
+DATA lgc10<>+8(SB)/4, $0xc2d00000
+DATA lgc10<>+12(SB)/4, $0xc2d00000
+DATA lgc10<>+16(SB)/4, $0xc2d00000
+DATA lgc10<>+20(SB)/4, $0xc2d00000
+DATA lgc10<>+24(SB)/4, $0xc2d00000
+DATA lgc10<>+28(SB)/4, $0xc2d00000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3d2aaaab
-DATA lgc11<>+4(SB)/4, $0x3d2aaaab
-DATA lgc11<>+8(SB)/4, $0x3d2aaaab
-DATA lgc11<>+12(SB)/4, $0x3d2aaaab
-DATA lgc11<>+16(SB)/4, $0x3d2aaaab
-DATA lgc11<>+20(SB)/4, $0x3d2aaaab
-DATA lgc11<>+24(SB)/4, $0x3d2aaaab
-DATA lgc11<>+28(SB)/4, $0x3d2aaaab
+DATA lgc11<>+0(SB)/4, $0x42b20000
+DATA lgc11<>+4(SB)/4, $0x42b20000
+DATA lgc11<>+8(SB)/4, $0x42b20000
+DATA lgc11<>+12(SB)/4, $0x42b20000
+DATA lgc11<>+16(SB)/4, $0x42b20000
+DATA lgc11<>+20(SB)/4, $0x42b20000
+DATA lgc11<>+24(SB)/4, $0x42b20000
+DATA lgc11<>+28(SB)/4, $0x42b20000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3e2aaaab
-DATA lgc12<>+4(SB)/4, $0x3e2aaaab
-DATA lgc12<>+8(SB)/4, $0x3e2aaaab
-DATA lgc12<>+12(SB)/4, $0x3e2aaaab
-DATA lgc12<>+16(SB)/4, $0x3e2aaaab
-DATA lgc12<>+20(SB)/4, $0x3e2aaaab
-DATA lgc12<>+24(SB)/4, $0x3e2aaaab
-DATA lgc12<>+28(SB)/4, $0x3e2aaaab
+DATA lgc12<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3f000000
-DATA lgc13<>+4(SB)/4, $0x3f000000
-DATA lgc13<>+8(SB)/4, $0x3f000000
-DATA lgc13<>+12(SB)/4, $0x3f000000
-DATA lgc13<>+16(SB)/4, $0x3f000000
-DATA lgc13<>+20(SB)/4, $0x3f000000
-DATA lgc13<>+24(SB)/4, $0x3f000000
-DATA lgc13<>+28(SB)/4, $0x3f000000
+DATA lgc13<>+0(SB)/4, $0x3f318000
+DATA lgc13<>+4(SB)/4, $0x3f318000
+DATA lgc13<>+8(SB)/4, $0x3f318000
+DATA lgc13<>+12(SB)/4, $0x3f318000
+DATA lgc13<>+16(SB)/4, $0x3f318000
+DATA lgc13<>+20(SB)/4, $0x3f318000
+DATA lgc13<>+24(SB)/4, $0x3f318000
+DATA lgc13<>+28(SB)/4, $0x3f318000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xc2d00000
-DATA lgc14<>+4(SB)/4, $0xc2d00000
-DATA lgc14<>+8(SB)/4, $0xc2d00000
-DATA lgc14<>+12(SB)/4, $0xc2d00000
-DATA lgc14<>+16(SB)/4, $0xc2d00000
-DATA lgc14<>+20(SB)/4, $0xc2d00000
-DATA lgc14<>+24(SB)/4, $0xc2d00000
-DATA lgc14<>+28(SB)/4, $0xc2d00000
+DATA lgc14<>+0(SB)/4, $0xb95e8083
+DATA lgc14<>+4(SB)/4, $0xb95e8083
+DATA lgc14<>+8(SB)/4, $0xb95e8083
+DATA lgc14<>+12(SB)/4, $0xb95e8083
+DATA lgc14<>+16(SB)/4, $0xb95e8083
+DATA lgc14<>+20(SB)/4, $0xb95e8083
+DATA lgc14<>+24(SB)/4, $0xb95e8083
+DATA lgc14<>+28(SB)/4, $0xb95e8083
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x42b20000
-DATA lgc15<>+4(SB)/4, $0x42b20000
-DATA lgc15<>+8(SB)/4, $0x42b20000
-DATA lgc15<>+12(SB)/4, $0x42b20000
-DATA lgc15<>+16(SB)/4, $0x42b20000
-DATA lgc15<>+20(SB)/4, $0x42b20000
-DATA lgc15<>+24(SB)/4, $0x42b20000
-DATA lgc15<>+28(SB)/4, $0x42b20000
+DATA lgc15<>+0(SB)/4, $0x39506967
+DATA lgc15<>+4(SB)/4, $0x39506967
+DATA lgc15<>+8(SB)/4, $0x39506967
+DATA lgc15<>+12(SB)/4, $0x39506967
+DATA lgc15<>+16(SB)/4, $0x39506967
+DATA lgc15<>+20(SB)/4, $0x39506967
+DATA lgc15<>+24(SB)/4, $0x39506967
+DATA lgc15<>+28(SB)/4, $0x39506967
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+0(SB)/4, $0x3ab743ce
+DATA lgc16<>+4(SB)/4, $0x3ab743ce
+DATA lgc16<>+8(SB)/4, $0x3ab743ce
+DATA lgc16<>+12(SB)/4, $0x3ab743ce
+DATA lgc16<>+16(SB)/4, $0x3ab743ce
+DATA lgc16<>+20(SB)/4, $0x3ab743ce
+DATA lgc16<>+24(SB)/4, $0x3ab743ce
+DATA lgc16<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f318000
-DATA lgc17<>+4(SB)/4, $0x3f318000
-DATA lgc17<>+8(SB)/4, $0x3f318000
-DATA lgc17<>+12(SB)/4, $0x3f318000
-DATA lgc17<>+16(SB)/4, $0x3f318000
-DATA lgc17<>+20(SB)/4, $0x3f318000
-DATA lgc17<>+24(SB)/4, $0x3f318000
-DATA lgc17<>+28(SB)/4, $0x3f318000
+DATA lgc17<>+0(SB)/4, $0x3c088908
+DATA lgc17<>+4(SB)/4, $0x3c088908
+DATA lgc17<>+8(SB)/4, $0x3c088908
+DATA lgc17<>+12(SB)/4, $0x3c088908
+DATA lgc17<>+16(SB)/4, $0x3c088908
+DATA lgc17<>+20(SB)/4, $0x3c088908
+DATA lgc17<>+24(SB)/4, $0x3c088908
+DATA lgc17<>+28(SB)/4, $0x3c088908
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xb95e8083
-DATA lgc18<>+4(SB)/4, $0xb95e8083
-DATA lgc18<>+8(SB)/4, $0xb95e8083
-DATA lgc18<>+12(SB)/4, $0xb95e8083
-DATA lgc18<>+16(SB)/4, $0xb95e8083
-DATA lgc18<>+20(SB)/4, $0xb95e8083
-DATA lgc18<>+24(SB)/4, $0xb95e8083
-DATA lgc18<>+28(SB)/4, $0xb95e8083
+DATA lgc18<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x39506967
-DATA lgc19<>+4(SB)/4, $0x39506967
-DATA lgc19<>+8(SB)/4, $0x39506967
-DATA lgc19<>+12(SB)/4, $0x39506967
-DATA lgc19<>+16(SB)/4, $0x39506967
-DATA lgc19<>+20(SB)/4, $0x39506967
-DATA lgc19<>+24(SB)/4, $0x39506967
-DATA lgc19<>+28(SB)/4, $0x39506967
+DATA lgc19<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3ab743ce
-DATA lgc20<>+4(SB)/4, $0x3ab743ce
-DATA lgc20<>+8(SB)/4, $0x3ab743ce
-DATA lgc20<>+12(SB)/4, $0x3ab743ce
-DATA lgc20<>+16(SB)/4, $0x3ab743ce
-DATA lgc20<>+20(SB)/4, $0x3ab743ce
-DATA lgc20<>+24(SB)/4, $0x3ab743ce
-DATA lgc20<>+28(SB)/4, $0x3ab743ce
+DATA lgc20<>+0(SB)/4, $0xffffff82
+DATA lgc20<>+4(SB)/4, $0xffffff82
+DATA lgc20<>+8(SB)/4, $0xffffff82
+DATA lgc20<>+12(SB)/4, $0xffffff82
+DATA lgc20<>+16(SB)/4, $0xffffff82
+DATA lgc20<>+20(SB)/4, $0xffffff82
+DATA lgc20<>+24(SB)/4, $0xffffff82
+DATA lgc20<>+28(SB)/4, $0xffffff82
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3c088908
-DATA lgc21<>+4(SB)/4, $0x3c088908
-DATA lgc21<>+8(SB)/4, $0x3c088908
-DATA lgc21<>+12(SB)/4, $0x3c088908
-DATA lgc21<>+16(SB)/4, $0x3c088908
-DATA lgc21<>+20(SB)/4, $0x3c088908
-DATA lgc21<>+24(SB)/4, $0x3c088908
-DATA lgc21<>+28(SB)/4, $0x3c088908
+DATA lgc21<>+0(SB)/4, $0x0000007f
+DATA lgc21<>+4(SB)/4, $0x0000007f
+DATA lgc21<>+8(SB)/4, $0x0000007f
+DATA lgc21<>+12(SB)/4, $0x0000007f
+DATA lgc21<>+16(SB)/4, $0x0000007f
+DATA lgc21<>+20(SB)/4, $0x0000007f
+DATA lgc21<>+24(SB)/4, $0x0000007f
+DATA lgc21<>+28(SB)/4, $0x0000007f
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+0(SB)/8, $0x4020000000000000
+DATA lgc22<>+8(SB)/8, $0x4020000000000000
+DATA lgc22<>+16(SB)/8, $0x4020000000000000
+DATA lgc22<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+0(SB)/4, $0x7fffffff
+DATA lgc23<>+4(SB)/4, $0x7fffffff
+DATA lgc23<>+8(SB)/4, $0x7fffffff
+DATA lgc23<>+12(SB)/4, $0x7fffffff
+DATA lgc23<>+16(SB)/4, $0x7fffffff
+DATA lgc23<>+20(SB)/4, $0x7fffffff
+DATA lgc23<>+24(SB)/4, $0x7fffffff
+DATA lgc23<>+28(SB)/4, $0x7fffffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xffffff82
-DATA lgc24<>+4(SB)/4, $0xffffff82
-DATA lgc24<>+8(SB)/4, $0xffffff82
-DATA lgc24<>+12(SB)/4, $0xffffff82
-DATA lgc24<>+16(SB)/4, $0xffffff82
-DATA lgc24<>+20(SB)/4, $0xffffff82
-DATA lgc24<>+24(SB)/4, $0xffffff82
-DATA lgc24<>+28(SB)/4, $0xffffff82
+DATA lgc24<>+0(SB)/4, $0x7f7fffff
+DATA lgc24<>+4(SB)/4, $0x7f7fffff
+DATA lgc24<>+8(SB)/4, $0x7f7fffff
+DATA lgc24<>+12(SB)/4, $0x7f7fffff
+DATA lgc24<>+16(SB)/4, $0x7f7fffff
+DATA lgc24<>+20(SB)/4, $0x7f7fffff
+DATA lgc24<>+24(SB)/4, $0x7f7fffff
+DATA lgc24<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x0000007f
-DATA lgc25<>+4(SB)/4, $0x0000007f
-DATA lgc25<>+8(SB)/4, $0x0000007f
-DATA lgc25<>+12(SB)/4, $0x0000007f
-DATA lgc25<>+16(SB)/4, $0x0000007f
-DATA lgc25<>+20(SB)/4, $0x0000007f
-DATA lgc25<>+24(SB)/4, $0x0000007f
-DATA lgc25<>+28(SB)/4, $0x0000007f
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/8, $0x4020000000000000
-DATA lgc26<>+8(SB)/8, $0x4020000000000000
-DATA lgc26<>+16(SB)/8, $0x4020000000000000
-DATA lgc26<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x7fffffff
-DATA lgc27<>+4(SB)/4, $0x7fffffff
-DATA lgc27<>+8(SB)/4, $0x7fffffff
-DATA lgc27<>+12(SB)/4, $0x7fffffff
-DATA lgc27<>+16(SB)/4, $0x7fffffff
-DATA lgc27<>+20(SB)/4, $0x7fffffff
-DATA lgc27<>+24(SB)/4, $0x7fffffff
-DATA lgc27<>+28(SB)/4, $0x7fffffff
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x7f7fffff
-DATA lgc28<>+4(SB)/4, $0x7f7fffff
-DATA lgc28<>+8(SB)/4, $0x7f7fffff
-DATA lgc28<>+12(SB)/4, $0x7f7fffff
-DATA lgc28<>+16(SB)/4, $0x7f7fffff
-DATA lgc28<>+20(SB)/4, $0x7f7fffff
-DATA lgc28<>+24(SB)/4, $0x7f7fffff
-DATA lgc28<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, s0 *float32, state *float64)
 // Requires: AVX, AVX2
@@ -568,12 +507,12 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v51 = max(v50, 1)
+	// v40 = max(v39, 1)
 	VMAXPS  Y0, Y1, Y0
 	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// sequenceKL = div(v49, v51)
+	// sequenceKL = div(v38, v40)
 	VDIVPS Y0, Y1, Y0
 
 	// mean(sequenceKL) over [B]
@@ -582,11 +521,11 @@ blocks_4:
 	VMOVUPS      Y0, 2752(DX)
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc26<>+0(SB), Y0
+	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -611,8 +550,8 @@ noflush_5:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), AX
 	VMOVUPS      2752(AX), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -668,13 +607,13 @@ blocks_7:
 	VMOVUPS      Y0, 704(SI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_8
-	VMOVUPD      lgc26<>+0(SB), Y0
+	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+16(FP), BX
 	VMOVUPS      704(BX)(DX*4), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -701,8 +640,8 @@ noflush_8:
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+16(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -732,11 +671,11 @@ outer0_9:
 	VBROADCASTSS (CX)(DX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v52 = max(v51, 1)
+	// v41 = max(v40, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc29<>+0(SB), Y1
+	VMOVUPS lgc25<>+0(SB), Y1
 
-	// v57 = div(0.125, v52)
+	// v46 = div(0.125, v41)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    $+8, DX
@@ -786,128 +725,107 @@ blocks_10:
 	// v16 = min(v15, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
 
-	// v19 = mul(v16, 2.755731922398589e-07)
-	VMULPS lgc5<>+0(SB), Y3, Y4
+	// v17 = mul(v16, v16)
+	VMULPS Y3, Y3, Y4
 
-	// v20 = add(2.7557319223985893e-06, v19)
-	VADDPS lgc6<>+0(SB), Y4, Y4
+	// v20 = mul(0.16666666666666666, v16)
+	VMULPS lgc5<>+0(SB), Y3, Y5
 
-	// v22 = mul(v16, v20)
-	VMULPS Y4, Y3, Y4
+	// v21 = add(0.5, v20)
+	VADDPS lgc6<>+0(SB), Y5, Y5
 
-	// v23 = add(2.48015873015873e-05, v22)
-	VADDPS lgc7<>+0(SB), Y4, Y4
+	// v24 = mul(0.008333333333333333, v16)
+	VMULPS lgc7<>+0(SB), Y3, Y3
 
-	// v25 = mul(v16, v23)
-	VMULPS Y4, Y3, Y4
+	// v25 = add(0.041666666666666664, v24)
+	VADDPS lgc8<>+0(SB), Y3, Y3
 
-	// v26 = add(0.0001984126984126984, v25)
-	VADDPS lgc8<>+0(SB), Y4, Y4
+	// v27 = mul(v17, v25)
+	VMULPS Y3, Y4, Y3
 
-	// v28 = mul(v16, v26)
-	VMULPS Y4, Y3, Y4
+	// v28 = add(v21, v27)
+	VADDPS Y3, Y5, Y3
 
-	// v29 = add(0.001388888888888889, v28)
-	VADDPS lgc9<>+0(SB), Y4, Y4
+	// v29 = mul(v17, v17)
+	VMULPS Y4, Y4, Y5
 
-	// v31 = mul(v16, v29)
-	VMULPS Y4, Y3, Y4
+	// v30 = mul(v29, 0.001388888888888889)
+	VMULPS lgc9<>+0(SB), Y5, Y5
 
-	// v32 = add(0.008333333333333333, v31)
-	VADDPS lgc10<>+0(SB), Y4, Y4
+	// v31 = add(v28, v30)
+	VADDPS Y5, Y3, Y3
 
-	// v34 = mul(v16, v32)
-	VMULPS Y4, Y3, Y4
+	// v32 = mul(v17, v31)
+	VMULPS Y3, Y4, Y3
 
-	// v35 = add(0.041666666666666664, v34)
-	VADDPS lgc11<>+0(SB), Y4, Y4
-
-	// v37 = mul(v16, v35)
-	VMULPS Y4, Y3, Y4
-
-	// v38 = add(0.16666666666666666, v37)
-	VADDPS lgc12<>+0(SB), Y4, Y4
-
-	// v40 = mul(v16, v38)
-	VMULPS Y4, Y3, Y4
-
-	// v41 = add(0.5, v40)
-	VADDPS lgc13<>+0(SB), Y4, Y4
-
-	// v42 = mul(v16, v16)
-	VMULPS Y3, Y3, Y3
-
-	// v43 = mul(v42, v41)
-	VMULPS Y4, Y3, Y3
-
-	// v44 = exp(v10)
-	VMOVUPS      lgc14<>+0(SB), Y4
+	// v33 = exp(v10)
+	VMOVUPS      lgc10<>+0(SB), Y4
 	VMAXPS       Y1, Y4, Y4
-	VMOVUPS      lgc15<>+0(SB), Y5
+	VMOVUPS      lgc11<>+0(SB), Y5
 	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc16<>+0(SB), Y4, Y5
+	VMULPS       lgc12<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc24<>+0(SB), Y4, Y5
-	VPMINSD      lgc25<>+0(SB), Y5, Y5
+	VPMAXSD      lgc20<>+0(SB), Y4, Y5
+	VPMINSD      lgc21<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc25<>+0(SB), Y5, Y5
+	VPADDD       lgc21<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc25<>+0(SB), Y4, Y4
+	VPADDD       lgc21<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 
-	// v45 = sub(v44, 1)
+	// v34 = sub(v33, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
-	// v46 = sub(v45, v10)
+	// v35 = sub(v34, v10)
 	VSUBPS Y1, Y4, Y4
 
-	// k3 = where(v13, v43, v46)
+	// k3 = where(v13, v32, v35)
 	VBLENDVPS Y2, Y3, Y4, Y2
 
-	// v48 = add(k3, v10)
+	// v37 = add(k3, v10)
 	VADDPS Y1, Y2, Y1
 
-	// v49 = where(mask, k3, 0)
+	// v38 = where(mask, k3, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v49) over [L]
+	// sum(v38) over [L]
 	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, DI
 	VADDPS  2176(BX)(DI*4), Y2, Y2
 	VMOVUPS Y2, 2176(BX)(DI*4)
 	VMOVUPS (SP), Y2
 
-	// v58 = where(mask, v57, 0)
+	// v47 = where(mask, v46, 0)
 	VANDPS  Y2, Y0, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v59 = ne(v58, 0)
+	// v48 = ne(v47, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v60 = mul(v58, v48)
+	// v49 = mul(v47, v37)
 	VMULPS Y1, Y2, Y1
 
-	// v61 = where(v59, v60, v58)
+	// v50 = where(v48, v49, v47)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v62 = neg(v61)
+	// v51 = neg(v50)
 	VXORPS lgc2<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v62, 0)
+	// gradLogProb = where(mask, v51, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -915,11 +833,11 @@ blocks_10:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
-	VMOVUPD      lgc26<>+0(SB), Y0
+	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      1408(DX), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -932,8 +850,8 @@ blocks_10:
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2176(DX)(BX*4), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -959,8 +877,8 @@ noflush_11:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      1408(CX), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -973,8 +891,8 @@ noflush_11:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2176(CX)(DX*4), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc28<>+0(SB), Y2, Y2
+	VANDPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -993,15 +911,15 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x3e000000
-DATA lgc29<>+4(SB)/4, $0x3e000000
-DATA lgc29<>+8(SB)/4, $0x3e000000
-DATA lgc29<>+12(SB)/4, $0x3e000000
-DATA lgc29<>+16(SB)/4, $0x3e000000
-DATA lgc29<>+20(SB)/4, $0x3e000000
-DATA lgc29<>+24(SB)/4, $0x3e000000
-DATA lgc29<>+28(SB)/4, $0x3e000000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+DATA lgc25<>+0(SB)/4, $0x3e000000
+DATA lgc25<>+4(SB)/4, $0x3e000000
+DATA lgc25<>+8(SB)/4, $0x3e000000
+DATA lgc25<>+12(SB)/4, $0x3e000000
+DATA lgc25<>+16(SB)/4, $0x3e000000
+DATA lgc25<>+20(SB)/4, $0x3e000000
+DATA lgc25<>+24(SB)/4, $0x3e000000
+DATA lgc25<>+28(SB)/4, $0x3e000000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(s1 *float32, s0 *float32, state *float64)
 // Requires: AVX, AVX2
@@ -1015,12 +933,12 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v52 = max(v51, 1)
+	// v41 = max(v40, 1)
 	VMAXPS  Y0, Y1, Y0
 	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// sequenceKL = div(v50, v52)
+	// sequenceKL = div(v39, v41)
 	VDIVPS Y0, Y1, Y0
 
 	// mean(sequenceKL) over [B]
@@ -1029,11 +947,11 @@ blocks_12:
 	VMOVUPS      Y0, 2880(DX)
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc26<>+0(SB), Y0
+	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      2880(CX), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1058,8 +976,8 @@ noflush_13:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), AX
 	VMOVUPS      2880(AX), Y0
-	VANDPS       lgc27<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc23<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1099,30 +1017,30 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      lgc10<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc11<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc16<>+0(SB), Y0, Y1
+	VMULPS       lgc12<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
-	VMOVAPS      lgc19<>+0(SB), Y2
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
+	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc14<>+0(SB), Y1, Y0
+	VMOVAPS      lgc15<>+0(SB), Y2
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
 	VMULPS       Y0, Y0, Y3
 	VFMADD213PS  Y0, Y3, Y2
 	VADDPS       lgc1<>+0(SB), Y2, Y2
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc24<>+0(SB), Y0, Y1
-	VPMINSD      lgc25<>+0(SB), Y1, Y1
+	VPMAXSD      lgc20<>+0(SB), Y0, Y1
+	VPMINSD      lgc21<>+0(SB), Y1, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc21<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc25<>+0(SB), Y0, Y0
+	VPADDD       lgc21<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y2, Y2
 	VMULPS       Y0, Y2, Y2
@@ -1146,43 +1064,43 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
+	VMULPS       lgc27<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc25<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc21<>+0(SB), Y3, Y3
+	VPAND        lgc28<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
+	VPAND        lgc29<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc13<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc6<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
+	VMOVAPS      lgc31<>+0(SB), Y4
+	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1193,175 +1111,175 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
+DATA lgc26<>+0(SB)/4, $0x00800000
+DATA lgc26<>+4(SB)/4, $0x00800000
+DATA lgc26<>+8(SB)/4, $0x00800000
+DATA lgc26<>+12(SB)/4, $0x00800000
+DATA lgc26<>+16(SB)/4, $0x00800000
+DATA lgc26<>+20(SB)/4, $0x00800000
+DATA lgc26<>+24(SB)/4, $0x00800000
+DATA lgc26<>+28(SB)/4, $0x00800000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x4b000000
+DATA lgc27<>+4(SB)/4, $0x4b000000
+DATA lgc27<>+8(SB)/4, $0x4b000000
+DATA lgc27<>+12(SB)/4, $0x4b000000
+DATA lgc27<>+16(SB)/4, $0x4b000000
+DATA lgc27<>+20(SB)/4, $0x4b000000
+DATA lgc27<>+24(SB)/4, $0x4b000000
+DATA lgc27<>+28(SB)/4, $0x4b000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0xffffffe9
+DATA lgc28<>+4(SB)/4, $0xffffffe9
+DATA lgc28<>+8(SB)/4, $0xffffffe9
+DATA lgc28<>+12(SB)/4, $0xffffffe9
+DATA lgc28<>+16(SB)/4, $0xffffffe9
+DATA lgc28<>+20(SB)/4, $0xffffffe9
+DATA lgc28<>+24(SB)/4, $0xffffffe9
+DATA lgc28<>+28(SB)/4, $0xffffffe9
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x007fffff
+DATA lgc29<>+4(SB)/4, $0x007fffff
+DATA lgc29<>+8(SB)/4, $0x007fffff
+DATA lgc29<>+12(SB)/4, $0x007fffff
+DATA lgc29<>+16(SB)/4, $0x007fffff
+DATA lgc29<>+20(SB)/4, $0x007fffff
+DATA lgc29<>+24(SB)/4, $0x007fffff
+DATA lgc29<>+28(SB)/4, $0x007fffff
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x3fb504f3
+DATA lgc30<>+4(SB)/4, $0x3fb504f3
+DATA lgc30<>+8(SB)/4, $0x3fb504f3
+DATA lgc30<>+12(SB)/4, $0x3fb504f3
+DATA lgc30<>+16(SB)/4, $0x3fb504f3
+DATA lgc30<>+20(SB)/4, $0x3fb504f3
+DATA lgc30<>+24(SB)/4, $0x3fb504f3
+DATA lgc30<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
+DATA lgc31<>+0(SB)/4, $0x3d9021bb
+DATA lgc31<>+4(SB)/4, $0x3d9021bb
+DATA lgc31<>+8(SB)/4, $0x3d9021bb
+DATA lgc31<>+12(SB)/4, $0x3d9021bb
+DATA lgc31<>+16(SB)/4, $0x3d9021bb
+DATA lgc31<>+20(SB)/4, $0x3d9021bb
+DATA lgc31<>+24(SB)/4, $0x3d9021bb
+DATA lgc31<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffe9
-DATA lgc32<>+4(SB)/4, $0xffffffe9
-DATA lgc32<>+8(SB)/4, $0xffffffe9
-DATA lgc32<>+12(SB)/4, $0xffffffe9
-DATA lgc32<>+16(SB)/4, $0xffffffe9
-DATA lgc32<>+20(SB)/4, $0xffffffe9
-DATA lgc32<>+24(SB)/4, $0xffffffe9
-DATA lgc32<>+28(SB)/4, $0xffffffe9
+DATA lgc32<>+0(SB)/4, $0xbdebd1b8
+DATA lgc32<>+4(SB)/4, $0xbdebd1b8
+DATA lgc32<>+8(SB)/4, $0xbdebd1b8
+DATA lgc32<>+12(SB)/4, $0xbdebd1b8
+DATA lgc32<>+16(SB)/4, $0xbdebd1b8
+DATA lgc32<>+20(SB)/4, $0xbdebd1b8
+DATA lgc32<>+24(SB)/4, $0xbdebd1b8
+DATA lgc32<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x007fffff
-DATA lgc33<>+4(SB)/4, $0x007fffff
-DATA lgc33<>+8(SB)/4, $0x007fffff
-DATA lgc33<>+12(SB)/4, $0x007fffff
-DATA lgc33<>+16(SB)/4, $0x007fffff
-DATA lgc33<>+20(SB)/4, $0x007fffff
-DATA lgc33<>+24(SB)/4, $0x007fffff
-DATA lgc33<>+28(SB)/4, $0x007fffff
+DATA lgc33<>+0(SB)/4, $0x3def251a
+DATA lgc33<>+4(SB)/4, $0x3def251a
+DATA lgc33<>+8(SB)/4, $0x3def251a
+DATA lgc33<>+12(SB)/4, $0x3def251a
+DATA lgc33<>+16(SB)/4, $0x3def251a
+DATA lgc33<>+20(SB)/4, $0x3def251a
+DATA lgc33<>+24(SB)/4, $0x3def251a
+DATA lgc33<>+28(SB)/4, $0x3def251a
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb504f3
-DATA lgc34<>+4(SB)/4, $0x3fb504f3
-DATA lgc34<>+8(SB)/4, $0x3fb504f3
-DATA lgc34<>+12(SB)/4, $0x3fb504f3
-DATA lgc34<>+16(SB)/4, $0x3fb504f3
-DATA lgc34<>+20(SB)/4, $0x3fb504f3
-DATA lgc34<>+24(SB)/4, $0x3fb504f3
-DATA lgc34<>+28(SB)/4, $0x3fb504f3
+DATA lgc34<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d9021bb
-DATA lgc35<>+4(SB)/4, $0x3d9021bb
-DATA lgc35<>+8(SB)/4, $0x3d9021bb
-DATA lgc35<>+12(SB)/4, $0x3d9021bb
-DATA lgc35<>+16(SB)/4, $0x3d9021bb
-DATA lgc35<>+20(SB)/4, $0x3d9021bb
-DATA lgc35<>+24(SB)/4, $0x3d9021bb
-DATA lgc35<>+28(SB)/4, $0x3d9021bb
+DATA lgc35<>+0(SB)/4, $0x3e11e9bf
+DATA lgc35<>+4(SB)/4, $0x3e11e9bf
+DATA lgc35<>+8(SB)/4, $0x3e11e9bf
+DATA lgc35<>+12(SB)/4, $0x3e11e9bf
+DATA lgc35<>+16(SB)/4, $0x3e11e9bf
+DATA lgc35<>+20(SB)/4, $0x3e11e9bf
+DATA lgc35<>+24(SB)/4, $0x3e11e9bf
+DATA lgc35<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdebd1b8
-DATA lgc36<>+4(SB)/4, $0xbdebd1b8
-DATA lgc36<>+8(SB)/4, $0xbdebd1b8
-DATA lgc36<>+12(SB)/4, $0xbdebd1b8
-DATA lgc36<>+16(SB)/4, $0xbdebd1b8
-DATA lgc36<>+20(SB)/4, $0xbdebd1b8
-DATA lgc36<>+24(SB)/4, $0xbdebd1b8
-DATA lgc36<>+28(SB)/4, $0xbdebd1b8
+DATA lgc36<>+0(SB)/4, $0xbe2aae50
+DATA lgc36<>+4(SB)/4, $0xbe2aae50
+DATA lgc36<>+8(SB)/4, $0xbe2aae50
+DATA lgc36<>+12(SB)/4, $0xbe2aae50
+DATA lgc36<>+16(SB)/4, $0xbe2aae50
+DATA lgc36<>+20(SB)/4, $0xbe2aae50
+DATA lgc36<>+24(SB)/4, $0xbe2aae50
+DATA lgc36<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3def251a
-DATA lgc37<>+4(SB)/4, $0x3def251a
-DATA lgc37<>+8(SB)/4, $0x3def251a
-DATA lgc37<>+12(SB)/4, $0x3def251a
-DATA lgc37<>+16(SB)/4, $0x3def251a
-DATA lgc37<>+20(SB)/4, $0x3def251a
-DATA lgc37<>+24(SB)/4, $0x3def251a
-DATA lgc37<>+28(SB)/4, $0x3def251a
+DATA lgc37<>+0(SB)/4, $0x3e4cceac
+DATA lgc37<>+4(SB)/4, $0x3e4cceac
+DATA lgc37<>+8(SB)/4, $0x3e4cceac
+DATA lgc37<>+12(SB)/4, $0x3e4cceac
+DATA lgc37<>+16(SB)/4, $0x3e4cceac
+DATA lgc37<>+20(SB)/4, $0x3e4cceac
+DATA lgc37<>+24(SB)/4, $0x3e4cceac
+DATA lgc37<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+0(SB)/4, $0xbe7ffffc
+DATA lgc38<>+4(SB)/4, $0xbe7ffffc
+DATA lgc38<>+8(SB)/4, $0xbe7ffffc
+DATA lgc38<>+12(SB)/4, $0xbe7ffffc
+DATA lgc38<>+16(SB)/4, $0xbe7ffffc
+DATA lgc38<>+20(SB)/4, $0xbe7ffffc
+DATA lgc38<>+24(SB)/4, $0xbe7ffffc
+DATA lgc38<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e11e9bf
-DATA lgc39<>+4(SB)/4, $0x3e11e9bf
-DATA lgc39<>+8(SB)/4, $0x3e11e9bf
-DATA lgc39<>+12(SB)/4, $0x3e11e9bf
-DATA lgc39<>+16(SB)/4, $0x3e11e9bf
-DATA lgc39<>+20(SB)/4, $0x3e11e9bf
-DATA lgc39<>+24(SB)/4, $0x3e11e9bf
-DATA lgc39<>+28(SB)/4, $0x3e11e9bf
+DATA lgc39<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe2aae50
-DATA lgc40<>+4(SB)/4, $0xbe2aae50
-DATA lgc40<>+8(SB)/4, $0xbe2aae50
-DATA lgc40<>+12(SB)/4, $0xbe2aae50
-DATA lgc40<>+16(SB)/4, $0xbe2aae50
-DATA lgc40<>+20(SB)/4, $0xbe2aae50
-DATA lgc40<>+24(SB)/4, $0xbe2aae50
-DATA lgc40<>+28(SB)/4, $0xbe2aae50
+DATA lgc40<>+0(SB)/4, $0xff800000
+DATA lgc40<>+4(SB)/4, $0xff800000
+DATA lgc40<>+8(SB)/4, $0xff800000
+DATA lgc40<>+12(SB)/4, $0xff800000
+DATA lgc40<>+16(SB)/4, $0xff800000
+DATA lgc40<>+20(SB)/4, $0xff800000
+DATA lgc40<>+24(SB)/4, $0xff800000
+DATA lgc40<>+28(SB)/4, $0xff800000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e4cceac
-DATA lgc41<>+4(SB)/4, $0x3e4cceac
-DATA lgc41<>+8(SB)/4, $0x3e4cceac
-DATA lgc41<>+12(SB)/4, $0x3e4cceac
-DATA lgc41<>+16(SB)/4, $0x3e4cceac
-DATA lgc41<>+20(SB)/4, $0x3e4cceac
-DATA lgc41<>+24(SB)/4, $0x3e4cceac
-DATA lgc41<>+28(SB)/4, $0x3e4cceac
+DATA lgc41<>+0(SB)/4, $0x7fc00000
+DATA lgc41<>+4(SB)/4, $0x7fc00000
+DATA lgc41<>+8(SB)/4, $0x7fc00000
+DATA lgc41<>+12(SB)/4, $0x7fc00000
+DATA lgc41<>+16(SB)/4, $0x7fc00000
+DATA lgc41<>+20(SB)/4, $0x7fc00000
+DATA lgc41<>+24(SB)/4, $0x7fc00000
+DATA lgc41<>+28(SB)/4, $0x7fc00000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe7ffffc
-DATA lgc42<>+4(SB)/4, $0xbe7ffffc
-DATA lgc42<>+8(SB)/4, $0xbe7ffffc
-DATA lgc42<>+12(SB)/4, $0xbe7ffffc
-DATA lgc42<>+16(SB)/4, $0xbe7ffffc
-DATA lgc42<>+20(SB)/4, $0xbe7ffffc
-DATA lgc42<>+24(SB)/4, $0xbe7ffffc
-DATA lgc42<>+28(SB)/4, $0xbe7ffffc
+DATA lgc42<>+0(SB)/4, $0x7f800000
+DATA lgc42<>+4(SB)/4, $0x7f800000
+DATA lgc42<>+8(SB)/4, $0x7f800000
+DATA lgc42<>+12(SB)/4, $0x7f800000
+DATA lgc42<>+16(SB)/4, $0x7f800000
+DATA lgc42<>+20(SB)/4, $0x7f800000
+DATA lgc42<>+24(SB)/4, $0x7f800000
+DATA lgc42<>+28(SB)/4, $0x7f800000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0xff800000
-DATA lgc44<>+4(SB)/4, $0xff800000
-DATA lgc44<>+8(SB)/4, $0xff800000
-DATA lgc44<>+12(SB)/4, $0xff800000
-DATA lgc44<>+16(SB)/4, $0xff800000
-DATA lgc44<>+20(SB)/4, $0xff800000
-DATA lgc44<>+24(SB)/4, $0xff800000
-DATA lgc44<>+28(SB)/4, $0xff800000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0x7fc00000
-DATA lgc45<>+4(SB)/4, $0x7fc00000
-DATA lgc45<>+8(SB)/4, $0x7fc00000
-DATA lgc45<>+12(SB)/4, $0x7fc00000
-DATA lgc45<>+16(SB)/4, $0x7fc00000
-DATA lgc45<>+20(SB)/4, $0x7fc00000
-DATA lgc45<>+24(SB)/4, $0x7fc00000
-DATA lgc45<>+28(SB)/4, $0x7fc00000
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0x7f800000
-DATA lgc46<>+4(SB)/4, $0x7f800000
-DATA lgc46<>+8(SB)/4, $0x7f800000
-DATA lgc46<>+12(SB)/4, $0x7f800000
-DATA lgc46<>+16(SB)/4, $0x7f800000
-DATA lgc46<>+20(SB)/4, $0x7f800000
-DATA lgc46<>+24(SB)/4, $0x7f800000
-DATA lgc46<>+28(SB)/4, $0x7f800000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1376,43 +1294,43 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
+	VMULPS       lgc27<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc25<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc21<>+0(SB), Y4, Y4
+	VPAND        lgc28<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VPAND        lgc29<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc13<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc30<>+0(SB), Y2, Y3
+	VMULPS       lgc6<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
+	VMOVAPS      lgc31<>+0(SB), Y5
+	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1422,9 +1340,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc40<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

@@ -11,14 +11,14 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32 // v49 = sum(v48) over L [B=8]
-	s1    []float32 // v50 = sum(v3) over L [B=8]
-	acc49 []float64 // accumulators of v49
-	acc50 []float64 // accumulators of v50
+	s0    []float32 // v38 = sum(v37) over L [B=8]
+	s1    []float32 // v39 = sum(v3) over L [B=8]
+	acc38 []float64 // accumulators of v38
+	acc39 []float64 // accumulators of v39
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), acc49: make([]float64, 8), acc50: make([]float64, 8)}
+	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), acc38: make([]float64, 8), acc39: make([]float64, 8)}
 }}
 
 // pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
@@ -30,18 +30,18 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
 	numValid float64   // numValid = sum(v3) over B,L
-	acc49    []float64 // v49 = sum(v48) over L
-	acc50    []float64 // v50 = sum(v3) over L
+	acc38    []float64 // v38 = sum(v37) over L
+	acc39    []float64 // v39 = sum(v3) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	for k := range a.acc49 {
-		mergeSum(&a.acc49[k], b.acc49[k])
+	for k := range a.acc38 {
+		mergeSum(&a.acc38[k], b.acc38[k])
 	}
-	for k := range a.acc50 {
-		mergeSum(&a.acc50[k], b.acc50[k])
+	for k := range a.acc39 {
+		mergeSum(&a.acc39[k], b.acc39[k])
 	}
 }
 
@@ -51,21 +51,17 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	zero := float32(0)
 	c12 := float32(0.1)
 	c14 := float32(-0.1)
-	c17 := float32(2.755732e-07)
-	c18 := float32(2.7557319e-06)
-	c21 := float32(2.4801588e-05)
-	c24 := float32(0.0001984127)
-	c27 := float32(0.0013888889)
-	c30 := float32(0.008333334)
-	c33 := float32(0.041666668)
-	c36 := float32(0.16666667)
 	half := float32(0.5)
+	c19 := float32(0.16666667)
+	c22 := float32(0.041666668)
+	c23 := float32(0.008333334)
+	c26 := float32(0.0013888889)
 	numValid := 0.0
-	for k := range st.acc49 {
-		st.acc49[k] = 0.0
+	for k := range st.acc38 {
+		st.acc38[k] = 0.0
 	}
-	for k := range st.acc50 {
-		st.acc50[k] = 0.0
+	for k := range st.acc39 {
+		st.acc39[k] = 0.0
 	}
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
@@ -81,31 +77,24 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v13 := b2f(v11 < c12)
 			v15 := max(v10, c14)
 			v16 := min(v15, c12)
-			v19 := float32(v16 * c17)
-			v20 := c18 + v19
-			v22 := float32(v16 * v20)
-			v23 := c21 + v22
-			v25 := float32(v16 * v23)
-			v26 := c24 + v25
-			v28 := float32(v16 * v26)
-			v29 := c27 + v28
-			v31 := float32(v16 * v29)
-			v32 := c30 + v31
-			v34 := float32(v16 * v32)
-			v35 := c33 + v34
-			v37 := float32(v16 * v35)
-			v38 := c36 + v37
-			v40 := float32(v16 * v38)
-			v41 := half + v40
-			v42 := float32(v16 * v16)
-			v43 := float32(v42 * v41)
-			v44 := float32(math.Exp(float64(v10)))
-			v45 := v44 - one
-			v46 := v45 - v10
-			k3 := sel(v13, v43, v46)
-			v48 := sel(mask, k3, zero)
-			st.acc49[iB] += float64(v48)
-			st.acc50[iB] += float64(v3)
+			v17 := float32(v16 * v16)
+			v20 := float32(c19 * v16)
+			v21 := half + v20
+			v24 := float32(c23 * v16)
+			v25 := c22 + v24
+			v27 := float32(v17 * v25)
+			v28 := v21 + v27
+			v29 := float32(v17 * v17)
+			v30 := float32(v29 * c26)
+			v31 := v28 + v30
+			v32 := float32(v17 * v31)
+			v33 := float32(math.Exp(float64(v10)))
+			v34 := v33 - one
+			v35 := v34 - v10
+			k3 := sel(v13, v32, v35)
+			v37 := sel(mask, k3, zero)
+			st.acc38[iB] += float64(v37)
+			st.acc39[iB] += float64(v3)
 		}
 	}
 	st.numValid = numValid
@@ -115,15 +104,15 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 // pass0GoChunks chunks of rows of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass0GoStates
-	st.acc49 = s.acc49
-	st.acc50 = s.acc50
+	st.acc38 = s.acc38
+	st.acc39 = s.acc39
 	if n := min(pass0GoChunks, 8); n <= 1 {
 		pass0GoChunk(in, out, grads, s, &st, 0, 8)
 	} else {
 		sts := make([]pass0GoStates, n)
 		for c := range sts {
-			sts[c].acc49 = make([]float64, 8)
-			sts[c].acc50 = make([]float64, 8)
+			sts[c].acc38 = make([]float64, 8)
+			sts[c].acc39 = make([]float64, 8)
 		}
 		runtime.ForChunks(n, 8, func(c, lo, hi int) {
 			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -134,11 +123,11 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	for k := range st.acc49 {
-		s.s0[k] = float32(st.acc49[k])
+	for k := range st.acc38 {
+		s.s0[k] = float32(st.acc38[k])
 	}
-	for k := range st.acc50 {
-		s.s1[k] = float32(st.acc50[k])
+	for k := range st.acc39 {
+		s.s1[k] = float32(st.acc39[k])
 	}
 }
 
@@ -147,10 +136,10 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	lossDistill := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v49 := s.s0[iB]
-		v50 := s.s1[iB]
-		v51 := max(v50, one)
-		sequenceKL := v49 / v51
+		v38 := s.s0[iB]
+		v39 := s.s1[iB]
+		v40 := max(v39, one)
+		sequenceKL := v38 / v40
 		lossDistill.Add(float64(sequenceKL))
 	}
 	out.LossDistill = float32(lossDistill.Result())
@@ -165,14 +154,14 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32 // v50 = sum(v49) over L [B=8]
-	s1    []float32 // v51 = sum(v3) over L [B=8]
-	acc51 []float64 // accumulators of v51
-	acc50 []float64 // accumulators of v50
+	s0    []float32 // v39 = sum(v38) over L [B=8]
+	s1    []float32 // v40 = sum(v3) over L [B=8]
+	acc40 []float64 // accumulators of v40
+	acc39 []float64 // accumulators of v39
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc51: make([]float64, 8), acc50: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc40: make([]float64, 8), acc39: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -197,24 +186,20 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	zero := float32(0)
 	c12 := float32(0.1)
 	c14 := float32(-0.1)
-	c17 := float32(2.755732e-07)
-	c18 := float32(2.7557319e-06)
-	c21 := float32(2.4801588e-05)
-	c24 := float32(0.0001984127)
-	c27 := float32(0.0013888889)
-	c30 := float32(0.008333334)
-	c33 := float32(0.041666668)
-	c36 := float32(0.16666667)
 	half := float32(0.5)
-	c56 := float32(0.125)
+	c19 := float32(0.16666667)
+	c22 := float32(0.041666668)
+	c23 := float32(0.008333334)
+	c26 := float32(0.0013888889)
+	c45 := float32(0.125)
 	numValid := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
-			s.acc51[iB] += float64(v3)
+			s.acc40[iB] += float64(v3)
 		}
-		s.s1[iB] = float32(s.acc51[iB])
+		s.s1[iB] = float32(s.acc40[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -228,43 +213,36 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v13 := b2f(v11 < c12)
 			v15 := max(v10, c14)
 			v16 := min(v15, c12)
-			v19 := float32(v16 * c17)
-			v20 := c18 + v19
-			v22 := float32(v16 * v20)
-			v23 := c21 + v22
-			v25 := float32(v16 * v23)
-			v26 := c24 + v25
-			v28 := float32(v16 * v26)
-			v29 := c27 + v28
-			v31 := float32(v16 * v29)
-			v32 := c30 + v31
-			v34 := float32(v16 * v32)
-			v35 := c33 + v34
-			v37 := float32(v16 * v35)
-			v38 := c36 + v37
-			v40 := float32(v16 * v38)
-			v41 := half + v40
-			v42 := float32(v16 * v16)
-			v43 := float32(v42 * v41)
-			v44 := float32(math.Exp(float64(v10)))
-			v45 := v44 - one
-			v46 := v45 - v10
-			k3 := sel(v13, v43, v46)
-			v48 := k3 + v10
-			v49 := sel(mask, k3, zero)
-			s.acc50[iB] += float64(v49)
-			v51 := s.s1[iB]
-			v52 := max(v51, one)
-			v57 := c56 / v52
-			v58 := sel(mask, v57, zero)
-			v59 := b2f(v58 != zero)
-			v60 := float32(v58 * v48)
-			v61 := sel(v59, v60, v58)
-			v62 := -v61
-			gradLogProb := sel(mask, v62, zero)
+			v17 := float32(v16 * v16)
+			v20 := float32(c19 * v16)
+			v21 := half + v20
+			v24 := float32(c23 * v16)
+			v25 := c22 + v24
+			v27 := float32(v17 * v25)
+			v28 := v21 + v27
+			v29 := float32(v17 * v17)
+			v30 := float32(v29 * c26)
+			v31 := v28 + v30
+			v32 := float32(v17 * v31)
+			v33 := float32(math.Exp(float64(v10)))
+			v34 := v33 - one
+			v35 := v34 - v10
+			k3 := sel(v13, v32, v35)
+			v37 := k3 + v10
+			v38 := sel(mask, k3, zero)
+			s.acc39[iB] += float64(v38)
+			v40 := s.s1[iB]
+			v41 := max(v40, one)
+			v46 := c45 / v41
+			v47 := sel(mask, v46, zero)
+			v48 := b2f(v47 != zero)
+			v49 := float32(v47 * v37)
+			v50 := sel(v48, v49, v47)
+			v51 := -v50
+			gradLogProb := sel(mask, v51, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
-		s.s0[iB] = float32(s.acc50[iB])
+		s.s0[iB] = float32(s.acc39[iB])
 	}
 	st.numValid = numValid
 }
@@ -273,11 +251,11 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 // elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
 // the second while it is in cache. It runs in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	for k := range s.acc51 {
-		s.acc51[k] = 0.0
+	for k := range s.acc40 {
+		s.acc40[k] = 0.0
 	}
-	for k := range s.acc50 {
-		s.acc50[k] = 0.0
+	for k := range s.acc39 {
+		s.acc39[k] = 0.0
 	}
 	var st fbPass0GoStates
 	if n := min(fbPass0GoChunks, 8); n <= 1 {
@@ -300,10 +278,10 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	lossDistill := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v50 := s.s0[iB]
-		v51 := s.s1[iB]
-		v52 := max(v51, one)
-		sequenceKL := v50 / v52
+		v39 := s.s0[iB]
+		v40 := s.s1[iB]
+		v41 := max(v40, one)
+		sequenceKL := v39 / v41
 		lossDistill.Add(float64(sequenceKL))
 	}
 	out.LossDistill = float32(lossDistill.Result())

@@ -227,61 +227,40 @@ blocks_2:
 	// v75 = min(v74, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
 
-	// v78 = mul(v75, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y3, Y4
+	// v76 = mul(v75, v75)
+	VMULPS Y3, Y3, Y4
 
-	// v79 = add(2.7557319223985893e-06, v78)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	// v78 = mul(0.16666666666666666, v75)
+	VMULPS lgc27<>+0(SB), Y3, Y5
 
-	// v81 = mul(v75, v79)
-	VMULPS Y4, Y3, Y4
+	// v79 = add(0.5, v78)
+	VADDPS lgc2<>+0(SB), Y5, Y5
 
-	// v82 = add(2.48015873015873e-05, v81)
-	VADDPS lgc29<>+0(SB), Y4, Y4
+	// v82 = mul(0.008333333333333333, v75)
+	VMULPS lgc28<>+0(SB), Y3, Y3
 
-	// v84 = mul(v75, v82)
-	VMULPS Y4, Y3, Y4
+	// v83 = add(0.041666666666666664, v82)
+	VADDPS lgc29<>+0(SB), Y3, Y3
 
-	// v85 = add(0.0001984126984126984, v84)
-	VADDPS lgc30<>+0(SB), Y4, Y4
+	// v85 = mul(v76, v83)
+	VMULPS Y3, Y4, Y3
 
-	// v87 = mul(v75, v85)
-	VMULPS Y4, Y3, Y4
+	// v86 = add(v79, v85)
+	VADDPS Y3, Y5, Y3
 
-	// v88 = add(0.001388888888888889, v87)
-	VADDPS lgc31<>+0(SB), Y4, Y4
+	// v87 = mul(v76, v76)
+	VMULPS Y4, Y4, Y5
 
-	// v90 = mul(v75, v88)
-	VMULPS Y4, Y3, Y4
+	// v88 = mul(v87, 0.001388888888888889)
+	VMULPS lgc30<>+0(SB), Y5, Y5
 
-	// v91 = add(0.008333333333333333, v90)
-	VADDPS lgc32<>+0(SB), Y4, Y4
+	// v89 = add(v86, v88)
+	VADDPS Y5, Y3, Y3
 
-	// v93 = mul(v75, v91)
-	VMULPS Y4, Y3, Y4
+	// v90 = mul(v76, v89)
+	VMULPS Y3, Y4, Y3
 
-	// v94 = add(0.041666666666666664, v93)
-	VADDPS lgc33<>+0(SB), Y4, Y4
-
-	// v96 = mul(v75, v94)
-	VMULPS Y4, Y3, Y4
-
-	// v97 = add(0.16666666666666666, v96)
-	VADDPS lgc34<>+0(SB), Y4, Y4
-
-	// v98 = mul(v75, v97)
-	VMULPS Y4, Y3, Y4
-
-	// v99 = add(0.5, v98)
-	VADDPS lgc2<>+0(SB), Y4, Y4
-
-	// v100 = mul(v75, v75)
-	VMULPS Y3, Y3, Y3
-
-	// v101 = mul(v100, v99)
-	VMULPS Y4, Y3, Y3
-
-	// v102 = exp(v69)
+	// v91 = exp(v69)
 	VMOVUPS      lgc6<>+0(SB), Y4
 	VMAXPS       Y0, Y4, Y4
 	VMOVUPS      lgc7<>+0(SB), Y5
@@ -310,28 +289,28 @@ blocks_2:
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 
-	// v103 = sub(v102, 1)
+	// v92 = sub(v91, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
-	// v104 = sub(v103, v69)
+	// v93 = sub(v92, v69)
 	VSUBPS Y0, Y4, Y0
 
-	// k3 = where(v72, v101, v104)
+	// k3 = where(v72, v90, v93)
 	VBLENDVPS Y1, Y3, Y0, Y0
 
-	// v106 = where(kept, k3, 0)
+	// v95 = where(kept, k3, 0)
 	VANDPS Y0, Y2, Y0
 
-	// sum(v106) over [B L]
+	// sum(v95) over [B L]
 	VADDPS       3264(BX), Y0, Y0
 	VMOVUPS      Y0, 3264(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc35<>+0(SB), Y0
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -342,8 +321,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -355,8 +334,8 @@ blocks_2:
 	VMOVUPS      Y0, 576(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -368,8 +347,8 @@ blocks_2:
 	VMOVUPS      Y0, 896(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -381,8 +360,8 @@ blocks_2:
 	VMOVUPS      Y0, 1216(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -394,8 +373,8 @@ blocks_2:
 	VMOVUPS      Y0, 1536(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -407,8 +386,8 @@ blocks_2:
 	VMOVUPS      Y0, 1856(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2176(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -420,8 +399,8 @@ blocks_2:
 	VMOVUPS      Y0, 2176(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -433,8 +412,8 @@ blocks_2:
 	VMOVUPS      Y0, 2624(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -446,8 +425,8 @@ blocks_2:
 	VMOVUPS      Y0, 2944(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -473,8 +452,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -485,8 +464,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -498,8 +477,8 @@ noflush_3:
 	VMOVUPS      Y0, 576(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -511,8 +490,8 @@ noflush_3:
 	VMOVUPS      Y0, 896(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -524,8 +503,8 @@ noflush_3:
 	VMOVUPS      Y0, 1216(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -537,8 +516,8 @@ noflush_3:
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -550,8 +529,8 @@ noflush_3:
 	VMOVUPS      Y0, 1856(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2176(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -563,8 +542,8 @@ noflush_3:
 	VMOVUPS      Y0, 2176(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -576,8 +555,8 @@ noflush_3:
 	VMOVUPS      Y0, 2624(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -589,8 +568,8 @@ noflush_3:
 	VMOVUPS      Y0, 2944(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3264(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -879,111 +858,71 @@ DATA lgc26<>+24(SB)/4, $0xbdcccccd
 DATA lgc26<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3493f27e
-DATA lgc27<>+4(SB)/4, $0x3493f27e
-DATA lgc27<>+8(SB)/4, $0x3493f27e
-DATA lgc27<>+12(SB)/4, $0x3493f27e
-DATA lgc27<>+16(SB)/4, $0x3493f27e
-DATA lgc27<>+20(SB)/4, $0x3493f27e
-DATA lgc27<>+24(SB)/4, $0x3493f27e
-DATA lgc27<>+28(SB)/4, $0x3493f27e
+DATA lgc27<>+0(SB)/4, $0x3e2aaaab
+DATA lgc27<>+4(SB)/4, $0x3e2aaaab
+DATA lgc27<>+8(SB)/4, $0x3e2aaaab
+DATA lgc27<>+12(SB)/4, $0x3e2aaaab
+DATA lgc27<>+16(SB)/4, $0x3e2aaaab
+DATA lgc27<>+20(SB)/4, $0x3e2aaaab
+DATA lgc27<>+24(SB)/4, $0x3e2aaaab
+DATA lgc27<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3638ef1d
-DATA lgc28<>+4(SB)/4, $0x3638ef1d
-DATA lgc28<>+8(SB)/4, $0x3638ef1d
-DATA lgc28<>+12(SB)/4, $0x3638ef1d
-DATA lgc28<>+16(SB)/4, $0x3638ef1d
-DATA lgc28<>+20(SB)/4, $0x3638ef1d
-DATA lgc28<>+24(SB)/4, $0x3638ef1d
-DATA lgc28<>+28(SB)/4, $0x3638ef1d
+DATA lgc28<>+0(SB)/4, $0x3c088889
+DATA lgc28<>+4(SB)/4, $0x3c088889
+DATA lgc28<>+8(SB)/4, $0x3c088889
+DATA lgc28<>+12(SB)/4, $0x3c088889
+DATA lgc28<>+16(SB)/4, $0x3c088889
+DATA lgc28<>+20(SB)/4, $0x3c088889
+DATA lgc28<>+24(SB)/4, $0x3c088889
+DATA lgc28<>+28(SB)/4, $0x3c088889
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x37d00d01
-DATA lgc29<>+4(SB)/4, $0x37d00d01
-DATA lgc29<>+8(SB)/4, $0x37d00d01
-DATA lgc29<>+12(SB)/4, $0x37d00d01
-DATA lgc29<>+16(SB)/4, $0x37d00d01
-DATA lgc29<>+20(SB)/4, $0x37d00d01
-DATA lgc29<>+24(SB)/4, $0x37d00d01
-DATA lgc29<>+28(SB)/4, $0x37d00d01
+DATA lgc29<>+0(SB)/4, $0x3d2aaaab
+DATA lgc29<>+4(SB)/4, $0x3d2aaaab
+DATA lgc29<>+8(SB)/4, $0x3d2aaaab
+DATA lgc29<>+12(SB)/4, $0x3d2aaaab
+DATA lgc29<>+16(SB)/4, $0x3d2aaaab
+DATA lgc29<>+20(SB)/4, $0x3d2aaaab
+DATA lgc29<>+24(SB)/4, $0x3d2aaaab
+DATA lgc29<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x39500d01
-DATA lgc30<>+4(SB)/4, $0x39500d01
-DATA lgc30<>+8(SB)/4, $0x39500d01
-DATA lgc30<>+12(SB)/4, $0x39500d01
-DATA lgc30<>+16(SB)/4, $0x39500d01
-DATA lgc30<>+20(SB)/4, $0x39500d01
-DATA lgc30<>+24(SB)/4, $0x39500d01
-DATA lgc30<>+28(SB)/4, $0x39500d01
+DATA lgc30<>+0(SB)/4, $0x3ab60b61
+DATA lgc30<>+4(SB)/4, $0x3ab60b61
+DATA lgc30<>+8(SB)/4, $0x3ab60b61
+DATA lgc30<>+12(SB)/4, $0x3ab60b61
+DATA lgc30<>+16(SB)/4, $0x3ab60b61
+DATA lgc30<>+20(SB)/4, $0x3ab60b61
+DATA lgc30<>+24(SB)/4, $0x3ab60b61
+DATA lgc30<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3ab60b61
-DATA lgc31<>+4(SB)/4, $0x3ab60b61
-DATA lgc31<>+8(SB)/4, $0x3ab60b61
-DATA lgc31<>+12(SB)/4, $0x3ab60b61
-DATA lgc31<>+16(SB)/4, $0x3ab60b61
-DATA lgc31<>+20(SB)/4, $0x3ab60b61
-DATA lgc31<>+24(SB)/4, $0x3ab60b61
-DATA lgc31<>+28(SB)/4, $0x3ab60b61
+DATA lgc31<>+0(SB)/8, $0x4020000000000000
+DATA lgc31<>+8(SB)/8, $0x4020000000000000
+DATA lgc31<>+16(SB)/8, $0x4020000000000000
+DATA lgc31<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3c088889
-DATA lgc32<>+4(SB)/4, $0x3c088889
-DATA lgc32<>+8(SB)/4, $0x3c088889
-DATA lgc32<>+12(SB)/4, $0x3c088889
-DATA lgc32<>+16(SB)/4, $0x3c088889
-DATA lgc32<>+20(SB)/4, $0x3c088889
-DATA lgc32<>+24(SB)/4, $0x3c088889
-DATA lgc32<>+28(SB)/4, $0x3c088889
+DATA lgc32<>+0(SB)/4, $0x7fffffff
+DATA lgc32<>+4(SB)/4, $0x7fffffff
+DATA lgc32<>+8(SB)/4, $0x7fffffff
+DATA lgc32<>+12(SB)/4, $0x7fffffff
+DATA lgc32<>+16(SB)/4, $0x7fffffff
+DATA lgc32<>+20(SB)/4, $0x7fffffff
+DATA lgc32<>+24(SB)/4, $0x7fffffff
+DATA lgc32<>+28(SB)/4, $0x7fffffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d2aaaab
-DATA lgc33<>+4(SB)/4, $0x3d2aaaab
-DATA lgc33<>+8(SB)/4, $0x3d2aaaab
-DATA lgc33<>+12(SB)/4, $0x3d2aaaab
-DATA lgc33<>+16(SB)/4, $0x3d2aaaab
-DATA lgc33<>+20(SB)/4, $0x3d2aaaab
-DATA lgc33<>+24(SB)/4, $0x3d2aaaab
-DATA lgc33<>+28(SB)/4, $0x3d2aaaab
+DATA lgc33<>+0(SB)/4, $0x7f7fffff
+DATA lgc33<>+4(SB)/4, $0x7f7fffff
+DATA lgc33<>+8(SB)/4, $0x7f7fffff
+DATA lgc33<>+12(SB)/4, $0x7f7fffff
+DATA lgc33<>+16(SB)/4, $0x7f7fffff
+DATA lgc33<>+20(SB)/4, $0x7f7fffff
+DATA lgc33<>+24(SB)/4, $0x7f7fffff
+DATA lgc33<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x3e2aaaab
-DATA lgc34<>+4(SB)/4, $0x3e2aaaab
-DATA lgc34<>+8(SB)/4, $0x3e2aaaab
-DATA lgc34<>+12(SB)/4, $0x3e2aaaab
-DATA lgc34<>+16(SB)/4, $0x3e2aaaab
-DATA lgc34<>+20(SB)/4, $0x3e2aaaab
-DATA lgc34<>+24(SB)/4, $0x3e2aaaab
-DATA lgc34<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/8, $0x4020000000000000
-DATA lgc35<>+8(SB)/8, $0x4020000000000000
-DATA lgc35<>+16(SB)/8, $0x4020000000000000
-DATA lgc35<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x7fffffff
-DATA lgc36<>+4(SB)/4, $0x7fffffff
-DATA lgc36<>+8(SB)/4, $0x7fffffff
-DATA lgc36<>+12(SB)/4, $0x7fffffff
-DATA lgc36<>+16(SB)/4, $0x7fffffff
-DATA lgc36<>+20(SB)/4, $0x7fffffff
-DATA lgc36<>+24(SB)/4, $0x7fffffff
-DATA lgc36<>+28(SB)/4, $0x7fffffff
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x7f7fffff
-DATA lgc37<>+4(SB)/4, $0x7f7fffff
-DATA lgc37<>+8(SB)/4, $0x7f7fffff
-DATA lgc37<>+12(SB)/4, $0x7f7fffff
-DATA lgc37<>+16(SB)/4, $0x7f7fffff
-DATA lgc37<>+20(SB)/4, $0x7f7fffff
-DATA lgc37<>+24(SB)/4, $0x7f7fffff
-DATA lgc37<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1029,7 +968,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc38<>+0(SB), Y7, Y7
+	VMULPS       lgc34<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1079,11 +1018,11 @@ TEXT ·pass1AVX2(SB), $64-144
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v107, v34)
+	// klToRef = div(v96, v34)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc39<>+0(SB), Y1, Y2
+	VMULPS lgc35<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -1121,25 +1060,25 @@ TEXT ·pass1AVX2(SB), $64-144
 	VZEROUPPER
 	RET
 
-DATA lgc38<>+0(SB)/4, $0x40000000
-DATA lgc38<>+4(SB)/4, $0x40000000
-DATA lgc38<>+8(SB)/4, $0x40000000
-DATA lgc38<>+12(SB)/4, $0x40000000
-DATA lgc38<>+16(SB)/4, $0x40000000
-DATA lgc38<>+20(SB)/4, $0x40000000
-DATA lgc38<>+24(SB)/4, $0x40000000
-DATA lgc38<>+28(SB)/4, $0x40000000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x40000000
+DATA lgc34<>+4(SB)/4, $0x40000000
+DATA lgc34<>+8(SB)/4, $0x40000000
+DATA lgc34<>+12(SB)/4, $0x40000000
+DATA lgc34<>+16(SB)/4, $0x40000000
+DATA lgc34<>+20(SB)/4, $0x40000000
+DATA lgc34<>+24(SB)/4, $0x40000000
+DATA lgc34<>+28(SB)/4, $0x40000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3d23d70a
-DATA lgc39<>+4(SB)/4, $0x3d23d70a
-DATA lgc39<>+8(SB)/4, $0x3d23d70a
-DATA lgc39<>+12(SB)/4, $0x3d23d70a
-DATA lgc39<>+16(SB)/4, $0x3d23d70a
-DATA lgc39<>+20(SB)/4, $0x3d23d70a
-DATA lgc39<>+24(SB)/4, $0x3d23d70a
-DATA lgc39<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x3d23d70a
+DATA lgc35<>+4(SB)/4, $0x3d23d70a
+DATA lgc35<>+8(SB)/4, $0x3d23d70a
+DATA lgc35<>+12(SB)/4, $0x3d23d70a
+DATA lgc35<>+16(SB)/4, $0x3d23d70a
+DATA lgc35<>+20(SB)/4, $0x3d23d70a
+DATA lgc35<>+24(SB)/4, $0x3d23d70a
+DATA lgc35<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -1190,11 +1129,11 @@ blocks_5:
 	VMOVUPS      Y0, 256(BX)
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc35<>+0(SB), Y0
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1219,8 +1158,8 @@ noflush_6:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1249,12 +1188,12 @@ TEXT ·fbPass1AVX2(SB), $256-96
 
 	// v34 = max(numKept, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc39<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 
-	// v113 = div(0.04, v34)
+	// v102 = div(0.04, v34)
 	VDIVPS Y0, Y2, Y2
 
-	// v120 = div(1, v34)
+	// v109 = div(1, v34)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1476,61 +1415,40 @@ blocks_8:
 	// v75 = min(v74, 0.1) tie=first
 	VMINPS Y3, Y2, Y2
 
-	// v78 = mul(v75, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y2, Y3
+	// v76 = mul(v75, v75)
+	VMULPS Y2, Y2, Y3
 
-	// v79 = add(2.7557319223985893e-06, v78)
-	VADDPS lgc28<>+0(SB), Y3, Y3
+	// v78 = mul(0.16666666666666666, v75)
+	VMULPS lgc27<>+0(SB), Y2, Y4
 
-	// v81 = mul(v75, v79)
-	VMULPS Y3, Y2, Y3
+	// v79 = add(0.5, v78)
+	VADDPS lgc2<>+0(SB), Y4, Y4
 
-	// v82 = add(2.48015873015873e-05, v81)
-	VADDPS lgc29<>+0(SB), Y3, Y3
+	// v82 = mul(0.008333333333333333, v75)
+	VMULPS lgc28<>+0(SB), Y2, Y2
 
-	// v84 = mul(v75, v82)
-	VMULPS Y3, Y2, Y3
+	// v83 = add(0.041666666666666664, v82)
+	VADDPS lgc29<>+0(SB), Y2, Y2
 
-	// v85 = add(0.0001984126984126984, v84)
-	VADDPS lgc30<>+0(SB), Y3, Y3
+	// v85 = mul(v76, v83)
+	VMULPS Y2, Y3, Y2
 
-	// v87 = mul(v75, v85)
-	VMULPS Y3, Y2, Y3
+	// v86 = add(v79, v85)
+	VADDPS Y2, Y4, Y2
 
-	// v88 = add(0.001388888888888889, v87)
-	VADDPS lgc31<>+0(SB), Y3, Y3
+	// v87 = mul(v76, v76)
+	VMULPS Y3, Y3, Y4
 
-	// v90 = mul(v75, v88)
-	VMULPS Y3, Y2, Y3
+	// v88 = mul(v87, 0.001388888888888889)
+	VMULPS lgc30<>+0(SB), Y4, Y4
 
-	// v91 = add(0.008333333333333333, v90)
-	VADDPS lgc32<>+0(SB), Y3, Y3
+	// v89 = add(v86, v88)
+	VADDPS Y4, Y2, Y2
 
-	// v93 = mul(v75, v91)
-	VMULPS Y3, Y2, Y3
+	// v90 = mul(v76, v89)
+	VMULPS Y2, Y3, Y2
 
-	// v94 = add(0.041666666666666664, v93)
-	VADDPS lgc33<>+0(SB), Y3, Y3
-
-	// v96 = mul(v75, v94)
-	VMULPS Y3, Y2, Y3
-
-	// v97 = add(0.16666666666666666, v96)
-	VADDPS lgc34<>+0(SB), Y3, Y3
-
-	// v98 = mul(v75, v97)
-	VMULPS Y3, Y2, Y3
-
-	// v99 = add(0.5, v98)
-	VADDPS lgc2<>+0(SB), Y3, Y3
-
-	// v100 = mul(v75, v75)
-	VMULPS Y2, Y2, Y2
-
-	// v101 = mul(v100, v99)
-	VMULPS Y3, Y2, Y2
-
-	// v102 = exp(v69)
+	// v91 = exp(v69)
 	VMOVUPS      lgc6<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
 	VMOVUPS      lgc7<>+0(SB), Y4
@@ -1559,118 +1477,118 @@ blocks_8:
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 
-	// v103 = sub(v102, 1)
+	// v92 = sub(v91, 1)
 	VSUBPS lgc1<>+0(SB), Y5, Y3
 
-	// v104 = sub(v103, v69)
+	// v93 = sub(v92, v69)
 	VSUBPS Y0, Y3, Y3
 
-	// k3 = where(v72, v101, v104)
+	// k3 = where(v72, v90, v93)
 	VBLENDVPS Y1, Y2, Y3, Y1
 
-	// v106 = add(k3, v69)
+	// v95 = add(k3, v69)
 	VADDPS Y0, Y1, Y0
 
-	// v107 = where(kept, k3, 0)
+	// v96 = where(kept, k3, 0)
 	VANDPS Y1, Y7, Y1
 
-	// sum(v107) over [B L]
+	// sum(v96) over [B L]
 	VADDPS  3392(BX), Y1, Y1
 	VMOVUPS Y1, 3392(BX)
 	VMOVUPS (SP), Y1
 
-	// v114 = where(kept, v113, 0)
+	// v103 = where(kept, v102, 0)
 	VANDPS  Y1, Y7, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v115 = ne(v114, 0)
+	// v104 = ne(v103, 0)
 	VCMPPS $0x04, Y2, Y1, Y3
 
-	// v116 = mul(v114, v106)
+	// v105 = mul(v103, v95)
 	VMULPS Y0, Y1, Y0
 
-	// v117 = where(v115, v116, v114)
+	// v106 = where(v104, v105, v103)
 	VBLENDVPS Y3, Y0, Y1, Y0
 
-	// v118 = where(kept, v117, 0)
+	// v107 = where(kept, v106, 0)
 	VANDPS Y0, Y7, Y0
 
-	// v119 = neg(v118)
+	// v108 = neg(v107)
 	VXORPS  lgc20<>+0(SB), Y0, Y0
 	VMOVUPS 32(SP), Y1
 
-	// v121 = where(kept, v120, 0)
+	// v110 = where(kept, v109, 0)
 	VANDPS Y1, Y7, Y1
 
-	// v122 = mul(v121, -0.01)
+	// v111 = mul(v110, -0.01)
 	VMULPS    lgc21<>+0(SB), Y1, Y3
 	MOVQ      mask+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VPCMPGTD  lgc0<>+0(SB), Y4, Y4
 
-	// gradEntropy = where(mask, v122, 0)
+	// gradEntropy = where(mask, v111, 0)
 	VANDPS Y3, Y4, Y3
 
-	// v124 = neg(v121)
+	// v113 = neg(v110)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y4
 
-	// v125 = mul(v124, v10)
+	// v114 = mul(v113, v10)
 	VMULPS  Y4, Y1, Y1
 	VMOVUPS 160(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v126 = where(v24, v125, 0)
+	// v115 = where(v24, v114, 0)
 	VANDPS Y1, Y5, Y4
 
-	// v127 = where(v24, 0, v125)
+	// v116 = where(v24, 0, v114)
 	VANDNPS Y1, Y5, Y1
 	VMOVUPS 128(SP), Y5
 	VMOVUPS lgc19<>+0(SB), Y6
 
-	// v128 = ge(ratio, 0.8000000028326788)
+	// v117 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
 
-	// v129 = ne(ratio, ratio)
+	// v118 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y5, Y5, Y7
 	VMOVUPS Y3, 224(SP)
 
-	// v130 = max(v128, v129)
+	// v119 = max(v117, v118)
 	VORPS Y6, Y7, Y3
 
-	// v131 = where(v130, v127, 0)
+	// v120 = where(v119, v116, 0)
 	VANDPS  Y1, Y3, Y1
 	VMOVUPS lgc18<>+0(SB), Y3
 
-	// v132 = le(ratio, 1.2000000078829447)
+	// v121 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y5, Y3
 
-	// v133 = max(v132, v129)
+	// v122 = max(v121, v118)
 	VORPS Y3, Y7, Y3
 
-	// v134 = where(v133, v126, 0)
+	// v123 = where(v122, v115, 0)
 	VANDPS Y4, Y3, Y3
 
-	// v135 = add(v131, v134)
+	// v124 = add(v120, v123)
 	VADDPS Y3, Y1, Y1
 
-	// v136 = ne(v135, 0)
+	// v125 = ne(v124, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 
-	// v137 = mul(v135, ratio)
+	// v126 = mul(v124, ratio)
 	VMULPS Y5, Y1, Y3
 
-	// v138 = where(v136, v137, v135)
+	// v127 = where(v125, v126, v124)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// v139 = add(v119, v138)
+	// v128 = add(v108, v127)
 	VADDPS    Y1, Y0, Y0
 	MOVQ      mask+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y1
 	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v139, 0)
+	// gradLogProb = where(mask, v128, 0)
 	VANDPS  Y0, Y1, Y0
 	VMOVUPS 224(SP), Y1
 
@@ -1683,11 +1601,11 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc35<>+0(SB), Y0
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      704(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1698,8 +1616,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(DX)
 	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1711,8 +1629,8 @@ blocks_8:
 	VMOVUPS      Y0, 1024(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1724,8 +1642,8 @@ blocks_8:
 	VMOVUPS      Y0, 1344(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1737,8 +1655,8 @@ blocks_8:
 	VMOVUPS      Y0, 1664(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1750,8 +1668,8 @@ blocks_8:
 	VMOVUPS      Y0, 1984(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2304(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1763,8 +1681,8 @@ blocks_8:
 	VMOVUPS      Y0, 2304(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1776,8 +1694,8 @@ blocks_8:
 	VMOVUPS      Y0, 2752(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1789,8 +1707,8 @@ blocks_8:
 	VMOVUPS      Y0, 3072(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1816,8 +1734,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      704(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1828,8 +1746,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 704(CX)
 	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1841,8 +1759,8 @@ noflush_9:
 	VMOVUPS      Y0, 1024(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1854,8 +1772,8 @@ noflush_9:
 	VMOVUPS      Y0, 1344(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1867,8 +1785,8 @@ noflush_9:
 	VMOVUPS      Y0, 1664(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1880,8 +1798,8 @@ noflush_9:
 	VMOVUPS      Y0, 1984(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2304(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1893,8 +1811,8 @@ noflush_9:
 	VMOVUPS      Y0, 2304(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1906,8 +1824,8 @@ noflush_9:
 	VMOVUPS      Y0, 2752(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1919,8 +1837,8 @@ noflush_9:
 	VMOVUPS      Y0, 3072(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc36<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc37<>+0(SB), Y2, Y2
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1983,7 +1901,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc38<>+0(SB), Y7, Y7
+	VMULPS       lgc34<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -2033,11 +1951,11 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v108, v34)
+	// klToRef = div(v97, v34)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc39<>+0(SB), Y1, Y2
+	VMULPS lgc35<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -2134,30 +2052,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc40<>+0(SB), Y0, Y1
-	VMULPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
+	VMULPS       lgc37<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc17<>+0(SB), Y3, Y3
-	VPAND        lgc42<>+0(SB), Y1, Y1
+	VPAND        lgc38<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc43<>+0(SB), Y2, Y1
+	VPAND        lgc39<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc40<>+0(SB), Y1, Y2
 	VMULPS       lgc2<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc45<>+0(SB), Y4
+	VMOVAPS      lgc41<>+0(SB), Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2168,9 +2086,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2181,165 +2099,165 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc40<>+0(SB)/4, $0x00800000
-DATA lgc40<>+4(SB)/4, $0x00800000
-DATA lgc40<>+8(SB)/4, $0x00800000
-DATA lgc40<>+12(SB)/4, $0x00800000
-DATA lgc40<>+16(SB)/4, $0x00800000
-DATA lgc40<>+20(SB)/4, $0x00800000
-DATA lgc40<>+24(SB)/4, $0x00800000
-DATA lgc40<>+28(SB)/4, $0x00800000
+DATA lgc36<>+0(SB)/4, $0x00800000
+DATA lgc36<>+4(SB)/4, $0x00800000
+DATA lgc36<>+8(SB)/4, $0x00800000
+DATA lgc36<>+12(SB)/4, $0x00800000
+DATA lgc36<>+16(SB)/4, $0x00800000
+DATA lgc36<>+20(SB)/4, $0x00800000
+DATA lgc36<>+24(SB)/4, $0x00800000
+DATA lgc36<>+28(SB)/4, $0x00800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x4b000000
+DATA lgc37<>+4(SB)/4, $0x4b000000
+DATA lgc37<>+8(SB)/4, $0x4b000000
+DATA lgc37<>+12(SB)/4, $0x4b000000
+DATA lgc37<>+16(SB)/4, $0x4b000000
+DATA lgc37<>+20(SB)/4, $0x4b000000
+DATA lgc37<>+24(SB)/4, $0x4b000000
+DATA lgc37<>+28(SB)/4, $0x4b000000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0xffffffe9
+DATA lgc38<>+4(SB)/4, $0xffffffe9
+DATA lgc38<>+8(SB)/4, $0xffffffe9
+DATA lgc38<>+12(SB)/4, $0xffffffe9
+DATA lgc38<>+16(SB)/4, $0xffffffe9
+DATA lgc38<>+20(SB)/4, $0xffffffe9
+DATA lgc38<>+24(SB)/4, $0xffffffe9
+DATA lgc38<>+28(SB)/4, $0xffffffe9
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0x007fffff
+DATA lgc39<>+4(SB)/4, $0x007fffff
+DATA lgc39<>+8(SB)/4, $0x007fffff
+DATA lgc39<>+12(SB)/4, $0x007fffff
+DATA lgc39<>+16(SB)/4, $0x007fffff
+DATA lgc39<>+20(SB)/4, $0x007fffff
+DATA lgc39<>+24(SB)/4, $0x007fffff
+DATA lgc39<>+28(SB)/4, $0x007fffff
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0x3fb504f3
+DATA lgc40<>+4(SB)/4, $0x3fb504f3
+DATA lgc40<>+8(SB)/4, $0x3fb504f3
+DATA lgc40<>+12(SB)/4, $0x3fb504f3
+DATA lgc40<>+16(SB)/4, $0x3fb504f3
+DATA lgc40<>+20(SB)/4, $0x3fb504f3
+DATA lgc40<>+24(SB)/4, $0x3fb504f3
+DATA lgc40<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x4b000000
-DATA lgc41<>+4(SB)/4, $0x4b000000
-DATA lgc41<>+8(SB)/4, $0x4b000000
-DATA lgc41<>+12(SB)/4, $0x4b000000
-DATA lgc41<>+16(SB)/4, $0x4b000000
-DATA lgc41<>+20(SB)/4, $0x4b000000
-DATA lgc41<>+24(SB)/4, $0x4b000000
-DATA lgc41<>+28(SB)/4, $0x4b000000
+DATA lgc41<>+0(SB)/4, $0x3d9021bb
+DATA lgc41<>+4(SB)/4, $0x3d9021bb
+DATA lgc41<>+8(SB)/4, $0x3d9021bb
+DATA lgc41<>+12(SB)/4, $0x3d9021bb
+DATA lgc41<>+16(SB)/4, $0x3d9021bb
+DATA lgc41<>+20(SB)/4, $0x3d9021bb
+DATA lgc41<>+24(SB)/4, $0x3d9021bb
+DATA lgc41<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xffffffe9
-DATA lgc42<>+4(SB)/4, $0xffffffe9
-DATA lgc42<>+8(SB)/4, $0xffffffe9
-DATA lgc42<>+12(SB)/4, $0xffffffe9
-DATA lgc42<>+16(SB)/4, $0xffffffe9
-DATA lgc42<>+20(SB)/4, $0xffffffe9
-DATA lgc42<>+24(SB)/4, $0xffffffe9
-DATA lgc42<>+28(SB)/4, $0xffffffe9
+DATA lgc42<>+0(SB)/4, $0xbdebd1b8
+DATA lgc42<>+4(SB)/4, $0xbdebd1b8
+DATA lgc42<>+8(SB)/4, $0xbdebd1b8
+DATA lgc42<>+12(SB)/4, $0xbdebd1b8
+DATA lgc42<>+16(SB)/4, $0xbdebd1b8
+DATA lgc42<>+20(SB)/4, $0xbdebd1b8
+DATA lgc42<>+24(SB)/4, $0xbdebd1b8
+DATA lgc42<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x007fffff
-DATA lgc43<>+4(SB)/4, $0x007fffff
-DATA lgc43<>+8(SB)/4, $0x007fffff
-DATA lgc43<>+12(SB)/4, $0x007fffff
-DATA lgc43<>+16(SB)/4, $0x007fffff
-DATA lgc43<>+20(SB)/4, $0x007fffff
-DATA lgc43<>+24(SB)/4, $0x007fffff
-DATA lgc43<>+28(SB)/4, $0x007fffff
+DATA lgc43<>+0(SB)/4, $0x3def251a
+DATA lgc43<>+4(SB)/4, $0x3def251a
+DATA lgc43<>+8(SB)/4, $0x3def251a
+DATA lgc43<>+12(SB)/4, $0x3def251a
+DATA lgc43<>+16(SB)/4, $0x3def251a
+DATA lgc43<>+20(SB)/4, $0x3def251a
+DATA lgc43<>+24(SB)/4, $0x3def251a
+DATA lgc43<>+28(SB)/4, $0x3def251a
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3fb504f3
-DATA lgc44<>+4(SB)/4, $0x3fb504f3
-DATA lgc44<>+8(SB)/4, $0x3fb504f3
-DATA lgc44<>+12(SB)/4, $0x3fb504f3
-DATA lgc44<>+16(SB)/4, $0x3fb504f3
-DATA lgc44<>+20(SB)/4, $0x3fb504f3
-DATA lgc44<>+24(SB)/4, $0x3fb504f3
-DATA lgc44<>+28(SB)/4, $0x3fb504f3
+DATA lgc44<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3d9021bb
-DATA lgc45<>+4(SB)/4, $0x3d9021bb
-DATA lgc45<>+8(SB)/4, $0x3d9021bb
-DATA lgc45<>+12(SB)/4, $0x3d9021bb
-DATA lgc45<>+16(SB)/4, $0x3d9021bb
-DATA lgc45<>+20(SB)/4, $0x3d9021bb
-DATA lgc45<>+24(SB)/4, $0x3d9021bb
-DATA lgc45<>+28(SB)/4, $0x3d9021bb
+DATA lgc45<>+0(SB)/4, $0x3e11e9bf
+DATA lgc45<>+4(SB)/4, $0x3e11e9bf
+DATA lgc45<>+8(SB)/4, $0x3e11e9bf
+DATA lgc45<>+12(SB)/4, $0x3e11e9bf
+DATA lgc45<>+16(SB)/4, $0x3e11e9bf
+DATA lgc45<>+20(SB)/4, $0x3e11e9bf
+DATA lgc45<>+24(SB)/4, $0x3e11e9bf
+DATA lgc45<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbdebd1b8
-DATA lgc46<>+4(SB)/4, $0xbdebd1b8
-DATA lgc46<>+8(SB)/4, $0xbdebd1b8
-DATA lgc46<>+12(SB)/4, $0xbdebd1b8
-DATA lgc46<>+16(SB)/4, $0xbdebd1b8
-DATA lgc46<>+20(SB)/4, $0xbdebd1b8
-DATA lgc46<>+24(SB)/4, $0xbdebd1b8
-DATA lgc46<>+28(SB)/4, $0xbdebd1b8
+DATA lgc46<>+0(SB)/4, $0xbe2aae50
+DATA lgc46<>+4(SB)/4, $0xbe2aae50
+DATA lgc46<>+8(SB)/4, $0xbe2aae50
+DATA lgc46<>+12(SB)/4, $0xbe2aae50
+DATA lgc46<>+16(SB)/4, $0xbe2aae50
+DATA lgc46<>+20(SB)/4, $0xbe2aae50
+DATA lgc46<>+24(SB)/4, $0xbe2aae50
+DATA lgc46<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3def251a
-DATA lgc47<>+4(SB)/4, $0x3def251a
-DATA lgc47<>+8(SB)/4, $0x3def251a
-DATA lgc47<>+12(SB)/4, $0x3def251a
-DATA lgc47<>+16(SB)/4, $0x3def251a
-DATA lgc47<>+20(SB)/4, $0x3def251a
-DATA lgc47<>+24(SB)/4, $0x3def251a
-DATA lgc47<>+28(SB)/4, $0x3def251a
+DATA lgc47<>+0(SB)/4, $0x3e4cceac
+DATA lgc47<>+4(SB)/4, $0x3e4cceac
+DATA lgc47<>+8(SB)/4, $0x3e4cceac
+DATA lgc47<>+12(SB)/4, $0x3e4cceac
+DATA lgc47<>+16(SB)/4, $0x3e4cceac
+DATA lgc47<>+20(SB)/4, $0x3e4cceac
+DATA lgc47<>+24(SB)/4, $0x3e4cceac
+DATA lgc47<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+0(SB)/4, $0xbe7ffffc
+DATA lgc48<>+4(SB)/4, $0xbe7ffffc
+DATA lgc48<>+8(SB)/4, $0xbe7ffffc
+DATA lgc48<>+12(SB)/4, $0xbe7ffffc
+DATA lgc48<>+16(SB)/4, $0xbe7ffffc
+DATA lgc48<>+20(SB)/4, $0xbe7ffffc
+DATA lgc48<>+24(SB)/4, $0xbe7ffffc
+DATA lgc48<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3e11e9bf
-DATA lgc49<>+4(SB)/4, $0x3e11e9bf
-DATA lgc49<>+8(SB)/4, $0x3e11e9bf
-DATA lgc49<>+12(SB)/4, $0x3e11e9bf
-DATA lgc49<>+16(SB)/4, $0x3e11e9bf
-DATA lgc49<>+20(SB)/4, $0x3e11e9bf
-DATA lgc49<>+24(SB)/4, $0x3e11e9bf
-DATA lgc49<>+28(SB)/4, $0x3e11e9bf
+DATA lgc49<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbe2aae50
-DATA lgc50<>+4(SB)/4, $0xbe2aae50
-DATA lgc50<>+8(SB)/4, $0xbe2aae50
-DATA lgc50<>+12(SB)/4, $0xbe2aae50
-DATA lgc50<>+16(SB)/4, $0xbe2aae50
-DATA lgc50<>+20(SB)/4, $0xbe2aae50
-DATA lgc50<>+24(SB)/4, $0xbe2aae50
-DATA lgc50<>+28(SB)/4, $0xbe2aae50
+DATA lgc50<>+0(SB)/4, $0x7fc00000
+DATA lgc50<>+4(SB)/4, $0x7fc00000
+DATA lgc50<>+8(SB)/4, $0x7fc00000
+DATA lgc50<>+12(SB)/4, $0x7fc00000
+DATA lgc50<>+16(SB)/4, $0x7fc00000
+DATA lgc50<>+20(SB)/4, $0x7fc00000
+DATA lgc50<>+24(SB)/4, $0x7fc00000
+DATA lgc50<>+28(SB)/4, $0x7fc00000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3e4cceac
-DATA lgc51<>+4(SB)/4, $0x3e4cceac
-DATA lgc51<>+8(SB)/4, $0x3e4cceac
-DATA lgc51<>+12(SB)/4, $0x3e4cceac
-DATA lgc51<>+16(SB)/4, $0x3e4cceac
-DATA lgc51<>+20(SB)/4, $0x3e4cceac
-DATA lgc51<>+24(SB)/4, $0x3e4cceac
-DATA lgc51<>+28(SB)/4, $0x3e4cceac
+DATA lgc51<>+0(SB)/4, $0x7f800000
+DATA lgc51<>+4(SB)/4, $0x7f800000
+DATA lgc51<>+8(SB)/4, $0x7f800000
+DATA lgc51<>+12(SB)/4, $0x7f800000
+DATA lgc51<>+16(SB)/4, $0x7f800000
+DATA lgc51<>+20(SB)/4, $0x7f800000
+DATA lgc51<>+24(SB)/4, $0x7f800000
+DATA lgc51<>+28(SB)/4, $0x7f800000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
-
-DATA lgc52<>+0(SB)/4, $0xbe7ffffc
-DATA lgc52<>+4(SB)/4, $0xbe7ffffc
-DATA lgc52<>+8(SB)/4, $0xbe7ffffc
-DATA lgc52<>+12(SB)/4, $0xbe7ffffc
-DATA lgc52<>+16(SB)/4, $0xbe7ffffc
-DATA lgc52<>+20(SB)/4, $0xbe7ffffc
-DATA lgc52<>+24(SB)/4, $0xbe7ffffc
-DATA lgc52<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc52<>(SB), RODATA|NOPTR, $32
-
-DATA lgc53<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc53<>(SB), RODATA|NOPTR, $32
-
-DATA lgc54<>+0(SB)/4, $0x7fc00000
-DATA lgc54<>+4(SB)/4, $0x7fc00000
-DATA lgc54<>+8(SB)/4, $0x7fc00000
-DATA lgc54<>+12(SB)/4, $0x7fc00000
-DATA lgc54<>+16(SB)/4, $0x7fc00000
-DATA lgc54<>+20(SB)/4, $0x7fc00000
-DATA lgc54<>+24(SB)/4, $0x7fc00000
-DATA lgc54<>+28(SB)/4, $0x7fc00000
-GLOBL lgc54<>(SB), RODATA|NOPTR, $32
-
-DATA lgc55<>+0(SB)/4, $0x7f800000
-DATA lgc55<>+4(SB)/4, $0x7f800000
-DATA lgc55<>+8(SB)/4, $0x7f800000
-DATA lgc55<>+12(SB)/4, $0x7f800000
-DATA lgc55<>+16(SB)/4, $0x7f800000
-DATA lgc55<>+20(SB)/4, $0x7f800000
-DATA lgc55<>+24(SB)/4, $0x7f800000
-DATA lgc55<>+28(SB)/4, $0x7f800000
-GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2354,30 +2272,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
-	VMULPS       lgc41<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc37<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc17<>+0(SB), Y4, Y4
-	VPAND        lgc42<>+0(SB), Y2, Y2
+	VPAND        lgc38<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc43<>+0(SB), Y3, Y2
+	VPAND        lgc39<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc40<>+0(SB), Y2, Y3
 	VMULPS       lgc2<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc45<>+0(SB), Y5
+	VMOVAPS      lgc41<>+0(SB), Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2388,9 +2306,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2401,8 +2319,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

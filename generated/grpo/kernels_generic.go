@@ -18,7 +18,7 @@ type scratch struct {
 	s4 float32 // v52 = sum(v51) over B,L
 	s5 float32 // v57 = logsumexp(v55) over B,L
 	s6 float32 // v60 = logsumexp(v59) over B,L
-	s7 float32 // v107 = sum(v106) over B,L
+	s7 float32 // v96 = sum(v95) over B,L
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -42,7 +42,7 @@ type pass0GoStates struct {
 	acc52    float64           // v52 = sum(v51) over B,L
 	acc57    runtime.LogSumExp // v57 = logsumexp(v55) over B,L
 	acc60    runtime.LogSumExp // v60 = logsumexp(v59) over B,L
-	acc107   float64           // v107 = sum(v106) over B,L
+	acc96    float64           // v96 = sum(v95) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -56,7 +56,7 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.acc52, b.acc52)
 	mergeLogsumexp(&a.acc57, b.acc57)
 	mergeLogsumexp(&a.acc60, b.acc60)
-	mergeSum(&a.acc107, b.acc107)
+	mergeSum(&a.acc96, b.acc96)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -74,14 +74,10 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	two := float32(2)
 	c71 := float32(0.1)
 	c73 := float32(-0.1)
-	c76 := float32(2.755732e-07)
-	c77 := float32(2.7557319e-06)
-	c80 := float32(2.4801588e-05)
-	c83 := float32(0.0001984127)
-	c86 := float32(0.0013888889)
-	c89 := float32(0.008333334)
-	c92 := float32(0.041666668)
-	c95 := float32(0.16666667)
+	c77 := float32(0.16666667)
+	c80 := float32(0.041666668)
+	c81 := float32(0.008333334)
+	c84 := float32(0.0013888889)
 	numValid := 0.0
 	numKept := 0.0
 	acc33 := 0.0
@@ -91,7 +87,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	acc52 := 0.0
 	acc57 := runtime.NewLogSumExp()
 	acc60 := runtime.NewLogSumExp()
-	acc107 := 0.0
+	acc96 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -144,30 +140,23 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v72 := b2f(v70 < c71)
 			v74 := max(v69, c73)
 			v75 := min(v74, c71)
-			v78 := float32(v75 * c76)
-			v79 := c77 + v78
-			v81 := float32(v75 * v79)
-			v82 := c80 + v81
-			v84 := float32(v75 * v82)
-			v85 := c83 + v84
-			v87 := float32(v75 * v85)
-			v88 := c86 + v87
-			v90 := float32(v75 * v88)
-			v91 := c89 + v90
-			v93 := float32(v75 * v91)
-			v94 := c92 + v93
-			v96 := float32(v75 * v94)
-			v97 := c95 + v96
-			v98 := float32(v75 * v97)
-			v99 := half + v98
-			v100 := float32(v75 * v75)
-			v101 := float32(v100 * v99)
-			v102 := float32(math.Exp(float64(v69)))
-			v103 := v102 - one
-			v104 := v103 - v69
-			k3 := sel(v72, v101, v104)
-			v106 := sel(kept, k3, zero)
-			acc107 += float64(v106)
+			v76 := float32(v75 * v75)
+			v78 := float32(c77 * v75)
+			v79 := half + v78
+			v82 := float32(c81 * v75)
+			v83 := c80 + v82
+			v85 := float32(v76 * v83)
+			v86 := v79 + v85
+			v87 := float32(v76 * v76)
+			v88 := float32(v87 * c84)
+			v89 := v86 + v88
+			v90 := float32(v76 * v89)
+			v91 := float32(math.Exp(float64(v69)))
+			v92 := v91 - one
+			v93 := v92 - v69
+			k3 := sel(v72, v90, v93)
+			v95 := sel(kept, k3, zero)
+			acc96 += float64(v95)
 		}
 	}
 	st.numValid = numValid
@@ -179,7 +168,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	st.acc52 = acc52
 	st.acc57 = acc57
 	st.acc60 = acc60
-	st.acc107 = acc107
+	st.acc96 = acc96
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
@@ -207,7 +196,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s4 = float32(st.acc52)
 	s.s5 = float32(st.acc57.Result())
 	s.s6 = float32(st.acc60.Result())
-	s.s7 = float32(st.acc107)
+	s.s7 = float32(st.acc96)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -215,7 +204,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c109 := float32(0.04)
+	c98 := float32(0.04)
 	numValid := out.NumValid
 	numKept := out.NumKept
 	v33 := s.s0
@@ -244,9 +233,9 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v64 := v62 / v34
 	ess := sel(v63, v64, zero)
 	out.ESS = ess
-	v107 := s.s7
-	klToRef := v107 / v34
-	lossKLToRef := float32(c109 * klToRef)
+	v96 := s.s7
+	klToRef := v96 / v34
+	lossKLToRef := float32(c98 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }
@@ -261,7 +250,7 @@ type fbScratch struct {
 	s4 float32 // v52 = sum(v51) over B,L
 	s5 float32 // v57 = logsumexp(v55) over B,L
 	s6 float32 // v60 = logsumexp(v59) over B,L
-	s7 float32 // v108 = sum(v107) over B,L
+	s7 float32 // v97 = sum(v96) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -343,7 +332,7 @@ type fbPass1GoStates struct {
 	acc52    float64           // v52 = sum(v51) over B,L
 	acc57    runtime.LogSumExp // v57 = logsumexp(v55) over B,L
 	acc60    runtime.LogSumExp // v60 = logsumexp(v59) over B,L
-	acc108   float64           // v108 = sum(v107) over B,L
+	acc97    float64           // v97 = sum(v96) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -356,7 +345,7 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc52, b.acc52)
 	mergeLogsumexp(&a.acc57, b.acc57)
 	mergeLogsumexp(&a.acc60, b.acc60)
-	mergeSum(&a.acc108, b.acc108)
+	mergeSum(&a.acc97, b.acc97)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -374,15 +363,11 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	two := float32(2)
 	c71 := float32(0.1)
 	c73 := float32(-0.1)
-	c76 := float32(2.755732e-07)
-	c77 := float32(2.7557319e-06)
-	c80 := float32(2.4801588e-05)
-	c83 := float32(0.0001984127)
-	c86 := float32(0.0013888889)
-	c89 := float32(0.008333334)
-	c92 := float32(0.041666668)
-	c95 := float32(0.16666667)
-	c110 := float32(0.04)
+	c77 := float32(0.16666667)
+	c80 := float32(0.041666668)
+	c81 := float32(0.008333334)
+	c84 := float32(0.0013888889)
+	c99 := float32(0.04)
 	numValid := 0.0
 	acc33 := 0.0
 	acc38 := 0.0
@@ -391,7 +376,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	acc52 := 0.0
 	acc57 := runtime.NewLogSumExp()
 	acc60 := runtime.NewLogSumExp()
-	acc108 := 0.0
+	acc97 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -445,60 +430,53 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v72 := b2f(v70 < c71)
 			v74 := max(v69, c73)
 			v75 := min(v74, c71)
-			v78 := float32(v75 * c76)
-			v79 := c77 + v78
-			v81 := float32(v75 * v79)
-			v82 := c80 + v81
-			v84 := float32(v75 * v82)
-			v85 := c83 + v84
-			v87 := float32(v75 * v85)
-			v88 := c86 + v87
-			v90 := float32(v75 * v88)
-			v91 := c89 + v90
-			v93 := float32(v75 * v91)
-			v94 := c92 + v93
-			v96 := float32(v75 * v94)
-			v97 := c95 + v96
-			v98 := float32(v75 * v97)
-			v99 := half + v98
-			v100 := float32(v75 * v75)
-			v101 := float32(v100 * v99)
-			v102 := float32(math.Exp(float64(v69)))
-			v103 := v102 - one
-			v104 := v103 - v69
-			k3 := sel(v72, v101, v104)
-			v106 := k3 + v69
-			v107 := sel(kept, k3, zero)
-			acc108 += float64(v107)
-			v113 := c110 / v34
-			v114 := sel(kept, v113, zero)
-			v115 := b2f(v114 != zero)
-			v116 := float32(v114 * v106)
-			v117 := sel(v115, v116, v114)
-			v118 := sel(kept, v117, zero)
-			v119 := -v118
-			v120 := one / v34
-			v121 := sel(kept, v120, zero)
-			v122 := float32(v121 * c49)
-			gradEntropy := sel(mask, v122, zero)
+			v76 := float32(v75 * v75)
+			v78 := float32(c77 * v75)
+			v79 := half + v78
+			v82 := float32(c81 * v75)
+			v83 := c80 + v82
+			v85 := float32(v76 * v83)
+			v86 := v79 + v85
+			v87 := float32(v76 * v76)
+			v88 := float32(v87 * c84)
+			v89 := v86 + v88
+			v90 := float32(v76 * v89)
+			v91 := float32(math.Exp(float64(v69)))
+			v92 := v91 - one
+			v93 := v92 - v69
+			k3 := sel(v72, v90, v93)
+			v95 := k3 + v69
+			v96 := sel(kept, k3, zero)
+			acc97 += float64(v96)
+			v102 := c99 / v34
+			v103 := sel(kept, v102, zero)
+			v104 := b2f(v103 != zero)
+			v105 := float32(v103 * v95)
+			v106 := sel(v104, v105, v103)
+			v107 := sel(kept, v106, zero)
+			v108 := -v107
+			v109 := one / v34
+			v110 := sel(kept, v109, zero)
+			v111 := float32(v110 * c49)
+			gradEntropy := sel(mask, v111, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v124 := -v121
-			v125 := float32(v124 * v10)
-			v126 := sel(v24, v125, zero)
-			v127 := sel(v24, zero, v125)
-			v128 := b2f(ratio >= c27)
-			v129 := b2f(ratio != ratio)
-			v130 := max(v128, v129)
-			v131 := sel(v130, v127, zero)
-			v132 := b2f(ratio <= c25)
-			v133 := max(v132, v129)
-			v134 := sel(v133, v126, zero)
-			v135 := v131 + v134
-			v136 := b2f(v135 != zero)
-			v137 := float32(v135 * ratio)
-			v138 := sel(v136, v137, v135)
-			v139 := v119 + v138
-			gradLogProb := sel(mask, v139, zero)
+			v113 := -v110
+			v114 := float32(v113 * v10)
+			v115 := sel(v24, v114, zero)
+			v116 := sel(v24, zero, v114)
+			v117 := b2f(ratio >= c27)
+			v118 := b2f(ratio != ratio)
+			v119 := max(v117, v118)
+			v120 := sel(v119, v116, zero)
+			v121 := b2f(ratio <= c25)
+			v122 := max(v121, v118)
+			v123 := sel(v122, v115, zero)
+			v124 := v120 + v123
+			v125 := b2f(v124 != zero)
+			v126 := float32(v124 * ratio)
+			v127 := sel(v125, v126, v124)
+			v128 := v108 + v127
+			gradLogProb := sel(mask, v128, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
@@ -510,7 +488,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc52 = acc52
 	st.acc57 = acc57
 	st.acc60 = acc60
-	st.acc108 = acc108
+	st.acc97 = acc97
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -537,7 +515,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc52)
 	s.s5 = float32(st.acc57.Result())
 	s.s6 = float32(st.acc60.Result())
-	s.s7 = float32(st.acc108)
+	s.s7 = float32(st.acc97)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -545,7 +523,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c110 := float32(0.04)
+	c99 := float32(0.04)
 	numValid := out.NumValid
 	numKept := out.NumKept
 	v33 := s.s0
@@ -574,9 +552,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v64 := v62 / v34
 	ess := sel(v63, v64, zero)
 	out.ESS = ess
-	v108 := s.s7
-	klToRef := v108 / v34
-	lossKLToRef := float32(c110 * klToRef)
+	v97 := s.s7
+	klToRef := v97 / v34
+	lossKLToRef := float32(c99 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

@@ -522,61 +522,40 @@ blocks_8:
 	// v67 = min(v66, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
 
-	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc31<>+0(SB), Y3, Y4
+	// v68 = mul(v67, v67)
+	VMULPS Y3, Y3, Y4
 
-	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc32<>+0(SB), Y4, Y4
+	// v71 = mul(0.16666666666666666, v67)
+	VMULPS lgc31<>+0(SB), Y3, Y5
 
-	// v73 = mul(v67, v71)
-	VMULPS Y4, Y3, Y4
+	// v72 = add(0.5, v71)
+	VADDPS lgc20<>+0(SB), Y5, Y5
 
-	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc33<>+0(SB), Y4, Y4
+	// v75 = mul(0.008333333333333333, v67)
+	VMULPS lgc32<>+0(SB), Y3, Y3
 
-	// v76 = mul(v67, v74)
-	VMULPS Y4, Y3, Y4
+	// v76 = add(0.041666666666666664, v75)
+	VADDPS lgc33<>+0(SB), Y3, Y3
 
-	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc34<>+0(SB), Y4, Y4
+	// v78 = mul(v68, v76)
+	VMULPS Y3, Y4, Y3
 
-	// v79 = mul(v67, v77)
-	VMULPS Y4, Y3, Y4
+	// v79 = add(v72, v78)
+	VADDPS Y3, Y5, Y3
 
-	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc35<>+0(SB), Y4, Y4
+	// v80 = mul(v68, v68)
+	VMULPS Y4, Y4, Y5
 
-	// v82 = mul(v67, v80)
-	VMULPS Y4, Y3, Y4
+	// v81 = mul(v80, 0.001388888888888889)
+	VMULPS lgc34<>+0(SB), Y5, Y5
 
-	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc36<>+0(SB), Y4, Y4
+	// v82 = add(v79, v81)
+	VADDPS Y5, Y3, Y3
 
-	// v85 = mul(v67, v83)
-	VMULPS Y4, Y3, Y4
+	// v83 = mul(v68, v82)
+	VMULPS Y3, Y4, Y3
 
-	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc37<>+0(SB), Y4, Y4
-
-	// v88 = mul(v67, v86)
-	VMULPS Y4, Y3, Y4
-
-	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc38<>+0(SB), Y4, Y4
-
-	// v91 = mul(v67, v89)
-	VMULPS Y4, Y3, Y4
-
-	// v92 = add(0.5, v91)
-	VADDPS lgc20<>+0(SB), Y4, Y4
-
-	// v93 = mul(v67, v67)
-	VMULPS Y3, Y3, Y3
-
-	// v94 = mul(v93, v92)
-	VMULPS Y4, Y3, Y3
-
-	// v95 = exp(v61)
+	// v84 = exp(v61)
 	VMOVUPS      lgc10<>+0(SB), Y4
 	VMAXPS       Y0, Y4, Y4
 	VMOVUPS      lgc11<>+0(SB), Y5
@@ -605,19 +584,19 @@ blocks_8:
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 
-	// v96 = sub(v95, 1)
+	// v85 = sub(v84, 1)
 	VSUBPS lgc7<>+0(SB), Y6, Y4
 
-	// v97 = sub(v96, v61)
+	// v86 = sub(v85, v61)
 	VSUBPS Y0, Y4, Y0
 
-	// k3 = where(v64, v94, v97)
+	// k3 = where(v64, v83, v86)
 	VBLENDVPS Y2, Y3, Y0, Y0
 
-	// v99 = where(mask, k3, 0)
+	// v88 = where(mask, k3, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v99) over [G N L]
+	// sum(v88) over [G N L]
 	VADDPS       4992(SI), Y0, Y0
 	VMOVUPS      Y0, 4992(SI)
 	DECQ         BX
@@ -1069,85 +1048,45 @@ DATA lgc30<>+24(SB)/4, $0xbdcccccd
 DATA lgc30<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3493f27e
-DATA lgc31<>+4(SB)/4, $0x3493f27e
-DATA lgc31<>+8(SB)/4, $0x3493f27e
-DATA lgc31<>+12(SB)/4, $0x3493f27e
-DATA lgc31<>+16(SB)/4, $0x3493f27e
-DATA lgc31<>+20(SB)/4, $0x3493f27e
-DATA lgc31<>+24(SB)/4, $0x3493f27e
-DATA lgc31<>+28(SB)/4, $0x3493f27e
+DATA lgc31<>+0(SB)/4, $0x3e2aaaab
+DATA lgc31<>+4(SB)/4, $0x3e2aaaab
+DATA lgc31<>+8(SB)/4, $0x3e2aaaab
+DATA lgc31<>+12(SB)/4, $0x3e2aaaab
+DATA lgc31<>+16(SB)/4, $0x3e2aaaab
+DATA lgc31<>+20(SB)/4, $0x3e2aaaab
+DATA lgc31<>+24(SB)/4, $0x3e2aaaab
+DATA lgc31<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3638ef1d
-DATA lgc32<>+4(SB)/4, $0x3638ef1d
-DATA lgc32<>+8(SB)/4, $0x3638ef1d
-DATA lgc32<>+12(SB)/4, $0x3638ef1d
-DATA lgc32<>+16(SB)/4, $0x3638ef1d
-DATA lgc32<>+20(SB)/4, $0x3638ef1d
-DATA lgc32<>+24(SB)/4, $0x3638ef1d
-DATA lgc32<>+28(SB)/4, $0x3638ef1d
+DATA lgc32<>+0(SB)/4, $0x3c088889
+DATA lgc32<>+4(SB)/4, $0x3c088889
+DATA lgc32<>+8(SB)/4, $0x3c088889
+DATA lgc32<>+12(SB)/4, $0x3c088889
+DATA lgc32<>+16(SB)/4, $0x3c088889
+DATA lgc32<>+20(SB)/4, $0x3c088889
+DATA lgc32<>+24(SB)/4, $0x3c088889
+DATA lgc32<>+28(SB)/4, $0x3c088889
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x37d00d01
-DATA lgc33<>+4(SB)/4, $0x37d00d01
-DATA lgc33<>+8(SB)/4, $0x37d00d01
-DATA lgc33<>+12(SB)/4, $0x37d00d01
-DATA lgc33<>+16(SB)/4, $0x37d00d01
-DATA lgc33<>+20(SB)/4, $0x37d00d01
-DATA lgc33<>+24(SB)/4, $0x37d00d01
-DATA lgc33<>+28(SB)/4, $0x37d00d01
+DATA lgc33<>+0(SB)/4, $0x3d2aaaab
+DATA lgc33<>+4(SB)/4, $0x3d2aaaab
+DATA lgc33<>+8(SB)/4, $0x3d2aaaab
+DATA lgc33<>+12(SB)/4, $0x3d2aaaab
+DATA lgc33<>+16(SB)/4, $0x3d2aaaab
+DATA lgc33<>+20(SB)/4, $0x3d2aaaab
+DATA lgc33<>+24(SB)/4, $0x3d2aaaab
+DATA lgc33<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x39500d01
-DATA lgc34<>+4(SB)/4, $0x39500d01
-DATA lgc34<>+8(SB)/4, $0x39500d01
-DATA lgc34<>+12(SB)/4, $0x39500d01
-DATA lgc34<>+16(SB)/4, $0x39500d01
-DATA lgc34<>+20(SB)/4, $0x39500d01
-DATA lgc34<>+24(SB)/4, $0x39500d01
-DATA lgc34<>+28(SB)/4, $0x39500d01
+DATA lgc34<>+0(SB)/4, $0x3ab60b61
+DATA lgc34<>+4(SB)/4, $0x3ab60b61
+DATA lgc34<>+8(SB)/4, $0x3ab60b61
+DATA lgc34<>+12(SB)/4, $0x3ab60b61
+DATA lgc34<>+16(SB)/4, $0x3ab60b61
+DATA lgc34<>+20(SB)/4, $0x3ab60b61
+DATA lgc34<>+24(SB)/4, $0x3ab60b61
+DATA lgc34<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0x3ab60b61
-DATA lgc35<>+4(SB)/4, $0x3ab60b61
-DATA lgc35<>+8(SB)/4, $0x3ab60b61
-DATA lgc35<>+12(SB)/4, $0x3ab60b61
-DATA lgc35<>+16(SB)/4, $0x3ab60b61
-DATA lgc35<>+20(SB)/4, $0x3ab60b61
-DATA lgc35<>+24(SB)/4, $0x3ab60b61
-DATA lgc35<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x3c088889
-DATA lgc36<>+4(SB)/4, $0x3c088889
-DATA lgc36<>+8(SB)/4, $0x3c088889
-DATA lgc36<>+12(SB)/4, $0x3c088889
-DATA lgc36<>+16(SB)/4, $0x3c088889
-DATA lgc36<>+20(SB)/4, $0x3c088889
-DATA lgc36<>+24(SB)/4, $0x3c088889
-DATA lgc36<>+28(SB)/4, $0x3c088889
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x3d2aaaab
-DATA lgc37<>+4(SB)/4, $0x3d2aaaab
-DATA lgc37<>+8(SB)/4, $0x3d2aaaab
-DATA lgc37<>+12(SB)/4, $0x3d2aaaab
-DATA lgc37<>+16(SB)/4, $0x3d2aaaab
-DATA lgc37<>+20(SB)/4, $0x3d2aaaab
-DATA lgc37<>+24(SB)/4, $0x3d2aaaab
-DATA lgc37<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x3e2aaaab
-DATA lgc38<>+4(SB)/4, $0x3e2aaaab
-DATA lgc38<>+8(SB)/4, $0x3e2aaaab
-DATA lgc38<>+12(SB)/4, $0x3e2aaaab
-DATA lgc38<>+16(SB)/4, $0x3e2aaaab
-DATA lgc38<>+20(SB)/4, $0x3e2aaaab
-DATA lgc38<>+24(SB)/4, $0x3e2aaaab
-DATA lgc38<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1178,7 +1117,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc39<>+0(SB), Y5, Y5
+	VMULPS       lgc35<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1226,11 +1165,11 @@ TEXT ·pass3AVX2(SB), $0-104
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v100, v36)
+	// klToRef = div(v89, v36)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc40<>+0(SB), Y1, Y5
+	VMULPS lgc36<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -1258,25 +1197,25 @@ TEXT ·pass3AVX2(SB), $0-104
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x40000000
-DATA lgc39<>+4(SB)/4, $0x40000000
-DATA lgc39<>+8(SB)/4, $0x40000000
-DATA lgc39<>+12(SB)/4, $0x40000000
-DATA lgc39<>+16(SB)/4, $0x40000000
-DATA lgc39<>+20(SB)/4, $0x40000000
-DATA lgc39<>+24(SB)/4, $0x40000000
-DATA lgc39<>+28(SB)/4, $0x40000000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x40000000
+DATA lgc35<>+4(SB)/4, $0x40000000
+DATA lgc35<>+8(SB)/4, $0x40000000
+DATA lgc35<>+12(SB)/4, $0x40000000
+DATA lgc35<>+16(SB)/4, $0x40000000
+DATA lgc35<>+20(SB)/4, $0x40000000
+DATA lgc35<>+24(SB)/4, $0x40000000
+DATA lgc35<>+28(SB)/4, $0x40000000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3d23d70a
-DATA lgc40<>+4(SB)/4, $0x3d23d70a
-DATA lgc40<>+8(SB)/4, $0x3d23d70a
-DATA lgc40<>+12(SB)/4, $0x3d23d70a
-DATA lgc40<>+16(SB)/4, $0x3d23d70a
-DATA lgc40<>+20(SB)/4, $0x3d23d70a
-DATA lgc40<>+24(SB)/4, $0x3d23d70a
-DATA lgc40<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0x3d23d70a
+DATA lgc36<>+4(SB)/4, $0x3d23d70a
+DATA lgc36<>+8(SB)/4, $0x3d23d70a
+DATA lgc36<>+12(SB)/4, $0x3d23d70a
+DATA lgc36<>+16(SB)/4, $0x3d23d70a
+DATA lgc36<>+20(SB)/4, $0x3d23d70a
+DATA lgc36<>+24(SB)/4, $0x3d23d70a
+DATA lgc36<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -1623,12 +1562,12 @@ TEXT ·fbPass3AVX2(SB), $224-96
 
 	// v36 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc40<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 
-	// v106 = div(0.04, v36)
+	// v95 = div(0.04, v36)
 	VDIVPS Y0, Y2, Y2
 
-	// v113 = div(1, v36)
+	// v102 = div(1, v36)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1830,61 +1769,40 @@ blocks_21:
 	// v67 = min(v66, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc31<>+0(SB), Y4, Y5
+	// v68 = mul(v67, v67)
+	VMULPS Y4, Y4, Y5
 
-	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc32<>+0(SB), Y5, Y5
+	// v71 = mul(0.16666666666666666, v67)
+	VMULPS lgc31<>+0(SB), Y4, Y6
 
-	// v73 = mul(v67, v71)
-	VMULPS Y5, Y4, Y5
+	// v72 = add(0.5, v71)
+	VADDPS lgc20<>+0(SB), Y6, Y6
 
-	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc33<>+0(SB), Y5, Y5
+	// v75 = mul(0.008333333333333333, v67)
+	VMULPS lgc32<>+0(SB), Y4, Y4
 
-	// v76 = mul(v67, v74)
-	VMULPS Y5, Y4, Y5
+	// v76 = add(0.041666666666666664, v75)
+	VADDPS lgc33<>+0(SB), Y4, Y4
 
-	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc34<>+0(SB), Y5, Y5
+	// v78 = mul(v68, v76)
+	VMULPS Y4, Y5, Y4
 
-	// v79 = mul(v67, v77)
-	VMULPS Y5, Y4, Y5
+	// v79 = add(v72, v78)
+	VADDPS Y4, Y6, Y4
 
-	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc35<>+0(SB), Y5, Y5
+	// v80 = mul(v68, v68)
+	VMULPS Y5, Y5, Y6
 
-	// v82 = mul(v67, v80)
-	VMULPS Y5, Y4, Y5
+	// v81 = mul(v80, 0.001388888888888889)
+	VMULPS lgc34<>+0(SB), Y6, Y6
 
-	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc36<>+0(SB), Y5, Y5
+	// v82 = add(v79, v81)
+	VADDPS Y6, Y4, Y4
 
-	// v85 = mul(v67, v83)
-	VMULPS Y5, Y4, Y5
+	// v83 = mul(v68, v82)
+	VMULPS Y4, Y5, Y4
 
-	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc37<>+0(SB), Y5, Y5
-
-	// v88 = mul(v67, v86)
-	VMULPS Y5, Y4, Y5
-
-	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc38<>+0(SB), Y5, Y5
-
-	// v91 = mul(v67, v89)
-	VMULPS Y5, Y4, Y5
-
-	// v92 = add(0.5, v91)
-	VADDPS lgc20<>+0(SB), Y5, Y5
-
-	// v93 = mul(v67, v67)
-	VMULPS Y4, Y4, Y4
-
-	// v94 = mul(v93, v92)
-	VMULPS Y5, Y4, Y4
-
-	// v95 = exp(v61)
+	// v84 = exp(v61)
 	VMOVUPS      lgc10<>+0(SB), Y5
 	VMAXPS       Y2, Y5, Y5
 	VMOVUPS      lgc11<>+0(SB), Y6
@@ -1913,113 +1831,113 @@ blocks_21:
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 
-	// v96 = sub(v95, 1)
+	// v85 = sub(v84, 1)
 	VSUBPS lgc7<>+0(SB), Y7, Y5
 
-	// v97 = sub(v96, v61)
+	// v86 = sub(v85, v61)
 	VSUBPS Y2, Y5, Y5
 
-	// k3 = where(v64, v94, v97)
+	// k3 = where(v64, v83, v86)
 	VBLENDVPS Y3, Y4, Y5, Y3
 
-	// v99 = add(k3, v61)
+	// v88 = add(k3, v61)
 	VADDPS Y2, Y3, Y2
 
-	// v100 = where(mask, k3, 0)
+	// v89 = where(mask, k3, 0)
 	VANDPS Y3, Y1, Y3
 
-	// sum(v100) over [G N L]
+	// sum(v89) over [G N L]
 	VADDPS  5120(SI), Y3, Y3
 	VMOVUPS Y3, 5120(SI)
 	VMOVUPS (SP), Y3
 
-	// v107 = where(mask, v106, 0)
+	// v96 = where(mask, v95, 0)
 	VANDPS  Y3, Y1, Y3
 	VMOVUPS lgc4<>+0(SB), Y4
 
-	// v108 = ne(v107, 0)
+	// v97 = ne(v96, 0)
 	VCMPPS $0x04, Y4, Y3, Y5
 
-	// v109 = mul(v107, v99)
+	// v98 = mul(v96, v88)
 	VMULPS Y2, Y3, Y2
 
-	// v110 = where(v108, v109, v107)
+	// v99 = where(v97, v98, v96)
 	VBLENDVPS Y5, Y2, Y3, Y2
 
-	// v111 = where(mask, v110, 0)
+	// v100 = where(mask, v99, 0)
 	VANDPS Y2, Y1, Y2
 
-	// v112 = neg(v111)
+	// v101 = neg(v100)
 	VXORPS  lgc25<>+0(SB), Y2, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v114 = where(mask, v113, 0)
+	// v103 = where(mask, v102, 0)
 	VANDPS Y3, Y1, Y1
 
-	// v115 = neg(v114)
+	// v104 = neg(v103)
 	VXORPS lgc25<>+0(SB), Y1, Y1
 
-	// v116 = ne(v115, 0)
+	// v105 = ne(v104, 0)
 	VCMPPS  $0x04, Y4, Y1, Y3
 	VMOVUPS 192(SP), Y5
 
-	// v117 = mul(v115, v19)
+	// v106 = mul(v104, v19)
 	VMULPS Y5, Y1, Y5
 
-	// v118 = where(v116, v117, v115)
+	// v107 = where(v105, v106, v104)
 	VBLENDVPS Y3, Y5, Y1, Y1
 	VMOVUPS   160(SP), Y3
 	VMOVUPS   lgc4<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 
-	// v119 = where(v26, v118, 0)
+	// v108 = where(v26, v107, 0)
 	VANDPS Y1, Y5, Y3
 
-	// v120 = where(v26, 0, v118)
+	// v109 = where(v26, 0, v107)
 	VANDNPS Y1, Y5, Y1
 	VMOVUPS lgc24<>+0(SB), Y5
 
-	// v121 = ge(ratio, 0.8000000028326788)
+	// v110 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y0, Y5
 
-	// v122 = ne(ratio, ratio)
+	// v111 = ne(ratio, ratio)
 	VCMPPS $0x04, Y0, Y0, Y6
 
-	// v123 = max(v121, v122)
+	// v112 = max(v110, v111)
 	VORPS Y5, Y6, Y5
 
-	// v124 = where(v123, v120, 0)
+	// v113 = where(v112, v109, 0)
 	VANDPS  Y1, Y5, Y1
 	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v125 = le(ratio, 1.2000000078829447)
+	// v114 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y0, Y5
 
-	// v126 = max(v125, v122)
+	// v115 = max(v114, v111)
 	VORPS Y5, Y6, Y5
 
-	// v127 = where(v126, v119, 0)
+	// v116 = where(v115, v108, 0)
 	VANDPS Y3, Y5, Y3
 
-	// v128 = add(v124, v127)
+	// v117 = add(v113, v116)
 	VADDPS Y3, Y1, Y1
 
-	// v129 = ne(v128, 0)
+	// v118 = ne(v117, 0)
 	VCMPPS $0x04, Y4, Y1, Y3
 
-	// v130 = mul(v128, ratio)
+	// v119 = mul(v117, ratio)
 	VMULPS Y0, Y1, Y0
 
-	// v131 = where(v129, v130, v128)
+	// v120 = where(v118, v119, v117)
 	VBLENDVPS Y3, Y0, Y1, Y0
 
-	// v132 = add(v112, v131)
+	// v121 = add(v101, v120)
 	VADDPS    Y0, Y2, Y0
 	MOVQ      mask+40(FP), SI
 	VPMOVZXBD (SI)(DI*1), Y1
 	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v132, 0)
+	// gradLogProb = where(mask, v121, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
@@ -2237,7 +2155,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc39<>+0(SB), Y5, Y5
+	VMULPS       lgc35<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -2285,11 +2203,11 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v101, v36)
+	// klToRef = div(v90, v36)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc40<>+0(SB), Y1, Y5
+	VMULPS lgc36<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -2376,30 +2294,30 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc41<>+0(SB), Y0, Y1
-	VMULPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
+	VMULPS       lgc38<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc22<>+0(SB), Y3, Y3
-	VPAND        lgc43<>+0(SB), Y1, Y1
+	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc44<>+0(SB), Y2, Y1
+	VPAND        lgc40<>+0(SB), Y2, Y1
 	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc45<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
 	VMULPS       lgc20<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc46<>+0(SB), Y4
+	VMOVAPS      lgc42<>+0(SB), Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc54<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2410,9 +2328,9 @@ bulk_25:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc56<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc56<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2423,165 +2341,165 @@ bulkdone_26:
 	VZEROUPPER
 	RET
 
-DATA lgc41<>+0(SB)/4, $0x00800000
-DATA lgc41<>+4(SB)/4, $0x00800000
-DATA lgc41<>+8(SB)/4, $0x00800000
-DATA lgc41<>+12(SB)/4, $0x00800000
-DATA lgc41<>+16(SB)/4, $0x00800000
-DATA lgc41<>+20(SB)/4, $0x00800000
-DATA lgc41<>+24(SB)/4, $0x00800000
-DATA lgc41<>+28(SB)/4, $0x00800000
+DATA lgc37<>+0(SB)/4, $0x00800000
+DATA lgc37<>+4(SB)/4, $0x00800000
+DATA lgc37<>+8(SB)/4, $0x00800000
+DATA lgc37<>+12(SB)/4, $0x00800000
+DATA lgc37<>+16(SB)/4, $0x00800000
+DATA lgc37<>+20(SB)/4, $0x00800000
+DATA lgc37<>+24(SB)/4, $0x00800000
+DATA lgc37<>+28(SB)/4, $0x00800000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x4b000000
+DATA lgc38<>+4(SB)/4, $0x4b000000
+DATA lgc38<>+8(SB)/4, $0x4b000000
+DATA lgc38<>+12(SB)/4, $0x4b000000
+DATA lgc38<>+16(SB)/4, $0x4b000000
+DATA lgc38<>+20(SB)/4, $0x4b000000
+DATA lgc38<>+24(SB)/4, $0x4b000000
+DATA lgc38<>+28(SB)/4, $0x4b000000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0xffffffe9
+DATA lgc39<>+4(SB)/4, $0xffffffe9
+DATA lgc39<>+8(SB)/4, $0xffffffe9
+DATA lgc39<>+12(SB)/4, $0xffffffe9
+DATA lgc39<>+16(SB)/4, $0xffffffe9
+DATA lgc39<>+20(SB)/4, $0xffffffe9
+DATA lgc39<>+24(SB)/4, $0xffffffe9
+DATA lgc39<>+28(SB)/4, $0xffffffe9
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0x007fffff
+DATA lgc40<>+4(SB)/4, $0x007fffff
+DATA lgc40<>+8(SB)/4, $0x007fffff
+DATA lgc40<>+12(SB)/4, $0x007fffff
+DATA lgc40<>+16(SB)/4, $0x007fffff
+DATA lgc40<>+20(SB)/4, $0x007fffff
+DATA lgc40<>+24(SB)/4, $0x007fffff
+DATA lgc40<>+28(SB)/4, $0x007fffff
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+
+DATA lgc41<>+0(SB)/4, $0x3fb504f3
+DATA lgc41<>+4(SB)/4, $0x3fb504f3
+DATA lgc41<>+8(SB)/4, $0x3fb504f3
+DATA lgc41<>+12(SB)/4, $0x3fb504f3
+DATA lgc41<>+16(SB)/4, $0x3fb504f3
+DATA lgc41<>+20(SB)/4, $0x3fb504f3
+DATA lgc41<>+24(SB)/4, $0x3fb504f3
+DATA lgc41<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x4b000000
-DATA lgc42<>+4(SB)/4, $0x4b000000
-DATA lgc42<>+8(SB)/4, $0x4b000000
-DATA lgc42<>+12(SB)/4, $0x4b000000
-DATA lgc42<>+16(SB)/4, $0x4b000000
-DATA lgc42<>+20(SB)/4, $0x4b000000
-DATA lgc42<>+24(SB)/4, $0x4b000000
-DATA lgc42<>+28(SB)/4, $0x4b000000
+DATA lgc42<>+0(SB)/4, $0x3d9021bb
+DATA lgc42<>+4(SB)/4, $0x3d9021bb
+DATA lgc42<>+8(SB)/4, $0x3d9021bb
+DATA lgc42<>+12(SB)/4, $0x3d9021bb
+DATA lgc42<>+16(SB)/4, $0x3d9021bb
+DATA lgc42<>+20(SB)/4, $0x3d9021bb
+DATA lgc42<>+24(SB)/4, $0x3d9021bb
+DATA lgc42<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xffffffe9
-DATA lgc43<>+4(SB)/4, $0xffffffe9
-DATA lgc43<>+8(SB)/4, $0xffffffe9
-DATA lgc43<>+12(SB)/4, $0xffffffe9
-DATA lgc43<>+16(SB)/4, $0xffffffe9
-DATA lgc43<>+20(SB)/4, $0xffffffe9
-DATA lgc43<>+24(SB)/4, $0xffffffe9
-DATA lgc43<>+28(SB)/4, $0xffffffe9
+DATA lgc43<>+0(SB)/4, $0xbdebd1b8
+DATA lgc43<>+4(SB)/4, $0xbdebd1b8
+DATA lgc43<>+8(SB)/4, $0xbdebd1b8
+DATA lgc43<>+12(SB)/4, $0xbdebd1b8
+DATA lgc43<>+16(SB)/4, $0xbdebd1b8
+DATA lgc43<>+20(SB)/4, $0xbdebd1b8
+DATA lgc43<>+24(SB)/4, $0xbdebd1b8
+DATA lgc43<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x007fffff
-DATA lgc44<>+4(SB)/4, $0x007fffff
-DATA lgc44<>+8(SB)/4, $0x007fffff
-DATA lgc44<>+12(SB)/4, $0x007fffff
-DATA lgc44<>+16(SB)/4, $0x007fffff
-DATA lgc44<>+20(SB)/4, $0x007fffff
-DATA lgc44<>+24(SB)/4, $0x007fffff
-DATA lgc44<>+28(SB)/4, $0x007fffff
+DATA lgc44<>+0(SB)/4, $0x3def251a
+DATA lgc44<>+4(SB)/4, $0x3def251a
+DATA lgc44<>+8(SB)/4, $0x3def251a
+DATA lgc44<>+12(SB)/4, $0x3def251a
+DATA lgc44<>+16(SB)/4, $0x3def251a
+DATA lgc44<>+20(SB)/4, $0x3def251a
+DATA lgc44<>+24(SB)/4, $0x3def251a
+DATA lgc44<>+28(SB)/4, $0x3def251a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3fb504f3
-DATA lgc45<>+4(SB)/4, $0x3fb504f3
-DATA lgc45<>+8(SB)/4, $0x3fb504f3
-DATA lgc45<>+12(SB)/4, $0x3fb504f3
-DATA lgc45<>+16(SB)/4, $0x3fb504f3
-DATA lgc45<>+20(SB)/4, $0x3fb504f3
-DATA lgc45<>+24(SB)/4, $0x3fb504f3
-DATA lgc45<>+28(SB)/4, $0x3fb504f3
+DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3d9021bb
-DATA lgc46<>+4(SB)/4, $0x3d9021bb
-DATA lgc46<>+8(SB)/4, $0x3d9021bb
-DATA lgc46<>+12(SB)/4, $0x3d9021bb
-DATA lgc46<>+16(SB)/4, $0x3d9021bb
-DATA lgc46<>+20(SB)/4, $0x3d9021bb
-DATA lgc46<>+24(SB)/4, $0x3d9021bb
-DATA lgc46<>+28(SB)/4, $0x3d9021bb
+DATA lgc46<>+0(SB)/4, $0x3e11e9bf
+DATA lgc46<>+4(SB)/4, $0x3e11e9bf
+DATA lgc46<>+8(SB)/4, $0x3e11e9bf
+DATA lgc46<>+12(SB)/4, $0x3e11e9bf
+DATA lgc46<>+16(SB)/4, $0x3e11e9bf
+DATA lgc46<>+20(SB)/4, $0x3e11e9bf
+DATA lgc46<>+24(SB)/4, $0x3e11e9bf
+DATA lgc46<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbdebd1b8
-DATA lgc47<>+4(SB)/4, $0xbdebd1b8
-DATA lgc47<>+8(SB)/4, $0xbdebd1b8
-DATA lgc47<>+12(SB)/4, $0xbdebd1b8
-DATA lgc47<>+16(SB)/4, $0xbdebd1b8
-DATA lgc47<>+20(SB)/4, $0xbdebd1b8
-DATA lgc47<>+24(SB)/4, $0xbdebd1b8
-DATA lgc47<>+28(SB)/4, $0xbdebd1b8
+DATA lgc47<>+0(SB)/4, $0xbe2aae50
+DATA lgc47<>+4(SB)/4, $0xbe2aae50
+DATA lgc47<>+8(SB)/4, $0xbe2aae50
+DATA lgc47<>+12(SB)/4, $0xbe2aae50
+DATA lgc47<>+16(SB)/4, $0xbe2aae50
+DATA lgc47<>+20(SB)/4, $0xbe2aae50
+DATA lgc47<>+24(SB)/4, $0xbe2aae50
+DATA lgc47<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3def251a
-DATA lgc48<>+4(SB)/4, $0x3def251a
-DATA lgc48<>+8(SB)/4, $0x3def251a
-DATA lgc48<>+12(SB)/4, $0x3def251a
-DATA lgc48<>+16(SB)/4, $0x3def251a
-DATA lgc48<>+20(SB)/4, $0x3def251a
-DATA lgc48<>+24(SB)/4, $0x3def251a
-DATA lgc48<>+28(SB)/4, $0x3def251a
+DATA lgc48<>+0(SB)/4, $0x3e4cceac
+DATA lgc48<>+4(SB)/4, $0x3e4cceac
+DATA lgc48<>+8(SB)/4, $0x3e4cceac
+DATA lgc48<>+12(SB)/4, $0x3e4cceac
+DATA lgc48<>+16(SB)/4, $0x3e4cceac
+DATA lgc48<>+20(SB)/4, $0x3e4cceac
+DATA lgc48<>+24(SB)/4, $0x3e4cceac
+DATA lgc48<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc49<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc49<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc49<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc49<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc49<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc49<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc49<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc49<>+0(SB)/4, $0xbe7ffffc
+DATA lgc49<>+4(SB)/4, $0xbe7ffffc
+DATA lgc49<>+8(SB)/4, $0xbe7ffffc
+DATA lgc49<>+12(SB)/4, $0xbe7ffffc
+DATA lgc49<>+16(SB)/4, $0xbe7ffffc
+DATA lgc49<>+20(SB)/4, $0xbe7ffffc
+DATA lgc49<>+24(SB)/4, $0xbe7ffffc
+DATA lgc49<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e11e9bf
-DATA lgc50<>+4(SB)/4, $0x3e11e9bf
-DATA lgc50<>+8(SB)/4, $0x3e11e9bf
-DATA lgc50<>+12(SB)/4, $0x3e11e9bf
-DATA lgc50<>+16(SB)/4, $0x3e11e9bf
-DATA lgc50<>+20(SB)/4, $0x3e11e9bf
-DATA lgc50<>+24(SB)/4, $0x3e11e9bf
-DATA lgc50<>+28(SB)/4, $0x3e11e9bf
+DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbe2aae50
-DATA lgc51<>+4(SB)/4, $0xbe2aae50
-DATA lgc51<>+8(SB)/4, $0xbe2aae50
-DATA lgc51<>+12(SB)/4, $0xbe2aae50
-DATA lgc51<>+16(SB)/4, $0xbe2aae50
-DATA lgc51<>+20(SB)/4, $0xbe2aae50
-DATA lgc51<>+24(SB)/4, $0xbe2aae50
-DATA lgc51<>+28(SB)/4, $0xbe2aae50
+DATA lgc51<>+0(SB)/4, $0x7fc00000
+DATA lgc51<>+4(SB)/4, $0x7fc00000
+DATA lgc51<>+8(SB)/4, $0x7fc00000
+DATA lgc51<>+12(SB)/4, $0x7fc00000
+DATA lgc51<>+16(SB)/4, $0x7fc00000
+DATA lgc51<>+20(SB)/4, $0x7fc00000
+DATA lgc51<>+24(SB)/4, $0x7fc00000
+DATA lgc51<>+28(SB)/4, $0x7fc00000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3e4cceac
-DATA lgc52<>+4(SB)/4, $0x3e4cceac
-DATA lgc52<>+8(SB)/4, $0x3e4cceac
-DATA lgc52<>+12(SB)/4, $0x3e4cceac
-DATA lgc52<>+16(SB)/4, $0x3e4cceac
-DATA lgc52<>+20(SB)/4, $0x3e4cceac
-DATA lgc52<>+24(SB)/4, $0x3e4cceac
-DATA lgc52<>+28(SB)/4, $0x3e4cceac
+DATA lgc52<>+0(SB)/4, $0x7f800000
+DATA lgc52<>+4(SB)/4, $0x7f800000
+DATA lgc52<>+8(SB)/4, $0x7f800000
+DATA lgc52<>+12(SB)/4, $0x7f800000
+DATA lgc52<>+16(SB)/4, $0x7f800000
+DATA lgc52<>+20(SB)/4, $0x7f800000
+DATA lgc52<>+24(SB)/4, $0x7f800000
+DATA lgc52<>+28(SB)/4, $0x7f800000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
-
-DATA lgc53<>+0(SB)/4, $0xbe7ffffc
-DATA lgc53<>+4(SB)/4, $0xbe7ffffc
-DATA lgc53<>+8(SB)/4, $0xbe7ffffc
-DATA lgc53<>+12(SB)/4, $0xbe7ffffc
-DATA lgc53<>+16(SB)/4, $0xbe7ffffc
-DATA lgc53<>+20(SB)/4, $0xbe7ffffc
-DATA lgc53<>+24(SB)/4, $0xbe7ffffc
-DATA lgc53<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc53<>(SB), RODATA|NOPTR, $32
-
-DATA lgc54<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc54<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc54<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc54<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc54<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc54<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc54<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc54<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc54<>(SB), RODATA|NOPTR, $32
-
-DATA lgc55<>+0(SB)/4, $0x7fc00000
-DATA lgc55<>+4(SB)/4, $0x7fc00000
-DATA lgc55<>+8(SB)/4, $0x7fc00000
-DATA lgc55<>+12(SB)/4, $0x7fc00000
-DATA lgc55<>+16(SB)/4, $0x7fc00000
-DATA lgc55<>+20(SB)/4, $0x7fc00000
-DATA lgc55<>+24(SB)/4, $0x7fc00000
-DATA lgc55<>+28(SB)/4, $0x7fc00000
-GLOBL lgc55<>(SB), RODATA|NOPTR, $32
-
-DATA lgc56<>+0(SB)/4, $0x7f800000
-DATA lgc56<>+4(SB)/4, $0x7f800000
-DATA lgc56<>+8(SB)/4, $0x7f800000
-DATA lgc56<>+12(SB)/4, $0x7f800000
-DATA lgc56<>+16(SB)/4, $0x7f800000
-DATA lgc56<>+20(SB)/4, $0x7f800000
-DATA lgc56<>+24(SB)/4, $0x7f800000
-DATA lgc56<>+28(SB)/4, $0x7f800000
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2596,30 +2514,30 @@ bulk_27:
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc7<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc41<>+0(SB), Y1, Y2
-	VMULPS       lgc42<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
+	VMULPS       lgc38<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc22<>+0(SB), Y4, Y4
-	VPAND        lgc43<>+0(SB), Y2, Y2
+	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc44<>+0(SB), Y3, Y2
+	VPAND        lgc40<>+0(SB), Y3, Y2
 	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc45<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
 	VMULPS       lgc20<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc46<>+0(SB), Y5
+	VMOVAPS      lgc42<>+0(SB), Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc54<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2630,9 +2548,9 @@ bulk_27:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc56<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc56<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc7<>+0(SB), Y1, Y2
@@ -2643,8 +2561,8 @@ bulk_27:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc56<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_27

@@ -18,7 +18,7 @@ type scratch struct {
 	s4   float32           // v44 = sum(v43) over G,N,L
 	s5   float32           // v49 = logsumexp(v47) over G,N,L
 	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v100 = sum(v99) over G,N,L
+	s7   float32           // v89 = sum(v88) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
@@ -90,7 +90,7 @@ type pass2GoStates struct {
 	acc44    float64           // v44 = sum(v43) over G,N,L
 	acc49    runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
 	acc52    runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
-	acc100   float64           // v100 = sum(v99) over G,N,L
+	acc89    float64           // v89 = sum(v88) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -101,7 +101,7 @@ func (a *pass2GoStates) merge(b *pass2GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc100, b.acc100)
+	mergeSum(&a.acc89, b.acc89)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of G, its reduction states into st.
@@ -117,22 +117,18 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 	two := float32(2)
 	c63 := float32(0.1)
 	c65 := float32(-0.1)
-	c68 := float32(2.755732e-07)
-	c69 := float32(2.7557319e-06)
-	c72 := float32(2.4801588e-05)
-	c75 := float32(0.0001984127)
-	c78 := float32(0.0013888889)
-	c81 := float32(0.008333334)
-	c84 := float32(0.041666668)
-	c87 := float32(0.16666667)
 	half := float32(0.5)
+	c70 := float32(0.16666667)
+	c73 := float32(0.041666668)
+	c74 := float32(0.008333334)
+	c77 := float32(0.0013888889)
 	numValid := 0.0
 	acc35 := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc100 := 0.0
+	acc89 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -181,30 +177,23 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 				v64 := b2f(v62 < c63)
 				v66 := max(v61, c65)
 				v67 := min(v66, c63)
-				v70 := float32(v67 * c68)
-				v71 := c69 + v70
-				v73 := float32(v67 * v71)
-				v74 := c72 + v73
-				v76 := float32(v67 * v74)
-				v77 := c75 + v76
-				v79 := float32(v67 * v77)
-				v80 := c78 + v79
-				v82 := float32(v67 * v80)
-				v83 := c81 + v82
-				v85 := float32(v67 * v83)
-				v86 := c84 + v85
-				v88 := float32(v67 * v86)
-				v89 := c87 + v88
-				v91 := float32(v67 * v89)
-				v92 := half + v91
-				v93 := float32(v67 * v67)
-				v94 := float32(v93 * v92)
-				v95 := float32(math.Exp(float64(v61)))
-				v96 := v95 - one
-				v97 := v96 - v61
-				k3 := sel(v64, v94, v97)
-				v99 := sel(mask, k3, zero)
-				acc100 += float64(v99)
+				v68 := float32(v67 * v67)
+				v71 := float32(c70 * v67)
+				v72 := half + v71
+				v75 := float32(c74 * v67)
+				v76 := c73 + v75
+				v78 := float32(v68 * v76)
+				v79 := v72 + v78
+				v80 := float32(v68 * v68)
+				v81 := float32(v80 * c77)
+				v82 := v79 + v81
+				v83 := float32(v68 * v82)
+				v84 := float32(math.Exp(float64(v61)))
+				v85 := v84 - one
+				v86 := v85 - v61
+				k3 := sel(v64, v83, v86)
+				v88 := sel(mask, k3, zero)
+				acc89 += float64(v88)
 			}
 		}
 	}
@@ -214,7 +203,7 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc100 = acc100
+	st.acc89 = acc89
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64],
@@ -239,7 +228,7 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc100)
+	s.s7 = float32(st.acc89)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -247,7 +236,7 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c102 := float32(0.04)
+	c91 := float32(0.04)
 	numValid := out.NumValid
 	v35 := s.s2
 	v36 := max(numValid, one)
@@ -268,9 +257,9 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v56 := v54 / v36
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v100 := s.s7
-	klToRef := v100 / v36
-	lossKLToRef := float32(c102 * klToRef)
+	v89 := s.s7
+	klToRef := v89 / v36
+	lossKLToRef := float32(c91 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }
@@ -285,7 +274,7 @@ type fbScratch struct {
 	s4   float32           // v44 = sum(v43) over G,N,L
 	s5   float32           // v49 = logsumexp(v47) over G,N,L
 	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v101 = sum(v100) over G,N,L
+	s7   float32           // v90 = sum(v89) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
@@ -403,12 +392,12 @@ var fbPass3GoChunks = 1
 
 // fbPass3GoStates are the reduction states of fbPass3Go over one chunk of G.
 type fbPass3GoStates struct {
-	acc35  float64           // v35 = sum(v34) over G,N,L
-	acc40  float64           // v40 = sum(v39) over G,N,L
-	acc44  float64           // v44 = sum(v43) over G,N,L
-	acc49  runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
-	acc52  runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
-	acc101 float64           // v101 = sum(v100) over G,N,L
+	acc35 float64           // v35 = sum(v34) over G,N,L
+	acc40 float64           // v40 = sum(v39) over G,N,L
+	acc44 float64           // v44 = sum(v43) over G,N,L
+	acc49 runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
+	acc52 runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
+	acc90 float64           // v90 = sum(v89) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -418,7 +407,7 @@ func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc101, b.acc101)
+	mergeSum(&a.acc90, b.acc90)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of G, its reduction states into st.
@@ -434,22 +423,18 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	two := float32(2)
 	c63 := float32(0.1)
 	c65 := float32(-0.1)
-	c68 := float32(2.755732e-07)
-	c69 := float32(2.7557319e-06)
-	c72 := float32(2.4801588e-05)
-	c75 := float32(0.0001984127)
-	c78 := float32(0.0013888889)
-	c81 := float32(0.008333334)
-	c84 := float32(0.041666668)
-	c87 := float32(0.16666667)
 	half := float32(0.5)
-	c103 := float32(0.04)
+	c70 := float32(0.16666667)
+	c73 := float32(0.041666668)
+	c74 := float32(0.008333334)
+	c77 := float32(0.0013888889)
+	c92 := float32(0.04)
 	acc35 := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc101 := 0.0
+	acc90 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -498,59 +483,52 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v64 := b2f(v62 < c63)
 				v66 := max(v61, c65)
 				v67 := min(v66, c63)
-				v70 := float32(v67 * c68)
-				v71 := c69 + v70
-				v73 := float32(v67 * v71)
-				v74 := c72 + v73
-				v76 := float32(v67 * v74)
-				v77 := c75 + v76
-				v79 := float32(v67 * v77)
-				v80 := c78 + v79
-				v82 := float32(v67 * v80)
-				v83 := c81 + v82
-				v85 := float32(v67 * v83)
-				v86 := c84 + v85
-				v88 := float32(v67 * v86)
-				v89 := c87 + v88
-				v91 := float32(v67 * v89)
-				v92 := half + v91
-				v93 := float32(v67 * v67)
-				v94 := float32(v93 * v92)
-				v95 := float32(math.Exp(float64(v61)))
-				v96 := v95 - one
-				v97 := v96 - v61
-				k3 := sel(v64, v94, v97)
-				v99 := k3 + v61
-				v100 := sel(mask, k3, zero)
-				acc101 += float64(v100)
-				v106 := c103 / v36
-				v107 := sel(mask, v106, zero)
-				v108 := b2f(v107 != zero)
-				v109 := float32(v107 * v99)
-				v110 := sel(v108, v109, v107)
-				v111 := sel(mask, v110, zero)
-				v112 := -v111
-				v113 := one / v36
-				v114 := sel(mask, v113, zero)
-				v115 := -v114
-				v116 := b2f(v115 != zero)
-				v117 := float32(v115 * v19)
-				v118 := sel(v116, v117, v115)
-				v119 := sel(v26, v118, zero)
-				v120 := sel(v26, zero, v118)
-				v121 := b2f(ratio >= c29)
-				v122 := b2f(ratio != ratio)
-				v123 := max(v121, v122)
-				v124 := sel(v123, v120, zero)
-				v125 := b2f(ratio <= c27)
-				v126 := max(v125, v122)
-				v127 := sel(v126, v119, zero)
-				v128 := v124 + v127
-				v129 := b2f(v128 != zero)
-				v130 := float32(v128 * ratio)
-				v131 := sel(v129, v130, v128)
-				v132 := v112 + v131
-				gradLogProb := sel(mask, v132, zero)
+				v68 := float32(v67 * v67)
+				v71 := float32(c70 * v67)
+				v72 := half + v71
+				v75 := float32(c74 * v67)
+				v76 := c73 + v75
+				v78 := float32(v68 * v76)
+				v79 := v72 + v78
+				v80 := float32(v68 * v68)
+				v81 := float32(v80 * c77)
+				v82 := v79 + v81
+				v83 := float32(v68 * v82)
+				v84 := float32(math.Exp(float64(v61)))
+				v85 := v84 - one
+				v86 := v85 - v61
+				k3 := sel(v64, v83, v86)
+				v88 := k3 + v61
+				v89 := sel(mask, k3, zero)
+				acc90 += float64(v89)
+				v95 := c92 / v36
+				v96 := sel(mask, v95, zero)
+				v97 := b2f(v96 != zero)
+				v98 := float32(v96 * v88)
+				v99 := sel(v97, v98, v96)
+				v100 := sel(mask, v99, zero)
+				v101 := -v100
+				v102 := one / v36
+				v103 := sel(mask, v102, zero)
+				v104 := -v103
+				v105 := b2f(v104 != zero)
+				v106 := float32(v104 * v19)
+				v107 := sel(v105, v106, v104)
+				v108 := sel(v26, v107, zero)
+				v109 := sel(v26, zero, v107)
+				v110 := b2f(ratio >= c29)
+				v111 := b2f(ratio != ratio)
+				v112 := max(v110, v111)
+				v113 := sel(v112, v109, zero)
+				v114 := b2f(ratio <= c27)
+				v115 := max(v114, v111)
+				v116 := sel(v115, v108, zero)
+				v117 := v113 + v116
+				v118 := b2f(v117 != zero)
+				v119 := float32(v117 * ratio)
+				v120 := sel(v118, v119, v117)
+				v121 := v101 + v120
+				gradLogProb := sel(mask, v121, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}
@@ -560,7 +538,7 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc101 = acc101
+	st.acc90 = acc90
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
@@ -584,7 +562,7 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc101)
+	s.s7 = float32(st.acc90)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -592,7 +570,7 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c103 := float32(0.04)
+	c92 := float32(0.04)
 	numValid := out.NumValid
 	v35 := s.s2
 	v36 := max(numValid, one)
@@ -613,9 +591,9 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v56 := v54 / v36
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v101 := s.s7
-	klToRef := v101 / v36
-	lossKLToRef := float32(c103 * klToRef)
+	v90 := s.s7
+	klToRef := v90 / v36
+	lossKLToRef := float32(c92 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

@@ -341,61 +341,40 @@ blocks_5:
 	// v50 = min(v49, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
 
-	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc23<>+0(SB), Y3, Y4
+	// v51 = mul(v50, v50)
+	VMULPS Y3, Y3, Y4
 
-	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc24<>+0(SB), Y4, Y4
+	// v54 = mul(0.16666666666666666, v50)
+	VMULPS lgc23<>+0(SB), Y3, Y5
 
-	// v56 = mul(v50, v54)
-	VMULPS Y4, Y3, Y4
+	// v55 = add(0.5, v54)
+	VADDPS lgc15<>+0(SB), Y5, Y5
 
-	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS lgc25<>+0(SB), Y4, Y4
+	// v58 = mul(0.008333333333333333, v50)
+	VMULPS lgc24<>+0(SB), Y3, Y3
 
-	// v59 = mul(v50, v57)
-	VMULPS Y4, Y3, Y4
+	// v59 = add(0.041666666666666664, v58)
+	VADDPS lgc25<>+0(SB), Y3, Y3
 
-	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc26<>+0(SB), Y4, Y4
+	// v61 = mul(v51, v59)
+	VMULPS Y3, Y4, Y3
 
-	// v62 = mul(v50, v60)
-	VMULPS Y4, Y3, Y4
+	// v62 = add(v55, v61)
+	VADDPS Y3, Y5, Y3
 
-	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc27<>+0(SB), Y4, Y4
+	// v63 = mul(v51, v51)
+	VMULPS Y4, Y4, Y5
 
-	// v65 = mul(v50, v63)
-	VMULPS Y4, Y3, Y4
+	// v64 = mul(v63, 0.001388888888888889)
+	VMULPS lgc26<>+0(SB), Y5, Y5
 
-	// v66 = add(0.008333333333333333, v65)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	// v65 = add(v62, v64)
+	VADDPS Y5, Y3, Y3
 
-	// v68 = mul(v50, v66)
-	VMULPS Y4, Y3, Y4
+	// v66 = mul(v51, v65)
+	VMULPS Y3, Y4, Y3
 
-	// v69 = add(0.041666666666666664, v68)
-	VADDPS lgc29<>+0(SB), Y4, Y4
-
-	// v71 = mul(v50, v69)
-	VMULPS Y4, Y3, Y4
-
-	// v72 = add(0.16666666666666666, v71)
-	VADDPS lgc30<>+0(SB), Y4, Y4
-
-	// v74 = mul(v50, v72)
-	VMULPS Y4, Y3, Y4
-
-	// v75 = add(0.5, v74)
-	VADDPS lgc15<>+0(SB), Y4, Y4
-
-	// v76 = mul(v50, v50)
-	VMULPS Y3, Y3, Y3
-
-	// v77 = mul(v76, v75)
-	VMULPS Y4, Y3, Y3
-
-	// v78 = exp(v44)
+	// v67 = exp(v44)
 	VMOVUPS      lgc5<>+0(SB), Y4
 	VMAXPS       Y1, Y4, Y4
 	VMOVUPS      lgc6<>+0(SB), Y5
@@ -424,19 +403,19 @@ blocks_5:
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 
-	// v79 = sub(v78, 1)
+	// v68 = sub(v67, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
-	// v80 = sub(v79, v44)
+	// v69 = sub(v68, v44)
 	VSUBPS Y1, Y4, Y1
 
-	// k3 = where(v47, v77, v80)
+	// k3 = where(v47, v66, v69)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// v83 = where(mask, k3, 0)
+	// v72 = where(mask, k3, 0)
 	VANDPS Y1, Y0, Y0
 
-	// sum(v83) over [B L]
+	// sum(v72) over [B L]
 	VADDPS       3392(BX), Y0, Y0
 	VMOVUPS      Y0, 3392(BX)
 	DECQ         DX
@@ -747,85 +726,45 @@ DATA lgc22<>+24(SB)/4, $0xbdcccccd
 DATA lgc22<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3493f27e
-DATA lgc23<>+4(SB)/4, $0x3493f27e
-DATA lgc23<>+8(SB)/4, $0x3493f27e
-DATA lgc23<>+12(SB)/4, $0x3493f27e
-DATA lgc23<>+16(SB)/4, $0x3493f27e
-DATA lgc23<>+20(SB)/4, $0x3493f27e
-DATA lgc23<>+24(SB)/4, $0x3493f27e
-DATA lgc23<>+28(SB)/4, $0x3493f27e
+DATA lgc23<>+0(SB)/4, $0x3e2aaaab
+DATA lgc23<>+4(SB)/4, $0x3e2aaaab
+DATA lgc23<>+8(SB)/4, $0x3e2aaaab
+DATA lgc23<>+12(SB)/4, $0x3e2aaaab
+DATA lgc23<>+16(SB)/4, $0x3e2aaaab
+DATA lgc23<>+20(SB)/4, $0x3e2aaaab
+DATA lgc23<>+24(SB)/4, $0x3e2aaaab
+DATA lgc23<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3638ef1d
-DATA lgc24<>+4(SB)/4, $0x3638ef1d
-DATA lgc24<>+8(SB)/4, $0x3638ef1d
-DATA lgc24<>+12(SB)/4, $0x3638ef1d
-DATA lgc24<>+16(SB)/4, $0x3638ef1d
-DATA lgc24<>+20(SB)/4, $0x3638ef1d
-DATA lgc24<>+24(SB)/4, $0x3638ef1d
-DATA lgc24<>+28(SB)/4, $0x3638ef1d
+DATA lgc24<>+0(SB)/4, $0x3c088889
+DATA lgc24<>+4(SB)/4, $0x3c088889
+DATA lgc24<>+8(SB)/4, $0x3c088889
+DATA lgc24<>+12(SB)/4, $0x3c088889
+DATA lgc24<>+16(SB)/4, $0x3c088889
+DATA lgc24<>+20(SB)/4, $0x3c088889
+DATA lgc24<>+24(SB)/4, $0x3c088889
+DATA lgc24<>+28(SB)/4, $0x3c088889
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x37d00d01
-DATA lgc25<>+4(SB)/4, $0x37d00d01
-DATA lgc25<>+8(SB)/4, $0x37d00d01
-DATA lgc25<>+12(SB)/4, $0x37d00d01
-DATA lgc25<>+16(SB)/4, $0x37d00d01
-DATA lgc25<>+20(SB)/4, $0x37d00d01
-DATA lgc25<>+24(SB)/4, $0x37d00d01
-DATA lgc25<>+28(SB)/4, $0x37d00d01
+DATA lgc25<>+0(SB)/4, $0x3d2aaaab
+DATA lgc25<>+4(SB)/4, $0x3d2aaaab
+DATA lgc25<>+8(SB)/4, $0x3d2aaaab
+DATA lgc25<>+12(SB)/4, $0x3d2aaaab
+DATA lgc25<>+16(SB)/4, $0x3d2aaaab
+DATA lgc25<>+20(SB)/4, $0x3d2aaaab
+DATA lgc25<>+24(SB)/4, $0x3d2aaaab
+DATA lgc25<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x39500d01
-DATA lgc26<>+4(SB)/4, $0x39500d01
-DATA lgc26<>+8(SB)/4, $0x39500d01
-DATA lgc26<>+12(SB)/4, $0x39500d01
-DATA lgc26<>+16(SB)/4, $0x39500d01
-DATA lgc26<>+20(SB)/4, $0x39500d01
-DATA lgc26<>+24(SB)/4, $0x39500d01
-DATA lgc26<>+28(SB)/4, $0x39500d01
+DATA lgc26<>+0(SB)/4, $0x3ab60b61
+DATA lgc26<>+4(SB)/4, $0x3ab60b61
+DATA lgc26<>+8(SB)/4, $0x3ab60b61
+DATA lgc26<>+12(SB)/4, $0x3ab60b61
+DATA lgc26<>+16(SB)/4, $0x3ab60b61
+DATA lgc26<>+20(SB)/4, $0x3ab60b61
+DATA lgc26<>+24(SB)/4, $0x3ab60b61
+DATA lgc26<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x3ab60b61
-DATA lgc27<>+4(SB)/4, $0x3ab60b61
-DATA lgc27<>+8(SB)/4, $0x3ab60b61
-DATA lgc27<>+12(SB)/4, $0x3ab60b61
-DATA lgc27<>+16(SB)/4, $0x3ab60b61
-DATA lgc27<>+20(SB)/4, $0x3ab60b61
-DATA lgc27<>+24(SB)/4, $0x3ab60b61
-DATA lgc27<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x3c088889
-DATA lgc28<>+4(SB)/4, $0x3c088889
-DATA lgc28<>+8(SB)/4, $0x3c088889
-DATA lgc28<>+12(SB)/4, $0x3c088889
-DATA lgc28<>+16(SB)/4, $0x3c088889
-DATA lgc28<>+20(SB)/4, $0x3c088889
-DATA lgc28<>+24(SB)/4, $0x3c088889
-DATA lgc28<>+28(SB)/4, $0x3c088889
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x3d2aaaab
-DATA lgc29<>+4(SB)/4, $0x3d2aaaab
-DATA lgc29<>+8(SB)/4, $0x3d2aaaab
-DATA lgc29<>+12(SB)/4, $0x3d2aaaab
-DATA lgc29<>+16(SB)/4, $0x3d2aaaab
-DATA lgc29<>+20(SB)/4, $0x3d2aaaab
-DATA lgc29<>+24(SB)/4, $0x3d2aaaab
-DATA lgc29<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x3e2aaaab
-DATA lgc30<>+4(SB)/4, $0x3e2aaaab
-DATA lgc30<>+8(SB)/4, $0x3e2aaaab
-DATA lgc30<>+12(SB)/4, $0x3e2aaaab
-DATA lgc30<>+16(SB)/4, $0x3e2aaaab
-DATA lgc30<>+20(SB)/4, $0x3e2aaaab
-DATA lgc30<>+24(SB)/4, $0x3e2aaaab
-DATA lgc30<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
@@ -850,11 +789,11 @@ TEXT ·pass2AVX2(SB), $0-64
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v85 = div(v84, v30)
+	// v74 = div(v73, v30)
 	VDIVPS Y0, Y3, Y0
 
-	// lossKLToRef = mul(0.04, v85)
-	VMULPS lgc31<>+0(SB), Y0, Y3
+	// lossKLToRef = mul(0.04, v74)
+	VMULPS lgc27<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -874,15 +813,15 @@ TEXT ·pass2AVX2(SB), $0-64
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x3d23d70a
-DATA lgc31<>+4(SB)/4, $0x3d23d70a
-DATA lgc31<>+8(SB)/4, $0x3d23d70a
-DATA lgc31<>+12(SB)/4, $0x3d23d70a
-DATA lgc31<>+16(SB)/4, $0x3d23d70a
-DATA lgc31<>+20(SB)/4, $0x3d23d70a
-DATA lgc31<>+24(SB)/4, $0x3d23d70a
-DATA lgc31<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x3d23d70a
+DATA lgc27<>+4(SB)/4, $0x3d23d70a
+DATA lgc27<>+8(SB)/4, $0x3d23d70a
+DATA lgc27<>+12(SB)/4, $0x3d23d70a
+DATA lgc27<>+16(SB)/4, $0x3d23d70a
+DATA lgc27<>+20(SB)/4, $0x3d23d70a
+DATA lgc27<>+24(SB)/4, $0x3d23d70a
+DATA lgc27<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2
@@ -970,7 +909,7 @@ TEXT ·fbPass1AVX2(SB), $32-56
 	// v30 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v95 = div(1, v30)
+	// v84 = div(1, v30)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -1019,10 +958,10 @@ blocks_11:
 	VMOVUPS Y1, 2176(DI)(SI*4)
 	VMOVUPS (SP), Y1
 
-	// v96 = where(mask, v95, 0)
+	// v85 = where(mask, v84, 0)
 	VANDPS Y1, Y0, Y0
 
-	// sum(v96) over [L]
+	// sum(v85) over [L]
 	IMUL3Q       $+8, BX, BX
 	VADDPS       3200(DI)(BX*4), Y0, Y0
 	VMOVUPS      Y0, 3200(DI)(BX*4)
@@ -1147,9 +1086,9 @@ TEXT ·fbPass2AVX2(SB), $224-96
 
 	// v30 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc31<>+0(SB), Y1
+	VMOVUPS lgc27<>+0(SB), Y1
 
-	// v89 = div(0.04, v30)
+	// v78 = div(0.04, v30)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -1252,62 +1191,62 @@ outer0_13:
 	MOVQ         s5+40(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y3
 
-	// v98 = neg(v97)
+	// v87 = neg(v86)
 	VXORPS lgc20<>+0(SB), Y3, Y3
 
-	// v99 = mul(v98, v17)
+	// v88 = mul(v87, v17)
 	VMULPS Y0, Y3, Y0
 
-	// v100 = where(v19, v99, 0)
+	// v89 = where(v19, v88, 0)
 	VANDPS Y0, Y2, Y3
 
-	// v101 = where(v19, 0, v99)
+	// v90 = where(v19, 0, v88)
 	VANDNPS Y0, Y2, Y0
 	VMOVUPS 96(SP), Y2
 
-	// v102 = ge(sequenceRatio, 0.8)
+	// v91 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y7, Y2, Y4
 
-	// v103 = ne(sequenceRatio, sequenceRatio)
+	// v92 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y2, Y2, Y5
 
-	// v104 = max(v102, v103)
+	// v93 = max(v91, v92)
 	VORPS Y4, Y5, Y4
 
-	// v105 = where(v104, v101, 0)
+	// v94 = where(v93, v90, 0)
 	VANDPS  Y0, Y4, Y0
 	VMOVUPS lgc18<>+0(SB), Y4
 
-	// v106 = le(sequenceRatio, 1.2)
+	// v95 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
 
-	// v107 = max(v106, v103)
+	// v96 = max(v95, v92)
 	VORPS Y4, Y5, Y4
 
-	// v108 = where(v107, v100, 0)
+	// v97 = where(v96, v89, 0)
 	VANDPS Y3, Y4, Y3
 
-	// v109 = add(v105, v108)
+	// v98 = add(v94, v97)
 	VADDPS  Y3, Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v110 = ne(v109, 0)
+	// v99 = ne(v98, 0)
 	VCMPPS $0x04, Y3, Y0, Y4
 
-	// v111 = mul(v109, sequenceRatio)
+	// v100 = mul(v98, sequenceRatio)
 	VMULPS Y2, Y0, Y2
 
-	// v112 = where(v110, v111, v109)
+	// v101 = where(v99, v100, v98)
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v113 = ne(v112, 0)
+	// v102 = ne(v101, 0)
 	VCMPPS  $0x04, Y3, Y0, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v114 = div(v112, v10)
+	// v103 = div(v101, v10)
 	VDIVPS Y3, Y0, Y3
 
-	// v115 = where(v113, v114, v112)
+	// v104 = where(v102, v103, v101)
 	VBLENDVPS Y2, Y3, Y0, Y0
 	VMOVUPS   64(SP), Y2
 	VMOVUPS   Y2, 128(SP)
@@ -1368,61 +1307,40 @@ blocks_14:
 	// v50 = min(v49, 0.1) tie=first
 	VMINPS Y4, Y3, Y3
 
-	// v53 = mul(v50, 2.755731922398589e-07)
-	VMULPS lgc23<>+0(SB), Y3, Y4
+	// v51 = mul(v50, v50)
+	VMULPS Y3, Y3, Y4
 
-	// v54 = add(2.7557319223985893e-06, v53)
-	VADDPS lgc24<>+0(SB), Y4, Y4
+	// v54 = mul(0.16666666666666666, v50)
+	VMULPS lgc23<>+0(SB), Y3, Y5
 
-	// v56 = mul(v50, v54)
-	VMULPS Y4, Y3, Y4
+	// v55 = add(0.5, v54)
+	VADDPS lgc15<>+0(SB), Y5, Y5
 
-	// v57 = add(2.48015873015873e-05, v56)
-	VADDPS lgc25<>+0(SB), Y4, Y4
+	// v58 = mul(0.008333333333333333, v50)
+	VMULPS lgc24<>+0(SB), Y3, Y3
 
-	// v59 = mul(v50, v57)
-	VMULPS Y4, Y3, Y4
+	// v59 = add(0.041666666666666664, v58)
+	VADDPS lgc25<>+0(SB), Y3, Y3
 
-	// v60 = add(0.0001984126984126984, v59)
-	VADDPS lgc26<>+0(SB), Y4, Y4
+	// v61 = mul(v51, v59)
+	VMULPS Y3, Y4, Y3
 
-	// v62 = mul(v50, v60)
-	VMULPS Y4, Y3, Y4
+	// v62 = add(v55, v61)
+	VADDPS Y3, Y5, Y3
 
-	// v63 = add(0.001388888888888889, v62)
-	VADDPS lgc27<>+0(SB), Y4, Y4
+	// v63 = mul(v51, v51)
+	VMULPS Y4, Y4, Y5
 
-	// v65 = mul(v50, v63)
-	VMULPS Y4, Y3, Y4
+	// v64 = mul(v63, 0.001388888888888889)
+	VMULPS lgc26<>+0(SB), Y5, Y5
 
-	// v66 = add(0.008333333333333333, v65)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	// v65 = add(v62, v64)
+	VADDPS Y5, Y3, Y3
 
-	// v68 = mul(v50, v66)
-	VMULPS Y4, Y3, Y4
+	// v66 = mul(v51, v65)
+	VMULPS Y3, Y4, Y3
 
-	// v69 = add(0.041666666666666664, v68)
-	VADDPS lgc29<>+0(SB), Y4, Y4
-
-	// v71 = mul(v50, v69)
-	VMULPS Y4, Y3, Y4
-
-	// v72 = add(0.16666666666666666, v71)
-	VADDPS lgc30<>+0(SB), Y4, Y4
-
-	// v74 = mul(v50, v72)
-	VMULPS Y4, Y3, Y4
-
-	// v75 = add(0.5, v74)
-	VADDPS lgc15<>+0(SB), Y4, Y4
-
-	// v76 = mul(v50, v50)
-	VMULPS Y3, Y3, Y3
-
-	// v77 = mul(v76, v75)
-	VMULPS Y4, Y3, Y3
-
-	// v78 = exp(v44)
+	// v67 = exp(v44)
 	VMOVUPS      lgc5<>+0(SB), Y4
 	VMAXPS       Y1, Y4, Y4
 	VMOVUPS      lgc6<>+0(SB), Y5
@@ -1451,50 +1369,50 @@ blocks_14:
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 
-	// v79 = sub(v78, 1)
+	// v68 = sub(v67, 1)
 	VSUBPS lgc1<>+0(SB), Y6, Y4
 
-	// v80 = sub(v79, v44)
+	// v69 = sub(v68, v44)
 	VSUBPS Y1, Y4, Y4
 
-	// k3 = where(v47, v77, v80)
+	// k3 = where(v47, v66, v69)
 	VBLENDVPS Y2, Y3, Y4, Y2
 
-	// v82 = add(k3, v44)
+	// v71 = add(k3, v44)
 	VADDPS Y1, Y2, Y1
 
-	// v84 = where(mask, k3, 0)
+	// v73 = where(mask, k3, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v84) over [B L]
+	// sum(v73) over [B L]
 	VADDPS  4544(BX), Y2, Y2
 	VMOVUPS Y2, 4544(BX)
 	VMOVUPS (SP), Y2
 
-	// v90 = where(mask, v89, 0)
+	// v79 = where(mask, v78, 0)
 	VANDPS  Y2, Y0, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v91 = ne(v90, 0)
+	// v80 = ne(v79, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v92 = mul(v90, v82)
+	// v81 = mul(v79, v71)
 	VMULPS Y1, Y2, Y1
 
-	// v93 = where(v91, v92, v90)
+	// v82 = where(v80, v81, v79)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v94 = neg(v93)
+	// v83 = neg(v82)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
-	// v116 = where(mask, v115, 0)
+	// v105 = where(mask, v104, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v117 = add(v94, v116)
+	// v106 = add(v83, v105)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v117, 0)
+	// gradLogProb = where(mask, v106, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -1625,11 +1543,11 @@ TEXT ·fbPass3AVX2(SB), $0-64
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v86 = div(v85, v30)
+	// v75 = div(v74, v30)
 	VDIVPS Y0, Y3, Y0
 
-	// lossKLToRef = mul(0.04, v86)
-	VMULPS lgc31<>+0(SB), Y0, Y3
+	// lossKLToRef = mul(0.04, v75)
+	VMULPS lgc27<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -1708,30 +1626,30 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
-	VMULPS       lgc33<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc17<>+0(SB), Y3, Y3
-	VPAND        lgc34<>+0(SB), Y1, Y1
+	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc35<>+0(SB), Y2, Y1
+	VPAND        lgc31<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
 	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc37<>+0(SB), Y4
+	VMOVAPS      lgc33<>+0(SB), Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1740,11 +1658,11 @@ bulk_18:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1755,175 +1673,175 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x00800000
-DATA lgc32<>+4(SB)/4, $0x00800000
-DATA lgc32<>+8(SB)/4, $0x00800000
-DATA lgc32<>+12(SB)/4, $0x00800000
-DATA lgc32<>+16(SB)/4, $0x00800000
-DATA lgc32<>+20(SB)/4, $0x00800000
-DATA lgc32<>+24(SB)/4, $0x00800000
-DATA lgc32<>+28(SB)/4, $0x00800000
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0xffffffe9
+DATA lgc30<>+4(SB)/4, $0xffffffe9
+DATA lgc30<>+8(SB)/4, $0xffffffe9
+DATA lgc30<>+12(SB)/4, $0xffffffe9
+DATA lgc30<>+16(SB)/4, $0xffffffe9
+DATA lgc30<>+20(SB)/4, $0xffffffe9
+DATA lgc30<>+24(SB)/4, $0xffffffe9
+DATA lgc30<>+28(SB)/4, $0xffffffe9
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x007fffff
+DATA lgc31<>+4(SB)/4, $0x007fffff
+DATA lgc31<>+8(SB)/4, $0x007fffff
+DATA lgc31<>+12(SB)/4, $0x007fffff
+DATA lgc31<>+16(SB)/4, $0x007fffff
+DATA lgc31<>+20(SB)/4, $0x007fffff
+DATA lgc31<>+24(SB)/4, $0x007fffff
+DATA lgc31<>+28(SB)/4, $0x007fffff
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x3fb504f3
+DATA lgc32<>+4(SB)/4, $0x3fb504f3
+DATA lgc32<>+8(SB)/4, $0x3fb504f3
+DATA lgc32<>+12(SB)/4, $0x3fb504f3
+DATA lgc32<>+16(SB)/4, $0x3fb504f3
+DATA lgc32<>+20(SB)/4, $0x3fb504f3
+DATA lgc32<>+24(SB)/4, $0x3fb504f3
+DATA lgc32<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x4b000000
-DATA lgc33<>+4(SB)/4, $0x4b000000
-DATA lgc33<>+8(SB)/4, $0x4b000000
-DATA lgc33<>+12(SB)/4, $0x4b000000
-DATA lgc33<>+16(SB)/4, $0x4b000000
-DATA lgc33<>+20(SB)/4, $0x4b000000
-DATA lgc33<>+24(SB)/4, $0x4b000000
-DATA lgc33<>+28(SB)/4, $0x4b000000
+DATA lgc33<>+0(SB)/4, $0x3d9021bb
+DATA lgc33<>+4(SB)/4, $0x3d9021bb
+DATA lgc33<>+8(SB)/4, $0x3d9021bb
+DATA lgc33<>+12(SB)/4, $0x3d9021bb
+DATA lgc33<>+16(SB)/4, $0x3d9021bb
+DATA lgc33<>+20(SB)/4, $0x3d9021bb
+DATA lgc33<>+24(SB)/4, $0x3d9021bb
+DATA lgc33<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xffffffe9
-DATA lgc34<>+4(SB)/4, $0xffffffe9
-DATA lgc34<>+8(SB)/4, $0xffffffe9
-DATA lgc34<>+12(SB)/4, $0xffffffe9
-DATA lgc34<>+16(SB)/4, $0xffffffe9
-DATA lgc34<>+20(SB)/4, $0xffffffe9
-DATA lgc34<>+24(SB)/4, $0xffffffe9
-DATA lgc34<>+28(SB)/4, $0xffffffe9
+DATA lgc34<>+0(SB)/4, $0xbdebd1b8
+DATA lgc34<>+4(SB)/4, $0xbdebd1b8
+DATA lgc34<>+8(SB)/4, $0xbdebd1b8
+DATA lgc34<>+12(SB)/4, $0xbdebd1b8
+DATA lgc34<>+16(SB)/4, $0xbdebd1b8
+DATA lgc34<>+20(SB)/4, $0xbdebd1b8
+DATA lgc34<>+24(SB)/4, $0xbdebd1b8
+DATA lgc34<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x007fffff
-DATA lgc35<>+4(SB)/4, $0x007fffff
-DATA lgc35<>+8(SB)/4, $0x007fffff
-DATA lgc35<>+12(SB)/4, $0x007fffff
-DATA lgc35<>+16(SB)/4, $0x007fffff
-DATA lgc35<>+20(SB)/4, $0x007fffff
-DATA lgc35<>+24(SB)/4, $0x007fffff
-DATA lgc35<>+28(SB)/4, $0x007fffff
+DATA lgc35<>+0(SB)/4, $0x3def251a
+DATA lgc35<>+4(SB)/4, $0x3def251a
+DATA lgc35<>+8(SB)/4, $0x3def251a
+DATA lgc35<>+12(SB)/4, $0x3def251a
+DATA lgc35<>+16(SB)/4, $0x3def251a
+DATA lgc35<>+20(SB)/4, $0x3def251a
+DATA lgc35<>+24(SB)/4, $0x3def251a
+DATA lgc35<>+28(SB)/4, $0x3def251a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3fb504f3
-DATA lgc36<>+4(SB)/4, $0x3fb504f3
-DATA lgc36<>+8(SB)/4, $0x3fb504f3
-DATA lgc36<>+12(SB)/4, $0x3fb504f3
-DATA lgc36<>+16(SB)/4, $0x3fb504f3
-DATA lgc36<>+20(SB)/4, $0x3fb504f3
-DATA lgc36<>+24(SB)/4, $0x3fb504f3
-DATA lgc36<>+28(SB)/4, $0x3fb504f3
+DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3d9021bb
-DATA lgc37<>+4(SB)/4, $0x3d9021bb
-DATA lgc37<>+8(SB)/4, $0x3d9021bb
-DATA lgc37<>+12(SB)/4, $0x3d9021bb
-DATA lgc37<>+16(SB)/4, $0x3d9021bb
-DATA lgc37<>+20(SB)/4, $0x3d9021bb
-DATA lgc37<>+24(SB)/4, $0x3d9021bb
-DATA lgc37<>+28(SB)/4, $0x3d9021bb
+DATA lgc37<>+0(SB)/4, $0x3e11e9bf
+DATA lgc37<>+4(SB)/4, $0x3e11e9bf
+DATA lgc37<>+8(SB)/4, $0x3e11e9bf
+DATA lgc37<>+12(SB)/4, $0x3e11e9bf
+DATA lgc37<>+16(SB)/4, $0x3e11e9bf
+DATA lgc37<>+20(SB)/4, $0x3e11e9bf
+DATA lgc37<>+24(SB)/4, $0x3e11e9bf
+DATA lgc37<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdebd1b8
-DATA lgc38<>+4(SB)/4, $0xbdebd1b8
-DATA lgc38<>+8(SB)/4, $0xbdebd1b8
-DATA lgc38<>+12(SB)/4, $0xbdebd1b8
-DATA lgc38<>+16(SB)/4, $0xbdebd1b8
-DATA lgc38<>+20(SB)/4, $0xbdebd1b8
-DATA lgc38<>+24(SB)/4, $0xbdebd1b8
-DATA lgc38<>+28(SB)/4, $0xbdebd1b8
+DATA lgc38<>+0(SB)/4, $0xbe2aae50
+DATA lgc38<>+4(SB)/4, $0xbe2aae50
+DATA lgc38<>+8(SB)/4, $0xbe2aae50
+DATA lgc38<>+12(SB)/4, $0xbe2aae50
+DATA lgc38<>+16(SB)/4, $0xbe2aae50
+DATA lgc38<>+20(SB)/4, $0xbe2aae50
+DATA lgc38<>+24(SB)/4, $0xbe2aae50
+DATA lgc38<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3def251a
-DATA lgc39<>+4(SB)/4, $0x3def251a
-DATA lgc39<>+8(SB)/4, $0x3def251a
-DATA lgc39<>+12(SB)/4, $0x3def251a
-DATA lgc39<>+16(SB)/4, $0x3def251a
-DATA lgc39<>+20(SB)/4, $0x3def251a
-DATA lgc39<>+24(SB)/4, $0x3def251a
-DATA lgc39<>+28(SB)/4, $0x3def251a
+DATA lgc39<>+0(SB)/4, $0x3e4cceac
+DATA lgc39<>+4(SB)/4, $0x3e4cceac
+DATA lgc39<>+8(SB)/4, $0x3e4cceac
+DATA lgc39<>+12(SB)/4, $0x3e4cceac
+DATA lgc39<>+16(SB)/4, $0x3e4cceac
+DATA lgc39<>+20(SB)/4, $0x3e4cceac
+DATA lgc39<>+24(SB)/4, $0x3e4cceac
+DATA lgc39<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+0(SB)/4, $0xbe7ffffc
+DATA lgc40<>+4(SB)/4, $0xbe7ffffc
+DATA lgc40<>+8(SB)/4, $0xbe7ffffc
+DATA lgc40<>+12(SB)/4, $0xbe7ffffc
+DATA lgc40<>+16(SB)/4, $0xbe7ffffc
+DATA lgc40<>+20(SB)/4, $0xbe7ffffc
+DATA lgc40<>+24(SB)/4, $0xbe7ffffc
+DATA lgc40<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e11e9bf
-DATA lgc41<>+4(SB)/4, $0x3e11e9bf
-DATA lgc41<>+8(SB)/4, $0x3e11e9bf
-DATA lgc41<>+12(SB)/4, $0x3e11e9bf
-DATA lgc41<>+16(SB)/4, $0x3e11e9bf
-DATA lgc41<>+20(SB)/4, $0x3e11e9bf
-DATA lgc41<>+24(SB)/4, $0x3e11e9bf
-DATA lgc41<>+28(SB)/4, $0x3e11e9bf
+DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe2aae50
-DATA lgc42<>+4(SB)/4, $0xbe2aae50
-DATA lgc42<>+8(SB)/4, $0xbe2aae50
-DATA lgc42<>+12(SB)/4, $0xbe2aae50
-DATA lgc42<>+16(SB)/4, $0xbe2aae50
-DATA lgc42<>+20(SB)/4, $0xbe2aae50
-DATA lgc42<>+24(SB)/4, $0xbe2aae50
-DATA lgc42<>+28(SB)/4, $0xbe2aae50
+DATA lgc42<>+0(SB)/4, $0xff800000
+DATA lgc42<>+4(SB)/4, $0xff800000
+DATA lgc42<>+8(SB)/4, $0xff800000
+DATA lgc42<>+12(SB)/4, $0xff800000
+DATA lgc42<>+16(SB)/4, $0xff800000
+DATA lgc42<>+20(SB)/4, $0xff800000
+DATA lgc42<>+24(SB)/4, $0xff800000
+DATA lgc42<>+28(SB)/4, $0xff800000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3e4cceac
-DATA lgc43<>+4(SB)/4, $0x3e4cceac
-DATA lgc43<>+8(SB)/4, $0x3e4cceac
-DATA lgc43<>+12(SB)/4, $0x3e4cceac
-DATA lgc43<>+16(SB)/4, $0x3e4cceac
-DATA lgc43<>+20(SB)/4, $0x3e4cceac
-DATA lgc43<>+24(SB)/4, $0x3e4cceac
-DATA lgc43<>+28(SB)/4, $0x3e4cceac
+DATA lgc43<>+0(SB)/4, $0x7fc00000
+DATA lgc43<>+4(SB)/4, $0x7fc00000
+DATA lgc43<>+8(SB)/4, $0x7fc00000
+DATA lgc43<>+12(SB)/4, $0x7fc00000
+DATA lgc43<>+16(SB)/4, $0x7fc00000
+DATA lgc43<>+20(SB)/4, $0x7fc00000
+DATA lgc43<>+24(SB)/4, $0x7fc00000
+DATA lgc43<>+28(SB)/4, $0x7fc00000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe7ffffc
-DATA lgc44<>+4(SB)/4, $0xbe7ffffc
-DATA lgc44<>+8(SB)/4, $0xbe7ffffc
-DATA lgc44<>+12(SB)/4, $0xbe7ffffc
-DATA lgc44<>+16(SB)/4, $0xbe7ffffc
-DATA lgc44<>+20(SB)/4, $0xbe7ffffc
-DATA lgc44<>+24(SB)/4, $0xbe7ffffc
-DATA lgc44<>+28(SB)/4, $0xbe7ffffc
+DATA lgc44<>+0(SB)/4, $0x7f800000
+DATA lgc44<>+4(SB)/4, $0x7f800000
+DATA lgc44<>+8(SB)/4, $0x7f800000
+DATA lgc44<>+12(SB)/4, $0x7f800000
+DATA lgc44<>+16(SB)/4, $0x7f800000
+DATA lgc44<>+20(SB)/4, $0x7f800000
+DATA lgc44<>+24(SB)/4, $0x7f800000
+DATA lgc44<>+28(SB)/4, $0x7f800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0xff800000
-DATA lgc46<>+4(SB)/4, $0xff800000
-DATA lgc46<>+8(SB)/4, $0xff800000
-DATA lgc46<>+12(SB)/4, $0xff800000
-DATA lgc46<>+16(SB)/4, $0xff800000
-DATA lgc46<>+20(SB)/4, $0xff800000
-DATA lgc46<>+24(SB)/4, $0xff800000
-DATA lgc46<>+28(SB)/4, $0xff800000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0x7fc00000
-DATA lgc47<>+4(SB)/4, $0x7fc00000
-DATA lgc47<>+8(SB)/4, $0x7fc00000
-DATA lgc47<>+12(SB)/4, $0x7fc00000
-DATA lgc47<>+16(SB)/4, $0x7fc00000
-DATA lgc47<>+20(SB)/4, $0x7fc00000
-DATA lgc47<>+24(SB)/4, $0x7fc00000
-DATA lgc47<>+28(SB)/4, $0x7fc00000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/4, $0x7f800000
-DATA lgc48<>+4(SB)/4, $0x7f800000
-DATA lgc48<>+8(SB)/4, $0x7f800000
-DATA lgc48<>+12(SB)/4, $0x7f800000
-DATA lgc48<>+16(SB)/4, $0x7f800000
-DATA lgc48<>+20(SB)/4, $0x7f800000
-DATA lgc48<>+24(SB)/4, $0x7f800000
-DATA lgc48<>+28(SB)/4, $0x7f800000
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1938,30 +1856,30 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
-	VMULPS       lgc33<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc17<>+0(SB), Y4, Y4
-	VPAND        lgc34<>+0(SB), Y2, Y2
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc35<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc37<>+0(SB), Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1970,11 +1888,11 @@ bulk_20:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc48<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1984,9 +1902,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

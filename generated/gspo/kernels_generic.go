@@ -15,7 +15,7 @@ type scratch struct {
 	s1             []float32 // v13 = sum(v12) over L [B=8]
 	s2             float32   // v29 = sum(v28) over B,L
 	s3             float32   // v40 = sum(v39) over B,L
-	s4             float32   // v84 = sum(v83) over B,L
+	s4             float32   // v73 = sum(v72) over B,L
 	sequenceLength []float64 // accumulators of sequenceLength
 	acc13          []float64 // accumulators of v13
 }
@@ -35,7 +35,7 @@ type pass0GoStates struct {
 	numValid float64 // numValid = sum(v3) over B,L
 	acc29    float64 // v29 = sum(v28) over B,L
 	acc40    float64 // v40 = sum(v39) over B,L
-	acc84    float64 // v84 = sum(v83) over B,L
+	acc73    float64 // v73 = sum(v72) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -43,7 +43,7 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
 	mergeSum(&a.acc29, b.acc29)
 	mergeSum(&a.acc40, b.acc40)
-	mergeSum(&a.acc84, b.acc84)
+	mergeSum(&a.acc73, b.acc73)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -54,19 +54,15 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c22 := float32(0.8)
 	c46 := float32(0.1)
 	c48 := float32(-0.1)
-	c51 := float32(2.755732e-07)
-	c52 := float32(2.7557319e-06)
-	c55 := float32(2.4801588e-05)
-	c58 := float32(0.0001984127)
-	c61 := float32(0.0013888889)
-	c64 := float32(0.008333334)
-	c67 := float32(0.041666668)
-	c70 := float32(0.16666667)
 	half := float32(0.5)
+	c53 := float32(0.16666667)
+	c56 := float32(0.041666668)
+	c57 := float32(0.008333334)
+	c60 := float32(0.0013888889)
 	numValid := 0.0
 	acc29 := 0.0
 	acc40 := 0.0
-	acc84 := 0.0
+	acc73 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -119,36 +115,29 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v47 := b2f(v45 < c46)
 			v49 := max(v44, c48)
 			v50 := min(v49, c46)
-			v53 := float32(v50 * c51)
-			v54 := c52 + v53
-			v56 := float32(v50 * v54)
-			v57 := c55 + v56
-			v59 := float32(v50 * v57)
-			v60 := c58 + v59
-			v62 := float32(v50 * v60)
-			v63 := c61 + v62
-			v65 := float32(v50 * v63)
-			v66 := c64 + v65
-			v68 := float32(v50 * v66)
-			v69 := c67 + v68
-			v71 := float32(v50 * v69)
-			v72 := c70 + v71
-			v74 := float32(v50 * v72)
-			v75 := half + v74
-			v76 := float32(v50 * v50)
-			v77 := float32(v76 * v75)
-			v78 := float32(math.Exp(float64(v44)))
-			v79 := v78 - one
-			v80 := v79 - v44
-			k3 := sel(v47, v77, v80)
-			v83 := sel(mask, k3, zero)
-			acc84 += float64(v83)
+			v51 := float32(v50 * v50)
+			v54 := float32(c53 * v50)
+			v55 := half + v54
+			v58 := float32(c57 * v50)
+			v59 := c56 + v58
+			v61 := float32(v51 * v59)
+			v62 := v55 + v61
+			v63 := float32(v51 * v51)
+			v64 := float32(v63 * c60)
+			v65 := v62 + v64
+			v66 := float32(v51 * v65)
+			v67 := float32(math.Exp(float64(v44)))
+			v68 := v67 - one
+			v69 := v68 - v44
+			k3 := sel(v47, v66, v69)
+			v72 := sel(mask, k3, zero)
+			acc73 += float64(v72)
 		}
 	}
 	st.numValid = numValid
 	st.acc29 = acc29
 	st.acc40 = acc40
-	st.acc84 = acc84
+	st.acc73 = acc73
 }
 
 // pass0Go runs passes 0 and 1 of Forward's plan (lossgen explain) row by row over B: an elementwise
@@ -177,13 +166,13 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.NumValid = float32(st.numValid)
 	s.s2 = float32(st.acc29)
 	s.s3 = float32(st.acc40)
-	s.s4 = float32(st.acc84)
+	s.s4 = float32(st.acc73)
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c82 := float32(0.04)
+	c71 := float32(0.04)
 	numValid := out.NumValid
 	v29 := s.s2
 	v30 := max(numValid, one)
@@ -192,11 +181,11 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v40 := s.s3
 	clipFraction := v40 / v30
 	out.ClipFraction = clipFraction
-	v84 := s.s4
-	v85 := v84 / v30
-	lossKLToRef := float32(c82 * v85)
+	v73 := s.s4
+	v74 := v73 / v30
+	lossKLToRef := float32(c71 * v74)
 	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v85
+	out.KLToRef = v74
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -206,15 +195,15 @@ type fbScratch struct {
 	s1             []float32 // v13 = sum(v12) over L [B=8]
 	s2             float32   // v29 = sum(v28) over B,L
 	s3             float32   // v40 = sum(v39) over B,L
-	s4             float32   // v85 = sum(v84) over B,L
-	s5             []float32 // v97 = sum(v96) over L [B=8]
+	s4             float32   // v74 = sum(v73) over B,L
+	s5             []float32 // v86 = sum(v85) over L [B=8]
 	sequenceLength []float64 // accumulators of sequenceLength
 	acc13          []float64 // accumulators of v13
-	acc97          []float64 // accumulators of v97
+	acc86          []float64 // accumulators of v86
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc97: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc86: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -277,14 +266,14 @@ var fbPass1GoChunks = 1
 type fbPass1GoStates struct {
 	acc29 float64 // v29 = sum(v28) over B,L
 	acc40 float64 // v40 = sum(v39) over B,L
-	acc85 float64 // v85 = sum(v84) over B,L
+	acc74 float64 // v74 = sum(v73) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc29, b.acc29)
 	mergeSum(&a.acc40, b.acc40)
-	mergeSum(&a.acc85, b.acc85)
+	mergeSum(&a.acc74, b.acc74)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -295,19 +284,15 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c22 := float32(0.8)
 	c46 := float32(0.1)
 	c48 := float32(-0.1)
-	c51 := float32(2.755732e-07)
-	c52 := float32(2.7557319e-06)
-	c55 := float32(2.4801588e-05)
-	c58 := float32(0.0001984127)
-	c61 := float32(0.0013888889)
-	c64 := float32(0.008333334)
-	c67 := float32(0.041666668)
-	c70 := float32(0.16666667)
 	half := float32(0.5)
-	c83 := float32(0.04)
+	c53 := float32(0.16666667)
+	c56 := float32(0.041666668)
+	c57 := float32(0.008333334)
+	c60 := float32(0.0013888889)
+	c72 := float32(0.04)
 	acc29 := 0.0
 	acc40 := 0.0
-	acc85 := 0.0
+	acc74 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -322,13 +307,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
 			v30 := max(numValid, one)
-			v95 := one / v30
-			v96 := sel(mask, v95, zero)
-			s.acc97[iB] += float64(v96)
+			v84 := one / v30
+			v85 := sel(mask, v84, zero)
+			s.acc86[iB] += float64(v85)
 		}
 		s.s0[iB] = float32(s.sequenceLength[iB])
 		s.s1[iB] = float32(s.acc13[iB])
-		s.s5[iB] = float32(s.acc97[iB])
+		s.s5[iB] = float32(s.acc86[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
@@ -366,65 +351,58 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v47 := b2f(v45 < c46)
 			v49 := max(v44, c48)
 			v50 := min(v49, c46)
-			v53 := float32(v50 * c51)
-			v54 := c52 + v53
-			v56 := float32(v50 * v54)
-			v57 := c55 + v56
-			v59 := float32(v50 * v57)
-			v60 := c58 + v59
-			v62 := float32(v50 * v60)
-			v63 := c61 + v62
-			v65 := float32(v50 * v63)
-			v66 := c64 + v65
-			v68 := float32(v50 * v66)
-			v69 := c67 + v68
-			v71 := float32(v50 * v69)
-			v72 := c70 + v71
-			v74 := float32(v50 * v72)
-			v75 := half + v74
-			v76 := float32(v50 * v50)
-			v77 := float32(v76 * v75)
-			v78 := float32(math.Exp(float64(v44)))
-			v79 := v78 - one
-			v80 := v79 - v44
-			k3 := sel(v47, v77, v80)
-			v82 := k3 + v44
-			v84 := sel(mask, k3, zero)
-			acc85 += float64(v84)
-			v89 := c83 / v30
-			v90 := sel(mask, v89, zero)
-			v91 := b2f(v90 != zero)
-			v92 := float32(v90 * v82)
-			v93 := sel(v91, v92, v90)
-			v94 := -v93
-			v97 := s.s5[iB]
-			v98 := -v97
-			v99 := float32(v98 * v17)
-			v100 := sel(v19, v99, zero)
-			v101 := sel(v19, zero, v99)
-			v102 := b2f(sequenceRatio >= c22)
-			v103 := b2f(sequenceRatio != sequenceRatio)
-			v104 := max(v102, v103)
-			v105 := sel(v104, v101, zero)
-			v106 := b2f(sequenceRatio <= c20)
-			v107 := max(v106, v103)
-			v108 := sel(v107, v100, zero)
-			v109 := v105 + v108
-			v110 := b2f(v109 != zero)
-			v111 := float32(v109 * sequenceRatio)
-			v112 := sel(v110, v111, v109)
-			v113 := b2f(v112 != zero)
-			v114 := v112 / v10
-			v115 := sel(v113, v114, v112)
-			v116 := sel(mask, v115, zero)
-			v117 := v94 + v116
-			gradLogProb := sel(mask, v117, zero)
+			v51 := float32(v50 * v50)
+			v54 := float32(c53 * v50)
+			v55 := half + v54
+			v58 := float32(c57 * v50)
+			v59 := c56 + v58
+			v61 := float32(v51 * v59)
+			v62 := v55 + v61
+			v63 := float32(v51 * v51)
+			v64 := float32(v63 * c60)
+			v65 := v62 + v64
+			v66 := float32(v51 * v65)
+			v67 := float32(math.Exp(float64(v44)))
+			v68 := v67 - one
+			v69 := v68 - v44
+			k3 := sel(v47, v66, v69)
+			v71 := k3 + v44
+			v73 := sel(mask, k3, zero)
+			acc74 += float64(v73)
+			v78 := c72 / v30
+			v79 := sel(mask, v78, zero)
+			v80 := b2f(v79 != zero)
+			v81 := float32(v79 * v71)
+			v82 := sel(v80, v81, v79)
+			v83 := -v82
+			v86 := s.s5[iB]
+			v87 := -v86
+			v88 := float32(v87 * v17)
+			v89 := sel(v19, v88, zero)
+			v90 := sel(v19, zero, v88)
+			v91 := b2f(sequenceRatio >= c22)
+			v92 := b2f(sequenceRatio != sequenceRatio)
+			v93 := max(v91, v92)
+			v94 := sel(v93, v90, zero)
+			v95 := b2f(sequenceRatio <= c20)
+			v96 := max(v95, v92)
+			v97 := sel(v96, v89, zero)
+			v98 := v94 + v97
+			v99 := b2f(v98 != zero)
+			v100 := float32(v98 * sequenceRatio)
+			v101 := sel(v99, v100, v98)
+			v102 := b2f(v101 != zero)
+			v103 := v101 / v10
+			v104 := sel(v102, v103, v101)
+			v105 := sel(mask, v104, zero)
+			v106 := v83 + v105
+			gradLogProb := sel(mask, v106, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 	st.acc29 = acc29
 	st.acc40 = acc40
-	st.acc85 = acc85
+	st.acc74 = acc74
 }
 
 // fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over B: an
@@ -437,8 +415,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
 	}
-	for k := range s.acc97 {
-		s.acc97[k] = 0.0
+	for k := range s.acc86 {
+		s.acc86[k] = 0.0
 	}
 	var st fbPass1GoStates
 	if n := min(fbPass1GoChunks, 8); n <= 1 {
@@ -455,13 +433,13 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 	s.s2 = float32(st.acc29)
 	s.s3 = float32(st.acc40)
-	s.s4 = float32(st.acc85)
+	s.s4 = float32(st.acc74)
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c83 := float32(0.04)
+	c72 := float32(0.04)
 	numValid := out.NumValid
 	v29 := s.s2
 	v30 := max(numValid, one)
@@ -470,11 +448,11 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v40 := s.s3
 	clipFraction := v40 / v30
 	out.ClipFraction = clipFraction
-	v85 := s.s4
-	v86 := v85 / v30
-	lossKLToRef := float32(c83 * v86)
+	v74 := s.s4
+	v75 := v74 / v30
+	lossKLToRef := float32(c72 * v75)
 	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v86
+	out.KLToRef = v75
 }
 
 // mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,
