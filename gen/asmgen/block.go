@@ -72,7 +72,7 @@ func (pg *passGen) block() {
 func (pg *passGen) runItems(items []bitem) {
 	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
 	pg.innerRegs = map[string][]reg.VecVirtual{}
-	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
+	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries) + len(pg.sumRegs), a: pg.asm, alloc: pg.spillSlot}
 	items = pg.keepAcrossLoops(items)
 	pg.items = items
 	if pg.masks == nil {

@@ -442,14 +442,18 @@ func (pg *passGen) flushPartials(nb reg.VecVirtual) {
 	}
 }
 
-// flushSum adds r's float32 partial sum into its float64 sum and zeroes it; it returns the
-// lanes whose partial is finite.
+// flushSum adds r's float32 partial sum (in memory, or its register in the loop over full
+// blocks) into its float64 sum and zeroes it; it returns the lanes whose partial is finite.
 func (pg *passGen) flushSum(r *ir.Node) reg.VecVirtual {
 	a := pg.a64
 	off := pg.stateOff(r)
 	pm := pg.stateMem(r, field{"p", true}, off, 0)
-	p, fin := pg.ymm(), pg.ymm()
-	pg.mov(pm, p)
+	fin := pg.ymm()
+	p, inReg := pg.sumRegs[r.ID]
+	if !inReg {
+		p = pg.ymm()
+		pg.mov(pm, p)
+	}
 	pg.within(p, math.MaxFloat32, fin)
 	for h, ph := range pg.halves(p) {
 		s := a.ymm()
@@ -457,8 +461,67 @@ func (pg *passGen) flushSum(r *ir.Node) reg.VecVirtual {
 		a.add(sm, ph, s)
 		a.mov(s, sm)
 	}
-	pg.mov(pg.zero(), pm)
+	if inReg {
+		pg.mov(pg.cf(0), p)
+	} else {
+		pg.mov(pg.zero(), pm)
+	}
 	return fin
+}
+
+// maxSumRegs is how many partial sums a small pass (smallBlock) holds in registers through
+// its loop over full blocks.
+const maxSumRegs = 3
+
+// smallBlock is the most items a block's program has for its pass to hold partial sums in
+// registers. In a small pass (a count of valid tokens, a sum of squares) the load, add and
+// store of a sum in memory are most of a block and their chain through memory (a store
+// forwarded to the next block's load, ≈ 8 cycles) bounds the loop; in a large one the
+// registers are worth more to the block's own values: pinning them there cost spills
+// (GRPO's token pass: 180 instructions a block → 185–194 with 1–4 sums in registers;
+// GSPO's sequence-ratio gradient pass, 15 items: 29 → 21).
+const smallBlock = 16
+
+// sumsInRegs loads the first maxSumRegs partial sums of a small pass (plain sums and means)
+// into registers before its loop over full blocks: there each block's sum is one add, not a
+// load, an add and a store. Their slots stay fixed along the row (partial), so the registers
+// are stored back once after the loop (storeSumRegs); the periodic flush reads and zeroes
+// them.
+func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
+	var regs map[int]reg.VecVirtual
+	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	if len(pg.skipHoisted(storesLast(flatten(pg.ps.Body, nil)))) > smallBlock {
+		return nil
+	}
+	for _, r := range pg.ps.Reduces {
+		if len(regs) == maxSumRegs {
+			break
+		}
+		if !pg.partial(r) || (r.Op != ir.OpSum && r.Op != ir.OpMean) {
+			continue
+		}
+		if regs == nil {
+			regs = map[int]reg.VecVirtual{}
+		}
+		p := pg.ymm()
+		pg.mov(pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0), p)
+		regs[r.ID] = p
+	}
+	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	return regs
+}
+
+// storeSumRegs stores the partial sums held in registers back into their slots, after the
+// loop over full blocks.
+func (pg *passGen) storeSumRegs() {
+	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	for _, r := range pg.ps.Reduces {
+		if p, ok := pg.sumRegs[r.ID]; ok {
+			pg.mov(p, pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0))
+		}
+	}
+	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	pg.sumRegs = nil
 }
 
 func (pg *passGen) hasPartials() bool {

@@ -57,11 +57,12 @@ type passGen struct {
 	chunked  bool                   // the pass runs on a chunk of its schedule's chunked dim (lo, hi arguments)
 	flat     bool                   // chunked along the vector axis: lo and hi are element indices of it
 
-	hoisted    map[int]operand.Mem // loop-invariant values computed before the loops, by node (hoist.go)
-	invariants map[int]bool        // every node hoist computed, whose items the blocks skip
-	rowItems   []bitem             // the row invariants' program, run at the start of each row (rowHoist)
-	keptTiles  map[int]*tile       // values kept across a block's inner loops, by node (keep.go)
-	flushK     reg.GPVirtual       // in a full block of a pass with partials: the flush counter (9 − the block's count since the flush)
+	hoisted    map[int]operand.Mem    // loop-invariant values computed before the loops, by node (hoist.go)
+	invariants map[int]bool           // every node hoist computed, whose items the blocks skip
+	rowItems   []bitem                // the row invariants' program, run at the start of each row (rowHoist)
+	keptTiles  map[int]*tile          // values kept across a block's inner loops, by node (keep.go)
+	flushK     reg.GPVirtual          // in a full block of a pass with partials: the flush counter (9 − the block's count since the flush)
+	sumRegs    map[int]reg.VecVirtual // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
 
 	blockState
 }
@@ -314,6 +315,7 @@ func (pg *passGen) innerLoop() {
 			k = pg.gp()
 			c.MOVQ(operand.I32(partialBlocks), k)
 		}
+		pg.sumRegs = pg.sumsInRegs()
 		l := pg.newLabel("blocks")
 		var done string
 		switch {
@@ -357,6 +359,7 @@ func (pg *passGen) innerLoop() {
 			c.CMPQ(j, operand.I32(int32(full*L)))
 			c.JL(operand.LabelRef(l))
 		}
+		pg.storeSumRegs()
 		pg.jReg = nil
 	}
 	tail := func() {

@@ -300,59 +300,59 @@ inner_A_3:
 	JNZ          noflush_4
 	VMOVUPD      lgc39<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc40<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc41<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(DX), Y3, Y3
 	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y0, Y0
-	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(DX), Y2, Y2
+	VMOVUPD      Y2, 416(DX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 576(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(DX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(DX), Y3, Y3
 	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y0, Y0
-	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(DX), Y2, Y2
+	VMOVUPD      Y2, 736(DX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 896(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(DX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(DX), Y3, Y3
 	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y0, Y0
-	VMOVUPD      Y0, 1056(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1344(DX), Y1, Y1
-	VMOVUPS      Y1, 1344(DX)
+	VADDPD       1056(DX), Y2, Y2
+	VMOVUPD      Y2, 1056(DX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1344(DX), Y0, Y0
+	VMOVUPS      Y0, 1344(DX)
 	MOVQ         $+8, DX
 
 noflush_4:
@@ -365,59 +365,59 @@ noflush_4:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc40<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc41<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1344(CX), Y1, Y1
-	VMOVUPS      Y1, 1344(CX)
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1344(CX), Y0, Y0
+	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
@@ -1387,59 +1387,59 @@ inner_A_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc39<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc40<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc41<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(DX), Y3, Y3
 	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y0, Y0
-	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(DX), Y2, Y2
+	VMOVUPD      Y2, 416(DX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 576(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(DX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(DX), Y3, Y3
 	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y0, Y0
-	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(DX), Y2, Y2
+	VMOVUPD      Y2, 736(DX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 896(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(DX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(DX), Y3, Y3
 	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y0, Y0
-	VMOVUPD      Y0, 1056(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1344(DX), Y1, Y1
-	VMOVUPS      Y1, 1344(DX)
+	VADDPD       1056(DX), Y2, Y2
+	VMOVUPD      Y2, 1056(DX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1344(DX), Y0, Y0
+	VMOVUPS      Y0, 1344(DX)
 	MOVQ         $+8, DX
 
 noflush_9:
@@ -1452,59 +1452,59 @@ noflush_9:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc40<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc41<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc40<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1344(CX), Y1, Y1
-	VMOVUPS      Y1, 1344(CX)
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1344(CX), Y0, Y0
+	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+72(FP)
 	JL           outer0_5

@@ -184,7 +184,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r49_s, 0)
 	runtime.Fill(st.r49_p, 0)
 	runtime.SetMask(st.p2_ok)
-	pass2AVX2(&s.s1[0], &s.s0[0], &st.buf[0], &s.s5[0])
+	pass2AVX2(&st.buf[0], &s.s1[0], &s.s0[0], &s.s5[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass2Go(in, out, g, s)
@@ -295,7 +295,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 81 {
 			lo, hi := a, min(a+81, hi)
-			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
+			fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r27_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
@@ -373,7 +373,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r49_s, 0)
 	runtime.Fill(st.r49_p, 0)
 	runtime.SetMask(st.p3_ok)
-	fbPass3AVX2(&s.s1[0], &s.s0[0], &st.buf[0], &s.s5[0])
+	fbPass3AVX2(&st.buf[0], &s.s1[0], &s.s0[0], &s.s5[0])
 	if !runtime.MaskSet(st.p3_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass3Go(in, out, g, s)

@@ -20,13 +20,13 @@ func pass1AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *flo
 // Go.
 //
 //go:noescape
-func pass2AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
+func pass2AVX2(state *float64, s1 *float32, s0 *float32, s5 *float32)
 
 // fbPass0AVX2 is pass 0 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass0Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
@@ -44,7 +44,7 @@ func fbPass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *f
 // loop in Go.
 //
 //go:noescape
-func fbPass3AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
+func fbPass3AVX2(state *float64, s1 *float32, s0 *float32, s5 *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -182,128 +182,128 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1024(DX)(SI*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(DX)(SI*8), Y3, Y3
 	VMOVUPD      Y3, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 416(DX)(SI*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)(SI*4)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       416(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 416(DX)(SI*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(DX)(SI*4)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      2048(DX)(SI*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2048(DX)(SI*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1408(DX)(SI*8), Y3, Y3
 	VMOVUPD      Y3, 1408(DX)(SI*8)
-	VADDPD       1440(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 1440(DX)(SI*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(DX)(SI*4)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1440(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 1440(DX)(SI*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2048(DX)(SI*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2432(DX), Y3, Y3
 	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y0, Y0
-	VMOVUPD      Y0, 2464(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2464(DX), Y2, Y2
+	VMOVUPD      Y2, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2752(DX), Y3, Y3
 	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y0, Y0
-	VMOVUPD      Y0, 2784(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3072(DX), Y3, Y3
 	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y0, Y0
-	VMOVUPD      Y0, 3104(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(DX)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4032(DX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      4032(DX)(BX*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3392(DX)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 3392(DX)(BX*8)
-	VADDPD       3424(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 3424(DX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4032(DX)(BX*4)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4736(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3424(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 3424(DX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4032(DX)(BX*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4736(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4416(DX), Y3, Y3
 	VMOVUPD      Y3, 4416(DX)
-	VADDPD       4448(DX), Y0, Y0
-	VMOVUPD      Y0, 4448(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      5056(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4448(DX), Y2, Y2
+	VMOVUPD      Y2, 4448(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4736(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      5056(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4864(DX), Y3, Y3
 	VMOVUPD      Y3, 4864(DX)
-	VADDPD       4896(DX), Y0, Y0
-	VMOVUPD      Y0, 4896(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5056(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5184(DX), Y1, Y1
-	VMOVUPS      Y1, 5184(DX)
+	VADDPD       4896(DX), Y2, Y2
+	VMOVUPD      Y2, 4896(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 5056(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5184(DX), Y0, Y0
+	VMOVUPS      Y0, 5184(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -316,128 +316,128 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1024(CX)(BX*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 416(CX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)(BX*4)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 416(CX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(CX)(BX*4)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2048(CX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2048(CX)(BX*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1408(CX)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 1408(CX)(BX*8)
-	VADDPD       1440(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(CX)(BX*4)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1440(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1440(CX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2048(CX)(BX*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2432(CX), Y3, Y3
 	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y0, Y0
-	VMOVUPD      Y0, 2464(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2464(CX), Y2, Y2
+	VMOVUPD      Y2, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2752(CX), Y3, Y3
 	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y0, Y0
-	VMOVUPD      Y0, 2784(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2784(CX), Y2, Y2
+	VMOVUPD      Y2, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3072(CX), Y3, Y3
 	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y0, Y0
-	VMOVUPD      Y0, 3104(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(CX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       3104(CX), Y2, Y2
+	VMOVUPD      Y2, 3104(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(CX)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4032(CX)(DX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      4032(CX)(DX*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3392(CX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 3392(CX)(DX*8)
-	VADDPD       3424(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 3424(CX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4032(CX)(DX*4)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4736(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3424(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 3424(CX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4032(CX)(DX*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4736(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4416(CX), Y3, Y3
 	VMOVUPD      Y3, 4416(CX)
-	VADDPD       4448(CX), Y0, Y0
-	VMOVUPD      Y0, 4448(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      5056(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4448(CX), Y2, Y2
+	VMOVUPD      Y2, 4448(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4736(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      5056(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4864(CX), Y3, Y3
 	VMOVUPD      Y3, 4864(CX)
-	VADDPD       4896(CX), Y0, Y0
-	VMOVUPD      Y0, 4896(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5056(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5184(CX), Y1, Y1
-	VMOVUPS      Y1, 5184(CX)
+	VADDPD       4896(CX), Y2, Y2
+	VMOVUPD      Y2, 4896(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 5056(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5184(CX), Y0, Y0
+	VMOVUPS      Y0, 5184(CX)
 	INCQ         AX
 	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
@@ -813,141 +813,139 @@ DATA lgc27<>+24(SB)/4, $0x40000000
 DATA lgc27<>+28(SB)/4, $0x40000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
+// func pass2AVX2(state *float64, s1 *float32, s0 *float32, s5 *float32)
 // Requires: AVX, AVX2
 TEXT ·pass2AVX2(SB), $0-32
-	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 5504(AX), Y0
+	VMOVUPS 5824(AX), Y1
+	XORQ    AX, AX
 
 blocks_4:
-	MOVQ    s1+0(FP), DX
+	MOVQ    s1+8(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS lgc1<>+0(SB), Y3
 
 	// v28 = max(v27, 1)
-	VMAXPS  Y0, Y1, Y0
-	MOVQ    s0+8(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMAXPS  Y2, Y3, Y2
+	MOVQ    s0+16(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
 
 	// sequenceMean = div(v26, v28)
-	VDIVPS Y0, Y1, Y1
+	VDIVPS Y2, Y3, Y3
 
 	// mean(sequenceMean) over [B]
-	MOVQ    state+16(FP), DX
-	VADDPS  5504(DX), Y1, Y1
-	VMOVUPS Y1, 5504(DX)
-	MOVQ    s5+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	VADDPS  Y0, Y3, Y0
+	MOVQ    s5+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
 
 	// sequenceMean2 = div(v47, v28)
-	VDIVPS Y0, Y1, Y0
+	VDIVPS Y2, Y3, Y2
 
 	// mean(sequenceMean2) over [B]
-	VADDPS       5824(DX), Y0, Y0
-	VMOVUPS      Y0, 5824(DX)
+	VADDPS       Y1, Y2, Y1
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc24<>+0(SB), Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      5504(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       5312(CX), Y2, Y2
-	VMOVUPD      Y2, 5312(CX)
-	VADDPD       5344(CX), Y0, Y0
-	VMOVUPD      Y0, 5344(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5504(CX)
-	VMOVUPS      5824(CX), Y0
+	VMOVUPD      lgc24<>+0(SB), Y2
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5632(CX), Y3, Y3
-	VMOVUPD      Y3, 5632(CX)
-	VADDPD       5664(CX), Y0, Y0
-	VMOVUPD      Y0, 5664(CX)
+	VADDPD       5312(CX), Y3, Y3
+	VMOVUPD      Y3, 5312(CX)
+	VADDPD       5344(CX), Y0, Y0
+	VMOVUPD      Y0, 5344(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5824(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5952(CX), Y1, Y1
-	VMOVUPS      Y1, 5952(CX)
+	VANDPS       lgc25<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       5632(CX), Y4, Y4
+	VMOVUPD      Y4, 5632(CX)
+	VADDPD       5664(CX), Y1, Y1
+	VMOVUPD      Y1, 5664(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VANDPS       Y3, Y2, Y2
+	VANDPS       5952(CX), Y2, Y2
+	VMOVUPS      Y2, 5952(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_4
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 5504(AX)
+	VMOVUPS      Y1, 5824(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), AX
-	VMOVUPS      5504(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      5504(AX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       5312(AX), Y2, Y2
 	VMOVUPD      Y2, 5312(AX)
-	VADDPD       5344(AX), Y0, Y0
-	VMOVUPD      Y0, 5344(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5504(AX)
-	VMOVUPS      5824(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       5344(AX), Y1, Y1
+	VMOVUPD      Y1, 5344(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 5504(AX)
+	VMOVUPS      5824(AX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       5632(AX), Y3, Y3
 	VMOVUPD      Y3, 5632(AX)
-	VADDPD       5664(AX), Y0, Y0
-	VMOVUPD      Y0, 5664(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5824(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5952(AX), Y1, Y1
-	VMOVUPS      Y1, 5952(AX)
+	VADDPD       5664(AX), Y2, Y2
+	VMOVUPD      Y2, 5664(AX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 5824(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5952(AX), Y0, Y0
+	VMOVUPS      Y0, 5952(AX)
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_6:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    AX, CX
+	IMUL3Q  $+8, CX, CX
+	MOVQ    state+8(FP), BX
+	VMOVUPS 704(BX)(CX*4), Y0
+	XORQ    CX, CX
 
 blocks_7:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y0
-	VCVTDQ2PS Y0, Y0
+	VPMOVZXBD (BX)(SI*1), Y1
+	VCVTDQ2PS Y1, Y1
 
 	// sum(mask) over [L]
-	MOVQ         AX, BX
-	IMUL3Q       $+8, BX, BX
-	MOVQ         state+16(FP), SI
-	VADDPS       704(SI)(BX*4), Y0, Y0
-	VMOVUPS      Y0, 704(SI)(BX*4)
+	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_8
-	VMOVUPD      lgc24<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y1
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
-	MOVQ         state+16(FP), BX
-	VMOVUPS      704(BX)(DX*4), Y0
+	MOVQ         state+8(FP), BX
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -958,7 +956,6 @@ blocks_7:
 	VADDPD       96(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 96(BX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(BX)(DX*4)
 	VANDPS       1088(BX), Y1, Y1
 	VMOVUPS      Y1, 1088(BX)
 	MOVQ         $+8, DX
@@ -967,6 +964,10 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_7
+	MOVQ         AX, CX
+	IMUL3Q       $+8, CX, CX
+	MOVQ         state+8(FP), BX
+	VMOVUPS      Y0, 704(BX)(CX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -974,21 +975,21 @@ noflush_8:
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
-	MOVQ         state+16(FP), DX
-	VMOVUPS      704(DX)(CX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+8(FP), DX
+	VMOVUPS      704(DX)(CX*4), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX)(CX*8), Y2, Y2
 	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 96(DX)(CX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)(CX*4)
-	VANDPS       1088(DX), Y1, Y1
-	VMOVUPS      Y1, 1088(DX)
+	VADDPD       96(DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, 96(DX)(CX*8)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)(CX*4)
+	VANDPS       1088(DX), Y0, Y0
+	VMOVUPS      Y0, 1088(DX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_6
@@ -1213,114 +1214,114 @@ blocks_10:
 	JNZ          noflush_11
 	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
-	VMOVUPS      1408(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1408(DX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1216(DX), Y2, Y2
 	VMOVUPD      Y2, 1216(DX)
-	VADDPD       1248(DX), Y0, Y0
-	VMOVUPD      Y0, 1248(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1408(DX)
+	VADDPD       1248(DX), Y1, Y1
+	VMOVUPD      Y1, 1248(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1408(DX)
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      2176(DX)(SI*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2176(DX)(SI*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1536(DX)(SI*8), Y3, Y3
 	VMOVUPD      Y3, 1536(DX)(SI*8)
-	VADDPD       1568(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 1568(DX)(SI*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(DX)(SI*4)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1568(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 1568(DX)(SI*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2176(DX)(SI*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2752(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2560(DX), Y3, Y3
 	VMOVUPD      Y3, 2560(DX)
-	VADDPD       2592(DX), Y0, Y0
-	VMOVUPD      Y0, 2592(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2592(DX), Y2, Y2
+	VMOVUPD      Y2, 2592(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2880(DX), Y3, Y3
 	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y0, Y0
-	VMOVUPD      Y0, 2912(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2912(DX), Y2, Y2
+	VMOVUPD      Y2, 2912(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3392(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3200(DX), Y3, Y3
 	VMOVUPD      Y3, 3200(DX)
-	VADDPD       3232(DX), Y0, Y0
-	VMOVUPD      Y0, 3232(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       3232(DX), Y2, Y2
+	VMOVUPD      Y2, 3232(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3392(DX)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4160(DX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      4160(DX)(BX*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3520(DX)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 3520(DX)(BX*8)
-	VADDPD       3552(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 3552(DX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4160(DX)(BX*4)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4864(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3552(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 3552(DX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4160(DX)(BX*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4864(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4544(DX), Y3, Y3
 	VMOVUPD      Y3, 4544(DX)
-	VADDPD       4576(DX), Y0, Y0
-	VMOVUPD      Y0, 4576(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      5184(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4576(DX), Y2, Y2
+	VMOVUPD      Y2, 4576(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4864(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      5184(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4992(DX), Y3, Y3
 	VMOVUPD      Y3, 4992(DX)
-	VADDPD       5024(DX), Y0, Y0
-	VMOVUPD      Y0, 5024(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5184(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5312(DX), Y1, Y1
-	VMOVUPS      Y1, 5312(DX)
+	VADDPD       5024(DX), Y2, Y2
+	VMOVUPD      Y2, 5024(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 5184(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5312(DX), Y0, Y0
+	VMOVUPS      Y0, 5312(DX)
 	MOVQ         $+8, DX
 
 noflush_11:
@@ -1333,114 +1334,114 @@ noflush_11:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
-	VMOVUPS      1408(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1408(CX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1216(CX), Y2, Y2
 	VMOVUPD      Y2, 1216(CX)
-	VADDPD       1248(CX), Y0, Y0
-	VMOVUPD      Y0, 1248(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1408(CX)
+	VADDPD       1248(CX), Y1, Y1
+	VMOVUPD      Y1, 1248(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1408(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2176(CX)(BX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2176(CX)(BX*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1536(CX)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 1536(CX)(BX*8)
-	VADDPD       1568(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1568(CX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(CX)(BX*4)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1568(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1568(CX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2176(CX)(BX*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2752(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2560(CX), Y3, Y3
 	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y0, Y0
-	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2592(CX), Y2, Y2
+	VMOVUPD      Y2, 2592(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2880(CX), Y3, Y3
 	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y0, Y0
-	VMOVUPD      Y0, 2912(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2912(CX), Y2, Y2
+	VMOVUPD      Y2, 2912(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3392(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3200(CX), Y3, Y3
 	VMOVUPD      Y3, 3200(CX)
-	VADDPD       3232(CX), Y0, Y0
-	VMOVUPD      Y0, 3232(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(CX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       3232(CX), Y2, Y2
+	VMOVUPD      Y2, 3232(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3392(CX)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4160(CX)(DX*4), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      4160(CX)(DX*4), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3520(CX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 3520(CX)(DX*8)
-	VADDPD       3552(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 3552(CX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4160(CX)(DX*4)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4864(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3552(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 3552(CX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4160(CX)(DX*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4864(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4544(CX), Y3, Y3
 	VMOVUPD      Y3, 4544(CX)
-	VADDPD       4576(CX), Y0, Y0
-	VMOVUPD      Y0, 4576(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      5184(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4576(CX), Y2, Y2
+	VMOVUPD      Y2, 4576(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4864(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      5184(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4992(CX), Y3, Y3
 	VMOVUPD      Y3, 4992(CX)
-	VADDPD       5024(CX), Y0, Y0
-	VMOVUPD      Y0, 5024(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5184(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5312(CX), Y1, Y1
-	VMOVUPS      Y1, 5312(CX)
+	VADDPD       5024(CX), Y2, Y2
+	VMOVUPD      Y2, 5024(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 5184(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5312(CX), Y0, Y0
+	VMOVUPS      Y0, 5312(CX)
 	INCQ         AX
 	CMPQ         AX, hi+80(FP)
 	JL           outer0_9
@@ -1550,109 +1551,108 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
+// func fbPass3AVX2(state *float64, s1 *float32, s0 *float32, s5 *float32)
 // Requires: AVX, AVX2
 TEXT ·fbPass3AVX2(SB), $0-32
-	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 5632(AX), Y0
+	VMOVUPS 5952(AX), Y1
+	XORQ    AX, AX
 
 blocks_12:
-	MOVQ    s1+0(FP), DX
+	MOVQ    s1+8(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS lgc1<>+0(SB), Y3
 
 	// v28 = max(v27, 1)
-	VMAXPS  Y0, Y1, Y0
-	MOVQ    s0+8(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMAXPS  Y2, Y3, Y2
+	MOVQ    s0+16(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
 
 	// sequenceMean = div(v26, v28)
-	VDIVPS Y0, Y1, Y1
+	VDIVPS Y2, Y3, Y3
 
 	// mean(sequenceMean) over [B]
-	MOVQ    state+16(FP), DX
-	VADDPS  5632(DX), Y1, Y1
-	VMOVUPS Y1, 5632(DX)
-	MOVQ    s5+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	VADDPS  Y0, Y3, Y0
+	MOVQ    s5+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
 
 	// sequenceMean2 = div(v47, v28)
-	VDIVPS Y0, Y1, Y0
+	VDIVPS Y2, Y3, Y2
 
 	// mean(sequenceMean2) over [B]
-	VADDPS       5952(DX), Y0, Y0
-	VMOVUPS      Y0, 5952(DX)
+	VADDPS       Y1, Y2, Y1
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc24<>+0(SB), Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      5632(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       5440(CX), Y2, Y2
-	VMOVUPD      Y2, 5440(CX)
-	VADDPD       5472(CX), Y0, Y0
-	VMOVUPD      Y0, 5472(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5632(CX)
-	VMOVUPS      5952(CX), Y0
+	VMOVUPD      lgc24<>+0(SB), Y2
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5760(CX), Y3, Y3
-	VMOVUPD      Y3, 5760(CX)
-	VADDPD       5792(CX), Y0, Y0
-	VMOVUPD      Y0, 5792(CX)
+	VADDPD       5440(CX), Y3, Y3
+	VMOVUPD      Y3, 5440(CX)
+	VADDPD       5472(CX), Y0, Y0
+	VMOVUPD      Y0, 5472(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       6080(CX), Y1, Y1
-	VMOVUPS      Y1, 6080(CX)
+	VANDPS       lgc25<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       5760(CX), Y4, Y4
+	VMOVUPD      Y4, 5760(CX)
+	VADDPD       5792(CX), Y1, Y1
+	VMOVUPD      Y1, 5792(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VANDPS       Y3, Y2, Y2
+	VANDPS       6080(CX), Y2, Y2
+	VMOVUPS      Y2, 6080(CX)
 	MOVQ         $+8, CX
 
 noflush_13:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_12
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 5632(AX)
+	VMOVUPS      Y1, 5952(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), AX
-	VMOVUPS      5632(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      5632(AX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       5440(AX), Y2, Y2
 	VMOVUPD      Y2, 5440(AX)
-	VADDPD       5472(AX), Y0, Y0
-	VMOVUPD      Y0, 5472(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5632(AX)
-	VMOVUPS      5952(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       5472(AX), Y1, Y1
+	VMOVUPD      Y1, 5472(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 5632(AX)
+	VMOVUPS      5952(AX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       5760(AX), Y3, Y3
 	VMOVUPD      Y3, 5760(AX)
-	VADDPD       5792(AX), Y0, Y0
-	VMOVUPD      Y0, 5792(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       6080(AX), Y1, Y1
-	VMOVUPS      Y1, 6080(AX)
+	VADDPD       5792(AX), Y2, Y2
+	VMOVUPD      Y2, 5792(AX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 5952(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       6080(AX), Y0, Y0
+	VMOVUPS      Y0, 6080(AX)
 	VZEROUPPER
 	RET
 

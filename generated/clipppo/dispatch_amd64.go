@@ -130,7 +130,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r2_pm2, 0)
 		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0])
+		pass0AVX2(&st.buf[0], lo, hi, &in.Advantage[0])
 	}
 	n := min(pass0Chunks, 512)
 	if n <= 1 {
@@ -388,7 +388,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r2_pm2, 0)
 		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0])
+		fbPass0AVX2(&st.buf[0], lo, hi, &in.Advantage[0])
 	}
 	n := min(fbPass0Chunks, 512)
 	if n <= 1 {

@@ -8,7 +8,7 @@ package clipppo
 // in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, hi int, advantage *float32, state *float64)
+func pass0AVX2(state *float64, lo int, hi int, advantage *float32)
 
 // pass1AVX2 is pass 1 (elementwise over [B=4096]) on 8 float32 lanes; see pass1Go for the same loop
 // in Go.
@@ -26,7 +26,7 @@ func pass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVari
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64)
+func fbPass0AVX2(state *float64, lo int, hi int, advantage *float32)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=4096]) on 8 float32 lanes; see fbPass1Go for the same
 // loop in Go.

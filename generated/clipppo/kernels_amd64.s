@@ -4,109 +4,108 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, hi int, advantage *float32, state *float64)
+// func pass0AVX2(state *float64, lo int, hi int, advantage *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-32
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_2
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 256(AX), Y0
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_2
 
 blocks_1:
-	MOVQ    advantage+16(FP), DX
+	MOVQ    advantage+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y1
 
 	// mean(advantage) over [B]
-	MOVQ    state+24(FP), DX
-	VADDPS  256(DX), Y0, Y1
-	VMOVUPS Y1, 256(DX)
+	VADDPS Y0, Y1, Y0
 
 	// var(advantage) over [B]
-	VMOVQ        CX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
-	VMOVUPS      1216(DX), Y2
-	VBLENDVPS    Y1, Y0, Y2, Y2
-	VMOVUPS      Y2, 1216(DX)
-	VSUBPS       Y2, Y0, Y0
-	VADDPS       960(DX), Y0, Y1
-	VMOVUPS      Y1, 960(DX)
-	VMOVUPS      1088(DX), Y1
-	VFMADD231PS  Y0, Y0, Y1
-	VMOVUPS      Y1, 1088(DX)
+	VMOVQ        CX, X2
+	VPBROADCASTD X2, Y2
+	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
+	MOVQ         state+0(FP), DX
+	VMOVUPS      1216(DX), Y3
+	VBLENDVPS    Y2, Y1, Y3, Y3
+	VMOVUPS      Y3, 1216(DX)
+	VSUBPS       Y3, Y1, Y1
+	VADDPS       960(DX), Y1, Y2
+	VMOVUPS      Y2, 960(DX)
+	VMOVUPS      1088(DX), Y2
+	VFMADD231PS  Y1, Y1, Y2
+	VMOVUPS      Y2, 1088(DX)
 	DECQ         CX
 	JNZ          noflush_3
-	VMOVUPD      lgc1<>+0(SB), Y0
-	MOVQ         state+24(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VMOVUPD      lgc1<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
+	VANDPS       lgc2<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X0, Y3
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y3, Y3
 	VMOVUPD      Y3, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      960(CX), Y1
-	VMOVUPS      1088(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      960(CX), Y3
+	VMOVUPS      1088(CX), Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(CX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VANDPS       lgc2<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, lgc3<>+0(SB), Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      1216(CX), Y6
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      384(CX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 384(CX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      576(CX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 576(CX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       768(CX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 768(CX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(CX), Y1
-	VADDPD       Y0, Y1, Y5
-	VMOVUPD      Y5, 416(CX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      608(CX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 608(CX)
-	VMULPD       Y0, Y1, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       800(CX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 800(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 960(CX)
-	VMOVUPS      Y0, 1088(CX)
-	VANDPS       Y4, Y2, Y2
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VMAXPD       lgc5<>+0(SB), Y1, Y10
+	VDIVPD       Y10, Y7, Y11
+	VFNMADD231PD Y7, Y11, Y8
+	VADDPD       Y9, Y11, Y11
+	VMOVUPD      384(CX), Y7
+	VADDPD       Y1, Y7, Y9
+	VMOVUPD      Y9, 384(CX)
+	VMAXPD       lgc5<>+0(SB), Y9, Y9
+	VDIVPD       Y9, Y1, Y9
+	VMOVUPD      576(CX), Y12
+	VSUBPD       Y12, Y11, Y11
+	VFMADD231PD  Y11, Y9, Y12
+	VMOVUPD      Y12, 576(CX)
+	VMULPD       Y9, Y7, Y9
+	VMULPD       Y11, Y9, Y9
+	VADDPD       768(CX), Y8, Y7
+	VFMADD231PD  Y11, Y9, Y7
+	VMOVUPD      Y7, 768(CX)
+	VDIVPD       Y10, Y3, Y7
+	VFNMADD231PD Y3, Y7, Y4
+	VADDPD       Y6, Y7, Y7
+	VMOVUPD      416(CX), Y3
+	VADDPD       Y1, Y3, Y6
+	VMOVUPD      Y6, 416(CX)
+	VMAXPD       lgc5<>+0(SB), Y6, Y6
+	VDIVPD       Y6, Y1, Y1
+	VMOVUPD      608(CX), Y6
+	VSUBPD       Y6, Y7, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y6, 608(CX)
+	VMULPD       Y1, Y3, Y1
+	VMULPD       Y7, Y1, Y1
+	VADDPD       800(CX), Y4, Y3
+	VFMADD231PD  Y7, Y1, Y3
+	VMOVUPD      Y3, 800(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 960(CX)
+	VMOVUPS      Y1, 1088(CX)
+	VANDPS       Y5, Y2, Y2
 	VANDPS       1344(CX), Y2, Y2
 	VMOVUPS      Y2, 1344(CX)
 	MOVQ         $+8, CX
@@ -115,39 +114,41 @@ noflush_3:
 	ADDQ $+8, AX
 	CMPQ AX, $+4096
 	JGE  chunkdone_2
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 256(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc4<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+24(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	MOVQ         state+0(FP), AX
+	VMOVUPS      256(AX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(AX), Y3, Y3
 	VMOVUPD      Y3, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      960(AX), Y1
+	VADDPD       96(AX), Y2, Y2
+	VMOVUPD      Y2, 96(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 256(AX)
+	VMOVUPS      960(AX), Y2
 	VMOVUPS      1088(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      1216(AX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -172,11 +173,11 @@ chunkdone_2:
 	VADDPD       768(AX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 768(AX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(AX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      416(AX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 416(AX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -184,17 +185,17 @@ chunkdone_2:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 608(AX)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       800(AX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 800(AX)
+	VADDPD       800(AX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 800(AX)
 	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 960(AX)
 	VMOVUPS      Y0, 1088(AX)
-	VANDPS       Y4, Y2, Y2
-	VANDPS       1344(AX), Y2, Y2
-	VMOVUPS      Y2, 1344(AX)
+	VANDPS       Y4, Y1, Y1
+	VANDPS       1344(AX), Y1, Y1
+	VMOVUPS      Y1, 1344(AX)
 	VZEROUPPER
 	RET
 
@@ -485,107 +486,107 @@ blocks_4:
 	JNZ          noflush_6
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      1664(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1664(CX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1472(CX), Y3, Y3
 	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y1, Y1
-	VMOVUPD      Y1, 1504(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(CX)
-	VMOVUPS      1984(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1504(CX), Y2, Y2
+	VMOVUPD      Y2, 1504(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(CX)
+	VMOVUPS      1984(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1792(CX), Y4, Y4
 	VMOVUPD      Y4, 1792(CX)
-	VADDPD       1824(CX), Y1, Y1
-	VMOVUPD      Y1, 1824(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 1984(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2304(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1824(CX), Y3, Y3
+	VMOVUPD      Y3, 1824(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 1984(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2304(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2112(CX), Y4, Y4
 	VMOVUPD      Y4, 2112(CX)
-	VADDPD       2144(CX), Y1, Y1
-	VMOVUPD      Y1, 2144(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2304(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2624(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2144(CX), Y3, Y3
+	VMOVUPD      Y3, 2144(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2304(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2624(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2432(CX), Y4, Y4
 	VMOVUPD      Y4, 2432(CX)
-	VADDPD       2464(CX), Y1, Y1
-	VMOVUPD      Y1, 2464(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2624(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2944(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2464(CX), Y3, Y3
+	VMOVUPD      Y3, 2464(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2624(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2944(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2752(CX), Y4, Y4
 	VMOVUPD      Y4, 2752(CX)
-	VADDPD       2784(CX), Y1, Y1
-	VMOVUPD      Y1, 2784(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      3264(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2784(CX), Y3, Y3
+	VMOVUPD      Y3, 2784(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2944(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      3264(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       3072(CX), Y4, Y4
 	VMOVUPD      Y4, 3072(CX)
-	VADDPD       3104(CX), Y1, Y1
-	VMOVUPD      Y1, 3104(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3264(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      3584(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       3104(CX), Y3, Y3
+	VMOVUPD      Y3, 3104(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 3264(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      3584(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       3392(CX), Y4, Y4
 	VMOVUPD      Y4, 3392(CX)
-	VADDPD       3424(CX), Y1, Y1
-	VMOVUPD      Y1, 3424(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3584(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      4288(CX), Y1
+	VADDPD       3424(CX), Y3, Y3
+	VMOVUPD      Y3, 3424(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 3584(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      4288(CX), Y2
 	VMOVUPS      4416(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      4544(CX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -610,11 +611,11 @@ blocks_4:
 	VADDPD       4096(CX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 4096(CX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      3744(CX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      3744(CX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 3744(CX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
@@ -622,26 +623,26 @@ blocks_4:
 	VSUBPD       Y7, Y6, Y6
 	VFMADD231PD  Y6, Y5, Y7
 	VMOVUPD      Y7, 3936(CX)
-	VMULPD       Y5, Y1, Y5
+	VMULPD       Y5, Y2, Y5
 	VMULPD       Y6, Y5, Y5
-	VADDPD       4128(CX), Y3, Y1
-	VFMADD231PD  Y6, Y5, Y1
-	VMOVUPD      Y1, 4128(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 4288(CX)
-	VMOVUPS      Y1, 4416(CX)
-	VANDPS       Y4, Y2, Y2
-	VMOVUPS      5248(CX), Y1
+	VADDPD       4128(CX), Y3, Y2
+	VFMADD231PD  Y6, Y5, Y2
+	VMOVUPD      Y2, 4128(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4288(CX)
+	VMOVUPS      Y2, 4416(CX)
+	VANDPS       Y4, Y1, Y1
+	VMOVUPS      5248(CX), Y2
 	VMOVUPS      5376(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      5504(CX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -666,11 +667,11 @@ blocks_4:
 	VADDPD       5056(CX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 5056(CX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      4704(CX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      4704(CX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 4704(CX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -678,43 +679,43 @@ blocks_4:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 4896(CX)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       5088(CX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 5088(CX)
+	VADDPD       5088(CX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 5088(CX)
 	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(CX)
 	VMOVUPS      Y0, 5376(CX)
-	VANDPS       Y4, Y2, Y2
-	VMOVUPS      5952(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VANDPS       Y4, Y1, Y1
+	VMOVUPS      5952(CX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       5632(CX), Y3, Y3
 	VMOVUPD      Y3, 5632(CX)
-	VADDPD       5664(CX), Y0, Y0
-	VMOVUPD      Y0, 5664(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(CX)
-	VANDPS       Y1, Y2, Y2
-	VMOVUPS      6272(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       5664(CX), Y2, Y2
+	VMOVUPD      Y2, 5664(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 5952(CX)
+	VANDPS       Y0, Y1, Y1
+	VMOVUPS      6272(CX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       6080(CX), Y3, Y3
 	VMOVUPD      Y3, 6080(CX)
-	VADDPD       6112(CX), Y0, Y0
-	VMOVUPD      Y0, 6112(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 6272(CX)
-	VANDPS       Y1, Y2, Y2
-	VANDPS       6400(CX), Y2, Y2
-	VMOVUPS      Y2, 6400(CX)
+	VADDPD       6112(CX), Y2, Y2
+	VMOVUPD      Y2, 6112(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 6272(CX)
+	VANDPS       Y0, Y1, Y1
+	VANDPS       6400(CX), Y1, Y1
+	VMOVUPS      Y1, 6400(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
@@ -731,107 +732,107 @@ chunkdone_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      1664(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1664(AX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1472(AX), Y3, Y3
 	VMOVUPD      Y3, 1472(AX)
-	VADDPD       1504(AX), Y1, Y1
-	VMOVUPD      Y1, 1504(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(AX)
-	VMOVUPS      1984(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1504(AX), Y2, Y2
+	VMOVUPD      Y2, 1504(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(AX)
+	VMOVUPS      1984(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1792(AX), Y4, Y4
 	VMOVUPD      Y4, 1792(AX)
-	VADDPD       1824(AX), Y1, Y1
-	VMOVUPD      Y1, 1824(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 1984(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2304(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1824(AX), Y3, Y3
+	VMOVUPD      Y3, 1824(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 1984(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2304(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2112(AX), Y4, Y4
 	VMOVUPD      Y4, 2112(AX)
-	VADDPD       2144(AX), Y1, Y1
-	VMOVUPD      Y1, 2144(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2304(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2624(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2144(AX), Y3, Y3
+	VMOVUPD      Y3, 2144(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2304(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2624(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2432(AX), Y4, Y4
 	VMOVUPD      Y4, 2432(AX)
-	VADDPD       2464(AX), Y1, Y1
-	VMOVUPD      Y1, 2464(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2624(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2944(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2464(AX), Y3, Y3
+	VMOVUPD      Y3, 2464(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2624(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2944(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2752(AX), Y4, Y4
 	VMOVUPD      Y4, 2752(AX)
-	VADDPD       2784(AX), Y1, Y1
-	VMOVUPD      Y1, 2784(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      3264(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2784(AX), Y3, Y3
+	VMOVUPD      Y3, 2784(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2944(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      3264(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       3072(AX), Y4, Y4
 	VMOVUPD      Y4, 3072(AX)
-	VADDPD       3104(AX), Y1, Y1
-	VMOVUPD      Y1, 3104(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3264(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      3584(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       3104(AX), Y3, Y3
+	VMOVUPD      Y3, 3104(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 3264(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      3584(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       3392(AX), Y4, Y4
 	VMOVUPD      Y4, 3392(AX)
-	VADDPD       3424(AX), Y1, Y1
-	VMOVUPD      Y1, 3424(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3584(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      4288(AX), Y1
+	VADDPD       3424(AX), Y3, Y3
+	VMOVUPD      Y3, 3424(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 3584(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      4288(AX), Y2
 	VMOVUPS      4416(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      4544(AX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -856,11 +857,11 @@ chunkdone_5:
 	VADDPD       4096(AX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 4096(AX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      3744(AX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      3744(AX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 3744(AX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
@@ -868,26 +869,26 @@ chunkdone_5:
 	VSUBPD       Y7, Y6, Y6
 	VFMADD231PD  Y6, Y5, Y7
 	VMOVUPD      Y7, 3936(AX)
-	VMULPD       Y5, Y1, Y5
+	VMULPD       Y5, Y2, Y5
 	VMULPD       Y6, Y5, Y5
-	VADDPD       4128(AX), Y3, Y1
-	VFMADD231PD  Y6, Y5, Y1
-	VMOVUPD      Y1, 4128(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 4288(AX)
-	VMOVUPS      Y1, 4416(AX)
-	VANDPS       Y4, Y2, Y2
-	VMOVUPS      5248(AX), Y1
+	VADDPD       4128(AX), Y3, Y2
+	VFMADD231PD  Y6, Y5, Y2
+	VMOVUPD      Y2, 4128(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4288(AX)
+	VMOVUPS      Y2, 4416(AX)
+	VANDPS       Y4, Y1, Y1
+	VMOVUPS      5248(AX), Y2
 	VMOVUPS      5376(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      5504(AX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -912,11 +913,11 @@ chunkdone_5:
 	VADDPD       5056(AX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 5056(AX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      4704(AX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      4704(AX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 4704(AX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -924,43 +925,43 @@ chunkdone_5:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 4896(AX)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       5088(AX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 5088(AX)
+	VADDPD       5088(AX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 5088(AX)
 	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(AX)
 	VMOVUPS      Y0, 5376(AX)
-	VANDPS       Y4, Y2, Y2
-	VMOVUPS      5952(AX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VANDPS       Y4, Y1, Y1
+	VMOVUPS      5952(AX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       5632(AX), Y3, Y3
 	VMOVUPD      Y3, 5632(AX)
-	VADDPD       5664(AX), Y0, Y0
-	VMOVUPD      Y0, 5664(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(AX)
-	VANDPS       Y1, Y2, Y2
-	VMOVUPS      6272(AX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       5664(AX), Y2, Y2
+	VMOVUPD      Y2, 5664(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 5952(AX)
+	VANDPS       Y0, Y1, Y1
+	VMOVUPS      6272(AX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       6080(AX), Y3, Y3
 	VMOVUPD      Y3, 6080(AX)
-	VADDPD       6112(AX), Y0, Y0
-	VMOVUPD      Y0, 6112(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 6272(AX)
-	VANDPS       Y1, Y2, Y2
-	VANDPS       6400(AX), Y2, Y2
-	VMOVUPS      Y2, 6400(AX)
+	VADDPD       6112(AX), Y2, Y2
+	VMOVUPD      Y2, 6112(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 6272(AX)
+	VANDPS       Y0, Y1, Y1
+	VANDPS       6400(AX), Y1, Y1
+	VMOVUPS      Y1, 6400(AX)
 	VZEROUPPER
 	RET
 
@@ -1326,109 +1327,108 @@ DATA lgc34<>+24(SB)/4, $0x45800000
 DATA lgc34<>+28(SB)/4, $0x45800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64)
+// func fbPass0AVX2(state *float64, lo int, hi int, advantage *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $0-32
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_8
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 256(AX), Y0
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_8
 
 blocks_7:
-	MOVQ    advantage+16(FP), DX
+	MOVQ    advantage+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y1
 
 	// mean(advantage) over [B]
-	MOVQ    state+24(FP), DX
-	VADDPS  256(DX), Y0, Y1
-	VMOVUPS Y1, 256(DX)
+	VADDPS Y0, Y1, Y0
 
 	// var(advantage) over [B]
-	VMOVQ        CX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
-	VMOVUPS      1216(DX), Y2
-	VBLENDVPS    Y1, Y0, Y2, Y2
-	VMOVUPS      Y2, 1216(DX)
-	VSUBPS       Y2, Y0, Y0
-	VADDPS       960(DX), Y0, Y1
-	VMOVUPS      Y1, 960(DX)
-	VMOVUPS      1088(DX), Y1
-	VFMADD231PS  Y0, Y0, Y1
-	VMOVUPS      Y1, 1088(DX)
+	VMOVQ        CX, X2
+	VPBROADCASTD X2, Y2
+	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
+	MOVQ         state+0(FP), DX
+	VMOVUPS      1216(DX), Y3
+	VBLENDVPS    Y2, Y1, Y3, Y3
+	VMOVUPS      Y3, 1216(DX)
+	VSUBPS       Y3, Y1, Y1
+	VADDPS       960(DX), Y1, Y2
+	VMOVUPS      Y2, 960(DX)
+	VMOVUPS      1088(DX), Y2
+	VFMADD231PS  Y1, Y1, Y2
+	VMOVUPS      Y2, 1088(DX)
 	DECQ         CX
 	JNZ          noflush_9
-	VMOVUPD      lgc1<>+0(SB), Y0
-	MOVQ         state+24(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
+	VMOVUPD      lgc1<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
+	VANDPS       lgc2<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X0, Y3
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y3, Y3
 	VMOVUPD      Y3, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      960(CX), Y1
-	VMOVUPS      1088(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      960(CX), Y3
+	VMOVUPS      1088(CX), Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(CX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VANDPS       lgc2<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, lgc3<>+0(SB), Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      1216(CX), Y6
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      384(CX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 384(CX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      576(CX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 576(CX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       768(CX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 768(CX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(CX), Y1
-	VADDPD       Y0, Y1, Y5
-	VMOVUPD      Y5, 416(CX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      608(CX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 608(CX)
-	VMULPD       Y0, Y1, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       800(CX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 800(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 960(CX)
-	VMOVUPS      Y0, 1088(CX)
-	VANDPS       Y4, Y2, Y2
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VMAXPD       lgc5<>+0(SB), Y1, Y10
+	VDIVPD       Y10, Y7, Y11
+	VFNMADD231PD Y7, Y11, Y8
+	VADDPD       Y9, Y11, Y11
+	VMOVUPD      384(CX), Y7
+	VADDPD       Y1, Y7, Y9
+	VMOVUPD      Y9, 384(CX)
+	VMAXPD       lgc5<>+0(SB), Y9, Y9
+	VDIVPD       Y9, Y1, Y9
+	VMOVUPD      576(CX), Y12
+	VSUBPD       Y12, Y11, Y11
+	VFMADD231PD  Y11, Y9, Y12
+	VMOVUPD      Y12, 576(CX)
+	VMULPD       Y9, Y7, Y9
+	VMULPD       Y11, Y9, Y9
+	VADDPD       768(CX), Y8, Y7
+	VFMADD231PD  Y11, Y9, Y7
+	VMOVUPD      Y7, 768(CX)
+	VDIVPD       Y10, Y3, Y7
+	VFNMADD231PD Y3, Y7, Y4
+	VADDPD       Y6, Y7, Y7
+	VMOVUPD      416(CX), Y3
+	VADDPD       Y1, Y3, Y6
+	VMOVUPD      Y6, 416(CX)
+	VMAXPD       lgc5<>+0(SB), Y6, Y6
+	VDIVPD       Y6, Y1, Y1
+	VMOVUPD      608(CX), Y6
+	VSUBPD       Y6, Y7, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y6, 608(CX)
+	VMULPD       Y1, Y3, Y1
+	VMULPD       Y7, Y1, Y1
+	VADDPD       800(CX), Y4, Y3
+	VFMADD231PD  Y7, Y1, Y3
+	VMOVUPD      Y3, 800(CX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 960(CX)
+	VMOVUPS      Y1, 1088(CX)
+	VANDPS       Y5, Y2, Y2
 	VANDPS       1344(CX), Y2, Y2
 	VMOVUPS      Y2, 1344(CX)
 	MOVQ         $+8, CX
@@ -1437,39 +1437,41 @@ noflush_9:
 	ADDQ $+8, AX
 	CMPQ AX, $+4096
 	JGE  chunkdone_8
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_7
 
 chunkdone_8:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 256(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc4<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+24(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	MOVQ         state+0(FP), AX
+	VMOVUPS      256(AX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(AX), Y3, Y3
 	VMOVUPD      Y3, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      960(AX), Y1
+	VADDPD       96(AX), Y2, Y2
+	VMOVUPD      Y2, 96(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 256(AX)
+	VMOVUPS      960(AX), Y2
 	VMOVUPS      1088(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      1216(AX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1494,11 +1496,11 @@ chunkdone_8:
 	VADDPD       768(AX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 768(AX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(AX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      416(AX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 416(AX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -1506,17 +1508,17 @@ chunkdone_8:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 608(AX)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       800(AX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 800(AX)
+	VADDPD       800(AX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 800(AX)
 	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 960(AX)
 	VMOVUPS      Y0, 1088(AX)
-	VANDPS       Y4, Y2, Y2
-	VANDPS       1344(AX), Y2, Y2
-	VMOVUPS      Y2, 1344(AX)
+	VANDPS       Y4, Y1, Y1
+	VANDPS       1344(AX), Y1, Y1
+	VMOVUPS      Y1, 1344(AX)
 	VZEROUPPER
 	RET
 
@@ -1913,107 +1915,107 @@ blocks_10:
 	JNZ          noflush_12
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      1664(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1664(CX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1472(CX), Y3, Y3
 	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y1, Y1
-	VMOVUPD      Y1, 1504(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(CX)
-	VMOVUPS      1984(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1504(CX), Y2, Y2
+	VMOVUPD      Y2, 1504(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(CX)
+	VMOVUPS      1984(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1792(CX), Y4, Y4
 	VMOVUPD      Y4, 1792(CX)
-	VADDPD       1824(CX), Y1, Y1
-	VMOVUPD      Y1, 1824(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 1984(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2304(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1824(CX), Y3, Y3
+	VMOVUPD      Y3, 1824(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 1984(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2304(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2112(CX), Y4, Y4
 	VMOVUPD      Y4, 2112(CX)
-	VADDPD       2144(CX), Y1, Y1
-	VMOVUPD      Y1, 2144(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2304(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2624(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2144(CX), Y3, Y3
+	VMOVUPD      Y3, 2144(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2304(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2624(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2432(CX), Y4, Y4
 	VMOVUPD      Y4, 2432(CX)
-	VADDPD       2464(CX), Y1, Y1
-	VMOVUPD      Y1, 2464(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2624(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2944(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2464(CX), Y3, Y3
+	VMOVUPD      Y3, 2464(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2624(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2944(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2752(CX), Y4, Y4
 	VMOVUPD      Y4, 2752(CX)
-	VADDPD       2784(CX), Y1, Y1
-	VMOVUPD      Y1, 2784(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      3264(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2784(CX), Y3, Y3
+	VMOVUPD      Y3, 2784(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2944(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      3264(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       3072(CX), Y4, Y4
 	VMOVUPD      Y4, 3072(CX)
-	VADDPD       3104(CX), Y1, Y1
-	VMOVUPD      Y1, 3104(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3264(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      3584(CX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       3104(CX), Y3, Y3
+	VMOVUPD      Y3, 3104(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 3264(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      3584(CX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       3392(CX), Y4, Y4
 	VMOVUPD      Y4, 3392(CX)
-	VADDPD       3424(CX), Y1, Y1
-	VMOVUPD      Y1, 3424(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3584(CX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      4288(CX), Y1
+	VADDPD       3424(CX), Y3, Y3
+	VMOVUPD      Y3, 3424(CX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 3584(CX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      4288(CX), Y2
 	VMOVUPS      4416(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      4544(CX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2038,11 +2040,11 @@ blocks_10:
 	VADDPD       4096(CX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 4096(CX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      3744(CX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      3744(CX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 3744(CX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
@@ -2050,26 +2052,26 @@ blocks_10:
 	VSUBPD       Y7, Y6, Y6
 	VFMADD231PD  Y6, Y5, Y7
 	VMOVUPD      Y7, 3936(CX)
-	VMULPD       Y5, Y1, Y5
+	VMULPD       Y5, Y2, Y5
 	VMULPD       Y6, Y5, Y5
-	VADDPD       4128(CX), Y3, Y1
-	VFMADD231PD  Y6, Y5, Y1
-	VMOVUPD      Y1, 4128(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 4288(CX)
-	VMOVUPS      Y1, 4416(CX)
-	VANDPS       Y4, Y2, Y2
-	VMOVUPS      5248(CX), Y1
+	VADDPD       4128(CX), Y3, Y2
+	VFMADD231PD  Y6, Y5, Y2
+	VMOVUPD      Y2, 4128(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4288(CX)
+	VMOVUPS      Y2, 4416(CX)
+	VANDPS       Y4, Y1, Y1
+	VMOVUPS      5248(CX), Y2
 	VMOVUPS      5376(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      5504(CX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2094,11 +2096,11 @@ blocks_10:
 	VADDPD       5056(CX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 5056(CX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      4704(CX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      4704(CX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 4704(CX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -2106,43 +2108,43 @@ blocks_10:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 4896(CX)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       5088(CX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 5088(CX)
+	VADDPD       5088(CX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 5088(CX)
 	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(CX)
 	VMOVUPS      Y0, 5376(CX)
-	VANDPS       Y4, Y2, Y2
-	VMOVUPS      5952(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VANDPS       Y4, Y1, Y1
+	VMOVUPS      5952(CX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       5632(CX), Y3, Y3
 	VMOVUPD      Y3, 5632(CX)
-	VADDPD       5664(CX), Y0, Y0
-	VMOVUPD      Y0, 5664(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(CX)
-	VANDPS       Y1, Y2, Y2
-	VMOVUPS      6272(CX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       5664(CX), Y2, Y2
+	VMOVUPD      Y2, 5664(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 5952(CX)
+	VANDPS       Y0, Y1, Y1
+	VMOVUPS      6272(CX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       6080(CX), Y3, Y3
 	VMOVUPD      Y3, 6080(CX)
-	VADDPD       6112(CX), Y0, Y0
-	VMOVUPD      Y0, 6112(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 6272(CX)
-	VANDPS       Y1, Y2, Y2
-	VANDPS       6400(CX), Y2, Y2
-	VMOVUPS      Y2, 6400(CX)
+	VADDPD       6112(CX), Y2, Y2
+	VMOVUPD      Y2, 6112(CX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 6272(CX)
+	VANDPS       Y0, Y1, Y1
+	VANDPS       6400(CX), Y1, Y1
+	VMOVUPS      Y1, 6400(CX)
 	MOVQ         $+8, CX
 
 noflush_12:
@@ -2159,107 +2161,107 @@ chunkdone_11:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      1664(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1664(AX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1472(AX), Y3, Y3
 	VMOVUPD      Y3, 1472(AX)
-	VADDPD       1504(AX), Y1, Y1
-	VMOVUPD      Y1, 1504(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(AX)
-	VMOVUPS      1984(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1504(AX), Y2, Y2
+	VMOVUPD      Y2, 1504(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(AX)
+	VMOVUPS      1984(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1792(AX), Y4, Y4
 	VMOVUPD      Y4, 1792(AX)
-	VADDPD       1824(AX), Y1, Y1
-	VMOVUPD      Y1, 1824(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 1984(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2304(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1824(AX), Y3, Y3
+	VMOVUPD      Y3, 1824(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 1984(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2304(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2112(AX), Y4, Y4
 	VMOVUPD      Y4, 2112(AX)
-	VADDPD       2144(AX), Y1, Y1
-	VMOVUPD      Y1, 2144(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2304(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2624(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2144(AX), Y3, Y3
+	VMOVUPD      Y3, 2144(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2304(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2624(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2432(AX), Y4, Y4
 	VMOVUPD      Y4, 2432(AX)
-	VADDPD       2464(AX), Y1, Y1
-	VMOVUPD      Y1, 2464(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2624(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      2944(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2464(AX), Y3, Y3
+	VMOVUPD      Y3, 2464(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2624(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      2944(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       2752(AX), Y4, Y4
 	VMOVUPD      Y4, 2752(AX)
-	VADDPD       2784(AX), Y1, Y1
-	VMOVUPD      Y1, 2784(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      3264(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       2784(AX), Y3, Y3
+	VMOVUPD      Y3, 2784(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 2944(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      3264(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       3072(AX), Y4, Y4
 	VMOVUPD      Y4, 3072(AX)
-	VADDPD       3104(AX), Y1, Y1
-	VMOVUPD      Y1, 3104(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3264(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      3584(AX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc3<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       3104(AX), Y3, Y3
+	VMOVUPD      Y3, 3104(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 3264(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      3584(AX), Y3
+	VANDPS       lgc2<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       3392(AX), Y4, Y4
 	VMOVUPD      Y4, 3392(AX)
-	VADDPD       3424(AX), Y1, Y1
-	VMOVUPD      Y1, 3424(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3584(AX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      4288(AX), Y1
+	VADDPD       3424(AX), Y3, Y3
+	VMOVUPD      Y3, 3424(AX)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMOVUPS      Y3, 3584(AX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      4288(AX), Y2
 	VMOVUPS      4416(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      4544(AX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2284,11 +2286,11 @@ chunkdone_11:
 	VADDPD       4096(AX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 4096(AX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      3744(AX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      3744(AX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 3744(AX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
@@ -2296,26 +2298,26 @@ chunkdone_11:
 	VSUBPD       Y7, Y6, Y6
 	VFMADD231PD  Y6, Y5, Y7
 	VMOVUPD      Y7, 3936(AX)
-	VMULPD       Y5, Y1, Y5
+	VMULPD       Y5, Y2, Y5
 	VMULPD       Y6, Y5, Y5
-	VADDPD       4128(AX), Y3, Y1
-	VFMADD231PD  Y6, Y5, Y1
-	VMOVUPD      Y1, 4128(AX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 4288(AX)
-	VMOVUPS      Y1, 4416(AX)
-	VANDPS       Y4, Y2, Y2
-	VMOVUPS      5248(AX), Y1
+	VADDPD       4128(AX), Y3, Y2
+	VFMADD231PD  Y6, Y5, Y2
+	VMOVUPD      Y2, 4128(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4288(AX)
+	VMOVUPS      Y2, 4416(AX)
+	VANDPS       Y4, Y1, Y1
+	VMOVUPS      5248(AX), Y2
 	VMOVUPS      5376(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      5504(AX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2340,11 +2342,11 @@ chunkdone_11:
 	VADDPD       5056(AX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 5056(AX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      4704(AX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      4704(AX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 4704(AX)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -2352,43 +2354,43 @@ chunkdone_11:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 4896(AX)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       5088(AX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 5088(AX)
+	VADDPD       5088(AX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 5088(AX)
 	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(AX)
 	VMOVUPS      Y0, 5376(AX)
-	VANDPS       Y4, Y2, Y2
-	VMOVUPS      5952(AX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VANDPS       Y4, Y1, Y1
+	VMOVUPS      5952(AX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       5632(AX), Y3, Y3
 	VMOVUPD      Y3, 5632(AX)
-	VADDPD       5664(AX), Y0, Y0
-	VMOVUPD      Y0, 5664(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(AX)
-	VANDPS       Y1, Y2, Y2
-	VMOVUPS      6272(AX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       5664(AX), Y2, Y2
+	VMOVUPD      Y2, 5664(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 5952(AX)
+	VANDPS       Y0, Y1, Y1
+	VMOVUPS      6272(AX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       6080(AX), Y3, Y3
 	VMOVUPD      Y3, 6080(AX)
-	VADDPD       6112(AX), Y0, Y0
-	VMOVUPD      Y0, 6112(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 6272(AX)
-	VANDPS       Y1, Y2, Y2
-	VANDPS       6400(AX), Y2, Y2
-	VMOVUPS      Y2, 6400(AX)
+	VADDPD       6112(AX), Y2, Y2
+	VMOVUPD      Y2, 6112(AX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 6272(AX)
+	VANDPS       Y0, Y1, Y1
+	VANDPS       6400(AX), Y1, Y1
+	VMOVUPS      Y1, 6400(AX)
 	VZEROUPPER
 	RET
 

@@ -190,7 +190,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r84_s, 0)
 		runtime.Fill(st.r84_p, 0)
 		runtime.SetMask(st.p1_ok)
-		pass1AVX2(lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+		pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
 	n := min(pass1Chunks, 52)
 	if n <= 1 {
@@ -402,7 +402,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r84_s, 0)
 		runtime.Fill(st.r84_p, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+		fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
 	n := min(fbPass1Chunks, 52)
 	if n <= 1 {

@@ -15,7 +15,7 @@ func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *flo
 // in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 
 // pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
 // Go.
@@ -33,7 +33,7 @@ func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *f
 // loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 
 // fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
 // in Go.

@@ -182,7 +182,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r59_s, 0)
 		runtime.Fill(st.r59_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, hi, &s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+		pass2AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
 	}
 	n := min(pass2Chunks, 32)
 	if n <= 1 {
@@ -294,7 +294,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
+		fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -431,7 +431,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r59_s, 0)
 		runtime.Fill(st.r59_p, 0)
 		runtime.SetMask(st.p3_ok)
-		fbPass3AVX2(lo, hi, &s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+		fbPass3AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
 	}
 	n := min(fbPass3Chunks, 32)
 	if n <= 1 {

@@ -20,7 +20,7 @@ func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *flo
 // in Go.
 //
 //go:noescape
-func pass2AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
+func pass2AVX2(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
 
 // pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
 // Go.
@@ -32,7 +32,7 @@ func pass3AVX2(s9 *float32, s8 *float32, ess *float32)
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=8 L=256]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
@@ -50,7 +50,7 @@ func fbPass2AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *f
 // loop in Go.
 //
 //go:noescape
-func fbPass3AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
+func fbPass3AVX2(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
 
 // fbPass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see fbPass4Go for the same loop
 // in Go.

@@ -198,85 +198,85 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(DX), Y3, Y3
 	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y0, Y0
-	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(DX), Y2, Y2
+	VMOVUPD      Y2, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(DX), Y3, Y3
 	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y0, Y0
-	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(DX), Y2, Y2
+	VMOVUPD      Y2, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 896(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(DX), Y3, Y3
 	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y0, Y0
-	VMOVUPD      Y0, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1056(DX), Y2, Y2
+	VMOVUPD      Y2, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1344(DX), Y3, Y3
 	VMOVUPD      Y3, 1344(DX)
-	VADDPD       1376(DX), Y0, Y0
-	VMOVUPD      Y0, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1376(DX), Y2, Y2
+	VMOVUPD      Y2, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1856(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1664(DX), Y3, Y3
 	VMOVUPD      Y3, 1664(DX)
-	VADDPD       1696(DX), Y0, Y0
-	VMOVUPD      Y0, 1696(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       9664(DX), Y1, Y1
-	VMOVUPS      Y1, 9664(DX)
+	VADDPD       1696(DX), Y2, Y2
+	VMOVUPD      Y2, 1696(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1856(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       9664(DX), Y0, Y0
+	VMOVUPS      Y0, 9664(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -289,85 +289,85 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1344(CX), Y3, Y3
 	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1376(CX), Y2, Y2
+	VMOVUPD      Y2, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1856(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1664(CX), Y3, Y3
 	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y0, Y0
-	VMOVUPD      Y0, 1696(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       9664(CX), Y1, Y1
-	VMOVUPS      Y1, 9664(CX)
+	VADDPD       1696(CX), Y2, Y2
+	VMOVUPD      Y2, 1696(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1856(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       9664(CX), Y0, Y0
+	VMOVUPS      Y0, 9664(CX)
 	INCQ         AX
 	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
@@ -698,148 +698,147 @@ TEXT ·pass1AVX2(SB), $0-88
 	VZEROUPPER
 	RET
 
-// func pass2AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
+// func pass2AVX2(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-48
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_5
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 9984(AX), Y0
+	VMOVUPS 10304(AX), Y1
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_5
 
 blocks_4:
-	MOVQ    s5+16(FP), DX
+	MOVQ    s5+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v52 = mul(2, logSumW)
-	VMULPS  lgc27<>+0(SB), Y0, Y0
-	MOVQ    s6+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMULPS  lgc27<>+0(SB), Y2, Y2
+	MOVQ    s6+32(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
 
 	// v53 = sub(v52, logSumW2)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v53)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
-	VMOVAPS      lgc9<>+0(SB), Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
-	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y1
-	VPMINSD      lgc16<>+0(SB), Y1, Y1
-	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	MOVQ         s7+32(FP), DX
-	VMOVUPS      (DX)(BX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
+	VMOVAPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	MOVQ         s7+40(FP), DX
+	VMOVUPS      (DX)(BX*4), Y2
+	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v56 = gt(v55, 0)
-	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y1
+	VCMPPS $0x1e, Y3, Y2, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y3
 
 	// v57 = where(v56, essCol, 0)
-	VANDPS Y2, Y0, Y0
+	VANDPS Y4, Y2, Y2
 
 	// sum(v57) over [L]
-	MOVQ    state+40(FP), DX
-	VADDPS  9984(DX), Y0, Y0
-	VMOVUPS Y0, 9984(DX)
+	VADDPS Y0, Y2, Y0
 
 	// sum(v56) over [L]
-	VADDPS       10304(DX), Y1, Y0
-	VMOVUPS      Y0, 10304(DX)
+	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc24<>+0(SB), Y0
-	MOVQ         state+40(FP), CX
-	VMOVUPS      9984(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       9792(CX), Y2, Y2
-	VMOVUPD      Y2, 9792(CX)
-	VADDPD       9824(CX), Y0, Y0
-	VMOVUPD      Y0, 9824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 9984(CX)
-	VMOVUPS      10304(CX), Y0
+	VMOVUPD      lgc24<>+0(SB), Y2
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       10112(CX), Y3, Y3
-	VMOVUPD      Y3, 10112(CX)
-	VADDPD       10144(CX), Y0, Y0
-	VMOVUPD      Y0, 10144(CX)
+	VADDPD       9792(CX), Y3, Y3
+	VMOVUPD      Y3, 9792(CX)
+	VADDPD       9824(CX), Y0, Y0
+	VMOVUPD      Y0, 9824(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 10304(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       10432(CX), Y1, Y1
-	VMOVUPS      Y1, 10432(CX)
+	VANDPS       lgc25<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       10112(CX), Y4, Y4
+	VMOVUPD      Y4, 10112(CX)
+	VADDPD       10144(CX), Y1, Y1
+	VMOVUPD      Y1, 10144(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VANDPS       Y3, Y2, Y2
+	VANDPS       10432(CX), Y2, Y2
+	VMOVUPS      Y2, 10432(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_5
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_4
 
 chunkdone_5:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 9984(AX)
+	VMOVUPS      Y1, 10304(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), AX
-	VMOVUPS      9984(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      9984(AX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       9792(AX), Y2, Y2
 	VMOVUPD      Y2, 9792(AX)
-	VADDPD       9824(AX), Y0, Y0
-	VMOVUPD      Y0, 9824(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 9984(AX)
-	VMOVUPS      10304(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       9824(AX), Y1, Y1
+	VMOVUPD      Y1, 9824(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 9984(AX)
+	VMOVUPS      10304(AX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       10112(AX), Y3, Y3
 	VMOVUPD      Y3, 10112(AX)
-	VADDPD       10144(AX), Y0, Y0
-	VMOVUPD      Y0, 10144(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 10304(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       10432(AX), Y1, Y1
-	VMOVUPS      Y1, 10432(AX)
+	VADDPD       10144(AX), Y2, Y2
+	VMOVUPD      Y2, 10144(AX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 10304(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       10432(AX), Y0, Y0
+	VMOVUPS      Y0, 10432(AX)
 	VZEROUPPER
 	RET
 
@@ -889,35 +888,34 @@ DATA lgc28<>+24(SB)/4, $0x41000000
 DATA lgc28<>+28(SB)/4, $0x41000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_7:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y0
+	XORQ    CX, CX
 
 blocks_8:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	IMUL3Q    $+256, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y0
-	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VPMOVZXBD (BX)(SI*1), Y1
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS Y2, Y1, Y1
 
 	// sum(v3) over [B L]
-	MOVQ         state+16(FP), BX
-	VADDPS       256(BX), Y0, Y0
-	VMOVUPS      Y0, 256(BX)
+	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc24<>+0(SB), Y0
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
+	VMOVUPD      lgc24<>+0(SB), Y1
+	MOVQ         state+8(FP), DX
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -928,7 +926,6 @@ blocks_8:
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
 	MOVQ         $+8, DX
@@ -937,26 +934,28 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
 	JL           blocks_8
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y0, 256(CX)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       384(CX), Y1, Y1
-	VMOVUPS      Y1, 384(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VANDPS       384(CX), Y0, Y0
+	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_7
@@ -1240,72 +1239,72 @@ blocks_11:
 	JNZ          noflush_12
 	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
-	VMOVUPS      704(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      704(DX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       512(DX), Y2, Y2
 	VMOVUPD      Y2, 512(DX)
-	VADDPD       544(DX), Y0, Y0
-	VMOVUPD      Y0, 544(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)
-	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       544(DX), Y1, Y1
+	VMOVUPD      Y1, 544(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)
+	VMOVUPS      1024(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       832(DX), Y3, Y3
 	VMOVUPD      Y3, 832(DX)
-	VADDPD       864(DX), Y0, Y0
-	VMOVUPD      Y0, 864(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       864(DX), Y2, Y2
+	VMOVUPD      Y2, 864(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1344(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1152(DX), Y3, Y3
 	VMOVUPD      Y3, 1152(DX)
-	VADDPD       1184(DX), Y0, Y0
-	VMOVUPD      Y0, 1184(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1344(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1184(DX), Y2, Y2
+	VMOVUPD      Y2, 1184(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1344(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1472(DX), Y3, Y3
 	VMOVUPD      Y3, 1472(DX)
-	VADDPD       1504(DX), Y0, Y0
-	VMOVUPD      Y0, 1504(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1504(DX), Y2, Y2
+	VMOVUPD      Y2, 1504(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1984(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1792(DX), Y3, Y3
 	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y0, Y0
-	VMOVUPD      Y0, 1824(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       9792(DX), Y1, Y1
-	VMOVUPS      Y1, 9792(DX)
+	VADDPD       1824(DX), Y2, Y2
+	VMOVUPD      Y2, 1824(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       9792(DX), Y0, Y0
+	VMOVUPS      Y0, 9792(DX)
 	MOVQ         $+8, DX
 
 noflush_12:
@@ -1318,72 +1317,72 @@ noflush_12:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      704(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      704(CX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       512(CX), Y2, Y2
 	VMOVUPD      Y2, 512(CX)
-	VADDPD       544(CX), Y0, Y0
-	VMOVUPD      Y0, 544(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(CX)
-	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       544(CX), Y1, Y1
+	VMOVUPD      Y1, 544(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 704(CX)
+	VMOVUPS      1024(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       832(CX), Y3, Y3
 	VMOVUPD      Y3, 832(CX)
-	VADDPD       864(CX), Y0, Y0
-	VMOVUPD      Y0, 864(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       864(CX), Y2, Y2
+	VMOVUPD      Y2, 864(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1344(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1152(CX), Y3, Y3
 	VMOVUPD      Y3, 1152(CX)
-	VADDPD       1184(CX), Y0, Y0
-	VMOVUPD      Y0, 1184(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1344(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1184(CX), Y2, Y2
+	VMOVUPD      Y2, 1184(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1344(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1472(CX), Y3, Y3
 	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y0, Y0
-	VMOVUPD      Y0, 1504(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1504(CX), Y2, Y2
+	VMOVUPD      Y2, 1504(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1984(CX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1792(CX), Y3, Y3
 	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y0, Y0
-	VMOVUPD      Y0, 1824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       9792(CX), Y1, Y1
-	VMOVUPS      Y1, 9792(CX)
+	VADDPD       1824(CX), Y2, Y2
+	VMOVUPD      Y2, 1824(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       9792(CX), Y0, Y0
+	VMOVUPS      Y0, 9792(CX)
 	INCQ         AX
 	CMPQ         AX, hi+80(FP)
 	JL           outer0_10
@@ -1448,148 +1447,147 @@ TEXT ·fbPass2AVX2(SB), $0-88
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
+// func fbPass3AVX2(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $0-48
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_14
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 10112(AX), Y0
+	VMOVUPS 10432(AX), Y1
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_14
 
 blocks_13:
-	MOVQ    s5+16(FP), DX
+	MOVQ    s5+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v52 = mul(2, logSumW)
-	VMULPS  lgc27<>+0(SB), Y0, Y0
-	MOVQ    s6+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMULPS  lgc27<>+0(SB), Y2, Y2
+	MOVQ    s6+32(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
 
 	// v53 = sub(v52, logSumW2)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v53)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
-	VMOVAPS      lgc9<>+0(SB), Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
-	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y1
-	VPMINSD      lgc16<>+0(SB), Y1, Y1
-	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	MOVQ         s7+32(FP), DX
-	VMOVUPS      (DX)(BX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
+	VMOVAPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	MOVQ         s7+40(FP), DX
+	VMOVUPS      (DX)(BX*4), Y2
+	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v56 = gt(v55, 0)
-	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y1
+	VCMPPS $0x1e, Y3, Y2, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y3
 
 	// v57 = where(v56, essCol, 0)
-	VANDPS Y2, Y0, Y0
+	VANDPS Y4, Y2, Y2
 
 	// sum(v57) over [L]
-	MOVQ    state+40(FP), DX
-	VADDPS  10112(DX), Y0, Y0
-	VMOVUPS Y0, 10112(DX)
+	VADDPS Y0, Y2, Y0
 
 	// sum(v56) over [L]
-	VADDPS       10432(DX), Y1, Y0
-	VMOVUPS      Y0, 10432(DX)
+	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_15
-	VMOVUPD      lgc24<>+0(SB), Y0
-	MOVQ         state+40(FP), CX
-	VMOVUPS      10112(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       9920(CX), Y2, Y2
-	VMOVUPD      Y2, 9920(CX)
-	VADDPD       9952(CX), Y0, Y0
-	VMOVUPD      Y0, 9952(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 10112(CX)
-	VMOVUPS      10432(CX), Y0
+	VMOVUPD      lgc24<>+0(SB), Y2
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc25<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       10240(CX), Y3, Y3
-	VMOVUPD      Y3, 10240(CX)
-	VADDPD       10272(CX), Y0, Y0
-	VMOVUPD      Y0, 10272(CX)
+	VADDPD       9920(CX), Y3, Y3
+	VMOVUPD      Y3, 9920(CX)
+	VADDPD       9952(CX), Y0, Y0
+	VMOVUPD      Y0, 9952(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 10432(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       10560(CX), Y1, Y1
-	VMOVUPS      Y1, 10560(CX)
+	VANDPS       lgc25<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       10240(CX), Y4, Y4
+	VMOVUPD      Y4, 10240(CX)
+	VADDPD       10272(CX), Y1, Y1
+	VMOVUPD      Y1, 10272(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VANDPS       Y3, Y2, Y2
+	VANDPS       10560(CX), Y2, Y2
+	VMOVUPS      Y2, 10560(CX)
 	MOVQ         $+8, CX
 
 noflush_15:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_14
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_13
 
 chunkdone_14:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 10112(AX)
+	VMOVUPS      Y1, 10432(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), AX
-	VMOVUPS      10112(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      10112(AX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       9920(AX), Y2, Y2
 	VMOVUPD      Y2, 9920(AX)
-	VADDPD       9952(AX), Y0, Y0
-	VMOVUPD      Y0, 9952(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 10112(AX)
-	VMOVUPS      10432(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       9952(AX), Y1, Y1
+	VMOVUPD      Y1, 9952(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 10112(AX)
+	VMOVUPS      10432(AX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       10240(AX), Y3, Y3
 	VMOVUPD      Y3, 10240(AX)
-	VADDPD       10272(AX), Y0, Y0
-	VMOVUPD      Y0, 10272(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 10432(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       10560(AX), Y1, Y1
-	VMOVUPS      Y1, 10560(AX)
+	VADDPD       10272(AX), Y2, Y2
+	VMOVUPD      Y2, 10272(AX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 10432(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       10560(AX), Y0, Y0
+	VMOVUPS      Y0, 10560(AX)
 	VZEROUPPER
 	RET
 

@@ -228,7 +228,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
+		fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {

@@ -273,124 +273,124 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(DX), Y3, Y3
 	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y0, Y0
-	VMOVUPD      Y0, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(DX), Y2, Y2
+	VMOVUPD      Y2, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(DX), Y3, Y3
 	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y0, Y0
-	VMOVUPD      Y0, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(DX), Y2, Y2
+	VMOVUPD      Y2, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 896(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(DX), Y3, Y3
 	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y0, Y0
-	VMOVUPD      Y0, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1056(DX), Y2, Y2
+	VMOVUPD      Y2, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1344(DX), Y3, Y3
 	VMOVUPD      Y3, 1344(DX)
-	VADDPD       1376(DX), Y0, Y0
-	VMOVUPD      Y0, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1856(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1376(DX), Y2, Y2
+	VMOVUPD      Y2, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1856(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1664(DX), Y3, Y3
 	VMOVUPD      Y3, 1664(DX)
-	VADDPD       1696(DX), Y0, Y0
-	VMOVUPD      Y0, 1696(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1696(DX), Y2, Y2
+	VMOVUPD      Y2, 1696(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1856(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1984(DX), Y3, Y3
 	VMOVUPD      Y3, 1984(DX)
-	VADDPD       2016(DX), Y0, Y0
-	VMOVUPD      Y0, 2016(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2016(DX), Y2, Y2
+	VMOVUPD      Y2, 2016(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2432(DX), Y3, Y3
 	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y0, Y0
-	VMOVUPD      Y0, 2464(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2464(DX), Y2, Y2
+	VMOVUPD      Y2, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2752(DX), Y3, Y3
 	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y0, Y0
-	VMOVUPD      Y0, 2784(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       3072(DX), Y1, Y1
-	VMOVUPS      Y1, 3072(DX)
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3072(DX), Y0, Y0
+	VMOVUPS      Y0, 3072(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -403,124 +403,124 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1344(CX), Y3, Y3
 	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1856(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1376(CX), Y2, Y2
+	VMOVUPD      Y2, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1856(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1664(CX), Y3, Y3
 	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y0, Y0
-	VMOVUPD      Y0, 1696(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1696(CX), Y2, Y2
+	VMOVUPD      Y2, 1696(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1856(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1984(CX), Y3, Y3
 	VMOVUPD      Y3, 1984(CX)
-	VADDPD       2016(CX), Y0, Y0
-	VMOVUPD      Y0, 2016(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2016(CX), Y2, Y2
+	VMOVUPD      Y2, 2016(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2432(CX), Y3, Y3
 	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y0, Y0
-	VMOVUPD      Y0, 2464(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2464(CX), Y2, Y2
+	VMOVUPD      Y2, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2752(CX), Y3, Y3
 	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y0, Y0
-	VMOVUPD      Y0, 2784(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       3072(CX), Y1, Y1
-	VMOVUPS      Y1, 3072(CX)
+	VADDPD       2784(CX), Y2, Y2
+	VMOVUPD      Y2, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3072(CX), Y0, Y0
+	VMOVUPS      Y0, 3072(CX)
 	INCQ         AX
 	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
@@ -1004,35 +1004,34 @@ DATA lgc34<>+24(SB)/4, $0x3c23d70a
 DATA lgc34<>+28(SB)/4, $0x3c23d70a
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_4:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y0
+	XORQ    CX, CX
 
 blocks_5:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y0
-	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VPMOVZXBD (BX)(SI*1), Y1
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS Y2, Y1, Y1
 
 	// sum(v3) over [B L]
-	MOVQ         state+16(FP), BX
-	VADDPS       256(BX), Y0, Y0
-	VMOVUPS      Y0, 256(BX)
+	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc30<>+0(SB), Y0
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
+	VMOVUPD      lgc30<>+0(SB), Y1
+	MOVQ         state+8(FP), DX
 	VANDPS       lgc31<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -1043,7 +1042,6 @@ blocks_5:
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
 	MOVQ         $+8, DX
@@ -1052,26 +1050,28 @@ noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y0, 256(CX)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       384(CX), Y1, Y1
-	VMOVUPS      Y1, 384(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VANDPS       384(CX), Y0, Y0
+	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_4
@@ -1461,111 +1461,111 @@ blocks_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
-	VMOVUPS      704(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      704(DX), Y1
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       512(DX), Y2, Y2
 	VMOVUPD      Y2, 512(DX)
-	VADDPD       544(DX), Y0, Y0
-	VMOVUPD      Y0, 544(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)
-	VMOVUPS      1024(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       544(DX), Y1, Y1
+	VMOVUPD      Y1, 544(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)
+	VMOVUPS      1024(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       832(DX), Y3, Y3
 	VMOVUPD      Y3, 832(DX)
-	VADDPD       864(DX), Y0, Y0
-	VMOVUPD      Y0, 864(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1344(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       864(DX), Y2, Y2
+	VMOVUPD      Y2, 864(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1344(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1152(DX), Y3, Y3
 	VMOVUPD      Y3, 1152(DX)
-	VADDPD       1184(DX), Y0, Y0
-	VMOVUPD      Y0, 1184(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1344(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1184(DX), Y2, Y2
+	VMOVUPD      Y2, 1184(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1344(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1472(DX), Y3, Y3
 	VMOVUPD      Y3, 1472(DX)
-	VADDPD       1504(DX), Y0, Y0
-	VMOVUPD      Y0, 1504(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1504(DX), Y2, Y2
+	VMOVUPD      Y2, 1504(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1984(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1792(DX), Y3, Y3
 	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y0, Y0
-	VMOVUPD      Y0, 1824(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2432(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1824(DX), Y2, Y2
+	VMOVUPD      Y2, 1824(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2432(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2112(DX), Y3, Y3
 	VMOVUPD      Y3, 2112(DX)
-	VADDPD       2144(DX), Y0, Y0
-	VMOVUPD      Y0, 2144(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2144(DX), Y2, Y2
+	VMOVUPD      Y2, 2144(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2432(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2752(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2560(DX), Y3, Y3
 	VMOVUPD      Y3, 2560(DX)
-	VADDPD       2592(DX), Y0, Y0
-	VMOVUPD      Y0, 2592(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2592(DX), Y2, Y2
+	VMOVUPD      Y2, 2592(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(DX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2880(DX), Y3, Y3
 	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y0, Y0
-	VMOVUPD      Y0, 2912(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       3200(DX), Y1, Y1
-	VMOVUPS      Y1, 3200(DX)
+	VADDPD       2912(DX), Y2, Y2
+	VMOVUPD      Y2, 2912(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3200(DX), Y0, Y0
+	VMOVUPS      Y0, 3200(DX)
 	MOVQ         $+8, DX
 
 noflush_9:
@@ -1578,111 +1578,111 @@ noflush_9:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      704(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      704(CX), Y1
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       512(CX), Y2, Y2
 	VMOVUPD      Y2, 512(CX)
-	VADDPD       544(CX), Y0, Y0
-	VMOVUPD      Y0, 544(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(CX)
-	VMOVUPS      1024(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       544(CX), Y1, Y1
+	VMOVUPD      Y1, 544(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 704(CX)
+	VMOVUPS      1024(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       832(CX), Y3, Y3
 	VMOVUPD      Y3, 832(CX)
-	VADDPD       864(CX), Y0, Y0
-	VMOVUPD      Y0, 864(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1344(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       864(CX), Y2, Y2
+	VMOVUPD      Y2, 864(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1344(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1152(CX), Y3, Y3
 	VMOVUPD      Y3, 1152(CX)
-	VADDPD       1184(CX), Y0, Y0
-	VMOVUPD      Y0, 1184(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1344(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1184(CX), Y2, Y2
+	VMOVUPD      Y2, 1184(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1344(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1472(CX), Y3, Y3
 	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y0, Y0
-	VMOVUPD      Y0, 1504(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1504(CX), Y2, Y2
+	VMOVUPD      Y2, 1504(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1984(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1792(CX), Y3, Y3
 	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y0, Y0
-	VMOVUPD      Y0, 1824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1824(CX), Y2, Y2
+	VMOVUPD      Y2, 1824(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2432(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2112(CX), Y3, Y3
 	VMOVUPD      Y3, 2112(CX)
-	VADDPD       2144(CX), Y0, Y0
-	VMOVUPD      Y0, 2144(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2144(CX), Y2, Y2
+	VMOVUPD      Y2, 2144(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2432(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2752(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2560(CX), Y3, Y3
 	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y0, Y0
-	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc31<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2592(CX), Y2, Y2
+	VMOVUPD      Y2, 2592(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(CX), Y2
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2880(CX), Y3, Y3
 	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y0, Y0
-	VMOVUPD      Y0, 2912(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       3200(CX), Y1, Y1
-	VMOVUPS      Y1, 3200(CX)
+	VADDPD       2912(CX), Y2, Y2
+	VMOVUPD      Y2, 2912(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3200(CX), Y0, Y0
+	VMOVUPS      Y0, 3200(CX)
 	INCQ         AX
 	CMPQ         AX, hi+80(FP)
 	JL           outer0_7

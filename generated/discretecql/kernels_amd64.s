@@ -439,59 +439,59 @@ inner_A_3:
 	JNZ          noflush_4
 	VMOVUPD      lgc45<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc47<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1472(CX), Y1, Y1
-	VMOVUPS      Y1, 1472(CX)
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1472(CX), Y0, Y0
+	VMOVUPS      Y0, 1472(CX)
 	MOVQ         $+8, CX
 
 noflush_4:
@@ -508,59 +508,59 @@ chunkdone_2:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc47<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(AX), Y3, Y3
 	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y0, Y0
-	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(AX), Y2, Y2
+	VMOVUPD      Y2, 416(AX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 576(AX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(AX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(AX), Y3, Y3
 	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y0, Y0
-	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 896(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(AX), Y2, Y2
+	VMOVUPD      Y2, 736(AX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 896(AX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(AX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(AX), Y3, Y3
 	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y0, Y0
-	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1472(AX), Y1, Y1
-	VMOVUPS      Y1, 1472(AX)
+	VADDPD       1056(AX), Y2, Y2
+	VMOVUPD      Y2, 1056(AX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1472(AX), Y0, Y0
+	VMOVUPS      Y0, 1472(AX)
 	VZEROUPPER
 	RET
 
@@ -1530,59 +1530,59 @@ inner_A_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc45<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc47<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1472(CX), Y1, Y1
-	VMOVUPS      Y1, 1472(CX)
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1472(CX), Y0, Y0
+	VMOVUPS      Y0, 1472(CX)
 	MOVQ         $+8, CX
 
 noflush_9:
@@ -1599,59 +1599,59 @@ chunkdone_6:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc46<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc47<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(AX), Y3, Y3
 	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y0, Y0
-	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(AX), Y2, Y2
+	VMOVUPD      Y2, 416(AX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 576(AX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(AX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(AX), Y3, Y3
 	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y0, Y0
-	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 896(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(AX), Y2, Y2
+	VMOVUPD      Y2, 736(AX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 896(AX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(AX), Y2
+	VANDPS       lgc46<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(AX), Y3, Y3
 	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y0, Y0
-	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1472(AX), Y1, Y1
-	VMOVUPS      Y1, 1472(AX)
+	VADDPD       1056(AX), Y2, Y2
+	VMOVUPD      Y2, 1056(AX)
+	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1472(AX), Y0, Y0
+	VMOVUPS      Y0, 1472(AX)
 	VZEROUPPER
 	RET
 

@@ -4878,33 +4878,33 @@ inner_KSrc_15:
 	JNZ          noflush_16
 	VMOVUPD      lgc53<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      512(CX), Y0
-	VANDPS       lgc54<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      512(CX), Y1
+	VANDPS       lgc54<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc55<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       320(CX), Y2, Y2
 	VMOVUPD      Y2, 320(CX)
-	VADDPD       352(CX), Y0, Y0
-	VMOVUPD      Y0, 352(CX)
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VMOVUPS      Y0, 512(CX)
-	VMOVUPS      832(CX), Y0
-	VANDPS       lgc54<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       352(CX), Y1, Y1
+	VMOVUPD      Y1, 352(CX)
+	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      Y1, 512(CX)
+	VMOVUPS      832(CX), Y2
+	VANDPS       lgc54<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       640(CX), Y3, Y3
 	VMOVUPD      Y3, 640(CX)
-	VADDPD       672(CX), Y0, Y0
-	VMOVUPD      Y0, 672(CX)
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VMOVUPS      Y0, 832(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1088(CX), Y1, Y1
-	VMOVUPS      Y1, 1088(CX)
+	VADDPD       672(CX), Y2, Y2
+	VMOVUPD      Y2, 672(CX)
+	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      Y2, 832(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1088(CX), Y0, Y0
+	VMOVUPS      Y0, 1088(CX)
 	MOVQ         $+8, CX
 
 noflush_16:
@@ -4921,33 +4921,33 @@ chunkdone_7:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      512(AX), Y0
-	VANDPS       lgc54<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      512(AX), Y1
+	VANDPS       lgc54<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc55<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       320(AX), Y2, Y2
 	VMOVUPD      Y2, 320(AX)
-	VADDPD       352(AX), Y0, Y0
-	VMOVUPD      Y0, 352(AX)
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VMOVUPS      Y0, 512(AX)
-	VMOVUPS      832(AX), Y0
-	VANDPS       lgc54<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       352(AX), Y1, Y1
+	VMOVUPD      Y1, 352(AX)
+	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      Y1, 512(AX)
+	VMOVUPS      832(AX), Y2
+	VANDPS       lgc54<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       640(AX), Y3, Y3
 	VMOVUPD      Y3, 640(AX)
-	VADDPD       672(AX), Y0, Y0
-	VMOVUPD      Y0, 672(AX)
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VMOVUPS      Y0, 832(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1088(AX), Y1, Y1
-	VMOVUPS      Y1, 1088(AX)
+	VADDPD       672(AX), Y2, Y2
+	VMOVUPD      Y2, 672(AX)
+	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      Y2, 832(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1088(AX), Y0, Y0
+	VMOVUPS      Y0, 1088(AX)
 	VZEROUPPER
 	RET
 
@@ -12227,33 +12227,33 @@ inner_KSrc_37:
 	JNZ          noflush_38
 	VMOVUPD      lgc53<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      512(CX), Y0
-	VANDPS       lgc54<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      512(CX), Y1
+	VANDPS       lgc54<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc55<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       320(CX), Y2, Y2
 	VMOVUPD      Y2, 320(CX)
-	VADDPD       352(CX), Y0, Y0
-	VMOVUPD      Y0, 352(CX)
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VMOVUPS      Y0, 512(CX)
-	VMOVUPS      832(CX), Y0
-	VANDPS       lgc54<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       352(CX), Y1, Y1
+	VMOVUPD      Y1, 352(CX)
+	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      Y1, 512(CX)
+	VMOVUPS      832(CX), Y2
+	VANDPS       lgc54<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       640(CX), Y3, Y3
 	VMOVUPD      Y3, 640(CX)
-	VADDPD       672(CX), Y0, Y0
-	VMOVUPD      Y0, 672(CX)
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VMOVUPS      Y0, 832(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1088(CX), Y1, Y1
-	VMOVUPS      Y1, 1088(CX)
+	VADDPD       672(CX), Y2, Y2
+	VMOVUPD      Y2, 672(CX)
+	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      Y2, 832(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1088(CX), Y0, Y0
+	VMOVUPS      Y0, 1088(CX)
 	MOVQ         $+8, CX
 
 noflush_38:
@@ -12270,33 +12270,33 @@ chunkdone_23:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
-	VMOVUPS      512(AX), Y0
-	VANDPS       lgc54<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      512(AX), Y1
+	VANDPS       lgc54<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc55<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       320(AX), Y2, Y2
 	VMOVUPD      Y2, 320(AX)
-	VADDPD       352(AX), Y0, Y0
-	VMOVUPD      Y0, 352(AX)
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VMOVUPS      Y0, 512(AX)
-	VMOVUPS      832(AX), Y0
-	VANDPS       lgc54<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc55<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       352(AX), Y1, Y1
+	VMOVUPD      Y1, 352(AX)
+	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      Y1, 512(AX)
+	VMOVUPS      832(AX), Y2
+	VANDPS       lgc54<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       640(AX), Y3, Y3
 	VMOVUPD      Y3, 640(AX)
-	VADDPD       672(AX), Y0, Y0
-	VMOVUPD      Y0, 672(AX)
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VMOVUPS      Y0, 832(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       1088(AX), Y1, Y1
-	VMOVUPS      Y1, 1088(AX)
+	VADDPD       672(AX), Y2, Y2
+	VMOVUPD      Y2, 672(AX)
+	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      Y2, 832(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       1088(AX), Y0, Y0
+	VMOVUPS      Y0, 1088(AX)
 	VZEROUPPER
 	RET
 

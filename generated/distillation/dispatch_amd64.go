@@ -111,7 +111,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r42_s, 0)
 	runtime.Fill(st.r42_p, 0)
 	runtime.SetMask(st.p1_ok)
-	pass1AVX2(&s.s1[0], &s.s0[0], &st.buf[0])
+	pass1AVX2(&st.buf[0], &s.s1[0], &s.s0[0])
 	if !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
@@ -185,7 +185,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 157 {
 			lo, hi := a, min(a+157, hi)
-			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
+			fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r40_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
@@ -233,7 +233,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r43_s, 0)
 	runtime.Fill(st.r43_p, 0)
 	runtime.SetMask(st.p2_ok)
-	fbPass2AVX2(&s.s1[0], &s.s0[0], &st.buf[0])
+	fbPass2AVX2(&st.buf[0], &s.s1[0], &s.s0[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass2Go(in, out, g, s)

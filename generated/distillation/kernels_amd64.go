@@ -14,7 +14,7 @@ func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogP
 // Go.
 //
 //go:noescape
-func pass1AVX2(s1 *float32, s0 *float32, state *float64)
+func pass1AVX2(state *float64, s1 *float32, s0 *float32)
 
 // pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
 // Go.
@@ -26,7 +26,7 @@ func pass2AVX2(lossDistill *float32, kLToTeacher *float32)
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
@@ -38,7 +38,7 @@ func fbPass1AVX2(lo int, s1 *float32, mask *bool, state *float64, logProb *float
 // loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(s1 *float32, s0 *float32, state *float64)
+func fbPass2AVX2(state *float64, s1 *float32, s0 *float32)
 
 // fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
 // in Go.

@@ -145,49 +145,49 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc23<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1024(DX)(SI*4), Y2
+	VANDPS       lgc23<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(DX)(SI*8), Y3, Y3
 	VMOVUPD      Y3, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 416(DX)(SI*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)(SI*4)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       416(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 416(DX)(SI*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(DX)(SI*4)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2048(DX)(BX*4), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2048(DX)(BX*4), Y2
+	VANDPS       lgc23<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1408(DX)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 1408(DX)(BX*8)
-	VADDPD       1440(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(DX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(DX)(BX*4)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       2432(DX), Y1, Y1
-	VMOVUPS      Y1, 2432(DX)
+	VADDPD       1440(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1440(DX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2048(DX)(BX*4)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       2432(DX), Y0, Y0
+	VMOVUPS      Y0, 2432(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -200,49 +200,49 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc23<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1024(CX)(BX*4), Y2
+	VANDPS       lgc23<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 416(CX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)(BX*4)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 416(CX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(CX)(BX*4)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2048(CX)(DX*4), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2048(CX)(DX*4), Y2
+	VANDPS       lgc23<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1408(CX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 1408(CX)(DX*8)
-	VADDPD       1440(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 1440(CX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(CX)(DX*4)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       2432(CX), Y1, Y1
-	VMOVUPS      Y1, 2432(CX)
+	VADDPD       1440(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1440(CX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2048(CX)(DX*4)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       2432(CX), Y0, Y0
+	VMOVUPS      Y0, 2432(CX)
 	INCQ         AX
 	CMPQ         AX, hi+40(FP)
 	JL           outer0_1
@@ -495,35 +495,34 @@ DATA lgc24<>+24(SB)/4, $0x7f7fffff
 DATA lgc24<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(s1 *float32, s0 *float32, state *float64)
+// func pass1AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
 TEXT ·pass1AVX2(SB), $0-24
-	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 2752(AX), Y0
+	XORQ    AX, AX
 
 blocks_4:
-	MOVQ    s1+0(FP), DX
+	MOVQ    s1+8(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS lgc1<>+0(SB), Y2
 
 	// v40 = max(v39, 1)
-	VMAXPS  Y0, Y1, Y0
-	MOVQ    s0+8(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMAXPS  Y1, Y2, Y1
+	MOVQ    s0+16(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
 
 	// sequenceKL = div(v38, v40)
-	VDIVPS Y0, Y1, Y0
+	VDIVPS Y1, Y2, Y1
 
 	// mean(sequenceKL) over [B]
-	MOVQ         state+16(FP), DX
-	VADDPS       2752(DX), Y0, Y0
-	VMOVUPS      Y0, 2752(DX)
+	VADDPS       Y0, Y1, Y0
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc22<>+0(SB), Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      2752(CX), Y0
+	VMOVUPD      lgc22<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc23<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -534,7 +533,6 @@ blocks_4:
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(CX)
 	VANDPS       2880(CX), Y1, Y1
 	VMOVUPS      Y1, 2880(CX)
 	MOVQ         $+8, CX
@@ -543,26 +541,28 @@ noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_4
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 2752(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), AX
-	VMOVUPS      2752(AX), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      2752(AX), Y1
+	VANDPS       lgc23<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       2560(AX), Y2, Y2
 	VMOVUPD      Y2, 2560(AX)
-	VADDPD       2592(AX), Y0, Y0
-	VMOVUPD      Y0, 2592(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(AX)
-	VANDPS       2880(AX), Y1, Y1
-	VMOVUPS      Y1, 2880(AX)
+	VADDPD       2592(AX), Y1, Y1
+	VMOVUPD      Y1, 2592(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 2752(AX)
+	VANDPS       2880(AX), Y0, Y0
+	VMOVUPS      Y0, 2880(AX)
 	VZEROUPPER
 	RET
 
@@ -579,39 +579,38 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_6:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    AX, CX
+	IMUL3Q  $+8, CX, CX
+	MOVQ    state+8(FP), BX
+	VMOVUPS 704(BX)(CX*4), Y0
+	XORQ    CX, CX
 
 blocks_7:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y0
-	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VPMOVZXBD (BX)(SI*1), Y1
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS Y2, Y1, Y1
 
 	// sum(v3) over [L]
-	MOVQ         AX, BX
-	IMUL3Q       $+8, BX, BX
-	MOVQ         state+16(FP), SI
-	VADDPS       704(SI)(BX*4), Y0, Y0
-	VMOVUPS      Y0, 704(SI)(BX*4)
+	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_8
-	VMOVUPD      lgc22<>+0(SB), Y0
+	VMOVUPD      lgc22<>+0(SB), Y1
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
-	MOVQ         state+16(FP), BX
-	VMOVUPS      704(BX)(DX*4), Y0
+	MOVQ         state+8(FP), BX
 	VANDPS       lgc23<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -622,7 +621,6 @@ blocks_7:
 	VADDPD       96(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 96(BX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(BX)(DX*4)
 	VANDPS       1088(BX), Y1, Y1
 	VMOVUPS      Y1, 1088(BX)
 	MOVQ         $+8, DX
@@ -631,6 +629,10 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_7
+	MOVQ         AX, CX
+	IMUL3Q       $+8, CX, CX
+	MOVQ         state+8(FP), BX
+	VMOVUPS      Y0, 704(BX)(CX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -638,21 +640,21 @@ noflush_8:
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
-	MOVQ         state+16(FP), DX
-	VMOVUPS      704(DX)(CX*4), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+8(FP), DX
+	VMOVUPS      704(DX)(CX*4), Y1
+	VANDPS       lgc23<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX)(CX*8), Y2, Y2
 	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 96(DX)(CX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)(CX*4)
-	VANDPS       1088(DX), Y1, Y1
-	VMOVUPS      Y1, 1088(DX)
+	VADDPD       96(DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, 96(DX)(CX*8)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)(CX*4)
+	VANDPS       1088(DX), Y0, Y0
+	VMOVUPS      Y0, 1088(DX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_6
@@ -835,35 +837,35 @@ blocks_10:
 	JNZ          noflush_11
 	VMOVUPD      lgc22<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
-	VMOVUPS      1408(DX), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1408(DX), Y1
+	VANDPS       lgc23<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1216(DX), Y2, Y2
 	VMOVUPD      Y2, 1216(DX)
-	VADDPD       1248(DX), Y0, Y0
-	VMOVUPD      Y0, 1248(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1408(DX)
+	VADDPD       1248(DX), Y1, Y1
+	VMOVUPD      Y1, 1248(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1408(DX)
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2176(DX)(BX*4), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2176(DX)(BX*4), Y2
+	VANDPS       lgc23<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1536(DX)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 1536(DX)(BX*8)
-	VADDPD       1568(DX)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1568(DX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(DX)(BX*4)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       2560(DX), Y1, Y1
-	VMOVUPS      Y1, 2560(DX)
+	VADDPD       1568(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1568(DX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2176(DX)(BX*4)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       2560(DX), Y0, Y0
+	VMOVUPS      Y0, 2560(DX)
 	MOVQ         $+8, DX
 
 noflush_11:
@@ -876,35 +878,35 @@ noflush_11:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
-	VMOVUPS      1408(CX), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1408(CX), Y1
+	VANDPS       lgc23<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1216(CX), Y2, Y2
 	VMOVUPD      Y2, 1216(CX)
-	VADDPD       1248(CX), Y0, Y0
-	VMOVUPD      Y0, 1248(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1408(CX)
+	VADDPD       1248(CX), Y1, Y1
+	VMOVUPD      Y1, 1248(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1408(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2176(CX)(DX*4), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc24<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2176(CX)(DX*4), Y2
+	VANDPS       lgc23<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1536(CX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 1536(CX)(DX*8)
-	VADDPD       1568(CX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 1568(CX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(CX)(DX*4)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       2560(CX), Y1, Y1
-	VMOVUPS      Y1, 2560(CX)
+	VADDPD       1568(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1568(CX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2176(CX)(DX*4)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       2560(CX), Y0, Y0
+	VMOVUPS      Y0, 2560(CX)
 	INCQ         AX
 	CMPQ         AX, hi+56(FP)
 	JL           outer0_9
@@ -921,35 +923,34 @@ DATA lgc25<>+24(SB)/4, $0x3e000000
 DATA lgc25<>+28(SB)/4, $0x3e000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-// func fbPass2AVX2(s1 *float32, s0 *float32, state *float64)
+// func fbPass2AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
 TEXT ·fbPass2AVX2(SB), $0-24
-	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 2880(AX), Y0
+	XORQ    AX, AX
 
 blocks_12:
-	MOVQ    s1+0(FP), DX
+	MOVQ    s1+8(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS lgc1<>+0(SB), Y2
 
 	// v41 = max(v40, 1)
-	VMAXPS  Y0, Y1, Y0
-	MOVQ    s0+8(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMAXPS  Y1, Y2, Y1
+	MOVQ    s0+16(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
 
 	// sequenceKL = div(v39, v41)
-	VDIVPS Y0, Y1, Y0
+	VDIVPS Y1, Y2, Y1
 
 	// mean(sequenceKL) over [B]
-	MOVQ         state+16(FP), DX
-	VADDPS       2880(DX), Y0, Y0
-	VMOVUPS      Y0, 2880(DX)
+	VADDPS       Y0, Y1, Y0
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc22<>+0(SB), Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      2880(CX), Y0
+	VMOVUPD      lgc22<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc23<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -960,7 +961,6 @@ blocks_12:
 	VADDPD       2720(CX), Y0, Y0
 	VMOVUPD      Y0, 2720(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(CX)
 	VANDPS       3008(CX), Y1, Y1
 	VMOVUPS      Y1, 3008(CX)
 	MOVQ         $+8, CX
@@ -969,26 +969,28 @@ noflush_13:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_12
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 2880(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), AX
-	VMOVUPS      2880(AX), Y0
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      2880(AX), Y1
+	VANDPS       lgc23<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       2688(AX), Y2, Y2
 	VMOVUPD      Y2, 2688(AX)
-	VADDPD       2720(AX), Y0, Y0
-	VMOVUPD      Y0, 2720(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(AX)
-	VANDPS       3008(AX), Y1, Y1
-	VMOVUPS      Y1, 3008(AX)
+	VADDPD       2720(AX), Y1, Y1
+	VMOVUPD      Y1, 2720(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 2880(AX)
+	VANDPS       3008(AX), Y0, Y0
+	VMOVUPS      Y0, 3008(AX)
 	VZEROUPPER
 	RET
 

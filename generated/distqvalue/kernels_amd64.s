@@ -496,20 +496,20 @@ inner_A_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc18<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc20<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc16<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       384(CX), Y1, Y1
-	VMOVUPS      Y1, 384(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VANDPS       384(CX), Y0, Y0
+	VMOVUPS      Y0, 384(CX)
 	MOVQ         $+8, CX
 
 noflush_9:
@@ -752,20 +752,20 @@ notail_10:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc19<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc20<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc16<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VANDPS       384(AX), Y1, Y1
-	VMOVUPS      Y1, 384(AX)
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VANDPS       384(AX), Y0, Y0
+	VMOVUPS      Y0, 384(AX)
 	VZEROUPPER
 	RET
 

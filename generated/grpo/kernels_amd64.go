@@ -20,7 +20,7 @@ func pass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
+func fbPass0AVX2(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.

@@ -100,7 +100,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.p0_ok)
 		for a := lo; a < hi; a += 3640 {
 			lo, hi := a, min(a+3640, hi)
-			pass0AVX2(lo, &in.NextReward[0], &st.buf[0], hi)
+			pass0AVX2(lo, &st.buf[0], &in.NextReward[0], hi)
 			runtime.FinishMean(st.res[lo:hi], st.r1_s[lo*8:hi*8], 8, 8.0)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
@@ -296,7 +296,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r14_s, 0)
 		runtime.Fill(st.r14_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
+		fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
 	}
 	n := min(fbPass0Chunks, 4)
 	if n <= 1 {
@@ -348,7 +348,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 3640 {
 			lo, hi := a, min(a+3640, hi)
-			fbPass1AVX2(lo, &in.NextReward[0], &st.buf[0], hi)
+			fbPass1AVX2(lo, &st.buf[0], &in.NextReward[0], hi)
 			runtime.FinishMean(st.res[lo:hi], st.r1_s[lo*8:hi*8], 8, 8.0)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])

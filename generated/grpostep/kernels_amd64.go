@@ -8,7 +8,7 @@ package grpostep
 // loop in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, nextReward *float32, state *float64, hi int)
+func pass0AVX2(lo int, state *float64, nextReward *float32, hi int)
 
 // pass1AVX2 is pass 1 (elementwise over [G=4 N=8]) on 8 float32 lanes; see pass1Go for the same
 // loop in Go.
@@ -32,13 +32,13 @@ func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *flo
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [G=4 N=8]) on 8 float32 lanes; see fbPass1Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, nextReward *float32, state *float64, hi int)
+func fbPass1AVX2(lo int, state *float64, nextReward *float32, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over [G=4 N=8]) on 8 float32 lanes; see fbPass2Go for the same
 // loop in Go.

@@ -4,117 +4,117 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, nextReward *float32, state *float64, hi int)
+// func pass0AVX2(lo int, state *float64, nextReward *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    AX, CX
+	IMUL3Q  $+8, CX, CX
+	MOVQ    state+8(FP), BX
+	VMOVUPS 448(BX)(CX*4), Y0
+	XORQ    CX, CX
 
 blocks_2:
-	MOVQ    nextReward+8(FP), BX
+	MOVQ    nextReward+16(FP), BX
 	IMUL3Q  $+8, AX, SI
 	ADDQ    CX, SI
-	VMOVUPS (BX)(SI*4), Y0
+	VMOVUPS (BX)(SI*4), Y1
 
 	// mean(nextReward) over [N]
-	MOVQ    AX, BX
-	IMUL3Q  $+8, BX, SI
-	MOVQ    state+16(FP), DI
-	VADDPS  448(DI)(SI*4), Y0, Y1
-	VMOVUPS Y1, 448(DI)(SI*4)
+	VADDPS Y0, Y1, Y0
 
 	// var(nextReward) over [N]
+	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
-	VMOVQ        DX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
-	VMOVUPS      2368(DI)(BX*4), Y2
-	VBLENDVPS    Y1, Y0, Y2, Y2
-	VMOVUPS      Y2, 2368(DI)(BX*4)
-	VSUBPS       Y2, Y0, Y0
-	VADDPS       1856(DI)(BX*4), Y0, Y1
-	VMOVUPS      Y1, 1856(DI)(BX*4)
-	VMOVUPS      2112(DI)(BX*4), Y1
-	VFMADD231PS  Y0, Y0, Y1
-	VMOVUPS      Y1, 2112(DI)(BX*4)
+	VMOVQ        DX, X2
+	VPBROADCASTD X2, Y2
+	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
+	MOVQ         state+8(FP), SI
+	VMOVUPS      2368(SI)(BX*4), Y3
+	VBLENDVPS    Y2, Y1, Y3, Y3
+	VMOVUPS      Y3, 2368(SI)(BX*4)
+	VSUBPS       Y3, Y1, Y1
+	VADDPS       1856(SI)(BX*4), Y1, Y2
+	VMOVUPS      Y2, 1856(SI)(BX*4)
+	VMOVUPS      2112(SI)(BX*4), Y2
+	VFMADD231PS  Y1, Y1, Y2
+	VMOVUPS      Y2, 2112(SI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc1<>+0(SB), Y0
+	VMOVUPD      lgc1<>+0(SB), Y1
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	MOVQ         state+16(FP), SI
-	VMOVUPS      448(SI)(BX*4), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
+	MOVQ         state+8(FP), SI
+	VANDPS       lgc2<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X0, Y3
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(SI)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 64(SI)(BX*8)
-	VADDPD       96(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 96(SI)(BX*8)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 448(SI)(BX*4)
+	VADDPD       96(SI)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 96(SI)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y0
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      1856(SI)(DX*4), Y1
-	VMOVUPS      2112(SI)(DX*4), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VMOVUPS      1856(SI)(DX*4), Y3
+	VMOVUPS      2112(SI)(DX*4), Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2368(SI)(DX*4), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VANDPS       lgc2<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, lgc3<>+0(SB), Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      2368(SI)(DX*4), Y6
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      704(SI)(DX*8), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 704(SI)(DX*8)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      1088(SI)(DX*8), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 1088(SI)(DX*8)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       1472(SI)(DX*8), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 1472(SI)(DX*8)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      736(SI)(DX*8), Y1
-	VADDPD       Y0, Y1, Y5
-	VMOVUPD      Y5, 736(SI)(DX*8)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      1120(SI)(DX*8), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 1120(SI)(DX*8)
-	VMULPD       Y0, Y1, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       1504(SI)(DX*8), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 1504(SI)(DX*8)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(SI)(DX*4)
-	VMOVUPS      Y0, 2112(SI)(DX*4)
-	VANDPS       Y4, Y2, Y2
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VMAXPD       lgc5<>+0(SB), Y1, Y10
+	VDIVPD       Y10, Y7, Y11
+	VFNMADD231PD Y7, Y11, Y8
+	VADDPD       Y9, Y11, Y11
+	VMOVUPD      704(SI)(DX*8), Y7
+	VADDPD       Y1, Y7, Y9
+	VMOVUPD      Y9, 704(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y9, Y9
+	VDIVPD       Y9, Y1, Y9
+	VMOVUPD      1088(SI)(DX*8), Y12
+	VSUBPD       Y12, Y11, Y11
+	VFMADD231PD  Y11, Y9, Y12
+	VMOVUPD      Y12, 1088(SI)(DX*8)
+	VMULPD       Y9, Y7, Y9
+	VMULPD       Y11, Y9, Y9
+	VADDPD       1472(SI)(DX*8), Y8, Y7
+	VFMADD231PD  Y11, Y9, Y7
+	VMOVUPD      Y7, 1472(SI)(DX*8)
+	VDIVPD       Y10, Y3, Y7
+	VFNMADD231PD Y3, Y7, Y4
+	VADDPD       Y6, Y7, Y7
+	VMOVUPD      736(SI)(DX*8), Y3
+	VADDPD       Y1, Y3, Y6
+	VMOVUPD      Y6, 736(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y6, Y6
+	VDIVPD       Y6, Y1, Y1
+	VMOVUPD      1120(SI)(DX*8), Y6
+	VSUBPD       Y6, Y7, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y6, 1120(SI)(DX*8)
+	VMULPD       Y1, Y3, Y1
+	VMULPD       Y7, Y1, Y1
+	VADDPD       1504(SI)(DX*8), Y4, Y3
+	VFMADD231PD  Y7, Y1, Y3
+	VMOVUPD      Y3, 1504(SI)(DX*8)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 1856(SI)(DX*4)
+	VMOVUPS      Y1, 2112(SI)(DX*4)
+	VANDPS       Y5, Y2, Y2
 	VANDPS       2624(SI), Y2, Y2
 	VMOVUPS      Y2, 2624(SI)
 	MOVQ         $+8, DX
@@ -123,6 +123,10 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+8
 	JL           blocks_2
+	MOVQ         AX, CX
+	IMUL3Q       $+8, CX, CX
+	MOVQ         state+8(FP), BX
+	VMOVUPS      Y0, 448(BX)(CX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc4<>+0(SB), X0
@@ -130,31 +134,31 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
-	MOVQ         state+16(FP), BX
-	VMOVUPS      448(BX)(DX*4), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	MOVQ         state+8(FP), BX
+	VMOVUPS      448(BX)(DX*4), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(BX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 64(BX)(DX*8)
-	VADDPD       96(BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, 96(BX)(DX*8)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 448(BX)(DX*4)
+	VADDPD       96(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 96(BX)(DX*8)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 448(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      1856(BX)(CX*4), Y1
+	VMOVUPS      1856(BX)(CX*4), Y2
 	VMOVUPS      2112(BX)(CX*4), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      2368(BX)(CX*4), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -179,11 +183,11 @@ noflush_3:
 	VADDPD       1472(BX)(CX*8), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 1472(BX)(CX*8)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      736(BX)(CX*8), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      736(BX)(CX*8), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 736(BX)(CX*8)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -191,17 +195,17 @@ noflush_3:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 1120(BX)(CX*8)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       1504(BX)(CX*8), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 1504(BX)(CX*8)
+	VADDPD       1504(BX)(CX*8), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 1504(BX)(CX*8)
 	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(BX)(CX*4)
 	VMOVUPS      Y0, 2112(BX)(CX*4)
-	VANDPS       Y4, Y2, Y2
-	VANDPS       2624(BX), Y2, Y2
-	VMOVUPS      Y2, 2624(BX)
+	VANDPS       Y4, Y1, Y1
+	VANDPS       2624(BX), Y1, Y1
+	VMOVUPS      Y1, 2624(BX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_1
@@ -603,98 +607,98 @@ blocks_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+40(FP), BX
-	VMOVUPS      2944(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2944(BX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       2752(BX), Y2, Y2
 	VMOVUPD      Y2, 2752(BX)
-	VADDPD       2784(BX), Y0, Y0
-	VMOVUPD      Y0, 2784(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(BX)
-	VMOVUPS      3264(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2784(BX), Y1, Y1
+	VMOVUPD      Y1, 2784(BX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(BX)
+	VMOVUPS      3264(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3072(BX), Y3, Y3
 	VMOVUPD      Y3, 3072(BX)
-	VADDPD       3104(BX), Y0, Y0
-	VMOVUPD      Y0, 3104(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3104(BX), Y2, Y2
+	VMOVUPD      Y2, 3104(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3584(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3392(BX), Y3, Y3
 	VMOVUPD      Y3, 3392(BX)
-	VADDPD       3424(BX), Y0, Y0
-	VMOVUPD      Y0, 3424(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3584(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3904(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3424(BX), Y2, Y2
+	VMOVUPD      Y2, 3424(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 3584(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3904(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3712(BX), Y3, Y3
 	VMOVUPD      Y3, 3712(BX)
-	VADDPD       3744(BX), Y0, Y0
-	VMOVUPD      Y0, 3744(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3904(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4352(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3744(BX), Y2, Y2
+	VMOVUPD      Y2, 3744(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 3904(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4352(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4032(BX), Y3, Y3
 	VMOVUPD      Y3, 4032(BX)
-	VADDPD       4064(BX), Y0, Y0
-	VMOVUPD      Y0, 4064(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4352(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4672(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4064(BX), Y2, Y2
+	VMOVUPD      Y2, 4064(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4352(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4672(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4480(BX), Y3, Y3
 	VMOVUPD      Y3, 4480(BX)
-	VADDPD       4512(BX), Y0, Y0
-	VMOVUPD      Y0, 4512(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4672(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4992(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4512(BX), Y2, Y2
+	VMOVUPD      Y2, 4512(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4672(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4992(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4800(BX), Y3, Y3
 	VMOVUPD      Y3, 4800(BX)
-	VADDPD       4832(BX), Y0, Y0
-	VMOVUPD      Y0, 4832(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4992(BX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5120(BX), Y1, Y1
-	VMOVUPS      Y1, 5120(BX)
+	VADDPD       4832(BX), Y2, Y2
+	VMOVUPD      Y2, 4832(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4992(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5120(BX), Y0, Y0
+	VMOVUPS      Y0, 5120(BX)
 	MOVQ         $+8, BX
 
 noflush_9:
@@ -707,98 +711,98 @@ noflush_9:
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), DX
-	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2944(DX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       2752(DX), Y2, Y2
 	VMOVUPD      Y2, 2752(DX)
-	VADDPD       2784(DX), Y0, Y0
-	VMOVUPD      Y0, 2784(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2784(DX), Y1, Y1
+	VMOVUPD      Y1, 2784(DX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      3264(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3072(DX), Y3, Y3
 	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y0, Y0
-	VMOVUPD      Y0, 3104(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3584(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3392(DX), Y3, Y3
 	VMOVUPD      Y3, 3392(DX)
-	VADDPD       3424(DX), Y0, Y0
-	VMOVUPD      Y0, 3424(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3584(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3904(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3424(DX), Y2, Y2
+	VMOVUPD      Y2, 3424(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 3584(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3904(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3712(DX), Y3, Y3
 	VMOVUPD      Y3, 3712(DX)
-	VADDPD       3744(DX), Y0, Y0
-	VMOVUPD      Y0, 3744(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3904(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4352(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3744(DX), Y2, Y2
+	VMOVUPD      Y2, 3744(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 3904(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4352(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4032(DX), Y3, Y3
 	VMOVUPD      Y3, 4032(DX)
-	VADDPD       4064(DX), Y0, Y0
-	VMOVUPD      Y0, 4064(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4352(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4672(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4064(DX), Y2, Y2
+	VMOVUPD      Y2, 4064(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4352(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4672(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4480(DX), Y3, Y3
 	VMOVUPD      Y3, 4480(DX)
-	VADDPD       4512(DX), Y0, Y0
-	VMOVUPD      Y0, 4512(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4672(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4992(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4512(DX), Y2, Y2
+	VMOVUPD      Y2, 4512(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4672(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4992(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4800(DX), Y3, Y3
 	VMOVUPD      Y3, 4800(DX)
-	VADDPD       4832(DX), Y0, Y0
-	VMOVUPD      Y0, 4832(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4992(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5120(DX), Y1, Y1
-	VMOVUPS      Y1, 5120(DX)
+	VADDPD       4832(DX), Y2, Y2
+	VMOVUPD      Y2, 4832(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4992(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5120(DX), Y0, Y0
+	VMOVUPS      Y0, 5120(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
 	JL           outer1_7
@@ -1217,7 +1221,7 @@ DATA lgc36<>+24(SB)/4, $0x3d23d70a
 DATA lgc36<>+28(SB)/4, $0x3d23d70a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
@@ -1226,31 +1230,30 @@ outer0_10:
 	XORQ CX, CX
 
 outer1_11:
-	MOVQ $+8, BX
-	XORQ DX, DX
+	MOVQ    $+8, BX
+	MOVQ    state+8(FP), DX
+	VMOVUPS 256(DX), Y0
+	XORQ    DX, DX
 
 blocks_12:
-	MOVQ      mask+8(FP), SI
+	MOVQ      mask+16(FP), SI
 	IMUL3Q    $+512, AX, DI
 	IMUL3Q    $+64, CX, R8
 	ADDQ      R8, DI
 	ADDQ      DX, DI
-	VPMOVZXBD (SI)(DI*1), Y0
-	VPCMPGTD  lgc4<>+0(SB), Y0, Y0
-	VMOVUPS   lgc7<>+0(SB), Y1
+	VPMOVZXBD (SI)(DI*1), Y1
+	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
+	VMOVUPS   lgc7<>+0(SB), Y2
 
 	// v13 = where(mask, 1, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS Y2, Y1, Y1
 
 	// sum(v13) over [G N L]
-	MOVQ         state+16(FP), SI
-	VADDPS       256(SI), Y0, Y0
-	VMOVUPS      Y0, 256(SI)
+	VADDPS       Y0, Y1, Y0
 	DECQ         BX
 	JNZ          noflush_13
-	VMOVUPD      lgc1<>+0(SB), Y0
-	MOVQ         state+16(FP), BX
-	VMOVUPS      256(BX), Y0
+	VMOVUPD      lgc1<>+0(SB), Y1
+	MOVQ         state+8(FP), BX
 	VANDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -1261,7 +1264,6 @@ blocks_12:
 	VADDPD       96(BX), Y0, Y0
 	VMOVUPD      Y0, 96(BX)
 	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 256(BX)
 	VANDPS       384(BX), Y1, Y1
 	VMOVUPS      Y1, 384(BX)
 	MOVQ         $+8, BX
@@ -1270,26 +1272,28 @@ noflush_13:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_12
+	MOVQ         state+8(FP), DX
+	VMOVUPS      Y0, 256(DX)
 	MOVQ         $+8, DX
 	SUBQ         BX, DX
 	VMOVUPS      lgc4<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+8(FP), DX
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y0, Y0
-	VMOVUPD      Y0, 96(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VANDPS       384(DX), Y1, Y1
-	VMOVUPS      Y1, 384(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VANDPS       384(DX), Y0, Y0
+	VMOVUPS      Y0, 384(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
 	JL           outer1_11
@@ -1299,117 +1303,117 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, nextReward *float32, state *float64, hi int)
+// func fbPass1AVX2(lo int, state *float64, nextReward *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_14:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    AX, CX
+	IMUL3Q  $+8, CX, CX
+	MOVQ    state+8(FP), BX
+	VMOVUPS 896(BX)(CX*4), Y0
+	XORQ    CX, CX
 
 blocks_15:
-	MOVQ    nextReward+8(FP), BX
+	MOVQ    nextReward+16(FP), BX
 	IMUL3Q  $+8, AX, SI
 	ADDQ    CX, SI
-	VMOVUPS (BX)(SI*4), Y0
+	VMOVUPS (BX)(SI*4), Y1
 
 	// mean(nextReward) over [N]
-	MOVQ    AX, BX
-	IMUL3Q  $+8, BX, SI
-	MOVQ    state+16(FP), DI
-	VADDPS  896(DI)(SI*4), Y0, Y1
-	VMOVUPS Y1, 896(DI)(SI*4)
+	VADDPS Y0, Y1, Y0
 
 	// var(nextReward) over [N]
+	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
-	VMOVQ        DX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
-	VMOVUPS      2816(DI)(BX*4), Y2
-	VBLENDVPS    Y1, Y0, Y2, Y2
-	VMOVUPS      Y2, 2816(DI)(BX*4)
-	VSUBPS       Y2, Y0, Y0
-	VADDPS       2304(DI)(BX*4), Y0, Y1
-	VMOVUPS      Y1, 2304(DI)(BX*4)
-	VMOVUPS      2560(DI)(BX*4), Y1
-	VFMADD231PS  Y0, Y0, Y1
-	VMOVUPS      Y1, 2560(DI)(BX*4)
+	VMOVQ        DX, X2
+	VPBROADCASTD X2, Y2
+	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
+	MOVQ         state+8(FP), SI
+	VMOVUPS      2816(SI)(BX*4), Y3
+	VBLENDVPS    Y2, Y1, Y3, Y3
+	VMOVUPS      Y3, 2816(SI)(BX*4)
+	VSUBPS       Y3, Y1, Y1
+	VADDPS       2304(SI)(BX*4), Y1, Y2
+	VMOVUPS      Y2, 2304(SI)(BX*4)
+	VMOVUPS      2560(SI)(BX*4), Y2
+	VFMADD231PS  Y1, Y1, Y2
+	VMOVUPS      Y2, 2560(SI)(BX*4)
 	DECQ         DX
 	JNZ          noflush_16
-	VMOVUPD      lgc1<>+0(SB), Y0
+	VMOVUPD      lgc1<>+0(SB), Y1
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	MOVQ         state+16(FP), SI
-	VMOVUPS      896(SI)(BX*4), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
+	MOVQ         state+8(FP), SI
+	VANDPS       lgc2<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X0, Y3
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       512(SI)(BX*8), Y3, Y3
 	VMOVUPD      Y3, 512(SI)(BX*8)
-	VADDPD       544(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 544(SI)(BX*8)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 896(SI)(BX*4)
+	VADDPD       544(SI)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 544(SI)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y0
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2304(SI)(DX*4), Y1
-	VMOVUPS      2560(SI)(DX*4), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
+	VMOVUPS      2304(SI)(DX*4), Y3
+	VMOVUPS      2560(SI)(DX*4), Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2816(SI)(DX*4), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VANDPS       lgc2<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, lgc3<>+0(SB), Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      2816(SI)(DX*4), Y6
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      1152(SI)(DX*8), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 1152(SI)(DX*8)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      1536(SI)(DX*8), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 1536(SI)(DX*8)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       1920(SI)(DX*8), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 1920(SI)(DX*8)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      1184(SI)(DX*8), Y1
-	VADDPD       Y0, Y1, Y5
-	VMOVUPD      Y5, 1184(SI)(DX*8)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      1568(SI)(DX*8), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 1568(SI)(DX*8)
-	VMULPD       Y0, Y1, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       1952(SI)(DX*8), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 1952(SI)(DX*8)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(SI)(DX*4)
-	VMOVUPS      Y0, 2560(SI)(DX*4)
-	VANDPS       Y4, Y2, Y2
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VMAXPD       lgc5<>+0(SB), Y1, Y10
+	VDIVPD       Y10, Y7, Y11
+	VFNMADD231PD Y7, Y11, Y8
+	VADDPD       Y9, Y11, Y11
+	VMOVUPD      1152(SI)(DX*8), Y7
+	VADDPD       Y1, Y7, Y9
+	VMOVUPD      Y9, 1152(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y9, Y9
+	VDIVPD       Y9, Y1, Y9
+	VMOVUPD      1536(SI)(DX*8), Y12
+	VSUBPD       Y12, Y11, Y11
+	VFMADD231PD  Y11, Y9, Y12
+	VMOVUPD      Y12, 1536(SI)(DX*8)
+	VMULPD       Y9, Y7, Y9
+	VMULPD       Y11, Y9, Y9
+	VADDPD       1920(SI)(DX*8), Y8, Y7
+	VFMADD231PD  Y11, Y9, Y7
+	VMOVUPD      Y7, 1920(SI)(DX*8)
+	VDIVPD       Y10, Y3, Y7
+	VFNMADD231PD Y3, Y7, Y4
+	VADDPD       Y6, Y7, Y7
+	VMOVUPD      1184(SI)(DX*8), Y3
+	VADDPD       Y1, Y3, Y6
+	VMOVUPD      Y6, 1184(SI)(DX*8)
+	VMAXPD       lgc5<>+0(SB), Y6, Y6
+	VDIVPD       Y6, Y1, Y1
+	VMOVUPD      1568(SI)(DX*8), Y6
+	VSUBPD       Y6, Y7, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y6, 1568(SI)(DX*8)
+	VMULPD       Y1, Y3, Y1
+	VMULPD       Y7, Y1, Y1
+	VADDPD       1952(SI)(DX*8), Y4, Y3
+	VFMADD231PD  Y7, Y1, Y3
+	VMOVUPD      Y3, 1952(SI)(DX*8)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(SI)(DX*4)
+	VMOVUPS      Y1, 2560(SI)(DX*4)
+	VANDPS       Y5, Y2, Y2
 	VANDPS       3072(SI), Y2, Y2
 	VMOVUPS      Y2, 3072(SI)
 	MOVQ         $+8, DX
@@ -1418,6 +1422,10 @@ noflush_16:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+8
 	JL           blocks_15
+	MOVQ         AX, CX
+	IMUL3Q       $+8, CX, CX
+	MOVQ         state+8(FP), BX
+	VMOVUPS      Y0, 896(BX)(CX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc4<>+0(SB), X0
@@ -1425,31 +1433,31 @@ noflush_16:
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
-	MOVQ         state+16(FP), BX
-	VMOVUPS      896(BX)(DX*4), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	MOVQ         state+8(FP), BX
+	VMOVUPS      896(BX)(DX*4), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       512(BX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 512(BX)(DX*8)
-	VADDPD       544(BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, 544(BX)(DX*8)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 896(BX)(DX*4)
+	VADDPD       544(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 544(BX)(DX*8)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 896(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      2304(BX)(CX*4), Y1
+	VMOVUPS      2304(BX)(CX*4), Y2
 	VMOVUPS      2560(BX)(CX*4), Y3
-	VANDPS       lgc2<>+0(SB), Y1, Y4
+	VANDPS       lgc2<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
 	VANDPS       lgc2<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      2816(BX)(CX*4), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1474,11 +1482,11 @@ noflush_16:
 	VADDPD       1920(BX)(CX*8), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 1920(BX)(CX*8)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      1184(BX)(CX*8), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      1184(BX)(CX*8), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 1184(BX)(CX*8)
 	VMAXPD       lgc5<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -1486,17 +1494,17 @@ noflush_16:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 1568(BX)(CX*8)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       1952(BX)(CX*8), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 1952(BX)(CX*8)
+	VADDPD       1952(BX)(CX*8), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 1952(BX)(CX*8)
 	VMOVUPS      lgc4<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(BX)(CX*4)
 	VMOVUPS      Y0, 2560(BX)(CX*4)
-	VANDPS       Y4, Y2, Y2
-	VANDPS       3072(BX), Y2, Y2
-	VMOVUPS      Y2, 3072(BX)
+	VANDPS       Y4, Y1, Y1
+	VANDPS       3072(BX), Y1, Y1
+	VMOVUPS      Y1, 3072(BX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_14
@@ -1947,85 +1955,85 @@ blocks_21:
 	JNZ          noflush_22
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+64(FP), BX
-	VMOVUPS      3392(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      3392(BX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       3200(BX), Y2, Y2
 	VMOVUPD      Y2, 3200(BX)
-	VADDPD       3232(BX), Y0, Y0
-	VMOVUPD      Y0, 3232(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(BX)
-	VMOVUPS      3712(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3232(BX), Y1, Y1
+	VMOVUPD      Y1, 3232(BX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3392(BX)
+	VMOVUPS      3712(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3520(BX), Y3, Y3
 	VMOVUPD      Y3, 3520(BX)
-	VADDPD       3552(BX), Y0, Y0
-	VMOVUPD      Y0, 3552(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3712(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4032(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3552(BX), Y2, Y2
+	VMOVUPD      Y2, 3552(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 3712(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4032(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3840(BX), Y3, Y3
 	VMOVUPD      Y3, 3840(BX)
-	VADDPD       3872(BX), Y0, Y0
-	VMOVUPD      Y0, 3872(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4032(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4480(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3872(BX), Y2, Y2
+	VMOVUPD      Y2, 3872(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4032(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4480(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4160(BX), Y3, Y3
 	VMOVUPD      Y3, 4160(BX)
-	VADDPD       4192(BX), Y0, Y0
-	VMOVUPD      Y0, 4192(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4480(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4800(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4192(BX), Y2, Y2
+	VMOVUPD      Y2, 4192(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4480(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4800(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4608(BX), Y3, Y3
 	VMOVUPD      Y3, 4608(BX)
-	VADDPD       4640(BX), Y0, Y0
-	VMOVUPD      Y0, 4640(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4800(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      5120(BX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4640(BX), Y2, Y2
+	VMOVUPD      Y2, 4640(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4800(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      5120(BX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4928(BX), Y3, Y3
 	VMOVUPD      Y3, 4928(BX)
-	VADDPD       4960(BX), Y0, Y0
-	VMOVUPD      Y0, 4960(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 5120(BX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5248(BX), Y1, Y1
-	VMOVUPS      Y1, 5248(BX)
+	VADDPD       4960(BX), Y2, Y2
+	VMOVUPD      Y2, 4960(BX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 5120(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5248(BX), Y0, Y0
+	VMOVUPS      Y0, 5248(BX)
 	MOVQ         $+8, BX
 
 noflush_22:
@@ -2038,85 +2046,85 @@ noflush_22:
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      3392(DX), Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       3200(DX), Y2, Y2
 	VMOVUPD      Y2, 3200(DX)
-	VADDPD       3232(DX), Y0, Y0
-	VMOVUPD      Y0, 3232(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(DX)
-	VMOVUPS      3712(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3232(DX), Y1, Y1
+	VMOVUPD      Y1, 3232(DX)
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      Y1, 3392(DX)
+	VMOVUPS      3712(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3520(DX), Y3, Y3
 	VMOVUPD      Y3, 3520(DX)
-	VADDPD       3552(DX), Y0, Y0
-	VMOVUPD      Y0, 3552(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 3712(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4032(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3552(DX), Y2, Y2
+	VMOVUPD      Y2, 3552(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 3712(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4032(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3840(DX), Y3, Y3
 	VMOVUPD      Y3, 3840(DX)
-	VADDPD       3872(DX), Y0, Y0
-	VMOVUPD      Y0, 3872(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4032(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4480(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3872(DX), Y2, Y2
+	VMOVUPD      Y2, 3872(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4032(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4480(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4160(DX), Y3, Y3
 	VMOVUPD      Y3, 4160(DX)
-	VADDPD       4192(DX), Y0, Y0
-	VMOVUPD      Y0, 4192(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4480(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4800(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4192(DX), Y2, Y2
+	VMOVUPD      Y2, 4192(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4480(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4800(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4608(DX), Y3, Y3
 	VMOVUPD      Y3, 4608(DX)
-	VADDPD       4640(DX), Y0, Y0
-	VMOVUPD      Y0, 4640(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 4800(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      5120(DX), Y0
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4640(DX), Y2, Y2
+	VMOVUPD      Y2, 4640(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 4800(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      5120(DX), Y2
+	VANDPS       lgc2<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4928(DX), Y3, Y3
 	VMOVUPD      Y3, 4928(DX)
-	VADDPD       4960(DX), Y0, Y0
-	VMOVUPD      Y0, 4960(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
-	VMOVUPS      Y0, 5120(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5248(DX), Y1, Y1
-	VMOVUPS      Y1, 5248(DX)
+	VADDPD       4960(DX), Y2, Y2
+	VMOVUPD      Y2, 4960(DX)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      Y2, 5120(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5248(DX), Y0, Y0
+	VMOVUPS      Y0, 5248(DX)
 	INCQ         CX
 	CMPQ         CX, $+8
 	JL           outer1_20

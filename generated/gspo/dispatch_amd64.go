@@ -83,7 +83,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 156 {
 			lo, hi := a, min(a+156, hi)
-			pass0AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], hi)
+			pass0AVX2(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r9_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
@@ -200,7 +200,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], hi)
+		fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -257,7 +257,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p2_ok)
 		for a := lo; a < hi; a += 119 {
 			lo, hi := a, min(a+119, hi)
-			fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], hi)
+			fbPass1AVX2(&out.NumValid, lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
 			runtime.FinishSum(st.res[lo:hi], st.r9_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])

@@ -8,7 +8,7 @@ package gspo
 // loop in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
+func pass0AVX2(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 
 // pass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see pass1Go for the same
 // loop in Go.
@@ -26,13 +26,13 @@ func pass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObj
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass1Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
+func fbPass1AVX2(numValid *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 
 // fbPass2AVX2 is pass 2 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass2Go for the
 // same loop in Go.

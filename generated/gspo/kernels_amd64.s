@@ -4,93 +4,95 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
+// func pass0AVX2(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2
 TEXT ·pass0AVX2(SB), $0-48
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    AX, CX
+	IMUL3Q  $+8, CX, BX
+	MOVQ    state+8(FP), SI
+	VMOVUPS 704(SI)(BX*4), Y0
+	IMUL3Q  $+8, CX, CX
+	VMOVUPS 1728(SI)(CX*4), Y1
+	XORQ    CX, CX
 
 blocks_2:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y0
-	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VPMOVZXBD (BX)(SI*1), Y2
+	VPCMPGTD  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y3
 
 	// v3 = where(mask, 1, 0)
-	VANDPS  Y1, Y0, Y1
-	MOVQ    logProb+16(FP), BX
-	VMOVUPS (BX)(SI*4), Y2
+	VANDPS  Y3, Y2, Y3
+	MOVQ    logProb+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y4
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y0, Y2
-	MOVQ    sampleLogProb+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	VANDPS  Y4, Y2, Y4
+	MOVQ    sampleLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y5
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y5, Y2, Y5
 
 	// sum(v3) over [L]
-	MOVQ    AX, BX
-	IMUL3Q  $+8, BX, SI
-	MOVQ    state+32(FP), DI
-	VADDPS  704(DI)(SI*4), Y1, Y1
-	VMOVUPS Y1, 704(DI)(SI*4)
+	VADDPS Y0, Y3, Y0
 
 	// v11 = sub(v6, v8)
-	VSUBPS Y3, Y2, Y1
+	VSUBPS Y5, Y4, Y3
 
 	// v12 = where(mask, v11, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS Y3, Y2, Y2
 
 	// sum(v12) over [L]
-	IMUL3Q       $+8, BX, BX
-	VADDPS       1728(DI)(BX*4), Y0, Y0
-	VMOVUPS      Y0, 1728(DI)(BX*4)
+	VADDPS       Y1, Y2, Y1
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc2<>+0(SB), Y0
+	VMOVUPD      lgc2<>+0(SB), Y2
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	MOVQ         state+32(FP), SI
-	VMOVUPS      704(SI)(BX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 64(SI)(BX*8)
-	VADDPD       96(SI)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 96(SI)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(SI)(BX*4)
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      1728(SI)(DX*4), Y0
+	MOVQ         state+8(FP), SI
 	VANDPS       lgc3<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1088(SI)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 1088(SI)(DX*8)
-	VADDPD       1120(SI)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 1120(SI)(DX*8)
+	VADDPD       64(SI)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 64(SI)(BX*8)
+	VADDPD       96(SI)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 96(SI)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1728(SI)(DX*4)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       2112(SI), Y1, Y1
-	VMOVUPS      Y1, 2112(SI)
+	IMUL3Q       $+8, DX, DX
+	VANDPS       lgc3<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc4<>+0(SB), Y3, Y3
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1088(SI)(DX*8), Y4, Y4
+	VMOVUPD      Y4, 1088(SI)(DX*8)
+	VADDPD       1120(SI)(DX*8), Y1, Y1
+	VMOVUPD      Y1, 1120(SI)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VANDPS       Y3, Y2, Y2
+	VANDPS       2112(SI), Y2, Y2
+	VMOVUPS      Y2, 2112(SI)
 	MOVQ         $+8, DX
 
 noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         AX, CX
+	IMUL3Q       $+8, CX, BX
+	MOVQ         state+8(FP), SI
+	VMOVUPS      Y0, 704(SI)(BX*4)
+	IMUL3Q       $+8, CX, CX
+	VMOVUPS      Y1, 1728(SI)(CX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -98,35 +100,35 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
-	MOVQ         state+32(FP), BX
-	VMOVUPS      704(BX)(DX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+8(FP), BX
+	VMOVUPS      704(BX)(DX*4), Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(BX)(DX*8), Y2, Y2
 	VMOVUPD      Y2, 64(BX)(DX*8)
-	VADDPD       96(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 96(BX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 704(BX)(DX*4)
+	VADDPD       96(BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, 96(BX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 704(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      1728(BX)(CX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1728(BX)(CX*4), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1088(BX)(CX*8), Y3, Y3
 	VMOVUPD      Y3, 1088(BX)(CX*8)
-	VADDPD       1120(BX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 1120(BX)(CX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1728(BX)(CX*4)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       2112(BX), Y1, Y1
-	VMOVUPS      Y1, 2112(BX)
+	VADDPD       1120(BX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 1120(BX)(CX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1728(BX)(CX*4)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       2112(BX), Y0, Y0
+	VMOVUPS      Y0, 2112(BX)
 	INCQ         AX
 	CMPQ         AX, hi+40(FP)
 	JL           outer0_1
@@ -422,59 +424,59 @@ blocks_5:
 	JNZ          noflush_6
 	VMOVUPD      lgc2<>+0(SB), Y0
 	MOVQ         state+40(FP), DX
-	VMOVUPS      2432(DX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2432(DX), Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       2240(DX), Y2, Y2
 	VMOVUPD      Y2, 2240(DX)
-	VADDPD       2272(DX), Y0, Y0
-	VMOVUPD      Y0, 2272(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(DX)
-	VMOVUPS      2752(DX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2272(DX), Y1, Y1
+	VMOVUPD      Y1, 2272(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 2432(DX)
+	VMOVUPS      2752(DX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2560(DX), Y3, Y3
 	VMOVUPD      Y3, 2560(DX)
-	VADDPD       2592(DX), Y0, Y0
-	VMOVUPD      Y0, 2592(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3072(DX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2592(DX), Y2, Y2
+	VMOVUPD      Y2, 2592(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(DX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2880(DX), Y3, Y3
 	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y0, Y0
-	VMOVUPD      Y0, 2912(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3392(DX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2912(DX), Y2, Y2
+	VMOVUPD      Y2, 2912(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3392(DX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3200(DX), Y3, Y3
 	VMOVUPD      Y3, 3200(DX)
-	VADDPD       3232(DX), Y0, Y0
-	VMOVUPD      Y0, 3232(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       3520(DX), Y1, Y1
-	VMOVUPS      Y1, 3520(DX)
+	VADDPD       3232(DX), Y2, Y2
+	VMOVUPD      Y2, 3232(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3392(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3520(DX), Y0, Y0
+	VMOVUPS      Y0, 3520(DX)
 	MOVQ         $+8, DX
 
 noflush_6:
@@ -487,59 +489,59 @@ noflush_6:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2432(CX), Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       2240(CX), Y2, Y2
 	VMOVUPD      Y2, 2240(CX)
-	VADDPD       2272(CX), Y0, Y0
-	VMOVUPD      Y0, 2272(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(CX)
-	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2272(CX), Y1, Y1
+	VMOVUPD      Y1, 2272(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 2432(CX)
+	VMOVUPS      2752(CX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2560(CX), Y3, Y3
 	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y0, Y0
-	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3072(CX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2592(CX), Y2, Y2
+	VMOVUPD      Y2, 2592(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(CX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2880(CX), Y3, Y3
 	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y0, Y0
-	VMOVUPD      Y0, 2912(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3392(CX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2912(CX), Y2, Y2
+	VMOVUPD      Y2, 2912(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3392(CX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3200(CX), Y3, Y3
 	VMOVUPD      Y3, 3200(CX)
-	VADDPD       3232(CX), Y0, Y0
-	VMOVUPD      Y0, 3232(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       3520(CX), Y1, Y1
-	VMOVUPS      Y1, 3520(CX)
+	VADDPD       3232(CX), Y2, Y2
+	VMOVUPD      Y2, 3232(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3392(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3520(CX), Y0, Y0
+	VMOVUPS      Y0, 3520(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_4
@@ -823,35 +825,34 @@ DATA lgc27<>+24(SB)/4, $0x3d23d70a
 DATA lgc27<>+28(SB)/4, $0x3d23d70a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, hi int)
+// func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $0-32
 	MOVQ lo+0(FP), AX
 
 outer0_7:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y0
+	XORQ    CX, CX
 
 blocks_8:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y0
-	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VPMOVZXBD (BX)(SI*1), Y1
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS Y2, Y1, Y1
 
 	// sum(v3) over [B L]
-	MOVQ         state+16(FP), BX
-	VADDPS       256(BX), Y0, Y0
-	VMOVUPS      Y0, 256(BX)
+	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc2<>+0(SB), Y0
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y0
+	VMOVUPD      lgc2<>+0(SB), Y1
+	MOVQ         state+8(FP), DX
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -862,7 +863,6 @@ blocks_8:
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
 	MOVQ         $+8, DX
@@ -871,33 +871,35 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_8
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y0, 256(CX)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       384(CX), Y1, Y1
-	VMOVUPS      Y1, 384(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VANDPS       384(CX), Y0, Y0
+	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_7
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
+// func fbPass1AVX2(numValid *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass1AVX2(SB), $32-56
 	// values every block reads alike, computed once
@@ -915,110 +917,112 @@ TEXT ·fbPass1AVX2(SB), $32-56
 	MOVQ    lo+8(FP), AX
 
 outer0_10:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    AX, CX
+	IMUL3Q  $+8, CX, BX
+	MOVQ    state+16(FP), SI
+	VMOVUPS 1152(SI)(BX*4), Y0
+	IMUL3Q  $+8, CX, BX
+	VMOVUPS 2176(SI)(BX*4), Y1
+	IMUL3Q  $+8, CX, CX
+	VMOVUPS 3200(SI)(CX*4), Y2
+	XORQ    CX, CX
 
 blocks_11:
-	MOVQ      mask+16(FP), BX
+	MOVQ      mask+24(FP), BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y0
-	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VPMOVZXBD (BX)(SI*1), Y3
+	VPCMPGTD  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS   lgc1<>+0(SB), Y4
 
 	// v3 = where(mask, 1, 0)
-	VANDPS  Y1, Y0, Y1
-	MOVQ    logProb+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y2
+	VANDPS  Y4, Y3, Y4
+	MOVQ    logProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y5
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y0, Y2
-	MOVQ    sampleLogProb+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	VANDPS  Y5, Y3, Y5
+	MOVQ    sampleLogProb+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y6
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y6, Y3, Y6
 
 	// sum(v3) over [L]
-	MOVQ    AX, BX
-	IMUL3Q  $+8, BX, SI
-	MOVQ    state+40(FP), DI
-	VADDPS  1152(DI)(SI*4), Y1, Y1
-	VMOVUPS Y1, 1152(DI)(SI*4)
+	VADDPS Y0, Y4, Y0
 
 	// v11 = sub(v6, v8)
-	VSUBPS Y3, Y2, Y1
+	VSUBPS Y6, Y5, Y4
 
 	// v12 = where(mask, v11, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y4, Y3, Y4
 
 	// sum(v12) over [L]
-	IMUL3Q  $+8, BX, SI
-	VADDPS  2176(DI)(SI*4), Y1, Y1
-	VMOVUPS Y1, 2176(DI)(SI*4)
-	VMOVUPS (SP), Y1
+	VADDPS  Y1, Y4, Y1
+	VMOVUPS (SP), Y4
 
 	// v85 = where(mask, v84, 0)
-	VANDPS Y1, Y0, Y0
+	VANDPS Y4, Y3, Y3
 
 	// sum(v85) over [L]
-	IMUL3Q       $+8, BX, BX
-	VADDPS       3200(DI)(BX*4), Y0, Y0
-	VMOVUPS      Y0, 3200(DI)(BX*4)
+	VADDPS       Y2, Y3, Y2
 	DECQ         DX
 	JNZ          noflush_12
-	VMOVUPD      lgc2<>+0(SB), Y0
+	VMOVUPD      lgc2<>+0(SB), Y3
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	MOVQ         state+40(FP), SI
-	VMOVUPS      1152(SI)(BX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
+	MOVQ         state+16(FP), SI
+	VANDPS       lgc3<>+0(SB), Y0, Y3
+	VCMPPS       $0x12, lgc4<>+0(SB), Y3, Y3
+	VCVTPS2PD    X0, Y4
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       512(SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 512(SI)(BX*8)
+	VADDPD       512(SI)(BX*8), Y4, Y4
+	VMOVUPD      Y4, 512(SI)(BX*8)
 	VADDPD       544(SI)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 544(SI)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(SI)(BX*4)
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2176(SI)(BX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(SI)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(SI)(BX*8)
-	VADDPD       1568(SI)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 1568(SI)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(SI)(BX*4)
-	VANDPS       Y2, Y1, Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc4<>+0(SB), Y4, Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1536(SI)(BX*8), Y5, Y5
+	VMOVUPD      Y5, 1536(SI)(BX*8)
+	VADDPD       1568(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 1568(SI)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VANDPS       Y4, Y3, Y3
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      3200(SI)(DX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2560(SI)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 2560(SI)(DX*8)
-	VADDPD       2592(SI)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 2592(SI)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(SI)(DX*4)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       3584(SI), Y1, Y1
-	VMOVUPS      Y1, 3584(SI)
+	VANDPS       lgc3<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc4<>+0(SB), Y4, Y4
+	VCVTPS2PD    X2, Y5
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2560(SI)(DX*8), Y5, Y5
+	VMOVUPD      Y5, 2560(SI)(DX*8)
+	VADDPD       2592(SI)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 2592(SI)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VANDPS       Y4, Y3, Y3
+	VANDPS       3584(SI), Y3, Y3
+	VMOVUPS      Y3, 3584(SI)
 	MOVQ         $+8, DX
 
 noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_11
+	MOVQ         AX, CX
+	IMUL3Q       $+8, CX, BX
+	MOVQ         state+16(FP), SI
+	VMOVUPS      Y0, 1152(SI)(BX*4)
+	IMUL3Q       $+8, CX, BX
+	VMOVUPS      Y1, 2176(SI)(BX*4)
+	IMUL3Q       $+8, CX, CX
+	VMOVUPS      Y2, 3200(SI)(CX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -1026,49 +1030,49 @@ noflush_12:
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
-	MOVQ         state+40(FP), BX
-	VMOVUPS      1152(BX)(DX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+16(FP), BX
+	VMOVUPS      1152(BX)(DX*4), Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       512(BX)(DX*8), Y2, Y2
 	VMOVUPD      Y2, 512(BX)(DX*8)
-	VADDPD       544(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 544(BX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(BX)(DX*4)
+	VADDPD       544(BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, 544(BX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1152(BX)(DX*4)
 	IMUL3Q       $+8, CX, DX
-	VMOVUPS      2176(BX)(DX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2176(BX)(DX*4), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1536(BX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 1536(BX)(DX*8)
-	VADDPD       1568(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 1568(BX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(BX)(DX*4)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       1568(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1568(BX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2176(BX)(DX*4)
+	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      3200(BX)(CX*4), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      3200(BX)(CX*4), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2560(BX)(CX*8), Y3, Y3
 	VMOVUPD      Y3, 2560(BX)(CX*8)
-	VADDPD       2592(BX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 2592(BX)(CX*8)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(BX)(CX*4)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       3584(BX), Y1, Y1
-	VMOVUPS      Y1, 3584(BX)
+	VADDPD       2592(BX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 2592(BX)(CX*8)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3200(BX)(CX*4)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3584(BX), Y0, Y0
+	VMOVUPS      Y0, 3584(BX)
 	INCQ         AX
 	CMPQ         AX, hi+48(FP)
 	JL           outer0_10
@@ -1422,46 +1426,46 @@ blocks_14:
 	JNZ          noflush_15
 	VMOVUPD      lgc2<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      3904(DX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      3904(DX), Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       3712(DX), Y2, Y2
 	VMOVUPD      Y2, 3712(DX)
-	VADDPD       3744(DX), Y0, Y0
-	VMOVUPD      Y0, 3744(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3904(DX)
-	VMOVUPS      4224(DX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3744(DX), Y1, Y1
+	VMOVUPD      Y1, 3744(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 3904(DX)
+	VMOVUPS      4224(DX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4032(DX), Y3, Y3
 	VMOVUPD      Y3, 4032(DX)
-	VADDPD       4064(DX), Y0, Y0
-	VMOVUPD      Y0, 4064(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4224(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4544(DX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4064(DX), Y2, Y2
+	VMOVUPD      Y2, 4064(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4224(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4544(DX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4352(DX), Y3, Y3
 	VMOVUPD      Y3, 4352(DX)
-	VADDPD       4384(DX), Y0, Y0
-	VMOVUPD      Y0, 4384(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4544(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       4672(DX), Y1, Y1
-	VMOVUPS      Y1, 4672(DX)
+	VADDPD       4384(DX), Y2, Y2
+	VMOVUPD      Y2, 4384(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4544(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       4672(DX), Y0, Y0
+	VMOVUPS      Y0, 4672(DX)
 	MOVQ         $+8, DX
 
 noflush_15:
@@ -1474,46 +1478,46 @@ noflush_15:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      3904(CX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      3904(CX), Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       3712(CX), Y2, Y2
 	VMOVUPD      Y2, 3712(CX)
-	VADDPD       3744(CX), Y0, Y0
-	VMOVUPD      Y0, 3744(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3904(CX)
-	VMOVUPS      4224(CX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       3744(CX), Y1, Y1
+	VMOVUPD      Y1, 3744(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 3904(CX)
+	VMOVUPS      4224(CX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4032(CX), Y3, Y3
 	VMOVUPD      Y3, 4032(CX)
-	VADDPD       4064(CX), Y0, Y0
-	VMOVUPD      Y0, 4064(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4224(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4544(CX), Y0
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4064(CX), Y2, Y2
+	VMOVUPD      Y2, 4064(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4224(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4544(CX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4352(CX), Y3, Y3
 	VMOVUPD      Y3, 4352(CX)
-	VADDPD       4384(CX), Y0, Y0
-	VMOVUPD      Y0, 4384(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4544(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       4672(CX), Y1, Y1
-	VMOVUPS      Y1, 4672(CX)
+	VADDPD       4384(CX), Y2, Y2
+	VMOVUPD      Y2, 4384(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 4544(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       4672(CX), Y0, Y0
+	VMOVUPS      Y0, 4672(CX)
 	INCQ         AX
 	CMPQ         AX, hi+88(FP)
 	JL           outer0_13

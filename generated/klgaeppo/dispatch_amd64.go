@@ -194,7 +194,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r106_s, 0)
 		runtime.Fill(st.r106_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, hi, &s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
+		pass2AVX2(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
 	}
 	n := min(pass2Chunks, 6)
 	if n <= 1 {

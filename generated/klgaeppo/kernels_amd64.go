@@ -21,7 +21,7 @@ func pass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *flo
 // in Go.
 //
 //go:noescape
-func pass2AVX2(lo int, hi int, s10 *float32, s11 *float32, s5 *float32, state *float64)
+func pass2AVX2(state *float64, lo int, hi int, s10 *float32, s11 *float32, s5 *float32)
 
 // pass3AVX2 is pass 3 (elementwise over [B=16 L=48]) on 8 float32 lanes; see pass3Go for the same
 // loop in Go.

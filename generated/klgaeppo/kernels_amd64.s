@@ -361,72 +361,72 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      576(DX), Y3
+	VANDPS       lgc4<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       384(DX), Y4, Y4
 	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y1, Y1
-	VMOVUPD      Y1, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 576(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      896(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       416(DX), Y3, Y3
+	VMOVUPD      Y3, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 576(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      896(DX), Y3
+	VANDPS       lgc4<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       704(DX), Y4, Y4
 	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y1, Y1
-	VMOVUPD      Y1, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 896(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      1216(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       736(DX), Y3, Y3
+	VMOVUPD      Y3, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 896(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      1216(DX), Y3
+	VANDPS       lgc4<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1024(DX), Y4, Y4
 	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y1, Y1
-	VMOVUPD      Y1, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      1536(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1056(DX), Y3, Y3
+	VMOVUPD      Y3, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 1216(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      1536(DX), Y3
+	VANDPS       lgc4<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1344(DX), Y4, Y4
 	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y1, Y1
-	VMOVUPD      Y1, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(DX)
-	VANDPS       Y3, Y2, Y2
-	VANDPS       4544(DX), Y2, Y2
-	VMOVUPS      Y2, 4544(DX)
+	VADDPD       1376(DX), Y3, Y3
+	VMOVUPD      Y3, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 1536(DX)
+	VANDPS       Y2, Y1, Y1
+	VANDPS       4544(DX), Y1, Y1
+	VMOVUPS      Y1, 4544(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -438,72 +438,72 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1344(CX), Y3, Y3
 	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       4544(CX), Y1, Y1
-	VMOVUPS      Y1, 4544(CX)
+	VADDPD       1376(CX), Y2, Y2
+	VMOVUPD      Y2, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       4544(CX), Y0, Y0
+	VMOVUPS      Y0, 4544(CX)
 	INCQ         AX
 	CMPQ         AX, hi+136(FP)
 	JL           outer0_1
@@ -885,148 +885,147 @@ TEXT ·pass1AVX2(SB), $0-72
 	VZEROUPPER
 	RET
 
-// func pass2AVX2(lo int, hi int, s10 *float32, s11 *float32, s5 *float32, state *float64)
+// func pass2AVX2(state *float64, lo int, hi int, s10 *float32, s11 *float32, s5 *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-48
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_5
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 4864(AX), Y0
+	VMOVUPS 5184(AX), Y1
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_5
 
 blocks_4:
-	MOVQ    s10+16(FP), DX
+	MOVQ    s10+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v100 = mul(2, logSumW)
-	VMULPS  lgc33<>+0(SB), Y0, Y0
-	MOVQ    s11+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMULPS  lgc33<>+0(SB), Y2, Y2
+	MOVQ    s11+32(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
 
 	// v101 = sub(v100, logSumW2)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v101)
-	VMOVUPS      lgc12<>+0(SB), Y1
-	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc13<>+0(SB), Y1
-	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc14<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc16<>+0(SB), Y1, Y0
-	VMOVAPS      lgc17<>+0(SB), Y2
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc2<>+0(SB), Y2, Y2
-	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc23<>+0(SB), Y0, Y1
-	VPMINSD      lgc24<>+0(SB), Y1, Y1
-	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	MOVQ         s5+32(FP), DX
-	VMOVUPS      (DX)(BX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      lgc12<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc13<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	MOVQ         s5+40(FP), DX
+	VMOVUPS      (DX)(BX*4), Y2
+	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v103 = gt(v73, 0)
-	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc2<>+0(SB), Y0, Y1
+	VCMPPS $0x1e, Y3, Y2, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y3
 
 	// v104 = where(v103, essCol, 0)
-	VANDPS Y2, Y0, Y0
+	VANDPS Y4, Y2, Y2
 
 	// sum(v104) over [L]
-	MOVQ    state+40(FP), DX
-	VADDPS  4864(DX), Y0, Y0
-	VMOVUPS Y0, 4864(DX)
+	VADDPS Y0, Y2, Y0
 
 	// sum(v103) over [L]
-	VADDPS       5184(DX), Y1, Y0
-	VMOVUPS      Y0, 5184(DX)
+	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc31<>+0(SB), Y0
-	MOVQ         state+40(FP), CX
-	VMOVUPS      4864(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4672(CX), Y2, Y2
-	VMOVUPD      Y2, 4672(CX)
-	VADDPD       4704(CX), Y0, Y0
-	VMOVUPD      Y0, 4704(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(CX)
-	VMOVUPS      5184(CX), Y0
+	VMOVUPD      lgc31<>+0(SB), Y2
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4992(CX), Y3, Y3
-	VMOVUPD      Y3, 4992(CX)
-	VADDPD       5024(CX), Y0, Y0
-	VMOVUPD      Y0, 5024(CX)
+	VADDPD       4672(CX), Y3, Y3
+	VMOVUPD      Y3, 4672(CX)
+	VADDPD       4704(CX), Y0, Y0
+	VMOVUPD      Y0, 4704(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5184(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5312(CX), Y1, Y1
-	VMOVUPS      Y1, 5312(CX)
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       4992(CX), Y4, Y4
+	VMOVUPD      Y4, 4992(CX)
+	VADDPD       5024(CX), Y1, Y1
+	VMOVUPD      Y1, 5024(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VANDPS       Y3, Y2, Y2
+	VANDPS       5312(CX), Y2, Y2
+	VMOVUPS      Y2, 5312(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
 	ADDQ $+8, AX
 	CMPQ AX, $+48
 	JGE  chunkdone_5
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_4
 
 chunkdone_5:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 4864(AX)
+	VMOVUPS      Y1, 5184(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), AX
-	VMOVUPS      4864(AX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      4864(AX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       4672(AX), Y2, Y2
 	VMOVUPD      Y2, 4672(AX)
-	VADDPD       4704(AX), Y0, Y0
-	VMOVUPD      Y0, 4704(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(AX)
-	VMOVUPS      5184(AX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       4704(AX), Y1, Y1
+	VMOVUPD      Y1, 4704(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 4864(AX)
+	VMOVUPS      5184(AX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       4992(AX), Y3, Y3
 	VMOVUPD      Y3, 4992(AX)
-	VADDPD       5024(AX), Y0, Y0
-	VMOVUPD      Y0, 5024(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5184(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5312(AX), Y1, Y1
-	VMOVUPS      Y1, 5312(AX)
+	VADDPD       5024(AX), Y2, Y2
+	VMOVUPD      Y2, 5024(AX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 5184(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5312(AX), Y0, Y0
+	VMOVUPS      Y0, 5312(AX)
 	VZEROUPPER
 	RET
 
@@ -1413,20 +1412,20 @@ blocks_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VANDPS       1920(DX), Y2, Y2
-	VMOVUPS      Y2, 1920(DX)
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VANDPS       1920(DX), Y1, Y1
+	VMOVUPS      Y1, 1920(DX)
 	MOVQ         $+8, DX
 
 noflush_13:
@@ -1438,20 +1437,20 @@ noflush_13:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VANDPS       1920(CX), Y1, Y1
-	VMOVUPS      Y1, 1920(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VANDPS       1920(CX), Y0, Y0
+	VMOVUPS      Y0, 1920(CX)
 	INCQ         AX
 	CMPQ         AX, hi+128(FP)
 	JL           outer0_11
@@ -1878,59 +1877,59 @@ blocks_15:
 	JNZ          noflush_16
 	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+56(FP), DX
-	VMOVUPS      2240(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2240(DX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       2048(DX), Y2, Y2
 	VMOVUPD      Y2, 2048(DX)
-	VADDPD       2080(DX), Y0, Y0
-	VMOVUPD      Y0, 2080(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(DX)
-	VMOVUPS      2560(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2080(DX), Y1, Y1
+	VMOVUPD      Y1, 2080(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(DX)
+	VMOVUPS      2560(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2368(DX), Y3, Y3
 	VMOVUPD      Y3, 2368(DX)
-	VADDPD       2400(DX), Y0, Y0
-	VMOVUPD      Y0, 2400(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2880(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2400(DX), Y2, Y2
+	VMOVUPD      Y2, 2400(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2560(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2880(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2688(DX), Y3, Y3
 	VMOVUPD      Y3, 2688(DX)
-	VADDPD       2720(DX), Y0, Y0
-	VMOVUPD      Y0, 2720(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3200(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2720(DX), Y2, Y2
+	VMOVUPD      Y2, 2720(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2880(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3200(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3008(DX), Y3, Y3
 	VMOVUPD      Y3, 3008(DX)
-	VADDPD       3040(DX), Y0, Y0
-	VMOVUPD      Y0, 3040(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5696(DX), Y1, Y1
-	VMOVUPS      Y1, 5696(DX)
+	VADDPD       3040(DX), Y2, Y2
+	VMOVUPD      Y2, 3040(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3200(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5696(DX), Y0, Y0
+	VMOVUPS      Y0, 5696(DX)
 	MOVQ         $+8, DX
 
 noflush_16:
@@ -1943,59 +1942,59 @@ noflush_16:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      2240(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      2240(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       2048(CX), Y2, Y2
 	VMOVUPD      Y2, 2048(CX)
-	VADDPD       2080(CX), Y0, Y0
-	VMOVUPD      Y0, 2080(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(CX)
-	VMOVUPS      2560(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2080(CX), Y1, Y1
+	VMOVUPD      Y1, 2080(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(CX)
+	VMOVUPS      2560(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2368(CX), Y3, Y3
 	VMOVUPD      Y3, 2368(CX)
-	VADDPD       2400(CX), Y0, Y0
-	VMOVUPD      Y0, 2400(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2880(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2400(CX), Y2, Y2
+	VMOVUPD      Y2, 2400(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2560(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2880(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2688(CX), Y3, Y3
 	VMOVUPD      Y3, 2688(CX)
-	VADDPD       2720(CX), Y0, Y0
-	VMOVUPD      Y0, 2720(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3200(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2720(CX), Y2, Y2
+	VMOVUPD      Y2, 2720(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2880(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3200(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3008(CX), Y3, Y3
 	VMOVUPD      Y3, 3008(CX)
-	VADDPD       3040(CX), Y0, Y0
-	VMOVUPD      Y0, 3040(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       5696(CX), Y1, Y1
-	VMOVUPS      Y1, 5696(CX)
+	VADDPD       3040(CX), Y2, Y2
+	VMOVUPD      Y2, 3040(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3200(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5696(CX), Y0, Y0
+	VMOVUPS      Y0, 5696(CX)
 	INCQ         AX
 	CMPQ         AX, hi+104(FP)
 	JL           outer0_14
@@ -2160,33 +2159,33 @@ blocks_17:
 	JNZ          noflush_19
 	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      6016(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      6016(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       5824(CX), Y2, Y2
 	VMOVUPD      Y2, 5824(CX)
-	VADDPD       5856(CX), Y0, Y0
-	VMOVUPD      Y0, 5856(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 6016(CX)
-	VMOVUPS      6336(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       5856(CX), Y1, Y1
+	VMOVUPD      Y1, 5856(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 6016(CX)
+	VMOVUPS      6336(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       6144(CX), Y3, Y3
 	VMOVUPD      Y3, 6144(CX)
-	VADDPD       6176(CX), Y0, Y0
-	VMOVUPD      Y0, 6176(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 6336(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       6464(CX), Y1, Y1
-	VMOVUPS      Y1, 6464(CX)
+	VADDPD       6176(CX), Y2, Y2
+	VMOVUPD      Y2, 6176(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 6336(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       6464(CX), Y0, Y0
+	VMOVUPS      Y0, 6464(CX)
 	MOVQ         $+8, CX
 
 noflush_19:
@@ -2203,33 +2202,33 @@ chunkdone_18:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      6016(AX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      6016(AX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       5824(AX), Y2, Y2
 	VMOVUPD      Y2, 5824(AX)
-	VADDPD       5856(AX), Y0, Y0
-	VMOVUPD      Y0, 5856(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 6016(AX)
-	VMOVUPS      6336(AX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       5856(AX), Y1, Y1
+	VMOVUPD      Y1, 5856(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 6016(AX)
+	VMOVUPS      6336(AX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       6144(AX), Y3, Y3
 	VMOVUPD      Y3, 6144(AX)
-	VADDPD       6176(AX), Y0, Y0
-	VMOVUPD      Y0, 6176(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 6336(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       6464(AX), Y1, Y1
-	VMOVUPS      Y1, 6464(AX)
+	VADDPD       6176(AX), Y2, Y2
+	VMOVUPD      Y2, 6176(AX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 6336(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       6464(AX), Y0, Y0
+	VMOVUPS      Y0, 6464(AX)
 	VZEROUPPER
 	RET
 

@@ -135,33 +135,33 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc13<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      576(DX), Y3
+	VANDPS       lgc4<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       384(DX), Y4, Y4
 	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y1, Y1
-	VMOVUPD      Y1, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 576(DX)
-	VANDPS       Y3, Y2, Y2
-	VANDPS       704(DX), Y2, Y2
-	VMOVUPS      Y2, 704(DX)
+	VADDPD       416(DX), Y3, Y3
+	VMOVUPD      Y3, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 576(DX)
+	VANDPS       Y2, Y1, Y1
+	VANDPS       704(DX), Y1, Y1
+	VMOVUPS      Y1, 704(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -173,33 +173,33 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       704(CX), Y1, Y1
-	VMOVUPS      Y1, 704(CX)
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       704(CX), Y0, Y0
+	VMOVUPS      Y0, 704(CX)
 	INCQ         AX
 	CMPQ         AX, hi+80(FP)
 	JL           outer0_1
@@ -549,33 +549,33 @@ blocks_5:
 	JNZ          noflush_6
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc13<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      576(DX), Y3
+	VANDPS       lgc4<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       384(DX), Y4, Y4
 	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y1, Y1
-	VMOVUPD      Y1, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 576(DX)
-	VANDPS       Y3, Y2, Y2
-	VANDPS       704(DX), Y2, Y2
-	VMOVUPS      Y2, 704(DX)
+	VADDPD       416(DX), Y3, Y3
+	VMOVUPD      Y3, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 576(DX)
+	VANDPS       Y2, Y1, Y1
+	VANDPS       704(DX), Y1, Y1
+	VMOVUPS      Y1, 704(DX)
 	MOVQ         $+8, DX
 
 noflush_6:
@@ -587,33 +587,33 @@ noflush_6:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       704(CX), Y1, Y1
-	VMOVUPS      Y1, 704(CX)
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       704(CX), Y0, Y0
+	VMOVUPS      Y0, 704(CX)
 	INCQ         AX
 	CMPQ         AX, hi+96(FP)
 	JL           outer0_4

@@ -186,33 +186,33 @@ inner_Q_5:
 	JNZ          noflush_6
 	VMOVUPD      lgc8<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc9<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc10<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc10<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc9<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       704(CX), Y1, Y1
-	VMOVUPS      Y1, 704(CX)
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       704(CX), Y0, Y0
+	VMOVUPS      Y0, 704(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
@@ -229,33 +229,33 @@ chunkdone_2:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc9<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc10<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc10<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y2
+	VANDPS       lgc9<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(AX), Y3, Y3
 	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y0, Y0
-	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       704(AX), Y1, Y1
-	VMOVUPS      Y1, 704(AX)
+	VADDPD       416(AX), Y2, Y2
+	VMOVUPD      Y2, 416(AX)
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMOVUPS      Y2, 576(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       704(AX), Y0, Y0
+	VMOVUPS      Y0, 704(AX)
 	VZEROUPPER
 	RET
 
@@ -654,33 +654,33 @@ inner_Q_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc8<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc9<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc10<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc10<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc9<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       704(CX), Y1, Y1
-	VMOVUPS      Y1, 704(CX)
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       704(CX), Y0, Y0
+	VMOVUPS      Y0, 704(CX)
 	MOVQ         $+8, CX
 
 noflush_13:
@@ -697,33 +697,33 @@ chunkdone_8:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      256(AX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(AX), Y1
+	VANDPS       lgc9<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc10<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y0, Y0
-	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc10<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y2
+	VANDPS       lgc9<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(AX), Y3, Y3
 	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y0, Y0
-	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       704(AX), Y1, Y1
-	VMOVUPS      Y1, 704(AX)
+	VADDPD       416(AX), Y2, Y2
+	VMOVUPD      Y2, 416(AX)
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMOVUPS      Y2, 576(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       704(AX), Y0, Y0
+	VMOVUPS      Y0, 704(AX)
 	VZEROUPPER
 	RET
 

@@ -683,72 +683,72 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc32<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      576(DX), Y3
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       384(DX), Y4, Y4
 	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y1, Y1
-	VMOVUPD      Y1, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 576(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      896(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       416(DX), Y3, Y3
+	VMOVUPD      Y3, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 576(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      896(DX), Y3
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       704(DX), Y4, Y4
 	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y1, Y1
-	VMOVUPD      Y1, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 896(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      1216(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       736(DX), Y3, Y3
+	VMOVUPD      Y3, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 896(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      1216(DX), Y3
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1024(DX), Y4, Y4
 	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y1, Y1
-	VMOVUPD      Y1, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      1536(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1056(DX), Y3, Y3
+	VMOVUPD      Y3, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 1216(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      1536(DX), Y3
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1344(DX), Y4, Y4
 	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y1, Y1
-	VMOVUPD      Y1, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(DX)
-	VANDPS       Y3, Y2, Y2
-	VANDPS       31616(DX), Y2, Y2
-	VMOVUPS      Y2, 31616(DX)
+	VADDPD       1376(DX), Y3, Y3
+	VMOVUPD      Y3, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 1536(DX)
+	VANDPS       Y2, Y1, Y1
+	VANDPS       31616(DX), Y1, Y1
+	VMOVUPS      Y1, 31616(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -760,72 +760,72 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(CX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1344(CX), Y3, Y3
 	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       31616(CX), Y1, Y1
-	VMOVUPS      Y1, 31616(CX)
+	VADDPD       1376(CX), Y2, Y2
+	VMOVUPD      Y2, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       31616(CX), Y0, Y0
+	VMOVUPS      Y0, 31616(CX)
 	INCQ         AX
 	CMPQ         AX, hi+88(FP)
 	JL           outer0_1
@@ -1164,83 +1164,82 @@ DATA lgc33<>+24(SB)/4, $0x7f7fffff
 DATA lgc33<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+// func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-64
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_5
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 31936(AX), Y0
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_5
 
 blocks_4:
-	MOVQ    s1+16(FP), DX
+	MOVQ    s1+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc34<>+0(SB), Y0, Y0
-	MOVQ    s0+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v71 = div(residVar, v70)
-	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
-
-	// explainedVariance = sub(1, v71)
-	VSUBPS  Y0, Y1, Y0
-	MOVQ    s2+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v77 = mul(2, logSumW)
-	VMULPS  lgc35<>+0(SB), Y1, Y1
-	MOVQ    s3+40(FP), DX
+	VADDPS  lgc34<>+0(SB), Y1, Y1
+	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
+	// v71 = div(residVar, v70)
+	VDIVPS  Y1, Y2, Y1
+	VMOVUPS lgc14<>+0(SB), Y2
+
+	// explainedVariance = sub(1, v71)
+	VSUBPS  Y1, Y2, Y1
+	MOVQ    s2+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
+
+	// v77 = mul(2, logSumW)
+	VMULPS  lgc35<>+0(SB), Y2, Y2
+	MOVQ    s3+48(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
+
 	// v78 = sub(v77, logSumW2)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v78)
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y1
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc5<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+48(FP), DX
-	VADDPS  31936(DX), Y3, Y1
-	VMOVUPS Y1, 31936(DX)
+	VADDPS Y0, Y4, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
+	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc32<>+0(SB), Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      31936(CX), Y0
+	VMOVUPD      lgc32<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -1251,7 +1250,6 @@ blocks_4:
 	VADDPD       31776(CX), Y0, Y0
 	VMOVUPD      Y0, 31776(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 31936(CX)
 	VANDPS       32064(CX), Y1, Y1
 	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
@@ -1260,20 +1258,22 @@ noflush_6:
 	ADDQ $+8, AX
 	CMPQ AX, $+416
 	JGE  chunkdone_5
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_4
 
 chunkdone_5:
-	CMPQ       hi+8(FP), $+421
+	MOVQ       state+0(FP), AX
+	VMOVUPS    Y0, 31936(AX)
+	CMPQ       hi+16(FP), $+421
 	JNE        notail_7
-	MOVQ       s1+16(FP), AX
+	MOVQ       s1+24(FP), AX
 	MOVQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc34<>+0(SB), Y0, Y0
-	MOVQ       s0+24(FP), AX
+	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
@@ -1283,13 +1283,13 @@ chunkdone_5:
 
 	// explainedVariance = sub(1, v71)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       s2+32(FP), AX
+	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v77 = mul(2, logSumW)
 	VMULPS     lgc35<>+0(SB), Y1, Y1
-	MOVQ       s3+40(FP), AX
+	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
@@ -1331,7 +1331,7 @@ chunkdone_5:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y3, Y1
-	MOVQ         state+48(FP), AX
+	MOVQ         state+0(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
 
@@ -1346,21 +1346,21 @@ notail_7:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), AX
-	VMOVUPS      31936(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      31936(AX), Y1
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       31744(AX), Y2, Y2
 	VMOVUPD      Y2, 31744(AX)
-	VADDPD       31776(AX), Y0, Y0
-	VMOVUPD      Y0, 31776(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 31936(AX)
-	VANDPS       32064(AX), Y1, Y1
-	VMOVUPS      Y1, 32064(AX)
+	VADDPD       31776(AX), Y1, Y1
+	VMOVUPD      Y1, 31776(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 31936(AX)
+	VANDPS       32064(AX), Y0, Y0
+	VMOVUPS      Y0, 32064(AX)
 	VZEROUPPER
 	RET
 
@@ -1547,20 +1547,20 @@ blocks_9:
 	JNZ          noflush_10
 	VMOVUPD      lgc32<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
-	VMOVUPS      32384(DX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      32384(DX), Y1
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       32192(DX), Y2, Y2
 	VMOVUPD      Y2, 32192(DX)
-	VADDPD       32224(DX), Y0, Y0
-	VMOVUPD      Y0, 32224(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32384(DX)
-	VANDPS       32512(DX), Y1, Y1
-	VMOVUPS      Y1, 32512(DX)
+	VADDPD       32224(DX), Y1, Y1
+	VMOVUPD      Y1, 32224(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 32384(DX)
+	VANDPS       32512(DX), Y0, Y0
+	VMOVUPS      Y0, 32512(DX)
 	MOVQ         $+8, DX
 
 noflush_10:
@@ -1757,20 +1757,20 @@ noflush_10:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      32384(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      32384(CX), Y1
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       32192(CX), Y2, Y2
 	VMOVUPD      Y2, 32192(CX)
-	VADDPD       32224(CX), Y0, Y0
-	VMOVUPD      Y0, 32224(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32384(CX)
-	VANDPS       32512(CX), Y1, Y1
-	VMOVUPS      Y1, 32512(CX)
+	VADDPD       32224(CX), Y1, Y1
+	VMOVUPD      Y1, 32224(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 32384(CX)
+	VANDPS       32512(CX), Y0, Y0
+	VMOVUPS      Y0, 32512(CX)
 	INCQ         AX
 	CMPQ         AX, hi+88(FP)
 	JL           outer0_8
@@ -2675,72 +2675,72 @@ blocks_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc32<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      576(DX), Y3
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       384(DX), Y4, Y4
 	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y1, Y1
-	VMOVUPD      Y1, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 576(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      896(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       416(DX), Y3, Y3
+	VMOVUPD      Y3, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 576(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      896(DX), Y3
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       704(DX), Y4, Y4
 	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y1, Y1
-	VMOVUPD      Y1, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 896(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      1216(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       736(DX), Y3, Y3
+	VMOVUPD      Y3, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 896(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      1216(DX), Y3
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1024(DX), Y4, Y4
 	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y1, Y1
-	VMOVUPD      Y1, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(DX)
-	VANDPS       Y3, Y2, Y2
-	VMOVUPS      1536(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VADDPD       1056(DX), Y3, Y3
+	VMOVUPD      Y3, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 1216(DX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      1536(DX), Y3
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       1344(DX), Y4, Y4
 	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y1, Y1
-	VMOVUPD      Y1, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(DX)
-	VANDPS       Y3, Y2, Y2
-	VANDPS       31616(DX), Y2, Y2
-	VMOVUPS      Y2, 31616(DX)
+	VADDPD       1376(DX), Y3, Y3
+	VMOVUPD      Y3, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 1536(DX)
+	VANDPS       Y2, Y1, Y1
+	VANDPS       31616(DX), Y1, Y1
+	VMOVUPS      Y1, 31616(DX)
 	MOVQ         $+8, DX
 
 noflush_13:
@@ -2752,72 +2752,72 @@ noflush_13:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      256(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y0, Y0
-	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       384(CX), Y3, Y3
 	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y0, Y0
-	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       704(CX), Y3, Y3
 	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y0, Y0
-	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1024(CX), Y3, Y3
 	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y0, Y0
-	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(CX), Y2
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1344(CX), Y3, Y3
 	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y0, Y0
-	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       31616(CX), Y1, Y1
-	VMOVUPS      Y1, 31616(CX)
+	VADDPD       1376(CX), Y2, Y2
+	VMOVUPD      Y2, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       31616(CX), Y0, Y0
+	VMOVUPS      Y0, 31616(CX)
 	INCQ         AX
 	CMPQ         AX, hi+104(FP)
 	JL           outer0_11
@@ -2854,83 +2854,82 @@ DATA lgc42<>+24(SB)/4, $0xb4c7411d
 DATA lgc42<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+// func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-64
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_15
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 31936(AX), Y0
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_15
 
 blocks_14:
-	MOVQ    s1+16(FP), DX
+	MOVQ    s1+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v70 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc34<>+0(SB), Y0, Y0
-	MOVQ    s0+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v71 = div(residVar, v70)
-	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
-
-	// explainedVariance = sub(1, v71)
-	VSUBPS  Y0, Y1, Y0
-	MOVQ    s2+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v77 = mul(2, logSumW)
-	VMULPS  lgc35<>+0(SB), Y1, Y1
-	MOVQ    s3+40(FP), DX
+	VADDPS  lgc34<>+0(SB), Y1, Y1
+	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
+	// v71 = div(residVar, v70)
+	VDIVPS  Y1, Y2, Y1
+	VMOVUPS lgc14<>+0(SB), Y2
+
+	// explainedVariance = sub(1, v71)
+	VSUBPS  Y1, Y2, Y1
+	MOVQ    s2+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
+
+	// v77 = mul(2, logSumW)
+	VMULPS  lgc35<>+0(SB), Y2, Y2
+	MOVQ    s3+48(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
+
 	// v78 = sub(v77, logSumW2)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v78)
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y1
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc5<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+48(FP), DX
-	VADDPS  31936(DX), Y3, Y1
-	VMOVUPS Y1, 31936(DX)
+	VADDPS Y0, Y4, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
+	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_16
-	VMOVUPD      lgc32<>+0(SB), Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      31936(CX), Y0
+	VMOVUPD      lgc32<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -2941,7 +2940,6 @@ blocks_14:
 	VADDPD       31776(CX), Y0, Y0
 	VMOVUPD      Y0, 31776(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 31936(CX)
 	VANDPS       32064(CX), Y1, Y1
 	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
@@ -2950,20 +2948,22 @@ noflush_16:
 	ADDQ $+8, AX
 	CMPQ AX, $+416
 	JGE  chunkdone_15
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_14
 
 chunkdone_15:
-	CMPQ       hi+8(FP), $+421
+	MOVQ       state+0(FP), AX
+	VMOVUPS    Y0, 31936(AX)
+	CMPQ       hi+16(FP), $+421
 	JNE        notail_17
-	MOVQ       s1+16(FP), AX
+	MOVQ       s1+24(FP), AX
 	MOVQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc34<>+0(SB), Y0, Y0
-	MOVQ       s0+24(FP), AX
+	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
@@ -2973,13 +2973,13 @@ chunkdone_15:
 
 	// explainedVariance = sub(1, v71)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       s2+32(FP), AX
+	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v77 = mul(2, logSumW)
 	VMULPS     lgc35<>+0(SB), Y1, Y1
-	MOVQ       s3+40(FP), AX
+	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
@@ -3021,7 +3021,7 @@ chunkdone_15:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y3, Y1
-	MOVQ         state+48(FP), AX
+	MOVQ         state+0(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
 
@@ -3036,21 +3036,21 @@ notail_17:
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), AX
-	VMOVUPS      31936(AX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      31936(AX), Y1
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       31744(AX), Y2, Y2
 	VMOVUPD      Y2, 31744(AX)
-	VADDPD       31776(AX), Y0, Y0
-	VMOVUPD      Y0, 31776(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 31936(AX)
-	VANDPS       32064(AX), Y1, Y1
-	VMOVUPS      Y1, 32064(AX)
+	VADDPD       31776(AX), Y1, Y1
+	VMOVUPD      Y1, 31776(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 31936(AX)
+	VANDPS       32064(AX), Y0, Y0
+	VMOVUPS      Y0, 32064(AX)
 	VZEROUPPER
 	RET
 
@@ -3265,20 +3265,20 @@ blocks_19:
 	JNZ          noflush_20
 	VMOVUPD      lgc32<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
-	VMOVUPS      32384(DX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      32384(DX), Y1
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       32192(DX), Y2, Y2
 	VMOVUPD      Y2, 32192(DX)
-	VADDPD       32224(DX), Y0, Y0
-	VMOVUPD      Y0, 32224(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32384(DX)
-	VANDPS       32512(DX), Y1, Y1
-	VMOVUPS      Y1, 32512(DX)
+	VADDPD       32224(DX), Y1, Y1
+	VMOVUPD      Y1, 32224(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 32384(DX)
+	VANDPS       32512(DX), Y0, Y0
+	VMOVUPS      Y0, 32512(DX)
 	MOVQ         $+8, DX
 
 noflush_20:
@@ -3524,20 +3524,20 @@ noflush_20:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      32384(CX), Y0
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      32384(CX), Y1
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       32192(CX), Y2, Y2
 	VMOVUPD      Y2, 32192(CX)
-	VADDPD       32224(CX), Y0, Y0
-	VMOVUPD      Y0, 32224(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32384(CX)
-	VANDPS       32512(CX), Y1, Y1
-	VMOVUPS      Y1, 32512(CX)
+	VADDPD       32224(CX), Y1, Y1
+	VMOVUPD      Y1, 32224(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 32384(CX)
+	VANDPS       32512(CX), Y0, Y0
+	VMOVUPS      Y0, 32512(CX)
 	INCQ         AX
 	CMPQ         AX, hi+96(FP)
 	JL           outer0_18

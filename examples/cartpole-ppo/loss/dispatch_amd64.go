@@ -258,7 +258,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r86_s, 0)
 		runtime.Fill(st.r86_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &st.buf[0], &out.ExplainedVariance[0])
+		pass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
 	}
 	n := min(pass2Chunks, 16)
 	if n <= 1 {
@@ -540,7 +540,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r86_s, 0)
 		runtime.Fill(st.r86_p, 0)
 		runtime.SetMask(st.p2_ok)
-		fbPass2AVX2(lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &st.buf[0], &out.ExplainedVariance[0])
+		fbPass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
 	}
 	n := min(fbPass2Chunks, 16)
 	if n <= 1 {

@@ -20,7 +20,7 @@ func pass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *fl
 // in Go.
 //
 //go:noescape
-func pass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+func pass2AVX2(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 
 // pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
 // Go.
@@ -44,7 +44,7 @@ func fbPass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *
 // loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+func fbPass2AVX2(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 
 // fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
 // in Go.

@@ -108,29 +108,29 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc11<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y3
-	VCMPPS       $0x12, lgc12<>+0(SB), Y3, Y3
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y3
+	VANDPS       lgc4<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       64(DX), Y4, Y4
 	VMOVUPD      Y4, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      960(DX), Y2
+	VADDPD       96(DX), Y3, Y3
+	VMOVUPD      Y3, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 256(DX)
+	VMOVUPS      960(DX), Y3
 	VMOVUPS      1088(DX), Y4
-	VANDPS       lgc4<>+0(SB), Y2, Y5
+	VANDPS       lgc4<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
 	VANDPS       lgc4<>+0(SB), Y4, Y6
 	VCMPPS       $0x12, lgc12<>+0(SB), Y6, Y6
 	VANDPS       Y6, Y5, Y5
 	VMOVUPS      1216(DX), Y6
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VCVTPS2PD    X4, Y8
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
@@ -155,11 +155,11 @@ blocks_2:
 	VADDPD       768(DX), Y8, Y7
 	VFMADD231PD  Y11, Y9, Y7
 	VMOVUPD      Y7, 768(DX)
-	VDIVPD       Y10, Y2, Y7
-	VFNMADD231PD Y2, Y7, Y4
+	VDIVPD       Y10, Y3, Y7
+	VFNMADD231PD Y3, Y7, Y4
 	VADDPD       Y6, Y7, Y7
-	VMOVUPD      416(DX), Y2
-	VADDPD       Y1, Y2, Y6
+	VMOVUPD      416(DX), Y3
+	VADDPD       Y1, Y3, Y6
 	VMOVUPD      Y6, 416(DX)
 	VMAXPD       lgc13<>+0(SB), Y6, Y6
 	VDIVPD       Y6, Y1, Y1
@@ -167,17 +167,17 @@ blocks_2:
 	VSUBPD       Y6, Y7, Y7
 	VFMADD231PD  Y7, Y1, Y6
 	VMOVUPD      Y6, 608(DX)
-	VMULPD       Y1, Y2, Y1
+	VMULPD       Y1, Y3, Y1
 	VMULPD       Y7, Y1, Y1
-	VADDPD       800(DX), Y4, Y2
-	VFMADD231PD  Y7, Y1, Y2
-	VMOVUPD      Y2, 800(DX)
+	VADDPD       800(DX), Y4, Y3
+	VFMADD231PD  Y7, Y1, Y3
+	VMOVUPD      Y3, 800(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 960(DX)
 	VMOVUPS      Y1, 1088(DX)
-	VANDPS       Y5, Y3, Y3
-	VANDPS       1344(DX), Y3, Y3
-	VMOVUPS      Y3, 1344(DX)
+	VANDPS       Y5, Y2, Y2
+	VANDPS       1344(DX), Y2, Y2
+	VMOVUPS      Y2, 1344(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -189,29 +189,29 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(CX), Y3, Y3
 	VMOVUPD      Y3, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      960(CX), Y1
+	VADDPD       96(CX), Y2, Y2
+	VMOVUPD      Y2, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      960(CX), Y2
 	VMOVUPS      1088(CX), Y3
-	VANDPS       lgc4<>+0(SB), Y1, Y4
+	VANDPS       lgc4<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc12<>+0(SB), Y4, Y4
 	VANDPS       lgc4<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      1216(CX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -236,11 +236,11 @@ noflush_3:
 	VADDPD       768(CX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 768(CX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(CX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      416(CX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 416(CX)
 	VMAXPD       lgc13<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -248,17 +248,17 @@ noflush_3:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 608(CX)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       800(CX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 800(CX)
+	VADDPD       800(CX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 800(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 960(CX)
 	VMOVUPS      Y0, 1088(CX)
-	VANDPS       Y4, Y2, Y2
-	VANDPS       1344(CX), Y2, Y2
-	VMOVUPS      Y2, 1344(CX)
+	VANDPS       Y4, Y1, Y1
+	VANDPS       1344(CX), Y1, Y1
+	VMOVUPS      Y1, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_1
@@ -872,85 +872,85 @@ inner_A_7:
 	JNZ          noflush_8
 	VMOVUPD      lgc11<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1664(DX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1472(DX), Y2, Y2
 	VMOVUPD      Y2, 1472(DX)
-	VADDPD       1504(DX), Y0, Y0
-	VMOVUPD      Y0, 1504(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1504(DX), Y1, Y1
+	VMOVUPD      Y1, 1504(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1792(DX), Y3, Y3
 	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y0, Y0
-	VMOVUPD      Y0, 1824(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1824(DX), Y2, Y2
+	VMOVUPD      Y2, 1824(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2112(DX), Y3, Y3
 	VMOVUPD      Y3, 2112(DX)
-	VADDPD       2144(DX), Y0, Y0
-	VMOVUPD      Y0, 2144(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2144(DX), Y2, Y2
+	VMOVUPD      Y2, 2144(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2432(DX), Y3, Y3
 	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y0, Y0
-	VMOVUPD      Y0, 2464(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2464(DX), Y2, Y2
+	VMOVUPD      Y2, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2752(DX), Y3, Y3
 	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y0, Y0
-	VMOVUPD      Y0, 2784(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3072(DX), Y3, Y3
 	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y0, Y0
-	VMOVUPD      Y0, 3104(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       13248(DX), Y1, Y1
-	VMOVUPS      Y1, 13248(DX)
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       13248(DX), Y0, Y0
+	VMOVUPS      Y0, 13248(DX)
 	MOVQ         $+8, DX
 
 noflush_8:
@@ -963,85 +963,85 @@ noflush_8:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1664(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1472(CX), Y2, Y2
 	VMOVUPD      Y2, 1472(CX)
-	VADDPD       1504(CX), Y0, Y0
-	VMOVUPD      Y0, 1504(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(CX)
-	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1504(CX), Y1, Y1
+	VMOVUPD      Y1, 1504(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(CX)
+	VMOVUPS      1984(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1792(CX), Y3, Y3
 	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y0, Y0
-	VMOVUPD      Y0, 1824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1824(CX), Y2, Y2
+	VMOVUPD      Y2, 1824(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2112(CX), Y3, Y3
 	VMOVUPD      Y3, 2112(CX)
-	VADDPD       2144(CX), Y0, Y0
-	VMOVUPD      Y0, 2144(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2144(CX), Y2, Y2
+	VMOVUPD      Y2, 2144(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2432(CX), Y3, Y3
 	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y0, Y0
-	VMOVUPD      Y0, 2464(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2464(CX), Y2, Y2
+	VMOVUPD      Y2, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2752(CX), Y3, Y3
 	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y0, Y0
-	VMOVUPD      Y0, 2784(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2784(CX), Y2, Y2
+	VMOVUPD      Y2, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3072(CX), Y3, Y3
 	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y0, Y0
-	VMOVUPD      Y0, 3104(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       13248(CX), Y1, Y1
-	VMOVUPS      Y1, 13248(CX)
+	VADDPD       3104(CX), Y2, Y2
+	VMOVUPD      Y2, 3104(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       13248(CX), Y0, Y0
+	VMOVUPS      Y0, 13248(CX)
 	INCQ         AX
 	CMPQ         AX, hi+88(FP)
 	JL           outer0_4
@@ -1488,83 +1488,82 @@ DATA lgc57<>+24(SB)/4, $0x42b00000
 DATA lgc57<>+28(SB)/4, $0x42b00000
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+// func pass2AVX2(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-64
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_10
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 13568(AX), Y0
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_10
 
 blocks_9:
-	MOVQ    s4+16(FP), DX
+	MOVQ    s4+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc58<>+0(SB), Y0, Y0
-	MOVQ    s3+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v77 = div(residVar, v76)
-	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
-
-	// explainedVariance = sub(1, v77)
-	VSUBPS  Y0, Y1, Y0
-	MOVQ    s5+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v83 = mul(2, logSumW)
-	VMULPS  lgc59<>+0(SB), Y1, Y1
-	MOVQ    s6+40(FP), DX
+	VADDPS  lgc58<>+0(SB), Y1, Y1
+	MOVQ    s3+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
+	// v77 = div(residVar, v76)
+	VDIVPS  Y1, Y2, Y1
+	VMOVUPS lgc1<>+0(SB), Y2
+
+	// explainedVariance = sub(1, v77)
+	VSUBPS  Y1, Y2, Y1
+	MOVQ    s5+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
+
+	// v83 = mul(2, logSumW)
+	VMULPS  lgc59<>+0(SB), Y2, Y2
+	MOVQ    s6+48(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
+
 	// v84 = sub(v83, logSumW2)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v84)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y1
-	VMOVUPS      lgc52<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc52<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VMOVAPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc28<>+0(SB), Y2, Y3
+	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+48(FP), DX
-	VADDPS  13568(DX), Y3, Y1
-	VMOVUPS Y1, 13568(DX)
+	VADDPS Y0, Y4, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
+	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
-	VMOVUPD      lgc11<>+0(SB), Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      13568(CX), Y0
+	VMOVUPD      lgc11<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -1575,7 +1574,6 @@ blocks_9:
 	VADDPD       13408(CX), Y0, Y0
 	VMOVUPD      Y0, 13408(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13568(CX)
 	VANDPS       13696(CX), Y1, Y1
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+8, CX
@@ -1584,30 +1582,32 @@ noflush_11:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
 	JGE  chunkdone_10
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_9
 
 chunkdone_10:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 13568(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), AX
-	VMOVUPS      13568(AX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      13568(AX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       13376(AX), Y2, Y2
 	VMOVUPD      Y2, 13376(AX)
-	VADDPD       13408(AX), Y0, Y0
-	VMOVUPD      Y0, 13408(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13568(AX)
-	VANDPS       13696(AX), Y1, Y1
-	VMOVUPS      Y1, 13696(AX)
+	VADDPD       13408(AX), Y1, Y1
+	VMOVUPD      Y1, 13408(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 13568(AX)
+	VANDPS       13696(AX), Y0, Y0
+	VMOVUPS      Y0, 13696(AX)
 	VZEROUPPER
 	RET
 
@@ -1752,29 +1752,29 @@ blocks_13:
 	JNZ          noflush_14
 	VMOVUPD      lgc11<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y3
-	VCMPPS       $0x12, lgc12<>+0(SB), Y3, Y3
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y3
+	VANDPS       lgc4<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VADDPD       64(DX), Y4, Y4
 	VMOVUPD      Y4, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      960(DX), Y2
+	VADDPD       96(DX), Y3, Y3
+	VMOVUPD      Y3, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      Y3, 256(DX)
+	VMOVUPS      960(DX), Y3
 	VMOVUPS      1088(DX), Y4
-	VANDPS       lgc4<>+0(SB), Y2, Y5
+	VANDPS       lgc4<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
 	VANDPS       lgc4<>+0(SB), Y4, Y6
 	VCMPPS       $0x12, lgc12<>+0(SB), Y6, Y6
 	VANDPS       Y6, Y5, Y5
 	VMOVUPS      1216(DX), Y6
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VCVTPS2PD    X4, Y8
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
@@ -1799,11 +1799,11 @@ blocks_13:
 	VADDPD       768(DX), Y8, Y7
 	VFMADD231PD  Y11, Y9, Y7
 	VMOVUPD      Y7, 768(DX)
-	VDIVPD       Y10, Y2, Y7
-	VFNMADD231PD Y2, Y7, Y4
+	VDIVPD       Y10, Y3, Y7
+	VFNMADD231PD Y3, Y7, Y4
 	VADDPD       Y6, Y7, Y7
-	VMOVUPD      416(DX), Y2
-	VADDPD       Y1, Y2, Y6
+	VMOVUPD      416(DX), Y3
+	VADDPD       Y1, Y3, Y6
 	VMOVUPD      Y6, 416(DX)
 	VMAXPD       lgc13<>+0(SB), Y6, Y6
 	VDIVPD       Y6, Y1, Y1
@@ -1811,17 +1811,17 @@ blocks_13:
 	VSUBPD       Y6, Y7, Y7
 	VFMADD231PD  Y7, Y1, Y6
 	VMOVUPD      Y6, 608(DX)
-	VMULPD       Y1, Y2, Y1
+	VMULPD       Y1, Y3, Y1
 	VMULPD       Y7, Y1, Y1
-	VADDPD       800(DX), Y4, Y2
-	VFMADD231PD  Y7, Y1, Y2
-	VMOVUPD      Y2, 800(DX)
+	VADDPD       800(DX), Y4, Y3
+	VFMADD231PD  Y7, Y1, Y3
+	VMOVUPD      Y3, 800(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 960(DX)
 	VMOVUPS      Y1, 1088(DX)
-	VANDPS       Y5, Y3, Y3
-	VANDPS       1344(DX), Y3, Y3
-	VMOVUPS      Y3, 1344(DX)
+	VANDPS       Y5, Y2, Y2
+	VANDPS       1344(DX), Y2, Y2
+	VMOVUPS      Y2, 1344(DX)
 	MOVQ         $+8, DX
 
 noflush_14:
@@ -1833,29 +1833,29 @@ noflush_14:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(CX), Y3, Y3
 	VMOVUPD      Y3, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      960(CX), Y1
+	VADDPD       96(CX), Y2, Y2
+	VMOVUPD      Y2, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      960(CX), Y2
 	VMOVUPS      1088(CX), Y3
-	VANDPS       lgc4<>+0(SB), Y1, Y4
+	VANDPS       lgc4<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc12<>+0(SB), Y4, Y4
 	VANDPS       lgc4<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      1216(CX), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1880,11 +1880,11 @@ noflush_14:
 	VADDPD       768(CX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
 	VMOVUPD      Y6, 768(CX)
-	VDIVPD       Y9, Y1, Y6
-	VFNMADD231PD Y1, Y6, Y3
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(CX), Y1
-	VADDPD       Y0, Y1, Y5
+	VMOVUPD      416(CX), Y2
+	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 416(CX)
 	VMAXPD       lgc13<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
@@ -1892,17 +1892,17 @@ noflush_14:
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
 	VMOVUPD      Y5, 608(CX)
-	VMULPD       Y0, Y1, Y0
+	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       800(CX), Y3, Y1
-	VFMADD231PD  Y6, Y0, Y1
-	VMOVUPD      Y1, 800(CX)
+	VADDPD       800(CX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 800(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 960(CX)
 	VMOVUPS      Y0, 1088(CX)
-	VANDPS       Y4, Y2, Y2
-	VANDPS       1344(CX), Y2, Y2
-	VMOVUPS      Y2, 1344(CX)
+	VANDPS       Y4, Y1, Y1
+	VANDPS       1344(CX), Y1, Y1
+	VMOVUPS      Y1, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_12
@@ -2634,85 +2634,85 @@ inner_A_19:
 	JNZ          noflush_20
 	VMOVUPD      lgc11<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      1664(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1664(DX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1472(DX), Y2, Y2
 	VMOVUPD      Y2, 1472(DX)
-	VADDPD       1504(DX), Y0, Y0
-	VMOVUPD      Y0, 1504(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VMOVUPS      1984(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1504(DX), Y1, Y1
+	VMOVUPD      Y1, 1504(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1792(DX), Y3, Y3
 	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y0, Y0
-	VMOVUPD      Y0, 1824(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1824(DX), Y2, Y2
+	VMOVUPD      Y2, 1824(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2112(DX), Y3, Y3
 	VMOVUPD      Y3, 2112(DX)
-	VADDPD       2144(DX), Y0, Y0
-	VMOVUPD      Y0, 2144(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2144(DX), Y2, Y2
+	VMOVUPD      Y2, 2144(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2432(DX), Y3, Y3
 	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y0, Y0
-	VMOVUPD      Y0, 2464(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2464(DX), Y2, Y2
+	VMOVUPD      Y2, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2752(DX), Y3, Y3
 	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y0, Y0
-	VMOVUPD      Y0, 2784(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(DX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(DX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3072(DX), Y3, Y3
 	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y0, Y0
-	VMOVUPD      Y0, 3104(DX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       13248(DX), Y1, Y1
-	VMOVUPS      Y1, 13248(DX)
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       13248(DX), Y0, Y0
+	VMOVUPS      Y0, 13248(DX)
 	MOVQ         $+8, DX
 
 noflush_20:
@@ -2725,85 +2725,85 @@ noflush_20:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      1664(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VMOVUPS      1664(CX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1472(CX), Y2, Y2
 	VMOVUPD      Y2, 1472(CX)
-	VADDPD       1504(CX), Y0, Y0
-	VMOVUPD      Y0, 1504(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(CX)
-	VMOVUPS      1984(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1504(CX), Y1, Y1
+	VMOVUPD      Y1, 1504(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(CX)
+	VMOVUPS      1984(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       1792(CX), Y3, Y3
 	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y0, Y0
-	VMOVUPD      Y0, 1824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       1824(CX), Y2, Y2
+	VMOVUPD      Y2, 1824(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2112(CX), Y3, Y3
 	VMOVUPD      Y3, 2112(CX)
-	VADDPD       2144(CX), Y0, Y0
-	VMOVUPD      Y0, 2144(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2144(CX), Y2, Y2
+	VMOVUPD      Y2, 2144(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2432(CX), Y3, Y3
 	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y0, Y0
-	VMOVUPD      Y0, 2464(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2464(CX), Y2, Y2
+	VMOVUPD      Y2, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       2752(CX), Y3, Y3
 	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y0, Y0
-	VMOVUPD      Y0, 2784(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(CX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
-	VCVTPS2PD    X0, Y3
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	VADDPD       2784(CX), Y2, Y2
+	VMOVUPD      Y2, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(CX), Y2
+	VANDPS       lgc4<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       3072(CX), Y3, Y3
 	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y0, Y0
-	VMOVUPD      Y0, 3104(CX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(CX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       13248(CX), Y1, Y1
-	VMOVUPS      Y1, 13248(CX)
+	VADDPD       3104(CX), Y2, Y2
+	VMOVUPD      Y2, 3104(CX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       13248(CX), Y0, Y0
+	VMOVUPS      Y0, 13248(CX)
 	INCQ         AX
 	CMPQ         AX, hi+104(FP)
 	JL           outer0_15
@@ -2850,83 +2850,82 @@ DATA lgc63<>+24(SB)/4, $0xbb800000
 DATA lgc63<>+28(SB)/4, $0xbb800000
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
-// func fbPass2AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+// func fbPass2AVX2(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $0-64
-	MOVQ $+8, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_22
+	MOVQ    $+8, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 13568(AX), Y0
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_22
 
 blocks_21:
-	MOVQ    s4+16(FP), DX
+	MOVQ    s4+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc58<>+0(SB), Y0, Y0
-	MOVQ    s3+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v77 = div(residVar, v76)
-	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
-
-	// explainedVariance = sub(1, v77)
-	VSUBPS  Y0, Y1, Y0
-	MOVQ    s5+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// v83 = mul(2, logSumW)
-	VMULPS  lgc59<>+0(SB), Y1, Y1
-	MOVQ    s6+40(FP), DX
+	VADDPS  lgc58<>+0(SB), Y1, Y1
+	MOVQ    s3+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
+	// v77 = div(residVar, v76)
+	VDIVPS  Y1, Y2, Y1
+	VMOVUPS lgc1<>+0(SB), Y2
+
+	// explainedVariance = sub(1, v77)
+	VSUBPS  Y1, Y2, Y1
+	MOVQ    s5+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
+
+	// v83 = mul(2, logSumW)
+	VMULPS  lgc59<>+0(SB), Y2, Y2
+	MOVQ    s6+48(FP), DX
+	VMOVUPS (DX)(BX*4), Y3
+
 	// v84 = sub(v83, logSumW2)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v84)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y1
-	VMOVUPS      lgc52<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc19<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
-	VMOVAPS      lgc22<>+0(SB), Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc28<>+0(SB), Y1, Y2
-	VPMINSD      lgc29<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc52<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VMOVAPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc28<>+0(SB), Y2, Y3
+	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+48(FP), DX
-	VADDPS  13568(DX), Y3, Y1
-	VMOVUPS Y1, 13568(DX)
+	VADDPS Y0, Y4, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
+	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_23
-	VMOVUPD      lgc11<>+0(SB), Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      13568(CX), Y0
+	VMOVUPD      lgc11<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
@@ -2937,7 +2936,6 @@ blocks_21:
 	VADDPD       13408(CX), Y0, Y0
 	VMOVUPD      Y0, 13408(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13568(CX)
 	VANDPS       13696(CX), Y1, Y1
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+8, CX
@@ -2946,30 +2944,32 @@ noflush_23:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
 	JGE  chunkdone_22
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_21
 
 chunkdone_22:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 13568(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), AX
-	VMOVUPS      13568(AX), Y0
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      13568(AX), Y1
+	VANDPS       lgc4<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       13376(AX), Y2, Y2
 	VMOVUPD      Y2, 13376(AX)
-	VADDPD       13408(AX), Y0, Y0
-	VMOVUPD      Y0, 13408(AX)
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 13568(AX)
-	VANDPS       13696(AX), Y1, Y1
-	VMOVUPS      Y1, 13696(AX)
+	VADDPD       13408(AX), Y1, Y1
+	VMOVUPD      Y1, 13408(AX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 13568(AX)
+	VANDPS       13696(AX), Y0, Y0
+	VMOVUPS      Y0, 13696(AX)
 	VZEROUPPER
 	RET
 
