@@ -48,7 +48,7 @@ func summary(s *spec.Spec, hypers []lower.Hyper) []string {
 		var args []string
 		for _, p := range st.Def.Params {
 			switch v := st.Get(p.Name); {
-			case v == nil:
+			case v == nil, p.Applies != nil && !p.Applies(st): // low, high without tanh_normal
 			case p.Default == nil && p.Null != nil && reflect.DeepEqual(v, p.Null): // TorchRL's None, as a null reads
 				args = append(args, p.Name+"=None")
 			default:

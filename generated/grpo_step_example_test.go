@@ -20,11 +20,7 @@ func Example_grpoStep() {
 	sigmoid := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 	theta0 := -1.0
 	theta, lr := theta0, 2.0
-	in := &grpostep.Inputs{
-		NextReward: make([]float32, G*N), Mask: make([]bool, G*N*L),
-		LogProb: make([]float32, G*N*L), SampleLogProb: make([]float32, G*N*L), RefLogProb: make([]float32, G*N*L),
-	}
-	out, g := grpostep.NewOutputs(), grpostep.NewGrads()
+	in, out, g := grpostep.NewInputs(), grpostep.NewOutputs(), grpostep.NewGrads()
 	token := make([]bool, G*N*L)
 	for step := 0; step < 30; step++ {
 		// Roll out: response s has n tokens (padding after them) and reward = its share of 1s.

@@ -2,7 +2,8 @@ package spec
 
 import (
 	"regexp"
-	"strings"
+
+	"github.com/lossgen/lossgen/gen/ir"
 )
 
 // The forms of names, as regular expressions (the JSON Schema of specs uses them too).
@@ -39,7 +40,7 @@ var buildSuffixes = []string{
 
 // APINames are the exported identifiers of every generated package's API.
 var APINames = []string{
-	"Inputs", "Outputs", "Grads", "State", "NewState", "Forward", "ForwardBackward", "NewOutputs", "NewGrads",
+	"Inputs", "Outputs", "Grads", "State", "NewState", "Forward", "ForwardBackward", "NewInputs", "NewOutputs", "NewGrads",
 	"Implementation", "InputNames", "OutputNames", "GradNames", "PTX", "Launch", "LaunchBackward",
 }
 
@@ -63,13 +64,6 @@ func ReservedNames(reg Registry) []string {
 	return out
 }
 
-// ConstName is the generated package's constant for a parameter: clip_epsilon → ClipEpsilon.
-func ConstName(param string) string {
-	var b strings.Builder
-	for _, part := range strings.Split(param, "_") {
-		if part != "" {
-			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-		}
-	}
-	return b.String()
-}
+// ConstName is the generated package's constant for a parameter, in the mixed caps of its
+// field names (ir.CamelCase): clip_epsilon → ClipEpsilon, kl_to_ref_coeff → KLToRefCoeff.
+func ConstName(param string) string { return ir.CamelCase(param, true) }

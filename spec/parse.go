@@ -47,6 +47,7 @@ func ParseResized(file string, src []byte, reg Registry, resize map[string]int) 
 	d := newDecoder(file, reg, resize)
 	s := &Spec{File: file, DType: Float32, ParamDType: Float32, pos: d.pos}
 	root := doc.Content[0]
+	d.mergeKeys(root)
 	d.top(s, root)
 	if root.Kind == yaml.MappingNode {
 		// Also after decoding errors: validate checks what the errors leave meaningful, so
@@ -59,6 +60,24 @@ func ParseResized(file string, src []byte, reg Registry, resize map[string]int) 
 		return nil, d.errs.sortDedup()
 	}
 	return s, nil
+}
+
+// mergeKeys reports every YAML merge key (<<: *anchor): the decoder reads a mapping's own
+// keys only, so the merged ones would be silently missing. Aliases are not followed (their
+// anchors are walked where they are written).
+func (d *decoder) mergeKeys(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+				d.errf(k, "a YAML merge key (<<) is not supported; write the keys out")
+			}
+		}
+	}
+	if n.Kind != yaml.AliasNode {
+		for _, c := range n.Content {
+			d.mergeKeys(c)
+		}
+	}
 }
 
 var (

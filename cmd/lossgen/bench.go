@@ -6,7 +6,9 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/ir"
@@ -57,6 +59,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if *count < 1 {
 		return badUsage(fs, stderr, "-count %d: want at least 1", *count)
+	}
+	if !validBenchtime(*benchtime) {
+		return badUsage(fs, stderr, "-benchtime %q: want a duration (1s, 500ms) or a count of runs (10x)", *benchtime)
 	}
 	if *backend != "" && *backend != "go" && *backend != "avx2" {
 		return badUsage(fs, stderr, "-backend %q: want go or avx2", *backend)
@@ -236,4 +241,18 @@ func dimsText(dims map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, dims[k]))
 	}
 	return strings.Join(parts, ",")
+}
+
+// validBenchtime reports whether s is what go test's -benchtime takes: a positive duration or
+// a positive count followed by x; "" leaves bench its defaults.
+func validBenchtime(s string) bool {
+	if s == "" {
+		return true
+	}
+	if n, ok := strings.CutSuffix(s, "x"); ok {
+		k, err := strconv.Atoi(n)
+		return err == nil && k > 0
+	}
+	d, err := time.ParseDuration(s)
+	return err == nil && d > 0
 }

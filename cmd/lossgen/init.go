@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lossgen/lossgen/gen/specdoc"
@@ -40,6 +41,11 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	o := specdoc.StarterOptions{Loss: loss, Estimator: *est, Package: *pkg, Schema: *schema}
 	if *tr != "" {
 		o.Transforms = strings.Split(*tr, ",")
+		for i, t := range o.Transforms {
+			if slices.Contains(o.Transforms[:i], t) {
+				return badUsage(fs, stderr, "-transform: %s given twice", t)
+			}
+		}
 	}
 	if *dims != "" {
 		d, err := parseDimSizes(*dims)
@@ -79,6 +85,9 @@ func optionError(err error) (flag, msg string, ok bool) {
 		}
 		if rest, found := strings.CutPrefix(e.Msg, "dims: "); found {
 			return "-dims", rest, true
+		}
+		if rest, found := strings.CutPrefix(e.Msg, "batch: "); found {
+			return "-dims", rest, true // the batch is the -dims given, in order
 		}
 		if rest, found := strings.CutPrefix(e.Msg, "package: "); found {
 			return "-package", rest, true

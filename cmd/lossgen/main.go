@@ -479,7 +479,12 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s: wrote %d cases to %s: %s\n", path, len(cs), dir, strings.Join(names, ", "))
+			switch {
+			case len(res.Written) == 0 && len(res.Removed) == 0:
+				fmt.Fprintf(stdout, "%s: %d cases in %s unchanged: %s\n", path, len(cs), dir, strings.Join(names, ", "))
+			default:
+				fmt.Fprintf(stdout, "%s: wrote %d cases to %s (%d file(s) written, %d removed): %s\n", path, len(cs), dir, len(res.Written), len(res.Removed), strings.Join(names, ", "))
+			}
 			printLines(stderr, skipped)
 			continue
 		}

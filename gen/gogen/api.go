@@ -76,9 +76,30 @@ func (e *gen) apiFile() *jen.File {
 		jen.Return(jen.Op("&").Id("Outputs").ValuesFunc(func(v *jen.Group) {
 			for _, o := range g.Outputs {
 				if len(o.Node.Shape) > 0 {
-					v.Id(e.out[o.Name]).Op(":").Make(jen.Index().Add(e.elem), numelExpr(o.Node.Shape))
+					v.Line().Id(e.out[o.Name]).Op(":").Make(jen.Index().Add(e.elem), numelExpr(o.Node.Shape))
 				}
 			}
+			v.Line()
+		})),
+	)
+
+	f.Comment("NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill")
+	if e.hasState() {
+		f.Comment("or point elsewhere, and State the state the spec starts from (NewState).")
+	} else {
+		f.Comment("or point elsewhere.")
+	}
+	f.Func().Id("NewInputs").Params().Op("*").Id("Inputs").Block(
+		jen.Return(jen.Op("&").Id("Inputs").ValuesFunc(func(v *jen.Group) {
+			for _, in := range g.Inputs {
+				if !in.State {
+					v.Line().Id(e.in[in.Name]).Op(":").Make(jen.Index().Add(e.goType(in)), numelExpr(in.Shape))
+				}
+			}
+			if e.hasState() {
+				v.Line().Id("State").Op(":").Id("NewState").Call()
+			}
+			v.Line()
 		})),
 	)
 
@@ -500,7 +521,11 @@ func (e *gen) packageDoc() string {
 	}
 	doc.WriteString("\nOutputs (TorchRL's names):\n\n")
 	for _, o := range g.Outputs {
-		fmt.Fprintf(&doc, "  - %s %s: %s (%s)\n", o.Name, shapeDoc(o.Node.Shape), o.Doc, o.Source)
+		if cites(o.Doc) {
+			fmt.Fprintf(&doc, "  - %s %s: %s\n", o.Name, shapeDoc(o.Node.Shape), o.Doc)
+		} else {
+			fmt.Fprintf(&doc, "  - %s %s: %s (%s)\n", o.Name, shapeDoc(o.Node.Shape), o.Doc, o.Source)
+		}
 	}
 	doc.WriteString("\nThe kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each\n")
 	doc.WriteString("pass is in kernels_generic.go.")
@@ -541,7 +566,11 @@ func (e *gen) dataTypes(f *jen.File) {
 	f.Comment("the slices must hold exactly their shape's number of elements (see NewOutputs).")
 	f.Type().Id("Outputs").StructFunc(func(s *jen.Group) {
 		for _, o := range g.Outputs {
-			s.Commentf("%s is %q %s: %s. Source: %s.", e.out[o.Name], o.Name, shapeDoc(o.Node.Shape), o.Doc, o.Source)
+			if cites(o.Doc) {
+				s.Commentf("%s is %q %s: %s.", e.out[o.Name], o.Name, shapeDoc(o.Node.Shape), o.Doc)
+			} else {
+				s.Commentf("%s is %q %s: %s. Source: %s.", e.out[o.Name], o.Name, shapeDoc(o.Node.Shape), o.Doc, o.Source)
+			}
 			if len(o.Node.Shape) == 0 {
 				s.Id(e.out[o.Name]).Add(e.elem)
 			} else {
@@ -582,3 +611,7 @@ func (e *gen) gradsType(f *jen.File) {
 	})
 
 }
+
+// cites reports whether an output's doc already names its source file (a term computed by a
+// helper of the loss: PPOLoss._weighted_loss_entropy), which then stands for the loss's.
+func cites(doc string) bool { return strings.Contains(doc, ".py ") }

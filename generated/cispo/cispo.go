@@ -158,6 +158,18 @@ func NewOutputs() *Outputs {
 	return &Outputs{}
 }
 
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		Mask:          make([]bool, B*L),
+		LogProb:       make([]float32, B*L),
+		SampleLogProb: make([]float32, B*L),
+		Advantage:     make([]float32, B*L),
+		Entropy:       make([]float32, B*L),
+	}
+}
+
 // InputNames are the data names of the inputs, in the order of Inputs.
 var InputNames = []string{"mask", "log_prob", "sample_log_prob", "advantage", "entropy"}
 

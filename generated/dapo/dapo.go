@@ -78,10 +78,10 @@ const (
 	// means (token_mean: over the kept tokens; prompt_mean: the sequences' means); the KL terms
 	// stay means.
 	Reduction = "mean"
-	// KlToInferenceCoeff is DAPO's kl_to_inference_coeff: adds loss_kl_to_inference = coeff·mean k3
+	// KLToInferenceCoeff is DAPO's kl_to_inference_coeff: adds loss_kl_to_inference = coeff·mean k3
 	// KL(π‖π_old) against sample_log_prob over the kept tokens; absent: none, 0: the metric with a
 	// zero loss term (TorchRL: any coefficient but None).
-	KlToInferenceCoeff = 0.01
+	KLToInferenceCoeff = 0.01
 	// MaskingStrategy is DAPO's masking_strategy: informational: which tokens TorchRL's actor masks
 	// (sft: the response, rlhf: assistant tokens, generic: all but padding); here keys.mask is that
 	// mask.
@@ -168,6 +168,18 @@ var GradNames = []string{"grad.log_prob", "grad.entropy"}
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
 	return &Outputs{}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		Mask:          make([]bool, B*L),
+		LogProb:       make([]float32, B*L),
+		SampleLogProb: make([]float32, B*L),
+		Advantage:     make([]float32, B*L),
+		Entropy:       make([]float32, B*L),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -138,7 +138,22 @@ var GradNames = []string{"grad.state_action_value", "grad.state_action_value_act
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{ValueTarget: make([]float32, B), TDError: make([]float32, B)}
+	return &Outputs{
+		ValueTarget: make([]float32, B),
+		TDError:     make([]float32, B),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextStateActionValue:  make([]float32, B),
+		NextReward:            make([]float32, B),
+		NextTerminated:        make([]bool, B),
+		StateActionValue:      make([]float32, B),
+		StateActionValueActor: make([]float32, B),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

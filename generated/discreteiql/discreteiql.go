@@ -187,7 +187,26 @@ var GradNames = []string{"grad.state_value", "grad.state_action_value", "grad.lo
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float64, B), ValueTarget: make([]float64, B), TDError: make([]float64, B)}
+	return &Outputs{
+		Advantage:   make([]float64, B),
+		ValueTarget: make([]float64, B),
+		TDError:     make([]float64, B),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextReward:             make([]float64, B),
+		NextTerminated:         make([]bool, B),
+		StateValue:             make([]float64, B),
+		NextStateValue:         make([]float64, B),
+		StateActionValue:       make([]float64, Q*B*A),
+		Action:                 make([]bool, B*A),
+		TargetStateActionValue: make([]float64, Q*B*A),
+		LogProb:                make([]float64, B),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

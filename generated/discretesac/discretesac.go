@@ -191,7 +191,25 @@ var GradNames = []string{"grad.log_alpha", "grad.action_value", "grad.logits"}
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{ValueTarget: make([]float32, B), TDError: make([]float32, B)}
+	return &Outputs{
+		ValueTarget: make([]float32, B),
+		TDError:     make([]float32, B),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		LogAlpha:        make([]float32, 1),
+		NextActionValue: make([]float32, Q*B*A),
+		NextLogits:      make([]float32, B*A),
+		NextReward:      make([]float32, B),
+		NextTerminated:  make([]bool, B),
+		ActionValue:     make([]float32, Q*B*A),
+		Action:          make([]int64, B),
+		Logits:          make([]float32, B*A),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -155,7 +155,23 @@ var GradNames = []string{"grad.action_value"}
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{TargetDistribution: make([]float32, B*K), TDError: make([]float32, B)}
+	return &Outputs{
+		TargetDistribution: make([]float32, B*K),
+		TDError:            make([]float32, B),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		ActionValue:           make([]float32, B*K*A),
+		Action:                make([]int64, B),
+		NextActionValue:       make([]float32, B*KSrc*A),
+		NextActionValueOnline: make([]float32, B*KSrc*A),
+		NextTerminated:        make([]bool, B),
+		NextReward:            make([]float32, B),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -49,10 +49,10 @@ const (
 
 // The hyperparameters baked into the kernel (TorchRL's names).
 const (
-	// KlDirection is DistillationLoss's kl_direction: reverse: KL(student ‖ teacher), d =
+	// KLDirection is DistillationLoss's kl_direction: reverse: KL(student ‖ teacher), d =
 	// teacher_log_prob − log_prob; forward: KL(teacher ‖ student), d = log_prob − teacher_log_prob;
 	// both the k3 estimate e^d − 1 − d per token.
-	KlDirection = "reverse"
+	KLDirection = "reverse"
 	// Reduction is DistillationLoss's reduction: over the sequences' KL: mean, sum, or none (one
 	// per sequence, the batch without its token dim).
 	Reduction = "mean"
@@ -116,6 +116,16 @@ var GradNames = []string{"grad.log_prob"}
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
 	return &Outputs{}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		Mask:           make([]bool, B*L),
+		LogProb:        make([]float32, B*L),
+		TeacherLogProb: make([]float32, B*L),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

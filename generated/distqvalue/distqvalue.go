@@ -95,7 +95,19 @@ type Outputs struct {
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Action: make([]float32, B), ActionValue: make([]float32, B*K*A), ExpectedActionValue: make([]float32, B*A)}
+	return &Outputs{
+		Action:              make([]float32, B),
+		ActionValue:         make([]float32, B*K*A),
+		ExpectedActionValue: make([]float32, B*A),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		ActionValue: make([]float32, B*K*A),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -161,7 +161,26 @@ var GradNames = []string{"grad.action_value"}
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float64, N*T), ValueTarget: make([]float64, N*T), TDError: make([]float64, N*T)}
+	return &Outputs{
+		Advantage:   make([]float64, N*T),
+		ValueTarget: make([]float64, N*T),
+		TDError:     make([]float64, N*T),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		Mask:                  make([]bool, N*T),
+		ActionValue:           make([]float64, N*T*A),
+		NextActionValue:       make([]float64, N*T*A),
+		NextActionValueOnline: make([]float64, N*T*A),
+		Action:                make([]bool, N*T*A),
+		NextReward:            make([]float64, N*T),
+		NextTerminated:        make([]bool, N*T),
+		NextDone:              make([]bool, N*T),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

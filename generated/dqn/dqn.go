@@ -139,7 +139,23 @@ var GradNames = []string{"grad.action_value"}
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float32, B), ValueTarget: make([]float32, B), TDError: make([]float32, B)}
+	return &Outputs{
+		Advantage:   make([]float32, B),
+		ValueTarget: make([]float32, B),
+		TDError:     make([]float32, B),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		ActionValue:     make([]float32, B*A),
+		NextActionValue: make([]float32, B*A),
+		Action:          make([]int64, B),
+		NextReward:      make([]float32, B),
+		NextTerminated:  make([]bool, B),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

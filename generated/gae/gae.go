@@ -59,9 +59,9 @@ const (
 	Gamma = 0.99
 	// Lmbda is GAE's lmbda: the GAE λ (TorchRL's spelling).
 	Lmbda = 0.95
-	// AverageGae is GAE's average_gae: standardise the advantage: (A − mean A)/max(std A, 1e-4),
+	// AverageGAE is GAE's average_gae: standardise the advantage: (A − mean A)/max(std A, 1e-4),
 	// unbiased std over every element.
-	AverageGae = true
+	AverageGAE = true
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
@@ -97,7 +97,22 @@ type Outputs struct {
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float64, N*T), ValueTarget: make([]float64, N*T)}
+	return &Outputs{
+		Advantage:   make([]float64, N*T),
+		ValueTarget: make([]float64, N*T),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextReward:     make([]float64, N*T),
+		StateValue:     make([]float64, N*T),
+		NextStateValue: make([]float64, N*T),
+		NextTerminated: make([]bool, N*T),
+		NextDone:       make([]bool, N*T),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -71,10 +71,10 @@ const (
 	// log-weights are clamped to [log1p(−ε_low), log1p(ε_high)], bounds rounded to float32 as
 	// TorchRL's buffers; ε_low < 1.
 	ClipEpsilon = 0.2
-	// KlMaskThreshold is GRPOLoss's kl_mask_threshold: KL-Mask: drop the tokens with ½(log_prob −
+	// KLMaskThreshold is GRPOLoss's kl_mask_threshold: KL-Mask: drop the tokens with ½(log_prob −
 	// sample_log_prob)² > threshold from the loss terms, ESS and the KL terms (TorchRL compares
 	// against sample_log_prob, not the reference model); null or 0: no filtering.
-	KlMaskThreshold = 0.05
+	KLMaskThreshold = 0.05
 	// Aggregation is GRPOLoss's aggregation: how the per-token loss terms are reduced: token_mean
 	// (mean over the batch's kept tokens), prompt_mean (each sequence's mean over its kept tokens,
 	// then the mean over sequences), none (per token, 0 at dropped tokens).
@@ -89,9 +89,9 @@ const (
 	// means (token_mean: over the kept tokens; prompt_mean: the sequences' means); the KL terms
 	// stay means.
 	Reduction = "mean"
-	// KlToRefCoeff is GRPOLoss's kl_to_ref_coeff: adds loss_kl_to_ref = coeff·mean k3 KL(π‖π_ref)
+	// KLToRefCoeff is GRPOLoss's kl_to_ref_coeff: adds loss_kl_to_ref = coeff·mean k3 KL(π‖π_ref)
 	// over the kept tokens (keys.ref_log_prob); null or 0: none.
-	KlToRefCoeff = 0.04
+	KLToRefCoeff = 0.04
 	// MaskingStrategy is GRPOLoss's masking_strategy: informational: which tokens TorchRL's actor
 	// masks (sft: the response, rlhf: assistant tokens, generic: all but padding); here keys.mask
 	// is that mask.
@@ -184,6 +184,19 @@ var GradNames = []string{"grad.log_prob", "grad.entropy"}
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
 	return &Outputs{}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		Mask:          make([]bool, B*L),
+		LogProb:       make([]float32, B*L),
+		SampleLogProb: make([]float32, B*L),
+		Advantage:     make([]float32, B*L),
+		Entropy:       make([]float32, B*L),
+		RefLogProb:    make([]float32, B*L),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -91,9 +91,9 @@ const (
 	// means (token_mean: over the kept tokens; prompt_mean: the sequences' means); the KL terms
 	// stay means.
 	Reduction = "mean"
-	// KlToRefCoeff is GRPOLoss's kl_to_ref_coeff: adds loss_kl_to_ref = coeff·mean k3 KL(π‖π_ref)
+	// KLToRefCoeff is GRPOLoss's kl_to_ref_coeff: adds loss_kl_to_ref = coeff·mean k3 KL(π‖π_ref)
 	// over the kept tokens (keys.ref_log_prob); null or 0: none.
-	KlToRefCoeff = 0.04
+	KLToRefCoeff = 0.04
 	// MaskingStrategy is GRPOLoss's masking_strategy: informational: which tokens TorchRL's actor
 	// masks (sft: the response, rlhf: assistant tokens, generic: all but padding); here keys.mask
 	// is that mask.
@@ -173,7 +173,21 @@ var GradNames = []string{"grad.log_prob"}
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float32, G*N)}
+	return &Outputs{
+		Advantage: make([]float32, G*N),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextReward:    make([]float32, G*N),
+		Mask:          make([]bool, G*N*L),
+		LogProb:       make([]float32, G*N*L),
+		SampleLogProb: make([]float32, G*N*L),
+		RefLogProb:    make([]float32, G*N*L),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -101,7 +101,22 @@ type Outputs struct {
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{NextReward: make([]float32, B*L), NextKLPenalty: make([]float32, B*L), NextRefLogProbs: make([]float32, B*L)}
+	return &Outputs{
+		NextReward:      make([]float32, B*L),
+		NextKLPenalty:   make([]float32, B*L),
+		NextRefLogProbs: make([]float32, B*L),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		LogProb:    make([]float32, B*L),
+		RefLogProb: make([]float32, B*L),
+		Mask:       make([]bool, B*L),
+		NextReward: make([]float32, B*L),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -34,7 +34,7 @@ Outputs (TorchRL's names):
   - loss_objective scalar: surrogate −exp(lw)·A, reduced by reduction (mean) (torchrl/objectives/ppo.py PPOLoss)
   - kl_approx scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean (torchrl/objectives/ppo.py PPOLoss)
   - entropy scalar: mean entropy of the current policy; always a mean (torchrl/objectives/ppo.py PPOLoss)
-  - loss_entropy scalar: −entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy) (torchrl/objectives/ppo.py PPOLoss)
+  - loss_entropy scalar: −entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy)
   - loss_critic scalar: critic_coeff·smooth_l1(value_target, V), reduced by reduction (torchrl/objectives/ppo.py PPOLoss)
   - explained_variance scalar: 1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim (torchrl/objectives/ppo.py PPOLoss)
 
@@ -134,8 +134,7 @@ type Outputs struct {
 	// torchrl/objectives/ppo.py PPOLoss.
 	Entropy float32
 	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction
-	// (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py
-	// PPOLoss.
+	// (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
 	LossEntropy float32
 	// LossCritic is "loss_critic" scalar: critic_coeff·smooth_l1(value_target, V), reduced by
 	// reduction. Source: torchrl/objectives/ppo.py PPOLoss.
@@ -182,6 +181,21 @@ var GradNames = []string{"grad.loc", "grad.scale", "grad.entropy", "grad.state_v
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
 	return &Outputs{}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		Advantage:     make([]float32, B),
+		Loc:           make([]float32, B*D),
+		Scale:         make([]float32, B*D),
+		Action:        make([]float32, B*D),
+		SampleLogProb: make([]float32, B),
+		Entropy:       make([]float32, B),
+		ValueTarget:   make([]float32, B),
+		StateValue:    make([]float32, B),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

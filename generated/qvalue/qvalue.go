@@ -86,7 +86,20 @@ type Outputs struct {
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Action: make([]float32, B*A), ActionValue: make([]float32, B*A), ChosenActionValue: make([]float32, B)}
+	return &Outputs{
+		Action:            make([]float32, B*A),
+		ActionValue:       make([]float32, B*A),
+		ChosenActionValue: make([]float32, B),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		ActionValue: make([]float32, B*A),
+		ActionMask:  make([]bool, B*A),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -207,7 +207,27 @@ var GradNames = []string{"grad.log_alpha", "grad.log_prob", "grad.state_action_v
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{ValueTarget: make([]float32, B), NextStateValue: make([]float32, B), TDError: make([]float32, B)}
+	return &Outputs{
+		ValueTarget:    make([]float32, B),
+		NextStateValue: make([]float32, B),
+		TDError:        make([]float32, B),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		LogAlpha:              make([]float32, 1),
+		NextStateActionValue:  make([]float32, Q*B),
+		SelectedModels:        make([]bool, Q),
+		NextLogProb:           make([]float32, B),
+		NextReward:            make([]float32, B),
+		NextTerminated:        make([]bool, B),
+		LogProb:               make([]float32, B),
+		StateActionValueActor: make([]float32, Q*B),
+		StateActionValue:      make([]float32, Q*B),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

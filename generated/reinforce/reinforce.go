@@ -63,9 +63,9 @@ const (
 	Gamma = 0.99
 	// Lmbda is GAE's lmbda: the GAE λ (TorchRL's spelling).
 	Lmbda = 0.95
-	// AverageGae is GAE's average_gae: standardise the advantage: (A − mean A)/max(std A, 1e-4),
+	// AverageGAE is GAE's average_gae: standardise the advantage: (A − mean A)/max(std A, 1e-4),
 	// unbiased std over every element.
-	AverageGae = false
+	AverageGAE = false
 	// DelayValue is ReinforceLoss's delay_value: whether a target critic gives the estimator's next
 	// value; the kernel reads that value as an input (keys.next_value) either way: the same math.
 	DelayValue = false
@@ -139,7 +139,23 @@ var GradNames = []string{"grad.state_value", "grad.log_prob"}
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float32, N*T), ValueTarget: make([]float32, N*T)}
+	return &Outputs{
+		Advantage:   make([]float32, N*T),
+		ValueTarget: make([]float32, N*T),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextReward:     make([]float32, N*T),
+		StateValue:     make([]float32, N*T),
+		NextStateValue: make([]float32, N*T),
+		NextTerminated: make([]bool, N*T),
+		NextDone:       make([]bool, N*T),
+		LogProb:        make([]float32, N*T),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

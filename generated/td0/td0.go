@@ -89,7 +89,21 @@ type Outputs struct {
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float32, N*T), ValueTarget: make([]float32, N*T)}
+	return &Outputs{
+		Advantage:   make([]float32, N*T),
+		ValueTarget: make([]float32, N*T),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextReward:     make([]float32, N*T),
+		NextTerminated: make([]bool, N*T),
+		StateValue:     make([]float32, N*T),
+		NextStateValue: make([]float32, N*T),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -97,7 +97,22 @@ type Outputs struct {
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float64, T*N), ValueTarget: make([]float64, T*N)}
+	return &Outputs{
+		Advantage:   make([]float64, T*N),
+		ValueTarget: make([]float64, T*N),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextReward:     make([]float64, T*N),
+		NextTerminated: make([]bool, T*N),
+		NextDone:       make([]bool, T*N),
+		StateValue:     make([]float64, T*N),
+		NextStateValue: make([]float64, T*N),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

@@ -144,7 +144,23 @@ var GradNames = []string{"grad.state_action_value_actor", "grad.state_action_val
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{ValueTarget: make([]float32, B), NextStateValue: make([]float32, B), TDError: make([]float32, B)}
+	return &Outputs{
+		ValueTarget:    make([]float32, B),
+		NextStateValue: make([]float32, B),
+		TDError:        make([]float32, B),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextStateActionValue:  make([]float32, Q*B),
+		NextReward:            make([]float32, B),
+		NextTerminated:        make([]bool, B),
+		StateActionValueActor: make([]float32, Q*B),
+		StateActionValue:      make([]float32, Q*B),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

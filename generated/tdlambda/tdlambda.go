@@ -96,7 +96,22 @@ type Outputs struct {
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
-	return &Outputs{Advantage: make([]float64, N*T), ValueTarget: make([]float64, N*T)}
+	return &Outputs{
+		Advantage:   make([]float64, N*T),
+		ValueTarget: make([]float64, N*T),
+	}
+}
+
+// NewInputs returns Inputs with every slice allocated (zeros) for the caller to fill
+// or point elsewhere.
+func NewInputs() *Inputs {
+	return &Inputs{
+		NextReward:     make([]float64, N*T),
+		NextTerminated: make([]bool, N*T),
+		NextDone:       make([]bool, N*T),
+		StateValue:     make([]float64, N*T),
+		NextStateValue: make([]float64, N*T),
+	}
 }
 
 // InputNames are the data names of the inputs, in the order of Inputs.

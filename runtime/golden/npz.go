@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -30,7 +31,11 @@ func OpenNPZ(path string) (*NPZ, error) {
 		return nil, fmt.Errorf("%s: not a regular file (a .npz is a zip file)", path)
 	}
 	zr, err := zip.OpenReader(path)
-	if err != nil {
+	var perr *fs.PathError
+	switch {
+	case errors.As(err, &perr):
+		return nil, err // missing, unreadable: as os.Open says it
+	case err != nil:
 		return nil, fmt.Errorf("%s: not a .npz (zip) file: %w", path, err)
 	}
 	z := &NPZ{path: path, zr: zr, entries: map[string]*zip.File{}}
