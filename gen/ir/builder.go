@@ -166,7 +166,15 @@ func (b *Builder) elem(op Op, args ...*Node) *Node {
 	if fold {
 		return b.Const(Apply(op, vals...))
 	}
-	return b.add(&Node{Op: op, Args: args, Shape: b.union(shapes...)})
+	shape := b.union(shapes...)
+	if op == OpMul { // x·1 is x, exactly (a coefficient of 1: critic_coeff, a unit gradient)
+		for i, a := range args {
+			if other := args[1-i]; a.IsScalarConst() && a.Value[0] == 1 && other.Shape.Equal(shape) {
+				return other
+			}
+		}
+	}
+	return b.add(&Node{Op: op, Args: args, Shape: shape})
 }
 
 // Elementwise ops.

@@ -33,3 +33,23 @@ func TestWhereSimplifies(t *testing.T) {
 		t.Errorf("where(d, where(c, x, 0), 0) = %s: another condition must stay", got)
 	}
 }
+
+// x·1 and 1·x are x (exact in IEEE arithmetic, NaN and ±0 included); x·2 and a scalar times
+// a tensor of ones stay products.
+func TestMulByOne(t *testing.T) {
+	b := NewBuilder(F32, []Dim{{Name: "B", Size: 4}}, []string{"B"})
+	x := b.Input(Input{Key: "x", Name: "x", Kind: Float, Shape: b.Shape("B")})
+	one := b.Const(1)
+	if got := b.Mul(x, one); got != x {
+		t.Errorf("x·1 = %s, want x", got)
+	}
+	if got := b.Mul(one, x); got != x {
+		t.Errorf("1·x = %s, want x", got)
+	}
+	if got := b.Mul(x, b.Const(2)); got.Op != OpMul {
+		t.Errorf("x·2 = %s, want a product", got)
+	}
+	if got := b.Mul(one, one); !got.IsScalarConst() || got.Value[0] != 1 {
+		t.Errorf("1·1 = %s, want the constant 1", got)
+	}
+}

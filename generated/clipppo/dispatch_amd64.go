@@ -40,25 +40,25 @@ type avxState struct {
 	r34_p    []float32
 	r46_s    []float64
 	r46_p    []float32
-	r53_s    []float64
+	r52_s    []float64
+	r52_p    []float32
+	r53_n    []float64
+	r53_mean []float64
+	r53_m2   []float64
 	r53_p    []float32
+	r53_pm2  []float32
+	r53_pc   []float32
 	r54_n    []float64
 	r54_mean []float64
 	r54_m2   []float64
 	r54_p    []float32
 	r54_pm2  []float32
 	r54_pc   []float32
-	r55_n    []float64
-	r55_mean []float64
-	r55_m2   []float64
-	r55_p    []float32
-	r55_pm2  []float32
-	r55_pc   []float32
-	r61_s    []float64
-	r61_ok   []float32
-	r61_p    []float32
-	r63_s    []float64
-	r63_p    []float32
+	r60_s    []float64
+	r60_ok   []float32
+	r60_p    []float32
+	r62_s    []float64
+	r62_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -86,25 +86,25 @@ var avxPool = sync.Pool{New: func() any {
 	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
 	st.r46_s = st.buf[384:400]
 	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r53_s = st.buf[424:440]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r54_n = st.buf[464:480]
-	st.r54_mean = st.buf[488:504]
-	st.r54_m2 = st.buf[512:528]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
-	st.r54_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
-	st.r54_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
-	st.r55_n = st.buf[584:600]
-	st.r55_mean = st.buf[608:624]
-	st.r55_m2 = st.buf[632:648]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r55_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
-	st.r55_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
-	st.r61_s = st.buf[704:720]
-	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
-	st.r63_s = st.buf[760:776]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
+	st.r52_s = st.buf[424:440]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r53_n = st.buf[464:480]
+	st.r53_mean = st.buf[488:504]
+	st.r53_m2 = st.buf[512:528]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
+	st.r53_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
+	st.r53_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r54_n = st.buf[584:600]
+	st.r54_mean = st.buf[608:624]
+	st.r54_m2 = st.buf[632:648]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
+	st.r54_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r54_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r60_s = st.buf[704:720]
+	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r62_s = st.buf[760:776]
+	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[800])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -185,25 +185,25 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r34_p, 0)
 		runtime.Fill(st.r46_s, 0)
 		runtime.Fill(st.r46_p, 0)
-		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r53_n, 0)
+		runtime.Fill(st.r53_mean, 0)
+		runtime.Fill(st.r53_m2, 0)
 		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r53_pm2, 0)
+		runtime.Fill(st.r53_pc, 0)
 		runtime.Fill(st.r54_n, 0)
 		runtime.Fill(st.r54_mean, 0)
 		runtime.Fill(st.r54_m2, 0)
 		runtime.Fill(st.r54_p, 0)
 		runtime.Fill(st.r54_pm2, 0)
 		runtime.Fill(st.r54_pc, 0)
-		runtime.Fill(st.r55_n, 0)
-		runtime.Fill(st.r55_mean, 0)
-		runtime.Fill(st.r55_m2, 0)
-		runtime.Fill(st.r55_p, 0)
-		runtime.Fill(st.r55_pm2, 0)
-		runtime.Fill(st.r55_pc, 0)
-		runtime.Fill(st.r61_s, 0)
-		runtime.SetMask(st.r61_ok)
-		runtime.Fill(st.r61_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.SetMask(st.r60_ok)
+		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r62_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 	}
@@ -227,16 +227,16 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
 			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
 			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
-			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r60_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
 		return
@@ -253,15 +253,15 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.LossEntropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r46_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r53_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r53_n, st.r53_mean, st.r53_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r55_n, st.r55_mean, st.r55_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r63_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r62_s, 8)
 	s.s5 = float32(st.res[0])
 }
 
@@ -297,25 +297,25 @@ type fbAvxState struct {
 	r34_p    []float32
 	r46_s    []float64
 	r46_p    []float32
-	r53_s    []float64
+	r52_s    []float64
+	r52_p    []float32
+	r53_n    []float64
+	r53_mean []float64
+	r53_m2   []float64
 	r53_p    []float32
+	r53_pm2  []float32
+	r53_pc   []float32
 	r54_n    []float64
 	r54_mean []float64
 	r54_m2   []float64
 	r54_p    []float32
 	r54_pm2  []float32
 	r54_pc   []float32
-	r55_n    []float64
-	r55_mean []float64
-	r55_m2   []float64
-	r55_p    []float32
-	r55_pm2  []float32
-	r55_pc   []float32
-	r61_s    []float64
-	r61_ok   []float32
-	r61_p    []float32
-	r63_s    []float64
-	r63_p    []float32
+	r60_s    []float64
+	r60_ok   []float32
+	r60_p    []float32
+	r62_s    []float64
+	r62_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -343,25 +343,25 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
 	st.r46_s = st.buf[384:400]
 	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r53_s = st.buf[424:440]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r54_n = st.buf[464:480]
-	st.r54_mean = st.buf[488:504]
-	st.r54_m2 = st.buf[512:528]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
-	st.r54_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
-	st.r54_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
-	st.r55_n = st.buf[584:600]
-	st.r55_mean = st.buf[608:624]
-	st.r55_m2 = st.buf[632:648]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r55_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
-	st.r55_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
-	st.r61_s = st.buf[704:720]
-	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
-	st.r63_s = st.buf[760:776]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
+	st.r52_s = st.buf[424:440]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r53_n = st.buf[464:480]
+	st.r53_mean = st.buf[488:504]
+	st.r53_m2 = st.buf[512:528]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
+	st.r53_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
+	st.r53_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r54_n = st.buf[584:600]
+	st.r54_mean = st.buf[608:624]
+	st.r54_m2 = st.buf[632:648]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
+	st.r54_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r54_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r60_s = st.buf[704:720]
+	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r62_s = st.buf[760:776]
+	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[800])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -444,25 +444,25 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r34_p, 0)
 		runtime.Fill(st.r46_s, 0)
 		runtime.Fill(st.r46_p, 0)
-		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r53_n, 0)
+		runtime.Fill(st.r53_mean, 0)
+		runtime.Fill(st.r53_m2, 0)
 		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r53_pm2, 0)
+		runtime.Fill(st.r53_pc, 0)
 		runtime.Fill(st.r54_n, 0)
 		runtime.Fill(st.r54_mean, 0)
 		runtime.Fill(st.r54_m2, 0)
 		runtime.Fill(st.r54_p, 0)
 		runtime.Fill(st.r54_pm2, 0)
 		runtime.Fill(st.r54_pc, 0)
-		runtime.Fill(st.r55_n, 0)
-		runtime.Fill(st.r55_mean, 0)
-		runtime.Fill(st.r55_m2, 0)
-		runtime.Fill(st.r55_p, 0)
-		runtime.Fill(st.r55_pm2, 0)
-		runtime.Fill(st.r55_pc, 0)
-		runtime.Fill(st.r61_s, 0)
-		runtime.SetMask(st.r61_ok)
-		runtime.Fill(st.r61_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.SetMask(st.r60_ok)
+		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r62_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
 	}
@@ -486,16 +486,16 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
 			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
 			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
-			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r60_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
@@ -512,15 +512,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.LossEntropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r46_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r53_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r53_n, st.r53_mean, st.r53_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r55_n, st.r55_mean, st.r55_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r63_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r62_s, 8)
 	s.s5 = float32(st.res[0])
 }
 

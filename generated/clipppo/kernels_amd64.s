@@ -433,10 +433,7 @@ blocks_4:
 	VORPS  Y5, Y1, Y1
 	VXORPS lgc25<>+0(SB), Y1, Y1
 
-	// v52 = mul(1, v50)
-	VMULPS lgc20<>+0(SB), Y1, Y1
-
-	// mean(v52) over [B]
+	// mean(v50) over [B]
 	VADDPS  3584(DX), Y1, Y1
 	VMOVUPS Y1, 3584(DX)
 
@@ -1232,29 +1229,29 @@ TEXT ·pass2AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v57 = add(targetVar, 1.1920929e-07)
+	// v56 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc32<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v58 = div(residVar, v57)
+	// v57 = div(residVar, v56)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v58)
+	// explainedVariance = sub(1, v57)
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v64 = mul(2, logSumW)
+	// v63 = mul(2, logSumW)
 	VMULPS       lgc33<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v65 = sub(v64, logSumW2)
+	// v64 = sub(v63, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v65)
+	// essCol = exp(v64)
 	VMOVUPS      lgc9<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc10<>+0(SB), Y2
@@ -1707,10 +1704,7 @@ blocks_10:
 	VORPS  Y7, Y5, Y5
 	VXORPS lgc25<>+0(SB), Y5, Y5
 
-	// v52 = mul(1, v50)
-	VMULPS lgc20<>+0(SB), Y5, Y5
-
-	// mean(v52) over [B]
+	// mean(v50) over [B]
 	VADDPS  3584(DX), Y5, Y5
 	VMOVUPS Y5, 3584(DX)
 	VMOVUPS Y8, 160(SP)
@@ -1764,139 +1758,139 @@ blocks_10:
 	VMOVUPS 256(SP), Y1
 	VMOVUPS 288(SP), Y2
 
-	// v71 = eq(l2, l22)
+	// v70 = eq(l2, l22)
 	VCMPPS $0x00, Y2, Y1, Y3
 
-	// v72 = lt(l2, l22)
+	// v71 = lt(l2, l22)
 	VCMPPS  $0x11, Y2, Y1, Y4
 	VMOVUPS lgc35<>+0(SB), Y5
 	VMOVUPS lgc36<>+0(SB), Y6
 
-	// v73 = where(v71, 0.00012207031, 0.00024414063)
+	// v72 = where(v70, 0.00012207031, 0.00024414063)
 	VBLENDVPS Y3, Y5, Y6, Y7
 
-	// v74 = where(v72, 0, v73)
+	// v73 = where(v71, 0, v72)
 	VANDNPS Y7, Y4, Y4
 
-	// v75 = ge(l2, l22)
+	// v74 = ge(l2, l22)
 	VCMPPS $0x1d, Y2, Y1, Y1
 
-	// v76 = where(v71, 0.00012207031, 0)
+	// v75 = where(v70, 0.00012207031, 0)
 	VANDPS Y5, Y3, Y2
 
-	// v77 = where(v75, v76, 0.00024414063)
+	// v76 = where(v74, v75, 0.00024414063)
 	VBLENDVPS Y1, Y2, Y6, Y1
 	VMOVUPS   lgc4<>+0(SB), Y2
 
-	// v78 = ne(v77, 0)
+	// v77 = ne(v76, 0)
 	VCMPPS  $0x04, Y2, Y1, Y3
 	VMOVUPS 192(SP), Y5
 
-	// v79 = mul(v77, diff2)
+	// v78 = mul(v76, diff2)
 	VMULPS Y5, Y1, Y5
 
-	// v80 = where(v78, v79, v77)
+	// v79 = where(v77, v78, v76)
 	VBLENDVPS Y3, Y5, Y1, Y1
 
-	// v81 = add(v80, v80)
+	// v80 = add(v79, v79)
 	VADDPS Y1, Y1, Y1
 
-	// v82 = neg(v81)
+	// v81 = neg(v80)
 	VXORPS  lgc25<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y3
 	VMOVUPS lgc28<>+0(SB), Y5
 
-	// v83 = le(v43, 0.2)
+	// v82 = le(v43, 0.2)
 	VCMPPS $0x12, Y5, Y3, Y5
 
-	// v84 = ne(v43, v43)
+	// v83 = ne(v43, v43)
 	VCMPPS $0x04, Y3, Y3, Y3
 
-	// v85 = max(v83, v84)
+	// v84 = max(v82, v83)
 	VORPS Y5, Y3, Y3
 
-	// v86 = where(v85, v82, 0)
+	// v85 = where(v84, v81, 0)
 	VANDPS  Y1, Y3, Y1
 	VMOVUPS 128(SP), Y3
 	VMOVUPS lgc27<>+0(SB), Y5
 
-	// v87 = ge(v40, -0.2)
+	// v86 = ge(v40, -0.2)
 	VCMPPS $0x1d, Y5, Y3, Y5
 
-	// v88 = ne(v40, v40)
+	// v87 = ne(v40, v40)
 	VCMPPS $0x04, Y3, Y3, Y3
 
-	// v89 = max(v87, v88)
+	// v88 = max(v86, v87)
 	VORPS Y5, Y3, Y3
 
-	// v90 = where(v89, v86, 0)
+	// v89 = where(v88, v85, 0)
 	VANDPS Y1, Y3, Y1
 
-	// v91 = ne(v74, 0)
+	// v90 = ne(v73, 0)
 	VCMPPS  $0x04, Y2, Y4, Y3
 	VMOVUPS 224(SP), Y5
 
-	// v92 = mul(v74, diff)
+	// v91 = mul(v73, diff)
 	VMULPS Y5, Y4, Y5
 
-	// v93 = where(v91, v92, v74)
+	// v92 = where(v90, v91, v73)
 	VBLENDVPS Y3, Y5, Y4, Y3
 
-	// v94 = add(v93, v93)
+	// v93 = add(v92, v92)
 	VADDPS Y3, Y3, Y3
 
-	// v95 = neg(v94)
+	// v94 = neg(v93)
 	VXORPS lgc25<>+0(SB), Y3, Y3
 
-	// gradStateValue = add(v90, v95)
+	// gradStateValue = add(v89, v94)
 	VADDPS  Y3, Y1, Y1
 	VMOVUPS 96(SP), Y3
 
-	// v99 = mul(-0.00024414063, advantageNormalized)
+	// v98 = mul(-0.00024414063, advantageNormalized)
 	VMULPS  lgc37<>+0(SB), Y3, Y3
 	VMOVUPS 64(SP), Y4
 	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v100 = where(v17, v99, 0)
+	// v99 = where(v17, v98, 0)
 	VANDPS Y3, Y5, Y4
 
-	// v101 = where(v17, 0, v99)
+	// v100 = where(v17, 0, v98)
 	VANDNPS Y3, Y5, Y3
 	VMOVUPS lgc24<>+0(SB), Y5
 
-	// v102 = ge(ratio, 0.8000000028326788)
+	// v101 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y0, Y5
 
-	// v103 = ne(ratio, ratio)
+	// v102 = ne(ratio, ratio)
 	VCMPPS $0x04, Y0, Y0, Y6
 
-	// v104 = max(v102, v103)
+	// v103 = max(v101, v102)
 	VORPS Y5, Y6, Y5
 
-	// v105 = where(v104, v101, 0)
+	// v104 = where(v103, v100, 0)
 	VANDPS  Y3, Y5, Y3
 	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v106 = le(ratio, 1.2000000078829447)
+	// v105 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y0, Y5
 
-	// v107 = max(v106, v103)
+	// v106 = max(v105, v102)
 	VORPS Y5, Y6, Y5
 
-	// v108 = where(v107, v100, 0)
+	// v107 = where(v106, v99, 0)
 	VANDPS Y4, Y5, Y4
 
-	// v109 = add(v105, v108)
+	// v108 = add(v104, v107)
 	VADDPS Y4, Y3, Y3
 
-	// v110 = ne(v109, 0)
+	// v109 = ne(v108, 0)
 	VCMPPS $0x04, Y2, Y3, Y2
 
-	// v111 = mul(v109, ratio)
+	// v110 = mul(v108, ratio)
 	VMULPS Y0, Y3, Y0
 
-	// gradLogProb = where(v110, v111, v109)
+	// gradLogProb = where(v109, v110, v108)
 	VBLENDVPS Y2, Y0, Y3, Y0
 	VMOVUPS   lgc38<>+0(SB), Y2
 
@@ -2441,29 +2435,29 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v57 = add(targetVar, 1.1920929e-07)
+	// v56 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc32<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v58 = div(residVar, v57)
+	// v57 = div(residVar, v56)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v58)
+	// explainedVariance = sub(1, v57)
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v64 = mul(2, logSumW)
+	// v63 = mul(2, logSumW)
 	VMULPS       lgc33<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v65 = sub(v64, logSumW2)
+	// v64 = sub(v63, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v65)
+	// essCol = exp(v64)
 	VMOVUPS      lgc9<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc10<>+0(SB), Y2

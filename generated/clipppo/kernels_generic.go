@@ -16,7 +16,7 @@ type scratch struct {
 	s2 float32 // residVar = var(diff) over B correction=0
 	s3 float32 // targetVar = var(valueTarget) over B correction=0
 	s4 float32 // logSumW = logsumexp(logWeight) over B
-	s5 float32 // logSumW2 = logsumexp(v62) over B
+	s5 float32 // logSumW2 = logsumexp(v61) over B
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -88,11 +88,11 @@ type pass1GoStates struct {
 	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
 	lossEntropy       runtime.Mean      // lossEntropy = mean(v32) over B
 	valueClipFraction runtime.Mean      // valueClipFraction = mean(v45) over B
-	lossCritic        runtime.Mean      // lossCritic = mean(v52) over B
+	lossCritic        runtime.Mean      // lossCritic = mean(v50) over B
 	residVar          runtime.Welford   // residVar = var(diff) over B correction=0
 	targetVar         runtime.Welford   // targetVar = var(valueTarget) over B correction=0
 	logSumW           runtime.LogSumExp // logSumW = logsumexp(logWeight) over B
-	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v62) over B
+	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v61) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -121,7 +121,6 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 	c31 := float32(-0.01)
 	c41 := float32(-0.2)
 	c42 := float32(0.2)
-	one := float32(1)
 	two := float32(2)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
@@ -177,13 +176,12 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 		diff2 := valueTarget - v47
 		l22 := float32(diff2 * diff2)
 		v50 := max(l2, l22)
-		v52 := float32(one * v50)
-		lossCritic.Add(float64(v52))
+		lossCritic.Add(float64(v50))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 		logSumW.Add(float64(logWeight))
-		v62 := float32(two * logWeight)
-		logSumW2.Add(float64(v62))
+		v61 := float32(two * logWeight)
+		logSumW2.Add(float64(v61))
 	}
 	st.lossObjective = lossObjective
 	st.clipFraction = clipFraction
@@ -230,21 +228,21 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c56 := float32(1.1920929e-07)
+	c55 := float32(1.1920929e-07)
 	two := float32(2)
-	c67 := float32(4096)
+	c66 := float32(4096)
 	residVar := s.s2
 	targetVar := s.s3
-	v57 := targetVar + c56
-	v58 := residVar / v57
-	explainedVariance := one - v58
+	v56 := targetVar + c55
+	v57 := residVar / v56
+	explainedVariance := one - v57
 	out.ExplainedVariance = explainedVariance
 	logSumW := s.s4
 	logSumW2 := s.s5
-	v64 := float32(two * logSumW)
-	v65 := v64 - logSumW2
-	essCol := float32(math.Exp(float64(v65)))
-	ess := essCol / c67
+	v63 := float32(two * logSumW)
+	v64 := v63 - logSumW2
+	essCol := float32(math.Exp(float64(v64)))
+	ess := essCol / c66
 	out.ESS = ess
 }
 
@@ -256,7 +254,7 @@ type fbScratch struct {
 	s2 float32 // residVar = var(diff) over B correction=0
 	s3 float32 // targetVar = var(valueTarget) over B correction=0
 	s4 float32 // logSumW = logsumexp(logWeight) over B
-	s5 float32 // logSumW2 = logsumexp(v62) over B
+	s5 float32 // logSumW2 = logsumexp(v61) over B
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -328,11 +326,11 @@ type fbPass1GoStates struct {
 	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
 	lossEntropy       runtime.Mean      // lossEntropy = mean(v32) over B
 	valueClipFraction runtime.Mean      // valueClipFraction = mean(v45) over B
-	lossCritic        runtime.Mean      // lossCritic = mean(v52) over B
+	lossCritic        runtime.Mean      // lossCritic = mean(v50) over B
 	residVar          runtime.Welford   // residVar = var(diff) over B correction=0
 	targetVar         runtime.Welford   // targetVar = var(valueTarget) over B correction=0
 	logSumW           runtime.LogSumExp // logSumW = logsumexp(logWeight) over B
-	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v62) over B
+	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v61) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -361,12 +359,11 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c31 := float32(-0.01)
 	c41 := float32(-0.2)
 	c42 := float32(0.2)
-	one := float32(1)
 	two := float32(2)
-	c69 := float32(0.00024414063)
-	c70 := float32(0.00012207031)
-	c97 := float32(-2.4414062e-06)
-	c98 := float32(-0.00024414063)
+	c68 := float32(0.00024414063)
+	c69 := float32(0.00012207031)
+	c96 := float32(-2.4414062e-06)
+	c97 := float32(-0.00024414063)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -421,56 +418,55 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		diff2 := valueTarget - v47
 		l22 := float32(diff2 * diff2)
 		v50 := max(l2, l22)
-		v52 := float32(one * v50)
-		lossCritic.Add(float64(v52))
+		lossCritic.Add(float64(v50))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 		logSumW.Add(float64(logWeight))
-		v62 := float32(two * logWeight)
-		logSumW2.Add(float64(v62))
-		v71 := b2f(l2 == l22)
-		v72 := b2f(l2 < l22)
-		v73 := sel(v71, c70, c69)
-		v74 := sel(v72, zero, v73)
-		v75 := b2f(l2 >= l22)
-		v76 := sel(v71, c70, zero)
-		v77 := sel(v75, v76, c69)
-		v78 := b2f(v77 != zero)
-		v79 := float32(v77 * diff2)
-		v80 := sel(v78, v79, v77)
-		v81 := v80 + v80
-		v82 := -v81
-		v83 := b2f(v43 <= c42)
-		v84 := b2f(v43 != v43)
-		v85 := max(v83, v84)
-		v86 := sel(v85, v82, zero)
-		v87 := b2f(v40 >= c41)
-		v88 := b2f(v40 != v40)
-		v89 := max(v87, v88)
-		v90 := sel(v89, v86, zero)
-		v91 := b2f(v74 != zero)
-		v92 := float32(v74 * diff)
-		v93 := sel(v91, v92, v74)
-		v94 := v93 + v93
-		v95 := -v94
-		gradStateValue := v90 + v95
+		v61 := float32(two * logWeight)
+		logSumW2.Add(float64(v61))
+		v70 := b2f(l2 == l22)
+		v71 := b2f(l2 < l22)
+		v72 := sel(v70, c69, c68)
+		v73 := sel(v71, zero, v72)
+		v74 := b2f(l2 >= l22)
+		v75 := sel(v70, c69, zero)
+		v76 := sel(v74, v75, c68)
+		v77 := b2f(v76 != zero)
+		v78 := float32(v76 * diff2)
+		v79 := sel(v77, v78, v76)
+		v80 := v79 + v79
+		v81 := -v80
+		v82 := b2f(v43 <= c42)
+		v83 := b2f(v43 != v43)
+		v84 := max(v82, v83)
+		v85 := sel(v84, v81, zero)
+		v86 := b2f(v40 >= c41)
+		v87 := b2f(v40 != v40)
+		v88 := max(v86, v87)
+		v89 := sel(v88, v85, zero)
+		v90 := b2f(v73 != zero)
+		v91 := float32(v73 * diff)
+		v92 := sel(v90, v91, v73)
+		v93 := v92 + v92
+		v94 := -v93
+		gradStateValue := v89 + v94
 		grads.StateValue[iB] = gradStateValue
-		v99 := float32(c98 * advantageNormalized)
-		v100 := sel(v17, v99, zero)
-		v101 := sel(v17, zero, v99)
-		v102 := b2f(ratio >= c20)
-		v103 := b2f(ratio != ratio)
-		v104 := max(v102, v103)
-		v105 := sel(v104, v101, zero)
-		v106 := b2f(ratio <= c18)
-		v107 := max(v106, v103)
-		v108 := sel(v107, v100, zero)
-		v109 := v105 + v108
-		v110 := b2f(v109 != zero)
-		v111 := float32(v109 * ratio)
-		gradLogProb := sel(v110, v111, v109)
+		v98 := float32(c97 * advantageNormalized)
+		v99 := sel(v17, v98, zero)
+		v100 := sel(v17, zero, v98)
+		v101 := b2f(ratio >= c20)
+		v102 := b2f(ratio != ratio)
+		v103 := max(v101, v102)
+		v104 := sel(v103, v100, zero)
+		v105 := b2f(ratio <= c18)
+		v106 := max(v105, v102)
+		v107 := sel(v106, v99, zero)
+		v108 := v104 + v107
+		v109 := b2f(v108 != zero)
+		v110 := float32(v108 * ratio)
+		gradLogProb := sel(v109, v110, v108)
 		grads.LogProb[iB] = gradLogProb
-		grads.Entropy[iB] = c97
+		grads.Entropy[iB] = c96
 	}
 	st.lossObjective = lossObjective
 	st.clipFraction = clipFraction
@@ -517,21 +513,21 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c56 := float32(1.1920929e-07)
+	c55 := float32(1.1920929e-07)
 	two := float32(2)
-	c67 := float32(4096)
+	c66 := float32(4096)
 	residVar := s.s2
 	targetVar := s.s3
-	v57 := targetVar + c56
-	v58 := residVar / v57
-	explainedVariance := one - v58
+	v56 := targetVar + c55
+	v57 := residVar / v56
+	explainedVariance := one - v57
 	out.ExplainedVariance = explainedVariance
 	logSumW := s.s4
 	logSumW2 := s.s5
-	v64 := float32(two * logSumW)
-	v65 := v64 - logSumW2
-	essCol := float32(math.Exp(float64(v65)))
-	ess := essCol / c67
+	v63 := float32(two * logSumW)
+	v64 := v63 - logSumW2
+	essCol := float32(math.Exp(float64(v64)))
+	ess := essCol / c66
 	out.ESS = ess
 }
 

@@ -30,20 +30,20 @@ type avxState struct {
 	r59_p    []float32
 	r60_s    []float64
 	r60_p    []float32
-	r70_s    []float64
-	r70_p    []float32
+	r69_s    []float64
+	r69_p    []float32
+	r70_n    []float64
+	r70_mean []float64
+	r70_m2   []float64
 	r71_n    []float64
 	r71_mean []float64
 	r71_m2   []float64
-	r72_n    []float64
-	r72_mean []float64
-	r72_m2   []float64
-	r78_s    []float64
-	r78_ok   []float32
-	r80_s    []float64
+	r77_s    []float64
+	r77_ok   []float32
+	r79_s    []float64
 	p0_ok    []float32
-	r84_s    []float64
-	r84_p    []float32
+	r83_s    []float64
+	r83_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -60,20 +60,20 @@ var avxPool = sync.Pool{New: func() any {
 	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r60_s = st.buf[168:184]
 	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r70_s = st.buf[208:224]
-	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r71_n = st.buf[248:677]
-	st.r71_mean = st.buf[688:1117]
-	st.r71_m2 = st.buf[1128:1557]
-	st.r72_n = st.buf[1568:1997]
-	st.r72_mean = st.buf[2008:2437]
-	st.r72_m2 = st.buf[2448:2877]
-	st.r78_s = st.buf[2888:3317]
-	st.r78_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r80_s = st.buf[3552:3981]
+	st.r69_s = st.buf[208:224]
+	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r70_n = st.buf[248:677]
+	st.r70_mean = st.buf[688:1117]
+	st.r70_m2 = st.buf[1128:1557]
+	st.r71_n = st.buf[1568:1997]
+	st.r71_mean = st.buf[2008:2437]
+	st.r71_m2 = st.buf[2448:2877]
+	st.r77_s = st.buf[2888:3317]
+	st.r77_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r79_s = st.buf[3552:3981]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
-	st.r84_s = st.buf[4008:4024]
-	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.r83_s = st.buf[4008:4024]
+	st.r83_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -99,17 +99,17 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r59_p, 0)
 		runtime.Fill(st.r60_s, 0)
 		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r70_s, 0)
-		runtime.Fill(st.r70_p, 0)
+		runtime.Fill(st.r69_s, 0)
+		runtime.Fill(st.r69_p, 0)
+		runtime.Fill(st.r70_n, float64((hi-lo)*1))
+		runtime.Fill(st.r70_mean, 0)
+		runtime.Fill(st.r70_m2, 0)
 		runtime.Fill(st.r71_n, float64((hi-lo)*1))
 		runtime.Fill(st.r71_mean, 0)
 		runtime.Fill(st.r71_m2, 0)
-		runtime.Fill(st.r72_n, float64((hi-lo)*1))
-		runtime.Fill(st.r72_mean, 0)
-		runtime.Fill(st.r72_m2, 0)
-		runtime.Fill(st.r78_s, 0)
-		runtime.SetMask(st.r78_ok)
-		runtime.Fill(st.r80_s, 0)
+		runtime.Fill(st.r77_s, 0)
+		runtime.SetMask(st.r77_ok)
+		runtime.Fill(st.r79_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -132,16 +132,16 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r70_s, sts[c].r70_s)
+			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
+			runtime.MergeVar(sts[0].r70_n, sts[0].r70_mean, sts[0].r70_m2, sts[c].r70_n, sts[c].r70_mean, sts[c].r70_m2)
 			runtime.MergeVar(sts[0].r71_n, sts[0].r71_mean, sts[0].r71_m2, sts[c].r71_n, sts[c].r71_mean, sts[c].r71_m2)
-			runtime.MergeVar(sts[0].r72_n, sts[0].r72_mean, sts[0].r72_m2, sts[c].r72_n, sts[c].r72_mean, sts[c].r72_m2)
-			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
-			runtime.MergeMask(sts[0].r78_ok, sts[c].r78_ok)
-			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
+			runtime.MergeSum(sts[0].r77_s, sts[c].r77_s)
+			runtime.MergeMask(sts[0].r77_ok, sts[c].r77_ok)
+			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r78_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r77_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -156,21 +156,21 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r60_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r70_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r69_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r71_n, st.r71_mean, st.r71_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r70_n, st.r70_mean, st.r70_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r72_n, st.r72_mean, st.r72_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r71_n, st.r71_mean, st.r71_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r78_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r77_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r80_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r79_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -187,8 +187,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r84_s, 0)
-		runtime.Fill(st.r84_p, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r83_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -206,7 +206,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -215,7 +215,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r84_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r83_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -240,20 +240,20 @@ type fbAvxState struct {
 	r59_p    []float32
 	r60_s    []float64
 	r60_p    []float32
-	r70_s    []float64
-	r70_p    []float32
+	r69_s    []float64
+	r69_p    []float32
+	r70_n    []float64
+	r70_mean []float64
+	r70_m2   []float64
 	r71_n    []float64
 	r71_mean []float64
 	r71_m2   []float64
-	r72_n    []float64
-	r72_mean []float64
-	r72_m2   []float64
-	r78_s    []float64
-	r78_ok   []float32
-	r80_s    []float64
+	r77_s    []float64
+	r77_ok   []float32
+	r79_s    []float64
 	p0_ok    []float32
-	r84_s    []float64
-	r84_p    []float32
+	r83_s    []float64
+	r83_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -270,20 +270,20 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r60_s = st.buf[168:184]
 	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r70_s = st.buf[208:224]
-	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r71_n = st.buf[248:677]
-	st.r71_mean = st.buf[688:1117]
-	st.r71_m2 = st.buf[1128:1557]
-	st.r72_n = st.buf[1568:1997]
-	st.r72_mean = st.buf[2008:2437]
-	st.r72_m2 = st.buf[2448:2877]
-	st.r78_s = st.buf[2888:3317]
-	st.r78_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r80_s = st.buf[3552:3981]
+	st.r69_s = st.buf[208:224]
+	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r70_n = st.buf[248:677]
+	st.r70_mean = st.buf[688:1117]
+	st.r70_m2 = st.buf[1128:1557]
+	st.r71_n = st.buf[1568:1997]
+	st.r71_mean = st.buf[2008:2437]
+	st.r71_m2 = st.buf[2448:2877]
+	st.r77_s = st.buf[2888:3317]
+	st.r77_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r79_s = st.buf[3552:3981]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
-	st.r84_s = st.buf[4008:4024]
-	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.r83_s = st.buf[4008:4024]
+	st.r83_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -310,17 +310,17 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r59_p, 0)
 		runtime.Fill(st.r60_s, 0)
 		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r70_s, 0)
-		runtime.Fill(st.r70_p, 0)
+		runtime.Fill(st.r69_s, 0)
+		runtime.Fill(st.r69_p, 0)
+		runtime.Fill(st.r70_n, float64((hi-lo)*1))
+		runtime.Fill(st.r70_mean, 0)
+		runtime.Fill(st.r70_m2, 0)
 		runtime.Fill(st.r71_n, float64((hi-lo)*1))
 		runtime.Fill(st.r71_mean, 0)
 		runtime.Fill(st.r71_m2, 0)
-		runtime.Fill(st.r72_n, float64((hi-lo)*1))
-		runtime.Fill(st.r72_mean, 0)
-		runtime.Fill(st.r72_m2, 0)
-		runtime.Fill(st.r78_s, 0)
-		runtime.SetMask(st.r78_ok)
-		runtime.Fill(st.r80_s, 0)
+		runtime.Fill(st.r77_s, 0)
+		runtime.SetMask(st.r77_ok)
+		runtime.Fill(st.r79_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &g.Logits[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
 	}
@@ -343,16 +343,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r70_s, sts[c].r70_s)
+			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
+			runtime.MergeVar(sts[0].r70_n, sts[0].r70_mean, sts[0].r70_m2, sts[c].r70_n, sts[c].r70_mean, sts[c].r70_m2)
 			runtime.MergeVar(sts[0].r71_n, sts[0].r71_mean, sts[0].r71_m2, sts[c].r71_n, sts[c].r71_mean, sts[c].r71_m2)
-			runtime.MergeVar(sts[0].r72_n, sts[0].r72_mean, sts[0].r72_m2, sts[c].r72_n, sts[c].r72_mean, sts[c].r72_m2)
-			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
-			runtime.MergeMask(sts[0].r78_ok, sts[c].r78_ok)
-			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
+			runtime.MergeSum(sts[0].r77_s, sts[c].r77_s)
+			runtime.MergeMask(sts[0].r77_ok, sts[c].r77_ok)
+			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r78_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r77_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
@@ -367,21 +367,21 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r60_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r70_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r69_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r71_n, st.r71_mean, st.r71_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r70_n, st.r70_mean, st.r70_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r72_n, st.r72_mean, st.r72_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r71_n, st.r71_mean, st.r71_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r78_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r77_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r80_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r79_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -399,8 +399,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r84_s, 0)
-		runtime.Fill(st.r84_p, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r83_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -418,7 +418,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -427,7 +427,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r84_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r83_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 

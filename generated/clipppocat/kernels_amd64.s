@@ -479,10 +479,7 @@ inner_A_3:
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y3, Y3
-
-	// mean(v69) over [N T]
+	// mean(smoothL1) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
@@ -1022,10 +1019,7 @@ inner_A_5:
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y4, Y4
-
-	// mean(v69) over [N T]
+	// mean(smoothL1) over [N T]
 	VADDPS  1856(BX), Y4, Y4
 	VMOVUPS Y4, 1856(BX)
 
@@ -1862,29 +1856,29 @@ blocks_7:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v74 = add(targetVar, 1.1920929e-07)
+	// v73 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v75 = div(residVar, v74)
+	// v74 = div(residVar, v73)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc2<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v75)
+	// explainedVariance = sub(1, v74)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v81 = mul(2, logSumW)
+	// v80 = mul(2, logSumW)
 	VMULPS  lgc58<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v82 = sub(v81, logSumW2)
+	// v81 = sub(v80, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v82)
+	// essCol = exp(v81)
 	VMOVUPS      lgc16<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc47<>+0(SB), Y3
@@ -1954,32 +1948,32 @@ chunkdone_8:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v74 = add(targetVar, 1.1920929e-07)
+	// v73 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v75 = div(residVar, v74)
+	// v74 = div(residVar, v73)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v75)
+	// explainedVariance = sub(1, v74)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v81 = mul(2, logSumW)
+	// v80 = mul(2, logSumW)
 	VMULPS     lgc58<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v82 = sub(v81, logSumW2)
+	// v81 = sub(v80, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v82)
+	// essCol = exp(v81)
 	VMOVUPS      lgc16<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc47<>+0(SB), Y2
@@ -2075,7 +2069,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc59<>+0(SB), Y1
 
-	// ess = div(v84, 64)
+	// ess = div(v83, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -2575,10 +2569,7 @@ inner_A_13:
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y7, Y2, Y9, Y1
 
-	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v69) over [N T]
+	// mean(smoothL1) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y8
 	VEXTRACTI128 $0x01, Y2, X8
@@ -2694,154 +2685,154 @@ inner_A_13:
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc60<>+0(SB), Y2
 
-	// v88 = where(v64, 3.7114014251781474e-05, 0)
+	// v87 = where(v64, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
 
-	// v89 = where(v64, 0, 3.7114014251781474e-05)
+	// v88 = where(v64, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v90 = ne(v88, 0)
+	// v89 = ne(v87, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
 	VMOVUPS 440(SP), Y6
 
-	// v91 = mul(v88, absDiff)
+	// v90 = mul(v87, absDiff)
 	VMULPS Y6, Y4, Y6
 
-	// v92 = where(v90, v91, v88)
+	// v91 = where(v89, v90, v87)
 	VBLENDVPS Y5, Y6, Y4, Y6
 	VMOVUPS   408(SP), Y7
 
-	// v93 = mul(v88, v65)
+	// v92 = mul(v87, v65)
 	VMULPS Y7, Y4, Y7
 
-	// v94 = where(v90, v93, v88)
+	// v93 = where(v89, v92, v87)
 	VBLENDVPS Y5, Y7, Y4, Y4
 
-	// v95 = add(v89, v94)
+	// v94 = add(v88, v93)
 	VADDPS Y4, Y2, Y2
 
-	// v96 = mul(v92, 0.5)
+	// v95 = mul(v91, 0.5)
 	VMULPS lgc25<>+0(SB), Y6, Y4
 
-	// v97 = add(v95, v96)
+	// v96 = add(v94, v95)
 	VADDPS  Y4, Y2, Y2
 	VMOVUPS 472(SP), Y4
 
-	// v98 = gt(diff, 0)
+	// v97 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
 
-	// v99 = lt(diff, 0)
+	// v98 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y4, Y6
 
-	// v101 = mul(diff, 0)
+	// v100 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc61<>+0(SB), Y7
 
-	// v102 = where(v99, -1, v101)
+	// v101 = where(v98, -1, v100)
 	VBLENDVPS Y6, Y7, Y4, Y4
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v103 = where(v98, 1, v102)
+	// v102 = where(v97, 1, v101)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v104 = ne(v97, 0)
+	// v103 = ne(v96, 0)
 	VCMPPS $0x04, Y3, Y2, Y5
 
-	// v105 = mul(v97, v103)
+	// v104 = mul(v96, v102)
 	VMULPS Y4, Y2, Y4
 
-	// v106 = where(v104, v105, v97)
+	// v105 = where(v103, v104, v96)
 	VBLENDVPS Y5, Y4, Y2, Y2
 
-	// gradStateValue = neg(v106)
+	// gradStateValue = neg(v105)
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc62<>+0(SB), Y4
 	VMOVUPS 248(SP), Y5
 
-	// v110 = div(3.711401342221861e-07, v25)
+	// v109 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y5, Y4, Y4
 	VMOVUPS 376(SP), Y6
 
-	// v111 = div(v55, v25)
+	// v110 = div(v55, v25)
 	VDIVPS Y5, Y6, Y5
 
-	// v112 = mul(-3.711401342221861e-07, v111)
+	// v111 = mul(-3.711401342221861e-07, v110)
 	VMULPS lgc63<>+0(SB), Y5, Y5
 
-	// v113 = ne(v110, 0)
+	// v112 = ne(v109, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
 	VMOVUPS 88(SP), Y7
 
-	// v122 = mul(-3.7114014251781474e-05, gae)
+	// v121 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc64<>+0(SB), Y7, Y7
 	VMOVUPS Y2, 536(SP)
 	VMOVUPS 344(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y2, Y8
 
-	// v123 = where(v39, v122, 0)
+	// v122 = where(v39, v121, 0)
 	VANDPS  Y7, Y8, Y2
 	VMOVUPS Y6, 568(SP)
 
-	// v124 = where(v39, 0, v122)
+	// v123 = where(v39, 0, v121)
 	VANDNPS Y7, Y8, Y6
 	VMOVUPS lgc49<>+0(SB), Y7
 
-	// v125 = ge(ratio, 0.8000000028326788)
+	// v124 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
 
-	// v126 = ne(ratio, ratio)
+	// v125 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y1, Y1, Y8
 	VMOVUPS Y4, 600(SP)
 	VMOVUPS Y5, 632(SP)
 
-	// v127 = max(v125, v126)
+	// v126 = max(v124, v125)
 	VORPS Y7, Y8, Y4
 
-	// v128 = where(v127, v124, 0)
+	// v127 = where(v126, v123, 0)
 	VANDPS  Y6, Y4, Y4
 	VMOVUPS lgc48<>+0(SB), Y5
 
-	// v129 = le(ratio, 1.2000000078829447)
+	// v128 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y1, Y5
 
-	// v130 = max(v129, v126)
+	// v129 = max(v128, v125)
 	VORPS Y5, Y8, Y5
 
-	// v131 = where(v130, v123, 0)
+	// v130 = where(v129, v122, 0)
 	VANDPS Y2, Y5, Y2
 
-	// v132 = add(v128, v131)
+	// v131 = add(v127, v130)
 	VADDPS Y2, Y4, Y2
 
-	// v133 = ne(v132, 0)
+	// v132 = ne(v131, 0)
 	VCMPPS $0x04, Y3, Y2, Y4
 
-	// v134 = mul(v132, ratio)
+	// v133 = mul(v131, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// v135 = where(v133, v134, v132)
+	// v134 = where(v132, v133, v131)
 	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v136 = neg(v135)
+	// v135 = neg(v134)
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
-	// v137 = add(-3.711401342221861e-07, v136)
+	// v136 = add(-3.711401342221861e-07, v135)
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
-	// v141 = ne(v137, 0)
+	// v140 = ne(v136, 0)
 	VCMPPS  $0x04, Y3, Y2, Y3
 	VMOVUPS 248(SP), Y4
 
-	// v142 = div(v137, v25)
+	// v141 = div(v136, v25)
 	VDIVPS Y4, Y2, Y4
 
-	// v143 = where(v141, v142, v137)
+	// v142 = where(v140, v141, v136)
 	VBLENDVPS Y3, Y4, Y2, Y2
 	VMOVUPS   632(SP), Y3
 
-	// v144 = add(v112, v143)
+	// v143 = add(v111, v142)
 	VADDPS     Y2, Y3, Y2
 	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
@@ -2885,57 +2876,57 @@ inner_A_14:
 	VMAXPS  Y5, Y3, Y6
 	VMOVUPS 600(SP), Y7
 
-	// v114 = mul(v110, v52)
+	// v113 = mul(v109, v52)
 	VMULPS  Y6, Y7, Y6
 	VMOVUPS 568(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y8, Y9
 
-	// v115 = where(v113, v114, v110)
+	// v114 = where(v112, v113, v109)
 	VBLENDVPS Y9, Y6, Y7, Y6
 	IMUL3Q    $+32, CX, BX
 	VMOVUPS   8(SP)(BX*1), Y8
 
-	// v116 = mul(v110, v24)
+	// v115 = mul(v109, v24)
 	VMULPS Y8, Y7, Y7
 
-	// v117 = ge(v23, -3.4028235e+38)
+	// v116 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y3, Y5, Y8
 
-	// v118 = ne(v23, v23)
+	// v117 = ne(v23, v23)
 	VCMPPS  $0x04, Y5, Y5, Y5
 	VMOVUPS Y6, 696(SP)
 	VMOVUPS Y7, 728(SP)
 
-	// v119 = max(v117, v118)
+	// v118 = max(v116, v117)
 	VORPS   Y8, Y5, Y5
 	VMOVUPS 728(SP), Y6
 
-	// v120 = where(v119, v116, 0)
+	// v119 = where(v118, v115, 0)
 	VANDPS       Y6, Y5, Y5
 	MOVQ         CX, DI
 	VMOVD        DI, X6
 	VPBROADCASTD X6, Y6
 	VCVTDQ2PS    Y6, Y6
 
-	// v139 = eq(v138, action)
+	// v138 = eq(v137, action)
 	VCMPPS $0x00, Y4, Y6, Y6
 
-	// v140 = where(v139, v135, 0)
+	// v139 = where(v138, v134, 0)
 	VANDPS  Y1, Y6, Y6
 	VMOVUPS 696(SP), Y7
 
-	// v145 = add(v115, v144)
+	// v144 = add(v114, v143)
 	VADDPS  Y2, Y7, Y7
 	VMOVUPS 8(SP)(BX*1), Y8
 
-	// v146 = mul(v145, v24)
+	// v145 = mul(v144, v24)
 	VMULPS Y8, Y7, Y7
 
-	// v147 = add(v120, v146)
+	// v146 = add(v119, v145)
 	VADDPS Y7, Y5, Y5
 
-	// gradLogits = add(v140, v147)
+	// gradLogits = add(v139, v146)
 	VADDPS Y5, Y6, Y5
 
 	// store gradLogits
@@ -3397,10 +3388,7 @@ inner_A_16:
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y7, Y3, Y9, Y1
 
-	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v69) over [N T]
+	// mean(smoothL1) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS Y6, 1272(SP)
@@ -3479,154 +3467,154 @@ inner_A_16:
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc60<>+0(SB), Y2
 
-	// v88 = where(v64, 3.7114014251781474e-05, 0)
+	// v87 = where(v64, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
 
-	// v89 = where(v64, 0, 3.7114014251781474e-05)
+	// v88 = where(v64, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v90 = ne(v88, 0)
+	// v89 = ne(v87, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
 	VMOVUPS 1272(SP), Y6
 
-	// v91 = mul(v88, absDiff)
+	// v90 = mul(v87, absDiff)
 	VMULPS Y6, Y4, Y6
 
-	// v92 = where(v90, v91, v88)
+	// v91 = where(v89, v90, v87)
 	VBLENDVPS Y5, Y6, Y4, Y6
 	VMOVUPS   1240(SP), Y7
 
-	// v93 = mul(v88, v65)
+	// v92 = mul(v87, v65)
 	VMULPS Y7, Y4, Y7
 
-	// v94 = where(v90, v93, v88)
+	// v93 = where(v89, v92, v87)
 	VBLENDVPS Y5, Y7, Y4, Y4
 
-	// v95 = add(v89, v94)
+	// v94 = add(v88, v93)
 	VADDPS Y4, Y2, Y2
 
-	// v96 = mul(v92, 0.5)
+	// v95 = mul(v91, 0.5)
 	VMULPS lgc25<>+0(SB), Y6, Y4
 
-	// v97 = add(v95, v96)
+	// v96 = add(v94, v95)
 	VADDPS  Y4, Y2, Y2
 	VMOVUPS 1304(SP), Y4
 
-	// v98 = gt(diff, 0)
+	// v97 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
 
-	// v99 = lt(diff, 0)
+	// v98 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y4, Y6
 
-	// v101 = mul(diff, 0)
+	// v100 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc61<>+0(SB), Y7
 
-	// v102 = where(v99, -1, v101)
+	// v101 = where(v98, -1, v100)
 	VBLENDVPS Y6, Y7, Y4, Y4
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v103 = where(v98, 1, v102)
+	// v102 = where(v97, 1, v101)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v104 = ne(v97, 0)
+	// v103 = ne(v96, 0)
 	VCMPPS $0x04, Y3, Y2, Y5
 
-	// v105 = mul(v97, v103)
+	// v104 = mul(v96, v102)
 	VMULPS Y4, Y2, Y4
 
-	// v106 = where(v104, v105, v97)
+	// v105 = where(v103, v104, v96)
 	VBLENDVPS Y5, Y4, Y2, Y2
 
-	// gradStateValue = neg(v106)
+	// gradStateValue = neg(v105)
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc62<>+0(SB), Y4
 	VMOVUPS 1080(SP), Y5
 
-	// v110 = div(3.711401342221861e-07, v25)
+	// v109 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y5, Y4, Y4
 	VMOVUPS 1208(SP), Y6
 
-	// v111 = div(v55, v25)
+	// v110 = div(v55, v25)
 	VDIVPS Y5, Y6, Y5
 
-	// v112 = mul(-3.711401342221861e-07, v111)
+	// v111 = mul(-3.711401342221861e-07, v110)
 	VMULPS lgc63<>+0(SB), Y5, Y5
 
-	// v113 = ne(v110, 0)
+	// v112 = ne(v109, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
 	VMOVUPS 920(SP), Y7
 
-	// v122 = mul(-3.7114014251781474e-05, gae)
+	// v121 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc64<>+0(SB), Y7, Y7
 	VMOVUPS Y2, 1368(SP)
 	VMOVUPS 1176(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y2, Y8
 
-	// v123 = where(v39, v122, 0)
+	// v122 = where(v39, v121, 0)
 	VANDPS  Y7, Y8, Y2
 	VMOVUPS Y6, 1400(SP)
 
-	// v124 = where(v39, 0, v122)
+	// v123 = where(v39, 0, v121)
 	VANDNPS Y7, Y8, Y6
 	VMOVUPS lgc49<>+0(SB), Y7
 
-	// v125 = ge(ratio, 0.8000000028326788)
+	// v124 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
 
-	// v126 = ne(ratio, ratio)
+	// v125 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y1, Y1, Y8
 	VMOVUPS Y4, 1432(SP)
 	VMOVUPS Y5, 1464(SP)
 
-	// v127 = max(v125, v126)
+	// v126 = max(v124, v125)
 	VORPS Y7, Y8, Y4
 
-	// v128 = where(v127, v124, 0)
+	// v127 = where(v126, v123, 0)
 	VANDPS  Y6, Y4, Y4
 	VMOVUPS lgc48<>+0(SB), Y5
 
-	// v129 = le(ratio, 1.2000000078829447)
+	// v128 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y1, Y5
 
-	// v130 = max(v129, v126)
+	// v129 = max(v128, v125)
 	VORPS Y5, Y8, Y5
 
-	// v131 = where(v130, v123, 0)
+	// v130 = where(v129, v122, 0)
 	VANDPS Y2, Y5, Y2
 
-	// v132 = add(v128, v131)
+	// v131 = add(v127, v130)
 	VADDPS Y2, Y4, Y2
 
-	// v133 = ne(v132, 0)
+	// v132 = ne(v131, 0)
 	VCMPPS $0x04, Y3, Y2, Y4
 
-	// v134 = mul(v132, ratio)
+	// v133 = mul(v131, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// v135 = where(v133, v134, v132)
+	// v134 = where(v132, v133, v131)
 	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v136 = neg(v135)
+	// v135 = neg(v134)
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
-	// v137 = add(-3.711401342221861e-07, v136)
+	// v136 = add(-3.711401342221861e-07, v135)
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
-	// v141 = ne(v137, 0)
+	// v140 = ne(v136, 0)
 	VCMPPS  $0x04, Y3, Y2, Y3
 	VMOVUPS 1080(SP), Y4
 
-	// v142 = div(v137, v25)
+	// v141 = div(v136, v25)
 	VDIVPS Y4, Y2, Y4
 
-	// v143 = where(v141, v142, v137)
+	// v142 = where(v140, v141, v136)
 	VBLENDVPS Y3, Y4, Y2, Y2
 	VMOVUPS   1464(SP), Y3
 
-	// v144 = add(v112, v143)
+	// v143 = add(v111, v142)
 	VADDPS     Y2, Y3, Y2
 	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), BX
@@ -3672,56 +3660,56 @@ inner_A_17:
 	VMAXPS  Y5, Y3, Y6
 	VMOVUPS 1432(SP), Y7
 
-	// v114 = mul(v110, v52)
+	// v113 = mul(v109, v52)
 	VMULPS  Y6, Y7, Y6
 	VMOVUPS 1400(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y8, Y9
 
-	// v115 = where(v113, v114, v110)
+	// v114 = where(v112, v113, v109)
 	VBLENDVPS Y9, Y6, Y7, Y6
 	VMOVUPS   8(SP)(R8*1), Y8
 
-	// v116 = mul(v110, v24)
+	// v115 = mul(v109, v24)
 	VMULPS Y8, Y7, Y7
 
-	// v117 = ge(v23, -3.4028235e+38)
+	// v116 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y3, Y5, Y8
 
-	// v118 = ne(v23, v23)
+	// v117 = ne(v23, v23)
 	VCMPPS  $0x04, Y5, Y5, Y5
 	VMOVUPS Y6, 1528(SP)
 	VMOVUPS Y7, 1560(SP)
 
-	// v119 = max(v117, v118)
+	// v118 = max(v116, v117)
 	VORPS   Y8, Y5, Y5
 	VMOVUPS 1560(SP), Y6
 
-	// v120 = where(v119, v116, 0)
+	// v119 = where(v118, v115, 0)
 	VANDPS       Y6, Y5, Y5
 	MOVQ         BX, R9
 	VMOVD        R9, X6
 	VPBROADCASTD X6, Y6
 	VCVTDQ2PS    Y6, Y6
 
-	// v139 = eq(v138, action)
+	// v138 = eq(v137, action)
 	VCMPPS $0x00, Y4, Y6, Y6
 
-	// v140 = where(v139, v135, 0)
+	// v139 = where(v138, v134, 0)
 	VANDPS  Y1, Y6, Y6
 	VMOVUPS 1528(SP), Y7
 
-	// v145 = add(v115, v144)
+	// v144 = add(v114, v143)
 	VADDPS  Y2, Y7, Y7
 	VMOVUPS 8(SP)(R8*1), Y8
 
-	// v146 = mul(v145, v24)
+	// v145 = mul(v144, v24)
 	VMULPS Y8, Y7, Y7
 
-	// v147 = add(v120, v146)
+	// v146 = add(v119, v145)
 	VADDPS Y7, Y5, Y5
 
-	// gradLogits = add(v140, v147)
+	// gradLogits = add(v139, v146)
 	VADDPS Y5, Y6, Y5
 
 	// store gradLogits
@@ -4032,29 +4020,29 @@ blocks_19:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v74 = add(targetVar, 1.1920929e-07)
+	// v73 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v75 = div(residVar, v74)
+	// v74 = div(residVar, v73)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc2<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v75)
+	// explainedVariance = sub(1, v74)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v81 = mul(2, logSumW)
+	// v80 = mul(2, logSumW)
 	VMULPS  lgc58<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v82 = sub(v81, logSumW2)
+	// v81 = sub(v80, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v82)
+	// essCol = exp(v81)
 	VMOVUPS      lgc16<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc47<>+0(SB), Y3
@@ -4124,32 +4112,32 @@ chunkdone_20:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v74 = add(targetVar, 1.1920929e-07)
+	// v73 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v75 = div(residVar, v74)
+	// v74 = div(residVar, v73)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v75)
+	// explainedVariance = sub(1, v74)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v81 = mul(2, logSumW)
+	// v80 = mul(2, logSumW)
 	VMULPS     lgc58<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v82 = sub(v81, logSumW2)
+	// v81 = sub(v80, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v82)
+	// essCol = exp(v81)
 	VMOVUPS      lgc16<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc47<>+0(SB), Y2
@@ -4225,7 +4213,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc59<>+0(SB), Y1
 
-	// ess = div(v84, 64)
+	// ess = div(v83, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

@@ -15,8 +15,8 @@ type scratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v79) over N [T=421]
-	s4        float32             // v84 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v78) over N [T=421]
+	s4        float32             // v83 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -40,11 +40,11 @@ type pass0GoStates struct {
 	klApprox      runtime.Mean        // klApprox = mean(v50) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v58) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v69) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v79) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v78) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -173,13 +173,12 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v66 := float32(v65 * absDiff)
 			v67 := absDiff - half
 			smoothL1 := sel(v64, v66, v67)
-			v69 := float32(one * smoothL1)
-			lossCritic.Add(float64(v69))
+			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v79 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v79))
+			v78 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v78))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -244,35 +243,35 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of T.
 type pass1GoStates struct {
-	acc84 runtime.Mean // v84 = mean(essCol) over T
+	acc83 runtime.Mean // v83 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass1GoStates) merge(b *pass1GoStates) {
-	mergeMean(&a.acc84, b.acc84)
+	mergeMean(&a.acc83, b.acc83)
 }
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of T, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
-	c73 := float32(1.1920929e-07)
+	c72 := float32(1.1920929e-07)
 	two := float32(2)
-	acc84 := runtime.Mean{}
+	acc83 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v74 := targetVar + c73
-		v75 := residVar / v74
-		explainedVariance := one - v75
+		v73 := targetVar + c72
+		v74 := residVar / v73
+		explainedVariance := one - v74
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v81 := float32(two * logSumW)
-		v82 := v81 - logSumW2
-		essCol := float32(math.Exp(float64(v82)))
-		acc84.Add(float64(essCol))
+		v80 := float32(two * logSumW)
+		v81 := v80 - logSumW2
+		essCol := float32(math.Exp(float64(v81)))
+		acc83.Add(float64(essCol))
 	}
-	st.acc84 = acc84
+	st.acc83 = acc83
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
@@ -291,14 +290,14 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc84.Result())
+	s.s4 = float32(st.acc83.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c85 := float32(64)
-	v84 := s.s4
-	ess := v84 / c85
+	c84 := float32(64)
+	v83 := s.s4
+	ess := v83 / c84
 	out.ESS = ess
 }
 
@@ -308,8 +307,8 @@ type fbScratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v79) over N [T=421]
-	s4        float32             // v84 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v78) over N [T=421]
+	s4        float32             // v83 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -333,11 +332,11 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean        // klApprox = mean(v50) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v58) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v69) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v79) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v78) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -376,11 +375,11 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c57 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c87 := float32(3.7114016e-05)
+	c86 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c108 := float32(-3.7114015e-07)
-	c109 := float32(3.7114015e-07)
-	c121 := float32(-3.7114016e-05)
+	c107 := float32(-3.7114015e-07)
+	c108 := float32(3.7114015e-07)
+	c120 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -471,76 +470,75 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v66 := float32(v65 * absDiff)
 			v67 := absDiff - half
 			smoothL1 := sel(v64, v66, v67)
-			v69 := float32(one * smoothL1)
-			lossCritic.Add(float64(v69))
+			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v79 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v79))
-			v88 := sel(v64, c87, zero)
-			v89 := sel(v64, zero, c87)
-			v90 := b2f(v88 != zero)
-			v91 := float32(v88 * absDiff)
-			v92 := sel(v90, v91, v88)
-			v93 := float32(v88 * v65)
-			v94 := sel(v90, v93, v88)
-			v95 := v89 + v94
-			v96 := float32(v92 * half)
-			v97 := v95 + v96
-			v98 := b2f(diff > zero)
-			v99 := b2f(diff < zero)
-			v101 := float32(diff * zero)
-			v102 := sel(v99, minusOne, v101)
-			v103 := sel(v98, one, v102)
-			v104 := b2f(v97 != zero)
-			v105 := float32(v97 * v103)
-			v106 := sel(v104, v105, v97)
-			gradStateValue := -v106
+			v78 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v78))
+			v87 := sel(v64, c86, zero)
+			v88 := sel(v64, zero, c86)
+			v89 := b2f(v87 != zero)
+			v90 := float32(v87 * absDiff)
+			v91 := sel(v89, v90, v87)
+			v92 := float32(v87 * v65)
+			v93 := sel(v89, v92, v87)
+			v94 := v88 + v93
+			v95 := float32(v91 * half)
+			v96 := v94 + v95
+			v97 := b2f(diff > zero)
+			v98 := b2f(diff < zero)
+			v100 := float32(diff * zero)
+			v101 := sel(v98, minusOne, v100)
+			v102 := sel(v97, one, v101)
+			v103 := b2f(v96 != zero)
+			v104 := float32(v96 * v102)
+			v105 := sel(v103, v104, v96)
+			gradStateValue := -v105
 			grads.StateValue[iN*421+iT] = gradStateValue
-			v110 := c109 / v25
-			v111 := v55 / v25
-			v112 := float32(c108 * v111)
-			v113 := b2f(v110 != zero)
-			v122 := float32(c121 * gae)
-			v123 := sel(v39, v122, zero)
-			v124 := sel(v39, zero, v122)
-			v125 := b2f(ratio >= c42)
-			v126 := b2f(ratio != ratio)
-			v127 := max(v125, v126)
-			v128 := sel(v127, v124, zero)
-			v129 := b2f(ratio <= c40)
-			v130 := max(v129, v126)
-			v131 := sel(v130, v123, zero)
-			v132 := v128 + v131
-			v133 := b2f(v132 != zero)
-			v134 := float32(v132 * ratio)
-			v135 := sel(v133, v134, v132)
-			v136 := -v135
-			v137 := c108 + v136
-			v141 := b2f(v137 != zero)
-			v142 := v137 / v25
-			v143 := sel(v141, v142, v137)
-			v144 := v112 + v143
+			v109 := c108 / v25
+			v110 := v55 / v25
+			v111 := float32(c107 * v110)
+			v112 := b2f(v109 != zero)
+			v121 := float32(c120 * gae)
+			v122 := sel(v39, v121, zero)
+			v123 := sel(v39, zero, v121)
+			v124 := b2f(ratio >= c42)
+			v125 := b2f(ratio != ratio)
+			v126 := max(v124, v125)
+			v127 := sel(v126, v123, zero)
+			v128 := b2f(ratio <= c40)
+			v129 := max(v128, v125)
+			v130 := sel(v129, v122, zero)
+			v131 := v127 + v130
+			v132 := b2f(v131 != zero)
+			v133 := float32(v131 * ratio)
+			v134 := sel(v132, v133, v131)
+			v135 := -v134
+			v136 := c107 + v135
+			v140 := b2f(v136 != zero)
+			v141 := v136 / v25
+			v142 := sel(v140, v141, v136)
+			v143 := v111 + v142
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*842+iT*2+iA]
 				v23 := logits - v21
 				v24 := float32(math.Exp(float64(v23)))
 				v52 := max(v23, c20)
-				v114 := float32(v110 * v52)
-				v115 := sel(v113, v114, v110)
-				v116 := float32(v110 * v24)
-				v117 := b2f(v23 >= c20)
-				v118 := b2f(v23 != v23)
-				v119 := max(v117, v118)
-				v120 := sel(v119, v116, zero)
-				v138 := float32(iA)
-				v139 := b2f(v138 == action)
-				v140 := sel(v139, v135, zero)
-				v145 := v115 + v144
-				v146 := float32(v145 * v24)
-				v147 := v120 + v146
-				gradLogits := v140 + v147
+				v113 := float32(v109 * v52)
+				v114 := sel(v112, v113, v109)
+				v115 := float32(v109 * v24)
+				v116 := b2f(v23 >= c20)
+				v117 := b2f(v23 != v23)
+				v118 := max(v116, v117)
+				v119 := sel(v118, v115, zero)
+				v137 := float32(iA)
+				v138 := b2f(v137 == action)
+				v139 := sel(v138, v134, zero)
+				v144 := v114 + v143
+				v145 := float32(v144 * v24)
+				v146 := v119 + v145
+				gradLogits := v139 + v146
 				grads.Logits[iN*842+iT*2+iA] = gradLogits
 			}
 		}
@@ -607,35 +605,35 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of T.
 type fbPass1GoStates struct {
-	acc84 runtime.Mean // v84 = mean(essCol) over T
+	acc83 runtime.Mean // v83 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeMean(&a.acc84, b.acc84)
+	mergeMean(&a.acc83, b.acc83)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
-	c73 := float32(1.1920929e-07)
+	c72 := float32(1.1920929e-07)
 	two := float32(2)
-	acc84 := runtime.Mean{}
+	acc83 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v74 := targetVar + c73
-		v75 := residVar / v74
-		explainedVariance := one - v75
+		v73 := targetVar + c72
+		v74 := residVar / v73
+		explainedVariance := one - v74
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v81 := float32(two * logSumW)
-		v82 := v81 - logSumW2
-		essCol := float32(math.Exp(float64(v82)))
-		acc84.Add(float64(essCol))
+		v80 := float32(two * logSumW)
+		v81 := v80 - logSumW2
+		essCol := float32(math.Exp(float64(v81)))
+		acc83.Add(float64(essCol))
 	}
-	st.acc84 = acc84
+	st.acc83 = acc83
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -654,14 +652,14 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc84.Result())
+	s.s4 = float32(st.acc83.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c85 := float32(64)
-	v84 := s.s4
-	ess := v84 / c85
+	c84 := float32(64)
+	v83 := s.s4
+	ess := v83 / c84
 	out.ESS = ess
 }
 

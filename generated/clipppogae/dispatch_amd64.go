@@ -29,20 +29,20 @@ type avxState struct {
 	r44_p    []float32
 	r45_s    []float64
 	r45_p    []float32
-	r55_s    []float64
-	r55_p    []float32
+	r54_s    []float64
+	r54_p    []float32
+	r55_n    []float64
+	r55_mean []float64
+	r55_m2   []float64
 	r56_n    []float64
 	r56_mean []float64
 	r56_m2   []float64
-	r57_n    []float64
-	r57_mean []float64
-	r57_m2   []float64
-	r63_s    []float64
-	r63_ok   []float32
-	r65_s    []float64
+	r62_s    []float64
+	r62_ok   []float32
+	r64_s    []float64
 	p0_ok    []float32
-	r69_s    []float64
-	r69_p    []float32
+	r68_s    []float64
+	r68_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -59,20 +59,20 @@ var avxPool = sync.Pool{New: func() any {
 	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r45_s = st.buf[168:184]
 	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r55_s = st.buf[208:224]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r56_n = st.buf[248:677]
-	st.r56_mean = st.buf[688:1117]
-	st.r56_m2 = st.buf[1128:1557]
-	st.r57_n = st.buf[1568:1997]
-	st.r57_mean = st.buf[2008:2437]
-	st.r57_m2 = st.buf[2448:2877]
-	st.r63_s = st.buf[2888:3317]
-	st.r63_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r65_s = st.buf[3552:3981]
+	st.r54_s = st.buf[208:224]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r55_n = st.buf[248:677]
+	st.r55_mean = st.buf[688:1117]
+	st.r55_m2 = st.buf[1128:1557]
+	st.r56_n = st.buf[1568:1997]
+	st.r56_mean = st.buf[2008:2437]
+	st.r56_m2 = st.buf[2448:2877]
+	st.r62_s = st.buf[2888:3317]
+	st.r62_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r64_s = st.buf[3552:3981]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
-	st.r69_s = st.buf[4008:4024]
-	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.r68_s = st.buf[4008:4024]
+	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -98,17 +98,17 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r45_s, 0)
 		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r54_p, 0)
+		runtime.Fill(st.r55_n, float64((hi-lo)*1))
+		runtime.Fill(st.r55_mean, 0)
+		runtime.Fill(st.r55_m2, 0)
 		runtime.Fill(st.r56_n, float64((hi-lo)*1))
 		runtime.Fill(st.r56_mean, 0)
 		runtime.Fill(st.r56_m2, 0)
-		runtime.Fill(st.r57_n, float64((hi-lo)*1))
-		runtime.Fill(st.r57_mean, 0)
-		runtime.Fill(st.r57_m2, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.SetMask(st.r63_ok)
-		runtime.Fill(st.r65_s, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.SetMask(st.r62_ok)
+		runtime.Fill(st.r64_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -131,16 +131,16 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
 			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
-			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
-			runtime.MergeMask(sts[0].r63_ok, sts[c].r63_ok)
-			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeMask(sts[0].r62_ok, sts[c].r62_ok)
+			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r63_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r62_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -155,21 +155,21 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r45_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r54_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r55_n, st.r55_mean, st.r55_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r57_n, st.r57_mean, st.r57_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r63_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r65_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r64_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -186,8 +186,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r69_s, 0)
-		runtime.Fill(st.r69_p, 0)
+		runtime.Fill(st.r68_s, 0)
+		runtime.Fill(st.r68_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -205,7 +205,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -214,7 +214,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r69_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r68_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -239,20 +239,20 @@ type fbAvxState struct {
 	r44_p    []float32
 	r45_s    []float64
 	r45_p    []float32
-	r55_s    []float64
-	r55_p    []float32
+	r54_s    []float64
+	r54_p    []float32
+	r55_n    []float64
+	r55_mean []float64
+	r55_m2   []float64
 	r56_n    []float64
 	r56_mean []float64
 	r56_m2   []float64
-	r57_n    []float64
-	r57_mean []float64
-	r57_m2   []float64
-	r63_s    []float64
-	r63_ok   []float32
-	r65_s    []float64
+	r62_s    []float64
+	r62_ok   []float32
+	r64_s    []float64
 	p0_ok    []float32
-	r69_s    []float64
-	r69_p    []float32
+	r68_s    []float64
+	r68_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -269,20 +269,20 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r45_s = st.buf[168:184]
 	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r55_s = st.buf[208:224]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r56_n = st.buf[248:677]
-	st.r56_mean = st.buf[688:1117]
-	st.r56_m2 = st.buf[1128:1557]
-	st.r57_n = st.buf[1568:1997]
-	st.r57_mean = st.buf[2008:2437]
-	st.r57_m2 = st.buf[2448:2877]
-	st.r63_s = st.buf[2888:3317]
-	st.r63_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r65_s = st.buf[3552:3981]
+	st.r54_s = st.buf[208:224]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r55_n = st.buf[248:677]
+	st.r55_mean = st.buf[688:1117]
+	st.r55_m2 = st.buf[1128:1557]
+	st.r56_n = st.buf[1568:1997]
+	st.r56_mean = st.buf[2008:2437]
+	st.r56_m2 = st.buf[2448:2877]
+	st.r62_s = st.buf[2888:3317]
+	st.r62_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r64_s = st.buf[3552:3981]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
-	st.r69_s = st.buf[4008:4024]
-	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.r68_s = st.buf[4008:4024]
+	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -309,17 +309,17 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r45_s, 0)
 		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r54_p, 0)
+		runtime.Fill(st.r55_n, float64((hi-lo)*1))
+		runtime.Fill(st.r55_mean, 0)
+		runtime.Fill(st.r55_m2, 0)
 		runtime.Fill(st.r56_n, float64((hi-lo)*1))
 		runtime.Fill(st.r56_mean, 0)
 		runtime.Fill(st.r56_m2, 0)
-		runtime.Fill(st.r57_n, float64((hi-lo)*1))
-		runtime.Fill(st.r57_mean, 0)
-		runtime.Fill(st.r57_m2, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.SetMask(st.r63_ok)
-		runtime.Fill(st.r65_s, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.SetMask(st.r62_ok)
+		runtime.Fill(st.r64_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0], hi)
 	}
@@ -342,16 +342,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
 			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
-			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
-			runtime.MergeMask(sts[0].r63_ok, sts[c].r63_ok)
-			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeMask(sts[0].r62_ok, sts[c].r62_ok)
+			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r63_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r62_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
@@ -366,21 +366,21 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r45_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r54_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r55_n, st.r55_mean, st.r55_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r57_n, st.r57_mean, st.r57_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r63_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r65_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r64_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -398,8 +398,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r69_s, 0)
-		runtime.Fill(st.r69_p, 0)
+		runtime.Fill(st.r68_s, 0)
+		runtime.Fill(st.r68_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -417,7 +417,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -426,7 +426,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r69_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r68_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 

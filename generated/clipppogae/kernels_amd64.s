@@ -278,10 +278,7 @@ outer0_1:
 	// smoothL1 = where(v49, v51, v52)
 	VBLENDVPS Y6, Y7, Y5, Y5
 
-	// v54 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y5, Y5
-
-	// mean(v54) over [N T]
+	// mean(smoothL1) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
@@ -604,10 +601,7 @@ blocks_2:
 	// smoothL1 = where(v49, v51, v52)
 	VBLENDVPS Y6, Y7, Y5, Y5
 
-	// v54 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y5, Y5
-
-	// mean(v54) over [N T]
+	// mean(smoothL1) over [N T]
 	VADDPS  1856(BX), Y5, Y5
 	VMOVUPS Y5, 1856(BX)
 
@@ -1245,29 +1239,29 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v59 = add(targetVar, 1.1920929e-07)
+	// v58 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v60 = div(residVar, v59)
+	// v59 = div(residVar, v58)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc2<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v60)
+	// explainedVariance = sub(1, v59)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v66 = mul(2, logSumW)
+	// v65 = mul(2, logSumW)
 	VMULPS  lgc38<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v67 = sub(v66, logSumW2)
+	// v66 = sub(v65, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v67)
+	// essCol = exp(v66)
 	VMOVUPS      lgc14<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc15<>+0(SB), Y3
@@ -1337,32 +1331,32 @@ chunkdone_5:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v59 = add(targetVar, 1.1920929e-07)
+	// v58 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v60 = div(residVar, v59)
+	// v59 = div(residVar, v58)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v60)
+	// explainedVariance = sub(1, v59)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v66 = mul(2, logSumW)
+	// v65 = mul(2, logSumW)
 	VMULPS     lgc38<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v67 = sub(v66, logSumW2)
+	// v66 = sub(v65, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v67)
+	// essCol = exp(v66)
 	VMOVUPS      lgc14<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc15<>+0(SB), Y2
@@ -1458,7 +1452,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc39<>+0(SB), Y1
 
-	// ess = div(v69, 64)
+	// ess = div(v68, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1754,10 +1748,7 @@ outer0_8:
 	// smoothL1 = where(v49, v51, v52)
 	VBLENDVPS Y7, Y9, Y10, Y1
 
-	// v54 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v54) over [N T]
+	// mean(smoothL1) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y8
 	VEXTRACTI128 $0x01, Y2, X8
@@ -1873,116 +1864,116 @@ outer0_8:
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc40<>+0(SB), Y2
 
-	// v73 = where(v49, 3.7114014251781474e-05, 0)
+	// v72 = where(v49, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
 
-	// v74 = where(v49, 0, 3.7114014251781474e-05)
+	// v73 = where(v49, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v75 = ne(v73, 0)
+	// v74 = ne(v72, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
 	VMOVUPS 184(SP), Y6
 
-	// v76 = mul(v73, absDiff)
+	// v75 = mul(v72, absDiff)
 	VMULPS Y6, Y4, Y6
 
-	// v77 = where(v75, v76, v73)
+	// v76 = where(v74, v75, v72)
 	VBLENDVPS Y5, Y6, Y4, Y6
 	VMOVUPS   152(SP), Y7
 
-	// v78 = mul(v73, v50)
+	// v77 = mul(v72, v50)
 	VMULPS Y7, Y4, Y7
 
-	// v79 = where(v75, v78, v73)
+	// v78 = where(v74, v77, v72)
 	VBLENDVPS Y5, Y7, Y4, Y4
 
-	// v80 = add(v74, v79)
+	// v79 = add(v73, v78)
 	VADDPS Y4, Y2, Y2
 
-	// v81 = mul(v77, 0.5)
+	// v80 = mul(v76, 0.5)
 	VMULPS lgc24<>+0(SB), Y6, Y4
 
-	// v82 = add(v80, v81)
+	// v81 = add(v79, v80)
 	VADDPS  Y4, Y2, Y2
 	VMOVUPS 216(SP), Y4
 
-	// v83 = gt(diff, 0)
+	// v82 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
 
-	// v84 = lt(diff, 0)
+	// v83 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y4, Y6
 
-	// v86 = mul(diff, 0)
+	// v85 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc41<>+0(SB), Y7
 
-	// v87 = where(v84, -1, v86)
+	// v86 = where(v83, -1, v85)
 	VBLENDVPS Y6, Y7, Y4, Y4
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v88 = where(v83, 1, v87)
+	// v87 = where(v82, 1, v86)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v89 = ne(v82, 0)
+	// v88 = ne(v81, 0)
 	VCMPPS $0x04, Y3, Y2, Y5
 
-	// v90 = mul(v82, v88)
+	// v89 = mul(v81, v87)
 	VMULPS Y4, Y2, Y4
 
-	// v91 = where(v89, v90, v82)
+	// v90 = where(v88, v89, v81)
 	VBLENDVPS Y5, Y4, Y2, Y2
 
-	// gradStateValue = neg(v91)
+	// gradStateValue = neg(v90)
 	VXORPS  lgc29<>+0(SB), Y2, Y2
 	VMOVUPS 120(SP), Y4
 
-	// v95 = mul(-3.7114014251781474e-05, gae)
+	// v94 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc42<>+0(SB), Y4, Y4
 	VMOVUPS 88(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v96 = where(v28, v95, 0)
+	// v95 = where(v28, v94, 0)
 	VANDPS Y4, Y6, Y5
 
-	// v97 = where(v28, 0, v95)
+	// v96 = where(v28, 0, v94)
 	VANDNPS Y4, Y6, Y4
 	VMOVUPS lgc28<>+0(SB), Y6
 
-	// v98 = ge(ratio, 0.8000000028326788)
+	// v97 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y1, Y6
 
-	// v99 = ne(ratio, ratio)
+	// v98 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y1, Y1, Y7
 	VMOVUPS Y2, 280(SP)
 
-	// v100 = max(v98, v99)
+	// v99 = max(v97, v98)
 	VORPS Y6, Y7, Y2
 
-	// v101 = where(v100, v97, 0)
+	// v100 = where(v99, v96, 0)
 	VANDPS  Y4, Y2, Y2
 	VMOVUPS lgc27<>+0(SB), Y4
 
-	// v102 = le(ratio, 1.2000000078829447)
+	// v101 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y4, Y1, Y4
 
-	// v103 = max(v102, v99)
+	// v102 = max(v101, v98)
 	VORPS Y4, Y7, Y4
 
-	// v104 = where(v103, v96, 0)
+	// v103 = where(v102, v95, 0)
 	VANDPS Y5, Y4, Y4
 
-	// v105 = add(v101, v104)
+	// v104 = add(v100, v103)
 	VADDPS Y4, Y2, Y2
 
-	// v106 = ne(v105, 0)
+	// v105 = ne(v104, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v107 = mul(v105, ratio)
+	// v106 = mul(v104, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// gradLogProb = where(v106, v107, v105)
+	// gradLogProb = where(v105, v106, v104)
 	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   lgc43<>+0(SB), Y2
 	VMOVUPS   120(SP), Y3
@@ -2218,10 +2209,7 @@ blocks_9:
 	// smoothL1 = where(v49, v51, v52)
 	VBLENDVPS Y7, Y9, Y10, Y1
 
-	// v54 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v54) over [N T]
+	// mean(smoothL1) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS Y6, 472(SP)
@@ -2300,116 +2288,116 @@ blocks_9:
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc40<>+0(SB), Y2
 
-	// v73 = where(v49, 3.7114014251781474e-05, 0)
+	// v72 = where(v49, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
 
-	// v74 = where(v49, 0, 3.7114014251781474e-05)
+	// v73 = where(v49, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v75 = ne(v73, 0)
+	// v74 = ne(v72, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
 	VMOVUPS 472(SP), Y6
 
-	// v76 = mul(v73, absDiff)
+	// v75 = mul(v72, absDiff)
 	VMULPS Y6, Y4, Y6
 
-	// v77 = where(v75, v76, v73)
+	// v76 = where(v74, v75, v72)
 	VBLENDVPS Y5, Y6, Y4, Y6
 	VMOVUPS   440(SP), Y7
 
-	// v78 = mul(v73, v50)
+	// v77 = mul(v72, v50)
 	VMULPS Y7, Y4, Y7
 
-	// v79 = where(v75, v78, v73)
+	// v78 = where(v74, v77, v72)
 	VBLENDVPS Y5, Y7, Y4, Y4
 
-	// v80 = add(v74, v79)
+	// v79 = add(v73, v78)
 	VADDPS Y4, Y2, Y2
 
-	// v81 = mul(v77, 0.5)
+	// v80 = mul(v76, 0.5)
 	VMULPS lgc24<>+0(SB), Y6, Y4
 
-	// v82 = add(v80, v81)
+	// v81 = add(v79, v80)
 	VADDPS  Y4, Y2, Y2
 	VMOVUPS 504(SP), Y4
 
-	// v83 = gt(diff, 0)
+	// v82 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
 
-	// v84 = lt(diff, 0)
+	// v83 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y4, Y6
 
-	// v86 = mul(diff, 0)
+	// v85 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc41<>+0(SB), Y7
 
-	// v87 = where(v84, -1, v86)
+	// v86 = where(v83, -1, v85)
 	VBLENDVPS Y6, Y7, Y4, Y4
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v88 = where(v83, 1, v87)
+	// v87 = where(v82, 1, v86)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v89 = ne(v82, 0)
+	// v88 = ne(v81, 0)
 	VCMPPS $0x04, Y3, Y2, Y5
 
-	// v90 = mul(v82, v88)
+	// v89 = mul(v81, v87)
 	VMULPS Y4, Y2, Y4
 
-	// v91 = where(v89, v90, v82)
+	// v90 = where(v88, v89, v81)
 	VBLENDVPS Y5, Y4, Y2, Y2
 
-	// gradStateValue = neg(v91)
+	// gradStateValue = neg(v90)
 	VXORPS  lgc29<>+0(SB), Y2, Y2
 	VMOVUPS 408(SP), Y4
 
-	// v95 = mul(-3.7114014251781474e-05, gae)
+	// v94 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc42<>+0(SB), Y4, Y4
 	VMOVUPS 376(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v96 = where(v28, v95, 0)
+	// v95 = where(v28, v94, 0)
 	VANDPS Y4, Y6, Y5
 
-	// v97 = where(v28, 0, v95)
+	// v96 = where(v28, 0, v94)
 	VANDNPS Y4, Y6, Y4
 	VMOVUPS lgc28<>+0(SB), Y6
 
-	// v98 = ge(ratio, 0.8000000028326788)
+	// v97 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y1, Y6
 
-	// v99 = ne(ratio, ratio)
+	// v98 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y1, Y1, Y7
 	VMOVUPS Y2, 568(SP)
 
-	// v100 = max(v98, v99)
+	// v99 = max(v97, v98)
 	VORPS Y6, Y7, Y2
 
-	// v101 = where(v100, v97, 0)
+	// v100 = where(v99, v96, 0)
 	VANDPS  Y4, Y2, Y2
 	VMOVUPS lgc27<>+0(SB), Y4
 
-	// v102 = le(ratio, 1.2000000078829447)
+	// v101 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y4, Y1, Y4
 
-	// v103 = max(v102, v99)
+	// v102 = max(v101, v98)
 	VORPS Y4, Y7, Y4
 
-	// v104 = where(v103, v96, 0)
+	// v103 = where(v102, v95, 0)
 	VANDPS Y5, Y4, Y4
 
-	// v105 = add(v101, v104)
+	// v104 = add(v100, v103)
 	VADDPS Y4, Y2, Y2
 
-	// v106 = ne(v105, 0)
+	// v105 = ne(v104, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v107 = mul(v105, ratio)
+	// v106 = mul(v104, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// gradLogProb = where(v106, v107, v105)
+	// gradLogProb = where(v105, v106, v104)
 	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   lgc43<>+0(SB), Y2
 	VMOVUPS   408(SP), Y3
@@ -2669,29 +2657,29 @@ blocks_11:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v59 = add(targetVar, 1.1920929e-07)
+	// v58 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v60 = div(residVar, v59)
+	// v59 = div(residVar, v58)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc2<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v60)
+	// explainedVariance = sub(1, v59)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v66 = mul(2, logSumW)
+	// v65 = mul(2, logSumW)
 	VMULPS  lgc38<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v67 = sub(v66, logSumW2)
+	// v66 = sub(v65, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v67)
+	// essCol = exp(v66)
 	VMOVUPS      lgc14<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc15<>+0(SB), Y3
@@ -2761,32 +2749,32 @@ chunkdone_12:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v59 = add(targetVar, 1.1920929e-07)
+	// v58 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v60 = div(residVar, v59)
+	// v59 = div(residVar, v58)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v60)
+	// explainedVariance = sub(1, v59)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v66 = mul(2, logSumW)
+	// v65 = mul(2, logSumW)
 	VMULPS     lgc38<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v67 = sub(v66, logSumW2)
+	// v66 = sub(v65, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v67)
+	// essCol = exp(v66)
 	VMOVUPS      lgc14<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc15<>+0(SB), Y2
@@ -2862,7 +2850,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc39<>+0(SB), Y1
 
-	// ess = div(v69, 64)
+	// ess = div(v68, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

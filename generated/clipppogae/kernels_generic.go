@@ -14,8 +14,8 @@ type scratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v64) over N [T=421]
-	s4        float32             // v69 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v63) over N [T=421]
+	s4        float32             // v68 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -39,11 +39,11 @@ type pass0GoStates struct {
 	klApprox      runtime.Mean        // klApprox = mean(v39) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v43) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v54) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v64) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v63) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -147,13 +147,12 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v51 := float32(v50 * absDiff)
 			v52 := absDiff - half
 			smoothL1 := sel(v49, v51, v52)
-			v54 := float32(one * smoothL1)
-			lossCritic.Add(float64(v54))
+			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v64 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v64))
+			v63 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v63))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -218,35 +217,35 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of T.
 type pass1GoStates struct {
-	acc69 runtime.Mean // v69 = mean(essCol) over T
+	acc68 runtime.Mean // v68 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass1GoStates) merge(b *pass1GoStates) {
-	mergeMean(&a.acc69, b.acc69)
+	mergeMean(&a.acc68, b.acc68)
 }
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of T, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
-	c58 := float32(1.1920929e-07)
+	c57 := float32(1.1920929e-07)
 	two := float32(2)
-	acc69 := runtime.Mean{}
+	acc68 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v59 := targetVar + c58
-		v60 := residVar / v59
-		explainedVariance := one - v60
+		v58 := targetVar + c57
+		v59 := residVar / v58
+		explainedVariance := one - v59
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v66 := float32(two * logSumW)
-		v67 := v66 - logSumW2
-		essCol := float32(math.Exp(float64(v67)))
-		acc69.Add(float64(essCol))
+		v65 := float32(two * logSumW)
+		v66 := v65 - logSumW2
+		essCol := float32(math.Exp(float64(v66)))
+		acc68.Add(float64(essCol))
 	}
-	st.acc69 = acc69
+	st.acc68 = acc68
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
@@ -265,14 +264,14 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc69.Result())
+	s.s4 = float32(st.acc68.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c70 := float32(64)
-	v69 := s.s4
-	ess := v69 / c70
+	c69 := float32(64)
+	v68 := s.s4
+	ess := v68 / c69
 	out.ESS = ess
 }
 
@@ -282,8 +281,8 @@ type fbScratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v64) over N [T=421]
-	s4        float32             // v69 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v63) over N [T=421]
+	s4        float32             // v68 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -307,11 +306,11 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean        // klApprox = mean(v39) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v43) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v54) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v64) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v63) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -349,10 +348,10 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c42 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c72 := float32(3.7114016e-05)
+	c71 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c93 := float32(-3.7114015e-07)
-	c94 := float32(-3.7114016e-05)
+	c92 := float32(-3.7114015e-07)
+	c93 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -419,49 +418,48 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v51 := float32(v50 * absDiff)
 			v52 := absDiff - half
 			smoothL1 := sel(v49, v51, v52)
-			v54 := float32(one * smoothL1)
-			lossCritic.Add(float64(v54))
+			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v64 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v64))
-			v73 := sel(v49, c72, zero)
-			v74 := sel(v49, zero, c72)
-			v75 := b2f(v73 != zero)
-			v76 := float32(v73 * absDiff)
-			v77 := sel(v75, v76, v73)
-			v78 := float32(v73 * v50)
-			v79 := sel(v75, v78, v73)
-			v80 := v74 + v79
-			v81 := float32(v77 * half)
-			v82 := v80 + v81
-			v83 := b2f(diff > zero)
-			v84 := b2f(diff < zero)
-			v86 := float32(diff * zero)
-			v87 := sel(v84, minusOne, v86)
-			v88 := sel(v83, one, v87)
-			v89 := b2f(v82 != zero)
-			v90 := float32(v82 * v88)
-			v91 := sel(v89, v90, v82)
-			gradStateValue := -v91
+			v63 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v63))
+			v72 := sel(v49, c71, zero)
+			v73 := sel(v49, zero, c71)
+			v74 := b2f(v72 != zero)
+			v75 := float32(v72 * absDiff)
+			v76 := sel(v74, v75, v72)
+			v77 := float32(v72 * v50)
+			v78 := sel(v74, v77, v72)
+			v79 := v73 + v78
+			v80 := float32(v76 * half)
+			v81 := v79 + v80
+			v82 := b2f(diff > zero)
+			v83 := b2f(diff < zero)
+			v85 := float32(diff * zero)
+			v86 := sel(v83, minusOne, v85)
+			v87 := sel(v82, one, v86)
+			v88 := b2f(v81 != zero)
+			v89 := float32(v81 * v87)
+			v90 := sel(v88, v89, v81)
+			gradStateValue := -v90
 			grads.StateValue[iN*421+iT] = gradStateValue
-			v95 := float32(c94 * gae)
-			v96 := sel(v28, v95, zero)
-			v97 := sel(v28, zero, v95)
-			v98 := b2f(ratio >= c31)
-			v99 := b2f(ratio != ratio)
-			v100 := max(v98, v99)
-			v101 := sel(v100, v97, zero)
-			v102 := b2f(ratio <= c29)
-			v103 := max(v102, v99)
-			v104 := sel(v103, v96, zero)
-			v105 := v101 + v104
-			v106 := b2f(v105 != zero)
-			v107 := float32(v105 * ratio)
-			gradLogProb := sel(v106, v107, v105)
+			v94 := float32(c93 * gae)
+			v95 := sel(v28, v94, zero)
+			v96 := sel(v28, zero, v94)
+			v97 := b2f(ratio >= c31)
+			v98 := b2f(ratio != ratio)
+			v99 := max(v97, v98)
+			v100 := sel(v99, v96, zero)
+			v101 := b2f(ratio <= c29)
+			v102 := max(v101, v98)
+			v103 := sel(v102, v95, zero)
+			v104 := v100 + v103
+			v105 := b2f(v104 != zero)
+			v106 := float32(v104 * ratio)
+			gradLogProb := sel(v105, v106, v104)
 			grads.LogProb[iN*421+iT] = gradLogProb
-			grads.Entropy[iN*421+iT] = c93
+			grads.Entropy[iN*421+iT] = c92
 		}
 	}
 	st.lossObjective = lossObjective
@@ -526,35 +524,35 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of T.
 type fbPass1GoStates struct {
-	acc69 runtime.Mean // v69 = mean(essCol) over T
+	acc68 runtime.Mean // v68 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeMean(&a.acc69, b.acc69)
+	mergeMean(&a.acc68, b.acc68)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
-	c58 := float32(1.1920929e-07)
+	c57 := float32(1.1920929e-07)
 	two := float32(2)
-	acc69 := runtime.Mean{}
+	acc68 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v59 := targetVar + c58
-		v60 := residVar / v59
-		explainedVariance := one - v60
+		v58 := targetVar + c57
+		v59 := residVar / v58
+		explainedVariance := one - v59
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v66 := float32(two * logSumW)
-		v67 := v66 - logSumW2
-		essCol := float32(math.Exp(float64(v67)))
-		acc69.Add(float64(essCol))
+		v65 := float32(two * logSumW)
+		v66 := v65 - logSumW2
+		essCol := float32(math.Exp(float64(v66)))
+		acc68.Add(float64(essCol))
 	}
-	st.acc69 = acc69
+	st.acc68 = acc68
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -573,14 +571,14 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc69.Result())
+	s.s4 = float32(st.acc68.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c70 := float32(64)
-	v69 := s.s4
-	ess := v69 / c70
+	c69 := float32(64)
+	v68 := s.s4
+	ess := v68 / c69
 	out.ESS = ess
 }
 

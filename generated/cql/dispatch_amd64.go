@@ -21,16 +21,16 @@ type avxState struct {
 	buf   []float64
 	r25_s []float64
 	r25_p []float32
-	r63_s []float64
-	r63_p []float32
-	r68_s []float64
-	r68_p []float32
-	r76_s []float64
-	r76_p []float32
-	r82_s []float64
-	r82_p []float32
-	r84_s []float64
-	r84_p []float32
+	r62_s []float64
+	r62_p []float32
+	r67_s []float64
+	r67_p []float32
+	r75_s []float64
+	r75_p []float32
+	r81_s []float64
+	r81_p []float32
+	r83_s []float64
+	r83_p []float32
 	p1_ok []float32
 	res   []float64
 }
@@ -39,16 +39,16 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 256)}
 	st.r25_s = st.buf[8:24]
 	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r63_s = st.buf[48:64]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r68_s = st.buf[88:104]
-	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r76_s = st.buf[128:144]
-	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r82_s = st.buf[168:184]
-	st.r82_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r84_s = st.buf[208:224]
-	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r62_s = st.buf[48:64]
+	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r67_s = st.buf[88:104]
+	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r75_s = st.buf[128:144]
+	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r81_s = st.buf[168:184]
+	st.r81_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r83_s = st.buf[208:224]
+	st.r83_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -74,16 +74,16 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r25_s, 0)
 		runtime.Fill(st.r25_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
-		runtime.Fill(st.r68_s, 0)
-		runtime.Fill(st.r68_p, 0)
-		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r76_p, 0)
-		runtime.Fill(st.r82_s, 0)
-		runtime.Fill(st.r82_p, 0)
-		runtime.Fill(st.r84_s, 0)
-		runtime.Fill(st.r84_p, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r67_s, 0)
+		runtime.Fill(st.r67_p, 0)
+		runtime.Fill(st.r75_s, 0)
+		runtime.Fill(st.r75_p, 0)
+		runtime.Fill(st.r81_s, 0)
+		runtime.Fill(st.r81_p, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r83_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(lo, hi, &in.NewLogPis[0], &in.CurrLogPis[0], &in.QRandom[0], &in.QNew[0], &in.QCurr[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogAlpha[0], &in.StateActionValue[0], &st.buf[0], &in.BcSampleLogProb[0], &in.BcLogProb[0], &in.LogProb[0], &out.ValueTarget[0], &out.TDError[0])
 	}
@@ -102,11 +102,11 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
-			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
-			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -117,15 +117,15 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r25_s, 8, 256.0)
 	out.LossQvalue = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r63_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r62_s, 8, 256.0)
 	out.LossCql = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r68_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r67_s, 8, 256.0)
 	out.LossActorBc = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r76_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r75_s, 8, 256.0)
 	out.LossActor = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r82_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r81_s, 8, 256.0)
 	out.LossAlpha = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r84_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r83_s, 8, 256.0)
 	out.Entropy = float32(st.res[0])
 }
 
@@ -135,18 +135,18 @@ type fbAvxState struct {
 	buf   []float64
 	r25_s []float64
 	r25_p []float32
-	r63_s []float64
-	r63_p []float32
-	r68_s []float64
-	r68_p []float32
-	r76_s []float64
-	r76_p []float32
-	r82_s []float64
-	r82_p []float32
-	r84_s []float64
-	r84_p []float32
-	r91_s []float64
-	r91_p []float32
+	r62_s []float64
+	r62_p []float32
+	r67_s []float64
+	r67_p []float32
+	r75_s []float64
+	r75_p []float32
+	r81_s []float64
+	r81_p []float32
+	r83_s []float64
+	r83_p []float32
+	r90_s []float64
+	r90_p []float32
 	p1_ok []float32
 	res   []float64
 }
@@ -155,18 +155,18 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 296)}
 	st.r25_s = st.buf[8:24]
 	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r63_s = st.buf[48:64]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r68_s = st.buf[88:104]
-	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r76_s = st.buf[128:144]
-	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r82_s = st.buf[168:184]
-	st.r82_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r84_s = st.buf[208:224]
-	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r91_s = st.buf[248:264]
-	st.r91_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
+	st.r62_s = st.buf[48:64]
+	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r67_s = st.buf[88:104]
+	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r75_s = st.buf[128:144]
+	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r81_s = st.buf[168:184]
+	st.r81_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r83_s = st.buf[208:224]
+	st.r83_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r90_s = st.buf[248:264]
+	st.r90_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -194,18 +194,18 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r25_s, 0)
 		runtime.Fill(st.r25_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
-		runtime.Fill(st.r68_s, 0)
-		runtime.Fill(st.r68_p, 0)
-		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r76_p, 0)
-		runtime.Fill(st.r82_s, 0)
-		runtime.Fill(st.r82_p, 0)
-		runtime.Fill(st.r84_s, 0)
-		runtime.Fill(st.r84_p, 0)
-		runtime.Fill(st.r91_s, 0)
-		runtime.Fill(st.r91_p, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r67_s, 0)
+		runtime.Fill(st.r67_p, 0)
+		runtime.Fill(st.r75_s, 0)
+		runtime.Fill(st.r75_p, 0)
+		runtime.Fill(st.r81_s, 0)
+		runtime.Fill(st.r81_p, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r83_p, 0)
+		runtime.Fill(st.r90_s, 0)
+		runtime.Fill(st.r90_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&in.LogAlpha[0], lo, hi, &in.NewLogPis[0], &in.CurrLogPis[0], &in.QRandom[0], &in.QNew[0], &in.QCurr[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.BcSampleLogProb[0], &in.BcLogProb[0], &in.LogProb[0], &g.StateActionValueActor[0], &g.StateActionValue[0], &out.ValueTarget[0], &out.TDError[0], &g.BcSampleLogProb[0], &g.LogProb[0], &g.BcLogProb[0], &g.QCurr[0], &g.QNew[0], &g.QRandom[0])
 	}
@@ -224,12 +224,12 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
-			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
-			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
-			runtime.MergeSum(sts[0].r91_s, sts[c].r91_s)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeSum(sts[0].r90_s, sts[c].r90_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -240,17 +240,17 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r25_s, 8, 256.0)
 	out.LossQvalue = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r63_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r62_s, 8, 256.0)
 	out.LossCql = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r68_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r67_s, 8, 256.0)
 	out.LossActorBc = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r76_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r75_s, 8, 256.0)
 	out.LossActor = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r82_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r81_s, 8, 256.0)
 	out.LossAlpha = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r84_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r83_s, 8, 256.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r91_s, 8)
+	runtime.FinishSum(st.res[:1], st.r90_s, 8)
 	g.LogAlpha[0] = float32(st.res[0])
 }
 

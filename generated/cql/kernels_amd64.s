@@ -830,10 +830,10 @@ inner_Q_3:
 	MOVQ    stateActionValueActor+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y4
 
-	// v71 = neg(stateActionValueActor)
+	// v70 = neg(stateActionValueActor)
 	VXORPS lgc18<>+0(SB), Y4, Y4
 
-	// argmax(v71) over [Q]
+	// argmax(v70) over [Q]
 	VCMPPS       $0x03, Y4, Y4, Y7
 	VCMPPS       $0x1e, Y1, Y4, Y5
 	VCMPPS       $0x03, Y1, Y1, Y6
@@ -951,10 +951,10 @@ inner_Q_4:
 	VADDPD       Y4, Y5, Y4
 	VMOVUPS      2656(SP), Y5
 
-	// v85 = mul(diff, diff)
+	// v84 = mul(diff, diff)
 	VMULPS Y5, Y5, Y5
 
-	// reduce_max(v85) over [Q]
+	// reduce_max(v84) over [Q]
 	VMOVUPS 2560(SP), Y6
 	VXORPS  lgc18<>+0(SB), Y6, Y6
 	VXORPS  lgc18<>+0(SB), Y5, Y5
@@ -1199,20 +1199,17 @@ inner_Q_6:
 	// v55 = add(v54, v45)
 	VADDPS Y1, Y7, Y1
 
-	// v57 = mul(v55, 5)
-	VMULPS lgc37<>+0(SB), Y1, Y1
-
-	// minQfLoss = mul(v57, 1)
-	VMULPS  lgc11<>+0(SB), Y1, Y1
+	// minQfLoss = mul(v55, 5)
+	VMULPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    stateActionValue+96(FP), R9
 	IMUL3Q  $+256, R8, R10
 	ADDQ    AX, R10
 	VMOVUPS (R9)(R10*4), Y4
 
-	// v59 = mul(stateActionValue, 5)
+	// v58 = mul(stateActionValue, 5)
 	VMULPS lgc37<>+0(SB), Y4, Y4
 
-	// cqlQLoss = sub(minQfLoss, v59)
+	// cqlQLoss = sub(minQfLoss, v58)
 	VSUBPS Y4, Y1, Y1
 
 	// sum(cqlQLoss) over [Q]
@@ -1227,7 +1224,7 @@ inner_Q_6:
 	CMPQ         R8, $+2
 	JL           inner_Q_6
 
-	// finish v61
+	// finish v60
 	VMOVUPD     2784(SP), Y1
 	VMOVUPD     2816(SP), Y4
 	VMOVUPS     lgc19<>+0(SB), Y5
@@ -1235,7 +1232,7 @@ inner_Q_6:
 	VCVTPD2PSY  Y4, X1
 	VINSERTF128 $0x01, X1, Y5, Y1
 
-	// mean(v61) over [R]
+	// mean(v60) over [R]
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1247,7 +1244,7 @@ inner_Q_6:
 	CMPQ         DI, $+10
 	JL           inner_R_5
 
-	// finish v62
+	// finish v61
 	VMOVUPD     2688(SP), Y0
 	VDIVPD      lgc38<>+0(SB), Y0, Y0
 	VMOVUPD     2720(SP), Y1
@@ -1257,26 +1254,26 @@ inner_Q_6:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
 
-	// mean(v62) over [B]
+	// mean(v61) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	VMOVUPS 2624(SP), Y0
 	MOVQ    bcSampleLogProb+112(FP), DI
 	VMOVUPS (DI)(BX*4), Y1
 
-	// v65 = mul(v13, bcSampleLogProb)
+	// v64 = mul(v13, bcSampleLogProb)
 	VMULPS  Y1, Y0, Y1
 	MOVQ    bcLogProb+120(FP), DI
 	VMOVUPS (DI)(BX*4), Y4
 
-	// v67 = sub(v65, bcLogProb)
+	// v66 = sub(v64, bcLogProb)
 	VSUBPS Y4, Y1, Y1
 
-	// mean(v67) over [B]
+	// mean(v66) over [B]
 	VADDPS  896(DX), Y1, Y1
 	VMOVUPS Y1, 896(DX)
 
-	// finish v72
+	// finish v71
 	VMOVUPD     Y2, Y1
 	VMOVUPD     Y3, Y2
 	VMOVUPS     lgc19<>+0(SB), Y3
@@ -1284,7 +1281,7 @@ inner_Q_6:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v73 = gather(stateActionValueActor, v72) over Q
+	// v72 = gather(stateActionValueActor, v71) over Q
 	XORQ       DI, DI
 	MOVQ       AX, R8
 	ADDQ       R8, DI
@@ -1301,39 +1298,39 @@ inner_Q_6:
 	MOVQ       logProb+128(FP), DI
 	VMOVUPS    (DI)(BX*4), Y1
 
-	// v74 = mul(v13, logProb)
+	// v73 = mul(v13, logProb)
 	VMULPS Y1, Y0, Y0
 
-	// v75 = sub(v74, v73)
+	// v74 = sub(v73, v72)
 	VSUBPS Y3, Y0, Y0
 
-	// mean(v75) over [B]
+	// mean(v74) over [B]
 	VADDPS  1216(DX), Y0, Y0
 	VMOVUPS Y0, 1216(DX)
 
-	// v79 = add(logProb, -6)
+	// v78 = add(logProb, -6)
 	VADDPS       lgc43<>+0(SB), Y1, Y0
 	MOVQ         logAlpha+88(FP), DI
 	VBROADCASTSS (DI)(SI*4), Y2
 
-	// v80 = mul(logAlpha, v79)
+	// v79 = mul(logAlpha, v78)
 	VMULPS Y0, Y2, Y0
 
-	// v81 = neg(v80)
+	// v80 = neg(v79)
 	VXORPS lgc18<>+0(SB), Y0, Y0
 
-	// mean(v81) over [B]
+	// mean(v80) over [B]
 	VADDPS  1536(DX), Y0, Y0
 	VMOVUPS Y0, 1536(DX)
 
-	// v83 = neg(logProb)
+	// v82 = neg(logProb)
 	VXORPS lgc18<>+0(SB), Y1, Y0
 
-	// mean(v83) over [B]
+	// mean(v82) over [B]
 	VADDPS  1856(DX), Y0, Y0
 	VMOVUPS Y0, 1856(DX)
 
-	// finish v86
+	// finish v85
 	VMOVUPS 2560(SP), Y0
 	VMOVUPS 2752(SP), Y1
 
@@ -1922,7 +1919,7 @@ TEXT ·fbPass1AVX2(SB), $6976-216
 	VMULPS       Y1, Y2, Y2
 	VMULPS       Y0, Y2, Y2
 
-	// v92 = mul(0.00390625, v13)
+	// v91 = mul(0.00390625, v13)
 	VMULPS  lgc47<>+0(SB), Y2, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -2567,10 +2564,10 @@ inner_Q_10:
 	MOVQ    stateActionValueActor+72(FP), SI
 	VMOVUPS (SI)(DI*4), Y4
 
-	// v71 = neg(stateActionValueActor)
+	// v70 = neg(stateActionValueActor)
 	VXORPS lgc18<>+0(SB), Y4, Y4
 
-	// argmax(v71) over [Q]
+	// argmax(v70) over [Q]
 	VCMPPS       $0x03, Y4, Y4, Y7
 	VCMPPS       $0x1e, Y1, Y4, Y5
 	VCMPPS       $0x03, Y1, Y1, Y6
@@ -2657,10 +2654,10 @@ inner_Q_11:
 	VADDPD       Y4, Y0, Y4
 	VMOVUPS      6560(SP), Y0
 
-	// v85 = mul(diff, diff)
+	// v84 = mul(diff, diff)
 	VMULPS Y0, Y0, Y0
 
-	// reduce_max(v85) over [Q]
+	// reduce_max(v84) over [Q]
 	VMOVUPS 6464(SP), Y5
 	VXORPS  lgc18<>+0(SB), Y5, Y5
 	VXORPS  lgc18<>+0(SB), Y0, Y0
@@ -2906,20 +2903,17 @@ inner_Q_13:
 	// v55 = add(v54, v45)
 	VADDPS Y0, Y6, Y0
 
-	// v57 = mul(v55, 5)
-	VMULPS lgc37<>+0(SB), Y0, Y0
-
-	// minQfLoss = mul(v57, 1)
-	VMULPS  lgc11<>+0(SB), Y0, Y0
+	// minQfLoss = mul(v55, 5)
+	VMULPS  lgc37<>+0(SB), Y0, Y0
 	MOVQ    stateActionValue+96(FP), R9
 	IMUL3Q  $+256, R8, R10
 	ADDQ    AX, R10
 	VMOVUPS (R9)(R10*4), Y1
 
-	// v59 = mul(stateActionValue, 5)
+	// v58 = mul(stateActionValue, 5)
 	VMULPS lgc37<>+0(SB), Y1, Y1
 
-	// cqlQLoss = sub(minQfLoss, v59)
+	// cqlQLoss = sub(minQfLoss, v58)
 	VSUBPS Y1, Y0, Y0
 
 	// sum(cqlQLoss) over [Q]
@@ -2934,7 +2928,7 @@ inner_Q_13:
 	CMPQ         R8, $+2
 	JL           inner_Q_13
 
-	// finish v61
+	// finish v60
 	VMOVUPD     6656(SP), Y0
 	VMOVUPD     6688(SP), Y1
 	VMOVUPS     lgc19<>+0(SB), Y4
@@ -2942,7 +2936,7 @@ inner_Q_13:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
 
-	// mean(v61) over [R]
+	// mean(v60) over [R]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2954,7 +2948,7 @@ inner_Q_13:
 	CMPQ         DI, $+10
 	JL           inner_R_12
 
-	// finish v62
+	// finish v61
 	VMOVUPD     6592(SP), Y0
 	VDIVPD      lgc38<>+0(SB), Y0, Y0
 	VMOVUPD     6624(SP), Y1
@@ -2964,26 +2958,26 @@ inner_Q_13:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
 
-	// mean(v62) over [B]
+	// mean(v61) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	VMOVUPS (SP), Y0
 	MOVQ    bcSampleLogProb+112(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v65 = mul(v13, bcSampleLogProb)
+	// v64 = mul(v13, bcSampleLogProb)
 	VMULPS  Y1, Y0, Y1
 	MOVQ    bcLogProb+120(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
-	// v67 = sub(v65, bcLogProb)
+	// v66 = sub(v64, bcLogProb)
 	VSUBPS Y4, Y1, Y1
 
-	// mean(v67) over [B]
+	// mean(v66) over [B]
 	VADDPS  896(DX), Y1, Y1
 	VMOVUPS Y1, 896(DX)
 
-	// finish v72
+	// finish v71
 	VMOVUPD     Y2, Y1
 	VMOVUPD     Y3, Y2
 	VMOVUPS     lgc19<>+0(SB), Y3
@@ -2991,7 +2985,7 @@ inner_Q_13:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v73 = gather(stateActionValueActor, v72) over Q
+	// v72 = gather(stateActionValueActor, v71) over Q
 	XORQ       DI, DI
 	MOVQ       AX, R8
 	ADDQ       R8, DI
@@ -3008,46 +3002,46 @@ inner_Q_13:
 	MOVQ       logProb+128(FP), DI
 	VMOVUPS    (DI)(SI*4), Y2
 
-	// v74 = mul(v13, logProb)
+	// v73 = mul(v13, logProb)
 	VMULPS Y2, Y0, Y0
 
-	// v75 = sub(v74, v73)
+	// v74 = sub(v73, v72)
 	VSUBPS Y4, Y0, Y0
 
-	// mean(v75) over [B]
+	// mean(v74) over [B]
 	VADDPS  1216(DX), Y0, Y0
 	VMOVUPS Y0, 1216(DX)
 
-	// v79 = add(logProb, -6)
+	// v78 = add(logProb, -6)
 	VADDPS       lgc43<>+0(SB), Y2, Y0
 	MOVQ         logAlpha+0(FP), DI
 	XORQ         R8, R8
 	VBROADCASTSS (DI)(R8*4), Y3
 
-	// v80 = mul(logAlpha, v79)
+	// v79 = mul(logAlpha, v78)
 	VMULPS Y0, Y3, Y3
 
-	// v81 = neg(v80)
+	// v80 = neg(v79)
 	VXORPS lgc18<>+0(SB), Y3, Y3
 
-	// mean(v81) over [B]
+	// mean(v80) over [B]
 	VADDPS  1536(DX), Y3, Y3
 	VMOVUPS Y3, 1536(DX)
 
-	// v83 = neg(logProb)
+	// v82 = neg(logProb)
 	VXORPS lgc18<>+0(SB), Y2, Y2
 
-	// mean(v83) over [B]
+	// mean(v82) over [B]
 	VADDPS  1856(DX), Y2, Y2
 	VMOVUPS Y2, 1856(DX)
 
-	// finish v86
+	// finish v85
 	VMOVUPS 6464(SP), Y2
 
-	// v90 = mul(-0.00390625, v79)
+	// v89 = mul(-0.00390625, v78)
 	VMULPS lgc48<>+0(SB), Y0, Y0
 
-	// sum(v90) over [B]
+	// sum(v89) over [B]
 	VADDPS  2176(DX), Y0, Y0
 	VMOVUPS Y0, 2176(DX)
 	VMOVUPS Y1, 6784(SP)
@@ -3080,11 +3074,11 @@ inner_Q_14:
 	VCVTDQ2PS    Y4, Y4
 	VMOVUPS      6784(SP), Y5
 
-	// v94 = eq(v93, v72)
+	// v93 = eq(v92, v71)
 	VCMPPS  $0x00, Y5, Y4, Y4
 	VMOVUPS lgc48<>+0(SB), Y5
 
-	// gradStateActionValueActor = where(v94, -0.00390625, 0)
+	// gradStateActionValueActor = where(v93, -0.00390625, 0)
 	VANDPS Y5, Y4, Y4
 
 	// store gradStateActionValueActor
@@ -3163,44 +3157,44 @@ inner_R_15:
 	VADDPS  Y4, Y3, Y3
 	VMOVUPS lgc49<>+0(SB), Y5
 
-	// v98 = div(0.001953125, v53)
+	// v97 = div(0.001953125, v53)
 	VDIVPS  Y3, Y5, Y3
 	VMOVUPS lgc19<>+0(SB), Y5
 
-	// v99 = ne(v98, 0)
+	// v98 = ne(v97, 0)
 	VCMPPS $0x04, Y5, Y3, Y5
 
-	// v100 = mul(v98, v52)
+	// v99 = mul(v97, v52)
 	VMULPS Y4, Y3, Y4
 
-	// v101 = where(v99, v100, v98)
+	// v100 = where(v98, v99, v97)
 	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// v102 = mul(v98, v49)
+	// v101 = mul(v97, v49)
 	VMULPS Y2, Y3, Y2
 
-	// v103 = where(v99, v102, v98)
+	// v102 = where(v98, v101, v97)
 	VBLENDVPS Y5, Y2, Y3, Y2
 
-	// v104 = mul(v98, v47)
+	// v103 = mul(v97, v47)
 	VMULPS Y0, Y3, Y0
 
-	// v105 = where(v99, v104, v98)
+	// v104 = where(v98, v103, v97)
 	VBLENDVPS Y5, Y0, Y3, Y0
 
-	// gradQCurr = div(v101, 1)
+	// gradQCurr = div(v100, 1)
 	VDIVPS Y1, Y4, Y3
 
 	// store gradQCurr
 	VMOVUPS Y3, 4544(SP)(R9*1)
 
-	// gradQNew = div(v103, 1)
+	// gradQNew = div(v102, 1)
 	VDIVPS Y1, Y2, Y2
 
 	// store gradQNew
 	VMOVUPS Y2, 5184(SP)(R9*1)
 
-	// gradQRandom = div(v105, 1)
+	// gradQRandom = div(v104, 1)
 	VDIVPS Y1, Y0, Y0
 
 	// store gradQRandom
@@ -3213,67 +3207,67 @@ inner_R_15:
 	VCMPPS  $0x04, Y1, Y0, Y1
 	VMOVUPS lgc47<>+0(SB), Y0
 
-	// v109 = where(v19, 0.00390625, 0)
+	// v108 = where(v19, 0.00390625, 0)
 	VANDPS Y0, Y1, Y2
 
-	// v110 = where(v19, 0, 0.00390625)
+	// v109 = where(v19, 0, 0.00390625)
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc19<>+0(SB), Y1
 
-	// v111 = ne(v109, 0)
+	// v110 = ne(v108, 0)
 	VCMPPS  $0x04, Y1, Y2, Y3
 	VMOVUPS 6880(SP), Y4
 
-	// v112 = mul(v109, absDiff)
+	// v111 = mul(v108, absDiff)
 	VMULPS Y4, Y2, Y4
 
-	// v113 = where(v111, v112, v109)
+	// v112 = where(v110, v111, v108)
 	VBLENDVPS Y3, Y4, Y2, Y4
 	VMOVUPS   6944(SP), Y5
 
-	// v114 = mul(v109, v20)
+	// v113 = mul(v108, v20)
 	VMULPS Y5, Y2, Y5
 
-	// v115 = where(v111, v114, v109)
+	// v114 = where(v110, v113, v108)
 	VBLENDVPS Y3, Y5, Y2, Y2
 
-	// v116 = add(v110, v115)
+	// v115 = add(v109, v114)
 	VADDPS Y2, Y0, Y0
 
-	// v117 = mul(v113, 0.5)
+	// v116 = mul(v112, 0.5)
 	VMULPS lgc10<>+0(SB), Y4, Y2
 
-	// v118 = add(v116, v117)
+	// v117 = add(v115, v116)
 	VADDPS  Y2, Y0, Y0
 	VMOVUPS 6848(SP), Y2
 
-	// v119 = gt(diff, 0)
+	// v118 = gt(diff, 0)
 	VCMPPS $0x1e, Y1, Y2, Y3
 
-	// v120 = lt(diff, 0)
+	// v119 = lt(diff, 0)
 	VCMPPS $0x11, Y1, Y2, Y4
 
-	// v122 = mul(diff, 0)
+	// v121 = mul(diff, 0)
 	VMULPS  lgc19<>+0(SB), Y2, Y2
 	VMOVUPS lgc50<>+0(SB), Y5
 
-	// v123 = where(v120, -1, v122)
+	// v122 = where(v119, -1, v121)
 	VBLENDVPS Y4, Y5, Y2, Y2
 	VMOVUPS   lgc11<>+0(SB), Y4
 
-	// v124 = where(v119, 1, v123)
+	// v123 = where(v118, 1, v122)
 	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v125 = ne(v118, 0)
+	// v124 = ne(v117, 0)
 	VCMPPS $0x04, Y1, Y0, Y1
 
-	// v126 = mul(v118, v124)
+	// v125 = mul(v117, v123)
 	VMULPS Y2, Y0, Y2
 
-	// v127 = where(v125, v126, v118)
+	// v126 = where(v124, v125, v117)
 	VBLENDVPS Y1, Y2, Y0, Y0
 
-	// gradStateActionValue = add(-0.01953125, v127)
+	// gradStateActionValue = add(-0.01953125, v126)
 	VADDPS lgc51<>+0(SB), Y0, Y0
 
 	// store gradStateActionValue

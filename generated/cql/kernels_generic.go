@@ -32,11 +32,11 @@ var pass1GoChunks = 1
 // pass1GoStates are the reduction states of pass1Go over one chunk of B.
 type pass1GoStates struct {
 	lossQvalue  runtime.Mean // lossQvalue = mean(v24) over B
-	lossCql     runtime.Mean // lossCql = mean(v62) over B
-	lossActorBc runtime.Mean // lossActorBc = mean(v67) over B
-	lossActor   runtime.Mean // lossActor = mean(v75) over B
-	lossAlpha   runtime.Mean // lossAlpha = mean(v81) over B
-	entropy     runtime.Mean // entropy = mean(v83) over B
+	lossCql     runtime.Mean // lossCql = mean(v61) over B
+	lossActorBc runtime.Mean // lossActorBc = mean(v66) over B
+	lossActor   runtime.Mean // lossActor = mean(v74) over B
+	lossAlpha   runtime.Mean // lossAlpha = mean(v80) over B
+	entropy     runtime.Mean // entropy = mean(v82) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -58,7 +58,7 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 	c42 := float32(math.Inf(1))
 	zero := float32(0)
 	c56 := float32(5)
-	c78 := float32(-6)
+	c77 := float32(-6)
 	lossQvalue := runtime.Mean{}
 	lossCql := runtime.Mean{}
 	lossActorBc := runtime.Mean{}
@@ -67,13 +67,13 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 	entropy := runtime.Mean{}
 	for iB := lo; iB < hi; iB++ {
 		acc1 := math.Inf(1)
-		acc72 := runtime.NewArgMax()
+		acc71 := runtime.NewArgMax()
 		for iQ := 0; iQ < 2; iQ++ {
 			nextStateActionValue := in.NextStateActionValue[iQ*256+iB]
 			acc1 = runtime.Min(acc1, float64(nextStateActionValue))
 			stateActionValueActor := in.StateActionValueActor[iQ*256+iB]
-			v71 := -stateActionValueActor
-			acc72.Add(float64(v71), iQ)
+			v70 := -stateActionValueActor
+			acc71.Add(float64(v70), iQ)
 		}
 		v1 := float32(acc1)
 		nextReward := in.NextReward[iB]
@@ -86,7 +86,7 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 		logAlpha := in.LogAlpha[0]
 		v13 := float32(math.Exp(float64(logAlpha)))
 		acc24 := 0.0
-		acc86 := math.Inf(-1)
+		acc85 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
@@ -97,16 +97,16 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 			v22 := absDiff - half
 			smoothL1 := sel(v19, v21, v22)
 			acc24 += float64(smoothL1)
-			v85 := float32(diff * diff)
-			acc86 = runtime.Max(acc86, float64(v85))
+			v84 := float32(diff * diff)
+			acc85 = runtime.Max(acc85, float64(v84))
 		}
 		v24 := float32(acc24)
 		lossQvalue.Add(float64(v24))
-		acc62 := runtime.Mean{}
+		acc61 := runtime.Mean{}
 		for iR := 0; iR < 10; iR++ {
 			newLogPis := in.NewLogPis[iB*10+iR]
 			currLogPis := in.CurrLogPis[iB*10+iR]
-			acc61 := 0.0
+			acc60 := 0.0
 			for iQ := 0; iQ < 2; iQ++ {
 				stateActionValue := in.StateActionValue[iQ*256+iB]
 				qRandom := in.QRandom[iQ*2560+iB*10+iR]
@@ -133,36 +133,35 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 				v53 := v50 + v52
 				v54 := float32(math.Log(float64(v53)))
 				v55 := v54 + v45
-				v57 := float32(v55 * c56)
-				minQfLoss := float32(v57 * one)
-				v59 := float32(stateActionValue * c56)
-				cqlQLoss := minQfLoss - v59
-				acc61 += float64(cqlQLoss)
+				minQfLoss := float32(v55 * c56)
+				v58 := float32(stateActionValue * c56)
+				cqlQLoss := minQfLoss - v58
+				acc60 += float64(cqlQLoss)
 			}
-			v61 := float32(acc61)
-			acc62.Add(float64(v61))
+			v60 := float32(acc60)
+			acc61.Add(float64(v60))
 		}
-		v62 := float32(acc62.Result())
-		lossCql.Add(float64(v62))
+		v61 := float32(acc61.Result())
+		lossCql.Add(float64(v61))
 		bcSampleLogProb := in.BcSampleLogProb[iB]
-		v65 := float32(v13 * bcSampleLogProb)
+		v64 := float32(v13 * bcSampleLogProb)
 		bcLogProb := in.BcLogProb[iB]
-		v67 := v65 - bcLogProb
-		lossActorBc.Add(float64(v67))
+		v66 := v64 - bcLogProb
+		lossActorBc.Add(float64(v66))
 		logProb := in.LogProb[iB]
-		v72 := float32(float64(acc72.Idx))
-		v73 := in.StateActionValueActor[(int(v72))*256+iB]
-		v74 := float32(v13 * logProb)
-		v75 := v74 - v73
-		lossActor.Add(float64(v75))
-		v79 := logProb + c78
-		v80 := float32(logAlpha * v79)
-		v81 := -v80
-		lossAlpha.Add(float64(v81))
-		v83 := -logProb
-		entropy.Add(float64(v83))
-		v86 := float32(acc86)
-		out.TDError[iB] = v86
+		v71 := float32(float64(acc71.Idx))
+		v72 := in.StateActionValueActor[(int(v71))*256+iB]
+		v73 := float32(v13 * logProb)
+		v74 := v73 - v72
+		lossActor.Add(float64(v74))
+		v78 := logProb + c77
+		v79 := float32(logAlpha * v78)
+		v80 := -v79
+		lossAlpha.Add(float64(v80))
+		v82 := -logProb
+		entropy.Add(float64(v82))
+		v85 := float32(acc85)
+		out.TDError[iB] = v85
 	}
 	st.lossQvalue = lossQvalue
 	st.lossCql = lossCql
@@ -220,12 +219,12 @@ var fbPass1GoChunks = 1
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
 	lossQvalue   runtime.Mean // lossQvalue = mean(v24) over B
-	lossCql      runtime.Mean // lossCql = mean(v62) over B
-	lossActorBc  runtime.Mean // lossActorBc = mean(v67) over B
-	lossActor    runtime.Mean // lossActor = mean(v75) over B
-	lossAlpha    runtime.Mean // lossAlpha = mean(v81) over B
-	entropy      runtime.Mean // entropy = mean(v83) over B
-	gradLogAlpha float64      // gradLogAlpha = sum(v90) over B
+	lossCql      runtime.Mean // lossCql = mean(v61) over B
+	lossActorBc  runtime.Mean // lossActorBc = mean(v66) over B
+	lossActor    runtime.Mean // lossActor = mean(v74) over B
+	lossAlpha    runtime.Mean // lossAlpha = mean(v80) over B
+	entropy      runtime.Mean // entropy = mean(v82) over B
+	gradLogAlpha float64      // gradLogAlpha = sum(v89) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -248,11 +247,11 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c42 := float32(math.Inf(1))
 	zero := float32(0)
 	c56 := float32(5)
-	c78 := float32(-6)
-	c88 := float32(0.00390625)
-	c89 := float32(-0.00390625)
-	c96 := float32(-0.01953125)
-	c97 := float32(0.001953125)
+	c77 := float32(-6)
+	c87 := float32(0.00390625)
+	c88 := float32(-0.00390625)
+	c95 := float32(-0.01953125)
+	c96 := float32(0.001953125)
 	minusOne := float32(-1)
 	lossQvalue := runtime.Mean{}
 	lossCql := runtime.Mean{}
@@ -263,13 +262,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	gradLogAlpha := 0.0
 	for iB := lo; iB < hi; iB++ {
 		acc1 := math.Inf(1)
-		acc72 := runtime.NewArgMax()
+		acc71 := runtime.NewArgMax()
 		for iQ := 0; iQ < 2; iQ++ {
 			nextStateActionValue := in.NextStateActionValue[iQ*256+iB]
 			acc1 = runtime.Min(acc1, float64(nextStateActionValue))
 			stateActionValueActor := in.StateActionValueActor[iQ*256+iB]
-			v71 := -stateActionValueActor
-			acc72.Add(float64(v71), iQ)
+			v70 := -stateActionValueActor
+			acc71.Add(float64(v70), iQ)
 		}
 		v1 := float32(acc1)
 		nextReward := in.NextReward[iB]
@@ -282,7 +281,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		logAlpha := in.LogAlpha[0]
 		v13 := float32(math.Exp(float64(logAlpha)))
 		acc24 := 0.0
-		acc86 := math.Inf(-1)
+		acc85 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
@@ -293,16 +292,16 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v22 := absDiff - half
 			smoothL1 := sel(v19, v21, v22)
 			acc24 += float64(smoothL1)
-			v85 := float32(diff * diff)
-			acc86 = runtime.Max(acc86, float64(v85))
+			v84 := float32(diff * diff)
+			acc85 = runtime.Max(acc85, float64(v84))
 		}
 		v24 := float32(acc24)
 		lossQvalue.Add(float64(v24))
-		acc62 := runtime.Mean{}
+		acc61 := runtime.Mean{}
 		for iR := 0; iR < 10; iR++ {
 			newLogPis := in.NewLogPis[iB*10+iR]
 			currLogPis := in.CurrLogPis[iB*10+iR]
-			acc61 := 0.0
+			acc60 := 0.0
 			for iQ := 0; iQ < 2; iQ++ {
 				stateActionValue := in.StateActionValue[iQ*256+iB]
 				qRandom := in.QRandom[iQ*2560+iB*10+iR]
@@ -329,48 +328,47 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v53 := v50 + v52
 				v54 := float32(math.Log(float64(v53)))
 				v55 := v54 + v45
-				v57 := float32(v55 * c56)
-				minQfLoss := float32(v57 * one)
-				v59 := float32(stateActionValue * c56)
-				cqlQLoss := minQfLoss - v59
-				acc61 += float64(cqlQLoss)
+				minQfLoss := float32(v55 * c56)
+				v58 := float32(stateActionValue * c56)
+				cqlQLoss := minQfLoss - v58
+				acc60 += float64(cqlQLoss)
 			}
-			v61 := float32(acc61)
-			acc62.Add(float64(v61))
+			v60 := float32(acc60)
+			acc61.Add(float64(v60))
 		}
-		v62 := float32(acc62.Result())
-		lossCql.Add(float64(v62))
+		v61 := float32(acc61.Result())
+		lossCql.Add(float64(v61))
 		bcSampleLogProb := in.BcSampleLogProb[iB]
-		v65 := float32(v13 * bcSampleLogProb)
+		v64 := float32(v13 * bcSampleLogProb)
 		bcLogProb := in.BcLogProb[iB]
-		v67 := v65 - bcLogProb
-		lossActorBc.Add(float64(v67))
+		v66 := v64 - bcLogProb
+		lossActorBc.Add(float64(v66))
 		logProb := in.LogProb[iB]
-		v72 := float32(float64(acc72.Idx))
-		v73 := in.StateActionValueActor[(int(v72))*256+iB]
-		v74 := float32(v13 * logProb)
-		v75 := v74 - v73
-		lossActor.Add(float64(v75))
-		v79 := logProb + c78
-		v80 := float32(logAlpha * v79)
-		v81 := -v80
-		lossAlpha.Add(float64(v81))
-		v83 := -logProb
-		entropy.Add(float64(v83))
-		v86 := float32(acc86)
-		out.TDError[iB] = v86
-		v90 := float32(c89 * v79)
-		gradLogAlpha += float64(v90)
-		v92 := float32(c88 * v13)
+		v71 := float32(float64(acc71.Idx))
+		v72 := in.StateActionValueActor[(int(v71))*256+iB]
+		v73 := float32(v13 * logProb)
+		v74 := v73 - v72
+		lossActor.Add(float64(v74))
+		v78 := logProb + c77
+		v79 := float32(logAlpha * v78)
+		v80 := -v79
+		lossAlpha.Add(float64(v80))
+		v82 := -logProb
+		entropy.Add(float64(v82))
+		v85 := float32(acc85)
+		out.TDError[iB] = v85
+		v89 := float32(c88 * v78)
+		gradLogAlpha += float64(v89)
+		v91 := float32(c87 * v13)
 		for iQ := 0; iQ < 2; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
 			absDiff := float32(math.Abs(float64(diff)))
 			v19 := b2f(absDiff < one)
 			v20 := float32(half * absDiff)
-			v93 := float32(iQ)
-			v94 := b2f(v93 == v72)
-			gradStateActionValueActor := sel(v94, c89, zero)
+			v92 := float32(iQ)
+			v93 := b2f(v92 == v71)
+			gradStateActionValueActor := sel(v93, c88, zero)
 			grads.StateActionValueActor[iQ*256+iB] = gradStateActionValueActor
 			for iR := 0; iR < 10; iR++ {
 				qRandom := in.QRandom[iQ*2560+iB*10+iR]
@@ -397,45 +395,45 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v51 := v37 - v45
 				v52 := float32(math.Exp(float64(v51)))
 				v53 := v50 + v52
-				v98 := c97 / v53
-				v99 := b2f(v98 != zero)
-				v100 := float32(v98 * v52)
-				v101 := sel(v99, v100, v98)
-				v102 := float32(v98 * v49)
-				v103 := sel(v99, v102, v98)
-				v104 := float32(v98 * v47)
-				v105 := sel(v99, v104, v98)
-				gradQCurr := v101 / one
+				v97 := c96 / v53
+				v98 := b2f(v97 != zero)
+				v99 := float32(v97 * v52)
+				v100 := sel(v98, v99, v97)
+				v101 := float32(v97 * v49)
+				v102 := sel(v98, v101, v97)
+				v103 := float32(v97 * v47)
+				v104 := sel(v98, v103, v97)
+				gradQCurr := v100 / one
 				grads.QCurr[iQ*2560+iB*10+iR] = gradQCurr
-				gradQNew := v103 / one
+				gradQNew := v102 / one
 				grads.QNew[iQ*2560+iB*10+iR] = gradQNew
-				gradQRandom := v105 / one
+				gradQRandom := v104 / one
 				grads.QRandom[iQ*2560+iB*10+iR] = gradQRandom
 			}
-			v109 := sel(v19, c88, zero)
-			v110 := sel(v19, zero, c88)
-			v111 := b2f(v109 != zero)
-			v112 := float32(v109 * absDiff)
-			v113 := sel(v111, v112, v109)
-			v114 := float32(v109 * v20)
-			v115 := sel(v111, v114, v109)
-			v116 := v110 + v115
-			v117 := float32(v113 * half)
-			v118 := v116 + v117
-			v119 := b2f(diff > zero)
-			v120 := b2f(diff < zero)
-			v122 := float32(diff * zero)
-			v123 := sel(v120, minusOne, v122)
-			v124 := sel(v119, one, v123)
-			v125 := b2f(v118 != zero)
-			v126 := float32(v118 * v124)
-			v127 := sel(v125, v126, v118)
-			gradStateActionValue := c96 + v127
+			v108 := sel(v19, c87, zero)
+			v109 := sel(v19, zero, c87)
+			v110 := b2f(v108 != zero)
+			v111 := float32(v108 * absDiff)
+			v112 := sel(v110, v111, v108)
+			v113 := float32(v108 * v20)
+			v114 := sel(v110, v113, v108)
+			v115 := v109 + v114
+			v116 := float32(v112 * half)
+			v117 := v115 + v116
+			v118 := b2f(diff > zero)
+			v119 := b2f(diff < zero)
+			v121 := float32(diff * zero)
+			v122 := sel(v119, minusOne, v121)
+			v123 := sel(v118, one, v122)
+			v124 := b2f(v117 != zero)
+			v125 := float32(v117 * v123)
+			v126 := sel(v124, v125, v117)
+			gradStateActionValue := c95 + v126
 			grads.StateActionValue[iQ*256+iB] = gradStateActionValue
 		}
-		grads.BcSampleLogProb[iB] = v92
-		grads.LogProb[iB] = v92
-		grads.BcLogProb[iB] = c89
+		grads.BcSampleLogProb[iB] = v91
+		grads.LogProb[iB] = v91
+		grads.BcLogProb[iB] = c88
 	}
 	st.lossQvalue = lossQvalue
 	st.lossCql = lossCql

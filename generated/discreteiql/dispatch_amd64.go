@@ -18,19 +18,19 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf   []float64
-	r32_s []float64
-	r36_s []float64
-	r45_s []float64
-	r48_s []float64
+	r31_s []float64
+	r35_s []float64
+	r44_s []float64
+	r47_s []float64
 	res   []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 96)}
-	st.r32_s = st.buf[8:20]
-	st.r36_s = st.buf[32:44]
-	st.r45_s = st.buf[56:68]
-	st.r48_s = st.buf[80:92]
+	st.r31_s = st.buf[8:20]
+	st.r35_s = st.buf[32:44]
+	st.r44_s = st.buf[56:68]
+	st.r47_s = st.buf[80:92]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -46,10 +46,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r32_s, 0)
-		runtime.Fill(st.r36_s, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r47_s, 0)
 		pass0AVX2(lo, hi, &in.StateActionValue[0], &in.TargetStateActionValue[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.Action[0], &in.LogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0])
 	}
 	n := min(pass0Chunks, 75)
@@ -66,19 +66,19 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r32_s, sts[c].r32_s)
-			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
-			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
+			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 		}
 	}
-	runtime.FinishMean(st.res[:1], st.r32_s, 4, 300.0)
+	runtime.FinishMean(st.res[:1], st.r31_s, 4, 300.0)
 	out.LossActor = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r36_s, 4, 300.0)
+	runtime.FinishMean(st.res[:1], st.r35_s, 4, 300.0)
 	out.LossQvalue = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r45_s, 4, 300.0)
+	runtime.FinishMean(st.res[:1], st.r44_s, 4, 300.0)
 	out.LossValue = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r48_s, 4, 300.0)
+	runtime.FinishMean(st.res[:1], st.r47_s, 4, 300.0)
 	out.Entropy = float64(st.res[0])
 }
 
@@ -86,19 +86,19 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf   []float64
-	r32_s []float64
-	r36_s []float64
-	r45_s []float64
-	r48_s []float64
+	r31_s []float64
+	r35_s []float64
+	r44_s []float64
+	r47_s []float64
 	res   []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 96)}
-	st.r32_s = st.buf[8:20]
-	st.r36_s = st.buf[32:44]
-	st.r45_s = st.buf[56:68]
-	st.r48_s = st.buf[80:92]
+	st.r31_s = st.buf[8:20]
+	st.r35_s = st.buf[32:44]
+	st.r44_s = st.buf[56:68]
+	st.r47_s = st.buf[80:92]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -115,10 +115,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r32_s, 0)
-		runtime.Fill(st.r36_s, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r47_s, 0)
 		fbPass0AVX2(lo, hi, &in.StateActionValue[0], &in.TargetStateActionValue[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.Action[0], &in.LogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.StateValue[0], &g.LogProb[0], &g.StateActionValue[0])
 	}
 	n := min(fbPass0Chunks, 75)
@@ -135,19 +135,19 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r32_s, sts[c].r32_s)
-			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
-			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
+			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 		}
 	}
-	runtime.FinishMean(st.res[:1], st.r32_s, 4, 300.0)
+	runtime.FinishMean(st.res[:1], st.r31_s, 4, 300.0)
 	out.LossActor = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r36_s, 4, 300.0)
+	runtime.FinishMean(st.res[:1], st.r35_s, 4, 300.0)
 	out.LossQvalue = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r45_s, 4, 300.0)
+	runtime.FinishMean(st.res[:1], st.r44_s, 4, 300.0)
 	out.LossValue = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r48_s, 4, 300.0)
+	runtime.FinishMean(st.res[:1], st.r47_s, 4, 300.0)
 	out.Entropy = float64(st.res[0])
 }
 

@@ -340,10 +340,7 @@ inner_A_5:
 	// v24 = sub(v22, stateValue)
 	VSUBPD Y2, Y1, Y2
 
-	// v25 = mul(v24, 1)
-	VMULPD lgc1<>+0(SB), Y2, Y2
-
-	// v26 = exp(v25)
+	// v25 = exp(v24)
 	VMOVUPD      lgc7<>+0(SB), Y3
 	VMAXPD       Y2, Y3, Y2
 	VMOVUPD      lgc8<>+0(SB), Y3
@@ -380,26 +377,26 @@ inner_A_5:
 	VMULPD       Y2, Y6, Y6
 	VMOVUPD      lgc27<>+0(SB), Y2
 
-	// v28 = min(v26, 100)
+	// v27 = min(v25, 100)
 	VMINPD  Y6, Y2, Y2
 	MOVQ    logProb+72(FP), CX
 	VMOVUPD (CX)(DX*8), Y3
 
-	// v30 = mul(v28, logProb)
+	// v29 = mul(v27, logProb)
 	VMULPD Y3, Y2, Y2
 
-	// v31 = neg(v30)
+	// v30 = neg(v29)
 	VXORPD lgc6<>+0(SB), Y2, Y2
 
-	// mean(v31) over [B]
+	// mean(v30) over [B]
 	MOVQ    state+80(FP), CX
 	VADDPD  64(CX), Y2, Y2
 	VMOVUPD Y2, 64(CX)
 
-	// finish v35
+	// finish v34
 	VMOVUPD Y4, Y2
 
-	// mean(v35) over [B]
+	// mean(v34) over [B]
 	VADDPD  256(CX), Y2, Y2
 	VMOVUPD Y2, 256(CX)
 	MOVQ    stateValue+56(FP), BX
@@ -409,32 +406,32 @@ inner_A_5:
 	VSUBPD  Y2, Y1, Y1
 	VMOVUPD lgc4<>+0(SB), Y2
 
-	// v39 = gt(valueDiff, 0)
+	// v38 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y2, Y1, Y2
 	VMOVUPD lgc28<>+0(SB), Y4
 	VMOVUPD lgc29<>+0(SB), Y6
 
-	// v42 = where(v39, 0.9, 0.1)
+	// v41 = where(v38, 0.9, 0.1)
 	VBLENDVPD Y2, Y4, Y6, Y2
 
-	// v43 = mul(valueDiff, valueDiff)
+	// v42 = mul(valueDiff, valueDiff)
 	VMULPD Y1, Y1, Y1
 
-	// v44 = mul(v42, v43)
+	// v43 = mul(v41, v42)
 	VMULPD Y1, Y2, Y1
 
-	// mean(v44) over [B]
+	// mean(v43) over [B]
 	VADDPD  448(CX), Y1, Y1
 	VMOVUPD Y1, 448(CX)
 
-	// v47 = neg(logProb)
+	// v46 = neg(logProb)
 	VXORPD lgc6<>+0(SB), Y3, Y1
 
-	// mean(v47) over [B]
+	// mean(v46) over [B]
 	VADDPD  640(CX), Y1, Y1
 	VMOVUPD Y1, 640(CX)
 
-	// finish v49
+	// finish v48
 	VMOVUPD Y5, Y1
 	VMOVUPD 1184(SP), Y2
 
@@ -983,10 +980,7 @@ inner_A_10:
 	// v24 = sub(v22, stateValue)
 	VSUBPD Y2, Y1, Y2
 
-	// v25 = mul(v24, 1)
-	VMULPD lgc1<>+0(SB), Y2, Y2
-
-	// v26 = exp(v25)
+	// v25 = exp(v24)
 	VMOVUPD      lgc7<>+0(SB), Y3
 	VMAXPD       Y2, Y3, Y2
 	VMOVUPD      lgc8<>+0(SB), Y3
@@ -1023,24 +1017,24 @@ inner_A_10:
 	VMULPD       Y2, Y6, Y6
 	VMOVUPD      lgc27<>+0(SB), Y2
 
-	// v28 = min(v26, 100)
+	// v27 = min(v25, 100)
 	VMINPD  Y6, Y2, Y2
 	MOVQ    logProb+72(FP), CX
 	VMOVUPD (CX)(BX*8), Y3
 
-	// v30 = mul(v28, logProb)
+	// v29 = mul(v27, logProb)
 	VMULPD Y3, Y2, Y6
 
-	// v31 = neg(v30)
+	// v30 = neg(v29)
 	VXORPD lgc6<>+0(SB), Y6, Y6
 
-	// mean(v31) over [B]
+	// mean(v30) over [B]
 	MOVQ    state+80(FP), CX
 	VADDPD  64(CX), Y6, Y6
 	VMOVUPD Y6, 64(CX)
 
-	// finish v35
-	// mean(v35) over [B]
+	// finish v34
+	// mean(v34) over [B]
 	VADDPD  256(CX), Y4, Y4
 	VMOVUPD Y4, 256(CX)
 	MOVQ    stateValue+56(FP), SI
@@ -1050,53 +1044,53 @@ inner_A_10:
 	VSUBPD  Y4, Y1, Y1
 	VMOVUPD lgc4<>+0(SB), Y4
 
-	// v39 = gt(valueDiff, 0)
+	// v38 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y4, Y1, Y6
 	VMOVUPD lgc28<>+0(SB), Y7
 	VMOVUPD lgc29<>+0(SB), Y8
 
-	// v42 = where(v39, 0.9, 0.1)
+	// v41 = where(v38, 0.9, 0.1)
 	VBLENDVPD Y6, Y7, Y8, Y6
 
-	// v43 = mul(valueDiff, valueDiff)
+	// v42 = mul(valueDiff, valueDiff)
 	VMULPD Y1, Y1, Y7
 
-	// v44 = mul(v42, v43)
+	// v43 = mul(v41, v42)
 	VMULPD Y7, Y6, Y7
 
-	// mean(v44) over [B]
+	// mean(v43) over [B]
 	VADDPD  448(CX), Y7, Y7
 	VMOVUPD Y7, 448(CX)
 
-	// v47 = neg(logProb)
+	// v46 = neg(logProb)
 	VXORPD lgc6<>+0(SB), Y3, Y3
 
-	// mean(v47) over [B]
+	// mean(v46) over [B]
 	VADDPD  640(CX), Y3, Y3
 	VMOVUPD Y3, 640(CX)
 
-	// finish v49
+	// finish v48
 	VMOVUPD Y5, Y3
 
-	// v52 = mul(0.0033333333333333335, v42)
+	// v51 = mul(0.0033333333333333335, v41)
 	VMULPD lgc30<>+0(SB), Y6, Y5
 
-	// v53 = ne(v52, 0)
+	// v52 = ne(v51, 0)
 	VCMPPD $0x04, Y4, Y5, Y4
 
-	// v54 = mul(v52, valueDiff)
+	// v53 = mul(v51, valueDiff)
 	VMULPD Y1, Y5, Y1
 
-	// v55 = where(v53, v54, v52)
+	// v54 = where(v52, v53, v51)
 	VBLENDVPD Y4, Y1, Y5, Y1
 
-	// v56 = add(v55, v55)
+	// v55 = add(v54, v54)
 	VADDPD Y1, Y1, Y1
 
-	// gradStateValue = neg(v56)
+	// gradStateValue = neg(v55)
 	VXORPD lgc6<>+0(SB), Y1, Y1
 
-	// gradLogProb = mul(-0.0033333333333333335, v28)
+	// gradLogProb = mul(-0.0033333333333333335, v27)
 	VMULPD  lgc31<>+0(SB), Y2, Y2
 	VMOVUPD Y3, 1840(SP)
 	VMOVUPD Y1, 1872(SP)
@@ -1140,10 +1134,10 @@ inner_A_12:
 	// diff = sub(v17, td0Return)
 	VSUBPD Y0, Y1, Y1
 
-	// v58 = mul(0.0033333333333333335, diff)
+	// v57 = mul(0.0033333333333333335, diff)
 	VMULPD lgc30<>+0(SB), Y1, Y1
 
-	// v59 = add(v58, v58)
+	// v58 = add(v57, v57)
 	VADDPD Y1, Y1, Y1
 	XORQ   SI, SI
 
@@ -1163,7 +1157,7 @@ inner_A_13:
 	VPMOVZXBD 1944(SP), X2
 	VCVTDQ2PD X2, Y2
 
-	// gradStateActionValue = mul(v59, action)
+	// gradStateActionValue = mul(v58, action)
 	VMULPD Y2, Y1, Y2
 
 	// store gradStateActionValue

@@ -24,10 +24,10 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
-	lossActor  runtime.Mean // lossActor = mean(v31) over B
-	lossQvalue runtime.Mean // lossQvalue = mean(v35) over B
-	lossValue  runtime.Mean // lossValue = mean(v44) over B
-	entropy    runtime.Mean // entropy = mean(v47) over B
+	lossActor  runtime.Mean // lossActor = mean(v30) over B
+	lossQvalue runtime.Mean // lossQvalue = mean(v34) over B
+	lossValue  runtime.Mean // lossValue = mean(v43) over B
+	entropy    runtime.Mean // entropy = mean(v46) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -42,10 +42,10 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float64(1)
 	c6 := float64(0.949999988079071)
-	c27 := float64(100)
+	c26 := float64(100)
 	zero := float64(0)
-	c40 := float64(0.8999999761581421)
-	c41 := float64(0.10000000149011612)
+	c39 := float64(0.8999999761581421)
+	c40 := float64(0.10000000149011612)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossValue := runtime.Mean{}
@@ -64,8 +64,8 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 		out.ValueTarget[iB] = td0Return
 		logProb := in.LogProb[iB]
 		acc22 := math.Inf(1)
-		acc35 := 0.0
-		acc49 := math.Inf(-1)
+		acc34 := 0.0
+		acc48 := math.Inf(-1)
 		for iQ := 0; iQ < 3; iQ++ {
 			acc17 := 0.0
 			for iA := 0; iA < 6; iA++ {
@@ -86,29 +86,28 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			acc22 = runtime.Min(acc22, v20)
 			diff := v17 - td0Return
 			l2 := float64(diff * diff)
-			acc35 += l2
-			acc49 = runtime.Max(acc49, l2)
+			acc34 += l2
+			acc48 = runtime.Max(acc48, l2)
 		}
 		v22 := acc22
 		v24 := v22 - stateValue
-		v25 := float64(v24 * one)
-		v26 := math.Exp(v25)
-		v28 := min(v26, c27)
-		v30 := float64(v28 * logProb)
-		v31 := -v30
-		lossActor.Add(v31)
-		v35 := acc35
-		lossQvalue.Add(v35)
+		v25 := math.Exp(v24)
+		v27 := min(v25, c26)
+		v29 := float64(v27 * logProb)
+		v30 := -v29
+		lossActor.Add(v30)
+		v34 := acc34
+		lossQvalue.Add(v34)
 		valueDiff := v22 - stateValue
-		v39 := b2f(valueDiff > zero)
-		v42 := sel(v39, c40, c41)
-		v43 := float64(valueDiff * valueDiff)
-		v44 := float64(v42 * v43)
-		lossValue.Add(v44)
-		v47 := -logProb
-		entropy.Add(v47)
-		v49 := acc49
-		out.TDError[iB] = v49
+		v38 := b2f(valueDiff > zero)
+		v41 := sel(v38, c39, c40)
+		v42 := float64(valueDiff * valueDiff)
+		v43 := float64(v41 * v42)
+		lossValue.Add(v43)
+		v46 := -logProb
+		entropy.Add(v46)
+		v48 := acc48
+		out.TDError[iB] = v48
 	}
 	st.lossActor = lossActor
 	st.lossQvalue = lossQvalue
@@ -154,10 +153,10 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
 type fbPass0GoStates struct {
-	lossActor  runtime.Mean // lossActor = mean(v31) over B
-	lossQvalue runtime.Mean // lossQvalue = mean(v35) over B
-	lossValue  runtime.Mean // lossValue = mean(v44) over B
-	entropy    runtime.Mean // entropy = mean(v47) over B
+	lossActor  runtime.Mean // lossActor = mean(v30) over B
+	lossQvalue runtime.Mean // lossQvalue = mean(v34) over B
+	lossValue  runtime.Mean // lossValue = mean(v43) over B
+	entropy    runtime.Mean // entropy = mean(v46) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -172,12 +171,12 @@ func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float64(1)
 	c6 := float64(0.949999988079071)
-	c27 := float64(100)
+	c26 := float64(100)
 	zero := float64(0)
-	c40 := float64(0.8999999761581421)
-	c41 := float64(0.10000000149011612)
-	c51 := float64(0.0033333333333333335)
-	c60 := float64(-0.0033333333333333335)
+	c39 := float64(0.8999999761581421)
+	c40 := float64(0.10000000149011612)
+	c50 := float64(0.0033333333333333335)
+	c59 := float64(-0.0033333333333333335)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossValue := runtime.Mean{}
@@ -196,8 +195,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		out.ValueTarget[iB] = td0Return
 		logProb := in.LogProb[iB]
 		acc22 := math.Inf(1)
-		acc35 := 0.0
-		acc49 := math.Inf(-1)
+		acc34 := 0.0
+		acc48 := math.Inf(-1)
 		for iQ := 0; iQ < 3; iQ++ {
 			acc17 := 0.0
 			for iA := 0; iA < 6; iA++ {
@@ -218,37 +217,36 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			acc22 = runtime.Min(acc22, v20)
 			diff := v17 - td0Return
 			l2 := float64(diff * diff)
-			acc35 += l2
-			acc49 = runtime.Max(acc49, l2)
+			acc34 += l2
+			acc48 = runtime.Max(acc48, l2)
 		}
 		v22 := acc22
 		v24 := v22 - stateValue
-		v25 := float64(v24 * one)
-		v26 := math.Exp(v25)
-		v28 := min(v26, c27)
-		v30 := float64(v28 * logProb)
-		v31 := -v30
-		lossActor.Add(v31)
-		v35 := acc35
-		lossQvalue.Add(v35)
+		v25 := math.Exp(v24)
+		v27 := min(v25, c26)
+		v29 := float64(v27 * logProb)
+		v30 := -v29
+		lossActor.Add(v30)
+		v34 := acc34
+		lossQvalue.Add(v34)
 		valueDiff := v22 - stateValue
-		v39 := b2f(valueDiff > zero)
-		v42 := sel(v39, c40, c41)
-		v43 := float64(valueDiff * valueDiff)
-		v44 := float64(v42 * v43)
-		lossValue.Add(v44)
-		v47 := -logProb
-		entropy.Add(v47)
-		v49 := acc49
-		out.TDError[iB] = v49
-		v52 := float64(c51 * v42)
-		v53 := b2f(v52 != zero)
-		v54 := float64(v52 * valueDiff)
-		v55 := sel(v53, v54, v52)
-		v56 := v55 + v55
-		gradStateValue := -v56
+		v38 := b2f(valueDiff > zero)
+		v41 := sel(v38, c39, c40)
+		v42 := float64(valueDiff * valueDiff)
+		v43 := float64(v41 * v42)
+		lossValue.Add(v43)
+		v46 := -logProb
+		entropy.Add(v46)
+		v48 := acc48
+		out.TDError[iB] = v48
+		v51 := float64(c50 * v41)
+		v52 := b2f(v51 != zero)
+		v53 := float64(v51 * valueDiff)
+		v54 := sel(v52, v53, v51)
+		v55 := v54 + v54
+		gradStateValue := -v55
 		grads.StateValue[iB] = gradStateValue
-		gradLogProb := float64(c60 * v28)
+		gradLogProb := float64(c59 * v27)
 		grads.LogProb[iB] = gradLogProb
 		for iQ := 0; iQ < 3; iQ++ {
 			acc17 := 0.0
@@ -260,11 +258,11 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			}
 			v17 := acc17
 			diff := v17 - td0Return
-			v58 := float64(c51 * diff)
-			v59 := v58 + v58
+			v57 := float64(c50 * diff)
+			v58 := v57 + v57
 			for iA := 0; iA < 6; iA++ {
 				action := b2f(in.Action[iB*6+iA])
-				gradStateActionValue := float64(v59 * action)
+				gradStateActionValue := float64(v58 * action)
 				grads.StateActionValue[iQ*1800+iB*6+iA] = gradStateActionValue
 			}
 		}

@@ -20,59 +20,59 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf    []float64
-	r29_s  []float64
-	r29_p  []float32
-	r48_s  []float64
-	r48_p  []float32
-	r53_s  []float64
-	r53_p  []float32
-	r57_s  []float64
-	r57_p  []float32
+	r28_s  []float64
+	r28_p  []float32
+	r47_s  []float64
+	r47_p  []float32
+	r52_s  []float64
+	r52_p  []float32
+	r56_s  []float64
+	r56_p  []float32
+	r69_s  []float64
+	r69_p  []float32
 	r71_s  []float64
-	r71_p  []float32
-	r73_s  []float64
-	r76_s  []float64
-	r83_s  []float64
-	r97_s  []float64
-	r97_ok []float32
-	r99_s  []float64
-	p0_ok  []float32
-	r105_s []float64
-	r105_p []float32
-	r106_s []float64
-	r106_p []float32
-	p2_ok  []float32
+	r74_s  []float64
 	r81_s  []float64
-	r88_s  []float64
+	r95_s  []float64
+	r95_ok []float32
+	r97_s  []float64
+	p0_ok  []float32
+	r103_s []float64
+	r103_p []float32
+	r104_s []float64
+	r104_p []float32
+	p2_ok  []float32
+	r79_s  []float64
+	r86_s  []float64
 	res    []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 800)}
-	st.r29_s = st.buf[8:24]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r48_s = st.buf[48:64]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r53_s = st.buf[88:104]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r57_s = st.buf[128:144]
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r71_s = st.buf[168:184]
-	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r73_s = st.buf[208:264]
-	st.r76_s = st.buf[272:328]
-	st.r83_s = st.buf[336:392]
-	st.r97_s = st.buf[400:456]
-	st.r97_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
-	st.r99_s = st.buf[504:560]
+	st.r28_s = st.buf[8:24]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r47_s = st.buf[48:64]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r52_s = st.buf[88:104]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r56_s = st.buf[128:144]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r69_s = st.buf[168:184]
+	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r71_s = st.buf[208:264]
+	st.r74_s = st.buf[272:328]
+	st.r81_s = st.buf[336:392]
+	st.r95_s = st.buf[400:456]
+	st.r95_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
+	st.r97_s = st.buf[504:560]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r105_s = st.buf[584:600]
-	st.r105_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.r106_s = st.buf[624:640]
-	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.r103_s = st.buf[584:600]
+	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r104_s = st.buf[624:640]
+	st.r104_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
-	st.r81_s = st.buf[680:736]
-	st.r88_s = st.buf[744:800]
+	st.r79_s = st.buf[680:736]
+	st.r86_s = st.buf[744:800]
 	st.res = make([]float64, 48)
 	return st
 }}
@@ -87,22 +87,22 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r29_s, 0)
-		runtime.Fill(st.r29_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r57_s, 0)
-		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r69_s, 0)
+		runtime.Fill(st.r69_p, 0)
 		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r71_p, 0)
-		runtime.Fill(st.r73_s, 0)
-		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r74_s, 0)
+		runtime.Fill(st.r81_s, 0)
+		runtime.Fill(st.r95_s, 0)
+		runtime.SetMask(st.r95_ok)
 		runtime.Fill(st.r97_s, 0)
-		runtime.SetMask(st.r97_ok)
-		runtime.Fill(st.r99_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -120,52 +120,52 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
 			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
-			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r95_s, sts[c].r95_s)
+			runtime.MergeMask(sts[0].r95_ok, sts[c].r95_ok)
 			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
-			runtime.MergeMask(sts[0].r97_ok, sts[c].r97_ok)
-			runtime.MergeSum(sts[0].r99_s, sts[c].r99_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r97_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r95_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r29_s, 8)
+	runtime.FinishSum(st.res[:1], st.r28_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r48_s, 8)
+	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r53_s, 8)
+	runtime.FinishSum(st.res[:1], st.r52_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r57_s, 8)
+	runtime.FinishSum(st.res[:1], st.r56_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r71_s, 8)
+	runtime.FinishSum(st.res[:1], st.r69_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:48], st.r73_s, 1)
+	runtime.FinishSum(st.res[:48], st.r71_s, 1)
 	for k, v := range st.res[:48] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r76_s, 1)
+	runtime.FinishSum(st.res[:48], st.r74_s, 1)
 	for k, v := range st.res[:48] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r83_s, 1)
+	runtime.FinishSum(st.res[:48], st.r81_s, 1)
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r97_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r95_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r99_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r97_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -189,10 +189,10 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r105_s, 0)
-		runtime.Fill(st.r105_p, 0)
-		runtime.Fill(st.r106_s, 0)
-		runtime.Fill(st.r106_p, 0)
+		runtime.Fill(st.r103_s, 0)
+		runtime.Fill(st.r103_p, 0)
+		runtime.Fill(st.r104_s, 0)
+		runtime.Fill(st.r104_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
 	}
@@ -210,8 +210,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r105_s, sts[c].r105_s)
-			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
+			runtime.MergeSum(sts[0].r103_s, sts[c].r103_s)
+			runtime.MergeSum(sts[0].r104_s, sts[c].r104_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -220,9 +220,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r105_s, 8)
+	runtime.FinishSum(st.res[:1], st.r103_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r106_s, 8)
+	runtime.FinishSum(st.res[:1], st.r104_s, 8)
 	s.s13 = float32(st.res[0])
 }
 
@@ -236,8 +236,8 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r81_s, 0)
-		runtime.Fill(st.r88_s, 0)
+		runtime.Fill(st.r79_s, 0)
+		runtime.Fill(st.r86_s, 0)
 		pass3AVX2(lo, &s.s0[0], &in.StateValue[0], &in.Mask[0], &s.s5[0], &s.s6[0], &st.buf[0], &s.s8[0], hi)
 	}
 	n := min(pass3Chunks, 16)
@@ -254,15 +254,15 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
-			runtime.MergeSum(sts[0].r88_s, sts[c].r88_s)
+			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
+			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
 		}
 	}
-	runtime.FinishSum(st.res[:48], st.r81_s, 1)
+	runtime.FinishSum(st.res[:48], st.r79_s, 1)
 	for k, v := range st.res[:48] {
 		s.s7[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r88_s, 1)
+	runtime.FinishSum(st.res[:48], st.r86_s, 1)
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}
@@ -310,60 +310,60 @@ func pass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf    []float64
-	r29_s  []float64
-	r29_p  []float32
-	r73_s  []float64
-	r76_s  []float64
-	r83_s  []float64
-	p0_ok  []float32
-	r48_s  []float64
-	r48_p  []float32
-	r53_s  []float64
-	r53_p  []float32
-	r57_s  []float64
-	r57_p  []float32
+	r28_s  []float64
+	r28_p  []float32
 	r71_s  []float64
-	r71_p  []float32
+	r74_s  []float64
 	r81_s  []float64
-	r88_s  []float64
+	p0_ok  []float32
+	r47_s  []float64
+	r47_p  []float32
+	r52_s  []float64
+	r52_p  []float32
+	r56_s  []float64
+	r56_p  []float32
+	r69_s  []float64
+	r69_p  []float32
+	r79_s  []float64
+	r86_s  []float64
+	r95_s  []float64
+	r95_ok []float32
 	r97_s  []float64
-	r97_ok []float32
-	r99_s  []float64
 	p1_ok  []float32
-	r105_s []float64
-	r105_p []float32
-	r106_s []float64
-	r106_p []float32
+	r103_s []float64
+	r103_p []float32
+	r104_s []float64
+	r104_p []float32
 	p3_ok  []float32
 	res    []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 816)}
-	st.r29_s = st.buf[8:24]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r73_s = st.buf[48:104]
-	st.r76_s = st.buf[112:168]
-	st.r83_s = st.buf[176:232]
+	st.r28_s = st.buf[8:24]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r71_s = st.buf[48:104]
+	st.r74_s = st.buf[112:168]
+	st.r81_s = st.buf[176:232]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 8)
-	st.r48_s = st.buf[256:272]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r53_s = st.buf[296:312]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
-	st.r57_s = st.buf[336:352]
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
-	st.r71_s = st.buf[376:392]
-	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
-	st.r81_s = st.buf[416:472]
-	st.r88_s = st.buf[480:536]
-	st.r97_s = st.buf[544:600]
-	st.r97_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
-	st.r99_s = st.buf[648:704]
+	st.r47_s = st.buf[256:272]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r52_s = st.buf[296:312]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
+	st.r56_s = st.buf[336:352]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r69_s = st.buf[376:392]
+	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r79_s = st.buf[416:472]
+	st.r86_s = st.buf[480:536]
+	st.r95_s = st.buf[544:600]
+	st.r95_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
+	st.r97_s = st.buf[648:704]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
-	st.r105_s = st.buf[728:744]
-	st.r105_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
-	st.r106_s = st.buf[768:784]
-	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
+	st.r103_s = st.buf[728:744]
+	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
+	st.r104_s = st.buf[768:784]
+	st.r104_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[808])), 8)
 	st.res = make([]float64, 48)
 	return st
@@ -380,11 +380,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r29_s, 0)
-		runtime.Fill(st.r29_p, 0)
-		runtime.Fill(st.r73_s, 0)
-		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r71_s, 0)
+		runtime.Fill(st.r74_s, 0)
+		runtime.Fill(st.r81_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -402,10 +402,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
-			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
-			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -414,17 +414,17 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r29_s, 8)
+	runtime.FinishSum(st.res[:1], st.r28_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:48], st.r73_s, 1)
+	runtime.FinishSum(st.res[:48], st.r71_s, 1)
 	for k, v := range st.res[:48] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r76_s, 1)
+	runtime.FinishSum(st.res[:48], st.r74_s, 1)
 	for k, v := range st.res[:48] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r83_s, 1)
+	runtime.FinishSum(st.res[:48], st.r81_s, 1)
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
@@ -441,19 +441,19 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r57_s, 0)
-		runtime.Fill(st.r57_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r71_p, 0)
-		runtime.Fill(st.r81_s, 0)
-		runtime.Fill(st.r88_s, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r69_s, 0)
+		runtime.Fill(st.r69_p, 0)
+		runtime.Fill(st.r79_s, 0)
+		runtime.Fill(st.r86_s, 0)
+		runtime.Fill(st.r95_s, 0)
+		runtime.SetMask(st.r95_ok)
 		runtime.Fill(st.r97_s, 0)
-		runtime.SetMask(st.r97_ok)
-		runtime.Fill(st.r99_s, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
 	}
@@ -471,44 +471,44 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
-			runtime.MergeSum(sts[0].r88_s, sts[c].r88_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
+			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
+			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
+			runtime.MergeSum(sts[0].r95_s, sts[c].r95_s)
+			runtime.MergeMask(sts[0].r95_ok, sts[c].r95_ok)
 			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
-			runtime.MergeMask(sts[0].r97_ok, sts[c].r97_ok)
-			runtime.MergeSum(sts[0].r99_s, sts[c].r99_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r97_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r95_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r48_s, 8)
+	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r53_s, 8)
+	runtime.FinishSum(st.res[:1], st.r52_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r57_s, 8)
+	runtime.FinishSum(st.res[:1], st.r56_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r71_s, 8)
+	runtime.FinishSum(st.res[:1], st.r69_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:48], st.r81_s, 1)
+	runtime.FinishSum(st.res[:48], st.r79_s, 1)
 	for k, v := range st.res[:48] {
 		s.s7[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r88_s, 1)
+	runtime.FinishSum(st.res[:48], st.r86_s, 1)
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r97_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r95_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r99_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r97_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -534,10 +534,10 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r105_s, 0)
-		runtime.Fill(st.r105_p, 0)
-		runtime.Fill(st.r106_s, 0)
-		runtime.Fill(st.r106_p, 0)
+		runtime.Fill(st.r103_s, 0)
+		runtime.Fill(st.r103_p, 0)
+		runtime.Fill(st.r104_s, 0)
+		runtime.Fill(st.r104_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
 	}
@@ -555,8 +555,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r105_s, sts[c].r105_s)
-			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
+			runtime.MergeSum(sts[0].r103_s, sts[c].r103_s)
+			runtime.MergeSum(sts[0].r104_s, sts[c].r104_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
@@ -565,9 +565,9 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r105_s, 8)
+	runtime.FinishSum(st.res[:1], st.r103_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r106_s, 8)
+	runtime.FinishSum(st.res[:1], st.r104_s, 8)
 	s.s13 = float32(st.res[0])
 }
 

@@ -53,22 +53,19 @@ blocks_2:
 	VCVTDQ2PS Y8, Y8
 
 	// notDone = sub(1, nextDone)
-	VSUBPS Y8, Y6, Y8
-
-	// v18 = mul(1, notTerminated)
-	VMULPS  lgc2<>+0(SB), Y7, Y7
+	VSUBPS  Y8, Y6, Y8
 	MOVQ    nextStateValue+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y9
 
-	// v19 = mul(v18, nextStateValue)
+	// v18 = mul(notTerminated, nextStateValue)
 	VMULPS Y9, Y7, Y7
 
-	// v20 = add(nextReward2, v19)
+	// v19 = add(nextReward2, v18)
 	VADDPS  Y7, Y5, Y7
 	MOVQ    stateValue+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y9
 
-	// delta = sub(v20, stateValue)
+	// delta = sub(v19, stateValue)
 	VSUBPS Y9, Y7, Y7
 
 	// discount = mul(0.95, notDone)
@@ -113,33 +110,33 @@ blocks_2:
 	// valueTarget = add(gae, stateValue)
 	VADDPS Y9, Y4, Y3
 
-	// v28 = where(mask, 1, 0)
+	// v27 = where(mask, 1, 0)
 	VANDPS  Y6, Y1, Y5
 	VMOVUPS Y4, 96(SP)
 
-	// sum(v28) over [B L]
+	// sum(v27) over [B L]
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
 
-	// v30 = where(mask, gae, 0)
+	// v29 = where(mask, gae, 0)
 	VANDPS  Y4, Y1, Y6
 	MOVQ    logProb+80(FP), DI
 	VMOVUPS (DI)(SI*4), Y7
 
-	// v32 = where(mask, logProb, 0)
+	// v31 = where(mask, logProb, 0)
 	VANDPS Y7, Y1, Y7
 
-	// logWeight = sub(v32, v4)
+	// logWeight = sub(v31, v4)
 	VSUBPS  Y2, Y7, Y8
 	VMOVUPS Y4, 128(SP)
 	VMOVUPS Y5, 160(SP)
 	VMOVUPS lgc10<>+0(SB), Y4
 
-	// v36 = max(logWeight, -0.22314355) tie=first
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y8, Y4, Y4
 	VMOVUPS lgc11<>+0(SB), Y5
 
-	// logWeightClip = min(v36, 0.18232156) tie=first
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y4, Y5, Y4
 	VMOVUPS Y3, 192(SP)
 	VMOVUPS Y2, 224(SP)
@@ -174,68 +171,68 @@ blocks_2:
 	VMULPS       Y2, Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y2
 
-	// v39 = ge(v30, 0)
+	// v38 = ge(v29, 0)
 	VCMPPS  $0x1d, Y2, Y6, Y2
 	VMOVUPS lgc25<>+0(SB), Y3
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
+	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y5, Y3, Y3
 	VMOVUPS Y7, 256(SP)
 	VMOVUPS lgc26<>+0(SB), Y7
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
+	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y5, Y7, Y7
 	VMOVUPS Y5, 288(SP)
 
-	// ratioClipped = where(v39, v41, v43)
+	// ratioClipped = where(v38, v40, v42)
 	VBLENDVPS Y2, Y3, Y7, Y2
 
-	// gain = mul(v30, ratioClipped)
+	// gain = mul(v29, ratioClipped)
 	VMULPS Y2, Y6, Y2
 
-	// v46 = neg(gain)
+	// v45 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
-	// v47 = where(mask, v46, 0)
+	// v46 = where(mask, v45, 0)
 	VANDPS Y2, Y1, Y2
 
-	// sum(v47) over [B L]
+	// sum(v46) over [B L]
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
 
-	// v51 = ne(logWeightClip, logWeight)
+	// v50 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y8, Y4, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v52 = where(mask, v51, 0)
+	// v51 = where(mask, v50, 0)
 	VANDPS Y2, Y1, Y2
 
-	// sum(v52) over [B L]
+	// sum(v51) over [B L]
 	VADDPS  896(BX), Y2, Y2
 	VMOVUPS Y2, 896(BX)
 	VMOVUPS 224(SP), Y2
 	VMOVUPS 256(SP), Y3
 
-	// v55 = sub(v4, v32)
+	// v54 = sub(v4, v31)
 	VSUBPS Y3, Y2, Y2
 
-	// v56 = where(mask, v55, 0)
+	// v55 = where(mask, v54, 0)
 	VANDPS Y2, Y1, Y2
 
-	// sum(v56) over [B L]
+	// sum(v55) over [B L]
 	VADDPS  1216(BX), Y2, Y2
 	VMOVUPS Y2, 1216(BX)
 	VMOVUPS 192(SP), Y2
 
-	// v59 = where(mask, valueTarget, 0)
+	// v58 = where(mask, valueTarget, 0)
 	VANDPS  Y2, Y1, Y2
 	MOVQ    stateValue+64(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v60 = where(mask, stateValue, 0)
+	// v59 = where(mask, stateValue, 0)
 	VANDPS Y3, Y1, Y3
 
-	// diff = sub(v59, v60)
+	// diff = sub(v58, v59)
 	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
@@ -243,33 +240,30 @@ blocks_2:
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v64 = lt(absDiff, 1)
+	// v63 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
 
-	// v65 = mul(0.5, absDiff)
+	// v64 = mul(0.5, absDiff)
 	VMULPS lgc22<>+0(SB), Y4, Y6
 
-	// v66 = mul(v65, absDiff)
+	// v65 = mul(v64, absDiff)
 	VMULPS Y4, Y6, Y6
 
-	// v67 = sub(absDiff, 0.5)
+	// v66 = sub(absDiff, 0.5)
 	VSUBPS lgc22<>+0(SB), Y4, Y4
 
-	// smoothL1 = where(v64, v66, v67)
+	// smoothL1 = where(v63, v65, v66)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y4, Y4
-
-	// v70 = where(mask, v69, 0)
+	// v68 = where(mask, smoothL1, 0)
 	VANDPS Y4, Y1, Y4
 
-	// sum(v70) over [B L]
+	// sum(v68) over [B L]
 	VADDPS  1536(BX), Y4, Y4
 	VMOVUPS Y4, 1536(BX)
 	VMOVUPS 160(SP), Y4
 
-	// sum(v28) over [B]
+	// sum(v27) over [B]
 	MOVQ         CX, DI
 	VCVTPS2PD    X4, Y5
 	VEXTRACTF128 $0x01, Y4, X4
@@ -279,10 +273,10 @@ blocks_2:
 	VADDPD       1696(BX)(DI*8), Y4, Y4
 	VMOVUPD      Y4, 1696(BX)(DI*8)
 
-	// v75 = where(mask, diff, 0)
+	// v73 = where(mask, diff, 0)
 	VANDPS Y3, Y1, Y3
 
-	// sum(v75) over [B]
+	// sum(v73) over [B]
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -291,7 +285,7 @@ blocks_2:
 	VADDPD       2208(BX)(DI*8), Y3, Y3
 	VMOVUPD      Y3, 2208(BX)(DI*8)
 
-	// sum(v59) over [B]
+	// sum(v58) over [B]
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -301,11 +295,11 @@ blocks_2:
 	VMOVUPD      Y2, 2720(BX)(DI*8)
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v96 = where(mask, logWeight, -Inf)
+	// v94 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y8, Y2, Y2
 	VMOVUPS   288(SP), Y3
 
-	// logsumexp(v96) over [B]
+	// logsumexp(v94) over [B]
 	VANDPS       Y3, Y1, Y1
 	VCMPPS       $0x15, lgc29<>+0(SB), Y2, Y3
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y2, Y4
@@ -844,27 +838,27 @@ TEXT ·pass1AVX2(SB), $0-72
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v49 = max(numValid, 1)
+	// v48 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v48, v49)
+	// lossObjective = div(v47, v48)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v53, v49)
+	// clipFraction = div(v52, v48)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v57, v49)
+	// klApprox = div(v56, v48)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// lossCritic = div(v71, v49)
+	// lossCritic = div(v69, v48)
 	VDIVPS Y0, Y4, Y0
 
 	// store lossObjective
@@ -901,15 +895,15 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v100 = mul(2, logSumW)
+	// v98 = mul(2, logSumW)
 	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v101 = sub(v100, logSumW2)
+	// v99 = sub(v98, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v101)
+	// essCol = exp(v99)
 	VMOVUPS      lgc12<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc13<>+0(SB), Y3
@@ -941,17 +935,17 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v103 = gt(v73, 0)
+	// v101 = gt(v71, 0)
 	VCMPPS $0x1e, Y3, Y2, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y3
 
-	// v104 = where(v103, essCol, 0)
+	// v102 = where(v101, essCol, 0)
 	VANDPS Y4, Y2, Y2
 
-	// sum(v104) over [L]
+	// sum(v102) over [L]
 	VADDPS Y0, Y2, Y0
 
-	// sum(v103) over [L]
+	// sum(v101) over [L]
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
@@ -1061,37 +1055,37 @@ blocks_8:
 	VPMOVZXBD (DX)(BX*1), Y2
 	VPCMPGTD  lgc0<>+0(SB), Y2, Y2
 
-	// v59 = where(mask, valueTarget, 0)
+	// v58 = where(mask, valueTarget, 0)
 	VANDPS Y0, Y2, Y0
 
-	// v60 = where(mask, stateValue, 0)
+	// v59 = where(mask, stateValue, 0)
 	VANDPS Y1, Y2, Y1
 
-	// diff = sub(v59, v60)
+	// diff = sub(v58, v59)
 	VSUBPS  Y1, Y0, Y1
 	MOVQ    s5+32(FP), DX
 	MOVQ    CX, BX
 	VMOVUPS (DX)(BX*4), Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v74 = max(v73, 1)
+	// v72 = max(v71, 1)
 	VMAXPS  Y3, Y4, Y3
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y4
 
-	// v77 = div(v76, v74)
+	// v75 = div(v74, v72)
 	VDIVPS Y3, Y4, Y4
 
-	// v78 = sub(diff, v77)
+	// v76 = sub(diff, v75)
 	VSUBPS Y4, Y1, Y1
 
-	// v79 = mul(v78, v78)
+	// v77 = mul(v76, v76)
 	VMULPS Y1, Y1, Y1
 
-	// v80 = where(mask, v79, 0)
+	// v78 = where(mask, v77, 0)
 	VANDPS Y1, Y2, Y1
 
-	// sum(v80) over [B]
+	// sum(v78) over [B]
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1103,19 +1097,19 @@ blocks_8:
 	MOVQ         s8+56(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
-	// v84 = div(v83, v74)
+	// v82 = div(v81, v72)
 	VDIVPS Y3, Y1, Y1
 
-	// v85 = sub(v59, v84)
+	// v83 = sub(v58, v82)
 	VSUBPS Y1, Y0, Y0
 
-	// v86 = mul(v85, v85)
+	// v84 = mul(v83, v83)
 	VMULPS Y0, Y0, Y0
 
-	// v87 = where(mask, v86, 0)
+	// v85 = where(mask, v84, 0)
 	VANDPS Y0, Y2, Y0
 
-	// sum(v87) over [B]
+	// sum(v85) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1140,16 +1134,16 @@ TEXT ·pass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v107 = max(v106, 1)
+	// v105 = max(v104, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v108 = div(v105, v107)
+	// v106 = div(v103, v105)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc34<>+0(SB), Y1
 
-	// ess = div(v108, 16)
+	// ess = div(v106, 16)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1181,26 +1175,26 @@ blocks_9:
 	VMOVUPS (CX)(DX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v74 = max(v73, 1)
+	// v72 = max(v71, 1)
 	VMAXPS  Y0, Y1, Y0
 	MOVQ    s7+24(FP), CX
 	VMOVUPS (CX)(DX*4), Y2
 
-	// residVar = div(v81, v74)
+	// residVar = div(v79, v72)
 	VDIVPS  Y0, Y2, Y2
 	MOVQ    s9+32(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
-	// targetVar = div(v88, v74)
+	// targetVar = div(v86, v72)
 	VDIVPS Y0, Y3, Y0
 
-	// v91 = add(targetVar, 1.1920929e-07)
+	// v89 = add(targetVar, 1.1920929e-07)
 	VADDPS lgc35<>+0(SB), Y0, Y0
 
-	// v92 = div(residVar, v91)
+	// v90 = div(residVar, v89)
 	VDIVPS Y0, Y2, Y0
 
-	// explainedVariance = sub(1, v92)
+	// explainedVariance = sub(1, v90)
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance
@@ -1275,22 +1269,19 @@ blocks_12:
 	VCVTDQ2PS Y7, Y7
 
 	// notDone = sub(1, nextDone)
-	VSUBPS Y7, Y5, Y7
-
-	// v18 = mul(1, notTerminated)
-	VMULPS  lgc2<>+0(SB), Y6, Y6
+	VSUBPS  Y7, Y5, Y7
 	MOVQ    nextStateValue+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y8
 
-	// v19 = mul(v18, nextStateValue)
+	// v18 = mul(notTerminated, nextStateValue)
 	VMULPS Y8, Y6, Y6
 
-	// v20 = add(nextReward2, v19)
+	// v19 = add(nextReward2, v18)
 	VADDPS  Y6, Y4, Y6
 	MOVQ    stateValue+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y8
 
-	// delta = sub(v20, stateValue)
+	// delta = sub(v19, stateValue)
 	VSUBPS Y8, Y6, Y6
 
 	// discount = mul(0.95, notDone)
@@ -1334,24 +1325,24 @@ blocks_12:
 	// valueTarget = add(gae, stateValue)
 	VADDPS Y8, Y4, Y2
 
-	// v28 = where(mask, 1, 0)
+	// v27 = where(mask, 1, 0)
 	VANDPS Y5, Y1, Y5
 
-	// sum(v28) over [B L]
+	// sum(v27) over [B L]
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
 
-	// v59 = where(mask, valueTarget, 0)
+	// v58 = where(mask, valueTarget, 0)
 	VANDPS Y2, Y1, Y6
 
-	// v60 = where(mask, stateValue, 0)
+	// v59 = where(mask, stateValue, 0)
 	VANDPS Y8, Y1, Y7
 
-	// diff = sub(v59, v60)
+	// diff = sub(v58, v59)
 	VSUBPS  Y7, Y6, Y7
 	VMOVUPS Y2, 64(SP)
 
-	// sum(v28) over [B]
+	// sum(v27) over [B]
 	MOVQ         CX, DI
 	VCVTPS2PD    X5, Y2
 	VEXTRACTF128 $0x01, Y5, X5
@@ -1361,10 +1352,10 @@ blocks_12:
 	VADDPD       416(BX)(DI*8), Y5, Y2
 	VMOVUPD      Y2, 416(BX)(DI*8)
 
-	// v75 = where(mask, diff, 0)
+	// v73 = where(mask, diff, 0)
 	VANDPS Y7, Y1, Y1
 
-	// sum(v75) over [B]
+	// sum(v73) over [B]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1373,7 +1364,7 @@ blocks_12:
 	VADDPD       928(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 928(BX)(DI*8)
 
-	// sum(v59) over [B]
+	// sum(v58) over [B]
 	VCVTPS2PD    X6, Y1
 	VEXTRACTF128 $0x01, Y6, X2
 	VCVTPS2PD    X2, Y2
@@ -1466,10 +1457,10 @@ TEXT ·fbPass1AVX2(SB), $352-112
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v49 = max(numValid, 1)
+	// v48 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v111 = div(1, v49)
+	// v109 = div(1, v48)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -1497,23 +1488,23 @@ blocks_15:
 	// valueTarget = add(gae, stateValue)
 	VADDPS Y3, Y2, Y3
 
-	// v30 = where(mask, gae, 0)
+	// v29 = where(mask, gae, 0)
 	VANDPS  Y2, Y0, Y2
 	MOVQ    logProb+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y4
 
-	// v32 = where(mask, logProb, 0)
+	// v31 = where(mask, logProb, 0)
 	VANDPS Y4, Y0, Y4
 
-	// logWeight = sub(v32, v4)
+	// logWeight = sub(v31, v4)
 	VSUBPS  Y1, Y4, Y5
 	VMOVUPS lgc10<>+0(SB), Y6
 
-	// v36 = max(logWeight, -0.22314355) tie=first
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
-	// logWeightClip = min(v36, 0.18232156) tie=first
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y3, 32(SP)
 
@@ -1547,68 +1538,68 @@ blocks_15:
 	VMULPS       Y3, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v39 = ge(v30, 0)
+	// v38 = ge(v29, 0)
 	VCMPPS  $0x1d, Y3, Y2, Y3
 	VMOVUPS lgc25<>+0(SB), Y7
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
+	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y7, Y7
 	VMOVUPS Y1, 64(SP)
 	VMOVUPS lgc26<>+0(SB), Y1
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
+	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y1, Y1
 	VMOVUPS Y8, 96(SP)
 
-	// ratioClipped = where(v39, v41, v43)
+	// ratioClipped = where(v38, v40, v42)
 	VBLENDVPS Y3, Y7, Y1, Y1
 
-	// gain = mul(v30, ratioClipped)
+	// gain = mul(v29, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v46 = neg(gain)
+	// v45 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y1, Y1
 
-	// v47 = where(mask, v46, 0)
+	// v46 = where(mask, v45, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v47) over [B L]
+	// sum(v46) over [B L]
 	MOVQ    state+56(FP), BX
 	VADDPS  2240(BX), Y1, Y1
 	VMOVUPS Y1, 2240(BX)
 
-	// v51 = ne(logWeightClip, logWeight)
+	// v50 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v52 = where(mask, v51, 0)
+	// v51 = where(mask, v50, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v52) over [B L]
+	// sum(v51) over [B L]
 	VADDPS  2560(BX), Y1, Y1
 	VMOVUPS Y1, 2560(BX)
 	VMOVUPS 64(SP), Y1
 
-	// v55 = sub(v4, v32)
+	// v54 = sub(v4, v31)
 	VSUBPS Y4, Y1, Y1
 
-	// v56 = where(mask, v55, 0)
+	// v55 = where(mask, v54, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v56) over [B L]
+	// sum(v55) over [B L]
 	VADDPS  2880(BX), Y1, Y1
 	VMOVUPS Y1, 2880(BX)
 	VMOVUPS 32(SP), Y1
 
-	// v59 = where(mask, valueTarget, 0)
+	// v58 = where(mask, valueTarget, 0)
 	VANDPS  Y1, Y0, Y1
 	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
-	// v60 = where(mask, stateValue, 0)
+	// v59 = where(mask, stateValue, 0)
 	VANDPS Y4, Y0, Y4
 
-	// diff = sub(v59, v60)
+	// diff = sub(v58, v59)
 	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
@@ -1616,56 +1607,53 @@ blocks_15:
 	VANDNPS Y4, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
-	// v64 = lt(absDiff, 1)
+	// v63 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y6, Y8
 
-	// v65 = mul(0.5, absDiff)
+	// v64 = mul(0.5, absDiff)
 	VMULPS lgc22<>+0(SB), Y6, Y9
 
-	// v66 = mul(v65, absDiff)
+	// v65 = mul(v64, absDiff)
 	VMULPS Y6, Y9, Y10
 
-	// v67 = sub(absDiff, 0.5)
+	// v66 = sub(absDiff, 0.5)
 	VSUBPS  lgc22<>+0(SB), Y6, Y11
 	VMOVUPS Y3, 128(SP)
 	VMOVUPS Y2, 160(SP)
 	VMOVUPS Y9, 192(SP)
 	VMOVUPS Y6, 224(SP)
 
-	// smoothL1 = where(v64, v66, v67)
+	// smoothL1 = where(v63, v65, v66)
 	VBLENDVPS Y8, Y10, Y11, Y2
 
-	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y2, Y2
-
-	// v70 = where(mask, v69, 0)
+	// v68 = where(mask, smoothL1, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v70) over [B L]
+	// sum(v68) over [B L]
 	VADDPS  3200(BX), Y2, Y2
 	VMOVUPS Y2, 3200(BX)
 	MOVQ    s5+64(FP), DI
 	MOVQ    CX, R8
 	VMOVUPS (DI)(R8*4), Y2
 
-	// v74 = max(v73, 1)
+	// v72 = max(v71, 1)
 	VMAXPS  Y2, Y7, Y2
 	MOVQ    s6+72(FP), DI
 	VMOVUPS (DI)(R8*4), Y3
 
-	// v77 = div(v76, v74)
+	// v75 = div(v74, v72)
 	VDIVPS Y2, Y3, Y3
 
-	// v78 = sub(diff, v77)
+	// v76 = sub(diff, v75)
 	VSUBPS Y3, Y4, Y3
 
-	// v79 = mul(v78, v78)
+	// v77 = mul(v76, v76)
 	VMULPS Y3, Y3, Y3
 
-	// v80 = where(mask, v79, 0)
+	// v78 = where(mask, v77, 0)
 	VANDPS Y3, Y0, Y3
 
-	// sum(v80) over [B]
+	// sum(v78) over [B]
 	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1676,19 +1664,19 @@ blocks_15:
 	MOVQ         s8+80(FP), DI
 	VMOVUPS      (DI)(R8*4), Y3
 
-	// v84 = div(v83, v74)
+	// v82 = div(v81, v72)
 	VDIVPS Y2, Y3, Y2
 
-	// v85 = sub(v59, v84)
+	// v83 = sub(v58, v82)
 	VSUBPS Y2, Y1, Y1
 
-	// v86 = mul(v85, v85)
+	// v84 = mul(v83, v83)
 	VMULPS Y1, Y1, Y1
 
-	// v87 = where(mask, v86, 0)
+	// v85 = where(mask, v84, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v87) over [B]
+	// sum(v85) over [B]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1698,13 +1686,13 @@ blocks_15:
 	VMOVUPD      Y1, 3872(BX)(R8*8)
 	VMOVUPS      lgc28<>+0(SB), Y1
 
-	// v96 = where(mask, logWeight, -Inf)
+	// v94 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y5, Y1, Y1
 	VMOVUPS   Y4, 256(SP)
 	VMOVUPS   Y8, 288(SP)
 	VMOVUPS   96(SP), Y2
 
-	// logsumexp(v96) over [B]
+	// logsumexp(v94) over [B]
 	VANDPS       Y2, Y0, Y2
 	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y3
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y4
@@ -1728,141 +1716,138 @@ blocks_15:
 	VMOVUPD      Y1, 5216(BX)(R8*8)
 	VMOVUPS      (SP), Y1
 
-	// v113 = where(mask, v111, 0)
-	VANDPS Y1, Y0, Y1
+	// v111 = where(mask, v109, 0)
+	VANDPS  Y1, Y0, Y1
+	VMOVUPS 288(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y2, Y3
 
-	// v114 = mul(v113, 1)
-	VMULPS  lgc2<>+0(SB), Y1, Y2
-	VMOVUPS 288(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y3, Y4
+	// v112 = where(v63, v111, 0)
+	VANDPS Y1, Y3, Y2
 
-	// v115 = where(v64, v114, 0)
-	VANDPS Y2, Y4, Y3
-
-	// v116 = where(v64, 0, v114)
-	VANDNPS Y2, Y4, Y2
+	// v113 = where(v63, 0, v111)
+	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v117 = ne(v115, 0)
-	VCMPPS  $0x04, Y4, Y3, Y5
+	// v114 = ne(v112, 0)
+	VCMPPS  $0x04, Y4, Y2, Y5
 	VMOVUPS 224(SP), Y6
 
-	// v118 = mul(v115, absDiff)
-	VMULPS Y6, Y3, Y6
+	// v115 = mul(v112, absDiff)
+	VMULPS Y6, Y2, Y6
 
-	// v119 = where(v117, v118, v115)
-	VBLENDVPS Y5, Y6, Y3, Y6
+	// v116 = where(v114, v115, v112)
+	VBLENDVPS Y5, Y6, Y2, Y6
 	VMOVUPS   192(SP), Y7
 
-	// v120 = mul(v115, v65)
-	VMULPS Y7, Y3, Y7
+	// v117 = mul(v112, v64)
+	VMULPS Y7, Y2, Y7
 
-	// v121 = where(v117, v120, v115)
-	VBLENDVPS Y5, Y7, Y3, Y3
+	// v118 = where(v114, v117, v112)
+	VBLENDVPS Y5, Y7, Y2, Y2
 
-	// v122 = add(v116, v121)
-	VADDPS Y3, Y2, Y2
+	// v119 = add(v113, v118)
+	VADDPS Y2, Y3, Y2
 
-	// v123 = mul(v119, 0.5)
+	// v120 = mul(v116, 0.5)
 	VMULPS lgc22<>+0(SB), Y6, Y3
 
-	// v124 = add(v122, v123)
+	// v121 = add(v119, v120)
 	VADDPS  Y3, Y2, Y2
 	VMOVUPS 256(SP), Y3
 
-	// v125 = gt(diff, 0)
+	// v122 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v126 = lt(diff, 0)
+	// v123 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v127 = mul(diff, 0)
+	// v124 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc36<>+0(SB), Y7
 
-	// v128 = where(v126, -1, v127)
+	// v125 = where(v123, -1, v124)
 	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v129 = where(v125, 1, v128)
+	// v126 = where(v122, 1, v125)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v130 = ne(v124, 0)
+	// v127 = ne(v121, 0)
 	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v131 = mul(v124, v129)
+	// v128 = mul(v121, v126)
 	VMULPS Y3, Y2, Y3
 
-	// v132 = where(v130, v131, v124)
+	// v129 = where(v127, v128, v121)
 	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// v133 = neg(v132)
+	// v130 = neg(v129)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
-	// gradStateValue = where(mask, v133, 0)
+	// gradStateValue = where(mask, v130, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v135 = neg(v113)
+	// v132 = neg(v111)
 	VXORPS lgc27<>+0(SB), Y1, Y1
 
-	// v136 = ne(v135, 0)
+	// v133 = ne(v132, 0)
 	VCMPPS  $0x04, Y4, Y1, Y3
 	VMOVUPS 160(SP), Y5
 
-	// v137 = mul(v135, v30)
+	// v134 = mul(v132, v29)
 	VMULPS Y5, Y1, Y5
 
-	// v138 = where(v136, v137, v135)
+	// v135 = where(v133, v134, v132)
 	VBLENDVPS Y3, Y5, Y1, Y1
 	VMOVUPS   128(SP), Y3
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 
-	// v139 = where(v39, v138, 0)
+	// v136 = where(v38, v135, 0)
 	VANDPS Y1, Y5, Y3
 
-	// v140 = where(v39, 0, v138)
+	// v137 = where(v38, 0, v135)
 	VANDNPS Y1, Y5, Y1
 	VMOVUPS 96(SP), Y5
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// v141 = ge(ratio, 0.8000000028326788)
+	// v138 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
 
-	// v142 = ne(ratio, ratio)
+	// v139 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y5, Y5, Y7
 	VMOVUPS Y2, 320(SP)
 
-	// v143 = max(v141, v142)
+	// v140 = max(v138, v139)
 	VORPS Y6, Y7, Y2
 
-	// v144 = where(v143, v140, 0)
+	// v141 = where(v140, v137, 0)
 	VANDPS  Y1, Y2, Y1
 	VMOVUPS lgc25<>+0(SB), Y2
 
-	// v145 = le(ratio, 1.2000000078829447)
+	// v142 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y2, Y5, Y2
 
-	// v146 = max(v145, v142)
+	// v143 = max(v142, v139)
 	VORPS Y2, Y7, Y2
 
-	// v147 = where(v146, v139, 0)
+	// v144 = where(v143, v136, 0)
 	VANDPS Y3, Y2, Y2
 
-	// v148 = add(v144, v147)
+	// v145 = add(v141, v144)
 	VADDPS Y2, Y1, Y1
 
-	// v149 = ne(v148, 0)
+	// v146 = ne(v145, 0)
 	VCMPPS $0x04, Y4, Y1, Y2
 
-	// v150 = mul(v148, ratio)
+	// v147 = mul(v145, ratio)
 	VMULPS Y5, Y1, Y3
 
-	// v151 = where(v149, v150, v148)
+	// v148 = where(v146, v147, v145)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// gradLogProb = where(mask, v151, 0)
+	// gradLogProb = where(mask, v148, 0)
 	VANDPS  Y1, Y0, Y0
 	VMOVUPS 320(SP), Y1
 
@@ -2019,27 +2004,27 @@ TEXT ·fbPass2AVX2(SB), $0-72
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v49 = max(numValid, 1)
+	// v48 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v48, v49)
+	// lossObjective = div(v47, v48)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v53, v49)
+	// clipFraction = div(v52, v48)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v57, v49)
+	// klApprox = div(v56, v48)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// lossCritic = div(v71, v49)
+	// lossCritic = div(v69, v48)
 	VDIVPS Y0, Y4, Y0
 
 	// store lossObjective
@@ -2074,39 +2059,39 @@ blocks_17:
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v74 = max(v73, 1)
+	// v72 = max(v71, 1)
 	VMAXPS  Y0, Y1, Y2
 	MOVQ    s7+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// residVar = div(v81, v74)
+	// residVar = div(v79, v72)
 	VDIVPS  Y2, Y3, Y3
 	MOVQ    s9+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y4
 
-	// targetVar = div(v88, v74)
+	// targetVar = div(v86, v72)
 	VDIVPS Y2, Y4, Y2
 
-	// v91 = add(targetVar, 1.1920929e-07)
+	// v89 = add(targetVar, 1.1920929e-07)
 	VADDPS lgc35<>+0(SB), Y2, Y2
 
-	// v92 = div(residVar, v91)
+	// v90 = div(residVar, v89)
 	VDIVPS Y2, Y3, Y2
 
-	// explainedVariance = sub(1, v92)
+	// explainedVariance = sub(1, v90)
 	VSUBPS  Y2, Y1, Y1
 	MOVQ    s10+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v100 = mul(2, logSumW)
+	// v98 = mul(2, logSumW)
 	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v101 = sub(v100, logSumW2)
+	// v99 = sub(v98, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v101)
+	// essCol = exp(v99)
 	VMOVUPS      lgc12<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc13<>+0(SB), Y3
@@ -2136,19 +2121,19 @@ blocks_17:
 	VMULPS       Y2, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y2
 
-	// v103 = gt(v73, 0)
+	// v101 = gt(v71, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y2
 
-	// v104 = where(v103, essCol, 0)
+	// v102 = where(v101, essCol, 0)
 	VANDPS Y4, Y0, Y0
 
-	// sum(v104) over [L]
+	// sum(v102) over [L]
 	MOVQ    state+56(FP), DX
 	VADDPS  6016(DX), Y0, Y0
 	VMOVUPS Y0, 6016(DX)
 
-	// sum(v103) over [L]
+	// sum(v101) over [L]
 	VADDPS  6336(DX), Y2, Y0
 	VMOVUPS Y0, 6336(DX)
 
@@ -2240,16 +2225,16 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v107 = max(v106, 1)
+	// v105 = max(v104, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v108 = div(v105, v107)
+	// v106 = div(v103, v105)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc34<>+0(SB), Y1
 
-	// ess = div(v108, 16)
+	// ess = div(v106, 16)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

@@ -13,30 +13,30 @@ import (
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0       []float32           // gae = scan(delta, discount) over L reverse [B=16 L=48]
-	s1       float32             // v48 = sum(v47) over B,L
-	s2       float32             // v53 = sum(v52) over B,L
-	s3       float32             // v57 = sum(v56) over B,L
-	s4       float32             // v71 = sum(v70) over B,L
-	s5       []float32           // v73 = sum(v28) over B [L=48]
-	s6       []float32           // v76 = sum(v75) over B [L=48]
-	s7       []float32           // v81 = sum(v80) over B [L=48]
-	s8       []float32           // v83 = sum(v59) over B [L=48]
-	s9       []float32           // v88 = sum(v87) over B [L=48]
-	s10      []float32           // logSumW = logsumexp(v96) over B [L=48]
-	s11      []float32           // logSumW2 = logsumexp(v98) over B [L=48]
-	s12      float32             // v105 = sum(v104) over L
-	s13      float32             // v106 = sum(v103) over L
-	acc73    []float64           // accumulators of v73
-	acc76    []float64           // accumulators of v76
-	acc83    []float64           // accumulators of v83
+	s1       float32             // v47 = sum(v46) over B,L
+	s2       float32             // v52 = sum(v51) over B,L
+	s3       float32             // v56 = sum(v55) over B,L
+	s4       float32             // v69 = sum(v68) over B,L
+	s5       []float32           // v71 = sum(v27) over B [L=48]
+	s6       []float32           // v74 = sum(v73) over B [L=48]
+	s7       []float32           // v79 = sum(v78) over B [L=48]
+	s8       []float32           // v81 = sum(v58) over B [L=48]
+	s9       []float32           // v86 = sum(v85) over B [L=48]
+	s10      []float32           // logSumW = logsumexp(v94) over B [L=48]
+	s11      []float32           // logSumW2 = logsumexp(v96) over B [L=48]
+	s12      float32             // v103 = sum(v102) over L
+	s13      float32             // v104 = sum(v101) over L
+	acc71    []float64           // accumulators of v71
+	acc74    []float64           // accumulators of v74
+	acc81    []float64           // accumulators of v81
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
-	acc81    []float64           // accumulators of v81
-	acc88    []float64           // accumulators of v88
+	acc79    []float64           // accumulators of v79
+	acc86    []float64           // accumulators of v86
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc83: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48), acc81: make([]float64, 48), acc88: make([]float64, 48)}
+	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc71: make([]float64, 48), acc74: make([]float64, 48), acc81: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48), acc79: make([]float64, 48), acc86: make([]float64, 48)}
 }}
 
 // pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
@@ -47,33 +47,33 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
-	numValid float64             // numValid = sum(v28) over B,L
-	acc48    float64             // v48 = sum(v47) over B,L
-	acc53    float64             // v53 = sum(v52) over B,L
-	acc57    float64             // v57 = sum(v56) over B,L
-	acc71    float64             // v71 = sum(v70) over B,L
-	acc73    []float64           // v73 = sum(v28) over B
-	acc76    []float64           // v76 = sum(v75) over B
-	acc83    []float64           // v83 = sum(v59) over B
-	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v96) over B
-	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v98) over B
+	numValid float64             // numValid = sum(v27) over B,L
+	acc47    float64             // v47 = sum(v46) over B,L
+	acc52    float64             // v52 = sum(v51) over B,L
+	acc56    float64             // v56 = sum(v55) over B,L
+	acc69    float64             // v69 = sum(v68) over B,L
+	acc71    []float64           // v71 = sum(v27) over B
+	acc74    []float64           // v74 = sum(v73) over B
+	acc81    []float64           // v81 = sum(v58) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v94) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v96) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc48, b.acc48)
-	mergeSum(&a.acc53, b.acc53)
-	mergeSum(&a.acc57, b.acc57)
-	mergeSum(&a.acc71, b.acc71)
-	for k := range a.acc73 {
-		mergeSum(&a.acc73[k], b.acc73[k])
+	mergeSum(&a.acc47, b.acc47)
+	mergeSum(&a.acc52, b.acc52)
+	mergeSum(&a.acc56, b.acc56)
+	mergeSum(&a.acc69, b.acc69)
+	for k := range a.acc71 {
+		mergeSum(&a.acc71[k], b.acc71[k])
 	}
-	for k := range a.acc76 {
-		mergeSum(&a.acc76[k], b.acc76[k])
+	for k := range a.acc74 {
+		mergeSum(&a.acc74[k], b.acc74[k])
 	}
-	for k := range a.acc83 {
-		mergeSum(&a.acc83[k], b.acc83[k])
+	for k := range a.acc81 {
+		mergeSum(&a.acc81[k], b.acc81[k])
 	}
 	for k := range a.logSumW {
 		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
@@ -88,27 +88,27 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	zero := float32(0)
 	c8 := float32(0.05)
 	one := float32(1)
-	c22 := float32(0.95)
-	c34 := float32(-0.22314355)
-	c35 := float32(0.18232156)
-	c40 := float32(1.2)
-	c42 := float32(0.8)
+	c21 := float32(0.95)
+	c33 := float32(-0.22314355)
+	c34 := float32(0.18232156)
+	c39 := float32(1.2)
+	c41 := float32(0.8)
 	half := float32(0.5)
 	two := float32(2)
-	c95 := float32(math.Inf(-1))
+	c93 := float32(math.Inf(-1))
 	numValid := 0.0
-	acc48 := 0.0
-	acc53 := 0.0
-	acc57 := 0.0
-	acc71 := 0.0
-	for k := range st.acc73 {
-		st.acc73[k] = 0.0
+	acc47 := 0.0
+	acc52 := 0.0
+	acc56 := 0.0
+	acc69 := 0.0
+	for k := range st.acc71 {
+		st.acc71[k] = 0.0
 	}
-	for k := range st.acc76 {
-		st.acc76[k] = 0.0
+	for k := range st.acc74 {
+		st.acc74[k] = 0.0
 	}
-	for k := range st.acc83 {
-		st.acc83[k] = 0.0
+	for k := range st.acc81 {
+		st.acc81[k] = 0.0
 	}
 	for k := range st.logSumW {
 		st.logSumW[k] = runtime.NewLogSumExp()
@@ -137,76 +137,74 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			notTerminated := one - nextTerminated
 			nextDone := b2f(in.NextDone[iB*48+iL])
 			notDone := one - nextDone
-			v18 := float32(one * notTerminated)
-			v19 := float32(v18 * nextStateValue)
-			v20 := nextReward2 + v19
-			delta := v20 - stateValue
-			discount := float32(c22 * notDone)
+			v18 := float32(notTerminated * nextStateValue)
+			v19 := nextReward2 + v18
+			delta := v19 - stateValue
+			discount := float32(c21 * notDone)
 			gae := delta + float32(gaeCarry*discount)
 			gaeCarry = gae
 			s.s0[iB*48+iL] = gae
 			valueTarget := gae + stateValue
 			out.Advantage[iB*48+iL] = gae
 			out.ValueTarget[iB*48+iL] = valueTarget
-			v28 := sel(mask, one, zero)
-			numValid += float64(v28)
-			v30 := sel(mask, gae, zero)
+			v27 := sel(mask, one, zero)
+			numValid += float64(v27)
+			v29 := sel(mask, gae, zero)
 			logProb := in.LogProb[iB*48+iL]
-			v32 := sel(mask, logProb, zero)
-			logWeight := v32 - v4
-			v36 := max(logWeight, c34)
-			logWeightClip := min(v36, c35)
+			v31 := sel(mask, logProb, zero)
+			logWeight := v31 - v4
+			v35 := max(logWeight, c33)
+			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v39 := b2f(v30 >= zero)
-			v41 := min(ratio, c40)
-			v43 := max(ratio, c42)
-			ratioClipped := sel(v39, v41, v43)
-			gain := float32(v30 * ratioClipped)
-			v46 := -gain
-			v47 := sel(mask, v46, zero)
-			acc48 += float64(v47)
-			v51 := b2f(logWeightClip != logWeight)
-			v52 := sel(mask, v51, zero)
-			acc53 += float64(v52)
-			v55 := v4 - v32
-			v56 := sel(mask, v55, zero)
-			acc57 += float64(v56)
-			v59 := sel(mask, valueTarget, zero)
-			v60 := sel(mask, stateValue, zero)
-			diff := v59 - v60
+			v38 := b2f(v29 >= zero)
+			v40 := min(ratio, c39)
+			v42 := max(ratio, c41)
+			ratioClipped := sel(v38, v40, v42)
+			gain := float32(v29 * ratioClipped)
+			v45 := -gain
+			v46 := sel(mask, v45, zero)
+			acc47 += float64(v46)
+			v50 := b2f(logWeightClip != logWeight)
+			v51 := sel(mask, v50, zero)
+			acc52 += float64(v51)
+			v54 := v4 - v31
+			v55 := sel(mask, v54, zero)
+			acc56 += float64(v55)
+			v58 := sel(mask, valueTarget, zero)
+			v59 := sel(mask, stateValue, zero)
+			diff := v58 - v59
 			absDiff := float32(math.Abs(float64(diff)))
-			v64 := b2f(absDiff < one)
-			v65 := float32(half * absDiff)
-			v66 := float32(v65 * absDiff)
-			v67 := absDiff - half
-			smoothL1 := sel(v64, v66, v67)
-			v69 := float32(one * smoothL1)
-			v70 := sel(mask, v69, zero)
-			acc71 += float64(v70)
-			st.acc73[iL] += float64(v28)
-			v75 := sel(mask, diff, zero)
-			st.acc76[iL] += float64(v75)
-			st.acc83[iL] += float64(v59)
-			v96 := sel(mask, logWeight, c95)
-			st.logSumW[iL].Add(float64(v96))
-			v98 := float32(two * v96)
-			st.logSumW2[iL].Add(float64(v98))
+			v63 := b2f(absDiff < one)
+			v64 := float32(half * absDiff)
+			v65 := float32(v64 * absDiff)
+			v66 := absDiff - half
+			smoothL1 := sel(v63, v65, v66)
+			v68 := sel(mask, smoothL1, zero)
+			acc69 += float64(v68)
+			st.acc71[iL] += float64(v27)
+			v73 := sel(mask, diff, zero)
+			st.acc74[iL] += float64(v73)
+			st.acc81[iL] += float64(v58)
+			v94 := sel(mask, logWeight, c93)
+			st.logSumW[iL].Add(float64(v94))
+			v96 := float32(two * v94)
+			st.logSumW2[iL].Add(float64(v96))
 		}
 	}
 	st.numValid = numValid
-	st.acc48 = acc48
-	st.acc53 = acc53
-	st.acc57 = acc57
-	st.acc71 = acc71
+	st.acc47 = acc47
+	st.acc52 = acc52
+	st.acc56 = acc56
+	st.acc69 = acc69
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along L over
 // [B=16 L=48], in pass0GoChunks chunks of rows of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass0GoStates
-	st.acc73 = s.acc73
-	st.acc76 = s.acc76
-	st.acc83 = s.acc83
+	st.acc71 = s.acc71
+	st.acc74 = s.acc74
+	st.acc81 = s.acc81
 	st.logSumW = s.logSumW
 	st.logSumW2 = s.logSumW2
 	if n := min(pass0GoChunks, 16); n <= 1 {
@@ -214,9 +212,9 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	} else {
 		sts := make([]pass0GoStates, n)
 		for c := range sts {
-			sts[c].acc73 = make([]float64, 48)
-			sts[c].acc76 = make([]float64, 48)
-			sts[c].acc83 = make([]float64, 48)
+			sts[c].acc71 = make([]float64, 48)
+			sts[c].acc74 = make([]float64, 48)
+			sts[c].acc81 = make([]float64, 48)
 			sts[c].logSumW = make([]runtime.LogSumExp, 48)
 			sts[c].logSumW2 = make([]runtime.LogSumExp, 48)
 		}
@@ -229,18 +227,18 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s1 = float32(st.acc48)
-	s.s2 = float32(st.acc53)
-	s.s3 = float32(st.acc57)
-	s.s4 = float32(st.acc71)
-	for k := range st.acc73 {
-		s.s5[k] = float32(st.acc73[k])
+	s.s1 = float32(st.acc47)
+	s.s2 = float32(st.acc52)
+	s.s3 = float32(st.acc56)
+	s.s4 = float32(st.acc69)
+	for k := range st.acc71 {
+		s.s5[k] = float32(st.acc71[k])
 	}
-	for k := range st.acc76 {
-		s.s6[k] = float32(st.acc76[k])
+	for k := range st.acc74 {
+		s.s6[k] = float32(st.acc74[k])
 	}
-	for k := range st.acc83 {
-		s.s8[k] = float32(st.acc83[k])
+	for k := range st.acc81 {
+		s.s8[k] = float32(st.acc81[k])
 	}
 	for k := range st.logSumW {
 		s.s10[k] = float32(st.logSumW[k].Result())
@@ -254,18 +252,18 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	numValid := out.NumValid
-	v48 := s.s1
-	v49 := max(numValid, one)
-	lossObjective := v48 / v49
+	v47 := s.s1
+	v48 := max(numValid, one)
+	lossObjective := v47 / v48
 	out.LossObjective = lossObjective
-	v53 := s.s2
-	clipFraction := v53 / v49
+	v52 := s.s2
+	clipFraction := v52 / v48
 	out.ClipFraction = clipFraction
-	v57 := s.s3
-	klApprox := v57 / v49
+	v56 := s.s3
+	klApprox := v56 / v48
 	out.KLApprox = klApprox
-	v71 := s.s4
-	lossCritic := v71 / v49
+	v69 := s.s4
+	lossCritic := v69 / v48
 	out.LossCritic = lossCritic
 }
 
@@ -277,36 +275,36 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of L.
 type pass2GoStates struct {
-	acc105 float64 // v105 = sum(v104) over L
-	acc106 float64 // v106 = sum(v103) over L
+	acc103 float64 // v103 = sum(v102) over L
+	acc104 float64 // v104 = sum(v101) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
-	mergeSum(&a.acc105, b.acc105)
-	mergeSum(&a.acc106, b.acc106)
+	mergeSum(&a.acc103, b.acc103)
+	mergeSum(&a.acc104, b.acc104)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of L, its reduction states into st.
 func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	zero := float32(0)
 	two := float32(2)
-	acc105 := 0.0
-	acc106 := 0.0
+	acc103 := 0.0
+	acc104 := 0.0
 	for iL := lo; iL < hi; iL++ {
-		v73 := s.s5[iL]
+		v71 := s.s5[iL]
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
-		v100 := float32(two * logSumW)
-		v101 := v100 - logSumW2
-		essCol := float32(math.Exp(float64(v101)))
-		v103 := b2f(v73 > zero)
-		v104 := sel(v103, essCol, zero)
-		acc105 += float64(v104)
-		acc106 += float64(v103)
+		v98 := float32(two * logSumW)
+		v99 := v98 - logSumW2
+		essCol := float32(math.Exp(float64(v99)))
+		v101 := b2f(v71 > zero)
+		v102 := sel(v101, essCol, zero)
+		acc103 += float64(v102)
+		acc104 += float64(v101)
 	}
-	st.acc105 = acc105
-	st.acc106 = acc106
+	st.acc103 = acc103
+	st.acc104 = acc104
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=48], in
@@ -325,8 +323,8 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s12 = float32(st.acc105)
-	s.s13 = float32(st.acc106)
+	s.s12 = float32(st.acc103)
+	s.s13 = float32(st.acc104)
 }
 
 // pass3GoChunks is how many chunks of rows of B pass3Go runs as, concurrently, each with its own
@@ -337,17 +335,17 @@ var pass3GoChunks = 1
 
 // pass3GoStates are the reduction states of pass3Go over one chunk of B.
 type pass3GoStates struct {
-	acc81 []float64 // v81 = sum(v80) over B
-	acc88 []float64 // v88 = sum(v87) over B
+	acc79 []float64 // v79 = sum(v78) over B
+	acc86 []float64 // v86 = sum(v85) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass3GoStates) merge(b *pass3GoStates) {
-	for k := range a.acc81 {
-		mergeSum(&a.acc81[k], b.acc81[k])
+	for k := range a.acc79 {
+		mergeSum(&a.acc79[k], b.acc79[k])
 	}
-	for k := range a.acc88 {
-		mergeSum(&a.acc88[k], b.acc88[k])
+	for k := range a.acc86 {
+		mergeSum(&a.acc86[k], b.acc86[k])
 	}
 }
 
@@ -355,11 +353,11 @@ func (a *pass3GoStates) merge(b *pass3GoStates) {
 func pass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass3GoStates, lo, hi int) {
 	zero := float32(0)
 	one := float32(1)
-	for k := range st.acc81 {
-		st.acc81[k] = 0.0
+	for k := range st.acc79 {
+		st.acc79[k] = 0.0
 	}
-	for k := range st.acc88 {
-		st.acc88[k] = 0.0
+	for k := range st.acc86 {
+		st.acc86[k] = 0.0
 	}
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 48; iL++ {
@@ -367,23 +365,23 @@ func pass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass3G
 			stateValue := in.StateValue[iB*48+iL]
 			gae := s.s0[iB*48+iL]
 			valueTarget := gae + stateValue
-			v59 := sel(mask, valueTarget, zero)
-			v60 := sel(mask, stateValue, zero)
-			diff := v59 - v60
-			v73 := s.s5[iL]
-			v74 := max(v73, one)
-			v76 := s.s6[iL]
-			v77 := v76 / v74
-			v78 := diff - v77
-			v79 := float32(v78 * v78)
-			v80 := sel(mask, v79, zero)
-			st.acc81[iL] += float64(v80)
-			v83 := s.s8[iL]
-			v84 := v83 / v74
-			v85 := v59 - v84
-			v86 := float32(v85 * v85)
-			v87 := sel(mask, v86, zero)
-			st.acc88[iL] += float64(v87)
+			v58 := sel(mask, valueTarget, zero)
+			v59 := sel(mask, stateValue, zero)
+			diff := v58 - v59
+			v71 := s.s5[iL]
+			v72 := max(v71, one)
+			v74 := s.s6[iL]
+			v75 := v74 / v72
+			v76 := diff - v75
+			v77 := float32(v76 * v76)
+			v78 := sel(mask, v77, zero)
+			st.acc79[iL] += float64(v78)
+			v81 := s.s8[iL]
+			v82 := v81 / v72
+			v83 := v58 - v82
+			v84 := float32(v83 * v83)
+			v85 := sel(mask, v84, zero)
+			st.acc86[iL] += float64(v85)
 		}
 	}
 }
@@ -392,15 +390,15 @@ func pass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass3G
 // pass3GoChunks chunks of rows of B (pass3GoChunk).
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass3GoStates
-	st.acc81 = s.acc81
-	st.acc88 = s.acc88
+	st.acc79 = s.acc79
+	st.acc86 = s.acc86
 	if n := min(pass3GoChunks, 16); n <= 1 {
 		pass3GoChunk(in, out, grads, s, &st, 0, 16)
 	} else {
 		sts := make([]pass3GoStates, n)
 		for c := range sts {
-			sts[c].acc81 = make([]float64, 48)
-			sts[c].acc88 = make([]float64, 48)
+			sts[c].acc79 = make([]float64, 48)
+			sts[c].acc86 = make([]float64, 48)
 		}
 		runtime.ForChunks(n, 16, func(c, lo, hi int) {
 			pass3GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -410,23 +408,23 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	for k := range st.acc81 {
-		s.s7[k] = float32(st.acc81[k])
+	for k := range st.acc79 {
+		s.s7[k] = float32(st.acc79[k])
 	}
-	for k := range st.acc88 {
-		s.s9[k] = float32(st.acc88[k])
+	for k := range st.acc86 {
+		s.s9[k] = float32(st.acc86[k])
 	}
 }
 
 // pass4Go is pass 4 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass4Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c109 := float32(16)
-	v105 := s.s12
-	v106 := s.s13
-	v107 := max(v106, one)
-	v108 := v105 / v107
-	ess := v108 / c109
+	c107 := float32(16)
+	v103 := s.s12
+	v104 := s.s13
+	v105 := max(v104, one)
+	v106 := v103 / v105
+	ess := v106 / c107
 	out.ESS = ess
 }
 
@@ -439,17 +437,17 @@ var pass5GoChunks = 1
 // pass5GoChunk runs pass5Go over indices [lo, hi) of L.
 func pass5GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, lo, hi int) {
 	one := float32(1)
-	c90 := float32(1.1920929e-07)
+	c88 := float32(1.1920929e-07)
 	for iL := lo; iL < hi; iL++ {
-		v73 := s.s5[iL]
-		v74 := max(v73, one)
-		v81 := s.s7[iL]
-		residVar := v81 / v74
-		v88 := s.s9[iL]
-		targetVar := v88 / v74
-		v91 := targetVar + c90
-		v92 := residVar / v91
-		explainedVariance := one - v92
+		v71 := s.s5[iL]
+		v72 := max(v71, one)
+		v79 := s.s7[iL]
+		residVar := v79 / v72
+		v86 := s.s9[iL]
+		targetVar := v86 / v72
+		v89 := targetVar + c88
+		v90 := residVar / v89
+		explainedVariance := one - v90
 		out.ExplainedVariance[iL] = explainedVariance
 	}
 }
@@ -470,30 +468,30 @@ func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
 	s0       []float32           // gae = scan(delta, discount) over L reverse [B=16 L=48]
-	s1       float32             // v48 = sum(v47) over B,L
-	s2       float32             // v53 = sum(v52) over B,L
-	s3       float32             // v57 = sum(v56) over B,L
-	s4       float32             // v71 = sum(v70) over B,L
-	s5       []float32           // v73 = sum(v28) over B [L=48]
-	s6       []float32           // v76 = sum(v75) over B [L=48]
-	s7       []float32           // v81 = sum(v80) over B [L=48]
-	s8       []float32           // v83 = sum(v59) over B [L=48]
-	s9       []float32           // v88 = sum(v87) over B [L=48]
-	s10      []float32           // logSumW = logsumexp(v96) over B [L=48]
-	s11      []float32           // logSumW2 = logsumexp(v98) over B [L=48]
-	s12      float32             // v105 = sum(v104) over L
-	s13      float32             // v106 = sum(v103) over L
-	acc73    []float64           // accumulators of v73
-	acc76    []float64           // accumulators of v76
-	acc83    []float64           // accumulators of v83
+	s1       float32             // v47 = sum(v46) over B,L
+	s2       float32             // v52 = sum(v51) over B,L
+	s3       float32             // v56 = sum(v55) over B,L
+	s4       float32             // v69 = sum(v68) over B,L
+	s5       []float32           // v71 = sum(v27) over B [L=48]
+	s6       []float32           // v74 = sum(v73) over B [L=48]
+	s7       []float32           // v79 = sum(v78) over B [L=48]
+	s8       []float32           // v81 = sum(v58) over B [L=48]
+	s9       []float32           // v86 = sum(v85) over B [L=48]
+	s10      []float32           // logSumW = logsumexp(v94) over B [L=48]
+	s11      []float32           // logSumW2 = logsumexp(v96) over B [L=48]
+	s12      float32             // v103 = sum(v102) over L
+	s13      float32             // v104 = sum(v101) over L
+	acc71    []float64           // accumulators of v71
+	acc74    []float64           // accumulators of v74
 	acc81    []float64           // accumulators of v81
-	acc88    []float64           // accumulators of v88
+	acc79    []float64           // accumulators of v79
+	acc86    []float64           // accumulators of v86
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc83: make([]float64, 48), acc81: make([]float64, 48), acc88: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48)}
+	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc71: make([]float64, 48), acc74: make([]float64, 48), acc81: make([]float64, 48), acc79: make([]float64, 48), acc86: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -504,23 +502,23 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
 type fbPass0GoStates struct {
-	numValid float64   // numValid = sum(v28) over B,L
-	acc73    []float64 // v73 = sum(v28) over B
-	acc76    []float64 // v76 = sum(v75) over B
-	acc83    []float64 // v83 = sum(v59) over B
+	numValid float64   // numValid = sum(v27) over B,L
+	acc71    []float64 // v71 = sum(v27) over B
+	acc74    []float64 // v74 = sum(v73) over B
+	acc81    []float64 // v81 = sum(v58) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	for k := range a.acc73 {
-		mergeSum(&a.acc73[k], b.acc73[k])
+	for k := range a.acc71 {
+		mergeSum(&a.acc71[k], b.acc71[k])
 	}
-	for k := range a.acc76 {
-		mergeSum(&a.acc76[k], b.acc76[k])
+	for k := range a.acc74 {
+		mergeSum(&a.acc74[k], b.acc74[k])
 	}
-	for k := range a.acc83 {
-		mergeSum(&a.acc83[k], b.acc83[k])
+	for k := range a.acc81 {
+		mergeSum(&a.acc81[k], b.acc81[k])
 	}
 }
 
@@ -529,16 +527,16 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	zero := float32(0)
 	c8 := float32(0.05)
 	one := float32(1)
-	c22 := float32(0.95)
+	c21 := float32(0.95)
 	numValid := 0.0
-	for k := range st.acc73 {
-		st.acc73[k] = 0.0
+	for k := range st.acc71 {
+		st.acc71[k] = 0.0
 	}
-	for k := range st.acc76 {
-		st.acc76[k] = 0.0
+	for k := range st.acc74 {
+		st.acc74[k] = 0.0
 	}
-	for k := range st.acc83 {
-		st.acc83[k] = 0.0
+	for k := range st.acc81 {
+		st.acc81[k] = 0.0
 	}
 	for iB := lo; iB < hi; iB++ {
 		gaeCarry := float32(0)
@@ -561,26 +559,25 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			notTerminated := one - nextTerminated
 			nextDone := b2f(in.NextDone[iB*48+iL])
 			notDone := one - nextDone
-			v18 := float32(one * notTerminated)
-			v19 := float32(v18 * nextStateValue)
-			v20 := nextReward2 + v19
-			delta := v20 - stateValue
-			discount := float32(c22 * notDone)
+			v18 := float32(notTerminated * nextStateValue)
+			v19 := nextReward2 + v18
+			delta := v19 - stateValue
+			discount := float32(c21 * notDone)
 			gae := delta + float32(gaeCarry*discount)
 			gaeCarry = gae
 			s.s0[iB*48+iL] = gae
 			valueTarget := gae + stateValue
 			out.Advantage[iB*48+iL] = gae
 			out.ValueTarget[iB*48+iL] = valueTarget
-			v28 := sel(mask, one, zero)
-			numValid += float64(v28)
-			v59 := sel(mask, valueTarget, zero)
-			v60 := sel(mask, stateValue, zero)
-			diff := v59 - v60
-			st.acc73[iL] += float64(v28)
-			v75 := sel(mask, diff, zero)
-			st.acc76[iL] += float64(v75)
-			st.acc83[iL] += float64(v59)
+			v27 := sel(mask, one, zero)
+			numValid += float64(v27)
+			v58 := sel(mask, valueTarget, zero)
+			v59 := sel(mask, stateValue, zero)
+			diff := v58 - v59
+			st.acc71[iL] += float64(v27)
+			v73 := sel(mask, diff, zero)
+			st.acc74[iL] += float64(v73)
+			st.acc81[iL] += float64(v58)
 		}
 	}
 	st.numValid = numValid
@@ -590,17 +587,17 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 // L over [B=16 L=48], in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass0GoStates
-	st.acc73 = s.acc73
-	st.acc76 = s.acc76
-	st.acc83 = s.acc83
+	st.acc71 = s.acc71
+	st.acc74 = s.acc74
+	st.acc81 = s.acc81
 	if n := min(fbPass0GoChunks, 16); n <= 1 {
 		fbPass0GoChunk(in, out, grads, s, &st, 0, 16)
 	} else {
 		sts := make([]fbPass0GoStates, n)
 		for c := range sts {
-			sts[c].acc73 = make([]float64, 48)
-			sts[c].acc76 = make([]float64, 48)
-			sts[c].acc83 = make([]float64, 48)
+			sts[c].acc71 = make([]float64, 48)
+			sts[c].acc74 = make([]float64, 48)
+			sts[c].acc81 = make([]float64, 48)
 		}
 		runtime.ForChunks(n, 16, func(c, lo, hi int) {
 			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -611,14 +608,14 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	for k := range st.acc73 {
-		s.s5[k] = float32(st.acc73[k])
+	for k := range st.acc71 {
+		s.s5[k] = float32(st.acc71[k])
 	}
-	for k := range st.acc76 {
-		s.s6[k] = float32(st.acc76[k])
+	for k := range st.acc74 {
+		s.s6[k] = float32(st.acc74[k])
 	}
-	for k := range st.acc83 {
-		s.s8[k] = float32(st.acc83[k])
+	for k := range st.acc81 {
+		s.s8[k] = float32(st.acc81[k])
 	}
 }
 
@@ -630,27 +627,27 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	acc48    float64             // v48 = sum(v47) over B,L
-	acc53    float64             // v53 = sum(v52) over B,L
-	acc57    float64             // v57 = sum(v56) over B,L
-	acc71    float64             // v71 = sum(v70) over B,L
-	acc81    []float64           // v81 = sum(v80) over B
-	acc88    []float64           // v88 = sum(v87) over B
-	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v96) over B
-	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v98) over B
+	acc47    float64             // v47 = sum(v46) over B,L
+	acc52    float64             // v52 = sum(v51) over B,L
+	acc56    float64             // v56 = sum(v55) over B,L
+	acc69    float64             // v69 = sum(v68) over B,L
+	acc79    []float64           // v79 = sum(v78) over B
+	acc86    []float64           // v86 = sum(v85) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v94) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v96) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeSum(&a.acc48, b.acc48)
-	mergeSum(&a.acc53, b.acc53)
-	mergeSum(&a.acc57, b.acc57)
-	mergeSum(&a.acc71, b.acc71)
-	for k := range a.acc81 {
-		mergeSum(&a.acc81[k], b.acc81[k])
+	mergeSum(&a.acc47, b.acc47)
+	mergeSum(&a.acc52, b.acc52)
+	mergeSum(&a.acc56, b.acc56)
+	mergeSum(&a.acc69, b.acc69)
+	for k := range a.acc79 {
+		mergeSum(&a.acc79[k], b.acc79[k])
 	}
-	for k := range a.acc88 {
-		mergeSum(&a.acc88[k], b.acc88[k])
+	for k := range a.acc86 {
+		mergeSum(&a.acc86[k], b.acc86[k])
 	}
 	for k := range a.logSumW {
 		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
@@ -664,23 +661,23 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	zero := float32(0)
 	one := float32(1)
-	c34 := float32(-0.22314355)
-	c35 := float32(0.18232156)
-	c40 := float32(1.2)
-	c42 := float32(0.8)
+	c33 := float32(-0.22314355)
+	c34 := float32(0.18232156)
+	c39 := float32(1.2)
+	c41 := float32(0.8)
 	half := float32(0.5)
 	two := float32(2)
-	c95 := float32(math.Inf(-1))
+	c93 := float32(math.Inf(-1))
 	minusOne := float32(-1)
-	acc48 := 0.0
-	acc53 := 0.0
-	acc57 := 0.0
-	acc71 := 0.0
-	for k := range st.acc81 {
-		st.acc81[k] = 0.0
+	acc47 := 0.0
+	acc52 := 0.0
+	acc56 := 0.0
+	acc69 := 0.0
+	for k := range st.acc79 {
+		st.acc79[k] = 0.0
 	}
-	for k := range st.acc88 {
-		st.acc88[k] = 0.0
+	for k := range st.acc86 {
+		st.acc86[k] = 0.0
 	}
 	for k := range st.logSumW {
 		st.logSumW[k] = runtime.NewLogSumExp()
@@ -697,115 +694,113 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			gae := s.s0[iB*48+iL]
 			valueTarget := gae + stateValue
 			numValid := out.NumValid
-			v30 := sel(mask, gae, zero)
+			v29 := sel(mask, gae, zero)
 			logProb := in.LogProb[iB*48+iL]
-			v32 := sel(mask, logProb, zero)
-			logWeight := v32 - v4
-			v36 := max(logWeight, c34)
-			logWeightClip := min(v36, c35)
+			v31 := sel(mask, logProb, zero)
+			logWeight := v31 - v4
+			v35 := max(logWeight, c33)
+			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v39 := b2f(v30 >= zero)
-			v41 := min(ratio, c40)
-			v43 := max(ratio, c42)
-			ratioClipped := sel(v39, v41, v43)
-			gain := float32(v30 * ratioClipped)
-			v46 := -gain
-			v47 := sel(mask, v46, zero)
-			acc48 += float64(v47)
-			v49 := max(numValid, one)
-			v51 := b2f(logWeightClip != logWeight)
-			v52 := sel(mask, v51, zero)
-			acc53 += float64(v52)
-			v55 := v4 - v32
-			v56 := sel(mask, v55, zero)
-			acc57 += float64(v56)
-			v59 := sel(mask, valueTarget, zero)
-			v60 := sel(mask, stateValue, zero)
-			diff := v59 - v60
+			v38 := b2f(v29 >= zero)
+			v40 := min(ratio, c39)
+			v42 := max(ratio, c41)
+			ratioClipped := sel(v38, v40, v42)
+			gain := float32(v29 * ratioClipped)
+			v45 := -gain
+			v46 := sel(mask, v45, zero)
+			acc47 += float64(v46)
+			v48 := max(numValid, one)
+			v50 := b2f(logWeightClip != logWeight)
+			v51 := sel(mask, v50, zero)
+			acc52 += float64(v51)
+			v54 := v4 - v31
+			v55 := sel(mask, v54, zero)
+			acc56 += float64(v55)
+			v58 := sel(mask, valueTarget, zero)
+			v59 := sel(mask, stateValue, zero)
+			diff := v58 - v59
 			absDiff := float32(math.Abs(float64(diff)))
-			v64 := b2f(absDiff < one)
-			v65 := float32(half * absDiff)
-			v66 := float32(v65 * absDiff)
-			v67 := absDiff - half
-			smoothL1 := sel(v64, v66, v67)
-			v69 := float32(one * smoothL1)
-			v70 := sel(mask, v69, zero)
-			acc71 += float64(v70)
-			v73 := s.s5[iL]
-			v74 := max(v73, one)
-			v76 := s.s6[iL]
-			v77 := v76 / v74
-			v78 := diff - v77
-			v79 := float32(v78 * v78)
-			v80 := sel(mask, v79, zero)
-			st.acc81[iL] += float64(v80)
-			v83 := s.s8[iL]
-			v84 := v83 / v74
-			v85 := v59 - v84
-			v86 := float32(v85 * v85)
-			v87 := sel(mask, v86, zero)
-			st.acc88[iL] += float64(v87)
-			v96 := sel(mask, logWeight, c95)
-			st.logSumW[iL].Add(float64(v96))
-			v98 := float32(two * v96)
-			st.logSumW2[iL].Add(float64(v98))
-			v111 := one / v49
-			v113 := sel(mask, v111, zero)
-			v114 := float32(v113 * one)
-			v115 := sel(v64, v114, zero)
-			v116 := sel(v64, zero, v114)
-			v117 := b2f(v115 != zero)
-			v118 := float32(v115 * absDiff)
-			v119 := sel(v117, v118, v115)
-			v120 := float32(v115 * v65)
-			v121 := sel(v117, v120, v115)
-			v122 := v116 + v121
-			v123 := float32(v119 * half)
-			v124 := v122 + v123
-			v125 := b2f(diff > zero)
-			v126 := b2f(diff < zero)
-			v127 := float32(diff * zero)
-			v128 := sel(v126, minusOne, v127)
-			v129 := sel(v125, one, v128)
-			v130 := b2f(v124 != zero)
-			v131 := float32(v124 * v129)
-			v132 := sel(v130, v131, v124)
-			v133 := -v132
-			gradStateValue := sel(mask, v133, zero)
+			v63 := b2f(absDiff < one)
+			v64 := float32(half * absDiff)
+			v65 := float32(v64 * absDiff)
+			v66 := absDiff - half
+			smoothL1 := sel(v63, v65, v66)
+			v68 := sel(mask, smoothL1, zero)
+			acc69 += float64(v68)
+			v71 := s.s5[iL]
+			v72 := max(v71, one)
+			v74 := s.s6[iL]
+			v75 := v74 / v72
+			v76 := diff - v75
+			v77 := float32(v76 * v76)
+			v78 := sel(mask, v77, zero)
+			st.acc79[iL] += float64(v78)
+			v81 := s.s8[iL]
+			v82 := v81 / v72
+			v83 := v58 - v82
+			v84 := float32(v83 * v83)
+			v85 := sel(mask, v84, zero)
+			st.acc86[iL] += float64(v85)
+			v94 := sel(mask, logWeight, c93)
+			st.logSumW[iL].Add(float64(v94))
+			v96 := float32(two * v94)
+			st.logSumW2[iL].Add(float64(v96))
+			v109 := one / v48
+			v111 := sel(mask, v109, zero)
+			v112 := sel(v63, v111, zero)
+			v113 := sel(v63, zero, v111)
+			v114 := b2f(v112 != zero)
+			v115 := float32(v112 * absDiff)
+			v116 := sel(v114, v115, v112)
+			v117 := float32(v112 * v64)
+			v118 := sel(v114, v117, v112)
+			v119 := v113 + v118
+			v120 := float32(v116 * half)
+			v121 := v119 + v120
+			v122 := b2f(diff > zero)
+			v123 := b2f(diff < zero)
+			v124 := float32(diff * zero)
+			v125 := sel(v123, minusOne, v124)
+			v126 := sel(v122, one, v125)
+			v127 := b2f(v121 != zero)
+			v128 := float32(v121 * v126)
+			v129 := sel(v127, v128, v121)
+			v130 := -v129
+			gradStateValue := sel(mask, v130, zero)
 			grads.StateValue[iB*48+iL] = gradStateValue
-			v135 := -v113
-			v136 := b2f(v135 != zero)
-			v137 := float32(v135 * v30)
-			v138 := sel(v136, v137, v135)
-			v139 := sel(v39, v138, zero)
-			v140 := sel(v39, zero, v138)
-			v141 := b2f(ratio >= c42)
-			v142 := b2f(ratio != ratio)
-			v143 := max(v141, v142)
-			v144 := sel(v143, v140, zero)
-			v145 := b2f(ratio <= c40)
-			v146 := max(v145, v142)
-			v147 := sel(v146, v139, zero)
-			v148 := v144 + v147
-			v149 := b2f(v148 != zero)
-			v150 := float32(v148 * ratio)
-			v151 := sel(v149, v150, v148)
-			gradLogProb := sel(mask, v151, zero)
+			v132 := -v111
+			v133 := b2f(v132 != zero)
+			v134 := float32(v132 * v29)
+			v135 := sel(v133, v134, v132)
+			v136 := sel(v38, v135, zero)
+			v137 := sel(v38, zero, v135)
+			v138 := b2f(ratio >= c41)
+			v139 := b2f(ratio != ratio)
+			v140 := max(v138, v139)
+			v141 := sel(v140, v137, zero)
+			v142 := b2f(ratio <= c39)
+			v143 := max(v142, v139)
+			v144 := sel(v143, v136, zero)
+			v145 := v141 + v144
+			v146 := b2f(v145 != zero)
+			v147 := float32(v145 * ratio)
+			v148 := sel(v146, v147, v145)
+			gradLogProb := sel(mask, v148, zero)
 			grads.LogProb[iB*48+iL] = gradLogProb
 		}
 	}
-	st.acc48 = acc48
-	st.acc53 = acc53
-	st.acc57 = acc57
-	st.acc71 = acc71
+	st.acc47 = acc47
+	st.acc52 = acc52
+	st.acc56 = acc56
+	st.acc69 = acc69
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=16
 // L=48], in fbPass1GoChunks chunks of rows of B (fbPass1GoChunk).
 func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass1GoStates
-	st.acc81 = s.acc81
-	st.acc88 = s.acc88
+	st.acc79 = s.acc79
+	st.acc86 = s.acc86
 	st.logSumW = s.logSumW
 	st.logSumW2 = s.logSumW2
 	if n := min(fbPass1GoChunks, 16); n <= 1 {
@@ -813,8 +808,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	} else {
 		sts := make([]fbPass1GoStates, n)
 		for c := range sts {
-			sts[c].acc81 = make([]float64, 48)
-			sts[c].acc88 = make([]float64, 48)
+			sts[c].acc79 = make([]float64, 48)
+			sts[c].acc86 = make([]float64, 48)
 			sts[c].logSumW = make([]runtime.LogSumExp, 48)
 			sts[c].logSumW2 = make([]runtime.LogSumExp, 48)
 		}
@@ -826,15 +821,15 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s1 = float32(st.acc48)
-	s.s2 = float32(st.acc53)
-	s.s3 = float32(st.acc57)
-	s.s4 = float32(st.acc71)
-	for k := range st.acc81 {
-		s.s7[k] = float32(st.acc81[k])
+	s.s1 = float32(st.acc47)
+	s.s2 = float32(st.acc52)
+	s.s3 = float32(st.acc56)
+	s.s4 = float32(st.acc69)
+	for k := range st.acc79 {
+		s.s7[k] = float32(st.acc79[k])
 	}
-	for k := range st.acc88 {
-		s.s9[k] = float32(st.acc88[k])
+	for k := range st.acc86 {
+		s.s9[k] = float32(st.acc86[k])
 	}
 	for k := range st.logSumW {
 		s.s10[k] = float32(st.logSumW[k].Result())
@@ -848,18 +843,18 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	numValid := out.NumValid
-	v48 := s.s1
-	v49 := max(numValid, one)
-	lossObjective := v48 / v49
+	v47 := s.s1
+	v48 := max(numValid, one)
+	lossObjective := v47 / v48
 	out.LossObjective = lossObjective
-	v53 := s.s2
-	clipFraction := v53 / v49
+	v52 := s.s2
+	clipFraction := v52 / v48
 	out.ClipFraction = clipFraction
-	v57 := s.s3
-	klApprox := v57 / v49
+	v56 := s.s3
+	klApprox := v56 / v48
 	out.KLApprox = klApprox
-	v71 := s.s4
-	lossCritic := v71 / v49
+	v69 := s.s4
+	lossCritic := v69 / v48
 	out.LossCritic = lossCritic
 }
 
@@ -871,47 +866,47 @@ var fbPass3GoChunks = 1
 
 // fbPass3GoStates are the reduction states of fbPass3Go over one chunk of L.
 type fbPass3GoStates struct {
-	acc105 float64 // v105 = sum(v104) over L
-	acc106 float64 // v106 = sum(v103) over L
+	acc103 float64 // v103 = sum(v102) over L
+	acc104 float64 // v104 = sum(v101) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
-	mergeSum(&a.acc105, b.acc105)
-	mergeSum(&a.acc106, b.acc106)
+	mergeSum(&a.acc103, b.acc103)
+	mergeSum(&a.acc104, b.acc104)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of L, its reduction states into st.
 func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass3GoStates, lo, hi int) {
 	zero := float32(0)
 	one := float32(1)
-	c90 := float32(1.1920929e-07)
+	c88 := float32(1.1920929e-07)
 	two := float32(2)
-	acc105 := 0.0
-	acc106 := 0.0
+	acc103 := 0.0
+	acc104 := 0.0
 	for iL := lo; iL < hi; iL++ {
-		v73 := s.s5[iL]
-		v74 := max(v73, one)
-		v81 := s.s7[iL]
-		residVar := v81 / v74
-		v88 := s.s9[iL]
-		targetVar := v88 / v74
-		v91 := targetVar + c90
-		v92 := residVar / v91
-		explainedVariance := one - v92
+		v71 := s.s5[iL]
+		v72 := max(v71, one)
+		v79 := s.s7[iL]
+		residVar := v79 / v72
+		v86 := s.s9[iL]
+		targetVar := v86 / v72
+		v89 := targetVar + c88
+		v90 := residVar / v89
+		explainedVariance := one - v90
 		out.ExplainedVariance[iL] = explainedVariance
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
-		v100 := float32(two * logSumW)
-		v101 := v100 - logSumW2
-		essCol := float32(math.Exp(float64(v101)))
-		v103 := b2f(v73 > zero)
-		v104 := sel(v103, essCol, zero)
-		acc105 += float64(v104)
-		acc106 += float64(v103)
+		v98 := float32(two * logSumW)
+		v99 := v98 - logSumW2
+		essCol := float32(math.Exp(float64(v99)))
+		v101 := b2f(v71 > zero)
+		v102 := sel(v101, essCol, zero)
+		acc103 += float64(v102)
+		acc104 += float64(v101)
 	}
-	st.acc105 = acc105
-	st.acc106 = acc106
+	st.acc103 = acc103
+	st.acc104 = acc104
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48],
@@ -930,19 +925,19 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s12 = float32(st.acc105)
-	s.s13 = float32(st.acc106)
+	s.s12 = float32(st.acc103)
+	s.s13 = float32(st.acc104)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c109 := float32(16)
-	v105 := s.s12
-	v106 := s.s13
-	v107 := max(v106, one)
-	v108 := v105 / v107
-	ess := v108 / c109
+	c107 := float32(16)
+	v103 := s.s12
+	v104 := s.s13
+	v105 := max(v104, one)
+	v106 := v103 / v105
+	ess := v106 / c107
 	out.ESS = ess
 }
 

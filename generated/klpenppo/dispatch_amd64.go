@@ -22,14 +22,14 @@ type avxState struct {
 	r42_s    []float64
 	r48_s    []float64
 	r49_s    []float64
-	r55_s    []float64
+	r54_s    []float64
+	r55_n    []float64
+	r55_mean []float64
+	r55_m2   []float64
 	r56_n    []float64
 	r56_mean []float64
 	r56_m2   []float64
-	r57_n    []float64
-	r57_mean []float64
-	r57_m2   []float64
-	r62_s    []float64
+	r61_s    []float64
 	res      []float64
 }
 
@@ -39,14 +39,14 @@ var avxPool = sync.Pool{New: func() any {
 	st.r42_s = st.buf[32:44]
 	st.r48_s = st.buf[56:68]
 	st.r49_s = st.buf[80:92]
-	st.r55_s = st.buf[104:116]
-	st.r56_n = st.buf[128:140]
-	st.r56_mean = st.buf[152:164]
-	st.r56_m2 = st.buf[176:188]
-	st.r57_n = st.buf[200:212]
-	st.r57_mean = st.buf[224:236]
-	st.r57_m2 = st.buf[248:260]
-	st.r62_s = st.buf[272:284]
+	st.r54_s = st.buf[104:116]
+	st.r55_n = st.buf[128:140]
+	st.r55_mean = st.buf[152:164]
+	st.r55_m2 = st.buf[176:188]
+	st.r56_n = st.buf[200:212]
+	st.r56_mean = st.buf[224:236]
+	st.r56_m2 = st.buf[248:260]
+	st.r61_s = st.buf[272:284]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -66,14 +66,14 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r42_s, 0)
 		runtime.Fill(st.r48_s, 0)
 		runtime.Fill(st.r49_s, 0)
-		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r55_n, 0)
+		runtime.Fill(st.r55_mean, 0)
+		runtime.Fill(st.r55_m2, 0)
 		runtime.Fill(st.r56_n, 0)
 		runtime.Fill(st.r56_mean, 0)
 		runtime.Fill(st.r56_m2, 0)
-		runtime.Fill(st.r57_n, 0)
-		runtime.Fill(st.r57_mean, 0)
-		runtime.Fill(st.r57_m2, 0)
-		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r61_s, 0)
 		pass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.OldLoc[0], &in.OldScale[0], &in.SampleLogProb[0], &in.Advantage[0], &in.stateBeta[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &out.KL[0])
 	}
 	n := min(pass0Chunks, 64)
@@ -94,10 +94,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
 			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
-			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 		}
 	}
 	runtime.FinishMean(st.res[:1], st.r39_s, 4, 256.0)
@@ -108,13 +108,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.Entropy = float64(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r49_s, 4, 256.0)
 	out.LossEntropy = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r55_s, 4, 256.0)
+	runtime.FinishMean(st.res[:1], st.r54_s, 4, 256.0)
 	out.LossCritic = float64(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r56_n, st.r56_mean, st.r56_m2, 4, 0)
+	runtime.FinishVar(st.res[:1], st.r55_n, st.r55_mean, st.r55_m2, 4, 0)
 	s.s0 = float64(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r57_n, st.r57_mean, st.r57_m2, 4, 0)
+	runtime.FinishVar(st.res[:1], st.r56_n, st.r56_mean, st.r56_m2, 4, 0)
 	s.s1 = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r62_s, 4, 256.0)
+	runtime.FinishMean(st.res[:1], st.r61_s, 4, 256.0)
 	s.s2 = float64(st.res[0])
 }
 
@@ -133,14 +133,14 @@ type fbAvxState struct {
 	r42_s    []float64
 	r48_s    []float64
 	r49_s    []float64
-	r55_s    []float64
+	r54_s    []float64
+	r55_n    []float64
+	r55_mean []float64
+	r55_m2   []float64
 	r56_n    []float64
 	r56_mean []float64
 	r56_m2   []float64
-	r57_n    []float64
-	r57_mean []float64
-	r57_m2   []float64
-	r62_s    []float64
+	r61_s    []float64
 	res      []float64
 }
 
@@ -150,14 +150,14 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r42_s = st.buf[32:44]
 	st.r48_s = st.buf[56:68]
 	st.r49_s = st.buf[80:92]
-	st.r55_s = st.buf[104:116]
-	st.r56_n = st.buf[128:140]
-	st.r56_mean = st.buf[152:164]
-	st.r56_m2 = st.buf[176:188]
-	st.r57_n = st.buf[200:212]
-	st.r57_mean = st.buf[224:236]
-	st.r57_m2 = st.buf[248:260]
-	st.r62_s = st.buf[272:284]
+	st.r54_s = st.buf[104:116]
+	st.r55_n = st.buf[128:140]
+	st.r55_mean = st.buf[152:164]
+	st.r55_m2 = st.buf[176:188]
+	st.r56_n = st.buf[200:212]
+	st.r56_mean = st.buf[224:236]
+	st.r56_m2 = st.buf[248:260]
+	st.r61_s = st.buf[272:284]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -178,14 +178,14 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r42_s, 0)
 		runtime.Fill(st.r48_s, 0)
 		runtime.Fill(st.r49_s, 0)
-		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r55_n, 0)
+		runtime.Fill(st.r55_mean, 0)
+		runtime.Fill(st.r55_m2, 0)
 		runtime.Fill(st.r56_n, 0)
 		runtime.Fill(st.r56_mean, 0)
 		runtime.Fill(st.r56_m2, 0)
-		runtime.Fill(st.r57_n, 0)
-		runtime.Fill(st.r57_mean, 0)
-		runtime.Fill(st.r57_m2, 0)
-		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r61_s, 0)
 		fbPass0AVX2(&in.stateBeta[0], lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.OldLoc[0], &in.OldScale[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &out.KL[0], &g.StateValue[0], &g.Scale[0], &g.Loc[0])
 	}
 	n := min(fbPass0Chunks, 64)
@@ -206,10 +206,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
 			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
-			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 		}
 	}
 	runtime.FinishMean(st.res[:1], st.r39_s, 4, 256.0)
@@ -220,13 +220,13 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.Entropy = float64(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r49_s, 4, 256.0)
 	out.LossEntropy = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r55_s, 4, 256.0)
+	runtime.FinishMean(st.res[:1], st.r54_s, 4, 256.0)
 	out.LossCritic = float64(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r56_n, st.r56_mean, st.r56_m2, 4, 0)
+	runtime.FinishVar(st.res[:1], st.r55_n, st.r55_mean, st.r55_m2, 4, 0)
 	s.s0 = float64(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r57_n, st.r57_mean, st.r57_m2, 4, 0)
+	runtime.FinishVar(st.res[:1], st.r56_n, st.r56_mean, st.r56_m2, 4, 0)
 	s.s1 = float64(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r62_s, 4, 256.0)
+	runtime.FinishMean(st.res[:1], st.r61_s, 4, 256.0)
 	s.s2 = float64(st.res[0])
 }
 

@@ -410,10 +410,7 @@ inner_D_5:
 	// l2 = mul(diff, diff)
 	VMULPD Y1, Y1, Y2
 
-	// v54 = mul(1, l2)
-	VMULPD lgc9<>+0(SB), Y2, Y2
-
-	// mean(v54) over [B]
+	// mean(l2) over [B]
 	VADDPD  832(CX), Y2, Y2
 	VMOVUPD Y2, 832(CX)
 
@@ -747,40 +744,40 @@ TEXT ·pass1AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
 
-	// v59 = add(targetVar, 2.220446e-16)
+	// v58 = add(targetVar, 2.220446e-16)
 	VADDPD       lgc44<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
-	// v60 = div(residVar, v59)
+	// v59 = div(residVar, v58)
 	VDIVPD  Y0, Y1, Y0
 	VMOVUPD lgc9<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v60)
+	// explainedVariance = sub(1, v59)
 	VSUBPD       Y0, Y1, Y0
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 	VMOVUPD      lgc45<>+0(SB), Y2
 
-	// v65 = gt(v62, 0.015)
+	// v64 = gt(v61, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
 	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
-	// v66 = mul(beta, 2)
+	// v65 = mul(beta, 2)
 	VMULPD  lgc3<>+0(SB), Y3, Y4
 	VMOVUPD lgc46<>+0(SB), Y5
 
-	// v68 = lt(v62, 0.006666666517655055)
+	// v67 = lt(v61, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
 
-	// v69 = mul(beta, 0.5)
+	// v68 = mul(beta, 0.5)
 	VMULPD lgc11<>+0(SB), Y3, Y5
 
-	// v70 = where(v68, v69, beta)
+	// v69 = where(v67, v68, beta)
 	VBLENDVPD Y1, Y5, Y3, Y1
 
-	// beta2 = where(v65, v66, v70)
+	// beta2 = where(v64, v65, v69)
 	VBLENDVPD Y2, Y4, Y1, Y1
 
 	// store explainedVariance
@@ -819,21 +816,21 @@ TEXT ·fbPass0AVX2(SB), $1344-136
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
 
-	// v78 = mul(0.00390625, beta)
+	// v77 = mul(0.00390625, beta)
 	VMULPD lgc47<>+0(SB), Y0, Y0
 
-	// v84 = mul(v78, 0.5)
+	// v83 = mul(v77, 0.5)
 	VMULPD lgc11<>+0(SB), Y0, Y0
 
-	// v85 = neg(v84)
+	// v84 = neg(v83)
 	VXORPD  lgc2<>+0(SB), Y0, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
 
-	// v86 = ne(v85, 0)
+	// v85 = ne(v84, 0)
 	VCMPPD $0x04, Y2, Y1, Y3
 	VANDPD lgc9<>+0(SB), Y3, Y3
 
-	// v90 = ne(v84, 0)
+	// v89 = ne(v83, 0)
 	VCMPPD  $0x04, Y2, Y0, Y2
 	VANDPD  lgc9<>+0(SB), Y2, Y2
 	VMOVUPD Y1, (SP)
@@ -1244,10 +1241,7 @@ inner_D_10:
 	// l2 = mul(diff, diff)
 	VMULPD Y1, Y1, Y2
 
-	// v54 = mul(1, l2)
-	VMULPD lgc9<>+0(SB), Y2, Y2
-
-	// mean(v54) over [B]
+	// mean(l2) over [B]
 	VADDPD  832(CX), Y2, Y2
 	VMOVUPD Y2, 832(CX)
 
@@ -1288,41 +1282,41 @@ inner_D_10:
 	VADDPD  2176(CX), Y0, Y0
 	VMOVUPD Y0, 2176(CX)
 
-	// v73 = mul(0.00390625, diff)
+	// v72 = mul(0.00390625, diff)
 	VMULPD lgc47<>+0(SB), Y1, Y0
 
-	// v74 = add(v73, v73)
+	// v73 = add(v72, v72)
 	VADDPD Y0, Y0, Y0
 
-	// gradStateValue = neg(v74)
+	// gradStateValue = neg(v73)
 	VXORPD  lgc2<>+0(SB), Y0, Y0
 	MOVQ    advantage+72(FP), CX
 	VMOVUPD (CX)(BX*8), Y1
 
-	// v79 = mul(-0.00390625, advantage)
+	// v78 = mul(-0.00390625, advantage)
 	VMULPD  lgc48<>+0(SB), Y1, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
 
-	// v81 = ne(v79, 0)
+	// v80 = ne(v78, 0)
 	VCMPPD  $0x04, Y2, Y1, Y3
 	VMOVUPD 992(SP), Y4
 
-	// v82 = mul(v79, v34)
+	// v81 = mul(v78, v34)
 	VMULPD Y4, Y1, Y4
 
-	// v83 = where(v81, v82, v79)
+	// v82 = where(v80, v81, v78)
 	VBLENDVPD Y3, Y4, Y1, Y1
 
-	// v111 = neg(v83)
+	// v110 = neg(v82)
 	VXORPD lgc2<>+0(SB), Y1, Y3
 
-	// v112 = add(-3.90625e-05, v111)
+	// v111 = add(-3.90625e-05, v110)
 	VADDPD lgc49<>+0(SB), Y3, Y4
 
-	// v115 = ne(v83, 0)
+	// v114 = ne(v82, 0)
 	VCMPPD $0x04, Y2, Y1, Y5
 
-	// v119 = ne(v111, 0)
+	// v118 = ne(v110, 0)
 	VCMPPD  $0x04, Y2, Y3, Y2
 	VMOVUPD Y0, 1056(SP)
 	VMOVUPD Y1, 1088(SP)
@@ -1371,153 +1365,153 @@ inner_D_11:
 	VDIVPD  Y3, Y1, Y1
 	VMOVUPD (SP), Y7
 
-	// v87 = div(v85, v21)
+	// v86 = div(v84, v21)
 	VDIVPD  Y6, Y7, Y6
 	VMOVUPD 32(SP), Y8
 	VMOVUPD lgc1<>+0(SB), Y9
 	VCMPPD  $0x04, Y9, Y8, Y9
 
-	// v88 = where(v86, v87, v85)
+	// v87 = where(v85, v86, v84)
 	VBLENDVPD Y9, Y6, Y7, Y6
 	VMOVUPD   64(SP), Y7
 
-	// v89 = add(v88, v84)
+	// v88 = add(v87, v83)
 	VADDPD Y7, Y6, Y6
 
-	// v91 = mul(v84, v23)
+	// v90 = mul(v83, v23)
 	VMULPD  Y1, Y7, Y8
 	VMOVUPD 96(SP), Y9
 	VMOVUPD lgc1<>+0(SB), Y10
 	VCMPPD  $0x04, Y10, Y9, Y10
 
-	// v92 = where(v90, v91, v84)
+	// v91 = where(v89, v90, v83)
 	VBLENDVPD Y10, Y8, Y7, Y7
 
-	// v93 = add(v92, v92)
+	// v92 = add(v91, v91)
 	VADDPD Y7, Y7, Y7
 
-	// v94 = div(v93, scale)
+	// v93 = div(v92, scale)
 	VDIVPD Y3, Y7, Y8
 
-	// v95 = neg(v93)
+	// v94 = neg(v92)
 	VXORPD lgc2<>+0(SB), Y7, Y7
 
-	// v96 = div(v23, scale)
+	// v95 = div(v23, scale)
 	VDIVPD  Y3, Y1, Y1
 	VMOVUPD lgc1<>+0(SB), Y9
 
-	// v97 = ne(v95, 0)
+	// v96 = ne(v94, 0)
 	VCMPPD  $0x04, Y9, Y7, Y10
 	VMOVUPD Y0, 1248(SP)
 
-	// v98 = mul(v95, v96)
+	// v97 = mul(v94, v95)
 	VMULPD  Y1, Y7, Y0
 	VMOVUPD Y2, 1280(SP)
 	VMOVUPD Y4, 1312(SP)
 
-	// v99 = where(v97, v98, v95)
+	// v98 = where(v96, v97, v94)
 	VBLENDVPD Y10, Y0, Y7, Y0
 
-	// v100 = neg(v94)
+	// v99 = neg(v93)
 	VXORPD lgc2<>+0(SB), Y8, Y1
 
-	// v101 = ne(v89, 0)
+	// v100 = ne(v88, 0)
 	VCMPPD $0x04, Y9, Y6, Y2
 
-	// v102 = mul(v89, v20)
+	// v101 = mul(v88, v20)
 	VMULPD Y5, Y6, Y4
 
-	// v103 = where(v101, v102, v89)
+	// v102 = where(v100, v101, v88)
 	VBLENDVPD Y2, Y4, Y6, Y2
 
-	// v104 = add(v103, v103)
+	// v103 = add(v102, v102)
 	VADDPD Y2, Y2, Y2
 
-	// v105 = neg(v104)
+	// v104 = neg(v103)
 	VXORPD lgc2<>+0(SB), Y2, Y2
 
-	// v106 = div(v20, scale)
+	// v105 = div(v20, scale)
 	VDIVPD Y3, Y5, Y4
 
-	// v107 = ne(v105, 0)
+	// v106 = ne(v104, 0)
 	VCMPPD $0x04, Y9, Y2, Y5
 
-	// v108 = mul(v105, v106)
+	// v107 = mul(v104, v105)
 	VMULPD Y4, Y2, Y4
 
-	// v109 = where(v107, v108, v105)
+	// v108 = where(v106, v107, v104)
 	VBLENDVPD Y5, Y4, Y2, Y2
 
-	// v110 = add(v99, v109)
+	// v109 = add(v98, v108)
 	VADDPD  Y2, Y0, Y0
 	VMOVUPD 1152(SP), Y2
 
-	// v113 = div(v112, scale)
+	// v112 = div(v111, scale)
 	VDIVPD Y3, Y2, Y2
 
-	// v114 = add(v110, v113)
+	// v113 = add(v109, v112)
 	VADDPD  Y2, Y0, Y0
 	VMOVUPD 1088(SP), Y2
 	VMOVUPD 1312(SP), Y4
 
-	// v116 = div(v83, v9)
+	// v115 = div(v82, v9)
 	VDIVPD  Y4, Y2, Y5
 	VMOVUPD 1184(SP), Y6
 	VMOVUPD lgc1<>+0(SB), Y7
 	VCMPPD  $0x04, Y7, Y6, Y7
 
-	// v117 = where(v115, v116, v83)
+	// v116 = where(v114, v115, v82)
 	VBLENDVPD Y7, Y5, Y2, Y2
 	VMOVUPD   1280(SP), Y5
 
-	// v118 = div(v10, v9)
+	// v117 = div(v10, v9)
 	VDIVPD  Y4, Y5, Y4
 	VMOVUPD 1120(SP), Y5
 
-	// v120 = mul(v111, v118)
+	// v119 = mul(v110, v117)
 	VMULPD  Y4, Y5, Y4
 	VMOVUPD 1216(SP), Y6
 	VMOVUPD lgc1<>+0(SB), Y7
 	VCMPPD  $0x04, Y7, Y6, Y7
 
-	// v121 = where(v119, v120, v111)
+	// v120 = where(v118, v119, v110)
 	VBLENDVPD Y7, Y4, Y5, Y4
 
-	// v122 = mul(v121, 2)
+	// v121 = mul(v120, 2)
 	VMULPD lgc3<>+0(SB), Y4, Y4
 
-	// v123 = mul(v122, scale)
+	// v122 = mul(v121, scale)
 	VMULPD Y3, Y4, Y3
 
-	// v124 = add(v114, v123)
+	// v123 = add(v113, v122)
 	VADDPD Y3, Y0, Y0
 
-	// gradScale = add(v124, v123)
+	// gradScale = add(v123, v122)
 	VADDPD Y3, Y0, Y0
 
 	// store gradScale
 	VMOVUPD Y0, 704(SP)(SI*1)
 
-	// v126 = neg(v117)
+	// v125 = neg(v116)
 	VXORPD lgc2<>+0(SB), Y2, Y0
 
-	// v127 = ne(v126, 0)
+	// v126 = ne(v125, 0)
 	VCMPPD  $0x04, Y9, Y0, Y2
 	VMOVUPD 1248(SP), Y3
 
-	// v128 = mul(v126, v4)
+	// v127 = mul(v125, v4)
 	VMULPD Y3, Y0, Y3
 
-	// v129 = where(v127, v128, v126)
+	// v128 = where(v126, v127, v125)
 	VBLENDVPD Y2, Y3, Y0, Y0
 
-	// v130 = add(v129, v129)
+	// v129 = add(v128, v128)
 	VADDPD Y0, Y0, Y0
 
-	// v131 = neg(v130)
+	// v130 = neg(v129)
 	VXORPD lgc2<>+0(SB), Y0, Y0
 
-	// gradLoc = add(v100, v131)
+	// gradLoc = add(v99, v130)
 	VADDPD Y0, Y1, Y0
 
 	// store gradLoc
@@ -1610,40 +1604,40 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
 
-	// v59 = add(targetVar, 2.220446e-16)
+	// v58 = add(targetVar, 2.220446e-16)
 	VADDPD       lgc44<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
-	// v60 = div(residVar, v59)
+	// v59 = div(residVar, v58)
 	VDIVPD  Y0, Y1, Y0
 	VMOVUPD lgc9<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v60)
+	// explainedVariance = sub(1, v59)
 	VSUBPD       Y0, Y1, Y0
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 	VMOVUPD      lgc45<>+0(SB), Y2
 
-	// v65 = gt(v62, 0.015)
+	// v64 = gt(v61, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
 	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
-	// v66 = mul(beta, 2)
+	// v65 = mul(beta, 2)
 	VMULPD  lgc3<>+0(SB), Y3, Y4
 	VMOVUPD lgc46<>+0(SB), Y5
 
-	// v68 = lt(v62, 0.006666666517655055)
+	// v67 = lt(v61, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
 
-	// v69 = mul(beta, 0.5)
+	// v68 = mul(beta, 0.5)
 	VMULPD lgc11<>+0(SB), Y3, Y5
 
-	// v70 = where(v68, v69, beta)
+	// v69 = where(v67, v68, beta)
 	VBLENDVPD Y1, Y5, Y3, Y1
 
-	// beta2 = where(v65, v66, v70)
+	// beta2 = where(v64, v65, v69)
 	VBLENDVPD Y2, Y4, Y1, Y1
 
 	// store explainedVariance

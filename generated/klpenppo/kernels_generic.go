@@ -13,7 +13,7 @@ import (
 type scratch struct {
 	s0 float64 // residVar = var(diff) over B correction=0
 	s1 float64 // targetVar = var(valueTarget) over B correction=0
-	s2 float64 // v62 = mean(kl) over B
+	s2 float64 // v61 = mean(kl) over B
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -32,10 +32,10 @@ type pass0GoStates struct {
 	klApprox      runtime.Mean    // klApprox = mean(v41) over B
 	meanEntropy   runtime.Mean    // meanEntropy = mean(entropy) over B
 	lossEntropy   runtime.Mean    // lossEntropy = mean(v47) over B
-	lossCritic    runtime.Mean    // lossCritic = mean(v54) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(l2) over B
 	residVar      runtime.Welford // residVar = var(diff) over B correction=0
 	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
-	acc62         runtime.Mean    // v62 = mean(kl) over B
+	acc61         runtime.Mean    // v61 = mean(kl) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -47,7 +47,7 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeMean(&a.lossCritic, b.lossCritic)
 	mergeVar(&a.residVar, b.residVar)
 	mergeVar(&a.targetVar, b.targetVar)
-	mergeMean(&a.acc62, b.acc62)
+	mergeMean(&a.acc61, b.acc61)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -65,7 +65,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	lossCritic := runtime.Mean{}
 	residVar := runtime.Welford{}
 	targetVar := runtime.Welford{}
-	acc62 := runtime.Mean{}
+	acc61 := runtime.Mean{}
 	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		logProbAcc := 0.0
@@ -131,11 +131,10 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 		stateValue := in.StateValue[iB]
 		diff := valueTarget - stateValue
 		l2 := float64(diff * diff)
-		v54 := float64(one * l2)
-		lossCritic.Add(v54)
+		lossCritic.Add(l2)
 		residVar.Add(diff)
 		targetVar.Add(valueTarget)
-		acc62.Add(kl)
+		acc61.Add(kl)
 	}
 	st.lossObjective = lossObjective
 	st.klApprox = klApprox
@@ -144,7 +143,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	st.lossCritic = lossCritic
 	st.residVar = residVar
 	st.targetVar = targetVar
-	st.acc62 = acc62
+	st.acc61 = acc61
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256], in
@@ -170,7 +169,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.LossCritic = st.lossCritic.Result()
 	s.s0 = st.residVar.Var(0)
 	s.s1 = st.targetVar.Var(0)
-	s.s2 = st.acc62.Result()
+	s.s2 = st.acc61.Result()
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -178,23 +177,23 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	two := float64(2)
 	half := float64(0.5)
 	one := float64(1)
-	c58 := float64(2.220446049250313e-16)
-	c64 := float64(0.014999999664723873)
-	c67 := float64(0.006666666517655055)
+	c57 := float64(2.220446049250313e-16)
+	c63 := float64(0.014999999664723873)
+	c66 := float64(0.006666666517655055)
 	beta := in.stateBeta[0]
 	residVar := s.s0
 	targetVar := s.s1
-	v59 := targetVar + c58
-	v60 := residVar / v59
-	explainedVariance := one - v60
+	v58 := targetVar + c57
+	v59 := residVar / v58
+	explainedVariance := one - v59
 	out.ExplainedVariance = explainedVariance
-	v62 := s.s2
-	v65 := b2f(v62 > c64)
-	v66 := float64(beta * two)
-	v68 := b2f(v62 < c67)
-	v69 := float64(beta * half)
-	v70 := sel(v68, v69, beta)
-	beta2 := sel(v65, v66, v70)
+	v61 := s.s2
+	v64 := b2f(v61 > c63)
+	v65 := float64(beta * two)
+	v67 := b2f(v61 < c66)
+	v68 := float64(beta * half)
+	v69 := sel(v67, v68, beta)
+	beta2 := sel(v64, v65, v69)
 	out.Beta = beta2
 }
 
@@ -203,7 +202,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 type fbScratch struct {
 	s0 float64 // residVar = var(diff) over B correction=0
 	s1 float64 // targetVar = var(valueTarget) over B correction=0
-	s2 float64 // v62 = mean(kl) over B
+	s2 float64 // v61 = mean(kl) over B
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -222,10 +221,10 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean    // klApprox = mean(v41) over B
 	meanEntropy   runtime.Mean    // meanEntropy = mean(entropy) over B
 	lossEntropy   runtime.Mean    // lossEntropy = mean(v47) over B
-	lossCritic    runtime.Mean    // lossCritic = mean(v54) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(l2) over B
 	residVar      runtime.Welford // residVar = var(diff) over B correction=0
 	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
-	acc62         runtime.Mean    // v62 = mean(kl) over B
+	acc61         runtime.Mean    // v61 = mean(kl) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -237,7 +236,7 @@ func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 	mergeMean(&a.lossCritic, b.lossCritic)
 	mergeVar(&a.residVar, b.residVar)
 	mergeVar(&a.targetVar, b.targetVar)
-	mergeMean(&a.acc62, b.acc62)
+	mergeMean(&a.acc61, b.acc61)
 }
 
 // fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -248,9 +247,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	one := float64(1)
 	c43 := float64(1.4189385332046727)
 	c46 := float64(-0.009999999776482582)
-	c72 := float64(0.00390625)
-	c76 := float64(-3.9062499126885086e-05)
-	c77 := float64(-0.00390625)
+	c71 := float64(0.00390625)
+	c75 := float64(-3.9062499126885086e-05)
+	c76 := float64(-0.00390625)
 	zero := float64(0)
 	lossObjective := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -259,7 +258,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	lossCritic := runtime.Mean{}
 	residVar := runtime.Welford{}
 	targetVar := runtime.Welford{}
-	acc62 := runtime.Mean{}
+	acc61 := runtime.Mean{}
 	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		logProbAcc := 0.0
@@ -325,28 +324,27 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		stateValue := in.StateValue[iB]
 		diff := valueTarget - stateValue
 		l2 := float64(diff * diff)
-		v54 := float64(one * l2)
-		lossCritic.Add(v54)
+		lossCritic.Add(l2)
 		residVar.Add(diff)
 		targetVar.Add(valueTarget)
-		acc62.Add(kl)
-		v73 := float64(c72 * diff)
-		v74 := v73 + v73
-		gradStateValue := -v74
+		acc61.Add(kl)
+		v72 := float64(c71 * diff)
+		v73 := v72 + v72
+		gradStateValue := -v73
 		grads.StateValue[iB] = gradStateValue
-		v78 := float64(c72 * beta)
-		v79 := float64(c77 * advantage)
-		v81 := b2f(v79 != zero)
-		v82 := float64(v79 * v34)
-		v83 := sel(v81, v82, v79)
-		v84 := float64(v78 * half)
-		v85 := -v84
-		v86 := b2f(v85 != zero)
-		v90 := b2f(v84 != zero)
-		v111 := -v83
-		v112 := c76 + v111
-		v115 := b2f(v83 != zero)
-		v119 := b2f(v111 != zero)
+		v77 := float64(c71 * beta)
+		v78 := float64(c76 * advantage)
+		v80 := b2f(v78 != zero)
+		v81 := float64(v78 * v34)
+		v82 := sel(v80, v81, v78)
+		v83 := float64(v77 * half)
+		v84 := -v83
+		v85 := b2f(v84 != zero)
+		v89 := b2f(v83 != zero)
+		v110 := -v82
+		v111 := c75 + v110
+		v114 := b2f(v82 != zero)
+		v118 := b2f(v110 != zero)
 		for iD := 0; iD < 3; iD++ {
 			loc := in.Loc[iB*3+iD]
 			scale := in.Scale[iB*3+iD]
@@ -363,48 +361,48 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v21 := float64(v20 * v20)
 			v22 := oldLoc - loc
 			v23 := v22 / scale
-			v87 := v85 / v21
-			v88 := sel(v86, v87, v85)
-			v89 := v88 + v84
-			v91 := float64(v84 * v23)
-			v92 := sel(v90, v91, v84)
-			v93 := v92 + v92
-			v94 := v93 / scale
-			v95 := -v93
-			v96 := v23 / scale
-			v97 := b2f(v95 != zero)
-			v98 := float64(v95 * v96)
-			v99 := sel(v97, v98, v95)
-			v100 := -v94
-			v101 := b2f(v89 != zero)
-			v102 := float64(v89 * v20)
-			v103 := sel(v101, v102, v89)
-			v104 := v103 + v103
-			v105 := -v104
-			v106 := v20 / scale
-			v107 := b2f(v105 != zero)
-			v108 := float64(v105 * v106)
-			v109 := sel(v107, v108, v105)
-			v110 := v99 + v109
-			v113 := v112 / scale
-			v114 := v110 + v113
-			v116 := v83 / v9
-			v117 := sel(v115, v116, v83)
-			v118 := v10 / v9
-			v120 := float64(v111 * v118)
-			v121 := sel(v119, v120, v111)
-			v122 := float64(v121 * two)
-			v123 := float64(v122 * scale)
-			v124 := v114 + v123
-			gradScale := v124 + v123
+			v86 := v84 / v21
+			v87 := sel(v85, v86, v84)
+			v88 := v87 + v83
+			v90 := float64(v83 * v23)
+			v91 := sel(v89, v90, v83)
+			v92 := v91 + v91
+			v93 := v92 / scale
+			v94 := -v92
+			v95 := v23 / scale
+			v96 := b2f(v94 != zero)
+			v97 := float64(v94 * v95)
+			v98 := sel(v96, v97, v94)
+			v99 := -v93
+			v100 := b2f(v88 != zero)
+			v101 := float64(v88 * v20)
+			v102 := sel(v100, v101, v88)
+			v103 := v102 + v102
+			v104 := -v103
+			v105 := v20 / scale
+			v106 := b2f(v104 != zero)
+			v107 := float64(v104 * v105)
+			v108 := sel(v106, v107, v104)
+			v109 := v98 + v108
+			v112 := v111 / scale
+			v113 := v109 + v112
+			v115 := v82 / v9
+			v116 := sel(v114, v115, v82)
+			v117 := v10 / v9
+			v119 := float64(v110 * v117)
+			v120 := sel(v118, v119, v110)
+			v121 := float64(v120 * two)
+			v122 := float64(v121 * scale)
+			v123 := v113 + v122
+			gradScale := v123 + v122
 			grads.Scale[iB*3+iD] = gradScale
-			v126 := -v117
-			v127 := b2f(v126 != zero)
-			v128 := float64(v126 * v4)
-			v129 := sel(v127, v128, v126)
-			v130 := v129 + v129
-			v131 := -v130
-			gradLoc := v100 + v131
+			v125 := -v116
+			v126 := b2f(v125 != zero)
+			v127 := float64(v125 * v4)
+			v128 := sel(v126, v127, v125)
+			v129 := v128 + v128
+			v130 := -v129
+			gradLoc := v99 + v130
 			grads.Loc[iB*3+iD] = gradLoc
 		}
 	}
@@ -415,7 +413,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.lossCritic = lossCritic
 	st.residVar = residVar
 	st.targetVar = targetVar
-	st.acc62 = acc62
+	st.acc61 = acc61
 }
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -441,7 +439,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.LossCritic = st.lossCritic.Result()
 	s.s0 = st.residVar.Var(0)
 	s.s1 = st.targetVar.Var(0)
-	s.s2 = st.acc62.Result()
+	s.s2 = st.acc61.Result()
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -449,23 +447,23 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	two := float64(2)
 	half := float64(0.5)
 	one := float64(1)
-	c58 := float64(2.220446049250313e-16)
-	c64 := float64(0.014999999664723873)
-	c67 := float64(0.006666666517655055)
+	c57 := float64(2.220446049250313e-16)
+	c63 := float64(0.014999999664723873)
+	c66 := float64(0.006666666517655055)
 	beta := in.stateBeta[0]
 	residVar := s.s0
 	targetVar := s.s1
-	v59 := targetVar + c58
-	v60 := residVar / v59
-	explainedVariance := one - v60
+	v58 := targetVar + c57
+	v59 := residVar / v58
+	explainedVariance := one - v59
 	out.ExplainedVariance = explainedVariance
-	v62 := s.s2
-	v65 := b2f(v62 > c64)
-	v66 := float64(beta * two)
-	v68 := b2f(v62 < c67)
-	v69 := float64(beta * half)
-	v70 := sel(v68, v69, beta)
-	beta2 := sel(v65, v66, v70)
+	v61 := s.s2
+	v64 := b2f(v61 > c63)
+	v65 := float64(beta * two)
+	v67 := b2f(v61 < c66)
+	v68 := float64(beta * half)
+	v69 := sel(v67, v68, beta)
+	beta2 := sel(v64, v65, v69)
 	out.Beta = beta2
 }
 

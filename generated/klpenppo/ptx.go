@@ -195,13 +195,31 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v55.s",
+		Name:   "scratch/pass0.v54.s",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v54.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
 		Name:   "scratch/pass0.v55.n",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v55.mean",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v55.m2",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -225,31 +243,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v57.n",
+		Name:   "scratch/pass0.v61.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v57.mean",
-		Role:   "scratch",
-		Shape:  []int{1},
-	}, {
-		DType:  "float64",
-		Length: 1,
-		Name:   "scratch/pass0.v57.m2",
-		Role:   "scratch",
-		Shape:  []int{1},
-	}, {
-		DType:  "float64",
-		Length: 1,
-		Name:   "scratch/pass0.v62.s",
-		Role:   "scratch",
-		Shape:  []int{1},
-	}, {
-		DType:  "float64",
-		Length: 1,
-		Name:   "scratch/pass0.v62.n",
+		Name:   "scratch/pass0.v61.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -258,12 +258,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/advantage", "in/loc", "in/scale", "in/action", "in/sample_log_prob", "in/old_loc", "in/old_scale", "in/beta", "out/kl", "in/value_target", "in/state_value", "scratch/pass0.v39.s", "scratch/pass0.v39.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/pass0.v62.s", "scratch/pass0.v62.n"},
+		Params: []string{"in/advantage", "in/loc", "in/scale", "in/action", "in/sample_log_prob", "in/old_loc", "in/old_scale", "in/beta", "out/kl", "in/value_target", "in/state_value", "scratch/pass0.v39.s", "scratch/pass0.v39.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v54.s", "scratch/pass0.v54.n", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/pass0.v61.s", "scratch/pass0.v61.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v39.s", "scratch/pass0.v39.n", "out/loss_objective", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/kl_approx", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "out/entropy", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/loss_entropy", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_critic", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/s0", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/s1", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "scratch/s2"},
+		Params: []string{"scratch/pass0.v39.s", "scratch/pass0.v39.n", "out/loss_objective", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/kl_approx", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "out/entropy", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/loss_entropy", "scratch/pass0.v54.s", "scratch/pass0.v54.n", "out/loss_critic", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/s0", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/s1", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "scratch/s2"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -473,13 +473,31 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v55.s",
+		Name:   "scratch/pass0.v54.s",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v54.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
 		Name:   "scratch/pass0.v55.n",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v55.mean",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v55.m2",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -503,31 +521,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v57.n",
+		Name:   "scratch/pass0.v61.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v57.mean",
-		Role:   "scratch",
-		Shape:  []int{1},
-	}, {
-		DType:  "float64",
-		Length: 1,
-		Name:   "scratch/pass0.v57.m2",
-		Role:   "scratch",
-		Shape:  []int{1},
-	}, {
-		DType:  "float64",
-		Length: 1,
-		Name:   "scratch/pass0.v62.s",
-		Role:   "scratch",
-		Shape:  []int{1},
-	}, {
-		DType:  "float64",
-		Length: 1,
-		Name:   "scratch/pass0.v62.n",
+		Name:   "scratch/pass0.v61.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -536,12 +536,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/advantage", "in/loc", "in/scale", "in/action", "in/sample_log_prob", "in/old_loc", "in/old_scale", "in/beta", "out/kl", "in/value_target", "in/state_value", "grad/state_value", "grad/scale", "grad/loc", "scratch/pass0.v39.s", "scratch/pass0.v39.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/pass0.v62.s", "scratch/pass0.v62.n"},
+		Params: []string{"in/advantage", "in/loc", "in/scale", "in/action", "in/sample_log_prob", "in/old_loc", "in/old_scale", "in/beta", "out/kl", "in/value_target", "in/state_value", "grad/state_value", "grad/scale", "grad/loc", "scratch/pass0.v39.s", "scratch/pass0.v39.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v54.s", "scratch/pass0.v54.n", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/pass0.v61.s", "scratch/pass0.v61.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v39.s", "scratch/pass0.v39.n", "out/loss_objective", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/kl_approx", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "out/entropy", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/loss_entropy", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_critic", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/s0", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/s1", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "scratch/s2"},
+		Params: []string{"scratch/pass0.v39.s", "scratch/pass0.v39.n", "out/loss_objective", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/kl_approx", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "out/entropy", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/loss_entropy", "scratch/pass0.v54.s", "scratch/pass0.v54.n", "out/loss_critic", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/s0", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/s1", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "scratch/s2"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

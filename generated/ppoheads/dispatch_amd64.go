@@ -27,20 +27,20 @@ type avxState struct {
 	r20_p    []float32
 	r21_s    []float64
 	r21_p    []float32
-	r34_s    []float64
+	r33_s    []float64
+	r33_p    []float32
+	r34_n    []float64
+	r34_mean []float64
+	r34_m2   []float64
 	r34_p    []float32
+	r34_pm2  []float32
+	r34_pc   []float32
 	r35_n    []float64
 	r35_mean []float64
 	r35_m2   []float64
 	r35_p    []float32
 	r35_pm2  []float32
 	r35_pc   []float32
-	r36_n    []float64
-	r36_mean []float64
-	r36_m2   []float64
-	r36_p    []float32
-	r36_pm2  []float32
-	r36_pc   []float32
 	p0_ok    []float32
 	res      []float64
 }
@@ -55,20 +55,20 @@ var avxPool = sync.Pool{New: func() any {
 	st.r20_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r21_s = st.buf[128:144]
 	st.r21_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r34_s = st.buf[168:184]
-	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r35_n = st.buf[208:224]
-	st.r35_mean = st.buf[232:248]
-	st.r35_m2 = st.buf[256:272]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r35_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
-	st.r35_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r36_n = st.buf[328:344]
-	st.r36_mean = st.buf[352:368]
-	st.r36_m2 = st.buf[376:392]
-	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
-	st.r36_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
-	st.r36_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.r33_s = st.buf[168:184]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r34_n = st.buf[208:224]
+	st.r34_mean = st.buf[232:248]
+	st.r34_m2 = st.buf[256:272]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r34_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
+	st.r34_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r35_n = st.buf[328:344]
+	st.r35_mean = st.buf[352:368]
+	st.r35_m2 = st.buf[376:392]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r35_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
+	st.r35_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -93,20 +93,20 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r20_p, 0)
 		runtime.Fill(st.r21_s, 0)
 		runtime.Fill(st.r21_p, 0)
-		runtime.Fill(st.r34_s, 0)
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r34_n, 0)
+		runtime.Fill(st.r34_mean, 0)
+		runtime.Fill(st.r34_m2, 0)
 		runtime.Fill(st.r34_p, 0)
+		runtime.Fill(st.r34_pm2, 0)
+		runtime.Fill(st.r34_pc, 0)
 		runtime.Fill(st.r35_n, 0)
 		runtime.Fill(st.r35_mean, 0)
 		runtime.Fill(st.r35_m2, 0)
 		runtime.Fill(st.r35_p, 0)
 		runtime.Fill(st.r35_pm2, 0)
 		runtime.Fill(st.r35_pc, 0)
-		runtime.Fill(st.r36_n, 0)
-		runtime.Fill(st.r36_mean, 0)
-		runtime.Fill(st.r36_m2, 0)
-		runtime.Fill(st.r36_p, 0)
-		runtime.Fill(st.r36_pm2, 0)
-		runtime.Fill(st.r36_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
 	}
@@ -128,9 +128,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r9_s, sts[c].r9_s)
 			runtime.MergeSum(sts[0].r20_s, sts[c].r20_s)
 			runtime.MergeSum(sts[0].r21_s, sts[c].r21_s)
-			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeVar(sts[0].r34_n, sts[0].r34_mean, sts[0].r34_m2, sts[c].r34_n, sts[c].r34_mean, sts[c].r34_m2)
 			runtime.MergeVar(sts[0].r35_n, sts[0].r35_mean, sts[0].r35_m2, sts[c].r35_n, sts[c].r35_mean, sts[c].r35_m2)
-			runtime.MergeVar(sts[0].r36_n, sts[0].r36_mean, sts[0].r36_m2, sts[c].r36_n, sts[c].r36_mean, sts[c].r36_m2)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -147,11 +147,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r21_s, 8, 1024.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r34_s, 8, 1024.0)
+	runtime.FinishMean(st.res[:1], st.r33_s, 8, 1024.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r35_n, st.r35_mean, st.r35_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r34_n, st.r34_mean, st.r34_m2, 8, 0)
 	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r36_n, st.r36_mean, st.r36_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r35_n, st.r35_mean, st.r35_m2, 8, 0)
 	s.s1 = float32(st.res[0])
 }
 
@@ -174,20 +174,20 @@ type fbAvxState struct {
 	r20_p    []float32
 	r21_s    []float64
 	r21_p    []float32
-	r34_s    []float64
+	r33_s    []float64
+	r33_p    []float32
+	r34_n    []float64
+	r34_mean []float64
+	r34_m2   []float64
 	r34_p    []float32
+	r34_pm2  []float32
+	r34_pc   []float32
 	r35_n    []float64
 	r35_mean []float64
 	r35_m2   []float64
 	r35_p    []float32
 	r35_pm2  []float32
 	r35_pc   []float32
-	r36_n    []float64
-	r36_mean []float64
-	r36_m2   []float64
-	r36_p    []float32
-	r36_pm2  []float32
-	r36_pc   []float32
 	p0_ok    []float32
 	res      []float64
 }
@@ -202,20 +202,20 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r20_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r21_s = st.buf[128:144]
 	st.r21_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r34_s = st.buf[168:184]
-	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r35_n = st.buf[208:224]
-	st.r35_mean = st.buf[232:248]
-	st.r35_m2 = st.buf[256:272]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r35_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
-	st.r35_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r36_n = st.buf[328:344]
-	st.r36_mean = st.buf[352:368]
-	st.r36_m2 = st.buf[376:392]
-	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
-	st.r36_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
-	st.r36_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.r33_s = st.buf[168:184]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r34_n = st.buf[208:224]
+	st.r34_mean = st.buf[232:248]
+	st.r34_m2 = st.buf[256:272]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r34_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
+	st.r34_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r35_n = st.buf[328:344]
+	st.r35_mean = st.buf[352:368]
+	st.r35_m2 = st.buf[376:392]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r35_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
+	st.r35_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -241,20 +241,20 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r20_p, 0)
 		runtime.Fill(st.r21_s, 0)
 		runtime.Fill(st.r21_p, 0)
-		runtime.Fill(st.r34_s, 0)
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r34_n, 0)
+		runtime.Fill(st.r34_mean, 0)
+		runtime.Fill(st.r34_m2, 0)
 		runtime.Fill(st.r34_p, 0)
+		runtime.Fill(st.r34_pm2, 0)
+		runtime.Fill(st.r34_pc, 0)
 		runtime.Fill(st.r35_n, 0)
 		runtime.Fill(st.r35_mean, 0)
 		runtime.Fill(st.r35_m2, 0)
 		runtime.Fill(st.r35_p, 0)
 		runtime.Fill(st.r35_pm2, 0)
 		runtime.Fill(st.r35_pc, 0)
-		runtime.Fill(st.r36_n, 0)
-		runtime.Fill(st.r36_mean, 0)
-		runtime.Fill(st.r36_m2, 0)
-		runtime.Fill(st.r36_p, 0)
-		runtime.Fill(st.r36_pm2, 0)
-		runtime.Fill(st.r36_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
 	}
@@ -276,9 +276,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r9_s, sts[c].r9_s)
 			runtime.MergeSum(sts[0].r20_s, sts[c].r20_s)
 			runtime.MergeSum(sts[0].r21_s, sts[c].r21_s)
-			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeVar(sts[0].r34_n, sts[0].r34_mean, sts[0].r34_m2, sts[c].r34_n, sts[c].r34_mean, sts[c].r34_m2)
 			runtime.MergeVar(sts[0].r35_n, sts[0].r35_mean, sts[0].r35_m2, sts[c].r35_n, sts[c].r35_mean, sts[c].r35_m2)
-			runtime.MergeVar(sts[0].r36_n, sts[0].r36_mean, sts[0].r36_m2, sts[c].r36_n, sts[c].r36_mean, sts[c].r36_m2)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -295,11 +295,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r21_s, 8, 1024.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r34_s, 8, 1024.0)
+	runtime.FinishMean(st.res[:1], st.r33_s, 8, 1024.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r35_n, st.r35_mean, st.r35_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r34_n, st.r34_mean, st.r34_m2, 8, 0)
 	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r36_n, st.r36_mean, st.r36_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r35_n, st.r35_mean, st.r35_m2, 8, 0)
 	s.s1 = float32(st.res[0])
 }
 

@@ -122,10 +122,7 @@ blocks_1:
 	// smoothL1 = where(v28, v30, v31)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v33 = mul(1, smoothL1)
-	VMULPS lgc11<>+0(SB), Y4, Y4
-
-	// mean(v33) over [B]
+	// mean(smoothL1) over [B]
 	VADDPS  1536(DX), Y4, Y4
 	VMOVUPS Y4, 1536(DX)
 
@@ -772,16 +769,16 @@ TEXT ·pass1AVX2(SB), $0-24
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v38 = add(targetVar, 1.1920929e-07)
+	// v37 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc23<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v39 = div(residVar, v38)
+	// v38 = div(residVar, v37)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v39)
+	// explainedVariance = sub(1, v38)
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance
@@ -921,10 +918,7 @@ blocks_4:
 	// smoothL1 = where(v28, v30, v31)
 	VBLENDVPS Y6, Y8, Y9, Y0
 
-	// v33 = mul(1, smoothL1)
-	VMULPS lgc11<>+0(SB), Y0, Y0
-
-	// mean(v33) over [B]
+	// mean(smoothL1) over [B]
 	VADDPS  1536(DX), Y0, Y0
 	VMOVUPS Y0, 1536(DX)
 	VMOVUPS Y7, 96(SP)
@@ -958,80 +952,80 @@ blocks_4:
 	VMOVUPS      Y1, 3328(DX)
 	VMOVUPS      lgc24<>+0(SB), Y0
 
-	// v43 = where(v28, 0.0009765625, 0)
+	// v42 = where(v28, 0.0009765625, 0)
 	VANDPS Y0, Y6, Y1
 
-	// v44 = where(v28, 0, 0.0009765625)
+	// v43 = where(v28, 0, 0.0009765625)
 	VANDNPS Y0, Y6, Y0
 	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v45 = ne(v43, 0)
+	// v44 = ne(v42, 0)
 	VCMPPS $0x04, Y2, Y1, Y4
 
-	// v46 = mul(v43, absDiff)
+	// v45 = mul(v42, absDiff)
 	VMULPS Y5, Y1, Y5
 
-	// v47 = where(v45, v46, v43)
+	// v46 = where(v44, v45, v42)
 	VBLENDVPS Y4, Y5, Y1, Y5
 	VMOVUPS   96(SP), Y6
 
-	// v48 = mul(v43, v29)
+	// v47 = mul(v42, v29)
 	VMULPS Y6, Y1, Y6
 
-	// v49 = where(v45, v48, v43)
+	// v48 = where(v44, v47, v42)
 	VBLENDVPS Y4, Y6, Y1, Y1
 
-	// v50 = add(v44, v49)
+	// v49 = add(v43, v48)
 	VADDPS Y1, Y0, Y0
 
-	// v51 = mul(v47, 0.5)
+	// v50 = mul(v46, 0.5)
 	VMULPS lgc10<>+0(SB), Y5, Y1
 
-	// v52 = add(v50, v51)
+	// v51 = add(v49, v50)
 	VADDPS Y1, Y0, Y0
 
-	// v53 = gt(diff, 0)
+	// v52 = gt(diff, 0)
 	VCMPPS $0x1e, Y2, Y3, Y1
 
-	// v54 = lt(diff, 0)
+	// v53 = lt(diff, 0)
 	VCMPPS $0x11, Y2, Y3, Y4
 
-	// v56 = mul(diff, 0)
+	// v55 = mul(diff, 0)
 	VMULPS  lgc21<>+0(SB), Y3, Y3
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v57 = where(v54, -1, v56)
+	// v56 = where(v53, -1, v55)
 	VBLENDVPS Y4, Y5, Y3, Y3
 	VMOVUPS   lgc11<>+0(SB), Y4
 
-	// v58 = where(v53, 1, v57)
+	// v57 = where(v52, 1, v56)
 	VBLENDVPS Y1, Y4, Y3, Y1
 
-	// v59 = ne(v52, 0)
+	// v58 = ne(v51, 0)
 	VCMPPS $0x04, Y2, Y0, Y3
 
-	// v60 = mul(v52, v58)
+	// v59 = mul(v51, v57)
 	VMULPS Y1, Y0, Y1
 
-	// v61 = where(v59, v60, v52)
+	// v60 = where(v58, v59, v51)
 	VBLENDVPS Y3, Y1, Y0, Y0
 
-	// gradStateValue = neg(v61)
+	// gradStateValue = neg(v60)
 	VXORPS  lgc14<>+0(SB), Y0, Y0
 	MOVQ    advantage+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v66 = mul(-0.0009765625, advantage)
+	// v65 = mul(-0.0009765625, advantage)
 	VMULPS lgc26<>+0(SB), Y1, Y1
 
-	// v67 = ne(v66, 0)
+	// v66 = ne(v65, 0)
 	VCMPPS  $0x04, Y2, Y1, Y2
 	VMOVUPS 64(SP), Y3
 
-	// v68 = mul(v66, v4)
+	// v67 = mul(v65, v4)
 	VMULPS Y3, Y1, Y3
 
-	// gradLogProb = where(v67, v68, v66)
+	// gradLogProb = where(v66, v67, v65)
 	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   lgc27<>+0(SB), Y2
 	VMOVUPS   lgc28<>+0(SB), Y3
@@ -1497,16 +1491,16 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v38 = add(targetVar, 1.1920929e-07)
+	// v37 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc23<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v39 = div(residVar, v38)
+	// v38 = div(residVar, v37)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v39)
+	// explainedVariance = sub(1, v38)
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance

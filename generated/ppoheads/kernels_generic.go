@@ -31,7 +31,7 @@ type pass0GoStates struct {
 	klApprox      runtime.Mean    // klApprox = mean(v8) over B
 	entropy       runtime.Mean    // entropy = mean(v17) over B
 	lossEntropy   runtime.Mean    // lossEntropy = mean(v18) over B
-	lossCritic    runtime.Mean    // lossCritic = mean(v33) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(smoothL1) over B
 	residVar      runtime.Welford // residVar = var(diff) over B correction=0
 	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
 }
@@ -90,8 +90,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 		v30 := float32(v29 * absDiff)
 		v31 := absDiff - half
 		smoothL1 := sel(v28, v30, v31)
-		v33 := float32(one * smoothL1)
-		lossCritic.Add(float64(v33))
+		lossCritic.Add(float64(smoothL1))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 	}
@@ -132,12 +131,12 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c37 := float32(1.1920929e-07)
+	c36 := float32(1.1920929e-07)
 	residVar := s.s0
 	targetVar := s.s1
-	v38 := targetVar + c37
-	v39 := residVar / v38
-	explainedVariance := one - v39
+	v37 := targetVar + c36
+	v38 := residVar / v37
+	explainedVariance := one - v38
 	out.ExplainedVariance = explainedVariance
 }
 
@@ -164,7 +163,7 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean    // klApprox = mean(v8) over B
 	entropy       runtime.Mean    // entropy = mean(v17) over B
 	lossEntropy   runtime.Mean    // lossEntropy = mean(v18) over B
-	lossCritic    runtime.Mean    // lossCritic = mean(v33) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(smoothL1) over B
 	residVar      runtime.Welford // residVar = var(diff) over B correction=0
 	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
 }
@@ -186,12 +185,12 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c15 := float32(-0.05)
 	half := float32(0.5)
 	one := float32(1)
-	c41 := float32(0.0009765625)
+	c40 := float32(0.0009765625)
 	zero := float32(0)
 	minusOne := float32(-1)
-	c63 := float32(-4.8828126e-05)
-	c64 := float32(-9.765625e-06)
-	c65 := float32(-0.0009765625)
+	c62 := float32(-4.8828126e-05)
+	c63 := float32(-9.765625e-06)
+	c64 := float32(-0.0009765625)
 	lossObjective := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	entropy := runtime.Mean{}
@@ -229,37 +228,36 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v30 := float32(v29 * absDiff)
 		v31 := absDiff - half
 		smoothL1 := sel(v28, v30, v31)
-		v33 := float32(one * smoothL1)
-		lossCritic.Add(float64(v33))
+		lossCritic.Add(float64(smoothL1))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
-		v43 := sel(v28, c41, zero)
-		v44 := sel(v28, zero, c41)
-		v45 := b2f(v43 != zero)
-		v46 := float32(v43 * absDiff)
-		v47 := sel(v45, v46, v43)
-		v48 := float32(v43 * v29)
-		v49 := sel(v45, v48, v43)
-		v50 := v44 + v49
-		v51 := float32(v47 * half)
-		v52 := v50 + v51
-		v53 := b2f(diff > zero)
-		v54 := b2f(diff < zero)
-		v56 := float32(diff * zero)
-		v57 := sel(v54, minusOne, v56)
-		v58 := sel(v53, one, v57)
-		v59 := b2f(v52 != zero)
-		v60 := float32(v52 * v58)
-		v61 := sel(v59, v60, v52)
-		gradStateValue := -v61
+		v42 := sel(v28, c40, zero)
+		v43 := sel(v28, zero, c40)
+		v44 := b2f(v42 != zero)
+		v45 := float32(v42 * absDiff)
+		v46 := sel(v44, v45, v42)
+		v47 := float32(v42 * v29)
+		v48 := sel(v44, v47, v42)
+		v49 := v43 + v48
+		v50 := float32(v46 * half)
+		v51 := v49 + v50
+		v52 := b2f(diff > zero)
+		v53 := b2f(diff < zero)
+		v55 := float32(diff * zero)
+		v56 := sel(v53, minusOne, v55)
+		v57 := sel(v52, one, v56)
+		v58 := b2f(v51 != zero)
+		v59 := float32(v51 * v57)
+		v60 := sel(v58, v59, v51)
+		gradStateValue := -v60
 		grads.StateValue[iB] = gradStateValue
-		v66 := float32(c65 * advantage)
-		v67 := b2f(v66 != zero)
-		v68 := float32(v66 * v4)
-		gradLogProb := sel(v67, v68, v66)
+		v65 := float32(c64 * advantage)
+		v66 := b2f(v65 != zero)
+		v67 := float32(v65 * v4)
+		gradLogProb := sel(v66, v67, v65)
 		grads.LogProb[iB] = gradLogProb
-		grads.MoveEntropy[iB] = c64
-		grads.TurnEntropy[iB] = c63
+		grads.MoveEntropy[iB] = c63
+		grads.TurnEntropy[iB] = c62
 	}
 	st.lossObjective = lossObjective
 	st.klApprox = klApprox
@@ -298,12 +296,12 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c37 := float32(1.1920929e-07)
+	c36 := float32(1.1920929e-07)
 	residVar := s.s0
 	targetVar := s.s1
-	v38 := targetVar + c37
-	v39 := residVar / v38
-	explainedVariance := one - v39
+	v37 := targetVar + c36
+	v38 := residVar / v37
+	explainedVariance := one - v38
 	out.ExplainedVariance = explainedVariance
 }
 

@@ -171,13 +171,31 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 4,
-		Name:   "scratch/pass0.v34.s",
+		Name:   "scratch/pass0.v33.s",
+		Role:   "scratch",
+		Shape:  []int{4},
+	}, {
+		DType:  "float64",
+		Length: 4,
+		Name:   "scratch/pass0.v33.n",
 		Role:   "scratch",
 		Shape:  []int{4},
 	}, {
 		DType:  "float64",
 		Length: 4,
 		Name:   "scratch/pass0.v34.n",
+		Role:   "scratch",
+		Shape:  []int{4},
+	}, {
+		DType:  "float64",
+		Length: 4,
+		Name:   "scratch/pass0.v34.mean",
+		Role:   "scratch",
+		Shape:  []int{4},
+	}, {
+		DType:  "float64",
+		Length: 4,
+		Name:   "scratch/pass0.v34.m2",
 		Role:   "scratch",
 		Shape:  []int{4},
 	}, {
@@ -198,36 +216,18 @@ var Launch = runtime.LaunchTable{
 		Name:   "scratch/pass0.v35.m2",
 		Role:   "scratch",
 		Shape:  []int{4},
-	}, {
-		DType:  "float64",
-		Length: 4,
-		Name:   "scratch/pass0.v36.n",
-		Role:   "scratch",
-		Shape:  []int{4},
-	}, {
-		DType:  "float64",
-		Length: 4,
-		Name:   "scratch/pass0.v36.mean",
-		Role:   "scratch",
-		Shape:  []int{4},
-	}, {
-		DType:  "float64",
-		Length: 4,
-		Name:   "scratch/pass0.v36.m2",
-		Role:   "scratch",
-		Shape:  []int{4},
 	}},
 	DType: "float32",
 	Launches: []runtime.Launch{{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{4, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/advantage", "in/log_prob", "in/sample_log_prob", "in/move_entropy", "out/composite_entropy.move_entropy", "in/turn_entropy", "out/composite_entropy.turn_entropy", "in/value_target", "in/state_value", "scratch/pass0.v7.s", "scratch/pass0.v7.n", "scratch/pass0.v9.s", "scratch/pass0.v9.n", "scratch/pass0.v20.s", "scratch/pass0.v20.n", "scratch/pass0.v21.s", "scratch/pass0.v21.n", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "scratch/pass0.v35.n", "scratch/pass0.v35.mean", "scratch/pass0.v35.m2", "scratch/pass0.v36.n", "scratch/pass0.v36.mean", "scratch/pass0.v36.m2"},
+		Params: []string{"in/advantage", "in/log_prob", "in/sample_log_prob", "in/move_entropy", "out/composite_entropy.move_entropy", "in/turn_entropy", "out/composite_entropy.turn_entropy", "in/value_target", "in/state_value", "scratch/pass0.v7.s", "scratch/pass0.v7.n", "scratch/pass0.v9.s", "scratch/pass0.v9.n", "scratch/pass0.v20.s", "scratch/pass0.v20.n", "scratch/pass0.v21.s", "scratch/pass0.v21.n", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "scratch/pass0.v34.n", "scratch/pass0.v34.mean", "scratch/pass0.v34.m2", "scratch/pass0.v35.n", "scratch/pass0.v35.mean", "scratch/pass0.v35.m2"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v7.s", "scratch/pass0.v7.n", "out/loss_objective", "scratch/pass0.v9.s", "scratch/pass0.v9.n", "out/kl_approx", "scratch/pass0.v20.s", "scratch/pass0.v20.n", "out/entropy", "scratch/pass0.v21.s", "scratch/pass0.v21.n", "out/loss_entropy", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "out/loss_critic", "scratch/pass0.v35.n", "scratch/pass0.v35.mean", "scratch/pass0.v35.m2", "scratch/s0", "scratch/pass0.v36.n", "scratch/pass0.v36.mean", "scratch/pass0.v36.m2", "scratch/s1"},
+		Params: []string{"scratch/pass0.v7.s", "scratch/pass0.v7.n", "out/loss_objective", "scratch/pass0.v9.s", "scratch/pass0.v9.n", "out/kl_approx", "scratch/pass0.v20.s", "scratch/pass0.v20.n", "out/entropy", "scratch/pass0.v21.s", "scratch/pass0.v21.n", "out/loss_entropy", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "out/loss_critic", "scratch/pass0.v34.n", "scratch/pass0.v34.mean", "scratch/pass0.v34.m2", "scratch/s0", "scratch/pass0.v35.n", "scratch/pass0.v35.mean", "scratch/pass0.v35.m2", "scratch/s1"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -419,13 +419,31 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 4,
-		Name:   "scratch/pass0.v34.s",
+		Name:   "scratch/pass0.v33.s",
+		Role:   "scratch",
+		Shape:  []int{4},
+	}, {
+		DType:  "float64",
+		Length: 4,
+		Name:   "scratch/pass0.v33.n",
 		Role:   "scratch",
 		Shape:  []int{4},
 	}, {
 		DType:  "float64",
 		Length: 4,
 		Name:   "scratch/pass0.v34.n",
+		Role:   "scratch",
+		Shape:  []int{4},
+	}, {
+		DType:  "float64",
+		Length: 4,
+		Name:   "scratch/pass0.v34.mean",
+		Role:   "scratch",
+		Shape:  []int{4},
+	}, {
+		DType:  "float64",
+		Length: 4,
+		Name:   "scratch/pass0.v34.m2",
 		Role:   "scratch",
 		Shape:  []int{4},
 	}, {
@@ -446,36 +464,18 @@ var LaunchBackward = runtime.LaunchTable{
 		Name:   "scratch/pass0.v35.m2",
 		Role:   "scratch",
 		Shape:  []int{4},
-	}, {
-		DType:  "float64",
-		Length: 4,
-		Name:   "scratch/pass0.v36.n",
-		Role:   "scratch",
-		Shape:  []int{4},
-	}, {
-		DType:  "float64",
-		Length: 4,
-		Name:   "scratch/pass0.v36.mean",
-		Role:   "scratch",
-		Shape:  []int{4},
-	}, {
-		DType:  "float64",
-		Length: 4,
-		Name:   "scratch/pass0.v36.m2",
-		Role:   "scratch",
-		Shape:  []int{4},
 	}},
 	DType: "float32",
 	Launches: []runtime.Launch{{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{4, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/advantage", "in/log_prob", "in/sample_log_prob", "in/move_entropy", "out/composite_entropy.move_entropy", "in/turn_entropy", "out/composite_entropy.turn_entropy", "in/value_target", "in/state_value", "grad/state_value", "grad/log_prob", "grad/move_entropy", "grad/turn_entropy", "scratch/pass0.v7.s", "scratch/pass0.v7.n", "scratch/pass0.v9.s", "scratch/pass0.v9.n", "scratch/pass0.v20.s", "scratch/pass0.v20.n", "scratch/pass0.v21.s", "scratch/pass0.v21.n", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "scratch/pass0.v35.n", "scratch/pass0.v35.mean", "scratch/pass0.v35.m2", "scratch/pass0.v36.n", "scratch/pass0.v36.mean", "scratch/pass0.v36.m2"},
+		Params: []string{"in/advantage", "in/log_prob", "in/sample_log_prob", "in/move_entropy", "out/composite_entropy.move_entropy", "in/turn_entropy", "out/composite_entropy.turn_entropy", "in/value_target", "in/state_value", "grad/state_value", "grad/log_prob", "grad/move_entropy", "grad/turn_entropy", "scratch/pass0.v7.s", "scratch/pass0.v7.n", "scratch/pass0.v9.s", "scratch/pass0.v9.n", "scratch/pass0.v20.s", "scratch/pass0.v20.n", "scratch/pass0.v21.s", "scratch/pass0.v21.n", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "scratch/pass0.v34.n", "scratch/pass0.v34.mean", "scratch/pass0.v34.m2", "scratch/pass0.v35.n", "scratch/pass0.v35.mean", "scratch/pass0.v35.m2"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v7.s", "scratch/pass0.v7.n", "out/loss_objective", "scratch/pass0.v9.s", "scratch/pass0.v9.n", "out/kl_approx", "scratch/pass0.v20.s", "scratch/pass0.v20.n", "out/entropy", "scratch/pass0.v21.s", "scratch/pass0.v21.n", "out/loss_entropy", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "out/loss_critic", "scratch/pass0.v35.n", "scratch/pass0.v35.mean", "scratch/pass0.v35.m2", "scratch/s0", "scratch/pass0.v36.n", "scratch/pass0.v36.mean", "scratch/pass0.v36.m2", "scratch/s1"},
+		Params: []string{"scratch/pass0.v7.s", "scratch/pass0.v7.n", "out/loss_objective", "scratch/pass0.v9.s", "scratch/pass0.v9.n", "out/kl_approx", "scratch/pass0.v20.s", "scratch/pass0.v20.n", "out/entropy", "scratch/pass0.v21.s", "scratch/pass0.v21.n", "out/loss_entropy", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "out/loss_critic", "scratch/pass0.v34.n", "scratch/pass0.v34.mean", "scratch/pass0.v34.m2", "scratch/s0", "scratch/pass0.v35.n", "scratch/pass0.v35.mean", "scratch/pass0.v35.m2", "scratch/s1"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -27,20 +27,20 @@ type avxState struct {
 	r61_p    []float32
 	r62_s    []float64
 	r62_p    []float32
-	r73_s    []float64
+	r72_s    []float64
+	r72_p    []float32
+	r73_n    []float64
+	r73_mean []float64
+	r73_m2   []float64
 	r73_p    []float32
+	r73_pm2  []float32
+	r73_pc   []float32
 	r74_n    []float64
 	r74_mean []float64
 	r74_m2   []float64
 	r74_p    []float32
 	r74_pm2  []float32
 	r74_pc   []float32
-	r75_n    []float64
-	r75_mean []float64
-	r75_m2   []float64
-	r75_p    []float32
-	r75_pm2  []float32
-	r75_pc   []float32
 	p0_ok    []float32
 	res      []float64
 }
@@ -55,20 +55,20 @@ var avxPool = sync.Pool{New: func() any {
 	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r62_s = st.buf[128:144]
 	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r73_s = st.buf[168:184]
-	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r74_n = st.buf[208:224]
-	st.r74_mean = st.buf[232:248]
-	st.r74_m2 = st.buf[256:272]
-	st.r74_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r74_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
-	st.r74_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r75_n = st.buf[328:344]
-	st.r75_mean = st.buf[352:368]
-	st.r75_m2 = st.buf[376:392]
-	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
-	st.r75_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
-	st.r75_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.r72_s = st.buf[168:184]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r73_n = st.buf[208:224]
+	st.r73_mean = st.buf[232:248]
+	st.r73_m2 = st.buf[256:272]
+	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r73_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
+	st.r73_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r74_n = st.buf[328:344]
+	st.r74_mean = st.buf[352:368]
+	st.r74_m2 = st.buf[376:392]
+	st.r74_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r74_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
+	st.r74_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -93,20 +93,20 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r61_p, 0)
 		runtime.Fill(st.r62_s, 0)
 		runtime.Fill(st.r62_p, 0)
-		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r72_s, 0)
+		runtime.Fill(st.r72_p, 0)
+		runtime.Fill(st.r73_n, 0)
+		runtime.Fill(st.r73_mean, 0)
+		runtime.Fill(st.r73_m2, 0)
 		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r73_pm2, 0)
+		runtime.Fill(st.r73_pc, 0)
 		runtime.Fill(st.r74_n, 0)
 		runtime.Fill(st.r74_mean, 0)
 		runtime.Fill(st.r74_m2, 0)
 		runtime.Fill(st.r74_p, 0)
 		runtime.Fill(st.r74_pm2, 0)
 		runtime.Fill(st.r74_pc, 0)
-		runtime.Fill(st.r75_n, 0)
-		runtime.Fill(st.r75_mean, 0)
-		runtime.Fill(st.r75_m2, 0)
-		runtime.Fill(st.r75_p, 0)
-		runtime.Fill(st.r75_pm2, 0)
-		runtime.Fill(st.r75_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0])
 	}
@@ -128,9 +128,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
 			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
-			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
+			runtime.MergeVar(sts[0].r73_n, sts[0].r73_mean, sts[0].r73_m2, sts[c].r73_n, sts[c].r73_mean, sts[c].r73_m2)
 			runtime.MergeVar(sts[0].r74_n, sts[0].r74_mean, sts[0].r74_m2, sts[c].r74_n, sts[c].r74_mean, sts[c].r74_m2)
-			runtime.MergeVar(sts[0].r75_n, sts[0].r75_mean, sts[0].r75_m2, sts[c].r75_n, sts[c].r75_mean, sts[c].r75_m2)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -147,11 +147,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r62_s, 8, 512.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r73_s, 8, 512.0)
+	runtime.FinishMean(st.res[:1], st.r72_s, 8, 512.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r74_n, st.r74_mean, st.r74_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r73_n, st.r73_mean, st.r73_m2, 8, 0)
 	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r75_n, st.r75_mean, st.r75_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r74_n, st.r74_mean, st.r74_m2, 8, 0)
 	s.s1 = float32(st.res[0])
 }
 
@@ -174,20 +174,20 @@ type fbAvxState struct {
 	r61_p    []float32
 	r62_s    []float64
 	r62_p    []float32
-	r73_s    []float64
+	r72_s    []float64
+	r72_p    []float32
+	r73_n    []float64
+	r73_mean []float64
+	r73_m2   []float64
 	r73_p    []float32
+	r73_pm2  []float32
+	r73_pc   []float32
 	r74_n    []float64
 	r74_mean []float64
 	r74_m2   []float64
 	r74_p    []float32
 	r74_pm2  []float32
 	r74_pc   []float32
-	r75_n    []float64
-	r75_mean []float64
-	r75_m2   []float64
-	r75_p    []float32
-	r75_pm2  []float32
-	r75_pc   []float32
 	p0_ok    []float32
 	res      []float64
 }
@@ -202,20 +202,20 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r62_s = st.buf[128:144]
 	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r73_s = st.buf[168:184]
-	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r74_n = st.buf[208:224]
-	st.r74_mean = st.buf[232:248]
-	st.r74_m2 = st.buf[256:272]
-	st.r74_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r74_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
-	st.r74_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r75_n = st.buf[328:344]
-	st.r75_mean = st.buf[352:368]
-	st.r75_m2 = st.buf[376:392]
-	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
-	st.r75_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
-	st.r75_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
+	st.r72_s = st.buf[168:184]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r73_n = st.buf[208:224]
+	st.r73_mean = st.buf[232:248]
+	st.r73_m2 = st.buf[256:272]
+	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r73_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 16)
+	st.r73_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r74_n = st.buf[328:344]
+	st.r74_mean = st.buf[352:368]
+	st.r74_m2 = st.buf[376:392]
+	st.r74_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r74_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[416])), 16)
+	st.r74_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[432])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -241,20 +241,20 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r61_p, 0)
 		runtime.Fill(st.r62_s, 0)
 		runtime.Fill(st.r62_p, 0)
-		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r72_s, 0)
+		runtime.Fill(st.r72_p, 0)
+		runtime.Fill(st.r73_n, 0)
+		runtime.Fill(st.r73_mean, 0)
+		runtime.Fill(st.r73_m2, 0)
 		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r73_pm2, 0)
+		runtime.Fill(st.r73_pc, 0)
 		runtime.Fill(st.r74_n, 0)
 		runtime.Fill(st.r74_mean, 0)
 		runtime.Fill(st.r74_m2, 0)
 		runtime.Fill(st.r74_p, 0)
 		runtime.Fill(st.r74_pm2, 0)
 		runtime.Fill(st.r74_pc, 0)
-		runtime.Fill(st.r75_n, 0)
-		runtime.Fill(st.r75_mean, 0)
-		runtime.Fill(st.r75_m2, 0)
-		runtime.Fill(st.r75_p, 0)
-		runtime.Fill(st.r75_pm2, 0)
-		runtime.Fill(st.r75_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Entropy[0], &g.Scale[0], &g.Loc[0])
 	}
@@ -276,9 +276,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
 			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
-			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
+			runtime.MergeVar(sts[0].r73_n, sts[0].r73_mean, sts[0].r73_m2, sts[c].r73_n, sts[c].r73_mean, sts[c].r73_m2)
 			runtime.MergeVar(sts[0].r74_n, sts[0].r74_mean, sts[0].r74_m2, sts[c].r74_n, sts[c].r74_mean, sts[c].r74_m2)
-			runtime.MergeVar(sts[0].r75_n, sts[0].r75_mean, sts[0].r75_m2, sts[c].r75_n, sts[c].r75_mean, sts[c].r75_m2)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -295,11 +295,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r62_s, 8, 512.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r73_s, 8, 512.0)
+	runtime.FinishMean(st.res[:1], st.r72_s, 8, 512.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r74_n, st.r74_mean, st.r74_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r73_n, st.r73_mean, st.r73_m2, 8, 0)
 	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r75_n, st.r75_mean, st.r75_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r74_n, st.r74_mean, st.r74_m2, 8, 0)
 	s.s1 = float32(st.res[0])
 }
 

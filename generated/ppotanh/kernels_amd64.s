@@ -599,10 +599,7 @@ inner_D_4:
 	// smoothL1 = where(v67, v69, v70)
 	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v72 = mul(1, smoothL1)
-	VMULPS lgc7<>+0(SB), Y2, Y2
-
-	// mean(v72) over [B]
+	// mean(smoothL1) over [B]
 	VADDPS  1536(DX), Y2, Y2
 	VMOVUPS Y2, 1536(DX)
 
@@ -1497,16 +1494,16 @@ TEXT ·pass1AVX2(SB), $0-24
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v77 = add(targetVar, 1.1920929e-07)
+	// v76 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc49<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v78 = div(residVar, v77)
+	// v77 = div(residVar, v76)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc7<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v78)
+	// explainedVariance = sub(1, v77)
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance
@@ -2121,10 +2118,7 @@ inner_D_9:
 	// smoothL1 = where(v67, v69, v70)
 	VBLENDVPS Y3, Y6, Y7, Y4
 
-	// v72 = mul(1, smoothL1)
-	VMULPS lgc7<>+0(SB), Y4, Y4
-
-	// mean(v72) over [B]
+	// mean(smoothL1) over [B]
 	VADDPS  1536(DX), Y4, Y4
 	VMOVUPS Y4, 1536(DX)
 	VMOVUPS Y5, 704(SP)
@@ -2158,89 +2152,89 @@ inner_D_9:
 	VMOVUPS      Y4, 3328(DX)
 	VMOVUPS      lgc50<>+0(SB), Y0
 
-	// v81 = where(v67, 0.001953125, 0)
+	// v80 = where(v67, 0.001953125, 0)
 	VANDPS Y0, Y3, Y4
 
-	// v82 = where(v67, 0, 0.001953125)
+	// v81 = where(v67, 0, 0.001953125)
 	VANDNPS Y0, Y3, Y0
 	VMOVUPS lgc3<>+0(SB), Y3
 
-	// v83 = ne(v81, 0)
+	// v82 = ne(v80, 0)
 	VCMPPS $0x04, Y3, Y4, Y5
 
-	// v84 = mul(v81, absDiff)
+	// v83 = mul(v80, absDiff)
 	VMULPS Y2, Y4, Y2
 
-	// v85 = where(v83, v84, v81)
+	// v84 = where(v82, v83, v80)
 	VBLENDVPS Y5, Y2, Y4, Y2
 	VMOVUPS   704(SP), Y6
 
-	// v86 = mul(v81, v68)
+	// v85 = mul(v80, v68)
 	VMULPS Y6, Y4, Y6
 
-	// v87 = where(v83, v86, v81)
+	// v86 = where(v82, v85, v80)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v88 = add(v82, v87)
+	// v87 = add(v81, v86)
 	VADDPS Y4, Y0, Y0
 
-	// v89 = mul(v85, 0.5)
+	// v88 = mul(v84, 0.5)
 	VMULPS lgc14<>+0(SB), Y2, Y2
 
-	// v90 = add(v88, v89)
+	// v89 = add(v87, v88)
 	VADDPS Y2, Y0, Y0
 
-	// v91 = gt(diff, 0)
+	// v90 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y1, Y2
 
-	// v92 = lt(diff, 0)
+	// v91 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y1, Y4
 
-	// v94 = mul(diff, 0)
+	// v93 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS lgc51<>+0(SB), Y5
 
-	// v95 = where(v92, -1, v94)
+	// v94 = where(v91, -1, v93)
 	VBLENDVPS Y4, Y5, Y1, Y1
 	VMOVUPS   lgc7<>+0(SB), Y4
 
-	// v96 = where(v91, 1, v95)
+	// v95 = where(v90, 1, v94)
 	VBLENDVPS Y2, Y4, Y1, Y1
 
-	// v97 = ne(v90, 0)
+	// v96 = ne(v89, 0)
 	VCMPPS $0x04, Y3, Y0, Y2
 
-	// v98 = mul(v90, v96)
+	// v97 = mul(v89, v95)
 	VMULPS Y1, Y0, Y1
 
-	// v99 = where(v97, v98, v90)
+	// v98 = where(v96, v97, v89)
 	VBLENDVPS Y2, Y1, Y0, Y0
 
-	// gradStateValue = neg(v99)
+	// gradStateValue = neg(v98)
 	VXORPS  lgc6<>+0(SB), Y0, Y0
 	MOVQ    advantage+48(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
-	// v103 = mul(-0.001953125, advantage)
+	// v102 = mul(-0.001953125, advantage)
 	VMULPS lgc52<>+0(SB), Y1, Y1
 
-	// v104 = ne(v103, 0)
+	// v103 = ne(v102, 0)
 	VCMPPS  $0x04, Y3, Y1, Y2
 	VMOVUPS 672(SP), Y5
 
-	// v105 = mul(v103, v52)
+	// v104 = mul(v102, v52)
 	VMULPS Y5, Y1, Y5
 
-	// v106 = where(v104, v105, v103)
+	// v105 = where(v103, v104, v102)
 	VBLENDVPS Y2, Y5, Y1, Y1
 
-	// v107 = neg(v106)
+	// v106 = neg(v105)
 	VXORPS lgc6<>+0(SB), Y1, Y2
 
-	// v109 = ne(v106, 0)
+	// v108 = ne(v105, 0)
 	VCMPPS $0x04, Y3, Y1, Y5
 
-	// v113 = ne(v107, 0)
+	// v112 = ne(v106, 0)
 	VCMPPS  $0x04, Y3, Y2, Y3
 	VMOVUPS Y0, 736(SP)
 	VMOVUPS Y1, 768(SP)
@@ -2313,11 +2307,11 @@ inner_D_10:
 	VDIVPS  Y7, Y5, Y5
 	VMOVUPS 800(SP), Y8
 
-	// v108 = div(v107, scale)
+	// v107 = div(v106, scale)
 	VDIVPS  Y6, Y8, Y6
 	VMOVUPS 768(SP), Y9
 
-	// v110 = div(v106, v28)
+	// v109 = div(v105, v28)
 	VDIVPS  Y7, Y9, Y10
 	VMOVUPS Y3, 896(SP)
 	VMOVUPS Y6, 928(SP)
@@ -2325,56 +2319,56 @@ inner_D_10:
 	VMOVUPS lgc3<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y3, Y6
 
-	// v111 = where(v109, v110, v106)
+	// v110 = where(v108, v109, v105)
 	VBLENDVPS Y6, Y10, Y9, Y3
 
-	// v112 = div(v29, v28)
+	// v111 = div(v29, v28)
 	VDIVPS Y7, Y5, Y5
 
-	// v114 = mul(v107, v112)
+	// v113 = mul(v106, v111)
 	VMULPS  Y5, Y8, Y5
 	VMOVUPS 864(SP), Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v115 = where(v113, v114, v107)
+	// v114 = where(v112, v113, v106)
 	VBLENDVPS Y7, Y5, Y8, Y5
 
-	// v116 = mul(v115, 2)
+	// v115 = mul(v114, 2)
 	VMULPS  lgc2<>+0(SB), Y5, Y5
 	VMOVUPS 128(SP)(DI*1), Y6
 
-	// v117 = mul(v116, scale)
+	// v116 = mul(v115, scale)
 	VMULPS  Y6, Y5, Y5
 	VMOVUPS 928(SP), Y6
 
-	// v118 = add(v108, v117)
+	// v117 = add(v107, v116)
 	VADDPS Y5, Y6, Y6
 
-	// gradScale = add(v118, v117)
+	// gradScale = add(v117, v116)
 	VADDPS Y5, Y6, Y5
 
 	// store gradScale
 	VMOVUPS Y5, 256(SP)(DI*1)
 
-	// v120 = neg(v111)
+	// v119 = neg(v110)
 	VXORPS  lgc6<>+0(SB), Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y5
 
-	// v121 = ne(v120, 0)
+	// v120 = ne(v119, 0)
 	VCMPPS  $0x04, Y5, Y3, Y5
 	VMOVUPS 896(SP), Y6
 
-	// v122 = mul(v120, v24)
+	// v121 = mul(v119, v24)
 	VMULPS Y6, Y3, Y6
 
-	// v123 = where(v121, v122, v120)
+	// v122 = where(v120, v121, v119)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v124 = add(v123, v123)
+	// v123 = add(v122, v122)
 	VADDPS Y3, Y3, Y3
 
-	// gradLoc = neg(v124)
+	// gradLoc = neg(v123)
 	VXORPS lgc6<>+0(SB), Y3, Y3
 
 	// store gradLoc
@@ -2906,16 +2900,16 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v77 = add(targetVar, 1.1920929e-07)
+	// v76 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc49<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v78 = div(residVar, v77)
+	// v77 = div(residVar, v76)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc7<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v78)
+	// explainedVariance = sub(1, v77)
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance

@@ -31,7 +31,7 @@ type pass0GoStates struct {
 	klApprox      runtime.Mean    // klApprox = mean(v56) over B
 	meanEntropy   runtime.Mean    // meanEntropy = mean(entropy) over B
 	lossEntropy   runtime.Mean    // lossEntropy = mean(v60) over B
-	lossCritic    runtime.Mean    // lossCritic = mean(v72) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(smoothL1) over B
 	residVar      runtime.Welford // residVar = var(diff) over B correction=0
 	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
 }
@@ -150,8 +150,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 		v69 := float32(v68 * absDiff)
 		v70 := absDiff - half
 		smoothL1 := sel(v67, v69, v70)
-		v72 := float32(one * smoothL1)
-		lossCritic.Add(float64(v72))
+		lossCritic.Add(float64(smoothL1))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 	}
@@ -192,12 +191,12 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c76 := float32(1.1920929e-07)
+	c75 := float32(1.1920929e-07)
 	residVar := s.s0
 	targetVar := s.s1
-	v77 := targetVar + c76
-	v78 := residVar / v77
-	explainedVariance := one - v78
+	v76 := targetVar + c75
+	v77 := residVar / v76
+	explainedVariance := one - v77
 	out.ExplainedVariance = explainedVariance
 }
 
@@ -224,7 +223,7 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean    // klApprox = mean(v56) over B
 	meanEntropy   runtime.Mean    // meanEntropy = mean(entropy) over B
 	lossEntropy   runtime.Mean    // lossEntropy = mean(v60) over B
-	lossCritic    runtime.Mean    // lossCritic = mean(v72) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(smoothL1) over B
 	residVar      runtime.Welford // residVar = var(diff) over B correction=0
 	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
 }
@@ -254,10 +253,10 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c42 := float32(0.6931472)
 	c47 := float32(1.3862944)
 	c59 := float32(-0.01)
-	c80 := float32(0.001953125)
+	c79 := float32(0.001953125)
 	minusOne := float32(-1)
-	c101 := float32(-1.953125e-05)
-	c102 := float32(-0.001953125)
+	c100 := float32(-1.953125e-05)
+	c101 := float32(-0.001953125)
 	lossObjective := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
@@ -347,37 +346,36 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v69 := float32(v68 * absDiff)
 		v70 := absDiff - half
 		smoothL1 := sel(v67, v69, v70)
-		v72 := float32(one * smoothL1)
-		lossCritic.Add(float64(v72))
+		lossCritic.Add(float64(smoothL1))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
-		v81 := sel(v67, c80, zero)
-		v82 := sel(v67, zero, c80)
-		v83 := b2f(v81 != zero)
-		v84 := float32(v81 * absDiff)
-		v85 := sel(v83, v84, v81)
-		v86 := float32(v81 * v68)
-		v87 := sel(v83, v86, v81)
-		v88 := v82 + v87
-		v89 := float32(v85 * half)
-		v90 := v88 + v89
-		v91 := b2f(diff > zero)
-		v92 := b2f(diff < zero)
-		v94 := float32(diff * zero)
-		v95 := sel(v92, minusOne, v94)
-		v96 := sel(v91, one, v95)
-		v97 := b2f(v90 != zero)
-		v98 := float32(v90 * v96)
-		v99 := sel(v97, v98, v90)
-		gradStateValue := -v99
+		v80 := sel(v67, c79, zero)
+		v81 := sel(v67, zero, c79)
+		v82 := b2f(v80 != zero)
+		v83 := float32(v80 * absDiff)
+		v84 := sel(v82, v83, v80)
+		v85 := float32(v80 * v68)
+		v86 := sel(v82, v85, v80)
+		v87 := v81 + v86
+		v88 := float32(v84 * half)
+		v89 := v87 + v88
+		v90 := b2f(diff > zero)
+		v91 := b2f(diff < zero)
+		v93 := float32(diff * zero)
+		v94 := sel(v91, minusOne, v93)
+		v95 := sel(v90, one, v94)
+		v96 := b2f(v89 != zero)
+		v97 := float32(v89 * v95)
+		v98 := sel(v96, v97, v89)
+		gradStateValue := -v98
 		grads.StateValue[iB] = gradStateValue
-		v103 := float32(c102 * advantage)
-		v104 := b2f(v103 != zero)
-		v105 := float32(v103 * v52)
-		v106 := sel(v104, v105, v103)
-		v107 := -v106
-		v109 := b2f(v106 != zero)
-		v113 := b2f(v107 != zero)
+		v102 := float32(c101 * advantage)
+		v103 := b2f(v102 != zero)
+		v104 := float32(v102 * v52)
+		v105 := sel(v103, v104, v102)
+		v106 := -v105
+		v108 := b2f(v105 != zero)
+		v112 := b2f(v106 != zero)
 		for iD := 0; iD < 2; iD++ {
 			loc := in.Loc[iB*2+iD]
 			scale := in.Scale[iB*2+iD]
@@ -401,26 +399,26 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v27 := float32(scale * scale)
 			v28 := float32(two * v27)
 			v29 := v26 / v28
-			v108 := v107 / scale
-			v110 := v106 / v28
-			v111 := sel(v109, v110, v106)
-			v112 := v29 / v28
-			v114 := float32(v107 * v112)
-			v115 := sel(v113, v114, v107)
-			v116 := float32(v115 * two)
-			v117 := float32(v116 * scale)
-			v118 := v108 + v117
-			gradScale := v118 + v117
+			v107 := v106 / scale
+			v109 := v105 / v28
+			v110 := sel(v108, v109, v105)
+			v111 := v29 / v28
+			v113 := float32(v106 * v111)
+			v114 := sel(v112, v113, v106)
+			v115 := float32(v114 * two)
+			v116 := float32(v115 * scale)
+			v117 := v107 + v116
+			gradScale := v117 + v116
 			grads.Scale[iB*2+iD] = gradScale
-			v120 := -v111
-			v121 := b2f(v120 != zero)
-			v122 := float32(v120 * v24)
-			v123 := sel(v121, v122, v120)
-			v124 := v123 + v123
-			gradLoc := -v124
+			v119 := -v110
+			v120 := b2f(v119 != zero)
+			v121 := float32(v119 * v24)
+			v122 := sel(v120, v121, v119)
+			v123 := v122 + v122
+			gradLoc := -v123
 			grads.Loc[iB*2+iD] = gradLoc
 		}
-		grads.Entropy[iB] = c101
+		grads.Entropy[iB] = c100
 	}
 	st.lossObjective = lossObjective
 	st.klApprox = klApprox
@@ -459,12 +457,12 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c76 := float32(1.1920929e-07)
+	c75 := float32(1.1920929e-07)
 	residVar := s.s0
 	targetVar := s.s1
-	v77 := targetVar + c76
-	v78 := residVar / v77
-	explainedVariance := one - v78
+	v76 := targetVar + c75
+	v77 := residVar / v76
+	explainedVariance := one - v77
 	out.ExplainedVariance = explainedVariance
 }
 

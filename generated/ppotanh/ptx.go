@@ -165,13 +165,31 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 2,
-		Name:   "scratch/pass0.v73.s",
+		Name:   "scratch/pass0.v72.s",
+		Role:   "scratch",
+		Shape:  []int{2},
+	}, {
+		DType:  "float64",
+		Length: 2,
+		Name:   "scratch/pass0.v72.n",
 		Role:   "scratch",
 		Shape:  []int{2},
 	}, {
 		DType:  "float64",
 		Length: 2,
 		Name:   "scratch/pass0.v73.n",
+		Role:   "scratch",
+		Shape:  []int{2},
+	}, {
+		DType:  "float64",
+		Length: 2,
+		Name:   "scratch/pass0.v73.mean",
+		Role:   "scratch",
+		Shape:  []int{2},
+	}, {
+		DType:  "float64",
+		Length: 2,
+		Name:   "scratch/pass0.v73.m2",
 		Role:   "scratch",
 		Shape:  []int{2},
 	}, {
@@ -192,36 +210,18 @@ var Launch = runtime.LaunchTable{
 		Name:   "scratch/pass0.v74.m2",
 		Role:   "scratch",
 		Shape:  []int{2},
-	}, {
-		DType:  "float64",
-		Length: 2,
-		Name:   "scratch/pass0.v75.n",
-		Role:   "scratch",
-		Shape:  []int{2},
-	}, {
-		DType:  "float64",
-		Length: 2,
-		Name:   "scratch/pass0.v75.mean",
-		Role:   "scratch",
-		Shape:  []int{2},
-	}, {
-		DType:  "float64",
-		Length: 2,
-		Name:   "scratch/pass0.v75.m2",
-		Role:   "scratch",
-		Shape:  []int{2},
 	}},
 	DType: "float32",
 	Launches: []runtime.Launch{{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/advantage", "in/loc", "in/scale", "in/action", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v57.s", "scratch/pass0.v57.n", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "scratch/pass0.v73.s", "scratch/pass0.v73.n", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2"},
+		Params: []string{"in/advantage", "in/loc", "in/scale", "in/action", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v57.s", "scratch/pass0.v57.n", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "scratch/pass0.v72.s", "scratch/pass0.v72.n", "scratch/pass0.v73.n", "scratch/pass0.v73.mean", "scratch/pass0.v73.m2", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_objective", "scratch/pass0.v57.s", "scratch/pass0.v57.n", "out/kl_approx", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "out/entropy", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "out/loss_entropy", "scratch/pass0.v73.s", "scratch/pass0.v73.n", "out/loss_critic", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/s0", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/s1"},
+		Params: []string{"scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_objective", "scratch/pass0.v57.s", "scratch/pass0.v57.n", "out/kl_approx", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "out/entropy", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "out/loss_entropy", "scratch/pass0.v72.s", "scratch/pass0.v72.n", "out/loss_critic", "scratch/pass0.v73.n", "scratch/pass0.v73.mean", "scratch/pass0.v73.m2", "scratch/s0", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/s1"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -407,13 +407,31 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 2,
-		Name:   "scratch/pass0.v73.s",
+		Name:   "scratch/pass0.v72.s",
+		Role:   "scratch",
+		Shape:  []int{2},
+	}, {
+		DType:  "float64",
+		Length: 2,
+		Name:   "scratch/pass0.v72.n",
 		Role:   "scratch",
 		Shape:  []int{2},
 	}, {
 		DType:  "float64",
 		Length: 2,
 		Name:   "scratch/pass0.v73.n",
+		Role:   "scratch",
+		Shape:  []int{2},
+	}, {
+		DType:  "float64",
+		Length: 2,
+		Name:   "scratch/pass0.v73.mean",
+		Role:   "scratch",
+		Shape:  []int{2},
+	}, {
+		DType:  "float64",
+		Length: 2,
+		Name:   "scratch/pass0.v73.m2",
 		Role:   "scratch",
 		Shape:  []int{2},
 	}, {
@@ -434,36 +452,18 @@ var LaunchBackward = runtime.LaunchTable{
 		Name:   "scratch/pass0.v74.m2",
 		Role:   "scratch",
 		Shape:  []int{2},
-	}, {
-		DType:  "float64",
-		Length: 2,
-		Name:   "scratch/pass0.v75.n",
-		Role:   "scratch",
-		Shape:  []int{2},
-	}, {
-		DType:  "float64",
-		Length: 2,
-		Name:   "scratch/pass0.v75.mean",
-		Role:   "scratch",
-		Shape:  []int{2},
-	}, {
-		DType:  "float64",
-		Length: 2,
-		Name:   "scratch/pass0.v75.m2",
-		Role:   "scratch",
-		Shape:  []int{2},
 	}},
 	DType: "float32",
 	Launches: []runtime.Launch{{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/advantage", "in/loc", "in/scale", "in/action", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "grad/state_value", "grad/scale", "grad/loc", "grad/entropy", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v57.s", "scratch/pass0.v57.n", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "scratch/pass0.v73.s", "scratch/pass0.v73.n", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2"},
+		Params: []string{"in/advantage", "in/loc", "in/scale", "in/action", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "grad/state_value", "grad/scale", "grad/loc", "grad/entropy", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v57.s", "scratch/pass0.v57.n", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "scratch/pass0.v72.s", "scratch/pass0.v72.n", "scratch/pass0.v73.n", "scratch/pass0.v73.mean", "scratch/pass0.v73.m2", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_objective", "scratch/pass0.v57.s", "scratch/pass0.v57.n", "out/kl_approx", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "out/entropy", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "out/loss_entropy", "scratch/pass0.v73.s", "scratch/pass0.v73.n", "out/loss_critic", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/s0", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/s1"},
+		Params: []string{"scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_objective", "scratch/pass0.v57.s", "scratch/pass0.v57.n", "out/kl_approx", "scratch/pass0.v61.s", "scratch/pass0.v61.n", "out/entropy", "scratch/pass0.v62.s", "scratch/pass0.v62.n", "out/loss_entropy", "scratch/pass0.v72.s", "scratch/pass0.v72.n", "out/loss_critic", "scratch/pass0.v73.n", "scratch/pass0.v73.mean", "scratch/pass0.v73.m2", "scratch/s0", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/s1"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

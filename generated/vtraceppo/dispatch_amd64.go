@@ -27,20 +27,20 @@ type avxState struct {
 	r55_p    []float32
 	r56_s    []float64
 	r56_p    []float32
-	r66_s    []float64
-	r66_p    []float32
+	r65_s    []float64
+	r65_p    []float32
+	r66_n    []float64
+	r66_mean []float64
+	r66_m2   []float64
 	r67_n    []float64
 	r67_mean []float64
 	r67_m2   []float64
-	r68_n    []float64
-	r68_mean []float64
-	r68_m2   []float64
-	r74_s    []float64
-	r74_ok   []float32
-	r76_s    []float64
+	r73_s    []float64
+	r73_ok   []float32
+	r75_s    []float64
 	p0_ok    []float32
-	r80_s    []float64
-	r80_p    []float32
+	r79_s    []float64
+	r79_p    []float32
 	p1_ok    []float32
 	r47_s    []float64
 	r47_p    []float32
@@ -58,20 +58,20 @@ var avxPool = sync.Pool{New: func() any {
 	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r56_s = st.buf[128:144]
 	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r66_s = st.buf[168:184]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r67_n = st.buf[208:637]
-	st.r67_mean = st.buf[648:1077]
-	st.r67_m2 = st.buf[1088:1517]
-	st.r68_n = st.buf[1528:1957]
-	st.r68_mean = st.buf[1968:2397]
-	st.r68_m2 = st.buf[2408:2837]
-	st.r74_s = st.buf[2848:3277]
-	st.r74_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
-	st.r76_s = st.buf[3512:3941]
+	st.r65_s = st.buf[168:184]
+	st.r65_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r66_n = st.buf[208:637]
+	st.r66_mean = st.buf[648:1077]
+	st.r66_m2 = st.buf[1088:1517]
+	st.r67_n = st.buf[1528:1957]
+	st.r67_mean = st.buf[1968:2397]
+	st.r67_m2 = st.buf[2408:2837]
+	st.r73_s = st.buf[2848:3277]
+	st.r73_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
+	st.r75_s = st.buf[3512:3941]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3952])), 8)
-	st.r80_s = st.buf[3968:3984]
-	st.r80_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
+	st.r79_s = st.buf[3968:3984]
+	st.r79_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
 	st.r47_s = st.buf[4024:4040]
 	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
@@ -98,17 +98,17 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r55_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r66_s, 0)
-		runtime.Fill(st.r66_p, 0)
+		runtime.Fill(st.r65_s, 0)
+		runtime.Fill(st.r65_p, 0)
+		runtime.Fill(st.r66_n, float64((hi-lo)*1))
+		runtime.Fill(st.r66_mean, 0)
+		runtime.Fill(st.r66_m2, 0)
 		runtime.Fill(st.r67_n, float64((hi-lo)*1))
 		runtime.Fill(st.r67_mean, 0)
 		runtime.Fill(st.r67_m2, 0)
-		runtime.Fill(st.r68_n, float64((hi-lo)*1))
-		runtime.Fill(st.r68_mean, 0)
-		runtime.Fill(st.r68_m2, 0)
-		runtime.Fill(st.r74_s, 0)
-		runtime.SetMask(st.r74_ok)
-		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.SetMask(st.r73_ok)
+		runtime.Fill(st.r75_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], hi)
 	}
@@ -130,16 +130,16 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
+			runtime.MergeVar(sts[0].r66_n, sts[0].r66_mean, sts[0].r66_m2, sts[c].r66_n, sts[c].r66_mean, sts[c].r66_m2)
 			runtime.MergeVar(sts[0].r67_n, sts[0].r67_mean, sts[0].r67_m2, sts[c].r67_n, sts[c].r67_mean, sts[c].r67_m2)
-			runtime.MergeVar(sts[0].r68_n, sts[0].r68_mean, sts[0].r68_m2, sts[c].r68_n, sts[c].r68_mean, sts[c].r68_m2)
-			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
-			runtime.MergeMask(sts[0].r74_ok, sts[c].r74_ok)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeMask(sts[0].r73_ok, sts[c].r73_ok)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r74_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r73_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -152,21 +152,21 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r56_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r66_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r65_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r67_n, st.r67_mean, st.r67_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r66_n, st.r66_mean, st.r66_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r68_n, st.r68_mean, st.r68_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r67_n, st.r67_mean, st.r67_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r74_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r73_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r76_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r75_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -183,8 +183,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r80_s, 0)
-		runtime.Fill(st.r80_p, 0)
+		runtime.Fill(st.r79_s, 0)
+		runtime.Fill(st.r79_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -202,7 +202,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
+			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -211,7 +211,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r80_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r79_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -276,20 +276,20 @@ type fbAvxState struct {
 	r55_p    []float32
 	r56_s    []float64
 	r56_p    []float32
-	r66_s    []float64
-	r66_p    []float32
+	r65_s    []float64
+	r65_p    []float32
+	r66_n    []float64
+	r66_mean []float64
+	r66_m2   []float64
 	r67_n    []float64
 	r67_mean []float64
 	r67_m2   []float64
-	r68_n    []float64
-	r68_mean []float64
-	r68_m2   []float64
-	r74_s    []float64
-	r74_ok   []float32
-	r76_s    []float64
+	r73_s    []float64
+	r73_ok   []float32
+	r75_s    []float64
 	p0_ok    []float32
-	r80_s    []float64
-	r80_p    []float32
+	r79_s    []float64
+	r79_p    []float32
 	p1_ok    []float32
 	r47_s    []float64
 	r47_p    []float32
@@ -307,20 +307,20 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r56_s = st.buf[128:144]
 	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r66_s = st.buf[168:184]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r67_n = st.buf[208:637]
-	st.r67_mean = st.buf[648:1077]
-	st.r67_m2 = st.buf[1088:1517]
-	st.r68_n = st.buf[1528:1957]
-	st.r68_mean = st.buf[1968:2397]
-	st.r68_m2 = st.buf[2408:2837]
-	st.r74_s = st.buf[2848:3277]
-	st.r74_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
-	st.r76_s = st.buf[3512:3941]
+	st.r65_s = st.buf[168:184]
+	st.r65_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r66_n = st.buf[208:637]
+	st.r66_mean = st.buf[648:1077]
+	st.r66_m2 = st.buf[1088:1517]
+	st.r67_n = st.buf[1528:1957]
+	st.r67_mean = st.buf[1968:2397]
+	st.r67_m2 = st.buf[2408:2837]
+	st.r73_s = st.buf[2848:3277]
+	st.r73_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
+	st.r75_s = st.buf[3512:3941]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3952])), 8)
-	st.r80_s = st.buf[3968:3984]
-	st.r80_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
+	st.r79_s = st.buf[3968:3984]
+	st.r79_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
 	st.r47_s = st.buf[4024:4040]
 	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
@@ -348,17 +348,17 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r55_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r66_s, 0)
-		runtime.Fill(st.r66_p, 0)
+		runtime.Fill(st.r65_s, 0)
+		runtime.Fill(st.r65_p, 0)
+		runtime.Fill(st.r66_n, float64((hi-lo)*1))
+		runtime.Fill(st.r66_mean, 0)
+		runtime.Fill(st.r66_m2, 0)
 		runtime.Fill(st.r67_n, float64((hi-lo)*1))
 		runtime.Fill(st.r67_mean, 0)
 		runtime.Fill(st.r67_m2, 0)
-		runtime.Fill(st.r68_n, float64((hi-lo)*1))
-		runtime.Fill(st.r68_mean, 0)
-		runtime.Fill(st.r68_m2, 0)
-		runtime.Fill(st.r74_s, 0)
-		runtime.SetMask(st.r74_ok)
-		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.SetMask(st.r73_ok)
+		runtime.Fill(st.r75_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], &g.StateValue[0], &g.Entropy[0], hi)
 	}
@@ -380,16 +380,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
+			runtime.MergeVar(sts[0].r66_n, sts[0].r66_mean, sts[0].r66_m2, sts[c].r66_n, sts[c].r66_mean, sts[c].r66_m2)
 			runtime.MergeVar(sts[0].r67_n, sts[0].r67_mean, sts[0].r67_m2, sts[c].r67_n, sts[c].r67_mean, sts[c].r67_m2)
-			runtime.MergeVar(sts[0].r68_n, sts[0].r68_mean, sts[0].r68_m2, sts[c].r68_n, sts[c].r68_mean, sts[c].r68_m2)
-			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
-			runtime.MergeMask(sts[0].r74_ok, sts[c].r74_ok)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeMask(sts[0].r73_ok, sts[c].r73_ok)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r74_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r73_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
@@ -402,21 +402,21 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r56_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r66_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r65_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r67_n, st.r67_mean, st.r67_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r66_n, st.r66_mean, st.r66_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r68_n, st.r68_mean, st.r68_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r67_n, st.r67_mean, st.r67_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r74_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r73_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r76_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r75_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -434,8 +434,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r80_s, 0)
-		runtime.Fill(st.r80_p, 0)
+		runtime.Fill(st.r79_s, 0)
+		runtime.Fill(st.r79_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -453,7 +453,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
+			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -462,7 +462,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r80_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r79_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 

@@ -249,10 +249,7 @@ outer0_1:
 	// smoothL1 = where(v60, v62, v63)
 	VBLENDVPS Y5, Y6, Y2, Y2
 
-	// v65 = mul(1, smoothL1)
-	VMULPS lgc14<>+0(SB), Y2, Y2
-
-	// mean(v65) over [N T]
+	// mean(smoothL1) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
@@ -573,10 +570,7 @@ blocks_2:
 	// smoothL1 = where(v60, v62, v63)
 	VBLENDVPS Y5, Y6, Y2, Y2
 
-	// v65 = mul(1, smoothL1)
-	VMULPS lgc14<>+0(SB), Y2, Y2
-
-	// mean(v65) over [N T]
+	// mean(smoothL1) over [N T]
 	VADDPS  1536(BX), Y2, Y2
 	VMOVUPS Y2, 1536(BX)
 
@@ -1179,29 +1173,29 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v70 = add(targetVar, 1.1920929e-07)
+	// v69 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc34<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v71 = div(residVar, v70)
+	// v70 = div(residVar, v69)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc14<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v71)
+	// explainedVariance = sub(1, v70)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v77 = mul(2, logSumW)
+	// v76 = mul(2, logSumW)
 	VMULPS  lgc35<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v78 = sub(v77, logSumW2)
+	// v77 = sub(v76, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v78)
+	// essCol = exp(v77)
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -1271,32 +1265,32 @@ chunkdone_5:
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v70 = add(targetVar, 1.1920929e-07)
+	// v69 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v71 = div(residVar, v70)
+	// v70 = div(residVar, v69)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v71)
+	// explainedVariance = sub(1, v70)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v77 = mul(2, logSumW)
+	// v76 = mul(2, logSumW)
 	VMULPS     lgc35<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v78 = sub(v77, logSumW2)
+	// v77 = sub(v76, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v78)
+	// essCol = exp(v77)
 	VMOVUPS      lgc3<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -1815,7 +1809,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc39<>+0(SB), Y1
 
-	// ess = div(v80, 64)
+	// ess = div(v79, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -2080,10 +2074,7 @@ outer0_11:
 	// smoothL1 = where(v60, v62, v63)
 	VBLENDVPS Y5, Y7, Y8, Y6
 
-	// v65 = mul(1, smoothL1)
-	VMULPS lgc14<>+0(SB), Y6, Y6
-
-	// mean(v65) over [N T]
+	// mean(smoothL1) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y8
 	VEXTRACTI128 $0x01, Y7, X8
@@ -2226,67 +2217,67 @@ outer0_11:
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc40<>+0(SB), Y1
 
-	// v84 = where(v60, 3.7114014251781474e-05, 0)
+	// v83 = where(v60, 3.7114014251781474e-05, 0)
 	VANDPS Y1, Y2, Y3
 
-	// v85 = where(v60, 0, 3.7114014251781474e-05)
+	// v84 = where(v60, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v86 = ne(v84, 0)
+	// v85 = ne(v83, 0)
 	VCMPPS  $0x04, Y2, Y3, Y4
 	VMOVUPS 56(SP), Y5
 
-	// v87 = mul(v84, absDiff)
+	// v86 = mul(v83, absDiff)
 	VMULPS Y5, Y3, Y5
 
-	// v88 = where(v86, v87, v84)
+	// v87 = where(v85, v86, v83)
 	VBLENDVPS Y4, Y5, Y3, Y5
 	VMOVUPS   24(SP), Y6
 
-	// v89 = mul(v84, v61)
+	// v88 = mul(v83, v61)
 	VMULPS Y6, Y3, Y6
 
-	// v90 = where(v86, v89, v84)
+	// v89 = where(v85, v88, v83)
 	VBLENDVPS Y4, Y6, Y3, Y3
 
-	// v91 = add(v85, v90)
+	// v90 = add(v84, v89)
 	VADDPS Y3, Y1, Y1
 
-	// v92 = mul(v88, 0.5)
+	// v91 = mul(v87, 0.5)
 	VMULPS lgc13<>+0(SB), Y5, Y3
 
-	// v93 = add(v91, v92)
+	// v92 = add(v90, v91)
 	VADDPS  Y3, Y1, Y1
 	VMOVUPS 120(SP), Y3
 
-	// v94 = gt(diff, 0)
+	// v93 = gt(diff, 0)
 	VCMPPS $0x1e, Y2, Y3, Y4
 
-	// v95 = lt(diff, 0)
+	// v94 = lt(diff, 0)
 	VCMPPS $0x11, Y2, Y3, Y5
 
-	// v97 = mul(diff, 0)
+	// v96 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc41<>+0(SB), Y6
 
-	// v98 = where(v95, -1, v97)
+	// v97 = where(v94, -1, v96)
 	VBLENDVPS Y5, Y6, Y3, Y3
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v99 = where(v94, 1, v98)
+	// v98 = where(v93, 1, v97)
 	VBLENDVPS Y4, Y5, Y3, Y3
 
-	// v100 = ne(v93, 0)
+	// v99 = ne(v92, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 
-	// v101 = mul(v93, v99)
+	// v100 = mul(v92, v98)
 	VMULPS Y3, Y1, Y3
 
-	// v102 = where(v100, v101, v93)
+	// v101 = where(v99, v100, v92)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// gradStateValue = neg(v102)
+	// gradStateValue = neg(v101)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
 	VMOVUPS lgc42<>+0(SB), Y2
 	VMOVUPS 88(SP), Y3
@@ -2486,10 +2477,7 @@ blocks_12:
 	// smoothL1 = where(v60, v62, v63)
 	VBLENDVPS Y5, Y7, Y8, Y6
 
-	// v65 = mul(1, smoothL1)
-	VMULPS lgc14<>+0(SB), Y6, Y6
-
-	// mean(v65) over [N T]
+	// mean(smoothL1) over [N T]
 	VADDPS  1536(BX), Y6, Y6
 	VMOVUPS Y6, 1536(BX)
 	VMOVUPS Y2, 216(SP)
@@ -2595,67 +2583,67 @@ blocks_12:
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc40<>+0(SB), Y1
 
-	// v84 = where(v60, 3.7114014251781474e-05, 0)
+	// v83 = where(v60, 3.7114014251781474e-05, 0)
 	VANDPS Y1, Y2, Y3
 
-	// v85 = where(v60, 0, 3.7114014251781474e-05)
+	// v84 = where(v60, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v86 = ne(v84, 0)
+	// v85 = ne(v83, 0)
 	VCMPPS  $0x04, Y2, Y3, Y4
 	VMOVUPS 216(SP), Y5
 
-	// v87 = mul(v84, absDiff)
+	// v86 = mul(v83, absDiff)
 	VMULPS Y5, Y3, Y5
 
-	// v88 = where(v86, v87, v84)
+	// v87 = where(v85, v86, v83)
 	VBLENDVPS Y4, Y5, Y3, Y5
 	VMOVUPS   184(SP), Y6
 
-	// v89 = mul(v84, v61)
+	// v88 = mul(v83, v61)
 	VMULPS Y6, Y3, Y6
 
-	// v90 = where(v86, v89, v84)
+	// v89 = where(v85, v88, v83)
 	VBLENDVPS Y4, Y6, Y3, Y3
 
-	// v91 = add(v85, v90)
+	// v90 = add(v84, v89)
 	VADDPS Y3, Y1, Y1
 
-	// v92 = mul(v88, 0.5)
+	// v91 = mul(v87, 0.5)
 	VMULPS lgc13<>+0(SB), Y5, Y3
 
-	// v93 = add(v91, v92)
+	// v92 = add(v90, v91)
 	VADDPS  Y3, Y1, Y1
 	VMOVUPS 280(SP), Y3
 
-	// v94 = gt(diff, 0)
+	// v93 = gt(diff, 0)
 	VCMPPS $0x1e, Y2, Y3, Y4
 
-	// v95 = lt(diff, 0)
+	// v94 = lt(diff, 0)
 	VCMPPS $0x11, Y2, Y3, Y5
 
-	// v97 = mul(diff, 0)
+	// v96 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc41<>+0(SB), Y6
 
-	// v98 = where(v95, -1, v97)
+	// v97 = where(v94, -1, v96)
 	VBLENDVPS Y5, Y6, Y3, Y3
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v99 = where(v94, 1, v98)
+	// v98 = where(v93, 1, v97)
 	VBLENDVPS Y4, Y5, Y3, Y3
 
-	// v100 = ne(v93, 0)
+	// v99 = ne(v92, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 
-	// v101 = mul(v93, v99)
+	// v100 = mul(v92, v98)
 	VMULPS Y3, Y1, Y3
 
-	// v102 = where(v100, v101, v93)
+	// v101 = where(v99, v100, v92)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// gradStateValue = neg(v102)
+	// gradStateValue = neg(v101)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
 	VMOVUPS lgc42<>+0(SB), Y2
 	VMOVUPS 248(SP), Y3
@@ -2869,29 +2857,29 @@ blocks_14:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v70 = add(targetVar, 1.1920929e-07)
+	// v69 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc34<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v71 = div(residVar, v70)
+	// v70 = div(residVar, v69)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc14<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v71)
+	// explainedVariance = sub(1, v70)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v77 = mul(2, logSumW)
+	// v76 = mul(2, logSumW)
 	VMULPS  lgc35<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v78 = sub(v77, logSumW2)
+	// v77 = sub(v76, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v78)
+	// essCol = exp(v77)
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -2961,32 +2949,32 @@ chunkdone_15:
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v70 = add(targetVar, 1.1920929e-07)
+	// v69 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v71 = div(residVar, v70)
+	// v70 = div(residVar, v69)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v71)
+	// explainedVariance = sub(1, v70)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v77 = mul(2, logSumW)
+	// v76 = mul(2, logSumW)
 	VMULPS     lgc35<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v78 = sub(v77, logSumW2)
+	// v77 = sub(v76, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v78)
+	// essCol = exp(v77)
 	VMOVUPS      lgc3<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -3210,47 +3198,47 @@ blocks_19:
 	VADDPS  32384(BX), Y5, Y5
 	VMOVUPS Y5, 32384(BX)
 
-	// v106 = mul(-3.7114014251781474e-05, v31)
+	// v105 = mul(-3.7114014251781474e-05, v31)
 	VMULPS lgc43<>+0(SB), Y1, Y5
 
-	// v107 = where(v39, v106, 0)
+	// v106 = where(v39, v105, 0)
 	VANDPS Y5, Y2, Y7
 
-	// v108 = where(v39, 0, v106)
+	// v107 = where(v39, 0, v105)
 	VANDNPS Y5, Y2, Y2
 
-	// v109 = ge(ratio, 0.8000000028326788)
+	// v108 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y3, Y5
 
-	// v110 = ne(ratio, ratio)
+	// v109 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y3, Y3, Y6
 	VMOVUPS Y1, (SP)
 
-	// v111 = max(v109, v110)
+	// v110 = max(v108, v109)
 	VORPS Y5, Y6, Y1
 
-	// v112 = where(v111, v108, 0)
+	// v111 = where(v110, v107, 0)
 	VANDPS Y2, Y1, Y1
 
-	// v113 = le(ratio, 1.2000000078829447)
+	// v112 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y4, Y3, Y2
 
-	// v114 = max(v113, v110)
+	// v113 = max(v112, v109)
 	VORPS Y2, Y6, Y2
 
-	// v115 = where(v114, v107, 0)
+	// v114 = where(v113, v106, 0)
 	VANDPS Y7, Y2, Y2
 
-	// v116 = add(v112, v115)
+	// v115 = add(v111, v114)
 	VADDPS Y2, Y1, Y1
 
-	// v117 = ne(v116, 0)
+	// v116 = ne(v115, 0)
 	VCMPPS $0x04, Y0, Y1, Y0
 
-	// v118 = mul(v116, ratio)
+	// v117 = mul(v115, ratio)
 	VMULPS Y3, Y1, Y2
 
-	// gradLogProb = where(v117, v118, v116)
+	// gradLogProb = where(v116, v117, v115)
 	VBLENDVPS Y0, Y2, Y1, Y0
 	VMOVUPS   (SP), Y1
 
@@ -3465,47 +3453,47 @@ noflush_20:
 	VADDPS       32384(CX), Y5, Y5
 	VMOVUPS      Y5, 32384(CX)
 
-	// v106 = mul(-3.7114014251781474e-05, v31)
+	// v105 = mul(-3.7114014251781474e-05, v31)
 	VMULPS lgc43<>+0(SB), Y1, Y5
 
-	// v107 = where(v39, v106, 0)
+	// v106 = where(v39, v105, 0)
 	VANDPS Y5, Y2, Y7
 
-	// v108 = where(v39, 0, v106)
+	// v107 = where(v39, 0, v105)
 	VANDNPS Y5, Y2, Y2
 
-	// v109 = ge(ratio, 0.8000000028326788)
+	// v108 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y3, Y5
 
-	// v110 = ne(ratio, ratio)
+	// v109 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y3, Y3, Y6
 	VMOVUPS Y1, 48(SP)
 
-	// v111 = max(v109, v110)
+	// v110 = max(v108, v109)
 	VORPS Y5, Y6, Y1
 
-	// v112 = where(v111, v108, 0)
+	// v111 = where(v110, v107, 0)
 	VANDPS Y2, Y1, Y1
 
-	// v113 = le(ratio, 1.2000000078829447)
+	// v112 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y4, Y3, Y2
 
-	// v114 = max(v113, v110)
+	// v113 = max(v112, v109)
 	VORPS Y2, Y6, Y2
 
-	// v115 = where(v114, v107, 0)
+	// v114 = where(v113, v106, 0)
 	VANDPS Y7, Y2, Y2
 
-	// v116 = add(v112, v115)
+	// v115 = add(v111, v114)
 	VADDPS Y2, Y1, Y1
 
-	// v117 = ne(v116, 0)
+	// v116 = ne(v115, 0)
 	VCMPPS $0x04, Y0, Y1, Y0
 
-	// v118 = mul(v116, ratio)
+	// v117 = mul(v115, ratio)
 	VMULPS Y3, Y1, Y2
 
-	// gradLogProb = where(v117, v118, v116)
+	// gradLogProb = where(v116, v117, v115)
 	VBLENDVPS Y0, Y2, Y1, Y0
 	VMOVUPS   48(SP), Y1
 
@@ -3562,7 +3550,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc39<>+0(SB), Y1
 
-	// ess = div(v80, 64)
+	// ess = div(v79, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

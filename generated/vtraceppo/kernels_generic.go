@@ -14,8 +14,8 @@ type scratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(vs) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v75) over N [T=421]
-	s4        float32             // v80 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v74) over N [T=421]
+	s4        float32             // v79 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -38,11 +38,11 @@ type pass0GoStates struct {
 	klApprox     runtime.Mean        // klApprox = mean(v50) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy  runtime.Mean        // lossEntropy = mean(v54) over N,T
-	lossCritic   runtime.Mean        // lossCritic = mean(v65) over N,T
+	lossCritic   runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar     []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar    []runtime.Welford   // targetVar = var(vs) over N correction=0
 	logSumW      []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v75) over N
+	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v74) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -135,13 +135,12 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v62 := float32(v61 * absDiff)
 			v63 := absDiff - half
 			smoothL1 := sel(v60, v62, v63)
-			v65 := float32(one * smoothL1)
-			lossCritic.Add(float64(v65))
+			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(vs))
 			st.logSumW[iT].Add(float64(logWeight))
-			v75 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v75))
+			v74 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v74))
 		}
 	}
 	st.clipFraction = clipFraction
@@ -204,35 +203,35 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of T.
 type pass1GoStates struct {
-	acc80 runtime.Mean // v80 = mean(essCol) over T
+	acc79 runtime.Mean // v79 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass1GoStates) merge(b *pass1GoStates) {
-	mergeMean(&a.acc80, b.acc80)
+	mergeMean(&a.acc79, b.acc79)
 }
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of T, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
-	c69 := float32(1.1920929e-07)
+	c68 := float32(1.1920929e-07)
 	two := float32(2)
-	acc80 := runtime.Mean{}
+	acc79 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v70 := targetVar + c69
-		v71 := residVar / v70
-		explainedVariance := one - v71
+		v69 := targetVar + c68
+		v70 := residVar / v69
+		explainedVariance := one - v70
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v77 := float32(two * logSumW)
-		v78 := v77 - logSumW2
-		essCol := float32(math.Exp(float64(v78)))
-		acc80.Add(float64(essCol))
+		v76 := float32(two * logSumW)
+		v77 := v76 - logSumW2
+		essCol := float32(math.Exp(float64(v77)))
+		acc79.Add(float64(essCol))
 	}
-	st.acc80 = acc80
+	st.acc79 = acc79
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
@@ -251,7 +250,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc80.Result())
+	s.s4 = float32(st.acc79.Result())
 }
 
 // pass2GoChunks is how many chunks of rows of N pass2Go runs as, concurrently, each with its own
@@ -339,9 +338,9 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c81 := float32(64)
-	v80 := s.s4
-	ess := v80 / c81
+	c80 := float32(64)
+	v79 := s.s4
+	ess := v79 / c80
 	out.ESS = ess
 }
 
@@ -351,8 +350,8 @@ type fbScratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(vs) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v75) over N [T=421]
-	s4        float32             // v80 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v74) over N [T=421]
+	s4        float32             // v79 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -375,11 +374,11 @@ type fbPass0GoStates struct {
 	klApprox     runtime.Mean        // klApprox = mean(v50) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy  runtime.Mean        // lossEntropy = mean(v54) over N,T
-	lossCritic   runtime.Mean        // lossCritic = mean(v65) over N,T
+	lossCritic   runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar     []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar    []runtime.Welford   // targetVar = var(vs) over N correction=0
 	logSumW      []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v75) over N
+	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v74) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -413,9 +412,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c53 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c83 := float32(3.7114016e-05)
+	c82 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c104 := float32(-3.7114015e-07)
+	c103 := float32(-3.7114015e-07)
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
@@ -476,34 +475,33 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v62 := float32(v61 * absDiff)
 			v63 := absDiff - half
 			smoothL1 := sel(v60, v62, v63)
-			v65 := float32(one * smoothL1)
-			lossCritic.Add(float64(v65))
+			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(vs))
 			st.logSumW[iT].Add(float64(logWeight))
-			v75 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v75))
-			v84 := sel(v60, c83, zero)
-			v85 := sel(v60, zero, c83)
-			v86 := b2f(v84 != zero)
-			v87 := float32(v84 * absDiff)
-			v88 := sel(v86, v87, v84)
-			v89 := float32(v84 * v61)
-			v90 := sel(v86, v89, v84)
-			v91 := v85 + v90
-			v92 := float32(v88 * half)
-			v93 := v91 + v92
-			v94 := b2f(diff > zero)
-			v95 := b2f(diff < zero)
-			v97 := float32(diff * zero)
-			v98 := sel(v95, minusOne, v97)
-			v99 := sel(v94, one, v98)
-			v100 := b2f(v93 != zero)
-			v101 := float32(v93 * v99)
-			v102 := sel(v100, v101, v93)
-			gradStateValue := -v102
+			v74 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v74))
+			v83 := sel(v60, c82, zero)
+			v84 := sel(v60, zero, c82)
+			v85 := b2f(v83 != zero)
+			v86 := float32(v83 * absDiff)
+			v87 := sel(v85, v86, v83)
+			v88 := float32(v83 * v61)
+			v89 := sel(v85, v88, v83)
+			v90 := v84 + v89
+			v91 := float32(v87 * half)
+			v92 := v90 + v91
+			v93 := b2f(diff > zero)
+			v94 := b2f(diff < zero)
+			v96 := float32(diff * zero)
+			v97 := sel(v94, minusOne, v96)
+			v98 := sel(v93, one, v97)
+			v99 := b2f(v92 != zero)
+			v100 := float32(v92 * v98)
+			v101 := sel(v99, v100, v92)
+			gradStateValue := -v101
 			grads.StateValue[iN*421+iT] = gradStateValue
-			grads.Entropy[iN*421+iT] = c104
+			grads.Entropy[iN*421+iT] = c103
 		}
 	}
 	st.clipFraction = clipFraction
@@ -566,35 +564,35 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of T.
 type fbPass1GoStates struct {
-	acc80 runtime.Mean // v80 = mean(essCol) over T
+	acc79 runtime.Mean // v79 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeMean(&a.acc80, b.acc80)
+	mergeMean(&a.acc79, b.acc79)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
-	c69 := float32(1.1920929e-07)
+	c68 := float32(1.1920929e-07)
 	two := float32(2)
-	acc80 := runtime.Mean{}
+	acc79 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v70 := targetVar + c69
-		v71 := residVar / v70
-		explainedVariance := one - v71
+		v69 := targetVar + c68
+		v70 := residVar / v69
+		explainedVariance := one - v70
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v77 := float32(two * logSumW)
-		v78 := v77 - logSumW2
-		essCol := float32(math.Exp(float64(v78)))
-		acc80.Add(float64(essCol))
+		v76 := float32(two * logSumW)
+		v77 := v76 - logSumW2
+		essCol := float32(math.Exp(float64(v77)))
+		acc79.Add(float64(essCol))
 	}
-	st.acc80 = acc80
+	st.acc79 = acc79
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -613,7 +611,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc80.Result())
+	s.s4 = float32(st.acc79.Result())
 }
 
 // fbPass2GoChunks is how many chunks of rows of N fbPass2Go runs as, concurrently, each with its
@@ -639,7 +637,7 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	zero := float32(0)
 	c40 := float32(1.2)
 	c42 := float32(0.8)
-	c105 := float32(-3.7114016e-05)
+	c104 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
@@ -676,20 +674,20 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			gain := float32(v31 * ratioClipped)
 			v46 := -gain
 			lossObjective.Add(float64(v46))
-			v106 := float32(c105 * v31)
-			v107 := sel(v39, v106, zero)
-			v108 := sel(v39, zero, v106)
-			v109 := b2f(ratio >= c42)
-			v110 := b2f(ratio != ratio)
-			v111 := max(v109, v110)
-			v112 := sel(v111, v108, zero)
-			v113 := b2f(ratio <= c40)
-			v114 := max(v113, v110)
-			v115 := sel(v114, v107, zero)
-			v116 := v112 + v115
-			v117 := b2f(v116 != zero)
-			v118 := float32(v116 * ratio)
-			gradLogProb := sel(v117, v118, v116)
+			v105 := float32(c104 * v31)
+			v106 := sel(v39, v105, zero)
+			v107 := sel(v39, zero, v105)
+			v108 := b2f(ratio >= c42)
+			v109 := b2f(ratio != ratio)
+			v110 := max(v108, v109)
+			v111 := sel(v110, v107, zero)
+			v112 := b2f(ratio <= c40)
+			v113 := max(v112, v109)
+			v114 := sel(v113, v106, zero)
+			v115 := v111 + v114
+			v116 := b2f(v115 != zero)
+			v117 := float32(v115 * ratio)
+			gradLogProb := sel(v116, v117, v115)
 			grads.LogProb[iN*421+iT] = gradLogProb
 		}
 	}
@@ -717,9 +715,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c81 := float32(64)
-	v80 := s.s4
-	ess := v80 / c81
+	c80 := float32(64)
+	v79 := s.s4
+	ess := v79 / c80
 	out.ESS = ess
 }
 
