@@ -108,13 +108,9 @@ func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	c.VMOVAPS(xc, r)
 	c.VFNMADD231PS(a.cf32(vmath.Exp32C1), n, r) // r −= n·C1 (exact: C1 has 9 bits)
 	c.VFNMADD231PS(a.cf32(vmath.Exp32C2), n, r) // r −= n·C2
-	p := a.ymm()
-	c.VMOVAPS(a.cf32(vmath.Exp32P[0]), p)
-	for _, k := range vmath.Exp32P[1:] {
-		c.VFMADD213PS(a.cf32(k), r, p) // p = p·r + k
-	}
 	r2 := a.ymm()
 	c.VMULPS(r, r, r2)
+	p := a.poly2(len(vmath.Exp32P), r, r2, func(i int) operand.Op { return a.cf32(vmath.Exp32P[i]) })
 	c.VFMADD213PS(r, r2, p) // p = p·r² + r
 	c.VADDPS(a.cf32(1), p, p)
 	// 2^n as 2^n1 · 2^n2 with n1 ∈ [−126, 127], n2 = n − n1 ∈ [−24, 1]: both normal.
@@ -134,6 +130,33 @@ func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	return p
 }
 
+// poly2 is the polynomial with the n coefficients coef(i) (highest power first) at r, in
+// vmath.Poly2's order, r2 = r·r.
+func (a *asm) poly2(n int, r, r2 reg.VecVirtual, coef func(i int) operand.Op) reg.VecVirtual {
+	return vmath.Poly2(n, r2, func(hi, lo int) reg.VecVirtual {
+		t := a.ymm()
+		a.mov(coef(hi), t)
+		a.fma213(coef(lo), r, t) // t = c_hi·r + c_lo
+		return t
+	}, func(i int) reg.VecVirtual {
+		t := a.ymm()
+		a.mov(coef(i), t)
+		return t
+	}, func(x, y, z reg.VecVirtual) reg.VecVirtual {
+		a.fma213(z, y, x) // x = x·y + z
+		return x
+	})
+}
+
+// fma213 is z = y·z + x.
+func (a *asm) fma213(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VFMADD213PD(x, y, z)
+	} else {
+		a.c.VFMADD213PS(x, y, z)
+	}
+}
+
 // exp64 is e^x for 4 float64 lanes, x clamped to [Exp64Lo, Exp64Hi] or NaN.
 func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
 	c := a.c
@@ -144,13 +167,11 @@ func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
 	c.VMOVAPD(xc, r)
 	c.VFNMADD231PD(a.cf64(vmath.Exp64Ln2Hi), n, r) // ln2 high part: n·hi exact
 	c.VFNMADD231PD(a.cf64(vmath.Exp64Ln2Lo), n, r) // ln2 low part
-	// Taylor series of e^r to degree 13, Horner from the top.
+	// Taylor series of e^r to degree 13.
 	coef := vmath.Exp64P()
-	p := a.ymm()
-	c.VMOVAPD(a.cf64(coef[0]), p)
-	for _, k := range coef[1:] {
-		c.VFMADD213PD(a.cf64(k), r, p) // p = p·r + 1/k!
-	}
+	r2 := a.ymm()
+	c.VMULPD(r, r, r2)
+	p := a.poly2(len(coef), r, r2, func(i int) operand.Op { return a.cf64(coef[i]) })
 	// 2^n as 2^n1 · 2^n2 with n1 ∈ [−1022, 1023], n2 ∈ [−54, 2].
 	ni := a.c.XMM()
 	c.VCVTPD2DQY(n, ni)

@@ -12,7 +12,7 @@ import (
 
 // exp32 is e^x for a float32 register.
 func (k *kernel) exp32(x string) string {
-	xc, n, r, p, r2 := k.f32(), k.f32(), k.f32(), k.f32(), k.f32()
+	xc, n, r, r2 := k.f32(), k.f32(), k.f32(), k.f32()
 	k.op("max.NaN.f32 %s, %s, %s", xc, x, immF32(vmath.Exp32Lo))
 	k.op("min.NaN.f32 %s, %s, %s", xc, xc, immF32(vmath.Exp32Hi))
 	k.op("mul.rn.f32 %s, %s, %s", n, xc, immF32(float32(math.Log2E)))
@@ -22,15 +22,35 @@ func (k *kernel) exp32(x string) string {
 	t := k.f32()
 	k.op("neg.f32 %s, %s", t, n)
 	k.op("fma.rn.f32 %s, %s, %s, %s", r, t, immF32(vmath.Exp32C2), r)
-	k.op("mov.f32 %s, %s", p, immF32(vmath.Exp32P[0]))
-	for _, c := range vmath.Exp32P[1:] {
-		k.op("fma.rn.f32 %s, %s, %s, %s", p, p, r, immF32(c))
-	}
 	k.op("mul.rn.f32 %s, %s, %s", r2, r, r)
+	p := k.poly2("f32", len(vmath.Exp32P), r, r2, func(i int) string { return immF32(vmath.Exp32P[i]) })
 	k.op("fma.rn.f32 %s, %s, %s, %s", p, p, r2, r)
 	k.op("add.rn.f32 %s, %s, %s", p, p, immF32(1))
 	k.scale32(p, n)
 	return p
+}
+
+// poly2 is the polynomial with the n coefficients coef(i) (immediates, highest power first)
+// at r, in vmath.Poly2's order (r2 = r·r), in a new register of type t (f32 or f64).
+func (k *kernel) poly2(t string, n int, r, r2 string, coef func(i int) string) string {
+	reg := func() string {
+		if t == "f32" {
+			return k.f32()
+		}
+		return k.fd()
+	}
+	return vmath.Poly2(n, r2, func(hi, lo int) string {
+		p := reg()
+		k.op("fma.rn.%s %s, %s, %s, %s", t, p, r, coef(hi), coef(lo)) // c_hi·r + c_lo
+		return p
+	}, func(i int) string {
+		p := reg()
+		k.op("mov.%s %s, %s", t, p, coef(i))
+		return p
+	}, func(x, y, z string) string {
+		k.op("fma.rn.%s %s, %s, %s, %s", t, x, x, y, z) // x·y + z
+		return x
+	})
 }
 
 // scale32 multiplies p by 2^n (n an integral float32) as 2^n1·2^n2, both normal.
@@ -51,7 +71,7 @@ func (k *kernel) scale32(p, n string) {
 
 // exp64 is e^x for a float64 register.
 func (k *kernel) exp64(x string) string {
-	xc, n, r, p := k.fd(), k.fd(), k.fd(), k.fd()
+	xc, n, r := k.fd(), k.fd(), k.fd()
 	k.minmax64("max", xc, x, immF64(vmath.Exp64Lo))
 	k.minmax64("min", xc, xc, immF64(vmath.Exp64Hi))
 	k.op("mul.rn.f64 %s, %s, %s", n, xc, immF64(math.Log2E))
@@ -61,10 +81,9 @@ func (k *kernel) exp64(x string) string {
 	k.op("fma.rn.f64 %s, %s, %s, %s", r, t, immF64(vmath.Exp64Ln2Hi), xc)
 	k.op("fma.rn.f64 %s, %s, %s, %s", r, t, immF64(vmath.Exp64Ln2Lo), r)
 	coef := vmath.Exp64P()
-	k.op("mov.f64 %s, %s", p, immF64(coef[0]))
-	for _, c := range coef[1:] {
-		k.op("fma.rn.f64 %s, %s, %s, %s", p, p, r, immF64(c))
-	}
+	r2 := k.fd()
+	k.op("mul.rn.f64 %s, %s, %s", r2, r, r)
+	p := k.poly2("f64", len(coef), r, r2, func(i int) string { return immF64(coef[i]) })
 	ni, n1, n2 := k.r32(), k.r32(), k.r32()
 	k.op("cvt.rni.s32.f64 %s, %s", ni, n)
 	k.op("max.s32 %s, %s, %d", n1, ni, vmath.Exp64N1Lo)

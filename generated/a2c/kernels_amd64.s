@@ -99,15 +99,17 @@ inner_A_3:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc15<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc15<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc16<>+0(SB), Y5, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -116,17 +118,17 @@ inner_A_3:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 
 	// sum(v6) over [A]
-	VADDPS Y1, Y7, Y1
+	VADDPS Y1, Y8, Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
 	VMAXPS Y4, Y3, Y4
 
 	// v17 = mul(v6, v16)
-	VMULPS Y4, Y7, Y4
+	VMULPS Y4, Y8, Y4
 
 	// sum(v17) over [A]
 	VADDPS Y2, Y4, Y2
@@ -935,15 +937,17 @@ inner_A_7:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc15<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc15<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc16<>+0(SB), Y5, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -952,18 +956,18 @@ inner_A_7:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VMOVUPS      Y7, (SP)(DI*1)
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VMOVUPS      Y8, (SP)(DI*1)
 
 	// sum(v6) over [A]
-	VADDPS Y1, Y7, Y1
+	VADDPS Y1, Y8, Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
 	VMAXPS Y4, Y3, Y4
 
 	// v17 = mul(v6, v16)
-	VMULPS Y4, Y7, Y4
+	VMULPS Y4, Y8, Y4
 
 	// sum(v17) over [A]
 	VADDPS Y2, Y4, Y2
@@ -1581,15 +1585,17 @@ bulk_10:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
-	VMOVAPS      lgc9<>+0(SB), Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc15<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc15<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc16<>+0(SB), Y0, Y1
 	VPMINSD      lgc17<>+0(SB), Y1, Y1
@@ -1598,9 +1604,9 @@ bulk_10:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 

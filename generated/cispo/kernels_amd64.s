@@ -67,15 +67,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y3
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y8
-	VMULPS       Y3, Y3, Y9
-	VFMADD213PS  Y3, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y3, Y3, Y8
+	VMOVUPS      lgc9<>+0(SB), Y9
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y9
+	VMOVUPS      lgc11<>+0(SB), Y10
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y3, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y3
 	VPMAXSD      lgc15<>+0(SB), Y3, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
@@ -84,12 +86,12 @@ blocks_2:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y3, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y3, Y9, Y9
 	VMOVUPS      lgc17<>+0(SB), Y3
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y3, Y3
+	VMAXPS  Y9, Y3, Y3
 	VMOVUPS lgc18<>+0(SB), Y7
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
@@ -165,7 +167,7 @@ blocks_2:
 	VBLENDVPS Y1, Y5, Y0, Y0
 
 	// logsumexp(v51) over [B L]
-	VANDPS       Y8, Y1, Y1
+	VANDPS       Y9, Y1, Y1
 	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y2
 	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y3
 	VANDPS       Y3, Y2, Y2
@@ -755,15 +757,17 @@ TEXT ·pass1AVX2(SB), $0-80
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -772,15 +776,15 @@ TEXT ·pass1AVX2(SB), $0-80
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v60 = div(v58, v34)
-	VDIVPS Y1, Y7, Y1
+	VDIVPS Y1, Y8, Y1
 
 	// ess = where(v59, v60, 0)
 	VANDPS Y1, Y0, Y0
@@ -1069,15 +1073,17 @@ blocks_10:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc9<>+0(SB), Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VMOVUPS      lgc11<>+0(SB), Y10
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc15<>+0(SB), Y6, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
@@ -1086,12 +1092,12 @@ blocks_10:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	VMOVUPS      lgc17<>+0(SB), Y6
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y6, Y6
+	VMAXPS  Y9, Y6, Y6
 	VMOVUPS lgc18<>+0(SB), Y7
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
@@ -1162,7 +1168,7 @@ blocks_10:
 	VMOVUPS   Y3, 32(SP)
 
 	// logsumexp(v51) over [B L]
-	VANDPS  Y8, Y0, Y2
+	VANDPS  Y9, Y0, Y2
 	VCMPPS  $0x15, lgc22<>+0(SB), Y1, Y3
 	VCMPPS  $0x1a, lgc23<>+0(SB), Y1, Y4
 	VANDPS  Y4, Y3, Y3
@@ -1503,15 +1509,17 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -1520,15 +1528,15 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v60 = div(v58, v34)
-	VDIVPS Y1, Y7, Y1
+	VDIVPS Y1, Y8, Y1
 
 	// ess = where(v59, v60, 0)
 	VANDPS Y1, Y0, Y0
@@ -1676,15 +1684,17 @@ bulk_14:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
-	VMOVAPS      lgc9<>+0(SB), Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y1
 	VPMINSD      lgc16<>+0(SB), Y1, Y1
@@ -1693,9 +1703,9 @@ bulk_14:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14
 

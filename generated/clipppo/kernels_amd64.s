@@ -310,15 +310,17 @@ blocks_4:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
-	VMOVAPS      lgc14<>+0(SB), Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc20<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc14<>+0(SB), Y8
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y8
+	VMOVUPS      lgc16<>+0(SB), Y9
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc20<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc21<>+0(SB), Y5, Y6
 	VPMINSD      lgc22<>+0(SB), Y6, Y6
@@ -327,8 +329,8 @@ blocks_4:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v17 = ge(advantageNormalized, 0)
@@ -336,15 +338,15 @@ blocks_4:
 	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc24<>+0(SB), Y8
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS lgc24<>+0(SB), Y7
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 32(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 32(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y5, Y6, Y8, Y5
+	VBLENDVPS Y5, Y6, Y7, Y5
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y5, Y0, Y0
@@ -1260,15 +1262,17 @@ TEXT ·pass2AVX2(SB), $0-48
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
-	VMOVAPS      lgc14<>+0(SB), Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc20<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc14<>+0(SB), Y4
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y4
+	VMOVUPS      lgc16<>+0(SB), Y5
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc20<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc21<>+0(SB), Y1, Y2
 	VPMINSD      lgc22<>+0(SB), Y2, Y2
@@ -1277,12 +1281,12 @@ TEXT ·pass2AVX2(SB), $0-48
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VMOVUPS      lgc34<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
-	VDIVPS Y1, Y3, Y1
+	VDIVPS Y1, Y4, Y1
 
 	// store explainedVariance
 	MOVQ   explainedVariance+32(FP), AX
@@ -1578,15 +1582,17 @@ blocks_10:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
-	VMOVAPS      lgc14<>+0(SB), Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc20<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc14<>+0(SB), Y8
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y8
+	VMOVUPS      lgc16<>+0(SB), Y9
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc20<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc21<>+0(SB), Y5, Y6
 	VPMINSD      lgc22<>+0(SB), Y6, Y6
@@ -1595,8 +1601,8 @@ blocks_10:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v17 = ge(advantageNormalized, 0)
@@ -1604,15 +1610,15 @@ blocks_10:
 	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc24<>+0(SB), Y8
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS lgc24<>+0(SB), Y7
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 32(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 32(SP)
 
 	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y5, Y6, Y8, Y6
+	VBLENDVPS Y5, Y6, Y7, Y6
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y6, Y0, Y6
@@ -2466,15 +2472,17 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
-	VMOVAPS      lgc14<>+0(SB), Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc20<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc14<>+0(SB), Y4
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y4
+	VMOVUPS      lgc16<>+0(SB), Y5
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc20<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc21<>+0(SB), Y1, Y2
 	VPMINSD      lgc22<>+0(SB), Y2, Y2
@@ -2483,12 +2491,12 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VMOVUPS      lgc34<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
-	VDIVPS Y1, Y3, Y1
+	VDIVPS Y1, Y4, Y1
 
 	// store explainedVariance
 	MOVQ   explainedVariance+32(FP), AX
@@ -2520,15 +2528,17 @@ bulk_13:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
-	VMOVAPS      lgc14<>+0(SB), Y2
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc20<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc14<>+0(SB), Y3
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
+	VMOVUPS      lgc16<>+0(SB), Y4
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc18<>+0(SB), Y4
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc20<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc21<>+0(SB), Y0, Y1
 	VPMINSD      lgc22<>+0(SB), Y1, Y1
@@ -2537,9 +2547,9 @@ bulk_13:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc22<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_13
 

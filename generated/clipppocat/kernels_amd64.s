@@ -183,15 +183,17 @@ inner_A_3:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VMOVAPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc26<>+0(SB), Y6, Y7
 	VPMINSD      lgc27<>+0(SB), Y7, Y7
@@ -200,22 +202,22 @@ inner_A_3:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 
 	// sum(v24) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y8, Y6
+	VANDPS       Y6, Y9, Y6
 	VADDPS       Y2, Y6, Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y5, Y4, Y5
 
 	// v53 = mul(v24, v52)
-	VMULPS Y5, Y8, Y5
+	VMULPS Y5, Y9, Y5
 
 	// sum(v53) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y6
@@ -338,15 +340,17 @@ inner_A_3:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y6, Y2
-	VMOVAPS      lgc20<>+0(SB), Y7
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y8
-	VFMADD213PS  Y2, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VMULPS       Y2, Y2, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y2, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y2
 	VPMAXSD      lgc26<>+0(SB), Y2, Y6
 	VPMINSD      lgc27<>+0(SB), Y6, Y6
@@ -355,8 +359,8 @@ inner_A_3:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y2, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y2, Y8, Y8
 	VMOVUPS      24(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y6
 
@@ -366,15 +370,15 @@ inner_A_3:
 	VMOVUPS lgc48<>+0(SB), Y1
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y1, Y1
-	VMOVUPS lgc49<>+0(SB), Y8
+	VMINPS  Y8, Y1, Y1
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 216(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 216(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y6, Y1, Y8, Y1
+	VBLENDVPS Y6, Y1, Y7, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
@@ -750,15 +754,17 @@ inner_A_5:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VMOVAPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc26<>+0(SB), Y6, Y7
 	VPMINSD      lgc27<>+0(SB), Y7, Y7
@@ -767,17 +773,17 @@ inner_A_5:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 
 	// sum(v24) over [A]
-	VADDPS Y4, Y8, Y4
+	VADDPS Y4, Y9, Y4
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y2, Y1, Y2
 
 	// v53 = mul(v24, v52)
-	VMULPS Y2, Y8, Y2
+	VMULPS Y2, Y9, Y2
 
 	// sum(v53) over [A]
 	VADDPS Y5, Y2, Y5
@@ -905,15 +911,17 @@ inner_A_5:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
-	VMOVAPS      lgc20<>+0(SB), Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc26<>+0(SB), Y1, Y6
 	VPMINSD      lgc27<>+0(SB), Y6, Y6
@@ -922,8 +930,8 @@ inner_A_5:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      312(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y6
 
@@ -933,15 +941,15 @@ inner_A_5:
 	VMOVUPS lgc48<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y2, Y2
-	VMOVUPS lgc49<>+0(SB), Y8
+	VMINPS  Y8, Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 504(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 504(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y6, Y2, Y8, Y2
+	VBLENDVPS Y6, Y2, Y7, Y2
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y2, Y1, Y1
@@ -1887,15 +1895,17 @@ blocks_7:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc20<>+0(SB), Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc26<>+0(SB), Y2, Y3
 	VPMINSD      lgc27<>+0(SB), Y3, Y3
@@ -1904,11 +1914,11 @@ blocks_7:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// mean(essCol) over [T]
-	VADDPS Y0, Y4, Y0
+	VADDPS Y0, Y5, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
@@ -1982,15 +1992,17 @@ chunkdone_8:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMOVAPS      lgc20<>+0(SB), Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc24<>+0(SB), Y5
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc26<>+0(SB), Y1, Y2
 	VPMINSD      lgc27<>+0(SB), Y2, Y2
@@ -1999,15 +2011,15 @@ chunkdone_8:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y3, Y1
+	VANDPS       Y1, Y4, Y1
 	MOVQ         state+0(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
@@ -2267,15 +2279,17 @@ inner_A_13:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VMOVAPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc26<>+0(SB), Y6, Y7
 	VPMINSD      lgc27<>+0(SB), Y7, Y7
@@ -2284,24 +2298,24 @@ inner_A_13:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	IMUL3Q       $+32, BX, SI
-	VMOVUPS      Y8, 8(SP)(SI*1)
+	VMOVUPS      Y9, 8(SP)(SI*1)
 
 	// sum(v24) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y8, Y6
+	VANDPS       Y6, Y9, Y6
 	VADDPS       Y2, Y6, Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y5, Y4, Y5
 
 	// v53 = mul(v24, v52)
-	VMULPS Y5, Y8, Y5
+	VMULPS Y5, Y9, Y5
 
 	// sum(v53) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y6
@@ -2425,15 +2439,17 @@ inner_A_13:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMOVAPS      lgc20<>+0(SB), Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc26<>+0(SB), Y1, Y2
 	VPMINSD      lgc27<>+0(SB), Y2, Y2
@@ -2442,8 +2458,8 @@ inner_A_13:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y2, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      88(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 
@@ -2453,15 +2469,15 @@ inner_A_13:
 	VMOVUPS lgc48<>+0(SB), Y4
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y4, Y4
-	VMOVUPS lgc49<>+0(SB), Y8
+	VMINPS  Y8, Y4, Y4
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 312(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 312(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y2, Y4, Y8, Y4
+	VBLENDVPS Y2, Y4, Y7, Y4
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y4, Y1, Y1
@@ -3114,15 +3130,17 @@ inner_A_16:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
-	VMOVAPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc26<>+0(SB), Y6, Y7
 	VPMINSD      lgc27<>+0(SB), Y7, Y7
@@ -3131,18 +3149,18 @@ inner_A_16:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VMOVUPS      Y8, 8(SP)(R9*1)
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
+	VMOVUPS      Y9, 8(SP)(R9*1)
 
 	// sum(v24) over [A]
-	VADDPS Y4, Y8, Y4
+	VADDPS Y4, Y9, Y4
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y2, Y1, Y2
 
 	// v53 = mul(v24, v52)
-	VMULPS Y2, Y8, Y2
+	VMULPS Y2, Y9, Y2
 
 	// sum(v53) over [A]
 	VADDPS Y5, Y2, Y5
@@ -3271,15 +3289,17 @@ inner_A_16:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y1
-	VMOVAPS      lgc20<>+0(SB), Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y3, Y1
 	VPMAXSD      lgc26<>+0(SB), Y1, Y3
 	VPMINSD      lgc27<>+0(SB), Y3, Y3
@@ -3288,8 +3308,8 @@ inner_A_16:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y3, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      920(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y3
 
@@ -3299,15 +3319,15 @@ inner_A_16:
 	VMOVUPS lgc48<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y2, Y2
-	VMOVUPS lgc49<>+0(SB), Y8
+	VMINPS  Y8, Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 1144(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 1144(SP)
 
 	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y3, Y2, Y8, Y2
+	VBLENDVPS Y3, Y2, Y7, Y2
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y2, Y1, Y1
@@ -4051,15 +4071,17 @@ blocks_19:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc20<>+0(SB), Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc26<>+0(SB), Y2, Y3
 	VPMINSD      lgc27<>+0(SB), Y3, Y3
@@ -4068,11 +4090,11 @@ blocks_19:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// mean(essCol) over [T]
-	VADDPS Y0, Y4, Y0
+	VADDPS Y0, Y5, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
@@ -4146,15 +4168,17 @@ chunkdone_20:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMOVAPS      lgc20<>+0(SB), Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc24<>+0(SB), Y5
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc26<>+0(SB), Y1, Y2
 	VPMINSD      lgc27<>+0(SB), Y2, Y2
@@ -4163,15 +4187,15 @@ chunkdone_20:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y3, Y1
+	VANDPS       Y1, Y4, Y1
 	MOVQ         state+0(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
@@ -4242,15 +4266,17 @@ bulk_23:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc19<>+0(SB), Y1, Y0
-	VMOVAPS      lgc20<>+0(SB), Y2
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
+	VMOVUPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc24<>+0(SB), Y4
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc26<>+0(SB), Y0, Y1
 	VPMINSD      lgc27<>+0(SB), Y1, Y1
@@ -4259,9 +4285,9 @@ bulk_23:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc27<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_23
 

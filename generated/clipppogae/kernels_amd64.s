@@ -148,15 +148,17 @@ outer0_1:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc23<>+0(SB), Y9
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc25<>+0(SB), Y1, Y6
 	VPMINSD      lgc26<>+0(SB), Y6, Y6
@@ -165,8 +167,8 @@ outer0_1:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
@@ -174,15 +176,15 @@ outer0_1:
 	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y8
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 56(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 56(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VBLENDVPS Y1, Y6, Y8, Y1
+	VBLENDVPS Y1, Y6, Y7, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
@@ -499,15 +501,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc23<>+0(SB), Y9
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc25<>+0(SB), Y1, Y6
 	VPMINSD      lgc26<>+0(SB), Y6, Y6
@@ -516,8 +520,8 @@ blocks_2:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
@@ -525,15 +529,15 @@ blocks_2:
 	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y8
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 152(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 152(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VBLENDVPS Y1, Y6, Y8, Y1
+	VBLENDVPS Y1, Y6, Y7, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
@@ -1270,15 +1274,17 @@ blocks_4:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc19<>+0(SB), Y5
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc25<>+0(SB), Y2, Y3
 	VPMINSD      lgc26<>+0(SB), Y3, Y3
@@ -1287,11 +1293,11 @@ blocks_4:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// mean(essCol) over [T]
-	VADDPS Y0, Y4, Y0
+	VADDPS Y0, Y5, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
@@ -1365,15 +1371,17 @@ chunkdone_5:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VMOVAPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
+	VMOVUPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc23<>+0(SB), Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc25<>+0(SB), Y1, Y2
 	VPMINSD      lgc26<>+0(SB), Y2, Y2
@@ -1382,15 +1390,15 @@ chunkdone_5:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y3, Y1
+	VANDPS       Y1, Y4, Y1
 	MOVQ         state+0(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
@@ -1615,15 +1623,17 @@ outer0_8:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc23<>+0(SB), Y9
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc25<>+0(SB), Y1, Y6
 	VPMINSD      lgc26<>+0(SB), Y6, Y6
@@ -1632,8 +1642,8 @@ outer0_8:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
@@ -1641,15 +1651,15 @@ outer0_8:
 	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y8
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 56(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 56(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VBLENDVPS Y1, Y6, Y8, Y6
+	VBLENDVPS Y1, Y6, Y7, Y6
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y6, Y2, Y6
@@ -2104,15 +2114,17 @@ blocks_9:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc23<>+0(SB), Y9
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc25<>+0(SB), Y1, Y6
 	VPMINSD      lgc26<>+0(SB), Y6, Y6
@@ -2121,8 +2133,8 @@ blocks_9:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(gae, 0)
@@ -2130,15 +2142,15 @@ blocks_9:
 	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y7, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y8
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y7, Y8, Y8
-	VMOVUPS Y7, 344(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 344(SP)
 
 	// ratioClipped = where(v28, v30, v32)
-	VBLENDVPS Y1, Y6, Y8, Y6
+	VBLENDVPS Y1, Y6, Y7, Y6
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y6, Y2, Y6
@@ -2688,15 +2700,17 @@ blocks_11:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc19<>+0(SB), Y5
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc25<>+0(SB), Y2, Y3
 	VPMINSD      lgc26<>+0(SB), Y3, Y3
@@ -2705,11 +2719,11 @@ blocks_11:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// mean(essCol) over [T]
-	VADDPS Y0, Y4, Y0
+	VADDPS Y0, Y5, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
@@ -2783,15 +2797,17 @@ chunkdone_12:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VMOVAPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
+	VMOVUPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc23<>+0(SB), Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc25<>+0(SB), Y1, Y2
 	VPMINSD      lgc26<>+0(SB), Y2, Y2
@@ -2800,15 +2816,15 @@ chunkdone_12:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y3, Y1
+	VANDPS       Y1, Y4, Y1
 	MOVQ         state+0(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
@@ -2879,15 +2895,17 @@ bulk_15:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
-	VMOVAPS      lgc19<>+0(SB), Y2
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc19<>+0(SB), Y3
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
+	VMOVUPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc23<>+0(SB), Y4
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc25<>+0(SB), Y0, Y1
 	VPMINSD      lgc26<>+0(SB), Y1, Y1
@@ -2896,9 +2914,9 @@ bulk_15:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc26<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_15
 

@@ -65,15 +65,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc9<>+0(SB), Y9
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y9
+	VMOVUPS      lgc11<>+0(SB), Y10
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
@@ -82,8 +84,8 @@ blocks_2:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v17 = ge(v6, 0)
@@ -91,13 +93,13 @@ blocks_2:
 	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y3, 32(SP)
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y3, Y3
-	VMOVUPS Y8, 64(SP)
+	VMAXPS  Y9, Y3, Y3
+	VMOVUPS Y9, 64(SP)
 
 	// ratioClipped = where(v17, v19, v21)
 	VBLENDVPS Y1, Y7, Y3, Y1
@@ -731,15 +733,17 @@ blocks_4:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
-	VMOVAPS      lgc9<>+0(SB), Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc13<>+0(SB), Y6
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc15<>+0(SB), Y2, Y3
 	VPMINSD      lgc16<>+0(SB), Y3, Y3
@@ -748,8 +752,8 @@ blocks_4:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	MOVQ         s7+40(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
@@ -759,7 +763,7 @@ blocks_4:
 	VANDPS lgc1<>+0(SB), Y2, Y3
 
 	// v57 = where(v56, essCol, 0)
-	VANDPS Y4, Y2, Y2
+	VANDPS Y5, Y2, Y2
 
 	// sum(v57) over [L]
 	VADDPS Y0, Y2, Y0
@@ -1030,15 +1034,17 @@ blocks_11:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc9<>+0(SB), Y9
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y9
+	VMOVUPS      lgc11<>+0(SB), Y10
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
@@ -1047,8 +1053,8 @@ blocks_11:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v17 = ge(v6, 0)
@@ -1056,13 +1062,13 @@ blocks_11:
 	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y3, 64(SP)
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y3, Y3
-	VMOVUPS Y8, 96(SP)
+	VMAXPS  Y9, Y3, Y3
+	VMOVUPS Y9, 96(SP)
 
 	// ratioClipped = where(v17, v19, v21)
 	VBLENDVPS Y1, Y7, Y3, Y3
@@ -1480,15 +1486,17 @@ blocks_13:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
-	VMOVAPS      lgc9<>+0(SB), Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc13<>+0(SB), Y6
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc15<>+0(SB), Y2, Y3
 	VPMINSD      lgc16<>+0(SB), Y3, Y3
@@ -1497,8 +1505,8 @@ blocks_13:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	MOVQ         s7+40(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
@@ -1508,7 +1516,7 @@ blocks_13:
 	VANDPS lgc1<>+0(SB), Y2, Y3
 
 	// v57 = where(v56, essCol, 0)
-	VANDPS Y4, Y2, Y2
+	VANDPS Y5, Y2, Y2
 
 	// sum(v57) over [L]
 	VADDPS Y0, Y2, Y0
@@ -1637,15 +1645,17 @@ bulk_16:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
-	VMOVAPS      lgc9<>+0(SB), Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y1
 	VPMINSD      lgc16<>+0(SB), Y1, Y1
@@ -1654,9 +1664,9 @@ bulk_16:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_16
 

@@ -20,15 +20,17 @@ TEXT ·pass0AVX2(SB), $0-16
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -37,12 +39,12 @@ TEXT ·pass0AVX2(SB), $0-16
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X2, (AX)(CX*4)
+	VMOVSS X3, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -887,15 +889,17 @@ inner_Q_3:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y4, Y1
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y1, Y6
-	VFMADD213PS  Y1, Y6, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VMULPS       Y1, Y1, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y6
+	VMOVUPS      lgc7<>+0(SB), Y7
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y1, Y5, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y1
 	VPMAXSD      lgc12<>+0(SB), Y1, Y4
 	VPMINSD      lgc13<>+0(SB), Y4, Y4
@@ -904,13 +908,13 @@ inner_Q_3:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y1, Y5, Y5
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y6
 	VMOVUPD      lgc17<>+0(SB), Y1
 	VMOVUPD      lgc17<>+0(SB), Y4
-	VMOVUPS      lgc16<>+0(SB), Y6
-	VMOVUPS      Y6, 2560(SP)
-	VMOVUPS      Y5, 2624(SP)
+	VMOVUPS      lgc16<>+0(SB), Y5
+	VMOVUPS      Y5, 2560(SP)
+	VMOVUPS      Y6, 2624(SP)
 	XORQ         DX, DX
 
 inner_Q_4:
@@ -1060,15 +1064,17 @@ inner_Q_6:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y4, Y1
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VMULPS       Y1, Y1, Y5
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y8
+	VFMADD213PS  Y8, Y5, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
+	VFMADD213PS  Y8, Y5, Y7
+	VFMADD213PS  Y1, Y5, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y4, Y1
 	VPMAXSD      lgc12<>+0(SB), Y1, Y4
 	VPMINSD      lgc13<>+0(SB), Y4, Y4
@@ -1077,8 +1083,8 @@ inner_Q_6:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y1, Y5, Y5
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y1, Y7, Y7
 	VMOVUPS      2880(SP), Y1
 
 	// v48 = sub(v35, v45)
@@ -1094,14 +1100,16 @@ inner_Q_6:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y4, Y1
-	VMOVAPS      lgc5<>+0(SB), Y6
+	VMULPS       Y1, Y1, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
 	VFMADD213PS  lgc6<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y6
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y8
+	VFMADD213PS  Y8, Y5, Y6
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
+	VFMADD213PS  Y8, Y5, Y6
+	VFMADD213PS  Y1, Y5, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y1
 	VPMAXSD      lgc12<>+0(SB), Y1, Y4
@@ -1115,7 +1123,7 @@ inner_Q_6:
 	VMULPS       Y1, Y6, Y6
 
 	// v50 = add(v47, v49)
-	VADDPS  Y6, Y5, Y1
+	VADDPS  Y6, Y7, Y1
 	VMOVUPS 2848(SP), Y4
 	VMOVUPS 2912(SP), Y5
 
@@ -1131,15 +1139,17 @@ inner_Q_6:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc12<>+0(SB), Y4, Y5
 	VPMINSD      lgc13<>+0(SB), Y5, Y5
@@ -1148,11 +1158,11 @@ inner_Q_6:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
 	// v53 = add(v50, v52)
-	VADDPS Y6, Y1, Y1
+	VADDPS Y7, Y1, Y1
 
 	// v54 = log(v53)
 	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y4
@@ -1856,15 +1866,17 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -1873,12 +1885,12 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X2, (AX)(CX*4)
+	VMOVSS X3, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -1899,15 +1911,17 @@ TEXT ·fbPass1AVX2(SB), $6976-216
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -1916,12 +1930,12 @@ TEXT ·fbPass1AVX2(SB), $6976-216
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 
 	// v91 = mul(0.00390625, v13)
-	VMULPS  lgc47<>+0(SB), Y2, Y0
-	VMOVUPS Y2, (SP)
+	VMULPS  lgc47<>+0(SB), Y3, Y0
+	VMOVUPS Y3, (SP)
 	VMOVUPS Y0, 32(SP)
 	MOVQ    $+8, CX
 	MOVQ    lo+8(FP), AX
@@ -2763,15 +2777,17 @@ inner_Q_13:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y6
-	VMULPS       Y0, Y0, Y7
-	VFMADD213PS  Y0, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VMULPS       Y0, Y0, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y0, Y6, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -2780,9 +2796,9 @@ inner_Q_13:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y6, Y6
-	VMULPS       Y0, Y6, Y6
-	VMOVUPS      Y6, 64(SP)(R9*1)
+	VMULPS       Y1, Y7, Y7
+	VMULPS       Y0, Y7, Y7
+	VMOVUPS      Y7, 64(SP)(R9*1)
 
 	// v48 = sub(v35, v45)
 	VSUBPS Y5, Y4, Y0
@@ -2796,15 +2812,17 @@ inner_Q_13:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
-	VMULPS       Y0, Y0, Y7
-	VFMADD213PS  Y0, Y7, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       Y0, Y0, Y4
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y6
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y8
+	VFMADD213PS  Y8, Y4, Y6
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y8
+	VFMADD213PS  Y8, Y4, Y6
+	VFMADD213PS  Y0, Y4, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -2813,12 +2831,12 @@ inner_Q_13:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y0, Y4, Y4
-	VMOVUPS      Y4, 704(SP)(R9*1)
+	VMULPS       Y1, Y6, Y6
+	VMULPS       Y0, Y6, Y6
+	VMOVUPS      Y6, 704(SP)(R9*1)
 
 	// v50 = add(v47, v49)
-	VADDPS  Y4, Y6, Y0
+	VADDPS  Y6, Y7, Y0
 	VMOVUPS 6720(SP), Y1
 
 	// v51 = sub(v37, v45)
@@ -2833,15 +2851,17 @@ inner_Q_13:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y4, Y1
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VMULPS       Y1, Y1, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y1, Y6, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y4, Y1
 	VPMAXSD      lgc12<>+0(SB), Y1, Y4
 	VPMINSD      lgc13<>+0(SB), Y4, Y4
@@ -2850,12 +2870,12 @@ inner_Q_13:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y6, Y6
-	VMULPS       Y1, Y6, Y6
-	VMOVUPS      Y6, 1344(SP)(R9*1)
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VMOVUPS      Y7, 1344(SP)(R9*1)
 
 	// v53 = add(v50, v52)
-	VADDPS  Y6, Y0, Y0
+	VADDPS  Y7, Y0, Y0
 	VMOVUPS Y5, 6752(SP)
 
 	// v54 = log(v53)
@@ -4070,15 +4090,17 @@ bulk_17:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -4087,9 +4109,9 @@ bulk_17:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_17
 

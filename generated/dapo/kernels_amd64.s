@@ -64,15 +64,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc9<>+0(SB), Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VMOVUPS      lgc11<>+0(SB), Y10
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc15<>+0(SB), Y6, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
@@ -81,8 +83,8 @@ blocks_2:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v17 = ge(v10, 0)
@@ -90,13 +92,13 @@ blocks_2:
 	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y1, (SP)
 	VMOVUPS lgc18<>+0(SB), Y1
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y1, Y1
-	VMOVUPS Y8, 32(SP)
+	VMAXPS  Y9, Y1, Y1
+	VMOVUPS Y9, 32(SP)
 
 	// ratioClipped = where(v17, v19, v21)
 	VBLENDVPS Y6, Y7, Y1, Y1
@@ -234,15 +236,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VMOVAPS      lgc9<>+0(SB), Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
+	VMOVUPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc15<>+0(SB), Y4, Y5
 	VPMINSD      lgc16<>+0(SB), Y5, Y5
@@ -251,11 +255,11 @@ blocks_2:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
 	// v81 = sub(v80, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y4
 
 	// v82 = sub(v81, v34)
 	VSUBPS Y1, Y4, Y1
@@ -910,15 +914,17 @@ TEXT ·pass1AVX2(SB), $64-136
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -927,15 +933,15 @@ TEXT ·pass1AVX2(SB), $64-136
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v27)
-	VDIVPS Y1, Y7, Y5
+	VDIVPS Y1, Y8, Y5
 
 	// ess = where(v55, v56, 0)
 	VANDPS       Y5, Y0, Y0
@@ -1146,15 +1152,17 @@ blocks_8:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc9<>+0(SB), Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VMOVUPS      lgc11<>+0(SB), Y10
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc15<>+0(SB), Y6, Y7
 	VPMINSD      lgc16<>+0(SB), Y7, Y7
@@ -1163,8 +1171,8 @@ blocks_8:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v17 = ge(v10, 0)
@@ -1172,13 +1180,13 @@ blocks_8:
 	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y1, 64(SP)
 	VMOVUPS lgc18<>+0(SB), Y1
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y1, Y1
-	VMOVUPS Y8, 96(SP)
+	VMAXPS  Y9, Y1, Y1
+	VMOVUPS Y9, 96(SP)
 
 	// ratioClipped = where(v17, v19, v21)
 	VBLENDVPS Y6, Y7, Y1, Y1
@@ -1319,15 +1327,17 @@ blocks_8:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -1336,11 +1346,11 @@ blocks_8:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 
 	// v81 = sub(v80, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y8, Y5
 
 	// v82 = sub(v81, v34)
 	VSUBPS Y2, Y5, Y5
@@ -1746,15 +1756,17 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -1763,15 +1775,15 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v27)
-	VDIVPS Y1, Y7, Y5
+	VDIVPS Y1, Y8, Y5
 
 	// ess = where(v55, v56, 0)
 	VANDPS       Y5, Y0, Y0
@@ -1840,15 +1852,17 @@ bulk_10:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
-	VMOVAPS      lgc9<>+0(SB), Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y1
 	VPMINSD      lgc16<>+0(SB), Y1, Y1
@@ -1857,9 +1871,9 @@ bulk_10:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 

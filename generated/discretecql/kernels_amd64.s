@@ -195,15 +195,17 @@ inner_A_3:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
-	VMOVAPS      lgc10<>+0(SB), Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc4<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc14<>+0(SB), Y6
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc4<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc16<>+0(SB), Y2, Y3
 	VPMINSD      lgc17<>+0(SB), Y3, Y3
@@ -212,8 +214,8 @@ inner_A_3:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	VCMPPS       $0x15, lgc18<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc19<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -222,8 +224,8 @@ inner_A_3:
 	MOVQ         state+40(FP), BX
 	VANDPS       1344(BX), Y2, Y2
 	VMOVUPS      Y2, 1344(BX)
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
+	VCVTPS2PD    X5, Y2
+	VEXTRACTF128 $0x01, Y5, X3
 	VCVTPS2PD    X3, Y3
 	VADDPD       384(SP), Y2, Y2
 	VMOVUPD      Y2, 384(SP)
@@ -1154,15 +1156,17 @@ inner_A_7:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
-	VMOVAPS      lgc10<>+0(SB), Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc4<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc14<>+0(SB), Y6
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc4<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc16<>+0(SB), Y2, Y3
 	VPMINSD      lgc17<>+0(SB), Y3, Y3
@@ -1171,8 +1175,8 @@ inner_A_7:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	VCMPPS       $0x15, lgc18<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc19<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -1181,8 +1185,8 @@ inner_A_7:
 	MOVQ         state+40(FP), SI
 	VANDPS       1344(SI), Y2, Y2
 	VMOVUPS      Y2, 1344(SI)
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
+	VCVTPS2PD    X5, Y2
+	VEXTRACTF128 $0x01, Y5, X3
 	VCVTPS2PD    X3, Y3
 	VADDPD       512(SP), Y2, Y2
 	VMOVUPD      Y2, 512(SP)
@@ -1411,15 +1415,17 @@ inner_A_8:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
-	VMOVAPS      lgc10<>+0(SB), Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc4<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc14<>+0(SB), Y6
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc4<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc16<>+0(SB), Y2, Y3
 	VPMINSD      lgc17<>+0(SB), Y3, Y3
@@ -1428,11 +1434,11 @@ inner_A_8:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// v38 = mul(0.00390625, v37)
-	VMULPS    lgc50<>+0(SB), Y4, Y2
+	VMULPS    lgc50<>+0(SB), Y5, Y2
 	MOVQ      action+32(FP), R8
 	IMUL3Q    $+4, AX, R9
 	ADDQ      DX, R9
@@ -1724,15 +1730,17 @@ bulk_10:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
-	VMOVAPS      lgc10<>+0(SB), Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VMOVUPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc14<>+0(SB), Y4
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc4<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc16<>+0(SB), Y0, Y1
 	VPMINSD      lgc17<>+0(SB), Y1, Y1
@@ -1741,9 +1749,9 @@ bulk_10:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 

@@ -20,15 +20,17 @@ TEXT ·pass0AVX2(SB), $0-16
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -37,12 +39,12 @@ TEXT ·pass0AVX2(SB), $0-16
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X2, (AX)(CX*4)
+	VMOVSS X3, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -455,15 +457,17 @@ blocks_1:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -472,42 +476,42 @@ blocks_1:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc15<>+0(SB), Y0
 
 	// reduce_max(nextLogits) over [A], pairwise
 	VMOVUPS lgc16<>+0(SB), Y1
-	VXORPS  384(SP), Y1, Y3
+	VXORPS  384(SP), Y1, Y2
 	VXORPS  416(SP), Y1, Y4
-	VMINPS  Y3, Y4, Y5
-	VMINPS  Y4, Y3, Y4
+	VMINPS  Y2, Y4, Y5
+	VMINPS  Y4, Y2, Y4
 	VORPS   Y5, Y4, Y4
-	VXORPS  448(SP), Y1, Y3
+	VXORPS  448(SP), Y1, Y2
 	VXORPS  480(SP), Y1, Y5
-	VMINPS  Y3, Y5, Y6
-	VMINPS  Y5, Y3, Y5
+	VMINPS  Y2, Y5, Y6
+	VMINPS  Y5, Y2, Y5
 	VORPS   Y6, Y5, Y5
-	VMINPS  Y4, Y5, Y3
+	VMINPS  Y4, Y5, Y2
 	VMINPS  Y5, Y4, Y5
-	VORPS   Y3, Y5, Y5
-	VXORPS  512(SP), Y1, Y3
+	VORPS   Y2, Y5, Y5
+	VXORPS  512(SP), Y1, Y2
 	VXORPS  544(SP), Y1, Y4
-	VMINPS  Y3, Y4, Y6
-	VMINPS  Y4, Y3, Y4
+	VMINPS  Y2, Y4, Y6
+	VMINPS  Y4, Y2, Y4
 	VORPS   Y6, Y4, Y4
 	VXORPS  Y0, Y1, Y0
-	VMINPS  Y4, Y0, Y3
+	VMINPS  Y4, Y0, Y2
 	VMINPS  Y0, Y4, Y0
-	VORPS   Y3, Y0, Y0
-	VMINPS  Y5, Y0, Y3
+	VORPS   Y2, Y0, Y0
+	VMINPS  Y5, Y0, Y2
 	VMINPS  Y0, Y5, Y0
-	VORPS   Y3, Y0, Y0
+	VORPS   Y2, Y0, Y0
 	VXORPS  Y1, Y0, Y0
 
 	// finish v5
 	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y2, 1536(SP)
+	VMOVUPS Y3, 1536(SP)
 	XORQ    DX, DX
 
 inner_A_3:
@@ -524,15 +528,17 @@ inner_A_3:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y5
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc12<>+0(SB), Y2, Y3
 	VPMINSD      lgc13<>+0(SB), Y3, Y3
@@ -541,12 +547,12 @@ inner_A_3:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VMOVUPS      Y4, (SP)(SI*1)
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVUPS      Y5, (SP)(SI*1)
 
 	// sum(v8) over [A]
-	VADDPS Y1, Y4, Y1
+	VADDPS Y1, Y5, Y1
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_3
@@ -819,15 +825,17 @@ inner_A_7:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y4, Y0
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
-	VMULPS       Y0, Y0, Y6
-	VFMADD213PS  Y0, Y6, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VMULPS       Y0, Y0, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y6
+	VMOVUPS      lgc7<>+0(SB), Y7
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y0, Y5, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y4
 	VPMINSD      lgc13<>+0(SB), Y4, Y4
@@ -836,12 +844,12 @@ inner_A_7:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y0, Y5, Y5
-	VMOVUPS      Y5, 192(SP)(R8*1)
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y0, Y6, Y6
+	VMOVUPS      Y6, 192(SP)(R8*1)
 
 	// sum(v48) over [A]
-	VADDPS Y3, Y5, Y3
+	VADDPS Y3, Y6, Y3
 	INCQ   DI
 	CMPQ   DI, $+6
 	JL     inner_A_7
@@ -1470,15 +1478,17 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -1487,12 +1497,12 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X2, (AX)(CX*4)
+	VMOVSS X3, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -1765,15 +1775,17 @@ blocks_11:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -1782,42 +1794,42 @@ blocks_11:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc15<>+0(SB), Y0
 
 	// reduce_max(nextLogits) over [A], pairwise
 	VMOVUPS lgc16<>+0(SB), Y1
-	VXORPS  384(SP), Y1, Y3
+	VXORPS  384(SP), Y1, Y2
 	VXORPS  416(SP), Y1, Y4
-	VMINPS  Y3, Y4, Y5
-	VMINPS  Y4, Y3, Y4
+	VMINPS  Y2, Y4, Y5
+	VMINPS  Y4, Y2, Y4
 	VORPS   Y5, Y4, Y4
-	VXORPS  448(SP), Y1, Y3
+	VXORPS  448(SP), Y1, Y2
 	VXORPS  480(SP), Y1, Y5
-	VMINPS  Y3, Y5, Y6
-	VMINPS  Y5, Y3, Y5
+	VMINPS  Y2, Y5, Y6
+	VMINPS  Y5, Y2, Y5
 	VORPS   Y6, Y5, Y5
-	VMINPS  Y4, Y5, Y3
+	VMINPS  Y4, Y5, Y2
 	VMINPS  Y5, Y4, Y5
-	VORPS   Y3, Y5, Y5
-	VXORPS  512(SP), Y1, Y3
+	VORPS   Y2, Y5, Y5
+	VXORPS  512(SP), Y1, Y2
 	VXORPS  544(SP), Y1, Y4
-	VMINPS  Y3, Y4, Y6
-	VMINPS  Y4, Y3, Y4
+	VMINPS  Y2, Y4, Y6
+	VMINPS  Y4, Y2, Y4
 	VORPS   Y6, Y4, Y4
 	VXORPS  Y0, Y1, Y0
-	VMINPS  Y4, Y0, Y3
+	VMINPS  Y4, Y0, Y2
 	VMINPS  Y0, Y4, Y0
-	VORPS   Y3, Y0, Y0
-	VMINPS  Y5, Y0, Y3
+	VORPS   Y2, Y0, Y0
+	VMINPS  Y5, Y0, Y2
 	VMINPS  Y0, Y5, Y0
-	VORPS   Y3, Y0, Y0
+	VORPS   Y2, Y0, Y0
 	VXORPS  Y1, Y0, Y0
 
 	// finish v5
 	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y2, 2112(SP)
+	VMOVUPS Y3, 2112(SP)
 	XORQ    DX, DX
 
 inner_A_13:
@@ -1834,15 +1846,17 @@ inner_A_13:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y5
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc12<>+0(SB), Y2, Y3
 	VPMINSD      lgc13<>+0(SB), Y3, Y3
@@ -1851,12 +1865,12 @@ inner_A_13:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VMOVUPS      Y4, (SP)(R8*1)
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVUPS      Y5, (SP)(R8*1)
 
 	// sum(v8) over [A]
-	VADDPS Y1, Y4, Y1
+	VADDPS Y1, Y5, Y1
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_13
@@ -2129,15 +2143,17 @@ inner_A_17:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y4, Y0
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
-	VMULPS       Y0, Y0, Y6
-	VFMADD213PS  Y0, Y6, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VMULPS       Y0, Y0, Y5
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y6
+	VMOVUPS      lgc7<>+0(SB), Y7
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y0, Y5, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y4
 	VPMINSD      lgc13<>+0(SB), Y4, Y4
@@ -2146,12 +2162,12 @@ inner_A_17:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y0, Y5, Y5
-	VMOVUPS      Y5, 192(SP)(R10*1)
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y0, Y6, Y6
+	VMOVUPS      Y6, 192(SP)(R10*1)
 
 	// sum(v48) over [A]
-	VADDPS Y3, Y5, Y3
+	VADDPS Y3, Y6, Y3
 	INCQ   R9
 	CMPQ   R9, $+6
 	JL     inner_A_17
@@ -3056,15 +3072,17 @@ bulk_26:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -3073,9 +3091,9 @@ bulk_26:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_26
 

@@ -2116,15 +2116,17 @@ inner_K_4:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc14<>+0(SB), Y1, Y2
 	VPMINSD      lgc15<>+0(SB), Y2, Y2
@@ -2133,8 +2135,8 @@ inner_K_4:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -2143,8 +2145,8 @@ inner_K_4:
 	MOVQ         state+32(FP), BX
 	VANDPS       64(BX), Y1, Y1
 	VMOVUPS      Y1, 64(BX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
+	VCVTPS2PD    X4, Y0
+	VEXTRACTF128 $0x01, Y4, X1
 	VCVTPS2PD    X1, Y1
 	VADDPD       13312(SP), Y0, Y0
 	VMOVUPD      Y0, 13312(SP)
@@ -2279,15 +2281,17 @@ inner_KSrc_5:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc14<>+0(SB), Y1, Y2
 	VPMINSD      lgc15<>+0(SB), Y2, Y2
@@ -2296,8 +2300,8 @@ inner_KSrc_5:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -2305,8 +2309,8 @@ inner_KSrc_5:
 	VORPS        Y2, Y1, Y1
 	VANDPS       192(BX), Y1, Y1
 	VMOVUPS      Y1, 192(BX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
+	VCVTPS2PD    X4, Y0
+	VEXTRACTF128 $0x01, Y4, X1
 	VCVTPS2PD    X1, Y1
 	VADDPD       13376(SP), Y0, Y0
 	VMOVUPD      Y0, 13376(SP)
@@ -3973,15 +3977,17 @@ inner_KSrc_9:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc14<>+0(SB), Y1, Y2
 	VPMINSD      lgc15<>+0(SB), Y2, Y2
@@ -3990,8 +3996,8 @@ inner_KSrc_9:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -4000,8 +4006,8 @@ inner_KSrc_9:
 	MOVQ         state+40(FP), DI
 	VANDPS       960(DI), Y1, Y1
 	VMOVUPS      Y1, 960(DI)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
+	VCVTPS2PD    X4, Y0
+	VEXTRACTF128 $0x01, Y4, X1
 	VCVTPS2PD    X1, Y1
 	VADDPD       9984(SP), Y0, Y0
 	VMOVUPD      Y0, 9984(SP)
@@ -4134,15 +4140,17 @@ inner_KSrc_10:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc5<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
-	VMOVAPS      lgc7<>+0(SB), Y5
-	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc13<>+0(SB), Y5, Y5
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y6
+	VMOVUPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc13<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
 	VPMAXSD      lgc14<>+0(SB), Y3, Y4
 	VPMINSD      lgc15<>+0(SB), Y4, Y4
@@ -4151,14 +4159,14 @@ inner_KSrc_10:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
 	MOVQ         const11+48(FP), R8
 	MOVQ         SI, R9
 	VBROADCASTSS (R8)(R9*4), Y3
 
 	// v12 = mul(v10, c11)
-	VMULPS Y3, Y5, Y3
+	VMULPS Y3, Y6, Y3
 
 	// sum(v12) over [KSrc]
 	VCVTPS2PD    X3, Y4
@@ -4312,15 +4320,17 @@ inner_KSrc_13:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
-	VMOVAPS      lgc7<>+0(SB), Y8
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc7<>+0(SB), Y9
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
+	VMOVUPS      lgc9<>+0(SB), Y10
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc11<>+0(SB), Y10
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc13<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc14<>+0(SB), Y6, Y7
 	VPMINSD      lgc15<>+0(SB), Y7, Y7
@@ -4329,10 +4339,10 @@ inner_KSrc_13:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc15<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	IMUL3Q       $+32, SI, R8
-	VMOVUPS      Y8, (SP)(R8*1)
+	VMOVUPS      Y9, (SP)(R8*1)
 	MOVQ         const11+48(FP), R8
 	MOVQ         SI, R9
 	VBROADCASTSS (R8)(R9*4), Y6
@@ -4375,13 +4385,13 @@ inner_KSrc_13:
 	// v42 = max(0, v41)
 	VXORPS lgc51<>+0(SB), Y7, Y7
 	VXORPS lgc51<>+0(SB), Y6, Y6
-	VMINPS Y7, Y6, Y9
+	VMINPS Y7, Y6, Y8
 	VMINPS Y6, Y7, Y6
-	VORPS  Y9, Y6, Y6
+	VORPS  Y8, Y6, Y6
 	VXORPS lgc51<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS Y6, Y8, Y6
+	VMULPS Y6, Y9, Y6
 
 	// sum(v43) over [KSrc]
 	VCVTPS2PD    X6, Y7
@@ -7199,15 +7209,17 @@ inner_K_20:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc14<>+0(SB), Y1, Y2
 	VPMINSD      lgc15<>+0(SB), Y2, Y2
@@ -7216,8 +7228,8 @@ inner_K_20:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -7226,8 +7238,8 @@ inner_K_20:
 	MOVQ         state+32(FP), BX
 	VANDPS       64(BX), Y1, Y1
 	VMOVUPS      Y1, 64(BX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
+	VCVTPS2PD    X4, Y0
+	VEXTRACTF128 $0x01, Y4, X1
 	VCVTPS2PD    X1, Y1
 	VADDPD       13312(SP), Y0, Y0
 	VMOVUPD      Y0, 13312(SP)
@@ -7362,15 +7374,17 @@ inner_KSrc_21:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc14<>+0(SB), Y1, Y2
 	VPMINSD      lgc15<>+0(SB), Y2, Y2
@@ -7379,8 +7393,8 @@ inner_KSrc_21:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -7388,8 +7402,8 @@ inner_KSrc_21:
 	VORPS        Y2, Y1, Y1
 	VANDPS       192(BX), Y1, Y1
 	VMOVUPS      Y1, 192(BX)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
+	VCVTPS2PD    X4, Y0
+	VEXTRACTF128 $0x01, Y4, X1
 	VCVTPS2PD    X1, Y1
 	VADDPD       13376(SP), Y0, Y0
 	VMOVUPD      Y0, 13376(SP)
@@ -9769,15 +9783,17 @@ inner_KSrc_25:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc11<>+0(SB), Y5
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc14<>+0(SB), Y1, Y2
 	VPMINSD      lgc15<>+0(SB), Y2, Y2
@@ -9786,8 +9802,8 @@ inner_KSrc_25:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
@@ -9796,8 +9812,8 @@ inner_KSrc_25:
 	MOVQ         state+48(FP), R8
 	VANDPS       960(R8), Y1, Y1
 	VMOVUPS      Y1, 960(R8)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
+	VCVTPS2PD    X4, Y0
+	VEXTRACTF128 $0x01, Y4, X1
 	VCVTPS2PD    X1, Y1
 	VADDPD       23040(SP), Y0, Y0
 	VMOVUPD      Y0, 23040(SP)
@@ -9930,15 +9946,17 @@ inner_KSrc_26:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc5<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
-	VMOVAPS      lgc7<>+0(SB), Y5
-	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc13<>+0(SB), Y5, Y5
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y6
+	VMOVUPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc13<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
 	VPMAXSD      lgc14<>+0(SB), Y3, Y4
 	VPMINSD      lgc15<>+0(SB), Y4, Y4
@@ -9947,14 +9965,14 @@ inner_KSrc_26:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
 	MOVQ         fbConst11+56(FP), R9
 	MOVQ         DI, R10
 	VBROADCASTSS (R9)(R10*4), Y3
 
 	// v12 = mul(v10, c11)
-	VMULPS Y3, Y5, Y3
+	VMULPS Y3, Y6, Y3
 
 	// sum(v12) over [KSrc]
 	VCVTPS2PD    X3, Y4
@@ -10108,15 +10126,17 @@ inner_KSrc_29:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
-	VMOVAPS      lgc7<>+0(SB), Y8
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc7<>+0(SB), Y9
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
+	VMOVUPS      lgc9<>+0(SB), Y10
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc11<>+0(SB), Y10
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc13<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc14<>+0(SB), Y6, Y7
 	VPMINSD      lgc15<>+0(SB), Y7, Y7
@@ -10125,10 +10145,10 @@ inner_KSrc_29:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc15<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	IMUL3Q       $+32, DI, R9
-	VMOVUPS      Y8, (SP)(R9*1)
+	VMOVUPS      Y9, (SP)(R9*1)
 	MOVQ         fbConst11+56(FP), R9
 	MOVQ         DI, R10
 	VBROADCASTSS (R9)(R10*4), Y6
@@ -10171,13 +10191,13 @@ inner_KSrc_29:
 	// v42 = max(0, v41)
 	VXORPS lgc51<>+0(SB), Y7, Y7
 	VXORPS lgc51<>+0(SB), Y6, Y6
-	VMINPS Y7, Y6, Y9
+	VMINPS Y7, Y6, Y8
 	VMINPS Y6, Y7, Y6
-	VORPS  Y9, Y6, Y6
+	VORPS  Y8, Y6, Y6
 	VXORPS lgc51<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS Y6, Y8, Y6
+	VMULPS Y6, Y9, Y6
 
 	// sum(v43) over [KSrc]
 	VCVTPS2PD    X6, Y7
@@ -10559,15 +10579,17 @@ inner_K_35:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc13<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc14<>+0(SB), Y2, Y3
 	VPMINSD      lgc15<>+0(SB), Y3, Y3
@@ -10576,8 +10598,8 @@ inner_K_35:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	VCMPPS       $0x15, lgc16<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc17<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -10585,8 +10607,8 @@ inner_K_35:
 	VORPS        Y3, Y2, Y2
 	VANDPS       64(R8), Y2, Y2
 	VMOVUPS      Y2, 64(R8)
-	VCVTPS2PD    X4, Y1
-	VEXTRACTF128 $0x01, Y4, X2
+	VCVTPS2PD    X5, Y1
+	VEXTRACTF128 $0x01, Y5, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       23424(SP), Y1, Y1
 	VMOVUPD      Y1, 23424(SP)
@@ -10841,15 +10863,17 @@ inner_KSrc_37:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc5<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
-	VMOVAPS      lgc7<>+0(SB), Y7
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc13<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y8
+	VMOVUPS      lgc9<>+0(SB), Y9
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc13<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc14<>+0(SB), Y5, Y6
 	VPMINSD      lgc15<>+0(SB), Y6, Y6
@@ -10858,12 +10882,12 @@ inner_KSrc_37:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc15<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      23552(SP), Y5
 
 	// v61 = mul(v57, v59)
-	VMULPS  Y7, Y5, Y6
+	VMULPS  Y8, Y5, Y6
 	VMOVUPS 23584(SP), Y7
 	VMOVUPS lgc41<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
@@ -12330,15 +12354,17 @@ bulk_39:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc5<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
-	VMOVAPS      lgc7<>+0(SB), Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc14<>+0(SB), Y0, Y1
 	VPMINSD      lgc15<>+0(SB), Y1, Y1
@@ -12347,9 +12373,9 @@ bulk_39:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc15<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_39
 

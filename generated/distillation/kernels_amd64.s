@@ -99,15 +99,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
-	VMOVAPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc15<>+0(SB), Y8
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y8
+	VMOVUPS      lgc17<>+0(SB), Y9
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc19<>+0(SB), Y9
+	VFMADD213PS  lgc6<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc20<>+0(SB), Y5, Y6
 	VPMINSD      lgc21<>+0(SB), Y6, Y6
@@ -116,11 +118,11 @@ blocks_2:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc21<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 
 	// v34 = sub(v33, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y5
+	VSUBPS lgc1<>+0(SB), Y8, Y5
 
 	// v35 = sub(v34, v10)
 	VSUBPS Y2, Y5, Y2
@@ -769,15 +771,17 @@ blocks_10:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
+	VMOVUPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc20<>+0(SB), Y4, Y5
 	VPMINSD      lgc21<>+0(SB), Y5, Y5
@@ -786,11 +790,11 @@ blocks_10:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc21<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
 	// v34 = sub(v33, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y4
 
 	// v35 = sub(v34, v10)
 	VSUBPS Y1, Y4, Y4
@@ -1027,15 +1031,17 @@ bulk_14:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc14<>+0(SB), Y1, Y0
-	VMOVAPS      lgc15<>+0(SB), Y2
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc15<>+0(SB), Y3
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
+	VMOVUPS      lgc17<>+0(SB), Y4
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc20<>+0(SB), Y0, Y1
 	VPMINSD      lgc21<>+0(SB), Y1, Y1
@@ -1044,9 +1050,9 @@ bulk_14:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc21<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14
 

@@ -275,15 +275,17 @@ inner_K_4:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc13<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc14<>+0(SB), Y2, Y3
 	VPMINSD      lgc15<>+0(SB), Y3, Y3
@@ -292,15 +294,15 @@ inner_K_4:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VMOVUPS      Y4, (SP)(SI*1)
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVUPS      Y5, (SP)(SI*1)
 	MOVQ         const2+24(FP), SI
 	MOVQ         BX, DI
 	VBROADCASTSS (SI)(DI*4), Y2
 
 	// v3 = mul(v1, c2)
-	VMULPS Y2, Y4, Y2
+	VMULPS Y2, Y5, Y2
 
 	// sum(v3) over [K]
 	VCVTPS2PD    X2, Y3
@@ -549,15 +551,17 @@ inner_K_12:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc13<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc14<>+0(SB), Y2, Y3
 	VPMINSD      lgc15<>+0(SB), Y3, Y3
@@ -566,18 +570,18 @@ inner_K_12:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	IMUL3Q       $+32, AX, BX
 	IMUL3Q       $+128, DX, SI
 	ADDQ         SI, BX
-	VMOVUPS      Y4, (SP)(BX*1)
+	VMOVUPS      Y5, (SP)(BX*1)
 	MOVQ         const2+24(FP), BX
 	MOVQ         DX, SI
 	VBROADCASTSS (BX)(SI*4), Y2
 
 	// v3 = mul(v1, c2)
-	VMULPS Y2, Y4, Y2
+	VMULPS Y2, Y5, Y2
 
 	// sum(v3) over [K]
 	VMOVUPS      lgc22<>+0(SB), Y3
@@ -1011,15 +1015,17 @@ bulk_17:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc5<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
-	VMOVAPS      lgc7<>+0(SB), Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc14<>+0(SB), Y0, Y1
 	VPMINSD      lgc15<>+0(SB), Y1, Y1
@@ -1028,9 +1034,9 @@ bulk_17:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc15<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_17
 

@@ -83,15 +83,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
-	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc15<>+0(SB), Y10
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y7
 	VPMINSD      lgc17<>+0(SB), Y7, Y7
@@ -100,8 +102,8 @@ blocks_2:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v24 = ge(v10, 0)
@@ -109,13 +111,13 @@ blocks_2:
 	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y2, 32(SP)
 	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y2, Y2
-	VMOVUPS Y8, 64(SP)
+	VMAXPS  Y9, Y2, Y2
+	VMOVUPS Y9, 64(SP)
 
 	// ratioClipped = where(v24, v26, v28)
 	VBLENDVPS Y1, Y7, Y2, Y1
@@ -269,15 +271,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc10<>+0(SB), Y5, Y4
-	VMOVAPS      lgc11<>+0(SB), Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc2<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y7
+	VMOVUPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc15<>+0(SB), Y8
+	VFMADD213PS  lgc2<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc16<>+0(SB), Y4, Y5
 	VPMINSD      lgc17<>+0(SB), Y5, Y5
@@ -286,11 +290,11 @@ blocks_2:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
 	// v92 = sub(v91, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y4
 
 	// v93 = sub(v92, v69)
 	VSUBPS Y0, Y4, Y0
@@ -986,15 +990,17 @@ TEXT ·pass1AVX2(SB), $64-144
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
-	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc15<>+0(SB), Y9
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -1003,15 +1009,15 @@ TEXT ·pass1AVX2(SB), $64-144
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v63 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 
 	// v64 = div(v62, v34)
-	VDIVPS Y2, Y7, Y1
+	VDIVPS Y2, Y8, Y1
 
 	// ess = where(v63, v64, 0)
 	VANDPS       Y1, Y0, Y0
@@ -1269,15 +1275,17 @@ blocks_8:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
-	VMOVAPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc15<>+0(SB), Y10
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y7
 	VPMINSD      lgc17<>+0(SB), Y7, Y7
@@ -1286,8 +1294,8 @@ blocks_8:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v24 = ge(v10, 0)
@@ -1295,13 +1303,13 @@ blocks_8:
 	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y2, 96(SP)
 	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y2, Y2
-	VMOVUPS Y8, 128(SP)
+	VMAXPS  Y9, Y2, Y2
+	VMOVUPS Y9, 128(SP)
 
 	// ratioClipped = where(v24, v26, v28)
 	VBLENDVPS Y1, Y7, Y2, Y2
@@ -1457,15 +1465,17 @@ blocks_8:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc10<>+0(SB), Y4, Y3
-	VMOVAPS      lgc11<>+0(SB), Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc2<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
+	VMOVUPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y8
+	VFMADD213PS  Y8, Y5, Y6
+	VMOVUPS      lgc15<>+0(SB), Y8
+	VFMADD213PS  lgc2<>+0(SB), Y3, Y8
+	VFMADD213PS  Y8, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
 	VPMAXSD      lgc16<>+0(SB), Y3, Y4
 	VPMINSD      lgc17<>+0(SB), Y4, Y4
@@ -1474,11 +1484,11 @@ blocks_8:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
 
 	// v92 = sub(v91, 1)
-	VSUBPS lgc1<>+0(SB), Y5, Y3
+	VSUBPS lgc1<>+0(SB), Y6, Y3
 
 	// v93 = sub(v92, v69)
 	VSUBPS Y0, Y3, Y3
@@ -1919,15 +1929,17 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
-	VMOVAPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc15<>+0(SB), Y9
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y6
 	VPMINSD      lgc17<>+0(SB), Y6, Y6
@@ -1936,15 +1948,15 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v63 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 
 	// v64 = div(v62, v34)
-	VDIVPS Y2, Y7, Y1
+	VDIVPS Y2, Y8, Y1
 
 	// ess = where(v63, v64, 0)
 	VANDPS       Y1, Y0, Y0
@@ -2013,15 +2025,17 @@ bulk_10:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc10<>+0(SB), Y1, Y0
-	VMOVAPS      lgc11<>+0(SB), Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc2<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc11<>+0(SB), Y3
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc15<>+0(SB), Y4
+	VFMADD213PS  lgc2<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc16<>+0(SB), Y0, Y1
 	VPMINSD      lgc17<>+0(SB), Y1, Y1
@@ -2030,9 +2044,9 @@ bulk_10:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 

@@ -407,15 +407,17 @@ blocks_8:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc7<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc15<>+0(SB), Y9
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y9
+	VMOVUPS      lgc17<>+0(SB), Y10
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc19<>+0(SB), Y10
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc7<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc21<>+0(SB), Y6, Y7
 	VPMINSD      lgc22<>+0(SB), Y7, Y7
@@ -424,8 +426,8 @@ blocks_8:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	VMOVUPS      lgc4<>+0(SB), Y6
 
 	// v26 = ge(v19, 0)
@@ -433,13 +435,13 @@ blocks_8:
 	VMOVUPS lgc23<>+0(SB), Y7
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y2, (SP)
 	VMOVUPS lgc24<>+0(SB), Y2
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y2, Y2
-	VMOVUPS Y8, 32(SP)
+	VMAXPS  Y9, Y2, Y2
+	VMOVUPS Y9, 32(SP)
 
 	// ratioClipped = where(v26, v28, v30)
 	VBLENDVPS Y6, Y7, Y2, Y2
@@ -568,15 +570,17 @@ blocks_8:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
+	VMOVUPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc21<>+0(SB), Y4, Y5
 	VPMINSD      lgc22<>+0(SB), Y5, Y5
@@ -585,11 +589,11 @@ blocks_8:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc22<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
 	// v85 = sub(v84, 1)
-	VSUBPS lgc7<>+0(SB), Y6, Y4
+	VSUBPS lgc7<>+0(SB), Y7, Y4
 
 	// v86 = sub(v85, v61)
 	VSUBPS Y0, Y4, Y0
@@ -1137,15 +1141,17 @@ TEXT ·pass3AVX2(SB), $0-104
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
-	VMOVAPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc7<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc15<>+0(SB), Y8
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y8
+	VMOVUPS      lgc17<>+0(SB), Y9
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc19<>+0(SB), Y9
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc7<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc21<>+0(SB), Y5, Y6
 	VPMINSD      lgc22<>+0(SB), Y6, Y6
@@ -1154,15 +1160,15 @@ TEXT ·pass3AVX2(SB), $0-104
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v36)
-	VDIVPS Y1, Y7, Y5
+	VDIVPS Y1, Y8, Y5
 
 	// ess = where(v55, v56, 0)
 	VANDPS       Y5, Y0, Y0
@@ -1655,15 +1661,17 @@ blocks_21:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc7<>+0(SB), Y8, Y8
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc15<>+0(SB), Y9
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y9
+	VMOVUPS      lgc17<>+0(SB), Y10
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc19<>+0(SB), Y10
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc7<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
 	VPMAXSD      lgc21<>+0(SB), Y6, Y7
 	VPMINSD      lgc22<>+0(SB), Y7, Y7
@@ -1672,8 +1680,8 @@ blocks_21:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	VMOVUPS      lgc4<>+0(SB), Y6
 
 	// v26 = ge(v19, 0)
@@ -1681,13 +1689,13 @@ blocks_21:
 	VMOVUPS lgc23<>+0(SB), Y7
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y2, 96(SP)
 	VMOVUPS lgc24<>+0(SB), Y2
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y2, Y2
-	VMOVUPS Y8, 128(SP)
+	VMAXPS  Y9, Y2, Y2
+	VMOVUPS Y9, 128(SP)
 
 	// ratioClipped = where(v26, v28, v30)
 	VBLENDVPS Y6, Y7, Y2, Y2
@@ -1819,15 +1827,17 @@ blocks_21:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
-	VMOVAPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc7<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc15<>+0(SB), Y8
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y8
+	VMOVUPS      lgc17<>+0(SB), Y9
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc19<>+0(SB), Y9
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc7<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc21<>+0(SB), Y5, Y6
 	VPMINSD      lgc22<>+0(SB), Y6, Y6
@@ -1836,11 +1846,11 @@ blocks_21:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 
 	// v85 = sub(v84, 1)
-	VSUBPS lgc7<>+0(SB), Y7, Y5
+	VSUBPS lgc7<>+0(SB), Y8, Y5
 
 	// v86 = sub(v85, v61)
 	VSUBPS Y2, Y5, Y5
@@ -2179,15 +2189,17 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
-	VMOVAPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc7<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc15<>+0(SB), Y8
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y8
+	VMOVUPS      lgc17<>+0(SB), Y9
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc19<>+0(SB), Y9
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc7<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc21<>+0(SB), Y5, Y6
 	VPMINSD      lgc22<>+0(SB), Y6, Y6
@@ -2196,15 +2208,15 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
 	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
 	// v56 = div(v54, v36)
-	VDIVPS Y1, Y7, Y5
+	VDIVPS Y1, Y8, Y5
 
 	// ess = where(v55, v56, 0)
 	VANDPS       Y5, Y0, Y0
@@ -2263,15 +2275,17 @@ bulk_23:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc14<>+0(SB), Y1, Y0
-	VMOVAPS      lgc15<>+0(SB), Y2
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc7<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc15<>+0(SB), Y3
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
+	VMOVUPS      lgc17<>+0(SB), Y4
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc7<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc21<>+0(SB), Y0, Y1
 	VPMINSD      lgc22<>+0(SB), Y1, Y1
@@ -2280,9 +2294,9 @@ bulk_23:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc22<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_23
 

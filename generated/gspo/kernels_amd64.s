@@ -219,15 +219,17 @@ outer0_4:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y3, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y1
-	VMOVAPS      lgc10<>+0(SB), Y4
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       Y1, Y1, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc14<>+0(SB), Y6
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y1, Y4, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y1
 	VPMAXSD      lgc16<>+0(SB), Y1, Y3
 	VPMINSD      lgc17<>+0(SB), Y3, Y3
@@ -236,22 +238,22 @@ outer0_4:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y1, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y1, Y5, Y5
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y2, Y0, Y1
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y4, Y3, Y5
+	VMINPS  Y5, Y3, Y4
 	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS Y4, Y6, Y7
+	VMAXPS Y5, Y6, Y7
 
 	// ratioClipped = where(v19, v21, v23)
-	VBLENDVPS Y1, Y5, Y7, Y1
+	VBLENDVPS Y1, Y4, Y7, Y1
 
 	// gain = mul(v17, ratioClipped)
 	VMULPS Y1, Y0, Y1
@@ -260,24 +262,24 @@ outer0_4:
 	VXORPS lgc20<>+0(SB), Y1, Y1
 
 	// v32 = lt(v17, 0)
-	VCMPPS $0x11, Y2, Y0, Y5
+	VCMPPS $0x11, Y2, Y0, Y4
 
 	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y6, Y4, Y6
+	VCMPPS $0x11, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v34 = gt(v17, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS $0x1e, Y3, Y4, Y2
+	VCMPPS $0x1e, Y3, Y5, Y2
 	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v36 = where(v34, v35, 0)
 	VANDPS Y2, Y0, Y0
 
 	// v37 = where(v32, v33, v36)
-	VBLENDVPS Y5, Y6, Y0, Y0
+	VBLENDVPS Y4, Y6, Y0, Y0
 	VMOVUPS   Y1, (SP)
 	VMOVUPS   Y0, 32(SP)
 	MOVQ      $+8, DX
@@ -385,15 +387,17 @@ blocks_5:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
-	VMOVAPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y7
+	VMOVUPS      lgc12<>+0(SB), Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc14<>+0(SB), Y8
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc16<>+0(SB), Y4, Y5
 	VPMINSD      lgc17<>+0(SB), Y5, Y5
@@ -402,11 +406,11 @@ blocks_5:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
 	// v68 = sub(v67, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y4
 
 	// v69 = sub(v68, v44)
 	VSUBPS Y1, Y4, Y1
@@ -1130,15 +1134,17 @@ outer0_13:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc8<>+0(SB), Y4, Y2
 	VFNMADD231PS lgc9<>+0(SB), Y4, Y2
-	VMOVAPS      lgc10<>+0(SB), Y5
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       Y2, Y2, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
+	VMOVUPS      lgc12<>+0(SB), Y7
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc14<>+0(SB), Y7
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y2, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y2
 	VPMAXSD      lgc16<>+0(SB), Y2, Y4
 	VPMINSD      lgc17<>+0(SB), Y4, Y4
@@ -1147,23 +1153,23 @@ outer0_13:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y2, Y6, Y6
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
 	VMOVUPS lgc18<>+0(SB), Y4
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Y5, Y4, Y6
+	VMINPS  Y6, Y4, Y5
 	VMOVUPS lgc19<>+0(SB), Y7
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS  Y5, Y7, Y8
+	VMAXPS  Y6, Y7, Y8
 	VMOVUPS Y1, 32(SP)
 
 	// ratioClipped = where(v19, v21, v23)
-	VBLENDVPS Y2, Y6, Y8, Y1
+	VBLENDVPS Y2, Y5, Y8, Y1
 
 	// gain = mul(v17, ratioClipped)
 	VMULPS Y1, Y0, Y1
@@ -1172,10 +1178,10 @@ outer0_13:
 	VXORPS lgc20<>+0(SB), Y1, Y1
 
 	// v32 = lt(v17, 0)
-	VCMPPS $0x11, Y3, Y0, Y6
+	VCMPPS $0x11, Y3, Y0, Y5
 
 	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS $0x11, Y7, Y5, Y8
+	VCMPPS $0x11, Y7, Y6, Y8
 	VANDPS lgc1<>+0(SB), Y8, Y8
 
 	// v34 = gt(v17, 0)
@@ -1183,15 +1189,15 @@ outer0_13:
 	VMOVUPS Y1, 64(SP)
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS  $0x1e, Y4, Y5, Y1
+	VCMPPS  $0x1e, Y4, Y6, Y1
 	VANDPS  lgc1<>+0(SB), Y1, Y1
-	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 96(SP)
 
 	// v36 = where(v34, v35, 0)
 	VANDPS Y1, Y3, Y1
 
 	// v37 = where(v32, v33, v36)
-	VBLENDVPS    Y6, Y8, Y1, Y1
+	VBLENDVPS    Y5, Y8, Y1, Y1
 	MOVQ         s5+40(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y3
 
@@ -1353,15 +1359,17 @@ blocks_14:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
-	VMOVAPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y7
+	VMOVUPS      lgc12<>+0(SB), Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc14<>+0(SB), Y8
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc16<>+0(SB), Y4, Y5
 	VPMINSD      lgc17<>+0(SB), Y5, Y5
@@ -1370,11 +1378,11 @@ blocks_14:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
 	// v68 = sub(v67, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y4
+	VSUBPS lgc1<>+0(SB), Y7, Y4
 
 	// v69 = sub(v68, v44)
 	VSUBPS Y1, Y4, Y4
@@ -1591,15 +1599,17 @@ bulk_16:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
-	VMOVAPS      lgc10<>+0(SB), Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VMOVUPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc14<>+0(SB), Y4
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc16<>+0(SB), Y0, Y1
 	VPMINSD      lgc17<>+0(SB), Y1, Y1
@@ -1608,9 +1618,9 @@ bulk_16:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_16
 

@@ -94,15 +94,17 @@ inner_Q_3:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
-	VMOVAPS      lgc11<>+0(SB), Y5
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc0<>+0(SB), Y5, Y5
+	VMULPS       Y2, Y2, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
+	VMOVUPS      lgc13<>+0(SB), Y7
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y2, Y5, Y6
+	VADDPS       lgc0<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc17<>+0(SB), Y2, Y3
 	VPMINSD      lgc18<>+0(SB), Y3, Y3
@@ -111,12 +113,12 @@ inner_Q_3:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y2, Y6, Y6
 	VMOVUPS      lgc19<>+0(SB), Y2
 
 	// v24 = min(v22, 100)
-	VMINPS  Y5, Y2, Y2
+	VMINPS  Y6, Y2, Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -688,15 +690,17 @@ inner_Q_8:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
-	VMOVAPS      lgc11<>+0(SB), Y5
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc0<>+0(SB), Y5, Y5
+	VMULPS       Y2, Y2, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
+	VMOVUPS      lgc13<>+0(SB), Y7
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y2, Y5, Y6
+	VADDPS       lgc0<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc17<>+0(SB), Y2, Y3
 	VPMINSD      lgc18<>+0(SB), Y3, Y3
@@ -705,12 +709,12 @@ inner_Q_8:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y2, Y6, Y6
 	VMOVUPS      lgc19<>+0(SB), Y2
 
 	// v24 = min(v22, 100)
-	VMINPS  Y5, Y2, Y2
+	VMINPS  Y6, Y2, Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1123,15 +1127,17 @@ bulk_12:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc10<>+0(SB), Y1, Y0
-	VMOVAPS      lgc11<>+0(SB), Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc0<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc11<>+0(SB), Y3
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc15<>+0(SB), Y4
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc0<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc17<>+0(SB), Y0, Y1
 	VPMINSD      lgc18<>+0(SB), Y1, Y1
@@ -1140,9 +1146,9 @@ bulk_12:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc18<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_12
 

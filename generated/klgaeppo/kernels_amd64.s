@@ -150,15 +150,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y5
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y5
-	VADDPS       lgc2<>+0(SB), Y5, Y5
+	VMULPS       Y2, Y2, Y5
+	VMOVUPS      lgc17<>+0(SB), Y9
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y9
+	VMOVUPS      lgc19<>+0(SB), Y10
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y10
+	VFMADD213PS  Y10, Y5, Y9
+	VMOVUPS      lgc21<>+0(SB), Y10
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y10
+	VFMADD213PS  Y10, Y5, Y9
+	VFMADD213PS  Y2, Y5, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc23<>+0(SB), Y2, Y3
 	VPMINSD      lgc24<>+0(SB), Y3, Y3
@@ -167,8 +169,8 @@ blocks_2:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y9, Y9
+	VMULPS       Y2, Y9, Y9
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v38 = ge(v29, 0)
@@ -176,16 +178,16 @@ blocks_2:
 	VMOVUPS lgc25<>+0(SB), Y3
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y5, Y3, Y3
+	VMINPS  Y9, Y3, Y3
 	VMOVUPS Y7, 256(SP)
-	VMOVUPS lgc26<>+0(SB), Y7
+	VMOVUPS lgc26<>+0(SB), Y5
 
 	// v42 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y5, Y7, Y7
-	VMOVUPS Y5, 288(SP)
+	VMAXPS  Y9, Y5, Y5
+	VMOVUPS Y9, 288(SP)
 
 	// ratioClipped = where(v38, v40, v42)
-	VBLENDVPS Y2, Y3, Y7, Y2
+	VBLENDVPS Y2, Y3, Y5, Y2
 
 	// gain = mul(v29, ratioClipped)
 	VMULPS Y2, Y6, Y2
@@ -912,15 +914,17 @@ blocks_4:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc17<>+0(SB), Y5
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
+	VMOVUPS      lgc19<>+0(SB), Y6
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc23<>+0(SB), Y2, Y3
 	VPMINSD      lgc24<>+0(SB), Y3, Y3
@@ -929,8 +933,8 @@ blocks_4:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	MOVQ         s5+40(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
@@ -940,7 +944,7 @@ blocks_4:
 	VANDPS lgc2<>+0(SB), Y2, Y3
 
 	// v102 = where(v101, essCol, 0)
-	VANDPS Y4, Y2, Y2
+	VANDPS Y5, Y2, Y2
 
 	// sum(v102) over [L]
 	VADDPS Y0, Y2, Y0
@@ -1517,15 +1521,17 @@ blocks_15:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc15<>+0(SB), Y7, Y3
 	VFNMADD231PS lgc16<>+0(SB), Y7, Y3
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y8
-	VMULPS       Y3, Y3, Y9
-	VFMADD213PS  Y3, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VMULPS       Y3, Y3, Y8
+	VMOVUPS      lgc17<>+0(SB), Y9
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y9
+	VMOVUPS      lgc19<>+0(SB), Y10
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc21<>+0(SB), Y10
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y3, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y3
 	VPMAXSD      lgc23<>+0(SB), Y3, Y7
 	VPMINSD      lgc24<>+0(SB), Y7, Y7
@@ -1534,8 +1540,8 @@ blocks_15:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y3, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y3, Y9, Y9
 	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v38 = ge(v29, 0)
@@ -1543,13 +1549,13 @@ blocks_15:
 	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y7, Y7
+	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y1, 64(SP)
 	VMOVUPS lgc26<>+0(SB), Y1
 
 	// v42 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y1, Y1
-	VMOVUPS Y8, 96(SP)
+	VMAXPS  Y9, Y1, Y1
+	VMOVUPS Y9, 96(SP)
 
 	// ratioClipped = where(v38, v40, v42)
 	VBLENDVPS Y3, Y7, Y1, Y1
@@ -2100,15 +2106,17 @@ blocks_17:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc17<>+0(SB), Y5
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
+	VMOVUPS      lgc19<>+0(SB), Y6
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc23<>+0(SB), Y2, Y3
 	VPMINSD      lgc24<>+0(SB), Y3, Y3
@@ -2117,8 +2125,8 @@ blocks_17:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v101 = gt(v71, 0)
@@ -2126,7 +2134,7 @@ blocks_17:
 	VANDPS lgc2<>+0(SB), Y0, Y2
 
 	// v102 = where(v101, essCol, 0)
-	VANDPS Y4, Y0, Y0
+	VANDPS Y5, Y0, Y0
 
 	// sum(v102) over [L]
 	MOVQ    state+56(FP), DX
@@ -2263,15 +2271,17 @@ bulk_20:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc15<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc16<>+0(SB), Y1, Y0
-	VMOVAPS      lgc17<>+0(SB), Y2
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc17<>+0(SB), Y3
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc23<>+0(SB), Y0, Y1
 	VPMINSD      lgc24<>+0(SB), Y1, Y1
@@ -2280,9 +2290,9 @@ bulk_20:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc24<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20
 

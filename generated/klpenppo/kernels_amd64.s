@@ -310,20 +310,27 @@ inner_D_4:
 	VROUNDPD     $0x00, Y2, Y2
 	VFNMADD231PD lgc21<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc20<>+0(SB), Y2, Y1
-	VMOVAPD      lgc29<>+0(SB), Y3
-	VFMADD213PD  lgc30<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc31<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc32<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc33<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc34<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc35<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc36<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc37<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc38<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc39<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
+	VMULPD       Y1, Y1, Y3
+	VMOVUPD      lgc29<>+0(SB), Y4
+	VFMADD213PD  lgc30<>+0(SB), Y1, Y4
+	VMOVUPD      lgc31<>+0(SB), Y5
+	VFMADD213PD  lgc32<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc33<>+0(SB), Y5
+	VFMADD213PD  lgc34<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc35<>+0(SB), Y5
+	VFMADD213PD  lgc36<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc37<>+0(SB), Y5
+	VFMADD213PD  lgc38<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc39<>+0(SB), Y5
+	VFMADD213PD  lgc11<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc9<>+0(SB), Y5
+	VFMADD213PD  lgc9<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
 	VCVTPD2DQY   Y2, X1
 	VPMAXSD      lgc40<>+0(SB), X1, X2
 	VPMINSD      lgc41<>+0(SB), X2, X2
@@ -334,13 +341,13 @@ inner_D_4:
 	VPSLLQ       $0x34, Y2, Y2
 	VPADDQ       lgc6<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
-	VMULPD       Y2, Y3, Y3
-	VMULPD       Y1, Y3, Y3
+	VMULPD       Y2, Y4, Y4
+	VMULPD       Y1, Y4, Y4
 	MOVQ         advantage+64(FP), CX
 	VMOVUPD      (CX)(DX*8), Y1
 
 	// v35 = mul(v34, advantage)
-	VMULPD       Y1, Y3, Y1
+	VMULPD       Y1, Y4, Y1
 	MOVQ         stateBeta+72(FP), CX
 	XORQ         BX, BX
 	VBROADCASTSD (CX)(BX*8), Y2
@@ -1140,20 +1147,27 @@ inner_D_9:
 	VROUNDPD     $0x00, Y2, Y2
 	VFNMADD231PD lgc21<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc20<>+0(SB), Y2, Y1
-	VMOVAPD      lgc29<>+0(SB), Y3
-	VFMADD213PD  lgc30<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc31<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc32<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc33<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc34<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc35<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc36<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc37<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc38<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc39<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
+	VMULPD       Y1, Y1, Y3
+	VMOVUPD      lgc29<>+0(SB), Y4
+	VFMADD213PD  lgc30<>+0(SB), Y1, Y4
+	VMOVUPD      lgc31<>+0(SB), Y5
+	VFMADD213PD  lgc32<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc33<>+0(SB), Y5
+	VFMADD213PD  lgc34<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc35<>+0(SB), Y5
+	VFMADD213PD  lgc36<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc37<>+0(SB), Y5
+	VFMADD213PD  lgc38<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc39<>+0(SB), Y5
+	VFMADD213PD  lgc11<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
+	VMOVUPD      lgc9<>+0(SB), Y5
+	VFMADD213PD  lgc9<>+0(SB), Y1, Y5
+	VFMADD213PD  Y5, Y3, Y4
 	VCVTPD2DQY   Y2, X1
 	VPMAXSD      lgc40<>+0(SB), X1, X2
 	VPMINSD      lgc41<>+0(SB), X2, X2
@@ -1164,13 +1178,13 @@ inner_D_9:
 	VPSLLQ       $0x34, Y2, Y2
 	VPADDQ       lgc6<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
-	VMULPD       Y2, Y3, Y3
-	VMULPD       Y1, Y3, Y3
+	VMULPD       Y2, Y4, Y4
+	VMULPD       Y1, Y4, Y4
 	MOVQ         advantage+72(FP), CX
 	VMOVUPD      (CX)(BX*8), Y1
 
 	// v35 = mul(v34, advantage)
-	VMULPD       Y1, Y3, Y1
+	VMULPD       Y1, Y4, Y1
 	MOVQ         stateBeta+0(FP), CX
 	XORQ         SI, SI
 	VBROADCASTSD (CX)(SI*8), Y2
@@ -1200,7 +1214,7 @@ inner_D_9:
 	VMOVUPD Y1, 256(CX)
 	VMOVUPD lgc1<>+0(SB), Y1
 	VMOVUPD Y0, 960(SP)
-	VMOVUPD Y3, 992(SP)
+	VMOVUPD Y4, 992(SP)
 	VMOVUPD Y0, 1024(SP)
 	XORQ    SI, SI
 
@@ -1670,20 +1684,27 @@ bulk_12:
 	VROUNDPD     $0x00, Y1, Y1
 	VFNMADD231PD lgc21<>+0(SB), Y1, Y0
 	VFNMADD231PD lgc20<>+0(SB), Y1, Y0
-	VMOVAPD      lgc29<>+0(SB), Y2
-	VFMADD213PD  lgc30<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc31<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc32<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc33<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc34<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc35<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc36<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc37<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc38<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc39<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc9<>+0(SB), Y0, Y2
+	VMULPD       Y0, Y0, Y2
+	VMOVUPD      lgc29<>+0(SB), Y3
+	VFMADD213PD  lgc30<>+0(SB), Y0, Y3
+	VMOVUPD      lgc31<>+0(SB), Y4
+	VFMADD213PD  lgc32<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc33<>+0(SB), Y4
+	VFMADD213PD  lgc34<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc35<>+0(SB), Y4
+	VFMADD213PD  lgc36<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc37<>+0(SB), Y4
+	VFMADD213PD  lgc38<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc39<>+0(SB), Y4
+	VFMADD213PD  lgc11<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc9<>+0(SB), Y4
+	VFMADD213PD  lgc9<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
 	VCVTPD2DQY   Y1, X0
 	VPMAXSD      lgc40<>+0(SB), X0, X1
 	VPMINSD      lgc41<>+0(SB), X1, X1
@@ -1694,9 +1715,9 @@ bulk_12:
 	VPSLLQ       $0x34, Y1, Y1
 	VPADDQ       lgc6<>+0(SB), Y0, Y0
 	VPSLLQ       $0x34, Y0, Y0
-	VMULPD       Y1, Y2, Y2
-	VMULPD       Y0, Y2, Y2
-	VMOVUPD      Y2, (AX)(BX*8)
+	VMULPD       Y1, Y3, Y3
+	VMULPD       Y0, Y3, Y3
+	VMOVUPD      Y3, (AX)(BX*8)
 	ADDQ         $+4, BX
 	JMP          bulk_12
 

@@ -165,15 +165,17 @@ bulk_3:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
-	VMOVAPS      lgc8<>+0(SB), Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc14<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VMOVUPS      lgc10<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y1
 	VPMINSD      lgc16<>+0(SB), Y1, Y1
@@ -182,9 +184,9 @@ bulk_3:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_3
 

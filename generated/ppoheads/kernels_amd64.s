@@ -31,15 +31,17 @@ blocks_1:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y5
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc12<>+0(SB), Y2, Y3
 	VPMINSD      lgc13<>+0(SB), Y3, Y3
@@ -48,13 +50,13 @@ blocks_1:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	MOVQ         advantage+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
 	// gain = mul(v4, advantage)
-	VMULPS Y2, Y4, Y2
+	VMULPS Y2, Y5, Y2
 
 	// v6 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y2, Y2
@@ -824,15 +826,17 @@ blocks_4:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y2, Y5
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc12<>+0(SB), Y2, Y3
 	VPMINSD      lgc13<>+0(SB), Y3, Y3
@@ -841,13 +845,13 @@ blocks_4:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	MOVQ         advantage+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
 	// gain = mul(v4, advantage)
-	VMULPS Y2, Y4, Y2
+	VMULPS Y2, Y5, Y2
 
 	// v6 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y2, Y2
@@ -875,13 +879,13 @@ blocks_4:
 	VMULPS lgc16<>+0(SB), Y2, Y3
 
 	// v17 = add(moveEntropy, turnEntropy)
-	VADDPS Y2, Y0, Y5
+	VADDPS Y2, Y0, Y4
 
 	// v18 = add(v12, v16)
 	VADDPS Y3, Y1, Y1
 
 	// mean(v17) over [B]
-	VADDPS  896(DX), Y5, Y3
+	VADDPS  896(DX), Y4, Y3
 	VMOVUPS Y3, 896(DX)
 
 	// mean(v18) over [B]
@@ -896,24 +900,24 @@ blocks_4:
 	VSUBPS Y3, Y1, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y5
-	VANDNPS Y3, Y5, Y5
+	VMOVUPS lgc14<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc11<>+0(SB), Y6
 
 	// v28 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
+	VCMPPS $0x11, Y6, Y4, Y6
 
 	// v29 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y5, Y7
+	VMULPS lgc10<>+0(SB), Y4, Y7
 
 	// v30 = mul(v29, absDiff)
-	VMULPS Y5, Y7, Y8
+	VMULPS Y4, Y7, Y8
 
 	// v31 = sub(absDiff, 0.5)
-	VSUBPS  lgc10<>+0(SB), Y5, Y9
+	VSUBPS  lgc10<>+0(SB), Y4, Y9
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y5, 64(SP)
 
 	// smoothL1 = where(v28, v30, v31)
 	VBLENDVPS Y6, Y8, Y9, Y0
@@ -960,26 +964,26 @@ blocks_4:
 	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v44 = ne(v42, 0)
-	VCMPPS $0x04, Y2, Y1, Y4
+	VCMPPS $0x04, Y2, Y1, Y5
 
 	// v45 = mul(v42, absDiff)
-	VMULPS Y5, Y1, Y5
+	VMULPS Y4, Y1, Y4
 
 	// v46 = where(v44, v45, v42)
-	VBLENDVPS Y4, Y5, Y1, Y5
+	VBLENDVPS Y5, Y4, Y1, Y4
 	VMOVUPS   96(SP), Y6
 
 	// v47 = mul(v42, v29)
 	VMULPS Y6, Y1, Y6
 
 	// v48 = where(v44, v47, v42)
-	VBLENDVPS Y4, Y6, Y1, Y1
+	VBLENDVPS Y5, Y6, Y1, Y1
 
 	// v49 = add(v43, v48)
 	VADDPS Y1, Y0, Y0
 
 	// v50 = mul(v46, 0.5)
-	VMULPS lgc10<>+0(SB), Y5, Y1
+	VMULPS lgc10<>+0(SB), Y4, Y1
 
 	// v51 = add(v49, v50)
 	VADDPS Y1, Y0, Y0
@@ -1529,15 +1533,17 @@ bulk_7:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -1546,9 +1552,9 @@ bulk_7:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_7
 

@@ -384,15 +384,17 @@ inner_D_4:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc24<>+0(SB), Y5, Y4
-	VMOVAPS      lgc35<>+0(SB), Y6
-	VFMADD213PS  lgc36<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc35<>+0(SB), Y7
+	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
+	VMOVUPS      lgc37<>+0(SB), Y8
+	VFMADD213PS  lgc38<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc39<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc40<>+0(SB), Y4, Y5
 	VPMINSD      lgc10<>+0(SB), Y5, Y5
@@ -401,14 +403,14 @@ inner_D_4:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc10<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 	VMOVUPS      Y1, 448(SP)
 	VMOVUPS      Y2, 480(SP)
 	VMOVUPS      Y3, 512(SP)
 
 	// v40 = log1p(v39)
-	VADDPS       lgc7<>+0(SB), Y6, Y1
+	VADDPS       lgc7<>+0(SB), Y7, Y1
 	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y2
 	VMULPS       lgc9<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -449,14 +451,14 @@ inner_D_4:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc7<>+0(SB), Y1, Y2
-	VSUBPS       Y6, Y2, Y2
+	VSUBPS       Y7, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, Y6, Y2, Y2
+	VBLENDVPS    Y3, Y7, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y7, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 	VMOVUPS      512(SP), Y1
 	VMOVUPS      lgc3<>+0(SB), Y3
@@ -519,15 +521,17 @@ inner_D_4:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc25<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc24<>+0(SB), Y3, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc7<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VMOVUPS      lgc37<>+0(SB), Y6
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc39<>+0(SB), Y6
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc7<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc40<>+0(SB), Y2, Y3
 	VPMINSD      lgc10<>+0(SB), Y3, Y3
@@ -536,13 +540,13 @@ inner_D_4:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc10<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	MOVQ         advantage+48(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
 	// gain = mul(v52, advantage)
-	VMULPS Y2, Y4, Y2
+	VMULPS Y2, Y5, Y2
 
 	// v54 = neg(gain)
 	VXORPS lgc6<>+0(SB), Y2, Y2
@@ -1902,15 +1906,17 @@ inner_D_9:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc24<>+0(SB), Y5, Y4
-	VMOVAPS      lgc35<>+0(SB), Y6
-	VFMADD213PS  lgc36<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc35<>+0(SB), Y7
+	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
+	VMOVUPS      lgc37<>+0(SB), Y8
+	VFMADD213PS  lgc38<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc39<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc40<>+0(SB), Y4, Y5
 	VPMINSD      lgc10<>+0(SB), Y5, Y5
@@ -1919,14 +1925,14 @@ inner_D_9:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc10<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 	VMOVUPS      Y1, 576(SP)
 	VMOVUPS      Y2, 608(SP)
 	VMOVUPS      Y3, 640(SP)
 
 	// v40 = log1p(v39)
-	VADDPS       lgc7<>+0(SB), Y6, Y1
+	VADDPS       lgc7<>+0(SB), Y7, Y1
 	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y2
 	VMULPS       lgc9<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -1967,14 +1973,14 @@ inner_D_9:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc7<>+0(SB), Y1, Y2
-	VSUBPS       Y6, Y2, Y2
+	VSUBPS       Y7, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, Y6, Y2, Y2
+	VBLENDVPS    Y3, Y7, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y7, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 	VMOVUPS      640(SP), Y1
 	VMOVUPS      lgc3<>+0(SB), Y3
@@ -2037,15 +2043,17 @@ inner_D_9:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc25<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc24<>+0(SB), Y3, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc7<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VMOVUPS      lgc37<>+0(SB), Y6
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc39<>+0(SB), Y6
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc7<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc40<>+0(SB), Y2, Y3
 	VPMINSD      lgc10<>+0(SB), Y3, Y3
@@ -2054,13 +2062,13 @@ inner_D_9:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc10<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 	MOVQ         advantage+48(FP), DX
 	VMOVUPS      (DX)(SI*4), Y2
 
 	// gain = mul(v52, advantage)
-	VMULPS Y2, Y4, Y2
+	VMULPS Y2, Y5, Y2
 
 	// v54 = neg(gain)
 	VXORPS lgc6<>+0(SB), Y2, Y2
@@ -2106,22 +2114,22 @@ inner_D_9:
 	VCMPPS $0x11, Y3, Y2, Y3
 
 	// v68 = mul(0.5, absDiff)
-	VMULPS lgc14<>+0(SB), Y2, Y5
+	VMULPS lgc14<>+0(SB), Y2, Y4
 
 	// v69 = mul(v68, absDiff)
-	VMULPS Y2, Y5, Y6
+	VMULPS Y2, Y4, Y6
 
 	// v70 = sub(absDiff, 0.5)
 	VSUBPS  lgc14<>+0(SB), Y2, Y7
-	VMOVUPS Y4, 672(SP)
+	VMOVUPS Y5, 672(SP)
 
 	// smoothL1 = where(v67, v69, v70)
-	VBLENDVPS Y3, Y6, Y7, Y4
+	VBLENDVPS Y3, Y6, Y7, Y5
 
 	// mean(smoothL1) over [B]
-	VADDPS  1536(DX), Y4, Y4
-	VMOVUPS Y4, 1536(DX)
-	VMOVUPS Y5, 704(SP)
+	VADDPS  1536(DX), Y5, Y5
+	VMOVUPS Y5, 1536(DX)
+	VMOVUPS Y4, 704(SP)
 
 	// var(diff) over [B]
 	VMOVQ        CX, X4
@@ -2938,15 +2946,17 @@ bulk_12:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc25<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc24<>+0(SB), Y1, Y0
-	VMOVAPS      lgc35<>+0(SB), Y2
-	VFMADD213PS  lgc36<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc37<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc38<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc39<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc7<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc35<>+0(SB), Y3
+	VFMADD213PS  lgc36<>+0(SB), Y0, Y3
+	VMOVUPS      lgc37<>+0(SB), Y4
+	VFMADD213PS  lgc38<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc39<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc7<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc40<>+0(SB), Y0, Y1
 	VPMINSD      lgc10<>+0(SB), Y1, Y1
@@ -2955,9 +2965,9 @@ bulk_12:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc10<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_12
 

@@ -563,15 +563,17 @@ bulk_10:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
-	VMOVAPS      lgc14<>+0(SB), Y2
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc5<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc14<>+0(SB), Y3
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
+	VMOVUPS      lgc16<>+0(SB), Y4
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc18<>+0(SB), Y4
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc5<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc20<>+0(SB), Y0, Y1
 	VPMINSD      lgc21<>+0(SB), Y1, Y1
@@ -580,9 +582,9 @@ bulk_10:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc21<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10
 

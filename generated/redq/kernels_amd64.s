@@ -20,15 +20,17 @@ TEXT ·pass0AVX2(SB), $32-32
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -37,12 +39,12 @@ TEXT ·pass0AVX2(SB), $32-32
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y2, Y0, Y0
+	VMAXPS  Y3, Y0, Y0
 	VMOVUPS lgc15<>+0(SB), Y1
 
 	// v13 = min(v11, 10.000000319754372) tie=first
@@ -302,15 +304,17 @@ TEXT ·pass1AVX2(SB), $192-120
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VMULPS       Y0, Y0, Y3
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y0, Y3, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y2
 	VPMINSD      lgc13<>+0(SB), Y2, Y2
@@ -319,12 +323,12 @@ TEXT ·pass1AVX2(SB), $192-120
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y3, Y0, Y0
+	VMAXPS  Y4, Y0, Y0
 	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
@@ -339,15 +343,17 @@ TEXT ·pass1AVX2(SB), $192-120
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc12<>+0(SB), Y1, Y2
 	VPMINSD      lgc13<>+0(SB), Y2, Y2
@@ -356,11 +362,11 @@ TEXT ·pass1AVX2(SB), $192-120
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// v56 = neg(v55)
-	VXORPS  lgc20<>+0(SB), Y3, Y1
+	VXORPS  lgc20<>+0(SB), Y4, Y1
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
 	MOVQ    $+8, CX
@@ -873,15 +879,17 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VMULPS       Y0, Y0, Y3
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y0, Y3, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y2
 	VPMINSD      lgc13<>+0(SB), Y2, Y2
@@ -890,12 +898,12 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y3, Y0, Y0
+	VMAXPS  Y4, Y0, Y0
 	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
@@ -910,15 +918,17 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc12<>+0(SB), Y1, Y2
 	VPMINSD      lgc13<>+0(SB), Y2, Y2
@@ -927,11 +937,11 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// v56 = neg(v55)
-	VXORPS lgc20<>+0(SB), Y3, Y1
+	VXORPS lgc20<>+0(SB), Y4, Y1
 
 	// v98 = mul(0.00390625, v13)
 	VMULPS  lgc31<>+0(SB), Y0, Y2
@@ -1512,15 +1522,17 @@ TEXT ·fbPass1AVX2(SB), $64-48
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VMULPS       Y0, Y0, Y3
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y0, Y3, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y2
 	VPMINSD      lgc13<>+0(SB), Y2, Y2
@@ -1529,12 +1541,12 @@ TEXT ·fbPass1AVX2(SB), $64-48
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y3, Y0, Y0
+	VMAXPS  Y4, Y0, Y0
 	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
@@ -1583,15 +1595,17 @@ inner_Q_15:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc12<>+0(SB), Y1, Y2
 	VPMINSD      lgc13<>+0(SB), Y2, Y2
@@ -1600,8 +1614,8 @@ inner_Q_15:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	MOVQ         s0+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1613,7 +1627,7 @@ inner_Q_15:
 	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v75 = mul(v72, v55)
-	VMULPS Y3, Y1, Y3
+	VMULPS Y4, Y1, Y3
 
 	// gradLogAlpha = where(v74, v75, v72)
 	VBLENDVPS Y2, Y3, Y1, Y1
@@ -1653,15 +1667,17 @@ bulk_16:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -1670,9 +1686,9 @@ bulk_16:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_16
 

@@ -670,15 +670,17 @@ bulk_7:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
-	VMOVAPS      lgc22<>+0(SB), Y2
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc26<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc22<>+0(SB), Y3
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
+	VMOVUPS      lgc24<>+0(SB), Y4
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc26<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc27<>+0(SB), Y0, Y1
 	VPMINSD      lgc28<>+0(SB), Y1, Y1
@@ -687,9 +689,9 @@ bulk_7:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc28<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_7
 

@@ -20,15 +20,17 @@ TEXT ·pass0AVX2(SB), $0-16
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -37,12 +39,12 @@ TEXT ·pass0AVX2(SB), $0-16
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X2, (AX)(CX*4)
+	VMOVSS X3, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -208,15 +210,17 @@ blocks_1:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -225,48 +229,48 @@ blocks_1:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 	MOVQ         nextLogProb+24(FP), DX
 	MOVQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y0
 
 	// v5 = mul(v1, nextLogProb)
-	VMULPS  Y0, Y2, Y0
+	VMULPS  Y0, Y3, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
-	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPS lgc15<>+0(SB), Y2
 	VMOVUPD lgc16<>+0(SB), Y4
 	VMOVUPD lgc16<>+0(SB), Y5
-	VMOVUPS Y2, (SP)
+	VMOVUPS Y3, (SP)
 	XORQ    DX, DX
 
 inner_Q_3:
 	MOVQ    nextStateActionValue+32(FP), DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y2
+	VMOVUPS (DI)(R8*4), Y3
 
 	// v6 = sub(nextStateActionValue, v5)
-	VSUBPS Y0, Y2, Y2
+	VSUBPS Y0, Y3, Y3
 
 	// reduce_min(v6) over [Q]
-	VMINPS  Y1, Y2, Y6
-	VMINPS  Y2, Y1, Y1
+	VMINPS  Y1, Y3, Y6
+	VMINPS  Y3, Y1, Y1
 	VORPS   Y6, Y1, Y1
 	MOVQ    stateActionValueActor+40(FP), DI
-	VMOVUPS (DI)(R8*4), Y2
+	VMOVUPS (DI)(R8*4), Y3
 
 	// v31 = neg(stateActionValueActor)
-	VXORPS lgc17<>+0(SB), Y2, Y2
+	VXORPS lgc17<>+0(SB), Y3, Y3
 
 	// argmax(v31) over [Q]
-	VCMPPS       $0x03, Y2, Y2, Y8
-	VCMPPS       $0x1e, Y3, Y2, Y6
-	VCMPPS       $0x03, Y3, Y3, Y7
+	VCMPPS       $0x03, Y3, Y3, Y8
+	VCMPPS       $0x1e, Y2, Y3, Y6
+	VCMPPS       $0x03, Y2, Y2, Y7
 	VANDNPS      Y8, Y7, Y7
 	VORPS        Y7, Y6, Y6
-	VBLENDVPS    Y6, Y2, Y3, Y3
-	VPMOVSXDQ    X6, Y2
+	VBLENDVPS    Y6, Y3, Y2, Y2
+	VPMOVSXDQ    X6, Y3
 	VEXTRACTI128 $0x01, Y6, X6
 	VPMOVSXDQ    X6, Y6
 	MOVQ         DX, DI
@@ -274,10 +278,10 @@ inner_Q_3:
 	VCVTSI2SDQ   DI, X7, X7
 	VBROADCASTSD X7, Y7
 	VMOVAPD      Y7, Y8
-	VBLENDVPD    Y2, Y8, Y4, Y4
-	VMOVUPD      Y5, Y2
-	VBLENDVPD    Y6, Y7, Y2, Y2
-	VMOVUPD      Y2, Y5
+	VBLENDVPD    Y3, Y8, Y4, Y4
+	VMOVUPD      Y5, Y3
+	VBLENDVPD    Y6, Y7, Y3, Y3
+	VMOVUPD      Y3, Y5
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_Q_3
@@ -717,15 +721,17 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -734,12 +740,12 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 
 	// store alpha
 	MOVQ   alpha+8(FP), AX
-	VMOVSS X2, (AX)(CX*4)
+	VMOVSS X3, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -760,15 +766,17 @@ TEXT ·fbPass1AVX2(SB), $224-128
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -777,12 +785,12 @@ TEXT ·fbPass1AVX2(SB), $224-128
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
 
 	// v51 = mul(0.00390625, v1)
-	VMULPS  lgc28<>+0(SB), Y2, Y0
-	VMOVUPS Y2, (SP)
+	VMULPS  lgc28<>+0(SB), Y3, Y0
+	VMOVUPS Y3, (SP)
 	VMOVUPS Y0, 32(SP)
 	MOVQ    $+8, CX
 	MOVQ    lo+8(FP), AX
@@ -1328,15 +1336,17 @@ bulk_12:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMOVAPS      lgc5<>+0(SB), Y2
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc7<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc11<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc12<>+0(SB), Y0, Y1
 	VPMINSD      lgc13<>+0(SB), Y1, Y1
@@ -1345,9 +1355,9 @@ bulk_12:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_12
 

@@ -234,20 +234,27 @@ bulk_5:
 	VROUNDPD     $0x00, Y1, Y1
 	VFNMADD231PD lgc8<>+0(SB), Y1, Y0
 	VFNMADD231PD lgc9<>+0(SB), Y1, Y0
-	VMOVAPD      lgc10<>+0(SB), Y2
-	VFMADD213PD  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc13<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc14<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc15<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc16<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc17<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc18<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc19<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc20<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc21<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc0<>+0(SB), Y0, Y2
-	VFMADD213PD  lgc0<>+0(SB), Y0, Y2
+	VMULPD       Y0, Y0, Y2
+	VMOVUPD      lgc10<>+0(SB), Y3
+	VFMADD213PD  lgc11<>+0(SB), Y0, Y3
+	VMOVUPD      lgc12<>+0(SB), Y4
+	VFMADD213PD  lgc13<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc14<>+0(SB), Y4
+	VFMADD213PD  lgc15<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc16<>+0(SB), Y4
+	VFMADD213PD  lgc17<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc18<>+0(SB), Y4
+	VFMADD213PD  lgc19<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc20<>+0(SB), Y4
+	VFMADD213PD  lgc21<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc0<>+0(SB), Y4
+	VFMADD213PD  lgc0<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
 	VCVTPD2DQY   Y1, X0
 	VPMAXSD      lgc22<>+0(SB), X0, X1
 	VPMINSD      lgc23<>+0(SB), X1, X1
@@ -258,9 +265,9 @@ bulk_5:
 	VPSLLQ       $0x34, Y1, Y1
 	VPADDQ       lgc24<>+0(SB), Y0, Y0
 	VPSLLQ       $0x34, Y0, Y0
-	VMULPD       Y1, Y2, Y2
-	VMULPD       Y0, Y2, Y2
-	VMOVUPD      Y2, (AX)(BX*8)
+	VMULPD       Y1, Y3, Y3
+	VMULPD       Y0, Y3, Y3
+	VMOVUPD      Y3, (AX)(BX*8)
 	ADDQ         $+4, BX
 	JMP          bulk_5
 

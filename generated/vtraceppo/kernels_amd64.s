@@ -42,15 +42,17 @@ outer0_1:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
-	VMOVAPS      lgc8<>+0(SB), Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc14<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc8<>+0(SB), Y7
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
+	VMOVUPS      lgc10<>+0(SB), Y8
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc12<>+0(SB), Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc15<>+0(SB), Y4, Y5
 	VPMINSD      lgc16<>+0(SB), Y5, Y5
@@ -59,12 +61,12 @@ outer0_1:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// rhoClipped = min(rho, 1)
-	VMINPS    Y6, Y4, Y5
+	VMINPS    Y7, Y4, Y5
 	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), BL
@@ -341,15 +343,17 @@ outer0_1:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VMOVAPS      lgc8<>+0(SB), Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc14<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc8<>+0(SB), Y8
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y8
+	VMOVUPS      lgc10<>+0(SB), Y9
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc12<>+0(SB), Y9
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc14<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -358,8 +362,8 @@ outer0_1:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
 	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
@@ -369,8 +373,8 @@ outer0_1:
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X3
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X3
 	VCVTPS2PD    X3, Y3
 	VANDPD       Y2, Y1, Y1
 	VADDPD       22784(CX)(BX*8), Y1, Y2
@@ -413,15 +417,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
-	VMOVAPS      lgc8<>+0(SB), Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc14<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc8<>+0(SB), Y7
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
+	VMOVUPS      lgc10<>+0(SB), Y8
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc12<>+0(SB), Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc15<>+0(SB), Y4, Y5
 	VPMINSD      lgc16<>+0(SB), Y5, Y5
@@ -430,12 +436,12 @@ blocks_2:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// rhoClipped = min(rho, 1)
-	VMINPS    Y6, Y4, Y5
+	VMINPS    Y7, Y4, Y5
 	MOVQ      nextTerminated+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y6
 	VCVTDQ2PS Y6, Y6
@@ -629,15 +635,17 @@ blocks_2:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
+	VMULPS       Y1, Y1, Y4
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y1, Y4, Y5
+	VADDPS       lgc14<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -646,8 +654,8 @@ blocks_2:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y1, Y4, Y4
+	VMULPS       Y2, Y5, Y5
+	VMULPS       Y1, Y5, Y5
 	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
 	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
@@ -655,8 +663,8 @@ blocks_2:
 	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
-	VCVTPS2PD    X4, Y1
-	VEXTRACTF128 $0x01, Y4, X2
+	VCVTPS2PD    X5, Y1
+	VEXTRACTF128 $0x01, Y5, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       22784(BX)(DI*8), Y1, Y3
 	VMOVUPD      Y3, 22784(BX)(DI*8)
@@ -1204,15 +1212,17 @@ blocks_4:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc14<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc15<>+0(SB), Y2, Y3
 	VPMINSD      lgc16<>+0(SB), Y3, Y3
@@ -1221,11 +1231,11 @@ blocks_4:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// mean(essCol) over [T]
-	VADDPS Y0, Y4, Y0
+	VADDPS Y0, Y5, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
@@ -1299,15 +1309,17 @@ chunkdone_5:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1316,15 +1328,15 @@ chunkdone_5:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y3, Y1
+	VANDPS       Y1, Y4, Y1
 	MOVQ         state+0(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
@@ -1407,15 +1419,17 @@ blocks_9:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1424,12 +1438,12 @@ blocks_9:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// rhoClipped = min(rho, 1)
-	VMINPS    Y3, Y1, Y2
+	VMINPS    Y4, Y1, Y2
 	MOVQ      nextTerminated+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
@@ -1488,15 +1502,17 @@ blocks_9:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y0, Y0, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y0, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1505,8 +1521,8 @@ blocks_9:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v31, 0)
@@ -1514,11 +1530,11 @@ blocks_9:
 	VMOVUPS lgc37<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y3, Y2, Y2
-	VMOVUPS lgc38<>+0(SB), Y4
+	VMINPS  Y4, Y2, Y2
+	VMOVUPS lgc38<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y3, Y4, Y3
+	VMAXPS Y4, Y3, Y3
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y0, Y2, Y3, Y0
@@ -1582,15 +1598,17 @@ noflush_10:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1599,12 +1617,12 @@ noflush_10:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// rhoClipped = min(rho, 1)
-	VMINPS    Y3, Y1, Y2
+	VMINPS    Y4, Y1, Y2
 	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, (SP)
 	MOVB      (CX)(BX*1), SI
@@ -1690,15 +1708,17 @@ noflush_10:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y0, Y0, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y0, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -1707,8 +1727,8 @@ noflush_10:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v31, 0)
@@ -1716,11 +1736,11 @@ noflush_10:
 	VMOVUPS lgc37<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y3, Y2, Y2
-	VMOVUPS lgc38<>+0(SB), Y4
+	VMINPS  Y4, Y2, Y2
+	VMOVUPS lgc38<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y3, Y4, Y3
+	VMAXPS Y4, Y3, Y3
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y0, Y2, Y3, Y0
@@ -1866,15 +1886,17 @@ outer0_11:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
-	VMOVAPS      lgc8<>+0(SB), Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc14<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc8<>+0(SB), Y7
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
+	VMOVUPS      lgc10<>+0(SB), Y8
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc12<>+0(SB), Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc15<>+0(SB), Y4, Y5
 	VPMINSD      lgc16<>+0(SB), Y5, Y5
@@ -1883,12 +1905,12 @@ outer0_11:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// rhoClipped = min(rho, 1)
-	VMINPS    Y6, Y4, Y5
+	VMINPS    Y7, Y4, Y5
 	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), BL
@@ -2169,15 +2191,17 @@ outer0_11:
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VMOVAPS      lgc8<>+0(SB), Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc14<>+0(SB), Y7, Y7
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc8<>+0(SB), Y8
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y8
+	VMOVUPS      lgc10<>+0(SB), Y9
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc12<>+0(SB), Y9
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc14<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
 	VPMAXSD      lgc15<>+0(SB), Y5, Y6
 	VPMINSD      lgc16<>+0(SB), Y6, Y6
@@ -2186,8 +2210,8 @@ outer0_11:
 	VPSLLD       $0x17, Y6, Y6
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
 	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
@@ -2197,8 +2221,8 @@ outer0_11:
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X3
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X3
 	VCVTPS2PD    X3, Y3
 	VANDPD       Y2, Y1, Y1
 	VADDPD       22784(CX)(BX*8), Y1, Y2
@@ -2319,15 +2343,17 @@ blocks_12:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
-	VMOVAPS      lgc8<>+0(SB), Y6
-	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc14<>+0(SB), Y6, Y6
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc8<>+0(SB), Y7
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
+	VMOVUPS      lgc10<>+0(SB), Y8
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc12<>+0(SB), Y8
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
 	VPMAXSD      lgc15<>+0(SB), Y4, Y5
 	VPMINSD      lgc16<>+0(SB), Y5, Y5
@@ -2336,12 +2362,12 @@ blocks_12:
 	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// rhoClipped = min(rho, 1)
-	VMINPS    Y6, Y4, Y5
+	VMINPS    Y7, Y4, Y5
 	MOVQ      nextTerminated+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y6
 	VCVTDQ2PS Y6, Y6
@@ -2539,15 +2565,17 @@ blocks_12:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
+	VMULPS       Y1, Y1, Y4
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y1, Y4, Y5
+	VADDPS       lgc14<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -2556,8 +2584,8 @@ blocks_12:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y1, Y4, Y4
+	VMULPS       Y2, Y5, Y5
+	VMULPS       Y1, Y5, Y5
 	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
 	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
@@ -2565,8 +2593,8 @@ blocks_12:
 	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
-	VCVTPS2PD    X4, Y1
-	VEXTRACTF128 $0x01, Y4, X2
+	VCVTPS2PD    X5, Y1
+	VEXTRACTF128 $0x01, Y5, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       22784(BX)(DI*8), Y1, Y3
 	VMOVUPD      Y3, 22784(BX)(DI*8)
@@ -2888,15 +2916,17 @@ blocks_14:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMOVAPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc14<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc15<>+0(SB), Y2, Y3
 	VPMINSD      lgc16<>+0(SB), Y3, Y3
@@ -2905,11 +2935,11 @@ blocks_14:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// mean(essCol) over [T]
-	VADDPS Y0, Y4, Y0
+	VADDPS Y0, Y5, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
@@ -2983,15 +3013,17 @@ chunkdone_15:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -3000,15 +3032,15 @@ chunkdone_15:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 
 	// mean(essCol) over [T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y3, Y1
+	VANDPS       Y1, Y4, Y1
 	MOVQ         state+0(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
@@ -3071,15 +3103,17 @@ blocks_19:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -3088,12 +3122,12 @@ blocks_19:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// rhoClipped = min(rho, 1)
-	VMINPS    Y3, Y1, Y2
+	VMINPS    Y4, Y1, Y2
 	MOVQ      nextTerminated+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
@@ -3152,15 +3186,17 @@ blocks_19:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y0, Y0, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y0, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -3169,20 +3205,20 @@ blocks_19:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc37<>+0(SB), Y4
+	VMOVUPS lgc37<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y3, Y4, Y5
+	VMINPS  Y4, Y3, Y5
 	VMOVUPS lgc38<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y3, Y6, Y7
+	VMAXPS Y4, Y6, Y7
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y2, Y5, Y7, Y5
@@ -3208,10 +3244,10 @@ blocks_19:
 	VANDNPS Y5, Y2, Y2
 
 	// v108 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y3, Y5
+	VCMPPS $0x1d, Y6, Y4, Y5
 
 	// v109 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y3, Y3, Y6
+	VCMPPS  $0x04, Y4, Y4, Y6
 	VMOVUPS Y1, (SP)
 
 	// v110 = max(v108, v109)
@@ -3221,7 +3257,7 @@ blocks_19:
 	VANDPS Y2, Y1, Y1
 
 	// v112 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y3, Y2
+	VCMPPS $0x12, Y3, Y4, Y2
 
 	// v113 = max(v112, v109)
 	VORPS Y2, Y6, Y2
@@ -3236,7 +3272,7 @@ blocks_19:
 	VCMPPS $0x04, Y0, Y1, Y0
 
 	// v117 = mul(v115, ratio)
-	VMULPS Y3, Y1, Y2
+	VMULPS Y4, Y1, Y2
 
 	// gradLogProb = where(v116, v117, v115)
 	VBLENDVPS Y0, Y2, Y1, Y0
@@ -3294,15 +3330,17 @@ noflush_20:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc15<>+0(SB), Y1, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -3311,12 +3349,12 @@ noflush_20:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
 	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// rhoClipped = min(rho, 1)
-	VMINPS    Y3, Y1, Y2
+	VMINPS    Y4, Y1, Y2
 	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, 32(SP)
 	MOVB      (CX)(BX*1), SI
@@ -3402,15 +3440,17 @@ noflush_20:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VMOVAPS      lgc8<>+0(SB), Y3
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VMULPS       Y0, Y0, Y3
+	VMOVUPS      lgc8<>+0(SB), Y4
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc12<>+0(SB), Y5
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y0, Y3, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y2
 	VPMINSD      lgc16<>+0(SB), Y2, Y2
@@ -3419,20 +3459,20 @@ noflush_20:
 	VPSLLD       $0x17, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc37<>+0(SB), Y4
+	VMOVUPS lgc37<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y3, Y4, Y5
+	VMINPS  Y4, Y3, Y5
 	VMOVUPS lgc38<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y3, Y6, Y7
+	VMAXPS Y4, Y6, Y7
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y2, Y5, Y7, Y5
@@ -3463,10 +3503,10 @@ noflush_20:
 	VANDNPS Y5, Y2, Y2
 
 	// v108 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y3, Y5
+	VCMPPS $0x1d, Y6, Y4, Y5
 
 	// v109 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y3, Y3, Y6
+	VCMPPS  $0x04, Y4, Y4, Y6
 	VMOVUPS Y1, 48(SP)
 
 	// v110 = max(v108, v109)
@@ -3476,7 +3516,7 @@ noflush_20:
 	VANDPS Y2, Y1, Y1
 
 	// v112 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y3, Y2
+	VCMPPS $0x12, Y3, Y4, Y2
 
 	// v113 = max(v112, v109)
 	VORPS Y2, Y6, Y2
@@ -3491,7 +3531,7 @@ noflush_20:
 	VCMPPS $0x04, Y0, Y1, Y0
 
 	// v117 = mul(v115, ratio)
-	VMULPS Y3, Y1, Y2
+	VMULPS Y4, Y1, Y2
 
 	// gradLogProb = where(v116, v117, v115)
 	VBLENDVPS Y0, Y2, Y1, Y0
@@ -3579,15 +3619,17 @@ bulk_21:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
-	VMOVAPS      lgc8<>+0(SB), Y2
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc14<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VMOVUPS      lgc10<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc15<>+0(SB), Y0, Y1
 	VPMINSD      lgc16<>+0(SB), Y1, Y1
@@ -3596,9 +3638,9 @@ bulk_21:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_21
 

@@ -531,15 +531,17 @@ inner_A_7:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
-	VMOVAPS      lgc22<>+0(SB), Y5
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc27<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMOVUPS      lgc24<>+0(SB), Y7
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc26<>+0(SB), Y7
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
 	VPMAXSD      lgc28<>+0(SB), Y3, Y4
 	VPMINSD      lgc29<>+0(SB), Y4, Y4
@@ -548,18 +550,18 @@ inner_A_7:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
 
 	// sum(v31) over [A]
-	VADDPS  Y1, Y5, Y1
+	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc30<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
 
 	// v60 = mul(v31, v59)
-	VMULPS Y0, Y5, Y0
+	VMULPS Y0, Y6, Y0
 
 	// sum(v60) over [A]
 	VADDPS Y2, Y0, Y2
@@ -687,15 +689,17 @@ inner_A_7:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
-	VMOVAPS      lgc22<>+0(SB), Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y5, Y5, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc26<>+0(SB), Y10
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y5, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
 	VPMAXSD      lgc28<>+0(SB), Y5, Y7
 	VPMINSD      lgc29<>+0(SB), Y7, Y7
@@ -704,8 +708,8 @@ inner_A_7:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc29<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y5, Y9, Y9
 	VMOVUPS      168(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
@@ -715,13 +719,13 @@ inner_A_7:
 	VMOVUPS lgc53<>+0(SB), Y0
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y0, Y0
+	VMINPS  Y9, Y0, Y0
 	VMOVUPS Y1, 328(SP)
 	VMOVUPS lgc54<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y1, Y1
-	VMOVUPS Y8, 360(SP)
+	VMAXPS  Y9, Y1, Y1
+	VMOVUPS Y9, 360(SP)
 
 	// ratioClipped = where(v46, v48, v50)
 	VBLENDVPS Y7, Y0, Y1, Y0
@@ -1534,15 +1538,17 @@ blocks_9:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VMOVAPS      lgc22<>+0(SB), Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc26<>+0(SB), Y6
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc28<>+0(SB), Y2, Y3
 	VPMINSD      lgc29<>+0(SB), Y3, Y3
@@ -1551,11 +1557,11 @@ blocks_9:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// mean(essCol) over [T]
-	VADDPS Y0, Y4, Y0
+	VADDPS Y0, Y5, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
@@ -2043,15 +2049,17 @@ inner_A_18:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
-	VMOVAPS      lgc22<>+0(SB), Y5
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc27<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMOVUPS      lgc24<>+0(SB), Y7
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc26<>+0(SB), Y7
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
 	VPMAXSD      lgc28<>+0(SB), Y3, Y4
 	VPMINSD      lgc29<>+0(SB), Y4, Y4
@@ -2060,19 +2068,19 @@ inner_A_18:
 	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VMOVUPS      Y5, 40(SP)(R8*1)
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
+	VMOVUPS      Y6, 40(SP)(R8*1)
 
 	// sum(v31) over [A]
-	VADDPS  Y1, Y5, Y1
+	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc30<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
 
 	// v60 = mul(v31, v59)
-	VMULPS Y0, Y5, Y0
+	VMULPS Y0, Y6, Y0
 
 	// sum(v60) over [A]
 	VADDPS Y2, Y0, Y2
@@ -2200,15 +2208,17 @@ inner_A_18:
 	VROUNDPS     $0x00, Y7, Y7
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
-	VMOVAPS      lgc22<>+0(SB), Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VMULPS       Y5, Y5, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc26<>+0(SB), Y10
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y5, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
 	VPMAXSD      lgc28<>+0(SB), Y5, Y7
 	VPMINSD      lgc29<>+0(SB), Y7, Y7
@@ -2217,8 +2227,8 @@ inner_A_18:
 	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc29<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y5, Y9, Y9
 	VMOVUPS      296(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
@@ -2228,13 +2238,13 @@ inner_A_18:
 	VMOVUPS lgc53<>+0(SB), Y0
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y0, Y0
+	VMINPS  Y9, Y0, Y0
 	VMOVUPS Y1, 456(SP)
 	VMOVUPS lgc54<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y1, Y1
-	VMOVUPS Y8, 488(SP)
+	VMAXPS  Y9, Y1, Y1
+	VMOVUPS Y9, 488(SP)
 
 	// ratioClipped = where(v46, v48, v50)
 	VBLENDVPS Y7, Y0, Y1, Y0
@@ -2896,15 +2906,17 @@ blocks_21:
 	VROUNDPS     $0x00, Y3, Y3
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
-	VMOVAPS      lgc22<>+0(SB), Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc26<>+0(SB), Y6
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc28<>+0(SB), Y2, Y3
 	VPMINSD      lgc29<>+0(SB), Y3, Y3
@@ -2913,11 +2925,11 @@ blocks_21:
 	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
 
 	// mean(essCol) over [T]
-	VADDPS Y0, Y4, Y0
+	VADDPS Y0, Y5, Y0
 
 	// store explainedVariance
 	MOVQ         explainedVariance+56(FP), DX
@@ -3010,15 +3022,17 @@ bulk_24:
 	VROUNDPS     $0x00, Y1, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
-	VMOVAPS      lgc22<>+0(SB), Y2
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc26<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc27<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc1<>+0(SB), Y2, Y2
+	VMULPS       Y0, Y0, Y2
+	VMOVUPS      lgc22<>+0(SB), Y3
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
+	VMOVUPS      lgc24<>+0(SB), Y4
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VMOVUPS      lgc26<>+0(SB), Y4
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
+	VFMADD213PS  Y0, Y2, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
 	VPMAXSD      lgc28<>+0(SB), Y0, Y1
 	VPMINSD      lgc29<>+0(SB), Y1, Y1
@@ -3027,9 +3041,9 @@ bulk_24:
 	VPSLLD       $0x17, Y1, Y1
 	VPADDD       lgc29<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      Y2, (AX)(BX*4)
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_24
 
