@@ -81,7 +81,7 @@ func Apply(ctx context.Context, dir string, put map[string][]byte, del []string)
 		return res, err
 	}
 	defer unlock()
-	repaired, err := recoverLocked(dir)
+	repaired, _, err := recoverLocked(dir)
 	res.Repaired = repaired
 	if err != nil {
 		return res, err
@@ -93,7 +93,7 @@ func Apply(ctx context.Context, dir string, put map[string][]byte, del []string)
 	if err := interrupted(ctx, dir); err != nil {
 		return res, err
 	}
-	t, err := begin(dir)
+	t, err := begin(dir, len(created))
 	if err != nil {
 		return res, err
 	}

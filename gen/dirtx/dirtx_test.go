@@ -224,6 +224,44 @@ func TestApplyCrashAtEveryPoint(t *testing.T) {
 	}
 }
 
+// A first generation into directories it creates, killed at any point: Recover leaves the
+// user's tree as it was, the directories gone, unless the transaction had committed (or
+// had not yet written the first line of its journal, which records them).
+func TestRecoverRemovesCreatedDirs(t *testing.T) {
+	for k := 0; ; k++ {
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "gen", "pkg")
+		calls := inject(t, func(n int, _ string) error {
+			if n == k {
+				panic(crash{})
+			}
+			return nil
+		})
+		died := crashed(func() { Apply(context.Background(), dir, put, nil) })
+		uninject()
+		if !died {
+			require.Greater(t, k, 5, "the transaction made too few calls to test anything")
+			require.LessOrEqual(t, *calls, k)
+			return
+		}
+		_, err := Recover(dir)
+		require.NoError(t, err, "crash at call %d", k)
+		if k == 0 {
+			// Killed before the journal's first write: nothing says who made the directories,
+			// so they stay, empty.
+			require.Empty(t, snapshot(t, dir))
+			continue
+		}
+		if exists(dir) {
+			require.Equal(t, map[string]string{"a.go": "new a\n", "b.go": "new b\n", "c.go": "same c\n"}, snapshot(t, dir), "crash at call %d: the directory stayed, so the write had committed", k)
+			continue
+		}
+		entries, err := os.ReadDir(parent)
+		require.NoError(t, err)
+		require.Empty(t, entries, "crash at call %d left %v", k, entries)
+	}
+}
+
 func equal(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false

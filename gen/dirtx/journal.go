@@ -12,7 +12,8 @@ import (
 	"strings"
 )
 
-// The journal, TxnDir/journal, is lines: the header, then (once the new files are written)
+// The journal, TxnDir/journal, is lines: the header, createdLine when the transaction
+// created dir (and how many of its parents), then (once the new files are written)
 // one line per step and beginLine, then commitLine once every step is done; a failed
 // transaction adds abortLine (which cancels a commitLine before it, one whose write
 // failed) and, once its steps are undone, undoneLine. Lines it does not know are ignored
@@ -24,6 +25,7 @@ const (
 	commitLine    = "commit"
 	abortLine     = "abort"
 	undoneLine    = "undone"
+	createdLine   = "created dirs" // followed by their number: dir, its parent, ...
 )
 
 // stepLine is a step's journal line: its kind and quoted file name.
@@ -33,6 +35,7 @@ func stepLine(s step) string { return string(s.kind) + " " + strconv.Quote(s.nam
 type journal struct {
 	steps                    []step
 	begun, committed, undone bool
+	created                  int // the directories the transaction created: dir, its parent, ...
 }
 
 // readJournal parses TxnDir's journal.
@@ -63,6 +66,10 @@ func readJournal(path string) (*journal, error) {
 			j.undone = true
 			continue
 		}
+		if n, ok := strings.CutPrefix(line, createdLine+" "); ok && !j.begun {
+			j.created, _ = strconv.Atoi(n)
+			continue
+		}
 		kind, quoted, _ := strings.Cut(line, " ")
 		name, err := strconv.Unquote(quoted)
 		if j.begun || err != nil || name == "" || name != filepath.Base(name) || name == "." || name == ".." {
@@ -90,21 +97,34 @@ func Recover(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	return recoverLocked(dir)
+	did, created, err := recoverLocked(dir)
+	unlock()
+	if err == nil && created > 0 {
+		// The transaction that created dir changed nothing in the end: the directories go
+		// too, if nothing else came into them (removeEmpty leaves a directory that holds
+		// anything).
+		dirs := []string{dir}
+		for d := dir; len(dirs) < created; dirs = append(dirs, d) {
+			d = filepath.Dir(d)
+		}
+		removeEmpty(dirs)
+	}
+	return did, err
 }
 
-// recoverLocked is Recover with dir's lock held.
-func recoverLocked(dir string) ([]string, error) {
+// recoverLocked is Recover with dir's lock held. created is how many directories (dir, its
+// parent, ...) an interrupted transaction that did not commit had created, for Recover to
+// remove; Apply, which is about to write dir, leaves them.
+func recoverLocked(dir string) (did []string, created int, err error) {
 	t := &txn{dir: dir, tdir: filepath.Join(dir, TxnDir)}
 	fi, err := os.Lstat(t.tdir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, nil
+		return nil, 0, nil
 	case err != nil:
-		return nil, err
+		return nil, 0, err
 	case !fi.IsDir():
-		return nil, fmt.Errorf("%s is not lossgen's (not a directory): move it away", t.tdir)
+		return nil, 0, fmt.Errorf("%s is not lossgen's (not a directory): move it away", t.tdir)
 	}
 	jpath := filepath.Join(t.tdir, journalFile)
 	j, err := readJournal(jpath)
@@ -112,15 +132,15 @@ func recoverLocked(dir string) ([]string, error) {
 		// Only a TxnDir that holds nothing but an empty journal, or nothing, has no header:
 		// created by a run killed at once, or left by one killed as it removed it.
 		if es, rerr := os.ReadDir(t.tdir); rerr != nil || len(es) > 1 || len(es) == 1 && es[0].Name() != journalFile {
-			return nil, fmt.Errorf("%s is not lossgen's (no journal): move it away", t.tdir)
+			return nil, 0, fmt.Errorf("%s is not lossgen's (no journal): move it away", t.tdir)
 		}
 		if err := t.cleanup(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return []string{fmt.Sprintf("%s: removed the empty %s of an interrupted write", dir, TxnDir)}, nil
+		return []string{fmt.Sprintf("%s: removed the empty %s of an interrupted write", dir, TxnDir)}, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s is not lossgen's (%v): move it away", t.tdir, err)
+		return nil, 0, fmt.Errorf("%s is not lossgen's (%v): move it away", t.tdir, err)
 	}
 	var line string
 	switch {
@@ -133,29 +153,32 @@ func recoverLocked(dir string) ([]string, error) {
 	default:
 		restored, removed, left := t.rollback(j.steps)
 		if len(left) > 0 {
-			return nil, fmt.Errorf("%s: could not undo an interrupted write: %s", dir, strings.Join(left, "; "))
+			return nil, 0, fmt.Errorf("%s: could not undo an interrupted write: %s", dir, strings.Join(left, "; "))
 		}
 		if f, err := os.OpenFile(filepath.Join(t.tdir, journalFile), os.O_WRONLY|os.O_APPEND, 0); err == nil {
 			t.journal = f
 			t.note("", undoneLine)
 			f.Close()
 		}
-		var did []string
+		var parts []string
 		if len(restored) > 0 {
-			did = append(did, "restored "+strings.Join(slices.Sorted(slices.Values(restored)), ", "))
+			parts = append(parts, "restored "+strings.Join(slices.Sorted(slices.Values(restored)), ", "))
 		}
 		if len(removed) > 0 {
-			did = append(did, "removed "+strings.Join(slices.Sorted(slices.Values(removed)), ", "))
+			parts = append(parts, "removed "+strings.Join(slices.Sorted(slices.Values(removed)), ", "))
 		}
 		line = fmt.Sprintf("%s: undid an interrupted write", dir)
-		if len(did) > 0 {
-			line += ": " + strings.Join(did, "; ")
+		if len(parts) > 0 {
+			line += ": " + strings.Join(parts, "; ")
 		}
 	}
 	if err := t.cleanup(); err != nil {
-		return nil, fmt.Errorf("%s: resolving an interrupted write: %w", dir, err)
+		return nil, 0, fmt.Errorf("%s: resolving an interrupted write: %w", dir, err)
 	}
-	return []string{line}, nil
+	if !j.committed {
+		created = j.created
+	}
+	return []string{line}, created, nil
 }
 
 // Pending reports whether dir holds an interrupted transaction (a TxnDir).

@@ -19,9 +19,10 @@ func (t *txn) target(name string) string  { return filepath.Join(t.dir, name) }
 func (t *txn) newPath(name string) string { return filepath.Join(t.tdir, "new", name) }
 func (t *txn) oldPath(name string) string { return filepath.Join(t.tdir, "old", name) }
 
-// begin creates dir's TxnDir with an empty journal. It fails if one exists: Apply resolves
-// an earlier one first, so that is another lossgen writing dir at the same time.
-func begin(dir string) (*txn, error) {
+// begin creates dir's TxnDir with an empty journal, which records the created directories
+// that are dir and its parents. It fails if one exists: Apply resolves an earlier one first,
+// so that is another lossgen writing dir at the same time.
+func begin(dir string, created int) (*txn, error) {
 	t := &txn{dir: dir, tdir: filepath.Join(dir, TxnDir)}
 	if err := os.Mkdir(t.tdir, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
@@ -36,7 +37,11 @@ func begin(dir string) (*txn, error) {
 		return nil, err
 	}
 	t.journal = f
-	for _, err := range []error{t.note(journalHeader), os.Mkdir(t.newPath(""), 0o755), os.Mkdir(t.oldPath(""), 0o755)} {
+	head := []string{journalHeader}
+	if created > 0 {
+		head = append(head, fmt.Sprintf("%s %d", createdLine, created))
+	}
+	for _, err := range []error{t.note(head...), os.Mkdir(t.newPath(""), 0o755), os.Mkdir(t.oldPath(""), 0o755)} {
 		if err != nil {
 			return nil, t.abort(nil, err)
 		}
