@@ -105,6 +105,9 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]
 			d.errf(k, "%s: a key must be a plain name, got %s", path, describe(k))
 			continue
 		}
+		if k.Tag == "!!merge" {
+			continue // reported once, by mergeKeys
+		}
 		name := k.Value
 		if f, ok := byName[k.Value]; ok {
 			name = f.name
