@@ -159,10 +159,10 @@ func (l *Lowerer) klTerm(g *grpoCall, name string, other *ir.Node, coeff float64
 // k3 is e^d − 1 − d (Schulman's k3 KL estimator, TorchRL's expm1(d) − d) without the
 // cancellation of e^d − 1 − d at small |d|: there it is d²·Σ_k d^k/(k+2)!, to k = 4 in float32
 // and k = 8 in float64 (for |d| < 0.1 the first term left out is under 5e-9 and 6e-17 of the
-// value, a quarter of an ulp or less), and the clamp keeps the unused branch finite. The series is evaluated in Estrin's
-// form, whose dependency chain is a third of Horner's, so that the vector kernels overlap it
-// with the exp of the other branch. Its gradient is e^d − 1 (torch.expm1's derivative e^d,
-// minus 1).
+// value, a quarter of an ulp or less), and the clamp keeps the unused branch finite. The
+// series is evaluated in Estrin's form, whose dependency chain is a third of Horner's, so
+// that the vector kernels overlap it with the exp of the other branch. Its gradient is
+// e^d − 1 (torch.expm1's derivative e^d, minus 1).
 func (l *Lowerer) k3(d *ir.Node) *ir.Node {
 	b := l.B
 	small := b.Lt(b.Abs(d), b.Const(0.1))

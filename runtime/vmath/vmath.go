@@ -3,8 +3,9 @@
 // same polynomials in the same order and agree to the last bit where their arithmetic does.
 //
 // exp: x = n·ln2 + r, |r| ≤ ln2/2, r formed by subtracting n·ln2 in two parts (Cody–Waite);
-// e^r by a polynomial, in Poly2's order of operations; 2^n applied as two exponent-field scalings (n = n1 + n2, both normal)
-// so that subnormal results round once and overflow gives +inf.
+// e^r by a polynomial, in Poly2's order of operations; 2^n applied as two exponent-field
+// scalings (n = n1 + n2, both normal) so that subnormal results round once and overflow
+// gives +inf.
 //
 // log: x = m·2^k with m ∈ [√½, √2) (subnormal x scaled first); log(m) by a polynomial in
 // f = m − 1 (float32: Cephes logf) or a rational form in s = f/(2+f) (float64: FreeBSD e_log.c).
@@ -27,8 +28,8 @@ var (
 
 // Poly2 is the order of operations in which every backend evaluates a polynomial of n
 // coefficients c[0..n−1] (highest power first, as Exp32P) at r, given r² (r2): pairs
-// pair(i, i+1) = c[i]·r + c[i+1] from the constant term up (the highest coefficient alone,
-// single(0), when n is odd), combined by Horner's rule in r², acc = fma(acc, r2, next) =
+// pair(i, i+1) = c[i]·r + c[i+1] (the highest coefficient alone, single(0), when n is odd),
+// combined from the highest down by Horner's rule in r², acc = fma(acc, r2, next) =
 // acc·r² + next. The pairs are independent, so the longest chain of dependent operations is
 // ⌈n/2⌉ fused multiply-adds instead of n − 1, for the same accuracy (the exp tests hold their
 // bounds); every backend calling it evaluates the same operations in the same order.
@@ -54,7 +55,7 @@ var (
 	Exp64N1Lo, Exp64N1Hi = int32(-1022), int32(1023)
 )
 
-// Exp64P returns 1/k! for k = 13 down to 0, the coefficients of exp64's series, highest power first.
+// Exp64P returns 1/k! for k = 13 down to 0: exp64's series, highest power first.
 func Exp64P() []float64 {
 	out := make([]float64, 14)
 	f := 1.0
