@@ -64,13 +64,22 @@ func flatten(bl *plan.Block, out []bitem) []bitem {
 // from outside pinned in registers, a few of them (pinForLoop), and everything else in memory
 // (spilled, or re-read where it is a load), since a register assignment cannot change from
 // one iteration to the next.
-func (pg *passGen) block() {
-	pg.runItems(pg.skipHoisted(storesLast(flatten(pg.ps.Body, nil))))
+func (pg *passGen) block() { pg.runItems(pg.blockItems()) }
+
+// blockItems is the program of one block: the pass's body flattened, its stores last,
+// without what hoist computed before the loops.
+func (pg *passGen) blockItems() []bitem {
+	return pg.skipHoisted(storesLast(flatten(pg.ps.Body, nil)))
 }
+
+// freshOffsets forgets the offsets and the state pointer computed so far: they are registers
+// of the code that computed them, not defined where control arrives from elsewhere (a
+// block's start, a flush after a branch, the code after a loop).
+func (pg *passGen) freshOffsets() { pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil }
 
 // runItems emits items as one block's program.
 func (pg *passGen) runItems(items []bitem) {
-	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	pg.freshOffsets()
 	pg.innerRegs = map[string][]reg.VecVirtual{}
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries) + len(pg.sumRegs), a: pg.asm, alloc: pg.spillSlot}
 	items = pg.keepAcrossLoops(items)

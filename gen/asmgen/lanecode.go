@@ -489,8 +489,8 @@ const smallBlock = 16
 // them.
 func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
 	var regs map[int]reg.VecVirtual
-	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
-	if len(pg.skipHoisted(storesLast(flatten(pg.ps.Body, nil)))) > smallBlock {
+	pg.freshOffsets()
+	if len(pg.blockItems()) > smallBlock {
 		return nil
 	}
 	for _, r := range pg.ps.Reduces {
@@ -507,20 +507,19 @@ func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
 		pg.mov(pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0), p)
 		regs[r.ID] = p
 	}
-	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
-	return regs
+	return regs // the loop's first block starts with fresh offsets (runItems)
 }
 
 // storeSumRegs stores the partial sums held in registers back into their slots, after the
 // loop over full blocks.
 func (pg *passGen) storeSumRegs() {
-	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	pg.freshOffsets()
 	for _, r := range pg.ps.Reduces {
 		if p, ok := pg.sumRegs[r.ID]; ok {
 			pg.mov(p, pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0))
 		}
 	}
-	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	pg.freshOffsets()
 	pg.sumRegs = nil
 }
 

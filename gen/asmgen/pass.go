@@ -337,7 +337,7 @@ func (pg *passGen) innerLoop() {
 			skip := pg.newLabel("noflush")
 			c.DECQ(k)
 			c.JNZ(operand.LabelRef(skip))
-			pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+			pg.freshOffsets()
 			pg.flushPartials(pg.blocksSinceFlush(nil))
 			c.MOVQ(operand.I32(partialBlocks), k)
 			c.Label(skip)
@@ -387,7 +387,7 @@ func (pg *passGen) innerLoop() {
 		tail()
 	}
 	if partials {
-		pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+		pg.freshOffsets()
 		pg.jReg, pg.jImm = nil, 0
 		var nb reg.VecVirtual
 		if flushK != nil {

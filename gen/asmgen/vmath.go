@@ -136,25 +136,16 @@ func (a *asm) poly2(n int, r, r2 reg.VecVirtual, coef func(i int) operand.Op) re
 	return vmath.Poly2(n, r2, func(hi, lo int) reg.VecVirtual {
 		t := a.ymm()
 		a.mov(coef(hi), t)
-		a.fma213(coef(lo), r, t) // t = c_hi·r + c_lo
+		a.fmadd213(coef(lo), r, t) // t = c_hi·r + c_lo
 		return t
 	}, func(i int) reg.VecVirtual {
 		t := a.ymm()
 		a.mov(coef(i), t)
 		return t
 	}, func(x, y, z reg.VecVirtual) reg.VecVirtual {
-		a.fma213(z, y, x) // x = x·y + z
+		a.fmadd213(z, y, x) // x = x·y + z
 		return x
 	})
-}
-
-// fma213 is z = y·z + x.
-func (a *asm) fma213(x, y, z operand.Op) {
-	if a.f64 {
-		a.c.VFMADD213PD(x, y, z)
-	} else {
-		a.c.VFMADD213PS(x, y, z)
-	}
 }
 
 // exp64 is e^x for 4 float64 lanes, x clamped to [Exp64Lo, Exp64Hi] or NaN.
