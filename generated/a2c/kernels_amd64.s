@@ -180,35 +180,50 @@ inner_A_3:
 	MOVQ         action+16(FP), BX
 	IMUL3Q       $+128, AX, SI
 	ADDQ         CX, SI
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VMOVUPS      Y3, 128(SP)
-	VMOVUPS      lgc3<>+0(SB), X3
-	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 128(SP)
-	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 132(SP)
-	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 136(SP)
-	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 140(SP)
-	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 144(SP)
-	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 148(SP)
-	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 152(SP)
-	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 156(SP)
-	VMOVUPS      128(SP), Y3
+	VMOVDQU      (BX)(SI*8), Y3
+	VMOVDQU      32(BX)(SI*8), Y4
+	VSHUFPS      $0x88, Y4, Y3, Y5
+	VSHUFPS      $0xdd, Y4, Y3, Y4
+	VPSRAD       $0x1f, Y5, Y3
+	VPCMPEQD     Y4, Y3, Y3
+	VMOVMSKPS    Y3, DI
+	CMPL         DI, $0xff
+	JNE          wideindex_4
+	VPERMQ       $0xd8, Y5, Y5
+	VCVTDQ2PS    Y5, Y3
+	JMP          indexdone_5
 
+wideindex_4:
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    Y3, 128(SP)
+	VMOVUPS    lgc3<>+0(SB), X3
+	MOVQ       (BX)(SI*8), DI
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 128(SP)
+	MOVQ       8(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 132(SP)
+	MOVQ       16(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 136(SP)
+	MOVQ       24(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 140(SP)
+	MOVQ       32(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 144(SP)
+	MOVQ       40(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 148(SP)
+	MOVQ       48(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 152(SP)
+	MOVQ       56(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 156(SP)
+	VMOVUPS    128(SP), Y3
+
+indexdone_5:
 	// v10 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+512, AX, DI
@@ -299,7 +314,7 @@ inner_A_3:
 	VADDPS       1216(BX), Y0, Y0
 	VMOVUPS      Y0, 1216(BX)
 	DECQ         DX
-	JNZ          noflush_4
+	JNZ          noflush_6
 	VMOVUPD      lgc39<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y1
@@ -357,7 +372,7 @@ inner_A_3:
 	VMOVUPS      Y0, 1344(DX)
 	MOVQ         $+8, DX
 
-noflush_4:
+noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
@@ -847,11 +862,11 @@ GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 TEXT ·fbPass0AVX2(SB), $672-80
 	MOVQ lo+0(FP), AX
 
-outer0_5:
+outer0_7:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_6:
+blocks_8:
 	// tile logits
 	MOVQ       logits+8(FP), BX
 	IMUL3Q     $+512, AX, SI
@@ -923,7 +938,7 @@ blocks_6:
 	VMOVUPS lgc4<>+0(SB), Y3
 	XORQ    BX, BX
 
-inner_A_7:
+inner_A_9:
 	IMUL3Q  $+32, BX, DI
 	VMOVUPS 128(SP)(DI*1), Y4
 
@@ -973,7 +988,7 @@ inner_A_7:
 	VADDPS Y2, Y4, Y2
 	INCQ   BX
 	CMPQ   BX, $+4
-	JL     inner_A_7
+	JL     inner_A_9
 
 	// finish v7
 	// v8 = log(v7)
@@ -1019,35 +1034,50 @@ inner_A_7:
 	MOVQ         action+16(FP), BX
 	IMUL3Q       $+128, AX, DI
 	ADDQ         CX, DI
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VMOVUPS      Y3, 384(SP)
-	VMOVUPS      lgc3<>+0(SB), X3
-	MOVQ         (BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X3, X3
-	VMOVSS       X3, 384(SP)
-	MOVQ         8(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X3, X3
-	VMOVSS       X3, 388(SP)
-	MOVQ         16(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X3, X3
-	VMOVSS       X3, 392(SP)
-	MOVQ         24(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X3, X3
-	VMOVSS       X3, 396(SP)
-	MOVQ         32(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X3, X3
-	VMOVSS       X3, 400(SP)
-	MOVQ         40(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X3, X3
-	VMOVSS       X3, 404(SP)
-	MOVQ         48(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X3, X3
-	VMOVSS       X3, 408(SP)
-	MOVQ         56(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X3, X3
-	VMOVSS       X3, 412(SP)
-	VMOVUPS      384(SP), Y3
+	VMOVDQU      (BX)(DI*8), Y3
+	VMOVDQU      32(BX)(DI*8), Y4
+	VSHUFPS      $0x88, Y4, Y3, Y5
+	VSHUFPS      $0xdd, Y4, Y3, Y4
+	VPSRAD       $0x1f, Y5, Y3
+	VPCMPEQD     Y4, Y3, Y3
+	VMOVMSKPS    Y3, R8
+	CMPL         R8, $0xff
+	JNE          wideindex_10
+	VPERMQ       $0xd8, Y5, Y5
+	VCVTDQ2PS    Y5, Y3
+	JMP          indexdone_11
 
+wideindex_10:
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    Y3, 384(SP)
+	VMOVUPS    lgc3<>+0(SB), X3
+	MOVQ       (BX)(DI*8), R8
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 384(SP)
+	MOVQ       8(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 388(SP)
+	MOVQ       16(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 392(SP)
+	MOVQ       24(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 396(SP)
+	MOVQ       32(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 400(SP)
+	MOVQ       40(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 404(SP)
+	MOVQ       48(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 408(SP)
+	MOVQ       56(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X3, X3
+	VMOVSS     X3, 412(SP)
+	VMOVUPS    384(SP), Y3
+
+indexdone_11:
 	// v10 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+512, AX, R8
@@ -1236,11 +1266,25 @@ inner_A_7:
 	VBLENDVPS Y6, Y2, Y7, Y0
 
 	// v83 = add(v64, v82)
-	VADDPS     Y0, Y3, Y0
-	VMOVUPS    Y5, 544(SP)
-	VMOVUPS    Y0, 576(SP)
-	VMOVUPS    lgc4<>+0(SB), Y0
-	MOVQ       action+16(FP), BX
+	VADDPS    Y0, Y3, Y0
+	VMOVUPS   Y5, 544(SP)
+	VMOVUPS   Y0, 576(SP)
+	VMOVUPS   lgc4<>+0(SB), Y0
+	MOVQ      action+16(FP), BX
+	VMOVDQU   (BX)(DI*8), Y2
+	VMOVDQU   32(BX)(DI*8), Y3
+	VSHUFPS   $0x88, Y3, Y2, Y5
+	VSHUFPS   $0xdd, Y3, Y2, Y3
+	VPSRAD    $0x1f, Y5, Y2
+	VPCMPEQD  Y3, Y2, Y2
+	VMOVMSKPS Y2, R8
+	CMPL      R8, $0xff
+	JNE       wideindex_12
+	VPERMQ    $0xd8, Y5, Y5
+	VCVTDQ2PS Y5, Y2
+	JMP       indexdone_13
+
+wideindex_12:
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMOVUPS    Y2, 608(SP)
 	VMOVUPS    lgc3<>+0(SB), X2
@@ -1269,9 +1313,11 @@ inner_A_7:
 	VCVTSI2SSQ R8, X2, X2
 	VMOVSS     X2, 636(SP)
 	VMOVUPS    608(SP), Y2
-	XORQ       BX, BX
 
-inner_A_8:
+indexdone_13:
+	XORQ BX, BX
+
+inner_A_14:
 	IMUL3Q  $+32, BX, R8
 	VMOVUPS 128(SP)(R8*1), Y3
 	VMOVUPS 416(SP), Y5
@@ -1337,7 +1383,7 @@ inner_A_8:
 	VMOVUPS Y3, 256(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+4
-	JL      inner_A_8
+	JL      inner_A_14
 	VMOVUPS 512(SP), Y0
 
 	// store gradStateValue
@@ -1388,7 +1434,7 @@ inner_A_8:
 	VMASKMOVPS   Y5, Y8, 96(BX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 112(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_9
+	JNZ          noflush_15
 	VMOVUPD      lgc39<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y1
@@ -1446,10 +1492,10 @@ inner_A_8:
 	VMOVUPS      Y0, 1344(DX)
 	MOVQ         $+8, DX
 
-noflush_9:
+noflush_15:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_6
+	JL           blocks_8
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc3<>+0(SB), X0
@@ -1511,7 +1557,7 @@ noflush_9:
 	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+72(FP)
-	JL           outer0_5
+	JL           outer0_7
 	VZEROUPPER
 	RET
 
@@ -1573,9 +1619,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VMOVUPS      lgc5<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
@@ -1608,9 +1654,9 @@ bulk_10:
 	VMULPS       Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_16
 
-bulkdone_11:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -1632,9 +1678,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_18:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
 	VMULPS       lgc19<>+0(SB), Y0, Y2
@@ -1677,9 +1723,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_18
 
-bulkdone_13:
+bulkdone_19:
 	VZEROUPPER
 	RET
 
@@ -1691,9 +1737,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_20:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc15<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
@@ -1747,8 +1793,8 @@ bulk_14:
 	VBLENDVPS    Y3, lgc33<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_20
 
-bulkdone_15:
+bulkdone_21:
 	VZEROUPPER
 	RET

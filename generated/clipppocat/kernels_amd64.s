@@ -835,35 +835,50 @@ inner_A_5:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 376(SP)
-	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 376(SP)
-	MOVQ         8(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 380(SP)
-	MOVQ         16(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 384(SP)
-	MOVQ         24(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 388(SP)
-	MOVQ         32(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 392(SP)
-	MOVQ         40(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 396(SP)
-	MOVQ         48(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 400(SP)
-	MOVQ         56(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 404(SP)
-	VMOVUPS      376(SP), Y2
+	VMOVDQU      (DI)(SI*8), Y2
+	VMOVDQU      32(DI)(SI*8), Y4
+	VSHUFPS      $0x88, Y4, Y2, Y6
+	VSHUFPS      $0xdd, Y4, Y2, Y4
+	VPSRAD       $0x1f, Y6, Y2
+	VPCMPEQD     Y4, Y2, Y2
+	VMOVMSKPS    Y2, R8
+	CMPL         R8, $0xff
+	JNE          wideindex_6
+	VPERMQ       $0xd8, Y6, Y6
+	VCVTDQ2PS    Y6, Y2
+	JMP          indexdone_7
 
+wideindex_6:
+	VMOVUPS    lgc0<>+0(SB), Y2
+	VMOVUPS    Y2, 376(SP)
+	VMOVUPS    lgc0<>+0(SB), X2
+	MOVQ       (DI)(SI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 376(SP)
+	MOVQ       8(DI)(SI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 380(SP)
+	MOVQ       16(DI)(SI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 384(SP)
+	MOVQ       24(DI)(SI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 388(SP)
+	MOVQ       32(DI)(SI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 392(SP)
+	MOVQ       40(DI)(SI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 396(SP)
+	MOVQ       48(DI)(SI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 400(SP)
+	MOVQ       56(DI)(SI*8), R8
+	VCVTSI2SSQ R8, X2, X2
+	VMOVSS     X2, 404(SP)
+	VMOVUPS    376(SP), Y2
+
+indexdone_7:
 	// v28 = gather(logits, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
@@ -1109,7 +1124,7 @@ inner_A_5:
 	MOVQ         valueTarget+88(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_6
+	JNZ          noflush_8
 	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y2
@@ -1193,7 +1208,7 @@ inner_A_5:
 	VMOVUPS      Y1, 31936(DX)
 	MOVQ         $+8, DX
 
-noflush_6:
+noflush_8:
 	SUBQ         $+8, CX
 	JGE          blocks_4
 	MOVQ         $+8, CX
@@ -1857,9 +1872,9 @@ TEXT ·pass1AVX2(SB), $0-64
 	VMOVUPS 32256(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_8
+	JGE     chunkdone_10
 
-blocks_7:
+blocks_9:
 	MOVQ    s1+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
@@ -1924,7 +1939,7 @@ blocks_7:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_9
+	JNZ          noflush_11
 	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -1941,18 +1956,18 @@ blocks_7:
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
-noflush_9:
+noflush_11:
 	ADDQ $+8, AX
 	CMPQ AX, $+416
-	JGE  chunkdone_8
+	JGE  chunkdone_10
 	CMPQ AX, hi+16(FP)
-	JL   blocks_7
+	JL   blocks_9
 
-chunkdone_8:
+chunkdone_10:
 	MOVQ       state+0(FP), AX
 	VMOVUPS    Y0, 32256(AX)
 	CMPQ       hi+16(FP), $+421
-	JNE        notail_10
+	JNE        notail_12
 	MOVQ       s1+24(FP), AX
 	MOVQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
@@ -2029,7 +2044,7 @@ chunkdone_8:
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
-notail_10:
+notail_12:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -2105,7 +2120,7 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 TEXT ·fbPass0AVX2(SB), $1592-120
 	MOVQ lo+0(FP), AX
 
-outer0_11:
+outer0_13:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
@@ -2221,7 +2236,7 @@ outer0_11:
 	VMOVUPS Y1, 120(SP)
 	XORQ    BX, BX
 
-inner_A_12:
+inner_A_14:
 	MOVQ       logits+56(FP), SI
 	IMUL3Q     $+842, AX, DI
 	ADDQ       BX, DI
@@ -2249,7 +2264,7 @@ inner_A_12:
 	VMOVUPS      Y4, Y3
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_12
+	JL           inner_A_14
 
 	// finish v21
 	VMOVUPS Y3, Y1
@@ -2258,7 +2273,7 @@ inner_A_12:
 	VMOVUPS lgc15<>+0(SB), Y4
 	XORQ    BX, BX
 
-inner_A_13:
+inner_A_15:
 	MOVQ       logits+56(FP), SI
 	IMUL3Q     $+842, AX, DI
 	ADDQ       BX, DI
@@ -2326,7 +2341,7 @@ inner_A_13:
 	VADDPS       Y3, Y5, Y3
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_13
+	JL           inner_A_15
 
 	// finish v25
 	// v26 = log(v25)
@@ -2873,7 +2888,7 @@ inner_A_13:
 	VMOVUPS    664(SP), Y4
 	XORQ       CX, CX
 
-inner_A_14:
+inner_A_16:
 	MOVQ       logits+56(FP), BX
 	IMUL3Q     $+842, AX, SI
 	ADDQ       CX, SI
@@ -2960,7 +2975,7 @@ inner_A_14:
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
-	JL      inner_A_14
+	JL      inner_A_16
 	VMOVUPS 88(SP), Y1
 
 	// store advantage
@@ -2982,7 +2997,7 @@ inner_A_14:
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
-blocks_15:
+blocks_17:
 	// tile logits
 	MOVQ       logits+56(FP), BX
 	IMUL3Q     $+842, AX, SI
@@ -3116,7 +3131,7 @@ blocks_15:
 	VMOVUPS lgc15<>+0(SB), Y1
 	XORQ    R8, R8
 
-inner_A_16:
+inner_A_18:
 	IMUL3Q  $+32, R8, R9
 	VMOVUPS 792(SP)(R9*1), Y2
 
@@ -3166,7 +3181,7 @@ inner_A_16:
 	VADDPS Y5, Y2, Y5
 	INCQ   R8
 	CMPQ   R8, $+2
-	JL     inner_A_16
+	JL     inner_A_18
 
 	// finish v25
 	VMOVUPS Y4, Y1
@@ -3212,35 +3227,50 @@ inner_A_16:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 984(SP)
-	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (R8)(DI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 984(SP)
-	MOVQ         8(R8)(DI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 988(SP)
-	MOVQ         16(R8)(DI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 992(SP)
-	MOVQ         24(R8)(DI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 996(SP)
-	MOVQ         32(R8)(DI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1000(SP)
-	MOVQ         40(R8)(DI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1004(SP)
-	MOVQ         48(R8)(DI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1008(SP)
-	MOVQ         56(R8)(DI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1012(SP)
-	VMOVUPS      984(SP), Y2
+	VMOVDQU      (R8)(DI*8), Y2
+	VMOVDQU      32(R8)(DI*8), Y4
+	VSHUFPS      $0x88, Y4, Y2, Y6
+	VSHUFPS      $0xdd, Y4, Y2, Y4
+	VPSRAD       $0x1f, Y6, Y2
+	VPCMPEQD     Y4, Y2, Y2
+	VMOVMSKPS    Y2, R9
+	CMPL         R9, $0xff
+	JNE          wideindex_19
+	VPERMQ       $0xd8, Y6, Y6
+	VCVTDQ2PS    Y6, Y2
+	JMP          indexdone_20
 
+wideindex_19:
+	VMOVUPS    lgc0<>+0(SB), Y2
+	VMOVUPS    Y2, 984(SP)
+	VMOVUPS    lgc0<>+0(SB), X2
+	MOVQ       (R8)(DI*8), R9
+	VCVTSI2SSQ R9, X2, X2
+	VMOVSS     X2, 984(SP)
+	MOVQ       8(R8)(DI*8), R9
+	VCVTSI2SSQ R9, X2, X2
+	VMOVSS     X2, 988(SP)
+	MOVQ       16(R8)(DI*8), R9
+	VCVTSI2SSQ R9, X2, X2
+	VMOVSS     X2, 992(SP)
+	MOVQ       24(R8)(DI*8), R9
+	VCVTSI2SSQ R9, X2, X2
+	VMOVSS     X2, 996(SP)
+	MOVQ       32(R8)(DI*8), R9
+	VCVTSI2SSQ R9, X2, X2
+	VMOVSS     X2, 1000(SP)
+	MOVQ       40(R8)(DI*8), R9
+	VCVTSI2SSQ R9, X2, X2
+	VMOVSS     X2, 1004(SP)
+	MOVQ       48(R8)(DI*8), R9
+	VCVTSI2SSQ R9, X2, X2
+	VMOVSS     X2, 1008(SP)
+	MOVQ       56(R8)(DI*8), R9
+	VCVTSI2SSQ R9, X2, X2
+	VMOVSS     X2, 1012(SP)
+	VMOVUPS    984(SP), Y2
+
+indexdone_20:
 	// v28 = gather(logits, action) over A
 	XORQ       R8, R8
 	IMUL3Q     $+842, AX, R9
@@ -3635,9 +3665,23 @@ inner_A_16:
 	VMOVUPS   1464(SP), Y3
 
 	// v143 = add(v111, v142)
-	VADDPS     Y2, Y3, Y2
-	VMOVUPS    lgc15<>+0(SB), Y3
-	MOVQ       action+64(FP), BX
+	VADDPS    Y2, Y3, Y2
+	VMOVUPS   lgc15<>+0(SB), Y3
+	MOVQ      action+64(FP), BX
+	VMOVDQU   (BX)(DI*8), Y4
+	VMOVDQU   32(BX)(DI*8), Y5
+	VSHUFPS   $0x88, Y5, Y4, Y6
+	VSHUFPS   $0xdd, Y5, Y4, Y5
+	VPSRAD    $0x1f, Y6, Y4
+	VPCMPEQD  Y5, Y4, Y4
+	VMOVMSKPS Y4, R8
+	CMPL      R8, $0xff
+	JNE       wideindex_21
+	VPERMQ    $0xd8, Y6, Y6
+	VCVTDQ2PS Y6, Y4
+	JMP       indexdone_22
+
+wideindex_21:
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VMOVUPS    Y4, 1496(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
@@ -3666,9 +3710,11 @@ inner_A_16:
 	VCVTSI2SSQ R8, X4, X4
 	VMOVSS     X4, 1524(SP)
 	VMOVUPS    1496(SP), Y4
-	XORQ       BX, BX
 
-inner_A_17:
+indexdone_22:
+	XORQ BX, BX
+
+inner_A_23:
 	IMUL3Q  $+32, BX, R8
 	VMOVUPS 792(SP)(R8*1), Y5
 	VMOVUPS 1016(SP), Y6
@@ -3736,7 +3782,7 @@ inner_A_17:
 	VMOVUPS Y5, 856(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_17
+	JL      inner_A_23
 	VMOVUPS 920(SP), Y1
 
 	// store advantage
@@ -3797,7 +3843,7 @@ inner_A_17:
 	VMASKMOVPS   Y6, Y9, 48(BX)(SI*4)
 	VMASKMOVPS   Y1, Y9, 56(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_18
+	JNZ          noflush_24
 	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y2
@@ -3881,9 +3927,9 @@ inner_A_17:
 	VMOVUPS      Y1, 31936(DX)
 	MOVQ         $+8, DX
 
-noflush_18:
+noflush_24:
 	SUBQ         $+8, CX
-	JGE          blocks_15
+	JGE          blocks_17
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -3971,7 +4017,7 @@ noflush_18:
 	VMOVUPS      Y0, 31936(CX)
 	INCQ         AX
 	CMPQ         AX, hi+112(FP)
-	JL           outer0_11
+	JL           outer0_13
 	VZEROUPPER
 	RET
 
@@ -4033,9 +4079,9 @@ TEXT ·fbPass1AVX2(SB), $0-64
 	VMOVUPS 32256(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_20
+	JGE     chunkdone_26
 
-blocks_19:
+blocks_25:
 	MOVQ    s1+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
@@ -4100,7 +4146,7 @@ blocks_19:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_21
+	JNZ          noflush_27
 	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -4117,18 +4163,18 @@ blocks_19:
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
-noflush_21:
+noflush_27:
 	ADDQ $+8, AX
 	CMPQ AX, $+416
-	JGE  chunkdone_20
+	JGE  chunkdone_26
 	CMPQ AX, hi+16(FP)
-	JL   blocks_19
+	JL   blocks_25
 
-chunkdone_20:
+chunkdone_26:
 	MOVQ       state+0(FP), AX
 	VMOVUPS    Y0, 32256(AX)
 	CMPQ       hi+16(FP), $+421
-	JNE        notail_22
+	JNE        notail_28
 	MOVQ       s1+24(FP), AX
 	MOVQ       $+416, DX
 	VMOVUPS    lgc4<>+0(SB), Y0
@@ -4205,7 +4251,7 @@ chunkdone_20:
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
-notail_22:
+notail_28:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -4254,9 +4300,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_23:
+bulk_29:
 	CMPQ         BX, DX
-	JGE          bulkdone_24
+	JGE          bulkdone_30
 	VMOVUPS      (CX)(BX*4), Y0
 	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
@@ -4289,9 +4335,9 @@ bulk_23:
 	VMULPS       Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_23
+	JMP          bulk_29
 
-bulkdone_24:
+bulkdone_30:
 	VZEROUPPER
 	RET
 
@@ -4303,9 +4349,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_25:
+bulk_31:
 	CMPQ         BX, DX
-	JGE          bulkdone_26
+	JGE          bulkdone_32
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
 	VMULPS       lgc29<>+0(SB), Y0, Y2
@@ -4348,9 +4394,9 @@ bulk_25:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_25
+	JMP          bulk_31
 
-bulkdone_26:
+bulkdone_32:
 	VZEROUPPER
 	RET
 
@@ -4362,9 +4408,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_27:
+bulk_33:
 	CMPQ         BX, DX
-	JGE          bulkdone_28
+	JGE          bulkdone_34
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
@@ -4418,8 +4464,8 @@ bulk_27:
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_27
+	JMP          bulk_33
 
-bulkdone_28:
+bulkdone_34:
 	VZEROUPPER
 	RET

@@ -698,11 +698,25 @@ inner_Q_5:
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v28)
-	VADDPS     Y0, Y1, Y0
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPD    lgc18<>+0(SB), Y2
-	VMOVUPD    lgc18<>+0(SB), Y4
-	MOVQ       action+72(FP), DX
+	VADDPS    Y0, Y1, Y0
+	VMOVUPS   lgc15<>+0(SB), Y1
+	VMOVUPD   lgc18<>+0(SB), Y2
+	VMOVUPD   lgc18<>+0(SB), Y4
+	MOVQ      action+72(FP), DX
+	VMOVDQU   (DX)(SI*8), Y5
+	VMOVDQU   32(DX)(SI*8), Y6
+	VSHUFPS   $0x88, Y6, Y5, Y7
+	VSHUFPS   $0xdd, Y6, Y5, Y6
+	VPSRAD    $0x1f, Y7, Y5
+	VPCMPEQD  Y6, Y5, Y5
+	VMOVMSKPS Y5, DI
+	CMPL      DI, $0xff
+	JNE       wideindex_6
+	VPERMQ    $0xd8, Y7, Y7
+	VCVTDQ2PS Y7, Y5
+	JMP       indexdone_7
+
+wideindex_6:
 	VMOVUPS    lgc17<>+0(SB), Y5
 	VMOVUPS    Y5, 1664(SP)
 	VMOVUPS    lgc17<>+0(SB), X5
@@ -731,9 +745,11 @@ inner_Q_5:
 	VCVTSI2SSQ DI, X5, X5
 	VMOVSS     X5, 1692(SP)
 	VMOVUPS    1664(SP), Y5
-	XORQ       DX, DX
 
-inner_Q_6:
+indexdone_7:
+	XORQ DX, DX
+
+inner_Q_8:
 	// v33 = gather(actionValue, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+1536, DX, R8
@@ -792,7 +808,7 @@ inner_Q_6:
 	VXORPS lgc16<>+0(SB), Y1, Y1
 	INCQ   DX
 	CMPQ   DX, $+2
-	JL     inner_Q_6
+	JL     inner_Q_8
 
 	// finish v42
 	VMOVUPS     lgc17<>+0(SB), Y5
@@ -811,7 +827,7 @@ inner_Q_6:
 	VMOVUPS Y0, 1728(SP)
 	XORQ    DI, DI
 
-inner_A_7:
+inner_A_9:
 	IMUL3Q  $+32, DI, R8
 	VMOVUPS 960(SP)(R8*1), Y0
 
@@ -852,7 +868,7 @@ inner_A_7:
 	VADDPS Y3, Y6, Y3
 	INCQ   DI
 	CMPQ   DI, $+6
-	JL     inner_A_7
+	JL     inner_A_9
 
 	// finish v49
 	VMOVUPS Y3, Y0
@@ -905,7 +921,7 @@ inner_A_7:
 	VMOVUPS      Y6, 1792(SP)
 	XORQ         DI, DI
 
-inner_A_8:
+inner_A_10:
 	IMUL3Q  $+32, DI, R8
 	VMOVUPS 960(SP)(R8*1), Y0
 
@@ -926,7 +942,7 @@ inner_A_8:
 	VMOVUPS Y0, 1920(SP)
 	XORQ    R8, R8
 
-inner_Q_9:
+inner_Q_11:
 	IMUL3Q  $+32, DI, R9
 	IMUL3Q  $+192, R8, R10
 	ADDQ    R10, R9
@@ -940,7 +956,7 @@ inner_Q_9:
 	VMOVUPS Y6, 1824(SP)
 	INCQ    R8
 	CMPQ    R8, $+2
-	JL      inner_Q_9
+	JL      inner_Q_11
 
 	// finish minQ
 	VMOVUPS 1824(SP), Y0
@@ -976,7 +992,7 @@ inner_Q_9:
 	VADDPD       Y4, Y0, Y4
 	INCQ         DI
 	CMPQ         DI, $+6
-	JL           inner_A_8
+	JL           inner_A_10
 
 	// finish v58
 	VMOVUPD     Y5, Y0
@@ -1032,7 +1048,7 @@ inner_Q_9:
 	MOVQ         tDError+96(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_10
+	JNZ          noflush_12
 	VMOVUPD      lgc42<>+0(SB), Y0
 	MOVQ         state+80(FP), CX
 	VMOVUPS      256(CX), Y1
@@ -1090,7 +1106,7 @@ inner_Q_9:
 	VMOVUPS      Y0, 1344(CX)
 	MOVQ         $+8, CX
 
-noflush_10:
+noflush_12:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_2
@@ -1512,9 +1528,9 @@ TEXT ·fbPass1AVX2(SB), $3008-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_12
+	JGE  chunkdone_14
 
-blocks_11:
+blocks_13:
 	// tile nextLogits
 	MOVQ       nextLogits+16(FP), DX
 	IMUL3Q     $+6, AX, BX
@@ -1832,7 +1848,7 @@ blocks_11:
 	VMOVUPS Y3, 2112(SP)
 	XORQ    DX, DX
 
-inner_A_13:
+inner_A_15:
 	IMUL3Q  $+32, DX, R8
 	VMOVUPS 384(SP)(R8*1), Y2
 
@@ -1873,7 +1889,7 @@ inner_A_13:
 	VADDPS Y1, Y5, Y1
 	INCQ   DX
 	CMPQ   DX, $+6
-	JL     inner_A_13
+	JL     inner_A_15
 
 	// finish v9
 	VMOVUPS Y1, Y0
@@ -1883,7 +1899,7 @@ inner_A_13:
 	VMOVUPS Y0, 2144(SP)
 	XORQ    DX, DX
 
-inner_A_14:
+inner_A_16:
 	IMUL3Q  $+32, DX, R8
 	VMOVUPS (SP)(R8*1), Y0
 	VMOVUPS 2144(SP), Y4
@@ -1944,7 +1960,7 @@ inner_A_14:
 	VMOVUPS      Y7, 2208(SP)
 	XORQ         R9, R9
 
-inner_Q_15:
+inner_Q_17:
 	IMUL3Q  $+32, DX, R10
 	IMUL3Q  $+192, R9, R11
 	ADDQ    R11, R10
@@ -1956,7 +1972,7 @@ inner_Q_15:
 	VORPS  Y5, Y0, Y0
 	INCQ   R9
 	CMPQ   R9, $+2
-	JL     inner_Q_15
+	JL     inner_Q_17
 
 	// finish v16
 	VMOVUPS 2112(SP), Y4
@@ -1989,7 +2005,7 @@ inner_Q_15:
 	VXORPS lgc16<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+6
-	JL     inner_A_14
+	JL     inner_A_16
 
 	// finish v20
 	VMOVUPD     Y1, Y0
@@ -2016,11 +2032,25 @@ inner_Q_15:
 	VMOVUPS (DX)(R8*4), Y1
 
 	// td0Return = add(nextReward, v28)
-	VADDPS     Y0, Y1, Y0
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPD    lgc18<>+0(SB), Y2
-	VMOVUPD    lgc18<>+0(SB), Y4
-	MOVQ       action+72(FP), DX
+	VADDPS    Y0, Y1, Y0
+	VMOVUPS   lgc15<>+0(SB), Y1
+	VMOVUPD   lgc18<>+0(SB), Y2
+	VMOVUPD   lgc18<>+0(SB), Y4
+	MOVQ      action+72(FP), DX
+	VMOVDQU   (DX)(R8*8), Y5
+	VMOVDQU   32(DX)(R8*8), Y6
+	VSHUFPS   $0x88, Y6, Y5, Y7
+	VSHUFPS   $0xdd, Y6, Y5, Y6
+	VPSRAD    $0x1f, Y7, Y5
+	VPCMPEQD  Y6, Y5, Y5
+	VMOVMSKPS Y5, R9
+	CMPL      R9, $0xff
+	JNE       wideindex_18
+	VPERMQ    $0xd8, Y7, Y7
+	VCVTDQ2PS Y7, Y5
+	JMP       indexdone_19
+
+wideindex_18:
 	VMOVUPS    lgc17<>+0(SB), Y5
 	VMOVUPS    Y5, 2240(SP)
 	VMOVUPS    lgc17<>+0(SB), X5
@@ -2049,9 +2079,11 @@ inner_Q_15:
 	VCVTSI2SSQ R9, X5, X5
 	VMOVSS     X5, 2268(SP)
 	VMOVUPS    2240(SP), Y5
-	XORQ       DX, DX
 
-inner_Q_16:
+indexdone_19:
+	XORQ DX, DX
+
+inner_Q_20:
 	// v33 = gather(actionValue, action) over A
 	XORQ       R9, R9
 	IMUL3Q     $+1536, DX, R10
@@ -2110,7 +2142,7 @@ inner_Q_16:
 	VXORPS lgc16<>+0(SB), Y1, Y1
 	INCQ   DX
 	CMPQ   DX, $+2
-	JL     inner_Q_16
+	JL     inner_Q_20
 
 	// finish v42
 	VMOVUPS     lgc17<>+0(SB), Y5
@@ -2129,7 +2161,7 @@ inner_Q_16:
 	VMOVUPS Y0, 2304(SP)
 	XORQ    R9, R9
 
-inner_A_17:
+inner_A_21:
 	IMUL3Q  $+32, R9, R10
 	VMOVUPS 960(SP)(R10*1), Y0
 
@@ -2170,7 +2202,7 @@ inner_A_17:
 	VADDPS Y3, Y6, Y3
 	INCQ   R9
 	CMPQ   R9, $+6
-	JL     inner_A_17
+	JL     inner_A_21
 
 	// finish v49
 	VMOVUPS Y3, Y0
@@ -2223,7 +2255,7 @@ inner_A_17:
 	VMOVUPS      Y6, 2368(SP)
 	XORQ         R9, R9
 
-inner_A_18:
+inner_A_22:
 	IMUL3Q  $+32, R9, R10
 	VMOVUPS 960(SP)(R10*1), Y0
 
@@ -2244,7 +2276,7 @@ inner_A_18:
 	VMOVUPS Y0, 2496(SP)
 	XORQ    R10, R10
 
-inner_Q_19:
+inner_Q_23:
 	IMUL3Q  $+32, R9, R11
 	IMUL3Q  $+192, R10, R12
 	ADDQ    R12, R11
@@ -2258,7 +2290,7 @@ inner_Q_19:
 	VMOVUPS Y6, 2400(SP)
 	INCQ    R10
 	CMPQ    R10, $+2
-	JL      inner_Q_19
+	JL      inner_Q_23
 
 	// finish minQ
 	VMOVUPS 2400(SP), Y0
@@ -2294,7 +2326,7 @@ inner_Q_19:
 	VADDPD       Y4, Y0, Y4
 	INCQ         R9
 	CMPQ         R9, $+6
-	JL           inner_A_18
+	JL           inner_A_22
 
 	// finish v58
 	VMOVUPD     Y5, Y0
@@ -2355,7 +2387,7 @@ inner_Q_19:
 	VMOVUPS lgc17<>+0(SB), Y0
 	XORQ    DX, DX
 
-inner_A_20:
+inner_A_24:
 	IMUL3Q  $+32, DX, DI
 	VMOVUPS 960(SP)(DI*1), Y6
 
@@ -2376,7 +2408,7 @@ inner_A_20:
 	VMOVUPS Y6, 2592(SP)
 	XORQ    DI, DI
 
-inner_Q_21:
+inner_Q_25:
 	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+192, DI, R10
 	ADDQ    R10, R9
@@ -2390,7 +2422,7 @@ inner_Q_21:
 	VMOVUPS Y7, 2400(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
-	JL      inner_Q_21
+	JL      inner_Q_25
 
 	// finish minQ
 	VMOVUPS 2400(SP), Y6
@@ -2456,7 +2488,7 @@ inner_Q_21:
 	VADDPD       Y5, Y6, Y5
 	INCQ         DX
 	CMPQ         DX, $+6
-	JL           inner_A_20
+	JL           inner_A_24
 
 	// finish v82
 	VMOVUPS     lgc17<>+0(SB), Y6
@@ -2486,7 +2518,7 @@ inner_Q_21:
 	VADDPS Y3, Y1, Y1
 	XORQ   DX, DX
 
-inner_A_22:
+inner_A_26:
 	IMUL3Q  $+32, DX, DI
 	VMOVUPS 960(SP)(DI*1), Y3
 
@@ -2505,7 +2537,7 @@ inner_A_22:
 	VMOVUPS Y3, 2688(SP)
 	XORQ    R9, R9
 
-inner_Q_23:
+inner_Q_27:
 	IMUL3Q  $+32, DX, R10
 	IMUL3Q  $+192, R9, R11
 	ADDQ    R11, R10
@@ -2517,7 +2549,7 @@ inner_Q_23:
 	VORPS  Y4, Y5, Y5
 	INCQ   R9
 	CMPQ   R9, $+2
-	JL     inner_Q_23
+	JL     inner_Q_27
 
 	// finish minQ
 	VMOVUPS Y5, Y3
@@ -2572,42 +2604,57 @@ inner_Q_23:
 	VPBROADCASTD X3, Y3
 	VCVTDQ2PS    Y3, Y3
 	MOVQ         action+72(FP), DI
-	VMOVUPS      lgc17<>+0(SB), Y4
-	VMOVUPS      Y4, 2720(SP)
-	VMOVUPS      lgc17<>+0(SB), X4
-	MOVQ         (DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2720(SP)
-	MOVQ         8(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2724(SP)
-	MOVQ         16(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2728(SP)
-	MOVQ         24(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2732(SP)
-	MOVQ         32(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2736(SP)
-	MOVQ         40(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2740(SP)
-	MOVQ         48(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2744(SP)
-	MOVQ         56(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X4, X4
-	VMOVSS       X4, 2748(SP)
-	VMOVUPS      2720(SP), Y4
+	VMOVDQU      (DI)(R8*8), Y4
+	VMOVDQU      32(DI)(R8*8), Y5
+	VSHUFPS      $0x88, Y5, Y4, Y7
+	VSHUFPS      $0xdd, Y5, Y4, Y5
+	VPSRAD       $0x1f, Y7, Y4
+	VPCMPEQD     Y5, Y4, Y4
+	VMOVMSKPS    Y4, R9
+	CMPL         R9, $0xff
+	JNE          wideindex_28
+	VPERMQ       $0xd8, Y7, Y7
+	VCVTDQ2PS    Y7, Y4
+	JMP          indexdone_29
 
+wideindex_28:
+	VMOVUPS    lgc17<>+0(SB), Y4
+	VMOVUPS    Y4, 2720(SP)
+	VMOVUPS    lgc17<>+0(SB), X4
+	MOVQ       (DI)(R8*8), R9
+	VCVTSI2SSQ R9, X4, X4
+	VMOVSS     X4, 2720(SP)
+	MOVQ       8(DI)(R8*8), R9
+	VCVTSI2SSQ R9, X4, X4
+	VMOVSS     X4, 2724(SP)
+	MOVQ       16(DI)(R8*8), R9
+	VCVTSI2SSQ R9, X4, X4
+	VMOVSS     X4, 2728(SP)
+	MOVQ       24(DI)(R8*8), R9
+	VCVTSI2SSQ R9, X4, X4
+	VMOVSS     X4, 2732(SP)
+	MOVQ       32(DI)(R8*8), R9
+	VCVTSI2SSQ R9, X4, X4
+	VMOVSS     X4, 2736(SP)
+	MOVQ       40(DI)(R8*8), R9
+	VCVTSI2SSQ R9, X4, X4
+	VMOVSS     X4, 2740(SP)
+	MOVQ       48(DI)(R8*8), R9
+	VCVTSI2SSQ R9, X4, X4
+	VMOVSS     X4, 2744(SP)
+	MOVQ       56(DI)(R8*8), R9
+	VCVTSI2SSQ R9, X4, X4
+	VMOVSS     X4, 2748(SP)
+	VMOVUPS    2720(SP), Y4
+
+indexdone_29:
 	// v119 = eq(v118, action)
 	VCMPPS  $0x00, Y4, Y3, Y3
 	VMOVUPS Y3, 2752(SP)
 	VMOVUPS lgc11<>+0(SB), Y3
 	XORQ    DI, DI
 
-inner_Q_24:
+inner_Q_30:
 	// v33 = gather(actionValue, action) over A
 	XORQ       R9, R9
 	IMUL3Q     $+1536, DI, R10
@@ -2724,10 +2771,10 @@ inner_Q_24:
 	VMOVUPS Y5, 1728(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+2
-	JL      inner_Q_24
+	JL      inner_Q_30
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_22
+	JL      inner_A_26
 	VMOVUPS 2304(SP), Y0
 
 	// store valueTarget
@@ -2868,7 +2915,7 @@ inner_Q_24:
 	VMASKMOVPS   Y5, Y8, 6288(DX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 6312(DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_25
+	JNZ          noflush_31
 	VMOVUPD      lgc42<>+0(SB), Y0
 	MOVQ         state+80(FP), CX
 	VMOVUPS      256(CX), Y1
@@ -2939,14 +2986,14 @@ inner_Q_24:
 	VMOVUPS      Y0, 1664(CX)
 	MOVQ         $+8, CX
 
-noflush_25:
+noflush_31:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
-	JGE  chunkdone_12
+	JGE  chunkdone_14
 	CMPQ AX, hi+8(FP)
-	JL   blocks_11
+	JL   blocks_13
 
-chunkdone_12:
+chunkdone_14:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc17<>+0(SB), X0
@@ -3060,9 +3107,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_26:
+bulk_32:
 	CMPQ         BX, DX
-	JGE          bulkdone_27
+	JGE          bulkdone_33
 	VMOVUPS      (CX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
@@ -3095,9 +3142,9 @@ bulk_26:
 	VMULPS       Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_26
+	JMP          bulk_32
 
-bulkdone_27:
+bulkdone_33:
 	VZEROUPPER
 	RET
 
@@ -3109,9 +3156,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_28:
+bulk_34:
 	CMPQ         BX, DX
-	JGE          bulkdone_29
+	JGE          bulkdone_35
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
 	VMULPS       lgc21<>+0(SB), Y0, Y2
@@ -3154,9 +3201,9 @@ bulk_28:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_28
+	JMP          bulk_34
 
-bulkdone_29:
+bulkdone_35:
 	VZEROUPPER
 	RET
 
@@ -3168,9 +3215,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_30:
+bulk_36:
 	CMPQ         BX, DX
-	JGE          bulkdone_31
+	JGE          bulkdone_37
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
@@ -3224,8 +3271,8 @@ bulk_30:
 	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_30
+	JMP          bulk_36
 
-bulkdone_31:
+bulkdone_37:
 	VZEROUPPER
 	RET

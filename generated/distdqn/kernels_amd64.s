@@ -3905,6 +3905,20 @@ blocks_6:
 	VMOVUPS    Y4, 8128(SP)
 	MOVQ       action+24(FP), DX
 	MOVQ       AX, BX
+	VMOVDQU    (DX)(BX*8), Y0
+	VMOVDQU    32(DX)(BX*8), Y1
+	VSHUFPS    $0x88, Y1, Y0, Y2
+	VSHUFPS    $0xdd, Y1, Y0, Y1
+	VPSRAD     $0x1f, Y2, Y0
+	VPCMPEQD   Y1, Y0, Y0
+	VMOVMSKPS  Y0, SI
+	CMPL       SI, $0xff
+	JNE        wideindex_8
+	VPERMQ     $0xd8, Y2, Y2
+	VCVTDQ2PS  Y2, Y0
+	JMP        indexdone_9
+
+wideindex_8:
 	VMOVUPS    lgc41<>+0(SB), Y0
 	VMOVUPS    Y0, 9792(SP)
 	VMOVUPS    lgc41<>+0(SB), X0
@@ -3934,6 +3948,7 @@ blocks_6:
 	VMOVSS     X0, 9820(SP)
 	VMOVUPS    9792(SP), Y0
 
+indexdone_9:
 	// v4 = gather(v3, action) over A
 	XORQ       DX, DX
 	IMUL3Q     $+4, AX, SI
@@ -3956,13 +3971,13 @@ blocks_6:
 	VMOVUPS    Y2, 9952(SP)
 	XORQ       DX, DX
 
-inner_A_8:
+inner_A_10:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 9984(SP)
 	VMOVUPD Y0, 10016(SP)
 	XORQ    SI, SI
 
-inner_KSrc_9:
+inner_KSrc_11:
 	IMUL3Q  $+32, DX, DI
 	IMUL3Q  $+128, SI, R8
 	ADDQ    R8, DI
@@ -4015,7 +4030,7 @@ inner_KSrc_9:
 	VMOVUPD      Y0, 10016(SP)
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_9
+	JL           inner_KSrc_11
 
 	// finish v8
 	VMOVUPD     9984(SP), Y0
@@ -4122,7 +4137,7 @@ inner_KSrc_9:
 	VMOVUPD     lgc1<>+0(SB), Y2
 	XORQ        SI, SI
 
-inner_KSrc_10:
+inner_KSrc_12:
 	IMUL3Q  $+32, DX, R8
 	IMUL3Q  $+128, SI, R9
 	ADDQ    R9, R8
@@ -4176,7 +4191,7 @@ inner_KSrc_10:
 	VADDPD       Y2, Y3, Y2
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_10
+	JL           inner_KSrc_12
 
 	// finish expectedQ
 	VMOVUPD     Y1, Y0
@@ -4211,7 +4226,7 @@ inner_KSrc_10:
 	VMOVUPD      Y0, 9920(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_8
+	JL           inner_A_10
 
 	// finish v14
 	VMOVUPD     9888(SP), Y0
@@ -4253,7 +4268,7 @@ inner_KSrc_10:
 	VMOVUPS lgc48<>+0(SB), Y3
 	XORQ    DX, DX
 
-inner_KSrc_11:
+inner_KSrc_13:
 	MOVQ         const11+48(FP), SI
 	MOVQ         DX, R8
 	VBROADCASTSS (SI)(R8*4), Y4
@@ -4279,15 +4294,15 @@ inner_KSrc_11:
 	VMOVUPS Y4, 512(DI)
 	INCQ    DX
 	CMPQ    DX, $+51
-	JL      inner_KSrc_11
+	JL      inner_KSrc_13
 	XORQ    DX, DX
 
-inner_K_12:
+inner_K_14:
 	VMOVUPD lgc1<>+0(SB), Y4
 	VMOVUPD lgc1<>+0(SB), Y5
 	XORQ    SI, SI
 
-inner_KSrc_13:
+inner_KSrc_15:
 	VMOVUPS 10048(SP), Y6
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -4401,7 +4416,7 @@ inner_KSrc_13:
 	VADDPD       Y5, Y6, Y5
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_13
+	JL           inner_KSrc_15
 
 	// finish v44
 	VMOVUPS     lgc41<>+0(SB), Y6
@@ -4410,14 +4425,28 @@ inner_KSrc_13:
 	VINSERTF128 $0x01, X4, Y6, Y4
 
 	// store targetDistribution
-	IMUL3Q     $+32, DX, SI
-	VMOVUPS    Y4, 8160(SP)(SI*1)
-	INCQ       DX
-	CMPQ       DX, $+51
-	JL         inner_K_12
-	VMOVUPD    lgc1<>+0(SB), Y3
-	VMOVUPD    lgc1<>+0(SB), Y4
-	MOVQ       action+24(FP), DX
+	IMUL3Q    $+32, DX, SI
+	VMOVUPS   Y4, 8160(SP)(SI*1)
+	INCQ      DX
+	CMPQ      DX, $+51
+	JL        inner_K_14
+	VMOVUPD   lgc1<>+0(SB), Y3
+	VMOVUPD   lgc1<>+0(SB), Y4
+	MOVQ      action+24(FP), DX
+	VMOVDQU   (DX)(BX*8), Y5
+	VMOVDQU   32(DX)(BX*8), Y6
+	VSHUFPS   $0x88, Y6, Y5, Y7
+	VSHUFPS   $0xdd, Y6, Y5, Y6
+	VPSRAD    $0x1f, Y7, Y5
+	VPCMPEQD  Y6, Y5, Y5
+	VMOVMSKPS Y5, SI
+	CMPL      SI, $0xff
+	JNE       wideindex_16
+	VPERMQ    $0xd8, Y7, Y7
+	VCVTDQ2PS Y7, Y5
+	JMP       indexdone_17
+
+wideindex_16:
 	VMOVUPS    lgc41<>+0(SB), Y5
 	VMOVUPS    Y5, 10112(SP)
 	VMOVUPS    lgc41<>+0(SB), X5
@@ -4446,9 +4475,11 @@ inner_KSrc_13:
 	VCVTSI2SSQ SI, X5, X5
 	VMOVSS     X5, 10140(SP)
 	VMOVUPS    10112(SP), Y5
-	XORQ       DX, DX
 
-inner_K_14:
+indexdone_17:
+	XORQ DX, DX
+
+inner_K_18:
 	// v2 = gather(actionValue, action) over A
 	XORQ       SI, SI
 	IMUL3Q     $+204, AX, R8
@@ -4475,7 +4506,7 @@ inner_K_14:
 	VMOVUPS Y6, 10208(SP)
 	XORQ    SI, SI
 
-inner_KSrc_15:
+inner_KSrc_19:
 	VMOVUPS 10048(SP), Y6
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -4557,7 +4588,7 @@ inner_KSrc_15:
 	VMOVUPD      Y6, 10176(SP)
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_15
+	JL           inner_KSrc_19
 
 	// finish v44
 	VMOVUPD     10144(SP), Y6
@@ -4579,7 +4610,7 @@ inner_KSrc_15:
 	VADDPD       Y4, Y6, Y4
 	INCQ         DX
 	CMPQ         DX, $+51
-	JL           inner_K_14
+	JL           inner_K_18
 
 	// finish v47
 	VMOVUPD     Y3, Y0
@@ -4885,7 +4916,7 @@ inner_KSrc_15:
 	VMASKMOVPS   Y5, Y8, 1416(BX)(DX*4)
 	VMASKMOVPS   Y0, Y8, 1620(BX)(DX*4)
 	DECQ         CX
-	JNZ          noflush_16
+	JNZ          noflush_20
 	VMOVUPD      lgc53<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      512(CX), Y1
@@ -4917,7 +4948,7 @@ inner_KSrc_15:
 	VMOVUPS      Y0, 1088(CX)
 	MOVQ         $+8, CX
 
-noflush_16:
+noflush_20:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
 	JGE  chunkdone_7
@@ -5102,9 +5133,9 @@ GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 TEXT ·fbPass0AVX2(SB), $13440-56
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_18
+	JGE  chunkdone_22
 
-blocks_17:
+blocks_21:
 	// tile actionValue
 	MOVQ       actionValue+16(FP), CX
 	IMUL3Q     $+204, AX, DX
@@ -7188,13 +7219,13 @@ blocks_17:
 	VMOVUPS    Y4, 13152(SP)
 	XORQ       CX, CX
 
-inner_A_19:
+inner_A_23:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 13312(SP)
 	VMOVUPD Y0, 13344(SP)
 	XORQ    DX, DX
 
-inner_K_20:
+inner_K_24:
 	IMUL3Q  $+32, CX, BX
 	IMUL3Q  $+128, DX, SI
 	ADDQ    SI, BX
@@ -7247,7 +7278,7 @@ inner_K_20:
 	VMOVUPD      Y0, 13344(SP)
 	INCQ         DX
 	CMPQ         DX, $+51
-	JL           inner_K_20
+	JL           inner_K_24
 
 	// finish v3
 	VMOVUPD     13312(SP), Y0
@@ -7359,7 +7390,7 @@ inner_K_20:
 	VMOVUPD Y0, 13408(SP)
 	XORQ    SI, SI
 
-inner_KSrc_21:
+inner_KSrc_25:
 	IMUL3Q  $+32, CX, DI
 	IMUL3Q  $+128, SI, R8
 	ADDQ    R8, DI
@@ -7411,7 +7442,7 @@ inner_KSrc_21:
 	VMOVUPD      Y0, 13408(SP)
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_21
+	JL           inner_KSrc_25
 
 	// finish v15
 	VMOVUPD     13376(SP), Y0
@@ -7519,7 +7550,7 @@ inner_KSrc_21:
 	VMOVUPS Y0, 13184(SP)(DX*1)
 	INCQ    CX
 	CMPQ    CX, $+4
-	JL      inner_A_19
+	JL      inner_A_23
 
 	// flush the tile of v3
 	IMUL3Q     $+4, AX, CX
@@ -7611,11 +7642,11 @@ inner_KSrc_21:
 	VMASKMOVPS Y0, Y8, 112(DX)(CX*4)
 	ADDQ       $+8, AX
 	CMPQ       AX, $+128
-	JGE        chunkdone_18
+	JGE        chunkdone_22
 	CMPQ       AX, hi+8(FP)
-	JL         blocks_17
+	JL         blocks_21
 
-chunkdone_18:
+chunkdone_22:
 	VZEROUPPER
 	RET
 
@@ -7625,9 +7656,9 @@ TEXT ·fbPass1AVX2(SB), $23648-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_23
+	JGE  chunkdone_27
 
-blocks_22:
+blocks_26:
 	// tile nextActionValueOnline
 	MOVQ       nextActionValueOnline+16(FP), DX
 	IMUL3Q     $+204, AX, BX
@@ -9711,6 +9742,20 @@ blocks_22:
 	VMOVUPS    Y4, 16288(SP)
 	MOVQ       action+32(FP), DX
 	MOVQ       AX, SI
+	VMOVDQU    (DX)(SI*8), Y0
+	VMOVDQU    32(DX)(SI*8), Y1
+	VSHUFPS    $0x88, Y1, Y0, Y2
+	VSHUFPS    $0xdd, Y1, Y0, Y1
+	VPSRAD     $0x1f, Y2, Y0
+	VPCMPEQD   Y1, Y0, Y0
+	VMOVMSKPS  Y0, DI
+	CMPL       DI, $0xff
+	JNE        wideindex_28
+	VPERMQ     $0xd8, Y2, Y2
+	VCVTDQ2PS  Y2, Y0
+	JMP        indexdone_29
+
+wideindex_28:
 	VMOVUPS    lgc41<>+0(SB), Y0
 	VMOVUPS    Y0, 22848(SP)
 	VMOVUPS    lgc41<>+0(SB), X0
@@ -9740,6 +9785,7 @@ blocks_22:
 	VMOVSS     X0, 22876(SP)
 	VMOVUPS    22848(SP), Y0
 
+indexdone_29:
 	// v4 = gather(v3, action) over A
 	XORQ       DX, DX
 	IMUL3Q     $+4, AX, DI
@@ -9762,13 +9808,13 @@ blocks_22:
 	VMOVUPS    Y2, 23008(SP)
 	XORQ       DX, DX
 
-inner_A_24:
+inner_A_30:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 23040(SP)
 	VMOVUPD Y0, 23072(SP)
 	XORQ    DI, DI
 
-inner_KSrc_25:
+inner_KSrc_31:
 	IMUL3Q  $+32, DX, R8
 	IMUL3Q  $+128, DI, R9
 	ADDQ    R9, R8
@@ -9821,7 +9867,7 @@ inner_KSrc_25:
 	VMOVUPD      Y0, 23072(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_25
+	JL           inner_KSrc_31
 
 	// finish v8
 	VMOVUPD     23040(SP), Y0
@@ -9928,7 +9974,7 @@ inner_KSrc_25:
 	VMOVUPD     lgc1<>+0(SB), Y2
 	XORQ        DI, DI
 
-inner_KSrc_26:
+inner_KSrc_32:
 	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
@@ -9982,7 +10028,7 @@ inner_KSrc_26:
 	VADDPD       Y2, Y3, Y2
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_26
+	JL           inner_KSrc_32
 
 	// finish expectedQ
 	VMOVUPD     Y1, Y0
@@ -10017,7 +10063,7 @@ inner_KSrc_26:
 	VMOVUPD      Y0, 22976(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_24
+	JL           inner_A_30
 
 	// finish v14
 	VMOVUPD     22944(SP), Y0
@@ -10059,7 +10105,7 @@ inner_KSrc_26:
 	VMOVUPS lgc48<>+0(SB), Y3
 	XORQ    DX, DX
 
-inner_KSrc_27:
+inner_KSrc_33:
 	MOVQ         fbConst11+56(FP), DI
 	MOVQ         DX, R9
 	VBROADCASTSS (DI)(R9*4), Y4
@@ -10085,15 +10131,15 @@ inner_KSrc_27:
 	VMOVUPS Y4, 512(R8)
 	INCQ    DX
 	CMPQ    DX, $+51
-	JL      inner_KSrc_27
+	JL      inner_KSrc_33
 	XORQ    DX, DX
 
-inner_K_28:
+inner_K_34:
 	VMOVUPD lgc1<>+0(SB), Y4
 	VMOVUPD lgc1<>+0(SB), Y5
 	XORQ    DI, DI
 
-inner_KSrc_29:
+inner_KSrc_35:
 	VMOVUPS 23104(SP), Y6
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -10207,7 +10253,7 @@ inner_KSrc_29:
 	VADDPD       Y5, Y6, Y5
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_29
+	JL           inner_KSrc_35
 
 	// finish v44
 	VMOVUPS     lgc41<>+0(SB), Y6
@@ -10216,14 +10262,28 @@ inner_KSrc_29:
 	VINSERTF128 $0x01, X4, Y6, Y4
 
 	// store targetDistribution
-	IMUL3Q     $+32, DX, DI
-	VMOVUPS    Y4, 8160(SP)(DI*1)
-	INCQ       DX
-	CMPQ       DX, $+51
-	JL         inner_K_28
-	VMOVUPD    lgc1<>+0(SB), Y3
-	VMOVUPD    lgc1<>+0(SB), Y4
-	MOVQ       action+32(FP), DX
+	IMUL3Q    $+32, DX, DI
+	VMOVUPS   Y4, 8160(SP)(DI*1)
+	INCQ      DX
+	CMPQ      DX, $+51
+	JL        inner_K_34
+	VMOVUPD   lgc1<>+0(SB), Y3
+	VMOVUPD   lgc1<>+0(SB), Y4
+	MOVQ      action+32(FP), DX
+	VMOVDQU   (DX)(SI*8), Y5
+	VMOVDQU   32(DX)(SI*8), Y6
+	VSHUFPS   $0x88, Y6, Y5, Y7
+	VSHUFPS   $0xdd, Y6, Y5, Y6
+	VPSRAD    $0x1f, Y7, Y5
+	VPCMPEQD  Y6, Y5, Y5
+	VMOVMSKPS Y5, DI
+	CMPL      DI, $0xff
+	JNE       wideindex_36
+	VPERMQ    $0xd8, Y7, Y7
+	VCVTDQ2PS Y7, Y5
+	JMP       indexdone_37
+
+wideindex_36:
 	VMOVUPS    lgc41<>+0(SB), Y5
 	VMOVUPS    Y5, 23168(SP)
 	VMOVUPS    lgc41<>+0(SB), X5
@@ -10252,9 +10312,11 @@ inner_KSrc_29:
 	VCVTSI2SSQ DI, X5, X5
 	VMOVSS     X5, 23196(SP)
 	VMOVUPS    23168(SP), Y5
-	XORQ       DX, DX
 
-inner_K_30:
+indexdone_37:
+	XORQ DX, DX
+
+inner_K_38:
 	// v2 = gather(actionValue, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+204, AX, R9
@@ -10281,7 +10343,7 @@ inner_K_30:
 	VMOVUPS Y6, 23264(SP)
 	XORQ    DI, DI
 
-inner_KSrc_31:
+inner_KSrc_39:
 	VMOVUPS 23104(SP), Y6
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -10363,7 +10425,7 @@ inner_KSrc_31:
 	VMOVUPD      Y6, 23232(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_31
+	JL           inner_KSrc_39
 
 	// finish v44
 	VMOVUPD     23200(SP), Y6
@@ -10385,7 +10447,7 @@ inner_KSrc_31:
 	VADDPD       Y4, Y6, Y4
 	INCQ         DX
 	CMPQ         DX, $+51
-	JL           inner_K_30
+	JL           inner_K_38
 
 	// finish v47
 	VMOVUPS     lgc41<>+0(SB), Y5
@@ -10405,13 +10467,13 @@ inner_KSrc_31:
 	VMOVUPS lgc48<>+0(SB), Y3
 	XORQ    DX, DX
 
-inner_K_32:
+inner_K_40:
 	VMOVUPD lgc1<>+0(SB), Y6
 	VMOVUPD Y6, 23200(SP)
 	VMOVUPD Y6, 23232(SP)
 	XORQ    DI, DI
 
-inner_KSrc_33:
+inner_KSrc_41:
 	VMOVUPS 23104(SP), Y6
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -10492,7 +10554,7 @@ inner_KSrc_33:
 	VMOVUPD      Y6, 23232(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_33
+	JL           inner_KSrc_41
 
 	// finish v44
 	VMOVUPD     23200(SP), Y6
@@ -10516,7 +10578,7 @@ inner_KSrc_33:
 	VADDPD       Y5, Y6, Y5
 	INCQ         DX
 	CMPQ         DX, $+51
-	JL           inner_K_32
+	JL           inner_K_40
 
 	// finish v54
 	VMOVUPD     Y4, Y0
@@ -10528,43 +10590,59 @@ inner_KSrc_33:
 	VMOVUPS     Y1, 23328(SP)
 	VMOVUPS     Y0, 23360(SP)
 	MOVQ        action+32(FP), DX
-	VMOVUPS     lgc41<>+0(SB), Y0
-	VMOVUPS     Y0, 23392(SP)
-	VMOVUPS     lgc41<>+0(SB), X0
-	MOVQ        (DX)(SI*8), DI
-	VCVTSI2SSQ  DI, X0, X0
-	VMOVSS      X0, 23392(SP)
-	MOVQ        8(DX)(SI*8), DI
-	VCVTSI2SSQ  DI, X0, X0
-	VMOVSS      X0, 23396(SP)
-	MOVQ        16(DX)(SI*8), DI
-	VCVTSI2SSQ  DI, X0, X0
-	VMOVSS      X0, 23400(SP)
-	MOVQ        24(DX)(SI*8), DI
-	VCVTSI2SSQ  DI, X0, X0
-	VMOVSS      X0, 23404(SP)
-	MOVQ        32(DX)(SI*8), DI
-	VCVTSI2SSQ  DI, X0, X0
-	VMOVSS      X0, 23408(SP)
-	MOVQ        40(DX)(SI*8), DI
-	VCVTSI2SSQ  DI, X0, X0
-	VMOVSS      X0, 23412(SP)
-	MOVQ        48(DX)(SI*8), DI
-	VCVTSI2SSQ  DI, X0, X0
-	VMOVSS      X0, 23416(SP)
-	MOVQ        56(DX)(SI*8), DI
-	VCVTSI2SSQ  DI, X0, X0
-	VMOVSS      X0, 23420(SP)
-	VMOVUPS     23392(SP), Y0
-	XORQ        DX, DX
+	VMOVDQU     (DX)(SI*8), Y0
+	VMOVDQU     32(DX)(SI*8), Y1
+	VSHUFPS     $0x88, Y1, Y0, Y2
+	VSHUFPS     $0xdd, Y1, Y0, Y1
+	VPSRAD      $0x1f, Y2, Y0
+	VPCMPEQD    Y1, Y0, Y0
+	VMOVMSKPS   Y0, DI
+	CMPL        DI, $0xff
+	JNE         wideindex_42
+	VPERMQ      $0xd8, Y2, Y2
+	VCVTDQ2PS   Y2, Y0
+	JMP         indexdone_43
 
-inner_A_34:
+wideindex_42:
+	VMOVUPS    lgc41<>+0(SB), Y0
+	VMOVUPS    Y0, 23392(SP)
+	VMOVUPS    lgc41<>+0(SB), X0
+	MOVQ       (DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 23392(SP)
+	MOVQ       8(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 23396(SP)
+	MOVQ       16(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 23400(SP)
+	MOVQ       24(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 23404(SP)
+	MOVQ       32(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 23408(SP)
+	MOVQ       40(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 23412(SP)
+	MOVQ       48(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 23416(SP)
+	MOVQ       56(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 23420(SP)
+	VMOVUPS    23392(SP), Y0
+
+indexdone_43:
+	XORQ DX, DX
+
+inner_A_44:
 	VMOVUPD lgc1<>+0(SB), Y1
 	VMOVUPD Y1, 23424(SP)
 	VMOVUPD Y1, 23456(SP)
 	XORQ    DI, DI
 
-inner_K_35:
+inner_K_45:
 	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
@@ -10616,7 +10694,7 @@ inner_K_35:
 	VMOVUPD      Y1, 23456(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_K_35
+	JL           inner_K_45
 
 	// finish v3
 	VMOVUPD      23424(SP), Y1
@@ -10745,7 +10823,7 @@ inner_K_35:
 	VMOVUPS lgc50<>+0(SB), Y4
 	XORQ    DI, DI
 
-inner_K_36:
+inner_K_46:
 	VMOVUPD      lgc1<>+0(SB), Y5
 	VMOVUPD      Y5, 23200(SP)
 	VMOVUPD      Y5, 23232(SP)
@@ -10755,7 +10833,7 @@ inner_K_36:
 	VCVTDQ2PS    Y5, Y5
 	XORQ         R9, R9
 
-inner_KSrc_37:
+inner_KSrc_47:
 	VMOVUPS 23104(SP), Y6
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -10832,7 +10910,7 @@ inner_KSrc_37:
 	VMOVUPD      Y6, 23232(SP)
 	INCQ         R9
 	CMPQ         R9, $+51
-	JL           inner_KSrc_37
+	JL           inner_KSrc_47
 
 	// finish v44
 	VMOVUPD     23200(SP), Y5
@@ -10909,10 +10987,10 @@ inner_KSrc_37:
 	VMOVUPS Y5, 16320(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+51
-	JL      inner_K_36
+	JL      inner_K_46
 	INCQ    DX
 	CMPQ    DX, $+4
-	JL      inner_A_34
+	JL      inner_A_44
 	VMOVUPS 23296(SP), Y0
 
 	// store tdError
@@ -12248,7 +12326,7 @@ inner_KSrc_37:
 	VMASKMOVPS   Y5, Y8, 5696(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 6512(DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_38
+	JNZ          noflush_48
 	VMOVUPD      lgc53<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      512(CX), Y1
@@ -12280,14 +12358,14 @@ inner_KSrc_37:
 	VMOVUPS      Y0, 1088(CX)
 	MOVQ         $+8, CX
 
-noflush_38:
+noflush_48:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_23
+	JGE  chunkdone_27
 	CMPQ AX, hi+8(FP)
-	JL   blocks_22
+	JL   blocks_26
 
-chunkdone_23:
+chunkdone_27:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc41<>+0(SB), X0
@@ -12342,9 +12420,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_39:
+bulk_49:
 	CMPQ         BX, DX
-	JGE          bulkdone_40
+	JGE          bulkdone_50
 	VMOVUPS      (CX)(BX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
@@ -12377,9 +12455,9 @@ bulk_39:
 	VMULPS       Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_39
+	JMP          bulk_49
 
-bulkdone_40:
+bulkdone_50:
 	VZEROUPPER
 	RET
 
@@ -12391,9 +12469,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_41:
+bulk_51:
 	CMPQ         BX, DX
-	JGE          bulkdone_42
+	JGE          bulkdone_52
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc57<>+0(SB), Y0, Y1
 	VMULPS       lgc58<>+0(SB), Y0, Y2
@@ -12436,9 +12514,9 @@ bulk_41:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_41
+	JMP          bulk_51
 
-bulkdone_42:
+bulkdone_52:
 	VZEROUPPER
 	RET
 
@@ -12610,9 +12688,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_43:
+bulk_53:
 	CMPQ         BX, DX
-	JGE          bulkdone_44
+	JGE          bulkdone_54
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc57<>+0(SB), Y1, Y2
@@ -12666,8 +12744,8 @@ bulk_43:
 	VBLENDVPS    Y3, lgc72<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_43
+	JMP          bulk_53
 
-bulkdone_44:
+bulkdone_54:
 	VZEROUPPER
 	RET

@@ -109,6 +109,20 @@ inner_A_3:
 	VGATHERDPS Y1, (BX)(Y0*4), Y2
 	MOVQ       action+24(FP), DX
 	MOVQ       AX, BX
+	VMOVDQU    (DX)(BX*8), Y0
+	VMOVDQU    32(DX)(BX*8), Y1
+	VSHUFPS    $0x88, Y1, Y0, Y3
+	VSHUFPS    $0xdd, Y1, Y0, Y1
+	VPSRAD     $0x1f, Y3, Y0
+	VPCMPEQD   Y1, Y0, Y0
+	VMOVMSKPS  Y0, SI
+	CMPL       SI, $0xff
+	JNE        wideindex_4
+	VPERMQ     $0xd8, Y3, Y3
+	VCVTDQ2PS  Y3, Y0
+	JMP        indexdone_5
+
+wideindex_4:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VMOVUPS    Y0, 192(SP)
 	VMOVUPS    lgc3<>+0(SB), X0
@@ -138,6 +152,7 @@ inner_A_3:
 	VMOVSS     X0, 220(SP)
 	VMOVUPS    192(SP), Y0
 
+indexdone_5:
 	// v5 = gather(actionValue, action) over A
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, SI
@@ -197,7 +212,7 @@ inner_A_3:
 	MOVQ         tDError+80(FP), DX
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_4
+	JNZ          noflush_6
 	VMOVUPD      lgc10<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y1
@@ -216,7 +231,7 @@ inner_A_3:
 	VMOVUPS      Y0, 384(CX)
 	MOVQ         $+8, CX
 
-noflush_4:
+noflush_6:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_2
@@ -375,9 +390,9 @@ TEXT ·fbPass0AVX2(SB), $512-96
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_6
+	JGE  chunkdone_8
 
-blocks_5:
+blocks_7:
 	// tile nextActionValue
 	MOVQ       nextActionValue+16(FP), DX
 	IMUL3Q     $+6, AX, BX
@@ -425,7 +440,7 @@ blocks_5:
 	VMOVUPD    lgc2<>+0(SB), Y2
 	XORQ       DX, DX
 
-inner_A_7:
+inner_A_9:
 	IMUL3Q  $+32, DX, SI
 	VMOVUPS (SP)(SI*1), Y3
 
@@ -448,7 +463,7 @@ inner_A_7:
 	VBLENDVPD    Y4, Y5, Y2, Y2
 	INCQ         DX
 	CMPQ         DX, $+6
-	JL           inner_A_7
+	JL           inner_A_9
 
 	// finish v2
 	VMOVUPD     Y1, Y0
@@ -474,6 +489,20 @@ inner_A_7:
 	VGATHERDPS Y1, (SI)(Y0*4), Y2
 	MOVQ       action+24(FP), DX
 	MOVQ       AX, SI
+	VMOVDQU    (DX)(SI*8), Y0
+	VMOVDQU    32(DX)(SI*8), Y1
+	VSHUFPS    $0x88, Y1, Y0, Y3
+	VSHUFPS    $0xdd, Y1, Y0, Y1
+	VPSRAD     $0x1f, Y3, Y0
+	VPCMPEQD   Y1, Y0, Y0
+	VMOVMSKPS  Y0, DI
+	CMPL       DI, $0xff
+	JNE        wideindex_10
+	VPERMQ     $0xd8, Y3, Y3
+	VCVTDQ2PS  Y3, Y0
+	JMP        indexdone_11
+
+wideindex_10:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VMOVUPS    Y0, 384(SP)
 	VMOVUPS    lgc3<>+0(SB), X0
@@ -503,6 +532,7 @@ inner_A_7:
 	VMOVSS     X0, 412(SP)
 	VMOVUPS    384(SP), Y0
 
+indexdone_11:
 	// v5 = gather(actionValue, action) over A
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, DI
@@ -560,7 +590,7 @@ inner_A_7:
 	VMOVUPS Y4, 480(SP)
 	XORQ    DX, DX
 
-inner_A_8:
+inner_A_12:
 	MOVQ         DX, DI
 	VMOVD        DI, X1
 	VPBROADCASTD X1, Y1
@@ -577,7 +607,7 @@ inner_A_8:
 	VMOVUPS Y1, 192(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_8
+	JL      inner_A_12
 	VMOVUPS 416(SP), Y0
 
 	// store advantage
@@ -638,7 +668,7 @@ inner_A_8:
 	VMASKMOVPS   Y5, Y8, 144(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 168(DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_9
+	JNZ          noflush_13
 	VMOVUPD      lgc10<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y1
@@ -657,14 +687,14 @@ inner_A_8:
 	VMOVUPS      Y0, 384(CX)
 	MOVQ         $+8, CX
 
-noflush_9:
+noflush_13:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
-	JGE  chunkdone_6
+	JGE  chunkdone_8
 	CMPQ AX, hi+8(FP)
-	JL   blocks_5
+	JL   blocks_7
 
-chunkdone_6:
+chunkdone_8:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
 	VMOVUPS      lgc3<>+0(SB), X0
@@ -706,9 +736,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VMOVUPS      lgc14<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
@@ -741,9 +771,9 @@ bulk_10:
 	VMULPS       Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_14
 
-bulkdone_11:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -885,9 +915,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
 	VMULPS       lgc28<>+0(SB), Y0, Y2
@@ -930,9 +960,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_16
 
-bulkdone_13:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -1104,9 +1134,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_18:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
@@ -1160,8 +1190,8 @@ bulk_14:
 	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_18
 
-bulkdone_15:
+bulkdone_19:
 	VZEROUPPER
 	RET

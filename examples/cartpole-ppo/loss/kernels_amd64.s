@@ -613,35 +613,50 @@ inner_A_7:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 232(SP)
-	VMOVUPS      lgc0<>+0(SB), X1
-	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 232(SP)
-	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 236(SP)
-	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 240(SP)
-	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 244(SP)
-	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 248(SP)
-	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 252(SP)
-	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 256(SP)
-	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 260(SP)
-	VMOVUPS      232(SP), Y1
+	VMOVDQU      (BX)(SI*8), Y1
+	VMOVDQU      32(BX)(SI*8), Y3
+	VSHUFPS      $0x88, Y3, Y1, Y4
+	VSHUFPS      $0xdd, Y3, Y1, Y3
+	VPSRAD       $0x1f, Y4, Y1
+	VPCMPEQD     Y3, Y1, Y1
+	VMOVMSKPS    Y1, DI
+	CMPL         DI, $0xff
+	JNE          wideindex_8
+	VPERMQ       $0xd8, Y4, Y4
+	VCVTDQ2PS    Y4, Y1
+	JMP          indexdone_9
 
+wideindex_8:
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VMOVUPS    Y1, 232(SP)
+	VMOVUPS    lgc0<>+0(SB), X1
+	MOVQ       (BX)(SI*8), DI
+	VCVTSI2SSQ DI, X1, X1
+	VMOVSS     X1, 232(SP)
+	MOVQ       8(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X1, X1
+	VMOVSS     X1, 236(SP)
+	MOVQ       16(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X1, X1
+	VMOVSS     X1, 240(SP)
+	MOVQ       24(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X1, X1
+	VMOVSS     X1, 244(SP)
+	MOVQ       32(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X1, X1
+	VMOVSS     X1, 248(SP)
+	MOVQ       40(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X1, X1
+	VMOVSS     X1, 252(SP)
+	MOVQ       48(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X1, X1
+	VMOVSS     X1, 256(SP)
+	MOVQ       56(BX)(SI*8), DI
+	VCVTSI2SSQ DI, X1, X1
+	VMOVSS     X1, 260(SP)
+	VMOVUPS    232(SP), Y1
+
+indexdone_9:
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+256, AX, DI
@@ -873,7 +888,7 @@ inner_A_7:
 	MOVQ         valueTarget+80(FP), BX
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_8
+	JNZ          noflush_10
 	VMOVUPD      lgc11<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
 	VMOVUPS      1664(DX), Y1
@@ -957,7 +972,7 @@ inner_A_7:
 	VMOVUPS      Y0, 13248(DX)
 	MOVQ         $+8, DX
 
-noflush_8:
+noflush_10:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
@@ -1500,9 +1515,9 @@ TEXT ·pass2AVX2(SB), $0-64
 	VMOVUPS 13568(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_10
+	JGE     chunkdone_12
 
-blocks_9:
+blocks_11:
 	MOVQ    s4+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
@@ -1567,7 +1582,7 @@ blocks_9:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_11
+	JNZ          noflush_13
 	VMOVUPD      lgc11<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -1584,14 +1599,14 @@ blocks_9:
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+8, CX
 
-noflush_11:
+noflush_13:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_10
+	JGE  chunkdone_12
 	CMPQ AX, hi+16(FP)
-	JL   blocks_9
+	JL   blocks_11
 
-chunkdone_10:
+chunkdone_12:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 13568(AX)
 	MOVQ         $+8, AX
@@ -1659,12 +1674,12 @@ TEXT ·pass3AVX2(SB), $0-16
 TEXT ·fbPass0AVX2(SB), $0-72
 	MOVQ lo+0(FP), AX
 
-outer0_12:
+outer0_14:
 	VMOVUPS lgc0<>+0(SB), Y0
 	MOVQ    $+8, DX
 	MOVQ    $+120, CX
 
-blocks_13:
+blocks_15:
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
 	IMUL3Q    $+128, AX, SI
@@ -1755,7 +1770,7 @@ blocks_13:
 	MOVQ         s0+56(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_14
+	JNZ          noflush_16
 	VMOVUPD      lgc11<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y3
@@ -1830,9 +1845,9 @@ blocks_13:
 	VMOVUPS      Y2, 1344(DX)
 	MOVQ         $+8, DX
 
-noflush_14:
+noflush_16:
 	SUBQ         $+8, CX
-	JGE          blocks_13
+	JGE          blocks_15
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -1911,7 +1926,7 @@ noflush_14:
 	VMOVUPS      Y1, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
-	JL           outer0_12
+	JL           outer0_14
 	VZEROUPPER
 	RET
 
@@ -1932,7 +1947,7 @@ TEXT ·fbPass1AVX2(SB), $840-112
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
 
-outer0_15:
+outer0_17:
 	XORQ       CX, CX
 	MOVQ       AX, DX
 	SUBQ       lo+8(FP), DX
@@ -1946,7 +1961,7 @@ outer0_15:
 	MOVQ       $+8, DX
 	XORQ       CX, CX
 
-blocks_16:
+blocks_18:
 	// tile logits
 	MOVQ       logits+16(FP), BX
 	IMUL3Q     $+256, AX, SI
@@ -2012,7 +2027,7 @@ blocks_16:
 	VMOVUPS Y2, 296(SP)
 	XORQ    BX, BX
 
-inner_A_17:
+inner_A_19:
 	IMUL3Q  $+32, BX, R8
 	VMOVUPS 104(SP)(R8*1), Y0
 
@@ -2025,7 +2040,7 @@ inner_A_17:
 	VXORPS lgc17<>+0(SB), Y3, Y3
 	INCQ   BX
 	CMPQ   BX, $+2
-	JL     inner_A_17
+	JL     inner_A_19
 
 	// finish v28
 	VMOVUPS Y3, Y0
@@ -2034,7 +2049,7 @@ inner_A_17:
 	VMOVUPS Y0, 328(SP)
 	XORQ    BX, BX
 
-inner_A_18:
+inner_A_20:
 	IMUL3Q  $+32, BX, R8
 	VMOVUPS 104(SP)(R8*1), Y0
 	VMOVUPS 328(SP), Y3
@@ -2086,7 +2101,7 @@ inner_A_18:
 	VADDPS Y2, Y0, Y2
 	INCQ   BX
 	CMPQ   BX, $+2
-	JL     inner_A_18
+	JL     inner_A_20
 
 	// finish v32
 	VMOVUPS Y1, Y0
@@ -2132,35 +2147,50 @@ inner_A_18:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 360(SP)
-	VMOVUPS      lgc0<>+0(SB), X1
-	MOVQ         (BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 360(SP)
-	MOVQ         8(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 364(SP)
-	MOVQ         16(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 368(SP)
-	MOVQ         24(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 372(SP)
-	MOVQ         32(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 376(SP)
-	MOVQ         40(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 380(SP)
-	MOVQ         48(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 384(SP)
-	MOVQ         56(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 388(SP)
-	VMOVUPS      360(SP), Y1
+	VMOVDQU      (BX)(DI*8), Y1
+	VMOVDQU      32(BX)(DI*8), Y3
+	VSHUFPS      $0x88, Y3, Y1, Y4
+	VSHUFPS      $0xdd, Y3, Y1, Y3
+	VPSRAD       $0x1f, Y4, Y1
+	VPCMPEQD     Y3, Y1, Y1
+	VMOVMSKPS    Y1, R8
+	CMPL         R8, $0xff
+	JNE          wideindex_21
+	VPERMQ       $0xd8, Y4, Y4
+	VCVTDQ2PS    Y4, Y1
+	JMP          indexdone_22
 
+wideindex_21:
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VMOVUPS    Y1, 360(SP)
+	VMOVUPS    lgc0<>+0(SB), X1
+	MOVQ       (BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 360(SP)
+	MOVQ       8(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 364(SP)
+	MOVQ       16(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 368(SP)
+	MOVQ       24(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 372(SP)
+	MOVQ       32(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 376(SP)
+	MOVQ       40(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 380(SP)
+	MOVQ       48(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 384(SP)
+	MOVQ       56(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 388(SP)
+	VMOVUPS    360(SP), Y1
+
+indexdone_22:
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+256, AX, R8
@@ -2485,7 +2515,7 @@ inner_A_18:
 	VMOVUPS Y1, 776(SP)
 	XORQ    BX, BX
 
-inner_A_19:
+inner_A_23:
 	IMUL3Q  $+32, BX, R8
 	VMOVUPS 104(SP)(R8*1), Y0
 	VMOVUPS 328(SP), Y1
@@ -2527,35 +2557,50 @@ inner_A_19:
 	VPBROADCASTD X1, Y1
 	VCVTDQ2PS    Y1, Y1
 	MOVQ         action+48(FP), R9
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 808(SP)
-	VMOVUPS      lgc0<>+0(SB), X3
-	MOVQ         (R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 808(SP)
-	MOVQ         8(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 812(SP)
-	MOVQ         16(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 816(SP)
-	MOVQ         24(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 820(SP)
-	MOVQ         32(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 824(SP)
-	MOVQ         40(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 828(SP)
-	MOVQ         48(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 832(SP)
-	MOVQ         56(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X3, X3
-	VMOVSS       X3, 836(SP)
-	VMOVUPS      808(SP), Y3
+	VMOVDQU      (R9)(DI*8), Y3
+	VMOVDQU      32(R9)(DI*8), Y5
+	VSHUFPS      $0x88, Y5, Y3, Y6
+	VSHUFPS      $0xdd, Y5, Y3, Y5
+	VPSRAD       $0x1f, Y6, Y3
+	VPCMPEQD     Y5, Y3, Y3
+	VMOVMSKPS    Y3, R10
+	CMPL         R10, $0xff
+	JNE          wideindex_24
+	VPERMQ       $0xd8, Y6, Y6
+	VCVTDQ2PS    Y6, Y3
+	JMP          indexdone_25
 
+wideindex_24:
+	VMOVUPS    lgc0<>+0(SB), Y3
+	VMOVUPS    Y3, 808(SP)
+	VMOVUPS    lgc0<>+0(SB), X3
+	MOVQ       (R9)(DI*8), R10
+	VCVTSI2SSQ R10, X3, X3
+	VMOVSS     X3, 808(SP)
+	MOVQ       8(R9)(DI*8), R10
+	VCVTSI2SSQ R10, X3, X3
+	VMOVSS     X3, 812(SP)
+	MOVQ       16(R9)(DI*8), R10
+	VCVTSI2SSQ R10, X3, X3
+	VMOVSS     X3, 816(SP)
+	MOVQ       24(R9)(DI*8), R10
+	VCVTSI2SSQ R10, X3, X3
+	VMOVSS     X3, 820(SP)
+	MOVQ       32(R9)(DI*8), R10
+	VCVTSI2SSQ R10, X3, X3
+	VMOVSS     X3, 824(SP)
+	MOVQ       40(R9)(DI*8), R10
+	VCVTSI2SSQ R10, X3, X3
+	VMOVSS     X3, 828(SP)
+	MOVQ       48(R9)(DI*8), R10
+	VCVTSI2SSQ R10, X3, X3
+	VMOVSS     X3, 832(SP)
+	MOVQ       56(R9)(DI*8), R10
+	VCVTSI2SSQ R10, X3, X3
+	VMOVSS     X3, 836(SP)
+	VMOVUPS    808(SP), Y3
+
+indexdone_25:
 	// v123 = eq(v122, action)
 	VCMPPS  $0x00, Y3, Y1, Y1
 	VMOVUPS 744(SP), Y3
@@ -2580,7 +2625,7 @@ inner_A_19:
 	VMOVUPS Y0, 168(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_19
+	JL      inner_A_23
 	VMOVUPS 232(SP), Y0
 
 	// store advantage
@@ -2641,7 +2686,7 @@ inner_A_19:
 	VMASKMOVPS   Y5, Y8, 48(BX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 56(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_20
+	JNZ          noflush_26
 	VMOVUPD      lgc11<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
 	VMOVUPS      1664(DX), Y1
@@ -2725,10 +2770,10 @@ inner_A_19:
 	VMOVUPS      Y0, 13248(DX)
 	MOVQ         $+8, DX
 
-noflush_20:
+noflush_26:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_16
+	JL           blocks_18
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -2816,7 +2861,7 @@ noflush_20:
 	VMOVUPS      Y0, 13248(CX)
 	INCQ         AX
 	CMPQ         AX, hi+104(FP)
-	JL           outer0_15
+	JL           outer0_17
 	VZEROUPPER
 	RET
 
@@ -2868,9 +2913,9 @@ TEXT ·fbPass2AVX2(SB), $0-64
 	VMOVUPS 13568(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_22
+	JGE     chunkdone_28
 
-blocks_21:
+blocks_27:
 	MOVQ    s4+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
@@ -2935,7 +2980,7 @@ blocks_21:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_23
+	JNZ          noflush_29
 	VMOVUPD      lgc11<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -2952,14 +2997,14 @@ blocks_21:
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+8, CX
 
-noflush_23:
+noflush_29:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_22
+	JGE  chunkdone_28
 	CMPQ AX, hi+16(FP)
-	JL   blocks_21
+	JL   blocks_27
 
-chunkdone_22:
+chunkdone_28:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 13568(AX)
 	MOVQ         $+8, AX
@@ -3010,9 +3055,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_24:
+bulk_30:
 	CMPQ         BX, DX
-	JGE          bulkdone_25
+	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
 	VMOVUPS      lgc18<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
@@ -3045,9 +3090,9 @@ bulk_24:
 	VMULPS       Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_24
+	JMP          bulk_30
 
-bulkdone_25:
+bulkdone_31:
 	VZEROUPPER
 	RET
 
@@ -3059,9 +3104,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_26:
+bulk_32:
 	CMPQ         BX, DX
-	JGE          bulkdone_27
+	JGE          bulkdone_33
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
 	VMULPS       lgc32<>+0(SB), Y0, Y2
@@ -3104,9 +3149,9 @@ bulk_26:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_26
+	JMP          bulk_32
 
-bulkdone_27:
+bulkdone_33:
 	VZEROUPPER
 	RET
 
@@ -3118,9 +3163,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_28:
+bulk_34:
 	CMPQ         BX, DX
-	JGE          bulkdone_29
+	JGE          bulkdone_35
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
@@ -3174,8 +3219,8 @@ bulk_28:
 	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_28
+	JMP          bulk_34
 
-bulkdone_29:
+bulkdone_35:
 	VZEROUPPER
 	RET
