@@ -113,17 +113,14 @@ func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	p := a.poly2(len(vmath.Exp32P), r, r2, func(i int) operand.Op { return a.cf32(vmath.Exp32P[i]) })
 	c.VFMADD213PS(r, r2, p) // p = p·r² + r
 	c.VADDPS(a.cf32(1), p, p)
-	// 2^n as 2^n1 · 2^n2 with n1 ∈ [−126, 127], n2 = n − n1 ∈ [−24, 1]: both normal.
+	// 2^n in two halves (runtime/vmath's package doc): a = n + 2·127, h = a>>1, g = a − h.
 	ni := a.ymm()
 	c.VCVTPS2DQ(n, ni)
-	n1 := a.ymm()
-	c.VPMAXSD(a.cd(vmath.Exp32N1Lo), ni, n1)
-	c.VPMINSD(a.cd(vmath.Exp32N1Hi), n1, n1)
-	n2 := a.ymm()
+	c.VPADDD(a.cd(2*127), ni, ni)
+	n1, n2 := a.ymm(), a.ymm()
+	c.VPSRLD(operand.Imm(1), ni, n1)
 	c.VPSUBD(n1, ni, n2)
-	c.VPADDD(a.cd(127), n1, n1)
 	c.VPSLLD(operand.Imm(23), n1, n1)
-	c.VPADDD(a.cd(127), n2, n2)
 	c.VPSLLD(operand.Imm(23), n2, n2)
 	c.VMULPS(n1, p, p)
 	c.VMULPS(n2, p, p) // NaN in, NaN out: n's NaN converts to an integer, p stays NaN
@@ -163,20 +160,17 @@ func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
 	r2 := a.ymm()
 	c.VMULPD(r, r, r2)
 	p := a.poly2(len(coef), r, r2, func(i int) operand.Op { return a.cf64(coef[i]) })
-	// 2^n as 2^n1 · 2^n2 with n1 ∈ [−1022, 1023], n2 ∈ [−54, 2].
+	// 2^n in two halves (runtime/vmath's package doc), as in exp32 with the bias 1023.
 	ni := a.c.XMM()
 	c.VCVTPD2DQY(n, ni)
-	n1 := a.c.XMM()
-	c.VPMAXSD(a.cd(vmath.Exp64N1Lo), ni, n1)
-	c.VPMINSD(a.cd(vmath.Exp64N1Hi), n1, n1)
-	n2 := a.c.XMM()
+	c.VPADDD(a.cd(2*1023), ni, ni)
+	n1, n2 := a.c.XMM(), a.c.XMM()
+	c.VPSRLD(operand.Imm(1), ni, n1)
 	c.VPSUBD(n1, ni, n2)
 	w1, w2 := a.ymm(), a.ymm()
-	c.VPMOVSXDQ(n1, w1)
-	c.VPMOVSXDQ(n2, w2)
-	c.VPADDQ(a.cq(1023), w1, w1)
+	c.VPMOVZXDQ(n1, w1)
+	c.VPMOVZXDQ(n2, w2)
 	c.VPSLLQ(operand.Imm(52), w1, w1)
-	c.VPADDQ(a.cq(1023), w2, w2)
 	c.VPSLLQ(operand.Imm(52), w2, w2)
 	c.VMULPD(w1, p, p)
 	c.VMULPD(w2, p, p) // NaN in, NaN out, as in exp32

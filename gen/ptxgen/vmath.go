@@ -53,18 +53,18 @@ func (k *kernel) poly2(t string, n int, r, r2 string, coef func(i int) string) s
 	})
 }
 
-// scale32 multiplies p by 2^n (n an integral float32) as 2^n1·2^n2, both normal.
+// scale32 multiplies p by 2^n (n an integral float32) in two halves (runtime/vmath's
+// package doc).
 func (k *kernel) scale32(p, n string) {
-	ni, n1, n2 := k.r32(), k.r32(), k.r32()
-	k.op("cvt.rni.s32.f32 %s, %s", ni, n)
-	k.op("max.s32 %s, %s, %d", n1, ni, vmath.Exp32N1Lo)
-	k.op("min.s32 %s, %s, %d", n1, n1, vmath.Exp32N1Hi)
-	k.op("sub.s32 %s, %s, %s", n2, ni, n1)
-	for _, e := range []string{n1, n2} {
-		b, f := k.r32(), k.f32()
-		k.op("add.s32 %s, %s, 127", b, e)
-		k.op("shl.b32 %s, %s, 23", b, b)
-		k.op("mov.b32 %s, %s", f, b)
+	a, h, g := k.r32(), k.r32(), k.r32()
+	k.op("cvt.rni.s32.f32 %s, %s", a, n)
+	k.op("add.s32 %s, %s, %d", a, a, 2*127)
+	k.op("shr.u32 %s, %s, 1", h, a)
+	k.op("sub.s32 %s, %s, %s", g, a, h)
+	for _, e := range []string{h, g} {
+		f := k.f32()
+		k.op("shl.b32 %s, %s, 23", e, e)
+		k.op("mov.b32 %s, %s", f, e)
 		k.op("mul.rn.f32 %s, %s, %s", p, p, f)
 	}
 }
@@ -84,15 +84,15 @@ func (k *kernel) exp64(x string) string {
 	r2 := k.fd()
 	k.op("mul.rn.f64 %s, %s, %s", r2, r, r)
 	p := k.poly2("f64", len(coef), r, r2, func(i int) string { return immF64(coef[i]) })
-	ni, n1, n2 := k.r32(), k.r32(), k.r32()
-	k.op("cvt.rni.s32.f64 %s, %s", ni, n)
-	k.op("max.s32 %s, %s, %d", n1, ni, vmath.Exp64N1Lo)
-	k.op("min.s32 %s, %s, %d", n1, n1, vmath.Exp64N1Hi)
-	k.op("sub.s32 %s, %s, %s", n2, ni, n1)
-	for _, e := range []string{n1, n2} {
+	// 2^n in two halves (runtime/vmath's package doc), as scale32 with the bias 1023.
+	a, h, g := k.r32(), k.r32(), k.r32()
+	k.op("cvt.rni.s32.f64 %s, %s", a, n)
+	k.op("add.s32 %s, %s, %d", a, a, 2*1023)
+	k.op("shr.u32 %s, %s, 1", h, a)
+	k.op("sub.s32 %s, %s, %s", g, a, h)
+	for _, e := range []string{h, g} {
 		w, f := k.r64(), k.fd()
-		k.op("cvt.s64.s32 %s, %s", w, e)
-		k.op("add.s64 %s, %s, 1023", w, w)
+		k.op("cvt.s64.s32 %s, %s", w, e) // e ≥ 0
 		k.op("shl.b64 %s, %s, 52", w, w)
 		k.op("mov.b64 %s, %s", f, w)
 		k.op("mul.rn.f64 %s, %s, %s", p, p, f)

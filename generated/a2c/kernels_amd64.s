@@ -111,12 +111,10 @@ inner_A_3:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc15<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -138,11 +136,11 @@ inner_A_3:
 
 	// finish v7
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y3
-	VMULPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y3
+	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y3, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc17<>+0(SB), Y5, Y5
+	VPSUBD       lgc19<>+0(SB), Y5, Y5
 	VPAND        lgc20<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
 	VPAND        lgc21<>+0(SB), Y4, Y3
@@ -601,44 +599,44 @@ DATA lgc15<>+24(SB)/4, $0x3f800000
 DATA lgc15<>+28(SB)/4, $0x3f800000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xffffff82
-DATA lgc16<>+4(SB)/4, $0xffffff82
-DATA lgc16<>+8(SB)/4, $0xffffff82
-DATA lgc16<>+12(SB)/4, $0xffffff82
-DATA lgc16<>+16(SB)/4, $0xffffff82
-DATA lgc16<>+20(SB)/4, $0xffffff82
-DATA lgc16<>+24(SB)/4, $0xffffff82
-DATA lgc16<>+28(SB)/4, $0xffffff82
+DATA lgc16<>+0(SB)/4, $0x000000fe
+DATA lgc16<>+4(SB)/4, $0x000000fe
+DATA lgc16<>+8(SB)/4, $0x000000fe
+DATA lgc16<>+12(SB)/4, $0x000000fe
+DATA lgc16<>+16(SB)/4, $0x000000fe
+DATA lgc16<>+20(SB)/4, $0x000000fe
+DATA lgc16<>+24(SB)/4, $0x000000fe
+DATA lgc16<>+28(SB)/4, $0x000000fe
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x0000007f
-DATA lgc17<>+4(SB)/4, $0x0000007f
-DATA lgc17<>+8(SB)/4, $0x0000007f
-DATA lgc17<>+12(SB)/4, $0x0000007f
-DATA lgc17<>+16(SB)/4, $0x0000007f
-DATA lgc17<>+20(SB)/4, $0x0000007f
-DATA lgc17<>+24(SB)/4, $0x0000007f
-DATA lgc17<>+28(SB)/4, $0x0000007f
+DATA lgc17<>+0(SB)/4, $0x00800000
+DATA lgc17<>+4(SB)/4, $0x00800000
+DATA lgc17<>+8(SB)/4, $0x00800000
+DATA lgc17<>+12(SB)/4, $0x00800000
+DATA lgc17<>+16(SB)/4, $0x00800000
+DATA lgc17<>+20(SB)/4, $0x00800000
+DATA lgc17<>+24(SB)/4, $0x00800000
+DATA lgc17<>+28(SB)/4, $0x00800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x00800000
-DATA lgc18<>+4(SB)/4, $0x00800000
-DATA lgc18<>+8(SB)/4, $0x00800000
-DATA lgc18<>+12(SB)/4, $0x00800000
-DATA lgc18<>+16(SB)/4, $0x00800000
-DATA lgc18<>+20(SB)/4, $0x00800000
-DATA lgc18<>+24(SB)/4, $0x00800000
-DATA lgc18<>+28(SB)/4, $0x00800000
+DATA lgc18<>+0(SB)/4, $0x4b000000
+DATA lgc18<>+4(SB)/4, $0x4b000000
+DATA lgc18<>+8(SB)/4, $0x4b000000
+DATA lgc18<>+12(SB)/4, $0x4b000000
+DATA lgc18<>+16(SB)/4, $0x4b000000
+DATA lgc18<>+20(SB)/4, $0x4b000000
+DATA lgc18<>+24(SB)/4, $0x4b000000
+DATA lgc18<>+28(SB)/4, $0x4b000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x4b000000
-DATA lgc19<>+4(SB)/4, $0x4b000000
-DATA lgc19<>+8(SB)/4, $0x4b000000
-DATA lgc19<>+12(SB)/4, $0x4b000000
-DATA lgc19<>+16(SB)/4, $0x4b000000
-DATA lgc19<>+20(SB)/4, $0x4b000000
-DATA lgc19<>+24(SB)/4, $0x4b000000
-DATA lgc19<>+28(SB)/4, $0x4b000000
+DATA lgc19<>+0(SB)/4, $0x0000007f
+DATA lgc19<>+4(SB)/4, $0x0000007f
+DATA lgc19<>+8(SB)/4, $0x0000007f
+DATA lgc19<>+12(SB)/4, $0x0000007f
+DATA lgc19<>+16(SB)/4, $0x0000007f
+DATA lgc19<>+20(SB)/4, $0x0000007f
+DATA lgc19<>+24(SB)/4, $0x0000007f
+DATA lgc19<>+28(SB)/4, $0x0000007f
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
 DATA lgc20<>+0(SB)/4, $0xffffffe9
@@ -964,12 +962,10 @@ inner_A_9:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc15<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc16<>+0(SB), Y5, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -992,11 +988,11 @@ inner_A_9:
 
 	// finish v7
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y3
-	VMULPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y3
+	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y3, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc17<>+0(SB), Y5, Y5
+	VPSUBD       lgc19<>+0(SB), Y5, Y5
 	VPAND        lgc20<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
 	VPAND        lgc21<>+0(SB), Y4, Y3
@@ -1643,12 +1639,10 @@ bulk_16:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc15<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc16<>+0(SB), Y0, Y1
-	VPMINSD      lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1682,11 +1676,11 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
-	VMULPS       lgc19<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
+	VMULPS       lgc18<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPSUBD       lgc19<>+0(SB), Y3, Y3
 	VPAND        lgc20<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc21<>+0(SB), Y2, Y1
@@ -1742,11 +1736,11 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc15<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
-	VMULPS       lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
+	VMULPS       lgc18<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPSUBD       lgc19<>+0(SB), Y4, Y4
 	VPAND        lgc20<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc21<>+0(SB), Y3, Y2

@@ -79,20 +79,18 @@ blocks_2:
 	VFMADD213PS  Y3, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y7
 	VPSUBD       Y7, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y3, Y9, Y9
-	VMOVUPS      lgc17<>+0(SB), Y3
+	VMOVUPS      lgc16<>+0(SB), Y3
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y3, Y3
-	VMOVUPS lgc18<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
 	VMINPS Y3, Y7, Y3
@@ -104,7 +102,7 @@ blocks_2:
 	VMULPS Y2, Y3, Y3
 
 	// v24 = neg(v23)
-	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc18<>+0(SB), Y3, Y3
 
 	// v25 = where(mask, v24, 0)
 	VANDPS Y3, Y1, Y3
@@ -152,7 +150,7 @@ blocks_2:
 	VMOVUPS Y2, 3264(BX)
 
 	// v45 = mul(-0.01, v41)
-	VMULPS lgc20<>+0(SB), Y0, Y0
+	VMULPS lgc19<>+0(SB), Y0, Y0
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Y0, Y1, Y0
@@ -161,17 +159,17 @@ blocks_2:
 	IMUL3Q  $+8, DI, SI
 	VADDPS  4032(BX)(SI*4), Y0, Y0
 	VMOVUPS Y0, 4032(BX)(SI*4)
-	VMOVUPS lgc21<>+0(SB), Y0
+	VMOVUPS lgc20<>+0(SB), Y0
 
 	// v51 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y5, Y0, Y0
 
 	// logsumexp(v51) over [B L]
 	VANDPS       Y9, Y1, Y1
-	VCMPPS       $0x15, lgc22<>+0(SB), Y0, Y2
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y0, Y3
+	VCMPPS       $0x15, lgc21<>+0(SB), Y0, Y2
+	VCMPPS       $0x1a, lgc22<>+0(SB), Y0, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       4608(BX), Y2, Y2
 	VMOVUPS      Y2, 4608(BX)
@@ -182,11 +180,11 @@ blocks_2:
 	VMOVUPS      Y0, 5056(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc24<>+0(SB), Y0
+	VMOVUPD      lgc23<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -199,8 +197,8 @@ blocks_2:
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -213,8 +211,8 @@ blocks_2:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2048(DX)(SI*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -226,8 +224,8 @@ blocks_2:
 	VMOVUPS      Y2, 2048(DX)(SI*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -239,8 +237,8 @@ blocks_2:
 	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -252,8 +250,8 @@ blocks_2:
 	VMOVUPS      Y2, 2944(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -266,8 +264,8 @@ blocks_2:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4032(DX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -279,8 +277,8 @@ blocks_2:
 	VMOVUPS      Y2, 4032(DX)(BX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4736(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -292,8 +290,8 @@ blocks_2:
 	VMOVUPS      Y2, 4736(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5056(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -319,8 +317,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -333,8 +331,8 @@ noflush_3:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -347,8 +345,8 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2048(CX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -360,8 +358,8 @@ noflush_3:
 	VMOVUPS      Y2, 2048(CX)(BX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -373,8 +371,8 @@ noflush_3:
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -386,8 +384,8 @@ noflush_3:
 	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -400,8 +398,8 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4032(CX)(DX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -413,8 +411,8 @@ noflush_3:
 	VMOVUPS      Y2, 4032(CX)(DX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4736(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -426,8 +424,8 @@ noflush_3:
 	VMOVUPS      Y2, 4736(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5056(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -596,121 +594,111 @@ DATA lgc14<>+24(SB)/4, $0x3f000000
 DATA lgc14<>+28(SB)/4, $0x3f000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xffffff82
-DATA lgc15<>+4(SB)/4, $0xffffff82
-DATA lgc15<>+8(SB)/4, $0xffffff82
-DATA lgc15<>+12(SB)/4, $0xffffff82
-DATA lgc15<>+16(SB)/4, $0xffffff82
-DATA lgc15<>+20(SB)/4, $0xffffff82
-DATA lgc15<>+24(SB)/4, $0xffffff82
-DATA lgc15<>+28(SB)/4, $0xffffff82
+DATA lgc15<>+0(SB)/4, $0x000000fe
+DATA lgc15<>+4(SB)/4, $0x000000fe
+DATA lgc15<>+8(SB)/4, $0x000000fe
+DATA lgc15<>+12(SB)/4, $0x000000fe
+DATA lgc15<>+16(SB)/4, $0x000000fe
+DATA lgc15<>+20(SB)/4, $0x000000fe
+DATA lgc15<>+24(SB)/4, $0x000000fe
+DATA lgc15<>+28(SB)/4, $0x000000fe
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x0000007f
-DATA lgc16<>+4(SB)/4, $0x0000007f
-DATA lgc16<>+8(SB)/4, $0x0000007f
-DATA lgc16<>+12(SB)/4, $0x0000007f
-DATA lgc16<>+16(SB)/4, $0x0000007f
-DATA lgc16<>+20(SB)/4, $0x0000007f
-DATA lgc16<>+24(SB)/4, $0x0000007f
-DATA lgc16<>+28(SB)/4, $0x0000007f
+DATA lgc16<>+0(SB)/4, $0x3f4ccccd
+DATA lgc16<>+4(SB)/4, $0x3f4ccccd
+DATA lgc16<>+8(SB)/4, $0x3f4ccccd
+DATA lgc16<>+12(SB)/4, $0x3f4ccccd
+DATA lgc16<>+16(SB)/4, $0x3f4ccccd
+DATA lgc16<>+20(SB)/4, $0x3f4ccccd
+DATA lgc16<>+24(SB)/4, $0x3f4ccccd
+DATA lgc16<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f4ccccd
-DATA lgc17<>+4(SB)/4, $0x3f4ccccd
-DATA lgc17<>+8(SB)/4, $0x3f4ccccd
-DATA lgc17<>+12(SB)/4, $0x3f4ccccd
-DATA lgc17<>+16(SB)/4, $0x3f4ccccd
-DATA lgc17<>+20(SB)/4, $0x3f4ccccd
-DATA lgc17<>+24(SB)/4, $0x3f4ccccd
-DATA lgc17<>+28(SB)/4, $0x3f4ccccd
+DATA lgc17<>+0(SB)/4, $0x3fa3d70a
+DATA lgc17<>+4(SB)/4, $0x3fa3d70a
+DATA lgc17<>+8(SB)/4, $0x3fa3d70a
+DATA lgc17<>+12(SB)/4, $0x3fa3d70a
+DATA lgc17<>+16(SB)/4, $0x3fa3d70a
+DATA lgc17<>+20(SB)/4, $0x3fa3d70a
+DATA lgc17<>+24(SB)/4, $0x3fa3d70a
+DATA lgc17<>+28(SB)/4, $0x3fa3d70a
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3fa3d70a
-DATA lgc18<>+4(SB)/4, $0x3fa3d70a
-DATA lgc18<>+8(SB)/4, $0x3fa3d70a
-DATA lgc18<>+12(SB)/4, $0x3fa3d70a
-DATA lgc18<>+16(SB)/4, $0x3fa3d70a
-DATA lgc18<>+20(SB)/4, $0x3fa3d70a
-DATA lgc18<>+24(SB)/4, $0x3fa3d70a
-DATA lgc18<>+28(SB)/4, $0x3fa3d70a
+DATA lgc18<>+0(SB)/4, $0x80000000
+DATA lgc18<>+4(SB)/4, $0x80000000
+DATA lgc18<>+8(SB)/4, $0x80000000
+DATA lgc18<>+12(SB)/4, $0x80000000
+DATA lgc18<>+16(SB)/4, $0x80000000
+DATA lgc18<>+20(SB)/4, $0x80000000
+DATA lgc18<>+24(SB)/4, $0x80000000
+DATA lgc18<>+28(SB)/4, $0x80000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x80000000
-DATA lgc19<>+4(SB)/4, $0x80000000
-DATA lgc19<>+8(SB)/4, $0x80000000
-DATA lgc19<>+12(SB)/4, $0x80000000
-DATA lgc19<>+16(SB)/4, $0x80000000
-DATA lgc19<>+20(SB)/4, $0x80000000
-DATA lgc19<>+24(SB)/4, $0x80000000
-DATA lgc19<>+28(SB)/4, $0x80000000
+DATA lgc19<>+0(SB)/4, $0xbc23d70a
+DATA lgc19<>+4(SB)/4, $0xbc23d70a
+DATA lgc19<>+8(SB)/4, $0xbc23d70a
+DATA lgc19<>+12(SB)/4, $0xbc23d70a
+DATA lgc19<>+16(SB)/4, $0xbc23d70a
+DATA lgc19<>+20(SB)/4, $0xbc23d70a
+DATA lgc19<>+24(SB)/4, $0xbc23d70a
+DATA lgc19<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xbc23d70a
-DATA lgc20<>+4(SB)/4, $0xbc23d70a
-DATA lgc20<>+8(SB)/4, $0xbc23d70a
-DATA lgc20<>+12(SB)/4, $0xbc23d70a
-DATA lgc20<>+16(SB)/4, $0xbc23d70a
-DATA lgc20<>+20(SB)/4, $0xbc23d70a
-DATA lgc20<>+24(SB)/4, $0xbc23d70a
-DATA lgc20<>+28(SB)/4, $0xbc23d70a
+DATA lgc20<>+0(SB)/4, $0xff800000
+DATA lgc20<>+4(SB)/4, $0xff800000
+DATA lgc20<>+8(SB)/4, $0xff800000
+DATA lgc20<>+12(SB)/4, $0xff800000
+DATA lgc20<>+16(SB)/4, $0xff800000
+DATA lgc20<>+20(SB)/4, $0xff800000
+DATA lgc20<>+24(SB)/4, $0xff800000
+DATA lgc20<>+28(SB)/4, $0xff800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xff800000
-DATA lgc21<>+4(SB)/4, $0xff800000
-DATA lgc21<>+8(SB)/4, $0xff800000
-DATA lgc21<>+12(SB)/4, $0xff800000
-DATA lgc21<>+16(SB)/4, $0xff800000
-DATA lgc21<>+20(SB)/4, $0xff800000
-DATA lgc21<>+24(SB)/4, $0xff800000
-DATA lgc21<>+28(SB)/4, $0xff800000
+DATA lgc21<>+0(SB)/4, $0xc22c0000
+DATA lgc21<>+4(SB)/4, $0xc22c0000
+DATA lgc21<>+8(SB)/4, $0xc22c0000
+DATA lgc21<>+12(SB)/4, $0xc22c0000
+DATA lgc21<>+16(SB)/4, $0xc22c0000
+DATA lgc21<>+20(SB)/4, $0xc22c0000
+DATA lgc21<>+24(SB)/4, $0xc22c0000
+DATA lgc21<>+28(SB)/4, $0xc22c0000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xc22c0000
-DATA lgc22<>+4(SB)/4, $0xc22c0000
-DATA lgc22<>+8(SB)/4, $0xc22c0000
-DATA lgc22<>+12(SB)/4, $0xc22c0000
-DATA lgc22<>+16(SB)/4, $0xc22c0000
-DATA lgc22<>+20(SB)/4, $0xc22c0000
-DATA lgc22<>+24(SB)/4, $0xc22c0000
-DATA lgc22<>+28(SB)/4, $0xc22c0000
+DATA lgc22<>+0(SB)/4, $0x42b00000
+DATA lgc22<>+4(SB)/4, $0x42b00000
+DATA lgc22<>+8(SB)/4, $0x42b00000
+DATA lgc22<>+12(SB)/4, $0x42b00000
+DATA lgc22<>+16(SB)/4, $0x42b00000
+DATA lgc22<>+20(SB)/4, $0x42b00000
+DATA lgc22<>+24(SB)/4, $0x42b00000
+DATA lgc22<>+28(SB)/4, $0x42b00000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x42b00000
-DATA lgc23<>+4(SB)/4, $0x42b00000
-DATA lgc23<>+8(SB)/4, $0x42b00000
-DATA lgc23<>+12(SB)/4, $0x42b00000
-DATA lgc23<>+16(SB)/4, $0x42b00000
-DATA lgc23<>+20(SB)/4, $0x42b00000
-DATA lgc23<>+24(SB)/4, $0x42b00000
-DATA lgc23<>+28(SB)/4, $0x42b00000
+DATA lgc23<>+0(SB)/8, $0x4020000000000000
+DATA lgc23<>+8(SB)/8, $0x4020000000000000
+DATA lgc23<>+16(SB)/8, $0x4020000000000000
+DATA lgc23<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x4020000000000000
-DATA lgc24<>+8(SB)/8, $0x4020000000000000
-DATA lgc24<>+16(SB)/8, $0x4020000000000000
-DATA lgc24<>+24(SB)/8, $0x4020000000000000
+DATA lgc24<>+0(SB)/4, $0x7fffffff
+DATA lgc24<>+4(SB)/4, $0x7fffffff
+DATA lgc24<>+8(SB)/4, $0x7fffffff
+DATA lgc24<>+12(SB)/4, $0x7fffffff
+DATA lgc24<>+16(SB)/4, $0x7fffffff
+DATA lgc24<>+20(SB)/4, $0x7fffffff
+DATA lgc24<>+24(SB)/4, $0x7fffffff
+DATA lgc24<>+28(SB)/4, $0x7fffffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/4, $0x7f7fffff
+DATA lgc25<>+4(SB)/4, $0x7f7fffff
+DATA lgc25<>+8(SB)/4, $0x7f7fffff
+DATA lgc25<>+12(SB)/4, $0x7f7fffff
+DATA lgc25<>+16(SB)/4, $0x7f7fffff
+DATA lgc25<>+20(SB)/4, $0x7f7fffff
+DATA lgc25<>+24(SB)/4, $0x7f7fffff
+DATA lgc25<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -741,7 +729,7 @@ TEXT ·pass1AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v54 = mul(2, v53)
-	VMULPS       lgc27<>+0(SB), Y5, Y5
+	VMULPS       lgc26<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -769,12 +757,10 @@ TEXT ·pass1AVX2(SB), $0-80
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -807,15 +793,15 @@ TEXT ·pass1AVX2(SB), $0-80
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x40000000
-DATA lgc27<>+4(SB)/4, $0x40000000
-DATA lgc27<>+8(SB)/4, $0x40000000
-DATA lgc27<>+12(SB)/4, $0x40000000
-DATA lgc27<>+16(SB)/4, $0x40000000
-DATA lgc27<>+20(SB)/4, $0x40000000
-DATA lgc27<>+24(SB)/4, $0x40000000
-DATA lgc27<>+28(SB)/4, $0x40000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc26<>+0(SB)/4, $0x40000000
+DATA lgc26<>+4(SB)/4, $0x40000000
+DATA lgc26<>+8(SB)/4, $0x40000000
+DATA lgc26<>+12(SB)/4, $0x40000000
+DATA lgc26<>+16(SB)/4, $0x40000000
+DATA lgc26<>+20(SB)/4, $0x40000000
+DATA lgc26<>+24(SB)/4, $0x40000000
+DATA lgc26<>+28(SB)/4, $0x40000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(state *float64, s1 *float32, s0 *float32, s5 *float32)
 // Requires: AVX, AVX2
@@ -852,10 +838,10 @@ blocks_4:
 	VADDPS       Y1, Y2, Y1
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc24<>+0(SB), Y2
+	VMOVUPD      lgc23<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -864,8 +850,8 @@ blocks_4:
 	VADDPD       5344(CX), Y0, Y0
 	VMOVUPD      Y0, 5344(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc25<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
+	VANDPS       lgc24<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc25<>+0(SB), Y3, Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -893,8 +879,8 @@ noflush_5:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      5504(AX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -905,8 +891,8 @@ noflush_5:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 5504(AX)
 	VMOVUPS      5824(AX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -946,12 +932,12 @@ blocks_7:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_8
-	VMOVUPD      lgc24<>+0(SB), Y1
+	VMOVUPD      lgc23<>+0(SB), Y1
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+8(FP), BX
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -981,8 +967,8 @@ noflush_8:
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1014,7 +1000,7 @@ outer0_9:
 
 	// v28 = max(v27, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc28<>+0(SB), Y1
+	VMOVUPS lgc27<>+0(SB), Y1
 
 	// v63 = div(0.125, v28)
 	VDIVPS  Y0, Y1, Y0
@@ -1085,20 +1071,18 @@ blocks_10:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc15<>+0(SB), Y6, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
-	VMOVUPS      lgc17<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 
 	// v18 = max(v16, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y6, Y6
-	VMOVUPS lgc18<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// ratioClip = min(v18, 1.2799999924290435) tie=first
 	VMINPS Y6, Y7, Y6
@@ -1110,7 +1094,7 @@ blocks_10:
 	VMULPS Y1, Y3, Y6
 
 	// v24 = neg(v23)
-	VXORPS lgc19<>+0(SB), Y6, Y6
+	VXORPS lgc18<>+0(SB), Y6, Y6
 
 	// v25 = where(mask, v24, 0)
 	VANDPS Y6, Y0, Y6
@@ -1152,7 +1136,7 @@ blocks_10:
 	VMOVUPS Y2, 3392(BX)
 
 	// v45 = mul(-0.01, v41)
-	VMULPS lgc20<>+0(SB), Y1, Y1
+	VMULPS lgc19<>+0(SB), Y1, Y1
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Y1, Y0, Y1
@@ -1161,7 +1145,7 @@ blocks_10:
 	IMUL3Q  $+8, DI, DI
 	VADDPS  4160(BX)(DI*4), Y1, Y1
 	VMOVUPS Y1, 4160(BX)(DI*4)
-	VMOVUPS lgc21<>+0(SB), Y1
+	VMOVUPS lgc20<>+0(SB), Y1
 
 	// v51 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y4, Y1, Y1
@@ -1169,10 +1153,10 @@ blocks_10:
 
 	// logsumexp(v51) over [B L]
 	VANDPS  Y9, Y0, Y2
-	VCMPPS  $0x15, lgc22<>+0(SB), Y1, Y3
-	VCMPPS  $0x1a, lgc23<>+0(SB), Y1, Y4
+	VCMPPS  $0x15, lgc21<>+0(SB), Y1, Y3
+	VCMPPS  $0x1a, lgc22<>+0(SB), Y1, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc21<>+0(SB), Y1, Y4
+	VCMPPS  $0x00, lgc20<>+0(SB), Y1, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  4736(BX), Y3, Y3
 	VMOVUPS Y3, 4736(BX)
@@ -1187,13 +1171,13 @@ blocks_10:
 	VANDPS Y1, Y0, Y1
 
 	// v65 = mul(v64, -0.01)
-	VMULPS lgc20<>+0(SB), Y1, Y2
+	VMULPS lgc19<>+0(SB), Y1, Y2
 
 	// gradEntropy = where(mask, v65, 0)
 	VANDPS Y2, Y0, Y2
 
 	// v67 = neg(v64)
-	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VXORPS  lgc18<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v68 = ne(v67, 0)
@@ -1218,11 +1202,11 @@ blocks_10:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
-	VMOVUPD      lgc24<>+0(SB), Y0
+	VMOVUPD      lgc23<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      1408(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1235,8 +1219,8 @@ blocks_10:
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2176(DX)(SI*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1248,8 +1232,8 @@ blocks_10:
 	VMOVUPS      Y2, 2176(DX)(SI*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1261,8 +1245,8 @@ blocks_10:
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1274,8 +1258,8 @@ blocks_10:
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1288,8 +1272,8 @@ blocks_10:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4160(DX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1301,8 +1285,8 @@ blocks_10:
 	VMOVUPS      Y2, 4160(DX)(BX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4864(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1314,8 +1298,8 @@ blocks_10:
 	VMOVUPS      Y2, 4864(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5184(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1341,8 +1325,8 @@ noflush_11:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      1408(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1355,8 +1339,8 @@ noflush_11:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2176(CX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1368,8 +1352,8 @@ noflush_11:
 	VMOVUPS      Y2, 2176(CX)(BX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1381,8 +1365,8 @@ noflush_11:
 	VMOVUPS      Y2, 2752(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1394,8 +1378,8 @@ noflush_11:
 	VMOVUPS      Y2, 3072(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1408,8 +1392,8 @@ noflush_11:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4160(CX)(DX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1421,8 +1405,8 @@ noflush_11:
 	VMOVUPS      Y2, 4160(CX)(DX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4864(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1434,8 +1418,8 @@ noflush_11:
 	VMOVUPS      Y2, 4864(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5184(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1454,15 +1438,15 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x3e000000
-DATA lgc28<>+4(SB)/4, $0x3e000000
-DATA lgc28<>+8(SB)/4, $0x3e000000
-DATA lgc28<>+12(SB)/4, $0x3e000000
-DATA lgc28<>+16(SB)/4, $0x3e000000
-DATA lgc28<>+20(SB)/4, $0x3e000000
-DATA lgc28<>+24(SB)/4, $0x3e000000
-DATA lgc28<>+28(SB)/4, $0x3e000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x3e000000
+DATA lgc27<>+4(SB)/4, $0x3e000000
+DATA lgc27<>+8(SB)/4, $0x3e000000
+DATA lgc27<>+12(SB)/4, $0x3e000000
+DATA lgc27<>+16(SB)/4, $0x3e000000
+DATA lgc27<>+20(SB)/4, $0x3e000000
+DATA lgc27<>+24(SB)/4, $0x3e000000
+DATA lgc27<>+28(SB)/4, $0x3e000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1493,7 +1477,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v54 = mul(2, v53)
-	VMULPS       lgc27<>+0(SB), Y5, Y5
+	VMULPS       lgc26<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1521,12 +1505,10 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -1594,10 +1576,10 @@ blocks_12:
 	VADDPS       Y1, Y2, Y1
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc24<>+0(SB), Y2
+	VMOVUPD      lgc23<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1606,8 +1588,8 @@ blocks_12:
 	VADDPD       5472(CX), Y0, Y0
 	VMOVUPD      Y0, 5472(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc25<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
+	VANDPS       lgc24<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc25<>+0(SB), Y3, Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1635,8 +1617,8 @@ noflush_13:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      5632(AX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1647,8 +1629,8 @@ noflush_13:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 5632(AX)
 	VMOVUPS      5952(AX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1696,12 +1678,10 @@ bulk_14:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y1
-	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1725,11 +1705,11 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc16<>+0(SB), Y3, Y3
+	VPSUBD       lgc30<>+0(SB), Y3, Y3
 	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc32<>+0(SB), Y2, Y1
@@ -1757,7 +1737,7 @@ bulk_16:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
@@ -1772,24 +1752,34 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
+DATA lgc30<>+0(SB)/4, $0x0000007f
+DATA lgc30<>+4(SB)/4, $0x0000007f
+DATA lgc30<>+8(SB)/4, $0x0000007f
+DATA lgc30<>+12(SB)/4, $0x0000007f
+DATA lgc30<>+16(SB)/4, $0x0000007f
+DATA lgc30<>+20(SB)/4, $0x0000007f
+DATA lgc30<>+24(SB)/4, $0x0000007f
+DATA lgc30<>+28(SB)/4, $0x0000007f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 DATA lgc31<>+0(SB)/4, $0xffffffe9
@@ -1945,11 +1935,11 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc16<>+0(SB), Y4, Y4
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2
@@ -1977,7 +1967,7 @@ bulk_18:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
@@ -1991,7 +1981,7 @@ bulk_18:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

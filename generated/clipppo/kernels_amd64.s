@@ -322,12 +322,10 @@ blocks_4:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc20<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc21<>+0(SB), Y5, Y6
-	VPMINSD      lgc22<>+0(SB), Y6, Y6
+	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -335,11 +333,11 @@ blocks_4:
 
 	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y5, Y0, Y5
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc22<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc24<>+0(SB), Y7
+	VMOVUPS lgc23<>+0(SB), Y7
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -352,7 +350,7 @@ blocks_4:
 	VMULPS Y5, Y0, Y0
 
 	// v24 = neg(gain)
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// mean(v24) over [B]
 	MOVQ    state+56(FP), DX
@@ -377,7 +375,7 @@ blocks_4:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v32 = mul(-0.01, entropy)
-	VMULPS lgc26<>+0(SB), Y0, Y1
+	VMULPS lgc25<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPS  2624(DX), Y0, Y0
@@ -401,11 +399,11 @@ blocks_4:
 
 	// v40 = sub(stateValue, oldStateValue)
 	VSUBPS  Y5, Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y1, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v44 = min(v43, 0.2) tie=first
 	VMINPS Y6, Y7, Y6
@@ -428,12 +426,12 @@ blocks_4:
 	VMULPS Y1, Y1, Y1
 
 	// v50 = max(l2, l22)
-	VXORPS lgc25<>+0(SB), Y4, Y4
-	VXORPS lgc25<>+0(SB), Y1, Y1
+	VXORPS lgc24<>+0(SB), Y4, Y4
+	VXORPS lgc24<>+0(SB), Y1, Y1
 	VMINPS Y4, Y1, Y5
 	VMINPS Y1, Y4, Y1
 	VORPS  Y5, Y1, Y1
-	VXORPS lgc25<>+0(SB), Y1, Y1
+	VXORPS lgc24<>+0(SB), Y1, Y1
 
 	// mean(v50) over [B]
 	VADDPS  3584(DX), Y1, Y1
@@ -469,10 +467,10 @@ blocks_4:
 	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS       $0x15, lgc29<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc31<>+0(SB), Y3, Y2
+	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       5824(DX), Y1, Y1
 	VMOVUPS      Y1, 5824(DX)
@@ -1114,115 +1112,105 @@ DATA lgc20<>+24(SB)/4, $0x3f800000
 DATA lgc20<>+28(SB)/4, $0x3f800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xffffff82
-DATA lgc21<>+4(SB)/4, $0xffffff82
-DATA lgc21<>+8(SB)/4, $0xffffff82
-DATA lgc21<>+12(SB)/4, $0xffffff82
-DATA lgc21<>+16(SB)/4, $0xffffff82
-DATA lgc21<>+20(SB)/4, $0xffffff82
-DATA lgc21<>+24(SB)/4, $0xffffff82
-DATA lgc21<>+28(SB)/4, $0xffffff82
+DATA lgc21<>+0(SB)/4, $0x000000fe
+DATA lgc21<>+4(SB)/4, $0x000000fe
+DATA lgc21<>+8(SB)/4, $0x000000fe
+DATA lgc21<>+12(SB)/4, $0x000000fe
+DATA lgc21<>+16(SB)/4, $0x000000fe
+DATA lgc21<>+20(SB)/4, $0x000000fe
+DATA lgc21<>+24(SB)/4, $0x000000fe
+DATA lgc21<>+28(SB)/4, $0x000000fe
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x0000007f
-DATA lgc22<>+4(SB)/4, $0x0000007f
-DATA lgc22<>+8(SB)/4, $0x0000007f
-DATA lgc22<>+12(SB)/4, $0x0000007f
-DATA lgc22<>+16(SB)/4, $0x0000007f
-DATA lgc22<>+20(SB)/4, $0x0000007f
-DATA lgc22<>+24(SB)/4, $0x0000007f
-DATA lgc22<>+28(SB)/4, $0x0000007f
+DATA lgc22<>+0(SB)/4, $0x3f99999a
+DATA lgc22<>+4(SB)/4, $0x3f99999a
+DATA lgc22<>+8(SB)/4, $0x3f99999a
+DATA lgc22<>+12(SB)/4, $0x3f99999a
+DATA lgc22<>+16(SB)/4, $0x3f99999a
+DATA lgc22<>+20(SB)/4, $0x3f99999a
+DATA lgc22<>+24(SB)/4, $0x3f99999a
+DATA lgc22<>+28(SB)/4, $0x3f99999a
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3f99999a
-DATA lgc23<>+4(SB)/4, $0x3f99999a
-DATA lgc23<>+8(SB)/4, $0x3f99999a
-DATA lgc23<>+12(SB)/4, $0x3f99999a
-DATA lgc23<>+16(SB)/4, $0x3f99999a
-DATA lgc23<>+20(SB)/4, $0x3f99999a
-DATA lgc23<>+24(SB)/4, $0x3f99999a
-DATA lgc23<>+28(SB)/4, $0x3f99999a
+DATA lgc23<>+0(SB)/4, $0x3f4ccccd
+DATA lgc23<>+4(SB)/4, $0x3f4ccccd
+DATA lgc23<>+8(SB)/4, $0x3f4ccccd
+DATA lgc23<>+12(SB)/4, $0x3f4ccccd
+DATA lgc23<>+16(SB)/4, $0x3f4ccccd
+DATA lgc23<>+20(SB)/4, $0x3f4ccccd
+DATA lgc23<>+24(SB)/4, $0x3f4ccccd
+DATA lgc23<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f4ccccd
-DATA lgc24<>+4(SB)/4, $0x3f4ccccd
-DATA lgc24<>+8(SB)/4, $0x3f4ccccd
-DATA lgc24<>+12(SB)/4, $0x3f4ccccd
-DATA lgc24<>+16(SB)/4, $0x3f4ccccd
-DATA lgc24<>+20(SB)/4, $0x3f4ccccd
-DATA lgc24<>+24(SB)/4, $0x3f4ccccd
-DATA lgc24<>+28(SB)/4, $0x3f4ccccd
+DATA lgc24<>+0(SB)/4, $0x80000000
+DATA lgc24<>+4(SB)/4, $0x80000000
+DATA lgc24<>+8(SB)/4, $0x80000000
+DATA lgc24<>+12(SB)/4, $0x80000000
+DATA lgc24<>+16(SB)/4, $0x80000000
+DATA lgc24<>+20(SB)/4, $0x80000000
+DATA lgc24<>+24(SB)/4, $0x80000000
+DATA lgc24<>+28(SB)/4, $0x80000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x80000000
-DATA lgc25<>+4(SB)/4, $0x80000000
-DATA lgc25<>+8(SB)/4, $0x80000000
-DATA lgc25<>+12(SB)/4, $0x80000000
-DATA lgc25<>+16(SB)/4, $0x80000000
-DATA lgc25<>+20(SB)/4, $0x80000000
-DATA lgc25<>+24(SB)/4, $0x80000000
-DATA lgc25<>+28(SB)/4, $0x80000000
+DATA lgc25<>+0(SB)/4, $0xbc23d70a
+DATA lgc25<>+4(SB)/4, $0xbc23d70a
+DATA lgc25<>+8(SB)/4, $0xbc23d70a
+DATA lgc25<>+12(SB)/4, $0xbc23d70a
+DATA lgc25<>+16(SB)/4, $0xbc23d70a
+DATA lgc25<>+20(SB)/4, $0xbc23d70a
+DATA lgc25<>+24(SB)/4, $0xbc23d70a
+DATA lgc25<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbc23d70a
-DATA lgc26<>+4(SB)/4, $0xbc23d70a
-DATA lgc26<>+8(SB)/4, $0xbc23d70a
-DATA lgc26<>+12(SB)/4, $0xbc23d70a
-DATA lgc26<>+16(SB)/4, $0xbc23d70a
-DATA lgc26<>+20(SB)/4, $0xbc23d70a
-DATA lgc26<>+24(SB)/4, $0xbc23d70a
-DATA lgc26<>+28(SB)/4, $0xbc23d70a
+DATA lgc26<>+0(SB)/4, $0xbe4ccccd
+DATA lgc26<>+4(SB)/4, $0xbe4ccccd
+DATA lgc26<>+8(SB)/4, $0xbe4ccccd
+DATA lgc26<>+12(SB)/4, $0xbe4ccccd
+DATA lgc26<>+16(SB)/4, $0xbe4ccccd
+DATA lgc26<>+20(SB)/4, $0xbe4ccccd
+DATA lgc26<>+24(SB)/4, $0xbe4ccccd
+DATA lgc26<>+28(SB)/4, $0xbe4ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xbe4ccccd
-DATA lgc27<>+4(SB)/4, $0xbe4ccccd
-DATA lgc27<>+8(SB)/4, $0xbe4ccccd
-DATA lgc27<>+12(SB)/4, $0xbe4ccccd
-DATA lgc27<>+16(SB)/4, $0xbe4ccccd
-DATA lgc27<>+20(SB)/4, $0xbe4ccccd
-DATA lgc27<>+24(SB)/4, $0xbe4ccccd
-DATA lgc27<>+28(SB)/4, $0xbe4ccccd
+DATA lgc27<>+0(SB)/4, $0x3e4ccccd
+DATA lgc27<>+4(SB)/4, $0x3e4ccccd
+DATA lgc27<>+8(SB)/4, $0x3e4ccccd
+DATA lgc27<>+12(SB)/4, $0x3e4ccccd
+DATA lgc27<>+16(SB)/4, $0x3e4ccccd
+DATA lgc27<>+20(SB)/4, $0x3e4ccccd
+DATA lgc27<>+24(SB)/4, $0x3e4ccccd
+DATA lgc27<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3e4ccccd
-DATA lgc28<>+4(SB)/4, $0x3e4ccccd
-DATA lgc28<>+8(SB)/4, $0x3e4ccccd
-DATA lgc28<>+12(SB)/4, $0x3e4ccccd
-DATA lgc28<>+16(SB)/4, $0x3e4ccccd
-DATA lgc28<>+20(SB)/4, $0x3e4ccccd
-DATA lgc28<>+24(SB)/4, $0x3e4ccccd
-DATA lgc28<>+28(SB)/4, $0x3e4ccccd
+DATA lgc28<>+0(SB)/4, $0xc22c0000
+DATA lgc28<>+4(SB)/4, $0xc22c0000
+DATA lgc28<>+8(SB)/4, $0xc22c0000
+DATA lgc28<>+12(SB)/4, $0xc22c0000
+DATA lgc28<>+16(SB)/4, $0xc22c0000
+DATA lgc28<>+20(SB)/4, $0xc22c0000
+DATA lgc28<>+24(SB)/4, $0xc22c0000
+DATA lgc28<>+28(SB)/4, $0xc22c0000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xc22c0000
-DATA lgc29<>+4(SB)/4, $0xc22c0000
-DATA lgc29<>+8(SB)/4, $0xc22c0000
-DATA lgc29<>+12(SB)/4, $0xc22c0000
-DATA lgc29<>+16(SB)/4, $0xc22c0000
-DATA lgc29<>+20(SB)/4, $0xc22c0000
-DATA lgc29<>+24(SB)/4, $0xc22c0000
-DATA lgc29<>+28(SB)/4, $0xc22c0000
+DATA lgc29<>+0(SB)/4, $0x42b00000
+DATA lgc29<>+4(SB)/4, $0x42b00000
+DATA lgc29<>+8(SB)/4, $0x42b00000
+DATA lgc29<>+12(SB)/4, $0x42b00000
+DATA lgc29<>+16(SB)/4, $0x42b00000
+DATA lgc29<>+20(SB)/4, $0x42b00000
+DATA lgc29<>+24(SB)/4, $0x42b00000
+DATA lgc29<>+28(SB)/4, $0x42b00000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x42b00000
-DATA lgc30<>+4(SB)/4, $0x42b00000
-DATA lgc30<>+8(SB)/4, $0x42b00000
-DATA lgc30<>+12(SB)/4, $0x42b00000
-DATA lgc30<>+16(SB)/4, $0x42b00000
-DATA lgc30<>+20(SB)/4, $0x42b00000
-DATA lgc30<>+24(SB)/4, $0x42b00000
-DATA lgc30<>+28(SB)/4, $0x42b00000
+DATA lgc30<>+0(SB)/4, $0xff800000
+DATA lgc30<>+4(SB)/4, $0xff800000
+DATA lgc30<>+8(SB)/4, $0xff800000
+DATA lgc30<>+12(SB)/4, $0xff800000
+DATA lgc30<>+16(SB)/4, $0xff800000
+DATA lgc30<>+20(SB)/4, $0xff800000
+DATA lgc30<>+24(SB)/4, $0xff800000
+DATA lgc30<>+28(SB)/4, $0xff800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0xff800000
-DATA lgc31<>+4(SB)/4, $0xff800000
-DATA lgc31<>+8(SB)/4, $0xff800000
-DATA lgc31<>+12(SB)/4, $0xff800000
-DATA lgc31<>+16(SB)/4, $0xff800000
-DATA lgc31<>+20(SB)/4, $0xff800000
-DATA lgc31<>+24(SB)/4, $0xff800000
-DATA lgc31<>+28(SB)/4, $0xff800000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1232,7 +1220,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v56 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc32<>+0(SB), Y0, Y0
+	VADDPS       lgc31<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1246,7 +1234,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v63 = mul(2, logSumW)
-	VMULPS       lgc33<>+0(SB), Y1, Y1
+	VMULPS       lgc32<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -1274,16 +1262,14 @@ TEXT ·pass2AVX2(SB), $0-48
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc20<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc21<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc33<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -1298,35 +1284,35 @@ TEXT ·pass2AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x34000000
-DATA lgc32<>+4(SB)/4, $0x34000000
-DATA lgc32<>+8(SB)/4, $0x34000000
-DATA lgc32<>+12(SB)/4, $0x34000000
-DATA lgc32<>+16(SB)/4, $0x34000000
-DATA lgc32<>+20(SB)/4, $0x34000000
-DATA lgc32<>+24(SB)/4, $0x34000000
-DATA lgc32<>+28(SB)/4, $0x34000000
+DATA lgc31<>+0(SB)/4, $0x34000000
+DATA lgc31<>+4(SB)/4, $0x34000000
+DATA lgc31<>+8(SB)/4, $0x34000000
+DATA lgc31<>+12(SB)/4, $0x34000000
+DATA lgc31<>+16(SB)/4, $0x34000000
+DATA lgc31<>+20(SB)/4, $0x34000000
+DATA lgc31<>+24(SB)/4, $0x34000000
+DATA lgc31<>+28(SB)/4, $0x34000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x40000000
+DATA lgc32<>+4(SB)/4, $0x40000000
+DATA lgc32<>+8(SB)/4, $0x40000000
+DATA lgc32<>+12(SB)/4, $0x40000000
+DATA lgc32<>+16(SB)/4, $0x40000000
+DATA lgc32<>+20(SB)/4, $0x40000000
+DATA lgc32<>+24(SB)/4, $0x40000000
+DATA lgc32<>+28(SB)/4, $0x40000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x40000000
-DATA lgc33<>+4(SB)/4, $0x40000000
-DATA lgc33<>+8(SB)/4, $0x40000000
-DATA lgc33<>+12(SB)/4, $0x40000000
-DATA lgc33<>+16(SB)/4, $0x40000000
-DATA lgc33<>+20(SB)/4, $0x40000000
-DATA lgc33<>+24(SB)/4, $0x40000000
-DATA lgc33<>+28(SB)/4, $0x40000000
+DATA lgc33<>+0(SB)/4, $0x45800000
+DATA lgc33<>+4(SB)/4, $0x45800000
+DATA lgc33<>+8(SB)/4, $0x45800000
+DATA lgc33<>+12(SB)/4, $0x45800000
+DATA lgc33<>+16(SB)/4, $0x45800000
+DATA lgc33<>+20(SB)/4, $0x45800000
+DATA lgc33<>+24(SB)/4, $0x45800000
+DATA lgc33<>+28(SB)/4, $0x45800000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x45800000
-DATA lgc34<>+4(SB)/4, $0x45800000
-DATA lgc34<>+8(SB)/4, $0x45800000
-DATA lgc34<>+12(SB)/4, $0x45800000
-DATA lgc34<>+16(SB)/4, $0x45800000
-DATA lgc34<>+20(SB)/4, $0x45800000
-DATA lgc34<>+24(SB)/4, $0x45800000
-DATA lgc34<>+28(SB)/4, $0x45800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(state *float64, lo int, hi int, advantage *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1594,12 +1580,10 @@ blocks_10:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc20<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc21<>+0(SB), Y5, Y6
-	VPMINSD      lgc22<>+0(SB), Y6, Y6
+	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -1607,11 +1591,11 @@ blocks_10:
 
 	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y5, Y0, Y5
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc22<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc24<>+0(SB), Y7
+	VMOVUPS lgc23<>+0(SB), Y7
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -1624,7 +1608,7 @@ blocks_10:
 	VMULPS Y6, Y0, Y6
 
 	// v24 = neg(gain)
-	VXORPS lgc25<>+0(SB), Y6, Y6
+	VXORPS lgc24<>+0(SB), Y6, Y6
 
 	// mean(v24) over [B]
 	MOVQ    state+56(FP), DX
@@ -1649,7 +1633,7 @@ blocks_10:
 	VMOVUPS (SI)(BX*4), Y1
 
 	// v32 = mul(-0.01, entropy)
-	VMULPS lgc26<>+0(SB), Y1, Y2
+	VMULPS lgc25<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [B]
 	VADDPS  2624(DX), Y1, Y1
@@ -1673,12 +1657,12 @@ blocks_10:
 
 	// v40 = sub(stateValue, oldStateValue)
 	VSUBPS  Y7, Y2, Y2
-	VMOVUPS lgc27<>+0(SB), Y8
+	VMOVUPS lgc26<>+0(SB), Y8
 
 	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y2, Y8, Y8
 	VMOVUPS Y5, 64(SP)
-	VMOVUPS lgc28<>+0(SB), Y5
+	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v44 = min(v43, 0.2) tie=first
 	VMINPS Y8, Y5, Y5
@@ -1703,12 +1687,12 @@ blocks_10:
 	VMULPS Y0, Y0, Y2
 
 	// v50 = max(l2, l22)
-	VXORPS lgc25<>+0(SB), Y6, Y5
-	VXORPS lgc25<>+0(SB), Y2, Y9
+	VXORPS lgc24<>+0(SB), Y6, Y5
+	VXORPS lgc24<>+0(SB), Y2, Y9
 	VMINPS Y5, Y9, Y7
 	VMINPS Y9, Y5, Y5
 	VORPS  Y7, Y5, Y5
-	VXORPS lgc25<>+0(SB), Y5, Y5
+	VXORPS lgc24<>+0(SB), Y5, Y5
 
 	// mean(v50) over [B]
 	VADDPS  3584(DX), Y5, Y5
@@ -1749,10 +1733,10 @@ blocks_10:
 	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS  $0x15, lgc29<>+0(SB), Y3, Y1
-	VCMPPS  $0x1a, lgc30<>+0(SB), Y3, Y2
+	VCMPPS  $0x15, lgc28<>+0(SB), Y3, Y1
+	VCMPPS  $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS  Y2, Y1, Y1
-	VCMPPS  $0x00, lgc31<>+0(SB), Y3, Y2
+	VCMPPS  $0x00, lgc30<>+0(SB), Y3, Y2
 	VORPS   Y2, Y1, Y1
 	VANDPS  5824(DX), Y1, Y1
 	VMOVUPS Y1, 5824(DX)
@@ -1769,8 +1753,8 @@ blocks_10:
 
 	// v71 = lt(l2, l22)
 	VCMPPS  $0x11, Y2, Y1, Y4
-	VMOVUPS lgc35<>+0(SB), Y5
-	VMOVUPS lgc36<>+0(SB), Y6
+	VMOVUPS lgc34<>+0(SB), Y5
+	VMOVUPS lgc35<>+0(SB), Y6
 
 	// v72 = where(v70, 0.00012207031, 0.00024414063)
 	VBLENDVPS Y3, Y5, Y6, Y7
@@ -1802,9 +1786,9 @@ blocks_10:
 	VADDPS Y1, Y1, Y1
 
 	// v81 = neg(v80)
-	VXORPS  lgc25<>+0(SB), Y1, Y1
+	VXORPS  lgc24<>+0(SB), Y1, Y1
 	VMOVUPS 160(SP), Y3
-	VMOVUPS lgc28<>+0(SB), Y5
+	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v82 = le(v43, 0.2)
 	VCMPPS $0x12, Y5, Y3, Y5
@@ -1818,7 +1802,7 @@ blocks_10:
 	// v85 = where(v84, v81, 0)
 	VANDPS  Y1, Y3, Y1
 	VMOVUPS 128(SP), Y3
-	VMOVUPS lgc27<>+0(SB), Y5
+	VMOVUPS lgc26<>+0(SB), Y5
 
 	// v86 = ge(v40, -0.2)
 	VCMPPS $0x1d, Y5, Y3, Y5
@@ -1846,14 +1830,14 @@ blocks_10:
 	VADDPS Y3, Y3, Y3
 
 	// v94 = neg(v93)
-	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc24<>+0(SB), Y3, Y3
 
 	// gradStateValue = add(v89, v94)
 	VADDPS  Y3, Y1, Y1
 	VMOVUPS 96(SP), Y3
 
 	// v98 = mul(-0.00024414063, advantageNormalized)
-	VMULPS  lgc37<>+0(SB), Y3, Y3
+	VMULPS  lgc36<>+0(SB), Y3, Y3
 	VMOVUPS 64(SP), Y4
 	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
@@ -1863,7 +1847,7 @@ blocks_10:
 
 	// v100 = where(v17, 0, v98)
 	VANDNPS Y3, Y5, Y3
-	VMOVUPS lgc24<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v101 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y0, Y5
@@ -1876,7 +1860,7 @@ blocks_10:
 
 	// v104 = where(v103, v100, 0)
 	VANDPS  Y3, Y5, Y3
-	VMOVUPS lgc23<>+0(SB), Y5
+	VMOVUPS lgc22<>+0(SB), Y5
 
 	// v105 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y0, Y5
@@ -1898,7 +1882,7 @@ blocks_10:
 
 	// gradLogProb = where(v109, v110, v108)
 	VBLENDVPS Y2, Y0, Y3, Y0
-	VMOVUPS   lgc38<>+0(SB), Y2
+	VMOVUPS   lgc37<>+0(SB), Y2
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), DX
@@ -2394,45 +2378,45 @@ chunkdone_11:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x39000000
-DATA lgc35<>+4(SB)/4, $0x39000000
-DATA lgc35<>+8(SB)/4, $0x39000000
-DATA lgc35<>+12(SB)/4, $0x39000000
-DATA lgc35<>+16(SB)/4, $0x39000000
-DATA lgc35<>+20(SB)/4, $0x39000000
-DATA lgc35<>+24(SB)/4, $0x39000000
-DATA lgc35<>+28(SB)/4, $0x39000000
+DATA lgc34<>+0(SB)/4, $0x39000000
+DATA lgc34<>+4(SB)/4, $0x39000000
+DATA lgc34<>+8(SB)/4, $0x39000000
+DATA lgc34<>+12(SB)/4, $0x39000000
+DATA lgc34<>+16(SB)/4, $0x39000000
+DATA lgc34<>+20(SB)/4, $0x39000000
+DATA lgc34<>+24(SB)/4, $0x39000000
+DATA lgc34<>+28(SB)/4, $0x39000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x39800000
+DATA lgc35<>+4(SB)/4, $0x39800000
+DATA lgc35<>+8(SB)/4, $0x39800000
+DATA lgc35<>+12(SB)/4, $0x39800000
+DATA lgc35<>+16(SB)/4, $0x39800000
+DATA lgc35<>+20(SB)/4, $0x39800000
+DATA lgc35<>+24(SB)/4, $0x39800000
+DATA lgc35<>+28(SB)/4, $0x39800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x39800000
-DATA lgc36<>+4(SB)/4, $0x39800000
-DATA lgc36<>+8(SB)/4, $0x39800000
-DATA lgc36<>+12(SB)/4, $0x39800000
-DATA lgc36<>+16(SB)/4, $0x39800000
-DATA lgc36<>+20(SB)/4, $0x39800000
-DATA lgc36<>+24(SB)/4, $0x39800000
-DATA lgc36<>+28(SB)/4, $0x39800000
+DATA lgc36<>+0(SB)/4, $0xb9800000
+DATA lgc36<>+4(SB)/4, $0xb9800000
+DATA lgc36<>+8(SB)/4, $0xb9800000
+DATA lgc36<>+12(SB)/4, $0xb9800000
+DATA lgc36<>+16(SB)/4, $0xb9800000
+DATA lgc36<>+20(SB)/4, $0xb9800000
+DATA lgc36<>+24(SB)/4, $0xb9800000
+DATA lgc36<>+28(SB)/4, $0xb9800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xb9800000
-DATA lgc37<>+4(SB)/4, $0xb9800000
-DATA lgc37<>+8(SB)/4, $0xb9800000
-DATA lgc37<>+12(SB)/4, $0xb9800000
-DATA lgc37<>+16(SB)/4, $0xb9800000
-DATA lgc37<>+20(SB)/4, $0xb9800000
-DATA lgc37<>+24(SB)/4, $0xb9800000
-DATA lgc37<>+28(SB)/4, $0xb9800000
+DATA lgc37<>+0(SB)/4, $0xb623d70a
+DATA lgc37<>+4(SB)/4, $0xb623d70a
+DATA lgc37<>+8(SB)/4, $0xb623d70a
+DATA lgc37<>+12(SB)/4, $0xb623d70a
+DATA lgc37<>+16(SB)/4, $0xb623d70a
+DATA lgc37<>+20(SB)/4, $0xb623d70a
+DATA lgc37<>+24(SB)/4, $0xb623d70a
+DATA lgc37<>+28(SB)/4, $0xb623d70a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0xb623d70a
-DATA lgc38<>+4(SB)/4, $0xb623d70a
-DATA lgc38<>+8(SB)/4, $0xb623d70a
-DATA lgc38<>+12(SB)/4, $0xb623d70a
-DATA lgc38<>+16(SB)/4, $0xb623d70a
-DATA lgc38<>+20(SB)/4, $0xb623d70a
-DATA lgc38<>+24(SB)/4, $0xb623d70a
-DATA lgc38<>+28(SB)/4, $0xb623d70a
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2442,7 +2426,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v56 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc32<>+0(SB), Y0, Y0
+	VADDPS       lgc31<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -2456,7 +2440,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v63 = mul(2, logSumW)
-	VMULPS       lgc33<>+0(SB), Y1, Y1
+	VMULPS       lgc32<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -2484,16 +2468,14 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc20<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc21<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc33<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -2540,12 +2522,10 @@ bulk_13:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc20<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc21<>+0(SB), Y0, Y1
-	VPMINSD      lgc22<>+0(SB), Y1, Y1
+	VPADDD       lgc21<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -2569,11 +2549,11 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
-	VMULPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc38<>+0(SB), Y0, Y1
+	VMULPS       lgc39<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc22<>+0(SB), Y3, Y3
+	VPSUBD       lgc40<>+0(SB), Y3, Y3
 	VPAND        lgc41<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc42<>+0(SB), Y2, Y1
@@ -2601,7 +2581,7 @@ bulk_15:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc31<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc30<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
@@ -2616,24 +2596,34 @@ bulkdone_16:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x00800000
-DATA lgc39<>+4(SB)/4, $0x00800000
-DATA lgc39<>+8(SB)/4, $0x00800000
-DATA lgc39<>+12(SB)/4, $0x00800000
-DATA lgc39<>+16(SB)/4, $0x00800000
-DATA lgc39<>+20(SB)/4, $0x00800000
-DATA lgc39<>+24(SB)/4, $0x00800000
-DATA lgc39<>+28(SB)/4, $0x00800000
+DATA lgc38<>+0(SB)/4, $0x00800000
+DATA lgc38<>+4(SB)/4, $0x00800000
+DATA lgc38<>+8(SB)/4, $0x00800000
+DATA lgc38<>+12(SB)/4, $0x00800000
+DATA lgc38<>+16(SB)/4, $0x00800000
+DATA lgc38<>+20(SB)/4, $0x00800000
+DATA lgc38<>+24(SB)/4, $0x00800000
+DATA lgc38<>+28(SB)/4, $0x00800000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0x4b000000
+DATA lgc39<>+4(SB)/4, $0x4b000000
+DATA lgc39<>+8(SB)/4, $0x4b000000
+DATA lgc39<>+12(SB)/4, $0x4b000000
+DATA lgc39<>+16(SB)/4, $0x4b000000
+DATA lgc39<>+20(SB)/4, $0x4b000000
+DATA lgc39<>+24(SB)/4, $0x4b000000
+DATA lgc39<>+28(SB)/4, $0x4b000000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x4b000000
-DATA lgc40<>+4(SB)/4, $0x4b000000
-DATA lgc40<>+8(SB)/4, $0x4b000000
-DATA lgc40<>+12(SB)/4, $0x4b000000
-DATA lgc40<>+16(SB)/4, $0x4b000000
-DATA lgc40<>+20(SB)/4, $0x4b000000
-DATA lgc40<>+24(SB)/4, $0x4b000000
-DATA lgc40<>+28(SB)/4, $0x4b000000
+DATA lgc40<>+0(SB)/4, $0x0000007f
+DATA lgc40<>+4(SB)/4, $0x0000007f
+DATA lgc40<>+8(SB)/4, $0x0000007f
+DATA lgc40<>+12(SB)/4, $0x0000007f
+DATA lgc40<>+16(SB)/4, $0x0000007f
+DATA lgc40<>+20(SB)/4, $0x0000007f
+DATA lgc40<>+24(SB)/4, $0x0000007f
+DATA lgc40<>+28(SB)/4, $0x0000007f
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
 DATA lgc41<>+0(SB)/4, $0xffffffe9
@@ -2789,11 +2779,11 @@ bulk_17:
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc20<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
-	VMULPS       lgc40<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc38<>+0(SB), Y1, Y2
+	VMULPS       lgc39<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc22<>+0(SB), Y4, Y4
+	VPSUBD       lgc40<>+0(SB), Y4, Y4
 	VPAND        lgc41<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc42<>+0(SB), Y3, Y2
@@ -2821,7 +2811,7 @@ bulk_17:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc31<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc30<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
@@ -2835,7 +2825,7 @@ bulk_17:
 	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc31<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc30<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

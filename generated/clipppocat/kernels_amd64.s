@@ -195,12 +195,10 @@ inner_A_3:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc26<>+0(SB), Y6, Y7
-	VPMINSD      lgc27<>+0(SB), Y7, Y7
+	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc27<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -232,11 +230,11 @@ inner_A_3:
 
 	// finish v25
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc28<>+0(SB), Y2, Y4
-	VMULPS       lgc29<>+0(SB), Y2, Y5
+	VCMPPS       $0x11, lgc27<>+0(SB), Y2, Y4
+	VMULPS       lgc28<>+0(SB), Y2, Y5
 	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc27<>+0(SB), Y6, Y6
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
 	VPAND        lgc30<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
 	VPAND        lgc31<>+0(SB), Y5, Y4
@@ -352,12 +350,10 @@ inner_A_3:
 	VFMADD213PS  Y2, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y6
-	VPMINSD      lgc27<>+0(SB), Y6, Y6
+	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y6
 	VPSUBD       Y6, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y2, Y8, Y8
@@ -766,12 +762,10 @@ inner_A_5:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc26<>+0(SB), Y6, Y7
-	VPMINSD      lgc27<>+0(SB), Y7, Y7
+	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc27<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -795,11 +789,11 @@ inner_A_5:
 	VMOVUPS Y4, Y1
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y6
-	VPSUBD       lgc27<>+0(SB), Y6, Y6
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
 	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y6, Y6
 	VPAND        lgc31<>+0(SB), Y4, Y2
@@ -938,12 +932,10 @@ indexdone_7:
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y6
-	VPMINSD      lgc27<>+0(SB), Y6, Y6
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -1558,44 +1550,44 @@ DATA lgc25<>+24(SB)/4, $0x3f000000
 DATA lgc25<>+28(SB)/4, $0x3f000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xffffff82
-DATA lgc26<>+4(SB)/4, $0xffffff82
-DATA lgc26<>+8(SB)/4, $0xffffff82
-DATA lgc26<>+12(SB)/4, $0xffffff82
-DATA lgc26<>+16(SB)/4, $0xffffff82
-DATA lgc26<>+20(SB)/4, $0xffffff82
-DATA lgc26<>+24(SB)/4, $0xffffff82
-DATA lgc26<>+28(SB)/4, $0xffffff82
+DATA lgc26<>+0(SB)/4, $0x000000fe
+DATA lgc26<>+4(SB)/4, $0x000000fe
+DATA lgc26<>+8(SB)/4, $0x000000fe
+DATA lgc26<>+12(SB)/4, $0x000000fe
+DATA lgc26<>+16(SB)/4, $0x000000fe
+DATA lgc26<>+20(SB)/4, $0x000000fe
+DATA lgc26<>+24(SB)/4, $0x000000fe
+DATA lgc26<>+28(SB)/4, $0x000000fe
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x0000007f
-DATA lgc27<>+4(SB)/4, $0x0000007f
-DATA lgc27<>+8(SB)/4, $0x0000007f
-DATA lgc27<>+12(SB)/4, $0x0000007f
-DATA lgc27<>+16(SB)/4, $0x0000007f
-DATA lgc27<>+20(SB)/4, $0x0000007f
-DATA lgc27<>+24(SB)/4, $0x0000007f
-DATA lgc27<>+28(SB)/4, $0x0000007f
+DATA lgc27<>+0(SB)/4, $0x00800000
+DATA lgc27<>+4(SB)/4, $0x00800000
+DATA lgc27<>+8(SB)/4, $0x00800000
+DATA lgc27<>+12(SB)/4, $0x00800000
+DATA lgc27<>+16(SB)/4, $0x00800000
+DATA lgc27<>+20(SB)/4, $0x00800000
+DATA lgc27<>+24(SB)/4, $0x00800000
+DATA lgc27<>+28(SB)/4, $0x00800000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
+DATA lgc28<>+0(SB)/4, $0x4b000000
+DATA lgc28<>+4(SB)/4, $0x4b000000
+DATA lgc28<>+8(SB)/4, $0x4b000000
+DATA lgc28<>+12(SB)/4, $0x4b000000
+DATA lgc28<>+16(SB)/4, $0x4b000000
+DATA lgc28<>+20(SB)/4, $0x4b000000
+DATA lgc28<>+24(SB)/4, $0x4b000000
+DATA lgc28<>+28(SB)/4, $0x4b000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0x0000007f
+DATA lgc29<>+4(SB)/4, $0x0000007f
+DATA lgc29<>+8(SB)/4, $0x0000007f
+DATA lgc29<>+12(SB)/4, $0x0000007f
+DATA lgc29<>+16(SB)/4, $0x0000007f
+DATA lgc29<>+20(SB)/4, $0x0000007f
+DATA lgc29<>+24(SB)/4, $0x0000007f
+DATA lgc29<>+28(SB)/4, $0x0000007f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 DATA lgc30<>+0(SB)/4, $0xffffffe9
@@ -1922,12 +1914,10 @@ blocks_9:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -2019,12 +2009,10 @@ chunkdone_10:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -2306,12 +2294,10 @@ inner_A_15:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc26<>+0(SB), Y6, Y7
-	VPMINSD      lgc27<>+0(SB), Y7, Y7
+	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc27<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -2345,11 +2331,11 @@ inner_A_15:
 
 	// finish v25
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc28<>+0(SB), Y2, Y4
-	VMULPS       lgc29<>+0(SB), Y2, Y5
+	VCMPPS       $0x11, lgc27<>+0(SB), Y2, Y4
+	VMULPS       lgc28<>+0(SB), Y2, Y5
 	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc27<>+0(SB), Y6, Y6
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
 	VPAND        lgc30<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
 	VPAND        lgc31<>+0(SB), Y5, Y4
@@ -2466,12 +2452,10 @@ inner_A_15:
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -3157,12 +3141,10 @@ inner_A_18:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc26<>+0(SB), Y6, Y7
-	VPMINSD      lgc27<>+0(SB), Y7, Y7
+	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc27<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc27<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -3187,11 +3169,11 @@ inner_A_18:
 	VMOVUPS Y4, Y1
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y6
-	VPSUBD       lgc27<>+0(SB), Y6, Y6
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
 	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y6, Y6
 	VPAND        lgc31<>+0(SB), Y4, Y2
@@ -3331,12 +3313,10 @@ indexdone_20:
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y3, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y3
 	VPSUBD       Y3, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y3, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -4129,12 +4109,10 @@ blocks_25:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -4226,12 +4204,10 @@ chunkdone_26:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -4324,12 +4300,10 @@ bulk_29:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc26<>+0(SB), Y0, Y1
-	VPMINSD      lgc27<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -4353,11 +4327,11 @@ bulk_31:
 	CMPQ         BX, DX
 	JGE          bulkdone_32
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VMULPS       lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc27<>+0(SB), Y3, Y3
+	VPSUBD       lgc29<>+0(SB), Y3, Y3
 	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc31<>+0(SB), Y2, Y1
@@ -4413,11 +4387,11 @@ bulk_33:
 	JGE          bulkdone_34
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
 	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc31<>+0(SB), Y3, Y2

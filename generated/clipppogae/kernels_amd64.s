@@ -160,12 +160,10 @@ outer0_1:
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -173,11 +171,11 @@ outer0_1:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -190,7 +188,7 @@ outer0_1:
 	VMULPS Y1, Y2, Y1
 
 	// v35 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y1, Y1
+	VXORPS lgc28<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
@@ -233,7 +231,7 @@ outer0_1:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y4
+	VMULPS lgc29<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
@@ -261,7 +259,7 @@ outer0_1:
 	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y5
+	VMOVUPS lgc28<>+0(SB), Y5
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -365,12 +363,12 @@ outer0_1:
 	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X5
 	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y6
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y7
+	VCMPPS       $0x15, lgc30<>+0(SB), Y3, Y6
+	VCMPPS       $0x1a, lgc31<>+0(SB), Y3, Y7
 	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y7
+	VCMPPS       $0x00, lgc32<>+0(SB), Y3, Y7
 	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc34<>+0(SB), Y7
+	VMOVUPS      lgc33<>+0(SB), Y7
 	VBLENDVPS    Y2, Y6, Y7, Y6
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
@@ -513,12 +511,10 @@ blocks_2:
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -526,11 +522,11 @@ blocks_2:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -543,7 +539,7 @@ blocks_2:
 	VMULPS Y1, Y2, Y1
 
 	// v35 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y1, Y1
+	VXORPS lgc28<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
 	VADDPS  256(BX), Y1, Y1
@@ -569,7 +565,7 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y4
+	VMULPS lgc29<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
@@ -586,7 +582,7 @@ blocks_2:
 	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y5
+	VMOVUPS lgc28<>+0(SB), Y5
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -657,10 +653,10 @@ blocks_2:
 	VMOVUPS      152(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y4
+	VCMPPS       $0x15, lgc30<>+0(SB), Y3, Y2
+	VCMPPS       $0x1a, lgc31<>+0(SB), Y3, Y4
 	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc32<>+0(SB), Y3, Y4
 	VORPS        Y4, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
@@ -689,11 +685,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc35<>+0(SB), Y1
+	VMOVUPD      lgc34<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -705,7 +701,7 @@ blocks_2:
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -718,7 +714,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -731,7 +727,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -744,7 +740,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -757,7 +753,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1856(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -783,7 +779,7 @@ noflush_3:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -795,7 +791,7 @@ noflush_3:
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -808,7 +804,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -821,7 +817,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -834,7 +830,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -847,7 +843,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1112,121 +1108,111 @@ DATA lgc24<>+24(SB)/4, $0x3f000000
 DATA lgc24<>+28(SB)/4, $0x3f000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xffffff82
-DATA lgc25<>+4(SB)/4, $0xffffff82
-DATA lgc25<>+8(SB)/4, $0xffffff82
-DATA lgc25<>+12(SB)/4, $0xffffff82
-DATA lgc25<>+16(SB)/4, $0xffffff82
-DATA lgc25<>+20(SB)/4, $0xffffff82
-DATA lgc25<>+24(SB)/4, $0xffffff82
-DATA lgc25<>+28(SB)/4, $0xffffff82
+DATA lgc25<>+0(SB)/4, $0x000000fe
+DATA lgc25<>+4(SB)/4, $0x000000fe
+DATA lgc25<>+8(SB)/4, $0x000000fe
+DATA lgc25<>+12(SB)/4, $0x000000fe
+DATA lgc25<>+16(SB)/4, $0x000000fe
+DATA lgc25<>+20(SB)/4, $0x000000fe
+DATA lgc25<>+24(SB)/4, $0x000000fe
+DATA lgc25<>+28(SB)/4, $0x000000fe
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x0000007f
-DATA lgc26<>+4(SB)/4, $0x0000007f
-DATA lgc26<>+8(SB)/4, $0x0000007f
-DATA lgc26<>+12(SB)/4, $0x0000007f
-DATA lgc26<>+16(SB)/4, $0x0000007f
-DATA lgc26<>+20(SB)/4, $0x0000007f
-DATA lgc26<>+24(SB)/4, $0x0000007f
-DATA lgc26<>+28(SB)/4, $0x0000007f
+DATA lgc26<>+0(SB)/4, $0x3f99999a
+DATA lgc26<>+4(SB)/4, $0x3f99999a
+DATA lgc26<>+8(SB)/4, $0x3f99999a
+DATA lgc26<>+12(SB)/4, $0x3f99999a
+DATA lgc26<>+16(SB)/4, $0x3f99999a
+DATA lgc26<>+20(SB)/4, $0x3f99999a
+DATA lgc26<>+24(SB)/4, $0x3f99999a
+DATA lgc26<>+28(SB)/4, $0x3f99999a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3f99999a
-DATA lgc27<>+4(SB)/4, $0x3f99999a
-DATA lgc27<>+8(SB)/4, $0x3f99999a
-DATA lgc27<>+12(SB)/4, $0x3f99999a
-DATA lgc27<>+16(SB)/4, $0x3f99999a
-DATA lgc27<>+20(SB)/4, $0x3f99999a
-DATA lgc27<>+24(SB)/4, $0x3f99999a
-DATA lgc27<>+28(SB)/4, $0x3f99999a
+DATA lgc27<>+0(SB)/4, $0x3f4ccccd
+DATA lgc27<>+4(SB)/4, $0x3f4ccccd
+DATA lgc27<>+8(SB)/4, $0x3f4ccccd
+DATA lgc27<>+12(SB)/4, $0x3f4ccccd
+DATA lgc27<>+16(SB)/4, $0x3f4ccccd
+DATA lgc27<>+20(SB)/4, $0x3f4ccccd
+DATA lgc27<>+24(SB)/4, $0x3f4ccccd
+DATA lgc27<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3f4ccccd
-DATA lgc28<>+4(SB)/4, $0x3f4ccccd
-DATA lgc28<>+8(SB)/4, $0x3f4ccccd
-DATA lgc28<>+12(SB)/4, $0x3f4ccccd
-DATA lgc28<>+16(SB)/4, $0x3f4ccccd
-DATA lgc28<>+20(SB)/4, $0x3f4ccccd
-DATA lgc28<>+24(SB)/4, $0x3f4ccccd
-DATA lgc28<>+28(SB)/4, $0x3f4ccccd
+DATA lgc28<>+0(SB)/4, $0x80000000
+DATA lgc28<>+4(SB)/4, $0x80000000
+DATA lgc28<>+8(SB)/4, $0x80000000
+DATA lgc28<>+12(SB)/4, $0x80000000
+DATA lgc28<>+16(SB)/4, $0x80000000
+DATA lgc28<>+20(SB)/4, $0x80000000
+DATA lgc28<>+24(SB)/4, $0x80000000
+DATA lgc28<>+28(SB)/4, $0x80000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x80000000
-DATA lgc29<>+4(SB)/4, $0x80000000
-DATA lgc29<>+8(SB)/4, $0x80000000
-DATA lgc29<>+12(SB)/4, $0x80000000
-DATA lgc29<>+16(SB)/4, $0x80000000
-DATA lgc29<>+20(SB)/4, $0x80000000
-DATA lgc29<>+24(SB)/4, $0x80000000
-DATA lgc29<>+28(SB)/4, $0x80000000
+DATA lgc29<>+0(SB)/4, $0xbc23d70a
+DATA lgc29<>+4(SB)/4, $0xbc23d70a
+DATA lgc29<>+8(SB)/4, $0xbc23d70a
+DATA lgc29<>+12(SB)/4, $0xbc23d70a
+DATA lgc29<>+16(SB)/4, $0xbc23d70a
+DATA lgc29<>+20(SB)/4, $0xbc23d70a
+DATA lgc29<>+24(SB)/4, $0xbc23d70a
+DATA lgc29<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbc23d70a
-DATA lgc30<>+4(SB)/4, $0xbc23d70a
-DATA lgc30<>+8(SB)/4, $0xbc23d70a
-DATA lgc30<>+12(SB)/4, $0xbc23d70a
-DATA lgc30<>+16(SB)/4, $0xbc23d70a
-DATA lgc30<>+20(SB)/4, $0xbc23d70a
-DATA lgc30<>+24(SB)/4, $0xbc23d70a
-DATA lgc30<>+28(SB)/4, $0xbc23d70a
+DATA lgc30<>+0(SB)/4, $0xc2ae0000
+DATA lgc30<>+4(SB)/4, $0xc2ae0000
+DATA lgc30<>+8(SB)/4, $0xc2ae0000
+DATA lgc30<>+12(SB)/4, $0xc2ae0000
+DATA lgc30<>+16(SB)/4, $0xc2ae0000
+DATA lgc30<>+20(SB)/4, $0xc2ae0000
+DATA lgc30<>+24(SB)/4, $0xc2ae0000
+DATA lgc30<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xc2ae0000
-DATA lgc31<>+4(SB)/4, $0xc2ae0000
-DATA lgc31<>+8(SB)/4, $0xc2ae0000
-DATA lgc31<>+12(SB)/4, $0xc2ae0000
-DATA lgc31<>+16(SB)/4, $0xc2ae0000
-DATA lgc31<>+20(SB)/4, $0xc2ae0000
-DATA lgc31<>+24(SB)/4, $0xc2ae0000
-DATA lgc31<>+28(SB)/4, $0xc2ae0000
+DATA lgc31<>+0(SB)/4, $0x42b00000
+DATA lgc31<>+4(SB)/4, $0x42b00000
+DATA lgc31<>+8(SB)/4, $0x42b00000
+DATA lgc31<>+12(SB)/4, $0x42b00000
+DATA lgc31<>+16(SB)/4, $0x42b00000
+DATA lgc31<>+20(SB)/4, $0x42b00000
+DATA lgc31<>+24(SB)/4, $0x42b00000
+DATA lgc31<>+28(SB)/4, $0x42b00000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x42b00000
-DATA lgc32<>+4(SB)/4, $0x42b00000
-DATA lgc32<>+8(SB)/4, $0x42b00000
-DATA lgc32<>+12(SB)/4, $0x42b00000
-DATA lgc32<>+16(SB)/4, $0x42b00000
-DATA lgc32<>+20(SB)/4, $0x42b00000
-DATA lgc32<>+24(SB)/4, $0x42b00000
-DATA lgc32<>+28(SB)/4, $0x42b00000
+DATA lgc32<>+0(SB)/4, $0xff800000
+DATA lgc32<>+4(SB)/4, $0xff800000
+DATA lgc32<>+8(SB)/4, $0xff800000
+DATA lgc32<>+12(SB)/4, $0xff800000
+DATA lgc32<>+16(SB)/4, $0xff800000
+DATA lgc32<>+20(SB)/4, $0xff800000
+DATA lgc32<>+24(SB)/4, $0xff800000
+DATA lgc32<>+28(SB)/4, $0xff800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xff800000
-DATA lgc33<>+4(SB)/4, $0xff800000
-DATA lgc33<>+8(SB)/4, $0xff800000
-DATA lgc33<>+12(SB)/4, $0xff800000
-DATA lgc33<>+16(SB)/4, $0xff800000
-DATA lgc33<>+20(SB)/4, $0xff800000
-DATA lgc33<>+24(SB)/4, $0xff800000
-DATA lgc33<>+28(SB)/4, $0xff800000
+DATA lgc33<>+0(SB)/4, $0xffffffff
+DATA lgc33<>+4(SB)/4, $0xffffffff
+DATA lgc33<>+8(SB)/4, $0xffffffff
+DATA lgc33<>+12(SB)/4, $0xffffffff
+DATA lgc33<>+16(SB)/4, $0xffffffff
+DATA lgc33<>+20(SB)/4, $0xffffffff
+DATA lgc33<>+24(SB)/4, $0xffffffff
+DATA lgc33<>+28(SB)/4, $0xffffffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xffffffff
-DATA lgc34<>+4(SB)/4, $0xffffffff
-DATA lgc34<>+8(SB)/4, $0xffffffff
-DATA lgc34<>+12(SB)/4, $0xffffffff
-DATA lgc34<>+16(SB)/4, $0xffffffff
-DATA lgc34<>+20(SB)/4, $0xffffffff
-DATA lgc34<>+24(SB)/4, $0xffffffff
-DATA lgc34<>+28(SB)/4, $0xffffffff
+DATA lgc34<>+0(SB)/8, $0x4020000000000000
+DATA lgc34<>+8(SB)/8, $0x4020000000000000
+DATA lgc34<>+16(SB)/8, $0x4020000000000000
+DATA lgc34<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x4020000000000000
-DATA lgc35<>+8(SB)/8, $0x4020000000000000
-DATA lgc35<>+16(SB)/8, $0x4020000000000000
-DATA lgc35<>+24(SB)/8, $0x4020000000000000
+DATA lgc35<>+0(SB)/4, $0x7f7fffff
+DATA lgc35<>+4(SB)/4, $0x7f7fffff
+DATA lgc35<>+8(SB)/4, $0x7f7fffff
+DATA lgc35<>+12(SB)/4, $0x7f7fffff
+DATA lgc35<>+16(SB)/4, $0x7f7fffff
+DATA lgc35<>+20(SB)/4, $0x7f7fffff
+DATA lgc35<>+24(SB)/4, $0x7f7fffff
+DATA lgc35<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x7f7fffff
-DATA lgc36<>+4(SB)/4, $0x7f7fffff
-DATA lgc36<>+8(SB)/4, $0x7f7fffff
-DATA lgc36<>+12(SB)/4, $0x7f7fffff
-DATA lgc36<>+16(SB)/4, $0x7f7fffff
-DATA lgc36<>+20(SB)/4, $0x7f7fffff
-DATA lgc36<>+24(SB)/4, $0x7f7fffff
-DATA lgc36<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1244,7 +1230,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v58 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc37<>+0(SB), Y1, Y1
+	VADDPS  lgc36<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1258,7 +1244,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v65 = mul(2, logSumW)
-	VMULPS  lgc38<>+0(SB), Y2, Y2
+	VMULPS  lgc37<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1286,12 +1272,10 @@ blocks_4:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -1304,10 +1288,10 @@ blocks_4:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc35<>+0(SB), Y1
+	VMOVUPD      lgc34<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1338,7 +1322,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v58 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc37<>+0(SB), Y0, Y0
+	VADDPS     lgc36<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -1354,7 +1338,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v65 = mul(2, logSumW)
-	VMULPS     lgc38<>+0(SB), Y1, Y1
+	VMULPS     lgc37<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -1383,12 +1367,10 @@ chunkdone_5:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y2
-	VPMINSD      lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -1417,7 +1399,7 @@ notail_7:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      32256(AX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1432,25 +1414,25 @@ notail_7:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x34000000
-DATA lgc37<>+4(SB)/4, $0x34000000
-DATA lgc37<>+8(SB)/4, $0x34000000
-DATA lgc37<>+12(SB)/4, $0x34000000
-DATA lgc37<>+16(SB)/4, $0x34000000
-DATA lgc37<>+20(SB)/4, $0x34000000
-DATA lgc37<>+24(SB)/4, $0x34000000
-DATA lgc37<>+28(SB)/4, $0x34000000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0x34000000
+DATA lgc36<>+4(SB)/4, $0x34000000
+DATA lgc36<>+8(SB)/4, $0x34000000
+DATA lgc36<>+12(SB)/4, $0x34000000
+DATA lgc36<>+16(SB)/4, $0x34000000
+DATA lgc36<>+20(SB)/4, $0x34000000
+DATA lgc36<>+24(SB)/4, $0x34000000
+DATA lgc36<>+28(SB)/4, $0x34000000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x40000000
-DATA lgc38<>+4(SB)/4, $0x40000000
-DATA lgc38<>+8(SB)/4, $0x40000000
-DATA lgc38<>+12(SB)/4, $0x40000000
-DATA lgc38<>+16(SB)/4, $0x40000000
-DATA lgc38<>+20(SB)/4, $0x40000000
-DATA lgc38<>+24(SB)/4, $0x40000000
-DATA lgc38<>+28(SB)/4, $0x40000000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc37<>+0(SB)/4, $0x40000000
+DATA lgc37<>+4(SB)/4, $0x40000000
+DATA lgc37<>+8(SB)/4, $0x40000000
+DATA lgc37<>+12(SB)/4, $0x40000000
+DATA lgc37<>+16(SB)/4, $0x40000000
+DATA lgc37<>+20(SB)/4, $0x40000000
+DATA lgc37<>+24(SB)/4, $0x40000000
+DATA lgc37<>+28(SB)/4, $0x40000000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -1458,7 +1440,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// ess = div(v68, 64)
 	VDIVPS Y1, Y0, Y0
@@ -1469,15 +1451,15 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x42800000
-DATA lgc39<>+4(SB)/4, $0x42800000
-DATA lgc39<>+8(SB)/4, $0x42800000
-DATA lgc39<>+12(SB)/4, $0x42800000
-DATA lgc39<>+16(SB)/4, $0x42800000
-DATA lgc39<>+20(SB)/4, $0x42800000
-DATA lgc39<>+24(SB)/4, $0x42800000
-DATA lgc39<>+28(SB)/4, $0x42800000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+DATA lgc38<>+0(SB)/4, $0x42800000
+DATA lgc38<>+4(SB)/4, $0x42800000
+DATA lgc38<>+8(SB)/4, $0x42800000
+DATA lgc38<>+12(SB)/4, $0x42800000
+DATA lgc38<>+16(SB)/4, $0x42800000
+DATA lgc38<>+20(SB)/4, $0x42800000
+DATA lgc38<>+24(SB)/4, $0x42800000
+DATA lgc38<>+28(SB)/4, $0x42800000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1635,12 +1617,10 @@ outer0_8:
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -1648,11 +1628,11 @@ outer0_8:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -1665,7 +1645,7 @@ outer0_8:
 	VMULPS Y6, Y2, Y6
 
 	// v35 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y6, Y6
+	VXORPS lgc28<>+0(SB), Y6, Y6
 
 	// mean(v35) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y7
@@ -1708,7 +1688,7 @@ outer0_8:
 	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y4, Y5
+	VMULPS lgc29<>+0(SB), Y4, Y5
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
@@ -1736,7 +1716,7 @@ outer0_8:
 	VSUBPS Y5, Y4, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y6
+	VMOVUPS lgc28<>+0(SB), Y6
 	VANDNPS Y5, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
@@ -1845,12 +1825,12 @@ outer0_8:
 	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X5
 	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y6
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y7
+	VCMPPS       $0x15, lgc30<>+0(SB), Y3, Y6
+	VCMPPS       $0x1a, lgc31<>+0(SB), Y3, Y7
 	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y7
+	VCMPPS       $0x00, lgc32<>+0(SB), Y3, Y7
 	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc34<>+0(SB), Y7
+	VMOVUPS      lgc33<>+0(SB), Y7
 	VBLENDVPS    Y2, Y6, Y7, Y6
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
@@ -1872,7 +1852,7 @@ outer0_8:
 	VMOVUPS      248(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc40<>+0(SB), Y2
+	VMOVUPS      lgc39<>+0(SB), Y2
 
 	// v72 = where(v49, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
@@ -1916,7 +1896,7 @@ outer0_8:
 
 	// v85 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc41<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v86 = where(v83, -1, v85)
 	VBLENDVPS Y6, Y7, Y4, Y4
@@ -1935,11 +1915,11 @@ outer0_8:
 	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gradStateValue = neg(v90)
-	VXORPS  lgc29<>+0(SB), Y2, Y2
+	VXORPS  lgc28<>+0(SB), Y2, Y2
 	VMOVUPS 120(SP), Y4
 
 	// v94 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y4, Y4
+	VMULPS  lgc41<>+0(SB), Y4, Y4
 	VMOVUPS 88(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
@@ -1949,7 +1929,7 @@ outer0_8:
 
 	// v96 = where(v28, 0, v94)
 	VANDNPS Y4, Y6, Y4
-	VMOVUPS lgc28<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v97 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y1, Y6
@@ -1963,7 +1943,7 @@ outer0_8:
 
 	// v100 = where(v99, v96, 0)
 	VANDPS  Y4, Y2, Y2
-	VMOVUPS lgc27<>+0(SB), Y4
+	VMOVUPS lgc26<>+0(SB), Y4
 
 	// v101 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y4, Y1, Y4
@@ -1985,7 +1965,7 @@ outer0_8:
 
 	// gradLogProb = where(v105, v106, v104)
 	VBLENDVPS Y3, Y1, Y2, Y1
-	VMOVUPS   lgc43<>+0(SB), Y2
+	VMOVUPS   lgc42<>+0(SB), Y2
 	VMOVUPS   120(SP), Y3
 
 	// store advantage
@@ -2126,12 +2106,10 @@ blocks_9:
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -2139,11 +2117,11 @@ blocks_9:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -2156,7 +2134,7 @@ blocks_9:
 	VMULPS Y6, Y2, Y6
 
 	// v35 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y6, Y6
+	VXORPS lgc28<>+0(SB), Y6, Y6
 
 	// mean(v35) over [N T]
 	VADDPS  256(BX), Y6, Y6
@@ -2182,7 +2160,7 @@ blocks_9:
 	VMOVUPS (DI)(SI*4), Y4
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y4, Y5
+	VMULPS lgc29<>+0(SB), Y4, Y5
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y4, Y4
@@ -2199,7 +2177,7 @@ blocks_9:
 	VSUBPS Y5, Y4, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y6
+	VMOVUPS lgc28<>+0(SB), Y6
 	VANDNPS Y5, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
@@ -2275,10 +2253,10 @@ blocks_9:
 	VMOVUPS      344(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y4
+	VCMPPS       $0x15, lgc30<>+0(SB), Y3, Y2
+	VCMPPS       $0x1a, lgc31<>+0(SB), Y3, Y4
 	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc32<>+0(SB), Y3, Y4
 	VORPS        Y4, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
@@ -2298,7 +2276,7 @@ blocks_9:
 	VMOVUPS      536(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc40<>+0(SB), Y2
+	VMOVUPS      lgc39<>+0(SB), Y2
 
 	// v72 = where(v49, 3.7114014251781474e-05, 0)
 	VANDPS Y2, Y3, Y4
@@ -2342,7 +2320,7 @@ blocks_9:
 
 	// v85 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc41<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v86 = where(v83, -1, v85)
 	VBLENDVPS Y6, Y7, Y4, Y4
@@ -2361,11 +2339,11 @@ blocks_9:
 	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gradStateValue = neg(v90)
-	VXORPS  lgc29<>+0(SB), Y2, Y2
+	VXORPS  lgc28<>+0(SB), Y2, Y2
 	VMOVUPS 408(SP), Y4
 
 	// v94 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y4, Y4
+	VMULPS  lgc41<>+0(SB), Y4, Y4
 	VMOVUPS 376(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
@@ -2375,7 +2353,7 @@ blocks_9:
 
 	// v96 = where(v28, 0, v94)
 	VANDNPS Y4, Y6, Y4
-	VMOVUPS lgc28<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v97 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y1, Y6
@@ -2389,7 +2367,7 @@ blocks_9:
 
 	// v100 = where(v99, v96, 0)
 	VANDPS  Y4, Y2, Y2
-	VMOVUPS lgc27<>+0(SB), Y4
+	VMOVUPS lgc26<>+0(SB), Y4
 
 	// v101 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y4, Y1, Y4
@@ -2411,7 +2389,7 @@ blocks_9:
 
 	// gradLogProb = where(v105, v106, v104)
 	VBLENDVPS Y3, Y1, Y2, Y1
-	VMOVUPS   lgc43<>+0(SB), Y2
+	VMOVUPS   lgc42<>+0(SB), Y2
 	VMOVUPS   408(SP), Y3
 
 	// store advantage
@@ -2437,11 +2415,11 @@ blocks_9:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
-	VMOVUPD      lgc35<>+0(SB), Y1
+	VMOVUPD      lgc34<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2453,7 +2431,7 @@ blocks_9:
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2466,7 +2444,7 @@ blocks_9:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2479,7 +2457,7 @@ blocks_9:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2492,7 +2470,7 @@ blocks_9:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2505,7 +2483,7 @@ blocks_9:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1856(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2531,7 +2509,7 @@ noflush_10:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2543,7 +2521,7 @@ noflush_10:
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2556,7 +2534,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2569,7 +2547,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2582,7 +2560,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2595,7 +2573,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2614,45 +2592,45 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc40<>+0(SB)/4, $0x381baadf
-DATA lgc40<>+4(SB)/4, $0x381baadf
-DATA lgc40<>+8(SB)/4, $0x381baadf
-DATA lgc40<>+12(SB)/4, $0x381baadf
-DATA lgc40<>+16(SB)/4, $0x381baadf
-DATA lgc40<>+20(SB)/4, $0x381baadf
-DATA lgc40<>+24(SB)/4, $0x381baadf
-DATA lgc40<>+28(SB)/4, $0x381baadf
+DATA lgc39<>+0(SB)/4, $0x381baadf
+DATA lgc39<>+4(SB)/4, $0x381baadf
+DATA lgc39<>+8(SB)/4, $0x381baadf
+DATA lgc39<>+12(SB)/4, $0x381baadf
+DATA lgc39<>+16(SB)/4, $0x381baadf
+DATA lgc39<>+20(SB)/4, $0x381baadf
+DATA lgc39<>+24(SB)/4, $0x381baadf
+DATA lgc39<>+28(SB)/4, $0x381baadf
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0xbf800000
+DATA lgc40<>+4(SB)/4, $0xbf800000
+DATA lgc40<>+8(SB)/4, $0xbf800000
+DATA lgc40<>+12(SB)/4, $0xbf800000
+DATA lgc40<>+16(SB)/4, $0xbf800000
+DATA lgc40<>+20(SB)/4, $0xbf800000
+DATA lgc40<>+24(SB)/4, $0xbf800000
+DATA lgc40<>+28(SB)/4, $0xbf800000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbf800000
-DATA lgc41<>+4(SB)/4, $0xbf800000
-DATA lgc41<>+8(SB)/4, $0xbf800000
-DATA lgc41<>+12(SB)/4, $0xbf800000
-DATA lgc41<>+16(SB)/4, $0xbf800000
-DATA lgc41<>+20(SB)/4, $0xbf800000
-DATA lgc41<>+24(SB)/4, $0xbf800000
-DATA lgc41<>+28(SB)/4, $0xbf800000
+DATA lgc41<>+0(SB)/4, $0xb81baadf
+DATA lgc41<>+4(SB)/4, $0xb81baadf
+DATA lgc41<>+8(SB)/4, $0xb81baadf
+DATA lgc41<>+12(SB)/4, $0xb81baadf
+DATA lgc41<>+16(SB)/4, $0xb81baadf
+DATA lgc41<>+20(SB)/4, $0xb81baadf
+DATA lgc41<>+24(SB)/4, $0xb81baadf
+DATA lgc41<>+28(SB)/4, $0xb81baadf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xb81baadf
-DATA lgc42<>+4(SB)/4, $0xb81baadf
-DATA lgc42<>+8(SB)/4, $0xb81baadf
-DATA lgc42<>+12(SB)/4, $0xb81baadf
-DATA lgc42<>+16(SB)/4, $0xb81baadf
-DATA lgc42<>+20(SB)/4, $0xb81baadf
-DATA lgc42<>+24(SB)/4, $0xb81baadf
-DATA lgc42<>+28(SB)/4, $0xb81baadf
+DATA lgc42<>+0(SB)/4, $0xb4c7411d
+DATA lgc42<>+4(SB)/4, $0xb4c7411d
+DATA lgc42<>+8(SB)/4, $0xb4c7411d
+DATA lgc42<>+12(SB)/4, $0xb4c7411d
+DATA lgc42<>+16(SB)/4, $0xb4c7411d
+DATA lgc42<>+20(SB)/4, $0xb4c7411d
+DATA lgc42<>+24(SB)/4, $0xb4c7411d
+DATA lgc42<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0xb4c7411d
-DATA lgc43<>+4(SB)/4, $0xb4c7411d
-DATA lgc43<>+8(SB)/4, $0xb4c7411d
-DATA lgc43<>+12(SB)/4, $0xb4c7411d
-DATA lgc43<>+16(SB)/4, $0xb4c7411d
-DATA lgc43<>+20(SB)/4, $0xb4c7411d
-DATA lgc43<>+24(SB)/4, $0xb4c7411d
-DATA lgc43<>+28(SB)/4, $0xb4c7411d
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2670,7 +2648,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v58 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc37<>+0(SB), Y1, Y1
+	VADDPS  lgc36<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2684,7 +2662,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v65 = mul(2, logSumW)
-	VMULPS  lgc38<>+0(SB), Y2, Y2
+	VMULPS  lgc37<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2712,12 +2690,10 @@ blocks_11:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -2730,10 +2706,10 @@ blocks_11:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc35<>+0(SB), Y1
+	VMOVUPD      lgc34<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2764,7 +2740,7 @@ chunkdone_12:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v58 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc37<>+0(SB), Y0, Y0
+	VADDPS     lgc36<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -2780,7 +2756,7 @@ chunkdone_12:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v65 = mul(2, logSumW)
-	VMULPS     lgc38<>+0(SB), Y1, Y1
+	VMULPS     lgc37<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -2809,12 +2785,10 @@ chunkdone_12:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y2
-	VPMINSD      lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -2843,7 +2817,7 @@ notail_14:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      32256(AX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2864,7 +2838,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// ess = div(v68, 64)
 	VDIVPS Y1, Y0, Y0
@@ -2907,12 +2881,10 @@ bulk_15:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc25<>+0(SB), Y0, Y1
-	VPMINSD      lgc26<>+0(SB), Y1, Y1
+	VPADDD       lgc25<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -2936,11 +2908,11 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc44<>+0(SB), Y0, Y1
-	VMULPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
+	VMULPS       lgc44<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc26<>+0(SB), Y3, Y3
+	VPSUBD       lgc45<>+0(SB), Y3, Y3
 	VPAND        lgc46<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc47<>+0(SB), Y2, Y1
@@ -2968,7 +2940,7 @@ bulk_17:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc32<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y1
@@ -2983,24 +2955,34 @@ bulkdone_18:
 	VZEROUPPER
 	RET
 
-DATA lgc44<>+0(SB)/4, $0x00800000
-DATA lgc44<>+4(SB)/4, $0x00800000
-DATA lgc44<>+8(SB)/4, $0x00800000
-DATA lgc44<>+12(SB)/4, $0x00800000
-DATA lgc44<>+16(SB)/4, $0x00800000
-DATA lgc44<>+20(SB)/4, $0x00800000
-DATA lgc44<>+24(SB)/4, $0x00800000
-DATA lgc44<>+28(SB)/4, $0x00800000
+DATA lgc43<>+0(SB)/4, $0x00800000
+DATA lgc43<>+4(SB)/4, $0x00800000
+DATA lgc43<>+8(SB)/4, $0x00800000
+DATA lgc43<>+12(SB)/4, $0x00800000
+DATA lgc43<>+16(SB)/4, $0x00800000
+DATA lgc43<>+20(SB)/4, $0x00800000
+DATA lgc43<>+24(SB)/4, $0x00800000
+DATA lgc43<>+28(SB)/4, $0x00800000
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x4b000000
+DATA lgc44<>+4(SB)/4, $0x4b000000
+DATA lgc44<>+8(SB)/4, $0x4b000000
+DATA lgc44<>+12(SB)/4, $0x4b000000
+DATA lgc44<>+16(SB)/4, $0x4b000000
+DATA lgc44<>+20(SB)/4, $0x4b000000
+DATA lgc44<>+24(SB)/4, $0x4b000000
+DATA lgc44<>+28(SB)/4, $0x4b000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x4b000000
-DATA lgc45<>+4(SB)/4, $0x4b000000
-DATA lgc45<>+8(SB)/4, $0x4b000000
-DATA lgc45<>+12(SB)/4, $0x4b000000
-DATA lgc45<>+16(SB)/4, $0x4b000000
-DATA lgc45<>+20(SB)/4, $0x4b000000
-DATA lgc45<>+24(SB)/4, $0x4b000000
-DATA lgc45<>+28(SB)/4, $0x4b000000
+DATA lgc45<>+0(SB)/4, $0x0000007f
+DATA lgc45<>+4(SB)/4, $0x0000007f
+DATA lgc45<>+8(SB)/4, $0x0000007f
+DATA lgc45<>+12(SB)/4, $0x0000007f
+DATA lgc45<>+16(SB)/4, $0x0000007f
+DATA lgc45<>+20(SB)/4, $0x0000007f
+DATA lgc45<>+24(SB)/4, $0x0000007f
+DATA lgc45<>+28(SB)/4, $0x0000007f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 DATA lgc46<>+0(SB)/4, $0xffffffe9
@@ -3156,11 +3138,11 @@ bulk_19:
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc44<>+0(SB), Y1, Y2
-	VMULPS       lgc45<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
+	VMULPS       lgc44<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc26<>+0(SB), Y4, Y4
+	VPSUBD       lgc45<>+0(SB), Y4, Y4
 	VPAND        lgc46<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc47<>+0(SB), Y3, Y2
@@ -3188,7 +3170,7 @@ bulk_19:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc32<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc59<>+0(SB), Y1, Y2
@@ -3202,7 +3184,7 @@ bulk_19:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc33<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc32<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc59<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

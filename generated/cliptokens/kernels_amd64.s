@@ -77,12 +77,10 @@ blocks_2:
 	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y7
 	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y1, Y9, Y9
@@ -90,12 +88,12 @@ blocks_2:
 
 	// v17 = ge(v6, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc17<>+0(SB), Y7
+	VMOVUPS lgc16<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y3, 32(SP)
-	VMOVUPS lgc18<>+0(SB), Y3
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y3, Y3
@@ -108,7 +106,7 @@ blocks_2:
 	VMULPS Y1, Y2, Y1
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc18<>+0(SB), Y1, Y1
 
 	// v25 = where(mask, v24, 0)
 	VANDPS Y1, Y0, Y1
@@ -145,7 +143,7 @@ blocks_2:
 	VANDPS Y1, Y0, Y1
 
 	// v40 = mul(-0.001, v38)
-	VMULPS lgc20<>+0(SB), Y1, Y2
+	VMULPS lgc19<>+0(SB), Y1, Y2
 
 	// sum(v38) over [B L]
 	VADDPS  1536(BX), Y1, Y1
@@ -157,7 +155,7 @@ blocks_2:
 	// sum(v43) over [B L]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS lgc21<>+0(SB), Y1
+	VMOVUPS lgc20<>+0(SB), Y1
 
 	// v48 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y5, Y1, Y1
@@ -166,10 +164,10 @@ blocks_2:
 	// logsumexp(v48) over [B]
 	MOVQ         CX, SI
 	VANDPS       Y2, Y0, Y0
-	VCMPPS       $0x15, lgc22<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc21<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc22<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       4160(BX), Y2, Y2
 	VMOVUPS      Y2, 4160(BX)
@@ -198,11 +196,11 @@ blocks_2:
 	VMOVUPD      Y0, 7520(BX)(SI*8)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc24<>+0(SB), Y0
+	VMOVUPD      lgc23<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -213,8 +211,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -226,8 +224,8 @@ blocks_2:
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -239,8 +237,8 @@ blocks_2:
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -252,8 +250,8 @@ blocks_2:
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -265,8 +263,8 @@ blocks_2:
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -292,8 +290,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -304,8 +302,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -317,8 +315,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -330,8 +328,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -343,8 +341,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -356,8 +354,8 @@ noflush_3:
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -526,121 +524,111 @@ DATA lgc14<>+24(SB)/4, $0x3f000000
 DATA lgc14<>+28(SB)/4, $0x3f000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xffffff82
-DATA lgc15<>+4(SB)/4, $0xffffff82
-DATA lgc15<>+8(SB)/4, $0xffffff82
-DATA lgc15<>+12(SB)/4, $0xffffff82
-DATA lgc15<>+16(SB)/4, $0xffffff82
-DATA lgc15<>+20(SB)/4, $0xffffff82
-DATA lgc15<>+24(SB)/4, $0xffffff82
-DATA lgc15<>+28(SB)/4, $0xffffff82
+DATA lgc15<>+0(SB)/4, $0x000000fe
+DATA lgc15<>+4(SB)/4, $0x000000fe
+DATA lgc15<>+8(SB)/4, $0x000000fe
+DATA lgc15<>+12(SB)/4, $0x000000fe
+DATA lgc15<>+16(SB)/4, $0x000000fe
+DATA lgc15<>+20(SB)/4, $0x000000fe
+DATA lgc15<>+24(SB)/4, $0x000000fe
+DATA lgc15<>+28(SB)/4, $0x000000fe
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x0000007f
-DATA lgc16<>+4(SB)/4, $0x0000007f
-DATA lgc16<>+8(SB)/4, $0x0000007f
-DATA lgc16<>+12(SB)/4, $0x0000007f
-DATA lgc16<>+16(SB)/4, $0x0000007f
-DATA lgc16<>+20(SB)/4, $0x0000007f
-DATA lgc16<>+24(SB)/4, $0x0000007f
-DATA lgc16<>+28(SB)/4, $0x0000007f
+DATA lgc16<>+0(SB)/4, $0x3fa3d70a
+DATA lgc16<>+4(SB)/4, $0x3fa3d70a
+DATA lgc16<>+8(SB)/4, $0x3fa3d70a
+DATA lgc16<>+12(SB)/4, $0x3fa3d70a
+DATA lgc16<>+16(SB)/4, $0x3fa3d70a
+DATA lgc16<>+20(SB)/4, $0x3fa3d70a
+DATA lgc16<>+24(SB)/4, $0x3fa3d70a
+DATA lgc16<>+28(SB)/4, $0x3fa3d70a
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3fa3d70a
-DATA lgc17<>+4(SB)/4, $0x3fa3d70a
-DATA lgc17<>+8(SB)/4, $0x3fa3d70a
-DATA lgc17<>+12(SB)/4, $0x3fa3d70a
-DATA lgc17<>+16(SB)/4, $0x3fa3d70a
-DATA lgc17<>+20(SB)/4, $0x3fa3d70a
-DATA lgc17<>+24(SB)/4, $0x3fa3d70a
-DATA lgc17<>+28(SB)/4, $0x3fa3d70a
+DATA lgc17<>+0(SB)/4, $0x3f4ccccd
+DATA lgc17<>+4(SB)/4, $0x3f4ccccd
+DATA lgc17<>+8(SB)/4, $0x3f4ccccd
+DATA lgc17<>+12(SB)/4, $0x3f4ccccd
+DATA lgc17<>+16(SB)/4, $0x3f4ccccd
+DATA lgc17<>+20(SB)/4, $0x3f4ccccd
+DATA lgc17<>+24(SB)/4, $0x3f4ccccd
+DATA lgc17<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f4ccccd
-DATA lgc18<>+4(SB)/4, $0x3f4ccccd
-DATA lgc18<>+8(SB)/4, $0x3f4ccccd
-DATA lgc18<>+12(SB)/4, $0x3f4ccccd
-DATA lgc18<>+16(SB)/4, $0x3f4ccccd
-DATA lgc18<>+20(SB)/4, $0x3f4ccccd
-DATA lgc18<>+24(SB)/4, $0x3f4ccccd
-DATA lgc18<>+28(SB)/4, $0x3f4ccccd
+DATA lgc18<>+0(SB)/4, $0x80000000
+DATA lgc18<>+4(SB)/4, $0x80000000
+DATA lgc18<>+8(SB)/4, $0x80000000
+DATA lgc18<>+12(SB)/4, $0x80000000
+DATA lgc18<>+16(SB)/4, $0x80000000
+DATA lgc18<>+20(SB)/4, $0x80000000
+DATA lgc18<>+24(SB)/4, $0x80000000
+DATA lgc18<>+28(SB)/4, $0x80000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x80000000
-DATA lgc19<>+4(SB)/4, $0x80000000
-DATA lgc19<>+8(SB)/4, $0x80000000
-DATA lgc19<>+12(SB)/4, $0x80000000
-DATA lgc19<>+16(SB)/4, $0x80000000
-DATA lgc19<>+20(SB)/4, $0x80000000
-DATA lgc19<>+24(SB)/4, $0x80000000
-DATA lgc19<>+28(SB)/4, $0x80000000
+DATA lgc19<>+0(SB)/4, $0xba83126f
+DATA lgc19<>+4(SB)/4, $0xba83126f
+DATA lgc19<>+8(SB)/4, $0xba83126f
+DATA lgc19<>+12(SB)/4, $0xba83126f
+DATA lgc19<>+16(SB)/4, $0xba83126f
+DATA lgc19<>+20(SB)/4, $0xba83126f
+DATA lgc19<>+24(SB)/4, $0xba83126f
+DATA lgc19<>+28(SB)/4, $0xba83126f
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xba83126f
-DATA lgc20<>+4(SB)/4, $0xba83126f
-DATA lgc20<>+8(SB)/4, $0xba83126f
-DATA lgc20<>+12(SB)/4, $0xba83126f
-DATA lgc20<>+16(SB)/4, $0xba83126f
-DATA lgc20<>+20(SB)/4, $0xba83126f
-DATA lgc20<>+24(SB)/4, $0xba83126f
-DATA lgc20<>+28(SB)/4, $0xba83126f
+DATA lgc20<>+0(SB)/4, $0xff800000
+DATA lgc20<>+4(SB)/4, $0xff800000
+DATA lgc20<>+8(SB)/4, $0xff800000
+DATA lgc20<>+12(SB)/4, $0xff800000
+DATA lgc20<>+16(SB)/4, $0xff800000
+DATA lgc20<>+20(SB)/4, $0xff800000
+DATA lgc20<>+24(SB)/4, $0xff800000
+DATA lgc20<>+28(SB)/4, $0xff800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xff800000
-DATA lgc21<>+4(SB)/4, $0xff800000
-DATA lgc21<>+8(SB)/4, $0xff800000
-DATA lgc21<>+12(SB)/4, $0xff800000
-DATA lgc21<>+16(SB)/4, $0xff800000
-DATA lgc21<>+20(SB)/4, $0xff800000
-DATA lgc21<>+24(SB)/4, $0xff800000
-DATA lgc21<>+28(SB)/4, $0xff800000
+DATA lgc21<>+0(SB)/4, $0xc2ae0000
+DATA lgc21<>+4(SB)/4, $0xc2ae0000
+DATA lgc21<>+8(SB)/4, $0xc2ae0000
+DATA lgc21<>+12(SB)/4, $0xc2ae0000
+DATA lgc21<>+16(SB)/4, $0xc2ae0000
+DATA lgc21<>+20(SB)/4, $0xc2ae0000
+DATA lgc21<>+24(SB)/4, $0xc2ae0000
+DATA lgc21<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xc2ae0000
-DATA lgc22<>+4(SB)/4, $0xc2ae0000
-DATA lgc22<>+8(SB)/4, $0xc2ae0000
-DATA lgc22<>+12(SB)/4, $0xc2ae0000
-DATA lgc22<>+16(SB)/4, $0xc2ae0000
-DATA lgc22<>+20(SB)/4, $0xc2ae0000
-DATA lgc22<>+24(SB)/4, $0xc2ae0000
-DATA lgc22<>+28(SB)/4, $0xc2ae0000
+DATA lgc22<>+0(SB)/4, $0x42b00000
+DATA lgc22<>+4(SB)/4, $0x42b00000
+DATA lgc22<>+8(SB)/4, $0x42b00000
+DATA lgc22<>+12(SB)/4, $0x42b00000
+DATA lgc22<>+16(SB)/4, $0x42b00000
+DATA lgc22<>+20(SB)/4, $0x42b00000
+DATA lgc22<>+24(SB)/4, $0x42b00000
+DATA lgc22<>+28(SB)/4, $0x42b00000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x42b00000
-DATA lgc23<>+4(SB)/4, $0x42b00000
-DATA lgc23<>+8(SB)/4, $0x42b00000
-DATA lgc23<>+12(SB)/4, $0x42b00000
-DATA lgc23<>+16(SB)/4, $0x42b00000
-DATA lgc23<>+20(SB)/4, $0x42b00000
-DATA lgc23<>+24(SB)/4, $0x42b00000
-DATA lgc23<>+28(SB)/4, $0x42b00000
+DATA lgc23<>+0(SB)/8, $0x4020000000000000
+DATA lgc23<>+8(SB)/8, $0x4020000000000000
+DATA lgc23<>+16(SB)/8, $0x4020000000000000
+DATA lgc23<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x4020000000000000
-DATA lgc24<>+8(SB)/8, $0x4020000000000000
-DATA lgc24<>+16(SB)/8, $0x4020000000000000
-DATA lgc24<>+24(SB)/8, $0x4020000000000000
+DATA lgc24<>+0(SB)/4, $0x7fffffff
+DATA lgc24<>+4(SB)/4, $0x7fffffff
+DATA lgc24<>+8(SB)/4, $0x7fffffff
+DATA lgc24<>+12(SB)/4, $0x7fffffff
+DATA lgc24<>+16(SB)/4, $0x7fffffff
+DATA lgc24<>+20(SB)/4, $0x7fffffff
+DATA lgc24<>+24(SB)/4, $0x7fffffff
+DATA lgc24<>+28(SB)/4, $0x7fffffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/4, $0x7f7fffff
+DATA lgc25<>+4(SB)/4, $0x7f7fffff
+DATA lgc25<>+8(SB)/4, $0x7f7fffff
+DATA lgc25<>+12(SB)/4, $0x7f7fffff
+DATA lgc25<>+16(SB)/4, $0x7f7fffff
+DATA lgc25<>+20(SB)/4, $0x7f7fffff
+DATA lgc25<>+24(SB)/4, $0x7f7fffff
+DATA lgc25<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
 // Requires: AVX
@@ -717,7 +705,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v52 = mul(2, logSumW)
-	VMULPS  lgc27<>+0(SB), Y2, Y2
+	VMULPS  lgc26<>+0(SB), Y2, Y2
 	MOVQ    s6+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -745,12 +733,10 @@ blocks_4:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -772,10 +758,10 @@ blocks_4:
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc24<>+0(SB), Y2
+	VMOVUPD      lgc23<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -784,8 +770,8 @@ blocks_4:
 	VADDPD       9824(CX), Y0, Y0
 	VMOVUPD      Y0, 9824(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc25<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
+	VANDPS       lgc24<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc25<>+0(SB), Y3, Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -817,8 +803,8 @@ chunkdone_5:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      9984(AX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -829,8 +815,8 @@ chunkdone_5:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 9984(AX)
 	VMOVUPS      10304(AX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -846,15 +832,15 @@ chunkdone_5:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x40000000
-DATA lgc27<>+4(SB)/4, $0x40000000
-DATA lgc27<>+8(SB)/4, $0x40000000
-DATA lgc27<>+12(SB)/4, $0x40000000
-DATA lgc27<>+16(SB)/4, $0x40000000
-DATA lgc27<>+20(SB)/4, $0x40000000
-DATA lgc27<>+24(SB)/4, $0x40000000
-DATA lgc27<>+28(SB)/4, $0x40000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc26<>+0(SB)/4, $0x40000000
+DATA lgc26<>+4(SB)/4, $0x40000000
+DATA lgc26<>+8(SB)/4, $0x40000000
+DATA lgc26<>+12(SB)/4, $0x40000000
+DATA lgc26<>+16(SB)/4, $0x40000000
+DATA lgc26<>+20(SB)/4, $0x40000000
+DATA lgc26<>+24(SB)/4, $0x40000000
+DATA lgc26<>+28(SB)/4, $0x40000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s9 *float32, s8 *float32, ess *float32)
 // Requires: AVX
@@ -871,7 +857,7 @@ TEXT ·pass3AVX2(SB), $0-24
 
 	// v61 = div(v58, v60)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc28<>+0(SB), Y1
+	VMOVUPS lgc27<>+0(SB), Y1
 
 	// ess = div(v61, 8)
 	VDIVPS Y1, Y0, Y0
@@ -882,15 +868,15 @@ TEXT ·pass3AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x41000000
-DATA lgc28<>+4(SB)/4, $0x41000000
-DATA lgc28<>+8(SB)/4, $0x41000000
-DATA lgc28<>+12(SB)/4, $0x41000000
-DATA lgc28<>+16(SB)/4, $0x41000000
-DATA lgc28<>+20(SB)/4, $0x41000000
-DATA lgc28<>+24(SB)/4, $0x41000000
-DATA lgc28<>+28(SB)/4, $0x41000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x41000000
+DATA lgc27<>+4(SB)/4, $0x41000000
+DATA lgc27<>+8(SB)/4, $0x41000000
+DATA lgc27<>+12(SB)/4, $0x41000000
+DATA lgc27<>+16(SB)/4, $0x41000000
+DATA lgc27<>+20(SB)/4, $0x41000000
+DATA lgc27<>+24(SB)/4, $0x41000000
+DATA lgc27<>+28(SB)/4, $0x41000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -918,10 +904,10 @@ blocks_8:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc24<>+0(SB), Y1
+	VMOVUPD      lgc23<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -947,8 +933,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1046,12 +1032,10 @@ blocks_11:
 	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y7
 	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y1, Y9, Y9
@@ -1059,12 +1043,12 @@ blocks_11:
 
 	// v17 = ge(v6, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc17<>+0(SB), Y7
+	VMOVUPS lgc16<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y3, 64(SP)
-	VMOVUPS lgc18<>+0(SB), Y3
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y3, Y3
@@ -1077,7 +1061,7 @@ blocks_11:
 	VMULPS Y3, Y2, Y3
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc18<>+0(SB), Y3, Y3
 
 	// v25 = where(mask, v24, 0)
 	VANDPS Y3, Y0, Y3
@@ -1115,7 +1099,7 @@ blocks_11:
 	VANDPS Y3, Y0, Y3
 
 	// v40 = mul(-0.001, v38)
-	VMULPS lgc20<>+0(SB), Y3, Y4
+	VMULPS lgc19<>+0(SB), Y3, Y4
 
 	// sum(v38) over [B L]
 	VADDPS  1664(BX), Y3, Y3
@@ -1127,7 +1111,7 @@ blocks_11:
 	// sum(v43) over [B L]
 	VADDPS  1984(BX), Y3, Y3
 	VMOVUPS Y3, 1984(BX)
-	VMOVUPS lgc21<>+0(SB), Y3
+	VMOVUPS lgc20<>+0(SB), Y3
 
 	// v48 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y5, Y3, Y3
@@ -1138,10 +1122,10 @@ blocks_11:
 	// logsumexp(v48) over [B]
 	MOVQ         CX, DI
 	VANDPS       Y1, Y0, Y2
-	VCMPPS       $0x15, lgc22<>+0(SB), Y3, Y4
-	VCMPPS       $0x1a, lgc23<>+0(SB), Y3, Y5
+	VCMPPS       $0x15, lgc21<>+0(SB), Y3, Y4
+	VCMPPS       $0x1a, lgc22<>+0(SB), Y3, Y5
 	VANDPS       Y5, Y4, Y4
-	VCMPPS       $0x00, lgc21<>+0(SB), Y3, Y5
+	VCMPPS       $0x00, lgc20<>+0(SB), Y3, Y5
 	VORPS        Y5, Y4, Y4
 	VANDPS       4288(BX), Y4, Y4
 	VMOVUPS      Y4, 4288(BX)
@@ -1174,13 +1158,13 @@ blocks_11:
 	VANDPS Y2, Y0, Y2
 
 	// v66 = mul(v65, -0.001)
-	VMULPS lgc20<>+0(SB), Y2, Y3
+	VMULPS lgc19<>+0(SB), Y2, Y3
 
 	// gradEntropy = where(mask, v66, 0)
 	VANDPS Y3, Y0, Y3
 
 	// v68 = neg(v65)
-	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VXORPS  lgc18<>+0(SB), Y2, Y2
 	VMOVUPS 160(SP), Y4
 
 	// v69 = mul(v68, v6)
@@ -1194,7 +1178,7 @@ blocks_11:
 
 	// v71 = where(v17, 0, v69)
 	VANDNPS Y2, Y5, Y2
-	VMOVUPS lgc18<>+0(SB), Y5
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v72 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y1, Y5
@@ -1207,7 +1191,7 @@ blocks_11:
 
 	// v75 = where(v74, v71, 0)
 	VANDPS  Y2, Y5, Y2
-	VMOVUPS lgc17<>+0(SB), Y5
+	VMOVUPS lgc16<>+0(SB), Y5
 
 	// v76 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y5, Y1, Y5
@@ -1243,11 +1227,11 @@ blocks_11:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_12
-	VMOVUPD      lgc24<>+0(SB), Y0
+	VMOVUPD      lgc23<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1258,8 +1242,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1271,8 +1255,8 @@ blocks_11:
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1284,8 +1268,8 @@ blocks_11:
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1297,8 +1281,8 @@ blocks_11:
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1324,8 +1308,8 @@ noflush_12:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1336,8 +1320,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(CX)
 	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1349,8 +1333,8 @@ noflush_12:
 	VMOVUPS      Y2, 1024(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1362,8 +1346,8 @@ noflush_12:
 	VMOVUPS      Y2, 1344(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1375,8 +1359,8 @@ noflush_12:
 	VMOVUPS      Y2, 1664(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1470,7 +1454,7 @@ blocks_13:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v52 = mul(2, logSumW)
-	VMULPS  lgc27<>+0(SB), Y2, Y2
+	VMULPS  lgc26<>+0(SB), Y2, Y2
 	MOVQ    s6+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1498,12 +1482,10 @@ blocks_13:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -1525,10 +1507,10 @@ blocks_13:
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_15
-	VMOVUPD      lgc24<>+0(SB), Y2
+	VMOVUPD      lgc23<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1537,8 +1519,8 @@ blocks_13:
 	VADDPD       9952(CX), Y0, Y0
 	VMOVUPD      Y0, 9952(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc25<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
+	VANDPS       lgc24<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc25<>+0(SB), Y3, Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1570,8 +1552,8 @@ chunkdone_14:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      10112(AX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1582,8 +1564,8 @@ chunkdone_14:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 10112(AX)
 	VMOVUPS      10432(AX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1614,7 +1596,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v61 = div(v58, v60)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc28<>+0(SB), Y1
+	VMOVUPS lgc27<>+0(SB), Y1
 
 	// ess = div(v61, 8)
 	VDIVPS Y1, Y0, Y0
@@ -1657,12 +1639,10 @@ bulk_16:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y1
-	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1686,11 +1666,11 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc16<>+0(SB), Y3, Y3
+	VPSUBD       lgc30<>+0(SB), Y3, Y3
 	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc32<>+0(SB), Y2, Y1
@@ -1718,7 +1698,7 @@ bulk_18:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
@@ -1733,24 +1713,34 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
+DATA lgc30<>+0(SB)/4, $0x0000007f
+DATA lgc30<>+4(SB)/4, $0x0000007f
+DATA lgc30<>+8(SB)/4, $0x0000007f
+DATA lgc30<>+12(SB)/4, $0x0000007f
+DATA lgc30<>+16(SB)/4, $0x0000007f
+DATA lgc30<>+20(SB)/4, $0x0000007f
+DATA lgc30<>+24(SB)/4, $0x0000007f
+DATA lgc30<>+28(SB)/4, $0x0000007f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 DATA lgc31<>+0(SB)/4, $0xffffffe9
@@ -1906,11 +1896,11 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc16<>+0(SB), Y4, Y4
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2
@@ -1938,7 +1928,7 @@ bulk_20:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
@@ -1952,7 +1942,7 @@ bulk_20:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

@@ -32,12 +32,10 @@ TEXT ·pass0AVX2(SB), $0-16
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -168,25 +166,15 @@ DATA lgc11<>+24(SB)/4, $0x3f800000
 DATA lgc11<>+28(SB)/4, $0x3f800000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xffffff82
-DATA lgc12<>+4(SB)/4, $0xffffff82
-DATA lgc12<>+8(SB)/4, $0xffffff82
-DATA lgc12<>+12(SB)/4, $0xffffff82
-DATA lgc12<>+16(SB)/4, $0xffffff82
-DATA lgc12<>+20(SB)/4, $0xffffff82
-DATA lgc12<>+24(SB)/4, $0xffffff82
-DATA lgc12<>+28(SB)/4, $0xffffff82
+DATA lgc12<>+0(SB)/4, $0x000000fe
+DATA lgc12<>+4(SB)/4, $0x000000fe
+DATA lgc12<>+8(SB)/4, $0x000000fe
+DATA lgc12<>+12(SB)/4, $0x000000fe
+DATA lgc12<>+16(SB)/4, $0x000000fe
+DATA lgc12<>+20(SB)/4, $0x000000fe
+DATA lgc12<>+24(SB)/4, $0x000000fe
+DATA lgc12<>+28(SB)/4, $0x000000fe
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0x0000007f
-DATA lgc13<>+4(SB)/4, $0x0000007f
-DATA lgc13<>+8(SB)/4, $0x0000007f
-DATA lgc13<>+12(SB)/4, $0x0000007f
-DATA lgc13<>+16(SB)/4, $0x0000007f
-DATA lgc13<>+20(SB)/4, $0x0000007f
-DATA lgc13<>+24(SB)/4, $0x0000007f
-DATA lgc13<>+28(SB)/4, $0x0000007f
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
@@ -240,7 +228,7 @@ blocks_1:
 	VMOVUPS    Y1, 160(SP)
 	VMOVUPS    Y5, 192(SP)
 	VMOVUPS    Y0, 224(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -318,7 +306,7 @@ blocks_1:
 	VMOVUPS    Y1, 480(SP)
 	VMOVUPS    Y5, 512(SP)
 	VMOVUPS    Y0, 544(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -397,7 +385,7 @@ blocks_1:
 	VMOVUPS    Y1, 800(SP)
 	VMOVUPS    Y5, 832(SP)
 	VMOVUPS    Y0, 864(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -472,7 +460,7 @@ blocks_1:
 	VMOVUPS    Y1, 1120(SP)
 	VMOVUPS    Y5, 1152(SP)
 	VMOVUPS    Y0, 1184(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 10352(DX)(BX*4), Y0, Y3
@@ -550,7 +538,7 @@ blocks_1:
 	VMOVUPS    Y1, 1440(SP)
 	VMOVUPS    Y5, 1472(SP)
 	VMOVUPS    Y0, 1504(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -625,7 +613,7 @@ blocks_1:
 	VMOVUPS    Y1, 1760(SP)
 	VMOVUPS    Y5, 1792(SP)
 	VMOVUPS    Y0, 1824(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 10352(DX)(BX*4), Y0, Y3
@@ -703,7 +691,7 @@ blocks_1:
 	VMOVUPS    Y1, 2080(SP)
 	VMOVUPS    Y5, 2112(SP)
 	VMOVUPS    Y0, 2144(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -778,7 +766,7 @@ blocks_1:
 	VMOVUPS    Y1, 2400(SP)
 	VMOVUPS    Y5, 2432(SP)
 	VMOVUPS    Y0, 2464(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 10352(DX)(BX*4), Y0, Y3
@@ -813,10 +801,10 @@ blocks_1:
 	VPERM2F128 $0x31, Y0, Y1, Y0
 	VMOVUPS    Y5, 2496(SP)
 	VMOVUPS    Y3, 2528(SP)
-	VMOVUPS    lgc15<>+0(SB), Y0
-	VMOVUPS    lgc16<>+0(SB), Y1
-	VMOVUPD    lgc17<>+0(SB), Y2
-	VMOVUPD    lgc17<>+0(SB), Y3
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc15<>+0(SB), Y1
+	VMOVUPD    lgc16<>+0(SB), Y2
+	VMOVUPD    lgc16<>+0(SB), Y3
 	XORQ       DX, DX
 
 inner_Q_3:
@@ -833,7 +821,7 @@ inner_Q_3:
 	VMOVUPS (BX)(SI*4), Y4
 
 	// v70 = neg(stateActionValueActor)
-	VXORPS lgc18<>+0(SB), Y4, Y4
+	VXORPS lgc17<>+0(SB), Y4, Y4
 
 	// argmax(v70) over [Q]
 	VCMPPS       $0x03, Y4, Y4, Y7
@@ -846,7 +834,7 @@ inner_Q_3:
 	VEXTRACTI128 $0x01, Y5, X5
 	VPMOVSXDQ    X5, Y5
 	MOVQ         DX, BX
-	VMOVUPS      lgc19<>+0(SB), Y6
+	VMOVUPS      lgc18<>+0(SB), Y6
 	VCVTSI2SDQ   BX, X6, X6
 	VBROADCASTSD X6, Y6
 	VMOVAPD      Y6, Y7
@@ -867,7 +855,7 @@ inner_Q_3:
 	VSUBPS Y4, Y1, Y1
 
 	// v8 = mul(0.99, v6)
-	VMULPS lgc20<>+0(SB), Y1, Y1
+	VMULPS lgc19<>+0(SB), Y1, Y1
 
 	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y0
@@ -901,18 +889,16 @@ inner_Q_3:
 	VFMADD213PS  Y1, Y5, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPADDD       lgc12<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y4
 	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y1, Y6, Y6
-	VMOVUPD      lgc17<>+0(SB), Y1
-	VMOVUPD      lgc17<>+0(SB), Y4
-	VMOVUPS      lgc16<>+0(SB), Y5
+	VMOVUPD      lgc16<>+0(SB), Y1
+	VMOVUPD      lgc16<>+0(SB), Y4
+	VMOVUPS      lgc15<>+0(SB), Y5
 	VMOVUPS      Y5, 2560(SP)
 	VMOVUPS      Y6, 2624(SP)
 	XORQ         DX, DX
@@ -927,7 +913,7 @@ inner_Q_4:
 	VSUBPS Y0, Y5, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMOVUPS lgc17<>+0(SB), Y6
 	VANDNPS Y5, Y6, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
@@ -960,19 +946,19 @@ inner_Q_4:
 
 	// reduce_max(v84) over [Q]
 	VMOVUPS 2560(SP), Y6
-	VXORPS  lgc18<>+0(SB), Y6, Y6
-	VXORPS  lgc18<>+0(SB), Y5, Y5
+	VXORPS  lgc17<>+0(SB), Y6, Y6
+	VXORPS  lgc17<>+0(SB), Y5, Y5
 	VMINPS  Y6, Y5, Y7
 	VMINPS  Y5, Y6, Y6
 	VORPS   Y7, Y6, Y6
-	VXORPS  lgc18<>+0(SB), Y6, Y6
+	VXORPS  lgc17<>+0(SB), Y6, Y6
 	VMOVUPS Y6, 2560(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_4
 
 	// finish v24
-	VMOVUPS     lgc19<>+0(SB), Y5
+	VMOVUPS     lgc18<>+0(SB), Y5
 	VCVTPD2PSY  Y1, X5
 	VCVTPD2PSY  Y4, X1
 	VINSERTF128 $0x01, X1, Y5, Y1
@@ -981,7 +967,7 @@ inner_Q_4:
 	MOVQ    state+104(FP), DX
 	VADDPS  256(DX), Y1, Y1
 	VMOVUPS Y1, 256(DX)
-	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD lgc16<>+0(SB), Y1
 	VMOVUPD Y1, 2688(SP)
 	VMOVUPD Y1, 2720(SP)
 	VMOVUPS Y0, 2752(SP)
@@ -989,7 +975,7 @@ inner_Q_4:
 	XORQ    DI, DI
 
 inner_R_5:
-	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD lgc16<>+0(SB), Y1
 	VMOVUPD Y1, 2784(SP)
 	VMOVUPD Y1, 2816(SP)
 	XORQ    R8, R8
@@ -1001,7 +987,7 @@ inner_Q_6:
 	VMOVUPS 640(SP)(R9*1), Y1
 
 	// v32 = sub(qRandom, -4.1588830833596715)
-	VSUBPS lgc21<>+0(SB), Y1, Y1
+	VSUBPS lgc20<>+0(SB), Y1, Y1
 
 	// v33 = div(v32, 1)
 	VDIVPS  Y0, Y1, Y1
@@ -1024,25 +1010,25 @@ inner_Q_6:
 	VDIVPS Y0, Y5, Y5
 
 	// v38 = max(v33, v35)
-	VXORPS lgc18<>+0(SB), Y1, Y6
-	VXORPS lgc18<>+0(SB), Y4, Y8
+	VXORPS lgc17<>+0(SB), Y1, Y6
+	VXORPS lgc17<>+0(SB), Y4, Y8
 	VMINPS Y6, Y8, Y7
 	VMINPS Y8, Y6, Y6
 	VORPS  Y7, Y6, Y6
-	VXORPS lgc18<>+0(SB), Y6, Y6
+	VXORPS lgc17<>+0(SB), Y6, Y6
 
 	// v39 = max(v38, v37)
-	VXORPS lgc18<>+0(SB), Y6, Y6
-	VXORPS lgc18<>+0(SB), Y5, Y8
+	VXORPS lgc17<>+0(SB), Y6, Y6
+	VXORPS lgc17<>+0(SB), Y5, Y8
 	VMINPS Y6, Y8, Y7
 	VMINPS Y8, Y6, Y6
 	VORPS  Y7, Y6, Y6
-	VXORPS lgc18<>+0(SB), Y6, Y6
+	VXORPS lgc17<>+0(SB), Y6, Y6
 
 	// v41 = abs(v39)
-	VMOVUPS lgc18<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y7
-	VMOVUPS lgc15<>+0(SB), Y8
+	VMOVUPS lgc14<>+0(SB), Y8
 
 	// v43 = eq(v41, +Inf)
 	VCMPPS $0x00, Y8, Y7, Y7
@@ -1076,12 +1062,10 @@ inner_Q_6:
 	VFMADD213PS  Y1, Y5, Y7
 	VADDPS       lgc11<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPADDD       lgc12<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y4
 	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y1, Y7, Y7
@@ -1112,12 +1096,10 @@ inner_Q_6:
 	VFMADD213PS  Y1, Y5, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPADDD       lgc12<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y4
 	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y1, Y6, Y6
@@ -1151,12 +1133,10 @@ inner_Q_6:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc11<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc12<>+0(SB), Y4, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPADDD       lgc12<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -1165,11 +1145,11 @@ inner_Q_6:
 	VADDPS Y7, Y1, Y1
 
 	// v54 = log(v53)
-	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y4
-	VMULPS       lgc23<>+0(SB), Y1, Y5
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y4
+	VMULPS       lgc22<>+0(SB), Y1, Y5
 	VBLENDVPS    Y4, Y5, Y1, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc13<>+0(SB), Y6, Y6
+	VPSUBD       lgc23<>+0(SB), Y6, Y6
 	VPAND        lgc24<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
 	VPAND        lgc25<>+0(SB), Y5, Y4
@@ -1196,12 +1176,12 @@ inner_Q_6:
 	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
 	VADDPS       Y4, Y7, Y7
 	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc16<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y4
-	VBLENDVPS    Y4, lgc36<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y4
+	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y4, lgc15<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc36<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc14<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y7, Y7
 	VMOVUPS      2912(SP), Y1
@@ -1237,7 +1217,7 @@ inner_Q_6:
 	// finish v60
 	VMOVUPD     2784(SP), Y1
 	VMOVUPD     2816(SP), Y4
-	VMOVUPS     lgc19<>+0(SB), Y5
+	VMOVUPS     lgc18<>+0(SB), Y5
 	VCVTPD2PSY  Y1, X5
 	VCVTPD2PSY  Y4, X1
 	VINSERTF128 $0x01, X1, Y5, Y1
@@ -1259,7 +1239,7 @@ inner_Q_6:
 	VDIVPD      lgc38<>+0(SB), Y0, Y0
 	VMOVUPD     2720(SP), Y1
 	VDIVPD      lgc38<>+0(SB), Y1, Y1
-	VMOVUPS     lgc19<>+0(SB), Y4
+	VMOVUPS     lgc18<>+0(SB), Y4
 	VCVTPD2PSY  Y0, X4
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
@@ -1286,7 +1266,7 @@ inner_Q_6:
 	// finish v71
 	VMOVUPD     Y2, Y1
 	VMOVUPD     Y3, Y2
-	VMOVUPS     lgc19<>+0(SB), Y3
+	VMOVUPS     lgc18<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -1298,12 +1278,12 @@ inner_Q_6:
 	MOVQ       stateActionValueActor+64(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc19<>+0(SB), Y1, Y1
+	VPMAXSD    lgc18<>+0(SB), Y1, Y1
 	VPMINSD    lgc39<>+0(SB), Y1, Y1
 	VPMULLD    lgc40<>+0(SB), Y1, Y1
 	VPADDD     lgc41<>+0(SB), Y1, Y1
 	VMOVUPS    lgc42<>+0(SB), Y2
-	VMOVUPS    lgc19<>+0(SB), Y3
+	VMOVUPS    lgc18<>+0(SB), Y3
 	VGATHERDPS Y2, (R8)(Y1*4), Y3
 	MOVQ       logProb+128(FP), DI
 	VMOVUPS    (DI)(BX*4), Y1
@@ -1327,14 +1307,14 @@ inner_Q_6:
 	VMULPS Y0, Y2, Y0
 
 	// v80 = neg(v79)
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// mean(v80) over [B]
 	VADDPS  1536(DX), Y0, Y0
 	VMOVUPS Y0, 1536(DX)
 
 	// v82 = neg(logProb)
-	VXORPS lgc18<>+0(SB), Y1, Y0
+	VXORPS lgc17<>+0(SB), Y1, Y0
 
 	// mean(v82) over [B]
 	VADDPS  1856(DX), Y0, Y0
@@ -1365,7 +1345,7 @@ inner_Q_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc45<>+0(SB), Y2, Y1
@@ -1377,7 +1357,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -1390,7 +1370,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -1403,7 +1383,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
@@ -1416,7 +1396,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 1344(CX)
 	VADDPD       1376(CX), Y2, Y2
 	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
@@ -1429,7 +1409,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 1664(CX)
 	VADDPD       1696(CX), Y2, Y2
 	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1984(CX), Y0, Y0
@@ -1446,7 +1426,7 @@ noflush_7:
 chunkdone_2:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc19<>+0(SB), X0
+	VMOVUPS      lgc18<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+104(FP), AX
@@ -1460,7 +1440,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc45<>+0(SB), Y2, Y1
@@ -1472,7 +1452,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
@@ -1485,7 +1465,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
@@ -1498,7 +1478,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(AX), Y2
@@ -1511,7 +1491,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 1344(AX)
 	VADDPD       1376(AX), Y2, Y2
 	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(AX), Y2
@@ -1524,7 +1504,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 1664(AX)
 	VADDPD       1696(AX), Y2, Y2
 	VMOVUPD      Y2, 1696(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1856(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1984(AX), Y0, Y0
@@ -1532,100 +1512,110 @@ chunkdone_2:
 	VZEROUPPER
 	RET
 
-DATA lgc14<>+0(SB)/4, $0xffffffff
-DATA lgc14<>+4(SB)/4, $0xffffffff
-DATA lgc14<>+8(SB)/4, $0x00000000
-DATA lgc14<>+12(SB)/4, $0x00000000
-DATA lgc14<>+16(SB)/4, $0x00000000
-DATA lgc14<>+20(SB)/4, $0x00000000
-DATA lgc14<>+24(SB)/4, $0x00000000
-DATA lgc14<>+28(SB)/4, $0x00000000
+DATA lgc13<>+0(SB)/4, $0xffffffff
+DATA lgc13<>+4(SB)/4, $0xffffffff
+DATA lgc13<>+8(SB)/4, $0x00000000
+DATA lgc13<>+12(SB)/4, $0x00000000
+DATA lgc13<>+16(SB)/4, $0x00000000
+DATA lgc13<>+20(SB)/4, $0x00000000
+DATA lgc13<>+24(SB)/4, $0x00000000
+DATA lgc13<>+28(SB)/4, $0x00000000
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/4, $0x7f800000
+DATA lgc14<>+4(SB)/4, $0x7f800000
+DATA lgc14<>+8(SB)/4, $0x7f800000
+DATA lgc14<>+12(SB)/4, $0x7f800000
+DATA lgc14<>+16(SB)/4, $0x7f800000
+DATA lgc14<>+20(SB)/4, $0x7f800000
+DATA lgc14<>+24(SB)/4, $0x7f800000
+DATA lgc14<>+28(SB)/4, $0x7f800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x7f800000
-DATA lgc15<>+4(SB)/4, $0x7f800000
-DATA lgc15<>+8(SB)/4, $0x7f800000
-DATA lgc15<>+12(SB)/4, $0x7f800000
-DATA lgc15<>+16(SB)/4, $0x7f800000
-DATA lgc15<>+20(SB)/4, $0x7f800000
-DATA lgc15<>+24(SB)/4, $0x7f800000
-DATA lgc15<>+28(SB)/4, $0x7f800000
+DATA lgc15<>+0(SB)/4, $0xff800000
+DATA lgc15<>+4(SB)/4, $0xff800000
+DATA lgc15<>+8(SB)/4, $0xff800000
+DATA lgc15<>+12(SB)/4, $0xff800000
+DATA lgc15<>+16(SB)/4, $0xff800000
+DATA lgc15<>+20(SB)/4, $0xff800000
+DATA lgc15<>+24(SB)/4, $0xff800000
+DATA lgc15<>+28(SB)/4, $0xff800000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xff800000
-DATA lgc16<>+4(SB)/4, $0xff800000
-DATA lgc16<>+8(SB)/4, $0xff800000
-DATA lgc16<>+12(SB)/4, $0xff800000
-DATA lgc16<>+16(SB)/4, $0xff800000
-DATA lgc16<>+20(SB)/4, $0xff800000
-DATA lgc16<>+24(SB)/4, $0xff800000
-DATA lgc16<>+28(SB)/4, $0xff800000
+DATA lgc16<>+0(SB)/8, $0x0000000000000000
+DATA lgc16<>+8(SB)/8, $0x0000000000000000
+DATA lgc16<>+16(SB)/8, $0x0000000000000000
+DATA lgc16<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x0000000000000000
-DATA lgc17<>+8(SB)/8, $0x0000000000000000
-DATA lgc17<>+16(SB)/8, $0x0000000000000000
-DATA lgc17<>+24(SB)/8, $0x0000000000000000
+DATA lgc17<>+0(SB)/4, $0x80000000
+DATA lgc17<>+4(SB)/4, $0x80000000
+DATA lgc17<>+8(SB)/4, $0x80000000
+DATA lgc17<>+12(SB)/4, $0x80000000
+DATA lgc17<>+16(SB)/4, $0x80000000
+DATA lgc17<>+20(SB)/4, $0x80000000
+DATA lgc17<>+24(SB)/4, $0x80000000
+DATA lgc17<>+28(SB)/4, $0x80000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x80000000
-DATA lgc18<>+4(SB)/4, $0x80000000
-DATA lgc18<>+8(SB)/4, $0x80000000
-DATA lgc18<>+12(SB)/4, $0x80000000
-DATA lgc18<>+16(SB)/4, $0x80000000
-DATA lgc18<>+20(SB)/4, $0x80000000
-DATA lgc18<>+24(SB)/4, $0x80000000
-DATA lgc18<>+28(SB)/4, $0x80000000
+DATA lgc18<>+0(SB)/4, $0x00000000
+DATA lgc18<>+4(SB)/4, $0x00000000
+DATA lgc18<>+8(SB)/4, $0x00000000
+DATA lgc18<>+12(SB)/4, $0x00000000
+DATA lgc18<>+16(SB)/4, $0x00000000
+DATA lgc18<>+20(SB)/4, $0x00000000
+DATA lgc18<>+24(SB)/4, $0x00000000
+DATA lgc18<>+28(SB)/4, $0x00000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x00000000
-DATA lgc19<>+4(SB)/4, $0x00000000
-DATA lgc19<>+8(SB)/4, $0x00000000
-DATA lgc19<>+12(SB)/4, $0x00000000
-DATA lgc19<>+16(SB)/4, $0x00000000
-DATA lgc19<>+20(SB)/4, $0x00000000
-DATA lgc19<>+24(SB)/4, $0x00000000
-DATA lgc19<>+28(SB)/4, $0x00000000
+DATA lgc19<>+0(SB)/4, $0x3f7d70a4
+DATA lgc19<>+4(SB)/4, $0x3f7d70a4
+DATA lgc19<>+8(SB)/4, $0x3f7d70a4
+DATA lgc19<>+12(SB)/4, $0x3f7d70a4
+DATA lgc19<>+16(SB)/4, $0x3f7d70a4
+DATA lgc19<>+20(SB)/4, $0x3f7d70a4
+DATA lgc19<>+24(SB)/4, $0x3f7d70a4
+DATA lgc19<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f7d70a4
-DATA lgc20<>+4(SB)/4, $0x3f7d70a4
-DATA lgc20<>+8(SB)/4, $0x3f7d70a4
-DATA lgc20<>+12(SB)/4, $0x3f7d70a4
-DATA lgc20<>+16(SB)/4, $0x3f7d70a4
-DATA lgc20<>+20(SB)/4, $0x3f7d70a4
-DATA lgc20<>+24(SB)/4, $0x3f7d70a4
-DATA lgc20<>+28(SB)/4, $0x3f7d70a4
+DATA lgc20<>+0(SB)/4, $0xc0851592
+DATA lgc20<>+4(SB)/4, $0xc0851592
+DATA lgc20<>+8(SB)/4, $0xc0851592
+DATA lgc20<>+12(SB)/4, $0xc0851592
+DATA lgc20<>+16(SB)/4, $0xc0851592
+DATA lgc20<>+20(SB)/4, $0xc0851592
+DATA lgc20<>+24(SB)/4, $0xc0851592
+DATA lgc20<>+28(SB)/4, $0xc0851592
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xc0851592
-DATA lgc21<>+4(SB)/4, $0xc0851592
-DATA lgc21<>+8(SB)/4, $0xc0851592
-DATA lgc21<>+12(SB)/4, $0xc0851592
-DATA lgc21<>+16(SB)/4, $0xc0851592
-DATA lgc21<>+20(SB)/4, $0xc0851592
-DATA lgc21<>+24(SB)/4, $0xc0851592
-DATA lgc21<>+28(SB)/4, $0xc0851592
+DATA lgc21<>+0(SB)/4, $0x00800000
+DATA lgc21<>+4(SB)/4, $0x00800000
+DATA lgc21<>+8(SB)/4, $0x00800000
+DATA lgc21<>+12(SB)/4, $0x00800000
+DATA lgc21<>+16(SB)/4, $0x00800000
+DATA lgc21<>+20(SB)/4, $0x00800000
+DATA lgc21<>+24(SB)/4, $0x00800000
+DATA lgc21<>+28(SB)/4, $0x00800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x00800000
-DATA lgc22<>+4(SB)/4, $0x00800000
-DATA lgc22<>+8(SB)/4, $0x00800000
-DATA lgc22<>+12(SB)/4, $0x00800000
-DATA lgc22<>+16(SB)/4, $0x00800000
-DATA lgc22<>+20(SB)/4, $0x00800000
-DATA lgc22<>+24(SB)/4, $0x00800000
-DATA lgc22<>+28(SB)/4, $0x00800000
+DATA lgc22<>+0(SB)/4, $0x4b000000
+DATA lgc22<>+4(SB)/4, $0x4b000000
+DATA lgc22<>+8(SB)/4, $0x4b000000
+DATA lgc22<>+12(SB)/4, $0x4b000000
+DATA lgc22<>+16(SB)/4, $0x4b000000
+DATA lgc22<>+20(SB)/4, $0x4b000000
+DATA lgc22<>+24(SB)/4, $0x4b000000
+DATA lgc22<>+28(SB)/4, $0x4b000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x4b000000
-DATA lgc23<>+4(SB)/4, $0x4b000000
-DATA lgc23<>+8(SB)/4, $0x4b000000
-DATA lgc23<>+12(SB)/4, $0x4b000000
-DATA lgc23<>+16(SB)/4, $0x4b000000
-DATA lgc23<>+20(SB)/4, $0x4b000000
-DATA lgc23<>+24(SB)/4, $0x4b000000
-DATA lgc23<>+28(SB)/4, $0x4b000000
+DATA lgc23<>+0(SB)/4, $0x0000007f
+DATA lgc23<>+4(SB)/4, $0x0000007f
+DATA lgc23<>+8(SB)/4, $0x0000007f
+DATA lgc23<>+12(SB)/4, $0x0000007f
+DATA lgc23<>+16(SB)/4, $0x0000007f
+DATA lgc23<>+20(SB)/4, $0x0000007f
+DATA lgc23<>+24(SB)/4, $0x0000007f
+DATA lgc23<>+28(SB)/4, $0x0000007f
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 DATA lgc24<>+0(SB)/4, $0xffffffe9
@@ -1878,12 +1868,10 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1923,12 +1911,10 @@ TEXT ·fbPass1AVX2(SB), $6976-216
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1986,7 +1972,7 @@ blocks_8:
 	VMOVUPS    Y1, 2144(SP)
 	VMOVUPS    Y5, 2176(SP)
 	VMOVUPS    Y0, 2208(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -2064,7 +2050,7 @@ blocks_8:
 	VMOVUPS    Y1, 2464(SP)
 	VMOVUPS    Y5, 2496(SP)
 	VMOVUPS    Y0, 2528(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -2143,7 +2129,7 @@ blocks_8:
 	VMOVUPS    Y1, 2784(SP)
 	VMOVUPS    Y5, 2816(SP)
 	VMOVUPS    Y0, 2848(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -2218,7 +2204,7 @@ blocks_8:
 	VMOVUPS    Y1, 3104(SP)
 	VMOVUPS    Y5, 3136(SP)
 	VMOVUPS    Y0, 3168(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 10352(DX)(BX*4), Y0, Y3
@@ -2296,7 +2282,7 @@ blocks_8:
 	VMOVUPS    Y1, 3424(SP)
 	VMOVUPS    Y5, 3456(SP)
 	VMOVUPS    Y0, 3488(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -2371,7 +2357,7 @@ blocks_8:
 	VMOVUPS    Y1, 3744(SP)
 	VMOVUPS    Y5, 3776(SP)
 	VMOVUPS    Y0, 3808(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 10352(DX)(BX*4), Y0, Y3
@@ -2449,7 +2435,7 @@ blocks_8:
 	VMOVUPS    Y1, 4064(SP)
 	VMOVUPS    Y5, 4096(SP)
 	VMOVUPS    Y0, 4128(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 32(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 72(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 112(DX)(BX*4), Y0, Y3
@@ -2524,7 +2510,7 @@ blocks_8:
 	VMOVUPS    Y1, 4384(SP)
 	VMOVUPS    Y5, 4416(SP)
 	VMOVUPS    Y0, 4448(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 10272(DX)(BX*4), Y0, Y1
 	VMASKMOVPS 10312(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 10352(DX)(BX*4), Y0, Y3
@@ -2559,10 +2545,10 @@ blocks_8:
 	VPERM2F128 $0x31, Y0, Y1, Y0
 	VMOVUPS    Y5, 4480(SP)
 	VMOVUPS    Y3, 4512(SP)
-	VMOVUPS    lgc15<>+0(SB), Y0
-	VMOVUPS    lgc16<>+0(SB), Y1
-	VMOVUPD    lgc17<>+0(SB), Y2
-	VMOVUPD    lgc17<>+0(SB), Y3
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc15<>+0(SB), Y1
+	VMOVUPD    lgc16<>+0(SB), Y2
+	VMOVUPD    lgc16<>+0(SB), Y3
 	XORQ       DX, DX
 
 inner_Q_10:
@@ -2579,7 +2565,7 @@ inner_Q_10:
 	VMOVUPS (SI)(DI*4), Y4
 
 	// v70 = neg(stateActionValueActor)
-	VXORPS lgc18<>+0(SB), Y4, Y4
+	VXORPS lgc17<>+0(SB), Y4, Y4
 
 	// argmax(v70) over [Q]
 	VCMPPS       $0x03, Y4, Y4, Y7
@@ -2592,7 +2578,7 @@ inner_Q_10:
 	VEXTRACTI128 $0x01, Y5, X5
 	VPMOVSXDQ    X5, Y5
 	MOVQ         DX, SI
-	VMOVUPS      lgc19<>+0(SB), Y6
+	VMOVUPS      lgc18<>+0(SB), Y6
 	VCVTSI2SDQ   SI, X6, X6
 	VBROADCASTSD X6, Y6
 	VMOVAPD      Y6, Y7
@@ -2613,7 +2599,7 @@ inner_Q_10:
 	VSUBPS Y4, Y1, Y1
 
 	// v8 = mul(0.99, v6)
-	VMULPS lgc20<>+0(SB), Y1, Y1
+	VMULPS lgc19<>+0(SB), Y1, Y1
 
 	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y0
@@ -2622,9 +2608,9 @@ inner_Q_10:
 
 	// td0Return = add(nextReward, v9)
 	VADDPS  Y0, Y1, Y0
-	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD lgc17<>+0(SB), Y4
-	VMOVUPS lgc16<>+0(SB), Y5
+	VMOVUPD lgc16<>+0(SB), Y1
+	VMOVUPD lgc16<>+0(SB), Y4
+	VMOVUPS lgc15<>+0(SB), Y5
 	VMOVUPS Y5, 6464(SP)
 	VMOVUPS Y0, 6528(SP)
 	XORQ    DX, DX
@@ -2640,7 +2626,7 @@ inner_Q_11:
 	VSUBPS Y5, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y5
+	VMOVUPS lgc17<>+0(SB), Y5
 	VANDNPS Y0, Y5, Y5
 	VMOVUPS lgc11<>+0(SB), Y6
 
@@ -2673,12 +2659,12 @@ inner_Q_11:
 
 	// reduce_max(v84) over [Q]
 	VMOVUPS 6464(SP), Y5
-	VXORPS  lgc18<>+0(SB), Y5, Y5
-	VXORPS  lgc18<>+0(SB), Y0, Y0
+	VXORPS  lgc17<>+0(SB), Y5, Y5
+	VXORPS  lgc17<>+0(SB), Y0, Y0
 	VMINPS  Y5, Y0, Y6
 	VMINPS  Y0, Y5, Y5
 	VORPS   Y6, Y5, Y5
-	VXORPS  lgc18<>+0(SB), Y5, Y5
+	VXORPS  lgc17<>+0(SB), Y5, Y5
 	VMOVUPS Y5, 6464(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
@@ -2687,7 +2673,7 @@ inner_Q_11:
 	// finish v24
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y4, Y1
-	VMOVUPS     lgc19<>+0(SB), Y4
+	VMOVUPS     lgc18<>+0(SB), Y4
 	VCVTPD2PSY  Y0, X4
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
@@ -2696,13 +2682,13 @@ inner_Q_11:
 	MOVQ    state+104(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
-	VMOVUPD lgc17<>+0(SB), Y0
+	VMOVUPD lgc16<>+0(SB), Y0
 	VMOVUPD Y0, 6592(SP)
 	VMOVUPD Y0, 6624(SP)
 	XORQ    DI, DI
 
 inner_R_12:
-	VMOVUPD lgc17<>+0(SB), Y0
+	VMOVUPD lgc16<>+0(SB), Y0
 	VMOVUPD Y0, 6656(SP)
 	VMOVUPD Y0, 6688(SP)
 	XORQ    R8, R8
@@ -2714,7 +2700,7 @@ inner_Q_13:
 	VMOVUPS 2624(SP)(R9*1), Y0
 
 	// v32 = sub(qRandom, -4.1588830833596715)
-	VSUBPS  lgc21<>+0(SB), Y0, Y0
+	VSUBPS  lgc20<>+0(SB), Y0, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
 	// v33 = div(v32, 1)
@@ -2738,25 +2724,25 @@ inner_Q_13:
 	VDIVPS Y1, Y5, Y1
 
 	// v38 = max(v33, v35)
-	VXORPS lgc18<>+0(SB), Y0, Y5
-	VXORPS lgc18<>+0(SB), Y4, Y7
+	VXORPS lgc17<>+0(SB), Y0, Y5
+	VXORPS lgc17<>+0(SB), Y4, Y7
 	VMINPS Y5, Y7, Y6
 	VMINPS Y7, Y5, Y5
 	VORPS  Y6, Y5, Y5
-	VXORPS lgc18<>+0(SB), Y5, Y5
+	VXORPS lgc17<>+0(SB), Y5, Y5
 
 	// v39 = max(v38, v37)
-	VXORPS lgc18<>+0(SB), Y5, Y5
-	VXORPS lgc18<>+0(SB), Y1, Y7
+	VXORPS lgc17<>+0(SB), Y5, Y5
+	VXORPS lgc17<>+0(SB), Y1, Y7
 	VMINPS Y5, Y7, Y6
 	VMINPS Y7, Y5, Y5
 	VORPS  Y6, Y5, Y5
-	VXORPS lgc18<>+0(SB), Y5, Y5
+	VXORPS lgc17<>+0(SB), Y5, Y5
 
 	// v41 = abs(v39)
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMOVUPS lgc17<>+0(SB), Y6
 	VANDNPS Y5, Y6, Y6
-	VMOVUPS lgc15<>+0(SB), Y7
+	VMOVUPS lgc14<>+0(SB), Y7
 
 	// v43 = eq(v41, +Inf)
 	VCMPPS $0x00, Y7, Y6, Y6
@@ -2789,12 +2775,10 @@ inner_Q_13:
 	VFMADD213PS  Y0, Y6, Y7
 	VADDPS       lgc11<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y7, Y7
 	VMULPS       Y0, Y7, Y7
@@ -2824,12 +2808,10 @@ inner_Q_13:
 	VFMADD213PS  Y0, Y4, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y6, Y6
 	VMULPS       Y0, Y6, Y6
@@ -2863,12 +2845,10 @@ inner_Q_13:
 	VFMADD213PS  Y1, Y6, Y7
 	VADDPS       lgc11<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPADDD       lgc12<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y4
 	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y1, Y7, Y7
@@ -2879,11 +2859,11 @@ inner_Q_13:
 	VMOVUPS Y5, 6752(SP)
 
 	// v54 = log(v53)
-	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
-	VMULPS       lgc23<>+0(SB), Y0, Y4
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VMULPS       lgc22<>+0(SB), Y0, Y4
 	VBLENDVPS    Y1, Y4, Y0, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc13<>+0(SB), Y5, Y5
+	VPSUBD       lgc23<>+0(SB), Y5, Y5
 	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y5, Y5
 	VPAND        lgc25<>+0(SB), Y4, Y1
@@ -2910,12 +2890,12 @@ inner_Q_13:
 	VFNMADD231PS lgc10<>+0(SB), Y4, Y6
 	VADDPS       Y1, Y6, Y6
 	VFMADD231PS  lgc3<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc16<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc15<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc14<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y6, Y6
 	VMOVUPS      6752(SP), Y0
@@ -2951,7 +2931,7 @@ inner_Q_13:
 	// finish v60
 	VMOVUPD     6656(SP), Y0
 	VMOVUPD     6688(SP), Y1
-	VMOVUPS     lgc19<>+0(SB), Y4
+	VMOVUPS     lgc18<>+0(SB), Y4
 	VCVTPD2PSY  Y0, X4
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
@@ -2973,7 +2953,7 @@ inner_Q_13:
 	VDIVPD      lgc38<>+0(SB), Y0, Y0
 	VMOVUPD     6624(SP), Y1
 	VDIVPD      lgc38<>+0(SB), Y1, Y1
-	VMOVUPS     lgc19<>+0(SB), Y4
+	VMOVUPS     lgc18<>+0(SB), Y4
 	VCVTPD2PSY  Y0, X4
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
@@ -3000,7 +2980,7 @@ inner_Q_13:
 	// finish v71
 	VMOVUPD     Y2, Y1
 	VMOVUPD     Y3, Y2
-	VMOVUPS     lgc19<>+0(SB), Y3
+	VMOVUPS     lgc18<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -3012,12 +2992,12 @@ inner_Q_13:
 	MOVQ       stateActionValueActor+72(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y1, Y2
-	VPMAXSD    lgc19<>+0(SB), Y2, Y2
+	VPMAXSD    lgc18<>+0(SB), Y2, Y2
 	VPMINSD    lgc39<>+0(SB), Y2, Y2
 	VPMULLD    lgc40<>+0(SB), Y2, Y2
 	VPADDD     lgc41<>+0(SB), Y2, Y2
 	VMOVUPS    lgc42<>+0(SB), Y3
-	VMOVUPS    lgc19<>+0(SB), Y4
+	VMOVUPS    lgc18<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
 	MOVQ       logProb+128(FP), DI
 	VMOVUPS    (DI)(SI*4), Y2
@@ -3042,14 +3022,14 @@ inner_Q_13:
 	VMULPS Y0, Y3, Y3
 
 	// v80 = neg(v79)
-	VXORPS lgc18<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y3, Y3
 
 	// mean(v80) over [B]
 	VADDPS  1536(DX), Y3, Y3
 	VMOVUPS Y3, 1536(DX)
 
 	// v82 = neg(logProb)
-	VXORPS lgc18<>+0(SB), Y2, Y2
+	VXORPS lgc17<>+0(SB), Y2, Y2
 
 	// mean(v82) over [B]
 	VADDPS  1856(DX), Y2, Y2
@@ -3079,7 +3059,7 @@ inner_Q_14:
 	VSUBPS Y1, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc17<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc11<>+0(SB), Y2
 
@@ -3117,7 +3097,7 @@ inner_R_15:
 	VMOVUPS 2624(SP)(R9*1), Y0
 
 	// v32 = sub(qRandom, -4.1588830833596715)
-	VSUBPS  lgc21<>+0(SB), Y0, Y0
+	VSUBPS  lgc20<>+0(SB), Y0, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
 	// v33 = div(v32, 1)
@@ -3141,25 +3121,25 @@ inner_R_15:
 	VDIVPS Y1, Y3, Y3
 
 	// v38 = max(v33, v35)
-	VXORPS lgc18<>+0(SB), Y0, Y0
-	VXORPS lgc18<>+0(SB), Y2, Y2
+	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y2, Y2
 	VMINPS Y0, Y2, Y4
 	VMINPS Y2, Y0, Y0
 	VORPS  Y4, Y0, Y0
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// v39 = max(v38, v37)
-	VXORPS lgc18<>+0(SB), Y0, Y0
-	VXORPS lgc18<>+0(SB), Y3, Y2
+	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y3, Y2
 	VMINPS Y0, Y2, Y3
 	VMINPS Y2, Y0, Y0
 	VORPS  Y3, Y0, Y0
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// v41 = abs(v39)
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMOVUPS lgc17<>+0(SB), Y2
 	VANDNPS Y0, Y2, Y2
-	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPS lgc14<>+0(SB), Y3
 
 	// v43 = eq(v41, +Inf)
 	VCMPPS $0x00, Y3, Y2, Y2
@@ -3179,7 +3159,7 @@ inner_R_15:
 
 	// v97 = div(0.001953125, v53)
 	VDIVPS  Y3, Y5, Y3
-	VMOVUPS lgc19<>+0(SB), Y5
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v98 = ne(v97, 0)
 	VCMPPS $0x04, Y5, Y3, Y5
@@ -3223,7 +3203,7 @@ inner_R_15:
 	CMPQ    DI, $+10
 	JL      inner_R_15
 	VMOVUPS 6912(SP), Y0
-	VMOVUPS lgc19<>+0(SB), Y1
+	VMOVUPS lgc18<>+0(SB), Y1
 	VCMPPS  $0x04, Y1, Y0, Y1
 	VMOVUPS lgc47<>+0(SB), Y0
 
@@ -3232,7 +3212,7 @@ inner_R_15:
 
 	// v109 = where(v19, 0, 0.00390625)
 	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc19<>+0(SB), Y1
+	VMOVUPS lgc18<>+0(SB), Y1
 
 	// v110 = ne(v108, 0)
 	VCMPPS  $0x04, Y1, Y2, Y3
@@ -3268,7 +3248,7 @@ inner_R_15:
 	VCMPPS $0x11, Y1, Y2, Y4
 
 	// v121 = mul(diff, 0)
-	VMULPS  lgc19<>+0(SB), Y2, Y2
+	VMULPS  lgc18<>+0(SB), Y2, Y2
 	VMOVUPS lgc50<>+0(SB), Y5
 
 	// v122 = where(v119, -1, v121)
@@ -3363,13 +3343,13 @@ inner_R_15:
 	VMOVUPS    Y0, 280(DX)(BX*4)
 	VMOVUPS    4800(SP), Y0
 	VMOVUPS    4832(SP), Y1
-	VMOVUPS    lgc19<>+0(SB), Y2
-	VMOVUPS    lgc19<>+0(SB), Y3
-	VMOVUPS    lgc19<>+0(SB), Y4
-	VMOVUPS    lgc19<>+0(SB), Y5
-	VMOVUPS    lgc19<>+0(SB), Y6
-	VMOVUPS    lgc19<>+0(SB), Y7
-	VMOVUPS    lgc14<>+0(SB), Y8
+	VMOVUPS    lgc18<>+0(SB), Y2
+	VMOVUPS    lgc18<>+0(SB), Y3
+	VMOVUPS    lgc18<>+0(SB), Y4
+	VMOVUPS    lgc18<>+0(SB), Y5
+	VMOVUPS    lgc18<>+0(SB), Y6
+	VMOVUPS    lgc18<>+0(SB), Y7
+	VMOVUPS    lgc13<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -3444,13 +3424,13 @@ inner_R_15:
 	VMOVUPS    Y0, 10520(DX)(BX*4)
 	VMOVUPS    5120(SP), Y0
 	VMOVUPS    5152(SP), Y1
-	VMOVUPS    lgc19<>+0(SB), Y2
-	VMOVUPS    lgc19<>+0(SB), Y3
-	VMOVUPS    lgc19<>+0(SB), Y4
-	VMOVUPS    lgc19<>+0(SB), Y5
-	VMOVUPS    lgc19<>+0(SB), Y6
-	VMOVUPS    lgc19<>+0(SB), Y7
-	VMOVUPS    lgc14<>+0(SB), Y8
+	VMOVUPS    lgc18<>+0(SB), Y2
+	VMOVUPS    lgc18<>+0(SB), Y3
+	VMOVUPS    lgc18<>+0(SB), Y4
+	VMOVUPS    lgc18<>+0(SB), Y5
+	VMOVUPS    lgc18<>+0(SB), Y6
+	VMOVUPS    lgc18<>+0(SB), Y7
+	VMOVUPS    lgc13<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -3528,13 +3508,13 @@ inner_R_15:
 	VMOVUPS    Y0, 280(DX)(BX*4)
 	VMOVUPS    5440(SP), Y0
 	VMOVUPS    5472(SP), Y1
-	VMOVUPS    lgc19<>+0(SB), Y2
-	VMOVUPS    lgc19<>+0(SB), Y3
-	VMOVUPS    lgc19<>+0(SB), Y4
-	VMOVUPS    lgc19<>+0(SB), Y5
-	VMOVUPS    lgc19<>+0(SB), Y6
-	VMOVUPS    lgc19<>+0(SB), Y7
-	VMOVUPS    lgc14<>+0(SB), Y8
+	VMOVUPS    lgc18<>+0(SB), Y2
+	VMOVUPS    lgc18<>+0(SB), Y3
+	VMOVUPS    lgc18<>+0(SB), Y4
+	VMOVUPS    lgc18<>+0(SB), Y5
+	VMOVUPS    lgc18<>+0(SB), Y6
+	VMOVUPS    lgc18<>+0(SB), Y7
+	VMOVUPS    lgc13<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -3609,13 +3589,13 @@ inner_R_15:
 	VMOVUPS    Y0, 10520(DX)(BX*4)
 	VMOVUPS    5760(SP), Y0
 	VMOVUPS    5792(SP), Y1
-	VMOVUPS    lgc19<>+0(SB), Y2
-	VMOVUPS    lgc19<>+0(SB), Y3
-	VMOVUPS    lgc19<>+0(SB), Y4
-	VMOVUPS    lgc19<>+0(SB), Y5
-	VMOVUPS    lgc19<>+0(SB), Y6
-	VMOVUPS    lgc19<>+0(SB), Y7
-	VMOVUPS    lgc14<>+0(SB), Y8
+	VMOVUPS    lgc18<>+0(SB), Y2
+	VMOVUPS    lgc18<>+0(SB), Y3
+	VMOVUPS    lgc18<>+0(SB), Y4
+	VMOVUPS    lgc18<>+0(SB), Y5
+	VMOVUPS    lgc18<>+0(SB), Y6
+	VMOVUPS    lgc18<>+0(SB), Y7
+	VMOVUPS    lgc13<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -3693,13 +3673,13 @@ inner_R_15:
 	VMOVUPS      Y0, 280(DX)(BX*4)
 	VMOVUPS      6080(SP), Y0
 	VMOVUPS      6112(SP), Y1
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      lgc19<>+0(SB), Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VMOVUPS      lgc19<>+0(SB), Y5
-	VMOVUPS      lgc19<>+0(SB), Y6
-	VMOVUPS      lgc19<>+0(SB), Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc18<>+0(SB), Y4
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VMOVUPS      lgc18<>+0(SB), Y6
+	VMOVUPS      lgc18<>+0(SB), Y7
+	VMOVUPS      lgc13<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -3774,13 +3754,13 @@ inner_R_15:
 	VMOVUPS      Y0, 10520(DX)(BX*4)
 	VMOVUPS      6400(SP), Y0
 	VMOVUPS      6432(SP), Y1
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      lgc19<>+0(SB), Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VMOVUPS      lgc19<>+0(SB), Y5
-	VMOVUPS      lgc19<>+0(SB), Y6
-	VMOVUPS      lgc19<>+0(SB), Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc18<>+0(SB), Y4
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VMOVUPS      lgc18<>+0(SB), Y6
+	VMOVUPS      lgc18<>+0(SB), Y7
+	VMOVUPS      lgc13<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -3827,7 +3807,7 @@ inner_R_15:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc45<>+0(SB), Y2, Y1
@@ -3839,7 +3819,7 @@ inner_R_15:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -3852,7 +3832,7 @@ inner_R_15:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -3865,7 +3845,7 @@ inner_R_15:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
@@ -3878,7 +3858,7 @@ inner_R_15:
 	VMOVUPD      Y3, 1344(CX)
 	VADDPD       1376(CX), Y2, Y2
 	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
@@ -3891,7 +3871,7 @@ inner_R_15:
 	VMOVUPD      Y3, 1664(CX)
 	VADDPD       1696(CX), Y2, Y2
 	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(CX), Y2
@@ -3904,7 +3884,7 @@ inner_R_15:
 	VMOVUPD      Y3, 1984(CX)
 	VADDPD       2016(CX), Y2, Y2
 	VMOVUPD      Y2, 2016(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 2176(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       2304(CX), Y0, Y0
@@ -3921,7 +3901,7 @@ noflush_16:
 chunkdone_9:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc19<>+0(SB), X0
+	VMOVUPS      lgc18<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+104(FP), AX
@@ -3935,7 +3915,7 @@ chunkdone_9:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc45<>+0(SB), Y2, Y1
@@ -3947,7 +3927,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
@@ -3960,7 +3940,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
@@ -3973,7 +3953,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(AX), Y2
@@ -3986,7 +3966,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 1344(AX)
 	VADDPD       1376(AX), Y2, Y2
 	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(AX), Y2
@@ -3999,7 +3979,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 1664(AX)
 	VADDPD       1696(AX), Y2, Y2
 	VMOVUPD      Y2, 1696(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 1856(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(AX), Y2
@@ -4012,7 +3992,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 1984(AX)
 	VADDPD       2016(AX), Y2, Y2
 	VMOVUPD      Y2, 2016(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VMOVUPS      Y2, 2176(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       2304(AX), Y0, Y0
@@ -4102,12 +4082,10 @@ bulk_17:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -4131,11 +4109,11 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
-	VMULPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VMULPS       lgc22<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc13<>+0(SB), Y3, Y3
+	VPSUBD       lgc23<>+0(SB), Y3, Y3
 	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc25<>+0(SB), Y2, Y1
@@ -4162,12 +4140,12 @@ bulk_19:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc14<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -4191,11 +4169,11 @@ bulk_21:
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
-	VMULPS       lgc23<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
+	VPSUBD       lgc23<>+0(SB), Y4, Y4
 	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc25<>+0(SB), Y3, Y2
@@ -4222,12 +4200,12 @@ bulk_21:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y1, Y2
@@ -4236,10 +4214,10 @@ bulk_21:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc15<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc14<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_21

@@ -76,12 +76,10 @@ blocks_2:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc15<>+0(SB), Y6, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -89,12 +87,12 @@ blocks_2:
 
 	// v17 = ge(v10, 0)
 	VCMPPS  $0x1d, Y6, Y3, Y6
-	VMOVUPS lgc17<>+0(SB), Y7
+	VMOVUPS lgc16<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y1, (SP)
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc17<>+0(SB), Y1
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y1, Y1
@@ -107,7 +105,7 @@ blocks_2:
 	VMULPS Y1, Y3, Y1
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc18<>+0(SB), Y1, Y1
 
 	// v25 = where(mask, v24, 0)
 	VANDPS Y1, Y0, Y1
@@ -148,7 +146,7 @@ blocks_2:
 	VMOVUPS Y3, 1536(BX)
 
 	// v42 = mul(-0.01, v38)
-	VMULPS lgc20<>+0(SB), Y2, Y2
+	VMULPS lgc19<>+0(SB), Y2, Y2
 
 	// v43 = where(mask, v42, 0)
 	VANDPS Y2, Y0, Y2
@@ -156,7 +154,7 @@ blocks_2:
 	// sum(v43) over [B L]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
-	VMOVUPS lgc21<>+0(SB), Y2
+	VMOVUPS lgc20<>+0(SB), Y2
 
 	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y4, Y2, Y2
@@ -165,10 +163,10 @@ blocks_2:
 
 	// logsumexp(v47) over [B L]
 	VANDPS  Y1, Y0, Y1
-	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y3
-	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y4
+	VCMPPS  $0x15, lgc21<>+0(SB), Y2, Y3
+	VCMPPS  $0x1a, lgc22<>+0(SB), Y2, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc21<>+0(SB), Y2, Y4
+	VCMPPS  $0x00, lgc20<>+0(SB), Y2, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  2176(BX), Y3, Y3
 	VMOVUPS Y3, 2176(BX)
@@ -180,13 +178,13 @@ blocks_2:
 	VMOVUPS 64(SP), Y1
 
 	// v58 = abs(v34)
-	VMOVUPS lgc19<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc24<>+0(SB), Y3
+	VMOVUPS lgc23<>+0(SB), Y3
 
 	// v60 = lt(v58, 0.1)
 	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc25<>+0(SB), Y4
+	VMOVUPS lgc24<>+0(SB), Y4
 
 	// v62 = max(v34, -0.1) tie=first
 	VMAXPS Y1, Y4, Y4
@@ -198,16 +196,16 @@ blocks_2:
 	VMULPS Y3, Y3, Y4
 
 	// v67 = mul(0.16666666666666666, v63)
-	VMULPS lgc26<>+0(SB), Y3, Y5
+	VMULPS lgc25<>+0(SB), Y3, Y5
 
 	// v68 = add(0.5, v67)
 	VADDPS lgc14<>+0(SB), Y5, Y5
 
 	// v71 = mul(0.008333333333333333, v63)
-	VMULPS lgc27<>+0(SB), Y3, Y3
+	VMULPS lgc26<>+0(SB), Y3, Y3
 
 	// v72 = add(0.041666666666666664, v71)
-	VADDPS lgc28<>+0(SB), Y3, Y3
+	VADDPS lgc27<>+0(SB), Y3, Y3
 
 	// v74 = mul(v64, v72)
 	VMULPS Y3, Y4, Y3
@@ -219,7 +217,7 @@ blocks_2:
 	VMULPS Y4, Y4, Y5
 
 	// v77 = mul(v76, 0.001388888888888889)
-	VMULPS lgc29<>+0(SB), Y5, Y5
+	VMULPS lgc28<>+0(SB), Y5, Y5
 
 	// v78 = add(v75, v77)
 	VADDPS Y5, Y3, Y3
@@ -248,12 +246,10 @@ blocks_2:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -275,11 +271,11 @@ blocks_2:
 	VMOVUPS      Y0, 2944(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc30<>+0(SB), Y0
+	VMOVUPD      lgc29<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc30<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -290,8 +286,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -303,8 +299,8 @@ blocks_2:
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -316,8 +312,8 @@ blocks_2:
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -329,8 +325,8 @@ blocks_2:
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -342,8 +338,8 @@ blocks_2:
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -355,8 +351,8 @@ blocks_2:
 	VMOVUPS      Y2, 1856(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -368,8 +364,8 @@ blocks_2:
 	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -381,8 +377,8 @@ blocks_2:
 	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -408,8 +404,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc30<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -420,8 +416,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -433,8 +429,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -446,8 +442,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -459,8 +455,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -472,8 +468,8 @@ noflush_3:
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -485,8 +481,8 @@ noflush_3:
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -498,8 +494,8 @@ noflush_3:
 	VMOVUPS      Y2, 2304(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -511,8 +507,8 @@ noflush_3:
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -681,181 +677,171 @@ DATA lgc14<>+24(SB)/4, $0x3f000000
 DATA lgc14<>+28(SB)/4, $0x3f000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xffffff82
-DATA lgc15<>+4(SB)/4, $0xffffff82
-DATA lgc15<>+8(SB)/4, $0xffffff82
-DATA lgc15<>+12(SB)/4, $0xffffff82
-DATA lgc15<>+16(SB)/4, $0xffffff82
-DATA lgc15<>+20(SB)/4, $0xffffff82
-DATA lgc15<>+24(SB)/4, $0xffffff82
-DATA lgc15<>+28(SB)/4, $0xffffff82
+DATA lgc15<>+0(SB)/4, $0x000000fe
+DATA lgc15<>+4(SB)/4, $0x000000fe
+DATA lgc15<>+8(SB)/4, $0x000000fe
+DATA lgc15<>+12(SB)/4, $0x000000fe
+DATA lgc15<>+16(SB)/4, $0x000000fe
+DATA lgc15<>+20(SB)/4, $0x000000fe
+DATA lgc15<>+24(SB)/4, $0x000000fe
+DATA lgc15<>+28(SB)/4, $0x000000fe
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x0000007f
-DATA lgc16<>+4(SB)/4, $0x0000007f
-DATA lgc16<>+8(SB)/4, $0x0000007f
-DATA lgc16<>+12(SB)/4, $0x0000007f
-DATA lgc16<>+16(SB)/4, $0x0000007f
-DATA lgc16<>+20(SB)/4, $0x0000007f
-DATA lgc16<>+24(SB)/4, $0x0000007f
-DATA lgc16<>+28(SB)/4, $0x0000007f
+DATA lgc16<>+0(SB)/4, $0x3fa3d70a
+DATA lgc16<>+4(SB)/4, $0x3fa3d70a
+DATA lgc16<>+8(SB)/4, $0x3fa3d70a
+DATA lgc16<>+12(SB)/4, $0x3fa3d70a
+DATA lgc16<>+16(SB)/4, $0x3fa3d70a
+DATA lgc16<>+20(SB)/4, $0x3fa3d70a
+DATA lgc16<>+24(SB)/4, $0x3fa3d70a
+DATA lgc16<>+28(SB)/4, $0x3fa3d70a
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3fa3d70a
-DATA lgc17<>+4(SB)/4, $0x3fa3d70a
-DATA lgc17<>+8(SB)/4, $0x3fa3d70a
-DATA lgc17<>+12(SB)/4, $0x3fa3d70a
-DATA lgc17<>+16(SB)/4, $0x3fa3d70a
-DATA lgc17<>+20(SB)/4, $0x3fa3d70a
-DATA lgc17<>+24(SB)/4, $0x3fa3d70a
-DATA lgc17<>+28(SB)/4, $0x3fa3d70a
+DATA lgc17<>+0(SB)/4, $0x3f4ccccd
+DATA lgc17<>+4(SB)/4, $0x3f4ccccd
+DATA lgc17<>+8(SB)/4, $0x3f4ccccd
+DATA lgc17<>+12(SB)/4, $0x3f4ccccd
+DATA lgc17<>+16(SB)/4, $0x3f4ccccd
+DATA lgc17<>+20(SB)/4, $0x3f4ccccd
+DATA lgc17<>+24(SB)/4, $0x3f4ccccd
+DATA lgc17<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f4ccccd
-DATA lgc18<>+4(SB)/4, $0x3f4ccccd
-DATA lgc18<>+8(SB)/4, $0x3f4ccccd
-DATA lgc18<>+12(SB)/4, $0x3f4ccccd
-DATA lgc18<>+16(SB)/4, $0x3f4ccccd
-DATA lgc18<>+20(SB)/4, $0x3f4ccccd
-DATA lgc18<>+24(SB)/4, $0x3f4ccccd
-DATA lgc18<>+28(SB)/4, $0x3f4ccccd
+DATA lgc18<>+0(SB)/4, $0x80000000
+DATA lgc18<>+4(SB)/4, $0x80000000
+DATA lgc18<>+8(SB)/4, $0x80000000
+DATA lgc18<>+12(SB)/4, $0x80000000
+DATA lgc18<>+16(SB)/4, $0x80000000
+DATA lgc18<>+20(SB)/4, $0x80000000
+DATA lgc18<>+24(SB)/4, $0x80000000
+DATA lgc18<>+28(SB)/4, $0x80000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x80000000
-DATA lgc19<>+4(SB)/4, $0x80000000
-DATA lgc19<>+8(SB)/4, $0x80000000
-DATA lgc19<>+12(SB)/4, $0x80000000
-DATA lgc19<>+16(SB)/4, $0x80000000
-DATA lgc19<>+20(SB)/4, $0x80000000
-DATA lgc19<>+24(SB)/4, $0x80000000
-DATA lgc19<>+28(SB)/4, $0x80000000
+DATA lgc19<>+0(SB)/4, $0xbc23d70a
+DATA lgc19<>+4(SB)/4, $0xbc23d70a
+DATA lgc19<>+8(SB)/4, $0xbc23d70a
+DATA lgc19<>+12(SB)/4, $0xbc23d70a
+DATA lgc19<>+16(SB)/4, $0xbc23d70a
+DATA lgc19<>+20(SB)/4, $0xbc23d70a
+DATA lgc19<>+24(SB)/4, $0xbc23d70a
+DATA lgc19<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xbc23d70a
-DATA lgc20<>+4(SB)/4, $0xbc23d70a
-DATA lgc20<>+8(SB)/4, $0xbc23d70a
-DATA lgc20<>+12(SB)/4, $0xbc23d70a
-DATA lgc20<>+16(SB)/4, $0xbc23d70a
-DATA lgc20<>+20(SB)/4, $0xbc23d70a
-DATA lgc20<>+24(SB)/4, $0xbc23d70a
-DATA lgc20<>+28(SB)/4, $0xbc23d70a
+DATA lgc20<>+0(SB)/4, $0xff800000
+DATA lgc20<>+4(SB)/4, $0xff800000
+DATA lgc20<>+8(SB)/4, $0xff800000
+DATA lgc20<>+12(SB)/4, $0xff800000
+DATA lgc20<>+16(SB)/4, $0xff800000
+DATA lgc20<>+20(SB)/4, $0xff800000
+DATA lgc20<>+24(SB)/4, $0xff800000
+DATA lgc20<>+28(SB)/4, $0xff800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xff800000
-DATA lgc21<>+4(SB)/4, $0xff800000
-DATA lgc21<>+8(SB)/4, $0xff800000
-DATA lgc21<>+12(SB)/4, $0xff800000
-DATA lgc21<>+16(SB)/4, $0xff800000
-DATA lgc21<>+20(SB)/4, $0xff800000
-DATA lgc21<>+24(SB)/4, $0xff800000
-DATA lgc21<>+28(SB)/4, $0xff800000
+DATA lgc21<>+0(SB)/4, $0xc22c0000
+DATA lgc21<>+4(SB)/4, $0xc22c0000
+DATA lgc21<>+8(SB)/4, $0xc22c0000
+DATA lgc21<>+12(SB)/4, $0xc22c0000
+DATA lgc21<>+16(SB)/4, $0xc22c0000
+DATA lgc21<>+20(SB)/4, $0xc22c0000
+DATA lgc21<>+24(SB)/4, $0xc22c0000
+DATA lgc21<>+28(SB)/4, $0xc22c0000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xc22c0000
-DATA lgc22<>+4(SB)/4, $0xc22c0000
-DATA lgc22<>+8(SB)/4, $0xc22c0000
-DATA lgc22<>+12(SB)/4, $0xc22c0000
-DATA lgc22<>+16(SB)/4, $0xc22c0000
-DATA lgc22<>+20(SB)/4, $0xc22c0000
-DATA lgc22<>+24(SB)/4, $0xc22c0000
-DATA lgc22<>+28(SB)/4, $0xc22c0000
+DATA lgc22<>+0(SB)/4, $0x42b00000
+DATA lgc22<>+4(SB)/4, $0x42b00000
+DATA lgc22<>+8(SB)/4, $0x42b00000
+DATA lgc22<>+12(SB)/4, $0x42b00000
+DATA lgc22<>+16(SB)/4, $0x42b00000
+DATA lgc22<>+20(SB)/4, $0x42b00000
+DATA lgc22<>+24(SB)/4, $0x42b00000
+DATA lgc22<>+28(SB)/4, $0x42b00000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x42b00000
-DATA lgc23<>+4(SB)/4, $0x42b00000
-DATA lgc23<>+8(SB)/4, $0x42b00000
-DATA lgc23<>+12(SB)/4, $0x42b00000
-DATA lgc23<>+16(SB)/4, $0x42b00000
-DATA lgc23<>+20(SB)/4, $0x42b00000
-DATA lgc23<>+24(SB)/4, $0x42b00000
-DATA lgc23<>+28(SB)/4, $0x42b00000
+DATA lgc23<>+0(SB)/4, $0x3dcccccd
+DATA lgc23<>+4(SB)/4, $0x3dcccccd
+DATA lgc23<>+8(SB)/4, $0x3dcccccd
+DATA lgc23<>+12(SB)/4, $0x3dcccccd
+DATA lgc23<>+16(SB)/4, $0x3dcccccd
+DATA lgc23<>+20(SB)/4, $0x3dcccccd
+DATA lgc23<>+24(SB)/4, $0x3dcccccd
+DATA lgc23<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3dcccccd
-DATA lgc24<>+4(SB)/4, $0x3dcccccd
-DATA lgc24<>+8(SB)/4, $0x3dcccccd
-DATA lgc24<>+12(SB)/4, $0x3dcccccd
-DATA lgc24<>+16(SB)/4, $0x3dcccccd
-DATA lgc24<>+20(SB)/4, $0x3dcccccd
-DATA lgc24<>+24(SB)/4, $0x3dcccccd
-DATA lgc24<>+28(SB)/4, $0x3dcccccd
+DATA lgc24<>+0(SB)/4, $0xbdcccccd
+DATA lgc24<>+4(SB)/4, $0xbdcccccd
+DATA lgc24<>+8(SB)/4, $0xbdcccccd
+DATA lgc24<>+12(SB)/4, $0xbdcccccd
+DATA lgc24<>+16(SB)/4, $0xbdcccccd
+DATA lgc24<>+20(SB)/4, $0xbdcccccd
+DATA lgc24<>+24(SB)/4, $0xbdcccccd
+DATA lgc24<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xbdcccccd
-DATA lgc25<>+4(SB)/4, $0xbdcccccd
-DATA lgc25<>+8(SB)/4, $0xbdcccccd
-DATA lgc25<>+12(SB)/4, $0xbdcccccd
-DATA lgc25<>+16(SB)/4, $0xbdcccccd
-DATA lgc25<>+20(SB)/4, $0xbdcccccd
-DATA lgc25<>+24(SB)/4, $0xbdcccccd
-DATA lgc25<>+28(SB)/4, $0xbdcccccd
+DATA lgc25<>+0(SB)/4, $0x3e2aaaab
+DATA lgc25<>+4(SB)/4, $0x3e2aaaab
+DATA lgc25<>+8(SB)/4, $0x3e2aaaab
+DATA lgc25<>+12(SB)/4, $0x3e2aaaab
+DATA lgc25<>+16(SB)/4, $0x3e2aaaab
+DATA lgc25<>+20(SB)/4, $0x3e2aaaab
+DATA lgc25<>+24(SB)/4, $0x3e2aaaab
+DATA lgc25<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3e2aaaab
-DATA lgc26<>+4(SB)/4, $0x3e2aaaab
-DATA lgc26<>+8(SB)/4, $0x3e2aaaab
-DATA lgc26<>+12(SB)/4, $0x3e2aaaab
-DATA lgc26<>+16(SB)/4, $0x3e2aaaab
-DATA lgc26<>+20(SB)/4, $0x3e2aaaab
-DATA lgc26<>+24(SB)/4, $0x3e2aaaab
-DATA lgc26<>+28(SB)/4, $0x3e2aaaab
+DATA lgc26<>+0(SB)/4, $0x3c088889
+DATA lgc26<>+4(SB)/4, $0x3c088889
+DATA lgc26<>+8(SB)/4, $0x3c088889
+DATA lgc26<>+12(SB)/4, $0x3c088889
+DATA lgc26<>+16(SB)/4, $0x3c088889
+DATA lgc26<>+20(SB)/4, $0x3c088889
+DATA lgc26<>+24(SB)/4, $0x3c088889
+DATA lgc26<>+28(SB)/4, $0x3c088889
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3c088889
-DATA lgc27<>+4(SB)/4, $0x3c088889
-DATA lgc27<>+8(SB)/4, $0x3c088889
-DATA lgc27<>+12(SB)/4, $0x3c088889
-DATA lgc27<>+16(SB)/4, $0x3c088889
-DATA lgc27<>+20(SB)/4, $0x3c088889
-DATA lgc27<>+24(SB)/4, $0x3c088889
-DATA lgc27<>+28(SB)/4, $0x3c088889
+DATA lgc27<>+0(SB)/4, $0x3d2aaaab
+DATA lgc27<>+4(SB)/4, $0x3d2aaaab
+DATA lgc27<>+8(SB)/4, $0x3d2aaaab
+DATA lgc27<>+12(SB)/4, $0x3d2aaaab
+DATA lgc27<>+16(SB)/4, $0x3d2aaaab
+DATA lgc27<>+20(SB)/4, $0x3d2aaaab
+DATA lgc27<>+24(SB)/4, $0x3d2aaaab
+DATA lgc27<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3d2aaaab
-DATA lgc28<>+4(SB)/4, $0x3d2aaaab
-DATA lgc28<>+8(SB)/4, $0x3d2aaaab
-DATA lgc28<>+12(SB)/4, $0x3d2aaaab
-DATA lgc28<>+16(SB)/4, $0x3d2aaaab
-DATA lgc28<>+20(SB)/4, $0x3d2aaaab
-DATA lgc28<>+24(SB)/4, $0x3d2aaaab
-DATA lgc28<>+28(SB)/4, $0x3d2aaaab
+DATA lgc28<>+0(SB)/4, $0x3ab60b61
+DATA lgc28<>+4(SB)/4, $0x3ab60b61
+DATA lgc28<>+8(SB)/4, $0x3ab60b61
+DATA lgc28<>+12(SB)/4, $0x3ab60b61
+DATA lgc28<>+16(SB)/4, $0x3ab60b61
+DATA lgc28<>+20(SB)/4, $0x3ab60b61
+DATA lgc28<>+24(SB)/4, $0x3ab60b61
+DATA lgc28<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3ab60b61
-DATA lgc29<>+4(SB)/4, $0x3ab60b61
-DATA lgc29<>+8(SB)/4, $0x3ab60b61
-DATA lgc29<>+12(SB)/4, $0x3ab60b61
-DATA lgc29<>+16(SB)/4, $0x3ab60b61
-DATA lgc29<>+20(SB)/4, $0x3ab60b61
-DATA lgc29<>+24(SB)/4, $0x3ab60b61
-DATA lgc29<>+28(SB)/4, $0x3ab60b61
+DATA lgc29<>+0(SB)/8, $0x4020000000000000
+DATA lgc29<>+8(SB)/8, $0x4020000000000000
+DATA lgc29<>+16(SB)/8, $0x4020000000000000
+DATA lgc29<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x4020000000000000
-DATA lgc30<>+8(SB)/8, $0x4020000000000000
-DATA lgc30<>+16(SB)/8, $0x4020000000000000
-DATA lgc30<>+24(SB)/8, $0x4020000000000000
+DATA lgc30<>+0(SB)/4, $0x7fffffff
+DATA lgc30<>+4(SB)/4, $0x7fffffff
+DATA lgc30<>+8(SB)/4, $0x7fffffff
+DATA lgc30<>+12(SB)/4, $0x7fffffff
+DATA lgc30<>+16(SB)/4, $0x7fffffff
+DATA lgc30<>+20(SB)/4, $0x7fffffff
+DATA lgc30<>+24(SB)/4, $0x7fffffff
+DATA lgc30<>+28(SB)/4, $0x7fffffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x7fffffff
-DATA lgc31<>+4(SB)/4, $0x7fffffff
-DATA lgc31<>+8(SB)/4, $0x7fffffff
-DATA lgc31<>+12(SB)/4, $0x7fffffff
-DATA lgc31<>+16(SB)/4, $0x7fffffff
-DATA lgc31<>+20(SB)/4, $0x7fffffff
-DATA lgc31<>+24(SB)/4, $0x7fffffff
-DATA lgc31<>+28(SB)/4, $0x7fffffff
+DATA lgc31<>+0(SB)/4, $0x7f7fffff
+DATA lgc31<>+4(SB)/4, $0x7f7fffff
+DATA lgc31<>+8(SB)/4, $0x7f7fffff
+DATA lgc31<>+12(SB)/4, $0x7f7fffff
+DATA lgc31<>+16(SB)/4, $0x7f7fffff
+DATA lgc31<>+20(SB)/4, $0x7f7fffff
+DATA lgc31<>+24(SB)/4, $0x7f7fffff
+DATA lgc31<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x7f7fffff
-DATA lgc32<>+4(SB)/4, $0x7f7fffff
-DATA lgc32<>+8(SB)/4, $0x7f7fffff
-DATA lgc32<>+12(SB)/4, $0x7f7fffff
-DATA lgc32<>+16(SB)/4, $0x7f7fffff
-DATA lgc32<>+20(SB)/4, $0x7f7fffff
-DATA lgc32<>+24(SB)/4, $0x7f7fffff
-DATA lgc32<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
@@ -896,7 +882,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc33<>+0(SB), Y7, Y7
+	VMULPS       lgc32<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -926,12 +912,10 @@ TEXT ·pass1AVX2(SB), $64-136
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -952,7 +936,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc34<>+0(SB), Y1, Y5
+	VMULPS lgc33<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -990,25 +974,25 @@ TEXT ·pass1AVX2(SB), $64-136
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x40000000
-DATA lgc33<>+4(SB)/4, $0x40000000
-DATA lgc33<>+8(SB)/4, $0x40000000
-DATA lgc33<>+12(SB)/4, $0x40000000
-DATA lgc33<>+16(SB)/4, $0x40000000
-DATA lgc33<>+20(SB)/4, $0x40000000
-DATA lgc33<>+24(SB)/4, $0x40000000
-DATA lgc33<>+28(SB)/4, $0x40000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc32<>+0(SB)/4, $0x40000000
+DATA lgc32<>+4(SB)/4, $0x40000000
+DATA lgc32<>+8(SB)/4, $0x40000000
+DATA lgc32<>+12(SB)/4, $0x40000000
+DATA lgc32<>+16(SB)/4, $0x40000000
+DATA lgc32<>+20(SB)/4, $0x40000000
+DATA lgc32<>+24(SB)/4, $0x40000000
+DATA lgc32<>+28(SB)/4, $0x40000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3c23d70a
-DATA lgc34<>+4(SB)/4, $0x3c23d70a
-DATA lgc34<>+8(SB)/4, $0x3c23d70a
-DATA lgc34<>+12(SB)/4, $0x3c23d70a
-DATA lgc34<>+16(SB)/4, $0x3c23d70a
-DATA lgc34<>+20(SB)/4, $0x3c23d70a
-DATA lgc34<>+24(SB)/4, $0x3c23d70a
-DATA lgc34<>+28(SB)/4, $0x3c23d70a
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x3c23d70a
+DATA lgc33<>+4(SB)/4, $0x3c23d70a
+DATA lgc33<>+8(SB)/4, $0x3c23d70a
+DATA lgc33<>+12(SB)/4, $0x3c23d70a
+DATA lgc33<>+16(SB)/4, $0x3c23d70a
+DATA lgc33<>+20(SB)/4, $0x3c23d70a
+DATA lgc33<>+24(SB)/4, $0x3c23d70a
+DATA lgc33<>+28(SB)/4, $0x3c23d70a
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -1036,10 +1020,10 @@ blocks_5:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc30<>+0(SB), Y1
+	VMOVUPD      lgc29<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc31<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1065,8 +1049,8 @@ noflush_6:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc30<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1095,7 +1079,7 @@ TEXT ·fbPass1AVX2(SB), $256-88
 
 	// v27 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc34<>+0(SB), Y2
+	VMOVUPS lgc33<>+0(SB), Y2
 
 	// v91 = div(0.01, v27)
 	VDIVPS Y0, Y2, Y2
@@ -1164,12 +1148,10 @@ blocks_8:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc15<>+0(SB), Y6, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -1177,12 +1159,12 @@ blocks_8:
 
 	// v17 = ge(v10, 0)
 	VCMPPS  $0x1d, Y6, Y3, Y6
-	VMOVUPS lgc17<>+0(SB), Y7
+	VMOVUPS lgc16<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y1, 64(SP)
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc17<>+0(SB), Y1
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y1, Y1
@@ -1195,7 +1177,7 @@ blocks_8:
 	VMULPS Y1, Y3, Y1
 
 	// v24 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc18<>+0(SB), Y1, Y1
 
 	// v25 = where(mask, v24, 0)
 	VANDPS Y1, Y0, Y1
@@ -1237,7 +1219,7 @@ blocks_8:
 	VMOVUPS Y5, 1664(BX)
 
 	// v42 = mul(-0.01, v38)
-	VMULPS lgc20<>+0(SB), Y2, Y2
+	VMULPS lgc19<>+0(SB), Y2, Y2
 
 	// v43 = where(mask, v42, 0)
 	VANDPS Y2, Y0, Y2
@@ -1245,7 +1227,7 @@ blocks_8:
 	// sum(v43) over [B L]
 	VADDPS  1984(BX), Y2, Y2
 	VMOVUPS Y2, 1984(BX)
-	VMOVUPS lgc21<>+0(SB), Y2
+	VMOVUPS lgc20<>+0(SB), Y2
 
 	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y4, Y2, Y2
@@ -1256,10 +1238,10 @@ blocks_8:
 
 	// logsumexp(v47) over [B L]
 	VANDPS  Y1, Y0, Y3
-	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y4
-	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y5
+	VCMPPS  $0x15, lgc21<>+0(SB), Y2, Y4
+	VCMPPS  $0x1a, lgc22<>+0(SB), Y2, Y5
 	VANDPS  Y5, Y4, Y4
-	VCMPPS  $0x00, lgc21<>+0(SB), Y2, Y5
+	VCMPPS  $0x00, lgc20<>+0(SB), Y2, Y5
 	VORPS   Y5, Y4, Y4
 	VANDPS  2304(BX), Y4, Y4
 	VMOVUPS Y4, 2304(BX)
@@ -1271,13 +1253,13 @@ blocks_8:
 	VMOVUPS 192(SP), Y2
 
 	// v58 = abs(v34)
-	VMOVUPS lgc19<>+0(SB), Y3
+	VMOVUPS lgc18<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc24<>+0(SB), Y4
+	VMOVUPS lgc23<>+0(SB), Y4
 
 	// v60 = lt(v58, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc25<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v62 = max(v34, -0.1) tie=first
 	VMAXPS Y2, Y5, Y5
@@ -1289,16 +1271,16 @@ blocks_8:
 	VMULPS Y4, Y4, Y5
 
 	// v67 = mul(0.16666666666666666, v63)
-	VMULPS lgc26<>+0(SB), Y4, Y6
+	VMULPS lgc25<>+0(SB), Y4, Y6
 
 	// v68 = add(0.5, v67)
 	VADDPS lgc14<>+0(SB), Y6, Y6
 
 	// v71 = mul(0.008333333333333333, v63)
-	VMULPS lgc27<>+0(SB), Y4, Y4
+	VMULPS lgc26<>+0(SB), Y4, Y4
 
 	// v72 = add(0.041666666666666664, v71)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	VADDPS lgc27<>+0(SB), Y4, Y4
 
 	// v74 = mul(v64, v72)
 	VMULPS Y4, Y5, Y4
@@ -1310,7 +1292,7 @@ blocks_8:
 	VMULPS Y5, Y5, Y6
 
 	// v77 = mul(v76, 0.001388888888888889)
-	VMULPS lgc29<>+0(SB), Y6, Y6
+	VMULPS lgc28<>+0(SB), Y6, Y6
 
 	// v78 = add(v75, v77)
 	VADDPS Y6, Y4, Y4
@@ -1339,12 +1321,10 @@ blocks_8:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -1387,7 +1367,7 @@ blocks_8:
 	VANDPS Y3, Y0, Y3
 
 	// v98 = mul(v97, -0.01)
-	VMULPS lgc20<>+0(SB), Y3, Y5
+	VMULPS lgc19<>+0(SB), Y3, Y5
 
 	// gradEntropy = where(mask, v98, 0)
 	VANDPS Y5, Y0, Y5
@@ -1396,10 +1376,10 @@ blocks_8:
 	VANDPS Y2, Y0, Y0
 
 	// v101 = neg(v100)
-	VXORPS lgc19<>+0(SB), Y0, Y0
+	VXORPS lgc18<>+0(SB), Y0, Y0
 
 	// v102 = neg(v97)
-	VXORPS  lgc19<>+0(SB), Y3, Y2
+	VXORPS  lgc18<>+0(SB), Y3, Y2
 	VMOVUPS 160(SP), Y3
 
 	// v103 = mul(v102, v10)
@@ -1413,7 +1393,7 @@ blocks_8:
 
 	// v105 = where(v17, 0, v103)
 	VANDNPS Y2, Y6, Y2
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v106 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y1, Y6
@@ -1427,7 +1407,7 @@ blocks_8:
 
 	// v109 = where(v108, v105, 0)
 	VANDPS  Y2, Y5, Y2
-	VMOVUPS lgc17<>+0(SB), Y5
+	VMOVUPS lgc16<>+0(SB), Y5
 
 	// v110 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y5, Y1, Y5
@@ -1469,11 +1449,11 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc30<>+0(SB), Y0
+	VMOVUPD      lgc29<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc30<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1484,8 +1464,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1497,8 +1477,8 @@ blocks_8:
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1510,8 +1490,8 @@ blocks_8:
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1523,8 +1503,8 @@ blocks_8:
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1536,8 +1516,8 @@ blocks_8:
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2432(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1549,8 +1529,8 @@ blocks_8:
 	VMOVUPS      Y2, 2432(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1562,8 +1542,8 @@ blocks_8:
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1589,8 +1569,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc30<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1601,8 +1581,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(CX)
 	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1614,8 +1594,8 @@ noflush_9:
 	VMOVUPS      Y2, 1024(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1627,8 +1607,8 @@ noflush_9:
 	VMOVUPS      Y2, 1344(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1640,8 +1620,8 @@ noflush_9:
 	VMOVUPS      Y2, 1664(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1653,8 +1633,8 @@ noflush_9:
 	VMOVUPS      Y2, 1984(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2432(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1666,8 +1646,8 @@ noflush_9:
 	VMOVUPS      Y2, 2432(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1679,8 +1659,8 @@ noflush_9:
 	VMOVUPS      Y2, 2752(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc30<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1738,7 +1718,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc33<>+0(SB), Y7, Y7
+	VMULPS       lgc32<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1768,12 +1748,10 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -1794,7 +1772,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc34<>+0(SB), Y1, Y5
+	VMULPS lgc33<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -1864,12 +1842,10 @@ bulk_10:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y1
-	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1893,11 +1869,11 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
-	VMULPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc34<>+0(SB), Y0, Y1
+	VMULPS       lgc35<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc16<>+0(SB), Y3, Y3
+	VPSUBD       lgc36<>+0(SB), Y3, Y3
 	VPAND        lgc37<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc38<>+0(SB), Y2, Y1
@@ -1925,7 +1901,7 @@ bulk_12:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
@@ -1940,24 +1916,34 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00800000
-DATA lgc35<>+4(SB)/4, $0x00800000
-DATA lgc35<>+8(SB)/4, $0x00800000
-DATA lgc35<>+12(SB)/4, $0x00800000
-DATA lgc35<>+16(SB)/4, $0x00800000
-DATA lgc35<>+20(SB)/4, $0x00800000
-DATA lgc35<>+24(SB)/4, $0x00800000
-DATA lgc35<>+28(SB)/4, $0x00800000
+DATA lgc34<>+0(SB)/4, $0x00800000
+DATA lgc34<>+4(SB)/4, $0x00800000
+DATA lgc34<>+8(SB)/4, $0x00800000
+DATA lgc34<>+12(SB)/4, $0x00800000
+DATA lgc34<>+16(SB)/4, $0x00800000
+DATA lgc34<>+20(SB)/4, $0x00800000
+DATA lgc34<>+24(SB)/4, $0x00800000
+DATA lgc34<>+28(SB)/4, $0x00800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x4b000000
+DATA lgc35<>+4(SB)/4, $0x4b000000
+DATA lgc35<>+8(SB)/4, $0x4b000000
+DATA lgc35<>+12(SB)/4, $0x4b000000
+DATA lgc35<>+16(SB)/4, $0x4b000000
+DATA lgc35<>+20(SB)/4, $0x4b000000
+DATA lgc35<>+24(SB)/4, $0x4b000000
+DATA lgc35<>+28(SB)/4, $0x4b000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x4b000000
-DATA lgc36<>+4(SB)/4, $0x4b000000
-DATA lgc36<>+8(SB)/4, $0x4b000000
-DATA lgc36<>+12(SB)/4, $0x4b000000
-DATA lgc36<>+16(SB)/4, $0x4b000000
-DATA lgc36<>+20(SB)/4, $0x4b000000
-DATA lgc36<>+24(SB)/4, $0x4b000000
-DATA lgc36<>+28(SB)/4, $0x4b000000
+DATA lgc36<>+0(SB)/4, $0x0000007f
+DATA lgc36<>+4(SB)/4, $0x0000007f
+DATA lgc36<>+8(SB)/4, $0x0000007f
+DATA lgc36<>+12(SB)/4, $0x0000007f
+DATA lgc36<>+16(SB)/4, $0x0000007f
+DATA lgc36<>+20(SB)/4, $0x0000007f
+DATA lgc36<>+24(SB)/4, $0x0000007f
+DATA lgc36<>+28(SB)/4, $0x0000007f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 DATA lgc37<>+0(SB)/4, $0xffffffe9
@@ -2113,11 +2099,11 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc36<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc34<>+0(SB), Y1, Y2
+	VMULPS       lgc35<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc16<>+0(SB), Y4, Y4
+	VPSUBD       lgc36<>+0(SB), Y4, Y4
 	VPAND        lgc37<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc38<>+0(SB), Y3, Y2
@@ -2145,7 +2131,7 @@ bulk_14:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
@@ -2159,7 +2145,7 @@ bulk_14:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

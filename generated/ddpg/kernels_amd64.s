@@ -439,12 +439,10 @@ bulk_5:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc0<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc20<>+0(SB), Y0, Y1
-	VPMINSD      lgc21<>+0(SB), Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc21<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc21<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -566,25 +564,15 @@ DATA lgc19<>+24(SB)/4, $0x3f000000
 DATA lgc19<>+28(SB)/4, $0x3f000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xffffff82
-DATA lgc20<>+4(SB)/4, $0xffffff82
-DATA lgc20<>+8(SB)/4, $0xffffff82
-DATA lgc20<>+12(SB)/4, $0xffffff82
-DATA lgc20<>+16(SB)/4, $0xffffff82
-DATA lgc20<>+20(SB)/4, $0xffffff82
-DATA lgc20<>+24(SB)/4, $0xffffff82
-DATA lgc20<>+28(SB)/4, $0xffffff82
+DATA lgc20<>+0(SB)/4, $0x000000fe
+DATA lgc20<>+4(SB)/4, $0x000000fe
+DATA lgc20<>+8(SB)/4, $0x000000fe
+DATA lgc20<>+12(SB)/4, $0x000000fe
+DATA lgc20<>+16(SB)/4, $0x000000fe
+DATA lgc20<>+20(SB)/4, $0x000000fe
+DATA lgc20<>+24(SB)/4, $0x000000fe
+DATA lgc20<>+28(SB)/4, $0x000000fe
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0x0000007f
-DATA lgc21<>+4(SB)/4, $0x0000007f
-DATA lgc21<>+8(SB)/4, $0x0000007f
-DATA lgc21<>+12(SB)/4, $0x0000007f
-DATA lgc21<>+16(SB)/4, $0x0000007f
-DATA lgc21<>+20(SB)/4, $0x0000007f
-DATA lgc21<>+24(SB)/4, $0x0000007f
-DATA lgc21<>+28(SB)/4, $0x0000007f
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -598,11 +586,11 @@ bulk_7:
 	CMPQ         BX, DX
 	JGE          bulkdone_8
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
-	VMULPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VMULPS       lgc22<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc21<>+0(SB), Y3, Y3
+	VPSUBD       lgc23<>+0(SB), Y3, Y3
 	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc25<>+0(SB), Y2, Y1
@@ -645,24 +633,34 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc22<>+0(SB)/4, $0x00800000
-DATA lgc22<>+4(SB)/4, $0x00800000
-DATA lgc22<>+8(SB)/4, $0x00800000
-DATA lgc22<>+12(SB)/4, $0x00800000
-DATA lgc22<>+16(SB)/4, $0x00800000
-DATA lgc22<>+20(SB)/4, $0x00800000
-DATA lgc22<>+24(SB)/4, $0x00800000
-DATA lgc22<>+28(SB)/4, $0x00800000
+DATA lgc21<>+0(SB)/4, $0x00800000
+DATA lgc21<>+4(SB)/4, $0x00800000
+DATA lgc21<>+8(SB)/4, $0x00800000
+DATA lgc21<>+12(SB)/4, $0x00800000
+DATA lgc21<>+16(SB)/4, $0x00800000
+DATA lgc21<>+20(SB)/4, $0x00800000
+DATA lgc21<>+24(SB)/4, $0x00800000
+DATA lgc21<>+28(SB)/4, $0x00800000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x4b000000
+DATA lgc22<>+4(SB)/4, $0x4b000000
+DATA lgc22<>+8(SB)/4, $0x4b000000
+DATA lgc22<>+12(SB)/4, $0x4b000000
+DATA lgc22<>+16(SB)/4, $0x4b000000
+DATA lgc22<>+20(SB)/4, $0x4b000000
+DATA lgc22<>+24(SB)/4, $0x4b000000
+DATA lgc22<>+28(SB)/4, $0x4b000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x4b000000
-DATA lgc23<>+4(SB)/4, $0x4b000000
-DATA lgc23<>+8(SB)/4, $0x4b000000
-DATA lgc23<>+12(SB)/4, $0x4b000000
-DATA lgc23<>+16(SB)/4, $0x4b000000
-DATA lgc23<>+20(SB)/4, $0x4b000000
-DATA lgc23<>+24(SB)/4, $0x4b000000
-DATA lgc23<>+28(SB)/4, $0x4b000000
+DATA lgc23<>+0(SB)/4, $0x0000007f
+DATA lgc23<>+4(SB)/4, $0x0000007f
+DATA lgc23<>+8(SB)/4, $0x0000007f
+DATA lgc23<>+12(SB)/4, $0x0000007f
+DATA lgc23<>+16(SB)/4, $0x0000007f
+DATA lgc23<>+20(SB)/4, $0x0000007f
+DATA lgc23<>+24(SB)/4, $0x0000007f
+DATA lgc23<>+28(SB)/4, $0x0000007f
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 DATA lgc24<>+0(SB)/4, $0xffffffe9
@@ -828,11 +826,11 @@ bulk_9:
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
-	VMULPS       lgc23<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc21<>+0(SB), Y4, Y4
+	VPSUBD       lgc23<>+0(SB), Y4, Y4
 	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc25<>+0(SB), Y3, Y2

@@ -207,17 +207,15 @@ inner_A_3:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc4<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc16<>+0(SB), Y2, Y3
-	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
-	VCMPPS       $0x15, lgc18<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc17<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc18<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
@@ -247,7 +245,7 @@ inner_A_3:
 	// finish nextChosenActionValue
 	VMOVUPD     256(SP), Y0
 	VMOVUPD     288(SP), Y1
-	VMOVUPS     lgc20<>+0(SB), Y2
+	VMOVUPS     lgc19<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -255,7 +253,7 @@ inner_A_3:
 	// finish predValIndex
 	VMOVUPD     320(SP), Y1
 	VMOVUPD     352(SP), Y2
-	VMOVUPS     lgc20<>+0(SB), Y3
+	VMOVUPS     lgc19<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -269,7 +267,7 @@ inner_A_3:
 	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(0.99, v12)
-	VMULPS lgc21<>+0(SB), Y2, Y2
+	VMULPS lgc20<>+0(SB), Y2, Y2
 
 	// v15 = mul(v14, nextChosenActionValue)
 	VMULPS  Y0, Y2, Y0
@@ -299,102 +297,102 @@ inner_A_3:
 
 	// finish v25
 	VMOVUPD     384(SP), Y0
-	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y2
-	VMULPD      lgc23<>+0(SB), Y0, Y4
+	VCMPPD      $0x11, lgc21<>+0(SB), Y0, Y2
+	VMULPD      lgc22<>+0(SB), Y0, Y4
 	VBLENDVPD   Y2, Y4, Y0, Y4
 	VPSRLQ      $0x34, Y4, Y5
-	VPSUBQ      lgc24<>+0(SB), Y5, Y5
-	VPAND       lgc25<>+0(SB), Y2, Y2
+	VPSUBQ      lgc23<>+0(SB), Y5, Y5
+	VPAND       lgc24<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y5, Y5
-	VPAND       lgc26<>+0(SB), Y4, Y2
-	VPOR        lgc27<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc28<>+0(SB), Y2, Y4
-	VMULPD      lgc29<>+0(SB), Y2, Y6
+	VPAND       lgc25<>+0(SB), Y4, Y2
+	VPOR        lgc26<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc27<>+0(SB), Y2, Y4
+	VMULPD      lgc28<>+0(SB), Y2, Y6
 	VBLENDVPD   Y4, Y6, Y2, Y2
 	VPSUBQ      Y4, Y5, Y5
-	VSUBPD      lgc27<>+0(SB), Y2, Y2
-	VADDPD      lgc30<>+0(SB), Y2, Y4
+	VSUBPD      lgc26<>+0(SB), Y2, Y2
+	VADDPD      lgc29<>+0(SB), Y2, Y4
 	VDIVPD      Y4, Y2, Y4
 	VMULPD      Y4, Y4, Y6
 	VMULPD      Y6, Y6, Y7
-	VMOVAPD     lgc31<>+0(SB), Y8
+	VMOVAPD     lgc30<>+0(SB), Y8
+	VFMADD213PD lgc31<>+0(SB), Y7, Y8
 	VFMADD213PD lgc32<>+0(SB), Y7, Y8
-	VFMADD213PD lgc33<>+0(SB), Y7, Y8
 	VMULPD      Y7, Y8, Y8
-	VMOVAPD     lgc34<>+0(SB), Y9
+	VMOVAPD     lgc33<>+0(SB), Y9
+	VFMADD213PD lgc34<>+0(SB), Y7, Y9
 	VFMADD213PD lgc35<>+0(SB), Y7, Y9
 	VFMADD213PD lgc36<>+0(SB), Y7, Y9
-	VFMADD213PD lgc37<>+0(SB), Y7, Y9
 	VMULPD      Y6, Y9, Y9
 	VADDPD      Y8, Y9, Y9
 	VMULPD      Y2, Y2, Y6
-	VMULPD      lgc29<>+0(SB), Y6, Y6
-	VPADDQ      lgc38<>+0(SB), Y5, Y5
-	VSUBPD      lgc38<>+0(SB), Y5, Y5
+	VMULPD      lgc28<>+0(SB), Y6, Y6
+	VPADDQ      lgc37<>+0(SB), Y5, Y5
+	VSUBPD      lgc37<>+0(SB), Y5, Y5
 	VADDPD      Y6, Y9, Y7
 	VMULPD      Y4, Y7, Y7
-	VFMADD231PD lgc39<>+0(SB), Y5, Y7
+	VFMADD231PD lgc38<>+0(SB), Y5, Y7
 	VSUBPD      Y7, Y6, Y7
 	VSUBPD      Y2, Y7, Y7
-	VMULPD      lgc40<>+0(SB), Y5, Y2
+	VMULPD      lgc39<>+0(SB), Y5, Y2
 	VSUBPD      Y7, Y2, Y2
 	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y4
-	VBLENDVPD   Y4, lgc41<>+0(SB), Y2, Y2
+	VBLENDVPD   Y4, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y4
+	VBLENDVPD   Y4, lgc41<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y4
 	VBLENDVPD   Y4, lgc42<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y4
-	VBLENDVPD   Y4, lgc43<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y4
 	VBLENDVPD   Y4, Y0, Y2, Y2
 	VMOVUPD     416(SP), Y0
-	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y4
-	VMULPD      lgc23<>+0(SB), Y0, Y5
+	VCMPPD      $0x11, lgc21<>+0(SB), Y0, Y4
+	VMULPD      lgc22<>+0(SB), Y0, Y5
 	VBLENDVPD   Y4, Y5, Y0, Y5
 	VPSRLQ      $0x34, Y5, Y6
-	VPSUBQ      lgc24<>+0(SB), Y6, Y6
-	VPAND       lgc25<>+0(SB), Y4, Y4
+	VPSUBQ      lgc23<>+0(SB), Y6, Y6
+	VPAND       lgc24<>+0(SB), Y4, Y4
 	VPADDQ      Y4, Y6, Y6
-	VPAND       lgc26<>+0(SB), Y5, Y4
-	VPOR        lgc27<>+0(SB), Y4, Y4
-	VCMPPD      $0x1e, lgc28<>+0(SB), Y4, Y5
-	VMULPD      lgc29<>+0(SB), Y4, Y7
+	VPAND       lgc25<>+0(SB), Y5, Y4
+	VPOR        lgc26<>+0(SB), Y4, Y4
+	VCMPPD      $0x1e, lgc27<>+0(SB), Y4, Y5
+	VMULPD      lgc28<>+0(SB), Y4, Y7
 	VBLENDVPD   Y5, Y7, Y4, Y4
 	VPSUBQ      Y5, Y6, Y6
-	VSUBPD      lgc27<>+0(SB), Y4, Y4
-	VADDPD      lgc30<>+0(SB), Y4, Y5
+	VSUBPD      lgc26<>+0(SB), Y4, Y4
+	VADDPD      lgc29<>+0(SB), Y4, Y5
 	VDIVPD      Y5, Y4, Y5
 	VMULPD      Y5, Y5, Y7
 	VMULPD      Y7, Y7, Y8
-	VMOVAPD     lgc31<>+0(SB), Y9
+	VMOVAPD     lgc30<>+0(SB), Y9
+	VFMADD213PD lgc31<>+0(SB), Y8, Y9
 	VFMADD213PD lgc32<>+0(SB), Y8, Y9
-	VFMADD213PD lgc33<>+0(SB), Y8, Y9
 	VMULPD      Y8, Y9, Y9
-	VMOVAPD     lgc34<>+0(SB), Y10
+	VMOVAPD     lgc33<>+0(SB), Y10
+	VFMADD213PD lgc34<>+0(SB), Y8, Y10
 	VFMADD213PD lgc35<>+0(SB), Y8, Y10
 	VFMADD213PD lgc36<>+0(SB), Y8, Y10
-	VFMADD213PD lgc37<>+0(SB), Y8, Y10
 	VMULPD      Y7, Y10, Y10
 	VADDPD      Y9, Y10, Y10
 	VMULPD      Y4, Y4, Y7
-	VMULPD      lgc29<>+0(SB), Y7, Y7
-	VPADDQ      lgc38<>+0(SB), Y6, Y6
-	VSUBPD      lgc38<>+0(SB), Y6, Y6
+	VMULPD      lgc28<>+0(SB), Y7, Y7
+	VPADDQ      lgc37<>+0(SB), Y6, Y6
+	VSUBPD      lgc37<>+0(SB), Y6, Y6
 	VADDPD      Y7, Y10, Y8
 	VMULPD      Y5, Y8, Y8
-	VFMADD231PD lgc39<>+0(SB), Y6, Y8
+	VFMADD231PD lgc38<>+0(SB), Y6, Y8
 	VSUBPD      Y8, Y7, Y8
 	VSUBPD      Y4, Y8, Y8
-	VMULPD      lgc40<>+0(SB), Y6, Y4
+	VMULPD      lgc39<>+0(SB), Y6, Y4
 	VSUBPD      Y8, Y4, Y4
 	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y5
-	VBLENDVPD   Y5, lgc41<>+0(SB), Y4, Y4
+	VBLENDVPD   Y5, lgc40<>+0(SB), Y4, Y4
 	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y5
+	VBLENDVPD   Y5, lgc41<>+0(SB), Y4, Y4
+	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y5
 	VBLENDVPD   Y5, lgc42<>+0(SB), Y4, Y4
-	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y5
-	VBLENDVPD   Y5, lgc43<>+0(SB), Y4, Y4
 	VCMPPD      $0x03, Y0, Y0, Y5
 	VBLENDVPD   Y5, Y0, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y0
+	VMOVUPS     lgc19<>+0(SB), Y0
 	VCVTPD2PSY  Y2, X0
 	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y0, Y0
@@ -408,10 +406,10 @@ inner_A_3:
 
 	// finish v29
 	VMOVUPD     448(SP), Y0
-	VDIVPD      lgc44<>+0(SB), Y0, Y0
+	VDIVPD      lgc43<>+0(SB), Y0, Y0
 	VMOVUPD     480(SP), Y1
-	VDIVPD      lgc44<>+0(SB), Y1, Y1
-	VMOVUPS     lgc20<>+0(SB), Y2
+	VDIVPD      lgc43<>+0(SB), Y1, Y1
+	VMOVUPS     lgc19<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -439,11 +437,11 @@ inner_A_3:
 	VMOVUPS      Y3, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_4
-	VMOVUPD      lgc45<>+0(SB), Y0
+	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc46<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc47<>+0(SB), Y0, Y0
+	VANDPS       lgc45<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -451,11 +449,11 @@ inner_A_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      lgc19<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -463,12 +461,12 @@ inner_A_3:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -476,12 +474,12 @@ inner_A_3:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -489,7 +487,7 @@ inner_A_3:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1472(CX), Y0, Y0
@@ -506,13 +504,13 @@ noflush_4:
 chunkdone_2:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc20<>+0(SB), X0
+	VMOVUPS      lgc19<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc46<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc47<>+0(SB), Y0, Y0
+	VANDPS       lgc45<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -520,11 +518,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      lgc19<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -532,12 +530,12 @@ chunkdone_2:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -545,12 +543,12 @@ chunkdone_2:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -558,7 +556,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1472(AX), Y0, Y0
@@ -722,229 +720,219 @@ DATA lgc15<>+24(SB)/4, $0x3f000000
 DATA lgc15<>+28(SB)/4, $0x3f000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xffffff82
-DATA lgc16<>+4(SB)/4, $0xffffff82
-DATA lgc16<>+8(SB)/4, $0xffffff82
-DATA lgc16<>+12(SB)/4, $0xffffff82
-DATA lgc16<>+16(SB)/4, $0xffffff82
-DATA lgc16<>+20(SB)/4, $0xffffff82
-DATA lgc16<>+24(SB)/4, $0xffffff82
-DATA lgc16<>+28(SB)/4, $0xffffff82
+DATA lgc16<>+0(SB)/4, $0x000000fe
+DATA lgc16<>+4(SB)/4, $0x000000fe
+DATA lgc16<>+8(SB)/4, $0x000000fe
+DATA lgc16<>+12(SB)/4, $0x000000fe
+DATA lgc16<>+16(SB)/4, $0x000000fe
+DATA lgc16<>+20(SB)/4, $0x000000fe
+DATA lgc16<>+24(SB)/4, $0x000000fe
+DATA lgc16<>+28(SB)/4, $0x000000fe
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x0000007f
-DATA lgc17<>+4(SB)/4, $0x0000007f
-DATA lgc17<>+8(SB)/4, $0x0000007f
-DATA lgc17<>+12(SB)/4, $0x0000007f
-DATA lgc17<>+16(SB)/4, $0x0000007f
-DATA lgc17<>+20(SB)/4, $0x0000007f
-DATA lgc17<>+24(SB)/4, $0x0000007f
-DATA lgc17<>+28(SB)/4, $0x0000007f
+DATA lgc17<>+0(SB)/4, $0xc2ae0000
+DATA lgc17<>+4(SB)/4, $0xc2ae0000
+DATA lgc17<>+8(SB)/4, $0xc2ae0000
+DATA lgc17<>+12(SB)/4, $0xc2ae0000
+DATA lgc17<>+16(SB)/4, $0xc2ae0000
+DATA lgc17<>+20(SB)/4, $0xc2ae0000
+DATA lgc17<>+24(SB)/4, $0xc2ae0000
+DATA lgc17<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xc2ae0000
-DATA lgc18<>+4(SB)/4, $0xc2ae0000
-DATA lgc18<>+8(SB)/4, $0xc2ae0000
-DATA lgc18<>+12(SB)/4, $0xc2ae0000
-DATA lgc18<>+16(SB)/4, $0xc2ae0000
-DATA lgc18<>+20(SB)/4, $0xc2ae0000
-DATA lgc18<>+24(SB)/4, $0xc2ae0000
-DATA lgc18<>+28(SB)/4, $0xc2ae0000
+DATA lgc18<>+0(SB)/4, $0x42b00000
+DATA lgc18<>+4(SB)/4, $0x42b00000
+DATA lgc18<>+8(SB)/4, $0x42b00000
+DATA lgc18<>+12(SB)/4, $0x42b00000
+DATA lgc18<>+16(SB)/4, $0x42b00000
+DATA lgc18<>+20(SB)/4, $0x42b00000
+DATA lgc18<>+24(SB)/4, $0x42b00000
+DATA lgc18<>+28(SB)/4, $0x42b00000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x42b00000
-DATA lgc19<>+4(SB)/4, $0x42b00000
-DATA lgc19<>+8(SB)/4, $0x42b00000
-DATA lgc19<>+12(SB)/4, $0x42b00000
-DATA lgc19<>+16(SB)/4, $0x42b00000
-DATA lgc19<>+20(SB)/4, $0x42b00000
-DATA lgc19<>+24(SB)/4, $0x42b00000
-DATA lgc19<>+28(SB)/4, $0x42b00000
+DATA lgc19<>+0(SB)/4, $0x00000000
+DATA lgc19<>+4(SB)/4, $0x00000000
+DATA lgc19<>+8(SB)/4, $0x00000000
+DATA lgc19<>+12(SB)/4, $0x00000000
+DATA lgc19<>+16(SB)/4, $0x00000000
+DATA lgc19<>+20(SB)/4, $0x00000000
+DATA lgc19<>+24(SB)/4, $0x00000000
+DATA lgc19<>+28(SB)/4, $0x00000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000000
-DATA lgc20<>+4(SB)/4, $0x00000000
-DATA lgc20<>+8(SB)/4, $0x00000000
-DATA lgc20<>+12(SB)/4, $0x00000000
-DATA lgc20<>+16(SB)/4, $0x00000000
-DATA lgc20<>+20(SB)/4, $0x00000000
-DATA lgc20<>+24(SB)/4, $0x00000000
-DATA lgc20<>+28(SB)/4, $0x00000000
+DATA lgc20<>+0(SB)/4, $0x3f7d70a4
+DATA lgc20<>+4(SB)/4, $0x3f7d70a4
+DATA lgc20<>+8(SB)/4, $0x3f7d70a4
+DATA lgc20<>+12(SB)/4, $0x3f7d70a4
+DATA lgc20<>+16(SB)/4, $0x3f7d70a4
+DATA lgc20<>+20(SB)/4, $0x3f7d70a4
+DATA lgc20<>+24(SB)/4, $0x3f7d70a4
+DATA lgc20<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3f7d70a4
-DATA lgc21<>+4(SB)/4, $0x3f7d70a4
-DATA lgc21<>+8(SB)/4, $0x3f7d70a4
-DATA lgc21<>+12(SB)/4, $0x3f7d70a4
-DATA lgc21<>+16(SB)/4, $0x3f7d70a4
-DATA lgc21<>+20(SB)/4, $0x3f7d70a4
-DATA lgc21<>+24(SB)/4, $0x3f7d70a4
-DATA lgc21<>+28(SB)/4, $0x3f7d70a4
+DATA lgc21<>+0(SB)/8, $0x0010000000000000
+DATA lgc21<>+8(SB)/8, $0x0010000000000000
+DATA lgc21<>+16(SB)/8, $0x0010000000000000
+DATA lgc21<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x0010000000000000
-DATA lgc22<>+8(SB)/8, $0x0010000000000000
-DATA lgc22<>+16(SB)/8, $0x0010000000000000
-DATA lgc22<>+24(SB)/8, $0x0010000000000000
+DATA lgc22<>+0(SB)/8, $0x4350000000000000
+DATA lgc22<>+8(SB)/8, $0x4350000000000000
+DATA lgc22<>+16(SB)/8, $0x4350000000000000
+DATA lgc22<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x4350000000000000
-DATA lgc23<>+8(SB)/8, $0x4350000000000000
-DATA lgc23<>+16(SB)/8, $0x4350000000000000
-DATA lgc23<>+24(SB)/8, $0x4350000000000000
+DATA lgc23<>+0(SB)/8, $0x00000000000003ff
+DATA lgc23<>+8(SB)/8, $0x00000000000003ff
+DATA lgc23<>+16(SB)/8, $0x00000000000003ff
+DATA lgc23<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x00000000000003ff
-DATA lgc24<>+8(SB)/8, $0x00000000000003ff
-DATA lgc24<>+16(SB)/8, $0x00000000000003ff
-DATA lgc24<>+24(SB)/8, $0x00000000000003ff
+DATA lgc24<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc24<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc24<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc24<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc25<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc25<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc25<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc25<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc25<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc25<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc25<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc26<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc26<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc26<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc26<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc26<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc26<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc26<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc27<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc27<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc27<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc27<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc27<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc27<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc27<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc28<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc28<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc28<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc28<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc28<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc28<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc28<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc29<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc29<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc29<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc29<>+0(SB)/8, $0x4000000000000000
+DATA lgc29<>+8(SB)/8, $0x4000000000000000
+DATA lgc29<>+16(SB)/8, $0x4000000000000000
+DATA lgc29<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x4000000000000000
-DATA lgc30<>+8(SB)/8, $0x4000000000000000
-DATA lgc30<>+16(SB)/8, $0x4000000000000000
-DATA lgc30<>+24(SB)/8, $0x4000000000000000
+DATA lgc30<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc30<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc30<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc30<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc31<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc31<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc31<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc31<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc31<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc31<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc31<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc32<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc32<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc32<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc32<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc32<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc32<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc32<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc33<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc33<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc33<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc33<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc33<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc33<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc33<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc34<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc34<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc34<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc34<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc34<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc34<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc34<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc35<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc35<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc35<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc35<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc35<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc35<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc35<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc36<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc36<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc36<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc36<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc36<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc36<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc36<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc37<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc37<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc37<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc37<>+0(SB)/8, $0x4338000000000000
+DATA lgc37<>+8(SB)/8, $0x4338000000000000
+DATA lgc37<>+16(SB)/8, $0x4338000000000000
+DATA lgc37<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x4338000000000000
-DATA lgc38<>+8(SB)/8, $0x4338000000000000
-DATA lgc38<>+16(SB)/8, $0x4338000000000000
-DATA lgc38<>+24(SB)/8, $0x4338000000000000
+DATA lgc38<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc38<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc38<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc38<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc39<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc39<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc39<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc39<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc39<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc39<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc39<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc40<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc40<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc40<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc40<>+0(SB)/8, $0xfff0000000000000
+DATA lgc40<>+8(SB)/8, $0xfff0000000000000
+DATA lgc40<>+16(SB)/8, $0xfff0000000000000
+DATA lgc40<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0xfff0000000000000
-DATA lgc41<>+8(SB)/8, $0xfff0000000000000
-DATA lgc41<>+16(SB)/8, $0xfff0000000000000
-DATA lgc41<>+24(SB)/8, $0xfff0000000000000
+DATA lgc41<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc41<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc41<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc41<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc42<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc42<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc42<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc43<>+0(SB)/8, $0x4010000000000000
+DATA lgc43<>+8(SB)/8, $0x4010000000000000
+DATA lgc43<>+16(SB)/8, $0x4010000000000000
+DATA lgc43<>+24(SB)/8, $0x4010000000000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x4010000000000000
-DATA lgc44<>+8(SB)/8, $0x4010000000000000
-DATA lgc44<>+16(SB)/8, $0x4010000000000000
-DATA lgc44<>+24(SB)/8, $0x4010000000000000
+DATA lgc44<>+0(SB)/8, $0x4020000000000000
+DATA lgc44<>+8(SB)/8, $0x4020000000000000
+DATA lgc44<>+16(SB)/8, $0x4020000000000000
+DATA lgc44<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x4020000000000000
-DATA lgc45<>+8(SB)/8, $0x4020000000000000
-DATA lgc45<>+16(SB)/8, $0x4020000000000000
-DATA lgc45<>+24(SB)/8, $0x4020000000000000
+DATA lgc45<>+0(SB)/4, $0x7fffffff
+DATA lgc45<>+4(SB)/4, $0x7fffffff
+DATA lgc45<>+8(SB)/4, $0x7fffffff
+DATA lgc45<>+12(SB)/4, $0x7fffffff
+DATA lgc45<>+16(SB)/4, $0x7fffffff
+DATA lgc45<>+20(SB)/4, $0x7fffffff
+DATA lgc45<>+24(SB)/4, $0x7fffffff
+DATA lgc45<>+28(SB)/4, $0x7fffffff
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7fffffff
-DATA lgc46<>+4(SB)/4, $0x7fffffff
-DATA lgc46<>+8(SB)/4, $0x7fffffff
-DATA lgc46<>+12(SB)/4, $0x7fffffff
-DATA lgc46<>+16(SB)/4, $0x7fffffff
-DATA lgc46<>+20(SB)/4, $0x7fffffff
-DATA lgc46<>+24(SB)/4, $0x7fffffff
-DATA lgc46<>+28(SB)/4, $0x7fffffff
+DATA lgc46<>+0(SB)/4, $0x7f7fffff
+DATA lgc46<>+4(SB)/4, $0x7f7fffff
+DATA lgc46<>+8(SB)/4, $0x7f7fffff
+DATA lgc46<>+12(SB)/4, $0x7f7fffff
+DATA lgc46<>+16(SB)/4, $0x7f7fffff
+DATA lgc46<>+20(SB)/4, $0x7f7fffff
+DATA lgc46<>+24(SB)/4, $0x7f7fffff
+DATA lgc46<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0x7f7fffff
-DATA lgc47<>+4(SB)/4, $0x7f7fffff
-DATA lgc47<>+8(SB)/4, $0x7f7fffff
-DATA lgc47<>+12(SB)/4, $0x7f7fffff
-DATA lgc47<>+16(SB)/4, $0x7f7fffff
-DATA lgc47<>+20(SB)/4, $0x7f7fffff
-DATA lgc47<>+24(SB)/4, $0x7f7fffff
-DATA lgc47<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float32)
 // Requires: AVX
@@ -1168,17 +1156,15 @@ inner_A_7:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc4<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc16<>+0(SB), Y2, Y3
-	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
-	VCMPPS       $0x15, lgc18<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc19<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc17<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc18<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
@@ -1208,7 +1194,7 @@ inner_A_7:
 	// finish nextChosenActionValue
 	VMOVUPD     384(SP), Y0
 	VMOVUPD     416(SP), Y1
-	VMOVUPS     lgc20<>+0(SB), Y2
+	VMOVUPS     lgc19<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -1216,7 +1202,7 @@ inner_A_7:
 	// finish predValIndex
 	VMOVUPD     448(SP), Y1
 	VMOVUPD     480(SP), Y2
-	VMOVUPS     lgc20<>+0(SB), Y3
+	VMOVUPS     lgc19<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -1230,7 +1216,7 @@ inner_A_7:
 	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(0.99, v12)
-	VMULPS lgc21<>+0(SB), Y2, Y2
+	VMULPS lgc20<>+0(SB), Y2, Y2
 
 	// v15 = mul(v14, nextChosenActionValue)
 	VMULPS  Y0, Y2, Y0
@@ -1261,102 +1247,102 @@ inner_A_7:
 
 	// finish v25
 	VMOVUPD     512(SP), Y0
-	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y2
-	VMULPD      lgc23<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc21<>+0(SB), Y0, Y2
+	VMULPD      lgc22<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y5
-	VPSUBQ      lgc24<>+0(SB), Y5, Y5
-	VPAND       lgc25<>+0(SB), Y2, Y2
+	VPSUBQ      lgc23<>+0(SB), Y5, Y5
+	VPAND       lgc24<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y5, Y5
-	VPAND       lgc26<>+0(SB), Y3, Y2
-	VPOR        lgc27<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc28<>+0(SB), Y2, Y3
-	VMULPD      lgc29<>+0(SB), Y2, Y6
+	VPAND       lgc25<>+0(SB), Y3, Y2
+	VPOR        lgc26<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc27<>+0(SB), Y2, Y3
+	VMULPD      lgc28<>+0(SB), Y2, Y6
 	VBLENDVPD   Y3, Y6, Y2, Y2
 	VPSUBQ      Y3, Y5, Y5
-	VSUBPD      lgc27<>+0(SB), Y2, Y2
-	VADDPD      lgc30<>+0(SB), Y2, Y3
+	VSUBPD      lgc26<>+0(SB), Y2, Y2
+	VADDPD      lgc29<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y6
 	VMULPD      Y6, Y6, Y7
-	VMOVAPD     lgc31<>+0(SB), Y8
+	VMOVAPD     lgc30<>+0(SB), Y8
+	VFMADD213PD lgc31<>+0(SB), Y7, Y8
 	VFMADD213PD lgc32<>+0(SB), Y7, Y8
-	VFMADD213PD lgc33<>+0(SB), Y7, Y8
 	VMULPD      Y7, Y8, Y8
-	VMOVAPD     lgc34<>+0(SB), Y9
+	VMOVAPD     lgc33<>+0(SB), Y9
+	VFMADD213PD lgc34<>+0(SB), Y7, Y9
 	VFMADD213PD lgc35<>+0(SB), Y7, Y9
 	VFMADD213PD lgc36<>+0(SB), Y7, Y9
-	VFMADD213PD lgc37<>+0(SB), Y7, Y9
 	VMULPD      Y6, Y9, Y9
 	VADDPD      Y8, Y9, Y9
 	VMULPD      Y2, Y2, Y6
-	VMULPD      lgc29<>+0(SB), Y6, Y6
-	VPADDQ      lgc38<>+0(SB), Y5, Y5
-	VSUBPD      lgc38<>+0(SB), Y5, Y5
+	VMULPD      lgc28<>+0(SB), Y6, Y6
+	VPADDQ      lgc37<>+0(SB), Y5, Y5
+	VSUBPD      lgc37<>+0(SB), Y5, Y5
 	VADDPD      Y6, Y9, Y7
 	VMULPD      Y3, Y7, Y7
-	VFMADD231PD lgc39<>+0(SB), Y5, Y7
+	VFMADD231PD lgc38<>+0(SB), Y5, Y7
 	VSUBPD      Y7, Y6, Y7
 	VSUBPD      Y2, Y7, Y7
-	VMULPD      lgc40<>+0(SB), Y5, Y2
+	VMULPD      lgc39<>+0(SB), Y5, Y2
 	VSUBPD      Y7, Y2, Y2
 	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VMOVUPD     544(SP), Y0
-	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y3
-	VMULPD      lgc23<>+0(SB), Y0, Y5
+	VCMPPD      $0x11, lgc21<>+0(SB), Y0, Y3
+	VMULPD      lgc22<>+0(SB), Y0, Y5
 	VBLENDVPD   Y3, Y5, Y0, Y5
 	VPSRLQ      $0x34, Y5, Y6
-	VPSUBQ      lgc24<>+0(SB), Y6, Y6
-	VPAND       lgc25<>+0(SB), Y3, Y3
+	VPSUBQ      lgc23<>+0(SB), Y6, Y6
+	VPAND       lgc24<>+0(SB), Y3, Y3
 	VPADDQ      Y3, Y6, Y6
-	VPAND       lgc26<>+0(SB), Y5, Y3
-	VPOR        lgc27<>+0(SB), Y3, Y3
-	VCMPPD      $0x1e, lgc28<>+0(SB), Y3, Y5
-	VMULPD      lgc29<>+0(SB), Y3, Y7
+	VPAND       lgc25<>+0(SB), Y5, Y3
+	VPOR        lgc26<>+0(SB), Y3, Y3
+	VCMPPD      $0x1e, lgc27<>+0(SB), Y3, Y5
+	VMULPD      lgc28<>+0(SB), Y3, Y7
 	VBLENDVPD   Y5, Y7, Y3, Y3
 	VPSUBQ      Y5, Y6, Y6
-	VSUBPD      lgc27<>+0(SB), Y3, Y3
-	VADDPD      lgc30<>+0(SB), Y3, Y5
+	VSUBPD      lgc26<>+0(SB), Y3, Y3
+	VADDPD      lgc29<>+0(SB), Y3, Y5
 	VDIVPD      Y5, Y3, Y5
 	VMULPD      Y5, Y5, Y7
 	VMULPD      Y7, Y7, Y8
-	VMOVAPD     lgc31<>+0(SB), Y9
+	VMOVAPD     lgc30<>+0(SB), Y9
+	VFMADD213PD lgc31<>+0(SB), Y8, Y9
 	VFMADD213PD lgc32<>+0(SB), Y8, Y9
-	VFMADD213PD lgc33<>+0(SB), Y8, Y9
 	VMULPD      Y8, Y9, Y9
-	VMOVAPD     lgc34<>+0(SB), Y10
+	VMOVAPD     lgc33<>+0(SB), Y10
+	VFMADD213PD lgc34<>+0(SB), Y8, Y10
 	VFMADD213PD lgc35<>+0(SB), Y8, Y10
 	VFMADD213PD lgc36<>+0(SB), Y8, Y10
-	VFMADD213PD lgc37<>+0(SB), Y8, Y10
 	VMULPD      Y7, Y10, Y10
 	VADDPD      Y9, Y10, Y10
 	VMULPD      Y3, Y3, Y7
-	VMULPD      lgc29<>+0(SB), Y7, Y7
-	VPADDQ      lgc38<>+0(SB), Y6, Y6
-	VSUBPD      lgc38<>+0(SB), Y6, Y6
+	VMULPD      lgc28<>+0(SB), Y7, Y7
+	VPADDQ      lgc37<>+0(SB), Y6, Y6
+	VSUBPD      lgc37<>+0(SB), Y6, Y6
 	VADDPD      Y7, Y10, Y8
 	VMULPD      Y5, Y8, Y8
-	VFMADD231PD lgc39<>+0(SB), Y6, Y8
+	VFMADD231PD lgc38<>+0(SB), Y6, Y8
 	VSUBPD      Y8, Y7, Y8
 	VSUBPD      Y3, Y8, Y8
-	VMULPD      lgc40<>+0(SB), Y6, Y3
+	VMULPD      lgc39<>+0(SB), Y6, Y3
 	VSUBPD      Y8, Y3, Y3
 	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y5
-	VBLENDVPD   Y5, lgc41<>+0(SB), Y3, Y3
+	VBLENDVPD   Y5, lgc40<>+0(SB), Y3, Y3
 	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y5
+	VBLENDVPD   Y5, lgc41<>+0(SB), Y3, Y3
+	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y5
 	VBLENDVPD   Y5, lgc42<>+0(SB), Y3, Y3
-	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y5
-	VBLENDVPD   Y5, lgc43<>+0(SB), Y3, Y3
 	VCMPPD      $0x03, Y0, Y0, Y5
 	VBLENDVPD   Y5, Y0, Y3, Y3
-	VMOVUPS     lgc20<>+0(SB), Y0
+	VMOVUPS     lgc19<>+0(SB), Y0
 	VCVTPD2PSY  Y2, X0
 	VCVTPD2PSY  Y3, X2
 	VINSERTF128 $0x01, X2, Y0, Y0
@@ -1370,10 +1356,10 @@ inner_A_7:
 
 	// finish v29
 	VMOVUPD     576(SP), Y1
-	VDIVPD      lgc44<>+0(SB), Y1, Y1
+	VDIVPD      lgc43<>+0(SB), Y1, Y1
 	VMOVUPD     608(SP), Y2
-	VDIVPD      lgc44<>+0(SB), Y2, Y2
-	VMOVUPS     lgc20<>+0(SB), Y3
+	VDIVPD      lgc43<>+0(SB), Y2, Y2
+	VMOVUPS     lgc19<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -1389,13 +1375,13 @@ inner_A_7:
 	VMOVUPS 680(SP), Y1
 
 	// v40 = mul(0.001953125, diff)
-	VMULPS lgc48<>+0(SB), Y1, Y1
+	VMULPS lgc47<>+0(SB), Y1, Y1
 
 	// v41 = add(v40, v40)
 	VADDPS Y1, Y1, Y1
 
 	// v42 = add(-0.00390625, v41)
-	VADDPS  lgc49<>+0(SB), Y1, Y1
+	VADDPS  lgc48<>+0(SB), Y1, Y1
 	VMOVUPS Y4, 744(SP)
 	XORQ    DX, DX
 
@@ -1427,18 +1413,16 @@ inner_A_8:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc4<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc16<>+0(SB), Y2, Y3
-	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
 
 	// v38 = mul(0.00390625, v37)
-	VMULPS    lgc50<>+0(SB), Y5, Y2
+	VMULPS    lgc49<>+0(SB), Y5, Y2
 	MOVQ      action+32(FP), R8
 	IMUL3Q    $+4, AX, R9
 	ADDQ      DX, R9
@@ -1495,10 +1479,10 @@ inner_A_8:
 	VMOVUPS      288(SP), Y1
 	VMOVUPS      320(SP), Y2
 	VMOVUPS      352(SP), Y3
-	VMOVUPS      lgc20<>+0(SB), Y4
-	VMOVUPS      lgc20<>+0(SB), Y5
-	VMOVUPS      lgc20<>+0(SB), Y6
-	VMOVUPS      lgc20<>+0(SB), Y7
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VMOVUPS      lgc19<>+0(SB), Y5
+	VMOVUPS      lgc19<>+0(SB), Y6
+	VMOVUPS      lgc19<>+0(SB), Y7
 	VMOVUPS      lgc0<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
@@ -1534,11 +1518,11 @@ inner_A_8:
 	VMASKMOVPS   Y0, Y8, 112(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_9
-	VMOVUPD      lgc45<>+0(SB), Y0
+	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc46<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc47<>+0(SB), Y0, Y0
+	VANDPS       lgc45<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1546,11 +1530,11 @@ inner_A_8:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      lgc19<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1558,12 +1542,12 @@ inner_A_8:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1571,12 +1555,12 @@ inner_A_8:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1584,7 +1568,7 @@ inner_A_8:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1472(CX), Y0, Y0
@@ -1601,13 +1585,13 @@ noflush_9:
 chunkdone_6:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc20<>+0(SB), X0
+	VMOVUPS      lgc19<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc46<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc47<>+0(SB), Y0, Y0
+	VANDPS       lgc45<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1615,11 +1599,11 @@ chunkdone_6:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      lgc19<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1627,12 +1611,12 @@ chunkdone_6:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1640,12 +1624,12 @@ chunkdone_6:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc46<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1653,7 +1637,7 @@ chunkdone_6:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1472(AX), Y0, Y0
@@ -1661,35 +1645,35 @@ chunkdone_6:
 	VZEROUPPER
 	RET
 
-DATA lgc48<>+0(SB)/4, $0x3b000000
-DATA lgc48<>+4(SB)/4, $0x3b000000
-DATA lgc48<>+8(SB)/4, $0x3b000000
-DATA lgc48<>+12(SB)/4, $0x3b000000
-DATA lgc48<>+16(SB)/4, $0x3b000000
-DATA lgc48<>+20(SB)/4, $0x3b000000
-DATA lgc48<>+24(SB)/4, $0x3b000000
-DATA lgc48<>+28(SB)/4, $0x3b000000
+DATA lgc47<>+0(SB)/4, $0x3b000000
+DATA lgc47<>+4(SB)/4, $0x3b000000
+DATA lgc47<>+8(SB)/4, $0x3b000000
+DATA lgc47<>+12(SB)/4, $0x3b000000
+DATA lgc47<>+16(SB)/4, $0x3b000000
+DATA lgc47<>+20(SB)/4, $0x3b000000
+DATA lgc47<>+24(SB)/4, $0x3b000000
+DATA lgc47<>+28(SB)/4, $0x3b000000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0xbb800000
+DATA lgc48<>+4(SB)/4, $0xbb800000
+DATA lgc48<>+8(SB)/4, $0xbb800000
+DATA lgc48<>+12(SB)/4, $0xbb800000
+DATA lgc48<>+16(SB)/4, $0xbb800000
+DATA lgc48<>+20(SB)/4, $0xbb800000
+DATA lgc48<>+24(SB)/4, $0xbb800000
+DATA lgc48<>+28(SB)/4, $0xbb800000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbb800000
-DATA lgc49<>+4(SB)/4, $0xbb800000
-DATA lgc49<>+8(SB)/4, $0xbb800000
-DATA lgc49<>+12(SB)/4, $0xbb800000
-DATA lgc49<>+16(SB)/4, $0xbb800000
-DATA lgc49<>+20(SB)/4, $0xbb800000
-DATA lgc49<>+24(SB)/4, $0xbb800000
-DATA lgc49<>+28(SB)/4, $0xbb800000
+DATA lgc49<>+0(SB)/4, $0x3b800000
+DATA lgc49<>+4(SB)/4, $0x3b800000
+DATA lgc49<>+8(SB)/4, $0x3b800000
+DATA lgc49<>+12(SB)/4, $0x3b800000
+DATA lgc49<>+16(SB)/4, $0x3b800000
+DATA lgc49<>+20(SB)/4, $0x3b800000
+DATA lgc49<>+24(SB)/4, $0x3b800000
+DATA lgc49<>+28(SB)/4, $0x3b800000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0x3b800000
-DATA lgc50<>+4(SB)/4, $0x3b800000
-DATA lgc50<>+8(SB)/4, $0x3b800000
-DATA lgc50<>+12(SB)/4, $0x3b800000
-DATA lgc50<>+16(SB)/4, $0x3b800000
-DATA lgc50<>+20(SB)/4, $0x3b800000
-DATA lgc50<>+24(SB)/4, $0x3b800000
-DATA lgc50<>+28(SB)/4, $0x3b800000
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float32)
 // Requires: AVX
@@ -1742,12 +1726,10 @@ bulk_10:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc4<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc16<>+0(SB), Y0, Y1
-	VPMINSD      lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1771,11 +1753,11 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc51<>+0(SB), Y0, Y1
-	VMULPS       lgc52<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc50<>+0(SB), Y0, Y1
+	VMULPS       lgc51<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPSUBD       lgc52<>+0(SB), Y3, Y3
 	VPAND        lgc53<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc54<>+0(SB), Y2, Y1
@@ -1802,9 +1784,9 @@ bulk_12:
 	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc65<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc66<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc66<>+0(SB), Y4, Y4
@@ -1818,24 +1800,34 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc51<>+0(SB)/4, $0x00800000
-DATA lgc51<>+4(SB)/4, $0x00800000
-DATA lgc51<>+8(SB)/4, $0x00800000
-DATA lgc51<>+12(SB)/4, $0x00800000
-DATA lgc51<>+16(SB)/4, $0x00800000
-DATA lgc51<>+20(SB)/4, $0x00800000
-DATA lgc51<>+24(SB)/4, $0x00800000
-DATA lgc51<>+28(SB)/4, $0x00800000
+DATA lgc50<>+0(SB)/4, $0x00800000
+DATA lgc50<>+4(SB)/4, $0x00800000
+DATA lgc50<>+8(SB)/4, $0x00800000
+DATA lgc50<>+12(SB)/4, $0x00800000
+DATA lgc50<>+16(SB)/4, $0x00800000
+DATA lgc50<>+20(SB)/4, $0x00800000
+DATA lgc50<>+24(SB)/4, $0x00800000
+DATA lgc50<>+28(SB)/4, $0x00800000
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
+
+DATA lgc51<>+0(SB)/4, $0x4b000000
+DATA lgc51<>+4(SB)/4, $0x4b000000
+DATA lgc51<>+8(SB)/4, $0x4b000000
+DATA lgc51<>+12(SB)/4, $0x4b000000
+DATA lgc51<>+16(SB)/4, $0x4b000000
+DATA lgc51<>+20(SB)/4, $0x4b000000
+DATA lgc51<>+24(SB)/4, $0x4b000000
+DATA lgc51<>+28(SB)/4, $0x4b000000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x4b000000
-DATA lgc52<>+4(SB)/4, $0x4b000000
-DATA lgc52<>+8(SB)/4, $0x4b000000
-DATA lgc52<>+12(SB)/4, $0x4b000000
-DATA lgc52<>+16(SB)/4, $0x4b000000
-DATA lgc52<>+20(SB)/4, $0x4b000000
-DATA lgc52<>+24(SB)/4, $0x4b000000
-DATA lgc52<>+28(SB)/4, $0x4b000000
+DATA lgc52<>+0(SB)/4, $0x0000007f
+DATA lgc52<>+4(SB)/4, $0x0000007f
+DATA lgc52<>+8(SB)/4, $0x0000007f
+DATA lgc52<>+12(SB)/4, $0x0000007f
+DATA lgc52<>+16(SB)/4, $0x0000007f
+DATA lgc52<>+20(SB)/4, $0x0000007f
+DATA lgc52<>+24(SB)/4, $0x0000007f
+DATA lgc52<>+28(SB)/4, $0x0000007f
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 DATA lgc53<>+0(SB)/4, $0xffffffe9
@@ -1991,11 +1983,11 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc51<>+0(SB), Y1, Y2
-	VMULPS       lgc52<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc50<>+0(SB), Y1, Y2
+	VMULPS       lgc51<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPSUBD       lgc52<>+0(SB), Y4, Y4
 	VPAND        lgc53<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc54<>+0(SB), Y3, Y2
@@ -2022,9 +2014,9 @@ bulk_14:
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc65<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc66<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc66<>+0(SB), Y5, Y5
@@ -2036,7 +2028,7 @@ bulk_14:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc66<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc66<>+0(SB), Y2, Y2

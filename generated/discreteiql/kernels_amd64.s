@@ -371,18 +371,16 @@ inner_A_5:
 	VFMADD213PD  lgc1<>+0(SB), Y2, Y8
 	VFMADD213PD  Y8, Y6, Y7
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc24<>+0(SB), X2, X3
-	VPMINSD      lgc25<>+0(SB), X3, X3
+	VPADDD       lgc24<>+0(SB), X2, X2
+	VPSRLD       $0x01, X2, X3
 	VPSUBD       X3, X2, X2
-	VPMOVSXDQ    X3, Y3
-	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc26<>+0(SB), Y3, Y3
+	VPMOVZXDQ    X3, Y3
+	VPMOVZXDQ    X2, Y2
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc26<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y7, Y7
 	VMULPD       Y2, Y7, Y7
-	VMOVUPD      lgc27<>+0(SB), Y2
+	VMOVUPD      lgc25<>+0(SB), Y2
 
 	// v27 = min(v25, 100)
 	VMINPD  Y7, Y2, Y2
@@ -415,8 +413,8 @@ inner_A_5:
 
 	// v38 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y2, Y1, Y2
-	VMOVUPD lgc28<>+0(SB), Y4
-	VMOVUPD lgc29<>+0(SB), Y6
+	VMOVUPD lgc26<>+0(SB), Y4
+	VMOVUPD lgc27<>+0(SB), Y6
 
 	// v41 = where(v38, 0.9, 0.1)
 	VBLENDVPD Y2, Y4, Y6, Y2
@@ -607,49 +605,33 @@ DATA lgc23<>+16(SB)/8, $0x3fe0000000000000
 DATA lgc23<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xfffffc02
-DATA lgc24<>+4(SB)/4, $0xfffffc02
-DATA lgc24<>+8(SB)/4, $0xfffffc02
-DATA lgc24<>+12(SB)/4, $0xfffffc02
-DATA lgc24<>+16(SB)/4, $0xfffffc02
-DATA lgc24<>+20(SB)/4, $0xfffffc02
-DATA lgc24<>+24(SB)/4, $0xfffffc02
-DATA lgc24<>+28(SB)/4, $0xfffffc02
+DATA lgc24<>+0(SB)/4, $0x000007fe
+DATA lgc24<>+4(SB)/4, $0x000007fe
+DATA lgc24<>+8(SB)/4, $0x000007fe
+DATA lgc24<>+12(SB)/4, $0x000007fe
+DATA lgc24<>+16(SB)/4, $0x000007fe
+DATA lgc24<>+20(SB)/4, $0x000007fe
+DATA lgc24<>+24(SB)/4, $0x000007fe
+DATA lgc24<>+28(SB)/4, $0x000007fe
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x000003ff
-DATA lgc25<>+4(SB)/4, $0x000003ff
-DATA lgc25<>+8(SB)/4, $0x000003ff
-DATA lgc25<>+12(SB)/4, $0x000003ff
-DATA lgc25<>+16(SB)/4, $0x000003ff
-DATA lgc25<>+20(SB)/4, $0x000003ff
-DATA lgc25<>+24(SB)/4, $0x000003ff
-DATA lgc25<>+28(SB)/4, $0x000003ff
+DATA lgc25<>+0(SB)/8, $0x4059000000000000
+DATA lgc25<>+8(SB)/8, $0x4059000000000000
+DATA lgc25<>+16(SB)/8, $0x4059000000000000
+DATA lgc25<>+24(SB)/8, $0x4059000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x00000000000003ff
-DATA lgc26<>+8(SB)/8, $0x00000000000003ff
-DATA lgc26<>+16(SB)/8, $0x00000000000003ff
-DATA lgc26<>+24(SB)/8, $0x00000000000003ff
+DATA lgc26<>+0(SB)/8, $0x3fecccccc0000000
+DATA lgc26<>+8(SB)/8, $0x3fecccccc0000000
+DATA lgc26<>+16(SB)/8, $0x3fecccccc0000000
+DATA lgc26<>+24(SB)/8, $0x3fecccccc0000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x4059000000000000
-DATA lgc27<>+8(SB)/8, $0x4059000000000000
-DATA lgc27<>+16(SB)/8, $0x4059000000000000
-DATA lgc27<>+24(SB)/8, $0x4059000000000000
+DATA lgc27<>+0(SB)/8, $0x3fb99999a0000000
+DATA lgc27<>+8(SB)/8, $0x3fb99999a0000000
+DATA lgc27<>+16(SB)/8, $0x3fb99999a0000000
+DATA lgc27<>+24(SB)/8, $0x3fb99999a0000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/8, $0x3fecccccc0000000
-DATA lgc28<>+8(SB)/8, $0x3fecccccc0000000
-DATA lgc28<>+16(SB)/8, $0x3fecccccc0000000
-DATA lgc28<>+24(SB)/8, $0x3fecccccc0000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/8, $0x3fb99999a0000000
-DATA lgc29<>+8(SB)/8, $0x3fb99999a0000000
-DATA lgc29<>+16(SB)/8, $0x3fb99999a0000000
-DATA lgc29<>+24(SB)/8, $0x3fb99999a0000000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradStateValue *float64, gradLogProb *float64, gradStateActionValue *float64)
 // Requires: AVX, AVX2, FMA3
@@ -1018,18 +1000,16 @@ inner_A_10:
 	VFMADD213PD  lgc1<>+0(SB), Y2, Y8
 	VFMADD213PD  Y8, Y6, Y7
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc24<>+0(SB), X2, X3
-	VPMINSD      lgc25<>+0(SB), X3, X3
+	VPADDD       lgc24<>+0(SB), X2, X2
+	VPSRLD       $0x01, X2, X3
 	VPSUBD       X3, X2, X2
-	VPMOVSXDQ    X3, Y3
-	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc26<>+0(SB), Y3, Y3
+	VPMOVZXDQ    X3, Y3
+	VPMOVZXDQ    X2, Y2
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc26<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y7, Y7
 	VMULPD       Y2, Y7, Y7
-	VMOVUPD      lgc27<>+0(SB), Y2
+	VMOVUPD      lgc25<>+0(SB), Y2
 
 	// v27 = min(v25, 100)
 	VMINPD  Y7, Y2, Y2
@@ -1060,8 +1040,8 @@ inner_A_10:
 
 	// v38 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y4, Y1, Y6
-	VMOVUPD lgc28<>+0(SB), Y7
-	VMOVUPD lgc29<>+0(SB), Y8
+	VMOVUPD lgc26<>+0(SB), Y7
+	VMOVUPD lgc27<>+0(SB), Y8
 
 	// v41 = where(v38, 0.9, 0.1)
 	VBLENDVPD Y6, Y7, Y8, Y6
@@ -1087,7 +1067,7 @@ inner_A_10:
 	VMOVUPD Y5, Y3
 
 	// v51 = mul(0.0033333333333333335, v41)
-	VMULPD lgc30<>+0(SB), Y6, Y5
+	VMULPD lgc28<>+0(SB), Y6, Y5
 
 	// v52 = ne(v51, 0)
 	VCMPPD $0x04, Y4, Y5, Y4
@@ -1105,7 +1085,7 @@ inner_A_10:
 	VXORPD lgc6<>+0(SB), Y1, Y1
 
 	// gradLogProb = mul(-0.0033333333333333335, v27)
-	VMULPD  lgc31<>+0(SB), Y2, Y2
+	VMULPD  lgc29<>+0(SB), Y2, Y2
 	VMOVUPD Y3, 1840(SP)
 	VMOVUPD Y1, 1872(SP)
 	VMOVUPD Y2, 1904(SP)
@@ -1149,7 +1129,7 @@ inner_A_12:
 	VSUBPD Y0, Y1, Y1
 
 	// v57 = mul(0.0033333333333333335, diff)
-	VMULPD lgc30<>+0(SB), Y1, Y1
+	VMULPD lgc28<>+0(SB), Y1, Y1
 
 	// v58 = add(v57, v57)
 	VADDPD Y1, Y1, Y1
@@ -1321,17 +1301,17 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/8, $0x3f6b4e81b4e81b4f
-DATA lgc30<>+8(SB)/8, $0x3f6b4e81b4e81b4f
-DATA lgc30<>+16(SB)/8, $0x3f6b4e81b4e81b4f
-DATA lgc30<>+24(SB)/8, $0x3f6b4e81b4e81b4f
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/8, $0x3f6b4e81b4e81b4f
+DATA lgc28<>+8(SB)/8, $0x3f6b4e81b4e81b4f
+DATA lgc28<>+16(SB)/8, $0x3f6b4e81b4e81b4f
+DATA lgc28<>+24(SB)/8, $0x3f6b4e81b4e81b4f
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0xbf6b4e81b4e81b4f
-DATA lgc31<>+8(SB)/8, $0xbf6b4e81b4e81b4f
-DATA lgc31<>+16(SB)/8, $0xbf6b4e81b4e81b4f
-DATA lgc31<>+24(SB)/8, $0xbf6b4e81b4e81b4f
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+DATA lgc29<>+0(SB)/8, $0xbf6b4e81b4e81b4f
+DATA lgc29<>+8(SB)/8, $0xbf6b4e81b4e81b4f
+DATA lgc29<>+16(SB)/8, $0xbf6b4e81b4e81b4f
+DATA lgc29<>+24(SB)/8, $0xbf6b4e81b4e81b4f
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1375,14 +1355,12 @@ bulk_14:
 	VFMADD213PD  lgc1<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
 	VCVTPD2DQY   Y1, X0
-	VPMAXSD      lgc24<>+0(SB), X0, X1
-	VPMINSD      lgc25<>+0(SB), X1, X1
+	VPADDD       lgc24<>+0(SB), X0, X0
+	VPSRLD       $0x01, X0, X1
 	VPSUBD       X1, X0, X0
-	VPMOVSXDQ    X1, Y1
-	VPMOVSXDQ    X0, Y0
-	VPADDQ       lgc26<>+0(SB), Y1, Y1
+	VPMOVZXDQ    X1, Y1
+	VPMOVZXDQ    X0, Y0
 	VPSLLQ       $0x34, Y1, Y1
-	VPADDQ       lgc26<>+0(SB), Y0, Y0
 	VPSLLQ       $0x34, Y0, Y0
 	VMULPD       Y1, Y3, Y3
 	VMULPD       Y0, Y3, Y3
@@ -1406,38 +1384,38 @@ bulk_16:
 	CMPQ        BX, DX
 	JGE         bulkdone_17
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc32<>+0(SB), Y0, Y1
-	VMULPD      lgc33<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPD      lgc31<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc26<>+0(SB), Y3, Y3
-	VPAND       lgc34<>+0(SB), Y1, Y1
+	VPSUBQ      lgc32<>+0(SB), Y3, Y3
+	VPAND       lgc33<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc35<>+0(SB), Y2, Y1
+	VPAND       lgc34<>+0(SB), Y2, Y1
 	VPOR        lgc1<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc36<>+0(SB), Y1, Y2
+	VCMPPD      $0x1e, lgc35<>+0(SB), Y1, Y2
 	VMULPD      lgc23<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc1<>+0(SB), Y1, Y1
-	VADDPD      lgc37<>+0(SB), Y1, Y2
+	VADDPD      lgc36<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc38<>+0(SB), Y6
+	VMOVAPD     lgc37<>+0(SB), Y6
+	VFMADD213PD lgc38<>+0(SB), Y5, Y6
 	VFMADD213PD lgc39<>+0(SB), Y5, Y6
-	VFMADD213PD lgc40<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc41<>+0(SB), Y7
+	VMOVAPD     lgc40<>+0(SB), Y7
+	VFMADD213PD lgc41<>+0(SB), Y5, Y7
 	VFMADD213PD lgc42<>+0(SB), Y5, Y7
 	VFMADD213PD lgc43<>+0(SB), Y5, Y7
-	VFMADD213PD lgc44<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
 	VMULPD      lgc23<>+0(SB), Y4, Y4
-	VPADDQ      lgc45<>+0(SB), Y3, Y3
-	VSUBPD      lgc45<>+0(SB), Y3, Y3
+	VPADDQ      lgc44<>+0(SB), Y3, Y3
+	VSUBPD      lgc44<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
 	VFMADD231PD lgc11<>+0(SB), Y3, Y5
@@ -1448,7 +1426,7 @@ bulk_16:
 	VCMPPD      $0x00, lgc4<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc5<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc46<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc45<>+0(SB), Y1, Y1
 	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc3<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
@@ -1461,95 +1439,101 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/8, $0x0010000000000000
-DATA lgc32<>+8(SB)/8, $0x0010000000000000
-DATA lgc32<>+16(SB)/8, $0x0010000000000000
-DATA lgc32<>+24(SB)/8, $0x0010000000000000
+DATA lgc30<>+0(SB)/8, $0x0010000000000000
+DATA lgc30<>+8(SB)/8, $0x0010000000000000
+DATA lgc30<>+16(SB)/8, $0x0010000000000000
+DATA lgc30<>+24(SB)/8, $0x0010000000000000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/8, $0x4350000000000000
+DATA lgc31<>+8(SB)/8, $0x4350000000000000
+DATA lgc31<>+16(SB)/8, $0x4350000000000000
+DATA lgc31<>+24(SB)/8, $0x4350000000000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/8, $0x00000000000003ff
+DATA lgc32<>+8(SB)/8, $0x00000000000003ff
+DATA lgc32<>+16(SB)/8, $0x00000000000003ff
+DATA lgc32<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x4350000000000000
-DATA lgc33<>+8(SB)/8, $0x4350000000000000
-DATA lgc33<>+16(SB)/8, $0x4350000000000000
-DATA lgc33<>+24(SB)/8, $0x4350000000000000
+DATA lgc33<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc33<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc33<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc33<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc34<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc34<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc34<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc34<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc34<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc34<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc34<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc35<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc35<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc35<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc35<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc35<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc35<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc35<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc36<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc36<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc36<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc36<>+0(SB)/8, $0x4000000000000000
+DATA lgc36<>+8(SB)/8, $0x4000000000000000
+DATA lgc36<>+16(SB)/8, $0x4000000000000000
+DATA lgc36<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x4000000000000000
-DATA lgc37<>+8(SB)/8, $0x4000000000000000
-DATA lgc37<>+16(SB)/8, $0x4000000000000000
-DATA lgc37<>+24(SB)/8, $0x4000000000000000
+DATA lgc37<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc37<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc37<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc37<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc38<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc38<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc38<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc38<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc38<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc38<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc38<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc39<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc39<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc39<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc39<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc39<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc39<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc39<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc40<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc40<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc40<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc40<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc40<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc40<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc40<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc41<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc41<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc41<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc41<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc41<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc41<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc41<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc42<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc42<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc42<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc42<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc42<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc42<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc42<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc43<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc43<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc43<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc43<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc43<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc43<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc43<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc44<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc44<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc44<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc44<>+0(SB)/8, $0x4338000000000000
+DATA lgc44<>+8(SB)/8, $0x4338000000000000
+DATA lgc44<>+16(SB)/8, $0x4338000000000000
+DATA lgc44<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x4338000000000000
-DATA lgc45<>+8(SB)/8, $0x4338000000000000
-DATA lgc45<>+16(SB)/8, $0x4338000000000000
-DATA lgc45<>+24(SB)/8, $0x4338000000000000
+DATA lgc45<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc45<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc45<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc45<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc46<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc46<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc46<>+24(SB)/8, $0x7ff8000000000001
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1564,38 +1548,38 @@ bulk_18:
 	JGE         bulkdone_19
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc1<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc32<>+0(SB), Y1, Y2
-	VMULPD      lgc33<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPD      lgc31<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc26<>+0(SB), Y4, Y4
-	VPAND       lgc34<>+0(SB), Y2, Y2
+	VPSUBQ      lgc32<>+0(SB), Y4, Y4
+	VPAND       lgc33<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc35<>+0(SB), Y3, Y2
+	VPAND       lgc34<>+0(SB), Y3, Y2
 	VPOR        lgc1<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc36<>+0(SB), Y2, Y3
+	VCMPPD      $0x1e, lgc35<>+0(SB), Y2, Y3
 	VMULPD      lgc23<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc1<>+0(SB), Y2, Y2
-	VADDPD      lgc37<>+0(SB), Y2, Y3
+	VADDPD      lgc36<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc38<>+0(SB), Y7
+	VMOVAPD     lgc37<>+0(SB), Y7
+	VFMADD213PD lgc38<>+0(SB), Y6, Y7
 	VFMADD213PD lgc39<>+0(SB), Y6, Y7
-	VFMADD213PD lgc40<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc41<>+0(SB), Y8
+	VMOVAPD     lgc40<>+0(SB), Y8
+	VFMADD213PD lgc41<>+0(SB), Y6, Y8
 	VFMADD213PD lgc42<>+0(SB), Y6, Y8
 	VFMADD213PD lgc43<>+0(SB), Y6, Y8
-	VFMADD213PD lgc44<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
 	VMULPD      lgc23<>+0(SB), Y5, Y5
-	VPADDQ      lgc45<>+0(SB), Y4, Y4
-	VSUBPD      lgc45<>+0(SB), Y4, Y4
+	VPADDQ      lgc44<>+0(SB), Y4, Y4
+	VSUBPD      lgc44<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
 	VFMADD231PD lgc11<>+0(SB), Y4, Y6
@@ -1606,7 +1590,7 @@ bulk_18:
 	VCMPPD      $0x00, lgc4<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc5<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc46<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc45<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc3<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3

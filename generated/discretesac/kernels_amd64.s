@@ -32,12 +32,10 @@ TEXT ·pass0AVX2(SB), $0-16
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -168,25 +166,15 @@ DATA lgc11<>+24(SB)/4, $0x3f800000
 DATA lgc11<>+28(SB)/4, $0x3f800000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xffffff82
-DATA lgc12<>+4(SB)/4, $0xffffff82
-DATA lgc12<>+8(SB)/4, $0xffffff82
-DATA lgc12<>+12(SB)/4, $0xffffff82
-DATA lgc12<>+16(SB)/4, $0xffffff82
-DATA lgc12<>+20(SB)/4, $0xffffff82
-DATA lgc12<>+24(SB)/4, $0xffffff82
-DATA lgc12<>+28(SB)/4, $0xffffff82
+DATA lgc12<>+0(SB)/4, $0x000000fe
+DATA lgc12<>+4(SB)/4, $0x000000fe
+DATA lgc12<>+8(SB)/4, $0x000000fe
+DATA lgc12<>+12(SB)/4, $0x000000fe
+DATA lgc12<>+16(SB)/4, $0x000000fe
+DATA lgc12<>+20(SB)/4, $0x000000fe
+DATA lgc12<>+24(SB)/4, $0x000000fe
+DATA lgc12<>+28(SB)/4, $0x000000fe
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0x0000007f
-DATA lgc13<>+4(SB)/4, $0x0000007f
-DATA lgc13<>+8(SB)/4, $0x0000007f
-DATA lgc13<>+12(SB)/4, $0x0000007f
-DATA lgc13<>+16(SB)/4, $0x0000007f
-DATA lgc13<>+20(SB)/4, $0x0000007f
-DATA lgc13<>+24(SB)/4, $0x0000007f
-DATA lgc13<>+28(SB)/4, $0x0000007f
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
@@ -200,7 +188,7 @@ blocks_1:
 	// tile nextLogits
 	MOVQ       nextLogits+16(FP), DX
 	IMUL3Q     $+6, AX, BX
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
@@ -243,7 +231,7 @@ blocks_1:
 	// tile nextActionValue
 	MOVQ       nextActionValue+24(FP), DX
 	IMUL3Q     $+6, AX, SI
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS (DX)(SI*4), Y0, Y1
 	VMASKMOVPS 24(DX)(SI*4), Y0, Y2
 	VMASKMOVPS 48(DX)(SI*4), Y0, Y3
@@ -282,7 +270,7 @@ blocks_1:
 	VMOVUPS    Y6, 672(SP)
 	VMOVUPS    Y3, 704(SP)
 	VMOVUPS    Y2, 736(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 6144(DX)(SI*4), Y0, Y1
 	VMASKMOVPS 6168(DX)(SI*4), Y0, Y2
 	VMASKMOVPS 6192(DX)(SI*4), Y0, Y3
@@ -324,7 +312,7 @@ blocks_1:
 
 	// tile logits
 	MOVQ       logits+32(FP), DX
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
@@ -366,7 +354,7 @@ blocks_1:
 
 	// tile actionValue
 	MOVQ         actionValue+40(FP), DX
-	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      lgc13<>+0(SB), Y0
 	VMASKMOVPS   (DX)(SI*4), Y0, Y1
 	VMASKMOVPS   24(DX)(SI*4), Y0, Y2
 	VMASKMOVPS   48(DX)(SI*4), Y0, Y3
@@ -405,7 +393,7 @@ blocks_1:
 	VMOVUPS      Y6, 1248(SP)
 	VMOVUPS      Y3, 1280(SP)
 	VMOVUPS      Y2, 1312(SP)
-	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      lgc13<>+0(SB), Y0
 	VMASKMOVPS   6144(DX)(SI*4), Y0, Y1
 	VMASKMOVPS   6168(DX)(SI*4), Y0, Y2
 	VMASKMOVPS   6192(DX)(SI*4), Y0, Y3
@@ -469,19 +457,17 @@ blocks_1:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
-	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// reduce_max(nextLogits) over [A], pairwise
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 	VXORPS  384(SP), Y1, Y2
 	VXORPS  416(SP), Y1, Y4
 	VMINPS  Y2, Y4, Y5
@@ -510,7 +496,7 @@ blocks_1:
 	VXORPS  Y1, Y0, Y0
 
 	// finish v5
-	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 	VMOVUPS Y3, 1536(SP)
 	XORQ    DX, DX
 
@@ -540,12 +526,10 @@ inner_A_3:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc11<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPADDD       lgc12<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -559,9 +543,9 @@ inner_A_3:
 
 	// finish v9
 	VMOVUPS Y1, Y0
-	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD lgc18<>+0(SB), Y2
-	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD lgc17<>+0(SB), Y2
+	VMOVUPS lgc14<>+0(SB), Y3
 	VMOVUPS Y0, 1568(SP)
 	XORQ    DX, DX
 
@@ -572,22 +556,22 @@ inner_A_4:
 
 	// v10 = div(v8, v9)
 	VDIVPS  Y4, Y0, Y0
-	VMOVUPS lgc17<>+0(SB), Y4
+	VMOVUPS lgc16<>+0(SB), Y4
 
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y4, Y0, Y4
-	VMOVUPS lgc19<>+0(SB), Y5
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v14 = where(v12, 1e-08, v10)
 	VBLENDVPS Y4, Y5, Y0, Y4
 	VMOVUPS   Y0, 1600(SP)
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y4, Y0
-	VMULPS       lgc21<>+0(SB), Y4, Y5
+	VCMPPS       $0x11, lgc19<>+0(SB), Y4, Y0
+	VMULPS       lgc20<>+0(SB), Y4, Y5
 	VBLENDVPS    Y0, Y5, Y4, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc13<>+0(SB), Y6, Y6
+	VPSUBD       lgc21<>+0(SB), Y6, Y6
 	VPAND        lgc22<>+0(SB), Y0, Y0
 	VPADDD       Y0, Y6, Y6
 	VPAND        lgc23<>+0(SB), Y5, Y0
@@ -614,9 +598,9 @@ inner_A_4:
 	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
 	VADDPS       Y0, Y7, Y7
 	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc17<>+0(SB), Y4, Y0
-	VBLENDVPS    Y0, lgc15<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc17<>+0(SB), Y4, Y0
+	VCMPPS       $0x00, lgc16<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc14<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc16<>+0(SB), Y4, Y0
 	VBLENDVPS    Y0, lgc34<>+0(SB), Y7, Y7
 	VCMPPS       $0x00, lgc35<>+0(SB), Y4, Y0
 	VBLENDVPS    Y0, lgc35<>+0(SB), Y7, Y7
@@ -663,12 +647,12 @@ inner_Q_5:
 	VMOVUPS      960(SP)(SI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc16<>+0(SB), Y3, Y3
-	VXORPS lgc16<>+0(SB), Y0, Y0
+	VXORPS lgc15<>+0(SB), Y3, Y3
+	VXORPS lgc15<>+0(SB), Y0, Y0
 	VMINPS Y3, Y0, Y4
 	VMINPS Y0, Y3, Y3
 	VORPS  Y4, Y3, Y3
-	VXORPS lgc16<>+0(SB), Y3, Y3
+	VXORPS lgc15<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_4
@@ -676,7 +660,7 @@ inner_Q_5:
 	// finish v20
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -699,9 +683,9 @@ inner_Q_5:
 
 	// td0Return = add(nextReward, v28)
 	VADDPS    Y0, Y1, Y0
-	VMOVUPS   lgc15<>+0(SB), Y1
-	VMOVUPD   lgc18<>+0(SB), Y2
-	VMOVUPD   lgc18<>+0(SB), Y4
+	VMOVUPS   lgc14<>+0(SB), Y1
+	VMOVUPD   lgc17<>+0(SB), Y2
+	VMOVUPD   lgc17<>+0(SB), Y4
 	MOVQ      action+72(FP), DX
 	VMOVDQU   (DX)(SI*8), Y5
 	VMOVDQU   32(DX)(SI*8), Y6
@@ -717,9 +701,9 @@ inner_Q_5:
 	JMP       indexdone_7
 
 wideindex_6:
-	VMOVUPS    lgc17<>+0(SB), Y5
+	VMOVUPS    lgc16<>+0(SB), Y5
 	VMOVUPS    Y5, 1664(SP)
-	VMOVUPS    lgc17<>+0(SB), X5
+	VMOVUPS    lgc16<>+0(SB), X5
 	MOVQ       (DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
 	VMOVSS     X5, 1664(SP)
@@ -759,19 +743,19 @@ inner_Q_8:
 	MOVQ       actionValue+40(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y5, Y6
-	VPMAXSD    lgc17<>+0(SB), Y6, Y6
+	VPMAXSD    lgc16<>+0(SB), Y6, Y6
 	VPMINSD    lgc37<>+0(SB), Y6, Y6
 	VPMULLD    lgc38<>+0(SB), Y6, Y6
 	VPADDD     lgc39<>+0(SB), Y6, Y6
 	VMOVUPS    lgc40<>+0(SB), Y7
-	VMOVUPS    lgc17<>+0(SB), Y8
+	VMOVUPS    lgc16<>+0(SB), Y8
 	VGATHERDPS Y7, (R8)(Y6*4), Y8
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y0, Y8, Y6
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc16<>+0(SB), Y7
+	VMOVUPS lgc15<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
@@ -800,18 +784,18 @@ inner_Q_8:
 	VMOVUPS      1696(SP), Y6
 
 	// reduce_max(absDiff) over [Q]
-	VXORPS lgc16<>+0(SB), Y1, Y1
-	VXORPS lgc16<>+0(SB), Y6, Y6
+	VXORPS lgc15<>+0(SB), Y1, Y1
+	VXORPS lgc15<>+0(SB), Y6, Y6
 	VMINPS Y1, Y6, Y7
 	VMINPS Y6, Y1, Y1
 	VORPS  Y7, Y1, Y1
-	VXORPS lgc16<>+0(SB), Y1, Y1
+	VXORPS lgc15<>+0(SB), Y1, Y1
 	INCQ   DX
 	CMPQ   DX, $+2
 	JL     inner_Q_8
 
 	// finish v42
-	VMOVUPS     lgc17<>+0(SB), Y5
+	VMOVUPS     lgc16<>+0(SB), Y5
 	VCVTPD2PSY  Y2, X5
 	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y5, Y2
@@ -823,7 +807,7 @@ inner_Q_8:
 
 	// finish v45
 	VMOVUPS Y3, Y2
-	VMOVUPS lgc17<>+0(SB), Y3
+	VMOVUPS lgc16<>+0(SB), Y3
 	VMOVUPS Y0, 1728(SP)
 	XORQ    DI, DI
 
@@ -853,12 +837,10 @@ inner_A_9:
 	VFMADD213PS  Y0, Y5, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y4
 	VPSUBD       Y4, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y0, Y6, Y6
@@ -874,11 +856,11 @@ inner_A_9:
 	VMOVUPS Y3, Y0
 
 	// v51 = log(v49)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y3
-	VMULPS       lgc21<>+0(SB), Y0, Y4
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y3
+	VMULPS       lgc20<>+0(SB), Y0, Y4
 	VBLENDVPS    Y3, Y4, Y0, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc13<>+0(SB), Y5, Y5
+	VPSUBD       lgc21<>+0(SB), Y5, Y5
 	VPAND        lgc22<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
 	VPAND        lgc23<>+0(SB), Y4, Y3
@@ -905,18 +887,18 @@ inner_A_9:
 	VFNMADD231PS lgc10<>+0(SB), Y4, Y6
 	VADDPS       Y3, Y6, Y6
 	VFMADD231PS  lgc3<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc15<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc14<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
 	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc35<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y3
 	VBLENDVPS    Y3, Y0, Y6, Y6
-	VMOVUPD      lgc18<>+0(SB), Y3
-	VMOVUPD      lgc18<>+0(SB), Y4
-	VMOVUPD      lgc18<>+0(SB), Y5
-	VMOVUPD      lgc18<>+0(SB), Y7
+	VMOVUPD      lgc17<>+0(SB), Y3
+	VMOVUPD      lgc17<>+0(SB), Y4
+	VMOVUPD      lgc17<>+0(SB), Y5
+	VMOVUPD      lgc17<>+0(SB), Y7
 	VMOVUPS      Y0, 1760(SP)
 	VMOVUPS      Y6, 1792(SP)
 	XORQ         DI, DI
@@ -997,7 +979,7 @@ inner_Q_11:
 	// finish v58
 	VMOVUPD     Y5, Y0
 	VMOVUPD     Y7, Y2
-	VMOVUPS     lgc17<>+0(SB), Y5
+	VMOVUPS     lgc16<>+0(SB), Y5
 	VCVTPD2PSY  Y0, X5
 	VCVTPD2PSY  Y2, X0
 	VINSERTF128 $0x01, X0, Y5, Y0
@@ -1009,7 +991,7 @@ inner_Q_11:
 	// finish expectedLogProb
 	VMOVUPD     Y3, Y0
 	VMOVUPD     Y4, Y2
-	VMOVUPS     lgc17<>+0(SB), Y3
+	VMOVUPS     lgc16<>+0(SB), Y3
 	VCVTPD2PSY  Y0, X3
 	VCVTPD2PSY  Y2, X0
 	VINSERTF128 $0x01, X0, Y3, Y0
@@ -1023,14 +1005,14 @@ inner_Q_11:
 	VMULPS Y2, Y3, Y2
 
 	// v66 = neg(v65)
-	VXORPS lgc16<>+0(SB), Y2, Y2
+	VXORPS lgc15<>+0(SB), Y2, Y2
 
 	// mean(v66) over [B]
 	VADDPS  896(DX), Y2, Y2
 	VMOVUPS Y2, 896(DX)
 
 	// v68 = neg(expectedLogProb)
-	VXORPS lgc16<>+0(SB), Y0, Y0
+	VXORPS lgc15<>+0(SB), Y0, Y0
 
 	// mean(v68) over [B]
 	VADDPS  1216(DX), Y0, Y0
@@ -1061,7 +1043,7 @@ inner_Q_11:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc43<>+0(SB), Y2, Y1
@@ -1073,7 +1055,7 @@ inner_Q_11:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -1086,7 +1068,7 @@ inner_Q_11:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -1099,7 +1081,7 @@ inner_Q_11:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -1116,7 +1098,7 @@ noflush_12:
 chunkdone_2:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc17<>+0(SB), X0
+	VMOVUPS      lgc16<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+80(FP), AX
@@ -1130,7 +1112,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc43<>+0(SB), Y2, Y1
@@ -1142,7 +1124,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
@@ -1155,7 +1137,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
@@ -1168,7 +1150,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
@@ -1176,80 +1158,90 @@ chunkdone_2:
 	VZEROUPPER
 	RET
 
-DATA lgc14<>+0(SB)/4, $0xffffffff
-DATA lgc14<>+4(SB)/4, $0xffffffff
-DATA lgc14<>+8(SB)/4, $0xffffffff
-DATA lgc14<>+12(SB)/4, $0xffffffff
-DATA lgc14<>+16(SB)/4, $0xffffffff
-DATA lgc14<>+20(SB)/4, $0xffffffff
-DATA lgc14<>+24(SB)/4, $0x00000000
-DATA lgc14<>+28(SB)/4, $0x00000000
+DATA lgc13<>+0(SB)/4, $0xffffffff
+DATA lgc13<>+4(SB)/4, $0xffffffff
+DATA lgc13<>+8(SB)/4, $0xffffffff
+DATA lgc13<>+12(SB)/4, $0xffffffff
+DATA lgc13<>+16(SB)/4, $0xffffffff
+DATA lgc13<>+20(SB)/4, $0xffffffff
+DATA lgc13<>+24(SB)/4, $0x00000000
+DATA lgc13<>+28(SB)/4, $0x00000000
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/4, $0xff800000
+DATA lgc14<>+4(SB)/4, $0xff800000
+DATA lgc14<>+8(SB)/4, $0xff800000
+DATA lgc14<>+12(SB)/4, $0xff800000
+DATA lgc14<>+16(SB)/4, $0xff800000
+DATA lgc14<>+20(SB)/4, $0xff800000
+DATA lgc14<>+24(SB)/4, $0xff800000
+DATA lgc14<>+28(SB)/4, $0xff800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xff800000
-DATA lgc15<>+4(SB)/4, $0xff800000
-DATA lgc15<>+8(SB)/4, $0xff800000
-DATA lgc15<>+12(SB)/4, $0xff800000
-DATA lgc15<>+16(SB)/4, $0xff800000
-DATA lgc15<>+20(SB)/4, $0xff800000
-DATA lgc15<>+24(SB)/4, $0xff800000
-DATA lgc15<>+28(SB)/4, $0xff800000
+DATA lgc15<>+0(SB)/4, $0x80000000
+DATA lgc15<>+4(SB)/4, $0x80000000
+DATA lgc15<>+8(SB)/4, $0x80000000
+DATA lgc15<>+12(SB)/4, $0x80000000
+DATA lgc15<>+16(SB)/4, $0x80000000
+DATA lgc15<>+20(SB)/4, $0x80000000
+DATA lgc15<>+24(SB)/4, $0x80000000
+DATA lgc15<>+28(SB)/4, $0x80000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x80000000
-DATA lgc16<>+4(SB)/4, $0x80000000
-DATA lgc16<>+8(SB)/4, $0x80000000
-DATA lgc16<>+12(SB)/4, $0x80000000
-DATA lgc16<>+16(SB)/4, $0x80000000
-DATA lgc16<>+20(SB)/4, $0x80000000
-DATA lgc16<>+24(SB)/4, $0x80000000
-DATA lgc16<>+28(SB)/4, $0x80000000
+DATA lgc16<>+0(SB)/4, $0x00000000
+DATA lgc16<>+4(SB)/4, $0x00000000
+DATA lgc16<>+8(SB)/4, $0x00000000
+DATA lgc16<>+12(SB)/4, $0x00000000
+DATA lgc16<>+16(SB)/4, $0x00000000
+DATA lgc16<>+20(SB)/4, $0x00000000
+DATA lgc16<>+24(SB)/4, $0x00000000
+DATA lgc16<>+28(SB)/4, $0x00000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x00000000
-DATA lgc17<>+4(SB)/4, $0x00000000
-DATA lgc17<>+8(SB)/4, $0x00000000
-DATA lgc17<>+12(SB)/4, $0x00000000
-DATA lgc17<>+16(SB)/4, $0x00000000
-DATA lgc17<>+20(SB)/4, $0x00000000
-DATA lgc17<>+24(SB)/4, $0x00000000
-DATA lgc17<>+28(SB)/4, $0x00000000
+DATA lgc17<>+0(SB)/8, $0x0000000000000000
+DATA lgc17<>+8(SB)/8, $0x0000000000000000
+DATA lgc17<>+16(SB)/8, $0x0000000000000000
+DATA lgc17<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x0000000000000000
-DATA lgc18<>+8(SB)/8, $0x0000000000000000
-DATA lgc18<>+16(SB)/8, $0x0000000000000000
-DATA lgc18<>+24(SB)/8, $0x0000000000000000
+DATA lgc18<>+0(SB)/4, $0x322bcc77
+DATA lgc18<>+4(SB)/4, $0x322bcc77
+DATA lgc18<>+8(SB)/4, $0x322bcc77
+DATA lgc18<>+12(SB)/4, $0x322bcc77
+DATA lgc18<>+16(SB)/4, $0x322bcc77
+DATA lgc18<>+20(SB)/4, $0x322bcc77
+DATA lgc18<>+24(SB)/4, $0x322bcc77
+DATA lgc18<>+28(SB)/4, $0x322bcc77
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x322bcc77
-DATA lgc19<>+4(SB)/4, $0x322bcc77
-DATA lgc19<>+8(SB)/4, $0x322bcc77
-DATA lgc19<>+12(SB)/4, $0x322bcc77
-DATA lgc19<>+16(SB)/4, $0x322bcc77
-DATA lgc19<>+20(SB)/4, $0x322bcc77
-DATA lgc19<>+24(SB)/4, $0x322bcc77
-DATA lgc19<>+28(SB)/4, $0x322bcc77
+DATA lgc19<>+0(SB)/4, $0x00800000
+DATA lgc19<>+4(SB)/4, $0x00800000
+DATA lgc19<>+8(SB)/4, $0x00800000
+DATA lgc19<>+12(SB)/4, $0x00800000
+DATA lgc19<>+16(SB)/4, $0x00800000
+DATA lgc19<>+20(SB)/4, $0x00800000
+DATA lgc19<>+24(SB)/4, $0x00800000
+DATA lgc19<>+28(SB)/4, $0x00800000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00800000
-DATA lgc20<>+4(SB)/4, $0x00800000
-DATA lgc20<>+8(SB)/4, $0x00800000
-DATA lgc20<>+12(SB)/4, $0x00800000
-DATA lgc20<>+16(SB)/4, $0x00800000
-DATA lgc20<>+20(SB)/4, $0x00800000
-DATA lgc20<>+24(SB)/4, $0x00800000
-DATA lgc20<>+28(SB)/4, $0x00800000
+DATA lgc20<>+0(SB)/4, $0x4b000000
+DATA lgc20<>+4(SB)/4, $0x4b000000
+DATA lgc20<>+8(SB)/4, $0x4b000000
+DATA lgc20<>+12(SB)/4, $0x4b000000
+DATA lgc20<>+16(SB)/4, $0x4b000000
+DATA lgc20<>+20(SB)/4, $0x4b000000
+DATA lgc20<>+24(SB)/4, $0x4b000000
+DATA lgc20<>+28(SB)/4, $0x4b000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x4b000000
-DATA lgc21<>+4(SB)/4, $0x4b000000
-DATA lgc21<>+8(SB)/4, $0x4b000000
-DATA lgc21<>+12(SB)/4, $0x4b000000
-DATA lgc21<>+16(SB)/4, $0x4b000000
-DATA lgc21<>+20(SB)/4, $0x4b000000
-DATA lgc21<>+24(SB)/4, $0x4b000000
-DATA lgc21<>+28(SB)/4, $0x4b000000
+DATA lgc21<>+0(SB)/4, $0x0000007f
+DATA lgc21<>+4(SB)/4, $0x0000007f
+DATA lgc21<>+8(SB)/4, $0x0000007f
+DATA lgc21<>+12(SB)/4, $0x0000007f
+DATA lgc21<>+16(SB)/4, $0x0000007f
+DATA lgc21<>+20(SB)/4, $0x0000007f
+DATA lgc21<>+24(SB)/4, $0x0000007f
+DATA lgc21<>+28(SB)/4, $0x0000007f
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
 DATA lgc22<>+0(SB)/4, $0xffffffe9
@@ -1506,12 +1498,10 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1534,7 +1524,7 @@ blocks_13:
 	// tile nextLogits
 	MOVQ       nextLogits+16(FP), DX
 	IMUL3Q     $+6, AX, BX
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
@@ -1577,7 +1567,7 @@ blocks_13:
 	// tile nextActionValue
 	MOVQ       nextActionValue+24(FP), DX
 	IMUL3Q     $+6, AX, SI
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS (DX)(SI*4), Y0, Y1
 	VMASKMOVPS 24(DX)(SI*4), Y0, Y2
 	VMASKMOVPS 48(DX)(SI*4), Y0, Y3
@@ -1616,7 +1606,7 @@ blocks_13:
 	VMOVUPS    Y6, 672(SP)
 	VMOVUPS    Y3, 704(SP)
 	VMOVUPS    Y2, 736(SP)
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS 6144(DX)(SI*4), Y0, Y1
 	VMASKMOVPS 6168(DX)(SI*4), Y0, Y2
 	VMASKMOVPS 6192(DX)(SI*4), Y0, Y3
@@ -1658,7 +1648,7 @@ blocks_13:
 
 	// tile logits
 	MOVQ       logits+32(FP), DX
-	VMOVUPS    lgc14<>+0(SB), Y0
+	VMOVUPS    lgc13<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
 	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
@@ -1700,7 +1690,7 @@ blocks_13:
 
 	// tile actionValue
 	MOVQ         actionValue+40(FP), DX
-	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      lgc13<>+0(SB), Y0
 	VMASKMOVPS   (DX)(SI*4), Y0, Y1
 	VMASKMOVPS   24(DX)(SI*4), Y0, Y2
 	VMASKMOVPS   48(DX)(SI*4), Y0, Y3
@@ -1739,7 +1729,7 @@ blocks_13:
 	VMOVUPS      Y6, 1248(SP)
 	VMOVUPS      Y3, 1280(SP)
 	VMOVUPS      Y2, 1312(SP)
-	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      lgc13<>+0(SB), Y0
 	VMASKMOVPS   6144(DX)(SI*4), Y0, Y1
 	VMASKMOVPS   6168(DX)(SI*4), Y0, Y2
 	VMASKMOVPS   6192(DX)(SI*4), Y0, Y3
@@ -1803,19 +1793,17 @@ blocks_13:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
-	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// reduce_max(nextLogits) over [A], pairwise
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 	VXORPS  384(SP), Y1, Y2
 	VXORPS  416(SP), Y1, Y4
 	VMINPS  Y2, Y4, Y5
@@ -1844,7 +1832,7 @@ blocks_13:
 	VXORPS  Y1, Y0, Y0
 
 	// finish v5
-	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 	VMOVUPS Y3, 2112(SP)
 	XORQ    DX, DX
 
@@ -1874,12 +1862,10 @@ inner_A_15:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc11<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPADDD       lgc12<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -1893,9 +1879,9 @@ inner_A_15:
 
 	// finish v9
 	VMOVUPS Y1, Y0
-	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD lgc18<>+0(SB), Y2
-	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD lgc17<>+0(SB), Y2
+	VMOVUPS lgc14<>+0(SB), Y3
 	VMOVUPS Y0, 2144(SP)
 	XORQ    DX, DX
 
@@ -1906,22 +1892,22 @@ inner_A_16:
 
 	// v10 = div(v8, v9)
 	VDIVPS  Y4, Y0, Y0
-	VMOVUPS lgc17<>+0(SB), Y4
+	VMOVUPS lgc16<>+0(SB), Y4
 
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y4, Y0, Y4
-	VMOVUPS lgc19<>+0(SB), Y5
+	VMOVUPS lgc18<>+0(SB), Y5
 
 	// v14 = where(v12, 1e-08, v10)
 	VBLENDVPS Y4, Y5, Y0, Y4
 	VMOVUPS   Y0, 2176(SP)
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y4, Y0
-	VMULPS       lgc21<>+0(SB), Y4, Y5
+	VCMPPS       $0x11, lgc19<>+0(SB), Y4, Y0
+	VMULPS       lgc20<>+0(SB), Y4, Y5
 	VBLENDVPS    Y0, Y5, Y4, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc13<>+0(SB), Y6, Y6
+	VPSUBD       lgc21<>+0(SB), Y6, Y6
 	VPAND        lgc22<>+0(SB), Y0, Y0
 	VPADDD       Y0, Y6, Y6
 	VPAND        lgc23<>+0(SB), Y5, Y0
@@ -1948,9 +1934,9 @@ inner_A_16:
 	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
 	VADDPS       Y0, Y7, Y7
 	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc17<>+0(SB), Y4, Y0
-	VBLENDVPS    Y0, lgc15<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc17<>+0(SB), Y4, Y0
+	VCMPPS       $0x00, lgc16<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc14<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc16<>+0(SB), Y4, Y0
 	VBLENDVPS    Y0, lgc34<>+0(SB), Y7, Y7
 	VCMPPS       $0x00, lgc35<>+0(SB), Y4, Y0
 	VBLENDVPS    Y0, lgc35<>+0(SB), Y7, Y7
@@ -1997,12 +1983,12 @@ inner_Q_17:
 	VMOVUPS      960(SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc16<>+0(SB), Y3, Y3
-	VXORPS lgc16<>+0(SB), Y0, Y0
+	VXORPS lgc15<>+0(SB), Y3, Y3
+	VXORPS lgc15<>+0(SB), Y0, Y0
 	VMINPS Y3, Y0, Y4
 	VMINPS Y0, Y3, Y3
 	VORPS  Y4, Y3, Y3
-	VXORPS lgc16<>+0(SB), Y3, Y3
+	VXORPS lgc15<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_16
@@ -2010,7 +1996,7 @@ inner_Q_17:
 	// finish v20
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -2033,9 +2019,9 @@ inner_Q_17:
 
 	// td0Return = add(nextReward, v28)
 	VADDPS    Y0, Y1, Y0
-	VMOVUPS   lgc15<>+0(SB), Y1
-	VMOVUPD   lgc18<>+0(SB), Y2
-	VMOVUPD   lgc18<>+0(SB), Y4
+	VMOVUPS   lgc14<>+0(SB), Y1
+	VMOVUPD   lgc17<>+0(SB), Y2
+	VMOVUPD   lgc17<>+0(SB), Y4
 	MOVQ      action+72(FP), DX
 	VMOVDQU   (DX)(R8*8), Y5
 	VMOVDQU   32(DX)(R8*8), Y6
@@ -2051,9 +2037,9 @@ inner_Q_17:
 	JMP       indexdone_19
 
 wideindex_18:
-	VMOVUPS    lgc17<>+0(SB), Y5
+	VMOVUPS    lgc16<>+0(SB), Y5
 	VMOVUPS    Y5, 2240(SP)
-	VMOVUPS    lgc17<>+0(SB), X5
+	VMOVUPS    lgc16<>+0(SB), X5
 	MOVQ       (DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
 	VMOVSS     X5, 2240(SP)
@@ -2093,19 +2079,19 @@ inner_Q_20:
 	MOVQ       actionValue+40(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y5, Y6
-	VPMAXSD    lgc17<>+0(SB), Y6, Y6
+	VPMAXSD    lgc16<>+0(SB), Y6, Y6
 	VPMINSD    lgc37<>+0(SB), Y6, Y6
 	VPMULLD    lgc38<>+0(SB), Y6, Y6
 	VPADDD     lgc39<>+0(SB), Y6, Y6
 	VMOVUPS    lgc40<>+0(SB), Y7
-	VMOVUPS    lgc17<>+0(SB), Y8
+	VMOVUPS    lgc16<>+0(SB), Y8
 	VGATHERDPS Y7, (R10)(Y6*4), Y8
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y0, Y8, Y6
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc16<>+0(SB), Y7
+	VMOVUPS lgc15<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
@@ -2134,18 +2120,18 @@ inner_Q_20:
 	VMOVUPS      2272(SP), Y6
 
 	// reduce_max(absDiff) over [Q]
-	VXORPS lgc16<>+0(SB), Y1, Y1
-	VXORPS lgc16<>+0(SB), Y6, Y6
+	VXORPS lgc15<>+0(SB), Y1, Y1
+	VXORPS lgc15<>+0(SB), Y6, Y6
 	VMINPS Y1, Y6, Y7
 	VMINPS Y6, Y1, Y1
 	VORPS  Y7, Y1, Y1
-	VXORPS lgc16<>+0(SB), Y1, Y1
+	VXORPS lgc15<>+0(SB), Y1, Y1
 	INCQ   DX
 	CMPQ   DX, $+2
 	JL     inner_Q_20
 
 	// finish v42
-	VMOVUPS     lgc17<>+0(SB), Y5
+	VMOVUPS     lgc16<>+0(SB), Y5
 	VCVTPD2PSY  Y2, X5
 	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y5, Y2
@@ -2157,7 +2143,7 @@ inner_Q_20:
 
 	// finish v45
 	VMOVUPS Y3, Y2
-	VMOVUPS lgc17<>+0(SB), Y3
+	VMOVUPS lgc16<>+0(SB), Y3
 	VMOVUPS Y0, 2304(SP)
 	XORQ    R9, R9
 
@@ -2187,12 +2173,10 @@ inner_A_21:
 	VFMADD213PS  Y0, Y5, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y4
 	VPSUBD       Y4, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y0, Y6, Y6
@@ -2208,11 +2192,11 @@ inner_A_21:
 	VMOVUPS Y3, Y0
 
 	// v51 = log(v49)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y3
-	VMULPS       lgc21<>+0(SB), Y0, Y4
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y3
+	VMULPS       lgc20<>+0(SB), Y0, Y4
 	VBLENDVPS    Y3, Y4, Y0, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc13<>+0(SB), Y5, Y5
+	VPSUBD       lgc21<>+0(SB), Y5, Y5
 	VPAND        lgc22<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
 	VPAND        lgc23<>+0(SB), Y4, Y3
@@ -2239,18 +2223,18 @@ inner_A_21:
 	VFNMADD231PS lgc10<>+0(SB), Y4, Y6
 	VADDPS       Y3, Y6, Y6
 	VFMADD231PS  lgc3<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc15<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc14<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
 	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc35<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y3
 	VBLENDVPS    Y3, Y0, Y6, Y6
-	VMOVUPD      lgc18<>+0(SB), Y3
-	VMOVUPD      lgc18<>+0(SB), Y4
-	VMOVUPD      lgc18<>+0(SB), Y5
-	VMOVUPD      lgc18<>+0(SB), Y7
+	VMOVUPD      lgc17<>+0(SB), Y3
+	VMOVUPD      lgc17<>+0(SB), Y4
+	VMOVUPD      lgc17<>+0(SB), Y5
+	VMOVUPD      lgc17<>+0(SB), Y7
 	VMOVUPS      Y0, 2336(SP)
 	VMOVUPS      Y6, 2368(SP)
 	XORQ         R9, R9
@@ -2331,7 +2315,7 @@ inner_Q_23:
 	// finish v58
 	VMOVUPD     Y5, Y0
 	VMOVUPD     Y7, Y5
-	VMOVUPS     lgc17<>+0(SB), Y6
+	VMOVUPS     lgc16<>+0(SB), Y6
 	VCVTPD2PSY  Y0, X6
 	VCVTPD2PSY  Y5, X0
 	VINSERTF128 $0x01, X0, Y6, Y0
@@ -2343,7 +2327,7 @@ inner_Q_23:
 	// finish expectedLogProb
 	VMOVUPD     Y3, Y0
 	VMOVUPD     Y4, Y3
-	VMOVUPS     lgc17<>+0(SB), Y4
+	VMOVUPS     lgc16<>+0(SB), Y4
 	VCVTPD2PSY  Y0, X4
 	VCVTPD2PSY  Y3, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
@@ -2357,14 +2341,14 @@ inner_Q_23:
 	VMULPS Y3, Y4, Y4
 
 	// v66 = neg(v65)
-	VXORPS lgc16<>+0(SB), Y4, Y4
+	VXORPS lgc15<>+0(SB), Y4, Y4
 
 	// mean(v66) over [B]
 	VADDPS  896(DX), Y4, Y4
 	VMOVUPS Y4, 896(DX)
 
 	// v68 = neg(expectedLogProb)
-	VXORPS lgc16<>+0(SB), Y0, Y0
+	VXORPS lgc15<>+0(SB), Y0, Y0
 
 	// mean(v68) over [B]
 	VADDPS  1216(DX), Y0, Y0
@@ -2379,12 +2363,12 @@ inner_Q_23:
 	// sum(v74) over [B]
 	VADDPS  1536(DX), Y1, Y1
 	VMOVUPS Y1, 1536(DX)
-	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD lgc18<>+0(SB), Y3
-	VMOVUPD lgc18<>+0(SB), Y4
-	VMOVUPD lgc18<>+0(SB), Y5
+	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD lgc17<>+0(SB), Y3
+	VMOVUPD lgc17<>+0(SB), Y4
+	VMOVUPD lgc17<>+0(SB), Y5
 	VMOVUPS Y0, 2528(SP)
-	VMOVUPS lgc17<>+0(SB), Y0
+	VMOVUPS lgc16<>+0(SB), Y0
 	XORQ    DX, DX
 
 inner_A_24:
@@ -2453,7 +2437,7 @@ inner_Q_25:
 	VBLENDVPS Y9, Y7, Y8, Y6
 
 	// v81 = neg(v80)
-	VXORPS lgc16<>+0(SB), Y6, Y6
+	VXORPS lgc15<>+0(SB), Y6, Y6
 
 	// sum(v81) over [A]
 	VCVTPS2PD    X6, Y7
@@ -2464,7 +2448,7 @@ inner_Q_25:
 	VMOVUPS      2624(SP), Y6
 
 	// v89 = neg(v76)
-	VXORPS  lgc16<>+0(SB), Y6, Y6
+	VXORPS  lgc15<>+0(SB), Y6, Y6
 	VMOVUPS 2560(SP), Y7
 	VMOVUPS 2336(SP), Y8
 
@@ -2491,7 +2475,7 @@ inner_Q_25:
 	JL           inner_A_24
 
 	// finish v82
-	VMOVUPS     lgc17<>+0(SB), Y6
+	VMOVUPS     lgc16<>+0(SB), Y6
 	VCVTPD2PSY  Y1, X6
 	VCVTPD2PSY  Y3, X1
 	VINSERTF128 $0x01, X1, Y6, Y1
@@ -2509,7 +2493,7 @@ inner_Q_25:
 	// finish v94
 	VMOVUPD     Y4, Y3
 	VMOVUPD     Y5, Y4
-	VMOVUPS     lgc17<>+0(SB), Y5
+	VMOVUPS     lgc16<>+0(SB), Y5
 	VCVTPD2PSY  Y3, X5
 	VCVTPD2PSY  Y4, X3
 	VINSERTF128 $0x01, X3, Y5, Y3
@@ -2618,9 +2602,9 @@ inner_Q_27:
 	JMP          indexdone_29
 
 wideindex_28:
-	VMOVUPS    lgc17<>+0(SB), Y4
+	VMOVUPS    lgc16<>+0(SB), Y4
 	VMOVUPS    Y4, 2720(SP)
-	VMOVUPS    lgc17<>+0(SB), X4
+	VMOVUPS    lgc16<>+0(SB), X4
 	MOVQ       (DI)(R8*8), R9
 	VCVTSI2SSQ R9, X4, X4
 	VMOVSS     X4, 2720(SP)
@@ -2664,12 +2648,12 @@ inner_Q_30:
 	MOVQ       actionValue+40(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y4, Y5
-	VPMAXSD    lgc17<>+0(SB), Y5, Y5
+	VPMAXSD    lgc16<>+0(SB), Y5, Y5
 	VPMINSD    lgc37<>+0(SB), Y5, Y5
 	VPMULLD    lgc38<>+0(SB), Y5, Y5
 	VPADDD     lgc39<>+0(SB), Y5, Y5
 	VMOVUPS    lgc40<>+0(SB), Y7
-	VMOVUPS    lgc17<>+0(SB), Y8
+	VMOVUPS    lgc16<>+0(SB), Y8
 	VGATHERDPS Y7, (R10)(Y5*4), Y8
 	VMOVUPS    2304(SP), Y5
 
@@ -2677,7 +2661,7 @@ inner_Q_30:
 	VSUBPS Y5, Y8, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc16<>+0(SB), Y7
+	VMOVUPS lgc15<>+0(SB), Y7
 	VANDNPS Y5, Y7, Y7
 
 	// v37 = lt(absDiff, 1)
@@ -2734,7 +2718,7 @@ inner_Q_30:
 	VCMPPS $0x11, Y0, Y7, Y9
 
 	// v112 = mul(diff, 0)
-	VMULPS  lgc17<>+0(SB), Y7, Y7
+	VMULPS  lgc16<>+0(SB), Y7, Y7
 	VMOVUPS Y5, 2944(SP)
 	VMOVUPS Y8, 2976(SP)
 	VMOVUPS lgc47<>+0(SB), Y5
@@ -2742,7 +2726,7 @@ inner_Q_30:
 	// v113 = where(v110, -1, v112)
 	VBLENDVPS Y9, Y5, Y7, Y5
 	VMOVUPS   2976(SP), Y7
-	VMOVUPS   lgc17<>+0(SB), Y8
+	VMOVUPS   lgc16<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
 	// v114 = where(v109, 1, v113)
@@ -2758,7 +2742,7 @@ inner_Q_30:
 	// v117 = where(v115, v116, v108)
 	VBLENDVPS Y8, Y5, Y7, Y5
 	VMOVUPS   2752(SP), Y7
-	VMOVUPS   lgc17<>+0(SB), Y8
+	VMOVUPS   lgc16<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
 	// gradActionValue = where(v119, v117, 0)
@@ -2794,9 +2778,9 @@ inner_Q_30:
 	VMOVUPS    1632(SP), Y3
 	VMOVUPS    1664(SP), Y4
 	VMOVUPS    1696(SP), Y5
-	VMOVUPS    lgc17<>+0(SB), Y6
-	VMOVUPS    lgc17<>+0(SB), Y7
-	VMOVUPS    lgc14<>+0(SB), Y8
+	VMOVUPS    lgc16<>+0(SB), Y6
+	VMOVUPS    lgc16<>+0(SB), Y7
+	VMOVUPS    lgc13<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -2838,9 +2822,9 @@ inner_Q_30:
 	VMOVUPS      1824(SP), Y3
 	VMOVUPS      1856(SP), Y4
 	VMOVUPS      1888(SP), Y5
-	VMOVUPS      lgc17<>+0(SB), Y6
-	VMOVUPS      lgc17<>+0(SB), Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y7
+	VMOVUPS      lgc13<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -2879,9 +2863,9 @@ inner_Q_30:
 	VMOVUPS      2016(SP), Y3
 	VMOVUPS      2048(SP), Y4
 	VMOVUPS      2080(SP), Y5
-	VMOVUPS      lgc17<>+0(SB), Y6
-	VMOVUPS      lgc17<>+0(SB), Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y7
+	VMOVUPS      lgc13<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -2928,7 +2912,7 @@ inner_Q_30:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc43<>+0(SB), Y2, Y1
@@ -2940,7 +2924,7 @@ inner_Q_30:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -2953,7 +2937,7 @@ inner_Q_30:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -2966,7 +2950,7 @@ inner_Q_30:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
@@ -2979,7 +2963,7 @@ inner_Q_30:
 	VMOVUPD      Y3, 1344(CX)
 	VADDPD       1376(CX), Y2, Y2
 	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(CX), Y0, Y0
@@ -2996,7 +2980,7 @@ noflush_31:
 chunkdone_14:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc17<>+0(SB), X0
+	VMOVUPS      lgc16<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+80(FP), AX
@@ -3010,7 +2994,7 @@ chunkdone_14:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc43<>+0(SB), Y2, Y1
@@ -3022,7 +3006,7 @@ chunkdone_14:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
@@ -3035,7 +3019,7 @@ chunkdone_14:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
@@ -3048,7 +3032,7 @@ chunkdone_14:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(AX), Y2
@@ -3061,7 +3045,7 @@ chunkdone_14:
 	VMOVUPD      Y3, 1344(AX)
 	VADDPD       1376(AX), Y2, Y2
 	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(AX), Y0, Y0
@@ -3131,12 +3115,10 @@ bulk_32:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -3160,11 +3142,11 @@ bulk_34:
 	CMPQ         BX, DX
 	JGE          bulkdone_35
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VMULPS       lgc21<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
+	VMULPS       lgc20<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc13<>+0(SB), Y3, Y3
+	VPSUBD       lgc21<>+0(SB), Y3, Y3
 	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc23<>+0(SB), Y2, Y1
@@ -3191,9 +3173,9 @@ bulk_34:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
@@ -3220,11 +3202,11 @@ bulk_36:
 	JGE          bulkdone_37
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
-	VMULPS       lgc21<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
+	VMULPS       lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
+	VPSUBD       lgc21<>+0(SB), Y4, Y4
 	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc23<>+0(SB), Y3, Y2
@@ -3251,9 +3233,9 @@ bulk_36:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
@@ -3265,8 +3247,8 @@ bulk_36:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc15<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

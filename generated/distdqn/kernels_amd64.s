@@ -2128,19 +2128,17 @@ inner_K_4:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	MOVQ         state+32(FP), BX
 	VANDPS       64(BX), Y1, Y1
@@ -2158,102 +2156,102 @@ inner_K_4:
 
 	// finish v3
 	VMOVUPD     13312(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPD      lgc20<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y1
+	VMULPD      lgc19<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc21<>+0(SB), Y3, Y3
-	VPAND       lgc22<>+0(SB), Y1, Y1
+	VPSUBQ      lgc20<>+0(SB), Y3, Y3
+	VPAND       lgc21<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc23<>+0(SB), Y2, Y1
-	VPOR        lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPD      lgc26<>+0(SB), Y1, Y4
+	VPAND       lgc22<>+0(SB), Y2, Y1
+	VPOR        lgc23<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPD      lgc25<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc24<>+0(SB), Y1, Y1
-	VADDPD      lgc27<>+0(SB), Y1, Y2
+	VSUBPD      lgc23<>+0(SB), Y1, Y1
+	VADDPD      lgc26<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc28<>+0(SB), Y6
+	VMOVAPD     lgc27<>+0(SB), Y6
+	VFMADD213PD lgc28<>+0(SB), Y5, Y6
 	VFMADD213PD lgc29<>+0(SB), Y5, Y6
-	VFMADD213PD lgc30<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc31<>+0(SB), Y7
+	VMOVAPD     lgc30<>+0(SB), Y7
+	VFMADD213PD lgc31<>+0(SB), Y5, Y7
 	VFMADD213PD lgc32<>+0(SB), Y5, Y7
 	VFMADD213PD lgc33<>+0(SB), Y5, Y7
-	VFMADD213PD lgc34<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc26<>+0(SB), Y4, Y4
-	VPADDQ      lgc35<>+0(SB), Y3, Y3
-	VSUBPD      lgc35<>+0(SB), Y3, Y3
+	VMULPD      lgc25<>+0(SB), Y4, Y4
+	VPADDQ      lgc34<>+0(SB), Y3, Y3
+	VSUBPD      lgc34<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc36<>+0(SB), Y3, Y5
+	VFMADD231PD lgc35<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc37<>+0(SB), Y3, Y1
+	VMULPD      lgc36<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc37<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     13344(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y2
-	VMULPD      lgc20<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y2
+	VMULPD      lgc19<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc21<>+0(SB), Y4, Y4
-	VPAND       lgc22<>+0(SB), Y2, Y2
+	VPSUBQ      lgc20<>+0(SB), Y4, Y4
+	VPAND       lgc21<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc23<>+0(SB), Y3, Y2
-	VPOR        lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y2, Y3
-	VMULPD      lgc26<>+0(SB), Y2, Y5
+	VPAND       lgc22<>+0(SB), Y3, Y2
+	VPOR        lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPD      lgc25<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc24<>+0(SB), Y2, Y2
-	VADDPD      lgc27<>+0(SB), Y2, Y3
+	VSUBPD      lgc23<>+0(SB), Y2, Y2
+	VADDPD      lgc26<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc28<>+0(SB), Y7
+	VMOVAPD     lgc27<>+0(SB), Y7
+	VFMADD213PD lgc28<>+0(SB), Y6, Y7
 	VFMADD213PD lgc29<>+0(SB), Y6, Y7
-	VFMADD213PD lgc30<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc31<>+0(SB), Y8
+	VMOVAPD     lgc30<>+0(SB), Y8
+	VFMADD213PD lgc31<>+0(SB), Y6, Y8
 	VFMADD213PD lgc32<>+0(SB), Y6, Y8
 	VFMADD213PD lgc33<>+0(SB), Y6, Y8
-	VFMADD213PD lgc34<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc26<>+0(SB), Y5, Y5
-	VPADDQ      lgc35<>+0(SB), Y4, Y4
-	VSUBPD      lgc35<>+0(SB), Y4, Y4
+	VMULPD      lgc25<>+0(SB), Y5, Y5
+	VPADDQ      lgc34<>+0(SB), Y4, Y4
+	VSUBPD      lgc34<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc36<>+0(SB), Y4, Y6
+	VFMADD231PD lgc35<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc37<>+0(SB), Y4, Y2
+	VMULPD      lgc36<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc37<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VMOVUPS     lgc41<>+0(SB), Y0
+	VMOVUPS     lgc40<>+0(SB), Y0
 	VCVTPD2PSY  Y1, X0
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y0, Y0
@@ -2293,19 +2291,17 @@ inner_KSrc_5:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       192(BX), Y1, Y1
 	VMOVUPS      Y1, 192(BX)
@@ -2322,102 +2318,102 @@ inner_KSrc_5:
 
 	// finish v15
 	VMOVUPD     13376(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPD      lgc20<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y1
+	VMULPD      lgc19<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc21<>+0(SB), Y3, Y3
-	VPAND       lgc22<>+0(SB), Y1, Y1
+	VPSUBQ      lgc20<>+0(SB), Y3, Y3
+	VPAND       lgc21<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc23<>+0(SB), Y2, Y1
-	VPOR        lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPD      lgc26<>+0(SB), Y1, Y4
+	VPAND       lgc22<>+0(SB), Y2, Y1
+	VPOR        lgc23<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPD      lgc25<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc24<>+0(SB), Y1, Y1
-	VADDPD      lgc27<>+0(SB), Y1, Y2
+	VSUBPD      lgc23<>+0(SB), Y1, Y1
+	VADDPD      lgc26<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc28<>+0(SB), Y6
+	VMOVAPD     lgc27<>+0(SB), Y6
+	VFMADD213PD lgc28<>+0(SB), Y5, Y6
 	VFMADD213PD lgc29<>+0(SB), Y5, Y6
-	VFMADD213PD lgc30<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc31<>+0(SB), Y7
+	VMOVAPD     lgc30<>+0(SB), Y7
+	VFMADD213PD lgc31<>+0(SB), Y5, Y7
 	VFMADD213PD lgc32<>+0(SB), Y5, Y7
 	VFMADD213PD lgc33<>+0(SB), Y5, Y7
-	VFMADD213PD lgc34<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc26<>+0(SB), Y4, Y4
-	VPADDQ      lgc35<>+0(SB), Y3, Y3
-	VSUBPD      lgc35<>+0(SB), Y3, Y3
+	VMULPD      lgc25<>+0(SB), Y4, Y4
+	VPADDQ      lgc34<>+0(SB), Y3, Y3
+	VSUBPD      lgc34<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc36<>+0(SB), Y3, Y5
+	VFMADD231PD lgc35<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc37<>+0(SB), Y3, Y1
+	VMULPD      lgc36<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc37<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     13408(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y2
-	VMULPD      lgc20<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y2
+	VMULPD      lgc19<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc21<>+0(SB), Y4, Y4
-	VPAND       lgc22<>+0(SB), Y2, Y2
+	VPSUBQ      lgc20<>+0(SB), Y4, Y4
+	VPAND       lgc21<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc23<>+0(SB), Y3, Y2
-	VPOR        lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y2, Y3
-	VMULPD      lgc26<>+0(SB), Y2, Y5
+	VPAND       lgc22<>+0(SB), Y3, Y2
+	VPOR        lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPD      lgc25<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc24<>+0(SB), Y2, Y2
-	VADDPD      lgc27<>+0(SB), Y2, Y3
+	VSUBPD      lgc23<>+0(SB), Y2, Y2
+	VADDPD      lgc26<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc28<>+0(SB), Y7
+	VMOVAPD     lgc27<>+0(SB), Y7
+	VFMADD213PD lgc28<>+0(SB), Y6, Y7
 	VFMADD213PD lgc29<>+0(SB), Y6, Y7
-	VFMADD213PD lgc30<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc31<>+0(SB), Y8
+	VMOVAPD     lgc30<>+0(SB), Y8
+	VFMADD213PD lgc31<>+0(SB), Y6, Y8
 	VFMADD213PD lgc32<>+0(SB), Y6, Y8
 	VFMADD213PD lgc33<>+0(SB), Y6, Y8
-	VFMADD213PD lgc34<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc26<>+0(SB), Y5, Y5
-	VPADDQ      lgc35<>+0(SB), Y4, Y4
-	VSUBPD      lgc35<>+0(SB), Y4, Y4
+	VMULPD      lgc25<>+0(SB), Y5, Y5
+	VPADDQ      lgc34<>+0(SB), Y4, Y4
+	VSUBPD      lgc34<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc36<>+0(SB), Y4, Y6
+	VFMADD231PD lgc35<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc37<>+0(SB), Y4, Y2
+	VMULPD      lgc36<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc37<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VMOVUPS     lgc41<>+0(SB), Y0
+	VMOVUPS     lgc40<>+0(SB), Y0
 	VCVTPD2PSY  Y1, X0
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y0, Y0
@@ -2435,10 +2431,10 @@ inner_KSrc_5:
 	VMOVUPS    6560(SP), Y1
 	VMOVUPS    6592(SP), Y2
 	VMOVUPS    6624(SP), Y3
-	VMOVUPS    lgc41<>+0(SB), Y4
-	VMOVUPS    lgc41<>+0(SB), Y5
-	VMOVUPS    lgc41<>+0(SB), Y6
-	VMOVUPS    lgc41<>+0(SB), Y7
+	VMOVUPS    lgc40<>+0(SB), Y4
+	VMOVUPS    lgc40<>+0(SB), Y5
+	VMOVUPS    lgc40<>+0(SB), Y6
+	VMOVUPS    lgc40<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
@@ -2479,10 +2475,10 @@ inner_KSrc_5:
 	VMOVUPS    13216(SP), Y1
 	VMOVUPS    13248(SP), Y2
 	VMOVUPS    13280(SP), Y3
-	VMOVUPS    lgc41<>+0(SB), Y4
-	VMOVUPS    lgc41<>+0(SB), Y5
-	VMOVUPS    lgc41<>+0(SB), Y6
-	VMOVUPS    lgc41<>+0(SB), Y7
+	VMOVUPS    lgc40<>+0(SB), Y4
+	VMOVUPS    lgc40<>+0(SB), Y5
+	VMOVUPS    lgc40<>+0(SB), Y6
+	VMOVUPS    lgc40<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
@@ -2662,197 +2658,187 @@ DATA lgc13<>+24(SB)/4, $0x3f800000
 DATA lgc13<>+28(SB)/4, $0x3f800000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xffffff82
-DATA lgc14<>+4(SB)/4, $0xffffff82
-DATA lgc14<>+8(SB)/4, $0xffffff82
-DATA lgc14<>+12(SB)/4, $0xffffff82
-DATA lgc14<>+16(SB)/4, $0xffffff82
-DATA lgc14<>+20(SB)/4, $0xffffff82
-DATA lgc14<>+24(SB)/4, $0xffffff82
-DATA lgc14<>+28(SB)/4, $0xffffff82
+DATA lgc14<>+0(SB)/4, $0x000000fe
+DATA lgc14<>+4(SB)/4, $0x000000fe
+DATA lgc14<>+8(SB)/4, $0x000000fe
+DATA lgc14<>+12(SB)/4, $0x000000fe
+DATA lgc14<>+16(SB)/4, $0x000000fe
+DATA lgc14<>+20(SB)/4, $0x000000fe
+DATA lgc14<>+24(SB)/4, $0x000000fe
+DATA lgc14<>+28(SB)/4, $0x000000fe
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x0000007f
-DATA lgc15<>+4(SB)/4, $0x0000007f
-DATA lgc15<>+8(SB)/4, $0x0000007f
-DATA lgc15<>+12(SB)/4, $0x0000007f
-DATA lgc15<>+16(SB)/4, $0x0000007f
-DATA lgc15<>+20(SB)/4, $0x0000007f
-DATA lgc15<>+24(SB)/4, $0x0000007f
-DATA lgc15<>+28(SB)/4, $0x0000007f
+DATA lgc15<>+0(SB)/4, $0xc2ae0000
+DATA lgc15<>+4(SB)/4, $0xc2ae0000
+DATA lgc15<>+8(SB)/4, $0xc2ae0000
+DATA lgc15<>+12(SB)/4, $0xc2ae0000
+DATA lgc15<>+16(SB)/4, $0xc2ae0000
+DATA lgc15<>+20(SB)/4, $0xc2ae0000
+DATA lgc15<>+24(SB)/4, $0xc2ae0000
+DATA lgc15<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xc2ae0000
-DATA lgc16<>+4(SB)/4, $0xc2ae0000
-DATA lgc16<>+8(SB)/4, $0xc2ae0000
-DATA lgc16<>+12(SB)/4, $0xc2ae0000
-DATA lgc16<>+16(SB)/4, $0xc2ae0000
-DATA lgc16<>+20(SB)/4, $0xc2ae0000
-DATA lgc16<>+24(SB)/4, $0xc2ae0000
-DATA lgc16<>+28(SB)/4, $0xc2ae0000
+DATA lgc16<>+0(SB)/4, $0x42b00000
+DATA lgc16<>+4(SB)/4, $0x42b00000
+DATA lgc16<>+8(SB)/4, $0x42b00000
+DATA lgc16<>+12(SB)/4, $0x42b00000
+DATA lgc16<>+16(SB)/4, $0x42b00000
+DATA lgc16<>+20(SB)/4, $0x42b00000
+DATA lgc16<>+24(SB)/4, $0x42b00000
+DATA lgc16<>+28(SB)/4, $0x42b00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x42b00000
-DATA lgc17<>+4(SB)/4, $0x42b00000
-DATA lgc17<>+8(SB)/4, $0x42b00000
-DATA lgc17<>+12(SB)/4, $0x42b00000
-DATA lgc17<>+16(SB)/4, $0x42b00000
-DATA lgc17<>+20(SB)/4, $0x42b00000
-DATA lgc17<>+24(SB)/4, $0x42b00000
-DATA lgc17<>+28(SB)/4, $0x42b00000
+DATA lgc17<>+0(SB)/4, $0xff800000
+DATA lgc17<>+4(SB)/4, $0xff800000
+DATA lgc17<>+8(SB)/4, $0xff800000
+DATA lgc17<>+12(SB)/4, $0xff800000
+DATA lgc17<>+16(SB)/4, $0xff800000
+DATA lgc17<>+20(SB)/4, $0xff800000
+DATA lgc17<>+24(SB)/4, $0xff800000
+DATA lgc17<>+28(SB)/4, $0xff800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xff800000
-DATA lgc18<>+4(SB)/4, $0xff800000
-DATA lgc18<>+8(SB)/4, $0xff800000
-DATA lgc18<>+12(SB)/4, $0xff800000
-DATA lgc18<>+16(SB)/4, $0xff800000
-DATA lgc18<>+20(SB)/4, $0xff800000
-DATA lgc18<>+24(SB)/4, $0xff800000
-DATA lgc18<>+28(SB)/4, $0xff800000
+DATA lgc18<>+0(SB)/8, $0x0010000000000000
+DATA lgc18<>+8(SB)/8, $0x0010000000000000
+DATA lgc18<>+16(SB)/8, $0x0010000000000000
+DATA lgc18<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x0010000000000000
-DATA lgc19<>+8(SB)/8, $0x0010000000000000
-DATA lgc19<>+16(SB)/8, $0x0010000000000000
-DATA lgc19<>+24(SB)/8, $0x0010000000000000
+DATA lgc19<>+0(SB)/8, $0x4350000000000000
+DATA lgc19<>+8(SB)/8, $0x4350000000000000
+DATA lgc19<>+16(SB)/8, $0x4350000000000000
+DATA lgc19<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x4350000000000000
-DATA lgc20<>+8(SB)/8, $0x4350000000000000
-DATA lgc20<>+16(SB)/8, $0x4350000000000000
-DATA lgc20<>+24(SB)/8, $0x4350000000000000
+DATA lgc20<>+0(SB)/8, $0x00000000000003ff
+DATA lgc20<>+8(SB)/8, $0x00000000000003ff
+DATA lgc20<>+16(SB)/8, $0x00000000000003ff
+DATA lgc20<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x00000000000003ff
-DATA lgc21<>+8(SB)/8, $0x00000000000003ff
-DATA lgc21<>+16(SB)/8, $0x00000000000003ff
-DATA lgc21<>+24(SB)/8, $0x00000000000003ff
+DATA lgc21<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc21<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc21<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc21<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc22<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc22<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc22<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc22<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc22<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc22<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc22<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc23<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc23<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc23<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc23<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc23<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc23<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc23<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc24<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc24<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc24<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc24<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc24<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc24<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc24<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc25<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc25<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc25<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc25<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc25<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc25<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc25<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc26<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc26<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc26<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc26<>+0(SB)/8, $0x4000000000000000
+DATA lgc26<>+8(SB)/8, $0x4000000000000000
+DATA lgc26<>+16(SB)/8, $0x4000000000000000
+DATA lgc26<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x4000000000000000
-DATA lgc27<>+8(SB)/8, $0x4000000000000000
-DATA lgc27<>+16(SB)/8, $0x4000000000000000
-DATA lgc27<>+24(SB)/8, $0x4000000000000000
+DATA lgc27<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc27<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc27<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc27<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc28<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc28<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc28<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc28<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc28<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc28<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc28<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc29<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc29<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc29<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc29<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc29<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc29<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc29<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc30<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc30<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc30<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc30<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc30<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc30<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc30<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc31<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc31<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc31<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc31<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc31<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc31<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc31<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc32<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc32<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc32<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc32<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc32<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc32<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc32<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc33<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc33<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc33<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc33<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc33<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc33<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc33<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc34<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc34<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc34<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc34<>+0(SB)/8, $0x4338000000000000
+DATA lgc34<>+8(SB)/8, $0x4338000000000000
+DATA lgc34<>+16(SB)/8, $0x4338000000000000
+DATA lgc34<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x4338000000000000
-DATA lgc35<>+8(SB)/8, $0x4338000000000000
-DATA lgc35<>+16(SB)/8, $0x4338000000000000
-DATA lgc35<>+24(SB)/8, $0x4338000000000000
+DATA lgc35<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc35<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc35<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc35<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc36<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc36<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc36<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc36<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc36<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc36<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc36<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc37<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc37<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc37<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc37<>+0(SB)/8, $0xfff0000000000000
+DATA lgc37<>+8(SB)/8, $0xfff0000000000000
+DATA lgc37<>+16(SB)/8, $0xfff0000000000000
+DATA lgc37<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0xfff0000000000000
-DATA lgc38<>+8(SB)/8, $0xfff0000000000000
-DATA lgc38<>+16(SB)/8, $0xfff0000000000000
-DATA lgc38<>+24(SB)/8, $0xfff0000000000000
+DATA lgc38<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc38<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc38<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc38<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc39<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc39<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc39<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc39<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc39<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc39<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc39<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc40<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc40<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc40<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc40<>+0(SB)/4, $0x00000000
+DATA lgc40<>+4(SB)/4, $0x00000000
+DATA lgc40<>+8(SB)/4, $0x00000000
+DATA lgc40<>+12(SB)/4, $0x00000000
+DATA lgc40<>+16(SB)/4, $0x00000000
+DATA lgc40<>+20(SB)/4, $0x00000000
+DATA lgc40<>+24(SB)/4, $0x00000000
+DATA lgc40<>+28(SB)/4, $0x00000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0x00000000
-DATA lgc41<>+4(SB)/4, $0x00000000
-DATA lgc41<>+8(SB)/4, $0x00000000
-DATA lgc41<>+12(SB)/4, $0x00000000
-DATA lgc41<>+16(SB)/4, $0x00000000
-DATA lgc41<>+20(SB)/4, $0x00000000
-DATA lgc41<>+24(SB)/4, $0x00000000
-DATA lgc41<>+28(SB)/4, $0x00000000
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, nextActionValueOnline *float32, action *int64, s0 *float32, state *float64, const11 *float32, s1 *float32, nextTerminated *bool, nextReward *float32, nextActionValue *float32, actionValue *float32, tDError *float32, targetDistribution *float32)
 // Requires: AVX, AVX2, FMA3
@@ -3919,9 +3905,9 @@ blocks_6:
 	JMP        indexdone_9
 
 wideindex_8:
-	VMOVUPS    lgc41<>+0(SB), Y0
+	VMOVUPS    lgc40<>+0(SB), Y0
 	VMOVUPS    Y0, 9792(SP)
-	VMOVUPS    lgc41<>+0(SB), X0
+	VMOVUPS    lgc40<>+0(SB), X0
 	MOVQ       (DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
 	VMOVSS     X0, 9792(SP)
@@ -3956,14 +3942,14 @@ indexdone_9:
 	MOVQ       s0+32(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc42<>+0(SB), Y0, Y0
-	VPMULLD    lgc43<>+0(SB), Y0, Y0
-	VPADDD     lgc44<>+0(SB), Y0, Y0
-	VMOVUPS    lgc45<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
+	VPMAXSD    lgc40<>+0(SB), Y0, Y0
+	VPMINSD    lgc41<>+0(SB), Y0, Y0
+	VPMULLD    lgc42<>+0(SB), Y0, Y0
+	VPADDD     lgc43<>+0(SB), Y0, Y0
+	VMOVUPS    lgc44<>+0(SB), Y1
+	VMOVUPS    lgc40<>+0(SB), Y2
 	VGATHERDPS Y1, (SI)(Y0*4), Y2
-	VMOVUPS    lgc18<>+0(SB), Y0
+	VMOVUPS    lgc17<>+0(SB), Y0
 	VMOVUPS    Y0, 9824(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
 	VMOVUPD    Y0, 9888(SP)
@@ -4004,19 +3990,17 @@ inner_KSrc_11:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	MOVQ         state+40(FP), DI
 	VANDPS       960(DI), Y1, Y1
@@ -4034,102 +4018,102 @@ inner_KSrc_11:
 
 	// finish v8
 	VMOVUPD     9984(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPD      lgc20<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y1
+	VMULPD      lgc19<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc21<>+0(SB), Y3, Y3
-	VPAND       lgc22<>+0(SB), Y1, Y1
+	VPSUBQ      lgc20<>+0(SB), Y3, Y3
+	VPAND       lgc21<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc23<>+0(SB), Y2, Y1
-	VPOR        lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPD      lgc26<>+0(SB), Y1, Y4
+	VPAND       lgc22<>+0(SB), Y2, Y1
+	VPOR        lgc23<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPD      lgc25<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc24<>+0(SB), Y1, Y1
-	VADDPD      lgc27<>+0(SB), Y1, Y2
+	VSUBPD      lgc23<>+0(SB), Y1, Y1
+	VADDPD      lgc26<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc28<>+0(SB), Y6
+	VMOVAPD     lgc27<>+0(SB), Y6
+	VFMADD213PD lgc28<>+0(SB), Y5, Y6
 	VFMADD213PD lgc29<>+0(SB), Y5, Y6
-	VFMADD213PD lgc30<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc31<>+0(SB), Y7
+	VMOVAPD     lgc30<>+0(SB), Y7
+	VFMADD213PD lgc31<>+0(SB), Y5, Y7
 	VFMADD213PD lgc32<>+0(SB), Y5, Y7
 	VFMADD213PD lgc33<>+0(SB), Y5, Y7
-	VFMADD213PD lgc34<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc26<>+0(SB), Y4, Y4
-	VPADDQ      lgc35<>+0(SB), Y3, Y3
-	VSUBPD      lgc35<>+0(SB), Y3, Y3
+	VMULPD      lgc25<>+0(SB), Y4, Y4
+	VPADDQ      lgc34<>+0(SB), Y3, Y3
+	VSUBPD      lgc34<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc36<>+0(SB), Y3, Y5
+	VFMADD231PD lgc35<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc37<>+0(SB), Y3, Y1
+	VMULPD      lgc36<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc37<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     10016(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y2
-	VMULPD      lgc20<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y2
+	VMULPD      lgc19<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc21<>+0(SB), Y4, Y4
-	VPAND       lgc22<>+0(SB), Y2, Y2
+	VPSUBQ      lgc20<>+0(SB), Y4, Y4
+	VPAND       lgc21<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc23<>+0(SB), Y3, Y2
-	VPOR        lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y2, Y3
-	VMULPD      lgc26<>+0(SB), Y2, Y5
+	VPAND       lgc22<>+0(SB), Y3, Y2
+	VPOR        lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPD      lgc25<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc24<>+0(SB), Y2, Y2
-	VADDPD      lgc27<>+0(SB), Y2, Y3
+	VSUBPD      lgc23<>+0(SB), Y2, Y2
+	VADDPD      lgc26<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc28<>+0(SB), Y7
+	VMOVAPD     lgc27<>+0(SB), Y7
+	VFMADD213PD lgc28<>+0(SB), Y6, Y7
 	VFMADD213PD lgc29<>+0(SB), Y6, Y7
-	VFMADD213PD lgc30<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc31<>+0(SB), Y8
+	VMOVAPD     lgc30<>+0(SB), Y8
+	VFMADD213PD lgc31<>+0(SB), Y6, Y8
 	VFMADD213PD lgc32<>+0(SB), Y6, Y8
 	VFMADD213PD lgc33<>+0(SB), Y6, Y8
-	VFMADD213PD lgc34<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc26<>+0(SB), Y5, Y5
-	VPADDQ      lgc35<>+0(SB), Y4, Y4
-	VSUBPD      lgc35<>+0(SB), Y4, Y4
+	VMULPD      lgc25<>+0(SB), Y5, Y5
+	VPADDQ      lgc34<>+0(SB), Y4, Y4
+	VSUBPD      lgc34<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc36<>+0(SB), Y4, Y6
+	VFMADD231PD lgc35<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc37<>+0(SB), Y4, Y2
+	VMULPD      lgc36<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc37<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VMOVUPS     lgc41<>+0(SB), Y0
+	VMOVUPS     lgc40<>+0(SB), Y0
 	VCVTPD2PSY  Y1, X0
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y0, Y0
@@ -4167,12 +4151,10 @@ inner_KSrc_12:
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc13<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc14<>+0(SB), Y3, Y4
-	VPMINSD      lgc15<>+0(SB), Y4, Y4
+	VPADDD       lgc14<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y3, Y6, Y6
@@ -4196,7 +4178,7 @@ inner_KSrc_12:
 	// finish expectedQ
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
+	VMOVUPS     lgc40<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -4214,7 +4196,7 @@ inner_KSrc_12:
 	VEXTRACTI128 $0x01, Y2, X1
 	VPMOVSXDQ    X1, Y1
 	MOVQ         DX, SI
-	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 	VCVTSI2SDQ   SI, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
@@ -4231,7 +4213,7 @@ inner_KSrc_12:
 	// finish v14
 	VMOVUPD     9888(SP), Y0
 	VMOVUPD     9920(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
+	VMOVUPS     lgc40<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -4243,12 +4225,12 @@ inner_KSrc_12:
 	MOVQ       s1+56(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y1
-	VPMAXSD    lgc41<>+0(SB), Y1, Y1
-	VPMINSD    lgc42<>+0(SB), Y1, Y1
-	VPMULLD    lgc43<>+0(SB), Y1, Y1
-	VPADDD     lgc44<>+0(SB), Y1, Y1
-	VMOVUPS    lgc45<>+0(SB), Y2
-	VMOVUPS    lgc41<>+0(SB), Y3
+	VPMAXSD    lgc40<>+0(SB), Y1, Y1
+	VPMINSD    lgc41<>+0(SB), Y1, Y1
+	VPMULLD    lgc42<>+0(SB), Y1, Y1
+	VPADDD     lgc43<>+0(SB), Y1, Y1
+	VMOVUPS    lgc44<>+0(SB), Y2
+	VMOVUPS    lgc40<>+0(SB), Y3
 	VGATHERDPS Y2, (SI)(Y1*4), Y3
 	VMOVUPS    lgc13<>+0(SB), Y1
 	MOVQ       nextTerminated+64(FP), DX
@@ -4259,13 +4241,13 @@ inner_KSrc_12:
 	VSUBPS Y2, Y1, Y1
 
 	// v25 = mul(v22, 0.99)
-	VMULPS  lgc46<>+0(SB), Y1, Y1
+	VMULPS  lgc45<>+0(SB), Y1, Y1
 	VMOVUPS Y0, 10048(SP)
 	VMOVUPS Y3, 10080(SP)
 	MOVQ    nextReward+72(FP), DX
 	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc47<>+0(SB), Y2
-	VMOVUPS lgc48<>+0(SB), Y3
+	VMOVUPS lgc46<>+0(SB), Y2
+	VMOVUPS lgc47<>+0(SB), Y3
 	XORQ    DX, DX
 
 inner_KSrc_13:
@@ -4314,12 +4296,12 @@ inner_KSrc_15:
 	MOVQ       nextActionValue+80(FP), R9
 	LEAQ       (R9)(R8*4), R9
 	VCVTTPS2DQ Y6, Y6
-	VPMAXSD    lgc41<>+0(SB), Y6, Y6
-	VPMINSD    lgc42<>+0(SB), Y6, Y6
-	VPMULLD    lgc43<>+0(SB), Y6, Y6
-	VPADDD     lgc49<>+0(SB), Y6, Y6
-	VMOVUPS    lgc45<>+0(SB), Y7
-	VMOVUPS    lgc41<>+0(SB), Y8
+	VPMAXSD    lgc40<>+0(SB), Y6, Y6
+	VPMINSD    lgc41<>+0(SB), Y6, Y6
+	VPMULLD    lgc42<>+0(SB), Y6, Y6
+	VPADDD     lgc48<>+0(SB), Y6, Y6
+	VMOVUPS    lgc44<>+0(SB), Y7
+	VMOVUPS    lgc40<>+0(SB), Y8
 	VGATHERDPS Y7, (R9)(Y6*4), Y8
 	VMOVUPS    10080(SP), Y6
 
@@ -4347,12 +4329,10 @@ inner_KSrc_15:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc13<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc14<>+0(SB), Y6, Y7
-	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPADDD       lgc14<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc15<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -4375,8 +4355,8 @@ inner_KSrc_15:
 	VMINPS Y6, Y3, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc47<>+0(SB), Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VSUBPS  lgc46<>+0(SB), Y6, Y6
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
@@ -4389,21 +4369,21 @@ inner_KSrc_15:
 	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMOVUPS lgc50<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
 	VSUBPS  Y6, Y7, Y6
-	VMOVUPS lgc41<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS lgc51<>+0(SB), Y7, Y7
-	VXORPS lgc51<>+0(SB), Y6, Y6
+	VXORPS lgc50<>+0(SB), Y7, Y7
+	VXORPS lgc50<>+0(SB), Y6, Y6
 	VMINPS Y7, Y6, Y8
 	VMINPS Y6, Y7, Y6
 	VORPS  Y8, Y6, Y6
-	VXORPS lgc51<>+0(SB), Y6, Y6
+	VXORPS lgc50<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
 	VMULPS Y6, Y9, Y6
@@ -4419,7 +4399,7 @@ inner_KSrc_15:
 	JL           inner_KSrc_15
 
 	// finish v44
-	VMOVUPS     lgc41<>+0(SB), Y6
+	VMOVUPS     lgc40<>+0(SB), Y6
 	VCVTPD2PSY  Y4, X6
 	VCVTPD2PSY  Y5, X4
 	VINSERTF128 $0x01, X4, Y6, Y4
@@ -4447,9 +4427,9 @@ inner_KSrc_15:
 	JMP       indexdone_17
 
 wideindex_16:
-	VMOVUPS    lgc41<>+0(SB), Y5
+	VMOVUPS    lgc40<>+0(SB), Y5
 	VMOVUPS    Y5, 10112(SP)
-	VMOVUPS    lgc41<>+0(SB), X5
+	VMOVUPS    lgc40<>+0(SB), X5
 	MOVQ       (DX)(BX*8), SI
 	VCVTSI2SSQ SI, X5, X5
 	VMOVSS     X5, 10112(SP)
@@ -4489,12 +4469,12 @@ inner_K_18:
 	MOVQ       actionValue+88(FP), R8
 	LEAQ       (R8)(SI*4), R8
 	VCVTTPS2DQ Y5, Y6
-	VPMAXSD    lgc41<>+0(SB), Y6, Y6
-	VPMINSD    lgc42<>+0(SB), Y6, Y6
-	VPMULLD    lgc43<>+0(SB), Y6, Y6
-	VPADDD     lgc49<>+0(SB), Y6, Y6
-	VMOVUPS    lgc45<>+0(SB), Y7
-	VMOVUPS    lgc41<>+0(SB), Y8
+	VPMAXSD    lgc40<>+0(SB), Y6, Y6
+	VPMINSD    lgc41<>+0(SB), Y6, Y6
+	VPMULLD    lgc42<>+0(SB), Y6, Y6
+	VPADDD     lgc48<>+0(SB), Y6, Y6
+	VMOVUPS    lgc44<>+0(SB), Y7
+	VMOVUPS    lgc40<>+0(SB), Y8
 	VGATHERDPS Y7, (R8)(Y6*4), Y8
 	VMOVUPS    9952(SP), Y6
 
@@ -4518,12 +4498,12 @@ inner_KSrc_19:
 	MOVQ         nextActionValue+80(FP), R9
 	LEAQ         (R9)(R8*4), R9
 	VCVTTPS2DQ   Y6, Y6
-	VPMAXSD      lgc41<>+0(SB), Y6, Y6
-	VPMINSD      lgc42<>+0(SB), Y6, Y6
-	VPMULLD      lgc43<>+0(SB), Y6, Y6
-	VPADDD       lgc49<>+0(SB), Y6, Y6
-	VMOVUPS      lgc45<>+0(SB), Y7
-	VMOVUPS      lgc41<>+0(SB), Y8
+	VPMAXSD      lgc40<>+0(SB), Y6, Y6
+	VPMINSD      lgc41<>+0(SB), Y6, Y6
+	VPMULLD      lgc42<>+0(SB), Y6, Y6
+	VPADDD       lgc48<>+0(SB), Y6, Y6
+	VMOVUPS      lgc44<>+0(SB), Y7
+	VMOVUPS      lgc40<>+0(SB), Y8
 	VGATHERDPS   Y7, (R9)(Y6*4), Y8
 	MOVQ         const11+48(FP), R8
 	MOVQ         SI, R9
@@ -4537,14 +4517,14 @@ inner_KSrc_19:
 
 	// v30 = max(v27, -10) tie=first
 	VMAXPS  Y6, Y2, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VMOVUPS lgc47<>+0(SB), Y7
 
 	// tz = min(v30, 10) tie=first
 	VMINPS Y6, Y7, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc47<>+0(SB), Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VSUBPS  lgc46<>+0(SB), Y6, Y6
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
@@ -4557,21 +4537,21 @@ inner_KSrc_19:
 	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMOVUPS lgc50<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
 	VSUBPS  Y6, Y7, Y6
-	VMOVUPS lgc41<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS  lgc51<>+0(SB), Y7, Y7
-	VXORPS  lgc51<>+0(SB), Y6, Y6
+	VXORPS  lgc50<>+0(SB), Y7, Y7
+	VXORPS  lgc50<>+0(SB), Y6, Y6
 	VMINPS  Y7, Y6, Y8
 	VMINPS  Y6, Y7, Y6
 	VORPS   Y8, Y6, Y6
-	VXORPS  lgc51<>+0(SB), Y6, Y6
+	VXORPS  lgc50<>+0(SB), Y6, Y6
 	IMUL3Q  $+32, SI, R8
 	VMOVUPS (SP)(R8*1), Y7
 
@@ -4593,7 +4573,7 @@ inner_KSrc_19:
 	// finish v44
 	VMOVUPD     10144(SP), Y6
 	VMOVUPD     10176(SP), Y7
-	VMOVUPS     lgc41<>+0(SB), Y8
+	VMOVUPS     lgc40<>+0(SB), Y8
 	VCVTPD2PSY  Y6, X8
 	VCVTPD2PSY  Y7, X6
 	VINSERTF128 $0x01, X6, Y8, Y6
@@ -4615,13 +4595,13 @@ inner_KSrc_19:
 	// finish v47
 	VMOVUPD     Y3, Y0
 	VMOVUPD     Y4, Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
+	VMOVUPS     lgc40<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// crossEntropy = neg(v47)
-	VXORPS lgc51<>+0(SB), Y0, Y0
+	VXORPS lgc50<>+0(SB), Y0, Y0
 
 	// mean(crossEntropy) over [B]
 	VADDPS  832(DI), Y0, Y1
@@ -4877,12 +4857,12 @@ inner_KSrc_19:
 	VMOVUPS      9696(SP), Y0
 	VMOVUPS      9728(SP), Y1
 	VMOVUPS      9760(SP), Y2
-	VMOVUPS      lgc41<>+0(SB), Y3
-	VMOVUPS      lgc41<>+0(SB), Y4
-	VMOVUPS      lgc41<>+0(SB), Y5
-	VMOVUPS      lgc41<>+0(SB), Y6
-	VMOVUPS      lgc41<>+0(SB), Y7
-	VMOVUPS      lgc52<>+0(SB), Y8
+	VMOVUPS      lgc40<>+0(SB), Y3
+	VMOVUPS      lgc40<>+0(SB), Y4
+	VMOVUPS      lgc40<>+0(SB), Y5
+	VMOVUPS      lgc40<>+0(SB), Y6
+	VMOVUPS      lgc40<>+0(SB), Y7
+	VMOVUPS      lgc51<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -4917,11 +4897,11 @@ inner_KSrc_19:
 	VMASKMOVPS   Y0, Y8, 1620(BX)(DX*4)
 	DECQ         CX
 	JNZ          noflush_20
-	VMOVUPD      lgc53<>+0(SB), Y0
+	VMOVUPD      lgc52<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      512(CX), Y1
-	VANDPS       lgc54<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc55<>+0(SB), Y0, Y0
+	VANDPS       lgc53<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc54<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -4929,11 +4909,11 @@ inner_KSrc_19:
 	VMOVUPD      Y2, 320(CX)
 	VADDPD       352(CX), Y1, Y1
 	VMOVUPD      Y1, 352(CX)
-	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 	VMOVUPS      Y1, 512(CX)
 	VMOVUPS      832(CX), Y2
-	VANDPS       lgc54<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VANDPS       lgc53<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -4941,7 +4921,7 @@ inner_KSrc_19:
 	VMOVUPD      Y3, 640(CX)
 	VADDPD       672(CX), Y2, Y2
 	VMOVUPD      Y2, 672(CX)
-	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 832(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1088(CX), Y0, Y0
@@ -4958,13 +4938,13 @@ noflush_20:
 chunkdone_7:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc41<>+0(SB), X0
+	VMOVUPS      lgc40<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      512(AX), Y1
-	VANDPS       lgc54<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc55<>+0(SB), Y0, Y0
+	VANDPS       lgc53<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc54<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -4972,11 +4952,11 @@ chunkdone_7:
 	VMOVUPD      Y2, 320(AX)
 	VADDPD       352(AX), Y1, Y1
 	VMOVUPD      Y1, 352(AX)
-	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 	VMOVUPS      Y1, 512(AX)
 	VMOVUPS      832(AX), Y2
-	VANDPS       lgc54<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VANDPS       lgc53<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -4984,7 +4964,7 @@ chunkdone_7:
 	VMOVUPD      Y3, 640(AX)
 	VADDPD       672(AX), Y2, Y2
 	VMOVUPD      Y2, 672(AX)
-	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 832(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1088(AX), Y0, Y0
@@ -4992,141 +4972,141 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc42<>+0(SB)/4, $0x00000003
-DATA lgc42<>+4(SB)/4, $0x00000003
-DATA lgc42<>+8(SB)/4, $0x00000003
-DATA lgc42<>+12(SB)/4, $0x00000003
-DATA lgc42<>+16(SB)/4, $0x00000003
-DATA lgc42<>+20(SB)/4, $0x00000003
-DATA lgc42<>+24(SB)/4, $0x00000003
-DATA lgc42<>+28(SB)/4, $0x00000003
+DATA lgc41<>+0(SB)/4, $0x00000003
+DATA lgc41<>+4(SB)/4, $0x00000003
+DATA lgc41<>+8(SB)/4, $0x00000003
+DATA lgc41<>+12(SB)/4, $0x00000003
+DATA lgc41<>+16(SB)/4, $0x00000003
+DATA lgc41<>+20(SB)/4, $0x00000003
+DATA lgc41<>+24(SB)/4, $0x00000003
+DATA lgc41<>+28(SB)/4, $0x00000003
+GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0x00000001
+DATA lgc42<>+4(SB)/4, $0x00000001
+DATA lgc42<>+8(SB)/4, $0x00000001
+DATA lgc42<>+12(SB)/4, $0x00000001
+DATA lgc42<>+16(SB)/4, $0x00000001
+DATA lgc42<>+20(SB)/4, $0x00000001
+DATA lgc42<>+24(SB)/4, $0x00000001
+DATA lgc42<>+28(SB)/4, $0x00000001
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x00000001
-DATA lgc43<>+4(SB)/4, $0x00000001
-DATA lgc43<>+8(SB)/4, $0x00000001
-DATA lgc43<>+12(SB)/4, $0x00000001
-DATA lgc43<>+16(SB)/4, $0x00000001
-DATA lgc43<>+20(SB)/4, $0x00000001
-DATA lgc43<>+24(SB)/4, $0x00000001
-DATA lgc43<>+28(SB)/4, $0x00000001
+DATA lgc43<>+0(SB)/4, $0x00000000
+DATA lgc43<>+4(SB)/4, $0x00000004
+DATA lgc43<>+8(SB)/4, $0x00000008
+DATA lgc43<>+12(SB)/4, $0x0000000c
+DATA lgc43<>+16(SB)/4, $0x00000010
+DATA lgc43<>+20(SB)/4, $0x00000014
+DATA lgc43<>+24(SB)/4, $0x00000018
+DATA lgc43<>+28(SB)/4, $0x0000001c
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x00000000
-DATA lgc44<>+4(SB)/4, $0x00000004
-DATA lgc44<>+8(SB)/4, $0x00000008
-DATA lgc44<>+12(SB)/4, $0x0000000c
-DATA lgc44<>+16(SB)/4, $0x00000010
-DATA lgc44<>+20(SB)/4, $0x00000014
-DATA lgc44<>+24(SB)/4, $0x00000018
-DATA lgc44<>+28(SB)/4, $0x0000001c
+DATA lgc44<>+0(SB)/4, $0xffffffff
+DATA lgc44<>+4(SB)/4, $0xffffffff
+DATA lgc44<>+8(SB)/4, $0xffffffff
+DATA lgc44<>+12(SB)/4, $0xffffffff
+DATA lgc44<>+16(SB)/4, $0xffffffff
+DATA lgc44<>+20(SB)/4, $0xffffffff
+DATA lgc44<>+24(SB)/4, $0xffffffff
+DATA lgc44<>+28(SB)/4, $0xffffffff
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xffffffff
-DATA lgc45<>+4(SB)/4, $0xffffffff
-DATA lgc45<>+8(SB)/4, $0xffffffff
-DATA lgc45<>+12(SB)/4, $0xffffffff
-DATA lgc45<>+16(SB)/4, $0xffffffff
-DATA lgc45<>+20(SB)/4, $0xffffffff
-DATA lgc45<>+24(SB)/4, $0xffffffff
-DATA lgc45<>+28(SB)/4, $0xffffffff
+DATA lgc45<>+0(SB)/4, $0x3f7d70a4
+DATA lgc45<>+4(SB)/4, $0x3f7d70a4
+DATA lgc45<>+8(SB)/4, $0x3f7d70a4
+DATA lgc45<>+12(SB)/4, $0x3f7d70a4
+DATA lgc45<>+16(SB)/4, $0x3f7d70a4
+DATA lgc45<>+20(SB)/4, $0x3f7d70a4
+DATA lgc45<>+24(SB)/4, $0x3f7d70a4
+DATA lgc45<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3f7d70a4
-DATA lgc46<>+4(SB)/4, $0x3f7d70a4
-DATA lgc46<>+8(SB)/4, $0x3f7d70a4
-DATA lgc46<>+12(SB)/4, $0x3f7d70a4
-DATA lgc46<>+16(SB)/4, $0x3f7d70a4
-DATA lgc46<>+20(SB)/4, $0x3f7d70a4
-DATA lgc46<>+24(SB)/4, $0x3f7d70a4
-DATA lgc46<>+28(SB)/4, $0x3f7d70a4
+DATA lgc46<>+0(SB)/4, $0xc1200000
+DATA lgc46<>+4(SB)/4, $0xc1200000
+DATA lgc46<>+8(SB)/4, $0xc1200000
+DATA lgc46<>+12(SB)/4, $0xc1200000
+DATA lgc46<>+16(SB)/4, $0xc1200000
+DATA lgc46<>+20(SB)/4, $0xc1200000
+DATA lgc46<>+24(SB)/4, $0xc1200000
+DATA lgc46<>+28(SB)/4, $0xc1200000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xc1200000
-DATA lgc47<>+4(SB)/4, $0xc1200000
-DATA lgc47<>+8(SB)/4, $0xc1200000
-DATA lgc47<>+12(SB)/4, $0xc1200000
-DATA lgc47<>+16(SB)/4, $0xc1200000
-DATA lgc47<>+20(SB)/4, $0xc1200000
-DATA lgc47<>+24(SB)/4, $0xc1200000
-DATA lgc47<>+28(SB)/4, $0xc1200000
+DATA lgc47<>+0(SB)/4, $0x41200000
+DATA lgc47<>+4(SB)/4, $0x41200000
+DATA lgc47<>+8(SB)/4, $0x41200000
+DATA lgc47<>+12(SB)/4, $0x41200000
+DATA lgc47<>+16(SB)/4, $0x41200000
+DATA lgc47<>+20(SB)/4, $0x41200000
+DATA lgc47<>+24(SB)/4, $0x41200000
+DATA lgc47<>+28(SB)/4, $0x41200000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x41200000
-DATA lgc48<>+4(SB)/4, $0x41200000
-DATA lgc48<>+8(SB)/4, $0x41200000
-DATA lgc48<>+12(SB)/4, $0x41200000
-DATA lgc48<>+16(SB)/4, $0x41200000
-DATA lgc48<>+20(SB)/4, $0x41200000
-DATA lgc48<>+24(SB)/4, $0x41200000
-DATA lgc48<>+28(SB)/4, $0x41200000
+DATA lgc48<>+0(SB)/4, $0x00000000
+DATA lgc48<>+4(SB)/4, $0x000000cc
+DATA lgc48<>+8(SB)/4, $0x00000198
+DATA lgc48<>+12(SB)/4, $0x00000264
+DATA lgc48<>+16(SB)/4, $0x00000330
+DATA lgc48<>+20(SB)/4, $0x000003fc
+DATA lgc48<>+24(SB)/4, $0x000004c8
+DATA lgc48<>+28(SB)/4, $0x00000594
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x00000000
-DATA lgc49<>+4(SB)/4, $0x000000cc
-DATA lgc49<>+8(SB)/4, $0x00000198
-DATA lgc49<>+12(SB)/4, $0x00000264
-DATA lgc49<>+16(SB)/4, $0x00000330
-DATA lgc49<>+20(SB)/4, $0x000003fc
-DATA lgc49<>+24(SB)/4, $0x000004c8
-DATA lgc49<>+28(SB)/4, $0x00000594
+DATA lgc49<>+0(SB)/4, $0x3ecccccd
+DATA lgc49<>+4(SB)/4, $0x3ecccccd
+DATA lgc49<>+8(SB)/4, $0x3ecccccd
+DATA lgc49<>+12(SB)/4, $0x3ecccccd
+DATA lgc49<>+16(SB)/4, $0x3ecccccd
+DATA lgc49<>+20(SB)/4, $0x3ecccccd
+DATA lgc49<>+24(SB)/4, $0x3ecccccd
+DATA lgc49<>+28(SB)/4, $0x3ecccccd
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3ecccccd
-DATA lgc50<>+4(SB)/4, $0x3ecccccd
-DATA lgc50<>+8(SB)/4, $0x3ecccccd
-DATA lgc50<>+12(SB)/4, $0x3ecccccd
-DATA lgc50<>+16(SB)/4, $0x3ecccccd
-DATA lgc50<>+20(SB)/4, $0x3ecccccd
-DATA lgc50<>+24(SB)/4, $0x3ecccccd
-DATA lgc50<>+28(SB)/4, $0x3ecccccd
+DATA lgc50<>+0(SB)/4, $0x80000000
+DATA lgc50<>+4(SB)/4, $0x80000000
+DATA lgc50<>+8(SB)/4, $0x80000000
+DATA lgc50<>+12(SB)/4, $0x80000000
+DATA lgc50<>+16(SB)/4, $0x80000000
+DATA lgc50<>+20(SB)/4, $0x80000000
+DATA lgc50<>+24(SB)/4, $0x80000000
+DATA lgc50<>+28(SB)/4, $0x80000000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x80000000
-DATA lgc51<>+4(SB)/4, $0x80000000
-DATA lgc51<>+8(SB)/4, $0x80000000
-DATA lgc51<>+12(SB)/4, $0x80000000
-DATA lgc51<>+16(SB)/4, $0x80000000
-DATA lgc51<>+20(SB)/4, $0x80000000
-DATA lgc51<>+24(SB)/4, $0x80000000
-DATA lgc51<>+28(SB)/4, $0x80000000
+DATA lgc51<>+0(SB)/4, $0xffffffff
+DATA lgc51<>+4(SB)/4, $0xffffffff
+DATA lgc51<>+8(SB)/4, $0xffffffff
+DATA lgc51<>+12(SB)/4, $0x00000000
+DATA lgc51<>+16(SB)/4, $0x00000000
+DATA lgc51<>+20(SB)/4, $0x00000000
+DATA lgc51<>+24(SB)/4, $0x00000000
+DATA lgc51<>+28(SB)/4, $0x00000000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xffffffff
-DATA lgc52<>+4(SB)/4, $0xffffffff
-DATA lgc52<>+8(SB)/4, $0xffffffff
-DATA lgc52<>+12(SB)/4, $0x00000000
-DATA lgc52<>+16(SB)/4, $0x00000000
-DATA lgc52<>+20(SB)/4, $0x00000000
-DATA lgc52<>+24(SB)/4, $0x00000000
-DATA lgc52<>+28(SB)/4, $0x00000000
+DATA lgc52<>+0(SB)/8, $0x4020000000000000
+DATA lgc52<>+8(SB)/8, $0x4020000000000000
+DATA lgc52<>+16(SB)/8, $0x4020000000000000
+DATA lgc52<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/8, $0x4020000000000000
-DATA lgc53<>+8(SB)/8, $0x4020000000000000
-DATA lgc53<>+16(SB)/8, $0x4020000000000000
-DATA lgc53<>+24(SB)/8, $0x4020000000000000
+DATA lgc53<>+0(SB)/4, $0x7fffffff
+DATA lgc53<>+4(SB)/4, $0x7fffffff
+DATA lgc53<>+8(SB)/4, $0x7fffffff
+DATA lgc53<>+12(SB)/4, $0x7fffffff
+DATA lgc53<>+16(SB)/4, $0x7fffffff
+DATA lgc53<>+20(SB)/4, $0x7fffffff
+DATA lgc53<>+24(SB)/4, $0x7fffffff
+DATA lgc53<>+28(SB)/4, $0x7fffffff
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x7fffffff
-DATA lgc54<>+4(SB)/4, $0x7fffffff
-DATA lgc54<>+8(SB)/4, $0x7fffffff
-DATA lgc54<>+12(SB)/4, $0x7fffffff
-DATA lgc54<>+16(SB)/4, $0x7fffffff
-DATA lgc54<>+20(SB)/4, $0x7fffffff
-DATA lgc54<>+24(SB)/4, $0x7fffffff
-DATA lgc54<>+28(SB)/4, $0x7fffffff
+DATA lgc54<>+0(SB)/4, $0x7f7fffff
+DATA lgc54<>+4(SB)/4, $0x7f7fffff
+DATA lgc54<>+8(SB)/4, $0x7f7fffff
+DATA lgc54<>+12(SB)/4, $0x7f7fffff
+DATA lgc54<>+16(SB)/4, $0x7f7fffff
+DATA lgc54<>+20(SB)/4, $0x7f7fffff
+DATA lgc54<>+24(SB)/4, $0x7f7fffff
+DATA lgc54<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
-
-DATA lgc55<>+0(SB)/4, $0x7f7fffff
-DATA lgc55<>+4(SB)/4, $0x7f7fffff
-DATA lgc55<>+8(SB)/4, $0x7f7fffff
-DATA lgc55<>+12(SB)/4, $0x7f7fffff
-DATA lgc55<>+16(SB)/4, $0x7f7fffff
-DATA lgc55<>+20(SB)/4, $0x7f7fffff
-DATA lgc55<>+24(SB)/4, $0x7f7fffff
-DATA lgc55<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, s0 *float32, s1 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -7252,19 +7232,17 @@ inner_K_24:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	MOVQ         state+32(FP), BX
 	VANDPS       64(BX), Y1, Y1
@@ -7282,102 +7260,102 @@ inner_K_24:
 
 	// finish v3
 	VMOVUPD     13312(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPD      lgc20<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y1
+	VMULPD      lgc19<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc21<>+0(SB), Y3, Y3
-	VPAND       lgc22<>+0(SB), Y1, Y1
+	VPSUBQ      lgc20<>+0(SB), Y3, Y3
+	VPAND       lgc21<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc23<>+0(SB), Y2, Y1
-	VPOR        lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPD      lgc26<>+0(SB), Y1, Y4
+	VPAND       lgc22<>+0(SB), Y2, Y1
+	VPOR        lgc23<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPD      lgc25<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc24<>+0(SB), Y1, Y1
-	VADDPD      lgc27<>+0(SB), Y1, Y2
+	VSUBPD      lgc23<>+0(SB), Y1, Y1
+	VADDPD      lgc26<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc28<>+0(SB), Y6
+	VMOVAPD     lgc27<>+0(SB), Y6
+	VFMADD213PD lgc28<>+0(SB), Y5, Y6
 	VFMADD213PD lgc29<>+0(SB), Y5, Y6
-	VFMADD213PD lgc30<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc31<>+0(SB), Y7
+	VMOVAPD     lgc30<>+0(SB), Y7
+	VFMADD213PD lgc31<>+0(SB), Y5, Y7
 	VFMADD213PD lgc32<>+0(SB), Y5, Y7
 	VFMADD213PD lgc33<>+0(SB), Y5, Y7
-	VFMADD213PD lgc34<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc26<>+0(SB), Y4, Y4
-	VPADDQ      lgc35<>+0(SB), Y3, Y3
-	VSUBPD      lgc35<>+0(SB), Y3, Y3
+	VMULPD      lgc25<>+0(SB), Y4, Y4
+	VPADDQ      lgc34<>+0(SB), Y3, Y3
+	VSUBPD      lgc34<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc36<>+0(SB), Y3, Y5
+	VFMADD231PD lgc35<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc37<>+0(SB), Y3, Y1
+	VMULPD      lgc36<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc37<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     13344(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y2
-	VMULPD      lgc20<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y2
+	VMULPD      lgc19<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc21<>+0(SB), Y4, Y4
-	VPAND       lgc22<>+0(SB), Y2, Y2
+	VPSUBQ      lgc20<>+0(SB), Y4, Y4
+	VPAND       lgc21<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc23<>+0(SB), Y3, Y2
-	VPOR        lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y2, Y3
-	VMULPD      lgc26<>+0(SB), Y2, Y5
+	VPAND       lgc22<>+0(SB), Y3, Y2
+	VPOR        lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPD      lgc25<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc24<>+0(SB), Y2, Y2
-	VADDPD      lgc27<>+0(SB), Y2, Y3
+	VSUBPD      lgc23<>+0(SB), Y2, Y2
+	VADDPD      lgc26<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc28<>+0(SB), Y7
+	VMOVAPD     lgc27<>+0(SB), Y7
+	VFMADD213PD lgc28<>+0(SB), Y6, Y7
 	VFMADD213PD lgc29<>+0(SB), Y6, Y7
-	VFMADD213PD lgc30<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc31<>+0(SB), Y8
+	VMOVAPD     lgc30<>+0(SB), Y8
+	VFMADD213PD lgc31<>+0(SB), Y6, Y8
 	VFMADD213PD lgc32<>+0(SB), Y6, Y8
 	VFMADD213PD lgc33<>+0(SB), Y6, Y8
-	VFMADD213PD lgc34<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc26<>+0(SB), Y5, Y5
-	VPADDQ      lgc35<>+0(SB), Y4, Y4
-	VSUBPD      lgc35<>+0(SB), Y4, Y4
+	VMULPD      lgc25<>+0(SB), Y5, Y5
+	VPADDQ      lgc34<>+0(SB), Y4, Y4
+	VSUBPD      lgc34<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc36<>+0(SB), Y4, Y6
+	VFMADD231PD lgc35<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc37<>+0(SB), Y4, Y2
+	VMULPD      lgc36<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc37<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VMOVUPS     lgc41<>+0(SB), Y0
+	VMOVUPS     lgc40<>+0(SB), Y0
 	VCVTPD2PSY  Y1, X0
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y0, Y0
@@ -7417,19 +7395,17 @@ inner_KSrc_25:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       192(BX), Y1, Y1
 	VMOVUPS      Y1, 192(BX)
@@ -7446,102 +7422,102 @@ inner_KSrc_25:
 
 	// finish v15
 	VMOVUPD     13376(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPD      lgc20<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y1
+	VMULPD      lgc19<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc21<>+0(SB), Y3, Y3
-	VPAND       lgc22<>+0(SB), Y1, Y1
+	VPSUBQ      lgc20<>+0(SB), Y3, Y3
+	VPAND       lgc21<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc23<>+0(SB), Y2, Y1
-	VPOR        lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPD      lgc26<>+0(SB), Y1, Y4
+	VPAND       lgc22<>+0(SB), Y2, Y1
+	VPOR        lgc23<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPD      lgc25<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc24<>+0(SB), Y1, Y1
-	VADDPD      lgc27<>+0(SB), Y1, Y2
+	VSUBPD      lgc23<>+0(SB), Y1, Y1
+	VADDPD      lgc26<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc28<>+0(SB), Y6
+	VMOVAPD     lgc27<>+0(SB), Y6
+	VFMADD213PD lgc28<>+0(SB), Y5, Y6
 	VFMADD213PD lgc29<>+0(SB), Y5, Y6
-	VFMADD213PD lgc30<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc31<>+0(SB), Y7
+	VMOVAPD     lgc30<>+0(SB), Y7
+	VFMADD213PD lgc31<>+0(SB), Y5, Y7
 	VFMADD213PD lgc32<>+0(SB), Y5, Y7
 	VFMADD213PD lgc33<>+0(SB), Y5, Y7
-	VFMADD213PD lgc34<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc26<>+0(SB), Y4, Y4
-	VPADDQ      lgc35<>+0(SB), Y3, Y3
-	VSUBPD      lgc35<>+0(SB), Y3, Y3
+	VMULPD      lgc25<>+0(SB), Y4, Y4
+	VPADDQ      lgc34<>+0(SB), Y3, Y3
+	VSUBPD      lgc34<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc36<>+0(SB), Y3, Y5
+	VFMADD231PD lgc35<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc37<>+0(SB), Y3, Y1
+	VMULPD      lgc36<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc37<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     13408(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y2
-	VMULPD      lgc20<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y2
+	VMULPD      lgc19<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc21<>+0(SB), Y4, Y4
-	VPAND       lgc22<>+0(SB), Y2, Y2
+	VPSUBQ      lgc20<>+0(SB), Y4, Y4
+	VPAND       lgc21<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc23<>+0(SB), Y3, Y2
-	VPOR        lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y2, Y3
-	VMULPD      lgc26<>+0(SB), Y2, Y5
+	VPAND       lgc22<>+0(SB), Y3, Y2
+	VPOR        lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPD      lgc25<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc24<>+0(SB), Y2, Y2
-	VADDPD      lgc27<>+0(SB), Y2, Y3
+	VSUBPD      lgc23<>+0(SB), Y2, Y2
+	VADDPD      lgc26<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc28<>+0(SB), Y7
+	VMOVAPD     lgc27<>+0(SB), Y7
+	VFMADD213PD lgc28<>+0(SB), Y6, Y7
 	VFMADD213PD lgc29<>+0(SB), Y6, Y7
-	VFMADD213PD lgc30<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc31<>+0(SB), Y8
+	VMOVAPD     lgc30<>+0(SB), Y8
+	VFMADD213PD lgc31<>+0(SB), Y6, Y8
 	VFMADD213PD lgc32<>+0(SB), Y6, Y8
 	VFMADD213PD lgc33<>+0(SB), Y6, Y8
-	VFMADD213PD lgc34<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc26<>+0(SB), Y5, Y5
-	VPADDQ      lgc35<>+0(SB), Y4, Y4
-	VSUBPD      lgc35<>+0(SB), Y4, Y4
+	VMULPD      lgc25<>+0(SB), Y5, Y5
+	VPADDQ      lgc34<>+0(SB), Y4, Y4
+	VSUBPD      lgc34<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc36<>+0(SB), Y4, Y6
+	VFMADD231PD lgc35<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc37<>+0(SB), Y4, Y2
+	VMULPD      lgc36<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc37<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VMOVUPS     lgc41<>+0(SB), Y0
+	VMOVUPS     lgc40<>+0(SB), Y0
 	VCVTPD2PSY  Y1, X0
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y0, Y0
@@ -7559,10 +7535,10 @@ inner_KSrc_25:
 	VMOVUPS    6560(SP), Y1
 	VMOVUPS    6592(SP), Y2
 	VMOVUPS    6624(SP), Y3
-	VMOVUPS    lgc41<>+0(SB), Y4
-	VMOVUPS    lgc41<>+0(SB), Y5
-	VMOVUPS    lgc41<>+0(SB), Y6
-	VMOVUPS    lgc41<>+0(SB), Y7
+	VMOVUPS    lgc40<>+0(SB), Y4
+	VMOVUPS    lgc40<>+0(SB), Y5
+	VMOVUPS    lgc40<>+0(SB), Y6
+	VMOVUPS    lgc40<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
@@ -7603,10 +7579,10 @@ inner_KSrc_25:
 	VMOVUPS    13216(SP), Y1
 	VMOVUPS    13248(SP), Y2
 	VMOVUPS    13280(SP), Y3
-	VMOVUPS    lgc41<>+0(SB), Y4
-	VMOVUPS    lgc41<>+0(SB), Y5
-	VMOVUPS    lgc41<>+0(SB), Y6
-	VMOVUPS    lgc41<>+0(SB), Y7
+	VMOVUPS    lgc40<>+0(SB), Y4
+	VMOVUPS    lgc40<>+0(SB), Y5
+	VMOVUPS    lgc40<>+0(SB), Y6
+	VMOVUPS    lgc40<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
@@ -9756,9 +9732,9 @@ blocks_26:
 	JMP        indexdone_29
 
 wideindex_28:
-	VMOVUPS    lgc41<>+0(SB), Y0
+	VMOVUPS    lgc40<>+0(SB), Y0
 	VMOVUPS    Y0, 22848(SP)
-	VMOVUPS    lgc41<>+0(SB), X0
+	VMOVUPS    lgc40<>+0(SB), X0
 	MOVQ       (DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
 	VMOVSS     X0, 22848(SP)
@@ -9793,14 +9769,14 @@ indexdone_29:
 	MOVQ       s0+40(FP), DI
 	LEAQ       (DI)(DX*4), DI
 	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc42<>+0(SB), Y0, Y0
-	VPMULLD    lgc43<>+0(SB), Y0, Y0
-	VPADDD     lgc44<>+0(SB), Y0, Y0
-	VMOVUPS    lgc45<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
+	VPMAXSD    lgc40<>+0(SB), Y0, Y0
+	VPMINSD    lgc41<>+0(SB), Y0, Y0
+	VPMULLD    lgc42<>+0(SB), Y0, Y0
+	VPADDD     lgc43<>+0(SB), Y0, Y0
+	VMOVUPS    lgc44<>+0(SB), Y1
+	VMOVUPS    lgc40<>+0(SB), Y2
 	VGATHERDPS Y1, (DI)(Y0*4), Y2
-	VMOVUPS    lgc18<>+0(SB), Y0
+	VMOVUPS    lgc17<>+0(SB), Y0
 	VMOVUPS    Y0, 22880(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
 	VMOVUPD    Y0, 22944(SP)
@@ -9841,19 +9817,17 @@ inner_KSrc_31:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc13<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	MOVQ         state+48(FP), R8
 	VANDPS       960(R8), Y1, Y1
@@ -9871,102 +9845,102 @@ inner_KSrc_31:
 
 	// finish v8
 	VMOVUPD     23040(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPD      lgc20<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y1
+	VMULPD      lgc19<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc21<>+0(SB), Y3, Y3
-	VPAND       lgc22<>+0(SB), Y1, Y1
+	VPSUBQ      lgc20<>+0(SB), Y3, Y3
+	VPAND       lgc21<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc23<>+0(SB), Y2, Y1
-	VPOR        lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPD      lgc26<>+0(SB), Y1, Y4
+	VPAND       lgc22<>+0(SB), Y2, Y1
+	VPOR        lgc23<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPD      lgc25<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc24<>+0(SB), Y1, Y1
-	VADDPD      lgc27<>+0(SB), Y1, Y2
+	VSUBPD      lgc23<>+0(SB), Y1, Y1
+	VADDPD      lgc26<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc28<>+0(SB), Y6
+	VMOVAPD     lgc27<>+0(SB), Y6
+	VFMADD213PD lgc28<>+0(SB), Y5, Y6
 	VFMADD213PD lgc29<>+0(SB), Y5, Y6
-	VFMADD213PD lgc30<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc31<>+0(SB), Y7
+	VMOVAPD     lgc30<>+0(SB), Y7
+	VFMADD213PD lgc31<>+0(SB), Y5, Y7
 	VFMADD213PD lgc32<>+0(SB), Y5, Y7
 	VFMADD213PD lgc33<>+0(SB), Y5, Y7
-	VFMADD213PD lgc34<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc26<>+0(SB), Y4, Y4
-	VPADDQ      lgc35<>+0(SB), Y3, Y3
-	VSUBPD      lgc35<>+0(SB), Y3, Y3
+	VMULPD      lgc25<>+0(SB), Y4, Y4
+	VPADDQ      lgc34<>+0(SB), Y3, Y3
+	VSUBPD      lgc34<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc36<>+0(SB), Y3, Y5
+	VFMADD231PD lgc35<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc37<>+0(SB), Y3, Y1
+	VMULPD      lgc36<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc37<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc38<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     23072(SP), Y0
-	VCMPPD      $0x11, lgc19<>+0(SB), Y0, Y2
-	VMULPD      lgc20<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc18<>+0(SB), Y0, Y2
+	VMULPD      lgc19<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc21<>+0(SB), Y4, Y4
-	VPAND       lgc22<>+0(SB), Y2, Y2
+	VPSUBQ      lgc20<>+0(SB), Y4, Y4
+	VPAND       lgc21<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc23<>+0(SB), Y3, Y2
-	VPOR        lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc25<>+0(SB), Y2, Y3
-	VMULPD      lgc26<>+0(SB), Y2, Y5
+	VPAND       lgc22<>+0(SB), Y3, Y2
+	VPOR        lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPD      lgc25<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc24<>+0(SB), Y2, Y2
-	VADDPD      lgc27<>+0(SB), Y2, Y3
+	VSUBPD      lgc23<>+0(SB), Y2, Y2
+	VADDPD      lgc26<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc28<>+0(SB), Y7
+	VMOVAPD     lgc27<>+0(SB), Y7
+	VFMADD213PD lgc28<>+0(SB), Y6, Y7
 	VFMADD213PD lgc29<>+0(SB), Y6, Y7
-	VFMADD213PD lgc30<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc31<>+0(SB), Y8
+	VMOVAPD     lgc30<>+0(SB), Y8
+	VFMADD213PD lgc31<>+0(SB), Y6, Y8
 	VFMADD213PD lgc32<>+0(SB), Y6, Y8
 	VFMADD213PD lgc33<>+0(SB), Y6, Y8
-	VFMADD213PD lgc34<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc26<>+0(SB), Y5, Y5
-	VPADDQ      lgc35<>+0(SB), Y4, Y4
-	VSUBPD      lgc35<>+0(SB), Y4, Y4
+	VMULPD      lgc25<>+0(SB), Y5, Y5
+	VPADDQ      lgc34<>+0(SB), Y4, Y4
+	VSUBPD      lgc34<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc36<>+0(SB), Y4, Y6
+	VFMADD231PD lgc35<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc37<>+0(SB), Y4, Y2
+	VMULPD      lgc36<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc37<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc39<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc40<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VMOVUPS     lgc41<>+0(SB), Y0
+	VMOVUPS     lgc40<>+0(SB), Y0
 	VCVTPD2PSY  Y1, X0
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y0, Y0
@@ -10004,12 +9978,10 @@ inner_KSrc_32:
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc13<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc14<>+0(SB), Y3, Y4
-	VPMINSD      lgc15<>+0(SB), Y4, Y4
+	VPADDD       lgc14<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y3, Y6, Y6
@@ -10033,7 +10005,7 @@ inner_KSrc_32:
 	// finish expectedQ
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
+	VMOVUPS     lgc40<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -10051,7 +10023,7 @@ inner_KSrc_32:
 	VEXTRACTI128 $0x01, Y2, X1
 	VPMOVSXDQ    X1, Y1
 	MOVQ         DX, DI
-	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 	VCVTSI2SDQ   DI, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
@@ -10068,7 +10040,7 @@ inner_KSrc_32:
 	// finish v14
 	VMOVUPD     22944(SP), Y0
 	VMOVUPD     22976(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
+	VMOVUPS     lgc40<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -10080,12 +10052,12 @@ inner_KSrc_32:
 	MOVQ       s1+64(FP), DI
 	LEAQ       (DI)(DX*4), DI
 	VCVTTPS2DQ Y0, Y1
-	VPMAXSD    lgc41<>+0(SB), Y1, Y1
-	VPMINSD    lgc42<>+0(SB), Y1, Y1
-	VPMULLD    lgc43<>+0(SB), Y1, Y1
-	VPADDD     lgc44<>+0(SB), Y1, Y1
-	VMOVUPS    lgc45<>+0(SB), Y2
-	VMOVUPS    lgc41<>+0(SB), Y3
+	VPMAXSD    lgc40<>+0(SB), Y1, Y1
+	VPMINSD    lgc41<>+0(SB), Y1, Y1
+	VPMULLD    lgc42<>+0(SB), Y1, Y1
+	VPADDD     lgc43<>+0(SB), Y1, Y1
+	VMOVUPS    lgc44<>+0(SB), Y2
+	VMOVUPS    lgc40<>+0(SB), Y3
 	VGATHERDPS Y2, (DI)(Y1*4), Y3
 	VMOVUPS    lgc13<>+0(SB), Y1
 	MOVQ       nextTerminated+72(FP), DX
@@ -10096,13 +10068,13 @@ inner_KSrc_32:
 	VSUBPS Y2, Y1, Y1
 
 	// v25 = mul(v22, 0.99)
-	VMULPS  lgc46<>+0(SB), Y1, Y1
+	VMULPS  lgc45<>+0(SB), Y1, Y1
 	VMOVUPS Y0, 23104(SP)
 	VMOVUPS Y3, 23136(SP)
 	MOVQ    nextReward+80(FP), DX
 	VMOVUPS (DX)(SI*4), Y0
-	VMOVUPS lgc47<>+0(SB), Y2
-	VMOVUPS lgc48<>+0(SB), Y3
+	VMOVUPS lgc46<>+0(SB), Y2
+	VMOVUPS lgc47<>+0(SB), Y3
 	XORQ    DX, DX
 
 inner_KSrc_33:
@@ -10151,12 +10123,12 @@ inner_KSrc_35:
 	MOVQ       nextActionValue+88(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y6, Y6
-	VPMAXSD    lgc41<>+0(SB), Y6, Y6
-	VPMINSD    lgc42<>+0(SB), Y6, Y6
-	VPMULLD    lgc43<>+0(SB), Y6, Y6
-	VPADDD     lgc49<>+0(SB), Y6, Y6
-	VMOVUPS    lgc45<>+0(SB), Y7
-	VMOVUPS    lgc41<>+0(SB), Y8
+	VPMAXSD    lgc40<>+0(SB), Y6, Y6
+	VPMINSD    lgc41<>+0(SB), Y6, Y6
+	VPMULLD    lgc42<>+0(SB), Y6, Y6
+	VPADDD     lgc48<>+0(SB), Y6, Y6
+	VMOVUPS    lgc44<>+0(SB), Y7
+	VMOVUPS    lgc40<>+0(SB), Y8
 	VGATHERDPS Y7, (R10)(Y6*4), Y8
 	VMOVUPS    23136(SP), Y6
 
@@ -10184,12 +10156,10 @@ inner_KSrc_35:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc13<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc14<>+0(SB), Y6, Y7
-	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPADDD       lgc14<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc15<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -10212,8 +10182,8 @@ inner_KSrc_35:
 	VMINPS Y6, Y3, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc47<>+0(SB), Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VSUBPS  lgc46<>+0(SB), Y6, Y6
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
@@ -10226,21 +10196,21 @@ inner_KSrc_35:
 	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMOVUPS lgc50<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
 	VSUBPS  Y6, Y7, Y6
-	VMOVUPS lgc41<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS lgc51<>+0(SB), Y7, Y7
-	VXORPS lgc51<>+0(SB), Y6, Y6
+	VXORPS lgc50<>+0(SB), Y7, Y7
+	VXORPS lgc50<>+0(SB), Y6, Y6
 	VMINPS Y7, Y6, Y8
 	VMINPS Y6, Y7, Y6
 	VORPS  Y8, Y6, Y6
-	VXORPS lgc51<>+0(SB), Y6, Y6
+	VXORPS lgc50<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
 	VMULPS Y6, Y9, Y6
@@ -10256,7 +10226,7 @@ inner_KSrc_35:
 	JL           inner_KSrc_35
 
 	// finish v44
-	VMOVUPS     lgc41<>+0(SB), Y6
+	VMOVUPS     lgc40<>+0(SB), Y6
 	VCVTPD2PSY  Y4, X6
 	VCVTPD2PSY  Y5, X4
 	VINSERTF128 $0x01, X4, Y6, Y4
@@ -10284,9 +10254,9 @@ inner_KSrc_35:
 	JMP       indexdone_37
 
 wideindex_36:
-	VMOVUPS    lgc41<>+0(SB), Y5
+	VMOVUPS    lgc40<>+0(SB), Y5
 	VMOVUPS    Y5, 23168(SP)
-	VMOVUPS    lgc41<>+0(SB), X5
+	VMOVUPS    lgc40<>+0(SB), X5
 	MOVQ       (DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
 	VMOVSS     X5, 23168(SP)
@@ -10326,12 +10296,12 @@ inner_K_38:
 	MOVQ       actionValue+24(FP), R9
 	LEAQ       (R9)(DI*4), R9
 	VCVTTPS2DQ Y5, Y6
-	VPMAXSD    lgc41<>+0(SB), Y6, Y6
-	VPMINSD    lgc42<>+0(SB), Y6, Y6
-	VPMULLD    lgc43<>+0(SB), Y6, Y6
-	VPADDD     lgc49<>+0(SB), Y6, Y6
-	VMOVUPS    lgc45<>+0(SB), Y7
-	VMOVUPS    lgc41<>+0(SB), Y8
+	VPMAXSD    lgc40<>+0(SB), Y6, Y6
+	VPMINSD    lgc41<>+0(SB), Y6, Y6
+	VPMULLD    lgc42<>+0(SB), Y6, Y6
+	VPADDD     lgc48<>+0(SB), Y6, Y6
+	VMOVUPS    lgc44<>+0(SB), Y7
+	VMOVUPS    lgc40<>+0(SB), Y8
 	VGATHERDPS Y7, (R9)(Y6*4), Y8
 	VMOVUPS    23008(SP), Y6
 
@@ -10355,12 +10325,12 @@ inner_KSrc_39:
 	MOVQ         nextActionValue+88(FP), R10
 	LEAQ         (R10)(R9*4), R10
 	VCVTTPS2DQ   Y6, Y6
-	VPMAXSD      lgc41<>+0(SB), Y6, Y6
-	VPMINSD      lgc42<>+0(SB), Y6, Y6
-	VPMULLD      lgc43<>+0(SB), Y6, Y6
-	VPADDD       lgc49<>+0(SB), Y6, Y6
-	VMOVUPS      lgc45<>+0(SB), Y7
-	VMOVUPS      lgc41<>+0(SB), Y8
+	VPMAXSD      lgc40<>+0(SB), Y6, Y6
+	VPMINSD      lgc41<>+0(SB), Y6, Y6
+	VPMULLD      lgc42<>+0(SB), Y6, Y6
+	VPADDD       lgc48<>+0(SB), Y6, Y6
+	VMOVUPS      lgc44<>+0(SB), Y7
+	VMOVUPS      lgc40<>+0(SB), Y8
 	VGATHERDPS   Y7, (R10)(Y6*4), Y8
 	MOVQ         fbConst11+56(FP), R9
 	MOVQ         DI, R10
@@ -10374,14 +10344,14 @@ inner_KSrc_39:
 
 	// v30 = max(v27, -10) tie=first
 	VMAXPS  Y6, Y2, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VMOVUPS lgc47<>+0(SB), Y7
 
 	// tz = min(v30, 10) tie=first
 	VMINPS Y6, Y7, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc47<>+0(SB), Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VSUBPS  lgc46<>+0(SB), Y6, Y6
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
@@ -10394,21 +10364,21 @@ inner_KSrc_39:
 	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMOVUPS lgc50<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
 	VSUBPS  Y6, Y7, Y6
-	VMOVUPS lgc41<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS  lgc51<>+0(SB), Y7, Y7
-	VXORPS  lgc51<>+0(SB), Y6, Y6
+	VXORPS  lgc50<>+0(SB), Y7, Y7
+	VXORPS  lgc50<>+0(SB), Y6, Y6
 	VMINPS  Y7, Y6, Y8
 	VMINPS  Y6, Y7, Y6
 	VORPS   Y8, Y6, Y6
-	VXORPS  lgc51<>+0(SB), Y6, Y6
+	VXORPS  lgc50<>+0(SB), Y6, Y6
 	IMUL3Q  $+32, DI, R9
 	VMOVUPS (SP)(R9*1), Y7
 
@@ -10430,7 +10400,7 @@ inner_KSrc_39:
 	// finish v44
 	VMOVUPD     23200(SP), Y6
 	VMOVUPD     23232(SP), Y7
-	VMOVUPS     lgc41<>+0(SB), Y8
+	VMOVUPS     lgc40<>+0(SB), Y8
 	VCVTPD2PSY  Y6, X8
 	VCVTPD2PSY  Y7, X6
 	VINSERTF128 $0x01, X6, Y8, Y6
@@ -10450,13 +10420,13 @@ inner_KSrc_39:
 	JL           inner_K_38
 
 	// finish v47
-	VMOVUPS     lgc41<>+0(SB), Y5
+	VMOVUPS     lgc40<>+0(SB), Y5
 	VCVTPD2PSY  Y3, X5
 	VCVTPD2PSY  Y4, X3
 	VINSERTF128 $0x01, X3, Y5, Y3
 
 	// crossEntropy = neg(v47)
-	VXORPS lgc51<>+0(SB), Y3, Y3
+	VXORPS lgc50<>+0(SB), Y3, Y3
 
 	// mean(crossEntropy) over [B]
 	VADDPS  832(R8), Y3, Y4
@@ -10464,7 +10434,7 @@ inner_KSrc_39:
 	VMOVUPD lgc1<>+0(SB), Y4
 	VMOVUPD lgc1<>+0(SB), Y5
 	VMOVUPS Y3, 23296(SP)
-	VMOVUPS lgc48<>+0(SB), Y3
+	VMOVUPS lgc47<>+0(SB), Y3
 	XORQ    DX, DX
 
 inner_K_40:
@@ -10485,12 +10455,12 @@ inner_KSrc_41:
 	MOVQ         nextActionValue+88(FP), R10
 	LEAQ         (R10)(R9*4), R10
 	VCVTTPS2DQ   Y6, Y6
-	VPMAXSD      lgc41<>+0(SB), Y6, Y6
-	VPMINSD      lgc42<>+0(SB), Y6, Y6
-	VPMULLD      lgc43<>+0(SB), Y6, Y6
-	VPADDD       lgc49<>+0(SB), Y6, Y6
-	VMOVUPS      lgc45<>+0(SB), Y7
-	VMOVUPS      lgc41<>+0(SB), Y8
+	VPMAXSD      lgc40<>+0(SB), Y6, Y6
+	VPMINSD      lgc41<>+0(SB), Y6, Y6
+	VPMULLD      lgc42<>+0(SB), Y6, Y6
+	VPADDD       lgc48<>+0(SB), Y6, Y6
+	VMOVUPS      lgc44<>+0(SB), Y7
+	VMOVUPS      lgc40<>+0(SB), Y8
 	VGATHERDPS   Y7, (R10)(Y6*4), Y8
 	MOVQ         fbConst11+56(FP), R9
 	MOVQ         DI, R10
@@ -10509,8 +10479,8 @@ inner_KSrc_41:
 	VMINPS Y6, Y3, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc47<>+0(SB), Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VSUBPS  lgc46<>+0(SB), Y6, Y6
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
 	VDIVPS       Y7, Y6, Y6
@@ -10523,21 +10493,21 @@ inner_KSrc_41:
 	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMOVUPS lgc50<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
 	VSUBPS  Y6, Y7, Y6
-	VMOVUPS lgc41<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS  lgc51<>+0(SB), Y7, Y7
-	VXORPS  lgc51<>+0(SB), Y6, Y6
+	VXORPS  lgc50<>+0(SB), Y7, Y7
+	VXORPS  lgc50<>+0(SB), Y6, Y6
 	VMINPS  Y7, Y6, Y8
 	VMINPS  Y6, Y7, Y6
 	VORPS   Y8, Y6, Y6
-	VXORPS  lgc51<>+0(SB), Y6, Y6
+	VXORPS  lgc50<>+0(SB), Y6, Y6
 	IMUL3Q  $+32, DI, R9
 	VMOVUPS (SP)(R9*1), Y7
 
@@ -10559,16 +10529,16 @@ inner_KSrc_41:
 	// finish v44
 	VMOVUPD     23200(SP), Y6
 	VMOVUPD     23232(SP), Y7
-	VMOVUPS     lgc41<>+0(SB), Y8
+	VMOVUPS     lgc40<>+0(SB), Y8
 	VCVTPD2PSY  Y6, X8
 	VCVTPD2PSY  Y7, X6
 	VINSERTF128 $0x01, X6, Y8, Y6
 
 	// v52 = mul(-0.0078125, v44)
-	VMULPS lgc56<>+0(SB), Y6, Y6
+	VMULPS lgc55<>+0(SB), Y6, Y6
 
 	// v53 = neg(v52)
-	VXORPS lgc51<>+0(SB), Y6, Y6
+	VXORPS lgc50<>+0(SB), Y6, Y6
 
 	// sum(v53) over [K]
 	VCVTPS2PD    X6, Y7
@@ -10583,7 +10553,7 @@ inner_KSrc_41:
 	// finish v54
 	VMOVUPD     Y4, Y0
 	VMOVUPD     Y5, Y2
-	VMOVUPS     lgc41<>+0(SB), Y3
+	VMOVUPS     lgc40<>+0(SB), Y3
 	VCVTPD2PSY  Y0, X3
 	VCVTPD2PSY  Y2, X0
 	VINSERTF128 $0x01, X0, Y3, Y0
@@ -10604,9 +10574,9 @@ inner_KSrc_41:
 	JMP         indexdone_43
 
 wideindex_42:
-	VMOVUPS    lgc41<>+0(SB), Y0
+	VMOVUPS    lgc40<>+0(SB), Y0
 	VMOVUPS    Y0, 23392(SP)
-	VMOVUPS    lgc41<>+0(SB), X0
+	VMOVUPS    lgc40<>+0(SB), X0
 	MOVQ       (DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
 	VMOVSS     X0, 23392(SP)
@@ -10669,19 +10639,17 @@ inner_K_45:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc13<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc14<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
-	VCMPPS       $0x15, lgc16<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc17<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc15<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc16<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       64(R8), Y2, Y2
 	VMOVUPS      Y2, 64(R8)
@@ -10698,102 +10666,102 @@ inner_K_45:
 
 	// finish v3
 	VMOVUPD      23424(SP), Y1
-	VCMPPD       $0x11, lgc19<>+0(SB), Y1, Y2
-	VMULPD       lgc20<>+0(SB), Y1, Y3
+	VCMPPD       $0x11, lgc18<>+0(SB), Y1, Y2
+	VMULPD       lgc19<>+0(SB), Y1, Y3
 	VBLENDVPD    Y2, Y3, Y1, Y3
 	VPSRLQ       $0x34, Y3, Y4
-	VPSUBQ       lgc21<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
+	VPSUBQ       lgc20<>+0(SB), Y4, Y4
+	VPAND        lgc21<>+0(SB), Y2, Y2
 	VPADDQ       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
-	VPOR         lgc24<>+0(SB), Y2, Y2
-	VCMPPD       $0x1e, lgc25<>+0(SB), Y2, Y3
-	VMULPD       lgc26<>+0(SB), Y2, Y5
+	VPAND        lgc22<>+0(SB), Y3, Y2
+	VPOR         lgc23<>+0(SB), Y2, Y2
+	VCMPPD       $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPD       lgc25<>+0(SB), Y2, Y5
 	VBLENDVPD    Y3, Y5, Y2, Y2
 	VPSUBQ       Y3, Y4, Y4
-	VSUBPD       lgc24<>+0(SB), Y2, Y2
-	VADDPD       lgc27<>+0(SB), Y2, Y3
+	VSUBPD       lgc23<>+0(SB), Y2, Y2
+	VADDPD       lgc26<>+0(SB), Y2, Y3
 	VDIVPD       Y3, Y2, Y3
 	VMULPD       Y3, Y3, Y5
 	VMULPD       Y5, Y5, Y6
-	VMOVAPD      lgc28<>+0(SB), Y7
+	VMOVAPD      lgc27<>+0(SB), Y7
+	VFMADD213PD  lgc28<>+0(SB), Y6, Y7
 	VFMADD213PD  lgc29<>+0(SB), Y6, Y7
-	VFMADD213PD  lgc30<>+0(SB), Y6, Y7
 	VMULPD       Y6, Y7, Y7
-	VMOVAPD      lgc31<>+0(SB), Y8
+	VMOVAPD      lgc30<>+0(SB), Y8
+	VFMADD213PD  lgc31<>+0(SB), Y6, Y8
 	VFMADD213PD  lgc32<>+0(SB), Y6, Y8
 	VFMADD213PD  lgc33<>+0(SB), Y6, Y8
-	VFMADD213PD  lgc34<>+0(SB), Y6, Y8
 	VMULPD       Y5, Y8, Y8
 	VADDPD       Y7, Y8, Y8
 	VMULPD       Y2, Y2, Y5
-	VMULPD       lgc26<>+0(SB), Y5, Y5
-	VPADDQ       lgc35<>+0(SB), Y4, Y4
-	VSUBPD       lgc35<>+0(SB), Y4, Y4
+	VMULPD       lgc25<>+0(SB), Y5, Y5
+	VPADDQ       lgc34<>+0(SB), Y4, Y4
+	VSUBPD       lgc34<>+0(SB), Y4, Y4
 	VADDPD       Y5, Y8, Y6
 	VMULPD       Y3, Y6, Y6
-	VFMADD231PD  lgc36<>+0(SB), Y4, Y6
+	VFMADD231PD  lgc35<>+0(SB), Y4, Y6
 	VSUBPD       Y6, Y5, Y6
 	VSUBPD       Y2, Y6, Y6
-	VMULPD       lgc37<>+0(SB), Y4, Y2
+	VMULPD       lgc36<>+0(SB), Y4, Y2
 	VSUBPD       Y6, Y2, Y2
 	VCMPPD       $0x00, lgc1<>+0(SB), Y1, Y3
-	VBLENDVPD    Y3, lgc38<>+0(SB), Y2, Y2
+	VBLENDVPD    Y3, lgc37<>+0(SB), Y2, Y2
 	VCMPPD       $0x11, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPD    Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPD       $0x00, lgc39<>+0(SB), Y1, Y3
 	VBLENDVPD    Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD       $0x00, lgc40<>+0(SB), Y1, Y3
-	VBLENDVPD    Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD       $0x03, Y1, Y1, Y3
 	VBLENDVPD    Y3, Y1, Y2, Y2
 	VMOVUPD      23456(SP), Y1
-	VCMPPD       $0x11, lgc19<>+0(SB), Y1, Y3
-	VMULPD       lgc20<>+0(SB), Y1, Y4
+	VCMPPD       $0x11, lgc18<>+0(SB), Y1, Y3
+	VMULPD       lgc19<>+0(SB), Y1, Y4
 	VBLENDVPD    Y3, Y4, Y1, Y4
 	VPSRLQ       $0x34, Y4, Y5
-	VPSUBQ       lgc21<>+0(SB), Y5, Y5
-	VPAND        lgc22<>+0(SB), Y3, Y3
+	VPSUBQ       lgc20<>+0(SB), Y5, Y5
+	VPAND        lgc21<>+0(SB), Y3, Y3
 	VPADDQ       Y3, Y5, Y5
-	VPAND        lgc23<>+0(SB), Y4, Y3
-	VPOR         lgc24<>+0(SB), Y3, Y3
-	VCMPPD       $0x1e, lgc25<>+0(SB), Y3, Y4
-	VMULPD       lgc26<>+0(SB), Y3, Y6
+	VPAND        lgc22<>+0(SB), Y4, Y3
+	VPOR         lgc23<>+0(SB), Y3, Y3
+	VCMPPD       $0x1e, lgc24<>+0(SB), Y3, Y4
+	VMULPD       lgc25<>+0(SB), Y3, Y6
 	VBLENDVPD    Y4, Y6, Y3, Y3
 	VPSUBQ       Y4, Y5, Y5
-	VSUBPD       lgc24<>+0(SB), Y3, Y3
-	VADDPD       lgc27<>+0(SB), Y3, Y4
+	VSUBPD       lgc23<>+0(SB), Y3, Y3
+	VADDPD       lgc26<>+0(SB), Y3, Y4
 	VDIVPD       Y4, Y3, Y4
 	VMULPD       Y4, Y4, Y6
 	VMULPD       Y6, Y6, Y7
-	VMOVAPD      lgc28<>+0(SB), Y8
+	VMOVAPD      lgc27<>+0(SB), Y8
+	VFMADD213PD  lgc28<>+0(SB), Y7, Y8
 	VFMADD213PD  lgc29<>+0(SB), Y7, Y8
-	VFMADD213PD  lgc30<>+0(SB), Y7, Y8
 	VMULPD       Y7, Y8, Y8
-	VMOVAPD      lgc31<>+0(SB), Y9
+	VMOVAPD      lgc30<>+0(SB), Y9
+	VFMADD213PD  lgc31<>+0(SB), Y7, Y9
 	VFMADD213PD  lgc32<>+0(SB), Y7, Y9
 	VFMADD213PD  lgc33<>+0(SB), Y7, Y9
-	VFMADD213PD  lgc34<>+0(SB), Y7, Y9
 	VMULPD       Y6, Y9, Y9
 	VADDPD       Y8, Y9, Y9
 	VMULPD       Y3, Y3, Y6
-	VMULPD       lgc26<>+0(SB), Y6, Y6
-	VPADDQ       lgc35<>+0(SB), Y5, Y5
-	VSUBPD       lgc35<>+0(SB), Y5, Y5
+	VMULPD       lgc25<>+0(SB), Y6, Y6
+	VPADDQ       lgc34<>+0(SB), Y5, Y5
+	VSUBPD       lgc34<>+0(SB), Y5, Y5
 	VADDPD       Y6, Y9, Y7
 	VMULPD       Y4, Y7, Y7
-	VFMADD231PD  lgc36<>+0(SB), Y5, Y7
+	VFMADD231PD  lgc35<>+0(SB), Y5, Y7
 	VSUBPD       Y7, Y6, Y7
 	VSUBPD       Y3, Y7, Y7
-	VMULPD       lgc37<>+0(SB), Y5, Y3
+	VMULPD       lgc36<>+0(SB), Y5, Y3
 	VSUBPD       Y7, Y3, Y3
 	VCMPPD       $0x00, lgc1<>+0(SB), Y1, Y4
-	VBLENDVPD    Y4, lgc38<>+0(SB), Y3, Y3
+	VBLENDVPD    Y4, lgc37<>+0(SB), Y3, Y3
 	VCMPPD       $0x11, lgc1<>+0(SB), Y1, Y4
+	VBLENDVPD    Y4, lgc38<>+0(SB), Y3, Y3
+	VCMPPD       $0x00, lgc39<>+0(SB), Y1, Y4
 	VBLENDVPD    Y4, lgc39<>+0(SB), Y3, Y3
-	VCMPPD       $0x00, lgc40<>+0(SB), Y1, Y4
-	VBLENDVPD    Y4, lgc40<>+0(SB), Y3, Y3
 	VCMPPD       $0x03, Y1, Y1, Y4
 	VBLENDVPD    Y4, Y1, Y3, Y3
-	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 	VCVTPD2PSY   Y2, X1
 	VCVTPD2PSY   Y3, X2
 	VINSERTF128  $0x01, X2, Y1, Y1
@@ -10808,7 +10776,7 @@ inner_K_45:
 
 	// v57 = where(v56, v54, 0)
 	VANDPS  Y3, Y2, Y3
-	VMOVUPS lgc41<>+0(SB), Y4
+	VMOVUPS lgc40<>+0(SB), Y4
 
 	// v60 = ne(v57, 0)
 	VCMPPS  $0x04, Y4, Y3, Y4
@@ -10818,9 +10786,9 @@ inner_K_45:
 	VMOVUPS Y4, 23584(SP)
 	MOVQ    nextReward+80(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
-	VMOVUPS lgc47<>+0(SB), Y2
-	VMOVUPS lgc48<>+0(SB), Y3
-	VMOVUPS lgc50<>+0(SB), Y4
+	VMOVUPS lgc46<>+0(SB), Y2
+	VMOVUPS lgc47<>+0(SB), Y3
+	VMOVUPS lgc49<>+0(SB), Y4
 	XORQ    DI, DI
 
 inner_K_46:
@@ -10845,12 +10813,12 @@ inner_KSrc_47:
 	MOVQ         nextActionValue+88(FP), R11
 	LEAQ         (R11)(R10*4), R11
 	VCVTTPS2DQ   Y6, Y6
-	VPMAXSD      lgc41<>+0(SB), Y6, Y6
-	VPMINSD      lgc42<>+0(SB), Y6, Y6
-	VPMULLD      lgc43<>+0(SB), Y6, Y6
-	VPADDD       lgc49<>+0(SB), Y6, Y6
-	VMOVUPS      lgc45<>+0(SB), Y7
-	VMOVUPS      lgc41<>+0(SB), Y8
+	VPMAXSD      lgc40<>+0(SB), Y6, Y6
+	VPMINSD      lgc41<>+0(SB), Y6, Y6
+	VPMULLD      lgc42<>+0(SB), Y6, Y6
+	VPADDD       lgc48<>+0(SB), Y6, Y6
+	VMOVUPS      lgc44<>+0(SB), Y7
+	VMOVUPS      lgc40<>+0(SB), Y8
 	VGATHERDPS   Y7, (R11)(Y6*4), Y8
 	VMOVUPS      23328(SP), Y6
 	MOVQ         fbConst11+56(FP), R10
@@ -10870,7 +10838,7 @@ inner_KSrc_47:
 	VMINPS Y6, Y3, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS lgc47<>+0(SB), Y6, Y6
+	VSUBPS lgc46<>+0(SB), Y6, Y6
 
 	// b = div(v34, 0.4)
 	VDIVPS Y4, Y6, Y6
@@ -10879,21 +10847,21 @@ inner_KSrc_47:
 	VSUBPS Y5, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMOVUPS lgc50<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
 	VSUBPS  Y6, Y7, Y6
-	VMOVUPS lgc41<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS  lgc51<>+0(SB), Y7, Y7
-	VXORPS  lgc51<>+0(SB), Y6, Y6
+	VXORPS  lgc50<>+0(SB), Y7, Y7
+	VXORPS  lgc50<>+0(SB), Y6, Y6
 	VMINPS  Y7, Y6, Y8
 	VMINPS  Y6, Y7, Y6
 	VORPS   Y8, Y6, Y6
-	VXORPS  lgc51<>+0(SB), Y6, Y6
+	VXORPS  lgc50<>+0(SB), Y6, Y6
 	IMUL3Q  $+32, R9, R10
 	VMOVUPS (SP)(R10*1), Y7
 
@@ -10915,13 +10883,13 @@ inner_KSrc_47:
 	// finish v44
 	VMOVUPD     23200(SP), Y5
 	VMOVUPD     23232(SP), Y6
-	VMOVUPS     lgc41<>+0(SB), Y7
+	VMOVUPS     lgc40<>+0(SB), Y7
 	VCVTPD2PSY  Y5, X7
 	VCVTPD2PSY  Y6, X5
 	VINSERTF128 $0x01, X5, Y7, Y5
 
 	// v52 = mul(-0.0078125, v44)
-	VMULPS  lgc56<>+0(SB), Y5, Y5
+	VMULPS  lgc55<>+0(SB), Y5, Y5
 	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
@@ -10953,12 +10921,10 @@ inner_KSrc_47:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc13<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc14<>+0(SB), Y5, Y6
-	VPMINSD      lgc15<>+0(SB), Y6, Y6
+	VPADDD       lgc14<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc15<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -10967,13 +10933,13 @@ inner_KSrc_47:
 	// v61 = mul(v57, v59)
 	VMULPS  Y8, Y5, Y6
 	VMOVUPS 23584(SP), Y7
-	VMOVUPS lgc41<>+0(SB), Y8
+	VMOVUPS lgc40<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
 
 	// v62 = where(v60, v61, v57)
 	VBLENDVPS Y8, Y6, Y5, Y5
 	VMOVUPS   23520(SP), Y6
-	VMOVUPS   lgc41<>+0(SB), Y7
+	VMOVUPS   lgc40<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VMOVUPS   23616(SP), Y6
 
@@ -11243,12 +11209,12 @@ inner_KSrc_47:
 	VMOVUPS    9696(SP), Y0
 	VMOVUPS    9728(SP), Y1
 	VMOVUPS    9760(SP), Y2
-	VMOVUPS    lgc41<>+0(SB), Y3
-	VMOVUPS    lgc41<>+0(SB), Y4
-	VMOVUPS    lgc41<>+0(SB), Y5
-	VMOVUPS    lgc41<>+0(SB), Y6
-	VMOVUPS    lgc41<>+0(SB), Y7
-	VMOVUPS    lgc52<>+0(SB), Y8
+	VMOVUPS    lgc40<>+0(SB), Y3
+	VMOVUPS    lgc40<>+0(SB), Y4
+	VMOVUPS    lgc40<>+0(SB), Y5
+	VMOVUPS    lgc40<>+0(SB), Y6
+	VMOVUPS    lgc40<>+0(SB), Y7
+	VMOVUPS    lgc51<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
 	VUNPCKLPS  Y3, Y2, Y1
@@ -12288,10 +12254,10 @@ inner_KSrc_47:
 	VMOVUPS      22752(SP), Y1
 	VMOVUPS      22784(SP), Y2
 	VMOVUPS      22816(SP), Y3
-	VMOVUPS      lgc41<>+0(SB), Y4
-	VMOVUPS      lgc41<>+0(SB), Y5
-	VMOVUPS      lgc41<>+0(SB), Y6
-	VMOVUPS      lgc41<>+0(SB), Y7
+	VMOVUPS      lgc40<>+0(SB), Y4
+	VMOVUPS      lgc40<>+0(SB), Y5
+	VMOVUPS      lgc40<>+0(SB), Y6
+	VMOVUPS      lgc40<>+0(SB), Y7
 	VMOVUPS      lgc0<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
@@ -12327,11 +12293,11 @@ inner_KSrc_47:
 	VMASKMOVPS   Y0, Y8, 6512(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_48
-	VMOVUPD      lgc53<>+0(SB), Y0
+	VMOVUPD      lgc52<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      512(CX), Y1
-	VANDPS       lgc54<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc55<>+0(SB), Y0, Y0
+	VANDPS       lgc53<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc54<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -12339,11 +12305,11 @@ inner_KSrc_47:
 	VMOVUPD      Y2, 320(CX)
 	VADDPD       352(CX), Y1, Y1
 	VMOVUPD      Y1, 352(CX)
-	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 	VMOVUPS      Y1, 512(CX)
 	VMOVUPS      832(CX), Y2
-	VANDPS       lgc54<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VANDPS       lgc53<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -12351,7 +12317,7 @@ inner_KSrc_47:
 	VMOVUPD      Y3, 640(CX)
 	VADDPD       672(CX), Y2, Y2
 	VMOVUPD      Y2, 672(CX)
-	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 832(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1088(CX), Y0, Y0
@@ -12368,13 +12334,13 @@ noflush_48:
 chunkdone_27:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc41<>+0(SB), X0
+	VMOVUPS      lgc40<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
 	VMOVUPS      512(AX), Y1
-	VANDPS       lgc54<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc55<>+0(SB), Y0, Y0
+	VANDPS       lgc53<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc54<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -12382,11 +12348,11 @@ chunkdone_27:
 	VMOVUPD      Y2, 320(AX)
 	VADDPD       352(AX), Y1, Y1
 	VMOVUPD      Y1, 352(AX)
-	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 	VMOVUPS      Y1, 512(AX)
 	VMOVUPS      832(AX), Y2
-	VANDPS       lgc54<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc55<>+0(SB), Y1, Y1
+	VANDPS       lgc53<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -12394,7 +12360,7 @@ chunkdone_27:
 	VMOVUPD      Y3, 640(AX)
 	VADDPD       672(AX), Y2, Y2
 	VMOVUPD      Y2, 672(AX)
-	VMOVUPS      lgc41<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 832(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1088(AX), Y0, Y0
@@ -12402,15 +12368,15 @@ chunkdone_27:
 	VZEROUPPER
 	RET
 
-DATA lgc56<>+0(SB)/4, $0xbc000000
-DATA lgc56<>+4(SB)/4, $0xbc000000
-DATA lgc56<>+8(SB)/4, $0xbc000000
-DATA lgc56<>+12(SB)/4, $0xbc000000
-DATA lgc56<>+16(SB)/4, $0xbc000000
-DATA lgc56<>+20(SB)/4, $0xbc000000
-DATA lgc56<>+24(SB)/4, $0xbc000000
-DATA lgc56<>+28(SB)/4, $0xbc000000
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+DATA lgc55<>+0(SB)/4, $0xbc000000
+DATA lgc55<>+4(SB)/4, $0xbc000000
+DATA lgc55<>+8(SB)/4, $0xbc000000
+DATA lgc55<>+12(SB)/4, $0xbc000000
+DATA lgc55<>+16(SB)/4, $0xbc000000
+DATA lgc55<>+20(SB)/4, $0xbc000000
+DATA lgc55<>+24(SB)/4, $0xbc000000
+DATA lgc55<>+28(SB)/4, $0xbc000000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -12444,12 +12410,10 @@ bulk_49:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc14<>+0(SB), Y0, Y1
-	VPMINSD      lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc14<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -12473,11 +12437,11 @@ bulk_51:
 	CMPQ         BX, DX
 	JGE          bulkdone_52
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc57<>+0(SB), Y0, Y1
-	VMULPS       lgc58<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc56<>+0(SB), Y0, Y1
+	VMULPS       lgc57<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc15<>+0(SB), Y3, Y3
+	VPSUBD       lgc58<>+0(SB), Y3, Y3
 	VPAND        lgc59<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc60<>+0(SB), Y2, Y1
@@ -12504,9 +12468,9 @@ bulk_51:
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc18<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc40<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc71<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc72<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc72<>+0(SB), Y4, Y4
@@ -12520,24 +12484,34 @@ bulkdone_52:
 	VZEROUPPER
 	RET
 
-DATA lgc57<>+0(SB)/4, $0x00800000
-DATA lgc57<>+4(SB)/4, $0x00800000
-DATA lgc57<>+8(SB)/4, $0x00800000
-DATA lgc57<>+12(SB)/4, $0x00800000
-DATA lgc57<>+16(SB)/4, $0x00800000
-DATA lgc57<>+20(SB)/4, $0x00800000
-DATA lgc57<>+24(SB)/4, $0x00800000
-DATA lgc57<>+28(SB)/4, $0x00800000
+DATA lgc56<>+0(SB)/4, $0x00800000
+DATA lgc56<>+4(SB)/4, $0x00800000
+DATA lgc56<>+8(SB)/4, $0x00800000
+DATA lgc56<>+12(SB)/4, $0x00800000
+DATA lgc56<>+16(SB)/4, $0x00800000
+DATA lgc56<>+20(SB)/4, $0x00800000
+DATA lgc56<>+24(SB)/4, $0x00800000
+DATA lgc56<>+28(SB)/4, $0x00800000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+
+DATA lgc57<>+0(SB)/4, $0x4b000000
+DATA lgc57<>+4(SB)/4, $0x4b000000
+DATA lgc57<>+8(SB)/4, $0x4b000000
+DATA lgc57<>+12(SB)/4, $0x4b000000
+DATA lgc57<>+16(SB)/4, $0x4b000000
+DATA lgc57<>+20(SB)/4, $0x4b000000
+DATA lgc57<>+24(SB)/4, $0x4b000000
+DATA lgc57<>+28(SB)/4, $0x4b000000
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x4b000000
-DATA lgc58<>+4(SB)/4, $0x4b000000
-DATA lgc58<>+8(SB)/4, $0x4b000000
-DATA lgc58<>+12(SB)/4, $0x4b000000
-DATA lgc58<>+16(SB)/4, $0x4b000000
-DATA lgc58<>+20(SB)/4, $0x4b000000
-DATA lgc58<>+24(SB)/4, $0x4b000000
-DATA lgc58<>+28(SB)/4, $0x4b000000
+DATA lgc58<>+0(SB)/4, $0x0000007f
+DATA lgc58<>+4(SB)/4, $0x0000007f
+DATA lgc58<>+8(SB)/4, $0x0000007f
+DATA lgc58<>+12(SB)/4, $0x0000007f
+DATA lgc58<>+16(SB)/4, $0x0000007f
+DATA lgc58<>+20(SB)/4, $0x0000007f
+DATA lgc58<>+24(SB)/4, $0x0000007f
+DATA lgc58<>+28(SB)/4, $0x0000007f
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 DATA lgc59<>+0(SB)/4, $0xffffffe9
@@ -12693,11 +12667,11 @@ bulk_53:
 	JGE          bulkdone_54
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc57<>+0(SB), Y1, Y2
-	VMULPS       lgc58<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc56<>+0(SB), Y1, Y2
+	VMULPS       lgc57<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc15<>+0(SB), Y4, Y4
+	VPSUBD       lgc58<>+0(SB), Y4, Y4
 	VPAND        lgc59<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc60<>+0(SB), Y3, Y2
@@ -12724,9 +12698,9 @@ bulk_53:
 	VFNMADD231PS lgc12<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc18<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc41<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc40<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc71<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc72<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc72<>+0(SB), Y5, Y5
@@ -12738,8 +12712,8 @@ bulk_53:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc18<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc40<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc72<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc72<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

@@ -32,8 +32,8 @@ type ptxTable struct {
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
 //   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000
-//     instructions; this part 48845216): it computes, of each output, invalid_target 1 of 1, loss 1
-//     of 1, target_distribution 6528 of 6528, td_error 128 of 128 elements; whole (48845216
+//     instructions; this part 47147936): it computes, of each output, invalid_target 1 of 1, loss 1
+//     of 1, target_distribution 6528 of 6528, td_error 128 of 128 elements; whole (47147936
 //     instructions) on the special-value case and the golden case random.
 //   - backward: only with LOSSGEN_FULL=1, whole: even a part of two iterations per thread of three
 //     blocks takes more than 50000000 instructions (the loops over an inner dim are long).

@@ -111,12 +111,10 @@ blocks_2:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc20<>+0(SB), Y5, Y6
-	VPMINSD      lgc21<>+0(SB), Y6, Y6
+	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc21<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc21<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -145,11 +143,11 @@ blocks_2:
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc22<>+0(SB), Y0
+	VMOVUPD      lgc21<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -162,8 +160,8 @@ blocks_2:
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -176,8 +174,8 @@ blocks_2:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2048(DX)(BX*4), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -203,8 +201,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -217,8 +215,8 @@ noflush_3:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -231,8 +229,8 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2048(CX)(DX*4), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -451,51 +449,41 @@ DATA lgc19<>+24(SB)/4, $0x3e2aaaaa
 DATA lgc19<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xffffff82
-DATA lgc20<>+4(SB)/4, $0xffffff82
-DATA lgc20<>+8(SB)/4, $0xffffff82
-DATA lgc20<>+12(SB)/4, $0xffffff82
-DATA lgc20<>+16(SB)/4, $0xffffff82
-DATA lgc20<>+20(SB)/4, $0xffffff82
-DATA lgc20<>+24(SB)/4, $0xffffff82
-DATA lgc20<>+28(SB)/4, $0xffffff82
+DATA lgc20<>+0(SB)/4, $0x000000fe
+DATA lgc20<>+4(SB)/4, $0x000000fe
+DATA lgc20<>+8(SB)/4, $0x000000fe
+DATA lgc20<>+12(SB)/4, $0x000000fe
+DATA lgc20<>+16(SB)/4, $0x000000fe
+DATA lgc20<>+20(SB)/4, $0x000000fe
+DATA lgc20<>+24(SB)/4, $0x000000fe
+DATA lgc20<>+28(SB)/4, $0x000000fe
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x0000007f
-DATA lgc21<>+4(SB)/4, $0x0000007f
-DATA lgc21<>+8(SB)/4, $0x0000007f
-DATA lgc21<>+12(SB)/4, $0x0000007f
-DATA lgc21<>+16(SB)/4, $0x0000007f
-DATA lgc21<>+20(SB)/4, $0x0000007f
-DATA lgc21<>+24(SB)/4, $0x0000007f
-DATA lgc21<>+28(SB)/4, $0x0000007f
+DATA lgc21<>+0(SB)/8, $0x4020000000000000
+DATA lgc21<>+8(SB)/8, $0x4020000000000000
+DATA lgc21<>+16(SB)/8, $0x4020000000000000
+DATA lgc21<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x4020000000000000
-DATA lgc22<>+8(SB)/8, $0x4020000000000000
-DATA lgc22<>+16(SB)/8, $0x4020000000000000
-DATA lgc22<>+24(SB)/8, $0x4020000000000000
+DATA lgc22<>+0(SB)/4, $0x7fffffff
+DATA lgc22<>+4(SB)/4, $0x7fffffff
+DATA lgc22<>+8(SB)/4, $0x7fffffff
+DATA lgc22<>+12(SB)/4, $0x7fffffff
+DATA lgc22<>+16(SB)/4, $0x7fffffff
+DATA lgc22<>+20(SB)/4, $0x7fffffff
+DATA lgc22<>+24(SB)/4, $0x7fffffff
+DATA lgc22<>+28(SB)/4, $0x7fffffff
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x7fffffff
-DATA lgc23<>+4(SB)/4, $0x7fffffff
-DATA lgc23<>+8(SB)/4, $0x7fffffff
-DATA lgc23<>+12(SB)/4, $0x7fffffff
-DATA lgc23<>+16(SB)/4, $0x7fffffff
-DATA lgc23<>+20(SB)/4, $0x7fffffff
-DATA lgc23<>+24(SB)/4, $0x7fffffff
-DATA lgc23<>+28(SB)/4, $0x7fffffff
+DATA lgc23<>+0(SB)/4, $0x7f7fffff
+DATA lgc23<>+4(SB)/4, $0x7f7fffff
+DATA lgc23<>+8(SB)/4, $0x7f7fffff
+DATA lgc23<>+12(SB)/4, $0x7f7fffff
+DATA lgc23<>+16(SB)/4, $0x7f7fffff
+DATA lgc23<>+20(SB)/4, $0x7f7fffff
+DATA lgc23<>+24(SB)/4, $0x7f7fffff
+DATA lgc23<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0x7f7fffff
-DATA lgc24<>+4(SB)/4, $0x7f7fffff
-DATA lgc24<>+8(SB)/4, $0x7f7fffff
-DATA lgc24<>+12(SB)/4, $0x7f7fffff
-DATA lgc24<>+16(SB)/4, $0x7f7fffff
-DATA lgc24<>+20(SB)/4, $0x7f7fffff
-DATA lgc24<>+24(SB)/4, $0x7f7fffff
-DATA lgc24<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
@@ -523,10 +511,10 @@ blocks_4:
 	VADDPS       Y0, Y1, Y0
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc22<>+0(SB), Y1
+	VMOVUPD      lgc21<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -552,8 +540,8 @@ noflush_5:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      2752(AX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -609,12 +597,12 @@ blocks_7:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_8
-	VMOVUPD      lgc22<>+0(SB), Y1
+	VMOVUPD      lgc21<>+0(SB), Y1
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+8(FP), BX
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -644,8 +632,8 @@ noflush_8:
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -677,7 +665,7 @@ outer0_9:
 
 	// v41 = max(v40, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc25<>+0(SB), Y1
+	VMOVUPS lgc24<>+0(SB), Y1
 
 	// v46 = div(0.125, v41)
 	VDIVPS  Y0, Y1, Y0
@@ -783,12 +771,10 @@ blocks_10:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc20<>+0(SB), Y4, Y5
-	VPMINSD      lgc21<>+0(SB), Y5, Y5
+	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc21<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc21<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -839,11 +825,11 @@ blocks_10:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
-	VMOVUPD      lgc22<>+0(SB), Y0
+	VMOVUPD      lgc21<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      1408(DX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -856,8 +842,8 @@ blocks_10:
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2176(DX)(BX*4), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -883,8 +869,8 @@ noflush_11:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      1408(CX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -897,8 +883,8 @@ noflush_11:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2176(CX)(DX*4), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -917,15 +903,15 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc25<>+0(SB)/4, $0x3e000000
-DATA lgc25<>+4(SB)/4, $0x3e000000
-DATA lgc25<>+8(SB)/4, $0x3e000000
-DATA lgc25<>+12(SB)/4, $0x3e000000
-DATA lgc25<>+16(SB)/4, $0x3e000000
-DATA lgc25<>+20(SB)/4, $0x3e000000
-DATA lgc25<>+24(SB)/4, $0x3e000000
-DATA lgc25<>+28(SB)/4, $0x3e000000
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+DATA lgc24<>+0(SB)/4, $0x3e000000
+DATA lgc24<>+4(SB)/4, $0x3e000000
+DATA lgc24<>+8(SB)/4, $0x3e000000
+DATA lgc24<>+12(SB)/4, $0x3e000000
+DATA lgc24<>+16(SB)/4, $0x3e000000
+DATA lgc24<>+20(SB)/4, $0x3e000000
+DATA lgc24<>+24(SB)/4, $0x3e000000
+DATA lgc24<>+28(SB)/4, $0x3e000000
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
@@ -953,10 +939,10 @@ blocks_12:
 	VADDPS       Y0, Y1, Y0
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc22<>+0(SB), Y1
+	VMOVUPD      lgc21<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc23<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -982,8 +968,8 @@ noflush_13:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      2880(AX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1043,12 +1029,10 @@ bulk_14:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc20<>+0(SB), Y0, Y1
-	VPMINSD      lgc21<>+0(SB), Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc21<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc21<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1072,11 +1056,11 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
-	VMULPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
+	VMULPS       lgc26<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc21<>+0(SB), Y3, Y3
+	VPSUBD       lgc27<>+0(SB), Y3, Y3
 	VPAND        lgc28<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc29<>+0(SB), Y2, Y1
@@ -1119,24 +1103,34 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x00800000
-DATA lgc26<>+4(SB)/4, $0x00800000
-DATA lgc26<>+8(SB)/4, $0x00800000
-DATA lgc26<>+12(SB)/4, $0x00800000
-DATA lgc26<>+16(SB)/4, $0x00800000
-DATA lgc26<>+20(SB)/4, $0x00800000
-DATA lgc26<>+24(SB)/4, $0x00800000
-DATA lgc26<>+28(SB)/4, $0x00800000
+DATA lgc25<>+0(SB)/4, $0x00800000
+DATA lgc25<>+4(SB)/4, $0x00800000
+DATA lgc25<>+8(SB)/4, $0x00800000
+DATA lgc25<>+12(SB)/4, $0x00800000
+DATA lgc25<>+16(SB)/4, $0x00800000
+DATA lgc25<>+20(SB)/4, $0x00800000
+DATA lgc25<>+24(SB)/4, $0x00800000
+DATA lgc25<>+28(SB)/4, $0x00800000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x4b000000
+DATA lgc26<>+4(SB)/4, $0x4b000000
+DATA lgc26<>+8(SB)/4, $0x4b000000
+DATA lgc26<>+12(SB)/4, $0x4b000000
+DATA lgc26<>+16(SB)/4, $0x4b000000
+DATA lgc26<>+20(SB)/4, $0x4b000000
+DATA lgc26<>+24(SB)/4, $0x4b000000
+DATA lgc26<>+28(SB)/4, $0x4b000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x4b000000
-DATA lgc27<>+4(SB)/4, $0x4b000000
-DATA lgc27<>+8(SB)/4, $0x4b000000
-DATA lgc27<>+12(SB)/4, $0x4b000000
-DATA lgc27<>+16(SB)/4, $0x4b000000
-DATA lgc27<>+20(SB)/4, $0x4b000000
-DATA lgc27<>+24(SB)/4, $0x4b000000
-DATA lgc27<>+28(SB)/4, $0x4b000000
+DATA lgc27<>+0(SB)/4, $0x0000007f
+DATA lgc27<>+4(SB)/4, $0x0000007f
+DATA lgc27<>+8(SB)/4, $0x0000007f
+DATA lgc27<>+12(SB)/4, $0x0000007f
+DATA lgc27<>+16(SB)/4, $0x0000007f
+DATA lgc27<>+20(SB)/4, $0x0000007f
+DATA lgc27<>+24(SB)/4, $0x0000007f
+DATA lgc27<>+28(SB)/4, $0x0000007f
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 DATA lgc28<>+0(SB)/4, $0xffffffe9
@@ -1302,11 +1296,11 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
+	VMULPS       lgc26<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc21<>+0(SB), Y4, Y4
+	VPSUBD       lgc27<>+0(SB), Y4, Y4
 	VPAND        lgc28<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc29<>+0(SB), Y3, Y2

@@ -287,12 +287,10 @@ inner_K_4:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc13<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc14<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -315,7 +313,7 @@ inner_K_4:
 	JL           inner_K_4
 
 	// finish expectedActionValue
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -326,7 +324,7 @@ inner_K_4:
 	INCQ    DX
 	CMPQ    DX, $+4
 	JL      inner_A_3
-	VMOVUPS lgc17<>+0(SB), Y0
+	VMOVUPS lgc16<>+0(SB), Y0
 	VMOVUPD lgc1<>+0(SB), Y1
 	VMOVUPD lgc1<>+0(SB), Y2
 	XORQ    DX, DX
@@ -359,7 +357,7 @@ inner_K_6:
 	JL           inner_K_6
 
 	// finish expectedActionValue
-	VMOVUPS     lgc16<>+0(SB), Y5
+	VMOVUPS     lgc15<>+0(SB), Y5
 	VCVTPD2PSY  Y3, X5
 	VCVTPD2PSY  Y4, X3
 	VINSERTF128 $0x01, X3, Y5, Y3
@@ -375,7 +373,7 @@ inner_K_6:
 	VEXTRACTI128 $0x01, Y4, X4
 	VPMOVSXDQ    X4, Y4
 	MOVQ         DX, BX
-	VMOVUPS      lgc16<>+0(SB), Y5
+	VMOVUPS      lgc15<>+0(SB), Y5
 	VCVTSI2SDQ   BX, X5, X5
 	VBROADCASTSD X5, Y5
 	VMOVAPD      Y5, Y6
@@ -388,12 +386,12 @@ inner_K_6:
 	// finish action
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     Y0, 2944(SP)
-	VMOVUPS     lgc16<>+0(SB), Y0
+	VMOVUPS     lgc15<>+0(SB), Y0
 	XORQ        DX, DX
 
 inner_K_7:
@@ -457,10 +455,10 @@ inner_A_8:
 	VMOVUPS      2848(SP), Y1
 	VMOVUPS      2880(SP), Y2
 	VMOVUPS      2912(SP), Y3
-	VMOVUPS      lgc16<>+0(SB), Y4
-	VMOVUPS      lgc16<>+0(SB), Y5
-	VMOVUPS      lgc16<>+0(SB), Y6
-	VMOVUPS      lgc16<>+0(SB), Y7
+	VMOVUPS      lgc15<>+0(SB), Y4
+	VMOVUPS      lgc15<>+0(SB), Y5
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc15<>+0(SB), Y7
 	VMOVUPS      lgc0<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
@@ -496,11 +494,11 @@ inner_A_8:
 	VMASKMOVPS   Y0, Y8, 112(BX)(DX*4)
 	DECQ         CX
 	JNZ          noflush_9
-	VMOVUPD      lgc18<>+0(SB), Y0
+	VMOVUPD      lgc17<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc19<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc20<>+0(SB), Y0, Y0
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc19<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -508,7 +506,7 @@ inner_A_8:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
@@ -537,9 +535,9 @@ inner_K_12:
 	ADDQ       AX, SI
 	ADDQ       $+5632, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc21<>+0(SB), Y3
-	VMOVUPS    lgc22<>+0(SB), Y4
-	VMOVUPS    lgc16<>+0(SB), Y2
+	VMOVUPS    lgc20<>+0(SB), Y3
+	VMOVUPS    lgc21<>+0(SB), Y4
+	VMOVUPS    lgc15<>+0(SB), Y2
 	VGATHERDPS Y4, (BX)(Y3*4), Y2
 
 	// v1 = exp(actionValue)
@@ -563,12 +561,10 @@ inner_K_12:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc13<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc14<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -584,7 +580,7 @@ inner_K_12:
 	VMULPS Y2, Y5, Y2
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc22<>+0(SB), Y3
+	VMOVUPS      lgc21<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
 	VPMOVSXDQ    X4, Y4
@@ -599,7 +595,7 @@ inner_K_12:
 	JL           inner_K_12
 
 	// finish expectedActionValue
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -614,7 +610,7 @@ inner_K_12:
 	INCQ    AX
 	CMPQ    AX, $+4
 	JL      inner_A_11
-	VMOVUPS lgc17<>+0(SB), Y0
+	VMOVUPS lgc16<>+0(SB), Y0
 	VMOVUPD lgc1<>+0(SB), Y1
 	VMOVUPD lgc1<>+0(SB), Y2
 	XORQ    AX, AX
@@ -637,7 +633,7 @@ inner_K_14:
 	VMULPS Y6, Y5, Y5
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc22<>+0(SB), Y6
+	VMOVUPS      lgc21<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
@@ -652,13 +648,13 @@ inner_K_14:
 	JL           inner_K_14
 
 	// finish expectedActionValue
-	VMOVUPS     lgc16<>+0(SB), Y5
+	VMOVUPS     lgc15<>+0(SB), Y5
 	VCVTPD2PSY  Y3, X5
 	VCVTPD2PSY  Y4, X3
 	VINSERTF128 $0x01, X3, Y5, Y3
 
 	// argmax(expectedActionValue) over [A]
-	VMOVUPS      lgc22<>+0(SB), Y4
+	VMOVUPS      lgc21<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X6
 	VPMOVSXDQ    X6, Y6
@@ -675,7 +671,7 @@ inner_K_14:
 	VEXTRACTI128 $0x01, Y8, X4
 	VPMOVSXDQ    X4, Y4
 	MOVQ         AX, DX
-	VMOVUPS      lgc16<>+0(SB), Y7
+	VMOVUPS      lgc15<>+0(SB), Y7
 	VCVTSI2SDQ   DX, X7, X7
 	VBROADCASTSD X7, Y7
 	VMOVAPD      Y7, Y8
@@ -694,12 +690,12 @@ inner_K_14:
 	// finish action
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     Y0, 3040(SP)
-	VMOVUPS     lgc16<>+0(SB), Y0
+	VMOVUPS     lgc15<>+0(SB), Y0
 	XORQ        AX, AX
 
 inner_K_15:
@@ -711,9 +707,9 @@ inner_A_16:
 	ADDQ       DX, SI
 	ADDQ       $+5632, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc21<>+0(SB), Y2
-	VMOVUPS    lgc22<>+0(SB), Y3
-	VMOVUPS    lgc16<>+0(SB), Y1
+	VMOVUPS    lgc20<>+0(SB), Y2
+	VMOVUPS    lgc21<>+0(SB), Y3
+	VMOVUPS    lgc15<>+0(SB), Y1
 	VGATHERDPS Y3, (BX)(Y2*4), Y1
 
 	// store actionValue
@@ -727,7 +723,7 @@ inner_A_16:
 	VANDPS lgc13<>+0(SB), Y1, Y1
 
 	// sum(v7) over [B K A]
-	VMOVUPS      lgc22<>+0(SB), Y2
+	VMOVUPS      lgc21<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
@@ -746,19 +742,19 @@ inner_A_16:
 	// store action
 	MOVQ       action+48(FP), AX
 	MOVQ       $+128, DX
-	VMOVUPS    lgc22<>+0(SB), Y1
+	VMOVUPS    lgc21<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_10:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc16<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc19<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc20<>+0(SB), Y0, Y0
+	VANDPS       lgc18<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc19<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -766,7 +762,7 @@ notail_10:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VANDPS       384(AX), Y0, Y0
 	VMOVUPS      Y0, 384(AX)
@@ -909,91 +905,81 @@ DATA lgc13<>+24(SB)/4, $0x3f800000
 DATA lgc13<>+28(SB)/4, $0x3f800000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xffffff82
-DATA lgc14<>+4(SB)/4, $0xffffff82
-DATA lgc14<>+8(SB)/4, $0xffffff82
-DATA lgc14<>+12(SB)/4, $0xffffff82
-DATA lgc14<>+16(SB)/4, $0xffffff82
-DATA lgc14<>+20(SB)/4, $0xffffff82
-DATA lgc14<>+24(SB)/4, $0xffffff82
-DATA lgc14<>+28(SB)/4, $0xffffff82
+DATA lgc14<>+0(SB)/4, $0x000000fe
+DATA lgc14<>+4(SB)/4, $0x000000fe
+DATA lgc14<>+8(SB)/4, $0x000000fe
+DATA lgc14<>+12(SB)/4, $0x000000fe
+DATA lgc14<>+16(SB)/4, $0x000000fe
+DATA lgc14<>+20(SB)/4, $0x000000fe
+DATA lgc14<>+24(SB)/4, $0x000000fe
+DATA lgc14<>+28(SB)/4, $0x000000fe
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x0000007f
-DATA lgc15<>+4(SB)/4, $0x0000007f
-DATA lgc15<>+8(SB)/4, $0x0000007f
-DATA lgc15<>+12(SB)/4, $0x0000007f
-DATA lgc15<>+16(SB)/4, $0x0000007f
-DATA lgc15<>+20(SB)/4, $0x0000007f
-DATA lgc15<>+24(SB)/4, $0x0000007f
-DATA lgc15<>+28(SB)/4, $0x0000007f
+DATA lgc15<>+0(SB)/4, $0x00000000
+DATA lgc15<>+4(SB)/4, $0x00000000
+DATA lgc15<>+8(SB)/4, $0x00000000
+DATA lgc15<>+12(SB)/4, $0x00000000
+DATA lgc15<>+16(SB)/4, $0x00000000
+DATA lgc15<>+20(SB)/4, $0x00000000
+DATA lgc15<>+24(SB)/4, $0x00000000
+DATA lgc15<>+28(SB)/4, $0x00000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x00000000
-DATA lgc16<>+4(SB)/4, $0x00000000
-DATA lgc16<>+8(SB)/4, $0x00000000
-DATA lgc16<>+12(SB)/4, $0x00000000
-DATA lgc16<>+16(SB)/4, $0x00000000
-DATA lgc16<>+20(SB)/4, $0x00000000
-DATA lgc16<>+24(SB)/4, $0x00000000
-DATA lgc16<>+28(SB)/4, $0x00000000
+DATA lgc16<>+0(SB)/4, $0xff800000
+DATA lgc16<>+4(SB)/4, $0xff800000
+DATA lgc16<>+8(SB)/4, $0xff800000
+DATA lgc16<>+12(SB)/4, $0xff800000
+DATA lgc16<>+16(SB)/4, $0xff800000
+DATA lgc16<>+20(SB)/4, $0xff800000
+DATA lgc16<>+24(SB)/4, $0xff800000
+DATA lgc16<>+28(SB)/4, $0xff800000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xff800000
-DATA lgc17<>+4(SB)/4, $0xff800000
-DATA lgc17<>+8(SB)/4, $0xff800000
-DATA lgc17<>+12(SB)/4, $0xff800000
-DATA lgc17<>+16(SB)/4, $0xff800000
-DATA lgc17<>+20(SB)/4, $0xff800000
-DATA lgc17<>+24(SB)/4, $0xff800000
-DATA lgc17<>+28(SB)/4, $0xff800000
+DATA lgc17<>+0(SB)/8, $0x4020000000000000
+DATA lgc17<>+8(SB)/8, $0x4020000000000000
+DATA lgc17<>+16(SB)/8, $0x4020000000000000
+DATA lgc17<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x4020000000000000
-DATA lgc18<>+8(SB)/8, $0x4020000000000000
-DATA lgc18<>+16(SB)/8, $0x4020000000000000
-DATA lgc18<>+24(SB)/8, $0x4020000000000000
+DATA lgc18<>+0(SB)/4, $0x7fffffff
+DATA lgc18<>+4(SB)/4, $0x7fffffff
+DATA lgc18<>+8(SB)/4, $0x7fffffff
+DATA lgc18<>+12(SB)/4, $0x7fffffff
+DATA lgc18<>+16(SB)/4, $0x7fffffff
+DATA lgc18<>+20(SB)/4, $0x7fffffff
+DATA lgc18<>+24(SB)/4, $0x7fffffff
+DATA lgc18<>+28(SB)/4, $0x7fffffff
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x7fffffff
-DATA lgc19<>+4(SB)/4, $0x7fffffff
-DATA lgc19<>+8(SB)/4, $0x7fffffff
-DATA lgc19<>+12(SB)/4, $0x7fffffff
-DATA lgc19<>+16(SB)/4, $0x7fffffff
-DATA lgc19<>+20(SB)/4, $0x7fffffff
-DATA lgc19<>+24(SB)/4, $0x7fffffff
-DATA lgc19<>+28(SB)/4, $0x7fffffff
+DATA lgc19<>+0(SB)/4, $0x7f7fffff
+DATA lgc19<>+4(SB)/4, $0x7f7fffff
+DATA lgc19<>+8(SB)/4, $0x7f7fffff
+DATA lgc19<>+12(SB)/4, $0x7f7fffff
+DATA lgc19<>+16(SB)/4, $0x7f7fffff
+DATA lgc19<>+20(SB)/4, $0x7f7fffff
+DATA lgc19<>+24(SB)/4, $0x7f7fffff
+DATA lgc19<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x7f7fffff
-DATA lgc20<>+4(SB)/4, $0x7f7fffff
-DATA lgc20<>+8(SB)/4, $0x7f7fffff
-DATA lgc20<>+12(SB)/4, $0x7f7fffff
-DATA lgc20<>+16(SB)/4, $0x7f7fffff
-DATA lgc20<>+20(SB)/4, $0x7f7fffff
-DATA lgc20<>+24(SB)/4, $0x7f7fffff
-DATA lgc20<>+28(SB)/4, $0x7f7fffff
+DATA lgc20<>+0(SB)/4, $0x00000000
+DATA lgc20<>+4(SB)/4, $0x0000002c
+DATA lgc20<>+8(SB)/4, $0x00000058
+DATA lgc20<>+12(SB)/4, $0x00000084
+DATA lgc20<>+16(SB)/4, $0x000000b0
+DATA lgc20<>+20(SB)/4, $0x000000dc
+DATA lgc20<>+24(SB)/4, $0x00000108
+DATA lgc20<>+28(SB)/4, $0x00000134
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00000000
-DATA lgc21<>+4(SB)/4, $0x0000002c
-DATA lgc21<>+8(SB)/4, $0x00000058
-DATA lgc21<>+12(SB)/4, $0x00000084
-DATA lgc21<>+16(SB)/4, $0x000000b0
-DATA lgc21<>+20(SB)/4, $0x000000dc
-DATA lgc21<>+24(SB)/4, $0x00000108
-DATA lgc21<>+28(SB)/4, $0x00000134
+DATA lgc21<>+0(SB)/4, $0xffffffff
+DATA lgc21<>+4(SB)/4, $0x00000000
+DATA lgc21<>+8(SB)/4, $0x00000000
+DATA lgc21<>+12(SB)/4, $0x00000000
+DATA lgc21<>+16(SB)/4, $0x00000000
+DATA lgc21<>+20(SB)/4, $0x00000000
+DATA lgc21<>+24(SB)/4, $0x00000000
+DATA lgc21<>+28(SB)/4, $0x00000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0xffffffff
-DATA lgc22<>+4(SB)/4, $0x00000000
-DATA lgc22<>+8(SB)/4, $0x00000000
-DATA lgc22<>+12(SB)/4, $0x00000000
-DATA lgc22<>+16(SB)/4, $0x00000000
-DATA lgc22<>+20(SB)/4, $0x00000000
-DATA lgc22<>+24(SB)/4, $0x00000000
-DATA lgc22<>+28(SB)/4, $0x00000000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1027,12 +1013,10 @@ bulk_17:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc14<>+0(SB), Y0, Y1
-	VPMINSD      lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc14<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1056,11 +1040,11 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc23<>+0(SB), Y0, Y1
-	VMULPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
+	VMULPS       lgc23<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc15<>+0(SB), Y3, Y3
+	VPSUBD       lgc24<>+0(SB), Y3, Y3
 	VPAND        lgc25<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc26<>+0(SB), Y2, Y1
@@ -1087,9 +1071,9 @@ bulk_19:
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc15<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
@@ -1103,24 +1087,34 @@ bulkdone_20:
 	VZEROUPPER
 	RET
 
-DATA lgc23<>+0(SB)/4, $0x00800000
-DATA lgc23<>+4(SB)/4, $0x00800000
-DATA lgc23<>+8(SB)/4, $0x00800000
-DATA lgc23<>+12(SB)/4, $0x00800000
-DATA lgc23<>+16(SB)/4, $0x00800000
-DATA lgc23<>+20(SB)/4, $0x00800000
-DATA lgc23<>+24(SB)/4, $0x00800000
-DATA lgc23<>+28(SB)/4, $0x00800000
+DATA lgc22<>+0(SB)/4, $0x00800000
+DATA lgc22<>+4(SB)/4, $0x00800000
+DATA lgc22<>+8(SB)/4, $0x00800000
+DATA lgc22<>+12(SB)/4, $0x00800000
+DATA lgc22<>+16(SB)/4, $0x00800000
+DATA lgc22<>+20(SB)/4, $0x00800000
+DATA lgc22<>+24(SB)/4, $0x00800000
+DATA lgc22<>+28(SB)/4, $0x00800000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x4b000000
+DATA lgc23<>+4(SB)/4, $0x4b000000
+DATA lgc23<>+8(SB)/4, $0x4b000000
+DATA lgc23<>+12(SB)/4, $0x4b000000
+DATA lgc23<>+16(SB)/4, $0x4b000000
+DATA lgc23<>+20(SB)/4, $0x4b000000
+DATA lgc23<>+24(SB)/4, $0x4b000000
+DATA lgc23<>+28(SB)/4, $0x4b000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x4b000000
-DATA lgc24<>+4(SB)/4, $0x4b000000
-DATA lgc24<>+8(SB)/4, $0x4b000000
-DATA lgc24<>+12(SB)/4, $0x4b000000
-DATA lgc24<>+16(SB)/4, $0x4b000000
-DATA lgc24<>+20(SB)/4, $0x4b000000
-DATA lgc24<>+24(SB)/4, $0x4b000000
-DATA lgc24<>+28(SB)/4, $0x4b000000
+DATA lgc24<>+0(SB)/4, $0x0000007f
+DATA lgc24<>+4(SB)/4, $0x0000007f
+DATA lgc24<>+8(SB)/4, $0x0000007f
+DATA lgc24<>+12(SB)/4, $0x0000007f
+DATA lgc24<>+16(SB)/4, $0x0000007f
+DATA lgc24<>+20(SB)/4, $0x0000007f
+DATA lgc24<>+24(SB)/4, $0x0000007f
+DATA lgc24<>+28(SB)/4, $0x0000007f
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 DATA lgc25<>+0(SB)/4, $0xffffffe9
@@ -1276,11 +1270,11 @@ bulk_21:
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc23<>+0(SB), Y1, Y2
-	VMULPS       lgc24<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
+	VMULPS       lgc23<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc15<>+0(SB), Y4, Y4
+	VPSUBD       lgc24<>+0(SB), Y4, Y4
 	VPAND        lgc25<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc26<>+0(SB), Y3, Y2
@@ -1307,9 +1301,9 @@ bulk_21:
 	VFNMADD231PS lgc12<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc15<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
@@ -1321,8 +1315,8 @@ bulk_21:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

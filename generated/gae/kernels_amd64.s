@@ -376,14 +376,12 @@ bulk_5:
 	VFMADD213PD  lgc1<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
 	VCVTPD2DQY   Y1, X0
-	VPMAXSD      lgc25<>+0(SB), X0, X1
-	VPMINSD      lgc26<>+0(SB), X1, X1
+	VPADDD       lgc25<>+0(SB), X0, X0
+	VPSRLD       $0x01, X0, X1
 	VPSUBD       X1, X0, X0
-	VPMOVSXDQ    X1, Y1
-	VPMOVSXDQ    X0, Y0
-	VPADDQ       lgc27<>+0(SB), Y1, Y1
+	VPMOVZXDQ    X1, Y1
+	VPMOVZXDQ    X0, Y0
 	VPSLLQ       $0x34, Y1, Y1
-	VPADDQ       lgc27<>+0(SB), Y0, Y0
 	VPSLLQ       $0x34, Y0, Y0
 	VMULPD       Y1, Y3, Y3
 	VMULPD       Y0, Y3, Y3
@@ -497,31 +495,15 @@ DATA lgc24<>+16(SB)/8, $0x3fe0000000000000
 DATA lgc24<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xfffffc02
-DATA lgc25<>+4(SB)/4, $0xfffffc02
-DATA lgc25<>+8(SB)/4, $0xfffffc02
-DATA lgc25<>+12(SB)/4, $0xfffffc02
-DATA lgc25<>+16(SB)/4, $0xfffffc02
-DATA lgc25<>+20(SB)/4, $0xfffffc02
-DATA lgc25<>+24(SB)/4, $0xfffffc02
-DATA lgc25<>+28(SB)/4, $0xfffffc02
+DATA lgc25<>+0(SB)/4, $0x000007fe
+DATA lgc25<>+4(SB)/4, $0x000007fe
+DATA lgc25<>+8(SB)/4, $0x000007fe
+DATA lgc25<>+12(SB)/4, $0x000007fe
+DATA lgc25<>+16(SB)/4, $0x000007fe
+DATA lgc25<>+20(SB)/4, $0x000007fe
+DATA lgc25<>+24(SB)/4, $0x000007fe
+DATA lgc25<>+28(SB)/4, $0x000007fe
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x000003ff
-DATA lgc26<>+4(SB)/4, $0x000003ff
-DATA lgc26<>+8(SB)/4, $0x000003ff
-DATA lgc26<>+12(SB)/4, $0x000003ff
-DATA lgc26<>+16(SB)/4, $0x000003ff
-DATA lgc26<>+20(SB)/4, $0x000003ff
-DATA lgc26<>+24(SB)/4, $0x000003ff
-DATA lgc26<>+28(SB)/4, $0x000003ff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/8, $0x00000000000003ff
-DATA lgc27<>+8(SB)/8, $0x00000000000003ff
-DATA lgc27<>+16(SB)/8, $0x00000000000003ff
-DATA lgc27<>+24(SB)/8, $0x00000000000003ff
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -535,38 +517,38 @@ bulk_7:
 	CMPQ        BX, DX
 	JGE         bulkdone_8
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPD      lgc29<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc26<>+0(SB), Y0, Y1
+	VMULPD      lgc27<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc27<>+0(SB), Y3, Y3
-	VPAND       lgc30<>+0(SB), Y1, Y1
+	VPSUBQ      lgc28<>+0(SB), Y3, Y3
+	VPAND       lgc29<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc31<>+0(SB), Y2, Y1
+	VPAND       lgc30<>+0(SB), Y2, Y1
 	VPOR        lgc1<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc32<>+0(SB), Y1, Y2
+	VCMPPD      $0x1e, lgc31<>+0(SB), Y1, Y2
 	VMULPD      lgc24<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc1<>+0(SB), Y1, Y1
-	VADDPD      lgc33<>+0(SB), Y1, Y2
+	VADDPD      lgc32<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc34<>+0(SB), Y6
+	VMOVAPD     lgc33<>+0(SB), Y6
+	VFMADD213PD lgc34<>+0(SB), Y5, Y6
 	VFMADD213PD lgc35<>+0(SB), Y5, Y6
-	VFMADD213PD lgc36<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc37<>+0(SB), Y7
+	VMOVAPD     lgc36<>+0(SB), Y7
+	VFMADD213PD lgc37<>+0(SB), Y5, Y7
 	VFMADD213PD lgc38<>+0(SB), Y5, Y7
 	VFMADD213PD lgc39<>+0(SB), Y5, Y7
-	VFMADD213PD lgc40<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
 	VMULPD      lgc24<>+0(SB), Y4, Y4
-	VPADDQ      lgc41<>+0(SB), Y3, Y3
-	VSUBPD      lgc41<>+0(SB), Y3, Y3
+	VPADDQ      lgc40<>+0(SB), Y3, Y3
+	VSUBPD      lgc40<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
 	VFMADD231PD lgc12<>+0(SB), Y3, Y5
@@ -575,11 +557,11 @@ bulk_7:
 	VMULPD      lgc11<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc42<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc42<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc43<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc44<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc44<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -590,107 +572,113 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/8, $0x0010000000000000
-DATA lgc28<>+8(SB)/8, $0x0010000000000000
-DATA lgc28<>+16(SB)/8, $0x0010000000000000
-DATA lgc28<>+24(SB)/8, $0x0010000000000000
+DATA lgc26<>+0(SB)/8, $0x0010000000000000
+DATA lgc26<>+8(SB)/8, $0x0010000000000000
+DATA lgc26<>+16(SB)/8, $0x0010000000000000
+DATA lgc26<>+24(SB)/8, $0x0010000000000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/8, $0x4350000000000000
+DATA lgc27<>+8(SB)/8, $0x4350000000000000
+DATA lgc27<>+16(SB)/8, $0x4350000000000000
+DATA lgc27<>+24(SB)/8, $0x4350000000000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/8, $0x00000000000003ff
+DATA lgc28<>+8(SB)/8, $0x00000000000003ff
+DATA lgc28<>+16(SB)/8, $0x00000000000003ff
+DATA lgc28<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x4350000000000000
-DATA lgc29<>+8(SB)/8, $0x4350000000000000
-DATA lgc29<>+16(SB)/8, $0x4350000000000000
-DATA lgc29<>+24(SB)/8, $0x4350000000000000
+DATA lgc29<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc29<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc29<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc29<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc30<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc30<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc30<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc30<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc30<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc30<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc30<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc31<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc31<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc31<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc31<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc31<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc31<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc31<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc32<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc32<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc32<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc32<>+0(SB)/8, $0x4000000000000000
+DATA lgc32<>+8(SB)/8, $0x4000000000000000
+DATA lgc32<>+16(SB)/8, $0x4000000000000000
+DATA lgc32<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x4000000000000000
-DATA lgc33<>+8(SB)/8, $0x4000000000000000
-DATA lgc33<>+16(SB)/8, $0x4000000000000000
-DATA lgc33<>+24(SB)/8, $0x4000000000000000
+DATA lgc33<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc33<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc33<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc33<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc34<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc34<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc34<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc34<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc34<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc34<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc34<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc35<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc35<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc35<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc35<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc35<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc35<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc35<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc36<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc36<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc36<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc36<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc36<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc36<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc36<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc37<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc37<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc37<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc37<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc37<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc37<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc37<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc38<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc38<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc38<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc38<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc38<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc38<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc38<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc39<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc39<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc39<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc39<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc39<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc39<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc39<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc40<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc40<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc40<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc40<>+0(SB)/8, $0x4338000000000000
+DATA lgc40<>+8(SB)/8, $0x4338000000000000
+DATA lgc40<>+16(SB)/8, $0x4338000000000000
+DATA lgc40<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0x4338000000000000
-DATA lgc41<>+8(SB)/8, $0x4338000000000000
-DATA lgc41<>+16(SB)/8, $0x4338000000000000
-DATA lgc41<>+24(SB)/8, $0x4338000000000000
+DATA lgc41<>+0(SB)/8, $0xfff0000000000000
+DATA lgc41<>+8(SB)/8, $0xfff0000000000000
+DATA lgc41<>+16(SB)/8, $0xfff0000000000000
+DATA lgc41<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0xfff0000000000000
-DATA lgc42<>+8(SB)/8, $0xfff0000000000000
-DATA lgc42<>+16(SB)/8, $0xfff0000000000000
-DATA lgc42<>+24(SB)/8, $0xfff0000000000000
+DATA lgc42<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc43<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc43<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc43<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc43<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc43<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc43<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc43<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc44<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc44<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc44<>+24(SB)/8, $0x7ff0000000000000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -705,38 +693,38 @@ bulk_9:
 	JGE         bulkdone_10
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc1<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPD      lgc29<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc26<>+0(SB), Y1, Y2
+	VMULPD      lgc27<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc27<>+0(SB), Y4, Y4
-	VPAND       lgc30<>+0(SB), Y2, Y2
+	VPSUBQ      lgc28<>+0(SB), Y4, Y4
+	VPAND       lgc29<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc31<>+0(SB), Y3, Y2
+	VPAND       lgc30<>+0(SB), Y3, Y2
 	VPOR        lgc1<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc32<>+0(SB), Y2, Y3
+	VCMPPD      $0x1e, lgc31<>+0(SB), Y2, Y3
 	VMULPD      lgc24<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc1<>+0(SB), Y2, Y2
-	VADDPD      lgc33<>+0(SB), Y2, Y3
+	VADDPD      lgc32<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc34<>+0(SB), Y7
+	VMOVAPD     lgc33<>+0(SB), Y7
+	VFMADD213PD lgc34<>+0(SB), Y6, Y7
 	VFMADD213PD lgc35<>+0(SB), Y6, Y7
-	VFMADD213PD lgc36<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc37<>+0(SB), Y8
+	VMOVAPD     lgc36<>+0(SB), Y8
+	VFMADD213PD lgc37<>+0(SB), Y6, Y8
 	VFMADD213PD lgc38<>+0(SB), Y6, Y8
 	VFMADD213PD lgc39<>+0(SB), Y6, Y8
-	VFMADD213PD lgc40<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
 	VMULPD      lgc24<>+0(SB), Y5, Y5
-	VPADDQ      lgc41<>+0(SB), Y4, Y4
-	VSUBPD      lgc41<>+0(SB), Y4, Y4
+	VPADDQ      lgc40<>+0(SB), Y4, Y4
+	VSUBPD      lgc40<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
 	VFMADD231PD lgc12<>+0(SB), Y4, Y6
@@ -745,11 +733,11 @@ bulk_9:
 	VMULPD      lgc11<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc43<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc44<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc44<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
 	VSUBPD      lgc1<>+0(SB), Y1, Y3
@@ -759,9 +747,9 @@ bulk_9:
 	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc44<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_9

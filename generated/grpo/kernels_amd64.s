@@ -95,12 +95,10 @@ blocks_2:
 	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y7
-	VPMINSD      lgc17<>+0(SB), Y7, Y7
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y7
 	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y1, Y9, Y9
@@ -108,12 +106,12 @@ blocks_2:
 
 	// v24 = ge(v10, 0)
 	VCMPPS  $0x1d, Y1, Y3, Y1
-	VMOVUPS lgc18<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y2, 32(SP)
-	VMOVUPS lgc19<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y2, Y2
@@ -126,7 +124,7 @@ blocks_2:
 	VMULPS Y1, Y3, Y1
 
 	// v31 = neg(gain)
-	VXORPS  lgc20<>+0(SB), Y1, Y1
+	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 	VCMPPS  $0x04, Y2, Y5, Y2
 
@@ -170,7 +168,7 @@ blocks_2:
 	VMOVUPS Y1, 1856(BX)
 
 	// v50 = mul(-0.01, v46)
-	VMULPS lgc21<>+0(SB), Y0, Y0
+	VMULPS lgc20<>+0(SB), Y0, Y0
 
 	// v51 = where(kept, v50, 0)
 	VANDPS Y0, Y2, Y0
@@ -178,7 +176,7 @@ blocks_2:
 	// sum(v51) over [B L]
 	VADDPS  2176(BX), Y0, Y0
 	VMOVUPS Y0, 2176(BX)
-	VMOVUPS lgc22<>+0(SB), Y0
+	VMOVUPS lgc21<>+0(SB), Y0
 
 	// v55 = where(kept, logWeight, -Inf)
 	VBLENDVPS Y2, Y4, Y0, Y0
@@ -186,10 +184,10 @@ blocks_2:
 
 	// logsumexp(v55) over [B L]
 	VANDPS    Y1, Y2, Y1
-	VCMPPS    $0x15, lgc23<>+0(SB), Y0, Y3
-	VCMPPS    $0x1a, lgc24<>+0(SB), Y0, Y4
+	VCMPPS    $0x15, lgc22<>+0(SB), Y0, Y3
+	VCMPPS    $0x1a, lgc23<>+0(SB), Y0, Y4
 	VANDPS    Y4, Y3, Y3
-	VCMPPS    $0x00, lgc22<>+0(SB), Y0, Y4
+	VCMPPS    $0x00, lgc21<>+0(SB), Y0, Y4
 	VORPS     Y4, Y3, Y3
 	VANDPS    2496(BX), Y3, Y3
 	VMOVUPS   Y3, 2496(BX)
@@ -215,13 +213,13 @@ blocks_2:
 	VANDPS Y0, Y2, Y0
 
 	// v70 = abs(v69)
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS lgc19<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y3
+	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v72 = lt(v70, 0.1)
 	VCMPPS  $0x11, Y3, Y1, Y1
-	VMOVUPS lgc26<>+0(SB), Y4
+	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v74 = max(v69, -0.1) tie=first
 	VMAXPS Y0, Y4, Y4
@@ -233,16 +231,16 @@ blocks_2:
 	VMULPS Y3, Y3, Y4
 
 	// v78 = mul(0.16666666666666666, v75)
-	VMULPS lgc27<>+0(SB), Y3, Y5
+	VMULPS lgc26<>+0(SB), Y3, Y5
 
 	// v79 = add(0.5, v78)
 	VADDPS lgc2<>+0(SB), Y5, Y5
 
 	// v82 = mul(0.008333333333333333, v75)
-	VMULPS lgc28<>+0(SB), Y3, Y3
+	VMULPS lgc27<>+0(SB), Y3, Y3
 
 	// v83 = add(0.041666666666666664, v82)
-	VADDPS lgc29<>+0(SB), Y3, Y3
+	VADDPS lgc28<>+0(SB), Y3, Y3
 
 	// v85 = mul(v76, v83)
 	VMULPS Y3, Y4, Y3
@@ -254,7 +252,7 @@ blocks_2:
 	VMULPS Y4, Y4, Y5
 
 	// v88 = mul(v87, 0.001388888888888889)
-	VMULPS lgc30<>+0(SB), Y5, Y5
+	VMULPS lgc29<>+0(SB), Y5, Y5
 
 	// v89 = add(v86, v88)
 	VADDPS Y5, Y3, Y3
@@ -283,12 +281,10 @@ blocks_2:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc16<>+0(SB), Y4, Y5
-	VPMINSD      lgc17<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -310,11 +306,11 @@ blocks_2:
 	VMOVUPS      Y0, 3264(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc31<>+0(SB), Y0
+	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc32<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -325,8 +321,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -338,8 +334,8 @@ blocks_2:
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -351,8 +347,8 @@ blocks_2:
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -364,8 +360,8 @@ blocks_2:
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -377,8 +373,8 @@ blocks_2:
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -390,8 +386,8 @@ blocks_2:
 	VMOVUPS      Y2, 1856(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -403,8 +399,8 @@ blocks_2:
 	VMOVUPS      Y2, 2176(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -416,8 +412,8 @@ blocks_2:
 	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -429,8 +425,8 @@ blocks_2:
 	VMOVUPS      Y2, 2944(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -456,8 +452,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc32<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -468,8 +464,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -481,8 +477,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -494,8 +490,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -507,8 +503,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -520,8 +516,8 @@ noflush_3:
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -533,8 +529,8 @@ noflush_3:
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -546,8 +542,8 @@ noflush_3:
 	VMOVUPS      Y2, 2176(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -559,8 +555,8 @@ noflush_3:
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -572,8 +568,8 @@ noflush_3:
 	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -752,181 +748,171 @@ DATA lgc15<>+24(SB)/4, $0x3e2aaaaa
 DATA lgc15<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xffffff82
-DATA lgc16<>+4(SB)/4, $0xffffff82
-DATA lgc16<>+8(SB)/4, $0xffffff82
-DATA lgc16<>+12(SB)/4, $0xffffff82
-DATA lgc16<>+16(SB)/4, $0xffffff82
-DATA lgc16<>+20(SB)/4, $0xffffff82
-DATA lgc16<>+24(SB)/4, $0xffffff82
-DATA lgc16<>+28(SB)/4, $0xffffff82
+DATA lgc16<>+0(SB)/4, $0x000000fe
+DATA lgc16<>+4(SB)/4, $0x000000fe
+DATA lgc16<>+8(SB)/4, $0x000000fe
+DATA lgc16<>+12(SB)/4, $0x000000fe
+DATA lgc16<>+16(SB)/4, $0x000000fe
+DATA lgc16<>+20(SB)/4, $0x000000fe
+DATA lgc16<>+24(SB)/4, $0x000000fe
+DATA lgc16<>+28(SB)/4, $0x000000fe
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x0000007f
-DATA lgc17<>+4(SB)/4, $0x0000007f
-DATA lgc17<>+8(SB)/4, $0x0000007f
-DATA lgc17<>+12(SB)/4, $0x0000007f
-DATA lgc17<>+16(SB)/4, $0x0000007f
-DATA lgc17<>+20(SB)/4, $0x0000007f
-DATA lgc17<>+24(SB)/4, $0x0000007f
-DATA lgc17<>+28(SB)/4, $0x0000007f
+DATA lgc17<>+0(SB)/4, $0x3f99999a
+DATA lgc17<>+4(SB)/4, $0x3f99999a
+DATA lgc17<>+8(SB)/4, $0x3f99999a
+DATA lgc17<>+12(SB)/4, $0x3f99999a
+DATA lgc17<>+16(SB)/4, $0x3f99999a
+DATA lgc17<>+20(SB)/4, $0x3f99999a
+DATA lgc17<>+24(SB)/4, $0x3f99999a
+DATA lgc17<>+28(SB)/4, $0x3f99999a
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f99999a
-DATA lgc18<>+4(SB)/4, $0x3f99999a
-DATA lgc18<>+8(SB)/4, $0x3f99999a
-DATA lgc18<>+12(SB)/4, $0x3f99999a
-DATA lgc18<>+16(SB)/4, $0x3f99999a
-DATA lgc18<>+20(SB)/4, $0x3f99999a
-DATA lgc18<>+24(SB)/4, $0x3f99999a
-DATA lgc18<>+28(SB)/4, $0x3f99999a
+DATA lgc18<>+0(SB)/4, $0x3f4ccccd
+DATA lgc18<>+4(SB)/4, $0x3f4ccccd
+DATA lgc18<>+8(SB)/4, $0x3f4ccccd
+DATA lgc18<>+12(SB)/4, $0x3f4ccccd
+DATA lgc18<>+16(SB)/4, $0x3f4ccccd
+DATA lgc18<>+20(SB)/4, $0x3f4ccccd
+DATA lgc18<>+24(SB)/4, $0x3f4ccccd
+DATA lgc18<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f4ccccd
-DATA lgc19<>+4(SB)/4, $0x3f4ccccd
-DATA lgc19<>+8(SB)/4, $0x3f4ccccd
-DATA lgc19<>+12(SB)/4, $0x3f4ccccd
-DATA lgc19<>+16(SB)/4, $0x3f4ccccd
-DATA lgc19<>+20(SB)/4, $0x3f4ccccd
-DATA lgc19<>+24(SB)/4, $0x3f4ccccd
-DATA lgc19<>+28(SB)/4, $0x3f4ccccd
+DATA lgc19<>+0(SB)/4, $0x80000000
+DATA lgc19<>+4(SB)/4, $0x80000000
+DATA lgc19<>+8(SB)/4, $0x80000000
+DATA lgc19<>+12(SB)/4, $0x80000000
+DATA lgc19<>+16(SB)/4, $0x80000000
+DATA lgc19<>+20(SB)/4, $0x80000000
+DATA lgc19<>+24(SB)/4, $0x80000000
+DATA lgc19<>+28(SB)/4, $0x80000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x80000000
-DATA lgc20<>+4(SB)/4, $0x80000000
-DATA lgc20<>+8(SB)/4, $0x80000000
-DATA lgc20<>+12(SB)/4, $0x80000000
-DATA lgc20<>+16(SB)/4, $0x80000000
-DATA lgc20<>+20(SB)/4, $0x80000000
-DATA lgc20<>+24(SB)/4, $0x80000000
-DATA lgc20<>+28(SB)/4, $0x80000000
+DATA lgc20<>+0(SB)/4, $0xbc23d70a
+DATA lgc20<>+4(SB)/4, $0xbc23d70a
+DATA lgc20<>+8(SB)/4, $0xbc23d70a
+DATA lgc20<>+12(SB)/4, $0xbc23d70a
+DATA lgc20<>+16(SB)/4, $0xbc23d70a
+DATA lgc20<>+20(SB)/4, $0xbc23d70a
+DATA lgc20<>+24(SB)/4, $0xbc23d70a
+DATA lgc20<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xbc23d70a
-DATA lgc21<>+4(SB)/4, $0xbc23d70a
-DATA lgc21<>+8(SB)/4, $0xbc23d70a
-DATA lgc21<>+12(SB)/4, $0xbc23d70a
-DATA lgc21<>+16(SB)/4, $0xbc23d70a
-DATA lgc21<>+20(SB)/4, $0xbc23d70a
-DATA lgc21<>+24(SB)/4, $0xbc23d70a
-DATA lgc21<>+28(SB)/4, $0xbc23d70a
+DATA lgc21<>+0(SB)/4, $0xff800000
+DATA lgc21<>+4(SB)/4, $0xff800000
+DATA lgc21<>+8(SB)/4, $0xff800000
+DATA lgc21<>+12(SB)/4, $0xff800000
+DATA lgc21<>+16(SB)/4, $0xff800000
+DATA lgc21<>+20(SB)/4, $0xff800000
+DATA lgc21<>+24(SB)/4, $0xff800000
+DATA lgc21<>+28(SB)/4, $0xff800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xff800000
-DATA lgc22<>+4(SB)/4, $0xff800000
-DATA lgc22<>+8(SB)/4, $0xff800000
-DATA lgc22<>+12(SB)/4, $0xff800000
-DATA lgc22<>+16(SB)/4, $0xff800000
-DATA lgc22<>+20(SB)/4, $0xff800000
-DATA lgc22<>+24(SB)/4, $0xff800000
-DATA lgc22<>+28(SB)/4, $0xff800000
+DATA lgc22<>+0(SB)/4, $0xc22c0000
+DATA lgc22<>+4(SB)/4, $0xc22c0000
+DATA lgc22<>+8(SB)/4, $0xc22c0000
+DATA lgc22<>+12(SB)/4, $0xc22c0000
+DATA lgc22<>+16(SB)/4, $0xc22c0000
+DATA lgc22<>+20(SB)/4, $0xc22c0000
+DATA lgc22<>+24(SB)/4, $0xc22c0000
+DATA lgc22<>+28(SB)/4, $0xc22c0000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xc22c0000
-DATA lgc23<>+4(SB)/4, $0xc22c0000
-DATA lgc23<>+8(SB)/4, $0xc22c0000
-DATA lgc23<>+12(SB)/4, $0xc22c0000
-DATA lgc23<>+16(SB)/4, $0xc22c0000
-DATA lgc23<>+20(SB)/4, $0xc22c0000
-DATA lgc23<>+24(SB)/4, $0xc22c0000
-DATA lgc23<>+28(SB)/4, $0xc22c0000
+DATA lgc23<>+0(SB)/4, $0x42b00000
+DATA lgc23<>+4(SB)/4, $0x42b00000
+DATA lgc23<>+8(SB)/4, $0x42b00000
+DATA lgc23<>+12(SB)/4, $0x42b00000
+DATA lgc23<>+16(SB)/4, $0x42b00000
+DATA lgc23<>+20(SB)/4, $0x42b00000
+DATA lgc23<>+24(SB)/4, $0x42b00000
+DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x42b00000
-DATA lgc24<>+4(SB)/4, $0x42b00000
-DATA lgc24<>+8(SB)/4, $0x42b00000
-DATA lgc24<>+12(SB)/4, $0x42b00000
-DATA lgc24<>+16(SB)/4, $0x42b00000
-DATA lgc24<>+20(SB)/4, $0x42b00000
-DATA lgc24<>+24(SB)/4, $0x42b00000
-DATA lgc24<>+28(SB)/4, $0x42b00000
+DATA lgc24<>+0(SB)/4, $0x3dcccccd
+DATA lgc24<>+4(SB)/4, $0x3dcccccd
+DATA lgc24<>+8(SB)/4, $0x3dcccccd
+DATA lgc24<>+12(SB)/4, $0x3dcccccd
+DATA lgc24<>+16(SB)/4, $0x3dcccccd
+DATA lgc24<>+20(SB)/4, $0x3dcccccd
+DATA lgc24<>+24(SB)/4, $0x3dcccccd
+DATA lgc24<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3dcccccd
-DATA lgc25<>+4(SB)/4, $0x3dcccccd
-DATA lgc25<>+8(SB)/4, $0x3dcccccd
-DATA lgc25<>+12(SB)/4, $0x3dcccccd
-DATA lgc25<>+16(SB)/4, $0x3dcccccd
-DATA lgc25<>+20(SB)/4, $0x3dcccccd
-DATA lgc25<>+24(SB)/4, $0x3dcccccd
-DATA lgc25<>+28(SB)/4, $0x3dcccccd
+DATA lgc25<>+0(SB)/4, $0xbdcccccd
+DATA lgc25<>+4(SB)/4, $0xbdcccccd
+DATA lgc25<>+8(SB)/4, $0xbdcccccd
+DATA lgc25<>+12(SB)/4, $0xbdcccccd
+DATA lgc25<>+16(SB)/4, $0xbdcccccd
+DATA lgc25<>+20(SB)/4, $0xbdcccccd
+DATA lgc25<>+24(SB)/4, $0xbdcccccd
+DATA lgc25<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdcccccd
-DATA lgc26<>+4(SB)/4, $0xbdcccccd
-DATA lgc26<>+8(SB)/4, $0xbdcccccd
-DATA lgc26<>+12(SB)/4, $0xbdcccccd
-DATA lgc26<>+16(SB)/4, $0xbdcccccd
-DATA lgc26<>+20(SB)/4, $0xbdcccccd
-DATA lgc26<>+24(SB)/4, $0xbdcccccd
-DATA lgc26<>+28(SB)/4, $0xbdcccccd
+DATA lgc26<>+0(SB)/4, $0x3e2aaaab
+DATA lgc26<>+4(SB)/4, $0x3e2aaaab
+DATA lgc26<>+8(SB)/4, $0x3e2aaaab
+DATA lgc26<>+12(SB)/4, $0x3e2aaaab
+DATA lgc26<>+16(SB)/4, $0x3e2aaaab
+DATA lgc26<>+20(SB)/4, $0x3e2aaaab
+DATA lgc26<>+24(SB)/4, $0x3e2aaaab
+DATA lgc26<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3e2aaaab
-DATA lgc27<>+4(SB)/4, $0x3e2aaaab
-DATA lgc27<>+8(SB)/4, $0x3e2aaaab
-DATA lgc27<>+12(SB)/4, $0x3e2aaaab
-DATA lgc27<>+16(SB)/4, $0x3e2aaaab
-DATA lgc27<>+20(SB)/4, $0x3e2aaaab
-DATA lgc27<>+24(SB)/4, $0x3e2aaaab
-DATA lgc27<>+28(SB)/4, $0x3e2aaaab
+DATA lgc27<>+0(SB)/4, $0x3c088889
+DATA lgc27<>+4(SB)/4, $0x3c088889
+DATA lgc27<>+8(SB)/4, $0x3c088889
+DATA lgc27<>+12(SB)/4, $0x3c088889
+DATA lgc27<>+16(SB)/4, $0x3c088889
+DATA lgc27<>+20(SB)/4, $0x3c088889
+DATA lgc27<>+24(SB)/4, $0x3c088889
+DATA lgc27<>+28(SB)/4, $0x3c088889
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3c088889
-DATA lgc28<>+4(SB)/4, $0x3c088889
-DATA lgc28<>+8(SB)/4, $0x3c088889
-DATA lgc28<>+12(SB)/4, $0x3c088889
-DATA lgc28<>+16(SB)/4, $0x3c088889
-DATA lgc28<>+20(SB)/4, $0x3c088889
-DATA lgc28<>+24(SB)/4, $0x3c088889
-DATA lgc28<>+28(SB)/4, $0x3c088889
+DATA lgc28<>+0(SB)/4, $0x3d2aaaab
+DATA lgc28<>+4(SB)/4, $0x3d2aaaab
+DATA lgc28<>+8(SB)/4, $0x3d2aaaab
+DATA lgc28<>+12(SB)/4, $0x3d2aaaab
+DATA lgc28<>+16(SB)/4, $0x3d2aaaab
+DATA lgc28<>+20(SB)/4, $0x3d2aaaab
+DATA lgc28<>+24(SB)/4, $0x3d2aaaab
+DATA lgc28<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3d2aaaab
-DATA lgc29<>+4(SB)/4, $0x3d2aaaab
-DATA lgc29<>+8(SB)/4, $0x3d2aaaab
-DATA lgc29<>+12(SB)/4, $0x3d2aaaab
-DATA lgc29<>+16(SB)/4, $0x3d2aaaab
-DATA lgc29<>+20(SB)/4, $0x3d2aaaab
-DATA lgc29<>+24(SB)/4, $0x3d2aaaab
-DATA lgc29<>+28(SB)/4, $0x3d2aaaab
+DATA lgc29<>+0(SB)/4, $0x3ab60b61
+DATA lgc29<>+4(SB)/4, $0x3ab60b61
+DATA lgc29<>+8(SB)/4, $0x3ab60b61
+DATA lgc29<>+12(SB)/4, $0x3ab60b61
+DATA lgc29<>+16(SB)/4, $0x3ab60b61
+DATA lgc29<>+20(SB)/4, $0x3ab60b61
+DATA lgc29<>+24(SB)/4, $0x3ab60b61
+DATA lgc29<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3ab60b61
-DATA lgc30<>+4(SB)/4, $0x3ab60b61
-DATA lgc30<>+8(SB)/4, $0x3ab60b61
-DATA lgc30<>+12(SB)/4, $0x3ab60b61
-DATA lgc30<>+16(SB)/4, $0x3ab60b61
-DATA lgc30<>+20(SB)/4, $0x3ab60b61
-DATA lgc30<>+24(SB)/4, $0x3ab60b61
-DATA lgc30<>+28(SB)/4, $0x3ab60b61
+DATA lgc30<>+0(SB)/8, $0x4020000000000000
+DATA lgc30<>+8(SB)/8, $0x4020000000000000
+DATA lgc30<>+16(SB)/8, $0x4020000000000000
+DATA lgc30<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x4020000000000000
-DATA lgc31<>+8(SB)/8, $0x4020000000000000
-DATA lgc31<>+16(SB)/8, $0x4020000000000000
-DATA lgc31<>+24(SB)/8, $0x4020000000000000
+DATA lgc31<>+0(SB)/4, $0x7fffffff
+DATA lgc31<>+4(SB)/4, $0x7fffffff
+DATA lgc31<>+8(SB)/4, $0x7fffffff
+DATA lgc31<>+12(SB)/4, $0x7fffffff
+DATA lgc31<>+16(SB)/4, $0x7fffffff
+DATA lgc31<>+20(SB)/4, $0x7fffffff
+DATA lgc31<>+24(SB)/4, $0x7fffffff
+DATA lgc31<>+28(SB)/4, $0x7fffffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x7fffffff
-DATA lgc32<>+4(SB)/4, $0x7fffffff
-DATA lgc32<>+8(SB)/4, $0x7fffffff
-DATA lgc32<>+12(SB)/4, $0x7fffffff
-DATA lgc32<>+16(SB)/4, $0x7fffffff
-DATA lgc32<>+20(SB)/4, $0x7fffffff
-DATA lgc32<>+24(SB)/4, $0x7fffffff
-DATA lgc32<>+28(SB)/4, $0x7fffffff
+DATA lgc32<>+0(SB)/4, $0x7f7fffff
+DATA lgc32<>+4(SB)/4, $0x7f7fffff
+DATA lgc32<>+8(SB)/4, $0x7f7fffff
+DATA lgc32<>+12(SB)/4, $0x7f7fffff
+DATA lgc32<>+16(SB)/4, $0x7f7fffff
+DATA lgc32<>+20(SB)/4, $0x7f7fffff
+DATA lgc32<>+24(SB)/4, $0x7f7fffff
+DATA lgc32<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x7f7fffff
-DATA lgc33<>+4(SB)/4, $0x7f7fffff
-DATA lgc33<>+8(SB)/4, $0x7f7fffff
-DATA lgc33<>+12(SB)/4, $0x7f7fffff
-DATA lgc33<>+16(SB)/4, $0x7f7fffff
-DATA lgc33<>+20(SB)/4, $0x7f7fffff
-DATA lgc33<>+24(SB)/4, $0x7f7fffff
-DATA lgc33<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -972,7 +958,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc34<>+0(SB), Y7, Y7
+	VMULPS       lgc33<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1002,12 +988,10 @@ TEXT ·pass1AVX2(SB), $64-144
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -1028,7 +1012,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc35<>+0(SB), Y1, Y2
+	VMULPS lgc34<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -1066,25 +1050,25 @@ TEXT ·pass1AVX2(SB), $64-144
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x40000000
-DATA lgc34<>+4(SB)/4, $0x40000000
-DATA lgc34<>+8(SB)/4, $0x40000000
-DATA lgc34<>+12(SB)/4, $0x40000000
-DATA lgc34<>+16(SB)/4, $0x40000000
-DATA lgc34<>+20(SB)/4, $0x40000000
-DATA lgc34<>+24(SB)/4, $0x40000000
-DATA lgc34<>+28(SB)/4, $0x40000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x40000000
+DATA lgc33<>+4(SB)/4, $0x40000000
+DATA lgc33<>+8(SB)/4, $0x40000000
+DATA lgc33<>+12(SB)/4, $0x40000000
+DATA lgc33<>+16(SB)/4, $0x40000000
+DATA lgc33<>+20(SB)/4, $0x40000000
+DATA lgc33<>+24(SB)/4, $0x40000000
+DATA lgc33<>+28(SB)/4, $0x40000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d23d70a
-DATA lgc35<>+4(SB)/4, $0x3d23d70a
-DATA lgc35<>+8(SB)/4, $0x3d23d70a
-DATA lgc35<>+12(SB)/4, $0x3d23d70a
-DATA lgc35<>+16(SB)/4, $0x3d23d70a
-DATA lgc35<>+20(SB)/4, $0x3d23d70a
-DATA lgc35<>+24(SB)/4, $0x3d23d70a
-DATA lgc35<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x3d23d70a
+DATA lgc34<>+4(SB)/4, $0x3d23d70a
+DATA lgc34<>+8(SB)/4, $0x3d23d70a
+DATA lgc34<>+12(SB)/4, $0x3d23d70a
+DATA lgc34<>+16(SB)/4, $0x3d23d70a
+DATA lgc34<>+20(SB)/4, $0x3d23d70a
+DATA lgc34<>+24(SB)/4, $0x3d23d70a
+DATA lgc34<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2
@@ -1135,10 +1119,10 @@ blocks_5:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc31<>+0(SB), Y1
+	VMOVUPD      lgc30<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc32<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1164,8 +1148,8 @@ noflush_6:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc32<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1194,7 +1178,7 @@ TEXT ·fbPass1AVX2(SB), $256-96
 
 	// v34 = max(numKept, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc34<>+0(SB), Y2
 
 	// v102 = div(0.04, v34)
 	VDIVPS Y0, Y2, Y2
@@ -1287,12 +1271,10 @@ blocks_8:
 	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y7
-	VPMINSD      lgc17<>+0(SB), Y7, Y7
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y7
 	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y1, Y9, Y9
@@ -1300,12 +1282,12 @@ blocks_8:
 
 	// v24 = ge(v10, 0)
 	VCMPPS  $0x1d, Y1, Y3, Y1
-	VMOVUPS lgc18<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y2, 96(SP)
-	VMOVUPS lgc19<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y2, Y2
@@ -1318,7 +1300,7 @@ blocks_8:
 	VMULPS Y2, Y3, Y2
 
 	// v31 = neg(gain)
-	VXORPS  lgc20<>+0(SB), Y2, Y2
+	VXORPS  lgc19<>+0(SB), Y2, Y2
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y5, Y7
 
@@ -1362,7 +1344,7 @@ blocks_8:
 	VMOVUPS Y2, 1984(BX)
 
 	// v50 = mul(-0.01, v46)
-	VMULPS lgc21<>+0(SB), Y0, Y0
+	VMULPS lgc20<>+0(SB), Y0, Y0
 
 	// v51 = where(kept, v50, 0)
 	VANDPS Y0, Y7, Y0
@@ -1370,7 +1352,7 @@ blocks_8:
 	// sum(v51) over [B L]
 	VADDPS  2304(BX), Y0, Y0
 	VMOVUPS Y0, 2304(BX)
-	VMOVUPS lgc22<>+0(SB), Y0
+	VMOVUPS lgc21<>+0(SB), Y0
 
 	// v55 = where(kept, logWeight, -Inf)
 	VBLENDVPS Y7, Y4, Y0, Y0
@@ -1380,10 +1362,10 @@ blocks_8:
 
 	// logsumexp(v55) over [B L]
 	VANDPS    Y1, Y7, Y1
-	VCMPPS    $0x15, lgc23<>+0(SB), Y0, Y2
-	VCMPPS    $0x1a, lgc24<>+0(SB), Y0, Y3
+	VCMPPS    $0x15, lgc22<>+0(SB), Y0, Y2
+	VCMPPS    $0x1a, lgc23<>+0(SB), Y0, Y3
 	VANDPS    Y3, Y2, Y2
-	VCMPPS    $0x00, lgc22<>+0(SB), Y0, Y3
+	VCMPPS    $0x00, lgc21<>+0(SB), Y0, Y3
 	VORPS     Y3, Y2, Y2
 	VANDPS    2624(BX), Y2, Y2
 	VMOVUPS   Y2, 2624(BX)
@@ -1409,13 +1391,13 @@ blocks_8:
 	VANDPS Y0, Y7, Y0
 
 	// v70 = abs(v69)
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS lgc19<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc24<>+0(SB), Y2
 
 	// v72 = lt(v70, 0.1)
 	VCMPPS  $0x11, Y2, Y1, Y1
-	VMOVUPS lgc26<>+0(SB), Y3
+	VMOVUPS lgc25<>+0(SB), Y3
 
 	// v74 = max(v69, -0.1) tie=first
 	VMAXPS Y0, Y3, Y3
@@ -1427,16 +1409,16 @@ blocks_8:
 	VMULPS Y2, Y2, Y3
 
 	// v78 = mul(0.16666666666666666, v75)
-	VMULPS lgc27<>+0(SB), Y2, Y4
+	VMULPS lgc26<>+0(SB), Y2, Y4
 
 	// v79 = add(0.5, v78)
 	VADDPS lgc2<>+0(SB), Y4, Y4
 
 	// v82 = mul(0.008333333333333333, v75)
-	VMULPS lgc28<>+0(SB), Y2, Y2
+	VMULPS lgc27<>+0(SB), Y2, Y2
 
 	// v83 = add(0.041666666666666664, v82)
-	VADDPS lgc29<>+0(SB), Y2, Y2
+	VADDPS lgc28<>+0(SB), Y2, Y2
 
 	// v85 = mul(v76, v83)
 	VMULPS Y2, Y3, Y2
@@ -1448,7 +1430,7 @@ blocks_8:
 	VMULPS Y3, Y3, Y4
 
 	// v88 = mul(v87, 0.001388888888888889)
-	VMULPS lgc30<>+0(SB), Y4, Y4
+	VMULPS lgc29<>+0(SB), Y4, Y4
 
 	// v89 = add(v86, v88)
 	VADDPS Y4, Y2, Y2
@@ -1477,12 +1459,10 @@ blocks_8:
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc16<>+0(SB), Y3, Y4
-	VPMINSD      lgc17<>+0(SB), Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y3, Y6, Y6
@@ -1524,14 +1504,14 @@ blocks_8:
 	VANDPS Y0, Y7, Y0
 
 	// v108 = neg(v107)
-	VXORPS  lgc20<>+0(SB), Y0, Y0
+	VXORPS  lgc19<>+0(SB), Y0, Y0
 	VMOVUPS 32(SP), Y1
 
 	// v110 = where(kept, v109, 0)
 	VANDPS Y1, Y7, Y1
 
 	// v111 = mul(v110, -0.01)
-	VMULPS    lgc21<>+0(SB), Y1, Y3
+	VMULPS    lgc20<>+0(SB), Y1, Y3
 	MOVQ      mask+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VPCMPGTD  lgc0<>+0(SB), Y4, Y4
@@ -1540,7 +1520,7 @@ blocks_8:
 	VANDPS Y3, Y4, Y3
 
 	// v113 = neg(v110)
-	VXORPS  lgc20<>+0(SB), Y1, Y1
+	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y4
 
 	// v114 = mul(v113, v10)
@@ -1555,7 +1535,7 @@ blocks_8:
 	// v116 = where(v24, 0, v114)
 	VANDNPS Y1, Y5, Y1
 	VMOVUPS 128(SP), Y5
-	VMOVUPS lgc19<>+0(SB), Y6
+	VMOVUPS lgc18<>+0(SB), Y6
 
 	// v117 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
@@ -1569,7 +1549,7 @@ blocks_8:
 
 	// v120 = where(v119, v116, 0)
 	VANDPS  Y1, Y3, Y1
-	VMOVUPS lgc18<>+0(SB), Y3
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v121 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y5, Y3
@@ -1611,11 +1591,11 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc31<>+0(SB), Y0
+	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc32<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1626,8 +1606,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1639,8 +1619,8 @@ blocks_8:
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1652,8 +1632,8 @@ blocks_8:
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1665,8 +1645,8 @@ blocks_8:
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1678,8 +1658,8 @@ blocks_8:
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1691,8 +1671,8 @@ blocks_8:
 	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1704,8 +1684,8 @@ blocks_8:
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1717,8 +1697,8 @@ blocks_8:
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1744,8 +1724,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      704(CX), Y1
-	VANDPS       lgc32<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc31<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1756,8 +1736,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(CX)
 	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1769,8 +1749,8 @@ noflush_9:
 	VMOVUPS      Y2, 1024(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1782,8 +1762,8 @@ noflush_9:
 	VMOVUPS      Y2, 1344(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1795,8 +1775,8 @@ noflush_9:
 	VMOVUPS      Y2, 1664(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1808,8 +1788,8 @@ noflush_9:
 	VMOVUPS      Y2, 1984(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1821,8 +1801,8 @@ noflush_9:
 	VMOVUPS      Y2, 2304(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1834,8 +1814,8 @@ noflush_9:
 	VMOVUPS      Y2, 2752(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1847,8 +1827,8 @@ noflush_9:
 	VMOVUPS      Y2, 3072(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(CX), Y2
-	VANDPS       lgc32<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc31<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1911,7 +1891,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc34<>+0(SB), Y7, Y7
+	VMULPS       lgc33<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1941,12 +1921,10 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y6
-	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -1967,7 +1945,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc35<>+0(SB), Y1, Y2
+	VMULPS lgc34<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -2037,12 +2015,10 @@ bulk_10:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc16<>+0(SB), Y0, Y1
-	VPMINSD      lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -2066,11 +2042,11 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
-	VMULPS       lgc37<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
+	VMULPS       lgc36<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPSUBD       lgc37<>+0(SB), Y3, Y3
 	VPAND        lgc38<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc39<>+0(SB), Y2, Y1
@@ -2098,7 +2074,7 @@ bulk_12:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
@@ -2113,24 +2089,34 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x00800000
-DATA lgc36<>+4(SB)/4, $0x00800000
-DATA lgc36<>+8(SB)/4, $0x00800000
-DATA lgc36<>+12(SB)/4, $0x00800000
-DATA lgc36<>+16(SB)/4, $0x00800000
-DATA lgc36<>+20(SB)/4, $0x00800000
-DATA lgc36<>+24(SB)/4, $0x00800000
-DATA lgc36<>+28(SB)/4, $0x00800000
+DATA lgc35<>+0(SB)/4, $0x00800000
+DATA lgc35<>+4(SB)/4, $0x00800000
+DATA lgc35<>+8(SB)/4, $0x00800000
+DATA lgc35<>+12(SB)/4, $0x00800000
+DATA lgc35<>+16(SB)/4, $0x00800000
+DATA lgc35<>+20(SB)/4, $0x00800000
+DATA lgc35<>+24(SB)/4, $0x00800000
+DATA lgc35<>+28(SB)/4, $0x00800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x4b000000
+DATA lgc36<>+4(SB)/4, $0x4b000000
+DATA lgc36<>+8(SB)/4, $0x4b000000
+DATA lgc36<>+12(SB)/4, $0x4b000000
+DATA lgc36<>+16(SB)/4, $0x4b000000
+DATA lgc36<>+20(SB)/4, $0x4b000000
+DATA lgc36<>+24(SB)/4, $0x4b000000
+DATA lgc36<>+28(SB)/4, $0x4b000000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x4b000000
-DATA lgc37<>+4(SB)/4, $0x4b000000
-DATA lgc37<>+8(SB)/4, $0x4b000000
-DATA lgc37<>+12(SB)/4, $0x4b000000
-DATA lgc37<>+16(SB)/4, $0x4b000000
-DATA lgc37<>+20(SB)/4, $0x4b000000
-DATA lgc37<>+24(SB)/4, $0x4b000000
-DATA lgc37<>+28(SB)/4, $0x4b000000
+DATA lgc37<>+0(SB)/4, $0x0000007f
+DATA lgc37<>+4(SB)/4, $0x0000007f
+DATA lgc37<>+8(SB)/4, $0x0000007f
+DATA lgc37<>+12(SB)/4, $0x0000007f
+DATA lgc37<>+16(SB)/4, $0x0000007f
+DATA lgc37<>+20(SB)/4, $0x0000007f
+DATA lgc37<>+24(SB)/4, $0x0000007f
+DATA lgc37<>+28(SB)/4, $0x0000007f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 DATA lgc38<>+0(SB)/4, $0xffffffe9
@@ -2286,11 +2272,11 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
-	VMULPS       lgc37<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc36<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPSUBD       lgc37<>+0(SB), Y4, Y4
 	VPAND        lgc38<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc39<>+0(SB), Y3, Y2
@@ -2318,7 +2304,7 @@ bulk_14:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
@@ -2332,7 +2318,7 @@ bulk_14:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc22<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

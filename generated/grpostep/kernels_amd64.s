@@ -419,12 +419,10 @@ blocks_8:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc7<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc21<>+0(SB), Y6, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
+	VPADDD       lgc21<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -432,12 +430,12 @@ blocks_8:
 
 	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y6, Y0, Y6
-	VMOVUPS lgc23<>+0(SB), Y7
+	VMOVUPS lgc22<>+0(SB), Y7
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y2, (SP)
-	VMOVUPS lgc24<>+0(SB), Y2
+	VMOVUPS lgc23<>+0(SB), Y2
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y2, Y2
@@ -450,7 +448,7 @@ blocks_8:
 	VMULPS Y2, Y0, Y0
 
 	// v33 = neg(gain)
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Y0, Y1, Y0
@@ -480,7 +478,7 @@ blocks_8:
 	// sum(v43) over [G N L]
 	VADDPS  3904(SI), Y0, Y0
 	VMOVUPS Y0, 3904(SI)
-	VMOVUPS lgc26<>+0(SB), Y0
+	VMOVUPS lgc25<>+0(SB), Y0
 
 	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y4, Y0, Y0
@@ -488,10 +486,10 @@ blocks_8:
 
 	// logsumexp(v47) over [G N L]
 	VANDPS  Y2, Y1, Y2
-	VCMPPS  $0x15, lgc27<>+0(SB), Y0, Y3
-	VCMPPS  $0x1a, lgc28<>+0(SB), Y0, Y4
+	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc26<>+0(SB), Y0, Y4
+	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  4224(SI), Y3, Y3
 	VMOVUPS Y3, 4224(SI)
@@ -514,13 +512,13 @@ blocks_8:
 	VANDPS Y0, Y1, Y0
 
 	// v62 = abs(v61)
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc24<>+0(SB), Y2
 	VANDNPS Y0, Y2, Y2
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc30<>+0(SB), Y4
+	VMOVUPS lgc29<>+0(SB), Y4
 
 	// v66 = max(v61, -0.1) tie=first
 	VMAXPS Y0, Y4, Y4
@@ -532,16 +530,16 @@ blocks_8:
 	VMULPS Y3, Y3, Y4
 
 	// v71 = mul(0.16666666666666666, v67)
-	VMULPS lgc31<>+0(SB), Y3, Y5
+	VMULPS lgc30<>+0(SB), Y3, Y5
 
 	// v72 = add(0.5, v71)
 	VADDPS lgc20<>+0(SB), Y5, Y5
 
 	// v75 = mul(0.008333333333333333, v67)
-	VMULPS lgc32<>+0(SB), Y3, Y3
+	VMULPS lgc31<>+0(SB), Y3, Y3
 
 	// v76 = add(0.041666666666666664, v75)
-	VADDPS lgc33<>+0(SB), Y3, Y3
+	VADDPS lgc32<>+0(SB), Y3, Y3
 
 	// v78 = mul(v68, v76)
 	VMULPS Y3, Y4, Y3
@@ -553,7 +551,7 @@ blocks_8:
 	VMULPS Y4, Y4, Y5
 
 	// v81 = mul(v80, 0.001388888888888889)
-	VMULPS lgc34<>+0(SB), Y5, Y5
+	VMULPS lgc33<>+0(SB), Y5, Y5
 
 	// v82 = add(v79, v81)
 	VADDPS Y5, Y3, Y3
@@ -582,12 +580,10 @@ blocks_8:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc7<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc21<>+0(SB), Y4, Y5
-	VPMINSD      lgc22<>+0(SB), Y5, Y5
+	VPADDD       lgc21<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -956,145 +952,135 @@ DATA lgc20<>+24(SB)/4, $0x3f000000
 DATA lgc20<>+28(SB)/4, $0x3f000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xffffff82
-DATA lgc21<>+4(SB)/4, $0xffffff82
-DATA lgc21<>+8(SB)/4, $0xffffff82
-DATA lgc21<>+12(SB)/4, $0xffffff82
-DATA lgc21<>+16(SB)/4, $0xffffff82
-DATA lgc21<>+20(SB)/4, $0xffffff82
-DATA lgc21<>+24(SB)/4, $0xffffff82
-DATA lgc21<>+28(SB)/4, $0xffffff82
+DATA lgc21<>+0(SB)/4, $0x000000fe
+DATA lgc21<>+4(SB)/4, $0x000000fe
+DATA lgc21<>+8(SB)/4, $0x000000fe
+DATA lgc21<>+12(SB)/4, $0x000000fe
+DATA lgc21<>+16(SB)/4, $0x000000fe
+DATA lgc21<>+20(SB)/4, $0x000000fe
+DATA lgc21<>+24(SB)/4, $0x000000fe
+DATA lgc21<>+28(SB)/4, $0x000000fe
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x0000007f
-DATA lgc22<>+4(SB)/4, $0x0000007f
-DATA lgc22<>+8(SB)/4, $0x0000007f
-DATA lgc22<>+12(SB)/4, $0x0000007f
-DATA lgc22<>+16(SB)/4, $0x0000007f
-DATA lgc22<>+20(SB)/4, $0x0000007f
-DATA lgc22<>+24(SB)/4, $0x0000007f
-DATA lgc22<>+28(SB)/4, $0x0000007f
+DATA lgc22<>+0(SB)/4, $0x3f99999a
+DATA lgc22<>+4(SB)/4, $0x3f99999a
+DATA lgc22<>+8(SB)/4, $0x3f99999a
+DATA lgc22<>+12(SB)/4, $0x3f99999a
+DATA lgc22<>+16(SB)/4, $0x3f99999a
+DATA lgc22<>+20(SB)/4, $0x3f99999a
+DATA lgc22<>+24(SB)/4, $0x3f99999a
+DATA lgc22<>+28(SB)/4, $0x3f99999a
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3f99999a
-DATA lgc23<>+4(SB)/4, $0x3f99999a
-DATA lgc23<>+8(SB)/4, $0x3f99999a
-DATA lgc23<>+12(SB)/4, $0x3f99999a
-DATA lgc23<>+16(SB)/4, $0x3f99999a
-DATA lgc23<>+20(SB)/4, $0x3f99999a
-DATA lgc23<>+24(SB)/4, $0x3f99999a
-DATA lgc23<>+28(SB)/4, $0x3f99999a
+DATA lgc23<>+0(SB)/4, $0x3f4ccccd
+DATA lgc23<>+4(SB)/4, $0x3f4ccccd
+DATA lgc23<>+8(SB)/4, $0x3f4ccccd
+DATA lgc23<>+12(SB)/4, $0x3f4ccccd
+DATA lgc23<>+16(SB)/4, $0x3f4ccccd
+DATA lgc23<>+20(SB)/4, $0x3f4ccccd
+DATA lgc23<>+24(SB)/4, $0x3f4ccccd
+DATA lgc23<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f4ccccd
-DATA lgc24<>+4(SB)/4, $0x3f4ccccd
-DATA lgc24<>+8(SB)/4, $0x3f4ccccd
-DATA lgc24<>+12(SB)/4, $0x3f4ccccd
-DATA lgc24<>+16(SB)/4, $0x3f4ccccd
-DATA lgc24<>+20(SB)/4, $0x3f4ccccd
-DATA lgc24<>+24(SB)/4, $0x3f4ccccd
-DATA lgc24<>+28(SB)/4, $0x3f4ccccd
+DATA lgc24<>+0(SB)/4, $0x80000000
+DATA lgc24<>+4(SB)/4, $0x80000000
+DATA lgc24<>+8(SB)/4, $0x80000000
+DATA lgc24<>+12(SB)/4, $0x80000000
+DATA lgc24<>+16(SB)/4, $0x80000000
+DATA lgc24<>+20(SB)/4, $0x80000000
+DATA lgc24<>+24(SB)/4, $0x80000000
+DATA lgc24<>+28(SB)/4, $0x80000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x80000000
-DATA lgc25<>+4(SB)/4, $0x80000000
-DATA lgc25<>+8(SB)/4, $0x80000000
-DATA lgc25<>+12(SB)/4, $0x80000000
-DATA lgc25<>+16(SB)/4, $0x80000000
-DATA lgc25<>+20(SB)/4, $0x80000000
-DATA lgc25<>+24(SB)/4, $0x80000000
-DATA lgc25<>+28(SB)/4, $0x80000000
+DATA lgc25<>+0(SB)/4, $0xff800000
+DATA lgc25<>+4(SB)/4, $0xff800000
+DATA lgc25<>+8(SB)/4, $0xff800000
+DATA lgc25<>+12(SB)/4, $0xff800000
+DATA lgc25<>+16(SB)/4, $0xff800000
+DATA lgc25<>+20(SB)/4, $0xff800000
+DATA lgc25<>+24(SB)/4, $0xff800000
+DATA lgc25<>+28(SB)/4, $0xff800000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xff800000
-DATA lgc26<>+4(SB)/4, $0xff800000
-DATA lgc26<>+8(SB)/4, $0xff800000
-DATA lgc26<>+12(SB)/4, $0xff800000
-DATA lgc26<>+16(SB)/4, $0xff800000
-DATA lgc26<>+20(SB)/4, $0xff800000
-DATA lgc26<>+24(SB)/4, $0xff800000
-DATA lgc26<>+28(SB)/4, $0xff800000
+DATA lgc26<>+0(SB)/4, $0xc22c0000
+DATA lgc26<>+4(SB)/4, $0xc22c0000
+DATA lgc26<>+8(SB)/4, $0xc22c0000
+DATA lgc26<>+12(SB)/4, $0xc22c0000
+DATA lgc26<>+16(SB)/4, $0xc22c0000
+DATA lgc26<>+20(SB)/4, $0xc22c0000
+DATA lgc26<>+24(SB)/4, $0xc22c0000
+DATA lgc26<>+28(SB)/4, $0xc22c0000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xc22c0000
-DATA lgc27<>+4(SB)/4, $0xc22c0000
-DATA lgc27<>+8(SB)/4, $0xc22c0000
-DATA lgc27<>+12(SB)/4, $0xc22c0000
-DATA lgc27<>+16(SB)/4, $0xc22c0000
-DATA lgc27<>+20(SB)/4, $0xc22c0000
-DATA lgc27<>+24(SB)/4, $0xc22c0000
-DATA lgc27<>+28(SB)/4, $0xc22c0000
+DATA lgc27<>+0(SB)/4, $0x42b00000
+DATA lgc27<>+4(SB)/4, $0x42b00000
+DATA lgc27<>+8(SB)/4, $0x42b00000
+DATA lgc27<>+12(SB)/4, $0x42b00000
+DATA lgc27<>+16(SB)/4, $0x42b00000
+DATA lgc27<>+20(SB)/4, $0x42b00000
+DATA lgc27<>+24(SB)/4, $0x42b00000
+DATA lgc27<>+28(SB)/4, $0x42b00000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x42b00000
-DATA lgc28<>+4(SB)/4, $0x42b00000
-DATA lgc28<>+8(SB)/4, $0x42b00000
-DATA lgc28<>+12(SB)/4, $0x42b00000
-DATA lgc28<>+16(SB)/4, $0x42b00000
-DATA lgc28<>+20(SB)/4, $0x42b00000
-DATA lgc28<>+24(SB)/4, $0x42b00000
-DATA lgc28<>+28(SB)/4, $0x42b00000
+DATA lgc28<>+0(SB)/4, $0x3dcccccd
+DATA lgc28<>+4(SB)/4, $0x3dcccccd
+DATA lgc28<>+8(SB)/4, $0x3dcccccd
+DATA lgc28<>+12(SB)/4, $0x3dcccccd
+DATA lgc28<>+16(SB)/4, $0x3dcccccd
+DATA lgc28<>+20(SB)/4, $0x3dcccccd
+DATA lgc28<>+24(SB)/4, $0x3dcccccd
+DATA lgc28<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3dcccccd
-DATA lgc29<>+4(SB)/4, $0x3dcccccd
-DATA lgc29<>+8(SB)/4, $0x3dcccccd
-DATA lgc29<>+12(SB)/4, $0x3dcccccd
-DATA lgc29<>+16(SB)/4, $0x3dcccccd
-DATA lgc29<>+20(SB)/4, $0x3dcccccd
-DATA lgc29<>+24(SB)/4, $0x3dcccccd
-DATA lgc29<>+28(SB)/4, $0x3dcccccd
+DATA lgc29<>+0(SB)/4, $0xbdcccccd
+DATA lgc29<>+4(SB)/4, $0xbdcccccd
+DATA lgc29<>+8(SB)/4, $0xbdcccccd
+DATA lgc29<>+12(SB)/4, $0xbdcccccd
+DATA lgc29<>+16(SB)/4, $0xbdcccccd
+DATA lgc29<>+20(SB)/4, $0xbdcccccd
+DATA lgc29<>+24(SB)/4, $0xbdcccccd
+DATA lgc29<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbdcccccd
-DATA lgc30<>+4(SB)/4, $0xbdcccccd
-DATA lgc30<>+8(SB)/4, $0xbdcccccd
-DATA lgc30<>+12(SB)/4, $0xbdcccccd
-DATA lgc30<>+16(SB)/4, $0xbdcccccd
-DATA lgc30<>+20(SB)/4, $0xbdcccccd
-DATA lgc30<>+24(SB)/4, $0xbdcccccd
-DATA lgc30<>+28(SB)/4, $0xbdcccccd
+DATA lgc30<>+0(SB)/4, $0x3e2aaaab
+DATA lgc30<>+4(SB)/4, $0x3e2aaaab
+DATA lgc30<>+8(SB)/4, $0x3e2aaaab
+DATA lgc30<>+12(SB)/4, $0x3e2aaaab
+DATA lgc30<>+16(SB)/4, $0x3e2aaaab
+DATA lgc30<>+20(SB)/4, $0x3e2aaaab
+DATA lgc30<>+24(SB)/4, $0x3e2aaaab
+DATA lgc30<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e2aaaab
-DATA lgc31<>+4(SB)/4, $0x3e2aaaab
-DATA lgc31<>+8(SB)/4, $0x3e2aaaab
-DATA lgc31<>+12(SB)/4, $0x3e2aaaab
-DATA lgc31<>+16(SB)/4, $0x3e2aaaab
-DATA lgc31<>+20(SB)/4, $0x3e2aaaab
-DATA lgc31<>+24(SB)/4, $0x3e2aaaab
-DATA lgc31<>+28(SB)/4, $0x3e2aaaab
+DATA lgc31<>+0(SB)/4, $0x3c088889
+DATA lgc31<>+4(SB)/4, $0x3c088889
+DATA lgc31<>+8(SB)/4, $0x3c088889
+DATA lgc31<>+12(SB)/4, $0x3c088889
+DATA lgc31<>+16(SB)/4, $0x3c088889
+DATA lgc31<>+20(SB)/4, $0x3c088889
+DATA lgc31<>+24(SB)/4, $0x3c088889
+DATA lgc31<>+28(SB)/4, $0x3c088889
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3c088889
-DATA lgc32<>+4(SB)/4, $0x3c088889
-DATA lgc32<>+8(SB)/4, $0x3c088889
-DATA lgc32<>+12(SB)/4, $0x3c088889
-DATA lgc32<>+16(SB)/4, $0x3c088889
-DATA lgc32<>+20(SB)/4, $0x3c088889
-DATA lgc32<>+24(SB)/4, $0x3c088889
-DATA lgc32<>+28(SB)/4, $0x3c088889
+DATA lgc32<>+0(SB)/4, $0x3d2aaaab
+DATA lgc32<>+4(SB)/4, $0x3d2aaaab
+DATA lgc32<>+8(SB)/4, $0x3d2aaaab
+DATA lgc32<>+12(SB)/4, $0x3d2aaaab
+DATA lgc32<>+16(SB)/4, $0x3d2aaaab
+DATA lgc32<>+20(SB)/4, $0x3d2aaaab
+DATA lgc32<>+24(SB)/4, $0x3d2aaaab
+DATA lgc32<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d2aaaab
-DATA lgc33<>+4(SB)/4, $0x3d2aaaab
-DATA lgc33<>+8(SB)/4, $0x3d2aaaab
-DATA lgc33<>+12(SB)/4, $0x3d2aaaab
-DATA lgc33<>+16(SB)/4, $0x3d2aaaab
-DATA lgc33<>+20(SB)/4, $0x3d2aaaab
-DATA lgc33<>+24(SB)/4, $0x3d2aaaab
-DATA lgc33<>+28(SB)/4, $0x3d2aaaab
+DATA lgc33<>+0(SB)/4, $0x3ab60b61
+DATA lgc33<>+4(SB)/4, $0x3ab60b61
+DATA lgc33<>+8(SB)/4, $0x3ab60b61
+DATA lgc33<>+12(SB)/4, $0x3ab60b61
+DATA lgc33<>+16(SB)/4, $0x3ab60b61
+DATA lgc33<>+20(SB)/4, $0x3ab60b61
+DATA lgc33<>+24(SB)/4, $0x3ab60b61
+DATA lgc33<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x3ab60b61
-DATA lgc34<>+4(SB)/4, $0x3ab60b61
-DATA lgc34<>+8(SB)/4, $0x3ab60b61
-DATA lgc34<>+12(SB)/4, $0x3ab60b61
-DATA lgc34<>+16(SB)/4, $0x3ab60b61
-DATA lgc34<>+20(SB)/4, $0x3ab60b61
-DATA lgc34<>+24(SB)/4, $0x3ab60b61
-DATA lgc34<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1125,7 +1111,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc35<>+0(SB), Y5, Y5
+	VMULPS       lgc34<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1153,12 +1139,10 @@ TEXT ·pass3AVX2(SB), $0-104
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc7<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc21<>+0(SB), Y5, Y6
-	VPMINSD      lgc22<>+0(SB), Y6, Y6
+	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -1179,7 +1163,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc36<>+0(SB), Y1, Y5
+	VMULPS lgc35<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -1207,25 +1191,25 @@ TEXT ·pass3AVX2(SB), $0-104
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x40000000
-DATA lgc35<>+4(SB)/4, $0x40000000
-DATA lgc35<>+8(SB)/4, $0x40000000
-DATA lgc35<>+12(SB)/4, $0x40000000
-DATA lgc35<>+16(SB)/4, $0x40000000
-DATA lgc35<>+20(SB)/4, $0x40000000
-DATA lgc35<>+24(SB)/4, $0x40000000
-DATA lgc35<>+28(SB)/4, $0x40000000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x40000000
+DATA lgc34<>+4(SB)/4, $0x40000000
+DATA lgc34<>+8(SB)/4, $0x40000000
+DATA lgc34<>+12(SB)/4, $0x40000000
+DATA lgc34<>+16(SB)/4, $0x40000000
+DATA lgc34<>+20(SB)/4, $0x40000000
+DATA lgc34<>+24(SB)/4, $0x40000000
+DATA lgc34<>+28(SB)/4, $0x40000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d23d70a
-DATA lgc36<>+4(SB)/4, $0x3d23d70a
-DATA lgc36<>+8(SB)/4, $0x3d23d70a
-DATA lgc36<>+12(SB)/4, $0x3d23d70a
-DATA lgc36<>+16(SB)/4, $0x3d23d70a
-DATA lgc36<>+20(SB)/4, $0x3d23d70a
-DATA lgc36<>+24(SB)/4, $0x3d23d70a
-DATA lgc36<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x3d23d70a
+DATA lgc35<>+4(SB)/4, $0x3d23d70a
+DATA lgc35<>+8(SB)/4, $0x3d23d70a
+DATA lgc35<>+12(SB)/4, $0x3d23d70a
+DATA lgc35<>+16(SB)/4, $0x3d23d70a
+DATA lgc35<>+20(SB)/4, $0x3d23d70a
+DATA lgc35<>+24(SB)/4, $0x3d23d70a
+DATA lgc35<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -1576,7 +1560,7 @@ TEXT ·fbPass3AVX2(SB), $224-96
 
 	// v36 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 
 	// v95 = div(0.04, v36)
 	VDIVPS Y0, Y2, Y2
@@ -1673,12 +1657,10 @@ blocks_21:
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc7<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc21<>+0(SB), Y6, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
+	VPADDD       lgc21<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
@@ -1686,12 +1668,12 @@ blocks_21:
 
 	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y6, Y0, Y6
-	VMOVUPS lgc23<>+0(SB), Y7
+	VMOVUPS lgc22<>+0(SB), Y7
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y2, 96(SP)
-	VMOVUPS lgc24<>+0(SB), Y2
+	VMOVUPS lgc23<>+0(SB), Y2
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y2, Y2
@@ -1704,7 +1686,7 @@ blocks_21:
 	VMULPS Y2, Y0, Y2
 
 	// v33 = neg(gain)
-	VXORPS lgc25<>+0(SB), Y2, Y2
+	VXORPS lgc24<>+0(SB), Y2, Y2
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Y2, Y1, Y2
@@ -1735,7 +1717,7 @@ blocks_21:
 	// sum(v43) over [G N L]
 	VADDPS  4032(SI), Y2, Y2
 	VMOVUPS Y2, 4032(SI)
-	VMOVUPS lgc26<>+0(SB), Y2
+	VMOVUPS lgc25<>+0(SB), Y2
 
 	// v47 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y4, Y2, Y2
@@ -1745,10 +1727,10 @@ blocks_21:
 
 	// logsumexp(v47) over [G N L]
 	VANDPS  Y0, Y1, Y3
-	VCMPPS  $0x15, lgc27<>+0(SB), Y2, Y4
-	VCMPPS  $0x1a, lgc28<>+0(SB), Y2, Y5
+	VCMPPS  $0x15, lgc26<>+0(SB), Y2, Y4
+	VCMPPS  $0x1a, lgc27<>+0(SB), Y2, Y5
 	VANDPS  Y5, Y4, Y4
-	VCMPPS  $0x00, lgc26<>+0(SB), Y2, Y5
+	VCMPPS  $0x00, lgc25<>+0(SB), Y2, Y5
 	VORPS   Y5, Y4, Y4
 	VANDPS  4352(SI), Y4, Y4
 	VMOVUPS Y4, 4352(SI)
@@ -1771,13 +1753,13 @@ blocks_21:
 	VANDPS Y2, Y1, Y2
 
 	// v62 = abs(v61)
-	VMOVUPS lgc25<>+0(SB), Y3
+	VMOVUPS lgc24<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc29<>+0(SB), Y4
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc30<>+0(SB), Y5
+	VMOVUPS lgc29<>+0(SB), Y5
 
 	// v66 = max(v61, -0.1) tie=first
 	VMAXPS Y2, Y5, Y5
@@ -1789,16 +1771,16 @@ blocks_21:
 	VMULPS Y4, Y4, Y5
 
 	// v71 = mul(0.16666666666666666, v67)
-	VMULPS lgc31<>+0(SB), Y4, Y6
+	VMULPS lgc30<>+0(SB), Y4, Y6
 
 	// v72 = add(0.5, v71)
 	VADDPS lgc20<>+0(SB), Y6, Y6
 
 	// v75 = mul(0.008333333333333333, v67)
-	VMULPS lgc32<>+0(SB), Y4, Y4
+	VMULPS lgc31<>+0(SB), Y4, Y4
 
 	// v76 = add(0.041666666666666664, v75)
-	VADDPS lgc33<>+0(SB), Y4, Y4
+	VADDPS lgc32<>+0(SB), Y4, Y4
 
 	// v78 = mul(v68, v76)
 	VMULPS Y4, Y5, Y4
@@ -1810,7 +1792,7 @@ blocks_21:
 	VMULPS Y5, Y5, Y6
 
 	// v81 = mul(v80, 0.001388888888888889)
-	VMULPS lgc34<>+0(SB), Y6, Y6
+	VMULPS lgc33<>+0(SB), Y6, Y6
 
 	// v82 = add(v79, v81)
 	VADDPS Y6, Y4, Y4
@@ -1839,12 +1821,10 @@ blocks_21:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc7<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc21<>+0(SB), Y5, Y6
-	VPMINSD      lgc22<>+0(SB), Y6, Y6
+	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -1886,14 +1866,14 @@ blocks_21:
 	VANDPS Y2, Y1, Y2
 
 	// v101 = neg(v100)
-	VXORPS  lgc25<>+0(SB), Y2, Y2
+	VXORPS  lgc24<>+0(SB), Y2, Y2
 	VMOVUPS 32(SP), Y3
 
 	// v103 = where(mask, v102, 0)
 	VANDPS Y3, Y1, Y1
 
 	// v104 = neg(v103)
-	VXORPS lgc25<>+0(SB), Y1, Y1
+	VXORPS lgc24<>+0(SB), Y1, Y1
 
 	// v105 = ne(v104, 0)
 	VCMPPS  $0x04, Y4, Y1, Y3
@@ -1913,7 +1893,7 @@ blocks_21:
 
 	// v109 = where(v26, 0, v107)
 	VANDNPS Y1, Y5, Y1
-	VMOVUPS lgc24<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v110 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y0, Y5
@@ -1926,7 +1906,7 @@ blocks_21:
 
 	// v113 = where(v112, v109, 0)
 	VANDPS  Y1, Y5, Y1
-	VMOVUPS lgc23<>+0(SB), Y5
+	VMOVUPS lgc22<>+0(SB), Y5
 
 	// v114 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y0, Y5
@@ -2173,7 +2153,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc35<>+0(SB), Y5, Y5
+	VMULPS       lgc34<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -2201,12 +2181,10 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc7<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc21<>+0(SB), Y5, Y6
-	VPMINSD      lgc22<>+0(SB), Y6, Y6
+	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -2227,7 +2205,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc36<>+0(SB), Y1, Y5
+	VMULPS lgc35<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -2287,12 +2265,10 @@ bulk_23:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc7<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc21<>+0(SB), Y0, Y1
-	VPMINSD      lgc22<>+0(SB), Y1, Y1
+	VPADDD       lgc21<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc22<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -2316,11 +2292,11 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
-	VMULPS       lgc38<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
+	VMULPS       lgc37<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc22<>+0(SB), Y3, Y3
+	VPSUBD       lgc38<>+0(SB), Y3, Y3
 	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc40<>+0(SB), Y2, Y1
@@ -2348,7 +2324,7 @@ bulk_25:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc25<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
@@ -2363,24 +2339,34 @@ bulkdone_26:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x00800000
-DATA lgc37<>+4(SB)/4, $0x00800000
-DATA lgc37<>+8(SB)/4, $0x00800000
-DATA lgc37<>+12(SB)/4, $0x00800000
-DATA lgc37<>+16(SB)/4, $0x00800000
-DATA lgc37<>+20(SB)/4, $0x00800000
-DATA lgc37<>+24(SB)/4, $0x00800000
-DATA lgc37<>+28(SB)/4, $0x00800000
+DATA lgc36<>+0(SB)/4, $0x00800000
+DATA lgc36<>+4(SB)/4, $0x00800000
+DATA lgc36<>+8(SB)/4, $0x00800000
+DATA lgc36<>+12(SB)/4, $0x00800000
+DATA lgc36<>+16(SB)/4, $0x00800000
+DATA lgc36<>+20(SB)/4, $0x00800000
+DATA lgc36<>+24(SB)/4, $0x00800000
+DATA lgc36<>+28(SB)/4, $0x00800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x4b000000
+DATA lgc37<>+4(SB)/4, $0x4b000000
+DATA lgc37<>+8(SB)/4, $0x4b000000
+DATA lgc37<>+12(SB)/4, $0x4b000000
+DATA lgc37<>+16(SB)/4, $0x4b000000
+DATA lgc37<>+20(SB)/4, $0x4b000000
+DATA lgc37<>+24(SB)/4, $0x4b000000
+DATA lgc37<>+28(SB)/4, $0x4b000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x4b000000
-DATA lgc38<>+4(SB)/4, $0x4b000000
-DATA lgc38<>+8(SB)/4, $0x4b000000
-DATA lgc38<>+12(SB)/4, $0x4b000000
-DATA lgc38<>+16(SB)/4, $0x4b000000
-DATA lgc38<>+20(SB)/4, $0x4b000000
-DATA lgc38<>+24(SB)/4, $0x4b000000
-DATA lgc38<>+28(SB)/4, $0x4b000000
+DATA lgc38<>+0(SB)/4, $0x0000007f
+DATA lgc38<>+4(SB)/4, $0x0000007f
+DATA lgc38<>+8(SB)/4, $0x0000007f
+DATA lgc38<>+12(SB)/4, $0x0000007f
+DATA lgc38<>+16(SB)/4, $0x0000007f
+DATA lgc38<>+20(SB)/4, $0x0000007f
+DATA lgc38<>+24(SB)/4, $0x0000007f
+DATA lgc38<>+28(SB)/4, $0x0000007f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 DATA lgc39<>+0(SB)/4, $0xffffffe9
@@ -2536,11 +2522,11 @@ bulk_27:
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc7<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
-	VMULPS       lgc38<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc37<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc22<>+0(SB), Y4, Y4
+	VPSUBD       lgc38<>+0(SB), Y4, Y4
 	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc40<>+0(SB), Y3, Y2
@@ -2568,7 +2554,7 @@ bulk_27:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc25<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
@@ -2582,7 +2568,7 @@ bulk_27:
 	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc25<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

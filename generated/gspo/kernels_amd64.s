@@ -231,23 +231,21 @@ outer0_4:
 	VFMADD213PS  Y1, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y3
-	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y3
 	VPSUBD       Y3, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y1, Y5, Y5
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y2, Y0, Y1
-	VMOVUPS lgc18<>+0(SB), Y3
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y5, Y3, Y4
-	VMOVUPS lgc19<>+0(SB), Y6
+	VMOVUPS lgc18<>+0(SB), Y6
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Y5, Y6, Y7
@@ -259,7 +257,7 @@ outer0_4:
 	VMULPS Y1, Y0, Y1
 
 	// v26 = neg(gain)
-	VXORPS lgc20<>+0(SB), Y1, Y1
+	VXORPS lgc19<>+0(SB), Y1, Y1
 
 	// v32 = lt(v17, 0)
 	VCMPPS $0x11, Y2, Y0, Y4
@@ -331,13 +329,13 @@ blocks_5:
 	VSUBPS Y1, Y2, Y1
 
 	// v45 = abs(v44)
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc21<>+0(SB), Y3
+	VMOVUPS lgc20<>+0(SB), Y3
 
 	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc22<>+0(SB), Y4
+	VMOVUPS lgc21<>+0(SB), Y4
 
 	// v49 = max(v44, -0.1) tie=first
 	VMAXPS Y1, Y4, Y4
@@ -349,16 +347,16 @@ blocks_5:
 	VMULPS Y3, Y3, Y4
 
 	// v54 = mul(0.16666666666666666, v50)
-	VMULPS lgc23<>+0(SB), Y3, Y5
+	VMULPS lgc22<>+0(SB), Y3, Y5
 
 	// v55 = add(0.5, v54)
 	VADDPS lgc15<>+0(SB), Y5, Y5
 
 	// v58 = mul(0.008333333333333333, v50)
-	VMULPS lgc24<>+0(SB), Y3, Y3
+	VMULPS lgc23<>+0(SB), Y3, Y3
 
 	// v59 = add(0.041666666666666664, v58)
-	VADDPS lgc25<>+0(SB), Y3, Y3
+	VADDPS lgc24<>+0(SB), Y3, Y3
 
 	// v61 = mul(v51, v59)
 	VMULPS Y3, Y4, Y3
@@ -370,7 +368,7 @@ blocks_5:
 	VMULPS Y4, Y4, Y5
 
 	// v64 = mul(v63, 0.001388888888888889)
-	VMULPS lgc26<>+0(SB), Y5, Y5
+	VMULPS lgc25<>+0(SB), Y5, Y5
 
 	// v65 = add(v62, v64)
 	VADDPS Y5, Y3, Y3
@@ -399,12 +397,10 @@ blocks_5:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc16<>+0(SB), Y4, Y5
-	VPMINSD      lgc17<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -662,115 +658,105 @@ DATA lgc15<>+24(SB)/4, $0x3f000000
 DATA lgc15<>+28(SB)/4, $0x3f000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xffffff82
-DATA lgc16<>+4(SB)/4, $0xffffff82
-DATA lgc16<>+8(SB)/4, $0xffffff82
-DATA lgc16<>+12(SB)/4, $0xffffff82
-DATA lgc16<>+16(SB)/4, $0xffffff82
-DATA lgc16<>+20(SB)/4, $0xffffff82
-DATA lgc16<>+24(SB)/4, $0xffffff82
-DATA lgc16<>+28(SB)/4, $0xffffff82
+DATA lgc16<>+0(SB)/4, $0x000000fe
+DATA lgc16<>+4(SB)/4, $0x000000fe
+DATA lgc16<>+8(SB)/4, $0x000000fe
+DATA lgc16<>+12(SB)/4, $0x000000fe
+DATA lgc16<>+16(SB)/4, $0x000000fe
+DATA lgc16<>+20(SB)/4, $0x000000fe
+DATA lgc16<>+24(SB)/4, $0x000000fe
+DATA lgc16<>+28(SB)/4, $0x000000fe
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x0000007f
-DATA lgc17<>+4(SB)/4, $0x0000007f
-DATA lgc17<>+8(SB)/4, $0x0000007f
-DATA lgc17<>+12(SB)/4, $0x0000007f
-DATA lgc17<>+16(SB)/4, $0x0000007f
-DATA lgc17<>+20(SB)/4, $0x0000007f
-DATA lgc17<>+24(SB)/4, $0x0000007f
-DATA lgc17<>+28(SB)/4, $0x0000007f
+DATA lgc17<>+0(SB)/4, $0x3f99999a
+DATA lgc17<>+4(SB)/4, $0x3f99999a
+DATA lgc17<>+8(SB)/4, $0x3f99999a
+DATA lgc17<>+12(SB)/4, $0x3f99999a
+DATA lgc17<>+16(SB)/4, $0x3f99999a
+DATA lgc17<>+20(SB)/4, $0x3f99999a
+DATA lgc17<>+24(SB)/4, $0x3f99999a
+DATA lgc17<>+28(SB)/4, $0x3f99999a
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f99999a
-DATA lgc18<>+4(SB)/4, $0x3f99999a
-DATA lgc18<>+8(SB)/4, $0x3f99999a
-DATA lgc18<>+12(SB)/4, $0x3f99999a
-DATA lgc18<>+16(SB)/4, $0x3f99999a
-DATA lgc18<>+20(SB)/4, $0x3f99999a
-DATA lgc18<>+24(SB)/4, $0x3f99999a
-DATA lgc18<>+28(SB)/4, $0x3f99999a
+DATA lgc18<>+0(SB)/4, $0x3f4ccccd
+DATA lgc18<>+4(SB)/4, $0x3f4ccccd
+DATA lgc18<>+8(SB)/4, $0x3f4ccccd
+DATA lgc18<>+12(SB)/4, $0x3f4ccccd
+DATA lgc18<>+16(SB)/4, $0x3f4ccccd
+DATA lgc18<>+20(SB)/4, $0x3f4ccccd
+DATA lgc18<>+24(SB)/4, $0x3f4ccccd
+DATA lgc18<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f4ccccd
-DATA lgc19<>+4(SB)/4, $0x3f4ccccd
-DATA lgc19<>+8(SB)/4, $0x3f4ccccd
-DATA lgc19<>+12(SB)/4, $0x3f4ccccd
-DATA lgc19<>+16(SB)/4, $0x3f4ccccd
-DATA lgc19<>+20(SB)/4, $0x3f4ccccd
-DATA lgc19<>+24(SB)/4, $0x3f4ccccd
-DATA lgc19<>+28(SB)/4, $0x3f4ccccd
+DATA lgc19<>+0(SB)/4, $0x80000000
+DATA lgc19<>+4(SB)/4, $0x80000000
+DATA lgc19<>+8(SB)/4, $0x80000000
+DATA lgc19<>+12(SB)/4, $0x80000000
+DATA lgc19<>+16(SB)/4, $0x80000000
+DATA lgc19<>+20(SB)/4, $0x80000000
+DATA lgc19<>+24(SB)/4, $0x80000000
+DATA lgc19<>+28(SB)/4, $0x80000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x80000000
-DATA lgc20<>+4(SB)/4, $0x80000000
-DATA lgc20<>+8(SB)/4, $0x80000000
-DATA lgc20<>+12(SB)/4, $0x80000000
-DATA lgc20<>+16(SB)/4, $0x80000000
-DATA lgc20<>+20(SB)/4, $0x80000000
-DATA lgc20<>+24(SB)/4, $0x80000000
-DATA lgc20<>+28(SB)/4, $0x80000000
+DATA lgc20<>+0(SB)/4, $0x3dcccccd
+DATA lgc20<>+4(SB)/4, $0x3dcccccd
+DATA lgc20<>+8(SB)/4, $0x3dcccccd
+DATA lgc20<>+12(SB)/4, $0x3dcccccd
+DATA lgc20<>+16(SB)/4, $0x3dcccccd
+DATA lgc20<>+20(SB)/4, $0x3dcccccd
+DATA lgc20<>+24(SB)/4, $0x3dcccccd
+DATA lgc20<>+28(SB)/4, $0x3dcccccd
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3dcccccd
-DATA lgc21<>+4(SB)/4, $0x3dcccccd
-DATA lgc21<>+8(SB)/4, $0x3dcccccd
-DATA lgc21<>+12(SB)/4, $0x3dcccccd
-DATA lgc21<>+16(SB)/4, $0x3dcccccd
-DATA lgc21<>+20(SB)/4, $0x3dcccccd
-DATA lgc21<>+24(SB)/4, $0x3dcccccd
-DATA lgc21<>+28(SB)/4, $0x3dcccccd
+DATA lgc21<>+0(SB)/4, $0xbdcccccd
+DATA lgc21<>+4(SB)/4, $0xbdcccccd
+DATA lgc21<>+8(SB)/4, $0xbdcccccd
+DATA lgc21<>+12(SB)/4, $0xbdcccccd
+DATA lgc21<>+16(SB)/4, $0xbdcccccd
+DATA lgc21<>+20(SB)/4, $0xbdcccccd
+DATA lgc21<>+24(SB)/4, $0xbdcccccd
+DATA lgc21<>+28(SB)/4, $0xbdcccccd
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xbdcccccd
-DATA lgc22<>+4(SB)/4, $0xbdcccccd
-DATA lgc22<>+8(SB)/4, $0xbdcccccd
-DATA lgc22<>+12(SB)/4, $0xbdcccccd
-DATA lgc22<>+16(SB)/4, $0xbdcccccd
-DATA lgc22<>+20(SB)/4, $0xbdcccccd
-DATA lgc22<>+24(SB)/4, $0xbdcccccd
-DATA lgc22<>+28(SB)/4, $0xbdcccccd
+DATA lgc22<>+0(SB)/4, $0x3e2aaaab
+DATA lgc22<>+4(SB)/4, $0x3e2aaaab
+DATA lgc22<>+8(SB)/4, $0x3e2aaaab
+DATA lgc22<>+12(SB)/4, $0x3e2aaaab
+DATA lgc22<>+16(SB)/4, $0x3e2aaaab
+DATA lgc22<>+20(SB)/4, $0x3e2aaaab
+DATA lgc22<>+24(SB)/4, $0x3e2aaaab
+DATA lgc22<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3e2aaaab
-DATA lgc23<>+4(SB)/4, $0x3e2aaaab
-DATA lgc23<>+8(SB)/4, $0x3e2aaaab
-DATA lgc23<>+12(SB)/4, $0x3e2aaaab
-DATA lgc23<>+16(SB)/4, $0x3e2aaaab
-DATA lgc23<>+20(SB)/4, $0x3e2aaaab
-DATA lgc23<>+24(SB)/4, $0x3e2aaaab
-DATA lgc23<>+28(SB)/4, $0x3e2aaaab
+DATA lgc23<>+0(SB)/4, $0x3c088889
+DATA lgc23<>+4(SB)/4, $0x3c088889
+DATA lgc23<>+8(SB)/4, $0x3c088889
+DATA lgc23<>+12(SB)/4, $0x3c088889
+DATA lgc23<>+16(SB)/4, $0x3c088889
+DATA lgc23<>+20(SB)/4, $0x3c088889
+DATA lgc23<>+24(SB)/4, $0x3c088889
+DATA lgc23<>+28(SB)/4, $0x3c088889
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3c088889
-DATA lgc24<>+4(SB)/4, $0x3c088889
-DATA lgc24<>+8(SB)/4, $0x3c088889
-DATA lgc24<>+12(SB)/4, $0x3c088889
-DATA lgc24<>+16(SB)/4, $0x3c088889
-DATA lgc24<>+20(SB)/4, $0x3c088889
-DATA lgc24<>+24(SB)/4, $0x3c088889
-DATA lgc24<>+28(SB)/4, $0x3c088889
+DATA lgc24<>+0(SB)/4, $0x3d2aaaab
+DATA lgc24<>+4(SB)/4, $0x3d2aaaab
+DATA lgc24<>+8(SB)/4, $0x3d2aaaab
+DATA lgc24<>+12(SB)/4, $0x3d2aaaab
+DATA lgc24<>+16(SB)/4, $0x3d2aaaab
+DATA lgc24<>+20(SB)/4, $0x3d2aaaab
+DATA lgc24<>+24(SB)/4, $0x3d2aaaab
+DATA lgc24<>+28(SB)/4, $0x3d2aaaab
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d2aaaab
-DATA lgc25<>+4(SB)/4, $0x3d2aaaab
-DATA lgc25<>+8(SB)/4, $0x3d2aaaab
-DATA lgc25<>+12(SB)/4, $0x3d2aaaab
-DATA lgc25<>+16(SB)/4, $0x3d2aaaab
-DATA lgc25<>+20(SB)/4, $0x3d2aaaab
-DATA lgc25<>+24(SB)/4, $0x3d2aaaab
-DATA lgc25<>+28(SB)/4, $0x3d2aaaab
+DATA lgc25<>+0(SB)/4, $0x3ab60b61
+DATA lgc25<>+4(SB)/4, $0x3ab60b61
+DATA lgc25<>+8(SB)/4, $0x3ab60b61
+DATA lgc25<>+12(SB)/4, $0x3ab60b61
+DATA lgc25<>+16(SB)/4, $0x3ab60b61
+DATA lgc25<>+20(SB)/4, $0x3ab60b61
+DATA lgc25<>+24(SB)/4, $0x3ab60b61
+DATA lgc25<>+28(SB)/4, $0x3ab60b61
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x3ab60b61
-DATA lgc26<>+4(SB)/4, $0x3ab60b61
-DATA lgc26<>+8(SB)/4, $0x3ab60b61
-DATA lgc26<>+12(SB)/4, $0x3ab60b61
-DATA lgc26<>+16(SB)/4, $0x3ab60b61
-DATA lgc26<>+20(SB)/4, $0x3ab60b61
-DATA lgc26<>+24(SB)/4, $0x3ab60b61
-DATA lgc26<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
@@ -799,7 +785,7 @@ TEXT ·pass2AVX2(SB), $0-64
 	VDIVPS Y0, Y3, Y0
 
 	// lossKLToRef = mul(0.04, v74)
-	VMULPS lgc27<>+0(SB), Y0, Y3
+	VMULPS lgc26<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -819,15 +805,15 @@ TEXT ·pass2AVX2(SB), $0-64
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x3d23d70a
-DATA lgc27<>+4(SB)/4, $0x3d23d70a
-DATA lgc27<>+8(SB)/4, $0x3d23d70a
-DATA lgc27<>+12(SB)/4, $0x3d23d70a
-DATA lgc27<>+16(SB)/4, $0x3d23d70a
-DATA lgc27<>+20(SB)/4, $0x3d23d70a
-DATA lgc27<>+24(SB)/4, $0x3d23d70a
-DATA lgc27<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc26<>+0(SB)/4, $0x3d23d70a
+DATA lgc26<>+4(SB)/4, $0x3d23d70a
+DATA lgc26<>+8(SB)/4, $0x3d23d70a
+DATA lgc26<>+12(SB)/4, $0x3d23d70a
+DATA lgc26<>+16(SB)/4, $0x3d23d70a
+DATA lgc26<>+20(SB)/4, $0x3d23d70a
+DATA lgc26<>+24(SB)/4, $0x3d23d70a
+DATA lgc26<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -1094,7 +1080,7 @@ TEXT ·fbPass2AVX2(SB), $224-96
 
 	// v30 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc27<>+0(SB), Y1
+	VMOVUPS lgc26<>+0(SB), Y1
 
 	// v78 = div(0.04, v30)
 	VDIVPS  Y0, Y1, Y0
@@ -1146,23 +1132,21 @@ outer0_13:
 	VFMADD213PS  Y2, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc16<>+0(SB), Y2, Y4
-	VPMINSD      lgc17<>+0(SB), Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y4
 	VPSUBD       Y4, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y2, Y6, Y6
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
-	VMOVUPS lgc18<>+0(SB), Y4
+	VMOVUPS lgc17<>+0(SB), Y4
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y6, Y4, Y5
-	VMOVUPS lgc19<>+0(SB), Y7
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS  Y6, Y7, Y8
@@ -1175,7 +1159,7 @@ outer0_13:
 	VMULPS Y1, Y0, Y1
 
 	// v26 = neg(gain)
-	VXORPS lgc20<>+0(SB), Y1, Y1
+	VXORPS lgc19<>+0(SB), Y1, Y1
 
 	// v32 = lt(v17, 0)
 	VCMPPS $0x11, Y3, Y0, Y5
@@ -1202,7 +1186,7 @@ outer0_13:
 	VBROADCASTSS (CX)(DX*4), Y3
 
 	// v87 = neg(v86)
-	VXORPS lgc20<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y3, Y3
 
 	// v88 = mul(v87, v17)
 	VMULPS Y0, Y3, Y0
@@ -1225,7 +1209,7 @@ outer0_13:
 
 	// v94 = where(v93, v90, 0)
 	VANDPS  Y0, Y4, Y0
-	VMOVUPS lgc18<>+0(SB), Y4
+	VMOVUPS lgc17<>+0(SB), Y4
 
 	// v95 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
@@ -1303,13 +1287,13 @@ blocks_14:
 	VSUBPS Y1, Y2, Y1
 
 	// v45 = abs(v44)
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc21<>+0(SB), Y3
+	VMOVUPS lgc20<>+0(SB), Y3
 
 	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc22<>+0(SB), Y4
+	VMOVUPS lgc21<>+0(SB), Y4
 
 	// v49 = max(v44, -0.1) tie=first
 	VMAXPS Y1, Y4, Y4
@@ -1321,16 +1305,16 @@ blocks_14:
 	VMULPS Y3, Y3, Y4
 
 	// v54 = mul(0.16666666666666666, v50)
-	VMULPS lgc23<>+0(SB), Y3, Y5
+	VMULPS lgc22<>+0(SB), Y3, Y5
 
 	// v55 = add(0.5, v54)
 	VADDPS lgc15<>+0(SB), Y5, Y5
 
 	// v58 = mul(0.008333333333333333, v50)
-	VMULPS lgc24<>+0(SB), Y3, Y3
+	VMULPS lgc23<>+0(SB), Y3, Y3
 
 	// v59 = add(0.041666666666666664, v58)
-	VADDPS lgc25<>+0(SB), Y3, Y3
+	VADDPS lgc24<>+0(SB), Y3, Y3
 
 	// v61 = mul(v51, v59)
 	VMULPS Y3, Y4, Y3
@@ -1342,7 +1326,7 @@ blocks_14:
 	VMULPS Y4, Y4, Y5
 
 	// v64 = mul(v63, 0.001388888888888889)
-	VMULPS lgc26<>+0(SB), Y5, Y5
+	VMULPS lgc25<>+0(SB), Y5, Y5
 
 	// v65 = add(v62, v64)
 	VADDPS Y5, Y3, Y3
@@ -1371,12 +1355,10 @@ blocks_14:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc16<>+0(SB), Y4, Y5
-	VPMINSD      lgc17<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -1415,7 +1397,7 @@ blocks_14:
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// v83 = neg(v82)
-	VXORPS  lgc20<>+0(SB), Y1, Y1
+	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
 	// v105 = where(mask, v104, 0)
@@ -1559,7 +1541,7 @@ TEXT ·fbPass3AVX2(SB), $0-64
 	VDIVPS Y0, Y3, Y0
 
 	// lossKLToRef = mul(0.04, v75)
-	VMULPS lgc27<>+0(SB), Y0, Y3
+	VMULPS lgc26<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -1611,12 +1593,10 @@ bulk_16:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc16<>+0(SB), Y0, Y1
-	VPMINSD      lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1640,11 +1620,11 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VMULPS       lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPSUBD       lgc29<>+0(SB), Y3, Y3
 	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc31<>+0(SB), Y2, Y1
@@ -1687,24 +1667,34 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
+DATA lgc27<>+0(SB)/4, $0x00800000
+DATA lgc27<>+4(SB)/4, $0x00800000
+DATA lgc27<>+8(SB)/4, $0x00800000
+DATA lgc27<>+12(SB)/4, $0x00800000
+DATA lgc27<>+16(SB)/4, $0x00800000
+DATA lgc27<>+20(SB)/4, $0x00800000
+DATA lgc27<>+24(SB)/4, $0x00800000
+DATA lgc27<>+28(SB)/4, $0x00800000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x4b000000
+DATA lgc28<>+4(SB)/4, $0x4b000000
+DATA lgc28<>+8(SB)/4, $0x4b000000
+DATA lgc28<>+12(SB)/4, $0x4b000000
+DATA lgc28<>+16(SB)/4, $0x4b000000
+DATA lgc28<>+20(SB)/4, $0x4b000000
+DATA lgc28<>+24(SB)/4, $0x4b000000
+DATA lgc28<>+28(SB)/4, $0x4b000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0x0000007f
+DATA lgc29<>+4(SB)/4, $0x0000007f
+DATA lgc29<>+8(SB)/4, $0x0000007f
+DATA lgc29<>+12(SB)/4, $0x0000007f
+DATA lgc29<>+16(SB)/4, $0x0000007f
+DATA lgc29<>+20(SB)/4, $0x0000007f
+DATA lgc29<>+24(SB)/4, $0x0000007f
+DATA lgc29<>+28(SB)/4, $0x0000007f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 DATA lgc30<>+0(SB)/4, $0xffffffe9
@@ -1870,11 +1860,11 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
 	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc31<>+0(SB), Y3, Y2

@@ -106,16 +106,14 @@ inner_Q_3:
 	VFMADD213PS  Y2, Y5, Y6
 	VADDPS       lgc0<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc17<>+0(SB), Y2, Y3
-	VPMINSD      lgc18<>+0(SB), Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc18<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y6, Y6
 	VMULPS       Y2, Y6, Y6
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 
 	// v24 = min(v22, 100)
 	VMINPS  Y6, Y2, Y2
@@ -132,8 +130,8 @@ inner_Q_3:
 	MOVQ    state+72(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
-	VMOVUPD lgc20<>+0(SB), Y2
-	VMOVUPD lgc20<>+0(SB), Y3
+	VMOVUPD lgc19<>+0(SB), Y2
+	VMOVUPD lgc19<>+0(SB), Y3
 	VMOVUPS Y1, 64(SP)
 	VMOVUPS lgc0<>+0(SB), Y1
 	XORQ    SI, SI
@@ -179,7 +177,7 @@ inner_Q_4:
 	// finish v37
 	VMOVUPD     Y2, Y1
 	VMOVUPD     Y3, Y2
-	VMOVUPS     lgc21<>+0(SB), Y3
+	VMOVUPS     lgc20<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -231,11 +229,11 @@ inner_Q_4:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc22<>+0(SB), Y0
+	VMOVUPD      lgc21<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -243,11 +241,11 @@ inner_Q_4:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      lgc20<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -255,12 +253,12 @@ inner_Q_4:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -268,12 +266,12 @@ inner_Q_4:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -281,7 +279,7 @@ inner_Q_4:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -298,13 +296,13 @@ noflush_5:
 chunkdone_2:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc21<>+0(SB), X0
+	VMOVUPS      lgc20<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -312,11 +310,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      lgc20<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -324,12 +322,12 @@ chunkdone_2:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -337,12 +335,12 @@ chunkdone_2:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -350,7 +348,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
@@ -528,77 +526,67 @@ DATA lgc16<>+24(SB)/4, $0x3f000000
 DATA lgc16<>+28(SB)/4, $0x3f000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xffffff82
-DATA lgc17<>+4(SB)/4, $0xffffff82
-DATA lgc17<>+8(SB)/4, $0xffffff82
-DATA lgc17<>+12(SB)/4, $0xffffff82
-DATA lgc17<>+16(SB)/4, $0xffffff82
-DATA lgc17<>+20(SB)/4, $0xffffff82
-DATA lgc17<>+24(SB)/4, $0xffffff82
-DATA lgc17<>+28(SB)/4, $0xffffff82
+DATA lgc17<>+0(SB)/4, $0x000000fe
+DATA lgc17<>+4(SB)/4, $0x000000fe
+DATA lgc17<>+8(SB)/4, $0x000000fe
+DATA lgc17<>+12(SB)/4, $0x000000fe
+DATA lgc17<>+16(SB)/4, $0x000000fe
+DATA lgc17<>+20(SB)/4, $0x000000fe
+DATA lgc17<>+24(SB)/4, $0x000000fe
+DATA lgc17<>+28(SB)/4, $0x000000fe
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x0000007f
-DATA lgc18<>+4(SB)/4, $0x0000007f
-DATA lgc18<>+8(SB)/4, $0x0000007f
-DATA lgc18<>+12(SB)/4, $0x0000007f
-DATA lgc18<>+16(SB)/4, $0x0000007f
-DATA lgc18<>+20(SB)/4, $0x0000007f
-DATA lgc18<>+24(SB)/4, $0x0000007f
-DATA lgc18<>+28(SB)/4, $0x0000007f
+DATA lgc18<>+0(SB)/4, $0x42c80000
+DATA lgc18<>+4(SB)/4, $0x42c80000
+DATA lgc18<>+8(SB)/4, $0x42c80000
+DATA lgc18<>+12(SB)/4, $0x42c80000
+DATA lgc18<>+16(SB)/4, $0x42c80000
+DATA lgc18<>+20(SB)/4, $0x42c80000
+DATA lgc18<>+24(SB)/4, $0x42c80000
+DATA lgc18<>+28(SB)/4, $0x42c80000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x42c80000
-DATA lgc19<>+4(SB)/4, $0x42c80000
-DATA lgc19<>+8(SB)/4, $0x42c80000
-DATA lgc19<>+12(SB)/4, $0x42c80000
-DATA lgc19<>+16(SB)/4, $0x42c80000
-DATA lgc19<>+20(SB)/4, $0x42c80000
-DATA lgc19<>+24(SB)/4, $0x42c80000
-DATA lgc19<>+28(SB)/4, $0x42c80000
+DATA lgc19<>+0(SB)/8, $0x0000000000000000
+DATA lgc19<>+8(SB)/8, $0x0000000000000000
+DATA lgc19<>+16(SB)/8, $0x0000000000000000
+DATA lgc19<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x0000000000000000
-DATA lgc20<>+8(SB)/8, $0x0000000000000000
-DATA lgc20<>+16(SB)/8, $0x0000000000000000
-DATA lgc20<>+24(SB)/8, $0x0000000000000000
+DATA lgc20<>+0(SB)/4, $0x00000000
+DATA lgc20<>+4(SB)/4, $0x00000000
+DATA lgc20<>+8(SB)/4, $0x00000000
+DATA lgc20<>+12(SB)/4, $0x00000000
+DATA lgc20<>+16(SB)/4, $0x00000000
+DATA lgc20<>+20(SB)/4, $0x00000000
+DATA lgc20<>+24(SB)/4, $0x00000000
+DATA lgc20<>+28(SB)/4, $0x00000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00000000
-DATA lgc21<>+4(SB)/4, $0x00000000
-DATA lgc21<>+8(SB)/4, $0x00000000
-DATA lgc21<>+12(SB)/4, $0x00000000
-DATA lgc21<>+16(SB)/4, $0x00000000
-DATA lgc21<>+20(SB)/4, $0x00000000
-DATA lgc21<>+24(SB)/4, $0x00000000
-DATA lgc21<>+28(SB)/4, $0x00000000
+DATA lgc21<>+0(SB)/8, $0x4020000000000000
+DATA lgc21<>+8(SB)/8, $0x4020000000000000
+DATA lgc21<>+16(SB)/8, $0x4020000000000000
+DATA lgc21<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x4020000000000000
-DATA lgc22<>+8(SB)/8, $0x4020000000000000
-DATA lgc22<>+16(SB)/8, $0x4020000000000000
-DATA lgc22<>+24(SB)/8, $0x4020000000000000
+DATA lgc22<>+0(SB)/4, $0x7fffffff
+DATA lgc22<>+4(SB)/4, $0x7fffffff
+DATA lgc22<>+8(SB)/4, $0x7fffffff
+DATA lgc22<>+12(SB)/4, $0x7fffffff
+DATA lgc22<>+16(SB)/4, $0x7fffffff
+DATA lgc22<>+20(SB)/4, $0x7fffffff
+DATA lgc22<>+24(SB)/4, $0x7fffffff
+DATA lgc22<>+28(SB)/4, $0x7fffffff
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x7fffffff
-DATA lgc23<>+4(SB)/4, $0x7fffffff
-DATA lgc23<>+8(SB)/4, $0x7fffffff
-DATA lgc23<>+12(SB)/4, $0x7fffffff
-DATA lgc23<>+16(SB)/4, $0x7fffffff
-DATA lgc23<>+20(SB)/4, $0x7fffffff
-DATA lgc23<>+24(SB)/4, $0x7fffffff
-DATA lgc23<>+28(SB)/4, $0x7fffffff
+DATA lgc23<>+0(SB)/4, $0x7f7fffff
+DATA lgc23<>+4(SB)/4, $0x7f7fffff
+DATA lgc23<>+8(SB)/4, $0x7f7fffff
+DATA lgc23<>+12(SB)/4, $0x7f7fffff
+DATA lgc23<>+16(SB)/4, $0x7f7fffff
+DATA lgc23<>+20(SB)/4, $0x7f7fffff
+DATA lgc23<>+24(SB)/4, $0x7f7fffff
+DATA lgc23<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0x7f7fffff
-DATA lgc24<>+4(SB)/4, $0x7f7fffff
-DATA lgc24<>+8(SB)/4, $0x7f7fffff
-DATA lgc24<>+12(SB)/4, $0x7f7fffff
-DATA lgc24<>+16(SB)/4, $0x7f7fffff
-DATA lgc24<>+20(SB)/4, $0x7f7fffff
-DATA lgc24<>+24(SB)/4, $0x7f7fffff
-DATA lgc24<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
@@ -702,16 +690,14 @@ inner_Q_8:
 	VFMADD213PS  Y2, Y5, Y6
 	VADDPS       lgc0<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc17<>+0(SB), Y2, Y3
-	VPMINSD      lgc18<>+0(SB), Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc18<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y6, Y6
 	VMULPS       Y2, Y6, Y6
-	VMOVUPS      lgc19<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 
 	// v24 = min(v22, 100)
 	VMINPS  Y6, Y2, Y2
@@ -728,8 +714,8 @@ inner_Q_8:
 	MOVQ    state+72(FP), DX
 	VADDPS  256(DX), Y3, Y3
 	VMOVUPS Y3, 256(DX)
-	VMOVUPD lgc20<>+0(SB), Y3
-	VMOVUPD lgc20<>+0(SB), Y5
+	VMOVUPD lgc19<>+0(SB), Y3
+	VMOVUPD lgc19<>+0(SB), Y5
 	VMOVUPS Y1, 64(SP)
 	VMOVUPS Y2, 96(SP)
 	VMOVUPS lgc0<>+0(SB), Y1
@@ -776,7 +762,7 @@ inner_Q_9:
 	// finish v37
 	VMOVUPD     Y3, Y2
 	VMOVUPD     Y5, Y3
-	VMOVUPS     lgc21<>+0(SB), Y5
+	VMOVUPS     lgc20<>+0(SB), Y5
 	VCVTPD2PSY  Y2, X5
 	VCVTPD2PSY  Y3, X2
 	VINSERTF128 $0x01, X2, Y5, Y2
@@ -813,8 +799,8 @@ inner_Q_9:
 
 	// finish v48
 	// v51 = mul(0.0009765625, 0.5)
-	VMULPS  lgc25<>+0(SB), Y3, Y3
-	VMOVUPS lgc21<>+0(SB), Y5
+	VMULPS  lgc24<>+0(SB), Y3, Y3
+	VMOVUPS lgc20<>+0(SB), Y5
 
 	// v53 = ne(v51, 0)
 	VCMPPS $0x04, Y5, Y3, Y6
@@ -832,7 +818,7 @@ inner_Q_9:
 	VXORPS  lgc4<>+0(SB), Y2, Y2
 	VMOVUPS Y4, 128(SP)
 	VMOVUPS Y2, 160(SP)
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc24<>+0(SB), Y2
 	XORQ    DX, DX
 
 inner_Q_10:
@@ -895,9 +881,9 @@ inner_Q_10:
 	VCMPPS $0x11, Y5, Y4, Y7
 
 	// v71 = mul(diff, 0)
-	VMULPS  lgc21<>+0(SB), Y4, Y4
+	VMULPS  lgc20<>+0(SB), Y4, Y4
 	VMOVUPS Y3, 256(SP)
-	VMOVUPS lgc26<>+0(SB), Y3
+	VMOVUPS lgc25<>+0(SB), Y3
 
 	// v72 = where(v69, -1, v71)
 	VBLENDVPS Y7, Y3, Y4, Y3
@@ -924,7 +910,7 @@ inner_Q_10:
 	VMOVUPS 96(SP), Y1
 
 	// gradLogProb = mul(-0.0009765625, v24)
-	VMULPS  lgc27<>+0(SB), Y1, Y1
+	VMULPS  lgc26<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y2
 
 	// store advantage
@@ -950,11 +936,11 @@ inner_Q_10:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
-	VMOVUPD      lgc22<>+0(SB), Y0
+	VMOVUPD      lgc21<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -962,11 +948,11 @@ inner_Q_10:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      lgc20<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -974,12 +960,12 @@ inner_Q_10:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -987,12 +973,12 @@ inner_Q_10:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1000,7 +986,7 @@ inner_Q_10:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -1017,13 +1003,13 @@ noflush_11:
 chunkdone_7:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc21<>+0(SB), X0
+	VMOVUPS      lgc20<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc23<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc24<>+0(SB), Y0, Y0
+	VANDPS       lgc22<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1031,11 +1017,11 @@ chunkdone_7:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc21<>+0(SB), Y1
+	VMOVUPS      lgc20<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1043,12 +1029,12 @@ chunkdone_7:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1056,12 +1042,12 @@ chunkdone_7:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc23<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc24<>+0(SB), Y1, Y1
+	VANDPS       lgc22<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1069,7 +1055,7 @@ chunkdone_7:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
@@ -1077,35 +1063,35 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc25<>+0(SB)/4, $0x3a800000
-DATA lgc25<>+4(SB)/4, $0x3a800000
-DATA lgc25<>+8(SB)/4, $0x3a800000
-DATA lgc25<>+12(SB)/4, $0x3a800000
-DATA lgc25<>+16(SB)/4, $0x3a800000
-DATA lgc25<>+20(SB)/4, $0x3a800000
-DATA lgc25<>+24(SB)/4, $0x3a800000
-DATA lgc25<>+28(SB)/4, $0x3a800000
+DATA lgc24<>+0(SB)/4, $0x3a800000
+DATA lgc24<>+4(SB)/4, $0x3a800000
+DATA lgc24<>+8(SB)/4, $0x3a800000
+DATA lgc24<>+12(SB)/4, $0x3a800000
+DATA lgc24<>+16(SB)/4, $0x3a800000
+DATA lgc24<>+20(SB)/4, $0x3a800000
+DATA lgc24<>+24(SB)/4, $0x3a800000
+DATA lgc24<>+28(SB)/4, $0x3a800000
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0xbf800000
+DATA lgc25<>+4(SB)/4, $0xbf800000
+DATA lgc25<>+8(SB)/4, $0xbf800000
+DATA lgc25<>+12(SB)/4, $0xbf800000
+DATA lgc25<>+16(SB)/4, $0xbf800000
+DATA lgc25<>+20(SB)/4, $0xbf800000
+DATA lgc25<>+24(SB)/4, $0xbf800000
+DATA lgc25<>+28(SB)/4, $0xbf800000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbf800000
-DATA lgc26<>+4(SB)/4, $0xbf800000
-DATA lgc26<>+8(SB)/4, $0xbf800000
-DATA lgc26<>+12(SB)/4, $0xbf800000
-DATA lgc26<>+16(SB)/4, $0xbf800000
-DATA lgc26<>+20(SB)/4, $0xbf800000
-DATA lgc26<>+24(SB)/4, $0xbf800000
-DATA lgc26<>+28(SB)/4, $0xbf800000
+DATA lgc26<>+0(SB)/4, $0xba800000
+DATA lgc26<>+4(SB)/4, $0xba800000
+DATA lgc26<>+8(SB)/4, $0xba800000
+DATA lgc26<>+12(SB)/4, $0xba800000
+DATA lgc26<>+16(SB)/4, $0xba800000
+DATA lgc26<>+20(SB)/4, $0xba800000
+DATA lgc26<>+24(SB)/4, $0xba800000
+DATA lgc26<>+28(SB)/4, $0xba800000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0xba800000
-DATA lgc27<>+4(SB)/4, $0xba800000
-DATA lgc27<>+8(SB)/4, $0xba800000
-DATA lgc27<>+12(SB)/4, $0xba800000
-DATA lgc27<>+16(SB)/4, $0xba800000
-DATA lgc27<>+20(SB)/4, $0xba800000
-DATA lgc27<>+24(SB)/4, $0xba800000
-DATA lgc27<>+28(SB)/4, $0xba800000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1139,12 +1125,10 @@ bulk_12:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc0<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc17<>+0(SB), Y0, Y1
-	VPMINSD      lgc18<>+0(SB), Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc18<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc18<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1168,11 +1152,11 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VMULPS       lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc18<>+0(SB), Y3, Y3
+	VPSUBD       lgc29<>+0(SB), Y3, Y3
 	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc31<>+0(SB), Y2, Y1
@@ -1199,9 +1183,9 @@ bulk_14:
 	VFNMADD231PS lgc16<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc3<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc2<>+0(SB), Y4, Y4
@@ -1215,24 +1199,34 @@ bulkdone_15:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
+DATA lgc27<>+0(SB)/4, $0x00800000
+DATA lgc27<>+4(SB)/4, $0x00800000
+DATA lgc27<>+8(SB)/4, $0x00800000
+DATA lgc27<>+12(SB)/4, $0x00800000
+DATA lgc27<>+16(SB)/4, $0x00800000
+DATA lgc27<>+20(SB)/4, $0x00800000
+DATA lgc27<>+24(SB)/4, $0x00800000
+DATA lgc27<>+28(SB)/4, $0x00800000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x4b000000
+DATA lgc28<>+4(SB)/4, $0x4b000000
+DATA lgc28<>+8(SB)/4, $0x4b000000
+DATA lgc28<>+12(SB)/4, $0x4b000000
+DATA lgc28<>+16(SB)/4, $0x4b000000
+DATA lgc28<>+20(SB)/4, $0x4b000000
+DATA lgc28<>+24(SB)/4, $0x4b000000
+DATA lgc28<>+28(SB)/4, $0x4b000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0x0000007f
+DATA lgc29<>+4(SB)/4, $0x0000007f
+DATA lgc29<>+8(SB)/4, $0x0000007f
+DATA lgc29<>+12(SB)/4, $0x0000007f
+DATA lgc29<>+16(SB)/4, $0x0000007f
+DATA lgc29<>+20(SB)/4, $0x0000007f
+DATA lgc29<>+24(SB)/4, $0x0000007f
+DATA lgc29<>+28(SB)/4, $0x0000007f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 DATA lgc30<>+0(SB)/4, $0xffffffe9
@@ -1378,11 +1372,11 @@ bulk_16:
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc18<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
 	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc31<>+0(SB), Y3, Y2
@@ -1409,9 +1403,9 @@ bulk_16:
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc3<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc2<>+0(SB), Y5, Y5
@@ -1423,7 +1417,7 @@ bulk_16:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc3<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc2<>+0(SB), Y2, Y2

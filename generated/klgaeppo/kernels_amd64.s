@@ -162,12 +162,10 @@ blocks_2:
 	VFMADD213PS  Y2, Y5, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y9, Y9
 	VMULPS       Y2, Y9, Y9
@@ -175,12 +173,12 @@ blocks_2:
 
 	// v38 = ge(v29, 0)
 	VCMPPS  $0x1d, Y2, Y6, Y2
-	VMOVUPS lgc25<>+0(SB), Y3
+	VMOVUPS lgc24<>+0(SB), Y3
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y3, Y3
 	VMOVUPS Y7, 256(SP)
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMOVUPS lgc25<>+0(SB), Y5
 
 	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y5, Y5
@@ -193,7 +191,7 @@ blocks_2:
 	VMULPS Y2, Y6, Y2
 
 	// v45 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y2, Y2
+	VXORPS lgc26<>+0(SB), Y2, Y2
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Y2, Y1, Y2
@@ -238,7 +236,7 @@ blocks_2:
 	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y4
+	VMOVUPS lgc26<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
@@ -295,7 +293,7 @@ blocks_2:
 	VMOVUPD      Y3, 2688(BX)(DI*8)
 	VADDPD       2720(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 2720(BX)(DI*8)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 
 	// v94 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y8, Y2, Y2
@@ -303,10 +301,10 @@ blocks_2:
 
 	// logsumexp(v94) over [B]
 	VANDPS       Y3, Y1, Y1
-	VCMPPS       $0x15, lgc29<>+0(SB), Y2, Y3
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y2, Y4
+	VCMPPS       $0x15, lgc28<>+0(SB), Y2, Y3
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y2, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
+	VCMPPS       $0x00, lgc27<>+0(SB), Y2, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       3712(BX), Y3, Y3
 	VMOVUPS      Y3, 3712(BX)
@@ -355,11 +353,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc31<>+0(SB), Y1
+	VMOVUPD      lgc30<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -371,7 +369,7 @@ blocks_2:
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -384,7 +382,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -397,7 +395,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -410,7 +408,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -436,7 +434,7 @@ noflush_3:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -448,7 +446,7 @@ noflush_3:
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -461,7 +459,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -474,7 +472,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -487,7 +485,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -736,101 +734,91 @@ DATA lgc22<>+24(SB)/4, $0x3f000000
 DATA lgc22<>+28(SB)/4, $0x3f000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xffffff82
-DATA lgc23<>+4(SB)/4, $0xffffff82
-DATA lgc23<>+8(SB)/4, $0xffffff82
-DATA lgc23<>+12(SB)/4, $0xffffff82
-DATA lgc23<>+16(SB)/4, $0xffffff82
-DATA lgc23<>+20(SB)/4, $0xffffff82
-DATA lgc23<>+24(SB)/4, $0xffffff82
-DATA lgc23<>+28(SB)/4, $0xffffff82
+DATA lgc23<>+0(SB)/4, $0x000000fe
+DATA lgc23<>+4(SB)/4, $0x000000fe
+DATA lgc23<>+8(SB)/4, $0x000000fe
+DATA lgc23<>+12(SB)/4, $0x000000fe
+DATA lgc23<>+16(SB)/4, $0x000000fe
+DATA lgc23<>+20(SB)/4, $0x000000fe
+DATA lgc23<>+24(SB)/4, $0x000000fe
+DATA lgc23<>+28(SB)/4, $0x000000fe
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x0000007f
-DATA lgc24<>+4(SB)/4, $0x0000007f
-DATA lgc24<>+8(SB)/4, $0x0000007f
-DATA lgc24<>+12(SB)/4, $0x0000007f
-DATA lgc24<>+16(SB)/4, $0x0000007f
-DATA lgc24<>+20(SB)/4, $0x0000007f
-DATA lgc24<>+24(SB)/4, $0x0000007f
-DATA lgc24<>+28(SB)/4, $0x0000007f
+DATA lgc24<>+0(SB)/4, $0x3f99999a
+DATA lgc24<>+4(SB)/4, $0x3f99999a
+DATA lgc24<>+8(SB)/4, $0x3f99999a
+DATA lgc24<>+12(SB)/4, $0x3f99999a
+DATA lgc24<>+16(SB)/4, $0x3f99999a
+DATA lgc24<>+20(SB)/4, $0x3f99999a
+DATA lgc24<>+24(SB)/4, $0x3f99999a
+DATA lgc24<>+28(SB)/4, $0x3f99999a
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3f99999a
-DATA lgc25<>+4(SB)/4, $0x3f99999a
-DATA lgc25<>+8(SB)/4, $0x3f99999a
-DATA lgc25<>+12(SB)/4, $0x3f99999a
-DATA lgc25<>+16(SB)/4, $0x3f99999a
-DATA lgc25<>+20(SB)/4, $0x3f99999a
-DATA lgc25<>+24(SB)/4, $0x3f99999a
-DATA lgc25<>+28(SB)/4, $0x3f99999a
+DATA lgc25<>+0(SB)/4, $0x3f4ccccd
+DATA lgc25<>+4(SB)/4, $0x3f4ccccd
+DATA lgc25<>+8(SB)/4, $0x3f4ccccd
+DATA lgc25<>+12(SB)/4, $0x3f4ccccd
+DATA lgc25<>+16(SB)/4, $0x3f4ccccd
+DATA lgc25<>+20(SB)/4, $0x3f4ccccd
+DATA lgc25<>+24(SB)/4, $0x3f4ccccd
+DATA lgc25<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f4ccccd
-DATA lgc26<>+4(SB)/4, $0x3f4ccccd
-DATA lgc26<>+8(SB)/4, $0x3f4ccccd
-DATA lgc26<>+12(SB)/4, $0x3f4ccccd
-DATA lgc26<>+16(SB)/4, $0x3f4ccccd
-DATA lgc26<>+20(SB)/4, $0x3f4ccccd
-DATA lgc26<>+24(SB)/4, $0x3f4ccccd
-DATA lgc26<>+28(SB)/4, $0x3f4ccccd
+DATA lgc26<>+0(SB)/4, $0x80000000
+DATA lgc26<>+4(SB)/4, $0x80000000
+DATA lgc26<>+8(SB)/4, $0x80000000
+DATA lgc26<>+12(SB)/4, $0x80000000
+DATA lgc26<>+16(SB)/4, $0x80000000
+DATA lgc26<>+20(SB)/4, $0x80000000
+DATA lgc26<>+24(SB)/4, $0x80000000
+DATA lgc26<>+28(SB)/4, $0x80000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x80000000
-DATA lgc27<>+4(SB)/4, $0x80000000
-DATA lgc27<>+8(SB)/4, $0x80000000
-DATA lgc27<>+12(SB)/4, $0x80000000
-DATA lgc27<>+16(SB)/4, $0x80000000
-DATA lgc27<>+20(SB)/4, $0x80000000
-DATA lgc27<>+24(SB)/4, $0x80000000
-DATA lgc27<>+28(SB)/4, $0x80000000
+DATA lgc27<>+0(SB)/4, $0xff800000
+DATA lgc27<>+4(SB)/4, $0xff800000
+DATA lgc27<>+8(SB)/4, $0xff800000
+DATA lgc27<>+12(SB)/4, $0xff800000
+DATA lgc27<>+16(SB)/4, $0xff800000
+DATA lgc27<>+20(SB)/4, $0xff800000
+DATA lgc27<>+24(SB)/4, $0xff800000
+DATA lgc27<>+28(SB)/4, $0xff800000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xff800000
-DATA lgc28<>+4(SB)/4, $0xff800000
-DATA lgc28<>+8(SB)/4, $0xff800000
-DATA lgc28<>+12(SB)/4, $0xff800000
-DATA lgc28<>+16(SB)/4, $0xff800000
-DATA lgc28<>+20(SB)/4, $0xff800000
-DATA lgc28<>+24(SB)/4, $0xff800000
-DATA lgc28<>+28(SB)/4, $0xff800000
+DATA lgc28<>+0(SB)/4, $0xc2ae0000
+DATA lgc28<>+4(SB)/4, $0xc2ae0000
+DATA lgc28<>+8(SB)/4, $0xc2ae0000
+DATA lgc28<>+12(SB)/4, $0xc2ae0000
+DATA lgc28<>+16(SB)/4, $0xc2ae0000
+DATA lgc28<>+20(SB)/4, $0xc2ae0000
+DATA lgc28<>+24(SB)/4, $0xc2ae0000
+DATA lgc28<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xc2ae0000
-DATA lgc29<>+4(SB)/4, $0xc2ae0000
-DATA lgc29<>+8(SB)/4, $0xc2ae0000
-DATA lgc29<>+12(SB)/4, $0xc2ae0000
-DATA lgc29<>+16(SB)/4, $0xc2ae0000
-DATA lgc29<>+20(SB)/4, $0xc2ae0000
-DATA lgc29<>+24(SB)/4, $0xc2ae0000
-DATA lgc29<>+28(SB)/4, $0xc2ae0000
+DATA lgc29<>+0(SB)/4, $0x42b00000
+DATA lgc29<>+4(SB)/4, $0x42b00000
+DATA lgc29<>+8(SB)/4, $0x42b00000
+DATA lgc29<>+12(SB)/4, $0x42b00000
+DATA lgc29<>+16(SB)/4, $0x42b00000
+DATA lgc29<>+20(SB)/4, $0x42b00000
+DATA lgc29<>+24(SB)/4, $0x42b00000
+DATA lgc29<>+28(SB)/4, $0x42b00000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x42b00000
-DATA lgc30<>+4(SB)/4, $0x42b00000
-DATA lgc30<>+8(SB)/4, $0x42b00000
-DATA lgc30<>+12(SB)/4, $0x42b00000
-DATA lgc30<>+16(SB)/4, $0x42b00000
-DATA lgc30<>+20(SB)/4, $0x42b00000
-DATA lgc30<>+24(SB)/4, $0x42b00000
-DATA lgc30<>+28(SB)/4, $0x42b00000
+DATA lgc30<>+0(SB)/8, $0x4020000000000000
+DATA lgc30<>+8(SB)/8, $0x4020000000000000
+DATA lgc30<>+16(SB)/8, $0x4020000000000000
+DATA lgc30<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x4020000000000000
-DATA lgc31<>+8(SB)/8, $0x4020000000000000
-DATA lgc31<>+16(SB)/8, $0x4020000000000000
-DATA lgc31<>+24(SB)/8, $0x4020000000000000
+DATA lgc31<>+0(SB)/4, $0x7f7fffff
+DATA lgc31<>+4(SB)/4, $0x7f7fffff
+DATA lgc31<>+8(SB)/4, $0x7f7fffff
+DATA lgc31<>+12(SB)/4, $0x7f7fffff
+DATA lgc31<>+16(SB)/4, $0x7f7fffff
+DATA lgc31<>+20(SB)/4, $0x7f7fffff
+DATA lgc31<>+24(SB)/4, $0x7f7fffff
+DATA lgc31<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x7f7fffff
-DATA lgc32<>+4(SB)/4, $0x7f7fffff
-DATA lgc32<>+8(SB)/4, $0x7f7fffff
-DATA lgc32<>+12(SB)/4, $0x7f7fffff
-DATA lgc32<>+16(SB)/4, $0x7f7fffff
-DATA lgc32<>+20(SB)/4, $0x7f7fffff
-DATA lgc32<>+24(SB)/4, $0x7f7fffff
-DATA lgc32<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
@@ -898,7 +886,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v98 = mul(2, logSumW)
-	VMULPS  lgc33<>+0(SB), Y2, Y2
+	VMULPS  lgc32<>+0(SB), Y2, Y2
 	MOVQ    s11+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -926,12 +914,10 @@ blocks_4:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -953,10 +939,10 @@ blocks_4:
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc31<>+0(SB), Y2
+	VMOVUPD      lgc30<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -966,7 +952,7 @@ blocks_4:
 	VMOVUPD      Y0, 4704(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -999,7 +985,7 @@ chunkdone_5:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      4864(AX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1011,7 +997,7 @@ chunkdone_5:
 	VMOVUPS      Y1, 4864(AX)
 	VMOVUPS      5184(AX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1027,15 +1013,15 @@ chunkdone_5:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x40000000
-DATA lgc33<>+4(SB)/4, $0x40000000
-DATA lgc33<>+8(SB)/4, $0x40000000
-DATA lgc33<>+12(SB)/4, $0x40000000
-DATA lgc33<>+16(SB)/4, $0x40000000
-DATA lgc33<>+20(SB)/4, $0x40000000
-DATA lgc33<>+24(SB)/4, $0x40000000
-DATA lgc33<>+28(SB)/4, $0x40000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc32<>+0(SB)/4, $0x40000000
+DATA lgc32<>+4(SB)/4, $0x40000000
+DATA lgc32<>+8(SB)/4, $0x40000000
+DATA lgc32<>+12(SB)/4, $0x40000000
+DATA lgc32<>+16(SB)/4, $0x40000000
+DATA lgc32<>+20(SB)/4, $0x40000000
+DATA lgc32<>+24(SB)/4, $0x40000000
+DATA lgc32<>+28(SB)/4, $0x40000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
 // Requires: AVX, AVX2
@@ -1145,7 +1131,7 @@ TEXT ·pass4AVX2(SB), $0-24
 
 	// v106 = div(v103, v105)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc34<>+0(SB), Y1
+	VMOVUPS lgc33<>+0(SB), Y1
 
 	// ess = div(v106, 16)
 	VDIVPS Y1, Y0, Y0
@@ -1156,15 +1142,15 @@ TEXT ·pass4AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x41800000
-DATA lgc34<>+4(SB)/4, $0x41800000
-DATA lgc34<>+8(SB)/4, $0x41800000
-DATA lgc34<>+12(SB)/4, $0x41800000
-DATA lgc34<>+16(SB)/4, $0x41800000
-DATA lgc34<>+20(SB)/4, $0x41800000
-DATA lgc34<>+24(SB)/4, $0x41800000
-DATA lgc34<>+28(SB)/4, $0x41800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x41800000
+DATA lgc33<>+4(SB)/4, $0x41800000
+DATA lgc33<>+8(SB)/4, $0x41800000
+DATA lgc33<>+12(SB)/4, $0x41800000
+DATA lgc33<>+16(SB)/4, $0x41800000
+DATA lgc33<>+20(SB)/4, $0x41800000
+DATA lgc33<>+24(SB)/4, $0x41800000
+DATA lgc33<>+28(SB)/4, $0x41800000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1193,7 +1179,7 @@ blocks_9:
 	VDIVPS Y0, Y3, Y0
 
 	// v89 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc35<>+0(SB), Y0, Y0
+	VADDPS lgc34<>+0(SB), Y0, Y0
 
 	// v90 = div(residVar, v89)
 	VDIVPS Y0, Y2, Y0
@@ -1214,15 +1200,15 @@ chunkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x34000000
-DATA lgc35<>+4(SB)/4, $0x34000000
-DATA lgc35<>+8(SB)/4, $0x34000000
-DATA lgc35<>+12(SB)/4, $0x34000000
-DATA lgc35<>+16(SB)/4, $0x34000000
-DATA lgc35<>+20(SB)/4, $0x34000000
-DATA lgc35<>+24(SB)/4, $0x34000000
-DATA lgc35<>+28(SB)/4, $0x34000000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x34000000
+DATA lgc34<>+4(SB)/4, $0x34000000
+DATA lgc34<>+8(SB)/4, $0x34000000
+DATA lgc34<>+12(SB)/4, $0x34000000
+DATA lgc34<>+16(SB)/4, $0x34000000
+DATA lgc34<>+20(SB)/4, $0x34000000
+DATA lgc34<>+24(SB)/4, $0x34000000
+DATA lgc34<>+28(SB)/4, $0x34000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1405,11 +1391,11 @@ blocks_12:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_13
-	VMOVUPD      lgc31<>+0(SB), Y1
+	VMOVUPD      lgc30<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1434,7 +1420,7 @@ noflush_13:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1533,12 +1519,10 @@ blocks_15:
 	VFMADD213PS  Y3, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y3
-	VPMAXSD      lgc23<>+0(SB), Y3, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPADDD       lgc23<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y7
 	VPSUBD       Y7, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y3, Y9, Y9
@@ -1546,12 +1530,12 @@ blocks_15:
 
 	// v38 = ge(v29, 0)
 	VCMPPS  $0x1d, Y3, Y2, Y3
-	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc24<>+0(SB), Y7
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y7, Y7
 	VMOVUPS Y1, 64(SP)
-	VMOVUPS lgc26<>+0(SB), Y1
+	VMOVUPS lgc25<>+0(SB), Y1
 
 	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y1, Y1
@@ -1564,7 +1548,7 @@ blocks_15:
 	VMULPS Y1, Y2, Y1
 
 	// v45 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y1, Y1
+	VXORPS lgc26<>+0(SB), Y1, Y1
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Y1, Y0, Y1
@@ -1609,7 +1593,7 @@ blocks_15:
 	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 	VANDNPS Y4, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
@@ -1690,7 +1674,7 @@ blocks_15:
 	VMOVUPD      Y2, 3840(BX)(R8*8)
 	VADDPD       3872(BX)(R8*8), Y1, Y1
 	VMOVUPD      Y1, 3872(BX)(R8*8)
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 
 	// v94 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y5, Y1, Y1
@@ -1700,10 +1684,10 @@ blocks_15:
 
 	// logsumexp(v94) over [B]
 	VANDPS       Y2, Y0, Y2
-	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y3
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y4
+	VCMPPS       $0x15, lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y1, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y4
+	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       4864(BX), Y3, Y3
 	VMOVUPS      Y3, 4864(BX)
@@ -1770,7 +1754,7 @@ blocks_15:
 
 	// v124 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc36<>+0(SB), Y7
+	VMOVUPS lgc35<>+0(SB), Y7
 
 	// v125 = where(v123, -1, v124)
 	VBLENDVPS Y6, Y7, Y3, Y3
@@ -1789,13 +1773,13 @@ blocks_15:
 	VBLENDVPS Y5, Y3, Y2, Y2
 
 	// v130 = neg(v129)
-	VXORPS lgc27<>+0(SB), Y2, Y2
+	VXORPS lgc26<>+0(SB), Y2, Y2
 
 	// gradStateValue = where(mask, v130, 0)
 	VANDPS Y2, Y0, Y2
 
 	// v132 = neg(v111)
-	VXORPS lgc27<>+0(SB), Y1, Y1
+	VXORPS lgc26<>+0(SB), Y1, Y1
 
 	// v133 = ne(v132, 0)
 	VCMPPS  $0x04, Y4, Y1, Y3
@@ -1816,7 +1800,7 @@ blocks_15:
 	// v137 = where(v38, 0, v135)
 	VANDNPS Y1, Y5, Y1
 	VMOVUPS 96(SP), Y5
-	VMOVUPS lgc26<>+0(SB), Y6
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v138 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
@@ -1830,7 +1814,7 @@ blocks_15:
 
 	// v141 = where(v140, v137, 0)
 	VANDPS  Y1, Y2, Y1
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc24<>+0(SB), Y2
 
 	// v142 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y2, Y5, Y2
@@ -1866,11 +1850,11 @@ blocks_15:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_16
-	VMOVUPD      lgc31<>+0(SB), Y0
+	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+56(FP), DX
 	VMOVUPS      2240(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1882,7 +1866,7 @@ blocks_15:
 	VMOVUPS      Y1, 2240(DX)
 	VMOVUPS      2560(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1895,7 +1879,7 @@ blocks_15:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2880(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1908,7 +1892,7 @@ blocks_15:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3200(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1935,7 +1919,7 @@ noflush_16:
 	MOVQ         state+56(FP), CX
 	VMOVUPS      2240(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1947,7 +1931,7 @@ noflush_16:
 	VMOVUPS      Y1, 2240(CX)
 	VMOVUPS      2560(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1960,7 +1944,7 @@ noflush_16:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2880(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1973,7 +1957,7 @@ noflush_16:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3200(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1992,15 +1976,15 @@ noflush_16:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0xbf800000
-DATA lgc36<>+4(SB)/4, $0xbf800000
-DATA lgc36<>+8(SB)/4, $0xbf800000
-DATA lgc36<>+12(SB)/4, $0xbf800000
-DATA lgc36<>+16(SB)/4, $0xbf800000
-DATA lgc36<>+20(SB)/4, $0xbf800000
-DATA lgc36<>+24(SB)/4, $0xbf800000
-DATA lgc36<>+28(SB)/4, $0xbf800000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0xbf800000
+DATA lgc35<>+4(SB)/4, $0xbf800000
+DATA lgc35<>+8(SB)/4, $0xbf800000
+DATA lgc35<>+12(SB)/4, $0xbf800000
+DATA lgc35<>+16(SB)/4, $0xbf800000
+DATA lgc35<>+20(SB)/4, $0xbf800000
+DATA lgc35<>+24(SB)/4, $0xbf800000
+DATA lgc35<>+28(SB)/4, $0xbf800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
@@ -2079,7 +2063,7 @@ blocks_17:
 	VDIVPS Y2, Y4, Y2
 
 	// v89 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc35<>+0(SB), Y2, Y2
+	VADDPS lgc34<>+0(SB), Y2, Y2
 
 	// v90 = div(residVar, v89)
 	VDIVPS Y2, Y3, Y2
@@ -2090,7 +2074,7 @@ blocks_17:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v98 = mul(2, logSumW)
-	VMULPS  lgc33<>+0(SB), Y2, Y2
+	VMULPS  lgc32<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2118,12 +2102,10 @@ blocks_17:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -2150,11 +2132,11 @@ blocks_17:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_19
-	VMOVUPD      lgc31<>+0(SB), Y0
+	VMOVUPD      lgc30<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      6016(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2166,7 +2148,7 @@ blocks_17:
 	VMOVUPS      Y1, 6016(CX)
 	VMOVUPS      6336(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2197,7 +2179,7 @@ chunkdone_18:
 	MOVQ         state+56(FP), AX
 	VMOVUPS      6016(AX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2209,7 +2191,7 @@ chunkdone_18:
 	VMOVUPS      Y1, 6016(AX)
 	VMOVUPS      6336(AX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2240,7 +2222,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v106 = div(v103, v105)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc34<>+0(SB), Y1
+	VMOVUPS lgc33<>+0(SB), Y1
 
 	// ess = div(v106, 16)
 	VDIVPS Y1, Y0, Y0
@@ -2283,12 +2265,10 @@ bulk_20:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc23<>+0(SB), Y0, Y1
-	VPMINSD      lgc24<>+0(SB), Y1, Y1
+	VPADDD       lgc23<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -2312,11 +2292,11 @@ bulk_22:
 	CMPQ         BX, DX
 	JGE          bulkdone_23
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
-	VMULPS       lgc38<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
+	VMULPS       lgc37<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc24<>+0(SB), Y3, Y3
+	VPSUBD       lgc38<>+0(SB), Y3, Y3
 	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc40<>+0(SB), Y2, Y1
@@ -2344,7 +2324,7 @@ bulk_22:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
@@ -2359,24 +2339,34 @@ bulkdone_23:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x00800000
-DATA lgc37<>+4(SB)/4, $0x00800000
-DATA lgc37<>+8(SB)/4, $0x00800000
-DATA lgc37<>+12(SB)/4, $0x00800000
-DATA lgc37<>+16(SB)/4, $0x00800000
-DATA lgc37<>+20(SB)/4, $0x00800000
-DATA lgc37<>+24(SB)/4, $0x00800000
-DATA lgc37<>+28(SB)/4, $0x00800000
+DATA lgc36<>+0(SB)/4, $0x00800000
+DATA lgc36<>+4(SB)/4, $0x00800000
+DATA lgc36<>+8(SB)/4, $0x00800000
+DATA lgc36<>+12(SB)/4, $0x00800000
+DATA lgc36<>+16(SB)/4, $0x00800000
+DATA lgc36<>+20(SB)/4, $0x00800000
+DATA lgc36<>+24(SB)/4, $0x00800000
+DATA lgc36<>+28(SB)/4, $0x00800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x4b000000
+DATA lgc37<>+4(SB)/4, $0x4b000000
+DATA lgc37<>+8(SB)/4, $0x4b000000
+DATA lgc37<>+12(SB)/4, $0x4b000000
+DATA lgc37<>+16(SB)/4, $0x4b000000
+DATA lgc37<>+20(SB)/4, $0x4b000000
+DATA lgc37<>+24(SB)/4, $0x4b000000
+DATA lgc37<>+28(SB)/4, $0x4b000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x4b000000
-DATA lgc38<>+4(SB)/4, $0x4b000000
-DATA lgc38<>+8(SB)/4, $0x4b000000
-DATA lgc38<>+12(SB)/4, $0x4b000000
-DATA lgc38<>+16(SB)/4, $0x4b000000
-DATA lgc38<>+20(SB)/4, $0x4b000000
-DATA lgc38<>+24(SB)/4, $0x4b000000
-DATA lgc38<>+28(SB)/4, $0x4b000000
+DATA lgc38<>+0(SB)/4, $0x0000007f
+DATA lgc38<>+4(SB)/4, $0x0000007f
+DATA lgc38<>+8(SB)/4, $0x0000007f
+DATA lgc38<>+12(SB)/4, $0x0000007f
+DATA lgc38<>+16(SB)/4, $0x0000007f
+DATA lgc38<>+20(SB)/4, $0x0000007f
+DATA lgc38<>+24(SB)/4, $0x0000007f
+DATA lgc38<>+28(SB)/4, $0x0000007f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 DATA lgc39<>+0(SB)/4, $0xffffffe9
@@ -2532,11 +2522,11 @@ bulk_24:
 	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
-	VMULPS       lgc38<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc37<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc24<>+0(SB), Y4, Y4
+	VPSUBD       lgc38<>+0(SB), Y4, Y4
 	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc40<>+0(SB), Y3, Y2
@@ -2564,7 +2554,7 @@ bulk_24:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
@@ -2578,7 +2568,7 @@ bulk_24:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

@@ -332,14 +332,12 @@ inner_D_4:
 	VFMADD213PD  lgc9<>+0(SB), Y1, Y5
 	VFMADD213PD  Y5, Y3, Y4
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc40<>+0(SB), X1, X2
-	VPMINSD      lgc41<>+0(SB), X2, X2
+	VPADDD       lgc40<>+0(SB), X1, X1
+	VPSRLD       $0x01, X1, X2
 	VPSUBD       X2, X1, X1
-	VPMOVSXDQ    X2, Y2
-	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc6<>+0(SB), Y2, Y2
+	VPMOVZXDQ    X2, Y2
+	VPMOVZXDQ    X1, Y1
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc6<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y4, Y4
@@ -385,7 +383,7 @@ inner_D_5:
 	VMOVUPD (SP)(SI*1), Y0
 
 	// v44 = add(1.4189385332046727, v11)
-	VADDPD lgc42<>+0(SB), Y0, Y0
+	VADDPD lgc41<>+0(SB), Y0, Y0
 
 	// sum(v44) over [D]
 	VADDPD Y1, Y0, Y1
@@ -397,7 +395,7 @@ inner_D_5:
 	VMOVUPD Y1, Y0
 
 	// v47 = mul(-0.01, entropy)
-	VMULPD lgc43<>+0(SB), Y0, Y1
+	VMULPD lgc42<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPD  448(CX), Y0, Y0
@@ -712,37 +710,27 @@ DATA lgc39<>+16(SB)/8, $0x3fc5555555555555
 DATA lgc39<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xfffffc02
-DATA lgc40<>+4(SB)/4, $0xfffffc02
-DATA lgc40<>+8(SB)/4, $0xfffffc02
-DATA lgc40<>+12(SB)/4, $0xfffffc02
-DATA lgc40<>+16(SB)/4, $0xfffffc02
-DATA lgc40<>+20(SB)/4, $0xfffffc02
-DATA lgc40<>+24(SB)/4, $0xfffffc02
-DATA lgc40<>+28(SB)/4, $0xfffffc02
+DATA lgc40<>+0(SB)/4, $0x000007fe
+DATA lgc40<>+4(SB)/4, $0x000007fe
+DATA lgc40<>+8(SB)/4, $0x000007fe
+DATA lgc40<>+12(SB)/4, $0x000007fe
+DATA lgc40<>+16(SB)/4, $0x000007fe
+DATA lgc40<>+20(SB)/4, $0x000007fe
+DATA lgc40<>+24(SB)/4, $0x000007fe
+DATA lgc40<>+28(SB)/4, $0x000007fe
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x000003ff
-DATA lgc41<>+4(SB)/4, $0x000003ff
-DATA lgc41<>+8(SB)/4, $0x000003ff
-DATA lgc41<>+12(SB)/4, $0x000003ff
-DATA lgc41<>+16(SB)/4, $0x000003ff
-DATA lgc41<>+20(SB)/4, $0x000003ff
-DATA lgc41<>+24(SB)/4, $0x000003ff
-DATA lgc41<>+28(SB)/4, $0x000003ff
+DATA lgc41<>+0(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc41<>+8(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc41<>+16(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc41<>+24(SB)/8, $0x3ff6b3f8e4325f5a
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc42<>+8(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc42<>+16(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc42<>+24(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc42<>+0(SB)/8, $0xbf847ae140000000
+DATA lgc42<>+8(SB)/8, $0xbf847ae140000000
+DATA lgc42<>+16(SB)/8, $0xbf847ae140000000
+DATA lgc42<>+24(SB)/8, $0xbf847ae140000000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/8, $0xbf847ae140000000
-DATA lgc43<>+8(SB)/8, $0xbf847ae140000000
-DATA lgc43<>+16(SB)/8, $0xbf847ae140000000
-DATA lgc43<>+24(SB)/8, $0xbf847ae140000000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explainedVariance *float64, beta *float64)
 // Requires: AVX
@@ -752,7 +740,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y0
 
 	// v58 = add(targetVar, 2.220446e-16)
-	VADDPD       lgc44<>+0(SB), Y0, Y0
+	VADDPD       lgc43<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
@@ -764,7 +752,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VSUBPD       Y0, Y1, Y0
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
-	VMOVUPD      lgc45<>+0(SB), Y2
+	VMOVUPD      lgc44<>+0(SB), Y2
 
 	// v64 = gt(v61, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
@@ -773,7 +761,7 @@ TEXT ·pass1AVX2(SB), $0-48
 
 	// v65 = mul(beta, 2)
 	VMULPD  lgc3<>+0(SB), Y3, Y4
-	VMOVUPD lgc46<>+0(SB), Y5
+	VMOVUPD lgc45<>+0(SB), Y5
 
 	// v67 = lt(v61, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
@@ -797,23 +785,23 @@ TEXT ·pass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc44<>+0(SB)/8, $0x3cb0000000000000
-DATA lgc44<>+8(SB)/8, $0x3cb0000000000000
-DATA lgc44<>+16(SB)/8, $0x3cb0000000000000
-DATA lgc44<>+24(SB)/8, $0x3cb0000000000000
+DATA lgc43<>+0(SB)/8, $0x3cb0000000000000
+DATA lgc43<>+8(SB)/8, $0x3cb0000000000000
+DATA lgc43<>+16(SB)/8, $0x3cb0000000000000
+DATA lgc43<>+24(SB)/8, $0x3cb0000000000000
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/8, $0x3f8eb851e0000000
+DATA lgc44<>+8(SB)/8, $0x3f8eb851e0000000
+DATA lgc44<>+16(SB)/8, $0x3f8eb851e0000000
+DATA lgc44<>+24(SB)/8, $0x3f8eb851e0000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x3f8eb851e0000000
-DATA lgc45<>+8(SB)/8, $0x3f8eb851e0000000
-DATA lgc45<>+16(SB)/8, $0x3f8eb851e0000000
-DATA lgc45<>+24(SB)/8, $0x3f8eb851e0000000
+DATA lgc45<>+0(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc45<>+8(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc45<>+16(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc45<>+24(SB)/8, $0x3f7b4e81aaaaaaab
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc46<>+8(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc46<>+16(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc46<>+24(SB)/8, $0x3f7b4e81aaaaaaab
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(stateBeta *float64, lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
 // Requires: AVX, AVX2, FMA3
@@ -824,7 +812,7 @@ TEXT ·fbPass0AVX2(SB), $1344-136
 	VBROADCASTSD (AX)(CX*8), Y0
 
 	// v77 = mul(0.00390625, beta)
-	VMULPD lgc47<>+0(SB), Y0, Y0
+	VMULPD lgc46<>+0(SB), Y0, Y0
 
 	// v83 = mul(v77, 0.5)
 	VMULPD lgc11<>+0(SB), Y0, Y0
@@ -1169,14 +1157,12 @@ inner_D_9:
 	VFMADD213PD  lgc9<>+0(SB), Y1, Y5
 	VFMADD213PD  Y5, Y3, Y4
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc40<>+0(SB), X1, X2
-	VPMINSD      lgc41<>+0(SB), X2, X2
+	VPADDD       lgc40<>+0(SB), X1, X1
+	VPSRLD       $0x01, X1, X2
 	VPSUBD       X2, X1, X1
-	VPMOVSXDQ    X2, Y2
-	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc6<>+0(SB), Y2, Y2
+	VPMOVZXDQ    X2, Y2
+	VPMOVZXDQ    X1, Y1
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc6<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y4, Y4
 	VMULPD       Y1, Y4, Y4
@@ -1223,7 +1209,7 @@ inner_D_10:
 	VMOVUPD 128(SP)(DI*1), Y0
 
 	// v44 = add(1.4189385332046727, v11)
-	VADDPD lgc42<>+0(SB), Y0, Y0
+	VADDPD lgc41<>+0(SB), Y0, Y0
 
 	// sum(v44) over [D]
 	VADDPD Y1, Y0, Y1
@@ -1235,7 +1221,7 @@ inner_D_10:
 	VMOVUPD Y1, Y0
 
 	// v47 = mul(-0.01, entropy)
-	VMULPD lgc43<>+0(SB), Y0, Y1
+	VMULPD lgc42<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPD  448(CX), Y0, Y0
@@ -1297,7 +1283,7 @@ inner_D_10:
 	VMOVUPD Y0, 2176(CX)
 
 	// v72 = mul(0.00390625, diff)
-	VMULPD lgc47<>+0(SB), Y1, Y0
+	VMULPD lgc46<>+0(SB), Y1, Y0
 
 	// v73 = add(v72, v72)
 	VADDPD Y0, Y0, Y0
@@ -1308,7 +1294,7 @@ inner_D_10:
 	VMOVUPD (CX)(BX*8), Y1
 
 	// v78 = mul(-0.00390625, advantage)
-	VMULPD  lgc48<>+0(SB), Y1, Y1
+	VMULPD  lgc47<>+0(SB), Y1, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
 
 	// v80 = ne(v78, 0)
@@ -1325,7 +1311,7 @@ inner_D_10:
 	VXORPD lgc2<>+0(SB), Y1, Y3
 
 	// v111 = add(-3.90625e-05, v110)
-	VADDPD lgc49<>+0(SB), Y3, Y4
+	VADDPD lgc48<>+0(SB), Y3, Y4
 
 	// v114 = ne(v82, 0)
 	VCMPPD $0x04, Y2, Y1, Y5
@@ -1593,23 +1579,23 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc47<>+0(SB)/8, $0x3f70000000000000
-DATA lgc47<>+8(SB)/8, $0x3f70000000000000
-DATA lgc47<>+16(SB)/8, $0x3f70000000000000
-DATA lgc47<>+24(SB)/8, $0x3f70000000000000
+DATA lgc46<>+0(SB)/8, $0x3f70000000000000
+DATA lgc46<>+8(SB)/8, $0x3f70000000000000
+DATA lgc46<>+16(SB)/8, $0x3f70000000000000
+DATA lgc46<>+24(SB)/8, $0x3f70000000000000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/8, $0xbf70000000000000
+DATA lgc47<>+8(SB)/8, $0xbf70000000000000
+DATA lgc47<>+16(SB)/8, $0xbf70000000000000
+DATA lgc47<>+24(SB)/8, $0xbf70000000000000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/8, $0xbf70000000000000
-DATA lgc48<>+8(SB)/8, $0xbf70000000000000
-DATA lgc48<>+16(SB)/8, $0xbf70000000000000
-DATA lgc48<>+24(SB)/8, $0xbf70000000000000
+DATA lgc48<>+0(SB)/8, $0xbf047ae140000000
+DATA lgc48<>+8(SB)/8, $0xbf047ae140000000
+DATA lgc48<>+16(SB)/8, $0xbf047ae140000000
+DATA lgc48<>+24(SB)/8, $0xbf047ae140000000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/8, $0xbf047ae140000000
-DATA lgc49<>+8(SB)/8, $0xbf047ae140000000
-DATA lgc49<>+16(SB)/8, $0xbf047ae140000000
-DATA lgc49<>+24(SB)/8, $0xbf047ae140000000
-GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explainedVariance *float64, beta *float64)
 // Requires: AVX
@@ -1619,7 +1605,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y0
 
 	// v58 = add(targetVar, 2.220446e-16)
-	VADDPD       lgc44<>+0(SB), Y0, Y0
+	VADDPD       lgc43<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
@@ -1631,7 +1617,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VSUBPD       Y0, Y1, Y0
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
-	VMOVUPD      lgc45<>+0(SB), Y2
+	VMOVUPD      lgc44<>+0(SB), Y2
 
 	// v64 = gt(v61, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
@@ -1640,7 +1626,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 
 	// v65 = mul(beta, 2)
 	VMULPD  lgc3<>+0(SB), Y3, Y4
-	VMOVUPD lgc46<>+0(SB), Y5
+	VMOVUPD lgc45<>+0(SB), Y5
 
 	// v67 = lt(v61, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
@@ -1706,14 +1692,12 @@ bulk_12:
 	VFMADD213PD  lgc9<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
 	VCVTPD2DQY   Y1, X0
-	VPMAXSD      lgc40<>+0(SB), X0, X1
-	VPMINSD      lgc41<>+0(SB), X1, X1
+	VPADDD       lgc40<>+0(SB), X0, X0
+	VPSRLD       $0x01, X0, X1
 	VPSUBD       X1, X0, X0
-	VPMOVSXDQ    X1, Y1
-	VPMOVSXDQ    X0, Y0
-	VPADDQ       lgc6<>+0(SB), Y1, Y1
+	VPMOVZXDQ    X1, Y1
+	VPMOVZXDQ    X0, Y0
 	VPSLLQ       $0x34, Y1, Y1
-	VPADDQ       lgc6<>+0(SB), Y0, Y0
 	VPSLLQ       $0x34, Y0, Y0
 	VMULPD       Y1, Y3, Y3
 	VMULPD       Y0, Y3, Y3

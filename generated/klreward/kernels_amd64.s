@@ -177,12 +177,10 @@ bulk_3:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y1
-	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -314,25 +312,15 @@ DATA lgc14<>+24(SB)/4, $0x3f800000
 DATA lgc14<>+28(SB)/4, $0x3f800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xffffff82
-DATA lgc15<>+4(SB)/4, $0xffffff82
-DATA lgc15<>+8(SB)/4, $0xffffff82
-DATA lgc15<>+12(SB)/4, $0xffffff82
-DATA lgc15<>+16(SB)/4, $0xffffff82
-DATA lgc15<>+20(SB)/4, $0xffffff82
-DATA lgc15<>+24(SB)/4, $0xffffff82
-DATA lgc15<>+28(SB)/4, $0xffffff82
+DATA lgc15<>+0(SB)/4, $0x000000fe
+DATA lgc15<>+4(SB)/4, $0x000000fe
+DATA lgc15<>+8(SB)/4, $0x000000fe
+DATA lgc15<>+12(SB)/4, $0x000000fe
+DATA lgc15<>+16(SB)/4, $0x000000fe
+DATA lgc15<>+20(SB)/4, $0x000000fe
+DATA lgc15<>+24(SB)/4, $0x000000fe
+DATA lgc15<>+28(SB)/4, $0x000000fe
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0x0000007f
-DATA lgc16<>+4(SB)/4, $0x0000007f
-DATA lgc16<>+8(SB)/4, $0x0000007f
-DATA lgc16<>+12(SB)/4, $0x0000007f
-DATA lgc16<>+16(SB)/4, $0x0000007f
-DATA lgc16<>+20(SB)/4, $0x0000007f
-DATA lgc16<>+24(SB)/4, $0x0000007f
-DATA lgc16<>+28(SB)/4, $0x0000007f
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -346,11 +334,11 @@ bulk_5:
 	CMPQ         BX, DX
 	JGE          bulkdone_6
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
-	VMULPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
+	VMULPS       lgc17<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc16<>+0(SB), Y3, Y3
+	VPSUBD       lgc18<>+0(SB), Y3, Y3
 	VPAND        lgc19<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc20<>+0(SB), Y2, Y1
@@ -393,24 +381,34 @@ bulkdone_6:
 	VZEROUPPER
 	RET
 
-DATA lgc17<>+0(SB)/4, $0x00800000
-DATA lgc17<>+4(SB)/4, $0x00800000
-DATA lgc17<>+8(SB)/4, $0x00800000
-DATA lgc17<>+12(SB)/4, $0x00800000
-DATA lgc17<>+16(SB)/4, $0x00800000
-DATA lgc17<>+20(SB)/4, $0x00800000
-DATA lgc17<>+24(SB)/4, $0x00800000
-DATA lgc17<>+28(SB)/4, $0x00800000
+DATA lgc16<>+0(SB)/4, $0x00800000
+DATA lgc16<>+4(SB)/4, $0x00800000
+DATA lgc16<>+8(SB)/4, $0x00800000
+DATA lgc16<>+12(SB)/4, $0x00800000
+DATA lgc16<>+16(SB)/4, $0x00800000
+DATA lgc16<>+20(SB)/4, $0x00800000
+DATA lgc16<>+24(SB)/4, $0x00800000
+DATA lgc16<>+28(SB)/4, $0x00800000
+GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+
+DATA lgc17<>+0(SB)/4, $0x4b000000
+DATA lgc17<>+4(SB)/4, $0x4b000000
+DATA lgc17<>+8(SB)/4, $0x4b000000
+DATA lgc17<>+12(SB)/4, $0x4b000000
+DATA lgc17<>+16(SB)/4, $0x4b000000
+DATA lgc17<>+20(SB)/4, $0x4b000000
+DATA lgc17<>+24(SB)/4, $0x4b000000
+DATA lgc17<>+28(SB)/4, $0x4b000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x4b000000
-DATA lgc18<>+4(SB)/4, $0x4b000000
-DATA lgc18<>+8(SB)/4, $0x4b000000
-DATA lgc18<>+12(SB)/4, $0x4b000000
-DATA lgc18<>+16(SB)/4, $0x4b000000
-DATA lgc18<>+20(SB)/4, $0x4b000000
-DATA lgc18<>+24(SB)/4, $0x4b000000
-DATA lgc18<>+28(SB)/4, $0x4b000000
+DATA lgc18<>+0(SB)/4, $0x0000007f
+DATA lgc18<>+4(SB)/4, $0x0000007f
+DATA lgc18<>+8(SB)/4, $0x0000007f
+DATA lgc18<>+12(SB)/4, $0x0000007f
+DATA lgc18<>+16(SB)/4, $0x0000007f
+DATA lgc18<>+20(SB)/4, $0x0000007f
+DATA lgc18<>+24(SB)/4, $0x0000007f
+DATA lgc18<>+28(SB)/4, $0x0000007f
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 DATA lgc19<>+0(SB)/4, $0xffffffe9
@@ -576,11 +574,11 @@ bulk_7:
 	JGE          bulkdone_8
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc14<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
-	VMULPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc16<>+0(SB), Y4, Y4
+	VPSUBD       lgc18<>+0(SB), Y4, Y4
 	VPAND        lgc19<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc20<>+0(SB), Y3, Y2

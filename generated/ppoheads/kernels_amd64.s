@@ -43,12 +43,10 @@ blocks_1:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc11<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPADDD       lgc12<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -59,7 +57,7 @@ blocks_1:
 	VMULPS Y2, Y5, Y2
 
 	// v6 = neg(gain)
-	VXORPS lgc14<>+0(SB), Y2, Y2
+	VXORPS lgc13<>+0(SB), Y2, Y2
 
 	// mean(v6) over [B]
 	MOVQ    state+40(FP), DX
@@ -76,12 +74,12 @@ blocks_1:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v12 = mul(-0.01, moveEntropy)
-	VMULPS  lgc15<>+0(SB), Y0, Y1
+	VMULPS  lgc14<>+0(SB), Y0, Y1
 	MOVQ    turnEntropy+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
 	// v16 = mul(-0.05, turnEntropy)
-	VMULPS lgc16<>+0(SB), Y2, Y3
+	VMULPS lgc15<>+0(SB), Y2, Y3
 
 	// v17 = add(moveEntropy, turnEntropy)
 	VADDPS Y2, Y0, Y4
@@ -105,7 +103,7 @@ blocks_1:
 	VSUBPS Y3, Y1, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y4
+	VMOVUPS lgc13<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc11<>+0(SB), Y5
 
@@ -131,7 +129,7 @@ blocks_1:
 	// var(diff) over [B]
 	VMOVQ        CX, X4
 	VPBROADCASTD X4, Y4
-	VPCMPEQD     lgc17<>+0(SB), Y4, Y4
+	VPCMPEQD     lgc16<>+0(SB), Y4, Y4
 	VMOVUPS      2496(DX), Y5
 	VBLENDVPS    Y4, Y3, Y5, Y5
 	VMOVUPS      Y5, 2496(DX)
@@ -145,7 +143,7 @@ blocks_1:
 	// var(valueTarget) over [B]
 	VMOVQ        CX, X3
 	VPBROADCASTD X3, Y3
-	VPCMPEQD     lgc17<>+0(SB), Y3, Y3
+	VPCMPEQD     lgc16<>+0(SB), Y3, Y3
 	VMOVUPS      3456(DX), Y4
 	VBLENDVPS    Y3, Y1, Y4, Y4
 	VMOVUPS      Y4, 3456(DX)
@@ -165,11 +163,11 @@ blocks_1:
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_3
-	VMOVUPD      lgc18<>+0(SB), Y0
+	VMOVUPD      lgc17<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y2
-	VANDPS       lgc19<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -177,11 +175,11 @@ blocks_1:
 	VMOVUPD      Y3, 64(CX)
 	VADDPD       96(CX), Y2, Y2
 	VMOVUPD      Y2, 96(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 256(CX)
 	VMOVUPS      576(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -189,12 +187,12 @@ blocks_1:
 	VMOVUPD      Y4, 384(CX)
 	VADDPD       416(CX), Y3, Y3
 	VMOVUPD      Y3, 416(CX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 576(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -202,12 +200,12 @@ blocks_1:
 	VMOVUPD      Y4, 704(CX)
 	VADDPD       736(CX), Y3, Y3
 	VMOVUPD      Y3, 736(CX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 896(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -215,12 +213,12 @@ blocks_1:
 	VMOVUPD      Y4, 1024(CX)
 	VADDPD       1056(CX), Y3, Y3
 	VMOVUPD      Y3, 1056(CX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 1216(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -228,15 +226,15 @@ blocks_1:
 	VMOVUPD      Y4, 1344(CX)
 	VADDPD       1376(CX), Y3, Y3
 	VMOVUPD      Y3, 1376(CX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 1536(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2240(CX), Y2
 	VMOVUPS      2368(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
-	VANDPS       lgc19<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       lgc18<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
+	VANDPS       lgc18<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      2496(CX), Y5
 	VCVTPS2PD    X2, Y6
@@ -248,14 +246,14 @@ blocks_1:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VMAXPD       lgc21<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      1664(CX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 1664(CX)
-	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      1856(CX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -272,7 +270,7 @@ blocks_1:
 	VMOVUPD      1696(CX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 1696(CX)
-	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
 	VMOVUPD      1888(CX), Y7
 	VSUBPD       Y7, Y6, Y6
@@ -283,16 +281,16 @@ blocks_1:
 	VADDPD       2080(CX), Y3, Y2
 	VFMADD231PD  Y6, Y5, Y2
 	VMOVUPD      Y2, 2080(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 2240(CX)
 	VMOVUPS      Y2, 2368(CX)
 	VANDPS       Y4, Y1, Y1
 	VMOVUPS      3200(CX), Y2
 	VMOVUPS      3328(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
-	VANDPS       lgc19<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       lgc18<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
+	VANDPS       lgc18<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      3456(CX), Y5
 	VCVTPS2PD    X2, Y6
@@ -304,14 +302,14 @@ blocks_1:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VMAXPD       lgc21<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      2624(CX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 2624(CX)
-	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      2816(CX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -328,7 +326,7 @@ blocks_1:
 	VMOVUPD      2656(CX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 2656(CX)
-	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
 	VMOVUPD      2848(CX), Y5
 	VSUBPD       Y5, Y6, Y6
@@ -339,7 +337,7 @@ blocks_1:
 	VADDPD       3040(CX), Y3, Y2
 	VFMADD231PD  Y6, Y0, Y2
 	VMOVUPD      Y2, 3040(CX)
-	VMOVUPS      lgc21<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(CX)
 	VMOVUPS      Y0, 3328(CX)
 	VANDPS       Y4, Y1, Y1
@@ -357,13 +355,13 @@ noflush_3:
 chunkdone_2:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc21<>+0(SB), X0
+	VMOVUPS      lgc20<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y2
-	VANDPS       lgc19<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -371,11 +369,11 @@ chunkdone_2:
 	VMOVUPD      Y3, 64(AX)
 	VADDPD       96(AX), Y2, Y2
 	VMOVUPD      Y2, 96(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 256(AX)
 	VMOVUPS      576(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -383,12 +381,12 @@ chunkdone_2:
 	VMOVUPD      Y4, 384(AX)
 	VADDPD       416(AX), Y3, Y3
 	VMOVUPD      Y3, 416(AX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 576(AX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -396,12 +394,12 @@ chunkdone_2:
 	VMOVUPD      Y4, 704(AX)
 	VADDPD       736(AX), Y3, Y3
 	VMOVUPD      Y3, 736(AX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 896(AX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -409,12 +407,12 @@ chunkdone_2:
 	VMOVUPD      Y4, 1024(AX)
 	VADDPD       1056(AX), Y3, Y3
 	VMOVUPD      Y3, 1056(AX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 1216(AX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -422,15 +420,15 @@ chunkdone_2:
 	VMOVUPD      Y4, 1344(AX)
 	VADDPD       1376(AX), Y3, Y3
 	VMOVUPD      Y3, 1376(AX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 1536(AX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2240(AX), Y2
 	VMOVUPS      2368(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
-	VANDPS       lgc19<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       lgc18<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
+	VANDPS       lgc18<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      2496(AX), Y5
 	VCVTPS2PD    X2, Y6
@@ -442,14 +440,14 @@ chunkdone_2:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VMAXPD       lgc21<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      1664(AX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 1664(AX)
-	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      1856(AX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -466,7 +464,7 @@ chunkdone_2:
 	VMOVUPD      1696(AX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 1696(AX)
-	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
 	VMOVUPD      1888(AX), Y7
 	VSUBPD       Y7, Y6, Y6
@@ -477,16 +475,16 @@ chunkdone_2:
 	VADDPD       2080(AX), Y3, Y2
 	VFMADD231PD  Y6, Y5, Y2
 	VMOVUPD      Y2, 2080(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 2240(AX)
 	VMOVUPS      Y2, 2368(AX)
 	VANDPS       Y4, Y1, Y1
 	VMOVUPS      3200(AX), Y2
 	VMOVUPS      3328(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
-	VANDPS       lgc19<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       lgc18<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
+	VANDPS       lgc18<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      3456(AX), Y5
 	VCVTPS2PD    X2, Y6
@@ -498,14 +496,14 @@ chunkdone_2:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VMAXPD       lgc21<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      2624(AX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 2624(AX)
-	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      2816(AX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -522,7 +520,7 @@ chunkdone_2:
 	VMOVUPD      2656(AX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 2656(AX)
-	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
 	VMOVUPD      2848(AX), Y5
 	VSUBPD       Y5, Y6, Y6
@@ -533,7 +531,7 @@ chunkdone_2:
 	VADDPD       3040(AX), Y3, Y2
 	VFMADD231PD  Y6, Y0, Y2
 	VMOVUPD      Y2, 3040(AX)
-	VMOVUPS      lgc21<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(AX)
 	VMOVUPS      Y0, 3328(AX)
 	VANDPS       Y4, Y1, Y1
@@ -662,107 +660,97 @@ DATA lgc11<>+24(SB)/4, $0x3f800000
 DATA lgc11<>+28(SB)/4, $0x3f800000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xffffff82
-DATA lgc12<>+4(SB)/4, $0xffffff82
-DATA lgc12<>+8(SB)/4, $0xffffff82
-DATA lgc12<>+12(SB)/4, $0xffffff82
-DATA lgc12<>+16(SB)/4, $0xffffff82
-DATA lgc12<>+20(SB)/4, $0xffffff82
-DATA lgc12<>+24(SB)/4, $0xffffff82
-DATA lgc12<>+28(SB)/4, $0xffffff82
+DATA lgc12<>+0(SB)/4, $0x000000fe
+DATA lgc12<>+4(SB)/4, $0x000000fe
+DATA lgc12<>+8(SB)/4, $0x000000fe
+DATA lgc12<>+12(SB)/4, $0x000000fe
+DATA lgc12<>+16(SB)/4, $0x000000fe
+DATA lgc12<>+20(SB)/4, $0x000000fe
+DATA lgc12<>+24(SB)/4, $0x000000fe
+DATA lgc12<>+28(SB)/4, $0x000000fe
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x0000007f
-DATA lgc13<>+4(SB)/4, $0x0000007f
-DATA lgc13<>+8(SB)/4, $0x0000007f
-DATA lgc13<>+12(SB)/4, $0x0000007f
-DATA lgc13<>+16(SB)/4, $0x0000007f
-DATA lgc13<>+20(SB)/4, $0x0000007f
-DATA lgc13<>+24(SB)/4, $0x0000007f
-DATA lgc13<>+28(SB)/4, $0x0000007f
+DATA lgc13<>+0(SB)/4, $0x80000000
+DATA lgc13<>+4(SB)/4, $0x80000000
+DATA lgc13<>+8(SB)/4, $0x80000000
+DATA lgc13<>+12(SB)/4, $0x80000000
+DATA lgc13<>+16(SB)/4, $0x80000000
+DATA lgc13<>+20(SB)/4, $0x80000000
+DATA lgc13<>+24(SB)/4, $0x80000000
+DATA lgc13<>+28(SB)/4, $0x80000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x80000000
-DATA lgc14<>+4(SB)/4, $0x80000000
-DATA lgc14<>+8(SB)/4, $0x80000000
-DATA lgc14<>+12(SB)/4, $0x80000000
-DATA lgc14<>+16(SB)/4, $0x80000000
-DATA lgc14<>+20(SB)/4, $0x80000000
-DATA lgc14<>+24(SB)/4, $0x80000000
-DATA lgc14<>+28(SB)/4, $0x80000000
+DATA lgc14<>+0(SB)/4, $0xbc23d70a
+DATA lgc14<>+4(SB)/4, $0xbc23d70a
+DATA lgc14<>+8(SB)/4, $0xbc23d70a
+DATA lgc14<>+12(SB)/4, $0xbc23d70a
+DATA lgc14<>+16(SB)/4, $0xbc23d70a
+DATA lgc14<>+20(SB)/4, $0xbc23d70a
+DATA lgc14<>+24(SB)/4, $0xbc23d70a
+DATA lgc14<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xbc23d70a
-DATA lgc15<>+4(SB)/4, $0xbc23d70a
-DATA lgc15<>+8(SB)/4, $0xbc23d70a
-DATA lgc15<>+12(SB)/4, $0xbc23d70a
-DATA lgc15<>+16(SB)/4, $0xbc23d70a
-DATA lgc15<>+20(SB)/4, $0xbc23d70a
-DATA lgc15<>+24(SB)/4, $0xbc23d70a
-DATA lgc15<>+28(SB)/4, $0xbc23d70a
+DATA lgc15<>+0(SB)/4, $0xbd4ccccd
+DATA lgc15<>+4(SB)/4, $0xbd4ccccd
+DATA lgc15<>+8(SB)/4, $0xbd4ccccd
+DATA lgc15<>+12(SB)/4, $0xbd4ccccd
+DATA lgc15<>+16(SB)/4, $0xbd4ccccd
+DATA lgc15<>+20(SB)/4, $0xbd4ccccd
+DATA lgc15<>+24(SB)/4, $0xbd4ccccd
+DATA lgc15<>+28(SB)/4, $0xbd4ccccd
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xbd4ccccd
-DATA lgc16<>+4(SB)/4, $0xbd4ccccd
-DATA lgc16<>+8(SB)/4, $0xbd4ccccd
-DATA lgc16<>+12(SB)/4, $0xbd4ccccd
-DATA lgc16<>+16(SB)/4, $0xbd4ccccd
-DATA lgc16<>+20(SB)/4, $0xbd4ccccd
-DATA lgc16<>+24(SB)/4, $0xbd4ccccd
-DATA lgc16<>+28(SB)/4, $0xbd4ccccd
+DATA lgc16<>+0(SB)/4, $0x00000008
+DATA lgc16<>+4(SB)/4, $0x00000008
+DATA lgc16<>+8(SB)/4, $0x00000008
+DATA lgc16<>+12(SB)/4, $0x00000008
+DATA lgc16<>+16(SB)/4, $0x00000008
+DATA lgc16<>+20(SB)/4, $0x00000008
+DATA lgc16<>+24(SB)/4, $0x00000008
+DATA lgc16<>+28(SB)/4, $0x00000008
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x00000008
-DATA lgc17<>+4(SB)/4, $0x00000008
-DATA lgc17<>+8(SB)/4, $0x00000008
-DATA lgc17<>+12(SB)/4, $0x00000008
-DATA lgc17<>+16(SB)/4, $0x00000008
-DATA lgc17<>+20(SB)/4, $0x00000008
-DATA lgc17<>+24(SB)/4, $0x00000008
-DATA lgc17<>+28(SB)/4, $0x00000008
+DATA lgc17<>+0(SB)/8, $0x4020000000000000
+DATA lgc17<>+8(SB)/8, $0x4020000000000000
+DATA lgc17<>+16(SB)/8, $0x4020000000000000
+DATA lgc17<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x4020000000000000
-DATA lgc18<>+8(SB)/8, $0x4020000000000000
-DATA lgc18<>+16(SB)/8, $0x4020000000000000
-DATA lgc18<>+24(SB)/8, $0x4020000000000000
+DATA lgc18<>+0(SB)/4, $0x7fffffff
+DATA lgc18<>+4(SB)/4, $0x7fffffff
+DATA lgc18<>+8(SB)/4, $0x7fffffff
+DATA lgc18<>+12(SB)/4, $0x7fffffff
+DATA lgc18<>+16(SB)/4, $0x7fffffff
+DATA lgc18<>+20(SB)/4, $0x7fffffff
+DATA lgc18<>+24(SB)/4, $0x7fffffff
+DATA lgc18<>+28(SB)/4, $0x7fffffff
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x7fffffff
-DATA lgc19<>+4(SB)/4, $0x7fffffff
-DATA lgc19<>+8(SB)/4, $0x7fffffff
-DATA lgc19<>+12(SB)/4, $0x7fffffff
-DATA lgc19<>+16(SB)/4, $0x7fffffff
-DATA lgc19<>+20(SB)/4, $0x7fffffff
-DATA lgc19<>+24(SB)/4, $0x7fffffff
-DATA lgc19<>+28(SB)/4, $0x7fffffff
+DATA lgc19<>+0(SB)/4, $0x7f7fffff
+DATA lgc19<>+4(SB)/4, $0x7f7fffff
+DATA lgc19<>+8(SB)/4, $0x7f7fffff
+DATA lgc19<>+12(SB)/4, $0x7f7fffff
+DATA lgc19<>+16(SB)/4, $0x7f7fffff
+DATA lgc19<>+20(SB)/4, $0x7f7fffff
+DATA lgc19<>+24(SB)/4, $0x7f7fffff
+DATA lgc19<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x7f7fffff
-DATA lgc20<>+4(SB)/4, $0x7f7fffff
-DATA lgc20<>+8(SB)/4, $0x7f7fffff
-DATA lgc20<>+12(SB)/4, $0x7f7fffff
-DATA lgc20<>+16(SB)/4, $0x7f7fffff
-DATA lgc20<>+20(SB)/4, $0x7f7fffff
-DATA lgc20<>+24(SB)/4, $0x7f7fffff
-DATA lgc20<>+28(SB)/4, $0x7f7fffff
+DATA lgc20<>+0(SB)/4, $0x00000000
+DATA lgc20<>+4(SB)/4, $0x00000000
+DATA lgc20<>+8(SB)/4, $0x00000000
+DATA lgc20<>+12(SB)/4, $0x00000000
+DATA lgc20<>+16(SB)/4, $0x00000000
+DATA lgc20<>+20(SB)/4, $0x00000000
+DATA lgc20<>+24(SB)/4, $0x00000000
+DATA lgc20<>+28(SB)/4, $0x00000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00000000
-DATA lgc21<>+4(SB)/4, $0x00000000
-DATA lgc21<>+8(SB)/4, $0x00000000
-DATA lgc21<>+12(SB)/4, $0x00000000
-DATA lgc21<>+16(SB)/4, $0x00000000
-DATA lgc21<>+20(SB)/4, $0x00000000
-DATA lgc21<>+24(SB)/4, $0x00000000
-DATA lgc21<>+28(SB)/4, $0x00000000
+DATA lgc21<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc21<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc21<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc21<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc22<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc22<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc22<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -772,7 +760,7 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v37 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc23<>+0(SB), Y0, Y0
+	VADDPS       lgc22<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -789,15 +777,15 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc23<>+0(SB)/4, $0x34000000
-DATA lgc23<>+4(SB)/4, $0x34000000
-DATA lgc23<>+8(SB)/4, $0x34000000
-DATA lgc23<>+12(SB)/4, $0x34000000
-DATA lgc23<>+16(SB)/4, $0x34000000
-DATA lgc23<>+20(SB)/4, $0x34000000
-DATA lgc23<>+24(SB)/4, $0x34000000
-DATA lgc23<>+28(SB)/4, $0x34000000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+DATA lgc22<>+0(SB)/4, $0x34000000
+DATA lgc22<>+4(SB)/4, $0x34000000
+DATA lgc22<>+8(SB)/4, $0x34000000
+DATA lgc22<>+12(SB)/4, $0x34000000
+DATA lgc22<>+16(SB)/4, $0x34000000
+DATA lgc22<>+20(SB)/4, $0x34000000
+DATA lgc22<>+24(SB)/4, $0x34000000
+DATA lgc22<>+28(SB)/4, $0x34000000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
 // Requires: AVX, AVX2, FMA3
@@ -838,12 +826,10 @@ blocks_4:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc11<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
+	VPADDD       lgc12<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -854,7 +840,7 @@ blocks_4:
 	VMULPS Y2, Y5, Y2
 
 	// v6 = neg(gain)
-	VXORPS lgc14<>+0(SB), Y2, Y2
+	VXORPS lgc13<>+0(SB), Y2, Y2
 
 	// mean(v6) over [B]
 	MOVQ    state+40(FP), DX
@@ -871,12 +857,12 @@ blocks_4:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v12 = mul(-0.01, moveEntropy)
-	VMULPS  lgc15<>+0(SB), Y0, Y1
+	VMULPS  lgc14<>+0(SB), Y0, Y1
 	MOVQ    turnEntropy+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
 	// v16 = mul(-0.05, turnEntropy)
-	VMULPS lgc16<>+0(SB), Y2, Y3
+	VMULPS lgc15<>+0(SB), Y2, Y3
 
 	// v17 = add(moveEntropy, turnEntropy)
 	VADDPS Y2, Y0, Y4
@@ -900,7 +886,7 @@ blocks_4:
 	VSUBPS Y3, Y1, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y4
+	VMOVUPS lgc13<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc11<>+0(SB), Y6
 
@@ -930,7 +916,7 @@ blocks_4:
 	// var(diff) over [B]
 	VMOVQ        CX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPEQD     lgc17<>+0(SB), Y0, Y0
+	VPCMPEQD     lgc16<>+0(SB), Y0, Y0
 	VMOVUPS      2496(DX), Y2
 	VBLENDVPS    Y0, Y3, Y2, Y2
 	VMOVUPS      Y2, 2496(DX)
@@ -944,7 +930,7 @@ blocks_4:
 	// var(valueTarget) over [B]
 	VMOVQ        CX, X0
 	VPBROADCASTD X0, Y0
-	VPCMPEQD     lgc17<>+0(SB), Y0, Y0
+	VPCMPEQD     lgc16<>+0(SB), Y0, Y0
 	VMOVUPS      3456(DX), Y2
 	VBLENDVPS    Y0, Y1, Y2, Y2
 	VMOVUPS      Y2, 3456(DX)
@@ -954,14 +940,14 @@ blocks_4:
 	VMOVUPS      3328(DX), Y1
 	VFMADD231PS  Y0, Y0, Y1
 	VMOVUPS      Y1, 3328(DX)
-	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      lgc23<>+0(SB), Y0
 
 	// v42 = where(v28, 0.0009765625, 0)
 	VANDPS Y0, Y6, Y1
 
 	// v43 = where(v28, 0, 0.0009765625)
 	VANDNPS Y0, Y6, Y0
-	VMOVUPS lgc21<>+0(SB), Y2
+	VMOVUPS lgc20<>+0(SB), Y2
 
 	// v44 = ne(v42, 0)
 	VCMPPS $0x04, Y2, Y1, Y5
@@ -995,8 +981,8 @@ blocks_4:
 	VCMPPS $0x11, Y2, Y3, Y4
 
 	// v55 = mul(diff, 0)
-	VMULPS  lgc21<>+0(SB), Y3, Y3
-	VMOVUPS lgc25<>+0(SB), Y5
+	VMULPS  lgc20<>+0(SB), Y3, Y3
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v56 = where(v53, -1, v55)
 	VBLENDVPS Y4, Y5, Y3, Y3
@@ -1015,12 +1001,12 @@ blocks_4:
 	VBLENDVPS Y3, Y1, Y0, Y0
 
 	// gradStateValue = neg(v60)
-	VXORPS  lgc14<>+0(SB), Y0, Y0
+	VXORPS  lgc13<>+0(SB), Y0, Y0
 	MOVQ    advantage+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v65 = mul(-0.0009765625, advantage)
-	VMULPS lgc26<>+0(SB), Y1, Y1
+	VMULPS lgc25<>+0(SB), Y1, Y1
 
 	// v66 = ne(v65, 0)
 	VCMPPS  $0x04, Y2, Y1, Y2
@@ -1031,8 +1017,8 @@ blocks_4:
 
 	// gradLogProb = where(v66, v67, v65)
 	VBLENDVPS Y2, Y3, Y1, Y1
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VMOVUPS   lgc28<>+0(SB), Y3
+	VMOVUPS   lgc26<>+0(SB), Y2
+	VMOVUPS   lgc27<>+0(SB), Y3
 	VMOVUPS   32(SP), Y4
 
 	// store compositeEntropyMoveEntropy
@@ -1061,11 +1047,11 @@ blocks_4:
 	VMOVUPS      Y3, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc18<>+0(SB), Y0
+	VMOVUPD      lgc17<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y2
-	VANDPS       lgc19<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1073,11 +1059,11 @@ blocks_4:
 	VMOVUPD      Y3, 64(CX)
 	VADDPD       96(CX), Y2, Y2
 	VMOVUPD      Y2, 96(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 256(CX)
 	VMOVUPS      576(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1085,12 +1071,12 @@ blocks_4:
 	VMOVUPD      Y4, 384(CX)
 	VADDPD       416(CX), Y3, Y3
 	VMOVUPD      Y3, 416(CX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 576(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1098,12 +1084,12 @@ blocks_4:
 	VMOVUPD      Y4, 704(CX)
 	VADDPD       736(CX), Y3, Y3
 	VMOVUPD      Y3, 736(CX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 896(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1111,12 +1097,12 @@ blocks_4:
 	VMOVUPD      Y4, 1024(CX)
 	VADDPD       1056(CX), Y3, Y3
 	VMOVUPD      Y3, 1056(CX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 1216(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1124,15 +1110,15 @@ blocks_4:
 	VMOVUPD      Y4, 1344(CX)
 	VADDPD       1376(CX), Y3, Y3
 	VMOVUPD      Y3, 1376(CX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 1536(CX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2240(CX), Y2
 	VMOVUPS      2368(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
-	VANDPS       lgc19<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       lgc18<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
+	VANDPS       lgc18<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      2496(CX), Y5
 	VCVTPS2PD    X2, Y6
@@ -1144,14 +1130,14 @@ blocks_4:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VMAXPD       lgc21<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      1664(CX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 1664(CX)
-	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      1856(CX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -1168,7 +1154,7 @@ blocks_4:
 	VMOVUPD      1696(CX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 1696(CX)
-	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
 	VMOVUPD      1888(CX), Y7
 	VSUBPD       Y7, Y6, Y6
@@ -1179,16 +1165,16 @@ blocks_4:
 	VADDPD       2080(CX), Y3, Y2
 	VFMADD231PD  Y6, Y5, Y2
 	VMOVUPD      Y2, 2080(CX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 2240(CX)
 	VMOVUPS      Y2, 2368(CX)
 	VANDPS       Y4, Y1, Y1
 	VMOVUPS      3200(CX), Y2
 	VMOVUPS      3328(CX), Y3
-	VANDPS       lgc19<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
-	VANDPS       lgc19<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       lgc18<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
+	VANDPS       lgc18<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      3456(CX), Y5
 	VCVTPS2PD    X2, Y6
@@ -1200,14 +1186,14 @@ blocks_4:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VMAXPD       lgc21<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      2624(CX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 2624(CX)
-	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      2816(CX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -1224,7 +1210,7 @@ blocks_4:
 	VMOVUPD      2656(CX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 2656(CX)
-	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
 	VMOVUPD      2848(CX), Y5
 	VSUBPD       Y5, Y6, Y6
@@ -1235,7 +1221,7 @@ blocks_4:
 	VADDPD       3040(CX), Y3, Y2
 	VFMADD231PD  Y6, Y0, Y2
 	VMOVUPD      Y2, 3040(CX)
-	VMOVUPS      lgc21<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(CX)
 	VMOVUPS      Y0, 3328(CX)
 	VANDPS       Y4, Y1, Y1
@@ -1253,13 +1239,13 @@ noflush_6:
 chunkdone_5:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc21<>+0(SB), X0
+	VMOVUPS      lgc20<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y2
-	VANDPS       lgc19<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1267,11 +1253,11 @@ chunkdone_5:
 	VMOVUPD      Y3, 64(AX)
 	VADDPD       96(AX), Y2, Y2
 	VMOVUPD      Y2, 96(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 256(AX)
 	VMOVUPS      576(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1279,12 +1265,12 @@ chunkdone_5:
 	VMOVUPD      Y4, 384(AX)
 	VADDPD       416(AX), Y3, Y3
 	VMOVUPD      Y3, 416(AX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 576(AX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1292,12 +1278,12 @@ chunkdone_5:
 	VMOVUPD      Y4, 704(AX)
 	VADDPD       736(AX), Y3, Y3
 	VMOVUPD      Y3, 736(AX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 896(AX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1305,12 +1291,12 @@ chunkdone_5:
 	VMOVUPD      Y4, 1024(AX)
 	VADDPD       1056(AX), Y3, Y3
 	VMOVUPD      Y3, 1056(AX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 1216(AX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc20<>+0(SB), Y2, Y2
+	VANDPS       lgc18<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1318,15 +1304,15 @@ chunkdone_5:
 	VMOVUPD      Y4, 1344(AX)
 	VADDPD       1376(AX), Y3, Y3
 	VMOVUPD      Y3, 1376(AX)
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc20<>+0(SB), Y3
 	VMOVUPS      Y3, 1536(AX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      2240(AX), Y2
 	VMOVUPS      2368(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
-	VANDPS       lgc19<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       lgc18<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
+	VANDPS       lgc18<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      2496(AX), Y5
 	VCVTPS2PD    X2, Y6
@@ -1338,14 +1324,14 @@ chunkdone_5:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VMAXPD       lgc21<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      1664(AX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 1664(AX)
-	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      1856(AX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -1362,7 +1348,7 @@ chunkdone_5:
 	VMOVUPD      1696(AX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 1696(AX)
-	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
 	VMOVUPD      1888(AX), Y7
 	VSUBPD       Y7, Y6, Y6
@@ -1373,16 +1359,16 @@ chunkdone_5:
 	VADDPD       2080(AX), Y3, Y2
 	VFMADD231PD  Y6, Y5, Y2
 	VMOVUPD      Y2, 2080(AX)
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 	VMOVUPS      Y2, 2240(AX)
 	VMOVUPS      Y2, 2368(AX)
 	VANDPS       Y4, Y1, Y1
 	VMOVUPS      3200(AX), Y2
 	VMOVUPS      3328(AX), Y3
-	VANDPS       lgc19<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc20<>+0(SB), Y4, Y4
-	VANDPS       lgc19<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc20<>+0(SB), Y5, Y5
+	VANDPS       lgc18<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
+	VANDPS       lgc18<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      3456(AX), Y5
 	VCVTPS2PD    X2, Y6
@@ -1394,14 +1380,14 @@ chunkdone_5:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc22<>+0(SB), Y0, Y9
+	VMAXPD       lgc21<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      2624(AX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 2624(AX)
-	VMAXPD       lgc22<>+0(SB), Y8, Y8
+	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      2816(AX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -1418,7 +1404,7 @@ chunkdone_5:
 	VMOVUPD      2656(AX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 2656(AX)
-	VMAXPD       lgc22<>+0(SB), Y5, Y5
+	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
 	VMOVUPD      2848(AX), Y5
 	VSUBPD       Y5, Y6, Y6
@@ -1429,7 +1415,7 @@ chunkdone_5:
 	VADDPD       3040(AX), Y3, Y2
 	VFMADD231PD  Y6, Y0, Y2
 	VMOVUPD      Y2, 3040(AX)
-	VMOVUPS      lgc21<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(AX)
 	VMOVUPS      Y0, 3328(AX)
 	VANDPS       Y4, Y1, Y1
@@ -1438,55 +1424,55 @@ chunkdone_5:
 	VZEROUPPER
 	RET
 
-DATA lgc24<>+0(SB)/4, $0x3a800000
-DATA lgc24<>+4(SB)/4, $0x3a800000
-DATA lgc24<>+8(SB)/4, $0x3a800000
-DATA lgc24<>+12(SB)/4, $0x3a800000
-DATA lgc24<>+16(SB)/4, $0x3a800000
-DATA lgc24<>+20(SB)/4, $0x3a800000
-DATA lgc24<>+24(SB)/4, $0x3a800000
-DATA lgc24<>+28(SB)/4, $0x3a800000
+DATA lgc23<>+0(SB)/4, $0x3a800000
+DATA lgc23<>+4(SB)/4, $0x3a800000
+DATA lgc23<>+8(SB)/4, $0x3a800000
+DATA lgc23<>+12(SB)/4, $0x3a800000
+DATA lgc23<>+16(SB)/4, $0x3a800000
+DATA lgc23<>+20(SB)/4, $0x3a800000
+DATA lgc23<>+24(SB)/4, $0x3a800000
+DATA lgc23<>+28(SB)/4, $0x3a800000
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0xbf800000
+DATA lgc24<>+4(SB)/4, $0xbf800000
+DATA lgc24<>+8(SB)/4, $0xbf800000
+DATA lgc24<>+12(SB)/4, $0xbf800000
+DATA lgc24<>+16(SB)/4, $0xbf800000
+DATA lgc24<>+20(SB)/4, $0xbf800000
+DATA lgc24<>+24(SB)/4, $0xbf800000
+DATA lgc24<>+28(SB)/4, $0xbf800000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xbf800000
-DATA lgc25<>+4(SB)/4, $0xbf800000
-DATA lgc25<>+8(SB)/4, $0xbf800000
-DATA lgc25<>+12(SB)/4, $0xbf800000
-DATA lgc25<>+16(SB)/4, $0xbf800000
-DATA lgc25<>+20(SB)/4, $0xbf800000
-DATA lgc25<>+24(SB)/4, $0xbf800000
-DATA lgc25<>+28(SB)/4, $0xbf800000
+DATA lgc25<>+0(SB)/4, $0xba800000
+DATA lgc25<>+4(SB)/4, $0xba800000
+DATA lgc25<>+8(SB)/4, $0xba800000
+DATA lgc25<>+12(SB)/4, $0xba800000
+DATA lgc25<>+16(SB)/4, $0xba800000
+DATA lgc25<>+20(SB)/4, $0xba800000
+DATA lgc25<>+24(SB)/4, $0xba800000
+DATA lgc25<>+28(SB)/4, $0xba800000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xba800000
-DATA lgc26<>+4(SB)/4, $0xba800000
-DATA lgc26<>+8(SB)/4, $0xba800000
-DATA lgc26<>+12(SB)/4, $0xba800000
-DATA lgc26<>+16(SB)/4, $0xba800000
-DATA lgc26<>+20(SB)/4, $0xba800000
-DATA lgc26<>+24(SB)/4, $0xba800000
-DATA lgc26<>+28(SB)/4, $0xba800000
+DATA lgc26<>+0(SB)/4, $0xb723d70a
+DATA lgc26<>+4(SB)/4, $0xb723d70a
+DATA lgc26<>+8(SB)/4, $0xb723d70a
+DATA lgc26<>+12(SB)/4, $0xb723d70a
+DATA lgc26<>+16(SB)/4, $0xb723d70a
+DATA lgc26<>+20(SB)/4, $0xb723d70a
+DATA lgc26<>+24(SB)/4, $0xb723d70a
+DATA lgc26<>+28(SB)/4, $0xb723d70a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xb723d70a
-DATA lgc27<>+4(SB)/4, $0xb723d70a
-DATA lgc27<>+8(SB)/4, $0xb723d70a
-DATA lgc27<>+12(SB)/4, $0xb723d70a
-DATA lgc27<>+16(SB)/4, $0xb723d70a
-DATA lgc27<>+20(SB)/4, $0xb723d70a
-DATA lgc27<>+24(SB)/4, $0xb723d70a
-DATA lgc27<>+28(SB)/4, $0xb723d70a
+DATA lgc27<>+0(SB)/4, $0xb84ccccd
+DATA lgc27<>+4(SB)/4, $0xb84ccccd
+DATA lgc27<>+8(SB)/4, $0xb84ccccd
+DATA lgc27<>+12(SB)/4, $0xb84ccccd
+DATA lgc27<>+16(SB)/4, $0xb84ccccd
+DATA lgc27<>+20(SB)/4, $0xb84ccccd
+DATA lgc27<>+24(SB)/4, $0xb84ccccd
+DATA lgc27<>+28(SB)/4, $0xb84ccccd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0xb84ccccd
-DATA lgc28<>+4(SB)/4, $0xb84ccccd
-DATA lgc28<>+8(SB)/4, $0xb84ccccd
-DATA lgc28<>+12(SB)/4, $0xb84ccccd
-DATA lgc28<>+16(SB)/4, $0xb84ccccd
-DATA lgc28<>+20(SB)/4, $0xb84ccccd
-DATA lgc28<>+24(SB)/4, $0xb84ccccd
-DATA lgc28<>+28(SB)/4, $0xb84ccccd
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1496,7 +1482,7 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v37 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc23<>+0(SB), Y0, Y0
+	VADDPS       lgc22<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1545,12 +1531,10 @@ bulk_7:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1574,11 +1558,11 @@ bulk_9:
 	CMPQ         BX, DX
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc13<>+0(SB), Y3, Y3
+	VPSUBD       lgc30<>+0(SB), Y3, Y3
 	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc32<>+0(SB), Y2, Y1
@@ -1605,9 +1589,9 @@ bulk_9:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
@@ -1621,24 +1605,34 @@ bulkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
+DATA lgc30<>+0(SB)/4, $0x0000007f
+DATA lgc30<>+4(SB)/4, $0x0000007f
+DATA lgc30<>+8(SB)/4, $0x0000007f
+DATA lgc30<>+12(SB)/4, $0x0000007f
+DATA lgc30<>+16(SB)/4, $0x0000007f
+DATA lgc30<>+20(SB)/4, $0x0000007f
+DATA lgc30<>+24(SB)/4, $0x0000007f
+DATA lgc30<>+28(SB)/4, $0x0000007f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 DATA lgc31<>+0(SB)/4, $0xffffffe9
@@ -1804,11 +1798,11 @@ bulk_11:
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2
@@ -1835,9 +1829,9 @@ bulk_11:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
@@ -1849,7 +1843,7 @@ bulk_11:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2

@@ -396,12 +396,10 @@ inner_D_4:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc7<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc40<>+0(SB), Y4, Y5
-	VPMINSD      lgc10<>+0(SB), Y5, Y5
+	VPADDD       lgc40<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc10<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc10<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -533,12 +531,10 @@ inner_D_4:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc7<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc40<>+0(SB), Y2, Y3
-	VPMINSD      lgc10<>+0(SB), Y3, Y3
+	VPADDD       lgc40<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc10<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc10<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -1409,14 +1405,14 @@ DATA lgc39<>+24(SB)/4, $0x3e2aaaaa
 DATA lgc39<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xffffff82
-DATA lgc40<>+4(SB)/4, $0xffffff82
-DATA lgc40<>+8(SB)/4, $0xffffff82
-DATA lgc40<>+12(SB)/4, $0xffffff82
-DATA lgc40<>+16(SB)/4, $0xffffff82
-DATA lgc40<>+20(SB)/4, $0xffffff82
-DATA lgc40<>+24(SB)/4, $0xffffff82
-DATA lgc40<>+28(SB)/4, $0xffffff82
+DATA lgc40<>+0(SB)/4, $0x000000fe
+DATA lgc40<>+4(SB)/4, $0x000000fe
+DATA lgc40<>+8(SB)/4, $0x000000fe
+DATA lgc40<>+12(SB)/4, $0x000000fe
+DATA lgc40<>+16(SB)/4, $0x000000fe
+DATA lgc40<>+20(SB)/4, $0x000000fe
+DATA lgc40<>+24(SB)/4, $0x000000fe
+DATA lgc40<>+28(SB)/4, $0x000000fe
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
 DATA lgc41<>+0(SB)/4, $0x3f317218
@@ -1918,12 +1914,10 @@ inner_D_9:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc7<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc40<>+0(SB), Y4, Y5
-	VPMINSD      lgc10<>+0(SB), Y5, Y5
+	VPADDD       lgc40<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc10<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc10<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -2055,12 +2049,10 @@ inner_D_9:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc7<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc40<>+0(SB), Y2, Y3
-	VPMINSD      lgc10<>+0(SB), Y3, Y3
+	VPADDD       lgc40<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc10<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc10<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -2958,12 +2950,10 @@ bulk_12:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc7<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc40<>+0(SB), Y0, Y1
-	VPMINSD      lgc10<>+0(SB), Y1, Y1
+	VPADDD       lgc40<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc10<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc10<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3

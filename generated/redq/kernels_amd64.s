@@ -32,24 +32,22 @@ TEXT ·pass0AVX2(SB), $32-32
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
-	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      lgc13<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
 	VMAXPS  Y3, Y0, Y0
-	VMOVUPS lgc15<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS  Y0, Y1, Y0
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 	VMOVUPS Y0, (SP)
 	XORQ    AX, AX
 
@@ -62,7 +60,7 @@ inner_Q_1:
 	VCVTDQ2PS    Y0, Y0
 
 	// sum(selectedModels) over [Q]
-	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
@@ -213,47 +211,47 @@ DATA lgc11<>+24(SB)/4, $0x3f800000
 DATA lgc11<>+28(SB)/4, $0x3f800000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xffffff82
-DATA lgc12<>+4(SB)/4, $0xffffff82
-DATA lgc12<>+8(SB)/4, $0xffffff82
-DATA lgc12<>+12(SB)/4, $0xffffff82
-DATA lgc12<>+16(SB)/4, $0xffffff82
-DATA lgc12<>+20(SB)/4, $0xffffff82
-DATA lgc12<>+24(SB)/4, $0xffffff82
-DATA lgc12<>+28(SB)/4, $0xffffff82
+DATA lgc12<>+0(SB)/4, $0x000000fe
+DATA lgc12<>+4(SB)/4, $0x000000fe
+DATA lgc12<>+8(SB)/4, $0x000000fe
+DATA lgc12<>+12(SB)/4, $0x000000fe
+DATA lgc12<>+16(SB)/4, $0x000000fe
+DATA lgc12<>+20(SB)/4, $0x000000fe
+DATA lgc12<>+24(SB)/4, $0x000000fe
+DATA lgc12<>+28(SB)/4, $0x000000fe
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x0000007f
-DATA lgc13<>+4(SB)/4, $0x0000007f
-DATA lgc13<>+8(SB)/4, $0x0000007f
-DATA lgc13<>+12(SB)/4, $0x0000007f
-DATA lgc13<>+16(SB)/4, $0x0000007f
-DATA lgc13<>+20(SB)/4, $0x0000007f
-DATA lgc13<>+24(SB)/4, $0x0000007f
-DATA lgc13<>+28(SB)/4, $0x0000007f
+DATA lgc13<>+0(SB)/4, $0x3dcccccc
+DATA lgc13<>+4(SB)/4, $0x3dcccccc
+DATA lgc13<>+8(SB)/4, $0x3dcccccc
+DATA lgc13<>+12(SB)/4, $0x3dcccccc
+DATA lgc13<>+16(SB)/4, $0x3dcccccc
+DATA lgc13<>+20(SB)/4, $0x3dcccccc
+DATA lgc13<>+24(SB)/4, $0x3dcccccc
+DATA lgc13<>+28(SB)/4, $0x3dcccccc
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3dcccccc
-DATA lgc14<>+4(SB)/4, $0x3dcccccc
-DATA lgc14<>+8(SB)/4, $0x3dcccccc
-DATA lgc14<>+12(SB)/4, $0x3dcccccc
-DATA lgc14<>+16(SB)/4, $0x3dcccccc
-DATA lgc14<>+20(SB)/4, $0x3dcccccc
-DATA lgc14<>+24(SB)/4, $0x3dcccccc
-DATA lgc14<>+28(SB)/4, $0x3dcccccc
+DATA lgc14<>+0(SB)/4, $0x41200000
+DATA lgc14<>+4(SB)/4, $0x41200000
+DATA lgc14<>+8(SB)/4, $0x41200000
+DATA lgc14<>+12(SB)/4, $0x41200000
+DATA lgc14<>+16(SB)/4, $0x41200000
+DATA lgc14<>+20(SB)/4, $0x41200000
+DATA lgc14<>+24(SB)/4, $0x41200000
+DATA lgc14<>+28(SB)/4, $0x41200000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x41200000
-DATA lgc15<>+4(SB)/4, $0x41200000
-DATA lgc15<>+8(SB)/4, $0x41200000
-DATA lgc15<>+12(SB)/4, $0x41200000
-DATA lgc15<>+16(SB)/4, $0x41200000
-DATA lgc15<>+20(SB)/4, $0x41200000
-DATA lgc15<>+24(SB)/4, $0x41200000
-DATA lgc15<>+28(SB)/4, $0x41200000
+DATA lgc15<>+0(SB)/4, $0x00000000
+DATA lgc15<>+4(SB)/4, $0x00000000
+DATA lgc15<>+8(SB)/4, $0x00000000
+DATA lgc15<>+12(SB)/4, $0x00000000
+DATA lgc15<>+16(SB)/4, $0x00000000
+DATA lgc15<>+20(SB)/4, $0x00000000
+DATA lgc15<>+24(SB)/4, $0x00000000
+DATA lgc15<>+28(SB)/4, $0x00000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x00000000
+DATA lgc16<>+0(SB)/4, $0xffffffff
 DATA lgc16<>+4(SB)/4, $0x00000000
 DATA lgc16<>+8(SB)/4, $0x00000000
 DATA lgc16<>+12(SB)/4, $0x00000000
@@ -263,16 +261,6 @@ DATA lgc16<>+24(SB)/4, $0x00000000
 DATA lgc16<>+28(SB)/4, $0x00000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xffffffff
-DATA lgc17<>+4(SB)/4, $0x00000000
-DATA lgc17<>+8(SB)/4, $0x00000000
-DATA lgc17<>+12(SB)/4, $0x00000000
-DATA lgc17<>+16(SB)/4, $0x00000000
-DATA lgc17<>+20(SB)/4, $0x00000000
-DATA lgc17<>+24(SB)/4, $0x00000000
-DATA lgc17<>+28(SB)/4, $0x00000000
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $192-120
@@ -280,11 +268,11 @@ TEXT ·pass1AVX2(SB), $192-120
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
 	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc19<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v4 = min(v2, 2.3025851) tie=first
 	VMINPS Y1, Y2, Y1
@@ -316,20 +304,18 @@ TEXT ·pass1AVX2(SB), $192-120
 	VFMADD213PS  Y0, Y3, Y4
 	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y2
 	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      lgc13<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
 	VMAXPS  Y4, Y0, Y0
-	VMOVUPS lgc15<>+0(SB), Y2
+	VMOVUPS lgc14<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS Y0, Y2, Y0
@@ -355,18 +341,16 @@ TEXT ·pass1AVX2(SB), $192-120
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPADDD       lgc12<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
 
 	// v56 = neg(v55)
-	VXORPS  lgc20<>+0(SB), Y4, Y1
+	VXORPS  lgc19<>+0(SB), Y4, Y1
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
 	MOVQ    $+8, CX
@@ -382,7 +366,7 @@ blocks_2:
 
 	// v22 = mul(v13, nextLogProb)
 	VMULPS  Y1, Y0, Y0
-	VMOVUPS lgc21<>+0(SB), Y1
+	VMOVUPS lgc20<>+0(SB), Y1
 	VMOVUPS Y0, 64(SP)
 	XORQ    DX, DX
 
@@ -401,9 +385,9 @@ inner_Q_4:
 	VMOVD        SI, X2
 	VPBROADCASTD X2, Y2
 	VCVTDQ2PS    Y2, Y2
-	VMOVUPS      lgc16<>+0(SB), Y3
+	VMOVUPS      lgc15<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 
 	// v25 = where(selectedModels, v23, +Inf)
 	VBLENDVPS Y3, Y0, Y2, Y0
@@ -427,7 +411,7 @@ inner_Q_4:
 	VSUBPS Y2, Y1, Y1
 
 	// v32 = mul(0.99, v30)
-	VMULPS lgc22<>+0(SB), Y1, Y1
+	VMULPS lgc21<>+0(SB), Y1, Y1
 
 	// v33 = mul(v32, v26)
 	VMULPS  Y0, Y1, Y1
@@ -442,9 +426,9 @@ inner_Q_4:
 
 	// v38 = mul(v13, logProb)
 	VMULPS  Y3, Y2, Y2
-	VMOVUPS lgc23<>+0(SB), Y3
-	VMOVUPD lgc24<>+0(SB), Y4
-	VMOVUPD lgc24<>+0(SB), Y5
+	VMOVUPS lgc22<>+0(SB), Y3
+	VMOVUPD lgc23<>+0(SB), Y4
+	VMOVUPD lgc23<>+0(SB), Y5
 	VMOVUPS Y0, 96(SP)
 	VMOVUPS Y1, 128(SP)
 	VMOVUPS Y2, 160(SP)
@@ -477,22 +461,22 @@ inner_Q_5:
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v65) over [Q]
-	VXORPS lgc20<>+0(SB), Y3, Y1
-	VXORPS lgc20<>+0(SB), Y0, Y2
+	VXORPS lgc19<>+0(SB), Y3, Y1
+	VXORPS lgc19<>+0(SB), Y0, Y2
 	VMINPS Y1, Y2, Y0
 	VMINPS Y2, Y1, Y3
 	VORPS  Y0, Y3, Y3
-	VXORPS lgc20<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+10
 	JL     inner_Q_5
 
 	// finish v40
 	VMOVUPD     Y4, Y0
-	VDIVPD      lgc25<>+0(SB), Y0, Y0
+	VDIVPD      lgc24<>+0(SB), Y0, Y0
 	VMOVUPD     Y5, Y1
-	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VDIVPD      lgc24<>+0(SB), Y1, Y1
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -501,8 +485,8 @@ inner_Q_5:
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
-	VMOVUPD lgc24<>+0(SB), Y0
-	VMOVUPD lgc24<>+0(SB), Y1
+	VMOVUPD lgc23<>+0(SB), Y0
+	VMOVUPD lgc23<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_Q_6:
@@ -516,7 +500,7 @@ inner_Q_6:
 	VSUBPS Y4, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc20<>+0(SB), Y4
+	VMOVUPS lgc19<>+0(SB), Y4
 	VANDNPS Y2, Y4, Y2
 	VMOVUPS lgc11<>+0(SB), Y4
 
@@ -546,9 +530,9 @@ inner_Q_6:
 	JL           inner_Q_6
 
 	// finish v51
-	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VDIVPD      lgc24<>+0(SB), Y0, Y0
+	VDIVPD      lgc24<>+0(SB), Y1, Y1
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -565,7 +549,7 @@ inner_Q_6:
 	VADDPS Y1, Y0, Y0
 
 	// v58 = add(v54, -12)
-	VADDPS  lgc26<>+0(SB), Y0, Y1
+	VADDPS  lgc25<>+0(SB), Y0, Y1
 	VMOVUPS 32(SP), Y2
 
 	// v59 = mul(v56, v58)
@@ -579,7 +563,7 @@ inner_Q_6:
 	VMOVUPS Y1, 896(DX)
 
 	// v63 = mul(-0.5, v54)
-	VMULPS lgc27<>+0(SB), Y0, Y0
+	VMULPS lgc26<>+0(SB), Y0, Y0
 
 	// mean(v63) over [B]
 	VADDPS  1216(DX), Y0, Y0
@@ -603,11 +587,11 @@ inner_Q_6:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_7
-	VMOVUPD      lgc28<>+0(SB), Y0
+	VMOVUPD      lgc27<>+0(SB), Y0
 	MOVQ         state+88(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc29<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc30<>+0(SB), Y0, Y0
+	VANDPS       lgc28<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc29<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -615,11 +599,11 @@ inner_Q_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -627,12 +611,12 @@ inner_Q_6:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -640,12 +624,12 @@ inner_Q_6:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -653,7 +637,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -670,13 +654,13 @@ noflush_7:
 chunkdone_3:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc16<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+88(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc29<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc30<>+0(SB), Y0, Y0
+	VANDPS       lgc28<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc29<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -684,11 +668,11 @@ chunkdone_3:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -696,12 +680,12 @@ chunkdone_3:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -709,12 +693,12 @@ chunkdone_3:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -722,7 +706,7 @@ chunkdone_3:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
@@ -730,123 +714,123 @@ chunkdone_3:
 	VZEROUPPER
 	RET
 
-DATA lgc18<>+0(SB)/4, $0xc0135d8e
-DATA lgc18<>+4(SB)/4, $0xc0135d8e
-DATA lgc18<>+8(SB)/4, $0xc0135d8e
-DATA lgc18<>+12(SB)/4, $0xc0135d8e
-DATA lgc18<>+16(SB)/4, $0xc0135d8e
-DATA lgc18<>+20(SB)/4, $0xc0135d8e
-DATA lgc18<>+24(SB)/4, $0xc0135d8e
-DATA lgc18<>+28(SB)/4, $0xc0135d8e
+DATA lgc17<>+0(SB)/4, $0xc0135d8e
+DATA lgc17<>+4(SB)/4, $0xc0135d8e
+DATA lgc17<>+8(SB)/4, $0xc0135d8e
+DATA lgc17<>+12(SB)/4, $0xc0135d8e
+DATA lgc17<>+16(SB)/4, $0xc0135d8e
+DATA lgc17<>+20(SB)/4, $0xc0135d8e
+DATA lgc17<>+24(SB)/4, $0xc0135d8e
+DATA lgc17<>+28(SB)/4, $0xc0135d8e
+GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/4, $0x40135d8e
+DATA lgc18<>+4(SB)/4, $0x40135d8e
+DATA lgc18<>+8(SB)/4, $0x40135d8e
+DATA lgc18<>+12(SB)/4, $0x40135d8e
+DATA lgc18<>+16(SB)/4, $0x40135d8e
+DATA lgc18<>+20(SB)/4, $0x40135d8e
+DATA lgc18<>+24(SB)/4, $0x40135d8e
+DATA lgc18<>+28(SB)/4, $0x40135d8e
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x40135d8e
-DATA lgc19<>+4(SB)/4, $0x40135d8e
-DATA lgc19<>+8(SB)/4, $0x40135d8e
-DATA lgc19<>+12(SB)/4, $0x40135d8e
-DATA lgc19<>+16(SB)/4, $0x40135d8e
-DATA lgc19<>+20(SB)/4, $0x40135d8e
-DATA lgc19<>+24(SB)/4, $0x40135d8e
-DATA lgc19<>+28(SB)/4, $0x40135d8e
+DATA lgc19<>+0(SB)/4, $0x80000000
+DATA lgc19<>+4(SB)/4, $0x80000000
+DATA lgc19<>+8(SB)/4, $0x80000000
+DATA lgc19<>+12(SB)/4, $0x80000000
+DATA lgc19<>+16(SB)/4, $0x80000000
+DATA lgc19<>+20(SB)/4, $0x80000000
+DATA lgc19<>+24(SB)/4, $0x80000000
+DATA lgc19<>+28(SB)/4, $0x80000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x80000000
-DATA lgc20<>+4(SB)/4, $0x80000000
-DATA lgc20<>+8(SB)/4, $0x80000000
-DATA lgc20<>+12(SB)/4, $0x80000000
-DATA lgc20<>+16(SB)/4, $0x80000000
-DATA lgc20<>+20(SB)/4, $0x80000000
-DATA lgc20<>+24(SB)/4, $0x80000000
-DATA lgc20<>+28(SB)/4, $0x80000000
+DATA lgc20<>+0(SB)/4, $0x7f800000
+DATA lgc20<>+4(SB)/4, $0x7f800000
+DATA lgc20<>+8(SB)/4, $0x7f800000
+DATA lgc20<>+12(SB)/4, $0x7f800000
+DATA lgc20<>+16(SB)/4, $0x7f800000
+DATA lgc20<>+20(SB)/4, $0x7f800000
+DATA lgc20<>+24(SB)/4, $0x7f800000
+DATA lgc20<>+28(SB)/4, $0x7f800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x7f800000
-DATA lgc21<>+4(SB)/4, $0x7f800000
-DATA lgc21<>+8(SB)/4, $0x7f800000
-DATA lgc21<>+12(SB)/4, $0x7f800000
-DATA lgc21<>+16(SB)/4, $0x7f800000
-DATA lgc21<>+20(SB)/4, $0x7f800000
-DATA lgc21<>+24(SB)/4, $0x7f800000
-DATA lgc21<>+28(SB)/4, $0x7f800000
+DATA lgc21<>+0(SB)/4, $0x3f7d70a4
+DATA lgc21<>+4(SB)/4, $0x3f7d70a4
+DATA lgc21<>+8(SB)/4, $0x3f7d70a4
+DATA lgc21<>+12(SB)/4, $0x3f7d70a4
+DATA lgc21<>+16(SB)/4, $0x3f7d70a4
+DATA lgc21<>+20(SB)/4, $0x3f7d70a4
+DATA lgc21<>+24(SB)/4, $0x3f7d70a4
+DATA lgc21<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f7d70a4
-DATA lgc22<>+4(SB)/4, $0x3f7d70a4
-DATA lgc22<>+8(SB)/4, $0x3f7d70a4
-DATA lgc22<>+12(SB)/4, $0x3f7d70a4
-DATA lgc22<>+16(SB)/4, $0x3f7d70a4
-DATA lgc22<>+20(SB)/4, $0x3f7d70a4
-DATA lgc22<>+24(SB)/4, $0x3f7d70a4
-DATA lgc22<>+28(SB)/4, $0x3f7d70a4
+DATA lgc22<>+0(SB)/4, $0xff800000
+DATA lgc22<>+4(SB)/4, $0xff800000
+DATA lgc22<>+8(SB)/4, $0xff800000
+DATA lgc22<>+12(SB)/4, $0xff800000
+DATA lgc22<>+16(SB)/4, $0xff800000
+DATA lgc22<>+20(SB)/4, $0xff800000
+DATA lgc22<>+24(SB)/4, $0xff800000
+DATA lgc22<>+28(SB)/4, $0xff800000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xff800000
-DATA lgc23<>+4(SB)/4, $0xff800000
-DATA lgc23<>+8(SB)/4, $0xff800000
-DATA lgc23<>+12(SB)/4, $0xff800000
-DATA lgc23<>+16(SB)/4, $0xff800000
-DATA lgc23<>+20(SB)/4, $0xff800000
-DATA lgc23<>+24(SB)/4, $0xff800000
-DATA lgc23<>+28(SB)/4, $0xff800000
+DATA lgc23<>+0(SB)/8, $0x0000000000000000
+DATA lgc23<>+8(SB)/8, $0x0000000000000000
+DATA lgc23<>+16(SB)/8, $0x0000000000000000
+DATA lgc23<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x0000000000000000
-DATA lgc24<>+8(SB)/8, $0x0000000000000000
-DATA lgc24<>+16(SB)/8, $0x0000000000000000
-DATA lgc24<>+24(SB)/8, $0x0000000000000000
+DATA lgc24<>+0(SB)/8, $0x4024000000000000
+DATA lgc24<>+8(SB)/8, $0x4024000000000000
+DATA lgc24<>+16(SB)/8, $0x4024000000000000
+DATA lgc24<>+24(SB)/8, $0x4024000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x4024000000000000
-DATA lgc25<>+8(SB)/8, $0x4024000000000000
-DATA lgc25<>+16(SB)/8, $0x4024000000000000
-DATA lgc25<>+24(SB)/8, $0x4024000000000000
+DATA lgc25<>+0(SB)/4, $0xc1400000
+DATA lgc25<>+4(SB)/4, $0xc1400000
+DATA lgc25<>+8(SB)/4, $0xc1400000
+DATA lgc25<>+12(SB)/4, $0xc1400000
+DATA lgc25<>+16(SB)/4, $0xc1400000
+DATA lgc25<>+20(SB)/4, $0xc1400000
+DATA lgc25<>+24(SB)/4, $0xc1400000
+DATA lgc25<>+28(SB)/4, $0xc1400000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xc1400000
-DATA lgc26<>+4(SB)/4, $0xc1400000
-DATA lgc26<>+8(SB)/4, $0xc1400000
-DATA lgc26<>+12(SB)/4, $0xc1400000
-DATA lgc26<>+16(SB)/4, $0xc1400000
-DATA lgc26<>+20(SB)/4, $0xc1400000
-DATA lgc26<>+24(SB)/4, $0xc1400000
-DATA lgc26<>+28(SB)/4, $0xc1400000
+DATA lgc26<>+0(SB)/4, $0xbf000000
+DATA lgc26<>+4(SB)/4, $0xbf000000
+DATA lgc26<>+8(SB)/4, $0xbf000000
+DATA lgc26<>+12(SB)/4, $0xbf000000
+DATA lgc26<>+16(SB)/4, $0xbf000000
+DATA lgc26<>+20(SB)/4, $0xbf000000
+DATA lgc26<>+24(SB)/4, $0xbf000000
+DATA lgc26<>+28(SB)/4, $0xbf000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xbf000000
-DATA lgc27<>+4(SB)/4, $0xbf000000
-DATA lgc27<>+8(SB)/4, $0xbf000000
-DATA lgc27<>+12(SB)/4, $0xbf000000
-DATA lgc27<>+16(SB)/4, $0xbf000000
-DATA lgc27<>+20(SB)/4, $0xbf000000
-DATA lgc27<>+24(SB)/4, $0xbf000000
-DATA lgc27<>+28(SB)/4, $0xbf000000
+DATA lgc27<>+0(SB)/8, $0x4020000000000000
+DATA lgc27<>+8(SB)/8, $0x4020000000000000
+DATA lgc27<>+16(SB)/8, $0x4020000000000000
+DATA lgc27<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x4020000000000000
-DATA lgc28<>+8(SB)/8, $0x4020000000000000
-DATA lgc28<>+16(SB)/8, $0x4020000000000000
-DATA lgc28<>+24(SB)/8, $0x4020000000000000
+DATA lgc28<>+0(SB)/4, $0x7fffffff
+DATA lgc28<>+4(SB)/4, $0x7fffffff
+DATA lgc28<>+8(SB)/4, $0x7fffffff
+DATA lgc28<>+12(SB)/4, $0x7fffffff
+DATA lgc28<>+16(SB)/4, $0x7fffffff
+DATA lgc28<>+20(SB)/4, $0x7fffffff
+DATA lgc28<>+24(SB)/4, $0x7fffffff
+DATA lgc28<>+28(SB)/4, $0x7fffffff
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x7fffffff
-DATA lgc29<>+4(SB)/4, $0x7fffffff
-DATA lgc29<>+8(SB)/4, $0x7fffffff
-DATA lgc29<>+12(SB)/4, $0x7fffffff
-DATA lgc29<>+16(SB)/4, $0x7fffffff
-DATA lgc29<>+20(SB)/4, $0x7fffffff
-DATA lgc29<>+24(SB)/4, $0x7fffffff
-DATA lgc29<>+28(SB)/4, $0x7fffffff
+DATA lgc29<>+0(SB)/4, $0x7f7fffff
+DATA lgc29<>+4(SB)/4, $0x7f7fffff
+DATA lgc29<>+8(SB)/4, $0x7f7fffff
+DATA lgc29<>+12(SB)/4, $0x7f7fffff
+DATA lgc29<>+16(SB)/4, $0x7f7fffff
+DATA lgc29<>+20(SB)/4, $0x7f7fffff
+DATA lgc29<>+24(SB)/4, $0x7f7fffff
+DATA lgc29<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x7f7fffff
-DATA lgc30<>+4(SB)/4, $0x7f7fffff
-DATA lgc30<>+8(SB)/4, $0x7f7fffff
-DATA lgc30<>+12(SB)/4, $0x7f7fffff
-DATA lgc30<>+16(SB)/4, $0x7f7fffff
-DATA lgc30<>+20(SB)/4, $0x7f7fffff
-DATA lgc30<>+24(SB)/4, $0x7f7fffff
-DATA lgc30<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
@@ -855,11 +839,11 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
 	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc19<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v4 = min(v2, 2.3025851) tie=first
 	VMINPS Y1, Y2, Y1
@@ -891,20 +875,18 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VFMADD213PS  Y0, Y3, Y4
 	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y2
 	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      lgc13<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
 	VMAXPS  Y4, Y0, Y0
-	VMOVUPS lgc15<>+0(SB), Y2
+	VMOVUPS lgc14<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS Y0, Y2, Y0
@@ -930,21 +912,19 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPADDD       lgc12<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
 
 	// v56 = neg(v55)
-	VXORPS lgc20<>+0(SB), Y4, Y1
+	VXORPS lgc19<>+0(SB), Y4, Y1
 
 	// v98 = mul(0.00390625, v13)
-	VMULPS  lgc31<>+0(SB), Y0, Y2
+	VMULPS  lgc30<>+0(SB), Y0, Y2
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
 	VMOVUPS Y2, 64(SP)
@@ -961,7 +941,7 @@ blocks_8:
 
 	// v22 = mul(v13, nextLogProb)
 	VMULPS  Y1, Y0, Y0
-	VMOVUPS lgc21<>+0(SB), Y1
+	VMOVUPS lgc20<>+0(SB), Y1
 	VMOVUPS Y0, 96(SP)
 	XORQ    DX, DX
 
@@ -980,9 +960,9 @@ inner_Q_10:
 	VMOVD        SI, X2
 	VPBROADCASTD X2, Y2
 	VCVTDQ2PS    Y2, Y2
-	VMOVUPS      lgc16<>+0(SB), Y3
+	VMOVUPS      lgc15<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc20<>+0(SB), Y2
 
 	// v25 = where(selectedModels, v23, +Inf)
 	VBLENDVPS Y3, Y0, Y2, Y0
@@ -1006,7 +986,7 @@ inner_Q_10:
 	VSUBPS Y2, Y1, Y1
 
 	// v32 = mul(0.99, v30)
-	VMULPS lgc22<>+0(SB), Y1, Y1
+	VMULPS lgc21<>+0(SB), Y1, Y1
 
 	// v33 = mul(v32, v26)
 	VMULPS  Y0, Y1, Y1
@@ -1021,9 +1001,9 @@ inner_Q_10:
 
 	// v38 = mul(v13, logProb)
 	VMULPS  Y3, Y2, Y2
-	VMOVUPS lgc23<>+0(SB), Y3
-	VMOVUPD lgc24<>+0(SB), Y4
-	VMOVUPD lgc24<>+0(SB), Y5
+	VMOVUPS lgc22<>+0(SB), Y3
+	VMOVUPD lgc23<>+0(SB), Y4
+	VMOVUPD lgc23<>+0(SB), Y5
 	VMOVUPS Y0, 128(SP)
 	VMOVUPS Y1, 160(SP)
 	VMOVUPS Y2, 192(SP)
@@ -1056,22 +1036,22 @@ inner_Q_11:
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v65) over [Q]
-	VXORPS lgc20<>+0(SB), Y3, Y1
-	VXORPS lgc20<>+0(SB), Y0, Y2
+	VXORPS lgc19<>+0(SB), Y3, Y1
+	VXORPS lgc19<>+0(SB), Y0, Y2
 	VMINPS Y1, Y2, Y0
 	VMINPS Y2, Y1, Y3
 	VORPS  Y0, Y3, Y3
-	VXORPS lgc20<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+10
 	JL     inner_Q_11
 
 	// finish v40
 	VMOVUPD     Y4, Y0
-	VDIVPD      lgc25<>+0(SB), Y0, Y0
+	VDIVPD      lgc24<>+0(SB), Y0, Y0
 	VMOVUPD     Y5, Y1
-	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VDIVPD      lgc24<>+0(SB), Y1, Y1
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -1080,8 +1060,8 @@ inner_Q_11:
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
-	VMOVUPD lgc24<>+0(SB), Y0
-	VMOVUPD lgc24<>+0(SB), Y1
+	VMOVUPD lgc23<>+0(SB), Y0
+	VMOVUPD lgc23<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_Q_12:
@@ -1095,7 +1075,7 @@ inner_Q_12:
 	VSUBPS Y4, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc20<>+0(SB), Y4
+	VMOVUPS lgc19<>+0(SB), Y4
 	VANDNPS Y2, Y4, Y2
 	VMOVUPS lgc11<>+0(SB), Y4
 
@@ -1125,9 +1105,9 @@ inner_Q_12:
 	JL           inner_Q_12
 
 	// finish v51
-	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VDIVPD      lgc24<>+0(SB), Y0, Y0
+	VDIVPD      lgc24<>+0(SB), Y1, Y1
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -1144,7 +1124,7 @@ inner_Q_12:
 	VADDPS Y1, Y0, Y0
 
 	// v58 = add(v54, -12)
-	VADDPS  lgc26<>+0(SB), Y0, Y1
+	VADDPS  lgc25<>+0(SB), Y0, Y1
 	VMOVUPS 32(SP), Y2
 
 	// v59 = mul(v56, v58)
@@ -1158,7 +1138,7 @@ inner_Q_12:
 	VMOVUPS Y2, 896(DX)
 
 	// v63 = mul(-0.5, v54)
-	VMULPS lgc27<>+0(SB), Y0, Y0
+	VMULPS lgc26<>+0(SB), Y0, Y0
 
 	// mean(v63) over [B]
 	VADDPS  1216(DX), Y0, Y0
@@ -1168,7 +1148,7 @@ inner_Q_12:
 	VMOVUPS Y3, Y0
 
 	// v70 = mul(0.001953125, v58)
-	VMULPS lgc32<>+0(SB), Y1, Y1
+	VMULPS lgc31<>+0(SB), Y1, Y1
 
 	// sum(v70) over [B]
 	VADDPS  1536(DX), Y1, Y1
@@ -1189,7 +1169,7 @@ inner_Q_13:
 	VSUBPS Y1, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS lgc19<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc11<>+0(SB), Y2
 
@@ -1198,14 +1178,14 @@ inner_Q_13:
 
 	// v47 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y1, Y4
-	VMOVUPS lgc33<>+0(SB), Y5
+	VMOVUPS lgc32<>+0(SB), Y5
 
 	// v78 = where(v46, 0.000390625, 0)
 	VANDPS Y5, Y3, Y6
 
 	// v79 = where(v46, 0, 0.000390625)
 	VANDNPS Y5, Y3, Y3
-	VMOVUPS lgc16<>+0(SB), Y5
+	VMOVUPS lgc15<>+0(SB), Y5
 
 	// v80 = ne(v78, 0)
 	VCMPPS $0x04, Y5, Y6, Y7
@@ -1238,8 +1218,8 @@ inner_Q_13:
 	VCMPPS $0x11, Y5, Y0, Y4
 
 	// v91 = mul(diff, 0)
-	VMULPS  lgc16<>+0(SB), Y0, Y0
-	VMOVUPS lgc34<>+0(SB), Y6
+	VMULPS  lgc15<>+0(SB), Y0, Y0
+	VMOVUPS lgc33<>+0(SB), Y6
 
 	// v92 = where(v89, -1, v91)
 	VBLENDVPS Y4, Y6, Y0, Y0
@@ -1259,7 +1239,7 @@ inner_Q_13:
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+96(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
-	VMOVUPS lgc35<>+0(SB), Y0
+	VMOVUPS lgc34<>+0(SB), Y0
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+104(FP), SI
@@ -1289,11 +1269,11 @@ inner_Q_13:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_14
-	VMOVUPD      lgc28<>+0(SB), Y0
+	VMOVUPD      lgc27<>+0(SB), Y0
 	MOVQ         state+88(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc29<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc30<>+0(SB), Y0, Y0
+	VANDPS       lgc28<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc29<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1301,11 +1281,11 @@ inner_Q_13:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1313,12 +1293,12 @@ inner_Q_13:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1326,12 +1306,12 @@ inner_Q_13:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1339,12 +1319,12 @@ inner_Q_13:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1352,7 +1332,7 @@ inner_Q_13:
 	VMOVUPD      Y3, 1344(CX)
 	VADDPD       1376(CX), Y2, Y2
 	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(CX), Y0, Y0
@@ -1369,13 +1349,13 @@ noflush_14:
 chunkdone_9:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc16<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+88(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc29<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc30<>+0(SB), Y0, Y0
+	VANDPS       lgc28<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc29<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1383,11 +1363,11 @@ chunkdone_9:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1395,12 +1375,12 @@ chunkdone_9:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1408,12 +1388,12 @@ chunkdone_9:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1421,12 +1401,12 @@ chunkdone_9:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(AX), Y2
-	VANDPS       lgc29<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc30<>+0(SB), Y1, Y1
+	VANDPS       lgc28<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1434,7 +1414,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 1344(AX)
 	VADDPD       1376(AX), Y2, Y2
 	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(AX), Y0, Y0
@@ -1442,55 +1422,55 @@ chunkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x3b800000
-DATA lgc31<>+4(SB)/4, $0x3b800000
-DATA lgc31<>+8(SB)/4, $0x3b800000
-DATA lgc31<>+12(SB)/4, $0x3b800000
-DATA lgc31<>+16(SB)/4, $0x3b800000
-DATA lgc31<>+20(SB)/4, $0x3b800000
-DATA lgc31<>+24(SB)/4, $0x3b800000
-DATA lgc31<>+28(SB)/4, $0x3b800000
+DATA lgc30<>+0(SB)/4, $0x3b800000
+DATA lgc30<>+4(SB)/4, $0x3b800000
+DATA lgc30<>+8(SB)/4, $0x3b800000
+DATA lgc30<>+12(SB)/4, $0x3b800000
+DATA lgc30<>+16(SB)/4, $0x3b800000
+DATA lgc30<>+20(SB)/4, $0x3b800000
+DATA lgc30<>+24(SB)/4, $0x3b800000
+DATA lgc30<>+28(SB)/4, $0x3b800000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x3b000000
+DATA lgc31<>+4(SB)/4, $0x3b000000
+DATA lgc31<>+8(SB)/4, $0x3b000000
+DATA lgc31<>+12(SB)/4, $0x3b000000
+DATA lgc31<>+16(SB)/4, $0x3b000000
+DATA lgc31<>+20(SB)/4, $0x3b000000
+DATA lgc31<>+24(SB)/4, $0x3b000000
+DATA lgc31<>+28(SB)/4, $0x3b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3b000000
-DATA lgc32<>+4(SB)/4, $0x3b000000
-DATA lgc32<>+8(SB)/4, $0x3b000000
-DATA lgc32<>+12(SB)/4, $0x3b000000
-DATA lgc32<>+16(SB)/4, $0x3b000000
-DATA lgc32<>+20(SB)/4, $0x3b000000
-DATA lgc32<>+24(SB)/4, $0x3b000000
-DATA lgc32<>+28(SB)/4, $0x3b000000
+DATA lgc32<>+0(SB)/4, $0x39cccccd
+DATA lgc32<>+4(SB)/4, $0x39cccccd
+DATA lgc32<>+8(SB)/4, $0x39cccccd
+DATA lgc32<>+12(SB)/4, $0x39cccccd
+DATA lgc32<>+16(SB)/4, $0x39cccccd
+DATA lgc32<>+20(SB)/4, $0x39cccccd
+DATA lgc32<>+24(SB)/4, $0x39cccccd
+DATA lgc32<>+28(SB)/4, $0x39cccccd
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x39cccccd
-DATA lgc33<>+4(SB)/4, $0x39cccccd
-DATA lgc33<>+8(SB)/4, $0x39cccccd
-DATA lgc33<>+12(SB)/4, $0x39cccccd
-DATA lgc33<>+16(SB)/4, $0x39cccccd
-DATA lgc33<>+20(SB)/4, $0x39cccccd
-DATA lgc33<>+24(SB)/4, $0x39cccccd
-DATA lgc33<>+28(SB)/4, $0x39cccccd
+DATA lgc33<>+0(SB)/4, $0xbf800000
+DATA lgc33<>+4(SB)/4, $0xbf800000
+DATA lgc33<>+8(SB)/4, $0xbf800000
+DATA lgc33<>+12(SB)/4, $0xbf800000
+DATA lgc33<>+16(SB)/4, $0xbf800000
+DATA lgc33<>+20(SB)/4, $0xbf800000
+DATA lgc33<>+24(SB)/4, $0xbf800000
+DATA lgc33<>+28(SB)/4, $0xbf800000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbf800000
-DATA lgc34<>+4(SB)/4, $0xbf800000
-DATA lgc34<>+8(SB)/4, $0xbf800000
-DATA lgc34<>+12(SB)/4, $0xbf800000
-DATA lgc34<>+16(SB)/4, $0xbf800000
-DATA lgc34<>+20(SB)/4, $0xbf800000
-DATA lgc34<>+24(SB)/4, $0xbf800000
-DATA lgc34<>+28(SB)/4, $0xbf800000
+DATA lgc34<>+0(SB)/4, $0xb9cccccd
+DATA lgc34<>+4(SB)/4, $0xb9cccccd
+DATA lgc34<>+8(SB)/4, $0xb9cccccd
+DATA lgc34<>+12(SB)/4, $0xb9cccccd
+DATA lgc34<>+16(SB)/4, $0xb9cccccd
+DATA lgc34<>+20(SB)/4, $0xb9cccccd
+DATA lgc34<>+24(SB)/4, $0xb9cccccd
+DATA lgc34<>+28(SB)/4, $0xb9cccccd
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0xb9cccccd
-DATA lgc35<>+4(SB)/4, $0xb9cccccd
-DATA lgc35<>+8(SB)/4, $0xb9cccccd
-DATA lgc35<>+12(SB)/4, $0xb9cccccd
-DATA lgc35<>+16(SB)/4, $0xb9cccccd
-DATA lgc35<>+20(SB)/4, $0xb9cccccd
-DATA lgc35<>+24(SB)/4, $0xb9cccccd
-DATA lgc35<>+28(SB)/4, $0xb9cccccd
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(logAlpha *float32, selectedModels *bool, s0 *float32, alpha *float32, emptyModelSubset *float32, gradLogAlpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1498,11 +1478,11 @@ TEXT ·fbPass1AVX2(SB), $64-48
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
 	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc19<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v4 = min(v2, 2.3025851) tie=first
 	VMINPS Y1, Y2, Y1
@@ -1534,24 +1514,22 @@ TEXT ·fbPass1AVX2(SB), $64-48
 	VFMADD213PS  Y0, Y3, Y4
 	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y2
 	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      lgc13<>+0(SB), Y0
 
 	// v11 = max(v9, 0.09999999680245639) tie=first
 	VMAXPS  Y4, Y0, Y0
-	VMOVUPS lgc15<>+0(SB), Y2
+	VMOVUPS lgc14<>+0(SB), Y2
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS  Y0, Y2, Y0
-	VMOVUPS lgc16<>+0(SB), Y2
+	VMOVUPS lgc15<>+0(SB), Y2
 	VMOVUPS Y1, (SP)
 	VMOVUPS Y0, 32(SP)
 	XORQ    AX, AX
@@ -1565,7 +1543,7 @@ inner_Q_15:
 	VCVTDQ2PS    Y0, Y0
 
 	// sum(selectedModels) over [Q]
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y3
 	VEXTRACTI128 $0x01, Y1, X3
 	VPMOVSXDQ    X3, Y3
@@ -1607,12 +1585,10 @@ inner_Q_15:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc11<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
+	VPADDD       lgc12<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -1620,8 +1596,8 @@ inner_Q_15:
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v72 = neg(v71)
-	VXORPS  lgc20<>+0(SB), Y1, Y1
-	VMOVUPS lgc16<>+0(SB), Y2
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMOVUPS lgc15<>+0(SB), Y2
 
 	// v74 = ne(v72, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
@@ -1679,12 +1655,10 @@ bulk_16:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1708,11 +1682,11 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
-	VMULPS       lgc37<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
+	VMULPS       lgc36<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc13<>+0(SB), Y3, Y3
+	VPSUBD       lgc37<>+0(SB), Y3, Y3
 	VPAND        lgc38<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc39<>+0(SB), Y2, Y1
@@ -1739,12 +1713,12 @@ bulk_18:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc15<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1755,24 +1729,34 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x00800000
-DATA lgc36<>+4(SB)/4, $0x00800000
-DATA lgc36<>+8(SB)/4, $0x00800000
-DATA lgc36<>+12(SB)/4, $0x00800000
-DATA lgc36<>+16(SB)/4, $0x00800000
-DATA lgc36<>+20(SB)/4, $0x00800000
-DATA lgc36<>+24(SB)/4, $0x00800000
-DATA lgc36<>+28(SB)/4, $0x00800000
+DATA lgc35<>+0(SB)/4, $0x00800000
+DATA lgc35<>+4(SB)/4, $0x00800000
+DATA lgc35<>+8(SB)/4, $0x00800000
+DATA lgc35<>+12(SB)/4, $0x00800000
+DATA lgc35<>+16(SB)/4, $0x00800000
+DATA lgc35<>+20(SB)/4, $0x00800000
+DATA lgc35<>+24(SB)/4, $0x00800000
+DATA lgc35<>+28(SB)/4, $0x00800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x4b000000
+DATA lgc36<>+4(SB)/4, $0x4b000000
+DATA lgc36<>+8(SB)/4, $0x4b000000
+DATA lgc36<>+12(SB)/4, $0x4b000000
+DATA lgc36<>+16(SB)/4, $0x4b000000
+DATA lgc36<>+20(SB)/4, $0x4b000000
+DATA lgc36<>+24(SB)/4, $0x4b000000
+DATA lgc36<>+28(SB)/4, $0x4b000000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x4b000000
-DATA lgc37<>+4(SB)/4, $0x4b000000
-DATA lgc37<>+8(SB)/4, $0x4b000000
-DATA lgc37<>+12(SB)/4, $0x4b000000
-DATA lgc37<>+16(SB)/4, $0x4b000000
-DATA lgc37<>+20(SB)/4, $0x4b000000
-DATA lgc37<>+24(SB)/4, $0x4b000000
-DATA lgc37<>+28(SB)/4, $0x4b000000
+DATA lgc37<>+0(SB)/4, $0x0000007f
+DATA lgc37<>+4(SB)/4, $0x0000007f
+DATA lgc37<>+8(SB)/4, $0x0000007f
+DATA lgc37<>+12(SB)/4, $0x0000007f
+DATA lgc37<>+16(SB)/4, $0x0000007f
+DATA lgc37<>+20(SB)/4, $0x0000007f
+DATA lgc37<>+24(SB)/4, $0x0000007f
+DATA lgc37<>+28(SB)/4, $0x0000007f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 DATA lgc38<>+0(SB)/4, $0xffffffe9
@@ -1918,11 +1902,11 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
-	VMULPS       lgc37<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc36<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
+	VPSUBD       lgc37<>+0(SB), Y4, Y4
 	VPAND        lgc38<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc39<>+0(SB), Y3, Y2
@@ -1949,12 +1933,12 @@ bulk_20:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc15<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y1, Y2
@@ -1963,10 +1947,10 @@ bulk_20:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc22<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

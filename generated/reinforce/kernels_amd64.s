@@ -682,12 +682,10 @@ bulk_7:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc27<>+0(SB), Y0, Y1
-	VPMINSD      lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -799,25 +797,15 @@ DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
 DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xffffff82
-DATA lgc27<>+4(SB)/4, $0xffffff82
-DATA lgc27<>+8(SB)/4, $0xffffff82
-DATA lgc27<>+12(SB)/4, $0xffffff82
-DATA lgc27<>+16(SB)/4, $0xffffff82
-DATA lgc27<>+20(SB)/4, $0xffffff82
-DATA lgc27<>+24(SB)/4, $0xffffff82
-DATA lgc27<>+28(SB)/4, $0xffffff82
+DATA lgc27<>+0(SB)/4, $0x000000fe
+DATA lgc27<>+4(SB)/4, $0x000000fe
+DATA lgc27<>+8(SB)/4, $0x000000fe
+DATA lgc27<>+12(SB)/4, $0x000000fe
+DATA lgc27<>+16(SB)/4, $0x000000fe
+DATA lgc27<>+20(SB)/4, $0x000000fe
+DATA lgc27<>+24(SB)/4, $0x000000fe
+DATA lgc27<>+28(SB)/4, $0x000000fe
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x0000007f
-DATA lgc28<>+4(SB)/4, $0x0000007f
-DATA lgc28<>+8(SB)/4, $0x0000007f
-DATA lgc28<>+12(SB)/4, $0x0000007f
-DATA lgc28<>+16(SB)/4, $0x0000007f
-DATA lgc28<>+20(SB)/4, $0x0000007f
-DATA lgc28<>+24(SB)/4, $0x0000007f
-DATA lgc28<>+28(SB)/4, $0x0000007f
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -831,11 +819,11 @@ bulk_9:
 	CMPQ         BX, DX
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
+	VPSUBD       lgc30<>+0(SB), Y3, Y3
 	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc32<>+0(SB), Y2, Y1
@@ -878,24 +866,34 @@ bulkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
+DATA lgc30<>+0(SB)/4, $0x0000007f
+DATA lgc30<>+4(SB)/4, $0x0000007f
+DATA lgc30<>+8(SB)/4, $0x0000007f
+DATA lgc30<>+12(SB)/4, $0x0000007f
+DATA lgc30<>+16(SB)/4, $0x0000007f
+DATA lgc30<>+20(SB)/4, $0x0000007f
+DATA lgc30<>+24(SB)/4, $0x0000007f
+DATA lgc30<>+28(SB)/4, $0x0000007f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 DATA lgc31<>+0(SB)/4, $0xffffffe9
@@ -1061,11 +1059,11 @@ bulk_11:
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2

@@ -32,12 +32,10 @@ TEXT ·pass0AVX2(SB), $0-16
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -168,25 +166,15 @@ DATA lgc11<>+24(SB)/4, $0x3f800000
 DATA lgc11<>+28(SB)/4, $0x3f800000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xffffff82
-DATA lgc12<>+4(SB)/4, $0xffffff82
-DATA lgc12<>+8(SB)/4, $0xffffff82
-DATA lgc12<>+12(SB)/4, $0xffffff82
-DATA lgc12<>+16(SB)/4, $0xffffff82
-DATA lgc12<>+20(SB)/4, $0xffffff82
-DATA lgc12<>+24(SB)/4, $0xffffff82
-DATA lgc12<>+28(SB)/4, $0xffffff82
+DATA lgc12<>+0(SB)/4, $0x000000fe
+DATA lgc12<>+4(SB)/4, $0x000000fe
+DATA lgc12<>+8(SB)/4, $0x000000fe
+DATA lgc12<>+12(SB)/4, $0x000000fe
+DATA lgc12<>+16(SB)/4, $0x000000fe
+DATA lgc12<>+20(SB)/4, $0x000000fe
+DATA lgc12<>+24(SB)/4, $0x000000fe
+DATA lgc12<>+28(SB)/4, $0x000000fe
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0x0000007f
-DATA lgc13<>+4(SB)/4, $0x0000007f
-DATA lgc13<>+8(SB)/4, $0x0000007f
-DATA lgc13<>+12(SB)/4, $0x0000007f
-DATA lgc13<>+16(SB)/4, $0x0000007f
-DATA lgc13<>+20(SB)/4, $0x0000007f
-DATA lgc13<>+24(SB)/4, $0x0000007f
-DATA lgc13<>+28(SB)/4, $0x0000007f
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
@@ -222,12 +210,10 @@ blocks_1:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -237,10 +223,10 @@ blocks_1:
 
 	// v5 = mul(v1, nextLogProb)
 	VMULPS  Y0, Y3, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
-	VMOVUPS lgc15<>+0(SB), Y2
-	VMOVUPD lgc16<>+0(SB), Y4
-	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y4
+	VMOVUPD lgc15<>+0(SB), Y5
 	VMOVUPS Y3, (SP)
 	XORQ    DX, DX
 
@@ -261,7 +247,7 @@ inner_Q_3:
 	VMOVUPS (DI)(R8*4), Y3
 
 	// v31 = neg(stateActionValueActor)
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VXORPS lgc16<>+0(SB), Y3, Y3
 
 	// argmax(v31) over [Q]
 	VCMPPS       $0x03, Y3, Y3, Y8
@@ -274,7 +260,7 @@ inner_Q_3:
 	VEXTRACTI128 $0x01, Y6, X6
 	VPMOVSXDQ    X6, Y6
 	MOVQ         DX, DI
-	VMOVUPS      lgc18<>+0(SB), Y7
+	VMOVUPS      lgc17<>+0(SB), Y7
 	VCVTSI2SDQ   DI, X7, X7
 	VBROADCASTSD X7, Y7
 	VMOVAPD      Y7, Y8
@@ -297,7 +283,7 @@ inner_Q_3:
 	VSUBPS Y2, Y1, Y1
 
 	// v14 = mul(0.99, v12)
-	VMULPS lgc19<>+0(SB), Y1, Y1
+	VMULPS lgc18<>+0(SB), Y1, Y1
 
 	// v15 = mul(v14, v7)
 	VMULPS  Y0, Y1, Y0
@@ -306,9 +292,9 @@ inner_Q_3:
 
 	// td0Return = add(nextReward, v15)
 	VADDPS  Y0, Y1, Y0
-	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPD lgc15<>+0(SB), Y1
+	VMOVUPD lgc15<>+0(SB), Y2
+	VMOVUPS lgc14<>+0(SB), Y3
 	VMOVUPS Y0, 32(SP)
 	XORQ    DX, DX
 
@@ -323,7 +309,7 @@ inner_Q_4:
 	VSUBPS Y6, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc17<>+0(SB), Y6
+	VMOVUPS lgc16<>+0(SB), Y6
 	VANDNPS Y0, Y6, Y0
 	VMOVUPS lgc11<>+0(SB), Y6
 
@@ -352,12 +338,12 @@ inner_Q_4:
 	VMOVUPS      64(SP), Y0
 
 	// reduce_max(absDiff) over [Q]
-	VXORPS lgc17<>+0(SB), Y3, Y3
-	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc16<>+0(SB), Y3, Y3
+	VXORPS lgc16<>+0(SB), Y0, Y0
 	VMINPS Y3, Y0, Y6
 	VMINPS Y0, Y3, Y3
 	VORPS  Y6, Y3, Y3
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VXORPS lgc16<>+0(SB), Y3, Y3
 	INCQ   DX
 	CMPQ   DX, $+2
 	JL     inner_Q_4
@@ -365,7 +351,7 @@ inner_Q_4:
 	// finish v27
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
+	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -378,7 +364,7 @@ inner_Q_4:
 	// finish v32
 	VMOVUPD     Y4, Y0
 	VMOVUPD     Y5, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
+	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -390,12 +376,12 @@ inner_Q_4:
 	MOVQ       stateActionValueActor+40(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc18<>+0(SB), Y0, Y0
-	VPMINSD    lgc20<>+0(SB), Y0, Y0
-	VPMULLD    lgc21<>+0(SB), Y0, Y0
-	VPADDD     lgc22<>+0(SB), Y0, Y0
-	VMOVUPS    lgc23<>+0(SB), Y1
-	VMOVUPS    lgc18<>+0(SB), Y2
+	VPMAXSD    lgc17<>+0(SB), Y0, Y0
+	VPMINSD    lgc19<>+0(SB), Y0, Y0
+	VPMULLD    lgc20<>+0(SB), Y0, Y0
+	VPADDD     lgc21<>+0(SB), Y0, Y0
+	VMOVUPS    lgc22<>+0(SB), Y1
+	VMOVUPS    lgc17<>+0(SB), Y2
 	VGATHERDPS Y1, (R8)(Y0*4), Y2
 	VMOVUPS    (SP), Y0
 	MOVQ       logProb+80(FP), DI
@@ -412,7 +398,7 @@ inner_Q_4:
 	VMOVUPS Y0, 576(DX)
 
 	// v39 = add(logProb, -6)
-	VADDPS       lgc24<>+0(SB), Y1, Y0
+	VADDPS       lgc23<>+0(SB), Y1, Y0
 	MOVQ         logAlpha+16(FP), DI
 	VBROADCASTSS (DI)(BX*4), Y2
 
@@ -420,14 +406,14 @@ inner_Q_4:
 	VMULPS Y0, Y2, Y0
 
 	// v41 = neg(v40)
-	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc16<>+0(SB), Y0, Y0
 
 	// mean(v41) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
 
 	// v43 = neg(logProb)
-	VXORPS lgc17<>+0(SB), Y1, Y0
+	VXORPS lgc16<>+0(SB), Y1, Y0
 
 	// mean(v43) over [B]
 	VADDPS  1216(DX), Y0, Y0
@@ -446,11 +432,11 @@ inner_Q_4:
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc25<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -458,11 +444,11 @@ inner_Q_4:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -470,12 +456,12 @@ inner_Q_4:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -483,12 +469,12 @@ inner_Q_4:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -496,7 +482,7 @@ inner_Q_4:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -513,13 +499,13 @@ noflush_5:
 chunkdone_2:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc17<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -527,11 +513,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -539,12 +525,12 @@ chunkdone_2:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -552,12 +538,12 @@ chunkdone_2:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -565,7 +551,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
@@ -573,137 +559,137 @@ chunkdone_2:
 	VZEROUPPER
 	RET
 
-DATA lgc14<>+0(SB)/4, $0x7f800000
-DATA lgc14<>+4(SB)/4, $0x7f800000
-DATA lgc14<>+8(SB)/4, $0x7f800000
-DATA lgc14<>+12(SB)/4, $0x7f800000
-DATA lgc14<>+16(SB)/4, $0x7f800000
-DATA lgc14<>+20(SB)/4, $0x7f800000
-DATA lgc14<>+24(SB)/4, $0x7f800000
-DATA lgc14<>+28(SB)/4, $0x7f800000
+DATA lgc13<>+0(SB)/4, $0x7f800000
+DATA lgc13<>+4(SB)/4, $0x7f800000
+DATA lgc13<>+8(SB)/4, $0x7f800000
+DATA lgc13<>+12(SB)/4, $0x7f800000
+DATA lgc13<>+16(SB)/4, $0x7f800000
+DATA lgc13<>+20(SB)/4, $0x7f800000
+DATA lgc13<>+24(SB)/4, $0x7f800000
+DATA lgc13<>+28(SB)/4, $0x7f800000
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/4, $0xff800000
+DATA lgc14<>+4(SB)/4, $0xff800000
+DATA lgc14<>+8(SB)/4, $0xff800000
+DATA lgc14<>+12(SB)/4, $0xff800000
+DATA lgc14<>+16(SB)/4, $0xff800000
+DATA lgc14<>+20(SB)/4, $0xff800000
+DATA lgc14<>+24(SB)/4, $0xff800000
+DATA lgc14<>+28(SB)/4, $0xff800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xff800000
-DATA lgc15<>+4(SB)/4, $0xff800000
-DATA lgc15<>+8(SB)/4, $0xff800000
-DATA lgc15<>+12(SB)/4, $0xff800000
-DATA lgc15<>+16(SB)/4, $0xff800000
-DATA lgc15<>+20(SB)/4, $0xff800000
-DATA lgc15<>+24(SB)/4, $0xff800000
-DATA lgc15<>+28(SB)/4, $0xff800000
+DATA lgc15<>+0(SB)/8, $0x0000000000000000
+DATA lgc15<>+8(SB)/8, $0x0000000000000000
+DATA lgc15<>+16(SB)/8, $0x0000000000000000
+DATA lgc15<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x0000000000000000
-DATA lgc16<>+8(SB)/8, $0x0000000000000000
-DATA lgc16<>+16(SB)/8, $0x0000000000000000
-DATA lgc16<>+24(SB)/8, $0x0000000000000000
+DATA lgc16<>+0(SB)/4, $0x80000000
+DATA lgc16<>+4(SB)/4, $0x80000000
+DATA lgc16<>+8(SB)/4, $0x80000000
+DATA lgc16<>+12(SB)/4, $0x80000000
+DATA lgc16<>+16(SB)/4, $0x80000000
+DATA lgc16<>+20(SB)/4, $0x80000000
+DATA lgc16<>+24(SB)/4, $0x80000000
+DATA lgc16<>+28(SB)/4, $0x80000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x80000000
-DATA lgc17<>+4(SB)/4, $0x80000000
-DATA lgc17<>+8(SB)/4, $0x80000000
-DATA lgc17<>+12(SB)/4, $0x80000000
-DATA lgc17<>+16(SB)/4, $0x80000000
-DATA lgc17<>+20(SB)/4, $0x80000000
-DATA lgc17<>+24(SB)/4, $0x80000000
-DATA lgc17<>+28(SB)/4, $0x80000000
+DATA lgc17<>+0(SB)/4, $0x00000000
+DATA lgc17<>+4(SB)/4, $0x00000000
+DATA lgc17<>+8(SB)/4, $0x00000000
+DATA lgc17<>+12(SB)/4, $0x00000000
+DATA lgc17<>+16(SB)/4, $0x00000000
+DATA lgc17<>+20(SB)/4, $0x00000000
+DATA lgc17<>+24(SB)/4, $0x00000000
+DATA lgc17<>+28(SB)/4, $0x00000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
+DATA lgc18<>+0(SB)/4, $0x3f7d70a4
+DATA lgc18<>+4(SB)/4, $0x3f7d70a4
+DATA lgc18<>+8(SB)/4, $0x3f7d70a4
+DATA lgc18<>+12(SB)/4, $0x3f7d70a4
+DATA lgc18<>+16(SB)/4, $0x3f7d70a4
+DATA lgc18<>+20(SB)/4, $0x3f7d70a4
+DATA lgc18<>+24(SB)/4, $0x3f7d70a4
+DATA lgc18<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f7d70a4
-DATA lgc19<>+4(SB)/4, $0x3f7d70a4
-DATA lgc19<>+8(SB)/4, $0x3f7d70a4
-DATA lgc19<>+12(SB)/4, $0x3f7d70a4
-DATA lgc19<>+16(SB)/4, $0x3f7d70a4
-DATA lgc19<>+20(SB)/4, $0x3f7d70a4
-DATA lgc19<>+24(SB)/4, $0x3f7d70a4
-DATA lgc19<>+28(SB)/4, $0x3f7d70a4
+DATA lgc19<>+0(SB)/4, $0x00000001
+DATA lgc19<>+4(SB)/4, $0x00000001
+DATA lgc19<>+8(SB)/4, $0x00000001
+DATA lgc19<>+12(SB)/4, $0x00000001
+DATA lgc19<>+16(SB)/4, $0x00000001
+DATA lgc19<>+20(SB)/4, $0x00000001
+DATA lgc19<>+24(SB)/4, $0x00000001
+DATA lgc19<>+28(SB)/4, $0x00000001
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000001
-DATA lgc20<>+4(SB)/4, $0x00000001
-DATA lgc20<>+8(SB)/4, $0x00000001
-DATA lgc20<>+12(SB)/4, $0x00000001
-DATA lgc20<>+16(SB)/4, $0x00000001
-DATA lgc20<>+20(SB)/4, $0x00000001
-DATA lgc20<>+24(SB)/4, $0x00000001
-DATA lgc20<>+28(SB)/4, $0x00000001
+DATA lgc20<>+0(SB)/4, $0x00000100
+DATA lgc20<>+4(SB)/4, $0x00000100
+DATA lgc20<>+8(SB)/4, $0x00000100
+DATA lgc20<>+12(SB)/4, $0x00000100
+DATA lgc20<>+16(SB)/4, $0x00000100
+DATA lgc20<>+20(SB)/4, $0x00000100
+DATA lgc20<>+24(SB)/4, $0x00000100
+DATA lgc20<>+28(SB)/4, $0x00000100
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00000100
-DATA lgc21<>+4(SB)/4, $0x00000100
-DATA lgc21<>+8(SB)/4, $0x00000100
-DATA lgc21<>+12(SB)/4, $0x00000100
-DATA lgc21<>+16(SB)/4, $0x00000100
-DATA lgc21<>+20(SB)/4, $0x00000100
-DATA lgc21<>+24(SB)/4, $0x00000100
-DATA lgc21<>+28(SB)/4, $0x00000100
+DATA lgc21<>+0(SB)/4, $0x00000000
+DATA lgc21<>+4(SB)/4, $0x00000001
+DATA lgc21<>+8(SB)/4, $0x00000002
+DATA lgc21<>+12(SB)/4, $0x00000003
+DATA lgc21<>+16(SB)/4, $0x00000004
+DATA lgc21<>+20(SB)/4, $0x00000005
+DATA lgc21<>+24(SB)/4, $0x00000006
+DATA lgc21<>+28(SB)/4, $0x00000007
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x00000000
-DATA lgc22<>+4(SB)/4, $0x00000001
-DATA lgc22<>+8(SB)/4, $0x00000002
-DATA lgc22<>+12(SB)/4, $0x00000003
-DATA lgc22<>+16(SB)/4, $0x00000004
-DATA lgc22<>+20(SB)/4, $0x00000005
-DATA lgc22<>+24(SB)/4, $0x00000006
-DATA lgc22<>+28(SB)/4, $0x00000007
+DATA lgc22<>+0(SB)/4, $0xffffffff
+DATA lgc22<>+4(SB)/4, $0xffffffff
+DATA lgc22<>+8(SB)/4, $0xffffffff
+DATA lgc22<>+12(SB)/4, $0xffffffff
+DATA lgc22<>+16(SB)/4, $0xffffffff
+DATA lgc22<>+20(SB)/4, $0xffffffff
+DATA lgc22<>+24(SB)/4, $0xffffffff
+DATA lgc22<>+28(SB)/4, $0xffffffff
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xffffffff
-DATA lgc23<>+4(SB)/4, $0xffffffff
-DATA lgc23<>+8(SB)/4, $0xffffffff
-DATA lgc23<>+12(SB)/4, $0xffffffff
-DATA lgc23<>+16(SB)/4, $0xffffffff
-DATA lgc23<>+20(SB)/4, $0xffffffff
-DATA lgc23<>+24(SB)/4, $0xffffffff
-DATA lgc23<>+28(SB)/4, $0xffffffff
+DATA lgc23<>+0(SB)/4, $0xc0c00000
+DATA lgc23<>+4(SB)/4, $0xc0c00000
+DATA lgc23<>+8(SB)/4, $0xc0c00000
+DATA lgc23<>+12(SB)/4, $0xc0c00000
+DATA lgc23<>+16(SB)/4, $0xc0c00000
+DATA lgc23<>+20(SB)/4, $0xc0c00000
+DATA lgc23<>+24(SB)/4, $0xc0c00000
+DATA lgc23<>+28(SB)/4, $0xc0c00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xc0c00000
-DATA lgc24<>+4(SB)/4, $0xc0c00000
-DATA lgc24<>+8(SB)/4, $0xc0c00000
-DATA lgc24<>+12(SB)/4, $0xc0c00000
-DATA lgc24<>+16(SB)/4, $0xc0c00000
-DATA lgc24<>+20(SB)/4, $0xc0c00000
-DATA lgc24<>+24(SB)/4, $0xc0c00000
-DATA lgc24<>+28(SB)/4, $0xc0c00000
+DATA lgc24<>+0(SB)/8, $0x4020000000000000
+DATA lgc24<>+8(SB)/8, $0x4020000000000000
+DATA lgc24<>+16(SB)/8, $0x4020000000000000
+DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x4020000000000000
-DATA lgc25<>+8(SB)/8, $0x4020000000000000
-DATA lgc25<>+16(SB)/8, $0x4020000000000000
-DATA lgc25<>+24(SB)/8, $0x4020000000000000
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7fffffff
-DATA lgc26<>+4(SB)/4, $0x7fffffff
-DATA lgc26<>+8(SB)/4, $0x7fffffff
-DATA lgc26<>+12(SB)/4, $0x7fffffff
-DATA lgc26<>+16(SB)/4, $0x7fffffff
-DATA lgc26<>+20(SB)/4, $0x7fffffff
-DATA lgc26<>+24(SB)/4, $0x7fffffff
-DATA lgc26<>+28(SB)/4, $0x7fffffff
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x7f7fffff
-DATA lgc27<>+4(SB)/4, $0x7f7fffff
-DATA lgc27<>+8(SB)/4, $0x7f7fffff
-DATA lgc27<>+12(SB)/4, $0x7f7fffff
-DATA lgc27<>+16(SB)/4, $0x7f7fffff
-DATA lgc27<>+20(SB)/4, $0x7f7fffff
-DATA lgc27<>+24(SB)/4, $0x7f7fffff
-DATA lgc27<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -733,12 +719,10 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -778,18 +762,16 @@ TEXT ·fbPass1AVX2(SB), $224-128
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
 
 	// v51 = mul(0.00390625, v1)
-	VMULPS  lgc28<>+0(SB), Y3, Y0
+	VMULPS  lgc27<>+0(SB), Y3, Y0
 	VMOVUPS Y3, (SP)
 	VMOVUPS Y0, 32(SP)
 	MOVQ    $+8, CX
@@ -805,10 +787,10 @@ blocks_6:
 
 	// v5 = mul(v1, nextLogProb)
 	VMULPS  Y1, Y0, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
-	VMOVUPS lgc15<>+0(SB), Y2
-	VMOVUPD lgc16<>+0(SB), Y3
-	VMOVUPD lgc16<>+0(SB), Y4
+	VMOVUPS lgc13<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y3
+	VMOVUPD lgc15<>+0(SB), Y4
 	VMOVUPS Y0, 64(SP)
 	XORQ    DX, DX
 
@@ -830,7 +812,7 @@ inner_Q_8:
 	VMOVUPS (SI)(DI*4), Y0
 
 	// v31 = neg(stateActionValueActor)
-	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc16<>+0(SB), Y0, Y0
 
 	// argmax(v31) over [Q]
 	VCMPPS       $0x03, Y0, Y0, Y7
@@ -843,7 +825,7 @@ inner_Q_8:
 	VEXTRACTI128 $0x01, Y5, X5
 	VPMOVSXDQ    X5, Y5
 	MOVQ         DX, SI
-	VMOVUPS      lgc18<>+0(SB), Y6
+	VMOVUPS      lgc17<>+0(SB), Y6
 	VCVTSI2SDQ   SI, X6, X6
 	VBROADCASTSD X6, Y6
 	VMOVAPD      Y6, Y7
@@ -866,7 +848,7 @@ inner_Q_8:
 	VSUBPS Y2, Y1, Y1
 
 	// v14 = mul(0.99, v12)
-	VMULPS lgc19<>+0(SB), Y1, Y1
+	VMULPS lgc18<>+0(SB), Y1, Y1
 
 	// v15 = mul(v14, v7)
 	VMULPS  Y0, Y1, Y0
@@ -875,9 +857,9 @@ inner_Q_8:
 
 	// td0Return = add(nextReward, v15)
 	VADDPS  Y0, Y1, Y0
-	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD lgc16<>+0(SB), Y2
-	VMOVUPS lgc15<>+0(SB), Y5
+	VMOVUPD lgc15<>+0(SB), Y1
+	VMOVUPD lgc15<>+0(SB), Y2
+	VMOVUPS lgc14<>+0(SB), Y5
 	VMOVUPS Y0, 96(SP)
 	XORQ    DX, DX
 
@@ -892,7 +874,7 @@ inner_Q_9:
 	VSUBPS Y6, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc17<>+0(SB), Y6
+	VMOVUPS lgc16<>+0(SB), Y6
 	VANDNPS Y0, Y6, Y0
 	VMOVUPS lgc11<>+0(SB), Y6
 
@@ -921,12 +903,12 @@ inner_Q_9:
 	VMOVUPS      128(SP), Y0
 
 	// reduce_max(absDiff) over [Q]
-	VXORPS lgc17<>+0(SB), Y5, Y5
-	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc16<>+0(SB), Y5, Y5
+	VXORPS lgc16<>+0(SB), Y0, Y0
 	VMINPS Y5, Y0, Y6
 	VMINPS Y0, Y5, Y5
 	VORPS  Y6, Y5, Y5
-	VXORPS lgc17<>+0(SB), Y5, Y5
+	VXORPS lgc16<>+0(SB), Y5, Y5
 	INCQ   DX
 	CMPQ   DX, $+2
 	JL     inner_Q_9
@@ -934,7 +916,7 @@ inner_Q_9:
 	// finish v27
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
+	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -947,7 +929,7 @@ inner_Q_9:
 	// finish v32
 	VMOVUPD     Y3, Y0
 	VMOVUPD     Y4, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
+	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -959,12 +941,12 @@ inner_Q_9:
 	MOVQ       stateActionValueActor+40(FP), DI
 	LEAQ       (DI)(SI*4), DI
 	VCVTTPS2DQ Y0, Y1
-	VPMAXSD    lgc18<>+0(SB), Y1, Y1
-	VPMINSD    lgc20<>+0(SB), Y1, Y1
-	VPMULLD    lgc21<>+0(SB), Y1, Y1
-	VPADDD     lgc22<>+0(SB), Y1, Y1
-	VMOVUPS    lgc23<>+0(SB), Y2
-	VMOVUPS    lgc18<>+0(SB), Y3
+	VPMAXSD    lgc17<>+0(SB), Y1, Y1
+	VPMINSD    lgc19<>+0(SB), Y1, Y1
+	VPMULLD    lgc20<>+0(SB), Y1, Y1
+	VPADDD     lgc21<>+0(SB), Y1, Y1
+	VMOVUPS    lgc22<>+0(SB), Y2
+	VMOVUPS    lgc17<>+0(SB), Y3
 	VGATHERDPS Y2, (DI)(Y1*4), Y3
 	VMOVUPS    (SP), Y1
 	MOVQ       logProb+80(FP), SI
@@ -981,7 +963,7 @@ inner_Q_9:
 	VMOVUPS Y1, 576(DX)
 
 	// v39 = add(logProb, -6)
-	VADDPS       lgc24<>+0(SB), Y2, Y1
+	VADDPS       lgc23<>+0(SB), Y2, Y1
 	MOVQ         logAlpha+0(FP), SI
 	XORQ         DI, DI
 	VBROADCASTSS (SI)(DI*4), Y3
@@ -990,14 +972,14 @@ inner_Q_9:
 	VMULPS Y1, Y3, Y3
 
 	// v41 = neg(v40)
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VXORPS lgc16<>+0(SB), Y3, Y3
 
 	// mean(v41) over [B]
 	VADDPS  896(DX), Y3, Y3
 	VMOVUPS Y3, 896(DX)
 
 	// v43 = neg(logProb)
-	VXORPS lgc17<>+0(SB), Y2, Y2
+	VXORPS lgc16<>+0(SB), Y2, Y2
 
 	// mean(v43) over [B]
 	VADDPS  1216(DX), Y2, Y2
@@ -1007,7 +989,7 @@ inner_Q_9:
 	VMOVUPS Y5, Y2
 
 	// v49 = mul(-0.00390625, v39)
-	VMULPS lgc29<>+0(SB), Y1, Y1
+	VMULPS lgc28<>+0(SB), Y1, Y1
 
 	// sum(v49) over [B]
 	VADDPS  1536(DX), Y1, Y1
@@ -1027,7 +1009,7 @@ inner_Q_10:
 	VSUBPS Y1, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc11<>+0(SB), Y2
 
@@ -1044,7 +1026,7 @@ inner_Q_10:
 
 	// v53 = eq(v52, v32)
 	VCMPPS  $0x00, Y6, Y5, Y5
-	VMOVUPS lgc29<>+0(SB), Y6
+	VMOVUPS lgc28<>+0(SB), Y6
 
 	// gradStateActionValueActor = where(v53, -0.00390625, 0)
 	VANDPS Y6, Y5, Y5
@@ -1052,14 +1034,14 @@ inner_Q_10:
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+88(FP), SI
 	VMOVUPS Y5, (SI)(DI*4)
-	VMOVUPS lgc28<>+0(SB), Y5
+	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v56 = where(v22, 0.00390625, 0)
 	VANDPS Y5, Y3, Y6
 
 	// v57 = where(v22, 0, 0.00390625)
 	VANDNPS Y5, Y3, Y3
-	VMOVUPS lgc18<>+0(SB), Y5
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v58 = ne(v56, 0)
 	VCMPPS $0x04, Y5, Y6, Y7
@@ -1092,8 +1074,8 @@ inner_Q_10:
 	VCMPPS $0x11, Y5, Y0, Y4
 
 	// v69 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y0, Y0
-	VMOVUPS lgc30<>+0(SB), Y6
+	VMULPS  lgc17<>+0(SB), Y0, Y0
+	VMOVUPS lgc29<>+0(SB), Y6
 
 	// v70 = where(v67, -1, v69)
 	VBLENDVPS Y4, Y6, Y0, Y0
@@ -1133,11 +1115,11 @@ inner_Q_10:
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
-	VMOVUPD      lgc25<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1145,11 +1127,11 @@ inner_Q_10:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1157,12 +1139,12 @@ inner_Q_10:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1170,12 +1152,12 @@ inner_Q_10:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1183,12 +1165,12 @@ inner_Q_10:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1196,7 +1178,7 @@ inner_Q_10:
 	VMOVUPD      Y3, 1344(CX)
 	VADDPD       1376(CX), Y2, Y2
 	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(CX), Y0, Y0
@@ -1213,13 +1195,13 @@ noflush_11:
 chunkdone_7:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc17<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1227,11 +1209,11 @@ chunkdone_7:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1239,12 +1221,12 @@ chunkdone_7:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1252,12 +1234,12 @@ chunkdone_7:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1265,12 +1247,12 @@ chunkdone_7:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1278,7 +1260,7 @@ chunkdone_7:
 	VMOVUPD      Y3, 1344(AX)
 	VADDPD       1376(AX), Y2, Y2
 	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(AX), Y0, Y0
@@ -1286,35 +1268,35 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x3b800000
-DATA lgc28<>+4(SB)/4, $0x3b800000
-DATA lgc28<>+8(SB)/4, $0x3b800000
-DATA lgc28<>+12(SB)/4, $0x3b800000
-DATA lgc28<>+16(SB)/4, $0x3b800000
-DATA lgc28<>+20(SB)/4, $0x3b800000
-DATA lgc28<>+24(SB)/4, $0x3b800000
-DATA lgc28<>+28(SB)/4, $0x3b800000
+DATA lgc27<>+0(SB)/4, $0x3b800000
+DATA lgc27<>+4(SB)/4, $0x3b800000
+DATA lgc27<>+8(SB)/4, $0x3b800000
+DATA lgc27<>+12(SB)/4, $0x3b800000
+DATA lgc27<>+16(SB)/4, $0x3b800000
+DATA lgc27<>+20(SB)/4, $0x3b800000
+DATA lgc27<>+24(SB)/4, $0x3b800000
+DATA lgc27<>+28(SB)/4, $0x3b800000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0xbb800000
+DATA lgc28<>+4(SB)/4, $0xbb800000
+DATA lgc28<>+8(SB)/4, $0xbb800000
+DATA lgc28<>+12(SB)/4, $0xbb800000
+DATA lgc28<>+16(SB)/4, $0xbb800000
+DATA lgc28<>+20(SB)/4, $0xbb800000
+DATA lgc28<>+24(SB)/4, $0xbb800000
+DATA lgc28<>+28(SB)/4, $0xbb800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbb800000
-DATA lgc29<>+4(SB)/4, $0xbb800000
-DATA lgc29<>+8(SB)/4, $0xbb800000
-DATA lgc29<>+12(SB)/4, $0xbb800000
-DATA lgc29<>+16(SB)/4, $0xbb800000
-DATA lgc29<>+20(SB)/4, $0xbb800000
-DATA lgc29<>+24(SB)/4, $0xbb800000
-DATA lgc29<>+28(SB)/4, $0xbb800000
+DATA lgc29<>+0(SB)/4, $0xbf800000
+DATA lgc29<>+4(SB)/4, $0xbf800000
+DATA lgc29<>+8(SB)/4, $0xbf800000
+DATA lgc29<>+12(SB)/4, $0xbf800000
+DATA lgc29<>+16(SB)/4, $0xbf800000
+DATA lgc29<>+20(SB)/4, $0xbf800000
+DATA lgc29<>+24(SB)/4, $0xbf800000
+DATA lgc29<>+28(SB)/4, $0xbf800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0xbf800000
-DATA lgc30<>+4(SB)/4, $0xbf800000
-DATA lgc30<>+8(SB)/4, $0xbf800000
-DATA lgc30<>+12(SB)/4, $0xbf800000
-DATA lgc30<>+16(SB)/4, $0xbf800000
-DATA lgc30<>+20(SB)/4, $0xbf800000
-DATA lgc30<>+24(SB)/4, $0xbf800000
-DATA lgc30<>+28(SB)/4, $0xbf800000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1348,12 +1330,10 @@ bulk_12:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc11<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc12<>+0(SB), Y0, Y1
-	VPMINSD      lgc13<>+0(SB), Y1, Y1
+	VPADDD       lgc12<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc13<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -1377,11 +1357,11 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc13<>+0(SB), Y3, Y3
+	VPSUBD       lgc32<>+0(SB), Y3, Y3
 	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc34<>+0(SB), Y2, Y1
@@ -1408,12 +1388,12 @@ bulk_14:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc14<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc13<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc13<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1424,24 +1404,34 @@ bulkdone_15:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x00800000
-DATA lgc31<>+4(SB)/4, $0x00800000
-DATA lgc31<>+8(SB)/4, $0x00800000
-DATA lgc31<>+12(SB)/4, $0x00800000
-DATA lgc31<>+16(SB)/4, $0x00800000
-DATA lgc31<>+20(SB)/4, $0x00800000
-DATA lgc31<>+24(SB)/4, $0x00800000
-DATA lgc31<>+28(SB)/4, $0x00800000
+DATA lgc30<>+0(SB)/4, $0x00800000
+DATA lgc30<>+4(SB)/4, $0x00800000
+DATA lgc30<>+8(SB)/4, $0x00800000
+DATA lgc30<>+12(SB)/4, $0x00800000
+DATA lgc30<>+16(SB)/4, $0x00800000
+DATA lgc30<>+20(SB)/4, $0x00800000
+DATA lgc30<>+24(SB)/4, $0x00800000
+DATA lgc30<>+28(SB)/4, $0x00800000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x4b000000
+DATA lgc31<>+4(SB)/4, $0x4b000000
+DATA lgc31<>+8(SB)/4, $0x4b000000
+DATA lgc31<>+12(SB)/4, $0x4b000000
+DATA lgc31<>+16(SB)/4, $0x4b000000
+DATA lgc31<>+20(SB)/4, $0x4b000000
+DATA lgc31<>+24(SB)/4, $0x4b000000
+DATA lgc31<>+28(SB)/4, $0x4b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x4b000000
-DATA lgc32<>+4(SB)/4, $0x4b000000
-DATA lgc32<>+8(SB)/4, $0x4b000000
-DATA lgc32<>+12(SB)/4, $0x4b000000
-DATA lgc32<>+16(SB)/4, $0x4b000000
-DATA lgc32<>+20(SB)/4, $0x4b000000
-DATA lgc32<>+24(SB)/4, $0x4b000000
-DATA lgc32<>+28(SB)/4, $0x4b000000
+DATA lgc32<>+0(SB)/4, $0x0000007f
+DATA lgc32<>+4(SB)/4, $0x0000007f
+DATA lgc32<>+8(SB)/4, $0x0000007f
+DATA lgc32<>+12(SB)/4, $0x0000007f
+DATA lgc32<>+16(SB)/4, $0x0000007f
+DATA lgc32<>+20(SB)/4, $0x0000007f
+DATA lgc32<>+24(SB)/4, $0x0000007f
+DATA lgc32<>+28(SB)/4, $0x0000007f
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 DATA lgc33<>+0(SB)/4, $0xffffffe9
@@ -1587,11 +1577,11 @@ bulk_16:
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc32<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
 	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc34<>+0(SB), Y3, Y2
@@ -1618,12 +1608,12 @@ bulk_16:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc13<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y1, Y2
@@ -1632,10 +1622,10 @@ bulk_16:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc15<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc14<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc13<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc13<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_16

@@ -789,12 +789,10 @@ bulk_14:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc24<>+0(SB), Y0, Y1
-	VPMINSD      lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc25<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc25<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -906,25 +904,15 @@ DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
 DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xffffff82
-DATA lgc24<>+4(SB)/4, $0xffffff82
-DATA lgc24<>+8(SB)/4, $0xffffff82
-DATA lgc24<>+12(SB)/4, $0xffffff82
-DATA lgc24<>+16(SB)/4, $0xffffff82
-DATA lgc24<>+20(SB)/4, $0xffffff82
-DATA lgc24<>+24(SB)/4, $0xffffff82
-DATA lgc24<>+28(SB)/4, $0xffffff82
+DATA lgc24<>+0(SB)/4, $0x000000fe
+DATA lgc24<>+4(SB)/4, $0x000000fe
+DATA lgc24<>+8(SB)/4, $0x000000fe
+DATA lgc24<>+12(SB)/4, $0x000000fe
+DATA lgc24<>+16(SB)/4, $0x000000fe
+DATA lgc24<>+20(SB)/4, $0x000000fe
+DATA lgc24<>+24(SB)/4, $0x000000fe
+DATA lgc24<>+28(SB)/4, $0x000000fe
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x0000007f
-DATA lgc25<>+4(SB)/4, $0x0000007f
-DATA lgc25<>+8(SB)/4, $0x0000007f
-DATA lgc25<>+12(SB)/4, $0x0000007f
-DATA lgc25<>+16(SB)/4, $0x0000007f
-DATA lgc25<>+20(SB)/4, $0x0000007f
-DATA lgc25<>+24(SB)/4, $0x0000007f
-DATA lgc25<>+28(SB)/4, $0x0000007f
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -938,11 +926,11 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
-	VMULPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
+	VMULPS       lgc26<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc25<>+0(SB), Y3, Y3
+	VPSUBD       lgc27<>+0(SB), Y3, Y3
 	VPAND        lgc28<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc29<>+0(SB), Y2, Y1
@@ -985,24 +973,34 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x00800000
-DATA lgc26<>+4(SB)/4, $0x00800000
-DATA lgc26<>+8(SB)/4, $0x00800000
-DATA lgc26<>+12(SB)/4, $0x00800000
-DATA lgc26<>+16(SB)/4, $0x00800000
-DATA lgc26<>+20(SB)/4, $0x00800000
-DATA lgc26<>+24(SB)/4, $0x00800000
-DATA lgc26<>+28(SB)/4, $0x00800000
+DATA lgc25<>+0(SB)/4, $0x00800000
+DATA lgc25<>+4(SB)/4, $0x00800000
+DATA lgc25<>+8(SB)/4, $0x00800000
+DATA lgc25<>+12(SB)/4, $0x00800000
+DATA lgc25<>+16(SB)/4, $0x00800000
+DATA lgc25<>+20(SB)/4, $0x00800000
+DATA lgc25<>+24(SB)/4, $0x00800000
+DATA lgc25<>+28(SB)/4, $0x00800000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x4b000000
+DATA lgc26<>+4(SB)/4, $0x4b000000
+DATA lgc26<>+8(SB)/4, $0x4b000000
+DATA lgc26<>+12(SB)/4, $0x4b000000
+DATA lgc26<>+16(SB)/4, $0x4b000000
+DATA lgc26<>+20(SB)/4, $0x4b000000
+DATA lgc26<>+24(SB)/4, $0x4b000000
+DATA lgc26<>+28(SB)/4, $0x4b000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x4b000000
-DATA lgc27<>+4(SB)/4, $0x4b000000
-DATA lgc27<>+8(SB)/4, $0x4b000000
-DATA lgc27<>+12(SB)/4, $0x4b000000
-DATA lgc27<>+16(SB)/4, $0x4b000000
-DATA lgc27<>+20(SB)/4, $0x4b000000
-DATA lgc27<>+24(SB)/4, $0x4b000000
-DATA lgc27<>+28(SB)/4, $0x4b000000
+DATA lgc27<>+0(SB)/4, $0x0000007f
+DATA lgc27<>+4(SB)/4, $0x0000007f
+DATA lgc27<>+8(SB)/4, $0x0000007f
+DATA lgc27<>+12(SB)/4, $0x0000007f
+DATA lgc27<>+16(SB)/4, $0x0000007f
+DATA lgc27<>+20(SB)/4, $0x0000007f
+DATA lgc27<>+24(SB)/4, $0x0000007f
+DATA lgc27<>+28(SB)/4, $0x0000007f
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 DATA lgc28<>+0(SB)/4, $0xffffffe9
@@ -1148,11 +1146,11 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
+	VMULPS       lgc26<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc25<>+0(SB), Y4, Y4
+	VPSUBD       lgc27<>+0(SB), Y4, Y4
 	VPAND        lgc28<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc29<>+0(SB), Y3, Y2

@@ -54,12 +54,10 @@ outer0_1:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -86,7 +84,7 @@ outer0_1:
 	VSUBPS Y6, Y4, Y6
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc17<>+0(SB), Y6, Y6
+	VMULPS    lgc16<>+0(SB), Y6, Y6
 	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
@@ -106,7 +104,7 @@ outer0_1:
 	VSUBPS Y7, Y4, Y4
 
 	// v16 = mul(0.99, v15)
-	VMULPS     lgc17<>+0(SB), Y4, Y4
+	VMULPS     lgc16<>+0(SB), Y4, Y4
 	MOVQ       nextStateValue+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
@@ -138,26 +136,26 @@ outer0_1:
 	VANDPS      Y6, Y5, Y5
 	VMOVUPS     lgc14<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VANDPS      lgc18<>+0(SB), Y5, Y6
-	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
 	MOVQ        state+64(FP), CX
 	VANDPS      31616(CX), Y6, Y6
 	VMOVUPS     Y6, 31616(CX)
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc21<>+0(SB), Y8
+	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc22<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -165,16 +163,16 @@ outer0_1:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc23<>+0(SB), Y0
+	VMOVUPS     lgc22<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// vs = add(vsMinusV, stateValue)
 	VADDPS  Y7, Y5, Y4
-	VMOVUPS lgc24<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc25<>+0(SB), Y6
+	VMOVUPS lgc24<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
@@ -208,7 +206,7 @@ outer0_1:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v54 = mul(-0.01, entropy)
-	VMULPS lgc26<>+0(SB), Y1, Y2
+	VMULPS lgc25<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
@@ -232,7 +230,7 @@ outer0_1:
 	VSUBPS Y7, Y4, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc26<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -355,21 +353,19 @@ outer0_1:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc14<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y6
+	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y6
 	VORPS        Y6, Y5, Y5
-	VMOVUPS      lgc31<>+0(SB), Y6
+	VMOVUPS      lgc30<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -429,12 +425,10 @@ blocks_2:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -450,7 +444,7 @@ blocks_2:
 	VSUBPS Y6, Y4, Y6
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc17<>+0(SB), Y6, Y6
+	VMULPS    lgc16<>+0(SB), Y6, Y6
 	MOVQ      nextDone+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y7
 	VCVTDQ2PS Y7, Y7
@@ -459,7 +453,7 @@ blocks_2:
 	VSUBPS Y7, Y4, Y4
 
 	// v16 = mul(0.99, v15)
-	VMULPS  lgc17<>+0(SB), Y4, Y4
+	VMULPS  lgc16<>+0(SB), Y4, Y4
 	MOVQ    nextStateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
@@ -484,26 +478,26 @@ blocks_2:
 
 	// vsMinusV = scan(delta, v21) over T reverse
 	VMOVUPS     Y6, Y5
-	VANDPS      lgc18<>+0(SB), Y5, Y6
-	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
 	MOVQ        state+64(FP), BX
 	VANDPS      31616(BX), Y6, Y6
 	VMOVUPS     Y6, 31616(BX)
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc21<>+0(SB), Y8
+	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc22<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -511,16 +505,16 @@ blocks_2:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc23<>+0(SB), Y0
+	VMOVUPS     lgc22<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// vs = add(vsMinusV, stateValue)
 	VADDPS  Y7, Y5, Y4
-	VMOVUPS lgc24<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc25<>+0(SB), Y6
+	VMOVUPS lgc24<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
@@ -543,7 +537,7 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v54 = mul(-0.01, entropy)
-	VMULPS lgc26<>+0(SB), Y1, Y2
+	VMULPS lgc25<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -557,7 +551,7 @@ blocks_2:
 	VSUBPS Y7, Y4, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc26<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -647,19 +641,17 @@ blocks_2:
 	VFMADD213PS  Y1, Y4, Y5
 	VADDPS       lgc14<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y1, Y5, Y5
-	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y2
+	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
@@ -683,11 +675,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc32<>+0(SB), Y1
+	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -698,8 +690,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       lgc17<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -711,8 +703,8 @@ blocks_2:
 	VMOVUPS      Y3, 576(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       lgc17<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -724,8 +716,8 @@ blocks_2:
 	VMOVUPS      Y3, 896(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       lgc17<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -737,8 +729,8 @@ blocks_2:
 	VMOVUPS      Y3, 1216(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       lgc17<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -763,8 +755,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc17<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -775,8 +767,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -788,8 +780,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -801,8 +793,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -814,8 +806,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -980,191 +972,181 @@ DATA lgc14<>+24(SB)/4, $0x3f800000
 DATA lgc14<>+28(SB)/4, $0x3f800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xffffff82
-DATA lgc15<>+4(SB)/4, $0xffffff82
-DATA lgc15<>+8(SB)/4, $0xffffff82
-DATA lgc15<>+12(SB)/4, $0xffffff82
-DATA lgc15<>+16(SB)/4, $0xffffff82
-DATA lgc15<>+20(SB)/4, $0xffffff82
-DATA lgc15<>+24(SB)/4, $0xffffff82
-DATA lgc15<>+28(SB)/4, $0xffffff82
+DATA lgc15<>+0(SB)/4, $0x000000fe
+DATA lgc15<>+4(SB)/4, $0x000000fe
+DATA lgc15<>+8(SB)/4, $0x000000fe
+DATA lgc15<>+12(SB)/4, $0x000000fe
+DATA lgc15<>+16(SB)/4, $0x000000fe
+DATA lgc15<>+20(SB)/4, $0x000000fe
+DATA lgc15<>+24(SB)/4, $0x000000fe
+DATA lgc15<>+28(SB)/4, $0x000000fe
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x0000007f
-DATA lgc16<>+4(SB)/4, $0x0000007f
-DATA lgc16<>+8(SB)/4, $0x0000007f
-DATA lgc16<>+12(SB)/4, $0x0000007f
-DATA lgc16<>+16(SB)/4, $0x0000007f
-DATA lgc16<>+20(SB)/4, $0x0000007f
-DATA lgc16<>+24(SB)/4, $0x0000007f
-DATA lgc16<>+28(SB)/4, $0x0000007f
+DATA lgc16<>+0(SB)/4, $0x3f7d70a4
+DATA lgc16<>+4(SB)/4, $0x3f7d70a4
+DATA lgc16<>+8(SB)/4, $0x3f7d70a4
+DATA lgc16<>+12(SB)/4, $0x3f7d70a4
+DATA lgc16<>+16(SB)/4, $0x3f7d70a4
+DATA lgc16<>+20(SB)/4, $0x3f7d70a4
+DATA lgc16<>+24(SB)/4, $0x3f7d70a4
+DATA lgc16<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f7d70a4
-DATA lgc17<>+4(SB)/4, $0x3f7d70a4
-DATA lgc17<>+8(SB)/4, $0x3f7d70a4
-DATA lgc17<>+12(SB)/4, $0x3f7d70a4
-DATA lgc17<>+16(SB)/4, $0x3f7d70a4
-DATA lgc17<>+20(SB)/4, $0x3f7d70a4
-DATA lgc17<>+24(SB)/4, $0x3f7d70a4
-DATA lgc17<>+28(SB)/4, $0x3f7d70a4
+DATA lgc17<>+0(SB)/4, $0x7fffffff
+DATA lgc17<>+4(SB)/4, $0x7fffffff
+DATA lgc17<>+8(SB)/4, $0x7fffffff
+DATA lgc17<>+12(SB)/4, $0x7fffffff
+DATA lgc17<>+16(SB)/4, $0x7fffffff
+DATA lgc17<>+20(SB)/4, $0x7fffffff
+DATA lgc17<>+24(SB)/4, $0x7fffffff
+DATA lgc17<>+28(SB)/4, $0x7fffffff
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x7fffffff
-DATA lgc18<>+4(SB)/4, $0x7fffffff
-DATA lgc18<>+8(SB)/4, $0x7fffffff
-DATA lgc18<>+12(SB)/4, $0x7fffffff
-DATA lgc18<>+16(SB)/4, $0x7fffffff
-DATA lgc18<>+20(SB)/4, $0x7fffffff
-DATA lgc18<>+24(SB)/4, $0x7fffffff
-DATA lgc18<>+28(SB)/4, $0x7fffffff
+DATA lgc18<>+0(SB)/4, $0x79000000
+DATA lgc18<>+4(SB)/4, $0x79000000
+DATA lgc18<>+8(SB)/4, $0x79000000
+DATA lgc18<>+12(SB)/4, $0x79000000
+DATA lgc18<>+16(SB)/4, $0x79000000
+DATA lgc18<>+20(SB)/4, $0x79000000
+DATA lgc18<>+24(SB)/4, $0x79000000
+DATA lgc18<>+28(SB)/4, $0x79000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x79000000
-DATA lgc19<>+4(SB)/4, $0x79000000
-DATA lgc19<>+8(SB)/4, $0x79000000
-DATA lgc19<>+12(SB)/4, $0x79000000
-DATA lgc19<>+16(SB)/4, $0x79000000
-DATA lgc19<>+20(SB)/4, $0x79000000
-DATA lgc19<>+24(SB)/4, $0x79000000
-DATA lgc19<>+28(SB)/4, $0x79000000
+DATA lgc19<>+0(SB)/4, $0x00000001
+DATA lgc19<>+4(SB)/4, $0x00000002
+DATA lgc19<>+8(SB)/4, $0x00000003
+DATA lgc19<>+12(SB)/4, $0x00000004
+DATA lgc19<>+16(SB)/4, $0x00000005
+DATA lgc19<>+20(SB)/4, $0x00000006
+DATA lgc19<>+24(SB)/4, $0x00000007
+DATA lgc19<>+28(SB)/4, $0x00000007
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000001
-DATA lgc20<>+4(SB)/4, $0x00000002
-DATA lgc20<>+8(SB)/4, $0x00000003
-DATA lgc20<>+12(SB)/4, $0x00000004
-DATA lgc20<>+16(SB)/4, $0x00000005
-DATA lgc20<>+20(SB)/4, $0x00000006
-DATA lgc20<>+24(SB)/4, $0x00000007
+DATA lgc20<>+0(SB)/4, $0x00000002
+DATA lgc20<>+4(SB)/4, $0x00000003
+DATA lgc20<>+8(SB)/4, $0x00000004
+DATA lgc20<>+12(SB)/4, $0x00000005
+DATA lgc20<>+16(SB)/4, $0x00000006
+DATA lgc20<>+20(SB)/4, $0x00000007
+DATA lgc20<>+24(SB)/4, $0x00000006
 DATA lgc20<>+28(SB)/4, $0x00000007
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00000002
-DATA lgc21<>+4(SB)/4, $0x00000003
-DATA lgc21<>+8(SB)/4, $0x00000004
-DATA lgc21<>+12(SB)/4, $0x00000005
-DATA lgc21<>+16(SB)/4, $0x00000006
-DATA lgc21<>+20(SB)/4, $0x00000007
+DATA lgc21<>+0(SB)/4, $0x00000004
+DATA lgc21<>+4(SB)/4, $0x00000005
+DATA lgc21<>+8(SB)/4, $0x00000006
+DATA lgc21<>+12(SB)/4, $0x00000007
+DATA lgc21<>+16(SB)/4, $0x00000004
+DATA lgc21<>+20(SB)/4, $0x00000005
 DATA lgc21<>+24(SB)/4, $0x00000006
 DATA lgc21<>+28(SB)/4, $0x00000007
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x00000004
-DATA lgc22<>+4(SB)/4, $0x00000005
-DATA lgc22<>+8(SB)/4, $0x00000006
-DATA lgc22<>+12(SB)/4, $0x00000007
-DATA lgc22<>+16(SB)/4, $0x00000004
-DATA lgc22<>+20(SB)/4, $0x00000005
-DATA lgc22<>+24(SB)/4, $0x00000006
-DATA lgc22<>+28(SB)/4, $0x00000007
+DATA lgc22<>+0(SB)/4, $0x00000000
+DATA lgc22<>+4(SB)/4, $0x00000000
+DATA lgc22<>+8(SB)/4, $0x00000000
+DATA lgc22<>+12(SB)/4, $0x00000000
+DATA lgc22<>+16(SB)/4, $0x00000000
+DATA lgc22<>+20(SB)/4, $0x00000000
+DATA lgc22<>+24(SB)/4, $0x00000000
+DATA lgc22<>+28(SB)/4, $0x00000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x00000000
-DATA lgc23<>+4(SB)/4, $0x00000000
-DATA lgc23<>+8(SB)/4, $0x00000000
-DATA lgc23<>+12(SB)/4, $0x00000000
-DATA lgc23<>+16(SB)/4, $0x00000000
-DATA lgc23<>+20(SB)/4, $0x00000000
-DATA lgc23<>+24(SB)/4, $0x00000000
-DATA lgc23<>+28(SB)/4, $0x00000000
+DATA lgc23<>+0(SB)/4, $0xbe647fbe
+DATA lgc23<>+4(SB)/4, $0xbe647fbe
+DATA lgc23<>+8(SB)/4, $0xbe647fbe
+DATA lgc23<>+12(SB)/4, $0xbe647fbe
+DATA lgc23<>+16(SB)/4, $0xbe647fbe
+DATA lgc23<>+20(SB)/4, $0xbe647fbe
+DATA lgc23<>+24(SB)/4, $0xbe647fbe
+DATA lgc23<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xbe647fbe
-DATA lgc24<>+4(SB)/4, $0xbe647fbe
-DATA lgc24<>+8(SB)/4, $0xbe647fbe
-DATA lgc24<>+12(SB)/4, $0xbe647fbe
-DATA lgc24<>+16(SB)/4, $0xbe647fbe
-DATA lgc24<>+20(SB)/4, $0xbe647fbe
-DATA lgc24<>+24(SB)/4, $0xbe647fbe
-DATA lgc24<>+28(SB)/4, $0xbe647fbe
+DATA lgc24<>+0(SB)/4, $0x3e3ab281
+DATA lgc24<>+4(SB)/4, $0x3e3ab281
+DATA lgc24<>+8(SB)/4, $0x3e3ab281
+DATA lgc24<>+12(SB)/4, $0x3e3ab281
+DATA lgc24<>+16(SB)/4, $0x3e3ab281
+DATA lgc24<>+20(SB)/4, $0x3e3ab281
+DATA lgc24<>+24(SB)/4, $0x3e3ab281
+DATA lgc24<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3e3ab281
-DATA lgc25<>+4(SB)/4, $0x3e3ab281
-DATA lgc25<>+8(SB)/4, $0x3e3ab281
-DATA lgc25<>+12(SB)/4, $0x3e3ab281
-DATA lgc25<>+16(SB)/4, $0x3e3ab281
-DATA lgc25<>+20(SB)/4, $0x3e3ab281
-DATA lgc25<>+24(SB)/4, $0x3e3ab281
-DATA lgc25<>+28(SB)/4, $0x3e3ab281
+DATA lgc25<>+0(SB)/4, $0xbc23d70a
+DATA lgc25<>+4(SB)/4, $0xbc23d70a
+DATA lgc25<>+8(SB)/4, $0xbc23d70a
+DATA lgc25<>+12(SB)/4, $0xbc23d70a
+DATA lgc25<>+16(SB)/4, $0xbc23d70a
+DATA lgc25<>+20(SB)/4, $0xbc23d70a
+DATA lgc25<>+24(SB)/4, $0xbc23d70a
+DATA lgc25<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbc23d70a
-DATA lgc26<>+4(SB)/4, $0xbc23d70a
-DATA lgc26<>+8(SB)/4, $0xbc23d70a
-DATA lgc26<>+12(SB)/4, $0xbc23d70a
-DATA lgc26<>+16(SB)/4, $0xbc23d70a
-DATA lgc26<>+20(SB)/4, $0xbc23d70a
-DATA lgc26<>+24(SB)/4, $0xbc23d70a
-DATA lgc26<>+28(SB)/4, $0xbc23d70a
+DATA lgc26<>+0(SB)/4, $0x80000000
+DATA lgc26<>+4(SB)/4, $0x80000000
+DATA lgc26<>+8(SB)/4, $0x80000000
+DATA lgc26<>+12(SB)/4, $0x80000000
+DATA lgc26<>+16(SB)/4, $0x80000000
+DATA lgc26<>+20(SB)/4, $0x80000000
+DATA lgc26<>+24(SB)/4, $0x80000000
+DATA lgc26<>+28(SB)/4, $0x80000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x80000000
-DATA lgc27<>+4(SB)/4, $0x80000000
-DATA lgc27<>+8(SB)/4, $0x80000000
-DATA lgc27<>+12(SB)/4, $0x80000000
-DATA lgc27<>+16(SB)/4, $0x80000000
-DATA lgc27<>+20(SB)/4, $0x80000000
-DATA lgc27<>+24(SB)/4, $0x80000000
-DATA lgc27<>+28(SB)/4, $0x80000000
+DATA lgc27<>+0(SB)/4, $0xc2ae0000
+DATA lgc27<>+4(SB)/4, $0xc2ae0000
+DATA lgc27<>+8(SB)/4, $0xc2ae0000
+DATA lgc27<>+12(SB)/4, $0xc2ae0000
+DATA lgc27<>+16(SB)/4, $0xc2ae0000
+DATA lgc27<>+20(SB)/4, $0xc2ae0000
+DATA lgc27<>+24(SB)/4, $0xc2ae0000
+DATA lgc27<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xc2ae0000
-DATA lgc28<>+4(SB)/4, $0xc2ae0000
-DATA lgc28<>+8(SB)/4, $0xc2ae0000
-DATA lgc28<>+12(SB)/4, $0xc2ae0000
-DATA lgc28<>+16(SB)/4, $0xc2ae0000
-DATA lgc28<>+20(SB)/4, $0xc2ae0000
-DATA lgc28<>+24(SB)/4, $0xc2ae0000
-DATA lgc28<>+28(SB)/4, $0xc2ae0000
+DATA lgc28<>+0(SB)/4, $0x42b00000
+DATA lgc28<>+4(SB)/4, $0x42b00000
+DATA lgc28<>+8(SB)/4, $0x42b00000
+DATA lgc28<>+12(SB)/4, $0x42b00000
+DATA lgc28<>+16(SB)/4, $0x42b00000
+DATA lgc28<>+20(SB)/4, $0x42b00000
+DATA lgc28<>+24(SB)/4, $0x42b00000
+DATA lgc28<>+28(SB)/4, $0x42b00000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x42b00000
-DATA lgc29<>+4(SB)/4, $0x42b00000
-DATA lgc29<>+8(SB)/4, $0x42b00000
-DATA lgc29<>+12(SB)/4, $0x42b00000
-DATA lgc29<>+16(SB)/4, $0x42b00000
-DATA lgc29<>+20(SB)/4, $0x42b00000
-DATA lgc29<>+24(SB)/4, $0x42b00000
-DATA lgc29<>+28(SB)/4, $0x42b00000
+DATA lgc29<>+0(SB)/4, $0xff800000
+DATA lgc29<>+4(SB)/4, $0xff800000
+DATA lgc29<>+8(SB)/4, $0xff800000
+DATA lgc29<>+12(SB)/4, $0xff800000
+DATA lgc29<>+16(SB)/4, $0xff800000
+DATA lgc29<>+20(SB)/4, $0xff800000
+DATA lgc29<>+24(SB)/4, $0xff800000
+DATA lgc29<>+28(SB)/4, $0xff800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xff800000
-DATA lgc30<>+4(SB)/4, $0xff800000
-DATA lgc30<>+8(SB)/4, $0xff800000
-DATA lgc30<>+12(SB)/4, $0xff800000
-DATA lgc30<>+16(SB)/4, $0xff800000
-DATA lgc30<>+20(SB)/4, $0xff800000
-DATA lgc30<>+24(SB)/4, $0xff800000
-DATA lgc30<>+28(SB)/4, $0xff800000
+DATA lgc30<>+0(SB)/4, $0xffffffff
+DATA lgc30<>+4(SB)/4, $0xffffffff
+DATA lgc30<>+8(SB)/4, $0xffffffff
+DATA lgc30<>+12(SB)/4, $0xffffffff
+DATA lgc30<>+16(SB)/4, $0xffffffff
+DATA lgc30<>+20(SB)/4, $0xffffffff
+DATA lgc30<>+24(SB)/4, $0xffffffff
+DATA lgc30<>+28(SB)/4, $0xffffffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xffffffff
-DATA lgc31<>+4(SB)/4, $0xffffffff
-DATA lgc31<>+8(SB)/4, $0xffffffff
-DATA lgc31<>+12(SB)/4, $0xffffffff
-DATA lgc31<>+16(SB)/4, $0xffffffff
-DATA lgc31<>+20(SB)/4, $0xffffffff
-DATA lgc31<>+24(SB)/4, $0xffffffff
-DATA lgc31<>+28(SB)/4, $0xffffffff
+DATA lgc31<>+0(SB)/8, $0x4020000000000000
+DATA lgc31<>+8(SB)/8, $0x4020000000000000
+DATA lgc31<>+16(SB)/8, $0x4020000000000000
+DATA lgc31<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x4020000000000000
-DATA lgc32<>+8(SB)/8, $0x4020000000000000
-DATA lgc32<>+16(SB)/8, $0x4020000000000000
-DATA lgc32<>+24(SB)/8, $0x4020000000000000
+DATA lgc32<>+0(SB)/4, $0x7f7fffff
+DATA lgc32<>+4(SB)/4, $0x7f7fffff
+DATA lgc32<>+8(SB)/4, $0x7f7fffff
+DATA lgc32<>+12(SB)/4, $0x7f7fffff
+DATA lgc32<>+16(SB)/4, $0x7f7fffff
+DATA lgc32<>+20(SB)/4, $0x7f7fffff
+DATA lgc32<>+24(SB)/4, $0x7f7fffff
+DATA lgc32<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x7f7fffff
-DATA lgc33<>+4(SB)/4, $0x7f7fffff
-DATA lgc33<>+8(SB)/4, $0x7f7fffff
-DATA lgc33<>+12(SB)/4, $0x7f7fffff
-DATA lgc33<>+16(SB)/4, $0x7f7fffff
-DATA lgc33<>+20(SB)/4, $0x7f7fffff
-DATA lgc33<>+24(SB)/4, $0x7f7fffff
-DATA lgc33<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1182,7 +1164,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v69 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc34<>+0(SB), Y1, Y1
+	VADDPS  lgc33<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1196,7 +1178,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v76 = mul(2, logSumW)
-	VMULPS  lgc35<>+0(SB), Y2, Y2
+	VMULPS  lgc34<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1224,12 +1206,10 @@ blocks_4:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc14<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -1242,10 +1222,10 @@ blocks_4:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc32<>+0(SB), Y1
+	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1276,7 +1256,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v69 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc34<>+0(SB), Y0, Y0
+	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -1292,7 +1272,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v76 = mul(2, logSumW)
-	VMULPS     lgc35<>+0(SB), Y1, Y1
+	VMULPS     lgc34<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -1321,12 +1301,10 @@ chunkdone_5:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -1354,8 +1332,8 @@ notail_7:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      31936(AX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc17<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1370,25 +1348,25 @@ notail_7:
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x34000000
-DATA lgc34<>+4(SB)/4, $0x34000000
-DATA lgc34<>+8(SB)/4, $0x34000000
-DATA lgc34<>+12(SB)/4, $0x34000000
-DATA lgc34<>+16(SB)/4, $0x34000000
-DATA lgc34<>+20(SB)/4, $0x34000000
-DATA lgc34<>+24(SB)/4, $0x34000000
-DATA lgc34<>+28(SB)/4, $0x34000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x34000000
+DATA lgc33<>+4(SB)/4, $0x34000000
+DATA lgc33<>+8(SB)/4, $0x34000000
+DATA lgc33<>+12(SB)/4, $0x34000000
+DATA lgc33<>+16(SB)/4, $0x34000000
+DATA lgc33<>+20(SB)/4, $0x34000000
+DATA lgc33<>+24(SB)/4, $0x34000000
+DATA lgc33<>+28(SB)/4, $0x34000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x40000000
-DATA lgc35<>+4(SB)/4, $0x40000000
-DATA lgc35<>+8(SB)/4, $0x40000000
-DATA lgc35<>+12(SB)/4, $0x40000000
-DATA lgc35<>+16(SB)/4, $0x40000000
-DATA lgc35<>+20(SB)/4, $0x40000000
-DATA lgc35<>+24(SB)/4, $0x40000000
-DATA lgc35<>+28(SB)/4, $0x40000000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x40000000
+DATA lgc34<>+4(SB)/4, $0x40000000
+DATA lgc34<>+8(SB)/4, $0x40000000
+DATA lgc34<>+12(SB)/4, $0x40000000
+DATA lgc34<>+16(SB)/4, $0x40000000
+DATA lgc34<>+20(SB)/4, $0x40000000
+DATA lgc34<>+24(SB)/4, $0x40000000
+DATA lgc34<>+28(SB)/4, $0x40000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1431,12 +1409,10 @@ blocks_9:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -1452,7 +1428,7 @@ blocks_9:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc17<>+0(SB), Y1, Y3
+	VMULPS    lgc16<>+0(SB), Y1, Y3
 	MOVQ      nextDone+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
@@ -1467,7 +1443,7 @@ blocks_9:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc36<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -1514,12 +1490,10 @@ blocks_9:
 	VFMADD213PS  Y0, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y2
 	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y4
@@ -1527,11 +1501,11 @@ blocks_9:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VMOVUPS lgc37<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc38<>+0(SB), Y3
+	VMOVUPS lgc37<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
@@ -1543,7 +1517,7 @@ blocks_9:
 	VMULPS Y0, Y1, Y0
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y0, Y0
+	VXORPS lgc26<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
 	MOVQ    state+72(FP), BX
@@ -1555,11 +1529,11 @@ blocks_9:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
-	VMOVUPD      lgc32<>+0(SB), Y0
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc17<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1610,12 +1584,10 @@ noflush_10:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -1642,7 +1614,7 @@ noflush_10:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc17<>+0(SB), Y1, Y3
+	VMULPS    lgc16<>+0(SB), Y1, Y3
 	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(BX*1), SI
@@ -1669,7 +1641,7 @@ noflush_10:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc36<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         valueTarget+48(FP), CX
@@ -1720,12 +1692,10 @@ noflush_10:
 	VFMADD213PS  Y0, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y2
 	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y4
@@ -1733,11 +1703,11 @@ noflush_10:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VMOVUPS lgc37<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc38<>+0(SB), Y3
+	VMOVUPS lgc37<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
@@ -1749,7 +1719,7 @@ noflush_10:
 	VMULPS Y0, Y1, Y0
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y0, Y0
+	VXORPS lgc26<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
@@ -1772,8 +1742,8 @@ noflush_10:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc17<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1791,35 +1761,35 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x00000000
-DATA lgc36<>+4(SB)/4, $0x00000001
-DATA lgc36<>+8(SB)/4, $0x00000002
-DATA lgc36<>+12(SB)/4, $0x00000003
-DATA lgc36<>+16(SB)/4, $0x00000004
-DATA lgc36<>+20(SB)/4, $0x00000005
-DATA lgc36<>+24(SB)/4, $0x00000006
-DATA lgc36<>+28(SB)/4, $0x00000007
+DATA lgc35<>+0(SB)/4, $0x00000000
+DATA lgc35<>+4(SB)/4, $0x00000001
+DATA lgc35<>+8(SB)/4, $0x00000002
+DATA lgc35<>+12(SB)/4, $0x00000003
+DATA lgc35<>+16(SB)/4, $0x00000004
+DATA lgc35<>+20(SB)/4, $0x00000005
+DATA lgc35<>+24(SB)/4, $0x00000006
+DATA lgc35<>+28(SB)/4, $0x00000007
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x3f99999a
+DATA lgc36<>+4(SB)/4, $0x3f99999a
+DATA lgc36<>+8(SB)/4, $0x3f99999a
+DATA lgc36<>+12(SB)/4, $0x3f99999a
+DATA lgc36<>+16(SB)/4, $0x3f99999a
+DATA lgc36<>+20(SB)/4, $0x3f99999a
+DATA lgc36<>+24(SB)/4, $0x3f99999a
+DATA lgc36<>+28(SB)/4, $0x3f99999a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3f99999a
-DATA lgc37<>+4(SB)/4, $0x3f99999a
-DATA lgc37<>+8(SB)/4, $0x3f99999a
-DATA lgc37<>+12(SB)/4, $0x3f99999a
-DATA lgc37<>+16(SB)/4, $0x3f99999a
-DATA lgc37<>+20(SB)/4, $0x3f99999a
-DATA lgc37<>+24(SB)/4, $0x3f99999a
-DATA lgc37<>+28(SB)/4, $0x3f99999a
+DATA lgc37<>+0(SB)/4, $0x3f4ccccd
+DATA lgc37<>+4(SB)/4, $0x3f4ccccd
+DATA lgc37<>+8(SB)/4, $0x3f4ccccd
+DATA lgc37<>+12(SB)/4, $0x3f4ccccd
+DATA lgc37<>+16(SB)/4, $0x3f4ccccd
+DATA lgc37<>+20(SB)/4, $0x3f4ccccd
+DATA lgc37<>+24(SB)/4, $0x3f4ccccd
+DATA lgc37<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x3f4ccccd
-DATA lgc38<>+4(SB)/4, $0x3f4ccccd
-DATA lgc38<>+8(SB)/4, $0x3f4ccccd
-DATA lgc38<>+12(SB)/4, $0x3f4ccccd
-DATA lgc38<>+16(SB)/4, $0x3f4ccccd
-DATA lgc38<>+20(SB)/4, $0x3f4ccccd
-DATA lgc38<>+24(SB)/4, $0x3f4ccccd
-DATA lgc38<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -1827,7 +1797,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// ess = div(v79, 64)
 	VDIVPS Y1, Y0, Y0
@@ -1838,15 +1808,15 @@ TEXT ·pass3AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x42800000
-DATA lgc39<>+4(SB)/4, $0x42800000
-DATA lgc39<>+8(SB)/4, $0x42800000
-DATA lgc39<>+12(SB)/4, $0x42800000
-DATA lgc39<>+16(SB)/4, $0x42800000
-DATA lgc39<>+20(SB)/4, $0x42800000
-DATA lgc39<>+24(SB)/4, $0x42800000
-DATA lgc39<>+28(SB)/4, $0x42800000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+DATA lgc38<>+0(SB)/4, $0x42800000
+DATA lgc38<>+4(SB)/4, $0x42800000
+DATA lgc38<>+8(SB)/4, $0x42800000
+DATA lgc38<>+12(SB)/4, $0x42800000
+DATA lgc38<>+16(SB)/4, $0x42800000
+DATA lgc38<>+20(SB)/4, $0x42800000
+DATA lgc38<>+24(SB)/4, $0x42800000
+DATA lgc38<>+28(SB)/4, $0x42800000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, entropy *float32, valueTarget *float32, gradStateValue *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1898,12 +1868,10 @@ outer0_11:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -1930,7 +1898,7 @@ outer0_11:
 	VSUBPS Y6, Y4, Y6
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc17<>+0(SB), Y6, Y6
+	VMULPS    lgc16<>+0(SB), Y6, Y6
 	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
@@ -1950,7 +1918,7 @@ outer0_11:
 	VSUBPS Y7, Y4, Y4
 
 	// v16 = mul(0.99, v15)
-	VMULPS     lgc17<>+0(SB), Y4, Y4
+	VMULPS     lgc16<>+0(SB), Y4, Y4
 	MOVQ       nextStateValue+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
@@ -1982,26 +1950,26 @@ outer0_11:
 	VANDPS      Y6, Y5, Y5
 	VMOVUPS     lgc14<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VANDPS      lgc18<>+0(SB), Y5, Y6
-	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
 	MOVQ        state+64(FP), CX
 	VANDPS      31616(CX), Y6, Y6
 	VMOVUPS     Y6, 31616(CX)
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc21<>+0(SB), Y8
+	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc22<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -2009,16 +1977,16 @@ outer0_11:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc23<>+0(SB), Y0
+	VMOVUPS     lgc22<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// vs = add(vsMinusV, stateValue)
 	VADDPS  Y7, Y5, Y4
-	VMOVUPS lgc24<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc25<>+0(SB), Y6
+	VMOVUPS lgc24<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
@@ -2052,7 +2020,7 @@ outer0_11:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v54 = mul(-0.01, entropy)
-	VMULPS lgc26<>+0(SB), Y1, Y2
+	VMULPS lgc25<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
@@ -2076,7 +2044,7 @@ outer0_11:
 	VSUBPS Y7, Y4, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc26<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -2203,21 +2171,19 @@ outer0_11:
 	VFMADD213PS  Y5, Y7, Y8
 	VADDPS       lgc14<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y6
+	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y6
 	VORPS        Y6, Y5, Y5
-	VMOVUPS      lgc31<>+0(SB), Y6
+	VMOVUPS      lgc30<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -2239,7 +2205,7 @@ outer0_11:
 	VMOVUPS      152(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc40<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// v83 = where(v60, 3.7114014251781474e-05, 0)
 	VANDPS Y1, Y2, Y3
@@ -2283,7 +2249,7 @@ outer0_11:
 
 	// v96 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc41<>+0(SB), Y6
+	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v97 = where(v94, -1, v96)
 	VBLENDVPS Y5, Y6, Y3, Y3
@@ -2302,8 +2268,8 @@ outer0_11:
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// gradStateValue = neg(v101)
-	VXORPS  lgc27<>+0(SB), Y1, Y1
-	VMOVUPS lgc42<>+0(SB), Y2
+	VXORPS  lgc26<>+0(SB), Y1, Y1
+	VMOVUPS lgc41<>+0(SB), Y2
 	VMOVUPS 88(SP), Y3
 
 	// store valueTarget
@@ -2355,12 +2321,10 @@ blocks_12:
 	VFMADD213PS  Y4, Y6, Y7
 	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc15<>+0(SB), Y4, Y5
-	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y7, Y7
 	VMULPS       Y4, Y7, Y7
@@ -2376,7 +2340,7 @@ blocks_12:
 	VSUBPS Y6, Y4, Y6
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc17<>+0(SB), Y6, Y6
+	VMULPS    lgc16<>+0(SB), Y6, Y6
 	MOVQ      nextDone+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y7
 	VCVTDQ2PS Y7, Y7
@@ -2385,7 +2349,7 @@ blocks_12:
 	VSUBPS Y7, Y4, Y4
 
 	// v16 = mul(0.99, v15)
-	VMULPS  lgc17<>+0(SB), Y4, Y4
+	VMULPS  lgc16<>+0(SB), Y4, Y4
 	MOVQ    nextStateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
@@ -2410,26 +2374,26 @@ blocks_12:
 
 	// vsMinusV = scan(delta, v21) over T reverse
 	VMOVUPS     Y6, Y5
-	VANDPS      lgc18<>+0(SB), Y5, Y6
-	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
 	MOVQ        state+64(FP), BX
 	VANDPS      31616(BX), Y6, Y6
 	VMOVUPS     Y6, 31616(BX)
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc21<>+0(SB), Y8
+	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc22<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -2437,16 +2401,16 @@ blocks_12:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc23<>+0(SB), Y0
+	VMOVUPS     lgc22<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// vs = add(vsMinusV, stateValue)
 	VADDPS  Y7, Y5, Y4
-	VMOVUPS lgc24<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc25<>+0(SB), Y6
+	VMOVUPS lgc24<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
@@ -2469,7 +2433,7 @@ blocks_12:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v54 = mul(-0.01, entropy)
-	VMULPS lgc26<>+0(SB), Y1, Y2
+	VMULPS lgc25<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -2483,7 +2447,7 @@ blocks_12:
 	VSUBPS Y7, Y4, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc26<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -2577,19 +2541,17 @@ blocks_12:
 	VFMADD213PS  Y1, Y4, Y5
 	VADDPS       lgc14<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y1, Y5, Y5
-	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y2
+	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
@@ -2609,7 +2571,7 @@ blocks_12:
 	VMOVUPS      312(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc40<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// v83 = where(v60, 3.7114014251781474e-05, 0)
 	VANDPS Y1, Y2, Y3
@@ -2653,7 +2615,7 @@ blocks_12:
 
 	// v96 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc41<>+0(SB), Y6
+	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v97 = where(v94, -1, v96)
 	VBLENDVPS Y5, Y6, Y3, Y3
@@ -2672,8 +2634,8 @@ blocks_12:
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// gradStateValue = neg(v101)
-	VXORPS  lgc27<>+0(SB), Y1, Y1
-	VMOVUPS lgc42<>+0(SB), Y2
+	VXORPS  lgc26<>+0(SB), Y1, Y1
+	VMOVUPS lgc41<>+0(SB), Y2
 	VMOVUPS 248(SP), Y3
 
 	// store valueTarget
@@ -2689,11 +2651,11 @@ blocks_12:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_13
-	VMOVUPD      lgc32<>+0(SB), Y1
+	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2704,8 +2666,8 @@ blocks_12:
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       lgc17<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2717,8 +2679,8 @@ blocks_12:
 	VMOVUPS      Y3, 576(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       lgc17<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2730,8 +2692,8 @@ blocks_12:
 	VMOVUPS      Y3, 896(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       lgc17<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2743,8 +2705,8 @@ blocks_12:
 	VMOVUPS      Y3, 1216(DX)
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       lgc17<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2769,8 +2731,8 @@ noflush_13:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc17<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2781,8 +2743,8 @@ noflush_13:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2794,8 +2756,8 @@ noflush_13:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2807,8 +2769,8 @@ noflush_13:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2820,8 +2782,8 @@ noflush_13:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2840,35 +2802,35 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-DATA lgc40<>+0(SB)/4, $0x381baadf
-DATA lgc40<>+4(SB)/4, $0x381baadf
-DATA lgc40<>+8(SB)/4, $0x381baadf
-DATA lgc40<>+12(SB)/4, $0x381baadf
-DATA lgc40<>+16(SB)/4, $0x381baadf
-DATA lgc40<>+20(SB)/4, $0x381baadf
-DATA lgc40<>+24(SB)/4, $0x381baadf
-DATA lgc40<>+28(SB)/4, $0x381baadf
+DATA lgc39<>+0(SB)/4, $0x381baadf
+DATA lgc39<>+4(SB)/4, $0x381baadf
+DATA lgc39<>+8(SB)/4, $0x381baadf
+DATA lgc39<>+12(SB)/4, $0x381baadf
+DATA lgc39<>+16(SB)/4, $0x381baadf
+DATA lgc39<>+20(SB)/4, $0x381baadf
+DATA lgc39<>+24(SB)/4, $0x381baadf
+DATA lgc39<>+28(SB)/4, $0x381baadf
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0xbf800000
+DATA lgc40<>+4(SB)/4, $0xbf800000
+DATA lgc40<>+8(SB)/4, $0xbf800000
+DATA lgc40<>+12(SB)/4, $0xbf800000
+DATA lgc40<>+16(SB)/4, $0xbf800000
+DATA lgc40<>+20(SB)/4, $0xbf800000
+DATA lgc40<>+24(SB)/4, $0xbf800000
+DATA lgc40<>+28(SB)/4, $0xbf800000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbf800000
-DATA lgc41<>+4(SB)/4, $0xbf800000
-DATA lgc41<>+8(SB)/4, $0xbf800000
-DATA lgc41<>+12(SB)/4, $0xbf800000
-DATA lgc41<>+16(SB)/4, $0xbf800000
-DATA lgc41<>+20(SB)/4, $0xbf800000
-DATA lgc41<>+24(SB)/4, $0xbf800000
-DATA lgc41<>+28(SB)/4, $0xbf800000
+DATA lgc41<>+0(SB)/4, $0xb4c7411d
+DATA lgc41<>+4(SB)/4, $0xb4c7411d
+DATA lgc41<>+8(SB)/4, $0xb4c7411d
+DATA lgc41<>+12(SB)/4, $0xb4c7411d
+DATA lgc41<>+16(SB)/4, $0xb4c7411d
+DATA lgc41<>+20(SB)/4, $0xb4c7411d
+DATA lgc41<>+24(SB)/4, $0xb4c7411d
+DATA lgc41<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0xb4c7411d
-DATA lgc42<>+4(SB)/4, $0xb4c7411d
-DATA lgc42<>+8(SB)/4, $0xb4c7411d
-DATA lgc42<>+12(SB)/4, $0xb4c7411d
-DATA lgc42<>+16(SB)/4, $0xb4c7411d
-DATA lgc42<>+20(SB)/4, $0xb4c7411d
-DATA lgc42<>+24(SB)/4, $0xb4c7411d
-DATA lgc42<>+28(SB)/4, $0xb4c7411d
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2886,7 +2848,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v69 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc34<>+0(SB), Y1, Y1
+	VADDPS  lgc33<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2900,7 +2862,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v76 = mul(2, logSumW)
-	VMULPS  lgc35<>+0(SB), Y2, Y2
+	VMULPS  lgc34<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2928,12 +2890,10 @@ blocks_14:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc14<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -2946,10 +2906,10 @@ blocks_14:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_16
-	VMOVUPD      lgc32<>+0(SB), Y1
+	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VANDPS       lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2980,7 +2940,7 @@ chunkdone_15:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v69 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc34<>+0(SB), Y0, Y0
+	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -2996,7 +2956,7 @@ chunkdone_15:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v76 = mul(2, logSumW)
-	VMULPS     lgc35<>+0(SB), Y1, Y1
+	VMULPS     lgc34<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -3025,12 +2985,10 @@ chunkdone_15:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -3058,8 +3016,8 @@ notail_17:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      31936(AX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc17<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3115,12 +3073,10 @@ blocks_19:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -3136,7 +3092,7 @@ blocks_19:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc17<>+0(SB), Y1, Y3
+	VMULPS    lgc16<>+0(SB), Y1, Y3
 	MOVQ      nextDone+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
@@ -3151,7 +3107,7 @@ blocks_19:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc36<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -3198,12 +3154,10 @@ blocks_19:
 	VFMADD213PS  Y0, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y2
 	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y4
@@ -3211,11 +3165,11 @@ blocks_19:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc37<>+0(SB), Y3
+	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc38<>+0(SB), Y6
+	VMOVUPS lgc37<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
@@ -3227,7 +3181,7 @@ blocks_19:
 	VMULPS Y5, Y1, Y5
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc26<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
 	MOVQ    state+72(FP), BX
@@ -3235,7 +3189,7 @@ blocks_19:
 	VMOVUPS Y5, 32384(BX)
 
 	// v105 = mul(-3.7114014251781474e-05, v31)
-	VMULPS lgc43<>+0(SB), Y1, Y5
+	VMULPS lgc42<>+0(SB), Y1, Y5
 
 	// v106 = where(v39, v105, 0)
 	VANDPS Y5, Y2, Y7
@@ -3287,11 +3241,11 @@ blocks_19:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_20
-	VMOVUPD      lgc32<>+0(SB), Y0
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc17<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3342,12 +3296,10 @@ noflush_20:
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -3374,7 +3326,7 @@ noflush_20:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc17<>+0(SB), Y1, Y3
+	VMULPS    lgc16<>+0(SB), Y1, Y3
 	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 40(SP)
 	MOVB      (CX)(BX*1), SI
@@ -3401,7 +3353,7 @@ noflush_20:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc36<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         valueTarget+48(FP), CX
@@ -3452,12 +3404,10 @@ noflush_20:
 	VFMADD213PS  Y0, Y3, Y4
 	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y2
 	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y4
@@ -3465,11 +3415,11 @@ noflush_20:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc37<>+0(SB), Y3
+	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc38<>+0(SB), Y6
+	VMOVUPS lgc37<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
@@ -3481,7 +3431,7 @@ noflush_20:
 	VMULPS Y5, Y1, Y5
 
 	// v46 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc26<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
@@ -3494,7 +3444,7 @@ noflush_20:
 	VMOVUPS      Y5, 32384(CX)
 
 	// v105 = mul(-3.7114014251781474e-05, v31)
-	VMULPS lgc43<>+0(SB), Y1, Y5
+	VMULPS lgc42<>+0(SB), Y1, Y5
 
 	// v106 = where(v39, v105, 0)
 	VANDPS Y5, Y2, Y7
@@ -3553,8 +3503,8 @@ noflush_20:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc33<>+0(SB), Y0, Y0
+	VANDPS       lgc17<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3572,15 +3522,15 @@ noflush_20:
 	VZEROUPPER
 	RET
 
-DATA lgc43<>+0(SB)/4, $0xb81baadf
-DATA lgc43<>+4(SB)/4, $0xb81baadf
-DATA lgc43<>+8(SB)/4, $0xb81baadf
-DATA lgc43<>+12(SB)/4, $0xb81baadf
-DATA lgc43<>+16(SB)/4, $0xb81baadf
-DATA lgc43<>+20(SB)/4, $0xb81baadf
-DATA lgc43<>+24(SB)/4, $0xb81baadf
-DATA lgc43<>+28(SB)/4, $0xb81baadf
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+DATA lgc42<>+0(SB)/4, $0xb81baadf
+DATA lgc42<>+4(SB)/4, $0xb81baadf
+DATA lgc42<>+8(SB)/4, $0xb81baadf
+DATA lgc42<>+12(SB)/4, $0xb81baadf
+DATA lgc42<>+16(SB)/4, $0xb81baadf
+DATA lgc42<>+20(SB)/4, $0xb81baadf
+DATA lgc42<>+24(SB)/4, $0xb81baadf
+DATA lgc42<>+28(SB)/4, $0xb81baadf
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -3588,7 +3538,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// ess = div(v79, 64)
 	VDIVPS Y1, Y0, Y0
@@ -3631,12 +3581,10 @@ bulk_21:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc15<>+0(SB), Y0, Y1
-	VPMINSD      lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -3660,11 +3608,11 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc44<>+0(SB), Y0, Y1
-	VMULPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
+	VMULPS       lgc44<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc16<>+0(SB), Y3, Y3
+	VPSUBD       lgc45<>+0(SB), Y3, Y3
 	VPAND        lgc46<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc47<>+0(SB), Y2, Y1
@@ -3692,7 +3640,7 @@ bulk_23:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc30<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y1
@@ -3707,24 +3655,34 @@ bulkdone_24:
 	VZEROUPPER
 	RET
 
-DATA lgc44<>+0(SB)/4, $0x00800000
-DATA lgc44<>+4(SB)/4, $0x00800000
-DATA lgc44<>+8(SB)/4, $0x00800000
-DATA lgc44<>+12(SB)/4, $0x00800000
-DATA lgc44<>+16(SB)/4, $0x00800000
-DATA lgc44<>+20(SB)/4, $0x00800000
-DATA lgc44<>+24(SB)/4, $0x00800000
-DATA lgc44<>+28(SB)/4, $0x00800000
+DATA lgc43<>+0(SB)/4, $0x00800000
+DATA lgc43<>+4(SB)/4, $0x00800000
+DATA lgc43<>+8(SB)/4, $0x00800000
+DATA lgc43<>+12(SB)/4, $0x00800000
+DATA lgc43<>+16(SB)/4, $0x00800000
+DATA lgc43<>+20(SB)/4, $0x00800000
+DATA lgc43<>+24(SB)/4, $0x00800000
+DATA lgc43<>+28(SB)/4, $0x00800000
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x4b000000
+DATA lgc44<>+4(SB)/4, $0x4b000000
+DATA lgc44<>+8(SB)/4, $0x4b000000
+DATA lgc44<>+12(SB)/4, $0x4b000000
+DATA lgc44<>+16(SB)/4, $0x4b000000
+DATA lgc44<>+20(SB)/4, $0x4b000000
+DATA lgc44<>+24(SB)/4, $0x4b000000
+DATA lgc44<>+28(SB)/4, $0x4b000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x4b000000
-DATA lgc45<>+4(SB)/4, $0x4b000000
-DATA lgc45<>+8(SB)/4, $0x4b000000
-DATA lgc45<>+12(SB)/4, $0x4b000000
-DATA lgc45<>+16(SB)/4, $0x4b000000
-DATA lgc45<>+20(SB)/4, $0x4b000000
-DATA lgc45<>+24(SB)/4, $0x4b000000
-DATA lgc45<>+28(SB)/4, $0x4b000000
+DATA lgc45<>+0(SB)/4, $0x0000007f
+DATA lgc45<>+4(SB)/4, $0x0000007f
+DATA lgc45<>+8(SB)/4, $0x0000007f
+DATA lgc45<>+12(SB)/4, $0x0000007f
+DATA lgc45<>+16(SB)/4, $0x0000007f
+DATA lgc45<>+20(SB)/4, $0x0000007f
+DATA lgc45<>+24(SB)/4, $0x0000007f
+DATA lgc45<>+28(SB)/4, $0x0000007f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 DATA lgc46<>+0(SB)/4, $0xffffffe9
@@ -3880,11 +3838,11 @@ bulk_25:
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc14<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc44<>+0(SB), Y1, Y2
-	VMULPS       lgc45<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
+	VMULPS       lgc44<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc16<>+0(SB), Y4, Y4
+	VPSUBD       lgc45<>+0(SB), Y4, Y4
 	VPAND        lgc46<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc47<>+0(SB), Y3, Y2
@@ -3912,7 +3870,7 @@ bulk_25:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc30<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc59<>+0(SB), Y1, Y2
@@ -3926,7 +3884,7 @@ bulk_25:
 	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc30<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc59<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

@@ -3,9 +3,13 @@
 // same polynomials in the same order and agree to the last bit where their arithmetic does.
 //
 // exp: x = n·ln2 + r, |r| ≤ ln2/2, r formed by subtracting n·ln2 in two parts (Cody–Waite);
-// e^r by a polynomial, in Poly2's order of operations; 2^n applied as two exponent-field
-// scalings (n = n1 + n2, both normal) so that subnormal results round once and overflow
-// gives +inf.
+// e^r by a polynomial p in [0.7, 1.42], in Poly2's order of operations; then p·2^n as
+// (p·2^h)·2^(n−h) with h = ⌊n/2⌋, each factor built in the exponent field (bias b = 127 or
+// 1023: a = n + 2b, then h + b = a >> 1 and n − h + b = a − (a >> 1), shifted into place).
+// The clamps keep n in [−150, 128] (float32) or [−1076, 1024] (float64), so both factors
+// are normal, p·2^h is exact and the second product the only rounding: subnormal results
+// round once, and n past the largest exponent overflows to +inf. A NaN's n converts to some
+// integer, and p is NaN already.
 //
 // log: x = m·2^k with m ∈ [√½, √2) (subnormal x scaled first); log(m) by a polynomial in
 // f = m − 1 (float32: Cephes logf) or a rational form in s = f/(2+f) (float64: FreeBSD e_log.c).
@@ -22,8 +26,6 @@ var (
 	Exp32C2          = float32(-2.12194440e-4)    // ln2 − C1
 	// Exp32P is (e^r − 1 − r)/r² from the highest power down, then 0.5.
 	Exp32P = []float32{1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}
-	// Exp32N1 bounds n1, the first scaling exponent; n2 = n − n1.
-	Exp32N1Lo, Exp32N1Hi = int32(-126), int32(127)
 )
 
 // Poly2 is the order of operations in which every backend evaluates a polynomial of n
@@ -52,7 +54,6 @@ var (
 	Exp64Lo, Exp64Hi     = -746.0, 710.0
 	Exp64Ln2Hi           = 6.93147180369123816490e-01
 	Exp64Ln2Lo           = 1.90821492927058770002e-10
-	Exp64N1Lo, Exp64N1Hi = int32(-1022), int32(1023)
 )
 
 // Exp64P returns 1/k! for k = 13 down to 0: exp64's series, highest power first.

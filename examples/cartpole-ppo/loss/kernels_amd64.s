@@ -543,19 +543,17 @@ inner_A_7:
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc28<>+0(SB), Y3, Y4
-	VPMINSD      lgc29<>+0(SB), Y4, Y4
+	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y3, Y6, Y6
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc30<>+0(SB), Y3
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -573,11 +571,11 @@ inner_A_7:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
 	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
 	VPAND        lgc34<>+0(SB), Y3, Y1
@@ -716,12 +714,10 @@ indexdone_9:
 	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc28<>+0(SB), Y5, Y7
-	VPMINSD      lgc29<>+0(SB), Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc29<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc29<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y5, Y9, Y9
@@ -1207,54 +1203,54 @@ DATA lgc27<>+24(SB)/4, $0x3f000000
 DATA lgc27<>+28(SB)/4, $0x3f000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xffffff82
-DATA lgc28<>+4(SB)/4, $0xffffff82
-DATA lgc28<>+8(SB)/4, $0xffffff82
-DATA lgc28<>+12(SB)/4, $0xffffff82
-DATA lgc28<>+16(SB)/4, $0xffffff82
-DATA lgc28<>+20(SB)/4, $0xffffff82
-DATA lgc28<>+24(SB)/4, $0xffffff82
-DATA lgc28<>+28(SB)/4, $0xffffff82
+DATA lgc28<>+0(SB)/4, $0x000000fe
+DATA lgc28<>+4(SB)/4, $0x000000fe
+DATA lgc28<>+8(SB)/4, $0x000000fe
+DATA lgc28<>+12(SB)/4, $0x000000fe
+DATA lgc28<>+16(SB)/4, $0x000000fe
+DATA lgc28<>+20(SB)/4, $0x000000fe
+DATA lgc28<>+24(SB)/4, $0x000000fe
+DATA lgc28<>+28(SB)/4, $0x000000fe
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x0000007f
-DATA lgc29<>+4(SB)/4, $0x0000007f
-DATA lgc29<>+8(SB)/4, $0x0000007f
-DATA lgc29<>+12(SB)/4, $0x0000007f
-DATA lgc29<>+16(SB)/4, $0x0000007f
-DATA lgc29<>+20(SB)/4, $0x0000007f
-DATA lgc29<>+24(SB)/4, $0x0000007f
-DATA lgc29<>+28(SB)/4, $0x0000007f
+DATA lgc29<>+0(SB)/4, $0xff7fffff
+DATA lgc29<>+4(SB)/4, $0xff7fffff
+DATA lgc29<>+8(SB)/4, $0xff7fffff
+DATA lgc29<>+12(SB)/4, $0xff7fffff
+DATA lgc29<>+16(SB)/4, $0xff7fffff
+DATA lgc29<>+20(SB)/4, $0xff7fffff
+DATA lgc29<>+24(SB)/4, $0xff7fffff
+DATA lgc29<>+28(SB)/4, $0xff7fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xff7fffff
-DATA lgc30<>+4(SB)/4, $0xff7fffff
-DATA lgc30<>+8(SB)/4, $0xff7fffff
-DATA lgc30<>+12(SB)/4, $0xff7fffff
-DATA lgc30<>+16(SB)/4, $0xff7fffff
-DATA lgc30<>+20(SB)/4, $0xff7fffff
-DATA lgc30<>+24(SB)/4, $0xff7fffff
-DATA lgc30<>+28(SB)/4, $0xff7fffff
+DATA lgc30<>+0(SB)/4, $0x00800000
+DATA lgc30<>+4(SB)/4, $0x00800000
+DATA lgc30<>+8(SB)/4, $0x00800000
+DATA lgc30<>+12(SB)/4, $0x00800000
+DATA lgc30<>+16(SB)/4, $0x00800000
+DATA lgc30<>+20(SB)/4, $0x00800000
+DATA lgc30<>+24(SB)/4, $0x00800000
+DATA lgc30<>+28(SB)/4, $0x00800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x00800000
-DATA lgc31<>+4(SB)/4, $0x00800000
-DATA lgc31<>+8(SB)/4, $0x00800000
-DATA lgc31<>+12(SB)/4, $0x00800000
-DATA lgc31<>+16(SB)/4, $0x00800000
-DATA lgc31<>+20(SB)/4, $0x00800000
-DATA lgc31<>+24(SB)/4, $0x00800000
-DATA lgc31<>+28(SB)/4, $0x00800000
+DATA lgc31<>+0(SB)/4, $0x4b000000
+DATA lgc31<>+4(SB)/4, $0x4b000000
+DATA lgc31<>+8(SB)/4, $0x4b000000
+DATA lgc31<>+12(SB)/4, $0x4b000000
+DATA lgc31<>+16(SB)/4, $0x4b000000
+DATA lgc31<>+20(SB)/4, $0x4b000000
+DATA lgc31<>+24(SB)/4, $0x4b000000
+DATA lgc31<>+28(SB)/4, $0x4b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x4b000000
-DATA lgc32<>+4(SB)/4, $0x4b000000
-DATA lgc32<>+8(SB)/4, $0x4b000000
-DATA lgc32<>+12(SB)/4, $0x4b000000
-DATA lgc32<>+16(SB)/4, $0x4b000000
-DATA lgc32<>+20(SB)/4, $0x4b000000
-DATA lgc32<>+24(SB)/4, $0x4b000000
-DATA lgc32<>+28(SB)/4, $0x4b000000
+DATA lgc32<>+0(SB)/4, $0x0000007f
+DATA lgc32<>+4(SB)/4, $0x0000007f
+DATA lgc32<>+8(SB)/4, $0x0000007f
+DATA lgc32<>+12(SB)/4, $0x0000007f
+DATA lgc32<>+16(SB)/4, $0x0000007f
+DATA lgc32<>+20(SB)/4, $0x0000007f
+DATA lgc32<>+24(SB)/4, $0x0000007f
+DATA lgc32<>+28(SB)/4, $0x0000007f
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 DATA lgc33<>+0(SB)/4, $0xffffffe9
@@ -1565,12 +1561,10 @@ blocks_11:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc28<>+0(SB), Y2, Y3
-	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -2076,12 +2070,10 @@ inner_A_20:
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc28<>+0(SB), Y3, Y4
-	VPMINSD      lgc29<>+0(SB), Y4, Y4
+	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y3, Y6, Y6
@@ -2089,7 +2081,7 @@ inner_A_20:
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc30<>+0(SB), Y3
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -2107,11 +2099,11 @@ inner_A_20:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
 	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
 	VPAND        lgc34<>+0(SB), Y3, Y1
@@ -2250,12 +2242,10 @@ indexdone_22:
 	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc28<>+0(SB), Y5, Y7
-	VPMINSD      lgc29<>+0(SB), Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc29<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc29<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y5, Y9, Y9
@@ -2522,7 +2512,7 @@ inner_A_23:
 
 	// v30 = sub(logits, v28)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc30<>+0(SB), Y1
+	VMOVUPS lgc29<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
@@ -2963,12 +2953,10 @@ blocks_27:
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc28<>+0(SB), Y2, Y3
-	VPMINSD      lgc29<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y5, Y5
 	VMULPS       Y2, Y5, Y5
@@ -3079,12 +3067,10 @@ bulk_30:
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc28<>+0(SB), Y0, Y1
-	VPMINSD      lgc29<>+0(SB), Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc29<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc29<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y3
@@ -3108,11 +3094,11 @@ bulk_32:
 	CMPQ         BX, DX
 	JGE          bulkdone_33
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc29<>+0(SB), Y3, Y3
+	VPSUBD       lgc32<>+0(SB), Y3, Y3
 	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc34<>+0(SB), Y2, Y1
@@ -3168,11 +3154,11 @@ bulk_34:
 	JGE          bulkdone_35
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc32<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
 	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc34<>+0(SB), Y3, Y2
