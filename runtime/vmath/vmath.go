@@ -51,9 +51,9 @@ func Poly2[V any](n int, r2 V, pair func(hi, lo int) V, single func(i int) V, fm
 
 // Float64 exp (Taylor to degree 13: the remainder is below 0.04 ulp on |r| ≤ ln2/2).
 var (
-	Exp64Lo, Exp64Hi     = -746.0, 710.0
-	Exp64Ln2Hi           = 6.93147180369123816490e-01
-	Exp64Ln2Lo           = 1.90821492927058770002e-10
+	Exp64Lo, Exp64Hi = -746.0, 710.0
+	Exp64Ln2Hi       = 6.93147180369123816490e-01
+	Exp64Ln2Lo       = 1.90821492927058770002e-10
 )
 
 // Exp64P returns 1/k! for k = 13 down to 0: exp64's series, highest power first.
