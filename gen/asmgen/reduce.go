@@ -256,20 +256,12 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 		l.sum(x)
 	case ir.OpRMax, ir.OpRMin:
 		if m := pg.stateReg(r, "m", 0); m != nil && l.mask == nil {
-			if r.Op == ir.OpRMax {
-				pg.maxNaN(m, x, m)
-			} else {
-				pg.minNaN(m, x, m)
-			}
+			pg.fold(r, m, x, m)
 			return
 		}
 		m := pg.ymm()
 		pg.mov(l.atE("m"), m)
-		if r.Op == ir.OpRMax {
-			pg.maxNaN(m, x, m)
-		} else {
-			pg.minNaN(m, x, m)
-		}
+		pg.fold(r, m, x, m)
 		l.commitE("m", m)
 	case ir.OpLogSumExp:
 		l.logSumExp(x)
@@ -580,4 +572,20 @@ func (pg *passGen) fromHalves(hs []reg.VecVirtual) reg.VecVirtual {
 	pg.c.VCVTPD2PSY(hs[1], hi)
 	pg.c.VINSERTF128(operand.Imm(1), hi, lo, v)
 	return v
+}
+
+// fold is z = r(x, y) for a max or min reduction r: maxNaN or minNaN, but a plain VMAXPS
+// for a log-sum-exp's stabiliser (ir.Node.Stabiliser), whose NaN and signed zeros do not
+// matter.
+func (pg *passGen) fold(r *ir.Node, x, y operand.Op, z reg.VecVirtual) {
+	switch {
+	case r.Op == ir.OpRMin:
+		pg.minNaN(x, y, z)
+	case !r.Stabiliser:
+		pg.maxNaN(x, y, z)
+	case pg.f64:
+		pg.c.VMAXPD(x, y, z)
+	default:
+		pg.c.VMAXPS(x, y, z)
+	}
 }

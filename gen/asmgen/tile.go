@@ -347,14 +347,25 @@ func (pg *passGen) tileReduce(k int, items []bitem) int {
 	return end
 }
 
+// foldTree is p = fold(q, p) on treeReduce's operands: their minimum (of the negated
+// values, for a max), or a stabiliser's maximum.
+func (pg *passGen) foldTree(r *ir.Node, q, p reg.VecVirtual) {
+	if r.Op == ir.OpRMax && r.Stabiliser {
+		pg.fold(r, q, p, p)
+		return
+	}
+	pg.minNaN(q, p, p)
+}
+
 // treeReduce folds the vectors of tile t into r's state register pairwise (tileReduce).
 func (pg *passGen) treeReduce(k int, r *ir.Node, t *tile) {
 	pg.c.Comment(fmt.Sprintf("%s(%s) over %v, pairwise", r.Op, pg.e.names[t.n.ID], r.Axes))
 	pg.regs.makeRoom(k, 6, nil)
 	m := pg.stateReg(r, "m", 0)
-	// max(x, y) = −min(−x, −y): negate every vector once, take the minimum, negate back.
+	// max(x, y) = −min(−x, −y): negate every vector once, take the minimum, negate back
+	// (a stabiliser's plain maximum needs neither, see fold).
 	var sign reg.VecVirtual
-	if r.Op == ir.OpRMax {
+	if r.Op == ir.OpRMax && !r.Stabiliser {
 		sign = pg.ymm()
 		pg.mov(pg.cf(math.Copysign(0, -1)), sign)
 	}
@@ -383,7 +394,7 @@ func (pg *passGen) treeReduce(k int, r *ir.Node, t *tile) {
 		for len(st) > 0 && st[len(st)-1].size == p.size {
 			q := st[len(st)-1]
 			st = st[:len(st)-1]
-			pg.minNaN(q.v, p.v, p.v)
+			pg.foldTree(r, q.v, p.v)
 			p.size += q.size
 		}
 		st = append(st, p)
@@ -391,7 +402,7 @@ func (pg *passGen) treeReduce(k int, r *ir.Node, t *tile) {
 	for len(st) > 1 {
 		q, p := st[len(st)-2], st[len(st)-1]
 		st = st[:len(st)-2]
-		pg.minNaN(q.v, p.v, p.v)
+		pg.foldTree(r, q.v, p.v)
 		st = append(st, part{p.v, p.size + q.size})
 	}
 	if sign != nil {

@@ -96,7 +96,7 @@ func (n *Node) Key() string { return cseKey(n) }
 
 func cseKey(n *Node) string {
 	var k strings.Builder
-	fmt.Fprintf(&k, "%d|%v|%d|%v|%v|", n.Op, n.Axes, n.Corr, n.Reverse, n.TieFirst)
+	fmt.Fprintf(&k, "%d|%v|%d|%v|%v|%v|", n.Op, n.Axes, n.Corr, n.Reverse, n.TieFirst, n.Stabiliser)
 	for _, a := range n.Args {
 		fmt.Fprintf(&k, "%d,", a.ID)
 	}
@@ -262,6 +262,13 @@ func (b *Builder) detach(x *Node) *Node {
 
 // reduce adds a reduction of x over the named axes.
 func (b *Builder) reduce(op Op, x *Node, corr int, axes ...string) *Node {
+	return b.reduceLike(&Node{Op: op, Corr: corr}, x, axes...)
+}
+
+// reduceLike adds the reduction of x over axes that n describes (its op, correction and
+// flags).
+func (b *Builder) reduceLike(n *Node, x *Node, axes ...string) *Node {
+	op := n.Op
 	if len(axes) == 0 {
 		panic("ir: " + op.String() + " needs at least one axis")
 	}
@@ -271,7 +278,7 @@ func (b *Builder) reduce(op Op, x *Node, corr int, axes ...string) *Node {
 		}
 	}
 	ordered := b.Shape(axes...).Names()
-	return b.add(&Node{Op: op, Args: []*Node{x}, Axes: ordered, Corr: corr, Shape: x.Shape.Without(axes...)})
+	return b.add(&Node{Op: op, Args: []*Node{x}, Axes: ordered, Corr: n.Corr, Stabiliser: n.Stabiliser, Shape: x.Shape.Without(axes...)})
 }
 
 // Sum is Σ x over the named axes.
@@ -279,6 +286,12 @@ func (b *Builder) Sum(x *Node, axes ...string) *Node { return b.reduce(OpSum, x,
 
 // ReduceMax is max x over the named axes.
 func (b *Builder) ReduceMax(x *Node, axes ...string) *Node { return b.reduce(OpRMax, x, 0, axes...) }
+
+// StabiliserMax is ReduceMax marked as a log-sum-exp's shift (Node.Stabiliser): x must
+// enter a sum through exp(x − m) and m nothing else.
+func (b *Builder) StabiliserMax(x *Node, axes ...string) *Node {
+	return b.reduceLike(&Node{Op: OpRMax, Stabiliser: true}, x, axes...)
+}
 
 // ReduceMin is min x over the named axes.
 func (b *Builder) ReduceMin(x *Node, axes ...string) *Node { return b.reduce(OpRMin, x, 0, axes...) }

@@ -238,7 +238,14 @@ type Node struct {
 	// ClipPPO's stacked gains, SEMANTICS.md §11.5), instead of half to each on a tie
 	// (torch.minimum, torch.maximum).
 	TieFirst bool
-	Note     string // a short name for plans and generated comments ("delta", "ratio")
+	// Stabiliser (OpRMax) marks a maximum m whose only use is to shift its argument x for a
+	// log-sum-exp (a softmax's max): every element of x then enters a sum through
+	// exp(x − m), which is NaN wherever x holds a NaN, whatever m is, and exp(x − m) does
+	// not depend on the sign of a zero m. A backend may so fold it with an instruction that
+	// drops NaN operands or picks either zero (AVX2's VMAXPS): the results are the same,
+	// up to the sign of a zero.
+	Stabiliser bool
+	Note       string // a short name for plans and generated comments ("delta", "ratio")
 }
 
 // Name returns a stable name for the node in plans and analysis messages: an input's data
@@ -316,6 +323,9 @@ func (n *Node) format(name func(*Node) string, full bool) string {
 	}
 	if n.TieFirst {
 		b.WriteString(" tie=first")
+	}
+	if n.Stabiliser {
+		b.WriteString(" stabiliser")
 	}
 	if !full {
 		return b.String()

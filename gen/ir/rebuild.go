@@ -103,7 +103,7 @@ func (b *Builder) Copy(n *Node, args []*Node) *Node {
 		}
 		return b.Note(b.elem(n.Op, args...), n.Note)
 	case Reduce:
-		return b.Note(b.reduce(n.Op, args[0], n.Corr, n.Axes...), n.Note)
+		return b.Note(b.reduceLike(n, args[0], n.Axes...), n.Note)
 	case Scan:
 		return b.Note(b.Scan(args[0], args[1], n.Axes[0], n.Reverse), n.Note)
 	case Shift:

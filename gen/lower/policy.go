@@ -199,7 +199,7 @@ func (l *Lowerer) logSoftmax(z *ir.Node, axis string) *ir.Node {
 func (l *Lowerer) softmaxParts(z *ir.Node, axis string) (s, es, sum *ir.Node) {
 	b := l.B
 	b.Const(-l.DType().MaxFinite())
-	s = b.Sub(z, b.Detach(b.ReduceMax(z, axis)))
+	s = b.Sub(z, b.Detach(b.StabiliserMax(z, axis)))
 	if b.Shape(axis).Numel() == 1 {
 		s = b.Detach(s)
 	}

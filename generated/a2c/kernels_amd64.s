@@ -59,30 +59,19 @@ blocks_2:
 	VMOVUPS    lgc1<>+0(SB), Y0
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc2<>+0(SB), Y1
-	VXORPS  (SP), Y1, Y2
-	VXORPS  32(SP), Y1, Y3
-	VMINPS  Y2, Y3, Y4
-	VMINPS  Y3, Y2, Y3
-	VORPS   Y4, Y3, Y3
-	VXORPS  64(SP), Y1, Y2
-	VXORPS  96(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y5
-	VMINPS  Y4, Y2, Y4
-	VORPS   Y5, Y4, Y4
-	VMINPS  Y3, Y4, Y2
-	VMINPS  Y4, Y3, Y4
-	VORPS   Y2, Y4, Y4
-	VXORPS  Y0, Y1, Y0
-	VMINPS  Y4, Y0, Y2
-	VMINPS  Y0, Y4, Y0
-	VORPS   Y2, Y0, Y0
-	VXORPS  Y1, Y0, Y0
+	VMOVUPS (SP), Y1
+	VMOVUPS 32(SP), Y2
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS 64(SP), Y1
+	VMOVUPS 96(SP), Y3
+	VMAXPS  Y1, Y3, Y3
+	VMAXPS  Y2, Y3, Y3
+	VMAXPS  Y3, Y0, Y0
 
 	// finish v3
-	VMOVUPS lgc3<>+0(SB), Y1
-	VMOVUPS lgc3<>+0(SB), Y2
-	VMOVUPS lgc4<>+0(SB), Y3
+	VMOVUPS lgc2<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 	XORQ    BX, BX
 
 inner_A_3:
@@ -93,25 +82,25 @@ inner_A_3:
 	VSUBPS Y0, Y4, Y4
 
 	// v6 = exp(v5)
-	VMOVUPS      lgc5<>+0(SB), Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
 	VMAXPS       Y4, Y5, Y5
-	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VMULPS       lgc5<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
 	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
-	VMOVUPS      lgc11<>+0(SB), Y9
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VMOVUPS      lgc8<>+0(SB), Y8
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y8
+	VMOVUPS      lgc10<>+0(SB), Y9
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc13<>+0(SB), Y9
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VMOVUPS      lgc12<>+0(SB), Y9
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc15<>+0(SB), Y8, Y8
+	VADDPS       lgc14<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
@@ -136,22 +125,23 @@ inner_A_3:
 
 	// finish v7
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y3
-	VMULPS       lgc18<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y3
+	VMULPS       lgc17<>+0(SB), Y1, Y4
 	VBLENDVPS    Y3, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc19<>+0(SB), Y5, Y5
-	VPAND        lgc20<>+0(SB), Y3, Y3
+	VPSUBD       lgc18<>+0(SB), Y5, Y5
+	VPAND        lgc19<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
-	VPAND        lgc21<>+0(SB), Y4, Y3
-	VPOR         lgc15<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc22<>+0(SB), Y3, Y4
-	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VPAND        lgc20<>+0(SB), Y4, Y3
+	VPOR         lgc14<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc21<>+0(SB), Y3, Y4
+	VMULPS       lgc13<>+0(SB), Y3, Y6
 	VBLENDVPS    Y4, Y6, Y3, Y3
 	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc15<>+0(SB), Y3, Y3
+	VSUBPS       lgc14<>+0(SB), Y3, Y3
 	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc23<>+0(SB), Y6
+	VMOVAPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc24<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc25<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
@@ -159,20 +149,19 @@ inner_A_3:
 	VFMADD213PS  lgc28<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc29<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
 	VMULPS       Y3, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc8<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
 	VFMADD231PS  lgc7<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc13<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc6<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc2<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc31<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc32<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc33<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc33<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y6, Y6
 	MOVQ         action+16(FP), BX
@@ -192,9 +181,9 @@ inner_A_3:
 	JMP          indexdone_5
 
 wideindex_4:
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y3
 	VMOVUPS    Y3, 128(SP)
-	VMOVUPS    lgc3<>+0(SB), X3
+	VMOVUPS    lgc2<>+0(SB), X3
 	MOVQ       (BX)(SI*8), DI
 	VCVTSI2SSQ DI, X3, X3
 	VMOVSS     X3, 128(SP)
@@ -231,12 +220,12 @@ indexdone_5:
 	MOVQ       logits+8(FP), DI
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y3, Y3
-	VPMAXSD    lgc3<>+0(SB), Y3, Y3
-	VPMINSD    lgc34<>+0(SB), Y3, Y3
-	VPMULLD    lgc35<>+0(SB), Y3, Y3
-	VPADDD     lgc36<>+0(SB), Y3, Y3
-	VMOVUPS    lgc37<>+0(SB), Y4
-	VMOVUPS    lgc3<>+0(SB), Y5
+	VPMAXSD    lgc2<>+0(SB), Y3, Y3
+	VPMINSD    lgc33<>+0(SB), Y3, Y3
+	VPMULLD    lgc34<>+0(SB), Y3, Y3
+	VPADDD     lgc35<>+0(SB), Y3, Y3
+	VMOVUPS    lgc36<>+0(SB), Y4
+	VMOVUPS    lgc2<>+0(SB), Y5
 	VGATHERDPS Y4, (DI)(Y3*4), Y5
 
 	// v11 = sub(v10, v3)
@@ -251,7 +240,7 @@ indexdone_5:
 	VMULPS Y3, Y0, Y0
 
 	// v14 = neg(v13)
-	VXORPS lgc2<>+0(SB), Y0, Y0
+	VXORPS lgc37<>+0(SB), Y0, Y0
 
 	// mean(v14) over [N T]
 	MOVQ    state+32(FP), BX
@@ -286,27 +275,27 @@ indexdone_5:
 	VSUBPS Y1, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc2<>+0(SB), Y1
+	VMOVUPS lgc37<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc15<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc14<>+0(SB), Y0, Y2
+	VMULPS lgc13<>+0(SB), Y0, Y2
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y0, Y2, Y2
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS lgc14<>+0(SB), Y0, Y0
+	VSUBPS lgc13<>+0(SB), Y0, Y0
 
 	// smoothL1 = where(v31, v33, v34)
 	VBLENDVPS Y1, Y2, Y0, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc14<>+0(SB), Y0, Y0
+	VMULPS lgc13<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
 	VADDPS       1216(BX), Y0, Y0
@@ -325,7 +314,7 @@ indexdone_5:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
 	VANDPS       lgc40<>+0(SB), Y2, Y1
@@ -337,7 +326,7 @@ indexdone_5:
 	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y2, Y2
 	VMOVUPD      Y2, 416(DX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
@@ -350,7 +339,7 @@ indexdone_5:
 	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y2, Y2
 	VMOVUPD      Y2, 736(DX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
@@ -363,7 +352,7 @@ indexdone_5:
 	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y2, Y2
 	VMOVUPD      Y2, 1056(DX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(DX), Y0, Y0
@@ -376,7 +365,7 @@ noflush_6:
 	JL           blocks_2
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
-	VMOVUPS      lgc3<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
@@ -390,7 +379,7 @@ noflush_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc40<>+0(SB), Y2, Y1
@@ -402,7 +391,7 @@ noflush_6:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -415,7 +404,7 @@ noflush_6:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -428,7 +417,7 @@ noflush_6:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -459,364 +448,364 @@ DATA lgc1<>+24(SB)/4, $0xff800000
 DATA lgc1<>+28(SB)/4, $0xff800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x80000000
-DATA lgc2<>+4(SB)/4, $0x80000000
-DATA lgc2<>+8(SB)/4, $0x80000000
-DATA lgc2<>+12(SB)/4, $0x80000000
-DATA lgc2<>+16(SB)/4, $0x80000000
-DATA lgc2<>+20(SB)/4, $0x80000000
-DATA lgc2<>+24(SB)/4, $0x80000000
-DATA lgc2<>+28(SB)/4, $0x80000000
+DATA lgc2<>+0(SB)/4, $0x00000000
+DATA lgc2<>+4(SB)/4, $0x00000000
+DATA lgc2<>+8(SB)/4, $0x00000000
+DATA lgc2<>+12(SB)/4, $0x00000000
+DATA lgc2<>+16(SB)/4, $0x00000000
+DATA lgc2<>+20(SB)/4, $0x00000000
+DATA lgc2<>+24(SB)/4, $0x00000000
+DATA lgc2<>+28(SB)/4, $0x00000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x00000000
-DATA lgc3<>+4(SB)/4, $0x00000000
-DATA lgc3<>+8(SB)/4, $0x00000000
-DATA lgc3<>+12(SB)/4, $0x00000000
-DATA lgc3<>+16(SB)/4, $0x00000000
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
+DATA lgc3<>+0(SB)/4, $0xff7fffff
+DATA lgc3<>+4(SB)/4, $0xff7fffff
+DATA lgc3<>+8(SB)/4, $0xff7fffff
+DATA lgc3<>+12(SB)/4, $0xff7fffff
+DATA lgc3<>+16(SB)/4, $0xff7fffff
+DATA lgc3<>+20(SB)/4, $0xff7fffff
+DATA lgc3<>+24(SB)/4, $0xff7fffff
+DATA lgc3<>+28(SB)/4, $0xff7fffff
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0xff7fffff
-DATA lgc4<>+4(SB)/4, $0xff7fffff
-DATA lgc4<>+8(SB)/4, $0xff7fffff
-DATA lgc4<>+12(SB)/4, $0xff7fffff
-DATA lgc4<>+16(SB)/4, $0xff7fffff
-DATA lgc4<>+20(SB)/4, $0xff7fffff
-DATA lgc4<>+24(SB)/4, $0xff7fffff
-DATA lgc4<>+28(SB)/4, $0xff7fffff
+DATA lgc4<>+0(SB)/4, $0xc2d00000
+DATA lgc4<>+4(SB)/4, $0xc2d00000
+DATA lgc4<>+8(SB)/4, $0xc2d00000
+DATA lgc4<>+12(SB)/4, $0xc2d00000
+DATA lgc4<>+16(SB)/4, $0xc2d00000
+DATA lgc4<>+20(SB)/4, $0xc2d00000
+DATA lgc4<>+24(SB)/4, $0xc2d00000
+DATA lgc4<>+28(SB)/4, $0xc2d00000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0xc2d00000
-DATA lgc5<>+4(SB)/4, $0xc2d00000
-DATA lgc5<>+8(SB)/4, $0xc2d00000
-DATA lgc5<>+12(SB)/4, $0xc2d00000
-DATA lgc5<>+16(SB)/4, $0xc2d00000
-DATA lgc5<>+20(SB)/4, $0xc2d00000
-DATA lgc5<>+24(SB)/4, $0xc2d00000
-DATA lgc5<>+28(SB)/4, $0xc2d00000
+DATA lgc5<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+0(SB)/4, $0x3f318000
+DATA lgc6<>+4(SB)/4, $0x3f318000
+DATA lgc6<>+8(SB)/4, $0x3f318000
+DATA lgc6<>+12(SB)/4, $0x3f318000
+DATA lgc6<>+16(SB)/4, $0x3f318000
+DATA lgc6<>+20(SB)/4, $0x3f318000
+DATA lgc6<>+24(SB)/4, $0x3f318000
+DATA lgc6<>+28(SB)/4, $0x3f318000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3f318000
-DATA lgc7<>+4(SB)/4, $0x3f318000
-DATA lgc7<>+8(SB)/4, $0x3f318000
-DATA lgc7<>+12(SB)/4, $0x3f318000
-DATA lgc7<>+16(SB)/4, $0x3f318000
-DATA lgc7<>+20(SB)/4, $0x3f318000
-DATA lgc7<>+24(SB)/4, $0x3f318000
-DATA lgc7<>+28(SB)/4, $0x3f318000
+DATA lgc7<>+0(SB)/4, $0xb95e8083
+DATA lgc7<>+4(SB)/4, $0xb95e8083
+DATA lgc7<>+8(SB)/4, $0xb95e8083
+DATA lgc7<>+12(SB)/4, $0xb95e8083
+DATA lgc7<>+16(SB)/4, $0xb95e8083
+DATA lgc7<>+20(SB)/4, $0xb95e8083
+DATA lgc7<>+24(SB)/4, $0xb95e8083
+DATA lgc7<>+28(SB)/4, $0xb95e8083
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xb95e8083
-DATA lgc8<>+4(SB)/4, $0xb95e8083
-DATA lgc8<>+8(SB)/4, $0xb95e8083
-DATA lgc8<>+12(SB)/4, $0xb95e8083
-DATA lgc8<>+16(SB)/4, $0xb95e8083
-DATA lgc8<>+20(SB)/4, $0xb95e8083
-DATA lgc8<>+24(SB)/4, $0xb95e8083
-DATA lgc8<>+28(SB)/4, $0xb95e8083
+DATA lgc8<>+0(SB)/4, $0x39506967
+DATA lgc8<>+4(SB)/4, $0x39506967
+DATA lgc8<>+8(SB)/4, $0x39506967
+DATA lgc8<>+12(SB)/4, $0x39506967
+DATA lgc8<>+16(SB)/4, $0x39506967
+DATA lgc8<>+20(SB)/4, $0x39506967
+DATA lgc8<>+24(SB)/4, $0x39506967
+DATA lgc8<>+28(SB)/4, $0x39506967
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x39506967
-DATA lgc9<>+4(SB)/4, $0x39506967
-DATA lgc9<>+8(SB)/4, $0x39506967
-DATA lgc9<>+12(SB)/4, $0x39506967
-DATA lgc9<>+16(SB)/4, $0x39506967
-DATA lgc9<>+20(SB)/4, $0x39506967
-DATA lgc9<>+24(SB)/4, $0x39506967
-DATA lgc9<>+28(SB)/4, $0x39506967
+DATA lgc9<>+0(SB)/4, $0x3ab743ce
+DATA lgc9<>+4(SB)/4, $0x3ab743ce
+DATA lgc9<>+8(SB)/4, $0x3ab743ce
+DATA lgc9<>+12(SB)/4, $0x3ab743ce
+DATA lgc9<>+16(SB)/4, $0x3ab743ce
+DATA lgc9<>+20(SB)/4, $0x3ab743ce
+DATA lgc9<>+24(SB)/4, $0x3ab743ce
+DATA lgc9<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3ab743ce
-DATA lgc10<>+4(SB)/4, $0x3ab743ce
-DATA lgc10<>+8(SB)/4, $0x3ab743ce
-DATA lgc10<>+12(SB)/4, $0x3ab743ce
-DATA lgc10<>+16(SB)/4, $0x3ab743ce
-DATA lgc10<>+20(SB)/4, $0x3ab743ce
-DATA lgc10<>+24(SB)/4, $0x3ab743ce
-DATA lgc10<>+28(SB)/4, $0x3ab743ce
+DATA lgc10<>+0(SB)/4, $0x3c088908
+DATA lgc10<>+4(SB)/4, $0x3c088908
+DATA lgc10<>+8(SB)/4, $0x3c088908
+DATA lgc10<>+12(SB)/4, $0x3c088908
+DATA lgc10<>+16(SB)/4, $0x3c088908
+DATA lgc10<>+20(SB)/4, $0x3c088908
+DATA lgc10<>+24(SB)/4, $0x3c088908
+DATA lgc10<>+28(SB)/4, $0x3c088908
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3c088908
-DATA lgc11<>+4(SB)/4, $0x3c088908
-DATA lgc11<>+8(SB)/4, $0x3c088908
-DATA lgc11<>+12(SB)/4, $0x3c088908
-DATA lgc11<>+16(SB)/4, $0x3c088908
-DATA lgc11<>+20(SB)/4, $0x3c088908
-DATA lgc11<>+24(SB)/4, $0x3c088908
-DATA lgc11<>+28(SB)/4, $0x3c088908
+DATA lgc11<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+0(SB)/4, $0x3f000000
+DATA lgc13<>+4(SB)/4, $0x3f000000
+DATA lgc13<>+8(SB)/4, $0x3f000000
+DATA lgc13<>+12(SB)/4, $0x3f000000
+DATA lgc13<>+16(SB)/4, $0x3f000000
+DATA lgc13<>+20(SB)/4, $0x3f000000
+DATA lgc13<>+24(SB)/4, $0x3f000000
+DATA lgc13<>+28(SB)/4, $0x3f000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3f000000
-DATA lgc14<>+4(SB)/4, $0x3f000000
-DATA lgc14<>+8(SB)/4, $0x3f000000
-DATA lgc14<>+12(SB)/4, $0x3f000000
-DATA lgc14<>+16(SB)/4, $0x3f000000
-DATA lgc14<>+20(SB)/4, $0x3f000000
-DATA lgc14<>+24(SB)/4, $0x3f000000
-DATA lgc14<>+28(SB)/4, $0x3f000000
+DATA lgc14<>+0(SB)/4, $0x3f800000
+DATA lgc14<>+4(SB)/4, $0x3f800000
+DATA lgc14<>+8(SB)/4, $0x3f800000
+DATA lgc14<>+12(SB)/4, $0x3f800000
+DATA lgc14<>+16(SB)/4, $0x3f800000
+DATA lgc14<>+20(SB)/4, $0x3f800000
+DATA lgc14<>+24(SB)/4, $0x3f800000
+DATA lgc14<>+28(SB)/4, $0x3f800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f800000
-DATA lgc15<>+4(SB)/4, $0x3f800000
-DATA lgc15<>+8(SB)/4, $0x3f800000
-DATA lgc15<>+12(SB)/4, $0x3f800000
-DATA lgc15<>+16(SB)/4, $0x3f800000
-DATA lgc15<>+20(SB)/4, $0x3f800000
-DATA lgc15<>+24(SB)/4, $0x3f800000
-DATA lgc15<>+28(SB)/4, $0x3f800000
+DATA lgc15<>+0(SB)/4, $0x000000fe
+DATA lgc15<>+4(SB)/4, $0x000000fe
+DATA lgc15<>+8(SB)/4, $0x000000fe
+DATA lgc15<>+12(SB)/4, $0x000000fe
+DATA lgc15<>+16(SB)/4, $0x000000fe
+DATA lgc15<>+20(SB)/4, $0x000000fe
+DATA lgc15<>+24(SB)/4, $0x000000fe
+DATA lgc15<>+28(SB)/4, $0x000000fe
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x000000fe
-DATA lgc16<>+4(SB)/4, $0x000000fe
-DATA lgc16<>+8(SB)/4, $0x000000fe
-DATA lgc16<>+12(SB)/4, $0x000000fe
-DATA lgc16<>+16(SB)/4, $0x000000fe
-DATA lgc16<>+20(SB)/4, $0x000000fe
-DATA lgc16<>+24(SB)/4, $0x000000fe
-DATA lgc16<>+28(SB)/4, $0x000000fe
+DATA lgc16<>+0(SB)/4, $0x00800000
+DATA lgc16<>+4(SB)/4, $0x00800000
+DATA lgc16<>+8(SB)/4, $0x00800000
+DATA lgc16<>+12(SB)/4, $0x00800000
+DATA lgc16<>+16(SB)/4, $0x00800000
+DATA lgc16<>+20(SB)/4, $0x00800000
+DATA lgc16<>+24(SB)/4, $0x00800000
+DATA lgc16<>+28(SB)/4, $0x00800000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x00800000
-DATA lgc17<>+4(SB)/4, $0x00800000
-DATA lgc17<>+8(SB)/4, $0x00800000
-DATA lgc17<>+12(SB)/4, $0x00800000
-DATA lgc17<>+16(SB)/4, $0x00800000
-DATA lgc17<>+20(SB)/4, $0x00800000
-DATA lgc17<>+24(SB)/4, $0x00800000
-DATA lgc17<>+28(SB)/4, $0x00800000
+DATA lgc17<>+0(SB)/4, $0x4b000000
+DATA lgc17<>+4(SB)/4, $0x4b000000
+DATA lgc17<>+8(SB)/4, $0x4b000000
+DATA lgc17<>+12(SB)/4, $0x4b000000
+DATA lgc17<>+16(SB)/4, $0x4b000000
+DATA lgc17<>+20(SB)/4, $0x4b000000
+DATA lgc17<>+24(SB)/4, $0x4b000000
+DATA lgc17<>+28(SB)/4, $0x4b000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x4b000000
-DATA lgc18<>+4(SB)/4, $0x4b000000
-DATA lgc18<>+8(SB)/4, $0x4b000000
-DATA lgc18<>+12(SB)/4, $0x4b000000
-DATA lgc18<>+16(SB)/4, $0x4b000000
-DATA lgc18<>+20(SB)/4, $0x4b000000
-DATA lgc18<>+24(SB)/4, $0x4b000000
-DATA lgc18<>+28(SB)/4, $0x4b000000
+DATA lgc18<>+0(SB)/4, $0x0000007f
+DATA lgc18<>+4(SB)/4, $0x0000007f
+DATA lgc18<>+8(SB)/4, $0x0000007f
+DATA lgc18<>+12(SB)/4, $0x0000007f
+DATA lgc18<>+16(SB)/4, $0x0000007f
+DATA lgc18<>+20(SB)/4, $0x0000007f
+DATA lgc18<>+24(SB)/4, $0x0000007f
+DATA lgc18<>+28(SB)/4, $0x0000007f
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x0000007f
-DATA lgc19<>+4(SB)/4, $0x0000007f
-DATA lgc19<>+8(SB)/4, $0x0000007f
-DATA lgc19<>+12(SB)/4, $0x0000007f
-DATA lgc19<>+16(SB)/4, $0x0000007f
-DATA lgc19<>+20(SB)/4, $0x0000007f
-DATA lgc19<>+24(SB)/4, $0x0000007f
-DATA lgc19<>+28(SB)/4, $0x0000007f
+DATA lgc19<>+0(SB)/4, $0xffffffe9
+DATA lgc19<>+4(SB)/4, $0xffffffe9
+DATA lgc19<>+8(SB)/4, $0xffffffe9
+DATA lgc19<>+12(SB)/4, $0xffffffe9
+DATA lgc19<>+16(SB)/4, $0xffffffe9
+DATA lgc19<>+20(SB)/4, $0xffffffe9
+DATA lgc19<>+24(SB)/4, $0xffffffe9
+DATA lgc19<>+28(SB)/4, $0xffffffe9
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xffffffe9
-DATA lgc20<>+4(SB)/4, $0xffffffe9
-DATA lgc20<>+8(SB)/4, $0xffffffe9
-DATA lgc20<>+12(SB)/4, $0xffffffe9
-DATA lgc20<>+16(SB)/4, $0xffffffe9
-DATA lgc20<>+20(SB)/4, $0xffffffe9
-DATA lgc20<>+24(SB)/4, $0xffffffe9
-DATA lgc20<>+28(SB)/4, $0xffffffe9
+DATA lgc20<>+0(SB)/4, $0x007fffff
+DATA lgc20<>+4(SB)/4, $0x007fffff
+DATA lgc20<>+8(SB)/4, $0x007fffff
+DATA lgc20<>+12(SB)/4, $0x007fffff
+DATA lgc20<>+16(SB)/4, $0x007fffff
+DATA lgc20<>+20(SB)/4, $0x007fffff
+DATA lgc20<>+24(SB)/4, $0x007fffff
+DATA lgc20<>+28(SB)/4, $0x007fffff
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x007fffff
-DATA lgc21<>+4(SB)/4, $0x007fffff
-DATA lgc21<>+8(SB)/4, $0x007fffff
-DATA lgc21<>+12(SB)/4, $0x007fffff
-DATA lgc21<>+16(SB)/4, $0x007fffff
-DATA lgc21<>+20(SB)/4, $0x007fffff
-DATA lgc21<>+24(SB)/4, $0x007fffff
-DATA lgc21<>+28(SB)/4, $0x007fffff
+DATA lgc21<>+0(SB)/4, $0x3fb504f3
+DATA lgc21<>+4(SB)/4, $0x3fb504f3
+DATA lgc21<>+8(SB)/4, $0x3fb504f3
+DATA lgc21<>+12(SB)/4, $0x3fb504f3
+DATA lgc21<>+16(SB)/4, $0x3fb504f3
+DATA lgc21<>+20(SB)/4, $0x3fb504f3
+DATA lgc21<>+24(SB)/4, $0x3fb504f3
+DATA lgc21<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3fb504f3
-DATA lgc22<>+4(SB)/4, $0x3fb504f3
-DATA lgc22<>+8(SB)/4, $0x3fb504f3
-DATA lgc22<>+12(SB)/4, $0x3fb504f3
-DATA lgc22<>+16(SB)/4, $0x3fb504f3
-DATA lgc22<>+20(SB)/4, $0x3fb504f3
-DATA lgc22<>+24(SB)/4, $0x3fb504f3
-DATA lgc22<>+28(SB)/4, $0x3fb504f3
+DATA lgc22<>+0(SB)/4, $0x3d9021bb
+DATA lgc22<>+4(SB)/4, $0x3d9021bb
+DATA lgc22<>+8(SB)/4, $0x3d9021bb
+DATA lgc22<>+12(SB)/4, $0x3d9021bb
+DATA lgc22<>+16(SB)/4, $0x3d9021bb
+DATA lgc22<>+20(SB)/4, $0x3d9021bb
+DATA lgc22<>+24(SB)/4, $0x3d9021bb
+DATA lgc22<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3d9021bb
-DATA lgc23<>+4(SB)/4, $0x3d9021bb
-DATA lgc23<>+8(SB)/4, $0x3d9021bb
-DATA lgc23<>+12(SB)/4, $0x3d9021bb
-DATA lgc23<>+16(SB)/4, $0x3d9021bb
-DATA lgc23<>+20(SB)/4, $0x3d9021bb
-DATA lgc23<>+24(SB)/4, $0x3d9021bb
-DATA lgc23<>+28(SB)/4, $0x3d9021bb
+DATA lgc23<>+0(SB)/4, $0xbdebd1b8
+DATA lgc23<>+4(SB)/4, $0xbdebd1b8
+DATA lgc23<>+8(SB)/4, $0xbdebd1b8
+DATA lgc23<>+12(SB)/4, $0xbdebd1b8
+DATA lgc23<>+16(SB)/4, $0xbdebd1b8
+DATA lgc23<>+20(SB)/4, $0xbdebd1b8
+DATA lgc23<>+24(SB)/4, $0xbdebd1b8
+DATA lgc23<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xbdebd1b8
-DATA lgc24<>+4(SB)/4, $0xbdebd1b8
-DATA lgc24<>+8(SB)/4, $0xbdebd1b8
-DATA lgc24<>+12(SB)/4, $0xbdebd1b8
-DATA lgc24<>+16(SB)/4, $0xbdebd1b8
-DATA lgc24<>+20(SB)/4, $0xbdebd1b8
-DATA lgc24<>+24(SB)/4, $0xbdebd1b8
-DATA lgc24<>+28(SB)/4, $0xbdebd1b8
+DATA lgc24<>+0(SB)/4, $0x3def251a
+DATA lgc24<>+4(SB)/4, $0x3def251a
+DATA lgc24<>+8(SB)/4, $0x3def251a
+DATA lgc24<>+12(SB)/4, $0x3def251a
+DATA lgc24<>+16(SB)/4, $0x3def251a
+DATA lgc24<>+20(SB)/4, $0x3def251a
+DATA lgc24<>+24(SB)/4, $0x3def251a
+DATA lgc24<>+28(SB)/4, $0x3def251a
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3def251a
-DATA lgc25<>+4(SB)/4, $0x3def251a
-DATA lgc25<>+8(SB)/4, $0x3def251a
-DATA lgc25<>+12(SB)/4, $0x3def251a
-DATA lgc25<>+16(SB)/4, $0x3def251a
-DATA lgc25<>+20(SB)/4, $0x3def251a
-DATA lgc25<>+24(SB)/4, $0x3def251a
-DATA lgc25<>+28(SB)/4, $0x3def251a
+DATA lgc25<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc25<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc25<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc25<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc25<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc25<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc25<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc25<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc26<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc26<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc26<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc26<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc26<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc26<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc26<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc26<>+0(SB)/4, $0x3e11e9bf
+DATA lgc26<>+4(SB)/4, $0x3e11e9bf
+DATA lgc26<>+8(SB)/4, $0x3e11e9bf
+DATA lgc26<>+12(SB)/4, $0x3e11e9bf
+DATA lgc26<>+16(SB)/4, $0x3e11e9bf
+DATA lgc26<>+20(SB)/4, $0x3e11e9bf
+DATA lgc26<>+24(SB)/4, $0x3e11e9bf
+DATA lgc26<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3e11e9bf
-DATA lgc27<>+4(SB)/4, $0x3e11e9bf
-DATA lgc27<>+8(SB)/4, $0x3e11e9bf
-DATA lgc27<>+12(SB)/4, $0x3e11e9bf
-DATA lgc27<>+16(SB)/4, $0x3e11e9bf
-DATA lgc27<>+20(SB)/4, $0x3e11e9bf
-DATA lgc27<>+24(SB)/4, $0x3e11e9bf
-DATA lgc27<>+28(SB)/4, $0x3e11e9bf
+DATA lgc27<>+0(SB)/4, $0xbe2aae50
+DATA lgc27<>+4(SB)/4, $0xbe2aae50
+DATA lgc27<>+8(SB)/4, $0xbe2aae50
+DATA lgc27<>+12(SB)/4, $0xbe2aae50
+DATA lgc27<>+16(SB)/4, $0xbe2aae50
+DATA lgc27<>+20(SB)/4, $0xbe2aae50
+DATA lgc27<>+24(SB)/4, $0xbe2aae50
+DATA lgc27<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbe2aae50
-DATA lgc28<>+4(SB)/4, $0xbe2aae50
-DATA lgc28<>+8(SB)/4, $0xbe2aae50
-DATA lgc28<>+12(SB)/4, $0xbe2aae50
-DATA lgc28<>+16(SB)/4, $0xbe2aae50
-DATA lgc28<>+20(SB)/4, $0xbe2aae50
-DATA lgc28<>+24(SB)/4, $0xbe2aae50
-DATA lgc28<>+28(SB)/4, $0xbe2aae50
+DATA lgc28<>+0(SB)/4, $0x3e4cceac
+DATA lgc28<>+4(SB)/4, $0x3e4cceac
+DATA lgc28<>+8(SB)/4, $0x3e4cceac
+DATA lgc28<>+12(SB)/4, $0x3e4cceac
+DATA lgc28<>+16(SB)/4, $0x3e4cceac
+DATA lgc28<>+20(SB)/4, $0x3e4cceac
+DATA lgc28<>+24(SB)/4, $0x3e4cceac
+DATA lgc28<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e4cceac
-DATA lgc29<>+4(SB)/4, $0x3e4cceac
-DATA lgc29<>+8(SB)/4, $0x3e4cceac
-DATA lgc29<>+12(SB)/4, $0x3e4cceac
-DATA lgc29<>+16(SB)/4, $0x3e4cceac
-DATA lgc29<>+20(SB)/4, $0x3e4cceac
-DATA lgc29<>+24(SB)/4, $0x3e4cceac
-DATA lgc29<>+28(SB)/4, $0x3e4cceac
+DATA lgc29<>+0(SB)/4, $0xbe7ffffc
+DATA lgc29<>+4(SB)/4, $0xbe7ffffc
+DATA lgc29<>+8(SB)/4, $0xbe7ffffc
+DATA lgc29<>+12(SB)/4, $0xbe7ffffc
+DATA lgc29<>+16(SB)/4, $0xbe7ffffc
+DATA lgc29<>+20(SB)/4, $0xbe7ffffc
+DATA lgc29<>+24(SB)/4, $0xbe7ffffc
+DATA lgc29<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbe7ffffc
-DATA lgc30<>+4(SB)/4, $0xbe7ffffc
-DATA lgc30<>+8(SB)/4, $0xbe7ffffc
-DATA lgc30<>+12(SB)/4, $0xbe7ffffc
-DATA lgc30<>+16(SB)/4, $0xbe7ffffc
-DATA lgc30<>+20(SB)/4, $0xbe7ffffc
-DATA lgc30<>+24(SB)/4, $0xbe7ffffc
-DATA lgc30<>+28(SB)/4, $0xbe7ffffc
+DATA lgc30<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc30<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc30<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc30<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc30<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc30<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc30<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc30<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc31<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc31<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc31<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc31<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc31<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc31<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc31<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc31<>+0(SB)/4, $0x7fc00000
+DATA lgc31<>+4(SB)/4, $0x7fc00000
+DATA lgc31<>+8(SB)/4, $0x7fc00000
+DATA lgc31<>+12(SB)/4, $0x7fc00000
+DATA lgc31<>+16(SB)/4, $0x7fc00000
+DATA lgc31<>+20(SB)/4, $0x7fc00000
+DATA lgc31<>+24(SB)/4, $0x7fc00000
+DATA lgc31<>+28(SB)/4, $0x7fc00000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x7fc00000
-DATA lgc32<>+4(SB)/4, $0x7fc00000
-DATA lgc32<>+8(SB)/4, $0x7fc00000
-DATA lgc32<>+12(SB)/4, $0x7fc00000
-DATA lgc32<>+16(SB)/4, $0x7fc00000
-DATA lgc32<>+20(SB)/4, $0x7fc00000
-DATA lgc32<>+24(SB)/4, $0x7fc00000
-DATA lgc32<>+28(SB)/4, $0x7fc00000
+DATA lgc32<>+0(SB)/4, $0x7f800000
+DATA lgc32<>+4(SB)/4, $0x7f800000
+DATA lgc32<>+8(SB)/4, $0x7f800000
+DATA lgc32<>+12(SB)/4, $0x7f800000
+DATA lgc32<>+16(SB)/4, $0x7f800000
+DATA lgc32<>+20(SB)/4, $0x7f800000
+DATA lgc32<>+24(SB)/4, $0x7f800000
+DATA lgc32<>+28(SB)/4, $0x7f800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x7f800000
-DATA lgc33<>+4(SB)/4, $0x7f800000
-DATA lgc33<>+8(SB)/4, $0x7f800000
-DATA lgc33<>+12(SB)/4, $0x7f800000
-DATA lgc33<>+16(SB)/4, $0x7f800000
-DATA lgc33<>+20(SB)/4, $0x7f800000
-DATA lgc33<>+24(SB)/4, $0x7f800000
-DATA lgc33<>+28(SB)/4, $0x7f800000
+DATA lgc33<>+0(SB)/4, $0x00000003
+DATA lgc33<>+4(SB)/4, $0x00000003
+DATA lgc33<>+8(SB)/4, $0x00000003
+DATA lgc33<>+12(SB)/4, $0x00000003
+DATA lgc33<>+16(SB)/4, $0x00000003
+DATA lgc33<>+20(SB)/4, $0x00000003
+DATA lgc33<>+24(SB)/4, $0x00000003
+DATA lgc33<>+28(SB)/4, $0x00000003
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x00000003
-DATA lgc34<>+4(SB)/4, $0x00000003
-DATA lgc34<>+8(SB)/4, $0x00000003
-DATA lgc34<>+12(SB)/4, $0x00000003
-DATA lgc34<>+16(SB)/4, $0x00000003
-DATA lgc34<>+20(SB)/4, $0x00000003
-DATA lgc34<>+24(SB)/4, $0x00000003
-DATA lgc34<>+28(SB)/4, $0x00000003
+DATA lgc34<>+0(SB)/4, $0x00000001
+DATA lgc34<>+4(SB)/4, $0x00000001
+DATA lgc34<>+8(SB)/4, $0x00000001
+DATA lgc34<>+12(SB)/4, $0x00000001
+DATA lgc34<>+16(SB)/4, $0x00000001
+DATA lgc34<>+20(SB)/4, $0x00000001
+DATA lgc34<>+24(SB)/4, $0x00000001
+DATA lgc34<>+28(SB)/4, $0x00000001
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x00000001
-DATA lgc35<>+4(SB)/4, $0x00000001
-DATA lgc35<>+8(SB)/4, $0x00000001
-DATA lgc35<>+12(SB)/4, $0x00000001
-DATA lgc35<>+16(SB)/4, $0x00000001
-DATA lgc35<>+20(SB)/4, $0x00000001
-DATA lgc35<>+24(SB)/4, $0x00000001
-DATA lgc35<>+28(SB)/4, $0x00000001
+DATA lgc35<>+0(SB)/4, $0x00000000
+DATA lgc35<>+4(SB)/4, $0x00000004
+DATA lgc35<>+8(SB)/4, $0x00000008
+DATA lgc35<>+12(SB)/4, $0x0000000c
+DATA lgc35<>+16(SB)/4, $0x00000010
+DATA lgc35<>+20(SB)/4, $0x00000014
+DATA lgc35<>+24(SB)/4, $0x00000018
+DATA lgc35<>+28(SB)/4, $0x0000001c
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x00000000
-DATA lgc36<>+4(SB)/4, $0x00000004
-DATA lgc36<>+8(SB)/4, $0x00000008
-DATA lgc36<>+12(SB)/4, $0x0000000c
-DATA lgc36<>+16(SB)/4, $0x00000010
-DATA lgc36<>+20(SB)/4, $0x00000014
-DATA lgc36<>+24(SB)/4, $0x00000018
-DATA lgc36<>+28(SB)/4, $0x0000001c
+DATA lgc36<>+0(SB)/4, $0xffffffff
+DATA lgc36<>+4(SB)/4, $0xffffffff
+DATA lgc36<>+8(SB)/4, $0xffffffff
+DATA lgc36<>+12(SB)/4, $0xffffffff
+DATA lgc36<>+16(SB)/4, $0xffffffff
+DATA lgc36<>+20(SB)/4, $0xffffffff
+DATA lgc36<>+24(SB)/4, $0xffffffff
+DATA lgc36<>+28(SB)/4, $0xffffffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xffffffff
-DATA lgc37<>+4(SB)/4, $0xffffffff
-DATA lgc37<>+8(SB)/4, $0xffffffff
-DATA lgc37<>+12(SB)/4, $0xffffffff
-DATA lgc37<>+16(SB)/4, $0xffffffff
-DATA lgc37<>+20(SB)/4, $0xffffffff
-DATA lgc37<>+24(SB)/4, $0xffffffff
-DATA lgc37<>+28(SB)/4, $0xffffffff
+DATA lgc37<>+0(SB)/4, $0x80000000
+DATA lgc37<>+4(SB)/4, $0x80000000
+DATA lgc37<>+8(SB)/4, $0x80000000
+DATA lgc37<>+12(SB)/4, $0x80000000
+DATA lgc37<>+16(SB)/4, $0x80000000
+DATA lgc37<>+20(SB)/4, $0x80000000
+DATA lgc37<>+24(SB)/4, $0x80000000
+DATA lgc37<>+28(SB)/4, $0x80000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 DATA lgc38<>+0(SB)/4, $0xbc23d70a
@@ -910,30 +899,19 @@ blocks_8:
 	VMOVUPS    lgc1<>+0(SB), Y0
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc2<>+0(SB), Y1
-	VXORPS  128(SP), Y1, Y2
-	VXORPS  160(SP), Y1, Y3
-	VMINPS  Y2, Y3, Y4
-	VMINPS  Y3, Y2, Y3
-	VORPS   Y4, Y3, Y3
-	VXORPS  192(SP), Y1, Y2
-	VXORPS  224(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y5
-	VMINPS  Y4, Y2, Y4
-	VORPS   Y5, Y4, Y4
-	VMINPS  Y3, Y4, Y2
-	VMINPS  Y4, Y3, Y4
-	VORPS   Y2, Y4, Y4
-	VXORPS  Y0, Y1, Y0
-	VMINPS  Y4, Y0, Y2
-	VMINPS  Y0, Y4, Y0
-	VORPS   Y2, Y0, Y0
-	VXORPS  Y1, Y0, Y0
+	VMOVUPS 128(SP), Y1
+	VMOVUPS 160(SP), Y2
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS 192(SP), Y1
+	VMOVUPS 224(SP), Y3
+	VMAXPS  Y1, Y3, Y3
+	VMAXPS  Y2, Y3, Y3
+	VMAXPS  Y3, Y0, Y0
 
 	// finish v3
-	VMOVUPS lgc3<>+0(SB), Y1
-	VMOVUPS lgc3<>+0(SB), Y2
-	VMOVUPS lgc4<>+0(SB), Y3
+	VMOVUPS lgc2<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 	XORQ    BX, BX
 
 inner_A_9:
@@ -944,25 +922,25 @@ inner_A_9:
 	VSUBPS Y0, Y4, Y4
 
 	// v6 = exp(v5)
-	VMOVUPS      lgc5<>+0(SB), Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
 	VMAXPS       Y4, Y5, Y5
-	VMULPS       lgc6<>+0(SB), Y5, Y6
+	VMULPS       lgc5<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
 	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
-	VMOVUPS      lgc11<>+0(SB), Y9
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
+	VMOVUPS      lgc8<>+0(SB), Y8
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y8
+	VMOVUPS      lgc10<>+0(SB), Y9
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc13<>+0(SB), Y9
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
+	VMOVUPS      lgc12<>+0(SB), Y9
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc15<>+0(SB), Y8, Y8
+	VADDPS       lgc14<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
@@ -988,22 +966,23 @@ inner_A_9:
 
 	// finish v7
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y3
-	VMULPS       lgc18<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y3
+	VMULPS       lgc17<>+0(SB), Y1, Y4
 	VBLENDVPS    Y3, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc19<>+0(SB), Y5, Y5
-	VPAND        lgc20<>+0(SB), Y3, Y3
+	VPSUBD       lgc18<>+0(SB), Y5, Y5
+	VPAND        lgc19<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
-	VPAND        lgc21<>+0(SB), Y4, Y3
-	VPOR         lgc15<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc22<>+0(SB), Y3, Y4
-	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VPAND        lgc20<>+0(SB), Y4, Y3
+	VPOR         lgc14<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc21<>+0(SB), Y3, Y4
+	VMULPS       lgc13<>+0(SB), Y3, Y6
 	VBLENDVPS    Y4, Y6, Y3, Y3
 	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc15<>+0(SB), Y3, Y3
+	VSUBPS       lgc14<>+0(SB), Y3, Y3
 	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc23<>+0(SB), Y6
+	VMOVAPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc24<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc25<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
@@ -1011,20 +990,19 @@ inner_A_9:
 	VFMADD213PS  lgc28<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc29<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
 	VMULPS       Y3, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc8<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
 	VFMADD231PS  lgc7<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc13<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc6<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc2<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc31<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc32<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc33<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc33<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y6, Y6
 	MOVQ         action+16(FP), BX
@@ -1044,9 +1022,9 @@ inner_A_9:
 	JMP          indexdone_11
 
 wideindex_10:
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y3
 	VMOVUPS    Y3, 384(SP)
-	VMOVUPS    lgc3<>+0(SB), X3
+	VMOVUPS    lgc2<>+0(SB), X3
 	MOVQ       (BX)(DI*8), R8
 	VCVTSI2SSQ R8, X3, X3
 	VMOVSS     X3, 384(SP)
@@ -1083,12 +1061,12 @@ indexdone_11:
 	MOVQ       logits+8(FP), R8
 	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y3, Y3
-	VPMAXSD    lgc3<>+0(SB), Y3, Y3
-	VPMINSD    lgc34<>+0(SB), Y3, Y3
-	VPMULLD    lgc35<>+0(SB), Y3, Y3
-	VPADDD     lgc36<>+0(SB), Y3, Y3
-	VMOVUPS    lgc37<>+0(SB), Y4
-	VMOVUPS    lgc3<>+0(SB), Y5
+	VPMAXSD    lgc2<>+0(SB), Y3, Y3
+	VPMINSD    lgc33<>+0(SB), Y3, Y3
+	VPMULLD    lgc34<>+0(SB), Y3, Y3
+	VPADDD     lgc35<>+0(SB), Y3, Y3
+	VMOVUPS    lgc36<>+0(SB), Y4
+	VMOVUPS    lgc2<>+0(SB), Y5
 	VGATHERDPS Y4, (R8)(Y3*4), Y5
 
 	// v11 = sub(v10, v3)
@@ -1103,7 +1081,7 @@ indexdone_11:
 	VMULPS Y4, Y3, Y3
 
 	// v14 = neg(v13)
-	VXORPS lgc2<>+0(SB), Y3, Y3
+	VXORPS lgc37<>+0(SB), Y3, Y3
 
 	// mean(v14) over [N T]
 	MOVQ    state+32(FP), BX
@@ -1136,21 +1114,21 @@ indexdone_11:
 	VSUBPS Y4, Y3, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc2<>+0(SB), Y4
+	VMOVUPS lgc37<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc15<>+0(SB), Y5
+	VMOVUPS lgc14<>+0(SB), Y5
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y6
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc14<>+0(SB), Y4, Y7
+	VMULPS lgc13<>+0(SB), Y4, Y7
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y4, Y7, Y8
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS  lgc14<>+0(SB), Y4, Y9
+	VSUBPS  lgc13<>+0(SB), Y4, Y9
 	VMOVUPS Y0, 416(SP)
 	VMOVUPS Y2, 448(SP)
 
@@ -1158,7 +1136,7 @@ indexdone_11:
 	VBLENDVPS Y6, Y8, Y9, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc14<>+0(SB), Y0, Y0
+	VMULPS lgc13<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
 	VADDPS  1216(BX), Y0, Y0
@@ -1170,7 +1148,7 @@ indexdone_11:
 
 	// v41 = where(v31, 0, 0.00048828125)
 	VANDNPS Y0, Y6, Y0
-	VMOVUPS lgc3<>+0(SB), Y6
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v42 = ne(v40, 0)
 	VCMPPS $0x04, Y6, Y2, Y8
@@ -1192,7 +1170,7 @@ indexdone_11:
 	VADDPS Y2, Y0, Y0
 
 	// v48 = mul(v44, 0.5)
-	VMULPS lgc14<>+0(SB), Y1, Y1
+	VMULPS lgc13<>+0(SB), Y1, Y1
 
 	// v49 = add(v47, v48)
 	VADDPS Y1, Y0, Y0
@@ -1204,7 +1182,7 @@ indexdone_11:
 	VCMPPS $0x11, Y6, Y3, Y2
 
 	// v53 = mul(diff, 0)
-	VMULPS  lgc3<>+0(SB), Y3, Y3
+	VMULPS  lgc2<>+0(SB), Y3, Y3
 	VMOVUPS lgc43<>+0(SB), Y4
 
 	// v54 = where(v51, -1, v53)
@@ -1223,7 +1201,7 @@ indexdone_11:
 	VBLENDVPS Y2, Y1, Y0, Y0
 
 	// gradStateValue = neg(v58)
-	VXORPS  lgc2<>+0(SB), Y0, Y0
+	VXORPS  lgc37<>+0(SB), Y0, Y0
 	VMOVUPS lgc44<>+0(SB), Y1
 	VMOVUPS 480(SP), Y2
 
@@ -1246,7 +1224,7 @@ indexdone_11:
 	VMULPS lgc46<>+0(SB), Y5, Y5
 
 	// v75 = neg(v74)
-	VXORPS lgc2<>+0(SB), Y5, Y7
+	VXORPS lgc37<>+0(SB), Y5, Y7
 
 	// v76 = add(-9.765625e-06, v75)
 	VADDPS lgc45<>+0(SB), Y7, Y7
@@ -1265,7 +1243,7 @@ indexdone_11:
 	VADDPS    Y0, Y3, Y0
 	VMOVUPS   Y5, 544(SP)
 	VMOVUPS   Y0, 576(SP)
-	VMOVUPS   lgc4<>+0(SB), Y0
+	VMOVUPS   lgc3<>+0(SB), Y0
 	MOVQ      action+16(FP), BX
 	VMOVDQU   (BX)(DI*8), Y2
 	VMOVDQU   32(BX)(DI*8), Y3
@@ -1281,9 +1259,9 @@ indexdone_11:
 	JMP       indexdone_13
 
 wideindex_12:
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 	VMOVUPS    Y2, 608(SP)
-	VMOVUPS    lgc3<>+0(SB), X2
+	VMOVUPS    lgc2<>+0(SB), X2
 	MOVQ       (BX)(DI*8), R8
 	VCVTSI2SSQ R8, X2, X2
 	VMOVSS     X2, 608(SP)
@@ -1326,7 +1304,7 @@ inner_A_14:
 
 	// v66 = mul(v62, v16)
 	VMULPS  Y5, Y1, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	VMOVUPS lgc2<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y4, Y6
 
 	// v67 = where(v65, v66, v62)
@@ -1392,10 +1370,10 @@ inner_A_14:
 	VMOVUPS      288(SP), Y1
 	VMOVUPS      320(SP), Y2
 	VMOVUPS      352(SP), Y3
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VMOVUPS      lgc3<>+0(SB), Y7
+	VMOVUPS      lgc2<>+0(SB), Y4
+	VMOVUPS      lgc2<>+0(SB), Y5
+	VMOVUPS      lgc2<>+0(SB), Y6
+	VMOVUPS      lgc2<>+0(SB), Y7
 	VMOVUPS      lgc0<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
@@ -1443,7 +1421,7 @@ inner_A_14:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
 	VANDPS       lgc40<>+0(SB), Y2, Y1
@@ -1455,7 +1433,7 @@ inner_A_14:
 	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y2, Y2
 	VMOVUPD      Y2, 416(DX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
@@ -1468,7 +1446,7 @@ inner_A_14:
 	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y2, Y2
 	VMOVUPD      Y2, 736(DX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
@@ -1481,7 +1459,7 @@ inner_A_14:
 	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y2, Y2
 	VMOVUPD      Y2, 1056(DX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(DX), Y0, Y0
@@ -1494,7 +1472,7 @@ noflush_15:
 	JL           blocks_8
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
-	VMOVUPS      lgc3<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
@@ -1508,7 +1486,7 @@ noflush_15:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc40<>+0(SB), Y2, Y1
@@ -1520,7 +1498,7 @@ noflush_15:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -1533,7 +1511,7 @@ noflush_15:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -1546,7 +1524,7 @@ noflush_15:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -1619,27 +1597,27 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
 	VMOVUPS      lgc47<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc6<>+0(SB), Y0, Y1
+	VMULPS       lgc5<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y3
-	VMOVUPS      lgc11<>+0(SB), Y4
-	VFMADD213PS  lgc12<>+0(SB), Y0, Y4
+	VMOVUPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VMOVUPS      lgc10<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc13<>+0(SB), Y4
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y4
+	VMOVUPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
-	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPADDD       lgc15<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -1676,22 +1654,23 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
-	VMULPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
+	VMULPS       lgc17<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc19<>+0(SB), Y3, Y3
-	VPAND        lgc20<>+0(SB), Y1, Y1
+	VPSUBD       lgc18<>+0(SB), Y3, Y3
+	VPAND        lgc19<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc21<>+0(SB), Y2, Y1
-	VPOR         lgc15<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc22<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y4
+	VPAND        lgc20<>+0(SB), Y2, Y1
+	VPOR         lgc14<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc21<>+0(SB), Y1, Y2
+	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc15<>+0(SB), Y1, Y1
+	VSUBPS       lgc14<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc23<>+0(SB), Y4
+	VMOVAPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
@@ -1699,20 +1678,19 @@ bulk_18:
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VFNMADD231PS lgc13<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc31<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc32<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc32<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc33<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1735,23 +1713,24 @@ bulk_20:
 	CMPQ         BX, DX
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc15<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
-	VMULPS       lgc18<>+0(SB), Y1, Y3
+	VADDPS       lgc14<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc19<>+0(SB), Y4, Y4
-	VPAND        lgc20<>+0(SB), Y2, Y2
+	VPSUBD       lgc18<>+0(SB), Y4, Y4
+	VPAND        lgc19<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc21<>+0(SB), Y3, Y2
-	VPOR         lgc15<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc22<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VPAND        lgc20<>+0(SB), Y3, Y2
+	VPOR         lgc14<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc21<>+0(SB), Y2, Y3
+	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc15<>+0(SB), Y2, Y2
+	VSUBPS       lgc14<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc23<>+0(SB), Y5
+	VMOVAPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
@@ -1759,32 +1738,31 @@ bulk_20:
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
+	VFNMADD231PS lgc13<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc2<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc31<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc32<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc32<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc33<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc15<>+0(SB), Y1, Y2
+	VSUBPS       lgc14<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc33<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc32<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc32<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

@@ -142,12 +142,7 @@ inner_A_2:
 	VEXTRACTI128 $0x01, Y2, X4
 	VPMOVSXDQ    X4, Y4
 	VMOVUPS      Y3, Y4
-	VXORPS       lgc14<>+0(SB), Y4, Y4
-	VXORPS       lgc14<>+0(SB), Y1, Y1
-	VMINPS       Y4, Y1, Y5
-	VMINPS       Y1, Y4, Y4
-	VORPS        Y5, Y4, Y4
-	VXORPS       lgc14<>+0(SB), Y4, Y4
+	VMAXPS       Y4, Y1, Y4
 	VMOVUPS      Y3, Y1
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VMOVUPS      Y4, Y3
@@ -159,7 +154,7 @@ inner_A_2:
 	VMOVUPS Y3, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
-	VMOVUPS lgc15<>+0(SB), Y4
+	VMOVUPS lgc14<>+0(SB), Y4
 	XORQ    BX, BX
 
 inner_A_3:
@@ -177,25 +172,25 @@ inner_A_3:
 	VSUBPS Y1, Y5, Y5
 
 	// v24 = exp(v23)
-	VMOVUPS      lgc16<>+0(SB), Y6
+	VMOVUPS      lgc15<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y6
-	VMULPS       lgc17<>+0(SB), Y6, Y7
+	VMULPS       lgc16<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
+	VMOVUPS      lgc19<>+0(SB), Y9
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y9
+	VMOVUPS      lgc21<>+0(SB), Y10
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
+	VMOVUPS      lgc23<>+0(SB), Y10
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPADDD       lgc25<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -230,22 +225,23 @@ inner_A_3:
 
 	// finish v25
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc27<>+0(SB), Y2, Y4
-	VMULPS       lgc28<>+0(SB), Y2, Y5
+	VCMPPS       $0x11, lgc26<>+0(SB), Y2, Y4
+	VMULPS       lgc27<>+0(SB), Y2, Y5
 	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc29<>+0(SB), Y6, Y6
-	VPAND        lgc30<>+0(SB), Y4, Y4
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc29<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
-	VPAND        lgc31<>+0(SB), Y5, Y4
+	VPAND        lgc30<>+0(SB), Y5, Y4
 	VPOR         lgc2<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y4, Y5
-	VMULPS       lgc25<>+0(SB), Y4, Y7
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y4, Y5
+	VMULPS       lgc24<>+0(SB), Y4, Y7
 	VBLENDVPS    Y5, Y7, Y4, Y4
 	VPSUBD       Y5, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y4, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc33<>+0(SB), Y7
+	VMOVAPS      lgc32<>+0(SB), Y7
+	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
@@ -253,20 +249,19 @@ inner_A_3:
 	VFMADD213PS  lgc38<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc39<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y4, Y7
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc25<>+0(SB), Y5, Y7
-	VADDPS       Y4, Y7, Y7
 	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc24<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc17<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc41<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc42<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc42<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc43<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc43<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
@@ -300,8 +295,8 @@ inner_A_3:
 	LEAQ       (SI)(BX*4), SI
 	VCVTTPS2DQ Y4, Y4
 	VPMAXSD    lgc0<>+0(SB), Y4, Y4
-	VPMINSD    lgc44<>+0(SB), Y4, Y4
-	VPMULLD    lgc44<>+0(SB), Y4, Y4
+	VPMINSD    lgc43<>+0(SB), Y4, Y4
+	VPMULLD    lgc43<>+0(SB), Y4, Y4
 	VPADDD     lgc13<>+0(SB), Y4, Y4
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMOVUPS    lgc0<>+0(SB), Y6
@@ -318,11 +313,11 @@ inner_A_3:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y4, Y1, Y4
-	VMOVUPS lgc45<>+0(SB), Y5
+	VMOVUPS lgc44<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc46<>+0(SB), Y6
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
@@ -330,27 +325,27 @@ inner_A_3:
 	VMOVUPS Y2, 152(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMAXPS       Y4, Y2, Y2
-	VMOVUPS      lgc47<>+0(SB), Y6
+	VMOVUPS      lgc46<>+0(SB), Y6
 	VMINPS       Y2, Y6, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y6
+	VMULPS       lgc16<>+0(SB), Y2, Y6
 	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y2
 	VMULPS       Y2, Y2, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y9
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y8
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y9
+	VMOVUPS      lgc23<>+0(SB), Y9
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y2, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y2
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc25<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y6
 	VPSUBD       Y6, Y2, Y2
 	VPSLLD       $0x17, Y6, Y6
@@ -363,11 +358,11 @@ inner_A_3:
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y6, Y2, Y6
 	VMOVUPS Y1, 184(SP)
-	VMOVUPS lgc48<>+0(SB), Y1
+	VMOVUPS lgc47<>+0(SB), Y1
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y1, Y1
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -380,7 +375,7 @@ inner_A_3:
 	VMULPS Y1, Y2, Y1
 
 	// v46 = neg(gain)
-	VXORPS lgc14<>+0(SB), Y1, Y1
+	VXORPS lgc49<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -460,7 +455,7 @@ inner_A_3:
 	VSUBPS Y2, Y1, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y3
+	VMOVUPS lgc49<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y5
 
@@ -468,13 +463,13 @@ inner_A_3:
 	VCMPPS $0x11, Y5, Y3, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc25<>+0(SB), Y3, Y6
+	VMULPS lgc24<>+0(SB), Y3, Y6
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y3, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc25<>+0(SB), Y3, Y3
+	VSUBPS lgc24<>+0(SB), Y3, Y3
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y3, Y3
@@ -716,24 +711,17 @@ blocks_4:
 	VMOVUPS lgc12<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc14<>+0(SB), Y4
-	VXORPS  248(SP), Y4, Y5
-	VXORPS  280(SP), Y4, Y6
-	VMINPS  Y5, Y6, Y7
-	VMINPS  Y6, Y5, Y6
-	VORPS   Y7, Y6, Y6
-	VXORPS  Y3, Y4, Y3
-	VMINPS  Y6, Y3, Y5
-	VMINPS  Y3, Y6, Y3
-	VORPS   Y5, Y3, Y3
-	VXORPS  Y4, Y3, Y3
+	VMOVUPS 248(SP), Y4
+	VMOVUPS 280(SP), Y5
+	VMAXPS  Y4, Y5, Y5
+	VMAXPS  Y5, Y3, Y3
 
 	// finish v21
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VMOVUPS Y2, 312(SP)
 	VMOVUPS Y1, 344(SP)
-	VMOVUPS lgc15<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 	XORQ    DI, DI
 
 inner_A_5:
@@ -744,25 +732,25 @@ inner_A_5:
 	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMOVUPS      lgc16<>+0(SB), Y6
+	VMOVUPS      lgc15<>+0(SB), Y6
 	VMAXPS       Y2, Y6, Y6
-	VMULPS       lgc17<>+0(SB), Y6, Y7
+	VMULPS       lgc16<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
+	VMOVUPS      lgc19<>+0(SB), Y9
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y9
+	VMOVUPS      lgc21<>+0(SB), Y10
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
+	VMOVUPS      lgc23<>+0(SB), Y10
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPADDD       lgc25<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -789,22 +777,23 @@ inner_A_5:
 	VMOVUPS Y4, Y1
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
+	VMULPS       lgc27<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y6
-	VPSUBD       lgc29<>+0(SB), Y6, Y6
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc29<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y6, Y6
-	VPAND        lgc31<>+0(SB), Y4, Y2
+	VPAND        lgc30<>+0(SB), Y4, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y4
-	VMULPS       lgc25<>+0(SB), Y2, Y7
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y4
+	VMULPS       lgc24<>+0(SB), Y2, Y7
 	VBLENDVPS    Y4, Y7, Y2, Y2
 	VPSUBD       Y4, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc33<>+0(SB), Y7
+	VMOVAPS      lgc32<>+0(SB), Y7
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
@@ -812,20 +801,19 @@ inner_A_5:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc25<>+0(SB), Y4, Y7
-	VADDPS       Y2, Y7, Y7
 	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc24<>+0(SB), Y4, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc17<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
@@ -883,8 +871,8 @@ indexdone_7:
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc44<>+0(SB), Y2, Y2
-	VPMULLD    lgc44<>+0(SB), Y2, Y2
+	VPMINSD    lgc43<>+0(SB), Y2, Y2
+	VPMULLD    lgc43<>+0(SB), Y2, Y2
 	VPADDD     lgc13<>+0(SB), Y2, Y2
 	VMOVUPS    lgc53<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y6
@@ -900,11 +888,11 @@ indexdone_7:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y3
-	VMOVUPS lgc45<>+0(SB), Y4
+	VMOVUPS lgc44<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc46<>+0(SB), Y6
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y4, Y6, Y4
@@ -912,27 +900,27 @@ indexdone_7:
 	VMOVUPS Y1, 440(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc47<>+0(SB), Y6
+	VMOVUPS      lgc46<>+0(SB), Y6
 	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y6
+	VMULPS       lgc16<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VMOVUPS      lgc23<>+0(SB), Y9
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPADDD       lgc25<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
 	VPSLLD       $0x17, Y6, Y6
@@ -945,11 +933,11 @@ indexdone_7:
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y6, Y1, Y6
 	VMOVUPS Y2, 472(SP)
-	VMOVUPS lgc48<>+0(SB), Y2
+	VMOVUPS lgc47<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y2, Y2
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -962,7 +950,7 @@ indexdone_7:
 	VMULPS Y2, Y1, Y1
 
 	// v46 = neg(gain)
-	VXORPS lgc14<>+0(SB), Y1, Y1
+	VXORPS lgc49<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
@@ -1015,7 +1003,7 @@ indexdone_7:
 	VSUBPS Y2, Y1, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y4
+	VMOVUPS lgc49<>+0(SB), Y4
 	VANDNPS Y2, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
@@ -1023,13 +1011,13 @@ indexdone_7:
 	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc25<>+0(SB), Y4, Y6
+	VMULPS lgc24<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y4, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc25<>+0(SB), Y4, Y4
+	VSUBPS lgc24<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y4, Y4
@@ -1430,364 +1418,364 @@ DATA lgc13<>+24(SB)/4, $0x0000000c
 DATA lgc13<>+28(SB)/4, $0x0000000e
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x80000000
-DATA lgc14<>+4(SB)/4, $0x80000000
-DATA lgc14<>+8(SB)/4, $0x80000000
-DATA lgc14<>+12(SB)/4, $0x80000000
-DATA lgc14<>+16(SB)/4, $0x80000000
-DATA lgc14<>+20(SB)/4, $0x80000000
-DATA lgc14<>+24(SB)/4, $0x80000000
-DATA lgc14<>+28(SB)/4, $0x80000000
+DATA lgc14<>+0(SB)/4, $0xff7fffff
+DATA lgc14<>+4(SB)/4, $0xff7fffff
+DATA lgc14<>+8(SB)/4, $0xff7fffff
+DATA lgc14<>+12(SB)/4, $0xff7fffff
+DATA lgc14<>+16(SB)/4, $0xff7fffff
+DATA lgc14<>+20(SB)/4, $0xff7fffff
+DATA lgc14<>+24(SB)/4, $0xff7fffff
+DATA lgc14<>+28(SB)/4, $0xff7fffff
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xff7fffff
-DATA lgc15<>+4(SB)/4, $0xff7fffff
-DATA lgc15<>+8(SB)/4, $0xff7fffff
-DATA lgc15<>+12(SB)/4, $0xff7fffff
-DATA lgc15<>+16(SB)/4, $0xff7fffff
-DATA lgc15<>+20(SB)/4, $0xff7fffff
-DATA lgc15<>+24(SB)/4, $0xff7fffff
-DATA lgc15<>+28(SB)/4, $0xff7fffff
+DATA lgc15<>+0(SB)/4, $0xc2d00000
+DATA lgc15<>+4(SB)/4, $0xc2d00000
+DATA lgc15<>+8(SB)/4, $0xc2d00000
+DATA lgc15<>+12(SB)/4, $0xc2d00000
+DATA lgc15<>+16(SB)/4, $0xc2d00000
+DATA lgc15<>+20(SB)/4, $0xc2d00000
+DATA lgc15<>+24(SB)/4, $0xc2d00000
+DATA lgc15<>+28(SB)/4, $0xc2d00000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xc2d00000
-DATA lgc16<>+4(SB)/4, $0xc2d00000
-DATA lgc16<>+8(SB)/4, $0xc2d00000
-DATA lgc16<>+12(SB)/4, $0xc2d00000
-DATA lgc16<>+16(SB)/4, $0xc2d00000
-DATA lgc16<>+20(SB)/4, $0xc2d00000
-DATA lgc16<>+24(SB)/4, $0xc2d00000
-DATA lgc16<>+28(SB)/4, $0xc2d00000
+DATA lgc16<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+0(SB)/4, $0x3f318000
+DATA lgc17<>+4(SB)/4, $0x3f318000
+DATA lgc17<>+8(SB)/4, $0x3f318000
+DATA lgc17<>+12(SB)/4, $0x3f318000
+DATA lgc17<>+16(SB)/4, $0x3f318000
+DATA lgc17<>+20(SB)/4, $0x3f318000
+DATA lgc17<>+24(SB)/4, $0x3f318000
+DATA lgc17<>+28(SB)/4, $0x3f318000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f318000
-DATA lgc18<>+4(SB)/4, $0x3f318000
-DATA lgc18<>+8(SB)/4, $0x3f318000
-DATA lgc18<>+12(SB)/4, $0x3f318000
-DATA lgc18<>+16(SB)/4, $0x3f318000
-DATA lgc18<>+20(SB)/4, $0x3f318000
-DATA lgc18<>+24(SB)/4, $0x3f318000
-DATA lgc18<>+28(SB)/4, $0x3f318000
+DATA lgc18<>+0(SB)/4, $0xb95e8083
+DATA lgc18<>+4(SB)/4, $0xb95e8083
+DATA lgc18<>+8(SB)/4, $0xb95e8083
+DATA lgc18<>+12(SB)/4, $0xb95e8083
+DATA lgc18<>+16(SB)/4, $0xb95e8083
+DATA lgc18<>+20(SB)/4, $0xb95e8083
+DATA lgc18<>+24(SB)/4, $0xb95e8083
+DATA lgc18<>+28(SB)/4, $0xb95e8083
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xb95e8083
-DATA lgc19<>+4(SB)/4, $0xb95e8083
-DATA lgc19<>+8(SB)/4, $0xb95e8083
-DATA lgc19<>+12(SB)/4, $0xb95e8083
-DATA lgc19<>+16(SB)/4, $0xb95e8083
-DATA lgc19<>+20(SB)/4, $0xb95e8083
-DATA lgc19<>+24(SB)/4, $0xb95e8083
-DATA lgc19<>+28(SB)/4, $0xb95e8083
+DATA lgc19<>+0(SB)/4, $0x39506967
+DATA lgc19<>+4(SB)/4, $0x39506967
+DATA lgc19<>+8(SB)/4, $0x39506967
+DATA lgc19<>+12(SB)/4, $0x39506967
+DATA lgc19<>+16(SB)/4, $0x39506967
+DATA lgc19<>+20(SB)/4, $0x39506967
+DATA lgc19<>+24(SB)/4, $0x39506967
+DATA lgc19<>+28(SB)/4, $0x39506967
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x39506967
-DATA lgc20<>+4(SB)/4, $0x39506967
-DATA lgc20<>+8(SB)/4, $0x39506967
-DATA lgc20<>+12(SB)/4, $0x39506967
-DATA lgc20<>+16(SB)/4, $0x39506967
-DATA lgc20<>+20(SB)/4, $0x39506967
-DATA lgc20<>+24(SB)/4, $0x39506967
-DATA lgc20<>+28(SB)/4, $0x39506967
+DATA lgc20<>+0(SB)/4, $0x3ab743ce
+DATA lgc20<>+4(SB)/4, $0x3ab743ce
+DATA lgc20<>+8(SB)/4, $0x3ab743ce
+DATA lgc20<>+12(SB)/4, $0x3ab743ce
+DATA lgc20<>+16(SB)/4, $0x3ab743ce
+DATA lgc20<>+20(SB)/4, $0x3ab743ce
+DATA lgc20<>+24(SB)/4, $0x3ab743ce
+DATA lgc20<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3ab743ce
-DATA lgc21<>+4(SB)/4, $0x3ab743ce
-DATA lgc21<>+8(SB)/4, $0x3ab743ce
-DATA lgc21<>+12(SB)/4, $0x3ab743ce
-DATA lgc21<>+16(SB)/4, $0x3ab743ce
-DATA lgc21<>+20(SB)/4, $0x3ab743ce
-DATA lgc21<>+24(SB)/4, $0x3ab743ce
-DATA lgc21<>+28(SB)/4, $0x3ab743ce
+DATA lgc21<>+0(SB)/4, $0x3c088908
+DATA lgc21<>+4(SB)/4, $0x3c088908
+DATA lgc21<>+8(SB)/4, $0x3c088908
+DATA lgc21<>+12(SB)/4, $0x3c088908
+DATA lgc21<>+16(SB)/4, $0x3c088908
+DATA lgc21<>+20(SB)/4, $0x3c088908
+DATA lgc21<>+24(SB)/4, $0x3c088908
+DATA lgc21<>+28(SB)/4, $0x3c088908
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3c088908
-DATA lgc22<>+4(SB)/4, $0x3c088908
-DATA lgc22<>+8(SB)/4, $0x3c088908
-DATA lgc22<>+12(SB)/4, $0x3c088908
-DATA lgc22<>+16(SB)/4, $0x3c088908
-DATA lgc22<>+20(SB)/4, $0x3c088908
-DATA lgc22<>+24(SB)/4, $0x3c088908
-DATA lgc22<>+28(SB)/4, $0x3c088908
+DATA lgc22<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+0(SB)/4, $0x3f000000
+DATA lgc24<>+4(SB)/4, $0x3f000000
+DATA lgc24<>+8(SB)/4, $0x3f000000
+DATA lgc24<>+12(SB)/4, $0x3f000000
+DATA lgc24<>+16(SB)/4, $0x3f000000
+DATA lgc24<>+20(SB)/4, $0x3f000000
+DATA lgc24<>+24(SB)/4, $0x3f000000
+DATA lgc24<>+28(SB)/4, $0x3f000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3f000000
-DATA lgc25<>+4(SB)/4, $0x3f000000
-DATA lgc25<>+8(SB)/4, $0x3f000000
-DATA lgc25<>+12(SB)/4, $0x3f000000
-DATA lgc25<>+16(SB)/4, $0x3f000000
-DATA lgc25<>+20(SB)/4, $0x3f000000
-DATA lgc25<>+24(SB)/4, $0x3f000000
-DATA lgc25<>+28(SB)/4, $0x3f000000
+DATA lgc25<>+0(SB)/4, $0x000000fe
+DATA lgc25<>+4(SB)/4, $0x000000fe
+DATA lgc25<>+8(SB)/4, $0x000000fe
+DATA lgc25<>+12(SB)/4, $0x000000fe
+DATA lgc25<>+16(SB)/4, $0x000000fe
+DATA lgc25<>+20(SB)/4, $0x000000fe
+DATA lgc25<>+24(SB)/4, $0x000000fe
+DATA lgc25<>+28(SB)/4, $0x000000fe
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x000000fe
-DATA lgc26<>+4(SB)/4, $0x000000fe
-DATA lgc26<>+8(SB)/4, $0x000000fe
-DATA lgc26<>+12(SB)/4, $0x000000fe
-DATA lgc26<>+16(SB)/4, $0x000000fe
-DATA lgc26<>+20(SB)/4, $0x000000fe
-DATA lgc26<>+24(SB)/4, $0x000000fe
-DATA lgc26<>+28(SB)/4, $0x000000fe
+DATA lgc26<>+0(SB)/4, $0x00800000
+DATA lgc26<>+4(SB)/4, $0x00800000
+DATA lgc26<>+8(SB)/4, $0x00800000
+DATA lgc26<>+12(SB)/4, $0x00800000
+DATA lgc26<>+16(SB)/4, $0x00800000
+DATA lgc26<>+20(SB)/4, $0x00800000
+DATA lgc26<>+24(SB)/4, $0x00800000
+DATA lgc26<>+28(SB)/4, $0x00800000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x00800000
-DATA lgc27<>+4(SB)/4, $0x00800000
-DATA lgc27<>+8(SB)/4, $0x00800000
-DATA lgc27<>+12(SB)/4, $0x00800000
-DATA lgc27<>+16(SB)/4, $0x00800000
-DATA lgc27<>+20(SB)/4, $0x00800000
-DATA lgc27<>+24(SB)/4, $0x00800000
-DATA lgc27<>+28(SB)/4, $0x00800000
+DATA lgc27<>+0(SB)/4, $0x4b000000
+DATA lgc27<>+4(SB)/4, $0x4b000000
+DATA lgc27<>+8(SB)/4, $0x4b000000
+DATA lgc27<>+12(SB)/4, $0x4b000000
+DATA lgc27<>+16(SB)/4, $0x4b000000
+DATA lgc27<>+20(SB)/4, $0x4b000000
+DATA lgc27<>+24(SB)/4, $0x4b000000
+DATA lgc27<>+28(SB)/4, $0x4b000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x4b000000
-DATA lgc28<>+4(SB)/4, $0x4b000000
-DATA lgc28<>+8(SB)/4, $0x4b000000
-DATA lgc28<>+12(SB)/4, $0x4b000000
-DATA lgc28<>+16(SB)/4, $0x4b000000
-DATA lgc28<>+20(SB)/4, $0x4b000000
-DATA lgc28<>+24(SB)/4, $0x4b000000
-DATA lgc28<>+28(SB)/4, $0x4b000000
+DATA lgc28<>+0(SB)/4, $0x0000007f
+DATA lgc28<>+4(SB)/4, $0x0000007f
+DATA lgc28<>+8(SB)/4, $0x0000007f
+DATA lgc28<>+12(SB)/4, $0x0000007f
+DATA lgc28<>+16(SB)/4, $0x0000007f
+DATA lgc28<>+20(SB)/4, $0x0000007f
+DATA lgc28<>+24(SB)/4, $0x0000007f
+DATA lgc28<>+28(SB)/4, $0x0000007f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x0000007f
-DATA lgc29<>+4(SB)/4, $0x0000007f
-DATA lgc29<>+8(SB)/4, $0x0000007f
-DATA lgc29<>+12(SB)/4, $0x0000007f
-DATA lgc29<>+16(SB)/4, $0x0000007f
-DATA lgc29<>+20(SB)/4, $0x0000007f
-DATA lgc29<>+24(SB)/4, $0x0000007f
-DATA lgc29<>+28(SB)/4, $0x0000007f
+DATA lgc29<>+0(SB)/4, $0xffffffe9
+DATA lgc29<>+4(SB)/4, $0xffffffe9
+DATA lgc29<>+8(SB)/4, $0xffffffe9
+DATA lgc29<>+12(SB)/4, $0xffffffe9
+DATA lgc29<>+16(SB)/4, $0xffffffe9
+DATA lgc29<>+20(SB)/4, $0xffffffe9
+DATA lgc29<>+24(SB)/4, $0xffffffe9
+DATA lgc29<>+28(SB)/4, $0xffffffe9
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xffffffe9
-DATA lgc30<>+4(SB)/4, $0xffffffe9
-DATA lgc30<>+8(SB)/4, $0xffffffe9
-DATA lgc30<>+12(SB)/4, $0xffffffe9
-DATA lgc30<>+16(SB)/4, $0xffffffe9
-DATA lgc30<>+20(SB)/4, $0xffffffe9
-DATA lgc30<>+24(SB)/4, $0xffffffe9
-DATA lgc30<>+28(SB)/4, $0xffffffe9
+DATA lgc30<>+0(SB)/4, $0x007fffff
+DATA lgc30<>+4(SB)/4, $0x007fffff
+DATA lgc30<>+8(SB)/4, $0x007fffff
+DATA lgc30<>+12(SB)/4, $0x007fffff
+DATA lgc30<>+16(SB)/4, $0x007fffff
+DATA lgc30<>+20(SB)/4, $0x007fffff
+DATA lgc30<>+24(SB)/4, $0x007fffff
+DATA lgc30<>+28(SB)/4, $0x007fffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x007fffff
-DATA lgc31<>+4(SB)/4, $0x007fffff
-DATA lgc31<>+8(SB)/4, $0x007fffff
-DATA lgc31<>+12(SB)/4, $0x007fffff
-DATA lgc31<>+16(SB)/4, $0x007fffff
-DATA lgc31<>+20(SB)/4, $0x007fffff
-DATA lgc31<>+24(SB)/4, $0x007fffff
-DATA lgc31<>+28(SB)/4, $0x007fffff
+DATA lgc31<>+0(SB)/4, $0x3fb504f3
+DATA lgc31<>+4(SB)/4, $0x3fb504f3
+DATA lgc31<>+8(SB)/4, $0x3fb504f3
+DATA lgc31<>+12(SB)/4, $0x3fb504f3
+DATA lgc31<>+16(SB)/4, $0x3fb504f3
+DATA lgc31<>+20(SB)/4, $0x3fb504f3
+DATA lgc31<>+24(SB)/4, $0x3fb504f3
+DATA lgc31<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3fb504f3
-DATA lgc32<>+4(SB)/4, $0x3fb504f3
-DATA lgc32<>+8(SB)/4, $0x3fb504f3
-DATA lgc32<>+12(SB)/4, $0x3fb504f3
-DATA lgc32<>+16(SB)/4, $0x3fb504f3
-DATA lgc32<>+20(SB)/4, $0x3fb504f3
-DATA lgc32<>+24(SB)/4, $0x3fb504f3
-DATA lgc32<>+28(SB)/4, $0x3fb504f3
+DATA lgc32<>+0(SB)/4, $0x3d9021bb
+DATA lgc32<>+4(SB)/4, $0x3d9021bb
+DATA lgc32<>+8(SB)/4, $0x3d9021bb
+DATA lgc32<>+12(SB)/4, $0x3d9021bb
+DATA lgc32<>+16(SB)/4, $0x3d9021bb
+DATA lgc32<>+20(SB)/4, $0x3d9021bb
+DATA lgc32<>+24(SB)/4, $0x3d9021bb
+DATA lgc32<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d9021bb
-DATA lgc33<>+4(SB)/4, $0x3d9021bb
-DATA lgc33<>+8(SB)/4, $0x3d9021bb
-DATA lgc33<>+12(SB)/4, $0x3d9021bb
-DATA lgc33<>+16(SB)/4, $0x3d9021bb
-DATA lgc33<>+20(SB)/4, $0x3d9021bb
-DATA lgc33<>+24(SB)/4, $0x3d9021bb
-DATA lgc33<>+28(SB)/4, $0x3d9021bb
+DATA lgc33<>+0(SB)/4, $0xbdebd1b8
+DATA lgc33<>+4(SB)/4, $0xbdebd1b8
+DATA lgc33<>+8(SB)/4, $0xbdebd1b8
+DATA lgc33<>+12(SB)/4, $0xbdebd1b8
+DATA lgc33<>+16(SB)/4, $0xbdebd1b8
+DATA lgc33<>+20(SB)/4, $0xbdebd1b8
+DATA lgc33<>+24(SB)/4, $0xbdebd1b8
+DATA lgc33<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdebd1b8
-DATA lgc34<>+4(SB)/4, $0xbdebd1b8
-DATA lgc34<>+8(SB)/4, $0xbdebd1b8
-DATA lgc34<>+12(SB)/4, $0xbdebd1b8
-DATA lgc34<>+16(SB)/4, $0xbdebd1b8
-DATA lgc34<>+20(SB)/4, $0xbdebd1b8
-DATA lgc34<>+24(SB)/4, $0xbdebd1b8
-DATA lgc34<>+28(SB)/4, $0xbdebd1b8
+DATA lgc34<>+0(SB)/4, $0x3def251a
+DATA lgc34<>+4(SB)/4, $0x3def251a
+DATA lgc34<>+8(SB)/4, $0x3def251a
+DATA lgc34<>+12(SB)/4, $0x3def251a
+DATA lgc34<>+16(SB)/4, $0x3def251a
+DATA lgc34<>+20(SB)/4, $0x3def251a
+DATA lgc34<>+24(SB)/4, $0x3def251a
+DATA lgc34<>+28(SB)/4, $0x3def251a
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3def251a
-DATA lgc35<>+4(SB)/4, $0x3def251a
-DATA lgc35<>+8(SB)/4, $0x3def251a
-DATA lgc35<>+12(SB)/4, $0x3def251a
-DATA lgc35<>+16(SB)/4, $0x3def251a
-DATA lgc35<>+20(SB)/4, $0x3def251a
-DATA lgc35<>+24(SB)/4, $0x3def251a
-DATA lgc35<>+28(SB)/4, $0x3def251a
+DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+0(SB)/4, $0x3e11e9bf
+DATA lgc36<>+4(SB)/4, $0x3e11e9bf
+DATA lgc36<>+8(SB)/4, $0x3e11e9bf
+DATA lgc36<>+12(SB)/4, $0x3e11e9bf
+DATA lgc36<>+16(SB)/4, $0x3e11e9bf
+DATA lgc36<>+20(SB)/4, $0x3e11e9bf
+DATA lgc36<>+24(SB)/4, $0x3e11e9bf
+DATA lgc36<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e11e9bf
-DATA lgc37<>+4(SB)/4, $0x3e11e9bf
-DATA lgc37<>+8(SB)/4, $0x3e11e9bf
-DATA lgc37<>+12(SB)/4, $0x3e11e9bf
-DATA lgc37<>+16(SB)/4, $0x3e11e9bf
-DATA lgc37<>+20(SB)/4, $0x3e11e9bf
-DATA lgc37<>+24(SB)/4, $0x3e11e9bf
-DATA lgc37<>+28(SB)/4, $0x3e11e9bf
+DATA lgc37<>+0(SB)/4, $0xbe2aae50
+DATA lgc37<>+4(SB)/4, $0xbe2aae50
+DATA lgc37<>+8(SB)/4, $0xbe2aae50
+DATA lgc37<>+12(SB)/4, $0xbe2aae50
+DATA lgc37<>+16(SB)/4, $0xbe2aae50
+DATA lgc37<>+20(SB)/4, $0xbe2aae50
+DATA lgc37<>+24(SB)/4, $0xbe2aae50
+DATA lgc37<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe2aae50
-DATA lgc38<>+4(SB)/4, $0xbe2aae50
-DATA lgc38<>+8(SB)/4, $0xbe2aae50
-DATA lgc38<>+12(SB)/4, $0xbe2aae50
-DATA lgc38<>+16(SB)/4, $0xbe2aae50
-DATA lgc38<>+20(SB)/4, $0xbe2aae50
-DATA lgc38<>+24(SB)/4, $0xbe2aae50
-DATA lgc38<>+28(SB)/4, $0xbe2aae50
+DATA lgc38<>+0(SB)/4, $0x3e4cceac
+DATA lgc38<>+4(SB)/4, $0x3e4cceac
+DATA lgc38<>+8(SB)/4, $0x3e4cceac
+DATA lgc38<>+12(SB)/4, $0x3e4cceac
+DATA lgc38<>+16(SB)/4, $0x3e4cceac
+DATA lgc38<>+20(SB)/4, $0x3e4cceac
+DATA lgc38<>+24(SB)/4, $0x3e4cceac
+DATA lgc38<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e4cceac
-DATA lgc39<>+4(SB)/4, $0x3e4cceac
-DATA lgc39<>+8(SB)/4, $0x3e4cceac
-DATA lgc39<>+12(SB)/4, $0x3e4cceac
-DATA lgc39<>+16(SB)/4, $0x3e4cceac
-DATA lgc39<>+20(SB)/4, $0x3e4cceac
-DATA lgc39<>+24(SB)/4, $0x3e4cceac
-DATA lgc39<>+28(SB)/4, $0x3e4cceac
+DATA lgc39<>+0(SB)/4, $0xbe7ffffc
+DATA lgc39<>+4(SB)/4, $0xbe7ffffc
+DATA lgc39<>+8(SB)/4, $0xbe7ffffc
+DATA lgc39<>+12(SB)/4, $0xbe7ffffc
+DATA lgc39<>+16(SB)/4, $0xbe7ffffc
+DATA lgc39<>+20(SB)/4, $0xbe7ffffc
+DATA lgc39<>+24(SB)/4, $0xbe7ffffc
+DATA lgc39<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe7ffffc
-DATA lgc40<>+4(SB)/4, $0xbe7ffffc
-DATA lgc40<>+8(SB)/4, $0xbe7ffffc
-DATA lgc40<>+12(SB)/4, $0xbe7ffffc
-DATA lgc40<>+16(SB)/4, $0xbe7ffffc
-DATA lgc40<>+20(SB)/4, $0xbe7ffffc
-DATA lgc40<>+24(SB)/4, $0xbe7ffffc
-DATA lgc40<>+28(SB)/4, $0xbe7ffffc
+DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+0(SB)/4, $0x7fc00000
+DATA lgc41<>+4(SB)/4, $0x7fc00000
+DATA lgc41<>+8(SB)/4, $0x7fc00000
+DATA lgc41<>+12(SB)/4, $0x7fc00000
+DATA lgc41<>+16(SB)/4, $0x7fc00000
+DATA lgc41<>+20(SB)/4, $0x7fc00000
+DATA lgc41<>+24(SB)/4, $0x7fc00000
+DATA lgc41<>+28(SB)/4, $0x7fc00000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7fc00000
-DATA lgc42<>+4(SB)/4, $0x7fc00000
-DATA lgc42<>+8(SB)/4, $0x7fc00000
-DATA lgc42<>+12(SB)/4, $0x7fc00000
-DATA lgc42<>+16(SB)/4, $0x7fc00000
-DATA lgc42<>+20(SB)/4, $0x7fc00000
-DATA lgc42<>+24(SB)/4, $0x7fc00000
-DATA lgc42<>+28(SB)/4, $0x7fc00000
+DATA lgc42<>+0(SB)/4, $0x7f800000
+DATA lgc42<>+4(SB)/4, $0x7f800000
+DATA lgc42<>+8(SB)/4, $0x7f800000
+DATA lgc42<>+12(SB)/4, $0x7f800000
+DATA lgc42<>+16(SB)/4, $0x7f800000
+DATA lgc42<>+20(SB)/4, $0x7f800000
+DATA lgc42<>+24(SB)/4, $0x7f800000
+DATA lgc42<>+28(SB)/4, $0x7f800000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7f800000
-DATA lgc43<>+4(SB)/4, $0x7f800000
-DATA lgc43<>+8(SB)/4, $0x7f800000
-DATA lgc43<>+12(SB)/4, $0x7f800000
-DATA lgc43<>+16(SB)/4, $0x7f800000
-DATA lgc43<>+20(SB)/4, $0x7f800000
-DATA lgc43<>+24(SB)/4, $0x7f800000
-DATA lgc43<>+28(SB)/4, $0x7f800000
+DATA lgc43<>+0(SB)/4, $0x00000001
+DATA lgc43<>+4(SB)/4, $0x00000001
+DATA lgc43<>+8(SB)/4, $0x00000001
+DATA lgc43<>+12(SB)/4, $0x00000001
+DATA lgc43<>+16(SB)/4, $0x00000001
+DATA lgc43<>+20(SB)/4, $0x00000001
+DATA lgc43<>+24(SB)/4, $0x00000001
+DATA lgc43<>+28(SB)/4, $0x00000001
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x00000001
-DATA lgc44<>+4(SB)/4, $0x00000001
-DATA lgc44<>+8(SB)/4, $0x00000001
-DATA lgc44<>+12(SB)/4, $0x00000001
-DATA lgc44<>+16(SB)/4, $0x00000001
-DATA lgc44<>+20(SB)/4, $0x00000001
-DATA lgc44<>+24(SB)/4, $0x00000001
-DATA lgc44<>+28(SB)/4, $0x00000001
+DATA lgc44<>+0(SB)/4, $0xbe647fbe
+DATA lgc44<>+4(SB)/4, $0xbe647fbe
+DATA lgc44<>+8(SB)/4, $0xbe647fbe
+DATA lgc44<>+12(SB)/4, $0xbe647fbe
+DATA lgc44<>+16(SB)/4, $0xbe647fbe
+DATA lgc44<>+20(SB)/4, $0xbe647fbe
+DATA lgc44<>+24(SB)/4, $0xbe647fbe
+DATA lgc44<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe647fbe
-DATA lgc45<>+4(SB)/4, $0xbe647fbe
-DATA lgc45<>+8(SB)/4, $0xbe647fbe
-DATA lgc45<>+12(SB)/4, $0xbe647fbe
-DATA lgc45<>+16(SB)/4, $0xbe647fbe
-DATA lgc45<>+20(SB)/4, $0xbe647fbe
-DATA lgc45<>+24(SB)/4, $0xbe647fbe
-DATA lgc45<>+28(SB)/4, $0xbe647fbe
+DATA lgc45<>+0(SB)/4, $0x3e3ab281
+DATA lgc45<>+4(SB)/4, $0x3e3ab281
+DATA lgc45<>+8(SB)/4, $0x3e3ab281
+DATA lgc45<>+12(SB)/4, $0x3e3ab281
+DATA lgc45<>+16(SB)/4, $0x3e3ab281
+DATA lgc45<>+20(SB)/4, $0x3e3ab281
+DATA lgc45<>+24(SB)/4, $0x3e3ab281
+DATA lgc45<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e3ab281
-DATA lgc46<>+4(SB)/4, $0x3e3ab281
-DATA lgc46<>+8(SB)/4, $0x3e3ab281
-DATA lgc46<>+12(SB)/4, $0x3e3ab281
-DATA lgc46<>+16(SB)/4, $0x3e3ab281
-DATA lgc46<>+20(SB)/4, $0x3e3ab281
-DATA lgc46<>+24(SB)/4, $0x3e3ab281
-DATA lgc46<>+28(SB)/4, $0x3e3ab281
+DATA lgc46<>+0(SB)/4, $0x42b20000
+DATA lgc46<>+4(SB)/4, $0x42b20000
+DATA lgc46<>+8(SB)/4, $0x42b20000
+DATA lgc46<>+12(SB)/4, $0x42b20000
+DATA lgc46<>+16(SB)/4, $0x42b20000
+DATA lgc46<>+20(SB)/4, $0x42b20000
+DATA lgc46<>+24(SB)/4, $0x42b20000
+DATA lgc46<>+28(SB)/4, $0x42b20000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x42b20000
-DATA lgc47<>+4(SB)/4, $0x42b20000
-DATA lgc47<>+8(SB)/4, $0x42b20000
-DATA lgc47<>+12(SB)/4, $0x42b20000
-DATA lgc47<>+16(SB)/4, $0x42b20000
-DATA lgc47<>+20(SB)/4, $0x42b20000
-DATA lgc47<>+24(SB)/4, $0x42b20000
-DATA lgc47<>+28(SB)/4, $0x42b20000
+DATA lgc47<>+0(SB)/4, $0x3f99999a
+DATA lgc47<>+4(SB)/4, $0x3f99999a
+DATA lgc47<>+8(SB)/4, $0x3f99999a
+DATA lgc47<>+12(SB)/4, $0x3f99999a
+DATA lgc47<>+16(SB)/4, $0x3f99999a
+DATA lgc47<>+20(SB)/4, $0x3f99999a
+DATA lgc47<>+24(SB)/4, $0x3f99999a
+DATA lgc47<>+28(SB)/4, $0x3f99999a
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3f99999a
-DATA lgc48<>+4(SB)/4, $0x3f99999a
-DATA lgc48<>+8(SB)/4, $0x3f99999a
-DATA lgc48<>+12(SB)/4, $0x3f99999a
-DATA lgc48<>+16(SB)/4, $0x3f99999a
-DATA lgc48<>+20(SB)/4, $0x3f99999a
-DATA lgc48<>+24(SB)/4, $0x3f99999a
-DATA lgc48<>+28(SB)/4, $0x3f99999a
+DATA lgc48<>+0(SB)/4, $0x3f4ccccd
+DATA lgc48<>+4(SB)/4, $0x3f4ccccd
+DATA lgc48<>+8(SB)/4, $0x3f4ccccd
+DATA lgc48<>+12(SB)/4, $0x3f4ccccd
+DATA lgc48<>+16(SB)/4, $0x3f4ccccd
+DATA lgc48<>+20(SB)/4, $0x3f4ccccd
+DATA lgc48<>+24(SB)/4, $0x3f4ccccd
+DATA lgc48<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3f4ccccd
-DATA lgc49<>+4(SB)/4, $0x3f4ccccd
-DATA lgc49<>+8(SB)/4, $0x3f4ccccd
-DATA lgc49<>+12(SB)/4, $0x3f4ccccd
-DATA lgc49<>+16(SB)/4, $0x3f4ccccd
-DATA lgc49<>+20(SB)/4, $0x3f4ccccd
-DATA lgc49<>+24(SB)/4, $0x3f4ccccd
-DATA lgc49<>+28(SB)/4, $0x3f4ccccd
+DATA lgc49<>+0(SB)/4, $0x80000000
+DATA lgc49<>+4(SB)/4, $0x80000000
+DATA lgc49<>+8(SB)/4, $0x80000000
+DATA lgc49<>+12(SB)/4, $0x80000000
+DATA lgc49<>+16(SB)/4, $0x80000000
+DATA lgc49<>+20(SB)/4, $0x80000000
+DATA lgc49<>+24(SB)/4, $0x80000000
+DATA lgc49<>+28(SB)/4, $0x80000000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
 DATA lgc50<>+0(SB)/4, $0xbc23d70a
@@ -1894,27 +1882,27 @@ blocks_9:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v81)
-	VMOVUPS      lgc16<>+0(SB), Y3
+	VMOVUPS      lgc15<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
-	VMOVUPS      lgc47<>+0(SB), Y3
+	VMOVUPS      lgc46<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
+	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc20<>+0(SB), Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VMOVUPS      lgc22<>+0(SB), Y6
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
+	VMOVUPS      lgc19<>+0(SB), Y5
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc24<>+0(SB), Y6
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VMOVUPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc25<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -1989,27 +1977,27 @@ chunkdone_10:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v81)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
-	VMOVUPS      lgc47<>+0(SB), Y2
+	VMOVUPS      lgc46<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VMULPS       lgc16<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVUPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
-	VMOVUPS      lgc22<>+0(SB), Y5
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
+	VMOVUPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc24<>+0(SB), Y5
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y5
+	VMOVUPS      lgc23<>+0(SB), Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPADDD       lgc25<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
@@ -2241,12 +2229,7 @@ inner_A_14:
 	VEXTRACTI128 $0x01, Y2, X4
 	VPMOVSXDQ    X4, Y4
 	VMOVUPS      Y3, Y4
-	VXORPS       lgc14<>+0(SB), Y4, Y4
-	VXORPS       lgc14<>+0(SB), Y1, Y1
-	VMINPS       Y4, Y1, Y5
-	VMINPS       Y1, Y4, Y4
-	VORPS        Y5, Y4, Y4
-	VXORPS       lgc14<>+0(SB), Y4, Y4
+	VMAXPS       Y4, Y1, Y4
 	VMOVUPS      Y3, Y1
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VMOVUPS      Y4, Y3
@@ -2258,7 +2241,7 @@ inner_A_14:
 	VMOVUPS Y3, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
-	VMOVUPS lgc15<>+0(SB), Y4
+	VMOVUPS lgc14<>+0(SB), Y4
 	XORQ    BX, BX
 
 inner_A_15:
@@ -2276,25 +2259,25 @@ inner_A_15:
 	VSUBPS Y1, Y5, Y5
 
 	// v24 = exp(v23)
-	VMOVUPS      lgc16<>+0(SB), Y6
+	VMOVUPS      lgc15<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y6
-	VMULPS       lgc17<>+0(SB), Y6, Y7
+	VMULPS       lgc16<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
+	VMOVUPS      lgc19<>+0(SB), Y9
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y9
+	VMOVUPS      lgc21<>+0(SB), Y10
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
+	VMOVUPS      lgc23<>+0(SB), Y10
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPADDD       lgc25<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -2331,22 +2314,23 @@ inner_A_15:
 
 	// finish v25
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc27<>+0(SB), Y2, Y4
-	VMULPS       lgc28<>+0(SB), Y2, Y5
+	VCMPPS       $0x11, lgc26<>+0(SB), Y2, Y4
+	VMULPS       lgc27<>+0(SB), Y2, Y5
 	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc29<>+0(SB), Y6, Y6
-	VPAND        lgc30<>+0(SB), Y4, Y4
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc29<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
-	VPAND        lgc31<>+0(SB), Y5, Y4
+	VPAND        lgc30<>+0(SB), Y5, Y4
 	VPOR         lgc2<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y4, Y5
-	VMULPS       lgc25<>+0(SB), Y4, Y7
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y4, Y5
+	VMULPS       lgc24<>+0(SB), Y4, Y7
 	VBLENDVPS    Y5, Y7, Y4, Y4
 	VPSUBD       Y5, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y4, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc33<>+0(SB), Y7
+	VMOVAPS      lgc32<>+0(SB), Y7
+	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
@@ -2354,20 +2338,19 @@ inner_A_15:
 	VFMADD213PS  lgc38<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc39<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y4, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y4, Y7
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc25<>+0(SB), Y5, Y7
-	VADDPS       Y4, Y7, Y7
 	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc24<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc17<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc41<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc42<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc42<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc43<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc43<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
@@ -2401,8 +2384,8 @@ inner_A_15:
 	LEAQ       (SI)(BX*4), SI
 	VCVTTPS2DQ Y4, Y4
 	VPMAXSD    lgc0<>+0(SB), Y4, Y4
-	VPMINSD    lgc44<>+0(SB), Y4, Y4
-	VPMULLD    lgc44<>+0(SB), Y4, Y4
+	VPMINSD    lgc43<>+0(SB), Y4, Y4
+	VPMULLD    lgc43<>+0(SB), Y4, Y4
 	VPADDD     lgc13<>+0(SB), Y4, Y4
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMOVUPS    lgc0<>+0(SB), Y6
@@ -2419,11 +2402,11 @@ inner_A_15:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y5, Y4, Y5
-	VMOVUPS lgc45<>+0(SB), Y6
+	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y8
+	VMOVUPS lgc45<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y8, Y6
@@ -2432,27 +2415,27 @@ inner_A_15:
 	VMOVUPS Y2, 248(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y5, Y1, Y1
-	VMOVUPS      lgc47<>+0(SB), Y2
+	VMOVUPS      lgc46<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VMULPS       lgc16<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VMOVUPS      lgc23<>+0(SB), Y9
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPADDD       lgc25<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
@@ -2465,11 +2448,11 @@ inner_A_15:
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y2
 	VMOVUPS Y4, 280(SP)
-	VMOVUPS lgc48<>+0(SB), Y4
+	VMOVUPS lgc47<>+0(SB), Y4
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y4, Y4
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -2482,7 +2465,7 @@ inner_A_15:
 	VMULPS Y4, Y1, Y1
 
 	// v46 = neg(gain)
-	VXORPS lgc14<>+0(SB), Y1, Y1
+	VXORPS lgc49<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
@@ -2562,7 +2545,7 @@ inner_A_15:
 	VSUBPS Y4, Y3, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y6
+	VMOVUPS lgc49<>+0(SB), Y6
 	VANDNPS Y4, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
@@ -2570,14 +2553,14 @@ inner_A_15:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc25<>+0(SB), Y6, Y8
+	VMULPS  lgc24<>+0(SB), Y6, Y8
 	VMOVUPS Y2, 344(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y2
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y6, Y9
+	VSUBPS  lgc24<>+0(SB), Y6, Y9
 	VMOVUPS Y1, 376(SP)
 	VMOVUPS Y8, 408(SP)
 
@@ -2728,7 +2711,7 @@ inner_A_15:
 	VADDPS Y4, Y2, Y2
 
 	// v95 = mul(v91, 0.5)
-	VMULPS lgc25<>+0(SB), Y6, Y4
+	VMULPS lgc24<>+0(SB), Y6, Y4
 
 	// v96 = add(v94, v95)
 	VADDPS  Y4, Y2, Y2
@@ -2761,7 +2744,7 @@ inner_A_15:
 	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gradStateValue = neg(v105)
-	VXORPS  lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc49<>+0(SB), Y2, Y2
 	VMOVUPS lgc62<>+0(SB), Y4
 	VMOVUPS 248(SP), Y5
 
@@ -2792,7 +2775,7 @@ inner_A_15:
 
 	// v123 = where(v39, 0, v121)
 	VANDNPS Y7, Y8, Y6
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v124 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
@@ -2807,7 +2790,7 @@ inner_A_15:
 
 	// v127 = where(v126, v123, 0)
 	VANDPS  Y6, Y4, Y4
-	VMOVUPS lgc48<>+0(SB), Y5
+	VMOVUPS lgc47<>+0(SB), Y5
 
 	// v128 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y1, Y5
@@ -2831,7 +2814,7 @@ inner_A_15:
 	VBLENDVPS Y4, Y1, Y2, Y1
 
 	// v135 = neg(v134)
-	VXORPS lgc14<>+0(SB), Y1, Y2
+	VXORPS lgc49<>+0(SB), Y1, Y2
 
 	// v136 = add(-3.711401342221861e-07, v135)
 	VADDPS lgc63<>+0(SB), Y2, Y2
@@ -2849,7 +2832,7 @@ inner_A_15:
 
 	// v143 = add(v111, v142)
 	VADDPS     Y2, Y3, Y2
-	VMOVUPS    lgc15<>+0(SB), Y3
+	VMOVUPS    lgc14<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VMOVUPS    Y4, 664(SP)
@@ -3095,24 +3078,17 @@ blocks_17:
 	VMOVUPS lgc12<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS lgc14<>+0(SB), Y4
-	VXORPS  792(SP), Y4, Y5
-	VXORPS  824(SP), Y4, Y6
-	VMINPS  Y5, Y6, Y7
-	VMINPS  Y6, Y5, Y6
-	VORPS   Y7, Y6, Y6
-	VXORPS  Y3, Y4, Y3
-	VMINPS  Y6, Y3, Y5
-	VMINPS  Y3, Y6, Y3
-	VORPS   Y5, Y3, Y3
-	VXORPS  Y4, Y3, Y3
+	VMOVUPS 792(SP), Y4
+	VMOVUPS 824(SP), Y5
+	VMAXPS  Y4, Y5, Y5
+	VMAXPS  Y5, Y3, Y3
 
 	// finish v21
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VMOVUPS Y2, 920(SP)
 	VMOVUPS Y1, 952(SP)
-	VMOVUPS lgc15<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 	XORQ    R8, R8
 
 inner_A_18:
@@ -3123,25 +3099,25 @@ inner_A_18:
 	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMOVUPS      lgc16<>+0(SB), Y6
+	VMOVUPS      lgc15<>+0(SB), Y6
 	VMAXPS       Y2, Y6, Y6
-	VMULPS       lgc17<>+0(SB), Y6, Y7
+	VMULPS       lgc16<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
+	VMOVUPS      lgc19<>+0(SB), Y9
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y9
+	VMOVUPS      lgc21<>+0(SB), Y10
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
+	VMOVUPS      lgc23<>+0(SB), Y10
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc26<>+0(SB), Y6, Y6
+	VPADDD       lgc25<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -3169,22 +3145,23 @@ inner_A_18:
 	VMOVUPS Y4, Y1
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
+	VMULPS       lgc27<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y6
-	VPSUBD       lgc29<>+0(SB), Y6, Y6
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc29<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y6, Y6
-	VPAND        lgc31<>+0(SB), Y4, Y2
+	VPAND        lgc30<>+0(SB), Y4, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y4
-	VMULPS       lgc25<>+0(SB), Y2, Y7
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y4
+	VMULPS       lgc24<>+0(SB), Y2, Y7
 	VBLENDVPS    Y4, Y7, Y2, Y2
 	VPSUBD       Y4, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc33<>+0(SB), Y7
+	VMOVAPS      lgc32<>+0(SB), Y7
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
@@ -3192,20 +3169,19 @@ inner_A_18:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc25<>+0(SB), Y4, Y7
-	VADDPS       Y2, Y7, Y7
 	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc24<>+0(SB), Y4, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc17<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
@@ -3263,8 +3239,8 @@ indexdone_20:
 	LEAQ       (R9)(R8*4), R9
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc44<>+0(SB), Y2, Y2
-	VPMULLD    lgc44<>+0(SB), Y2, Y2
+	VPMINSD    lgc43<>+0(SB), Y2, Y2
+	VPMULLD    lgc43<>+0(SB), Y2, Y2
 	VPADDD     lgc13<>+0(SB), Y2, Y2
 	VMOVUPS    lgc53<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y6
@@ -3280,11 +3256,11 @@ indexdone_20:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y4, Y2, Y4
-	VMOVUPS lgc45<>+0(SB), Y6
+	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y8
+	VMOVUPS lgc45<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y8, Y6
@@ -3293,27 +3269,27 @@ indexdone_20:
 	VMOVUPS Y1, 1080(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc47<>+0(SB), Y3
+	VMOVUPS      lgc46<>+0(SB), Y3
 	VMINPS       Y1, Y3, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y3
+	VMULPS       lgc16<>+0(SB), Y1, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VMOVUPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VMOVUPS      lgc23<>+0(SB), Y9
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y3, Y1
-	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPADDD       lgc25<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y3
 	VPSUBD       Y3, Y1, Y1
 	VPSLLD       $0x17, Y3, Y3
@@ -3326,11 +3302,11 @@ indexdone_20:
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y3, Y1, Y3
 	VMOVUPS Y2, 1112(SP)
-	VMOVUPS lgc48<>+0(SB), Y2
+	VMOVUPS lgc47<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y2, Y2
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -3343,7 +3319,7 @@ indexdone_20:
 	VMULPS Y2, Y1, Y1
 
 	// v46 = neg(gain)
-	VXORPS lgc14<>+0(SB), Y1, Y1
+	VXORPS lgc49<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
@@ -3396,7 +3372,7 @@ indexdone_20:
 	VSUBPS Y5, Y2, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y6
+	VMOVUPS lgc49<>+0(SB), Y6
 	VANDNPS Y5, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
@@ -3404,14 +3380,14 @@ indexdone_20:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc25<>+0(SB), Y6, Y8
+	VMULPS  lgc24<>+0(SB), Y6, Y8
 	VMOVUPS Y3, 1176(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y3
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y6, Y9
+	VSUBPS  lgc24<>+0(SB), Y6, Y9
 	VMOVUPS Y1, 1208(SP)
 	VMOVUPS Y8, 1240(SP)
 
@@ -3525,7 +3501,7 @@ indexdone_20:
 	VADDPS Y4, Y2, Y2
 
 	// v95 = mul(v91, 0.5)
-	VMULPS lgc25<>+0(SB), Y6, Y4
+	VMULPS lgc24<>+0(SB), Y6, Y4
 
 	// v96 = add(v94, v95)
 	VADDPS  Y4, Y2, Y2
@@ -3558,7 +3534,7 @@ indexdone_20:
 	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gradStateValue = neg(v105)
-	VXORPS  lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc49<>+0(SB), Y2, Y2
 	VMOVUPS lgc62<>+0(SB), Y4
 	VMOVUPS 1080(SP), Y5
 
@@ -3589,7 +3565,7 @@ indexdone_20:
 
 	// v123 = where(v39, 0, v121)
 	VANDNPS Y7, Y8, Y6
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v124 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
@@ -3604,7 +3580,7 @@ indexdone_20:
 
 	// v127 = where(v126, v123, 0)
 	VANDPS  Y6, Y4, Y4
-	VMOVUPS lgc48<>+0(SB), Y5
+	VMOVUPS lgc47<>+0(SB), Y5
 
 	// v128 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y1, Y5
@@ -3628,7 +3604,7 @@ indexdone_20:
 	VBLENDVPS Y4, Y1, Y2, Y1
 
 	// v135 = neg(v134)
-	VXORPS lgc14<>+0(SB), Y1, Y2
+	VXORPS lgc49<>+0(SB), Y1, Y2
 
 	// v136 = add(-3.711401342221861e-07, v135)
 	VADDPS lgc63<>+0(SB), Y2, Y2
@@ -3646,7 +3622,7 @@ indexdone_20:
 
 	// v143 = add(v111, v142)
 	VADDPS    Y2, Y3, Y2
-	VMOVUPS   lgc15<>+0(SB), Y3
+	VMOVUPS   lgc14<>+0(SB), Y3
 	MOVQ      action+64(FP), BX
 	VMOVDQU   (BX)(DI*8), Y4
 	VMOVDQU   32(BX)(DI*8), Y5
@@ -4089,27 +4065,27 @@ blocks_25:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v81)
-	VMOVUPS      lgc16<>+0(SB), Y3
+	VMOVUPS      lgc15<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
-	VMOVUPS      lgc47<>+0(SB), Y3
+	VMOVUPS      lgc46<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
+	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc20<>+0(SB), Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VMOVUPS      lgc22<>+0(SB), Y6
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
+	VMOVUPS      lgc19<>+0(SB), Y5
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc24<>+0(SB), Y6
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VMOVUPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc25<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -4184,27 +4160,27 @@ chunkdone_26:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v81)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
-	VMOVUPS      lgc47<>+0(SB), Y2
+	VMOVUPS      lgc46<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VMULPS       lgc16<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVUPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
-	VMOVUPS      lgc22<>+0(SB), Y5
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
+	VMOVUPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc24<>+0(SB), Y5
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y5
+	VMOVUPS      lgc23<>+0(SB), Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPADDD       lgc25<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
@@ -4280,27 +4256,27 @@ bulk_29:
 	CMPQ         BX, DX
 	JGE          bulkdone_30
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc47<>+0(SB), Y1
+	VMOVUPS      lgc46<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc17<>+0(SB), Y0, Y1
+	VMULPS       lgc16<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc17<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc19<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
-	VMOVUPS      lgc22<>+0(SB), Y4
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y4
+	VMOVUPS      lgc19<>+0(SB), Y3
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
+	VMOVUPS      lgc21<>+0(SB), Y4
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc24<>+0(SB), Y4
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
+	VMOVUPS      lgc23<>+0(SB), Y4
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc26<>+0(SB), Y0, Y0
+	VPADDD       lgc25<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -4327,22 +4303,23 @@ bulk_31:
 	CMPQ         BX, DX
 	JGE          bulkdone_32
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
-	VMULPS       lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
+	VMULPS       lgc27<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc29<>+0(SB), Y3, Y3
-	VPAND        lgc30<>+0(SB), Y1, Y1
+	VPSUBD       lgc28<>+0(SB), Y3, Y3
+	VPAND        lgc29<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc31<>+0(SB), Y2, Y1
+	VPAND        lgc30<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
-	VMULPS       lgc25<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc24<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc33<>+0(SB), Y4
+	VMOVAPS      lgc32<>+0(SB), Y4
+	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
@@ -4350,20 +4327,19 @@ bulk_31:
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc24<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -4387,22 +4363,23 @@ bulk_33:
 	JGE          bulkdone_34
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
+	VMULPS       lgc27<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc29<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc30<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
-	VMULPS       lgc25<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
+	VMOVAPS      lgc32<>+0(SB), Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
@@ -4410,20 +4387,19 @@ bulk_33:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -4434,8 +4410,8 @@ bulk_33:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc12<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_33

@@ -467,36 +467,21 @@ blocks_1:
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// reduce_max(nextLogits) over [A], pairwise
-	VMOVUPS lgc15<>+0(SB), Y1
-	VXORPS  384(SP), Y1, Y2
-	VXORPS  416(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y5
-	VMINPS  Y4, Y2, Y4
-	VORPS   Y5, Y4, Y4
-	VXORPS  448(SP), Y1, Y2
-	VXORPS  480(SP), Y1, Y5
-	VMINPS  Y2, Y5, Y6
-	VMINPS  Y5, Y2, Y5
-	VORPS   Y6, Y5, Y5
-	VMINPS  Y4, Y5, Y2
-	VMINPS  Y5, Y4, Y5
-	VORPS   Y2, Y5, Y5
-	VXORPS  512(SP), Y1, Y2
-	VXORPS  544(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y6
-	VMINPS  Y4, Y2, Y4
-	VORPS   Y6, Y4, Y4
-	VXORPS  Y0, Y1, Y0
-	VMINPS  Y4, Y0, Y2
-	VMINPS  Y0, Y4, Y0
-	VORPS   Y2, Y0, Y0
-	VMINPS  Y5, Y0, Y2
-	VMINPS  Y0, Y5, Y0
-	VORPS   Y2, Y0, Y0
-	VXORPS  Y1, Y0, Y0
+	VMOVUPS 384(SP), Y1
+	VMOVUPS 416(SP), Y2
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS 448(SP), Y1
+	VMOVUPS 480(SP), Y4
+	VMAXPS  Y1, Y4, Y4
+	VMAXPS  Y2, Y4, Y4
+	VMOVUPS 512(SP), Y1
+	VMOVUPS 544(SP), Y2
+	VMAXPS  Y1, Y2, Y2
+	VMAXPS  Y2, Y0, Y0
+	VMAXPS  Y4, Y0, Y0
 
 	// finish v5
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 	VMOVUPS Y3, 1536(SP)
 	XORQ    DX, DX
 
@@ -543,8 +528,8 @@ inner_A_3:
 
 	// finish v9
 	VMOVUPS Y1, Y0
-	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD lgc17<>+0(SB), Y2
+	VMOVUPD lgc16<>+0(SB), Y1
+	VMOVUPD lgc16<>+0(SB), Y2
 	VMOVUPS lgc14<>+0(SB), Y3
 	VMOVUPS Y0, 1568(SP)
 	XORQ    DX, DX
@@ -556,33 +541,34 @@ inner_A_4:
 
 	// v10 = div(v8, v9)
 	VDIVPS  Y4, Y0, Y0
-	VMOVUPS lgc16<>+0(SB), Y4
+	VMOVUPS lgc15<>+0(SB), Y4
 
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y4, Y0, Y4
-	VMOVUPS lgc18<>+0(SB), Y5
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v14 = where(v12, 1e-08, v10)
 	VBLENDVPS Y4, Y5, Y0, Y4
 	VMOVUPS   Y0, 1600(SP)
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc19<>+0(SB), Y4, Y0
-	VMULPS       lgc20<>+0(SB), Y4, Y5
+	VCMPPS       $0x11, lgc18<>+0(SB), Y4, Y0
+	VMULPS       lgc19<>+0(SB), Y4, Y5
 	VBLENDVPS    Y0, Y5, Y4, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc21<>+0(SB), Y6, Y6
-	VPAND        lgc22<>+0(SB), Y0, Y0
+	VPSUBD       lgc20<>+0(SB), Y6, Y6
+	VPAND        lgc21<>+0(SB), Y0, Y0
 	VPADDD       Y0, Y6, Y6
-	VPAND        lgc23<>+0(SB), Y5, Y0
+	VPAND        lgc22<>+0(SB), Y5, Y0
 	VPOR         lgc11<>+0(SB), Y0, Y0
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y0, Y5
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y0, Y5
 	VMULPS       lgc10<>+0(SB), Y0, Y7
 	VBLENDVPS    Y5, Y7, Y0, Y0
 	VPSUBD       Y5, Y6, Y6
 	VSUBPS       lgc11<>+0(SB), Y0, Y0
 	VMULPS       Y0, Y0, Y5
-	VMOVAPS      lgc25<>+0(SB), Y7
+	VMOVAPS      lgc24<>+0(SB), Y7
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
@@ -590,7 +576,6 @@ inner_A_4:
 	VFMADD213PS  lgc30<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc31<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc32<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc33<>+0(SB), Y0, Y7
 	VMULPS       Y0, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
@@ -598,15 +583,15 @@ inner_A_4:
 	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
 	VADDPS       Y0, Y7, Y7
 	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc16<>+0(SB), Y4, Y0
+	VCMPPS       $0x00, lgc15<>+0(SB), Y4, Y0
 	VBLENDVPS    Y0, lgc14<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc16<>+0(SB), Y4, Y0
+	VCMPPS       $0x11, lgc15<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc33<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc34<>+0(SB), Y4, Y0
 	VBLENDVPS    Y0, lgc34<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc35<>+0(SB), Y4, Y0
-	VBLENDVPS    Y0, lgc35<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y4, Y4, Y0
 	VBLENDVPS    Y0, Y4, Y7, Y7
-	VMOVUPS      lgc35<>+0(SB), Y0
+	VMOVUPS      lgc34<>+0(SB), Y0
 	VMOVUPS      Y7, 1632(SP)
 	XORQ         DI, DI
 
@@ -647,12 +632,7 @@ inner_Q_5:
 	VMOVUPS      960(SP)(SI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc15<>+0(SB), Y3, Y3
-	VXORPS lgc15<>+0(SB), Y0, Y0
-	VMINPS Y3, Y0, Y4
-	VMINPS Y0, Y3, Y3
-	VORPS  Y4, Y3, Y3
-	VXORPS lgc15<>+0(SB), Y3, Y3
+	VMAXPS Y3, Y0, Y3
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_4
@@ -660,7 +640,7 @@ inner_Q_5:
 	// finish v20
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -674,7 +654,7 @@ inner_Q_5:
 	VSUBPS Y2, Y1, Y1
 
 	// v27 = mul(0.99, v25)
-	VMULPS lgc36<>+0(SB), Y1, Y1
+	VMULPS lgc35<>+0(SB), Y1, Y1
 
 	// v28 = mul(v27, v20)
 	VMULPS  Y0, Y1, Y0
@@ -684,8 +664,8 @@ inner_Q_5:
 	// td0Return = add(nextReward, v28)
 	VADDPS    Y0, Y1, Y0
 	VMOVUPS   lgc14<>+0(SB), Y1
-	VMOVUPD   lgc17<>+0(SB), Y2
-	VMOVUPD   lgc17<>+0(SB), Y4
+	VMOVUPD   lgc16<>+0(SB), Y2
+	VMOVUPD   lgc16<>+0(SB), Y4
 	MOVQ      action+72(FP), DX
 	VMOVDQU   (DX)(SI*8), Y5
 	VMOVDQU   32(DX)(SI*8), Y6
@@ -701,9 +681,9 @@ inner_Q_5:
 	JMP       indexdone_7
 
 wideindex_6:
-	VMOVUPS    lgc16<>+0(SB), Y5
+	VMOVUPS    lgc15<>+0(SB), Y5
 	VMOVUPS    Y5, 1664(SP)
-	VMOVUPS    lgc16<>+0(SB), X5
+	VMOVUPS    lgc15<>+0(SB), X5
 	MOVQ       (DX)(SI*8), DI
 	VCVTSI2SSQ DI, X5, X5
 	VMOVSS     X5, 1664(SP)
@@ -743,19 +723,19 @@ inner_Q_8:
 	MOVQ       actionValue+40(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y5, Y6
-	VPMAXSD    lgc16<>+0(SB), Y6, Y6
-	VPMINSD    lgc37<>+0(SB), Y6, Y6
-	VPMULLD    lgc38<>+0(SB), Y6, Y6
-	VPADDD     lgc39<>+0(SB), Y6, Y6
-	VMOVUPS    lgc40<>+0(SB), Y7
-	VMOVUPS    lgc16<>+0(SB), Y8
+	VPMAXSD    lgc15<>+0(SB), Y6, Y6
+	VPMINSD    lgc36<>+0(SB), Y6, Y6
+	VPMULLD    lgc37<>+0(SB), Y6, Y6
+	VPADDD     lgc38<>+0(SB), Y6, Y6
+	VMOVUPS    lgc39<>+0(SB), Y7
+	VMOVUPS    lgc15<>+0(SB), Y8
 	VGATHERDPS Y7, (R8)(Y6*4), Y8
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y0, Y8, Y6
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc15<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
@@ -784,18 +764,18 @@ inner_Q_8:
 	VMOVUPS      1696(SP), Y6
 
 	// reduce_max(absDiff) over [Q]
-	VXORPS lgc15<>+0(SB), Y1, Y1
-	VXORPS lgc15<>+0(SB), Y6, Y6
+	VXORPS lgc40<>+0(SB), Y1, Y1
+	VXORPS lgc40<>+0(SB), Y6, Y6
 	VMINPS Y1, Y6, Y7
 	VMINPS Y6, Y1, Y1
 	VORPS  Y7, Y1, Y1
-	VXORPS lgc15<>+0(SB), Y1, Y1
+	VXORPS lgc40<>+0(SB), Y1, Y1
 	INCQ   DX
 	CMPQ   DX, $+2
 	JL     inner_Q_8
 
 	// finish v42
-	VMOVUPS     lgc16<>+0(SB), Y5
+	VMOVUPS     lgc15<>+0(SB), Y5
 	VCVTPD2PSY  Y2, X5
 	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y5, Y2
@@ -807,7 +787,7 @@ inner_Q_8:
 
 	// finish v45
 	VMOVUPS Y3, Y2
-	VMOVUPS lgc16<>+0(SB), Y3
+	VMOVUPS lgc15<>+0(SB), Y3
 	VMOVUPS Y0, 1728(SP)
 	XORQ    DI, DI
 
@@ -856,22 +836,23 @@ inner_A_9:
 	VMOVUPS Y3, Y0
 
 	// v51 = log(v49)
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y3
-	VMULPS       lgc20<>+0(SB), Y0, Y4
+	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y3
+	VMULPS       lgc19<>+0(SB), Y0, Y4
 	VBLENDVPS    Y3, Y4, Y0, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc21<>+0(SB), Y5, Y5
-	VPAND        lgc22<>+0(SB), Y3, Y3
+	VPSUBD       lgc20<>+0(SB), Y5, Y5
+	VPAND        lgc21<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
-	VPAND        lgc23<>+0(SB), Y4, Y3
+	VPAND        lgc22<>+0(SB), Y4, Y3
 	VPOR         lgc11<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y3, Y4
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y3, Y4
 	VMULPS       lgc10<>+0(SB), Y3, Y6
 	VBLENDVPS    Y4, Y6, Y3, Y3
 	VPSUBD       Y4, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y3, Y3
 	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc25<>+0(SB), Y6
+	VMOVAPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc27<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc28<>+0(SB), Y3, Y6
@@ -879,7 +860,6 @@ inner_A_9:
 	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc32<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc33<>+0(SB), Y3, Y6
 	VMULPS       Y3, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCVTDQ2PS    Y5, Y5
@@ -887,18 +867,18 @@ inner_A_9:
 	VFNMADD231PS lgc10<>+0(SB), Y4, Y6
 	VADDPS       Y3, Y6, Y6
 	VFMADD231PS  lgc3<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc14<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc15<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc33<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc35<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y3
 	VBLENDVPS    Y3, Y0, Y6, Y6
-	VMOVUPD      lgc17<>+0(SB), Y3
-	VMOVUPD      lgc17<>+0(SB), Y4
-	VMOVUPD      lgc17<>+0(SB), Y5
-	VMOVUPD      lgc17<>+0(SB), Y7
+	VMOVUPD      lgc16<>+0(SB), Y3
+	VMOVUPD      lgc16<>+0(SB), Y4
+	VMOVUPD      lgc16<>+0(SB), Y5
+	VMOVUPD      lgc16<>+0(SB), Y7
 	VMOVUPS      Y0, 1760(SP)
 	VMOVUPS      Y6, 1792(SP)
 	XORQ         DI, DI
@@ -918,7 +898,7 @@ inner_A_10:
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y0, Y0
-	VMOVUPS lgc35<>+0(SB), Y8
+	VMOVUPS lgc34<>+0(SB), Y8
 	VMOVUPS Y8, 1824(SP)
 	VMOVUPS Y6, 1888(SP)
 	VMOVUPS Y0, 1920(SP)
@@ -979,7 +959,7 @@ inner_Q_11:
 	// finish v58
 	VMOVUPD     Y5, Y0
 	VMOVUPD     Y7, Y2
-	VMOVUPS     lgc16<>+0(SB), Y5
+	VMOVUPS     lgc15<>+0(SB), Y5
 	VCVTPD2PSY  Y0, X5
 	VCVTPD2PSY  Y2, X0
 	VINSERTF128 $0x01, X0, Y5, Y0
@@ -991,7 +971,7 @@ inner_Q_11:
 	// finish expectedLogProb
 	VMOVUPD     Y3, Y0
 	VMOVUPD     Y4, Y2
-	VMOVUPS     lgc16<>+0(SB), Y3
+	VMOVUPS     lgc15<>+0(SB), Y3
 	VCVTPD2PSY  Y0, X3
 	VCVTPD2PSY  Y2, X0
 	VINSERTF128 $0x01, X0, Y3, Y0
@@ -1005,14 +985,14 @@ inner_Q_11:
 	VMULPS Y2, Y3, Y2
 
 	// v66 = neg(v65)
-	VXORPS lgc15<>+0(SB), Y2, Y2
+	VXORPS lgc40<>+0(SB), Y2, Y2
 
 	// mean(v66) over [B]
 	VADDPS  896(DX), Y2, Y2
 	VMOVUPS Y2, 896(DX)
 
 	// v68 = neg(expectedLogProb)
-	VXORPS lgc15<>+0(SB), Y0, Y0
+	VXORPS lgc40<>+0(SB), Y0, Y0
 
 	// mean(v68) over [B]
 	VADDPS  1216(DX), Y0, Y0
@@ -1043,7 +1023,7 @@ inner_Q_11:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc43<>+0(SB), Y2, Y1
@@ -1055,7 +1035,7 @@ inner_Q_11:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -1068,7 +1048,7 @@ inner_Q_11:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -1081,7 +1061,7 @@ inner_Q_11:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -1098,7 +1078,7 @@ noflush_12:
 chunkdone_2:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc16<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+80(FP), AX
@@ -1112,7 +1092,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc43<>+0(SB), Y2, Y1
@@ -1124,7 +1104,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
@@ -1137,7 +1117,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
@@ -1150,7 +1130,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
@@ -1178,260 +1158,260 @@ DATA lgc14<>+24(SB)/4, $0xff800000
 DATA lgc14<>+28(SB)/4, $0xff800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x80000000
-DATA lgc15<>+4(SB)/4, $0x80000000
-DATA lgc15<>+8(SB)/4, $0x80000000
-DATA lgc15<>+12(SB)/4, $0x80000000
-DATA lgc15<>+16(SB)/4, $0x80000000
-DATA lgc15<>+20(SB)/4, $0x80000000
-DATA lgc15<>+24(SB)/4, $0x80000000
-DATA lgc15<>+28(SB)/4, $0x80000000
+DATA lgc15<>+0(SB)/4, $0x00000000
+DATA lgc15<>+4(SB)/4, $0x00000000
+DATA lgc15<>+8(SB)/4, $0x00000000
+DATA lgc15<>+12(SB)/4, $0x00000000
+DATA lgc15<>+16(SB)/4, $0x00000000
+DATA lgc15<>+20(SB)/4, $0x00000000
+DATA lgc15<>+24(SB)/4, $0x00000000
+DATA lgc15<>+28(SB)/4, $0x00000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x00000000
-DATA lgc16<>+4(SB)/4, $0x00000000
-DATA lgc16<>+8(SB)/4, $0x00000000
-DATA lgc16<>+12(SB)/4, $0x00000000
-DATA lgc16<>+16(SB)/4, $0x00000000
-DATA lgc16<>+20(SB)/4, $0x00000000
-DATA lgc16<>+24(SB)/4, $0x00000000
-DATA lgc16<>+28(SB)/4, $0x00000000
+DATA lgc16<>+0(SB)/8, $0x0000000000000000
+DATA lgc16<>+8(SB)/8, $0x0000000000000000
+DATA lgc16<>+16(SB)/8, $0x0000000000000000
+DATA lgc16<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x0000000000000000
-DATA lgc17<>+8(SB)/8, $0x0000000000000000
-DATA lgc17<>+16(SB)/8, $0x0000000000000000
-DATA lgc17<>+24(SB)/8, $0x0000000000000000
+DATA lgc17<>+0(SB)/4, $0x322bcc77
+DATA lgc17<>+4(SB)/4, $0x322bcc77
+DATA lgc17<>+8(SB)/4, $0x322bcc77
+DATA lgc17<>+12(SB)/4, $0x322bcc77
+DATA lgc17<>+16(SB)/4, $0x322bcc77
+DATA lgc17<>+20(SB)/4, $0x322bcc77
+DATA lgc17<>+24(SB)/4, $0x322bcc77
+DATA lgc17<>+28(SB)/4, $0x322bcc77
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x322bcc77
-DATA lgc18<>+4(SB)/4, $0x322bcc77
-DATA lgc18<>+8(SB)/4, $0x322bcc77
-DATA lgc18<>+12(SB)/4, $0x322bcc77
-DATA lgc18<>+16(SB)/4, $0x322bcc77
-DATA lgc18<>+20(SB)/4, $0x322bcc77
-DATA lgc18<>+24(SB)/4, $0x322bcc77
-DATA lgc18<>+28(SB)/4, $0x322bcc77
+DATA lgc18<>+0(SB)/4, $0x00800000
+DATA lgc18<>+4(SB)/4, $0x00800000
+DATA lgc18<>+8(SB)/4, $0x00800000
+DATA lgc18<>+12(SB)/4, $0x00800000
+DATA lgc18<>+16(SB)/4, $0x00800000
+DATA lgc18<>+20(SB)/4, $0x00800000
+DATA lgc18<>+24(SB)/4, $0x00800000
+DATA lgc18<>+28(SB)/4, $0x00800000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x00800000
-DATA lgc19<>+4(SB)/4, $0x00800000
-DATA lgc19<>+8(SB)/4, $0x00800000
-DATA lgc19<>+12(SB)/4, $0x00800000
-DATA lgc19<>+16(SB)/4, $0x00800000
-DATA lgc19<>+20(SB)/4, $0x00800000
-DATA lgc19<>+24(SB)/4, $0x00800000
-DATA lgc19<>+28(SB)/4, $0x00800000
+DATA lgc19<>+0(SB)/4, $0x4b000000
+DATA lgc19<>+4(SB)/4, $0x4b000000
+DATA lgc19<>+8(SB)/4, $0x4b000000
+DATA lgc19<>+12(SB)/4, $0x4b000000
+DATA lgc19<>+16(SB)/4, $0x4b000000
+DATA lgc19<>+20(SB)/4, $0x4b000000
+DATA lgc19<>+24(SB)/4, $0x4b000000
+DATA lgc19<>+28(SB)/4, $0x4b000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x4b000000
-DATA lgc20<>+4(SB)/4, $0x4b000000
-DATA lgc20<>+8(SB)/4, $0x4b000000
-DATA lgc20<>+12(SB)/4, $0x4b000000
-DATA lgc20<>+16(SB)/4, $0x4b000000
-DATA lgc20<>+20(SB)/4, $0x4b000000
-DATA lgc20<>+24(SB)/4, $0x4b000000
-DATA lgc20<>+28(SB)/4, $0x4b000000
+DATA lgc20<>+0(SB)/4, $0x0000007f
+DATA lgc20<>+4(SB)/4, $0x0000007f
+DATA lgc20<>+8(SB)/4, $0x0000007f
+DATA lgc20<>+12(SB)/4, $0x0000007f
+DATA lgc20<>+16(SB)/4, $0x0000007f
+DATA lgc20<>+20(SB)/4, $0x0000007f
+DATA lgc20<>+24(SB)/4, $0x0000007f
+DATA lgc20<>+28(SB)/4, $0x0000007f
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x0000007f
-DATA lgc21<>+4(SB)/4, $0x0000007f
-DATA lgc21<>+8(SB)/4, $0x0000007f
-DATA lgc21<>+12(SB)/4, $0x0000007f
-DATA lgc21<>+16(SB)/4, $0x0000007f
-DATA lgc21<>+20(SB)/4, $0x0000007f
-DATA lgc21<>+24(SB)/4, $0x0000007f
-DATA lgc21<>+28(SB)/4, $0x0000007f
+DATA lgc21<>+0(SB)/4, $0xffffffe9
+DATA lgc21<>+4(SB)/4, $0xffffffe9
+DATA lgc21<>+8(SB)/4, $0xffffffe9
+DATA lgc21<>+12(SB)/4, $0xffffffe9
+DATA lgc21<>+16(SB)/4, $0xffffffe9
+DATA lgc21<>+20(SB)/4, $0xffffffe9
+DATA lgc21<>+24(SB)/4, $0xffffffe9
+DATA lgc21<>+28(SB)/4, $0xffffffe9
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xffffffe9
-DATA lgc22<>+4(SB)/4, $0xffffffe9
-DATA lgc22<>+8(SB)/4, $0xffffffe9
-DATA lgc22<>+12(SB)/4, $0xffffffe9
-DATA lgc22<>+16(SB)/4, $0xffffffe9
-DATA lgc22<>+20(SB)/4, $0xffffffe9
-DATA lgc22<>+24(SB)/4, $0xffffffe9
-DATA lgc22<>+28(SB)/4, $0xffffffe9
+DATA lgc22<>+0(SB)/4, $0x007fffff
+DATA lgc22<>+4(SB)/4, $0x007fffff
+DATA lgc22<>+8(SB)/4, $0x007fffff
+DATA lgc22<>+12(SB)/4, $0x007fffff
+DATA lgc22<>+16(SB)/4, $0x007fffff
+DATA lgc22<>+20(SB)/4, $0x007fffff
+DATA lgc22<>+24(SB)/4, $0x007fffff
+DATA lgc22<>+28(SB)/4, $0x007fffff
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x007fffff
-DATA lgc23<>+4(SB)/4, $0x007fffff
-DATA lgc23<>+8(SB)/4, $0x007fffff
-DATA lgc23<>+12(SB)/4, $0x007fffff
-DATA lgc23<>+16(SB)/4, $0x007fffff
-DATA lgc23<>+20(SB)/4, $0x007fffff
-DATA lgc23<>+24(SB)/4, $0x007fffff
-DATA lgc23<>+28(SB)/4, $0x007fffff
+DATA lgc23<>+0(SB)/4, $0x3fb504f3
+DATA lgc23<>+4(SB)/4, $0x3fb504f3
+DATA lgc23<>+8(SB)/4, $0x3fb504f3
+DATA lgc23<>+12(SB)/4, $0x3fb504f3
+DATA lgc23<>+16(SB)/4, $0x3fb504f3
+DATA lgc23<>+20(SB)/4, $0x3fb504f3
+DATA lgc23<>+24(SB)/4, $0x3fb504f3
+DATA lgc23<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3fb504f3
-DATA lgc24<>+4(SB)/4, $0x3fb504f3
-DATA lgc24<>+8(SB)/4, $0x3fb504f3
-DATA lgc24<>+12(SB)/4, $0x3fb504f3
-DATA lgc24<>+16(SB)/4, $0x3fb504f3
-DATA lgc24<>+20(SB)/4, $0x3fb504f3
-DATA lgc24<>+24(SB)/4, $0x3fb504f3
-DATA lgc24<>+28(SB)/4, $0x3fb504f3
+DATA lgc24<>+0(SB)/4, $0x3d9021bb
+DATA lgc24<>+4(SB)/4, $0x3d9021bb
+DATA lgc24<>+8(SB)/4, $0x3d9021bb
+DATA lgc24<>+12(SB)/4, $0x3d9021bb
+DATA lgc24<>+16(SB)/4, $0x3d9021bb
+DATA lgc24<>+20(SB)/4, $0x3d9021bb
+DATA lgc24<>+24(SB)/4, $0x3d9021bb
+DATA lgc24<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d9021bb
-DATA lgc25<>+4(SB)/4, $0x3d9021bb
-DATA lgc25<>+8(SB)/4, $0x3d9021bb
-DATA lgc25<>+12(SB)/4, $0x3d9021bb
-DATA lgc25<>+16(SB)/4, $0x3d9021bb
-DATA lgc25<>+20(SB)/4, $0x3d9021bb
-DATA lgc25<>+24(SB)/4, $0x3d9021bb
-DATA lgc25<>+28(SB)/4, $0x3d9021bb
+DATA lgc25<>+0(SB)/4, $0xbdebd1b8
+DATA lgc25<>+4(SB)/4, $0xbdebd1b8
+DATA lgc25<>+8(SB)/4, $0xbdebd1b8
+DATA lgc25<>+12(SB)/4, $0xbdebd1b8
+DATA lgc25<>+16(SB)/4, $0xbdebd1b8
+DATA lgc25<>+20(SB)/4, $0xbdebd1b8
+DATA lgc25<>+24(SB)/4, $0xbdebd1b8
+DATA lgc25<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdebd1b8
-DATA lgc26<>+4(SB)/4, $0xbdebd1b8
-DATA lgc26<>+8(SB)/4, $0xbdebd1b8
-DATA lgc26<>+12(SB)/4, $0xbdebd1b8
-DATA lgc26<>+16(SB)/4, $0xbdebd1b8
-DATA lgc26<>+20(SB)/4, $0xbdebd1b8
-DATA lgc26<>+24(SB)/4, $0xbdebd1b8
-DATA lgc26<>+28(SB)/4, $0xbdebd1b8
+DATA lgc26<>+0(SB)/4, $0x3def251a
+DATA lgc26<>+4(SB)/4, $0x3def251a
+DATA lgc26<>+8(SB)/4, $0x3def251a
+DATA lgc26<>+12(SB)/4, $0x3def251a
+DATA lgc26<>+16(SB)/4, $0x3def251a
+DATA lgc26<>+20(SB)/4, $0x3def251a
+DATA lgc26<>+24(SB)/4, $0x3def251a
+DATA lgc26<>+28(SB)/4, $0x3def251a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3def251a
-DATA lgc27<>+4(SB)/4, $0x3def251a
-DATA lgc27<>+8(SB)/4, $0x3def251a
-DATA lgc27<>+12(SB)/4, $0x3def251a
-DATA lgc27<>+16(SB)/4, $0x3def251a
-DATA lgc27<>+20(SB)/4, $0x3def251a
-DATA lgc27<>+24(SB)/4, $0x3def251a
-DATA lgc27<>+28(SB)/4, $0x3def251a
+DATA lgc27<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc27<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+0(SB)/4, $0x3e11e9bf
+DATA lgc28<>+4(SB)/4, $0x3e11e9bf
+DATA lgc28<>+8(SB)/4, $0x3e11e9bf
+DATA lgc28<>+12(SB)/4, $0x3e11e9bf
+DATA lgc28<>+16(SB)/4, $0x3e11e9bf
+DATA lgc28<>+20(SB)/4, $0x3e11e9bf
+DATA lgc28<>+24(SB)/4, $0x3e11e9bf
+DATA lgc28<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e11e9bf
-DATA lgc29<>+4(SB)/4, $0x3e11e9bf
-DATA lgc29<>+8(SB)/4, $0x3e11e9bf
-DATA lgc29<>+12(SB)/4, $0x3e11e9bf
-DATA lgc29<>+16(SB)/4, $0x3e11e9bf
-DATA lgc29<>+20(SB)/4, $0x3e11e9bf
-DATA lgc29<>+24(SB)/4, $0x3e11e9bf
-DATA lgc29<>+28(SB)/4, $0x3e11e9bf
+DATA lgc29<>+0(SB)/4, $0xbe2aae50
+DATA lgc29<>+4(SB)/4, $0xbe2aae50
+DATA lgc29<>+8(SB)/4, $0xbe2aae50
+DATA lgc29<>+12(SB)/4, $0xbe2aae50
+DATA lgc29<>+16(SB)/4, $0xbe2aae50
+DATA lgc29<>+20(SB)/4, $0xbe2aae50
+DATA lgc29<>+24(SB)/4, $0xbe2aae50
+DATA lgc29<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbe2aae50
-DATA lgc30<>+4(SB)/4, $0xbe2aae50
-DATA lgc30<>+8(SB)/4, $0xbe2aae50
-DATA lgc30<>+12(SB)/4, $0xbe2aae50
-DATA lgc30<>+16(SB)/4, $0xbe2aae50
-DATA lgc30<>+20(SB)/4, $0xbe2aae50
-DATA lgc30<>+24(SB)/4, $0xbe2aae50
-DATA lgc30<>+28(SB)/4, $0xbe2aae50
+DATA lgc30<>+0(SB)/4, $0x3e4cceac
+DATA lgc30<>+4(SB)/4, $0x3e4cceac
+DATA lgc30<>+8(SB)/4, $0x3e4cceac
+DATA lgc30<>+12(SB)/4, $0x3e4cceac
+DATA lgc30<>+16(SB)/4, $0x3e4cceac
+DATA lgc30<>+20(SB)/4, $0x3e4cceac
+DATA lgc30<>+24(SB)/4, $0x3e4cceac
+DATA lgc30<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e4cceac
-DATA lgc31<>+4(SB)/4, $0x3e4cceac
-DATA lgc31<>+8(SB)/4, $0x3e4cceac
-DATA lgc31<>+12(SB)/4, $0x3e4cceac
-DATA lgc31<>+16(SB)/4, $0x3e4cceac
-DATA lgc31<>+20(SB)/4, $0x3e4cceac
-DATA lgc31<>+24(SB)/4, $0x3e4cceac
-DATA lgc31<>+28(SB)/4, $0x3e4cceac
+DATA lgc31<>+0(SB)/4, $0xbe7ffffc
+DATA lgc31<>+4(SB)/4, $0xbe7ffffc
+DATA lgc31<>+8(SB)/4, $0xbe7ffffc
+DATA lgc31<>+12(SB)/4, $0xbe7ffffc
+DATA lgc31<>+16(SB)/4, $0xbe7ffffc
+DATA lgc31<>+20(SB)/4, $0xbe7ffffc
+DATA lgc31<>+24(SB)/4, $0xbe7ffffc
+DATA lgc31<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe7ffffc
-DATA lgc32<>+4(SB)/4, $0xbe7ffffc
-DATA lgc32<>+8(SB)/4, $0xbe7ffffc
-DATA lgc32<>+12(SB)/4, $0xbe7ffffc
-DATA lgc32<>+16(SB)/4, $0xbe7ffffc
-DATA lgc32<>+20(SB)/4, $0xbe7ffffc
-DATA lgc32<>+24(SB)/4, $0xbe7ffffc
-DATA lgc32<>+28(SB)/4, $0xbe7ffffc
+DATA lgc32<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc32<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+0(SB)/4, $0x7fc00000
+DATA lgc33<>+4(SB)/4, $0x7fc00000
+DATA lgc33<>+8(SB)/4, $0x7fc00000
+DATA lgc33<>+12(SB)/4, $0x7fc00000
+DATA lgc33<>+16(SB)/4, $0x7fc00000
+DATA lgc33<>+20(SB)/4, $0x7fc00000
+DATA lgc33<>+24(SB)/4, $0x7fc00000
+DATA lgc33<>+28(SB)/4, $0x7fc00000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x7fc00000
-DATA lgc34<>+4(SB)/4, $0x7fc00000
-DATA lgc34<>+8(SB)/4, $0x7fc00000
-DATA lgc34<>+12(SB)/4, $0x7fc00000
-DATA lgc34<>+16(SB)/4, $0x7fc00000
-DATA lgc34<>+20(SB)/4, $0x7fc00000
-DATA lgc34<>+24(SB)/4, $0x7fc00000
-DATA lgc34<>+28(SB)/4, $0x7fc00000
+DATA lgc34<>+0(SB)/4, $0x7f800000
+DATA lgc34<>+4(SB)/4, $0x7f800000
+DATA lgc34<>+8(SB)/4, $0x7f800000
+DATA lgc34<>+12(SB)/4, $0x7f800000
+DATA lgc34<>+16(SB)/4, $0x7f800000
+DATA lgc34<>+20(SB)/4, $0x7f800000
+DATA lgc34<>+24(SB)/4, $0x7f800000
+DATA lgc34<>+28(SB)/4, $0x7f800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7f800000
-DATA lgc35<>+4(SB)/4, $0x7f800000
-DATA lgc35<>+8(SB)/4, $0x7f800000
-DATA lgc35<>+12(SB)/4, $0x7f800000
-DATA lgc35<>+16(SB)/4, $0x7f800000
-DATA lgc35<>+20(SB)/4, $0x7f800000
-DATA lgc35<>+24(SB)/4, $0x7f800000
-DATA lgc35<>+28(SB)/4, $0x7f800000
+DATA lgc35<>+0(SB)/4, $0x3f7d70a4
+DATA lgc35<>+4(SB)/4, $0x3f7d70a4
+DATA lgc35<>+8(SB)/4, $0x3f7d70a4
+DATA lgc35<>+12(SB)/4, $0x3f7d70a4
+DATA lgc35<>+16(SB)/4, $0x3f7d70a4
+DATA lgc35<>+20(SB)/4, $0x3f7d70a4
+DATA lgc35<>+24(SB)/4, $0x3f7d70a4
+DATA lgc35<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3f7d70a4
-DATA lgc36<>+4(SB)/4, $0x3f7d70a4
-DATA lgc36<>+8(SB)/4, $0x3f7d70a4
-DATA lgc36<>+12(SB)/4, $0x3f7d70a4
-DATA lgc36<>+16(SB)/4, $0x3f7d70a4
-DATA lgc36<>+20(SB)/4, $0x3f7d70a4
-DATA lgc36<>+24(SB)/4, $0x3f7d70a4
-DATA lgc36<>+28(SB)/4, $0x3f7d70a4
+DATA lgc36<>+0(SB)/4, $0x00000005
+DATA lgc36<>+4(SB)/4, $0x00000005
+DATA lgc36<>+8(SB)/4, $0x00000005
+DATA lgc36<>+12(SB)/4, $0x00000005
+DATA lgc36<>+16(SB)/4, $0x00000005
+DATA lgc36<>+20(SB)/4, $0x00000005
+DATA lgc36<>+24(SB)/4, $0x00000005
+DATA lgc36<>+28(SB)/4, $0x00000005
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x00000005
-DATA lgc37<>+4(SB)/4, $0x00000005
-DATA lgc37<>+8(SB)/4, $0x00000005
-DATA lgc37<>+12(SB)/4, $0x00000005
-DATA lgc37<>+16(SB)/4, $0x00000005
-DATA lgc37<>+20(SB)/4, $0x00000005
-DATA lgc37<>+24(SB)/4, $0x00000005
-DATA lgc37<>+28(SB)/4, $0x00000005
+DATA lgc37<>+0(SB)/4, $0x00000001
+DATA lgc37<>+4(SB)/4, $0x00000001
+DATA lgc37<>+8(SB)/4, $0x00000001
+DATA lgc37<>+12(SB)/4, $0x00000001
+DATA lgc37<>+16(SB)/4, $0x00000001
+DATA lgc37<>+20(SB)/4, $0x00000001
+DATA lgc37<>+24(SB)/4, $0x00000001
+DATA lgc37<>+28(SB)/4, $0x00000001
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x00000001
-DATA lgc38<>+4(SB)/4, $0x00000001
-DATA lgc38<>+8(SB)/4, $0x00000001
-DATA lgc38<>+12(SB)/4, $0x00000001
-DATA lgc38<>+16(SB)/4, $0x00000001
-DATA lgc38<>+20(SB)/4, $0x00000001
-DATA lgc38<>+24(SB)/4, $0x00000001
-DATA lgc38<>+28(SB)/4, $0x00000001
+DATA lgc38<>+0(SB)/4, $0x00000000
+DATA lgc38<>+4(SB)/4, $0x00000006
+DATA lgc38<>+8(SB)/4, $0x0000000c
+DATA lgc38<>+12(SB)/4, $0x00000012
+DATA lgc38<>+16(SB)/4, $0x00000018
+DATA lgc38<>+20(SB)/4, $0x0000001e
+DATA lgc38<>+24(SB)/4, $0x00000024
+DATA lgc38<>+28(SB)/4, $0x0000002a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x00000000
-DATA lgc39<>+4(SB)/4, $0x00000006
-DATA lgc39<>+8(SB)/4, $0x0000000c
-DATA lgc39<>+12(SB)/4, $0x00000012
-DATA lgc39<>+16(SB)/4, $0x00000018
-DATA lgc39<>+20(SB)/4, $0x0000001e
-DATA lgc39<>+24(SB)/4, $0x00000024
-DATA lgc39<>+28(SB)/4, $0x0000002a
+DATA lgc39<>+0(SB)/4, $0xffffffff
+DATA lgc39<>+4(SB)/4, $0xffffffff
+DATA lgc39<>+8(SB)/4, $0xffffffff
+DATA lgc39<>+12(SB)/4, $0xffffffff
+DATA lgc39<>+16(SB)/4, $0xffffffff
+DATA lgc39<>+20(SB)/4, $0xffffffff
+DATA lgc39<>+24(SB)/4, $0xffffffff
+DATA lgc39<>+28(SB)/4, $0xffffffff
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xffffffff
-DATA lgc40<>+4(SB)/4, $0xffffffff
-DATA lgc40<>+8(SB)/4, $0xffffffff
-DATA lgc40<>+12(SB)/4, $0xffffffff
-DATA lgc40<>+16(SB)/4, $0xffffffff
-DATA lgc40<>+20(SB)/4, $0xffffffff
-DATA lgc40<>+24(SB)/4, $0xffffffff
-DATA lgc40<>+28(SB)/4, $0xffffffff
+DATA lgc40<>+0(SB)/4, $0x80000000
+DATA lgc40<>+4(SB)/4, $0x80000000
+DATA lgc40<>+8(SB)/4, $0x80000000
+DATA lgc40<>+12(SB)/4, $0x80000000
+DATA lgc40<>+16(SB)/4, $0x80000000
+DATA lgc40<>+20(SB)/4, $0x80000000
+DATA lgc40<>+24(SB)/4, $0x80000000
+DATA lgc40<>+28(SB)/4, $0x80000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
 DATA lgc41<>+0(SB)/4, $0x3fe0c220
@@ -1803,36 +1783,21 @@ blocks_13:
 	VMOVUPS      lgc14<>+0(SB), Y0
 
 	// reduce_max(nextLogits) over [A], pairwise
-	VMOVUPS lgc15<>+0(SB), Y1
-	VXORPS  384(SP), Y1, Y2
-	VXORPS  416(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y5
-	VMINPS  Y4, Y2, Y4
-	VORPS   Y5, Y4, Y4
-	VXORPS  448(SP), Y1, Y2
-	VXORPS  480(SP), Y1, Y5
-	VMINPS  Y2, Y5, Y6
-	VMINPS  Y5, Y2, Y5
-	VORPS   Y6, Y5, Y5
-	VMINPS  Y4, Y5, Y2
-	VMINPS  Y5, Y4, Y5
-	VORPS   Y2, Y5, Y5
-	VXORPS  512(SP), Y1, Y2
-	VXORPS  544(SP), Y1, Y4
-	VMINPS  Y2, Y4, Y6
-	VMINPS  Y4, Y2, Y4
-	VORPS   Y6, Y4, Y4
-	VXORPS  Y0, Y1, Y0
-	VMINPS  Y4, Y0, Y2
-	VMINPS  Y0, Y4, Y0
-	VORPS   Y2, Y0, Y0
-	VMINPS  Y5, Y0, Y2
-	VMINPS  Y0, Y5, Y0
-	VORPS   Y2, Y0, Y0
-	VXORPS  Y1, Y0, Y0
+	VMOVUPS 384(SP), Y1
+	VMOVUPS 416(SP), Y2
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS 448(SP), Y1
+	VMOVUPS 480(SP), Y4
+	VMAXPS  Y1, Y4, Y4
+	VMAXPS  Y2, Y4, Y4
+	VMOVUPS 512(SP), Y1
+	VMOVUPS 544(SP), Y2
+	VMAXPS  Y1, Y2, Y2
+	VMAXPS  Y2, Y0, Y0
+	VMAXPS  Y4, Y0, Y0
 
 	// finish v5
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 	VMOVUPS Y3, 2112(SP)
 	XORQ    DX, DX
 
@@ -1879,8 +1844,8 @@ inner_A_15:
 
 	// finish v9
 	VMOVUPS Y1, Y0
-	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD lgc17<>+0(SB), Y2
+	VMOVUPD lgc16<>+0(SB), Y1
+	VMOVUPD lgc16<>+0(SB), Y2
 	VMOVUPS lgc14<>+0(SB), Y3
 	VMOVUPS Y0, 2144(SP)
 	XORQ    DX, DX
@@ -1892,33 +1857,34 @@ inner_A_16:
 
 	// v10 = div(v8, v9)
 	VDIVPS  Y4, Y0, Y0
-	VMOVUPS lgc16<>+0(SB), Y4
+	VMOVUPS lgc15<>+0(SB), Y4
 
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y4, Y0, Y4
-	VMOVUPS lgc18<>+0(SB), Y5
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v14 = where(v12, 1e-08, v10)
 	VBLENDVPS Y4, Y5, Y0, Y4
 	VMOVUPS   Y0, 2176(SP)
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc19<>+0(SB), Y4, Y0
-	VMULPS       lgc20<>+0(SB), Y4, Y5
+	VCMPPS       $0x11, lgc18<>+0(SB), Y4, Y0
+	VMULPS       lgc19<>+0(SB), Y4, Y5
 	VBLENDVPS    Y0, Y5, Y4, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc21<>+0(SB), Y6, Y6
-	VPAND        lgc22<>+0(SB), Y0, Y0
+	VPSUBD       lgc20<>+0(SB), Y6, Y6
+	VPAND        lgc21<>+0(SB), Y0, Y0
 	VPADDD       Y0, Y6, Y6
-	VPAND        lgc23<>+0(SB), Y5, Y0
+	VPAND        lgc22<>+0(SB), Y5, Y0
 	VPOR         lgc11<>+0(SB), Y0, Y0
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y0, Y5
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y0, Y5
 	VMULPS       lgc10<>+0(SB), Y0, Y7
 	VBLENDVPS    Y5, Y7, Y0, Y0
 	VPSUBD       Y5, Y6, Y6
 	VSUBPS       lgc11<>+0(SB), Y0, Y0
 	VMULPS       Y0, Y0, Y5
-	VMOVAPS      lgc25<>+0(SB), Y7
+	VMOVAPS      lgc24<>+0(SB), Y7
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc26<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc27<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc28<>+0(SB), Y0, Y7
@@ -1926,7 +1892,6 @@ inner_A_16:
 	VFMADD213PS  lgc30<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc31<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc32<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc33<>+0(SB), Y0, Y7
 	VMULPS       Y0, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
@@ -1934,15 +1899,15 @@ inner_A_16:
 	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
 	VADDPS       Y0, Y7, Y7
 	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
-	VCMPPS       $0x00, lgc16<>+0(SB), Y4, Y0
+	VCMPPS       $0x00, lgc15<>+0(SB), Y4, Y0
 	VBLENDVPS    Y0, lgc14<>+0(SB), Y7, Y7
-	VCMPPS       $0x11, lgc16<>+0(SB), Y4, Y0
+	VCMPPS       $0x11, lgc15<>+0(SB), Y4, Y0
+	VBLENDVPS    Y0, lgc33<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc34<>+0(SB), Y4, Y0
 	VBLENDVPS    Y0, lgc34<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc35<>+0(SB), Y4, Y0
-	VBLENDVPS    Y0, lgc35<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y4, Y4, Y0
 	VBLENDVPS    Y0, Y4, Y7, Y7
-	VMOVUPS      lgc35<>+0(SB), Y0
+	VMOVUPS      lgc34<>+0(SB), Y0
 	VMOVUPS      Y7, 2208(SP)
 	XORQ         R9, R9
 
@@ -1983,12 +1948,7 @@ inner_Q_17:
 	VMOVUPS      960(SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc15<>+0(SB), Y3, Y3
-	VXORPS lgc15<>+0(SB), Y0, Y0
-	VMINPS Y3, Y0, Y4
-	VMINPS Y0, Y3, Y3
-	VORPS  Y4, Y3, Y3
-	VXORPS lgc15<>+0(SB), Y3, Y3
+	VMAXPS Y3, Y0, Y3
 	INCQ   DX
 	CMPQ   DX, $+6
 	JL     inner_A_16
@@ -1996,7 +1956,7 @@ inner_Q_17:
 	// finish v20
 	VMOVUPD     Y1, Y0
 	VMOVUPD     Y2, Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
+	VMOVUPS     lgc15<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -2010,7 +1970,7 @@ inner_Q_17:
 	VSUBPS Y2, Y1, Y1
 
 	// v27 = mul(0.99, v25)
-	VMULPS lgc36<>+0(SB), Y1, Y1
+	VMULPS lgc35<>+0(SB), Y1, Y1
 
 	// v28 = mul(v27, v20)
 	VMULPS  Y0, Y1, Y0
@@ -2020,8 +1980,8 @@ inner_Q_17:
 	// td0Return = add(nextReward, v28)
 	VADDPS    Y0, Y1, Y0
 	VMOVUPS   lgc14<>+0(SB), Y1
-	VMOVUPD   lgc17<>+0(SB), Y2
-	VMOVUPD   lgc17<>+0(SB), Y4
+	VMOVUPD   lgc16<>+0(SB), Y2
+	VMOVUPD   lgc16<>+0(SB), Y4
 	MOVQ      action+72(FP), DX
 	VMOVDQU   (DX)(R8*8), Y5
 	VMOVDQU   32(DX)(R8*8), Y6
@@ -2037,9 +1997,9 @@ inner_Q_17:
 	JMP       indexdone_19
 
 wideindex_18:
-	VMOVUPS    lgc16<>+0(SB), Y5
+	VMOVUPS    lgc15<>+0(SB), Y5
 	VMOVUPS    Y5, 2240(SP)
-	VMOVUPS    lgc16<>+0(SB), X5
+	VMOVUPS    lgc15<>+0(SB), X5
 	MOVQ       (DX)(R8*8), R9
 	VCVTSI2SSQ R9, X5, X5
 	VMOVSS     X5, 2240(SP)
@@ -2079,19 +2039,19 @@ inner_Q_20:
 	MOVQ       actionValue+40(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y5, Y6
-	VPMAXSD    lgc16<>+0(SB), Y6, Y6
-	VPMINSD    lgc37<>+0(SB), Y6, Y6
-	VPMULLD    lgc38<>+0(SB), Y6, Y6
-	VPADDD     lgc39<>+0(SB), Y6, Y6
-	VMOVUPS    lgc40<>+0(SB), Y7
-	VMOVUPS    lgc16<>+0(SB), Y8
+	VPMAXSD    lgc15<>+0(SB), Y6, Y6
+	VPMINSD    lgc36<>+0(SB), Y6, Y6
+	VPMULLD    lgc37<>+0(SB), Y6, Y6
+	VPADDD     lgc38<>+0(SB), Y6, Y6
+	VMOVUPS    lgc39<>+0(SB), Y7
+	VMOVUPS    lgc15<>+0(SB), Y8
 	VGATHERDPS Y7, (R10)(Y6*4), Y8
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y0, Y8, Y6
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc15<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 	VANDNPS Y6, Y7, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
@@ -2120,18 +2080,18 @@ inner_Q_20:
 	VMOVUPS      2272(SP), Y6
 
 	// reduce_max(absDiff) over [Q]
-	VXORPS lgc15<>+0(SB), Y1, Y1
-	VXORPS lgc15<>+0(SB), Y6, Y6
+	VXORPS lgc40<>+0(SB), Y1, Y1
+	VXORPS lgc40<>+0(SB), Y6, Y6
 	VMINPS Y1, Y6, Y7
 	VMINPS Y6, Y1, Y1
 	VORPS  Y7, Y1, Y1
-	VXORPS lgc15<>+0(SB), Y1, Y1
+	VXORPS lgc40<>+0(SB), Y1, Y1
 	INCQ   DX
 	CMPQ   DX, $+2
 	JL     inner_Q_20
 
 	// finish v42
-	VMOVUPS     lgc16<>+0(SB), Y5
+	VMOVUPS     lgc15<>+0(SB), Y5
 	VCVTPD2PSY  Y2, X5
 	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y5, Y2
@@ -2143,7 +2103,7 @@ inner_Q_20:
 
 	// finish v45
 	VMOVUPS Y3, Y2
-	VMOVUPS lgc16<>+0(SB), Y3
+	VMOVUPS lgc15<>+0(SB), Y3
 	VMOVUPS Y0, 2304(SP)
 	XORQ    R9, R9
 
@@ -2192,22 +2152,23 @@ inner_A_21:
 	VMOVUPS Y3, Y0
 
 	// v51 = log(v49)
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y3
-	VMULPS       lgc20<>+0(SB), Y0, Y4
+	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y3
+	VMULPS       lgc19<>+0(SB), Y0, Y4
 	VBLENDVPS    Y3, Y4, Y0, Y4
 	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc21<>+0(SB), Y5, Y5
-	VPAND        lgc22<>+0(SB), Y3, Y3
+	VPSUBD       lgc20<>+0(SB), Y5, Y5
+	VPAND        lgc21<>+0(SB), Y3, Y3
 	VPADDD       Y3, Y5, Y5
-	VPAND        lgc23<>+0(SB), Y4, Y3
+	VPAND        lgc22<>+0(SB), Y4, Y3
 	VPOR         lgc11<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y3, Y4
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y3, Y4
 	VMULPS       lgc10<>+0(SB), Y3, Y6
 	VBLENDVPS    Y4, Y6, Y3, Y3
 	VPSUBD       Y4, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y3, Y3
 	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc25<>+0(SB), Y6
+	VMOVAPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc27<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc28<>+0(SB), Y3, Y6
@@ -2215,7 +2176,6 @@ inner_A_21:
 	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
 	VFMADD213PS  lgc32<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc33<>+0(SB), Y3, Y6
 	VMULPS       Y3, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCVTDQ2PS    Y5, Y5
@@ -2223,18 +2183,18 @@ inner_A_21:
 	VFNMADD231PS lgc10<>+0(SB), Y4, Y6
 	VADDPS       Y3, Y6, Y6
 	VFMADD231PS  lgc3<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc14<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc15<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc33<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc35<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y0, Y0, Y3
 	VBLENDVPS    Y3, Y0, Y6, Y6
-	VMOVUPD      lgc17<>+0(SB), Y3
-	VMOVUPD      lgc17<>+0(SB), Y4
-	VMOVUPD      lgc17<>+0(SB), Y5
-	VMOVUPD      lgc17<>+0(SB), Y7
+	VMOVUPD      lgc16<>+0(SB), Y3
+	VMOVUPD      lgc16<>+0(SB), Y4
+	VMOVUPD      lgc16<>+0(SB), Y5
+	VMOVUPD      lgc16<>+0(SB), Y7
 	VMOVUPS      Y0, 2336(SP)
 	VMOVUPS      Y6, 2368(SP)
 	XORQ         R9, R9
@@ -2254,7 +2214,7 @@ inner_A_22:
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y0, Y0
-	VMOVUPS lgc35<>+0(SB), Y8
+	VMOVUPS lgc34<>+0(SB), Y8
 	VMOVUPS Y8, 2400(SP)
 	VMOVUPS Y6, 2464(SP)
 	VMOVUPS Y0, 2496(SP)
@@ -2315,7 +2275,7 @@ inner_Q_23:
 	// finish v58
 	VMOVUPD     Y5, Y0
 	VMOVUPD     Y7, Y5
-	VMOVUPS     lgc16<>+0(SB), Y6
+	VMOVUPS     lgc15<>+0(SB), Y6
 	VCVTPD2PSY  Y0, X6
 	VCVTPD2PSY  Y5, X0
 	VINSERTF128 $0x01, X0, Y6, Y0
@@ -2327,7 +2287,7 @@ inner_Q_23:
 	// finish expectedLogProb
 	VMOVUPD     Y3, Y0
 	VMOVUPD     Y4, Y3
-	VMOVUPS     lgc16<>+0(SB), Y4
+	VMOVUPS     lgc15<>+0(SB), Y4
 	VCVTPD2PSY  Y0, X4
 	VCVTPD2PSY  Y3, X0
 	VINSERTF128 $0x01, X0, Y4, Y0
@@ -2341,14 +2301,14 @@ inner_Q_23:
 	VMULPS Y3, Y4, Y4
 
 	// v66 = neg(v65)
-	VXORPS lgc15<>+0(SB), Y4, Y4
+	VXORPS lgc40<>+0(SB), Y4, Y4
 
 	// mean(v66) over [B]
 	VADDPS  896(DX), Y4, Y4
 	VMOVUPS Y4, 896(DX)
 
 	// v68 = neg(expectedLogProb)
-	VXORPS lgc15<>+0(SB), Y0, Y0
+	VXORPS lgc40<>+0(SB), Y0, Y0
 
 	// mean(v68) over [B]
 	VADDPS  1216(DX), Y0, Y0
@@ -2363,12 +2323,12 @@ inner_Q_23:
 	// sum(v74) over [B]
 	VADDPS  1536(DX), Y1, Y1
 	VMOVUPS Y1, 1536(DX)
-	VMOVUPD lgc17<>+0(SB), Y1
-	VMOVUPD lgc17<>+0(SB), Y3
-	VMOVUPD lgc17<>+0(SB), Y4
-	VMOVUPD lgc17<>+0(SB), Y5
+	VMOVUPD lgc16<>+0(SB), Y1
+	VMOVUPD lgc16<>+0(SB), Y3
+	VMOVUPD lgc16<>+0(SB), Y4
+	VMOVUPD lgc16<>+0(SB), Y5
 	VMOVUPS Y0, 2528(SP)
-	VMOVUPS lgc16<>+0(SB), Y0
+	VMOVUPS lgc15<>+0(SB), Y0
 	XORQ    DX, DX
 
 inner_A_24:
@@ -2386,7 +2346,7 @@ inner_A_24:
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y8, Y6, Y6
-	VMOVUPS lgc35<>+0(SB), Y8
+	VMOVUPS lgc34<>+0(SB), Y8
 	VMOVUPS Y8, 2400(SP)
 	VMOVUPS Y7, 2560(SP)
 	VMOVUPS Y6, 2592(SP)
@@ -2437,7 +2397,7 @@ inner_Q_25:
 	VBLENDVPS Y9, Y7, Y8, Y6
 
 	// v81 = neg(v80)
-	VXORPS lgc15<>+0(SB), Y6, Y6
+	VXORPS lgc40<>+0(SB), Y6, Y6
 
 	// sum(v81) over [A]
 	VCVTPS2PD    X6, Y7
@@ -2448,7 +2408,7 @@ inner_Q_25:
 	VMOVUPS      2624(SP), Y6
 
 	// v89 = neg(v76)
-	VXORPS  lgc15<>+0(SB), Y6, Y6
+	VXORPS  lgc40<>+0(SB), Y6, Y6
 	VMOVUPS 2560(SP), Y7
 	VMOVUPS 2336(SP), Y8
 
@@ -2475,7 +2435,7 @@ inner_Q_25:
 	JL           inner_A_24
 
 	// finish v82
-	VMOVUPS     lgc16<>+0(SB), Y6
+	VMOVUPS     lgc15<>+0(SB), Y6
 	VCVTPD2PSY  Y1, X6
 	VCVTPD2PSY  Y3, X1
 	VINSERTF128 $0x01, X1, Y6, Y1
@@ -2493,7 +2453,7 @@ inner_Q_25:
 	// finish v94
 	VMOVUPD     Y4, Y3
 	VMOVUPD     Y5, Y4
-	VMOVUPS     lgc16<>+0(SB), Y5
+	VMOVUPS     lgc15<>+0(SB), Y5
 	VCVTPD2PSY  Y3, X5
 	VCVTPD2PSY  Y4, X3
 	VINSERTF128 $0x01, X3, Y5, Y3
@@ -2516,7 +2476,7 @@ inner_A_26:
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y5, Y3, Y3
-	VMOVUPS lgc35<>+0(SB), Y5
+	VMOVUPS lgc34<>+0(SB), Y5
 	VMOVUPS Y4, 2656(SP)
 	VMOVUPS Y3, 2688(SP)
 	XORQ    R9, R9
@@ -2602,9 +2562,9 @@ inner_Q_27:
 	JMP          indexdone_29
 
 wideindex_28:
-	VMOVUPS    lgc16<>+0(SB), Y4
+	VMOVUPS    lgc15<>+0(SB), Y4
 	VMOVUPS    Y4, 2720(SP)
-	VMOVUPS    lgc16<>+0(SB), X4
+	VMOVUPS    lgc15<>+0(SB), X4
 	MOVQ       (DI)(R8*8), R9
 	VCVTSI2SSQ R9, X4, X4
 	VMOVSS     X4, 2720(SP)
@@ -2648,12 +2608,12 @@ inner_Q_30:
 	MOVQ       actionValue+40(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y4, Y5
-	VPMAXSD    lgc16<>+0(SB), Y5, Y5
-	VPMINSD    lgc37<>+0(SB), Y5, Y5
-	VPMULLD    lgc38<>+0(SB), Y5, Y5
-	VPADDD     lgc39<>+0(SB), Y5, Y5
-	VMOVUPS    lgc40<>+0(SB), Y7
-	VMOVUPS    lgc16<>+0(SB), Y8
+	VPMAXSD    lgc15<>+0(SB), Y5, Y5
+	VPMINSD    lgc36<>+0(SB), Y5, Y5
+	VPMULLD    lgc37<>+0(SB), Y5, Y5
+	VPADDD     lgc38<>+0(SB), Y5, Y5
+	VMOVUPS    lgc39<>+0(SB), Y7
+	VMOVUPS    lgc15<>+0(SB), Y8
 	VGATHERDPS Y7, (R10)(Y5*4), Y8
 	VMOVUPS    2304(SP), Y5
 
@@ -2661,7 +2621,7 @@ inner_Q_30:
 	VSUBPS Y5, Y8, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc15<>+0(SB), Y7
+	VMOVUPS lgc40<>+0(SB), Y7
 	VANDNPS Y5, Y7, Y7
 
 	// v37 = lt(absDiff, 1)
@@ -2718,7 +2678,7 @@ inner_Q_30:
 	VCMPPS $0x11, Y0, Y7, Y9
 
 	// v112 = mul(diff, 0)
-	VMULPS  lgc16<>+0(SB), Y7, Y7
+	VMULPS  lgc15<>+0(SB), Y7, Y7
 	VMOVUPS Y5, 2944(SP)
 	VMOVUPS Y8, 2976(SP)
 	VMOVUPS lgc47<>+0(SB), Y5
@@ -2726,7 +2686,7 @@ inner_Q_30:
 	// v113 = where(v110, -1, v112)
 	VBLENDVPS Y9, Y5, Y7, Y5
 	VMOVUPS   2976(SP), Y7
-	VMOVUPS   lgc16<>+0(SB), Y8
+	VMOVUPS   lgc15<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
 	// v114 = where(v109, 1, v113)
@@ -2742,7 +2702,7 @@ inner_Q_30:
 	// v117 = where(v115, v116, v108)
 	VBLENDVPS Y8, Y5, Y7, Y5
 	VMOVUPS   2752(SP), Y7
-	VMOVUPS   lgc16<>+0(SB), Y8
+	VMOVUPS   lgc15<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
 	// gradActionValue = where(v119, v117, 0)
@@ -2778,8 +2738,8 @@ inner_Q_30:
 	VMOVUPS    1632(SP), Y3
 	VMOVUPS    1664(SP), Y4
 	VMOVUPS    1696(SP), Y5
-	VMOVUPS    lgc16<>+0(SB), Y6
-	VMOVUPS    lgc16<>+0(SB), Y7
+	VMOVUPS    lgc15<>+0(SB), Y6
+	VMOVUPS    lgc15<>+0(SB), Y7
 	VMOVUPS    lgc13<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
@@ -2822,8 +2782,8 @@ inner_Q_30:
 	VMOVUPS      1824(SP), Y3
 	VMOVUPS      1856(SP), Y4
 	VMOVUPS      1888(SP), Y5
-	VMOVUPS      lgc16<>+0(SB), Y6
-	VMOVUPS      lgc16<>+0(SB), Y7
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc15<>+0(SB), Y7
 	VMOVUPS      lgc13<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
@@ -2863,8 +2823,8 @@ inner_Q_30:
 	VMOVUPS      2016(SP), Y3
 	VMOVUPS      2048(SP), Y4
 	VMOVUPS      2080(SP), Y5
-	VMOVUPS      lgc16<>+0(SB), Y6
-	VMOVUPS      lgc16<>+0(SB), Y7
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc15<>+0(SB), Y7
 	VMOVUPS      lgc13<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
@@ -2912,7 +2872,7 @@ inner_Q_30:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc43<>+0(SB), Y2, Y1
@@ -2924,7 +2884,7 @@ inner_Q_30:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -2937,7 +2897,7 @@ inner_Q_30:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -2950,7 +2910,7 @@ inner_Q_30:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
@@ -2963,7 +2923,7 @@ inner_Q_30:
 	VMOVUPD      Y3, 1344(CX)
 	VADDPD       1376(CX), Y2, Y2
 	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(CX), Y0, Y0
@@ -2980,7 +2940,7 @@ noflush_31:
 chunkdone_14:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc16<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+80(FP), AX
@@ -2994,7 +2954,7 @@ chunkdone_14:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc43<>+0(SB), Y2, Y1
@@ -3006,7 +2966,7 @@ chunkdone_14:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
@@ -3019,7 +2979,7 @@ chunkdone_14:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
@@ -3032,7 +2992,7 @@ chunkdone_14:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(AX), Y2
@@ -3045,7 +3005,7 @@ chunkdone_14:
 	VMOVUPD      Y3, 1344(AX)
 	VADDPD       1376(AX), Y2, Y2
 	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc15<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(AX), Y0, Y0
@@ -3142,22 +3102,23 @@ bulk_34:
 	CMPQ         BX, DX
 	JGE          bulkdone_35
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPS       lgc20<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
+	VMULPS       lgc19<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc21<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
+	VPSUBD       lgc20<>+0(SB), Y3, Y3
+	VPAND        lgc21<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
+	VPAND        lgc22<>+0(SB), Y2, Y1
 	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y1, Y2
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc11<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
+	VMOVAPS      lgc24<>+0(SB), Y4
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
@@ -3165,7 +3126,6 @@ bulk_34:
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -3173,12 +3133,12 @@ bulk_34:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc15<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3202,22 +3162,23 @@ bulk_36:
 	JGE          bulkdone_37
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
-	VMULPS       lgc20<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
+	VMULPS       lgc19<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc21<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
+	VPSUBD       lgc20<>+0(SB), Y4, Y4
+	VPAND        lgc21<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
+	VPAND        lgc22<>+0(SB), Y3, Y2
 	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc23<>+0(SB), Y2, Y3
 	VMULPS       lgc10<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc11<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc25<>+0(SB), Y5
+	VMOVAPS      lgc24<>+0(SB), Y5
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
@@ -3225,7 +3186,6 @@ bulk_36:
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3233,12 +3193,12 @@ bulk_36:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc15<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y1, Y2
@@ -3247,10 +3207,10 @@ bulk_36:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_36

@@ -499,12 +499,7 @@ inner_A_6:
 	VMOVUPS 40(SP)(DI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc17<>+0(SB), Y3, Y1
-	VXORPS lgc17<>+0(SB), Y0, Y2
-	VMINPS Y1, Y2, Y0
-	VMINPS Y2, Y1, Y3
-	VORPS  Y0, Y3, Y3
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VMAXPS Y3, Y0, Y3
 	INCQ   BX
 	CMPQ   BX, $+2
 	JL     inner_A_6
@@ -525,25 +520,25 @@ inner_A_7:
 	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
-	VMULPS       lgc19<>+0(SB), Y3, Y4
+	VMULPS       lgc18<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
 	VMULPS       Y3, Y3, Y5
-	VMOVUPS      lgc22<>+0(SB), Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMOVUPS      lgc24<>+0(SB), Y7
-	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VMOVUPS      lgc23<>+0(SB), Y7
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
-	VMOVUPS      lgc26<>+0(SB), Y7
-	VFMADD213PS  lgc27<>+0(SB), Y3, Y7
+	VMOVUPS      lgc25<>+0(SB), Y7
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
 	VPSLLD       $0x17, Y4, Y4
@@ -553,7 +548,7 @@ inner_A_7:
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -571,22 +566,23 @@ inner_A_7:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc32<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y1
+	VPAND        lgc33<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y3
-	VMULPS       lgc27<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
+	VMULPS       lgc26<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
@@ -594,20 +590,19 @@ inner_A_7:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
-	VADDPS       Y1, Y5, Y5
 	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
@@ -665,10 +660,10 @@ indexdone_9:
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc47<>+0(SB), Y1, Y1
-	VPMULLD    lgc47<>+0(SB), Y1, Y1
-	VPADDD     lgc48<>+0(SB), Y1, Y1
-	VMOVUPS    lgc49<>+0(SB), Y3
+	VPMINSD    lgc46<>+0(SB), Y1, Y1
+	VPMULLD    lgc46<>+0(SB), Y1, Y1
+	VPADDD     lgc47<>+0(SB), Y1, Y1
+	VMOVUPS    lgc48<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (DI)(Y1*4), Y4
 	VMOVUPS    200(SP), Y1
@@ -683,38 +678,38 @@ indexdone_9:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc50<>+0(SB), Y6
+	VMOVUPS lgc49<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMOVUPS lgc50<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 264(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc18<>+0(SB), Y5
+	VMOVUPS      lgc17<>+0(SB), Y5
 	VMAXPS       Y4, Y5, Y5
-	VMOVUPS      lgc52<>+0(SB), Y7
+	VMOVUPS      lgc51<>+0(SB), Y7
 	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc19<>+0(SB), Y5, Y7
+	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
 	VMULPS       Y5, Y5, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y9
+	VMOVUPS      lgc23<>+0(SB), Y10
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc26<>+0(SB), Y10
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
+	VMOVUPS      lgc25<>+0(SB), Y10
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPADDD       lgc27<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y7
 	VPSUBD       Y7, Y5, Y5
 	VPSLLD       $0x17, Y7, Y7
@@ -727,12 +722,12 @@ indexdone_9:
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VMOVUPS Y0, 296(SP)
-	VMOVUPS lgc53<>+0(SB), Y0
+	VMOVUPS lgc52<>+0(SB), Y0
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y0, Y0
 	VMOVUPS Y1, 328(SP)
-	VMOVUPS lgc54<>+0(SB), Y1
+	VMOVUPS lgc53<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y1, Y1
@@ -745,7 +740,7 @@ indexdone_9:
 	VMULPS Y0, Y5, Y0
 
 	// v53 = neg(gain)
-	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc54<>+0(SB), Y0, Y0
 
 	// mean(v53) over [N T]
 	MOVQ    state+64(FP), BX
@@ -800,7 +795,7 @@ indexdone_9:
 	VMULPS Y1, Y1, Y2
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc27<>+0(SB), Y2, Y2
+	VMULPS lgc26<>+0(SB), Y2, Y2
 
 	// mean(v71) over [N T]
 	VADDPS  3264(BX), Y2, Y2
@@ -1093,384 +1088,384 @@ DATA lgc16<>+24(SB)/4, $0xff800000
 DATA lgc16<>+28(SB)/4, $0xff800000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x80000000
-DATA lgc17<>+4(SB)/4, $0x80000000
-DATA lgc17<>+8(SB)/4, $0x80000000
-DATA lgc17<>+12(SB)/4, $0x80000000
-DATA lgc17<>+16(SB)/4, $0x80000000
-DATA lgc17<>+20(SB)/4, $0x80000000
-DATA lgc17<>+24(SB)/4, $0x80000000
-DATA lgc17<>+28(SB)/4, $0x80000000
+DATA lgc17<>+0(SB)/4, $0xc2d00000
+DATA lgc17<>+4(SB)/4, $0xc2d00000
+DATA lgc17<>+8(SB)/4, $0xc2d00000
+DATA lgc17<>+12(SB)/4, $0xc2d00000
+DATA lgc17<>+16(SB)/4, $0xc2d00000
+DATA lgc17<>+20(SB)/4, $0xc2d00000
+DATA lgc17<>+24(SB)/4, $0xc2d00000
+DATA lgc17<>+28(SB)/4, $0xc2d00000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xc2d00000
-DATA lgc18<>+4(SB)/4, $0xc2d00000
-DATA lgc18<>+8(SB)/4, $0xc2d00000
-DATA lgc18<>+12(SB)/4, $0xc2d00000
-DATA lgc18<>+16(SB)/4, $0xc2d00000
-DATA lgc18<>+20(SB)/4, $0xc2d00000
-DATA lgc18<>+24(SB)/4, $0xc2d00000
-DATA lgc18<>+28(SB)/4, $0xc2d00000
+DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+0(SB)/4, $0x3f318000
+DATA lgc19<>+4(SB)/4, $0x3f318000
+DATA lgc19<>+8(SB)/4, $0x3f318000
+DATA lgc19<>+12(SB)/4, $0x3f318000
+DATA lgc19<>+16(SB)/4, $0x3f318000
+DATA lgc19<>+20(SB)/4, $0x3f318000
+DATA lgc19<>+24(SB)/4, $0x3f318000
+DATA lgc19<>+28(SB)/4, $0x3f318000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f318000
-DATA lgc20<>+4(SB)/4, $0x3f318000
-DATA lgc20<>+8(SB)/4, $0x3f318000
-DATA lgc20<>+12(SB)/4, $0x3f318000
-DATA lgc20<>+16(SB)/4, $0x3f318000
-DATA lgc20<>+20(SB)/4, $0x3f318000
-DATA lgc20<>+24(SB)/4, $0x3f318000
-DATA lgc20<>+28(SB)/4, $0x3f318000
+DATA lgc20<>+0(SB)/4, $0xb95e8083
+DATA lgc20<>+4(SB)/4, $0xb95e8083
+DATA lgc20<>+8(SB)/4, $0xb95e8083
+DATA lgc20<>+12(SB)/4, $0xb95e8083
+DATA lgc20<>+16(SB)/4, $0xb95e8083
+DATA lgc20<>+20(SB)/4, $0xb95e8083
+DATA lgc20<>+24(SB)/4, $0xb95e8083
+DATA lgc20<>+28(SB)/4, $0xb95e8083
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xb95e8083
-DATA lgc21<>+4(SB)/4, $0xb95e8083
-DATA lgc21<>+8(SB)/4, $0xb95e8083
-DATA lgc21<>+12(SB)/4, $0xb95e8083
-DATA lgc21<>+16(SB)/4, $0xb95e8083
-DATA lgc21<>+20(SB)/4, $0xb95e8083
-DATA lgc21<>+24(SB)/4, $0xb95e8083
-DATA lgc21<>+28(SB)/4, $0xb95e8083
+DATA lgc21<>+0(SB)/4, $0x39506967
+DATA lgc21<>+4(SB)/4, $0x39506967
+DATA lgc21<>+8(SB)/4, $0x39506967
+DATA lgc21<>+12(SB)/4, $0x39506967
+DATA lgc21<>+16(SB)/4, $0x39506967
+DATA lgc21<>+20(SB)/4, $0x39506967
+DATA lgc21<>+24(SB)/4, $0x39506967
+DATA lgc21<>+28(SB)/4, $0x39506967
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x39506967
-DATA lgc22<>+4(SB)/4, $0x39506967
-DATA lgc22<>+8(SB)/4, $0x39506967
-DATA lgc22<>+12(SB)/4, $0x39506967
-DATA lgc22<>+16(SB)/4, $0x39506967
-DATA lgc22<>+20(SB)/4, $0x39506967
-DATA lgc22<>+24(SB)/4, $0x39506967
-DATA lgc22<>+28(SB)/4, $0x39506967
+DATA lgc22<>+0(SB)/4, $0x3ab743ce
+DATA lgc22<>+4(SB)/4, $0x3ab743ce
+DATA lgc22<>+8(SB)/4, $0x3ab743ce
+DATA lgc22<>+12(SB)/4, $0x3ab743ce
+DATA lgc22<>+16(SB)/4, $0x3ab743ce
+DATA lgc22<>+20(SB)/4, $0x3ab743ce
+DATA lgc22<>+24(SB)/4, $0x3ab743ce
+DATA lgc22<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3ab743ce
-DATA lgc23<>+4(SB)/4, $0x3ab743ce
-DATA lgc23<>+8(SB)/4, $0x3ab743ce
-DATA lgc23<>+12(SB)/4, $0x3ab743ce
-DATA lgc23<>+16(SB)/4, $0x3ab743ce
-DATA lgc23<>+20(SB)/4, $0x3ab743ce
-DATA lgc23<>+24(SB)/4, $0x3ab743ce
-DATA lgc23<>+28(SB)/4, $0x3ab743ce
+DATA lgc23<>+0(SB)/4, $0x3c088908
+DATA lgc23<>+4(SB)/4, $0x3c088908
+DATA lgc23<>+8(SB)/4, $0x3c088908
+DATA lgc23<>+12(SB)/4, $0x3c088908
+DATA lgc23<>+16(SB)/4, $0x3c088908
+DATA lgc23<>+20(SB)/4, $0x3c088908
+DATA lgc23<>+24(SB)/4, $0x3c088908
+DATA lgc23<>+28(SB)/4, $0x3c088908
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3c088908
-DATA lgc24<>+4(SB)/4, $0x3c088908
-DATA lgc24<>+8(SB)/4, $0x3c088908
-DATA lgc24<>+12(SB)/4, $0x3c088908
-DATA lgc24<>+16(SB)/4, $0x3c088908
-DATA lgc24<>+20(SB)/4, $0x3c088908
-DATA lgc24<>+24(SB)/4, $0x3c088908
-DATA lgc24<>+28(SB)/4, $0x3c088908
+DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+0(SB)/4, $0x3f000000
+DATA lgc26<>+4(SB)/4, $0x3f000000
+DATA lgc26<>+8(SB)/4, $0x3f000000
+DATA lgc26<>+12(SB)/4, $0x3f000000
+DATA lgc26<>+16(SB)/4, $0x3f000000
+DATA lgc26<>+20(SB)/4, $0x3f000000
+DATA lgc26<>+24(SB)/4, $0x3f000000
+DATA lgc26<>+28(SB)/4, $0x3f000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3f000000
-DATA lgc27<>+4(SB)/4, $0x3f000000
-DATA lgc27<>+8(SB)/4, $0x3f000000
-DATA lgc27<>+12(SB)/4, $0x3f000000
-DATA lgc27<>+16(SB)/4, $0x3f000000
-DATA lgc27<>+20(SB)/4, $0x3f000000
-DATA lgc27<>+24(SB)/4, $0x3f000000
-DATA lgc27<>+28(SB)/4, $0x3f000000
+DATA lgc27<>+0(SB)/4, $0x000000fe
+DATA lgc27<>+4(SB)/4, $0x000000fe
+DATA lgc27<>+8(SB)/4, $0x000000fe
+DATA lgc27<>+12(SB)/4, $0x000000fe
+DATA lgc27<>+16(SB)/4, $0x000000fe
+DATA lgc27<>+20(SB)/4, $0x000000fe
+DATA lgc27<>+24(SB)/4, $0x000000fe
+DATA lgc27<>+28(SB)/4, $0x000000fe
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x000000fe
-DATA lgc28<>+4(SB)/4, $0x000000fe
-DATA lgc28<>+8(SB)/4, $0x000000fe
-DATA lgc28<>+12(SB)/4, $0x000000fe
-DATA lgc28<>+16(SB)/4, $0x000000fe
-DATA lgc28<>+20(SB)/4, $0x000000fe
-DATA lgc28<>+24(SB)/4, $0x000000fe
-DATA lgc28<>+28(SB)/4, $0x000000fe
+DATA lgc28<>+0(SB)/4, $0xff7fffff
+DATA lgc28<>+4(SB)/4, $0xff7fffff
+DATA lgc28<>+8(SB)/4, $0xff7fffff
+DATA lgc28<>+12(SB)/4, $0xff7fffff
+DATA lgc28<>+16(SB)/4, $0xff7fffff
+DATA lgc28<>+20(SB)/4, $0xff7fffff
+DATA lgc28<>+24(SB)/4, $0xff7fffff
+DATA lgc28<>+28(SB)/4, $0xff7fffff
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xff7fffff
-DATA lgc29<>+4(SB)/4, $0xff7fffff
-DATA lgc29<>+8(SB)/4, $0xff7fffff
-DATA lgc29<>+12(SB)/4, $0xff7fffff
-DATA lgc29<>+16(SB)/4, $0xff7fffff
-DATA lgc29<>+20(SB)/4, $0xff7fffff
-DATA lgc29<>+24(SB)/4, $0xff7fffff
-DATA lgc29<>+28(SB)/4, $0xff7fffff
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
+DATA lgc31<>+0(SB)/4, $0x0000007f
+DATA lgc31<>+4(SB)/4, $0x0000007f
+DATA lgc31<>+8(SB)/4, $0x0000007f
+DATA lgc31<>+12(SB)/4, $0x0000007f
+DATA lgc31<>+16(SB)/4, $0x0000007f
+DATA lgc31<>+20(SB)/4, $0x0000007f
+DATA lgc31<>+24(SB)/4, $0x0000007f
+DATA lgc31<>+28(SB)/4, $0x0000007f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x0000007f
-DATA lgc32<>+4(SB)/4, $0x0000007f
-DATA lgc32<>+8(SB)/4, $0x0000007f
-DATA lgc32<>+12(SB)/4, $0x0000007f
-DATA lgc32<>+16(SB)/4, $0x0000007f
-DATA lgc32<>+20(SB)/4, $0x0000007f
-DATA lgc32<>+24(SB)/4, $0x0000007f
-DATA lgc32<>+28(SB)/4, $0x0000007f
+DATA lgc32<>+0(SB)/4, $0xffffffe9
+DATA lgc32<>+4(SB)/4, $0xffffffe9
+DATA lgc32<>+8(SB)/4, $0xffffffe9
+DATA lgc32<>+12(SB)/4, $0xffffffe9
+DATA lgc32<>+16(SB)/4, $0xffffffe9
+DATA lgc32<>+20(SB)/4, $0xffffffe9
+DATA lgc32<>+24(SB)/4, $0xffffffe9
+DATA lgc32<>+28(SB)/4, $0xffffffe9
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xffffffe9
-DATA lgc33<>+4(SB)/4, $0xffffffe9
-DATA lgc33<>+8(SB)/4, $0xffffffe9
-DATA lgc33<>+12(SB)/4, $0xffffffe9
-DATA lgc33<>+16(SB)/4, $0xffffffe9
-DATA lgc33<>+20(SB)/4, $0xffffffe9
-DATA lgc33<>+24(SB)/4, $0xffffffe9
-DATA lgc33<>+28(SB)/4, $0xffffffe9
+DATA lgc33<>+0(SB)/4, $0x007fffff
+DATA lgc33<>+4(SB)/4, $0x007fffff
+DATA lgc33<>+8(SB)/4, $0x007fffff
+DATA lgc33<>+12(SB)/4, $0x007fffff
+DATA lgc33<>+16(SB)/4, $0x007fffff
+DATA lgc33<>+20(SB)/4, $0x007fffff
+DATA lgc33<>+24(SB)/4, $0x007fffff
+DATA lgc33<>+28(SB)/4, $0x007fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x007fffff
-DATA lgc34<>+4(SB)/4, $0x007fffff
-DATA lgc34<>+8(SB)/4, $0x007fffff
-DATA lgc34<>+12(SB)/4, $0x007fffff
-DATA lgc34<>+16(SB)/4, $0x007fffff
-DATA lgc34<>+20(SB)/4, $0x007fffff
-DATA lgc34<>+24(SB)/4, $0x007fffff
-DATA lgc34<>+28(SB)/4, $0x007fffff
+DATA lgc34<>+0(SB)/4, $0x3fb504f3
+DATA lgc34<>+4(SB)/4, $0x3fb504f3
+DATA lgc34<>+8(SB)/4, $0x3fb504f3
+DATA lgc34<>+12(SB)/4, $0x3fb504f3
+DATA lgc34<>+16(SB)/4, $0x3fb504f3
+DATA lgc34<>+20(SB)/4, $0x3fb504f3
+DATA lgc34<>+24(SB)/4, $0x3fb504f3
+DATA lgc34<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3fb504f3
-DATA lgc35<>+4(SB)/4, $0x3fb504f3
-DATA lgc35<>+8(SB)/4, $0x3fb504f3
-DATA lgc35<>+12(SB)/4, $0x3fb504f3
-DATA lgc35<>+16(SB)/4, $0x3fb504f3
-DATA lgc35<>+20(SB)/4, $0x3fb504f3
-DATA lgc35<>+24(SB)/4, $0x3fb504f3
-DATA lgc35<>+28(SB)/4, $0x3fb504f3
+DATA lgc35<>+0(SB)/4, $0x3d9021bb
+DATA lgc35<>+4(SB)/4, $0x3d9021bb
+DATA lgc35<>+8(SB)/4, $0x3d9021bb
+DATA lgc35<>+12(SB)/4, $0x3d9021bb
+DATA lgc35<>+16(SB)/4, $0x3d9021bb
+DATA lgc35<>+20(SB)/4, $0x3d9021bb
+DATA lgc35<>+24(SB)/4, $0x3d9021bb
+DATA lgc35<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d9021bb
-DATA lgc36<>+4(SB)/4, $0x3d9021bb
-DATA lgc36<>+8(SB)/4, $0x3d9021bb
-DATA lgc36<>+12(SB)/4, $0x3d9021bb
-DATA lgc36<>+16(SB)/4, $0x3d9021bb
-DATA lgc36<>+20(SB)/4, $0x3d9021bb
-DATA lgc36<>+24(SB)/4, $0x3d9021bb
-DATA lgc36<>+28(SB)/4, $0x3d9021bb
+DATA lgc36<>+0(SB)/4, $0xbdebd1b8
+DATA lgc36<>+4(SB)/4, $0xbdebd1b8
+DATA lgc36<>+8(SB)/4, $0xbdebd1b8
+DATA lgc36<>+12(SB)/4, $0xbdebd1b8
+DATA lgc36<>+16(SB)/4, $0xbdebd1b8
+DATA lgc36<>+20(SB)/4, $0xbdebd1b8
+DATA lgc36<>+24(SB)/4, $0xbdebd1b8
+DATA lgc36<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdebd1b8
-DATA lgc37<>+4(SB)/4, $0xbdebd1b8
-DATA lgc37<>+8(SB)/4, $0xbdebd1b8
-DATA lgc37<>+12(SB)/4, $0xbdebd1b8
-DATA lgc37<>+16(SB)/4, $0xbdebd1b8
-DATA lgc37<>+20(SB)/4, $0xbdebd1b8
-DATA lgc37<>+24(SB)/4, $0xbdebd1b8
-DATA lgc37<>+28(SB)/4, $0xbdebd1b8
+DATA lgc37<>+0(SB)/4, $0x3def251a
+DATA lgc37<>+4(SB)/4, $0x3def251a
+DATA lgc37<>+8(SB)/4, $0x3def251a
+DATA lgc37<>+12(SB)/4, $0x3def251a
+DATA lgc37<>+16(SB)/4, $0x3def251a
+DATA lgc37<>+20(SB)/4, $0x3def251a
+DATA lgc37<>+24(SB)/4, $0x3def251a
+DATA lgc37<>+28(SB)/4, $0x3def251a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3def251a
-DATA lgc38<>+4(SB)/4, $0x3def251a
-DATA lgc38<>+8(SB)/4, $0x3def251a
-DATA lgc38<>+12(SB)/4, $0x3def251a
-DATA lgc38<>+16(SB)/4, $0x3def251a
-DATA lgc38<>+20(SB)/4, $0x3def251a
-DATA lgc38<>+24(SB)/4, $0x3def251a
-DATA lgc38<>+28(SB)/4, $0x3def251a
+DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+0(SB)/4, $0x3e11e9bf
+DATA lgc39<>+4(SB)/4, $0x3e11e9bf
+DATA lgc39<>+8(SB)/4, $0x3e11e9bf
+DATA lgc39<>+12(SB)/4, $0x3e11e9bf
+DATA lgc39<>+16(SB)/4, $0x3e11e9bf
+DATA lgc39<>+20(SB)/4, $0x3e11e9bf
+DATA lgc39<>+24(SB)/4, $0x3e11e9bf
+DATA lgc39<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e11e9bf
-DATA lgc40<>+4(SB)/4, $0x3e11e9bf
-DATA lgc40<>+8(SB)/4, $0x3e11e9bf
-DATA lgc40<>+12(SB)/4, $0x3e11e9bf
-DATA lgc40<>+16(SB)/4, $0x3e11e9bf
-DATA lgc40<>+20(SB)/4, $0x3e11e9bf
-DATA lgc40<>+24(SB)/4, $0x3e11e9bf
-DATA lgc40<>+28(SB)/4, $0x3e11e9bf
+DATA lgc40<>+0(SB)/4, $0xbe2aae50
+DATA lgc40<>+4(SB)/4, $0xbe2aae50
+DATA lgc40<>+8(SB)/4, $0xbe2aae50
+DATA lgc40<>+12(SB)/4, $0xbe2aae50
+DATA lgc40<>+16(SB)/4, $0xbe2aae50
+DATA lgc40<>+20(SB)/4, $0xbe2aae50
+DATA lgc40<>+24(SB)/4, $0xbe2aae50
+DATA lgc40<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe2aae50
-DATA lgc41<>+4(SB)/4, $0xbe2aae50
-DATA lgc41<>+8(SB)/4, $0xbe2aae50
-DATA lgc41<>+12(SB)/4, $0xbe2aae50
-DATA lgc41<>+16(SB)/4, $0xbe2aae50
-DATA lgc41<>+20(SB)/4, $0xbe2aae50
-DATA lgc41<>+24(SB)/4, $0xbe2aae50
-DATA lgc41<>+28(SB)/4, $0xbe2aae50
+DATA lgc41<>+0(SB)/4, $0x3e4cceac
+DATA lgc41<>+4(SB)/4, $0x3e4cceac
+DATA lgc41<>+8(SB)/4, $0x3e4cceac
+DATA lgc41<>+12(SB)/4, $0x3e4cceac
+DATA lgc41<>+16(SB)/4, $0x3e4cceac
+DATA lgc41<>+20(SB)/4, $0x3e4cceac
+DATA lgc41<>+24(SB)/4, $0x3e4cceac
+DATA lgc41<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e4cceac
-DATA lgc42<>+4(SB)/4, $0x3e4cceac
-DATA lgc42<>+8(SB)/4, $0x3e4cceac
-DATA lgc42<>+12(SB)/4, $0x3e4cceac
-DATA lgc42<>+16(SB)/4, $0x3e4cceac
-DATA lgc42<>+20(SB)/4, $0x3e4cceac
-DATA lgc42<>+24(SB)/4, $0x3e4cceac
-DATA lgc42<>+28(SB)/4, $0x3e4cceac
+DATA lgc42<>+0(SB)/4, $0xbe7ffffc
+DATA lgc42<>+4(SB)/4, $0xbe7ffffc
+DATA lgc42<>+8(SB)/4, $0xbe7ffffc
+DATA lgc42<>+12(SB)/4, $0xbe7ffffc
+DATA lgc42<>+16(SB)/4, $0xbe7ffffc
+DATA lgc42<>+20(SB)/4, $0xbe7ffffc
+DATA lgc42<>+24(SB)/4, $0xbe7ffffc
+DATA lgc42<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe7ffffc
-DATA lgc43<>+4(SB)/4, $0xbe7ffffc
-DATA lgc43<>+8(SB)/4, $0xbe7ffffc
-DATA lgc43<>+12(SB)/4, $0xbe7ffffc
-DATA lgc43<>+16(SB)/4, $0xbe7ffffc
-DATA lgc43<>+20(SB)/4, $0xbe7ffffc
-DATA lgc43<>+24(SB)/4, $0xbe7ffffc
-DATA lgc43<>+28(SB)/4, $0xbe7ffffc
+DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fc00000
-DATA lgc45<>+4(SB)/4, $0x7fc00000
-DATA lgc45<>+8(SB)/4, $0x7fc00000
-DATA lgc45<>+12(SB)/4, $0x7fc00000
-DATA lgc45<>+16(SB)/4, $0x7fc00000
-DATA lgc45<>+20(SB)/4, $0x7fc00000
-DATA lgc45<>+24(SB)/4, $0x7fc00000
-DATA lgc45<>+28(SB)/4, $0x7fc00000
+DATA lgc45<>+0(SB)/4, $0x7f800000
+DATA lgc45<>+4(SB)/4, $0x7f800000
+DATA lgc45<>+8(SB)/4, $0x7f800000
+DATA lgc45<>+12(SB)/4, $0x7f800000
+DATA lgc45<>+16(SB)/4, $0x7f800000
+DATA lgc45<>+20(SB)/4, $0x7f800000
+DATA lgc45<>+24(SB)/4, $0x7f800000
+DATA lgc45<>+28(SB)/4, $0x7f800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7f800000
-DATA lgc46<>+4(SB)/4, $0x7f800000
-DATA lgc46<>+8(SB)/4, $0x7f800000
-DATA lgc46<>+12(SB)/4, $0x7f800000
-DATA lgc46<>+16(SB)/4, $0x7f800000
-DATA lgc46<>+20(SB)/4, $0x7f800000
-DATA lgc46<>+24(SB)/4, $0x7f800000
-DATA lgc46<>+28(SB)/4, $0x7f800000
+DATA lgc46<>+0(SB)/4, $0x00000001
+DATA lgc46<>+4(SB)/4, $0x00000001
+DATA lgc46<>+8(SB)/4, $0x00000001
+DATA lgc46<>+12(SB)/4, $0x00000001
+DATA lgc46<>+16(SB)/4, $0x00000001
+DATA lgc46<>+20(SB)/4, $0x00000001
+DATA lgc46<>+24(SB)/4, $0x00000001
+DATA lgc46<>+28(SB)/4, $0x00000001
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x00000001
-DATA lgc47<>+4(SB)/4, $0x00000001
-DATA lgc47<>+8(SB)/4, $0x00000001
-DATA lgc47<>+12(SB)/4, $0x00000001
-DATA lgc47<>+16(SB)/4, $0x00000001
-DATA lgc47<>+20(SB)/4, $0x00000001
-DATA lgc47<>+24(SB)/4, $0x00000001
-DATA lgc47<>+28(SB)/4, $0x00000001
+DATA lgc47<>+0(SB)/4, $0x00000000
+DATA lgc47<>+4(SB)/4, $0x00000002
+DATA lgc47<>+8(SB)/4, $0x00000004
+DATA lgc47<>+12(SB)/4, $0x00000006
+DATA lgc47<>+16(SB)/4, $0x00000008
+DATA lgc47<>+20(SB)/4, $0x0000000a
+DATA lgc47<>+24(SB)/4, $0x0000000c
+DATA lgc47<>+28(SB)/4, $0x0000000e
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x00000000
-DATA lgc48<>+4(SB)/4, $0x00000002
-DATA lgc48<>+8(SB)/4, $0x00000004
-DATA lgc48<>+12(SB)/4, $0x00000006
-DATA lgc48<>+16(SB)/4, $0x00000008
-DATA lgc48<>+20(SB)/4, $0x0000000a
-DATA lgc48<>+24(SB)/4, $0x0000000c
-DATA lgc48<>+28(SB)/4, $0x0000000e
+DATA lgc48<>+0(SB)/4, $0xffffffff
+DATA lgc48<>+4(SB)/4, $0xffffffff
+DATA lgc48<>+8(SB)/4, $0xffffffff
+DATA lgc48<>+12(SB)/4, $0xffffffff
+DATA lgc48<>+16(SB)/4, $0xffffffff
+DATA lgc48<>+20(SB)/4, $0xffffffff
+DATA lgc48<>+24(SB)/4, $0xffffffff
+DATA lgc48<>+28(SB)/4, $0xffffffff
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xffffffff
-DATA lgc49<>+4(SB)/4, $0xffffffff
-DATA lgc49<>+8(SB)/4, $0xffffffff
-DATA lgc49<>+12(SB)/4, $0xffffffff
-DATA lgc49<>+16(SB)/4, $0xffffffff
-DATA lgc49<>+20(SB)/4, $0xffffffff
-DATA lgc49<>+24(SB)/4, $0xffffffff
-DATA lgc49<>+28(SB)/4, $0xffffffff
+DATA lgc49<>+0(SB)/4, $0xbe647fbe
+DATA lgc49<>+4(SB)/4, $0xbe647fbe
+DATA lgc49<>+8(SB)/4, $0xbe647fbe
+DATA lgc49<>+12(SB)/4, $0xbe647fbe
+DATA lgc49<>+16(SB)/4, $0xbe647fbe
+DATA lgc49<>+20(SB)/4, $0xbe647fbe
+DATA lgc49<>+24(SB)/4, $0xbe647fbe
+DATA lgc49<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbe647fbe
-DATA lgc50<>+4(SB)/4, $0xbe647fbe
-DATA lgc50<>+8(SB)/4, $0xbe647fbe
-DATA lgc50<>+12(SB)/4, $0xbe647fbe
-DATA lgc50<>+16(SB)/4, $0xbe647fbe
-DATA lgc50<>+20(SB)/4, $0xbe647fbe
-DATA lgc50<>+24(SB)/4, $0xbe647fbe
-DATA lgc50<>+28(SB)/4, $0xbe647fbe
+DATA lgc50<>+0(SB)/4, $0x3e3ab281
+DATA lgc50<>+4(SB)/4, $0x3e3ab281
+DATA lgc50<>+8(SB)/4, $0x3e3ab281
+DATA lgc50<>+12(SB)/4, $0x3e3ab281
+DATA lgc50<>+16(SB)/4, $0x3e3ab281
+DATA lgc50<>+20(SB)/4, $0x3e3ab281
+DATA lgc50<>+24(SB)/4, $0x3e3ab281
+DATA lgc50<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3e3ab281
-DATA lgc51<>+4(SB)/4, $0x3e3ab281
-DATA lgc51<>+8(SB)/4, $0x3e3ab281
-DATA lgc51<>+12(SB)/4, $0x3e3ab281
-DATA lgc51<>+16(SB)/4, $0x3e3ab281
-DATA lgc51<>+20(SB)/4, $0x3e3ab281
-DATA lgc51<>+24(SB)/4, $0x3e3ab281
-DATA lgc51<>+28(SB)/4, $0x3e3ab281
+DATA lgc51<>+0(SB)/4, $0x42b20000
+DATA lgc51<>+4(SB)/4, $0x42b20000
+DATA lgc51<>+8(SB)/4, $0x42b20000
+DATA lgc51<>+12(SB)/4, $0x42b20000
+DATA lgc51<>+16(SB)/4, $0x42b20000
+DATA lgc51<>+20(SB)/4, $0x42b20000
+DATA lgc51<>+24(SB)/4, $0x42b20000
+DATA lgc51<>+28(SB)/4, $0x42b20000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x42b20000
-DATA lgc52<>+4(SB)/4, $0x42b20000
-DATA lgc52<>+8(SB)/4, $0x42b20000
-DATA lgc52<>+12(SB)/4, $0x42b20000
-DATA lgc52<>+16(SB)/4, $0x42b20000
-DATA lgc52<>+20(SB)/4, $0x42b20000
-DATA lgc52<>+24(SB)/4, $0x42b20000
-DATA lgc52<>+28(SB)/4, $0x42b20000
+DATA lgc52<>+0(SB)/4, $0x3f99999a
+DATA lgc52<>+4(SB)/4, $0x3f99999a
+DATA lgc52<>+8(SB)/4, $0x3f99999a
+DATA lgc52<>+12(SB)/4, $0x3f99999a
+DATA lgc52<>+16(SB)/4, $0x3f99999a
+DATA lgc52<>+20(SB)/4, $0x3f99999a
+DATA lgc52<>+24(SB)/4, $0x3f99999a
+DATA lgc52<>+28(SB)/4, $0x3f99999a
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x3f99999a
-DATA lgc53<>+4(SB)/4, $0x3f99999a
-DATA lgc53<>+8(SB)/4, $0x3f99999a
-DATA lgc53<>+12(SB)/4, $0x3f99999a
-DATA lgc53<>+16(SB)/4, $0x3f99999a
-DATA lgc53<>+20(SB)/4, $0x3f99999a
-DATA lgc53<>+24(SB)/4, $0x3f99999a
-DATA lgc53<>+28(SB)/4, $0x3f99999a
+DATA lgc53<>+0(SB)/4, $0x3f4ccccd
+DATA lgc53<>+4(SB)/4, $0x3f4ccccd
+DATA lgc53<>+8(SB)/4, $0x3f4ccccd
+DATA lgc53<>+12(SB)/4, $0x3f4ccccd
+DATA lgc53<>+16(SB)/4, $0x3f4ccccd
+DATA lgc53<>+20(SB)/4, $0x3f4ccccd
+DATA lgc53<>+24(SB)/4, $0x3f4ccccd
+DATA lgc53<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x3f4ccccd
-DATA lgc54<>+4(SB)/4, $0x3f4ccccd
-DATA lgc54<>+8(SB)/4, $0x3f4ccccd
-DATA lgc54<>+12(SB)/4, $0x3f4ccccd
-DATA lgc54<>+16(SB)/4, $0x3f4ccccd
-DATA lgc54<>+20(SB)/4, $0x3f4ccccd
-DATA lgc54<>+24(SB)/4, $0x3f4ccccd
-DATA lgc54<>+28(SB)/4, $0x3f4ccccd
+DATA lgc54<>+0(SB)/4, $0x80000000
+DATA lgc54<>+4(SB)/4, $0x80000000
+DATA lgc54<>+8(SB)/4, $0x80000000
+DATA lgc54<>+12(SB)/4, $0x80000000
+DATA lgc54<>+16(SB)/4, $0x80000000
+DATA lgc54<>+20(SB)/4, $0x80000000
+DATA lgc54<>+24(SB)/4, $0x80000000
+DATA lgc54<>+28(SB)/4, $0x80000000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 DATA lgc55<>+0(SB)/4, $0xbc23d70a
@@ -1541,27 +1536,27 @@ blocks_11:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v84)
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
-	VMOVUPS      lgc52<>+0(SB), Y3
+	VMOVUPS      lgc51<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc22<>+0(SB), Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VMOVUPS      lgc24<>+0(SB), Y6
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VMOVUPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
+	VMOVUPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc26<>+0(SB), Y6
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y6
+	VMOVUPS      lgc25<>+0(SB), Y6
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -2026,12 +2021,7 @@ inner_A_19:
 	VMOVUPS 104(SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
-	VXORPS lgc17<>+0(SB), Y3, Y1
-	VXORPS lgc17<>+0(SB), Y0, Y2
-	VMINPS Y1, Y2, Y0
-	VMINPS Y2, Y1, Y3
-	VORPS  Y0, Y3, Y3
-	VXORPS lgc17<>+0(SB), Y3, Y3
+	VMAXPS Y3, Y0, Y3
 	INCQ   BX
 	CMPQ   BX, $+2
 	JL     inner_A_19
@@ -2052,25 +2042,25 @@ inner_A_20:
 	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
-	VMULPS       lgc19<>+0(SB), Y3, Y4
+	VMULPS       lgc18<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
 	VMULPS       Y3, Y3, Y5
-	VMOVUPS      lgc22<>+0(SB), Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMOVUPS      lgc24<>+0(SB), Y7
-	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VMOVUPS      lgc23<>+0(SB), Y7
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
-	VMOVUPS      lgc26<>+0(SB), Y7
-	VFMADD213PS  lgc27<>+0(SB), Y3, Y7
+	VMOVUPS      lgc25<>+0(SB), Y7
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
 	VPSLLD       $0x17, Y4, Y4
@@ -2081,7 +2071,7 @@ inner_A_20:
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -2099,22 +2089,23 @@ inner_A_20:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc32<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y1
+	VPAND        lgc33<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y3
-	VMULPS       lgc27<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
+	VMULPS       lgc26<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
@@ -2122,20 +2113,19 @@ inner_A_20:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
-	VADDPS       Y1, Y5, Y5
 	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
@@ -2193,10 +2183,10 @@ indexdone_22:
 	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc47<>+0(SB), Y1, Y1
-	VPMULLD    lgc47<>+0(SB), Y1, Y1
-	VPADDD     lgc48<>+0(SB), Y1, Y1
-	VMOVUPS    lgc49<>+0(SB), Y3
+	VPMINSD    lgc46<>+0(SB), Y1, Y1
+	VPMULLD    lgc46<>+0(SB), Y1, Y1
+	VPADDD     lgc47<>+0(SB), Y1, Y1
+	VMOVUPS    lgc48<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y1*4), Y4
 	VMOVUPS    328(SP), Y1
@@ -2211,38 +2201,38 @@ indexdone_22:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc50<>+0(SB), Y6
+	VMOVUPS lgc49<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc51<>+0(SB), Y7
+	VMOVUPS lgc50<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 392(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc18<>+0(SB), Y5
+	VMOVUPS      lgc17<>+0(SB), Y5
 	VMAXPS       Y4, Y5, Y5
-	VMOVUPS      lgc52<>+0(SB), Y7
+	VMOVUPS      lgc51<>+0(SB), Y7
 	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc19<>+0(SB), Y5, Y7
+	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
 	VMULPS       Y5, Y5, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y9
+	VMOVUPS      lgc23<>+0(SB), Y10
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc26<>+0(SB), Y10
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
+	VMOVUPS      lgc25<>+0(SB), Y10
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPADDD       lgc27<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y7
 	VPSUBD       Y7, Y5, Y5
 	VPSLLD       $0x17, Y7, Y7
@@ -2255,12 +2245,12 @@ indexdone_22:
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VMOVUPS Y0, 424(SP)
-	VMOVUPS lgc53<>+0(SB), Y0
+	VMOVUPS lgc52<>+0(SB), Y0
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y0, Y0
 	VMOVUPS Y1, 456(SP)
-	VMOVUPS lgc54<>+0(SB), Y1
+	VMOVUPS lgc53<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y1, Y1
@@ -2273,7 +2263,7 @@ indexdone_22:
 	VMULPS Y0, Y5, Y0
 
 	// v53 = neg(gain)
-	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc54<>+0(SB), Y0, Y0
 
 	// mean(v53) over [N T]
 	MOVQ    state+64(FP), BX
@@ -2328,7 +2318,7 @@ indexdone_22:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc27<>+0(SB), Y3, Y3
+	VMULPS lgc26<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  3264(BX), Y3, Y3
@@ -2413,7 +2403,7 @@ indexdone_22:
 	VADDPS Y1, Y1, Y1
 
 	// gradStateValue = neg(v90)
-	VXORPS  lgc17<>+0(SB), Y1, Y1
+	VXORPS  lgc54<>+0(SB), Y1, Y1
 	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 424(SP), Y3
 
@@ -2444,7 +2434,7 @@ indexdone_22:
 
 	// v108 = where(v46, 0, v106)
 	VANDNPS Y7, Y9, Y1
-	VMOVUPS lgc54<>+0(SB), Y7
+	VMOVUPS lgc53<>+0(SB), Y7
 
 	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y0, Y7
@@ -2460,7 +2450,7 @@ indexdone_22:
 
 	// v112 = where(v111, v108, 0)
 	VANDPS  Y1, Y2, Y1
-	VMOVUPS lgc53<>+0(SB), Y2
+	VMOVUPS lgc52<>+0(SB), Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y2, Y0, Y2
@@ -2484,7 +2474,7 @@ indexdone_22:
 	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// v120 = neg(v119)
-	VXORPS lgc17<>+0(SB), Y0, Y1
+	VXORPS lgc54<>+0(SB), Y0, Y1
 
 	// v121 = add(-3.90625e-05, v120)
 	VADDPS lgc62<>+0(SB), Y1, Y1
@@ -2512,7 +2502,7 @@ inner_A_23:
 
 	// v30 = sub(logits, v28)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc29<>+0(SB), Y1
+	VMOVUPS lgc28<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
@@ -2933,27 +2923,27 @@ blocks_27:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v84)
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
-	VMOVUPS      lgc52<>+0(SB), Y3
+	VMOVUPS      lgc51<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc22<>+0(SB), Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VMOVUPS      lgc24<>+0(SB), Y6
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VMOVUPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
+	VMOVUPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc26<>+0(SB), Y6
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y6
+	VMOVUPS      lgc25<>+0(SB), Y6
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -3047,27 +3037,27 @@ bulk_30:
 	CMPQ         BX, DX
 	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc52<>+0(SB), Y1
+	VMOVUPS      lgc51<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VMULPS       lgc18<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc22<>+0(SB), Y3
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
-	VMOVUPS      lgc24<>+0(SB), Y4
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
+	VMOVUPS      lgc21<>+0(SB), Y3
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
+	VMOVUPS      lgc23<>+0(SB), Y4
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc26<>+0(SB), Y4
-	VFMADD213PS  lgc27<>+0(SB), Y0, Y4
+	VMOVUPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc28<>+0(SB), Y0, Y0
+	VPADDD       lgc27<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -3094,22 +3084,23 @@ bulk_32:
 	CMPQ         BX, DX
 	JGE          bulkdone_33
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc32<>+0(SB), Y3, Y3
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y3, Y3
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
+	VMULPS       lgc26<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y4
+	VMOVAPS      lgc35<>+0(SB), Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
@@ -3117,20 +3108,19 @@ bulk_32:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc27<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3154,22 +3144,23 @@ bulk_34:
 	JGE          bulkdone_35
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc32<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y2, Y2
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
-	VMULPS       lgc27<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
@@ -3177,20 +3168,19 @@ bulk_34:
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -3201,8 +3191,8 @@ bulk_34:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_34
