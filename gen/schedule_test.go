@@ -3,6 +3,7 @@ package gen_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -217,44 +218,55 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// TestNonTemporalStoresSameBits runs ClipPPO+GAE on [8, 64] with every eligible buffer stored
-// non-temporally (the schedule edited: the plan keeps so small a pass regular) and requires
-// the bytes of the regular schedule's run, forward and forward+backward: the store policy
-// changes how values reach memory, never which.
+// TestNonTemporalStoresSameBits runs ClipPPO+GAE on [8, 64], and categorical ClipPPO on 64
+// elements of 16 logits (float32) and 8 (float64), whose gradient the AVX2 kernel stores from
+// a transposed tile, with every eligible buffer stored non-temporally (the schedule edited:
+// the plan keeps so small a pass regular) and requires the bytes of the regular schedule's
+// run, forward and forward+backward: the store policy changes how values reach memory,
+// never which.
 func TestNonTemporalStoresSameBits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
 	t.Parallel()
-	src := "package: p\ndims: {N: 8, T: 64}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo, normalize_advantage: true}\n"
-	var outs [2][2][]byte
-	for i, policy := range []plan.StorePolicy{plan.Regular, plan.NonTemporal} {
-		c := compileSrc(t, src)
-		n := 0
-		for _, p := range []*plan.Plan{c.Plan, c.Backward} {
-			for _, ps := range p.Passes {
-				for _, x := range ps.Stores {
-					if ps.NonTemporalEligible(x) {
-						ps.Schedule.Stores[x.ID] = policy
-						n++
+	cat := "package: p\ndtype: %s\ndims: {B: 64, A: %d}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.01}\n"
+	for name, src := range map[string]string{
+		"gae":             "package: p\ndims: {N: 8, T: 64}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo, normalize_advantage: true}\n",
+		"categorical":     fmt.Sprintf(cat, "float32", 16),
+		"categorical_f64": fmt.Sprintf(cat, "float64", 8),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var outs [2][2][]byte
+			for i, policy := range []plan.StorePolicy{plan.Regular, plan.NonTemporal} {
+				c := compileSrc(t, src)
+				n := 0
+				for _, p := range []*plan.Plan{c.Plan, c.Backward} {
+					for _, ps := range p.Passes {
+						for _, x := range ps.Stores {
+							if ps.NonTemporalEligible(x) {
+								ps.Schedule.Stores[x.ID] = policy
+								n++
+							}
+						}
 					}
 				}
+				require.NotZero(t, n)
+				cs, err := cases.Build(c.Reference(), "p", "")
+				require.NoError(t, err)
+				m, err := runner.NewModule(c)
+				require.NoError(t, err)
+				t.Cleanup(func() { m.Close() })
+				bin, err := m.Build("")
+				require.NoError(t, err)
+				fwd, err := m.Run(bin, cs[0].Inputs)
+				require.NoError(t, err)
+				fb, err := m.RunBackward(bin, cs[0].Inputs)
+				require.NoError(t, err)
+				outs[i] = [2][]byte{outputBytes(t, fwd), outputBytes(t, fb)}
 			}
-		}
-		require.NotZero(t, n)
-		cs, err := cases.Build(c.Reference(), "p", "")
-		require.NoError(t, err)
-		m, err := runner.NewModule(c)
-		require.NoError(t, err)
-		t.Cleanup(func() { m.Close() })
-		bin, err := m.Build("")
-		require.NoError(t, err)
-		fwd, err := m.Run(bin, cs[0].Inputs)
-		require.NoError(t, err)
-		fb, err := m.RunBackward(bin, cs[0].Inputs)
-		require.NoError(t, err)
-		outs[i] = [2][]byte{outputBytes(t, fwd), outputBytes(t, fb)}
+			require.True(t, bytes.Equal(outs[0][0], outs[1][0]), "Forward")
+			require.True(t, bytes.Equal(outs[0][1], outs[1][1]), "ForwardBackward")
+		})
 	}
-	require.True(t, bytes.Equal(outs[0][0], outs[1][0]), "Forward")
-	require.True(t, bytes.Equal(outs[0][1], outs[1][1]), "ForwardBackward")
 }

@@ -443,16 +443,26 @@ func (pg *passGen) storeTo(n *ir.Node, base reg.GPVirtual, v reg.VecVirtual) {
 		} else {
 			pg.c.VMASKMOVPS(v, pg.tailMask(), m)
 		}
-	case pg.nt && pg.ps.Schedule.Stores[n.ID] == plan.NonTemporal:
-		// Non-temporal: the output bypasses the caches, and no read-for-ownership of its
-		// lines is needed (the wrapper checked the 32-byte alignment).
-		if pg.f64 {
-			pg.c.VMOVNTPD(v, m)
-		} else {
-			pg.c.VMOVNTPS(v, m)
-		}
+	case pg.nonTemporal(n):
+		pg.storeNT(v, m)
 	default:
 		pg.mov(v, m)
+	}
+}
+
+// nonTemporal reports whether this variant of the pass stores n's full blocks
+// non-temporally: the output bypasses the caches, and no read-for-ownership of its lines is
+// needed (the wrapper checked the 32-byte alignment of its buffers).
+func (pg *passGen) nonTemporal(n *ir.Node) bool {
+	return pg.nt && pg.ps.Schedule.Stores[n.ID] == plan.NonTemporal
+}
+
+// storeNT stores v at the 32-byte aligned m with a non-temporal store.
+func (pg *passGen) storeNT(v reg.VecVirtual, m operand.Mem) {
+	if pg.f64 {
+		pg.c.VMOVNTPD(v, m)
+	} else {
+		pg.c.VMOVNTPS(v, m)
 	}
 }
 

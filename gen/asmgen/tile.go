@@ -246,6 +246,8 @@ func (pg *passGen) flushTiles() {
 					for _, base := range bases {
 						m := elemMem(base, off, pg.esz(), elem+l*t.s+k0)
 						switch {
+						case mask == nil && t.s%L == 0 && pg.nonTemporal(n):
+							pg.storeNT(row, m) // whole vectors at multiples of L elements: aligned
 						case mask == nil:
 							pg.mov(row, m)
 						case pg.f64:
