@@ -425,7 +425,12 @@ func (pg *passGen) temps(it bitem) int {
 		return 13
 	case ir.OpScan:
 		return 6
-	case ir.OpMin, ir.OpMax, ir.OpShiftNext, ir.OpGather:
+	case ir.OpMin, ir.OpMax:
+		if boolOp(it.n) {
+			return 2 // the masks' or (and), and its 0s and 1s
+		}
+		return 4
+	case ir.OpShiftNext, ir.OpGather:
 		return 4
 	case ir.OpWhere:
 		return 3 // and the condition's register, when its mask is recomputed

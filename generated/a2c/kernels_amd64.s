@@ -846,7 +846,7 @@ GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $672-80
+TEXT ·fbPass0AVX2(SB), $640-80
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -1312,46 +1312,43 @@ inner_A_14:
 	VMOVUPS   (SP)(R8*1), Y6
 
 	// v68 = mul(v62, v6)
-	VMULPS Y6, Y1, Y6
+	VMULPS Y6, Y1, Y7
 
 	// v69 = ge(v5, -3.4028235e+38)
-	VCMPPS $0x1d, Y0, Y3, Y7
+	VCMPPS $0x1d, Y0, Y3, Y8
 
 	// v70 = ne(v5, v5)
-	VCMPPS  $0x04, Y3, Y3, Y3
-	VMOVUPS Y5, 640(SP)
+	VCMPPS $0x04, Y3, Y3, Y3
 
 	// v71 = max(v69, v70)
-	VORPS Y7, Y3, Y3
+	VORPS Y8, Y3, Y3
 
 	// v72 = where(v71, v68, 0)
-	VANDPS       Y6, Y3, Y3
+	VANDPS       Y7, Y3, Y3
 	MOVQ         BX, R9
-	VMOVD        R9, X5
-	VPBROADCASTD X5, Y5
-	VCVTDQ2PS    Y5, Y5
+	VMOVD        R9, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v78 = eq(v77, action)
-	VCMPPS  $0x00, Y2, Y5, Y5
-	VMOVUPS 544(SP), Y6
+	VCMPPS  $0x00, Y2, Y7, Y7
+	VMOVUPS 544(SP), Y8
 
 	// v79 = where(v78, v74, 0)
-	VANDPS  Y6, Y5, Y5
-	VMOVUPS 640(SP), Y6
-	VMOVUPS 576(SP), Y7
+	VANDPS  Y8, Y7, Y7
+	VMOVUPS 576(SP), Y8
 
 	// v84 = add(v67, v83)
-	VADDPS  Y7, Y6, Y6
-	VMOVUPS (SP)(R8*1), Y7
+	VADDPS Y8, Y5, Y5
 
 	// v85 = mul(v84, v6)
-	VMULPS Y7, Y6, Y6
+	VMULPS Y6, Y5, Y5
 
 	// v86 = add(v72, v85)
-	VADDPS Y6, Y3, Y3
+	VADDPS Y5, Y3, Y3
 
 	// gradLogits = add(v79, v86)
-	VADDPS Y3, Y5, Y3
+	VADDPS Y3, Y7, Y3
 
 	// store gradLogits
 	VMOVUPS Y3, 256(SP)(R8*1)

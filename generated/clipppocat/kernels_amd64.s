@@ -2093,7 +2093,7 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1592-120
+TEXT ·fbPass0AVX2(SB), $1464-120
 	MOVQ lo+0(FP), AX
 
 outer0_13:
@@ -2753,53 +2753,53 @@ inner_A_15:
 	VMOVUPS 376(SP), Y6
 
 	// v110 = div(v55, v25)
-	VDIVPS Y5, Y6, Y5
+	VDIVPS Y5, Y6, Y6
 
 	// v111 = mul(-3.711401342221861e-07, v110)
-	VMULPS lgc63<>+0(SB), Y5, Y5
+	VMULPS lgc63<>+0(SB), Y6, Y6
 
 	// v112 = ne(v109, 0)
-	VCMPPS  $0x04, Y3, Y4, Y6
-	VMOVUPS 88(SP), Y7
+	VCMPPS  $0x04, Y3, Y4, Y7
+	VMOVUPS 88(SP), Y8
 
 	// v121 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y7, Y7
+	VMULPS  lgc64<>+0(SB), Y8, Y8
 	VMOVUPS Y2, 536(SP)
 	VMOVUPS 344(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y2, Y8
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y2, Y9
 
 	// v122 = where(v39, v121, 0)
-	VANDPS  Y7, Y8, Y2
-	VMOVUPS Y6, 568(SP)
+	VANDPS  Y8, Y9, Y2
+	VMOVUPS Y7, 568(SP)
 
 	// v123 = where(v39, 0, v121)
-	VANDNPS Y7, Y8, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VANDNPS Y8, Y9, Y7
+	VMOVUPS lgc48<>+0(SB), Y8
 
 	// v124 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
+	VCMPPS $0x1d, Y8, Y1, Y8
 
 	// v125 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y8
+	VCMPPS  $0x04, Y1, Y1, Y9
 	VMOVUPS Y4, 600(SP)
-	VMOVUPS Y5, 632(SP)
 
 	// v126 = max(v124, v125)
-	VORPS Y7, Y8, Y4
+	VORPS   Y8, Y9, Y4
+	VMOVUPS Y6, 632(SP)
 
 	// v127 = where(v126, v123, 0)
-	VANDPS  Y6, Y4, Y4
-	VMOVUPS lgc47<>+0(SB), Y5
+	VANDPS  Y7, Y4, Y4
+	VMOVUPS lgc47<>+0(SB), Y6
 
 	// v128 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y1, Y5
+	VCMPPS $0x12, Y6, Y1, Y6
 
 	// v129 = max(v128, v125)
-	VORPS Y5, Y8, Y5
+	VORPS Y6, Y9, Y6
 
 	// v130 = where(v129, v122, 0)
-	VANDPS Y2, Y5, Y2
+	VANDPS Y2, Y6, Y2
 
 	// v131 = add(v127, v130)
 	VADDPS Y2, Y4, Y2
@@ -2820,11 +2820,10 @@ inner_A_15:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v140 = ne(v136, 0)
-	VCMPPS  $0x04, Y3, Y2, Y3
-	VMOVUPS 248(SP), Y4
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v141 = div(v136, v25)
-	VDIVPS Y4, Y2, Y4
+	VDIVPS Y5, Y2, Y4
 
 	// v142 = where(v140, v141, v136)
 	VBLENDVPS Y3, Y4, Y2, Y2
@@ -2892,53 +2891,49 @@ inner_A_16:
 	VCMPPS $0x1d, Y3, Y5, Y8
 
 	// v117 = ne(v23, v23)
-	VCMPPS  $0x04, Y5, Y5, Y5
-	VMOVUPS Y6, 696(SP)
-	VMOVUPS Y7, 728(SP)
+	VCMPPS $0x04, Y5, Y5, Y5
 
 	// v118 = max(v116, v117)
-	VORPS   Y8, Y5, Y5
-	VMOVUPS 728(SP), Y6
+	VORPS Y8, Y5, Y5
 
 	// v119 = where(v118, v115, 0)
-	VANDPS       Y6, Y5, Y5
+	VANDPS       Y7, Y5, Y5
 	MOVQ         CX, DI
-	VMOVD        DI, X6
-	VPBROADCASTD X6, Y6
-	VCVTDQ2PS    Y6, Y6
+	VMOVD        DI, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v138 = eq(v137, action)
-	VCMPPS $0x00, Y4, Y6, Y6
+	VCMPPS $0x00, Y4, Y7, Y7
 
 	// v139 = where(v138, v134, 0)
-	VANDPS  Y1, Y6, Y6
-	VMOVUPS 696(SP), Y7
+	VANDPS Y1, Y7, Y7
 
 	// v144 = add(v114, v143)
-	VADDPS  Y2, Y7, Y7
+	VADDPS  Y2, Y6, Y6
 	VMOVUPS 8(SP)(BX*1), Y8
 
 	// v145 = mul(v144, v24)
-	VMULPS Y8, Y7, Y7
+	VMULPS Y8, Y6, Y6
 
 	// v146 = add(v119, v145)
-	VADDPS Y7, Y5, Y5
+	VADDPS Y6, Y5, Y5
 
 	// gradLogits = add(v139, v146)
-	VADDPS Y5, Y6, Y5
+	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
 	MOVQ    gradLogits+80(FP), BX
-	VMOVUPS Y5, 760(SP)
-	MOVL    760(SP), DI
+	VMOVUPS Y5, 696(SP)
+	MOVL    696(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    764(SP), DI
+	MOVL    700(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    768(SP), DI
+	MOVL    704(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    772(SP), DI
+	MOVL    708(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    776(SP), DI
+	MOVL    712(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
@@ -3003,8 +2998,8 @@ blocks_17:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 792(SP)
-	VMOVUPS    Y4, 824(SP)
+	VMOVUPS    Y6, 728(SP)
+	VMOVUPS    Y4, 760(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	IMUL3Q     $+421, AX, DI
@@ -3078,22 +3073,22 @@ blocks_17:
 	VMOVUPS lgc12<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS 792(SP), Y4
-	VMOVUPS 824(SP), Y5
+	VMOVUPS 728(SP), Y4
+	VMOVUPS 760(SP), Y5
 	VMAXPS  Y4, Y5, Y5
 	VMAXPS  Y5, Y3, Y3
 
 	// finish v21
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
-	VMOVUPS Y2, 920(SP)
-	VMOVUPS Y1, 952(SP)
+	VMOVUPS Y2, 856(SP)
+	VMOVUPS Y1, 888(SP)
 	VMOVUPS lgc14<>+0(SB), Y1
 	XORQ    R8, R8
 
 inner_A_18:
 	IMUL3Q  $+32, R8, R9
-	VMOVUPS 792(SP)(R9*1), Y2
+	VMOVUPS 728(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
@@ -3200,33 +3195,33 @@ inner_A_18:
 
 wideindex_19:
 	VMOVUPS    lgc0<>+0(SB), Y2
-	VMOVUPS    Y2, 984(SP)
+	VMOVUPS    Y2, 920(SP)
 	VMOVUPS    lgc0<>+0(SB), X2
 	MOVQ       (R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 984(SP)
+	VMOVSS     X2, 920(SP)
 	MOVQ       8(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 988(SP)
+	VMOVSS     X2, 924(SP)
 	MOVQ       16(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 992(SP)
+	VMOVSS     X2, 928(SP)
 	MOVQ       24(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 996(SP)
+	VMOVSS     X2, 932(SP)
 	MOVQ       32(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 1000(SP)
+	VMOVSS     X2, 936(SP)
 	MOVQ       40(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 1004(SP)
+	VMOVSS     X2, 940(SP)
 	MOVQ       48(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 1008(SP)
+	VMOVSS     X2, 944(SP)
 	MOVQ       56(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 1012(SP)
-	VMOVUPS    984(SP), Y2
+	VMOVSS     X2, 948(SP)
+	VMOVUPS    920(SP), Y2
 
 indexdone_20:
 	// v28 = gather(logits, action) over A
@@ -3264,9 +3259,9 @@ indexdone_20:
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y8, Y6
-	VMOVUPS Y3, 1016(SP)
-	VMOVUPS Y7, 1048(SP)
-	VMOVUPS Y1, 1080(SP)
+	VMOVUPS Y3, 952(SP)
+	VMOVUPS Y7, 984(SP)
+	VMOVUPS Y1, 1016(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
@@ -3296,12 +3291,12 @@ indexdone_20:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y3, Y8, Y8
 	VMULPS       Y1, Y8, Y8
-	VMOVUPS      920(SP), Y1
+	VMOVUPS      856(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y3, Y1, Y3
-	VMOVUPS Y2, 1112(SP)
+	VMOVUPS Y2, 1048(SP)
 	VMOVUPS lgc47<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -3310,7 +3305,7 @@ indexdone_20:
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 1144(SP)
+	VMOVUPS Y8, 1080(SP)
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y3, Y2, Y7, Y2
@@ -3334,7 +3329,7 @@ indexdone_20:
 	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y1
-	VMOVUPS 1112(SP), Y2
+	VMOVUPS 1048(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
@@ -3345,11 +3340,11 @@ indexdone_20:
 
 	// finish v54
 	VMOVUPS Y5, Y1
-	VMOVUPS 1080(SP), Y2
+	VMOVUPS 1016(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 1048(SP), Y2
+	VMOVUPS 984(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y2
@@ -3364,7 +3359,7 @@ indexdone_20:
 	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y5, Y2
 	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 952(SP), Y2
+	VMOVUPS 888(SP), Y2
 	MOVQ    stateValue+40(FP), R8
 	VMOVUPS (R8)(DI*4), Y5
 
@@ -3381,15 +3376,15 @@ indexdone_20:
 
 	// v65 = mul(0.5, absDiff)
 	VMULPS  lgc24<>+0(SB), Y6, Y8
-	VMOVUPS Y3, 1176(SP)
+	VMOVUPS Y3, 1112(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y3
 
 	// v67 = sub(absDiff, 0.5)
 	VSUBPS  lgc24<>+0(SB), Y6, Y9
-	VMOVUPS Y1, 1208(SP)
-	VMOVUPS Y8, 1240(SP)
+	VMOVUPS Y1, 1144(SP)
+	VMOVUPS Y8, 1176(SP)
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y7, Y3, Y9, Y1
@@ -3397,7 +3392,7 @@ indexdone_20:
 	// mean(smoothL1) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 1272(SP)
+	VMOVUPS Y6, 1208(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, R8
@@ -3443,9 +3438,9 @@ indexdone_20:
 	VFMADD231PD  Y6, Y1, Y2
 	VMOVUPD      Y3, 16096(BX)(R8*8)
 	VMOVUPD      Y2, 19616(BX)(R8*8)
-	VMOVUPS      Y5, 1304(SP)
-	VMOVUPS      Y7, 1336(SP)
-	VMOVUPS      1144(SP), Y1
+	VMOVUPS      Y5, 1240(SP)
+	VMOVUPS      Y7, 1272(SP)
+	VMOVUPS      1080(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y2
@@ -3468,7 +3463,7 @@ indexdone_20:
 	VMULPD       Y3, Y3, Y2
 	VADDPD       28448(BX)(R8*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(R8*8)
-	VMOVUPS      1336(SP), Y2
+	VMOVUPS      1272(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc60<>+0(SB), Y2
@@ -3482,14 +3477,14 @@ indexdone_20:
 
 	// v89 = ne(v87, 0)
 	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 1272(SP), Y6
+	VMOVUPS 1208(SP), Y6
 
 	// v90 = mul(v87, absDiff)
 	VMULPS Y6, Y4, Y6
 
 	// v91 = where(v89, v90, v87)
 	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   1240(SP), Y7
+	VMOVUPS   1176(SP), Y7
 
 	// v92 = mul(v87, v65)
 	VMULPS Y7, Y4, Y7
@@ -3505,7 +3500,7 @@ indexdone_20:
 
 	// v96 = add(v94, v95)
 	VADDPS  Y4, Y2, Y2
-	VMOVUPS 1304(SP), Y4
+	VMOVUPS 1240(SP), Y4
 
 	// v97 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y4, Y5
@@ -3536,60 +3531,60 @@ indexdone_20:
 	// gradStateValue = neg(v105)
 	VXORPS  lgc49<>+0(SB), Y2, Y2
 	VMOVUPS lgc62<>+0(SB), Y4
-	VMOVUPS 1080(SP), Y5
+	VMOVUPS 1016(SP), Y5
 
 	// v109 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y5, Y4, Y4
-	VMOVUPS 1208(SP), Y6
+	VMOVUPS 1144(SP), Y6
 
 	// v110 = div(v55, v25)
-	VDIVPS Y5, Y6, Y5
+	VDIVPS Y5, Y6, Y6
 
 	// v111 = mul(-3.711401342221861e-07, v110)
-	VMULPS lgc63<>+0(SB), Y5, Y5
+	VMULPS lgc63<>+0(SB), Y6, Y6
 
 	// v112 = ne(v109, 0)
-	VCMPPS  $0x04, Y3, Y4, Y6
-	VMOVUPS 920(SP), Y7
+	VCMPPS  $0x04, Y3, Y4, Y7
+	VMOVUPS 856(SP), Y8
 
 	// v121 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y7, Y7
-	VMOVUPS Y2, 1368(SP)
-	VMOVUPS 1176(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y2, Y8
+	VMULPS  lgc64<>+0(SB), Y8, Y8
+	VMOVUPS Y2, 1304(SP)
+	VMOVUPS 1112(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y2, Y9
 
 	// v122 = where(v39, v121, 0)
-	VANDPS  Y7, Y8, Y2
-	VMOVUPS Y6, 1400(SP)
+	VANDPS  Y8, Y9, Y2
+	VMOVUPS Y7, 1336(SP)
 
 	// v123 = where(v39, 0, v121)
-	VANDNPS Y7, Y8, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VANDNPS Y8, Y9, Y7
+	VMOVUPS lgc48<>+0(SB), Y8
 
 	// v124 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
+	VCMPPS $0x1d, Y8, Y1, Y8
 
 	// v125 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y8
-	VMOVUPS Y4, 1432(SP)
-	VMOVUPS Y5, 1464(SP)
+	VCMPPS  $0x04, Y1, Y1, Y9
+	VMOVUPS Y4, 1368(SP)
 
 	// v126 = max(v124, v125)
-	VORPS Y7, Y8, Y4
+	VORPS   Y8, Y9, Y4
+	VMOVUPS Y6, 1400(SP)
 
 	// v127 = where(v126, v123, 0)
-	VANDPS  Y6, Y4, Y4
-	VMOVUPS lgc47<>+0(SB), Y5
+	VANDPS  Y7, Y4, Y4
+	VMOVUPS lgc47<>+0(SB), Y6
 
 	// v128 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y1, Y5
+	VCMPPS $0x12, Y6, Y1, Y6
 
 	// v129 = max(v128, v125)
-	VORPS Y5, Y8, Y5
+	VORPS Y6, Y9, Y6
 
 	// v130 = where(v129, v122, 0)
-	VANDPS Y2, Y5, Y2
+	VANDPS Y2, Y6, Y2
 
 	// v131 = add(v127, v130)
 	VADDPS Y2, Y4, Y2
@@ -3610,15 +3605,14 @@ indexdone_20:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v140 = ne(v136, 0)
-	VCMPPS  $0x04, Y3, Y2, Y3
-	VMOVUPS 1080(SP), Y4
+	VCMPPS $0x04, Y3, Y2, Y3
 
 	// v141 = div(v136, v25)
-	VDIVPS Y4, Y2, Y4
+	VDIVPS Y5, Y2, Y4
 
 	// v142 = where(v140, v141, v136)
 	VBLENDVPS Y3, Y4, Y2, Y2
-	VMOVUPS   1464(SP), Y3
+	VMOVUPS   1400(SP), Y3
 
 	// v143 = add(v111, v142)
 	VADDPS    Y2, Y3, Y2
@@ -3639,52 +3633,52 @@ indexdone_20:
 
 wideindex_21:
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 1496(SP)
+	VMOVUPS    Y4, 1432(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1496(SP)
+	VMOVSS     X4, 1432(SP)
 	MOVQ       8(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1500(SP)
+	VMOVSS     X4, 1436(SP)
 	MOVQ       16(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1504(SP)
+	VMOVSS     X4, 1440(SP)
 	MOVQ       24(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1508(SP)
+	VMOVSS     X4, 1444(SP)
 	MOVQ       32(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1512(SP)
+	VMOVSS     X4, 1448(SP)
 	MOVQ       40(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1516(SP)
+	VMOVSS     X4, 1452(SP)
 	MOVQ       48(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1520(SP)
+	VMOVSS     X4, 1456(SP)
 	MOVQ       56(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1524(SP)
-	VMOVUPS    1496(SP), Y4
+	VMOVSS     X4, 1460(SP)
+	VMOVUPS    1432(SP), Y4
 
 indexdone_22:
 	XORQ BX, BX
 
 inner_A_23:
 	IMUL3Q  $+32, BX, R8
-	VMOVUPS 792(SP)(R8*1), Y5
-	VMOVUPS 1016(SP), Y6
+	VMOVUPS 728(SP)(R8*1), Y5
+	VMOVUPS 952(SP), Y6
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y3, Y6
-	VMOVUPS 1432(SP), Y7
+	VMOVUPS 1368(SP), Y7
 
 	// v113 = mul(v109, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 1400(SP), Y8
+	VMOVUPS 1336(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y8, Y9
 
@@ -3699,57 +3693,53 @@ inner_A_23:
 	VCMPPS $0x1d, Y3, Y5, Y8
 
 	// v117 = ne(v23, v23)
-	VCMPPS  $0x04, Y5, Y5, Y5
-	VMOVUPS Y6, 1528(SP)
-	VMOVUPS Y7, 1560(SP)
+	VCMPPS $0x04, Y5, Y5, Y5
 
 	// v118 = max(v116, v117)
-	VORPS   Y8, Y5, Y5
-	VMOVUPS 1560(SP), Y6
+	VORPS Y8, Y5, Y5
 
 	// v119 = where(v118, v115, 0)
-	VANDPS       Y6, Y5, Y5
+	VANDPS       Y7, Y5, Y5
 	MOVQ         BX, R9
-	VMOVD        R9, X6
-	VPBROADCASTD X6, Y6
-	VCVTDQ2PS    Y6, Y6
+	VMOVD        R9, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v138 = eq(v137, action)
-	VCMPPS $0x00, Y4, Y6, Y6
+	VCMPPS $0x00, Y4, Y7, Y7
 
 	// v139 = where(v138, v134, 0)
-	VANDPS  Y1, Y6, Y6
-	VMOVUPS 1528(SP), Y7
+	VANDPS Y1, Y7, Y7
 
 	// v144 = add(v114, v143)
-	VADDPS  Y2, Y7, Y7
+	VADDPS  Y2, Y6, Y6
 	VMOVUPS 8(SP)(R8*1), Y8
 
 	// v145 = mul(v144, v24)
-	VMULPS Y8, Y7, Y7
+	VMULPS Y8, Y6, Y6
 
 	// v146 = add(v119, v145)
-	VADDPS Y7, Y5, Y5
+	VADDPS Y6, Y5, Y5
 
 	// gradLogits = add(v139, v146)
-	VADDPS Y5, Y6, Y5
+	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
-	VMOVUPS Y5, 856(SP)(R8*1)
+	VMOVUPS Y5, 792(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_23
-	VMOVUPS 920(SP), Y1
+	VMOVUPS 856(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 952(SP), Y1
+	VMOVUPS 888(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1368(SP), Y1
+	VMOVUPS 1304(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+104(FP), BX
@@ -3757,8 +3747,8 @@ inner_A_23:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+80(FP), BX
-	VMOVUPS      856(SP), Y1
-	VMOVUPS      888(SP), Y2
+	VMOVUPS      792(SP), Y1
+	VMOVUPS      824(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5

@@ -1919,43 +1919,43 @@ outer0_8:
 	VMOVUPS 120(SP), Y4
 
 	// v94 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y4, Y4
-	VMOVUPS 88(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VMULPS  lgc41<>+0(SB), Y4, Y5
+	VMOVUPS 88(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v95 = where(v28, v94, 0)
-	VANDPS Y4, Y6, Y5
+	VANDPS Y5, Y7, Y6
 
 	// v96 = where(v28, 0, v94)
-	VANDNPS Y4, Y6, Y4
-	VMOVUPS lgc27<>+0(SB), Y6
+	VANDNPS Y5, Y7, Y5
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v97 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y1, Y6
+	VCMPPS $0x1d, Y7, Y1, Y7
 
 	// v98 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y7
-	VMOVUPS Y2, 280(SP)
+	VCMPPS $0x04, Y1, Y1, Y8
 
 	// v99 = max(v97, v98)
-	VORPS Y6, Y7, Y2
+	VORPS   Y7, Y8, Y7
+	VMOVUPS Y2, 280(SP)
 
 	// v100 = where(v99, v96, 0)
-	VANDPS  Y4, Y2, Y2
-	VMOVUPS lgc26<>+0(SB), Y4
+	VANDPS  Y5, Y7, Y2
+	VMOVUPS lgc26<>+0(SB), Y5
 
 	// v101 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y1, Y4
+	VCMPPS $0x12, Y5, Y1, Y5
 
 	// v102 = max(v101, v98)
-	VORPS Y4, Y7, Y4
+	VORPS Y5, Y8, Y5
 
 	// v103 = where(v102, v95, 0)
-	VANDPS Y5, Y4, Y4
+	VANDPS Y6, Y5, Y5
 
 	// v104 = add(v100, v103)
-	VADDPS Y4, Y2, Y2
+	VADDPS Y5, Y2, Y2
 
 	// v105 = ne(v104, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
@@ -1966,12 +1966,11 @@ outer0_8:
 	// gradLogProb = where(v105, v106, v104)
 	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   lgc42<>+0(SB), Y2
-	VMOVUPS   120(SP), Y3
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y4
-	VMASKMOVPS Y3, Y4, (CX)(DX*4)
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS Y4, Y3, (CX)(DX*4)
 	VMOVUPS    24(SP), Y3
 
 	// store valueTarget2
@@ -2343,43 +2342,43 @@ blocks_9:
 	VMOVUPS 408(SP), Y4
 
 	// v94 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y4, Y4
-	VMOVUPS 376(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VMULPS  lgc41<>+0(SB), Y4, Y5
+	VMOVUPS 376(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v95 = where(v28, v94, 0)
-	VANDPS Y4, Y6, Y5
+	VANDPS Y5, Y7, Y6
 
 	// v96 = where(v28, 0, v94)
-	VANDNPS Y4, Y6, Y4
-	VMOVUPS lgc27<>+0(SB), Y6
+	VANDNPS Y5, Y7, Y5
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v97 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y1, Y6
+	VCMPPS $0x1d, Y7, Y1, Y7
 
 	// v98 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y7
-	VMOVUPS Y2, 568(SP)
+	VCMPPS $0x04, Y1, Y1, Y8
 
 	// v99 = max(v97, v98)
-	VORPS Y6, Y7, Y2
+	VORPS   Y7, Y8, Y7
+	VMOVUPS Y2, 568(SP)
 
 	// v100 = where(v99, v96, 0)
-	VANDPS  Y4, Y2, Y2
-	VMOVUPS lgc26<>+0(SB), Y4
+	VANDPS  Y5, Y7, Y2
+	VMOVUPS lgc26<>+0(SB), Y5
 
 	// v101 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y1, Y4
+	VCMPPS $0x12, Y5, Y1, Y5
 
 	// v102 = max(v101, v98)
-	VORPS Y4, Y7, Y4
+	VORPS Y5, Y8, Y5
 
 	// v103 = where(v102, v95, 0)
-	VANDPS Y5, Y4, Y4
+	VANDPS Y6, Y5, Y5
 
 	// v104 = add(v100, v103)
-	VADDPS Y4, Y2, Y2
+	VADDPS Y5, Y2, Y2
 
 	// v105 = ne(v104, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
@@ -2390,11 +2389,10 @@ blocks_9:
 	// gradLogProb = where(v105, v106, v104)
 	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   lgc42<>+0(SB), Y2
-	VMOVUPS   408(SP), Y3
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y4, (BX)(SI*4)
 	VMOVUPS 312(SP), Y3
 
 	// store valueTarget2

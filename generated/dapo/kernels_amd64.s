@@ -1373,71 +1373,68 @@ blocks_8:
 	VANDPS Y5, Y0, Y5
 
 	// v100 = where(mask, v95, 0)
-	VANDPS Y2, Y0, Y0
+	VANDPS Y2, Y0, Y2
 
 	// v101 = neg(v100)
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc18<>+0(SB), Y2, Y2
 
 	// v102 = neg(v97)
-	VXORPS  lgc18<>+0(SB), Y3, Y2
-	VMOVUPS 160(SP), Y3
+	VXORPS  lgc18<>+0(SB), Y3, Y3
+	VMOVUPS 160(SP), Y6
 
 	// v103 = mul(v102, v10)
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS 128(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y3, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 128(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
 	// v104 = where(v17, v103, 0)
-	VANDPS Y2, Y6, Y3
+	VANDPS Y3, Y7, Y6
 
 	// v105 = where(v17, 0, v103)
-	VANDNPS Y2, Y6, Y2
-	VMOVUPS lgc17<>+0(SB), Y6
+	VANDNPS Y3, Y7, Y3
+	VMOVUPS lgc17<>+0(SB), Y7
 
 	// v106 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y1, Y6
+	VCMPPS $0x1d, Y7, Y1, Y7
 
 	// v107 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y7
-	VMOVUPS Y5, 224(SP)
+	VCMPPS $0x04, Y1, Y1, Y8
 
 	// v108 = max(v106, v107)
-	VORPS Y6, Y7, Y5
+	VORPS   Y7, Y8, Y7
+	VMOVUPS Y5, 224(SP)
 
 	// v109 = where(v108, v105, 0)
-	VANDPS  Y2, Y5, Y2
+	VANDPS  Y3, Y7, Y3
 	VMOVUPS lgc16<>+0(SB), Y5
 
 	// v110 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y5, Y1, Y5
 
 	// v111 = max(v110, v107)
-	VORPS Y5, Y7, Y5
+	VORPS Y5, Y8, Y5
 
 	// v112 = where(v111, v104, 0)
-	VANDPS Y3, Y5, Y3
+	VANDPS Y6, Y5, Y5
 
 	// v113 = add(v109, v112)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y5, Y3, Y3
 
 	// v114 = ne(v113, 0)
-	VCMPPS $0x04, Y4, Y2, Y3
+	VCMPPS $0x04, Y4, Y3, Y4
 
 	// v115 = mul(v113, ratio)
-	VMULPS Y1, Y2, Y1
+	VMULPS Y1, Y3, Y1
 
 	// v116 = where(v114, v115, v113)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	VBLENDVPS Y4, Y1, Y3, Y1
 
 	// v117 = add(v101, v116)
-	VADDPS    Y1, Y0, Y0
-	MOVQ      mask+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y1
-	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
+	VADDPS Y1, Y2, Y1
 
 	// gradLogProb = where(mask, v117, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y1, Y0, Y0
 	VMOVUPS 224(SP), Y1
 
 	// store gradEntropy

@@ -1521,44 +1521,44 @@ blocks_8:
 
 	// v113 = neg(v110)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS 192(SP), Y4
+	VMOVUPS 192(SP), Y5
 
 	// v114 = mul(v113, v10)
-	VMULPS  Y4, Y1, Y1
-	VMOVUPS 160(SP), Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
+	VMULPS  Y5, Y1, Y1
+	VMOVUPS 160(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
 	// v115 = where(v24, v114, 0)
-	VANDPS Y1, Y5, Y4
+	VANDPS Y1, Y6, Y5
 
 	// v116 = where(v24, 0, v114)
-	VANDNPS Y1, Y5, Y1
-	VMOVUPS 128(SP), Y5
-	VMOVUPS lgc18<>+0(SB), Y6
+	VANDNPS Y1, Y6, Y1
+	VMOVUPS 128(SP), Y6
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v117 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y5, Y6
+	VCMPPS $0x1d, Y7, Y6, Y7
 
 	// v118 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y5, Y5, Y7
-	VMOVUPS Y3, 224(SP)
+	VCMPPS $0x04, Y6, Y6, Y8
 
 	// v119 = max(v117, v118)
-	VORPS Y6, Y7, Y3
+	VORPS   Y7, Y8, Y7
+	VMOVUPS Y3, 224(SP)
 
 	// v120 = where(v119, v116, 0)
-	VANDPS  Y1, Y3, Y1
+	VANDPS  Y1, Y7, Y1
 	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v121 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y5, Y3
+	VCMPPS $0x12, Y3, Y6, Y3
 
 	// v122 = max(v121, v118)
-	VORPS Y3, Y7, Y3
+	VORPS Y3, Y8, Y3
 
 	// v123 = where(v122, v115, 0)
-	VANDPS Y4, Y3, Y3
+	VANDPS Y5, Y3, Y3
 
 	// v124 = add(v120, v123)
 	VADDPS Y3, Y1, Y1
@@ -1567,19 +1567,16 @@ blocks_8:
 	VCMPPS $0x04, Y2, Y1, Y2
 
 	// v126 = mul(v124, ratio)
-	VMULPS Y5, Y1, Y3
+	VMULPS Y6, Y1, Y3
 
 	// v127 = where(v125, v126, v124)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// v128 = add(v108, v127)
-	VADDPS    Y1, Y0, Y0
-	MOVQ      mask+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y1
-	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
+	VADDPS Y1, Y0, Y0
 
 	// gradLogProb = where(mask, v128, 0)
-	VANDPS  Y0, Y1, Y0
+	VANDPS  Y0, Y4, Y0
 	VMOVUPS 224(SP), Y1
 
 	// store gradEntropy

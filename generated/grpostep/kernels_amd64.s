@@ -1870,70 +1870,67 @@ blocks_21:
 	VMOVUPS 32(SP), Y3
 
 	// v103 = where(mask, v102, 0)
-	VANDPS Y3, Y1, Y1
+	VANDPS Y3, Y1, Y3
 
 	// v104 = neg(v103)
-	VXORPS lgc24<>+0(SB), Y1, Y1
+	VXORPS lgc24<>+0(SB), Y3, Y3
 
 	// v105 = ne(v104, 0)
-	VCMPPS  $0x04, Y4, Y1, Y3
-	VMOVUPS 192(SP), Y5
+	VCMPPS  $0x04, Y4, Y3, Y5
+	VMOVUPS 192(SP), Y6
 
 	// v106 = mul(v104, v19)
-	VMULPS Y5, Y1, Y5
+	VMULPS Y6, Y3, Y6
 
 	// v107 = where(v105, v106, v104)
-	VBLENDVPS Y3, Y5, Y1, Y1
-	VMOVUPS   160(SP), Y3
-	VMOVUPS   lgc4<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VMOVUPS   160(SP), Y5
+	VMOVUPS   lgc4<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
 
 	// v108 = where(v26, v107, 0)
-	VANDPS Y1, Y5, Y3
+	VANDPS Y3, Y6, Y5
 
 	// v109 = where(v26, 0, v107)
-	VANDNPS Y1, Y5, Y1
-	VMOVUPS lgc23<>+0(SB), Y5
+	VANDNPS Y3, Y6, Y3
+	VMOVUPS lgc23<>+0(SB), Y6
 
 	// v110 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y5, Y0, Y5
+	VCMPPS $0x1d, Y6, Y0, Y6
 
 	// v111 = ne(ratio, ratio)
-	VCMPPS $0x04, Y0, Y0, Y6
+	VCMPPS $0x04, Y0, Y0, Y7
 
 	// v112 = max(v110, v111)
-	VORPS Y5, Y6, Y5
+	VORPS Y6, Y7, Y6
 
 	// v113 = where(v112, v109, 0)
-	VANDPS  Y1, Y5, Y1
-	VMOVUPS lgc22<>+0(SB), Y5
+	VANDPS  Y3, Y6, Y3
+	VMOVUPS lgc22<>+0(SB), Y6
 
 	// v114 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y0, Y5
+	VCMPPS $0x12, Y6, Y0, Y6
 
 	// v115 = max(v114, v111)
-	VORPS Y5, Y6, Y5
+	VORPS Y6, Y7, Y6
 
 	// v116 = where(v115, v108, 0)
-	VANDPS Y3, Y5, Y3
+	VANDPS Y5, Y6, Y5
 
 	// v117 = add(v113, v116)
-	VADDPS Y3, Y1, Y1
+	VADDPS Y5, Y3, Y3
 
 	// v118 = ne(v117, 0)
-	VCMPPS $0x04, Y4, Y1, Y3
+	VCMPPS $0x04, Y4, Y3, Y4
 
 	// v119 = mul(v117, ratio)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y0, Y3, Y0
 
 	// v120 = where(v118, v119, v117)
-	VBLENDVPS Y3, Y0, Y1, Y0
+	VBLENDVPS Y4, Y0, Y3, Y0
 
 	// v121 = add(v101, v120)
-	VADDPS    Y0, Y2, Y0
-	MOVQ      mask+40(FP), SI
-	VPMOVZXBD (SI)(DI*1), Y1
-	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
+	VADDPS Y0, Y2, Y0
 
 	// gradLogProb = where(mask, v121, 0)
 	VANDPS Y0, Y1, Y0

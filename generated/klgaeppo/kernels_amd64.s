@@ -1440,7 +1440,7 @@ noflush_13:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $352-112
+TEXT ·fbPass1AVX2(SB), $320-112
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1806,44 +1806,42 @@ blocks_15:
 	VCMPPS $0x1d, Y6, Y5, Y6
 
 	// v139 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y5, Y5, Y7
-	VMOVUPS Y2, 320(SP)
+	VCMPPS $0x04, Y5, Y5, Y7
 
 	// v140 = max(v138, v139)
-	VORPS Y6, Y7, Y2
+	VORPS Y6, Y7, Y6
 
 	// v141 = where(v140, v137, 0)
-	VANDPS  Y1, Y2, Y1
-	VMOVUPS lgc24<>+0(SB), Y2
+	VANDPS  Y1, Y6, Y1
+	VMOVUPS lgc24<>+0(SB), Y6
 
 	// v142 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y2, Y5, Y2
+	VCMPPS $0x12, Y6, Y5, Y6
 
 	// v143 = max(v142, v139)
-	VORPS Y2, Y7, Y2
+	VORPS Y6, Y7, Y6
 
 	// v144 = where(v143, v136, 0)
-	VANDPS Y3, Y2, Y2
+	VANDPS Y3, Y6, Y3
 
 	// v145 = add(v141, v144)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v146 = ne(v145, 0)
-	VCMPPS $0x04, Y4, Y1, Y2
+	VCMPPS $0x04, Y4, Y1, Y3
 
 	// v147 = mul(v145, ratio)
-	VMULPS Y5, Y1, Y3
+	VMULPS Y5, Y1, Y4
 
 	// v148 = where(v146, v147, v145)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	VBLENDVPS Y3, Y4, Y1, Y1
 
 	// gradLogProb = where(mask, v148, 0)
-	VANDPS  Y1, Y0, Y0
-	VMOVUPS 320(SP), Y1
+	VANDPS Y1, Y0, Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y2, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+96(FP), BX

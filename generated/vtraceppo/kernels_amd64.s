@@ -3034,7 +3034,7 @@ notail_17:
 
 // func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $80-104
+TEXT ·fbPass2AVX2(SB), $16-104
 	MOVQ lo+0(FP), AX
 
 outer0_18:
@@ -3201,36 +3201,34 @@ blocks_19:
 	VCMPPS $0x1d, Y6, Y4, Y5
 
 	// v109 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y4, Y4, Y6
-	VMOVUPS Y1, (SP)
+	VCMPPS $0x04, Y4, Y4, Y6
 
 	// v110 = max(v108, v109)
-	VORPS Y5, Y6, Y1
+	VORPS Y5, Y6, Y5
 
 	// v111 = where(v110, v107, 0)
-	VANDPS Y2, Y1, Y1
+	VANDPS Y2, Y5, Y2
 
 	// v112 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y4, Y2
+	VCMPPS $0x12, Y3, Y4, Y3
 
 	// v113 = max(v112, v109)
-	VORPS Y2, Y6, Y2
+	VORPS Y3, Y6, Y3
 
 	// v114 = where(v113, v106, 0)
-	VANDPS Y7, Y2, Y2
+	VANDPS Y7, Y3, Y3
 
 	// v115 = add(v111, v114)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y2, Y2
 
 	// v116 = ne(v115, 0)
-	VCMPPS $0x04, Y0, Y1, Y0
+	VCMPPS $0x04, Y0, Y2, Y0
 
 	// v117 = mul(v115, ratio)
-	VMULPS Y4, Y1, Y2
+	VMULPS Y4, Y2, Y3
 
 	// gradLogProb = where(v116, v117, v115)
-	VBLENDVPS Y0, Y2, Y1, Y0
-	VMOVUPS   (SP), Y1
+	VBLENDVPS Y0, Y3, Y2, Y0
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -3308,18 +3306,18 @@ noflush_20:
 	// rhoClipped = min(rho, 1)
 	VMINPS    Y4, Y1, Y2
 	MOVQ      nextTerminated+24(FP), CX
-	MOVQ      $+0, 32(SP)
+	MOVQ      $+0, (SP)
 	MOVB      (CX)(BX*1), SI
-	MOVB      SI, 32(SP)
+	MOVB      SI, (SP)
 	MOVB      1(CX)(BX*1), SI
-	MOVB      SI, 33(SP)
+	MOVB      SI, 1(SP)
 	MOVB      2(CX)(BX*1), SI
-	MOVB      SI, 34(SP)
+	MOVB      SI, 2(SP)
 	MOVB      3(CX)(BX*1), SI
-	MOVB      SI, 35(SP)
+	MOVB      SI, 3(SP)
 	MOVB      4(CX)(BX*1), SI
-	MOVB      SI, 36(SP)
-	VPMOVZXBD 32(SP), Y3
+	MOVB      SI, 4(SP)
+	VPMOVZXBD (SP), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// v13 = sub(1, nextTerminated)
@@ -3328,18 +3326,18 @@ noflush_20:
 	// v14 = mul(0.99, v13)
 	VMULPS    lgc16<>+0(SB), Y1, Y3
 	MOVQ      nextDone+32(FP), CX
-	MOVQ      $+0, 40(SP)
+	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(BX*1), SI
-	MOVB      SI, 40(SP)
+	MOVB      SI, 8(SP)
 	MOVB      1(CX)(BX*1), SI
-	MOVB      SI, 41(SP)
+	MOVB      SI, 9(SP)
 	MOVB      2(CX)(BX*1), SI
-	MOVB      SI, 42(SP)
+	MOVB      SI, 10(SP)
 	MOVB      3(CX)(BX*1), SI
-	MOVB      SI, 43(SP)
+	MOVB      SI, 11(SP)
 	MOVB      4(CX)(BX*1), SI
-	MOVB      SI, 44(SP)
-	VPMOVZXBD 40(SP), Y4
+	MOVB      SI, 12(SP)
+	VPMOVZXBD 8(SP), Y4
 	VCVTDQ2PS Y4, Y4
 
 	// v25 = mul(nextDone, v13)
@@ -3456,36 +3454,34 @@ noflush_20:
 	VCMPPS $0x1d, Y6, Y4, Y5
 
 	// v109 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y4, Y4, Y6
-	VMOVUPS Y1, 48(SP)
+	VCMPPS $0x04, Y4, Y4, Y6
 
 	// v110 = max(v108, v109)
-	VORPS Y5, Y6, Y1
+	VORPS Y5, Y6, Y5
 
 	// v111 = where(v110, v107, 0)
-	VANDPS Y2, Y1, Y1
+	VANDPS Y2, Y5, Y2
 
 	// v112 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y4, Y2
+	VCMPPS $0x12, Y3, Y4, Y3
 
 	// v113 = max(v112, v109)
-	VORPS Y2, Y6, Y2
+	VORPS Y3, Y6, Y3
 
 	// v114 = where(v113, v106, 0)
-	VANDPS Y7, Y2, Y2
+	VANDPS Y7, Y3, Y3
 
 	// v115 = add(v111, v114)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y3, Y2, Y2
 
 	// v116 = ne(v115, 0)
-	VCMPPS $0x04, Y0, Y1, Y0
+	VCMPPS $0x04, Y0, Y2, Y0
 
 	// v117 = mul(v115, ratio)
-	VMULPS Y4, Y1, Y2
+	VMULPS Y4, Y2, Y3
 
 	// gradLogProb = where(v116, v117, v115)
-	VBLENDVPS Y0, Y2, Y1, Y0
-	VMOVUPS   48(SP), Y1
+	VBLENDVPS Y0, Y3, Y2, Y0
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX

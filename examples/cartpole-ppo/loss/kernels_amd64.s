@@ -1921,7 +1921,7 @@ noflush_16:
 
 // func fbPass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $840-112
+TEXT ·fbPass1AVX2(SB), $808-112
 	// values every block reads alike, computed once
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
@@ -2442,14 +2442,13 @@ indexdone_22:
 	// v110 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y0, Y0, Y9
 	VMOVUPS Y6, 648(SP)
-	VMOVUPS Y2, 680(SP)
-	VMOVUPS Y4, 712(SP)
 
 	// v111 = max(v109, v110)
-	VORPS Y7, Y9, Y2
+	VORPS   Y7, Y9, Y6
+	VMOVUPS Y2, 680(SP)
 
 	// v112 = where(v111, v108, 0)
-	VANDPS  Y1, Y2, Y1
+	VANDPS  Y1, Y6, Y1
 	VMOVUPS lgc52<>+0(SB), Y2
 
 	// v113 = le(ratio, 1.2000000078829447)
@@ -2487,12 +2486,11 @@ indexdone_22:
 
 	// v127 = where(v125, v126, v121)
 	VBLENDVPS Y2, Y3, Y1, Y1
-	VMOVUPS   712(SP), Y2
 
 	// v128 = add(v96, v127)
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS Y0, 744(SP)
-	VMOVUPS Y1, 776(SP)
+	VADDPS  Y1, Y4, Y1
+	VMOVUPS Y0, 712(SP)
+	VMOVUPS Y1, 744(SP)
 	XORQ    BX, BX
 
 inner_A_23:
@@ -2552,42 +2550,42 @@ inner_A_23:
 
 wideindex_24:
 	VMOVUPS    lgc0<>+0(SB), Y3
-	VMOVUPS    Y3, 808(SP)
+	VMOVUPS    Y3, 776(SP)
 	VMOVUPS    lgc0<>+0(SB), X3
 	MOVQ       (R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 808(SP)
+	VMOVSS     X3, 776(SP)
 	MOVQ       8(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 812(SP)
+	VMOVSS     X3, 780(SP)
 	MOVQ       16(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 816(SP)
+	VMOVSS     X3, 784(SP)
 	MOVQ       24(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 820(SP)
+	VMOVSS     X3, 788(SP)
 	MOVQ       32(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 824(SP)
+	VMOVSS     X3, 792(SP)
 	MOVQ       40(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 828(SP)
+	VMOVSS     X3, 796(SP)
 	MOVQ       48(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 832(SP)
+	VMOVSS     X3, 800(SP)
 	MOVQ       56(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 836(SP)
-	VMOVUPS    808(SP), Y3
+	VMOVSS     X3, 804(SP)
+	VMOVUPS    776(SP), Y3
 
 indexdone_25:
 	// v123 = eq(v122, action)
 	VCMPPS  $0x00, Y3, Y1, Y1
-	VMOVUPS 744(SP), Y3
+	VMOVUPS 712(SP), Y3
 
 	// v124 = where(v123, v119, 0)
 	VANDPS  Y3, Y1, Y1
-	VMOVUPS 776(SP), Y3
+	VMOVUPS 744(SP), Y3
 
 	// v129 = add(v99, v128)
 	VADDPS Y3, Y2, Y2
