@@ -413,6 +413,8 @@ func (pg *passGen) temps(it bitem) int {
 			return 13
 		case ir.OpVar, ir.OpArgMax:
 			return 9
+		case ir.OpSum, ir.OpMean:
+			return 2 // the state's load and the masked value
 		}
 		return 6
 	}

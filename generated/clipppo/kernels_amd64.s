@@ -1668,60 +1668,60 @@ blocks_10:
 	VMINPS Y8, Y5, Y5
 
 	// v45 = ne(v40, v44)
-	VCMPPS  $0x04, Y5, Y2, Y9
-	VANDPS  lgc20<>+0(SB), Y9, Y9
+	VCMPPS $0x04, Y5, Y2, Y9
+	VANDPS lgc20<>+0(SB), Y9, Y9
+
+	// mean(v45) over [B]
+	VADDPS  3264(DX), Y9, Y9
+	VMOVUPS Y9, 3264(DX)
+
+	// v47 = add(oldStateValue, v44)
+	VADDPS Y5, Y7, Y5
+
+	// diff2 = sub(valueTarget, v47)
+	VSUBPS Y5, Y1, Y5
+
+	// l22 = mul(diff2, diff2)
+	VMULPS  Y5, Y5, Y7
 	VMOVUPS Y0, 96(SP)
 	VMOVUPS Y2, 128(SP)
 
-	// mean(v45) over [B]
-	VADDPS  3264(DX), Y9, Y0
-	VMOVUPS Y0, 3264(DX)
-
-	// v47 = add(oldStateValue, v44)
-	VADDPS Y5, Y7, Y0
-
-	// diff2 = sub(valueTarget, v47)
-	VSUBPS Y0, Y1, Y0
-
-	// l22 = mul(diff2, diff2)
-	VMULPS Y0, Y0, Y2
-
 	// v50 = max(l2, l22)
-	VXORPS lgc24<>+0(SB), Y6, Y5
-	VXORPS lgc24<>+0(SB), Y2, Y9
-	VMINPS Y5, Y9, Y7
-	VMINPS Y9, Y5, Y5
-	VORPS  Y7, Y5, Y5
-	VXORPS lgc24<>+0(SB), Y5, Y5
+	VXORPS lgc24<>+0(SB), Y6, Y0
+	VXORPS lgc24<>+0(SB), Y7, Y9
+	VMINPS Y0, Y9, Y2
+	VMINPS Y9, Y0, Y0
+	VORPS  Y2, Y0, Y0
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// mean(v50) over [B]
-	VADDPS  3584(DX), Y5, Y5
-	VMOVUPS Y5, 3584(DX)
+	VADDPS  3584(DX), Y0, Y0
+	VMOVUPS Y0, 3584(DX)
 	VMOVUPS Y8, 160(SP)
-	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y5, 192(SP)
 
 	// var(diff) over [B]
 	VMOVQ        CX, X0
 	VPBROADCASTD X0, Y0
 	VPCMPEQD     lgc0<>+0(SB), Y0, Y0
-	VMOVUPS      4544(DX), Y5
-	VBLENDVPS    Y0, Y4, Y5, Y5
-	VMOVUPS      Y5, 4544(DX)
-	VSUBPS       Y5, Y4, Y0
-	VADDPS       4288(DX), Y0, Y5
-	VMOVUPS      Y5, 4288(DX)
-	VMOVUPS      4416(DX), Y5
-	VFMADD231PS  Y0, Y0, Y5
-	VMOVUPS      Y5, 4416(DX)
+	VMOVUPS      4544(DX), Y2
+	VBLENDVPS    Y0, Y4, Y2, Y2
+	VMOVUPS      Y2, 4544(DX)
+	VSUBPS       Y2, Y4, Y0
+	VADDPS       4288(DX), Y0, Y2
+	VMOVUPS      Y2, 4288(DX)
+	VMOVUPS      4416(DX), Y2
+	VFMADD231PS  Y0, Y0, Y2
+	VMOVUPS      Y2, 4416(DX)
 
 	// var(valueTarget) over [B]
 	VMOVQ        CX, X0
 	VPBROADCASTD X0, Y0
 	VPCMPEQD     lgc0<>+0(SB), Y0, Y0
-	VMOVUPS      5504(DX), Y5
-	VBLENDVPS    Y0, Y1, Y5, Y5
-	VMOVUPS      Y5, 5504(DX)
-	VSUBPS       Y5, Y1, Y0
+	VMOVUPS      5504(DX), Y2
+	VBLENDVPS    Y0, Y1, Y2, Y2
+	VMOVUPS      Y2, 5504(DX)
+	VSUBPS       Y2, Y1, Y0
 	VADDPS       5248(DX), Y0, Y1
 	VMOVUPS      Y1, 5248(DX)
 	VMOVUPS      5376(DX), Y1
@@ -1729,7 +1729,7 @@ blocks_10:
 	VMOVUPS      Y1, 5376(DX)
 	VMOVUPS      Y4, 224(SP)
 	VMOVUPS      Y6, 256(SP)
-	VMOVUPS      Y2, 288(SP)
+	VMOVUPS      Y7, 288(SP)
 	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]

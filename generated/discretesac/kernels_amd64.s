@@ -936,15 +936,14 @@ inner_Q_11:
 	VMULPS Y0, Y6, Y0
 
 	// sum(v57) over [A]
-	VCVTPS2PD    X0, Y6
+	VCVTPS2PD    X0, Y9
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       Y5, Y6, Y5
+	VADDPD       Y5, Y9, Y5
 	VADDPD       Y7, Y0, Y7
-	VMOVUPS      1888(SP), Y0
 
 	// v60 = mul(v50, logSoftmax)
-	VMULPS Y8, Y0, Y0
+	VMULPS Y8, Y6, Y0
 
 	// sum(v60) over [A]
 	VCVTPS2PD    X0, Y6
@@ -2252,15 +2251,14 @@ inner_Q_23:
 	VMULPS Y0, Y6, Y0
 
 	// sum(v57) over [A]
-	VCVTPS2PD    X0, Y6
+	VCVTPS2PD    X0, Y9
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       Y5, Y6, Y5
+	VADDPD       Y5, Y9, Y5
 	VADDPD       Y7, Y0, Y7
-	VMOVUPS      2464(SP), Y0
 
 	// v60 = mul(v50, logSoftmax)
-	VMULPS Y8, Y0, Y0
+	VMULPS Y8, Y6, Y0
 
 	// sum(v60) over [A]
 	VCVTPS2PD    X0, Y6

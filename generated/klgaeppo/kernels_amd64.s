@@ -111,8 +111,7 @@ blocks_2:
 	VADDPS Y9, Y4, Y3
 
 	// v27 = where(mask, 1, 0)
-	VANDPS  Y6, Y1, Y5
-	VMOVUPS Y4, 96(SP)
+	VANDPS Y6, Y1, Y5
 
 	// sum(v27) over [B L]
 	VADDPS  256(BX), Y5, Y6
@@ -128,6 +127,7 @@ blocks_2:
 
 	// logWeight = sub(v31, v4)
 	VSUBPS  Y2, Y7, Y8
+	VMOVUPS Y4, 96(SP)
 	VMOVUPS Y4, 128(SP)
 	VMOVUPS Y5, 160(SP)
 	VMOVUPS lgc10<>+0(SB), Y4
@@ -336,12 +336,12 @@ blocks_2:
 	// store nextReward2
 	MOVQ    outNextReward+104(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 96(SP), Y1
+	VMOVUPS 128(SP), Y1
 
 	// store gae
 	MOVQ    s0+112(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 128(SP), Y1
+	VMOVUPS 96(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+120(FP), BX
@@ -1212,7 +1212,7 @@ GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $96-136
+TEXT ·fbPass0AVX2(SB), $64-136
 	MOVQ lo+0(FP), AX
 
 outer0_11:
@@ -1329,38 +1329,37 @@ blocks_12:
 	VANDPS Y8, Y1, Y7
 
 	// diff = sub(v58, v59)
-	VSUBPS  Y7, Y6, Y7
-	VMOVUPS Y2, 64(SP)
+	VSUBPS Y7, Y6, Y7
 
 	// sum(v27) over [B]
 	MOVQ         CX, DI
-	VCVTPS2PD    X5, Y2
+	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VADDPD       384(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 384(BX)(DI*8)
-	VADDPD       416(BX)(DI*8), Y5, Y2
-	VMOVUPD      Y2, 416(BX)(DI*8)
+	VADDPD       384(BX)(DI*8), Y8, Y8
+	VMOVUPD      Y8, 384(BX)(DI*8)
+	VADDPD       416(BX)(DI*8), Y5, Y5
+	VMOVUPD      Y5, 416(BX)(DI*8)
 
 	// v73 = where(mask, diff, 0)
 	VANDPS Y7, Y1, Y1
 
 	// sum(v73) over [B]
-	VCVTPS2PD    X1, Y2
+	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       896(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 896(BX)(DI*8)
+	VADDPD       896(BX)(DI*8), Y5, Y5
+	VMOVUPD      Y5, 896(BX)(DI*8)
 	VADDPD       928(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 928(BX)(DI*8)
 
 	// sum(v58) over [B]
 	VCVTPS2PD    X6, Y1
-	VEXTRACTF128 $0x01, Y6, X2
-	VCVTPS2PD    X2, Y2
+	VEXTRACTF128 $0x01, Y6, X5
+	VCVTPS2PD    X5, Y5
 	VADDPD       1408(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 1408(BX)(DI*8)
-	VADDPD       1440(BX)(DI*8), Y2, Y1
+	VADDPD       1440(BX)(DI*8), Y5, Y1
 	VMOVUPD      Y1, 1440(BX)(DI*8)
 
 	// store nextRefLogProbs
@@ -1384,11 +1383,10 @@ blocks_12:
 	// store advantage
 	MOVQ    advantage+112(FP), BX
 	VMOVUPS Y4, (BX)(SI*4)
-	VMOVUPS 64(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+120(FP), BX
-	VMOVUPS      Y1, (BX)(SI*4)
+	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_13
 	VMOVUPD      lgc30<>+0(SB), Y1
