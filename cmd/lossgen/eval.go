@@ -436,6 +436,7 @@ func compareBackends(w io.Writer, g *ir.Graph, inputs map[string]golden.Array, r
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "output\tshape\tbackend\tvalue\tmax abs diff\tmax rel diff\tout of tol")
 	var judged, bad []judgement
+	mask := padMask(g, inputs)
 	for _, o := range g.Outputs {
 		name, shape := o.Name, fmt.Sprint(o.Node.Shape.Sizes())
 		for _, b := range rows {
@@ -443,7 +444,7 @@ func compareBackends(w io.Writer, g *ir.Graph, inputs map[string]golden.Array, r
 			if b == "ref" {
 				value = summarize(results["ref"][o.Name].Float64s())
 			} else {
-				j := judge(g, o, b, maskedElements(g, o.Node.Shape, inputs), results)
+				j := judge(g, o, b, maskedElements(g, o.Node.Shape, mask), results)
 				judged = append(judged, j)
 				if j.diff.Bad > 0 {
 					bad = append(bad, j)
@@ -483,20 +484,28 @@ func compareBackends(w io.Writer, g *ir.Graph, inputs map[string]golden.Array, r
 		fmt.Errorf("eval: %d %s out of the package test's tolerances", len(bad), plural(len(bad), "output"))
 }
 
-// maskedElements marks the elements of a tensor of shape that lie on a false element of the
-// loss's mask (keys.mask): nil without a mask, for a tensor that is not per batch element,
-// or when a valid (unmasked) element of a float input is NaN or infinite: then a non-finite
-// value at padding may come from valid data (a scan carries it back through time), as the
-// interpreter's own output shows.
-func maskedElements(g *ir.Graph, shape ir.Shape, inputs map[string]golden.Array) []bool {
+// padMask is the loss's mask (keys.mask) over the batch, as 0s and 1s, for judging padding:
+// nil without a mask, or when a valid (unmasked) element of a float input is NaN or
+// infinite: then a non-finite value at padding may come from valid data (a scan carries it
+// back through time), as the interpreter's own output shows.
+func padMask(g *ir.Graph, inputs map[string]golden.Array) []float64 {
 	var mask []float64
 	for _, in := range g.Inputs {
 		if in.Key == "mask" && in.Shape.Equal(g.Batch) {
 			mask = inputs[in.Name].Float64s()
 		}
 	}
+	if mask == nil || len(mask) != g.Batch.Numel() || nonFiniteValid(g, mask, inputs) {
+		return nil
+	}
+	return mask
+}
+
+// maskedElements marks the elements of a tensor of shape that lie on a false element of
+// mask (padMask's): nil without one, or for a tensor that is not per batch element.
+func maskedElements(g *ir.Graph, shape ir.Shape, mask []float64) []bool {
 	idx := shape.SubIndex(g.Batch)
-	if mask == nil || len(mask) != g.Batch.Numel() || idx == nil || nonFiniteValid(g, mask, inputs) {
+	if mask == nil || idx == nil {
 		return nil
 	}
 	out := make([]bool, len(idx))
