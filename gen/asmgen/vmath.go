@@ -113,18 +113,27 @@ func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	p := a.poly2(len(vmath.Exp32P), r, r2, func(i int) operand.Op { return a.cf32(vmath.Exp32P[i]) })
 	c.VFMADD213PS(r, r2, p) // p = p·r² + r
 	c.VADDPS(a.cf32(1), p, p)
-	// 2^n in two halves (runtime/vmath's package doc): a = n + 2·127, h = a>>1, g = a − h.
 	ni := a.ymm()
 	c.VCVTPS2DQ(n, ni)
-	c.VPADDD(a.cd(2*127), ni, ni)
-	n1, n2 := a.ymm(), a.ymm()
-	c.VPSRLD(operand.Imm(1), ni, n1)
-	c.VPSUBD(n1, ni, n2)
+	n1, n2 := a.expHalves(ni, 127, a.ymm)
 	c.VPSLLD(operand.Imm(23), n1, n1)
 	c.VPSLLD(operand.Imm(23), n2, n2)
 	c.VMULPS(n1, p, p)
 	c.VMULPS(n2, p, p) // NaN in, NaN out: n's NaN converts to an integer, p stays NaN
 	return p
+}
+
+// expHalves turns the integer exponents n in ni's dword lanes (clobbered) into the biased
+// exponents h + bias and n − h + bias of exp's two scalings, h = ⌊n/2⌋ (runtime/vmath's
+// package doc: with a = n + 2·bias, they are a >> 1 and a − (a >> 1)), in new registers of
+// ni's width.
+func (a *asm) expHalves(ni reg.VecVirtual, bias int, newReg func() reg.VecVirtual) (h, g reg.VecVirtual) {
+	c := a.c
+	c.VPADDD(a.cd(int32(2*bias)), ni, ni)
+	h, g = newReg(), newReg()
+	c.VPSRLD(operand.Imm(1), ni, h)
+	c.VPSUBD(h, ni, g)
+	return h, g
 }
 
 // poly2 is the polynomial with the n coefficients coef(i) (highest power first) at r, in
@@ -160,13 +169,9 @@ func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
 	r2 := a.ymm()
 	c.VMULPD(r, r, r2)
 	p := a.poly2(len(coef), r, r2, func(i int) operand.Op { return a.cf64(coef[i]) })
-	// 2^n in two halves (runtime/vmath's package doc), as in exp32 with the bias 1023.
 	ni := a.c.XMM()
 	c.VCVTPD2DQY(n, ni)
-	c.VPADDD(a.cd(2*1023), ni, ni)
-	n1, n2 := a.c.XMM(), a.c.XMM()
-	c.VPSRLD(operand.Imm(1), ni, n1)
-	c.VPSUBD(n1, ni, n2)
+	n1, n2 := a.expHalves(ni, 1023, a.c.XMM)
 	w1, w2 := a.ymm(), a.ymm()
 	c.VPMOVZXDQ(n1, w1)
 	c.VPMOVZXDQ(n2, w2)

@@ -56,17 +56,23 @@ func (k *kernel) poly2(t string, n int, r, r2 string, coef func(i int) string) s
 // scale32 multiplies p by 2^n (n an integral float32) in two halves (runtime/vmath's
 // package doc).
 func (k *kernel) scale32(p, n string) {
-	a, h, g := k.r32(), k.r32(), k.r32()
-	k.op("cvt.rni.s32.f32 %s, %s", a, n)
-	k.op("add.s32 %s, %s, %d", a, a, 2*127)
-	k.op("shr.u32 %s, %s, 1", h, a)
-	k.op("sub.s32 %s, %s, %s", g, a, h)
-	for _, e := range []string{h, g} {
+	for _, e := range k.expHalves("f32", n, 127) {
 		f := k.f32()
 		k.op("shl.b32 %s, %s, 23", e, e)
 		k.op("mov.b32 %s, %s", f, e)
 		k.op("mul.rn.f32 %s, %s, %s", p, p, f)
 	}
+}
+
+// expHalves converts n (an integral float of type t) to the biased exponents h + bias and
+// n − h + bias of exp's two scalings, h = ⌊n/2⌋ (runtime/vmath's package doc).
+func (k *kernel) expHalves(t, n string, bias int) [2]string {
+	a, h, g := k.r32(), k.r32(), k.r32()
+	k.op("cvt.rni.s32.%s %s, %s", t, a, n)
+	k.op("add.s32 %s, %s, %d", a, a, 2*bias)
+	k.op("shr.u32 %s, %s, 1", h, a)
+	k.op("sub.s32 %s, %s, %s", g, a, h)
+	return [2]string{h, g}
 }
 
 // exp64 is e^x for a float64 register.
@@ -85,12 +91,7 @@ func (k *kernel) exp64(x string) string {
 	k.op("mul.rn.f64 %s, %s, %s", r2, r, r)
 	p := k.poly2("f64", len(coef), r, r2, func(i int) string { return immF64(coef[i]) })
 	// 2^n in two halves (runtime/vmath's package doc), as scale32 with the bias 1023.
-	a, h, g := k.r32(), k.r32(), k.r32()
-	k.op("cvt.rni.s32.f64 %s, %s", a, n)
-	k.op("add.s32 %s, %s, %d", a, a, 2*1023)
-	k.op("shr.u32 %s, %s, 1", h, a)
-	k.op("sub.s32 %s, %s, %s", g, a, h)
-	for _, e := range []string{h, g} {
+	for _, e := range k.expHalves("f64", n, 1023) {
 		w, f := k.r64(), k.fd()
 		k.op("cvt.s64.s32 %s, %s", w, e) // e ≥ 0
 		k.op("shl.b64 %s, %s, 52", w, w)
