@@ -28,6 +28,9 @@ import (
 // RuntimePath is the import path of the package generated code imports.
 const RuntimePath = "github.com/lossgen/lossgen/runtime"
 
+// vmathPath is the runtime's float64 exp and log (right where math's amd64 assembly is not).
+const vmathPath = RuntimePath + "/vmath"
+
 // Meta is what the emitters need besides the plan.
 type Meta struct {
 	Package    string   // Go package name

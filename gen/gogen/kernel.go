@@ -492,14 +492,25 @@ type goOps struct{ e *gen }
 func (o goOps) math1(fn string, x jen.Code) jen.Code {
 	return o.e.conv(jen.Qual("math", fn).Call(o.e.f64(x)))
 }
+
+// vmath1 is vmath's exp, log or log1p of x in float64 kernels, where math's amd64 assembly
+// is wrong at the edges (vmath.Exp, vmath.Log); a float32 value widened to float64 never
+// reaches them (it is normal, and e^x of it overflows float32 first), so float32 kernels
+// call math's.
+func (o goOps) vmath1(fn string, x jen.Code) jen.Code {
+	if o.e.g.DType == ir.F64 {
+		return jen.Qual(vmathPath, fn).Call(x)
+	}
+	return o.math1(fn, x)
+}
 func (o goOps) cmp(op string, x, y jen.Code) jen.Code {
 	return jen.Id("b2f").Call(jen.Add(x).Op(op).Add(y))
 }
 
 func (o goOps) Neg(x jen.Code) jen.Code   { return jen.Op("-").Add(x) }
 func (o goOps) Abs(x jen.Code) jen.Code   { return o.math1("Abs", x) }
-func (o goOps) Exp(x jen.Code) jen.Code   { return o.math1("Exp", x) }
-func (o goOps) Log(x jen.Code) jen.Code   { return o.math1("Log", x) }
+func (o goOps) Exp(x jen.Code) jen.Code   { return o.vmath1("Exp", x) }
+func (o goOps) Log(x jen.Code) jen.Code   { return o.vmath1("Log", x) }
 func (o goOps) Log1p(x jen.Code) jen.Code { return o.math1("Log1p", x) }
 func (o goOps) Sqrt(x jen.Code) jen.Code  { return o.math1("Sqrt", x) }
 func (o goOps) Add(x, y jen.Code) jen.Code {

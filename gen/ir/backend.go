@@ -3,6 +3,8 @@ package ir
 import (
 	"fmt"
 	"math"
+
+	"github.com/lossgen/lossgen/runtime/vmath"
 )
 
 // ElemOps is the elementwise half of the op interface every backend implements, over its
@@ -87,9 +89,9 @@ type Float64Ops struct{}
 
 func (Float64Ops) Neg(x float64) float64    { return -x }
 func (Float64Ops) Abs(x float64) float64    { return math.Abs(x) }
-func (Float64Ops) Exp(x float64) float64    { return math.Exp(x) }
-func (Float64Ops) Log(x float64) float64    { return math.Log(x) }
-func (Float64Ops) Log1p(x float64) float64  { return math.Log1p(x) }
+func (Float64Ops) Exp(x float64) float64    { return vmath.Exp(x) }
+func (Float64Ops) Log(x float64) float64    { return vmath.Log(x) }
+func (Float64Ops) Log1p(x float64) float64  { return vmath.Log1p(x) }
 func (Float64Ops) Sqrt(x float64) float64   { return math.Sqrt(x) }
 func (Float64Ops) Add(x, y float64) float64 { return x + y }
 func (Float64Ops) Sub(x, y float64) float64 { return x - y }

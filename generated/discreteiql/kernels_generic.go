@@ -4,6 +4,7 @@ package discreteiql
 
 import (
 	"github.com/lossgen/lossgen/runtime"
+	vmath "github.com/lossgen/lossgen/runtime/vmath"
 	"math"
 	"sync"
 )
@@ -91,7 +92,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 		}
 		v22 := acc22
 		v24 := v22 - stateValue
-		v25 := math.Exp(v24)
+		v25 := vmath.Exp(v24)
 		v27 := min(v25, c26)
 		v29 := float64(v27 * logProb)
 		v30 := -v29
@@ -222,7 +223,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		}
 		v22 := acc22
 		v24 := v22 - stateValue
-		v25 := math.Exp(v24)
+		v25 := vmath.Exp(v24)
 		v27 := min(v25, c26)
 		v29 := float64(v27 * logProb)
 		v30 := -v29

@@ -4,7 +4,7 @@ package klpenppo
 
 import (
 	"github.com/lossgen/lossgen/runtime"
-	"math"
+	vmath "github.com/lossgen/lossgen/runtime/vmath"
 	"sync"
 )
 
@@ -79,7 +79,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v8 := float64(scale * scale)
 			v9 := float64(two * v8)
 			v10 := v6 / v9
-			v11 := math.Log(scale)
+			v11 := vmath.Log(scale)
 			v12 := v10 - v11
 			v14 := v12 - c13
 			logProbAcc += v14
@@ -100,14 +100,14 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v24 := float64(v23 * v23)
 			v26 := v21 + v24
 			v28 := v26 - one
-			v29 := math.Log(v21)
+			v29 := vmath.Log(v21)
 			v30 := v28 - v29
 			v31 := float64(half * v30)
 			klAcc += v31
 		}
 		kl := klAcc
 		beta := in.stateBeta[0]
-		v34 := math.Exp(logWeight)
+		v34 := vmath.Exp(logWeight)
 		v35 := float64(v34 * advantage)
 		v36 := float64(beta * kl)
 		v37 := v35 - v36
@@ -119,7 +119,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 		entropyAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
 			scale := in.Scale[iB*3+iD]
-			v11 := math.Log(scale)
+			v11 := vmath.Log(scale)
 			v44 := c43 + v11
 			entropyAcc += v44
 		}
@@ -272,7 +272,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v8 := float64(scale * scale)
 			v9 := float64(two * v8)
 			v10 := v6 / v9
-			v11 := math.Log(scale)
+			v11 := vmath.Log(scale)
 			v12 := v10 - v11
 			v14 := v12 - c13
 			logProbAcc += v14
@@ -293,14 +293,14 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v24 := float64(v23 * v23)
 			v26 := v21 + v24
 			v28 := v26 - one
-			v29 := math.Log(v21)
+			v29 := vmath.Log(v21)
 			v30 := v28 - v29
 			v31 := float64(half * v30)
 			klAcc += v31
 		}
 		kl := klAcc
 		beta := in.stateBeta[0]
-		v34 := math.Exp(logWeight)
+		v34 := vmath.Exp(logWeight)
 		v35 := float64(v34 * advantage)
 		v36 := float64(beta * kl)
 		v37 := v35 - v36
@@ -312,7 +312,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		entropyAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
 			scale := in.Scale[iB*3+iD]
-			v11 := math.Log(scale)
+			v11 := vmath.Log(scale)
 			v44 := c43 + v11
 			entropyAcc += v44
 		}

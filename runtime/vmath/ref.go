@@ -2,32 +2,36 @@ package vmath
 
 import "math"
 
-// The references and sweeps that the accuracy tests of every backend's exp, log and log1p
-// share (the AVX2 test in each generated package, the PTX test in gen/ptxgen).
+// The float64 exp, log and log1p that every Go-side computation of lossgen uses (the
+// reference interpreter, constant folding, the pure-Go kernels of float64 specs) and that
+// the accuracy tests of every backend's exp, log and log1p compare against (the AVX2 test in
+// each generated package, the PTX test in gen/ptxgen), with the sweeps those tests share.
 
-// RefExp is math.Exp, except just below the overflow threshold where the amd64 assembly of
-// math.Exp already returns +Inf: there e^x = e^(x/2)·e^(x/2) (exact to an ulp, and the
-// float32 rounding of a float64 value is unaffected).
-func RefExp(x float64) float64 {
+// Exp is e^x: math.Exp, except just below the overflow threshold, in (709.436, ln
+// MaxFloat64 ≈ 709.783], where the amd64 assembly of math.Exp returns +Inf for a finite e^x:
+// there e^x = e^(x/2)·e^(x/2) (within an ulp or two; a float32 rounding of the result is
+// unaffected). Above 710 every e^x overflows.
+func Exp(x float64) float64 {
 	y := math.Exp(x)
-	if math.IsInf(y, 1) && x < 709.782712893384 {
+	if math.IsInf(y, 1) && x < 710 {
 		h := math.Exp(x / 2)
 		return h * h
 	}
 	return y
 }
 
-// RefLog is math.Log, except for subnormal inputs, which the amd64 assembly of math.Log
-// mishandles: there log(x) = log(x·2^54) − 54·ln 2.
-func RefLog(x float64) float64 {
+// Log is the natural logarithm: math.Log, except for subnormal x, which the amd64 assembly of
+// math.Log mishandles (it gives −709.09 for the smallest, whose log is −744.44): there
+// log(x) = log(x·2^54) − 54·ln 2, the scaling exact.
+func Log(x float64) float64 {
 	if x > 0 && x < 0x1p-1022 {
 		return math.Log(x*0x1p54) - 54*math.Ln2
 	}
 	return math.Log(x)
 }
 
-// RefLog1p is math.Log1p.
-func RefLog1p(x float64) float64 { return math.Log1p(x) }
+// Log1p is log(1 + x), math.Log1p (right for every float64 on amd64 too).
+func Log1p(x float64) float64 { return math.Log1p(x) }
 
 // ULP32 is the distance from got to want in float32 units in the last place: 0 when both
 // are NaN or equal, +Inf when exactly one is NaN.
