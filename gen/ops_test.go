@@ -50,6 +50,7 @@ func zoo(dt ir.DType) *ir.Graph {
 	out("exp", b.Exp(x))
 	out("log", b.Log(b.Abs(y)))
 	out("log1p", b.Log1p(x))
+	out("expm1_minus_x", b.ExpM1MinusX(x))
 	out("sqrt", b.Sqrt(b.Abs(x)))
 	out("detach", b.Mul(b.Detach(b.Add(x, y)), half))
 	// A custom derivative reaches no backend (the custom-grad pass leaves its value).

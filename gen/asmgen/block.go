@@ -421,6 +421,8 @@ func (pg *passGen) temps(it bitem) int {
 	switch it.n.Op {
 	case ir.OpExp:
 		return 8
+	case ir.OpExpM1MinusX:
+		return 10
 	case ir.OpLog:
 		return 10
 	case ir.OpLog1p:

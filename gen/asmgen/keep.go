@@ -19,7 +19,7 @@ const maxKeptBytes = 16 << 10
 
 // keepsWorth lists the ops whose value a later loop reads from a tile rather than recomputes.
 func keepsWorth(op ir.Op) bool {
-	return op == ir.OpExp || op == ir.OpLog || op == ir.OpLog1p
+	return op == ir.OpExp || op == ir.OpLog || op == ir.OpLog1p || op == ir.OpExpM1MinusX
 }
 
 // keepAcrossLoops marks, within a block's items, the first computation inside a loop of each

@@ -47,8 +47,11 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 			args[0], args[1] = args[1], args[0]
 		}
 	}
-	if n.Op == ir.OpExp {
+	switch n.Op {
+	case ir.OpExp:
 		return pg.expWithin(a[0], pg.e.g.Range(n.Args[0]))
+	case ir.OpExpM1MinusX:
+		return pg.expm1MinusX(a[0], pg.e.g.Range(n.Args[0]))
 	}
 	if boolOp(n) {
 		return pg.boolOp(n, a[0], a[1])
@@ -105,6 +108,9 @@ func (o vecOps) Abs(x operand.Op) operand.Op {
 func (o vecOps) Exp(x operand.Op) operand.Op   { return o.pg.expf(o.r(x)) }
 func (o vecOps) Log(x operand.Op) operand.Op   { return o.pg.logf(o.r(x)) }
 func (o vecOps) Log1p(x operand.Op) operand.Op { return o.pg.log1pf(o.r(x)) }
+func (o vecOps) ExpM1MinusX(x operand.Op) operand.Op {
+	return o.pg.expm1MinusX(o.r(x), ir.Interval{Lo: math.Inf(-1), Hi: math.Inf(1)})
+}
 func (o vecOps) Sqrt(x operand.Op) operand.Op {
 	z := o.pg.ymm()
 	o.pg.sqrt(o.r(x), z)

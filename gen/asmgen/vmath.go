@@ -42,6 +42,17 @@ func (a *asm) expf(x reg.VecVirtual) reg.VecVirtual {
 // VMINPS's second source, the one returned on NaN), which then passes through the
 // polynomial and the scaling unchanged in value.
 func (a *asm) expWithin(x reg.VecVirtual, iv ir.Interval) reg.VecVirtual {
+	xc := a.expClamp(x, iv)
+	if a.f64 {
+		p, _ := a.exp64(xc, nil)
+		return p
+	}
+	p, _ := a.exp32(xc, nil)
+	return p
+}
+
+// expClamp is x clamped to exp's range on the sides iv leaves open (expWithin).
+func (a *asm) expClamp(x reg.VecVirtual, iv ir.Interval) reg.VecVirtual {
 	lo, hi := float64(vmath.Exp32Lo), float64(vmath.Exp32Hi)
 	if a.f64 {
 		lo, hi = vmath.Exp64Lo, vmath.Exp64Hi
@@ -59,10 +70,31 @@ func (a *asm) expWithin(x reg.VecVirtual, iv ir.Interval) reg.VecVirtual {
 	if iv.Hi > hi {
 		clamp(ir.OpMin, hi)
 	}
+	return xc
+}
+
+// expm1MinusX is e^x − 1 − x (ir.OpExpM1MinusX) for x within iv: exp's range reduction
+// x = n·ln2 + r and polynomial, then, where n = 0 (|x| ≤ ln2/2: there r is x exactly),
+// r²·q(r) with q = (e^r − 1 − r)/r², the part of exp's polynomial before its last two
+// steps (float32: Cephes' q itself; float64: the Taylor coefficients from 1/2! up, whose
+// remainder is below half an ulp), and (e^x − 1) − x elsewhere, where the subtraction
+// cancels at most a factor 7 (at x = −ln2/2). NaN at NaN and +inf (∞ − ∞), +inf at −inf.
+func (a *asm) expm1MinusX(x reg.VecVirtual, iv ir.Interval) reg.VecVirtual {
+	xc := a.expClamp(x, iv)
+	small := a.ymm()
+	var e, n reg.VecVirtual
 	if a.f64 {
-		return a.exp64(xc)
+		e, n = a.exp64(xc, small)
+	} else {
+		e, n = a.exp32(xc, small)
 	}
-	return a.exp32(xc)
+	one := a.cf(1)
+	a.sub(one, e, e) // e^x − 1
+	a.sub(x, e, e)   // − x
+	m := a.ymm()
+	a.cmp(cmpEQ_OQ, a.cf(0), n, m)
+	a.blend(m, small, e, e)
+	return e
 }
 
 func (a *asm) logf(x reg.VecVirtual) reg.VecVirtual {
@@ -98,10 +130,12 @@ func (a *asm) log1pf(x reg.VecVirtual) reg.VecVirtual {
 }
 
 // exp32 is e^x for 8 float32 lanes, x clamped to [Exp32Lo, Exp32Hi] or NaN (expWithin): below −104 the
-// result rounds to 0, above 89 it overflows to +inf through the scaling.
-func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
+// result rounds to 0, above 89 it overflows to +inf through the scaling. It also returns
+// n, x's integral multiple of ln2 (a float vector), and sets small (when not nil) to
+// e^r − 1 − r (expm1MinusX).
+func (a *asm) exp32(xc, small reg.VecVirtual) (p, n reg.VecVirtual) {
 	c := a.c
-	n := a.ymm()
+	n = a.ymm()
 	c.VMULPS(a.cf32(float32(math.Log2E)), xc, n)
 	c.VROUNDPS(operand.Imm(0), n, n)
 	r := a.ymm()
@@ -110,7 +144,10 @@ func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	c.VFNMADD231PS(a.cf32(vmath.Exp32C2), n, r) // r −= n·C2
 	r2 := a.ymm()
 	c.VMULPS(r, r, r2)
-	p := a.poly2(len(vmath.Exp32P), r, r2, func(i int) operand.Op { return a.cf32(vmath.Exp32P[i]) })
+	p = a.poly2(len(vmath.Exp32P), r, r2, func(i int) operand.Op { return a.cf32(vmath.Exp32P[i]) })
+	if small != nil {
+		c.VMULPS(r2, p, small) // r²·q(r): e^r − 1 − r (expm1MinusX)
+	}
 	c.VFMADD213PS(r, r2, p) // p = p·r² + r
 	c.VADDPS(a.cf32(1), p, p)
 	ni := a.ymm()
@@ -120,7 +157,7 @@ func (a *asm) exp32(xc reg.VecVirtual) reg.VecVirtual {
 	c.VPSLLD(operand.Imm(23), n2, n2)
 	c.VMULPS(n1, p, p)
 	c.VMULPS(n2, p, p) // NaN in, NaN out: n's NaN converts to an integer, p stays NaN
-	return p
+	return p, n
 }
 
 // expHalves turns the integer exponents n in ni's dword lanes (clobbered) into the biased
@@ -154,10 +191,11 @@ func (a *asm) poly2(n int, r, r2 reg.VecVirtual, coef func(i int) operand.Op) re
 	})
 }
 
-// exp64 is e^x for 4 float64 lanes, x clamped to [Exp64Lo, Exp64Hi] or NaN.
-func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
+// exp64 is e^x for 4 float64 lanes, x clamped to [Exp64Lo, Exp64Hi] or NaN, with n and
+// small as exp32's.
+func (a *asm) exp64(xc, small reg.VecVirtual) (p, n reg.VecVirtual) {
 	c := a.c
-	n := a.ymm()
+	n = a.ymm()
 	c.VMULPD(a.cf64(math.Log2E), xc, n)
 	c.VROUNDPD(operand.Imm(0), n, n)
 	r := a.ymm()
@@ -168,7 +206,11 @@ func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
 	coef := vmath.Exp64P()
 	r2 := a.ymm()
 	c.VMULPD(r, r, r2)
-	p := a.poly2(len(coef), r, r2, func(i int) operand.Op { return a.cf64(coef[i]) })
+	p = a.poly2(len(coef), r, r2, func(i int) operand.Op { return a.cf64(coef[i]) })
+	if small != nil { // the terms from r²/2! up: r²·Σ r^k/(k+2)!
+		q := a.poly2(len(coef)-2, r, r2, func(i int) operand.Op { return a.cf64(coef[i]) })
+		c.VMULPD(r2, q, small)
+	}
 	ni := a.c.XMM()
 	c.VCVTPD2DQY(n, ni)
 	n1, n2 := a.expHalves(ni, 1023, a.c.XMM)
@@ -179,7 +221,7 @@ func (a *asm) exp64(xc reg.VecVirtual) reg.VecVirtual {
 	c.VPSLLQ(operand.Imm(52), w2, w2)
 	c.VMULPD(w1, p, p)
 	c.VMULPD(w2, p, p) // NaN in, NaN out, as in exp32
-	return p
+	return p, n
 }
 
 // log32 is the natural logarithm for 8 float32 lanes.

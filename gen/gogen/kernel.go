@@ -512,7 +512,12 @@ func (o goOps) Abs(x jen.Code) jen.Code   { return o.math1("Abs", x) }
 func (o goOps) Exp(x jen.Code) jen.Code   { return o.vmath1("Exp", x) }
 func (o goOps) Log(x jen.Code) jen.Code   { return o.vmath1("Log", x) }
 func (o goOps) Log1p(x jen.Code) jen.Code { return o.math1("Log1p", x) }
-func (o goOps) Sqrt(x jen.Code) jen.Code  { return o.math1("Sqrt", x) }
+
+// ExpM1MinusX is vmath's float64 e^x − 1 − x, rounded once to a float32 kernel's type.
+func (o goOps) ExpM1MinusX(x jen.Code) jen.Code {
+	return o.e.conv(jen.Qual(vmathPath, "ExpM1MinusX").Call(o.e.f64(x)))
+}
+func (o goOps) Sqrt(x jen.Code) jen.Code { return o.math1("Sqrt", x) }
 func (o goOps) Add(x, y jen.Code) jen.Code {
 	return jen.Add(x).Op("+").Add(y)
 }

@@ -176,11 +176,14 @@ func (Ops64) Const(c float64) jen.Code {
 	}
 	return jen.Lit(c)
 }
-func (o Ops64) Neg(x jen.Code) jen.Code       { return jen.Op("-").Parens(x) }
-func (o Ops64) Abs(x jen.Code) jen.Code       { return o.math1("Abs", x) }
-func (o Ops64) Exp(x jen.Code) jen.Code       { return o.math1("Exp", x) }
-func (o Ops64) Log(x jen.Code) jen.Code       { return o.math1("Log", x) }
-func (o Ops64) Log1p(x jen.Code) jen.Code     { return o.math1("Log1p", x) }
+func (o Ops64) Neg(x jen.Code) jen.Code   { return jen.Op("-").Parens(x) }
+func (o Ops64) Abs(x jen.Code) jen.Code   { return o.math1("Abs", x) }
+func (o Ops64) Exp(x jen.Code) jen.Code   { return o.math1("Exp", x) }
+func (o Ops64) Log(x jen.Code) jen.Code   { return o.math1("Log", x) }
+func (o Ops64) Log1p(x jen.Code) jen.Code { return o.math1("Log1p", x) }
+func (o Ops64) ExpM1MinusX(x jen.Code) jen.Code {
+	return jen.Qual(vmathPath, "ExpM1MinusX").Call(x)
+}
 func (o Ops64) Sqrt(x jen.Code) jen.Code      { return o.math1("Sqrt", x) }
 func (Ops64) Add(x, y jen.Code) jen.Code      { return jen.Parens(jen.Add(x).Op("+").Add(y)) }
 func (Ops64) Sub(x, y jen.Code) jen.Code      { return jen.Parens(jen.Add(x).Op("-").Add(y)) }

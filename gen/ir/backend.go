@@ -19,6 +19,7 @@ type ElemOps[V any] interface {
 	Exp(x V) V
 	Log(x V) V
 	Log1p(x V) V
+	ExpM1MinusX(x V) V // e^x − 1 − x, accurate at small |x| (OpExpM1MinusX)
 	Sqrt(x V) V
 	Add(x, y V) V
 	Sub(x, y V) V
@@ -48,6 +49,8 @@ func Elem[V any](o ElemOps[V], op Op, a []V) V {
 		return o.Log(a[0])
 	case OpLog1p:
 		return o.Log1p(a[0])
+	case OpExpM1MinusX:
+		return o.ExpM1MinusX(a[0])
 	case OpSqrt:
 		return o.Sqrt(a[0])
 	case OpDetach, OpBroadcast, OpCustomGrad:
@@ -87,24 +90,25 @@ func Elem[V any](o ElemOps[V], op Op, a []V) V {
 // against.
 type Float64Ops struct{}
 
-func (Float64Ops) Neg(x float64) float64    { return -x }
-func (Float64Ops) Abs(x float64) float64    { return math.Abs(x) }
-func (Float64Ops) Exp(x float64) float64    { return vmath.Exp(x) }
-func (Float64Ops) Log(x float64) float64    { return vmath.Log(x) }
-func (Float64Ops) Log1p(x float64) float64  { return vmath.Log1p(x) }
-func (Float64Ops) Sqrt(x float64) float64   { return math.Sqrt(x) }
-func (Float64Ops) Add(x, y float64) float64 { return x + y }
-func (Float64Ops) Sub(x, y float64) float64 { return x - y }
-func (Float64Ops) Mul(x, y float64) float64 { return x * y }
-func (Float64Ops) Div(x, y float64) float64 { return x / y }
-func (Float64Ops) Min(x, y float64) float64 { return min(x, y) }
-func (Float64Ops) Max(x, y float64) float64 { return max(x, y) }
-func (Float64Ops) Lt(x, y float64) float64  { return b2f(x < y) }
-func (Float64Ops) Le(x, y float64) float64  { return b2f(x <= y) }
-func (Float64Ops) Gt(x, y float64) float64  { return b2f(x > y) }
-func (Float64Ops) Ge(x, y float64) float64  { return b2f(x >= y) }
-func (Float64Ops) Eq(x, y float64) float64  { return b2f(x == y) }
-func (Float64Ops) Ne(x, y float64) float64  { return b2f(x != y) }
+func (Float64Ops) Neg(x float64) float64         { return -x }
+func (Float64Ops) Abs(x float64) float64         { return math.Abs(x) }
+func (Float64Ops) Exp(x float64) float64         { return vmath.Exp(x) }
+func (Float64Ops) Log(x float64) float64         { return vmath.Log(x) }
+func (Float64Ops) Log1p(x float64) float64       { return vmath.Log1p(x) }
+func (Float64Ops) ExpM1MinusX(x float64) float64 { return vmath.ExpM1MinusX(x) }
+func (Float64Ops) Sqrt(x float64) float64        { return math.Sqrt(x) }
+func (Float64Ops) Add(x, y float64) float64      { return x + y }
+func (Float64Ops) Sub(x, y float64) float64      { return x - y }
+func (Float64Ops) Mul(x, y float64) float64      { return x * y }
+func (Float64Ops) Div(x, y float64) float64      { return x / y }
+func (Float64Ops) Min(x, y float64) float64      { return min(x, y) }
+func (Float64Ops) Max(x, y float64) float64      { return max(x, y) }
+func (Float64Ops) Lt(x, y float64) float64       { return b2f(x < y) }
+func (Float64Ops) Le(x, y float64) float64       { return b2f(x <= y) }
+func (Float64Ops) Gt(x, y float64) float64       { return b2f(x > y) }
+func (Float64Ops) Ge(x, y float64) float64       { return b2f(x >= y) }
+func (Float64Ops) Eq(x, y float64) float64       { return b2f(x == y) }
+func (Float64Ops) Ne(x, y float64) float64       { return b2f(x != y) }
 func (Float64Ops) Where(c, x, y float64) float64 {
 	if c != 0 {
 		return x

@@ -21,6 +21,11 @@ const (
 	OpExp
 	OpLog
 	OpLog1p
+	// OpExpM1MinusX is e^x − 1 − x (Schulman's k3 KL estimator, TorchRL's expm1(x) − x)
+	// without the cancellation of that difference at small |x|: every backend evaluates
+	// x²·Σ x^k/(k+2)! there (from its exp's own polynomial) and e^x − 1 − x elsewhere. It is
+	// ≥ 0; NaN at +inf (∞ − ∞, as torch), +inf at −inf.
+	OpExpM1MinusX
 	OpSqrt
 	// OpDetach is the identity that stops gradients (torch's .detach()): every backend
 	// computes nothing for it; the autodiff pass sends no gradient through it.
@@ -51,7 +56,7 @@ const (
 	// into y's own graph or d. The custom-grad pass replaces it by y before planning (after
 	// autodiff, for ForwardBackward), so no kernel computes d unless a gradient reads it. A
 	// lowering gives a closed-form derivative where differentiating y's formula costs more
-	// (k3's Taylor series, whose derivative is k3 + x).
+	// (a series whose derivative has a closed form).
 	OpCustomGrad
 
 	// Reductions over Axes. A reduction over batch dims is a barrier (its result exists once
@@ -98,7 +103,7 @@ var opInfo = [numOps]struct {
 }{
 	OpInput: {"input", 0, Leaf}, OpConst: {"const", 0, Leaf}, OpIota: {"iota", 0, Leaf},
 	OpNeg: {"neg", 1, Elementwise}, OpAbs: {"abs", 1, Elementwise}, OpExp: {"exp", 1, Elementwise},
-	OpLog: {"log", 1, Elementwise}, OpLog1p: {"log1p", 1, Elementwise}, OpSqrt: {"sqrt", 1, Elementwise},
+	OpLog: {"log", 1, Elementwise}, OpLog1p: {"log1p", 1, Elementwise}, OpExpM1MinusX: {"expm1_minus_x", 1, Elementwise}, OpSqrt: {"sqrt", 1, Elementwise},
 	OpDetach: {"detach", 1, Elementwise}, OpBroadcast: {"broadcast", 1, Elementwise},
 	OpAdd: {"add", 2, Elementwise}, OpSub: {"sub", 2, Elementwise}, OpMul: {"mul", 2, Elementwise},
 	OpDiv: {"div", 2, Elementwise}, OpMin: {"min", 2, Elementwise}, OpMax: {"max", 2, Elementwise},

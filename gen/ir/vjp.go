@@ -27,10 +27,12 @@ var vjps = [numOps]VJP{
 	OpLog1p: func(b *Builder, n, g *Node) []*Node {
 		return []*Node{b.gradDiv(g, b.Add(b.Const(1), n.Args[0]))}
 	},
-	OpSqrt:      func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradDiv(g, b.Mul(b.Const(2), n))} },
-	OpBroadcast: func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
-	OpAdd:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, g} },
-	OpSub:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, b.Neg(g)} },
+	// d/dx (e^x − 1 − x) = e^x − 1, formed as the value plus x (one add, no second exp).
+	OpExpM1MinusX: func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradMul(g, b.Add(n, n.Args[0]))} },
+	OpSqrt:        func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradDiv(g, b.Mul(b.Const(2), n))} },
+	OpBroadcast:   func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
+	OpAdd:         func(b *Builder, n, g *Node) []*Node { return []*Node{g, g} },
+	OpSub:         func(b *Builder, n, g *Node) []*Node { return []*Node{g, b.Neg(g)} },
 	OpMul: func(b *Builder, n, g *Node) []*Node {
 		return []*Node{b.gradMul(g, n.Args[1]), b.gradMul(g, n.Args[0])}
 	},

@@ -156,60 +156,10 @@ func (l *Lowerer) klTerm(g *grpoCall, name string, other *ir.Node, coeff float64
 	l.GradDoc("log_prob", "loss_kl_to_"+name+": coeff·(1 − e^d)/Σm' at kept tokens")
 }
 
-// k3 is e^d − 1 − d (Schulman's k3 KL estimator, TorchRL's expm1(d) − d) without the
-// cancellation of e^d − 1 − d at small |d|: there it is d²·Σ_k d^k/(k+2)!, to k = 4 in float32
-// and k = 8 in float64 (for |d| < 0.1 the first term left out is under 5e-9 and 6e-17 of the
-// value, a quarter of an ulp or less), and the clamp keeps the unused branch finite. The
-// series is evaluated in Estrin's form, whose dependency chain is a third of Horner's, so
-// that the vector kernels overlap it with the exp of the other branch. Its gradient is
-// e^d − 1 (torch.expm1's derivative e^d, minus 1).
-func (l *Lowerer) k3(d *ir.Node) *ir.Node {
-	b := l.B
-	small := b.Lt(b.Abs(d), b.Const(0.1))
-	x := b.Clamp(d, b.Const(-0.1), b.Const(0.1))
-	n := 8
-	if l.DType() == ir.F32 {
-		n = 4
-	}
-	coeffs := make([]float64, n+1)
-	fact := 1.0
-	for k := range coeffs {
-		fact *= float64(k + 2)
-		coeffs[k] = 1 / fact
-	}
-	x2 := b.Square(x)
-	series := b.Mul(x2, estrin(b, x, x2, coeffs))
-	k3 := b.Where(small, series, b.Sub(b.Sub(b.Exp(d), b.Const(1)), d))
-	// The derivative as k3 + d costs one add; the series' own would keep each of its terms.
-	return b.Note(b.CustomGrad(k3, d, b.Add(k3, d)), "k3")
-}
-
-// estrin is Σ_k c[k]·x^k in Estrin's scheme (x2 = x·x): pairs c[2i] + c[2i+1]·x, then pairs
-// of those with x², x⁴, ..., so the longest chain of dependent operations grows with
-// log2(len(c)), not len(c) as in Horner's.
-func estrin(b *ir.Builder, x, x2 *ir.Node, c []float64) *ir.Node {
-	terms := make([]*ir.Node, 0, (len(c)+1)/2)
-	for i := 0; i < len(c); i += 2 {
-		t := b.Const(c[i])
-		if i+1 < len(c) {
-			t = b.Add(t, b.Mul(b.Const(c[i+1]), x))
-		}
-		terms = append(terms, t)
-	}
-	for pw := x2; ; pw = b.Square(pw) {
-		next := make([]*ir.Node, 0, (len(terms)+1)/2)
-		for i := 0; i < len(terms); i += 2 {
-			t := terms[i]
-			if i+1 < len(terms) {
-				t = b.Add(t, b.Mul(pw, terms[i+1]))
-			}
-			next = append(next, t)
-		}
-		if terms = next; len(terms) == 1 {
-			return terms[0]
-		}
-	}
-}
+// k3 is Schulman's k3 KL estimator e^d − 1 − d (TorchRL's expm1(d) − d), computed by the IR
+// op that avoids the cancellation of that difference at small |d| (ir.OpExpM1MinusX); its
+// gradient is e^d − 1 (torch.expm1's derivative e^d, minus 1), formed as k3 + d.
+func (l *Lowerer) k3(d *ir.Node) *ir.Node { return l.B.Note(l.B.ExpM1MinusX(d), "k3") }
 
 // grpoESS is GRPOLoss's effective sample size (grpo.py:695-701, 723) over the kept tokens:
 // exp(2·lse(lw) − lse(2·lw))/Σm', with the log-sum-exps over every kept token of the batch;

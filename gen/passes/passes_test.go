@@ -50,14 +50,16 @@ func newBuilder() *ir.Builder {
 	return ir.NewBuilder(ir.F64, []ir.Dim{{Name: "B", Size: 3}, {Name: "A", Size: 4}}, []string{"B"})
 }
 
-// exp(clamp(x, lo, hi)) becomes clamp(exp(x), e^lo, e^hi), sharing the graph's exp(x), with
-// the clamp's tie rule and the exp's note; values agree up to the rounding of the bounds,
-// NaN included, and a clamp of a clamp is rewritten all the way down.
+// exp(clamp(x, lo, hi)) becomes where(x > hi, e^hi, where(x < lo, e^lo, exp(x))), sharing
+// the graph's exp(x), with the exp's note; values agree up to the rounding of the bounds,
+// NaN included, a clamp of a clamp is rewritten all the way down, and the gradient is the
+// clamp's: e^x inside [lo, hi], bounds included, 0 beyond, also an ulp past a bound (CISPO's
+// clipped tokens, where a clamp of e^x would tie with e^hi and pass the gradient).
 func TestExpOfClamp(t *testing.T) {
 	b := newBuilder()
 	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B"), Differentiable: true})
 	c := b.Clamp(x, b.Const(-0.5), b.Const(0.25))
-	b.Output("e", b.Note(b.Exp(c), "ratio_clip"), ir.Metric, "", "")
+	b.Output("e", b.Note(b.Exp(c), "ratio_clip"), ir.LossTerm, "", "")
 	b.Output("r", b.Exp(x), ir.Metric, "", "")
 	b.Output("n", b.Exp(b.Clamp(c, b.Const(-1), b.Const(0))), ir.Metric, "", "")
 	g, err := passes.ExpOfClamp(b.Graph())
@@ -65,11 +67,14 @@ func TestExpOfClamp(t *testing.T) {
 	_, err = passes.Verify(g)
 	require.NoError(t, err)
 	e, r := g.Output("e").Node, g.Output("r").Node
-	require.Equal(t, ir.OpMin, e.Op)
-	require.True(t, e.TieFirst && e.Args[0].TieFirst, "the clamp's tie rule at both bounds")
-	require.Same(t, r, e.Args[0].Args[0], "clamps the graph's exp(x)")
+	require.Equal(t, ir.OpWhere, e.Op)
+	require.Equal(t, ir.OpGt, e.Args[0].Op, "selected on x > hi")
+	require.Equal(t, "x", e.Args[0].Args[0].Input.Name)
 	require.Equal(t, math.Exp(0.25), e.Args[1].Value[0])
-	require.Equal(t, math.Exp(-0.5), e.Args[0].Args[1].Value[0])
+	below := e.Args[2]
+	require.Equal(t, ir.OpLt, below.Args[0].Op, "then on x < lo")
+	require.Equal(t, math.Exp(-0.5), below.Args[1].Value[0])
+	require.Same(t, r, below.Args[2], "else the graph's exp(x)")
 	require.Equal(t, "ratio_clip", e.Note)
 	exps := 0
 	for _, n := range g.Nodes {
@@ -79,9 +84,14 @@ func TestExpOfClamp(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, exps)
+	hi1 := math.Nextafter(0.25, 1)
 	in := map[string][]float64{"x": {-2, 0.1, math.NaN()}}
 	got := run(t, g, in)
 	require.InDeltaSlice(t, []float64{math.Exp(-0.5), math.Exp(0.1)}, got["e"][:2], 1e-15)
 	require.True(t, math.IsNaN(got["e"][2]), "NaN stays NaN")
 	require.InDeltaSlice(t, []float64{math.Exp(-0.5), 1}, got["n"][:2], 1e-15, "clamped to [−0.5, 0]")
+	fb, err := passes.Autodiff(g)
+	require.NoError(t, err)
+	got = run(t, fb, map[string][]float64{"x": {0.25, hi1, -0.5}})
+	require.Equal(t, []float64{math.Exp(0.25), 0, math.Exp(-0.5)}, got["grad.x"], "torch.clamp's gradient: bounds pass it, an ulp past them does not")
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/runtime/vmath"
 )
 
 // ValueRange attaches to g the interval of every node's values, NaN aside (ir.Facts.Range),
@@ -70,6 +71,13 @@ func rangeOf(n *ir.Node, args []ir.Interval) ir.Interval {
 	case ir.OpExp:
 		// The kernels' exp is within an ulp of e^x: widen the top.
 		return ir.Interval{Lo: 0, Hi: math.Exp(args[0].Hi) * (1 + 0x1p-20)}
+	case ir.OpExpM1MinusX:
+		// Convex with its minimum 0 at 0: the larger end's value, widened as exp's.
+		a, hi := args[0], inf
+		if !math.IsInf(a.Lo, 0) && !math.IsInf(a.Hi, 0) {
+			hi = max(vmath.ExpM1MinusX(a.Lo), vmath.ExpM1MinusX(a.Hi)) * (1 + 0x1p-20)
+		}
+		return ir.Interval{Lo: 0, Hi: hi}
 	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpMin, ir.OpMax:
 		iv := binaryRange(n.Op, args[0], args[1])
 		if math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) { // 0·∞ at a corner

@@ -124,6 +124,16 @@ func (o ptxOps) Log(x string) string {
 	return o.k.logEl(x)
 }
 
+// ExpM1MinusX on float64 registers runs the element-type code as a float64 kernel's.
+func (o ptxOps) ExpM1MinusX(x string) string {
+	x = o.use(x)
+	if o.wide && !o.k.f64 {
+		o.k.f64 = true
+		defer func() { o.k.f64 = false }()
+	}
+	return o.k.expm1MinusXEl(x)
+}
+
 // Log1p on float64 registers runs the element-type code as a float64 kernel's.
 func (o ptxOps) Log1p(x string) string {
 	x = o.use(x)

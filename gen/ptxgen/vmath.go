@@ -12,6 +12,13 @@ import (
 
 // exp32 is e^x for a float32 register.
 func (k *kernel) exp32(x string) string {
+	p, _ := k.exp32q(x, "")
+	return p
+}
+
+// exp32q is exp32, also returning n (x's integral multiple of ln2, a float32 register) and
+// setting small (when not "") to e^r − 1 − r (expm1MinusXEl).
+func (k *kernel) exp32q(x, small string) (p, n string) {
 	xc, n, r, r2 := k.f32(), k.f32(), k.f32(), k.f32()
 	k.op("max.NaN.f32 %s, %s, %s", xc, x, immF32(vmath.Exp32Lo))
 	k.op("min.NaN.f32 %s, %s, %s", xc, xc, immF32(vmath.Exp32Hi))
@@ -23,11 +30,14 @@ func (k *kernel) exp32(x string) string {
 	k.op("neg.f32 %s, %s", t, n)
 	k.op("fma.rn.f32 %s, %s, %s, %s", r, t, immF32(vmath.Exp32C2), r)
 	k.op("mul.rn.f32 %s, %s, %s", r2, r, r)
-	p := k.poly2("f32", len(vmath.Exp32P), r, r2, func(i int) string { return immF32(vmath.Exp32P[i]) })
+	p = k.poly2("f32", len(vmath.Exp32P), r, r2, func(i int) string { return immF32(vmath.Exp32P[i]) })
+	if small != "" {
+		k.op("mul.rn.f32 %s, %s, %s", small, p, r2)
+	}
 	k.op("fma.rn.f32 %s, %s, %s, %s", p, p, r2, r)
 	k.op("add.rn.f32 %s, %s, %s", p, p, immF32(1))
 	k.scale32(p, n)
-	return p
+	return p, n
 }
 
 // poly2 is the polynomial with the n coefficients coef(i) (immediates, highest power first)
@@ -77,6 +87,12 @@ func (k *kernel) expHalves(t, n string, bias int) [2]string {
 
 // exp64 is e^x for a float64 register.
 func (k *kernel) exp64(x string) string {
+	p, _ := k.exp64q(x, "")
+	return p
+}
+
+// exp64q is exp64 with exp32q's n and small.
+func (k *kernel) exp64q(x, small string) (p, n string) {
 	xc, n, r := k.fd(), k.fd(), k.fd()
 	k.minmax64("max", xc, x, immF64(vmath.Exp64Lo))
 	k.minmax64("min", xc, xc, immF64(vmath.Exp64Hi))
@@ -89,7 +105,11 @@ func (k *kernel) exp64(x string) string {
 	coef := vmath.Exp64P()
 	r2 := k.fd()
 	k.op("mul.rn.f64 %s, %s, %s", r2, r, r)
-	p := k.poly2("f64", len(coef), r, r2, func(i int) string { return immF64(coef[i]) })
+	p = k.poly2("f64", len(coef), r, r2, func(i int) string { return immF64(coef[i]) })
+	if small != "" { // the terms from r²/2! up: r²·Σ r^k/(k+2)!
+		q := k.poly2("f64", len(coef)-2, r, r2, func(i int) string { return immF64(coef[i]) })
+		k.op("mul.rn.f64 %s, %s, %s", small, q, r2)
+	}
 	// 2^n in two halves (runtime/vmath's package doc), as scale32 with the bias 1023.
 	for _, e := range k.expHalves("f64", n, 1023) {
 		w, f := k.r64(), k.fd()
@@ -98,7 +118,7 @@ func (k *kernel) exp64(x string) string {
 		k.op("mov.b64 %s, %s", f, w)
 		k.op("mul.rn.f64 %s, %s, %s", p, p, f)
 	}
-	return p
+	return p, n
 }
 
 // log32 is the natural logarithm of a float32 register.
@@ -226,6 +246,24 @@ func (k *kernel) logEl(x string) string {
 		return k.log64(x)
 	}
 	return k.log32(x)
+}
+
+// expm1MinusXEl is e^x − 1 − x of the element type, as the AVX2 kernels compute it (asmgen's
+// expm1MinusX): r²·q(r) from exp's polynomial where n = 0, (e^x − 1) − x elsewhere.
+func (k *kernel) expm1MinusXEl(x string) string {
+	t, small := k.t(), k.el()
+	var e, n string
+	if k.f64 {
+		e, n = k.exp64q(x, small)
+	} else {
+		e, n = k.exp32q(x, small)
+	}
+	r, q := k.el(), k.pred()
+	k.op("sub.rn.%s %s, %s, %s", t, r, e, k.imm(1))
+	k.op("sub.rn.%s %s, %s, %s", t, r, r, x)
+	k.op("setp.eq.%s %s, %s, %s", t, q, n, k.imm(0))
+	k.op("selp.%s %s, %s, %s, %s", t, r, small, r, q)
+	return r
 }
 
 // log1pEl is log(u) − ((u − 1) − x)/u with u = 1 + x, and the special cases.

@@ -21,28 +21,28 @@ type avxState struct {
 	buf    []float64
 	r4_s   []float64
 	r4_p   []float32
-	r26_s  []float64
-	r26_p  []float32
-	r27_s  []float64
-	r27_p  []float32
-	r33_s  []float64
-	r33_p  []float32
-	r38_s  []float64
-	r38_p  []float32
-	r42_s  []float64
-	r42_p  []float32
-	r47_s  []float64
-	r47_p  []float32
-	r53_s  []float64
-	r53_ok []float32
-	r53_p  []float32
-	r56_s  []float64
-	r56_p  []float32
-	p0_ok  []float32
-	r30_s  []float64
-	r30_p  []float32
+	r28_s  []float64
+	r28_p  []float32
+	r29_s  []float64
+	r29_p  []float32
+	r35_s  []float64
+	r35_p  []float32
+	r40_s  []float64
+	r40_p  []float32
+	r44_s  []float64
+	r44_p  []float32
 	r49_s  []float64
 	r49_p  []float32
+	r55_s  []float64
+	r55_ok []float32
+	r55_p  []float32
+	r58_s  []float64
+	r58_p  []float32
+	p0_ok  []float32
+	r32_s  []float64
+	r32_p  []float32
+	r51_s  []float64
+	r51_p  []float32
 	p2_ok  []float32
 	res    []float64
 }
@@ -51,28 +51,28 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 752)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r26_s = st.buf[48:120]
-	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
-	st.r27_s = st.buf[176:248]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
-	st.r33_s = st.buf[304:320]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r38_s = st.buf[344:360]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r42_s = st.buf[384:400]
-	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r47_s = st.buf[424:496]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 72)
-	st.r53_s = st.buf[552:568]
-	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[576])), 16)
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
-	st.r56_s = st.buf[608:624]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[632])), 16)
+	st.r28_s = st.buf[48:120]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
+	st.r29_s = st.buf[176:248]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
+	st.r35_s = st.buf[304:320]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r40_s = st.buf[344:360]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r44_s = st.buf[384:400]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r49_s = st.buf[424:496]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 72)
+	st.r55_s = st.buf[552:568]
+	st.r55_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[576])), 16)
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r58_s = st.buf[608:624]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[632])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 8)
-	st.r30_s = st.buf[664:680]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
-	st.r49_s = st.buf[704:720]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r32_s = st.buf[664:680]
+	st.r32_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r51_s = st.buf[704:720]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -90,23 +90,23 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r26_s, 0)
-		runtime.Fill(st.r26_p, 0)
-		runtime.Fill(st.r27_s, 0)
-		runtime.Fill(st.r27_p, 0)
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r42_s, 0)
-		runtime.Fill(st.r42_p, 0)
-		runtime.Fill(st.r47_s, 0)
-		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.SetMask(st.r53_ok)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r56_s, 0)
-		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r29_s, 0)
+		runtime.Fill(st.r29_p, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r40_s, 0)
+		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r44_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.SetMask(st.r55_ok)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.Fill(st.r58_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
 	}
@@ -125,46 +125,46 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r26_s, sts[c].r26_s)
-			runtime.MergeSum(sts[0].r27_s, sts[c].r27_s)
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
-			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
+			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
+			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeMask(sts[0].r55_ok, sts[c].r55_ok)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r55_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r26_s, 8)
+	runtime.FinishSum(st.res[:8], st.r28_s, 8)
 	for k, v := range st.res[:8] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:8], st.r27_s, 8)
+	runtime.FinishSum(st.res[:8], st.r29_s, 8)
 	for k, v := range st.res[:8] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:1], st.r33_s, 8)
+	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r42_s, 8)
+	runtime.FinishSum(st.res[:1], st.r44_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r47_s, 8)
+	runtime.FinishSum(st.res[:8], st.r49_s, 8)
 	for k, v := range st.res[:8] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r55_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r58_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -179,10 +179,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r30_s, 0)
-	runtime.Fill(st.r30_p, 0)
-	runtime.Fill(st.r49_s, 0)
-	runtime.Fill(st.r49_p, 0)
+	runtime.Fill(st.r32_s, 0)
+	runtime.Fill(st.r32_p, 0)
+	runtime.Fill(st.r51_s, 0)
+	runtime.Fill(st.r51_p, 0)
 	runtime.SetMask(st.p2_ok)
 	pass2AVX2(&st.buf[0], &s.s1[0], &s.s0[0], &s.s5[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
@@ -190,9 +190,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r30_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r32_s, 8, 8.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r49_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r51_s, 8, 8.0)
 	out.LossEntropy = float32(st.res[0])
 }
 
@@ -200,62 +200,62 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf    []float64
-	r27_s  []float64
-	r27_p  []float32
+	r29_s  []float64
+	r29_p  []float32
 	p0_ok  []float32
 	r4_s   []float64
 	r4_p   []float32
-	r26_s  []float64
-	r26_p  []float32
-	r33_s  []float64
-	r33_p  []float32
-	r38_s  []float64
-	r38_p  []float32
-	r42_s  []float64
-	r42_p  []float32
-	r47_s  []float64
-	r47_p  []float32
-	r53_s  []float64
-	r53_ok []float32
-	r53_p  []float32
-	r56_s  []float64
-	r56_p  []float32
-	p1_ok  []float32
-	r30_s  []float64
-	r30_p  []float32
+	r28_s  []float64
+	r28_p  []float32
+	r35_s  []float64
+	r35_p  []float32
+	r40_s  []float64
+	r40_p  []float32
+	r44_s  []float64
+	r44_p  []float32
 	r49_s  []float64
 	r49_p  []float32
+	r55_s  []float64
+	r55_ok []float32
+	r55_p  []float32
+	r58_s  []float64
+	r58_p  []float32
+	p1_ok  []float32
+	r32_s  []float64
+	r32_p  []float32
+	r51_s  []float64
+	r51_p  []float32
 	p3_ok  []float32
 	res    []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 768)}
-	st.r27_s = st.buf[8:80]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
+	st.r29_s = st.buf[8:80]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
 	st.r4_s = st.buf[152:168]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[176])), 16)
-	st.r26_s = st.buf[192:264]
-	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
-	st.r33_s = st.buf[320:336]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r38_s = st.buf[360:376]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
-	st.r42_s = st.buf[400:416]
-	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
-	st.r47_s = st.buf[440:512]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 72)
-	st.r53_s = st.buf[568:584]
-	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.r56_s = st.buf[624:640]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.r28_s = st.buf[192:264]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
+	st.r35_s = st.buf[320:336]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r40_s = st.buf[360:376]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.r44_s = st.buf[400:416]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r49_s = st.buf[440:512]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 72)
+	st.r55_s = st.buf[568:584]
+	st.r55_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r58_s = st.buf[624:640]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
-	st.r30_s = st.buf[680:696]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[704])), 16)
-	st.r49_s = st.buf[720:736]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r32_s = st.buf[680:696]
+	st.r32_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[704])), 16)
+	st.r51_s = st.buf[720:736]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[760])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -272,40 +272,40 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r27_s, 0)
-		runtime.Fill(st.r27_p, 0)
+		runtime.Fill(st.r29_s, 0)
+		runtime.Fill(st.r29_p, 0)
 		runtime.SetMask(st.p0_ok)
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r26_s, 0)
-		runtime.Fill(st.r26_p, 0)
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r42_s, 0)
-		runtime.Fill(st.r42_p, 0)
-		runtime.Fill(st.r47_s, 0)
-		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.SetMask(st.r53_ok)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r56_s, 0)
-		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r40_s, 0)
+		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r44_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.SetMask(st.r55_ok)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.Fill(st.r58_p, 0)
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 81 {
 			lo, hi := a, min(a+81, hi)
 			fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r27_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r29_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
 			fbPass1AVX2(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r26_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r28_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
 			}
-			runtime.FinishSum(st.res[lo:hi], st.r47_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r49_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
@@ -327,31 +327,31 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
+			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeMask(sts[0].r55_ok, sts[c].r55_ok)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p0_ok[:8]) || !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.p0_ok[:8]) || !runtime.MaskSet(st.r55_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r33_s, 8)
+	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r42_s, 8)
+	runtime.FinishSum(st.res[:1], st.r44_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r55_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r58_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -368,10 +368,10 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r30_s, 0)
-	runtime.Fill(st.r30_p, 0)
-	runtime.Fill(st.r49_s, 0)
-	runtime.Fill(st.r49_p, 0)
+	runtime.Fill(st.r32_s, 0)
+	runtime.Fill(st.r32_p, 0)
+	runtime.Fill(st.r51_s, 0)
+	runtime.Fill(st.r51_p, 0)
 	runtime.SetMask(st.p3_ok)
 	fbPass3AVX2(&st.buf[0], &s.s1[0], &s.s0[0], &s.s5[0])
 	if !runtime.MaskSet(st.p3_ok[:8]) {
@@ -379,9 +379,9 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r30_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r32_s, 8, 8.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r49_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r51_s, 8, 8.0)
 	out.LossEntropy = float32(st.res[0])
 }
 

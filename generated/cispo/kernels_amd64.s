@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $32-64
+TEXT ·pass0AVX2(SB), $64-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -44,29 +44,30 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y4, Y1, Y4
+	VANDPS Y4, Y1, Y1
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y2, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VSUBPS  Y3, Y2, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
+	VMAXPS  Y4, Y5, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y3, (SP)
+	VMOVUPS Y6, 32(SP)
 
 	// v16 = exp(logWeight)
 	VMOVUPS      lgc4<>+0(SB), Y3
-	VMAXPS       Y5, Y3, Y3
-	VMOVUPS      lgc5<>+0(SB), Y7
-	VMINPS       Y3, Y7, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y3
+	VMAXPS       Y4, Y3, Y3
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y3, Y6, Y3
+	VMULPS       lgc6<>+0(SB), Y3, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y3
 	VMULPS       Y3, Y3, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
 	VFMADD213PS  lgc10<>+0(SB), Y3, Y9
@@ -78,94 +79,103 @@ blocks_2:
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y3, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y3
+	VCVTPS2DQ    Y6, Y3
 	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSRLD       $0x01, Y3, Y7
-	VPSUBD       Y7, Y3, Y3
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y3, Y6
+	VPSUBD       Y6, Y3, Y3
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	VMULPS       Y3, Y9, Y9
-	VMOVUPS      lgc16<>+0(SB), Y3
 
-	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y3, Y3
-	VMOVUPS lgc17<>+0(SB), Y7
+	// v17 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y5, Y4, Y3
+	VMOVUPS lgc16<>+0(SB), Y5
 
-	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y3, Y7, Y3
+	// v19 = where(v17, 0.8000000028326788, v16)
+	VBLENDVPS Y3, Y5, Y9, Y3
 
-	// v22 = mul(ratioClip, v10)
-	VMULPS Y4, Y3, Y3
+	// v20 = gt(logWeight, 0.24686007)
+	VCMPPS  $0x1e, Y7, Y4, Y5
+	VMOVUPS lgc17<>+0(SB), Y6
 
-	// v23 = mul(v22, v6)
-	VMULPS Y2, Y3, Y3
+	// ratioClip = where(v20, 1.2799999924290435, v19)
+	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v24 = neg(v23)
-	VXORPS lgc18<>+0(SB), Y3, Y3
+	// v24 = mul(ratioClip, v10)
+	VMULPS Y1, Y3, Y1
 
-	// v25 = where(mask, v24, 0)
-	VANDPS Y3, Y1, Y3
+	// v25 = mul(v24, v6)
+	VMULPS Y2, Y1, Y1
 
-	// sum(v25) over [L]
+	// v26 = neg(v25)
+	VXORPS  lgc18<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y3
+	VCMPPS  $0x04, Y3, Y0, Y3
+
+	// v27 = where(mask, v26, 0)
+	VANDPS Y1, Y3, Y1
+
+	// sum(v27) over [L]
 	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, R8
-	VADDPS  1024(BX)(R8*4), Y3, Y3
-	VMOVUPS Y3, 1024(BX)(R8*4)
+	VADDPS  1024(BX)(R8*4), Y1, Y1
+	VMOVUPS Y1, 1024(BX)(R8*4)
 
 	// sum(mask) over [L]
 	IMUL3Q  $+8, DI, R8
 	VADDPS  2048(BX)(R8*4), Y0, Y0
 	VMOVUPS Y0, 2048(BX)(R8*4)
+	VMOVUPS 32(SP), Y0
 
-	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y0
+	// v33 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y0, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
-	// v32 = where(mask, v31, 0)
-	VANDPS Y0, Y1, Y0
+	// v34 = where(mask, v33, 0)
+	VANDPS Y0, Y3, Y0
 
-	// sum(v32) over [B L]
+	// sum(v34) over [B L]
 	VADDPS  2624(BX), Y0, Y0
 	VMOVUPS Y0, 2624(BX)
 	VMOVUPS (SP), Y0
 
-	// v36 = sub(v8, v6)
+	// v38 = sub(v8, v6)
 	VSUBPS Y2, Y0, Y0
 
-	// v37 = where(mask, v36, 0)
-	VANDPS Y0, Y1, Y0
+	// v39 = where(mask, v38, 0)
+	VANDPS Y0, Y3, Y0
 
-	// sum(v37) over [B L]
+	// sum(v39) over [B L]
 	VADDPS  2944(BX), Y0, Y0
 	VMOVUPS Y0, 2944(BX)
 	MOVQ    entropy+48(FP), R8
 	VMOVUPS (R8)(SI*4), Y0
 
-	// v41 = where(mask, entropy, 0)
-	VANDPS Y0, Y1, Y0
+	// v43 = where(mask, entropy, 0)
+	VANDPS Y0, Y3, Y0
 
-	// sum(v41) over [B L]
-	VADDPS  3264(BX), Y0, Y2
-	VMOVUPS Y2, 3264(BX)
+	// sum(v43) over [B L]
+	VADDPS  3264(BX), Y0, Y1
+	VMOVUPS Y1, 3264(BX)
 
-	// v45 = mul(-0.01, v41)
+	// v47 = mul(-0.01, v43)
 	VMULPS lgc19<>+0(SB), Y0, Y0
 
-	// v46 = where(mask, v45, 0)
-	VANDPS Y0, Y1, Y0
+	// v48 = where(mask, v47, 0)
+	VANDPS Y0, Y3, Y0
 
-	// sum(v46) over [L]
+	// sum(v48) over [L]
 	IMUL3Q  $+8, DI, SI
 	VADDPS  4032(BX)(SI*4), Y0, Y0
 	VMOVUPS Y0, 4032(BX)(SI*4)
 	VMOVUPS lgc20<>+0(SB), Y0
 
-	// v51 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y5, Y0, Y0
+	// v53 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y3, Y4, Y0, Y0
 
-	// logsumexp(v51) over [B L]
-	VANDPS       Y9, Y1, Y1
+	// logsumexp(v53) over [B L]
+	VANDPS       Y9, Y3, Y1
 	VCMPPS       $0x15, lgc21<>+0(SB), Y0, Y2
 	VCMPPS       $0x1a, lgc22<>+0(SB), Y0, Y3
 	VANDPS       Y3, Y2, Y2
@@ -708,35 +718,35 @@ TEXT ·pass1AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v34 = max(numValid, 1)
+	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v33, v34)
+	// clipFraction = div(v35, v36)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v38, v34)
+	// klApprox = div(v40, v36)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v42, v34)
+	// entropy2 = div(v44, v36)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s6+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v54 = mul(2, v53)
+	// v56 = mul(2, v55)
 	VMULPS       lgc26<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v57 = sub(v54, v56)
+	// v59 = sub(v56, v58)
 	VSUBPS Y6, Y5, Y5
 
-	// v58 = exp(v57)
+	// v60 = exp(v59)
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
 	VMOVUPS      lgc5<>+0(SB), Y6
@@ -766,13 +776,13 @@ TEXT ·pass1AVX2(SB), $0-80
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v59 = gt(numValid, 0)
+	// v61 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v60 = div(v58, v34)
+	// v62 = div(v60, v36)
 	VDIVPS Y1, Y8, Y1
 
-	// ess = where(v59, v60, 0)
+	// ess = where(v61, v62, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store clipFraction
@@ -818,12 +828,12 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 	VMOVUPS lgc1<>+0(SB), Y3
 
-	// v28 = max(v27, 1)
+	// v30 = max(v29, 1)
 	VMAXPS  Y2, Y3, Y2
 	MOVQ    s0+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// sequenceMean = div(v26, v28)
+	// sequenceMean = div(v28, v30)
 	VDIVPS Y2, Y3, Y3
 
 	// mean(sequenceMean) over [B]
@@ -831,7 +841,7 @@ blocks_4:
 	MOVQ    s5+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// sequenceMean2 = div(v47, v28)
+	// sequenceMean2 = div(v49, v30)
 	VDIVPS Y2, Y3, Y2
 
 	// mean(sequenceMean2) over [B]
@@ -988,7 +998,7 @@ noflush_8:
 
 // func fbPass1AVX2(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $64-88
+TEXT ·fbPass1AVX2(SB), $128-88
 	MOVQ lo+0(FP), AX
 
 outer0_9:
@@ -998,11 +1008,11 @@ outer0_9:
 	VBROADCASTSS (CX)(DX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v28 = max(v27, 1)
+	// v30 = max(v29, 1)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// v63 = div(0.125, v28)
+	// v65 = div(0.125, v30)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    $+8, DX
@@ -1044,114 +1054,124 @@ blocks_10:
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	VMAXPS  Y4, Y5, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Y5, Y6, Y5
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y2, 32(SP)
+	VMOVUPS Y6, 64(SP)
 
 	// v16 = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VMAXPS       Y4, Y6, Y6
-	VMOVUPS      lgc5<>+0(SB), Y7
-	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc6<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMAXPS       Y4, Y2, Y2
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y2, Y6, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y2
+	VMULPS       Y2, Y2, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y9
 	VMOVUPS      lgc11<>+0(SB), Y10
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc13<>+0(SB), Y10
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y6, Y8, Y9
+	VFMADD213PS  Y2, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc15<>+0(SB), Y6, Y6
-	VPSRLD       $0x01, Y6, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPSLLD       $0x17, Y7, Y7
+	VCVTPS2DQ    Y6, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y6
+	VPSUBD       Y6, Y2, Y2
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y9, Y9
+	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y6, Y9, Y9
-	VMOVUPS      lgc16<>+0(SB), Y6
+	VMULPS       Y2, Y9, Y9
 
-	// v18 = max(v16, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y6, Y6
-	VMOVUPS lgc17<>+0(SB), Y7
+	// v17 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y5, Y4, Y2
+	VMOVUPS lgc16<>+0(SB), Y5
 
-	// ratioClip = min(v18, 1.2799999924290435) tie=first
-	VMINPS Y6, Y7, Y6
+	// v19 = where(v17, 0.8000000028326788, v16)
+	VBLENDVPS Y2, Y5, Y9, Y2
 
-	// v22 = mul(ratioClip, v10)
-	VMULPS Y3, Y6, Y3
+	// v20 = gt(logWeight, 0.24686007)
+	VCMPPS  $0x1e, Y7, Y4, Y5
+	VMOVUPS lgc17<>+0(SB), Y6
 
-	// v23 = mul(v22, v6)
-	VMULPS Y1, Y3, Y6
+	// ratioClip = where(v20, 1.2799999924290435, v19)
+	VBLENDVPS Y5, Y6, Y2, Y2
 
-	// v24 = neg(v23)
-	VXORPS lgc18<>+0(SB), Y6, Y6
+	// v24 = mul(ratioClip, v10)
+	VMULPS Y3, Y2, Y2
 
-	// v25 = where(mask, v24, 0)
-	VANDPS Y6, Y0, Y6
+	// v25 = mul(v24, v6)
+	VMULPS Y1, Y2, Y3
 
-	// sum(v25) over [L]
+	// v26 = neg(v25)
+	VXORPS lgc18<>+0(SB), Y3, Y3
+
+	// v27 = where(mask, v26, 0)
+	VANDPS Y3, Y0, Y3
+
+	// sum(v27) over [L]
 	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, R8
-	VADDPS  2176(BX)(R8*4), Y6, Y6
-	VMOVUPS Y6, 2176(BX)(R8*4)
+	VADDPS  2176(BX)(R8*4), Y3, Y3
+	VMOVUPS Y3, 2176(BX)(R8*4)
+	VMOVUPS 64(SP), Y3
 
-	// v31 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	// v33 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
-	// v32 = where(mask, v31, 0)
-	VANDPS Y5, Y0, Y5
+	// v34 = where(mask, v33, 0)
+	VANDPS Y3, Y0, Y3
 
-	// sum(v32) over [B L]
-	VADDPS  2752(BX), Y5, Y5
-	VMOVUPS Y5, 2752(BX)
+	// sum(v34) over [B L]
+	VADDPS  2752(BX), Y3, Y3
+	VMOVUPS Y3, 2752(BX)
+	VMOVUPS 32(SP), Y3
 
-	// v36 = sub(v8, v6)
-	VSUBPS Y1, Y2, Y1
+	// v38 = sub(v8, v6)
+	VSUBPS Y1, Y3, Y1
 
-	// v37 = where(mask, v36, 0)
+	// v39 = where(mask, v38, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v37) over [B L]
+	// sum(v39) over [B L]
 	VADDPS  3072(BX), Y1, Y1
 	VMOVUPS Y1, 3072(BX)
 	MOVQ    entropy+56(FP), R8
 	VMOVUPS (R8)(SI*4), Y1
 
-	// v41 = where(mask, entropy, 0)
+	// v43 = where(mask, entropy, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v41) over [B L]
-	VADDPS  3392(BX), Y1, Y2
-	VMOVUPS Y2, 3392(BX)
+	// sum(v43) over [B L]
+	VADDPS  3392(BX), Y1, Y3
+	VMOVUPS Y3, 3392(BX)
 
-	// v45 = mul(-0.01, v41)
+	// v47 = mul(-0.01, v43)
 	VMULPS lgc19<>+0(SB), Y1, Y1
 
-	// v46 = where(mask, v45, 0)
+	// v48 = where(mask, v47, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v46) over [L]
+	// sum(v48) over [L]
 	IMUL3Q  $+8, DI, DI
 	VADDPS  4160(BX)(DI*4), Y1, Y1
 	VMOVUPS Y1, 4160(BX)(DI*4)
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// v51 = where(mask, logWeight, -Inf)
+	// v53 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y4, Y1, Y1
-	VMOVUPS   Y3, 32(SP)
+	VMOVUPS   Y2, 96(SP)
 
-	// logsumexp(v51) over [B L]
+	// logsumexp(v53) over [B L]
 	VANDPS  Y9, Y0, Y2
 	VCMPPS  $0x15, lgc21<>+0(SB), Y1, Y3
 	VCMPPS  $0x1a, lgc22<>+0(SB), Y1, Y4
@@ -1167,30 +1187,30 @@ blocks_10:
 	VMOVUPS Y1, 5184(BX)
 	VMOVUPS (SP), Y1
 
-	// v64 = where(mask, v63, 0)
+	// v66 = where(mask, v65, 0)
 	VANDPS Y1, Y0, Y1
 
-	// v65 = mul(v64, -0.01)
+	// v67 = mul(v66, -0.01)
 	VMULPS lgc19<>+0(SB), Y1, Y2
 
-	// gradEntropy = where(mask, v65, 0)
+	// gradEntropy = where(mask, v67, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v67 = neg(v64)
+	// v69 = neg(v66)
 	VXORPS  lgc18<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v68 = ne(v67, 0)
+	// v70 = ne(v69, 0)
 	VCMPPS  $0x04, Y3, Y1, Y3
-	VMOVUPS 32(SP), Y4
+	VMOVUPS 96(SP), Y4
 
-	// v69 = mul(v67, v22)
+	// v71 = mul(v69, v24)
 	VMULPS Y4, Y1, Y4
 
-	// v70 = where(v68, v69, v67)
+	// v72 = where(v70, v71, v69)
 	VBLENDVPS Y3, Y4, Y1, Y1
 
-	// gradLogProb = where(mask, v70, 0)
+	// gradLogProb = where(mask, v72, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
@@ -1456,35 +1476,35 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v34 = max(numValid, 1)
+	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v33, v34)
+	// clipFraction = div(v35, v36)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v38, v34)
+	// klApprox = div(v40, v36)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v42, v34)
+	// entropy2 = div(v44, v36)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s6+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v54 = mul(2, v53)
+	// v56 = mul(2, v55)
 	VMULPS       lgc26<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v57 = sub(v54, v56)
+	// v59 = sub(v56, v58)
 	VSUBPS Y6, Y5, Y5
 
-	// v58 = exp(v57)
+	// v60 = exp(v59)
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
 	VMOVUPS      lgc5<>+0(SB), Y6
@@ -1514,13 +1534,13 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v59 = gt(numValid, 0)
+	// v61 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v60 = div(v58, v34)
+	// v62 = div(v60, v36)
 	VDIVPS Y1, Y8, Y1
 
-	// ess = where(v59, v60, 0)
+	// ess = where(v61, v62, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store clipFraction
@@ -1556,12 +1576,12 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y2
 	VMOVUPS lgc1<>+0(SB), Y3
 
-	// v28 = max(v27, 1)
+	// v30 = max(v29, 1)
 	VMAXPS  Y2, Y3, Y2
 	MOVQ    s0+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// sequenceMean = div(v26, v28)
+	// sequenceMean = div(v28, v30)
 	VDIVPS Y2, Y3, Y3
 
 	// mean(sequenceMean) over [B]
@@ -1569,7 +1589,7 @@ blocks_12:
 	MOVQ    s5+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// sequenceMean2 = div(v47, v28)
+	// sequenceMean2 = div(v49, v30)
 	VDIVPS Y2, Y3, Y2
 
 	// mean(sequenceMean2) over [B]

@@ -11,21 +11,21 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32 // v26 = sum(v25) over L [B=8]
-	s1    []float32 // v27 = sum(mask) over L [B=8]
-	s2    float32   // v33 = sum(v32) over B,L
-	s3    float32   // v38 = sum(v37) over B,L
-	s4    float32   // v42 = sum(v41) over B,L
-	s5    []float32 // v47 = sum(v46) over L [B=8]
-	s6    float32   // v53 = logsumexp(v51) over B,L
-	s7    float32   // v56 = logsumexp(v55) over B,L
-	acc26 []float64 // accumulators of v26
-	acc27 []float64 // accumulators of v27
-	acc47 []float64 // accumulators of v47
+	s0    []float32 // v28 = sum(v27) over L [B=8]
+	s1    []float32 // v29 = sum(mask) over L [B=8]
+	s2    float32   // v35 = sum(v34) over B,L
+	s3    float32   // v40 = sum(v39) over B,L
+	s4    float32   // v44 = sum(v43) over B,L
+	s5    []float32 // v49 = sum(v48) over L [B=8]
+	s6    float32   // v55 = logsumexp(v53) over B,L
+	s7    float32   // v58 = logsumexp(v57) over B,L
+	acc28 []float64 // accumulators of v28
+	acc29 []float64 // accumulators of v29
+	acc49 []float64 // accumulators of v49
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc26: make([]float64, 8), acc27: make([]float64, 8), acc47: make([]float64, 8)}
+	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc28: make([]float64, 8), acc29: make([]float64, 8), acc49: make([]float64, 8)}
 }}
 
 // pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
@@ -37,33 +37,33 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
 	numValid float64           // numValid = sum(v3) over B,L
-	acc26    []float64         // v26 = sum(v25) over L
-	acc27    []float64         // v27 = sum(mask) over L
-	acc33    float64           // v33 = sum(v32) over B,L
-	acc38    float64           // v38 = sum(v37) over B,L
-	acc42    float64           // v42 = sum(v41) over B,L
-	acc47    []float64         // v47 = sum(v46) over L
-	acc53    runtime.LogSumExp // v53 = logsumexp(v51) over B,L
-	acc56    runtime.LogSumExp // v56 = logsumexp(v55) over B,L
+	acc28    []float64         // v28 = sum(v27) over L
+	acc29    []float64         // v29 = sum(mask) over L
+	acc35    float64           // v35 = sum(v34) over B,L
+	acc40    float64           // v40 = sum(v39) over B,L
+	acc44    float64           // v44 = sum(v43) over B,L
+	acc49    []float64         // v49 = sum(v48) over L
+	acc55    runtime.LogSumExp // v55 = logsumexp(v53) over B,L
+	acc58    runtime.LogSumExp // v58 = logsumexp(v57) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	for k := range a.acc26 {
-		mergeSum(&a.acc26[k], b.acc26[k])
+	for k := range a.acc28 {
+		mergeSum(&a.acc28[k], b.acc28[k])
 	}
-	for k := range a.acc27 {
-		mergeSum(&a.acc27[k], b.acc27[k])
+	for k := range a.acc29 {
+		mergeSum(&a.acc29[k], b.acc29[k])
 	}
-	mergeSum(&a.acc33, b.acc33)
-	mergeSum(&a.acc38, b.acc38)
-	mergeSum(&a.acc42, b.acc42)
-	for k := range a.acc47 {
-		mergeSum(&a.acc47[k], b.acc47[k])
+	mergeSum(&a.acc35, b.acc35)
+	mergeSum(&a.acc40, b.acc40)
+	mergeSum(&a.acc44, b.acc44)
+	for k := range a.acc49 {
+		mergeSum(&a.acc49[k], b.acc49[k])
 	}
-	mergeLogsumexp(&a.acc53, b.acc53)
-	mergeLogsumexp(&a.acc56, b.acc56)
+	mergeLogsumexp(&a.acc55, b.acc55)
+	mergeLogsumexp(&a.acc58, b.acc58)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -72,26 +72,26 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	zero := float32(0)
 	c12 := float32(-0.22314355)
 	c13 := float32(0.24686007)
-	c17 := float32(0.8)
-	c19 := float32(1.28)
-	c44 := float32(-0.01)
-	c50 := float32(math.Inf(-1))
+	c18 := float32(0.8)
+	c21 := float32(1.28)
+	c46 := float32(-0.01)
+	c52 := float32(math.Inf(-1))
 	two := float32(2)
 	numValid := 0.0
-	for k := range st.acc26 {
-		st.acc26[k] = 0.0
+	for k := range st.acc28 {
+		st.acc28[k] = 0.0
 	}
-	for k := range st.acc27 {
-		st.acc27[k] = 0.0
+	for k := range st.acc29 {
+		st.acc29[k] = 0.0
 	}
-	acc33 := 0.0
-	acc38 := 0.0
-	acc42 := 0.0
-	for k := range st.acc47 {
-		st.acc47[k] = 0.0
+	acc35 := 0.0
+	acc40 := 0.0
+	acc44 := 0.0
+	for k := range st.acc49 {
+		st.acc49[k] = 0.0
 	}
-	acc53 := runtime.NewLogSumExp()
-	acc56 := runtime.NewLogSumExp()
+	acc55 := runtime.NewLogSumExp()
+	acc58 := runtime.NewLogSumExp()
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -107,55 +107,57 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v14 := max(logWeight, c12)
 			logWeightClip := min(v14, c13)
 			v16 := float32(math.Exp(float64(logWeight)))
-			v18 := max(v16, c17)
-			ratioClip := min(v18, c19)
-			v22 := float32(ratioClip * v10)
-			v23 := float32(v22 * v6)
-			v24 := -v23
-			v25 := sel(mask, v24, zero)
-			st.acc26[iB] += float64(v25)
-			st.acc27[iB] += float64(mask)
-			v31 := b2f(logWeightClip != logWeight)
-			v32 := sel(mask, v31, zero)
-			acc33 += float64(v32)
-			v36 := v8 - v6
-			v37 := sel(mask, v36, zero)
-			acc38 += float64(v37)
+			v17 := b2f(logWeight < c12)
+			v19 := sel(v17, c18, v16)
+			v20 := b2f(logWeight > c13)
+			ratioClip := sel(v20, c21, v19)
+			v24 := float32(ratioClip * v10)
+			v25 := float32(v24 * v6)
+			v26 := -v25
+			v27 := sel(mask, v26, zero)
+			st.acc28[iB] += float64(v27)
+			st.acc29[iB] += float64(mask)
+			v33 := b2f(logWeightClip != logWeight)
+			v34 := sel(mask, v33, zero)
+			acc35 += float64(v34)
+			v38 := v8 - v6
+			v39 := sel(mask, v38, zero)
+			acc40 += float64(v39)
 			entropy := in.Entropy[iB*128+iL]
-			v41 := sel(mask, entropy, zero)
-			acc42 += float64(v41)
-			v45 := float32(c44 * v41)
-			v46 := sel(mask, v45, zero)
-			st.acc47[iB] += float64(v46)
-			v51 := sel(mask, logWeight, c50)
-			acc53.Add(float64(v51))
-			v55 := float32(two * v51)
-			acc56.Add(float64(v55))
+			v43 := sel(mask, entropy, zero)
+			acc44 += float64(v43)
+			v47 := float32(c46 * v43)
+			v48 := sel(mask, v47, zero)
+			st.acc49[iB] += float64(v48)
+			v53 := sel(mask, logWeight, c52)
+			acc55.Add(float64(v53))
+			v57 := float32(two * v53)
+			acc58.Add(float64(v57))
 		}
 	}
 	st.numValid = numValid
-	st.acc33 = acc33
-	st.acc38 = acc38
-	st.acc42 = acc42
-	st.acc53 = acc53
-	st.acc56 = acc56
+	st.acc35 = acc35
+	st.acc40 = acc40
+	st.acc44 = acc44
+	st.acc55 = acc55
+	st.acc58 = acc58
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
 // pass0GoChunks chunks of rows of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass0GoStates
-	st.acc26 = s.acc26
-	st.acc27 = s.acc27
-	st.acc47 = s.acc47
+	st.acc28 = s.acc28
+	st.acc29 = s.acc29
+	st.acc49 = s.acc49
 	if n := min(pass0GoChunks, 8); n <= 1 {
 		pass0GoChunk(in, out, grads, s, &st, 0, 8)
 	} else {
 		sts := make([]pass0GoStates, n)
 		for c := range sts {
-			sts[c].acc26 = make([]float64, 8)
-			sts[c].acc27 = make([]float64, 8)
-			sts[c].acc47 = make([]float64, 8)
+			sts[c].acc28 = make([]float64, 8)
+			sts[c].acc29 = make([]float64, 8)
+			sts[c].acc49 = make([]float64, 8)
 		}
 		runtime.ForChunks(n, 8, func(c, lo, hi int) {
 			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -166,20 +168,20 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	for k := range st.acc26 {
-		s.s0[k] = float32(st.acc26[k])
+	for k := range st.acc28 {
+		s.s0[k] = float32(st.acc28[k])
 	}
-	for k := range st.acc27 {
-		s.s1[k] = float32(st.acc27[k])
+	for k := range st.acc29 {
+		s.s1[k] = float32(st.acc29[k])
 	}
-	s.s2 = float32(st.acc33)
-	s.s3 = float32(st.acc38)
-	s.s4 = float32(st.acc42)
-	for k := range st.acc47 {
-		s.s5[k] = float32(st.acc47[k])
+	s.s2 = float32(st.acc35)
+	s.s3 = float32(st.acc40)
+	s.s4 = float32(st.acc44)
+	for k := range st.acc49 {
+		s.s5[k] = float32(st.acc49[k])
 	}
-	s.s6 = float32(st.acc53.Result())
-	s.s7 = float32(st.acc56.Result())
+	s.s6 = float32(st.acc55.Result())
+	s.s7 = float32(st.acc58.Result())
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -188,24 +190,24 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	zero := float32(0)
 	two := float32(2)
 	numValid := out.NumValid
-	v33 := s.s2
-	v34 := max(numValid, one)
-	clipFraction := v33 / v34
+	v35 := s.s2
+	v36 := max(numValid, one)
+	clipFraction := v35 / v36
 	out.ClipFraction = clipFraction
-	v38 := s.s3
-	klApprox := v38 / v34
+	v40 := s.s3
+	klApprox := v40 / v36
 	out.KLApprox = klApprox
-	v42 := s.s4
-	entropy2 := v42 / v34
+	v44 := s.s4
+	entropy2 := v44 / v36
 	out.Entropy = entropy2
-	v53 := s.s6
-	v54 := float32(two * v53)
-	v56 := s.s7
-	v57 := v54 - v56
-	v58 := float32(math.Exp(float64(v57)))
-	v59 := b2f(numValid > zero)
-	v60 := v58 / v34
-	ess := sel(v59, v60, zero)
+	v55 := s.s6
+	v56 := float32(two * v55)
+	v58 := s.s7
+	v59 := v56 - v58
+	v60 := float32(math.Exp(float64(v59)))
+	v61 := b2f(numValid > zero)
+	v62 := v60 / v36
+	ess := sel(v61, v62, zero)
 	out.ESS = ess
 }
 
@@ -215,13 +217,13 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	lossObjective := runtime.Mean{}
 	lossEntropy := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v26 := s.s0[iB]
-		v27 := s.s1[iB]
-		v28 := max(v27, one)
-		sequenceMean := v26 / v28
+		v28 := s.s0[iB]
+		v29 := s.s1[iB]
+		v30 := max(v29, one)
+		sequenceMean := v28 / v30
 		lossObjective.Add(float64(sequenceMean))
-		v47 := s.s5[iB]
-		sequenceMean2 := v47 / v28
+		v49 := s.s5[iB]
+		sequenceMean2 := v49 / v30
 		lossEntropy.Add(float64(sequenceMean2))
 	}
 	out.LossObjective = float32(lossObjective.Result())
@@ -231,21 +233,21 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32 // v26 = sum(v25) over L [B=8]
-	s1    []float32 // v27 = sum(mask) over L [B=8]
-	s2    float32   // v33 = sum(v32) over B,L
-	s3    float32   // v38 = sum(v37) over B,L
-	s4    float32   // v42 = sum(v41) over B,L
-	s5    []float32 // v47 = sum(v46) over L [B=8]
-	s6    float32   // v53 = logsumexp(v51) over B,L
-	s7    float32   // v56 = logsumexp(v55) over B,L
-	acc27 []float64 // accumulators of v27
-	acc26 []float64 // accumulators of v26
-	acc47 []float64 // accumulators of v47
+	s0    []float32 // v28 = sum(v27) over L [B=8]
+	s1    []float32 // v29 = sum(mask) over L [B=8]
+	s2    float32   // v35 = sum(v34) over B,L
+	s3    float32   // v40 = sum(v39) over B,L
+	s4    float32   // v44 = sum(v43) over B,L
+	s5    []float32 // v49 = sum(v48) over L [B=8]
+	s6    float32   // v55 = logsumexp(v53) over B,L
+	s7    float32   // v58 = logsumexp(v57) over B,L
+	acc29 []float64 // accumulators of v29
+	acc28 []float64 // accumulators of v28
+	acc49 []float64 // accumulators of v49
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc27: make([]float64, 8), acc26: make([]float64, 8), acc47: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc29: make([]float64, 8), acc28: make([]float64, 8), acc49: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -257,21 +259,21 @@ var fbPass0GoChunks = 1
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
 type fbPass0GoStates struct {
 	numValid float64           // numValid = sum(v3) over B,L
-	acc33    float64           // v33 = sum(v32) over B,L
-	acc38    float64           // v38 = sum(v37) over B,L
-	acc42    float64           // v42 = sum(v41) over B,L
-	acc53    runtime.LogSumExp // v53 = logsumexp(v51) over B,L
-	acc56    runtime.LogSumExp // v56 = logsumexp(v55) over B,L
+	acc35    float64           // v35 = sum(v34) over B,L
+	acc40    float64           // v40 = sum(v39) over B,L
+	acc44    float64           // v44 = sum(v43) over B,L
+	acc55    runtime.LogSumExp // v55 = logsumexp(v53) over B,L
+	acc58    runtime.LogSumExp // v58 = logsumexp(v57) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc33, b.acc33)
-	mergeSum(&a.acc38, b.acc38)
-	mergeSum(&a.acc42, b.acc42)
-	mergeLogsumexp(&a.acc53, b.acc53)
-	mergeLogsumexp(&a.acc56, b.acc56)
+	mergeSum(&a.acc35, b.acc35)
+	mergeSum(&a.acc40, b.acc40)
+	mergeSum(&a.acc44, b.acc44)
+	mergeLogsumexp(&a.acc55, b.acc55)
+	mergeLogsumexp(&a.acc58, b.acc58)
 }
 
 // fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -280,24 +282,24 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	zero := float32(0)
 	c12 := float32(-0.22314355)
 	c13 := float32(0.24686007)
-	c17 := float32(0.8)
-	c19 := float32(1.28)
-	c44 := float32(-0.01)
-	c50 := float32(math.Inf(-1))
+	c18 := float32(0.8)
+	c21 := float32(1.28)
+	c46 := float32(-0.01)
+	c52 := float32(math.Inf(-1))
 	two := float32(2)
-	c62 := float32(0.125)
+	c64 := float32(0.125)
 	numValid := 0.0
-	acc33 := 0.0
-	acc38 := 0.0
-	acc42 := 0.0
-	acc53 := runtime.NewLogSumExp()
-	acc56 := runtime.NewLogSumExp()
+	acc35 := 0.0
+	acc40 := 0.0
+	acc44 := 0.0
+	acc55 := runtime.NewLogSumExp()
+	acc58 := runtime.NewLogSumExp()
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
-			s.acc27[iB] += float64(mask)
+			s.acc29[iB] += float64(mask)
 		}
-		s.s1[iB] = float32(s.acc27[iB])
+		s.s1[iB] = float32(s.acc29[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -312,66 +314,68 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v14 := max(logWeight, c12)
 			logWeightClip := min(v14, c13)
 			v16 := float32(math.Exp(float64(logWeight)))
-			v18 := max(v16, c17)
-			ratioClip := min(v18, c19)
-			v22 := float32(ratioClip * v10)
-			v23 := float32(v22 * v6)
-			v24 := -v23
-			v25 := sel(mask, v24, zero)
-			s.acc26[iB] += float64(v25)
-			v27 := s.s1[iB]
-			v28 := max(v27, one)
-			v31 := b2f(logWeightClip != logWeight)
-			v32 := sel(mask, v31, zero)
-			acc33 += float64(v32)
-			v36 := v8 - v6
-			v37 := sel(mask, v36, zero)
-			acc38 += float64(v37)
+			v17 := b2f(logWeight < c12)
+			v19 := sel(v17, c18, v16)
+			v20 := b2f(logWeight > c13)
+			ratioClip := sel(v20, c21, v19)
+			v24 := float32(ratioClip * v10)
+			v25 := float32(v24 * v6)
+			v26 := -v25
+			v27 := sel(mask, v26, zero)
+			s.acc28[iB] += float64(v27)
+			v29 := s.s1[iB]
+			v30 := max(v29, one)
+			v33 := b2f(logWeightClip != logWeight)
+			v34 := sel(mask, v33, zero)
+			acc35 += float64(v34)
+			v38 := v8 - v6
+			v39 := sel(mask, v38, zero)
+			acc40 += float64(v39)
 			entropy := in.Entropy[iB*128+iL]
-			v41 := sel(mask, entropy, zero)
-			acc42 += float64(v41)
-			v45 := float32(c44 * v41)
-			v46 := sel(mask, v45, zero)
-			s.acc47[iB] += float64(v46)
-			v51 := sel(mask, logWeight, c50)
-			acc53.Add(float64(v51))
-			v55 := float32(two * v51)
-			acc56.Add(float64(v55))
-			v63 := c62 / v28
-			v64 := sel(mask, v63, zero)
-			v65 := float32(v64 * c44)
-			gradEntropy := sel(mask, v65, zero)
+			v43 := sel(mask, entropy, zero)
+			acc44 += float64(v43)
+			v47 := float32(c46 * v43)
+			v48 := sel(mask, v47, zero)
+			s.acc49[iB] += float64(v48)
+			v53 := sel(mask, logWeight, c52)
+			acc55.Add(float64(v53))
+			v57 := float32(two * v53)
+			acc58.Add(float64(v57))
+			v65 := c64 / v30
+			v66 := sel(mask, v65, zero)
+			v67 := float32(v66 * c46)
+			gradEntropy := sel(mask, v67, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v67 := -v64
-			v68 := b2f(v67 != zero)
-			v69 := float32(v67 * v22)
-			v70 := sel(v68, v69, v67)
-			gradLogProb := sel(mask, v70, zero)
+			v69 := -v66
+			v70 := b2f(v69 != zero)
+			v71 := float32(v69 * v24)
+			v72 := sel(v70, v71, v69)
+			gradLogProb := sel(mask, v72, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
-		s.s0[iB] = float32(s.acc26[iB])
-		s.s5[iB] = float32(s.acc47[iB])
+		s.s0[iB] = float32(s.acc28[iB])
+		s.s5[iB] = float32(s.acc49[iB])
 	}
 	st.numValid = numValid
-	st.acc33 = acc33
-	st.acc38 = acc38
-	st.acc42 = acc42
-	st.acc53 = acc53
-	st.acc56 = acc56
+	st.acc35 = acc35
+	st.acc40 = acc40
+	st.acc44 = acc44
+	st.acc55 = acc55
+	st.acc58 = acc58
 }
 
 // fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
 // elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
 // the second while it is in cache. It runs in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	for k := range s.acc27 {
-		s.acc27[k] = 0.0
+	for k := range s.acc29 {
+		s.acc29[k] = 0.0
 	}
-	for k := range s.acc26 {
-		s.acc26[k] = 0.0
+	for k := range s.acc28 {
+		s.acc28[k] = 0.0
 	}
-	for k := range s.acc47 {
-		s.acc47[k] = 0.0
+	for k := range s.acc49 {
+		s.acc49[k] = 0.0
 	}
 	var st fbPass0GoStates
 	if n := min(fbPass0GoChunks, 8); n <= 1 {
@@ -387,11 +391,11 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s2 = float32(st.acc33)
-	s.s3 = float32(st.acc38)
-	s.s4 = float32(st.acc42)
-	s.s6 = float32(st.acc53.Result())
-	s.s7 = float32(st.acc56.Result())
+	s.s2 = float32(st.acc35)
+	s.s3 = float32(st.acc40)
+	s.s4 = float32(st.acc44)
+	s.s6 = float32(st.acc55.Result())
+	s.s7 = float32(st.acc58.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -400,24 +404,24 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	zero := float32(0)
 	two := float32(2)
 	numValid := out.NumValid
-	v33 := s.s2
-	v34 := max(numValid, one)
-	clipFraction := v33 / v34
+	v35 := s.s2
+	v36 := max(numValid, one)
+	clipFraction := v35 / v36
 	out.ClipFraction = clipFraction
-	v38 := s.s3
-	klApprox := v38 / v34
+	v40 := s.s3
+	klApprox := v40 / v36
 	out.KLApprox = klApprox
-	v42 := s.s4
-	entropy2 := v42 / v34
+	v44 := s.s4
+	entropy2 := v44 / v36
 	out.Entropy = entropy2
-	v53 := s.s6
-	v54 := float32(two * v53)
-	v56 := s.s7
-	v57 := v54 - v56
-	v58 := float32(math.Exp(float64(v57)))
-	v59 := b2f(numValid > zero)
-	v60 := v58 / v34
-	ess := sel(v59, v60, zero)
+	v55 := s.s6
+	v56 := float32(two * v55)
+	v58 := s.s7
+	v59 := v56 - v58
+	v60 := float32(math.Exp(float64(v59)))
+	v61 := b2f(numValid > zero)
+	v62 := v60 / v36
+	ess := sel(v61, v62, zero)
 	out.ESS = ess
 }
 
@@ -427,13 +431,13 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossObjective := runtime.Mean{}
 	lossEntropy := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v26 := s.s0[iB]
-		v27 := s.s1[iB]
-		v28 := max(v27, one)
-		sequenceMean := v26 / v28
+		v28 := s.s0[iB]
+		v29 := s.s1[iB]
+		v30 := max(v29, one)
+		sequenceMean := v28 / v30
 		lossObjective.Add(float64(sequenceMean))
-		v47 := s.s5[iB]
-		sequenceMean2 := v47 / v28
+		v49 := s.s5[iB]
+		sequenceMean2 := v49 / v30
 		lossEntropy.Add(float64(sequenceMean2))
 	}
 	out.LossObjective = float32(lossObjective.Result())

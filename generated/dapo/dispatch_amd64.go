@@ -36,8 +36,8 @@ type avxState struct {
 	r49_p  []float32
 	r52_s  []float64
 	r52_p  []float32
-	r85_s  []float64
-	r85_p  []float32
+	r60_s  []float64
+	r60_p  []float32
 	p0_ok  []float32
 	res    []float64
 }
@@ -61,8 +61,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
 	st.r52_s = st.buf[304:320]
 	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r85_s = st.buf[344:360]
-	st.r85_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r60_s = st.buf[344:360]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -95,8 +95,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r52_s, 0)
 		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r85_s, 0)
-		runtime.Fill(st.r85_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
 	}
@@ -123,7 +123,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r85_s, sts[c].r85_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -148,7 +148,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s5 = float32(st.res[0])
 	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r85_s, 8)
+	runtime.FinishSum(st.res[:1], st.r60_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -181,8 +181,8 @@ type fbAvxState struct {
 	r49_p  []float32
 	r52_s  []float64
 	r52_p  []float32
-	r86_s  []float64
-	r86_p  []float32
+	r60_s  []float64
+	r60_p  []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -207,8 +207,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
 	st.r52_s = st.buf[320:336]
 	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r86_s = st.buf[360:376]
-	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.r60_s = st.buf[360:376]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -283,8 +283,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r52_s, 0)
 		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r86_s, 0)
-		runtime.Fill(st.r86_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -310,7 +310,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -333,7 +333,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s5 = float32(st.res[0])
 	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r86_s, 8)
+	runtime.FinishSum(st.res[:1], st.r60_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -177,105 +177,54 @@ blocks_2:
 	VMOVUPS Y1, 2624(BX)
 	VMOVUPS 64(SP), Y1
 
-	// v58 = abs(v34)
-	VMOVUPS lgc18<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc23<>+0(SB), Y3
-
-	// v60 = lt(v58, 0.1)
-	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc24<>+0(SB), Y4
-
-	// v62 = max(v34, -0.1) tie=first
-	VMAXPS Y1, Y4, Y4
-
-	// v63 = min(v62, 0.1) tie=first
-	VMINPS Y4, Y3, Y3
-
-	// v64 = mul(v63, v63)
-	VMULPS Y3, Y3, Y4
-
-	// v67 = mul(0.16666666666666666, v63)
-	VMULPS lgc25<>+0(SB), Y3, Y5
-
-	// v68 = add(0.5, v67)
-	VADDPS lgc14<>+0(SB), Y5, Y5
-
-	// v71 = mul(0.008333333333333333, v63)
-	VMULPS lgc26<>+0(SB), Y3, Y3
-
-	// v72 = add(0.041666666666666664, v71)
-	VADDPS lgc27<>+0(SB), Y3, Y3
-
-	// v74 = mul(v64, v72)
-	VMULPS Y3, Y4, Y3
-
-	// v75 = add(v68, v74)
-	VADDPS Y3, Y5, Y3
-
-	// v76 = mul(v64, v64)
-	VMULPS Y4, Y4, Y5
-
-	// v77 = mul(v76, 0.001388888888888889)
-	VMULPS lgc28<>+0(SB), Y5, Y5
-
-	// v78 = add(v75, v77)
-	VADDPS Y5, Y3, Y3
-
-	// v79 = mul(v64, v78)
-	VMULPS Y3, Y4, Y3
-
-	// v80 = exp(v34)
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMAXPS       Y1, Y4, Y4
-	VMOVUPS      lgc5<>+0(SB), Y5
-	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc6<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VMULPS       Y4, Y4, Y6
-	VMOVUPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
-	VMOVUPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VMOVUPS      lgc13<>+0(SB), Y8
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VFMADD213PS  Y4, Y6, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
+	// k3 = expm1_minus_x(v34)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VMOVUPS      lgc11<>+0(SB), Y2
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMOVUPS      lgc13<>+0(SB), Y2
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMULPS       Y5, Y6, Y2
+	VFMADD213PS  Y4, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y3, Y4
 	VPADDD       lgc15<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VSUBPS       lgc1<>+0(SB), Y6, Y6
+	VSUBPS       Y1, Y6, Y6
+	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y1
+	VBLENDVPS    Y1, Y2, Y6, Y6
 
-	// v81 = sub(v80, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y4
+	// v59 = where(mask, k3, 0)
+	VANDPS Y6, Y0, Y0
 
-	// v82 = sub(v81, v34)
-	VSUBPS Y1, Y4, Y1
-
-	// k3 = where(v60, v79, v82)
-	VBLENDVPS Y2, Y3, Y1, Y1
-
-	// v84 = where(mask, k3, 0)
-	VANDPS Y1, Y0, Y0
-
-	// sum(v84) over [B L]
+	// sum(v59) over [B L]
 	VADDPS       2944(BX), Y0, Y0
 	VMOVUPS      Y0, 2944(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc29<>+0(SB), Y0
+	VMOVUPD      lgc23<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc30<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -286,8 +235,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -299,8 +248,8 @@ blocks_2:
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -312,8 +261,8 @@ blocks_2:
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -325,8 +274,8 @@ blocks_2:
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -338,8 +287,8 @@ blocks_2:
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -351,8 +300,8 @@ blocks_2:
 	VMOVUPS      Y2, 1856(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -364,8 +313,8 @@ blocks_2:
 	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -377,8 +326,8 @@ blocks_2:
 	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -404,8 +353,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc30<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -416,8 +365,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -429,8 +378,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -442,8 +391,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -455,8 +404,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -468,8 +417,8 @@ noflush_3:
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -481,8 +430,8 @@ noflush_3:
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -494,8 +443,8 @@ noflush_3:
 	VMOVUPS      Y2, 2304(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -507,8 +456,8 @@ noflush_3:
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -757,91 +706,31 @@ DATA lgc22<>+24(SB)/4, $0x42b00000
 DATA lgc22<>+28(SB)/4, $0x42b00000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3dcccccd
-DATA lgc23<>+4(SB)/4, $0x3dcccccd
-DATA lgc23<>+8(SB)/4, $0x3dcccccd
-DATA lgc23<>+12(SB)/4, $0x3dcccccd
-DATA lgc23<>+16(SB)/4, $0x3dcccccd
-DATA lgc23<>+20(SB)/4, $0x3dcccccd
-DATA lgc23<>+24(SB)/4, $0x3dcccccd
-DATA lgc23<>+28(SB)/4, $0x3dcccccd
+DATA lgc23<>+0(SB)/8, $0x4020000000000000
+DATA lgc23<>+8(SB)/8, $0x4020000000000000
+DATA lgc23<>+16(SB)/8, $0x4020000000000000
+DATA lgc23<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xbdcccccd
-DATA lgc24<>+4(SB)/4, $0xbdcccccd
-DATA lgc24<>+8(SB)/4, $0xbdcccccd
-DATA lgc24<>+12(SB)/4, $0xbdcccccd
-DATA lgc24<>+16(SB)/4, $0xbdcccccd
-DATA lgc24<>+20(SB)/4, $0xbdcccccd
-DATA lgc24<>+24(SB)/4, $0xbdcccccd
-DATA lgc24<>+28(SB)/4, $0xbdcccccd
+DATA lgc24<>+0(SB)/4, $0x7fffffff
+DATA lgc24<>+4(SB)/4, $0x7fffffff
+DATA lgc24<>+8(SB)/4, $0x7fffffff
+DATA lgc24<>+12(SB)/4, $0x7fffffff
+DATA lgc24<>+16(SB)/4, $0x7fffffff
+DATA lgc24<>+20(SB)/4, $0x7fffffff
+DATA lgc24<>+24(SB)/4, $0x7fffffff
+DATA lgc24<>+28(SB)/4, $0x7fffffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3e2aaaab
-DATA lgc25<>+4(SB)/4, $0x3e2aaaab
-DATA lgc25<>+8(SB)/4, $0x3e2aaaab
-DATA lgc25<>+12(SB)/4, $0x3e2aaaab
-DATA lgc25<>+16(SB)/4, $0x3e2aaaab
-DATA lgc25<>+20(SB)/4, $0x3e2aaaab
-DATA lgc25<>+24(SB)/4, $0x3e2aaaab
-DATA lgc25<>+28(SB)/4, $0x3e2aaaab
+DATA lgc25<>+0(SB)/4, $0x7f7fffff
+DATA lgc25<>+4(SB)/4, $0x7f7fffff
+DATA lgc25<>+8(SB)/4, $0x7f7fffff
+DATA lgc25<>+12(SB)/4, $0x7f7fffff
+DATA lgc25<>+16(SB)/4, $0x7f7fffff
+DATA lgc25<>+20(SB)/4, $0x7f7fffff
+DATA lgc25<>+24(SB)/4, $0x7f7fffff
+DATA lgc25<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x3c088889
-DATA lgc26<>+4(SB)/4, $0x3c088889
-DATA lgc26<>+8(SB)/4, $0x3c088889
-DATA lgc26<>+12(SB)/4, $0x3c088889
-DATA lgc26<>+16(SB)/4, $0x3c088889
-DATA lgc26<>+20(SB)/4, $0x3c088889
-DATA lgc26<>+24(SB)/4, $0x3c088889
-DATA lgc26<>+28(SB)/4, $0x3c088889
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x3d2aaaab
-DATA lgc27<>+4(SB)/4, $0x3d2aaaab
-DATA lgc27<>+8(SB)/4, $0x3d2aaaab
-DATA lgc27<>+12(SB)/4, $0x3d2aaaab
-DATA lgc27<>+16(SB)/4, $0x3d2aaaab
-DATA lgc27<>+20(SB)/4, $0x3d2aaaab
-DATA lgc27<>+24(SB)/4, $0x3d2aaaab
-DATA lgc27<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x3ab60b61
-DATA lgc28<>+4(SB)/4, $0x3ab60b61
-DATA lgc28<>+8(SB)/4, $0x3ab60b61
-DATA lgc28<>+12(SB)/4, $0x3ab60b61
-DATA lgc28<>+16(SB)/4, $0x3ab60b61
-DATA lgc28<>+20(SB)/4, $0x3ab60b61
-DATA lgc28<>+24(SB)/4, $0x3ab60b61
-DATA lgc28<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/8, $0x4020000000000000
-DATA lgc29<>+8(SB)/8, $0x4020000000000000
-DATA lgc29<>+16(SB)/8, $0x4020000000000000
-DATA lgc29<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x7fffffff
-DATA lgc30<>+4(SB)/4, $0x7fffffff
-DATA lgc30<>+8(SB)/4, $0x7fffffff
-DATA lgc30<>+12(SB)/4, $0x7fffffff
-DATA lgc30<>+16(SB)/4, $0x7fffffff
-DATA lgc30<>+20(SB)/4, $0x7fffffff
-DATA lgc30<>+24(SB)/4, $0x7fffffff
-DATA lgc30<>+28(SB)/4, $0x7fffffff
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x7f7fffff
-DATA lgc31<>+4(SB)/4, $0x7f7fffff
-DATA lgc31<>+8(SB)/4, $0x7f7fffff
-DATA lgc31<>+12(SB)/4, $0x7f7fffff
-DATA lgc31<>+16(SB)/4, $0x7f7fffff
-DATA lgc31<>+20(SB)/4, $0x7f7fffff
-DATA lgc31<>+24(SB)/4, $0x7f7fffff
-DATA lgc31<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
@@ -882,7 +771,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc32<>+0(SB), Y7, Y7
+	VMULPS       lgc26<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -932,11 +821,11 @@ TEXT ·pass1AVX2(SB), $64-136
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v85, v27)
+	// klToInference = div(v60, v27)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc33<>+0(SB), Y1, Y5
+	VMULPS lgc27<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -974,25 +863,25 @@ TEXT ·pass1AVX2(SB), $64-136
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x40000000
-DATA lgc32<>+4(SB)/4, $0x40000000
-DATA lgc32<>+8(SB)/4, $0x40000000
-DATA lgc32<>+12(SB)/4, $0x40000000
-DATA lgc32<>+16(SB)/4, $0x40000000
-DATA lgc32<>+20(SB)/4, $0x40000000
-DATA lgc32<>+24(SB)/4, $0x40000000
-DATA lgc32<>+28(SB)/4, $0x40000000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc26<>+0(SB)/4, $0x40000000
+DATA lgc26<>+4(SB)/4, $0x40000000
+DATA lgc26<>+8(SB)/4, $0x40000000
+DATA lgc26<>+12(SB)/4, $0x40000000
+DATA lgc26<>+16(SB)/4, $0x40000000
+DATA lgc26<>+20(SB)/4, $0x40000000
+DATA lgc26<>+24(SB)/4, $0x40000000
+DATA lgc26<>+28(SB)/4, $0x40000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3c23d70a
-DATA lgc33<>+4(SB)/4, $0x3c23d70a
-DATA lgc33<>+8(SB)/4, $0x3c23d70a
-DATA lgc33<>+12(SB)/4, $0x3c23d70a
-DATA lgc33<>+16(SB)/4, $0x3c23d70a
-DATA lgc33<>+20(SB)/4, $0x3c23d70a
-DATA lgc33<>+24(SB)/4, $0x3c23d70a
-DATA lgc33<>+28(SB)/4, $0x3c23d70a
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x3c23d70a
+DATA lgc27<>+4(SB)/4, $0x3c23d70a
+DATA lgc27<>+8(SB)/4, $0x3c23d70a
+DATA lgc27<>+12(SB)/4, $0x3c23d70a
+DATA lgc27<>+16(SB)/4, $0x3c23d70a
+DATA lgc27<>+20(SB)/4, $0x3c23d70a
+DATA lgc27<>+24(SB)/4, $0x3c23d70a
+DATA lgc27<>+28(SB)/4, $0x3c23d70a
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -1020,10 +909,10 @@ blocks_5:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc29<>+0(SB), Y1
+	VMOVUPD      lgc23<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc30<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1049,8 +938,8 @@ noflush_6:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc30<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1079,12 +968,12 @@ TEXT ·fbPass1AVX2(SB), $256-88
 
 	// v27 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 
-	// v91 = div(0.01, v27)
+	// v65 = div(0.01, v27)
 	VDIVPS Y0, Y2, Y2
 
-	// v96 = div(1, v27)
+	// v71 = div(1, v27)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1252,188 +1141,137 @@ blocks_8:
 	VMOVUPS Y2, 2752(BX)
 	VMOVUPS 192(SP), Y2
 
-	// v58 = abs(v34)
-	VMOVUPS lgc18<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc23<>+0(SB), Y4
-
-	// v60 = lt(v58, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc24<>+0(SB), Y5
-
-	// v62 = max(v34, -0.1) tie=first
-	VMAXPS Y2, Y5, Y5
-
-	// v63 = min(v62, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v64 = mul(v63, v63)
-	VMULPS Y4, Y4, Y5
-
-	// v67 = mul(0.16666666666666666, v63)
-	VMULPS lgc25<>+0(SB), Y4, Y6
-
-	// v68 = add(0.5, v67)
-	VADDPS lgc14<>+0(SB), Y6, Y6
-
-	// v71 = mul(0.008333333333333333, v63)
-	VMULPS lgc26<>+0(SB), Y4, Y4
-
-	// v72 = add(0.041666666666666664, v71)
-	VADDPS lgc27<>+0(SB), Y4, Y4
-
-	// v74 = mul(v64, v72)
-	VMULPS Y4, Y5, Y4
-
-	// v75 = add(v68, v74)
-	VADDPS Y4, Y6, Y4
-
-	// v76 = mul(v64, v64)
-	VMULPS Y5, Y5, Y6
-
-	// v77 = mul(v76, 0.001388888888888889)
-	VMULPS lgc28<>+0(SB), Y6, Y6
-
-	// v78 = add(v75, v77)
-	VADDPS Y6, Y4, Y4
-
-	// v79 = mul(v64, v78)
-	VMULPS Y4, Y5, Y4
-
-	// v80 = exp(v34)
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VMAXPS       Y2, Y5, Y5
-	VMOVUPS      lgc5<>+0(SB), Y6
-	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc6<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
-	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
-	VMOVUPS      lgc11<>+0(SB), Y9
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc13<>+0(SB), Y9
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
+	// k3 = expm1_minus_x(v34)
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y3
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc6<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y3, Y5
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y5
+	VMULPS       Y5, Y5, Y6
+	VMOVUPS      lgc9<>+0(SB), Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VMOVUPS      lgc11<>+0(SB), Y3
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y3
+	VFMADD213PS  Y3, Y6, Y7
+	VMOVUPS      lgc13<>+0(SB), Y3
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y3
+	VFMADD213PS  Y3, Y6, Y7
+	VMULPS       Y6, Y7, Y3
+	VFMADD213PS  Y5, Y6, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y4, Y5
 	VPADDD       lgc15<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VSUBPS       lgc1<>+0(SB), Y7, Y7
+	VSUBPS       Y2, Y7, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS    Y4, Y3, Y7, Y7
 
-	// v81 = sub(v80, 1)
-	VSUBPS lgc1<>+0(SB), Y8, Y5
+	// v59 = where(mask, k3, 0)
+	VANDPS Y7, Y0, Y3
 
-	// v82 = sub(v81, v34)
-	VSUBPS Y2, Y5, Y5
-
-	// k3 = where(v60, v79, v82)
-	VBLENDVPS Y3, Y4, Y5, Y3
-
-	// v84 = add(k3, v34)
-	VADDPS Y2, Y3, Y2
-
-	// v85 = where(mask, k3, 0)
-	VANDPS Y3, Y0, Y3
-
-	// sum(v85) over [B L]
+	// sum(v59) over [B L]
 	VADDPS  3072(BX), Y3, Y3
 	VMOVUPS Y3, 3072(BX)
 	VMOVUPS (SP), Y3
 
-	// v92 = where(mask, v91, 0)
-	VANDPS  Y3, Y0, Y3
+	// v66 = where(mask, v65, 0)
+	VANDPS Y3, Y0, Y3
+
+	// v67 = add(k3, v34)
+	VADDPS  Y2, Y7, Y2
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v93 = ne(v92, 0)
+	// v68 = ne(v66, 0)
 	VCMPPS $0x04, Y4, Y3, Y5
 
-	// v94 = mul(v92, v84)
+	// v69 = mul(v66, v67)
 	VMULPS Y2, Y3, Y2
 
-	// v95 = where(v93, v94, v92)
+	// v70 = where(v68, v69, v66)
 	VBLENDVPS Y5, Y2, Y3, Y2
 	VMOVUPS   32(SP), Y3
 
-	// v97 = where(mask, v96, 0)
+	// v72 = where(mask, v71, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v98 = mul(v97, -0.01)
+	// v73 = mul(v72, -0.01)
 	VMULPS lgc19<>+0(SB), Y3, Y5
 
-	// gradEntropy = where(mask, v98, 0)
+	// gradEntropy = where(mask, v73, 0)
 	VANDPS Y5, Y0, Y5
 
-	// v100 = where(mask, v95, 0)
+	// v75 = where(mask, v70, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v101 = neg(v100)
+	// v76 = neg(v75)
 	VXORPS lgc18<>+0(SB), Y2, Y2
 
-	// v102 = neg(v97)
+	// v77 = neg(v72)
 	VXORPS  lgc18<>+0(SB), Y3, Y3
 	VMOVUPS 160(SP), Y6
 
-	// v103 = mul(v102, v10)
+	// v78 = mul(v77, v10)
 	VMULPS  Y6, Y3, Y3
 	VMOVUPS 128(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v104 = where(v17, v103, 0)
+	// v79 = where(v17, v78, 0)
 	VANDPS Y3, Y7, Y6
 
-	// v105 = where(v17, 0, v103)
+	// v80 = where(v17, 0, v78)
 	VANDNPS Y3, Y7, Y3
 	VMOVUPS lgc17<>+0(SB), Y7
 
-	// v106 = ge(ratio, 0.8000000028326788)
+	// v81 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
 
-	// v107 = ne(ratio, ratio)
+	// v82 = ne(ratio, ratio)
 	VCMPPS $0x04, Y1, Y1, Y8
 
-	// v108 = max(v106, v107)
+	// v83 = max(v81, v82)
 	VORPS   Y7, Y8, Y7
 	VMOVUPS Y5, 224(SP)
 
-	// v109 = where(v108, v105, 0)
+	// v84 = where(v83, v80, 0)
 	VANDPS  Y3, Y7, Y3
 	VMOVUPS lgc16<>+0(SB), Y5
 
-	// v110 = le(ratio, 1.2799999924290435)
+	// v85 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y5, Y1, Y5
 
-	// v111 = max(v110, v107)
+	// v86 = max(v85, v82)
 	VORPS Y5, Y8, Y5
 
-	// v112 = where(v111, v104, 0)
+	// v87 = where(v86, v79, 0)
 	VANDPS Y6, Y5, Y5
 
-	// v113 = add(v109, v112)
+	// v88 = add(v84, v87)
 	VADDPS Y5, Y3, Y3
 
-	// v114 = ne(v113, 0)
+	// v89 = ne(v88, 0)
 	VCMPPS $0x04, Y4, Y3, Y4
 
-	// v115 = mul(v113, ratio)
+	// v90 = mul(v88, ratio)
 	VMULPS Y1, Y3, Y1
 
-	// v116 = where(v114, v115, v113)
+	// v91 = where(v89, v90, v88)
 	VBLENDVPS Y4, Y1, Y3, Y1
 
-	// v117 = add(v101, v116)
+	// v92 = add(v76, v91)
 	VADDPS Y1, Y2, Y1
 
-	// gradLogProb = where(mask, v117, 0)
+	// gradLogProb = where(mask, v92, 0)
 	VANDPS  Y1, Y0, Y0
 	VMOVUPS 224(SP), Y1
 
@@ -1446,11 +1284,11 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc29<>+0(SB), Y0
+	VMOVUPD      lgc23<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc30<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1461,8 +1299,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1474,8 +1312,8 @@ blocks_8:
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1487,8 +1325,8 @@ blocks_8:
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1500,8 +1338,8 @@ blocks_8:
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1513,8 +1351,8 @@ blocks_8:
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2432(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1526,8 +1364,8 @@ blocks_8:
 	VMOVUPS      Y2, 2432(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1539,8 +1377,8 @@ blocks_8:
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1566,8 +1404,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y1
-	VANDPS       lgc30<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1578,8 +1416,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(CX)
 	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1591,8 +1429,8 @@ noflush_9:
 	VMOVUPS      Y2, 1024(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1604,8 +1442,8 @@ noflush_9:
 	VMOVUPS      Y2, 1344(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1617,8 +1455,8 @@ noflush_9:
 	VMOVUPS      Y2, 1664(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1630,8 +1468,8 @@ noflush_9:
 	VMOVUPS      Y2, 1984(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2432(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1643,8 +1481,8 @@ noflush_9:
 	VMOVUPS      Y2, 2432(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1656,8 +1494,8 @@ noflush_9:
 	VMOVUPS      Y2, 2752(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc30<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1715,7 +1553,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc32<>+0(SB), Y7, Y7
+	VMULPS       lgc26<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1765,11 +1603,11 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v86, v27)
+	// klToInference = div(v60, v27)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc33<>+0(SB), Y1, Y5
+	VMULPS lgc27<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -1866,30 +1704,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc34<>+0(SB), Y0, Y1
-	VMULPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc36<>+0(SB), Y3, Y3
-	VPAND        lgc37<>+0(SB), Y1, Y1
+	VPSUBD       lgc30<>+0(SB), Y3, Y3
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc38<>+0(SB), Y2, Y1
+	VPAND        lgc32<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc40<>+0(SB), Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1900,9 +1738,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1913,175 +1751,175 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x00800000
-DATA lgc34<>+4(SB)/4, $0x00800000
-DATA lgc34<>+8(SB)/4, $0x00800000
-DATA lgc34<>+12(SB)/4, $0x00800000
-DATA lgc34<>+16(SB)/4, $0x00800000
-DATA lgc34<>+20(SB)/4, $0x00800000
-DATA lgc34<>+24(SB)/4, $0x00800000
-DATA lgc34<>+28(SB)/4, $0x00800000
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x0000007f
+DATA lgc30<>+4(SB)/4, $0x0000007f
+DATA lgc30<>+8(SB)/4, $0x0000007f
+DATA lgc30<>+12(SB)/4, $0x0000007f
+DATA lgc30<>+16(SB)/4, $0x0000007f
+DATA lgc30<>+20(SB)/4, $0x0000007f
+DATA lgc30<>+24(SB)/4, $0x0000007f
+DATA lgc30<>+28(SB)/4, $0x0000007f
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0xffffffe9
+DATA lgc31<>+4(SB)/4, $0xffffffe9
+DATA lgc31<>+8(SB)/4, $0xffffffe9
+DATA lgc31<>+12(SB)/4, $0xffffffe9
+DATA lgc31<>+16(SB)/4, $0xffffffe9
+DATA lgc31<>+20(SB)/4, $0xffffffe9
+DATA lgc31<>+24(SB)/4, $0xffffffe9
+DATA lgc31<>+28(SB)/4, $0xffffffe9
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x007fffff
+DATA lgc32<>+4(SB)/4, $0x007fffff
+DATA lgc32<>+8(SB)/4, $0x007fffff
+DATA lgc32<>+12(SB)/4, $0x007fffff
+DATA lgc32<>+16(SB)/4, $0x007fffff
+DATA lgc32<>+20(SB)/4, $0x007fffff
+DATA lgc32<>+24(SB)/4, $0x007fffff
+DATA lgc32<>+28(SB)/4, $0x007fffff
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x3fb504f3
+DATA lgc33<>+4(SB)/4, $0x3fb504f3
+DATA lgc33<>+8(SB)/4, $0x3fb504f3
+DATA lgc33<>+12(SB)/4, $0x3fb504f3
+DATA lgc33<>+16(SB)/4, $0x3fb504f3
+DATA lgc33<>+20(SB)/4, $0x3fb504f3
+DATA lgc33<>+24(SB)/4, $0x3fb504f3
+DATA lgc33<>+28(SB)/4, $0x3fb504f3
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x3d9021bb
+DATA lgc34<>+4(SB)/4, $0x3d9021bb
+DATA lgc34<>+8(SB)/4, $0x3d9021bb
+DATA lgc34<>+12(SB)/4, $0x3d9021bb
+DATA lgc34<>+16(SB)/4, $0x3d9021bb
+DATA lgc34<>+20(SB)/4, $0x3d9021bb
+DATA lgc34<>+24(SB)/4, $0x3d9021bb
+DATA lgc34<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x4b000000
-DATA lgc35<>+4(SB)/4, $0x4b000000
-DATA lgc35<>+8(SB)/4, $0x4b000000
-DATA lgc35<>+12(SB)/4, $0x4b000000
-DATA lgc35<>+16(SB)/4, $0x4b000000
-DATA lgc35<>+20(SB)/4, $0x4b000000
-DATA lgc35<>+24(SB)/4, $0x4b000000
-DATA lgc35<>+28(SB)/4, $0x4b000000
+DATA lgc35<>+0(SB)/4, $0xbdebd1b8
+DATA lgc35<>+4(SB)/4, $0xbdebd1b8
+DATA lgc35<>+8(SB)/4, $0xbdebd1b8
+DATA lgc35<>+12(SB)/4, $0xbdebd1b8
+DATA lgc35<>+16(SB)/4, $0xbdebd1b8
+DATA lgc35<>+20(SB)/4, $0xbdebd1b8
+DATA lgc35<>+24(SB)/4, $0xbdebd1b8
+DATA lgc35<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x0000007f
-DATA lgc36<>+4(SB)/4, $0x0000007f
-DATA lgc36<>+8(SB)/4, $0x0000007f
-DATA lgc36<>+12(SB)/4, $0x0000007f
-DATA lgc36<>+16(SB)/4, $0x0000007f
-DATA lgc36<>+20(SB)/4, $0x0000007f
-DATA lgc36<>+24(SB)/4, $0x0000007f
-DATA lgc36<>+28(SB)/4, $0x0000007f
+DATA lgc36<>+0(SB)/4, $0x3def251a
+DATA lgc36<>+4(SB)/4, $0x3def251a
+DATA lgc36<>+8(SB)/4, $0x3def251a
+DATA lgc36<>+12(SB)/4, $0x3def251a
+DATA lgc36<>+16(SB)/4, $0x3def251a
+DATA lgc36<>+20(SB)/4, $0x3def251a
+DATA lgc36<>+24(SB)/4, $0x3def251a
+DATA lgc36<>+28(SB)/4, $0x3def251a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xffffffe9
-DATA lgc37<>+4(SB)/4, $0xffffffe9
-DATA lgc37<>+8(SB)/4, $0xffffffe9
-DATA lgc37<>+12(SB)/4, $0xffffffe9
-DATA lgc37<>+16(SB)/4, $0xffffffe9
-DATA lgc37<>+20(SB)/4, $0xffffffe9
-DATA lgc37<>+24(SB)/4, $0xffffffe9
-DATA lgc37<>+28(SB)/4, $0xffffffe9
+DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x007fffff
-DATA lgc38<>+4(SB)/4, $0x007fffff
-DATA lgc38<>+8(SB)/4, $0x007fffff
-DATA lgc38<>+12(SB)/4, $0x007fffff
-DATA lgc38<>+16(SB)/4, $0x007fffff
-DATA lgc38<>+20(SB)/4, $0x007fffff
-DATA lgc38<>+24(SB)/4, $0x007fffff
-DATA lgc38<>+28(SB)/4, $0x007fffff
+DATA lgc38<>+0(SB)/4, $0x3e11e9bf
+DATA lgc38<>+4(SB)/4, $0x3e11e9bf
+DATA lgc38<>+8(SB)/4, $0x3e11e9bf
+DATA lgc38<>+12(SB)/4, $0x3e11e9bf
+DATA lgc38<>+16(SB)/4, $0x3e11e9bf
+DATA lgc38<>+20(SB)/4, $0x3e11e9bf
+DATA lgc38<>+24(SB)/4, $0x3e11e9bf
+DATA lgc38<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3fb504f3
-DATA lgc39<>+4(SB)/4, $0x3fb504f3
-DATA lgc39<>+8(SB)/4, $0x3fb504f3
-DATA lgc39<>+12(SB)/4, $0x3fb504f3
-DATA lgc39<>+16(SB)/4, $0x3fb504f3
-DATA lgc39<>+20(SB)/4, $0x3fb504f3
-DATA lgc39<>+24(SB)/4, $0x3fb504f3
-DATA lgc39<>+28(SB)/4, $0x3fb504f3
+DATA lgc39<>+0(SB)/4, $0xbe2aae50
+DATA lgc39<>+4(SB)/4, $0xbe2aae50
+DATA lgc39<>+8(SB)/4, $0xbe2aae50
+DATA lgc39<>+12(SB)/4, $0xbe2aae50
+DATA lgc39<>+16(SB)/4, $0xbe2aae50
+DATA lgc39<>+20(SB)/4, $0xbe2aae50
+DATA lgc39<>+24(SB)/4, $0xbe2aae50
+DATA lgc39<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3d9021bb
-DATA lgc40<>+4(SB)/4, $0x3d9021bb
-DATA lgc40<>+8(SB)/4, $0x3d9021bb
-DATA lgc40<>+12(SB)/4, $0x3d9021bb
-DATA lgc40<>+16(SB)/4, $0x3d9021bb
-DATA lgc40<>+20(SB)/4, $0x3d9021bb
-DATA lgc40<>+24(SB)/4, $0x3d9021bb
-DATA lgc40<>+28(SB)/4, $0x3d9021bb
+DATA lgc40<>+0(SB)/4, $0x3e4cceac
+DATA lgc40<>+4(SB)/4, $0x3e4cceac
+DATA lgc40<>+8(SB)/4, $0x3e4cceac
+DATA lgc40<>+12(SB)/4, $0x3e4cceac
+DATA lgc40<>+16(SB)/4, $0x3e4cceac
+DATA lgc40<>+20(SB)/4, $0x3e4cceac
+DATA lgc40<>+24(SB)/4, $0x3e4cceac
+DATA lgc40<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbdebd1b8
-DATA lgc41<>+4(SB)/4, $0xbdebd1b8
-DATA lgc41<>+8(SB)/4, $0xbdebd1b8
-DATA lgc41<>+12(SB)/4, $0xbdebd1b8
-DATA lgc41<>+16(SB)/4, $0xbdebd1b8
-DATA lgc41<>+20(SB)/4, $0xbdebd1b8
-DATA lgc41<>+24(SB)/4, $0xbdebd1b8
-DATA lgc41<>+28(SB)/4, $0xbdebd1b8
+DATA lgc41<>+0(SB)/4, $0xbe7ffffc
+DATA lgc41<>+4(SB)/4, $0xbe7ffffc
+DATA lgc41<>+8(SB)/4, $0xbe7ffffc
+DATA lgc41<>+12(SB)/4, $0xbe7ffffc
+DATA lgc41<>+16(SB)/4, $0xbe7ffffc
+DATA lgc41<>+20(SB)/4, $0xbe7ffffc
+DATA lgc41<>+24(SB)/4, $0xbe7ffffc
+DATA lgc41<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3def251a
-DATA lgc42<>+4(SB)/4, $0x3def251a
-DATA lgc42<>+8(SB)/4, $0x3def251a
-DATA lgc42<>+12(SB)/4, $0x3def251a
-DATA lgc42<>+16(SB)/4, $0x3def251a
-DATA lgc42<>+20(SB)/4, $0x3def251a
-DATA lgc42<>+24(SB)/4, $0x3def251a
-DATA lgc42<>+28(SB)/4, $0x3def251a
+DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+0(SB)/4, $0x7fc00000
+DATA lgc43<>+4(SB)/4, $0x7fc00000
+DATA lgc43<>+8(SB)/4, $0x7fc00000
+DATA lgc43<>+12(SB)/4, $0x7fc00000
+DATA lgc43<>+16(SB)/4, $0x7fc00000
+DATA lgc43<>+20(SB)/4, $0x7fc00000
+DATA lgc43<>+24(SB)/4, $0x7fc00000
+DATA lgc43<>+28(SB)/4, $0x7fc00000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3e11e9bf
-DATA lgc44<>+4(SB)/4, $0x3e11e9bf
-DATA lgc44<>+8(SB)/4, $0x3e11e9bf
-DATA lgc44<>+12(SB)/4, $0x3e11e9bf
-DATA lgc44<>+16(SB)/4, $0x3e11e9bf
-DATA lgc44<>+20(SB)/4, $0x3e11e9bf
-DATA lgc44<>+24(SB)/4, $0x3e11e9bf
-DATA lgc44<>+28(SB)/4, $0x3e11e9bf
+DATA lgc44<>+0(SB)/4, $0x7f800000
+DATA lgc44<>+4(SB)/4, $0x7f800000
+DATA lgc44<>+8(SB)/4, $0x7f800000
+DATA lgc44<>+12(SB)/4, $0x7f800000
+DATA lgc44<>+16(SB)/4, $0x7f800000
+DATA lgc44<>+20(SB)/4, $0x7f800000
+DATA lgc44<>+24(SB)/4, $0x7f800000
+DATA lgc44<>+28(SB)/4, $0x7f800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0xbe2aae50
-DATA lgc45<>+4(SB)/4, $0xbe2aae50
-DATA lgc45<>+8(SB)/4, $0xbe2aae50
-DATA lgc45<>+12(SB)/4, $0xbe2aae50
-DATA lgc45<>+16(SB)/4, $0xbe2aae50
-DATA lgc45<>+20(SB)/4, $0xbe2aae50
-DATA lgc45<>+24(SB)/4, $0xbe2aae50
-DATA lgc45<>+28(SB)/4, $0xbe2aae50
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0x3e4cceac
-DATA lgc46<>+4(SB)/4, $0x3e4cceac
-DATA lgc46<>+8(SB)/4, $0x3e4cceac
-DATA lgc46<>+12(SB)/4, $0x3e4cceac
-DATA lgc46<>+16(SB)/4, $0x3e4cceac
-DATA lgc46<>+20(SB)/4, $0x3e4cceac
-DATA lgc46<>+24(SB)/4, $0x3e4cceac
-DATA lgc46<>+28(SB)/4, $0x3e4cceac
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0xbe7ffffc
-DATA lgc47<>+4(SB)/4, $0xbe7ffffc
-DATA lgc47<>+8(SB)/4, $0xbe7ffffc
-DATA lgc47<>+12(SB)/4, $0xbe7ffffc
-DATA lgc47<>+16(SB)/4, $0xbe7ffffc
-DATA lgc47<>+20(SB)/4, $0xbe7ffffc
-DATA lgc47<>+24(SB)/4, $0xbe7ffffc
-DATA lgc47<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/4, $0x7fc00000
-DATA lgc49<>+4(SB)/4, $0x7fc00000
-DATA lgc49<>+8(SB)/4, $0x7fc00000
-DATA lgc49<>+12(SB)/4, $0x7fc00000
-DATA lgc49<>+16(SB)/4, $0x7fc00000
-DATA lgc49<>+20(SB)/4, $0x7fc00000
-DATA lgc49<>+24(SB)/4, $0x7fc00000
-DATA lgc49<>+28(SB)/4, $0x7fc00000
-GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0x7f800000
-DATA lgc50<>+4(SB)/4, $0x7f800000
-DATA lgc50<>+8(SB)/4, $0x7f800000
-DATA lgc50<>+12(SB)/4, $0x7f800000
-DATA lgc50<>+16(SB)/4, $0x7f800000
-DATA lgc50<>+20(SB)/4, $0x7f800000
-DATA lgc50<>+24(SB)/4, $0x7f800000
-DATA lgc50<>+28(SB)/4, $0x7f800000
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2096,30 +1934,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc35<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc36<>+0(SB), Y4, Y4
-	VPAND        lgc37<>+0(SB), Y2, Y2
+	VPSUBD       lgc30<>+0(SB), Y4, Y4
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc38<>+0(SB), Y3, Y2
+	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc40<>+0(SB), Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2130,9 +1968,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2143,8 +1981,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

@@ -4,6 +4,7 @@ package dapo
 
 import (
 	"github.com/lossgen/lossgen/runtime"
+	vmath "github.com/lossgen/lossgen/runtime/vmath"
 	"math"
 	"sync"
 )
@@ -18,7 +19,7 @@ type scratch struct {
 	s4 float32 // v44 = sum(v43) over B,L
 	s5 float32 // v49 = logsumexp(v47) over B,L
 	s6 float32 // v52 = logsumexp(v51) over B,L
-	s7 float32 // v85 = sum(v84) over B,L
+	s7 float32 // v60 = sum(v59) over B,L
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -41,7 +42,7 @@ type pass0GoStates struct {
 	acc44    float64           // v44 = sum(v43) over B,L
 	acc49    runtime.LogSumExp // v49 = logsumexp(v47) over B,L
 	acc52    runtime.LogSumExp // v52 = logsumexp(v51) over B,L
-	acc85    float64           // v85 = sum(v84) over B,L
+	acc60    float64           // v60 = sum(v59) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -54,7 +55,7 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc85, b.acc85)
+	mergeSum(&a.acc60, b.acc60)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -68,13 +69,6 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c41 := float32(-0.01)
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
-	c59 := float32(0.1)
-	c61 := float32(-0.1)
-	half := float32(0.5)
-	c66 := float32(0.16666667)
-	c69 := float32(0.041666668)
-	c70 := float32(0.008333334)
-	c73 := float32(0.0013888889)
 	numValid := 0.0
 	acc26 := 0.0
 	acc31 := 0.0
@@ -83,7 +77,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc85 := 0.0
+	acc60 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -123,27 +117,9 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			acc49.Add(float64(v47))
 			v51 := float32(two * v47)
 			acc52.Add(float64(v51))
-			v58 := float32(math.Abs(float64(v34)))
-			v60 := b2f(v58 < c59)
-			v62 := max(v34, c61)
-			v63 := min(v62, c59)
-			v64 := float32(v63 * v63)
-			v67 := float32(c66 * v63)
-			v68 := half + v67
-			v71 := float32(c70 * v63)
-			v72 := c69 + v71
-			v74 := float32(v64 * v72)
-			v75 := v68 + v74
-			v76 := float32(v64 * v64)
-			v77 := float32(v76 * c73)
-			v78 := v75 + v77
-			v79 := float32(v64 * v78)
-			v80 := float32(math.Exp(float64(v34)))
-			v81 := v80 - one
-			v82 := v81 - v34
-			k3 := sel(v60, v79, v82)
-			v84 := sel(mask, k3, zero)
-			acc85 += float64(v84)
+			k3 := float32(vmath.ExpM1MinusX(float64(v34)))
+			v59 := sel(mask, k3, zero)
+			acc60 += float64(v59)
 		}
 	}
 	st.numValid = numValid
@@ -154,7 +130,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc85 = acc85
+	st.acc60 = acc60
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
@@ -181,7 +157,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc85)
+	s.s7 = float32(st.acc60)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -189,7 +165,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c87 := float32(0.01)
+	c62 := float32(0.01)
 	numValid := out.NumValid
 	v26 := s.s0
 	v27 := max(numValid, one)
@@ -216,9 +192,9 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v56 := v54 / v27
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v85 := s.s7
-	klToInference := v85 / v27
-	lossKLToInference := float32(c87 * klToInference)
+	v60 := s.s7
+	klToInference := v60 / v27
+	lossKLToInference := float32(c62 * klToInference)
 	out.LossKLToInference = lossKLToInference
 	out.KLToInference = klToInference
 }
@@ -233,7 +209,7 @@ type fbScratch struct {
 	s4 float32 // v44 = sum(v43) over B,L
 	s5 float32 // v49 = logsumexp(v47) over B,L
 	s6 float32 // v52 = logsumexp(v51) over B,L
-	s7 float32 // v86 = sum(v85) over B,L
+	s7 float32 // v60 = sum(v59) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -305,7 +281,7 @@ type fbPass1GoStates struct {
 	acc44 float64           // v44 = sum(v43) over B,L
 	acc49 runtime.LogSumExp // v49 = logsumexp(v47) over B,L
 	acc52 runtime.LogSumExp // v52 = logsumexp(v51) over B,L
-	acc86 float64           // v86 = sum(v85) over B,L
+	acc60 float64           // v60 = sum(v59) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -317,7 +293,7 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc86, b.acc86)
+	mergeSum(&a.acc60, b.acc60)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -331,14 +307,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c41 := float32(-0.01)
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
-	c59 := float32(0.1)
-	c61 := float32(-0.1)
-	half := float32(0.5)
-	c66 := float32(0.16666667)
-	c69 := float32(0.041666668)
-	c70 := float32(0.008333334)
-	c73 := float32(0.0013888889)
-	c88 := float32(0.01)
+	c62 := float32(0.01)
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
@@ -346,7 +315,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc86 := 0.0
+	acc60 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -386,57 +355,39 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			acc49.Add(float64(v47))
 			v51 := float32(two * v47)
 			acc52.Add(float64(v51))
-			v58 := float32(math.Abs(float64(v34)))
-			v60 := b2f(v58 < c59)
-			v62 := max(v34, c61)
-			v63 := min(v62, c59)
-			v64 := float32(v63 * v63)
-			v67 := float32(c66 * v63)
-			v68 := half + v67
-			v71 := float32(c70 * v63)
-			v72 := c69 + v71
-			v74 := float32(v64 * v72)
-			v75 := v68 + v74
-			v76 := float32(v64 * v64)
-			v77 := float32(v76 * c73)
-			v78 := v75 + v77
-			v79 := float32(v64 * v78)
-			v80 := float32(math.Exp(float64(v34)))
-			v81 := v80 - one
-			v82 := v81 - v34
-			k3 := sel(v60, v79, v82)
-			v84 := k3 + v34
-			v85 := sel(mask, k3, zero)
-			acc86 += float64(v85)
-			v91 := c88 / v27
-			v92 := sel(mask, v91, zero)
-			v93 := b2f(v92 != zero)
-			v94 := float32(v92 * v84)
-			v95 := sel(v93, v94, v92)
-			v96 := one / v27
-			v97 := sel(mask, v96, zero)
-			v98 := float32(v97 * c41)
-			gradEntropy := sel(mask, v98, zero)
+			k3 := float32(vmath.ExpM1MinusX(float64(v34)))
+			v59 := sel(mask, k3, zero)
+			acc60 += float64(v59)
+			v65 := c62 / v27
+			v66 := sel(mask, v65, zero)
+			v67 := k3 + v34
+			v68 := b2f(v66 != zero)
+			v69 := float32(v66 * v67)
+			v70 := sel(v68, v69, v66)
+			v71 := one / v27
+			v72 := sel(mask, v71, zero)
+			v73 := float32(v72 * c41)
+			gradEntropy := sel(mask, v73, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v100 := sel(mask, v95, zero)
-			v101 := -v100
-			v102 := -v97
-			v103 := float32(v102 * v10)
-			v104 := sel(v17, v103, zero)
-			v105 := sel(v17, zero, v103)
-			v106 := b2f(ratio >= c20)
-			v107 := b2f(ratio != ratio)
-			v108 := max(v106, v107)
-			v109 := sel(v108, v105, zero)
-			v110 := b2f(ratio <= c18)
-			v111 := max(v110, v107)
-			v112 := sel(v111, v104, zero)
-			v113 := v109 + v112
-			v114 := b2f(v113 != zero)
-			v115 := float32(v113 * ratio)
-			v116 := sel(v114, v115, v113)
-			v117 := v101 + v116
-			gradLogProb := sel(mask, v117, zero)
+			v75 := sel(mask, v70, zero)
+			v76 := -v75
+			v77 := -v72
+			v78 := float32(v77 * v10)
+			v79 := sel(v17, v78, zero)
+			v80 := sel(v17, zero, v78)
+			v81 := b2f(ratio >= c20)
+			v82 := b2f(ratio != ratio)
+			v83 := max(v81, v82)
+			v84 := sel(v83, v80, zero)
+			v85 := b2f(ratio <= c18)
+			v86 := max(v85, v82)
+			v87 := sel(v86, v79, zero)
+			v88 := v84 + v87
+			v89 := b2f(v88 != zero)
+			v90 := float32(v88 * ratio)
+			v91 := sel(v89, v90, v88)
+			v92 := v76 + v91
+			gradLogProb := sel(mask, v92, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
@@ -447,7 +398,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc86 = acc86
+	st.acc60 = acc60
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -473,7 +424,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc86)
+	s.s7 = float32(st.acc60)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -481,7 +432,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c88 := float32(0.01)
+	c62 := float32(0.01)
 	numValid := out.NumValid
 	v26 := s.s0
 	v27 := max(numValid, one)
@@ -508,9 +459,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v56 := v54 / v27
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v86 := s.s7
-	klToInference := v86 / v27
-	lossKLToInference := float32(c88 * klToInference)
+	v60 := s.s7
+	klToInference := v60 / v27
+	lossKLToInference := float32(c62 * klToInference)
 	out.LossKLToInference = lossKLToInference
 	out.KLToInference = klToInference
 }

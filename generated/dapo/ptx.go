@@ -213,7 +213,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v85.s",
+		Name:   "scratch/pass0.v60.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -222,12 +222,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "scratch/pass0.v4.s", "scratch/pass0.v26.s", "scratch/pass0.v31.s", "scratch/pass0.v35.s", "scratch/pass0.v39.s", "scratch/pass0.v44.s", "scratch/pass0.v49.m", "scratch/pass0.v49.s", "scratch/pass0.v52.m", "scratch/pass0.v52.s", "scratch/pass0.v85.s"},
+		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "scratch/pass0.v4.s", "scratch/pass0.v26.s", "scratch/pass0.v31.s", "scratch/pass0.v35.s", "scratch/pass0.v39.s", "scratch/pass0.v44.s", "scratch/pass0.v49.m", "scratch/pass0.v49.s", "scratch/pass0.v52.m", "scratch/pass0.v52.s", "scratch/pass0.v60.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v26.s", "scratch/s0", "scratch/pass0.v31.s", "scratch/s1", "scratch/pass0.v35.s", "scratch/s2", "scratch/pass0.v39.s", "scratch/s3", "scratch/pass0.v44.s", "scratch/s4", "scratch/pass0.v49.m", "scratch/pass0.v49.s", "scratch/s5", "scratch/pass0.v52.m", "scratch/pass0.v52.s", "scratch/s6", "scratch/pass0.v85.s", "scratch/s7"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v26.s", "scratch/s0", "scratch/pass0.v31.s", "scratch/s1", "scratch/pass0.v35.s", "scratch/s2", "scratch/pass0.v39.s", "scratch/s3", "scratch/pass0.v44.s", "scratch/s4", "scratch/pass0.v49.m", "scratch/pass0.v49.s", "scratch/s5", "scratch/pass0.v52.m", "scratch/pass0.v52.s", "scratch/s6", "scratch/pass0.v60.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -449,7 +449,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v86.s",
+		Name:   "scratch/pass1.v60.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -468,12 +468,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/pass1.v26.s", "scratch/pass1.v31.s", "scratch/pass1.v35.s", "scratch/pass1.v39.s", "scratch/pass1.v44.s", "scratch/pass1.v49.m", "scratch/pass1.v49.s", "scratch/pass1.v52.m", "scratch/pass1.v52.s", "scratch/pass1.v86.s"},
+		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/pass1.v26.s", "scratch/pass1.v31.s", "scratch/pass1.v35.s", "scratch/pass1.v39.s", "scratch/pass1.v44.s", "scratch/pass1.v49.m", "scratch/pass1.v49.s", "scratch/pass1.v52.m", "scratch/pass1.v52.s", "scratch/pass1.v60.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v26.s", "scratch/s0", "scratch/pass1.v31.s", "scratch/s1", "scratch/pass1.v35.s", "scratch/s2", "scratch/pass1.v39.s", "scratch/s3", "scratch/pass1.v44.s", "scratch/s4", "scratch/pass1.v49.m", "scratch/pass1.v49.s", "scratch/s5", "scratch/pass1.v52.m", "scratch/pass1.v52.s", "scratch/s6", "scratch/pass1.v86.s", "scratch/s7"},
+		Params: []string{"scratch/pass1.v26.s", "scratch/s0", "scratch/pass1.v31.s", "scratch/s1", "scratch/pass1.v35.s", "scratch/s2", "scratch/pass1.v39.s", "scratch/s3", "scratch/pass1.v44.s", "scratch/s4", "scratch/pass1.v49.m", "scratch/pass1.v49.s", "scratch/s5", "scratch/pass1.v52.m", "scratch/pass1.v52.s", "scratch/s6", "scratch/pass1.v60.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

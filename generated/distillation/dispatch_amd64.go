@@ -21,13 +21,13 @@ type avxState struct {
 	buf   []float64
 	r4_s  []float64
 	r4_p  []float32
-	r38_s []float64
-	r38_p []float32
-	r39_s []float64
-	r39_p []float32
+	r13_s []float64
+	r13_p []float32
+	r14_s []float64
+	r14_p []float32
 	p0_ok []float32
-	r42_s []float64
-	r42_p []float32
+	r17_s []float64
+	r17_p []float32
 	p1_ok []float32
 	res   []float64
 }
@@ -36,13 +36,13 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 368)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r38_s = st.buf[48:120]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
-	st.r39_s = st.buf[176:248]
-	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
+	st.r13_s = st.buf[48:120]
+	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 72)
+	st.r14_s = st.buf[176:248]
+	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[256])), 72)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 8)
-	st.r42_s = st.buf[320:336]
-	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r17_s = st.buf[320:336]
+	st.r17_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -60,12 +60,12 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r39_s, 0)
-		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r13_s, 0)
+		runtime.Fill(st.r13_p, 0)
+		runtime.Fill(st.r14_s, 0)
+		runtime.Fill(st.r14_p, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], hi)
+		pass0AVX2(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.TeacherLogProb[0], hi)
 	}
 	n := min(pass0Chunks, 8)
 	if n <= 1 {
@@ -82,8 +82,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r13_s, sts[c].r13_s)
+			runtime.MergeSum(sts[0].r14_s, sts[c].r14_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -94,11 +94,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r38_s, 8)
+	runtime.FinishSum(st.res[:8], st.r13_s, 8)
 	for k, v := range st.res[:8] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:8], st.r39_s, 8)
+	runtime.FinishSum(st.res[:8], st.r14_s, 8)
 	for k, v := range st.res[:8] {
 		s.s1[k] = float32(v)
 	}
@@ -108,8 +108,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r42_s, 0)
-	runtime.Fill(st.r42_p, 0)
+	runtime.Fill(st.r17_s, 0)
+	runtime.Fill(st.r17_p, 0)
 	runtime.SetMask(st.p1_ok)
 	pass1AVX2(&st.buf[0], &s.s1[0], &s.s0[0])
 	if !runtime.MaskSet(st.p1_ok[:8]) {
@@ -117,7 +117,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r42_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r17_s, 8, 8.0)
 	out.LossDistill = float32(st.res[0])
 }
 
@@ -132,32 +132,32 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf   []float64
-	r40_s []float64
-	r40_p []float32
+	r14_s []float64
+	r14_p []float32
 	p0_ok []float32
 	r4_s  []float64
 	r4_p  []float32
-	r39_s []float64
-	r39_p []float32
+	r13_s []float64
+	r13_p []float32
 	p1_ok []float32
-	r43_s []float64
-	r43_p []float32
+	r17_s []float64
+	r17_p []float32
 	p2_ok []float32
 	res   []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 384)}
-	st.r40_s = st.buf[8:80]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
+	st.r14_s = st.buf[8:80]
+	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 72)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 8)
 	st.r4_s = st.buf[152:168]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[176])), 16)
-	st.r39_s = st.buf[192:264]
-	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
+	st.r13_s = st.buf[192:264]
+	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 8)
-	st.r43_s = st.buf[336:352]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r17_s = st.buf[336:352]
+	st.r17_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[376])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -175,23 +175,23 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r14_s, 0)
+		runtime.Fill(st.r14_p, 0)
 		runtime.SetMask(st.p0_ok)
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r39_s, 0)
-		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r13_s, 0)
+		runtime.Fill(st.r13_p, 0)
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 157 {
 			lo, hi := a, min(a+157, hi)
 			fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r40_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r14_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
 			fbPass1AVX2(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &g.LogProb[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r39_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r13_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
 			}
@@ -230,8 +230,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r43_s, 0)
-	runtime.Fill(st.r43_p, 0)
+	runtime.Fill(st.r17_s, 0)
+	runtime.Fill(st.r17_p, 0)
 	runtime.SetMask(st.p2_ok)
 	fbPass2AVX2(&st.buf[0], &s.s1[0], &s.s0[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
@@ -239,7 +239,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r43_s, 8, 8.0)
+	runtime.FinishMean(st.res[:1], st.r17_s, 8, 8.0)
 	out.LossDistill = float32(st.res[0])
 }
 

@@ -8,7 +8,7 @@ package distillation
 // loop in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, hi int)
+func pass0AVX2(lo int, state *float64, mask *bool, logProb *float32, teacherLogProb *float32, hi int)
 
 // pass1AVX2 is pass 1 (elementwise over [B=8]) on 8 float32 lanes; see pass1Go for the same loop in
 // Go.

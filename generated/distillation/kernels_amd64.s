@@ -4,205 +4,160 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, hi int)
+// func pass0AVX2(lo int, state *float64, mask *bool, logProb *float32, teacherLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $0-48
+TEXT ·pass0AVX2(SB), $32-48
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+8, DX
-	XORQ CX, CX
+	MOVQ    $+8, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y0
+	MOVQ    AX, BX
+	IMUL3Q  $+8, BX, SI
+	VMOVUPS 1024(CX)(SI*4), Y1
+	IMUL3Q  $+8, BX, BX
+	VMOVUPS 2048(CX)(BX*4), Y2
+	XORQ    CX, CX
 
 blocks_2:
-	MOVQ      mask+8(FP), BX
+	MOVQ      mask+16(FP), BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y0
-	VPCMPGTD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VPMOVZXBD (BX)(SI*1), Y3
+	VPCMPGTD  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS   lgc1<>+0(SB), Y4
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y4, Y3, Y4
 
 	// sum(v3) over [B L]
-	MOVQ    state+16(FP), BX
-	VADDPS  256(BX), Y1, Y2
-	VMOVUPS Y2, 256(BX)
-	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VADDPS  Y0, Y4, Y0
+	MOVQ    logProb+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y5
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y2, Y0, Y2
-	MOVQ    teacherLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VANDPS  Y5, Y3, Y5
+	MOVQ    teacherLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y6
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y6, Y3, Y3
 
 	// v10 = sub(v8, v6)
-	VSUBPS Y2, Y3, Y2
+	VSUBPS  Y5, Y3, Y3
+	VMOVUPS Y4, (SP)
 
-	// v11 = abs(v10)
-	VMOVUPS lgc2<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc3<>+0(SB), Y4
-
-	// v13 = lt(v11, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc4<>+0(SB), Y5
-
-	// v15 = max(v10, -0.1) tie=first
-	VMAXPS Y2, Y5, Y5
-
-	// v16 = min(v15, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v17 = mul(v16, v16)
-	VMULPS Y4, Y4, Y5
-
-	// v20 = mul(0.16666666666666666, v16)
-	VMULPS lgc5<>+0(SB), Y4, Y6
-
-	// v21 = add(0.5, v20)
-	VADDPS lgc6<>+0(SB), Y6, Y6
-
-	// v24 = mul(0.008333333333333333, v16)
-	VMULPS lgc7<>+0(SB), Y4, Y4
-
-	// v25 = add(0.041666666666666664, v24)
-	VADDPS lgc8<>+0(SB), Y4, Y4
-
-	// v27 = mul(v17, v25)
-	VMULPS Y4, Y5, Y4
-
-	// v28 = add(v21, v27)
-	VADDPS Y4, Y6, Y4
-
-	// v29 = mul(v17, v17)
-	VMULPS Y5, Y5, Y6
-
-	// v30 = mul(v29, 0.001388888888888889)
-	VMULPS lgc9<>+0(SB), Y6, Y6
-
-	// v31 = add(v28, v30)
-	VADDPS Y6, Y4, Y4
-
-	// v32 = mul(v17, v31)
-	VMULPS Y4, Y5, Y4
-
-	// v33 = exp(v10)
-	VMOVUPS      lgc10<>+0(SB), Y5
-	VMAXPS       Y2, Y5, Y5
-	VMOVUPS      lgc11<>+0(SB), Y6
-	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc12<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
-	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y8
-	VMOVUPS      lgc17<>+0(SB), Y9
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc19<>+0(SB), Y9
-	VFMADD213PS  lgc6<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y5, Y7, Y8
+	// k3 = expm1_minus_x(v10)
+	VMOVUPS      lgc2<>+0(SB), Y4
+	VMAXPS       Y3, Y4, Y4
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
+	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VMOVAPS      Y4, Y6
+	VFNMADD231PS lgc5<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y5, Y6
+	VMULPS       Y6, Y6, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y4
+	VFMADD213PS  Y4, Y7, Y8
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y4
+	VFMADD213PS  Y4, Y7, Y8
+	VMULPS       Y7, Y8, Y4
+	VFMADD213PS  Y6, Y7, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc20<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y6, Y6
-	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y7, Y8, Y8
 	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
+	VSUBPS       lgc1<>+0(SB), Y8, Y8
+	VSUBPS       Y3, Y8, Y8
+	VCMPPS       $0x00, lgc0<>+0(SB), Y5, Y3
+	VBLENDVPS    Y3, Y4, Y8, Y8
+	MOVQ         mask+16(FP), BX
+	VPMOVZXBD    (BX)(SI*1), Y3
+	VPCMPGTD     lgc0<>+0(SB), Y3, Y3
 
-	// v34 = sub(v33, 1)
-	VSUBPS lgc1<>+0(SB), Y8, Y5
+	// v12 = where(mask, k3, 0)
+	VANDPS Y8, Y3, Y3
 
-	// v35 = sub(v34, v10)
-	VSUBPS Y2, Y5, Y2
-
-	// k3 = where(v13, v32, v35)
-	VBLENDVPS Y3, Y4, Y2, Y2
-
-	// v37 = where(mask, k3, 0)
-	VANDPS Y2, Y0, Y0
-
-	// sum(v37) over [L]
-	MOVQ    AX, SI
-	IMUL3Q  $+8, SI, DI
-	VADDPS  1024(BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, 1024(BX)(DI*4)
+	// sum(v12) over [L]
+	VADDPS  Y1, Y3, Y1
+	VMOVUPS (SP), Y3
 
 	// sum(v3) over [L]
-	IMUL3Q       $+8, SI, SI
-	VADDPS       2048(BX)(SI*4), Y1, Y0
-	VMOVUPS      Y0, 2048(BX)(SI*4)
+	VADDPS       Y2, Y3, Y2
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc21<>+0(SB), Y0
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
+	VMOVUPD      lgc14<>+0(SB), Y3
+	MOVQ         state+8(FP), DX
+	VANDPS       lgc15<>+0(SB), Y0, Y3
+	VCMPPS       $0x12, lgc16<>+0(SB), Y3, Y3
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(DX), Y4, Y4
+	VMOVUPD      Y4, 64(DX)
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 416(DX)(SI*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(DX)(SI*4)
-	VANDPS       Y1, Y0, Y0
+	VANDPS       lgc15<>+0(SB), Y1, Y4
+	VCMPPS       $0x12, lgc16<>+0(SB), Y4, Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX)(SI*8), Y5, Y5
+	VMOVUPD      Y5, 384(DX)(SI*8)
+	VADDPD       416(DX)(SI*8), Y1, Y1
+	VMOVUPD      Y1, 416(DX)(SI*8)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VANDPS       Y4, Y3, Y3
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2048(DX)(BX*4), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
+	VANDPS       lgc15<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc16<>+0(SB), Y4, Y4
+	VCVTPS2PD    X2, Y5
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1408(DX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1408(DX)(BX*8)
+	VADDPD       1408(DX)(BX*8), Y5, Y5
+	VMOVUPD      Y5, 1408(DX)(BX*8)
 	VADDPD       1440(DX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 1440(DX)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(DX)(BX*4)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       2432(DX), Y0, Y0
-	VMOVUPS      Y0, 2432(DX)
+	VANDPS       Y4, Y3, Y3
+	VANDPS       2432(DX), Y3, Y3
+	VMOVUPS      Y3, 2432(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y0, 256(CX)
+	MOVQ         AX, BX
+	IMUL3Q       $+8, BX, SI
+	VMOVUPS      Y1, 1024(CX)(SI*4)
+	IMUL3Q       $+8, BX, BX
+	VMOVUPS      Y2, 2048(CX)(BX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
 	VMOVUPS      lgc0<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
+	VANDPS       lgc15<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -215,8 +170,8 @@ noflush_3:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc15<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -229,8 +184,8 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2048(CX)(DX*4), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc15<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -269,221 +224,151 @@ DATA lgc1<>+24(SB)/4, $0x3f800000
 DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x80000000
-DATA lgc2<>+4(SB)/4, $0x80000000
-DATA lgc2<>+8(SB)/4, $0x80000000
-DATA lgc2<>+12(SB)/4, $0x80000000
-DATA lgc2<>+16(SB)/4, $0x80000000
-DATA lgc2<>+20(SB)/4, $0x80000000
-DATA lgc2<>+24(SB)/4, $0x80000000
-DATA lgc2<>+28(SB)/4, $0x80000000
+DATA lgc2<>+0(SB)/4, $0xc2d00000
+DATA lgc2<>+4(SB)/4, $0xc2d00000
+DATA lgc2<>+8(SB)/4, $0xc2d00000
+DATA lgc2<>+12(SB)/4, $0xc2d00000
+DATA lgc2<>+16(SB)/4, $0xc2d00000
+DATA lgc2<>+20(SB)/4, $0xc2d00000
+DATA lgc2<>+24(SB)/4, $0xc2d00000
+DATA lgc2<>+28(SB)/4, $0xc2d00000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x3dcccccd
-DATA lgc3<>+4(SB)/4, $0x3dcccccd
-DATA lgc3<>+8(SB)/4, $0x3dcccccd
-DATA lgc3<>+12(SB)/4, $0x3dcccccd
-DATA lgc3<>+16(SB)/4, $0x3dcccccd
-DATA lgc3<>+20(SB)/4, $0x3dcccccd
-DATA lgc3<>+24(SB)/4, $0x3dcccccd
-DATA lgc3<>+28(SB)/4, $0x3dcccccd
+DATA lgc3<>+0(SB)/4, $0x42b20000
+DATA lgc3<>+4(SB)/4, $0x42b20000
+DATA lgc3<>+8(SB)/4, $0x42b20000
+DATA lgc3<>+12(SB)/4, $0x42b20000
+DATA lgc3<>+16(SB)/4, $0x42b20000
+DATA lgc3<>+20(SB)/4, $0x42b20000
+DATA lgc3<>+24(SB)/4, $0x42b20000
+DATA lgc3<>+28(SB)/4, $0x42b20000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0xbdcccccd
-DATA lgc4<>+4(SB)/4, $0xbdcccccd
-DATA lgc4<>+8(SB)/4, $0xbdcccccd
-DATA lgc4<>+12(SB)/4, $0xbdcccccd
-DATA lgc4<>+16(SB)/4, $0xbdcccccd
-DATA lgc4<>+20(SB)/4, $0xbdcccccd
-DATA lgc4<>+24(SB)/4, $0xbdcccccd
-DATA lgc4<>+28(SB)/4, $0xbdcccccd
+DATA lgc4<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x3e2aaaab
-DATA lgc5<>+4(SB)/4, $0x3e2aaaab
-DATA lgc5<>+8(SB)/4, $0x3e2aaaab
-DATA lgc5<>+12(SB)/4, $0x3e2aaaab
-DATA lgc5<>+16(SB)/4, $0x3e2aaaab
-DATA lgc5<>+20(SB)/4, $0x3e2aaaab
-DATA lgc5<>+24(SB)/4, $0x3e2aaaab
-DATA lgc5<>+28(SB)/4, $0x3e2aaaab
+DATA lgc5<>+0(SB)/4, $0x3f318000
+DATA lgc5<>+4(SB)/4, $0x3f318000
+DATA lgc5<>+8(SB)/4, $0x3f318000
+DATA lgc5<>+12(SB)/4, $0x3f318000
+DATA lgc5<>+16(SB)/4, $0x3f318000
+DATA lgc5<>+20(SB)/4, $0x3f318000
+DATA lgc5<>+24(SB)/4, $0x3f318000
+DATA lgc5<>+28(SB)/4, $0x3f318000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3f000000
-DATA lgc6<>+4(SB)/4, $0x3f000000
-DATA lgc6<>+8(SB)/4, $0x3f000000
-DATA lgc6<>+12(SB)/4, $0x3f000000
-DATA lgc6<>+16(SB)/4, $0x3f000000
-DATA lgc6<>+20(SB)/4, $0x3f000000
-DATA lgc6<>+24(SB)/4, $0x3f000000
-DATA lgc6<>+28(SB)/4, $0x3f000000
+DATA lgc6<>+0(SB)/4, $0xb95e8083
+DATA lgc6<>+4(SB)/4, $0xb95e8083
+DATA lgc6<>+8(SB)/4, $0xb95e8083
+DATA lgc6<>+12(SB)/4, $0xb95e8083
+DATA lgc6<>+16(SB)/4, $0xb95e8083
+DATA lgc6<>+20(SB)/4, $0xb95e8083
+DATA lgc6<>+24(SB)/4, $0xb95e8083
+DATA lgc6<>+28(SB)/4, $0xb95e8083
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3c088889
-DATA lgc7<>+4(SB)/4, $0x3c088889
-DATA lgc7<>+8(SB)/4, $0x3c088889
-DATA lgc7<>+12(SB)/4, $0x3c088889
-DATA lgc7<>+16(SB)/4, $0x3c088889
-DATA lgc7<>+20(SB)/4, $0x3c088889
-DATA lgc7<>+24(SB)/4, $0x3c088889
-DATA lgc7<>+28(SB)/4, $0x3c088889
+DATA lgc7<>+0(SB)/4, $0x39506967
+DATA lgc7<>+4(SB)/4, $0x39506967
+DATA lgc7<>+8(SB)/4, $0x39506967
+DATA lgc7<>+12(SB)/4, $0x39506967
+DATA lgc7<>+16(SB)/4, $0x39506967
+DATA lgc7<>+20(SB)/4, $0x39506967
+DATA lgc7<>+24(SB)/4, $0x39506967
+DATA lgc7<>+28(SB)/4, $0x39506967
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3d2aaaab
-DATA lgc8<>+4(SB)/4, $0x3d2aaaab
-DATA lgc8<>+8(SB)/4, $0x3d2aaaab
-DATA lgc8<>+12(SB)/4, $0x3d2aaaab
-DATA lgc8<>+16(SB)/4, $0x3d2aaaab
-DATA lgc8<>+20(SB)/4, $0x3d2aaaab
-DATA lgc8<>+24(SB)/4, $0x3d2aaaab
-DATA lgc8<>+28(SB)/4, $0x3d2aaaab
+DATA lgc8<>+0(SB)/4, $0x3ab743ce
+DATA lgc8<>+4(SB)/4, $0x3ab743ce
+DATA lgc8<>+8(SB)/4, $0x3ab743ce
+DATA lgc8<>+12(SB)/4, $0x3ab743ce
+DATA lgc8<>+16(SB)/4, $0x3ab743ce
+DATA lgc8<>+20(SB)/4, $0x3ab743ce
+DATA lgc8<>+24(SB)/4, $0x3ab743ce
+DATA lgc8<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3ab60b61
-DATA lgc9<>+4(SB)/4, $0x3ab60b61
-DATA lgc9<>+8(SB)/4, $0x3ab60b61
-DATA lgc9<>+12(SB)/4, $0x3ab60b61
-DATA lgc9<>+16(SB)/4, $0x3ab60b61
-DATA lgc9<>+20(SB)/4, $0x3ab60b61
-DATA lgc9<>+24(SB)/4, $0x3ab60b61
-DATA lgc9<>+28(SB)/4, $0x3ab60b61
+DATA lgc9<>+0(SB)/4, $0x3c088908
+DATA lgc9<>+4(SB)/4, $0x3c088908
+DATA lgc9<>+8(SB)/4, $0x3c088908
+DATA lgc9<>+12(SB)/4, $0x3c088908
+DATA lgc9<>+16(SB)/4, $0x3c088908
+DATA lgc9<>+20(SB)/4, $0x3c088908
+DATA lgc9<>+24(SB)/4, $0x3c088908
+DATA lgc9<>+28(SB)/4, $0x3c088908
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xc2d00000
-DATA lgc10<>+4(SB)/4, $0xc2d00000
-DATA lgc10<>+8(SB)/4, $0xc2d00000
-DATA lgc10<>+12(SB)/4, $0xc2d00000
-DATA lgc10<>+16(SB)/4, $0xc2d00000
-DATA lgc10<>+20(SB)/4, $0xc2d00000
-DATA lgc10<>+24(SB)/4, $0xc2d00000
-DATA lgc10<>+28(SB)/4, $0xc2d00000
+DATA lgc10<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x42b20000
-DATA lgc11<>+4(SB)/4, $0x42b20000
-DATA lgc11<>+8(SB)/4, $0x42b20000
-DATA lgc11<>+12(SB)/4, $0x42b20000
-DATA lgc11<>+16(SB)/4, $0x42b20000
-DATA lgc11<>+20(SB)/4, $0x42b20000
-DATA lgc11<>+24(SB)/4, $0x42b20000
-DATA lgc11<>+28(SB)/4, $0x42b20000
+DATA lgc11<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+0(SB)/4, $0x3f000000
+DATA lgc12<>+4(SB)/4, $0x3f000000
+DATA lgc12<>+8(SB)/4, $0x3f000000
+DATA lgc12<>+12(SB)/4, $0x3f000000
+DATA lgc12<>+16(SB)/4, $0x3f000000
+DATA lgc12<>+20(SB)/4, $0x3f000000
+DATA lgc12<>+24(SB)/4, $0x3f000000
+DATA lgc12<>+28(SB)/4, $0x3f000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3f318000
-DATA lgc13<>+4(SB)/4, $0x3f318000
-DATA lgc13<>+8(SB)/4, $0x3f318000
-DATA lgc13<>+12(SB)/4, $0x3f318000
-DATA lgc13<>+16(SB)/4, $0x3f318000
-DATA lgc13<>+20(SB)/4, $0x3f318000
-DATA lgc13<>+24(SB)/4, $0x3f318000
-DATA lgc13<>+28(SB)/4, $0x3f318000
+DATA lgc13<>+0(SB)/4, $0x000000fe
+DATA lgc13<>+4(SB)/4, $0x000000fe
+DATA lgc13<>+8(SB)/4, $0x000000fe
+DATA lgc13<>+12(SB)/4, $0x000000fe
+DATA lgc13<>+16(SB)/4, $0x000000fe
+DATA lgc13<>+20(SB)/4, $0x000000fe
+DATA lgc13<>+24(SB)/4, $0x000000fe
+DATA lgc13<>+28(SB)/4, $0x000000fe
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xb95e8083
-DATA lgc14<>+4(SB)/4, $0xb95e8083
-DATA lgc14<>+8(SB)/4, $0xb95e8083
-DATA lgc14<>+12(SB)/4, $0xb95e8083
-DATA lgc14<>+16(SB)/4, $0xb95e8083
-DATA lgc14<>+20(SB)/4, $0xb95e8083
-DATA lgc14<>+24(SB)/4, $0xb95e8083
-DATA lgc14<>+28(SB)/4, $0xb95e8083
+DATA lgc14<>+0(SB)/8, $0x4020000000000000
+DATA lgc14<>+8(SB)/8, $0x4020000000000000
+DATA lgc14<>+16(SB)/8, $0x4020000000000000
+DATA lgc14<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x39506967
-DATA lgc15<>+4(SB)/4, $0x39506967
-DATA lgc15<>+8(SB)/4, $0x39506967
-DATA lgc15<>+12(SB)/4, $0x39506967
-DATA lgc15<>+16(SB)/4, $0x39506967
-DATA lgc15<>+20(SB)/4, $0x39506967
-DATA lgc15<>+24(SB)/4, $0x39506967
-DATA lgc15<>+28(SB)/4, $0x39506967
+DATA lgc15<>+0(SB)/4, $0x7fffffff
+DATA lgc15<>+4(SB)/4, $0x7fffffff
+DATA lgc15<>+8(SB)/4, $0x7fffffff
+DATA lgc15<>+12(SB)/4, $0x7fffffff
+DATA lgc15<>+16(SB)/4, $0x7fffffff
+DATA lgc15<>+20(SB)/4, $0x7fffffff
+DATA lgc15<>+24(SB)/4, $0x7fffffff
+DATA lgc15<>+28(SB)/4, $0x7fffffff
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3ab743ce
-DATA lgc16<>+4(SB)/4, $0x3ab743ce
-DATA lgc16<>+8(SB)/4, $0x3ab743ce
-DATA lgc16<>+12(SB)/4, $0x3ab743ce
-DATA lgc16<>+16(SB)/4, $0x3ab743ce
-DATA lgc16<>+20(SB)/4, $0x3ab743ce
-DATA lgc16<>+24(SB)/4, $0x3ab743ce
-DATA lgc16<>+28(SB)/4, $0x3ab743ce
+DATA lgc16<>+0(SB)/4, $0x7f7fffff
+DATA lgc16<>+4(SB)/4, $0x7f7fffff
+DATA lgc16<>+8(SB)/4, $0x7f7fffff
+DATA lgc16<>+12(SB)/4, $0x7f7fffff
+DATA lgc16<>+16(SB)/4, $0x7f7fffff
+DATA lgc16<>+20(SB)/4, $0x7f7fffff
+DATA lgc16<>+24(SB)/4, $0x7f7fffff
+DATA lgc16<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x3c088908
-DATA lgc17<>+4(SB)/4, $0x3c088908
-DATA lgc17<>+8(SB)/4, $0x3c088908
-DATA lgc17<>+12(SB)/4, $0x3c088908
-DATA lgc17<>+16(SB)/4, $0x3c088908
-DATA lgc17<>+20(SB)/4, $0x3c088908
-DATA lgc17<>+24(SB)/4, $0x3c088908
-DATA lgc17<>+28(SB)/4, $0x3c088908
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+28(SB)/4, $0x3d2aa9c1
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-DATA lgc19<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+28(SB)/4, $0x3e2aaaaa
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x000000fe
-DATA lgc20<>+4(SB)/4, $0x000000fe
-DATA lgc20<>+8(SB)/4, $0x000000fe
-DATA lgc20<>+12(SB)/4, $0x000000fe
-DATA lgc20<>+16(SB)/4, $0x000000fe
-DATA lgc20<>+20(SB)/4, $0x000000fe
-DATA lgc20<>+24(SB)/4, $0x000000fe
-DATA lgc20<>+28(SB)/4, $0x000000fe
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/8, $0x4020000000000000
-DATA lgc21<>+8(SB)/8, $0x4020000000000000
-DATA lgc21<>+16(SB)/8, $0x4020000000000000
-DATA lgc21<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x7fffffff
-DATA lgc22<>+4(SB)/4, $0x7fffffff
-DATA lgc22<>+8(SB)/4, $0x7fffffff
-DATA lgc22<>+12(SB)/4, $0x7fffffff
-DATA lgc22<>+16(SB)/4, $0x7fffffff
-DATA lgc22<>+20(SB)/4, $0x7fffffff
-DATA lgc22<>+24(SB)/4, $0x7fffffff
-DATA lgc22<>+28(SB)/4, $0x7fffffff
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0x7f7fffff
-DATA lgc23<>+4(SB)/4, $0x7f7fffff
-DATA lgc23<>+8(SB)/4, $0x7f7fffff
-DATA lgc23<>+12(SB)/4, $0x7f7fffff
-DATA lgc23<>+16(SB)/4, $0x7f7fffff
-DATA lgc23<>+20(SB)/4, $0x7f7fffff
-DATA lgc23<>+24(SB)/4, $0x7f7fffff
-DATA lgc23<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
@@ -499,22 +384,22 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 	VMOVUPS lgc1<>+0(SB), Y2
 
-	// v40 = max(v39, 1)
+	// v15 = max(v14, 1)
 	VMAXPS  Y1, Y2, Y1
 	MOVQ    s0+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// sequenceKL = div(v38, v40)
+	// sequenceKL = div(v13, v15)
 	VDIVPS Y1, Y2, Y1
 
 	// mean(sequenceKL) over [B]
 	VADDPS       Y0, Y1, Y0
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc21<>+0(SB), Y1
+	VMOVUPD      lgc14<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -540,8 +425,8 @@ noflush_5:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      2752(AX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
+	VANDPS       lgc15<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -597,12 +482,12 @@ blocks_7:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_8
-	VMOVUPD      lgc21<>+0(SB), Y1
+	VMOVUPD      lgc14<>+0(SB), Y1
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+8(FP), BX
-	VANDPS       lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -632,8 +517,8 @@ noflush_8:
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
+	VANDPS       lgc15<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -663,11 +548,11 @@ outer0_9:
 	VBROADCASTSS (CX)(DX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v41 = max(v40, 1)
+	// v15 = max(v14, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc24<>+0(SB), Y1
+	VMOVUPS lgc17<>+0(SB), Y1
 
-	// v46 = div(0.125, v41)
+	// v20 = div(0.125, v15)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    $+8, DX
@@ -702,122 +587,71 @@ blocks_10:
 	// v10 = sub(v8, v6)
 	VSUBPS Y1, Y2, Y1
 
-	// v11 = abs(v10)
-	VMOVUPS lgc2<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc3<>+0(SB), Y3
-
-	// v13 = lt(v11, 0.1)
-	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc4<>+0(SB), Y4
-
-	// v15 = max(v10, -0.1) tie=first
-	VMAXPS Y1, Y4, Y4
-
-	// v16 = min(v15, 0.1) tie=first
-	VMINPS Y4, Y3, Y3
-
-	// v17 = mul(v16, v16)
-	VMULPS Y3, Y3, Y4
-
-	// v20 = mul(0.16666666666666666, v16)
-	VMULPS lgc5<>+0(SB), Y3, Y5
-
-	// v21 = add(0.5, v20)
-	VADDPS lgc6<>+0(SB), Y5, Y5
-
-	// v24 = mul(0.008333333333333333, v16)
-	VMULPS lgc7<>+0(SB), Y3, Y3
-
-	// v25 = add(0.041666666666666664, v24)
-	VADDPS lgc8<>+0(SB), Y3, Y3
-
-	// v27 = mul(v17, v25)
-	VMULPS Y3, Y4, Y3
-
-	// v28 = add(v21, v27)
-	VADDPS Y3, Y5, Y3
-
-	// v29 = mul(v17, v17)
-	VMULPS Y4, Y4, Y5
-
-	// v30 = mul(v29, 0.001388888888888889)
-	VMULPS lgc9<>+0(SB), Y5, Y5
-
-	// v31 = add(v28, v30)
-	VADDPS Y5, Y3, Y3
-
-	// v32 = mul(v17, v31)
-	VMULPS Y3, Y4, Y3
-
-	// v33 = exp(v10)
-	VMOVUPS      lgc10<>+0(SB), Y4
-	VMAXPS       Y1, Y4, Y4
-	VMOVUPS      lgc11<>+0(SB), Y5
-	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc12<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
-	VMULPS       Y4, Y4, Y6
-	VMOVUPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
-	VMOVUPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc6<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VFMADD213PS  Y4, Y6, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
-	VPADDD       lgc20<>+0(SB), Y4, Y4
+	// k3 = expm1_minus_x(v10)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y4
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VMOVUPS      lgc9<>+0(SB), Y2
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMOVUPS      lgc11<>+0(SB), Y2
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMULPS       Y5, Y6, Y2
+	VFMADD213PS  Y4, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y3, Y4
+	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VSUBPS       lgc1<>+0(SB), Y6, Y6
+	VSUBPS       Y1, Y6, Y6
+	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v34 = sub(v33, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y4
+	// v12 = where(mask, k3, 0)
+	VANDPS Y6, Y0, Y2
 
-	// v35 = sub(v34, v10)
-	VSUBPS Y1, Y4, Y4
-
-	// k3 = where(v13, v32, v35)
-	VBLENDVPS Y2, Y3, Y4, Y2
-
-	// v37 = add(k3, v10)
-	VADDPS Y1, Y2, Y1
-
-	// v38 = where(mask, k3, 0)
-	VANDPS Y2, Y0, Y2
-
-	// sum(v38) over [L]
+	// sum(v12) over [L]
 	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, DI
 	VADDPS  2176(BX)(DI*4), Y2, Y2
 	VMOVUPS Y2, 2176(BX)(DI*4)
 	VMOVUPS (SP), Y2
 
-	// v47 = where(mask, v46, 0)
-	VANDPS  Y2, Y0, Y2
+	// v21 = where(mask, v20, 0)
+	VANDPS Y2, Y0, Y2
+
+	// v22 = add(k3, v10)
+	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v48 = ne(v47, 0)
+	// v23 = ne(v21, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v49 = mul(v47, v37)
+	// v24 = mul(v21, v22)
 	VMULPS Y1, Y2, Y1
 
-	// v50 = where(v48, v49, v47)
+	// v25 = where(v23, v24, v21)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v51 = neg(v50)
-	VXORPS lgc2<>+0(SB), Y1, Y1
+	// v26 = neg(v25)
+	VXORPS lgc18<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v51, 0)
+	// gradLogProb = where(mask, v26, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -825,11 +659,11 @@ blocks_10:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
-	VMOVUPD      lgc21<>+0(SB), Y0
+	VMOVUPD      lgc14<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      1408(DX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
+	VANDPS       lgc15<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -842,8 +676,8 @@ blocks_10:
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2176(DX)(BX*4), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc15<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -869,8 +703,8 @@ noflush_11:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      1408(CX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
+	VANDPS       lgc15<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -883,8 +717,8 @@ noflush_11:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2176(CX)(DX*4), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc15<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -903,15 +737,25 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc24<>+0(SB)/4, $0x3e000000
-DATA lgc24<>+4(SB)/4, $0x3e000000
-DATA lgc24<>+8(SB)/4, $0x3e000000
-DATA lgc24<>+12(SB)/4, $0x3e000000
-DATA lgc24<>+16(SB)/4, $0x3e000000
-DATA lgc24<>+20(SB)/4, $0x3e000000
-DATA lgc24<>+24(SB)/4, $0x3e000000
-DATA lgc24<>+28(SB)/4, $0x3e000000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+DATA lgc17<>+0(SB)/4, $0x3e000000
+DATA lgc17<>+4(SB)/4, $0x3e000000
+DATA lgc17<>+8(SB)/4, $0x3e000000
+DATA lgc17<>+12(SB)/4, $0x3e000000
+DATA lgc17<>+16(SB)/4, $0x3e000000
+DATA lgc17<>+20(SB)/4, $0x3e000000
+DATA lgc17<>+24(SB)/4, $0x3e000000
+DATA lgc17<>+28(SB)/4, $0x3e000000
+GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/4, $0x80000000
+DATA lgc18<>+4(SB)/4, $0x80000000
+DATA lgc18<>+8(SB)/4, $0x80000000
+DATA lgc18<>+12(SB)/4, $0x80000000
+DATA lgc18<>+16(SB)/4, $0x80000000
+DATA lgc18<>+20(SB)/4, $0x80000000
+DATA lgc18<>+24(SB)/4, $0x80000000
+DATA lgc18<>+28(SB)/4, $0x80000000
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
@@ -927,22 +771,22 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y1
 	VMOVUPS lgc1<>+0(SB), Y2
 
-	// v41 = max(v40, 1)
+	// v15 = max(v14, 1)
 	VMAXPS  Y1, Y2, Y1
 	MOVQ    s0+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// sequenceKL = div(v39, v41)
+	// sequenceKL = div(v13, v15)
 	VDIVPS Y1, Y2, Y1
 
 	// mean(sequenceKL) over [B]
 	VADDPS       Y0, Y1, Y0
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc21<>+0(SB), Y1
+	VMOVUPD      lgc14<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc22<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VANDPS       lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -968,8 +812,8 @@ noflush_13:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      2880(AX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
+	VANDPS       lgc15<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1009,27 +853,27 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc11<>+0(SB), Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc12<>+0(SB), Y0, Y1
+	VMULPS       lgc4<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc14<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc5<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
-	VMOVUPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y4
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y0, Y3
+	VMOVUPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc20<>+0(SB), Y0, Y0
+	VPADDD       lgc13<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -1056,43 +900,43 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
-	VMULPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
+	VMULPS       lgc20<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc27<>+0(SB), Y3, Y3
-	VPAND        lgc28<>+0(SB), Y1, Y1
+	VPSUBD       lgc21<>+0(SB), Y3, Y3
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc29<>+0(SB), Y2, Y1
+	VPAND        lgc23<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc6<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc31<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1103,185 +947,185 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc25<>+0(SB)/4, $0x00800000
-DATA lgc25<>+4(SB)/4, $0x00800000
-DATA lgc25<>+8(SB)/4, $0x00800000
-DATA lgc25<>+12(SB)/4, $0x00800000
-DATA lgc25<>+16(SB)/4, $0x00800000
-DATA lgc25<>+20(SB)/4, $0x00800000
-DATA lgc25<>+24(SB)/4, $0x00800000
-DATA lgc25<>+28(SB)/4, $0x00800000
+DATA lgc19<>+0(SB)/4, $0x00800000
+DATA lgc19<>+4(SB)/4, $0x00800000
+DATA lgc19<>+8(SB)/4, $0x00800000
+DATA lgc19<>+12(SB)/4, $0x00800000
+DATA lgc19<>+16(SB)/4, $0x00800000
+DATA lgc19<>+20(SB)/4, $0x00800000
+DATA lgc19<>+24(SB)/4, $0x00800000
+DATA lgc19<>+28(SB)/4, $0x00800000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0x4b000000
+DATA lgc20<>+4(SB)/4, $0x4b000000
+DATA lgc20<>+8(SB)/4, $0x4b000000
+DATA lgc20<>+12(SB)/4, $0x4b000000
+DATA lgc20<>+16(SB)/4, $0x4b000000
+DATA lgc20<>+20(SB)/4, $0x4b000000
+DATA lgc20<>+24(SB)/4, $0x4b000000
+DATA lgc20<>+28(SB)/4, $0x4b000000
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x0000007f
+DATA lgc21<>+4(SB)/4, $0x0000007f
+DATA lgc21<>+8(SB)/4, $0x0000007f
+DATA lgc21<>+12(SB)/4, $0x0000007f
+DATA lgc21<>+16(SB)/4, $0x0000007f
+DATA lgc21<>+20(SB)/4, $0x0000007f
+DATA lgc21<>+24(SB)/4, $0x0000007f
+DATA lgc21<>+28(SB)/4, $0x0000007f
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0xffffffe9
+DATA lgc22<>+4(SB)/4, $0xffffffe9
+DATA lgc22<>+8(SB)/4, $0xffffffe9
+DATA lgc22<>+12(SB)/4, $0xffffffe9
+DATA lgc22<>+16(SB)/4, $0xffffffe9
+DATA lgc22<>+20(SB)/4, $0xffffffe9
+DATA lgc22<>+24(SB)/4, $0xffffffe9
+DATA lgc22<>+28(SB)/4, $0xffffffe9
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x007fffff
+DATA lgc23<>+4(SB)/4, $0x007fffff
+DATA lgc23<>+8(SB)/4, $0x007fffff
+DATA lgc23<>+12(SB)/4, $0x007fffff
+DATA lgc23<>+16(SB)/4, $0x007fffff
+DATA lgc23<>+20(SB)/4, $0x007fffff
+DATA lgc23<>+24(SB)/4, $0x007fffff
+DATA lgc23<>+28(SB)/4, $0x007fffff
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0x3fb504f3
+DATA lgc24<>+4(SB)/4, $0x3fb504f3
+DATA lgc24<>+8(SB)/4, $0x3fb504f3
+DATA lgc24<>+12(SB)/4, $0x3fb504f3
+DATA lgc24<>+16(SB)/4, $0x3fb504f3
+DATA lgc24<>+20(SB)/4, $0x3fb504f3
+DATA lgc24<>+24(SB)/4, $0x3fb504f3
+DATA lgc24<>+28(SB)/4, $0x3fb504f3
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x3d9021bb
+DATA lgc25<>+4(SB)/4, $0x3d9021bb
+DATA lgc25<>+8(SB)/4, $0x3d9021bb
+DATA lgc25<>+12(SB)/4, $0x3d9021bb
+DATA lgc25<>+16(SB)/4, $0x3d9021bb
+DATA lgc25<>+20(SB)/4, $0x3d9021bb
+DATA lgc25<>+24(SB)/4, $0x3d9021bb
+DATA lgc25<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x4b000000
-DATA lgc26<>+4(SB)/4, $0x4b000000
-DATA lgc26<>+8(SB)/4, $0x4b000000
-DATA lgc26<>+12(SB)/4, $0x4b000000
-DATA lgc26<>+16(SB)/4, $0x4b000000
-DATA lgc26<>+20(SB)/4, $0x4b000000
-DATA lgc26<>+24(SB)/4, $0x4b000000
-DATA lgc26<>+28(SB)/4, $0x4b000000
+DATA lgc26<>+0(SB)/4, $0xbdebd1b8
+DATA lgc26<>+4(SB)/4, $0xbdebd1b8
+DATA lgc26<>+8(SB)/4, $0xbdebd1b8
+DATA lgc26<>+12(SB)/4, $0xbdebd1b8
+DATA lgc26<>+16(SB)/4, $0xbdebd1b8
+DATA lgc26<>+20(SB)/4, $0xbdebd1b8
+DATA lgc26<>+24(SB)/4, $0xbdebd1b8
+DATA lgc26<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x0000007f
-DATA lgc27<>+4(SB)/4, $0x0000007f
-DATA lgc27<>+8(SB)/4, $0x0000007f
-DATA lgc27<>+12(SB)/4, $0x0000007f
-DATA lgc27<>+16(SB)/4, $0x0000007f
-DATA lgc27<>+20(SB)/4, $0x0000007f
-DATA lgc27<>+24(SB)/4, $0x0000007f
-DATA lgc27<>+28(SB)/4, $0x0000007f
+DATA lgc27<>+0(SB)/4, $0x3def251a
+DATA lgc27<>+4(SB)/4, $0x3def251a
+DATA lgc27<>+8(SB)/4, $0x3def251a
+DATA lgc27<>+12(SB)/4, $0x3def251a
+DATA lgc27<>+16(SB)/4, $0x3def251a
+DATA lgc27<>+20(SB)/4, $0x3def251a
+DATA lgc27<>+24(SB)/4, $0x3def251a
+DATA lgc27<>+28(SB)/4, $0x3def251a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xffffffe9
-DATA lgc28<>+4(SB)/4, $0xffffffe9
-DATA lgc28<>+8(SB)/4, $0xffffffe9
-DATA lgc28<>+12(SB)/4, $0xffffffe9
-DATA lgc28<>+16(SB)/4, $0xffffffe9
-DATA lgc28<>+20(SB)/4, $0xffffffe9
-DATA lgc28<>+24(SB)/4, $0xffffffe9
-DATA lgc28<>+28(SB)/4, $0xffffffe9
+DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x007fffff
-DATA lgc29<>+4(SB)/4, $0x007fffff
-DATA lgc29<>+8(SB)/4, $0x007fffff
-DATA lgc29<>+12(SB)/4, $0x007fffff
-DATA lgc29<>+16(SB)/4, $0x007fffff
-DATA lgc29<>+20(SB)/4, $0x007fffff
-DATA lgc29<>+24(SB)/4, $0x007fffff
-DATA lgc29<>+28(SB)/4, $0x007fffff
+DATA lgc29<>+0(SB)/4, $0x3e11e9bf
+DATA lgc29<>+4(SB)/4, $0x3e11e9bf
+DATA lgc29<>+8(SB)/4, $0x3e11e9bf
+DATA lgc29<>+12(SB)/4, $0x3e11e9bf
+DATA lgc29<>+16(SB)/4, $0x3e11e9bf
+DATA lgc29<>+20(SB)/4, $0x3e11e9bf
+DATA lgc29<>+24(SB)/4, $0x3e11e9bf
+DATA lgc29<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3fb504f3
-DATA lgc30<>+4(SB)/4, $0x3fb504f3
-DATA lgc30<>+8(SB)/4, $0x3fb504f3
-DATA lgc30<>+12(SB)/4, $0x3fb504f3
-DATA lgc30<>+16(SB)/4, $0x3fb504f3
-DATA lgc30<>+20(SB)/4, $0x3fb504f3
-DATA lgc30<>+24(SB)/4, $0x3fb504f3
-DATA lgc30<>+28(SB)/4, $0x3fb504f3
+DATA lgc30<>+0(SB)/4, $0xbe2aae50
+DATA lgc30<>+4(SB)/4, $0xbe2aae50
+DATA lgc30<>+8(SB)/4, $0xbe2aae50
+DATA lgc30<>+12(SB)/4, $0xbe2aae50
+DATA lgc30<>+16(SB)/4, $0xbe2aae50
+DATA lgc30<>+20(SB)/4, $0xbe2aae50
+DATA lgc30<>+24(SB)/4, $0xbe2aae50
+DATA lgc30<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3d9021bb
-DATA lgc31<>+4(SB)/4, $0x3d9021bb
-DATA lgc31<>+8(SB)/4, $0x3d9021bb
-DATA lgc31<>+12(SB)/4, $0x3d9021bb
-DATA lgc31<>+16(SB)/4, $0x3d9021bb
-DATA lgc31<>+20(SB)/4, $0x3d9021bb
-DATA lgc31<>+24(SB)/4, $0x3d9021bb
-DATA lgc31<>+28(SB)/4, $0x3d9021bb
+DATA lgc31<>+0(SB)/4, $0x3e4cceac
+DATA lgc31<>+4(SB)/4, $0x3e4cceac
+DATA lgc31<>+8(SB)/4, $0x3e4cceac
+DATA lgc31<>+12(SB)/4, $0x3e4cceac
+DATA lgc31<>+16(SB)/4, $0x3e4cceac
+DATA lgc31<>+20(SB)/4, $0x3e4cceac
+DATA lgc31<>+24(SB)/4, $0x3e4cceac
+DATA lgc31<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbdebd1b8
-DATA lgc32<>+4(SB)/4, $0xbdebd1b8
-DATA lgc32<>+8(SB)/4, $0xbdebd1b8
-DATA lgc32<>+12(SB)/4, $0xbdebd1b8
-DATA lgc32<>+16(SB)/4, $0xbdebd1b8
-DATA lgc32<>+20(SB)/4, $0xbdebd1b8
-DATA lgc32<>+24(SB)/4, $0xbdebd1b8
-DATA lgc32<>+28(SB)/4, $0xbdebd1b8
+DATA lgc32<>+0(SB)/4, $0xbe7ffffc
+DATA lgc32<>+4(SB)/4, $0xbe7ffffc
+DATA lgc32<>+8(SB)/4, $0xbe7ffffc
+DATA lgc32<>+12(SB)/4, $0xbe7ffffc
+DATA lgc32<>+16(SB)/4, $0xbe7ffffc
+DATA lgc32<>+20(SB)/4, $0xbe7ffffc
+DATA lgc32<>+24(SB)/4, $0xbe7ffffc
+DATA lgc32<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3def251a
-DATA lgc33<>+4(SB)/4, $0x3def251a
-DATA lgc33<>+8(SB)/4, $0x3def251a
-DATA lgc33<>+12(SB)/4, $0x3def251a
-DATA lgc33<>+16(SB)/4, $0x3def251a
-DATA lgc33<>+20(SB)/4, $0x3def251a
-DATA lgc33<>+24(SB)/4, $0x3def251a
-DATA lgc33<>+28(SB)/4, $0x3def251a
+DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+0(SB)/4, $0xff800000
+DATA lgc34<>+4(SB)/4, $0xff800000
+DATA lgc34<>+8(SB)/4, $0xff800000
+DATA lgc34<>+12(SB)/4, $0xff800000
+DATA lgc34<>+16(SB)/4, $0xff800000
+DATA lgc34<>+20(SB)/4, $0xff800000
+DATA lgc34<>+24(SB)/4, $0xff800000
+DATA lgc34<>+28(SB)/4, $0xff800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3e11e9bf
-DATA lgc35<>+4(SB)/4, $0x3e11e9bf
-DATA lgc35<>+8(SB)/4, $0x3e11e9bf
-DATA lgc35<>+12(SB)/4, $0x3e11e9bf
-DATA lgc35<>+16(SB)/4, $0x3e11e9bf
-DATA lgc35<>+20(SB)/4, $0x3e11e9bf
-DATA lgc35<>+24(SB)/4, $0x3e11e9bf
-DATA lgc35<>+28(SB)/4, $0x3e11e9bf
+DATA lgc35<>+0(SB)/4, $0x7fc00000
+DATA lgc35<>+4(SB)/4, $0x7fc00000
+DATA lgc35<>+8(SB)/4, $0x7fc00000
+DATA lgc35<>+12(SB)/4, $0x7fc00000
+DATA lgc35<>+16(SB)/4, $0x7fc00000
+DATA lgc35<>+20(SB)/4, $0x7fc00000
+DATA lgc35<>+24(SB)/4, $0x7fc00000
+DATA lgc35<>+28(SB)/4, $0x7fc00000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbe2aae50
-DATA lgc36<>+4(SB)/4, $0xbe2aae50
-DATA lgc36<>+8(SB)/4, $0xbe2aae50
-DATA lgc36<>+12(SB)/4, $0xbe2aae50
-DATA lgc36<>+16(SB)/4, $0xbe2aae50
-DATA lgc36<>+20(SB)/4, $0xbe2aae50
-DATA lgc36<>+24(SB)/4, $0xbe2aae50
-DATA lgc36<>+28(SB)/4, $0xbe2aae50
+DATA lgc36<>+0(SB)/4, $0x7f800000
+DATA lgc36<>+4(SB)/4, $0x7f800000
+DATA lgc36<>+8(SB)/4, $0x7f800000
+DATA lgc36<>+12(SB)/4, $0x7f800000
+DATA lgc36<>+16(SB)/4, $0x7f800000
+DATA lgc36<>+20(SB)/4, $0x7f800000
+DATA lgc36<>+24(SB)/4, $0x7f800000
+DATA lgc36<>+28(SB)/4, $0x7f800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x3e4cceac
-DATA lgc37<>+4(SB)/4, $0x3e4cceac
-DATA lgc37<>+8(SB)/4, $0x3e4cceac
-DATA lgc37<>+12(SB)/4, $0x3e4cceac
-DATA lgc37<>+16(SB)/4, $0x3e4cceac
-DATA lgc37<>+20(SB)/4, $0x3e4cceac
-DATA lgc37<>+24(SB)/4, $0x3e4cceac
-DATA lgc37<>+28(SB)/4, $0x3e4cceac
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0xbe7ffffc
-DATA lgc38<>+4(SB)/4, $0xbe7ffffc
-DATA lgc38<>+8(SB)/4, $0xbe7ffffc
-DATA lgc38<>+12(SB)/4, $0xbe7ffffc
-DATA lgc38<>+16(SB)/4, $0xbe7ffffc
-DATA lgc38<>+20(SB)/4, $0xbe7ffffc
-DATA lgc38<>+24(SB)/4, $0xbe7ffffc
-DATA lgc38<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0xff800000
-DATA lgc40<>+4(SB)/4, $0xff800000
-DATA lgc40<>+8(SB)/4, $0xff800000
-DATA lgc40<>+12(SB)/4, $0xff800000
-DATA lgc40<>+16(SB)/4, $0xff800000
-DATA lgc40<>+20(SB)/4, $0xff800000
-DATA lgc40<>+24(SB)/4, $0xff800000
-DATA lgc40<>+28(SB)/4, $0xff800000
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0x7fc00000
-DATA lgc41<>+4(SB)/4, $0x7fc00000
-DATA lgc41<>+8(SB)/4, $0x7fc00000
-DATA lgc41<>+12(SB)/4, $0x7fc00000
-DATA lgc41<>+16(SB)/4, $0x7fc00000
-DATA lgc41<>+20(SB)/4, $0x7fc00000
-DATA lgc41<>+24(SB)/4, $0x7fc00000
-DATA lgc41<>+28(SB)/4, $0x7fc00000
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0x7f800000
-DATA lgc42<>+4(SB)/4, $0x7f800000
-DATA lgc42<>+8(SB)/4, $0x7f800000
-DATA lgc42<>+12(SB)/4, $0x7f800000
-DATA lgc42<>+16(SB)/4, $0x7f800000
-DATA lgc42<>+20(SB)/4, $0x7f800000
-DATA lgc42<>+24(SB)/4, $0x7f800000
-DATA lgc42<>+28(SB)/4, $0x7f800000
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1296,43 +1140,43 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
+	VMULPS       lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc27<>+0(SB), Y4, Y4
-	VPAND        lgc28<>+0(SB), Y2, Y2
+	VPSUBD       lgc21<>+0(SB), Y4, Y4
+	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc29<>+0(SB), Y3, Y2
+	VPAND        lgc23<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc30<>+0(SB), Y2, Y3
-	VMULPS       lgc6<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc31<>+0(SB), Y5
+	VMOVAPS      lgc25<>+0(SB), Y5
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1342,9 +1186,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc40<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

@@ -4,21 +4,21 @@ package distillation
 
 import (
 	"github.com/lossgen/lossgen/runtime"
-	"math"
+	vmath "github.com/lossgen/lossgen/runtime/vmath"
 	"sync"
 )
 
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32 // v38 = sum(v37) over L [B=8]
-	s1    []float32 // v39 = sum(v3) over L [B=8]
-	acc38 []float64 // accumulators of v38
-	acc39 []float64 // accumulators of v39
+	s0    []float32 // v13 = sum(v12) over L [B=8]
+	s1    []float32 // v14 = sum(v3) over L [B=8]
+	acc13 []float64 // accumulators of v13
+	acc14 []float64 // accumulators of v14
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), acc38: make([]float64, 8), acc39: make([]float64, 8)}
+	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), acc13: make([]float64, 8), acc14: make([]float64, 8)}
 }}
 
 // pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
@@ -30,18 +30,18 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
 	numValid float64   // numValid = sum(v3) over B,L
-	acc38    []float64 // v38 = sum(v37) over L
-	acc39    []float64 // v39 = sum(v3) over L
+	acc13    []float64 // v13 = sum(v12) over L
+	acc14    []float64 // v14 = sum(v3) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	for k := range a.acc38 {
-		mergeSum(&a.acc38[k], b.acc38[k])
+	for k := range a.acc13 {
+		mergeSum(&a.acc13[k], b.acc13[k])
 	}
-	for k := range a.acc39 {
-		mergeSum(&a.acc39[k], b.acc39[k])
+	for k := range a.acc14 {
+		mergeSum(&a.acc14[k], b.acc14[k])
 	}
 }
 
@@ -49,19 +49,12 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
-	c12 := float32(0.1)
-	c14 := float32(-0.1)
-	half := float32(0.5)
-	c19 := float32(0.16666667)
-	c22 := float32(0.041666668)
-	c23 := float32(0.008333334)
-	c26 := float32(0.0013888889)
 	numValid := 0.0
-	for k := range st.acc38 {
-		st.acc38[k] = 0.0
+	for k := range st.acc13 {
+		st.acc13[k] = 0.0
 	}
-	for k := range st.acc39 {
-		st.acc39[k] = 0.0
+	for k := range st.acc14 {
+		st.acc14[k] = 0.0
 	}
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
@@ -73,28 +66,10 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			teacherLogProb := in.TeacherLogProb[iB*128+iL]
 			v8 := sel(mask, teacherLogProb, zero)
 			v10 := v8 - v6
-			v11 := float32(math.Abs(float64(v10)))
-			v13 := b2f(v11 < c12)
-			v15 := max(v10, c14)
-			v16 := min(v15, c12)
-			v17 := float32(v16 * v16)
-			v20 := float32(c19 * v16)
-			v21 := half + v20
-			v24 := float32(c23 * v16)
-			v25 := c22 + v24
-			v27 := float32(v17 * v25)
-			v28 := v21 + v27
-			v29 := float32(v17 * v17)
-			v30 := float32(v29 * c26)
-			v31 := v28 + v30
-			v32 := float32(v17 * v31)
-			v33 := float32(math.Exp(float64(v10)))
-			v34 := v33 - one
-			v35 := v34 - v10
-			k3 := sel(v13, v32, v35)
-			v37 := sel(mask, k3, zero)
-			st.acc38[iB] += float64(v37)
-			st.acc39[iB] += float64(v3)
+			k3 := float32(vmath.ExpM1MinusX(float64(v10)))
+			v12 := sel(mask, k3, zero)
+			st.acc13[iB] += float64(v12)
+			st.acc14[iB] += float64(v3)
 		}
 	}
 	st.numValid = numValid
@@ -104,15 +79,15 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 // pass0GoChunks chunks of rows of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass0GoStates
-	st.acc38 = s.acc38
-	st.acc39 = s.acc39
+	st.acc13 = s.acc13
+	st.acc14 = s.acc14
 	if n := min(pass0GoChunks, 8); n <= 1 {
 		pass0GoChunk(in, out, grads, s, &st, 0, 8)
 	} else {
 		sts := make([]pass0GoStates, n)
 		for c := range sts {
-			sts[c].acc38 = make([]float64, 8)
-			sts[c].acc39 = make([]float64, 8)
+			sts[c].acc13 = make([]float64, 8)
+			sts[c].acc14 = make([]float64, 8)
 		}
 		runtime.ForChunks(n, 8, func(c, lo, hi int) {
 			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -123,11 +98,11 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	for k := range st.acc38 {
-		s.s0[k] = float32(st.acc38[k])
+	for k := range st.acc13 {
+		s.s0[k] = float32(st.acc13[k])
 	}
-	for k := range st.acc39 {
-		s.s1[k] = float32(st.acc39[k])
+	for k := range st.acc14 {
+		s.s1[k] = float32(st.acc14[k])
 	}
 }
 
@@ -136,10 +111,10 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	lossDistill := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v38 := s.s0[iB]
-		v39 := s.s1[iB]
-		v40 := max(v39, one)
-		sequenceKL := v38 / v40
+		v13 := s.s0[iB]
+		v14 := s.s1[iB]
+		v15 := max(v14, one)
+		sequenceKL := v13 / v15
 		lossDistill.Add(float64(sequenceKL))
 	}
 	out.LossDistill = float32(lossDistill.Result())
@@ -154,14 +129,14 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32 // v39 = sum(v38) over L [B=8]
-	s1    []float32 // v40 = sum(v3) over L [B=8]
-	acc40 []float64 // accumulators of v40
-	acc39 []float64 // accumulators of v39
+	s0    []float32 // v13 = sum(v12) over L [B=8]
+	s1    []float32 // v14 = sum(v3) over L [B=8]
+	acc14 []float64 // accumulators of v14
+	acc13 []float64 // accumulators of v13
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc40: make([]float64, 8), acc39: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc14: make([]float64, 8), acc13: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -184,22 +159,15 @@ func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
-	c12 := float32(0.1)
-	c14 := float32(-0.1)
-	half := float32(0.5)
-	c19 := float32(0.16666667)
-	c22 := float32(0.041666668)
-	c23 := float32(0.008333334)
-	c26 := float32(0.0013888889)
-	c45 := float32(0.125)
+	c19 := float32(0.125)
 	numValid := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
-			s.acc40[iB] += float64(v3)
+			s.acc14[iB] += float64(v3)
 		}
-		s.s1[iB] = float32(s.acc40[iB])
+		s.s1[iB] = float32(s.acc14[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
@@ -209,40 +177,22 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			teacherLogProb := in.TeacherLogProb[iB*128+iL]
 			v8 := sel(mask, teacherLogProb, zero)
 			v10 := v8 - v6
-			v11 := float32(math.Abs(float64(v10)))
-			v13 := b2f(v11 < c12)
-			v15 := max(v10, c14)
-			v16 := min(v15, c12)
-			v17 := float32(v16 * v16)
-			v20 := float32(c19 * v16)
-			v21 := half + v20
-			v24 := float32(c23 * v16)
-			v25 := c22 + v24
-			v27 := float32(v17 * v25)
-			v28 := v21 + v27
-			v29 := float32(v17 * v17)
-			v30 := float32(v29 * c26)
-			v31 := v28 + v30
-			v32 := float32(v17 * v31)
-			v33 := float32(math.Exp(float64(v10)))
-			v34 := v33 - one
-			v35 := v34 - v10
-			k3 := sel(v13, v32, v35)
-			v37 := k3 + v10
-			v38 := sel(mask, k3, zero)
-			s.acc39[iB] += float64(v38)
-			v40 := s.s1[iB]
-			v41 := max(v40, one)
-			v46 := c45 / v41
-			v47 := sel(mask, v46, zero)
-			v48 := b2f(v47 != zero)
-			v49 := float32(v47 * v37)
-			v50 := sel(v48, v49, v47)
-			v51 := -v50
-			gradLogProb := sel(mask, v51, zero)
+			k3 := float32(vmath.ExpM1MinusX(float64(v10)))
+			v12 := sel(mask, k3, zero)
+			s.acc13[iB] += float64(v12)
+			v14 := s.s1[iB]
+			v15 := max(v14, one)
+			v20 := c19 / v15
+			v21 := sel(mask, v20, zero)
+			v22 := k3 + v10
+			v23 := b2f(v21 != zero)
+			v24 := float32(v21 * v22)
+			v25 := sel(v23, v24, v21)
+			v26 := -v25
+			gradLogProb := sel(mask, v26, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
-		s.s0[iB] = float32(s.acc39[iB])
+		s.s0[iB] = float32(s.acc13[iB])
 	}
 	st.numValid = numValid
 }
@@ -251,11 +201,11 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 // elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
 // the second while it is in cache. It runs in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	for k := range s.acc40 {
-		s.acc40[k] = 0.0
+	for k := range s.acc14 {
+		s.acc14[k] = 0.0
 	}
-	for k := range s.acc39 {
-		s.acc39[k] = 0.0
+	for k := range s.acc13 {
+		s.acc13[k] = 0.0
 	}
 	var st fbPass0GoStates
 	if n := min(fbPass0GoChunks, 8); n <= 1 {
@@ -278,10 +228,10 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	lossDistill := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v39 := s.s0[iB]
-		v40 := s.s1[iB]
-		v41 := max(v40, one)
-		sequenceKL := v39 / v41
+		v13 := s.s0[iB]
+		v14 := s.s1[iB]
+		v15 := max(v14, one)
+		sequenceKL := v13 / v15
 		lossDistill.Add(float64(sequenceKL))
 	}
 	out.LossDistill = float32(lossDistill.Result())

@@ -69,13 +69,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 8,
-		Name:   "scratch/pass0.v38.s",
+		Name:   "scratch/pass0.v13.s",
 		Role:   "scratch",
 		Shape:  []int{8},
 	}, {
 		DType:  "float64",
 		Length: 8,
-		Name:   "scratch/pass0.v39.s",
+		Name:   "scratch/pass0.v14.s",
 		Role:   "scratch",
 		Shape:  []int{8},
 	}, {
@@ -87,13 +87,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v42.s",
+		Name:   "scratch/pass1.v17.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v42.n",
+		Name:   "scratch/pass1.v17.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -102,22 +102,22 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/teacher_log_prob", "scratch/pass0.v38.s", "scratch/pass0.v39.s", "scratch/pass0.v4.s"},
+		Params: []string{"in/mask", "in/log_prob", "in/teacher_log_prob", "scratch/pass0.v13.s", "scratch/pass0.v14.s", "scratch/pass0.v4.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v38.s", "scratch/s0", "scratch/pass0.v39.s", "scratch/s1"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v13.s", "scratch/s0", "scratch/pass0.v14.s", "scratch/s1"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1",
-		Params: []string{"scratch/s0", "scratch/s1", "scratch/pass1.v42.s", "scratch/pass1.v42.n"},
+		Params: []string{"scratch/s0", "scratch/s1", "scratch/pass1.v17.s", "scratch/pass1.v17.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1_merge",
-		Params: []string{"scratch/pass1.v42.s", "scratch/pass1.v42.n", "out/loss_distill"},
+		Params: []string{"scratch/pass1.v17.s", "scratch/pass1.v17.n", "out/loss_distill"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -195,13 +195,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v43.s",
+		Name:   "scratch/pass2.v17.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v43.n",
+		Name:   "scratch/pass2.v17.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -220,12 +220,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass2",
-		Params: []string{"scratch/s0", "scratch/s1", "scratch/pass2.v43.s", "scratch/pass2.v43.n"},
+		Params: []string{"scratch/s0", "scratch/s1", "scratch/pass2.v17.s", "scratch/pass2.v17.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass2_merge",
-		Params: []string{"scratch/pass2.v43.s", "scratch/pass2.v43.n", "out/loss_distill"},
+		Params: []string{"scratch/pass2.v17.s", "scratch/pass2.v17.n", "out/loss_distill"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -38,8 +38,8 @@ type avxState struct {
 	r57_p  []float32
 	r60_s  []float64
 	r60_p  []float32
-	r96_s  []float64
-	r96_p  []float32
+	r72_s  []float64
+	r72_p  []float32
 	p0_ok  []float32
 	res    []float64
 }
@@ -65,8 +65,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
 	st.r60_s = st.buf[344:360]
 	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r96_s = st.buf[384:400]
-	st.r96_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r72_s = st.buf[384:400]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -101,8 +101,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r57_p, 0)
 		runtime.Fill(st.r60_s, 0)
 		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r96_s, 0)
-		runtime.Fill(st.r96_p, 0)
+		runtime.Fill(st.r72_s, 0)
+		runtime.Fill(st.r72_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], hi)
 	}
@@ -130,7 +130,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
 			runtime.MergeMask(sts[0].r57_ok, sts[c].r57_ok)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r96_s, sts[c].r96_s)
+			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -157,7 +157,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s5 = float32(st.res[0])
 	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r96_s, 8)
+	runtime.FinishSum(st.res[:1], st.r72_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -192,8 +192,8 @@ type fbAvxState struct {
 	r57_p  []float32
 	r60_s  []float64
 	r60_p  []float32
-	r97_s  []float64
-	r97_p  []float32
+	r72_s  []float64
+	r72_p  []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -220,8 +220,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
 	st.r60_s = st.buf[360:376]
 	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
-	st.r97_s = st.buf[400:416]
-	st.r97_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r72_s = st.buf[400:416]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[440])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -298,8 +298,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r57_p, 0)
 		runtime.Fill(st.r60_s, 0)
 		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r97_s, 0)
-		runtime.Fill(st.r97_p, 0)
+		runtime.Fill(st.r72_s, 0)
+		runtime.Fill(st.r72_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumKept, lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -326,7 +326,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
 			runtime.MergeMask(sts[0].r57_ok, sts[c].r57_ok)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
+			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -351,7 +351,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s5 = float32(st.res[0])
 	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r97_s, 8)
+	runtime.FinishSum(st.res[:1], st.r72_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -212,105 +212,54 @@ blocks_2:
 	// v69 = where(kept, v68, 0)
 	VANDPS Y0, Y2, Y0
 
-	// v70 = abs(v69)
-	VMOVUPS lgc19<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc24<>+0(SB), Y3
-
-	// v72 = lt(v70, 0.1)
-	VCMPPS  $0x11, Y3, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y4
-
-	// v74 = max(v69, -0.1) tie=first
-	VMAXPS Y0, Y4, Y4
-
-	// v75 = min(v74, 0.1) tie=first
-	VMINPS Y4, Y3, Y3
-
-	// v76 = mul(v75, v75)
-	VMULPS Y3, Y3, Y4
-
-	// v78 = mul(0.16666666666666666, v75)
-	VMULPS lgc26<>+0(SB), Y3, Y5
-
-	// v79 = add(0.5, v78)
-	VADDPS lgc2<>+0(SB), Y5, Y5
-
-	// v82 = mul(0.008333333333333333, v75)
-	VMULPS lgc27<>+0(SB), Y3, Y3
-
-	// v83 = add(0.041666666666666664, v82)
-	VADDPS lgc28<>+0(SB), Y3, Y3
-
-	// v85 = mul(v76, v83)
-	VMULPS Y3, Y4, Y3
-
-	// v86 = add(v79, v85)
-	VADDPS Y3, Y5, Y3
-
-	// v87 = mul(v76, v76)
-	VMULPS Y4, Y4, Y5
-
-	// v88 = mul(v87, 0.001388888888888889)
-	VMULPS lgc29<>+0(SB), Y5, Y5
-
-	// v89 = add(v86, v88)
-	VADDPS Y5, Y3, Y3
-
-	// v90 = mul(v76, v89)
-	VMULPS Y3, Y4, Y3
-
-	// v91 = exp(v69)
-	VMOVUPS      lgc6<>+0(SB), Y4
-	VMAXPS       Y0, Y4, Y4
-	VMOVUPS      lgc7<>+0(SB), Y5
-	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc8<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc10<>+0(SB), Y5, Y4
-	VMULPS       Y4, Y4, Y6
-	VMOVUPS      lgc11<>+0(SB), Y7
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y7
-	VMOVUPS      lgc13<>+0(SB), Y8
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VMOVUPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc2<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VFMADD213PS  Y4, Y6, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
+	// k3 = expm1_minus_x(v69)
+	VMOVUPS      lgc6<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VMINPS       Y1, Y3, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y1, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVUPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y1
+	VFMADD213PS  Y1, Y5, Y6
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VFMADD213PS  lgc2<>+0(SB), Y4, Y1
+	VFMADD213PS  Y1, Y5, Y6
+	VMULPS       Y5, Y6, Y1
+	VFMADD213PS  Y4, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y3, Y4
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VSUBPS       lgc1<>+0(SB), Y6, Y6
+	VSUBPS       Y0, Y6, Y6
+	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y0
+	VBLENDVPS    Y0, Y1, Y6, Y6
 
-	// v92 = sub(v91, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y4
+	// v71 = where(kept, k3, 0)
+	VANDPS Y6, Y2, Y0
 
-	// v93 = sub(v92, v69)
-	VSUBPS Y0, Y4, Y0
-
-	// k3 = where(v72, v90, v93)
-	VBLENDVPS Y1, Y3, Y0, Y0
-
-	// v95 = where(kept, k3, 0)
-	VANDPS Y0, Y2, Y0
-
-	// sum(v95) over [B L]
+	// sum(v71) over [B L]
 	VADDPS       3264(BX), Y0, Y0
 	VMOVUPS      Y0, 3264(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc30<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -321,8 +270,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -334,8 +283,8 @@ blocks_2:
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -347,8 +296,8 @@ blocks_2:
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -360,8 +309,8 @@ blocks_2:
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -373,8 +322,8 @@ blocks_2:
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -386,8 +335,8 @@ blocks_2:
 	VMOVUPS      Y2, 1856(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -399,8 +348,8 @@ blocks_2:
 	VMOVUPS      Y2, 2176(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -412,8 +361,8 @@ blocks_2:
 	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -425,8 +374,8 @@ blocks_2:
 	VMOVUPS      Y2, 2944(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -452,8 +401,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -464,8 +413,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -477,8 +426,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -490,8 +439,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -503,8 +452,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -516,8 +465,8 @@ noflush_3:
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -529,8 +478,8 @@ noflush_3:
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -542,8 +491,8 @@ noflush_3:
 	VMOVUPS      Y2, 2176(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -555,8 +504,8 @@ noflush_3:
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -568,8 +517,8 @@ noflush_3:
 	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -828,91 +777,31 @@ DATA lgc23<>+24(SB)/4, $0x42b00000
 DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3dcccccd
-DATA lgc24<>+4(SB)/4, $0x3dcccccd
-DATA lgc24<>+8(SB)/4, $0x3dcccccd
-DATA lgc24<>+12(SB)/4, $0x3dcccccd
-DATA lgc24<>+16(SB)/4, $0x3dcccccd
-DATA lgc24<>+20(SB)/4, $0x3dcccccd
-DATA lgc24<>+24(SB)/4, $0x3dcccccd
-DATA lgc24<>+28(SB)/4, $0x3dcccccd
+DATA lgc24<>+0(SB)/8, $0x4020000000000000
+DATA lgc24<>+8(SB)/8, $0x4020000000000000
+DATA lgc24<>+16(SB)/8, $0x4020000000000000
+DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xbdcccccd
-DATA lgc25<>+4(SB)/4, $0xbdcccccd
-DATA lgc25<>+8(SB)/4, $0xbdcccccd
-DATA lgc25<>+12(SB)/4, $0xbdcccccd
-DATA lgc25<>+16(SB)/4, $0xbdcccccd
-DATA lgc25<>+20(SB)/4, $0xbdcccccd
-DATA lgc25<>+24(SB)/4, $0xbdcccccd
-DATA lgc25<>+28(SB)/4, $0xbdcccccd
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3e2aaaab
-DATA lgc26<>+4(SB)/4, $0x3e2aaaab
-DATA lgc26<>+8(SB)/4, $0x3e2aaaab
-DATA lgc26<>+12(SB)/4, $0x3e2aaaab
-DATA lgc26<>+16(SB)/4, $0x3e2aaaab
-DATA lgc26<>+20(SB)/4, $0x3e2aaaab
-DATA lgc26<>+24(SB)/4, $0x3e2aaaab
-DATA lgc26<>+28(SB)/4, $0x3e2aaaab
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x3c088889
-DATA lgc27<>+4(SB)/4, $0x3c088889
-DATA lgc27<>+8(SB)/4, $0x3c088889
-DATA lgc27<>+12(SB)/4, $0x3c088889
-DATA lgc27<>+16(SB)/4, $0x3c088889
-DATA lgc27<>+20(SB)/4, $0x3c088889
-DATA lgc27<>+24(SB)/4, $0x3c088889
-DATA lgc27<>+28(SB)/4, $0x3c088889
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x3d2aaaab
-DATA lgc28<>+4(SB)/4, $0x3d2aaaab
-DATA lgc28<>+8(SB)/4, $0x3d2aaaab
-DATA lgc28<>+12(SB)/4, $0x3d2aaaab
-DATA lgc28<>+16(SB)/4, $0x3d2aaaab
-DATA lgc28<>+20(SB)/4, $0x3d2aaaab
-DATA lgc28<>+24(SB)/4, $0x3d2aaaab
-DATA lgc28<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x3ab60b61
-DATA lgc29<>+4(SB)/4, $0x3ab60b61
-DATA lgc29<>+8(SB)/4, $0x3ab60b61
-DATA lgc29<>+12(SB)/4, $0x3ab60b61
-DATA lgc29<>+16(SB)/4, $0x3ab60b61
-DATA lgc29<>+20(SB)/4, $0x3ab60b61
-DATA lgc29<>+24(SB)/4, $0x3ab60b61
-DATA lgc29<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/8, $0x4020000000000000
-DATA lgc30<>+8(SB)/8, $0x4020000000000000
-DATA lgc30<>+16(SB)/8, $0x4020000000000000
-DATA lgc30<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x7fffffff
-DATA lgc31<>+4(SB)/4, $0x7fffffff
-DATA lgc31<>+8(SB)/4, $0x7fffffff
-DATA lgc31<>+12(SB)/4, $0x7fffffff
-DATA lgc31<>+16(SB)/4, $0x7fffffff
-DATA lgc31<>+20(SB)/4, $0x7fffffff
-DATA lgc31<>+24(SB)/4, $0x7fffffff
-DATA lgc31<>+28(SB)/4, $0x7fffffff
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x7f7fffff
-DATA lgc32<>+4(SB)/4, $0x7f7fffff
-DATA lgc32<>+8(SB)/4, $0x7f7fffff
-DATA lgc32<>+12(SB)/4, $0x7f7fffff
-DATA lgc32<>+16(SB)/4, $0x7f7fffff
-DATA lgc32<>+20(SB)/4, $0x7f7fffff
-DATA lgc32<>+24(SB)/4, $0x7f7fffff
-DATA lgc32<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -958,7 +847,7 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc33<>+0(SB), Y7, Y7
+	VMULPS       lgc27<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1008,11 +897,11 @@ TEXT ·pass1AVX2(SB), $64-144
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v96, v34)
+	// klToRef = div(v72, v34)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc34<>+0(SB), Y1, Y2
+	VMULPS lgc28<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -1050,25 +939,25 @@ TEXT ·pass1AVX2(SB), $64-144
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x40000000
-DATA lgc33<>+4(SB)/4, $0x40000000
-DATA lgc33<>+8(SB)/4, $0x40000000
-DATA lgc33<>+12(SB)/4, $0x40000000
-DATA lgc33<>+16(SB)/4, $0x40000000
-DATA lgc33<>+20(SB)/4, $0x40000000
-DATA lgc33<>+24(SB)/4, $0x40000000
-DATA lgc33<>+28(SB)/4, $0x40000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x40000000
+DATA lgc27<>+4(SB)/4, $0x40000000
+DATA lgc27<>+8(SB)/4, $0x40000000
+DATA lgc27<>+12(SB)/4, $0x40000000
+DATA lgc27<>+16(SB)/4, $0x40000000
+DATA lgc27<>+20(SB)/4, $0x40000000
+DATA lgc27<>+24(SB)/4, $0x40000000
+DATA lgc27<>+28(SB)/4, $0x40000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d23d70a
-DATA lgc34<>+4(SB)/4, $0x3d23d70a
-DATA lgc34<>+8(SB)/4, $0x3d23d70a
-DATA lgc34<>+12(SB)/4, $0x3d23d70a
-DATA lgc34<>+16(SB)/4, $0x3d23d70a
-DATA lgc34<>+20(SB)/4, $0x3d23d70a
-DATA lgc34<>+24(SB)/4, $0x3d23d70a
-DATA lgc34<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/4, $0x3d23d70a
+DATA lgc28<>+4(SB)/4, $0x3d23d70a
+DATA lgc28<>+8(SB)/4, $0x3d23d70a
+DATA lgc28<>+12(SB)/4, $0x3d23d70a
+DATA lgc28<>+16(SB)/4, $0x3d23d70a
+DATA lgc28<>+20(SB)/4, $0x3d23d70a
+DATA lgc28<>+24(SB)/4, $0x3d23d70a
+DATA lgc28<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2
@@ -1119,10 +1008,10 @@ blocks_5:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc30<>+0(SB), Y1
+	VMOVUPD      lgc24<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc31<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1148,8 +1037,8 @@ noflush_6:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1178,12 +1067,12 @@ TEXT ·fbPass1AVX2(SB), $256-96
 
 	// v34 = max(numKept, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc34<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 
-	// v102 = div(0.04, v34)
+	// v77 = div(0.04, v34)
 	VDIVPS Y0, Y2, Y2
 
-	// v109 = div(1, v34)
+	// v85 = div(1, v34)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1381,202 +1270,148 @@ blocks_8:
 	VMOVUPS   (DI)(SI*4), Y1
 
 	// v67 = where(mask, refLogProb, 0)
-	VANDPS  Y1, Y0, Y0
-	VMOVUPS 64(SP), Y1
+	VANDPS  Y1, Y0, Y1
+	VMOVUPS 64(SP), Y2
 
 	// v68 = sub(v67, v6)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y1, Y1
 
 	// v69 = where(kept, v68, 0)
-	VANDPS Y0, Y7, Y0
+	VANDPS Y1, Y7, Y1
 
-	// v70 = abs(v69)
-	VMOVUPS lgc19<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc24<>+0(SB), Y2
-
-	// v72 = lt(v70, 0.1)
-	VCMPPS  $0x11, Y2, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y3
-
-	// v74 = max(v69, -0.1) tie=first
-	VMAXPS Y0, Y3, Y3
-
-	// v75 = min(v74, 0.1) tie=first
-	VMINPS Y3, Y2, Y2
-
-	// v76 = mul(v75, v75)
-	VMULPS Y2, Y2, Y3
-
-	// v78 = mul(0.16666666666666666, v75)
-	VMULPS lgc26<>+0(SB), Y2, Y4
-
-	// v79 = add(0.5, v78)
-	VADDPS lgc2<>+0(SB), Y4, Y4
-
-	// v82 = mul(0.008333333333333333, v75)
-	VMULPS lgc27<>+0(SB), Y2, Y2
-
-	// v83 = add(0.041666666666666664, v82)
-	VADDPS lgc28<>+0(SB), Y2, Y2
-
-	// v85 = mul(v76, v83)
-	VMULPS Y2, Y3, Y2
-
-	// v86 = add(v79, v85)
-	VADDPS Y2, Y4, Y2
-
-	// v87 = mul(v76, v76)
-	VMULPS Y3, Y3, Y4
-
-	// v88 = mul(v87, 0.001388888888888889)
-	VMULPS lgc29<>+0(SB), Y4, Y4
-
-	// v89 = add(v86, v88)
-	VADDPS Y4, Y2, Y2
-
-	// v90 = mul(v76, v89)
-	VMULPS Y2, Y3, Y2
-
-	// v91 = exp(v69)
-	VMOVUPS      lgc6<>+0(SB), Y3
-	VMAXPS       Y0, Y3, Y3
-	VMOVUPS      lgc7<>+0(SB), Y4
-	VMINPS       Y3, Y4, Y3
-	VMULPS       lgc8<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc10<>+0(SB), Y4, Y3
-	VMULPS       Y3, Y3, Y5
+	// k3 = expm1_minus_x(v69)
+	VMOVUPS      lgc6<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc7<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc8<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
 	VMOVUPS      lgc11<>+0(SB), Y6
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
-	VMOVUPS      lgc13<>+0(SB), Y8
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y8
-	VFMADD213PS  Y8, Y5, Y6
-	VMOVUPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc2<>+0(SB), Y3, Y8
-	VFMADD213PS  Y8, Y5, Y6
-	VFMADD213PS  Y3, Y5, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VMOVUPS      lgc13<>+0(SB), Y2
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VFMADD213PS  lgc2<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMULPS       Y5, Y6, Y2
+	VFMADD213PS  Y4, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y4, Y3
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSRLD       $0x01, Y3, Y4
-	VPSUBD       Y4, Y3, Y3
+	VCVTPS2DQ    Y3, Y4
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
-	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VMULPS       Y3, Y6, Y6
+	VSUBPS       lgc1<>+0(SB), Y6, Y6
+	VSUBPS       Y1, Y6, Y6
+	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v92 = sub(v91, 1)
-	VSUBPS lgc1<>+0(SB), Y6, Y3
+	// v71 = where(kept, k3, 0)
+	VANDPS Y6, Y7, Y2
 
-	// v93 = sub(v92, v69)
-	VSUBPS Y0, Y3, Y3
+	// sum(v71) over [B L]
+	VADDPS  3392(BX), Y2, Y2
+	VMOVUPS Y2, 3392(BX)
+	VMOVUPS (SP), Y2
 
-	// k3 = where(v72, v90, v93)
-	VBLENDVPS Y1, Y2, Y3, Y1
+	// v78 = where(kept, v77, 0)
+	VANDPS Y2, Y7, Y2
 
-	// v95 = add(k3, v69)
-	VADDPS Y0, Y1, Y0
+	// v79 = add(k3, v69)
+	VADDPS  Y1, Y6, Y1
+	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v96 = where(kept, k3, 0)
+	// v80 = ne(v78, 0)
+	VCMPPS $0x04, Y3, Y2, Y4
+
+	// v81 = mul(v78, v79)
+	VMULPS Y1, Y2, Y1
+
+	// v82 = where(v80, v81, v78)
+	VBLENDVPS Y4, Y1, Y2, Y1
+
+	// v83 = where(kept, v82, 0)
 	VANDPS Y1, Y7, Y1
 
-	// sum(v96) over [B L]
-	VADDPS  3392(BX), Y1, Y1
-	VMOVUPS Y1, 3392(BX)
-	VMOVUPS (SP), Y1
-
-	// v103 = where(kept, v102, 0)
-	VANDPS  Y1, Y7, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-
-	// v104 = ne(v103, 0)
-	VCMPPS $0x04, Y2, Y1, Y3
-
-	// v105 = mul(v103, v95)
-	VMULPS Y0, Y1, Y0
-
-	// v106 = where(v104, v105, v103)
-	VBLENDVPS Y3, Y0, Y1, Y0
-
-	// v107 = where(kept, v106, 0)
-	VANDPS Y0, Y7, Y0
-
-	// v108 = neg(v107)
-	VXORPS  lgc19<>+0(SB), Y0, Y0
-	VMOVUPS 32(SP), Y1
-
-	// v110 = where(kept, v109, 0)
-	VANDPS Y1, Y7, Y1
-
-	// v111 = mul(v110, -0.01)
-	VMULPS    lgc20<>+0(SB), Y1, Y3
-	MOVQ      mask+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y4
-	VPCMPGTD  lgc0<>+0(SB), Y4, Y4
-
-	// gradEntropy = where(mask, v111, 0)
-	VANDPS Y3, Y4, Y3
-
-	// v113 = neg(v110)
+	// v84 = neg(v83)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMOVUPS 32(SP), Y2
+
+	// v86 = where(kept, v85, 0)
+	VANDPS Y2, Y7, Y2
+
+	// v87 = mul(v86, -0.01)
+	VMULPS lgc20<>+0(SB), Y2, Y4
+
+	// gradEntropy = where(mask, v87, 0)
+	VANDPS Y4, Y0, Y4
+
+	// v89 = neg(v86)
+	VXORPS  lgc19<>+0(SB), Y2, Y2
 	VMOVUPS 192(SP), Y5
 
-	// v114 = mul(v113, v10)
-	VMULPS  Y5, Y1, Y1
+	// v90 = mul(v89, v10)
+	VMULPS  Y5, Y2, Y2
 	VMOVUPS 160(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v115 = where(v24, v114, 0)
-	VANDPS Y1, Y6, Y5
+	// v91 = where(v24, v90, 0)
+	VANDPS Y2, Y6, Y5
 
-	// v116 = where(v24, 0, v114)
-	VANDNPS Y1, Y6, Y1
+	// v92 = where(v24, 0, v90)
+	VANDNPS Y2, Y6, Y2
 	VMOVUPS 128(SP), Y6
 	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v117 = ge(ratio, 0.8000000028326788)
+	// v93 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
 
-	// v118 = ne(ratio, ratio)
+	// v94 = ne(ratio, ratio)
 	VCMPPS $0x04, Y6, Y6, Y8
 
-	// v119 = max(v117, v118)
+	// v95 = max(v93, v94)
 	VORPS   Y7, Y8, Y7
-	VMOVUPS Y3, 224(SP)
+	VMOVUPS Y4, 224(SP)
 
-	// v120 = where(v119, v116, 0)
-	VANDPS  Y1, Y7, Y1
-	VMOVUPS lgc17<>+0(SB), Y3
+	// v96 = where(v95, v92, 0)
+	VANDPS  Y2, Y7, Y2
+	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v121 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y6, Y3
+	// v97 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y4, Y6, Y4
 
-	// v122 = max(v121, v118)
-	VORPS Y3, Y8, Y3
+	// v98 = max(v97, v94)
+	VORPS Y4, Y8, Y4
 
-	// v123 = where(v122, v115, 0)
-	VANDPS Y5, Y3, Y3
+	// v99 = where(v98, v91, 0)
+	VANDPS Y5, Y4, Y4
 
-	// v124 = add(v120, v123)
-	VADDPS Y3, Y1, Y1
+	// v100 = add(v96, v99)
+	VADDPS Y4, Y2, Y2
 
-	// v125 = ne(v124, 0)
-	VCMPPS $0x04, Y2, Y1, Y2
+	// v101 = ne(v100, 0)
+	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v126 = mul(v124, ratio)
-	VMULPS Y6, Y1, Y3
+	// v102 = mul(v100, ratio)
+	VMULPS Y6, Y2, Y4
 
-	// v127 = where(v125, v126, v124)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// v103 = where(v101, v102, v100)
+	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v128 = add(v108, v127)
-	VADDPS Y1, Y0, Y0
+	// v104 = add(v84, v103)
+	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v128, 0)
-	VANDPS  Y0, Y4, Y0
+	// gradLogProb = where(mask, v104, 0)
+	VANDPS  Y1, Y0, Y0
 	VMOVUPS 224(SP), Y1
 
 	// store gradEntropy
@@ -1588,11 +1423,11 @@ blocks_8:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc30<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1603,8 +1438,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1616,8 +1451,8 @@ blocks_8:
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1629,8 +1464,8 @@ blocks_8:
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1642,8 +1477,8 @@ blocks_8:
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1655,8 +1490,8 @@ blocks_8:
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1668,8 +1503,8 @@ blocks_8:
 	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1681,8 +1516,8 @@ blocks_8:
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1694,8 +1529,8 @@ blocks_8:
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1721,8 +1556,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      704(CX), Y1
-	VANDPS       lgc31<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1733,8 +1568,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(CX)
 	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1746,8 +1581,8 @@ noflush_9:
 	VMOVUPS      Y2, 1024(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1759,8 +1594,8 @@ noflush_9:
 	VMOVUPS      Y2, 1344(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1772,8 +1607,8 @@ noflush_9:
 	VMOVUPS      Y2, 1664(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1785,8 +1620,8 @@ noflush_9:
 	VMOVUPS      Y2, 1984(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1798,8 +1633,8 @@ noflush_9:
 	VMOVUPS      Y2, 2304(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1811,8 +1646,8 @@ noflush_9:
 	VMOVUPS      Y2, 2752(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1824,8 +1659,8 @@ noflush_9:
 	VMOVUPS      Y2, 3072(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(CX), Y2
-	VANDPS       lgc31<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1888,7 +1723,7 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v58 = mul(2, v57)
-	VMULPS       lgc33<>+0(SB), Y7, Y7
+	VMULPS       lgc27<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1938,11 +1773,11 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v97, v34)
+	// klToRef = div(v72, v34)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc34<>+0(SB), Y1, Y2
+	VMULPS lgc28<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -2039,30 +1874,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
-	VMULPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc37<>+0(SB), Y3, Y3
-	VPAND        lgc38<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y3, Y3
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc39<>+0(SB), Y2, Y1
+	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc40<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
 	VMULPS       lgc2<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc41<>+0(SB), Y4
+	VMOVAPS      lgc35<>+0(SB), Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2073,9 +1908,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2086,175 +1921,175 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00800000
-DATA lgc35<>+4(SB)/4, $0x00800000
-DATA lgc35<>+8(SB)/4, $0x00800000
-DATA lgc35<>+12(SB)/4, $0x00800000
-DATA lgc35<>+16(SB)/4, $0x00800000
-DATA lgc35<>+20(SB)/4, $0x00800000
-DATA lgc35<>+24(SB)/4, $0x00800000
-DATA lgc35<>+28(SB)/4, $0x00800000
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x0000007f
+DATA lgc31<>+4(SB)/4, $0x0000007f
+DATA lgc31<>+8(SB)/4, $0x0000007f
+DATA lgc31<>+12(SB)/4, $0x0000007f
+DATA lgc31<>+16(SB)/4, $0x0000007f
+DATA lgc31<>+20(SB)/4, $0x0000007f
+DATA lgc31<>+24(SB)/4, $0x0000007f
+DATA lgc31<>+28(SB)/4, $0x0000007f
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0xffffffe9
+DATA lgc32<>+4(SB)/4, $0xffffffe9
+DATA lgc32<>+8(SB)/4, $0xffffffe9
+DATA lgc32<>+12(SB)/4, $0xffffffe9
+DATA lgc32<>+16(SB)/4, $0xffffffe9
+DATA lgc32<>+20(SB)/4, $0xffffffe9
+DATA lgc32<>+24(SB)/4, $0xffffffe9
+DATA lgc32<>+28(SB)/4, $0xffffffe9
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x007fffff
+DATA lgc33<>+4(SB)/4, $0x007fffff
+DATA lgc33<>+8(SB)/4, $0x007fffff
+DATA lgc33<>+12(SB)/4, $0x007fffff
+DATA lgc33<>+16(SB)/4, $0x007fffff
+DATA lgc33<>+20(SB)/4, $0x007fffff
+DATA lgc33<>+24(SB)/4, $0x007fffff
+DATA lgc33<>+28(SB)/4, $0x007fffff
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x3fb504f3
+DATA lgc34<>+4(SB)/4, $0x3fb504f3
+DATA lgc34<>+8(SB)/4, $0x3fb504f3
+DATA lgc34<>+12(SB)/4, $0x3fb504f3
+DATA lgc34<>+16(SB)/4, $0x3fb504f3
+DATA lgc34<>+20(SB)/4, $0x3fb504f3
+DATA lgc34<>+24(SB)/4, $0x3fb504f3
+DATA lgc34<>+28(SB)/4, $0x3fb504f3
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x3d9021bb
+DATA lgc35<>+4(SB)/4, $0x3d9021bb
+DATA lgc35<>+8(SB)/4, $0x3d9021bb
+DATA lgc35<>+12(SB)/4, $0x3d9021bb
+DATA lgc35<>+16(SB)/4, $0x3d9021bb
+DATA lgc35<>+20(SB)/4, $0x3d9021bb
+DATA lgc35<>+24(SB)/4, $0x3d9021bb
+DATA lgc35<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x4b000000
-DATA lgc36<>+4(SB)/4, $0x4b000000
-DATA lgc36<>+8(SB)/4, $0x4b000000
-DATA lgc36<>+12(SB)/4, $0x4b000000
-DATA lgc36<>+16(SB)/4, $0x4b000000
-DATA lgc36<>+20(SB)/4, $0x4b000000
-DATA lgc36<>+24(SB)/4, $0x4b000000
-DATA lgc36<>+28(SB)/4, $0x4b000000
+DATA lgc36<>+0(SB)/4, $0xbdebd1b8
+DATA lgc36<>+4(SB)/4, $0xbdebd1b8
+DATA lgc36<>+8(SB)/4, $0xbdebd1b8
+DATA lgc36<>+12(SB)/4, $0xbdebd1b8
+DATA lgc36<>+16(SB)/4, $0xbdebd1b8
+DATA lgc36<>+20(SB)/4, $0xbdebd1b8
+DATA lgc36<>+24(SB)/4, $0xbdebd1b8
+DATA lgc36<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x0000007f
-DATA lgc37<>+4(SB)/4, $0x0000007f
-DATA lgc37<>+8(SB)/4, $0x0000007f
-DATA lgc37<>+12(SB)/4, $0x0000007f
-DATA lgc37<>+16(SB)/4, $0x0000007f
-DATA lgc37<>+20(SB)/4, $0x0000007f
-DATA lgc37<>+24(SB)/4, $0x0000007f
-DATA lgc37<>+28(SB)/4, $0x0000007f
+DATA lgc37<>+0(SB)/4, $0x3def251a
+DATA lgc37<>+4(SB)/4, $0x3def251a
+DATA lgc37<>+8(SB)/4, $0x3def251a
+DATA lgc37<>+12(SB)/4, $0x3def251a
+DATA lgc37<>+16(SB)/4, $0x3def251a
+DATA lgc37<>+20(SB)/4, $0x3def251a
+DATA lgc37<>+24(SB)/4, $0x3def251a
+DATA lgc37<>+28(SB)/4, $0x3def251a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xffffffe9
-DATA lgc38<>+4(SB)/4, $0xffffffe9
-DATA lgc38<>+8(SB)/4, $0xffffffe9
-DATA lgc38<>+12(SB)/4, $0xffffffe9
-DATA lgc38<>+16(SB)/4, $0xffffffe9
-DATA lgc38<>+20(SB)/4, $0xffffffe9
-DATA lgc38<>+24(SB)/4, $0xffffffe9
-DATA lgc38<>+28(SB)/4, $0xffffffe9
+DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x007fffff
-DATA lgc39<>+4(SB)/4, $0x007fffff
-DATA lgc39<>+8(SB)/4, $0x007fffff
-DATA lgc39<>+12(SB)/4, $0x007fffff
-DATA lgc39<>+16(SB)/4, $0x007fffff
-DATA lgc39<>+20(SB)/4, $0x007fffff
-DATA lgc39<>+24(SB)/4, $0x007fffff
-DATA lgc39<>+28(SB)/4, $0x007fffff
+DATA lgc39<>+0(SB)/4, $0x3e11e9bf
+DATA lgc39<>+4(SB)/4, $0x3e11e9bf
+DATA lgc39<>+8(SB)/4, $0x3e11e9bf
+DATA lgc39<>+12(SB)/4, $0x3e11e9bf
+DATA lgc39<>+16(SB)/4, $0x3e11e9bf
+DATA lgc39<>+20(SB)/4, $0x3e11e9bf
+DATA lgc39<>+24(SB)/4, $0x3e11e9bf
+DATA lgc39<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3fb504f3
-DATA lgc40<>+4(SB)/4, $0x3fb504f3
-DATA lgc40<>+8(SB)/4, $0x3fb504f3
-DATA lgc40<>+12(SB)/4, $0x3fb504f3
-DATA lgc40<>+16(SB)/4, $0x3fb504f3
-DATA lgc40<>+20(SB)/4, $0x3fb504f3
-DATA lgc40<>+24(SB)/4, $0x3fb504f3
-DATA lgc40<>+28(SB)/4, $0x3fb504f3
+DATA lgc40<>+0(SB)/4, $0xbe2aae50
+DATA lgc40<>+4(SB)/4, $0xbe2aae50
+DATA lgc40<>+8(SB)/4, $0xbe2aae50
+DATA lgc40<>+12(SB)/4, $0xbe2aae50
+DATA lgc40<>+16(SB)/4, $0xbe2aae50
+DATA lgc40<>+20(SB)/4, $0xbe2aae50
+DATA lgc40<>+24(SB)/4, $0xbe2aae50
+DATA lgc40<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3d9021bb
-DATA lgc41<>+4(SB)/4, $0x3d9021bb
-DATA lgc41<>+8(SB)/4, $0x3d9021bb
-DATA lgc41<>+12(SB)/4, $0x3d9021bb
-DATA lgc41<>+16(SB)/4, $0x3d9021bb
-DATA lgc41<>+20(SB)/4, $0x3d9021bb
-DATA lgc41<>+24(SB)/4, $0x3d9021bb
-DATA lgc41<>+28(SB)/4, $0x3d9021bb
+DATA lgc41<>+0(SB)/4, $0x3e4cceac
+DATA lgc41<>+4(SB)/4, $0x3e4cceac
+DATA lgc41<>+8(SB)/4, $0x3e4cceac
+DATA lgc41<>+12(SB)/4, $0x3e4cceac
+DATA lgc41<>+16(SB)/4, $0x3e4cceac
+DATA lgc41<>+20(SB)/4, $0x3e4cceac
+DATA lgc41<>+24(SB)/4, $0x3e4cceac
+DATA lgc41<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbdebd1b8
-DATA lgc42<>+4(SB)/4, $0xbdebd1b8
-DATA lgc42<>+8(SB)/4, $0xbdebd1b8
-DATA lgc42<>+12(SB)/4, $0xbdebd1b8
-DATA lgc42<>+16(SB)/4, $0xbdebd1b8
-DATA lgc42<>+20(SB)/4, $0xbdebd1b8
-DATA lgc42<>+24(SB)/4, $0xbdebd1b8
-DATA lgc42<>+28(SB)/4, $0xbdebd1b8
+DATA lgc42<>+0(SB)/4, $0xbe7ffffc
+DATA lgc42<>+4(SB)/4, $0xbe7ffffc
+DATA lgc42<>+8(SB)/4, $0xbe7ffffc
+DATA lgc42<>+12(SB)/4, $0xbe7ffffc
+DATA lgc42<>+16(SB)/4, $0xbe7ffffc
+DATA lgc42<>+20(SB)/4, $0xbe7ffffc
+DATA lgc42<>+24(SB)/4, $0xbe7ffffc
+DATA lgc42<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3def251a
-DATA lgc43<>+4(SB)/4, $0x3def251a
-DATA lgc43<>+8(SB)/4, $0x3def251a
-DATA lgc43<>+12(SB)/4, $0x3def251a
-DATA lgc43<>+16(SB)/4, $0x3def251a
-DATA lgc43<>+20(SB)/4, $0x3def251a
-DATA lgc43<>+24(SB)/4, $0x3def251a
-DATA lgc43<>+28(SB)/4, $0x3def251a
+DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3e11e9bf
-DATA lgc45<>+4(SB)/4, $0x3e11e9bf
-DATA lgc45<>+8(SB)/4, $0x3e11e9bf
-DATA lgc45<>+12(SB)/4, $0x3e11e9bf
-DATA lgc45<>+16(SB)/4, $0x3e11e9bf
-DATA lgc45<>+20(SB)/4, $0x3e11e9bf
-DATA lgc45<>+24(SB)/4, $0x3e11e9bf
-DATA lgc45<>+28(SB)/4, $0x3e11e9bf
+DATA lgc45<>+0(SB)/4, $0x7f800000
+DATA lgc45<>+4(SB)/4, $0x7f800000
+DATA lgc45<>+8(SB)/4, $0x7f800000
+DATA lgc45<>+12(SB)/4, $0x7f800000
+DATA lgc45<>+16(SB)/4, $0x7f800000
+DATA lgc45<>+20(SB)/4, $0x7f800000
+DATA lgc45<>+24(SB)/4, $0x7f800000
+DATA lgc45<>+28(SB)/4, $0x7f800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0xbe2aae50
-DATA lgc46<>+4(SB)/4, $0xbe2aae50
-DATA lgc46<>+8(SB)/4, $0xbe2aae50
-DATA lgc46<>+12(SB)/4, $0xbe2aae50
-DATA lgc46<>+16(SB)/4, $0xbe2aae50
-DATA lgc46<>+20(SB)/4, $0xbe2aae50
-DATA lgc46<>+24(SB)/4, $0xbe2aae50
-DATA lgc46<>+28(SB)/4, $0xbe2aae50
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0x3e4cceac
-DATA lgc47<>+4(SB)/4, $0x3e4cceac
-DATA lgc47<>+8(SB)/4, $0x3e4cceac
-DATA lgc47<>+12(SB)/4, $0x3e4cceac
-DATA lgc47<>+16(SB)/4, $0x3e4cceac
-DATA lgc47<>+20(SB)/4, $0x3e4cceac
-DATA lgc47<>+24(SB)/4, $0x3e4cceac
-DATA lgc47<>+28(SB)/4, $0x3e4cceac
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/4, $0xbe7ffffc
-DATA lgc48<>+4(SB)/4, $0xbe7ffffc
-DATA lgc48<>+8(SB)/4, $0xbe7ffffc
-DATA lgc48<>+12(SB)/4, $0xbe7ffffc
-DATA lgc48<>+16(SB)/4, $0xbe7ffffc
-DATA lgc48<>+20(SB)/4, $0xbe7ffffc
-DATA lgc48<>+24(SB)/4, $0xbe7ffffc
-DATA lgc48<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0x7fc00000
-DATA lgc50<>+4(SB)/4, $0x7fc00000
-DATA lgc50<>+8(SB)/4, $0x7fc00000
-DATA lgc50<>+12(SB)/4, $0x7fc00000
-DATA lgc50<>+16(SB)/4, $0x7fc00000
-DATA lgc50<>+20(SB)/4, $0x7fc00000
-DATA lgc50<>+24(SB)/4, $0x7fc00000
-DATA lgc50<>+28(SB)/4, $0x7fc00000
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
-
-DATA lgc51<>+0(SB)/4, $0x7f800000
-DATA lgc51<>+4(SB)/4, $0x7f800000
-DATA lgc51<>+8(SB)/4, $0x7f800000
-DATA lgc51<>+12(SB)/4, $0x7f800000
-DATA lgc51<>+16(SB)/4, $0x7f800000
-DATA lgc51<>+20(SB)/4, $0x7f800000
-DATA lgc51<>+24(SB)/4, $0x7f800000
-DATA lgc51<>+28(SB)/4, $0x7f800000
-GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2269,30 +2104,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc36<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc37<>+0(SB), Y4, Y4
-	VPAND        lgc38<>+0(SB), Y2, Y2
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc39<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc40<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
 	VMULPS       lgc2<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc41<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2303,9 +2138,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2316,8 +2151,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

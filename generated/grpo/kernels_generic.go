@@ -4,6 +4,7 @@ package grpo
 
 import (
 	"github.com/lossgen/lossgen/runtime"
+	vmath "github.com/lossgen/lossgen/runtime/vmath"
 	"math"
 	"sync"
 )
@@ -18,7 +19,7 @@ type scratch struct {
 	s4 float32 // v52 = sum(v51) over B,L
 	s5 float32 // v57 = logsumexp(v55) over B,L
 	s6 float32 // v60 = logsumexp(v59) over B,L
-	s7 float32 // v96 = sum(v95) over B,L
+	s7 float32 // v72 = sum(v71) over B,L
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -42,7 +43,7 @@ type pass0GoStates struct {
 	acc52    float64           // v52 = sum(v51) over B,L
 	acc57    runtime.LogSumExp // v57 = logsumexp(v55) over B,L
 	acc60    runtime.LogSumExp // v60 = logsumexp(v59) over B,L
-	acc96    float64           // v96 = sum(v95) over B,L
+	acc72    float64           // v72 = sum(v71) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -56,7 +57,7 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.acc52, b.acc52)
 	mergeLogsumexp(&a.acc57, b.acc57)
 	mergeLogsumexp(&a.acc60, b.acc60)
-	mergeSum(&a.acc96, b.acc96)
+	mergeSum(&a.acc72, b.acc72)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -72,12 +73,6 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c49 := float32(-0.01)
 	c54 := float32(math.Inf(-1))
 	two := float32(2)
-	c71 := float32(0.1)
-	c73 := float32(-0.1)
-	c77 := float32(0.16666667)
-	c80 := float32(0.041666668)
-	c81 := float32(0.008333334)
-	c84 := float32(0.0013888889)
 	numValid := 0.0
 	numKept := 0.0
 	acc33 := 0.0
@@ -87,7 +82,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	acc52 := 0.0
 	acc57 := runtime.NewLogSumExp()
 	acc60 := runtime.NewLogSumExp()
-	acc96 := 0.0
+	acc72 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -136,27 +131,9 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v67 := sel(mask, refLogProb, zero)
 			v68 := v67 - v6
 			v69 := sel(kept, v68, zero)
-			v70 := float32(math.Abs(float64(v69)))
-			v72 := b2f(v70 < c71)
-			v74 := max(v69, c73)
-			v75 := min(v74, c71)
-			v76 := float32(v75 * v75)
-			v78 := float32(c77 * v75)
-			v79 := half + v78
-			v82 := float32(c81 * v75)
-			v83 := c80 + v82
-			v85 := float32(v76 * v83)
-			v86 := v79 + v85
-			v87 := float32(v76 * v76)
-			v88 := float32(v87 * c84)
-			v89 := v86 + v88
-			v90 := float32(v76 * v89)
-			v91 := float32(math.Exp(float64(v69)))
-			v92 := v91 - one
-			v93 := v92 - v69
-			k3 := sel(v72, v90, v93)
-			v95 := sel(kept, k3, zero)
-			acc96 += float64(v95)
+			k3 := float32(vmath.ExpM1MinusX(float64(v69)))
+			v71 := sel(kept, k3, zero)
+			acc72 += float64(v71)
 		}
 	}
 	st.numValid = numValid
@@ -168,7 +145,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	st.acc52 = acc52
 	st.acc57 = acc57
 	st.acc60 = acc60
-	st.acc96 = acc96
+	st.acc72 = acc72
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
@@ -196,7 +173,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s4 = float32(st.acc52)
 	s.s5 = float32(st.acc57.Result())
 	s.s6 = float32(st.acc60.Result())
-	s.s7 = float32(st.acc96)
+	s.s7 = float32(st.acc72)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -204,7 +181,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c98 := float32(0.04)
+	c74 := float32(0.04)
 	numValid := out.NumValid
 	numKept := out.NumKept
 	v33 := s.s0
@@ -233,9 +210,9 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v64 := v62 / v34
 	ess := sel(v63, v64, zero)
 	out.ESS = ess
-	v96 := s.s7
-	klToRef := v96 / v34
-	lossKLToRef := float32(c98 * klToRef)
+	v72 := s.s7
+	klToRef := v72 / v34
+	lossKLToRef := float32(c74 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }
@@ -250,7 +227,7 @@ type fbScratch struct {
 	s4 float32 // v52 = sum(v51) over B,L
 	s5 float32 // v57 = logsumexp(v55) over B,L
 	s6 float32 // v60 = logsumexp(v59) over B,L
-	s7 float32 // v97 = sum(v96) over B,L
+	s7 float32 // v72 = sum(v71) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -332,7 +309,7 @@ type fbPass1GoStates struct {
 	acc52    float64           // v52 = sum(v51) over B,L
 	acc57    runtime.LogSumExp // v57 = logsumexp(v55) over B,L
 	acc60    runtime.LogSumExp // v60 = logsumexp(v59) over B,L
-	acc97    float64           // v97 = sum(v96) over B,L
+	acc72    float64           // v72 = sum(v71) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -345,7 +322,7 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc52, b.acc52)
 	mergeLogsumexp(&a.acc57, b.acc57)
 	mergeLogsumexp(&a.acc60, b.acc60)
-	mergeSum(&a.acc97, b.acc97)
+	mergeSum(&a.acc72, b.acc72)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -361,13 +338,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c49 := float32(-0.01)
 	c54 := float32(math.Inf(-1))
 	two := float32(2)
-	c71 := float32(0.1)
-	c73 := float32(-0.1)
-	c77 := float32(0.16666667)
-	c80 := float32(0.041666668)
-	c81 := float32(0.008333334)
-	c84 := float32(0.0013888889)
-	c99 := float32(0.04)
+	c74 := float32(0.04)
 	numValid := 0.0
 	acc33 := 0.0
 	acc38 := 0.0
@@ -376,7 +347,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	acc52 := 0.0
 	acc57 := runtime.NewLogSumExp()
 	acc60 := runtime.NewLogSumExp()
-	acc97 := 0.0
+	acc72 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -426,57 +397,39 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v67 := sel(mask, refLogProb, zero)
 			v68 := v67 - v6
 			v69 := sel(kept, v68, zero)
-			v70 := float32(math.Abs(float64(v69)))
-			v72 := b2f(v70 < c71)
-			v74 := max(v69, c73)
-			v75 := min(v74, c71)
-			v76 := float32(v75 * v75)
-			v78 := float32(c77 * v75)
-			v79 := half + v78
-			v82 := float32(c81 * v75)
-			v83 := c80 + v82
-			v85 := float32(v76 * v83)
-			v86 := v79 + v85
-			v87 := float32(v76 * v76)
-			v88 := float32(v87 * c84)
-			v89 := v86 + v88
-			v90 := float32(v76 * v89)
-			v91 := float32(math.Exp(float64(v69)))
-			v92 := v91 - one
-			v93 := v92 - v69
-			k3 := sel(v72, v90, v93)
-			v95 := k3 + v69
-			v96 := sel(kept, k3, zero)
-			acc97 += float64(v96)
-			v102 := c99 / v34
-			v103 := sel(kept, v102, zero)
-			v104 := b2f(v103 != zero)
-			v105 := float32(v103 * v95)
-			v106 := sel(v104, v105, v103)
-			v107 := sel(kept, v106, zero)
-			v108 := -v107
-			v109 := one / v34
-			v110 := sel(kept, v109, zero)
-			v111 := float32(v110 * c49)
-			gradEntropy := sel(mask, v111, zero)
+			k3 := float32(vmath.ExpM1MinusX(float64(v69)))
+			v71 := sel(kept, k3, zero)
+			acc72 += float64(v71)
+			v77 := c74 / v34
+			v78 := sel(kept, v77, zero)
+			v79 := k3 + v69
+			v80 := b2f(v78 != zero)
+			v81 := float32(v78 * v79)
+			v82 := sel(v80, v81, v78)
+			v83 := sel(kept, v82, zero)
+			v84 := -v83
+			v85 := one / v34
+			v86 := sel(kept, v85, zero)
+			v87 := float32(v86 * c49)
+			gradEntropy := sel(mask, v87, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v113 := -v110
-			v114 := float32(v113 * v10)
-			v115 := sel(v24, v114, zero)
-			v116 := sel(v24, zero, v114)
-			v117 := b2f(ratio >= c27)
-			v118 := b2f(ratio != ratio)
-			v119 := max(v117, v118)
-			v120 := sel(v119, v116, zero)
-			v121 := b2f(ratio <= c25)
-			v122 := max(v121, v118)
-			v123 := sel(v122, v115, zero)
-			v124 := v120 + v123
-			v125 := b2f(v124 != zero)
-			v126 := float32(v124 * ratio)
-			v127 := sel(v125, v126, v124)
-			v128 := v108 + v127
-			gradLogProb := sel(mask, v128, zero)
+			v89 := -v86
+			v90 := float32(v89 * v10)
+			v91 := sel(v24, v90, zero)
+			v92 := sel(v24, zero, v90)
+			v93 := b2f(ratio >= c27)
+			v94 := b2f(ratio != ratio)
+			v95 := max(v93, v94)
+			v96 := sel(v95, v92, zero)
+			v97 := b2f(ratio <= c25)
+			v98 := max(v97, v94)
+			v99 := sel(v98, v91, zero)
+			v100 := v96 + v99
+			v101 := b2f(v100 != zero)
+			v102 := float32(v100 * ratio)
+			v103 := sel(v101, v102, v100)
+			v104 := v84 + v103
+			gradLogProb := sel(mask, v104, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
@@ -488,7 +441,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc52 = acc52
 	st.acc57 = acc57
 	st.acc60 = acc60
-	st.acc97 = acc97
+	st.acc72 = acc72
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -515,7 +468,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc52)
 	s.s5 = float32(st.acc57.Result())
 	s.s6 = float32(st.acc60.Result())
-	s.s7 = float32(st.acc97)
+	s.s7 = float32(st.acc72)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -523,7 +476,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c99 := float32(0.04)
+	c74 := float32(0.04)
 	numValid := out.NumValid
 	numKept := out.NumKept
 	v33 := s.s0
@@ -552,9 +505,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v64 := v62 / v34
 	ess := sel(v63, v64, zero)
 	out.ESS = ess
-	v97 := s.s7
-	klToRef := v97 / v34
-	lossKLToRef := float32(c99 * klToRef)
+	v72 := s.s7
+	klToRef := v72 / v34
+	lossKLToRef := float32(c74 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

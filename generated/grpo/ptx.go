@@ -231,7 +231,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v96.s",
+		Name:   "scratch/pass0.v72.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -240,12 +240,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "in/ref_log_prob", "scratch/pass0.v4.s", "scratch/pass0.v18.s", "scratch/pass0.v33.s", "scratch/pass0.v38.s", "scratch/pass0.v43.s", "scratch/pass0.v47.s", "scratch/pass0.v52.s", "scratch/pass0.v57.m", "scratch/pass0.v57.s", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/pass0.v96.s"},
+		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "in/ref_log_prob", "scratch/pass0.v4.s", "scratch/pass0.v18.s", "scratch/pass0.v33.s", "scratch/pass0.v38.s", "scratch/pass0.v43.s", "scratch/pass0.v47.s", "scratch/pass0.v52.s", "scratch/pass0.v57.m", "scratch/pass0.v57.s", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/pass0.v72.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v18.s", "out/num_kept", "scratch/pass0.v33.s", "scratch/s0", "scratch/pass0.v38.s", "scratch/s1", "scratch/pass0.v43.s", "scratch/s2", "scratch/pass0.v47.s", "scratch/s3", "scratch/pass0.v52.s", "scratch/s4", "scratch/pass0.v57.m", "scratch/pass0.v57.s", "scratch/s5", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/s6", "scratch/pass0.v96.s", "scratch/s7"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v18.s", "out/num_kept", "scratch/pass0.v33.s", "scratch/s0", "scratch/pass0.v38.s", "scratch/s1", "scratch/pass0.v43.s", "scratch/s2", "scratch/pass0.v47.s", "scratch/s3", "scratch/pass0.v52.s", "scratch/s4", "scratch/pass0.v57.m", "scratch/pass0.v57.s", "scratch/s5", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/s6", "scratch/pass0.v72.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -485,7 +485,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v97.s",
+		Name:   "scratch/pass1.v72.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -504,12 +504,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "out/num_kept", "in/entropy", "in/ref_log_prob", "grad/entropy", "grad/log_prob", "scratch/pass1.v4.s", "scratch/pass1.v33.s", "scratch/pass1.v38.s", "scratch/pass1.v43.s", "scratch/pass1.v47.s", "scratch/pass1.v52.s", "scratch/pass1.v57.m", "scratch/pass1.v57.s", "scratch/pass1.v60.m", "scratch/pass1.v60.s", "scratch/pass1.v97.s"},
+		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "out/num_kept", "in/entropy", "in/ref_log_prob", "grad/entropy", "grad/log_prob", "scratch/pass1.v4.s", "scratch/pass1.v33.s", "scratch/pass1.v38.s", "scratch/pass1.v43.s", "scratch/pass1.v47.s", "scratch/pass1.v52.s", "scratch/pass1.v57.m", "scratch/pass1.v57.s", "scratch/pass1.v60.m", "scratch/pass1.v60.s", "scratch/pass1.v72.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v4.s", "out/num_valid", "scratch/pass1.v33.s", "scratch/s0", "scratch/pass1.v38.s", "scratch/s1", "scratch/pass1.v43.s", "scratch/s2", "scratch/pass1.v47.s", "scratch/s3", "scratch/pass1.v52.s", "scratch/s4", "scratch/pass1.v57.m", "scratch/pass1.v57.s", "scratch/s5", "scratch/pass1.v60.m", "scratch/pass1.v60.s", "scratch/s6", "scratch/pass1.v97.s", "scratch/s7"},
+		Params: []string{"scratch/pass1.v4.s", "out/num_valid", "scratch/pass1.v33.s", "scratch/s0", "scratch/pass1.v38.s", "scratch/s1", "scratch/pass1.v43.s", "scratch/s2", "scratch/pass1.v47.s", "scratch/s3", "scratch/pass1.v52.s", "scratch/s4", "scratch/pass1.v57.m", "scratch/pass1.v57.s", "scratch/s5", "scratch/pass1.v60.m", "scratch/pass1.v60.s", "scratch/s6", "scratch/pass1.v72.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

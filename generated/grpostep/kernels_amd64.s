@@ -511,96 +511,45 @@ blocks_8:
 	// v61 = where(mask, v60, 0)
 	VANDPS Y0, Y1, Y0
 
-	// v62 = abs(v61)
-	VMOVUPS lgc24<>+0(SB), Y2
-	VANDNPS Y0, Y2, Y2
-	VMOVUPS lgc28<>+0(SB), Y3
-
-	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc29<>+0(SB), Y4
-
-	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y0, Y4, Y4
-
-	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y4, Y3, Y3
-
-	// v68 = mul(v67, v67)
-	VMULPS Y3, Y3, Y4
-
-	// v71 = mul(0.16666666666666666, v67)
-	VMULPS lgc30<>+0(SB), Y3, Y5
-
-	// v72 = add(0.5, v71)
-	VADDPS lgc20<>+0(SB), Y5, Y5
-
-	// v75 = mul(0.008333333333333333, v67)
-	VMULPS lgc31<>+0(SB), Y3, Y3
-
-	// v76 = add(0.041666666666666664, v75)
-	VADDPS lgc32<>+0(SB), Y3, Y3
-
-	// v78 = mul(v68, v76)
-	VMULPS Y3, Y4, Y3
-
-	// v79 = add(v72, v78)
-	VADDPS Y3, Y5, Y3
-
-	// v80 = mul(v68, v68)
-	VMULPS Y4, Y4, Y5
-
-	// v81 = mul(v80, 0.001388888888888889)
-	VMULPS lgc33<>+0(SB), Y5, Y5
-
-	// v82 = add(v79, v81)
-	VADDPS Y5, Y3, Y3
-
-	// v83 = mul(v68, v82)
-	VMULPS Y3, Y4, Y3
-
-	// v84 = exp(v61)
-	VMOVUPS      lgc10<>+0(SB), Y4
-	VMAXPS       Y0, Y4, Y4
-	VMOVUPS      lgc11<>+0(SB), Y5
-	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc12<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
-	VMULPS       Y4, Y4, Y6
-	VMOVUPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y7
-	VMOVUPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VFMADD213PS  Y4, Y6, Y7
-	VADDPS       lgc7<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
+	// k3 = expm1_minus_x(v61)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y2
+	VMOVUPS      lgc11<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc12<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y4
+	VFNMADD231PS lgc13<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
+	VMOVUPS      lgc17<>+0(SB), Y2
+	VFMADD213PS  lgc18<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMOVUPS      lgc19<>+0(SB), Y2
+	VFMADD213PS  lgc20<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMULPS       Y5, Y6, Y2
+	VFMADD213PS  Y4, Y5, Y6
+	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y3, Y4
 	VPADDD       lgc21<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VSUBPS       lgc7<>+0(SB), Y6, Y6
+	VSUBPS       Y0, Y6, Y6
+	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y0
+	VBLENDVPS    Y0, Y2, Y6, Y6
 
-	// v85 = sub(v84, 1)
-	VSUBPS lgc7<>+0(SB), Y7, Y4
+	// v63 = where(mask, k3, 0)
+	VANDPS Y6, Y1, Y0
 
-	// v86 = sub(v85, v61)
-	VSUBPS Y0, Y4, Y0
-
-	// k3 = where(v64, v83, v86)
-	VBLENDVPS Y2, Y3, Y0, Y0
-
-	// v88 = where(mask, k3, 0)
-	VANDPS Y0, Y1, Y0
-
-	// sum(v88) over [G N L]
+	// sum(v63) over [G N L]
 	VADDPS       4992(SI), Y0, Y0
 	VMOVUPS      Y0, 4992(SI)
 	DECQ         BX
@@ -1022,66 +971,6 @@ DATA lgc27<>+24(SB)/4, $0x42b00000
 DATA lgc27<>+28(SB)/4, $0x42b00000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3dcccccd
-DATA lgc28<>+4(SB)/4, $0x3dcccccd
-DATA lgc28<>+8(SB)/4, $0x3dcccccd
-DATA lgc28<>+12(SB)/4, $0x3dcccccd
-DATA lgc28<>+16(SB)/4, $0x3dcccccd
-DATA lgc28<>+20(SB)/4, $0x3dcccccd
-DATA lgc28<>+24(SB)/4, $0x3dcccccd
-DATA lgc28<>+28(SB)/4, $0x3dcccccd
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0xbdcccccd
-DATA lgc29<>+4(SB)/4, $0xbdcccccd
-DATA lgc29<>+8(SB)/4, $0xbdcccccd
-DATA lgc29<>+12(SB)/4, $0xbdcccccd
-DATA lgc29<>+16(SB)/4, $0xbdcccccd
-DATA lgc29<>+20(SB)/4, $0xbdcccccd
-DATA lgc29<>+24(SB)/4, $0xbdcccccd
-DATA lgc29<>+28(SB)/4, $0xbdcccccd
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x3e2aaaab
-DATA lgc30<>+4(SB)/4, $0x3e2aaaab
-DATA lgc30<>+8(SB)/4, $0x3e2aaaab
-DATA lgc30<>+12(SB)/4, $0x3e2aaaab
-DATA lgc30<>+16(SB)/4, $0x3e2aaaab
-DATA lgc30<>+20(SB)/4, $0x3e2aaaab
-DATA lgc30<>+24(SB)/4, $0x3e2aaaab
-DATA lgc30<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x3c088889
-DATA lgc31<>+4(SB)/4, $0x3c088889
-DATA lgc31<>+8(SB)/4, $0x3c088889
-DATA lgc31<>+12(SB)/4, $0x3c088889
-DATA lgc31<>+16(SB)/4, $0x3c088889
-DATA lgc31<>+20(SB)/4, $0x3c088889
-DATA lgc31<>+24(SB)/4, $0x3c088889
-DATA lgc31<>+28(SB)/4, $0x3c088889
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x3d2aaaab
-DATA lgc32<>+4(SB)/4, $0x3d2aaaab
-DATA lgc32<>+8(SB)/4, $0x3d2aaaab
-DATA lgc32<>+12(SB)/4, $0x3d2aaaab
-DATA lgc32<>+16(SB)/4, $0x3d2aaaab
-DATA lgc32<>+20(SB)/4, $0x3d2aaaab
-DATA lgc32<>+24(SB)/4, $0x3d2aaaab
-DATA lgc32<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x3ab60b61
-DATA lgc33<>+4(SB)/4, $0x3ab60b61
-DATA lgc33<>+8(SB)/4, $0x3ab60b61
-DATA lgc33<>+12(SB)/4, $0x3ab60b61
-DATA lgc33<>+16(SB)/4, $0x3ab60b61
-DATA lgc33<>+20(SB)/4, $0x3ab60b61
-DATA lgc33<>+24(SB)/4, $0x3ab60b61
-DATA lgc33<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
 // func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass3AVX2(SB), $0-104
@@ -1111,7 +1000,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc34<>+0(SB), Y5, Y5
+	VMULPS       lgc28<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1159,11 +1048,11 @@ TEXT ·pass3AVX2(SB), $0-104
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v89, v36)
+	// klToRef = div(v64, v36)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc35<>+0(SB), Y1, Y5
+	VMULPS lgc29<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -1191,25 +1080,25 @@ TEXT ·pass3AVX2(SB), $0-104
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x40000000
-DATA lgc34<>+4(SB)/4, $0x40000000
-DATA lgc34<>+8(SB)/4, $0x40000000
-DATA lgc34<>+12(SB)/4, $0x40000000
-DATA lgc34<>+16(SB)/4, $0x40000000
-DATA lgc34<>+20(SB)/4, $0x40000000
-DATA lgc34<>+24(SB)/4, $0x40000000
-DATA lgc34<>+28(SB)/4, $0x40000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/4, $0x40000000
+DATA lgc28<>+4(SB)/4, $0x40000000
+DATA lgc28<>+8(SB)/4, $0x40000000
+DATA lgc28<>+12(SB)/4, $0x40000000
+DATA lgc28<>+16(SB)/4, $0x40000000
+DATA lgc28<>+20(SB)/4, $0x40000000
+DATA lgc28<>+24(SB)/4, $0x40000000
+DATA lgc28<>+28(SB)/4, $0x40000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d23d70a
-DATA lgc35<>+4(SB)/4, $0x3d23d70a
-DATA lgc35<>+8(SB)/4, $0x3d23d70a
-DATA lgc35<>+12(SB)/4, $0x3d23d70a
-DATA lgc35<>+16(SB)/4, $0x3d23d70a
-DATA lgc35<>+20(SB)/4, $0x3d23d70a
-DATA lgc35<>+24(SB)/4, $0x3d23d70a
-DATA lgc35<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc29<>+0(SB)/4, $0x3d23d70a
+DATA lgc29<>+4(SB)/4, $0x3d23d70a
+DATA lgc29<>+8(SB)/4, $0x3d23d70a
+DATA lgc29<>+12(SB)/4, $0x3d23d70a
+DATA lgc29<>+16(SB)/4, $0x3d23d70a
+DATA lgc29<>+20(SB)/4, $0x3d23d70a
+DATA lgc29<>+24(SB)/4, $0x3d23d70a
+DATA lgc29<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -1560,12 +1449,12 @@ TEXT ·fbPass3AVX2(SB), $224-96
 
 	// v36 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc29<>+0(SB), Y2
 
-	// v95 = div(0.04, v36)
+	// v69 = div(0.04, v36)
 	VDIVPS Y0, Y2, Y2
 
-	// v102 = div(1, v36)
+	// v77 = div(1, v36)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1752,187 +1641,136 @@ blocks_21:
 	// v61 = where(mask, v60, 0)
 	VANDPS Y2, Y1, Y2
 
-	// v62 = abs(v61)
-	VMOVUPS lgc24<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc28<>+0(SB), Y4
-
-	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VMOVUPS lgc29<>+0(SB), Y5
-
-	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y2, Y5, Y5
-
-	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v68 = mul(v67, v67)
-	VMULPS Y4, Y4, Y5
-
-	// v71 = mul(0.16666666666666666, v67)
-	VMULPS lgc30<>+0(SB), Y4, Y6
-
-	// v72 = add(0.5, v71)
-	VADDPS lgc20<>+0(SB), Y6, Y6
-
-	// v75 = mul(0.008333333333333333, v67)
-	VMULPS lgc31<>+0(SB), Y4, Y4
-
-	// v76 = add(0.041666666666666664, v75)
-	VADDPS lgc32<>+0(SB), Y4, Y4
-
-	// v78 = mul(v68, v76)
-	VMULPS Y4, Y5, Y4
-
-	// v79 = add(v72, v78)
-	VADDPS Y4, Y6, Y4
-
-	// v80 = mul(v68, v68)
-	VMULPS Y5, Y5, Y6
-
-	// v81 = mul(v80, 0.001388888888888889)
-	VMULPS lgc33<>+0(SB), Y6, Y6
-
-	// v82 = add(v79, v81)
-	VADDPS Y6, Y4, Y4
-
-	// v83 = mul(v68, v82)
-	VMULPS Y4, Y5, Y4
-
-	// v84 = exp(v61)
-	VMOVUPS      lgc10<>+0(SB), Y5
-	VMAXPS       Y2, Y5, Y5
-	VMOVUPS      lgc11<>+0(SB), Y6
-	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc12<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
-	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y8
-	VMOVUPS      lgc17<>+0(SB), Y9
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc19<>+0(SB), Y9
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc7<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
+	// k3 = expm1_minus_x(v61)
+	VMOVUPS      lgc10<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y3
+	VMOVUPS      lgc11<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc12<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y3, Y5
+	VFNMADD231PS lgc13<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y5
+	VMULPS       Y5, Y5, Y6
+	VMOVUPS      lgc15<>+0(SB), Y7
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
+	VMOVUPS      lgc17<>+0(SB), Y3
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y3
+	VFMADD213PS  Y3, Y6, Y7
+	VMOVUPS      lgc19<>+0(SB), Y3
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y3
+	VFMADD213PS  Y3, Y6, Y7
+	VMULPS       Y6, Y7, Y3
+	VFMADD213PS  Y5, Y6, Y7
+	VADDPS       lgc7<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y4, Y5
 	VPADDD       lgc21<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VSUBPS       lgc7<>+0(SB), Y7, Y7
+	VSUBPS       Y2, Y7, Y7
+	VCMPPS       $0x00, lgc4<>+0(SB), Y4, Y4
+	VBLENDVPS    Y4, Y3, Y7, Y7
 
-	// v85 = sub(v84, 1)
-	VSUBPS lgc7<>+0(SB), Y8, Y5
+	// v63 = where(mask, k3, 0)
+	VANDPS Y7, Y1, Y3
 
-	// v86 = sub(v85, v61)
-	VSUBPS Y2, Y5, Y5
-
-	// k3 = where(v64, v83, v86)
-	VBLENDVPS Y3, Y4, Y5, Y3
-
-	// v88 = add(k3, v61)
-	VADDPS Y2, Y3, Y2
-
-	// v89 = where(mask, k3, 0)
-	VANDPS Y3, Y1, Y3
-
-	// sum(v89) over [G N L]
+	// sum(v63) over [G N L]
 	VADDPS  5120(SI), Y3, Y3
 	VMOVUPS Y3, 5120(SI)
 	VMOVUPS (SP), Y3
 
-	// v96 = where(mask, v95, 0)
-	VANDPS  Y3, Y1, Y3
+	// v70 = where(mask, v69, 0)
+	VANDPS Y3, Y1, Y3
+
+	// v71 = add(k3, v61)
+	VADDPS  Y2, Y7, Y2
 	VMOVUPS lgc4<>+0(SB), Y4
 
-	// v97 = ne(v96, 0)
+	// v72 = ne(v70, 0)
 	VCMPPS $0x04, Y4, Y3, Y5
 
-	// v98 = mul(v96, v88)
+	// v73 = mul(v70, v71)
 	VMULPS Y2, Y3, Y2
 
-	// v99 = where(v97, v98, v96)
+	// v74 = where(v72, v73, v70)
 	VBLENDVPS Y5, Y2, Y3, Y2
 
-	// v100 = where(mask, v99, 0)
+	// v75 = where(mask, v74, 0)
 	VANDPS Y2, Y1, Y2
 
-	// v101 = neg(v100)
+	// v76 = neg(v75)
 	VXORPS  lgc24<>+0(SB), Y2, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v103 = where(mask, v102, 0)
+	// v78 = where(mask, v77, 0)
 	VANDPS Y3, Y1, Y3
 
-	// v104 = neg(v103)
+	// v79 = neg(v78)
 	VXORPS lgc24<>+0(SB), Y3, Y3
 
-	// v105 = ne(v104, 0)
+	// v80 = ne(v79, 0)
 	VCMPPS  $0x04, Y4, Y3, Y5
 	VMOVUPS 192(SP), Y6
 
-	// v106 = mul(v104, v19)
+	// v81 = mul(v79, v19)
 	VMULPS Y6, Y3, Y6
 
-	// v107 = where(v105, v106, v104)
+	// v82 = where(v80, v81, v79)
 	VBLENDVPS Y5, Y6, Y3, Y3
 	VMOVUPS   160(SP), Y5
 	VMOVUPS   lgc4<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 
-	// v108 = where(v26, v107, 0)
+	// v83 = where(v26, v82, 0)
 	VANDPS Y3, Y6, Y5
 
-	// v109 = where(v26, 0, v107)
+	// v84 = where(v26, 0, v82)
 	VANDNPS Y3, Y6, Y3
 	VMOVUPS lgc23<>+0(SB), Y6
 
-	// v110 = ge(ratio, 0.8000000028326788)
+	// v85 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y0, Y6
 
-	// v111 = ne(ratio, ratio)
+	// v86 = ne(ratio, ratio)
 	VCMPPS $0x04, Y0, Y0, Y7
 
-	// v112 = max(v110, v111)
+	// v87 = max(v85, v86)
 	VORPS Y6, Y7, Y6
 
-	// v113 = where(v112, v109, 0)
+	// v88 = where(v87, v84, 0)
 	VANDPS  Y3, Y6, Y3
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v114 = le(ratio, 1.2000000078829447)
+	// v89 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y0, Y6
 
-	// v115 = max(v114, v111)
+	// v90 = max(v89, v86)
 	VORPS Y6, Y7, Y6
 
-	// v116 = where(v115, v108, 0)
+	// v91 = where(v90, v83, 0)
 	VANDPS Y5, Y6, Y5
 
-	// v117 = add(v113, v116)
+	// v92 = add(v88, v91)
 	VADDPS Y5, Y3, Y3
 
-	// v118 = ne(v117, 0)
+	// v93 = ne(v92, 0)
 	VCMPPS $0x04, Y4, Y3, Y4
 
-	// v119 = mul(v117, ratio)
+	// v94 = mul(v92, ratio)
 	VMULPS Y0, Y3, Y0
 
-	// v120 = where(v118, v119, v117)
+	// v95 = where(v93, v94, v92)
 	VBLENDVPS Y4, Y0, Y3, Y0
 
-	// v121 = add(v101, v120)
+	// v96 = add(v76, v95)
 	VADDPS Y0, Y2, Y0
 
-	// gradLogProb = where(mask, v121, 0)
+	// gradLogProb = where(mask, v96, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
@@ -2150,7 +1988,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v50 = mul(2, v49)
-	VMULPS       lgc34<>+0(SB), Y5, Y5
+	VMULPS       lgc28<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -2198,11 +2036,11 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v90, v36)
+	// klToRef = div(v64, v36)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc35<>+0(SB), Y1, Y5
+	VMULPS lgc29<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -2289,30 +2127,30 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
-	VMULPS       lgc37<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc38<>+0(SB), Y3, Y3
-	VPAND        lgc39<>+0(SB), Y1, Y1
+	VPSUBD       lgc32<>+0(SB), Y3, Y3
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc40<>+0(SB), Y2, Y1
+	VPAND        lgc34<>+0(SB), Y2, Y1
 	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
 	VMULPS       lgc20<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc42<>+0(SB), Y4
+	VMOVAPS      lgc36<>+0(SB), Y4
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2323,9 +2161,9 @@ bulk_25:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc25<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2336,175 +2174,175 @@ bulkdone_26:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x00800000
-DATA lgc36<>+4(SB)/4, $0x00800000
-DATA lgc36<>+8(SB)/4, $0x00800000
-DATA lgc36<>+12(SB)/4, $0x00800000
-DATA lgc36<>+16(SB)/4, $0x00800000
-DATA lgc36<>+20(SB)/4, $0x00800000
-DATA lgc36<>+24(SB)/4, $0x00800000
-DATA lgc36<>+28(SB)/4, $0x00800000
+DATA lgc30<>+0(SB)/4, $0x00800000
+DATA lgc30<>+4(SB)/4, $0x00800000
+DATA lgc30<>+8(SB)/4, $0x00800000
+DATA lgc30<>+12(SB)/4, $0x00800000
+DATA lgc30<>+16(SB)/4, $0x00800000
+DATA lgc30<>+20(SB)/4, $0x00800000
+DATA lgc30<>+24(SB)/4, $0x00800000
+DATA lgc30<>+28(SB)/4, $0x00800000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x4b000000
+DATA lgc31<>+4(SB)/4, $0x4b000000
+DATA lgc31<>+8(SB)/4, $0x4b000000
+DATA lgc31<>+12(SB)/4, $0x4b000000
+DATA lgc31<>+16(SB)/4, $0x4b000000
+DATA lgc31<>+20(SB)/4, $0x4b000000
+DATA lgc31<>+24(SB)/4, $0x4b000000
+DATA lgc31<>+28(SB)/4, $0x4b000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x0000007f
+DATA lgc32<>+4(SB)/4, $0x0000007f
+DATA lgc32<>+8(SB)/4, $0x0000007f
+DATA lgc32<>+12(SB)/4, $0x0000007f
+DATA lgc32<>+16(SB)/4, $0x0000007f
+DATA lgc32<>+20(SB)/4, $0x0000007f
+DATA lgc32<>+24(SB)/4, $0x0000007f
+DATA lgc32<>+28(SB)/4, $0x0000007f
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0xffffffe9
+DATA lgc33<>+4(SB)/4, $0xffffffe9
+DATA lgc33<>+8(SB)/4, $0xffffffe9
+DATA lgc33<>+12(SB)/4, $0xffffffe9
+DATA lgc33<>+16(SB)/4, $0xffffffe9
+DATA lgc33<>+20(SB)/4, $0xffffffe9
+DATA lgc33<>+24(SB)/4, $0xffffffe9
+DATA lgc33<>+28(SB)/4, $0xffffffe9
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x007fffff
+DATA lgc34<>+4(SB)/4, $0x007fffff
+DATA lgc34<>+8(SB)/4, $0x007fffff
+DATA lgc34<>+12(SB)/4, $0x007fffff
+DATA lgc34<>+16(SB)/4, $0x007fffff
+DATA lgc34<>+20(SB)/4, $0x007fffff
+DATA lgc34<>+24(SB)/4, $0x007fffff
+DATA lgc34<>+28(SB)/4, $0x007fffff
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x3fb504f3
+DATA lgc35<>+4(SB)/4, $0x3fb504f3
+DATA lgc35<>+8(SB)/4, $0x3fb504f3
+DATA lgc35<>+12(SB)/4, $0x3fb504f3
+DATA lgc35<>+16(SB)/4, $0x3fb504f3
+DATA lgc35<>+20(SB)/4, $0x3fb504f3
+DATA lgc35<>+24(SB)/4, $0x3fb504f3
+DATA lgc35<>+28(SB)/4, $0x3fb504f3
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x3d9021bb
+DATA lgc36<>+4(SB)/4, $0x3d9021bb
+DATA lgc36<>+8(SB)/4, $0x3d9021bb
+DATA lgc36<>+12(SB)/4, $0x3d9021bb
+DATA lgc36<>+16(SB)/4, $0x3d9021bb
+DATA lgc36<>+20(SB)/4, $0x3d9021bb
+DATA lgc36<>+24(SB)/4, $0x3d9021bb
+DATA lgc36<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x4b000000
-DATA lgc37<>+4(SB)/4, $0x4b000000
-DATA lgc37<>+8(SB)/4, $0x4b000000
-DATA lgc37<>+12(SB)/4, $0x4b000000
-DATA lgc37<>+16(SB)/4, $0x4b000000
-DATA lgc37<>+20(SB)/4, $0x4b000000
-DATA lgc37<>+24(SB)/4, $0x4b000000
-DATA lgc37<>+28(SB)/4, $0x4b000000
+DATA lgc37<>+0(SB)/4, $0xbdebd1b8
+DATA lgc37<>+4(SB)/4, $0xbdebd1b8
+DATA lgc37<>+8(SB)/4, $0xbdebd1b8
+DATA lgc37<>+12(SB)/4, $0xbdebd1b8
+DATA lgc37<>+16(SB)/4, $0xbdebd1b8
+DATA lgc37<>+20(SB)/4, $0xbdebd1b8
+DATA lgc37<>+24(SB)/4, $0xbdebd1b8
+DATA lgc37<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x0000007f
-DATA lgc38<>+4(SB)/4, $0x0000007f
-DATA lgc38<>+8(SB)/4, $0x0000007f
-DATA lgc38<>+12(SB)/4, $0x0000007f
-DATA lgc38<>+16(SB)/4, $0x0000007f
-DATA lgc38<>+20(SB)/4, $0x0000007f
-DATA lgc38<>+24(SB)/4, $0x0000007f
-DATA lgc38<>+28(SB)/4, $0x0000007f
+DATA lgc38<>+0(SB)/4, $0x3def251a
+DATA lgc38<>+4(SB)/4, $0x3def251a
+DATA lgc38<>+8(SB)/4, $0x3def251a
+DATA lgc38<>+12(SB)/4, $0x3def251a
+DATA lgc38<>+16(SB)/4, $0x3def251a
+DATA lgc38<>+20(SB)/4, $0x3def251a
+DATA lgc38<>+24(SB)/4, $0x3def251a
+DATA lgc38<>+28(SB)/4, $0x3def251a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xffffffe9
-DATA lgc39<>+4(SB)/4, $0xffffffe9
-DATA lgc39<>+8(SB)/4, $0xffffffe9
-DATA lgc39<>+12(SB)/4, $0xffffffe9
-DATA lgc39<>+16(SB)/4, $0xffffffe9
-DATA lgc39<>+20(SB)/4, $0xffffffe9
-DATA lgc39<>+24(SB)/4, $0xffffffe9
-DATA lgc39<>+28(SB)/4, $0xffffffe9
+DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x007fffff
-DATA lgc40<>+4(SB)/4, $0x007fffff
-DATA lgc40<>+8(SB)/4, $0x007fffff
-DATA lgc40<>+12(SB)/4, $0x007fffff
-DATA lgc40<>+16(SB)/4, $0x007fffff
-DATA lgc40<>+20(SB)/4, $0x007fffff
-DATA lgc40<>+24(SB)/4, $0x007fffff
-DATA lgc40<>+28(SB)/4, $0x007fffff
+DATA lgc40<>+0(SB)/4, $0x3e11e9bf
+DATA lgc40<>+4(SB)/4, $0x3e11e9bf
+DATA lgc40<>+8(SB)/4, $0x3e11e9bf
+DATA lgc40<>+12(SB)/4, $0x3e11e9bf
+DATA lgc40<>+16(SB)/4, $0x3e11e9bf
+DATA lgc40<>+20(SB)/4, $0x3e11e9bf
+DATA lgc40<>+24(SB)/4, $0x3e11e9bf
+DATA lgc40<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3fb504f3
-DATA lgc41<>+4(SB)/4, $0x3fb504f3
-DATA lgc41<>+8(SB)/4, $0x3fb504f3
-DATA lgc41<>+12(SB)/4, $0x3fb504f3
-DATA lgc41<>+16(SB)/4, $0x3fb504f3
-DATA lgc41<>+20(SB)/4, $0x3fb504f3
-DATA lgc41<>+24(SB)/4, $0x3fb504f3
-DATA lgc41<>+28(SB)/4, $0x3fb504f3
+DATA lgc41<>+0(SB)/4, $0xbe2aae50
+DATA lgc41<>+4(SB)/4, $0xbe2aae50
+DATA lgc41<>+8(SB)/4, $0xbe2aae50
+DATA lgc41<>+12(SB)/4, $0xbe2aae50
+DATA lgc41<>+16(SB)/4, $0xbe2aae50
+DATA lgc41<>+20(SB)/4, $0xbe2aae50
+DATA lgc41<>+24(SB)/4, $0xbe2aae50
+DATA lgc41<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3d9021bb
-DATA lgc42<>+4(SB)/4, $0x3d9021bb
-DATA lgc42<>+8(SB)/4, $0x3d9021bb
-DATA lgc42<>+12(SB)/4, $0x3d9021bb
-DATA lgc42<>+16(SB)/4, $0x3d9021bb
-DATA lgc42<>+20(SB)/4, $0x3d9021bb
-DATA lgc42<>+24(SB)/4, $0x3d9021bb
-DATA lgc42<>+28(SB)/4, $0x3d9021bb
+DATA lgc42<>+0(SB)/4, $0x3e4cceac
+DATA lgc42<>+4(SB)/4, $0x3e4cceac
+DATA lgc42<>+8(SB)/4, $0x3e4cceac
+DATA lgc42<>+12(SB)/4, $0x3e4cceac
+DATA lgc42<>+16(SB)/4, $0x3e4cceac
+DATA lgc42<>+20(SB)/4, $0x3e4cceac
+DATA lgc42<>+24(SB)/4, $0x3e4cceac
+DATA lgc42<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdebd1b8
-DATA lgc43<>+4(SB)/4, $0xbdebd1b8
-DATA lgc43<>+8(SB)/4, $0xbdebd1b8
-DATA lgc43<>+12(SB)/4, $0xbdebd1b8
-DATA lgc43<>+16(SB)/4, $0xbdebd1b8
-DATA lgc43<>+20(SB)/4, $0xbdebd1b8
-DATA lgc43<>+24(SB)/4, $0xbdebd1b8
-DATA lgc43<>+28(SB)/4, $0xbdebd1b8
+DATA lgc43<>+0(SB)/4, $0xbe7ffffc
+DATA lgc43<>+4(SB)/4, $0xbe7ffffc
+DATA lgc43<>+8(SB)/4, $0xbe7ffffc
+DATA lgc43<>+12(SB)/4, $0xbe7ffffc
+DATA lgc43<>+16(SB)/4, $0xbe7ffffc
+DATA lgc43<>+20(SB)/4, $0xbe7ffffc
+DATA lgc43<>+24(SB)/4, $0xbe7ffffc
+DATA lgc43<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3def251a
-DATA lgc44<>+4(SB)/4, $0x3def251a
-DATA lgc44<>+8(SB)/4, $0x3def251a
-DATA lgc44<>+12(SB)/4, $0x3def251a
-DATA lgc44<>+16(SB)/4, $0x3def251a
-DATA lgc44<>+20(SB)/4, $0x3def251a
-DATA lgc44<>+24(SB)/4, $0x3def251a
-DATA lgc44<>+28(SB)/4, $0x3def251a
+DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+0(SB)/4, $0x7fc00000
+DATA lgc45<>+4(SB)/4, $0x7fc00000
+DATA lgc45<>+8(SB)/4, $0x7fc00000
+DATA lgc45<>+12(SB)/4, $0x7fc00000
+DATA lgc45<>+16(SB)/4, $0x7fc00000
+DATA lgc45<>+20(SB)/4, $0x7fc00000
+DATA lgc45<>+24(SB)/4, $0x7fc00000
+DATA lgc45<>+28(SB)/4, $0x7fc00000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e11e9bf
-DATA lgc46<>+4(SB)/4, $0x3e11e9bf
-DATA lgc46<>+8(SB)/4, $0x3e11e9bf
-DATA lgc46<>+12(SB)/4, $0x3e11e9bf
-DATA lgc46<>+16(SB)/4, $0x3e11e9bf
-DATA lgc46<>+20(SB)/4, $0x3e11e9bf
-DATA lgc46<>+24(SB)/4, $0x3e11e9bf
-DATA lgc46<>+28(SB)/4, $0x3e11e9bf
+DATA lgc46<>+0(SB)/4, $0x7f800000
+DATA lgc46<>+4(SB)/4, $0x7f800000
+DATA lgc46<>+8(SB)/4, $0x7f800000
+DATA lgc46<>+12(SB)/4, $0x7f800000
+DATA lgc46<>+16(SB)/4, $0x7f800000
+DATA lgc46<>+20(SB)/4, $0x7f800000
+DATA lgc46<>+24(SB)/4, $0x7f800000
+DATA lgc46<>+28(SB)/4, $0x7f800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0xbe2aae50
-DATA lgc47<>+4(SB)/4, $0xbe2aae50
-DATA lgc47<>+8(SB)/4, $0xbe2aae50
-DATA lgc47<>+12(SB)/4, $0xbe2aae50
-DATA lgc47<>+16(SB)/4, $0xbe2aae50
-DATA lgc47<>+20(SB)/4, $0xbe2aae50
-DATA lgc47<>+24(SB)/4, $0xbe2aae50
-DATA lgc47<>+28(SB)/4, $0xbe2aae50
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/4, $0x3e4cceac
-DATA lgc48<>+4(SB)/4, $0x3e4cceac
-DATA lgc48<>+8(SB)/4, $0x3e4cceac
-DATA lgc48<>+12(SB)/4, $0x3e4cceac
-DATA lgc48<>+16(SB)/4, $0x3e4cceac
-DATA lgc48<>+20(SB)/4, $0x3e4cceac
-DATA lgc48<>+24(SB)/4, $0x3e4cceac
-DATA lgc48<>+28(SB)/4, $0x3e4cceac
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/4, $0xbe7ffffc
-DATA lgc49<>+4(SB)/4, $0xbe7ffffc
-DATA lgc49<>+8(SB)/4, $0xbe7ffffc
-DATA lgc49<>+12(SB)/4, $0xbe7ffffc
-DATA lgc49<>+16(SB)/4, $0xbe7ffffc
-DATA lgc49<>+20(SB)/4, $0xbe7ffffc
-DATA lgc49<>+24(SB)/4, $0xbe7ffffc
-DATA lgc49<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
-
-DATA lgc51<>+0(SB)/4, $0x7fc00000
-DATA lgc51<>+4(SB)/4, $0x7fc00000
-DATA lgc51<>+8(SB)/4, $0x7fc00000
-DATA lgc51<>+12(SB)/4, $0x7fc00000
-DATA lgc51<>+16(SB)/4, $0x7fc00000
-DATA lgc51<>+20(SB)/4, $0x7fc00000
-DATA lgc51<>+24(SB)/4, $0x7fc00000
-DATA lgc51<>+28(SB)/4, $0x7fc00000
-GLOBL lgc51<>(SB), RODATA|NOPTR, $32
-
-DATA lgc52<>+0(SB)/4, $0x7f800000
-DATA lgc52<>+4(SB)/4, $0x7f800000
-DATA lgc52<>+8(SB)/4, $0x7f800000
-DATA lgc52<>+12(SB)/4, $0x7f800000
-DATA lgc52<>+16(SB)/4, $0x7f800000
-DATA lgc52<>+20(SB)/4, $0x7f800000
-DATA lgc52<>+24(SB)/4, $0x7f800000
-DATA lgc52<>+28(SB)/4, $0x7f800000
-GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2519,30 +2357,30 @@ bulk_27:
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc7<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
-	VMULPS       lgc37<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc38<>+0(SB), Y4, Y4
-	VPAND        lgc39<>+0(SB), Y2, Y2
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc40<>+0(SB), Y3, Y2
+	VPAND        lgc34<>+0(SB), Y3, Y2
 	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
 	VMULPS       lgc20<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc42<>+0(SB), Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2553,9 +2391,9 @@ bulk_27:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc25<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc7<>+0(SB), Y1, Y2
@@ -2566,8 +2404,8 @@ bulk_27:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc25<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_27

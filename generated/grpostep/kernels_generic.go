@@ -4,6 +4,7 @@ package grpostep
 
 import (
 	"github.com/lossgen/lossgen/runtime"
+	vmath "github.com/lossgen/lossgen/runtime/vmath"
 	"math"
 	"sync"
 )
@@ -18,7 +19,7 @@ type scratch struct {
 	s4   float32           // v44 = sum(v43) over G,N,L
 	s5   float32           // v49 = logsumexp(v47) over G,N,L
 	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v89 = sum(v88) over G,N,L
+	s7   float32           // v64 = sum(v63) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
@@ -90,7 +91,7 @@ type pass2GoStates struct {
 	acc44    float64           // v44 = sum(v43) over G,N,L
 	acc49    runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
 	acc52    runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
-	acc89    float64           // v89 = sum(v88) over G,N,L
+	acc64    float64           // v64 = sum(v63) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -101,7 +102,7 @@ func (a *pass2GoStates) merge(b *pass2GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc89, b.acc89)
+	mergeSum(&a.acc64, b.acc64)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of G, its reduction states into st.
@@ -115,20 +116,13 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 	c29 := float32(0.8)
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
-	c63 := float32(0.1)
-	c65 := float32(-0.1)
-	half := float32(0.5)
-	c70 := float32(0.16666667)
-	c73 := float32(0.041666668)
-	c74 := float32(0.008333334)
-	c77 := float32(0.0013888889)
 	numValid := 0.0
 	acc35 := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc89 := 0.0
+	acc64 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -173,27 +167,9 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 				v59 := sel(mask, refLogProb, zero)
 				v60 := v59 - v16
 				v61 := sel(mask, v60, zero)
-				v62 := float32(math.Abs(float64(v61)))
-				v64 := b2f(v62 < c63)
-				v66 := max(v61, c65)
-				v67 := min(v66, c63)
-				v68 := float32(v67 * v67)
-				v71 := float32(c70 * v67)
-				v72 := half + v71
-				v75 := float32(c74 * v67)
-				v76 := c73 + v75
-				v78 := float32(v68 * v76)
-				v79 := v72 + v78
-				v80 := float32(v68 * v68)
-				v81 := float32(v80 * c77)
-				v82 := v79 + v81
-				v83 := float32(v68 * v82)
-				v84 := float32(math.Exp(float64(v61)))
-				v85 := v84 - one
-				v86 := v85 - v61
-				k3 := sel(v64, v83, v86)
-				v88 := sel(mask, k3, zero)
-				acc89 += float64(v88)
+				k3 := float32(vmath.ExpM1MinusX(float64(v61)))
+				v63 := sel(mask, k3, zero)
+				acc64 += float64(v63)
 			}
 		}
 	}
@@ -203,7 +179,7 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc89 = acc89
+	st.acc64 = acc64
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64],
@@ -228,7 +204,7 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc89)
+	s.s7 = float32(st.acc64)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -236,7 +212,7 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c91 := float32(0.04)
+	c66 := float32(0.04)
 	numValid := out.NumValid
 	v35 := s.s2
 	v36 := max(numValid, one)
@@ -257,9 +233,9 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v56 := v54 / v36
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v89 := s.s7
-	klToRef := v89 / v36
-	lossKLToRef := float32(c91 * klToRef)
+	v64 := s.s7
+	klToRef := v64 / v36
+	lossKLToRef := float32(c66 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }
@@ -274,7 +250,7 @@ type fbScratch struct {
 	s4   float32           // v44 = sum(v43) over G,N,L
 	s5   float32           // v49 = logsumexp(v47) over G,N,L
 	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v90 = sum(v89) over G,N,L
+	s7   float32           // v64 = sum(v63) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
@@ -397,7 +373,7 @@ type fbPass3GoStates struct {
 	acc44 float64           // v44 = sum(v43) over G,N,L
 	acc49 runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
 	acc52 runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
-	acc90 float64           // v90 = sum(v89) over G,N,L
+	acc64 float64           // v64 = sum(v63) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -407,7 +383,7 @@ func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc90, b.acc90)
+	mergeSum(&a.acc64, b.acc64)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of G, its reduction states into st.
@@ -421,20 +397,13 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c29 := float32(0.8)
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
-	c63 := float32(0.1)
-	c65 := float32(-0.1)
-	half := float32(0.5)
-	c70 := float32(0.16666667)
-	c73 := float32(0.041666668)
-	c74 := float32(0.008333334)
-	c77 := float32(0.0013888889)
-	c92 := float32(0.04)
+	c66 := float32(0.04)
 	acc35 := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc90 := 0.0
+	acc64 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -479,56 +448,38 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v59 := sel(mask, refLogProb, zero)
 				v60 := v59 - v16
 				v61 := sel(mask, v60, zero)
-				v62 := float32(math.Abs(float64(v61)))
-				v64 := b2f(v62 < c63)
-				v66 := max(v61, c65)
-				v67 := min(v66, c63)
-				v68 := float32(v67 * v67)
-				v71 := float32(c70 * v67)
-				v72 := half + v71
-				v75 := float32(c74 * v67)
-				v76 := c73 + v75
-				v78 := float32(v68 * v76)
-				v79 := v72 + v78
-				v80 := float32(v68 * v68)
-				v81 := float32(v80 * c77)
-				v82 := v79 + v81
-				v83 := float32(v68 * v82)
-				v84 := float32(math.Exp(float64(v61)))
-				v85 := v84 - one
-				v86 := v85 - v61
-				k3 := sel(v64, v83, v86)
-				v88 := k3 + v61
-				v89 := sel(mask, k3, zero)
-				acc90 += float64(v89)
-				v95 := c92 / v36
-				v96 := sel(mask, v95, zero)
-				v97 := b2f(v96 != zero)
-				v98 := float32(v96 * v88)
-				v99 := sel(v97, v98, v96)
-				v100 := sel(mask, v99, zero)
-				v101 := -v100
-				v102 := one / v36
-				v103 := sel(mask, v102, zero)
-				v104 := -v103
-				v105 := b2f(v104 != zero)
-				v106 := float32(v104 * v19)
-				v107 := sel(v105, v106, v104)
-				v108 := sel(v26, v107, zero)
-				v109 := sel(v26, zero, v107)
-				v110 := b2f(ratio >= c29)
-				v111 := b2f(ratio != ratio)
-				v112 := max(v110, v111)
-				v113 := sel(v112, v109, zero)
-				v114 := b2f(ratio <= c27)
-				v115 := max(v114, v111)
-				v116 := sel(v115, v108, zero)
-				v117 := v113 + v116
-				v118 := b2f(v117 != zero)
-				v119 := float32(v117 * ratio)
-				v120 := sel(v118, v119, v117)
-				v121 := v101 + v120
-				gradLogProb := sel(mask, v121, zero)
+				k3 := float32(vmath.ExpM1MinusX(float64(v61)))
+				v63 := sel(mask, k3, zero)
+				acc64 += float64(v63)
+				v69 := c66 / v36
+				v70 := sel(mask, v69, zero)
+				v71 := k3 + v61
+				v72 := b2f(v70 != zero)
+				v73 := float32(v70 * v71)
+				v74 := sel(v72, v73, v70)
+				v75 := sel(mask, v74, zero)
+				v76 := -v75
+				v77 := one / v36
+				v78 := sel(mask, v77, zero)
+				v79 := -v78
+				v80 := b2f(v79 != zero)
+				v81 := float32(v79 * v19)
+				v82 := sel(v80, v81, v79)
+				v83 := sel(v26, v82, zero)
+				v84 := sel(v26, zero, v82)
+				v85 := b2f(ratio >= c29)
+				v86 := b2f(ratio != ratio)
+				v87 := max(v85, v86)
+				v88 := sel(v87, v84, zero)
+				v89 := b2f(ratio <= c27)
+				v90 := max(v89, v86)
+				v91 := sel(v90, v83, zero)
+				v92 := v88 + v91
+				v93 := b2f(v92 != zero)
+				v94 := float32(v92 * ratio)
+				v95 := sel(v93, v94, v92)
+				v96 := v76 + v95
+				gradLogProb := sel(mask, v96, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}
@@ -538,7 +489,7 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc90 = acc90
+	st.acc64 = acc64
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
@@ -562,7 +513,7 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc90)
+	s.s7 = float32(st.acc64)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -570,7 +521,7 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c92 := float32(0.04)
+	c66 := float32(0.04)
 	numValid := out.NumValid
 	v35 := s.s2
 	v36 := max(numValid, one)
@@ -591,9 +542,9 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v56 := v54 / v36
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v90 := s.s7
-	klToRef := v90 / v36
-	lossKLToRef := float32(c92 * klToRef)
+	v64 := s.s7
+	klToRef := v64 / v36
+	lossKLToRef := float32(c66 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

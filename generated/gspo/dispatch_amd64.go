@@ -30,8 +30,8 @@ type avxState struct {
 	r29_p []float32
 	r40_s []float64
 	r40_p []float32
-	r73_s []float64
-	r73_p []float32
+	r48_s []float64
+	r48_p []float32
 	p1_ok []float32
 	res   []float64
 }
@@ -49,8 +49,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
 	st.r40_s = st.buf[360:376]
 	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
-	st.r73_s = st.buf[400:416]
-	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r48_s = st.buf[400:416]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[440])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -78,8 +78,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r29_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r73_s, 0)
-		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 156 {
 			lo, hi := a, min(a+156, hi)
@@ -113,7 +113,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -128,7 +128,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r73_s, 8)
+	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s4 = float32(st.res[0])
 }
 
@@ -150,15 +150,15 @@ type fbAvxState struct {
 	r9_p  []float32
 	r13_s []float64
 	r13_p []float32
-	r86_s []float64
-	r86_p []float32
+	r61_s []float64
+	r61_p []float32
 	p1_ok []float32
 	r29_s []float64
 	r29_p []float32
 	r40_s []float64
 	r40_p []float32
-	r74_s []float64
-	r74_p []float32
+	r48_s []float64
+	r48_p []float32
 	p2_ok []float32
 	res   []float64
 }
@@ -172,15 +172,15 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r9_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 72)
 	st.r13_s = st.buf[192:264]
 	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
-	st.r86_s = st.buf[320:392]
-	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
+	st.r61_s = st.buf[320:392]
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.r29_s = st.buf[464:480]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
 	st.r40_s = st.buf[504:520]
 	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r74_s = st.buf[544:560]
-	st.r74_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r48_s = st.buf[544:560]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -245,15 +245,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r9_p, 0)
 		runtime.Fill(st.r13_s, 0)
 		runtime.Fill(st.r13_p, 0)
-		runtime.Fill(st.r86_s, 0)
-		runtime.Fill(st.r86_p, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.Fill(st.r61_p, 0)
 		runtime.SetMask(st.p1_ok)
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r74_s, 0)
-		runtime.Fill(st.r74_p, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
 		runtime.SetMask(st.p2_ok)
 		for a := lo; a < hi; a += 119 {
 			lo, hi := a, min(a+119, hi)
@@ -266,7 +266,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			runtime.FinishSum(st.res[lo:hi], st.r86_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r61_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
@@ -290,7 +290,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -303,7 +303,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r74_s, 8)
+	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s4 = float32(st.res[0])
 }
 

@@ -328,96 +328,45 @@ blocks_5:
 	// v44 = sub(v43, v6)
 	VSUBPS Y1, Y2, Y1
 
-	// v45 = abs(v44)
-	VMOVUPS lgc19<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc20<>+0(SB), Y3
-
-	// v47 = lt(v45, 0.1)
-	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc21<>+0(SB), Y4
-
-	// v49 = max(v44, -0.1) tie=first
-	VMAXPS Y1, Y4, Y4
-
-	// v50 = min(v49, 0.1) tie=first
-	VMINPS Y4, Y3, Y3
-
-	// v51 = mul(v50, v50)
-	VMULPS Y3, Y3, Y4
-
-	// v54 = mul(0.16666666666666666, v50)
-	VMULPS lgc22<>+0(SB), Y3, Y5
-
-	// v55 = add(0.5, v54)
-	VADDPS lgc15<>+0(SB), Y5, Y5
-
-	// v58 = mul(0.008333333333333333, v50)
-	VMULPS lgc23<>+0(SB), Y3, Y3
-
-	// v59 = add(0.041666666666666664, v58)
-	VADDPS lgc24<>+0(SB), Y3, Y3
-
-	// v61 = mul(v51, v59)
-	VMULPS Y3, Y4, Y3
-
-	// v62 = add(v55, v61)
-	VADDPS Y3, Y5, Y3
-
-	// v63 = mul(v51, v51)
-	VMULPS Y4, Y4, Y5
-
-	// v64 = mul(v63, 0.001388888888888889)
-	VMULPS lgc25<>+0(SB), Y5, Y5
-
-	// v65 = add(v62, v64)
-	VADDPS Y5, Y3, Y3
-
-	// v66 = mul(v51, v65)
-	VMULPS Y3, Y4, Y3
-
-	// v67 = exp(v44)
-	VMOVUPS      lgc5<>+0(SB), Y4
-	VMAXPS       Y1, Y4, Y4
-	VMOVUPS      lgc6<>+0(SB), Y5
-	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc7<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
-	VMULPS       Y4, Y4, Y6
-	VMOVUPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y7
-	VMOVUPS      lgc12<>+0(SB), Y8
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VFMADD213PS  Y4, Y6, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
+	// k3 = expm1_minus_x(v44)
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc7<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VMOVUPS      lgc12<>+0(SB), Y2
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMOVUPS      lgc14<>+0(SB), Y2
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMULPS       Y5, Y6, Y2
+	VFMADD213PS  Y4, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y3, Y4
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VSUBPS       lgc1<>+0(SB), Y6, Y6
+	VSUBPS       Y1, Y6, Y6
+	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y1
+	VBLENDVPS    Y1, Y2, Y6, Y6
 
-	// v68 = sub(v67, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y4
+	// v47 = where(mask, k3, 0)
+	VANDPS Y6, Y0, Y0
 
-	// v69 = sub(v68, v44)
-	VSUBPS Y1, Y4, Y1
-
-	// k3 = where(v47, v66, v69)
-	VBLENDVPS Y2, Y3, Y1, Y1
-
-	// v72 = where(mask, k3, 0)
-	VANDPS Y1, Y0, Y0
-
-	// sum(v72) over [B L]
+	// sum(v47) over [B L]
 	VADDPS       3392(BX), Y0, Y0
 	VMOVUPS      Y0, 3392(BX)
 	DECQ         DX
@@ -698,66 +647,6 @@ DATA lgc19<>+24(SB)/4, $0x80000000
 DATA lgc19<>+28(SB)/4, $0x80000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3dcccccd
-DATA lgc20<>+4(SB)/4, $0x3dcccccd
-DATA lgc20<>+8(SB)/4, $0x3dcccccd
-DATA lgc20<>+12(SB)/4, $0x3dcccccd
-DATA lgc20<>+16(SB)/4, $0x3dcccccd
-DATA lgc20<>+20(SB)/4, $0x3dcccccd
-DATA lgc20<>+24(SB)/4, $0x3dcccccd
-DATA lgc20<>+28(SB)/4, $0x3dcccccd
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0xbdcccccd
-DATA lgc21<>+4(SB)/4, $0xbdcccccd
-DATA lgc21<>+8(SB)/4, $0xbdcccccd
-DATA lgc21<>+12(SB)/4, $0xbdcccccd
-DATA lgc21<>+16(SB)/4, $0xbdcccccd
-DATA lgc21<>+20(SB)/4, $0xbdcccccd
-DATA lgc21<>+24(SB)/4, $0xbdcccccd
-DATA lgc21<>+28(SB)/4, $0xbdcccccd
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x3e2aaaab
-DATA lgc22<>+4(SB)/4, $0x3e2aaaab
-DATA lgc22<>+8(SB)/4, $0x3e2aaaab
-DATA lgc22<>+12(SB)/4, $0x3e2aaaab
-DATA lgc22<>+16(SB)/4, $0x3e2aaaab
-DATA lgc22<>+20(SB)/4, $0x3e2aaaab
-DATA lgc22<>+24(SB)/4, $0x3e2aaaab
-DATA lgc22<>+28(SB)/4, $0x3e2aaaab
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0x3c088889
-DATA lgc23<>+4(SB)/4, $0x3c088889
-DATA lgc23<>+8(SB)/4, $0x3c088889
-DATA lgc23<>+12(SB)/4, $0x3c088889
-DATA lgc23<>+16(SB)/4, $0x3c088889
-DATA lgc23<>+20(SB)/4, $0x3c088889
-DATA lgc23<>+24(SB)/4, $0x3c088889
-DATA lgc23<>+28(SB)/4, $0x3c088889
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0x3d2aaaab
-DATA lgc24<>+4(SB)/4, $0x3d2aaaab
-DATA lgc24<>+8(SB)/4, $0x3d2aaaab
-DATA lgc24<>+12(SB)/4, $0x3d2aaaab
-DATA lgc24<>+16(SB)/4, $0x3d2aaaab
-DATA lgc24<>+20(SB)/4, $0x3d2aaaab
-DATA lgc24<>+24(SB)/4, $0x3d2aaaab
-DATA lgc24<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x3ab60b61
-DATA lgc25<>+4(SB)/4, $0x3ab60b61
-DATA lgc25<>+8(SB)/4, $0x3ab60b61
-DATA lgc25<>+12(SB)/4, $0x3ab60b61
-DATA lgc25<>+16(SB)/4, $0x3ab60b61
-DATA lgc25<>+20(SB)/4, $0x3ab60b61
-DATA lgc25<>+24(SB)/4, $0x3ab60b61
-DATA lgc25<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
 // func pass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
 TEXT ·pass2AVX2(SB), $0-64
@@ -781,11 +670,11 @@ TEXT ·pass2AVX2(SB), $0-64
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v74 = div(v73, v30)
+	// v49 = div(v48, v30)
 	VDIVPS Y0, Y3, Y0
 
-	// lossKLToRef = mul(0.04, v74)
-	VMULPS lgc26<>+0(SB), Y0, Y3
+	// lossKLToRef = mul(0.04, v49)
+	VMULPS lgc20<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -805,15 +694,15 @@ TEXT ·pass2AVX2(SB), $0-64
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x3d23d70a
-DATA lgc26<>+4(SB)/4, $0x3d23d70a
-DATA lgc26<>+8(SB)/4, $0x3d23d70a
-DATA lgc26<>+12(SB)/4, $0x3d23d70a
-DATA lgc26<>+16(SB)/4, $0x3d23d70a
-DATA lgc26<>+20(SB)/4, $0x3d23d70a
-DATA lgc26<>+24(SB)/4, $0x3d23d70a
-DATA lgc26<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+DATA lgc20<>+0(SB)/4, $0x3d23d70a
+DATA lgc20<>+4(SB)/4, $0x3d23d70a
+DATA lgc20<>+8(SB)/4, $0x3d23d70a
+DATA lgc20<>+12(SB)/4, $0x3d23d70a
+DATA lgc20<>+16(SB)/4, $0x3d23d70a
+DATA lgc20<>+20(SB)/4, $0x3d23d70a
+DATA lgc20<>+24(SB)/4, $0x3d23d70a
+DATA lgc20<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -901,7 +790,7 @@ TEXT ·fbPass1AVX2(SB), $32-56
 	// v30 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v84 = div(1, v30)
+	// v59 = div(1, v30)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -952,10 +841,10 @@ blocks_11:
 	VADDPS  Y1, Y4, Y1
 	VMOVUPS (SP), Y4
 
-	// v85 = where(mask, v84, 0)
+	// v60 = where(mask, v59, 0)
 	VANDPS Y4, Y3, Y3
 
-	// sum(v85) over [L]
+	// sum(v60) over [L]
 	VADDPS       Y2, Y3, Y2
 	DECQ         DX
 	JNZ          noflush_12
@@ -1080,9 +969,9 @@ TEXT ·fbPass2AVX2(SB), $224-96
 
 	// v30 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc26<>+0(SB), Y1
+	VMOVUPS lgc20<>+0(SB), Y1
 
-	// v78 = div(0.04, v30)
+	// v52 = div(0.04, v30)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -1185,62 +1074,62 @@ outer0_13:
 	MOVQ         s5+40(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y3
 
-	// v87 = neg(v86)
+	// v62 = neg(v61)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v88 = mul(v87, v17)
+	// v63 = mul(v62, v17)
 	VMULPS Y0, Y3, Y0
 
-	// v89 = where(v19, v88, 0)
+	// v64 = where(v19, v63, 0)
 	VANDPS Y0, Y2, Y3
 
-	// v90 = where(v19, 0, v88)
+	// v65 = where(v19, 0, v63)
 	VANDNPS Y0, Y2, Y0
 	VMOVUPS 96(SP), Y2
 
-	// v91 = ge(sequenceRatio, 0.8)
+	// v66 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y7, Y2, Y4
 
-	// v92 = ne(sequenceRatio, sequenceRatio)
+	// v67 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y2, Y2, Y5
 
-	// v93 = max(v91, v92)
+	// v68 = max(v66, v67)
 	VORPS Y4, Y5, Y4
 
-	// v94 = where(v93, v90, 0)
+	// v69 = where(v68, v65, 0)
 	VANDPS  Y0, Y4, Y0
 	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v95 = le(sequenceRatio, 1.2)
+	// v70 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
 
-	// v96 = max(v95, v92)
+	// v71 = max(v70, v67)
 	VORPS Y4, Y5, Y4
 
-	// v97 = where(v96, v89, 0)
+	// v72 = where(v71, v64, 0)
 	VANDPS Y3, Y4, Y3
 
-	// v98 = add(v94, v97)
+	// v73 = add(v69, v72)
 	VADDPS  Y3, Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v99 = ne(v98, 0)
+	// v74 = ne(v73, 0)
 	VCMPPS $0x04, Y3, Y0, Y4
 
-	// v100 = mul(v98, sequenceRatio)
+	// v75 = mul(v73, sequenceRatio)
 	VMULPS Y2, Y0, Y2
 
-	// v101 = where(v99, v100, v98)
+	// v76 = where(v74, v75, v73)
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v102 = ne(v101, 0)
+	// v77 = ne(v76, 0)
 	VCMPPS  $0x04, Y3, Y0, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v103 = div(v101, v10)
+	// v78 = div(v76, v10)
 	VDIVPS Y3, Y0, Y3
 
-	// v104 = where(v102, v103, v101)
+	// v79 = where(v77, v78, v76)
 	VBLENDVPS Y2, Y3, Y0, Y0
 	VMOVUPS   64(SP), Y2
 	VMOVUPS   Y2, 128(SP)
@@ -1286,127 +1175,76 @@ blocks_14:
 	// v44 = sub(v43, v6)
 	VSUBPS Y1, Y2, Y1
 
-	// v45 = abs(v44)
-	VMOVUPS lgc19<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc20<>+0(SB), Y3
-
-	// v47 = lt(v45, 0.1)
-	VCMPPS  $0x11, Y3, Y2, Y2
-	VMOVUPS lgc21<>+0(SB), Y4
-
-	// v49 = max(v44, -0.1) tie=first
-	VMAXPS Y1, Y4, Y4
-
-	// v50 = min(v49, 0.1) tie=first
-	VMINPS Y4, Y3, Y3
-
-	// v51 = mul(v50, v50)
-	VMULPS Y3, Y3, Y4
-
-	// v54 = mul(0.16666666666666666, v50)
-	VMULPS lgc22<>+0(SB), Y3, Y5
-
-	// v55 = add(0.5, v54)
-	VADDPS lgc15<>+0(SB), Y5, Y5
-
-	// v58 = mul(0.008333333333333333, v50)
-	VMULPS lgc23<>+0(SB), Y3, Y3
-
-	// v59 = add(0.041666666666666664, v58)
-	VADDPS lgc24<>+0(SB), Y3, Y3
-
-	// v61 = mul(v51, v59)
-	VMULPS Y3, Y4, Y3
-
-	// v62 = add(v55, v61)
-	VADDPS Y3, Y5, Y3
-
-	// v63 = mul(v51, v51)
-	VMULPS Y4, Y4, Y5
-
-	// v64 = mul(v63, 0.001388888888888889)
-	VMULPS lgc25<>+0(SB), Y5, Y5
-
-	// v65 = add(v62, v64)
-	VADDPS Y5, Y3, Y3
-
-	// v66 = mul(v51, v65)
-	VMULPS Y3, Y4, Y3
-
-	// v67 = exp(v44)
-	VMOVUPS      lgc5<>+0(SB), Y4
-	VMAXPS       Y1, Y4, Y4
-	VMOVUPS      lgc6<>+0(SB), Y5
-	VMINPS       Y4, Y5, Y4
-	VMULPS       lgc7<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
-	VMULPS       Y4, Y4, Y6
-	VMOVUPS      lgc10<>+0(SB), Y7
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y7
-	VMOVUPS      lgc12<>+0(SB), Y8
-	VFMADD213PS  lgc13<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y8
-	VFMADD213PS  Y8, Y6, Y7
-	VFMADD213PS  Y4, Y6, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y4
+	// k3 = expm1_minus_x(v44)
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc7<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VMOVUPS      lgc12<>+0(SB), Y2
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMOVUPS      lgc14<>+0(SB), Y2
+	VFMADD213PS  lgc15<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMULPS       Y5, Y6, Y2
+	VFMADD213PS  Y4, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y3, Y4
 	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VSUBPS       lgc1<>+0(SB), Y6, Y6
+	VSUBPS       Y1, Y6, Y6
+	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v68 = sub(v67, 1)
-	VSUBPS lgc1<>+0(SB), Y7, Y4
+	// v47 = where(mask, k3, 0)
+	VANDPS Y6, Y0, Y2
 
-	// v69 = sub(v68, v44)
-	VSUBPS Y1, Y4, Y4
-
-	// k3 = where(v47, v66, v69)
-	VBLENDVPS Y2, Y3, Y4, Y2
-
-	// v71 = add(k3, v44)
-	VADDPS Y1, Y2, Y1
-
-	// v73 = where(mask, k3, 0)
-	VANDPS Y2, Y0, Y2
-
-	// sum(v73) over [B L]
+	// sum(v47) over [B L]
 	VADDPS  4544(BX), Y2, Y2
 	VMOVUPS Y2, 4544(BX)
 	VMOVUPS (SP), Y2
 
-	// v79 = where(mask, v78, 0)
-	VANDPS  Y2, Y0, Y2
+	// v53 = where(mask, v52, 0)
+	VANDPS Y2, Y0, Y2
+
+	// v54 = add(k3, v44)
+	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v80 = ne(v79, 0)
+	// v55 = ne(v53, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v81 = mul(v79, v71)
+	// v56 = mul(v53, v54)
 	VMULPS Y1, Y2, Y1
 
-	// v82 = where(v80, v81, v79)
+	// v57 = where(v55, v56, v53)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v83 = neg(v82)
+	// v58 = neg(v57)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
-	// v105 = where(mask, v104, 0)
+	// v80 = where(mask, v79, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v106 = add(v83, v105)
+	// v81 = add(v58, v80)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v106, 0)
+	// gradLogProb = where(mask, v81, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -1537,11 +1375,11 @@ TEXT ·fbPass3AVX2(SB), $0-64
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v75 = div(v74, v30)
+	// v49 = div(v48, v30)
 	VDIVPS Y0, Y3, Y0
 
-	// lossKLToRef = mul(0.04, v75)
-	VMULPS lgc26<>+0(SB), Y0, Y3
+	// lossKLToRef = mul(0.04, v49)
+	VMULPS lgc20<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -1620,30 +1458,30 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
-	VMULPS       lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VMULPS       lgc22<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc29<>+0(SB), Y3, Y3
-	VPAND        lgc30<>+0(SB), Y1, Y1
+	VPSUBD       lgc23<>+0(SB), Y3, Y3
+	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc31<>+0(SB), Y2, Y1
+	VPAND        lgc25<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
 	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc33<>+0(SB), Y4
+	VMOVAPS      lgc27<>+0(SB), Y4
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1652,11 +1490,11 @@ bulk_18:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1667,185 +1505,185 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x00800000
-DATA lgc27<>+4(SB)/4, $0x00800000
-DATA lgc27<>+8(SB)/4, $0x00800000
-DATA lgc27<>+12(SB)/4, $0x00800000
-DATA lgc27<>+16(SB)/4, $0x00800000
-DATA lgc27<>+20(SB)/4, $0x00800000
-DATA lgc27<>+24(SB)/4, $0x00800000
-DATA lgc27<>+28(SB)/4, $0x00800000
+DATA lgc21<>+0(SB)/4, $0x00800000
+DATA lgc21<>+4(SB)/4, $0x00800000
+DATA lgc21<>+8(SB)/4, $0x00800000
+DATA lgc21<>+12(SB)/4, $0x00800000
+DATA lgc21<>+16(SB)/4, $0x00800000
+DATA lgc21<>+20(SB)/4, $0x00800000
+DATA lgc21<>+24(SB)/4, $0x00800000
+DATA lgc21<>+28(SB)/4, $0x00800000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x4b000000
+DATA lgc22<>+4(SB)/4, $0x4b000000
+DATA lgc22<>+8(SB)/4, $0x4b000000
+DATA lgc22<>+12(SB)/4, $0x4b000000
+DATA lgc22<>+16(SB)/4, $0x4b000000
+DATA lgc22<>+20(SB)/4, $0x4b000000
+DATA lgc22<>+24(SB)/4, $0x4b000000
+DATA lgc22<>+28(SB)/4, $0x4b000000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x0000007f
+DATA lgc23<>+4(SB)/4, $0x0000007f
+DATA lgc23<>+8(SB)/4, $0x0000007f
+DATA lgc23<>+12(SB)/4, $0x0000007f
+DATA lgc23<>+16(SB)/4, $0x0000007f
+DATA lgc23<>+20(SB)/4, $0x0000007f
+DATA lgc23<>+24(SB)/4, $0x0000007f
+DATA lgc23<>+28(SB)/4, $0x0000007f
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0xffffffe9
+DATA lgc24<>+4(SB)/4, $0xffffffe9
+DATA lgc24<>+8(SB)/4, $0xffffffe9
+DATA lgc24<>+12(SB)/4, $0xffffffe9
+DATA lgc24<>+16(SB)/4, $0xffffffe9
+DATA lgc24<>+20(SB)/4, $0xffffffe9
+DATA lgc24<>+24(SB)/4, $0xffffffe9
+DATA lgc24<>+28(SB)/4, $0xffffffe9
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x007fffff
+DATA lgc25<>+4(SB)/4, $0x007fffff
+DATA lgc25<>+8(SB)/4, $0x007fffff
+DATA lgc25<>+12(SB)/4, $0x007fffff
+DATA lgc25<>+16(SB)/4, $0x007fffff
+DATA lgc25<>+20(SB)/4, $0x007fffff
+DATA lgc25<>+24(SB)/4, $0x007fffff
+DATA lgc25<>+28(SB)/4, $0x007fffff
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x3fb504f3
+DATA lgc26<>+4(SB)/4, $0x3fb504f3
+DATA lgc26<>+8(SB)/4, $0x3fb504f3
+DATA lgc26<>+12(SB)/4, $0x3fb504f3
+DATA lgc26<>+16(SB)/4, $0x3fb504f3
+DATA lgc26<>+20(SB)/4, $0x3fb504f3
+DATA lgc26<>+24(SB)/4, $0x3fb504f3
+DATA lgc26<>+28(SB)/4, $0x3fb504f3
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x3d9021bb
+DATA lgc27<>+4(SB)/4, $0x3d9021bb
+DATA lgc27<>+8(SB)/4, $0x3d9021bb
+DATA lgc27<>+12(SB)/4, $0x3d9021bb
+DATA lgc27<>+16(SB)/4, $0x3d9021bb
+DATA lgc27<>+20(SB)/4, $0x3d9021bb
+DATA lgc27<>+24(SB)/4, $0x3d9021bb
+DATA lgc27<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x4b000000
-DATA lgc28<>+4(SB)/4, $0x4b000000
-DATA lgc28<>+8(SB)/4, $0x4b000000
-DATA lgc28<>+12(SB)/4, $0x4b000000
-DATA lgc28<>+16(SB)/4, $0x4b000000
-DATA lgc28<>+20(SB)/4, $0x4b000000
-DATA lgc28<>+24(SB)/4, $0x4b000000
-DATA lgc28<>+28(SB)/4, $0x4b000000
+DATA lgc28<>+0(SB)/4, $0xbdebd1b8
+DATA lgc28<>+4(SB)/4, $0xbdebd1b8
+DATA lgc28<>+8(SB)/4, $0xbdebd1b8
+DATA lgc28<>+12(SB)/4, $0xbdebd1b8
+DATA lgc28<>+16(SB)/4, $0xbdebd1b8
+DATA lgc28<>+20(SB)/4, $0xbdebd1b8
+DATA lgc28<>+24(SB)/4, $0xbdebd1b8
+DATA lgc28<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x0000007f
-DATA lgc29<>+4(SB)/4, $0x0000007f
-DATA lgc29<>+8(SB)/4, $0x0000007f
-DATA lgc29<>+12(SB)/4, $0x0000007f
-DATA lgc29<>+16(SB)/4, $0x0000007f
-DATA lgc29<>+20(SB)/4, $0x0000007f
-DATA lgc29<>+24(SB)/4, $0x0000007f
-DATA lgc29<>+28(SB)/4, $0x0000007f
+DATA lgc29<>+0(SB)/4, $0x3def251a
+DATA lgc29<>+4(SB)/4, $0x3def251a
+DATA lgc29<>+8(SB)/4, $0x3def251a
+DATA lgc29<>+12(SB)/4, $0x3def251a
+DATA lgc29<>+16(SB)/4, $0x3def251a
+DATA lgc29<>+20(SB)/4, $0x3def251a
+DATA lgc29<>+24(SB)/4, $0x3def251a
+DATA lgc29<>+28(SB)/4, $0x3def251a
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xffffffe9
-DATA lgc30<>+4(SB)/4, $0xffffffe9
-DATA lgc30<>+8(SB)/4, $0xffffffe9
-DATA lgc30<>+12(SB)/4, $0xffffffe9
-DATA lgc30<>+16(SB)/4, $0xffffffe9
-DATA lgc30<>+20(SB)/4, $0xffffffe9
-DATA lgc30<>+24(SB)/4, $0xffffffe9
-DATA lgc30<>+28(SB)/4, $0xffffffe9
+DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x007fffff
-DATA lgc31<>+4(SB)/4, $0x007fffff
-DATA lgc31<>+8(SB)/4, $0x007fffff
-DATA lgc31<>+12(SB)/4, $0x007fffff
-DATA lgc31<>+16(SB)/4, $0x007fffff
-DATA lgc31<>+20(SB)/4, $0x007fffff
-DATA lgc31<>+24(SB)/4, $0x007fffff
-DATA lgc31<>+28(SB)/4, $0x007fffff
+DATA lgc31<>+0(SB)/4, $0x3e11e9bf
+DATA lgc31<>+4(SB)/4, $0x3e11e9bf
+DATA lgc31<>+8(SB)/4, $0x3e11e9bf
+DATA lgc31<>+12(SB)/4, $0x3e11e9bf
+DATA lgc31<>+16(SB)/4, $0x3e11e9bf
+DATA lgc31<>+20(SB)/4, $0x3e11e9bf
+DATA lgc31<>+24(SB)/4, $0x3e11e9bf
+DATA lgc31<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3fb504f3
-DATA lgc32<>+4(SB)/4, $0x3fb504f3
-DATA lgc32<>+8(SB)/4, $0x3fb504f3
-DATA lgc32<>+12(SB)/4, $0x3fb504f3
-DATA lgc32<>+16(SB)/4, $0x3fb504f3
-DATA lgc32<>+20(SB)/4, $0x3fb504f3
-DATA lgc32<>+24(SB)/4, $0x3fb504f3
-DATA lgc32<>+28(SB)/4, $0x3fb504f3
+DATA lgc32<>+0(SB)/4, $0xbe2aae50
+DATA lgc32<>+4(SB)/4, $0xbe2aae50
+DATA lgc32<>+8(SB)/4, $0xbe2aae50
+DATA lgc32<>+12(SB)/4, $0xbe2aae50
+DATA lgc32<>+16(SB)/4, $0xbe2aae50
+DATA lgc32<>+20(SB)/4, $0xbe2aae50
+DATA lgc32<>+24(SB)/4, $0xbe2aae50
+DATA lgc32<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d9021bb
-DATA lgc33<>+4(SB)/4, $0x3d9021bb
-DATA lgc33<>+8(SB)/4, $0x3d9021bb
-DATA lgc33<>+12(SB)/4, $0x3d9021bb
-DATA lgc33<>+16(SB)/4, $0x3d9021bb
-DATA lgc33<>+20(SB)/4, $0x3d9021bb
-DATA lgc33<>+24(SB)/4, $0x3d9021bb
-DATA lgc33<>+28(SB)/4, $0x3d9021bb
+DATA lgc33<>+0(SB)/4, $0x3e4cceac
+DATA lgc33<>+4(SB)/4, $0x3e4cceac
+DATA lgc33<>+8(SB)/4, $0x3e4cceac
+DATA lgc33<>+12(SB)/4, $0x3e4cceac
+DATA lgc33<>+16(SB)/4, $0x3e4cceac
+DATA lgc33<>+20(SB)/4, $0x3e4cceac
+DATA lgc33<>+24(SB)/4, $0x3e4cceac
+DATA lgc33<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdebd1b8
-DATA lgc34<>+4(SB)/4, $0xbdebd1b8
-DATA lgc34<>+8(SB)/4, $0xbdebd1b8
-DATA lgc34<>+12(SB)/4, $0xbdebd1b8
-DATA lgc34<>+16(SB)/4, $0xbdebd1b8
-DATA lgc34<>+20(SB)/4, $0xbdebd1b8
-DATA lgc34<>+24(SB)/4, $0xbdebd1b8
-DATA lgc34<>+28(SB)/4, $0xbdebd1b8
+DATA lgc34<>+0(SB)/4, $0xbe7ffffc
+DATA lgc34<>+4(SB)/4, $0xbe7ffffc
+DATA lgc34<>+8(SB)/4, $0xbe7ffffc
+DATA lgc34<>+12(SB)/4, $0xbe7ffffc
+DATA lgc34<>+16(SB)/4, $0xbe7ffffc
+DATA lgc34<>+20(SB)/4, $0xbe7ffffc
+DATA lgc34<>+24(SB)/4, $0xbe7ffffc
+DATA lgc34<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3def251a
-DATA lgc35<>+4(SB)/4, $0x3def251a
-DATA lgc35<>+8(SB)/4, $0x3def251a
-DATA lgc35<>+12(SB)/4, $0x3def251a
-DATA lgc35<>+16(SB)/4, $0x3def251a
-DATA lgc35<>+20(SB)/4, $0x3def251a
-DATA lgc35<>+24(SB)/4, $0x3def251a
-DATA lgc35<>+28(SB)/4, $0x3def251a
+DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+0(SB)/4, $0xff800000
+DATA lgc36<>+4(SB)/4, $0xff800000
+DATA lgc36<>+8(SB)/4, $0xff800000
+DATA lgc36<>+12(SB)/4, $0xff800000
+DATA lgc36<>+16(SB)/4, $0xff800000
+DATA lgc36<>+20(SB)/4, $0xff800000
+DATA lgc36<>+24(SB)/4, $0xff800000
+DATA lgc36<>+28(SB)/4, $0xff800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e11e9bf
-DATA lgc37<>+4(SB)/4, $0x3e11e9bf
-DATA lgc37<>+8(SB)/4, $0x3e11e9bf
-DATA lgc37<>+12(SB)/4, $0x3e11e9bf
-DATA lgc37<>+16(SB)/4, $0x3e11e9bf
-DATA lgc37<>+20(SB)/4, $0x3e11e9bf
-DATA lgc37<>+24(SB)/4, $0x3e11e9bf
-DATA lgc37<>+28(SB)/4, $0x3e11e9bf
+DATA lgc37<>+0(SB)/4, $0x7fc00000
+DATA lgc37<>+4(SB)/4, $0x7fc00000
+DATA lgc37<>+8(SB)/4, $0x7fc00000
+DATA lgc37<>+12(SB)/4, $0x7fc00000
+DATA lgc37<>+16(SB)/4, $0x7fc00000
+DATA lgc37<>+20(SB)/4, $0x7fc00000
+DATA lgc37<>+24(SB)/4, $0x7fc00000
+DATA lgc37<>+28(SB)/4, $0x7fc00000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe2aae50
-DATA lgc38<>+4(SB)/4, $0xbe2aae50
-DATA lgc38<>+8(SB)/4, $0xbe2aae50
-DATA lgc38<>+12(SB)/4, $0xbe2aae50
-DATA lgc38<>+16(SB)/4, $0xbe2aae50
-DATA lgc38<>+20(SB)/4, $0xbe2aae50
-DATA lgc38<>+24(SB)/4, $0xbe2aae50
-DATA lgc38<>+28(SB)/4, $0xbe2aae50
+DATA lgc38<>+0(SB)/4, $0x7f800000
+DATA lgc38<>+4(SB)/4, $0x7f800000
+DATA lgc38<>+8(SB)/4, $0x7f800000
+DATA lgc38<>+12(SB)/4, $0x7f800000
+DATA lgc38<>+16(SB)/4, $0x7f800000
+DATA lgc38<>+20(SB)/4, $0x7f800000
+DATA lgc38<>+24(SB)/4, $0x7f800000
+DATA lgc38<>+28(SB)/4, $0x7f800000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0x3e4cceac
-DATA lgc39<>+4(SB)/4, $0x3e4cceac
-DATA lgc39<>+8(SB)/4, $0x3e4cceac
-DATA lgc39<>+12(SB)/4, $0x3e4cceac
-DATA lgc39<>+16(SB)/4, $0x3e4cceac
-DATA lgc39<>+20(SB)/4, $0x3e4cceac
-DATA lgc39<>+24(SB)/4, $0x3e4cceac
-DATA lgc39<>+28(SB)/4, $0x3e4cceac
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0xbe7ffffc
-DATA lgc40<>+4(SB)/4, $0xbe7ffffc
-DATA lgc40<>+8(SB)/4, $0xbe7ffffc
-DATA lgc40<>+12(SB)/4, $0xbe7ffffc
-DATA lgc40<>+16(SB)/4, $0xbe7ffffc
-DATA lgc40<>+20(SB)/4, $0xbe7ffffc
-DATA lgc40<>+24(SB)/4, $0xbe7ffffc
-DATA lgc40<>+28(SB)/4, $0xbe7ffffc
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0xff800000
-DATA lgc42<>+4(SB)/4, $0xff800000
-DATA lgc42<>+8(SB)/4, $0xff800000
-DATA lgc42<>+12(SB)/4, $0xff800000
-DATA lgc42<>+16(SB)/4, $0xff800000
-DATA lgc42<>+20(SB)/4, $0xff800000
-DATA lgc42<>+24(SB)/4, $0xff800000
-DATA lgc42<>+28(SB)/4, $0xff800000
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0x7fc00000
-DATA lgc43<>+4(SB)/4, $0x7fc00000
-DATA lgc43<>+8(SB)/4, $0x7fc00000
-DATA lgc43<>+12(SB)/4, $0x7fc00000
-DATA lgc43<>+16(SB)/4, $0x7fc00000
-DATA lgc43<>+20(SB)/4, $0x7fc00000
-DATA lgc43<>+24(SB)/4, $0x7fc00000
-DATA lgc43<>+28(SB)/4, $0x7fc00000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x7f800000
-DATA lgc44<>+4(SB)/4, $0x7f800000
-DATA lgc44<>+8(SB)/4, $0x7f800000
-DATA lgc44<>+12(SB)/4, $0x7f800000
-DATA lgc44<>+16(SB)/4, $0x7f800000
-DATA lgc44<>+20(SB)/4, $0x7f800000
-DATA lgc44<>+24(SB)/4, $0x7f800000
-DATA lgc44<>+28(SB)/4, $0x7f800000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1860,30 +1698,30 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc23<>+0(SB), Y4, Y4
+	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc25<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
 	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
+	VMOVAPS      lgc27<>+0(SB), Y5
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1892,11 +1730,11 @@ bulk_20:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1906,9 +1744,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

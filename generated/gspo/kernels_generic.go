@@ -4,6 +4,7 @@ package gspo
 
 import (
 	"github.com/lossgen/lossgen/runtime"
+	vmath "github.com/lossgen/lossgen/runtime/vmath"
 	"math"
 	"sync"
 )
@@ -15,7 +16,7 @@ type scratch struct {
 	s1             []float32 // v13 = sum(v12) over L [B=8]
 	s2             float32   // v29 = sum(v28) over B,L
 	s3             float32   // v40 = sum(v39) over B,L
-	s4             float32   // v73 = sum(v72) over B,L
+	s4             float32   // v48 = sum(v47) over B,L
 	sequenceLength []float64 // accumulators of sequenceLength
 	acc13          []float64 // accumulators of v13
 }
@@ -35,7 +36,7 @@ type pass0GoStates struct {
 	numValid float64 // numValid = sum(v3) over B,L
 	acc29    float64 // v29 = sum(v28) over B,L
 	acc40    float64 // v40 = sum(v39) over B,L
-	acc73    float64 // v73 = sum(v72) over B,L
+	acc48    float64 // v48 = sum(v47) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -43,7 +44,7 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
 	mergeSum(&a.acc29, b.acc29)
 	mergeSum(&a.acc40, b.acc40)
-	mergeSum(&a.acc73, b.acc73)
+	mergeSum(&a.acc48, b.acc48)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -52,17 +53,10 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	zero := float32(0)
 	c20 := float32(1.2)
 	c22 := float32(0.8)
-	c46 := float32(0.1)
-	c48 := float32(-0.1)
-	half := float32(0.5)
-	c53 := float32(0.16666667)
-	c56 := float32(0.041666668)
-	c57 := float32(0.008333334)
-	c60 := float32(0.0013888889)
 	numValid := 0.0
 	acc29 := 0.0
 	acc40 := 0.0
-	acc73 := 0.0
+	acc48 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -111,33 +105,15 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			refLogProb := in.RefLogProb[iB*128+iL]
 			v43 := sel(mask, refLogProb, zero)
 			v44 := v43 - v6
-			v45 := float32(math.Abs(float64(v44)))
-			v47 := b2f(v45 < c46)
-			v49 := max(v44, c48)
-			v50 := min(v49, c46)
-			v51 := float32(v50 * v50)
-			v54 := float32(c53 * v50)
-			v55 := half + v54
-			v58 := float32(c57 * v50)
-			v59 := c56 + v58
-			v61 := float32(v51 * v59)
-			v62 := v55 + v61
-			v63 := float32(v51 * v51)
-			v64 := float32(v63 * c60)
-			v65 := v62 + v64
-			v66 := float32(v51 * v65)
-			v67 := float32(math.Exp(float64(v44)))
-			v68 := v67 - one
-			v69 := v68 - v44
-			k3 := sel(v47, v66, v69)
-			v72 := sel(mask, k3, zero)
-			acc73 += float64(v72)
+			k3 := float32(vmath.ExpM1MinusX(float64(v44)))
+			v47 := sel(mask, k3, zero)
+			acc48 += float64(v47)
 		}
 	}
 	st.numValid = numValid
 	st.acc29 = acc29
 	st.acc40 = acc40
-	st.acc73 = acc73
+	st.acc48 = acc48
 }
 
 // pass0Go runs passes 0 and 1 of Forward's plan (lossgen explain) row by row over B: an elementwise
@@ -166,13 +142,13 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.NumValid = float32(st.numValid)
 	s.s2 = float32(st.acc29)
 	s.s3 = float32(st.acc40)
-	s.s4 = float32(st.acc73)
+	s.s4 = float32(st.acc48)
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c71 := float32(0.04)
+	c46 := float32(0.04)
 	numValid := out.NumValid
 	v29 := s.s2
 	v30 := max(numValid, one)
@@ -181,11 +157,11 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v40 := s.s3
 	clipFraction := v40 / v30
 	out.ClipFraction = clipFraction
-	v73 := s.s4
-	v74 := v73 / v30
-	lossKLToRef := float32(c71 * v74)
+	v48 := s.s4
+	v49 := v48 / v30
+	lossKLToRef := float32(c46 * v49)
 	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v74
+	out.KLToRef = v49
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -195,15 +171,15 @@ type fbScratch struct {
 	s1             []float32 // v13 = sum(v12) over L [B=8]
 	s2             float32   // v29 = sum(v28) over B,L
 	s3             float32   // v40 = sum(v39) over B,L
-	s4             float32   // v74 = sum(v73) over B,L
-	s5             []float32 // v86 = sum(v85) over L [B=8]
+	s4             float32   // v48 = sum(v47) over B,L
+	s5             []float32 // v61 = sum(v60) over L [B=8]
 	sequenceLength []float64 // accumulators of sequenceLength
 	acc13          []float64 // accumulators of v13
-	acc86          []float64 // accumulators of v86
+	acc61          []float64 // accumulators of v61
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc86: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc61: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -266,14 +242,14 @@ var fbPass1GoChunks = 1
 type fbPass1GoStates struct {
 	acc29 float64 // v29 = sum(v28) over B,L
 	acc40 float64 // v40 = sum(v39) over B,L
-	acc74 float64 // v74 = sum(v73) over B,L
+	acc48 float64 // v48 = sum(v47) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc29, b.acc29)
 	mergeSum(&a.acc40, b.acc40)
-	mergeSum(&a.acc74, b.acc74)
+	mergeSum(&a.acc48, b.acc48)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -282,17 +258,10 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	zero := float32(0)
 	c20 := float32(1.2)
 	c22 := float32(0.8)
-	c46 := float32(0.1)
-	c48 := float32(-0.1)
-	half := float32(0.5)
-	c53 := float32(0.16666667)
-	c56 := float32(0.041666668)
-	c57 := float32(0.008333334)
-	c60 := float32(0.0013888889)
-	c72 := float32(0.04)
+	c46 := float32(0.04)
 	acc29 := 0.0
 	acc40 := 0.0
-	acc74 := 0.0
+	acc48 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -307,13 +276,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
 			v30 := max(numValid, one)
-			v84 := one / v30
-			v85 := sel(mask, v84, zero)
-			s.acc86[iB] += float64(v85)
+			v59 := one / v30
+			v60 := sel(mask, v59, zero)
+			s.acc61[iB] += float64(v60)
 		}
 		s.s0[iB] = float32(s.sequenceLength[iB])
 		s.s1[iB] = float32(s.acc13[iB])
-		s.s5[iB] = float32(s.acc86[iB])
+		s.s5[iB] = float32(s.acc61[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
@@ -347,62 +316,44 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			refLogProb := in.RefLogProb[iB*128+iL]
 			v43 := sel(mask, refLogProb, zero)
 			v44 := v43 - v6
-			v45 := float32(math.Abs(float64(v44)))
-			v47 := b2f(v45 < c46)
-			v49 := max(v44, c48)
-			v50 := min(v49, c46)
-			v51 := float32(v50 * v50)
-			v54 := float32(c53 * v50)
-			v55 := half + v54
-			v58 := float32(c57 * v50)
-			v59 := c56 + v58
-			v61 := float32(v51 * v59)
-			v62 := v55 + v61
-			v63 := float32(v51 * v51)
-			v64 := float32(v63 * c60)
-			v65 := v62 + v64
-			v66 := float32(v51 * v65)
-			v67 := float32(math.Exp(float64(v44)))
-			v68 := v67 - one
-			v69 := v68 - v44
-			k3 := sel(v47, v66, v69)
-			v71 := k3 + v44
-			v73 := sel(mask, k3, zero)
-			acc74 += float64(v73)
-			v78 := c72 / v30
-			v79 := sel(mask, v78, zero)
-			v80 := b2f(v79 != zero)
-			v81 := float32(v79 * v71)
-			v82 := sel(v80, v81, v79)
-			v83 := -v82
-			v86 := s.s5[iB]
-			v87 := -v86
-			v88 := float32(v87 * v17)
-			v89 := sel(v19, v88, zero)
-			v90 := sel(v19, zero, v88)
-			v91 := b2f(sequenceRatio >= c22)
-			v92 := b2f(sequenceRatio != sequenceRatio)
-			v93 := max(v91, v92)
-			v94 := sel(v93, v90, zero)
-			v95 := b2f(sequenceRatio <= c20)
-			v96 := max(v95, v92)
-			v97 := sel(v96, v89, zero)
-			v98 := v94 + v97
-			v99 := b2f(v98 != zero)
-			v100 := float32(v98 * sequenceRatio)
-			v101 := sel(v99, v100, v98)
-			v102 := b2f(v101 != zero)
-			v103 := v101 / v10
-			v104 := sel(v102, v103, v101)
-			v105 := sel(mask, v104, zero)
-			v106 := v83 + v105
-			gradLogProb := sel(mask, v106, zero)
+			k3 := float32(vmath.ExpM1MinusX(float64(v44)))
+			v47 := sel(mask, k3, zero)
+			acc48 += float64(v47)
+			v52 := c46 / v30
+			v53 := sel(mask, v52, zero)
+			v54 := k3 + v44
+			v55 := b2f(v53 != zero)
+			v56 := float32(v53 * v54)
+			v57 := sel(v55, v56, v53)
+			v58 := -v57
+			v61 := s.s5[iB]
+			v62 := -v61
+			v63 := float32(v62 * v17)
+			v64 := sel(v19, v63, zero)
+			v65 := sel(v19, zero, v63)
+			v66 := b2f(sequenceRatio >= c22)
+			v67 := b2f(sequenceRatio != sequenceRatio)
+			v68 := max(v66, v67)
+			v69 := sel(v68, v65, zero)
+			v70 := b2f(sequenceRatio <= c20)
+			v71 := max(v70, v67)
+			v72 := sel(v71, v64, zero)
+			v73 := v69 + v72
+			v74 := b2f(v73 != zero)
+			v75 := float32(v73 * sequenceRatio)
+			v76 := sel(v74, v75, v73)
+			v77 := b2f(v76 != zero)
+			v78 := v76 / v10
+			v79 := sel(v77, v78, v76)
+			v80 := sel(mask, v79, zero)
+			v81 := v58 + v80
+			gradLogProb := sel(mask, v81, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 	st.acc29 = acc29
 	st.acc40 = acc40
-	st.acc74 = acc74
+	st.acc48 = acc48
 }
 
 // fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over B: an
@@ -415,8 +366,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
 	}
-	for k := range s.acc86 {
-		s.acc86[k] = 0.0
+	for k := range s.acc61 {
+		s.acc61[k] = 0.0
 	}
 	var st fbPass1GoStates
 	if n := min(fbPass1GoChunks, 8); n <= 1 {
@@ -433,13 +384,13 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 	s.s2 = float32(st.acc29)
 	s.s3 = float32(st.acc40)
-	s.s4 = float32(st.acc74)
+	s.s4 = float32(st.acc48)
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c72 := float32(0.04)
+	c46 := float32(0.04)
 	numValid := out.NumValid
 	v29 := s.s2
 	v30 := max(numValid, one)
@@ -448,11 +399,11 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v40 := s.s3
 	clipFraction := v40 / v30
 	out.ClipFraction = clipFraction
-	v74 := s.s4
-	v75 := v74 / v30
-	lossKLToRef := float32(c72 * v75)
+	v48 := s.s4
+	v49 := v48 / v30
+	lossKLToRef := float32(c46 * v49)
 	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v75
+	out.KLToRef = v49
 }
 
 // mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,

@@ -129,7 +129,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 8,
-		Name:   "scratch/pass0.v73.s",
+		Name:   "scratch/pass0.v48.s",
 		Role:   "scratch",
 		Shape:  []int{8},
 	}},
@@ -138,12 +138,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{8, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "scratch/s0", "scratch/s1", "in/advantage", "in/ref_log_prob", "scratch/pass0.v4.s", "scratch/pass0.v29.s", "scratch/pass0.v40.s", "scratch/pass0.v73.s"},
+		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "scratch/s0", "scratch/s1", "in/advantage", "in/ref_log_prob", "scratch/pass0.v4.s", "scratch/pass0.v29.s", "scratch/pass0.v40.s", "scratch/pass0.v48.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v29.s", "scratch/s2", "scratch/pass0.v40.s", "scratch/s3", "scratch/pass0.v73.s", "scratch/s4"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v29.s", "scratch/s2", "scratch/pass0.v40.s", "scratch/s3", "scratch/pass0.v48.s", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -281,7 +281,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 8,
-		Name:   "scratch/pass1.v74.s",
+		Name:   "scratch/pass1.v48.s",
 		Role:   "scratch",
 		Shape:  []int{8},
 	}},
@@ -300,12 +300,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{8, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "scratch/s0", "scratch/s1", "scratch/s5", "in/advantage", "in/ref_log_prob", "grad/log_prob", "scratch/pass1.v29.s", "scratch/pass1.v40.s", "scratch/pass1.v74.s"},
+		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "scratch/s0", "scratch/s1", "scratch/s5", "in/advantage", "in/ref_log_prob", "grad/log_prob", "scratch/pass1.v29.s", "scratch/pass1.v40.s", "scratch/pass1.v48.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v29.s", "scratch/s2", "scratch/pass1.v40.s", "scratch/s3", "scratch/pass1.v74.s", "scratch/s4"},
+		Params: []string{"scratch/pass1.v29.s", "scratch/s2", "scratch/pass1.v40.s", "scratch/s3", "scratch/pass1.v48.s", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

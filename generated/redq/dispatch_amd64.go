@@ -19,28 +19,28 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf   []float64
-	r41_s []float64
-	r41_p []float32
-	r52_s []float64
-	r52_p []float32
-	r61_s []float64
-	r61_p []float32
-	r64_s []float64
-	r64_p []float32
+	r43_s []float64
+	r43_p []float32
+	r54_s []float64
+	r54_p []float32
+	r63_s []float64
+	r63_p []float32
+	r66_s []float64
+	r66_p []float32
 	p1_ok []float32
 	res   []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 176)}
-	st.r41_s = st.buf[8:24]
-	st.r41_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r52_s = st.buf[48:64]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r61_s = st.buf[88:104]
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r64_s = st.buf[128:144]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r43_s = st.buf[8:24]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r54_s = st.buf[48:64]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r63_s = st.buf[88:104]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r66_s = st.buf[128:144]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -64,14 +64,14 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r41_s, 0)
-		runtime.Fill(st.r41_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r61_s, 0)
-		runtime.Fill(st.r61_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r43_s, 0)
+		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r54_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.Fill(st.r66_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&in.LogAlpha[0], lo, hi, &in.NextLogProb[0], &in.NextStateActionValue[0], &in.SelectedModels[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogProb[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
 	}
@@ -89,10 +89,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r41_s, sts[c].r41_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -101,13 +101,13 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r41_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r43_s, 8, 256.0)
 	out.LossActor = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r52_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r54_s, 8, 256.0)
 	out.LossQvalue = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r61_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r63_s, 8, 256.0)
 	out.LossAlpha = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r64_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r66_s, 8, 256.0)
 	out.Entropy = float32(st.res[0])
 }
 
@@ -115,32 +115,32 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf   []float64
-	r41_s []float64
-	r41_p []float32
-	r52_s []float64
-	r52_p []float32
-	r61_s []float64
-	r61_p []float32
-	r64_s []float64
-	r64_p []float32
-	r71_s []float64
-	r71_p []float32
+	r43_s []float64
+	r43_p []float32
+	r54_s []float64
+	r54_p []float32
+	r63_s []float64
+	r63_p []float32
+	r66_s []float64
+	r66_p []float32
+	r73_s []float64
+	r73_p []float32
 	p0_ok []float32
 	res   []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 216)}
-	st.r41_s = st.buf[8:24]
-	st.r41_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r52_s = st.buf[48:64]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r61_s = st.buf[88:104]
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r64_s = st.buf[128:144]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r71_s = st.buf[168:184]
-	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r43_s = st.buf[8:24]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r54_s = st.buf[48:64]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r63_s = st.buf[88:104]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r66_s = st.buf[128:144]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r73_s = st.buf[168:184]
+	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -158,16 +158,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r41_s, 0)
-		runtime.Fill(st.r41_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r61_s, 0)
-		runtime.Fill(st.r61_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r71_p, 0)
+		runtime.Fill(st.r43_s, 0)
+		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r54_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.Fill(st.r66_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r73_p, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(&in.LogAlpha[0], lo, hi, &in.NextLogProb[0], &in.NextStateActionValue[0], &in.SelectedModels[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogProb[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &g.StateActionValue[0], &g.StateActionValueActor[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0], &g.LogProb[0])
 	}
@@ -185,11 +185,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r41_s, sts[c].r41_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -198,15 +198,15 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r41_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r43_s, 8, 256.0)
 	out.LossActor = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r52_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r54_s, 8, 256.0)
 	out.LossQvalue = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r61_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r63_s, 8, 256.0)
 	out.LossAlpha = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r64_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r66_s, 8, 256.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r71_s, 8)
+	runtime.FinishSum(st.res[:1], st.r73_s, 8)
 	s.s0 = float32(st.res[0])
 }
 

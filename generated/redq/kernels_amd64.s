@@ -13,43 +13,51 @@ TEXT ·pass0AVX2(SB), $32-32
 
 	// v9 = exp(logAlpha)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc1<>+0(SB), Y1
-	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc2<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc3<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc4<>+0(SB), Y1, Y0
-	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y3
-	VMOVUPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y4
-	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc9<>+0(SB), Y4
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y4
-	VFMADD213PS  Y4, Y2, Y3
-	VFMADD213PS  Y0, Y2, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc12<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y1
-	VPSUBD       Y1, Y0, Y0
+	VMAXPS       Y0, Y1, Y1
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
+	VMULPS       Y1, Y1, Y3
+	VMOVUPS      lgc5<>+0(SB), Y4
+	VFMADD213PS  lgc6<>+0(SB), Y1, Y4
+	VMOVUPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
+	VFMADD213PS  Y1, Y3, Y4
+	VADDPS       lgc11<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y2, Y1
+	VPADDD       lgc12<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPSLLD       $0x17, Y2, Y2
 	VPSLLD       $0x17, Y1, Y1
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VMOVUPS      lgc13<>+0(SB), Y0
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VMOVUPS      lgc13<>+0(SB), Y1
 
-	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y3, Y0, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
+	// v10 = lt(logAlpha, -2.3025851)
+	VCMPPS  $0x11, Y1, Y0, Y1
+	VMOVUPS lgc14<>+0(SB), Y2
 
-	// v13 = min(v11, 10.000000319754372) tie=first
-	VMINPS  Y0, Y1, Y0
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y0, (SP)
-	XORQ    AX, AX
+	// v12 = where(v10, 0.09999999680245639, v9)
+	VBLENDVPS Y1, Y2, Y4, Y1
+	VMOVUPS   lgc15<>+0(SB), Y2
+
+	// v13 = gt(logAlpha, 2.3025851)
+	VCMPPS  $0x1e, Y2, Y0, Y0
+	VMOVUPS lgc16<>+0(SB), Y2
+
+	// v15 = where(v13, 10.000000319754372, v12)
+	VBLENDVPS Y0, Y2, Y1, Y0
+	VMOVUPS   lgc17<>+0(SB), Y1
+	VMOVUPS   Y0, (SP)
+	XORQ      AX, AX
 
 inner_Q_1:
 	MOVQ         selectedModels+8(FP), DX
@@ -60,7 +68,7 @@ inner_Q_1:
 	VCVTDQ2PS    Y0, Y0
 
 	// sum(selectedModels) over [Q]
-	VMOVUPS      lgc16<>+0(SB), Y2
+	VMOVUPS      lgc18<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
@@ -70,14 +78,14 @@ inner_Q_1:
 	CMPQ         AX, $+10
 	JL           inner_Q_1
 
-	// finish v18
+	// finish v20
 	VMOVUPS Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
-	// v19 = min(v18, 1)
+	// v21 = min(v20, 1)
 	VMINPS Y0, Y1, Y0
 
-	// emptyModelSubset = sub(1, v19)
+	// emptyModelSubset = sub(1, v21)
 	VSUBPS  Y0, Y1, Y0
 	VMOVUPS (SP), Y1
 
@@ -221,45 +229,65 @@ DATA lgc12<>+24(SB)/4, $0x000000fe
 DATA lgc12<>+28(SB)/4, $0x000000fe
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3dcccccc
-DATA lgc13<>+4(SB)/4, $0x3dcccccc
-DATA lgc13<>+8(SB)/4, $0x3dcccccc
-DATA lgc13<>+12(SB)/4, $0x3dcccccc
-DATA lgc13<>+16(SB)/4, $0x3dcccccc
-DATA lgc13<>+20(SB)/4, $0x3dcccccc
-DATA lgc13<>+24(SB)/4, $0x3dcccccc
-DATA lgc13<>+28(SB)/4, $0x3dcccccc
+DATA lgc13<>+0(SB)/4, $0xc0135d8e
+DATA lgc13<>+4(SB)/4, $0xc0135d8e
+DATA lgc13<>+8(SB)/4, $0xc0135d8e
+DATA lgc13<>+12(SB)/4, $0xc0135d8e
+DATA lgc13<>+16(SB)/4, $0xc0135d8e
+DATA lgc13<>+20(SB)/4, $0xc0135d8e
+DATA lgc13<>+24(SB)/4, $0xc0135d8e
+DATA lgc13<>+28(SB)/4, $0xc0135d8e
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x41200000
-DATA lgc14<>+4(SB)/4, $0x41200000
-DATA lgc14<>+8(SB)/4, $0x41200000
-DATA lgc14<>+12(SB)/4, $0x41200000
-DATA lgc14<>+16(SB)/4, $0x41200000
-DATA lgc14<>+20(SB)/4, $0x41200000
-DATA lgc14<>+24(SB)/4, $0x41200000
-DATA lgc14<>+28(SB)/4, $0x41200000
+DATA lgc14<>+0(SB)/4, $0x3dcccccc
+DATA lgc14<>+4(SB)/4, $0x3dcccccc
+DATA lgc14<>+8(SB)/4, $0x3dcccccc
+DATA lgc14<>+12(SB)/4, $0x3dcccccc
+DATA lgc14<>+16(SB)/4, $0x3dcccccc
+DATA lgc14<>+20(SB)/4, $0x3dcccccc
+DATA lgc14<>+24(SB)/4, $0x3dcccccc
+DATA lgc14<>+28(SB)/4, $0x3dcccccc
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x00000000
-DATA lgc15<>+4(SB)/4, $0x00000000
-DATA lgc15<>+8(SB)/4, $0x00000000
-DATA lgc15<>+12(SB)/4, $0x00000000
-DATA lgc15<>+16(SB)/4, $0x00000000
-DATA lgc15<>+20(SB)/4, $0x00000000
-DATA lgc15<>+24(SB)/4, $0x00000000
-DATA lgc15<>+28(SB)/4, $0x00000000
+DATA lgc15<>+0(SB)/4, $0x40135d8e
+DATA lgc15<>+4(SB)/4, $0x40135d8e
+DATA lgc15<>+8(SB)/4, $0x40135d8e
+DATA lgc15<>+12(SB)/4, $0x40135d8e
+DATA lgc15<>+16(SB)/4, $0x40135d8e
+DATA lgc15<>+20(SB)/4, $0x40135d8e
+DATA lgc15<>+24(SB)/4, $0x40135d8e
+DATA lgc15<>+28(SB)/4, $0x40135d8e
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xffffffff
-DATA lgc16<>+4(SB)/4, $0x00000000
-DATA lgc16<>+8(SB)/4, $0x00000000
-DATA lgc16<>+12(SB)/4, $0x00000000
-DATA lgc16<>+16(SB)/4, $0x00000000
-DATA lgc16<>+20(SB)/4, $0x00000000
-DATA lgc16<>+24(SB)/4, $0x00000000
-DATA lgc16<>+28(SB)/4, $0x00000000
+DATA lgc16<>+0(SB)/4, $0x41200000
+DATA lgc16<>+4(SB)/4, $0x41200000
+DATA lgc16<>+8(SB)/4, $0x41200000
+DATA lgc16<>+12(SB)/4, $0x41200000
+DATA lgc16<>+16(SB)/4, $0x41200000
+DATA lgc16<>+20(SB)/4, $0x41200000
+DATA lgc16<>+24(SB)/4, $0x41200000
+DATA lgc16<>+28(SB)/4, $0x41200000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+
+DATA lgc17<>+0(SB)/4, $0x00000000
+DATA lgc17<>+4(SB)/4, $0x00000000
+DATA lgc17<>+8(SB)/4, $0x00000000
+DATA lgc17<>+12(SB)/4, $0x00000000
+DATA lgc17<>+16(SB)/4, $0x00000000
+DATA lgc17<>+20(SB)/4, $0x00000000
+DATA lgc17<>+24(SB)/4, $0x00000000
+DATA lgc17<>+28(SB)/4, $0x00000000
+GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/4, $0xffffffff
+DATA lgc18<>+4(SB)/4, $0x00000000
+DATA lgc18<>+8(SB)/4, $0x00000000
+DATA lgc18<>+12(SB)/4, $0x00000000
+DATA lgc18<>+16(SB)/4, $0x00000000
+DATA lgc18<>+20(SB)/4, $0x00000000
+DATA lgc18<>+24(SB)/4, $0x00000000
+DATA lgc18<>+28(SB)/4, $0x00000000
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
@@ -268,61 +296,67 @@ TEXT ·pass1AVX2(SB), $192-120
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc13<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
-	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMAXPS  Y0, Y1, Y2
+	VMOVUPS lgc15<>+0(SB), Y3
 
 	// v4 = min(v2, 2.3025851) tie=first
-	VMINPS Y1, Y2, Y1
+	VMINPS Y2, Y3, Y2
 
 	// v6 = sub(logAlpha, logAlpha)
-	VSUBPS Y0, Y0, Y2
+	VSUBPS Y0, Y0, Y4
 
 	// logAlphaClamped = add(v6, v4)
-	VADDPS Y1, Y2, Y1
+	VADDPS Y2, Y4, Y2
 
 	// v9 = exp(logAlpha)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y0
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VMINPS       Y0, Y2, Y0
-	VMULPS       lgc2<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
-	VMULPS       Y0, Y0, Y3
-	VMOVUPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
-	VMOVUPS      lgc7<>+0(SB), Y5
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VFMADD213PS  Y0, Y3, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y0
-	VPADDD       lgc12<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y2
-	VPSUBD       Y2, Y0, Y0
-	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc1<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y4
+	VPADDD       lgc12<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
-	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y4, Y0, Y0
-	VMOVUPS lgc14<>+0(SB), Y2
+	// v10 = lt(logAlpha, -2.3025851)
+	VCMPPS  $0x11, Y1, Y0, Y1
+	VMOVUPS lgc14<>+0(SB), Y4
 
-	// v13 = min(v11, 10.000000319754372) tie=first
-	VMINPS Y0, Y2, Y0
+	// v12 = where(v10, 0.09999999680245639, v9)
+	VBLENDVPS Y1, Y4, Y7, Y1
 
-	// v55 = exp(logAlphaClamped)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y1
+	// v13 = gt(logAlpha, 2.3025851)
+	VCMPPS  $0x1e, Y3, Y0, Y0
+	VMOVUPS lgc16<>+0(SB), Y3
+
+	// v15 = where(v13, 10.000000319754372, v12)
+	VBLENDVPS Y0, Y3, Y1, Y0
+
+	// v57 = exp(logAlphaClamped)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y2, Y1, Y1
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y2
@@ -349,7 +383,7 @@ TEXT ·pass1AVX2(SB), $192-120
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
 
-	// v56 = neg(v55)
+	// v58 = neg(v57)
 	VXORPS  lgc19<>+0(SB), Y4, Y1
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
@@ -364,7 +398,7 @@ blocks_2:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v22 = mul(v13, nextLogProb)
+	// v24 = mul(v15, nextLogProb)
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 	VMOVUPS Y0, 64(SP)
@@ -377,7 +411,7 @@ inner_Q_4:
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 64(SP), Y2
 
-	// v23 = sub(nextStateActionValue, v22)
+	// v25 = sub(nextStateActionValue, v24)
 	VSUBPS       Y2, Y0, Y0
 	MOVQ         selectedModels+40(FP), SI
 	MOVQ         DX, DI
@@ -385,14 +419,14 @@ inner_Q_4:
 	VMOVD        SI, X2
 	VPBROADCASTD X2, Y2
 	VCVTDQ2PS    Y2, Y2
-	VMOVUPS      lgc15<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc20<>+0(SB), Y2
 
-	// v25 = where(selectedModels, v23, +Inf)
+	// v27 = where(selectedModels, v25, +Inf)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// reduce_min(v25) over [Q]
+	// reduce_min(v27) over [Q]
 	VMINPS Y1, Y0, Y2
 	VMINPS Y0, Y1, Y1
 	VORPS  Y2, Y1, Y1
@@ -400,31 +434,31 @@ inner_Q_4:
 	CMPQ   DX, $+10
 	JL     inner_Q_4
 
-	// finish v26
+	// finish v28
 	VMOVUPS   Y1, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v30 = sub(1, nextTerminated)
+	// v32 = sub(1, nextTerminated)
 	VSUBPS Y2, Y1, Y1
 
-	// v32 = mul(0.99, v30)
+	// v34 = mul(0.99, v32)
 	VMULPS lgc21<>+0(SB), Y1, Y1
 
-	// v33 = mul(v32, v26)
+	// v35 = mul(v34, v28)
 	VMULPS  Y0, Y1, Y1
 	MOVQ    nextReward+56(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// td0Return = add(nextReward, v33)
+	// td0Return = add(nextReward, v35)
 	VADDPS  Y1, Y2, Y1
 	VMOVUPS (SP), Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v38 = mul(v13, logProb)
+	// v40 = mul(v15, logProb)
 	VMULPS  Y3, Y2, Y2
 	VMOVUPS lgc22<>+0(SB), Y3
 	VMOVUPD lgc23<>+0(SB), Y4
@@ -441,10 +475,10 @@ inner_Q_5:
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y1
 
-	// v39 = sub(v38, stateActionValueActor)
+	// v41 = sub(v40, stateActionValueActor)
 	VSUBPS Y1, Y0, Y0
 
-	// mean(v39) over [Q]
+	// mean(v41) over [Q]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -457,10 +491,10 @@ inner_Q_5:
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v65 = mul(diff, diff)
+	// v67 = mul(diff, diff)
 	VMULPS Y0, Y0, Y0
 
-	// reduce_max(v65) over [Q]
+	// reduce_max(v67) over [Q]
 	VXORPS lgc19<>+0(SB), Y3, Y1
 	VXORPS lgc19<>+0(SB), Y0, Y2
 	VMINPS Y1, Y2, Y0
@@ -471,17 +505,17 @@ inner_Q_5:
 	CMPQ   DX, $+10
 	JL     inner_Q_5
 
-	// finish v40
+	// finish v42
 	VMOVUPD     Y4, Y0
 	VDIVPD      lgc24<>+0(SB), Y0, Y0
 	VMOVUPD     Y5, Y1
 	VDIVPD      lgc24<>+0(SB), Y1, Y1
-	VMOVUPS     lgc15<>+0(SB), Y2
+	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// mean(v40) over [B]
+	// mean(v42) over [B]
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
@@ -504,19 +538,19 @@ inner_Q_6:
 	VANDNPS Y2, Y4, Y2
 	VMOVUPS lgc11<>+0(SB), Y4
 
-	// v46 = lt(absDiff, 1)
+	// v48 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y2, Y4
 
-	// v47 = mul(0.5, absDiff)
+	// v49 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y2, Y5
 
-	// v48 = mul(v47, absDiff)
+	// v50 = mul(v49, absDiff)
 	VMULPS Y2, Y5, Y5
 
-	// v49 = sub(absDiff, 0.5)
+	// v51 = sub(absDiff, 0.5)
 	VSUBPS lgc10<>+0(SB), Y2, Y2
 
-	// smoothL1 = where(v46, v48, v49)
+	// smoothL1 = where(v48, v50, v51)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
 	// mean(smoothL1) over [Q]
@@ -529,15 +563,15 @@ inner_Q_6:
 	CMPQ         SI, $+10
 	JL           inner_Q_6
 
-	// finish v51
+	// finish v53
 	VDIVPD      lgc24<>+0(SB), Y0, Y0
 	VDIVPD      lgc24<>+0(SB), Y1, Y1
-	VMOVUPS     lgc15<>+0(SB), Y2
+	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// mean(v51) over [B]
+	// mean(v53) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	MOVQ    logProb+64(FP), SI
@@ -545,31 +579,31 @@ inner_Q_6:
 	MOVQ    nextLogProb+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v54 = add(logProb, nextLogProb)
+	// v56 = add(logProb, nextLogProb)
 	VADDPS Y1, Y0, Y0
 
-	// v58 = add(v54, -12)
+	// v60 = add(v56, -12)
 	VADDPS  lgc25<>+0(SB), Y0, Y1
 	VMOVUPS 32(SP), Y2
 
-	// v59 = mul(v56, v58)
+	// v61 = mul(v58, v60)
 	VMULPS Y1, Y2, Y1
 
-	// v60 = mul(0.5, v59)
+	// v62 = mul(0.5, v61)
 	VMULPS lgc10<>+0(SB), Y1, Y1
 
-	// mean(v60) over [B]
+	// mean(v62) over [B]
 	VADDPS  896(DX), Y1, Y1
 	VMOVUPS Y1, 896(DX)
 
-	// v63 = mul(-0.5, v54)
+	// v65 = mul(-0.5, v56)
 	VMULPS lgc26<>+0(SB), Y0, Y0
 
-	// mean(v63) over [B]
+	// mean(v65) over [B]
 	VADDPS  1216(DX), Y0, Y0
 	VMOVUPS Y0, 1216(DX)
 
-	// finish v66
+	// finish v68
 	VMOVUPS Y3, Y0
 	VMOVUPS 96(SP), Y1
 
@@ -599,7 +633,7 @@ inner_Q_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc28<>+0(SB), Y2, Y1
@@ -611,7 +645,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -624,7 +658,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -637,7 +671,7 @@ inner_Q_6:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
@@ -654,7 +688,7 @@ noflush_7:
 chunkdone_3:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc15<>+0(SB), X0
+	VMOVUPS      lgc17<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+88(FP), AX
@@ -668,7 +702,7 @@ chunkdone_3:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc28<>+0(SB), Y2, Y1
@@ -680,7 +714,7 @@ chunkdone_3:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
@@ -693,7 +727,7 @@ chunkdone_3:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
@@ -706,33 +740,13 @@ chunkdone_3:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
 	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
 	RET
-
-DATA lgc17<>+0(SB)/4, $0xc0135d8e
-DATA lgc17<>+4(SB)/4, $0xc0135d8e
-DATA lgc17<>+8(SB)/4, $0xc0135d8e
-DATA lgc17<>+12(SB)/4, $0xc0135d8e
-DATA lgc17<>+16(SB)/4, $0xc0135d8e
-DATA lgc17<>+20(SB)/4, $0xc0135d8e
-DATA lgc17<>+24(SB)/4, $0xc0135d8e
-DATA lgc17<>+28(SB)/4, $0xc0135d8e
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0x40135d8e
-DATA lgc18<>+4(SB)/4, $0x40135d8e
-DATA lgc18<>+8(SB)/4, $0x40135d8e
-DATA lgc18<>+12(SB)/4, $0x40135d8e
-DATA lgc18<>+16(SB)/4, $0x40135d8e
-DATA lgc18<>+20(SB)/4, $0x40135d8e
-DATA lgc18<>+24(SB)/4, $0x40135d8e
-DATA lgc18<>+28(SB)/4, $0x40135d8e
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 DATA lgc19<>+0(SB)/4, $0x80000000
 DATA lgc19<>+4(SB)/4, $0x80000000
@@ -839,61 +853,67 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc13<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
-	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMAXPS  Y0, Y1, Y2
+	VMOVUPS lgc15<>+0(SB), Y3
 
 	// v4 = min(v2, 2.3025851) tie=first
-	VMINPS Y1, Y2, Y1
+	VMINPS Y2, Y3, Y2
 
 	// v6 = sub(logAlpha, logAlpha)
-	VSUBPS Y0, Y0, Y2
+	VSUBPS Y0, Y0, Y4
 
 	// logAlphaClamped = add(v6, v4)
-	VADDPS Y1, Y2, Y1
+	VADDPS Y2, Y4, Y2
 
 	// v9 = exp(logAlpha)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y0
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VMINPS       Y0, Y2, Y0
-	VMULPS       lgc2<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
-	VMULPS       Y0, Y0, Y3
-	VMOVUPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
-	VMOVUPS      lgc7<>+0(SB), Y5
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VFMADD213PS  Y0, Y3, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y0
-	VPADDD       lgc12<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y2
-	VPSUBD       Y2, Y0, Y0
-	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc1<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y4
+	VPADDD       lgc12<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
-	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y4, Y0, Y0
-	VMOVUPS lgc14<>+0(SB), Y2
+	// v10 = lt(logAlpha, -2.3025851)
+	VCMPPS  $0x11, Y1, Y0, Y1
+	VMOVUPS lgc14<>+0(SB), Y4
 
-	// v13 = min(v11, 10.000000319754372) tie=first
-	VMINPS Y0, Y2, Y0
+	// v12 = where(v10, 0.09999999680245639, v9)
+	VBLENDVPS Y1, Y4, Y7, Y1
 
-	// v55 = exp(logAlphaClamped)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y1
+	// v13 = gt(logAlpha, 2.3025851)
+	VCMPPS  $0x1e, Y3, Y0, Y0
+	VMOVUPS lgc16<>+0(SB), Y3
+
+	// v15 = where(v13, 10.000000319754372, v12)
+	VBLENDVPS Y0, Y3, Y1, Y0
+
+	// v57 = exp(logAlphaClamped)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMAXPS       Y2, Y1, Y1
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y2
@@ -920,10 +940,10 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
 
-	// v56 = neg(v55)
+	// v58 = neg(v57)
 	VXORPS lgc19<>+0(SB), Y4, Y1
 
-	// v98 = mul(0.00390625, v13)
+	// v100 = mul(0.00390625, v15)
 	VMULPS  lgc30<>+0(SB), Y0, Y2
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
@@ -939,7 +959,7 @@ blocks_8:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v22 = mul(v13, nextLogProb)
+	// v24 = mul(v15, nextLogProb)
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 	VMOVUPS Y0, 96(SP)
@@ -952,7 +972,7 @@ inner_Q_10:
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 96(SP), Y2
 
-	// v23 = sub(nextStateActionValue, v22)
+	// v25 = sub(nextStateActionValue, v24)
 	VSUBPS       Y2, Y0, Y0
 	MOVQ         selectedModels+40(FP), SI
 	MOVQ         DX, DI
@@ -960,14 +980,14 @@ inner_Q_10:
 	VMOVD        SI, X2
 	VPBROADCASTD X2, Y2
 	VCVTDQ2PS    Y2, Y2
-	VMOVUPS      lgc15<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc20<>+0(SB), Y2
 
-	// v25 = where(selectedModels, v23, +Inf)
+	// v27 = where(selectedModels, v25, +Inf)
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// reduce_min(v25) over [Q]
+	// reduce_min(v27) over [Q]
 	VMINPS Y1, Y0, Y2
 	VMINPS Y0, Y1, Y1
 	VORPS  Y2, Y1, Y1
@@ -975,31 +995,31 @@ inner_Q_10:
 	CMPQ   DX, $+10
 	JL     inner_Q_10
 
-	// finish v26
+	// finish v28
 	VMOVUPS   Y1, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v30 = sub(1, nextTerminated)
+	// v32 = sub(1, nextTerminated)
 	VSUBPS Y2, Y1, Y1
 
-	// v32 = mul(0.99, v30)
+	// v34 = mul(0.99, v32)
 	VMULPS lgc21<>+0(SB), Y1, Y1
 
-	// v33 = mul(v32, v26)
+	// v35 = mul(v34, v28)
 	VMULPS  Y0, Y1, Y1
 	MOVQ    nextReward+56(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// td0Return = add(nextReward, v33)
+	// td0Return = add(nextReward, v35)
 	VADDPS  Y1, Y2, Y1
 	VMOVUPS (SP), Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v38 = mul(v13, logProb)
+	// v40 = mul(v15, logProb)
 	VMULPS  Y3, Y2, Y2
 	VMOVUPS lgc22<>+0(SB), Y3
 	VMOVUPD lgc23<>+0(SB), Y4
@@ -1016,10 +1036,10 @@ inner_Q_11:
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y1
 
-	// v39 = sub(v38, stateActionValueActor)
+	// v41 = sub(v40, stateActionValueActor)
 	VSUBPS Y1, Y0, Y0
 
-	// mean(v39) over [Q]
+	// mean(v41) over [Q]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1032,10 +1052,10 @@ inner_Q_11:
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v65 = mul(diff, diff)
+	// v67 = mul(diff, diff)
 	VMULPS Y0, Y0, Y0
 
-	// reduce_max(v65) over [Q]
+	// reduce_max(v67) over [Q]
 	VXORPS lgc19<>+0(SB), Y3, Y1
 	VXORPS lgc19<>+0(SB), Y0, Y2
 	VMINPS Y1, Y2, Y0
@@ -1046,17 +1066,17 @@ inner_Q_11:
 	CMPQ   DX, $+10
 	JL     inner_Q_11
 
-	// finish v40
+	// finish v42
 	VMOVUPD     Y4, Y0
 	VDIVPD      lgc24<>+0(SB), Y0, Y0
 	VMOVUPD     Y5, Y1
 	VDIVPD      lgc24<>+0(SB), Y1, Y1
-	VMOVUPS     lgc15<>+0(SB), Y2
+	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// mean(v40) over [B]
+	// mean(v42) over [B]
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
@@ -1079,19 +1099,19 @@ inner_Q_12:
 	VANDNPS Y2, Y4, Y2
 	VMOVUPS lgc11<>+0(SB), Y4
 
-	// v46 = lt(absDiff, 1)
+	// v48 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y2, Y4
 
-	// v47 = mul(0.5, absDiff)
+	// v49 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y2, Y5
 
-	// v48 = mul(v47, absDiff)
+	// v50 = mul(v49, absDiff)
 	VMULPS Y2, Y5, Y5
 
-	// v49 = sub(absDiff, 0.5)
+	// v51 = sub(absDiff, 0.5)
 	VSUBPS lgc10<>+0(SB), Y2, Y2
 
-	// smoothL1 = where(v46, v48, v49)
+	// smoothL1 = where(v48, v50, v51)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
 	// mean(smoothL1) over [Q]
@@ -1104,15 +1124,15 @@ inner_Q_12:
 	CMPQ         SI, $+10
 	JL           inner_Q_12
 
-	// finish v51
+	// finish v53
 	VDIVPD      lgc24<>+0(SB), Y0, Y0
 	VDIVPD      lgc24<>+0(SB), Y1, Y1
-	VMOVUPS     lgc15<>+0(SB), Y2
+	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// mean(v51) over [B]
+	// mean(v53) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	MOVQ    logProb+64(FP), SI
@@ -1120,37 +1140,37 @@ inner_Q_12:
 	MOVQ    nextLogProb+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v54 = add(logProb, nextLogProb)
+	// v56 = add(logProb, nextLogProb)
 	VADDPS Y1, Y0, Y0
 
-	// v58 = add(v54, -12)
+	// v60 = add(v56, -12)
 	VADDPS  lgc25<>+0(SB), Y0, Y1
 	VMOVUPS 32(SP), Y2
 
-	// v59 = mul(v56, v58)
+	// v61 = mul(v58, v60)
 	VMULPS Y1, Y2, Y2
 
-	// v60 = mul(0.5, v59)
+	// v62 = mul(0.5, v61)
 	VMULPS lgc10<>+0(SB), Y2, Y2
 
-	// mean(v60) over [B]
+	// mean(v62) over [B]
 	VADDPS  896(DX), Y2, Y2
 	VMOVUPS Y2, 896(DX)
 
-	// v63 = mul(-0.5, v54)
+	// v65 = mul(-0.5, v56)
 	VMULPS lgc26<>+0(SB), Y0, Y0
 
-	// mean(v63) over [B]
+	// mean(v65) over [B]
 	VADDPS  1216(DX), Y0, Y0
 	VMOVUPS Y0, 1216(DX)
 
-	// finish v66
+	// finish v68
 	VMOVUPS Y3, Y0
 
-	// v70 = mul(0.001953125, v58)
+	// v72 = mul(0.001953125, v60)
 	VMULPS lgc31<>+0(SB), Y1, Y1
 
-	// sum(v70) over [B]
+	// sum(v72) over [B]
 	VADDPS  1536(DX), Y1, Y1
 	VMOVUPS Y1, 1536(DX)
 	VMOVUPS 64(SP), Y1
@@ -1173,67 +1193,67 @@ inner_Q_13:
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc11<>+0(SB), Y2
 
-	// v46 = lt(absDiff, 1)
+	// v48 = lt(absDiff, 1)
 	VCMPPS $0x11, Y2, Y1, Y3
 
-	// v47 = mul(0.5, absDiff)
+	// v49 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y1, Y4
 	VMOVUPS lgc32<>+0(SB), Y5
 
-	// v78 = where(v46, 0.000390625, 0)
+	// v80 = where(v48, 0.000390625, 0)
 	VANDPS Y5, Y3, Y6
 
-	// v79 = where(v46, 0, 0.000390625)
+	// v81 = where(v48, 0, 0.000390625)
 	VANDNPS Y5, Y3, Y3
-	VMOVUPS lgc15<>+0(SB), Y5
+	VMOVUPS lgc17<>+0(SB), Y5
 
-	// v80 = ne(v78, 0)
+	// v82 = ne(v80, 0)
 	VCMPPS $0x04, Y5, Y6, Y7
 
-	// v81 = mul(v78, absDiff)
+	// v83 = mul(v80, absDiff)
 	VMULPS Y1, Y6, Y1
 
-	// v82 = where(v80, v81, v78)
+	// v84 = where(v82, v83, v80)
 	VBLENDVPS Y7, Y1, Y6, Y1
 
-	// v83 = mul(v78, v47)
+	// v85 = mul(v80, v49)
 	VMULPS Y4, Y6, Y4
 
-	// v84 = where(v80, v83, v78)
+	// v86 = where(v82, v85, v80)
 	VBLENDVPS Y7, Y4, Y6, Y4
 
-	// v85 = add(v79, v84)
+	// v87 = add(v81, v86)
 	VADDPS Y4, Y3, Y3
 
-	// v86 = mul(v82, 0.5)
+	// v88 = mul(v84, 0.5)
 	VMULPS lgc10<>+0(SB), Y1, Y1
 
-	// v87 = add(v85, v86)
+	// v89 = add(v87, v88)
 	VADDPS Y1, Y3, Y1
 
-	// v88 = gt(diff, 0)
+	// v90 = gt(diff, 0)
 	VCMPPS $0x1e, Y5, Y0, Y3
 
-	// v89 = lt(diff, 0)
+	// v91 = lt(diff, 0)
 	VCMPPS $0x11, Y5, Y0, Y4
 
-	// v91 = mul(diff, 0)
-	VMULPS  lgc15<>+0(SB), Y0, Y0
+	// v93 = mul(diff, 0)
+	VMULPS  lgc17<>+0(SB), Y0, Y0
 	VMOVUPS lgc33<>+0(SB), Y6
 
-	// v92 = where(v89, -1, v91)
+	// v94 = where(v91, -1, v93)
 	VBLENDVPS Y4, Y6, Y0, Y0
 
-	// v93 = where(v88, 1, v92)
+	// v95 = where(v90, 1, v94)
 	VBLENDVPS Y3, Y2, Y0, Y0
 
-	// v94 = ne(v87, 0)
+	// v96 = ne(v89, 0)
 	VCMPPS $0x04, Y5, Y1, Y2
 
-	// v95 = mul(v87, v93)
+	// v97 = mul(v89, v95)
 	VMULPS Y0, Y1, Y0
 
-	// gradStateActionValue = where(v94, v95, v87)
+	// gradStateActionValue = where(v96, v97, v89)
 	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradStateActionValue
@@ -1281,7 +1301,7 @@ inner_Q_13:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc28<>+0(SB), Y2, Y1
@@ -1293,7 +1313,7 @@ inner_Q_13:
 	VMOVUPD      Y3, 384(CX)
 	VADDPD       416(CX), Y2, Y2
 	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
@@ -1306,7 +1326,7 @@ inner_Q_13:
 	VMOVUPD      Y3, 704(CX)
 	VADDPD       736(CX), Y2, Y2
 	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
@@ -1319,7 +1339,7 @@ inner_Q_13:
 	VMOVUPD      Y3, 1024(CX)
 	VADDPD       1056(CX), Y2, Y2
 	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
@@ -1332,7 +1352,7 @@ inner_Q_13:
 	VMOVUPD      Y3, 1344(CX)
 	VADDPD       1376(CX), Y2, Y2
 	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(CX), Y0, Y0
@@ -1349,7 +1369,7 @@ noflush_14:
 chunkdone_9:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc15<>+0(SB), X0
+	VMOVUPS      lgc17<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+88(FP), AX
@@ -1363,7 +1383,7 @@ chunkdone_9:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y1, Y1
 	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc28<>+0(SB), Y2, Y1
@@ -1375,7 +1395,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 384(AX)
 	VADDPD       416(AX), Y2, Y2
 	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(AX), Y2
@@ -1388,7 +1408,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 704(AX)
 	VADDPD       736(AX), Y2, Y2
 	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 896(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(AX), Y2
@@ -1401,7 +1421,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 1024(AX)
 	VADDPD       1056(AX), Y2, Y2
 	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(AX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(AX), Y2
@@ -1414,7 +1434,7 @@ chunkdone_9:
 	VMOVUPD      Y3, 1344(AX)
 	VADDPD       1376(AX), Y2, Y2
 	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       1664(AX), Y0, Y0
@@ -1478,61 +1498,67 @@ TEXT ·fbPass1AVX2(SB), $64-48
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc13<>+0(SB), Y1
 
 	// v2 = max(logAlpha, -2.3025851) tie=first
-	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMAXPS  Y0, Y1, Y2
+	VMOVUPS lgc15<>+0(SB), Y3
 
 	// v4 = min(v2, 2.3025851) tie=first
-	VMINPS Y1, Y2, Y1
+	VMINPS Y2, Y3, Y2
 
 	// v6 = sub(logAlpha, logAlpha)
-	VSUBPS Y0, Y0, Y2
+	VSUBPS Y0, Y0, Y4
 
 	// logAlphaClamped = add(v6, v4)
-	VADDPS Y1, Y2, Y1
+	VADDPS Y2, Y4, Y2
 
 	// v9 = exp(logAlpha)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y0
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VMINPS       Y0, Y2, Y0
-	VMULPS       lgc2<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y0
-	VMULPS       Y0, Y0, Y3
-	VMOVUPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y0, Y4
-	VMOVUPS      lgc7<>+0(SB), Y5
-	VFMADD213PS  lgc8<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VFMADD213PS  Y0, Y3, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y0
-	VPADDD       lgc12<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y2
-	VPSUBD       Y2, Y0, Y0
-	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMAXPS       Y0, Y4, Y4
+	VMOVUPS      lgc1<>+0(SB), Y5
+	VMINPS       Y4, Y5, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMULPS       Y4, Y4, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
+	VMOVUPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMOVUPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VFMADD213PS  Y4, Y6, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y4
+	VPADDD       lgc12<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
 
-	// v11 = max(v9, 0.09999999680245639) tie=first
-	VMAXPS  Y4, Y0, Y0
-	VMOVUPS lgc14<>+0(SB), Y2
+	// v10 = lt(logAlpha, -2.3025851)
+	VCMPPS  $0x11, Y1, Y0, Y1
+	VMOVUPS lgc14<>+0(SB), Y4
 
-	// v13 = min(v11, 10.000000319754372) tie=first
-	VMINPS  Y0, Y2, Y0
-	VMOVUPS lgc15<>+0(SB), Y2
-	VMOVUPS Y1, (SP)
-	VMOVUPS Y0, 32(SP)
-	XORQ    AX, AX
+	// v12 = where(v10, 0.09999999680245639, v9)
+	VBLENDVPS Y1, Y4, Y7, Y1
+
+	// v13 = gt(logAlpha, 2.3025851)
+	VCMPPS  $0x1e, Y3, Y0, Y0
+	VMOVUPS lgc16<>+0(SB), Y3
+
+	// v15 = where(v13, 10.000000319754372, v12)
+	VBLENDVPS Y0, Y3, Y1, Y0
+	VMOVUPS   lgc17<>+0(SB), Y1
+	VMOVUPS   Y2, (SP)
+	VMOVUPS   Y0, 32(SP)
+	XORQ      AX, AX
 
 inner_Q_15:
 	MOVQ         selectedModels+8(FP), DX
@@ -1543,28 +1569,28 @@ inner_Q_15:
 	VCVTDQ2PS    Y0, Y0
 
 	// sum(selectedModels) over [Q]
-	VMOVUPS      lgc16<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y3
-	VEXTRACTI128 $0x01, Y1, X3
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
-	VANDPS       Y1, Y0, Y0
-	VADDPS       Y2, Y0, Y2
+	VANDPS       Y2, Y0, Y0
+	VADDPS       Y1, Y0, Y1
 	INCQ         AX
 	CMPQ         AX, $+10
 	JL           inner_Q_15
 
-	// finish v18
-	VMOVUPS Y2, Y0
+	// finish v20
+	VMOVUPS Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
-	// v19 = min(v18, 1)
+	// v21 = min(v20, 1)
 	VMINPS Y0, Y1, Y0
 
-	// emptyModelSubset = sub(1, v19)
+	// emptyModelSubset = sub(1, v21)
 	VSUBPS  Y0, Y1, Y0
 	VMOVUPS (SP), Y1
 
-	// v55 = exp(logAlphaClamped)
+	// v57 = exp(logAlphaClamped)
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc1<>+0(SB), Y2
@@ -1595,17 +1621,17 @@ inner_Q_15:
 	MOVQ         s0+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v72 = neg(v71)
+	// v74 = neg(v73)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS lgc15<>+0(SB), Y2
+	VMOVUPS lgc17<>+0(SB), Y2
 
-	// v74 = ne(v72, 0)
+	// v76 = ne(v74, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 
-	// v75 = mul(v72, v55)
+	// v77 = mul(v74, v57)
 	VMULPS Y4, Y1, Y3
 
-	// gradLogAlpha = where(v74, v75, v72)
+	// gradLogAlpha = where(v76, v77, v74)
 	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   32(SP), Y2
 
@@ -1713,9 +1739,9 @@ bulk_18:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
@@ -1933,9 +1959,9 @@ bulk_20:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc15<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
@@ -1947,7 +1973,7 @@ bulk_20:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc22<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2

@@ -18,22 +18,26 @@ var scratchPool = sync.Pool{New: func() any {
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c10 := float32(0.099999994)
-	c12 := float32(10)
+	c1 := float32(-2.3025851)
+	c3 := float32(2.3025851)
+	c11 := float32(0.099999994)
+	c14 := float32(10)
 	one := float32(1)
 	logAlpha := in.LogAlpha[0]
 	v9 := float32(math.Exp(float64(logAlpha)))
-	v11 := max(v9, c10)
-	v13 := min(v11, c12)
-	out.Alpha = v13
-	acc18 := 0.0
+	v10 := b2f(logAlpha < c1)
+	v12 := sel(v10, c11, v9)
+	v13 := b2f(logAlpha > c3)
+	v15 := sel(v13, c14, v12)
+	out.Alpha = v15
+	acc20 := 0.0
 	for iQ := 0; iQ < 10; iQ++ {
 		selectedModels := b2f(in.SelectedModels[iQ])
-		acc18 += float64(selectedModels)
+		acc20 += float64(selectedModels)
 	}
-	v18 := float32(acc18)
-	v19 := min(v18, one)
-	emptyModelSubset := one - v19
+	v20 := float32(acc20)
+	v21 := min(v20, one)
+	emptyModelSubset := one - v21
 	out.EmptyModelSubset = emptyModelSubset
 }
 
@@ -45,10 +49,10 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of B.
 type pass1GoStates struct {
-	lossActor  runtime.Mean // lossActor = mean(v40) over B
-	lossQvalue runtime.Mean // lossQvalue = mean(v51) over B
-	lossAlpha  runtime.Mean // lossAlpha = mean(v60) over B
-	entropy    runtime.Mean // entropy = mean(v63) over B
+	lossActor  runtime.Mean // lossActor = mean(v42) over B
+	lossQvalue runtime.Mean // lossQvalue = mean(v53) over B
+	lossAlpha  runtime.Mean // lossAlpha = mean(v62) over B
+	entropy    runtime.Mean // entropy = mean(v65) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -63,14 +67,14 @@ func (a *pass1GoStates) merge(b *pass1GoStates) {
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	c1 := float32(-2.3025851)
 	c3 := float32(2.3025851)
-	c10 := float32(0.099999994)
-	c12 := float32(10)
+	c11 := float32(0.099999994)
+	c14 := float32(10)
 	one := float32(1)
-	c24 := float32(math.Inf(1))
-	c31 := float32(0.99)
+	c26 := float32(math.Inf(1))
+	c33 := float32(0.99)
 	half := float32(0.5)
-	c57 := float32(-12)
-	c62 := float32(-0.5)
+	c59 := float32(-12)
+	c64 := float32(-0.5)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossAlpha := runtime.Mean{}
@@ -82,67 +86,69 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 		v6 := logAlpha - logAlpha
 		logAlphaClamped := v6 + v4
 		v9 := float32(math.Exp(float64(logAlpha)))
-		v11 := max(v9, c10)
-		v13 := min(v11, c12)
+		v10 := b2f(logAlpha < c1)
+		v12 := sel(v10, c11, v9)
+		v13 := b2f(logAlpha > c3)
+		v15 := sel(v13, c14, v12)
 		nextLogProb := in.NextLogProb[iB]
-		v22 := float32(v13 * nextLogProb)
-		acc26 := math.Inf(1)
+		v24 := float32(v15 * nextLogProb)
+		acc28 := math.Inf(1)
 		for iQ := 0; iQ < 10; iQ++ {
 			nextStateActionValue := in.NextStateActionValue[iQ*256+iB]
 			selectedModels := b2f(in.SelectedModels[iQ])
-			v23 := nextStateActionValue - v22
-			v25 := sel(selectedModels, v23, c24)
-			acc26 = runtime.Min(acc26, float64(v25))
+			v25 := nextStateActionValue - v24
+			v27 := sel(selectedModels, v25, c26)
+			acc28 = runtime.Min(acc28, float64(v27))
 		}
-		v26 := float32(acc26)
-		out.NextStateValue[iB] = v26
+		v28 := float32(acc28)
+		out.NextStateValue[iB] = v28
 		nextReward := in.NextReward[iB]
 		nextTerminated := b2f(in.NextTerminated[iB])
-		v30 := one - nextTerminated
-		v32 := float32(c31 * v30)
-		v33 := float32(v32 * v26)
-		td0Return := nextReward + v33
+		v32 := one - nextTerminated
+		v34 := float32(c33 * v32)
+		v35 := float32(v34 * v28)
+		td0Return := nextReward + v35
 		out.ValueTarget[iB] = td0Return
 		logProb := in.LogProb[iB]
-		v38 := float32(v13 * logProb)
-		acc66 := math.Inf(-1)
-		acc40 := runtime.Mean{}
+		v40 := float32(v15 * logProb)
+		acc68 := math.Inf(-1)
+		acc42 := runtime.Mean{}
 		for iQ := 0; iQ < 10; iQ++ {
 			stateActionValueActor := in.StateActionValueActor[iQ*256+iB]
-			v39 := v38 - stateActionValueActor
-			acc40.Add(float64(v39))
+			v41 := v40 - stateActionValueActor
+			acc42.Add(float64(v41))
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
-			v65 := float32(diff * diff)
-			acc66 = runtime.Max(acc66, float64(v65))
+			v67 := float32(diff * diff)
+			acc68 = runtime.Max(acc68, float64(v67))
 		}
-		v40 := float32(acc40.Result())
-		lossActor.Add(float64(v40))
-		acc51 := runtime.Mean{}
+		v42 := float32(acc42.Result())
+		lossActor.Add(float64(v42))
+		acc53 := runtime.Mean{}
 		for iQ := 0; iQ < 10; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
 			absDiff := float32(math.Abs(float64(diff)))
-			v46 := b2f(absDiff < one)
-			v47 := float32(half * absDiff)
-			v48 := float32(v47 * absDiff)
-			v49 := absDiff - half
-			smoothL1 := sel(v46, v48, v49)
-			acc51.Add(float64(smoothL1))
+			v48 := b2f(absDiff < one)
+			v49 := float32(half * absDiff)
+			v50 := float32(v49 * absDiff)
+			v51 := absDiff - half
+			smoothL1 := sel(v48, v50, v51)
+			acc53.Add(float64(smoothL1))
 		}
-		v51 := float32(acc51.Result())
-		lossQvalue.Add(float64(v51))
-		v54 := logProb + nextLogProb
-		v55 := float32(math.Exp(float64(logAlphaClamped)))
-		v56 := -v55
-		v58 := v54 + c57
-		v59 := float32(v56 * v58)
-		v60 := float32(half * v59)
-		lossAlpha.Add(float64(v60))
-		v63 := float32(c62 * v54)
-		entropy.Add(float64(v63))
-		v66 := float32(acc66)
-		out.TDError[iB] = v66
+		v53 := float32(acc53.Result())
+		lossQvalue.Add(float64(v53))
+		v56 := logProb + nextLogProb
+		v57 := float32(math.Exp(float64(logAlphaClamped)))
+		v58 := -v57
+		v60 := v56 + c59
+		v61 := float32(v58 * v60)
+		v62 := float32(half * v61)
+		lossAlpha.Add(float64(v62))
+		v65 := float32(c64 * v56)
+		entropy.Add(float64(v65))
+		v68 := float32(acc68)
+		out.TDError[iB] = v68
 	}
 	st.lossActor = lossActor
 	st.lossQvalue = lossQvalue
@@ -175,7 +181,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v71 = sum(v70) over B
+	s0 float32 // v73 = sum(v72) over B
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -190,11 +196,11 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
 type fbPass0GoStates struct {
-	lossActor  runtime.Mean // lossActor = mean(v40) over B
-	lossQvalue runtime.Mean // lossQvalue = mean(v51) over B
-	lossAlpha  runtime.Mean // lossAlpha = mean(v60) over B
-	entropy    runtime.Mean // entropy = mean(v63) over B
-	acc71      float64      // v71 = sum(v70) over B
+	lossActor  runtime.Mean // lossActor = mean(v42) over B
+	lossQvalue runtime.Mean // lossQvalue = mean(v53) over B
+	lossAlpha  runtime.Mean // lossAlpha = mean(v62) over B
+	entropy    runtime.Mean // entropy = mean(v65) over B
+	acc73      float64      // v73 = sum(v72) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -203,32 +209,32 @@ func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 	mergeMean(&a.lossQvalue, b.lossQvalue)
 	mergeMean(&a.lossAlpha, b.lossAlpha)
 	mergeMean(&a.entropy, b.entropy)
-	mergeSum(&a.acc71, b.acc71)
+	mergeSum(&a.acc73, b.acc73)
 }
 
 // fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
 func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	c1 := float32(-2.3025851)
 	c3 := float32(2.3025851)
-	c10 := float32(0.099999994)
-	c12 := float32(10)
+	c11 := float32(0.099999994)
+	c14 := float32(10)
 	one := float32(1)
-	c24 := float32(math.Inf(1))
-	c31 := float32(0.99)
+	c26 := float32(math.Inf(1))
+	c33 := float32(0.99)
 	half := float32(0.5)
-	c57 := float32(-12)
-	c62 := float32(-0.5)
-	c68 := float32(0.00390625)
-	c69 := float32(0.001953125)
+	c59 := float32(-12)
+	c64 := float32(-0.5)
+	c70 := float32(0.00390625)
+	c71 := float32(0.001953125)
 	zero := float32(0)
-	c77 := float32(0.000390625)
+	c79 := float32(0.000390625)
 	minusOne := float32(-1)
-	c97 := float32(-0.000390625)
+	c99 := float32(-0.000390625)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossAlpha := runtime.Mean{}
 	entropy := runtime.Mean{}
-	acc71 := 0.0
+	acc73 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		logAlpha := in.LogAlpha[0]
 		v2 := max(logAlpha, c1)
@@ -236,104 +242,106 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v6 := logAlpha - logAlpha
 		logAlphaClamped := v6 + v4
 		v9 := float32(math.Exp(float64(logAlpha)))
-		v11 := max(v9, c10)
-		v13 := min(v11, c12)
+		v10 := b2f(logAlpha < c1)
+		v12 := sel(v10, c11, v9)
+		v13 := b2f(logAlpha > c3)
+		v15 := sel(v13, c14, v12)
 		nextLogProb := in.NextLogProb[iB]
-		v22 := float32(v13 * nextLogProb)
-		acc26 := math.Inf(1)
+		v24 := float32(v15 * nextLogProb)
+		acc28 := math.Inf(1)
 		for iQ := 0; iQ < 10; iQ++ {
 			nextStateActionValue := in.NextStateActionValue[iQ*256+iB]
 			selectedModels := b2f(in.SelectedModels[iQ])
-			v23 := nextStateActionValue - v22
-			v25 := sel(selectedModels, v23, c24)
-			acc26 = runtime.Min(acc26, float64(v25))
+			v25 := nextStateActionValue - v24
+			v27 := sel(selectedModels, v25, c26)
+			acc28 = runtime.Min(acc28, float64(v27))
 		}
-		v26 := float32(acc26)
-		out.NextStateValue[iB] = v26
+		v28 := float32(acc28)
+		out.NextStateValue[iB] = v28
 		nextReward := in.NextReward[iB]
 		nextTerminated := b2f(in.NextTerminated[iB])
-		v30 := one - nextTerminated
-		v32 := float32(c31 * v30)
-		v33 := float32(v32 * v26)
-		td0Return := nextReward + v33
+		v32 := one - nextTerminated
+		v34 := float32(c33 * v32)
+		v35 := float32(v34 * v28)
+		td0Return := nextReward + v35
 		out.ValueTarget[iB] = td0Return
 		logProb := in.LogProb[iB]
-		v38 := float32(v13 * logProb)
-		acc66 := math.Inf(-1)
-		acc40 := runtime.Mean{}
+		v40 := float32(v15 * logProb)
+		acc68 := math.Inf(-1)
+		acc42 := runtime.Mean{}
 		for iQ := 0; iQ < 10; iQ++ {
 			stateActionValueActor := in.StateActionValueActor[iQ*256+iB]
-			v39 := v38 - stateActionValueActor
-			acc40.Add(float64(v39))
+			v41 := v40 - stateActionValueActor
+			acc42.Add(float64(v41))
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
-			v65 := float32(diff * diff)
-			acc66 = runtime.Max(acc66, float64(v65))
+			v67 := float32(diff * diff)
+			acc68 = runtime.Max(acc68, float64(v67))
 		}
-		v40 := float32(acc40.Result())
-		lossActor.Add(float64(v40))
-		acc51 := runtime.Mean{}
+		v42 := float32(acc42.Result())
+		lossActor.Add(float64(v42))
+		acc53 := runtime.Mean{}
 		for iQ := 0; iQ < 10; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
 			absDiff := float32(math.Abs(float64(diff)))
-			v46 := b2f(absDiff < one)
-			v47 := float32(half * absDiff)
-			v48 := float32(v47 * absDiff)
-			v49 := absDiff - half
-			smoothL1 := sel(v46, v48, v49)
-			acc51.Add(float64(smoothL1))
+			v48 := b2f(absDiff < one)
+			v49 := float32(half * absDiff)
+			v50 := float32(v49 * absDiff)
+			v51 := absDiff - half
+			smoothL1 := sel(v48, v50, v51)
+			acc53.Add(float64(smoothL1))
 		}
-		v51 := float32(acc51.Result())
-		lossQvalue.Add(float64(v51))
-		v54 := logProb + nextLogProb
-		v55 := float32(math.Exp(float64(logAlphaClamped)))
-		v56 := -v55
-		v58 := v54 + c57
-		v59 := float32(v56 * v58)
-		v60 := float32(half * v59)
-		lossAlpha.Add(float64(v60))
-		v63 := float32(c62 * v54)
-		entropy.Add(float64(v63))
-		v66 := float32(acc66)
-		out.TDError[iB] = v66
-		v70 := float32(c69 * v58)
-		acc71 += float64(v70)
-		v98 := float32(c68 * v13)
-		grads.LogProb[iB] = v98
+		v53 := float32(acc53.Result())
+		lossQvalue.Add(float64(v53))
+		v56 := logProb + nextLogProb
+		v57 := float32(math.Exp(float64(logAlphaClamped)))
+		v58 := -v57
+		v60 := v56 + c59
+		v61 := float32(v58 * v60)
+		v62 := float32(half * v61)
+		lossAlpha.Add(float64(v62))
+		v65 := float32(c64 * v56)
+		entropy.Add(float64(v65))
+		v68 := float32(acc68)
+		out.TDError[iB] = v68
+		v72 := float32(c71 * v60)
+		acc73 += float64(v72)
+		v100 := float32(c70 * v15)
+		grads.LogProb[iB] = v100
 		for iQ := 0; iQ < 10; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
 			absDiff := float32(math.Abs(float64(diff)))
-			v46 := b2f(absDiff < one)
-			v47 := float32(half * absDiff)
-			v78 := sel(v46, c77, zero)
-			v79 := sel(v46, zero, c77)
-			v80 := b2f(v78 != zero)
-			v81 := float32(v78 * absDiff)
-			v82 := sel(v80, v81, v78)
-			v83 := float32(v78 * v47)
-			v84 := sel(v80, v83, v78)
-			v85 := v79 + v84
-			v86 := float32(v82 * half)
-			v87 := v85 + v86
-			v88 := b2f(diff > zero)
-			v89 := b2f(diff < zero)
-			v91 := float32(diff * zero)
-			v92 := sel(v89, minusOne, v91)
-			v93 := sel(v88, one, v92)
-			v94 := b2f(v87 != zero)
-			v95 := float32(v87 * v93)
-			gradStateActionValue := sel(v94, v95, v87)
+			v48 := b2f(absDiff < one)
+			v49 := float32(half * absDiff)
+			v80 := sel(v48, c79, zero)
+			v81 := sel(v48, zero, c79)
+			v82 := b2f(v80 != zero)
+			v83 := float32(v80 * absDiff)
+			v84 := sel(v82, v83, v80)
+			v85 := float32(v80 * v49)
+			v86 := sel(v82, v85, v80)
+			v87 := v81 + v86
+			v88 := float32(v84 * half)
+			v89 := v87 + v88
+			v90 := b2f(diff > zero)
+			v91 := b2f(diff < zero)
+			v93 := float32(diff * zero)
+			v94 := sel(v91, minusOne, v93)
+			v95 := sel(v90, one, v94)
+			v96 := b2f(v89 != zero)
+			v97 := float32(v89 * v95)
+			gradStateActionValue := sel(v96, v97, v89)
 			grads.StateActionValue[iQ*256+iB] = gradStateActionValue
-			grads.StateActionValueActor[iQ*256+iB] = c97
+			grads.StateActionValueActor[iQ*256+iB] = c99
 		}
 	}
 	st.lossActor = lossActor
 	st.lossQvalue = lossQvalue
 	st.lossAlpha = lossAlpha
 	st.entropy = entropy
-	st.acc71 = acc71
+	st.acc73 = acc73
 }
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -356,15 +364,15 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.LossQvalue = float32(st.lossQvalue.Result())
 	out.LossAlpha = float32(st.lossAlpha.Result())
 	out.Entropy = float32(st.entropy.Result())
-	s.s0 = float32(st.acc71)
+	s.s0 = float32(st.acc73)
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c1 := float32(-2.3025851)
 	c3 := float32(2.3025851)
-	c10 := float32(0.099999994)
-	c12 := float32(10)
+	c11 := float32(0.099999994)
+	c14 := float32(10)
 	one := float32(1)
 	zero := float32(0)
 	logAlpha := in.LogAlpha[0]
@@ -373,24 +381,26 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v6 := logAlpha - logAlpha
 	logAlphaClamped := v6 + v4
 	v9 := float32(math.Exp(float64(logAlpha)))
-	v11 := max(v9, c10)
-	v13 := min(v11, c12)
-	out.Alpha = v13
-	acc18 := 0.0
+	v10 := b2f(logAlpha < c1)
+	v12 := sel(v10, c11, v9)
+	v13 := b2f(logAlpha > c3)
+	v15 := sel(v13, c14, v12)
+	out.Alpha = v15
+	acc20 := 0.0
 	for iQ := 0; iQ < 10; iQ++ {
 		selectedModels := b2f(in.SelectedModels[iQ])
-		acc18 += float64(selectedModels)
+		acc20 += float64(selectedModels)
 	}
-	v18 := float32(acc18)
-	v19 := min(v18, one)
-	emptyModelSubset := one - v19
+	v20 := float32(acc20)
+	v21 := min(v20, one)
+	emptyModelSubset := one - v21
 	out.EmptyModelSubset = emptyModelSubset
-	v55 := float32(math.Exp(float64(logAlphaClamped)))
-	v71 := s.s0
-	v72 := -v71
-	v74 := b2f(v72 != zero)
-	v75 := float32(v72 * v55)
-	gradLogAlpha := sel(v74, v75, v72)
+	v57 := float32(math.Exp(float64(logAlphaClamped)))
+	v73 := s.s0
+	v74 := -v73
+	v76 := b2f(v74 != zero)
+	v77 := float32(v74 * v57)
+	gradLogAlpha := sel(v76, v77, v74)
 	grads.LogAlpha[0] = gradLogAlpha
 }
 
