@@ -134,3 +134,19 @@ var invFact = func() [18]float64 {
 	}
 	return f
 }()
+
+// RefExp, RefLog and RefLog1p are Exp, Log and Log1p under the names that the accuracy tests
+// of packages generated before those became the runtime's own functions call.
+//
+// Deprecated: use Exp, Log and Log1p.
+func RefExp(x float64) float64 { return Exp(x) }
+
+// RefLog is Log (see RefExp).
+//
+// Deprecated: use Log.
+func RefLog(x float64) float64 { return Log(x) }
+
+// RefLog1p is Log1p (see RefExp).
+//
+// Deprecated: use Log1p.
+func RefLog1p(x float64) float64 { return Log1p(x) }
