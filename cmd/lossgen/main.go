@@ -352,6 +352,15 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		}
 		warn(stderr, c.Spec)
 		if *goldenDir != "" {
+			foreign, err := cases.Foreign(*goldenDir, c.Graph)
+			if err != nil {
+				return err
+			}
+			if foreign != "" {
+				fmt.Fprintf(stderr, "%s: %s; lossgen golden -update -dir %s %s writes this spec's cases\n", path, foreign, filepath.Dir(*goldenDir), path)
+				failed++
+				continue
+			}
 			stale, err := goldenw.StaleFormat(*goldenDir)
 			if err != nil {
 				return err
@@ -471,7 +480,14 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			cs[i].Compact() // what is stored: a large batch's full outputs are not kept for every case
 		}
 		names := caseNames(cs)
+		foreign, err := cases.Foreign(dir, c.Graph)
+		if err != nil {
+			return err
+		}
 		if *update {
+			if foreign != "" && !dirtx.Pending(dir) {
+				fmt.Fprintf(stderr, "lossgen: warning: %s; they are replaced (if another spec of this module has package: %s, give one of them its own package name: each golden -update replaces the other's cases)\n", foreign, c.Spec.Package)
+			}
 			ctx, done := interruptible()
 			res, err := cases.UpdateContext(ctx, dir, cs)
 			err = afterWrite(dir, err, done())
@@ -486,6 +502,10 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "%s: wrote %d cases to %s (%d file(s) written, %d removed): %s\n", path, len(cs), dir, len(res.Written), len(res.Removed), strings.Join(names, ", "))
 			}
 			printLines(stderr, skipped)
+			continue
+		}
+		if foreign != "" {
+			heads = append(heads, path+": "+foreign)
 			continue
 		}
 		diffs, err := cases.Check(dir, cs)

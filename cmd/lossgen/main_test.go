@@ -292,3 +292,33 @@ func TestGenerateVerboseListsChanges(t *testing.T) {
 	require.Contains(t, again, filepath.Join(out, "kernels_amd64.s"), "γ is a constant of the kernels")
 	require.Equal(t, fmt.Sprintf("%d file(s) unchanged", len(first)-len(again)+1), again[len(again)-1])
 }
+
+// Two specs of one module with the same package name share a golden directory: golden
+// -update warns that it replaces another spec's cases, and golden and check on the first
+// spec then say the cases are another spec's (not a value difference, nor "ok"); a write
+// cut short in the directory is reported by both.
+func TestGoldenCasesOfAnotherSpec(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	require.NoError(t, os.WriteFile(a, []byte("package: p\ndims: {B: 16}\nbatch: [B]\nloss: {type: clip_ppo}\n"), 0o644))
+	require.NoError(t, os.WriteFile(b, []byte("package: p\ndims: {B: 8}\nbatch: [B]\nloss: {type: clip_ppo}\n"), 0o644))
+	data, g := filepath.Join(dir, "data"), filepath.Join(dir, "g")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	var out, errb strings.Builder
+	require.Equal(t, 0, run([]string{"golden", "-update", "-dir", g, "-data", data, a}, &out, &errb), errb.String())
+	require.NotContains(t, errb.String(), "warning")
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"golden", "-update", "-dir", g, "-data", data, b}, &out, &errb), errb.String())
+	require.Contains(t, errb.String(), `lossgen: warning: `+filepath.Join(g, "p")+`: case extreme's input "advantage" has 16 elements, the spec's 8: the cases are another spec's; they are replaced`)
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"golden", "-dir", g, "-data", data, a}, &out, &errb))
+	require.Contains(t, errb.String(), a+": "+filepath.Join(g, "p")+`: case extreme's input "advantage" has 8 elements, the spec's 16: the cases are another spec's`)
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"check", "-golden", filepath.Join(g, "p"), a}, &out, &errb))
+	require.Contains(t, errb.String(), "the cases are another spec's; lossgen golden -update -dir "+g+" "+a+" writes this spec's cases")
+	require.Equal(t, 0, run([]string{"check", "-golden", filepath.Join(g, "p"), b}, &out, &errb), errb.String())
+	require.NoError(t, os.Mkdir(filepath.Join(g, "p", ".lossgen-txn"), 0o755))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"check", "-golden", filepath.Join(g, "p"), b}, &out, &errb))
+	require.Contains(t, errb.String(), "a write was cut short (.lossgen-txn)")
+}

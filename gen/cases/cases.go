@@ -457,6 +457,50 @@ func ownCaseFile(base string) bool {
 	return ok && (golden.IsSeeded(name) || strings.HasPrefix(name, "real_"))
 }
 
+// Foreign says how the cases stored in dir show they are another spec's, or "" when they
+// could be g's (or dir holds none): a case input g does not have, or one with another
+// number of elements; and it reports a write into dir that was cut short (the next golden
+// -update or generate on dir resolves it). Two specs of one module that share a package
+// name share their golden directory, and each -update replaces the other's cases.
+func Foreign(dir string, g *ir.Graph) (string, error) {
+	if dirtx.Pending(dir) {
+		return fmt.Sprintf("%s: a write was cut short (%s): the next lossgen golden -update on it undoes or finishes it", dir, dirtx.TxnDir), nil
+	}
+	stored, err := golden.OpenCases(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	lens := map[string]int{}
+	for _, in := range g.Inputs {
+		lens[in.Name] = in.Shape.Numel()
+	}
+	for _, c := range stored {
+		got := map[string]int{}
+		if c.Recipe != nil {
+			for _, ri := range c.Recipe.Inputs {
+				got[ri.Name] = ri.Len()
+			}
+		} else {
+			for name, a := range c.Inputs {
+				got[name] = a.Len()
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(got)) {
+			n, ok := lens[name]
+			switch {
+			case !ok:
+				return fmt.Sprintf("%s: case %s has an input %q that the spec does not have: the cases are another spec's", dir, c.Name, name), nil
+			case n != got[name]:
+				return fmt.Sprintf("%s: case %s's input %q has %d elements, the spec's %d: the cases are another spec's", dir, c.Name, name, got[name], n), nil
+			}
+		}
+	}
+	return "", nil
+}
+
 // Check compares the cases with those stored in dir: a seeded case's recipe must be the one
 // Build makes, a stored-input case's inputs identical, and expected outputs (whole, or
 // their summaries) equal within 1e-12 relative (float64 math libraries may differ in the
