@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/build"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/lossgen/lossgen/gen/dirtx"
 )
@@ -55,6 +59,9 @@ func WriteContext(ctx context.Context, dir string, files map[string][]byte) (dir
 	}
 	stale, err := staleFiles(dir, files)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return dirtx.Result{Repaired: repaired}, err
+	}
+	if err := otherPackage(dir, files, stale); err != nil {
 		return dirtx.Result{Repaired: repaired}, err
 	}
 	res, err := dirtx.Apply(ctx, dir, files, stale)
@@ -111,6 +118,47 @@ func staleFiles(dir string, files map[string][]byte) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// otherPackage refuses a write that would leave dir with Go files of two packages: a file of
+// the user's that the write keeps (not in files, not stale), that the go command builds
+// (its build constraints hold here) and whose package clause names another package than the
+// generated one (or, in a _test.go file, than it and its external test package). Such a
+// directory does not build ("found packages p and q").
+func otherPackage(dir string, files map[string][]byte, stale []string) error {
+	pkg := ""
+	for _, name := range sortedNames(files) {
+		if filepath.Ext(name) == ".go" {
+			if f, err := parser.ParseFile(token.NewFileSet(), name, files[name], parser.PackageClauseOnly); err == nil {
+				pkg = f.Name.Name
+				break
+			}
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if pkg == "" || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if filepath.Ext(name) != ".go" || !e.Type().IsRegular() || files[name] != nil || slices.Contains(stale, name) {
+			continue
+		}
+		if ok, err := build.Default.MatchFile(dir, name); err != nil || !ok {
+			continue // excluded from the build here (//go:build ignore, another GOOS), or unreadable as Go
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.PackageClauseOnly)
+		if err != nil {
+			continue // not Go the go command could build either way: the user's to mend
+		}
+		if got := f.Name.Name; got != pkg && !(strings.HasSuffix(name, "_test.go") && got == pkg+"_test") {
+			return fmt.Errorf("%s is package %s and the generated package is %s: a directory holds one package, so %s would not build; move %s, or generate into another directory", filepath.Join(dir, name), got, pkg, dir, name)
+		}
+	}
+	return nil
 }
 
 // sortedNames is the keys of m in order.
