@@ -299,16 +299,26 @@ func fmtNum(v float64) string {
 }
 
 func (d *decoder) int(path string, n *yaml.Node) (int, bool) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && allDigits(strings.TrimPrefix(n.Value, "-")) {
+		d.errf(n, "%s: integer %s out of range (a spec's integers lie within ±%d)", path, n.Value, math.MaxInt32)
+		return 0, false
+	}
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 		d.errf(n, "%s: want an integer, got %s", path, describe(n))
 		return 0, false
 	}
 	v, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
 	if err != nil || v > math.MaxInt32 || v < math.MinInt32 {
-		d.errf(n, "%s: integer %s out of range", path, n.Value)
+		d.errf(n, "%s: integer %s out of range (a spec's integers lie within ±%d)", path, n.Value, math.MaxInt32)
 		return 0, false
 	}
 	return int(v), true
+}
+
+// allDigits reports whether s is a nonempty run of decimal digits (an integer literal YAML
+// tags as a float because it exceeds int64).
+func allDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 func (d *decoder) bool(path string, n *yaml.Node) (bool, bool) {

@@ -117,6 +117,9 @@ func syntaxError(file string, src []byte, err error) *Error {
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if err.Error() == "EOF" {
 		msg = "empty spec file"
+		if len(bytes.TrimSpace(src)) > 0 {
+			msg = "no YAML document in the file (is it UTF-8 text?)"
+		}
 	}
 	return &Error{Pos: Pos{File: file, Line: line, Col: col}, Msg: "YAML syntax: " + msg}
 }
