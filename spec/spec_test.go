@@ -132,6 +132,15 @@ func TestWarnings(t *testing.T) {
 		"tensors are laid out in the order of dims, [N, T]")
 	s = parse(t, "package: p\ndims: {T: 3, N: 2}\nbatch: [T, N]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.9, time_dim: 0}\n")
 	require.Empty(t, s.Warnings)
+
+	// entropy_bonus: false switches the entropy term off, whatever entropy_coeff says.
+	for _, typ := range []string{"clip_ppo", "grpo"} {
+		s = parse(t, "package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: "+typ+", entropy_bonus: false, entropy_coeff: 0.5}\n")
+		require.Len(t, s.Warnings, 1, typ)
+		require.Contains(t, s.Warnings[0].Error(), "warning: loss.entropy_coeff: is ignored: entropy_bonus is false (no entropy term)", typ)
+		s = parse(t, "package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: "+typ+", entropy_bonus: false}\n")
+		require.Empty(t, s.Warnings, typ)
+	}
 }
 
 // numericDefaults lists every number-valued parameter of every stage with TorchRL's default

@@ -61,6 +61,7 @@ func grpoDef(typ, class string, clipEps any, extra []spec.ParamDef) spec.StageDe
 			if lo, _ := clipEpsilon(c.Stage); lo >= 1 {
 				c.Errorf("clip_epsilon", "ε_low must be < 1 (so that 1 − ε_low > 0), got %v (TorchRL raises ValueError)", lo)
 			}
+			checkEntropyCoeff(c)
 		},
 	}
 }

@@ -188,6 +188,7 @@ func checkPPO(c *spec.Check) {
 		}
 	}
 	checkClipValue(c, hasCritic(st))
+	checkEntropyCoeff(c)
 	if st.Bool("normalize_advantage") {
 		checkNormalize(c)
 	} else if st.Written("normalize_advantage_exclude_dims") {
@@ -204,6 +205,13 @@ func checkClipValue(c *spec.Check, critic bool) {
 	}
 	if cv > 0 && critic && c.Spec.Estimator != nil {
 		c.Warnf("clip_value", "has no effect when the estimator runs in the kernel: TorchRL's estimator overwrites the stored value with the current critic's, so V_old = V (SEMANTICS.md §1.4); value_clip_fraction is 0")
+	}
+}
+
+// checkEntropyCoeff warns about an entropy_coeff that entropy_bonus: false switches off.
+func checkEntropyCoeff(c *spec.Check) {
+	if !c.Stage.Bool("entropy_bonus") && c.Stage.Written("entropy_coeff") {
+		c.Warnf("entropy_coeff", "is ignored: entropy_bonus is false (no entropy term)")
 	}
 }
 
