@@ -2,6 +2,7 @@ package gen_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -97,8 +98,9 @@ func outputBytes(t *testing.T, outs map[string]golden.Array) []byte {
 // builds packages with batches of 2^24 elements and runs them for minutes): the same kernels
 // with every buffer stored regularly and with every eligible buffer of every large pass
 // stored non-temporally (the schedule edited either way), benchmarked alternately, one process per round with
-// GOMAXPROCS=1, Forward and ForwardBackward. It logs the median ns/element of each and their
-// ratio.
+// GOMAXPROCS=1 (LOSSGEN_AB_THREADS sets another), Forward and ForwardBackward. It logs the
+// median ns/element of each and their ratio. LOSSGEN_AB_ANY=1 stores non-temporally in
+// every pass, not only the large ones (Schedule.Prefetch).
 func TestStorePolicyAB(t *testing.T) {
 	if os.Getenv("LOSSGEN_AB") == "" {
 		t.Skip("LOSSGEN_AB=1 runs the store-policy A/B benchmark")
@@ -114,6 +116,9 @@ func TestStorePolicyAB(t *testing.T) {
 		{"clipppo_flat_16M", "package: p\ndims: {B: 16777216}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: true}\n"},
 		{"clipppogae_4096x4096", "package: p\ndims: {N: 4096, T: 4096}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +
 			"loss: {type: clip_ppo, normalize_advantage: true, clip_value: true}\n"},
+		// Token losses at issue 21's size, B = 512 sequences of L = 4096 tokens.
+		{"distillation_512x4096", "package: p\ndims: {B: 512, L: 4096}\nbatch: [B, L]\nloss: {type: distillation}\nkeys: {mask: mask}\n"},
+		{"grpo_512x4096", "package: p\ndims: {B: 512, L: 4096}\nbatch: [B, L]\nloss: {type: grpo, kl_to_ref_coeff: 0.04, kl_mask_threshold: 0.05}\nkeys: {mask: mask}\n"},
 	} {
 		if f := os.Getenv("LOSSGEN_AB_ONLY"); f != "" && !strings.Contains(w.name, f) {
 			continue
@@ -134,13 +139,14 @@ func TestStorePolicyAB(t *testing.T) {
 				t.Cleanup(func() { m.Close() })
 				mods[policy.String()] = m
 			}
-			t.Setenv("GOMAXPROCS", "1")
+			threads := cmp.Or(os.Getenv("LOSSGEN_AB_THREADS"), "1")
+			t.Setenv("GOMAXPROCS", threads)
 			ns := map[string][]float64{}
 			ratios := map[string][]float64{} // per round: non-temporal ÷ regular
 			for range rounds {
 				round := map[string]float64{}
 				for _, policy := range []string{"regular", "non-temporal"} {
-					out, err := mods[policy].Bench("^Benchmark(Forward|ForwardBackward)$/^avx2$/^threads=1$", "5x", 1)
+					out, err := mods[policy].Bench("^Benchmark(Forward|ForwardBackward)$/^avx2$/^threads="+threads+"$", "5x", 1)
 					require.NoError(t, err)
 					for call, v := range benchNs(t, out) {
 						ns[policy+" "+call] = append(ns[policy+" "+call], v)
@@ -182,7 +188,7 @@ func nonTemporal(p *plan.Plan) int {
 	}
 	n := 0
 	for _, ps := range p.Passes {
-		if !ps.Schedule.Prefetch {
+		if !ps.Schedule.Prefetch && os.Getenv("LOSSGEN_AB_ANY") == "" {
 			continue
 		}
 		for _, x := range ps.Stores {
