@@ -19,7 +19,7 @@ var (
 	writeAll = testdir.WriteAll
 )
 
-// inject runs act before every rename, remove and write of a transaction (n counts them
+// inject runs act before every rename, remove, write and directory sync of a transaction (n counts them
 // from 0), for the rest of the test: the operation fails with act's error if it returns
 // one; act may also panic, which stops the transaction where it is, as a killed process.
 func inject(t *testing.T, act func(n int, path string) error) *int {
@@ -48,6 +48,12 @@ func inject(t *testing.T, act func(n int, path string) error) *int {
 		_, err := f.Write(b)
 		return err
 	}
+	syncDirFile = func(f *os.File) error {
+		if err := before(f.Name()); err != nil {
+			return err
+		}
+		return f.Sync()
+	}
 	t.Cleanup(func() { uninject() })
 	return &calls
 }
@@ -56,6 +62,7 @@ func inject(t *testing.T, act func(n int, path string) error) *int {
 func uninject() {
 	rename, remove = os.Rename, os.Remove
 	write = func(f *os.File, b []byte) error { _, err := f.Write(b); return err }
+	syncDirFile = func(f *os.File) error { return f.Sync() }
 }
 
 var errInjected = errors.New("injected failure")
@@ -422,5 +429,30 @@ func TestConcurrentApplies(t *testing.T) {
 		require.Contains(t, []string{"new a\n", "other a\n"}, got["a.go"])
 		want := map[string]string{"new a\n": "new b\n", "other a\n": "other b\n"}[got["a.go"]]
 		require.Equal(t, want, got["b.go"], "one writer's files whole")
+	}
+}
+
+// A directory sync that fails (EIO) fails the transaction, which leaves the directory as it
+// was; one a file system cannot do (EINVAL, unsupported) is no error.
+func TestApplyDirectorySync(t *testing.T) {
+	dir := fixture(t)
+	inject(t, func(_ int, path string) error {
+		if path == dir {
+			return syscall.EIO
+		}
+		return nil
+	})
+	_, err := Apply(context.Background(), dir, put, del)
+	require.ErrorIs(t, err, syscall.EIO)
+	require.ErrorContains(t, err, "syncing directory "+dir)
+	require.Equal(t, before, snapshot(t, dir))
+
+	for _, cannot := range []error{syscall.EINVAL, syscall.ENOTSUP} {
+		dir := fixture(t)
+		syncDirFile = func(*os.File) error { return cannot }
+		t.Cleanup(uninject)
+		_, err := Apply(context.Background(), dir, put, del)
+		require.NoError(t, err, "%v", cannot)
+		require.Equal(t, after, snapshot(t, dir))
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 )
 
 // txn is a transaction in progress on dir: its TxnDir and open journal.
@@ -30,7 +32,7 @@ func begin(dir string, created int) (*txn, error) {
 		}
 		return nil, err
 	}
-	syncDir(dir)
+	syncDirBestEffort(dir)
 	f, err := os.OpenFile(filepath.Join(t.tdir, journalFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		os.Remove(t.tdir)
@@ -46,7 +48,9 @@ func begin(dir string, created int) (*txn, error) {
 			return nil, t.abort(nil, err)
 		}
 	}
-	syncDir(t.tdir)
+	if err := syncDir(t.tdir); err != nil {
+		return nil, t.abort(nil, err)
+	}
 	return t, nil
 }
 
@@ -80,7 +84,9 @@ func (t *txn) writeNew(name string, b []byte) error {
 // record puts the plan in the journal: from then on, a run that finds the journal can undo
 // whichever steps were done.
 func (t *txn) record(steps []step) error {
-	syncDir(t.newPath(""))
+	if err := syncDir(t.newPath("")); err != nil {
+		return err
+	}
 	lines := make([]string, 0, len(steps)+1)
 	for _, s := range steps {
 		lines = append(lines, stepLine(s))
@@ -108,8 +114,11 @@ func (t *txn) do(s step) error {
 // commit makes the done steps final: once the journal says so, no run undoes them. The
 // backups are then removed, best effort: a run that finds them left removes them.
 func (t *txn) commit() error {
-	syncDir(t.dir)
-	syncDir(t.oldPath(""))
+	for _, d := range []string{t.dir, t.oldPath("")} {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
 	if err := t.note(commitLine); err != nil {
 		return err
 	}
@@ -211,8 +220,31 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// syncDir syncs a directory's entries, best effort: not every system can.
-func syncDir(path string) {
+// syncDirFile syncs an open directory; tests replace it to inject failures.
+var syncDirFile = func(f *os.File) error { return f.Sync() }
+
+// syncDir syncs a directory's entries, so that the renames and creations in it survive a
+// crash. A system that cannot sync a directory (Windows; EINVAL or an unsupported-operation
+// error from some network and FUSE file systems; a directory it cannot open) gives no such
+// guarantee and no error; any other failure (EIO) fails the transaction.
+func syncDir(path string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if err := syncDirFile(f); err != nil && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("syncing directory %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDirBestEffort is syncDir whose failure is ignored: for dir's entry of TxnDir, made
+// before the journal exists (commit syncs dir again before the journal says done).
+func syncDirBestEffort(path string) {
 	if f, err := os.Open(path); err == nil {
 		f.Sync()
 		f.Close()
