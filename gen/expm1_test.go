@@ -34,7 +34,7 @@ func expm1MinusXInputs() []float64 {
 		xs = append(xs, d, -d)
 	}
 	return append(xs, h, -h, math.Nextafter(h, 1), math.Nextafter(-h, -1), 0, math.Copysign(0, -1),
-		88.7, 89, 709.7, -745, math.Inf(1), math.Inf(-1), math.NaN(), 0x1p-149, 0x1p-1074)
+		88.7, 89, 709.7, 709.782712893384, -745, math.Inf(1), math.Inf(-1), math.NaN(), 0x1p-149, 0x1p-1074)
 }
 
 // TestExpM1MinusXEveryBackend holds e^x − 1 − x (the k3 KL estimator's op) on the pure-Go,
@@ -48,6 +48,9 @@ func TestExpM1MinusXEveryBackend(t *testing.T) {
 	for _, x := range []float64{1e-9, -1e-9, 1e-5} {
 		require.InEpsilon(t, x*x/2*(1+x/3+x*x/12), vmath.ExpM1MinusX(x), 1e-15)
 	}
+	// Where math.Expm1 overflows early: e^x is still finite (vmath.Exp).
+	require.Equal(t, vmath.Exp(709.782712893384), vmath.ExpM1MinusX(709.782712893384))
+	require.False(t, math.IsInf(vmath.ExpM1MinusX(709.782712893384), 0))
 	for _, x := range []float64{0.75, -3, 20} {
 		require.InEpsilon(t, math.Expm1(x)-x, vmath.ExpM1MinusX(x), 1e-15)
 	}

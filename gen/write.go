@@ -121,10 +121,11 @@ func staleFiles(dir string, files map[string][]byte) ([]string, error) {
 }
 
 // otherPackage refuses a write that would leave dir with Go files of two packages: a file of
-// the user's that the write keeps (not in files, not stale), that the go command builds
-// (its build constraints hold here) and whose package clause names another package than the
-// generated one (or, in a _test.go file, than it and its external test package). Such a
-// directory does not build ("found packages p and q").
+// the user's that the write keeps (not in files, not stale), that the go command builds on
+// some platform (everBuilt) and whose package clause names another package than the
+// generated one (or, in a _test.go file, than it and its external test package; go/build
+// ignores package documentation). Such a directory does not build ("found packages p and
+// q").
 func otherPackage(dir string, files map[string][]byte, stale []string) error {
 	pkg := ""
 	for _, name := range sortedNames(files) {
@@ -147,18 +148,37 @@ func otherPackage(dir string, files map[string][]byte, stale []string) error {
 		if filepath.Ext(name) != ".go" || !e.Type().IsRegular() || files[name] != nil || slices.Contains(stale, name) {
 			continue
 		}
-		if ok, err := build.Default.MatchFile(dir, name); err != nil || !ok {
-			continue // excluded from the build here (//go:build ignore, another GOOS), or unreadable as Go
+		if !everBuilt(dir, name) {
+			continue // //go:build ignore, or unreadable as Go
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.PackageClauseOnly)
 		if err != nil {
 			continue // not Go the go command could build either way: the user's to mend
 		}
-		if got := f.Name.Name; got != pkg && !(strings.HasSuffix(name, "_test.go") && got == pkg+"_test") {
+		got := f.Name.Name
+		if got != pkg && got != "documentation" && !(strings.HasSuffix(name, "_test.go") && got == pkg+"_test") {
 			return fmt.Errorf("%s is package %s and the generated package is %s: a directory holds one package, so %s would not build; move %s, or generate into another directory", filepath.Join(dir, name), got, pkg, dir, name)
 		}
 	}
 	return nil
+}
+
+// everBuilt reports whether the go command builds dir's file name on some platform the
+// generated package targets (linux, darwin, windows; amd64, arm64; with and without the
+// purego tag): a file of another package there breaks that build.
+func everBuilt(dir, name string) bool {
+	for _, goos := range []string{"linux", "darwin", "windows"} {
+		for _, goarch := range []string{"amd64", "arm64"} {
+			for _, tags := range [][]string{nil, {"purego"}} {
+				ctx := build.Default
+				ctx.GOOS, ctx.GOARCH, ctx.BuildTags = goos, goarch, tags
+				if ok, err := ctx.MatchFile(dir, name); err == nil && ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // sortedNames is the keys of m in order.

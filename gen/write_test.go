@@ -86,10 +86,15 @@ func TestWriteRefusesAnotherPackage(t *testing.T) {
 	require.ErrorContains(t, err, filepath.Join(dir, "main.go")+" is package main and the generated package is p")
 	require.Equal(t, before, snapshot(t, dir))
 
+	tagged := t.TempDir() // built with -tags purego, which the generated package has
+	writeAll(t, tagged, map[string]string{"zz.go": "//go:build purego\n\npackage zz\n"})
+	require.ErrorContains(t, Write(tagged, map[string][]byte{"a.go": []byte(gen1 + "package p\n")}), "zz.go is package zz")
+
 	ok := t.TempDir()
 	writeAll(t, ok, map[string]string{
 		"gen.go": "//go:build ignore\n\npackage main\n", "helper.go": "package p\n", "x_test.go": "package p_test\n",
-		"p.go": gen1 + "package old\n", // the old generation's <package>.go under the new name: replaced
+		"doc.go": "package documentation\n", // go/build skips it
+		"p.go":   gen1 + "package old\n",    // the old generation's <package>.go under the new name: replaced
 	})
 	require.NoError(t, Write(ok, map[string][]byte{"p.go": []byte(gen1 + "package p\n")}))
 }

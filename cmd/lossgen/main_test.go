@@ -317,6 +317,11 @@ func TestGoldenCasesOfAnotherSpec(t *testing.T) {
 	require.Equal(t, 1, run([]string{"check", "-golden", filepath.Join(g, "p"), a}, &out, &errb))
 	require.Contains(t, errb.String(), "the cases are another spec's; lossgen golden -update -dir "+g+" "+a+" writes this spec's cases")
 	require.Equal(t, 0, run([]string{"check", "-golden", filepath.Join(g, "p"), b}, &out, &errb), errb.String())
+	// A user's own case may hold arrays the spec does not read: it is not another spec's.
+	mine := map[string]golden.Array{"advantage": {Shape: []int{8}, Data: make([]float32, 8)}, "episode_id": {Shape: []int{8}, Data: make([]float32, 8)}}
+	require.NoError(t, goldenw.WriteNPZ(filepath.Join(g, "p", "mine.in.npz"), mine))
+	require.NoError(t, goldenw.WriteNPZ(filepath.Join(g, "p", "mine.want.npz"), mine))
+	require.Equal(t, 0, run([]string{"check", "-golden", filepath.Join(g, "p"), b}, &out, &errb), errb.String())
 	require.NoError(t, os.Mkdir(filepath.Join(g, "p", ".lossgen-txn"), 0o755))
 	errb.Reset()
 	require.Equal(t, 1, run([]string{"check", "-golden", filepath.Join(g, "p"), b}, &out, &errb))

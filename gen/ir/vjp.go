@@ -27,12 +27,16 @@ var vjps = [numOps]VJP{
 	OpLog1p: func(b *Builder, n, g *Node) []*Node {
 		return []*Node{b.gradDiv(g, b.Add(b.Const(1), n.Args[0]))}
 	},
-	// d/dx (e^x − 1 − x) = e^x − 1, formed as the value plus x (one add, no second exp).
-	OpExpM1MinusX: func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradMul(g, b.Add(n, n.Args[0]))} },
-	OpSqrt:        func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradDiv(g, b.Mul(b.Const(2), n))} },
-	OpBroadcast:   func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
-	OpAdd:         func(b *Builder, n, g *Node) []*Node { return []*Node{g, g} },
-	OpSub:         func(b *Builder, n, g *Node) []*Node { return []*Node{g, b.Neg(g)} },
+	// d/dx (e^x − 1 − x) = e^x − 1, formed as the value plus x (one add, no second exp), and
+	// −1 below x = −40, where e^x − 1 is −1 in either dtype and value + x would be ∞ − ∞ at −∞.
+	OpExpM1MinusX: func(b *Builder, n, g *Node) []*Node {
+		x := n.Args[0]
+		return []*Node{b.gradMul(g, b.Where(b.Lt(x, b.Const(-40)), b.Const(-1), b.Add(n, x)))}
+	},
+	OpSqrt:      func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradDiv(g, b.Mul(b.Const(2), n))} },
+	OpBroadcast: func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
+	OpAdd:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, g} },
+	OpSub:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, b.Neg(g)} },
 	OpMul: func(b *Builder, n, g *Node) []*Node {
 		return []*Node{b.gradMul(g, n.Args[1]), b.gradMul(g, n.Args[0])}
 	},

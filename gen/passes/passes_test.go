@@ -95,3 +95,19 @@ func TestExpOfClamp(t *testing.T) {
 	got = run(t, fb, map[string][]float64{"x": {0.25, hi1, -0.5}})
 	require.Equal(t, []float64{math.Exp(0.25), 0, math.Exp(-0.5)}, got["grad.x"], "torch.clamp's gradient: bounds pass it, an ulp past them does not")
 }
+
+// expm1_minus_x's derivative is e^x − 1: the value plus x, and −1 where x < −40 (at −∞ the
+// sum would be ∞ − ∞); NaN stays NaN.
+func TestExpM1MinusXGradient(t *testing.T) {
+	b := ir.NewBuilder(ir.F64, []ir.Dim{{Name: "B", Size: 7}}, []string{"B"})
+	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B"), Differentiable: true})
+	b.Output("k3", b.Sum(b.ExpM1MinusX(x), "B"), ir.LossTerm, "", "")
+	fb, err := passes.Autodiff(b.Graph())
+	require.NoError(t, err)
+	xs := []float64{math.Inf(-1), -50, -1, 0, 1e-3, 2, math.NaN()}
+	got := run(t, fb, map[string][]float64{"x": xs})["grad.x"]
+	for i, v := range xs[:6] {
+		require.InDelta(t, math.Expm1(v), got[i], 1e-15*max(1, math.Abs(math.Expm1(v))), "x = %v", v)
+	}
+	require.True(t, math.IsNaN(got[6]))
+}

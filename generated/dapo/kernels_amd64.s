@@ -973,7 +973,7 @@ TEXT ·fbPass1AVX2(SB), $256-88
 	// v65 = div(0.01, v27)
 	VDIVPS Y0, Y2, Y2
 
-	// v71 = div(1, v27)
+	// v75 = div(1, v27)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1185,93 +1185,101 @@ blocks_8:
 	VMOVUPS (SP), Y3
 
 	// v66 = where(mask, v65, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS  Y3, Y0, Y3
+	VMOVUPS lgc28<>+0(SB), Y4
 
-	// v67 = add(k3, v34)
+	// v68 = lt(v34, -40)
+	VCMPPS $0x11, Y4, Y2, Y4
+
+	// v70 = add(k3, v34)
 	VADDPS  Y2, Y7, Y2
-	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPS lgc29<>+0(SB), Y5
 
-	// v68 = ne(v66, 0)
+	// v71 = where(v68, -1, v70)
+	VBLENDVPS Y4, Y5, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y4
+
+	// v72 = ne(v66, 0)
 	VCMPPS $0x04, Y4, Y3, Y5
 
-	// v69 = mul(v66, v67)
+	// v73 = mul(v66, v71)
 	VMULPS Y2, Y3, Y2
 
-	// v70 = where(v68, v69, v66)
+	// v74 = where(v72, v73, v66)
 	VBLENDVPS Y5, Y2, Y3, Y2
 	VMOVUPS   32(SP), Y3
 
-	// v72 = where(mask, v71, 0)
+	// v76 = where(mask, v75, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v73 = mul(v72, -0.01)
+	// v77 = mul(v76, -0.01)
 	VMULPS lgc19<>+0(SB), Y3, Y5
 
-	// gradEntropy = where(mask, v73, 0)
+	// gradEntropy = where(mask, v77, 0)
 	VANDPS Y5, Y0, Y5
 
-	// v75 = where(mask, v70, 0)
+	// v79 = where(mask, v74, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v76 = neg(v75)
+	// v80 = neg(v79)
 	VXORPS lgc18<>+0(SB), Y2, Y2
 
-	// v77 = neg(v72)
+	// v81 = neg(v76)
 	VXORPS  lgc18<>+0(SB), Y3, Y3
 	VMOVUPS 160(SP), Y6
 
-	// v78 = mul(v77, v10)
+	// v82 = mul(v81, v10)
 	VMULPS  Y6, Y3, Y3
 	VMOVUPS 128(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v79 = where(v17, v78, 0)
+	// v83 = where(v17, v82, 0)
 	VANDPS Y3, Y7, Y6
 
-	// v80 = where(v17, 0, v78)
+	// v84 = where(v17, 0, v82)
 	VANDNPS Y3, Y7, Y3
 	VMOVUPS lgc17<>+0(SB), Y7
 
-	// v81 = ge(ratio, 0.8000000028326788)
+	// v85 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
 
-	// v82 = ne(ratio, ratio)
+	// v86 = ne(ratio, ratio)
 	VCMPPS $0x04, Y1, Y1, Y8
 
-	// v83 = max(v81, v82)
+	// v87 = max(v85, v86)
 	VORPS   Y7, Y8, Y7
 	VMOVUPS Y5, 224(SP)
 
-	// v84 = where(v83, v80, 0)
+	// v88 = where(v87, v84, 0)
 	VANDPS  Y3, Y7, Y3
 	VMOVUPS lgc16<>+0(SB), Y5
 
-	// v85 = le(ratio, 1.2799999924290435)
+	// v89 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y5, Y1, Y5
 
-	// v86 = max(v85, v82)
+	// v90 = max(v89, v86)
 	VORPS Y5, Y8, Y5
 
-	// v87 = where(v86, v79, 0)
+	// v91 = where(v90, v83, 0)
 	VANDPS Y6, Y5, Y5
 
-	// v88 = add(v84, v87)
+	// v92 = add(v88, v91)
 	VADDPS Y5, Y3, Y3
 
-	// v89 = ne(v88, 0)
+	// v93 = ne(v92, 0)
 	VCMPPS $0x04, Y4, Y3, Y4
 
-	// v90 = mul(v88, ratio)
+	// v94 = mul(v92, ratio)
 	VMULPS Y1, Y3, Y1
 
-	// v91 = where(v89, v90, v88)
+	// v95 = where(v93, v94, v92)
 	VBLENDVPS Y4, Y1, Y3, Y1
 
-	// v92 = add(v76, v91)
+	// v96 = add(v80, v95)
 	VADDPS Y1, Y2, Y1
 
-	// gradLogProb = where(mask, v92, 0)
+	// gradLogProb = where(mask, v96, 0)
 	VANDPS  Y1, Y0, Y0
 	VMOVUPS 224(SP), Y1
 
@@ -1514,6 +1522,26 @@ noflush_9:
 	VZEROUPPER
 	RET
 
+DATA lgc28<>+0(SB)/4, $0xc2200000
+DATA lgc28<>+4(SB)/4, $0xc2200000
+DATA lgc28<>+8(SB)/4, $0xc2200000
+DATA lgc28<>+12(SB)/4, $0xc2200000
+DATA lgc28<>+16(SB)/4, $0xc2200000
+DATA lgc28<>+20(SB)/4, $0xc2200000
+DATA lgc28<>+24(SB)/4, $0xc2200000
+DATA lgc28<>+28(SB)/4, $0xc2200000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0xbf800000
+DATA lgc29<>+4(SB)/4, $0xbf800000
+DATA lgc29<>+8(SB)/4, $0xbf800000
+DATA lgc29<>+12(SB)/4, $0xbf800000
+DATA lgc29<>+16(SB)/4, $0xbf800000
+DATA lgc29<>+20(SB)/4, $0xbf800000
+DATA lgc29<>+24(SB)/4, $0xbf800000
+DATA lgc29<>+28(SB)/4, $0xbf800000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
 // func fbPass2AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $64-136
@@ -1704,30 +1732,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc30<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPSUBD       lgc32<>+0(SB), Y3, Y3
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPAND        lgc34<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VMOVAPS      lgc36<>+0(SB), Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1738,9 +1766,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1751,175 +1779,175 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x0000007f
-DATA lgc30<>+4(SB)/4, $0x0000007f
-DATA lgc30<>+8(SB)/4, $0x0000007f
-DATA lgc30<>+12(SB)/4, $0x0000007f
-DATA lgc30<>+16(SB)/4, $0x0000007f
-DATA lgc30<>+20(SB)/4, $0x0000007f
-DATA lgc30<>+24(SB)/4, $0x0000007f
-DATA lgc30<>+28(SB)/4, $0x0000007f
+DATA lgc30<>+0(SB)/4, $0x00800000
+DATA lgc30<>+4(SB)/4, $0x00800000
+DATA lgc30<>+8(SB)/4, $0x00800000
+DATA lgc30<>+12(SB)/4, $0x00800000
+DATA lgc30<>+16(SB)/4, $0x00800000
+DATA lgc30<>+20(SB)/4, $0x00800000
+DATA lgc30<>+24(SB)/4, $0x00800000
+DATA lgc30<>+28(SB)/4, $0x00800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
+DATA lgc31<>+0(SB)/4, $0x4b000000
+DATA lgc31<>+4(SB)/4, $0x4b000000
+DATA lgc31<>+8(SB)/4, $0x4b000000
+DATA lgc31<>+12(SB)/4, $0x4b000000
+DATA lgc31<>+16(SB)/4, $0x4b000000
+DATA lgc31<>+20(SB)/4, $0x4b000000
+DATA lgc31<>+24(SB)/4, $0x4b000000
+DATA lgc31<>+28(SB)/4, $0x4b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
+DATA lgc32<>+0(SB)/4, $0x0000007f
+DATA lgc32<>+4(SB)/4, $0x0000007f
+DATA lgc32<>+8(SB)/4, $0x0000007f
+DATA lgc32<>+12(SB)/4, $0x0000007f
+DATA lgc32<>+16(SB)/4, $0x0000007f
+DATA lgc32<>+20(SB)/4, $0x0000007f
+DATA lgc32<>+24(SB)/4, $0x0000007f
+DATA lgc32<>+28(SB)/4, $0x0000007f
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
+DATA lgc33<>+0(SB)/4, $0xffffffe9
+DATA lgc33<>+4(SB)/4, $0xffffffe9
+DATA lgc33<>+8(SB)/4, $0xffffffe9
+DATA lgc33<>+12(SB)/4, $0xffffffe9
+DATA lgc33<>+16(SB)/4, $0xffffffe9
+DATA lgc33<>+20(SB)/4, $0xffffffe9
+DATA lgc33<>+24(SB)/4, $0xffffffe9
+DATA lgc33<>+28(SB)/4, $0xffffffe9
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
+DATA lgc34<>+0(SB)/4, $0x007fffff
+DATA lgc34<>+4(SB)/4, $0x007fffff
+DATA lgc34<>+8(SB)/4, $0x007fffff
+DATA lgc34<>+12(SB)/4, $0x007fffff
+DATA lgc34<>+16(SB)/4, $0x007fffff
+DATA lgc34<>+20(SB)/4, $0x007fffff
+DATA lgc34<>+24(SB)/4, $0x007fffff
+DATA lgc34<>+28(SB)/4, $0x007fffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
+DATA lgc35<>+0(SB)/4, $0x3fb504f3
+DATA lgc35<>+4(SB)/4, $0x3fb504f3
+DATA lgc35<>+8(SB)/4, $0x3fb504f3
+DATA lgc35<>+12(SB)/4, $0x3fb504f3
+DATA lgc35<>+16(SB)/4, $0x3fb504f3
+DATA lgc35<>+20(SB)/4, $0x3fb504f3
+DATA lgc35<>+24(SB)/4, $0x3fb504f3
+DATA lgc35<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
+DATA lgc36<>+0(SB)/4, $0x3d9021bb
+DATA lgc36<>+4(SB)/4, $0x3d9021bb
+DATA lgc36<>+8(SB)/4, $0x3d9021bb
+DATA lgc36<>+12(SB)/4, $0x3d9021bb
+DATA lgc36<>+16(SB)/4, $0x3d9021bb
+DATA lgc36<>+20(SB)/4, $0x3d9021bb
+DATA lgc36<>+24(SB)/4, $0x3d9021bb
+DATA lgc36<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+0(SB)/4, $0xbdebd1b8
+DATA lgc37<>+4(SB)/4, $0xbdebd1b8
+DATA lgc37<>+8(SB)/4, $0xbdebd1b8
+DATA lgc37<>+12(SB)/4, $0xbdebd1b8
+DATA lgc37<>+16(SB)/4, $0xbdebd1b8
+DATA lgc37<>+20(SB)/4, $0xbdebd1b8
+DATA lgc37<>+24(SB)/4, $0xbdebd1b8
+DATA lgc37<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
+DATA lgc38<>+0(SB)/4, $0x3def251a
+DATA lgc38<>+4(SB)/4, $0x3def251a
+DATA lgc38<>+8(SB)/4, $0x3def251a
+DATA lgc38<>+12(SB)/4, $0x3def251a
+DATA lgc38<>+16(SB)/4, $0x3def251a
+DATA lgc38<>+20(SB)/4, $0x3def251a
+DATA lgc38<>+24(SB)/4, $0x3def251a
+DATA lgc38<>+28(SB)/4, $0x3def251a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
+DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
+DATA lgc40<>+0(SB)/4, $0x3e11e9bf
+DATA lgc40<>+4(SB)/4, $0x3e11e9bf
+DATA lgc40<>+8(SB)/4, $0x3e11e9bf
+DATA lgc40<>+12(SB)/4, $0x3e11e9bf
+DATA lgc40<>+16(SB)/4, $0x3e11e9bf
+DATA lgc40<>+20(SB)/4, $0x3e11e9bf
+DATA lgc40<>+24(SB)/4, $0x3e11e9bf
+DATA lgc40<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
+DATA lgc41<>+0(SB)/4, $0xbe2aae50
+DATA lgc41<>+4(SB)/4, $0xbe2aae50
+DATA lgc41<>+8(SB)/4, $0xbe2aae50
+DATA lgc41<>+12(SB)/4, $0xbe2aae50
+DATA lgc41<>+16(SB)/4, $0xbe2aae50
+DATA lgc41<>+20(SB)/4, $0xbe2aae50
+DATA lgc41<>+24(SB)/4, $0xbe2aae50
+DATA lgc41<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+0(SB)/4, $0x3e4cceac
+DATA lgc42<>+4(SB)/4, $0x3e4cceac
+DATA lgc42<>+8(SB)/4, $0x3e4cceac
+DATA lgc42<>+12(SB)/4, $0x3e4cceac
+DATA lgc42<>+16(SB)/4, $0x3e4cceac
+DATA lgc42<>+20(SB)/4, $0x3e4cceac
+DATA lgc42<>+24(SB)/4, $0x3e4cceac
+DATA lgc42<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7fc00000
-DATA lgc43<>+4(SB)/4, $0x7fc00000
-DATA lgc43<>+8(SB)/4, $0x7fc00000
-DATA lgc43<>+12(SB)/4, $0x7fc00000
-DATA lgc43<>+16(SB)/4, $0x7fc00000
-DATA lgc43<>+20(SB)/4, $0x7fc00000
-DATA lgc43<>+24(SB)/4, $0x7fc00000
-DATA lgc43<>+28(SB)/4, $0x7fc00000
+DATA lgc43<>+0(SB)/4, $0xbe7ffffc
+DATA lgc43<>+4(SB)/4, $0xbe7ffffc
+DATA lgc43<>+8(SB)/4, $0xbe7ffffc
+DATA lgc43<>+12(SB)/4, $0xbe7ffffc
+DATA lgc43<>+16(SB)/4, $0xbe7ffffc
+DATA lgc43<>+20(SB)/4, $0xbe7ffffc
+DATA lgc43<>+24(SB)/4, $0xbe7ffffc
+DATA lgc43<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7f800000
-DATA lgc44<>+4(SB)/4, $0x7f800000
-DATA lgc44<>+8(SB)/4, $0x7f800000
-DATA lgc44<>+12(SB)/4, $0x7f800000
-DATA lgc44<>+16(SB)/4, $0x7f800000
-DATA lgc44<>+20(SB)/4, $0x7f800000
-DATA lgc44<>+24(SB)/4, $0x7f800000
-DATA lgc44<>+28(SB)/4, $0x7f800000
+DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/4, $0x7fc00000
+DATA lgc45<>+4(SB)/4, $0x7fc00000
+DATA lgc45<>+8(SB)/4, $0x7fc00000
+DATA lgc45<>+12(SB)/4, $0x7fc00000
+DATA lgc45<>+16(SB)/4, $0x7fc00000
+DATA lgc45<>+20(SB)/4, $0x7fc00000
+DATA lgc45<>+24(SB)/4, $0x7fc00000
+DATA lgc45<>+28(SB)/4, $0x7fc00000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0x7f800000
+DATA lgc46<>+4(SB)/4, $0x7f800000
+DATA lgc46<>+8(SB)/4, $0x7f800000
+DATA lgc46<>+12(SB)/4, $0x7f800000
+DATA lgc46<>+16(SB)/4, $0x7f800000
+DATA lgc46<>+20(SB)/4, $0x7f800000
+DATA lgc46<>+24(SB)/4, $0x7f800000
+DATA lgc46<>+28(SB)/4, $0x7f800000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1934,30 +1962,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPAND        lgc34<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1968,9 +1996,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1981,8 +2009,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

@@ -308,6 +308,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
 	c62 := float32(0.01)
+	c67 := float32(-40)
+	minusOne := float32(-1)
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
@@ -360,34 +362,36 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			acc60 += float64(v59)
 			v65 := c62 / v27
 			v66 := sel(mask, v65, zero)
-			v67 := k3 + v34
-			v68 := b2f(v66 != zero)
-			v69 := float32(v66 * v67)
-			v70 := sel(v68, v69, v66)
-			v71 := one / v27
-			v72 := sel(mask, v71, zero)
-			v73 := float32(v72 * c41)
-			gradEntropy := sel(mask, v73, zero)
+			v68 := b2f(v34 < c67)
+			v70 := k3 + v34
+			v71 := sel(v68, minusOne, v70)
+			v72 := b2f(v66 != zero)
+			v73 := float32(v66 * v71)
+			v74 := sel(v72, v73, v66)
+			v75 := one / v27
+			v76 := sel(mask, v75, zero)
+			v77 := float32(v76 * c41)
+			gradEntropy := sel(mask, v77, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v75 := sel(mask, v70, zero)
-			v76 := -v75
-			v77 := -v72
-			v78 := float32(v77 * v10)
-			v79 := sel(v17, v78, zero)
-			v80 := sel(v17, zero, v78)
-			v81 := b2f(ratio >= c20)
-			v82 := b2f(ratio != ratio)
-			v83 := max(v81, v82)
-			v84 := sel(v83, v80, zero)
-			v85 := b2f(ratio <= c18)
-			v86 := max(v85, v82)
-			v87 := sel(v86, v79, zero)
-			v88 := v84 + v87
-			v89 := b2f(v88 != zero)
-			v90 := float32(v88 * ratio)
-			v91 := sel(v89, v90, v88)
-			v92 := v76 + v91
-			gradLogProb := sel(mask, v92, zero)
+			v79 := sel(mask, v74, zero)
+			v80 := -v79
+			v81 := -v76
+			v82 := float32(v81 * v10)
+			v83 := sel(v17, v82, zero)
+			v84 := sel(v17, zero, v82)
+			v85 := b2f(ratio >= c20)
+			v86 := b2f(ratio != ratio)
+			v87 := max(v85, v86)
+			v88 := sel(v87, v84, zero)
+			v89 := b2f(ratio <= c18)
+			v90 := max(v89, v86)
+			v91 := sel(v90, v83, zero)
+			v92 := v88 + v91
+			v93 := b2f(v92 != zero)
+			v94 := float32(v92 * ratio)
+			v95 := sel(v93, v94, v92)
+			v96 := v80 + v95
+			gradLogProb := sel(mask, v96, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

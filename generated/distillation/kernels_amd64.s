@@ -633,25 +633,33 @@ blocks_10:
 	VMOVUPS (SP), Y2
 
 	// v21 = where(mask, v20, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS  Y2, Y0, Y2
+	VMOVUPS lgc18<>+0(SB), Y3
 
-	// v22 = add(k3, v10)
+	// v23 = lt(v10, -40)
+	VCMPPS $0x11, Y3, Y1, Y3
+
+	// v25 = add(k3, v10)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS lgc19<>+0(SB), Y4
 
-	// v23 = ne(v21, 0)
+	// v26 = where(v23, -1, v25)
+	VBLENDVPS Y3, Y4, Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y3
+
+	// v27 = ne(v21, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v24 = mul(v21, v22)
+	// v28 = mul(v21, v26)
 	VMULPS Y1, Y2, Y1
 
-	// v25 = where(v23, v24, v21)
+	// v29 = where(v27, v28, v21)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v26 = neg(v25)
-	VXORPS lgc18<>+0(SB), Y1, Y1
+	// v30 = neg(v29)
+	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v26, 0)
+	// gradLogProb = where(mask, v30, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -747,15 +755,35 @@ DATA lgc17<>+24(SB)/4, $0x3e000000
 DATA lgc17<>+28(SB)/4, $0x3e000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x80000000
-DATA lgc18<>+4(SB)/4, $0x80000000
-DATA lgc18<>+8(SB)/4, $0x80000000
-DATA lgc18<>+12(SB)/4, $0x80000000
-DATA lgc18<>+16(SB)/4, $0x80000000
-DATA lgc18<>+20(SB)/4, $0x80000000
-DATA lgc18<>+24(SB)/4, $0x80000000
-DATA lgc18<>+28(SB)/4, $0x80000000
+DATA lgc18<>+0(SB)/4, $0xc2200000
+DATA lgc18<>+4(SB)/4, $0xc2200000
+DATA lgc18<>+8(SB)/4, $0xc2200000
+DATA lgc18<>+12(SB)/4, $0xc2200000
+DATA lgc18<>+16(SB)/4, $0xc2200000
+DATA lgc18<>+20(SB)/4, $0xc2200000
+DATA lgc18<>+24(SB)/4, $0xc2200000
+DATA lgc18<>+28(SB)/4, $0xc2200000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+
+DATA lgc19<>+0(SB)/4, $0xbf800000
+DATA lgc19<>+4(SB)/4, $0xbf800000
+DATA lgc19<>+8(SB)/4, $0xbf800000
+DATA lgc19<>+12(SB)/4, $0xbf800000
+DATA lgc19<>+16(SB)/4, $0xbf800000
+DATA lgc19<>+20(SB)/4, $0xbf800000
+DATA lgc19<>+24(SB)/4, $0xbf800000
+DATA lgc19<>+28(SB)/4, $0xbf800000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0x80000000
+DATA lgc20<>+4(SB)/4, $0x80000000
+DATA lgc20<>+8(SB)/4, $0x80000000
+DATA lgc20<>+12(SB)/4, $0x80000000
+DATA lgc20<>+16(SB)/4, $0x80000000
+DATA lgc20<>+20(SB)/4, $0x80000000
+DATA lgc20<>+24(SB)/4, $0x80000000
+DATA lgc20<>+28(SB)/4, $0x80000000
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
@@ -900,30 +928,30 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPS       lgc20<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VMULPS       lgc22<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc21<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
+	VPSUBD       lgc23<>+0(SB), Y3, Y3
+	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
+	VPAND        lgc25<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
+	VMOVAPS      lgc27<>+0(SB), Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -932,11 +960,11 @@ bulk_16:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -947,185 +975,185 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc19<>+0(SB)/4, $0x00800000
-DATA lgc19<>+4(SB)/4, $0x00800000
-DATA lgc19<>+8(SB)/4, $0x00800000
-DATA lgc19<>+12(SB)/4, $0x00800000
-DATA lgc19<>+16(SB)/4, $0x00800000
-DATA lgc19<>+20(SB)/4, $0x00800000
-DATA lgc19<>+24(SB)/4, $0x00800000
-DATA lgc19<>+28(SB)/4, $0x00800000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x4b000000
-DATA lgc20<>+4(SB)/4, $0x4b000000
-DATA lgc20<>+8(SB)/4, $0x4b000000
-DATA lgc20<>+12(SB)/4, $0x4b000000
-DATA lgc20<>+16(SB)/4, $0x4b000000
-DATA lgc20<>+20(SB)/4, $0x4b000000
-DATA lgc20<>+24(SB)/4, $0x4b000000
-DATA lgc20<>+28(SB)/4, $0x4b000000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0x0000007f
-DATA lgc21<>+4(SB)/4, $0x0000007f
-DATA lgc21<>+8(SB)/4, $0x0000007f
-DATA lgc21<>+12(SB)/4, $0x0000007f
-DATA lgc21<>+16(SB)/4, $0x0000007f
-DATA lgc21<>+20(SB)/4, $0x0000007f
-DATA lgc21<>+24(SB)/4, $0x0000007f
-DATA lgc21<>+28(SB)/4, $0x0000007f
+DATA lgc21<>+0(SB)/4, $0x00800000
+DATA lgc21<>+4(SB)/4, $0x00800000
+DATA lgc21<>+8(SB)/4, $0x00800000
+DATA lgc21<>+12(SB)/4, $0x00800000
+DATA lgc21<>+16(SB)/4, $0x00800000
+DATA lgc21<>+20(SB)/4, $0x00800000
+DATA lgc21<>+24(SB)/4, $0x00800000
+DATA lgc21<>+28(SB)/4, $0x00800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xffffffe9
-DATA lgc22<>+4(SB)/4, $0xffffffe9
-DATA lgc22<>+8(SB)/4, $0xffffffe9
-DATA lgc22<>+12(SB)/4, $0xffffffe9
-DATA lgc22<>+16(SB)/4, $0xffffffe9
-DATA lgc22<>+20(SB)/4, $0xffffffe9
-DATA lgc22<>+24(SB)/4, $0xffffffe9
-DATA lgc22<>+28(SB)/4, $0xffffffe9
+DATA lgc22<>+0(SB)/4, $0x4b000000
+DATA lgc22<>+4(SB)/4, $0x4b000000
+DATA lgc22<>+8(SB)/4, $0x4b000000
+DATA lgc22<>+12(SB)/4, $0x4b000000
+DATA lgc22<>+16(SB)/4, $0x4b000000
+DATA lgc22<>+20(SB)/4, $0x4b000000
+DATA lgc22<>+24(SB)/4, $0x4b000000
+DATA lgc22<>+28(SB)/4, $0x4b000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x007fffff
-DATA lgc23<>+4(SB)/4, $0x007fffff
-DATA lgc23<>+8(SB)/4, $0x007fffff
-DATA lgc23<>+12(SB)/4, $0x007fffff
-DATA lgc23<>+16(SB)/4, $0x007fffff
-DATA lgc23<>+20(SB)/4, $0x007fffff
-DATA lgc23<>+24(SB)/4, $0x007fffff
-DATA lgc23<>+28(SB)/4, $0x007fffff
+DATA lgc23<>+0(SB)/4, $0x0000007f
+DATA lgc23<>+4(SB)/4, $0x0000007f
+DATA lgc23<>+8(SB)/4, $0x0000007f
+DATA lgc23<>+12(SB)/4, $0x0000007f
+DATA lgc23<>+16(SB)/4, $0x0000007f
+DATA lgc23<>+20(SB)/4, $0x0000007f
+DATA lgc23<>+24(SB)/4, $0x0000007f
+DATA lgc23<>+28(SB)/4, $0x0000007f
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3fb504f3
-DATA lgc24<>+4(SB)/4, $0x3fb504f3
-DATA lgc24<>+8(SB)/4, $0x3fb504f3
-DATA lgc24<>+12(SB)/4, $0x3fb504f3
-DATA lgc24<>+16(SB)/4, $0x3fb504f3
-DATA lgc24<>+20(SB)/4, $0x3fb504f3
-DATA lgc24<>+24(SB)/4, $0x3fb504f3
-DATA lgc24<>+28(SB)/4, $0x3fb504f3
+DATA lgc24<>+0(SB)/4, $0xffffffe9
+DATA lgc24<>+4(SB)/4, $0xffffffe9
+DATA lgc24<>+8(SB)/4, $0xffffffe9
+DATA lgc24<>+12(SB)/4, $0xffffffe9
+DATA lgc24<>+16(SB)/4, $0xffffffe9
+DATA lgc24<>+20(SB)/4, $0xffffffe9
+DATA lgc24<>+24(SB)/4, $0xffffffe9
+DATA lgc24<>+28(SB)/4, $0xffffffe9
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d9021bb
-DATA lgc25<>+4(SB)/4, $0x3d9021bb
-DATA lgc25<>+8(SB)/4, $0x3d9021bb
-DATA lgc25<>+12(SB)/4, $0x3d9021bb
-DATA lgc25<>+16(SB)/4, $0x3d9021bb
-DATA lgc25<>+20(SB)/4, $0x3d9021bb
-DATA lgc25<>+24(SB)/4, $0x3d9021bb
-DATA lgc25<>+28(SB)/4, $0x3d9021bb
+DATA lgc25<>+0(SB)/4, $0x007fffff
+DATA lgc25<>+4(SB)/4, $0x007fffff
+DATA lgc25<>+8(SB)/4, $0x007fffff
+DATA lgc25<>+12(SB)/4, $0x007fffff
+DATA lgc25<>+16(SB)/4, $0x007fffff
+DATA lgc25<>+20(SB)/4, $0x007fffff
+DATA lgc25<>+24(SB)/4, $0x007fffff
+DATA lgc25<>+28(SB)/4, $0x007fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdebd1b8
-DATA lgc26<>+4(SB)/4, $0xbdebd1b8
-DATA lgc26<>+8(SB)/4, $0xbdebd1b8
-DATA lgc26<>+12(SB)/4, $0xbdebd1b8
-DATA lgc26<>+16(SB)/4, $0xbdebd1b8
-DATA lgc26<>+20(SB)/4, $0xbdebd1b8
-DATA lgc26<>+24(SB)/4, $0xbdebd1b8
-DATA lgc26<>+28(SB)/4, $0xbdebd1b8
+DATA lgc26<>+0(SB)/4, $0x3fb504f3
+DATA lgc26<>+4(SB)/4, $0x3fb504f3
+DATA lgc26<>+8(SB)/4, $0x3fb504f3
+DATA lgc26<>+12(SB)/4, $0x3fb504f3
+DATA lgc26<>+16(SB)/4, $0x3fb504f3
+DATA lgc26<>+20(SB)/4, $0x3fb504f3
+DATA lgc26<>+24(SB)/4, $0x3fb504f3
+DATA lgc26<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3def251a
-DATA lgc27<>+4(SB)/4, $0x3def251a
-DATA lgc27<>+8(SB)/4, $0x3def251a
-DATA lgc27<>+12(SB)/4, $0x3def251a
-DATA lgc27<>+16(SB)/4, $0x3def251a
-DATA lgc27<>+20(SB)/4, $0x3def251a
-DATA lgc27<>+24(SB)/4, $0x3def251a
-DATA lgc27<>+28(SB)/4, $0x3def251a
+DATA lgc27<>+0(SB)/4, $0x3d9021bb
+DATA lgc27<>+4(SB)/4, $0x3d9021bb
+DATA lgc27<>+8(SB)/4, $0x3d9021bb
+DATA lgc27<>+12(SB)/4, $0x3d9021bb
+DATA lgc27<>+16(SB)/4, $0x3d9021bb
+DATA lgc27<>+20(SB)/4, $0x3d9021bb
+DATA lgc27<>+24(SB)/4, $0x3d9021bb
+DATA lgc27<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+0(SB)/4, $0xbdebd1b8
+DATA lgc28<>+4(SB)/4, $0xbdebd1b8
+DATA lgc28<>+8(SB)/4, $0xbdebd1b8
+DATA lgc28<>+12(SB)/4, $0xbdebd1b8
+DATA lgc28<>+16(SB)/4, $0xbdebd1b8
+DATA lgc28<>+20(SB)/4, $0xbdebd1b8
+DATA lgc28<>+24(SB)/4, $0xbdebd1b8
+DATA lgc28<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e11e9bf
-DATA lgc29<>+4(SB)/4, $0x3e11e9bf
-DATA lgc29<>+8(SB)/4, $0x3e11e9bf
-DATA lgc29<>+12(SB)/4, $0x3e11e9bf
-DATA lgc29<>+16(SB)/4, $0x3e11e9bf
-DATA lgc29<>+20(SB)/4, $0x3e11e9bf
-DATA lgc29<>+24(SB)/4, $0x3e11e9bf
-DATA lgc29<>+28(SB)/4, $0x3e11e9bf
+DATA lgc29<>+0(SB)/4, $0x3def251a
+DATA lgc29<>+4(SB)/4, $0x3def251a
+DATA lgc29<>+8(SB)/4, $0x3def251a
+DATA lgc29<>+12(SB)/4, $0x3def251a
+DATA lgc29<>+16(SB)/4, $0x3def251a
+DATA lgc29<>+20(SB)/4, $0x3def251a
+DATA lgc29<>+24(SB)/4, $0x3def251a
+DATA lgc29<>+28(SB)/4, $0x3def251a
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbe2aae50
-DATA lgc30<>+4(SB)/4, $0xbe2aae50
-DATA lgc30<>+8(SB)/4, $0xbe2aae50
-DATA lgc30<>+12(SB)/4, $0xbe2aae50
-DATA lgc30<>+16(SB)/4, $0xbe2aae50
-DATA lgc30<>+20(SB)/4, $0xbe2aae50
-DATA lgc30<>+24(SB)/4, $0xbe2aae50
-DATA lgc30<>+28(SB)/4, $0xbe2aae50
+DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e4cceac
-DATA lgc31<>+4(SB)/4, $0x3e4cceac
-DATA lgc31<>+8(SB)/4, $0x3e4cceac
-DATA lgc31<>+12(SB)/4, $0x3e4cceac
-DATA lgc31<>+16(SB)/4, $0x3e4cceac
-DATA lgc31<>+20(SB)/4, $0x3e4cceac
-DATA lgc31<>+24(SB)/4, $0x3e4cceac
-DATA lgc31<>+28(SB)/4, $0x3e4cceac
+DATA lgc31<>+0(SB)/4, $0x3e11e9bf
+DATA lgc31<>+4(SB)/4, $0x3e11e9bf
+DATA lgc31<>+8(SB)/4, $0x3e11e9bf
+DATA lgc31<>+12(SB)/4, $0x3e11e9bf
+DATA lgc31<>+16(SB)/4, $0x3e11e9bf
+DATA lgc31<>+20(SB)/4, $0x3e11e9bf
+DATA lgc31<>+24(SB)/4, $0x3e11e9bf
+DATA lgc31<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe7ffffc
-DATA lgc32<>+4(SB)/4, $0xbe7ffffc
-DATA lgc32<>+8(SB)/4, $0xbe7ffffc
-DATA lgc32<>+12(SB)/4, $0xbe7ffffc
-DATA lgc32<>+16(SB)/4, $0xbe7ffffc
-DATA lgc32<>+20(SB)/4, $0xbe7ffffc
-DATA lgc32<>+24(SB)/4, $0xbe7ffffc
-DATA lgc32<>+28(SB)/4, $0xbe7ffffc
+DATA lgc32<>+0(SB)/4, $0xbe2aae50
+DATA lgc32<>+4(SB)/4, $0xbe2aae50
+DATA lgc32<>+8(SB)/4, $0xbe2aae50
+DATA lgc32<>+12(SB)/4, $0xbe2aae50
+DATA lgc32<>+16(SB)/4, $0xbe2aae50
+DATA lgc32<>+20(SB)/4, $0xbe2aae50
+DATA lgc32<>+24(SB)/4, $0xbe2aae50
+DATA lgc32<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+0(SB)/4, $0x3e4cceac
+DATA lgc33<>+4(SB)/4, $0x3e4cceac
+DATA lgc33<>+8(SB)/4, $0x3e4cceac
+DATA lgc33<>+12(SB)/4, $0x3e4cceac
+DATA lgc33<>+16(SB)/4, $0x3e4cceac
+DATA lgc33<>+20(SB)/4, $0x3e4cceac
+DATA lgc33<>+24(SB)/4, $0x3e4cceac
+DATA lgc33<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xff800000
-DATA lgc34<>+4(SB)/4, $0xff800000
-DATA lgc34<>+8(SB)/4, $0xff800000
-DATA lgc34<>+12(SB)/4, $0xff800000
-DATA lgc34<>+16(SB)/4, $0xff800000
-DATA lgc34<>+20(SB)/4, $0xff800000
-DATA lgc34<>+24(SB)/4, $0xff800000
-DATA lgc34<>+28(SB)/4, $0xff800000
+DATA lgc34<>+0(SB)/4, $0xbe7ffffc
+DATA lgc34<>+4(SB)/4, $0xbe7ffffc
+DATA lgc34<>+8(SB)/4, $0xbe7ffffc
+DATA lgc34<>+12(SB)/4, $0xbe7ffffc
+DATA lgc34<>+16(SB)/4, $0xbe7ffffc
+DATA lgc34<>+20(SB)/4, $0xbe7ffffc
+DATA lgc34<>+24(SB)/4, $0xbe7ffffc
+DATA lgc34<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7fc00000
-DATA lgc35<>+4(SB)/4, $0x7fc00000
-DATA lgc35<>+8(SB)/4, $0x7fc00000
-DATA lgc35<>+12(SB)/4, $0x7fc00000
-DATA lgc35<>+16(SB)/4, $0x7fc00000
-DATA lgc35<>+20(SB)/4, $0x7fc00000
-DATA lgc35<>+24(SB)/4, $0x7fc00000
-DATA lgc35<>+28(SB)/4, $0x7fc00000
+DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7f800000
-DATA lgc36<>+4(SB)/4, $0x7f800000
-DATA lgc36<>+8(SB)/4, $0x7f800000
-DATA lgc36<>+12(SB)/4, $0x7f800000
-DATA lgc36<>+16(SB)/4, $0x7f800000
-DATA lgc36<>+20(SB)/4, $0x7f800000
-DATA lgc36<>+24(SB)/4, $0x7f800000
-DATA lgc36<>+28(SB)/4, $0x7f800000
+DATA lgc36<>+0(SB)/4, $0xff800000
+DATA lgc36<>+4(SB)/4, $0xff800000
+DATA lgc36<>+8(SB)/4, $0xff800000
+DATA lgc36<>+12(SB)/4, $0xff800000
+DATA lgc36<>+16(SB)/4, $0xff800000
+DATA lgc36<>+20(SB)/4, $0xff800000
+DATA lgc36<>+24(SB)/4, $0xff800000
+DATA lgc36<>+28(SB)/4, $0xff800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x7fc00000
+DATA lgc37<>+4(SB)/4, $0x7fc00000
+DATA lgc37<>+8(SB)/4, $0x7fc00000
+DATA lgc37<>+12(SB)/4, $0x7fc00000
+DATA lgc37<>+16(SB)/4, $0x7fc00000
+DATA lgc37<>+20(SB)/4, $0x7fc00000
+DATA lgc37<>+24(SB)/4, $0x7fc00000
+DATA lgc37<>+28(SB)/4, $0x7fc00000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x7f800000
+DATA lgc38<>+4(SB)/4, $0x7f800000
+DATA lgc38<>+8(SB)/4, $0x7f800000
+DATA lgc38<>+12(SB)/4, $0x7f800000
+DATA lgc38<>+16(SB)/4, $0x7f800000
+DATA lgc38<>+20(SB)/4, $0x7f800000
+DATA lgc38<>+24(SB)/4, $0x7f800000
+DATA lgc38<>+28(SB)/4, $0x7f800000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1140,30 +1168,30 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
-	VMULPS       lgc20<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc21<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
+	VPSUBD       lgc23<>+0(SB), Y4, Y4
+	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
+	VPAND        lgc25<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc25<>+0(SB), Y5
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
+	VMOVAPS      lgc27<>+0(SB), Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1172,11 +1200,11 @@ bulk_18:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1186,9 +1214,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc34<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

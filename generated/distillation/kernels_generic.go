@@ -160,6 +160,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	one := float32(1)
 	zero := float32(0)
 	c19 := float32(0.125)
+	c22 := float32(-40)
+	minusOne := float32(-1)
 	numValid := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
@@ -184,12 +186,14 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v15 := max(v14, one)
 			v20 := c19 / v15
 			v21 := sel(mask, v20, zero)
-			v22 := k3 + v10
-			v23 := b2f(v21 != zero)
-			v24 := float32(v21 * v22)
-			v25 := sel(v23, v24, v21)
-			v26 := -v25
-			gradLogProb := sel(mask, v26, zero)
+			v23 := b2f(v10 < c22)
+			v25 := k3 + v10
+			v26 := sel(v23, minusOne, v25)
+			v27 := b2f(v21 != zero)
+			v28 := float32(v21 * v26)
+			v29 := sel(v27, v28, v21)
+			v30 := -v29
+			gradLogProb := sel(mask, v30, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 		s.s0[iB] = float32(s.acc13[iB])

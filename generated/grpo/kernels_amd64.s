@@ -1072,7 +1072,7 @@ TEXT ·fbPass1AVX2(SB), $256-96
 	// v77 = div(0.04, v34)
 	VDIVPS Y0, Y2, Y2
 
-	// v85 = div(1, v34)
+	// v89 = div(1, v34)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1323,94 +1323,102 @@ blocks_8:
 	VMOVUPS (SP), Y2
 
 	// v78 = where(kept, v77, 0)
-	VANDPS Y2, Y7, Y2
+	VANDPS  Y2, Y7, Y2
+	VMOVUPS lgc29<>+0(SB), Y3
 
-	// v79 = add(k3, v69)
+	// v80 = lt(v69, -40)
+	VCMPPS $0x11, Y3, Y1, Y3
+
+	// v82 = add(k3, v69)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS lgc30<>+0(SB), Y4
 
-	// v80 = ne(v78, 0)
+	// v83 = where(v80, -1, v82)
+	VBLENDVPS Y3, Y4, Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y3
+
+	// v84 = ne(v78, 0)
 	VCMPPS $0x04, Y3, Y2, Y4
 
-	// v81 = mul(v78, v79)
+	// v85 = mul(v78, v83)
 	VMULPS Y1, Y2, Y1
 
-	// v82 = where(v80, v81, v78)
+	// v86 = where(v84, v85, v78)
 	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v83 = where(kept, v82, 0)
+	// v87 = where(kept, v86, 0)
 	VANDPS Y1, Y7, Y1
 
-	// v84 = neg(v83)
+	// v88 = neg(v87)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y2
 
-	// v86 = where(kept, v85, 0)
+	// v90 = where(kept, v89, 0)
 	VANDPS Y2, Y7, Y2
 
-	// v87 = mul(v86, -0.01)
+	// v91 = mul(v90, -0.01)
 	VMULPS lgc20<>+0(SB), Y2, Y4
 
-	// gradEntropy = where(mask, v87, 0)
+	// gradEntropy = where(mask, v91, 0)
 	VANDPS Y4, Y0, Y4
 
-	// v89 = neg(v86)
+	// v93 = neg(v90)
 	VXORPS  lgc19<>+0(SB), Y2, Y2
 	VMOVUPS 192(SP), Y5
 
-	// v90 = mul(v89, v10)
+	// v94 = mul(v93, v10)
 	VMULPS  Y5, Y2, Y2
 	VMOVUPS 160(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v91 = where(v24, v90, 0)
+	// v95 = where(v24, v94, 0)
 	VANDPS Y2, Y6, Y5
 
-	// v92 = where(v24, 0, v90)
+	// v96 = where(v24, 0, v94)
 	VANDNPS Y2, Y6, Y2
 	VMOVUPS 128(SP), Y6
 	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v93 = ge(ratio, 0.8000000028326788)
+	// v97 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y6, Y7
 
-	// v94 = ne(ratio, ratio)
+	// v98 = ne(ratio, ratio)
 	VCMPPS $0x04, Y6, Y6, Y8
 
-	// v95 = max(v93, v94)
+	// v99 = max(v97, v98)
 	VORPS   Y7, Y8, Y7
 	VMOVUPS Y4, 224(SP)
 
-	// v96 = where(v95, v92, 0)
+	// v100 = where(v99, v96, 0)
 	VANDPS  Y2, Y7, Y2
 	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v97 = le(ratio, 1.2000000078829447)
+	// v101 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y4, Y6, Y4
 
-	// v98 = max(v97, v94)
+	// v102 = max(v101, v98)
 	VORPS Y4, Y8, Y4
 
-	// v99 = where(v98, v91, 0)
+	// v103 = where(v102, v95, 0)
 	VANDPS Y5, Y4, Y4
 
-	// v100 = add(v96, v99)
+	// v104 = add(v100, v103)
 	VADDPS Y4, Y2, Y2
 
-	// v101 = ne(v100, 0)
+	// v105 = ne(v104, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v102 = mul(v100, ratio)
+	// v106 = mul(v104, ratio)
 	VMULPS Y6, Y2, Y4
 
-	// v103 = where(v101, v102, v100)
+	// v107 = where(v105, v106, v104)
 	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v104 = add(v84, v103)
+	// v108 = add(v88, v107)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v104, 0)
+	// gradLogProb = where(mask, v108, 0)
 	VANDPS  Y1, Y0, Y0
 	VMOVUPS 224(SP), Y1
 
@@ -1679,6 +1687,26 @@ noflush_9:
 	VZEROUPPER
 	RET
 
+DATA lgc29<>+0(SB)/4, $0xc2200000
+DATA lgc29<>+4(SB)/4, $0xc2200000
+DATA lgc29<>+8(SB)/4, $0xc2200000
+DATA lgc29<>+12(SB)/4, $0xc2200000
+DATA lgc29<>+16(SB)/4, $0xc2200000
+DATA lgc29<>+20(SB)/4, $0xc2200000
+DATA lgc29<>+24(SB)/4, $0xc2200000
+DATA lgc29<>+28(SB)/4, $0xc2200000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0xbf800000
+DATA lgc30<>+4(SB)/4, $0xbf800000
+DATA lgc30<>+8(SB)/4, $0xbf800000
+DATA lgc30<>+12(SB)/4, $0xbf800000
+DATA lgc30<>+16(SB)/4, $0xbf800000
+DATA lgc30<>+20(SB)/4, $0xbf800000
+DATA lgc30<>+24(SB)/4, $0xbf800000
+DATA lgc30<>+28(SB)/4, $0xbf800000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
 // func fbPass2AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $64-144
@@ -1874,30 +1902,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc31<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc33<>+0(SB), Y3, Y3
+	VPAND        lgc34<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
+	VPAND        lgc35<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
 	VMULPS       lgc2<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
+	VMOVAPS      lgc37<>+0(SB), Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1908,9 +1936,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1921,175 +1949,175 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x0000007f
-DATA lgc31<>+4(SB)/4, $0x0000007f
-DATA lgc31<>+8(SB)/4, $0x0000007f
-DATA lgc31<>+12(SB)/4, $0x0000007f
-DATA lgc31<>+16(SB)/4, $0x0000007f
-DATA lgc31<>+20(SB)/4, $0x0000007f
-DATA lgc31<>+24(SB)/4, $0x0000007f
-DATA lgc31<>+28(SB)/4, $0x0000007f
+DATA lgc31<>+0(SB)/4, $0x00800000
+DATA lgc31<>+4(SB)/4, $0x00800000
+DATA lgc31<>+8(SB)/4, $0x00800000
+DATA lgc31<>+12(SB)/4, $0x00800000
+DATA lgc31<>+16(SB)/4, $0x00800000
+DATA lgc31<>+20(SB)/4, $0x00800000
+DATA lgc31<>+24(SB)/4, $0x00800000
+DATA lgc31<>+28(SB)/4, $0x00800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffe9
-DATA lgc32<>+4(SB)/4, $0xffffffe9
-DATA lgc32<>+8(SB)/4, $0xffffffe9
-DATA lgc32<>+12(SB)/4, $0xffffffe9
-DATA lgc32<>+16(SB)/4, $0xffffffe9
-DATA lgc32<>+20(SB)/4, $0xffffffe9
-DATA lgc32<>+24(SB)/4, $0xffffffe9
-DATA lgc32<>+28(SB)/4, $0xffffffe9
+DATA lgc32<>+0(SB)/4, $0x4b000000
+DATA lgc32<>+4(SB)/4, $0x4b000000
+DATA lgc32<>+8(SB)/4, $0x4b000000
+DATA lgc32<>+12(SB)/4, $0x4b000000
+DATA lgc32<>+16(SB)/4, $0x4b000000
+DATA lgc32<>+20(SB)/4, $0x4b000000
+DATA lgc32<>+24(SB)/4, $0x4b000000
+DATA lgc32<>+28(SB)/4, $0x4b000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x007fffff
-DATA lgc33<>+4(SB)/4, $0x007fffff
-DATA lgc33<>+8(SB)/4, $0x007fffff
-DATA lgc33<>+12(SB)/4, $0x007fffff
-DATA lgc33<>+16(SB)/4, $0x007fffff
-DATA lgc33<>+20(SB)/4, $0x007fffff
-DATA lgc33<>+24(SB)/4, $0x007fffff
-DATA lgc33<>+28(SB)/4, $0x007fffff
+DATA lgc33<>+0(SB)/4, $0x0000007f
+DATA lgc33<>+4(SB)/4, $0x0000007f
+DATA lgc33<>+8(SB)/4, $0x0000007f
+DATA lgc33<>+12(SB)/4, $0x0000007f
+DATA lgc33<>+16(SB)/4, $0x0000007f
+DATA lgc33<>+20(SB)/4, $0x0000007f
+DATA lgc33<>+24(SB)/4, $0x0000007f
+DATA lgc33<>+28(SB)/4, $0x0000007f
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb504f3
-DATA lgc34<>+4(SB)/4, $0x3fb504f3
-DATA lgc34<>+8(SB)/4, $0x3fb504f3
-DATA lgc34<>+12(SB)/4, $0x3fb504f3
-DATA lgc34<>+16(SB)/4, $0x3fb504f3
-DATA lgc34<>+20(SB)/4, $0x3fb504f3
-DATA lgc34<>+24(SB)/4, $0x3fb504f3
-DATA lgc34<>+28(SB)/4, $0x3fb504f3
+DATA lgc34<>+0(SB)/4, $0xffffffe9
+DATA lgc34<>+4(SB)/4, $0xffffffe9
+DATA lgc34<>+8(SB)/4, $0xffffffe9
+DATA lgc34<>+12(SB)/4, $0xffffffe9
+DATA lgc34<>+16(SB)/4, $0xffffffe9
+DATA lgc34<>+20(SB)/4, $0xffffffe9
+DATA lgc34<>+24(SB)/4, $0xffffffe9
+DATA lgc34<>+28(SB)/4, $0xffffffe9
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d9021bb
-DATA lgc35<>+4(SB)/4, $0x3d9021bb
-DATA lgc35<>+8(SB)/4, $0x3d9021bb
-DATA lgc35<>+12(SB)/4, $0x3d9021bb
-DATA lgc35<>+16(SB)/4, $0x3d9021bb
-DATA lgc35<>+20(SB)/4, $0x3d9021bb
-DATA lgc35<>+24(SB)/4, $0x3d9021bb
-DATA lgc35<>+28(SB)/4, $0x3d9021bb
+DATA lgc35<>+0(SB)/4, $0x007fffff
+DATA lgc35<>+4(SB)/4, $0x007fffff
+DATA lgc35<>+8(SB)/4, $0x007fffff
+DATA lgc35<>+12(SB)/4, $0x007fffff
+DATA lgc35<>+16(SB)/4, $0x007fffff
+DATA lgc35<>+20(SB)/4, $0x007fffff
+DATA lgc35<>+24(SB)/4, $0x007fffff
+DATA lgc35<>+28(SB)/4, $0x007fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdebd1b8
-DATA lgc36<>+4(SB)/4, $0xbdebd1b8
-DATA lgc36<>+8(SB)/4, $0xbdebd1b8
-DATA lgc36<>+12(SB)/4, $0xbdebd1b8
-DATA lgc36<>+16(SB)/4, $0xbdebd1b8
-DATA lgc36<>+20(SB)/4, $0xbdebd1b8
-DATA lgc36<>+24(SB)/4, $0xbdebd1b8
-DATA lgc36<>+28(SB)/4, $0xbdebd1b8
+DATA lgc36<>+0(SB)/4, $0x3fb504f3
+DATA lgc36<>+4(SB)/4, $0x3fb504f3
+DATA lgc36<>+8(SB)/4, $0x3fb504f3
+DATA lgc36<>+12(SB)/4, $0x3fb504f3
+DATA lgc36<>+16(SB)/4, $0x3fb504f3
+DATA lgc36<>+20(SB)/4, $0x3fb504f3
+DATA lgc36<>+24(SB)/4, $0x3fb504f3
+DATA lgc36<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3def251a
-DATA lgc37<>+4(SB)/4, $0x3def251a
-DATA lgc37<>+8(SB)/4, $0x3def251a
-DATA lgc37<>+12(SB)/4, $0x3def251a
-DATA lgc37<>+16(SB)/4, $0x3def251a
-DATA lgc37<>+20(SB)/4, $0x3def251a
-DATA lgc37<>+24(SB)/4, $0x3def251a
-DATA lgc37<>+28(SB)/4, $0x3def251a
+DATA lgc37<>+0(SB)/4, $0x3d9021bb
+DATA lgc37<>+4(SB)/4, $0x3d9021bb
+DATA lgc37<>+8(SB)/4, $0x3d9021bb
+DATA lgc37<>+12(SB)/4, $0x3d9021bb
+DATA lgc37<>+16(SB)/4, $0x3d9021bb
+DATA lgc37<>+20(SB)/4, $0x3d9021bb
+DATA lgc37<>+24(SB)/4, $0x3d9021bb
+DATA lgc37<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+0(SB)/4, $0xbdebd1b8
+DATA lgc38<>+4(SB)/4, $0xbdebd1b8
+DATA lgc38<>+8(SB)/4, $0xbdebd1b8
+DATA lgc38<>+12(SB)/4, $0xbdebd1b8
+DATA lgc38<>+16(SB)/4, $0xbdebd1b8
+DATA lgc38<>+20(SB)/4, $0xbdebd1b8
+DATA lgc38<>+24(SB)/4, $0xbdebd1b8
+DATA lgc38<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e11e9bf
-DATA lgc39<>+4(SB)/4, $0x3e11e9bf
-DATA lgc39<>+8(SB)/4, $0x3e11e9bf
-DATA lgc39<>+12(SB)/4, $0x3e11e9bf
-DATA lgc39<>+16(SB)/4, $0x3e11e9bf
-DATA lgc39<>+20(SB)/4, $0x3e11e9bf
-DATA lgc39<>+24(SB)/4, $0x3e11e9bf
-DATA lgc39<>+28(SB)/4, $0x3e11e9bf
+DATA lgc39<>+0(SB)/4, $0x3def251a
+DATA lgc39<>+4(SB)/4, $0x3def251a
+DATA lgc39<>+8(SB)/4, $0x3def251a
+DATA lgc39<>+12(SB)/4, $0x3def251a
+DATA lgc39<>+16(SB)/4, $0x3def251a
+DATA lgc39<>+20(SB)/4, $0x3def251a
+DATA lgc39<>+24(SB)/4, $0x3def251a
+DATA lgc39<>+28(SB)/4, $0x3def251a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe2aae50
-DATA lgc40<>+4(SB)/4, $0xbe2aae50
-DATA lgc40<>+8(SB)/4, $0xbe2aae50
-DATA lgc40<>+12(SB)/4, $0xbe2aae50
-DATA lgc40<>+16(SB)/4, $0xbe2aae50
-DATA lgc40<>+20(SB)/4, $0xbe2aae50
-DATA lgc40<>+24(SB)/4, $0xbe2aae50
-DATA lgc40<>+28(SB)/4, $0xbe2aae50
+DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e4cceac
-DATA lgc41<>+4(SB)/4, $0x3e4cceac
-DATA lgc41<>+8(SB)/4, $0x3e4cceac
-DATA lgc41<>+12(SB)/4, $0x3e4cceac
-DATA lgc41<>+16(SB)/4, $0x3e4cceac
-DATA lgc41<>+20(SB)/4, $0x3e4cceac
-DATA lgc41<>+24(SB)/4, $0x3e4cceac
-DATA lgc41<>+28(SB)/4, $0x3e4cceac
+DATA lgc41<>+0(SB)/4, $0x3e11e9bf
+DATA lgc41<>+4(SB)/4, $0x3e11e9bf
+DATA lgc41<>+8(SB)/4, $0x3e11e9bf
+DATA lgc41<>+12(SB)/4, $0x3e11e9bf
+DATA lgc41<>+16(SB)/4, $0x3e11e9bf
+DATA lgc41<>+20(SB)/4, $0x3e11e9bf
+DATA lgc41<>+24(SB)/4, $0x3e11e9bf
+DATA lgc41<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe7ffffc
-DATA lgc42<>+4(SB)/4, $0xbe7ffffc
-DATA lgc42<>+8(SB)/4, $0xbe7ffffc
-DATA lgc42<>+12(SB)/4, $0xbe7ffffc
-DATA lgc42<>+16(SB)/4, $0xbe7ffffc
-DATA lgc42<>+20(SB)/4, $0xbe7ffffc
-DATA lgc42<>+24(SB)/4, $0xbe7ffffc
-DATA lgc42<>+28(SB)/4, $0xbe7ffffc
+DATA lgc42<>+0(SB)/4, $0xbe2aae50
+DATA lgc42<>+4(SB)/4, $0xbe2aae50
+DATA lgc42<>+8(SB)/4, $0xbe2aae50
+DATA lgc42<>+12(SB)/4, $0xbe2aae50
+DATA lgc42<>+16(SB)/4, $0xbe2aae50
+DATA lgc42<>+20(SB)/4, $0xbe2aae50
+DATA lgc42<>+24(SB)/4, $0xbe2aae50
+DATA lgc42<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+0(SB)/4, $0x3e4cceac
+DATA lgc43<>+4(SB)/4, $0x3e4cceac
+DATA lgc43<>+8(SB)/4, $0x3e4cceac
+DATA lgc43<>+12(SB)/4, $0x3e4cceac
+DATA lgc43<>+16(SB)/4, $0x3e4cceac
+DATA lgc43<>+20(SB)/4, $0x3e4cceac
+DATA lgc43<>+24(SB)/4, $0x3e4cceac
+DATA lgc43<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
+DATA lgc44<>+0(SB)/4, $0xbe7ffffc
+DATA lgc44<>+4(SB)/4, $0xbe7ffffc
+DATA lgc44<>+8(SB)/4, $0xbe7ffffc
+DATA lgc44<>+12(SB)/4, $0xbe7ffffc
+DATA lgc44<>+16(SB)/4, $0xbe7ffffc
+DATA lgc44<>+20(SB)/4, $0xbe7ffffc
+DATA lgc44<>+24(SB)/4, $0xbe7ffffc
+DATA lgc44<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7f800000
-DATA lgc45<>+4(SB)/4, $0x7f800000
-DATA lgc45<>+8(SB)/4, $0x7f800000
-DATA lgc45<>+12(SB)/4, $0x7f800000
-DATA lgc45<>+16(SB)/4, $0x7f800000
-DATA lgc45<>+20(SB)/4, $0x7f800000
-DATA lgc45<>+24(SB)/4, $0x7f800000
-DATA lgc45<>+28(SB)/4, $0x7f800000
+DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0x7fc00000
+DATA lgc46<>+4(SB)/4, $0x7fc00000
+DATA lgc46<>+8(SB)/4, $0x7fc00000
+DATA lgc46<>+12(SB)/4, $0x7fc00000
+DATA lgc46<>+16(SB)/4, $0x7fc00000
+DATA lgc46<>+20(SB)/4, $0x7fc00000
+DATA lgc46<>+24(SB)/4, $0x7fc00000
+DATA lgc46<>+28(SB)/4, $0x7fc00000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x7f800000
+DATA lgc47<>+4(SB)/4, $0x7f800000
+DATA lgc47<>+8(SB)/4, $0x7f800000
+DATA lgc47<>+12(SB)/4, $0x7f800000
+DATA lgc47<>+16(SB)/4, $0x7f800000
+DATA lgc47<>+20(SB)/4, $0x7f800000
+DATA lgc47<>+24(SB)/4, $0x7f800000
+DATA lgc47<>+28(SB)/4, $0x7f800000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2104,30 +2132,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc31<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc33<>+0(SB), Y4, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VPAND        lgc35<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
 	VMULPS       lgc2<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VMOVAPS      lgc37<>+0(SB), Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2138,9 +2166,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc47<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2151,8 +2179,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

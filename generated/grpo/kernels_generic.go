@@ -339,6 +339,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c54 := float32(math.Inf(-1))
 	two := float32(2)
 	c74 := float32(0.04)
+	c79 := float32(-40)
+	minusOne := float32(-1)
 	numValid := 0.0
 	acc33 := 0.0
 	acc38 := 0.0
@@ -402,34 +404,36 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			acc72 += float64(v71)
 			v77 := c74 / v34
 			v78 := sel(kept, v77, zero)
-			v79 := k3 + v69
-			v80 := b2f(v78 != zero)
-			v81 := float32(v78 * v79)
-			v82 := sel(v80, v81, v78)
-			v83 := sel(kept, v82, zero)
-			v84 := -v83
-			v85 := one / v34
-			v86 := sel(kept, v85, zero)
-			v87 := float32(v86 * c49)
-			gradEntropy := sel(mask, v87, zero)
+			v80 := b2f(v69 < c79)
+			v82 := k3 + v69
+			v83 := sel(v80, minusOne, v82)
+			v84 := b2f(v78 != zero)
+			v85 := float32(v78 * v83)
+			v86 := sel(v84, v85, v78)
+			v87 := sel(kept, v86, zero)
+			v88 := -v87
+			v89 := one / v34
+			v90 := sel(kept, v89, zero)
+			v91 := float32(v90 * c49)
+			gradEntropy := sel(mask, v91, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v89 := -v86
-			v90 := float32(v89 * v10)
-			v91 := sel(v24, v90, zero)
-			v92 := sel(v24, zero, v90)
-			v93 := b2f(ratio >= c27)
-			v94 := b2f(ratio != ratio)
-			v95 := max(v93, v94)
-			v96 := sel(v95, v92, zero)
-			v97 := b2f(ratio <= c25)
-			v98 := max(v97, v94)
-			v99 := sel(v98, v91, zero)
-			v100 := v96 + v99
-			v101 := b2f(v100 != zero)
-			v102 := float32(v100 * ratio)
-			v103 := sel(v101, v102, v100)
-			v104 := v84 + v103
-			gradLogProb := sel(mask, v104, zero)
+			v93 := -v90
+			v94 := float32(v93 * v10)
+			v95 := sel(v24, v94, zero)
+			v96 := sel(v24, zero, v94)
+			v97 := b2f(ratio >= c27)
+			v98 := b2f(ratio != ratio)
+			v99 := max(v97, v98)
+			v100 := sel(v99, v96, zero)
+			v101 := b2f(ratio <= c25)
+			v102 := max(v101, v98)
+			v103 := sel(v102, v95, zero)
+			v104 := v100 + v103
+			v105 := b2f(v104 != zero)
+			v106 := float32(v104 * ratio)
+			v107 := sel(v105, v106, v104)
+			v108 := v88 + v107
+			gradLogProb := sel(mask, v108, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

@@ -1454,7 +1454,7 @@ TEXT ·fbPass3AVX2(SB), $224-96
 	// v69 = div(0.04, v36)
 	VDIVPS Y0, Y2, Y2
 
-	// v77 = div(1, v36)
+	// v81 = div(1, v36)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1685,92 +1685,100 @@ blocks_21:
 	VMOVUPS (SP), Y3
 
 	// v70 = where(mask, v69, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS  Y3, Y1, Y3
+	VMOVUPS lgc30<>+0(SB), Y4
 
-	// v71 = add(k3, v61)
+	// v72 = lt(v61, -40)
+	VCMPPS $0x11, Y4, Y2, Y4
+
+	// v74 = add(k3, v61)
 	VADDPS  Y2, Y7, Y2
-	VMOVUPS lgc4<>+0(SB), Y4
+	VMOVUPS lgc31<>+0(SB), Y5
 
-	// v72 = ne(v70, 0)
+	// v75 = where(v72, -1, v74)
+	VBLENDVPS Y4, Y5, Y2, Y2
+	VMOVUPS   lgc4<>+0(SB), Y4
+
+	// v76 = ne(v70, 0)
 	VCMPPS $0x04, Y4, Y3, Y5
 
-	// v73 = mul(v70, v71)
+	// v77 = mul(v70, v75)
 	VMULPS Y2, Y3, Y2
 
-	// v74 = where(v72, v73, v70)
+	// v78 = where(v76, v77, v70)
 	VBLENDVPS Y5, Y2, Y3, Y2
 
-	// v75 = where(mask, v74, 0)
+	// v79 = where(mask, v78, 0)
 	VANDPS Y2, Y1, Y2
 
-	// v76 = neg(v75)
+	// v80 = neg(v79)
 	VXORPS  lgc24<>+0(SB), Y2, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v78 = where(mask, v77, 0)
+	// v82 = where(mask, v81, 0)
 	VANDPS Y3, Y1, Y3
 
-	// v79 = neg(v78)
+	// v83 = neg(v82)
 	VXORPS lgc24<>+0(SB), Y3, Y3
 
-	// v80 = ne(v79, 0)
+	// v84 = ne(v83, 0)
 	VCMPPS  $0x04, Y4, Y3, Y5
 	VMOVUPS 192(SP), Y6
 
-	// v81 = mul(v79, v19)
+	// v85 = mul(v83, v19)
 	VMULPS Y6, Y3, Y6
 
-	// v82 = where(v80, v81, v79)
+	// v86 = where(v84, v85, v83)
 	VBLENDVPS Y5, Y6, Y3, Y3
 	VMOVUPS   160(SP), Y5
 	VMOVUPS   lgc4<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 
-	// v83 = where(v26, v82, 0)
+	// v87 = where(v26, v86, 0)
 	VANDPS Y3, Y6, Y5
 
-	// v84 = where(v26, 0, v82)
+	// v88 = where(v26, 0, v86)
 	VANDNPS Y3, Y6, Y3
 	VMOVUPS lgc23<>+0(SB), Y6
 
-	// v85 = ge(ratio, 0.8000000028326788)
+	// v89 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y0, Y6
 
-	// v86 = ne(ratio, ratio)
+	// v90 = ne(ratio, ratio)
 	VCMPPS $0x04, Y0, Y0, Y7
 
-	// v87 = max(v85, v86)
+	// v91 = max(v89, v90)
 	VORPS Y6, Y7, Y6
 
-	// v88 = where(v87, v84, 0)
+	// v92 = where(v91, v88, 0)
 	VANDPS  Y3, Y6, Y3
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v89 = le(ratio, 1.2000000078829447)
+	// v93 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y0, Y6
 
-	// v90 = max(v89, v86)
+	// v94 = max(v93, v90)
 	VORPS Y6, Y7, Y6
 
-	// v91 = where(v90, v83, 0)
+	// v95 = where(v94, v87, 0)
 	VANDPS Y5, Y6, Y5
 
-	// v92 = add(v88, v91)
+	// v96 = add(v92, v95)
 	VADDPS Y5, Y3, Y3
 
-	// v93 = ne(v92, 0)
+	// v97 = ne(v96, 0)
 	VCMPPS $0x04, Y4, Y3, Y4
 
-	// v94 = mul(v92, ratio)
+	// v98 = mul(v96, ratio)
 	VMULPS Y0, Y3, Y0
 
-	// v95 = where(v93, v94, v92)
+	// v99 = where(v97, v98, v96)
 	VBLENDVPS Y4, Y0, Y3, Y0
 
-	// v96 = add(v76, v95)
+	// v100 = add(v80, v99)
 	VADDPS Y0, Y2, Y0
 
-	// gradLogProb = where(mask, v96, 0)
+	// gradLogProb = where(mask, v100, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
@@ -1959,6 +1967,26 @@ noflush_22:
 	VZEROUPPER
 	RET
 
+DATA lgc30<>+0(SB)/4, $0xc2200000
+DATA lgc30<>+4(SB)/4, $0xc2200000
+DATA lgc30<>+8(SB)/4, $0xc2200000
+DATA lgc30<>+12(SB)/4, $0xc2200000
+DATA lgc30<>+16(SB)/4, $0xc2200000
+DATA lgc30<>+20(SB)/4, $0xc2200000
+DATA lgc30<>+24(SB)/4, $0xc2200000
+DATA lgc30<>+28(SB)/4, $0xc2200000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0xbf800000
+DATA lgc31<>+4(SB)/4, $0xbf800000
+DATA lgc31<>+8(SB)/4, $0xbf800000
+DATA lgc31<>+12(SB)/4, $0xbf800000
+DATA lgc31<>+16(SB)/4, $0xbf800000
+DATA lgc31<>+20(SB)/4, $0xbf800000
+DATA lgc31<>+24(SB)/4, $0xbf800000
+DATA lgc31<>+28(SB)/4, $0xbf800000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
 // func fbPass4AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass4AVX2(SB), $0-104
@@ -2127,30 +2155,30 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPS       lgc33<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc32<>+0(SB), Y3, Y3
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc34<>+0(SB), Y3, Y3
+	VPAND        lgc35<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPAND        lgc36<>+0(SB), Y2, Y1
 	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc37<>+0(SB), Y1, Y2
 	VMULPS       lgc20<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
+	VMOVAPS      lgc38<>+0(SB), Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2161,9 +2189,9 @@ bulk_25:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc25<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2174,175 +2202,175 @@ bulkdone_26:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x0000007f
-DATA lgc32<>+4(SB)/4, $0x0000007f
-DATA lgc32<>+8(SB)/4, $0x0000007f
-DATA lgc32<>+12(SB)/4, $0x0000007f
-DATA lgc32<>+16(SB)/4, $0x0000007f
-DATA lgc32<>+20(SB)/4, $0x0000007f
-DATA lgc32<>+24(SB)/4, $0x0000007f
-DATA lgc32<>+28(SB)/4, $0x0000007f
+DATA lgc32<>+0(SB)/4, $0x00800000
+DATA lgc32<>+4(SB)/4, $0x00800000
+DATA lgc32<>+8(SB)/4, $0x00800000
+DATA lgc32<>+12(SB)/4, $0x00800000
+DATA lgc32<>+16(SB)/4, $0x00800000
+DATA lgc32<>+20(SB)/4, $0x00800000
+DATA lgc32<>+24(SB)/4, $0x00800000
+DATA lgc32<>+28(SB)/4, $0x00800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xffffffe9
-DATA lgc33<>+4(SB)/4, $0xffffffe9
-DATA lgc33<>+8(SB)/4, $0xffffffe9
-DATA lgc33<>+12(SB)/4, $0xffffffe9
-DATA lgc33<>+16(SB)/4, $0xffffffe9
-DATA lgc33<>+20(SB)/4, $0xffffffe9
-DATA lgc33<>+24(SB)/4, $0xffffffe9
-DATA lgc33<>+28(SB)/4, $0xffffffe9
+DATA lgc33<>+0(SB)/4, $0x4b000000
+DATA lgc33<>+4(SB)/4, $0x4b000000
+DATA lgc33<>+8(SB)/4, $0x4b000000
+DATA lgc33<>+12(SB)/4, $0x4b000000
+DATA lgc33<>+16(SB)/4, $0x4b000000
+DATA lgc33<>+20(SB)/4, $0x4b000000
+DATA lgc33<>+24(SB)/4, $0x4b000000
+DATA lgc33<>+28(SB)/4, $0x4b000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x007fffff
-DATA lgc34<>+4(SB)/4, $0x007fffff
-DATA lgc34<>+8(SB)/4, $0x007fffff
-DATA lgc34<>+12(SB)/4, $0x007fffff
-DATA lgc34<>+16(SB)/4, $0x007fffff
-DATA lgc34<>+20(SB)/4, $0x007fffff
-DATA lgc34<>+24(SB)/4, $0x007fffff
-DATA lgc34<>+28(SB)/4, $0x007fffff
+DATA lgc34<>+0(SB)/4, $0x0000007f
+DATA lgc34<>+4(SB)/4, $0x0000007f
+DATA lgc34<>+8(SB)/4, $0x0000007f
+DATA lgc34<>+12(SB)/4, $0x0000007f
+DATA lgc34<>+16(SB)/4, $0x0000007f
+DATA lgc34<>+20(SB)/4, $0x0000007f
+DATA lgc34<>+24(SB)/4, $0x0000007f
+DATA lgc34<>+28(SB)/4, $0x0000007f
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3fb504f3
-DATA lgc35<>+4(SB)/4, $0x3fb504f3
-DATA lgc35<>+8(SB)/4, $0x3fb504f3
-DATA lgc35<>+12(SB)/4, $0x3fb504f3
-DATA lgc35<>+16(SB)/4, $0x3fb504f3
-DATA lgc35<>+20(SB)/4, $0x3fb504f3
-DATA lgc35<>+24(SB)/4, $0x3fb504f3
-DATA lgc35<>+28(SB)/4, $0x3fb504f3
+DATA lgc35<>+0(SB)/4, $0xffffffe9
+DATA lgc35<>+4(SB)/4, $0xffffffe9
+DATA lgc35<>+8(SB)/4, $0xffffffe9
+DATA lgc35<>+12(SB)/4, $0xffffffe9
+DATA lgc35<>+16(SB)/4, $0xffffffe9
+DATA lgc35<>+20(SB)/4, $0xffffffe9
+DATA lgc35<>+24(SB)/4, $0xffffffe9
+DATA lgc35<>+28(SB)/4, $0xffffffe9
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d9021bb
-DATA lgc36<>+4(SB)/4, $0x3d9021bb
-DATA lgc36<>+8(SB)/4, $0x3d9021bb
-DATA lgc36<>+12(SB)/4, $0x3d9021bb
-DATA lgc36<>+16(SB)/4, $0x3d9021bb
-DATA lgc36<>+20(SB)/4, $0x3d9021bb
-DATA lgc36<>+24(SB)/4, $0x3d9021bb
-DATA lgc36<>+28(SB)/4, $0x3d9021bb
+DATA lgc36<>+0(SB)/4, $0x007fffff
+DATA lgc36<>+4(SB)/4, $0x007fffff
+DATA lgc36<>+8(SB)/4, $0x007fffff
+DATA lgc36<>+12(SB)/4, $0x007fffff
+DATA lgc36<>+16(SB)/4, $0x007fffff
+DATA lgc36<>+20(SB)/4, $0x007fffff
+DATA lgc36<>+24(SB)/4, $0x007fffff
+DATA lgc36<>+28(SB)/4, $0x007fffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdebd1b8
-DATA lgc37<>+4(SB)/4, $0xbdebd1b8
-DATA lgc37<>+8(SB)/4, $0xbdebd1b8
-DATA lgc37<>+12(SB)/4, $0xbdebd1b8
-DATA lgc37<>+16(SB)/4, $0xbdebd1b8
-DATA lgc37<>+20(SB)/4, $0xbdebd1b8
-DATA lgc37<>+24(SB)/4, $0xbdebd1b8
-DATA lgc37<>+28(SB)/4, $0xbdebd1b8
+DATA lgc37<>+0(SB)/4, $0x3fb504f3
+DATA lgc37<>+4(SB)/4, $0x3fb504f3
+DATA lgc37<>+8(SB)/4, $0x3fb504f3
+DATA lgc37<>+12(SB)/4, $0x3fb504f3
+DATA lgc37<>+16(SB)/4, $0x3fb504f3
+DATA lgc37<>+20(SB)/4, $0x3fb504f3
+DATA lgc37<>+24(SB)/4, $0x3fb504f3
+DATA lgc37<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3def251a
-DATA lgc38<>+4(SB)/4, $0x3def251a
-DATA lgc38<>+8(SB)/4, $0x3def251a
-DATA lgc38<>+12(SB)/4, $0x3def251a
-DATA lgc38<>+16(SB)/4, $0x3def251a
-DATA lgc38<>+20(SB)/4, $0x3def251a
-DATA lgc38<>+24(SB)/4, $0x3def251a
-DATA lgc38<>+28(SB)/4, $0x3def251a
+DATA lgc38<>+0(SB)/4, $0x3d9021bb
+DATA lgc38<>+4(SB)/4, $0x3d9021bb
+DATA lgc38<>+8(SB)/4, $0x3d9021bb
+DATA lgc38<>+12(SB)/4, $0x3d9021bb
+DATA lgc38<>+16(SB)/4, $0x3d9021bb
+DATA lgc38<>+20(SB)/4, $0x3d9021bb
+DATA lgc38<>+24(SB)/4, $0x3d9021bb
+DATA lgc38<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+0(SB)/4, $0xbdebd1b8
+DATA lgc39<>+4(SB)/4, $0xbdebd1b8
+DATA lgc39<>+8(SB)/4, $0xbdebd1b8
+DATA lgc39<>+12(SB)/4, $0xbdebd1b8
+DATA lgc39<>+16(SB)/4, $0xbdebd1b8
+DATA lgc39<>+20(SB)/4, $0xbdebd1b8
+DATA lgc39<>+24(SB)/4, $0xbdebd1b8
+DATA lgc39<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e11e9bf
-DATA lgc40<>+4(SB)/4, $0x3e11e9bf
-DATA lgc40<>+8(SB)/4, $0x3e11e9bf
-DATA lgc40<>+12(SB)/4, $0x3e11e9bf
-DATA lgc40<>+16(SB)/4, $0x3e11e9bf
-DATA lgc40<>+20(SB)/4, $0x3e11e9bf
-DATA lgc40<>+24(SB)/4, $0x3e11e9bf
-DATA lgc40<>+28(SB)/4, $0x3e11e9bf
+DATA lgc40<>+0(SB)/4, $0x3def251a
+DATA lgc40<>+4(SB)/4, $0x3def251a
+DATA lgc40<>+8(SB)/4, $0x3def251a
+DATA lgc40<>+12(SB)/4, $0x3def251a
+DATA lgc40<>+16(SB)/4, $0x3def251a
+DATA lgc40<>+20(SB)/4, $0x3def251a
+DATA lgc40<>+24(SB)/4, $0x3def251a
+DATA lgc40<>+28(SB)/4, $0x3def251a
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe2aae50
-DATA lgc41<>+4(SB)/4, $0xbe2aae50
-DATA lgc41<>+8(SB)/4, $0xbe2aae50
-DATA lgc41<>+12(SB)/4, $0xbe2aae50
-DATA lgc41<>+16(SB)/4, $0xbe2aae50
-DATA lgc41<>+20(SB)/4, $0xbe2aae50
-DATA lgc41<>+24(SB)/4, $0xbe2aae50
-DATA lgc41<>+28(SB)/4, $0xbe2aae50
+DATA lgc41<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e4cceac
-DATA lgc42<>+4(SB)/4, $0x3e4cceac
-DATA lgc42<>+8(SB)/4, $0x3e4cceac
-DATA lgc42<>+12(SB)/4, $0x3e4cceac
-DATA lgc42<>+16(SB)/4, $0x3e4cceac
-DATA lgc42<>+20(SB)/4, $0x3e4cceac
-DATA lgc42<>+24(SB)/4, $0x3e4cceac
-DATA lgc42<>+28(SB)/4, $0x3e4cceac
+DATA lgc42<>+0(SB)/4, $0x3e11e9bf
+DATA lgc42<>+4(SB)/4, $0x3e11e9bf
+DATA lgc42<>+8(SB)/4, $0x3e11e9bf
+DATA lgc42<>+12(SB)/4, $0x3e11e9bf
+DATA lgc42<>+16(SB)/4, $0x3e11e9bf
+DATA lgc42<>+20(SB)/4, $0x3e11e9bf
+DATA lgc42<>+24(SB)/4, $0x3e11e9bf
+DATA lgc42<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe7ffffc
-DATA lgc43<>+4(SB)/4, $0xbe7ffffc
-DATA lgc43<>+8(SB)/4, $0xbe7ffffc
-DATA lgc43<>+12(SB)/4, $0xbe7ffffc
-DATA lgc43<>+16(SB)/4, $0xbe7ffffc
-DATA lgc43<>+20(SB)/4, $0xbe7ffffc
-DATA lgc43<>+24(SB)/4, $0xbe7ffffc
-DATA lgc43<>+28(SB)/4, $0xbe7ffffc
+DATA lgc43<>+0(SB)/4, $0xbe2aae50
+DATA lgc43<>+4(SB)/4, $0xbe2aae50
+DATA lgc43<>+8(SB)/4, $0xbe2aae50
+DATA lgc43<>+12(SB)/4, $0xbe2aae50
+DATA lgc43<>+16(SB)/4, $0xbe2aae50
+DATA lgc43<>+20(SB)/4, $0xbe2aae50
+DATA lgc43<>+24(SB)/4, $0xbe2aae50
+DATA lgc43<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+0(SB)/4, $0x3e4cceac
+DATA lgc44<>+4(SB)/4, $0x3e4cceac
+DATA lgc44<>+8(SB)/4, $0x3e4cceac
+DATA lgc44<>+12(SB)/4, $0x3e4cceac
+DATA lgc44<>+16(SB)/4, $0x3e4cceac
+DATA lgc44<>+20(SB)/4, $0x3e4cceac
+DATA lgc44<>+24(SB)/4, $0x3e4cceac
+DATA lgc44<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fc00000
-DATA lgc45<>+4(SB)/4, $0x7fc00000
-DATA lgc45<>+8(SB)/4, $0x7fc00000
-DATA lgc45<>+12(SB)/4, $0x7fc00000
-DATA lgc45<>+16(SB)/4, $0x7fc00000
-DATA lgc45<>+20(SB)/4, $0x7fc00000
-DATA lgc45<>+24(SB)/4, $0x7fc00000
-DATA lgc45<>+28(SB)/4, $0x7fc00000
+DATA lgc45<>+0(SB)/4, $0xbe7ffffc
+DATA lgc45<>+4(SB)/4, $0xbe7ffffc
+DATA lgc45<>+8(SB)/4, $0xbe7ffffc
+DATA lgc45<>+12(SB)/4, $0xbe7ffffc
+DATA lgc45<>+16(SB)/4, $0xbe7ffffc
+DATA lgc45<>+20(SB)/4, $0xbe7ffffc
+DATA lgc45<>+24(SB)/4, $0xbe7ffffc
+DATA lgc45<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7f800000
-DATA lgc46<>+4(SB)/4, $0x7f800000
-DATA lgc46<>+8(SB)/4, $0x7f800000
-DATA lgc46<>+12(SB)/4, $0x7f800000
-DATA lgc46<>+16(SB)/4, $0x7f800000
-DATA lgc46<>+20(SB)/4, $0x7f800000
-DATA lgc46<>+24(SB)/4, $0x7f800000
-DATA lgc46<>+28(SB)/4, $0x7f800000
+DATA lgc46<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x7fc00000
+DATA lgc47<>+4(SB)/4, $0x7fc00000
+DATA lgc47<>+8(SB)/4, $0x7fc00000
+DATA lgc47<>+12(SB)/4, $0x7fc00000
+DATA lgc47<>+16(SB)/4, $0x7fc00000
+DATA lgc47<>+20(SB)/4, $0x7fc00000
+DATA lgc47<>+24(SB)/4, $0x7fc00000
+DATA lgc47<>+28(SB)/4, $0x7fc00000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0x7f800000
+DATA lgc48<>+4(SB)/4, $0x7f800000
+DATA lgc48<>+8(SB)/4, $0x7f800000
+DATA lgc48<>+12(SB)/4, $0x7f800000
+DATA lgc48<>+16(SB)/4, $0x7f800000
+DATA lgc48<>+20(SB)/4, $0x7f800000
+DATA lgc48<>+24(SB)/4, $0x7f800000
+DATA lgc48<>+28(SB)/4, $0x7f800000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2357,30 +2385,30 @@ bulk_27:
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc7<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
+	VMULPS       lgc33<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc32<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y2, Y2
+	VPSUBD       lgc34<>+0(SB), Y4, Y4
+	VPAND        lgc35<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPAND        lgc36<>+0(SB), Y3, Y2
 	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc37<>+0(SB), Y2, Y3
 	VMULPS       lgc20<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VMOVAPS      lgc38<>+0(SB), Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2391,9 +2419,9 @@ bulk_27:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc25<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc48<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc7<>+0(SB), Y1, Y2
@@ -2404,8 +2432,8 @@ bulk_27:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc25<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_27

@@ -398,6 +398,8 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
 	c66 := float32(0.04)
+	c71 := float32(-40)
+	minusOne := float32(-1)
 	acc35 := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
@@ -453,33 +455,35 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				acc64 += float64(v63)
 				v69 := c66 / v36
 				v70 := sel(mask, v69, zero)
-				v71 := k3 + v61
-				v72 := b2f(v70 != zero)
-				v73 := float32(v70 * v71)
-				v74 := sel(v72, v73, v70)
-				v75 := sel(mask, v74, zero)
-				v76 := -v75
-				v77 := one / v36
-				v78 := sel(mask, v77, zero)
-				v79 := -v78
-				v80 := b2f(v79 != zero)
-				v81 := float32(v79 * v19)
-				v82 := sel(v80, v81, v79)
-				v83 := sel(v26, v82, zero)
-				v84 := sel(v26, zero, v82)
-				v85 := b2f(ratio >= c29)
-				v86 := b2f(ratio != ratio)
-				v87 := max(v85, v86)
-				v88 := sel(v87, v84, zero)
-				v89 := b2f(ratio <= c27)
-				v90 := max(v89, v86)
-				v91 := sel(v90, v83, zero)
-				v92 := v88 + v91
-				v93 := b2f(v92 != zero)
-				v94 := float32(v92 * ratio)
-				v95 := sel(v93, v94, v92)
-				v96 := v76 + v95
-				gradLogProb := sel(mask, v96, zero)
+				v72 := b2f(v61 < c71)
+				v74 := k3 + v61
+				v75 := sel(v72, minusOne, v74)
+				v76 := b2f(v70 != zero)
+				v77 := float32(v70 * v75)
+				v78 := sel(v76, v77, v70)
+				v79 := sel(mask, v78, zero)
+				v80 := -v79
+				v81 := one / v36
+				v82 := sel(mask, v81, zero)
+				v83 := -v82
+				v84 := b2f(v83 != zero)
+				v85 := float32(v83 * v19)
+				v86 := sel(v84, v85, v83)
+				v87 := sel(v26, v86, zero)
+				v88 := sel(v26, zero, v86)
+				v89 := b2f(ratio >= c29)
+				v90 := b2f(ratio != ratio)
+				v91 := max(v89, v90)
+				v92 := sel(v91, v88, zero)
+				v93 := b2f(ratio <= c27)
+				v94 := max(v93, v90)
+				v95 := sel(v94, v87, zero)
+				v96 := v92 + v95
+				v97 := b2f(v96 != zero)
+				v98 := float32(v96 * ratio)
+				v99 := sel(v97, v98, v96)
+				v100 := v80 + v99
+				gradLogProb := sel(mask, v100, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}

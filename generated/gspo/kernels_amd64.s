@@ -790,7 +790,7 @@ TEXT ·fbPass1AVX2(SB), $32-56
 	// v30 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v59 = div(1, v30)
+	// v63 = div(1, v30)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -841,10 +841,10 @@ blocks_11:
 	VADDPS  Y1, Y4, Y1
 	VMOVUPS (SP), Y4
 
-	// v60 = where(mask, v59, 0)
+	// v64 = where(mask, v63, 0)
 	VANDPS Y4, Y3, Y3
 
-	// sum(v60) over [L]
+	// sum(v64) over [L]
 	VADDPS       Y2, Y3, Y2
 	DECQ         DX
 	JNZ          noflush_12
@@ -1074,62 +1074,62 @@ outer0_13:
 	MOVQ         s5+40(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y3
 
-	// v62 = neg(v61)
+	// v66 = neg(v65)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v63 = mul(v62, v17)
+	// v67 = mul(v66, v17)
 	VMULPS Y0, Y3, Y0
 
-	// v64 = where(v19, v63, 0)
+	// v68 = where(v19, v67, 0)
 	VANDPS Y0, Y2, Y3
 
-	// v65 = where(v19, 0, v63)
+	// v69 = where(v19, 0, v67)
 	VANDNPS Y0, Y2, Y0
 	VMOVUPS 96(SP), Y2
 
-	// v66 = ge(sequenceRatio, 0.8)
+	// v70 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y7, Y2, Y4
 
-	// v67 = ne(sequenceRatio, sequenceRatio)
+	// v71 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y2, Y2, Y5
 
-	// v68 = max(v66, v67)
+	// v72 = max(v70, v71)
 	VORPS Y4, Y5, Y4
 
-	// v69 = where(v68, v65, 0)
+	// v73 = where(v72, v69, 0)
 	VANDPS  Y0, Y4, Y0
 	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v70 = le(sequenceRatio, 1.2)
+	// v74 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
 
-	// v71 = max(v70, v67)
+	// v75 = max(v74, v71)
 	VORPS Y4, Y5, Y4
 
-	// v72 = where(v71, v64, 0)
+	// v76 = where(v75, v68, 0)
 	VANDPS Y3, Y4, Y3
 
-	// v73 = add(v69, v72)
+	// v77 = add(v73, v76)
 	VADDPS  Y3, Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v74 = ne(v73, 0)
+	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y3, Y0, Y4
 
-	// v75 = mul(v73, sequenceRatio)
+	// v79 = mul(v77, sequenceRatio)
 	VMULPS Y2, Y0, Y2
 
-	// v76 = where(v74, v75, v73)
+	// v80 = where(v78, v79, v77)
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v77 = ne(v76, 0)
+	// v81 = ne(v80, 0)
 	VCMPPS  $0x04, Y3, Y0, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v78 = div(v76, v10)
+	// v82 = div(v80, v10)
 	VDIVPS Y3, Y0, Y3
 
-	// v79 = where(v77, v78, v76)
+	// v83 = where(v81, v82, v80)
 	VBLENDVPS Y2, Y3, Y0, Y0
 	VMOVUPS   64(SP), Y2
 	VMOVUPS   Y2, 128(SP)
@@ -1219,32 +1219,40 @@ blocks_14:
 	VMOVUPS (SP), Y2
 
 	// v53 = where(mask, v52, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS  Y2, Y0, Y2
+	VMOVUPS lgc21<>+0(SB), Y3
 
-	// v54 = add(k3, v44)
+	// v55 = lt(v44, -40)
+	VCMPPS $0x11, Y3, Y1, Y3
+
+	// v57 = add(k3, v44)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS lgc22<>+0(SB), Y4
 
-	// v55 = ne(v53, 0)
+	// v58 = where(v55, -1, v57)
+	VBLENDVPS Y3, Y4, Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y3
+
+	// v59 = ne(v53, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v56 = mul(v53, v54)
+	// v60 = mul(v53, v58)
 	VMULPS Y1, Y2, Y1
 
-	// v57 = where(v55, v56, v53)
+	// v61 = where(v59, v60, v53)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v58 = neg(v57)
+	// v62 = neg(v61)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
-	// v80 = where(mask, v79, 0)
+	// v84 = where(mask, v83, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v81 = add(v58, v80)
+	// v85 = add(v62, v84)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v81, 0)
+	// gradLogProb = where(mask, v85, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -1352,6 +1360,26 @@ noflush_15:
 	VZEROUPPER
 	RET
 
+DATA lgc21<>+0(SB)/4, $0xc2200000
+DATA lgc21<>+4(SB)/4, $0xc2200000
+DATA lgc21<>+8(SB)/4, $0xc2200000
+DATA lgc21<>+12(SB)/4, $0xc2200000
+DATA lgc21<>+16(SB)/4, $0xc2200000
+DATA lgc21<>+20(SB)/4, $0xc2200000
+DATA lgc21<>+24(SB)/4, $0xc2200000
+DATA lgc21<>+28(SB)/4, $0xc2200000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0xbf800000
+DATA lgc22<>+4(SB)/4, $0xbf800000
+DATA lgc22<>+8(SB)/4, $0xbf800000
+DATA lgc22<>+12(SB)/4, $0xbf800000
+DATA lgc22<>+16(SB)/4, $0xbf800000
+DATA lgc22<>+20(SB)/4, $0xbf800000
+DATA lgc22<>+24(SB)/4, $0xbf800000
+DATA lgc22<>+28(SB)/4, $0xbf800000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
 // func fbPass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
 TEXT ·fbPass3AVX2(SB), $0-64
@@ -1458,30 +1486,30 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc23<>+0(SB), Y0, Y1
+	VMULPS       lgc24<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc23<>+0(SB), Y3, Y3
-	VPAND        lgc24<>+0(SB), Y1, Y1
+	VPSUBD       lgc25<>+0(SB), Y3, Y3
+	VPAND        lgc26<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc25<>+0(SB), Y2, Y1
+	VPAND        lgc27<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc28<>+0(SB), Y1, Y2
 	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc27<>+0(SB), Y4
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
+	VMOVAPS      lgc29<>+0(SB), Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1490,11 +1518,11 @@ bulk_18:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc39<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1505,185 +1533,185 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc21<>+0(SB)/4, $0x00800000
-DATA lgc21<>+4(SB)/4, $0x00800000
-DATA lgc21<>+8(SB)/4, $0x00800000
-DATA lgc21<>+12(SB)/4, $0x00800000
-DATA lgc21<>+16(SB)/4, $0x00800000
-DATA lgc21<>+20(SB)/4, $0x00800000
-DATA lgc21<>+24(SB)/4, $0x00800000
-DATA lgc21<>+28(SB)/4, $0x00800000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x4b000000
-DATA lgc22<>+4(SB)/4, $0x4b000000
-DATA lgc22<>+8(SB)/4, $0x4b000000
-DATA lgc22<>+12(SB)/4, $0x4b000000
-DATA lgc22<>+16(SB)/4, $0x4b000000
-DATA lgc22<>+20(SB)/4, $0x4b000000
-DATA lgc22<>+24(SB)/4, $0x4b000000
-DATA lgc22<>+28(SB)/4, $0x4b000000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0x0000007f
-DATA lgc23<>+4(SB)/4, $0x0000007f
-DATA lgc23<>+8(SB)/4, $0x0000007f
-DATA lgc23<>+12(SB)/4, $0x0000007f
-DATA lgc23<>+16(SB)/4, $0x0000007f
-DATA lgc23<>+20(SB)/4, $0x0000007f
-DATA lgc23<>+24(SB)/4, $0x0000007f
-DATA lgc23<>+28(SB)/4, $0x0000007f
+DATA lgc23<>+0(SB)/4, $0x00800000
+DATA lgc23<>+4(SB)/4, $0x00800000
+DATA lgc23<>+8(SB)/4, $0x00800000
+DATA lgc23<>+12(SB)/4, $0x00800000
+DATA lgc23<>+16(SB)/4, $0x00800000
+DATA lgc23<>+20(SB)/4, $0x00800000
+DATA lgc23<>+24(SB)/4, $0x00800000
+DATA lgc23<>+28(SB)/4, $0x00800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xffffffe9
-DATA lgc24<>+4(SB)/4, $0xffffffe9
-DATA lgc24<>+8(SB)/4, $0xffffffe9
-DATA lgc24<>+12(SB)/4, $0xffffffe9
-DATA lgc24<>+16(SB)/4, $0xffffffe9
-DATA lgc24<>+20(SB)/4, $0xffffffe9
-DATA lgc24<>+24(SB)/4, $0xffffffe9
-DATA lgc24<>+28(SB)/4, $0xffffffe9
+DATA lgc24<>+0(SB)/4, $0x4b000000
+DATA lgc24<>+4(SB)/4, $0x4b000000
+DATA lgc24<>+8(SB)/4, $0x4b000000
+DATA lgc24<>+12(SB)/4, $0x4b000000
+DATA lgc24<>+16(SB)/4, $0x4b000000
+DATA lgc24<>+20(SB)/4, $0x4b000000
+DATA lgc24<>+24(SB)/4, $0x4b000000
+DATA lgc24<>+28(SB)/4, $0x4b000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x007fffff
-DATA lgc25<>+4(SB)/4, $0x007fffff
-DATA lgc25<>+8(SB)/4, $0x007fffff
-DATA lgc25<>+12(SB)/4, $0x007fffff
-DATA lgc25<>+16(SB)/4, $0x007fffff
-DATA lgc25<>+20(SB)/4, $0x007fffff
-DATA lgc25<>+24(SB)/4, $0x007fffff
-DATA lgc25<>+28(SB)/4, $0x007fffff
+DATA lgc25<>+0(SB)/4, $0x0000007f
+DATA lgc25<>+4(SB)/4, $0x0000007f
+DATA lgc25<>+8(SB)/4, $0x0000007f
+DATA lgc25<>+12(SB)/4, $0x0000007f
+DATA lgc25<>+16(SB)/4, $0x0000007f
+DATA lgc25<>+20(SB)/4, $0x0000007f
+DATA lgc25<>+24(SB)/4, $0x0000007f
+DATA lgc25<>+28(SB)/4, $0x0000007f
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3fb504f3
-DATA lgc26<>+4(SB)/4, $0x3fb504f3
-DATA lgc26<>+8(SB)/4, $0x3fb504f3
-DATA lgc26<>+12(SB)/4, $0x3fb504f3
-DATA lgc26<>+16(SB)/4, $0x3fb504f3
-DATA lgc26<>+20(SB)/4, $0x3fb504f3
-DATA lgc26<>+24(SB)/4, $0x3fb504f3
-DATA lgc26<>+28(SB)/4, $0x3fb504f3
+DATA lgc26<>+0(SB)/4, $0xffffffe9
+DATA lgc26<>+4(SB)/4, $0xffffffe9
+DATA lgc26<>+8(SB)/4, $0xffffffe9
+DATA lgc26<>+12(SB)/4, $0xffffffe9
+DATA lgc26<>+16(SB)/4, $0xffffffe9
+DATA lgc26<>+20(SB)/4, $0xffffffe9
+DATA lgc26<>+24(SB)/4, $0xffffffe9
+DATA lgc26<>+28(SB)/4, $0xffffffe9
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3d9021bb
-DATA lgc27<>+4(SB)/4, $0x3d9021bb
-DATA lgc27<>+8(SB)/4, $0x3d9021bb
-DATA lgc27<>+12(SB)/4, $0x3d9021bb
-DATA lgc27<>+16(SB)/4, $0x3d9021bb
-DATA lgc27<>+20(SB)/4, $0x3d9021bb
-DATA lgc27<>+24(SB)/4, $0x3d9021bb
-DATA lgc27<>+28(SB)/4, $0x3d9021bb
+DATA lgc27<>+0(SB)/4, $0x007fffff
+DATA lgc27<>+4(SB)/4, $0x007fffff
+DATA lgc27<>+8(SB)/4, $0x007fffff
+DATA lgc27<>+12(SB)/4, $0x007fffff
+DATA lgc27<>+16(SB)/4, $0x007fffff
+DATA lgc27<>+20(SB)/4, $0x007fffff
+DATA lgc27<>+24(SB)/4, $0x007fffff
+DATA lgc27<>+28(SB)/4, $0x007fffff
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdebd1b8
-DATA lgc28<>+4(SB)/4, $0xbdebd1b8
-DATA lgc28<>+8(SB)/4, $0xbdebd1b8
-DATA lgc28<>+12(SB)/4, $0xbdebd1b8
-DATA lgc28<>+16(SB)/4, $0xbdebd1b8
-DATA lgc28<>+20(SB)/4, $0xbdebd1b8
-DATA lgc28<>+24(SB)/4, $0xbdebd1b8
-DATA lgc28<>+28(SB)/4, $0xbdebd1b8
+DATA lgc28<>+0(SB)/4, $0x3fb504f3
+DATA lgc28<>+4(SB)/4, $0x3fb504f3
+DATA lgc28<>+8(SB)/4, $0x3fb504f3
+DATA lgc28<>+12(SB)/4, $0x3fb504f3
+DATA lgc28<>+16(SB)/4, $0x3fb504f3
+DATA lgc28<>+20(SB)/4, $0x3fb504f3
+DATA lgc28<>+24(SB)/4, $0x3fb504f3
+DATA lgc28<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3def251a
-DATA lgc29<>+4(SB)/4, $0x3def251a
-DATA lgc29<>+8(SB)/4, $0x3def251a
-DATA lgc29<>+12(SB)/4, $0x3def251a
-DATA lgc29<>+16(SB)/4, $0x3def251a
-DATA lgc29<>+20(SB)/4, $0x3def251a
-DATA lgc29<>+24(SB)/4, $0x3def251a
-DATA lgc29<>+28(SB)/4, $0x3def251a
+DATA lgc29<>+0(SB)/4, $0x3d9021bb
+DATA lgc29<>+4(SB)/4, $0x3d9021bb
+DATA lgc29<>+8(SB)/4, $0x3d9021bb
+DATA lgc29<>+12(SB)/4, $0x3d9021bb
+DATA lgc29<>+16(SB)/4, $0x3d9021bb
+DATA lgc29<>+20(SB)/4, $0x3d9021bb
+DATA lgc29<>+24(SB)/4, $0x3d9021bb
+DATA lgc29<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+0(SB)/4, $0xbdebd1b8
+DATA lgc30<>+4(SB)/4, $0xbdebd1b8
+DATA lgc30<>+8(SB)/4, $0xbdebd1b8
+DATA lgc30<>+12(SB)/4, $0xbdebd1b8
+DATA lgc30<>+16(SB)/4, $0xbdebd1b8
+DATA lgc30<>+20(SB)/4, $0xbdebd1b8
+DATA lgc30<>+24(SB)/4, $0xbdebd1b8
+DATA lgc30<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e11e9bf
-DATA lgc31<>+4(SB)/4, $0x3e11e9bf
-DATA lgc31<>+8(SB)/4, $0x3e11e9bf
-DATA lgc31<>+12(SB)/4, $0x3e11e9bf
-DATA lgc31<>+16(SB)/4, $0x3e11e9bf
-DATA lgc31<>+20(SB)/4, $0x3e11e9bf
-DATA lgc31<>+24(SB)/4, $0x3e11e9bf
-DATA lgc31<>+28(SB)/4, $0x3e11e9bf
+DATA lgc31<>+0(SB)/4, $0x3def251a
+DATA lgc31<>+4(SB)/4, $0x3def251a
+DATA lgc31<>+8(SB)/4, $0x3def251a
+DATA lgc31<>+12(SB)/4, $0x3def251a
+DATA lgc31<>+16(SB)/4, $0x3def251a
+DATA lgc31<>+20(SB)/4, $0x3def251a
+DATA lgc31<>+24(SB)/4, $0x3def251a
+DATA lgc31<>+28(SB)/4, $0x3def251a
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe2aae50
-DATA lgc32<>+4(SB)/4, $0xbe2aae50
-DATA lgc32<>+8(SB)/4, $0xbe2aae50
-DATA lgc32<>+12(SB)/4, $0xbe2aae50
-DATA lgc32<>+16(SB)/4, $0xbe2aae50
-DATA lgc32<>+20(SB)/4, $0xbe2aae50
-DATA lgc32<>+24(SB)/4, $0xbe2aae50
-DATA lgc32<>+28(SB)/4, $0xbe2aae50
+DATA lgc32<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc32<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc32<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc32<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc32<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc32<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc32<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc32<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3e4cceac
-DATA lgc33<>+4(SB)/4, $0x3e4cceac
-DATA lgc33<>+8(SB)/4, $0x3e4cceac
-DATA lgc33<>+12(SB)/4, $0x3e4cceac
-DATA lgc33<>+16(SB)/4, $0x3e4cceac
-DATA lgc33<>+20(SB)/4, $0x3e4cceac
-DATA lgc33<>+24(SB)/4, $0x3e4cceac
-DATA lgc33<>+28(SB)/4, $0x3e4cceac
+DATA lgc33<>+0(SB)/4, $0x3e11e9bf
+DATA lgc33<>+4(SB)/4, $0x3e11e9bf
+DATA lgc33<>+8(SB)/4, $0x3e11e9bf
+DATA lgc33<>+12(SB)/4, $0x3e11e9bf
+DATA lgc33<>+16(SB)/4, $0x3e11e9bf
+DATA lgc33<>+20(SB)/4, $0x3e11e9bf
+DATA lgc33<>+24(SB)/4, $0x3e11e9bf
+DATA lgc33<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbe7ffffc
-DATA lgc34<>+4(SB)/4, $0xbe7ffffc
-DATA lgc34<>+8(SB)/4, $0xbe7ffffc
-DATA lgc34<>+12(SB)/4, $0xbe7ffffc
-DATA lgc34<>+16(SB)/4, $0xbe7ffffc
-DATA lgc34<>+20(SB)/4, $0xbe7ffffc
-DATA lgc34<>+24(SB)/4, $0xbe7ffffc
-DATA lgc34<>+28(SB)/4, $0xbe7ffffc
+DATA lgc34<>+0(SB)/4, $0xbe2aae50
+DATA lgc34<>+4(SB)/4, $0xbe2aae50
+DATA lgc34<>+8(SB)/4, $0xbe2aae50
+DATA lgc34<>+12(SB)/4, $0xbe2aae50
+DATA lgc34<>+16(SB)/4, $0xbe2aae50
+DATA lgc34<>+20(SB)/4, $0xbe2aae50
+DATA lgc34<>+24(SB)/4, $0xbe2aae50
+DATA lgc34<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+0(SB)/4, $0x3e4cceac
+DATA lgc35<>+4(SB)/4, $0x3e4cceac
+DATA lgc35<>+8(SB)/4, $0x3e4cceac
+DATA lgc35<>+12(SB)/4, $0x3e4cceac
+DATA lgc35<>+16(SB)/4, $0x3e4cceac
+DATA lgc35<>+20(SB)/4, $0x3e4cceac
+DATA lgc35<>+24(SB)/4, $0x3e4cceac
+DATA lgc35<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xff800000
-DATA lgc36<>+4(SB)/4, $0xff800000
-DATA lgc36<>+8(SB)/4, $0xff800000
-DATA lgc36<>+12(SB)/4, $0xff800000
-DATA lgc36<>+16(SB)/4, $0xff800000
-DATA lgc36<>+20(SB)/4, $0xff800000
-DATA lgc36<>+24(SB)/4, $0xff800000
-DATA lgc36<>+28(SB)/4, $0xff800000
+DATA lgc36<>+0(SB)/4, $0xbe7ffffc
+DATA lgc36<>+4(SB)/4, $0xbe7ffffc
+DATA lgc36<>+8(SB)/4, $0xbe7ffffc
+DATA lgc36<>+12(SB)/4, $0xbe7ffffc
+DATA lgc36<>+16(SB)/4, $0xbe7ffffc
+DATA lgc36<>+20(SB)/4, $0xbe7ffffc
+DATA lgc36<>+24(SB)/4, $0xbe7ffffc
+DATA lgc36<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x7fc00000
-DATA lgc37<>+4(SB)/4, $0x7fc00000
-DATA lgc37<>+8(SB)/4, $0x7fc00000
-DATA lgc37<>+12(SB)/4, $0x7fc00000
-DATA lgc37<>+16(SB)/4, $0x7fc00000
-DATA lgc37<>+20(SB)/4, $0x7fc00000
-DATA lgc37<>+24(SB)/4, $0x7fc00000
-DATA lgc37<>+28(SB)/4, $0x7fc00000
+DATA lgc37<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc37<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc37<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc37<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc37<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc37<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc37<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc37<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x7f800000
-DATA lgc38<>+4(SB)/4, $0x7f800000
-DATA lgc38<>+8(SB)/4, $0x7f800000
-DATA lgc38<>+12(SB)/4, $0x7f800000
-DATA lgc38<>+16(SB)/4, $0x7f800000
-DATA lgc38<>+20(SB)/4, $0x7f800000
-DATA lgc38<>+24(SB)/4, $0x7f800000
-DATA lgc38<>+28(SB)/4, $0x7f800000
+DATA lgc38<>+0(SB)/4, $0xff800000
+DATA lgc38<>+4(SB)/4, $0xff800000
+DATA lgc38<>+8(SB)/4, $0xff800000
+DATA lgc38<>+12(SB)/4, $0xff800000
+DATA lgc38<>+16(SB)/4, $0xff800000
+DATA lgc38<>+20(SB)/4, $0xff800000
+DATA lgc38<>+24(SB)/4, $0xff800000
+DATA lgc38<>+28(SB)/4, $0xff800000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0x7fc00000
+DATA lgc39<>+4(SB)/4, $0x7fc00000
+DATA lgc39<>+8(SB)/4, $0x7fc00000
+DATA lgc39<>+12(SB)/4, $0x7fc00000
+DATA lgc39<>+16(SB)/4, $0x7fc00000
+DATA lgc39<>+20(SB)/4, $0x7fc00000
+DATA lgc39<>+24(SB)/4, $0x7fc00000
+DATA lgc39<>+28(SB)/4, $0x7fc00000
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0x7f800000
+DATA lgc40<>+4(SB)/4, $0x7f800000
+DATA lgc40<>+8(SB)/4, $0x7f800000
+DATA lgc40<>+12(SB)/4, $0x7f800000
+DATA lgc40<>+16(SB)/4, $0x7f800000
+DATA lgc40<>+20(SB)/4, $0x7f800000
+DATA lgc40<>+24(SB)/4, $0x7f800000
+DATA lgc40<>+28(SB)/4, $0x7f800000
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1698,30 +1726,30 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc23<>+0(SB), Y1, Y2
+	VMULPS       lgc24<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc23<>+0(SB), Y4, Y4
-	VPAND        lgc24<>+0(SB), Y2, Y2
+	VPSUBD       lgc25<>+0(SB), Y4, Y4
+	VPAND        lgc26<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc25<>+0(SB), Y3, Y2
+	VPAND        lgc27<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc28<>+0(SB), Y2, Y3
 	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc27<>+0(SB), Y5
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
+	VMOVAPS      lgc29<>+0(SB), Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1730,11 +1758,11 @@ bulk_20:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc39<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc40<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1744,9 +1772,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc40<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

@@ -110,7 +110,8 @@ func Sweep64(n int) []float64 {
 // ExpM1MinusX is e^x − 1 − x (the k3 KL estimator's core; lossgen's IR op expm1_minus_x):
 // for |x| < 1/2 the series x²·Σ_{k=0}^{15} x^k/(k+2)! (the first term left out is below
 // 1e-19 of the value), Horner's rule in float64; elsewhere math.Expm1(x) − x, which cancels
-// at most a factor 4.4 there. NaN at +inf (∞ − ∞, as torch's expm1(x) − x), +inf at −inf.
+// at most a factor 4.4 there (Exp(x) − 1 − x above 709, where math.Expm1 overflows early).
+// NaN at +inf (∞ − ∞, as torch's expm1(x) − x), +inf at −inf.
 func ExpM1MinusX(x float64) float64 {
 	if math.Abs(x) < 0.5 {
 		s := 0.0
@@ -118,6 +119,9 @@ func ExpM1MinusX(x float64) float64 {
 			s = s*x + invFact[k+2]
 		}
 		return x * x * s
+	}
+	if x > 709 { // math.Expm1 is +Inf from ln MaxFloat64 rounded, a finite e^x there; −1 − x is lost
+		return Exp(x) - 1 - x
 	}
 	return math.Expm1(x) - x
 }
