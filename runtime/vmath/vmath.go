@@ -2,7 +2,8 @@
 // backends that emit them (gen/asmgen for AVX2, gen/ptxgen for PTX), so both evaluate the
 // same polynomials in the same order and agree to the last bit where their arithmetic does.
 // It also holds the float64 Exp, Log and Log1p that the interpreter and the pure-Go float64
-// kernels call: math's, corrected where its amd64 assembly is wrong (ref.go).
+// kernels call (math's, corrected where its amd64 assembly is wrong), and ExpM1MinusX,
+// e^x − 1 − x without cancellation, the reference of the IR op expm1_minus_x (ref.go).
 //
 // exp: x = n·ln2 + r, |r| ≤ ln2/2, r formed by subtracting n·ln2 in two parts (Cody–Waite);
 // e^r by a polynomial p in [0.7, 1.42], in Poly2's order of operations; then p·2^n as
