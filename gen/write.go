@@ -38,6 +38,7 @@ func WriteContext(ctx context.Context, dir string, files map[string][]byte) (dir
 	if err != nil {
 		return dirtx.Result{Repaired: repaired}, err
 	}
+	var foreign []string // files of the user's that the write would replace: all of them named
 	for _, name := range sortedNames(files) {
 		target := filepath.Join(dir, name)
 		fi, err := os.Lstat(target)
@@ -54,8 +55,15 @@ func WriteContext(ctx context.Context, dir string, files map[string][]byte) (dir
 			return dirtx.Result{Repaired: repaired}, err
 		}
 		if !bytes.Equal(old, files[name]) && !generatedByLossgen(old) {
-			return dirtx.Result{Repaired: repaired}, fmt.Errorf("%s exists and was not written by lossgen (no %q line): move it away or generate elsewhere", target, marker)
+			foreign = append(foreign, target)
 		}
+	}
+	switch len(foreign) {
+	case 0:
+	case 1:
+		return dirtx.Result{Repaired: repaired}, fmt.Errorf("%s exists and was not written by lossgen (no %q line): move it away or generate elsewhere", foreign[0], marker)
+	default:
+		return dirtx.Result{Repaired: repaired}, fmt.Errorf("%s exist and were not written by lossgen (no %q line): move them away or generate elsewhere", strings.Join(foreign, ", "), marker)
 	}
 	stale, err := staleFiles(dir, files)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

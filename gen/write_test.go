@@ -98,3 +98,13 @@ func TestWriteRefusesAnotherPackage(t *testing.T) {
 	})
 	require.NoError(t, Write(ok, map[string][]byte{"p.go": []byte(gen1 + "package p\n")}))
 }
+
+// Every file of the user's that a write would replace is named, not only the first.
+func TestWriteNamesEveryForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	writeAll(t, dir, map[string]string{"a.go": "package p // mine\n", "k.ptx": "mine too\n"})
+	before := snapshot(t, dir)
+	err := Write(dir, map[string][]byte{"a.go": []byte(gen1 + "package p\n"), "k.ptx": []byte(gen1)})
+	require.ErrorContains(t, err, filepath.Join(dir, "a.go")+", "+filepath.Join(dir, "k.ptx")+" exist and were not written by lossgen")
+	require.Equal(t, before, snapshot(t, dir))
+}

@@ -437,6 +437,9 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return badUsage(fs, stderr, "want at least one SPEC")
 	}
+	if *root == "" {
+		return badUsage(fs, stderr, "-dir is empty: give the root of the golden case directories")
+	}
 	dataSet := false
 	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
 	if st, err := os.Stat(*data); dataSet && (err != nil || !st.IsDir()) {

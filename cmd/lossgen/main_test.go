@@ -161,6 +161,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{}, 2},
 		{[]string{"frobnicate"}, 2},
 		{[]string{"check", "-nope", spec}, 2},
+		{[]string{"golden", "-update", "-dir", "", spec}, 2},
 		{[]string{"generate", spec}, 2},
 		{[]string{"eval", "-spec", spec, "-in", spec, "-backend", "cuda"}, 2},
 		{[]string{"eval", "-spec", spec, "-in", spec, "-out", spec}, 2},
