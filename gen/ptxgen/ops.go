@@ -124,24 +124,18 @@ func (o ptxOps) Log(x string) string {
 	return o.k.logEl(x)
 }
 
-// ExpM1MinusX on float64 registers runs the element-type code as a float64 kernel's.
-func (o ptxOps) ExpM1MinusX(x string) string {
-	x = o.use(x)
-	if o.wide && !o.k.f64 {
-		o.k.f64 = true
-		defer func() { o.k.f64 = false }()
-	}
-	return o.k.expm1MinusXEl(x)
-}
+func (o ptxOps) ExpM1MinusX(x string) string { return o.elCode(x, o.k.expm1MinusXEl) }
+func (o ptxOps) Log1p(x string) string       { return o.elCode(x, o.k.log1pEl) }
 
-// Log1p on float64 registers runs the element-type code as a float64 kernel's.
-func (o ptxOps) Log1p(x string) string {
+// elCode runs el, code written for the kernel's element type, on x: on float64 registers
+// (wide) as a float64 kernel's.
+func (o ptxOps) elCode(x string, el func(string) string) string {
 	x = o.use(x)
 	if o.wide && !o.k.f64 {
 		o.k.f64 = true
 		defer func() { o.k.f64 = false }()
 	}
-	return o.k.log1pEl(x)
+	return el(x)
 }
 func (o ptxOps) Sqrt(x string) string   { return o.un("sqrt.rn", x) }
 func (o ptxOps) Add(x, y string) string { return o.bin("add.rn", x, y) }
