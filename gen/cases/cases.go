@@ -454,8 +454,12 @@ func ownCaseFile(base string) bool {
 			name, ok = n, true
 		}
 	}
-	return ok && (golden.IsSeeded(name) || strings.HasPrefix(name, "real_"))
+	return ok && ownCase(name)
 }
+
+// ownCase reports whether a case name is one Build makes (random, flags, extreme, real_<data>):
+// any other case in a golden directory is the user's.
+func ownCase(name string) bool { return golden.IsSeeded(name) || strings.HasPrefix(name, "real_") }
 
 // Foreign says how the cases lossgen wrote into dir (random, flags, extreme, real_*) show
 // they are another spec's, or "" when they could be g's (or dir holds none): a case input g
@@ -476,7 +480,7 @@ func Foreign(dir string, g *ir.Graph) string {
 		lens[in.Name] = in.Shape.Numel()
 	}
 	for _, c := range stored {
-		if !golden.IsSeeded(c.Name) && !strings.HasPrefix(c.Name, "real_") {
+		if !ownCase(c.Name) {
 			continue // a user's own case: its extra arrays are allowed, and -update keeps it
 		}
 		got := map[string]int{}
