@@ -464,9 +464,9 @@ func ownCase(name string) bool { return golden.IsSeeded(name) || strings.HasPref
 // Foreign says how the cases lossgen wrote into dir (random, flags, extreme, real_*) show
 // they are another spec's, or "" when they could be g's (or dir holds none): a case input g
 // does not have, or one with another number of elements; and it reports a write into dir
-// that was cut short (the next golden
-// -update or generate on dir resolves it). Two specs of one module that share a package
-// name share their golden directory, and each -update replaces the other's cases.
+// that was cut short (the next golden -update or generate on dir resolves it). Two specs of
+// one module that share a package name share their golden directory, and each -update
+// replaces the other's cases.
 func Foreign(dir string, g *ir.Graph) string {
 	if dirtx.Pending(dir) {
 		return fmt.Sprintf("%s: a write was cut short (%s): the next lossgen golden -update on it undoes or finishes it", dir, dirtx.TxnDir)
