@@ -18,6 +18,7 @@ func TestValueRange(t *testing.T) {
 	done := b.Input(ir.Input{Key: "done", Name: "done", Kind: ir.Bool, Shape: b.Shape("B")})
 	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B", "A")})
 	notDone := b.Sub(b.Const(1), done)
+	count := b.Sum(b.Where(done, b.Const(1), b.Const(0)), "B")
 	gae := b.Mul(b.Const(0.95*0.99), notDone)
 	vtrace := b.Mul(b.Mul(b.Const(0.99), notDone), b.Min(b.Exp(b.Detach(x)), b.Const(1)))
 	outs := map[string]*ir.Node{
@@ -27,6 +28,9 @@ func TestValueRange(t *testing.T) {
 		"expDone": b.Exp(done),
 		"shifted": b.Sub(x, b.Detach(b.ReduceMax(x, "A"))), "softmaxNum": b.Exp(b.Sub(x, b.ReduceMax(x, "A"))),
 		"notShifted": b.Sub(x, b.ReduceMax(b.Neg(x), "A")), "shiftedUp": b.Sub(b.ReduceMax(x, "A"), x),
+		"count": count, "seed": b.Div(b.Const(0.125), b.Max(count, b.Const(1))), "recip": b.Div(b.Const(1), x),
+		"softmaxDen": b.Sum(b.Exp(b.Sub(x, b.ReduceMax(x, "A"))), "A"), "negated": b.Neg(b.Sub(x, b.ReduceMax(x, "A"))),
+		"select": b.Where(done, b.Const(2), b.Const(-1)), "less": b.Lt(x, b.Const(0)), "meanDone": b.Mean(done, "B"),
 	}
 	for name, n := range outs {
 		b.Output(name, n, ir.Metric, "", "")
@@ -34,6 +38,7 @@ func TestValueRange(t *testing.T) {
 	g, err := passes.ValueRange(b.Graph())
 	require.NoError(t, err)
 	inf := math.Inf(1)
+	seedLo := 0.125 * (1 / (3 * (1 + 3*0x1p-23)))
 	for name, want := range map[string]ir.Interval{
 		"gae": {Lo: 0, Hi: 0.95 * 0.99}, "vtrace": {Lo: 0, Hi: 0.99}, "iota": {Lo: 0, Hi: 3}, "argmax": {Lo: 0, Hi: 3},
 		"corner": {Lo: -inf, Hi: inf}, "x": {Lo: -inf, Hi: inf}, "log": {Lo: -inf, Hi: inf},
@@ -43,6 +48,13 @@ func TestValueRange(t *testing.T) {
 		// tensor, or the difference the other way, bounds nothing.
 		"shifted": {Lo: -inf, Hi: 0}, "softmaxNum": {Lo: 0, Hi: 1 + 0x1p-20},
 		"notShifted": {Lo: -inf, Hi: inf}, "shiftedUp": {Lo: -inf, Hi: inf},
+		// A sum of 3 values within [0, 1], widened by float32 rounding; a division by it
+		// (past a max with 1) is nonzero, one by anything of either sign bounds nothing.
+		"count": {Lo: 0, Hi: 3 * (1 + 3*0x1p-23)}, "recip": {Lo: -inf, Hi: inf},
+		"seed": {Lo: seedLo - seedLo*0x1p-23, Hi: 0.125 * (1 + 0x1p-23)},
+		// A softmax's denominator holds e^0 = 1 for its maximal element.
+		"softmaxDen": {Lo: 1, Hi: 4 * (1 + 0x1p-20) * (1 + 4*0x1p-23)}, "negated": {Lo: 0, Hi: inf},
+		"select": {Lo: -1, Hi: 2}, "less": {Lo: 0, Hi: 1}, "meanDone": {Lo: 0, Hi: 1 + 3*0x1p-23},
 	} {
 		require.Equal(t, want, g.Range(g.Output(name).Node), name)
 	}

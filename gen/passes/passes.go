@@ -47,6 +47,7 @@ var (
 	valueRange     = Pass{Name: "value-range", Kind: Analysis, Doc: "interval bounds of every node (ir.Facts.Range)", Run: ValueRange, Report: reportRanges}
 	logSumExpPairs = Pass{Name: "logsumexp-pairs", Kind: Analysis, Doc: "logsumexp twins of 2·x and the exp(x) a logsumexp can share (ir.Facts.Twin, Exp)", Run: LogSumExpPairs, Report: reportPairs}
 	autodiff       = Pass{Name: "autodiff", Kind: Rewrite, Doc: "adds grad.<x> for every differentiable input x", Run: Autodiff}
+	gradientGuards = Pass{Name: "gradient-guards", Kind: Rewrite, Doc: "where(g ≠ 0, g·d, g) → g·d where g cannot be 0 (or is masked: where(m, s·d, 0))", Run: GradientGuards}
 	customGrads    = Pass{Name: "custom-grad", Kind: Rewrite, Doc: "custom_grad(y, x, d) → y: its derivative d is autodiff's only", Run: CustomGrads}
 )
 
@@ -68,7 +69,7 @@ var Forward = append(slices.Clip(Prepare), FinishForward...)
 // of the graph it started from. (Backward also runs on a graph after Forward, whose custom
 // derivatives are gone: its gradients then differentiate the formulas, as exactly, at
 // more cost.)
-var Backward = []Pass{autodiff, customGrads, expOfClamp, gatherPushdown, verify, valueRange, logSumExpPairs}
+var Backward = []Pass{autodiff, customGrads, gradientGuards, expOfClamp, gatherPushdown, verify, valueRange, logSumExpPairs}
 
 // Pipeline is ForwardBackward's passes, in order: Prepare, then Backward.
 var Pipeline = append(slices.Clip(Prepare), Backward...)

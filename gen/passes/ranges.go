@@ -3,6 +3,7 @@ package passes
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/runtime/vmath"
@@ -79,6 +80,23 @@ func rangeOf(n *ir.Node, args []ir.Interval) ir.Interval {
 			hi = max(vmath.ExpM1MinusX(a.Lo), vmath.ExpM1MinusX(a.Hi)) * (1 + 0x1p-16)
 		}
 		return ir.Interval{Lo: 0, Hi: hi}
+	case ir.OpNeg:
+		return ir.Interval{Lo: -args[0].Hi, Hi: -args[0].Lo}
+	case ir.OpBroadcast, ir.OpRMax, ir.OpRMin:
+		return args[0]
+	case ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe:
+		return ir.Interval{Lo: 0, Hi: 1}
+	case ir.OpWhere:
+		return ir.Interval{Lo: min(args[1].Lo, args[2].Lo), Hi: max(args[1].Hi, args[2].Hi)}
+	case ir.OpSum, ir.OpMean:
+		return sumRange(n, args[0])
+	case ir.OpDiv:
+		// Only a divisor of one sign: the quotient is monotone in each argument.
+		if d := args[1]; d.Lo > 0 || d.Hi < 0 {
+			if iv := binaryRange(ir.OpMul, args[0], ir.Interval{Lo: 1 / d.Hi, Hi: 1 / d.Lo}); !math.IsNaN(iv.Lo) && !math.IsNaN(iv.Hi) {
+				return widen(iv)
+			}
+		}
 	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpMin, ir.OpMax:
 		iv := binaryRange(n.Op, args[0], args[1])
 		if math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) { // 0·∞ at a corner
@@ -92,6 +110,53 @@ func rangeOf(n *ir.Node, args []ir.Interval) ir.Interval {
 	return ir.Interval{Lo: -inf, Hi: inf}
 }
 
+// sumRange is the interval of a sum or mean over n's axes of values within x: n·x for a
+// sum (a mean stays within x), widened by the float32 rounding of n additions. A softmax's
+// denominator, Σ exp(x − max x) over the max's own axes, is at least 1: the maximal element
+// adds e^0 = 1 exactly, and every other term is ≥ 0 (NaN aside).
+func sumRange(n *ir.Node, x ir.Interval) ir.Interval {
+	k := float64(n.Args[0].Shape.Numel() / max(n.Shape.Numel(), 1))
+	iv := x
+	if n.Op == ir.OpSum {
+		iv = ir.Interval{Lo: k * x.Lo, Hi: k * x.Hi}
+	}
+	if math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) {
+		return ir.Interval{Lo: math.Inf(-1), Hi: math.Inf(1)}
+	}
+	iv = ir.Interval{Lo: iv.Lo - math.Abs(iv.Lo)*k*0x1p-23, Hi: iv.Hi + math.Abs(iv.Hi)*k*0x1p-23}
+	if e := n.Args[0]; n.Op == ir.OpSum && e.Op == ir.OpExp && shiftedByMax(e.Args[0]) && sameAxes(n, maxOf(e.Args[0])) {
+		iv.Lo = max(iv.Lo, 1)
+	}
+	return iv
+}
+
+// widen moves an interval's ends outwards by a float32 rounding (2^−23 relative).
+func widen(iv ir.Interval) ir.Interval {
+	return ir.Interval{Lo: iv.Lo - math.Abs(iv.Lo)*0x1p-23, Hi: iv.Hi + math.Abs(iv.Hi)*0x1p-23}
+}
+
+// maxOf is the max a shifted x − max(x) subtracts (shiftedByMax), past its detaches.
+func maxOf(n *ir.Node) *ir.Node {
+	m := n.Args[1]
+	for m.Op == ir.OpDetach {
+		m = m.Args[0]
+	}
+	return m
+}
+
+// sameAxes reports whether two reductions reduce the same dims.
+func sameAxes(a, b *ir.Node) bool {
+	if len(a.Axes) != len(b.Axes) {
+		return false
+	}
+	for _, x := range a.Axes {
+		if !slices.Contains(b.Axes, x) {
+			return false
+		}
+	}
+	return true
+}
+
 // shiftedByMax reports whether n is x − max(x) over some of x's dims (the max perhaps
 // detached), a softmax's shifted logits: every element is at most the max it is shifted by,
 // and rounding is monotone, so the difference is ≤ 0 (NaN aside: x − x for x = ±∞).
@@ -99,10 +164,7 @@ func shiftedByMax(n *ir.Node) bool {
 	if n.Op != ir.OpSub {
 		return false
 	}
-	m := n.Args[1]
-	for m.Op == ir.OpDetach {
-		m = m.Args[0]
-	}
+	m := maxOf(n)
 	return m.Op == ir.OpRMax && m.Args[0] == n.Args[0]
 }
 

@@ -846,7 +846,7 @@ GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $640-80
+TEXT ·fbPass0AVX2(SB), $576-80
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -1143,219 +1143,201 @@ indexdone_11:
 	VMOVUPS Y0, 1216(BX)
 	VMOVUPS lgc42<>+0(SB), Y0
 
-	// v40 = where(v31, 0.00048828125, 0)
-	VANDPS Y0, Y6, Y2
-
-	// v41 = where(v31, 0, 0.00048828125)
+	// v40 = where(v31, 0, 0.00048828125)
 	VANDNPS Y0, Y6, Y0
-	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v42 = ne(v40, 0)
-	VCMPPS $0x04, Y6, Y2, Y8
+	// v41 = mul(0.00048828125, absDiff)
+	VMULPS lgc42<>+0(SB), Y4, Y2
 
-	// v43 = mul(v40, absDiff)
-	VMULPS  Y4, Y2, Y4
-	VMOVUPS Y1, 480(SP)
+	// v42 = where(v31, v41, 0)
+	VANDPS Y2, Y6, Y2
 
-	// v44 = where(v42, v43, v40)
-	VBLENDVPS Y8, Y4, Y2, Y1
+	// v43 = mul(0.00048828125, v32)
+	VMULPS lgc42<>+0(SB), Y7, Y4
 
-	// v45 = mul(v40, v32)
-	VMULPS Y7, Y2, Y4
+	// v44 = where(v31, v43, 0)
+	VANDPS Y4, Y6, Y4
 
-	// v46 = where(v42, v45, v40)
-	VBLENDVPS Y8, Y4, Y2, Y2
+	// v45 = add(v40, v44)
+	VADDPS Y4, Y0, Y0
 
-	// v47 = add(v41, v46)
-	VADDPS Y2, Y0, Y0
+	// v46 = mul(v42, 0.5)
+	VMULPS lgc13<>+0(SB), Y2, Y2
 
-	// v48 = mul(v44, 0.5)
-	VMULPS lgc13<>+0(SB), Y1, Y1
+	// v47 = add(v45, v46)
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS lgc2<>+0(SB), Y2
 
-	// v49 = add(v47, v48)
-	VADDPS Y1, Y0, Y0
+	// v48 = gt(diff, 0)
+	VCMPPS $0x1e, Y2, Y3, Y4
 
-	// v50 = gt(diff, 0)
-	VCMPPS $0x1e, Y6, Y3, Y1
+	// v49 = lt(diff, 0)
+	VCMPPS $0x11, Y2, Y3, Y6
 
-	// v51 = lt(diff, 0)
-	VCMPPS $0x11, Y6, Y3, Y2
-
-	// v53 = mul(diff, 0)
+	// v51 = mul(diff, 0)
 	VMULPS  lgc2<>+0(SB), Y3, Y3
-	VMOVUPS lgc43<>+0(SB), Y4
+	VMOVUPS lgc43<>+0(SB), Y7
 
-	// v54 = where(v51, -1, v53)
-	VBLENDVPS Y2, Y4, Y3, Y2
+	// v52 = where(v49, -1, v51)
+	VBLENDVPS Y6, Y7, Y3, Y3
 
-	// v55 = where(v50, 1, v54)
-	VBLENDVPS Y1, Y5, Y2, Y1
+	// v53 = where(v48, 1, v52)
+	VBLENDVPS Y4, Y5, Y3, Y3
 
-	// v56 = ne(v49, 0)
-	VCMPPS $0x04, Y6, Y0, Y2
+	// v54 = ne(v47, 0)
+	VCMPPS $0x04, Y2, Y0, Y4
 
-	// v57 = mul(v49, v55)
-	VMULPS Y1, Y0, Y1
+	// v55 = mul(v47, v53)
+	VMULPS Y3, Y0, Y3
 
-	// v58 = where(v56, v57, v49)
-	VBLENDVPS Y2, Y1, Y0, Y0
+	// v56 = where(v54, v55, v47)
+	VBLENDVPS Y4, Y3, Y0, Y0
 
-	// gradStateValue = neg(v58)
+	// gradStateValue = neg(v56)
 	VXORPS  lgc37<>+0(SB), Y0, Y0
-	VMOVUPS lgc44<>+0(SB), Y1
-	VMOVUPS 480(SP), Y2
+	VMOVUPS lgc44<>+0(SB), Y3
 
-	// v62 = div(9.765625e-06, v7)
-	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 448(SP), Y3
+	// v60 = div(9.765625e-06, v7)
+	VDIVPS  Y1, Y3, Y3
+	VMOVUPS 448(SP), Y4
 
-	// v63 = div(v19, v7)
-	VDIVPS Y2, Y3, Y3
+	// v61 = div(v19, v7)
+	VDIVPS Y1, Y4, Y4
 
-	// v64 = mul(-9.765625e-06, v63)
-	VMULPS lgc45<>+0(SB), Y3, Y3
-
-	// v65 = ne(v62, 0)
-	VCMPPS  $0x04, Y6, Y1, Y4
+	// v62 = mul(-9.765625e-06, v61)
+	VMULPS  lgc45<>+0(SB), Y4, Y4
 	MOVQ    advantage+24(FP), BX
 	VMOVUPS (BX)(DI*4), Y5
 
-	// v74 = mul(-0.0009765625, advantage)
+	// v70 = mul(-0.0009765625, advantage)
 	VMULPS lgc46<>+0(SB), Y5, Y5
 
-	// v75 = neg(v74)
-	VXORPS lgc37<>+0(SB), Y5, Y7
+	// v71 = neg(v70)
+	VXORPS lgc37<>+0(SB), Y5, Y6
 
-	// v76 = add(-9.765625e-06, v75)
-	VADDPS lgc45<>+0(SB), Y7, Y7
+	// v72 = add(-9.765625e-06, v71)
+	VADDPS lgc45<>+0(SB), Y6, Y6
 
-	// v80 = ne(v76, 0)
-	VCMPPS $0x04, Y6, Y7, Y6
+	// v76 = ne(v72, 0)
+	VCMPPS $0x04, Y2, Y6, Y2
 
-	// v81 = div(v76, v7)
-	VDIVPS  Y2, Y7, Y2
-	VMOVUPS Y0, 512(SP)
+	// v77 = div(v72, v7)
+	VDIVPS Y1, Y6, Y1
 
-	// v82 = where(v80, v81, v76)
-	VBLENDVPS Y6, Y2, Y7, Y0
+	// v78 = where(v76, v77, v72)
+	VBLENDVPS Y2, Y1, Y6, Y1
 
-	// v83 = add(v64, v82)
-	VADDPS    Y0, Y3, Y0
-	VMOVUPS   Y5, 544(SP)
-	VMOVUPS   Y0, 576(SP)
+	// v79 = add(v62, v78)
+	VADDPS    Y1, Y4, Y1
+	VMOVUPS   Y0, 480(SP)
+	VMOVUPS   Y1, 512(SP)
 	VMOVUPS   lgc3<>+0(SB), Y0
 	MOVQ      action+16(FP), BX
-	VMOVDQU   (BX)(DI*8), Y2
-	VMOVDQU   32(BX)(DI*8), Y3
-	VSHUFPS   $0x88, Y3, Y2, Y5
-	VSHUFPS   $0xdd, Y3, Y2, Y3
-	VPSRAD    $0x1f, Y5, Y2
-	VPCMPEQD  Y3, Y2, Y2
-	VMOVMSKPS Y2, R8
+	VMOVDQU   (BX)(DI*8), Y1
+	VMOVDQU   32(BX)(DI*8), Y2
+	VSHUFPS   $0x88, Y2, Y1, Y4
+	VSHUFPS   $0xdd, Y2, Y1, Y2
+	VPSRAD    $0x1f, Y4, Y1
+	VPCMPEQD  Y2, Y1, Y1
+	VMOVMSKPS Y1, R8
 	CMPL      R8, $0xff
 	JNE       wideindex_12
-	VPERMQ    $0xd8, Y5, Y5
-	VCVTDQ2PS Y5, Y2
+	VPERMQ    $0xd8, Y4, Y4
+	VCVTDQ2PS Y4, Y1
 	JMP       indexdone_13
 
 wideindex_12:
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    Y2, 608(SP)
-	VMOVUPS    lgc2<>+0(SB), X2
+	VMOVUPS    lgc2<>+0(SB), Y1
+	VMOVUPS    Y1, 544(SP)
+	VMOVUPS    lgc2<>+0(SB), X1
 	MOVQ       (BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 608(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 544(SP)
 	MOVQ       8(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 612(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 548(SP)
 	MOVQ       16(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 616(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 552(SP)
 	MOVQ       24(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 620(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 556(SP)
 	MOVQ       32(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 624(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 560(SP)
 	MOVQ       40(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 628(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 564(SP)
 	MOVQ       48(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 632(SP)
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 568(SP)
 	MOVQ       56(BX)(DI*8), R8
-	VCVTSI2SSQ R8, X2, X2
-	VMOVSS     X2, 636(SP)
-	VMOVUPS    608(SP), Y2
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 572(SP)
+	VMOVUPS    544(SP), Y1
 
 indexdone_13:
 	XORQ BX, BX
 
 inner_A_14:
 	IMUL3Q  $+32, BX, R8
-	VMOVUPS 128(SP)(R8*1), Y3
-	VMOVUPS 416(SP), Y5
+	VMOVUPS 128(SP)(R8*1), Y2
+	VMOVUPS 416(SP), Y4
 
 	// v5 = sub(logits, v3)
-	VSUBPS Y5, Y3, Y3
+	VSUBPS Y4, Y2, Y2
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Y3, Y0, Y5
+	VMAXPS Y2, Y0, Y4
 
-	// v66 = mul(v62, v16)
-	VMULPS  Y5, Y1, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y4, Y6
+	// v63 = mul(v60, v16)
+	VMULPS  Y4, Y3, Y4
+	VMOVUPS (SP)(R8*1), Y6
 
-	// v67 = where(v65, v66, v62)
-	VBLENDVPS Y6, Y5, Y1, Y5
-	VMOVUPS   (SP)(R8*1), Y6
+	// v64 = mul(v60, v6)
+	VMULPS Y6, Y3, Y7
 
-	// v68 = mul(v62, v6)
-	VMULPS Y6, Y1, Y7
+	// v65 = ge(v5, -3.4028235e+38)
+	VCMPPS $0x1d, Y0, Y2, Y8
 
-	// v69 = ge(v5, -3.4028235e+38)
-	VCMPPS $0x1d, Y0, Y3, Y8
+	// v66 = ne(v5, v5)
+	VCMPPS $0x04, Y2, Y2, Y2
 
-	// v70 = ne(v5, v5)
-	VCMPPS $0x04, Y3, Y3, Y3
+	// v67 = max(v65, v66)
+	VORPS Y8, Y2, Y2
 
-	// v71 = max(v69, v70)
-	VORPS Y8, Y3, Y3
-
-	// v72 = where(v71, v68, 0)
-	VANDPS       Y7, Y3, Y3
+	// v68 = where(v67, v64, 0)
+	VANDPS       Y7, Y2, Y2
 	MOVQ         BX, R9
 	VMOVD        R9, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
 
-	// v78 = eq(v77, action)
-	VCMPPS  $0x00, Y2, Y7, Y7
-	VMOVUPS 544(SP), Y8
+	// v74 = eq(v73, action)
+	VCMPPS $0x00, Y1, Y7, Y7
 
-	// v79 = where(v78, v74, 0)
-	VANDPS  Y8, Y7, Y7
-	VMOVUPS 576(SP), Y8
+	// v75 = where(v74, v70, 0)
+	VANDPS  Y5, Y7, Y7
+	VMOVUPS 512(SP), Y8
 
-	// v84 = add(v67, v83)
-	VADDPS Y8, Y5, Y5
+	// v80 = add(v63, v79)
+	VADDPS Y8, Y4, Y4
 
-	// v85 = mul(v84, v6)
-	VMULPS Y6, Y5, Y5
+	// v81 = mul(v80, v6)
+	VMULPS Y6, Y4, Y4
 
-	// v86 = add(v72, v85)
-	VADDPS Y5, Y3, Y3
+	// v82 = add(v68, v81)
+	VADDPS Y4, Y2, Y2
 
-	// gradLogits = add(v79, v86)
-	VADDPS Y3, Y7, Y3
+	// gradLogits = add(v75, v82)
+	VADDPS Y2, Y7, Y2
 
 	// store gradLogits
-	VMOVUPS Y3, 256(SP)(R8*1)
+	VMOVUPS Y2, 256(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+4
 	JL      inner_A_14
-	VMOVUPS 512(SP), Y0
+	VMOVUPS 480(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+56(FP), BX

@@ -163,9 +163,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c38 := float32(0.00048828125)
 	zero := float32(0)
 	minusOne := float32(-1)
-	c60 := float32(-9.765625e-06)
-	c61 := float32(9.765625e-06)
-	c73 := float32(-0.0009765625)
+	c58 := float32(-9.765625e-06)
+	c59 := float32(9.765625e-06)
+	c69 := float32(-0.0009765625)
 	lossObjective := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
 	lossEntropy := runtime.Mean{}
@@ -216,56 +216,52 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			smoothL1 := sel(v31, v33, v34)
 			v36 := float32(half * smoothL1)
 			lossCritic.Add(float64(v36))
-			v40 := sel(v31, c38, zero)
-			v41 := sel(v31, zero, c38)
-			v42 := b2f(v40 != zero)
-			v43 := float32(v40 * absDiff)
-			v44 := sel(v42, v43, v40)
-			v45 := float32(v40 * v32)
-			v46 := sel(v42, v45, v40)
-			v47 := v41 + v46
-			v48 := float32(v44 * half)
-			v49 := v47 + v48
-			v50 := b2f(diff > zero)
-			v51 := b2f(diff < zero)
-			v53 := float32(diff * zero)
-			v54 := sel(v51, minusOne, v53)
-			v55 := sel(v50, one, v54)
-			v56 := b2f(v49 != zero)
-			v57 := float32(v49 * v55)
-			v58 := sel(v56, v57, v49)
-			gradStateValue := -v58
+			v40 := sel(v31, zero, c38)
+			v41 := float32(c38 * absDiff)
+			v42 := sel(v31, v41, zero)
+			v43 := float32(c38 * v32)
+			v44 := sel(v31, v43, zero)
+			v45 := v40 + v44
+			v46 := float32(v42 * half)
+			v47 := v45 + v46
+			v48 := b2f(diff > zero)
+			v49 := b2f(diff < zero)
+			v51 := float32(diff * zero)
+			v52 := sel(v49, minusOne, v51)
+			v53 := sel(v48, one, v52)
+			v54 := b2f(v47 != zero)
+			v55 := float32(v47 * v53)
+			v56 := sel(v54, v55, v47)
+			gradStateValue := -v56
 			grads.StateValue[iN*128+iT] = gradStateValue
-			v62 := c61 / v7
-			v63 := v19 / v7
-			v64 := float32(c60 * v63)
-			v65 := b2f(v62 != zero)
-			v74 := float32(c73 * advantage)
-			v75 := -v74
-			v76 := c60 + v75
-			v80 := b2f(v76 != zero)
-			v81 := v76 / v7
-			v82 := sel(v80, v81, v76)
-			v83 := v64 + v82
+			v60 := c59 / v7
+			v61 := v19 / v7
+			v62 := float32(c58 * v61)
+			v70 := float32(c69 * advantage)
+			v71 := -v70
+			v72 := c58 + v71
+			v76 := b2f(v72 != zero)
+			v77 := v72 / v7
+			v78 := sel(v76, v77, v72)
+			v79 := v62 + v78
 			for iA := 0; iA < 4; iA++ {
 				logits := in.Logits[iN*512+iT*4+iA]
 				v5 := logits - v3
 				v6 := float32(math.Exp(float64(v5)))
 				v16 := max(v5, c2)
-				v66 := float32(v62 * v16)
-				v67 := sel(v65, v66, v62)
-				v68 := float32(v62 * v6)
-				v69 := b2f(v5 >= c2)
-				v70 := b2f(v5 != v5)
-				v71 := max(v69, v70)
-				v72 := sel(v71, v68, zero)
-				v77 := float32(iA)
-				v78 := b2f(v77 == action)
-				v79 := sel(v78, v74, zero)
-				v84 := v67 + v83
-				v85 := float32(v84 * v6)
-				v86 := v72 + v85
-				gradLogits := v79 + v86
+				v63 := float32(v60 * v16)
+				v64 := float32(v60 * v6)
+				v65 := b2f(v5 >= c2)
+				v66 := b2f(v5 != v5)
+				v67 := max(v65, v66)
+				v68 := sel(v67, v64, zero)
+				v73 := float32(iA)
+				v74 := b2f(v73 == action)
+				v75 := sel(v74, v70, zero)
+				v80 := v63 + v79
+				v81 := float32(v80 * v6)
+				v82 := v68 + v81
+				gradLogits := v75 + v82
 				grads.Logits[iN*512+iT*4+iA] = gradLogits
 			}
 		}

@@ -2093,7 +2093,7 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1464-120
+TEXT ·fbPass0AVX2(SB), $1400-120
 	MOVQ lo+0(FP), AX
 
 outer0_13:
@@ -2683,175 +2683,165 @@ inner_A_15:
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc60<>+0(SB), Y2
 
-	// v87 = where(v64, 3.7114014251781474e-05, 0)
-	VANDPS Y2, Y3, Y4
-
-	// v88 = where(v64, 0, 3.7114014251781474e-05)
+	// v87 = where(v64, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS 440(SP), Y4
 
-	// v89 = ne(v87, 0)
-	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 440(SP), Y6
+	// v88 = mul(3.7114014251781474e-05, absDiff)
+	VMULPS lgc60<>+0(SB), Y4, Y4
 
-	// v90 = mul(v87, absDiff)
-	VMULPS Y6, Y4, Y6
+	// v89 = where(v64, v88, 0)
+	VANDPS  Y4, Y3, Y4
+	VMOVUPS 408(SP), Y5
 
-	// v91 = where(v89, v90, v87)
-	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   408(SP), Y7
+	// v90 = mul(3.7114014251781474e-05, v65)
+	VMULPS lgc60<>+0(SB), Y5, Y5
 
-	// v92 = mul(v87, v65)
-	VMULPS Y7, Y4, Y7
+	// v91 = where(v64, v90, 0)
+	VANDPS Y5, Y3, Y3
 
-	// v93 = where(v89, v92, v87)
-	VBLENDVPS Y5, Y7, Y4, Y4
+	// v92 = add(v87, v91)
+	VADDPS Y3, Y2, Y2
 
-	// v94 = add(v88, v93)
-	VADDPS Y4, Y2, Y2
+	// v93 = mul(v89, 0.5)
+	VMULPS lgc24<>+0(SB), Y4, Y3
 
-	// v95 = mul(v91, 0.5)
-	VMULPS lgc24<>+0(SB), Y6, Y4
+	// v94 = add(v92, v93)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 472(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v96 = add(v94, v95)
-	VADDPS  Y4, Y2, Y2
-	VMOVUPS 472(SP), Y4
+	// v95 = gt(diff, 0)
+	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v97 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y4, Y5
+	// v96 = lt(diff, 0)
+	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v98 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y4, Y6
-
-	// v100 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y4, Y4
+	// v98 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc61<>+0(SB), Y7
 
-	// v101 = where(v98, -1, v100)
-	VBLENDVPS Y6, Y7, Y4, Y4
+	// v99 = where(v96, -1, v98)
+	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v102 = where(v97, 1, v101)
-	VBLENDVPS Y5, Y6, Y4, Y4
+	// v100 = where(v95, 1, v99)
+	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v103 = ne(v96, 0)
-	VCMPPS $0x04, Y3, Y2, Y5
+	// v101 = ne(v94, 0)
+	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v104 = mul(v96, v102)
-	VMULPS Y4, Y2, Y4
+	// v102 = mul(v94, v100)
+	VMULPS Y3, Y2, Y3
 
-	// v105 = where(v103, v104, v96)
-	VBLENDVPS Y5, Y4, Y2, Y2
+	// v103 = where(v101, v102, v94)
+	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// gradStateValue = neg(v105)
+	// gradStateValue = neg(v103)
 	VXORPS  lgc49<>+0(SB), Y2, Y2
-	VMOVUPS lgc62<>+0(SB), Y4
+	VMOVUPS lgc62<>+0(SB), Y3
 	VMOVUPS 248(SP), Y5
 
-	// v109 = div(3.711401342221861e-07, v25)
-	VDIVPS  Y5, Y4, Y4
+	// v107 = div(3.711401342221861e-07, v25)
+	VDIVPS  Y5, Y3, Y3
 	VMOVUPS 376(SP), Y6
 
-	// v110 = div(v55, v25)
+	// v108 = div(v55, v25)
 	VDIVPS Y5, Y6, Y6
 
-	// v111 = mul(-3.711401342221861e-07, v110)
-	VMULPS lgc63<>+0(SB), Y6, Y6
+	// v109 = mul(-3.711401342221861e-07, v108)
+	VMULPS  lgc63<>+0(SB), Y6, Y6
+	VMOVUPS 88(SP), Y7
 
-	// v112 = ne(v109, 0)
-	VCMPPS  $0x04, Y3, Y4, Y7
-	VMOVUPS 88(SP), Y8
-
-	// v121 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y8, Y8
-	VMOVUPS Y2, 536(SP)
-	VMOVUPS 344(SP), Y2
+	// v117 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc64<>+0(SB), Y7, Y7
+	VMOVUPS 344(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y2, Y9
+	VCMPPS  $0x04, Y9, Y8, Y9
 
-	// v122 = where(v39, v121, 0)
-	VANDPS  Y8, Y9, Y2
-	VMOVUPS Y7, 568(SP)
+	// v118 = where(v39, v117, 0)
+	VANDPS  Y7, Y9, Y8
+	VMOVUPS Y2, 536(SP)
 
-	// v123 = where(v39, 0, v121)
-	VANDNPS Y8, Y9, Y7
-	VMOVUPS lgc48<>+0(SB), Y8
+	// v119 = where(v39, 0, v117)
+	VANDNPS Y7, Y9, Y2
+	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v124 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y1, Y8
+	// v120 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y7, Y1, Y7
 
-	// v125 = ne(ratio, ratio)
+	// v121 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y1, Y1, Y9
-	VMOVUPS Y4, 600(SP)
+	VMOVUPS Y3, 568(SP)
 
-	// v126 = max(v124, v125)
-	VORPS   Y8, Y9, Y4
-	VMOVUPS Y6, 632(SP)
+	// v122 = max(v120, v121)
+	VORPS   Y7, Y9, Y3
+	VMOVUPS Y6, 600(SP)
 
-	// v127 = where(v126, v123, 0)
-	VANDPS  Y7, Y4, Y4
-	VMOVUPS lgc47<>+0(SB), Y6
+	// v123 = where(v122, v119, 0)
+	VANDPS  Y2, Y3, Y2
+	VMOVUPS lgc47<>+0(SB), Y3
 
-	// v128 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y1, Y6
+	// v124 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y3, Y1, Y3
 
-	// v129 = max(v128, v125)
-	VORPS Y6, Y9, Y6
+	// v125 = max(v124, v121)
+	VORPS Y3, Y9, Y3
 
-	// v130 = where(v129, v122, 0)
-	VANDPS Y2, Y6, Y2
+	// v126 = where(v125, v118, 0)
+	VANDPS Y8, Y3, Y3
 
-	// v131 = add(v127, v130)
-	VADDPS Y2, Y4, Y2
+	// v127 = add(v123, v126)
+	VADDPS Y3, Y2, Y2
 
-	// v132 = ne(v131, 0)
-	VCMPPS $0x04, Y3, Y2, Y4
+	// v128 = ne(v127, 0)
+	VCMPPS $0x04, Y4, Y2, Y3
 
-	// v133 = mul(v131, ratio)
+	// v129 = mul(v127, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// v134 = where(v132, v133, v131)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v130 = where(v128, v129, v127)
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v135 = neg(v134)
+	// v131 = neg(v130)
 	VXORPS lgc49<>+0(SB), Y1, Y2
 
-	// v136 = add(-3.711401342221861e-07, v135)
+	// v132 = add(-3.711401342221861e-07, v131)
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
-	// v140 = ne(v136, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
+	// v136 = ne(v132, 0)
+	VCMPPS $0x04, Y4, Y2, Y3
 
-	// v141 = div(v136, v25)
+	// v137 = div(v132, v25)
 	VDIVPS Y5, Y2, Y4
 
-	// v142 = where(v140, v141, v136)
+	// v138 = where(v136, v137, v132)
 	VBLENDVPS Y3, Y4, Y2, Y2
-	VMOVUPS   632(SP), Y3
+	VMOVUPS   600(SP), Y3
 
-	// v143 = add(v111, v142)
+	// v139 = add(v109, v138)
 	VADDPS     Y2, Y3, Y2
 	VMOVUPS    lgc14<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 664(SP)
+	VMOVUPS    Y4, 632(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 664(SP)
+	VMOVSS     X4, 632(SP)
 	MOVQ       8(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 668(SP)
+	VMOVSS     X4, 636(SP)
 	MOVQ       16(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 672(SP)
+	VMOVSS     X4, 640(SP)
 	MOVQ       24(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 676(SP)
+	VMOVSS     X4, 644(SP)
 	MOVQ       32(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 680(SP)
-	VMOVUPS    664(SP), Y4
+	VMOVSS     X4, 648(SP)
+	VMOVUPS    632(SP), Y4
 	XORQ       CX, CX
 
 inner_A_16:
@@ -2871,69 +2861,63 @@ inner_A_16:
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y3, Y6
-	VMOVUPS 600(SP), Y7
+	VMOVUPS 568(SP), Y7
 
-	// v113 = mul(v109, v52)
+	// v110 = mul(v107, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 568(SP), Y8
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y8, Y9
+	IMUL3Q  $+32, CX, BX
+	VMOVUPS 8(SP)(BX*1), Y8
 
-	// v114 = where(v112, v113, v109)
-	VBLENDVPS Y9, Y6, Y7, Y6
-	IMUL3Q    $+32, CX, BX
-	VMOVUPS   8(SP)(BX*1), Y8
-
-	// v115 = mul(v109, v24)
+	// v111 = mul(v107, v24)
 	VMULPS Y8, Y7, Y7
 
-	// v116 = ge(v23, -3.4028235e+38)
+	// v112 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y3, Y5, Y8
 
-	// v117 = ne(v23, v23)
+	// v113 = ne(v23, v23)
 	VCMPPS $0x04, Y5, Y5, Y5
 
-	// v118 = max(v116, v117)
+	// v114 = max(v112, v113)
 	VORPS Y8, Y5, Y5
 
-	// v119 = where(v118, v115, 0)
+	// v115 = where(v114, v111, 0)
 	VANDPS       Y7, Y5, Y5
 	MOVQ         CX, DI
 	VMOVD        DI, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
 
-	// v138 = eq(v137, action)
+	// v134 = eq(v133, action)
 	VCMPPS $0x00, Y4, Y7, Y7
 
-	// v139 = where(v138, v134, 0)
+	// v135 = where(v134, v130, 0)
 	VANDPS Y1, Y7, Y7
 
-	// v144 = add(v114, v143)
+	// v140 = add(v110, v139)
 	VADDPS  Y2, Y6, Y6
 	VMOVUPS 8(SP)(BX*1), Y8
 
-	// v145 = mul(v144, v24)
+	// v141 = mul(v140, v24)
 	VMULPS Y8, Y6, Y6
 
-	// v146 = add(v119, v145)
+	// v142 = add(v115, v141)
 	VADDPS Y6, Y5, Y5
 
-	// gradLogits = add(v139, v146)
+	// gradLogits = add(v135, v142)
 	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
 	MOVQ    gradLogits+80(FP), BX
-	VMOVUPS Y5, 696(SP)
-	MOVL    696(SP), DI
+	VMOVUPS Y5, 664(SP)
+	MOVL    664(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    700(SP), DI
+	MOVL    668(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    704(SP), DI
+	MOVL    672(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    708(SP), DI
+	MOVL    676(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    712(SP), DI
+	MOVL    680(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
@@ -2998,8 +2982,8 @@ blocks_17:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 728(SP)
-	VMOVUPS    Y4, 760(SP)
+	VMOVUPS    Y6, 696(SP)
+	VMOVUPS    Y4, 728(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	IMUL3Q     $+421, AX, DI
@@ -3073,22 +3057,22 @@ blocks_17:
 	VMOVUPS lgc12<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS 728(SP), Y4
-	VMOVUPS 760(SP), Y5
+	VMOVUPS 696(SP), Y4
+	VMOVUPS 728(SP), Y5
 	VMAXPS  Y4, Y5, Y5
 	VMAXPS  Y5, Y3, Y3
 
 	// finish v21
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
-	VMOVUPS Y2, 856(SP)
-	VMOVUPS Y1, 888(SP)
+	VMOVUPS Y2, 824(SP)
+	VMOVUPS Y1, 856(SP)
 	VMOVUPS lgc14<>+0(SB), Y1
 	XORQ    R8, R8
 
 inner_A_18:
 	IMUL3Q  $+32, R8, R9
-	VMOVUPS 728(SP)(R9*1), Y2
+	VMOVUPS 696(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
@@ -3195,33 +3179,33 @@ inner_A_18:
 
 wideindex_19:
 	VMOVUPS    lgc0<>+0(SB), Y2
-	VMOVUPS    Y2, 920(SP)
+	VMOVUPS    Y2, 888(SP)
 	VMOVUPS    lgc0<>+0(SB), X2
 	MOVQ       (R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 920(SP)
+	VMOVSS     X2, 888(SP)
 	MOVQ       8(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 924(SP)
+	VMOVSS     X2, 892(SP)
 	MOVQ       16(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 928(SP)
+	VMOVSS     X2, 896(SP)
 	MOVQ       24(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 932(SP)
+	VMOVSS     X2, 900(SP)
 	MOVQ       32(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 936(SP)
+	VMOVSS     X2, 904(SP)
 	MOVQ       40(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 940(SP)
+	VMOVSS     X2, 908(SP)
 	MOVQ       48(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 944(SP)
+	VMOVSS     X2, 912(SP)
 	MOVQ       56(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 948(SP)
-	VMOVUPS    920(SP), Y2
+	VMOVSS     X2, 916(SP)
+	VMOVUPS    888(SP), Y2
 
 indexdone_20:
 	// v28 = gather(logits, action) over A
@@ -3259,9 +3243,9 @@ indexdone_20:
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y8, Y6
-	VMOVUPS Y3, 952(SP)
-	VMOVUPS Y7, 984(SP)
-	VMOVUPS Y1, 1016(SP)
+	VMOVUPS Y3, 920(SP)
+	VMOVUPS Y7, 952(SP)
+	VMOVUPS Y1, 984(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
@@ -3291,12 +3275,12 @@ indexdone_20:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y3, Y8, Y8
 	VMULPS       Y1, Y8, Y8
-	VMOVUPS      856(SP), Y1
+	VMOVUPS      824(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y3, Y1, Y3
-	VMOVUPS Y2, 1048(SP)
+	VMOVUPS Y2, 1016(SP)
 	VMOVUPS lgc47<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
@@ -3305,7 +3289,7 @@ indexdone_20:
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 1080(SP)
+	VMOVUPS Y8, 1048(SP)
 
 	// ratioClipped = where(v39, v41, v43)
 	VBLENDVPS Y3, Y2, Y7, Y2
@@ -3329,7 +3313,7 @@ indexdone_20:
 	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y1
-	VMOVUPS 1048(SP), Y2
+	VMOVUPS 1016(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
@@ -3340,11 +3324,11 @@ indexdone_20:
 
 	// finish v54
 	VMOVUPS Y5, Y1
-	VMOVUPS 1016(SP), Y2
+	VMOVUPS 984(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 984(SP), Y2
+	VMOVUPS 952(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y2
@@ -3359,7 +3343,7 @@ indexdone_20:
 	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y5, Y2
 	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 888(SP), Y2
+	VMOVUPS 856(SP), Y2
 	MOVQ    stateValue+40(FP), R8
 	VMOVUPS (R8)(DI*4), Y5
 
@@ -3376,15 +3360,15 @@ indexdone_20:
 
 	// v65 = mul(0.5, absDiff)
 	VMULPS  lgc24<>+0(SB), Y6, Y8
-	VMOVUPS Y3, 1112(SP)
+	VMOVUPS Y3, 1080(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y3
 
 	// v67 = sub(absDiff, 0.5)
 	VSUBPS  lgc24<>+0(SB), Y6, Y9
-	VMOVUPS Y1, 1144(SP)
-	VMOVUPS Y8, 1176(SP)
+	VMOVUPS Y1, 1112(SP)
+	VMOVUPS Y8, 1144(SP)
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y7, Y3, Y9, Y1
@@ -3392,7 +3376,7 @@ indexdone_20:
 	// mean(smoothL1) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 1208(SP)
+	VMOVUPS Y6, 1176(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, R8
@@ -3438,9 +3422,9 @@ indexdone_20:
 	VFMADD231PD  Y6, Y1, Y2
 	VMOVUPD      Y3, 16096(BX)(R8*8)
 	VMOVUPD      Y2, 19616(BX)(R8*8)
-	VMOVUPS      Y5, 1240(SP)
-	VMOVUPS      Y7, 1272(SP)
-	VMOVUPS      1080(SP), Y1
+	VMOVUPS      Y5, 1208(SP)
+	VMOVUPS      Y7, 1240(SP)
+	VMOVUPS      1048(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y2
@@ -3463,158 +3447,148 @@ indexdone_20:
 	VMULPD       Y3, Y3, Y2
 	VADDPD       28448(BX)(R8*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(R8*8)
-	VMOVUPS      1272(SP), Y2
+	VMOVUPS      1240(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc60<>+0(SB), Y2
 
-	// v87 = where(v64, 3.7114014251781474e-05, 0)
-	VANDPS Y2, Y3, Y4
-
-	// v88 = where(v64, 0, 3.7114014251781474e-05)
+	// v87 = where(v64, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS 1176(SP), Y4
 
-	// v89 = ne(v87, 0)
-	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 1208(SP), Y6
+	// v88 = mul(3.7114014251781474e-05, absDiff)
+	VMULPS lgc60<>+0(SB), Y4, Y4
 
-	// v90 = mul(v87, absDiff)
-	VMULPS Y6, Y4, Y6
+	// v89 = where(v64, v88, 0)
+	VANDPS  Y4, Y3, Y4
+	VMOVUPS 1144(SP), Y5
 
-	// v91 = where(v89, v90, v87)
-	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   1176(SP), Y7
+	// v90 = mul(3.7114014251781474e-05, v65)
+	VMULPS lgc60<>+0(SB), Y5, Y5
 
-	// v92 = mul(v87, v65)
-	VMULPS Y7, Y4, Y7
+	// v91 = where(v64, v90, 0)
+	VANDPS Y5, Y3, Y3
 
-	// v93 = where(v89, v92, v87)
-	VBLENDVPS Y5, Y7, Y4, Y4
+	// v92 = add(v87, v91)
+	VADDPS Y3, Y2, Y2
 
-	// v94 = add(v88, v93)
-	VADDPS Y4, Y2, Y2
+	// v93 = mul(v89, 0.5)
+	VMULPS lgc24<>+0(SB), Y4, Y3
 
-	// v95 = mul(v91, 0.5)
-	VMULPS lgc24<>+0(SB), Y6, Y4
+	// v94 = add(v92, v93)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 1208(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v96 = add(v94, v95)
-	VADDPS  Y4, Y2, Y2
-	VMOVUPS 1240(SP), Y4
+	// v95 = gt(diff, 0)
+	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v97 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y4, Y5
+	// v96 = lt(diff, 0)
+	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v98 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y4, Y6
-
-	// v100 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y4, Y4
+	// v98 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc61<>+0(SB), Y7
 
-	// v101 = where(v98, -1, v100)
-	VBLENDVPS Y6, Y7, Y4, Y4
+	// v99 = where(v96, -1, v98)
+	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v102 = where(v97, 1, v101)
-	VBLENDVPS Y5, Y6, Y4, Y4
+	// v100 = where(v95, 1, v99)
+	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v103 = ne(v96, 0)
-	VCMPPS $0x04, Y3, Y2, Y5
+	// v101 = ne(v94, 0)
+	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v104 = mul(v96, v102)
-	VMULPS Y4, Y2, Y4
+	// v102 = mul(v94, v100)
+	VMULPS Y3, Y2, Y3
 
-	// v105 = where(v103, v104, v96)
-	VBLENDVPS Y5, Y4, Y2, Y2
+	// v103 = where(v101, v102, v94)
+	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// gradStateValue = neg(v105)
+	// gradStateValue = neg(v103)
 	VXORPS  lgc49<>+0(SB), Y2, Y2
-	VMOVUPS lgc62<>+0(SB), Y4
-	VMOVUPS 1016(SP), Y5
+	VMOVUPS lgc62<>+0(SB), Y3
+	VMOVUPS 984(SP), Y5
 
-	// v109 = div(3.711401342221861e-07, v25)
-	VDIVPS  Y5, Y4, Y4
-	VMOVUPS 1144(SP), Y6
+	// v107 = div(3.711401342221861e-07, v25)
+	VDIVPS  Y5, Y3, Y3
+	VMOVUPS 1112(SP), Y6
 
-	// v110 = div(v55, v25)
+	// v108 = div(v55, v25)
 	VDIVPS Y5, Y6, Y6
 
-	// v111 = mul(-3.711401342221861e-07, v110)
-	VMULPS lgc63<>+0(SB), Y6, Y6
+	// v109 = mul(-3.711401342221861e-07, v108)
+	VMULPS  lgc63<>+0(SB), Y6, Y6
+	VMOVUPS 824(SP), Y7
 
-	// v112 = ne(v109, 0)
-	VCMPPS  $0x04, Y3, Y4, Y7
-	VMOVUPS 856(SP), Y8
-
-	// v121 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y8, Y8
-	VMOVUPS Y2, 1304(SP)
-	VMOVUPS 1112(SP), Y2
+	// v117 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc64<>+0(SB), Y7, Y7
+	VMOVUPS 1080(SP), Y8
 	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y2, Y9
+	VCMPPS  $0x04, Y9, Y8, Y9
 
-	// v122 = where(v39, v121, 0)
-	VANDPS  Y8, Y9, Y2
-	VMOVUPS Y7, 1336(SP)
+	// v118 = where(v39, v117, 0)
+	VANDPS  Y7, Y9, Y8
+	VMOVUPS Y2, 1272(SP)
 
-	// v123 = where(v39, 0, v121)
-	VANDNPS Y8, Y9, Y7
-	VMOVUPS lgc48<>+0(SB), Y8
+	// v119 = where(v39, 0, v117)
+	VANDNPS Y7, Y9, Y2
+	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v124 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y1, Y8
+	// v120 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y7, Y1, Y7
 
-	// v125 = ne(ratio, ratio)
+	// v121 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y1, Y1, Y9
-	VMOVUPS Y4, 1368(SP)
+	VMOVUPS Y3, 1304(SP)
 
-	// v126 = max(v124, v125)
-	VORPS   Y8, Y9, Y4
-	VMOVUPS Y6, 1400(SP)
+	// v122 = max(v120, v121)
+	VORPS   Y7, Y9, Y3
+	VMOVUPS Y6, 1336(SP)
 
-	// v127 = where(v126, v123, 0)
-	VANDPS  Y7, Y4, Y4
-	VMOVUPS lgc47<>+0(SB), Y6
+	// v123 = where(v122, v119, 0)
+	VANDPS  Y2, Y3, Y2
+	VMOVUPS lgc47<>+0(SB), Y3
 
-	// v128 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y1, Y6
+	// v124 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y3, Y1, Y3
 
-	// v129 = max(v128, v125)
-	VORPS Y6, Y9, Y6
+	// v125 = max(v124, v121)
+	VORPS Y3, Y9, Y3
 
-	// v130 = where(v129, v122, 0)
-	VANDPS Y2, Y6, Y2
+	// v126 = where(v125, v118, 0)
+	VANDPS Y8, Y3, Y3
 
-	// v131 = add(v127, v130)
-	VADDPS Y2, Y4, Y2
+	// v127 = add(v123, v126)
+	VADDPS Y3, Y2, Y2
 
-	// v132 = ne(v131, 0)
-	VCMPPS $0x04, Y3, Y2, Y4
+	// v128 = ne(v127, 0)
+	VCMPPS $0x04, Y4, Y2, Y3
 
-	// v133 = mul(v131, ratio)
+	// v129 = mul(v127, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// v134 = where(v132, v133, v131)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v130 = where(v128, v129, v127)
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v135 = neg(v134)
+	// v131 = neg(v130)
 	VXORPS lgc49<>+0(SB), Y1, Y2
 
-	// v136 = add(-3.711401342221861e-07, v135)
+	// v132 = add(-3.711401342221861e-07, v131)
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
-	// v140 = ne(v136, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
+	// v136 = ne(v132, 0)
+	VCMPPS $0x04, Y4, Y2, Y3
 
-	// v141 = div(v136, v25)
+	// v137 = div(v132, v25)
 	VDIVPS Y5, Y2, Y4
 
-	// v142 = where(v140, v141, v136)
+	// v138 = where(v136, v137, v132)
 	VBLENDVPS Y3, Y4, Y2, Y2
-	VMOVUPS   1400(SP), Y3
+	VMOVUPS   1336(SP), Y3
 
-	// v143 = add(v111, v142)
+	// v139 = add(v109, v138)
 	VADDPS    Y2, Y3, Y2
 	VMOVUPS   lgc14<>+0(SB), Y3
 	MOVQ      action+64(FP), BX
@@ -3633,113 +3607,107 @@ indexdone_20:
 
 wideindex_21:
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 1432(SP)
+	VMOVUPS    Y4, 1368(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1432(SP)
+	VMOVSS     X4, 1368(SP)
 	MOVQ       8(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1436(SP)
+	VMOVSS     X4, 1372(SP)
 	MOVQ       16(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1440(SP)
+	VMOVSS     X4, 1376(SP)
 	MOVQ       24(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1444(SP)
+	VMOVSS     X4, 1380(SP)
 	MOVQ       32(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1448(SP)
+	VMOVSS     X4, 1384(SP)
 	MOVQ       40(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1452(SP)
+	VMOVSS     X4, 1388(SP)
 	MOVQ       48(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1456(SP)
+	VMOVSS     X4, 1392(SP)
 	MOVQ       56(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1460(SP)
-	VMOVUPS    1432(SP), Y4
+	VMOVSS     X4, 1396(SP)
+	VMOVUPS    1368(SP), Y4
 
 indexdone_22:
 	XORQ BX, BX
 
 inner_A_23:
 	IMUL3Q  $+32, BX, R8
-	VMOVUPS 728(SP)(R8*1), Y5
-	VMOVUPS 952(SP), Y6
+	VMOVUPS 696(SP)(R8*1), Y5
+	VMOVUPS 920(SP), Y6
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y3, Y6
-	VMOVUPS 1368(SP), Y7
+	VMOVUPS 1304(SP), Y7
 
-	// v113 = mul(v109, v52)
+	// v110 = mul(v107, v52)
 	VMULPS  Y6, Y7, Y6
-	VMOVUPS 1336(SP), Y8
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y8, Y9
+	VMOVUPS 8(SP)(R8*1), Y8
 
-	// v114 = where(v112, v113, v109)
-	VBLENDVPS Y9, Y6, Y7, Y6
-	VMOVUPS   8(SP)(R8*1), Y8
-
-	// v115 = mul(v109, v24)
+	// v111 = mul(v107, v24)
 	VMULPS Y8, Y7, Y7
 
-	// v116 = ge(v23, -3.4028235e+38)
+	// v112 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y3, Y5, Y8
 
-	// v117 = ne(v23, v23)
+	// v113 = ne(v23, v23)
 	VCMPPS $0x04, Y5, Y5, Y5
 
-	// v118 = max(v116, v117)
+	// v114 = max(v112, v113)
 	VORPS Y8, Y5, Y5
 
-	// v119 = where(v118, v115, 0)
+	// v115 = where(v114, v111, 0)
 	VANDPS       Y7, Y5, Y5
 	MOVQ         BX, R9
 	VMOVD        R9, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
 
-	// v138 = eq(v137, action)
+	// v134 = eq(v133, action)
 	VCMPPS $0x00, Y4, Y7, Y7
 
-	// v139 = where(v138, v134, 0)
+	// v135 = where(v134, v130, 0)
 	VANDPS Y1, Y7, Y7
 
-	// v144 = add(v114, v143)
+	// v140 = add(v110, v139)
 	VADDPS  Y2, Y6, Y6
 	VMOVUPS 8(SP)(R8*1), Y8
 
-	// v145 = mul(v144, v24)
+	// v141 = mul(v140, v24)
 	VMULPS Y8, Y6, Y6
 
-	// v146 = add(v119, v145)
+	// v142 = add(v115, v141)
 	VADDPS Y6, Y5, Y5
 
-	// gradLogits = add(v139, v146)
+	// gradLogits = add(v135, v142)
 	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
-	VMOVUPS Y5, 792(SP)(R8*1)
+	VMOVUPS Y5, 760(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_23
-	VMOVUPS 856(SP), Y1
+	VMOVUPS 824(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 888(SP), Y1
+	VMOVUPS 856(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1304(SP), Y1
+	VMOVUPS 1272(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+104(FP), BX
@@ -3747,8 +3715,8 @@ inner_A_23:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+80(FP), BX
-	VMOVUPS      792(SP), Y1
-	VMOVUPS      824(SP), Y2
+	VMOVUPS      760(SP), Y1
+	VMOVUPS      792(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5

@@ -377,9 +377,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	two := float32(2)
 	c86 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c107 := float32(-3.7114015e-07)
-	c108 := float32(3.7114015e-07)
-	c120 := float32(-3.7114016e-05)
+	c105 := float32(-3.7114015e-07)
+	c106 := float32(3.7114015e-07)
+	c116 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -476,69 +476,65 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			st.logSumW[iT].Add(float64(logWeight))
 			v78 := float32(two * logWeight)
 			st.logSumW2[iT].Add(float64(v78))
-			v87 := sel(v64, c86, zero)
-			v88 := sel(v64, zero, c86)
-			v89 := b2f(v87 != zero)
-			v90 := float32(v87 * absDiff)
-			v91 := sel(v89, v90, v87)
-			v92 := float32(v87 * v65)
-			v93 := sel(v89, v92, v87)
-			v94 := v88 + v93
-			v95 := float32(v91 * half)
-			v96 := v94 + v95
-			v97 := b2f(diff > zero)
-			v98 := b2f(diff < zero)
-			v100 := float32(diff * zero)
-			v101 := sel(v98, minusOne, v100)
-			v102 := sel(v97, one, v101)
-			v103 := b2f(v96 != zero)
-			v104 := float32(v96 * v102)
-			v105 := sel(v103, v104, v96)
-			gradStateValue := -v105
+			v87 := sel(v64, zero, c86)
+			v88 := float32(c86 * absDiff)
+			v89 := sel(v64, v88, zero)
+			v90 := float32(c86 * v65)
+			v91 := sel(v64, v90, zero)
+			v92 := v87 + v91
+			v93 := float32(v89 * half)
+			v94 := v92 + v93
+			v95 := b2f(diff > zero)
+			v96 := b2f(diff < zero)
+			v98 := float32(diff * zero)
+			v99 := sel(v96, minusOne, v98)
+			v100 := sel(v95, one, v99)
+			v101 := b2f(v94 != zero)
+			v102 := float32(v94 * v100)
+			v103 := sel(v101, v102, v94)
+			gradStateValue := -v103
 			grads.StateValue[iN*421+iT] = gradStateValue
-			v109 := c108 / v25
-			v110 := v55 / v25
-			v111 := float32(c107 * v110)
-			v112 := b2f(v109 != zero)
-			v121 := float32(c120 * gae)
-			v122 := sel(v39, v121, zero)
-			v123 := sel(v39, zero, v121)
-			v124 := b2f(ratio >= c42)
-			v125 := b2f(ratio != ratio)
-			v126 := max(v124, v125)
-			v127 := sel(v126, v123, zero)
-			v128 := b2f(ratio <= c40)
-			v129 := max(v128, v125)
-			v130 := sel(v129, v122, zero)
-			v131 := v127 + v130
-			v132 := b2f(v131 != zero)
-			v133 := float32(v131 * ratio)
-			v134 := sel(v132, v133, v131)
-			v135 := -v134
-			v136 := c107 + v135
-			v140 := b2f(v136 != zero)
-			v141 := v136 / v25
-			v142 := sel(v140, v141, v136)
-			v143 := v111 + v142
+			v107 := c106 / v25
+			v108 := v55 / v25
+			v109 := float32(c105 * v108)
+			v117 := float32(c116 * gae)
+			v118 := sel(v39, v117, zero)
+			v119 := sel(v39, zero, v117)
+			v120 := b2f(ratio >= c42)
+			v121 := b2f(ratio != ratio)
+			v122 := max(v120, v121)
+			v123 := sel(v122, v119, zero)
+			v124 := b2f(ratio <= c40)
+			v125 := max(v124, v121)
+			v126 := sel(v125, v118, zero)
+			v127 := v123 + v126
+			v128 := b2f(v127 != zero)
+			v129 := float32(v127 * ratio)
+			v130 := sel(v128, v129, v127)
+			v131 := -v130
+			v132 := c105 + v131
+			v136 := b2f(v132 != zero)
+			v137 := v132 / v25
+			v138 := sel(v136, v137, v132)
+			v139 := v109 + v138
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*842+iT*2+iA]
 				v23 := logits - v21
 				v24 := float32(math.Exp(float64(v23)))
 				v52 := max(v23, c20)
-				v113 := float32(v109 * v52)
-				v114 := sel(v112, v113, v109)
-				v115 := float32(v109 * v24)
-				v116 := b2f(v23 >= c20)
-				v117 := b2f(v23 != v23)
-				v118 := max(v116, v117)
-				v119 := sel(v118, v115, zero)
-				v137 := float32(iA)
-				v138 := b2f(v137 == action)
-				v139 := sel(v138, v134, zero)
-				v144 := v114 + v143
-				v145 := float32(v144 * v24)
-				v146 := v119 + v145
-				gradLogits := v139 + v146
+				v110 := float32(v107 * v52)
+				v111 := float32(v107 * v24)
+				v112 := b2f(v23 >= c20)
+				v113 := b2f(v23 != v23)
+				v114 := max(v112, v113)
+				v115 := sel(v114, v111, zero)
+				v133 := float32(iA)
+				v134 := b2f(v133 == action)
+				v135 := sel(v134, v130, zero)
+				v140 := v110 + v139
+				v141 := float32(v140 * v24)
+				v142 := v115 + v141
+				gradLogits := v135 + v142
 				grads.Logits[iN*842+iT*2+iA] = gradLogits
 			}
 		}

@@ -1854,123 +1854,117 @@ outer0_8:
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc39<>+0(SB), Y2
 
-	// v72 = where(v49, 3.7114014251781474e-05, 0)
-	VANDPS Y2, Y3, Y4
-
-	// v73 = where(v49, 0, 3.7114014251781474e-05)
+	// v72 = where(v49, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS 184(SP), Y4
 
-	// v74 = ne(v72, 0)
-	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 184(SP), Y6
+	// v73 = mul(3.7114014251781474e-05, absDiff)
+	VMULPS lgc39<>+0(SB), Y4, Y4
 
-	// v75 = mul(v72, absDiff)
-	VMULPS Y6, Y4, Y6
+	// v74 = where(v49, v73, 0)
+	VANDPS  Y4, Y3, Y4
+	VMOVUPS 152(SP), Y5
 
-	// v76 = where(v74, v75, v72)
-	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   152(SP), Y7
+	// v75 = mul(3.7114014251781474e-05, v50)
+	VMULPS lgc39<>+0(SB), Y5, Y5
 
-	// v77 = mul(v72, v50)
-	VMULPS Y7, Y4, Y7
+	// v76 = where(v49, v75, 0)
+	VANDPS Y5, Y3, Y3
 
-	// v78 = where(v74, v77, v72)
-	VBLENDVPS Y5, Y7, Y4, Y4
+	// v77 = add(v72, v76)
+	VADDPS Y3, Y2, Y2
 
-	// v79 = add(v73, v78)
-	VADDPS Y4, Y2, Y2
+	// v78 = mul(v74, 0.5)
+	VMULPS lgc24<>+0(SB), Y4, Y3
 
-	// v80 = mul(v76, 0.5)
-	VMULPS lgc24<>+0(SB), Y6, Y4
+	// v79 = add(v77, v78)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 216(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v81 = add(v79, v80)
-	VADDPS  Y4, Y2, Y2
-	VMOVUPS 216(SP), Y4
+	// v80 = gt(diff, 0)
+	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v82 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y4, Y5
+	// v81 = lt(diff, 0)
+	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v83 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y4, Y6
-
-	// v85 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y4, Y4
+	// v83 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc40<>+0(SB), Y7
 
-	// v86 = where(v83, -1, v85)
-	VBLENDVPS Y6, Y7, Y4, Y4
+	// v84 = where(v81, -1, v83)
+	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v87 = where(v82, 1, v86)
-	VBLENDVPS Y5, Y6, Y4, Y4
+	// v85 = where(v80, 1, v84)
+	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v88 = ne(v81, 0)
-	VCMPPS $0x04, Y3, Y2, Y5
+	// v86 = ne(v79, 0)
+	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v89 = mul(v81, v87)
-	VMULPS Y4, Y2, Y4
+	// v87 = mul(v79, v85)
+	VMULPS Y3, Y2, Y3
 
-	// v90 = where(v88, v89, v81)
-	VBLENDVPS Y5, Y4, Y2, Y2
+	// v88 = where(v86, v87, v79)
+	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// gradStateValue = neg(v90)
+	// gradStateValue = neg(v88)
 	VXORPS  lgc28<>+0(SB), Y2, Y2
-	VMOVUPS 120(SP), Y4
+	VMOVUPS 120(SP), Y3
 
-	// v94 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y4, Y5
+	// v92 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc41<>+0(SB), Y3, Y5
 	VMOVUPS 88(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v95 = where(v28, v94, 0)
+	// v93 = where(v28, v92, 0)
 	VANDPS Y5, Y7, Y6
 
-	// v96 = where(v28, 0, v94)
+	// v94 = where(v28, 0, v92)
 	VANDNPS Y5, Y7, Y5
 	VMOVUPS lgc27<>+0(SB), Y7
 
-	// v97 = ge(ratio, 0.8000000028326788)
+	// v95 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
 
-	// v98 = ne(ratio, ratio)
+	// v96 = ne(ratio, ratio)
 	VCMPPS $0x04, Y1, Y1, Y8
 
-	// v99 = max(v97, v98)
+	// v97 = max(v95, v96)
 	VORPS   Y7, Y8, Y7
 	VMOVUPS Y2, 280(SP)
 
-	// v100 = where(v99, v96, 0)
+	// v98 = where(v97, v94, 0)
 	VANDPS  Y5, Y7, Y2
 	VMOVUPS lgc26<>+0(SB), Y5
 
-	// v101 = le(ratio, 1.2000000078829447)
+	// v99 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y1, Y5
 
-	// v102 = max(v101, v98)
+	// v100 = max(v99, v96)
 	VORPS Y5, Y8, Y5
 
-	// v103 = where(v102, v95, 0)
+	// v101 = where(v100, v93, 0)
 	VANDPS Y6, Y5, Y5
 
-	// v104 = add(v100, v103)
+	// v102 = add(v98, v101)
 	VADDPS Y5, Y2, Y2
 
-	// v105 = ne(v104, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
+	// v103 = ne(v102, 0)
+	VCMPPS $0x04, Y4, Y2, Y4
 
-	// v106 = mul(v104, ratio)
+	// v104 = mul(v102, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// gradLogProb = where(v105, v106, v104)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	// gradLogProb = where(v103, v104, v102)
+	VBLENDVPS Y4, Y1, Y2, Y1
 	VMOVUPS   lgc42<>+0(SB), Y2
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS Y4, Y3, (CX)(DX*4)
+	VMOVUPS    lgc4<>+0(SB), Y4
+	VMASKMOVPS Y3, Y4, (CX)(DX*4)
 	VMOVUPS    24(SP), Y3
 
 	// store valueTarget2
@@ -2277,122 +2271,116 @@ blocks_9:
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc39<>+0(SB), Y2
 
-	// v72 = where(v49, 3.7114014251781474e-05, 0)
-	VANDPS Y2, Y3, Y4
-
-	// v73 = where(v49, 0, 3.7114014251781474e-05)
+	// v72 = where(v49, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS 472(SP), Y4
 
-	// v74 = ne(v72, 0)
-	VCMPPS  $0x04, Y3, Y4, Y5
-	VMOVUPS 472(SP), Y6
+	// v73 = mul(3.7114014251781474e-05, absDiff)
+	VMULPS lgc39<>+0(SB), Y4, Y4
 
-	// v75 = mul(v72, absDiff)
-	VMULPS Y6, Y4, Y6
+	// v74 = where(v49, v73, 0)
+	VANDPS  Y4, Y3, Y4
+	VMOVUPS 440(SP), Y5
 
-	// v76 = where(v74, v75, v72)
-	VBLENDVPS Y5, Y6, Y4, Y6
-	VMOVUPS   440(SP), Y7
+	// v75 = mul(3.7114014251781474e-05, v50)
+	VMULPS lgc39<>+0(SB), Y5, Y5
 
-	// v77 = mul(v72, v50)
-	VMULPS Y7, Y4, Y7
+	// v76 = where(v49, v75, 0)
+	VANDPS Y5, Y3, Y3
 
-	// v78 = where(v74, v77, v72)
-	VBLENDVPS Y5, Y7, Y4, Y4
+	// v77 = add(v72, v76)
+	VADDPS Y3, Y2, Y2
 
-	// v79 = add(v73, v78)
-	VADDPS Y4, Y2, Y2
+	// v78 = mul(v74, 0.5)
+	VMULPS lgc24<>+0(SB), Y4, Y3
 
-	// v80 = mul(v76, 0.5)
-	VMULPS lgc24<>+0(SB), Y6, Y4
+	// v79 = add(v77, v78)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 504(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v81 = add(v79, v80)
-	VADDPS  Y4, Y2, Y2
-	VMOVUPS 504(SP), Y4
+	// v80 = gt(diff, 0)
+	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v82 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y4, Y5
+	// v81 = lt(diff, 0)
+	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v83 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y4, Y6
-
-	// v85 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y4, Y4
+	// v83 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc40<>+0(SB), Y7
 
-	// v86 = where(v83, -1, v85)
-	VBLENDVPS Y6, Y7, Y4, Y4
+	// v84 = where(v81, -1, v83)
+	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v87 = where(v82, 1, v86)
-	VBLENDVPS Y5, Y6, Y4, Y4
+	// v85 = where(v80, 1, v84)
+	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v88 = ne(v81, 0)
-	VCMPPS $0x04, Y3, Y2, Y5
+	// v86 = ne(v79, 0)
+	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v89 = mul(v81, v87)
-	VMULPS Y4, Y2, Y4
+	// v87 = mul(v79, v85)
+	VMULPS Y3, Y2, Y3
 
-	// v90 = where(v88, v89, v81)
-	VBLENDVPS Y5, Y4, Y2, Y2
+	// v88 = where(v86, v87, v79)
+	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// gradStateValue = neg(v90)
+	// gradStateValue = neg(v88)
 	VXORPS  lgc28<>+0(SB), Y2, Y2
-	VMOVUPS 408(SP), Y4
+	VMOVUPS 408(SP), Y3
 
-	// v94 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y4, Y5
+	// v92 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc41<>+0(SB), Y3, Y5
 	VMOVUPS 376(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v95 = where(v28, v94, 0)
+	// v93 = where(v28, v92, 0)
 	VANDPS Y5, Y7, Y6
 
-	// v96 = where(v28, 0, v94)
+	// v94 = where(v28, 0, v92)
 	VANDNPS Y5, Y7, Y5
 	VMOVUPS lgc27<>+0(SB), Y7
 
-	// v97 = ge(ratio, 0.8000000028326788)
+	// v95 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
 
-	// v98 = ne(ratio, ratio)
+	// v96 = ne(ratio, ratio)
 	VCMPPS $0x04, Y1, Y1, Y8
 
-	// v99 = max(v97, v98)
+	// v97 = max(v95, v96)
 	VORPS   Y7, Y8, Y7
 	VMOVUPS Y2, 568(SP)
 
-	// v100 = where(v99, v96, 0)
+	// v98 = where(v97, v94, 0)
 	VANDPS  Y5, Y7, Y2
 	VMOVUPS lgc26<>+0(SB), Y5
 
-	// v101 = le(ratio, 1.2000000078829447)
+	// v99 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y1, Y5
 
-	// v102 = max(v101, v98)
+	// v100 = max(v99, v96)
 	VORPS Y5, Y8, Y5
 
-	// v103 = where(v102, v95, 0)
+	// v101 = where(v100, v93, 0)
 	VANDPS Y6, Y5, Y5
 
-	// v104 = add(v100, v103)
+	// v102 = add(v98, v101)
 	VADDPS Y5, Y2, Y2
 
-	// v105 = ne(v104, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
+	// v103 = ne(v102, 0)
+	VCMPPS $0x04, Y4, Y2, Y4
 
-	// v106 = mul(v104, ratio)
+	// v104 = mul(v102, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// gradLogProb = where(v105, v106, v104)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	// gradLogProb = where(v103, v104, v102)
+	VBLENDVPS Y4, Y1, Y2, Y1
 	VMOVUPS   lgc42<>+0(SB), Y2
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
-	VMOVUPS Y4, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
 	VMOVUPS 312(SP), Y3
 
 	// store valueTarget2

@@ -350,8 +350,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	two := float32(2)
 	c71 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c92 := float32(-3.7114015e-07)
-	c93 := float32(-3.7114016e-05)
+	c90 := float32(-3.7114015e-07)
+	c91 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -424,42 +424,40 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			st.logSumW[iT].Add(float64(logWeight))
 			v63 := float32(two * logWeight)
 			st.logSumW2[iT].Add(float64(v63))
-			v72 := sel(v49, c71, zero)
-			v73 := sel(v49, zero, c71)
-			v74 := b2f(v72 != zero)
-			v75 := float32(v72 * absDiff)
-			v76 := sel(v74, v75, v72)
-			v77 := float32(v72 * v50)
-			v78 := sel(v74, v77, v72)
-			v79 := v73 + v78
-			v80 := float32(v76 * half)
-			v81 := v79 + v80
-			v82 := b2f(diff > zero)
-			v83 := b2f(diff < zero)
-			v85 := float32(diff * zero)
-			v86 := sel(v83, minusOne, v85)
-			v87 := sel(v82, one, v86)
-			v88 := b2f(v81 != zero)
-			v89 := float32(v81 * v87)
-			v90 := sel(v88, v89, v81)
-			gradStateValue := -v90
+			v72 := sel(v49, zero, c71)
+			v73 := float32(c71 * absDiff)
+			v74 := sel(v49, v73, zero)
+			v75 := float32(c71 * v50)
+			v76 := sel(v49, v75, zero)
+			v77 := v72 + v76
+			v78 := float32(v74 * half)
+			v79 := v77 + v78
+			v80 := b2f(diff > zero)
+			v81 := b2f(diff < zero)
+			v83 := float32(diff * zero)
+			v84 := sel(v81, minusOne, v83)
+			v85 := sel(v80, one, v84)
+			v86 := b2f(v79 != zero)
+			v87 := float32(v79 * v85)
+			v88 := sel(v86, v87, v79)
+			gradStateValue := -v88
 			grads.StateValue[iN*421+iT] = gradStateValue
-			v94 := float32(c93 * gae)
-			v95 := sel(v28, v94, zero)
-			v96 := sel(v28, zero, v94)
-			v97 := b2f(ratio >= c31)
-			v98 := b2f(ratio != ratio)
-			v99 := max(v97, v98)
-			v100 := sel(v99, v96, zero)
-			v101 := b2f(ratio <= c29)
-			v102 := max(v101, v98)
-			v103 := sel(v102, v95, zero)
-			v104 := v100 + v103
-			v105 := b2f(v104 != zero)
-			v106 := float32(v104 * ratio)
-			gradLogProb := sel(v105, v106, v104)
+			v92 := float32(c91 * gae)
+			v93 := sel(v28, v92, zero)
+			v94 := sel(v28, zero, v92)
+			v95 := b2f(ratio >= c31)
+			v96 := b2f(ratio != ratio)
+			v97 := max(v95, v96)
+			v98 := sel(v97, v94, zero)
+			v99 := b2f(ratio <= c29)
+			v100 := max(v99, v96)
+			v101 := sel(v100, v93, zero)
+			v102 := v98 + v101
+			v103 := b2f(v102 != zero)
+			v104 := float32(v102 * ratio)
+			gradLogProb := sel(v103, v104, v102)
 			grads.LogProb[iN*421+iT] = gradLogProb
-			grads.Entropy[iN*421+iT] = c92
+			grads.Entropy[iN*421+iT] = c90
 		}
 	}
 	st.lossObjective = lossObjective

@@ -3207,67 +3207,61 @@ inner_R_15:
 	VCMPPS  $0x04, Y1, Y0, Y1
 	VMOVUPS lgc47<>+0(SB), Y0
 
-	// v108 = where(v19, 0.00390625, 0)
-	VANDPS Y0, Y1, Y2
-
-	// v109 = where(v19, 0, 0.00390625)
+	// v108 = where(v19, 0, 0.00390625)
 	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS 6880(SP), Y2
 
-	// v110 = ne(v108, 0)
-	VCMPPS  $0x04, Y1, Y2, Y3
-	VMOVUPS 6880(SP), Y4
+	// v109 = mul(0.00390625, absDiff)
+	VMULPS lgc47<>+0(SB), Y2, Y2
 
-	// v111 = mul(v108, absDiff)
-	VMULPS Y4, Y2, Y4
+	// v110 = where(v19, v109, 0)
+	VANDPS  Y2, Y1, Y2
+	VMOVUPS 6944(SP), Y3
 
-	// v112 = where(v110, v111, v108)
-	VBLENDVPS Y3, Y4, Y2, Y4
-	VMOVUPS   6944(SP), Y5
+	// v111 = mul(0.00390625, v20)
+	VMULPS lgc47<>+0(SB), Y3, Y3
 
-	// v113 = mul(v108, v20)
-	VMULPS Y5, Y2, Y5
+	// v112 = where(v19, v111, 0)
+	VANDPS Y3, Y1, Y1
 
-	// v114 = where(v110, v113, v108)
-	VBLENDVPS Y3, Y5, Y2, Y2
+	// v113 = add(v108, v112)
+	VADDPS Y1, Y0, Y0
 
-	// v115 = add(v109, v114)
-	VADDPS Y2, Y0, Y0
+	// v114 = mul(v110, 0.5)
+	VMULPS lgc10<>+0(SB), Y2, Y1
 
-	// v116 = mul(v112, 0.5)
-	VMULPS lgc10<>+0(SB), Y4, Y2
+	// v115 = add(v113, v114)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS 6848(SP), Y1
+	VMOVUPS lgc18<>+0(SB), Y2
 
-	// v117 = add(v115, v116)
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS 6848(SP), Y2
+	// v116 = gt(diff, 0)
+	VCMPPS $0x1e, Y2, Y1, Y3
 
-	// v118 = gt(diff, 0)
-	VCMPPS $0x1e, Y1, Y2, Y3
+	// v117 = lt(diff, 0)
+	VCMPPS $0x11, Y2, Y1, Y4
 
-	// v119 = lt(diff, 0)
-	VCMPPS $0x11, Y1, Y2, Y4
-
-	// v121 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y2, Y2
+	// v119 = mul(diff, 0)
+	VMULPS  lgc18<>+0(SB), Y1, Y1
 	VMOVUPS lgc50<>+0(SB), Y5
 
-	// v122 = where(v119, -1, v121)
-	VBLENDVPS Y4, Y5, Y2, Y2
+	// v120 = where(v117, -1, v119)
+	VBLENDVPS Y4, Y5, Y1, Y1
 	VMOVUPS   lgc11<>+0(SB), Y4
 
-	// v123 = where(v118, 1, v122)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	// v121 = where(v116, 1, v120)
+	VBLENDVPS Y3, Y4, Y1, Y1
 
-	// v124 = ne(v117, 0)
-	VCMPPS $0x04, Y1, Y0, Y1
+	// v122 = ne(v115, 0)
+	VCMPPS $0x04, Y2, Y0, Y2
 
-	// v125 = mul(v117, v123)
-	VMULPS Y2, Y0, Y2
+	// v123 = mul(v115, v121)
+	VMULPS Y1, Y0, Y1
 
-	// v126 = where(v124, v125, v117)
-	VBLENDVPS Y1, Y2, Y0, Y0
+	// v124 = where(v122, v123, v115)
+	VBLENDVPS Y2, Y1, Y0, Y0
 
-	// gradStateActionValue = add(-0.01953125, v126)
+	// gradStateActionValue = add(-0.01953125, v124)
 	VADDPS lgc51<>+0(SB), Y0, Y0
 
 	// store gradStateActionValue

@@ -410,25 +410,23 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				gradQRandom := v104 / one
 				grads.QRandom[iQ*2560+iB*10+iR] = gradQRandom
 			}
-			v108 := sel(v19, c87, zero)
-			v109 := sel(v19, zero, c87)
-			v110 := b2f(v108 != zero)
-			v111 := float32(v108 * absDiff)
-			v112 := sel(v110, v111, v108)
-			v113 := float32(v108 * v20)
-			v114 := sel(v110, v113, v108)
-			v115 := v109 + v114
-			v116 := float32(v112 * half)
-			v117 := v115 + v116
-			v118 := b2f(diff > zero)
-			v119 := b2f(diff < zero)
-			v121 := float32(diff * zero)
-			v122 := sel(v119, minusOne, v121)
-			v123 := sel(v118, one, v122)
-			v124 := b2f(v117 != zero)
-			v125 := float32(v117 * v123)
-			v126 := sel(v124, v125, v117)
-			gradStateActionValue := c95 + v126
+			v108 := sel(v19, zero, c87)
+			v109 := float32(c87 * absDiff)
+			v110 := sel(v19, v109, zero)
+			v111 := float32(c87 * v20)
+			v112 := sel(v19, v111, zero)
+			v113 := v108 + v112
+			v114 := float32(v110 * half)
+			v115 := v113 + v114
+			v116 := b2f(diff > zero)
+			v117 := b2f(diff < zero)
+			v119 := float32(diff * zero)
+			v120 := sel(v117, minusOne, v119)
+			v121 := sel(v116, one, v120)
+			v122 := b2f(v115 != zero)
+			v123 := float32(v115 * v121)
+			v124 := sel(v122, v123, v115)
+			gradStateActionValue := c95 + v124
 			grads.StateActionValue[iQ*256+iB] = gradStateActionValue
 		}
 		grads.BcSampleLogProb[iB] = v91

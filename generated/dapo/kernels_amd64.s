@@ -959,7 +959,7 @@ noflush_6:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $256-88
+TEXT ·fbPass1AVX2(SB), $224-88
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -973,7 +973,7 @@ TEXT ·fbPass1AVX2(SB), $256-88
 	// v65 = div(0.01, v27)
 	VDIVPS Y0, Y2, Y2
 
-	// v75 = div(1, v27)
+	// v73 = div(1, v27)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1182,110 +1182,102 @@ blocks_8:
 	// sum(v59) over [B L]
 	VADDPS  3072(BX), Y3, Y3
 	VMOVUPS Y3, 3072(BX)
-	VMOVUPS (SP), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
-	// v66 = where(mask, v65, 0)
-	VANDPS  Y3, Y0, Y3
-	VMOVUPS lgc28<>+0(SB), Y4
+	// v67 = lt(v34, -40)
+	VCMPPS $0x11, Y3, Y2, Y3
 
-	// v68 = lt(v34, -40)
-	VCMPPS $0x11, Y4, Y2, Y4
-
-	// v70 = add(k3, v34)
+	// v69 = add(k3, v34)
 	VADDPS  Y2, Y7, Y2
-	VMOVUPS lgc29<>+0(SB), Y5
+	VMOVUPS lgc29<>+0(SB), Y4
 
-	// v71 = where(v68, -1, v70)
-	VBLENDVPS Y4, Y5, Y2, Y2
-	VMOVUPS   lgc0<>+0(SB), Y4
+	// v70 = where(v67, -1, v69)
+	VBLENDVPS Y3, Y4, Y2, Y2
+	VMOVUPS   (SP), Y3
 
-	// v72 = ne(v66, 0)
-	VCMPPS $0x04, Y4, Y3, Y5
-
-	// v73 = mul(v66, v71)
+	// v71 = mul(v65, v70)
 	VMULPS Y2, Y3, Y2
 
-	// v74 = where(v72, v73, v66)
-	VBLENDVPS Y5, Y2, Y3, Y2
-	VMOVUPS   32(SP), Y3
+	// v72 = where(mask, v71, 0)
+	VANDPS  Y2, Y0, Y2
+	VMOVUPS 32(SP), Y3
 
-	// v76 = where(mask, v75, 0)
+	// v74 = where(mask, v73, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v77 = mul(v76, -0.01)
-	VMULPS lgc19<>+0(SB), Y3, Y5
+	// v75 = mul(v74, -0.01)
+	VMULPS lgc19<>+0(SB), Y3, Y4
 
-	// gradEntropy = where(mask, v77, 0)
-	VANDPS Y5, Y0, Y5
+	// gradEntropy = where(mask, v75, 0)
+	VANDPS Y4, Y0, Y4
 
-	// v79 = where(mask, v74, 0)
+	// v77 = where(mask, v72, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v80 = neg(v79)
+	// v78 = neg(v77)
 	VXORPS lgc18<>+0(SB), Y2, Y2
 
-	// v81 = neg(v76)
+	// v79 = neg(v74)
 	VXORPS  lgc18<>+0(SB), Y3, Y3
-	VMOVUPS 160(SP), Y6
+	VMOVUPS 160(SP), Y5
 
-	// v82 = mul(v81, v10)
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 128(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	// v80 = mul(v79, v10)
+	VMULPS  Y5, Y3, Y3
+	VMOVUPS 128(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v83 = where(v17, v82, 0)
-	VANDPS Y3, Y7, Y6
+	// v81 = where(v17, v80, 0)
+	VANDPS Y3, Y6, Y5
 
-	// v84 = where(v17, 0, v82)
-	VANDNPS Y3, Y7, Y3
-	VMOVUPS lgc17<>+0(SB), Y7
+	// v82 = where(v17, 0, v80)
+	VANDNPS Y3, Y6, Y3
+	VMOVUPS lgc17<>+0(SB), Y6
 
-	// v85 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
+	// v83 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y1, Y6
 
-	// v86 = ne(ratio, ratio)
-	VCMPPS $0x04, Y1, Y1, Y8
+	// v84 = ne(ratio, ratio)
+	VCMPPS $0x04, Y1, Y1, Y7
 
-	// v87 = max(v85, v86)
-	VORPS   Y7, Y8, Y7
-	VMOVUPS Y5, 224(SP)
+	// v85 = max(v83, v84)
+	VORPS Y6, Y7, Y6
 
-	// v88 = where(v87, v84, 0)
-	VANDPS  Y3, Y7, Y3
-	VMOVUPS lgc16<>+0(SB), Y5
+	// v86 = where(v85, v82, 0)
+	VANDPS  Y3, Y6, Y3
+	VMOVUPS lgc16<>+0(SB), Y6
 
-	// v89 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y5, Y1, Y5
+	// v87 = le(ratio, 1.2799999924290435)
+	VCMPPS $0x12, Y6, Y1, Y6
 
-	// v90 = max(v89, v86)
-	VORPS Y5, Y8, Y5
+	// v88 = max(v87, v84)
+	VORPS Y6, Y7, Y6
 
-	// v91 = where(v90, v83, 0)
-	VANDPS Y6, Y5, Y5
+	// v89 = where(v88, v81, 0)
+	VANDPS Y5, Y6, Y5
 
-	// v92 = add(v88, v91)
-	VADDPS Y5, Y3, Y3
+	// v90 = add(v86, v89)
+	VADDPS  Y5, Y3, Y3
+	VMOVUPS lgc0<>+0(SB), Y5
 
-	// v93 = ne(v92, 0)
-	VCMPPS $0x04, Y4, Y3, Y4
+	// v91 = ne(v90, 0)
+	VCMPPS $0x04, Y5, Y3, Y5
 
-	// v94 = mul(v92, ratio)
+	// v92 = mul(v90, ratio)
 	VMULPS Y1, Y3, Y1
 
-	// v95 = where(v93, v94, v92)
-	VBLENDVPS Y4, Y1, Y3, Y1
+	// v93 = where(v91, v92, v90)
+	VBLENDVPS Y5, Y1, Y3, Y1
 
-	// v96 = add(v80, v95)
+	// v94 = add(v78, v93)
 	VADDPS Y1, Y2, Y1
 
-	// gradLogProb = where(mask, v96, 0)
-	VANDPS  Y1, Y0, Y0
-	VMOVUPS 224(SP), Y1
+	// gradLogProb = where(mask, v94, 0)
+	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y4, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+72(FP), BX

@@ -308,7 +308,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
 	c62 := float32(0.01)
-	c67 := float32(-40)
+	c66 := float32(-40)
 	minusOne := float32(-1)
 	acc26 := 0.0
 	acc31 := 0.0
@@ -361,37 +361,35 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v59 := sel(mask, k3, zero)
 			acc60 += float64(v59)
 			v65 := c62 / v27
-			v66 := sel(mask, v65, zero)
-			v68 := b2f(v34 < c67)
-			v70 := k3 + v34
-			v71 := sel(v68, minusOne, v70)
-			v72 := b2f(v66 != zero)
-			v73 := float32(v66 * v71)
-			v74 := sel(v72, v73, v66)
-			v75 := one / v27
-			v76 := sel(mask, v75, zero)
-			v77 := float32(v76 * c41)
-			gradEntropy := sel(mask, v77, zero)
+			v67 := b2f(v34 < c66)
+			v69 := k3 + v34
+			v70 := sel(v67, minusOne, v69)
+			v71 := float32(v65 * v70)
+			v72 := sel(mask, v71, zero)
+			v73 := one / v27
+			v74 := sel(mask, v73, zero)
+			v75 := float32(v74 * c41)
+			gradEntropy := sel(mask, v75, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v79 := sel(mask, v74, zero)
-			v80 := -v79
-			v81 := -v76
-			v82 := float32(v81 * v10)
-			v83 := sel(v17, v82, zero)
-			v84 := sel(v17, zero, v82)
-			v85 := b2f(ratio >= c20)
-			v86 := b2f(ratio != ratio)
-			v87 := max(v85, v86)
-			v88 := sel(v87, v84, zero)
-			v89 := b2f(ratio <= c18)
-			v90 := max(v89, v86)
-			v91 := sel(v90, v83, zero)
-			v92 := v88 + v91
-			v93 := b2f(v92 != zero)
-			v94 := float32(v92 * ratio)
-			v95 := sel(v93, v94, v92)
-			v96 := v80 + v95
-			gradLogProb := sel(mask, v96, zero)
+			v77 := sel(mask, v72, zero)
+			v78 := -v77
+			v79 := -v74
+			v80 := float32(v79 * v10)
+			v81 := sel(v17, v80, zero)
+			v82 := sel(v17, zero, v80)
+			v83 := b2f(ratio >= c20)
+			v84 := b2f(ratio != ratio)
+			v85 := max(v83, v84)
+			v86 := sel(v85, v82, zero)
+			v87 := b2f(ratio <= c18)
+			v88 := max(v87, v84)
+			v89 := sel(v88, v81, zero)
+			v90 := v86 + v89
+			v91 := b2f(v90 != zero)
+			v92 := float32(v90 * ratio)
+			v93 := sel(v91, v92, v90)
+			v94 := v78 + v93
+			gradLogProb := sel(mask, v94, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

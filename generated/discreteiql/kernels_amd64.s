@@ -1039,22 +1039,22 @@ inner_A_10:
 	VMOVUPD lgc4<>+0(SB), Y4
 
 	// v38 = gt(valueDiff, 0)
-	VCMPPD  $0x1e, Y4, Y1, Y6
-	VMOVUPD lgc26<>+0(SB), Y7
-	VMOVUPD lgc27<>+0(SB), Y8
+	VCMPPD  $0x1e, Y4, Y1, Y4
+	VMOVUPD lgc26<>+0(SB), Y6
+	VMOVUPD lgc27<>+0(SB), Y7
 
 	// v41 = where(v38, 0.9, 0.1)
-	VBLENDVPD Y6, Y7, Y8, Y6
+	VBLENDVPD Y4, Y6, Y7, Y4
 
 	// v42 = mul(valueDiff, valueDiff)
-	VMULPD Y1, Y1, Y7
+	VMULPD Y1, Y1, Y6
 
 	// v43 = mul(v41, v42)
-	VMULPD Y7, Y6, Y7
+	VMULPD Y6, Y4, Y6
 
 	// mean(v43) over [B]
-	VADDPD  448(CX), Y7, Y7
-	VMOVUPD Y7, 448(CX)
+	VADDPD  448(CX), Y6, Y6
+	VMOVUPD Y6, 448(CX)
 
 	// v46 = neg(logProb)
 	VXORPD lgc6<>+0(SB), Y3, Y3
@@ -1067,21 +1067,15 @@ inner_A_10:
 	VMOVUPD Y5, Y3
 
 	// v51 = mul(0.0033333333333333335, v41)
-	VMULPD lgc28<>+0(SB), Y6, Y5
+	VMULPD lgc28<>+0(SB), Y4, Y4
 
-	// v52 = ne(v51, 0)
-	VCMPPD $0x04, Y4, Y5, Y4
+	// v52 = mul(v51, valueDiff)
+	VMULPD Y1, Y4, Y1
 
-	// v53 = mul(v51, valueDiff)
-	VMULPD Y1, Y5, Y1
-
-	// v54 = where(v52, v53, v51)
-	VBLENDVPD Y4, Y1, Y5, Y1
-
-	// v55 = add(v54, v54)
+	// v53 = add(v52, v52)
 	VADDPD Y1, Y1, Y1
 
-	// gradStateValue = neg(v55)
+	// gradStateValue = neg(v53)
 	VXORPD lgc6<>+0(SB), Y1, Y1
 
 	// gradLogProb = mul(-0.0033333333333333335, v27)
@@ -1128,10 +1122,10 @@ inner_A_12:
 	// diff = sub(v17, td0Return)
 	VSUBPD Y0, Y1, Y1
 
-	// v57 = mul(0.0033333333333333335, diff)
+	// v55 = mul(0.0033333333333333335, diff)
 	VMULPD lgc28<>+0(SB), Y1, Y1
 
-	// v58 = add(v57, v57)
+	// v56 = add(v55, v55)
 	VADDPD Y1, Y1, Y1
 	XORQ   SI, SI
 
@@ -1151,7 +1145,7 @@ inner_A_13:
 	VPMOVZXBD 1944(SP), X2
 	VCVTDQ2PD X2, Y2
 
-	// gradStateActionValue = mul(v58, action)
+	// gradStateActionValue = mul(v56, action)
 	VMULPD Y2, Y1, Y2
 
 	// store gradStateActionValue

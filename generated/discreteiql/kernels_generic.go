@@ -177,7 +177,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c39 := float64(0.8999999761581421)
 	c40 := float64(0.10000000149011612)
 	c50 := float64(0.0033333333333333335)
-	c59 := float64(-0.0033333333333333335)
+	c57 := float64(-0.0033333333333333335)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossValue := runtime.Mean{}
@@ -241,13 +241,11 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v48 := acc48
 		out.TDError[iB] = v48
 		v51 := float64(c50 * v41)
-		v52 := b2f(v51 != zero)
-		v53 := float64(v51 * valueDiff)
-		v54 := sel(v52, v53, v51)
-		v55 := v54 + v54
-		gradStateValue := -v55
+		v52 := float64(v51 * valueDiff)
+		v53 := v52 + v52
+		gradStateValue := -v53
 		grads.StateValue[iB] = gradStateValue
-		gradLogProb := float64(c59 * v27)
+		gradLogProb := float64(c57 * v27)
 		grads.LogProb[iB] = gradLogProb
 		for iQ := 0; iQ < 3; iQ++ {
 			acc17 := 0.0
@@ -259,11 +257,11 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			}
 			v17 := acc17
 			diff := v17 - td0Return
-			v57 := float64(c50 * diff)
-			v58 := v57 + v57
+			v55 := float64(c50 * diff)
+			v56 := v55 + v55
 			for iA := 0; iA < 6; iA++ {
 				action := b2f(in.Action[iB*6+iA])
-				gradStateActionValue := float64(v58 * action)
+				gradStateActionValue := float64(v56 * action)
 				grads.StateActionValue[iQ*1800+iB*6+iA] = gradStateActionValue
 			}
 		}

@@ -1493,7 +1493,7 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32, gradLogits *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $3008-120
+TEXT ·fbPass1AVX2(SB), $2912-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -2590,7 +2590,7 @@ wideindex_28:
 	VMOVUPS    2720(SP), Y4
 
 indexdone_29:
-	// v119 = eq(v118, action)
+	// v117 = eq(v116, action)
 	VCMPPS  $0x00, Y4, Y3, Y3
 	VMOVUPS Y3, 2752(SP)
 	VMOVUPS lgc11<>+0(SB), Y3
@@ -2630,80 +2630,68 @@ inner_Q_30:
 	VMOVUPS Y5, 2784(SP)
 	VMOVUPS lgc46<>+0(SB), Y5
 
-	// v99 = where(v37, 0.00390625, 0)
-	VANDPS  Y5, Y8, Y10
-	VMOVUPS Y9, 2816(SP)
-	VMOVUPS Y7, 2848(SP)
-
-	// v100 = where(v37, 0, 0.00390625)
+	// v99 = where(v37, 0, 0.00390625)
 	VANDNPS Y5, Y8, Y5
 
-	// v101 = ne(v99, 0)
-	VCMPPS  $0x04, Y0, Y10, Y7
-	VMOVUPS 2848(SP), Y8
+	// v100 = mul(0.00390625, absDiff)
+	VMULPS  lgc46<>+0(SB), Y7, Y7
+	VMOVUPS Y5, 2816(SP)
 
-	// v102 = mul(v99, absDiff)
-	VMULPS  Y8, Y10, Y8
-	VMOVUPS Y5, 2880(SP)
+	// v101 = where(v37, v100, 0)
+	VANDPS Y7, Y8, Y5
 
-	// v103 = where(v101, v102, v99)
-	VBLENDVPS Y7, Y8, Y10, Y5
-	VMOVUPS   2816(SP), Y8
+	// v102 = mul(0.00390625, v38)
+	VMULPS lgc46<>+0(SB), Y9, Y7
 
-	// v104 = mul(v99, v38)
-	VMULPS  Y8, Y10, Y8
-	VMOVUPS Y5, 2912(SP)
+	// v103 = where(v37, v102, 0)
+	VANDPS  Y7, Y8, Y7
+	VMOVUPS 2816(SP), Y8
 
-	// v105 = where(v101, v104, v99)
-	VBLENDVPS Y7, Y8, Y10, Y5
-	VMOVUPS   2880(SP), Y7
+	// v104 = add(v99, v103)
+	VADDPS Y7, Y8, Y7
 
-	// v106 = add(v100, v105)
+	// v105 = mul(v101, 0.5)
+	VMULPS lgc10<>+0(SB), Y5, Y5
+
+	// v106 = add(v104, v105)
 	VADDPS  Y5, Y7, Y5
-	VMOVUPS 2912(SP), Y7
-
-	// v107 = mul(v103, 0.5)
-	VMULPS lgc10<>+0(SB), Y7, Y7
-
-	// v108 = add(v106, v107)
-	VADDPS  Y7, Y5, Y5
 	VMOVUPS 2784(SP), Y7
 
-	// v109 = gt(diff, 0)
+	// v107 = gt(diff, 0)
 	VCMPPS $0x1e, Y0, Y7, Y8
 
-	// v110 = lt(diff, 0)
+	// v108 = lt(diff, 0)
 	VCMPPS $0x11, Y0, Y7, Y9
 
-	// v112 = mul(diff, 0)
+	// v110 = mul(diff, 0)
 	VMULPS  lgc15<>+0(SB), Y7, Y7
-	VMOVUPS Y5, 2944(SP)
-	VMOVUPS Y8, 2976(SP)
+	VMOVUPS Y5, 2848(SP)
+	VMOVUPS Y8, 2880(SP)
 	VMOVUPS lgc47<>+0(SB), Y5
 
-	// v113 = where(v110, -1, v112)
+	// v111 = where(v108, -1, v110)
 	VBLENDVPS Y9, Y5, Y7, Y5
-	VMOVUPS   2976(SP), Y7
+	VMOVUPS   2880(SP), Y7
 	VMOVUPS   lgc15<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
-	// v114 = where(v109, 1, v113)
+	// v112 = where(v107, 1, v111)
 	VBLENDVPS Y8, Y3, Y5, Y5
-	VMOVUPS   2944(SP), Y7
+	VMOVUPS   2848(SP), Y7
 
-	// v115 = ne(v108, 0)
+	// v113 = ne(v106, 0)
 	VCMPPS $0x04, Y0, Y7, Y8
 
-	// v116 = mul(v108, v114)
+	// v114 = mul(v106, v112)
 	VMULPS Y5, Y7, Y5
 
-	// v117 = where(v115, v116, v108)
+	// v115 = where(v113, v114, v106)
 	VBLENDVPS Y8, Y5, Y7, Y5
 	VMOVUPS   2752(SP), Y7
 	VMOVUPS   lgc15<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 
-	// gradActionValue = where(v119, v117, 0)
+	// gradActionValue = where(v117, v115, 0)
 	VANDPS Y5, Y8, Y5
 
 	// store gradActionValue

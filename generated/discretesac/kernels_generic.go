@@ -419,33 +419,31 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v97 := float32(v96 * v48)
 			gradLogits := v80 + v97
 			grads.Logits[iB*6+iA] = gradLogits
-			v118 := float32(iA)
-			v119 := b2f(v118 == action)
+			v116 := float32(iA)
+			v117 := b2f(v116 == action)
 			for iQ := 0; iQ < 2; iQ++ {
 				v33 := in.ActionValue[iQ*1536+iB*6+(int(action))]
 				diff := v33 - td0Return
 				absDiff := float32(math.Abs(float64(diff)))
 				v37 := b2f(absDiff < one)
 				v38 := float32(half * absDiff)
-				v99 := sel(v37, c72, zero)
-				v100 := sel(v37, zero, c72)
-				v101 := b2f(v99 != zero)
-				v102 := float32(v99 * absDiff)
-				v103 := sel(v101, v102, v99)
-				v104 := float32(v99 * v38)
-				v105 := sel(v101, v104, v99)
-				v106 := v100 + v105
-				v107 := float32(v103 * half)
-				v108 := v106 + v107
-				v109 := b2f(diff > zero)
-				v110 := b2f(diff < zero)
-				v112 := float32(diff * zero)
-				v113 := sel(v110, minusOne, v112)
-				v114 := sel(v109, one, v113)
-				v115 := b2f(v108 != zero)
-				v116 := float32(v108 * v114)
-				v117 := sel(v115, v116, v108)
-				gradActionValue := sel(v119, v117, zero)
+				v99 := sel(v37, zero, c72)
+				v100 := float32(c72 * absDiff)
+				v101 := sel(v37, v100, zero)
+				v102 := float32(c72 * v38)
+				v103 := sel(v37, v102, zero)
+				v104 := v99 + v103
+				v105 := float32(v101 * half)
+				v106 := v104 + v105
+				v107 := b2f(diff > zero)
+				v108 := b2f(diff < zero)
+				v110 := float32(diff * zero)
+				v111 := sel(v108, minusOne, v110)
+				v112 := sel(v107, one, v111)
+				v113 := b2f(v106 != zero)
+				v114 := float32(v106 * v112)
+				v115 := sel(v113, v114, v106)
+				gradActionValue := sel(v117, v115, zero)
 				grads.ActionValue[iQ*1536+iB*6+iA] = gradActionValue
 			}
 		}

@@ -630,36 +630,26 @@ blocks_10:
 	IMUL3Q  $+8, DI, DI
 	VADDPS  2176(BX)(DI*4), Y2, Y2
 	VMOVUPS Y2, 2176(BX)(DI*4)
-	VMOVUPS (SP), Y2
+	VMOVUPS lgc18<>+0(SB), Y2
 
-	// v21 = where(mask, v20, 0)
-	VANDPS  Y2, Y0, Y2
-	VMOVUPS lgc18<>+0(SB), Y3
+	// v22 = lt(v10, -40)
+	VCMPPS $0x11, Y2, Y1, Y2
 
-	// v23 = lt(v10, -40)
-	VCMPPS $0x11, Y3, Y1, Y3
-
-	// v25 = add(k3, v10)
+	// v24 = add(k3, v10)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc19<>+0(SB), Y4
+	VMOVUPS lgc19<>+0(SB), Y3
 
-	// v26 = where(v23, -1, v25)
-	VBLENDVPS Y3, Y4, Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y3
+	// v25 = where(v22, -1, v24)
+	VBLENDVPS Y2, Y3, Y1, Y1
+	VMOVUPS   (SP), Y2
 
-	// v27 = ne(v21, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
-
-	// v28 = mul(v21, v26)
+	// v26 = mul(v20, v25)
 	VMULPS Y1, Y2, Y1
 
-	// v29 = where(v27, v28, v21)
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v30 = neg(v29)
+	// v27 = neg(v26)
 	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v30, 0)
+	// gradLogProb = where(mask, v27, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb

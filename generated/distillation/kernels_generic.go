@@ -160,7 +160,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	one := float32(1)
 	zero := float32(0)
 	c19 := float32(0.125)
-	c22 := float32(-40)
+	c21 := float32(-40)
 	minusOne := float32(-1)
 	numValid := 0.0
 	for iB := lo; iB < hi; iB++ {
@@ -185,15 +185,12 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v14 := s.s1[iB]
 			v15 := max(v14, one)
 			v20 := c19 / v15
-			v21 := sel(mask, v20, zero)
-			v23 := b2f(v10 < c22)
-			v25 := k3 + v10
-			v26 := sel(v23, minusOne, v25)
-			v27 := b2f(v21 != zero)
-			v28 := float32(v21 * v26)
-			v29 := sel(v27, v28, v21)
-			v30 := -v29
-			gradLogProb := sel(mask, v30, zero)
+			v22 := b2f(v10 < c21)
+			v24 := k3 + v10
+			v25 := sel(v22, minusOne, v24)
+			v26 := float32(v20 * v25)
+			v27 := -v26
+			gradLogProb := sel(mask, v27, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 		s.s0[iB] = float32(s.acc13[iB])

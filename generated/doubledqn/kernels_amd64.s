@@ -292,9 +292,6 @@ inner_A_4:
 	VMOVUPD     Y7, Y4
 	VANDPD      lgc9<>+0(SB), Y1, Y5
 	VCMPPD      $0x12, lgc10<>+0(SB), Y5, Y5
-	VANDPD      lgc9<>+0(SB), Y4, Y7
-	VCMPPD      $0x12, lgc2<>+0(SB), Y7, Y7
-	VANDPD      Y7, Y5, Y5
 	VANDPD      448(DX), Y5, Y5
 	VMOVUPD     Y5, 448(DX)
 	VPERMPD     $0xf9, Y4, Y5
@@ -694,9 +691,6 @@ inner_A_8:
 	VMOVUPD     Y5, Y2
 	VANDPD      lgc9<>+0(SB), Y1, Y3
 	VCMPPD      $0x12, lgc10<>+0(SB), Y3, Y3
-	VANDPD      lgc9<>+0(SB), Y2, Y4
-	VCMPPD      $0x12, lgc2<>+0(SB), Y4, Y4
-	VANDPD      Y4, Y3, Y3
 	VANDPD      256(DX), Y3, Y3
 	VMOVUPD     Y3, 256(DX)
 	VPERMPD     $0xf9, Y2, Y3

@@ -1058,7 +1058,7 @@ noflush_6:
 
 // func fbPass1AVX2(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $256-96
+TEXT ·fbPass1AVX2(SB), $224-96
 	// values every block reads alike, computed once
 	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
@@ -1072,7 +1072,7 @@ TEXT ·fbPass1AVX2(SB), $256-96
 	// v77 = div(0.04, v34)
 	VDIVPS Y0, Y2, Y2
 
-	// v89 = div(1, v34)
+	// v87 = div(1, v34)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1320,111 +1320,103 @@ blocks_8:
 	// sum(v71) over [B L]
 	VADDPS  3392(BX), Y2, Y2
 	VMOVUPS Y2, 3392(BX)
-	VMOVUPS (SP), Y2
+	VMOVUPS lgc29<>+0(SB), Y2
 
-	// v78 = where(kept, v77, 0)
-	VANDPS  Y2, Y7, Y2
-	VMOVUPS lgc29<>+0(SB), Y3
+	// v79 = lt(v69, -40)
+	VCMPPS $0x11, Y2, Y1, Y2
 
-	// v80 = lt(v69, -40)
-	VCMPPS $0x11, Y3, Y1, Y3
-
-	// v82 = add(k3, v69)
+	// v81 = add(k3, v69)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc30<>+0(SB), Y4
+	VMOVUPS lgc30<>+0(SB), Y3
 
-	// v83 = where(v80, -1, v82)
-	VBLENDVPS Y3, Y4, Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y3
+	// v82 = where(v79, -1, v81)
+	VBLENDVPS Y2, Y3, Y1, Y1
+	VMOVUPS   (SP), Y2
 
-	// v84 = ne(v78, 0)
-	VCMPPS $0x04, Y3, Y2, Y4
-
-	// v85 = mul(v78, v83)
+	// v83 = mul(v77, v82)
 	VMULPS Y1, Y2, Y1
 
-	// v86 = where(v84, v85, v78)
-	VBLENDVPS Y4, Y1, Y2, Y1
-
-	// v87 = where(kept, v86, 0)
+	// v84 = where(kept, v83, 0)
 	VANDPS Y1, Y7, Y1
 
-	// v88 = neg(v87)
+	// v85 = where(kept, v84, 0)
+	VANDPS Y1, Y7, Y1
+
+	// v86 = neg(v85)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y2
 
-	// v90 = where(kept, v89, 0)
+	// v88 = where(kept, v87, 0)
 	VANDPS Y2, Y7, Y2
 
-	// v91 = mul(v90, -0.01)
-	VMULPS lgc20<>+0(SB), Y2, Y4
+	// v89 = mul(v88, -0.01)
+	VMULPS lgc20<>+0(SB), Y2, Y3
 
-	// gradEntropy = where(mask, v91, 0)
-	VANDPS Y4, Y0, Y4
+	// gradEntropy = where(mask, v89, 0)
+	VANDPS Y3, Y0, Y3
 
-	// v93 = neg(v90)
+	// v91 = neg(v88)
 	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS 192(SP), Y5
+	VMOVUPS 192(SP), Y4
 
-	// v94 = mul(v93, v10)
-	VMULPS  Y5, Y2, Y2
-	VMOVUPS 160(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	// v92 = mul(v91, v10)
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS 160(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v95 = where(v24, v94, 0)
-	VANDPS Y2, Y6, Y5
+	// v93 = where(v24, v92, 0)
+	VANDPS Y2, Y5, Y4
 
-	// v96 = where(v24, 0, v94)
-	VANDNPS Y2, Y6, Y2
-	VMOVUPS 128(SP), Y6
-	VMOVUPS lgc18<>+0(SB), Y7
+	// v94 = where(v24, 0, v92)
+	VANDNPS Y2, Y5, Y2
+	VMOVUPS 128(SP), Y5
+	VMOVUPS lgc18<>+0(SB), Y6
 
-	// v97 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y6, Y7
+	// v95 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y5, Y6
 
-	// v98 = ne(ratio, ratio)
-	VCMPPS $0x04, Y6, Y6, Y8
+	// v96 = ne(ratio, ratio)
+	VCMPPS $0x04, Y5, Y5, Y7
 
-	// v99 = max(v97, v98)
-	VORPS   Y7, Y8, Y7
-	VMOVUPS Y4, 224(SP)
+	// v97 = max(v95, v96)
+	VORPS Y6, Y7, Y6
 
-	// v100 = where(v99, v96, 0)
-	VANDPS  Y2, Y7, Y2
-	VMOVUPS lgc17<>+0(SB), Y4
+	// v98 = where(v97, v94, 0)
+	VANDPS  Y2, Y6, Y2
+	VMOVUPS lgc17<>+0(SB), Y6
 
-	// v101 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y6, Y4
+	// v99 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y6, Y5, Y6
 
-	// v102 = max(v101, v98)
-	VORPS Y4, Y8, Y4
+	// v100 = max(v99, v96)
+	VORPS Y6, Y7, Y6
 
-	// v103 = where(v102, v95, 0)
-	VANDPS Y5, Y4, Y4
+	// v101 = where(v100, v93, 0)
+	VANDPS Y4, Y6, Y4
 
-	// v104 = add(v100, v103)
-	VADDPS Y4, Y2, Y2
+	// v102 = add(v98, v101)
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v105 = ne(v104, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
+	// v103 = ne(v102, 0)
+	VCMPPS $0x04, Y4, Y2, Y4
 
-	// v106 = mul(v104, ratio)
-	VMULPS Y6, Y2, Y4
+	// v104 = mul(v102, ratio)
+	VMULPS Y5, Y2, Y5
 
-	// v107 = where(v105, v106, v104)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	// v105 = where(v103, v104, v102)
+	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v108 = add(v88, v107)
+	// v106 = add(v86, v105)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v108, 0)
-	VANDPS  Y1, Y0, Y0
-	VMOVUPS 224(SP), Y1
+	// gradLogProb = where(mask, v106, 0)
+	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), BX

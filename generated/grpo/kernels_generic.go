@@ -339,7 +339,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c54 := float32(math.Inf(-1))
 	two := float32(2)
 	c74 := float32(0.04)
-	c79 := float32(-40)
+	c78 := float32(-40)
 	minusOne := float32(-1)
 	numValid := 0.0
 	acc33 := 0.0
@@ -403,37 +403,35 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v71 := sel(kept, k3, zero)
 			acc72 += float64(v71)
 			v77 := c74 / v34
-			v78 := sel(kept, v77, zero)
-			v80 := b2f(v69 < c79)
-			v82 := k3 + v69
-			v83 := sel(v80, minusOne, v82)
-			v84 := b2f(v78 != zero)
-			v85 := float32(v78 * v83)
-			v86 := sel(v84, v85, v78)
-			v87 := sel(kept, v86, zero)
-			v88 := -v87
-			v89 := one / v34
-			v90 := sel(kept, v89, zero)
-			v91 := float32(v90 * c49)
-			gradEntropy := sel(mask, v91, zero)
+			v79 := b2f(v69 < c78)
+			v81 := k3 + v69
+			v82 := sel(v79, minusOne, v81)
+			v83 := float32(v77 * v82)
+			v84 := sel(kept, v83, zero)
+			v85 := sel(kept, v84, zero)
+			v86 := -v85
+			v87 := one / v34
+			v88 := sel(kept, v87, zero)
+			v89 := float32(v88 * c49)
+			gradEntropy := sel(mask, v89, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v93 := -v90
-			v94 := float32(v93 * v10)
-			v95 := sel(v24, v94, zero)
-			v96 := sel(v24, zero, v94)
-			v97 := b2f(ratio >= c27)
-			v98 := b2f(ratio != ratio)
-			v99 := max(v97, v98)
-			v100 := sel(v99, v96, zero)
-			v101 := b2f(ratio <= c25)
-			v102 := max(v101, v98)
-			v103 := sel(v102, v95, zero)
-			v104 := v100 + v103
-			v105 := b2f(v104 != zero)
-			v106 := float32(v104 * ratio)
-			v107 := sel(v105, v106, v104)
-			v108 := v88 + v107
-			gradLogProb := sel(mask, v108, zero)
+			v91 := -v88
+			v92 := float32(v91 * v10)
+			v93 := sel(v24, v92, zero)
+			v94 := sel(v24, zero, v92)
+			v95 := b2f(ratio >= c27)
+			v96 := b2f(ratio != ratio)
+			v97 := max(v95, v96)
+			v98 := sel(v97, v94, zero)
+			v99 := b2f(ratio <= c25)
+			v100 := max(v99, v96)
+			v101 := sel(v100, v93, zero)
+			v102 := v98 + v101
+			v103 := b2f(v102 != zero)
+			v104 := float32(v102 * ratio)
+			v105 := sel(v103, v104, v102)
+			v106 := v86 + v105
+			gradLogProb := sel(mask, v106, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

@@ -1454,7 +1454,7 @@ TEXT ·fbPass3AVX2(SB), $224-96
 	// v69 = div(0.04, v36)
 	VDIVPS Y0, Y2, Y2
 
-	// v81 = div(1, v36)
+	// v79 = div(1, v36)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1682,103 +1682,97 @@ blocks_21:
 	// sum(v63) over [G N L]
 	VADDPS  5120(SI), Y3, Y3
 	VMOVUPS Y3, 5120(SI)
-	VMOVUPS (SP), Y3
+	VMOVUPS lgc30<>+0(SB), Y3
 
-	// v70 = where(mask, v69, 0)
-	VANDPS  Y3, Y1, Y3
-	VMOVUPS lgc30<>+0(SB), Y4
+	// v71 = lt(v61, -40)
+	VCMPPS $0x11, Y3, Y2, Y3
 
-	// v72 = lt(v61, -40)
-	VCMPPS $0x11, Y4, Y2, Y4
-
-	// v74 = add(k3, v61)
+	// v73 = add(k3, v61)
 	VADDPS  Y2, Y7, Y2
-	VMOVUPS lgc31<>+0(SB), Y5
+	VMOVUPS lgc31<>+0(SB), Y4
 
-	// v75 = where(v72, -1, v74)
-	VBLENDVPS Y4, Y5, Y2, Y2
-	VMOVUPS   lgc4<>+0(SB), Y4
+	// v74 = where(v71, -1, v73)
+	VBLENDVPS Y3, Y4, Y2, Y2
+	VMOVUPS   (SP), Y3
 
-	// v76 = ne(v70, 0)
-	VCMPPS $0x04, Y4, Y3, Y5
-
-	// v77 = mul(v70, v75)
+	// v75 = mul(v69, v74)
 	VMULPS Y2, Y3, Y2
 
-	// v78 = where(v76, v77, v70)
-	VBLENDVPS Y5, Y2, Y3, Y2
-
-	// v79 = where(mask, v78, 0)
+	// v76 = where(mask, v75, 0)
 	VANDPS Y2, Y1, Y2
 
-	// v80 = neg(v79)
+	// v77 = where(mask, v76, 0)
+	VANDPS Y2, Y1, Y2
+
+	// v78 = neg(v77)
 	VXORPS  lgc24<>+0(SB), Y2, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v82 = where(mask, v81, 0)
+	// v80 = where(mask, v79, 0)
 	VANDPS Y3, Y1, Y3
 
-	// v83 = neg(v82)
-	VXORPS lgc24<>+0(SB), Y3, Y3
+	// v81 = neg(v80)
+	VXORPS  lgc24<>+0(SB), Y3, Y3
+	VMOVUPS lgc4<>+0(SB), Y4
 
-	// v84 = ne(v83, 0)
+	// v82 = ne(v81, 0)
 	VCMPPS  $0x04, Y4, Y3, Y5
 	VMOVUPS 192(SP), Y6
 
-	// v85 = mul(v83, v19)
+	// v83 = mul(v81, v19)
 	VMULPS Y6, Y3, Y6
 
-	// v86 = where(v84, v85, v83)
+	// v84 = where(v82, v83, v81)
 	VBLENDVPS Y5, Y6, Y3, Y3
 	VMOVUPS   160(SP), Y5
 	VMOVUPS   lgc4<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 
-	// v87 = where(v26, v86, 0)
+	// v85 = where(v26, v84, 0)
 	VANDPS Y3, Y6, Y5
 
-	// v88 = where(v26, 0, v86)
+	// v86 = where(v26, 0, v84)
 	VANDNPS Y3, Y6, Y3
 	VMOVUPS lgc23<>+0(SB), Y6
 
-	// v89 = ge(ratio, 0.8000000028326788)
+	// v87 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y0, Y6
 
-	// v90 = ne(ratio, ratio)
+	// v88 = ne(ratio, ratio)
 	VCMPPS $0x04, Y0, Y0, Y7
 
-	// v91 = max(v89, v90)
+	// v89 = max(v87, v88)
 	VORPS Y6, Y7, Y6
 
-	// v92 = where(v91, v88, 0)
+	// v90 = where(v89, v86, 0)
 	VANDPS  Y3, Y6, Y3
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v93 = le(ratio, 1.2000000078829447)
+	// v91 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y0, Y6
 
-	// v94 = max(v93, v90)
+	// v92 = max(v91, v88)
 	VORPS Y6, Y7, Y6
 
-	// v95 = where(v94, v87, 0)
+	// v93 = where(v92, v85, 0)
 	VANDPS Y5, Y6, Y5
 
-	// v96 = add(v92, v95)
+	// v94 = add(v90, v93)
 	VADDPS Y5, Y3, Y3
 
-	// v97 = ne(v96, 0)
+	// v95 = ne(v94, 0)
 	VCMPPS $0x04, Y4, Y3, Y4
 
-	// v98 = mul(v96, ratio)
+	// v96 = mul(v94, ratio)
 	VMULPS Y0, Y3, Y0
 
-	// v99 = where(v97, v98, v96)
+	// v97 = where(v95, v96, v94)
 	VBLENDVPS Y4, Y0, Y3, Y0
 
-	// v100 = add(v80, v99)
+	// v98 = add(v78, v97)
 	VADDPS Y0, Y2, Y0
 
-	// gradLogProb = where(mask, v100, 0)
+	// gradLogProb = where(mask, v98, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb

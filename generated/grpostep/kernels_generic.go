@@ -398,7 +398,7 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
 	c66 := float32(0.04)
-	c71 := float32(-40)
+	c70 := float32(-40)
 	minusOne := float32(-1)
 	acc35 := 0.0
 	acc40 := 0.0
@@ -454,36 +454,34 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v63 := sel(mask, k3, zero)
 				acc64 += float64(v63)
 				v69 := c66 / v36
-				v70 := sel(mask, v69, zero)
-				v72 := b2f(v61 < c71)
-				v74 := k3 + v61
-				v75 := sel(v72, minusOne, v74)
-				v76 := b2f(v70 != zero)
-				v77 := float32(v70 * v75)
-				v78 := sel(v76, v77, v70)
-				v79 := sel(mask, v78, zero)
-				v80 := -v79
-				v81 := one / v36
-				v82 := sel(mask, v81, zero)
-				v83 := -v82
-				v84 := b2f(v83 != zero)
-				v85 := float32(v83 * v19)
-				v86 := sel(v84, v85, v83)
-				v87 := sel(v26, v86, zero)
-				v88 := sel(v26, zero, v86)
-				v89 := b2f(ratio >= c29)
-				v90 := b2f(ratio != ratio)
-				v91 := max(v89, v90)
-				v92 := sel(v91, v88, zero)
-				v93 := b2f(ratio <= c27)
-				v94 := max(v93, v90)
-				v95 := sel(v94, v87, zero)
-				v96 := v92 + v95
-				v97 := b2f(v96 != zero)
-				v98 := float32(v96 * ratio)
-				v99 := sel(v97, v98, v96)
-				v100 := v80 + v99
-				gradLogProb := sel(mask, v100, zero)
+				v71 := b2f(v61 < c70)
+				v73 := k3 + v61
+				v74 := sel(v71, minusOne, v73)
+				v75 := float32(v69 * v74)
+				v76 := sel(mask, v75, zero)
+				v77 := sel(mask, v76, zero)
+				v78 := -v77
+				v79 := one / v36
+				v80 := sel(mask, v79, zero)
+				v81 := -v80
+				v82 := b2f(v81 != zero)
+				v83 := float32(v81 * v19)
+				v84 := sel(v82, v83, v81)
+				v85 := sel(v26, v84, zero)
+				v86 := sel(v26, zero, v84)
+				v87 := b2f(ratio >= c29)
+				v88 := b2f(ratio != ratio)
+				v89 := max(v87, v88)
+				v90 := sel(v89, v86, zero)
+				v91 := b2f(ratio <= c27)
+				v92 := max(v91, v88)
+				v93 := sel(v92, v85, zero)
+				v94 := v90 + v93
+				v95 := b2f(v94 != zero)
+				v96 := float32(v94 * ratio)
+				v97 := sel(v95, v96, v94)
+				v98 := v78 + v97
+				gradLogProb := sel(mask, v98, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}

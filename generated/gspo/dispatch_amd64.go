@@ -150,8 +150,8 @@ type fbAvxState struct {
 	r9_p  []float32
 	r13_s []float64
 	r13_p []float32
-	r65_s []float64
-	r65_p []float32
+	r63_s []float64
+	r63_p []float32
 	p1_ok []float32
 	r29_s []float64
 	r29_p []float32
@@ -172,8 +172,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r9_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 72)
 	st.r13_s = st.buf[192:264]
 	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
-	st.r65_s = st.buf[320:392]
-	st.r65_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
+	st.r63_s = st.buf[320:392]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.r29_s = st.buf[464:480]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
@@ -245,8 +245,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r9_p, 0)
 		runtime.Fill(st.r13_s, 0)
 		runtime.Fill(st.r13_p, 0)
-		runtime.Fill(st.r65_s, 0)
-		runtime.Fill(st.r65_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p1_ok)
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
@@ -266,7 +266,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			runtime.FinishSum(st.res[lo:hi], st.r65_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r63_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}

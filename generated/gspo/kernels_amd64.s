@@ -790,7 +790,7 @@ TEXT ·fbPass1AVX2(SB), $32-56
 	// v30 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v63 = div(1, v30)
+	// v61 = div(1, v30)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -841,10 +841,10 @@ blocks_11:
 	VADDPS  Y1, Y4, Y1
 	VMOVUPS (SP), Y4
 
-	// v64 = where(mask, v63, 0)
+	// v62 = where(mask, v61, 0)
 	VANDPS Y4, Y3, Y3
 
-	// sum(v64) over [L]
+	// sum(v62) over [L]
 	VADDPS       Y2, Y3, Y2
 	DECQ         DX
 	JNZ          noflush_12
@@ -1074,62 +1074,62 @@ outer0_13:
 	MOVQ         s5+40(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y3
 
-	// v66 = neg(v65)
+	// v64 = neg(v63)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v67 = mul(v66, v17)
+	// v65 = mul(v64, v17)
 	VMULPS Y0, Y3, Y0
 
-	// v68 = where(v19, v67, 0)
+	// v66 = where(v19, v65, 0)
 	VANDPS Y0, Y2, Y3
 
-	// v69 = where(v19, 0, v67)
+	// v67 = where(v19, 0, v65)
 	VANDNPS Y0, Y2, Y0
 	VMOVUPS 96(SP), Y2
 
-	// v70 = ge(sequenceRatio, 0.8)
+	// v68 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y7, Y2, Y4
 
-	// v71 = ne(sequenceRatio, sequenceRatio)
+	// v69 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y2, Y2, Y5
 
-	// v72 = max(v70, v71)
+	// v70 = max(v68, v69)
 	VORPS Y4, Y5, Y4
 
-	// v73 = where(v72, v69, 0)
+	// v71 = where(v70, v67, 0)
 	VANDPS  Y0, Y4, Y0
 	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v74 = le(sequenceRatio, 1.2)
+	// v72 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
 
-	// v75 = max(v74, v71)
+	// v73 = max(v72, v69)
 	VORPS Y4, Y5, Y4
 
-	// v76 = where(v75, v68, 0)
+	// v74 = where(v73, v66, 0)
 	VANDPS Y3, Y4, Y3
 
-	// v77 = add(v73, v76)
+	// v75 = add(v71, v74)
 	VADDPS  Y3, Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v78 = ne(v77, 0)
+	// v76 = ne(v75, 0)
 	VCMPPS $0x04, Y3, Y0, Y4
 
-	// v79 = mul(v77, sequenceRatio)
+	// v77 = mul(v75, sequenceRatio)
 	VMULPS Y2, Y0, Y2
 
-	// v80 = where(v78, v79, v77)
+	// v78 = where(v76, v77, v75)
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v81 = ne(v80, 0)
+	// v79 = ne(v78, 0)
 	VCMPPS  $0x04, Y3, Y0, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v82 = div(v80, v10)
+	// v80 = div(v78, v10)
 	VDIVPS Y3, Y0, Y3
 
-	// v83 = where(v81, v82, v80)
+	// v81 = where(v79, v80, v78)
 	VBLENDVPS Y2, Y3, Y0, Y0
 	VMOVUPS   64(SP), Y2
 	VMOVUPS   Y2, 128(SP)
@@ -1216,43 +1216,36 @@ blocks_14:
 	// sum(v47) over [B L]
 	VADDPS  4544(BX), Y2, Y2
 	VMOVUPS Y2, 4544(BX)
-	VMOVUPS (SP), Y2
+	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v53 = where(mask, v52, 0)
-	VANDPS  Y2, Y0, Y2
-	VMOVUPS lgc21<>+0(SB), Y3
+	// v54 = lt(v44, -40)
+	VCMPPS $0x11, Y2, Y1, Y2
 
-	// v55 = lt(v44, -40)
-	VCMPPS $0x11, Y3, Y1, Y3
-
-	// v57 = add(k3, v44)
+	// v56 = add(k3, v44)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc22<>+0(SB), Y4
+	VMOVUPS lgc22<>+0(SB), Y3
 
-	// v58 = where(v55, -1, v57)
-	VBLENDVPS Y3, Y4, Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y3
+	// v57 = where(v54, -1, v56)
+	VBLENDVPS Y2, Y3, Y1, Y1
+	VMOVUPS   (SP), Y2
 
-	// v59 = ne(v53, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
-
-	// v60 = mul(v53, v58)
+	// v58 = mul(v52, v57)
 	VMULPS Y1, Y2, Y1
 
-	// v61 = where(v59, v60, v53)
-	VBLENDVPS Y3, Y1, Y2, Y1
+	// v59 = where(mask, v58, 0)
+	VANDPS Y1, Y0, Y1
 
-	// v62 = neg(v61)
+	// v60 = neg(v59)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
-	// v84 = where(mask, v83, 0)
+	// v82 = where(mask, v81, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v85 = add(v62, v84)
+	// v83 = add(v60, v82)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v85, 0)
+	// gradLogProb = where(mask, v83, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb

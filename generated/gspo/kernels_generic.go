@@ -172,14 +172,14 @@ type fbScratch struct {
 	s2             float32   // v29 = sum(v28) over B,L
 	s3             float32   // v40 = sum(v39) over B,L
 	s4             float32   // v48 = sum(v47) over B,L
-	s5             []float32 // v65 = sum(v64) over L [B=8]
+	s5             []float32 // v63 = sum(v62) over L [B=8]
 	sequenceLength []float64 // accumulators of sequenceLength
 	acc13          []float64 // accumulators of v13
-	acc65          []float64 // accumulators of v65
+	acc63          []float64 // accumulators of v63
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc65: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc63: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -259,7 +259,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c20 := float32(1.2)
 	c22 := float32(0.8)
 	c46 := float32(0.04)
-	c54 := float32(-40)
+	c53 := float32(-40)
 	minusOne := float32(-1)
 	acc29 := 0.0
 	acc40 := 0.0
@@ -278,13 +278,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
 			v30 := max(numValid, one)
-			v63 := one / v30
-			v64 := sel(mask, v63, zero)
-			s.acc65[iB] += float64(v64)
+			v61 := one / v30
+			v62 := sel(mask, v61, zero)
+			s.acc63[iB] += float64(v62)
 		}
 		s.s0[iB] = float32(s.sequenceLength[iB])
 		s.s1[iB] = float32(s.acc13[iB])
-		s.s5[iB] = float32(s.acc65[iB])
+		s.s5[iB] = float32(s.acc63[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
@@ -322,36 +322,34 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v47 := sel(mask, k3, zero)
 			acc48 += float64(v47)
 			v52 := c46 / v30
-			v53 := sel(mask, v52, zero)
-			v55 := b2f(v44 < c54)
-			v57 := k3 + v44
-			v58 := sel(v55, minusOne, v57)
-			v59 := b2f(v53 != zero)
-			v60 := float32(v53 * v58)
-			v61 := sel(v59, v60, v53)
-			v62 := -v61
-			v65 := s.s5[iB]
-			v66 := -v65
-			v67 := float32(v66 * v17)
-			v68 := sel(v19, v67, zero)
-			v69 := sel(v19, zero, v67)
-			v70 := b2f(sequenceRatio >= c22)
-			v71 := b2f(sequenceRatio != sequenceRatio)
-			v72 := max(v70, v71)
-			v73 := sel(v72, v69, zero)
-			v74 := b2f(sequenceRatio <= c20)
-			v75 := max(v74, v71)
-			v76 := sel(v75, v68, zero)
-			v77 := v73 + v76
-			v78 := b2f(v77 != zero)
-			v79 := float32(v77 * sequenceRatio)
-			v80 := sel(v78, v79, v77)
-			v81 := b2f(v80 != zero)
-			v82 := v80 / v10
-			v83 := sel(v81, v82, v80)
-			v84 := sel(mask, v83, zero)
-			v85 := v62 + v84
-			gradLogProb := sel(mask, v85, zero)
+			v54 := b2f(v44 < c53)
+			v56 := k3 + v44
+			v57 := sel(v54, minusOne, v56)
+			v58 := float32(v52 * v57)
+			v59 := sel(mask, v58, zero)
+			v60 := -v59
+			v63 := s.s5[iB]
+			v64 := -v63
+			v65 := float32(v64 * v17)
+			v66 := sel(v19, v65, zero)
+			v67 := sel(v19, zero, v65)
+			v68 := b2f(sequenceRatio >= c22)
+			v69 := b2f(sequenceRatio != sequenceRatio)
+			v70 := max(v68, v69)
+			v71 := sel(v70, v67, zero)
+			v72 := b2f(sequenceRatio <= c20)
+			v73 := max(v72, v69)
+			v74 := sel(v73, v66, zero)
+			v75 := v71 + v74
+			v76 := b2f(v75 != zero)
+			v77 := float32(v75 * sequenceRatio)
+			v78 := sel(v76, v77, v75)
+			v79 := b2f(v78 != zero)
+			v80 := v78 / v10
+			v81 := sel(v79, v80, v78)
+			v82 := sel(mask, v81, zero)
+			v83 := v60 + v82
+			gradLogProb := sel(mask, v83, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
@@ -370,8 +368,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
 	}
-	for k := range s.acc65 {
-		s.acc65[k] = 0.0
+	for k := range s.acc63 {
+		s.acc63[k] = 0.0
 	}
 	var st fbPass1GoStates
 	if n := min(fbPass1GoChunks, 8); n <= 1 {

@@ -590,7 +590,7 @@ GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $288-128
+TEXT ·fbPass0AVX2(SB), $224-128
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -799,111 +799,95 @@ inner_Q_9:
 
 	// finish v48
 	// v51 = mul(0.0009765625, 0.5)
-	VMULPS  lgc24<>+0(SB), Y3, Y3
-	VMOVUPS lgc20<>+0(SB), Y5
+	VMULPS lgc24<>+0(SB), Y3, Y3
 
-	// v53 = ne(v51, 0)
-	VCMPPS $0x04, Y5, Y3, Y6
-
-	// v54 = mul(v51, valueDiff)
+	// v53 = mul(v51, valueDiff)
 	VMULPS Y2, Y3, Y2
 
-	// v55 = where(v53, v54, v51)
-	VBLENDVPS Y6, Y2, Y3, Y2
-
-	// v56 = add(v55, v55)
+	// v54 = add(v53, v53)
 	VADDPS Y2, Y2, Y2
 
-	// gradStateValue = neg(v56)
+	// gradStateValue = neg(v54)
 	VXORPS  lgc4<>+0(SB), Y2, Y2
 	VMOVUPS Y4, 128(SP)
 	VMOVUPS Y2, 160(SP)
 	VMOVUPS lgc24<>+0(SB), Y2
+	VMOVUPS lgc20<>+0(SB), Y3
 	XORQ    DX, DX
 
 inner_Q_10:
 	MOVQ    stateActionValue+56(FP), SI
 	IMUL3Q  $+1024, DX, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y3
+	VMOVUPS (SI)(DI*4), Y4
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y0, Y3, Y3
+	VSUBPS Y0, Y4, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc4<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc4<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 
 	// v32 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y4, Y6
+	VCMPPS $0x11, Y1, Y5, Y6
 
 	// v33 = mul(0.5, absDiff)
-	VMULPS lgc16<>+0(SB), Y4, Y7
+	VMULPS lgc16<>+0(SB), Y5, Y7
 
-	// v58 = where(v32, 0.0009765625, 0)
-	VANDPS Y2, Y6, Y8
+	// v56 = where(v32, 0, 0.0009765625)
+	VANDNPS Y2, Y6, Y8
 
-	// v59 = where(v32, 0, 0.0009765625)
-	VANDNPS Y2, Y6, Y6
+	// v57 = mul(0.0009765625, absDiff)
+	VMULPS lgc24<>+0(SB), Y5, Y5
 
-	// v60 = ne(v58, 0)
-	VCMPPS $0x04, Y5, Y8, Y9
+	// v58 = where(v32, v57, 0)
+	VANDPS Y5, Y6, Y5
 
-	// v61 = mul(v58, absDiff)
-	VMULPS  Y4, Y8, Y4
-	VMOVUPS Y3, 192(SP)
-	VMOVUPS Y6, 224(SP)
+	// v59 = mul(0.0009765625, v33)
+	VMULPS lgc24<>+0(SB), Y7, Y7
 
-	// v62 = where(v60, v61, v58)
-	VBLENDVPS Y9, Y4, Y8, Y3
+	// v60 = where(v32, v59, 0)
+	VANDPS Y7, Y6, Y6
 
-	// v63 = mul(v58, v33)
-	VMULPS Y7, Y8, Y4
+	// v61 = add(v56, v60)
+	VADDPS Y6, Y8, Y6
 
-	// v64 = where(v60, v63, v58)
-	VBLENDVPS Y9, Y4, Y8, Y4
-	VMOVUPS   224(SP), Y6
+	// v62 = mul(v58, 0.5)
+	VMULPS lgc16<>+0(SB), Y5, Y5
 
-	// v65 = add(v59, v64)
-	VADDPS Y4, Y6, Y4
+	// v63 = add(v61, v62)
+	VADDPS Y5, Y6, Y5
 
-	// v66 = mul(v62, 0.5)
-	VMULPS lgc16<>+0(SB), Y3, Y3
+	// v64 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y4, Y6
 
-	// v67 = add(v65, v66)
-	VADDPS  Y3, Y4, Y3
-	VMOVUPS 192(SP), Y4
+	// v65 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y4, Y7
 
-	// v68 = gt(diff, 0)
-	VCMPPS $0x1e, Y5, Y4, Y6
-
-	// v69 = lt(diff, 0)
-	VCMPPS $0x11, Y5, Y4, Y7
-
-	// v71 = mul(diff, 0)
+	// v67 = mul(diff, 0)
 	VMULPS  lgc20<>+0(SB), Y4, Y4
-	VMOVUPS Y3, 256(SP)
-	VMOVUPS lgc25<>+0(SB), Y3
+	VMOVUPS Y5, 192(SP)
+	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v72 = where(v69, -1, v71)
-	VBLENDVPS Y7, Y3, Y4, Y3
+	// v68 = where(v65, -1, v67)
+	VBLENDVPS Y7, Y5, Y4, Y4
 
-	// v73 = where(v68, 1, v72)
-	VBLENDVPS Y6, Y1, Y3, Y3
-	VMOVUPS   256(SP), Y4
+	// v69 = where(v64, 1, v68)
+	VBLENDVPS Y6, Y1, Y4, Y4
+	VMOVUPS   192(SP), Y5
 
-	// v74 = ne(v67, 0)
-	VCMPPS $0x04, Y5, Y4, Y6
+	// v70 = ne(v63, 0)
+	VCMPPS $0x04, Y3, Y5, Y6
 
-	// v75 = mul(v67, v73)
-	VMULPS Y3, Y4, Y3
+	// v71 = mul(v63, v69)
+	VMULPS Y4, Y5, Y4
 
-	// gradStateActionValue = where(v74, v75, v67)
-	VBLENDVPS Y6, Y3, Y4, Y3
+	// gradStateActionValue = where(v70, v71, v63)
+	VBLENDVPS Y6, Y4, Y5, Y4
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+80(FP), SI
-	VMOVUPS Y3, (SI)(DI*4)
+	VMOVUPS Y4, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_10

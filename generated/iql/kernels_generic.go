@@ -171,7 +171,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c50 := float32(0.0009765625)
 	zero := float32(0)
 	minusOne := float32(-1)
-	c77 := float32(-0.0009765625)
+	c73 := float32(-0.0009765625)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossValue := runtime.Mean{}
@@ -230,11 +230,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v48 := float32(acc48)
 		out.TDError[iB] = v48
 		v51 := float32(c50 * half)
-		v53 := b2f(v51 != zero)
-		v54 := float32(v51 * valueDiff)
-		v55 := sel(v53, v54, v51)
-		v56 := v55 + v55
-		gradStateValue := -v56
+		v53 := float32(v51 * valueDiff)
+		v54 := v53 + v53
+		gradStateValue := -v54
 		grads.StateValue[iB] = gradStateValue
 		for iQ := 0; iQ < 2; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*1024+iB]
@@ -242,27 +240,25 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			absDiff := float32(math.Abs(float64(diff)))
 			v32 := b2f(absDiff < one)
 			v33 := float32(half * absDiff)
-			v58 := sel(v32, c50, zero)
-			v59 := sel(v32, zero, c50)
-			v60 := b2f(v58 != zero)
-			v61 := float32(v58 * absDiff)
-			v62 := sel(v60, v61, v58)
-			v63 := float32(v58 * v33)
-			v64 := sel(v60, v63, v58)
-			v65 := v59 + v64
-			v66 := float32(v62 * half)
-			v67 := v65 + v66
-			v68 := b2f(diff > zero)
-			v69 := b2f(diff < zero)
-			v71 := float32(diff * zero)
-			v72 := sel(v69, minusOne, v71)
-			v73 := sel(v68, one, v72)
-			v74 := b2f(v67 != zero)
-			v75 := float32(v67 * v73)
-			gradStateActionValue := sel(v74, v75, v67)
+			v56 := sel(v32, zero, c50)
+			v57 := float32(c50 * absDiff)
+			v58 := sel(v32, v57, zero)
+			v59 := float32(c50 * v33)
+			v60 := sel(v32, v59, zero)
+			v61 := v56 + v60
+			v62 := float32(v58 * half)
+			v63 := v61 + v62
+			v64 := b2f(diff > zero)
+			v65 := b2f(diff < zero)
+			v67 := float32(diff * zero)
+			v68 := sel(v65, minusOne, v67)
+			v69 := sel(v64, one, v68)
+			v70 := b2f(v63 != zero)
+			v71 := float32(v63 * v69)
+			gradStateActionValue := sel(v70, v71, v63)
 			grads.StateActionValue[iQ*1024+iB] = gradStateActionValue
 		}
-		gradLogProb := float32(c77 * v24)
+		gradLogProb := float32(c73 * v24)
 		grads.LogProb[iB] = gradLogProb
 	}
 	st.lossActor = lossActor

@@ -942,81 +942,75 @@ blocks_4:
 	VMOVUPS      Y1, 3328(DX)
 	VMOVUPS      lgc23<>+0(SB), Y0
 
-	// v42 = where(v28, 0.0009765625, 0)
-	VANDPS Y0, Y6, Y1
-
-	// v43 = where(v28, 0, 0.0009765625)
+	// v42 = where(v28, 0, 0.0009765625)
 	VANDNPS Y0, Y6, Y0
-	VMOVUPS lgc20<>+0(SB), Y2
 
-	// v44 = ne(v42, 0)
-	VCMPPS $0x04, Y2, Y1, Y5
+	// v43 = mul(0.0009765625, absDiff)
+	VMULPS lgc23<>+0(SB), Y4, Y1
 
-	// v45 = mul(v42, absDiff)
-	VMULPS Y4, Y1, Y4
+	// v44 = where(v28, v43, 0)
+	VANDPS  Y1, Y6, Y1
+	VMOVUPS 96(SP), Y2
 
-	// v46 = where(v44, v45, v42)
-	VBLENDVPS Y5, Y4, Y1, Y4
-	VMOVUPS   96(SP), Y6
+	// v45 = mul(0.0009765625, v29)
+	VMULPS lgc23<>+0(SB), Y2, Y2
 
-	// v47 = mul(v42, v29)
-	VMULPS Y6, Y1, Y6
+	// v46 = where(v28, v45, 0)
+	VANDPS Y2, Y6, Y2
 
-	// v48 = where(v44, v47, v42)
-	VBLENDVPS Y5, Y6, Y1, Y1
+	// v47 = add(v42, v46)
+	VADDPS Y2, Y0, Y0
 
-	// v49 = add(v43, v48)
-	VADDPS Y1, Y0, Y0
+	// v48 = mul(v44, 0.5)
+	VMULPS lgc10<>+0(SB), Y1, Y1
 
-	// v50 = mul(v46, 0.5)
-	VMULPS lgc10<>+0(SB), Y4, Y1
+	// v49 = add(v47, v48)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS lgc20<>+0(SB), Y1
 
-	// v51 = add(v49, v50)
-	VADDPS Y1, Y0, Y0
+	// v50 = gt(diff, 0)
+	VCMPPS $0x1e, Y1, Y3, Y2
 
-	// v52 = gt(diff, 0)
-	VCMPPS $0x1e, Y2, Y3, Y1
+	// v51 = lt(diff, 0)
+	VCMPPS $0x11, Y1, Y3, Y4
 
-	// v53 = lt(diff, 0)
-	VCMPPS $0x11, Y2, Y3, Y4
-
-	// v55 = mul(diff, 0)
+	// v53 = mul(diff, 0)
 	VMULPS  lgc20<>+0(SB), Y3, Y3
 	VMOVUPS lgc24<>+0(SB), Y5
 
-	// v56 = where(v53, -1, v55)
+	// v54 = where(v51, -1, v53)
 	VBLENDVPS Y4, Y5, Y3, Y3
 	VMOVUPS   lgc11<>+0(SB), Y4
 
-	// v57 = where(v52, 1, v56)
-	VBLENDVPS Y1, Y4, Y3, Y1
+	// v55 = where(v50, 1, v54)
+	VBLENDVPS Y2, Y4, Y3, Y2
 
-	// v58 = ne(v51, 0)
-	VCMPPS $0x04, Y2, Y0, Y3
+	// v56 = ne(v49, 0)
+	VCMPPS $0x04, Y1, Y0, Y3
 
-	// v59 = mul(v51, v57)
-	VMULPS Y1, Y0, Y1
+	// v57 = mul(v49, v55)
+	VMULPS Y2, Y0, Y2
 
-	// v60 = where(v58, v59, v51)
-	VBLENDVPS Y3, Y1, Y0, Y0
+	// v58 = where(v56, v57, v49)
+	VBLENDVPS Y3, Y2, Y0, Y0
 
-	// gradStateValue = neg(v60)
+	// gradStateValue = neg(v58)
 	VXORPS  lgc13<>+0(SB), Y0, Y0
 	MOVQ    advantage+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS (DX)(BX*4), Y2
 
-	// v65 = mul(-0.0009765625, advantage)
-	VMULPS lgc25<>+0(SB), Y1, Y1
+	// v63 = mul(-0.0009765625, advantage)
+	VMULPS lgc25<>+0(SB), Y2, Y2
 
-	// v66 = ne(v65, 0)
-	VCMPPS  $0x04, Y2, Y1, Y2
+	// v64 = ne(v63, 0)
+	VCMPPS  $0x04, Y1, Y2, Y1
 	VMOVUPS 64(SP), Y3
 
-	// v67 = mul(v65, v4)
-	VMULPS Y3, Y1, Y3
+	// v65 = mul(v63, v4)
+	VMULPS Y3, Y2, Y3
 
-	// gradLogProb = where(v66, v67, v65)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// gradLogProb = where(v64, v65, v63)
+	VBLENDVPS Y1, Y3, Y2, Y1
 	VMOVUPS   lgc26<>+0(SB), Y2
 	VMOVUPS   lgc27<>+0(SB), Y3
 	VMOVUPS   32(SP), Y4

@@ -188,9 +188,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c40 := float32(0.0009765625)
 	zero := float32(0)
 	minusOne := float32(-1)
-	c62 := float32(-4.8828126e-05)
-	c63 := float32(-9.765625e-06)
-	c64 := float32(-0.0009765625)
+	c60 := float32(-4.8828126e-05)
+	c61 := float32(-9.765625e-06)
+	c62 := float32(-0.0009765625)
 	lossObjective := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	entropy := runtime.Mean{}
@@ -231,33 +231,31 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		lossCritic.Add(float64(smoothL1))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
-		v42 := sel(v28, c40, zero)
-		v43 := sel(v28, zero, c40)
-		v44 := b2f(v42 != zero)
-		v45 := float32(v42 * absDiff)
-		v46 := sel(v44, v45, v42)
-		v47 := float32(v42 * v29)
-		v48 := sel(v44, v47, v42)
-		v49 := v43 + v48
-		v50 := float32(v46 * half)
-		v51 := v49 + v50
-		v52 := b2f(diff > zero)
-		v53 := b2f(diff < zero)
-		v55 := float32(diff * zero)
-		v56 := sel(v53, minusOne, v55)
-		v57 := sel(v52, one, v56)
-		v58 := b2f(v51 != zero)
-		v59 := float32(v51 * v57)
-		v60 := sel(v58, v59, v51)
-		gradStateValue := -v60
+		v42 := sel(v28, zero, c40)
+		v43 := float32(c40 * absDiff)
+		v44 := sel(v28, v43, zero)
+		v45 := float32(c40 * v29)
+		v46 := sel(v28, v45, zero)
+		v47 := v42 + v46
+		v48 := float32(v44 * half)
+		v49 := v47 + v48
+		v50 := b2f(diff > zero)
+		v51 := b2f(diff < zero)
+		v53 := float32(diff * zero)
+		v54 := sel(v51, minusOne, v53)
+		v55 := sel(v50, one, v54)
+		v56 := b2f(v49 != zero)
+		v57 := float32(v49 * v55)
+		v58 := sel(v56, v57, v49)
+		gradStateValue := -v58
 		grads.StateValue[iB] = gradStateValue
-		v65 := float32(c64 * advantage)
-		v66 := b2f(v65 != zero)
-		v67 := float32(v65 * v4)
-		gradLogProb := sel(v66, v67, v65)
+		v63 := float32(c62 * advantage)
+		v64 := b2f(v63 != zero)
+		v65 := float32(v63 * v4)
+		gradLogProb := sel(v64, v65, v63)
 		grads.LogProb[iB] = gradLogProb
-		grads.MoveEntropy[iB] = c63
-		grads.TurnEntropy[iB] = c62
+		grads.MoveEntropy[iB] = c61
+		grads.TurnEntropy[iB] = c60
 	}
 	st.lossObjective = lossObjective
 	st.klApprox = klApprox

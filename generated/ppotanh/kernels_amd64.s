@@ -2152,95 +2152,89 @@ inner_D_9:
 	VMOVUPS      Y4, 3328(DX)
 	VMOVUPS      lgc50<>+0(SB), Y0
 
-	// v80 = where(v67, 0.001953125, 0)
-	VANDPS Y0, Y3, Y4
-
-	// v81 = where(v67, 0, 0.001953125)
+	// v80 = where(v67, 0, 0.001953125)
 	VANDNPS Y0, Y3, Y0
-	VMOVUPS lgc3<>+0(SB), Y3
 
-	// v82 = ne(v80, 0)
-	VCMPPS $0x04, Y3, Y4, Y5
+	// v81 = mul(0.001953125, absDiff)
+	VMULPS lgc50<>+0(SB), Y2, Y2
 
-	// v83 = mul(v80, absDiff)
-	VMULPS Y2, Y4, Y2
+	// v82 = where(v67, v81, 0)
+	VANDPS  Y2, Y3, Y2
+	VMOVUPS 704(SP), Y4
 
-	// v84 = where(v82, v83, v80)
-	VBLENDVPS Y5, Y2, Y4, Y2
-	VMOVUPS   704(SP), Y6
+	// v83 = mul(0.001953125, v68)
+	VMULPS lgc50<>+0(SB), Y4, Y4
 
-	// v85 = mul(v80, v68)
-	VMULPS Y6, Y4, Y6
+	// v84 = where(v67, v83, 0)
+	VANDPS Y4, Y3, Y3
 
-	// v86 = where(v82, v85, v80)
-	VBLENDVPS Y5, Y6, Y4, Y4
+	// v85 = add(v80, v84)
+	VADDPS Y3, Y0, Y0
 
-	// v87 = add(v81, v86)
-	VADDPS Y4, Y0, Y0
-
-	// v88 = mul(v84, 0.5)
+	// v86 = mul(v82, 0.5)
 	VMULPS lgc14<>+0(SB), Y2, Y2
 
-	// v89 = add(v87, v88)
-	VADDPS Y2, Y0, Y0
+	// v87 = add(v85, v86)
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS lgc3<>+0(SB), Y2
 
-	// v90 = gt(diff, 0)
-	VCMPPS $0x1e, Y3, Y1, Y2
+	// v88 = gt(diff, 0)
+	VCMPPS $0x1e, Y2, Y1, Y3
 
-	// v91 = lt(diff, 0)
-	VCMPPS $0x11, Y3, Y1, Y4
+	// v89 = lt(diff, 0)
+	VCMPPS $0x11, Y2, Y1, Y4
 
-	// v93 = mul(diff, 0)
+	// v91 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS lgc51<>+0(SB), Y5
 
-	// v94 = where(v91, -1, v93)
+	// v92 = where(v89, -1, v91)
 	VBLENDVPS Y4, Y5, Y1, Y1
 	VMOVUPS   lgc7<>+0(SB), Y4
 
-	// v95 = where(v90, 1, v94)
-	VBLENDVPS Y2, Y4, Y1, Y1
+	// v93 = where(v88, 1, v92)
+	VBLENDVPS Y3, Y4, Y1, Y1
 
-	// v96 = ne(v89, 0)
-	VCMPPS $0x04, Y3, Y0, Y2
+	// v94 = ne(v87, 0)
+	VCMPPS $0x04, Y2, Y0, Y3
 
-	// v97 = mul(v89, v95)
+	// v95 = mul(v87, v93)
 	VMULPS Y1, Y0, Y1
 
-	// v98 = where(v96, v97, v89)
-	VBLENDVPS Y2, Y1, Y0, Y0
+	// v96 = where(v94, v95, v87)
+	VBLENDVPS Y3, Y1, Y0, Y0
 
-	// gradStateValue = neg(v98)
+	// gradStateValue = neg(v96)
 	VXORPS  lgc6<>+0(SB), Y0, Y0
 	MOVQ    advantage+48(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
-	// v102 = mul(-0.001953125, advantage)
+	// v100 = mul(-0.001953125, advantage)
 	VMULPS lgc52<>+0(SB), Y1, Y1
 
-	// v103 = ne(v102, 0)
-	VCMPPS  $0x04, Y3, Y1, Y2
+	// v101 = ne(v100, 0)
+	VCMPPS  $0x04, Y2, Y1, Y3
 	VMOVUPS 672(SP), Y5
 
-	// v104 = mul(v102, v52)
+	// v102 = mul(v100, v52)
 	VMULPS Y5, Y1, Y5
 
-	// v105 = where(v103, v104, v102)
-	VBLENDVPS Y2, Y5, Y1, Y1
+	// v103 = where(v101, v102, v100)
+	VBLENDVPS Y3, Y5, Y1, Y1
 
-	// v106 = neg(v105)
-	VXORPS lgc6<>+0(SB), Y1, Y2
+	// v104 = neg(v103)
+	VXORPS lgc6<>+0(SB), Y1, Y3
 
-	// v108 = ne(v105, 0)
-	VCMPPS $0x04, Y3, Y1, Y5
+	// v106 = ne(v103, 0)
+	VCMPPS $0x04, Y2, Y1, Y5
 
-	// v112 = ne(v106, 0)
-	VCMPPS  $0x04, Y3, Y2, Y3
+	// v110 = ne(v104, 0)
+	VCMPPS  $0x04, Y2, Y3, Y2
 	VMOVUPS Y0, 736(SP)
 	VMOVUPS Y1, 768(SP)
-	VMOVUPS Y2, 800(SP)
+	VMOVUPS Y3, 800(SP)
 	VMOVUPS Y5, 832(SP)
-	VMOVUPS Y3, 864(SP)
+	VMOVUPS Y2, 864(SP)
 	VMOVUPS lgc2<>+0(SB), Y0
 	VMOVUPS lgc4<>+0(SB), Y1
 	VMOVUPS lgc5<>+0(SB), Y2
@@ -2307,11 +2301,11 @@ inner_D_10:
 	VDIVPS  Y7, Y5, Y5
 	VMOVUPS 800(SP), Y8
 
-	// v107 = div(v106, scale)
+	// v105 = div(v104, scale)
 	VDIVPS  Y6, Y8, Y6
 	VMOVUPS 768(SP), Y9
 
-	// v109 = div(v105, v28)
+	// v107 = div(v103, v28)
 	VDIVPS  Y7, Y9, Y10
 	VMOVUPS Y3, 896(SP)
 	VMOVUPS Y6, 928(SP)
@@ -2319,56 +2313,56 @@ inner_D_10:
 	VMOVUPS lgc3<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y3, Y6
 
-	// v110 = where(v108, v109, v105)
+	// v108 = where(v106, v107, v103)
 	VBLENDVPS Y6, Y10, Y9, Y3
 
-	// v111 = div(v29, v28)
+	// v109 = div(v29, v28)
 	VDIVPS Y7, Y5, Y5
 
-	// v113 = mul(v106, v111)
+	// v111 = mul(v104, v109)
 	VMULPS  Y5, Y8, Y5
 	VMOVUPS 864(SP), Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v114 = where(v112, v113, v106)
+	// v112 = where(v110, v111, v104)
 	VBLENDVPS Y7, Y5, Y8, Y5
 
-	// v115 = mul(v114, 2)
+	// v113 = mul(v112, 2)
 	VMULPS  lgc2<>+0(SB), Y5, Y5
 	VMOVUPS 128(SP)(DI*1), Y6
 
-	// v116 = mul(v115, scale)
+	// v114 = mul(v113, scale)
 	VMULPS  Y6, Y5, Y5
 	VMOVUPS 928(SP), Y6
 
-	// v117 = add(v107, v116)
+	// v115 = add(v105, v114)
 	VADDPS Y5, Y6, Y6
 
-	// gradScale = add(v117, v116)
+	// gradScale = add(v115, v114)
 	VADDPS Y5, Y6, Y5
 
 	// store gradScale
 	VMOVUPS Y5, 256(SP)(DI*1)
 
-	// v119 = neg(v110)
+	// v117 = neg(v108)
 	VXORPS  lgc6<>+0(SB), Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y5
 
-	// v120 = ne(v119, 0)
+	// v118 = ne(v117, 0)
 	VCMPPS  $0x04, Y5, Y3, Y5
 	VMOVUPS 896(SP), Y6
 
-	// v121 = mul(v119, v24)
+	// v119 = mul(v117, v24)
 	VMULPS Y6, Y3, Y6
 
-	// v122 = where(v120, v121, v119)
+	// v120 = where(v118, v119, v117)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v123 = add(v122, v122)
+	// v121 = add(v120, v120)
 	VADDPS Y3, Y3, Y3
 
-	// gradLoc = neg(v123)
+	// gradLoc = neg(v121)
 	VXORPS lgc6<>+0(SB), Y3, Y3
 
 	// store gradLoc

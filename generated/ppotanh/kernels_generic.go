@@ -255,8 +255,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c59 := float32(-0.01)
 	c79 := float32(0.001953125)
 	minusOne := float32(-1)
-	c100 := float32(-1.953125e-05)
-	c101 := float32(-0.001953125)
+	c98 := float32(-1.953125e-05)
+	c99 := float32(-0.001953125)
 	lossObjective := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
@@ -349,33 +349,31 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		lossCritic.Add(float64(smoothL1))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
-		v80 := sel(v67, c79, zero)
-		v81 := sel(v67, zero, c79)
-		v82 := b2f(v80 != zero)
-		v83 := float32(v80 * absDiff)
-		v84 := sel(v82, v83, v80)
-		v85 := float32(v80 * v68)
-		v86 := sel(v82, v85, v80)
-		v87 := v81 + v86
-		v88 := float32(v84 * half)
-		v89 := v87 + v88
-		v90 := b2f(diff > zero)
-		v91 := b2f(diff < zero)
-		v93 := float32(diff * zero)
-		v94 := sel(v91, minusOne, v93)
-		v95 := sel(v90, one, v94)
-		v96 := b2f(v89 != zero)
-		v97 := float32(v89 * v95)
-		v98 := sel(v96, v97, v89)
-		gradStateValue := -v98
+		v80 := sel(v67, zero, c79)
+		v81 := float32(c79 * absDiff)
+		v82 := sel(v67, v81, zero)
+		v83 := float32(c79 * v68)
+		v84 := sel(v67, v83, zero)
+		v85 := v80 + v84
+		v86 := float32(v82 * half)
+		v87 := v85 + v86
+		v88 := b2f(diff > zero)
+		v89 := b2f(diff < zero)
+		v91 := float32(diff * zero)
+		v92 := sel(v89, minusOne, v91)
+		v93 := sel(v88, one, v92)
+		v94 := b2f(v87 != zero)
+		v95 := float32(v87 * v93)
+		v96 := sel(v94, v95, v87)
+		gradStateValue := -v96
 		grads.StateValue[iB] = gradStateValue
-		v102 := float32(c101 * advantage)
-		v103 := b2f(v102 != zero)
-		v104 := float32(v102 * v52)
-		v105 := sel(v103, v104, v102)
-		v106 := -v105
-		v108 := b2f(v105 != zero)
-		v112 := b2f(v106 != zero)
+		v100 := float32(c99 * advantage)
+		v101 := b2f(v100 != zero)
+		v102 := float32(v100 * v52)
+		v103 := sel(v101, v102, v100)
+		v104 := -v103
+		v106 := b2f(v103 != zero)
+		v110 := b2f(v104 != zero)
 		for iD := 0; iD < 2; iD++ {
 			loc := in.Loc[iB*2+iD]
 			scale := in.Scale[iB*2+iD]
@@ -399,26 +397,26 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v27 := float32(scale * scale)
 			v28 := float32(two * v27)
 			v29 := v26 / v28
-			v107 := v106 / scale
-			v109 := v105 / v28
-			v110 := sel(v108, v109, v105)
-			v111 := v29 / v28
-			v113 := float32(v106 * v111)
-			v114 := sel(v112, v113, v106)
-			v115 := float32(v114 * two)
-			v116 := float32(v115 * scale)
-			v117 := v107 + v116
-			gradScale := v117 + v116
+			v105 := v104 / scale
+			v107 := v103 / v28
+			v108 := sel(v106, v107, v103)
+			v109 := v29 / v28
+			v111 := float32(v104 * v109)
+			v112 := sel(v110, v111, v104)
+			v113 := float32(v112 * two)
+			v114 := float32(v113 * scale)
+			v115 := v105 + v114
+			gradScale := v115 + v114
 			grads.Scale[iB*2+iD] = gradScale
-			v119 := -v110
-			v120 := b2f(v119 != zero)
-			v121 := float32(v119 * v24)
-			v122 := sel(v120, v121, v119)
-			v123 := v122 + v122
-			gradLoc := -v123
+			v117 := -v108
+			v118 := b2f(v117 != zero)
+			v119 := float32(v117 * v24)
+			v120 := sel(v118, v119, v117)
+			v121 := v120 + v120
+			gradLoc := -v121
 			grads.Loc[iB*2+iD] = gradLoc
 		}
-		grads.Entropy[iB] = c100
+		grads.Entropy[iB] = c98
 	}
 	st.lossObjective = lossObjective
 	st.klApprox = klApprox

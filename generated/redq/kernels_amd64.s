@@ -943,7 +943,7 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	// v58 = neg(v57)
 	VXORPS lgc19<>+0(SB), Y4, Y1
 
-	// v100 = mul(0.00390625, v15)
+	// v98 = mul(0.00390625, v15)
 	VMULPS  lgc30<>+0(SB), Y0, Y2
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
@@ -1200,60 +1200,54 @@ inner_Q_13:
 	VMULPS  lgc10<>+0(SB), Y1, Y4
 	VMOVUPS lgc32<>+0(SB), Y5
 
-	// v80 = where(v48, 0.000390625, 0)
-	VANDPS Y5, Y3, Y6
+	// v80 = where(v48, 0, 0.000390625)
+	VANDNPS Y5, Y3, Y5
 
-	// v81 = where(v48, 0, 0.000390625)
-	VANDNPS Y5, Y3, Y3
-	VMOVUPS lgc17<>+0(SB), Y5
+	// v81 = mul(0.000390625, absDiff)
+	VMULPS lgc32<>+0(SB), Y1, Y1
 
-	// v82 = ne(v80, 0)
-	VCMPPS $0x04, Y5, Y6, Y7
+	// v82 = where(v48, v81, 0)
+	VANDPS Y1, Y3, Y1
 
-	// v83 = mul(v80, absDiff)
-	VMULPS Y1, Y6, Y1
+	// v83 = mul(0.000390625, v49)
+	VMULPS lgc32<>+0(SB), Y4, Y4
 
-	// v84 = where(v82, v83, v80)
-	VBLENDVPS Y7, Y1, Y6, Y1
+	// v84 = where(v48, v83, 0)
+	VANDPS Y4, Y3, Y3
 
-	// v85 = mul(v80, v49)
-	VMULPS Y4, Y6, Y4
+	// v85 = add(v80, v84)
+	VADDPS Y3, Y5, Y3
 
-	// v86 = where(v82, v85, v80)
-	VBLENDVPS Y7, Y4, Y6, Y4
-
-	// v87 = add(v81, v86)
-	VADDPS Y4, Y3, Y3
-
-	// v88 = mul(v84, 0.5)
+	// v86 = mul(v82, 0.5)
 	VMULPS lgc10<>+0(SB), Y1, Y1
 
-	// v89 = add(v87, v88)
-	VADDPS Y1, Y3, Y1
+	// v87 = add(v85, v86)
+	VADDPS  Y1, Y3, Y1
+	VMOVUPS lgc17<>+0(SB), Y3
 
-	// v90 = gt(diff, 0)
-	VCMPPS $0x1e, Y5, Y0, Y3
+	// v88 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y0, Y4
 
-	// v91 = lt(diff, 0)
-	VCMPPS $0x11, Y5, Y0, Y4
+	// v89 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y0, Y5
 
-	// v93 = mul(diff, 0)
+	// v91 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y0, Y0
 	VMOVUPS lgc33<>+0(SB), Y6
 
-	// v94 = where(v91, -1, v93)
-	VBLENDVPS Y4, Y6, Y0, Y0
+	// v92 = where(v89, -1, v91)
+	VBLENDVPS Y5, Y6, Y0, Y0
 
-	// v95 = where(v90, 1, v94)
-	VBLENDVPS Y3, Y2, Y0, Y0
+	// v93 = where(v88, 1, v92)
+	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v96 = ne(v89, 0)
-	VCMPPS $0x04, Y5, Y1, Y2
+	// v94 = ne(v87, 0)
+	VCMPPS $0x04, Y3, Y1, Y2
 
-	// v97 = mul(v89, v95)
+	// v95 = mul(v87, v93)
 	VMULPS Y0, Y1, Y0
 
-	// gradStateActionValue = where(v96, v97, v89)
+	// gradStateActionValue = where(v94, v95, v87)
 	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradStateActionValue

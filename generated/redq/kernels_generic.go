@@ -229,7 +229,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	zero := float32(0)
 	c79 := float32(0.000390625)
 	minusOne := float32(-1)
-	c99 := float32(-0.000390625)
+	c97 := float32(-0.000390625)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	lossAlpha := runtime.Mean{}
@@ -307,34 +307,32 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		out.TDError[iB] = v68
 		v72 := float32(c71 * v60)
 		acc73 += float64(v72)
-		v100 := float32(c70 * v15)
-		grads.LogProb[iB] = v100
+		v98 := float32(c70 * v15)
+		grads.LogProb[iB] = v98
 		for iQ := 0; iQ < 10; iQ++ {
 			stateActionValue := in.StateActionValue[iQ*256+iB]
 			diff := stateActionValue - td0Return
 			absDiff := float32(math.Abs(float64(diff)))
 			v48 := b2f(absDiff < one)
 			v49 := float32(half * absDiff)
-			v80 := sel(v48, c79, zero)
-			v81 := sel(v48, zero, c79)
-			v82 := b2f(v80 != zero)
-			v83 := float32(v80 * absDiff)
-			v84 := sel(v82, v83, v80)
-			v85 := float32(v80 * v49)
-			v86 := sel(v82, v85, v80)
-			v87 := v81 + v86
-			v88 := float32(v84 * half)
-			v89 := v87 + v88
-			v90 := b2f(diff > zero)
-			v91 := b2f(diff < zero)
-			v93 := float32(diff * zero)
-			v94 := sel(v91, minusOne, v93)
-			v95 := sel(v90, one, v94)
-			v96 := b2f(v89 != zero)
-			v97 := float32(v89 * v95)
-			gradStateActionValue := sel(v96, v97, v89)
+			v80 := sel(v48, zero, c79)
+			v81 := float32(c79 * absDiff)
+			v82 := sel(v48, v81, zero)
+			v83 := float32(c79 * v49)
+			v84 := sel(v48, v83, zero)
+			v85 := v80 + v84
+			v86 := float32(v82 * half)
+			v87 := v85 + v86
+			v88 := b2f(diff > zero)
+			v89 := b2f(diff < zero)
+			v91 := float32(diff * zero)
+			v92 := sel(v89, minusOne, v91)
+			v93 := sel(v88, one, v92)
+			v94 := b2f(v87 != zero)
+			v95 := float32(v87 * v93)
+			gradStateActionValue := sel(v94, v95, v87)
 			grads.StateActionValue[iQ*256+iB] = gradStateActionValue
-			grads.StateActionValueActor[iQ*256+iB] = c99
+			grads.StateActionValueActor[iQ*256+iB] = c97
 		}
 	}
 	st.lossActor = lossActor

@@ -444,85 +444,78 @@ blocks_5:
 	VANDNPS Y4, Y5, Y5
 
 	// v26 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y5, Y1
+	VCMPPS $0x11, Y1, Y5, Y6
 
 	// v27 = mul(0.5, absDiff)
-	VMULPS lgc11<>+0(SB), Y5, Y6
+	VMULPS lgc11<>+0(SB), Y5, Y7
 
 	// v28 = mul(v27, absDiff)
-	VMULPS Y5, Y6, Y7
+	VMULPS Y5, Y7, Y8
 
 	// v29 = sub(absDiff, 0.5)
-	VSUBPS  lgc11<>+0(SB), Y5, Y8
+	VSUBPS  lgc11<>+0(SB), Y5, Y9
 	VMOVUPS Y3, (SP)
 	VMOVUPS Y2, 32(SP)
 
 	// smoothL1 = where(v26, v28, v29)
-	VBLENDVPS Y1, Y7, Y8, Y2
+	VBLENDVPS Y6, Y8, Y9, Y2
 
 	// mean(smoothL1) over [N T]
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
 	VMOVUPS lgc14<>+0(SB), Y2
 
-	// v34 = where(v26, 0.0009765625, 0)
-	VANDPS Y2, Y1, Y3
+	// v34 = where(v26, 0, 0.0009765625)
+	VANDNPS Y2, Y6, Y2
 
-	// v35 = where(v26, 0, 0.0009765625)
-	VANDNPS Y2, Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
+	// v35 = mul(0.0009765625, absDiff)
+	VMULPS lgc14<>+0(SB), Y5, Y3
 
-	// v36 = ne(v34, 0)
-	VCMPPS $0x04, Y2, Y3, Y7
+	// v36 = where(v26, v35, 0)
+	VANDPS Y3, Y6, Y3
 
-	// v37 = mul(v34, absDiff)
-	VMULPS Y5, Y3, Y5
+	// v37 = mul(0.0009765625, v27)
+	VMULPS lgc14<>+0(SB), Y7, Y5
 
-	// v38 = where(v36, v37, v34)
-	VBLENDVPS Y7, Y5, Y3, Y5
+	// v38 = where(v26, v37, 0)
+	VANDPS Y5, Y6, Y5
 
-	// v39 = mul(v34, v27)
-	VMULPS Y6, Y3, Y6
+	// v39 = add(v34, v38)
+	VADDPS Y5, Y2, Y2
 
-	// v40 = where(v36, v39, v34)
-	VBLENDVPS Y7, Y6, Y3, Y3
+	// v40 = mul(v36, 0.5)
+	VMULPS lgc11<>+0(SB), Y3, Y3
 
-	// v41 = add(v35, v40)
-	VADDPS Y3, Y1, Y1
+	// v41 = add(v39, v40)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v42 = mul(v38, 0.5)
-	VMULPS lgc11<>+0(SB), Y5, Y3
+	// v42 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y4, Y5
 
-	// v43 = add(v41, v42)
-	VADDPS Y3, Y1, Y1
+	// v43 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y4, Y6
 
-	// v44 = gt(diff, 0)
-	VCMPPS $0x1e, Y2, Y4, Y3
-
-	// v45 = lt(diff, 0)
-	VCMPPS $0x11, Y2, Y4, Y5
-
-	// v47 = mul(diff, 0)
+	// v45 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
-	VMOVUPS lgc15<>+0(SB), Y6
+	VMOVUPS lgc15<>+0(SB), Y7
 
-	// v48 = where(v45, -1, v47)
-	VBLENDVPS Y5, Y6, Y4, Y4
-	VMOVUPS   lgc1<>+0(SB), Y5
+	// v46 = where(v43, -1, v45)
+	VBLENDVPS Y6, Y7, Y4, Y4
 
-	// v49 = where(v44, 1, v48)
-	VBLENDVPS Y3, Y5, Y4, Y3
+	// v47 = where(v42, 1, v46)
+	VBLENDVPS Y5, Y1, Y4, Y1
 
-	// v50 = ne(v43, 0)
-	VCMPPS $0x04, Y2, Y1, Y2
+	// v48 = ne(v41, 0)
+	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v51 = mul(v43, v49)
-	VMULPS Y3, Y1, Y3
+	// v49 = mul(v41, v47)
+	VMULPS Y1, Y2, Y1
 
-	// v52 = where(v50, v51, v43)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// v50 = where(v48, v49, v41)
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// gradStateValue = neg(v52)
+	// gradStateValue = neg(v50)
 	VXORPS  lgc10<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y2
 

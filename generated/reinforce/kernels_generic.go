@@ -135,7 +135,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c32 := float32(0.0009765625)
 	zero := float32(0)
 	minusOne := float32(-1)
-	c54 := float32(-0.0009765625)
+	c52 := float32(-0.0009765625)
 	lossActor := runtime.Mean{}
 	lossValue := runtime.Mean{}
 	for iN := lo; iN < hi; iN++ {
@@ -170,27 +170,25 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v29 := absDiff - half
 			smoothL1 := sel(v26, v28, v29)
 			lossValue.Add(float64(smoothL1))
-			v34 := sel(v26, c32, zero)
-			v35 := sel(v26, zero, c32)
-			v36 := b2f(v34 != zero)
-			v37 := float32(v34 * absDiff)
-			v38 := sel(v36, v37, v34)
-			v39 := float32(v34 * v27)
-			v40 := sel(v36, v39, v34)
-			v41 := v35 + v40
-			v42 := float32(v38 * half)
-			v43 := v41 + v42
-			v44 := b2f(diff > zero)
-			v45 := b2f(diff < zero)
-			v47 := float32(diff * zero)
-			v48 := sel(v45, minusOne, v47)
-			v49 := sel(v44, one, v48)
-			v50 := b2f(v43 != zero)
-			v51 := float32(v43 * v49)
-			v52 := sel(v50, v51, v43)
-			gradStateValue := -v52
+			v34 := sel(v26, zero, c32)
+			v35 := float32(c32 * absDiff)
+			v36 := sel(v26, v35, zero)
+			v37 := float32(c32 * v27)
+			v38 := sel(v26, v37, zero)
+			v39 := v34 + v38
+			v40 := float32(v36 * half)
+			v41 := v39 + v40
+			v42 := b2f(diff > zero)
+			v43 := b2f(diff < zero)
+			v45 := float32(diff * zero)
+			v46 := sel(v43, minusOne, v45)
+			v47 := sel(v42, one, v46)
+			v48 := b2f(v41 != zero)
+			v49 := float32(v41 * v47)
+			v50 := sel(v48, v49, v41)
+			gradStateValue := -v50
 			grads.StateValue[iN*64+iT] = gradStateValue
-			gradLogProb := float32(c54 * gae)
+			gradLogProb := float32(c52 * gae)
 			grads.LogProb[iN*64+iT] = gradLogProb
 		}
 	}

@@ -1036,60 +1036,54 @@ inner_Q_10:
 	VMOVUPS Y5, (SI)(DI*4)
 	VMOVUPS lgc27<>+0(SB), Y5
 
-	// v56 = where(v22, 0.00390625, 0)
-	VANDPS Y5, Y3, Y6
+	// v56 = where(v22, 0, 0.00390625)
+	VANDNPS Y5, Y3, Y5
 
-	// v57 = where(v22, 0, 0.00390625)
-	VANDNPS Y5, Y3, Y3
-	VMOVUPS lgc17<>+0(SB), Y5
+	// v57 = mul(0.00390625, absDiff)
+	VMULPS lgc27<>+0(SB), Y1, Y1
 
-	// v58 = ne(v56, 0)
-	VCMPPS $0x04, Y5, Y6, Y7
+	// v58 = where(v22, v57, 0)
+	VANDPS Y1, Y3, Y1
 
-	// v59 = mul(v56, absDiff)
-	VMULPS Y1, Y6, Y1
+	// v59 = mul(0.00390625, v23)
+	VMULPS lgc27<>+0(SB), Y4, Y4
 
-	// v60 = where(v58, v59, v56)
-	VBLENDVPS Y7, Y1, Y6, Y1
+	// v60 = where(v22, v59, 0)
+	VANDPS Y4, Y3, Y3
 
-	// v61 = mul(v56, v23)
-	VMULPS Y4, Y6, Y4
+	// v61 = add(v56, v60)
+	VADDPS Y3, Y5, Y3
 
-	// v62 = where(v58, v61, v56)
-	VBLENDVPS Y7, Y4, Y6, Y4
-
-	// v63 = add(v57, v62)
-	VADDPS Y4, Y3, Y3
-
-	// v64 = mul(v60, 0.5)
+	// v62 = mul(v58, 0.5)
 	VMULPS lgc10<>+0(SB), Y1, Y1
 
-	// v65 = add(v63, v64)
-	VADDPS Y1, Y3, Y1
+	// v63 = add(v61, v62)
+	VADDPS  Y1, Y3, Y1
+	VMOVUPS lgc17<>+0(SB), Y3
 
-	// v66 = gt(diff, 0)
-	VCMPPS $0x1e, Y5, Y0, Y3
+	// v64 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y0, Y4
 
-	// v67 = lt(diff, 0)
-	VCMPPS $0x11, Y5, Y0, Y4
+	// v65 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y0, Y5
 
-	// v69 = mul(diff, 0)
+	// v67 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y0, Y0
 	VMOVUPS lgc29<>+0(SB), Y6
 
-	// v70 = where(v67, -1, v69)
-	VBLENDVPS Y4, Y6, Y0, Y0
+	// v68 = where(v65, -1, v67)
+	VBLENDVPS Y5, Y6, Y0, Y0
 
-	// v71 = where(v66, 1, v70)
-	VBLENDVPS Y3, Y2, Y0, Y0
+	// v69 = where(v64, 1, v68)
+	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v72 = ne(v65, 0)
-	VCMPPS $0x04, Y5, Y1, Y2
+	// v70 = ne(v63, 0)
+	VCMPPS $0x04, Y3, Y1, Y2
 
-	// v73 = mul(v65, v71)
+	// v71 = mul(v63, v69)
 	VMULPS Y0, Y1, Y0
 
-	// gradStateActionValue = where(v72, v73, v65)
+	// gradStateActionValue = where(v70, v71, v63)
 	VBLENDVPS Y2, Y0, Y1, Y0
 
 	// store gradStateActionValue

@@ -257,24 +257,22 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v53 := b2f(v52 == v32)
 			gradStateActionValueActor := sel(v53, c48, zero)
 			grads.StateActionValueActor[iQ*256+iB] = gradStateActionValueActor
-			v56 := sel(v22, c47, zero)
-			v57 := sel(v22, zero, c47)
-			v58 := b2f(v56 != zero)
-			v59 := float32(v56 * absDiff)
-			v60 := sel(v58, v59, v56)
-			v61 := float32(v56 * v23)
-			v62 := sel(v58, v61, v56)
-			v63 := v57 + v62
-			v64 := float32(v60 * half)
-			v65 := v63 + v64
-			v66 := b2f(diff > zero)
-			v67 := b2f(diff < zero)
-			v69 := float32(diff * zero)
-			v70 := sel(v67, minusOne, v69)
-			v71 := sel(v66, one, v70)
-			v72 := b2f(v65 != zero)
-			v73 := float32(v65 * v71)
-			gradStateActionValue := sel(v72, v73, v65)
+			v56 := sel(v22, zero, c47)
+			v57 := float32(c47 * absDiff)
+			v58 := sel(v22, v57, zero)
+			v59 := float32(c47 * v23)
+			v60 := sel(v22, v59, zero)
+			v61 := v56 + v60
+			v62 := float32(v58 * half)
+			v63 := v61 + v62
+			v64 := b2f(diff > zero)
+			v65 := b2f(diff < zero)
+			v67 := float32(diff * zero)
+			v68 := sel(v65, minusOne, v67)
+			v69 := sel(v64, one, v68)
+			v70 := b2f(v63 != zero)
+			v71 := float32(v63 * v69)
+			gradStateActionValue := sel(v70, v71, v63)
 			grads.StateActionValue[iQ*256+iB] = gradStateActionValue
 		}
 		grads.LogProb[iB] = v51

@@ -363,7 +363,7 @@ GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·fbPass0AVX2(SB), $192-104
+TEXT ·fbPass0AVX2(SB), $128-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -557,66 +557,56 @@ inner_Q_12:
 	// v25 = mul(0.5, absDiff)
 	VMULPS lgc7<>+0(SB), Y6, Y8
 
-	// v35 = where(v24, 0.00390625, 0)
-	VANDPS  Y2, Y7, Y9
+	// v35 = where(v24, 0, 0.00390625)
+	VANDNPS Y2, Y7, Y9
+
+	// v36 = mul(0.00390625, absDiff)
+	VMULPS  lgc11<>+0(SB), Y6, Y6
 	VMOVUPS Y4, 64(SP)
 
-	// v36 = where(v24, 0, 0.00390625)
-	VANDNPS Y2, Y7, Y4
+	// v37 = where(v24, v36, 0)
+	VANDPS Y6, Y7, Y4
 
-	// v37 = ne(v35, 0)
-	VCMPPS $0x04, Y0, Y9, Y7
+	// v38 = mul(0.00390625, v25)
+	VMULPS lgc11<>+0(SB), Y8, Y6
 
-	// v38 = mul(v35, absDiff)
-	VMULPS  Y6, Y9, Y6
-	VMOVUPS Y5, 96(SP)
-	VMOVUPS Y4, 128(SP)
+	// v39 = where(v24, v38, 0)
+	VANDPS Y6, Y7, Y6
 
-	// v39 = where(v37, v38, v35)
-	VBLENDVPS Y7, Y6, Y9, Y4
+	// v40 = add(v35, v39)
+	VADDPS Y6, Y9, Y6
 
-	// v40 = mul(v35, v25)
-	VMULPS Y8, Y9, Y5
-
-	// v41 = where(v37, v40, v35)
-	VBLENDVPS Y7, Y5, Y9, Y5
-	VMOVUPS   128(SP), Y6
-
-	// v42 = add(v36, v41)
-	VADDPS Y5, Y6, Y5
-
-	// v43 = mul(v39, 0.5)
+	// v41 = mul(v37, 0.5)
 	VMULPS lgc7<>+0(SB), Y4, Y4
 
-	// v44 = add(v42, v43)
-	VADDPS  Y4, Y5, Y4
-	VMOVUPS 96(SP), Y5
+	// v42 = add(v40, v41)
+	VADDPS Y4, Y6, Y4
 
-	// v45 = gt(diff, 0)
+	// v43 = gt(diff, 0)
 	VCMPPS $0x1e, Y0, Y5, Y6
 
-	// v46 = lt(diff, 0)
+	// v44 = lt(diff, 0)
 	VCMPPS $0x11, Y0, Y5, Y7
 
-	// v48 = mul(diff, 0)
+	// v46 = mul(diff, 0)
 	VMULPS  lgc5<>+0(SB), Y5, Y5
-	VMOVUPS Y4, 160(SP)
+	VMOVUPS Y4, 96(SP)
 	VMOVUPS lgc12<>+0(SB), Y4
 
-	// v49 = where(v46, -1, v48)
+	// v47 = where(v44, -1, v46)
 	VBLENDVPS Y7, Y4, Y5, Y4
 
-	// v50 = where(v45, 1, v49)
+	// v48 = where(v43, 1, v47)
 	VBLENDVPS Y6, Y3, Y4, Y4
-	VMOVUPS   160(SP), Y5
+	VMOVUPS   96(SP), Y5
 
-	// v51 = ne(v44, 0)
+	// v49 = ne(v42, 0)
 	VCMPPS $0x04, Y0, Y5, Y6
 
-	// v52 = mul(v44, v50)
+	// v50 = mul(v42, v48)
 	VMULPS Y4, Y5, Y4
 
-	// gradStateActionValue = where(v51, v52, v44)
+	// gradStateActionValue = where(v49, v50, v42)
 	VBLENDVPS Y6, Y4, Y5, Y4
 
 	// store gradStateActionValue
@@ -627,7 +617,7 @@ inner_Q_12:
 	VCMPPS  $0x04, Y5, Y4, Y5
 	VMOVUPS lgc13<>+0(SB), Y4
 
-	// v55 = where(v15, -0.00390625, 0)
+	// v53 = where(v15, -0.00390625, 0)
 	VANDPS Y4, Y5, Y4
 
 	// store gradStateActionValueActor

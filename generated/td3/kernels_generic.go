@@ -148,7 +148,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	half := float32(0.5)
 	c34 := float32(0.00390625)
 	minusOne := float32(-1)
-	c54 := float32(-0.00390625)
+	c52 := float32(-0.00390625)
 	lossActor := runtime.Mean{}
 	lossQvalue := runtime.Mean{}
 	for iB := lo; iB < hi; iB++ {
@@ -206,27 +206,25 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			absDiff := float32(math.Abs(float64(diff)))
 			v24 := b2f(absDiff < one)
 			v25 := float32(half * absDiff)
-			v35 := sel(v24, c34, zero)
-			v36 := sel(v24, zero, c34)
-			v37 := b2f(v35 != zero)
-			v38 := float32(v35 * absDiff)
-			v39 := sel(v37, v38, v35)
-			v40 := float32(v35 * v25)
-			v41 := sel(v37, v40, v35)
-			v42 := v36 + v41
-			v43 := float32(v39 * half)
-			v44 := v42 + v43
-			v45 := b2f(diff > zero)
-			v46 := b2f(diff < zero)
-			v48 := float32(diff * zero)
-			v49 := sel(v46, minusOne, v48)
-			v50 := sel(v45, one, v49)
-			v51 := b2f(v44 != zero)
-			v52 := float32(v44 * v50)
-			gradStateActionValue := sel(v51, v52, v44)
+			v35 := sel(v24, zero, c34)
+			v36 := float32(c34 * absDiff)
+			v37 := sel(v24, v36, zero)
+			v38 := float32(c34 * v25)
+			v39 := sel(v24, v38, zero)
+			v40 := v35 + v39
+			v41 := float32(v37 * half)
+			v42 := v40 + v41
+			v43 := b2f(diff > zero)
+			v44 := b2f(diff < zero)
+			v46 := float32(diff * zero)
+			v47 := sel(v44, minusOne, v46)
+			v48 := sel(v43, one, v47)
+			v49 := b2f(v42 != zero)
+			v50 := float32(v42 * v48)
+			gradStateActionValue := sel(v49, v50, v42)
 			grads.StateActionValue[iQ*256+iB] = gradStateActionValue
-			v55 := sel(v15, c54, zero)
-			grads.StateActionValueActor[iQ*256+iB] = v55
+			v53 := sel(v15, c52, zero)
+			grads.StateActionValueActor[iQ*256+iB] = v53
 		}
 	}
 	st.lossActor = lossActor

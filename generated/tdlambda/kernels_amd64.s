@@ -88,9 +88,6 @@ outer0_1:
 	VBLENDVPD   Y3, Y2, Y4, Y2
 	VANDPD      lgc8<>+0(SB), Y1, Y3
 	VCMPPD      $0x12, lgc9<>+0(SB), Y3, Y3
-	VANDPD      lgc8<>+0(SB), Y2, Y4
-	VCMPPD      $0x12, lgc2<>+0(SB), Y4, Y4
-	VANDPD      Y4, Y3, Y3
 	MOVQ        state+40(FP), CX
 	VANDPD      64(CX), Y3, Y3
 	VMOVUPD     Y3, 64(CX)
@@ -192,9 +189,6 @@ blocks_2:
 	VMOVUPD     Y4, Y2
 	VANDPD      lgc8<>+0(SB), Y1, Y3
 	VCMPPD      $0x12, lgc9<>+0(SB), Y3, Y3
-	VANDPD      lgc8<>+0(SB), Y2, Y4
-	VCMPPD      $0x12, lgc2<>+0(SB), Y4, Y4
-	VANDPD      Y4, Y3, Y3
 	MOVQ        state+40(FP), DX
 	VANDPD      64(DX), Y3, Y3
 	VMOVUPD     Y3, 64(DX)

@@ -2207,67 +2207,61 @@ outer0_11:
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc39<>+0(SB), Y1
 
-	// v83 = where(v60, 3.7114014251781474e-05, 0)
-	VANDPS Y1, Y2, Y3
-
-	// v84 = where(v60, 0, 3.7114014251781474e-05)
+	// v83 = where(v60, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS 56(SP), Y3
 
-	// v85 = ne(v83, 0)
-	VCMPPS  $0x04, Y2, Y3, Y4
-	VMOVUPS 56(SP), Y5
+	// v84 = mul(3.7114014251781474e-05, absDiff)
+	VMULPS lgc39<>+0(SB), Y3, Y3
 
-	// v86 = mul(v83, absDiff)
-	VMULPS Y5, Y3, Y5
+	// v85 = where(v60, v84, 0)
+	VANDPS  Y3, Y2, Y3
+	VMOVUPS 24(SP), Y4
 
-	// v87 = where(v85, v86, v83)
-	VBLENDVPS Y4, Y5, Y3, Y5
-	VMOVUPS   24(SP), Y6
+	// v86 = mul(3.7114014251781474e-05, v61)
+	VMULPS lgc39<>+0(SB), Y4, Y4
 
-	// v88 = mul(v83, v61)
-	VMULPS Y6, Y3, Y6
+	// v87 = where(v60, v86, 0)
+	VANDPS Y4, Y2, Y2
 
-	// v89 = where(v85, v88, v83)
-	VBLENDVPS Y4, Y6, Y3, Y3
+	// v88 = add(v83, v87)
+	VADDPS Y2, Y1, Y1
 
-	// v90 = add(v84, v89)
-	VADDPS Y3, Y1, Y1
+	// v89 = mul(v85, 0.5)
+	VMULPS lgc13<>+0(SB), Y3, Y2
 
-	// v91 = mul(v87, 0.5)
-	VMULPS lgc13<>+0(SB), Y5, Y3
+	// v90 = add(v88, v89)
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 120(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v92 = add(v90, v91)
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS 120(SP), Y3
+	// v91 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y2, Y4
 
-	// v93 = gt(diff, 0)
-	VCMPPS $0x1e, Y2, Y3, Y4
+	// v92 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y2, Y5
 
-	// v94 = lt(diff, 0)
-	VCMPPS $0x11, Y2, Y3, Y5
-
-	// v96 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
+	// v94 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
-	// v97 = where(v94, -1, v96)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	// v95 = where(v92, -1, v94)
+	VBLENDVPS Y5, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v98 = where(v93, 1, v97)
-	VBLENDVPS Y4, Y5, Y3, Y3
+	// v96 = where(v91, 1, v95)
+	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v99 = ne(v92, 0)
-	VCMPPS $0x04, Y2, Y1, Y2
+	// v97 = ne(v90, 0)
+	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v100 = mul(v92, v98)
-	VMULPS Y3, Y1, Y3
+	// v98 = mul(v90, v96)
+	VMULPS Y2, Y1, Y2
 
-	// v101 = where(v99, v100, v92)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// v99 = where(v97, v98, v90)
+	VBLENDVPS Y3, Y2, Y1, Y1
 
-	// gradStateValue = neg(v101)
+	// gradStateValue = neg(v99)
 	VXORPS  lgc26<>+0(SB), Y1, Y1
 	VMOVUPS lgc41<>+0(SB), Y2
 	VMOVUPS 88(SP), Y3
@@ -2573,67 +2567,61 @@ blocks_12:
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc39<>+0(SB), Y1
 
-	// v83 = where(v60, 3.7114014251781474e-05, 0)
-	VANDPS Y1, Y2, Y3
-
-	// v84 = where(v60, 0, 3.7114014251781474e-05)
+	// v83 = where(v60, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS 216(SP), Y3
 
-	// v85 = ne(v83, 0)
-	VCMPPS  $0x04, Y2, Y3, Y4
-	VMOVUPS 216(SP), Y5
+	// v84 = mul(3.7114014251781474e-05, absDiff)
+	VMULPS lgc39<>+0(SB), Y3, Y3
 
-	// v86 = mul(v83, absDiff)
-	VMULPS Y5, Y3, Y5
+	// v85 = where(v60, v84, 0)
+	VANDPS  Y3, Y2, Y3
+	VMOVUPS 184(SP), Y4
 
-	// v87 = where(v85, v86, v83)
-	VBLENDVPS Y4, Y5, Y3, Y5
-	VMOVUPS   184(SP), Y6
+	// v86 = mul(3.7114014251781474e-05, v61)
+	VMULPS lgc39<>+0(SB), Y4, Y4
 
-	// v88 = mul(v83, v61)
-	VMULPS Y6, Y3, Y6
+	// v87 = where(v60, v86, 0)
+	VANDPS Y4, Y2, Y2
 
-	// v89 = where(v85, v88, v83)
-	VBLENDVPS Y4, Y6, Y3, Y3
+	// v88 = add(v83, v87)
+	VADDPS Y2, Y1, Y1
 
-	// v90 = add(v84, v89)
-	VADDPS Y3, Y1, Y1
+	// v89 = mul(v85, 0.5)
+	VMULPS lgc13<>+0(SB), Y3, Y2
 
-	// v91 = mul(v87, 0.5)
-	VMULPS lgc13<>+0(SB), Y5, Y3
+	// v90 = add(v88, v89)
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 280(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v92 = add(v90, v91)
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS 280(SP), Y3
+	// v91 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y2, Y4
 
-	// v93 = gt(diff, 0)
-	VCMPPS $0x1e, Y2, Y3, Y4
+	// v92 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y2, Y5
 
-	// v94 = lt(diff, 0)
-	VCMPPS $0x11, Y2, Y3, Y5
-
-	// v96 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
+	// v94 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
-	// v97 = where(v94, -1, v96)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	// v95 = where(v92, -1, v94)
+	VBLENDVPS Y5, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v98 = where(v93, 1, v97)
-	VBLENDVPS Y4, Y5, Y3, Y3
+	// v96 = where(v91, 1, v95)
+	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v99 = ne(v92, 0)
-	VCMPPS $0x04, Y2, Y1, Y2
+	// v97 = ne(v90, 0)
+	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v100 = mul(v92, v98)
-	VMULPS Y3, Y1, Y3
+	// v98 = mul(v90, v96)
+	VMULPS Y2, Y1, Y2
 
-	// v101 = where(v99, v100, v92)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// v99 = where(v97, v98, v90)
+	VBLENDVPS Y3, Y2, Y1, Y1
 
-	// gradStateValue = neg(v101)
+	// gradStateValue = neg(v99)
 	VXORPS  lgc26<>+0(SB), Y1, Y1
 	VMOVUPS lgc41<>+0(SB), Y2
 	VMOVUPS 248(SP), Y3
@@ -3188,46 +3176,46 @@ blocks_19:
 	VADDPS  32384(BX), Y5, Y5
 	VMOVUPS Y5, 32384(BX)
 
-	// v105 = mul(-3.7114014251781474e-05, v31)
+	// v103 = mul(-3.7114014251781474e-05, v31)
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
-	// v106 = where(v39, v105, 0)
+	// v104 = where(v39, v103, 0)
 	VANDPS Y5, Y2, Y7
 
-	// v107 = where(v39, 0, v105)
+	// v105 = where(v39, 0, v103)
 	VANDNPS Y5, Y2, Y2
 
-	// v108 = ge(ratio, 0.8000000028326788)
+	// v106 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
 
-	// v109 = ne(ratio, ratio)
+	// v107 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y6
 
-	// v110 = max(v108, v109)
+	// v108 = max(v106, v107)
 	VORPS Y5, Y6, Y5
 
-	// v111 = where(v110, v107, 0)
+	// v109 = where(v108, v105, 0)
 	VANDPS Y2, Y5, Y2
 
-	// v112 = le(ratio, 1.2000000078829447)
+	// v110 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y3
 
-	// v113 = max(v112, v109)
+	// v111 = max(v110, v107)
 	VORPS Y3, Y6, Y3
 
-	// v114 = where(v113, v106, 0)
+	// v112 = where(v111, v104, 0)
 	VANDPS Y7, Y3, Y3
 
-	// v115 = add(v111, v114)
+	// v113 = add(v109, v112)
 	VADDPS Y3, Y2, Y2
 
-	// v116 = ne(v115, 0)
+	// v114 = ne(v113, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
 
-	// v117 = mul(v115, ratio)
+	// v115 = mul(v113, ratio)
 	VMULPS Y4, Y2, Y3
 
-	// gradLogProb = where(v116, v117, v115)
+	// gradLogProb = where(v114, v115, v113)
 	VBLENDVPS Y0, Y3, Y2, Y0
 
 	// store advantage
@@ -3441,46 +3429,46 @@ noflush_20:
 	VADDPS       32384(CX), Y5, Y5
 	VMOVUPS      Y5, 32384(CX)
 
-	// v105 = mul(-3.7114014251781474e-05, v31)
+	// v103 = mul(-3.7114014251781474e-05, v31)
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
-	// v106 = where(v39, v105, 0)
+	// v104 = where(v39, v103, 0)
 	VANDPS Y5, Y2, Y7
 
-	// v107 = where(v39, 0, v105)
+	// v105 = where(v39, 0, v103)
 	VANDNPS Y5, Y2, Y2
 
-	// v108 = ge(ratio, 0.8000000028326788)
+	// v106 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
 
-	// v109 = ne(ratio, ratio)
+	// v107 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y6
 
-	// v110 = max(v108, v109)
+	// v108 = max(v106, v107)
 	VORPS Y5, Y6, Y5
 
-	// v111 = where(v110, v107, 0)
+	// v109 = where(v108, v105, 0)
 	VANDPS Y2, Y5, Y2
 
-	// v112 = le(ratio, 1.2000000078829447)
+	// v110 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y3
 
-	// v113 = max(v112, v109)
+	// v111 = max(v110, v107)
 	VORPS Y3, Y6, Y3
 
-	// v114 = where(v113, v106, 0)
+	// v112 = where(v111, v104, 0)
 	VANDPS Y7, Y3, Y3
 
-	// v115 = add(v111, v114)
+	// v113 = add(v109, v112)
 	VADDPS Y3, Y2, Y2
 
-	// v116 = ne(v115, 0)
+	// v114 = ne(v113, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
 
-	// v117 = mul(v115, ratio)
+	// v115 = mul(v113, ratio)
 	VMULPS Y4, Y2, Y3
 
-	// gradLogProb = where(v116, v117, v115)
+	// gradLogProb = where(v114, v115, v113)
 	VBLENDVPS Y0, Y3, Y2, Y0
 
 	// store advantage

@@ -414,7 +414,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	two := float32(2)
 	c82 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c103 := float32(-3.7114015e-07)
+	c101 := float32(-3.7114015e-07)
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
@@ -481,27 +481,25 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			st.logSumW[iT].Add(float64(logWeight))
 			v74 := float32(two * logWeight)
 			st.logSumW2[iT].Add(float64(v74))
-			v83 := sel(v60, c82, zero)
-			v84 := sel(v60, zero, c82)
-			v85 := b2f(v83 != zero)
-			v86 := float32(v83 * absDiff)
-			v87 := sel(v85, v86, v83)
-			v88 := float32(v83 * v61)
-			v89 := sel(v85, v88, v83)
-			v90 := v84 + v89
-			v91 := float32(v87 * half)
-			v92 := v90 + v91
-			v93 := b2f(diff > zero)
-			v94 := b2f(diff < zero)
-			v96 := float32(diff * zero)
-			v97 := sel(v94, minusOne, v96)
-			v98 := sel(v93, one, v97)
-			v99 := b2f(v92 != zero)
-			v100 := float32(v92 * v98)
-			v101 := sel(v99, v100, v92)
-			gradStateValue := -v101
+			v83 := sel(v60, zero, c82)
+			v84 := float32(c82 * absDiff)
+			v85 := sel(v60, v84, zero)
+			v86 := float32(c82 * v61)
+			v87 := sel(v60, v86, zero)
+			v88 := v83 + v87
+			v89 := float32(v85 * half)
+			v90 := v88 + v89
+			v91 := b2f(diff > zero)
+			v92 := b2f(diff < zero)
+			v94 := float32(diff * zero)
+			v95 := sel(v92, minusOne, v94)
+			v96 := sel(v91, one, v95)
+			v97 := b2f(v90 != zero)
+			v98 := float32(v90 * v96)
+			v99 := sel(v97, v98, v90)
+			gradStateValue := -v99
 			grads.StateValue[iN*421+iT] = gradStateValue
-			grads.Entropy[iN*421+iT] = c103
+			grads.Entropy[iN*421+iT] = c101
 		}
 	}
 	st.clipFraction = clipFraction
@@ -637,7 +635,7 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	zero := float32(0)
 	c40 := float32(1.2)
 	c42 := float32(0.8)
-	c104 := float32(-3.7114016e-05)
+	c102 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
@@ -674,20 +672,20 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			gain := float32(v31 * ratioClipped)
 			v46 := -gain
 			lossObjective.Add(float64(v46))
-			v105 := float32(c104 * v31)
-			v106 := sel(v39, v105, zero)
-			v107 := sel(v39, zero, v105)
-			v108 := b2f(ratio >= c42)
-			v109 := b2f(ratio != ratio)
-			v110 := max(v108, v109)
-			v111 := sel(v110, v107, zero)
-			v112 := b2f(ratio <= c40)
-			v113 := max(v112, v109)
-			v114 := sel(v113, v106, zero)
-			v115 := v111 + v114
-			v116 := b2f(v115 != zero)
-			v117 := float32(v115 * ratio)
-			gradLogProb := sel(v116, v117, v115)
+			v103 := float32(c102 * v31)
+			v104 := sel(v39, v103, zero)
+			v105 := sel(v39, zero, v103)
+			v106 := b2f(ratio >= c42)
+			v107 := b2f(ratio != ratio)
+			v108 := max(v106, v107)
+			v109 := sel(v108, v105, zero)
+			v110 := b2f(ratio <= c40)
+			v111 := max(v110, v107)
+			v112 := sel(v111, v104, zero)
+			v113 := v109 + v112
+			v114 := b2f(v113 != zero)
+			v115 := float32(v113 * ratio)
+			gradLogProb := sel(v114, v115, v113)
 			grads.LogProb[iN*421+iT] = gradLogProb
 		}
 	}

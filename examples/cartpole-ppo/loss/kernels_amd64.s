@@ -1921,7 +1921,7 @@ noflush_16:
 
 // func fbPass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $808-112
+TEXT ·fbPass1AVX2(SB), $776-112
 	// values every block reads alike, computed once
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
@@ -2416,81 +2416,77 @@ indexdone_22:
 
 	// v96 = mul(-3.90625e-05, v95)
 	VMULPS  lgc62<>+0(SB), Y4, Y4
-	VMOVUPS lgc0<>+0(SB), Y5
+	VMOVUPS 296(SP), Y5
 
-	// v97 = ne(v94, 0)
-	VCMPPS  $0x04, Y5, Y2, Y6
-	VMOVUPS 296(SP), Y7
+	// v104 = mul(-0.00390625, advantageNormalized)
+	VMULPS  lgc63<>+0(SB), Y5, Y5
+	VMOVUPS 520(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y7
+	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v106 = mul(-0.00390625, advantageNormalized)
-	VMULPS  lgc63<>+0(SB), Y7, Y7
-	VMOVUPS 520(SP), Y8
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y8, Y9
+	// v105 = where(v46, v104, 0)
+	VANDPS Y5, Y7, Y6
 
-	// v107 = where(v46, v106, 0)
-	VANDPS  Y7, Y9, Y8
-	VMOVUPS Y1, 616(SP)
-
-	// v108 = where(v46, 0, v106)
-	VANDNPS Y7, Y9, Y1
+	// v106 = where(v46, 0, v104)
+	VANDNPS Y5, Y7, Y5
 	VMOVUPS lgc53<>+0(SB), Y7
 
-	// v109 = ge(ratio, 0.8000000028326788)
+	// v107 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y0, Y7
 
-	// v110 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y0, Y0, Y9
-	VMOVUPS Y6, 648(SP)
+	// v108 = ne(ratio, ratio)
+	VCMPPS $0x04, Y0, Y0, Y8
 
-	// v111 = max(v109, v110)
-	VORPS   Y7, Y9, Y6
-	VMOVUPS Y2, 680(SP)
+	// v109 = max(v107, v108)
+	VORPS   Y7, Y8, Y7
+	VMOVUPS Y1, 616(SP)
 
-	// v112 = where(v111, v108, 0)
-	VANDPS  Y1, Y6, Y1
-	VMOVUPS lgc52<>+0(SB), Y2
+	// v110 = where(v109, v106, 0)
+	VANDPS  Y5, Y7, Y1
+	VMOVUPS lgc52<>+0(SB), Y5
 
-	// v113 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y2, Y0, Y2
+	// v111 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y5, Y0, Y5
 
-	// v114 = max(v113, v110)
-	VORPS Y2, Y9, Y2
+	// v112 = max(v111, v108)
+	VORPS Y5, Y8, Y5
 
-	// v115 = where(v114, v107, 0)
-	VANDPS Y8, Y2, Y2
+	// v113 = where(v112, v105, 0)
+	VANDPS Y6, Y5, Y5
 
-	// v116 = add(v112, v115)
-	VADDPS Y2, Y1, Y1
+	// v114 = add(v110, v113)
+	VADDPS  Y5, Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y5
 
-	// v117 = ne(v116, 0)
-	VCMPPS $0x04, Y5, Y1, Y2
+	// v115 = ne(v114, 0)
+	VCMPPS $0x04, Y5, Y1, Y6
 
-	// v118 = mul(v116, ratio)
+	// v116 = mul(v114, ratio)
 	VMULPS Y0, Y1, Y0
 
-	// v119 = where(v117, v118, v116)
-	VBLENDVPS Y2, Y0, Y1, Y0
+	// v117 = where(v115, v116, v114)
+	VBLENDVPS Y6, Y0, Y1, Y0
 
-	// v120 = neg(v119)
+	// v118 = neg(v117)
 	VXORPS lgc54<>+0(SB), Y0, Y1
 
-	// v121 = add(-3.90625e-05, v120)
+	// v119 = add(-3.90625e-05, v118)
 	VADDPS lgc62<>+0(SB), Y1, Y1
 
-	// v125 = ne(v121, 0)
-	VCMPPS $0x04, Y5, Y1, Y2
+	// v123 = ne(v119, 0)
+	VCMPPS $0x04, Y5, Y1, Y5
 
-	// v126 = div(v121, v32)
+	// v124 = div(v119, v32)
 	VDIVPS Y3, Y1, Y3
 
-	// v127 = where(v125, v126, v121)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// v125 = where(v123, v124, v119)
+	VBLENDVPS Y5, Y3, Y1, Y1
 
-	// v128 = add(v96, v127)
+	// v126 = add(v96, v125)
 	VADDPS  Y1, Y4, Y1
-	VMOVUPS Y0, 712(SP)
-	VMOVUPS Y1, 744(SP)
+	VMOVUPS Y2, 648(SP)
+	VMOVUPS Y0, 680(SP)
+	VMOVUPS Y1, 712(SP)
 	XORQ    BX, BX
 
 inner_A_23:
@@ -2504,31 +2500,25 @@ inner_A_23:
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
-	VMOVUPS 680(SP), Y3
+	VMOVUPS 648(SP), Y3
 
-	// v98 = mul(v94, v59)
+	// v97 = mul(v94, v59)
 	VMULPS  Y2, Y3, Y2
-	VMOVUPS 648(SP), Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
+	VMOVUPS 40(SP)(R8*1), Y4
 
-	// v99 = where(v97, v98, v94)
-	VBLENDVPS Y5, Y2, Y3, Y2
-	VMOVUPS   40(SP)(R8*1), Y4
-
-	// v100 = mul(v94, v31)
+	// v98 = mul(v94, v31)
 	VMULPS Y4, Y3, Y3
 
-	// v101 = ge(v30, -3.4028235e+38)
+	// v99 = ge(v30, -3.4028235e+38)
 	VCMPPS $0x1d, Y1, Y0, Y1
 
-	// v102 = ne(v30, v30)
+	// v100 = ne(v30, v30)
 	VCMPPS $0x04, Y0, Y0, Y0
 
-	// v103 = max(v101, v102)
+	// v101 = max(v99, v100)
 	VORPS Y1, Y0, Y0
 
-	// v104 = where(v103, v100, 0)
+	// v102 = where(v101, v98, 0)
 	VANDPS       Y3, Y0, Y0
 	MOVQ         BX, R9
 	VMOVD        R9, X1
@@ -2550,53 +2540,53 @@ inner_A_23:
 
 wideindex_24:
 	VMOVUPS    lgc0<>+0(SB), Y3
-	VMOVUPS    Y3, 776(SP)
+	VMOVUPS    Y3, 744(SP)
 	VMOVUPS    lgc0<>+0(SB), X3
 	MOVQ       (R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 776(SP)
+	VMOVSS     X3, 744(SP)
 	MOVQ       8(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 780(SP)
+	VMOVSS     X3, 748(SP)
 	MOVQ       16(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 784(SP)
+	VMOVSS     X3, 752(SP)
 	MOVQ       24(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 788(SP)
+	VMOVSS     X3, 756(SP)
 	MOVQ       32(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 792(SP)
+	VMOVSS     X3, 760(SP)
 	MOVQ       40(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 796(SP)
+	VMOVSS     X3, 764(SP)
 	MOVQ       48(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 800(SP)
+	VMOVSS     X3, 768(SP)
 	MOVQ       56(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 804(SP)
-	VMOVUPS    776(SP), Y3
+	VMOVSS     X3, 772(SP)
+	VMOVUPS    744(SP), Y3
 
 indexdone_25:
-	// v123 = eq(v122, action)
+	// v121 = eq(v120, action)
 	VCMPPS  $0x00, Y3, Y1, Y1
+	VMOVUPS 680(SP), Y3
+
+	// v122 = where(v121, v117, 0)
+	VANDPS  Y3, Y1, Y1
 	VMOVUPS 712(SP), Y3
 
-	// v124 = where(v123, v119, 0)
-	VANDPS  Y3, Y1, Y1
-	VMOVUPS 744(SP), Y3
-
-	// v129 = add(v99, v128)
+	// v127 = add(v97, v126)
 	VADDPS Y3, Y2, Y2
 
-	// v130 = mul(v129, v31)
+	// v128 = mul(v127, v31)
 	VMULPS Y4, Y2, Y2
 
-	// v131 = add(v104, v130)
+	// v129 = add(v102, v128)
 	VADDPS Y2, Y0, Y0
 
-	// gradLogits = add(v124, v131)
+	// gradLogits = add(v122, v129)
 	VADDPS Y0, Y1, Y0
 
 	// store gradLogits

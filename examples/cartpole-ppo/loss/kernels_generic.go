@@ -510,7 +510,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c88 := float32(0.001953125)
 	c92 := float32(-3.90625e-05)
 	c93 := float32(3.90625e-05)
-	c105 := float32(-0.00390625)
+	c103 := float32(-0.00390625)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -603,46 +603,44 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v94 := c93 / v32
 			v95 := v62 / v32
 			v96 := float32(c92 * v95)
-			v97 := b2f(v94 != zero)
-			v106 := float32(c105 * advantageNormalized)
-			v107 := sel(v46, v106, zero)
-			v108 := sel(v46, zero, v106)
-			v109 := b2f(ratio >= c49)
-			v110 := b2f(ratio != ratio)
-			v111 := max(v109, v110)
-			v112 := sel(v111, v108, zero)
-			v113 := b2f(ratio <= c47)
-			v114 := max(v113, v110)
-			v115 := sel(v114, v107, zero)
-			v116 := v112 + v115
-			v117 := b2f(v116 != zero)
-			v118 := float32(v116 * ratio)
-			v119 := sel(v117, v118, v116)
-			v120 := -v119
-			v121 := c92 + v120
-			v125 := b2f(v121 != zero)
-			v126 := v121 / v32
-			v127 := sel(v125, v126, v121)
-			v128 := v96 + v127
+			v104 := float32(c103 * advantageNormalized)
+			v105 := sel(v46, v104, zero)
+			v106 := sel(v46, zero, v104)
+			v107 := b2f(ratio >= c49)
+			v108 := b2f(ratio != ratio)
+			v109 := max(v107, v108)
+			v110 := sel(v109, v106, zero)
+			v111 := b2f(ratio <= c47)
+			v112 := max(v111, v108)
+			v113 := sel(v112, v105, zero)
+			v114 := v110 + v113
+			v115 := b2f(v114 != zero)
+			v116 := float32(v114 * ratio)
+			v117 := sel(v115, v116, v114)
+			v118 := -v117
+			v119 := c92 + v118
+			v123 := b2f(v119 != zero)
+			v124 := v119 / v32
+			v125 := sel(v123, v124, v119)
+			v126 := v96 + v125
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
 				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
 				v59 := max(v30, c27)
-				v98 := float32(v94 * v59)
-				v99 := sel(v97, v98, v94)
-				v100 := float32(v94 * v31)
-				v101 := b2f(v30 >= c27)
-				v102 := b2f(v30 != v30)
-				v103 := max(v101, v102)
-				v104 := sel(v103, v100, zero)
-				v122 := float32(iA)
-				v123 := b2f(v122 == action)
-				v124 := sel(v123, v119, zero)
-				v129 := v99 + v128
-				v130 := float32(v129 * v31)
-				v131 := v104 + v130
-				gradLogits := v124 + v131
+				v97 := float32(v94 * v59)
+				v98 := float32(v94 * v31)
+				v99 := b2f(v30 >= c27)
+				v100 := b2f(v30 != v30)
+				v101 := max(v99, v100)
+				v102 := sel(v101, v98, zero)
+				v120 := float32(iA)
+				v121 := b2f(v120 == action)
+				v122 := sel(v121, v117, zero)
+				v127 := v97 + v126
+				v128 := float32(v127 * v31)
+				v129 := v102 + v128
+				gradLogits := v122 + v129
 				grads.Logits[iN*256+iT*2+iA] = gradLogits
 			}
 		}
