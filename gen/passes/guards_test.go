@@ -74,3 +74,37 @@ func TestGradientGuards(t *testing.T) {
 	got := run(t, gg, map[string][]float64{"x": {-inf, 0, 1e30, -1e30, 95, 95, 1, 2, 0.1, 0.2, 0.3, 0.4}, "m": {1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1}})
 	require.True(t, math.IsInf(got["grad.x"][4], 1), "%v", got["grad.x"][4])
 }
+
+// Inside where(m, ·, z), a selection by m of a value nothing else reads is its first branch:
+// where(m, −where(m, x, 0) + where(m, y, 0), 0) is where(m, −x + y, 0), the same values bit
+// for bit (garbage and NaN at masked elements included); a term another output reads keeps
+// its selection.
+func TestGradientGuardsSelectOnce(t *testing.T) {
+	b := ir.NewBuilder(ir.F32, []ir.Dim{{Name: "B", Size: 4}}, []string{"B"})
+	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B")})
+	y := b.Input(ir.Input{Key: "y", Name: "y", Kind: ir.Float, Shape: b.Shape("B")})
+	m := b.Input(ir.Input{Key: "m", Name: "m", Kind: ir.Bool, Shape: b.Shape("B")})
+	zero := b.Const(0)
+	shared := b.Exp(b.Where(m, y, zero))
+	b.Output("out", b.Where(m, b.Add(b.Neg(b.Where(m, x, zero)), b.Where(m, y, zero)), zero), ir.Metric, "", "")
+	b.Output("shared", b.Where(m, b.Mul(shared, x), zero), ir.Metric, "", "")
+	b.Output("alsoShared", shared, ir.Metric, "", "")
+	g := b.Graph()
+	gg, err := passes.GradientGuards(g)
+	require.NoError(t, err)
+	out := gg.Output("out").Node
+	require.Equal(t, ir.OpWhere, out.Op)
+	require.Equal(t, ir.OpAdd, out.Args[1].Op)
+	isInput := func(n *ir.Node, name string) bool { return n.Op == ir.OpInput && n.Input.Name == name }
+	require.True(t, isInput(out.Args[1].Args[0].Args[0], "x"), "−where(m, x, 0) is −x under m")
+	require.True(t, isInput(out.Args[1].Args[1], "y"), "where(m, y, 0) is y under m")
+	require.Same(t, gg.Output("alsoShared").Node, gg.Output("shared").Node.Args[1].Args[0], "a value another output reads is not rebuilt")
+	nan := math.NaN()
+	in := map[string][]float64{"x": {1, nan, 3, -2}, "y": {0.5, 7, math.Inf(1), -0.0}, "m": {1, 0, 0, 1}}
+	want, got := run(t, g, in), run(t, gg, in)
+	for name, w := range want {
+		for i := range w {
+			require.Equal(t, math.Float64bits(w[i]), math.Float64bits(got[name][i]), "%s[%d]", name, i)
+		}
+	}
+}

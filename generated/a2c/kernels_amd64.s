@@ -1132,10 +1132,10 @@ indexdone_11:
 	VMOVUPS Y0, 416(SP)
 	VMOVUPS Y2, 448(SP)
 
-	// smoothL1 = where(v31, v33, v34)
+	// v35 = where(v31, v33, v34)
 	VBLENDVPS Y6, Y8, Y9, Y0
 
-	// v36 = mul(0.5, smoothL1)
+	// v36 = mul(0.5, v35)
 	VMULPS lgc13<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]

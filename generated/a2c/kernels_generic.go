@@ -213,8 +213,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v32 := float32(half * absDiff)
 			v33 := float32(v32 * absDiff)
 			v34 := absDiff - half
-			smoothL1 := sel(v31, v33, v34)
-			v36 := float32(half * smoothL1)
+			v35 := sel(v31, v33, v34)
+			v36 := float32(half * v35)
 			lossCritic.Add(float64(v36))
 			v40 := sel(v31, zero, c38)
 			v41 := float32(c38 * absDiff)

@@ -1013,8 +1013,12 @@ outer0_9:
 	VMOVUPS lgc27<>+0(SB), Y1
 
 	// v65 = div(0.125, v30)
-	VDIVPS  Y0, Y1, Y0
+	VDIVPS Y0, Y1, Y0
+
+	// v67 = mul(v65, -0.01)
+	VMULPS  lgc19<>+0(SB), Y0, Y1
 	VMOVUPS Y0, (SP)
+	VMOVUPS Y1, 32(SP)
 	MOVQ    $+8, DX
 	XORQ    CX, CX
 
@@ -1037,107 +1041,107 @@ blocks_10:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Y1, Y0, Y1
+	VANDPS  Y1, Y0, Y2
 	MOVQ    sampleLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y2, Y0, Y2
-	MOVQ    advantage+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
+	// v8 = where(mask, sampleLogProb, 0)
+	VANDPS  Y3, Y0, Y3
+	MOVQ    advantage+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
+
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y4, Y0, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y2, Y1, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
+	VSUBPS  Y3, Y2, Y2
+	VMOVUPS lgc2<>+0(SB), Y3
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMAXPS  Y2, Y3, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y2, 32(SP)
-	VMOVUPS Y6, 64(SP)
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y5, 64(SP)
 
 	// v16 = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMAXPS       Y4, Y2, Y2
-	VMOVUPS      lgc5<>+0(SB), Y6
-	VMINPS       Y2, Y6, Y2
-	VMULPS       lgc6<>+0(SB), Y2, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y2
-	VMULPS       Y2, Y2, Y8
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMAXPS       Y2, Y5, Y5
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y5, Y7, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y5
+	VMULPS       Y5, Y5, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y9
 	VMOVUPS      lgc11<>+0(SB), Y10
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y10
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc13<>+0(SB), Y10
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y10
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y2, Y8, Y9
+	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y6, Y2
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSRLD       $0x01, Y2, Y6
-	VPSUBD       Y6, Y2, Y2
-	VPSLLD       $0x17, Y6, Y6
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y6, Y9, Y9
-	VMULPS       Y2, Y9, Y9
+	VCVTPS2DQ    Y7, Y5
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPSLLD       $0x17, Y7, Y7
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y5, Y9, Y9
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y5, Y4, Y2
+	VCMPPS  $0x11, Y3, Y2, Y3
 	VMOVUPS lgc16<>+0(SB), Y5
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VBLENDVPS Y2, Y5, Y9, Y2
+	VBLENDVPS Y3, Y5, Y9, Y3
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS  $0x1e, Y7, Y4, Y5
+	VCMPPS  $0x1e, Y6, Y2, Y5
 	VMOVUPS lgc17<>+0(SB), Y6
 
-	// ratioClip = where(v20, 1.2799999924290435, v19)
-	VBLENDVPS Y5, Y6, Y2, Y2
+	// v22 = where(v20, 1.2799999924290435, v19)
+	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v24 = mul(ratioClip, v10)
-	VMULPS Y3, Y2, Y2
+	// v24 = mul(v22, v10)
+	VMULPS Y4, Y3, Y3
 
-	// v25 = mul(v24, v6)
-	VMULPS Y1, Y2, Y3
+	// v25 = mul(v24, logProb)
+	VMULPS Y1, Y3, Y4
 
 	// v26 = neg(v25)
-	VXORPS lgc18<>+0(SB), Y3, Y3
+	VXORPS lgc18<>+0(SB), Y4, Y4
 
 	// v27 = where(mask, v26, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y4, Y0, Y4
 
 	// sum(v27) over [L]
 	MOVQ    AX, DI
 	IMUL3Q  $+8, DI, R8
-	VADDPS  2176(BX)(R8*4), Y3, Y3
-	VMOVUPS Y3, 2176(BX)(R8*4)
-	VMOVUPS 64(SP), Y3
+	VADDPS  2176(BX)(R8*4), Y4, Y4
+	VMOVUPS Y4, 2176(BX)(R8*4)
+	VMOVUPS 64(SP), Y4
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y2, Y4, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y4, Y0, Y4
 
 	// sum(v34) over [B L]
-	VADDPS  2752(BX), Y3, Y3
-	VMOVUPS Y3, 2752(BX)
-	VMOVUPS 32(SP), Y3
+	VADDPS  2752(BX), Y4, Y4
+	VMOVUPS Y4, 2752(BX)
+	MOVQ    sampleLogProb+40(FP), R8
+	VMOVUPS (R8)(SI*4), Y4
 
-	// v38 = sub(v8, v6)
-	VSUBPS Y1, Y3, Y1
+	// v38 = sub(sampleLogProb, logProb)
+	VSUBPS Y1, Y4, Y1
 
 	// v39 = where(mask, v38, 0)
 	VANDPS Y1, Y0, Y1
@@ -1149,13 +1153,13 @@ blocks_10:
 	VMOVUPS (R8)(SI*4), Y1
 
 	// v43 = where(mask, entropy, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y1, Y0, Y4
 
 	// sum(v43) over [B L]
-	VADDPS  3392(BX), Y1, Y3
-	VMOVUPS Y3, 3392(BX)
+	VADDPS  3392(BX), Y4, Y4
+	VMOVUPS Y4, 3392(BX)
 
-	// v47 = mul(-0.01, v43)
+	// v47 = mul(-0.01, entropy)
 	VMULPS lgc19<>+0(SB), Y1, Y1
 
 	// v48 = where(mask, v47, 0)
@@ -1168,8 +1172,8 @@ blocks_10:
 	VMOVUPS lgc20<>+0(SB), Y1
 
 	// v53 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y4, Y1, Y1
-	VMOVUPS   Y2, 96(SP)
+	VBLENDVPS Y0, Y2, Y1, Y1
+	VMOVUPS   Y3, 96(SP)
 
 	// logsumexp(v53) over [B L]
 	VANDPS  Y9, Y0, Y2
@@ -1188,10 +1192,8 @@ blocks_10:
 	VMOVUPS (SP), Y1
 
 	// v66 = where(mask, v65, 0)
-	VANDPS Y1, Y0, Y1
-
-	// v67 = mul(v66, -0.01)
-	VMULPS lgc19<>+0(SB), Y1, Y2
+	VANDPS  Y1, Y0, Y1
+	VMOVUPS 32(SP), Y2
 
 	// gradEntropy = where(mask, v67, 0)
 	VANDPS Y2, Y0, Y2

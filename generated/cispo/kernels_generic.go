@@ -317,9 +317,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v17 := b2f(logWeight < c12)
 			v19 := sel(v17, c18, v16)
 			v20 := b2f(logWeight > c13)
-			ratioClip := sel(v20, c21, v19)
-			v24 := float32(ratioClip * v10)
-			v25 := float32(v24 * v6)
+			v22 := sel(v20, c21, v19)
+			v24 := float32(v22 * v10)
+			v25 := float32(v24 * logProb)
 			v26 := -v25
 			v27 := sel(mask, v26, zero)
 			s.acc28[iB] += float64(v27)
@@ -328,13 +328,13 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v33 := b2f(logWeightClip != logWeight)
 			v34 := sel(mask, v33, zero)
 			acc35 += float64(v34)
-			v38 := v8 - v6
+			v38 := sampleLogProb - logProb
 			v39 := sel(mask, v38, zero)
 			acc40 += float64(v39)
 			entropy := in.Entropy[iB*128+iL]
 			v43 := sel(mask, entropy, zero)
 			acc44 += float64(v43)
-			v47 := float32(c46 * v43)
+			v47 := float32(c46 * entropy)
 			v48 := sel(mask, v47, zero)
 			s.acc49[iB] += float64(v48)
 			v53 := sel(mask, logWeight, c52)
@@ -343,7 +343,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			acc58.Add(float64(v57))
 			v65 := c64 / v30
 			v66 := sel(mask, v65, zero)
-			v67 := float32(v66 * c46)
+			v67 := float32(v65 * c46)
 			gradEntropy := sel(mask, v67, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
 			v69 := -v66

@@ -1601,10 +1601,10 @@ blocks_10:
 	VMAXPS  Y8, Y7, Y7
 	VMOVUPS Y8, 32(SP)
 
-	// ratioClipped = where(v17, v19, v21)
+	// v22 = where(v17, v19, v21)
 	VBLENDVPS Y5, Y6, Y7, Y6
 
-	// gain = mul(advantageNormalized, ratioClipped)
+	// gain = mul(advantageNormalized, v22)
 	VMULPS Y6, Y0, Y6
 
 	// v24 = neg(gain)

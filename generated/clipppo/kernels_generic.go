@@ -392,8 +392,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v17 := b2f(advantageNormalized >= zero)
 		v19 := min(ratio, c18)
 		v21 := max(ratio, c20)
-		ratioClipped := sel(v17, v19, v21)
-		gain := float32(advantageNormalized * ratioClipped)
+		v22 := sel(v17, v19, v21)
+		gain := float32(advantageNormalized * v22)
 		v24 := -gain
 		lossObjective.Add(float64(v24))
 		v26 := b2f(logWeightClip != logWeight)

@@ -2458,10 +2458,10 @@ inner_A_15:
 	VMAXPS  Y8, Y7, Y7
 	VMOVUPS Y8, 312(SP)
 
-	// ratioClipped = where(v39, v41, v43)
+	// v44 = where(v39, v41, v43)
 	VBLENDVPS Y2, Y4, Y7, Y4
 
-	// gain = mul(gae, ratioClipped)
+	// gain = mul(gae, v44)
 	VMULPS Y4, Y1, Y1
 
 	// v46 = neg(gain)
@@ -2564,10 +2564,10 @@ inner_A_15:
 	VMOVUPS Y1, 376(SP)
 	VMOVUPS Y8, 408(SP)
 
-	// smoothL1 = where(v64, v66, v67)
+	// v68 = where(v64, v66, v67)
 	VBLENDVPS Y7, Y2, Y9, Y1
 
-	// mean(smoothL1) over [N T]
+	// mean(v68) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y8
 	VEXTRACTI128 $0x01, Y2, X8
@@ -3291,10 +3291,10 @@ indexdone_20:
 	VMAXPS  Y8, Y7, Y7
 	VMOVUPS Y8, 1048(SP)
 
-	// ratioClipped = where(v39, v41, v43)
+	// v44 = where(v39, v41, v43)
 	VBLENDVPS Y3, Y2, Y7, Y2
 
-	// gain = mul(gae, ratioClipped)
+	// gain = mul(gae, v44)
 	VMULPS Y2, Y1, Y1
 
 	// v46 = neg(gain)
@@ -3370,10 +3370,10 @@ indexdone_20:
 	VMOVUPS Y1, 1112(SP)
 	VMOVUPS Y8, 1144(SP)
 
-	// smoothL1 = where(v64, v66, v67)
+	// v68 = where(v64, v66, v67)
 	VBLENDVPS Y7, Y3, Y9, Y1
 
-	// mean(smoothL1) over [N T]
+	// mean(v68) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS Y6, 1176(SP)

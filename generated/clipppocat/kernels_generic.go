@@ -332,7 +332,7 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean        // klApprox = mean(v50) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v58) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(smoothL1) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v68) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
@@ -449,8 +449,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v39 := b2f(gae >= zero)
 			v41 := min(ratio, c40)
 			v43 := max(ratio, c42)
-			ratioClipped := sel(v39, v41, v43)
-			gain := float32(gae * ratioClipped)
+			v44 := sel(v39, v41, v43)
+			gain := float32(gae * v44)
 			v46 := -gain
 			lossObjective.Add(float64(v46))
 			v48 := b2f(logWeightClip != logWeight)
@@ -469,8 +469,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v65 := float32(half * absDiff)
 			v66 := float32(v65 * absDiff)
 			v67 := absDiff - half
-			smoothL1 := sel(v64, v66, v67)
-			lossCritic.Add(float64(smoothL1))
+			v68 := sel(v64, v66, v67)
+			lossCritic.Add(float64(v68))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))

@@ -1638,10 +1638,10 @@ outer0_8:
 	VMAXPS  Y8, Y7, Y7
 	VMOVUPS Y8, 56(SP)
 
-	// ratioClipped = where(v28, v30, v32)
+	// v33 = where(v28, v30, v32)
 	VBLENDVPS Y1, Y6, Y7, Y6
 
-	// gain = mul(gae, ratioClipped)
+	// gain = mul(gae, v33)
 	VMULPS Y6, Y2, Y6
 
 	// v35 = neg(gain)
@@ -1735,10 +1735,10 @@ outer0_8:
 	VMOVUPS Y2, 120(SP)
 	VMOVUPS Y8, 152(SP)
 
-	// smoothL1 = where(v49, v51, v52)
+	// v53 = where(v49, v51, v52)
 	VBLENDVPS Y7, Y9, Y10, Y1
 
-	// mean(smoothL1) over [N T]
+	// mean(v53) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y8
 	VEXTRACTI128 $0x01, Y2, X8
@@ -2120,10 +2120,10 @@ blocks_9:
 	VMAXPS  Y8, Y7, Y7
 	VMOVUPS Y8, 344(SP)
 
-	// ratioClipped = where(v28, v30, v32)
+	// v33 = where(v28, v30, v32)
 	VBLENDVPS Y1, Y6, Y7, Y6
 
-	// gain = mul(gae, ratioClipped)
+	// gain = mul(gae, v33)
 	VMULPS Y6, Y2, Y6
 
 	// v35 = neg(gain)
@@ -2189,10 +2189,10 @@ blocks_9:
 	VMOVUPS Y2, 408(SP)
 	VMOVUPS Y8, 440(SP)
 
-	// smoothL1 = where(v49, v51, v52)
+	// v53 = where(v49, v51, v52)
 	VBLENDVPS Y7, Y9, Y10, Y1
 
-	// mean(smoothL1) over [N T]
+	// mean(v53) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS Y6, 472(SP)

@@ -306,7 +306,7 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean        // klApprox = mean(v39) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v43) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(smoothL1) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v53) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
@@ -399,8 +399,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v28 := b2f(gae >= zero)
 			v30 := min(ratio, c29)
 			v32 := max(ratio, c31)
-			ratioClipped := sel(v28, v30, v32)
-			gain := float32(gae * ratioClipped)
+			v33 := sel(v28, v30, v32)
+			gain := float32(gae * v33)
 			v35 := -gain
 			lossObjective.Add(float64(v35))
 			v37 := b2f(logWeightClip != logWeight)
@@ -417,8 +417,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v50 := float32(half * absDiff)
 			v51 := float32(v50 * absDiff)
 			v52 := absDiff - half
-			smoothL1 := sel(v49, v51, v52)
-			lossCritic.Add(float64(smoothL1))
+			v53 := sel(v49, v51, v52)
+			lossCritic.Add(float64(v53))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))

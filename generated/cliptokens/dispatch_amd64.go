@@ -234,8 +234,8 @@ type fbAvxState struct {
 	r31_p  []float32
 	r35_s  []float64
 	r35_p  []float32
-	r41_s  []float64
-	r41_p  []float32
+	r40_s  []float64
+	r40_p  []float32
 	r44_s  []float64
 	r44_p  []float32
 	r49_s  []float64
@@ -262,8 +262,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
 	st.r35_s = st.buf[144:160]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 16)
-	st.r41_s = st.buf[184:200]
-	st.r41_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r40_s = st.buf[184:200]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
 	st.r44_s = st.buf[224:240]
 	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
 	st.r49_s = st.buf[264:528]
@@ -340,8 +340,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
-		runtime.Fill(st.r41_s, 0)
-		runtime.Fill(st.r41_p, 0)
+		runtime.Fill(st.r40_s, 0)
+		runtime.Fill(st.r40_p, 0)
 		runtime.Fill(st.r44_s, 0)
 		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r49_s, 0)
@@ -368,7 +368,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r26_s, sts[c].r26_s)
 			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeSum(sts[0].r41_s, sts[c].r41_s)
+			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
@@ -388,7 +388,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s1 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r41_s, 8)
+	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r44_s, 8)
 	s.s4 = float32(st.res[0])

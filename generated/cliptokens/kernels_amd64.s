@@ -965,8 +965,12 @@ TEXT ·fbPass1AVX2(SB), $192-88
 	VMAXPS Y0, Y1, Y0
 
 	// v64 = div(1, v27)
-	VDIVPS  Y0, Y1, Y0
+	VDIVPS Y0, Y1, Y0
+
+	// v66 = mul(v64, -0.001)
+	VMULPS  lgc19<>+0(SB), Y0, Y1
 	VMOVUPS Y0, (SP)
+	VMOVUPS Y1, 32(SP)
 	MOVQ    lo+8(FP), AX
 
 outer0_10:
@@ -987,33 +991,33 @@ blocks_11:
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v6 = where(mask, advantage, 0)
-	VANDPS  Y2, Y0, Y2
+	VANDPS  Y2, Y0, Y3
 	MOVQ    logProb+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
-
-	// v8 = where(mask, logProb, 0)
-	VANDPS  Y3, Y0, Y3
-	MOVQ    sampleLogProb+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y4
 
+	// v8 = where(mask, logProb, 0)
+	VANDPS  Y4, Y0, Y4
+	MOVQ    sampleLogProb+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y5
+
 	// v10 = where(mask, sampleLogProb, 0)
-	VANDPS Y4, Y0, Y4
+	VANDPS Y5, Y0, Y6
 
 	// logWeight = sub(v8, v10)
-	VSUBPS  Y4, Y3, Y5
+	VSUBPS  Y6, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
+	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, 32(SP)
+	VMOVUPS Y1, 64(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc4<>+0(SB), Y1
-	VMAXPS       Y5, Y1, Y1
+	VMAXPS       Y4, Y1, Y1
 	VMOVUPS      lgc5<>+0(SB), Y7
 	VMINPS       Y1, Y7, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y7
@@ -1042,107 +1046,107 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y1, Y2, Y1
+	VCMPPS  $0x1d, Y1, Y3, Y1
 	VMOVUPS lgc16<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y3, 64(SP)
+	VMOVUPS Y3, 96(SP)
 	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y3, Y3
-	VMOVUPS Y9, 96(SP)
+	VMOVUPS Y9, 128(SP)
 
-	// ratioClipped = where(v17, v19, v21)
+	// v22 = where(v17, v19, v21)
 	VBLENDVPS Y1, Y7, Y3, Y3
 
-	// gain = mul(v6, ratioClipped)
-	VMULPS Y3, Y2, Y3
+	// gain = mul(advantage, v22)
+	VMULPS Y3, Y2, Y2
 
 	// v24 = neg(gain)
-	VXORPS lgc18<>+0(SB), Y3, Y3
+	VXORPS lgc18<>+0(SB), Y2, Y2
 
 	// v25 = where(mask, v24, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y2, Y0, Y2
 
 	// sum(v25) over [B L]
 	MOVQ    state+48(FP), BX
-	VADDPS  704(BX), Y3, Y3
-	VMOVUPS Y3, 704(BX)
+	VADDPS  704(BX), Y2, Y2
+	VMOVUPS Y2, 704(BX)
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y4, Y6, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y2, Y0, Y2
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y3, Y3
-	VMOVUPS Y3, 1024(BX)
-	VMOVUPS 64(SP), Y3
+	VADDPS  1024(BX), Y2, Y2
+	VMOVUPS Y2, 1024(BX)
+	MOVQ    logProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
 
-	// v33 = sub(v10, v8)
-	VSUBPS Y3, Y4, Y3
+	// v33 = sub(sampleLogProb, logProb)
+	VSUBPS Y2, Y5, Y2
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y2, Y0, Y2
 
 	// sum(v34) over [B L]
-	VADDPS  1344(BX), Y3, Y3
-	VMOVUPS Y3, 1344(BX)
+	VADDPS  1344(BX), Y2, Y2
+	VMOVUPS Y2, 1344(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v38 = where(mask, entropy, 0)
-	VANDPS Y3, Y0, Y3
-
-	// v40 = mul(-0.001, v38)
-	VMULPS lgc19<>+0(SB), Y3, Y4
+	VANDPS Y2, Y0, Y3
 
 	// sum(v38) over [B L]
 	VADDPS  1664(BX), Y3, Y3
 	VMOVUPS Y3, 1664(BX)
 
-	// v43 = where(mask, v40, 0)
-	VANDPS Y4, Y0, Y3
+	// v42 = mul(-0.001, entropy)
+	VMULPS lgc19<>+0(SB), Y2, Y2
+
+	// v43 = where(mask, v42, 0)
+	VANDPS Y2, Y0, Y2
 
 	// sum(v43) over [B L]
-	VADDPS  1984(BX), Y3, Y3
-	VMOVUPS Y3, 1984(BX)
-	VMOVUPS lgc20<>+0(SB), Y3
+	VADDPS  1984(BX), Y2, Y2
+	VMOVUPS Y2, 1984(BX)
+	VMOVUPS lgc20<>+0(SB), Y2
 
 	// v48 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y5, Y3, Y3
-	VMOVUPS   Y1, 128(SP)
-	VMOVUPS   Y2, 160(SP)
-	VMOVUPS   96(SP), Y1
+	VBLENDVPS Y0, Y4, Y2, Y2
+	VMOVUPS   Y1, 160(SP)
+	VMOVUPS   128(SP), Y1
 
 	// logsumexp(v48) over [B]
 	MOVQ         CX, DI
-	VANDPS       Y1, Y0, Y2
-	VCMPPS       $0x15, lgc21<>+0(SB), Y3, Y4
-	VCMPPS       $0x1a, lgc22<>+0(SB), Y3, Y5
+	VANDPS       Y1, Y0, Y3
+	VCMPPS       $0x15, lgc21<>+0(SB), Y2, Y4
+	VCMPPS       $0x1a, lgc22<>+0(SB), Y2, Y5
 	VANDPS       Y5, Y4, Y4
-	VCMPPS       $0x00, lgc20<>+0(SB), Y3, Y5
+	VCMPPS       $0x00, lgc20<>+0(SB), Y2, Y5
 	VORPS        Y5, Y4, Y4
 	VANDPS       4288(BX), Y4, Y4
 	VMOVUPS      Y4, 4288(BX)
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(BX)(DI*8), Y3, Y4
+	VCVTPS2PD    X3, Y2
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       2112(BX)(DI*8), Y2, Y4
 	VMOVUPD      Y4, 2112(BX)(DI*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       5440(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 5440(BX)(DI*8)
-	VADDPD       2144(BX)(DI*8), Y2, Y3
-	VMOVUPD      Y3, 2144(BX)(DI*8)
 	VMULPD       Y2, Y2, Y2
+	VADDPD       5440(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 5440(BX)(DI*8)
+	VADDPD       2144(BX)(DI*8), Y3, Y2
+	VMOVUPD      Y2, 2144(BX)(DI*8)
+	VMULPD       Y3, Y3, Y2
 	VADDPD       5472(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 5472(BX)(DI*8)
-	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y2
 
 	// sum(v3) over [B]
 	VCVTPS2PD    X2, Y3
@@ -1155,21 +1159,19 @@ blocks_11:
 	VMOVUPS      (SP), Y2
 
 	// v65 = where(mask, v64, 0)
-	VANDPS Y2, Y0, Y2
-
-	// v66 = mul(v65, -0.001)
-	VMULPS lgc19<>+0(SB), Y2, Y3
+	VANDPS  Y2, Y0, Y2
+	VMOVUPS 32(SP), Y3
 
 	// gradEntropy = where(mask, v66, 0)
 	VANDPS Y3, Y0, Y3
 
 	// v68 = neg(v65)
 	VXORPS  lgc18<>+0(SB), Y2, Y2
-	VMOVUPS 160(SP), Y4
+	VMOVUPS 96(SP), Y4
 
 	// v69 = mul(v68, v6)
 	VMULPS  Y4, Y2, Y2
-	VMOVUPS 128(SP), Y4
+	VMOVUPS 160(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
@@ -1407,7 +1409,7 @@ TEXT ·fbPass2AVX2(SB), $0-88
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v41, v27)
+	// entropy2 = div(v40, v27)
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5

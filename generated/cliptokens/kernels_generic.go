@@ -285,7 +285,7 @@ type fbScratch struct {
 	s0       float32             // v26 = sum(v25) over B,L
 	s1       float32             // v31 = sum(v30) over B,L
 	s2       float32             // v35 = sum(v34) over B,L
-	s3       float32             // v41 = sum(v38) over B,L
+	s3       float32             // v40 = sum(v38) over B,L
 	s4       float32             // v44 = sum(v43) over B,L
 	s5       []float32           // logSumW = logsumexp(v48) over B [L=256]
 	s6       []float32           // logSumW2 = logsumexp(v50) over B [L=256]
@@ -362,7 +362,7 @@ type fbPass1GoStates struct {
 	acc26    float64             // v26 = sum(v25) over B,L
 	acc31    float64             // v31 = sum(v30) over B,L
 	acc35    float64             // v35 = sum(v34) over B,L
-	acc41    float64             // v41 = sum(v38) over B,L
+	acc40    float64             // v40 = sum(v38) over B,L
 	acc44    float64             // v44 = sum(v43) over B,L
 	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v48) over B
 	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v50) over B
@@ -374,7 +374,7 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.acc26, b.acc26)
 	mergeSum(&a.acc31, b.acc31)
 	mergeSum(&a.acc35, b.acc35)
-	mergeSum(&a.acc41, b.acc41)
+	mergeSum(&a.acc40, b.acc40)
 	mergeSum(&a.acc44, b.acc44)
 	for k := range a.logSumW {
 		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
@@ -401,7 +401,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
-	acc41 := 0.0
+	acc40 := 0.0
 	acc44 := 0.0
 	for k := range st.logSumW {
 		st.logSumW[k] = runtime.NewLogSumExp()
@@ -430,8 +430,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v17 := b2f(v6 >= zero)
 			v19 := min(ratio, c18)
 			v21 := max(ratio, c20)
-			ratioClipped := sel(v17, v19, v21)
-			gain := float32(v6 * ratioClipped)
+			v22 := sel(v17, v19, v21)
+			gain := float32(advantage * v22)
 			v24 := -gain
 			v25 := sel(mask, v24, zero)
 			acc26 += float64(v25)
@@ -439,14 +439,14 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v29 := b2f(logWeightClip != logWeight)
 			v30 := sel(mask, v29, zero)
 			acc31 += float64(v30)
-			v33 := v10 - v8
+			v33 := sampleLogProb - logProb
 			v34 := sel(mask, v33, zero)
 			acc35 += float64(v34)
 			entropy := in.Entropy[iB*256+iL]
 			v38 := sel(mask, entropy, zero)
-			v40 := float32(c39 * v38)
-			acc41 += float64(v38)
-			v43 := sel(mask, v40, zero)
+			acc40 += float64(v38)
+			v42 := float32(c39 * entropy)
+			v43 := sel(mask, v42, zero)
 			acc44 += float64(v43)
 			v48 := sel(mask, logWeight, c47)
 			st.logSumW[iL].Add(float64(v48))
@@ -455,7 +455,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			st.acc55[iL] += float64(v3)
 			v64 := one / v27
 			v65 := sel(mask, v64, zero)
-			v66 := float32(v65 * c39)
+			v66 := float32(v64 * c39)
 			gradEntropy := sel(mask, v66, zero)
 			grads.Entropy[iB*256+iL] = gradEntropy
 			v68 := -v65
@@ -480,7 +480,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc26 = acc26
 	st.acc31 = acc31
 	st.acc35 = acc35
-	st.acc41 = acc41
+	st.acc40 = acc40
 	st.acc44 = acc44
 }
 
@@ -511,7 +511,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s0 = float32(st.acc26)
 	s.s1 = float32(st.acc31)
 	s.s2 = float32(st.acc35)
-	s.s3 = float32(st.acc41)
+	s.s3 = float32(st.acc40)
 	s.s4 = float32(st.acc44)
 	for k := range st.logSumW {
 		s.s5[k] = float32(st.logSumW[k].Result())
@@ -538,8 +538,8 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v35 := s.s2
 	klApprox := v35 / v27
 	out.KLApprox = klApprox
-	v41 := s.s3
-	entropy2 := v41 / v27
+	v40 := s.s3
+	entropy2 := v40 / v27
 	out.Entropy = entropy2
 	v44 := s.s4
 	lossEntropy := v44 / v27

@@ -410,7 +410,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v41.s",
+		Name:   "scratch/pass1.v40.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -447,12 +447,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "out/num_valid", "in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/pass1.v26.s", "scratch/pass1.v31.s", "scratch/pass1.v35.s", "scratch/pass1.v41.s", "scratch/pass1.v44.s", "scratch/s5", "scratch/s6", "scratch/s7"},
+		Params: []string{"in/mask", "out/num_valid", "in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/pass1.v26.s", "scratch/pass1.v31.s", "scratch/pass1.v35.s", "scratch/pass1.v40.s", "scratch/pass1.v44.s", "scratch/s5", "scratch/s6", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v26.s", "scratch/s0", "scratch/pass1.v31.s", "scratch/s1", "scratch/pass1.v35.s", "scratch/s2", "scratch/pass1.v41.s", "scratch/s3", "scratch/pass1.v44.s", "scratch/s4"},
+		Params: []string{"scratch/pass1.v26.s", "scratch/s0", "scratch/pass1.v31.s", "scratch/s1", "scratch/pass1.v35.s", "scratch/s2", "scratch/pass1.v40.s", "scratch/s3", "scratch/pass1.v44.s", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

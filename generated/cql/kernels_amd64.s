@@ -2643,10 +2643,10 @@ inner_Q_11:
 	VSUBPS  lgc10<>+0(SB), Y5, Y5
 	VMOVUPS Y0, 6560(SP)
 
-	// smoothL1 = where(v19, v21, v22)
+	// v23 = where(v19, v21, v22)
 	VBLENDVPS Y6, Y7, Y5, Y0
 
-	// sum(smoothL1) over [Q]
+	// sum(v23) over [Q]
 	VCVTPS2PD    X0, Y5
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0

@@ -290,8 +290,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v20 := float32(half * absDiff)
 			v21 := float32(v20 * absDiff)
 			v22 := absDiff - half
-			smoothL1 := sel(v19, v21, v22)
-			acc24 += float64(smoothL1)
+			v23 := sel(v19, v21, v22)
+			acc24 += float64(v23)
 			v84 := float32(diff * diff)
 			acc85 = runtime.Max(acc85, float64(v84))
 		}

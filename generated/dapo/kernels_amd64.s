@@ -973,10 +973,14 @@ TEXT ·fbPass1AVX2(SB), $224-88
 	// v65 = div(0.01, v27)
 	VDIVPS Y0, Y2, Y2
 
-	// v73 = div(1, v27)
-	VDIVPS  Y0, Y1, Y0
+	// v72 = div(1, v27)
+	VDIVPS Y0, Y1, Y0
+
+	// v74 = mul(v72, -0.01)
+	VMULPS  lgc19<>+0(SB), Y0, Y1
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y1, 64(SP)
 	MOVQ    lo+8(FP), AX
 
 outer0_7:
@@ -998,27 +1002,27 @@ blocks_8:
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y2, Y0, Y2
+	VANDPS  Y2, Y0, Y3
 	MOVQ    advantage+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	VMOVUPS (BX)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y4, Y0, Y5
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y2, Y1, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
+	VSUBPS  Y3, Y1, Y1
+	VMOVUPS lgc2<>+0(SB), Y3
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
+	VMAXPS  Y1, Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Y5, Y6, Y5
+	VMINPS Y3, Y6, Y3
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc4<>+0(SB), Y6
-	VMAXPS       Y4, Y6, Y6
+	VMAXPS       Y1, Y6, Y6
 	VMOVUPS      lgc5<>+0(SB), Y7
 	VMINPS       Y6, Y7, Y6
 	VMULPS       lgc6<>+0(SB), Y6, Y7
@@ -1047,103 +1051,103 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y6, Y3, Y6
+	VCMPPS  $0x1d, Y6, Y5, Y6
 	VMOVUPS lgc16<>+0(SB), Y7
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y1, 64(SP)
-	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y1, Y1
-	VMOVUPS Y9, 96(SP)
+	VMAXPS  Y9, Y5, Y5
+	VMOVUPS Y9, 128(SP)
 
-	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y6, Y7, Y1, Y1
+	// v22 = where(v17, v19, v21)
+	VBLENDVPS Y6, Y7, Y5, Y5
 
-	// gain = mul(v10, ratioClipped)
-	VMULPS Y1, Y3, Y1
+	// gain = mul(advantage, v22)
+	VMULPS Y5, Y4, Y4
 
 	// v24 = neg(gain)
-	VXORPS lgc18<>+0(SB), Y1, Y1
+	VXORPS lgc18<>+0(SB), Y4, Y4
 
 	// v25 = where(mask, v24, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y4, Y0, Y4
 
 	// sum(v25) over [B L]
 	MOVQ    state+48(FP), BX
-	VADDPS  704(BX), Y1, Y1
-	VMOVUPS Y1, 704(BX)
+	VADDPS  704(BX), Y4, Y4
+	VMOVUPS Y4, 704(BX)
 
 	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y1, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y3, Y0, Y3
 
 	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y1, Y1
-	VMOVUPS Y1, 1024(BX)
-	VMOVUPS 64(SP), Y1
+	VADDPS  1024(BX), Y3, Y3
+	VMOVUPS Y3, 1024(BX)
+	MOVQ    logProb+24(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
-	// v33 = sub(v8, v6)
-	VSUBPS Y1, Y2, Y1
+	// v33 = sub(sampleLogProb, logProb)
+	VSUBPS Y3, Y2, Y2
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y2, Y0, Y2
 
 	// sum(v34) over [B L]
-	VADDPS  1344(BX), Y1, Y2
-	VMOVUPS Y2, 1344(BX)
+	VADDPS  1344(BX), Y2, Y3
+	VMOVUPS Y3, 1344(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v38 = where(mask, entropy, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS Y3, Y0, Y4
 
 	// sum(v38) over [B L]
-	VADDPS  1664(BX), Y2, Y5
-	VMOVUPS Y5, 1664(BX)
+	VADDPS  1664(BX), Y4, Y4
+	VMOVUPS Y4, 1664(BX)
 
-	// v42 = mul(-0.01, v38)
-	VMULPS lgc19<>+0(SB), Y2, Y2
+	// v42 = mul(-0.01, entropy)
+	VMULPS lgc19<>+0(SB), Y3, Y3
 
 	// v43 = where(mask, v42, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS Y3, Y0, Y3
 
 	// sum(v43) over [B L]
-	VADDPS  1984(BX), Y2, Y2
-	VMOVUPS Y2, 1984(BX)
-	VMOVUPS lgc20<>+0(SB), Y2
+	VADDPS  1984(BX), Y3, Y3
+	VMOVUPS Y3, 1984(BX)
+	VMOVUPS lgc20<>+0(SB), Y3
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y4, Y2, Y2
-	VMOVUPS   Y6, 128(SP)
-	VMOVUPS   Y3, 160(SP)
-	VMOVUPS   Y1, 192(SP)
-	VMOVUPS   96(SP), Y1
+	VBLENDVPS Y0, Y1, Y3, Y1
+	VMOVUPS   Y6, 160(SP)
+	VMOVUPS   Y2, 192(SP)
+	VMOVUPS   128(SP), Y2
 
 	// logsumexp(v47) over [B L]
-	VANDPS  Y1, Y0, Y3
-	VCMPPS  $0x15, lgc21<>+0(SB), Y2, Y4
-	VCMPPS  $0x1a, lgc22<>+0(SB), Y2, Y5
+	VANDPS  Y2, Y0, Y3
+	VCMPPS  $0x15, lgc21<>+0(SB), Y1, Y4
+	VCMPPS  $0x1a, lgc22<>+0(SB), Y1, Y5
 	VANDPS  Y5, Y4, Y4
-	VCMPPS  $0x00, lgc20<>+0(SB), Y2, Y5
+	VCMPPS  $0x00, lgc20<>+0(SB), Y1, Y5
 	VORPS   Y5, Y4, Y4
 	VANDPS  2304(BX), Y4, Y4
 	VMOVUPS Y4, 2304(BX)
-	VADDPS  2432(BX), Y3, Y2
-	VMOVUPS Y2, 2432(BX)
-	VMULPS  Y3, Y3, Y2
-	VADDPS  2752(BX), Y2, Y2
-	VMOVUPS Y2, 2752(BX)
-	VMOVUPS 192(SP), Y2
+	VADDPS  2432(BX), Y3, Y1
+	VMOVUPS Y1, 2432(BX)
+	VMULPS  Y3, Y3, Y1
+	VADDPS  2752(BX), Y1, Y1
+	VMOVUPS Y1, 2752(BX)
+	VMOVUPS 192(SP), Y1
 
 	// k3 = expm1_minus_x(v34)
 	VMOVUPS      lgc4<>+0(SB), Y3
-	VMAXPS       Y2, Y3, Y3
+	VMAXPS       Y1, Y3, Y3
 	VMOVUPS      lgc5<>+0(SB), Y4
 	VMINPS       Y3, Y4, Y3
 	VMULPS       lgc6<>+0(SB), Y3, Y4
@@ -1172,7 +1176,7 @@ blocks_8:
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VSUBPS       lgc1<>+0(SB), Y7, Y7
-	VSUBPS       Y2, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y4, Y4
 	VBLENDVPS    Y4, Y3, Y7, Y7
 
@@ -1185,94 +1189,86 @@ blocks_8:
 	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v67 = lt(v34, -40)
-	VCMPPS $0x11, Y3, Y2, Y3
+	VCMPPS $0x11, Y3, Y1, Y3
 
 	// v69 = add(k3, v34)
-	VADDPS  Y2, Y7, Y2
+	VADDPS  Y1, Y7, Y1
 	VMOVUPS lgc29<>+0(SB), Y4
 
 	// v70 = where(v67, -1, v69)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	VBLENDVPS Y3, Y4, Y1, Y1
 	VMOVUPS   (SP), Y3
 
 	// v71 = mul(v65, v70)
-	VMULPS Y2, Y3, Y2
-
-	// v72 = where(mask, v71, 0)
-	VANDPS  Y2, Y0, Y2
+	VMULPS  Y1, Y3, Y1
 	VMOVUPS 32(SP), Y3
 
-	// v74 = where(mask, v73, 0)
-	VANDPS Y3, Y0, Y3
+	// v73 = where(mask, v72, 0)
+	VANDPS  Y3, Y0, Y3
+	VMOVUPS 64(SP), Y4
 
-	// v75 = mul(v74, -0.01)
-	VMULPS lgc19<>+0(SB), Y3, Y4
-
-	// gradEntropy = where(mask, v75, 0)
+	// gradEntropy = where(mask, v74, 0)
 	VANDPS Y4, Y0, Y4
 
-	// v77 = where(mask, v72, 0)
-	VANDPS Y2, Y0, Y2
-
-	// v78 = neg(v77)
-	VXORPS lgc18<>+0(SB), Y2, Y2
-
-	// v79 = neg(v74)
+	// v76 = neg(v73)
 	VXORPS  lgc18<>+0(SB), Y3, Y3
-	VMOVUPS 160(SP), Y5
+	VMOVUPS 96(SP), Y5
 
-	// v80 = mul(v79, v10)
+	// v77 = mul(v76, v10)
 	VMULPS  Y5, Y3, Y3
-	VMOVUPS 128(SP), Y5
+	VMOVUPS 160(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v81 = where(v17, v80, 0)
+	// v78 = where(v17, v77, 0)
 	VANDPS Y3, Y6, Y5
 
-	// v82 = where(v17, 0, v80)
+	// v79 = where(v17, 0, v77)
 	VANDNPS Y3, Y6, Y3
 	VMOVUPS lgc17<>+0(SB), Y6
 
-	// v83 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y1, Y6
+	// v80 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y2, Y6
 
-	// v84 = ne(ratio, ratio)
-	VCMPPS $0x04, Y1, Y1, Y7
+	// v81 = ne(ratio, ratio)
+	VCMPPS $0x04, Y2, Y2, Y7
 
-	// v85 = max(v83, v84)
+	// v82 = max(v80, v81)
 	VORPS Y6, Y7, Y6
 
-	// v86 = where(v85, v82, 0)
+	// v83 = where(v82, v79, 0)
 	VANDPS  Y3, Y6, Y3
 	VMOVUPS lgc16<>+0(SB), Y6
 
-	// v87 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y6, Y1, Y6
+	// v84 = le(ratio, 1.2799999924290435)
+	VCMPPS $0x12, Y6, Y2, Y6
 
-	// v88 = max(v87, v84)
+	// v85 = max(v84, v81)
 	VORPS Y6, Y7, Y6
 
-	// v89 = where(v88, v81, 0)
+	// v86 = where(v85, v78, 0)
 	VANDPS Y5, Y6, Y5
 
-	// v90 = add(v86, v89)
+	// v87 = add(v83, v86)
 	VADDPS  Y5, Y3, Y3
 	VMOVUPS lgc0<>+0(SB), Y5
 
-	// v91 = ne(v90, 0)
+	// v88 = ne(v87, 0)
 	VCMPPS $0x04, Y5, Y3, Y5
 
-	// v92 = mul(v90, ratio)
-	VMULPS Y1, Y3, Y1
+	// v89 = mul(v87, ratio)
+	VMULPS Y2, Y3, Y2
 
-	// v93 = where(v91, v92, v90)
-	VBLENDVPS Y5, Y1, Y3, Y1
+	// v90 = where(v88, v89, v87)
+	VBLENDVPS Y5, Y2, Y3, Y2
 
-	// v94 = add(v78, v93)
-	VADDPS Y1, Y2, Y1
+	// v91 = neg(v71)
+	VXORPS lgc18<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v94, 0)
+	// v92 = add(v91, v90)
+	VADDPS Y2, Y1, Y1
+
+	// gradLogProb = where(mask, v92, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy

@@ -335,8 +335,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v17 := b2f(v10 >= zero)
 			v19 := min(ratio, c18)
 			v21 := max(ratio, c20)
-			ratioClipped := sel(v17, v19, v21)
-			gain := float32(v10 * ratioClipped)
+			v22 := sel(v17, v19, v21)
+			gain := float32(advantage * v22)
 			v24 := -gain
 			v25 := sel(mask, v24, zero)
 			acc26 += float64(v25)
@@ -344,13 +344,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v29 := b2f(logWeightClip != logWeight)
 			v30 := sel(mask, v29, zero)
 			acc31 += float64(v30)
-			v33 := v8 - v6
+			v33 := sampleLogProb - logProb
 			v34 := sel(mask, v33, zero)
 			acc35 += float64(v34)
 			entropy := in.Entropy[iB*128+iL]
 			v38 := sel(mask, entropy, zero)
 			acc39 += float64(v38)
-			v42 := float32(c41 * v38)
+			v42 := float32(c41 * entropy)
 			v43 := sel(mask, v42, zero)
 			acc44 += float64(v43)
 			v47 := sel(mask, logWeight, c46)
@@ -365,31 +365,29 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v69 := k3 + v34
 			v70 := sel(v67, minusOne, v69)
 			v71 := float32(v65 * v70)
-			v72 := sel(mask, v71, zero)
-			v73 := one / v27
-			v74 := sel(mask, v73, zero)
-			v75 := float32(v74 * c41)
-			gradEntropy := sel(mask, v75, zero)
+			v72 := one / v27
+			v73 := sel(mask, v72, zero)
+			v74 := float32(v72 * c41)
+			gradEntropy := sel(mask, v74, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v77 := sel(mask, v72, zero)
-			v78 := -v77
-			v79 := -v74
-			v80 := float32(v79 * v10)
-			v81 := sel(v17, v80, zero)
-			v82 := sel(v17, zero, v80)
-			v83 := b2f(ratio >= c20)
-			v84 := b2f(ratio != ratio)
-			v85 := max(v83, v84)
-			v86 := sel(v85, v82, zero)
-			v87 := b2f(ratio <= c18)
-			v88 := max(v87, v84)
-			v89 := sel(v88, v81, zero)
-			v90 := v86 + v89
-			v91 := b2f(v90 != zero)
-			v92 := float32(v90 * ratio)
-			v93 := sel(v91, v92, v90)
-			v94 := v78 + v93
-			gradLogProb := sel(mask, v94, zero)
+			v76 := -v73
+			v77 := float32(v76 * v10)
+			v78 := sel(v17, v77, zero)
+			v79 := sel(v17, zero, v77)
+			v80 := b2f(ratio >= c20)
+			v81 := b2f(ratio != ratio)
+			v82 := max(v80, v81)
+			v83 := sel(v82, v79, zero)
+			v84 := b2f(ratio <= c18)
+			v85 := max(v84, v81)
+			v86 := sel(v85, v78, zero)
+			v87 := v83 + v86
+			v88 := b2f(v87 != zero)
+			v89 := float32(v87 * ratio)
+			v90 := sel(v88, v89, v87)
+			v91 := -v71
+			v92 := v91 + v90
+			gradLogProb := sel(mask, v92, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

@@ -2067,10 +2067,10 @@ inner_Q_20:
 	VSUBPS  lgc10<>+0(SB), Y6, Y9
 	VMOVUPS Y6, 2272(SP)
 
-	// smoothL1 = where(v37, v39, v40)
+	// v41 = where(v37, v39, v40)
 	VBLENDVPS Y7, Y8, Y9, Y6
 
-	// sum(smoothL1) over [Q]
+	// sum(v41) over [Q]
 	VCVTPS2PD    X6, Y7
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6

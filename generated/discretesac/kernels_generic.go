@@ -307,8 +307,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v38 := float32(half * absDiff)
 			v39 := float32(v38 * absDiff)
 			v40 := absDiff - half
-			smoothL1 := sel(v37, v39, v40)
-			acc42 += float64(smoothL1)
+			v41 := sel(v37, v39, v40)
+			acc42 += float64(v41)
 			acc70 = runtime.Max(acc70, float64(absDiff))
 		}
 		v42 := float32(acc42)

@@ -856,10 +856,10 @@ inner_A_11:
 	VMOVUPD Y2, 360(SP)
 	VMOVUPD Y3, 392(SP)
 
-	// smoothL1 = where(v47, v49, v50)
+	// v51 = where(v47, v49, v50)
 	VBLENDVPD Y5, Y7, Y8, Y2
 
-	// v52 = where(mask, smoothL1, 0)
+	// v52 = where(mask, v51, 0)
 	VANDPD Y2, Y1, Y2
 
 	// sum(v52) over [N T]
@@ -934,14 +934,8 @@ inner_A_11:
 
 	// v79 = where(v77, v78, v71)
 	VBLENDVPD Y2, Y0, Y1, Y0
-	MOVQ      mask+24(FP), DX
-	VPMOVZXBQ (DX)(SI*1), Y1
-	VPCMPGTQ  lgc0<>+0(SB), Y1, Y1
-
-	// v80 = where(mask, v79, 0)
-	VANDPD  Y0, Y1, Y0
-	VMOVUPD Y0, 456(SP)
-	XORQ    DX, DX
+	VMOVUPD   Y0, 456(SP)
+	XORQ      DX, DX
 
 inner_A_12:
 	VMOVUPD   456(SP), Y0
@@ -962,13 +956,13 @@ inner_A_12:
 	VPMOVZXBD 488(SP), X1
 	VCVTDQ2PD X1, Y1
 
-	// v81 = mul(v80, action)
+	// v80 = mul(v79, action)
 	VMULPD    Y1, Y0, Y0
 	MOVQ      mask+24(FP), DI
 	VPMOVZXBQ (DI)(SI*1), Y1
 	VPCMPGTQ  lgc0<>+0(SB), Y1, Y1
 
-	// gradActionValue = where(mask, v81, 0)
+	// gradActionValue = where(mask, v80, 0)
 	VANDPD Y0, Y1, Y0
 
 	// store gradActionValue

@@ -300,8 +300,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v48 := float64(half * absDiff)
 			v49 := float64(v48 * absDiff)
 			v50 := absDiff - half
-			smoothL1 := sel(v47, v49, v50)
-			v52 := sel(mask, smoothL1, zero)
+			v51 := sel(v47, v49, v50)
+			v52 := sel(mask, v51, zero)
 			acc53 += v52
 			v54 := max(numValid, one)
 			v56 := float64(diff * diff)
@@ -327,11 +327,10 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v77 := b2f(v71 != zero)
 			v78 := float64(v71 * v76)
 			v79 := sel(v77, v78, v71)
-			v80 := sel(mask, v79, zero)
 			for iA := 0; iA < 5; iA++ {
 				action := b2f(in.Action[iN*160+iT*5+iA])
-				v81 := float64(v80 * action)
-				gradActionValue := sel(mask, v81, zero)
+				v80 := float64(v79 * action)
+				gradActionValue := sel(mask, v80, zero)
 				grads.ActionValue[iN*160+iT*5+iA] = gradActionValue
 			}
 		}

@@ -1001,10 +1001,10 @@ blocks_5:
 	VCMPPS $0x12, Y3, Y2, Y2
 	VANDPS lgc1<>+0(SB), Y2, Y2
 
-	// kept = where(mask, v16, 0)
+	// v17 = where(mask, v16, 0)
 	VANDPS Y2, Y1, Y1
 
-	// sum(kept) over [B L]
+	// sum(v17) over [B L]
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_6
@@ -1058,7 +1058,7 @@ noflush_6:
 
 // func fbPass1AVX2(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $224-96
+TEXT ·fbPass1AVX2(SB), $192-96
 	// values every block reads alike, computed once
 	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
@@ -1072,7 +1072,7 @@ TEXT ·fbPass1AVX2(SB), $224-96
 	// v77 = div(0.04, v34)
 	VDIVPS Y0, Y2, Y2
 
-	// v87 = div(1, v34)
+	// v86 = div(1, v34)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1114,128 +1114,129 @@ blocks_8:
 	VANDPS Y3, Y0, Y3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Y2, Y1, Y4
+	VSUBPS Y2, Y1, Y2
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Y4, Y4, Y5
+	VMULPS Y2, Y2, Y4
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	VMULPS  lgc2<>+0(SB), Y4, Y4
+	VMOVUPS lgc3<>+0(SB), Y5
 
 	// v16 = le(v14, 0.05)
-	VCMPPS $0x12, Y6, Y5, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VCMPPS $0x12, Y5, Y4, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
-	// kept = where(mask, v16, 0)
-	VANDPS  Y5, Y0, Y5
-	VMOVUPS lgc4<>+0(SB), Y6
+	// v17 = where(mask, v16, 0)
+	VANDPS  Y4, Y0, Y4
+	VMOVUPS lgc4<>+0(SB), Y5
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc5<>+0(SB), Y7
+	VMAXPS  Y2, Y5, Y5
+	VMOVUPS lgc5<>+0(SB), Y6
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
+	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, 64(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc6<>+0(SB), Y1
-	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc7<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
-	VMULPS       Y1, Y1, Y8
-	VMOVUPS      lgc11<>+0(SB), Y9
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y9
-	VMOVUPS      lgc13<>+0(SB), Y10
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc15<>+0(SB), Y10
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y1, Y8, Y9
-	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VMAXPS       Y2, Y1, Y1
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc15<>+0(SB), Y9
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y1
 	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v24 = ge(v10, 0)
 	VCMPPS  $0x1d, Y1, Y3, Y1
-	VMOVUPS lgc17<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y2, 96(SP)
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMINPS  Y8, Y6, Y6
+	VMOVUPS lgc18<>+0(SB), Y7
 
 	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y2, Y2
-	VMOVUPS Y9, 128(SP)
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS Y8, 96(SP)
 
-	// ratioClipped = where(v24, v26, v28)
-	VBLENDVPS Y1, Y7, Y2, Y2
+	// v29 = where(v24, v26, v28)
+	VBLENDVPS Y1, Y6, Y7, Y6
 
-	// gain = mul(v10, ratioClipped)
-	VMULPS Y2, Y3, Y2
+	// gain = mul(v10, v29)
+	VMULPS Y6, Y3, Y6
 
 	// v31 = neg(gain)
-	VXORPS  lgc19<>+0(SB), Y2, Y2
+	VXORPS  lgc19<>+0(SB), Y6, Y6
 	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y5, Y7
+	VCMPPS  $0x04, Y7, Y4, Y7
 
-	// v32 = where(kept, v31, 0)
-	VANDPS Y2, Y7, Y2
+	// v32 = where(v17, v31, 0)
+	VANDPS Y6, Y7, Y4
 
 	// sum(v32) over [B L]
-	VADDPS  1024(BX), Y2, Y2
-	VMOVUPS Y2, 1024(BX)
+	VADDPS  1024(BX), Y4, Y4
+	VMOVUPS Y4, 1024(BX)
 
 	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y2, Y5, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v37 = where(mask, v36, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS Y4, Y0, Y4
 
 	// sum(v37) over [B L]
-	VADDPS  1344(BX), Y2, Y2
-	VMOVUPS Y2, 1344(BX)
-	VMOVUPS 96(SP), Y2
-	VMOVUPS 64(SP), Y5
+	VADDPS  1344(BX), Y4, Y4
+	VMOVUPS Y4, 1344(BX)
+	MOVQ    sampleLogProb+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
+	MOVQ    logProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y5
 
-	// v41 = sub(v8, v6)
-	VSUBPS Y5, Y2, Y2
+	// v41 = sub(sampleLogProb, logProb)
+	VSUBPS Y5, Y4, Y4
 
 	// v42 = where(mask, v41, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS Y4, Y0, Y4
 
 	// sum(v42) over [B L]
-	VADDPS  1664(BX), Y2, Y2
-	VMOVUPS Y2, 1664(BX)
+	VADDPS  1664(BX), Y4, Y4
+	VMOVUPS Y4, 1664(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v46 = where(mask, entropy, 0)
-	VANDPS Y2, Y0, Y0
+	VANDPS Y4, Y0, Y0
 
 	// sum(v46) over [B L]
-	VADDPS  1984(BX), Y0, Y2
-	VMOVUPS Y2, 1984(BX)
+	VADDPS  1984(BX), Y0, Y4
+	VMOVUPS Y4, 1984(BX)
 
 	// v50 = mul(-0.01, v46)
 	VMULPS lgc20<>+0(SB), Y0, Y0
 
-	// v51 = where(kept, v50, 0)
+	// v51 = where(v17, v50, 0)
 	VANDPS Y0, Y7, Y0
 
 	// sum(v51) over [B L]
@@ -1243,11 +1244,11 @@ blocks_8:
 	VMOVUPS Y0, 2304(BX)
 	VMOVUPS lgc21<>+0(SB), Y0
 
-	// v55 = where(kept, logWeight, -Inf)
-	VBLENDVPS Y7, Y4, Y0, Y0
-	VMOVUPS   Y1, 160(SP)
-	VMOVUPS   Y3, 192(SP)
-	VMOVUPS   128(SP), Y1
+	// v55 = where(v17, logWeight, -Inf)
+	VBLENDVPS Y7, Y2, Y0, Y0
+	VMOVUPS   Y1, 128(SP)
+	VMOVUPS   Y3, 160(SP)
+	VMOVUPS   96(SP), Y1
 
 	// logsumexp(v55) over [B L]
 	VANDPS    Y1, Y7, Y1
@@ -1276,7 +1277,7 @@ blocks_8:
 	// v68 = sub(v67, v6)
 	VSUBPS Y2, Y1, Y1
 
-	// v69 = where(kept, v68, 0)
+	// v69 = where(v17, v68, 0)
 	VANDPS Y1, Y7, Y1
 
 	// k3 = expm1_minus_x(v69)
@@ -1314,7 +1315,7 @@ blocks_8:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
 	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v71 = where(kept, k3, 0)
+	// v71 = where(v17, k3, 0)
 	VANDPS Y6, Y7, Y2
 
 	// sum(v71) over [B L]
@@ -1336,82 +1337,79 @@ blocks_8:
 	// v83 = mul(v77, v82)
 	VMULPS Y1, Y2, Y1
 
-	// v84 = where(kept, v83, 0)
+	// v84 = where(v17, v83, 0)
 	VANDPS Y1, Y7, Y1
 
-	// v85 = where(kept, v84, 0)
-	VANDPS Y1, Y7, Y1
-
-	// v86 = neg(v85)
+	// v85 = neg(v84)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y2
 
-	// v88 = where(kept, v87, 0)
+	// v87 = where(v17, v86, 0)
 	VANDPS Y2, Y7, Y2
 
-	// v89 = mul(v88, -0.01)
+	// v88 = mul(v87, -0.01)
 	VMULPS lgc20<>+0(SB), Y2, Y3
 
-	// gradEntropy = where(mask, v89, 0)
+	// gradEntropy = where(mask, v88, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v91 = neg(v88)
+	// v90 = neg(v87)
 	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS 192(SP), Y4
-
-	// v92 = mul(v91, v10)
-	VMULPS  Y4, Y2, Y2
 	VMOVUPS 160(SP), Y4
+
+	// v91 = mul(v90, v10)
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS 128(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v93 = where(v24, v92, 0)
+	// v92 = where(v24, v91, 0)
 	VANDPS Y2, Y5, Y4
 
-	// v94 = where(v24, 0, v92)
+	// v93 = where(v24, 0, v91)
 	VANDNPS Y2, Y5, Y2
-	VMOVUPS 128(SP), Y5
+	VMOVUPS 96(SP), Y5
 	VMOVUPS lgc18<>+0(SB), Y6
 
-	// v95 = ge(ratio, 0.8000000028326788)
+	// v94 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
 
-	// v96 = ne(ratio, ratio)
+	// v95 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y7
 
-	// v97 = max(v95, v96)
+	// v96 = max(v94, v95)
 	VORPS Y6, Y7, Y6
 
-	// v98 = where(v97, v94, 0)
+	// v97 = where(v96, v93, 0)
 	VANDPS  Y2, Y6, Y2
 	VMOVUPS lgc17<>+0(SB), Y6
 
-	// v99 = le(ratio, 1.2000000078829447)
+	// v98 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y5, Y6
 
-	// v100 = max(v99, v96)
+	// v99 = max(v98, v95)
 	VORPS Y6, Y7, Y6
 
-	// v101 = where(v100, v93, 0)
+	// v100 = where(v99, v92, 0)
 	VANDPS Y4, Y6, Y4
 
-	// v102 = add(v98, v101)
+	// v101 = add(v97, v100)
 	VADDPS  Y4, Y2, Y2
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v103 = ne(v102, 0)
+	// v102 = ne(v101, 0)
 	VCMPPS $0x04, Y4, Y2, Y4
 
-	// v104 = mul(v102, ratio)
+	// v103 = mul(v101, ratio)
 	VMULPS Y5, Y2, Y5
 
-	// v105 = where(v103, v104, v102)
+	// v104 = where(v102, v103, v101)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v106 = add(v86, v105)
+	// v105 = add(v85, v104)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v106, 0)
+	// gradLogProb = where(mask, v105, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy

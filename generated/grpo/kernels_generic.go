@@ -242,7 +242,7 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
 type fbPass0GoStates struct {
-	numKept float64 // numKept = sum(kept) over B,L
+	numKept float64 // numKept = sum(v17) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -267,8 +267,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v13 := float32(logWeight * logWeight)
 			v14 := float32(half * v13)
 			v16 := b2f(v14 <= c15)
-			kept := sel(mask, v16, zero)
-			numKept += float64(kept)
+			v17 := sel(mask, v16, zero)
+			numKept += float64(v17)
 		}
 	}
 	st.numKept = numKept
@@ -365,7 +365,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v13 := float32(logWeight * logWeight)
 			v14 := float32(half * v13)
 			v16 := b2f(v14 <= c15)
-			kept := sel(mask, v16, zero)
+			v17 := sel(mask, v16, zero)
 			numKept := out.NumKept
 			v21 := max(logWeight, c19)
 			logWeightClip := min(v21, c20)
@@ -373,65 +373,64 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v24 := b2f(v10 >= zero)
 			v26 := min(ratio, c25)
 			v28 := max(ratio, c27)
-			ratioClipped := sel(v24, v26, v28)
-			gain := float32(v10 * ratioClipped)
+			v29 := sel(v24, v26, v28)
+			gain := float32(v10 * v29)
 			v31 := -gain
-			v32 := sel(kept, v31, zero)
+			v32 := sel(v17, v31, zero)
 			acc33 += float64(v32)
 			v34 := max(numKept, one)
 			v36 := b2f(logWeightClip != logWeight)
 			v37 := sel(mask, v36, zero)
 			acc38 += float64(v37)
-			v41 := v8 - v6
+			v41 := sampleLogProb - logProb
 			v42 := sel(mask, v41, zero)
 			acc43 += float64(v42)
 			entropy := in.Entropy[iB*128+iL]
 			v46 := sel(mask, entropy, zero)
 			acc47 += float64(v46)
 			v50 := float32(c49 * v46)
-			v51 := sel(kept, v50, zero)
+			v51 := sel(v17, v50, zero)
 			acc52 += float64(v51)
-			v55 := sel(kept, logWeight, c54)
+			v55 := sel(v17, logWeight, c54)
 			acc57.Add(float64(v55))
 			v59 := float32(two * v55)
 			acc60.Add(float64(v59))
 			refLogProb := in.RefLogProb[iB*128+iL]
 			v67 := sel(mask, refLogProb, zero)
 			v68 := v67 - v6
-			v69 := sel(kept, v68, zero)
+			v69 := sel(v17, v68, zero)
 			k3 := float32(vmath.ExpM1MinusX(float64(v69)))
-			v71 := sel(kept, k3, zero)
+			v71 := sel(v17, k3, zero)
 			acc72 += float64(v71)
 			v77 := c74 / v34
 			v79 := b2f(v69 < c78)
 			v81 := k3 + v69
 			v82 := sel(v79, minusOne, v81)
 			v83 := float32(v77 * v82)
-			v84 := sel(kept, v83, zero)
-			v85 := sel(kept, v84, zero)
-			v86 := -v85
-			v87 := one / v34
-			v88 := sel(kept, v87, zero)
-			v89 := float32(v88 * c49)
-			gradEntropy := sel(mask, v89, zero)
+			v84 := sel(v17, v83, zero)
+			v85 := -v84
+			v86 := one / v34
+			v87 := sel(v17, v86, zero)
+			v88 := float32(v87 * c49)
+			gradEntropy := sel(mask, v88, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v91 := -v88
-			v92 := float32(v91 * v10)
-			v93 := sel(v24, v92, zero)
-			v94 := sel(v24, zero, v92)
-			v95 := b2f(ratio >= c27)
-			v96 := b2f(ratio != ratio)
-			v97 := max(v95, v96)
-			v98 := sel(v97, v94, zero)
-			v99 := b2f(ratio <= c25)
-			v100 := max(v99, v96)
-			v101 := sel(v100, v93, zero)
-			v102 := v98 + v101
-			v103 := b2f(v102 != zero)
-			v104 := float32(v102 * ratio)
-			v105 := sel(v103, v104, v102)
-			v106 := v86 + v105
-			gradLogProb := sel(mask, v106, zero)
+			v90 := -v87
+			v91 := float32(v90 * v10)
+			v92 := sel(v24, v91, zero)
+			v93 := sel(v24, zero, v91)
+			v94 := b2f(ratio >= c27)
+			v95 := b2f(ratio != ratio)
+			v96 := max(v94, v95)
+			v97 := sel(v96, v93, zero)
+			v98 := b2f(ratio <= c25)
+			v99 := max(v98, v95)
+			v100 := sel(v99, v92, zero)
+			v101 := v97 + v100
+			v102 := b2f(v101 != zero)
+			v103 := float32(v101 * ratio)
+			v104 := sel(v102, v103, v101)
+			v105 := v85 + v104
+			gradLogProb := sel(mask, v105, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

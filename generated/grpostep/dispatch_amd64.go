@@ -244,8 +244,8 @@ type fbAvxState struct {
 	r49_p   []float32
 	r52_s   []float64
 	r52_p   []float32
-	r64_s   []float64
-	r64_p   []float32
+	r63_s   []float64
+	r63_p   []float32
 	p3_ok   []float32
 	res     []float64
 }
@@ -275,8 +275,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 16)
 	st.r52_s = st.buf[576:592]
 	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
-	st.r64_s = st.buf[616:632]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
+	st.r63_s = st.buf[616:632]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
 	st.res = make([]float64, 4)
 	return st
@@ -406,8 +406,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r52_s, 0)
 		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(&out.NumValid, lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 	}
@@ -431,7 +431,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
@@ -450,7 +450,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s5 = float32(st.res[0])
 	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r64_s, 8)
+	runtime.FinishSum(st.res[:1], st.r63_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -1440,7 +1440,7 @@ blocks_18:
 
 // func fbPass3AVX2(numValid *float32, lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $224-96
+TEXT ·fbPass3AVX2(SB), $192-96
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1451,10 +1451,10 @@ TEXT ·fbPass3AVX2(SB), $224-96
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc29<>+0(SB), Y2
 
-	// v69 = div(0.04, v36)
+	// v68 = div(0.04, v36)
 	VDIVPS Y0, Y2, Y2
 
-	// v79 = div(1, v36)
+	// v75 = div(1, v36)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1509,25 +1509,25 @@ blocks_21:
 	VMOVUPS (SI)(DI*4), Y3
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y1, Y4
 
 	// v19 = where(mask, v7, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y0, Y1, Y5
 
 	// logWeight = sub(v16, v18)
-	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc8<>+0(SB), Y5
+	VSUBPS  Y4, Y2, Y2
+	VMOVUPS lgc8<>+0(SB), Y4
 
 	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
+	VMAXPS  Y2, Y4, Y4
 	VMOVUPS lgc9<>+0(SB), Y6
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS Y5, Y6, Y5
+	VMINPS Y4, Y6, Y4
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc10<>+0(SB), Y6
-	VMAXPS       Y4, Y6, Y6
+	VMAXPS       Y2, Y6, Y6
 	VMOVUPS      lgc11<>+0(SB), Y7
 	VMINPS       Y6, Y7, Y6
 	VMULPS       lgc12<>+0(SB), Y6, Y7
@@ -1556,94 +1556,92 @@ blocks_21:
 	VMOVUPS      lgc4<>+0(SB), Y6
 
 	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y6, Y0, Y6
-	VMOVUPS lgc22<>+0(SB), Y7
+	VCMPPS  $0x1d, Y6, Y5, Y6
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS lgc22<>+0(SB), Y5
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y2, 96(SP)
-	VMOVUPS lgc23<>+0(SB), Y2
+	VMINPS  Y9, Y5, Y5
+	VMOVUPS lgc23<>+0(SB), Y7
 
 	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y2, Y2
+	VMAXPS  Y9, Y7, Y7
 	VMOVUPS Y9, 128(SP)
 
-	// ratioClipped = where(v26, v28, v30)
-	VBLENDVPS Y6, Y7, Y2, Y2
+	// v31 = where(v26, v28, v30)
+	VBLENDVPS Y6, Y5, Y7, Y5
 
-	// gain = mul(v19, ratioClipped)
-	VMULPS Y2, Y0, Y2
+	// gain = mul(v7, v31)
+	VMULPS Y5, Y0, Y0
 
 	// v33 = neg(gain)
-	VXORPS lgc24<>+0(SB), Y2, Y2
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v34) over [G N L]
 	MOVQ    state+64(FP), SI
-	VADDPS  3392(SI), Y2, Y2
-	VMOVUPS Y2, 3392(SI)
+	VADDPS  3392(SI), Y0, Y0
+	VMOVUPS Y0, 3392(SI)
 
 	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y2, Y4, Y0
+	VANDPS lgc7<>+0(SB), Y0, Y0
 
 	// v39 = where(mask, v38, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v39) over [G N L]
-	VADDPS  3712(SI), Y2, Y2
-	VMOVUPS Y2, 3712(SI)
-	VMOVUPS 96(SP), Y2
+	VADDPS  3712(SI), Y0, Y0
+	VMOVUPS Y0, 3712(SI)
+	MOVQ    logProb+48(FP), R8
+	VMOVUPS (R8)(DI*4), Y0
 
-	// v42 = sub(v18, v16)
-	VSUBPS Y2, Y3, Y2
+	// v42 = sub(sampleLogProb, logProb)
+	VSUBPS Y0, Y3, Y0
 
 	// v43 = where(mask, v42, 0)
-	VANDPS Y2, Y1, Y2
+	VANDPS Y0, Y1, Y0
 
 	// sum(v43) over [G N L]
-	VADDPS  4032(SI), Y2, Y2
-	VMOVUPS Y2, 4032(SI)
-	VMOVUPS lgc25<>+0(SB), Y2
+	VADDPS  4032(SI), Y0, Y0
+	VMOVUPS Y0, 4032(SI)
+	VMOVUPS lgc25<>+0(SB), Y0
 
 	// v47 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y4, Y2, Y2
+	VBLENDVPS Y1, Y2, Y0, Y0
 	VMOVUPS   Y6, 160(SP)
-	VMOVUPS   Y0, 192(SP)
-	VMOVUPS   128(SP), Y0
+	VMOVUPS   128(SP), Y2
 
 	// logsumexp(v47) over [G N L]
-	VANDPS  Y0, Y1, Y3
-	VCMPPS  $0x15, lgc26<>+0(SB), Y2, Y4
-	VCMPPS  $0x1a, lgc27<>+0(SB), Y2, Y5
+	VANDPS  Y2, Y1, Y3
+	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y4
+	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y5
 	VANDPS  Y5, Y4, Y4
-	VCMPPS  $0x00, lgc25<>+0(SB), Y2, Y5
+	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y5
 	VORPS   Y5, Y4, Y4
 	VANDPS  4352(SI), Y4, Y4
 	VMOVUPS Y4, 4352(SI)
-	VADDPS  4480(SI), Y3, Y2
-	VMOVUPS Y2, 4480(SI)
-	VMULPS  Y3, Y3, Y2
-	VADDPS  4800(SI), Y2, Y2
-	VMOVUPS Y2, 4800(SI)
+	VADDPS  4480(SI), Y3, Y0
+	VMOVUPS Y0, 4480(SI)
+	VMULPS  Y3, Y3, Y0
+	VADDPS  4800(SI), Y0, Y0
+	VMOVUPS Y0, 4800(SI)
 	MOVQ    refLogProb+72(FP), R8
-	VMOVUPS (R8)(DI*4), Y2
+	VMOVUPS (R8)(DI*4), Y0
+	MOVQ    logProb+48(FP), R8
+	VMOVUPS (R8)(DI*4), Y3
 
-	// v59 = where(mask, refLogProb, 0)
-	VANDPS  Y2, Y1, Y2
-	VMOVUPS 96(SP), Y3
+	// v59 = sub(refLogProb, logProb)
+	VSUBPS Y3, Y0, Y0
 
-	// v60 = sub(v59, v16)
-	VSUBPS Y3, Y2, Y2
+	// v60 = where(mask, v59, 0)
+	VANDPS Y0, Y1, Y0
 
-	// v61 = where(mask, v60, 0)
-	VANDPS Y2, Y1, Y2
-
-	// k3 = expm1_minus_x(v61)
+	// k3 = expm1_minus_x(v60)
 	VMOVUPS      lgc10<>+0(SB), Y3
-	VMAXPS       Y2, Y3, Y3
+	VMAXPS       Y0, Y3, Y3
 	VMOVUPS      lgc11<>+0(SB), Y4
 	VMINPS       Y3, Y4, Y3
 	VMULPS       lgc12<>+0(SB), Y3, Y4
@@ -1672,107 +1670,101 @@ blocks_21:
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VSUBPS       lgc7<>+0(SB), Y7, Y7
-	VSUBPS       Y2, Y7, Y7
+	VSUBPS       Y0, Y7, Y7
 	VCMPPS       $0x00, lgc4<>+0(SB), Y4, Y4
 	VBLENDVPS    Y4, Y3, Y7, Y7
 
-	// v63 = where(mask, k3, 0)
+	// v62 = where(mask, k3, 0)
 	VANDPS Y7, Y1, Y3
 
-	// sum(v63) over [G N L]
+	// sum(v62) over [G N L]
 	VADDPS  5120(SI), Y3, Y3
 	VMOVUPS Y3, 5120(SI)
 	VMOVUPS lgc30<>+0(SB), Y3
 
-	// v71 = lt(v61, -40)
-	VCMPPS $0x11, Y3, Y2, Y3
+	// v70 = lt(v60, -40)
+	VCMPPS $0x11, Y3, Y0, Y3
 
-	// v73 = add(k3, v61)
-	VADDPS  Y2, Y7, Y2
+	// v72 = add(k3, v60)
+	VADDPS  Y0, Y7, Y0
 	VMOVUPS lgc31<>+0(SB), Y4
 
-	// v74 = where(v71, -1, v73)
-	VBLENDVPS Y3, Y4, Y2, Y2
+	// v73 = where(v70, -1, v72)
+	VBLENDVPS Y3, Y4, Y0, Y0
 	VMOVUPS   (SP), Y3
 
-	// v75 = mul(v69, v74)
-	VMULPS Y2, Y3, Y2
-
-	// v76 = where(mask, v75, 0)
-	VANDPS Y2, Y1, Y2
-
-	// v77 = where(mask, v76, 0)
-	VANDPS Y2, Y1, Y2
-
-	// v78 = neg(v77)
-	VXORPS  lgc24<>+0(SB), Y2, Y2
+	// v74 = mul(v68, v73)
+	VMULPS  Y0, Y3, Y0
 	VMOVUPS 32(SP), Y3
 
-	// v80 = where(mask, v79, 0)
+	// v76 = where(mask, v75, 0)
 	VANDPS Y3, Y1, Y3
 
-	// v81 = neg(v80)
+	// v77 = neg(v76)
 	VXORPS  lgc24<>+0(SB), Y3, Y3
 	VMOVUPS lgc4<>+0(SB), Y4
 
-	// v82 = ne(v81, 0)
+	// v78 = ne(v77, 0)
 	VCMPPS  $0x04, Y4, Y3, Y5
-	VMOVUPS 192(SP), Y6
+	VMOVUPS 96(SP), Y6
 
-	// v83 = mul(v81, v19)
+	// v79 = mul(v77, v19)
 	VMULPS Y6, Y3, Y6
 
-	// v84 = where(v82, v83, v81)
+	// v80 = where(v78, v79, v77)
 	VBLENDVPS Y5, Y6, Y3, Y3
 	VMOVUPS   160(SP), Y5
 	VMOVUPS   lgc4<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 
-	// v85 = where(v26, v84, 0)
+	// v81 = where(v26, v80, 0)
 	VANDPS Y3, Y6, Y5
 
-	// v86 = where(v26, 0, v84)
+	// v82 = where(v26, 0, v80)
 	VANDNPS Y3, Y6, Y3
 	VMOVUPS lgc23<>+0(SB), Y6
 
-	// v87 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y0, Y6
+	// v83 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y2, Y6
 
-	// v88 = ne(ratio, ratio)
-	VCMPPS $0x04, Y0, Y0, Y7
+	// v84 = ne(ratio, ratio)
+	VCMPPS $0x04, Y2, Y2, Y7
 
-	// v89 = max(v87, v88)
+	// v85 = max(v83, v84)
 	VORPS Y6, Y7, Y6
 
-	// v90 = where(v89, v86, 0)
+	// v86 = where(v85, v82, 0)
 	VANDPS  Y3, Y6, Y3
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v91 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y0, Y6
+	// v87 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y6, Y2, Y6
 
-	// v92 = max(v91, v88)
+	// v88 = max(v87, v84)
 	VORPS Y6, Y7, Y6
 
-	// v93 = where(v92, v85, 0)
+	// v89 = where(v88, v81, 0)
 	VANDPS Y5, Y6, Y5
 
-	// v94 = add(v90, v93)
+	// v90 = add(v86, v89)
 	VADDPS Y5, Y3, Y3
 
-	// v95 = ne(v94, 0)
+	// v91 = ne(v90, 0)
 	VCMPPS $0x04, Y4, Y3, Y4
 
-	// v96 = mul(v94, ratio)
-	VMULPS Y0, Y3, Y0
+	// v92 = mul(v90, ratio)
+	VMULPS Y2, Y3, Y2
 
-	// v97 = where(v95, v96, v94)
-	VBLENDVPS Y4, Y0, Y3, Y0
+	// v93 = where(v91, v92, v90)
+	VBLENDVPS Y4, Y2, Y3, Y2
 
-	// v98 = add(v78, v97)
-	VADDPS Y0, Y2, Y0
+	// v94 = neg(v74)
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// gradLogProb = where(mask, v98, 0)
+	// v95 = add(v94, v93)
+	VADDPS Y2, Y0, Y0
+
+	// gradLogProb = where(mask, v95, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
@@ -2058,7 +2050,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v64, v36)
+	// klToRef = div(v63, v36)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)

@@ -250,7 +250,7 @@ type fbScratch struct {
 	s4   float32           // v44 = sum(v43) over G,N,L
 	s5   float32           // v49 = logsumexp(v47) over G,N,L
 	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v64 = sum(v63) over G,N,L
+	s7   float32           // v63 = sum(v62) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
@@ -373,7 +373,7 @@ type fbPass3GoStates struct {
 	acc44 float64           // v44 = sum(v43) over G,N,L
 	acc49 runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
 	acc52 runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
-	acc64 float64           // v64 = sum(v63) over G,N,L
+	acc63 float64           // v63 = sum(v62) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -383,7 +383,7 @@ func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
 	mergeSum(&a.acc44, b.acc44)
 	mergeLogsumexp(&a.acc49, b.acc49)
 	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc64, b.acc64)
+	mergeSum(&a.acc63, b.acc63)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of G, its reduction states into st.
@@ -397,15 +397,15 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c29 := float32(0.8)
 	c46 := float32(math.Inf(-1))
 	two := float32(2)
-	c66 := float32(0.04)
-	c70 := float32(-40)
+	c65 := float32(0.04)
+	c69 := float32(-40)
 	minusOne := float32(-1)
 	acc35 := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
 	acc52 := runtime.NewLogSumExp()
-	acc64 := 0.0
+	acc63 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -430,8 +430,8 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v26 := b2f(v19 >= zero)
 				v28 := min(ratio, c27)
 				v30 := max(ratio, c29)
-				ratioClipped := sel(v26, v28, v30)
-				gain := float32(v19 * ratioClipped)
+				v31 := sel(v26, v28, v30)
+				gain := float32(v7 * v31)
 				v33 := -gain
 				v34 := sel(mask, v33, zero)
 				acc35 += float64(v34)
@@ -439,7 +439,7 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v38 := b2f(logWeightClip != logWeight)
 				v39 := sel(mask, v38, zero)
 				acc40 += float64(v39)
-				v42 := v18 - v16
+				v42 := sampleLogProb - logProb
 				v43 := sel(mask, v42, zero)
 				acc44 += float64(v43)
 				v47 := sel(mask, logWeight, c46)
@@ -447,41 +447,38 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v51 := float32(two * v47)
 				acc52.Add(float64(v51))
 				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
-				v59 := sel(mask, refLogProb, zero)
-				v60 := v59 - v16
-				v61 := sel(mask, v60, zero)
-				k3 := float32(vmath.ExpM1MinusX(float64(v61)))
-				v63 := sel(mask, k3, zero)
-				acc64 += float64(v63)
-				v69 := c66 / v36
-				v71 := b2f(v61 < c70)
-				v73 := k3 + v61
-				v74 := sel(v71, minusOne, v73)
-				v75 := float32(v69 * v74)
+				v59 := refLogProb - logProb
+				v60 := sel(mask, v59, zero)
+				k3 := float32(vmath.ExpM1MinusX(float64(v60)))
+				v62 := sel(mask, k3, zero)
+				acc63 += float64(v62)
+				v68 := c65 / v36
+				v70 := b2f(v60 < c69)
+				v72 := k3 + v60
+				v73 := sel(v70, minusOne, v72)
+				v74 := float32(v68 * v73)
+				v75 := one / v36
 				v76 := sel(mask, v75, zero)
-				v77 := sel(mask, v76, zero)
-				v78 := -v77
-				v79 := one / v36
-				v80 := sel(mask, v79, zero)
-				v81 := -v80
-				v82 := b2f(v81 != zero)
-				v83 := float32(v81 * v19)
-				v84 := sel(v82, v83, v81)
-				v85 := sel(v26, v84, zero)
-				v86 := sel(v26, zero, v84)
-				v87 := b2f(ratio >= c29)
-				v88 := b2f(ratio != ratio)
-				v89 := max(v87, v88)
-				v90 := sel(v89, v86, zero)
-				v91 := b2f(ratio <= c27)
-				v92 := max(v91, v88)
-				v93 := sel(v92, v85, zero)
-				v94 := v90 + v93
-				v95 := b2f(v94 != zero)
-				v96 := float32(v94 * ratio)
-				v97 := sel(v95, v96, v94)
-				v98 := v78 + v97
-				gradLogProb := sel(mask, v98, zero)
+				v77 := -v76
+				v78 := b2f(v77 != zero)
+				v79 := float32(v77 * v19)
+				v80 := sel(v78, v79, v77)
+				v81 := sel(v26, v80, zero)
+				v82 := sel(v26, zero, v80)
+				v83 := b2f(ratio >= c29)
+				v84 := b2f(ratio != ratio)
+				v85 := max(v83, v84)
+				v86 := sel(v85, v82, zero)
+				v87 := b2f(ratio <= c27)
+				v88 := max(v87, v84)
+				v89 := sel(v88, v81, zero)
+				v90 := v86 + v89
+				v91 := b2f(v90 != zero)
+				v92 := float32(v90 * ratio)
+				v93 := sel(v91, v92, v90)
+				v94 := -v74
+				v95 := v94 + v93
+				gradLogProb := sel(mask, v95, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}
@@ -491,7 +488,7 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	st.acc44 = acc44
 	st.acc49 = acc49
 	st.acc52 = acc52
-	st.acc64 = acc64
+	st.acc63 = acc63
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
@@ -515,7 +512,7 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s4 = float32(st.acc44)
 	s.s5 = float32(st.acc49.Result())
 	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc64)
+	s.s7 = float32(st.acc63)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -523,7 +520,7 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c66 := float32(0.04)
+	c65 := float32(0.04)
 	numValid := out.NumValid
 	v35 := s.s2
 	v36 := max(numValid, one)
@@ -544,9 +541,9 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v56 := v54 / v36
 	ess := sel(v55, v56, zero)
 	out.ESS = ess
-	v64 := s.s7
-	klToRef := v64 / v36
-	lossKLToRef := float32(c66 * klToRef)
+	v63 := s.s7
+	klToRef := v63 / v36
+	lossKLToRef := float32(c65 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

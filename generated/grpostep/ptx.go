@@ -412,7 +412,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v64.s",
+		Name:   "scratch/pass3.v63.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -436,12 +436,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3",
-		Params: []string{"in/next.reward", "scratch/s0", "scratch/s1", "in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "in/ref_log_prob", "grad/log_prob", "scratch/pass3.v35.s", "scratch/pass3.v40.s", "scratch/pass3.v44.s", "scratch/pass3.v49.m", "scratch/pass3.v49.s", "scratch/pass3.v52.m", "scratch/pass3.v52.s", "scratch/pass3.v64.s"},
+		Params: []string{"in/next.reward", "scratch/s0", "scratch/s1", "in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "in/ref_log_prob", "grad/log_prob", "scratch/pass3.v35.s", "scratch/pass3.v40.s", "scratch/pass3.v44.s", "scratch/pass3.v49.m", "scratch/pass3.v49.s", "scratch/pass3.v52.m", "scratch/pass3.v52.s", "scratch/pass3.v63.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3_merge",
-		Params: []string{"scratch/pass3.v35.s", "scratch/s2", "scratch/pass3.v40.s", "scratch/s3", "scratch/pass3.v44.s", "scratch/s4", "scratch/pass3.v49.m", "scratch/pass3.v49.s", "scratch/s5", "scratch/pass3.v52.m", "scratch/pass3.v52.s", "scratch/s6", "scratch/pass3.v64.s", "scratch/s7"},
+		Params: []string{"scratch/pass3.v35.s", "scratch/s2", "scratch/pass3.v40.s", "scratch/s3", "scratch/pass3.v44.s", "scratch/s4", "scratch/pass3.v49.m", "scratch/pass3.v49.s", "scratch/s5", "scratch/pass3.v52.m", "scratch/pass3.v52.s", "scratch/s6", "scratch/pass3.v63.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -146,19 +146,19 @@ type fbAvxState struct {
 	r4_s  []float64
 	r4_p  []float32
 	p0_ok []float32
-	r9_s  []float64
-	r9_p  []float32
-	r13_s []float64
-	r13_p []float32
-	r63_s []float64
-	r63_p []float32
+	r8_s  []float64
+	r8_p  []float32
+	r12_s []float64
+	r12_p []float32
+	r60_s []float64
+	r60_p []float32
 	p1_ok []float32
-	r29_s []float64
-	r29_p []float32
-	r40_s []float64
-	r40_p []float32
-	r48_s []float64
-	r48_p []float32
+	r28_s []float64
+	r28_p []float32
+	r39_s []float64
+	r39_p []float32
+	r47_s []float64
+	r47_p []float32
 	p2_ok []float32
 	res   []float64
 }
@@ -168,19 +168,19 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
-	st.r9_s = st.buf[64:136]
-	st.r9_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 72)
-	st.r13_s = st.buf[192:264]
-	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
-	st.r63_s = st.buf[320:392]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
+	st.r8_s = st.buf[64:136]
+	st.r8_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 72)
+	st.r12_s = st.buf[192:264]
+	st.r12_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
+	st.r60_s = st.buf[320:392]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
-	st.r29_s = st.buf[464:480]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
-	st.r40_s = st.buf[504:520]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r48_s = st.buf[544:560]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r28_s = st.buf[464:480]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
+	st.r39_s = st.buf[504:520]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r47_s = st.buf[544:560]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 8)
 	st.res = make([]float64, 8)
 	return st
@@ -241,32 +241,32 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r9_s, 0)
-		runtime.Fill(st.r9_p, 0)
-		runtime.Fill(st.r13_s, 0)
-		runtime.Fill(st.r13_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r8_s, 0)
+		runtime.Fill(st.r8_p, 0)
+		runtime.Fill(st.r12_s, 0)
+		runtime.Fill(st.r12_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
 		runtime.SetMask(st.p1_ok)
-		runtime.Fill(st.r29_s, 0)
-		runtime.Fill(st.r29_p, 0)
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
 		runtime.SetMask(st.p2_ok)
 		for a := lo; a < hi; a += 119 {
 			lo, hi := a, min(a+119, hi)
 			fbPass1AVX2(&out.NumValid, lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
-			runtime.FinishSum(st.res[lo:hi], st.r9_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r8_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
 			}
-			runtime.FinishSum(st.res[lo:hi], st.r13_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r12_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			runtime.FinishSum(st.res[lo:hi], st.r63_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r60_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
@@ -288,9 +288,9 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
-			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
-			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -299,11 +299,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r29_s, 8)
+	runtime.FinishSum(st.res[:1], st.r28_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r40_s, 8)
+	runtime.FinishSum(st.res[:1], st.r39_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r48_s, 8)
+	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s4 = float32(st.res[0])
 }
 

@@ -787,10 +787,10 @@ TEXT ·fbPass1AVX2(SB), $32-56
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v30 = max(numValid, 1)
+	// v29 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v61 = div(1, v30)
+	// v58 = div(1, v29)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -816,35 +816,29 @@ blocks_11:
 	VMOVUPS   lgc1<>+0(SB), Y4
 
 	// v3 = where(mask, 1, 0)
-	VANDPS  Y4, Y3, Y4
-	MOVQ    logProb+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y5
-
-	// v6 = where(mask, logProb, 0)
-	VANDPS  Y5, Y3, Y5
-	MOVQ    sampleLogProb+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y6
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS Y6, Y3, Y6
-
-	// sum(v3) over [L]
-	VADDPS Y0, Y4, Y0
-
-	// v11 = sub(v6, v8)
-	VSUBPS Y6, Y5, Y4
-
-	// v12 = where(mask, v11, 0)
 	VANDPS Y4, Y3, Y4
 
-	// sum(v12) over [L]
+	// sum(v3) over [L]
+	VADDPS  Y0, Y4, Y0
+	MOVQ    logProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y4
+	MOVQ    sampleLogProb+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y5
+
+	// v10 = sub(logProb, sampleLogProb)
+	VSUBPS Y5, Y4, Y4
+
+	// v11 = where(mask, v10, 0)
+	VANDPS Y4, Y3, Y4
+
+	// sum(v11) over [L]
 	VADDPS  Y1, Y4, Y1
 	VMOVUPS (SP), Y4
 
-	// v62 = where(mask, v61, 0)
+	// v59 = where(mask, v58, 0)
 	VANDPS Y4, Y3, Y3
 
-	// sum(v62) over [L]
+	// sum(v59) over [L]
 	VADDPS       Y2, Y3, Y2
 	DECQ         DX
 	JNZ          noflush_12
@@ -967,11 +961,11 @@ TEXT ·fbPass2AVX2(SB), $224-96
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v30 = max(numValid, 1)
+	// v29 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// v52 = div(0.04, v30)
+	// v51 = div(0.04, v29)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -983,21 +977,21 @@ outer0_13:
 	VBROADCASTSS (CX)(DX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v10 = max(sequenceLength, 1)
+	// v9 = max(sequenceLength, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s1+24(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y2
 
-	// logSequenceRatio = div(v13, v10)
+	// logSequenceRatio = div(v12, v9)
 	VDIVPS  Y1, Y2, Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v16 = gt(sequenceLength, 0)
+	// v15 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Y3, Y0, Y0
 	MOVQ         advantage+32(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y4
 
-	// v17 = where(v16, advantage, 0)
+	// v16 = where(v15, advantage, 0)
 	VANDPS Y4, Y0, Y0
 
 	// sequenceRatio = exp(logSequenceRatio)
@@ -1029,107 +1023,107 @@ outer0_13:
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y2, Y6, Y6
 
-	// v19 = ge(v17, 0)
+	// v18 = ge(v16, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
 	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v21 = min(sequenceRatio, 1.2) tie=first
+	// v20 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y6, Y4, Y5
 	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v23 = max(sequenceRatio, 0.8) tie=first
+	// v22 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS  Y6, Y7, Y8
 	VMOVUPS Y1, 32(SP)
 
-	// ratioClipped = where(v19, v21, v23)
+	// v23 = where(v18, v20, v22)
 	VBLENDVPS Y2, Y5, Y8, Y1
 
-	// gain = mul(v17, ratioClipped)
+	// gain = mul(v16, v23)
 	VMULPS Y1, Y0, Y1
 
-	// v26 = neg(gain)
+	// v25 = neg(gain)
 	VXORPS lgc19<>+0(SB), Y1, Y1
 
-	// v32 = lt(v17, 0)
+	// v31 = lt(v16, 0)
 	VCMPPS $0x11, Y3, Y0, Y5
 
-	// v33 = lt(sequenceRatio, 0.8)
+	// v32 = lt(sequenceRatio, 0.8)
 	VCMPPS $0x11, Y7, Y6, Y8
 	VANDPS lgc1<>+0(SB), Y8, Y8
 
-	// v34 = gt(v17, 0)
+	// v33 = gt(v16, 0)
 	VCMPPS  $0x1e, Y3, Y0, Y3
 	VMOVUPS Y1, 64(SP)
 
-	// v35 = gt(sequenceRatio, 1.2)
+	// v34 = gt(sequenceRatio, 1.2)
 	VCMPPS  $0x1e, Y4, Y6, Y1
 	VANDPS  lgc1<>+0(SB), Y1, Y1
 	VMOVUPS Y6, 96(SP)
 
-	// v36 = where(v34, v35, 0)
+	// v35 = where(v33, v34, 0)
 	VANDPS Y1, Y3, Y1
 
-	// v37 = where(v32, v33, v36)
+	// v36 = where(v31, v32, v35)
 	VBLENDVPS    Y5, Y8, Y1, Y1
 	MOVQ         s5+40(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y3
 
-	// v64 = neg(v63)
+	// v61 = neg(v60)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v65 = mul(v64, v17)
+	// v62 = mul(v61, v16)
 	VMULPS Y0, Y3, Y0
 
-	// v66 = where(v19, v65, 0)
+	// v63 = where(v18, v62, 0)
 	VANDPS Y0, Y2, Y3
 
-	// v67 = where(v19, 0, v65)
+	// v64 = where(v18, 0, v62)
 	VANDNPS Y0, Y2, Y0
 	VMOVUPS 96(SP), Y2
 
-	// v68 = ge(sequenceRatio, 0.8)
+	// v65 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y7, Y2, Y4
 
-	// v69 = ne(sequenceRatio, sequenceRatio)
+	// v66 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y2, Y2, Y5
 
-	// v70 = max(v68, v69)
+	// v67 = max(v65, v66)
 	VORPS Y4, Y5, Y4
 
-	// v71 = where(v70, v67, 0)
+	// v68 = where(v67, v64, 0)
 	VANDPS  Y0, Y4, Y0
 	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v72 = le(sequenceRatio, 1.2)
+	// v69 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
 
-	// v73 = max(v72, v69)
+	// v70 = max(v69, v66)
 	VORPS Y4, Y5, Y4
 
-	// v74 = where(v73, v66, 0)
+	// v71 = where(v70, v63, 0)
 	VANDPS Y3, Y4, Y3
 
-	// v75 = add(v71, v74)
+	// v72 = add(v68, v71)
 	VADDPS  Y3, Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v76 = ne(v75, 0)
+	// v73 = ne(v72, 0)
 	VCMPPS $0x04, Y3, Y0, Y4
 
-	// v77 = mul(v75, sequenceRatio)
+	// v74 = mul(v72, sequenceRatio)
 	VMULPS Y2, Y0, Y2
 
-	// v78 = where(v76, v77, v75)
+	// v75 = where(v73, v74, v72)
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v79 = ne(v78, 0)
+	// v76 = ne(v75, 0)
 	VCMPPS  $0x04, Y3, Y0, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v80 = div(v78, v10)
+	// v77 = div(v75, v9)
 	VDIVPS Y3, Y0, Y3
 
-	// v81 = where(v79, v80, v78)
+	// v78 = where(v76, v77, v75)
 	VBLENDVPS Y2, Y3, Y0, Y0
 	VMOVUPS   64(SP), Y2
 	VMOVUPS   Y2, 128(SP)
@@ -1151,31 +1145,31 @@ blocks_14:
 	VANDPS  Y1, Y0, Y1
 	VMOVUPS 128(SP), Y2
 
-	// v28 = where(mask, v26, 0)
+	// v27 = where(mask, v25, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v28) over [B L]
+	// sum(v27) over [B L]
 	MOVQ    state+64(FP), BX
 	VADDPS  3904(BX), Y2, Y2
 	VMOVUPS Y2, 3904(BX)
 	VMOVUPS 160(SP), Y2
 
-	// v39 = where(mask, v37, 0)
+	// v38 = where(mask, v36, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v39) over [B L]
+	// sum(v38) over [B L]
 	VADDPS  4224(BX), Y2, Y2
 	VMOVUPS Y2, 4224(BX)
 	MOVQ    refLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
-	// v43 = where(mask, refLogProb, 0)
+	// v42 = where(mask, refLogProb, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v44 = sub(v43, v6)
+	// v43 = sub(v42, v6)
 	VSUBPS Y1, Y2, Y1
 
-	// k3 = expm1_minus_x(v44)
+	// k3 = expm1_minus_x(v43)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y2
 	VMOVUPS      lgc6<>+0(SB), Y3
@@ -1210,42 +1204,36 @@ blocks_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
 	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v47 = where(mask, k3, 0)
+	// v46 = where(mask, k3, 0)
 	VANDPS Y6, Y0, Y2
 
-	// sum(v47) over [B L]
+	// sum(v46) over [B L]
 	VADDPS  4544(BX), Y2, Y2
 	VMOVUPS Y2, 4544(BX)
 	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v54 = lt(v44, -40)
+	// v53 = lt(v43, -40)
 	VCMPPS $0x11, Y2, Y1, Y2
 
-	// v56 = add(k3, v44)
+	// v55 = add(k3, v43)
 	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc22<>+0(SB), Y3
 
-	// v57 = where(v54, -1, v56)
+	// v56 = where(v53, -1, v55)
 	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   (SP), Y2
 
-	// v58 = mul(v52, v57)
+	// v57 = mul(v51, v56)
 	VMULPS Y1, Y2, Y1
 
-	// v59 = where(mask, v58, 0)
-	VANDPS Y1, Y0, Y1
-
-	// v60 = neg(v59)
+	// v79 = neg(v57)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
-	// v82 = where(mask, v81, 0)
-	VANDPS Y2, Y0, Y2
-
-	// v83 = add(v60, v82)
+	// v80 = add(v79, v78)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v83, 0)
+	// gradLogProb = where(mask, v80, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -1381,25 +1369,25 @@ TEXT ·fbPass3AVX2(SB), $0-64
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v30 = max(numValid, 1)
+	// v29 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v29, v30)
+	// lossObjective = div(v28, v29)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v40, v30)
+	// clipFraction = div(v39, v29)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v49 = div(v48, v30)
+	// v48 = div(v47, v29)
 	VDIVPS Y0, Y3, Y0
 
-	// lossKLToRef = mul(0.04, v49)
+	// lossKLToRef = mul(0.04, v48)
 	VMULPS lgc20<>+0(SB), Y0, Y3
 
 	// store lossObjective

@@ -168,18 +168,18 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
 	s0             []float32 // sequenceLength = sum(v3) over L [B=8]
-	s1             []float32 // v13 = sum(v12) over L [B=8]
-	s2             float32   // v29 = sum(v28) over B,L
-	s3             float32   // v40 = sum(v39) over B,L
-	s4             float32   // v48 = sum(v47) over B,L
-	s5             []float32 // v63 = sum(v62) over L [B=8]
+	s1             []float32 // v12 = sum(v11) over L [B=8]
+	s2             float32   // v28 = sum(v27) over B,L
+	s3             float32   // v39 = sum(v38) over B,L
+	s4             float32   // v47 = sum(v46) over B,L
+	s5             []float32 // v60 = sum(v59) over L [B=8]
 	sequenceLength []float64 // accumulators of sequenceLength
-	acc13          []float64 // accumulators of v13
-	acc63          []float64 // accumulators of v63
+	acc12          []float64 // accumulators of v12
+	acc60          []float64 // accumulators of v60
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc63: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc12: make([]float64, 8), acc60: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -240,122 +240,118 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	acc29 float64 // v29 = sum(v28) over B,L
-	acc40 float64 // v40 = sum(v39) over B,L
-	acc48 float64 // v48 = sum(v47) over B,L
+	acc28 float64 // v28 = sum(v27) over B,L
+	acc39 float64 // v39 = sum(v38) over B,L
+	acc47 float64 // v47 = sum(v46) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeSum(&a.acc29, b.acc29)
-	mergeSum(&a.acc40, b.acc40)
-	mergeSum(&a.acc48, b.acc48)
+	mergeSum(&a.acc28, b.acc28)
+	mergeSum(&a.acc39, b.acc39)
+	mergeSum(&a.acc47, b.acc47)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
 	zero := float32(0)
-	c20 := float32(1.2)
-	c22 := float32(0.8)
-	c46 := float32(0.04)
-	c53 := float32(-40)
+	c19 := float32(1.2)
+	c21 := float32(0.8)
+	c45 := float32(0.04)
+	c52 := float32(-40)
 	minusOne := float32(-1)
-	acc29 := 0.0
-	acc40 := 0.0
-	acc48 := 0.0
+	acc28 := 0.0
+	acc39 := 0.0
+	acc47 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			v3 := sel(mask, one, zero)
 			numValid := out.NumValid
 			logProb := in.LogProb[iB*128+iL]
-			v6 := sel(mask, logProb, zero)
 			sampleLogProb := in.SampleLogProb[iB*128+iL]
-			v8 := sel(mask, sampleLogProb, zero)
 			s.sequenceLength[iB] += float64(v3)
-			v11 := v6 - v8
-			v12 := sel(mask, v11, zero)
-			s.acc13[iB] += float64(v12)
-			v30 := max(numValid, one)
-			v61 := one / v30
-			v62 := sel(mask, v61, zero)
-			s.acc63[iB] += float64(v62)
+			v10 := logProb - sampleLogProb
+			v11 := sel(mask, v10, zero)
+			s.acc12[iB] += float64(v11)
+			v29 := max(numValid, one)
+			v58 := one / v29
+			v59 := sel(mask, v58, zero)
+			s.acc60[iB] += float64(v59)
 		}
 		s.s0[iB] = float32(s.sequenceLength[iB])
-		s.s1[iB] = float32(s.acc13[iB])
-		s.s5[iB] = float32(s.acc63[iB])
+		s.s1[iB] = float32(s.acc12[iB])
+		s.s5[iB] = float32(s.acc60[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
 			logProb := in.LogProb[iB*128+iL]
 			v6 := sel(mask, logProb, zero)
 			sequenceLength := s.s0[iB]
-			v10 := max(sequenceLength, one)
-			v13 := s.s1[iB]
-			logSequenceRatio := v13 / v10
+			v9 := max(sequenceLength, one)
+			v12 := s.s1[iB]
+			logSequenceRatio := v12 / v9
 			advantage := in.Advantage[iB]
-			v16 := b2f(sequenceLength > zero)
-			v17 := sel(v16, advantage, zero)
+			v15 := b2f(sequenceLength > zero)
+			v16 := sel(v15, advantage, zero)
 			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
-			v19 := b2f(v17 >= zero)
-			v21 := min(sequenceRatio, c20)
-			v23 := max(sequenceRatio, c22)
-			ratioClipped := sel(v19, v21, v23)
-			gain := float32(v17 * ratioClipped)
-			v26 := -gain
-			v28 := sel(mask, v26, zero)
-			acc29 += float64(v28)
-			v30 := max(numValid, one)
-			v32 := b2f(v17 < zero)
-			v33 := b2f(sequenceRatio < c22)
-			v34 := b2f(v17 > zero)
-			v35 := b2f(sequenceRatio > c20)
-			v36 := sel(v34, v35, zero)
-			v37 := sel(v32, v33, v36)
-			v39 := sel(mask, v37, zero)
-			acc40 += float64(v39)
+			v18 := b2f(v16 >= zero)
+			v20 := min(sequenceRatio, c19)
+			v22 := max(sequenceRatio, c21)
+			v23 := sel(v18, v20, v22)
+			gain := float32(v16 * v23)
+			v25 := -gain
+			v27 := sel(mask, v25, zero)
+			acc28 += float64(v27)
+			v29 := max(numValid, one)
+			v31 := b2f(v16 < zero)
+			v32 := b2f(sequenceRatio < c21)
+			v33 := b2f(v16 > zero)
+			v34 := b2f(sequenceRatio > c19)
+			v35 := sel(v33, v34, zero)
+			v36 := sel(v31, v32, v35)
+			v38 := sel(mask, v36, zero)
+			acc39 += float64(v38)
 			refLogProb := in.RefLogProb[iB*128+iL]
-			v43 := sel(mask, refLogProb, zero)
-			v44 := v43 - v6
-			k3 := float32(vmath.ExpM1MinusX(float64(v44)))
-			v47 := sel(mask, k3, zero)
-			acc48 += float64(v47)
-			v52 := c46 / v30
-			v54 := b2f(v44 < c53)
-			v56 := k3 + v44
-			v57 := sel(v54, minusOne, v56)
-			v58 := float32(v52 * v57)
-			v59 := sel(mask, v58, zero)
-			v60 := -v59
-			v63 := s.s5[iB]
-			v64 := -v63
-			v65 := float32(v64 * v17)
-			v66 := sel(v19, v65, zero)
-			v67 := sel(v19, zero, v65)
-			v68 := b2f(sequenceRatio >= c22)
-			v69 := b2f(sequenceRatio != sequenceRatio)
-			v70 := max(v68, v69)
-			v71 := sel(v70, v67, zero)
-			v72 := b2f(sequenceRatio <= c20)
-			v73 := max(v72, v69)
-			v74 := sel(v73, v66, zero)
-			v75 := v71 + v74
+			v42 := sel(mask, refLogProb, zero)
+			v43 := v42 - v6
+			k3 := float32(vmath.ExpM1MinusX(float64(v43)))
+			v46 := sel(mask, k3, zero)
+			acc47 += float64(v46)
+			v51 := c45 / v29
+			v53 := b2f(v43 < c52)
+			v55 := k3 + v43
+			v56 := sel(v53, minusOne, v55)
+			v57 := float32(v51 * v56)
+			v60 := s.s5[iB]
+			v61 := -v60
+			v62 := float32(v61 * v16)
+			v63 := sel(v18, v62, zero)
+			v64 := sel(v18, zero, v62)
+			v65 := b2f(sequenceRatio >= c21)
+			v66 := b2f(sequenceRatio != sequenceRatio)
+			v67 := max(v65, v66)
+			v68 := sel(v67, v64, zero)
+			v69 := b2f(sequenceRatio <= c19)
+			v70 := max(v69, v66)
+			v71 := sel(v70, v63, zero)
+			v72 := v68 + v71
+			v73 := b2f(v72 != zero)
+			v74 := float32(v72 * sequenceRatio)
+			v75 := sel(v73, v74, v72)
 			v76 := b2f(v75 != zero)
-			v77 := float32(v75 * sequenceRatio)
+			v77 := v75 / v9
 			v78 := sel(v76, v77, v75)
-			v79 := b2f(v78 != zero)
-			v80 := v78 / v10
-			v81 := sel(v79, v80, v78)
-			v82 := sel(mask, v81, zero)
-			v83 := v60 + v82
-			gradLogProb := sel(mask, v83, zero)
+			v79 := -v57
+			v80 := v79 + v78
+			gradLogProb := sel(mask, v80, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
-	st.acc29 = acc29
-	st.acc40 = acc40
-	st.acc48 = acc48
+	st.acc28 = acc28
+	st.acc39 = acc39
+	st.acc47 = acc47
 }
 
 // fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over B: an
@@ -365,11 +361,11 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.sequenceLength {
 		s.sequenceLength[k] = 0.0
 	}
-	for k := range s.acc13 {
-		s.acc13[k] = 0.0
+	for k := range s.acc12 {
+		s.acc12[k] = 0.0
 	}
-	for k := range s.acc63 {
-		s.acc63[k] = 0.0
+	for k := range s.acc60 {
+		s.acc60[k] = 0.0
 	}
 	var st fbPass1GoStates
 	if n := min(fbPass1GoChunks, 8); n <= 1 {
@@ -384,28 +380,28 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s2 = float32(st.acc29)
-	s.s3 = float32(st.acc40)
-	s.s4 = float32(st.acc48)
+	s.s2 = float32(st.acc28)
+	s.s3 = float32(st.acc39)
+	s.s4 = float32(st.acc47)
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c46 := float32(0.04)
+	c45 := float32(0.04)
 	numValid := out.NumValid
-	v29 := s.s2
-	v30 := max(numValid, one)
-	lossObjective := v29 / v30
+	v28 := s.s2
+	v29 := max(numValid, one)
+	lossObjective := v28 / v29
 	out.LossObjective = lossObjective
-	v40 := s.s3
-	clipFraction := v40 / v30
+	v39 := s.s3
+	clipFraction := v39 / v29
 	out.ClipFraction = clipFraction
-	v48 := s.s4
-	v49 := v48 / v30
-	lossKLToRef := float32(c46 * v49)
+	v47 := s.s4
+	v48 := v47 / v29
+	lossKLToRef := float32(c45 * v48)
 	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v49
+	out.KLToRef = v48
 }
 
 // mergeSum merges b, the state of the elements after a's, into a: sum's merge (its description,

@@ -269,19 +269,19 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 8,
-		Name:   "scratch/pass1.v29.s",
+		Name:   "scratch/pass1.v28.s",
 		Role:   "scratch",
 		Shape:  []int{8},
 	}, {
 		DType:  "float64",
 		Length: 8,
-		Name:   "scratch/pass1.v40.s",
+		Name:   "scratch/pass1.v39.s",
 		Role:   "scratch",
 		Shape:  []int{8},
 	}, {
 		DType:  "float64",
 		Length: 8,
-		Name:   "scratch/pass1.v48.s",
+		Name:   "scratch/pass1.v47.s",
 		Role:   "scratch",
 		Shape:  []int{8},
 	}},
@@ -300,12 +300,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{8, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "scratch/s0", "scratch/s1", "scratch/s5", "in/advantage", "in/ref_log_prob", "grad/log_prob", "scratch/pass1.v29.s", "scratch/pass1.v40.s", "scratch/pass1.v48.s"},
+		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "scratch/s0", "scratch/s1", "scratch/s5", "in/advantage", "in/ref_log_prob", "grad/log_prob", "scratch/pass1.v28.s", "scratch/pass1.v39.s", "scratch/pass1.v47.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v29.s", "scratch/s2", "scratch/pass1.v40.s", "scratch/s3", "scratch/pass1.v48.s", "scratch/s4"},
+		Params: []string{"scratch/pass1.v28.s", "scratch/s2", "scratch/pass1.v39.s", "scratch/s3", "scratch/pass1.v47.s", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

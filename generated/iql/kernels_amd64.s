@@ -746,10 +746,10 @@ inner_Q_9:
 	// v35 = sub(absDiff, 0.5)
 	VSUBPS lgc16<>+0(SB), Y2, Y2
 
-	// smoothL1 = where(v32, v34, v35)
+	// v36 = where(v32, v34, v35)
 	VBLENDVPS Y6, Y7, Y2, Y2
 
-	// sum(smoothL1) over [Q]
+	// sum(v36) over [Q]
 	VCVTPS2PD    X2, Y6
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2

@@ -216,8 +216,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v33 := float32(half * absDiff)
 			v34 := float32(v33 * absDiff)
 			v35 := absDiff - half
-			smoothL1 := sel(v32, v34, v35)
-			acc37 += float64(smoothL1)
+			v36 := sel(v32, v34, v35)
+			acc37 += float64(v36)
 		}
 		v37 := float32(acc37)
 		lossQvalue.Add(float64(v37))

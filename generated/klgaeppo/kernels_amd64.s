@@ -1438,7 +1438,7 @@ noflush_13:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $320-112
+TEXT ·fbPass1AVX2(SB), $288-112
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
@@ -1477,19 +1477,19 @@ blocks_15:
 	VADDPS Y3, Y2, Y3
 
 	// v29 = where(mask, gae, 0)
-	VANDPS  Y2, Y0, Y2
+	VANDPS  Y2, Y0, Y4
 	MOVQ    logProb+48(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y5
 
 	// v31 = where(mask, logProb, 0)
-	VANDPS Y4, Y0, Y4
+	VANDPS Y5, Y0, Y6
 
 	// logWeight = sub(v31, v4)
-	VSUBPS  Y1, Y4, Y5
+	VSUBPS  Y1, Y6, Y1
 	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
+	VMAXPS  Y1, Y6, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
@@ -1498,7 +1498,7 @@ blocks_15:
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc12<>+0(SB), Y3
-	VMAXPS       Y5, Y3, Y3
+	VMAXPS       Y1, Y3, Y3
 	VMOVUPS      lgc13<>+0(SB), Y7
 	VMINPS       Y3, Y7, Y3
 	VMULPS       lgc14<>+0(SB), Y3, Y7
@@ -1527,60 +1527,61 @@ blocks_15:
 	VMOVUPS      lgc0<>+0(SB), Y3
 
 	// v38 = ge(v29, 0)
-	VCMPPS  $0x1d, Y3, Y2, Y3
-	VMOVUPS lgc24<>+0(SB), Y7
+	VCMPPS  $0x1d, Y3, Y4, Y3
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS lgc24<>+0(SB), Y4
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y1, 64(SP)
-	VMOVUPS lgc25<>+0(SB), Y1
+	VMINPS  Y9, Y4, Y4
+	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v42 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y1, Y1
+	VMAXPS  Y9, Y7, Y7
 	VMOVUPS Y9, 96(SP)
 
-	// ratioClipped = where(v38, v40, v42)
-	VBLENDVPS Y3, Y7, Y1, Y1
+	// v43 = where(v38, v40, v42)
+	VBLENDVPS Y3, Y4, Y7, Y4
 
-	// gain = mul(v29, ratioClipped)
-	VMULPS Y1, Y2, Y1
+	// gain = mul(gae, v43)
+	VMULPS Y4, Y2, Y2
 
 	// v45 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y1, Y1
+	VXORPS lgc26<>+0(SB), Y2, Y2
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y2, Y0, Y2
 
 	// sum(v46) over [B L]
 	MOVQ    state+56(FP), BX
-	VADDPS  2240(BX), Y1, Y1
-	VMOVUPS Y1, 2240(BX)
+	VADDPS  2240(BX), Y2, Y2
+	VMOVUPS Y2, 2240(BX)
 
 	// v50 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y1, Y6, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v51 = where(mask, v50, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y2, Y0, Y2
 
 	// sum(v51) over [B L]
-	VADDPS  2560(BX), Y1, Y1
-	VMOVUPS Y1, 2560(BX)
-	VMOVUPS 64(SP), Y1
+	VADDPS  2560(BX), Y2, Y2
+	VMOVUPS Y2, 2560(BX)
+	MOVQ    sampleLogProb+24(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
 
-	// v54 = sub(v4, v31)
-	VSUBPS Y4, Y1, Y1
+	// v54 = sub(sampleLogProb, logProb)
+	VSUBPS Y5, Y2, Y2
 
 	// v55 = where(mask, v54, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y2, Y0, Y2
 
 	// sum(v55) over [B L]
-	VADDPS  2880(BX), Y1, Y1
-	VMOVUPS Y1, 2880(BX)
-	VMOVUPS 32(SP), Y1
+	VADDPS  2880(BX), Y2, Y2
+	VMOVUPS Y2, 2880(BX)
+	VMOVUPS 32(SP), Y2
 
 	// v58 = where(mask, valueTarget, 0)
-	VANDPS  Y1, Y0, Y1
+	VANDPS  Y2, Y0, Y2
 	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
@@ -1588,96 +1589,95 @@ blocks_15:
 	VANDPS Y4, Y0, Y4
 
 	// diff = sub(v58, v59)
-	VSUBPS Y4, Y1, Y4
+	VSUBPS Y4, Y2, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc26<>+0(SB), Y6
-	VANDNPS Y4, Y6, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
+	VMOVUPS lgc26<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v63 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y6, Y8
+	VCMPPS $0x11, Y6, Y5, Y7
 
 	// v64 = mul(0.5, absDiff)
-	VMULPS lgc22<>+0(SB), Y6, Y9
+	VMULPS lgc22<>+0(SB), Y5, Y8
 
 	// v65 = mul(v64, absDiff)
-	VMULPS Y6, Y9, Y10
+	VMULPS Y5, Y8, Y9
 
 	// v66 = sub(absDiff, 0.5)
-	VSUBPS  lgc22<>+0(SB), Y6, Y11
+	VSUBPS  lgc22<>+0(SB), Y5, Y10
 	VMOVUPS Y3, 128(SP)
-	VMOVUPS Y2, 160(SP)
-	VMOVUPS Y9, 192(SP)
-	VMOVUPS Y6, 224(SP)
+	VMOVUPS Y8, 160(SP)
+	VMOVUPS Y5, 192(SP)
 
-	// smoothL1 = where(v63, v65, v66)
-	VBLENDVPS Y8, Y10, Y11, Y2
+	// v67 = where(v63, v65, v66)
+	VBLENDVPS Y7, Y9, Y10, Y3
 
-	// v68 = where(mask, smoothL1, 0)
-	VANDPS Y2, Y0, Y2
-
-	// sum(v68) over [B L]
-	VADDPS  3200(BX), Y2, Y2
-	VMOVUPS Y2, 3200(BX)
-	MOVQ    s5+64(FP), DI
-	MOVQ    CX, R8
-	VMOVUPS (DI)(R8*4), Y2
-
-	// v72 = max(v71, 1)
-	VMAXPS  Y2, Y7, Y2
-	MOVQ    s6+72(FP), DI
-	VMOVUPS (DI)(R8*4), Y3
-
-	// v75 = div(v74, v72)
-	VDIVPS Y2, Y3, Y3
-
-	// v76 = sub(diff, v75)
-	VSUBPS Y3, Y4, Y3
-
-	// v77 = mul(v76, v76)
-	VMULPS Y3, Y3, Y3
-
-	// v78 = where(mask, v77, 0)
+	// v68 = where(mask, v67, 0)
 	VANDPS Y3, Y0, Y3
 
+	// sum(v68) over [B L]
+	VADDPS  3200(BX), Y3, Y3
+	VMOVUPS Y3, 3200(BX)
+	MOVQ    s5+64(FP), DI
+	MOVQ    CX, R8
+	VMOVUPS (DI)(R8*4), Y3
+
+	// v72 = max(v71, 1)
+	VMAXPS  Y3, Y6, Y3
+	MOVQ    s6+72(FP), DI
+	VMOVUPS (DI)(R8*4), Y5
+
+	// v75 = div(v74, v72)
+	VDIVPS Y3, Y5, Y5
+
+	// v76 = sub(diff, v75)
+	VSUBPS Y5, Y4, Y5
+
+	// v77 = mul(v76, v76)
+	VMULPS Y5, Y5, Y5
+
+	// v78 = where(mask, v77, 0)
+	VANDPS Y5, Y0, Y5
+
 	// sum(v78) over [B]
-	VCVTPS2PD    X3, Y6
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
 	VADDPD       3328(BX)(R8*8), Y6, Y6
 	VMOVUPD      Y6, 3328(BX)(R8*8)
-	VADDPD       3360(BX)(R8*8), Y3, Y3
-	VMOVUPD      Y3, 3360(BX)(R8*8)
+	VADDPD       3360(BX)(R8*8), Y5, Y5
+	VMOVUPD      Y5, 3360(BX)(R8*8)
 	MOVQ         s8+80(FP), DI
-	VMOVUPS      (DI)(R8*4), Y3
+	VMOVUPS      (DI)(R8*4), Y5
 
 	// v82 = div(v81, v72)
-	VDIVPS Y2, Y3, Y2
+	VDIVPS Y3, Y5, Y3
 
 	// v83 = sub(v58, v82)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v84 = mul(v83, v83)
-	VMULPS Y1, Y1, Y1
+	VMULPS Y2, Y2, Y2
 
 	// v85 = where(mask, v84, 0)
-	VANDPS Y1, Y0, Y1
+	VANDPS Y2, Y0, Y2
 
 	// sum(v85) over [B]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       3840(BX)(R8*8), Y2, Y2
-	VMOVUPD      Y2, 3840(BX)(R8*8)
-	VADDPD       3872(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 3872(BX)(R8*8)
-	VMOVUPS      lgc27<>+0(SB), Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3840(BX)(R8*8), Y3, Y3
+	VMOVUPD      Y3, 3840(BX)(R8*8)
+	VADDPD       3872(BX)(R8*8), Y2, Y2
+	VMOVUPD      Y2, 3872(BX)(R8*8)
+	VMOVUPS      lgc27<>+0(SB), Y2
 
 	// v94 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y5, Y1, Y1
-	VMOVUPS   Y4, 256(SP)
-	VMOVUPS   Y8, 288(SP)
+	VBLENDVPS Y0, Y1, Y2, Y1
+	VMOVUPS   Y4, 224(SP)
+	VMOVUPS   Y7, 256(SP)
 	VMOVUPS   96(SP), Y2
 
 	// logsumexp(v94) over [B]
@@ -1706,7 +1706,7 @@ blocks_15:
 
 	// v111 = where(mask, v109, 0)
 	VANDPS  Y1, Y0, Y1
-	VMOVUPS 288(SP), Y2
+	VMOVUPS 256(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 	VCMPPS  $0x04, Y3, Y2, Y3
 
@@ -1719,14 +1719,14 @@ blocks_15:
 
 	// v114 = ne(v112, 0)
 	VCMPPS  $0x04, Y4, Y2, Y5
-	VMOVUPS 224(SP), Y6
+	VMOVUPS 192(SP), Y6
 
 	// v115 = mul(v112, absDiff)
 	VMULPS Y6, Y2, Y6
 
 	// v116 = where(v114, v115, v112)
 	VBLENDVPS Y5, Y6, Y2, Y6
-	VMOVUPS   192(SP), Y7
+	VMOVUPS   160(SP), Y7
 
 	// v117 = mul(v112, v64)
 	VMULPS Y7, Y2, Y7
@@ -1742,7 +1742,7 @@ blocks_15:
 
 	// v121 = add(v119, v120)
 	VADDPS  Y3, Y2, Y2
-	VMOVUPS 256(SP), Y3
+	VMOVUPS 224(SP), Y3
 
 	// v122 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
@@ -1781,7 +1781,7 @@ blocks_15:
 
 	// v133 = ne(v132, 0)
 	VCMPPS  $0x04, Y4, Y1, Y3
-	VMOVUPS 160(SP), Y5
+	VMOVUPS 64(SP), Y5
 
 	// v134 = mul(v132, v29)
 	VMULPS Y5, Y1, Y5

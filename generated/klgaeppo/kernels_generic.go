@@ -704,8 +704,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v38 := b2f(v29 >= zero)
 			v40 := min(ratio, c39)
 			v42 := max(ratio, c41)
-			ratioClipped := sel(v38, v40, v42)
-			gain := float32(v29 * ratioClipped)
+			v43 := sel(v38, v40, v42)
+			gain := float32(gae * v43)
 			v45 := -gain
 			v46 := sel(mask, v45, zero)
 			acc47 += float64(v46)
@@ -713,7 +713,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v50 := b2f(logWeightClip != logWeight)
 			v51 := sel(mask, v50, zero)
 			acc52 += float64(v51)
-			v54 := v4 - v31
+			v54 := sampleLogProb - logProb
 			v55 := sel(mask, v54, zero)
 			acc56 += float64(v55)
 			v58 := sel(mask, valueTarget, zero)
@@ -724,8 +724,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v64 := float32(half * absDiff)
 			v65 := float32(v64 * absDiff)
 			v66 := absDiff - half
-			smoothL1 := sel(v63, v65, v66)
-			v68 := sel(mask, smoothL1, zero)
+			v67 := sel(v63, v65, v66)
+			v68 := sel(mask, v67, zero)
 			acc69 += float64(v68)
 			v71 := s.s5[iL]
 			v72 := max(v71, one)

@@ -905,10 +905,10 @@ blocks_4:
 	VMOVUPS Y0, 32(SP)
 	VMOVUPS Y5, 64(SP)
 
-	// smoothL1 = where(v28, v30, v31)
+	// v32 = where(v28, v30, v31)
 	VBLENDVPS Y6, Y8, Y9, Y0
 
-	// mean(smoothL1) over [B]
+	// mean(v32) over [B]
 	VADDPS  1536(DX), Y0, Y0
 	VMOVUPS Y0, 1536(DX)
 	VMOVUPS Y7, 96(SP)

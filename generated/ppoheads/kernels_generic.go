@@ -163,7 +163,7 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean    // klApprox = mean(v8) over B
 	entropy       runtime.Mean    // entropy = mean(v17) over B
 	lossEntropy   runtime.Mean    // lossEntropy = mean(v18) over B
-	lossCritic    runtime.Mean    // lossCritic = mean(smoothL1) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(v32) over B
 	residVar      runtime.Welford // residVar = var(diff) over B correction=0
 	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
 }
@@ -227,8 +227,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v29 := float32(half * absDiff)
 		v30 := float32(v29 * absDiff)
 		v31 := absDiff - half
-		smoothL1 := sel(v28, v30, v31)
-		lossCritic.Add(float64(smoothL1))
+		v32 := sel(v28, v30, v31)
+		lossCritic.Add(float64(v32))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 		v42 := sel(v28, zero, c40)

@@ -2115,10 +2115,10 @@ inner_D_9:
 	VSUBPS  lgc14<>+0(SB), Y2, Y7
 	VMOVUPS Y5, 672(SP)
 
-	// smoothL1 = where(v67, v69, v70)
+	// v71 = where(v67, v69, v70)
 	VBLENDVPS Y3, Y6, Y7, Y5
 
-	// mean(smoothL1) over [B]
+	// mean(v71) over [B]
 	VADDPS  1536(DX), Y5, Y5
 	VMOVUPS Y5, 1536(DX)
 	VMOVUPS Y4, 704(SP)

@@ -223,7 +223,7 @@ type fbPass0GoStates struct {
 	klApprox      runtime.Mean    // klApprox = mean(v56) over B
 	meanEntropy   runtime.Mean    // meanEntropy = mean(entropy) over B
 	lossEntropy   runtime.Mean    // lossEntropy = mean(v60) over B
-	lossCritic    runtime.Mean    // lossCritic = mean(smoothL1) over B
+	lossCritic    runtime.Mean    // lossCritic = mean(v71) over B
 	residVar      runtime.Welford // residVar = var(diff) over B correction=0
 	targetVar     runtime.Welford // targetVar = var(valueTarget) over B correction=0
 }
@@ -345,8 +345,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v68 := float32(half * absDiff)
 		v69 := float32(v68 * absDiff)
 		v70 := absDiff - half
-		smoothL1 := sel(v67, v69, v70)
-		lossCritic.Add(float64(smoothL1))
+		v71 := sel(v67, v69, v70)
+		lossCritic.Add(float64(v71))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 		v80 := sel(v67, zero, c79)

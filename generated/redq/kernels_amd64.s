@@ -1111,10 +1111,10 @@ inner_Q_12:
 	// v51 = sub(absDiff, 0.5)
 	VSUBPS lgc10<>+0(SB), Y2, Y2
 
-	// smoothL1 = where(v48, v50, v51)
+	// v52 = where(v48, v50, v51)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// mean(smoothL1) over [Q]
+	// mean(v52) over [Q]
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2

@@ -289,8 +289,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v49 := float32(half * absDiff)
 			v50 := float32(v49 * absDiff)
 			v51 := absDiff - half
-			smoothL1 := sel(v48, v50, v51)
-			acc53.Add(float64(smoothL1))
+			v52 := sel(v48, v50, v51)
+			acc53.Add(float64(v52))
 		}
 		v53 := float32(acc53.Result())
 		lossQvalue.Add(float64(v53))

@@ -457,10 +457,10 @@ blocks_5:
 	VMOVUPS Y3, (SP)
 	VMOVUPS Y2, 32(SP)
 
-	// smoothL1 = where(v26, v28, v29)
+	// v30 = where(v26, v28, v29)
 	VBLENDVPS Y6, Y8, Y9, Y2
 
-	// mean(smoothL1) over [N T]
+	// mean(v30) over [N T]
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
 	VMOVUPS lgc14<>+0(SB), Y2

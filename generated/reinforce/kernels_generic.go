@@ -117,7 +117,7 @@ var fbPass0GoChunks = 1
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
 	lossActor runtime.Mean // lossActor = mean(v21) over N,T
-	lossValue runtime.Mean // lossValue = mean(smoothL1) over N,T
+	lossValue runtime.Mean // lossValue = mean(v30) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -168,8 +168,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v27 := float32(half * absDiff)
 			v28 := float32(v27 * absDiff)
 			v29 := absDiff - half
-			smoothL1 := sel(v26, v28, v29)
-			lossValue.Add(float64(smoothL1))
+			v30 := sel(v26, v28, v29)
+			lossValue.Add(float64(v30))
 			v34 := sel(v26, zero, c32)
 			v35 := float32(c32 * absDiff)
 			v36 := sel(v26, v35, zero)

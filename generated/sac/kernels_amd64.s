@@ -891,10 +891,10 @@ inner_Q_9:
 	VSUBPS  lgc10<>+0(SB), Y0, Y8
 	VMOVUPS Y0, 128(SP)
 
-	// smoothL1 = where(v22, v24, v25)
+	// v26 = where(v22, v24, v25)
 	VBLENDVPS Y6, Y7, Y8, Y0
 
-	// sum(smoothL1) over [Q]
+	// sum(v26) over [Q]
 	VCVTPS2PD    X0, Y6
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0

@@ -224,8 +224,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v23 := float32(half * absDiff)
 			v24 := float32(v23 * absDiff)
 			v25 := absDiff - half
-			smoothL1 := sel(v22, v24, v25)
-			acc27 += float64(smoothL1)
+			v26 := sel(v22, v24, v25)
+			acc27 += float64(v26)
 			acc45 = runtime.Max(acc45, float64(absDiff))
 		}
 		v27 := float32(acc27)

@@ -501,10 +501,10 @@ inner_Q_11:
 	// v27 = sub(absDiff, 0.5)
 	VSUBPS lgc7<>+0(SB), Y5, Y5
 
-	// smoothL1 = where(v24, v26, v27)
+	// v28 = where(v24, v26, v27)
 	VBLENDVPS Y6, Y7, Y5, Y5
 
-	// sum(smoothL1) over [Q]
+	// sum(v28) over [Q]
 	VCVTPS2PD    X5, Y6
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5

@@ -191,8 +191,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v25 := float32(half * absDiff)
 			v26 := float32(v25 * absDiff)
 			v27 := absDiff - half
-			smoothL1 := sel(v24, v26, v27)
-			acc29 += float64(smoothL1)
+			v28 := sel(v24, v26, v27)
+			acc29 += float64(v28)
 		}
 		v29 := float32(acc29)
 		lossQvalue.Add(float64(v29))

@@ -2061,10 +2061,10 @@ outer0_11:
 	VSUBPS  lgc13<>+0(SB), Y2, Y8
 	VMOVUPS Y6, 24(SP)
 
-	// smoothL1 = where(v60, v62, v63)
+	// v64 = where(v60, v62, v63)
 	VBLENDVPS Y5, Y7, Y8, Y6
 
-	// mean(smoothL1) over [N T]
+	// mean(v64) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y8
 	VEXTRACTI128 $0x01, Y7, X8
@@ -2458,10 +2458,10 @@ blocks_12:
 	VSUBPS  lgc13<>+0(SB), Y2, Y8
 	VMOVUPS Y6, 184(SP)
 
-	// smoothL1 = where(v60, v62, v63)
+	// v64 = where(v60, v62, v63)
 	VBLENDVPS Y5, Y7, Y8, Y6
 
-	// mean(smoothL1) over [N T]
+	// mean(v64) over [N T]
 	VADDPS  1536(BX), Y6, Y6
 	VMOVUPS Y6, 1536(BX)
 	VMOVUPS Y2, 216(SP)
@@ -3162,10 +3162,10 @@ blocks_19:
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
 
-	// ratioClipped = where(v39, v41, v43)
+	// v44 = where(v39, v41, v43)
 	VBLENDVPS Y2, Y5, Y7, Y5
 
-	// gain = mul(v31, ratioClipped)
+	// gain = mul(v31, v44)
 	VMULPS Y5, Y1, Y5
 
 	// v46 = neg(gain)
@@ -3410,10 +3410,10 @@ noflush_20:
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
 
-	// ratioClipped = where(v39, v41, v43)
+	// v44 = where(v39, v41, v43)
 	VBLENDVPS Y2, Y5, Y7, Y5
 
-	// gain = mul(v31, ratioClipped)
+	// gain = mul(v31, v44)
 	VMULPS Y5, Y1, Y5
 
 	// v46 = neg(gain)

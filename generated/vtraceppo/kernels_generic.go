@@ -374,7 +374,7 @@ type fbPass0GoStates struct {
 	klApprox     runtime.Mean        // klApprox = mean(v50) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy  runtime.Mean        // lossEntropy = mean(v54) over N,T
-	lossCritic   runtime.Mean        // lossCritic = mean(smoothL1) over N,T
+	lossCritic   runtime.Mean        // lossCritic = mean(v64) over N,T
 	residVar     []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar    []runtime.Welford   // targetVar = var(vs) over N correction=0
 	logSumW      []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
@@ -474,8 +474,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v61 := float32(half * absDiff)
 			v62 := float32(v61 * absDiff)
 			v63 := absDiff - half
-			smoothL1 := sel(v60, v62, v63)
-			lossCritic.Add(float64(smoothL1))
+			v64 := sel(v60, v62, v63)
+			lossCritic.Add(float64(v64))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(vs))
 			st.logSumW[iT].Add(float64(logWeight))
@@ -668,8 +668,8 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v39 := b2f(v31 >= zero)
 			v41 := min(ratio, c40)
 			v43 := max(ratio, c42)
-			ratioClipped := sel(v39, v41, v43)
-			gain := float32(v31 * ratioClipped)
+			v44 := sel(v39, v41, v43)
+			gain := float32(v31 * v44)
 			v46 := -gain
 			lossObjective.Add(float64(v46))
 			v103 := float32(c102 * v31)

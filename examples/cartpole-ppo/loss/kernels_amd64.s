@@ -2256,10 +2256,10 @@ indexdone_22:
 	VMAXPS  Y9, Y1, Y1
 	VMOVUPS Y9, 488(SP)
 
-	// ratioClipped = where(v46, v48, v50)
+	// v51 = where(v46, v48, v50)
 	VBLENDVPS Y7, Y0, Y1, Y0
 
-	// gain = mul(advantageNormalized, ratioClipped)
+	// gain = mul(advantageNormalized, v51)
 	VMULPS Y0, Y5, Y0
 
 	// v53 = neg(gain)

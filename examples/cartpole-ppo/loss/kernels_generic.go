@@ -573,8 +573,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v46 := b2f(advantageNormalized >= zero)
 			v48 := min(ratio, c47)
 			v50 := max(ratio, c49)
-			ratioClipped := sel(v46, v48, v50)
-			gain := float32(advantageNormalized * ratioClipped)
+			v51 := sel(v46, v48, v50)
+			gain := float32(advantageNormalized * v51)
 			v53 := -gain
 			lossObjective.Add(float64(v53))
 			v55 := b2f(logWeightClip != logWeight)
