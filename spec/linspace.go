@@ -2,6 +2,7 @@ package spec
 
 import (
 	"math"
+	"math/big"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -141,15 +142,22 @@ func (d *decoder) resolveLinspace(s *Spec, st *Stage, p *ParamDef) bool {
 	return true
 }
 
-// Linspace is torch.linspace(start, end, n) in dtype, computed as PyTorch's CPU kernel does
-// (aten/src/ATen/native/cpu/RangeFactoriesKernel.cpp, linspace_kernel): start and end are
-// rounded to dtype, step = (end − start)/(n − 1) in dtype, and element i is
-// start + step·i for i < n/2 and end − step·(n − 1 − i) for the rest, each product and sum
-// rounded to dtype, so that both ends are exact; n = 1 gives [start] (RangeFactories.cpp
-// fills it). The results are dtype values held in float64.
-//
-// The product and sum are rounded separately: a PyTorch build whose compiler fuses them into
-// one multiply-add (FMA contraction) can differ in the last bit of a few elements.
+// Linspace is torch.linspace(start, end, n) in dtype, the values PyTorch's CPU kernel gives
+// at its default AVX2 capability (aten/src/ATen/native/cpu/RangeFactoriesKernel.cpp,
+// linspace_kernel, run by cpu_serial_kernel_vec). start and end are rounded to dtype and
+// step = (end − start)/(n − 1) in it. The kernel's scalar form of element i is start + step·i
+// for i < n/2 and end − step·(n − 1 − i) from n/2 on, both ends exact, which GCC's
+// -mfma builds compute as one fused multiply-add. Its vector form fills two vectors of
+// lanes (8 float32, 4 float64) at a time: each vector's first element x₀ is the scalar
+// form's at its index, and lane k is x₀ + k·step (product and sum rounded apart,
+// Vectorized::arange); the elements after the last pair of vectors take the scalar form.
+// So a vector that straddles n/2 continues the lower half's formula, and some elements
+// differ in the last bit from the scalar form (19 of linspace(−10, 10, 51)'s float32 ones).
+// This matches torch 1.13's and 2.x's CPU linspace for n ≤ 32768 (one parallel chunk);
+// an AVX-512 torch (ATEN_CPU_CAPABILITY=avx512) has 16-lane vectors, and CUDA's kernel the
+// scalar form, so theirs can differ in the last bit: write the support as a list to hold
+// exact values. n = 1 gives [start] (RangeFactories.cpp fills it). The results are dtype
+// values held in float64.
 func Linspace(start, end float64, n int, dtype DType) []float64 {
 	out := make([]float64, n)
 	if n == 1 {
@@ -163,24 +171,60 @@ func Linspace(start, end float64, n int, dtype DType) []float64 {
 	if dtype == Float32 {
 		a, b := float32(start), float32(end)
 		step := (b - a) / float32(n-1)
-		for i := range out {
-			// The explicit float32 conversions round each product, as Go would otherwise be
-			// free to fuse it with the sum.
+		scalar := func(i int) float32 {
 			if i < half {
-				out[i] = float64(a + float32(step*float32(i)))
-			} else {
-				out[i] = float64(b - float32(step*float32(n-1-i)))
+				return fma32(step, float32(i), a)
 			}
+			return fma32(-step, float32(n-1-i), b)
+		}
+		i := 0
+		for ; i <= n-2*linspaceLanes32; i += 2 * linspaceLanes32 {
+			for v := i; v < i+2*linspaceLanes32; v += linspaceLanes32 {
+				x0 := scalar(v)
+				for k := range linspaceLanes32 {
+					// The float32 conversion rounds the product, which Go could fuse with the sum.
+					out[v+k] = float64(x0 + float32(float32(k)*step))
+				}
+			}
+		}
+		for ; i < n; i++ {
+			out[i] = float64(scalar(i))
 		}
 		return out
 	}
 	step := (end - start) / float64(n-1)
-	for i := range out {
+	scalar := func(i int) float64 {
 		if i < half {
-			out[i] = start + float64(step*float64(i))
-		} else {
-			out[i] = end - float64(step*float64(n-1-i))
+			return math.FMA(step, float64(i), start)
+		}
+		return math.FMA(-step, float64(n-1-i), end)
+	}
+	i := 0
+	for ; i <= n-2*linspaceLanes64; i += 2 * linspaceLanes64 {
+		for v := i; v < i+2*linspaceLanes64; v += linspaceLanes64 {
+			x0 := scalar(v)
+			for k := range linspaceLanes64 {
+				out[v+k] = x0 + float64(float64(k)*step)
+			}
 		}
 	}
+	for ; i < n; i++ {
+		out[i] = scalar(i)
+	}
 	return out
+}
+
+// The lanes of PyTorch's AVX2 Vectorized<float> and Vectorized<double>.
+const (
+	linspaceLanes32 = 8
+	linspaceLanes64 = 4
+)
+
+// fma32 is x·y + z rounded once to float32 (C's fmaf): the product of two float32 values is
+// exact in float64, and the sum is formed exactly before its one rounding.
+func fma32(x, y, z float32) float32 {
+	s := new(big.Float).SetPrec(256).SetFloat64(float64(x) * float64(y))
+	s.Add(s, new(big.Float).SetFloat64(float64(z)))
+	f, _ := s.Float32()
+	return f
 }

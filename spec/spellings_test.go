@@ -126,33 +126,45 @@ func TestIntegerTimeDim(t *testing.T) {
 	require.EqualError(t, err, "t.yaml:4:34: estimator.time_dim: want a dim name or TorchRL's integer dim (0 the first batch dim, -1 the last), got number 1.5")
 }
 
-// torch.linspace's values, computed by hand from PyTorch's CPU kernel (step = (end −
-// start)/(n − 1) in the dtype; start + step·i below n/2, end − step·(n−1−i) from there, each
-// operation rounded to the dtype).
+// torch.linspace's values, as torch's CPU kernel gives them (checked against torch 1.13 over
+// 407 random (start, end, n) in float32 and float64), derived here by hand: step = (end −
+// start)/(n − 1) in the dtype; elements in pairs of 8-lane (float32) or 4-lane (float64)
+// vectors, each vector's first element fma(step, i, start) below n/2 (fma(−step, n−1−i, end)
+// from there) and lane k that plus f32(k·step); the rest the first element's formula.
 func TestLinspace(t *testing.T) {
-	// float32 linspace(0, 1, 4): step = f32(1/3) = 11184811·2⁻²⁵; element 2 is 1 − step =
-	// 22369621·2⁻²⁵, a tie between two float32s, rounded to the even 11184810·2⁻²⁴; the
-	// forward formula's 2·step would give 0.6666666865348816.
+	// float32 linspace(0, 1, 4) has no pair of vectors: step = f32(1/3) = 11184811·2⁻²⁵;
+	// element 2 is fma(−step, 1, 1) = 1 − step = 22369621·2⁻²⁵, a tie between two float32s,
+	// rounded to the even 11184810·2⁻²⁴; the forward formula's 2·step would give
+	// 0.6666666865348816.
 	require.Equal(t, []float64{0, 0.3333333432674408, 0.6666666269302368, 1}, spec.Linspace(0, 1, 4, spec.Float32))
 	// float64: 1 − f64(1/3) is again a tie, rounded to the even 6004799503160662·2⁻⁵³
 	// (2.0/3 is 0.6666666666666666).
 	require.Equal(t, []float64{0, 0.3333333333333333, 0.6666666666666667, 1}, spec.Linspace(0, 1, 4, spec.Float64))
-	// C51's support: step = f32(0.4) = 0.4000000059604645; element 1 is
-	// f32(−10 + 0.4000000059604645) = −9.600000381469727; element 24 is −10 + f32(24·step) =
-	// −10 + 9.600000381469727 = −0.39999961853027344 (not −0.4); the middle element is
-	// 10 − f32(25·step) = 10 − 10 = 0; element 49 is f32(10 − step), the mirror of element 1.
+	// C51's support: step = f32(0.4) = 0.4000000059604645. Element 11 is lane 3 of the
+	// vector at 8: x₀ = f32(−10 + 8·step) = −6.800000190734863, plus f32(3·step) =
+	// 1.2000000476837158, gives −5.600000381469727 (the scalar formula: −5.599999904632568).
+	// The vector at 24 starts below n/2 = 25: x₀ = f32(−10 + 24·step) = −0.39999985694885254,
+	// and its lanes continue that formula past the middle: element 25 is x₀ + step =
+	// 1.4901161193847656e-07, not 0, and element 26 is 0.4000001549720764, not the mirror of
+	// element 24. Elements 48 to 50 follow the last pair of vectors: end − step·(n−1−i).
 	c51 := spec.Linspace(-10, 10, 51, spec.Float32)
 	require.Len(t, c51, 51)
 	require.Equal(t, -10.0, c51[0])
 	require.Equal(t, -9.600000381469727, c51[1])
-	require.Equal(t, -0.39999961853027344, c51[24])
-	require.Equal(t, 0.0, c51[25])
-	require.Equal(t, 0.39999961853027344, c51[26])
+	require.Equal(t, -5.600000381469727, c51[11])
+	require.Equal(t, -0.39999985694885254, c51[24])
+	require.Equal(t, 1.4901161193847656e-07, c51[25])
+	require.Equal(t, 0.4000001549720764, c51[26])
+	require.Equal(t, 8.800000190734863, c51[47])
+	require.Equal(t, 9.199999809265137, c51[48])
 	require.Equal(t, 9.600000381469727, c51[49])
 	require.Equal(t, 10.0, c51[50])
 	for _, x := range c51 {
 		require.Equal(t, x, float64(float32(x)), "a float32 value")
 	}
+	// float64: 4-lane vectors; element 24 is f64(−10 + 24·0.4) from its vector's first element.
+	c51d := spec.Linspace(-10, 10, 51, spec.Float64)
+	require.Equal(t, []float64{-9.6, -8.8, -0.39999999999999947, 0.4000000000000006, 9.6}, []float64{c51d[1], c51d[3], c51d[24], c51d[26], c51d[49]})
 	// steps = 1 is [start] (RangeFactories.cpp fills it).
 	require.Equal(t, []float64{0.10000000149011612}, spec.Linspace(0.1, 5, 1, spec.Float32))
 }
