@@ -62,6 +62,11 @@ func TestSACOptions(t *testing.T) {
 	near(t, []float64{-math.Log(0.6) * (-3.2 - 2.4 - 2.9) / 3}, out["loss_alpha"], hand, "loss_alpha at the clamped log α")
 	near(t, []float64{8.5 / 3}, out["grad.log_alpha"], hand, "grad.log_alpha straight through")
 	near(t, []float64{1 + 0.99*1.6, 0.99 * 1.3, -1}, out["value_target"], hand, "value_target with α 0.6")
+	// min_alpha alone comes with max_alpha 1e9, as TorchRL fills it (sac.py:410-414): log α = 25
+	// gives α = e^(log 1e9), not e^25 = 7.2e10; the gradient still passes straight through.
+	out = evalGrad(t, offHead+"loss: {type: sac, action_dim: 2, min_alpha: 0.6}\n", sacInputs(25))
+	near(t, []float64{math.Exp(math.Log(1e9))}, out["alpha"], hand, "alpha clamped at 1e9")
+	near(t, []float64{8.5 / 3}, out["grad.log_alpha"], hand, "grad.log_alpha straight through at the upper bound")
 
 	out = evalGrad(t, offHead+"loss: {type: sac, fixed_alpha: true, reduction: none, target_entropy: 0.5}\n", sacInputs(math.Log(0.5)))
 	_, ok := out["grad.log_alpha"]

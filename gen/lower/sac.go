@@ -38,7 +38,7 @@ func sacParams() []spec.ParamDef {
 		paramNumQValueNets, paramEnsembleDim,
 		{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
 		{Name: "min_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the lower bound of α: log α is clamped to log min_alpha (TorchRL clamps the parameter in place); null or 0: none"},
-		{Name: "max_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the upper bound of α, as min_alpha; null or 0: none"},
+		{Name: "max_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the upper bound of α, as min_alpha; null or 0: none, or 1e9 when min_alpha is set (TorchRL fills it so)"},
 		{Name: "fixed_alpha", Type: spec.Bool, Default: false, Doc: "α is a constant: log_alpha gets no gradient (TorchRL registers it as a buffer); loss_alpha is still reported"},
 		{Name: "target_entropy", Type: spec.FloatOrAuto, Default: "auto", Min: -inf, Max: inf, Doc: "the entropy target of loss_alpha; auto: −action_dim"},
 		{Name: "action_dim", Type: spec.Int, DimSize: true, Min: 1, Max: inf, Doc: "the number of action elements (TorchRL's action_spec numel), for target_entropy auto"},
@@ -92,7 +92,8 @@ func (l *Lowerer) ensembleShape(st *spec.Stage) ir.Shape {
 
 // sacLogAlpha reads log_alpha and returns it as loss_alpha uses it, and α as every other term
 // uses it (SACLoss._alpha, SEMANTICS.md §11.24): exp of log α, clamped to [log min_alpha,
-// log max_alpha] when set, detached. TorchRL clamps the parameter's data in place, so
+// log max_alpha] when set (max_alpha 1e9 when min_alpha comes alone, as TorchRL fills it),
+// detached. TorchRL clamps the parameter's data in place, so
 // loss_alpha sees the clamped value while the gradient is the unclamped one's (straight
 // through); fixed_alpha makes log_alpha data (a buffer).
 func (l *Lowerer) sacLogAlpha(st *spec.Stage) (logAlpha, alpha *ir.Node) {
@@ -112,11 +113,15 @@ func (l *Lowerer) sacLogAlpha(st *spec.Stage) (logAlpha, alpha *ir.Node) {
 		l.Hyper("log_"+name, lg, false, "log of "+name+" (a float32 buffer in TorchRL)")
 		return b.Const(lg)
 	}
-	if v := st.Float("min_alpha"); v > 0 {
-		clamped = b.MaxFirst(clamped, log32("min_alpha", v))
+	lo, hi := st.Float("min_alpha"), st.Float("max_alpha")
+	if lo > 0 && hi == 0 {
+		hi = 1e9 // TorchRL's bound when min_alpha comes alone (sac.py:410-414)
 	}
-	if v := st.Float("max_alpha"); v > 0 {
-		clamped = b.MinFirst(clamped, log32("max_alpha", v))
+	if lo > 0 {
+		clamped = b.MaxFirst(clamped, log32("min_alpha", lo))
+	}
+	if hi > 0 {
+		clamped = b.MinFirst(clamped, log32("max_alpha", hi))
 	}
 	if clamped != logAlpha {
 		// log α − log α.detach() + clamp(log α).detach(): the clamped value, the identity's gradient.
