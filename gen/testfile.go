@@ -106,7 +106,8 @@ func GradTolerance(dt ir.DType) golden.Tol {
 type paddedInput struct {
 	Field string
 	Per   int
-	Index bool // an int64 index (a categorical action), else a float
+	Index bool // an int64 index (a categorical action)
+	Bool  bool // a flag (done), else a float
 }
 
 // maskedGrad is a gradient that has every batch dim, for TestPaddingIgnored's check that it is
@@ -188,7 +189,7 @@ func maskedInputs(g *ir.Graph) (string, []paddedInput) {
 		if !selected[inputNode[in]] || len(in.Shape) < len(g.Batch) || !in.Shape[:len(g.Batch)].Equal(g.Batch) {
 			continue
 		}
-		out = append(out, paddedInput{Field: gogen.FieldName(in.Name), Per: in.Shape.Numel() / g.Batch.Numel(), Index: in.Kind == ir.Index})
+		out = append(out, paddedInput{Field: gogen.FieldName(in.Name), Per: in.Shape.Numel() / g.Batch.Numel(), Index: in.Kind == ir.Index, Bool: in.Kind == ir.Bool})
 	}
 	if len(out) == 0 {
 		return "", nil

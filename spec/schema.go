@@ -150,7 +150,8 @@ type KeyDef struct {
 	// Pad is what a masked-out element of the key reads in a loss with keys.mask: a value
 	// at which every formula the loss applies is finite with finite derivatives (0, or 1 for
 	// a standard deviation), so that padding, whatever it holds, reaches no output and no
-	// gradient.
+	// gradient. For a flag (BoolKey) Pad 1 selects true at padding (done: a recursion
+	// restarts there); Pad 0 leaves the flag as read.
 	Pad    float64
 	Sample Sample
 }

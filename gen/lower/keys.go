@@ -29,9 +29,12 @@ var (
 		Sample: spec.Sample{Dist: "uniform", Lo: 0.1, Hi: 1.5, ExtremeNil: true}}
 	keyReward = spec.KeyDef{Name: "reward", Default: []string{"next", "reward"}, Doc: "reward of step t (TorchRL key (next, reward))",
 		Sample: spec.Sample{Dist: "normal", Std: 1, ExtremeBig: true}}
+	// Padding is done (Pad 1): an estimator after a mask (value-based losses, SEMANTICS.md
+	// §13) restarts its recursion there, so every padding step's return is 0 whatever the
+	// padding holds, and a valid step before one bootstraps from that 0.
 	keyDone = spec.KeyDef{Name: "done", Default: []string{"next", "done"}, Kind: spec.BoolKey,
 		Doc:    "episode ended at step t, terminated or truncated (TorchRL key (next, done)); cuts the recursion",
-		Sample: spec.Sample{Dist: "flag", P: 0.05}}
+		Sample: spec.Sample{Dist: "flag", P: 0.05}, Pad: 1}
 	keyTerminated = spec.KeyDef{Name: "terminated", Default: []string{"next", "terminated"}, Kind: spec.BoolKey,
 		Doc:    "episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap",
 		Sample: spec.Sample{Dist: "flag", P: 0.7, Within: "done"}}

@@ -19,7 +19,7 @@ var avx2Fallbacks atomic.Uint64
 type avxState struct {
 	buf   []float64
 	r4_s  []float64
-	r53_s []float64
+	r54_s []float64
 	p0_ok []float64
 	res   []float64
 }
@@ -27,7 +27,7 @@ type avxState struct {
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 64)}
 	st.r4_s = st.buf[8:20]
-	st.r53_s = st.buf[32:44]
+	st.r54_s = st.buf[32:44]
 	st.p0_ok = st.buf[56:64]
 	st.res = make([]float64, 1)
 	return st
@@ -44,7 +44,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
-		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r54_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.NextActionValueOnline[0], &in.ActionValue[0], &in.NextActionValue[0], &in.Mask[0], &st.buf[0], &in.Action[0], &in.NextReward[0], &in.NextDone[0], &in.NextTerminated[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], hi)
 	}
@@ -63,7 +63,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -74,7 +74,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 4)
 	out.NumValid = float64(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r53_s, 4)
+	runtime.FinishSum(st.res[:1], st.r54_s, 4)
 	s.s0 = float64(st.res[0])
 }
 
@@ -91,7 +91,7 @@ type fbAvxState struct {
 	buf   []float64
 	r4_s  []float64
 	p0_ok []float64
-	r53_s []float64
+	r54_s []float64
 	res   []float64
 }
 
@@ -99,7 +99,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 64)}
 	st.r4_s = st.buf[8:20]
 	st.p0_ok = st.buf[32:40]
-	st.r53_s = st.buf[48:60]
+	st.r54_s = st.buf[48:60]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -157,7 +157,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r54_s, 0)
 		fbPass1AVX2(&out.NumValid, lo, &in.ActionValue[0], &in.Mask[0], &in.Action[0], &s.s0[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.ActionValue[0], hi)
 	}
 	n := min(fbPass1Chunks, 8)
@@ -174,10 +174,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
 		}
 	}
-	runtime.FinishSum(st.res[:1], st.r53_s, 4)
+	runtime.FinishSum(st.res[:1], st.r54_s, 4)
 	s.s1 = float64(st.res[0])
 }
 

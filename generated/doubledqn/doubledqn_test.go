@@ -823,6 +823,11 @@ func paddedInputs() (clean, dirty *Inputs) {
 			dirty.NextReward[i] = garbage[i%len(garbage)]
 		}
 	}
+	for i := range dirty.NextDone {
+		if !dirty.Mask[i/1] {
+			dirty.NextDone[i] = !dirty.NextDone[i]
+		}
+	}
 	return clean, dirty
 }
 

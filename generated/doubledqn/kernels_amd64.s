@@ -226,66 +226,69 @@ inner_A_4:
 	VMOVUPD   (SI)(BX*8), Y4
 
 	// v19 = where(mask, nextReward, 0)
-	VANDPD       Y4, Y3, Y4
+	VANDPD    Y4, Y3, Y4
+	MOVQ      nextDone+64(FP), SI
+	VPMOVZXBD (SI)(BX*1), X5
+	VCVTDQ2PD X5, Y5
+	VMOVUPD   lgc2<>+0(SB), Y6
+
+	// v22 = where(mask, nextDone, 1)
+	VBLENDVPD    Y3, Y5, Y6, Y5
 	MOVQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
-	VMOVD        DI, X5
-	VPBROADCASTD X5, Y5
-	VPSUBD       lgc5<>+0(SB), Y5, Y5
-	VCVTDQ2PD    X5, Y5
-	VMOVUPD      lgc0<>+0(SB), Y6
+	VMOVD        DI, X7
+	VPBROADCASTD X7, Y7
+	VPSUBD       lgc5<>+0(SB), Y7, Y7
+	VCVTDQ2PD    X7, Y7
+	VMOVUPD      lgc0<>+0(SB), Y8
 
-	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y6, Y5, Y5
-	VANDPD    lgc2<>+0(SB), Y5, Y5
-	MOVQ      nextDone+64(FP), SI
-	VPMOVZXBD (SI)(BX*1), X6
-	VCVTDQ2PD X6, Y6
+	// v24 = eq(v23, 0)
+	VCMPPD $0x00, Y8, Y7, Y7
+	VANDPD lgc2<>+0(SB), Y7, Y7
 
-	// v24 = max(nextDone, v23)
-	VXORPD lgc4<>+0(SB), Y6, Y6
+	// v25 = max(v22, v24)
 	VXORPD lgc4<>+0(SB), Y5, Y5
-	VMINPD Y6, Y5, Y7
-	VMINPD Y5, Y6, Y5
-	VORPD  Y7, Y5, Y5
+	VXORPD lgc4<>+0(SB), Y7, Y7
+	VMINPD Y5, Y7, Y8
+	VMINPD Y7, Y5, Y5
+	VORPD  Y8, Y5, Y5
 	VXORPD lgc4<>+0(SB), Y5, Y5
 
-	// v25 = where(mask, predValIndex, 0)
+	// v26 = where(mask, predValIndex, 0)
 	VANDPD Y2, Y3, Y2
 
-	// v26 = where(mask, nextChosenActionValue, 0)
+	// v27 = where(mask, nextChosenActionValue, 0)
 	VANDPD    Y1, Y3, Y1
-	VMOVUPD   lgc2<>+0(SB), Y6
 	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
 	VCVTDQ2PD X7, Y7
 
-	// v27 = sub(1, nextTerminated)
+	// v28 = sub(1, nextTerminated)
 	VSUBPD Y7, Y6, Y7
 
-	// nextValueBootstrap = mul(v26, v27)
+	// nextValueBootstrap = mul(v27, v28)
 	VMULPD Y7, Y1, Y1
 
-	// v29 = sub(1, v24)
+	// v30 = sub(1, v25)
 	VSUBPD Y5, Y6, Y5
 
-	// tdlA = mul(0.7200000000000001, v29)
+	// tdlA = mul(0.7200000000000001, v30)
 	VMULPD lgc6<>+0(SB), Y5, Y7
 
-	// v33 = mul(0.9, nextValueBootstrap)
+	// v34 = mul(0.9, nextValueBootstrap)
 	VMULPD lgc7<>+0(SB), Y1, Y1
 
-	// v35 = mul(0.8, v29)
+	// v36 = mul(0.8, v30)
 	VMULPD lgc8<>+0(SB), Y5, Y5
 
-	// v36 = sub(1, v35)
+	// v37 = sub(1, v36)
 	VSUBPD Y5, Y6, Y5
 
-	// v37 = mul(v33, v36)
+	// v38 = mul(v34, v37)
 	VMULPD Y5, Y1, Y1
 
-	// tdlB = add(v19, v37)
+	// tdlB = add(v19, v38)
 	VADDPD Y1, Y4, Y1
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
@@ -309,46 +312,46 @@ inner_A_4:
 	VFMADD231PD Y4, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
 
-	// v40 = sub(tdLambdaReturn, v25)
+	// v41 = sub(tdLambdaReturn, v26)
 	VSUBPD Y2, Y1, Y4
 
-	// v43 = where(mask, tdLambdaReturn, 0)
+	// v44 = where(mask, tdLambdaReturn, 0)
 	VANDPD Y1, Y3, Y5
 
-	// diff = sub(v25, v43)
+	// diff = sub(v26, v44)
 	VSUBPD Y5, Y2, Y2
 
 	// absDiff = abs(diff)
 	VMOVUPD lgc4<>+0(SB), Y5
 	VANDNPD Y2, Y5, Y5
 
-	// v47 = lt(absDiff, 1)
+	// v48 = lt(absDiff, 1)
 	VCMPPD $0x11, Y6, Y5, Y6
 
-	// v48 = mul(0.5, absDiff)
+	// v49 = mul(0.5, absDiff)
 	VMULPD lgc11<>+0(SB), Y5, Y7
 
-	// v49 = mul(v48, absDiff)
+	// v50 = mul(v49, absDiff)
 	VMULPD Y5, Y7, Y7
 
-	// v50 = sub(absDiff, 0.5)
+	// v51 = sub(absDiff, 0.5)
 	VSUBPD  lgc11<>+0(SB), Y5, Y5
 	VMOVUPD Y1, 488(SP)
 
-	// smoothL1 = where(v47, v49, v50)
+	// smoothL1 = where(v48, v50, v51)
 	VBLENDVPD Y6, Y7, Y5, Y1
 
-	// v52 = where(mask, smoothL1, 0)
+	// v53 = where(mask, smoothL1, 0)
 	VANDPD Y1, Y3, Y1
 
-	// sum(v52) over [N T]
+	// sum(v53) over [N T]
 	VADDPD  256(DX), Y1, Y1
 	VMOVUPD Y1, 256(DX)
 
-	// v56 = mul(diff, diff)
+	// v57 = mul(diff, diff)
 	VMULPD Y2, Y2, Y1
 
-	// tdError = where(mask, v56, 0)
+	// tdError = where(mask, v57, 0)
 	VANDPD Y1, Y3, Y1
 
 	// store advantage
@@ -455,12 +458,12 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSD (AX)(CX*8), Y0
 	VMOVUPD      lgc2<>+0(SB), Y1
 
-	// v54 = max(numValid, 1)
+	// v55 = max(numValid, 1)
 	VMAXPD       Y0, Y1, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
-	// loss = div(v53, v54)
+	// loss = div(v54, v55)
 	VDIVPD Y0, Y1, Y0
 
 	// store loss
@@ -628,67 +631,70 @@ inner_A_8:
 	VMOVUPD   (SI)(BX*8), Y3
 
 	// v19 = where(mask, nextReward, 0)
-	VANDPD       Y3, Y2, Y3
+	VANDPD    Y3, Y2, Y3
+	MOVQ      nextDone+48(FP), SI
+	VPMOVZXBD (SI)(BX*1), X4
+	VCVTDQ2PD X4, Y4
+	VMOVUPD   lgc2<>+0(SB), Y5
+
+	// v22 = where(mask, nextDone, 1)
+	VBLENDVPD    Y2, Y4, Y5, Y4
 	MOVQ         CX, SI
 	MOVQ         $+31, DI
 	SUBQ         SI, DI
-	VMOVD        DI, X4
-	VPBROADCASTD X4, Y4
-	VPSUBD       lgc5<>+0(SB), Y4, Y4
-	VCVTDQ2PD    X4, Y4
-	VMOVUPD      lgc0<>+0(SB), Y5
+	VMOVD        DI, X6
+	VPBROADCASTD X6, Y6
+	VPSUBD       lgc5<>+0(SB), Y6, Y6
+	VCVTDQ2PD    X6, Y6
+	VMOVUPD      lgc0<>+0(SB), Y7
 
-	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y5, Y4, Y4
-	VANDPD    lgc2<>+0(SB), Y4, Y4
-	MOVQ      nextDone+48(FP), SI
-	VPMOVZXBD (SI)(BX*1), X5
-	VCVTDQ2PD X5, Y5
+	// v24 = eq(v23, 0)
+	VCMPPD $0x00, Y7, Y6, Y6
+	VANDPD lgc2<>+0(SB), Y6, Y6
 
-	// v24 = max(nextDone, v23)
-	VXORPD lgc4<>+0(SB), Y5, Y5
+	// v25 = max(v22, v24)
 	VXORPD lgc4<>+0(SB), Y4, Y4
-	VMINPD Y5, Y4, Y6
-	VMINPD Y4, Y5, Y4
-	VORPD  Y6, Y4, Y4
+	VXORPD lgc4<>+0(SB), Y6, Y6
+	VMINPD Y4, Y6, Y7
+	VMINPD Y6, Y4, Y4
+	VORPD  Y7, Y4, Y4
 	VXORPD lgc4<>+0(SB), Y4, Y4
 
-	// v26 = where(mask, nextChosenActionValue, 0)
+	// v27 = where(mask, nextChosenActionValue, 0)
 	VANDPD    Y1, Y2, Y1
-	VMOVUPD   lgc2<>+0(SB), Y2
 	MOVQ      nextTerminated+56(FP), SI
-	VPMOVZXBD (SI)(BX*1), X5
-	VCVTDQ2PD X5, Y5
+	VPMOVZXBD (SI)(BX*1), X2
+	VCVTDQ2PD X2, Y2
 
-	// v27 = sub(1, nextTerminated)
-	VSUBPD Y5, Y2, Y5
+	// v28 = sub(1, nextTerminated)
+	VSUBPD Y2, Y5, Y2
 
-	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y5, Y1, Y1
-
-	// v29 = sub(1, v24)
-	VSUBPD Y4, Y2, Y4
-
-	// tdlA = mul(0.7200000000000001, v29)
-	VMULPD lgc6<>+0(SB), Y4, Y5
-
-	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc7<>+0(SB), Y1, Y1
-
-	// v35 = mul(0.8, v29)
-	VMULPD lgc8<>+0(SB), Y4, Y4
-
-	// v36 = sub(1, v35)
-	VSUBPD Y4, Y2, Y2
-
-	// v37 = mul(v33, v36)
+	// nextValueBootstrap = mul(v27, v28)
 	VMULPD Y2, Y1, Y1
 
-	// tdlB = add(v19, v37)
+	// v30 = sub(1, v25)
+	VSUBPD Y4, Y5, Y2
+
+	// tdlA = mul(0.7200000000000001, v30)
+	VMULPD lgc6<>+0(SB), Y2, Y4
+
+	// v34 = mul(0.9, nextValueBootstrap)
+	VMULPD lgc7<>+0(SB), Y1, Y1
+
+	// v36 = mul(0.8, v30)
+	VMULPD lgc8<>+0(SB), Y2, Y2
+
+	// v37 = sub(1, v36)
+	VSUBPD Y2, Y5, Y2
+
+	// v38 = mul(v34, v37)
+	VMULPD Y2, Y1, Y1
+
+	// tdlB = add(v19, v38)
 	VADDPD Y1, Y3, Y1
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
-	VMOVUPD     Y5, Y2
+	VMOVUPD     Y4, Y2
 	VANDPD      lgc9<>+0(SB), Y1, Y3
 	VCMPPD      $0x12, lgc10<>+0(SB), Y3, Y3
 	VANDPD      256(DX), Y3, Y3
@@ -728,10 +734,10 @@ TEXT ·fbPass1AVX2(SB), $496-96
 	VBROADCASTSD (AX)(CX*8), Y0
 	VMOVUPD      lgc2<>+0(SB), Y1
 
-	// v54 = max(numValid, 1)
+	// v55 = max(numValid, 1)
 	VMAXPD Y0, Y1, Y0
 
-	// v59 = div(1, v54)
+	// v60 = div(1, v55)
 	VDIVPD  Y0, Y1, Y0
 	VMOVUPD Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -823,18 +829,18 @@ inner_A_11:
 	VPMOVZXBQ (DX)(SI*1), Y1
 	VPCMPGTQ  lgc0<>+0(SB), Y1, Y1
 
-	// v25 = where(mask, predValIndex, 0)
+	// v26 = where(mask, predValIndex, 0)
 	VANDPD  Y0, Y1, Y0
 	MOVQ    s0+40(FP), DX
 	VMOVUPD (DX)(SI*8), Y2
 
-	// v40 = sub(tdLambdaReturn, v25)
+	// v41 = sub(tdLambdaReturn, v26)
 	VSUBPD Y0, Y2, Y3
 
-	// v43 = where(mask, tdLambdaReturn, 0)
+	// v44 = where(mask, tdLambdaReturn, 0)
 	VANDPD Y2, Y1, Y4
 
-	// diff = sub(v25, v43)
+	// diff = sub(v26, v44)
 	VSUBPD Y4, Y0, Y0
 
 	// absDiff = abs(diff)
@@ -842,97 +848,97 @@ inner_A_11:
 	VANDNPD Y0, Y4, Y4
 	VMOVUPD lgc2<>+0(SB), Y5
 
-	// v47 = lt(absDiff, 1)
+	// v48 = lt(absDiff, 1)
 	VCMPPD $0x11, Y5, Y4, Y5
 
-	// v48 = mul(0.5, absDiff)
+	// v49 = mul(0.5, absDiff)
 	VMULPD lgc11<>+0(SB), Y4, Y6
 
-	// v49 = mul(v48, absDiff)
+	// v50 = mul(v49, absDiff)
 	VMULPD Y4, Y6, Y7
 
-	// v50 = sub(absDiff, 0.5)
+	// v51 = sub(absDiff, 0.5)
 	VSUBPD  lgc11<>+0(SB), Y4, Y8
 	VMOVUPD Y2, 360(SP)
 	VMOVUPD Y3, 392(SP)
 
-	// v51 = where(v47, v49, v50)
+	// v52 = where(v48, v50, v51)
 	VBLENDVPD Y5, Y7, Y8, Y2
 
-	// v52 = where(mask, v51, 0)
+	// v53 = where(mask, v52, 0)
 	VANDPD Y2, Y1, Y2
 
-	// sum(v52) over [N T]
+	// sum(v53) over [N T]
 	MOVQ    state+48(FP), DX
 	VADDPD  384(DX), Y2, Y2
 	VMOVUPD Y2, 384(DX)
 
-	// v56 = mul(diff, diff)
+	// v57 = mul(diff, diff)
 	VMULPD Y0, Y0, Y2
 
-	// tdError = where(mask, v56, 0)
+	// tdError = where(mask, v57, 0)
 	VANDPD  Y2, Y1, Y2
 	VMOVUPD (SP), Y3
 
-	// v61 = where(mask, v59, 0)
+	// v62 = where(mask, v60, 0)
 	VANDPD Y3, Y1, Y1
 
-	// v62 = where(v47, v61, 0)
+	// v63 = where(v48, v62, 0)
 	VANDPD Y1, Y5, Y3
 
-	// v63 = where(v47, 0, v61)
+	// v64 = where(v48, 0, v62)
 	VANDNPD Y1, Y5, Y1
 	VMOVUPD lgc0<>+0(SB), Y5
 
-	// v64 = ne(v62, 0)
+	// v65 = ne(v63, 0)
 	VCMPPD $0x04, Y5, Y3, Y7
 
-	// v65 = mul(v62, absDiff)
+	// v66 = mul(v63, absDiff)
 	VMULPD  Y4, Y3, Y4
 	VMOVUPD Y2, 424(SP)
 
-	// v66 = where(v64, v65, v62)
+	// v67 = where(v65, v66, v63)
 	VBLENDVPD Y7, Y4, Y3, Y2
 
-	// v67 = mul(v62, v48)
+	// v68 = mul(v63, v49)
 	VMULPD Y6, Y3, Y4
 
-	// v68 = where(v64, v67, v62)
+	// v69 = where(v65, v68, v63)
 	VBLENDVPD Y7, Y4, Y3, Y3
 
-	// v69 = add(v63, v68)
+	// v70 = add(v64, v69)
 	VADDPD Y3, Y1, Y1
 
-	// v70 = mul(v66, 0.5)
+	// v71 = mul(v67, 0.5)
 	VMULPD lgc11<>+0(SB), Y2, Y2
 
-	// v71 = add(v69, v70)
+	// v72 = add(v70, v71)
 	VADDPD Y2, Y1, Y1
 
-	// v72 = gt(diff, 0)
+	// v73 = gt(diff, 0)
 	VCMPPD $0x1e, Y5, Y0, Y2
 
-	// v73 = lt(diff, 0)
+	// v74 = lt(diff, 0)
 	VCMPPD $0x11, Y5, Y0, Y3
 
-	// v74 = mul(diff, 0)
+	// v75 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
 	VMOVUPD lgc12<>+0(SB), Y4
 
-	// v75 = where(v73, -1, v74)
+	// v76 = where(v74, -1, v75)
 	VBLENDVPD Y3, Y4, Y0, Y0
 	VMOVUPD   lgc2<>+0(SB), Y3
 
-	// v76 = where(v72, 1, v75)
+	// v77 = where(v73, 1, v76)
 	VBLENDVPD Y2, Y3, Y0, Y0
 
-	// v77 = ne(v71, 0)
+	// v78 = ne(v72, 0)
 	VCMPPD $0x04, Y5, Y1, Y2
 
-	// v78 = mul(v71, v76)
+	// v79 = mul(v72, v77)
 	VMULPD Y0, Y1, Y0
 
-	// v79 = where(v77, v78, v71)
+	// v80 = where(v78, v79, v72)
 	VBLENDVPD Y2, Y0, Y1, Y0
 	VMOVUPD   Y0, 456(SP)
 	XORQ      DX, DX
@@ -956,13 +962,13 @@ inner_A_12:
 	VPMOVZXBD 488(SP), X1
 	VCVTDQ2PD X1, Y1
 
-	// v80 = mul(v79, action)
+	// v81 = mul(v80, action)
 	VMULPD    Y1, Y0, Y0
 	MOVQ      mask+24(FP), DI
 	VPMOVZXBQ (DI)(SI*1), Y1
 	VPCMPGTQ  lgc0<>+0(SB), Y1, Y1
 
-	// gradActionValue = where(mask, v80, 0)
+	// gradActionValue = where(mask, v81, 0)
 	VANDPD Y0, Y1, Y0
 
 	// store gradActionValue
@@ -1045,12 +1051,12 @@ TEXT ·fbPass2AVX2(SB), $0-24
 	VBROADCASTSD (AX)(CX*8), Y0
 	VMOVUPD      lgc2<>+0(SB), Y1
 
-	// v54 = max(numValid, 1)
+	// v55 = max(numValid, 1)
 	VMAXPD       Y0, Y1, Y0
 	MOVQ         s1+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
-	// loss = div(v53, v54)
+	// loss = div(v54, v55)
 	VDIVPD Y0, Y1, Y0
 
 	// store loss

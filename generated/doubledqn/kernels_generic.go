@@ -11,7 +11,7 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float64 // v53 = sum(v52) over N,T
+	s0 float64 // v54 = sum(v53) over N,T
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -27,25 +27,25 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
 	numValid float64 // numValid = sum(v3) over N,T
-	acc53    float64 // v53 = sum(v52) over N,T
+	acc54    float64 // v54 = sum(v53) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc53, b.acc53)
+	mergeSum(&a.acc54, b.acc54)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of N, its reduction states into st.
 func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float64(1)
 	zero := float64(0)
-	c30 := float64(0.7200000000000001)
-	c32 := float64(0.9)
-	c34 := float64(0.8)
+	c31 := float64(0.7200000000000001)
+	c33 := float64(0.9)
+	c35 := float64(0.8)
 	half := float64(0.5)
 	numValid := 0.0
-	acc53 := 0.0
+	acc54 := 0.0
 	for iN := lo; iN < hi; iN++ {
 		tdLambdaReturnCarry := float64(0)
 		for iT := 31; iT >= 0; iT-- {
@@ -81,42 +81,43 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v19 := sel(mask, nextReward, zero)
 			nextTerminated := b2f(in.NextTerminated[iN*32+iT])
 			nextDone := b2f(in.NextDone[iN*32+iT])
-			v22 := float64(31 - (iT))
-			v23 := b2f(v22 == zero)
-			v24 := max(nextDone, v23)
-			v25 := sel(mask, predValIndex, zero)
-			v26 := sel(mask, nextChosenActionValue, zero)
-			v27 := one - nextTerminated
-			nextValueBootstrap := float64(v26 * v27)
-			v29 := one - v24
-			tdlA := float64(c30 * v29)
-			v33 := float64(c32 * nextValueBootstrap)
-			v35 := float64(c34 * v29)
-			v36 := one - v35
-			v37 := float64(v33 * v36)
-			tdlB := v19 + v37
+			v22 := sel(mask, nextDone, one)
+			v23 := float64(31 - (iT))
+			v24 := b2f(v23 == zero)
+			v25 := max(v22, v24)
+			v26 := sel(mask, predValIndex, zero)
+			v27 := sel(mask, nextChosenActionValue, zero)
+			v28 := one - nextTerminated
+			nextValueBootstrap := float64(v27 * v28)
+			v30 := one - v25
+			tdlA := float64(c31 * v30)
+			v34 := float64(c33 * nextValueBootstrap)
+			v36 := float64(c35 * v30)
+			v37 := one - v36
+			v38 := float64(v34 * v37)
+			tdlB := v19 + v38
 			tdLambdaReturn := tdlB + float64(tdLambdaReturnCarry*tdlA)
 			tdLambdaReturnCarry = tdLambdaReturn
-			v40 := tdLambdaReturn - v25
-			out.Advantage[iN*32+iT] = v40
+			v41 := tdLambdaReturn - v26
+			out.Advantage[iN*32+iT] = v41
 			out.ValueTarget[iN*32+iT] = tdLambdaReturn
-			v43 := sel(mask, tdLambdaReturn, zero)
-			diff := v25 - v43
+			v44 := sel(mask, tdLambdaReturn, zero)
+			diff := v26 - v44
 			absDiff := math.Abs(diff)
-			v47 := b2f(absDiff < one)
-			v48 := float64(half * absDiff)
-			v49 := float64(v48 * absDiff)
-			v50 := absDiff - half
-			smoothL1 := sel(v47, v49, v50)
-			v52 := sel(mask, smoothL1, zero)
-			acc53 += v52
-			v56 := float64(diff * diff)
-			tdError := sel(mask, v56, zero)
+			v48 := b2f(absDiff < one)
+			v49 := float64(half * absDiff)
+			v50 := float64(v49 * absDiff)
+			v51 := absDiff - half
+			smoothL1 := sel(v48, v50, v51)
+			v53 := sel(mask, smoothL1, zero)
+			acc54 += v53
+			v57 := float64(diff * diff)
+			tdError := sel(mask, v57, zero)
 			out.TDError[iN*32+iT] = tdError
 		}
 	}
 	st.numValid = numValid
-	st.acc53 = acc53
+	st.acc54 = acc54
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
@@ -136,16 +137,16 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = st.numValid
-	s.s0 = st.acc53
+	s.s0 = st.acc54
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float64(1)
 	numValid := out.NumValid
-	v53 := s.s0
-	v54 := max(numValid, one)
-	loss := v53 / v54
+	v54 := s.s0
+	v55 := max(numValid, one)
+	loss := v54 / v55
 	out.Loss = loss
 }
 
@@ -153,7 +154,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
 	s0 []float64 // tdLambdaReturn = scan(tdlB, tdlA) over T reverse [N=8 T=32]
-	s1 float64   // v53 = sum(v52) over N,T
+	s1 float64   // v54 = sum(v53) over N,T
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -180,9 +181,9 @@ func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float64(1)
 	zero := float64(0)
-	c30 := float64(0.7200000000000001)
-	c32 := float64(0.9)
-	c34 := float64(0.8)
+	c31 := float64(0.7200000000000001)
+	c33 := float64(0.9)
+	c35 := float64(0.8)
 	numValid := 0.0
 	for iN := lo; iN < hi; iN++ {
 		tdLambdaReturnCarry := float64(0)
@@ -212,19 +213,20 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v19 := sel(mask, nextReward, zero)
 			nextTerminated := b2f(in.NextTerminated[iN*32+iT])
 			nextDone := b2f(in.NextDone[iN*32+iT])
-			v22 := float64(31 - (iT))
-			v23 := b2f(v22 == zero)
-			v24 := max(nextDone, v23)
-			v26 := sel(mask, nextChosenActionValue, zero)
-			v27 := one - nextTerminated
-			nextValueBootstrap := float64(v26 * v27)
-			v29 := one - v24
-			tdlA := float64(c30 * v29)
-			v33 := float64(c32 * nextValueBootstrap)
-			v35 := float64(c34 * v29)
-			v36 := one - v35
-			v37 := float64(v33 * v36)
-			tdlB := v19 + v37
+			v22 := sel(mask, nextDone, one)
+			v23 := float64(31 - (iT))
+			v24 := b2f(v23 == zero)
+			v25 := max(v22, v24)
+			v27 := sel(mask, nextChosenActionValue, zero)
+			v28 := one - nextTerminated
+			nextValueBootstrap := float64(v27 * v28)
+			v30 := one - v25
+			tdlA := float64(c31 * v30)
+			v34 := float64(c33 * nextValueBootstrap)
+			v36 := float64(c35 * v30)
+			v37 := one - v36
+			v38 := float64(v34 * v37)
+			tdlB := v19 + v38
 			tdLambdaReturn := tdlB + float64(tdLambdaReturnCarry*tdlA)
 			tdLambdaReturnCarry = tdLambdaReturn
 			s.s0[iN*32+iT] = tdLambdaReturn
@@ -260,12 +262,12 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of N.
 type fbPass1GoStates struct {
-	acc53 float64 // v53 = sum(v52) over N,T
+	acc54 float64 // v54 = sum(v53) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeSum(&a.acc53, b.acc53)
+	mergeSum(&a.acc54, b.acc54)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of N, its reduction states into st.
@@ -274,7 +276,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	zero := float64(0)
 	half := float64(0.5)
 	minusOne := float64(-1)
-	acc53 := 0.0
+	acc54 := 0.0
 	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 32; iT++ {
 			mask := b2f(in.Mask[iN*32+iT])
@@ -288,54 +290,54 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				predValIndexAcc += v16
 			}
 			predValIndex := predValIndexAcc
-			v25 := sel(mask, predValIndex, zero)
+			v26 := sel(mask, predValIndex, zero)
 			tdLambdaReturn := s.s0[iN*32+iT]
-			v40 := tdLambdaReturn - v25
-			out.Advantage[iN*32+iT] = v40
+			v41 := tdLambdaReturn - v26
+			out.Advantage[iN*32+iT] = v41
 			out.ValueTarget[iN*32+iT] = tdLambdaReturn
-			v43 := sel(mask, tdLambdaReturn, zero)
-			diff := v25 - v43
+			v44 := sel(mask, tdLambdaReturn, zero)
+			diff := v26 - v44
 			absDiff := math.Abs(diff)
-			v47 := b2f(absDiff < one)
-			v48 := float64(half * absDiff)
-			v49 := float64(v48 * absDiff)
-			v50 := absDiff - half
-			v51 := sel(v47, v49, v50)
-			v52 := sel(mask, v51, zero)
-			acc53 += v52
-			v54 := max(numValid, one)
-			v56 := float64(diff * diff)
-			tdError := sel(mask, v56, zero)
+			v48 := b2f(absDiff < one)
+			v49 := float64(half * absDiff)
+			v50 := float64(v49 * absDiff)
+			v51 := absDiff - half
+			v52 := sel(v48, v50, v51)
+			v53 := sel(mask, v52, zero)
+			acc54 += v53
+			v55 := max(numValid, one)
+			v57 := float64(diff * diff)
+			tdError := sel(mask, v57, zero)
 			out.TDError[iN*32+iT] = tdError
-			v59 := one / v54
-			v61 := sel(mask, v59, zero)
-			v62 := sel(v47, v61, zero)
-			v63 := sel(v47, zero, v61)
-			v64 := b2f(v62 != zero)
-			v65 := float64(v62 * absDiff)
-			v66 := sel(v64, v65, v62)
-			v67 := float64(v62 * v48)
-			v68 := sel(v64, v67, v62)
-			v69 := v63 + v68
-			v70 := float64(v66 * half)
-			v71 := v69 + v70
-			v72 := b2f(diff > zero)
-			v73 := b2f(diff < zero)
-			v74 := float64(diff * zero)
-			v75 := sel(v73, minusOne, v74)
-			v76 := sel(v72, one, v75)
-			v77 := b2f(v71 != zero)
-			v78 := float64(v71 * v76)
-			v79 := sel(v77, v78, v71)
+			v60 := one / v55
+			v62 := sel(mask, v60, zero)
+			v63 := sel(v48, v62, zero)
+			v64 := sel(v48, zero, v62)
+			v65 := b2f(v63 != zero)
+			v66 := float64(v63 * absDiff)
+			v67 := sel(v65, v66, v63)
+			v68 := float64(v63 * v49)
+			v69 := sel(v65, v68, v63)
+			v70 := v64 + v69
+			v71 := float64(v67 * half)
+			v72 := v70 + v71
+			v73 := b2f(diff > zero)
+			v74 := b2f(diff < zero)
+			v75 := float64(diff * zero)
+			v76 := sel(v74, minusOne, v75)
+			v77 := sel(v73, one, v76)
+			v78 := b2f(v72 != zero)
+			v79 := float64(v72 * v77)
+			v80 := sel(v78, v79, v72)
 			for iA := 0; iA < 5; iA++ {
 				action := b2f(in.Action[iN*160+iT*5+iA])
-				v80 := float64(v79 * action)
-				gradActionValue := sel(mask, v80, zero)
+				v81 := float64(v80 * action)
+				gradActionValue := sel(mask, v81, zero)
 				grads.ActionValue[iN*160+iT*5+iA] = gradActionValue
 			}
 		}
 	}
-	st.acc53 = acc53
+	st.acc54 = acc54
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8
@@ -354,16 +356,16 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s1 = st.acc53
+	s.s1 = st.acc54
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float64(1)
 	numValid := out.NumValid
-	v53 := s.s1
-	v54 := max(numValid, one)
-	loss := v53 / v54
+	v54 := s.s1
+	v55 := max(numValid, one)
+	loss := v54 / v55
 	out.Loss = loss
 }
 

@@ -111,7 +111,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v53.s",
+		Name:   "scratch/pass0.v54.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -120,12 +120,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/mask", "in/next.action_value_online", "in/action_value", "in/next.action_value", "in/action", "in/next.reward", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "out/td_error", "scratch/pass0.v4.s", "scratch/pass0.v53.s"},
+		Params: []string{"in/mask", "in/next.action_value_online", "in/action_value", "in/next.action_value", "in/action", "in/next.reward", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "out/td_error", "scratch/pass0.v4.s", "scratch/pass0.v54.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v53.s", "scratch/s0"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v54.s", "scratch/s0"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -245,7 +245,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v53.s",
+		Name:   "scratch/pass1.v54.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -264,12 +264,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "out/num_valid", "in/action_value", "in/action", "scratch/s0", "out/advantage", "out/value_target", "out/td_error", "grad/action_value", "scratch/pass1.v53.s"},
+		Params: []string{"in/mask", "out/num_valid", "in/action_value", "in/action", "scratch/s0", "out/advantage", "out/value_target", "out/td_error", "grad/action_value", "scratch/pass1.v54.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v53.s", "scratch/s1"},
+		Params: []string{"scratch/pass1.v54.s", "scratch/s1"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
