@@ -197,3 +197,35 @@ func specOf(t *testing.T, dir string) string {
 	rel, _, _ := strings.Cut(rest, ";")
 	return filepath.Join(dir, rel)
 }
+
+// A package may not take the name of another file a generated package holds: package
+// example would write example.go and example_test.go beside the generated example_test.go
+// (one overwrites the other, and the tests it held are lost). Every stem of every file of
+// the shipped packages (<stem>.go, <stem>_test.go, <stem>.ptx, ...) but the package's own is
+// rejected as a package name.
+func TestGeneratedStemsReserved(t *testing.T) {
+	dirs, err := filepath.Glob("../generated/*")
+	require.NoError(t, err)
+	stems := map[string]bool{}
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(d)
+		require.NoError(t, err)
+		pkg := filepath.Base(d)
+		for _, f := range files {
+			stem, _, _ := strings.Cut(f.Name(), ".")
+			stem = strings.TrimSuffix(stem, "_test")
+			if stem != pkg && stem != "" {
+				stems[stem] = true
+			}
+		}
+	}
+	require.Contains(t, stems, "example")
+	require.Contains(t, stems, "chunks")
+	for stem := range stems {
+		_, err := spec.Parse("s.yaml", []byte("package: "+stem+"\ndims: {B: 4}\nbatch: [B]\nloss: {type: dqn}\n"), lower.Registry())
+		require.Error(t, err, "package: %s names a generated file", stem)
+	}
+}

@@ -28,8 +28,10 @@ var (
 )
 
 // generatedStems are the stems of a generated package's files other than <package>.go and
-// <package>_test.go (gen.Emit): a package of one of these names would overwrite one.
-var generatedStems = []string{"kernels_generic", "kernels_amd64", "dispatch_amd64", "vmath_amd64", "ptx", "ptxsim", "kernels", "launch"}
+// <package>_test.go (gen.Emit): a package of one of these names would overwrite one of them
+// (example_test.go, chunks_test.go) or collide with it. gen's TestGeneratedStemsReserved
+// checks the list against the files of the shipped packages.
+var generatedStems = []string{"kernels_generic", "kernels_amd64", "dispatch_amd64", "vmath_amd64", "ptx", "ptxsim", "kernels", "launch", "launch_backward", "example", "chunks", "chunks_amd64"}
 
 // buildSuffixes are the GOOS and GOARCH values (go tool dist list) that, after a '_', make the
 // go tool treat a file name as build-constrained.

@@ -188,7 +188,7 @@ func (d *decoder) packageName(v *yaml.Node, name string) {
 	case !packageName.MatchString(name):
 		d.errf(v, "package: %q must be lower-case ASCII letters, digits and '_' (Go's convention; it is also the file name <package>.go)", name)
 	case slices.Contains(generatedStems, name):
-		d.errf(v, "package: %q would name %s.go, which is one of the generated package's other files; choose another name", name, name)
+		d.errf(v, "package: %q would name %s.go and %s_test.go, which collide with the generated package's other files; choose another name", name, name, name)
 	default:
 		if _, suffix, ok := cutLast(name, "_"); ok && (suffix == "test" || slices.Contains(buildSuffixes, suffix)) {
 			d.errf(v, "package: %q ends in _%s, which would make %s.go a build-constrained or test file; choose another name", name, suffix, name)
