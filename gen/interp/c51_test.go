@@ -2,9 +2,13 @@ package interp_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/spec"
 )
 
 // C51 inputs of SEMANTICS.md §16.1: B = 2, K = 3 atoms on [−1, 1] (Δz = 1), A = 2, γ = 0.5.
@@ -106,4 +110,14 @@ func TestDistributionalDQNEdges(t *testing.T) {
 
 	out = eval(t, c51Spec(", action_space: categorical"), with(c51Inputs(), "next.reward", []float64{math.NaN(), 0}))
 	near(t, []float64{3}, out["invalid_target"], 0, "a NaN reward makes its row's Tz NaN")
+}
+
+// A support of no width is a spec error: the projection divides by Δz = 0 and every output
+// would be NaN (TorchRL's too), with no data error to say why.
+func TestDistributionalDQNFlatSupport(t *testing.T) {
+	for _, sup := range []string{"[1, 1, 1]", "{vmin: 2, vmax: 2, n_atoms: 3}"} {
+		src := strings.Replace(c51Spec(""), "support: [-1, 0, 1]", "support: "+sup, 1)
+		_, err := spec.Parse("t.yaml", []byte(src), lower.Registry())
+		require.ErrorContains(t, err, "loss.support: spans no width", sup)
+	}
 }

@@ -63,6 +63,10 @@ func checkDistributionalDQN(c *spec.Check) {
 		c.Errorf("atom_dim", "dims.%s has %d atom; the projection needs at least 2 (TorchRL divides by n_atoms − 1)", k, s.DimSize(k))
 		return
 	}
+	if sup, _ := st.Get("support").([]float64); len(sup) == s.DimSize(k) && slices.Min(sup) == slices.Max(sup) {
+		c.Errorf("support", "spans no width (every atom is %g): the projection divides by Δz = (v_max − v_min)/(K − 1) = 0, and every output would be NaN (TorchRL's too)", sup[0])
+		return
+	}
 	src := sourceAtomDim(k)
 	if s.DimSize(src) > 0 {
 		c.Errorf("atom_dim", "the spec declares a dim %s, the name distributional_dqn gives the projection's source atoms; rename that dim", src)
