@@ -130,3 +130,46 @@ func TestUpdateMigratesFormat1(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []Difference{{Case: "random", Text: dir + ": case random: the recipe (seed, samples, shapes or checksums of the inputs) differs"}}, diffs)
 }
+
+// A data file makes a case, or is named with why it makes none, one file at a time: a
+// trailing singleton dim (TorchRL's [*batch, 1]) is read as eval reads it; an action index
+// outside its axis at a valid element (Forward's IndexError) names the input and element,
+// not an interpreter node; one at padding (−100) is never read; an unreadable file is
+// named.
+func TestRealCasesFromData(t *testing.T) {
+	s, err := spec.Parse("s.yaml", []byte("package: p\ndims: {B: 3, A: 4}\nbatch: [B]\nloss: {type: dqn, action_space: categorical, action_dim: A}\nkeys: {mask: mask}\n"), lower.Registry())
+	require.NoError(t, err)
+	g, _, err := lower.Lower(s)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	arrays := func(action []int64, mask []bool, trailing bool) map[string]golden.Array {
+		out := map[string]golden.Array{}
+		for _, in := range g.Inputs {
+			shape := in.Shape.Sizes()
+			n := in.Shape.Numel()
+			switch in.Kind {
+			case ir.Bool:
+				out[in.Name] = golden.Array{Shape: shape, Data: append([]bool(nil), mask[:n]...)}
+			case ir.Index:
+				out[in.Name] = golden.Array{Shape: shape, Data: action}
+			default:
+				if trailing && len(shape) == 1 {
+					shape = append(shape, 1)
+				}
+				out[in.Name] = golden.Array{Shape: shape, Data: make([]float32, n)}
+			}
+		}
+		return out
+	}
+	valid := []bool{true, false, true, true, true, true, true, true, true, true, true, true}
+	require.NoError(t, goldenw.WriteNPZ(filepath.Join(dir, "a_trailing.npz"), arrays([]int64{0, -100, 3}, valid, true)))
+	require.NoError(t, goldenw.WriteNPZ(filepath.Join(dir, "b_range.npz"), arrays([]int64{0, 1, 9}, valid, false)))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "c_corrupt.npz"), []byte("not a zip"), 0o644))
+	cs, skips, err := realCases(g, dir)
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	require.Equal(t, "real_a_trailing", cs[0].Name)
+	require.Len(t, skips, 2)
+	require.Contains(t, skips[0].Why, `"action" holds 9 at element 2, outside [0, 4)`)
+	require.Contains(t, skips[1].Why, "unreadable: ")
+}
