@@ -854,8 +854,12 @@ func BenchmarkCopyProbe(b *testing.B) {
 	}
 }
 
+// probeBytes is an int64 variable, not a constant, so that a package of more than 2 GiB a
+// call still compiles for 32-bit targets (where the probe cannot run).
+var probeBytes int64 = 36888
+
 func probeBuffers() (src, dst []byte) {
-	src = make([]byte, 36888)
+	src = make([]byte, probeBytes)
 	dst = make([]byte, len(src))
 	for i := range src {
 		src[i] = byte(i) // touch every page: fresh zero pages would all read one cached page
