@@ -352,6 +352,15 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		}
 		warn(stderr, c.Spec)
 		if *goldenDir != "" {
+			if st, err := os.Stat(*goldenDir); err != nil || !st.IsDir() {
+				// generate only warns (its go:generate line may run before golden's); check
+				// vets a package whose test would fail for want of its cases.
+				parent := filepath.Dir(filepath.Clean(*goldenDir))
+				fmt.Fprintf(stderr, "%s: -golden %s is not a directory of golden cases: the package's test needs them; lossgen golden -update -dir %s %s writes them to %s\n",
+					path, *goldenDir, parent, path, filepath.Join(parent, c.Spec.Package))
+				failed++
+				continue
+			}
 			if foreign := cases.Foreign(*goldenDir, c.Graph); foreign != "" {
 				fmt.Fprintf(stderr, "%s: %s; lossgen golden -update -dir %s %s writes this spec's cases\n", path, foreign, filepath.Dir(*goldenDir), path)
 				failed++
@@ -380,10 +389,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 			if len(diffs) > 0 {
 				if _, err := os.Stat(filepath.Join(*out, "ptxsim_test.go")); *goldenDir == "" && err == nil {
 					// Only a package generated with -golden has the PTX test: without the
-					// flag, check compares with a package that has none.
+					// flag, check compares with a package that has none (and regenerating
+					// without it would drop the golden test).
 					fmt.Fprintf(stderr, "%s: %s was generated with -golden: give check the same -golden DIR\n", path, *out)
+				} else {
+					fmt.Fprintf(stderr, "%s: %s is not what lossgen generates now; regenerate it: %s\n", path, *out, generateCommand(*out, *goldenDir, path))
 				}
-				fmt.Fprintf(stderr, "%s: %s is not what lossgen generates now; regenerate it: %s\n", path, *out, generateCommand(*out, *goldenDir, path))
 				failed++
 				continue
 			}
