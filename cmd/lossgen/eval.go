@@ -191,7 +191,18 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		for _, name := range rows {
 			out := results[name]
 			p := outFile(*outPath, *which, name) // none is the input: checked before running
-			if err := goldenw.WriteNPZ(p, out); err != nil {
+			b, err := goldenw.EncodeNPZ(out)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			// Whole or not at all: a full disk leaves the old file (or none), never a part. A
+			// FIFO, device or symlink is written through, as named.
+			if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+				err = os.WriteFile(p, b, 0o644)
+				if err != nil {
+					return err
+				}
+			} else if err := writeFile(p, b, true); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "wrote %s\n", p)
