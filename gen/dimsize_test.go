@@ -57,7 +57,7 @@ func TestGeneratedSizeIndependentOfDims(t *testing.T) {
 func TestLimitsOfEveryTensor(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"dims: {B: 2, A: 1073741824}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A}",
-			"x.yaml:2:17: dims.A: input logits [B=2 A=1073741824] holds more than 2147483647 elements, the most a kernel indexes (32-bit GPU thread indices); make A smaller"},
+			"x.yaml:2:17: dims.A: input logits [B=2 A=1073741824] holds more than 2147483647 elements, the most a kernel indexes (32-bit GPU thread indices); make A or the batch ([B=2]) smaller"},
 		{"dims: {B: 2, A: 16777219}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A}",
 			"x.yaml:2:17: dims.A: 16777219 entries; a float32 kernel indexes A by value, exact up to 2^24 = 16777216: use dtype: float64 or a smaller A"},
 		{"dims: {B: 2, A: 16777217}\nbatch: [B]\ntransforms: [{type: qvalue, action_space: categorical, action_dim: A}]",

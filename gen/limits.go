@@ -39,8 +39,11 @@ func checkLimits(s *spec.Spec, g *ir.Graph) error {
 			if what == "" {
 				what = "a value the kernel computes"
 			}
-			d := largestDim(g, n.Shape)
-			return dimError(s, d, fmt.Sprintf("%s %s holds more than %d elements, the most a kernel indexes (32-bit GPU thread indices); make %s smaller", what, n.Shape, spec.MaxElements, d))
+			d, smaller := largestDim(g, n.Shape), ""
+			if !g.IsBatch(d) {
+				smaller = " or the batch (" + g.Batch.String() + ")"
+			}
+			return dimError(s, d, fmt.Sprintf("%s %s holds more than %d elements, the most a kernel indexes (32-bit GPU thread indices); make %s%s smaller", what, n.Shape, spec.MaxElements, d, smaller))
 		}
 		if g.DType == ir.F32 && (n.Op == ir.OpGather || n.Op == ir.OpArgMax || n.Op == ir.OpIota && !n.Reverse) {
 			a, shape := n.Axes[0], n.Shape

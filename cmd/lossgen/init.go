@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lossgen/lossgen/gen/lower"
 	"github.com/lossgen/lossgen/gen/specdoc"
 	"github.com/lossgen/lossgen/spec"
 )
@@ -14,8 +15,9 @@ import (
 // and transforms, every parameter at TorchRL's default.
 func cmdInit(args []string, stdout, stderr io.Writer) error {
 	fs := flags("init", "[LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-package NAME] [-o FILE [-force]]", stderr)
-	est := fs.String("estimator", "", "the value estimator feeding the loss, or standalone (gae, td0, td1, td_lambda, vtrace)")
-	tr := fs.String("transform", "", "transforms to run first, comma-separated, in order (kl_reward, qvalue, ...)")
+	reg := lower.Registry()
+	est := fs.String("estimator", "", "the value estimator feeding the loss, or standalone ("+strings.Join(reg.Types(spec.Estimator), ", ")+")")
+	tr := fs.String("transform", "", "transforms to run first, comma-separated, in order ("+strings.Join(reg.Types(spec.Transform), ", ")+")")
 	dims := fs.String("dims", "", "the batch dims with their sizes, outermost first (default N=16,T=256 with an estimator, else B=256); a dim a stage adds (A, K, Q) takes its size from here and keeps its place")
 	pkg := fs.String("package", "", "the package name (default: the stage types joined by '_')")
 	schema := fs.String("schema", specdoc.SchemaID, "the JSON Schema the yaml-language-server modeline names (a URL, or a path relative to the spec)")
