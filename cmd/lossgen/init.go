@@ -94,6 +94,9 @@ func optionError(err error) (flag, msg string, ok bool) {
 		if rest, found := strings.CutPrefix(e.Msg, "package: "); found {
 			return "-package", rest, true
 		}
+		if rest, found := strings.CutPrefix(e.Msg, "estimator.type: "); found {
+			return "-estimator", rest, true // a loss that takes no such estimator
+		}
 	}
 	return "", "", false
 }
