@@ -32,7 +32,11 @@ const RuntimeModule = "github.com/lossgen/lossgen/runtime"
 // own).
 func RuntimeRoot() (string, error) {
 	if dir := os.Getenv("LOSSGEN_ROOT"); dir != "" {
-		return filepath.Join(dir, "runtime"), nil
+		rt := filepath.Join(dir, "runtime")
+		if _, err := os.Stat(filepath.Join(rt, "go.mod")); err != nil {
+			return "", fmt.Errorf("LOSSGEN_ROOT=%s is not a lossgen checkout: it has no runtime/go.mod (set it to the directory of lossgen's go.mod)", dir)
+		}
+		return rt, nil
 	}
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", RuntimeModule)
 	var stderr bytes.Buffer
