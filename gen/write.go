@@ -151,6 +151,7 @@ func otherPackage(dir string, files map[string][]byte, stale []string) error {
 	if err != nil {
 		return err
 	}
+	var others []string // "FILE (package P)", every one, so that one run names them all
 	for _, e := range entries {
 		name := e.Name()
 		if filepath.Ext(name) != ".go" || !e.Type().IsRegular() || files[name] != nil || slices.Contains(stale, name) {
@@ -165,10 +166,17 @@ func otherPackage(dir string, files map[string][]byte, stale []string) error {
 		}
 		got := f.Name.Name
 		if got != pkg && got != "documentation" && !(strings.HasSuffix(name, "_test.go") && got == pkg+"_test") {
-			return fmt.Errorf("%s is package %s and the generated package is %s: a directory holds one package, so %s would not build; move %s, or generate into another directory", filepath.Join(dir, name), got, pkg, dir, name)
+			others = append(others, fmt.Sprintf("%s (package %s)", filepath.Join(dir, name), got))
 		}
 	}
-	return nil
+	switch len(others) {
+	case 0:
+		return nil
+	case 1:
+		file, got, _ := strings.Cut(strings.TrimSuffix(others[0], ")"), " (package ")
+		return fmt.Errorf("%s is package %s and the generated package is %s: a directory holds one package, so %s would not build; move %s, or generate into another directory", file, got, pkg, dir, filepath.Base(file))
+	}
+	return fmt.Errorf("%s hold other packages than the generated package %s: a directory holds one package, so %s would not build; move them, or generate into another directory", strings.Join(others, ", "), pkg, dir)
 }
 
 // everBuilt reports whether the go command builds dir's file name on some platform the

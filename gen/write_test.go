@@ -86,6 +86,11 @@ func TestWriteRefusesAnotherPackage(t *testing.T) {
 	require.ErrorContains(t, err, filepath.Join(dir, "main.go")+" is package main and the generated package is p")
 	require.Equal(t, before, snapshot(t, dir))
 
+	two := t.TempDir() // every such file is named, not only the first
+	writeAll(t, two, map[string]string{"helper.go": "package q\n", "mine_test.go": "package q\n"})
+	err = Write(two, map[string][]byte{"a.go": []byte(gen1 + "package p\n")})
+	require.ErrorContains(t, err, filepath.Join(two, "helper.go")+" (package q), "+filepath.Join(two, "mine_test.go")+" (package q) hold other packages than the generated package p")
+
 	tagged := t.TempDir() // built with -tags purego, which the generated package has
 	writeAll(t, tagged, map[string]string{"zz.go": "//go:build purego\n\npackage zz\n"})
 	require.ErrorContains(t, Write(tagged, map[string][]byte{"a.go": []byte(gen1 + "package p\n")}), "zz.go is package zz")
