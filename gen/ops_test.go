@@ -52,6 +52,7 @@ func zoo(dt ir.DType) *ir.Graph {
 	out("log1p", b.Log1p(x))
 	out("expm1_minus_x", b.ExpM1MinusX(x))
 	out("sqrt", b.Sqrt(b.Abs(x)))
+	out("round_f32", b.RoundF32(b.Mul(x, k))) // x·k itself in a float32 graph
 	out("detach", b.Mul(b.Detach(b.Add(x, y)), half))
 	// A custom derivative reaches no backend (the custom-grad pass leaves its value).
 	xd := b.Input(ir.Input{Key: "xd", Name: "xd", Kind: ir.Float, Shape: b.Shape("N", "T"), Differentiable: true})
@@ -221,8 +222,10 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 	}
 	t.Parallel()
 	used := map[ir.Op]bool{}
-	for _, n := range append(zoo(ir.F32).Nodes, zooFlags(ir.F32).Nodes...) {
-		used[n.Op] = true
+	for _, dt := range []ir.DType{ir.F32, ir.F64} { // round_f32 is the identity in float32
+		for _, n := range append(zoo(dt).Nodes, zooFlags(dt).Nodes...) {
+			used[n.Op] = true
+		}
 	}
 	for _, op := range ir.AllOps() {
 		require.True(t, used[op], "the zoo does not use %s", op)

@@ -111,6 +111,19 @@ func (o vecOps) Log1p(x operand.Op) operand.Op { return o.pg.log1pf(o.r(x)) }
 func (o vecOps) ExpM1MinusX(x operand.Op) operand.Op {
 	return o.pg.expm1MinusX(o.r(x), ir.Interval{Lo: math.Inf(-1), Hi: math.Inf(1)})
 }
+
+// RoundF32 is x rounded to float32 in each lane: float64 lanes narrow to float32 and widen
+// back (VCVTPD2PS rounds by MXCSR, to nearest even); float32 lanes are x.
+func (o vecOps) RoundF32(x operand.Op) operand.Op {
+	z := o.pg.ymm()
+	if !o.pg.f64 {
+		o.pg.mov(o.r(x), z)
+		return z
+	}
+	o.pg.c.VCVTPD2PSY(o.r(x), z.AsX())
+	o.pg.c.VCVTPS2PD(z.AsX(), z)
+	return z
+}
 func (o vecOps) Sqrt(x operand.Op) operand.Op {
 	z := o.pg.ymm()
 	o.pg.sqrt(o.r(x), z)

@@ -518,6 +518,14 @@ func (o goOps) ExpM1MinusX(x jen.Code) jen.Code {
 	return o.e.conv(jen.Qual(vmathPath, "ExpM1MinusX").Call(o.e.f64(x)))
 }
 func (o goOps) Sqrt(x jen.Code) jen.Code { return o.math1("Sqrt", x) }
+
+// RoundF32 is x rounded to float32: a float32 kernel's x itself.
+func (o goOps) RoundF32(x jen.Code) jen.Code {
+	if o.e.g.DType == ir.F64 {
+		return jen.Float64().Call(jen.Float32().Call(x))
+	}
+	return x
+}
 func (o goOps) Add(x, y jen.Code) jen.Code {
 	return jen.Add(x).Op("+").Add(y)
 }

@@ -185,6 +185,7 @@ func (o Ops64) ExpM1MinusX(x jen.Code) jen.Code {
 	return jen.Qual(vmathPath, "ExpM1MinusX").Call(x)
 }
 func (o Ops64) Sqrt(x jen.Code) jen.Code      { return o.math1("Sqrt", x) }
+func (o Ops64) RoundF32(x jen.Code) jen.Code  { return jen.Float64().Call(jen.Float32().Call(x)) }
 func (Ops64) Add(x, y jen.Code) jen.Code      { return jen.Parens(jen.Add(x).Op("+").Add(y)) }
 func (Ops64) Sub(x, y jen.Code) jen.Code      { return jen.Parens(jen.Add(x).Op("-").Add(y)) }
 func (Ops64) Mul(x, y jen.Code) jen.Code      { return jen.Float64().Call(jen.Add(x).Op("*").Add(y)) }

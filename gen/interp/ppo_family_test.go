@@ -3,6 +3,8 @@ package interp_test
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The policy distributions, KLPEN's KL and β, and masks against values computed by hand
@@ -135,4 +137,29 @@ func TestKLPENBetaMasked(t *testing.T) {
 		out := eval(t, src, in)
 		near(t, []float64{0, 1}, []float64{out["num_valid"][0], out["beta"][0]}, hand, "no valid element: β stays")
 	}
+}
+
+// Under param_dtype float32 (the default) a float64 run rounds what TorchRL holds in float32
+// tensors, as TorchRL v0.11 computes it (the numbers are torch's, in float64 with the
+// float32 buffers): KLPEN's β updated in place in its float32 buffer; TanhNormal's affine
+// log-determinant log((high − low)/2), taken in float32; GAE's λγ, the float32 product of
+// the float32 λ and γ (not the product of the doubles rounded once, which differs here).
+func TestFloat32BuffersInFloat64Runs(t *testing.T) {
+	const head = "package: p\ndtype: float64\n"
+	src := head + "dims: {B: 1, A: 2}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: categorical, action_dim: A, critic_coeff: 0, entropy_bonus: false, beta: 3.3, increment: 1.7}\n"
+	out := eval(t, src, map[string][]float64{
+		"logits": {0, 0}, "old_logits": {5, -5}, "action": {0}, "sample_log_prob": {0}, "advantage": {0}, "beta": {float64(float32(3.3))},
+	})
+	require.Equal(t, 5.610000133514404, out["beta"][0], "β·increment rounded in β's float32 buffer")
+
+	src = head + "dims: {B: 1, D: 1}\nbatch: [B]\nloss: {type: ppo, distribution: tanh_normal, action_dim: D, critic_coeff: 0, entropy_bonus: false, low: -2, high: 2}\n"
+	out = eval(t, src, map[string][]float64{"loc": {0}, "scale": {1}, "action": {0}, "sample_log_prob": {0}, "advantage": {0}})
+	near(t, []float64{1.6120857156692723}, out["kl_approx"], 1e-15, "−log π(0) on [−2, 2], log 2 taken in float32")
+
+	src = head + "dims: {N: 1, T: 2}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.8}\n"
+	out = eval(t, src, map[string][]float64{
+		"next.reward": {0, 1}, "state_value": {0, 0}, "next.state_value": {0, 0},
+		"next.done": {0, 0}, "next.terminated": {0, 0},
+	})
+	require.Equal(t, 0.7199999690055847, out["advantage"][0], "λγ = f32(f32(0.8)·f32(0.9))")
 }

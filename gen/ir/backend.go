@@ -21,6 +21,7 @@ type ElemOps[V any] interface {
 	Log1p(x V) V
 	ExpM1MinusX(x V) V // e^x − 1 − x, accurate at small |x| (OpExpM1MinusX)
 	Sqrt(x V) V
+	RoundF32(x V) V // x rounded to float32 precision (OpRoundF32)
 	Add(x, y V) V
 	Sub(x, y V) V
 	Mul(x, y V) V
@@ -53,6 +54,8 @@ func Elem[V any](o ElemOps[V], op Op, a []V) V {
 		return o.ExpM1MinusX(a[0])
 	case OpSqrt:
 		return o.Sqrt(a[0])
+	case OpRoundF32:
+		return o.RoundF32(a[0])
 	case OpDetach, OpBroadcast, OpCustomGrad:
 		return a[0]
 	case OpAdd:
@@ -97,6 +100,7 @@ func (Float64Ops) Log(x float64) float64         { return vmath.Log(x) }
 func (Float64Ops) Log1p(x float64) float64       { return vmath.Log1p(x) }
 func (Float64Ops) ExpM1MinusX(x float64) float64 { return vmath.ExpM1MinusX(x) }
 func (Float64Ops) Sqrt(x float64) float64        { return math.Sqrt(x) }
+func (Float64Ops) RoundF32(x float64) float64    { return float64(float32(x)) }
 func (Float64Ops) Add(x, y float64) float64      { return x + y }
 func (Float64Ops) Sub(x, y float64) float64      { return x - y }
 func (Float64Ops) Mul(x, y float64) float64      { return x * y }

@@ -27,6 +27,10 @@ const (
 	// ≥ 0; NaN at +inf (∞ − ∞, as torch), +inf at −inf.
 	OpExpM1MinusX
 	OpSqrt
+	// OpRoundF32 is x rounded to the nearest float32 (ties to even), held in the kernel's type:
+	// a value TorchRL keeps in a float32 tensor inside a float64 computation (KLPEN's β after
+	// its in-place update). The identity in a float32 kernel; its gradient is g (a cast's).
+	OpRoundF32
 	// OpDetach is the identity that stops gradients (torch's .detach()): every backend
 	// computes nothing for it; the autodiff pass sends no gradient through it.
 	OpDetach
@@ -104,7 +108,8 @@ var opInfo = [numOps]struct {
 	OpInput: {"input", 0, Leaf}, OpConst: {"const", 0, Leaf}, OpIota: {"iota", 0, Leaf},
 	OpNeg: {"neg", 1, Elementwise}, OpAbs: {"abs", 1, Elementwise}, OpExp: {"exp", 1, Elementwise},
 	OpLog: {"log", 1, Elementwise}, OpLog1p: {"log1p", 1, Elementwise}, OpExpM1MinusX: {"expm1_minus_x", 1, Elementwise}, OpSqrt: {"sqrt", 1, Elementwise},
-	OpDetach: {"detach", 1, Elementwise}, OpBroadcast: {"broadcast", 1, Elementwise},
+	OpRoundF32: {"round_f32", 1, Elementwise},
+	OpDetach:   {"detach", 1, Elementwise}, OpBroadcast: {"broadcast", 1, Elementwise},
 	OpAdd: {"add", 2, Elementwise}, OpSub: {"sub", 2, Elementwise}, OpMul: {"mul", 2, Elementwise},
 	OpDiv: {"div", 2, Elementwise}, OpMin: {"min", 2, Elementwise}, OpMax: {"max", 2, Elementwise},
 	OpLt: {"lt", 2, Elementwise}, OpLe: {"le", 2, Elementwise}, OpGt: {"gt", 2, Elementwise},

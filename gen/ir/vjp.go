@@ -35,6 +35,7 @@ var vjps = [numOps]VJP{
 	},
 	OpSqrt:      func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradDiv(g, b.Mul(b.Const(2), n))} },
 	OpBroadcast: func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
+	OpRoundF32:  func(b *Builder, n, g *Node) []*Node { return []*Node{g} }, // a cast's: g
 	OpAdd:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, g} },
 	OpSub:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, b.Neg(g)} },
 	OpMul: func(b *Builder, n, g *Node) []*Node {

@@ -52,15 +52,22 @@ func checkStandardise(c *spec.Check, param string) {
 //	value_target = A + V                        (from the un-normalised advantage)
 //	average_gae: A ← (A − mean A) / clamp_min(std A, 1e-4), unbiased std over every element
 //
-// γ·(1−τ) and λγ are formed as TorchRL forms them: the Python floats λ·γ multiply first, and
-// both are float32 tensors (param_dtype float32, SEMANTICS.md §11.14).
+// γ·(1−τ) and λγ are formed as TorchRL forms them: the GAE class holds γ and λ as float32
+// tensors (advantages.py GAE.__init__), and its functional multiplies them in float32,
+// lmbda * gamma * not_done (functional.py:172), so λγ is f32(f32(λ)·f32(γ)) (param_dtype
+// float32, SEMANTICS.md §11.14); the product of the doubles rounded once differs in about 30%
+// of (γ, λ) pairs ((0.9, 0.8): 0.72000003 against 0.71999997).
 func lowerGAE(l *Lowerer, st *spec.Stage) {
 	b := l.B
 	time := l.timeDim(st)
 	one := b.Const(1)
 	gamma, lmbda := st.Float("gamma"), st.Float("lmbda")
 	g := l.Hyper("gamma", gamma, true, "γ as GAE's γ·(1 − terminated) uses it")
-	lg := l.Hyper("lmbda*gamma", lmbda*gamma, true, "λ·γ as GAE's λγ·(1 − done) uses it")
+	lgv := lmbda * gamma
+	if l.S.ParamDType == spec.Float32 {
+		lgv = float64(float32(lmbda) * float32(gamma)) // Go rounds a float32 product to float32
+	}
+	lg := l.Hyper("lmbda*gamma", lgv, false, "λ·γ as GAE's λγ·(1 − done) uses it: the float32 product of the float32 λ and γ")
 	r, v, vNext := l.Read("reward"), l.Read("value"), l.Read("next_value")
 	notTerm := b.Note(b.Sub(one, l.ReadOr("terminated", "done")), "not_terminated")
 	notDone := b.Note(b.Sub(one, l.Read("done")), "not_done")

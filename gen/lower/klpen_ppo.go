@@ -63,8 +63,16 @@ func lowerKLPEN(l *Lowerer, st *spec.Stage) {
 	inc := l.Hyper("increment", st.Float("increment"), true, "β's growth factor")
 	dec := l.Hyper("decrement", st.Float("decrement"), true, "β's shrink factor")
 	m := b.Detach(l.mean(kl))
-	next := b.Where(b.Gt(m, b.Const(dtarg*1.5)), b.Mul(beta, b.Const(inc)),
-		b.Where(b.Lt(m, b.Const(dtarg/1.5)), b.Mul(beta, b.Const(dec)), beta))
+	scaled := func(f float64) *ir.Node {
+		if l.S.ParamDType == spec.Float32 {
+			// β is a float32 buffer updated in place (self.beta.data *= self.increment,
+			// ppo.py KLPENPPOLoss.forward): the product rounds to float32 in a float64 run too.
+			return b.RoundF32(b.Mul(beta, b.Const(f)))
+		}
+		return b.Mul(beta, b.Const(f))
+	}
+	next := b.Where(b.Gt(m, b.Const(dtarg*1.5)), scaled(inc),
+		b.Where(b.Lt(m, b.Const(dtarg/1.5)), scaled(dec), beta))
 	doc := "β for the next call: β·increment if mean(kl) > 1.5·dtarg, β·decrement if mean(kl) < dtarg/1.5, else β (State.Beta after the call)"
 	if l.valid != nil {
 		doc = "β for the next call: β·increment if mean(kl) > 1.5·dtarg, β·decrement if mean(kl) < dtarg/1.5, else β, mean(kl) over the valid elements; β itself when none is valid (State.Beta after the call)"

@@ -248,10 +248,30 @@ func (l *Lowerer) tanhJacobian(x *ir.Node, st *spec.Stage, axis string) *ir.Node
 	sp := b.Where(b.Gt(z, b.Const(20)), z, b.Log1p(b.Exp(z)))
 	j := b.Sum(b.Mul(b.Const(2), b.Sub(b.Sub(b.Const(math.Ln2), x), sp)), axis)
 	if lo, hi := l.tanhBounds(st); lo != -1 || hi != 1 {
-		n := float64(b.Shape(axis).Numel())
-		j = b.Add(j, b.Const(n*math.Log(l.DType().Round((hi-lo)/2))))
+		j = b.Add(j, b.Const(l.affineLogDet(lo, hi, b.Shape(axis).Numel())))
 	}
 	return j
+}
+
+// affineLogDet is what TanhNormal's affine transform adds to the log-determinant, summed over
+// n action dims, as TorchRL computes it: its scale (high − low)/2 is a tensor of the bounds'
+// dtype (float32 under param_dtype float32: continuous.py TanhNormal.update), torch's
+// AffineTransform takes log|scale| in that dtype, and TransformedDistribution.log_prob sums
+// the n copies in it (_sum_rightmost) before subtracting them from the float64 log-prob.
+func (l *Lowerer) affineLogDet(lo, hi float64, n int) float64 {
+	if l.S.ParamDType == spec.Float32 {
+		scale := (float32(hi) - float32(lo)) / 2
+		lg, sum := float32(math.Log(float64(scale))), float32(0)
+		for range n {
+			sum += lg
+		}
+		return float64(sum)
+	}
+	lg, sum := math.Log((hi-lo)/2), 0.0
+	for range n {
+		sum += lg
+	}
+	return l.DType().Round(sum)
 }
 
 // tanhBounds are TanhNormal's low and high as TorchRL holds them: tensors of the default

@@ -82,6 +82,8 @@ func rangeOf(n *ir.Node, args []ir.Interval) ir.Interval {
 		return ir.Interval{Lo: 0, Hi: hi}
 	case ir.OpNeg:
 		return ir.Interval{Lo: -args[0].Hi, Hi: -args[0].Lo}
+	case ir.OpRoundF32: // rounding is monotone
+		return ir.Interval{Lo: float64(float32(args[0].Lo)), Hi: float64(float32(args[0].Hi))}
 	case ir.OpBroadcast, ir.OpRMax, ir.OpRMin:
 		return args[0]
 	case ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe:

@@ -137,7 +137,21 @@ func (o ptxOps) elCode(x string, el func(string) string) string {
 	}
 	return el(x)
 }
-func (o ptxOps) Sqrt(x string) string   { return o.un("sqrt.rn", x) }
+func (o ptxOps) Sqrt(x string) string { return o.un("sqrt.rn", x) }
+
+// RoundF32 is x through a float32 register: cvt.rn to it and back (a float32 kernel's x).
+func (o ptxOps) RoundF32(x string) string {
+	x = o.use(x)
+	d := o.el()
+	if o.t() == "f64" {
+		f := o.k.f32()
+		o.k.op("cvt.rn.f32.f64 %s, %s", f, x)
+		o.k.op("cvt.f64.f32 %s, %s", d, f)
+		return d
+	}
+	o.k.op("mov.f32 %s, %s", d, x)
+	return d
+}
 func (o ptxOps) Add(x, y string) string { return o.bin("add.rn", x, y) }
 func (o ptxOps) Sub(x, y string) string { return o.bin("sub.rn", x, y) }
 func (o ptxOps) Mul(x, y string) string { return o.bin("mul.rn", x, y) }

@@ -8,7 +8,7 @@ Estimator: TorchRL v0.11.0 GAE (torchrl/objectives/value/advantages.py) with gam
 Hyper-parameters as the kernel uses them (param_dtype float32: SEMANTICS.md §11.14), exactly:
 
   - gamma = 0.9900000095367432: γ as GAE's γ·(1 − terminated) uses it
-  - lmbda*gamma = 0.940500020980835: λ·γ as GAE's λγ·(1 − done) uses it
+  - lmbda*gamma = 0.940500020980835: λ·γ as GAE's λγ·(1 − done) uses it: the float32 product of the float32 λ and γ
 
 Element type float64; dims N=64, T=421; batch [N, T]. Call Forward with Inputs and Outputs whose
 slices hold exactly the stated number of elements, row-major.

@@ -12,7 +12,7 @@ Hyper-parameters as the kernel uses them (param_dtype float32: SEMANTICS.md §11
 
   - coef = 0.05: the KL coefficient (a float32 tensor in TorchRL)
   - gamma = 1: γ as GAE's γ·(1 − terminated) uses it
-  - lmbda*gamma = 0.95: λ·γ as GAE's λγ·(1 − done) uses it
+  - lmbda*gamma = 0.95: λ·γ as GAE's λγ·(1 − done) uses it: the float32 product of the float32 λ and γ
   - log1p(-clip_epsilon) = -0.22314355: the lower clip bound of the log-weight
   - log1p(clip_epsilon) = 0.18232156: the upper clip bound of the log-weight
   - critic_coeff = 1: scales the critic loss

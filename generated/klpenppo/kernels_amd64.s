@@ -760,19 +760,27 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y3
 
 	// v65 = mul(beta, 2)
-	VMULPD  lgc3<>+0(SB), Y3, Y4
-	VMOVUPD lgc45<>+0(SB), Y5
+	VMULPD lgc3<>+0(SB), Y3, Y4
 
-	// v67 = lt(v61, 0.006666666517655055)
+	// v66 = round_f32(v65)
+	VCVTPD2PSY Y4, X4
+	VCVTPS2PD  X4, Y4
+	VMOVUPD    lgc45<>+0(SB), Y5
+
+	// v68 = lt(v61, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
 
-	// v68 = mul(beta, 0.5)
+	// v69 = mul(beta, 0.5)
 	VMULPD lgc11<>+0(SB), Y3, Y5
 
-	// v69 = where(v67, v68, beta)
+	// v70 = round_f32(v69)
+	VCVTPD2PSY Y5, X5
+	VCVTPS2PD  X5, Y5
+
+	// v71 = where(v68, v70, beta)
 	VBLENDVPD Y1, Y5, Y3, Y1
 
-	// beta2 = where(v64, v65, v69)
+	// beta2 = where(v64, v66, v71)
 	VBLENDVPD Y2, Y4, Y1, Y1
 
 	// store explainedVariance
@@ -811,21 +819,21 @@ TEXT ·fbPass0AVX2(SB), $1344-136
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
 
-	// v77 = mul(0.00390625, beta)
+	// v79 = mul(0.00390625, beta)
 	VMULPD lgc46<>+0(SB), Y0, Y0
 
-	// v83 = mul(v77, 0.5)
+	// v85 = mul(v79, 0.5)
 	VMULPD lgc11<>+0(SB), Y0, Y0
 
-	// v84 = neg(v83)
+	// v86 = neg(v85)
 	VXORPD  lgc2<>+0(SB), Y0, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
 
-	// v85 = ne(v84, 0)
+	// v87 = ne(v86, 0)
 	VCMPPD $0x04, Y2, Y1, Y3
 	VANDPD lgc9<>+0(SB), Y3, Y3
 
-	// v89 = ne(v83, 0)
+	// v91 = ne(v85, 0)
 	VCMPPD  $0x04, Y2, Y0, Y2
 	VANDPD  lgc9<>+0(SB), Y2, Y2
 	VMOVUPD Y1, (SP)
@@ -1282,41 +1290,41 @@ inner_D_10:
 	VADDPD  2176(CX), Y0, Y0
 	VMOVUPD Y0, 2176(CX)
 
-	// v72 = mul(0.00390625, diff)
+	// v74 = mul(0.00390625, diff)
 	VMULPD lgc46<>+0(SB), Y1, Y0
 
-	// v73 = add(v72, v72)
+	// v75 = add(v74, v74)
 	VADDPD Y0, Y0, Y0
 
-	// gradStateValue = neg(v73)
+	// gradStateValue = neg(v75)
 	VXORPD  lgc2<>+0(SB), Y0, Y0
 	MOVQ    advantage+72(FP), CX
 	VMOVUPD (CX)(BX*8), Y1
 
-	// v78 = mul(-0.00390625, advantage)
+	// v80 = mul(-0.00390625, advantage)
 	VMULPD  lgc47<>+0(SB), Y1, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
 
-	// v80 = ne(v78, 0)
+	// v82 = ne(v80, 0)
 	VCMPPD  $0x04, Y2, Y1, Y3
 	VMOVUPD 992(SP), Y4
 
-	// v81 = mul(v78, v34)
+	// v83 = mul(v80, v34)
 	VMULPD Y4, Y1, Y4
 
-	// v82 = where(v80, v81, v78)
+	// v84 = where(v82, v83, v80)
 	VBLENDVPD Y3, Y4, Y1, Y1
 
-	// v110 = neg(v82)
+	// v112 = neg(v84)
 	VXORPD lgc2<>+0(SB), Y1, Y3
 
-	// v111 = add(-3.90625e-05, v110)
+	// v113 = add(-3.90625e-05, v112)
 	VADDPD lgc48<>+0(SB), Y3, Y4
 
-	// v114 = ne(v82, 0)
+	// v116 = ne(v84, 0)
 	VCMPPD $0x04, Y2, Y1, Y5
 
-	// v118 = ne(v110, 0)
+	// v120 = ne(v112, 0)
 	VCMPPD  $0x04, Y2, Y3, Y2
 	VMOVUPD Y0, 1056(SP)
 	VMOVUPD Y1, 1088(SP)
@@ -1365,153 +1373,153 @@ inner_D_11:
 	VDIVPD  Y3, Y1, Y1
 	VMOVUPD (SP), Y7
 
-	// v86 = div(v84, v21)
+	// v88 = div(v86, v21)
 	VDIVPD  Y6, Y7, Y6
 	VMOVUPD 32(SP), Y8
 	VMOVUPD lgc1<>+0(SB), Y9
 	VCMPPD  $0x04, Y9, Y8, Y9
 
-	// v87 = where(v85, v86, v84)
+	// v89 = where(v87, v88, v86)
 	VBLENDVPD Y9, Y6, Y7, Y6
 	VMOVUPD   64(SP), Y7
 
-	// v88 = add(v87, v83)
+	// v90 = add(v89, v85)
 	VADDPD Y7, Y6, Y6
 
-	// v90 = mul(v83, v23)
+	// v92 = mul(v85, v23)
 	VMULPD  Y1, Y7, Y8
 	VMOVUPD 96(SP), Y9
 	VMOVUPD lgc1<>+0(SB), Y10
 	VCMPPD  $0x04, Y10, Y9, Y10
 
-	// v91 = where(v89, v90, v83)
+	// v93 = where(v91, v92, v85)
 	VBLENDVPD Y10, Y8, Y7, Y7
 
-	// v92 = add(v91, v91)
+	// v94 = add(v93, v93)
 	VADDPD Y7, Y7, Y7
 
-	// v93 = div(v92, scale)
+	// v95 = div(v94, scale)
 	VDIVPD Y3, Y7, Y8
 
-	// v94 = neg(v92)
+	// v96 = neg(v94)
 	VXORPD lgc2<>+0(SB), Y7, Y7
 
-	// v95 = div(v23, scale)
+	// v97 = div(v23, scale)
 	VDIVPD  Y3, Y1, Y1
 	VMOVUPD lgc1<>+0(SB), Y9
 
-	// v96 = ne(v94, 0)
+	// v98 = ne(v96, 0)
 	VCMPPD  $0x04, Y9, Y7, Y10
 	VMOVUPD Y0, 1248(SP)
 
-	// v97 = mul(v94, v95)
+	// v99 = mul(v96, v97)
 	VMULPD  Y1, Y7, Y0
 	VMOVUPD Y2, 1280(SP)
 	VMOVUPD Y4, 1312(SP)
 
-	// v98 = where(v96, v97, v94)
+	// v100 = where(v98, v99, v96)
 	VBLENDVPD Y10, Y0, Y7, Y0
 
-	// v99 = neg(v93)
+	// v101 = neg(v95)
 	VXORPD lgc2<>+0(SB), Y8, Y1
 
-	// v100 = ne(v88, 0)
+	// v102 = ne(v90, 0)
 	VCMPPD $0x04, Y9, Y6, Y2
 
-	// v101 = mul(v88, v20)
+	// v103 = mul(v90, v20)
 	VMULPD Y5, Y6, Y4
 
-	// v102 = where(v100, v101, v88)
+	// v104 = where(v102, v103, v90)
 	VBLENDVPD Y2, Y4, Y6, Y2
 
-	// v103 = add(v102, v102)
+	// v105 = add(v104, v104)
 	VADDPD Y2, Y2, Y2
 
-	// v104 = neg(v103)
+	// v106 = neg(v105)
 	VXORPD lgc2<>+0(SB), Y2, Y2
 
-	// v105 = div(v20, scale)
+	// v107 = div(v20, scale)
 	VDIVPD Y3, Y5, Y4
 
-	// v106 = ne(v104, 0)
+	// v108 = ne(v106, 0)
 	VCMPPD $0x04, Y9, Y2, Y5
 
-	// v107 = mul(v104, v105)
+	// v109 = mul(v106, v107)
 	VMULPD Y4, Y2, Y4
 
-	// v108 = where(v106, v107, v104)
+	// v110 = where(v108, v109, v106)
 	VBLENDVPD Y5, Y4, Y2, Y2
 
-	// v109 = add(v98, v108)
+	// v111 = add(v100, v110)
 	VADDPD  Y2, Y0, Y0
 	VMOVUPD 1152(SP), Y2
 
-	// v112 = div(v111, scale)
+	// v114 = div(v113, scale)
 	VDIVPD Y3, Y2, Y2
 
-	// v113 = add(v109, v112)
+	// v115 = add(v111, v114)
 	VADDPD  Y2, Y0, Y0
 	VMOVUPD 1088(SP), Y2
 	VMOVUPD 1312(SP), Y4
 
-	// v115 = div(v82, v9)
+	// v117 = div(v84, v9)
 	VDIVPD  Y4, Y2, Y5
 	VMOVUPD 1184(SP), Y6
 	VMOVUPD lgc1<>+0(SB), Y7
 	VCMPPD  $0x04, Y7, Y6, Y7
 
-	// v116 = where(v114, v115, v82)
+	// v118 = where(v116, v117, v84)
 	VBLENDVPD Y7, Y5, Y2, Y2
 	VMOVUPD   1280(SP), Y5
 
-	// v117 = div(v10, v9)
+	// v119 = div(v10, v9)
 	VDIVPD  Y4, Y5, Y4
 	VMOVUPD 1120(SP), Y5
 
-	// v119 = mul(v110, v117)
+	// v121 = mul(v112, v119)
 	VMULPD  Y4, Y5, Y4
 	VMOVUPD 1216(SP), Y6
 	VMOVUPD lgc1<>+0(SB), Y7
 	VCMPPD  $0x04, Y7, Y6, Y7
 
-	// v120 = where(v118, v119, v110)
+	// v122 = where(v120, v121, v112)
 	VBLENDVPD Y7, Y4, Y5, Y4
 
-	// v121 = mul(v120, 2)
+	// v123 = mul(v122, 2)
 	VMULPD lgc3<>+0(SB), Y4, Y4
 
-	// v122 = mul(v121, scale)
+	// v124 = mul(v123, scale)
 	VMULPD Y3, Y4, Y3
 
-	// v123 = add(v113, v122)
+	// v125 = add(v115, v124)
 	VADDPD Y3, Y0, Y0
 
-	// gradScale = add(v123, v122)
+	// gradScale = add(v125, v124)
 	VADDPD Y3, Y0, Y0
 
 	// store gradScale
 	VMOVUPD Y0, 704(SP)(SI*1)
 
-	// v125 = neg(v116)
+	// v127 = neg(v118)
 	VXORPD lgc2<>+0(SB), Y2, Y0
 
-	// v126 = ne(v125, 0)
+	// v128 = ne(v127, 0)
 	VCMPPD  $0x04, Y9, Y0, Y2
 	VMOVUPD 1248(SP), Y3
 
-	// v127 = mul(v125, v4)
+	// v129 = mul(v127, v4)
 	VMULPD Y3, Y0, Y3
 
-	// v128 = where(v126, v127, v125)
+	// v130 = where(v128, v129, v127)
 	VBLENDVPD Y2, Y3, Y0, Y0
 
-	// v129 = add(v128, v128)
+	// v131 = add(v130, v130)
 	VADDPD Y0, Y0, Y0
 
-	// v130 = neg(v129)
+	// v132 = neg(v131)
 	VXORPD lgc2<>+0(SB), Y0, Y0
 
-	// gradLoc = add(v99, v130)
+	// gradLoc = add(v101, v132)
 	VADDPD Y0, Y1, Y0
 
 	// store gradLoc
@@ -1625,19 +1633,27 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y3
 
 	// v65 = mul(beta, 2)
-	VMULPD  lgc3<>+0(SB), Y3, Y4
-	VMOVUPD lgc45<>+0(SB), Y5
+	VMULPD lgc3<>+0(SB), Y3, Y4
 
-	// v67 = lt(v61, 0.006666666517655055)
+	// v66 = round_f32(v65)
+	VCVTPD2PSY Y4, X4
+	VCVTPS2PD  X4, Y4
+	VMOVUPD    lgc45<>+0(SB), Y5
+
+	// v68 = lt(v61, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
 
-	// v68 = mul(beta, 0.5)
+	// v69 = mul(beta, 0.5)
 	VMULPD lgc11<>+0(SB), Y3, Y5
 
-	// v69 = where(v67, v68, beta)
+	// v70 = round_f32(v69)
+	VCVTPD2PSY Y5, X5
+	VCVTPS2PD  X5, Y5
+
+	// v71 = where(v68, v70, beta)
 	VBLENDVPD Y1, Y5, Y3, Y1
 
-	// beta2 = where(v64, v65, v69)
+	// beta2 = where(v64, v66, v71)
 	VBLENDVPD Y2, Y4, Y1, Y1
 
 	// store explainedVariance

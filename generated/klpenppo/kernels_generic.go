@@ -179,7 +179,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float64(1)
 	c57 := float64(2.220446049250313e-16)
 	c63 := float64(0.014999999664723873)
-	c66 := float64(0.006666666517655055)
+	c67 := float64(0.006666666517655055)
 	beta := in.stateBeta[0]
 	residVar := s.s0
 	targetVar := s.s1
@@ -190,10 +190,12 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v61 := s.s2
 	v64 := b2f(v61 > c63)
 	v65 := float64(beta * two)
-	v67 := b2f(v61 < c66)
-	v68 := float64(beta * half)
-	v69 := sel(v67, v68, beta)
-	beta2 := sel(v64, v65, v69)
+	v66 := float64(float32(v65))
+	v68 := b2f(v61 < c67)
+	v69 := float64(beta * half)
+	v70 := float64(float32(v69))
+	v71 := sel(v68, v70, beta)
+	beta2 := sel(v64, v66, v71)
 	out.Beta = beta2
 }
 
@@ -247,9 +249,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	one := float64(1)
 	c43 := float64(1.4189385332046727)
 	c46 := float64(-0.009999999776482582)
-	c71 := float64(0.00390625)
-	c75 := float64(-3.9062499126885086e-05)
-	c76 := float64(-0.00390625)
+	c73 := float64(0.00390625)
+	c77 := float64(-3.9062499126885086e-05)
+	c78 := float64(-0.00390625)
 	zero := float64(0)
 	lossObjective := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -328,23 +330,23 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		residVar.Add(diff)
 		targetVar.Add(valueTarget)
 		acc61.Add(kl)
-		v72 := float64(c71 * diff)
-		v73 := v72 + v72
-		gradStateValue := -v73
+		v74 := float64(c73 * diff)
+		v75 := v74 + v74
+		gradStateValue := -v75
 		grads.StateValue[iB] = gradStateValue
-		v77 := float64(c71 * beta)
-		v78 := float64(c76 * advantage)
-		v80 := b2f(v78 != zero)
-		v81 := float64(v78 * v34)
-		v82 := sel(v80, v81, v78)
-		v83 := float64(v77 * half)
-		v84 := -v83
-		v85 := b2f(v84 != zero)
-		v89 := b2f(v83 != zero)
-		v110 := -v82
-		v111 := c75 + v110
-		v114 := b2f(v82 != zero)
-		v118 := b2f(v110 != zero)
+		v79 := float64(c73 * beta)
+		v80 := float64(c78 * advantage)
+		v82 := b2f(v80 != zero)
+		v83 := float64(v80 * v34)
+		v84 := sel(v82, v83, v80)
+		v85 := float64(v79 * half)
+		v86 := -v85
+		v87 := b2f(v86 != zero)
+		v91 := b2f(v85 != zero)
+		v112 := -v84
+		v113 := c77 + v112
+		v116 := b2f(v84 != zero)
+		v120 := b2f(v112 != zero)
 		for iD := 0; iD < 3; iD++ {
 			loc := in.Loc[iB*3+iD]
 			scale := in.Scale[iB*3+iD]
@@ -361,48 +363,48 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v21 := float64(v20 * v20)
 			v22 := oldLoc - loc
 			v23 := v22 / scale
-			v86 := v84 / v21
-			v87 := sel(v85, v86, v84)
-			v88 := v87 + v83
-			v90 := float64(v83 * v23)
-			v91 := sel(v89, v90, v83)
-			v92 := v91 + v91
-			v93 := v92 / scale
-			v94 := -v92
-			v95 := v23 / scale
-			v96 := b2f(v94 != zero)
-			v97 := float64(v94 * v95)
-			v98 := sel(v96, v97, v94)
-			v99 := -v93
-			v100 := b2f(v88 != zero)
-			v101 := float64(v88 * v20)
-			v102 := sel(v100, v101, v88)
-			v103 := v102 + v102
-			v104 := -v103
-			v105 := v20 / scale
-			v106 := b2f(v104 != zero)
-			v107 := float64(v104 * v105)
-			v108 := sel(v106, v107, v104)
-			v109 := v98 + v108
-			v112 := v111 / scale
-			v113 := v109 + v112
-			v115 := v82 / v9
-			v116 := sel(v114, v115, v82)
-			v117 := v10 / v9
-			v119 := float64(v110 * v117)
-			v120 := sel(v118, v119, v110)
-			v121 := float64(v120 * two)
-			v122 := float64(v121 * scale)
-			v123 := v113 + v122
-			gradScale := v123 + v122
+			v88 := v86 / v21
+			v89 := sel(v87, v88, v86)
+			v90 := v89 + v85
+			v92 := float64(v85 * v23)
+			v93 := sel(v91, v92, v85)
+			v94 := v93 + v93
+			v95 := v94 / scale
+			v96 := -v94
+			v97 := v23 / scale
+			v98 := b2f(v96 != zero)
+			v99 := float64(v96 * v97)
+			v100 := sel(v98, v99, v96)
+			v101 := -v95
+			v102 := b2f(v90 != zero)
+			v103 := float64(v90 * v20)
+			v104 := sel(v102, v103, v90)
+			v105 := v104 + v104
+			v106 := -v105
+			v107 := v20 / scale
+			v108 := b2f(v106 != zero)
+			v109 := float64(v106 * v107)
+			v110 := sel(v108, v109, v106)
+			v111 := v100 + v110
+			v114 := v113 / scale
+			v115 := v111 + v114
+			v117 := v84 / v9
+			v118 := sel(v116, v117, v84)
+			v119 := v10 / v9
+			v121 := float64(v112 * v119)
+			v122 := sel(v120, v121, v112)
+			v123 := float64(v122 * two)
+			v124 := float64(v123 * scale)
+			v125 := v115 + v124
+			gradScale := v125 + v124
 			grads.Scale[iB*3+iD] = gradScale
-			v125 := -v116
-			v126 := b2f(v125 != zero)
-			v127 := float64(v125 * v4)
-			v128 := sel(v126, v127, v125)
-			v129 := v128 + v128
-			v130 := -v129
-			gradLoc := v99 + v130
+			v127 := -v118
+			v128 := b2f(v127 != zero)
+			v129 := float64(v127 * v4)
+			v130 := sel(v128, v129, v127)
+			v131 := v130 + v130
+			v132 := -v131
+			gradLoc := v101 + v132
 			grads.Loc[iB*3+iD] = gradLoc
 		}
 	}
@@ -449,7 +451,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float64(1)
 	c57 := float64(2.220446049250313e-16)
 	c63 := float64(0.014999999664723873)
-	c66 := float64(0.006666666517655055)
+	c67 := float64(0.006666666517655055)
 	beta := in.stateBeta[0]
 	residVar := s.s0
 	targetVar := s.s1
@@ -460,10 +462,12 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v61 := s.s2
 	v64 := b2f(v61 > c63)
 	v65 := float64(beta * two)
-	v67 := b2f(v61 < c66)
-	v68 := float64(beta * half)
-	v69 := sel(v67, v68, beta)
-	beta2 := sel(v64, v65, v69)
+	v66 := float64(float32(v65))
+	v68 := b2f(v61 < c67)
+	v69 := float64(beta * half)
+	v70 := float64(float32(v69))
+	v71 := sel(v68, v70, beta)
+	beta2 := sel(v64, v66, v71)
 	out.Beta = beta2
 }
 

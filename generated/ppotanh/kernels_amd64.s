@@ -497,7 +497,7 @@ inner_D_4:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v48 = add(v46, 1.3862943611198906)
+	// v48 = add(v46, 1.3862944)
 	VADDPS  lgc42<>+0(SB), Y0, Y0
 	VMOVUPS 416(SP), Y1
 
@@ -2015,7 +2015,7 @@ inner_D_9:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v48 = add(v46, 1.3862943611198906)
+	// v48 = add(v46, 1.3862944)
 	VADDPS  lgc42<>+0(SB), Y0, Y0
 	VMOVUPS 544(SP), Y1
 

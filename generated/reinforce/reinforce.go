@@ -9,7 +9,7 @@ Loss: TorchRL v0.11.0 ReinforceLoss (torchrl/objectives/reinforce.py) with delay
 Hyper-parameters as the kernel uses them (param_dtype float32: SEMANTICS.md §11.14), exactly:
 
   - gamma = 0.99: γ as GAE's γ·(1 − terminated) uses it
-  - lmbda*gamma = 0.9405: λ·γ as GAE's λγ·(1 − done) uses it
+  - lmbda*gamma = 0.9405: λ·γ as GAE's λγ·(1 − done) uses it: the float32 product of the float32 λ and γ
 
 Element type float32; dims N=16, T=64; batch [N, T]. Call Forward with Inputs and Outputs whose
 slices hold exactly the stated number of elements, row-major.

@@ -9,7 +9,7 @@ Loss: TorchRL v0.11.0 ClipPPOLoss (torchrl/objectives/ppo.py) with entropy_bonus
 Hyper-parameters as the kernel uses them (param_dtype float32: SEMANTICS.md §11.14), exactly:
 
   - gamma = 0.99: γ as GAE's γ·(1 − terminated) uses it
-  - lmbda*gamma = 0.9405: λ·γ as GAE's λγ·(1 − done) uses it
+  - lmbda*gamma = 0.9405: λ·γ as GAE's λγ·(1 − done) uses it: the float32 product of the float32 λ and γ
   - log1p(-clip_epsilon) = -0.22314355: the lower clip bound of the log-weight
   - log1p(clip_epsilon) = 0.18232156: the upper clip bound of the log-weight
   - entropy_coeff = 0.01: weighs the entropy bonus: loss_entropy = −entropy_coeff·H
