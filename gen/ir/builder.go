@@ -188,20 +188,12 @@ func (b *Builder) Log1p(x *Node) *Node  { return b.elem(OpLog1p, x) }
 // ExpM1MinusX is e^x − 1 − x, accurate at small |x| (OpExpM1MinusX).
 func (b *Builder) ExpM1MinusX(x *Node) *Node { return b.elem(OpExpM1MinusX, x) }
 func (b *Builder) Sqrt(x *Node) *Node        { return b.elem(OpSqrt, x) }
-
-// RoundF32 is x rounded to float32 precision (OpRoundF32): x itself in a float32 graph.
-func (b *Builder) RoundF32(x *Node) *Node {
-	if b.g.DType == F32 {
-		return x
-	}
-	return b.elem(OpRoundF32, x)
-}
-func (b *Builder) Add(x, y *Node) *Node { return b.elem(OpAdd, x, y) }
-func (b *Builder) Sub(x, y *Node) *Node { return b.elem(OpSub, x, y) }
-func (b *Builder) Mul(x, y *Node) *Node { return b.elem(OpMul, x, y) }
-func (b *Builder) Div(x, y *Node) *Node { return b.elem(OpDiv, x, y) }
-func (b *Builder) Min(x, y *Node) *Node { return b.elem(OpMin, x, y) }
-func (b *Builder) Max(x, y *Node) *Node { return b.elem(OpMax, x, y) }
+func (b *Builder) Add(x, y *Node) *Node      { return b.elem(OpAdd, x, y) }
+func (b *Builder) Sub(x, y *Node) *Node      { return b.elem(OpSub, x, y) }
+func (b *Builder) Mul(x, y *Node) *Node      { return b.elem(OpMul, x, y) }
+func (b *Builder) Div(x, y *Node) *Node      { return b.elem(OpDiv, x, y) }
+func (b *Builder) Min(x, y *Node) *Node      { return b.elem(OpMin, x, y) }
+func (b *Builder) Max(x, y *Node) *Node      { return b.elem(OpMax, x, y) }
 
 // MinFirst is min(x, y) whose gradient goes to x on a tie and where x is NaN (TieFirst).
 func (b *Builder) MinFirst(x, y *Node) *Node { return b.tieFirst(b.Min(x, y)) }
@@ -233,6 +225,14 @@ func (b *Builder) Gt(x, y *Node) *Node { return b.elem(OpGt, x, y) }
 func (b *Builder) Ge(x, y *Node) *Node { return b.elem(OpGe, x, y) }
 func (b *Builder) Eq(x, y *Node) *Node { return b.elem(OpEq, x, y) }
 func (b *Builder) Ne(x, y *Node) *Node { return b.elem(OpNe, x, y) }
+
+// RoundF32 is x rounded to float32 precision (OpRoundF32): x itself in a float32 graph.
+func (b *Builder) RoundF32(x *Node) *Node {
+	if b.g.DType == F32 {
+		return x
+	}
+	return b.elem(OpRoundF32, x)
+}
 
 // Where is x where c is nonzero, else y, elementwise. A selection that selects nothing new
 // folds, exactly (masked losses build them: every term is where(mask, ·, 0) again):
