@@ -36,9 +36,9 @@ func (l *Lowerer) readMask() {
 // the select, masked elements compute the loss at Pad (finite, with finite derivatives), the
 // reductions drop them, and the select's own rule sends them an exact 0 gradient. A flag is
 // selected only where its Pad says so: done is true at padding, so a recursion restarts
-// there and padding enters it as 0 whatever its flags hold. An index
-// key (a categorical action) reads 0 at masked elements, and its range check covers the
-// valid elements only (ir.IndexChecks): padding may hold any index, as -100 in LLM labels.
+// there and padding enters it as 0 whatever its flags hold. An index key (a categorical
+// action) reads 0 at masked elements, and its range check covers the valid elements only
+// (ir.IndexChecks): padding may hold any index, as -100 in LLM labels.
 func (l *Lowerer) selectValid(x *ir.Node, def spec.KeyDef, kind spec.KeyKind) *ir.Node {
 	if l.mask == nil || (kind == spec.BoolKey && def.Pad == 0) || x == l.mask {
 		return x
