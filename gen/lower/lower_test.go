@@ -125,3 +125,22 @@ func TestGroupDimBeforeTokens(t *testing.T) {
 	_, _, err = lower.Lower(s)
 	require.NoError(t, err)
 }
+
+// GRPO's kl_to_inference_coeff: null is TorchRL's default None, no KL-to-inference term, as
+// leaving it out; a number adds the term.
+func TestGRPOKLToInferenceNull(t *testing.T) {
+	outs := func(extra string) []string {
+		s, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 2, L: 4}\nbatch: [B, L]\nloss: {type: grpo"+extra+"}\n"), lower.Registry())
+		require.NoError(t, err)
+		g, _, err := lower.Lower(s)
+		require.NoError(t, err)
+		var names []string
+		for _, o := range g.Outputs {
+			names = append(names, o.Name)
+		}
+		return names
+	}
+	require.Equal(t, outs(""), outs(", kl_to_inference_coeff: null"))
+	require.NotContains(t, outs(""), "loss_kl_to_inference")
+	require.Contains(t, outs(", kl_to_inference_coeff: 0.1"), "loss_kl_to_inference")
+}
