@@ -79,8 +79,8 @@ const (
 	// stay means.
 	Reduction = "mean"
 	// KLToInferenceCoeff is DAPO's kl_to_inference_coeff: adds loss_kl_to_inference = coeff·mean k3
-	// KL(π‖π_old) against sample_log_prob over the kept tokens; absent: none, 0: the metric with a
-	// zero loss term (TorchRL: any coefficient but None).
+	// KL(π‖π_old) against sample_log_prob over the kept tokens; absent or null (TorchRL's default
+	// None): none, 0: the metric with a zero loss term (TorchRL: any coefficient but None).
 	KLToInferenceCoeff = 0.01
 	// MaskingStrategy is DAPO's masking_strategy: informational: which tokens TorchRL's actor masks
 	// (sft: the response, rlhf: assistant tokens, generic: all but padding); here keys.mask is that
