@@ -95,6 +95,9 @@ func params(s *spec.Spec) []gogen.Param {
 			case bool:
 				lit = strconv.FormatBool(v)
 			case string:
+				if p.Type == spec.Float {
+					continue // a number written null: TorchRL's None, no value to name
+				}
 				lit = strconv.Quote(v)
 			default:
 				continue
