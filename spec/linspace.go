@@ -159,57 +159,40 @@ func (d *decoder) resolveLinspace(s *Spec, st *Stage, p *ParamDef) bool {
 // exact values. n = 1 gives [start] (RangeFactories.cpp fills it). The results are dtype
 // values held in float64.
 func Linspace(start, end float64, n int, dtype DType) []float64 {
+	if dtype == Float32 {
+		return linspace(float32(start), float32(end), n, linspaceLanes32, fma32)
+	}
+	return linspace(start, end, n, linspaceLanes64, math.FMA)
+}
+
+// linspace is Linspace in T, with PyTorch's vector width for T (lanes) and T's fused
+// multiply-add.
+func linspace[T float32 | float64](a, b T, n, lanes int, fma func(x, y, z T) T) []float64 {
 	out := make([]float64, n)
 	if n == 1 {
-		out[0] = start
-		if dtype == Float32 {
-			out[0] = float64(float32(start))
-		}
+		out[0] = float64(a)
 		return out
 	}
 	half := n / 2
-	if dtype == Float32 {
-		a, b := float32(start), float32(end)
-		step := (b - a) / float32(n-1)
-		scalar := func(i int) float32 {
-			if i < half {
-				return fma32(step, float32(i), a)
-			}
-			return fma32(-step, float32(n-1-i), b)
-		}
-		i := 0
-		for ; i <= n-2*linspaceLanes32; i += 2 * linspaceLanes32 {
-			for v := i; v < i+2*linspaceLanes32; v += linspaceLanes32 {
-				x0 := scalar(v)
-				for k := range linspaceLanes32 {
-					// The float32 conversion rounds the product, which Go could fuse with the sum.
-					out[v+k] = float64(x0 + float32(float32(k)*step))
-				}
-			}
-		}
-		for ; i < n; i++ {
-			out[i] = float64(scalar(i))
-		}
-		return out
-	}
-	step := (end - start) / float64(n-1)
-	scalar := func(i int) float64 {
+	step := (b - a) / T(n-1)
+	scalar := func(i int) T {
 		if i < half {
-			return math.FMA(step, float64(i), start)
+			return fma(step, T(i), a)
 		}
-		return math.FMA(-step, float64(n-1-i), end)
+		return fma(-step, T(n-1-i), b)
 	}
 	i := 0
-	for ; i <= n-2*linspaceLanes64; i += 2 * linspaceLanes64 {
-		for v := i; v < i+2*linspaceLanes64; v += linspaceLanes64 {
+	for ; i <= n-2*lanes; i += 2 * lanes {
+		for v := i; v < i+2*lanes; v += lanes {
 			x0 := scalar(v)
-			for k := range linspaceLanes64 {
-				out[v+k] = x0 + float64(float64(k)*step)
+			for k := range lanes {
+				// The conversion rounds the product, which Go could fuse with the sum.
+				out[v+k] = float64(x0 + T(T(k)*step))
 			}
 		}
 	}
 	for ; i < n; i++ {
-		out[i] = scalar(i)
+		out[i] = float64(scalar(i))
 	}
 	return out
 }

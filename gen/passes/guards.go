@@ -100,26 +100,3 @@ func guardOf(c, x, y *ir.Node) *ir.Node {
 
 // isZero reports whether n is the scalar constant 0.
 func isZero(n *ir.Node) bool { return n.IsScalarConst() && n.Value[0] == 0 }
-
-// rangeCache computes value ranges (rangeOf) of nodes as they are built, on demand.
-type rangeCache map[*ir.Node]ir.Interval
-
-// of is n's interval (NaN aside).
-func (rc rangeCache) of(n *ir.Node) ir.Interval {
-	if iv, ok := rc[n]; ok {
-		return iv
-	}
-	args := make([]ir.Interval, len(n.Args))
-	for i, a := range n.Args {
-		args[i] = rc.of(a)
-	}
-	iv := rangeOf(n, args)
-	rc[n] = iv
-	return iv
-}
-
-// excludesZero reports whether n is never 0 (NaN aside).
-func (rc rangeCache) excludesZero(n *ir.Node) bool {
-	iv := rc.of(n)
-	return iv.Lo > 0 || iv.Hi < 0
-}

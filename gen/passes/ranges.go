@@ -24,15 +24,34 @@ func ValueRange(g *ir.Graph) (*ir.Graph, error) {
 
 // ranges is the interval of every node (in topological order).
 func ranges(nodes []*ir.Node) map[*ir.Node]ir.Interval {
-	r := map[*ir.Node]ir.Interval{}
+	rc := rangeCache{}
 	for _, n := range nodes {
-		args := make([]ir.Interval, len(n.Args))
-		for i, a := range n.Args {
-			args[i] = r[a]
-		}
-		r[n] = rangeOf(n, args)
+		rc.of(n)
 	}
-	return r
+	return rc
+}
+
+// rangeCache computes value ranges (rangeOf) of nodes as they are built, on demand.
+type rangeCache map[*ir.Node]ir.Interval
+
+// of is n's interval (NaN aside).
+func (rc rangeCache) of(n *ir.Node) ir.Interval {
+	if iv, ok := rc[n]; ok {
+		return iv
+	}
+	args := make([]ir.Interval, len(n.Args))
+	for i, a := range n.Args {
+		args[i] = rc.of(a)
+	}
+	iv := rangeOf(n, args)
+	rc[n] = iv
+	return iv
+}
+
+// excludesZero reports whether n is never 0 (NaN aside).
+func (rc rangeCache) excludesZero(n *ir.Node) bool {
+	iv := rc.of(n)
+	return iv.Lo > 0 || iv.Hi < 0
 }
 
 // boundedNodes lists the nodes (in topological order) whose interval lies within ±1e30:
@@ -96,7 +115,7 @@ func rangeOf(n *ir.Node, args []ir.Interval) ir.Interval {
 		// Only a divisor of one sign: the quotient is monotone in each argument.
 		if d := args[1]; d.Lo > 0 || d.Hi < 0 {
 			if iv := binaryRange(ir.OpMul, args[0], ir.Interval{Lo: 1 / d.Hi, Hi: 1 / d.Lo}); !math.IsNaN(iv.Lo) && !math.IsNaN(iv.Hi) {
-				return widen(iv)
+				return widen(iv, 1)
 			}
 		}
 	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpMin, ir.OpMax:
@@ -125,16 +144,16 @@ func sumRange(n *ir.Node, x ir.Interval) ir.Interval {
 	if math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi) {
 		return ir.Interval{Lo: math.Inf(-1), Hi: math.Inf(1)}
 	}
-	iv = ir.Interval{Lo: iv.Lo - math.Abs(iv.Lo)*k*0x1p-23, Hi: iv.Hi + math.Abs(iv.Hi)*k*0x1p-23}
+	iv = widen(iv, k)
 	if e := n.Args[0]; n.Op == ir.OpSum && e.Op == ir.OpExp && shiftedByMax(e.Args[0]) && sameAxes(n, maxOf(e.Args[0])) {
 		iv.Lo = max(iv.Lo, 1)
 	}
 	return iv
 }
 
-// widen moves an interval's ends outwards by a float32 rounding (2^−23 relative).
-func widen(iv ir.Interval) ir.Interval {
-	return ir.Interval{Lo: iv.Lo - math.Abs(iv.Lo)*0x1p-23, Hi: iv.Hi + math.Abs(iv.Hi)*0x1p-23}
+// widen moves an interval's ends outwards by k float32 roundings (k·2^−23 relative).
+func widen(iv ir.Interval, k float64) ir.Interval {
+	return ir.Interval{Lo: iv.Lo - math.Abs(iv.Lo)*k*0x1p-23, Hi: iv.Hi + math.Abs(iv.Hi)*k*0x1p-23}
 }
 
 // maxOf is the max a shifted x − max(x) subtracts (shiftedByMax), past its detaches.
