@@ -3,6 +3,7 @@ package runtime
 import (
 	"math"
 	"os"
+	goruntime "runtime"
 	"sync"
 	"unsafe"
 )
@@ -171,7 +172,21 @@ func PureGo() bool { return pureGo() }
 
 // ForChunks runs fn(c, lo, hi) for chunks c = 0..n-1 of rows [0, rows): chunk c has rows
 // [c·rows/n, (c+1)·rows/n). The chunks run concurrently; it returns when all are done.
+//
+// With GOMAXPROCS 1 the chunks run in order on the caller; otherwise on the caller and the
+// chunk pool's workers (pool.go), or, while another call holds the pool, on goroutines of
+// their own.
 func ForChunks(n, rows int, fn func(c, lo, hi int)) {
+	procs := goruntime.GOMAXPROCS(0)
+	if procs == 1 || n == 1 {
+		for c := range n {
+			fn(c, c*rows/n, (c+1)*rows/n)
+		}
+		return
+	}
+	if forChunksPooled(n, rows, fn, procs) {
+		return
+	}
 	var wg sync.WaitGroup
 	for c := 1; c < n; c++ {
 		wg.Add(1)

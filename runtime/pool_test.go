@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// forChunksCalls records which rows each chunk of one ForChunks call was given, and how
+// often it ran.
+func forChunksCalls(n, rows int) (runs []int32, bounds [][2]int) {
+	counts := make([]atomic.Int32, n)
+	bounds = make([][2]int, n)
+	ForChunks(n, rows, func(c, lo, hi int) {
+		counts[c].Add(1)
+		bounds[c] = [2]int{lo, hi}
+	})
+	runs = make([]int32, n)
+	for c := range counts {
+		runs[c] = counts[c].Load()
+	}
+	return runs, bounds
+}
+
+// TestForChunksOnce checks that every chunk runs exactly once on its rows
+// [c·rows/n, (c+1)·rows/n), serially (GOMAXPROCS 1) and on the pool (2, 8).
+func TestForChunksOnce(t *testing.T) {
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
+			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
+			for _, n := range []int{1, 2, 3, 8, 64} {
+				for _, rows := range []int{0, 5, 1000} {
+					for range 20 {
+						runs, bounds := forChunksCalls(n, rows)
+						for c := range n {
+							require.EqualValues(t, 1, runs[c], "n=%d rows=%d chunk %d", n, rows, c)
+							require.Equal(t, [2]int{c * rows / n, (c + 1) * rows / n}, bounds[c], "n=%d rows=%d chunk %d", n, rows, c)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestForChunksConcurrentCallers calls ForChunks from several goroutines at once (one holds
+// the pool, the others run their chunks on goroutines of their own) and from inside a
+// chunk: every call still runs each of its chunks exactly once, and returns only after.
+func TestForChunksConcurrentCallers(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(4))
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				n := 1 + (g+i)%9
+				var inner atomic.Int32
+				runs, _ := forChunksCalls(n, 100)
+				ForChunks(3, 30, func(c, lo, hi int) {
+					r, _ := forChunksCalls(4, 8) // nested: the pool is held by the outer call
+					for _, k := range r {
+						inner.Add(k)
+					}
+				})
+				for c, k := range runs {
+					if k != 1 {
+						errs <- fmt.Errorf("goroutine %d call %d: chunk %d of %d ran %d times", g, i, c, n, k)
+						return
+					}
+				}
+				if inner.Load() != 12 {
+					errs <- fmt.Errorf("goroutine %d call %d: nested chunks ran %d times, want 12", g, i, inner.Load())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
