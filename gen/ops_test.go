@@ -104,9 +104,13 @@ func zoo(dt ir.DType) *ir.Graph {
 	centred := b.Sub(x, b.Mean(x, "N", "T")) // a reduction broadcast back: a barrier
 	out("centred", centred)
 	disc := b.Mul(b.Sub(b.Const(1), c), half)
-	out("scan", b.Scan(centred, disc, "T", true))
-	out("scan_fwd", b.Scan(x, disc, "T", false))
-	out("scan_N", b.Scan(y, disc, "N", true)) // along the outer dim, as a time-major batch
+	out("scan", b.Scan(centred, disc, "T", true, false))
+	out("scan_fwd", b.Scan(x, disc, "T", false, false))
+	out("scan_N", b.Scan(y, disc, "N", true, false)) // along the outer dim, as a time-major batch
+	// Cut scans: x/c is ±inf where c is 0, which reaches the steps before it as ±inf through
+	// the cut (+0 for 0·inf), and as NaN without it.
+	out("scan_cut", b.Scan(b.Div(x, disc), disc, "T", true, true))
+	out("scan_N_cut", b.Scan(b.Div(y, disc), disc, "N", false, true))
 	out("shift", b.ShiftNext(b.Exp(x), y, "T"))
 	out("shift_work", b.Sub(b.ShiftNext(x, y, "T"), x))
 	out("shift_N", b.Mul(b.ShiftNext(y, x, "N"), half))

@@ -123,3 +123,12 @@ func Sel(c, a, b float64) float64 {
 	}
 	return b
 }
+
+// CutMul is a scan's step product y·c, rounded to T: +0 where c is 0, whatever y holds (a
+// done step cuts the recursion, and NaN or ±inf in the padding after it reaches nothing).
+func CutMul[T Float](y, c T) T {
+	if c == 0 {
+		return 0
+	}
+	return y * c
+}

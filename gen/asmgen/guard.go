@@ -65,6 +65,64 @@ func (pg *passGen) absMask() operand.Mem {
 	return pg.cd(math.MaxInt32)
 }
 
+// finiteWithin sets m to the lanes where |x| ≤ bound or x is not finite. A NaN or ±inf
+// input reaches the same elements of a scan in the composed order as in the Go recursion:
+// a product of coefficients that are 0 (a cut, ir.OpScan) or at least tinyCoef in
+// magnitude is 0 exactly where one of them is, and the composed order only regroups the
+// sums, so a NaN, an inf, or infs of both signs land alike; finite values are what the bound
+// is for.
+func (pg *passGen) finiteWithin(x reg.VecVirtual, bound float64, m reg.VecVirtual) {
+	a, inf := pg.ymm(), pg.ymm()
+	pg.and(pg.absMask(), x, a)
+	pg.cmp(cmpNGT_UQ, pg.cf(bound), a, m)
+	pg.cmp(cmpEQ_OQ, pg.cf(math.Inf(1)), a, inf)
+	pg.or(inf, m, m)
+}
+
+// tinyCoef is the smallest nonzero |c| for which a block's product of coefficients cannot
+// underflow to 0: tinyCoef^L is above the smallest subnormal (2^−149, 2^−1074).
+func (pg *passGen) tinyCoef() float64 {
+	if pg.f64 {
+		return 0x1p-260
+	}
+	return 0x1p-18
+}
+
+// coefAtLeast reports whether every nonzero value of n has a magnitude of at least lo, by
+// its construction: constants, flags (0 or 1), 1 − flag, their products and selections.
+func (pg *passGen) coefAtLeast(n *ir.Node, lo float64) bool {
+	return nonzeroFloor(n) >= lo
+}
+
+// nonzeroFloor is a lower bound on the magnitude of n's nonzero values (+inf when n is
+// always 0; 0 when unknown).
+func nonzeroFloor(n *ir.Node) float64 {
+	switch {
+	case n.Op == ir.OpConst:
+		lo := math.Inf(1)
+		for _, v := range n.Value {
+			if v != 0 {
+				lo = min(lo, math.Abs(v)) // a NaN gives NaN, below any bound
+			}
+		}
+		return lo
+	case n.Op == ir.OpInput && n.Input.Kind == ir.Bool, isBool(n):
+		return 1
+	case n.Op == ir.OpSub && n.Args[0].Op == ir.OpConst && len(n.Args[0].Value) == 1 && n.Args[0].Value[0] == 1 && flag(n.Args[1]):
+		return 1 // 1 − flag
+	case n.Op == ir.OpMul:
+		return nonzeroFloor(n.Args[0]) * nonzeroFloor(n.Args[1])
+	case n.Op == ir.OpWhere:
+		return min(nonzeroFloor(n.Args[1]), nonzeroFloor(n.Args[2]))
+	}
+	return 0
+}
+
+// flag reports whether n is 0 or 1: a bool input or a comparison.
+func flag(n *ir.Node) bool {
+	return (n.Op == ir.OpInput && n.Input.Kind == ir.Bool) || isBool(n)
+}
+
 // within sets m to the lanes where |x| ≤ bound (false for NaN).
 func (pg *passGen) within(x reg.VecVirtual, bound float64, m reg.VecVirtual) {
 	pg.and(pg.absMask(), x, m)

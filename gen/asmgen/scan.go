@@ -19,8 +19,9 @@ func (pg *passGen) scan(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 	m := pg.carryMem(n)
 	y := pg.ymm()
 	// y = x + carry·c, rounded twice as the Go recursion does (not an FMA): the same bits, so
-	// the same overflows.
+	// the same overflows; +0 for the product where c is 0 (the cut, ir.OpScan).
 	pg.mul(m, cv, y)
+	pg.cut(n, cv, y)
 	pg.add(x, y, y)
 	if pg.rem > 0 {
 		old := pg.ymm()
@@ -31,6 +32,25 @@ func (pg *passGen) scan(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 		pg.mov(y, m)
 	}
 	return y
+}
+
+// mayCut reports whether scan n cuts (ir.Node.Cut) and its coefficients may be 0, by their
+// value range.
+func (pg *passGen) mayCut(n *ir.Node) bool {
+	iv := pg.e.g.Range(n.Args[1])
+	return n.Cut && iv.Lo <= 0 && iv.Hi >= 0
+}
+
+// cut clears y in the lanes where c is 0, so that a cut's product is +0 whatever the other
+// factor holds (ir.OpScan; a NaN c keeps its product, NaN, as the Go kernel's c == 0 test
+// does). Nothing is emitted where c cannot be 0.
+func (pg *passGen) cut(n *ir.Node, c, y reg.VecVirtual) {
+	if !pg.mayCut(n) {
+		return
+	}
+	nz := pg.ymm()
+	pg.cmp(cmpNEQ_UQ, pg.cf(0), c, nz)
+	pg.and(nz, y, y)
 }
 
 // carryMem addresses the current block's carries of a scan along an outer dim: one per
@@ -84,13 +104,22 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 		pg.mov(one, o)
 		pg.blend(m, C, o, C) // C = mask ? C : 1
 	}
-	// The overflow guard (guard.go): |x| ≤ scanBound and |c| ≤ 1 (unless the coefficients
-	// are so by construction) in every lane, else the glue reruns the pass in Go.
+	// The overflow guard (guard.go): |x| ≤ scanBound where x is finite, |c| ≤ 1 and no c
+	// so small that the composed products underflow to 0 (unless the coefficients are so by
+	// construction) in every lane, else the glue reruns the pass in Go.
 	ok := pg.ymm()
-	pg.within(B, pg.scanBound(pg.dom[len(pg.dom)-1].Size), ok)
+	pg.finiteWithin(B, pg.scanBound(pg.dom[len(pg.dom)-1].Size), ok)
 	if !pg.unitCoef(n) {
 		t := pg.ymm()
 		pg.within(C, 1, t)
+		pg.and(t, ok, ok)
+	}
+	if !pg.coefAtLeast(n.Args[1], pg.tinyCoef()) {
+		t, z := pg.ymm(), pg.ymm()
+		pg.and(pg.absMask(), C, t)
+		pg.cmp(cmpGE_OQ, pg.cf(pg.tinyCoef()), t, t)
+		pg.cmp(cmpEQ_OQ, pg.cf(0), C, z)
+		pg.or(z, t, t)
 		pg.and(t, ok, ok)
 	}
 	pg.andGuard(ok)
@@ -139,11 +168,18 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 			pg.c.VBLENDPS(operand.Imm(uint64(imm)), one, Cs, Cs)
 			pg.c.VBLENDPS(operand.Imm(uint64(imm)), pg.cf(0), Bs, Bs)
 		}
+		pg.cut(n, C, Bs)
 		pg.fmadd231(C, Bs, B) // B += C·Bs (with the old C)
 		pg.mul(Cs, C, C)
 	}
 	carry := pg.carries[n.ID]
-	pg.fmadd231(C, carry, B) // y = B + C·carry
+	in := carry
+	if pg.mayCut(n) {
+		in = pg.ymm()
+		pg.mov(carry, in)
+		pg.cut(n, C, in)
+	}
+	pg.fmadd231(C, in, B) // y = B + C·carry
 	// The next block continues from the lane computed last: 0 backwards, L−1 forwards.
 	last := 0
 	if !n.Reverse {

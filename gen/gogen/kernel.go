@@ -456,13 +456,18 @@ func (p *pass) compute(n *ir.Node) []jen.Code {
 		}
 		return def(ir.Elem[jen.Code](goOps{e}, n.Op, args))
 	case ir.Scan:
-		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it.
+		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it; with Cut, a c
+		// of 0 gives +0 (ir.OpScan).
 		carry := jen.Id(e.carryName(n))
 		if inner := carryDims(p.ps, n); len(inner) > 0 {
 			carry = p.carries(n).Index(indexExpr(inner, nil))
 		}
+		prod := jen.Id(e.g.DType.String()).Call(jen.Add(carry).Op("*").Id(p.id(n.Args[1])))
+		if n.Cut {
+			prod = jen.Qual(RuntimePath, "CutMul").Call(carry, jen.Id(p.id(n.Args[1])))
+		}
 		return []jen.Code{
-			jen.Id(p.id(n)).Op(":=").Id(p.id(n.Args[0])).Op("+").Id(e.g.DType.String()).Call(jen.Add(carry).Op("*").Id(p.id(n.Args[1]))),
+			jen.Id(p.id(n)).Op(":=").Id(p.id(n.Args[0])).Op("+").Add(prod),
 			jen.Add(carry).Op("=").Id(p.id(n)),
 		}
 	case ir.Shift:

@@ -287,7 +287,11 @@ func scan(n *ir.Node, x, c, out []float64) {
 				t = size - 1 - k
 			}
 			i := start + t*stride
-			prev = x[i] + prev*c[cIdx(i)]
+			if n.Cut {
+				prev = x[i] + ir.CutMul(prev, c[cIdx(i)])
+			} else {
+				prev = x[i] + prev*c[cIdx(i)]
+			}
 			out[i] = prev
 		}
 	}

@@ -96,7 +96,7 @@ func (n *Node) Key() string { return cseKey(n) }
 
 func cseKey(n *Node) string {
 	var k strings.Builder
-	fmt.Fprintf(&k, "%d|%v|%d|%v|%v|%v|", n.Op, n.Axes, n.Corr, n.Reverse, n.TieFirst, n.Stabiliser)
+	fmt.Fprintf(&k, "%d|%v|%d|%v|%v|%v|%v|", n.Op, n.Axes, n.Corr, n.Reverse, n.Cut, n.TieFirst, n.Stabiliser)
 	for _, a := range n.Args {
 		fmt.Fprintf(&k, "%d,", a.ID)
 	}
@@ -359,13 +359,14 @@ func along(op Op, x *Node, axis string) {
 }
 
 // Scan is the linear recurrence along axis: y[t] = x[t] + c[t]·y[t+1] (y past the end is
-// 0) when reverse, y[t] = x[t] + c[t]·y[t−1] otherwise.
-func (b *Builder) Scan(x, c *Node, axis string, reverse bool) *Node {
+// 0) when reverse, y[t] = x[t] + c[t]·y[t−1] otherwise; with cut, a c[t] of 0 gives the
+// product +0 whatever y[t±1] holds (Node.Cut).
+func (b *Builder) Scan(x, c *Node, axis string, reverse, cut bool) *Node {
 	along(OpScan, x, axis)
 	if !c.Shape.SubOf(x.Shape) {
 		panic(fmt.Sprintf("ir: scan coefficient %s does not broadcast to %s", c.Shape, x.Shape))
 	}
-	return b.add(&Node{Op: OpScan, Args: []*Node{x, c}, Axes: []string{axis}, Reverse: reverse, Shape: x.Shape})
+	return b.add(&Node{Op: OpScan, Args: []*Node{x, c}, Axes: []string{axis}, Reverse: reverse, Cut: cut, Shape: x.Shape})
 }
 
 // ShiftNext is y[t] = x[t+1] for t < T−1 and y[T−1] = last[T−1], along axis.

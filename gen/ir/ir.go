@@ -233,6 +233,9 @@ type Node struct {
 	Axes    []string  // reductions: the reduced dims; scans, shifts, gathers: the one axis
 	Corr    int       // a Corrected reduction's correction (torch's; 0 biased, 1 unbiased)
 	Reverse bool      // OpScan: runs from the end of its axis (y[t] depends on y[t+1]); OpIota: counts from the end
+	// Cut (OpScan) makes a c[t] of 0 cut the line: its product is +0 whatever y[t±1] holds
+	// (NaN, ±inf), where 0·y would be NaN. Set where padding may follow a done step.
+	Cut bool
 	// TieFirst (OpMin, OpMax) is how the gradient splits: to the first argument where the
 	// two are equal or it is NaN (torch.clamp against a bound, inclusive; the min over
 	// ClipPPO's stacked gains, SEMANTICS.md §11.5), instead of half to each on a tie
@@ -320,6 +323,9 @@ func (n *Node) format(name func(*Node) string, full bool) string {
 	}
 	if (n.Op == OpScan || n.Op == OpIota) && n.Reverse {
 		b.WriteString(" reverse")
+	}
+	if n.Cut {
+		b.WriteString(" cut")
 	}
 	if n.TieFirst {
 		b.WriteString(" tie=first")

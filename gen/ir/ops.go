@@ -77,7 +77,10 @@ const (
 
 	// OpScan(x, c) along axis t: y[t] = x[t] + c[t]·y[t+1] with y[T] = 0 when the node is
 	// Reverse (the discounted returns of GAE, TD(λ), TD(1) and V-trace, SEMANTICS.md §3.8),
-	// y[t] = x[t] + c[t]·y[t−1] with y[−1] = 0 otherwise.
+	// y[t] = x[t] + c[t]·y[t−1] with y[−1] = 0 otherwise. With Node.Cut a c[t] of 0 cuts
+	// the line: its product is +0 whatever y[t±1] holds, so NaN or ±inf past a done step
+	// (padding) does not reach y[t] (0·NaN would be NaN); on finite values this is c[t]·y[t±1]
+	// but for the sign of a zero.
 	OpScan
 	// OpShiftNext(x, last) along axis t: y[t] = x[t+1] for t < T−1, y[T−1] = last[T−1].
 	OpShiftNext
@@ -145,6 +148,14 @@ func AllOps() []Op {
 // the elementwise semantics. The interpreter and constant folding call it, and every
 // backend is tested against it.
 func Apply(op Op, a ...float64) float64 { return Elem[float64](Float64Ops{}, op, a) }
+
+// CutMul is a scan's step product y·c (OpScan): +0 where c is 0, whatever y holds.
+func CutMul(y, c float64) float64 {
+	if c == 0 {
+		return 0
+	}
+	return y * c
+}
 
 func b2f(b bool) float64 {
 	if b {

@@ -105,7 +105,7 @@ func (b *Builder) Copy(n *Node, args []*Node) *Node {
 	case Reduce:
 		return b.Note(b.reduceLike(n, args[0], n.Axes...), n.Note)
 	case Scan:
-		return b.Note(b.Scan(args[0], args[1], n.Axes[0], n.Reverse), n.Note)
+		return b.Note(b.Scan(args[0], args[1], n.Axes[0], n.Reverse, n.Cut), n.Note)
 	case Shift:
 		return b.Note(b.ShiftNext(args[0], args[1], n.Axes[0]), n.Note)
 	case Gather:

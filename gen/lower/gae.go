@@ -74,7 +74,7 @@ func lowerGAE(l *Lowerer, st *spec.Stage) {
 
 	delta := b.Note(b.Sub(b.Add(r, b.Mul(b.Mul(b.Const(g), notTerm), vNext)), v), "delta")
 	discount := b.Note(b.Mul(b.Const(lg), notDone), "discount")
-	adv := b.Note(b.Scan(delta, discount, time, true), "gae")
+	adv := b.Note(b.Scan(delta, discount, time, true, l.cutAtDone()), "gae")
 	vt := b.Note(b.Add(adv, v), "value_target")
 	doc := "advantage (TorchRL key advantage)"
 	if st.Bool("average_gae") {

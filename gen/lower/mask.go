@@ -29,6 +29,11 @@ func (l *Lowerer) readMask() {
 		"the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid")
 }
 
+// cutAtDone reports whether an estimator's recursion cuts at a done step (ir.Node.Cut): in a
+// spec with a mask, where padding after a sequence's done step may hold anything (NaN, ±inf),
+// and 0·NaN would carry it into the valid steps before it.
+func (l *Lowerer) cutAtDone() bool { return l.Mapped("mask") }
+
 // selectValid is what a loss with a mask reads for a float or index key: the value where the
 // mask is true and the key's Pad where it is false, selected before any arithmetic. Multiplying by 0
 // after the fact is not enough: 0·f'(garbage) is NaN when padding holds NaN, ±inf or a value

@@ -39,6 +39,6 @@ func lowerTD1(l *Lowerer, st *spec.Stage) {
 	u := b.Mul(done, b.Sub(one, term)) // done but not terminated (and the last step)
 	bt := b.Note(b.Add(r, b.Mul(b.Mul(gNotTerm, u), vNext)), "td1_b")
 	at := b.Note(b.Mul(gNotTerm, b.Sub(one, u)), "td1_a")
-	ret := b.Note(b.Scan(bt, at, time, true), "td1_return")
+	ret := b.Note(b.Scan(bt, at, time, true, l.cutAtDone()), "td1_return")
 	l.writeEstimate(ret, v, "value target: the TD(1) return (TorchRL key value_target)")
 }

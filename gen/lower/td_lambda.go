@@ -44,6 +44,6 @@ func lowerTDLambda(l *Lowerer, st *spec.Stage) {
 	notDone := b.Sub(one, done)
 	at := b.Note(b.Mul(b.Const(gamma*lmbda), notDone), "tdl_a")
 	bt := b.Note(b.Add(r, b.Mul(b.Mul(b.Const(gamma), vNext), b.Sub(one, b.Mul(b.Const(lmbda), notDone)))), "tdl_b")
-	ret := b.Note(b.Scan(bt, at, time, true), "td_lambda_return")
+	ret := b.Note(b.Scan(bt, at, time, true, l.cutAtDone()), "td_lambda_return")
 	l.writeEstimate(ret, v, "value target: the TD(λ) return (TorchRL key value_target)")
 }

@@ -60,7 +60,7 @@ func lowerVTrace(l *Lowerer, st *spec.Stage) {
 	gNotTerm := b.Mul(g, b.Sub(one, term))
 	gNotDone := b.Mul(g, b.Sub(one, done))
 	delta := b.Note(b.Mul(rhoC, b.Sub(b.Add(r, b.Mul(gNotTerm, vNext)), v)), "delta")
-	dsum := b.Note(b.Scan(delta, b.Mul(gNotDone, c), time, true), "vs_minus_v")
+	dsum := b.Note(b.Scan(delta, b.Mul(gNotDone, c), time, true, l.cutAtDone()), "vs_minus_v")
 	vs := b.Detach(b.Note(b.Add(dsum, v), "vs")) // an estimate, also where its shift reads it
 	truncated := b.Mul(done, b.Sub(one, term))
 	vsNext := b.Where(truncated, vNext, b.ShiftNext(vs, vNext, time))

@@ -250,9 +250,9 @@ func TestScanDirections(t *testing.T) {
 	b, in := graph()
 	x := in["x"]
 	half := b.Const(0.5)
-	b.Output("rev", b.Scan(x, half, "T", true), ir.Estimate, "", "")
-	b.Output("fwd", b.Scan(x, half, "T", false), ir.Estimate, "", "")
-	b.Output("time_major", b.Scan(x, half, "B", true), ir.Estimate, "", "")
+	b.Output("rev", b.Scan(x, half, "T", true, false), ir.Estimate, "", "")
+	b.Output("fwd", b.Scan(x, half, "T", false, false), ir.Estimate, "", "")
+	b.Output("time_major", b.Scan(x, half, "B", true, false), ir.Estimate, "", "")
 	p := mustBuild(t, b.Graph())
 	require.Len(t, p.Passes, 3)
 	var dirs []plan.ScanAxis

@@ -345,10 +345,16 @@ func (k *passK) store(n *ir.Node, v string) {
 func (k *passK) compute(n *ir.Node) string {
 	switch n.Op.Class() {
 	case ir.Scan:
-		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it.
+		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it; with Cut, a
+		// c of 0 gives the product +0 (ir.OpScan).
 		t, d := k.t(), k.el()
-		c := k.carries[n.ID]
-		k.op("mul.rn.%s %s, %s, %s", t, d, c, k.vals[n.Args[1].ID])
+		c, cv := k.carries[n.ID], k.vals[n.Args[1].ID]
+		k.op("mul.rn.%s %s, %s, %s", t, d, c, cv)
+		if n.Cut {
+			cut := k.pred()
+			k.op("setp.eq.%s %s, %s, %s", t, cut, cv, k.imm(0))
+			k.op("selp.%s %s, %s, %s, %s", t, d, k.imm(0), d, cut)
+		}
 		k.op("add.rn.%s %s, %s, %s", t, d, k.vals[n.Args[0].ID], d)
 		k.op("mov.%s %s, %s", t, c, d)
 		return d

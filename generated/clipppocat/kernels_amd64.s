@@ -88,26 +88,28 @@ outer0_1:
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	VANDPS      lgc6<>+0(SB), Y2, Y5
+	VCMPPS      $0x1a, lgc7<>+0(SB), Y5, Y4
+	VCMPPS      $0x00, lgc8<>+0(SB), Y5, Y5
+	VORPS       Y5, Y4, Y4
 	MOVQ        state+48(FP), CX
 	VANDPS      31936(CX), Y4, Y4
 	VMOVUPS     Y4, 31936(CX)
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
+	VMOVUPS     lgc11<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -115,12 +117,12 @@ outer0_1:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc12<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
-	VMOVUPS lgc12<>+0(SB), Y3
+	VMOVUPS lgc13<>+0(SB), Y3
 	VMOVUPS Y2, 24(SP)
 	VMOVUPS Y1, 56(SP)
 	XORQ    BX, BX
@@ -131,7 +133,7 @@ inner_A_2:
 	ADDQ       BX, DI
 	ADDQ       $+832, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y2
+	VMOVUPS    lgc14<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y4, (SI)(Y2*4), Y1
@@ -154,7 +156,7 @@ inner_A_2:
 	VMOVUPS Y3, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
-	VMOVUPS lgc14<>+0(SB), Y4
+	VMOVUPS lgc15<>+0(SB), Y4
 	XORQ    BX, BX
 
 inner_A_3:
@@ -163,7 +165,7 @@ inner_A_3:
 	ADDQ       BX, DI
 	ADDQ       $+832, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y6
+	VMOVUPS    lgc14<>+0(SB), Y6
 	VMOVUPS    lgc4<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y5
 	VGATHERDPS Y7, (SI)(Y6*4), Y5
@@ -172,25 +174,25 @@ inner_A_3:
 	VSUBPS Y1, Y5, Y5
 
 	// v24 = exp(v23)
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
+	VMULPS       lgc17<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc19<>+0(SB), Y9
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y9
-	VMOVUPS      lgc21<>+0(SB), Y10
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y10
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc23<>+0(SB), Y10
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y10
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc25<>+0(SB), Y6, Y6
+	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -225,23 +227,22 @@ inner_A_3:
 
 	// finish v25
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc26<>+0(SB), Y2, Y4
-	VMULPS       lgc27<>+0(SB), Y2, Y5
+	VCMPPS       $0x11, lgc27<>+0(SB), Y2, Y4
+	VMULPS       lgc28<>+0(SB), Y2, Y5
 	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc29<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
+	VPAND        lgc30<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
-	VPAND        lgc30<>+0(SB), Y5, Y4
+	VPAND        lgc31<>+0(SB), Y5, Y4
 	VPOR         lgc2<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y4, Y5
-	VMULPS       lgc24<>+0(SB), Y4, Y7
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y4, Y5
+	VMULPS       lgc25<>+0(SB), Y4, Y7
 	VBLENDVPS    Y5, Y7, Y4, Y4
 	VPSUBD       Y5, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y4, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc32<>+0(SB), Y7
-	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
+	VMOVAPS      lgc33<>+0(SB), Y7
 	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
@@ -249,19 +250,20 @@ inner_A_3:
 	VFMADD213PS  lgc38<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc39<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y4, Y7
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc24<>+0(SB), Y5, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc25<>+0(SB), Y5, Y7
 	VADDPS       Y4, Y7, Y7
-	VFMADD231PS  lgc17<>+0(SB), Y6, Y7
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc12<>+0(SB), Y7, Y7
+	VBLENDVPS    Y4, lgc13<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc41<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc42<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc42<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc8<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc8<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
@@ -297,7 +299,7 @@ inner_A_3:
 	VPMAXSD    lgc0<>+0(SB), Y4, Y4
 	VPMINSD    lgc43<>+0(SB), Y4, Y4
 	VPMULLD    lgc43<>+0(SB), Y4, Y4
-	VPADDD     lgc13<>+0(SB), Y4, Y4
+	VPADDD     lgc14<>+0(SB), Y4, Y4
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMOVUPS    lgc0<>+0(SB), Y6
 	VGATHERDPS Y5, (SI)(Y4*4), Y6
@@ -325,27 +327,27 @@ inner_A_3:
 	VMOVUPS Y2, 152(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMAXPS       Y4, Y2, Y2
 	VMOVUPS      lgc46<>+0(SB), Y6
 	VMINPS       Y2, Y6, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y6
+	VMULPS       lgc17<>+0(SB), Y2, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y2
 	VMULPS       Y2, Y2, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y9
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc23<>+0(SB), Y9
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y9
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y2, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y2
-	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y6
 	VPSUBD       Y6, Y2, Y2
 	VPSLLD       $0x17, Y6, Y6
@@ -463,13 +465,13 @@ inner_A_3:
 	VCMPPS $0x11, Y5, Y3, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y3, Y6
+	VMULPS lgc25<>+0(SB), Y3, Y6
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y3, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc24<>+0(SB), Y3, Y3
+	VSUBPS lgc25<>+0(SB), Y3, Y3
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y3, Y3
@@ -561,7 +563,7 @@ inner_A_3:
 	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y6
 	VCMPPS       $0x1a, lgc52<>+0(SB), Y4, Y7
 	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc12<>+0(SB), Y4, Y7
+	VCMPPS       $0x00, lgc13<>+0(SB), Y4, Y7
 	VORPS        Y7, Y6, Y6
 	VMOVUPS      lgc53<>+0(SB), Y7
 	VBLENDVPS    Y2, Y6, Y7, Y6
@@ -676,26 +678,28 @@ blocks_4:
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	VANDPS      lgc6<>+0(SB), Y2, Y5
+	VCMPPS      $0x1a, lgc7<>+0(SB), Y5, Y4
+	VCMPPS      $0x00, lgc8<>+0(SB), Y5, Y5
+	VORPS       Y5, Y4, Y4
 	MOVQ        state+48(FP), BX
 	VANDPS      31936(BX), Y4, Y4
 	VMOVUPS     Y4, 31936(BX)
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
+	VMOVUPS     lgc11<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -703,12 +707,12 @@ blocks_4:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc12<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
-	VMOVUPS lgc12<>+0(SB), Y3
+	VMOVUPS lgc13<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS 248(SP), Y4
@@ -721,7 +725,7 @@ blocks_4:
 	VMOVUPS lgc0<>+0(SB), Y5
 	VMOVUPS Y2, 312(SP)
 	VMOVUPS Y1, 344(SP)
-	VMOVUPS lgc14<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 	XORQ    DI, DI
 
 inner_A_5:
@@ -732,25 +736,25 @@ inner_A_5:
 	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 	VMAXPS       Y2, Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
+	VMULPS       lgc17<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc19<>+0(SB), Y9
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y9
-	VMOVUPS      lgc21<>+0(SB), Y10
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y10
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc23<>+0(SB), Y10
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y10
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc25<>+0(SB), Y6, Y6
+	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -777,23 +781,22 @@ inner_A_5:
 	VMOVUPS Y4, Y1
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y6, Y6
-	VPAND        lgc30<>+0(SB), Y4, Y2
+	VPAND        lgc31<>+0(SB), Y4, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y4
-	VMULPS       lgc24<>+0(SB), Y2, Y7
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y4
+	VMULPS       lgc25<>+0(SB), Y2, Y7
 	VBLENDVPS    Y4, Y7, Y2, Y2
 	VPSUBD       Y4, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc32<>+0(SB), Y7
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y7
+	VMOVAPS      lgc33<>+0(SB), Y7
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
@@ -801,19 +804,20 @@ inner_A_5:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc25<>+0(SB), Y4, Y7
 	VADDPS       Y2, Y7, Y7
-	VFMADD231PS  lgc17<>+0(SB), Y6, Y7
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
+	VBLENDVPS    Y2, lgc13<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc8<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
@@ -873,7 +877,7 @@ indexdone_7:
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
 	VPMINSD    lgc43<>+0(SB), Y2, Y2
 	VPMULLD    lgc43<>+0(SB), Y2, Y2
-	VPADDD     lgc13<>+0(SB), Y2, Y2
+	VPADDD     lgc14<>+0(SB), Y2, Y2
 	VMOVUPS    lgc53<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y6
 	VGATHERDPS Y4, (R8)(Y2*4), Y6
@@ -900,27 +904,27 @@ indexdone_7:
 	VMOVUPS Y1, 440(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
 	VMOVUPS      lgc46<>+0(SB), Y6
 	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VMULPS       lgc17<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc23<>+0(SB), Y9
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
 	VPSLLD       $0x17, Y6, Y6
@@ -1011,13 +1015,13 @@ indexdone_7:
 	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y4, Y6
+	VMULPS lgc25<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y4, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc24<>+0(SB), Y4, Y4
+	VSUBPS lgc25<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v64, v66, v67)
 	VBLENDVPS Y5, Y6, Y4, Y4
@@ -1076,7 +1080,7 @@ indexdone_7:
 	VCMPPS       $0x15, lgc51<>+0(SB), Y3, Y2
 	VCMPPS       $0x1a, lgc52<>+0(SB), Y3, Y4
 	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc12<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc13<>+0(SB), Y3, Y4
 	VORPS        Y4, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
@@ -1358,354 +1362,354 @@ DATA lgc7<>+24(SB)/4, $0x79000000
 DATA lgc7<>+28(SB)/4, $0x79000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00000001
-DATA lgc8<>+4(SB)/4, $0x00000002
-DATA lgc8<>+8(SB)/4, $0x00000003
-DATA lgc8<>+12(SB)/4, $0x00000004
-DATA lgc8<>+16(SB)/4, $0x00000005
-DATA lgc8<>+20(SB)/4, $0x00000006
-DATA lgc8<>+24(SB)/4, $0x00000007
-DATA lgc8<>+28(SB)/4, $0x00000007
+DATA lgc8<>+0(SB)/4, $0x7f800000
+DATA lgc8<>+4(SB)/4, $0x7f800000
+DATA lgc8<>+8(SB)/4, $0x7f800000
+DATA lgc8<>+12(SB)/4, $0x7f800000
+DATA lgc8<>+16(SB)/4, $0x7f800000
+DATA lgc8<>+20(SB)/4, $0x7f800000
+DATA lgc8<>+24(SB)/4, $0x7f800000
+DATA lgc8<>+28(SB)/4, $0x7f800000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00000002
-DATA lgc9<>+4(SB)/4, $0x00000003
-DATA lgc9<>+8(SB)/4, $0x00000004
-DATA lgc9<>+12(SB)/4, $0x00000005
-DATA lgc9<>+16(SB)/4, $0x00000006
-DATA lgc9<>+20(SB)/4, $0x00000007
-DATA lgc9<>+24(SB)/4, $0x00000006
+DATA lgc9<>+0(SB)/4, $0x00000001
+DATA lgc9<>+4(SB)/4, $0x00000002
+DATA lgc9<>+8(SB)/4, $0x00000003
+DATA lgc9<>+12(SB)/4, $0x00000004
+DATA lgc9<>+16(SB)/4, $0x00000005
+DATA lgc9<>+20(SB)/4, $0x00000006
+DATA lgc9<>+24(SB)/4, $0x00000007
 DATA lgc9<>+28(SB)/4, $0x00000007
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x00000004
-DATA lgc10<>+4(SB)/4, $0x00000005
-DATA lgc10<>+8(SB)/4, $0x00000006
-DATA lgc10<>+12(SB)/4, $0x00000007
-DATA lgc10<>+16(SB)/4, $0x00000004
-DATA lgc10<>+20(SB)/4, $0x00000005
+DATA lgc10<>+0(SB)/4, $0x00000002
+DATA lgc10<>+4(SB)/4, $0x00000003
+DATA lgc10<>+8(SB)/4, $0x00000004
+DATA lgc10<>+12(SB)/4, $0x00000005
+DATA lgc10<>+16(SB)/4, $0x00000006
+DATA lgc10<>+20(SB)/4, $0x00000007
 DATA lgc10<>+24(SB)/4, $0x00000006
 DATA lgc10<>+28(SB)/4, $0x00000007
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x00000000
-DATA lgc11<>+4(SB)/4, $0x00000000
-DATA lgc11<>+8(SB)/4, $0x00000000
-DATA lgc11<>+12(SB)/4, $0x00000000
-DATA lgc11<>+16(SB)/4, $0x00000000
-DATA lgc11<>+20(SB)/4, $0x00000000
-DATA lgc11<>+24(SB)/4, $0x00000000
-DATA lgc11<>+28(SB)/4, $0x00000000
+DATA lgc11<>+0(SB)/4, $0x00000004
+DATA lgc11<>+4(SB)/4, $0x00000005
+DATA lgc11<>+8(SB)/4, $0x00000006
+DATA lgc11<>+12(SB)/4, $0x00000007
+DATA lgc11<>+16(SB)/4, $0x00000004
+DATA lgc11<>+20(SB)/4, $0x00000005
+DATA lgc11<>+24(SB)/4, $0x00000006
+DATA lgc11<>+28(SB)/4, $0x00000007
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xff800000
-DATA lgc12<>+4(SB)/4, $0xff800000
-DATA lgc12<>+8(SB)/4, $0xff800000
-DATA lgc12<>+12(SB)/4, $0xff800000
-DATA lgc12<>+16(SB)/4, $0xff800000
-DATA lgc12<>+20(SB)/4, $0xff800000
-DATA lgc12<>+24(SB)/4, $0xff800000
-DATA lgc12<>+28(SB)/4, $0xff800000
+DATA lgc12<>+0(SB)/4, $0x00000000
+DATA lgc12<>+4(SB)/4, $0x00000000
+DATA lgc12<>+8(SB)/4, $0x00000000
+DATA lgc12<>+12(SB)/4, $0x00000000
+DATA lgc12<>+16(SB)/4, $0x00000000
+DATA lgc12<>+20(SB)/4, $0x00000000
+DATA lgc12<>+24(SB)/4, $0x00000000
+DATA lgc12<>+28(SB)/4, $0x00000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x00000000
-DATA lgc13<>+4(SB)/4, $0x00000002
-DATA lgc13<>+8(SB)/4, $0x00000004
-DATA lgc13<>+12(SB)/4, $0x00000006
-DATA lgc13<>+16(SB)/4, $0x00000008
-DATA lgc13<>+20(SB)/4, $0x0000000a
-DATA lgc13<>+24(SB)/4, $0x0000000c
-DATA lgc13<>+28(SB)/4, $0x0000000e
+DATA lgc13<>+0(SB)/4, $0xff800000
+DATA lgc13<>+4(SB)/4, $0xff800000
+DATA lgc13<>+8(SB)/4, $0xff800000
+DATA lgc13<>+12(SB)/4, $0xff800000
+DATA lgc13<>+16(SB)/4, $0xff800000
+DATA lgc13<>+20(SB)/4, $0xff800000
+DATA lgc13<>+24(SB)/4, $0xff800000
+DATA lgc13<>+28(SB)/4, $0xff800000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xff7fffff
-DATA lgc14<>+4(SB)/4, $0xff7fffff
-DATA lgc14<>+8(SB)/4, $0xff7fffff
-DATA lgc14<>+12(SB)/4, $0xff7fffff
-DATA lgc14<>+16(SB)/4, $0xff7fffff
-DATA lgc14<>+20(SB)/4, $0xff7fffff
-DATA lgc14<>+24(SB)/4, $0xff7fffff
-DATA lgc14<>+28(SB)/4, $0xff7fffff
+DATA lgc14<>+0(SB)/4, $0x00000000
+DATA lgc14<>+4(SB)/4, $0x00000002
+DATA lgc14<>+8(SB)/4, $0x00000004
+DATA lgc14<>+12(SB)/4, $0x00000006
+DATA lgc14<>+16(SB)/4, $0x00000008
+DATA lgc14<>+20(SB)/4, $0x0000000a
+DATA lgc14<>+24(SB)/4, $0x0000000c
+DATA lgc14<>+28(SB)/4, $0x0000000e
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xc2d00000
-DATA lgc15<>+4(SB)/4, $0xc2d00000
-DATA lgc15<>+8(SB)/4, $0xc2d00000
-DATA lgc15<>+12(SB)/4, $0xc2d00000
-DATA lgc15<>+16(SB)/4, $0xc2d00000
-DATA lgc15<>+20(SB)/4, $0xc2d00000
-DATA lgc15<>+24(SB)/4, $0xc2d00000
-DATA lgc15<>+28(SB)/4, $0xc2d00000
+DATA lgc15<>+0(SB)/4, $0xff7fffff
+DATA lgc15<>+4(SB)/4, $0xff7fffff
+DATA lgc15<>+8(SB)/4, $0xff7fffff
+DATA lgc15<>+12(SB)/4, $0xff7fffff
+DATA lgc15<>+16(SB)/4, $0xff7fffff
+DATA lgc15<>+20(SB)/4, $0xff7fffff
+DATA lgc15<>+24(SB)/4, $0xff7fffff
+DATA lgc15<>+28(SB)/4, $0xff7fffff
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+0(SB)/4, $0xc2d00000
+DATA lgc16<>+4(SB)/4, $0xc2d00000
+DATA lgc16<>+8(SB)/4, $0xc2d00000
+DATA lgc16<>+12(SB)/4, $0xc2d00000
+DATA lgc16<>+16(SB)/4, $0xc2d00000
+DATA lgc16<>+20(SB)/4, $0xc2d00000
+DATA lgc16<>+24(SB)/4, $0xc2d00000
+DATA lgc16<>+28(SB)/4, $0xc2d00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f318000
-DATA lgc17<>+4(SB)/4, $0x3f318000
-DATA lgc17<>+8(SB)/4, $0x3f318000
-DATA lgc17<>+12(SB)/4, $0x3f318000
-DATA lgc17<>+16(SB)/4, $0x3f318000
-DATA lgc17<>+20(SB)/4, $0x3f318000
-DATA lgc17<>+24(SB)/4, $0x3f318000
-DATA lgc17<>+28(SB)/4, $0x3f318000
+DATA lgc17<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xb95e8083
-DATA lgc18<>+4(SB)/4, $0xb95e8083
-DATA lgc18<>+8(SB)/4, $0xb95e8083
-DATA lgc18<>+12(SB)/4, $0xb95e8083
-DATA lgc18<>+16(SB)/4, $0xb95e8083
-DATA lgc18<>+20(SB)/4, $0xb95e8083
-DATA lgc18<>+24(SB)/4, $0xb95e8083
-DATA lgc18<>+28(SB)/4, $0xb95e8083
+DATA lgc18<>+0(SB)/4, $0x3f318000
+DATA lgc18<>+4(SB)/4, $0x3f318000
+DATA lgc18<>+8(SB)/4, $0x3f318000
+DATA lgc18<>+12(SB)/4, $0x3f318000
+DATA lgc18<>+16(SB)/4, $0x3f318000
+DATA lgc18<>+20(SB)/4, $0x3f318000
+DATA lgc18<>+24(SB)/4, $0x3f318000
+DATA lgc18<>+28(SB)/4, $0x3f318000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x39506967
-DATA lgc19<>+4(SB)/4, $0x39506967
-DATA lgc19<>+8(SB)/4, $0x39506967
-DATA lgc19<>+12(SB)/4, $0x39506967
-DATA lgc19<>+16(SB)/4, $0x39506967
-DATA lgc19<>+20(SB)/4, $0x39506967
-DATA lgc19<>+24(SB)/4, $0x39506967
-DATA lgc19<>+28(SB)/4, $0x39506967
+DATA lgc19<>+0(SB)/4, $0xb95e8083
+DATA lgc19<>+4(SB)/4, $0xb95e8083
+DATA lgc19<>+8(SB)/4, $0xb95e8083
+DATA lgc19<>+12(SB)/4, $0xb95e8083
+DATA lgc19<>+16(SB)/4, $0xb95e8083
+DATA lgc19<>+20(SB)/4, $0xb95e8083
+DATA lgc19<>+24(SB)/4, $0xb95e8083
+DATA lgc19<>+28(SB)/4, $0xb95e8083
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3ab743ce
-DATA lgc20<>+4(SB)/4, $0x3ab743ce
-DATA lgc20<>+8(SB)/4, $0x3ab743ce
-DATA lgc20<>+12(SB)/4, $0x3ab743ce
-DATA lgc20<>+16(SB)/4, $0x3ab743ce
-DATA lgc20<>+20(SB)/4, $0x3ab743ce
-DATA lgc20<>+24(SB)/4, $0x3ab743ce
-DATA lgc20<>+28(SB)/4, $0x3ab743ce
+DATA lgc20<>+0(SB)/4, $0x39506967
+DATA lgc20<>+4(SB)/4, $0x39506967
+DATA lgc20<>+8(SB)/4, $0x39506967
+DATA lgc20<>+12(SB)/4, $0x39506967
+DATA lgc20<>+16(SB)/4, $0x39506967
+DATA lgc20<>+20(SB)/4, $0x39506967
+DATA lgc20<>+24(SB)/4, $0x39506967
+DATA lgc20<>+28(SB)/4, $0x39506967
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3c088908
-DATA lgc21<>+4(SB)/4, $0x3c088908
-DATA lgc21<>+8(SB)/4, $0x3c088908
-DATA lgc21<>+12(SB)/4, $0x3c088908
-DATA lgc21<>+16(SB)/4, $0x3c088908
-DATA lgc21<>+20(SB)/4, $0x3c088908
-DATA lgc21<>+24(SB)/4, $0x3c088908
-DATA lgc21<>+28(SB)/4, $0x3c088908
+DATA lgc21<>+0(SB)/4, $0x3ab743ce
+DATA lgc21<>+4(SB)/4, $0x3ab743ce
+DATA lgc21<>+8(SB)/4, $0x3ab743ce
+DATA lgc21<>+12(SB)/4, $0x3ab743ce
+DATA lgc21<>+16(SB)/4, $0x3ab743ce
+DATA lgc21<>+20(SB)/4, $0x3ab743ce
+DATA lgc21<>+24(SB)/4, $0x3ab743ce
+DATA lgc21<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+0(SB)/4, $0x3c088908
+DATA lgc22<>+4(SB)/4, $0x3c088908
+DATA lgc22<>+8(SB)/4, $0x3c088908
+DATA lgc22<>+12(SB)/4, $0x3c088908
+DATA lgc22<>+16(SB)/4, $0x3c088908
+DATA lgc22<>+20(SB)/4, $0x3c088908
+DATA lgc22<>+24(SB)/4, $0x3c088908
+DATA lgc22<>+28(SB)/4, $0x3c088908
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f000000
-DATA lgc24<>+4(SB)/4, $0x3f000000
-DATA lgc24<>+8(SB)/4, $0x3f000000
-DATA lgc24<>+12(SB)/4, $0x3f000000
-DATA lgc24<>+16(SB)/4, $0x3f000000
-DATA lgc24<>+20(SB)/4, $0x3f000000
-DATA lgc24<>+24(SB)/4, $0x3f000000
-DATA lgc24<>+28(SB)/4, $0x3f000000
+DATA lgc24<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x000000fe
-DATA lgc25<>+4(SB)/4, $0x000000fe
-DATA lgc25<>+8(SB)/4, $0x000000fe
-DATA lgc25<>+12(SB)/4, $0x000000fe
-DATA lgc25<>+16(SB)/4, $0x000000fe
-DATA lgc25<>+20(SB)/4, $0x000000fe
-DATA lgc25<>+24(SB)/4, $0x000000fe
-DATA lgc25<>+28(SB)/4, $0x000000fe
+DATA lgc25<>+0(SB)/4, $0x3f000000
+DATA lgc25<>+4(SB)/4, $0x3f000000
+DATA lgc25<>+8(SB)/4, $0x3f000000
+DATA lgc25<>+12(SB)/4, $0x3f000000
+DATA lgc25<>+16(SB)/4, $0x3f000000
+DATA lgc25<>+20(SB)/4, $0x3f000000
+DATA lgc25<>+24(SB)/4, $0x3f000000
+DATA lgc25<>+28(SB)/4, $0x3f000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x00800000
-DATA lgc26<>+4(SB)/4, $0x00800000
-DATA lgc26<>+8(SB)/4, $0x00800000
-DATA lgc26<>+12(SB)/4, $0x00800000
-DATA lgc26<>+16(SB)/4, $0x00800000
-DATA lgc26<>+20(SB)/4, $0x00800000
-DATA lgc26<>+24(SB)/4, $0x00800000
-DATA lgc26<>+28(SB)/4, $0x00800000
+DATA lgc26<>+0(SB)/4, $0x000000fe
+DATA lgc26<>+4(SB)/4, $0x000000fe
+DATA lgc26<>+8(SB)/4, $0x000000fe
+DATA lgc26<>+12(SB)/4, $0x000000fe
+DATA lgc26<>+16(SB)/4, $0x000000fe
+DATA lgc26<>+20(SB)/4, $0x000000fe
+DATA lgc26<>+24(SB)/4, $0x000000fe
+DATA lgc26<>+28(SB)/4, $0x000000fe
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x4b000000
-DATA lgc27<>+4(SB)/4, $0x4b000000
-DATA lgc27<>+8(SB)/4, $0x4b000000
-DATA lgc27<>+12(SB)/4, $0x4b000000
-DATA lgc27<>+16(SB)/4, $0x4b000000
-DATA lgc27<>+20(SB)/4, $0x4b000000
-DATA lgc27<>+24(SB)/4, $0x4b000000
-DATA lgc27<>+28(SB)/4, $0x4b000000
+DATA lgc27<>+0(SB)/4, $0x00800000
+DATA lgc27<>+4(SB)/4, $0x00800000
+DATA lgc27<>+8(SB)/4, $0x00800000
+DATA lgc27<>+12(SB)/4, $0x00800000
+DATA lgc27<>+16(SB)/4, $0x00800000
+DATA lgc27<>+20(SB)/4, $0x00800000
+DATA lgc27<>+24(SB)/4, $0x00800000
+DATA lgc27<>+28(SB)/4, $0x00800000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x0000007f
-DATA lgc28<>+4(SB)/4, $0x0000007f
-DATA lgc28<>+8(SB)/4, $0x0000007f
-DATA lgc28<>+12(SB)/4, $0x0000007f
-DATA lgc28<>+16(SB)/4, $0x0000007f
-DATA lgc28<>+20(SB)/4, $0x0000007f
-DATA lgc28<>+24(SB)/4, $0x0000007f
-DATA lgc28<>+28(SB)/4, $0x0000007f
+DATA lgc28<>+0(SB)/4, $0x4b000000
+DATA lgc28<>+4(SB)/4, $0x4b000000
+DATA lgc28<>+8(SB)/4, $0x4b000000
+DATA lgc28<>+12(SB)/4, $0x4b000000
+DATA lgc28<>+16(SB)/4, $0x4b000000
+DATA lgc28<>+20(SB)/4, $0x4b000000
+DATA lgc28<>+24(SB)/4, $0x4b000000
+DATA lgc28<>+28(SB)/4, $0x4b000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xffffffe9
-DATA lgc29<>+4(SB)/4, $0xffffffe9
-DATA lgc29<>+8(SB)/4, $0xffffffe9
-DATA lgc29<>+12(SB)/4, $0xffffffe9
-DATA lgc29<>+16(SB)/4, $0xffffffe9
-DATA lgc29<>+20(SB)/4, $0xffffffe9
-DATA lgc29<>+24(SB)/4, $0xffffffe9
-DATA lgc29<>+28(SB)/4, $0xffffffe9
+DATA lgc29<>+0(SB)/4, $0x0000007f
+DATA lgc29<>+4(SB)/4, $0x0000007f
+DATA lgc29<>+8(SB)/4, $0x0000007f
+DATA lgc29<>+12(SB)/4, $0x0000007f
+DATA lgc29<>+16(SB)/4, $0x0000007f
+DATA lgc29<>+20(SB)/4, $0x0000007f
+DATA lgc29<>+24(SB)/4, $0x0000007f
+DATA lgc29<>+28(SB)/4, $0x0000007f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x007fffff
-DATA lgc30<>+4(SB)/4, $0x007fffff
-DATA lgc30<>+8(SB)/4, $0x007fffff
-DATA lgc30<>+12(SB)/4, $0x007fffff
-DATA lgc30<>+16(SB)/4, $0x007fffff
-DATA lgc30<>+20(SB)/4, $0x007fffff
-DATA lgc30<>+24(SB)/4, $0x007fffff
-DATA lgc30<>+28(SB)/4, $0x007fffff
+DATA lgc30<>+0(SB)/4, $0xffffffe9
+DATA lgc30<>+4(SB)/4, $0xffffffe9
+DATA lgc30<>+8(SB)/4, $0xffffffe9
+DATA lgc30<>+12(SB)/4, $0xffffffe9
+DATA lgc30<>+16(SB)/4, $0xffffffe9
+DATA lgc30<>+20(SB)/4, $0xffffffe9
+DATA lgc30<>+24(SB)/4, $0xffffffe9
+DATA lgc30<>+28(SB)/4, $0xffffffe9
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3fb504f3
-DATA lgc31<>+4(SB)/4, $0x3fb504f3
-DATA lgc31<>+8(SB)/4, $0x3fb504f3
-DATA lgc31<>+12(SB)/4, $0x3fb504f3
-DATA lgc31<>+16(SB)/4, $0x3fb504f3
-DATA lgc31<>+20(SB)/4, $0x3fb504f3
-DATA lgc31<>+24(SB)/4, $0x3fb504f3
-DATA lgc31<>+28(SB)/4, $0x3fb504f3
+DATA lgc31<>+0(SB)/4, $0x007fffff
+DATA lgc31<>+4(SB)/4, $0x007fffff
+DATA lgc31<>+8(SB)/4, $0x007fffff
+DATA lgc31<>+12(SB)/4, $0x007fffff
+DATA lgc31<>+16(SB)/4, $0x007fffff
+DATA lgc31<>+20(SB)/4, $0x007fffff
+DATA lgc31<>+24(SB)/4, $0x007fffff
+DATA lgc31<>+28(SB)/4, $0x007fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3d9021bb
-DATA lgc32<>+4(SB)/4, $0x3d9021bb
-DATA lgc32<>+8(SB)/4, $0x3d9021bb
-DATA lgc32<>+12(SB)/4, $0x3d9021bb
-DATA lgc32<>+16(SB)/4, $0x3d9021bb
-DATA lgc32<>+20(SB)/4, $0x3d9021bb
-DATA lgc32<>+24(SB)/4, $0x3d9021bb
-DATA lgc32<>+28(SB)/4, $0x3d9021bb
+DATA lgc32<>+0(SB)/4, $0x3fb504f3
+DATA lgc32<>+4(SB)/4, $0x3fb504f3
+DATA lgc32<>+8(SB)/4, $0x3fb504f3
+DATA lgc32<>+12(SB)/4, $0x3fb504f3
+DATA lgc32<>+16(SB)/4, $0x3fb504f3
+DATA lgc32<>+20(SB)/4, $0x3fb504f3
+DATA lgc32<>+24(SB)/4, $0x3fb504f3
+DATA lgc32<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbdebd1b8
-DATA lgc33<>+4(SB)/4, $0xbdebd1b8
-DATA lgc33<>+8(SB)/4, $0xbdebd1b8
-DATA lgc33<>+12(SB)/4, $0xbdebd1b8
-DATA lgc33<>+16(SB)/4, $0xbdebd1b8
-DATA lgc33<>+20(SB)/4, $0xbdebd1b8
-DATA lgc33<>+24(SB)/4, $0xbdebd1b8
-DATA lgc33<>+28(SB)/4, $0xbdebd1b8
+DATA lgc33<>+0(SB)/4, $0x3d9021bb
+DATA lgc33<>+4(SB)/4, $0x3d9021bb
+DATA lgc33<>+8(SB)/4, $0x3d9021bb
+DATA lgc33<>+12(SB)/4, $0x3d9021bb
+DATA lgc33<>+16(SB)/4, $0x3d9021bb
+DATA lgc33<>+20(SB)/4, $0x3d9021bb
+DATA lgc33<>+24(SB)/4, $0x3d9021bb
+DATA lgc33<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3def251a
-DATA lgc34<>+4(SB)/4, $0x3def251a
-DATA lgc34<>+8(SB)/4, $0x3def251a
-DATA lgc34<>+12(SB)/4, $0x3def251a
-DATA lgc34<>+16(SB)/4, $0x3def251a
-DATA lgc34<>+20(SB)/4, $0x3def251a
-DATA lgc34<>+24(SB)/4, $0x3def251a
-DATA lgc34<>+28(SB)/4, $0x3def251a
+DATA lgc34<>+0(SB)/4, $0xbdebd1b8
+DATA lgc34<>+4(SB)/4, $0xbdebd1b8
+DATA lgc34<>+8(SB)/4, $0xbdebd1b8
+DATA lgc34<>+12(SB)/4, $0xbdebd1b8
+DATA lgc34<>+16(SB)/4, $0xbdebd1b8
+DATA lgc34<>+20(SB)/4, $0xbdebd1b8
+DATA lgc34<>+24(SB)/4, $0xbdebd1b8
+DATA lgc34<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+0(SB)/4, $0x3def251a
+DATA lgc35<>+4(SB)/4, $0x3def251a
+DATA lgc35<>+8(SB)/4, $0x3def251a
+DATA lgc35<>+12(SB)/4, $0x3def251a
+DATA lgc35<>+16(SB)/4, $0x3def251a
+DATA lgc35<>+20(SB)/4, $0x3def251a
+DATA lgc35<>+24(SB)/4, $0x3def251a
+DATA lgc35<>+28(SB)/4, $0x3def251a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e11e9bf
-DATA lgc36<>+4(SB)/4, $0x3e11e9bf
-DATA lgc36<>+8(SB)/4, $0x3e11e9bf
-DATA lgc36<>+12(SB)/4, $0x3e11e9bf
-DATA lgc36<>+16(SB)/4, $0x3e11e9bf
-DATA lgc36<>+20(SB)/4, $0x3e11e9bf
-DATA lgc36<>+24(SB)/4, $0x3e11e9bf
-DATA lgc36<>+28(SB)/4, $0x3e11e9bf
+DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbe2aae50
-DATA lgc37<>+4(SB)/4, $0xbe2aae50
-DATA lgc37<>+8(SB)/4, $0xbe2aae50
-DATA lgc37<>+12(SB)/4, $0xbe2aae50
-DATA lgc37<>+16(SB)/4, $0xbe2aae50
-DATA lgc37<>+20(SB)/4, $0xbe2aae50
-DATA lgc37<>+24(SB)/4, $0xbe2aae50
-DATA lgc37<>+28(SB)/4, $0xbe2aae50
+DATA lgc37<>+0(SB)/4, $0x3e11e9bf
+DATA lgc37<>+4(SB)/4, $0x3e11e9bf
+DATA lgc37<>+8(SB)/4, $0x3e11e9bf
+DATA lgc37<>+12(SB)/4, $0x3e11e9bf
+DATA lgc37<>+16(SB)/4, $0x3e11e9bf
+DATA lgc37<>+20(SB)/4, $0x3e11e9bf
+DATA lgc37<>+24(SB)/4, $0x3e11e9bf
+DATA lgc37<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e4cceac
-DATA lgc38<>+4(SB)/4, $0x3e4cceac
-DATA lgc38<>+8(SB)/4, $0x3e4cceac
-DATA lgc38<>+12(SB)/4, $0x3e4cceac
-DATA lgc38<>+16(SB)/4, $0x3e4cceac
-DATA lgc38<>+20(SB)/4, $0x3e4cceac
-DATA lgc38<>+24(SB)/4, $0x3e4cceac
-DATA lgc38<>+28(SB)/4, $0x3e4cceac
+DATA lgc38<>+0(SB)/4, $0xbe2aae50
+DATA lgc38<>+4(SB)/4, $0xbe2aae50
+DATA lgc38<>+8(SB)/4, $0xbe2aae50
+DATA lgc38<>+12(SB)/4, $0xbe2aae50
+DATA lgc38<>+16(SB)/4, $0xbe2aae50
+DATA lgc38<>+20(SB)/4, $0xbe2aae50
+DATA lgc38<>+24(SB)/4, $0xbe2aae50
+DATA lgc38<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe7ffffc
-DATA lgc39<>+4(SB)/4, $0xbe7ffffc
-DATA lgc39<>+8(SB)/4, $0xbe7ffffc
-DATA lgc39<>+12(SB)/4, $0xbe7ffffc
-DATA lgc39<>+16(SB)/4, $0xbe7ffffc
-DATA lgc39<>+20(SB)/4, $0xbe7ffffc
-DATA lgc39<>+24(SB)/4, $0xbe7ffffc
-DATA lgc39<>+28(SB)/4, $0xbe7ffffc
+DATA lgc39<>+0(SB)/4, $0x3e4cceac
+DATA lgc39<>+4(SB)/4, $0x3e4cceac
+DATA lgc39<>+8(SB)/4, $0x3e4cceac
+DATA lgc39<>+12(SB)/4, $0x3e4cceac
+DATA lgc39<>+16(SB)/4, $0x3e4cceac
+DATA lgc39<>+20(SB)/4, $0x3e4cceac
+DATA lgc39<>+24(SB)/4, $0x3e4cceac
+DATA lgc39<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+0(SB)/4, $0xbe7ffffc
+DATA lgc40<>+4(SB)/4, $0xbe7ffffc
+DATA lgc40<>+8(SB)/4, $0xbe7ffffc
+DATA lgc40<>+12(SB)/4, $0xbe7ffffc
+DATA lgc40<>+16(SB)/4, $0xbe7ffffc
+DATA lgc40<>+20(SB)/4, $0xbe7ffffc
+DATA lgc40<>+24(SB)/4, $0xbe7ffffc
+DATA lgc40<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7fc00000
-DATA lgc41<>+4(SB)/4, $0x7fc00000
-DATA lgc41<>+8(SB)/4, $0x7fc00000
-DATA lgc41<>+12(SB)/4, $0x7fc00000
-DATA lgc41<>+16(SB)/4, $0x7fc00000
-DATA lgc41<>+20(SB)/4, $0x7fc00000
-DATA lgc41<>+24(SB)/4, $0x7fc00000
-DATA lgc41<>+28(SB)/4, $0x7fc00000
+DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7f800000
-DATA lgc42<>+4(SB)/4, $0x7f800000
-DATA lgc42<>+8(SB)/4, $0x7f800000
-DATA lgc42<>+12(SB)/4, $0x7f800000
-DATA lgc42<>+16(SB)/4, $0x7f800000
-DATA lgc42<>+20(SB)/4, $0x7f800000
-DATA lgc42<>+24(SB)/4, $0x7f800000
-DATA lgc42<>+28(SB)/4, $0x7f800000
+DATA lgc42<>+0(SB)/4, $0x7fc00000
+DATA lgc42<>+4(SB)/4, $0x7fc00000
+DATA lgc42<>+8(SB)/4, $0x7fc00000
+DATA lgc42<>+12(SB)/4, $0x7fc00000
+DATA lgc42<>+16(SB)/4, $0x7fc00000
+DATA lgc42<>+20(SB)/4, $0x7fc00000
+DATA lgc42<>+24(SB)/4, $0x7fc00000
+DATA lgc42<>+28(SB)/4, $0x7fc00000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 DATA lgc43<>+0(SB)/4, $0x00000001
@@ -1882,27 +1886,27 @@ blocks_9:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v81)
-	VMOVUPS      lgc15<>+0(SB), Y3
+	VMOVUPS      lgc16<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc46<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VMOVUPS      lgc21<>+0(SB), Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VMOVUPS      lgc20<>+0(SB), Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc23<>+0(SB), Y6
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -1977,27 +1981,27 @@ chunkdone_10:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v81)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc46<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
-	VMOVUPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VMOVUPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc23<>+0(SB), Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMOVUPS      lgc24<>+0(SB), Y5
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
@@ -2175,26 +2179,28 @@ outer0_13:
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	VANDPS      lgc6<>+0(SB), Y2, Y5
+	VCMPPS      $0x1a, lgc7<>+0(SB), Y5, Y4
+	VCMPPS      $0x00, lgc8<>+0(SB), Y5, Y5
+	VORPS       Y5, Y4, Y4
 	MOVQ        state+48(FP), CX
 	VANDPS      31936(CX), Y4, Y4
 	VMOVUPS     Y4, 31936(CX)
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
+	VMOVUPS     lgc11<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -2202,12 +2208,12 @@ outer0_13:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc12<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
-	VMOVUPS lgc12<>+0(SB), Y3
+	VMOVUPS lgc13<>+0(SB), Y3
 	VMOVUPS Y2, 88(SP)
 	VMOVUPS Y1, 120(SP)
 	XORQ    BX, BX
@@ -2218,7 +2224,7 @@ inner_A_14:
 	ADDQ       BX, DI
 	ADDQ       $+832, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y2
+	VMOVUPS    lgc14<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y4, (SI)(Y2*4), Y1
@@ -2241,7 +2247,7 @@ inner_A_14:
 	VMOVUPS Y3, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
-	VMOVUPS lgc14<>+0(SB), Y4
+	VMOVUPS lgc15<>+0(SB), Y4
 	XORQ    BX, BX
 
 inner_A_15:
@@ -2250,7 +2256,7 @@ inner_A_15:
 	ADDQ       BX, DI
 	ADDQ       $+832, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y6
+	VMOVUPS    lgc14<>+0(SB), Y6
 	VMOVUPS    lgc4<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y5
 	VGATHERDPS Y7, (SI)(Y6*4), Y5
@@ -2259,25 +2265,25 @@ inner_A_15:
 	VSUBPS Y1, Y5, Y5
 
 	// v24 = exp(v23)
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
+	VMULPS       lgc17<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc19<>+0(SB), Y9
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y9
-	VMOVUPS      lgc21<>+0(SB), Y10
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y10
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc23<>+0(SB), Y10
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y10
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc25<>+0(SB), Y6, Y6
+	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -2314,23 +2320,22 @@ inner_A_15:
 
 	// finish v25
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc26<>+0(SB), Y2, Y4
-	VMULPS       lgc27<>+0(SB), Y2, Y5
+	VCMPPS       $0x11, lgc27<>+0(SB), Y2, Y4
+	VMULPS       lgc28<>+0(SB), Y2, Y5
 	VBLENDVPS    Y4, Y5, Y2, Y5
 	VPSRLD       $0x17, Y5, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc29<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
+	VPAND        lgc30<>+0(SB), Y4, Y4
 	VPADDD       Y4, Y6, Y6
-	VPAND        lgc30<>+0(SB), Y5, Y4
+	VPAND        lgc31<>+0(SB), Y5, Y4
 	VPOR         lgc2<>+0(SB), Y4, Y4
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y4, Y5
-	VMULPS       lgc24<>+0(SB), Y4, Y7
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y4, Y5
+	VMULPS       lgc25<>+0(SB), Y4, Y7
 	VBLENDVPS    Y5, Y7, Y4, Y4
 	VPSUBD       Y5, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y4, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVAPS      lgc32<>+0(SB), Y7
-	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
+	VMOVAPS      lgc33<>+0(SB), Y7
 	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y4, Y7
@@ -2338,19 +2343,20 @@ inner_A_15:
 	VFMADD213PS  lgc38<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc39<>+0(SB), Y4, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y4, Y7
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y5, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc24<>+0(SB), Y5, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc25<>+0(SB), Y5, Y7
 	VADDPS       Y4, Y7, Y7
-	VFMADD231PS  lgc17<>+0(SB), Y6, Y7
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc12<>+0(SB), Y7, Y7
+	VBLENDVPS    Y4, lgc13<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc41<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc42<>+0(SB), Y2, Y4
 	VBLENDVPS    Y4, lgc42<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc8<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc8<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
@@ -2386,7 +2392,7 @@ inner_A_15:
 	VPMAXSD    lgc0<>+0(SB), Y4, Y4
 	VPMINSD    lgc43<>+0(SB), Y4, Y4
 	VPMULLD    lgc43<>+0(SB), Y4, Y4
-	VPADDD     lgc13<>+0(SB), Y4, Y4
+	VPADDD     lgc14<>+0(SB), Y4, Y4
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMOVUPS    lgc0<>+0(SB), Y6
 	VGATHERDPS Y5, (SI)(Y4*4), Y6
@@ -2415,27 +2421,27 @@ inner_A_15:
 	VMOVUPS Y2, 248(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y5, Y1, Y1
 	VMOVUPS      lgc46<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc23<>+0(SB), Y9
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
@@ -2553,14 +2559,14 @@ inner_A_15:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc24<>+0(SB), Y6, Y8
+	VMULPS  lgc25<>+0(SB), Y6, Y8
 	VMOVUPS Y2, 344(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y2
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc24<>+0(SB), Y6, Y9
+	VSUBPS  lgc25<>+0(SB), Y6, Y9
 	VMOVUPS Y1, 376(SP)
 	VMOVUPS Y8, 408(SP)
 
@@ -2657,7 +2663,7 @@ inner_A_15:
 	VCMPPS       $0x15, lgc51<>+0(SB), Y5, Y6
 	VCMPPS       $0x1a, lgc52<>+0(SB), Y5, Y7
 	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc12<>+0(SB), Y5, Y7
+	VCMPPS       $0x00, lgc13<>+0(SB), Y5, Y7
 	VORPS        Y7, Y6, Y6
 	VMOVUPS      lgc53<>+0(SB), Y7
 	VBLENDVPS    Y2, Y6, Y7, Y6
@@ -2704,7 +2710,7 @@ inner_A_15:
 	VADDPS Y3, Y2, Y2
 
 	// v93 = mul(v89, 0.5)
-	VMULPS lgc24<>+0(SB), Y4, Y3
+	VMULPS lgc25<>+0(SB), Y4, Y3
 
 	// v94 = add(v92, v93)
 	VADDPS  Y3, Y2, Y2
@@ -2821,7 +2827,7 @@ inner_A_15:
 
 	// v139 = add(v109, v138)
 	VADDPS     Y2, Y3, Y2
-	VMOVUPS    lgc14<>+0(SB), Y3
+	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VMOVUPS    Y4, 632(SP)
@@ -2850,7 +2856,7 @@ inner_A_16:
 	ADDQ       CX, SI
 	ADDQ       $+832, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc13<>+0(SB), Y6
+	VMOVUPS    lgc14<>+0(SB), Y6
 	VMOVUPS    lgc4<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y5
 	VGATHERDPS Y7, (BX)(Y6*4), Y5
@@ -3022,26 +3028,28 @@ blocks_17:
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	VANDPS      lgc6<>+0(SB), Y2, Y5
+	VCMPPS      $0x1a, lgc7<>+0(SB), Y5, Y4
+	VCMPPS      $0x00, lgc8<>+0(SB), Y5, Y5
+	VORPS       Y5, Y4, Y4
 	MOVQ        state+48(FP), BX
 	VANDPS      31936(BX), Y4, Y4
 	VMOVUPS     Y4, 31936(BX)
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
+	VMOVUPS     lgc11<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -3049,12 +3057,12 @@ blocks_17:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc12<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
-	VMOVUPS lgc12<>+0(SB), Y3
+	VMOVUPS lgc13<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS 696(SP), Y4
@@ -3067,7 +3075,7 @@ blocks_17:
 	VMOVUPS lgc0<>+0(SB), Y5
 	VMOVUPS Y2, 824(SP)
 	VMOVUPS Y1, 856(SP)
-	VMOVUPS lgc14<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 	XORQ    R8, R8
 
 inner_A_18:
@@ -3078,25 +3086,25 @@ inner_A_18:
 	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 	VMAXPS       Y2, Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
+	VMULPS       lgc17<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc19<>+0(SB), Y9
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y9
-	VMOVUPS      lgc21<>+0(SB), Y10
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y10
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc23<>+0(SB), Y10
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y10
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc25<>+0(SB), Y6, Y6
+	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -3124,23 +3132,22 @@ inner_A_18:
 	VMOVUPS Y4, Y1
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y4
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y4
 	VPSRLD       $0x17, Y4, Y6
-	VPSUBD       lgc28<>+0(SB), Y6, Y6
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y6, Y6
-	VPAND        lgc30<>+0(SB), Y4, Y2
+	VPAND        lgc31<>+0(SB), Y4, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y4
-	VMULPS       lgc24<>+0(SB), Y2, Y7
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y4
+	VMULPS       lgc25<>+0(SB), Y2, Y7
 	VBLENDVPS    Y4, Y7, Y2, Y2
 	VPSUBD       Y4, Y6, Y6
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc32<>+0(SB), Y7
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y7
+	VMOVAPS      lgc33<>+0(SB), Y7
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
@@ -3148,19 +3155,20 @@ inner_A_18:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
 	VMULPS       Y2, Y7, Y7
 	VMULPS       Y4, Y7, Y7
 	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc25<>+0(SB), Y4, Y7
 	VADDPS       Y2, Y7, Y7
-	VFMADD231PS  lgc17<>+0(SB), Y6, Y7
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
+	VBLENDVPS    Y2, lgc13<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y7, Y7
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc8<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
@@ -3220,7 +3228,7 @@ indexdone_20:
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
 	VPMINSD    lgc43<>+0(SB), Y2, Y2
 	VPMULLD    lgc43<>+0(SB), Y2, Y2
-	VPADDD     lgc13<>+0(SB), Y2, Y2
+	VPADDD     lgc14<>+0(SB), Y2, Y2
 	VMOVUPS    lgc53<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y6
 	VGATHERDPS Y4, (R9)(Y2*4), Y6
@@ -3248,27 +3256,27 @@ indexdone_20:
 	VMOVUPS Y1, 984(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y4, Y1, Y1
 	VMOVUPS      lgc46<>+0(SB), Y3
 	VMINPS       Y1, Y3, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y3
+	VMULPS       lgc17<>+0(SB), Y1, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc23<>+0(SB), Y9
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y3, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y3
 	VPSUBD       Y3, Y1, Y1
 	VPSLLD       $0x17, Y3, Y3
@@ -3359,14 +3367,14 @@ indexdone_20:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc24<>+0(SB), Y6, Y8
+	VMULPS  lgc25<>+0(SB), Y6, Y8
 	VMOVUPS Y3, 1080(SP)
 
 	// v66 = mul(v65, absDiff)
 	VMULPS Y6, Y8, Y3
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc24<>+0(SB), Y6, Y9
+	VSUBPS  lgc25<>+0(SB), Y6, Y9
 	VMOVUPS Y1, 1112(SP)
 	VMOVUPS Y8, 1144(SP)
 
@@ -3430,7 +3438,7 @@ indexdone_20:
 	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y2
 	VCMPPS       $0x1a, lgc52<>+0(SB), Y4, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc12<>+0(SB), Y4, Y3
+	VCMPPS       $0x00, lgc13<>+0(SB), Y4, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
@@ -3473,7 +3481,7 @@ indexdone_20:
 	VADDPS Y3, Y2, Y2
 
 	// v93 = mul(v89, 0.5)
-	VMULPS lgc24<>+0(SB), Y4, Y3
+	VMULPS lgc25<>+0(SB), Y4, Y3
 
 	// v94 = add(v92, v93)
 	VADDPS  Y3, Y2, Y2
@@ -3590,7 +3598,7 @@ indexdone_20:
 
 	// v139 = add(v109, v138)
 	VADDPS    Y2, Y3, Y2
-	VMOVUPS   lgc14<>+0(SB), Y3
+	VMOVUPS   lgc15<>+0(SB), Y3
 	MOVQ      action+64(FP), BX
 	VMOVDQU   (BX)(DI*8), Y4
 	VMOVDQU   32(BX)(DI*8), Y5
@@ -4023,27 +4031,27 @@ blocks_25:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v81)
-	VMOVUPS      lgc15<>+0(SB), Y3
+	VMOVUPS      lgc16<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc46<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VMOVUPS      lgc21<>+0(SB), Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VMOVUPS      lgc20<>+0(SB), Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc23<>+0(SB), Y6
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -4118,27 +4126,27 @@ chunkdone_26:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v81)
-	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc46<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
-	VMOVUPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VMOVUPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc23<>+0(SB), Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMOVUPS      lgc24<>+0(SB), Y5
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
@@ -4214,27 +4222,27 @@ bulk_29:
 	CMPQ         BX, DX
 	JGE          bulkdone_30
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
 	VMOVUPS      lgc46<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc16<>+0(SB), Y0, Y1
+	VMULPS       lgc17<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc19<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
-	VMOVUPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
+	VMOVUPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
+	VMOVUPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc23<>+0(SB), Y4
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y4
+	VMOVUPS      lgc24<>+0(SB), Y4
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc25<>+0(SB), Y0, Y0
+	VPADDD       lgc26<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -4261,23 +4269,22 @@ bulk_31:
 	CMPQ         BX, DX
 	JGE          bulkdone_32
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
-	VMULPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VMULPS       lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
-	VPAND        lgc29<>+0(SB), Y1, Y1
+	VPSUBD       lgc29<>+0(SB), Y3, Y3
+	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc30<>+0(SB), Y2, Y1
+	VPAND        lgc31<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc24<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
+	VMULPS       lgc25<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc32<>+0(SB), Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VMOVAPS      lgc33<>+0(SB), Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
@@ -4285,19 +4292,20 @@ bulk_31:
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc24<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc13<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc8<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -4321,23 +4329,22 @@ bulk_33:
 	JGE          bulkdone_34
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
-	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
+	VMULPS       lgc25<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
@@ -4345,19 +4352,20 @@ bulk_33:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc13<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc8<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -4367,9 +4375,9 @@ bulk_33:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc12<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc13<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc8<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_33

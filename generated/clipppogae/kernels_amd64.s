@@ -88,26 +88,28 @@ outer0_1:
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	VANDPS      lgc6<>+0(SB), Y2, Y5
+	VCMPPS      $0x1a, lgc7<>+0(SB), Y5, Y4
+	VCMPPS      $0x00, lgc8<>+0(SB), Y5, Y5
+	VORPS       Y5, Y4, Y4
 	MOVQ        state+48(FP), CX
 	VANDPS      31936(CX), Y4, Y4
 	VMOVUPS     Y4, 31936(CX)
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
+	VMOVUPS     lgc11<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -115,7 +117,7 @@ outer0_1:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc12<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
@@ -129,38 +131,38 @@ outer0_1:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc12<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc13<>+0(SB), Y6
+	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, 24(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VMULPS       lgc17<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc23<>+0(SB), Y9
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
 	VPSLLD       $0x17, Y6, Y6
@@ -171,11 +173,11 @@ outer0_1:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc26<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc27<>+0(SB), Y7
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -188,7 +190,7 @@ outer0_1:
 	VMULPS Y1, Y2, Y1
 
 	// v35 = neg(gain)
-	VXORPS lgc28<>+0(SB), Y1, Y1
+	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
@@ -231,7 +233,7 @@ outer0_1:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc29<>+0(SB), Y1, Y4
+	VMULPS lgc30<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
@@ -259,7 +261,7 @@ outer0_1:
 	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc28<>+0(SB), Y5
+	VMOVUPS lgc29<>+0(SB), Y5
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -267,13 +269,13 @@ outer0_1:
 	VCMPPS $0x11, Y6, Y5, Y6
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y5, Y7
+	VMULPS lgc25<>+0(SB), Y5, Y7
 
 	// v51 = mul(v50, absDiff)
 	VMULPS Y5, Y7, Y7
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS lgc24<>+0(SB), Y5, Y5
+	VSUBPS lgc25<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v49, v51, v52)
 	VBLENDVPS Y6, Y7, Y5, Y5
@@ -363,12 +365,12 @@ outer0_1:
 	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X5
 	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc30<>+0(SB), Y3, Y6
-	VCMPPS       $0x1a, lgc31<>+0(SB), Y3, Y7
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y6
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y7
 	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc32<>+0(SB), Y3, Y7
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y7
 	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc33<>+0(SB), Y7
+	VMOVUPS      lgc34<>+0(SB), Y7
 	VBLENDVPS    Y2, Y6, Y7, Y6
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
@@ -441,26 +443,28 @@ blocks_2:
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	VANDPS      lgc6<>+0(SB), Y2, Y5
+	VCMPPS      $0x1a, lgc7<>+0(SB), Y5, Y4
+	VCMPPS      $0x00, lgc8<>+0(SB), Y5, Y5
+	VORPS       Y5, Y4, Y4
 	MOVQ        state+48(FP), BX
 	VANDPS      31936(BX), Y4, Y4
 	VMOVUPS     Y4, 31936(BX)
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
+	VMOVUPS     lgc11<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -468,7 +472,7 @@ blocks_2:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc12<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
@@ -480,38 +484,38 @@ blocks_2:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc12<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc13<>+0(SB), Y6
+	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, 120(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VMULPS       lgc17<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc23<>+0(SB), Y9
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
 	VPSLLD       $0x17, Y6, Y6
@@ -522,11 +526,11 @@ blocks_2:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc26<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc27<>+0(SB), Y7
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -539,7 +543,7 @@ blocks_2:
 	VMULPS Y1, Y2, Y1
 
 	// v35 = neg(gain)
-	VXORPS lgc28<>+0(SB), Y1, Y1
+	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
 	VADDPS  256(BX), Y1, Y1
@@ -565,7 +569,7 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc29<>+0(SB), Y1, Y4
+	VMULPS lgc30<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
@@ -582,7 +586,7 @@ blocks_2:
 	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc28<>+0(SB), Y5
+	VMOVUPS lgc29<>+0(SB), Y5
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -590,13 +594,13 @@ blocks_2:
 	VCMPPS $0x11, Y6, Y5, Y6
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y5, Y7
+	VMULPS lgc25<>+0(SB), Y5, Y7
 
 	// v51 = mul(v50, absDiff)
 	VMULPS Y5, Y7, Y7
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS lgc24<>+0(SB), Y5, Y5
+	VSUBPS lgc25<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v49, v51, v52)
 	VBLENDVPS Y6, Y7, Y5, Y5
@@ -653,10 +657,10 @@ blocks_2:
 	VMOVUPS      152(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc30<>+0(SB), Y3, Y2
-	VCMPPS       $0x1a, lgc31<>+0(SB), Y3, Y4
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y4
 	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc32<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y4
 	VORPS        Y4, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
@@ -685,11 +689,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc34<>+0(SB), Y1
+	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -701,7 +705,7 @@ blocks_2:
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -714,7 +718,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -727,7 +731,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -740,7 +744,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -753,7 +757,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1856(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -779,7 +783,7 @@ noflush_3:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -791,7 +795,7 @@ noflush_3:
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -804,7 +808,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -817,7 +821,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -830,7 +834,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -843,7 +847,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -938,281 +942,291 @@ DATA lgc7<>+24(SB)/4, $0x79000000
 DATA lgc7<>+28(SB)/4, $0x79000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00000001
-DATA lgc8<>+4(SB)/4, $0x00000002
-DATA lgc8<>+8(SB)/4, $0x00000003
-DATA lgc8<>+12(SB)/4, $0x00000004
-DATA lgc8<>+16(SB)/4, $0x00000005
-DATA lgc8<>+20(SB)/4, $0x00000006
-DATA lgc8<>+24(SB)/4, $0x00000007
-DATA lgc8<>+28(SB)/4, $0x00000007
+DATA lgc8<>+0(SB)/4, $0x7f800000
+DATA lgc8<>+4(SB)/4, $0x7f800000
+DATA lgc8<>+8(SB)/4, $0x7f800000
+DATA lgc8<>+12(SB)/4, $0x7f800000
+DATA lgc8<>+16(SB)/4, $0x7f800000
+DATA lgc8<>+20(SB)/4, $0x7f800000
+DATA lgc8<>+24(SB)/4, $0x7f800000
+DATA lgc8<>+28(SB)/4, $0x7f800000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00000002
-DATA lgc9<>+4(SB)/4, $0x00000003
-DATA lgc9<>+8(SB)/4, $0x00000004
-DATA lgc9<>+12(SB)/4, $0x00000005
-DATA lgc9<>+16(SB)/4, $0x00000006
-DATA lgc9<>+20(SB)/4, $0x00000007
-DATA lgc9<>+24(SB)/4, $0x00000006
+DATA lgc9<>+0(SB)/4, $0x00000001
+DATA lgc9<>+4(SB)/4, $0x00000002
+DATA lgc9<>+8(SB)/4, $0x00000003
+DATA lgc9<>+12(SB)/4, $0x00000004
+DATA lgc9<>+16(SB)/4, $0x00000005
+DATA lgc9<>+20(SB)/4, $0x00000006
+DATA lgc9<>+24(SB)/4, $0x00000007
 DATA lgc9<>+28(SB)/4, $0x00000007
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x00000004
-DATA lgc10<>+4(SB)/4, $0x00000005
-DATA lgc10<>+8(SB)/4, $0x00000006
-DATA lgc10<>+12(SB)/4, $0x00000007
-DATA lgc10<>+16(SB)/4, $0x00000004
-DATA lgc10<>+20(SB)/4, $0x00000005
+DATA lgc10<>+0(SB)/4, $0x00000002
+DATA lgc10<>+4(SB)/4, $0x00000003
+DATA lgc10<>+8(SB)/4, $0x00000004
+DATA lgc10<>+12(SB)/4, $0x00000005
+DATA lgc10<>+16(SB)/4, $0x00000006
+DATA lgc10<>+20(SB)/4, $0x00000007
 DATA lgc10<>+24(SB)/4, $0x00000006
 DATA lgc10<>+28(SB)/4, $0x00000007
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x00000000
-DATA lgc11<>+4(SB)/4, $0x00000000
-DATA lgc11<>+8(SB)/4, $0x00000000
-DATA lgc11<>+12(SB)/4, $0x00000000
-DATA lgc11<>+16(SB)/4, $0x00000000
-DATA lgc11<>+20(SB)/4, $0x00000000
-DATA lgc11<>+24(SB)/4, $0x00000000
-DATA lgc11<>+28(SB)/4, $0x00000000
+DATA lgc11<>+0(SB)/4, $0x00000004
+DATA lgc11<>+4(SB)/4, $0x00000005
+DATA lgc11<>+8(SB)/4, $0x00000006
+DATA lgc11<>+12(SB)/4, $0x00000007
+DATA lgc11<>+16(SB)/4, $0x00000004
+DATA lgc11<>+20(SB)/4, $0x00000005
+DATA lgc11<>+24(SB)/4, $0x00000006
+DATA lgc11<>+28(SB)/4, $0x00000007
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xbe647fbe
-DATA lgc12<>+4(SB)/4, $0xbe647fbe
-DATA lgc12<>+8(SB)/4, $0xbe647fbe
-DATA lgc12<>+12(SB)/4, $0xbe647fbe
-DATA lgc12<>+16(SB)/4, $0xbe647fbe
-DATA lgc12<>+20(SB)/4, $0xbe647fbe
-DATA lgc12<>+24(SB)/4, $0xbe647fbe
-DATA lgc12<>+28(SB)/4, $0xbe647fbe
+DATA lgc12<>+0(SB)/4, $0x00000000
+DATA lgc12<>+4(SB)/4, $0x00000000
+DATA lgc12<>+8(SB)/4, $0x00000000
+DATA lgc12<>+12(SB)/4, $0x00000000
+DATA lgc12<>+16(SB)/4, $0x00000000
+DATA lgc12<>+20(SB)/4, $0x00000000
+DATA lgc12<>+24(SB)/4, $0x00000000
+DATA lgc12<>+28(SB)/4, $0x00000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3e3ab281
-DATA lgc13<>+4(SB)/4, $0x3e3ab281
-DATA lgc13<>+8(SB)/4, $0x3e3ab281
-DATA lgc13<>+12(SB)/4, $0x3e3ab281
-DATA lgc13<>+16(SB)/4, $0x3e3ab281
-DATA lgc13<>+20(SB)/4, $0x3e3ab281
-DATA lgc13<>+24(SB)/4, $0x3e3ab281
-DATA lgc13<>+28(SB)/4, $0x3e3ab281
+DATA lgc13<>+0(SB)/4, $0xbe647fbe
+DATA lgc13<>+4(SB)/4, $0xbe647fbe
+DATA lgc13<>+8(SB)/4, $0xbe647fbe
+DATA lgc13<>+12(SB)/4, $0xbe647fbe
+DATA lgc13<>+16(SB)/4, $0xbe647fbe
+DATA lgc13<>+20(SB)/4, $0xbe647fbe
+DATA lgc13<>+24(SB)/4, $0xbe647fbe
+DATA lgc13<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xc2d00000
-DATA lgc14<>+4(SB)/4, $0xc2d00000
-DATA lgc14<>+8(SB)/4, $0xc2d00000
-DATA lgc14<>+12(SB)/4, $0xc2d00000
-DATA lgc14<>+16(SB)/4, $0xc2d00000
-DATA lgc14<>+20(SB)/4, $0xc2d00000
-DATA lgc14<>+24(SB)/4, $0xc2d00000
-DATA lgc14<>+28(SB)/4, $0xc2d00000
+DATA lgc14<>+0(SB)/4, $0x3e3ab281
+DATA lgc14<>+4(SB)/4, $0x3e3ab281
+DATA lgc14<>+8(SB)/4, $0x3e3ab281
+DATA lgc14<>+12(SB)/4, $0x3e3ab281
+DATA lgc14<>+16(SB)/4, $0x3e3ab281
+DATA lgc14<>+20(SB)/4, $0x3e3ab281
+DATA lgc14<>+24(SB)/4, $0x3e3ab281
+DATA lgc14<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x42b20000
-DATA lgc15<>+4(SB)/4, $0x42b20000
-DATA lgc15<>+8(SB)/4, $0x42b20000
-DATA lgc15<>+12(SB)/4, $0x42b20000
-DATA lgc15<>+16(SB)/4, $0x42b20000
-DATA lgc15<>+20(SB)/4, $0x42b20000
-DATA lgc15<>+24(SB)/4, $0x42b20000
-DATA lgc15<>+28(SB)/4, $0x42b20000
+DATA lgc15<>+0(SB)/4, $0xc2d00000
+DATA lgc15<>+4(SB)/4, $0xc2d00000
+DATA lgc15<>+8(SB)/4, $0xc2d00000
+DATA lgc15<>+12(SB)/4, $0xc2d00000
+DATA lgc15<>+16(SB)/4, $0xc2d00000
+DATA lgc15<>+20(SB)/4, $0xc2d00000
+DATA lgc15<>+24(SB)/4, $0xc2d00000
+DATA lgc15<>+28(SB)/4, $0xc2d00000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+0(SB)/4, $0x42b20000
+DATA lgc16<>+4(SB)/4, $0x42b20000
+DATA lgc16<>+8(SB)/4, $0x42b20000
+DATA lgc16<>+12(SB)/4, $0x42b20000
+DATA lgc16<>+16(SB)/4, $0x42b20000
+DATA lgc16<>+20(SB)/4, $0x42b20000
+DATA lgc16<>+24(SB)/4, $0x42b20000
+DATA lgc16<>+28(SB)/4, $0x42b20000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f318000
-DATA lgc17<>+4(SB)/4, $0x3f318000
-DATA lgc17<>+8(SB)/4, $0x3f318000
-DATA lgc17<>+12(SB)/4, $0x3f318000
-DATA lgc17<>+16(SB)/4, $0x3f318000
-DATA lgc17<>+20(SB)/4, $0x3f318000
-DATA lgc17<>+24(SB)/4, $0x3f318000
-DATA lgc17<>+28(SB)/4, $0x3f318000
+DATA lgc17<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xb95e8083
-DATA lgc18<>+4(SB)/4, $0xb95e8083
-DATA lgc18<>+8(SB)/4, $0xb95e8083
-DATA lgc18<>+12(SB)/4, $0xb95e8083
-DATA lgc18<>+16(SB)/4, $0xb95e8083
-DATA lgc18<>+20(SB)/4, $0xb95e8083
-DATA lgc18<>+24(SB)/4, $0xb95e8083
-DATA lgc18<>+28(SB)/4, $0xb95e8083
+DATA lgc18<>+0(SB)/4, $0x3f318000
+DATA lgc18<>+4(SB)/4, $0x3f318000
+DATA lgc18<>+8(SB)/4, $0x3f318000
+DATA lgc18<>+12(SB)/4, $0x3f318000
+DATA lgc18<>+16(SB)/4, $0x3f318000
+DATA lgc18<>+20(SB)/4, $0x3f318000
+DATA lgc18<>+24(SB)/4, $0x3f318000
+DATA lgc18<>+28(SB)/4, $0x3f318000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x39506967
-DATA lgc19<>+4(SB)/4, $0x39506967
-DATA lgc19<>+8(SB)/4, $0x39506967
-DATA lgc19<>+12(SB)/4, $0x39506967
-DATA lgc19<>+16(SB)/4, $0x39506967
-DATA lgc19<>+20(SB)/4, $0x39506967
-DATA lgc19<>+24(SB)/4, $0x39506967
-DATA lgc19<>+28(SB)/4, $0x39506967
+DATA lgc19<>+0(SB)/4, $0xb95e8083
+DATA lgc19<>+4(SB)/4, $0xb95e8083
+DATA lgc19<>+8(SB)/4, $0xb95e8083
+DATA lgc19<>+12(SB)/4, $0xb95e8083
+DATA lgc19<>+16(SB)/4, $0xb95e8083
+DATA lgc19<>+20(SB)/4, $0xb95e8083
+DATA lgc19<>+24(SB)/4, $0xb95e8083
+DATA lgc19<>+28(SB)/4, $0xb95e8083
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3ab743ce
-DATA lgc20<>+4(SB)/4, $0x3ab743ce
-DATA lgc20<>+8(SB)/4, $0x3ab743ce
-DATA lgc20<>+12(SB)/4, $0x3ab743ce
-DATA lgc20<>+16(SB)/4, $0x3ab743ce
-DATA lgc20<>+20(SB)/4, $0x3ab743ce
-DATA lgc20<>+24(SB)/4, $0x3ab743ce
-DATA lgc20<>+28(SB)/4, $0x3ab743ce
+DATA lgc20<>+0(SB)/4, $0x39506967
+DATA lgc20<>+4(SB)/4, $0x39506967
+DATA lgc20<>+8(SB)/4, $0x39506967
+DATA lgc20<>+12(SB)/4, $0x39506967
+DATA lgc20<>+16(SB)/4, $0x39506967
+DATA lgc20<>+20(SB)/4, $0x39506967
+DATA lgc20<>+24(SB)/4, $0x39506967
+DATA lgc20<>+28(SB)/4, $0x39506967
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3c088908
-DATA lgc21<>+4(SB)/4, $0x3c088908
-DATA lgc21<>+8(SB)/4, $0x3c088908
-DATA lgc21<>+12(SB)/4, $0x3c088908
-DATA lgc21<>+16(SB)/4, $0x3c088908
-DATA lgc21<>+20(SB)/4, $0x3c088908
-DATA lgc21<>+24(SB)/4, $0x3c088908
-DATA lgc21<>+28(SB)/4, $0x3c088908
+DATA lgc21<>+0(SB)/4, $0x3ab743ce
+DATA lgc21<>+4(SB)/4, $0x3ab743ce
+DATA lgc21<>+8(SB)/4, $0x3ab743ce
+DATA lgc21<>+12(SB)/4, $0x3ab743ce
+DATA lgc21<>+16(SB)/4, $0x3ab743ce
+DATA lgc21<>+20(SB)/4, $0x3ab743ce
+DATA lgc21<>+24(SB)/4, $0x3ab743ce
+DATA lgc21<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+0(SB)/4, $0x3c088908
+DATA lgc22<>+4(SB)/4, $0x3c088908
+DATA lgc22<>+8(SB)/4, $0x3c088908
+DATA lgc22<>+12(SB)/4, $0x3c088908
+DATA lgc22<>+16(SB)/4, $0x3c088908
+DATA lgc22<>+20(SB)/4, $0x3c088908
+DATA lgc22<>+24(SB)/4, $0x3c088908
+DATA lgc22<>+28(SB)/4, $0x3c088908
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f000000
-DATA lgc24<>+4(SB)/4, $0x3f000000
-DATA lgc24<>+8(SB)/4, $0x3f000000
-DATA lgc24<>+12(SB)/4, $0x3f000000
-DATA lgc24<>+16(SB)/4, $0x3f000000
-DATA lgc24<>+20(SB)/4, $0x3f000000
-DATA lgc24<>+24(SB)/4, $0x3f000000
-DATA lgc24<>+28(SB)/4, $0x3f000000
+DATA lgc24<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x000000fe
-DATA lgc25<>+4(SB)/4, $0x000000fe
-DATA lgc25<>+8(SB)/4, $0x000000fe
-DATA lgc25<>+12(SB)/4, $0x000000fe
-DATA lgc25<>+16(SB)/4, $0x000000fe
-DATA lgc25<>+20(SB)/4, $0x000000fe
-DATA lgc25<>+24(SB)/4, $0x000000fe
-DATA lgc25<>+28(SB)/4, $0x000000fe
+DATA lgc25<>+0(SB)/4, $0x3f000000
+DATA lgc25<>+4(SB)/4, $0x3f000000
+DATA lgc25<>+8(SB)/4, $0x3f000000
+DATA lgc25<>+12(SB)/4, $0x3f000000
+DATA lgc25<>+16(SB)/4, $0x3f000000
+DATA lgc25<>+20(SB)/4, $0x3f000000
+DATA lgc25<>+24(SB)/4, $0x3f000000
+DATA lgc25<>+28(SB)/4, $0x3f000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f99999a
-DATA lgc26<>+4(SB)/4, $0x3f99999a
-DATA lgc26<>+8(SB)/4, $0x3f99999a
-DATA lgc26<>+12(SB)/4, $0x3f99999a
-DATA lgc26<>+16(SB)/4, $0x3f99999a
-DATA lgc26<>+20(SB)/4, $0x3f99999a
-DATA lgc26<>+24(SB)/4, $0x3f99999a
-DATA lgc26<>+28(SB)/4, $0x3f99999a
+DATA lgc26<>+0(SB)/4, $0x000000fe
+DATA lgc26<>+4(SB)/4, $0x000000fe
+DATA lgc26<>+8(SB)/4, $0x000000fe
+DATA lgc26<>+12(SB)/4, $0x000000fe
+DATA lgc26<>+16(SB)/4, $0x000000fe
+DATA lgc26<>+20(SB)/4, $0x000000fe
+DATA lgc26<>+24(SB)/4, $0x000000fe
+DATA lgc26<>+28(SB)/4, $0x000000fe
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3f4ccccd
-DATA lgc27<>+4(SB)/4, $0x3f4ccccd
-DATA lgc27<>+8(SB)/4, $0x3f4ccccd
-DATA lgc27<>+12(SB)/4, $0x3f4ccccd
-DATA lgc27<>+16(SB)/4, $0x3f4ccccd
-DATA lgc27<>+20(SB)/4, $0x3f4ccccd
-DATA lgc27<>+24(SB)/4, $0x3f4ccccd
-DATA lgc27<>+28(SB)/4, $0x3f4ccccd
+DATA lgc27<>+0(SB)/4, $0x3f99999a
+DATA lgc27<>+4(SB)/4, $0x3f99999a
+DATA lgc27<>+8(SB)/4, $0x3f99999a
+DATA lgc27<>+12(SB)/4, $0x3f99999a
+DATA lgc27<>+16(SB)/4, $0x3f99999a
+DATA lgc27<>+20(SB)/4, $0x3f99999a
+DATA lgc27<>+24(SB)/4, $0x3f99999a
+DATA lgc27<>+28(SB)/4, $0x3f99999a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x80000000
-DATA lgc28<>+4(SB)/4, $0x80000000
-DATA lgc28<>+8(SB)/4, $0x80000000
-DATA lgc28<>+12(SB)/4, $0x80000000
-DATA lgc28<>+16(SB)/4, $0x80000000
-DATA lgc28<>+20(SB)/4, $0x80000000
-DATA lgc28<>+24(SB)/4, $0x80000000
-DATA lgc28<>+28(SB)/4, $0x80000000
+DATA lgc28<>+0(SB)/4, $0x3f4ccccd
+DATA lgc28<>+4(SB)/4, $0x3f4ccccd
+DATA lgc28<>+8(SB)/4, $0x3f4ccccd
+DATA lgc28<>+12(SB)/4, $0x3f4ccccd
+DATA lgc28<>+16(SB)/4, $0x3f4ccccd
+DATA lgc28<>+20(SB)/4, $0x3f4ccccd
+DATA lgc28<>+24(SB)/4, $0x3f4ccccd
+DATA lgc28<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbc23d70a
-DATA lgc29<>+4(SB)/4, $0xbc23d70a
-DATA lgc29<>+8(SB)/4, $0xbc23d70a
-DATA lgc29<>+12(SB)/4, $0xbc23d70a
-DATA lgc29<>+16(SB)/4, $0xbc23d70a
-DATA lgc29<>+20(SB)/4, $0xbc23d70a
-DATA lgc29<>+24(SB)/4, $0xbc23d70a
-DATA lgc29<>+28(SB)/4, $0xbc23d70a
+DATA lgc29<>+0(SB)/4, $0x80000000
+DATA lgc29<>+4(SB)/4, $0x80000000
+DATA lgc29<>+8(SB)/4, $0x80000000
+DATA lgc29<>+12(SB)/4, $0x80000000
+DATA lgc29<>+16(SB)/4, $0x80000000
+DATA lgc29<>+20(SB)/4, $0x80000000
+DATA lgc29<>+24(SB)/4, $0x80000000
+DATA lgc29<>+28(SB)/4, $0x80000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xc2ae0000
-DATA lgc30<>+4(SB)/4, $0xc2ae0000
-DATA lgc30<>+8(SB)/4, $0xc2ae0000
-DATA lgc30<>+12(SB)/4, $0xc2ae0000
-DATA lgc30<>+16(SB)/4, $0xc2ae0000
-DATA lgc30<>+20(SB)/4, $0xc2ae0000
-DATA lgc30<>+24(SB)/4, $0xc2ae0000
-DATA lgc30<>+28(SB)/4, $0xc2ae0000
+DATA lgc30<>+0(SB)/4, $0xbc23d70a
+DATA lgc30<>+4(SB)/4, $0xbc23d70a
+DATA lgc30<>+8(SB)/4, $0xbc23d70a
+DATA lgc30<>+12(SB)/4, $0xbc23d70a
+DATA lgc30<>+16(SB)/4, $0xbc23d70a
+DATA lgc30<>+20(SB)/4, $0xbc23d70a
+DATA lgc30<>+24(SB)/4, $0xbc23d70a
+DATA lgc30<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x42b00000
-DATA lgc31<>+4(SB)/4, $0x42b00000
-DATA lgc31<>+8(SB)/4, $0x42b00000
-DATA lgc31<>+12(SB)/4, $0x42b00000
-DATA lgc31<>+16(SB)/4, $0x42b00000
-DATA lgc31<>+20(SB)/4, $0x42b00000
-DATA lgc31<>+24(SB)/4, $0x42b00000
-DATA lgc31<>+28(SB)/4, $0x42b00000
+DATA lgc31<>+0(SB)/4, $0xc2ae0000
+DATA lgc31<>+4(SB)/4, $0xc2ae0000
+DATA lgc31<>+8(SB)/4, $0xc2ae0000
+DATA lgc31<>+12(SB)/4, $0xc2ae0000
+DATA lgc31<>+16(SB)/4, $0xc2ae0000
+DATA lgc31<>+20(SB)/4, $0xc2ae0000
+DATA lgc31<>+24(SB)/4, $0xc2ae0000
+DATA lgc31<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xff800000
-DATA lgc32<>+4(SB)/4, $0xff800000
-DATA lgc32<>+8(SB)/4, $0xff800000
-DATA lgc32<>+12(SB)/4, $0xff800000
-DATA lgc32<>+16(SB)/4, $0xff800000
-DATA lgc32<>+20(SB)/4, $0xff800000
-DATA lgc32<>+24(SB)/4, $0xff800000
-DATA lgc32<>+28(SB)/4, $0xff800000
+DATA lgc32<>+0(SB)/4, $0x42b00000
+DATA lgc32<>+4(SB)/4, $0x42b00000
+DATA lgc32<>+8(SB)/4, $0x42b00000
+DATA lgc32<>+12(SB)/4, $0x42b00000
+DATA lgc32<>+16(SB)/4, $0x42b00000
+DATA lgc32<>+20(SB)/4, $0x42b00000
+DATA lgc32<>+24(SB)/4, $0x42b00000
+DATA lgc32<>+28(SB)/4, $0x42b00000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xffffffff
-DATA lgc33<>+4(SB)/4, $0xffffffff
-DATA lgc33<>+8(SB)/4, $0xffffffff
-DATA lgc33<>+12(SB)/4, $0xffffffff
-DATA lgc33<>+16(SB)/4, $0xffffffff
-DATA lgc33<>+20(SB)/4, $0xffffffff
-DATA lgc33<>+24(SB)/4, $0xffffffff
-DATA lgc33<>+28(SB)/4, $0xffffffff
+DATA lgc33<>+0(SB)/4, $0xff800000
+DATA lgc33<>+4(SB)/4, $0xff800000
+DATA lgc33<>+8(SB)/4, $0xff800000
+DATA lgc33<>+12(SB)/4, $0xff800000
+DATA lgc33<>+16(SB)/4, $0xff800000
+DATA lgc33<>+20(SB)/4, $0xff800000
+DATA lgc33<>+24(SB)/4, $0xff800000
+DATA lgc33<>+28(SB)/4, $0xff800000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x4020000000000000
-DATA lgc34<>+8(SB)/8, $0x4020000000000000
-DATA lgc34<>+16(SB)/8, $0x4020000000000000
-DATA lgc34<>+24(SB)/8, $0x4020000000000000
+DATA lgc34<>+0(SB)/4, $0xffffffff
+DATA lgc34<>+4(SB)/4, $0xffffffff
+DATA lgc34<>+8(SB)/4, $0xffffffff
+DATA lgc34<>+12(SB)/4, $0xffffffff
+DATA lgc34<>+16(SB)/4, $0xffffffff
+DATA lgc34<>+20(SB)/4, $0xffffffff
+DATA lgc34<>+24(SB)/4, $0xffffffff
+DATA lgc34<>+28(SB)/4, $0xffffffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7f7fffff
-DATA lgc35<>+4(SB)/4, $0x7f7fffff
-DATA lgc35<>+8(SB)/4, $0x7f7fffff
-DATA lgc35<>+12(SB)/4, $0x7f7fffff
-DATA lgc35<>+16(SB)/4, $0x7f7fffff
-DATA lgc35<>+20(SB)/4, $0x7f7fffff
-DATA lgc35<>+24(SB)/4, $0x7f7fffff
-DATA lgc35<>+28(SB)/4, $0x7f7fffff
+DATA lgc35<>+0(SB)/8, $0x4020000000000000
+DATA lgc35<>+8(SB)/8, $0x4020000000000000
+DATA lgc35<>+16(SB)/8, $0x4020000000000000
+DATA lgc35<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x7f7fffff
+DATA lgc36<>+4(SB)/4, $0x7f7fffff
+DATA lgc36<>+8(SB)/4, $0x7f7fffff
+DATA lgc36<>+12(SB)/4, $0x7f7fffff
+DATA lgc36<>+16(SB)/4, $0x7f7fffff
+DATA lgc36<>+20(SB)/4, $0x7f7fffff
+DATA lgc36<>+24(SB)/4, $0x7f7fffff
+DATA lgc36<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1230,7 +1244,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v58 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc36<>+0(SB), Y1, Y1
+	VADDPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1244,7 +1258,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v65 = mul(2, logSumW)
-	VMULPS  lgc37<>+0(SB), Y2, Y2
+	VMULPS  lgc38<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1252,27 +1266,27 @@ blocks_4:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v66)
-	VMOVUPS      lgc14<>+0(SB), Y3
-	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc15<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc16<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VMOVUPS      lgc21<>+0(SB), Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VMOVUPS      lgc20<>+0(SB), Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc23<>+0(SB), Y6
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -1288,10 +1302,10 @@ blocks_4:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc34<>+0(SB), Y1
+	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1322,7 +1336,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v58 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc36<>+0(SB), Y0, Y0
+	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -1338,7 +1352,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v65 = mul(2, logSumW)
-	VMULPS     lgc37<>+0(SB), Y1, Y1
+	VMULPS     lgc38<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -1347,27 +1361,27 @@ chunkdone_5:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v66)
-	VMOVUPS      lgc14<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc15<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
-	VMOVUPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VMOVUPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc23<>+0(SB), Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMOVUPS      lgc24<>+0(SB), Y5
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
@@ -1399,7 +1413,7 @@ notail_7:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      32256(AX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1414,25 +1428,25 @@ notail_7:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x34000000
-DATA lgc36<>+4(SB)/4, $0x34000000
-DATA lgc36<>+8(SB)/4, $0x34000000
-DATA lgc36<>+12(SB)/4, $0x34000000
-DATA lgc36<>+16(SB)/4, $0x34000000
-DATA lgc36<>+20(SB)/4, $0x34000000
-DATA lgc36<>+24(SB)/4, $0x34000000
-DATA lgc36<>+28(SB)/4, $0x34000000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x40000000
-DATA lgc37<>+4(SB)/4, $0x40000000
-DATA lgc37<>+8(SB)/4, $0x40000000
-DATA lgc37<>+12(SB)/4, $0x40000000
-DATA lgc37<>+16(SB)/4, $0x40000000
-DATA lgc37<>+20(SB)/4, $0x40000000
-DATA lgc37<>+24(SB)/4, $0x40000000
-DATA lgc37<>+28(SB)/4, $0x40000000
+DATA lgc37<>+0(SB)/4, $0x34000000
+DATA lgc37<>+4(SB)/4, $0x34000000
+DATA lgc37<>+8(SB)/4, $0x34000000
+DATA lgc37<>+12(SB)/4, $0x34000000
+DATA lgc37<>+16(SB)/4, $0x34000000
+DATA lgc37<>+20(SB)/4, $0x34000000
+DATA lgc37<>+24(SB)/4, $0x34000000
+DATA lgc37<>+28(SB)/4, $0x34000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x40000000
+DATA lgc38<>+4(SB)/4, $0x40000000
+DATA lgc38<>+8(SB)/4, $0x40000000
+DATA lgc38<>+12(SB)/4, $0x40000000
+DATA lgc38<>+16(SB)/4, $0x40000000
+DATA lgc38<>+20(SB)/4, $0x40000000
+DATA lgc38<>+24(SB)/4, $0x40000000
+DATA lgc38<>+28(SB)/4, $0x40000000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -1440,7 +1454,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// ess = div(v68, 64)
 	VDIVPS Y1, Y0, Y0
@@ -1451,15 +1465,15 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc38<>+0(SB)/4, $0x42800000
-DATA lgc38<>+4(SB)/4, $0x42800000
-DATA lgc38<>+8(SB)/4, $0x42800000
-DATA lgc38<>+12(SB)/4, $0x42800000
-DATA lgc38<>+16(SB)/4, $0x42800000
-DATA lgc38<>+20(SB)/4, $0x42800000
-DATA lgc38<>+24(SB)/4, $0x42800000
-DATA lgc38<>+28(SB)/4, $0x42800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc39<>+0(SB)/4, $0x42800000
+DATA lgc39<>+4(SB)/4, $0x42800000
+DATA lgc39<>+8(SB)/4, $0x42800000
+DATA lgc39<>+12(SB)/4, $0x42800000
+DATA lgc39<>+16(SB)/4, $0x42800000
+DATA lgc39<>+20(SB)/4, $0x42800000
+DATA lgc39<>+24(SB)/4, $0x42800000
+DATA lgc39<>+28(SB)/4, $0x42800000
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1545,26 +1559,28 @@ outer0_8:
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	VANDPS      lgc6<>+0(SB), Y2, Y5
+	VCMPPS      $0x1a, lgc7<>+0(SB), Y5, Y4
+	VCMPPS      $0x00, lgc8<>+0(SB), Y5, Y5
+	VORPS       Y5, Y4, Y4
 	MOVQ        state+48(FP), CX
 	VANDPS      31936(CX), Y4, Y4
 	VMOVUPS     Y4, 31936(CX)
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
+	VMOVUPS     lgc11<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -1572,7 +1588,7 @@ outer0_8:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc12<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
@@ -1586,38 +1602,38 @@ outer0_8:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc12<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc13<>+0(SB), Y6
+	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, 24(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VMULPS       lgc17<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc23<>+0(SB), Y9
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
 	VPSLLD       $0x17, Y6, Y6
@@ -1628,11 +1644,11 @@ outer0_8:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc26<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc27<>+0(SB), Y7
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -1645,7 +1661,7 @@ outer0_8:
 	VMULPS Y6, Y2, Y6
 
 	// v35 = neg(gain)
-	VXORPS lgc28<>+0(SB), Y6, Y6
+	VXORPS lgc29<>+0(SB), Y6, Y6
 
 	// mean(v35) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y7
@@ -1688,7 +1704,7 @@ outer0_8:
 	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc29<>+0(SB), Y4, Y5
+	VMULPS lgc30<>+0(SB), Y4, Y5
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y6
@@ -1716,7 +1732,7 @@ outer0_8:
 	VSUBPS Y5, Y4, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc28<>+0(SB), Y6
+	VMOVUPS lgc29<>+0(SB), Y6
 	VANDNPS Y5, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
@@ -1724,13 +1740,13 @@ outer0_8:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y6, Y8
+	VMULPS lgc25<>+0(SB), Y6, Y8
 
 	// v51 = mul(v50, absDiff)
 	VMULPS Y6, Y8, Y9
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS  lgc24<>+0(SB), Y6, Y10
+	VSUBPS  lgc25<>+0(SB), Y6, Y10
 	VMOVUPS Y1, 88(SP)
 	VMOVUPS Y2, 120(SP)
 	VMOVUPS Y8, 152(SP)
@@ -1825,12 +1841,12 @@ outer0_8:
 	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X5
 	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc30<>+0(SB), Y3, Y6
-	VCMPPS       $0x1a, lgc31<>+0(SB), Y3, Y7
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y6
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y7
 	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc32<>+0(SB), Y3, Y7
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y7
 	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc33<>+0(SB), Y7
+	VMOVUPS      lgc34<>+0(SB), Y7
 	VBLENDVPS    Y2, Y6, Y7, Y6
 	VANDPS       26624(CX), Y6, Y6
 	VMOVUPS      Y6, 26624(CX)
@@ -1852,21 +1868,21 @@ outer0_8:
 	VMOVUPS      248(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc39<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 
 	// v72 = where(v49, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
 	VMOVUPS 184(SP), Y4
 
 	// v73 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc39<>+0(SB), Y4, Y4
+	VMULPS lgc40<>+0(SB), Y4, Y4
 
 	// v74 = where(v49, v73, 0)
 	VANDPS  Y4, Y3, Y4
 	VMOVUPS 152(SP), Y5
 
 	// v75 = mul(3.7114014251781474e-05, v50)
-	VMULPS lgc39<>+0(SB), Y5, Y5
+	VMULPS lgc40<>+0(SB), Y5, Y5
 
 	// v76 = where(v49, v75, 0)
 	VANDPS Y5, Y3, Y3
@@ -1875,7 +1891,7 @@ outer0_8:
 	VADDPS Y3, Y2, Y2
 
 	// v78 = mul(v74, 0.5)
-	VMULPS lgc24<>+0(SB), Y4, Y3
+	VMULPS lgc25<>+0(SB), Y4, Y3
 
 	// v79 = add(v77, v78)
 	VADDPS  Y3, Y2, Y2
@@ -1890,7 +1906,7 @@ outer0_8:
 
 	// v83 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc40<>+0(SB), Y7
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v84 = where(v81, -1, v83)
 	VBLENDVPS Y6, Y7, Y3, Y3
@@ -1909,11 +1925,11 @@ outer0_8:
 	VBLENDVPS Y5, Y3, Y2, Y2
 
 	// gradStateValue = neg(v88)
-	VXORPS  lgc28<>+0(SB), Y2, Y2
+	VXORPS  lgc29<>+0(SB), Y2, Y2
 	VMOVUPS 120(SP), Y3
 
 	// v92 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y3, Y5
+	VMULPS  lgc42<>+0(SB), Y3, Y5
 	VMOVUPS 88(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
@@ -1923,7 +1939,7 @@ outer0_8:
 
 	// v94 = where(v28, 0, v92)
 	VANDNPS Y5, Y7, Y5
-	VMOVUPS lgc27<>+0(SB), Y7
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v95 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
@@ -1937,7 +1953,7 @@ outer0_8:
 
 	// v98 = where(v97, v94, 0)
 	VANDPS  Y5, Y7, Y2
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v99 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y1, Y5
@@ -1959,7 +1975,7 @@ outer0_8:
 
 	// gradLogProb = where(v103, v104, v102)
 	VBLENDVPS Y4, Y1, Y2, Y1
-	VMOVUPS   lgc42<>+0(SB), Y2
+	VMOVUPS   lgc43<>+0(SB), Y2
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -2029,26 +2045,28 @@ blocks_9:
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc6<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	VANDPS      lgc6<>+0(SB), Y2, Y5
+	VCMPPS      $0x1a, lgc7<>+0(SB), Y5, Y4
+	VCMPPS      $0x00, lgc8<>+0(SB), Y5, Y5
+	VORPS       Y5, Y4, Y4
 	MOVQ        state+48(FP), BX
 	VANDPS      31936(BX), Y4, Y4
 	VMOVUPS     Y4, 31936(BX)
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc9<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc10<>+0(SB), Y5
+	VMOVUPS     lgc11<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -2056,7 +2074,7 @@ blocks_9:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc11<>+0(SB), Y0
+	VMOVUPS     lgc12<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
@@ -2068,38 +2086,38 @@ blocks_9:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc12<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc13<>+0(SB), Y6
+	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y1, 312(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc15<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y6
 	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
+	VMULPS       lgc17<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y9
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc23<>+0(SB), Y9
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y9
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
 	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y1, Y7, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y6
 	VPSUBD       Y6, Y1, Y1
 	VPSLLD       $0x17, Y6, Y6
@@ -2110,11 +2128,11 @@ blocks_9:
 
 	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc26<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc27<>+0(SB), Y7
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y7, Y7
@@ -2127,7 +2145,7 @@ blocks_9:
 	VMULPS Y6, Y2, Y6
 
 	// v35 = neg(gain)
-	VXORPS lgc28<>+0(SB), Y6, Y6
+	VXORPS lgc29<>+0(SB), Y6, Y6
 
 	// mean(v35) over [N T]
 	VADDPS  256(BX), Y6, Y6
@@ -2153,7 +2171,7 @@ blocks_9:
 	VMOVUPS (DI)(SI*4), Y4
 
 	// v43 = mul(-0.01, entropy)
-	VMULPS lgc29<>+0(SB), Y4, Y5
+	VMULPS lgc30<>+0(SB), Y4, Y5
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y4, Y4
@@ -2170,7 +2188,7 @@ blocks_9:
 	VSUBPS Y5, Y4, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc28<>+0(SB), Y6
+	VMOVUPS lgc29<>+0(SB), Y6
 	VANDNPS Y5, Y6, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
@@ -2178,13 +2196,13 @@ blocks_9:
 	VCMPPS $0x11, Y7, Y6, Y7
 
 	// v50 = mul(0.5, absDiff)
-	VMULPS lgc24<>+0(SB), Y6, Y8
+	VMULPS lgc25<>+0(SB), Y6, Y8
 
 	// v51 = mul(v50, absDiff)
 	VMULPS Y6, Y8, Y9
 
 	// v52 = sub(absDiff, 0.5)
-	VSUBPS  lgc24<>+0(SB), Y6, Y10
+	VSUBPS  lgc25<>+0(SB), Y6, Y10
 	VMOVUPS Y1, 376(SP)
 	VMOVUPS Y2, 408(SP)
 	VMOVUPS Y8, 440(SP)
@@ -2246,10 +2264,10 @@ blocks_9:
 	VMOVUPS      344(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc30<>+0(SB), Y3, Y2
-	VCMPPS       $0x1a, lgc31<>+0(SB), Y3, Y4
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y4
 	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc32<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y4
 	VORPS        Y4, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
@@ -2269,21 +2287,21 @@ blocks_9:
 	VMOVUPS      536(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc39<>+0(SB), Y2
+	VMOVUPS      lgc40<>+0(SB), Y2
 
 	// v72 = where(v49, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
 	VMOVUPS 472(SP), Y4
 
 	// v73 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc39<>+0(SB), Y4, Y4
+	VMULPS lgc40<>+0(SB), Y4, Y4
 
 	// v74 = where(v49, v73, 0)
 	VANDPS  Y4, Y3, Y4
 	VMOVUPS 440(SP), Y5
 
 	// v75 = mul(3.7114014251781474e-05, v50)
-	VMULPS lgc39<>+0(SB), Y5, Y5
+	VMULPS lgc40<>+0(SB), Y5, Y5
 
 	// v76 = where(v49, v75, 0)
 	VANDPS Y5, Y3, Y3
@@ -2292,7 +2310,7 @@ blocks_9:
 	VADDPS Y3, Y2, Y2
 
 	// v78 = mul(v74, 0.5)
-	VMULPS lgc24<>+0(SB), Y4, Y3
+	VMULPS lgc25<>+0(SB), Y4, Y3
 
 	// v79 = add(v77, v78)
 	VADDPS  Y3, Y2, Y2
@@ -2307,7 +2325,7 @@ blocks_9:
 
 	// v83 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc40<>+0(SB), Y7
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v84 = where(v81, -1, v83)
 	VBLENDVPS Y6, Y7, Y3, Y3
@@ -2326,11 +2344,11 @@ blocks_9:
 	VBLENDVPS Y5, Y3, Y2, Y2
 
 	// gradStateValue = neg(v88)
-	VXORPS  lgc28<>+0(SB), Y2, Y2
+	VXORPS  lgc29<>+0(SB), Y2, Y2
 	VMOVUPS 408(SP), Y3
 
 	// v92 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc41<>+0(SB), Y3, Y5
+	VMULPS  lgc42<>+0(SB), Y3, Y5
 	VMOVUPS 376(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
@@ -2340,7 +2358,7 @@ blocks_9:
 
 	// v94 = where(v28, 0, v92)
 	VANDNPS Y5, Y7, Y5
-	VMOVUPS lgc27<>+0(SB), Y7
+	VMOVUPS lgc28<>+0(SB), Y7
 
 	// v95 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y1, Y7
@@ -2354,7 +2372,7 @@ blocks_9:
 
 	// v98 = where(v97, v94, 0)
 	VANDPS  Y5, Y7, Y2
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMOVUPS lgc27<>+0(SB), Y5
 
 	// v99 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y1, Y5
@@ -2376,7 +2394,7 @@ blocks_9:
 
 	// gradLogProb = where(v103, v104, v102)
 	VBLENDVPS Y4, Y1, Y2, Y1
-	VMOVUPS   lgc42<>+0(SB), Y2
+	VMOVUPS   lgc43<>+0(SB), Y2
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -2401,11 +2419,11 @@ blocks_9:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
-	VMOVUPD      lgc34<>+0(SB), Y1
+	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2417,7 +2435,7 @@ blocks_9:
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2430,7 +2448,7 @@ blocks_9:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2443,7 +2461,7 @@ blocks_9:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2456,7 +2474,7 @@ blocks_9:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2469,7 +2487,7 @@ blocks_9:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1856(DX), Y3
 	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2495,7 +2513,7 @@ noflush_10:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2507,7 +2525,7 @@ noflush_10:
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2520,7 +2538,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2533,7 +2551,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2546,7 +2564,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2559,7 +2577,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
 	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2578,45 +2596,45 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x381baadf
-DATA lgc39<>+4(SB)/4, $0x381baadf
-DATA lgc39<>+8(SB)/4, $0x381baadf
-DATA lgc39<>+12(SB)/4, $0x381baadf
-DATA lgc39<>+16(SB)/4, $0x381baadf
-DATA lgc39<>+20(SB)/4, $0x381baadf
-DATA lgc39<>+24(SB)/4, $0x381baadf
-DATA lgc39<>+28(SB)/4, $0x381baadf
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0xbf800000
-DATA lgc40<>+4(SB)/4, $0xbf800000
-DATA lgc40<>+8(SB)/4, $0xbf800000
-DATA lgc40<>+12(SB)/4, $0xbf800000
-DATA lgc40<>+16(SB)/4, $0xbf800000
-DATA lgc40<>+20(SB)/4, $0xbf800000
-DATA lgc40<>+24(SB)/4, $0xbf800000
-DATA lgc40<>+28(SB)/4, $0xbf800000
+DATA lgc40<>+0(SB)/4, $0x381baadf
+DATA lgc40<>+4(SB)/4, $0x381baadf
+DATA lgc40<>+8(SB)/4, $0x381baadf
+DATA lgc40<>+12(SB)/4, $0x381baadf
+DATA lgc40<>+16(SB)/4, $0x381baadf
+DATA lgc40<>+20(SB)/4, $0x381baadf
+DATA lgc40<>+24(SB)/4, $0x381baadf
+DATA lgc40<>+28(SB)/4, $0x381baadf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xb81baadf
-DATA lgc41<>+4(SB)/4, $0xb81baadf
-DATA lgc41<>+8(SB)/4, $0xb81baadf
-DATA lgc41<>+12(SB)/4, $0xb81baadf
-DATA lgc41<>+16(SB)/4, $0xb81baadf
-DATA lgc41<>+20(SB)/4, $0xb81baadf
-DATA lgc41<>+24(SB)/4, $0xb81baadf
-DATA lgc41<>+28(SB)/4, $0xb81baadf
+DATA lgc41<>+0(SB)/4, $0xbf800000
+DATA lgc41<>+4(SB)/4, $0xbf800000
+DATA lgc41<>+8(SB)/4, $0xbf800000
+DATA lgc41<>+12(SB)/4, $0xbf800000
+DATA lgc41<>+16(SB)/4, $0xbf800000
+DATA lgc41<>+20(SB)/4, $0xbf800000
+DATA lgc41<>+24(SB)/4, $0xbf800000
+DATA lgc41<>+28(SB)/4, $0xbf800000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xb4c7411d
-DATA lgc42<>+4(SB)/4, $0xb4c7411d
-DATA lgc42<>+8(SB)/4, $0xb4c7411d
-DATA lgc42<>+12(SB)/4, $0xb4c7411d
-DATA lgc42<>+16(SB)/4, $0xb4c7411d
-DATA lgc42<>+20(SB)/4, $0xb4c7411d
-DATA lgc42<>+24(SB)/4, $0xb4c7411d
-DATA lgc42<>+28(SB)/4, $0xb4c7411d
+DATA lgc42<>+0(SB)/4, $0xb81baadf
+DATA lgc42<>+4(SB)/4, $0xb81baadf
+DATA lgc42<>+8(SB)/4, $0xb81baadf
+DATA lgc42<>+12(SB)/4, $0xb81baadf
+DATA lgc42<>+16(SB)/4, $0xb81baadf
+DATA lgc42<>+20(SB)/4, $0xb81baadf
+DATA lgc42<>+24(SB)/4, $0xb81baadf
+DATA lgc42<>+28(SB)/4, $0xb81baadf
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0xb4c7411d
+DATA lgc43<>+4(SB)/4, $0xb4c7411d
+DATA lgc43<>+8(SB)/4, $0xb4c7411d
+DATA lgc43<>+12(SB)/4, $0xb4c7411d
+DATA lgc43<>+16(SB)/4, $0xb4c7411d
+DATA lgc43<>+20(SB)/4, $0xb4c7411d
+DATA lgc43<>+24(SB)/4, $0xb4c7411d
+DATA lgc43<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2634,7 +2652,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v58 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc36<>+0(SB), Y1, Y1
+	VADDPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2648,7 +2666,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v65 = mul(2, logSumW)
-	VMULPS  lgc37<>+0(SB), Y2, Y2
+	VMULPS  lgc38<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2656,27 +2674,27 @@ blocks_11:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v66)
-	VMOVUPS      lgc14<>+0(SB), Y3
-	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc15<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc16<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VMOVUPS      lgc21<>+0(SB), Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VMOVUPS      lgc20<>+0(SB), Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc23<>+0(SB), Y6
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc25<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -2692,10 +2710,10 @@ blocks_11:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc34<>+0(SB), Y1
+	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2726,7 +2744,7 @@ chunkdone_12:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v58 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc36<>+0(SB), Y0, Y0
+	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -2742,7 +2760,7 @@ chunkdone_12:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v65 = mul(2, logSumW)
-	VMULPS     lgc37<>+0(SB), Y1, Y1
+	VMULPS     lgc38<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -2751,27 +2769,27 @@ chunkdone_12:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v66)
-	VMOVUPS      lgc14<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc15<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y1
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
-	VMOVUPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VMOVUPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc23<>+0(SB), Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMOVUPS      lgc24<>+0(SB), Y5
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
 	VFMADD213PS  Y1, Y3, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc25<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
@@ -2803,7 +2821,7 @@ notail_14:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      32256(AX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2824,7 +2842,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// ess = div(v68, 64)
 	VDIVPS Y1, Y0, Y0
@@ -2847,27 +2865,27 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc14<>+0(SB), Y1
-	VMAXPS       Y0, Y1, Y0
 	VMOVUPS      lgc15<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc16<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc16<>+0(SB), Y0, Y1
+	VMULPS       lgc17<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc19<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
-	VMOVUPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
+	VMOVUPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
+	VMOVUPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc23<>+0(SB), Y4
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y4
+	VMOVUPS      lgc24<>+0(SB), Y4
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc25<>+0(SB), Y0, Y0
+	VPADDD       lgc26<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -2894,23 +2912,22 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
-	VMULPS       lgc44<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc44<>+0(SB), Y0, Y1
+	VMULPS       lgc45<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc45<>+0(SB), Y3, Y3
-	VPAND        lgc46<>+0(SB), Y1, Y1
+	VPSUBD       lgc46<>+0(SB), Y3, Y3
+	VPAND        lgc47<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc47<>+0(SB), Y2, Y1
+	VPAND        lgc48<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc48<>+0(SB), Y1, Y2
-	VMULPS       lgc24<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc49<>+0(SB), Y1, Y2
+	VMULPS       lgc25<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc49<>+0(SB), Y4
-	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
+	VMOVAPS      lgc50<>+0(SB), Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
@@ -2918,19 +2935,20 @@ bulk_17:
 	VFMADD213PS  lgc55<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc57<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc58<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc24<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc32<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc59<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc8<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2941,174 +2959,164 @@ bulkdone_18:
 	VZEROUPPER
 	RET
 
-DATA lgc43<>+0(SB)/4, $0x00800000
-DATA lgc43<>+4(SB)/4, $0x00800000
-DATA lgc43<>+8(SB)/4, $0x00800000
-DATA lgc43<>+12(SB)/4, $0x00800000
-DATA lgc43<>+16(SB)/4, $0x00800000
-DATA lgc43<>+20(SB)/4, $0x00800000
-DATA lgc43<>+24(SB)/4, $0x00800000
-DATA lgc43<>+28(SB)/4, $0x00800000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x4b000000
-DATA lgc44<>+4(SB)/4, $0x4b000000
-DATA lgc44<>+8(SB)/4, $0x4b000000
-DATA lgc44<>+12(SB)/4, $0x4b000000
-DATA lgc44<>+16(SB)/4, $0x4b000000
-DATA lgc44<>+20(SB)/4, $0x4b000000
-DATA lgc44<>+24(SB)/4, $0x4b000000
-DATA lgc44<>+28(SB)/4, $0x4b000000
+DATA lgc44<>+0(SB)/4, $0x00800000
+DATA lgc44<>+4(SB)/4, $0x00800000
+DATA lgc44<>+8(SB)/4, $0x00800000
+DATA lgc44<>+12(SB)/4, $0x00800000
+DATA lgc44<>+16(SB)/4, $0x00800000
+DATA lgc44<>+20(SB)/4, $0x00800000
+DATA lgc44<>+24(SB)/4, $0x00800000
+DATA lgc44<>+28(SB)/4, $0x00800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x0000007f
-DATA lgc45<>+4(SB)/4, $0x0000007f
-DATA lgc45<>+8(SB)/4, $0x0000007f
-DATA lgc45<>+12(SB)/4, $0x0000007f
-DATA lgc45<>+16(SB)/4, $0x0000007f
-DATA lgc45<>+20(SB)/4, $0x0000007f
-DATA lgc45<>+24(SB)/4, $0x0000007f
-DATA lgc45<>+28(SB)/4, $0x0000007f
+DATA lgc45<>+0(SB)/4, $0x4b000000
+DATA lgc45<>+4(SB)/4, $0x4b000000
+DATA lgc45<>+8(SB)/4, $0x4b000000
+DATA lgc45<>+12(SB)/4, $0x4b000000
+DATA lgc45<>+16(SB)/4, $0x4b000000
+DATA lgc45<>+20(SB)/4, $0x4b000000
+DATA lgc45<>+24(SB)/4, $0x4b000000
+DATA lgc45<>+28(SB)/4, $0x4b000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xffffffe9
-DATA lgc46<>+4(SB)/4, $0xffffffe9
-DATA lgc46<>+8(SB)/4, $0xffffffe9
-DATA lgc46<>+12(SB)/4, $0xffffffe9
-DATA lgc46<>+16(SB)/4, $0xffffffe9
-DATA lgc46<>+20(SB)/4, $0xffffffe9
-DATA lgc46<>+24(SB)/4, $0xffffffe9
-DATA lgc46<>+28(SB)/4, $0xffffffe9
+DATA lgc46<>+0(SB)/4, $0x0000007f
+DATA lgc46<>+4(SB)/4, $0x0000007f
+DATA lgc46<>+8(SB)/4, $0x0000007f
+DATA lgc46<>+12(SB)/4, $0x0000007f
+DATA lgc46<>+16(SB)/4, $0x0000007f
+DATA lgc46<>+20(SB)/4, $0x0000007f
+DATA lgc46<>+24(SB)/4, $0x0000007f
+DATA lgc46<>+28(SB)/4, $0x0000007f
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x007fffff
-DATA lgc47<>+4(SB)/4, $0x007fffff
-DATA lgc47<>+8(SB)/4, $0x007fffff
-DATA lgc47<>+12(SB)/4, $0x007fffff
-DATA lgc47<>+16(SB)/4, $0x007fffff
-DATA lgc47<>+20(SB)/4, $0x007fffff
-DATA lgc47<>+24(SB)/4, $0x007fffff
-DATA lgc47<>+28(SB)/4, $0x007fffff
+DATA lgc47<>+0(SB)/4, $0xffffffe9
+DATA lgc47<>+4(SB)/4, $0xffffffe9
+DATA lgc47<>+8(SB)/4, $0xffffffe9
+DATA lgc47<>+12(SB)/4, $0xffffffe9
+DATA lgc47<>+16(SB)/4, $0xffffffe9
+DATA lgc47<>+20(SB)/4, $0xffffffe9
+DATA lgc47<>+24(SB)/4, $0xffffffe9
+DATA lgc47<>+28(SB)/4, $0xffffffe9
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3fb504f3
-DATA lgc48<>+4(SB)/4, $0x3fb504f3
-DATA lgc48<>+8(SB)/4, $0x3fb504f3
-DATA lgc48<>+12(SB)/4, $0x3fb504f3
-DATA lgc48<>+16(SB)/4, $0x3fb504f3
-DATA lgc48<>+20(SB)/4, $0x3fb504f3
-DATA lgc48<>+24(SB)/4, $0x3fb504f3
-DATA lgc48<>+28(SB)/4, $0x3fb504f3
+DATA lgc48<>+0(SB)/4, $0x007fffff
+DATA lgc48<>+4(SB)/4, $0x007fffff
+DATA lgc48<>+8(SB)/4, $0x007fffff
+DATA lgc48<>+12(SB)/4, $0x007fffff
+DATA lgc48<>+16(SB)/4, $0x007fffff
+DATA lgc48<>+20(SB)/4, $0x007fffff
+DATA lgc48<>+24(SB)/4, $0x007fffff
+DATA lgc48<>+28(SB)/4, $0x007fffff
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3d9021bb
-DATA lgc49<>+4(SB)/4, $0x3d9021bb
-DATA lgc49<>+8(SB)/4, $0x3d9021bb
-DATA lgc49<>+12(SB)/4, $0x3d9021bb
-DATA lgc49<>+16(SB)/4, $0x3d9021bb
-DATA lgc49<>+20(SB)/4, $0x3d9021bb
-DATA lgc49<>+24(SB)/4, $0x3d9021bb
-DATA lgc49<>+28(SB)/4, $0x3d9021bb
+DATA lgc49<>+0(SB)/4, $0x3fb504f3
+DATA lgc49<>+4(SB)/4, $0x3fb504f3
+DATA lgc49<>+8(SB)/4, $0x3fb504f3
+DATA lgc49<>+12(SB)/4, $0x3fb504f3
+DATA lgc49<>+16(SB)/4, $0x3fb504f3
+DATA lgc49<>+20(SB)/4, $0x3fb504f3
+DATA lgc49<>+24(SB)/4, $0x3fb504f3
+DATA lgc49<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbdebd1b8
-DATA lgc50<>+4(SB)/4, $0xbdebd1b8
-DATA lgc50<>+8(SB)/4, $0xbdebd1b8
-DATA lgc50<>+12(SB)/4, $0xbdebd1b8
-DATA lgc50<>+16(SB)/4, $0xbdebd1b8
-DATA lgc50<>+20(SB)/4, $0xbdebd1b8
-DATA lgc50<>+24(SB)/4, $0xbdebd1b8
-DATA lgc50<>+28(SB)/4, $0xbdebd1b8
+DATA lgc50<>+0(SB)/4, $0x3d9021bb
+DATA lgc50<>+4(SB)/4, $0x3d9021bb
+DATA lgc50<>+8(SB)/4, $0x3d9021bb
+DATA lgc50<>+12(SB)/4, $0x3d9021bb
+DATA lgc50<>+16(SB)/4, $0x3d9021bb
+DATA lgc50<>+20(SB)/4, $0x3d9021bb
+DATA lgc50<>+24(SB)/4, $0x3d9021bb
+DATA lgc50<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3def251a
-DATA lgc51<>+4(SB)/4, $0x3def251a
-DATA lgc51<>+8(SB)/4, $0x3def251a
-DATA lgc51<>+12(SB)/4, $0x3def251a
-DATA lgc51<>+16(SB)/4, $0x3def251a
-DATA lgc51<>+20(SB)/4, $0x3def251a
-DATA lgc51<>+24(SB)/4, $0x3def251a
-DATA lgc51<>+28(SB)/4, $0x3def251a
+DATA lgc51<>+0(SB)/4, $0xbdebd1b8
+DATA lgc51<>+4(SB)/4, $0xbdebd1b8
+DATA lgc51<>+8(SB)/4, $0xbdebd1b8
+DATA lgc51<>+12(SB)/4, $0xbdebd1b8
+DATA lgc51<>+16(SB)/4, $0xbdebd1b8
+DATA lgc51<>+20(SB)/4, $0xbdebd1b8
+DATA lgc51<>+24(SB)/4, $0xbdebd1b8
+DATA lgc51<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+0(SB)/4, $0x3def251a
+DATA lgc52<>+4(SB)/4, $0x3def251a
+DATA lgc52<>+8(SB)/4, $0x3def251a
+DATA lgc52<>+12(SB)/4, $0x3def251a
+DATA lgc52<>+16(SB)/4, $0x3def251a
+DATA lgc52<>+20(SB)/4, $0x3def251a
+DATA lgc52<>+24(SB)/4, $0x3def251a
+DATA lgc52<>+28(SB)/4, $0x3def251a
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x3e11e9bf
-DATA lgc53<>+4(SB)/4, $0x3e11e9bf
-DATA lgc53<>+8(SB)/4, $0x3e11e9bf
-DATA lgc53<>+12(SB)/4, $0x3e11e9bf
-DATA lgc53<>+16(SB)/4, $0x3e11e9bf
-DATA lgc53<>+20(SB)/4, $0x3e11e9bf
-DATA lgc53<>+24(SB)/4, $0x3e11e9bf
-DATA lgc53<>+28(SB)/4, $0x3e11e9bf
+DATA lgc53<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0xbe2aae50
-DATA lgc54<>+4(SB)/4, $0xbe2aae50
-DATA lgc54<>+8(SB)/4, $0xbe2aae50
-DATA lgc54<>+12(SB)/4, $0xbe2aae50
-DATA lgc54<>+16(SB)/4, $0xbe2aae50
-DATA lgc54<>+20(SB)/4, $0xbe2aae50
-DATA lgc54<>+24(SB)/4, $0xbe2aae50
-DATA lgc54<>+28(SB)/4, $0xbe2aae50
+DATA lgc54<>+0(SB)/4, $0x3e11e9bf
+DATA lgc54<>+4(SB)/4, $0x3e11e9bf
+DATA lgc54<>+8(SB)/4, $0x3e11e9bf
+DATA lgc54<>+12(SB)/4, $0x3e11e9bf
+DATA lgc54<>+16(SB)/4, $0x3e11e9bf
+DATA lgc54<>+20(SB)/4, $0x3e11e9bf
+DATA lgc54<>+24(SB)/4, $0x3e11e9bf
+DATA lgc54<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x3e4cceac
-DATA lgc55<>+4(SB)/4, $0x3e4cceac
-DATA lgc55<>+8(SB)/4, $0x3e4cceac
-DATA lgc55<>+12(SB)/4, $0x3e4cceac
-DATA lgc55<>+16(SB)/4, $0x3e4cceac
-DATA lgc55<>+20(SB)/4, $0x3e4cceac
-DATA lgc55<>+24(SB)/4, $0x3e4cceac
-DATA lgc55<>+28(SB)/4, $0x3e4cceac
+DATA lgc55<>+0(SB)/4, $0xbe2aae50
+DATA lgc55<>+4(SB)/4, $0xbe2aae50
+DATA lgc55<>+8(SB)/4, $0xbe2aae50
+DATA lgc55<>+12(SB)/4, $0xbe2aae50
+DATA lgc55<>+16(SB)/4, $0xbe2aae50
+DATA lgc55<>+20(SB)/4, $0xbe2aae50
+DATA lgc55<>+24(SB)/4, $0xbe2aae50
+DATA lgc55<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0xbe7ffffc
-DATA lgc56<>+4(SB)/4, $0xbe7ffffc
-DATA lgc56<>+8(SB)/4, $0xbe7ffffc
-DATA lgc56<>+12(SB)/4, $0xbe7ffffc
-DATA lgc56<>+16(SB)/4, $0xbe7ffffc
-DATA lgc56<>+20(SB)/4, $0xbe7ffffc
-DATA lgc56<>+24(SB)/4, $0xbe7ffffc
-DATA lgc56<>+28(SB)/4, $0xbe7ffffc
+DATA lgc56<>+0(SB)/4, $0x3e4cceac
+DATA lgc56<>+4(SB)/4, $0x3e4cceac
+DATA lgc56<>+8(SB)/4, $0x3e4cceac
+DATA lgc56<>+12(SB)/4, $0x3e4cceac
+DATA lgc56<>+16(SB)/4, $0x3e4cceac
+DATA lgc56<>+20(SB)/4, $0x3e4cceac
+DATA lgc56<>+24(SB)/4, $0x3e4cceac
+DATA lgc56<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+0(SB)/4, $0xbe7ffffc
+DATA lgc57<>+4(SB)/4, $0xbe7ffffc
+DATA lgc57<>+8(SB)/4, $0xbe7ffffc
+DATA lgc57<>+12(SB)/4, $0xbe7ffffc
+DATA lgc57<>+16(SB)/4, $0xbe7ffffc
+DATA lgc57<>+20(SB)/4, $0xbe7ffffc
+DATA lgc57<>+24(SB)/4, $0xbe7ffffc
+DATA lgc57<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x7fc00000
-DATA lgc58<>+4(SB)/4, $0x7fc00000
-DATA lgc58<>+8(SB)/4, $0x7fc00000
-DATA lgc58<>+12(SB)/4, $0x7fc00000
-DATA lgc58<>+16(SB)/4, $0x7fc00000
-DATA lgc58<>+20(SB)/4, $0x7fc00000
-DATA lgc58<>+24(SB)/4, $0x7fc00000
-DATA lgc58<>+28(SB)/4, $0x7fc00000
+DATA lgc58<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0x7f800000
-DATA lgc59<>+4(SB)/4, $0x7f800000
-DATA lgc59<>+8(SB)/4, $0x7f800000
-DATA lgc59<>+12(SB)/4, $0x7f800000
-DATA lgc59<>+16(SB)/4, $0x7f800000
-DATA lgc59<>+20(SB)/4, $0x7f800000
-DATA lgc59<>+24(SB)/4, $0x7f800000
-DATA lgc59<>+28(SB)/4, $0x7f800000
+DATA lgc59<>+0(SB)/4, $0x7fc00000
+DATA lgc59<>+4(SB)/4, $0x7fc00000
+DATA lgc59<>+8(SB)/4, $0x7fc00000
+DATA lgc59<>+12(SB)/4, $0x7fc00000
+DATA lgc59<>+16(SB)/4, $0x7fc00000
+DATA lgc59<>+20(SB)/4, $0x7fc00000
+DATA lgc59<>+24(SB)/4, $0x7fc00000
+DATA lgc59<>+28(SB)/4, $0x7fc00000
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -3124,23 +3132,22 @@ bulk_19:
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
-	VMULPS       lgc44<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc44<>+0(SB), Y1, Y2
+	VMULPS       lgc45<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc45<>+0(SB), Y4, Y4
-	VPAND        lgc46<>+0(SB), Y2, Y2
+	VPSUBD       lgc46<>+0(SB), Y4, Y4
+	VPAND        lgc47<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc47<>+0(SB), Y3, Y2
+	VPAND        lgc48<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc48<>+0(SB), Y2, Y3
-	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc49<>+0(SB), Y2, Y3
+	VMULPS       lgc25<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc49<>+0(SB), Y5
-	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
+	VMOVAPS      lgc50<>+0(SB), Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
@@ -3148,19 +3155,20 @@ bulk_19:
 	VFMADD213PS  lgc55<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc57<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc58<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc32<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc59<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc59<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc8<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -3170,9 +3178,9 @@ bulk_19:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc32<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc59<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc8<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_19

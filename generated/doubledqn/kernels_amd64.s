@@ -291,24 +291,37 @@ inner_A_4:
 	// tdlB = add(v19, v38)
 	VADDPD Y1, Y4, Y1
 
-	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
+	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse cut
 	VMOVUPD     Y7, Y4
-	VANDPD      lgc9<>+0(SB), Y1, Y5
-	VCMPPD      $0x12, lgc10<>+0(SB), Y5, Y5
+	VANDPD      lgc9<>+0(SB), Y1, Y7
+	VCMPPD      $0x1a, lgc10<>+0(SB), Y7, Y5
+	VCMPPD      $0x00, lgc11<>+0(SB), Y7, Y7
+	VORPD       Y7, Y5, Y5
+	VANDPD      lgc9<>+0(SB), Y4, Y7
+	VCMPPD      $0x1d, lgc12<>+0(SB), Y7, Y7
+	VCMPPD      $0x00, lgc0<>+0(SB), Y4, Y8
+	VORPD       Y8, Y7, Y7
+	VANDPD      Y7, Y5, Y5
 	VANDPD      448(DX), Y5, Y5
 	VMOVUPD     Y5, 448(DX)
 	VPERMPD     $0xf9, Y4, Y5
 	VPERMPD     $0xf9, Y1, Y7
 	VBLENDPD    $0x08, lgc2<>+0(SB), Y5, Y5
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y7, Y7
+	VCMPPD      $0x04, lgc0<>+0(SB), Y4, Y8
+	VANDPD      Y8, Y7, Y7
 	VFMADD231PD Y4, Y7, Y1
 	VMULPD      Y5, Y4, Y4
 	VPERMPD     $0xee, Y4, Y5
 	VPERMPD     $0xee, Y1, Y7
 	VBLENDPD    $0x0c, lgc2<>+0(SB), Y5, Y5
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y7, Y7
+	VCMPPD      $0x04, lgc0<>+0(SB), Y4, Y8
+	VANDPD      Y8, Y7, Y7
 	VFMADD231PD Y4, Y7, Y1
 	VMULPD      Y5, Y4, Y4
+	VCMPPD      $0x04, lgc0<>+0(SB), Y4, Y5
+	VANDPD      Y5, Y0, Y0
 	VFMADD231PD Y4, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
 
@@ -329,13 +342,13 @@ inner_A_4:
 	VCMPPD $0x11, Y6, Y5, Y6
 
 	// v49 = mul(0.5, absDiff)
-	VMULPD lgc11<>+0(SB), Y5, Y7
+	VMULPD lgc13<>+0(SB), Y5, Y7
 
 	// v50 = mul(v49, absDiff)
 	VMULPD Y5, Y7, Y7
 
 	// v51 = sub(absDiff, 0.5)
-	VSUBPD  lgc11<>+0(SB), Y5, Y5
+	VSUBPD  lgc13<>+0(SB), Y5, Y5
 	VMOVUPD Y1, 488(SP)
 
 	// smoothL1 = where(v48, v50, v51)
@@ -444,11 +457,23 @@ DATA lgc10<>+16(SB)/8, $0x7f50000000000000
 DATA lgc10<>+24(SB)/8, $0x7f50000000000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc11<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc11<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc11<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc11<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc11<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc11<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc11<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
+
+DATA lgc12<>+0(SB)/8, $0x2fb0000000000000
+DATA lgc12<>+8(SB)/8, $0x2fb0000000000000
+DATA lgc12<>+16(SB)/8, $0x2fb0000000000000
+DATA lgc12<>+24(SB)/8, $0x2fb0000000000000
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+DATA lgc13<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc13<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc13<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc13<>+24(SB)/8, $0x3fe0000000000000
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float64, s0 *float64, loss *float64)
 // Requires: AVX
@@ -693,24 +718,37 @@ inner_A_8:
 	// tdlB = add(v19, v38)
 	VADDPD Y1, Y3, Y1
 
-	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
+	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse cut
 	VMOVUPD     Y4, Y2
-	VANDPD      lgc9<>+0(SB), Y1, Y3
-	VCMPPD      $0x12, lgc10<>+0(SB), Y3, Y3
+	VANDPD      lgc9<>+0(SB), Y1, Y4
+	VCMPPD      $0x1a, lgc10<>+0(SB), Y4, Y3
+	VCMPPD      $0x00, lgc11<>+0(SB), Y4, Y4
+	VORPD       Y4, Y3, Y3
+	VANDPD      lgc9<>+0(SB), Y2, Y4
+	VCMPPD      $0x1d, lgc12<>+0(SB), Y4, Y4
+	VCMPPD      $0x00, lgc0<>+0(SB), Y2, Y5
+	VORPD       Y5, Y4, Y4
+	VANDPD      Y4, Y3, Y3
 	VANDPD      256(DX), Y3, Y3
 	VMOVUPD     Y3, 256(DX)
 	VPERMPD     $0xf9, Y2, Y3
 	VPERMPD     $0xf9, Y1, Y4
 	VBLENDPD    $0x08, lgc2<>+0(SB), Y3, Y3
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y4, Y4
+	VCMPPD      $0x04, lgc0<>+0(SB), Y2, Y5
+	VANDPD      Y5, Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VPERMPD     $0xee, Y2, Y3
 	VPERMPD     $0xee, Y1, Y4
 	VBLENDPD    $0x0c, lgc2<>+0(SB), Y3, Y3
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y4, Y4
+	VCMPPD      $0x04, lgc0<>+0(SB), Y2, Y5
+	VANDPD      Y5, Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
+	VCMPPD      $0x04, lgc0<>+0(SB), Y2, Y3
+	VANDPD      Y3, Y0, Y0
 	VFMADD231PD Y2, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
 
@@ -852,13 +890,13 @@ inner_A_11:
 	VCMPPD $0x11, Y5, Y4, Y5
 
 	// v49 = mul(0.5, absDiff)
-	VMULPD lgc11<>+0(SB), Y4, Y6
+	VMULPD lgc13<>+0(SB), Y4, Y6
 
 	// v50 = mul(v49, absDiff)
 	VMULPD Y4, Y6, Y7
 
 	// v51 = sub(absDiff, 0.5)
-	VSUBPD  lgc11<>+0(SB), Y4, Y8
+	VSUBPD  lgc13<>+0(SB), Y4, Y8
 	VMOVUPD Y2, 360(SP)
 	VMOVUPD Y3, 392(SP)
 
@@ -910,7 +948,7 @@ inner_A_11:
 	VADDPD Y3, Y1, Y1
 
 	// v71 = mul(v67, 0.5)
-	VMULPD lgc11<>+0(SB), Y2, Y2
+	VMULPD lgc13<>+0(SB), Y2, Y2
 
 	// v72 = add(v70, v71)
 	VADDPD Y2, Y1, Y1
@@ -923,7 +961,7 @@ inner_A_11:
 
 	// v75 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPD lgc12<>+0(SB), Y4
+	VMOVUPD lgc14<>+0(SB), Y4
 
 	// v76 = where(v74, -1, v75)
 	VBLENDVPD Y3, Y4, Y0, Y0
@@ -1037,11 +1075,11 @@ inner_A_12:
 	VZEROUPPER
 	RET
 
-DATA lgc12<>+0(SB)/8, $0xbff0000000000000
-DATA lgc12<>+8(SB)/8, $0xbff0000000000000
-DATA lgc12<>+16(SB)/8, $0xbff0000000000000
-DATA lgc12<>+24(SB)/8, $0xbff0000000000000
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+DATA lgc14<>+0(SB)/8, $0xbff0000000000000
+DATA lgc14<>+8(SB)/8, $0xbff0000000000000
+DATA lgc14<>+16(SB)/8, $0xbff0000000000000
+DATA lgc14<>+24(SB)/8, $0xbff0000000000000
+GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float64, s1 *float64, loss *float64)
 // Requires: AVX
@@ -1077,20 +1115,17 @@ bulk_13:
 	CMPQ         BX, DX
 	JGE          bulkdone_14
 	VMOVUPD      (CX)(BX*8), Y0
-	VMOVUPD      lgc13<>+0(SB), Y1
+	VMOVUPD      lgc15<>+0(SB), Y1
 	VMAXPD       Y0, Y1, Y0
-	VMOVUPD      lgc14<>+0(SB), Y1
+	VMOVUPD      lgc16<>+0(SB), Y1
 	VMINPD       Y0, Y1, Y0
-	VMULPD       lgc15<>+0(SB), Y0, Y1
+	VMULPD       lgc17<>+0(SB), Y0, Y1
 	VROUNDPD     $0x00, Y1, Y1
-	VFNMADD231PD lgc16<>+0(SB), Y1, Y0
-	VFNMADD231PD lgc17<>+0(SB), Y1, Y0
+	VFNMADD231PD lgc18<>+0(SB), Y1, Y0
+	VFNMADD231PD lgc19<>+0(SB), Y1, Y0
 	VMULPD       Y0, Y0, Y2
-	VMOVUPD      lgc18<>+0(SB), Y3
-	VFMADD213PD  lgc19<>+0(SB), Y0, Y3
-	VMOVUPD      lgc20<>+0(SB), Y4
-	VFMADD213PD  lgc21<>+0(SB), Y0, Y4
-	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc20<>+0(SB), Y3
+	VFMADD213PD  lgc21<>+0(SB), Y0, Y3
 	VMOVUPD      lgc22<>+0(SB), Y4
 	VFMADD213PD  lgc23<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
@@ -1101,13 +1136,16 @@ bulk_13:
 	VFMADD213PD  lgc27<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
 	VMOVUPD      lgc28<>+0(SB), Y4
-	VFMADD213PD  lgc11<>+0(SB), Y0, Y4
+	VFMADD213PD  lgc29<>+0(SB), Y0, Y4
+	VFMADD213PD  Y4, Y2, Y3
+	VMOVUPD      lgc30<>+0(SB), Y4
+	VFMADD213PD  lgc13<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
 	VMOVUPD      lgc2<>+0(SB), Y4
 	VFMADD213PD  lgc2<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
 	VCVTPD2DQY   Y1, X0
-	VPADDD       lgc29<>+0(SB), X0, X0
+	VPADDD       lgc31<>+0(SB), X0, X0
 	VPSRLD       $0x01, X0, X1
 	VPSUBD       X1, X0, X0
 	VPMOVZXDQ    X1, Y1
@@ -1124,111 +1162,111 @@ bulkdone_14:
 	VZEROUPPER
 	RET
 
-DATA lgc13<>+0(SB)/8, $0xc087500000000000
-DATA lgc13<>+8(SB)/8, $0xc087500000000000
-DATA lgc13<>+16(SB)/8, $0xc087500000000000
-DATA lgc13<>+24(SB)/8, $0xc087500000000000
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
-
-DATA lgc14<>+0(SB)/8, $0x4086300000000000
-DATA lgc14<>+8(SB)/8, $0x4086300000000000
-DATA lgc14<>+16(SB)/8, $0x4086300000000000
-DATA lgc14<>+24(SB)/8, $0x4086300000000000
-GLOBL lgc14<>(SB), RODATA|NOPTR, $32
-
-DATA lgc15<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc15<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc15<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc15<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc15<>+0(SB)/8, $0xc087500000000000
+DATA lgc15<>+8(SB)/8, $0xc087500000000000
+DATA lgc15<>+16(SB)/8, $0xc087500000000000
+DATA lgc15<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc16<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc16<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc16<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc16<>+0(SB)/8, $0x4086300000000000
+DATA lgc16<>+8(SB)/8, $0x4086300000000000
+DATA lgc16<>+16(SB)/8, $0x4086300000000000
+DATA lgc16<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc17<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc17<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc17<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc17<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc17<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc17<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc17<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc18<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc18<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc18<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc18<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc18<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc18<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc18<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc19<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc19<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc19<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc19<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc19<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc19<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc19<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc20<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc20<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc20<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc20<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc20<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc20<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc20<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc21<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc21<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc21<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc21<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc21<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc21<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc21<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc22<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc22<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc22<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc22<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc22<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc22<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc22<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc23<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc23<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc23<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc23<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc23<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc23<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc23<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc24<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc24<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc24<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc24<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc24<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc24<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc24<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc25<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc25<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc25<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc25<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc25<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc25<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc25<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x3f81111111111111
-DATA lgc26<>+8(SB)/8, $0x3f81111111111111
-DATA lgc26<>+16(SB)/8, $0x3f81111111111111
-DATA lgc26<>+24(SB)/8, $0x3f81111111111111
+DATA lgc26<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc26<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc26<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc26<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc27<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc27<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc27<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc27<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc27<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc27<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc27<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc28<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc28<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc28<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc28<>+0(SB)/8, $0x3f81111111111111
+DATA lgc28<>+8(SB)/8, $0x3f81111111111111
+DATA lgc28<>+16(SB)/8, $0x3f81111111111111
+DATA lgc28<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x000007fe
-DATA lgc29<>+4(SB)/4, $0x000007fe
-DATA lgc29<>+8(SB)/4, $0x000007fe
-DATA lgc29<>+12(SB)/4, $0x000007fe
-DATA lgc29<>+16(SB)/4, $0x000007fe
-DATA lgc29<>+20(SB)/4, $0x000007fe
-DATA lgc29<>+24(SB)/4, $0x000007fe
-DATA lgc29<>+28(SB)/4, $0x000007fe
+DATA lgc29<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc29<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc29<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc29<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc30<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc30<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc30<>+24(SB)/8, $0x3fc5555555555555
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x000007fe
+DATA lgc31<>+4(SB)/4, $0x000007fe
+DATA lgc31<>+8(SB)/4, $0x000007fe
+DATA lgc31<>+12(SB)/4, $0x000007fe
+DATA lgc31<>+16(SB)/4, $0x000007fe
+DATA lgc31<>+20(SB)/4, $0x000007fe
+DATA lgc31<>+24(SB)/4, $0x000007fe
+DATA lgc31<>+28(SB)/4, $0x000007fe
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1242,51 +1280,51 @@ bulk_15:
 	CMPQ        BX, DX
 	JGE         bulkdone_16
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPD      lgc31<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPD      lgc33<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc32<>+0(SB), Y3, Y3
-	VPAND       lgc33<>+0(SB), Y1, Y1
+	VPSUBQ      lgc34<>+0(SB), Y3, Y3
+	VPAND       lgc35<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc34<>+0(SB), Y2, Y1
+	VPAND       lgc36<>+0(SB), Y2, Y1
 	VPOR        lgc2<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPD      lgc11<>+0(SB), Y1, Y4
+	VCMPPD      $0x1e, lgc37<>+0(SB), Y1, Y2
+	VMULPD      lgc13<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc2<>+0(SB), Y1, Y1
-	VADDPD      lgc36<>+0(SB), Y1, Y2
+	VADDPD      lgc38<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc37<>+0(SB), Y6
-	VFMADD213PD lgc38<>+0(SB), Y5, Y6
-	VFMADD213PD lgc39<>+0(SB), Y5, Y6
+	VMOVAPD     lgc39<>+0(SB), Y6
+	VFMADD213PD lgc40<>+0(SB), Y5, Y6
+	VFMADD213PD lgc41<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc40<>+0(SB), Y7
-	VFMADD213PD lgc41<>+0(SB), Y5, Y7
-	VFMADD213PD lgc42<>+0(SB), Y5, Y7
+	VMOVAPD     lgc42<>+0(SB), Y7
 	VFMADD213PD lgc43<>+0(SB), Y5, Y7
+	VFMADD213PD lgc44<>+0(SB), Y5, Y7
+	VFMADD213PD lgc45<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc11<>+0(SB), Y4, Y4
-	VPADDQ      lgc44<>+0(SB), Y3, Y3
-	VSUBPD      lgc44<>+0(SB), Y3, Y3
+	VMULPD      lgc13<>+0(SB), Y4, Y4
+	VPADDQ      lgc46<>+0(SB), Y3, Y3
+	VSUBPD      lgc46<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc17<>+0(SB), Y3, Y5
+	VFMADD231PD lgc19<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc16<>+0(SB), Y3, Y1
+	VMULPD      lgc18<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc3<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc45<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc46<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc46<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc47<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc11<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc11<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -1297,107 +1335,101 @@ bulkdone_16:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/8, $0x0010000000000000
-DATA lgc30<>+8(SB)/8, $0x0010000000000000
-DATA lgc30<>+16(SB)/8, $0x0010000000000000
-DATA lgc30<>+24(SB)/8, $0x0010000000000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/8, $0x4350000000000000
-DATA lgc31<>+8(SB)/8, $0x4350000000000000
-DATA lgc31<>+16(SB)/8, $0x4350000000000000
-DATA lgc31<>+24(SB)/8, $0x4350000000000000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/8, $0x00000000000003ff
-DATA lgc32<>+8(SB)/8, $0x00000000000003ff
-DATA lgc32<>+16(SB)/8, $0x00000000000003ff
-DATA lgc32<>+24(SB)/8, $0x00000000000003ff
+DATA lgc32<>+0(SB)/8, $0x0010000000000000
+DATA lgc32<>+8(SB)/8, $0x0010000000000000
+DATA lgc32<>+16(SB)/8, $0x0010000000000000
+DATA lgc32<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc33<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc33<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc33<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc33<>+0(SB)/8, $0x4350000000000000
+DATA lgc33<>+8(SB)/8, $0x4350000000000000
+DATA lgc33<>+16(SB)/8, $0x4350000000000000
+DATA lgc33<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc34<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc34<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc34<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc34<>+0(SB)/8, $0x00000000000003ff
+DATA lgc34<>+8(SB)/8, $0x00000000000003ff
+DATA lgc34<>+16(SB)/8, $0x00000000000003ff
+DATA lgc34<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc35<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc35<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc35<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc35<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc35<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc35<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc35<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x4000000000000000
-DATA lgc36<>+8(SB)/8, $0x4000000000000000
-DATA lgc36<>+16(SB)/8, $0x4000000000000000
-DATA lgc36<>+24(SB)/8, $0x4000000000000000
+DATA lgc36<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc36<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc36<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc36<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc37<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc37<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc37<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc37<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc37<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc37<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc37<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc38<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc38<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc38<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc38<>+0(SB)/8, $0x4000000000000000
+DATA lgc38<>+8(SB)/8, $0x4000000000000000
+DATA lgc38<>+16(SB)/8, $0x4000000000000000
+DATA lgc38<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc39<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc39<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc39<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc39<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc39<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc39<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc39<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc40<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc40<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc40<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc40<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc40<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc40<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc40<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc41<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc41<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc41<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc41<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc41<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc41<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc41<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc42<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc42<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc42<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc42<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc42<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc42<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc42<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc43<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc43<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc43<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc43<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc43<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc43<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc43<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x4338000000000000
-DATA lgc44<>+8(SB)/8, $0x4338000000000000
-DATA lgc44<>+16(SB)/8, $0x4338000000000000
-DATA lgc44<>+24(SB)/8, $0x4338000000000000
+DATA lgc44<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc44<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc44<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc44<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc45<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc45<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc45<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc45<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc45<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc45<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc45<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc46<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc46<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc46<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc46<>+0(SB)/8, $0x4338000000000000
+DATA lgc46<>+8(SB)/8, $0x4338000000000000
+DATA lgc46<>+16(SB)/8, $0x4338000000000000
+DATA lgc46<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc47<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc47<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc47<>+24(SB)/8, $0x7ff8000000000001
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1412,51 +1444,51 @@ bulk_17:
 	JGE         bulkdone_18
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc2<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPD      lgc31<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc32<>+0(SB), Y1, Y2
+	VMULPD      lgc33<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc32<>+0(SB), Y4, Y4
-	VPAND       lgc33<>+0(SB), Y2, Y2
+	VPSUBQ      lgc34<>+0(SB), Y4, Y4
+	VPAND       lgc35<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc34<>+0(SB), Y3, Y2
+	VPAND       lgc36<>+0(SB), Y3, Y2
 	VPOR        lgc2<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc35<>+0(SB), Y2, Y3
-	VMULPD      lgc11<>+0(SB), Y2, Y5
+	VCMPPD      $0x1e, lgc37<>+0(SB), Y2, Y3
+	VMULPD      lgc13<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc2<>+0(SB), Y2, Y2
-	VADDPD      lgc36<>+0(SB), Y2, Y3
+	VADDPD      lgc38<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc37<>+0(SB), Y7
-	VFMADD213PD lgc38<>+0(SB), Y6, Y7
-	VFMADD213PD lgc39<>+0(SB), Y6, Y7
+	VMOVAPD     lgc39<>+0(SB), Y7
+	VFMADD213PD lgc40<>+0(SB), Y6, Y7
+	VFMADD213PD lgc41<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc40<>+0(SB), Y8
-	VFMADD213PD lgc41<>+0(SB), Y6, Y8
-	VFMADD213PD lgc42<>+0(SB), Y6, Y8
+	VMOVAPD     lgc42<>+0(SB), Y8
 	VFMADD213PD lgc43<>+0(SB), Y6, Y8
+	VFMADD213PD lgc44<>+0(SB), Y6, Y8
+	VFMADD213PD lgc45<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc44<>+0(SB), Y4, Y4
-	VSUBPD      lgc44<>+0(SB), Y4, Y4
+	VMULPD      lgc13<>+0(SB), Y5, Y5
+	VPADDQ      lgc46<>+0(SB), Y4, Y4
+	VSUBPD      lgc46<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc17<>+0(SB), Y4, Y6
+	VFMADD231PD lgc19<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc16<>+0(SB), Y4, Y2
+	VMULPD      lgc18<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc3<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc45<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc46<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc46<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc47<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc11<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc11<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
 	VSUBPD      lgc2<>+0(SB), Y1, Y3
@@ -1467,8 +1499,8 @@ bulk_17:
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc3<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc46<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc46<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc11<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc11<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_17

@@ -96,7 +96,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v37 := one - v36
 			v38 := float64(v34 * v37)
 			tdlB := v19 + v38
-			tdLambdaReturn := tdlB + float64(tdLambdaReturnCarry*tdlA)
+			tdLambdaReturn := tdlB + runtime.CutMul(tdLambdaReturnCarry, tdlA)
 			tdLambdaReturnCarry = tdLambdaReturn
 			v41 := tdLambdaReturn - v26
 			out.Advantage[iN*32+iT] = v41
@@ -153,7 +153,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 []float64 // tdLambdaReturn = scan(tdlB, tdlA) over T reverse [N=8 T=32]
+	s0 []float64 // tdLambdaReturn = scan(tdlB, tdlA) over T reverse cut [N=8 T=32]
 	s1 float64   // v54 = sum(v53) over N,T
 }
 
@@ -227,7 +227,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v37 := one - v36
 			v38 := float64(v34 * v37)
 			tdlB := v19 + v38
-			tdLambdaReturn := tdlB + float64(tdLambdaReturnCarry*tdlA)
+			tdLambdaReturn := tdlB + runtime.CutMul(tdLambdaReturnCarry, tdlA)
 			tdLambdaReturnCarry = tdLambdaReturn
 			s.s0[iN*32+iT] = tdLambdaReturn
 		}

@@ -62,8 +62,10 @@ outer0_1:
 	VANDPD      Y4, Y2, Y2
 	VMOVUPD     lgc1<>+0(SB), Y5
 	VBLENDVPD   Y4, Y1, Y5, Y1
-	VANDPD      lgc5<>+0(SB), Y2, Y4
-	VCMPPD      $0x12, lgc6<>+0(SB), Y4, Y4
+	VANDPD      lgc5<>+0(SB), Y2, Y5
+	VCMPPD      $0x1a, lgc6<>+0(SB), Y5, Y4
+	VCMPPD      $0x00, lgc7<>+0(SB), Y5, Y5
+	VORPD       Y5, Y4, Y4
 	MOVQ        state+48(FP), CX
 	VANDPD      832(CX), Y4, Y4
 	VMOVUPD     Y4, 832(CX)
@@ -162,8 +164,10 @@ blocks_2:
 	VMULPD lgc4<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPD      lgc5<>+0(SB), Y2, Y4
-	VCMPPD      $0x12, lgc6<>+0(SB), Y4, Y4
+	VANDPD      lgc5<>+0(SB), Y2, Y5
+	VCMPPD      $0x1a, lgc6<>+0(SB), Y5, Y4
+	VCMPPD      $0x00, lgc7<>+0(SB), Y5, Y5
+	VORPD       Y5, Y4, Y4
 	MOVQ        state+48(FP), DX
 	VANDPD      832(DX), Y4, Y4
 	VMOVUPD     Y4, 832(DX)
@@ -260,6 +264,12 @@ DATA lgc6<>+16(SB)/8, $0x7f20000000000000
 DATA lgc6<>+24(SB)/8, $0x7f20000000000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
+DATA lgc7<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc7<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc7<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc7<>+24(SB)/8, $0x7ff0000000000000
+GLOBL lgc7<>(SB), RODATA|NOPTR, $32
+
 // func pass1AVX2(s2 *float64, lo int, s0 *float64, s1 *float64, advantage *float64, hi int)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $32-48
@@ -270,7 +280,7 @@ TEXT ·pass1AVX2(SB), $32-48
 
 	// std = sqrt(v18)
 	VSQRTPD Y0, Y0
-	VMOVUPD lgc7<>+0(SB), Y1
+	VMOVUPD lgc8<>+0(SB), Y1
 
 	// v22 = max(std, 0.0001)
 	VMAXPD  Y0, Y1, Y0
@@ -328,11 +338,11 @@ blocks_4:
 	VZEROUPPER
 	RET
 
-DATA lgc7<>+0(SB)/8, $0x3f1a36e2eb1c432d
-DATA lgc7<>+8(SB)/8, $0x3f1a36e2eb1c432d
-DATA lgc7<>+16(SB)/8, $0x3f1a36e2eb1c432d
-DATA lgc7<>+24(SB)/8, $0x3f1a36e2eb1c432d
-GLOBL lgc7<>(SB), RODATA|NOPTR, $32
+DATA lgc8<>+0(SB)/8, $0x3f1a36e2eb1c432d
+DATA lgc8<>+8(SB)/8, $0x3f1a36e2eb1c432d
+DATA lgc8<>+16(SB)/8, $0x3f1a36e2eb1c432d
+DATA lgc8<>+24(SB)/8, $0x3f1a36e2eb1c432d
+GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -346,37 +356,37 @@ bulk_5:
 	CMPQ         BX, DX
 	JGE          bulkdone_6
 	VMOVUPD      (CX)(BX*8), Y0
-	VMOVUPD      lgc8<>+0(SB), Y1
-	VMAXPD       Y0, Y1, Y0
 	VMOVUPD      lgc9<>+0(SB), Y1
+	VMAXPD       Y0, Y1, Y0
+	VMOVUPD      lgc10<>+0(SB), Y1
 	VMINPD       Y0, Y1, Y0
-	VMULPD       lgc10<>+0(SB), Y0, Y1
+	VMULPD       lgc11<>+0(SB), Y0, Y1
 	VROUNDPD     $0x00, Y1, Y1
-	VFNMADD231PD lgc11<>+0(SB), Y1, Y0
 	VFNMADD231PD lgc12<>+0(SB), Y1, Y0
+	VFNMADD231PD lgc13<>+0(SB), Y1, Y0
 	VMULPD       Y0, Y0, Y2
-	VMOVUPD      lgc13<>+0(SB), Y3
-	VFMADD213PD  lgc14<>+0(SB), Y0, Y3
-	VMOVUPD      lgc15<>+0(SB), Y4
-	VFMADD213PD  lgc16<>+0(SB), Y0, Y4
+	VMOVUPD      lgc14<>+0(SB), Y3
+	VFMADD213PD  lgc15<>+0(SB), Y0, Y3
+	VMOVUPD      lgc16<>+0(SB), Y4
+	VFMADD213PD  lgc17<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
-	VMOVUPD      lgc17<>+0(SB), Y4
-	VFMADD213PD  lgc18<>+0(SB), Y0, Y4
+	VMOVUPD      lgc18<>+0(SB), Y4
+	VFMADD213PD  lgc19<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
-	VMOVUPD      lgc19<>+0(SB), Y4
-	VFMADD213PD  lgc20<>+0(SB), Y0, Y4
+	VMOVUPD      lgc20<>+0(SB), Y4
+	VFMADD213PD  lgc21<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
-	VMOVUPD      lgc21<>+0(SB), Y4
-	VFMADD213PD  lgc22<>+0(SB), Y0, Y4
+	VMOVUPD      lgc22<>+0(SB), Y4
+	VFMADD213PD  lgc23<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
-	VMOVUPD      lgc23<>+0(SB), Y4
-	VFMADD213PD  lgc24<>+0(SB), Y0, Y4
+	VMOVUPD      lgc24<>+0(SB), Y4
+	VFMADD213PD  lgc25<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
 	VMOVUPD      lgc1<>+0(SB), Y4
 	VFMADD213PD  lgc1<>+0(SB), Y0, Y4
 	VFMADD213PD  Y4, Y2, Y3
 	VCVTPD2DQY   Y1, X0
-	VPADDD       lgc25<>+0(SB), X0, X0
+	VPADDD       lgc26<>+0(SB), X0, X0
 	VPSRLD       $0x01, X0, X1
 	VPSUBD       X1, X0, X0
 	VPMOVZXDQ    X1, Y1
@@ -393,117 +403,117 @@ bulkdone_6:
 	VZEROUPPER
 	RET
 
-DATA lgc8<>+0(SB)/8, $0xc087500000000000
-DATA lgc8<>+8(SB)/8, $0xc087500000000000
-DATA lgc8<>+16(SB)/8, $0xc087500000000000
-DATA lgc8<>+24(SB)/8, $0xc087500000000000
-GLOBL lgc8<>(SB), RODATA|NOPTR, $32
-
-DATA lgc9<>+0(SB)/8, $0x4086300000000000
-DATA lgc9<>+8(SB)/8, $0x4086300000000000
-DATA lgc9<>+16(SB)/8, $0x4086300000000000
-DATA lgc9<>+24(SB)/8, $0x4086300000000000
+DATA lgc9<>+0(SB)/8, $0xc087500000000000
+DATA lgc9<>+8(SB)/8, $0xc087500000000000
+DATA lgc9<>+16(SB)/8, $0xc087500000000000
+DATA lgc9<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc10<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc10<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc10<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc10<>+0(SB)/8, $0x4086300000000000
+DATA lgc10<>+8(SB)/8, $0x4086300000000000
+DATA lgc10<>+16(SB)/8, $0x4086300000000000
+DATA lgc10<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc11<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc11<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc11<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc11<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc11<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc11<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc11<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc12<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc12<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc12<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc12<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc12<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc12<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc12<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc13<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc13<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc13<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc13<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc13<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc13<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc13<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc14<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc14<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc14<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc14<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc14<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc14<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc14<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc15<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc15<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc15<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc15<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc15<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc15<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc15<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc16<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc16<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc16<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc16<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc16<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc16<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc16<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc17<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc17<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc17<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc17<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc17<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc17<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc17<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc18<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc18<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc18<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc18<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc18<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc18<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc18<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc19<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc19<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc19<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc19<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc19<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc19<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc19<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc20<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc20<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc20<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc20<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc20<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc20<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc20<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3f81111111111111
-DATA lgc21<>+8(SB)/8, $0x3f81111111111111
-DATA lgc21<>+16(SB)/8, $0x3f81111111111111
-DATA lgc21<>+24(SB)/8, $0x3f81111111111111
+DATA lgc21<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc21<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc21<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc21<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc22<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc22<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc22<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc22<>+0(SB)/8, $0x3f81111111111111
+DATA lgc22<>+8(SB)/8, $0x3f81111111111111
+DATA lgc22<>+16(SB)/8, $0x3f81111111111111
+DATA lgc22<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc23<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc23<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc23<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc23<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc23<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc23<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc23<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc24<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc24<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc24<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc24<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc24<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc24<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc24<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x000007fe
-DATA lgc25<>+4(SB)/4, $0x000007fe
-DATA lgc25<>+8(SB)/4, $0x000007fe
-DATA lgc25<>+12(SB)/4, $0x000007fe
-DATA lgc25<>+16(SB)/4, $0x000007fe
-DATA lgc25<>+20(SB)/4, $0x000007fe
-DATA lgc25<>+24(SB)/4, $0x000007fe
-DATA lgc25<>+28(SB)/4, $0x000007fe
+DATA lgc25<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc25<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc25<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc25<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x000007fe
+DATA lgc26<>+4(SB)/4, $0x000007fe
+DATA lgc26<>+8(SB)/4, $0x000007fe
+DATA lgc26<>+12(SB)/4, $0x000007fe
+DATA lgc26<>+16(SB)/4, $0x000007fe
+DATA lgc26<>+20(SB)/4, $0x000007fe
+DATA lgc26<>+24(SB)/4, $0x000007fe
+DATA lgc26<>+28(SB)/4, $0x000007fe
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -517,51 +527,51 @@ bulk_7:
 	CMPQ        BX, DX
 	JGE         bulkdone_8
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc26<>+0(SB), Y0, Y1
-	VMULPD      lgc27<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc27<>+0(SB), Y0, Y1
+	VMULPD      lgc28<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc28<>+0(SB), Y3, Y3
-	VPAND       lgc29<>+0(SB), Y1, Y1
+	VPSUBQ      lgc29<>+0(SB), Y3, Y3
+	VPAND       lgc30<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc30<>+0(SB), Y2, Y1
+	VPAND       lgc31<>+0(SB), Y2, Y1
 	VPOR        lgc1<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc31<>+0(SB), Y1, Y2
-	VMULPD      lgc24<>+0(SB), Y1, Y4
+	VCMPPD      $0x1e, lgc32<>+0(SB), Y1, Y2
+	VMULPD      lgc25<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc1<>+0(SB), Y1, Y1
-	VADDPD      lgc32<>+0(SB), Y1, Y2
+	VADDPD      lgc33<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc33<>+0(SB), Y6
-	VFMADD213PD lgc34<>+0(SB), Y5, Y6
+	VMOVAPD     lgc34<>+0(SB), Y6
 	VFMADD213PD lgc35<>+0(SB), Y5, Y6
+	VFMADD213PD lgc36<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc36<>+0(SB), Y7
-	VFMADD213PD lgc37<>+0(SB), Y5, Y7
+	VMOVAPD     lgc37<>+0(SB), Y7
 	VFMADD213PD lgc38<>+0(SB), Y5, Y7
 	VFMADD213PD lgc39<>+0(SB), Y5, Y7
+	VFMADD213PD lgc40<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc24<>+0(SB), Y4, Y4
-	VPADDQ      lgc40<>+0(SB), Y3, Y3
-	VSUBPD      lgc40<>+0(SB), Y3, Y3
+	VMULPD      lgc25<>+0(SB), Y4, Y4
+	VPADDQ      lgc41<>+0(SB), Y3, Y3
+	VSUBPD      lgc41<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc12<>+0(SB), Y3, Y5
+	VFMADD231PD lgc13<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc11<>+0(SB), Y3, Y1
+	VMULPD      lgc12<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc42<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc43<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc7<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc7<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -572,112 +582,106 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/8, $0x0010000000000000
-DATA lgc26<>+8(SB)/8, $0x0010000000000000
-DATA lgc26<>+16(SB)/8, $0x0010000000000000
-DATA lgc26<>+24(SB)/8, $0x0010000000000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/8, $0x4350000000000000
-DATA lgc27<>+8(SB)/8, $0x4350000000000000
-DATA lgc27<>+16(SB)/8, $0x4350000000000000
-DATA lgc27<>+24(SB)/8, $0x4350000000000000
+DATA lgc27<>+0(SB)/8, $0x0010000000000000
+DATA lgc27<>+8(SB)/8, $0x0010000000000000
+DATA lgc27<>+16(SB)/8, $0x0010000000000000
+DATA lgc27<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x00000000000003ff
-DATA lgc28<>+8(SB)/8, $0x00000000000003ff
-DATA lgc28<>+16(SB)/8, $0x00000000000003ff
-DATA lgc28<>+24(SB)/8, $0x00000000000003ff
+DATA lgc28<>+0(SB)/8, $0x4350000000000000
+DATA lgc28<>+8(SB)/8, $0x4350000000000000
+DATA lgc28<>+16(SB)/8, $0x4350000000000000
+DATA lgc28<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc29<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc29<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc29<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc29<>+0(SB)/8, $0x00000000000003ff
+DATA lgc29<>+8(SB)/8, $0x00000000000003ff
+DATA lgc29<>+16(SB)/8, $0x00000000000003ff
+DATA lgc29<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc30<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc30<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc30<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc30<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc30<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc30<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc30<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc31<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc31<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc31<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc31<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc31<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc31<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc31<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x4000000000000000
-DATA lgc32<>+8(SB)/8, $0x4000000000000000
-DATA lgc32<>+16(SB)/8, $0x4000000000000000
-DATA lgc32<>+24(SB)/8, $0x4000000000000000
+DATA lgc32<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc32<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc32<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc32<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc33<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc33<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc33<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc33<>+0(SB)/8, $0x4000000000000000
+DATA lgc33<>+8(SB)/8, $0x4000000000000000
+DATA lgc33<>+16(SB)/8, $0x4000000000000000
+DATA lgc33<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc34<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc34<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc34<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc34<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc34<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc34<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc34<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc35<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc35<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc35<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc35<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc35<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc35<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc35<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc36<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc36<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc36<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc36<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc36<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc36<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc36<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc37<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc37<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc37<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc37<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc37<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc37<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc37<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc38<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc38<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc38<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc38<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc38<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc38<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc38<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc39<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc39<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc39<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc39<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc39<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc39<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc39<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x4338000000000000
-DATA lgc40<>+8(SB)/8, $0x4338000000000000
-DATA lgc40<>+16(SB)/8, $0x4338000000000000
-DATA lgc40<>+24(SB)/8, $0x4338000000000000
+DATA lgc40<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc40<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc40<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc40<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0xfff0000000000000
-DATA lgc41<>+8(SB)/8, $0xfff0000000000000
-DATA lgc41<>+16(SB)/8, $0xfff0000000000000
-DATA lgc41<>+24(SB)/8, $0xfff0000000000000
+DATA lgc41<>+0(SB)/8, $0x4338000000000000
+DATA lgc41<>+8(SB)/8, $0x4338000000000000
+DATA lgc41<>+16(SB)/8, $0x4338000000000000
+DATA lgc41<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+0(SB)/8, $0xfff0000000000000
+DATA lgc42<>+8(SB)/8, $0xfff0000000000000
+DATA lgc42<>+16(SB)/8, $0xfff0000000000000
+DATA lgc42<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc43<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc43<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc43<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc43<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
@@ -693,51 +697,51 @@ bulk_9:
 	JGE         bulkdone_10
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc1<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPD      lgc27<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPD      lgc28<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc28<>+0(SB), Y4, Y4
-	VPAND       lgc29<>+0(SB), Y2, Y2
+	VPSUBQ      lgc29<>+0(SB), Y4, Y4
+	VPAND       lgc30<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc30<>+0(SB), Y3, Y2
+	VPAND       lgc31<>+0(SB), Y3, Y2
 	VPOR        lgc1<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc31<>+0(SB), Y2, Y3
-	VMULPD      lgc24<>+0(SB), Y2, Y5
+	VCMPPD      $0x1e, lgc32<>+0(SB), Y2, Y3
+	VMULPD      lgc25<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc1<>+0(SB), Y2, Y2
-	VADDPD      lgc32<>+0(SB), Y2, Y3
+	VADDPD      lgc33<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc33<>+0(SB), Y7
-	VFMADD213PD lgc34<>+0(SB), Y6, Y7
+	VMOVAPD     lgc34<>+0(SB), Y7
 	VFMADD213PD lgc35<>+0(SB), Y6, Y7
+	VFMADD213PD lgc36<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc36<>+0(SB), Y8
-	VFMADD213PD lgc37<>+0(SB), Y6, Y8
+	VMOVAPD     lgc37<>+0(SB), Y8
 	VFMADD213PD lgc38<>+0(SB), Y6, Y8
 	VFMADD213PD lgc39<>+0(SB), Y6, Y8
+	VFMADD213PD lgc40<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc24<>+0(SB), Y5, Y5
-	VPADDQ      lgc40<>+0(SB), Y4, Y4
-	VSUBPD      lgc40<>+0(SB), Y4, Y4
+	VMULPD      lgc25<>+0(SB), Y5, Y5
+	VPADDQ      lgc41<>+0(SB), Y4, Y4
+	VSUBPD      lgc41<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc12<>+0(SB), Y4, Y6
+	VFMADD231PD lgc13<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc11<>+0(SB), Y4, Y2
+	VMULPD      lgc12<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc43<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc7<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc7<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
 	VSUBPD      lgc1<>+0(SB), Y1, Y3
@@ -747,9 +751,9 @@ bulk_9:
 	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc7<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc7<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_9

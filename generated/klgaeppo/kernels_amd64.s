@@ -74,37 +74,47 @@ blocks_2:
 	VMOVUPS Y4, 32(SP)
 	VMOVUPS Y3, 64(SP)
 
-	// gae = scan(delta, discount) over L reverse
+	// gae = scan(delta, discount) over L reverse cut
 	VMOVUPS     Y8, Y3
 	VMOVUPS     Y7, Y4
-	VANDPS      lgc4<>+0(SB), Y4, Y5
-	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
+	VANDPS      lgc4<>+0(SB), Y4, Y7
+	VCMPPS      $0x1a, lgc5<>+0(SB), Y7, Y5
+	VCMPPS      $0x00, lgc6<>+0(SB), Y7, Y7
+	VORPS       Y7, Y5, Y5
 	MOVQ        state+72(FP), BX
 	VANDPS      4544(BX), Y5, Y5
 	VMOVUPS     Y5, 4544(BX)
-	VMOVUPS     lgc6<>+0(SB), Y7
+	VMOVUPS     lgc7<>+0(SB), Y7
 	VPERMPS     Y3, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y3, Y7, Y4
-	VMULPS      Y5, Y3, Y3
-	VMOVUPS     lgc7<>+0(SB), Y7
-	VPERMPS     Y3, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
+	VCMPPS      $0x04, lgc0<>+0(SB), Y3, Y8
+	VANDPS      Y8, Y7, Y7
 	VFMADD231PS Y3, Y7, Y4
 	VMULPS      Y5, Y3, Y3
 	VMOVUPS     lgc8<>+0(SB), Y7
 	VPERMPS     Y3, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
+	VCMPPS      $0x04, lgc0<>+0(SB), Y3, Y8
+	VANDPS      Y8, Y7, Y7
 	VFMADD231PS Y3, Y7, Y4
 	VMULPS      Y5, Y3, Y3
+	VMOVUPS     lgc9<>+0(SB), Y7
+	VPERMPS     Y3, Y7, Y5
+	VPERMPS     Y4, Y7, Y7
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
+	VCMPPS      $0x04, lgc0<>+0(SB), Y3, Y8
+	VANDPS      Y8, Y7, Y7
+	VFMADD231PS Y3, Y7, Y4
+	VMULPS      Y5, Y3, Y3
+	VCMPPS      $0x04, lgc0<>+0(SB), Y3, Y5
+	VANDPS      Y5, Y0, Y0
 	VFMADD231PS Y3, Y0, Y4
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc10<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
@@ -130,11 +140,11 @@ blocks_2:
 	VMOVUPS Y4, 96(SP)
 	VMOVUPS Y4, 128(SP)
 	VMOVUPS Y5, 160(SP)
-	VMOVUPS lgc10<>+0(SB), Y4
+	VMOVUPS lgc11<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y8, Y4, Y4
-	VMOVUPS lgc11<>+0(SB), Y5
+	VMOVUPS lgc12<>+0(SB), Y5
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y4, Y5, Y4
@@ -142,27 +152,27 @@ blocks_2:
 	VMOVUPS Y2, 224(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc12<>+0(SB), Y2
+	VMOVUPS      lgc13<>+0(SB), Y2
 	VMAXPS       Y8, Y2, Y2
-	VMOVUPS      lgc13<>+0(SB), Y3
+	VMOVUPS      lgc14<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y5
-	VMOVUPS      lgc17<>+0(SB), Y9
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y9
-	VMOVUPS      lgc19<>+0(SB), Y10
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y10
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y9
+	VMOVUPS      lgc20<>+0(SB), Y10
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y10
 	VFMADD213PS  Y10, Y5, Y9
-	VMOVUPS      lgc21<>+0(SB), Y10
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y10
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y10
 	VFMADD213PS  Y10, Y5, Y9
 	VFMADD213PS  Y2, Y5, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -173,12 +183,12 @@ blocks_2:
 
 	// v38 = ge(v29, 0)
 	VCMPPS  $0x1d, Y2, Y6, Y2
-	VMOVUPS lgc24<>+0(SB), Y3
+	VMOVUPS lgc25<>+0(SB), Y3
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y3, Y3
 	VMOVUPS Y7, 256(SP)
-	VMOVUPS lgc25<>+0(SB), Y5
+	VMOVUPS lgc26<>+0(SB), Y5
 
 	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y5, Y5
@@ -191,7 +201,7 @@ blocks_2:
 	VMULPS Y2, Y6, Y2
 
 	// v45 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y2, Y2
+	VXORPS lgc27<>+0(SB), Y2, Y2
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Y2, Y1, Y2
@@ -236,7 +246,7 @@ blocks_2:
 	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc26<>+0(SB), Y4
+	VMOVUPS lgc27<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
@@ -244,13 +254,13 @@ blocks_2:
 	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v64 = mul(0.5, absDiff)
-	VMULPS lgc22<>+0(SB), Y4, Y6
+	VMULPS lgc23<>+0(SB), Y4, Y6
 
 	// v65 = mul(v64, absDiff)
 	VMULPS Y4, Y6, Y6
 
 	// v66 = sub(absDiff, 0.5)
-	VSUBPS lgc22<>+0(SB), Y4, Y4
+	VSUBPS lgc23<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v63, v65, v66)
 	VBLENDVPS Y5, Y6, Y4, Y4
@@ -293,7 +303,7 @@ blocks_2:
 	VMOVUPD      Y3, 2688(BX)(DI*8)
 	VADDPD       2720(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 2720(BX)(DI*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 
 	// v94 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y8, Y2, Y2
@@ -301,10 +311,10 @@ blocks_2:
 
 	// logsumexp(v94) over [B]
 	VANDPS       Y3, Y1, Y1
-	VCMPPS       $0x15, lgc28<>+0(SB), Y2, Y3
-	VCMPPS       $0x1a, lgc29<>+0(SB), Y2, Y4
+	VCMPPS       $0x15, lgc29<>+0(SB), Y2, Y3
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y2, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc27<>+0(SB), Y2, Y4
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       3712(BX), Y3, Y3
 	VMOVUPS      Y3, 3712(BX)
@@ -353,11 +363,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc30<>+0(SB), Y1
+	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -369,7 +379,7 @@ blocks_2:
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -382,7 +392,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -395,7 +405,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -408,7 +418,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -434,7 +444,7 @@ noflush_3:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -446,7 +456,7 @@ noflush_3:
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -459,7 +469,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -472,7 +482,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -485,7 +495,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -564,261 +574,271 @@ DATA lgc5<>+24(SB)/4, $0x7a800000
 DATA lgc5<>+28(SB)/4, $0x7a800000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000001
-DATA lgc6<>+4(SB)/4, $0x00000002
-DATA lgc6<>+8(SB)/4, $0x00000003
-DATA lgc6<>+12(SB)/4, $0x00000004
-DATA lgc6<>+16(SB)/4, $0x00000005
-DATA lgc6<>+20(SB)/4, $0x00000006
-DATA lgc6<>+24(SB)/4, $0x00000007
-DATA lgc6<>+28(SB)/4, $0x00000007
+DATA lgc6<>+0(SB)/4, $0x7f800000
+DATA lgc6<>+4(SB)/4, $0x7f800000
+DATA lgc6<>+8(SB)/4, $0x7f800000
+DATA lgc6<>+12(SB)/4, $0x7f800000
+DATA lgc6<>+16(SB)/4, $0x7f800000
+DATA lgc6<>+20(SB)/4, $0x7f800000
+DATA lgc6<>+24(SB)/4, $0x7f800000
+DATA lgc6<>+28(SB)/4, $0x7f800000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x00000002
-DATA lgc7<>+4(SB)/4, $0x00000003
-DATA lgc7<>+8(SB)/4, $0x00000004
-DATA lgc7<>+12(SB)/4, $0x00000005
-DATA lgc7<>+16(SB)/4, $0x00000006
-DATA lgc7<>+20(SB)/4, $0x00000007
-DATA lgc7<>+24(SB)/4, $0x00000006
+DATA lgc7<>+0(SB)/4, $0x00000001
+DATA lgc7<>+4(SB)/4, $0x00000002
+DATA lgc7<>+8(SB)/4, $0x00000003
+DATA lgc7<>+12(SB)/4, $0x00000004
+DATA lgc7<>+16(SB)/4, $0x00000005
+DATA lgc7<>+20(SB)/4, $0x00000006
+DATA lgc7<>+24(SB)/4, $0x00000007
 DATA lgc7<>+28(SB)/4, $0x00000007
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00000004
-DATA lgc8<>+4(SB)/4, $0x00000005
-DATA lgc8<>+8(SB)/4, $0x00000006
-DATA lgc8<>+12(SB)/4, $0x00000007
-DATA lgc8<>+16(SB)/4, $0x00000004
-DATA lgc8<>+20(SB)/4, $0x00000005
+DATA lgc8<>+0(SB)/4, $0x00000002
+DATA lgc8<>+4(SB)/4, $0x00000003
+DATA lgc8<>+8(SB)/4, $0x00000004
+DATA lgc8<>+12(SB)/4, $0x00000005
+DATA lgc8<>+16(SB)/4, $0x00000006
+DATA lgc8<>+20(SB)/4, $0x00000007
 DATA lgc8<>+24(SB)/4, $0x00000006
 DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00000000
-DATA lgc9<>+4(SB)/4, $0x00000000
-DATA lgc9<>+8(SB)/4, $0x00000000
-DATA lgc9<>+12(SB)/4, $0x00000000
-DATA lgc9<>+16(SB)/4, $0x00000000
-DATA lgc9<>+20(SB)/4, $0x00000000
-DATA lgc9<>+24(SB)/4, $0x00000000
-DATA lgc9<>+28(SB)/4, $0x00000000
+DATA lgc9<>+0(SB)/4, $0x00000004
+DATA lgc9<>+4(SB)/4, $0x00000005
+DATA lgc9<>+8(SB)/4, $0x00000006
+DATA lgc9<>+12(SB)/4, $0x00000007
+DATA lgc9<>+16(SB)/4, $0x00000004
+DATA lgc9<>+20(SB)/4, $0x00000005
+DATA lgc9<>+24(SB)/4, $0x00000006
+DATA lgc9<>+28(SB)/4, $0x00000007
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xbe647fbe
-DATA lgc10<>+4(SB)/4, $0xbe647fbe
-DATA lgc10<>+8(SB)/4, $0xbe647fbe
-DATA lgc10<>+12(SB)/4, $0xbe647fbe
-DATA lgc10<>+16(SB)/4, $0xbe647fbe
-DATA lgc10<>+20(SB)/4, $0xbe647fbe
-DATA lgc10<>+24(SB)/4, $0xbe647fbe
-DATA lgc10<>+28(SB)/4, $0xbe647fbe
+DATA lgc10<>+0(SB)/4, $0x00000000
+DATA lgc10<>+4(SB)/4, $0x00000000
+DATA lgc10<>+8(SB)/4, $0x00000000
+DATA lgc10<>+12(SB)/4, $0x00000000
+DATA lgc10<>+16(SB)/4, $0x00000000
+DATA lgc10<>+20(SB)/4, $0x00000000
+DATA lgc10<>+24(SB)/4, $0x00000000
+DATA lgc10<>+28(SB)/4, $0x00000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3e3ab281
-DATA lgc11<>+4(SB)/4, $0x3e3ab281
-DATA lgc11<>+8(SB)/4, $0x3e3ab281
-DATA lgc11<>+12(SB)/4, $0x3e3ab281
-DATA lgc11<>+16(SB)/4, $0x3e3ab281
-DATA lgc11<>+20(SB)/4, $0x3e3ab281
-DATA lgc11<>+24(SB)/4, $0x3e3ab281
-DATA lgc11<>+28(SB)/4, $0x3e3ab281
+DATA lgc11<>+0(SB)/4, $0xbe647fbe
+DATA lgc11<>+4(SB)/4, $0xbe647fbe
+DATA lgc11<>+8(SB)/4, $0xbe647fbe
+DATA lgc11<>+12(SB)/4, $0xbe647fbe
+DATA lgc11<>+16(SB)/4, $0xbe647fbe
+DATA lgc11<>+20(SB)/4, $0xbe647fbe
+DATA lgc11<>+24(SB)/4, $0xbe647fbe
+DATA lgc11<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xc2d00000
-DATA lgc12<>+4(SB)/4, $0xc2d00000
-DATA lgc12<>+8(SB)/4, $0xc2d00000
-DATA lgc12<>+12(SB)/4, $0xc2d00000
-DATA lgc12<>+16(SB)/4, $0xc2d00000
-DATA lgc12<>+20(SB)/4, $0xc2d00000
-DATA lgc12<>+24(SB)/4, $0xc2d00000
-DATA lgc12<>+28(SB)/4, $0xc2d00000
+DATA lgc12<>+0(SB)/4, $0x3e3ab281
+DATA lgc12<>+4(SB)/4, $0x3e3ab281
+DATA lgc12<>+8(SB)/4, $0x3e3ab281
+DATA lgc12<>+12(SB)/4, $0x3e3ab281
+DATA lgc12<>+16(SB)/4, $0x3e3ab281
+DATA lgc12<>+20(SB)/4, $0x3e3ab281
+DATA lgc12<>+24(SB)/4, $0x3e3ab281
+DATA lgc12<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x42b20000
-DATA lgc13<>+4(SB)/4, $0x42b20000
-DATA lgc13<>+8(SB)/4, $0x42b20000
-DATA lgc13<>+12(SB)/4, $0x42b20000
-DATA lgc13<>+16(SB)/4, $0x42b20000
-DATA lgc13<>+20(SB)/4, $0x42b20000
-DATA lgc13<>+24(SB)/4, $0x42b20000
-DATA lgc13<>+28(SB)/4, $0x42b20000
+DATA lgc13<>+0(SB)/4, $0xc2d00000
+DATA lgc13<>+4(SB)/4, $0xc2d00000
+DATA lgc13<>+8(SB)/4, $0xc2d00000
+DATA lgc13<>+12(SB)/4, $0xc2d00000
+DATA lgc13<>+16(SB)/4, $0xc2d00000
+DATA lgc13<>+20(SB)/4, $0xc2d00000
+DATA lgc13<>+24(SB)/4, $0xc2d00000
+DATA lgc13<>+28(SB)/4, $0xc2d00000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+0(SB)/4, $0x42b20000
+DATA lgc14<>+4(SB)/4, $0x42b20000
+DATA lgc14<>+8(SB)/4, $0x42b20000
+DATA lgc14<>+12(SB)/4, $0x42b20000
+DATA lgc14<>+16(SB)/4, $0x42b20000
+DATA lgc14<>+20(SB)/4, $0x42b20000
+DATA lgc14<>+24(SB)/4, $0x42b20000
+DATA lgc14<>+28(SB)/4, $0x42b20000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f318000
-DATA lgc15<>+4(SB)/4, $0x3f318000
-DATA lgc15<>+8(SB)/4, $0x3f318000
-DATA lgc15<>+12(SB)/4, $0x3f318000
-DATA lgc15<>+16(SB)/4, $0x3f318000
-DATA lgc15<>+20(SB)/4, $0x3f318000
-DATA lgc15<>+24(SB)/4, $0x3f318000
-DATA lgc15<>+28(SB)/4, $0x3f318000
+DATA lgc15<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xb95e8083
-DATA lgc16<>+4(SB)/4, $0xb95e8083
-DATA lgc16<>+8(SB)/4, $0xb95e8083
-DATA lgc16<>+12(SB)/4, $0xb95e8083
-DATA lgc16<>+16(SB)/4, $0xb95e8083
-DATA lgc16<>+20(SB)/4, $0xb95e8083
-DATA lgc16<>+24(SB)/4, $0xb95e8083
-DATA lgc16<>+28(SB)/4, $0xb95e8083
+DATA lgc16<>+0(SB)/4, $0x3f318000
+DATA lgc16<>+4(SB)/4, $0x3f318000
+DATA lgc16<>+8(SB)/4, $0x3f318000
+DATA lgc16<>+12(SB)/4, $0x3f318000
+DATA lgc16<>+16(SB)/4, $0x3f318000
+DATA lgc16<>+20(SB)/4, $0x3f318000
+DATA lgc16<>+24(SB)/4, $0x3f318000
+DATA lgc16<>+28(SB)/4, $0x3f318000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x39506967
-DATA lgc17<>+4(SB)/4, $0x39506967
-DATA lgc17<>+8(SB)/4, $0x39506967
-DATA lgc17<>+12(SB)/4, $0x39506967
-DATA lgc17<>+16(SB)/4, $0x39506967
-DATA lgc17<>+20(SB)/4, $0x39506967
-DATA lgc17<>+24(SB)/4, $0x39506967
-DATA lgc17<>+28(SB)/4, $0x39506967
+DATA lgc17<>+0(SB)/4, $0xb95e8083
+DATA lgc17<>+4(SB)/4, $0xb95e8083
+DATA lgc17<>+8(SB)/4, $0xb95e8083
+DATA lgc17<>+12(SB)/4, $0xb95e8083
+DATA lgc17<>+16(SB)/4, $0xb95e8083
+DATA lgc17<>+20(SB)/4, $0xb95e8083
+DATA lgc17<>+24(SB)/4, $0xb95e8083
+DATA lgc17<>+28(SB)/4, $0xb95e8083
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3ab743ce
-DATA lgc18<>+4(SB)/4, $0x3ab743ce
-DATA lgc18<>+8(SB)/4, $0x3ab743ce
-DATA lgc18<>+12(SB)/4, $0x3ab743ce
-DATA lgc18<>+16(SB)/4, $0x3ab743ce
-DATA lgc18<>+20(SB)/4, $0x3ab743ce
-DATA lgc18<>+24(SB)/4, $0x3ab743ce
-DATA lgc18<>+28(SB)/4, $0x3ab743ce
+DATA lgc18<>+0(SB)/4, $0x39506967
+DATA lgc18<>+4(SB)/4, $0x39506967
+DATA lgc18<>+8(SB)/4, $0x39506967
+DATA lgc18<>+12(SB)/4, $0x39506967
+DATA lgc18<>+16(SB)/4, $0x39506967
+DATA lgc18<>+20(SB)/4, $0x39506967
+DATA lgc18<>+24(SB)/4, $0x39506967
+DATA lgc18<>+28(SB)/4, $0x39506967
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3c088908
-DATA lgc19<>+4(SB)/4, $0x3c088908
-DATA lgc19<>+8(SB)/4, $0x3c088908
-DATA lgc19<>+12(SB)/4, $0x3c088908
-DATA lgc19<>+16(SB)/4, $0x3c088908
-DATA lgc19<>+20(SB)/4, $0x3c088908
-DATA lgc19<>+24(SB)/4, $0x3c088908
-DATA lgc19<>+28(SB)/4, $0x3c088908
+DATA lgc19<>+0(SB)/4, $0x3ab743ce
+DATA lgc19<>+4(SB)/4, $0x3ab743ce
+DATA lgc19<>+8(SB)/4, $0x3ab743ce
+DATA lgc19<>+12(SB)/4, $0x3ab743ce
+DATA lgc19<>+16(SB)/4, $0x3ab743ce
+DATA lgc19<>+20(SB)/4, $0x3ab743ce
+DATA lgc19<>+24(SB)/4, $0x3ab743ce
+DATA lgc19<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+0(SB)/4, $0x3c088908
+DATA lgc20<>+4(SB)/4, $0x3c088908
+DATA lgc20<>+8(SB)/4, $0x3c088908
+DATA lgc20<>+12(SB)/4, $0x3c088908
+DATA lgc20<>+16(SB)/4, $0x3c088908
+DATA lgc20<>+20(SB)/4, $0x3c088908
+DATA lgc20<>+24(SB)/4, $0x3c088908
+DATA lgc20<>+28(SB)/4, $0x3c088908
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f000000
-DATA lgc22<>+4(SB)/4, $0x3f000000
-DATA lgc22<>+8(SB)/4, $0x3f000000
-DATA lgc22<>+12(SB)/4, $0x3f000000
-DATA lgc22<>+16(SB)/4, $0x3f000000
-DATA lgc22<>+20(SB)/4, $0x3f000000
-DATA lgc22<>+24(SB)/4, $0x3f000000
-DATA lgc22<>+28(SB)/4, $0x3f000000
+DATA lgc22<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x000000fe
-DATA lgc23<>+4(SB)/4, $0x000000fe
-DATA lgc23<>+8(SB)/4, $0x000000fe
-DATA lgc23<>+12(SB)/4, $0x000000fe
-DATA lgc23<>+16(SB)/4, $0x000000fe
-DATA lgc23<>+20(SB)/4, $0x000000fe
-DATA lgc23<>+24(SB)/4, $0x000000fe
-DATA lgc23<>+28(SB)/4, $0x000000fe
+DATA lgc23<>+0(SB)/4, $0x3f000000
+DATA lgc23<>+4(SB)/4, $0x3f000000
+DATA lgc23<>+8(SB)/4, $0x3f000000
+DATA lgc23<>+12(SB)/4, $0x3f000000
+DATA lgc23<>+16(SB)/4, $0x3f000000
+DATA lgc23<>+20(SB)/4, $0x3f000000
+DATA lgc23<>+24(SB)/4, $0x3f000000
+DATA lgc23<>+28(SB)/4, $0x3f000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f99999a
-DATA lgc24<>+4(SB)/4, $0x3f99999a
-DATA lgc24<>+8(SB)/4, $0x3f99999a
-DATA lgc24<>+12(SB)/4, $0x3f99999a
-DATA lgc24<>+16(SB)/4, $0x3f99999a
-DATA lgc24<>+20(SB)/4, $0x3f99999a
-DATA lgc24<>+24(SB)/4, $0x3f99999a
-DATA lgc24<>+28(SB)/4, $0x3f99999a
+DATA lgc24<>+0(SB)/4, $0x000000fe
+DATA lgc24<>+4(SB)/4, $0x000000fe
+DATA lgc24<>+8(SB)/4, $0x000000fe
+DATA lgc24<>+12(SB)/4, $0x000000fe
+DATA lgc24<>+16(SB)/4, $0x000000fe
+DATA lgc24<>+20(SB)/4, $0x000000fe
+DATA lgc24<>+24(SB)/4, $0x000000fe
+DATA lgc24<>+28(SB)/4, $0x000000fe
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3f4ccccd
-DATA lgc25<>+4(SB)/4, $0x3f4ccccd
-DATA lgc25<>+8(SB)/4, $0x3f4ccccd
-DATA lgc25<>+12(SB)/4, $0x3f4ccccd
-DATA lgc25<>+16(SB)/4, $0x3f4ccccd
-DATA lgc25<>+20(SB)/4, $0x3f4ccccd
-DATA lgc25<>+24(SB)/4, $0x3f4ccccd
-DATA lgc25<>+28(SB)/4, $0x3f4ccccd
+DATA lgc25<>+0(SB)/4, $0x3f99999a
+DATA lgc25<>+4(SB)/4, $0x3f99999a
+DATA lgc25<>+8(SB)/4, $0x3f99999a
+DATA lgc25<>+12(SB)/4, $0x3f99999a
+DATA lgc25<>+16(SB)/4, $0x3f99999a
+DATA lgc25<>+20(SB)/4, $0x3f99999a
+DATA lgc25<>+24(SB)/4, $0x3f99999a
+DATA lgc25<>+28(SB)/4, $0x3f99999a
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x80000000
-DATA lgc26<>+4(SB)/4, $0x80000000
-DATA lgc26<>+8(SB)/4, $0x80000000
-DATA lgc26<>+12(SB)/4, $0x80000000
-DATA lgc26<>+16(SB)/4, $0x80000000
-DATA lgc26<>+20(SB)/4, $0x80000000
-DATA lgc26<>+24(SB)/4, $0x80000000
-DATA lgc26<>+28(SB)/4, $0x80000000
+DATA lgc26<>+0(SB)/4, $0x3f4ccccd
+DATA lgc26<>+4(SB)/4, $0x3f4ccccd
+DATA lgc26<>+8(SB)/4, $0x3f4ccccd
+DATA lgc26<>+12(SB)/4, $0x3f4ccccd
+DATA lgc26<>+16(SB)/4, $0x3f4ccccd
+DATA lgc26<>+20(SB)/4, $0x3f4ccccd
+DATA lgc26<>+24(SB)/4, $0x3f4ccccd
+DATA lgc26<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xff800000
-DATA lgc27<>+4(SB)/4, $0xff800000
-DATA lgc27<>+8(SB)/4, $0xff800000
-DATA lgc27<>+12(SB)/4, $0xff800000
-DATA lgc27<>+16(SB)/4, $0xff800000
-DATA lgc27<>+20(SB)/4, $0xff800000
-DATA lgc27<>+24(SB)/4, $0xff800000
-DATA lgc27<>+28(SB)/4, $0xff800000
+DATA lgc27<>+0(SB)/4, $0x80000000
+DATA lgc27<>+4(SB)/4, $0x80000000
+DATA lgc27<>+8(SB)/4, $0x80000000
+DATA lgc27<>+12(SB)/4, $0x80000000
+DATA lgc27<>+16(SB)/4, $0x80000000
+DATA lgc27<>+20(SB)/4, $0x80000000
+DATA lgc27<>+24(SB)/4, $0x80000000
+DATA lgc27<>+28(SB)/4, $0x80000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xc2ae0000
-DATA lgc28<>+4(SB)/4, $0xc2ae0000
-DATA lgc28<>+8(SB)/4, $0xc2ae0000
-DATA lgc28<>+12(SB)/4, $0xc2ae0000
-DATA lgc28<>+16(SB)/4, $0xc2ae0000
-DATA lgc28<>+20(SB)/4, $0xc2ae0000
-DATA lgc28<>+24(SB)/4, $0xc2ae0000
-DATA lgc28<>+28(SB)/4, $0xc2ae0000
+DATA lgc28<>+0(SB)/4, $0xff800000
+DATA lgc28<>+4(SB)/4, $0xff800000
+DATA lgc28<>+8(SB)/4, $0xff800000
+DATA lgc28<>+12(SB)/4, $0xff800000
+DATA lgc28<>+16(SB)/4, $0xff800000
+DATA lgc28<>+20(SB)/4, $0xff800000
+DATA lgc28<>+24(SB)/4, $0xff800000
+DATA lgc28<>+28(SB)/4, $0xff800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x42b00000
-DATA lgc29<>+4(SB)/4, $0x42b00000
-DATA lgc29<>+8(SB)/4, $0x42b00000
-DATA lgc29<>+12(SB)/4, $0x42b00000
-DATA lgc29<>+16(SB)/4, $0x42b00000
-DATA lgc29<>+20(SB)/4, $0x42b00000
-DATA lgc29<>+24(SB)/4, $0x42b00000
-DATA lgc29<>+28(SB)/4, $0x42b00000
+DATA lgc29<>+0(SB)/4, $0xc2ae0000
+DATA lgc29<>+4(SB)/4, $0xc2ae0000
+DATA lgc29<>+8(SB)/4, $0xc2ae0000
+DATA lgc29<>+12(SB)/4, $0xc2ae0000
+DATA lgc29<>+16(SB)/4, $0xc2ae0000
+DATA lgc29<>+20(SB)/4, $0xc2ae0000
+DATA lgc29<>+24(SB)/4, $0xc2ae0000
+DATA lgc29<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x4020000000000000
-DATA lgc30<>+8(SB)/8, $0x4020000000000000
-DATA lgc30<>+16(SB)/8, $0x4020000000000000
-DATA lgc30<>+24(SB)/8, $0x4020000000000000
+DATA lgc30<>+0(SB)/4, $0x42b00000
+DATA lgc30<>+4(SB)/4, $0x42b00000
+DATA lgc30<>+8(SB)/4, $0x42b00000
+DATA lgc30<>+12(SB)/4, $0x42b00000
+DATA lgc30<>+16(SB)/4, $0x42b00000
+DATA lgc30<>+20(SB)/4, $0x42b00000
+DATA lgc30<>+24(SB)/4, $0x42b00000
+DATA lgc30<>+28(SB)/4, $0x42b00000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x7f7fffff
-DATA lgc31<>+4(SB)/4, $0x7f7fffff
-DATA lgc31<>+8(SB)/4, $0x7f7fffff
-DATA lgc31<>+12(SB)/4, $0x7f7fffff
-DATA lgc31<>+16(SB)/4, $0x7f7fffff
-DATA lgc31<>+20(SB)/4, $0x7f7fffff
-DATA lgc31<>+24(SB)/4, $0x7f7fffff
-DATA lgc31<>+28(SB)/4, $0x7f7fffff
+DATA lgc31<>+0(SB)/8, $0x4020000000000000
+DATA lgc31<>+8(SB)/8, $0x4020000000000000
+DATA lgc31<>+16(SB)/8, $0x4020000000000000
+DATA lgc31<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x7f7fffff
+DATA lgc32<>+4(SB)/4, $0x7f7fffff
+DATA lgc32<>+8(SB)/4, $0x7f7fffff
+DATA lgc32<>+12(SB)/4, $0x7f7fffff
+DATA lgc32<>+16(SB)/4, $0x7f7fffff
+DATA lgc32<>+20(SB)/4, $0x7f7fffff
+DATA lgc32<>+24(SB)/4, $0x7f7fffff
+DATA lgc32<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
@@ -886,7 +906,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v98 = mul(2, logSumW)
-	VMULPS  lgc32<>+0(SB), Y2, Y2
+	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -894,27 +914,27 @@ blocks_4:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v99)
-	VMOVUPS      lgc12<>+0(SB), Y3
-	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc13<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc14<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc17<>+0(SB), Y5
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
-	VMOVUPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
+	VMOVUPS      lgc20<>+0(SB), Y6
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc21<>+0(SB), Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -939,10 +959,10 @@ blocks_4:
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc30<>+0(SB), Y2
+	VMOVUPD      lgc31<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -952,7 +972,7 @@ blocks_4:
 	VMOVUPD      Y0, 4704(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc31<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -985,7 +1005,7 @@ chunkdone_5:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      4864(AX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -997,7 +1017,7 @@ chunkdone_5:
 	VMOVUPS      Y1, 4864(AX)
 	VMOVUPS      5184(AX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1013,15 +1033,15 @@ chunkdone_5:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x40000000
-DATA lgc32<>+4(SB)/4, $0x40000000
-DATA lgc32<>+8(SB)/4, $0x40000000
-DATA lgc32<>+12(SB)/4, $0x40000000
-DATA lgc32<>+16(SB)/4, $0x40000000
-DATA lgc32<>+20(SB)/4, $0x40000000
-DATA lgc32<>+24(SB)/4, $0x40000000
-DATA lgc32<>+28(SB)/4, $0x40000000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x40000000
+DATA lgc33<>+4(SB)/4, $0x40000000
+DATA lgc33<>+8(SB)/4, $0x40000000
+DATA lgc33<>+12(SB)/4, $0x40000000
+DATA lgc33<>+16(SB)/4, $0x40000000
+DATA lgc33<>+20(SB)/4, $0x40000000
+DATA lgc33<>+24(SB)/4, $0x40000000
+DATA lgc33<>+28(SB)/4, $0x40000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
 // Requires: AVX, AVX2
@@ -1131,7 +1151,7 @@ TEXT ·pass4AVX2(SB), $0-24
 
 	// v106 = div(v103, v105)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc33<>+0(SB), Y1
+	VMOVUPS lgc34<>+0(SB), Y1
 
 	// ess = div(v106, 16)
 	VDIVPS Y1, Y0, Y0
@@ -1142,15 +1162,15 @@ TEXT ·pass4AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x41800000
-DATA lgc33<>+4(SB)/4, $0x41800000
-DATA lgc33<>+8(SB)/4, $0x41800000
-DATA lgc33<>+12(SB)/4, $0x41800000
-DATA lgc33<>+16(SB)/4, $0x41800000
-DATA lgc33<>+20(SB)/4, $0x41800000
-DATA lgc33<>+24(SB)/4, $0x41800000
-DATA lgc33<>+28(SB)/4, $0x41800000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x41800000
+DATA lgc34<>+4(SB)/4, $0x41800000
+DATA lgc34<>+8(SB)/4, $0x41800000
+DATA lgc34<>+12(SB)/4, $0x41800000
+DATA lgc34<>+16(SB)/4, $0x41800000
+DATA lgc34<>+20(SB)/4, $0x41800000
+DATA lgc34<>+24(SB)/4, $0x41800000
+DATA lgc34<>+28(SB)/4, $0x41800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1179,7 +1199,7 @@ blocks_9:
 	VDIVPS Y0, Y3, Y0
 
 	// v89 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc34<>+0(SB), Y0, Y0
+	VADDPS lgc35<>+0(SB), Y0, Y0
 
 	// v90 = div(residVar, v89)
 	VDIVPS Y0, Y2, Y0
@@ -1200,15 +1220,15 @@ chunkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x34000000
-DATA lgc34<>+4(SB)/4, $0x34000000
-DATA lgc34<>+8(SB)/4, $0x34000000
-DATA lgc34<>+12(SB)/4, $0x34000000
-DATA lgc34<>+16(SB)/4, $0x34000000
-DATA lgc34<>+20(SB)/4, $0x34000000
-DATA lgc34<>+24(SB)/4, $0x34000000
-DATA lgc34<>+28(SB)/4, $0x34000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x34000000
+DATA lgc35<>+4(SB)/4, $0x34000000
+DATA lgc35<>+8(SB)/4, $0x34000000
+DATA lgc35<>+12(SB)/4, $0x34000000
+DATA lgc35<>+16(SB)/4, $0x34000000
+DATA lgc35<>+20(SB)/4, $0x34000000
+DATA lgc35<>+24(SB)/4, $0x34000000
+DATA lgc35<>+28(SB)/4, $0x34000000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1279,37 +1299,47 @@ blocks_12:
 	VMOVUPS Y4, (SP)
 	VMOVUPS Y2, 32(SP)
 
-	// gae = scan(delta, discount) over L reverse
+	// gae = scan(delta, discount) over L reverse cut
 	VMOVUPS     Y7, Y2
 	VMOVUPS     Y6, Y4
-	VANDPS      lgc4<>+0(SB), Y4, Y6
-	VCMPPS      $0x12, lgc5<>+0(SB), Y6, Y6
+	VANDPS      lgc4<>+0(SB), Y4, Y7
+	VCMPPS      $0x1a, lgc5<>+0(SB), Y7, Y6
+	VCMPPS      $0x00, lgc6<>+0(SB), Y7, Y7
+	VORPS       Y7, Y6, Y6
 	MOVQ        state+72(FP), BX
 	VANDPS      1920(BX), Y6, Y6
 	VMOVUPS     Y6, 1920(BX)
-	VMOVUPS     lgc6<>+0(SB), Y7
+	VMOVUPS     lgc7<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y6
 	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
-	VMULPS      Y6, Y2, Y2
-	VMOVUPS     lgc7<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y6
-	VPERMPS     Y4, Y7, Y7
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y6, Y6
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
+	VCMPPS      $0x04, lgc0<>+0(SB), Y2, Y9
+	VANDPS      Y9, Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y6, Y2, Y2
 	VMOVUPS     lgc8<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y6
 	VPERMPS     Y4, Y7, Y7
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y6, Y6
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
+	VCMPPS      $0x04, lgc0<>+0(SB), Y2, Y9
+	VANDPS      Y9, Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y6, Y2, Y2
+	VMOVUPS     lgc9<>+0(SB), Y7
+	VPERMPS     Y2, Y7, Y6
+	VPERMPS     Y4, Y7, Y7
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y6, Y6
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
+	VCMPPS      $0x04, lgc0<>+0(SB), Y2, Y9
+	VANDPS      Y9, Y7, Y7
+	VFMADD231PS Y2, Y7, Y4
+	VMULPS      Y6, Y2, Y2
+	VCMPPS      $0x04, lgc0<>+0(SB), Y2, Y6
+	VANDPS      Y6, Y0, Y0
 	VFMADD231PS Y2, Y0, Y4
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc10<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
@@ -1389,11 +1419,11 @@ blocks_12:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_13
-	VMOVUPD      lgc30<>+0(SB), Y1
+	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1418,7 +1448,7 @@ noflush_13:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1486,38 +1516,38 @@ blocks_15:
 
 	// logWeight = sub(v31, v4)
 	VSUBPS  Y1, Y6, Y1
-	VMOVUPS lgc10<>+0(SB), Y6
+	VMOVUPS lgc11<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y1, Y6, Y6
-	VMOVUPS lgc11<>+0(SB), Y7
+	VMOVUPS lgc12<>+0(SB), Y7
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc12<>+0(SB), Y3
+	VMOVUPS      lgc13<>+0(SB), Y3
 	VMAXPS       Y1, Y3, Y3
-	VMOVUPS      lgc13<>+0(SB), Y7
+	VMOVUPS      lgc14<>+0(SB), Y7
 	VMINPS       Y3, Y7, Y3
-	VMULPS       lgc14<>+0(SB), Y3, Y7
+	VMULPS       lgc15<>+0(SB), Y3, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y3
 	VFNMADD231PS lgc16<>+0(SB), Y7, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y3
 	VMULPS       Y3, Y3, Y8
-	VMOVUPS      lgc17<>+0(SB), Y9
-	VFMADD213PS  lgc18<>+0(SB), Y3, Y9
-	VMOVUPS      lgc19<>+0(SB), Y10
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y10
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y9
+	VMOVUPS      lgc20<>+0(SB), Y10
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc21<>+0(SB), Y10
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y10
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y3, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y3
-	VPADDD       lgc23<>+0(SB), Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSRLD       $0x01, Y3, Y7
 	VPSUBD       Y7, Y3, Y3
 	VPSLLD       $0x17, Y7, Y7
@@ -1529,11 +1559,11 @@ blocks_15:
 	// v38 = ge(v29, 0)
 	VCMPPS  $0x1d, Y3, Y4, Y3
 	VMOVUPS Y4, 64(SP)
-	VMOVUPS lgc24<>+0(SB), Y4
+	VMOVUPS lgc25<>+0(SB), Y4
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y9, Y4, Y4
-	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc26<>+0(SB), Y7
 
 	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y7, Y7
@@ -1546,7 +1576,7 @@ blocks_15:
 	VMULPS Y4, Y2, Y2
 
 	// v45 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y2, Y2
+	VXORPS lgc27<>+0(SB), Y2, Y2
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Y2, Y0, Y2
@@ -1592,7 +1622,7 @@ blocks_15:
 	VSUBPS Y4, Y2, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMOVUPS lgc27<>+0(SB), Y5
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -1600,13 +1630,13 @@ blocks_15:
 	VCMPPS $0x11, Y6, Y5, Y7
 
 	// v64 = mul(0.5, absDiff)
-	VMULPS lgc22<>+0(SB), Y5, Y8
+	VMULPS lgc23<>+0(SB), Y5, Y8
 
 	// v65 = mul(v64, absDiff)
 	VMULPS Y5, Y8, Y9
 
 	// v66 = sub(absDiff, 0.5)
-	VSUBPS  lgc22<>+0(SB), Y5, Y10
+	VSUBPS  lgc23<>+0(SB), Y5, Y10
 	VMOVUPS Y3, 128(SP)
 	VMOVUPS Y8, 160(SP)
 	VMOVUPS Y5, 192(SP)
@@ -1672,7 +1702,7 @@ blocks_15:
 	VMOVUPD      Y3, 3840(BX)(R8*8)
 	VADDPD       3872(BX)(R8*8), Y2, Y2
 	VMOVUPD      Y2, 3872(BX)(R8*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 
 	// v94 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y1, Y2, Y1
@@ -1682,10 +1712,10 @@ blocks_15:
 
 	// logsumexp(v94) over [B]
 	VANDPS       Y2, Y0, Y2
-	VCMPPS       $0x15, lgc28<>+0(SB), Y1, Y3
-	VCMPPS       $0x1a, lgc29<>+0(SB), Y1, Y4
+	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y4
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       4864(BX), Y3, Y3
 	VMOVUPS      Y3, 4864(BX)
@@ -1738,7 +1768,7 @@ blocks_15:
 	VADDPS Y2, Y3, Y2
 
 	// v120 = mul(v116, 0.5)
-	VMULPS lgc22<>+0(SB), Y6, Y3
+	VMULPS lgc23<>+0(SB), Y6, Y3
 
 	// v121 = add(v119, v120)
 	VADDPS  Y3, Y2, Y2
@@ -1752,7 +1782,7 @@ blocks_15:
 
 	// v124 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc35<>+0(SB), Y7
+	VMOVUPS lgc36<>+0(SB), Y7
 
 	// v125 = where(v123, -1, v124)
 	VBLENDVPS Y6, Y7, Y3, Y3
@@ -1771,13 +1801,13 @@ blocks_15:
 	VBLENDVPS Y5, Y3, Y2, Y2
 
 	// v130 = neg(v129)
-	VXORPS lgc26<>+0(SB), Y2, Y2
+	VXORPS lgc27<>+0(SB), Y2, Y2
 
 	// gradStateValue = where(mask, v130, 0)
 	VANDPS Y2, Y0, Y2
 
 	// v132 = neg(v111)
-	VXORPS lgc26<>+0(SB), Y1, Y1
+	VXORPS lgc27<>+0(SB), Y1, Y1
 
 	// v133 = ne(v132, 0)
 	VCMPPS  $0x04, Y4, Y1, Y3
@@ -1798,7 +1828,7 @@ blocks_15:
 	// v137 = where(v38, 0, v135)
 	VANDNPS Y1, Y5, Y1
 	VMOVUPS 96(SP), Y5
-	VMOVUPS lgc25<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v138 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y5, Y6
@@ -1811,7 +1841,7 @@ blocks_15:
 
 	// v141 = where(v140, v137, 0)
 	VANDPS  Y1, Y6, Y1
-	VMOVUPS lgc24<>+0(SB), Y6
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v142 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y5, Y6
@@ -1846,11 +1876,11 @@ blocks_15:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_16
-	VMOVUPD      lgc30<>+0(SB), Y0
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+56(FP), DX
 	VMOVUPS      2240(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1862,7 +1892,7 @@ blocks_15:
 	VMOVUPS      Y1, 2240(DX)
 	VMOVUPS      2560(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1875,7 +1905,7 @@ blocks_15:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2880(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1888,7 +1918,7 @@ blocks_15:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3200(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1915,7 +1945,7 @@ noflush_16:
 	MOVQ         state+56(FP), CX
 	VMOVUPS      2240(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1927,7 +1957,7 @@ noflush_16:
 	VMOVUPS      Y1, 2240(CX)
 	VMOVUPS      2560(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1940,7 +1970,7 @@ noflush_16:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2880(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1953,7 +1983,7 @@ noflush_16:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3200(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1972,15 +2002,15 @@ noflush_16:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0xbf800000
-DATA lgc35<>+4(SB)/4, $0xbf800000
-DATA lgc35<>+8(SB)/4, $0xbf800000
-DATA lgc35<>+12(SB)/4, $0xbf800000
-DATA lgc35<>+16(SB)/4, $0xbf800000
-DATA lgc35<>+20(SB)/4, $0xbf800000
-DATA lgc35<>+24(SB)/4, $0xbf800000
-DATA lgc35<>+28(SB)/4, $0xbf800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0xbf800000
+DATA lgc36<>+4(SB)/4, $0xbf800000
+DATA lgc36<>+8(SB)/4, $0xbf800000
+DATA lgc36<>+12(SB)/4, $0xbf800000
+DATA lgc36<>+16(SB)/4, $0xbf800000
+DATA lgc36<>+20(SB)/4, $0xbf800000
+DATA lgc36<>+24(SB)/4, $0xbf800000
+DATA lgc36<>+28(SB)/4, $0xbf800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
@@ -2059,7 +2089,7 @@ blocks_17:
 	VDIVPS Y2, Y4, Y2
 
 	// v89 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc34<>+0(SB), Y2, Y2
+	VADDPS lgc35<>+0(SB), Y2, Y2
 
 	// v90 = div(residVar, v89)
 	VDIVPS Y2, Y3, Y2
@@ -2070,7 +2100,7 @@ blocks_17:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v98 = mul(2, logSumW)
-	VMULPS  lgc32<>+0(SB), Y2, Y2
+	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2078,27 +2108,27 @@ blocks_17:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v99)
-	VMOVUPS      lgc12<>+0(SB), Y3
-	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc13<>+0(SB), Y3
+	VMAXPS       Y2, Y3, Y2
+	VMOVUPS      lgc14<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc17<>+0(SB), Y5
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
-	VMOVUPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
+	VMOVUPS      lgc20<>+0(SB), Y6
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc21<>+0(SB), Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc2<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -2128,11 +2158,11 @@ blocks_17:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_19
-	VMOVUPD      lgc30<>+0(SB), Y0
+	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      6016(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2144,7 +2174,7 @@ blocks_17:
 	VMOVUPS      Y1, 6016(CX)
 	VMOVUPS      6336(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2175,7 +2205,7 @@ chunkdone_18:
 	MOVQ         state+56(FP), AX
 	VMOVUPS      6016(AX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc31<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2187,7 +2217,7 @@ chunkdone_18:
 	VMOVUPS      Y1, 6016(AX)
 	VMOVUPS      6336(AX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc31<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2218,7 +2248,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v106 = div(v103, v105)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc33<>+0(SB), Y1
+	VMOVUPS lgc34<>+0(SB), Y1
 
 	// ess = div(v106, 16)
 	VDIVPS Y1, Y0, Y0
@@ -2241,27 +2271,27 @@ bulk_20:
 	CMPQ         BX, DX
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc12<>+0(SB), Y1
-	VMAXPS       Y0, Y1, Y0
 	VMOVUPS      lgc13<>+0(SB), Y1
+	VMAXPS       Y0, Y1, Y0
+	VMOVUPS      lgc14<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc14<>+0(SB), Y0, Y1
+	VMULPS       lgc15<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc16<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc17<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y4
+	VMOVUPS      lgc18<>+0(SB), Y3
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y3
+	VMOVUPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
+	VMOVUPS      lgc22<>+0(SB), Y4
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc23<>+0(SB), Y0, Y0
+	VPADDD       lgc24<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -2288,23 +2318,22 @@ bulk_22:
 	CMPQ         BX, DX
 	JGE          bulkdone_23
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
-	VMULPS       lgc37<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
+	VMULPS       lgc38<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc38<>+0(SB), Y3, Y3
-	VPAND        lgc39<>+0(SB), Y1, Y1
+	VPSUBD       lgc39<>+0(SB), Y3, Y3
+	VPAND        lgc40<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc40<>+0(SB), Y2, Y1
+	VPAND        lgc41<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc42<>+0(SB), Y1, Y2
+	VMULPS       lgc23<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc42<>+0(SB), Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VMOVAPS      lgc43<>+0(SB), Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
@@ -2312,19 +2341,20 @@ bulk_22:
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc22<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc23<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc6<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2335,174 +2365,164 @@ bulkdone_23:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x00800000
-DATA lgc36<>+4(SB)/4, $0x00800000
-DATA lgc36<>+8(SB)/4, $0x00800000
-DATA lgc36<>+12(SB)/4, $0x00800000
-DATA lgc36<>+16(SB)/4, $0x00800000
-DATA lgc36<>+20(SB)/4, $0x00800000
-DATA lgc36<>+24(SB)/4, $0x00800000
-DATA lgc36<>+28(SB)/4, $0x00800000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x4b000000
-DATA lgc37<>+4(SB)/4, $0x4b000000
-DATA lgc37<>+8(SB)/4, $0x4b000000
-DATA lgc37<>+12(SB)/4, $0x4b000000
-DATA lgc37<>+16(SB)/4, $0x4b000000
-DATA lgc37<>+20(SB)/4, $0x4b000000
-DATA lgc37<>+24(SB)/4, $0x4b000000
-DATA lgc37<>+28(SB)/4, $0x4b000000
+DATA lgc37<>+0(SB)/4, $0x00800000
+DATA lgc37<>+4(SB)/4, $0x00800000
+DATA lgc37<>+8(SB)/4, $0x00800000
+DATA lgc37<>+12(SB)/4, $0x00800000
+DATA lgc37<>+16(SB)/4, $0x00800000
+DATA lgc37<>+20(SB)/4, $0x00800000
+DATA lgc37<>+24(SB)/4, $0x00800000
+DATA lgc37<>+28(SB)/4, $0x00800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x0000007f
-DATA lgc38<>+4(SB)/4, $0x0000007f
-DATA lgc38<>+8(SB)/4, $0x0000007f
-DATA lgc38<>+12(SB)/4, $0x0000007f
-DATA lgc38<>+16(SB)/4, $0x0000007f
-DATA lgc38<>+20(SB)/4, $0x0000007f
-DATA lgc38<>+24(SB)/4, $0x0000007f
-DATA lgc38<>+28(SB)/4, $0x0000007f
+DATA lgc38<>+0(SB)/4, $0x4b000000
+DATA lgc38<>+4(SB)/4, $0x4b000000
+DATA lgc38<>+8(SB)/4, $0x4b000000
+DATA lgc38<>+12(SB)/4, $0x4b000000
+DATA lgc38<>+16(SB)/4, $0x4b000000
+DATA lgc38<>+20(SB)/4, $0x4b000000
+DATA lgc38<>+24(SB)/4, $0x4b000000
+DATA lgc38<>+28(SB)/4, $0x4b000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xffffffe9
-DATA lgc39<>+4(SB)/4, $0xffffffe9
-DATA lgc39<>+8(SB)/4, $0xffffffe9
-DATA lgc39<>+12(SB)/4, $0xffffffe9
-DATA lgc39<>+16(SB)/4, $0xffffffe9
-DATA lgc39<>+20(SB)/4, $0xffffffe9
-DATA lgc39<>+24(SB)/4, $0xffffffe9
-DATA lgc39<>+28(SB)/4, $0xffffffe9
+DATA lgc39<>+0(SB)/4, $0x0000007f
+DATA lgc39<>+4(SB)/4, $0x0000007f
+DATA lgc39<>+8(SB)/4, $0x0000007f
+DATA lgc39<>+12(SB)/4, $0x0000007f
+DATA lgc39<>+16(SB)/4, $0x0000007f
+DATA lgc39<>+20(SB)/4, $0x0000007f
+DATA lgc39<>+24(SB)/4, $0x0000007f
+DATA lgc39<>+28(SB)/4, $0x0000007f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x007fffff
-DATA lgc40<>+4(SB)/4, $0x007fffff
-DATA lgc40<>+8(SB)/4, $0x007fffff
-DATA lgc40<>+12(SB)/4, $0x007fffff
-DATA lgc40<>+16(SB)/4, $0x007fffff
-DATA lgc40<>+20(SB)/4, $0x007fffff
-DATA lgc40<>+24(SB)/4, $0x007fffff
-DATA lgc40<>+28(SB)/4, $0x007fffff
+DATA lgc40<>+0(SB)/4, $0xffffffe9
+DATA lgc40<>+4(SB)/4, $0xffffffe9
+DATA lgc40<>+8(SB)/4, $0xffffffe9
+DATA lgc40<>+12(SB)/4, $0xffffffe9
+DATA lgc40<>+16(SB)/4, $0xffffffe9
+DATA lgc40<>+20(SB)/4, $0xffffffe9
+DATA lgc40<>+24(SB)/4, $0xffffffe9
+DATA lgc40<>+28(SB)/4, $0xffffffe9
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3fb504f3
-DATA lgc41<>+4(SB)/4, $0x3fb504f3
-DATA lgc41<>+8(SB)/4, $0x3fb504f3
-DATA lgc41<>+12(SB)/4, $0x3fb504f3
-DATA lgc41<>+16(SB)/4, $0x3fb504f3
-DATA lgc41<>+20(SB)/4, $0x3fb504f3
-DATA lgc41<>+24(SB)/4, $0x3fb504f3
-DATA lgc41<>+28(SB)/4, $0x3fb504f3
+DATA lgc41<>+0(SB)/4, $0x007fffff
+DATA lgc41<>+4(SB)/4, $0x007fffff
+DATA lgc41<>+8(SB)/4, $0x007fffff
+DATA lgc41<>+12(SB)/4, $0x007fffff
+DATA lgc41<>+16(SB)/4, $0x007fffff
+DATA lgc41<>+20(SB)/4, $0x007fffff
+DATA lgc41<>+24(SB)/4, $0x007fffff
+DATA lgc41<>+28(SB)/4, $0x007fffff
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3d9021bb
-DATA lgc42<>+4(SB)/4, $0x3d9021bb
-DATA lgc42<>+8(SB)/4, $0x3d9021bb
-DATA lgc42<>+12(SB)/4, $0x3d9021bb
-DATA lgc42<>+16(SB)/4, $0x3d9021bb
-DATA lgc42<>+20(SB)/4, $0x3d9021bb
-DATA lgc42<>+24(SB)/4, $0x3d9021bb
-DATA lgc42<>+28(SB)/4, $0x3d9021bb
+DATA lgc42<>+0(SB)/4, $0x3fb504f3
+DATA lgc42<>+4(SB)/4, $0x3fb504f3
+DATA lgc42<>+8(SB)/4, $0x3fb504f3
+DATA lgc42<>+12(SB)/4, $0x3fb504f3
+DATA lgc42<>+16(SB)/4, $0x3fb504f3
+DATA lgc42<>+20(SB)/4, $0x3fb504f3
+DATA lgc42<>+24(SB)/4, $0x3fb504f3
+DATA lgc42<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdebd1b8
-DATA lgc43<>+4(SB)/4, $0xbdebd1b8
-DATA lgc43<>+8(SB)/4, $0xbdebd1b8
-DATA lgc43<>+12(SB)/4, $0xbdebd1b8
-DATA lgc43<>+16(SB)/4, $0xbdebd1b8
-DATA lgc43<>+20(SB)/4, $0xbdebd1b8
-DATA lgc43<>+24(SB)/4, $0xbdebd1b8
-DATA lgc43<>+28(SB)/4, $0xbdebd1b8
+DATA lgc43<>+0(SB)/4, $0x3d9021bb
+DATA lgc43<>+4(SB)/4, $0x3d9021bb
+DATA lgc43<>+8(SB)/4, $0x3d9021bb
+DATA lgc43<>+12(SB)/4, $0x3d9021bb
+DATA lgc43<>+16(SB)/4, $0x3d9021bb
+DATA lgc43<>+20(SB)/4, $0x3d9021bb
+DATA lgc43<>+24(SB)/4, $0x3d9021bb
+DATA lgc43<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3def251a
-DATA lgc44<>+4(SB)/4, $0x3def251a
-DATA lgc44<>+8(SB)/4, $0x3def251a
-DATA lgc44<>+12(SB)/4, $0x3def251a
-DATA lgc44<>+16(SB)/4, $0x3def251a
-DATA lgc44<>+20(SB)/4, $0x3def251a
-DATA lgc44<>+24(SB)/4, $0x3def251a
-DATA lgc44<>+28(SB)/4, $0x3def251a
+DATA lgc44<>+0(SB)/4, $0xbdebd1b8
+DATA lgc44<>+4(SB)/4, $0xbdebd1b8
+DATA lgc44<>+8(SB)/4, $0xbdebd1b8
+DATA lgc44<>+12(SB)/4, $0xbdebd1b8
+DATA lgc44<>+16(SB)/4, $0xbdebd1b8
+DATA lgc44<>+20(SB)/4, $0xbdebd1b8
+DATA lgc44<>+24(SB)/4, $0xbdebd1b8
+DATA lgc44<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+0(SB)/4, $0x3def251a
+DATA lgc45<>+4(SB)/4, $0x3def251a
+DATA lgc45<>+8(SB)/4, $0x3def251a
+DATA lgc45<>+12(SB)/4, $0x3def251a
+DATA lgc45<>+16(SB)/4, $0x3def251a
+DATA lgc45<>+20(SB)/4, $0x3def251a
+DATA lgc45<>+24(SB)/4, $0x3def251a
+DATA lgc45<>+28(SB)/4, $0x3def251a
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e11e9bf
-DATA lgc46<>+4(SB)/4, $0x3e11e9bf
-DATA lgc46<>+8(SB)/4, $0x3e11e9bf
-DATA lgc46<>+12(SB)/4, $0x3e11e9bf
-DATA lgc46<>+16(SB)/4, $0x3e11e9bf
-DATA lgc46<>+20(SB)/4, $0x3e11e9bf
-DATA lgc46<>+24(SB)/4, $0x3e11e9bf
-DATA lgc46<>+28(SB)/4, $0x3e11e9bf
+DATA lgc46<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe2aae50
-DATA lgc47<>+4(SB)/4, $0xbe2aae50
-DATA lgc47<>+8(SB)/4, $0xbe2aae50
-DATA lgc47<>+12(SB)/4, $0xbe2aae50
-DATA lgc47<>+16(SB)/4, $0xbe2aae50
-DATA lgc47<>+20(SB)/4, $0xbe2aae50
-DATA lgc47<>+24(SB)/4, $0xbe2aae50
-DATA lgc47<>+28(SB)/4, $0xbe2aae50
+DATA lgc47<>+0(SB)/4, $0x3e11e9bf
+DATA lgc47<>+4(SB)/4, $0x3e11e9bf
+DATA lgc47<>+8(SB)/4, $0x3e11e9bf
+DATA lgc47<>+12(SB)/4, $0x3e11e9bf
+DATA lgc47<>+16(SB)/4, $0x3e11e9bf
+DATA lgc47<>+20(SB)/4, $0x3e11e9bf
+DATA lgc47<>+24(SB)/4, $0x3e11e9bf
+DATA lgc47<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e4cceac
-DATA lgc48<>+4(SB)/4, $0x3e4cceac
-DATA lgc48<>+8(SB)/4, $0x3e4cceac
-DATA lgc48<>+12(SB)/4, $0x3e4cceac
-DATA lgc48<>+16(SB)/4, $0x3e4cceac
-DATA lgc48<>+20(SB)/4, $0x3e4cceac
-DATA lgc48<>+24(SB)/4, $0x3e4cceac
-DATA lgc48<>+28(SB)/4, $0x3e4cceac
+DATA lgc48<>+0(SB)/4, $0xbe2aae50
+DATA lgc48<>+4(SB)/4, $0xbe2aae50
+DATA lgc48<>+8(SB)/4, $0xbe2aae50
+DATA lgc48<>+12(SB)/4, $0xbe2aae50
+DATA lgc48<>+16(SB)/4, $0xbe2aae50
+DATA lgc48<>+20(SB)/4, $0xbe2aae50
+DATA lgc48<>+24(SB)/4, $0xbe2aae50
+DATA lgc48<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe7ffffc
-DATA lgc49<>+4(SB)/4, $0xbe7ffffc
-DATA lgc49<>+8(SB)/4, $0xbe7ffffc
-DATA lgc49<>+12(SB)/4, $0xbe7ffffc
-DATA lgc49<>+16(SB)/4, $0xbe7ffffc
-DATA lgc49<>+20(SB)/4, $0xbe7ffffc
-DATA lgc49<>+24(SB)/4, $0xbe7ffffc
-DATA lgc49<>+28(SB)/4, $0xbe7ffffc
+DATA lgc49<>+0(SB)/4, $0x3e4cceac
+DATA lgc49<>+4(SB)/4, $0x3e4cceac
+DATA lgc49<>+8(SB)/4, $0x3e4cceac
+DATA lgc49<>+12(SB)/4, $0x3e4cceac
+DATA lgc49<>+16(SB)/4, $0x3e4cceac
+DATA lgc49<>+20(SB)/4, $0x3e4cceac
+DATA lgc49<>+24(SB)/4, $0x3e4cceac
+DATA lgc49<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+0(SB)/4, $0xbe7ffffc
+DATA lgc50<>+4(SB)/4, $0xbe7ffffc
+DATA lgc50<>+8(SB)/4, $0xbe7ffffc
+DATA lgc50<>+12(SB)/4, $0xbe7ffffc
+DATA lgc50<>+16(SB)/4, $0xbe7ffffc
+DATA lgc50<>+20(SB)/4, $0xbe7ffffc
+DATA lgc50<>+24(SB)/4, $0xbe7ffffc
+DATA lgc50<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x7fc00000
-DATA lgc51<>+4(SB)/4, $0x7fc00000
-DATA lgc51<>+8(SB)/4, $0x7fc00000
-DATA lgc51<>+12(SB)/4, $0x7fc00000
-DATA lgc51<>+16(SB)/4, $0x7fc00000
-DATA lgc51<>+20(SB)/4, $0x7fc00000
-DATA lgc51<>+24(SB)/4, $0x7fc00000
-DATA lgc51<>+28(SB)/4, $0x7fc00000
+DATA lgc51<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x7f800000
-DATA lgc52<>+4(SB)/4, $0x7f800000
-DATA lgc52<>+8(SB)/4, $0x7f800000
-DATA lgc52<>+12(SB)/4, $0x7f800000
-DATA lgc52<>+16(SB)/4, $0x7f800000
-DATA lgc52<>+20(SB)/4, $0x7f800000
-DATA lgc52<>+24(SB)/4, $0x7f800000
-DATA lgc52<>+28(SB)/4, $0x7f800000
+DATA lgc52<>+0(SB)/4, $0x7fc00000
+DATA lgc52<>+4(SB)/4, $0x7fc00000
+DATA lgc52<>+8(SB)/4, $0x7fc00000
+DATA lgc52<>+12(SB)/4, $0x7fc00000
+DATA lgc52<>+16(SB)/4, $0x7fc00000
+DATA lgc52<>+20(SB)/4, $0x7fc00000
+DATA lgc52<>+24(SB)/4, $0x7fc00000
+DATA lgc52<>+28(SB)/4, $0x7fc00000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -2518,23 +2538,22 @@ bulk_24:
 	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
-	VMULPS       lgc37<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
+	VMULPS       lgc38<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc38<>+0(SB), Y4, Y4
-	VPAND        lgc39<>+0(SB), Y2, Y2
+	VPSUBD       lgc39<>+0(SB), Y4, Y4
+	VPAND        lgc40<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc40<>+0(SB), Y3, Y2
+	VPAND        lgc41<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
-	VMULPS       lgc22<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc42<>+0(SB), Y2, Y3
+	VMULPS       lgc23<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc42<>+0(SB), Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VMOVAPS      lgc43<>+0(SB), Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
@@ -2542,19 +2561,20 @@ bulk_24:
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc22<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc23<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc6<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -2564,9 +2584,9 @@ bulk_24:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc6<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_24

@@ -12,7 +12,7 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0       []float32           // gae = scan(delta, discount) over L reverse [B=16 L=48]
+	s0       []float32           // gae = scan(delta, discount) over L reverse cut [B=16 L=48]
 	s1       float32             // v47 = sum(v46) over B,L
 	s2       float32             // v52 = sum(v51) over B,L
 	s3       float32             // v56 = sum(v55) over B,L
@@ -141,7 +141,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v19 := nextReward2 + v18
 			delta := v19 - stateValue
 			discount := float32(c21 * notDone)
-			gae := delta + float32(gaeCarry*discount)
+			gae := delta + runtime.CutMul(gaeCarry, discount)
 			gaeCarry = gae
 			s.s0[iB*48+iL] = gae
 			valueTarget := gae + stateValue
@@ -467,7 +467,7 @@ func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0       []float32           // gae = scan(delta, discount) over L reverse [B=16 L=48]
+	s0       []float32           // gae = scan(delta, discount) over L reverse cut [B=16 L=48]
 	s1       float32             // v47 = sum(v46) over B,L
 	s2       float32             // v52 = sum(v51) over B,L
 	s3       float32             // v56 = sum(v55) over B,L
@@ -563,7 +563,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v19 := nextReward2 + v18
 			delta := v19 - stateValue
 			discount := float32(c21 * notDone)
-			gae := delta + float32(gaeCarry*discount)
+			gae := delta + runtime.CutMul(gaeCarry, discount)
 			gaeCarry = gae
 			s.s0[iB*48+iL] = gae
 			valueTarget := gae + stateValue

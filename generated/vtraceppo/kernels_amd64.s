@@ -136,26 +136,33 @@ outer0_1:
 	VANDPS      Y6, Y5, Y5
 	VMOVUPS     lgc14<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VANDPS      lgc17<>+0(SB), Y5, Y6
-	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y5, Y8
+	VCMPPS      $0x1a, lgc18<>+0(SB), Y8, Y6
+	VCMPPS      $0x00, lgc19<>+0(SB), Y8, Y8
+	VORPS       Y8, Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y4, Y8
+	VCMPPS      $0x1d, lgc20<>+0(SB), Y8, Y8
+	VCMPPS      $0x00, lgc0<>+0(SB), Y4, Y9
+	VORPS       Y9, Y8, Y8
+	VANDPS      Y8, Y6, Y6
 	MOVQ        state+64(FP), CX
 	VANDPS      31616(CX), Y6, Y6
 	VMOVUPS     Y6, 31616(CX)
-	VMOVUPS     lgc19<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc21<>+0(SB), Y8
+	VMOVUPS     lgc23<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -163,16 +170,16 @@ outer0_1:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc22<>+0(SB), Y0
+	VMOVUPS     lgc24<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// vs = add(vsMinusV, stateValue)
 	VADDPS  Y7, Y5, Y4
-	VMOVUPS lgc23<>+0(SB), Y5
+	VMOVUPS lgc25<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc24<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
@@ -206,7 +213,7 @@ outer0_1:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v54 = mul(-0.01, entropy)
-	VMULPS lgc25<>+0(SB), Y1, Y2
+	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
@@ -230,7 +237,7 @@ outer0_1:
 	VSUBPS Y7, Y4, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc26<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -360,12 +367,12 @@ outer0_1:
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc29<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y6
+	VCMPPS       $0x00, lgc31<>+0(SB), Y3, Y6
 	VORPS        Y6, Y5, Y5
-	VMOVUPS      lgc30<>+0(SB), Y6
+	VMOVUPS      lgc32<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -478,26 +485,33 @@ blocks_2:
 
 	// vsMinusV = scan(delta, v21) over T reverse
 	VMOVUPS     Y6, Y5
-	VANDPS      lgc17<>+0(SB), Y5, Y6
-	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y5, Y8
+	VCMPPS      $0x1a, lgc18<>+0(SB), Y8, Y6
+	VCMPPS      $0x00, lgc19<>+0(SB), Y8, Y8
+	VORPS       Y8, Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y4, Y8
+	VCMPPS      $0x1d, lgc20<>+0(SB), Y8, Y8
+	VCMPPS      $0x00, lgc0<>+0(SB), Y4, Y9
+	VORPS       Y9, Y8, Y8
+	VANDPS      Y8, Y6, Y6
 	MOVQ        state+64(FP), BX
 	VANDPS      31616(BX), Y6, Y6
 	VMOVUPS     Y6, 31616(BX)
-	VMOVUPS     lgc19<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc21<>+0(SB), Y8
+	VMOVUPS     lgc23<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -505,16 +519,16 @@ blocks_2:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc22<>+0(SB), Y0
+	VMOVUPS     lgc24<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// vs = add(vsMinusV, stateValue)
 	VADDPS  Y7, Y5, Y4
-	VMOVUPS lgc23<>+0(SB), Y5
+	VMOVUPS lgc25<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc24<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
@@ -537,7 +551,7 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v54 = mul(-0.01, entropy)
-	VMULPS lgc25<>+0(SB), Y1, Y2
+	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -551,7 +565,7 @@ blocks_2:
 	VSUBPS Y7, Y4, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc26<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -648,10 +662,10 @@ blocks_2:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y1, Y5, Y5
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc29<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y2
+	VCMPPS       $0x00, lgc31<>+0(SB), Y3, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
@@ -675,11 +689,11 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc31<>+0(SB), Y1
+	VMOVUPD      lgc33<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -691,7 +705,7 @@ blocks_2:
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
 	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -704,7 +718,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
 	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -717,7 +731,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
 	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -730,7 +744,7 @@ blocks_2:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
 	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -756,7 +770,7 @@ noflush_3:
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -768,7 +782,7 @@ noflush_3:
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -781,7 +795,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -794,7 +808,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -807,7 +821,7 @@ noflush_3:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1012,141 +1026,161 @@ DATA lgc18<>+24(SB)/4, $0x79000000
 DATA lgc18<>+28(SB)/4, $0x79000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x00000001
-DATA lgc19<>+4(SB)/4, $0x00000002
-DATA lgc19<>+8(SB)/4, $0x00000003
-DATA lgc19<>+12(SB)/4, $0x00000004
-DATA lgc19<>+16(SB)/4, $0x00000005
-DATA lgc19<>+20(SB)/4, $0x00000006
-DATA lgc19<>+24(SB)/4, $0x00000007
-DATA lgc19<>+28(SB)/4, $0x00000007
+DATA lgc19<>+0(SB)/4, $0x7f800000
+DATA lgc19<>+4(SB)/4, $0x7f800000
+DATA lgc19<>+8(SB)/4, $0x7f800000
+DATA lgc19<>+12(SB)/4, $0x7f800000
+DATA lgc19<>+16(SB)/4, $0x7f800000
+DATA lgc19<>+20(SB)/4, $0x7f800000
+DATA lgc19<>+24(SB)/4, $0x7f800000
+DATA lgc19<>+28(SB)/4, $0x7f800000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000002
-DATA lgc20<>+4(SB)/4, $0x00000003
-DATA lgc20<>+8(SB)/4, $0x00000004
-DATA lgc20<>+12(SB)/4, $0x00000005
-DATA lgc20<>+16(SB)/4, $0x00000006
-DATA lgc20<>+20(SB)/4, $0x00000007
-DATA lgc20<>+24(SB)/4, $0x00000006
-DATA lgc20<>+28(SB)/4, $0x00000007
+DATA lgc20<>+0(SB)/4, $0x36800000
+DATA lgc20<>+4(SB)/4, $0x36800000
+DATA lgc20<>+8(SB)/4, $0x36800000
+DATA lgc20<>+12(SB)/4, $0x36800000
+DATA lgc20<>+16(SB)/4, $0x36800000
+DATA lgc20<>+20(SB)/4, $0x36800000
+DATA lgc20<>+24(SB)/4, $0x36800000
+DATA lgc20<>+28(SB)/4, $0x36800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00000004
-DATA lgc21<>+4(SB)/4, $0x00000005
-DATA lgc21<>+8(SB)/4, $0x00000006
-DATA lgc21<>+12(SB)/4, $0x00000007
-DATA lgc21<>+16(SB)/4, $0x00000004
-DATA lgc21<>+20(SB)/4, $0x00000005
-DATA lgc21<>+24(SB)/4, $0x00000006
+DATA lgc21<>+0(SB)/4, $0x00000001
+DATA lgc21<>+4(SB)/4, $0x00000002
+DATA lgc21<>+8(SB)/4, $0x00000003
+DATA lgc21<>+12(SB)/4, $0x00000004
+DATA lgc21<>+16(SB)/4, $0x00000005
+DATA lgc21<>+20(SB)/4, $0x00000006
+DATA lgc21<>+24(SB)/4, $0x00000007
 DATA lgc21<>+28(SB)/4, $0x00000007
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x00000000
-DATA lgc22<>+4(SB)/4, $0x00000000
-DATA lgc22<>+8(SB)/4, $0x00000000
-DATA lgc22<>+12(SB)/4, $0x00000000
-DATA lgc22<>+16(SB)/4, $0x00000000
-DATA lgc22<>+20(SB)/4, $0x00000000
-DATA lgc22<>+24(SB)/4, $0x00000000
-DATA lgc22<>+28(SB)/4, $0x00000000
+DATA lgc22<>+0(SB)/4, $0x00000002
+DATA lgc22<>+4(SB)/4, $0x00000003
+DATA lgc22<>+8(SB)/4, $0x00000004
+DATA lgc22<>+12(SB)/4, $0x00000005
+DATA lgc22<>+16(SB)/4, $0x00000006
+DATA lgc22<>+20(SB)/4, $0x00000007
+DATA lgc22<>+24(SB)/4, $0x00000006
+DATA lgc22<>+28(SB)/4, $0x00000007
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xbe647fbe
-DATA lgc23<>+4(SB)/4, $0xbe647fbe
-DATA lgc23<>+8(SB)/4, $0xbe647fbe
-DATA lgc23<>+12(SB)/4, $0xbe647fbe
-DATA lgc23<>+16(SB)/4, $0xbe647fbe
-DATA lgc23<>+20(SB)/4, $0xbe647fbe
-DATA lgc23<>+24(SB)/4, $0xbe647fbe
-DATA lgc23<>+28(SB)/4, $0xbe647fbe
+DATA lgc23<>+0(SB)/4, $0x00000004
+DATA lgc23<>+4(SB)/4, $0x00000005
+DATA lgc23<>+8(SB)/4, $0x00000006
+DATA lgc23<>+12(SB)/4, $0x00000007
+DATA lgc23<>+16(SB)/4, $0x00000004
+DATA lgc23<>+20(SB)/4, $0x00000005
+DATA lgc23<>+24(SB)/4, $0x00000006
+DATA lgc23<>+28(SB)/4, $0x00000007
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3e3ab281
-DATA lgc24<>+4(SB)/4, $0x3e3ab281
-DATA lgc24<>+8(SB)/4, $0x3e3ab281
-DATA lgc24<>+12(SB)/4, $0x3e3ab281
-DATA lgc24<>+16(SB)/4, $0x3e3ab281
-DATA lgc24<>+20(SB)/4, $0x3e3ab281
-DATA lgc24<>+24(SB)/4, $0x3e3ab281
-DATA lgc24<>+28(SB)/4, $0x3e3ab281
+DATA lgc24<>+0(SB)/4, $0x00000000
+DATA lgc24<>+4(SB)/4, $0x00000000
+DATA lgc24<>+8(SB)/4, $0x00000000
+DATA lgc24<>+12(SB)/4, $0x00000000
+DATA lgc24<>+16(SB)/4, $0x00000000
+DATA lgc24<>+20(SB)/4, $0x00000000
+DATA lgc24<>+24(SB)/4, $0x00000000
+DATA lgc24<>+28(SB)/4, $0x00000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xbc23d70a
-DATA lgc25<>+4(SB)/4, $0xbc23d70a
-DATA lgc25<>+8(SB)/4, $0xbc23d70a
-DATA lgc25<>+12(SB)/4, $0xbc23d70a
-DATA lgc25<>+16(SB)/4, $0xbc23d70a
-DATA lgc25<>+20(SB)/4, $0xbc23d70a
-DATA lgc25<>+24(SB)/4, $0xbc23d70a
-DATA lgc25<>+28(SB)/4, $0xbc23d70a
+DATA lgc25<>+0(SB)/4, $0xbe647fbe
+DATA lgc25<>+4(SB)/4, $0xbe647fbe
+DATA lgc25<>+8(SB)/4, $0xbe647fbe
+DATA lgc25<>+12(SB)/4, $0xbe647fbe
+DATA lgc25<>+16(SB)/4, $0xbe647fbe
+DATA lgc25<>+20(SB)/4, $0xbe647fbe
+DATA lgc25<>+24(SB)/4, $0xbe647fbe
+DATA lgc25<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x80000000
-DATA lgc26<>+4(SB)/4, $0x80000000
-DATA lgc26<>+8(SB)/4, $0x80000000
-DATA lgc26<>+12(SB)/4, $0x80000000
-DATA lgc26<>+16(SB)/4, $0x80000000
-DATA lgc26<>+20(SB)/4, $0x80000000
-DATA lgc26<>+24(SB)/4, $0x80000000
-DATA lgc26<>+28(SB)/4, $0x80000000
+DATA lgc26<>+0(SB)/4, $0x3e3ab281
+DATA lgc26<>+4(SB)/4, $0x3e3ab281
+DATA lgc26<>+8(SB)/4, $0x3e3ab281
+DATA lgc26<>+12(SB)/4, $0x3e3ab281
+DATA lgc26<>+16(SB)/4, $0x3e3ab281
+DATA lgc26<>+20(SB)/4, $0x3e3ab281
+DATA lgc26<>+24(SB)/4, $0x3e3ab281
+DATA lgc26<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xc2ae0000
-DATA lgc27<>+4(SB)/4, $0xc2ae0000
-DATA lgc27<>+8(SB)/4, $0xc2ae0000
-DATA lgc27<>+12(SB)/4, $0xc2ae0000
-DATA lgc27<>+16(SB)/4, $0xc2ae0000
-DATA lgc27<>+20(SB)/4, $0xc2ae0000
-DATA lgc27<>+24(SB)/4, $0xc2ae0000
-DATA lgc27<>+28(SB)/4, $0xc2ae0000
+DATA lgc27<>+0(SB)/4, $0xbc23d70a
+DATA lgc27<>+4(SB)/4, $0xbc23d70a
+DATA lgc27<>+8(SB)/4, $0xbc23d70a
+DATA lgc27<>+12(SB)/4, $0xbc23d70a
+DATA lgc27<>+16(SB)/4, $0xbc23d70a
+DATA lgc27<>+20(SB)/4, $0xbc23d70a
+DATA lgc27<>+24(SB)/4, $0xbc23d70a
+DATA lgc27<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x42b00000
-DATA lgc28<>+4(SB)/4, $0x42b00000
-DATA lgc28<>+8(SB)/4, $0x42b00000
-DATA lgc28<>+12(SB)/4, $0x42b00000
-DATA lgc28<>+16(SB)/4, $0x42b00000
-DATA lgc28<>+20(SB)/4, $0x42b00000
-DATA lgc28<>+24(SB)/4, $0x42b00000
-DATA lgc28<>+28(SB)/4, $0x42b00000
+DATA lgc28<>+0(SB)/4, $0x80000000
+DATA lgc28<>+4(SB)/4, $0x80000000
+DATA lgc28<>+8(SB)/4, $0x80000000
+DATA lgc28<>+12(SB)/4, $0x80000000
+DATA lgc28<>+16(SB)/4, $0x80000000
+DATA lgc28<>+20(SB)/4, $0x80000000
+DATA lgc28<>+24(SB)/4, $0x80000000
+DATA lgc28<>+28(SB)/4, $0x80000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xff800000
-DATA lgc29<>+4(SB)/4, $0xff800000
-DATA lgc29<>+8(SB)/4, $0xff800000
-DATA lgc29<>+12(SB)/4, $0xff800000
-DATA lgc29<>+16(SB)/4, $0xff800000
-DATA lgc29<>+20(SB)/4, $0xff800000
-DATA lgc29<>+24(SB)/4, $0xff800000
-DATA lgc29<>+28(SB)/4, $0xff800000
+DATA lgc29<>+0(SB)/4, $0xc2ae0000
+DATA lgc29<>+4(SB)/4, $0xc2ae0000
+DATA lgc29<>+8(SB)/4, $0xc2ae0000
+DATA lgc29<>+12(SB)/4, $0xc2ae0000
+DATA lgc29<>+16(SB)/4, $0xc2ae0000
+DATA lgc29<>+20(SB)/4, $0xc2ae0000
+DATA lgc29<>+24(SB)/4, $0xc2ae0000
+DATA lgc29<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xffffffff
-DATA lgc30<>+4(SB)/4, $0xffffffff
-DATA lgc30<>+8(SB)/4, $0xffffffff
-DATA lgc30<>+12(SB)/4, $0xffffffff
-DATA lgc30<>+16(SB)/4, $0xffffffff
-DATA lgc30<>+20(SB)/4, $0xffffffff
-DATA lgc30<>+24(SB)/4, $0xffffffff
-DATA lgc30<>+28(SB)/4, $0xffffffff
+DATA lgc30<>+0(SB)/4, $0x42b00000
+DATA lgc30<>+4(SB)/4, $0x42b00000
+DATA lgc30<>+8(SB)/4, $0x42b00000
+DATA lgc30<>+12(SB)/4, $0x42b00000
+DATA lgc30<>+16(SB)/4, $0x42b00000
+DATA lgc30<>+20(SB)/4, $0x42b00000
+DATA lgc30<>+24(SB)/4, $0x42b00000
+DATA lgc30<>+28(SB)/4, $0x42b00000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x4020000000000000
-DATA lgc31<>+8(SB)/8, $0x4020000000000000
-DATA lgc31<>+16(SB)/8, $0x4020000000000000
-DATA lgc31<>+24(SB)/8, $0x4020000000000000
+DATA lgc31<>+0(SB)/4, $0xff800000
+DATA lgc31<>+4(SB)/4, $0xff800000
+DATA lgc31<>+8(SB)/4, $0xff800000
+DATA lgc31<>+12(SB)/4, $0xff800000
+DATA lgc31<>+16(SB)/4, $0xff800000
+DATA lgc31<>+20(SB)/4, $0xff800000
+DATA lgc31<>+24(SB)/4, $0xff800000
+DATA lgc31<>+28(SB)/4, $0xff800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x7f7fffff
-DATA lgc32<>+4(SB)/4, $0x7f7fffff
-DATA lgc32<>+8(SB)/4, $0x7f7fffff
-DATA lgc32<>+12(SB)/4, $0x7f7fffff
-DATA lgc32<>+16(SB)/4, $0x7f7fffff
-DATA lgc32<>+20(SB)/4, $0x7f7fffff
-DATA lgc32<>+24(SB)/4, $0x7f7fffff
-DATA lgc32<>+28(SB)/4, $0x7f7fffff
+DATA lgc32<>+0(SB)/4, $0xffffffff
+DATA lgc32<>+4(SB)/4, $0xffffffff
+DATA lgc32<>+8(SB)/4, $0xffffffff
+DATA lgc32<>+12(SB)/4, $0xffffffff
+DATA lgc32<>+16(SB)/4, $0xffffffff
+DATA lgc32<>+20(SB)/4, $0xffffffff
+DATA lgc32<>+24(SB)/4, $0xffffffff
+DATA lgc32<>+28(SB)/4, $0xffffffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/8, $0x4020000000000000
+DATA lgc33<>+8(SB)/8, $0x4020000000000000
+DATA lgc33<>+16(SB)/8, $0x4020000000000000
+DATA lgc33<>+24(SB)/8, $0x4020000000000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x7f7fffff
+DATA lgc34<>+4(SB)/4, $0x7f7fffff
+DATA lgc34<>+8(SB)/4, $0x7f7fffff
+DATA lgc34<>+12(SB)/4, $0x7f7fffff
+DATA lgc34<>+16(SB)/4, $0x7f7fffff
+DATA lgc34<>+20(SB)/4, $0x7f7fffff
+DATA lgc34<>+24(SB)/4, $0x7f7fffff
+DATA lgc34<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1164,7 +1198,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v69 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc33<>+0(SB), Y1, Y1
+	VADDPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1178,7 +1212,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v76 = mul(2, logSumW)
-	VMULPS  lgc34<>+0(SB), Y2, Y2
+	VMULPS  lgc36<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1222,10 +1256,10 @@ blocks_4:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc31<>+0(SB), Y1
+	VMOVUPD      lgc33<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc17<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1256,7 +1290,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v69 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc33<>+0(SB), Y0, Y0
+	VADDPS     lgc35<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -1272,7 +1306,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v76 = mul(2, logSumW)
-	VMULPS     lgc34<>+0(SB), Y1, Y1
+	VMULPS     lgc36<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -1333,7 +1367,7 @@ notail_7:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      31936(AX), Y1
 	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1348,25 +1382,25 @@ notail_7:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x34000000
-DATA lgc33<>+4(SB)/4, $0x34000000
-DATA lgc33<>+8(SB)/4, $0x34000000
-DATA lgc33<>+12(SB)/4, $0x34000000
-DATA lgc33<>+16(SB)/4, $0x34000000
-DATA lgc33<>+20(SB)/4, $0x34000000
-DATA lgc33<>+24(SB)/4, $0x34000000
-DATA lgc33<>+28(SB)/4, $0x34000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x34000000
+DATA lgc35<>+4(SB)/4, $0x34000000
+DATA lgc35<>+8(SB)/4, $0x34000000
+DATA lgc35<>+12(SB)/4, $0x34000000
+DATA lgc35<>+16(SB)/4, $0x34000000
+DATA lgc35<>+20(SB)/4, $0x34000000
+DATA lgc35<>+24(SB)/4, $0x34000000
+DATA lgc35<>+28(SB)/4, $0x34000000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x40000000
-DATA lgc34<>+4(SB)/4, $0x40000000
-DATA lgc34<>+8(SB)/4, $0x40000000
-DATA lgc34<>+12(SB)/4, $0x40000000
-DATA lgc34<>+16(SB)/4, $0x40000000
-DATA lgc34<>+20(SB)/4, $0x40000000
-DATA lgc34<>+24(SB)/4, $0x40000000
-DATA lgc34<>+28(SB)/4, $0x40000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0x40000000
+DATA lgc36<>+4(SB)/4, $0x40000000
+DATA lgc36<>+8(SB)/4, $0x40000000
+DATA lgc36<>+12(SB)/4, $0x40000000
+DATA lgc36<>+16(SB)/4, $0x40000000
+DATA lgc36<>+20(SB)/4, $0x40000000
+DATA lgc36<>+24(SB)/4, $0x40000000
+DATA lgc36<>+28(SB)/4, $0x40000000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1443,7 +1477,7 @@ blocks_9:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc37<>+0(SB), Y5, Y5
 	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -1501,11 +1535,11 @@ blocks_9:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc38<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y3
+	VMOVUPS lgc39<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
@@ -1517,7 +1551,7 @@ blocks_9:
 	VMULPS Y0, Y1, Y0
 
 	// v46 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y0, Y0
+	VXORPS lgc28<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
 	MOVQ    state+72(FP), BX
@@ -1529,11 +1563,11 @@ blocks_9:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
-	VMOVUPD      lgc31<>+0(SB), Y0
+	VMOVUPD      lgc33<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y1
 	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1641,7 +1675,7 @@ noflush_10:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc37<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         valueTarget+48(FP), CX
@@ -1703,11 +1737,11 @@ noflush_10:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc38<>+0(SB), Y2
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y3
+	VMOVUPS lgc39<>+0(SB), Y3
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
@@ -1719,7 +1753,7 @@ noflush_10:
 	VMULPS Y0, Y1, Y0
 
 	// v46 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y0, Y0
+	VXORPS lgc28<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
@@ -1743,7 +1777,7 @@ noflush_10:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y1
 	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1761,35 +1795,35 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00000000
-DATA lgc35<>+4(SB)/4, $0x00000001
-DATA lgc35<>+8(SB)/4, $0x00000002
-DATA lgc35<>+12(SB)/4, $0x00000003
-DATA lgc35<>+16(SB)/4, $0x00000004
-DATA lgc35<>+20(SB)/4, $0x00000005
-DATA lgc35<>+24(SB)/4, $0x00000006
-DATA lgc35<>+28(SB)/4, $0x00000007
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x3f99999a
-DATA lgc36<>+4(SB)/4, $0x3f99999a
-DATA lgc36<>+8(SB)/4, $0x3f99999a
-DATA lgc36<>+12(SB)/4, $0x3f99999a
-DATA lgc36<>+16(SB)/4, $0x3f99999a
-DATA lgc36<>+20(SB)/4, $0x3f99999a
-DATA lgc36<>+24(SB)/4, $0x3f99999a
-DATA lgc36<>+28(SB)/4, $0x3f99999a
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x3f4ccccd
-DATA lgc37<>+4(SB)/4, $0x3f4ccccd
-DATA lgc37<>+8(SB)/4, $0x3f4ccccd
-DATA lgc37<>+12(SB)/4, $0x3f4ccccd
-DATA lgc37<>+16(SB)/4, $0x3f4ccccd
-DATA lgc37<>+20(SB)/4, $0x3f4ccccd
-DATA lgc37<>+24(SB)/4, $0x3f4ccccd
-DATA lgc37<>+28(SB)/4, $0x3f4ccccd
+DATA lgc37<>+0(SB)/4, $0x00000000
+DATA lgc37<>+4(SB)/4, $0x00000001
+DATA lgc37<>+8(SB)/4, $0x00000002
+DATA lgc37<>+12(SB)/4, $0x00000003
+DATA lgc37<>+16(SB)/4, $0x00000004
+DATA lgc37<>+20(SB)/4, $0x00000005
+DATA lgc37<>+24(SB)/4, $0x00000006
+DATA lgc37<>+28(SB)/4, $0x00000007
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x3f99999a
+DATA lgc38<>+4(SB)/4, $0x3f99999a
+DATA lgc38<>+8(SB)/4, $0x3f99999a
+DATA lgc38<>+12(SB)/4, $0x3f99999a
+DATA lgc38<>+16(SB)/4, $0x3f99999a
+DATA lgc38<>+20(SB)/4, $0x3f99999a
+DATA lgc38<>+24(SB)/4, $0x3f99999a
+DATA lgc38<>+28(SB)/4, $0x3f99999a
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0x3f4ccccd
+DATA lgc39<>+4(SB)/4, $0x3f4ccccd
+DATA lgc39<>+8(SB)/4, $0x3f4ccccd
+DATA lgc39<>+12(SB)/4, $0x3f4ccccd
+DATA lgc39<>+16(SB)/4, $0x3f4ccccd
+DATA lgc39<>+20(SB)/4, $0x3f4ccccd
+DATA lgc39<>+24(SB)/4, $0x3f4ccccd
+DATA lgc39<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -1797,7 +1831,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 
 	// ess = div(v79, 64)
 	VDIVPS Y1, Y0, Y0
@@ -1808,15 +1842,15 @@ TEXT ·pass3AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc38<>+0(SB)/4, $0x42800000
-DATA lgc38<>+4(SB)/4, $0x42800000
-DATA lgc38<>+8(SB)/4, $0x42800000
-DATA lgc38<>+12(SB)/4, $0x42800000
-DATA lgc38<>+16(SB)/4, $0x42800000
-DATA lgc38<>+20(SB)/4, $0x42800000
-DATA lgc38<>+24(SB)/4, $0x42800000
-DATA lgc38<>+28(SB)/4, $0x42800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc40<>+0(SB)/4, $0x42800000
+DATA lgc40<>+4(SB)/4, $0x42800000
+DATA lgc40<>+8(SB)/4, $0x42800000
+DATA lgc40<>+12(SB)/4, $0x42800000
+DATA lgc40<>+16(SB)/4, $0x42800000
+DATA lgc40<>+20(SB)/4, $0x42800000
+DATA lgc40<>+24(SB)/4, $0x42800000
+DATA lgc40<>+28(SB)/4, $0x42800000
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, entropy *float32, valueTarget *float32, gradStateValue *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1950,26 +1984,33 @@ outer0_11:
 	VANDPS      Y6, Y5, Y5
 	VMOVUPS     lgc14<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VANDPS      lgc17<>+0(SB), Y5, Y6
-	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y5, Y8
+	VCMPPS      $0x1a, lgc18<>+0(SB), Y8, Y6
+	VCMPPS      $0x00, lgc19<>+0(SB), Y8, Y8
+	VORPS       Y8, Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y4, Y8
+	VCMPPS      $0x1d, lgc20<>+0(SB), Y8, Y8
+	VCMPPS      $0x00, lgc0<>+0(SB), Y4, Y9
+	VORPS       Y9, Y8, Y8
+	VANDPS      Y8, Y6, Y6
 	MOVQ        state+64(FP), CX
 	VANDPS      31616(CX), Y6, Y6
 	VMOVUPS     Y6, 31616(CX)
-	VMOVUPS     lgc19<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc21<>+0(SB), Y8
+	VMOVUPS     lgc23<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -1977,16 +2018,16 @@ outer0_11:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc22<>+0(SB), Y0
+	VMOVUPS     lgc24<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// vs = add(vsMinusV, stateValue)
 	VADDPS  Y7, Y5, Y4
-	VMOVUPS lgc23<>+0(SB), Y5
+	VMOVUPS lgc25<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc24<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
@@ -2020,7 +2061,7 @@ outer0_11:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v54 = mul(-0.01, entropy)
-	VMULPS lgc25<>+0(SB), Y1, Y2
+	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
@@ -2044,7 +2085,7 @@ outer0_11:
 	VSUBPS Y7, Y4, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc26<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -2178,12 +2219,12 @@ outer0_11:
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc29<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y6
+	VCMPPS       $0x00, lgc31<>+0(SB), Y3, Y6
 	VORPS        Y6, Y5, Y5
-	VMOVUPS      lgc30<>+0(SB), Y6
+	VMOVUPS      lgc32<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -2205,21 +2246,21 @@ outer0_11:
 	VMOVUPS      152(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc41<>+0(SB), Y1
 
 	// v83 = where(v60, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 56(SP), Y3
 
 	// v84 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc39<>+0(SB), Y3, Y3
+	VMULPS lgc41<>+0(SB), Y3, Y3
 
 	// v85 = where(v60, v84, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 24(SP), Y4
 
 	// v86 = mul(3.7114014251781474e-05, v61)
-	VMULPS lgc39<>+0(SB), Y4, Y4
+	VMULPS lgc41<>+0(SB), Y4, Y4
 
 	// v87 = where(v60, v86, 0)
 	VANDPS Y4, Y2, Y2
@@ -2243,7 +2284,7 @@ outer0_11:
 
 	// v94 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc40<>+0(SB), Y6
+	VMOVUPS lgc42<>+0(SB), Y6
 
 	// v95 = where(v92, -1, v94)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -2262,8 +2303,8 @@ outer0_11:
 	VBLENDVPS Y3, Y2, Y1, Y1
 
 	// gradStateValue = neg(v99)
-	VXORPS  lgc26<>+0(SB), Y1, Y1
-	VMOVUPS lgc41<>+0(SB), Y2
+	VXORPS  lgc28<>+0(SB), Y1, Y1
+	VMOVUPS lgc43<>+0(SB), Y2
 	VMOVUPS 88(SP), Y3
 
 	// store valueTarget
@@ -2368,26 +2409,33 @@ blocks_12:
 
 	// vsMinusV = scan(delta, v21) over T reverse
 	VMOVUPS     Y6, Y5
-	VANDPS      lgc17<>+0(SB), Y5, Y6
-	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y5, Y8
+	VCMPPS      $0x1a, lgc18<>+0(SB), Y8, Y6
+	VCMPPS      $0x00, lgc19<>+0(SB), Y8, Y8
+	VORPS       Y8, Y6, Y6
+	VANDPS      lgc17<>+0(SB), Y4, Y8
+	VCMPPS      $0x1d, lgc20<>+0(SB), Y8, Y8
+	VCMPPS      $0x00, lgc0<>+0(SB), Y4, Y9
+	VORPS       Y9, Y8, Y8
+	VANDPS      Y8, Y6, Y6
 	MOVQ        state+64(FP), BX
 	VANDPS      31616(BX), Y6, Y6
 	VMOVUPS     Y6, 31616(BX)
-	VMOVUPS     lgc19<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc21<>+0(SB), Y8
+	VMOVUPS     lgc23<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -2395,16 +2443,16 @@ blocks_12:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc22<>+0(SB), Y0
+	VMOVUPS     lgc24<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// vs = add(vsMinusV, stateValue)
 	VADDPS  Y7, Y5, Y4
-	VMOVUPS lgc23<>+0(SB), Y5
+	VMOVUPS lgc25<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc24<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
@@ -2427,7 +2475,7 @@ blocks_12:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v54 = mul(-0.01, entropy)
-	VMULPS lgc25<>+0(SB), Y1, Y2
+	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -2441,7 +2489,7 @@ blocks_12:
 	VSUBPS Y7, Y4, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc26<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -2542,10 +2590,10 @@ blocks_12:
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y1, Y5, Y5
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc29<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y3, Y2
+	VCMPPS       $0x00, lgc31<>+0(SB), Y3, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
@@ -2565,21 +2613,21 @@ blocks_12:
 	VMOVUPS      312(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc41<>+0(SB), Y1
 
 	// v83 = where(v60, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 216(SP), Y3
 
 	// v84 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc39<>+0(SB), Y3, Y3
+	VMULPS lgc41<>+0(SB), Y3, Y3
 
 	// v85 = where(v60, v84, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 184(SP), Y4
 
 	// v86 = mul(3.7114014251781474e-05, v61)
-	VMULPS lgc39<>+0(SB), Y4, Y4
+	VMULPS lgc41<>+0(SB), Y4, Y4
 
 	// v87 = where(v60, v86, 0)
 	VANDPS Y4, Y2, Y2
@@ -2603,7 +2651,7 @@ blocks_12:
 
 	// v94 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc40<>+0(SB), Y6
+	VMOVUPS lgc42<>+0(SB), Y6
 
 	// v95 = where(v92, -1, v94)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -2622,8 +2670,8 @@ blocks_12:
 	VBLENDVPS Y3, Y2, Y1, Y1
 
 	// gradStateValue = neg(v99)
-	VXORPS  lgc26<>+0(SB), Y1, Y1
-	VMOVUPS lgc41<>+0(SB), Y2
+	VXORPS  lgc28<>+0(SB), Y1, Y1
+	VMOVUPS lgc43<>+0(SB), Y2
 	VMOVUPS 248(SP), Y3
 
 	// store valueTarget
@@ -2639,11 +2687,11 @@ blocks_12:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_13
-	VMOVUPD      lgc31<>+0(SB), Y1
+	VMOVUPD      lgc33<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2655,7 +2703,7 @@ blocks_12:
 	VMOVUPS      Y2, 256(DX)
 	VMOVUPS      576(DX), Y3
 	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2668,7 +2716,7 @@ blocks_12:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      896(DX), Y3
 	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2681,7 +2729,7 @@ blocks_12:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1216(DX), Y3
 	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2694,7 +2742,7 @@ blocks_12:
 	VANDPS       Y2, Y1, Y1
 	VMOVUPS      1536(DX), Y3
 	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -2720,7 +2768,7 @@ noflush_13:
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2732,7 +2780,7 @@ noflush_13:
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2745,7 +2793,7 @@ noflush_13:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2758,7 +2806,7 @@ noflush_13:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2771,7 +2819,7 @@ noflush_13:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2790,35 +2838,35 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x381baadf
-DATA lgc39<>+4(SB)/4, $0x381baadf
-DATA lgc39<>+8(SB)/4, $0x381baadf
-DATA lgc39<>+12(SB)/4, $0x381baadf
-DATA lgc39<>+16(SB)/4, $0x381baadf
-DATA lgc39<>+20(SB)/4, $0x381baadf
-DATA lgc39<>+24(SB)/4, $0x381baadf
-DATA lgc39<>+28(SB)/4, $0x381baadf
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0xbf800000
-DATA lgc40<>+4(SB)/4, $0xbf800000
-DATA lgc40<>+8(SB)/4, $0xbf800000
-DATA lgc40<>+12(SB)/4, $0xbf800000
-DATA lgc40<>+16(SB)/4, $0xbf800000
-DATA lgc40<>+20(SB)/4, $0xbf800000
-DATA lgc40<>+24(SB)/4, $0xbf800000
-DATA lgc40<>+28(SB)/4, $0xbf800000
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0xb4c7411d
-DATA lgc41<>+4(SB)/4, $0xb4c7411d
-DATA lgc41<>+8(SB)/4, $0xb4c7411d
-DATA lgc41<>+12(SB)/4, $0xb4c7411d
-DATA lgc41<>+16(SB)/4, $0xb4c7411d
-DATA lgc41<>+20(SB)/4, $0xb4c7411d
-DATA lgc41<>+24(SB)/4, $0xb4c7411d
-DATA lgc41<>+28(SB)/4, $0xb4c7411d
+DATA lgc41<>+0(SB)/4, $0x381baadf
+DATA lgc41<>+4(SB)/4, $0x381baadf
+DATA lgc41<>+8(SB)/4, $0x381baadf
+DATA lgc41<>+12(SB)/4, $0x381baadf
+DATA lgc41<>+16(SB)/4, $0x381baadf
+DATA lgc41<>+20(SB)/4, $0x381baadf
+DATA lgc41<>+24(SB)/4, $0x381baadf
+DATA lgc41<>+28(SB)/4, $0x381baadf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0xbf800000
+DATA lgc42<>+4(SB)/4, $0xbf800000
+DATA lgc42<>+8(SB)/4, $0xbf800000
+DATA lgc42<>+12(SB)/4, $0xbf800000
+DATA lgc42<>+16(SB)/4, $0xbf800000
+DATA lgc42<>+20(SB)/4, $0xbf800000
+DATA lgc42<>+24(SB)/4, $0xbf800000
+DATA lgc42<>+28(SB)/4, $0xbf800000
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0xb4c7411d
+DATA lgc43<>+4(SB)/4, $0xb4c7411d
+DATA lgc43<>+8(SB)/4, $0xb4c7411d
+DATA lgc43<>+12(SB)/4, $0xb4c7411d
+DATA lgc43<>+16(SB)/4, $0xb4c7411d
+DATA lgc43<>+20(SB)/4, $0xb4c7411d
+DATA lgc43<>+24(SB)/4, $0xb4c7411d
+DATA lgc43<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2836,7 +2884,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v69 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc33<>+0(SB), Y1, Y1
+	VADDPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2850,7 +2898,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v76 = mul(2, logSumW)
-	VMULPS  lgc34<>+0(SB), Y2, Y2
+	VMULPS  lgc36<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2894,10 +2942,10 @@ blocks_14:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_16
-	VMOVUPD      lgc31<>+0(SB), Y1
+	VMOVUPD      lgc33<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc17<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2928,7 +2976,7 @@ chunkdone_15:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v69 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc33<>+0(SB), Y0, Y0
+	VADDPS     lgc35<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -2944,7 +2992,7 @@ chunkdone_15:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v76 = mul(2, logSumW)
-	VMULPS     lgc34<>+0(SB), Y1, Y1
+	VMULPS     lgc36<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -3005,7 +3053,7 @@ notail_17:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      31936(AX), Y1
 	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3095,7 +3143,7 @@ blocks_19:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc37<>+0(SB), Y5, Y5
 	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -3153,11 +3201,11 @@ blocks_19:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc36<>+0(SB), Y3
+	VMOVUPS lgc38<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc37<>+0(SB), Y6
+	VMOVUPS lgc39<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
@@ -3169,7 +3217,7 @@ blocks_19:
 	VMULPS Y5, Y1, Y5
 
 	// v46 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y5, Y5
+	VXORPS lgc28<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
 	MOVQ    state+72(FP), BX
@@ -3177,7 +3225,7 @@ blocks_19:
 	VMOVUPS Y5, 32384(BX)
 
 	// v103 = mul(-3.7114014251781474e-05, v31)
-	VMULPS lgc42<>+0(SB), Y1, Y5
+	VMULPS lgc44<>+0(SB), Y1, Y5
 
 	// v104 = where(v39, v103, 0)
 	VANDPS Y5, Y2, Y7
@@ -3227,11 +3275,11 @@ blocks_19:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_20
-	VMOVUPD      lgc31<>+0(SB), Y0
+	VMOVUPD      lgc33<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y1
 	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3339,7 +3387,7 @@ noflush_20:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc37<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         valueTarget+48(FP), CX
@@ -3401,11 +3449,11 @@ noflush_20:
 
 	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VMOVUPS lgc36<>+0(SB), Y3
+	VMOVUPS lgc38<>+0(SB), Y3
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc37<>+0(SB), Y6
+	VMOVUPS lgc39<>+0(SB), Y6
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
@@ -3417,7 +3465,7 @@ noflush_20:
 	VMULPS Y5, Y1, Y5
 
 	// v46 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y5, Y5
+	VXORPS lgc28<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
@@ -3430,7 +3478,7 @@ noflush_20:
 	VMOVUPS      Y5, 32384(CX)
 
 	// v103 = mul(-3.7114014251781474e-05, v31)
-	VMULPS lgc42<>+0(SB), Y1, Y5
+	VMULPS lgc44<>+0(SB), Y1, Y5
 
 	// v104 = where(v39, v103, 0)
 	VANDPS Y5, Y2, Y7
@@ -3488,7 +3536,7 @@ noflush_20:
 	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y1
 	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3506,15 +3554,15 @@ noflush_20:
 	VZEROUPPER
 	RET
 
-DATA lgc42<>+0(SB)/4, $0xb81baadf
-DATA lgc42<>+4(SB)/4, $0xb81baadf
-DATA lgc42<>+8(SB)/4, $0xb81baadf
-DATA lgc42<>+12(SB)/4, $0xb81baadf
-DATA lgc42<>+16(SB)/4, $0xb81baadf
-DATA lgc42<>+20(SB)/4, $0xb81baadf
-DATA lgc42<>+24(SB)/4, $0xb81baadf
-DATA lgc42<>+28(SB)/4, $0xb81baadf
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+DATA lgc44<>+0(SB)/4, $0xb81baadf
+DATA lgc44<>+4(SB)/4, $0xb81baadf
+DATA lgc44<>+8(SB)/4, $0xb81baadf
+DATA lgc44<>+12(SB)/4, $0xb81baadf
+DATA lgc44<>+16(SB)/4, $0xb81baadf
+DATA lgc44<>+20(SB)/4, $0xb81baadf
+DATA lgc44<>+24(SB)/4, $0xb81baadf
+DATA lgc44<>+28(SB)/4, $0xb81baadf
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -3522,7 +3570,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 
 	// ess = div(v79, 64)
 	VDIVPS Y1, Y0, Y0
@@ -3592,30 +3640,30 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
-	VMULPS       lgc44<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc45<>+0(SB), Y0, Y1
+	VMULPS       lgc46<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc45<>+0(SB), Y3, Y3
-	VPAND        lgc46<>+0(SB), Y1, Y1
+	VPSUBD       lgc47<>+0(SB), Y3, Y3
+	VPAND        lgc48<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc47<>+0(SB), Y2, Y1
+	VPAND        lgc49<>+0(SB), Y2, Y1
 	VPOR         lgc14<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc48<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc50<>+0(SB), Y1, Y2
 	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc14<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc49<>+0(SB), Y4
-	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
+	VMOVAPS      lgc51<>+0(SB), Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc54<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc55<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc57<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc58<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc59<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -3624,11 +3672,11 @@ bulk_23:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc31<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc59<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc60<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc19<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3639,175 +3687,165 @@ bulkdone_24:
 	VZEROUPPER
 	RET
 
-DATA lgc43<>+0(SB)/4, $0x00800000
-DATA lgc43<>+4(SB)/4, $0x00800000
-DATA lgc43<>+8(SB)/4, $0x00800000
-DATA lgc43<>+12(SB)/4, $0x00800000
-DATA lgc43<>+16(SB)/4, $0x00800000
-DATA lgc43<>+20(SB)/4, $0x00800000
-DATA lgc43<>+24(SB)/4, $0x00800000
-DATA lgc43<>+28(SB)/4, $0x00800000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x4b000000
-DATA lgc44<>+4(SB)/4, $0x4b000000
-DATA lgc44<>+8(SB)/4, $0x4b000000
-DATA lgc44<>+12(SB)/4, $0x4b000000
-DATA lgc44<>+16(SB)/4, $0x4b000000
-DATA lgc44<>+20(SB)/4, $0x4b000000
-DATA lgc44<>+24(SB)/4, $0x4b000000
-DATA lgc44<>+28(SB)/4, $0x4b000000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0x0000007f
-DATA lgc45<>+4(SB)/4, $0x0000007f
-DATA lgc45<>+8(SB)/4, $0x0000007f
-DATA lgc45<>+12(SB)/4, $0x0000007f
-DATA lgc45<>+16(SB)/4, $0x0000007f
-DATA lgc45<>+20(SB)/4, $0x0000007f
-DATA lgc45<>+24(SB)/4, $0x0000007f
-DATA lgc45<>+28(SB)/4, $0x0000007f
+DATA lgc45<>+0(SB)/4, $0x00800000
+DATA lgc45<>+4(SB)/4, $0x00800000
+DATA lgc45<>+8(SB)/4, $0x00800000
+DATA lgc45<>+12(SB)/4, $0x00800000
+DATA lgc45<>+16(SB)/4, $0x00800000
+DATA lgc45<>+20(SB)/4, $0x00800000
+DATA lgc45<>+24(SB)/4, $0x00800000
+DATA lgc45<>+28(SB)/4, $0x00800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xffffffe9
-DATA lgc46<>+4(SB)/4, $0xffffffe9
-DATA lgc46<>+8(SB)/4, $0xffffffe9
-DATA lgc46<>+12(SB)/4, $0xffffffe9
-DATA lgc46<>+16(SB)/4, $0xffffffe9
-DATA lgc46<>+20(SB)/4, $0xffffffe9
-DATA lgc46<>+24(SB)/4, $0xffffffe9
-DATA lgc46<>+28(SB)/4, $0xffffffe9
+DATA lgc46<>+0(SB)/4, $0x4b000000
+DATA lgc46<>+4(SB)/4, $0x4b000000
+DATA lgc46<>+8(SB)/4, $0x4b000000
+DATA lgc46<>+12(SB)/4, $0x4b000000
+DATA lgc46<>+16(SB)/4, $0x4b000000
+DATA lgc46<>+20(SB)/4, $0x4b000000
+DATA lgc46<>+24(SB)/4, $0x4b000000
+DATA lgc46<>+28(SB)/4, $0x4b000000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x007fffff
-DATA lgc47<>+4(SB)/4, $0x007fffff
-DATA lgc47<>+8(SB)/4, $0x007fffff
-DATA lgc47<>+12(SB)/4, $0x007fffff
-DATA lgc47<>+16(SB)/4, $0x007fffff
-DATA lgc47<>+20(SB)/4, $0x007fffff
-DATA lgc47<>+24(SB)/4, $0x007fffff
-DATA lgc47<>+28(SB)/4, $0x007fffff
+DATA lgc47<>+0(SB)/4, $0x0000007f
+DATA lgc47<>+4(SB)/4, $0x0000007f
+DATA lgc47<>+8(SB)/4, $0x0000007f
+DATA lgc47<>+12(SB)/4, $0x0000007f
+DATA lgc47<>+16(SB)/4, $0x0000007f
+DATA lgc47<>+20(SB)/4, $0x0000007f
+DATA lgc47<>+24(SB)/4, $0x0000007f
+DATA lgc47<>+28(SB)/4, $0x0000007f
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3fb504f3
-DATA lgc48<>+4(SB)/4, $0x3fb504f3
-DATA lgc48<>+8(SB)/4, $0x3fb504f3
-DATA lgc48<>+12(SB)/4, $0x3fb504f3
-DATA lgc48<>+16(SB)/4, $0x3fb504f3
-DATA lgc48<>+20(SB)/4, $0x3fb504f3
-DATA lgc48<>+24(SB)/4, $0x3fb504f3
-DATA lgc48<>+28(SB)/4, $0x3fb504f3
+DATA lgc48<>+0(SB)/4, $0xffffffe9
+DATA lgc48<>+4(SB)/4, $0xffffffe9
+DATA lgc48<>+8(SB)/4, $0xffffffe9
+DATA lgc48<>+12(SB)/4, $0xffffffe9
+DATA lgc48<>+16(SB)/4, $0xffffffe9
+DATA lgc48<>+20(SB)/4, $0xffffffe9
+DATA lgc48<>+24(SB)/4, $0xffffffe9
+DATA lgc48<>+28(SB)/4, $0xffffffe9
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3d9021bb
-DATA lgc49<>+4(SB)/4, $0x3d9021bb
-DATA lgc49<>+8(SB)/4, $0x3d9021bb
-DATA lgc49<>+12(SB)/4, $0x3d9021bb
-DATA lgc49<>+16(SB)/4, $0x3d9021bb
-DATA lgc49<>+20(SB)/4, $0x3d9021bb
-DATA lgc49<>+24(SB)/4, $0x3d9021bb
-DATA lgc49<>+28(SB)/4, $0x3d9021bb
+DATA lgc49<>+0(SB)/4, $0x007fffff
+DATA lgc49<>+4(SB)/4, $0x007fffff
+DATA lgc49<>+8(SB)/4, $0x007fffff
+DATA lgc49<>+12(SB)/4, $0x007fffff
+DATA lgc49<>+16(SB)/4, $0x007fffff
+DATA lgc49<>+20(SB)/4, $0x007fffff
+DATA lgc49<>+24(SB)/4, $0x007fffff
+DATA lgc49<>+28(SB)/4, $0x007fffff
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbdebd1b8
-DATA lgc50<>+4(SB)/4, $0xbdebd1b8
-DATA lgc50<>+8(SB)/4, $0xbdebd1b8
-DATA lgc50<>+12(SB)/4, $0xbdebd1b8
-DATA lgc50<>+16(SB)/4, $0xbdebd1b8
-DATA lgc50<>+20(SB)/4, $0xbdebd1b8
-DATA lgc50<>+24(SB)/4, $0xbdebd1b8
-DATA lgc50<>+28(SB)/4, $0xbdebd1b8
+DATA lgc50<>+0(SB)/4, $0x3fb504f3
+DATA lgc50<>+4(SB)/4, $0x3fb504f3
+DATA lgc50<>+8(SB)/4, $0x3fb504f3
+DATA lgc50<>+12(SB)/4, $0x3fb504f3
+DATA lgc50<>+16(SB)/4, $0x3fb504f3
+DATA lgc50<>+20(SB)/4, $0x3fb504f3
+DATA lgc50<>+24(SB)/4, $0x3fb504f3
+DATA lgc50<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3def251a
-DATA lgc51<>+4(SB)/4, $0x3def251a
-DATA lgc51<>+8(SB)/4, $0x3def251a
-DATA lgc51<>+12(SB)/4, $0x3def251a
-DATA lgc51<>+16(SB)/4, $0x3def251a
-DATA lgc51<>+20(SB)/4, $0x3def251a
-DATA lgc51<>+24(SB)/4, $0x3def251a
-DATA lgc51<>+28(SB)/4, $0x3def251a
+DATA lgc51<>+0(SB)/4, $0x3d9021bb
+DATA lgc51<>+4(SB)/4, $0x3d9021bb
+DATA lgc51<>+8(SB)/4, $0x3d9021bb
+DATA lgc51<>+12(SB)/4, $0x3d9021bb
+DATA lgc51<>+16(SB)/4, $0x3d9021bb
+DATA lgc51<>+20(SB)/4, $0x3d9021bb
+DATA lgc51<>+24(SB)/4, $0x3d9021bb
+DATA lgc51<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc52<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+0(SB)/4, $0xbdebd1b8
+DATA lgc52<>+4(SB)/4, $0xbdebd1b8
+DATA lgc52<>+8(SB)/4, $0xbdebd1b8
+DATA lgc52<>+12(SB)/4, $0xbdebd1b8
+DATA lgc52<>+16(SB)/4, $0xbdebd1b8
+DATA lgc52<>+20(SB)/4, $0xbdebd1b8
+DATA lgc52<>+24(SB)/4, $0xbdebd1b8
+DATA lgc52<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x3e11e9bf
-DATA lgc53<>+4(SB)/4, $0x3e11e9bf
-DATA lgc53<>+8(SB)/4, $0x3e11e9bf
-DATA lgc53<>+12(SB)/4, $0x3e11e9bf
-DATA lgc53<>+16(SB)/4, $0x3e11e9bf
-DATA lgc53<>+20(SB)/4, $0x3e11e9bf
-DATA lgc53<>+24(SB)/4, $0x3e11e9bf
-DATA lgc53<>+28(SB)/4, $0x3e11e9bf
+DATA lgc53<>+0(SB)/4, $0x3def251a
+DATA lgc53<>+4(SB)/4, $0x3def251a
+DATA lgc53<>+8(SB)/4, $0x3def251a
+DATA lgc53<>+12(SB)/4, $0x3def251a
+DATA lgc53<>+16(SB)/4, $0x3def251a
+DATA lgc53<>+20(SB)/4, $0x3def251a
+DATA lgc53<>+24(SB)/4, $0x3def251a
+DATA lgc53<>+28(SB)/4, $0x3def251a
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0xbe2aae50
-DATA lgc54<>+4(SB)/4, $0xbe2aae50
-DATA lgc54<>+8(SB)/4, $0xbe2aae50
-DATA lgc54<>+12(SB)/4, $0xbe2aae50
-DATA lgc54<>+16(SB)/4, $0xbe2aae50
-DATA lgc54<>+20(SB)/4, $0xbe2aae50
-DATA lgc54<>+24(SB)/4, $0xbe2aae50
-DATA lgc54<>+28(SB)/4, $0xbe2aae50
+DATA lgc54<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc54<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc54<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc54<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc54<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc54<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc54<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc54<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x3e4cceac
-DATA lgc55<>+4(SB)/4, $0x3e4cceac
-DATA lgc55<>+8(SB)/4, $0x3e4cceac
-DATA lgc55<>+12(SB)/4, $0x3e4cceac
-DATA lgc55<>+16(SB)/4, $0x3e4cceac
-DATA lgc55<>+20(SB)/4, $0x3e4cceac
-DATA lgc55<>+24(SB)/4, $0x3e4cceac
-DATA lgc55<>+28(SB)/4, $0x3e4cceac
+DATA lgc55<>+0(SB)/4, $0x3e11e9bf
+DATA lgc55<>+4(SB)/4, $0x3e11e9bf
+DATA lgc55<>+8(SB)/4, $0x3e11e9bf
+DATA lgc55<>+12(SB)/4, $0x3e11e9bf
+DATA lgc55<>+16(SB)/4, $0x3e11e9bf
+DATA lgc55<>+20(SB)/4, $0x3e11e9bf
+DATA lgc55<>+24(SB)/4, $0x3e11e9bf
+DATA lgc55<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0xbe7ffffc
-DATA lgc56<>+4(SB)/4, $0xbe7ffffc
-DATA lgc56<>+8(SB)/4, $0xbe7ffffc
-DATA lgc56<>+12(SB)/4, $0xbe7ffffc
-DATA lgc56<>+16(SB)/4, $0xbe7ffffc
-DATA lgc56<>+20(SB)/4, $0xbe7ffffc
-DATA lgc56<>+24(SB)/4, $0xbe7ffffc
-DATA lgc56<>+28(SB)/4, $0xbe7ffffc
+DATA lgc56<>+0(SB)/4, $0xbe2aae50
+DATA lgc56<>+4(SB)/4, $0xbe2aae50
+DATA lgc56<>+8(SB)/4, $0xbe2aae50
+DATA lgc56<>+12(SB)/4, $0xbe2aae50
+DATA lgc56<>+16(SB)/4, $0xbe2aae50
+DATA lgc56<>+20(SB)/4, $0xbe2aae50
+DATA lgc56<>+24(SB)/4, $0xbe2aae50
+DATA lgc56<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc57<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+0(SB)/4, $0x3e4cceac
+DATA lgc57<>+4(SB)/4, $0x3e4cceac
+DATA lgc57<>+8(SB)/4, $0x3e4cceac
+DATA lgc57<>+12(SB)/4, $0x3e4cceac
+DATA lgc57<>+16(SB)/4, $0x3e4cceac
+DATA lgc57<>+20(SB)/4, $0x3e4cceac
+DATA lgc57<>+24(SB)/4, $0x3e4cceac
+DATA lgc57<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x7fc00000
-DATA lgc58<>+4(SB)/4, $0x7fc00000
-DATA lgc58<>+8(SB)/4, $0x7fc00000
-DATA lgc58<>+12(SB)/4, $0x7fc00000
-DATA lgc58<>+16(SB)/4, $0x7fc00000
-DATA lgc58<>+20(SB)/4, $0x7fc00000
-DATA lgc58<>+24(SB)/4, $0x7fc00000
-DATA lgc58<>+28(SB)/4, $0x7fc00000
+DATA lgc58<>+0(SB)/4, $0xbe7ffffc
+DATA lgc58<>+4(SB)/4, $0xbe7ffffc
+DATA lgc58<>+8(SB)/4, $0xbe7ffffc
+DATA lgc58<>+12(SB)/4, $0xbe7ffffc
+DATA lgc58<>+16(SB)/4, $0xbe7ffffc
+DATA lgc58<>+20(SB)/4, $0xbe7ffffc
+DATA lgc58<>+24(SB)/4, $0xbe7ffffc
+DATA lgc58<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0x7f800000
-DATA lgc59<>+4(SB)/4, $0x7f800000
-DATA lgc59<>+8(SB)/4, $0x7f800000
-DATA lgc59<>+12(SB)/4, $0x7f800000
-DATA lgc59<>+16(SB)/4, $0x7f800000
-DATA lgc59<>+20(SB)/4, $0x7f800000
-DATA lgc59<>+24(SB)/4, $0x7f800000
-DATA lgc59<>+28(SB)/4, $0x7f800000
+DATA lgc59<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc59<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc59<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc59<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc59<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc59<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc59<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc59<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
+
+DATA lgc60<>+0(SB)/4, $0x7fc00000
+DATA lgc60<>+4(SB)/4, $0x7fc00000
+DATA lgc60<>+8(SB)/4, $0x7fc00000
+DATA lgc60<>+12(SB)/4, $0x7fc00000
+DATA lgc60<>+16(SB)/4, $0x7fc00000
+DATA lgc60<>+20(SB)/4, $0x7fc00000
+DATA lgc60<>+24(SB)/4, $0x7fc00000
+DATA lgc60<>+28(SB)/4, $0x7fc00000
+GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3822,30 +3860,30 @@ bulk_25:
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc14<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
-	VMULPS       lgc44<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc45<>+0(SB), Y1, Y2
+	VMULPS       lgc46<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc45<>+0(SB), Y4, Y4
-	VPAND        lgc46<>+0(SB), Y2, Y2
+	VPSUBD       lgc47<>+0(SB), Y4, Y4
+	VPAND        lgc48<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc47<>+0(SB), Y3, Y2
+	VPAND        lgc49<>+0(SB), Y3, Y2
 	VPOR         lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc48<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc50<>+0(SB), Y2, Y3
 	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc14<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc49<>+0(SB), Y5
-	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
+	VMOVAPS      lgc51<>+0(SB), Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc54<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc55<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc57<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc58<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc59<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3854,11 +3892,11 @@ bulk_25:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc31<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc59<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc59<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc60<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc19<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc14<>+0(SB), Y1, Y2
@@ -3868,9 +3906,9 @@ bulk_25:
 	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc59<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc59<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc31<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc19<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_25

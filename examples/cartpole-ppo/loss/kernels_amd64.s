@@ -53,26 +53,28 @@ blocks_2:
 	VMULPS lgc3<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc4<>+0(SB), Y2, Y3
-	VCMPPS      $0x12, lgc5<>+0(SB), Y3, Y3
+	VANDPS      lgc4<>+0(SB), Y2, Y4
+	VCMPPS      $0x1a, lgc5<>+0(SB), Y4, Y3
+	VCMPPS      $0x00, lgc6<>+0(SB), Y4, Y4
+	VORPS       Y4, Y3, Y3
 	MOVQ        state+48(FP), BX
 	VANDPS      1344(BX), Y3, Y3
 	VMOVUPS     Y3, 1344(BX)
-	VMOVUPS     lgc6<>+0(SB), Y4
+	VMOVUPS     lgc7<>+0(SB), Y4
 	VPERMPS     Y1, Y4, Y3
 	VPERMPS     Y2, Y4, Y4
 	VBLENDPS    $0x80, lgc1<>+0(SB), Y3, Y3
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PS Y1, Y4, Y2
 	VMULPS      Y3, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y4
+	VMOVUPS     lgc8<>+0(SB), Y4
 	VPERMPS     Y1, Y4, Y3
 	VPERMPS     Y2, Y4, Y4
 	VBLENDPS    $0xc0, lgc1<>+0(SB), Y3, Y3
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PS Y1, Y4, Y2
 	VMULPS      Y3, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y4
+	VMOVUPS     lgc9<>+0(SB), Y4
 	VPERMPS     Y1, Y4, Y3
 	VPERMPS     Y2, Y4, Y4
 	VBLENDPS    $0xf0, lgc1<>+0(SB), Y3, Y3
@@ -80,7 +82,7 @@ blocks_2:
 	VFMADD231PS Y1, Y4, Y2
 	VMULPS      Y3, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc10<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// mean(advantage) over [N T]
@@ -90,7 +92,7 @@ blocks_2:
 	// var(advantage) over [N T]
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc10<>+0(SB), Y1, Y1
+	VPCMPEQD     lgc11<>+0(SB), Y1, Y1
 	VMOVUPS      1216(BX), Y3
 	VBLENDVPS    Y1, Y2, Y3, Y3
 	VMOVUPS      Y3, 1216(BX)
@@ -106,11 +108,11 @@ blocks_2:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc11<>+0(SB), Y1
+	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -123,9 +125,9 @@ blocks_2:
 	VMOVUPS      960(DX), Y3
 	VMOVUPS      1088(DX), Y4
 	VANDPS       lgc4<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
+	VCMPPS       $0x12, lgc13<>+0(SB), Y5, Y5
 	VANDPS       lgc4<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc12<>+0(SB), Y6, Y6
+	VCMPPS       $0x12, lgc13<>+0(SB), Y6, Y6
 	VANDPS       Y6, Y5, Y5
 	VMOVUPS      1216(DX), Y6
 	VCVTPS2PD    X3, Y7
@@ -137,14 +139,14 @@ blocks_2:
 	VCVTPS2PD    X6, Y9
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
-	VMAXPD       lgc13<>+0(SB), Y1, Y10
+	VMAXPD       lgc14<>+0(SB), Y1, Y10
 	VDIVPD       Y10, Y7, Y11
 	VFNMADD231PD Y7, Y11, Y8
 	VADDPD       Y9, Y11, Y11
 	VMOVUPD      384(DX), Y7
 	VADDPD       Y1, Y7, Y9
 	VMOVUPD      Y9, 384(DX)
-	VMAXPD       lgc13<>+0(SB), Y9, Y9
+	VMAXPD       lgc14<>+0(SB), Y9, Y9
 	VDIVPD       Y9, Y1, Y9
 	VMOVUPD      576(DX), Y12
 	VSUBPD       Y12, Y11, Y11
@@ -161,7 +163,7 @@ blocks_2:
 	VMOVUPD      416(DX), Y3
 	VADDPD       Y1, Y3, Y6
 	VMOVUPD      Y6, 416(DX)
-	VMAXPD       lgc13<>+0(SB), Y6, Y6
+	VMAXPD       lgc14<>+0(SB), Y6, Y6
 	VDIVPD       Y6, Y1, Y1
 	VMOVUPD      608(DX), Y6
 	VSUBPD       Y6, Y7, Y7
@@ -191,7 +193,7 @@ noflush_3:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -204,9 +206,9 @@ noflush_3:
 	VMOVUPS      960(CX), Y2
 	VMOVUPS      1088(CX), Y3
 	VANDPS       lgc4<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc12<>+0(SB), Y4, Y4
+	VCMPPS       $0x12, lgc13<>+0(SB), Y4, Y4
 	VANDPS       lgc4<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
+	VCMPPS       $0x12, lgc13<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      1216(CX), Y5
 	VCVTPS2PD    X2, Y6
@@ -218,14 +220,14 @@ noflush_3:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc13<>+0(SB), Y0, Y9
+	VMAXPD       lgc14<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      384(CX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 384(CX)
-	VMAXPD       lgc13<>+0(SB), Y8, Y8
+	VMAXPD       lgc14<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      576(CX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -242,7 +244,7 @@ noflush_3:
 	VMOVUPD      416(CX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 416(CX)
-	VMAXPD       lgc13<>+0(SB), Y5, Y5
+	VMAXPD       lgc14<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
 	VMOVUPD      608(CX), Y5
 	VSUBPD       Y5, Y6, Y6
@@ -325,77 +327,87 @@ DATA lgc5<>+24(SB)/4, $0x79800000
 DATA lgc5<>+28(SB)/4, $0x79800000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000001
-DATA lgc6<>+4(SB)/4, $0x00000002
-DATA lgc6<>+8(SB)/4, $0x00000003
-DATA lgc6<>+12(SB)/4, $0x00000004
-DATA lgc6<>+16(SB)/4, $0x00000005
-DATA lgc6<>+20(SB)/4, $0x00000006
-DATA lgc6<>+24(SB)/4, $0x00000007
-DATA lgc6<>+28(SB)/4, $0x00000007
+DATA lgc6<>+0(SB)/4, $0x7f800000
+DATA lgc6<>+4(SB)/4, $0x7f800000
+DATA lgc6<>+8(SB)/4, $0x7f800000
+DATA lgc6<>+12(SB)/4, $0x7f800000
+DATA lgc6<>+16(SB)/4, $0x7f800000
+DATA lgc6<>+20(SB)/4, $0x7f800000
+DATA lgc6<>+24(SB)/4, $0x7f800000
+DATA lgc6<>+28(SB)/4, $0x7f800000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x00000002
-DATA lgc7<>+4(SB)/4, $0x00000003
-DATA lgc7<>+8(SB)/4, $0x00000004
-DATA lgc7<>+12(SB)/4, $0x00000005
-DATA lgc7<>+16(SB)/4, $0x00000006
-DATA lgc7<>+20(SB)/4, $0x00000007
-DATA lgc7<>+24(SB)/4, $0x00000006
+DATA lgc7<>+0(SB)/4, $0x00000001
+DATA lgc7<>+4(SB)/4, $0x00000002
+DATA lgc7<>+8(SB)/4, $0x00000003
+DATA lgc7<>+12(SB)/4, $0x00000004
+DATA lgc7<>+16(SB)/4, $0x00000005
+DATA lgc7<>+20(SB)/4, $0x00000006
+DATA lgc7<>+24(SB)/4, $0x00000007
 DATA lgc7<>+28(SB)/4, $0x00000007
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00000004
-DATA lgc8<>+4(SB)/4, $0x00000005
-DATA lgc8<>+8(SB)/4, $0x00000006
-DATA lgc8<>+12(SB)/4, $0x00000007
-DATA lgc8<>+16(SB)/4, $0x00000004
-DATA lgc8<>+20(SB)/4, $0x00000005
+DATA lgc8<>+0(SB)/4, $0x00000002
+DATA lgc8<>+4(SB)/4, $0x00000003
+DATA lgc8<>+8(SB)/4, $0x00000004
+DATA lgc8<>+12(SB)/4, $0x00000005
+DATA lgc8<>+16(SB)/4, $0x00000006
+DATA lgc8<>+20(SB)/4, $0x00000007
 DATA lgc8<>+24(SB)/4, $0x00000006
 DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00000000
-DATA lgc9<>+4(SB)/4, $0x00000000
-DATA lgc9<>+8(SB)/4, $0x00000000
-DATA lgc9<>+12(SB)/4, $0x00000000
-DATA lgc9<>+16(SB)/4, $0x00000000
-DATA lgc9<>+20(SB)/4, $0x00000000
-DATA lgc9<>+24(SB)/4, $0x00000000
-DATA lgc9<>+28(SB)/4, $0x00000000
+DATA lgc9<>+0(SB)/4, $0x00000004
+DATA lgc9<>+4(SB)/4, $0x00000005
+DATA lgc9<>+8(SB)/4, $0x00000006
+DATA lgc9<>+12(SB)/4, $0x00000007
+DATA lgc9<>+16(SB)/4, $0x00000004
+DATA lgc9<>+20(SB)/4, $0x00000005
+DATA lgc9<>+24(SB)/4, $0x00000006
+DATA lgc9<>+28(SB)/4, $0x00000007
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x00000008
-DATA lgc10<>+4(SB)/4, $0x00000008
-DATA lgc10<>+8(SB)/4, $0x00000008
-DATA lgc10<>+12(SB)/4, $0x00000008
-DATA lgc10<>+16(SB)/4, $0x00000008
-DATA lgc10<>+20(SB)/4, $0x00000008
-DATA lgc10<>+24(SB)/4, $0x00000008
-DATA lgc10<>+28(SB)/4, $0x00000008
+DATA lgc10<>+0(SB)/4, $0x00000000
+DATA lgc10<>+4(SB)/4, $0x00000000
+DATA lgc10<>+8(SB)/4, $0x00000000
+DATA lgc10<>+12(SB)/4, $0x00000000
+DATA lgc10<>+16(SB)/4, $0x00000000
+DATA lgc10<>+20(SB)/4, $0x00000000
+DATA lgc10<>+24(SB)/4, $0x00000000
+DATA lgc10<>+28(SB)/4, $0x00000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x4020000000000000
-DATA lgc11<>+8(SB)/8, $0x4020000000000000
-DATA lgc11<>+16(SB)/8, $0x4020000000000000
-DATA lgc11<>+24(SB)/8, $0x4020000000000000
+DATA lgc11<>+0(SB)/4, $0x00000008
+DATA lgc11<>+4(SB)/4, $0x00000008
+DATA lgc11<>+8(SB)/4, $0x00000008
+DATA lgc11<>+12(SB)/4, $0x00000008
+DATA lgc11<>+16(SB)/4, $0x00000008
+DATA lgc11<>+20(SB)/4, $0x00000008
+DATA lgc11<>+24(SB)/4, $0x00000008
+DATA lgc11<>+28(SB)/4, $0x00000008
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x7f7fffff
-DATA lgc12<>+4(SB)/4, $0x7f7fffff
-DATA lgc12<>+8(SB)/4, $0x7f7fffff
-DATA lgc12<>+12(SB)/4, $0x7f7fffff
-DATA lgc12<>+16(SB)/4, $0x7f7fffff
-DATA lgc12<>+20(SB)/4, $0x7f7fffff
-DATA lgc12<>+24(SB)/4, $0x7f7fffff
-DATA lgc12<>+28(SB)/4, $0x7f7fffff
+DATA lgc12<>+0(SB)/8, $0x4020000000000000
+DATA lgc12<>+8(SB)/8, $0x4020000000000000
+DATA lgc12<>+16(SB)/8, $0x4020000000000000
+DATA lgc12<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc13<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc13<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc13<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc13<>+0(SB)/4, $0x7f7fffff
+DATA lgc13<>+4(SB)/4, $0x7f7fffff
+DATA lgc13<>+8(SB)/4, $0x7f7fffff
+DATA lgc13<>+12(SB)/4, $0x7f7fffff
+DATA lgc13<>+16(SB)/4, $0x7f7fffff
+DATA lgc13<>+20(SB)/4, $0x7f7fffff
+DATA lgc13<>+24(SB)/4, $0x7f7fffff
+DATA lgc13<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc14<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc14<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc14<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -407,7 +419,7 @@ TEXT ·pass1AVX2(SB), $392-96
 
 	// std = sqrt(v20)
 	VSQRTPS Y0, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 
 	// v24 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -422,7 +434,7 @@ outer0_4:
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X0
 	VCVTSI2SDQ CX, X0, X0
-	VMOVSD     lgc13<>+0(SB), X1
+	VMOVSD     lgc14<>+0(SB), X1
 	VDIVSD     X0, X1, X0
 	VMOVSD     X0, 32(SP)
 	MOVQ       $+8, DX
@@ -434,7 +446,7 @@ blocks_5:
 	IMUL3Q     $+256, AX, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc15<>+0(SB), Y0
+	VMOVUPS    lgc16<>+0(SB), Y0
 	VMASKMOVPS (BX)(SI*4), Y0, Y1
 	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
 	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
@@ -488,7 +500,7 @@ blocks_5:
 
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS lgc16<>+0(SB), Y3
+	VMOVUPS lgc17<>+0(SB), Y3
 	VMOVUPS Y0, 104(SP)
 	VMOVUPS Y1, 136(SP)
 	VMOVUPS Y2, 168(SP)
@@ -520,25 +532,25 @@ inner_A_7:
 	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMOVUPS      lgc17<>+0(SB), Y3
+	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
-	VMULPS       lgc18<>+0(SB), Y3, Y4
+	VMULPS       lgc19<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
 	VMULPS       Y3, Y3, Y5
-	VMOVUPS      lgc21<>+0(SB), Y6
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
-	VMOVUPS      lgc23<>+0(SB), Y7
-	VFMADD213PS  lgc24<>+0(SB), Y3, Y7
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMOVUPS      lgc24<>+0(SB), Y7
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
-	VMOVUPS      lgc25<>+0(SB), Y7
-	VFMADD213PS  lgc26<>+0(SB), Y3, Y7
+	VMOVUPS      lgc26<>+0(SB), Y7
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPADDD       lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
 	VPSLLD       $0x17, Y4, Y4
@@ -548,7 +560,7 @@ inner_A_7:
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc28<>+0(SB), Y3
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -566,23 +578,22 @@ inner_A_7:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc31<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y1
+	VPAND        lgc34<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
-	VMULPS       lgc26<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y3
+	VMULPS       lgc27<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
@@ -590,19 +601,20 @@ inner_A_7:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
 	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc6<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
@@ -689,27 +701,27 @@ indexdone_9:
 	VMOVUPS Y5, 264(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc17<>+0(SB), Y5
+	VMOVUPS      lgc18<>+0(SB), Y5
 	VMAXPS       Y4, Y5, Y5
 	VMOVUPS      lgc51<>+0(SB), Y7
 	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y7
+	VMULPS       lgc19<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
 	VMULPS       Y5, Y5, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y9
-	VMOVUPS      lgc23<>+0(SB), Y10
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y10
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc25<>+0(SB), Y10
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y10
+	VMOVUPS      lgc26<>+0(SB), Y10
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc27<>+0(SB), Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y7
 	VPSUBD       Y7, Y5, Y5
 	VPSLLD       $0x17, Y7, Y7
@@ -795,7 +807,7 @@ indexdone_9:
 	VMULPS Y1, Y1, Y2
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc26<>+0(SB), Y2, Y2
+	VMULPS lgc27<>+0(SB), Y2, Y2
 
 	// mean(v71) over [N T]
 	VADDPS  3264(BX), Y2, Y2
@@ -851,7 +863,7 @@ indexdone_9:
 	VCMPPS       $0x15, lgc56<>+0(SB), Y4, Y1
 	VCMPPS       $0x1a, lgc57<>+0(SB), Y4, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc16<>+0(SB), Y4, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y4, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       11456(BX), Y1, Y1
 	VMOVUPS      Y1, 11456(BX)
@@ -880,11 +892,11 @@ indexdone_9:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
-	VMOVUPD      lgc11<>+0(SB), Y0
+	VMOVUPD      lgc12<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
 	VMOVUPS      1664(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -896,7 +908,7 @@ indexdone_9:
 	VMOVUPS      Y1, 1664(DX)
 	VMOVUPS      1984(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -909,7 +921,7 @@ indexdone_9:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -922,7 +934,7 @@ indexdone_9:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -935,7 +947,7 @@ indexdone_9:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -948,7 +960,7 @@ indexdone_9:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -975,7 +987,7 @@ noflush_10:
 	MOVQ         state+64(FP), CX
 	VMOVUPS      1664(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -987,7 +999,7 @@ noflush_10:
 	VMOVUPS      Y1, 1664(CX)
 	VMOVUPS      1984(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1000,7 +1012,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1013,7 +1025,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1026,7 +1038,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1039,7 +1051,7 @@ noflush_10:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1058,324 +1070,314 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc14<>+0(SB)/4, $0x358637bd
-DATA lgc14<>+4(SB)/4, $0x358637bd
-DATA lgc14<>+8(SB)/4, $0x358637bd
-DATA lgc14<>+12(SB)/4, $0x358637bd
-DATA lgc14<>+16(SB)/4, $0x358637bd
-DATA lgc14<>+20(SB)/4, $0x358637bd
-DATA lgc14<>+24(SB)/4, $0x358637bd
-DATA lgc14<>+28(SB)/4, $0x358637bd
-GLOBL lgc14<>(SB), RODATA|NOPTR, $32
-
-DATA lgc15<>+0(SB)/4, $0xffffffff
-DATA lgc15<>+4(SB)/4, $0xffffffff
-DATA lgc15<>+8(SB)/4, $0x00000000
-DATA lgc15<>+12(SB)/4, $0x00000000
-DATA lgc15<>+16(SB)/4, $0x00000000
-DATA lgc15<>+20(SB)/4, $0x00000000
-DATA lgc15<>+24(SB)/4, $0x00000000
-DATA lgc15<>+28(SB)/4, $0x00000000
+DATA lgc15<>+0(SB)/4, $0x358637bd
+DATA lgc15<>+4(SB)/4, $0x358637bd
+DATA lgc15<>+8(SB)/4, $0x358637bd
+DATA lgc15<>+12(SB)/4, $0x358637bd
+DATA lgc15<>+16(SB)/4, $0x358637bd
+DATA lgc15<>+20(SB)/4, $0x358637bd
+DATA lgc15<>+24(SB)/4, $0x358637bd
+DATA lgc15<>+28(SB)/4, $0x358637bd
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xff800000
-DATA lgc16<>+4(SB)/4, $0xff800000
-DATA lgc16<>+8(SB)/4, $0xff800000
-DATA lgc16<>+12(SB)/4, $0xff800000
-DATA lgc16<>+16(SB)/4, $0xff800000
-DATA lgc16<>+20(SB)/4, $0xff800000
-DATA lgc16<>+24(SB)/4, $0xff800000
-DATA lgc16<>+28(SB)/4, $0xff800000
+DATA lgc16<>+0(SB)/4, $0xffffffff
+DATA lgc16<>+4(SB)/4, $0xffffffff
+DATA lgc16<>+8(SB)/4, $0x00000000
+DATA lgc16<>+12(SB)/4, $0x00000000
+DATA lgc16<>+16(SB)/4, $0x00000000
+DATA lgc16<>+20(SB)/4, $0x00000000
+DATA lgc16<>+24(SB)/4, $0x00000000
+DATA lgc16<>+28(SB)/4, $0x00000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xc2d00000
-DATA lgc17<>+4(SB)/4, $0xc2d00000
-DATA lgc17<>+8(SB)/4, $0xc2d00000
-DATA lgc17<>+12(SB)/4, $0xc2d00000
-DATA lgc17<>+16(SB)/4, $0xc2d00000
-DATA lgc17<>+20(SB)/4, $0xc2d00000
-DATA lgc17<>+24(SB)/4, $0xc2d00000
-DATA lgc17<>+28(SB)/4, $0xc2d00000
+DATA lgc17<>+0(SB)/4, $0xff800000
+DATA lgc17<>+4(SB)/4, $0xff800000
+DATA lgc17<>+8(SB)/4, $0xff800000
+DATA lgc17<>+12(SB)/4, $0xff800000
+DATA lgc17<>+16(SB)/4, $0xff800000
+DATA lgc17<>+20(SB)/4, $0xff800000
+DATA lgc17<>+24(SB)/4, $0xff800000
+DATA lgc17<>+28(SB)/4, $0xff800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+0(SB)/4, $0xc2d00000
+DATA lgc18<>+4(SB)/4, $0xc2d00000
+DATA lgc18<>+8(SB)/4, $0xc2d00000
+DATA lgc18<>+12(SB)/4, $0xc2d00000
+DATA lgc18<>+16(SB)/4, $0xc2d00000
+DATA lgc18<>+20(SB)/4, $0xc2d00000
+DATA lgc18<>+24(SB)/4, $0xc2d00000
+DATA lgc18<>+28(SB)/4, $0xc2d00000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f318000
-DATA lgc19<>+4(SB)/4, $0x3f318000
-DATA lgc19<>+8(SB)/4, $0x3f318000
-DATA lgc19<>+12(SB)/4, $0x3f318000
-DATA lgc19<>+16(SB)/4, $0x3f318000
-DATA lgc19<>+20(SB)/4, $0x3f318000
-DATA lgc19<>+24(SB)/4, $0x3f318000
-DATA lgc19<>+28(SB)/4, $0x3f318000
+DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xb95e8083
-DATA lgc20<>+4(SB)/4, $0xb95e8083
-DATA lgc20<>+8(SB)/4, $0xb95e8083
-DATA lgc20<>+12(SB)/4, $0xb95e8083
-DATA lgc20<>+16(SB)/4, $0xb95e8083
-DATA lgc20<>+20(SB)/4, $0xb95e8083
-DATA lgc20<>+24(SB)/4, $0xb95e8083
-DATA lgc20<>+28(SB)/4, $0xb95e8083
+DATA lgc20<>+0(SB)/4, $0x3f318000
+DATA lgc20<>+4(SB)/4, $0x3f318000
+DATA lgc20<>+8(SB)/4, $0x3f318000
+DATA lgc20<>+12(SB)/4, $0x3f318000
+DATA lgc20<>+16(SB)/4, $0x3f318000
+DATA lgc20<>+20(SB)/4, $0x3f318000
+DATA lgc20<>+24(SB)/4, $0x3f318000
+DATA lgc20<>+28(SB)/4, $0x3f318000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x39506967
-DATA lgc21<>+4(SB)/4, $0x39506967
-DATA lgc21<>+8(SB)/4, $0x39506967
-DATA lgc21<>+12(SB)/4, $0x39506967
-DATA lgc21<>+16(SB)/4, $0x39506967
-DATA lgc21<>+20(SB)/4, $0x39506967
-DATA lgc21<>+24(SB)/4, $0x39506967
-DATA lgc21<>+28(SB)/4, $0x39506967
+DATA lgc21<>+0(SB)/4, $0xb95e8083
+DATA lgc21<>+4(SB)/4, $0xb95e8083
+DATA lgc21<>+8(SB)/4, $0xb95e8083
+DATA lgc21<>+12(SB)/4, $0xb95e8083
+DATA lgc21<>+16(SB)/4, $0xb95e8083
+DATA lgc21<>+20(SB)/4, $0xb95e8083
+DATA lgc21<>+24(SB)/4, $0xb95e8083
+DATA lgc21<>+28(SB)/4, $0xb95e8083
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3ab743ce
-DATA lgc22<>+4(SB)/4, $0x3ab743ce
-DATA lgc22<>+8(SB)/4, $0x3ab743ce
-DATA lgc22<>+12(SB)/4, $0x3ab743ce
-DATA lgc22<>+16(SB)/4, $0x3ab743ce
-DATA lgc22<>+20(SB)/4, $0x3ab743ce
-DATA lgc22<>+24(SB)/4, $0x3ab743ce
-DATA lgc22<>+28(SB)/4, $0x3ab743ce
+DATA lgc22<>+0(SB)/4, $0x39506967
+DATA lgc22<>+4(SB)/4, $0x39506967
+DATA lgc22<>+8(SB)/4, $0x39506967
+DATA lgc22<>+12(SB)/4, $0x39506967
+DATA lgc22<>+16(SB)/4, $0x39506967
+DATA lgc22<>+20(SB)/4, $0x39506967
+DATA lgc22<>+24(SB)/4, $0x39506967
+DATA lgc22<>+28(SB)/4, $0x39506967
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3c088908
-DATA lgc23<>+4(SB)/4, $0x3c088908
-DATA lgc23<>+8(SB)/4, $0x3c088908
-DATA lgc23<>+12(SB)/4, $0x3c088908
-DATA lgc23<>+16(SB)/4, $0x3c088908
-DATA lgc23<>+20(SB)/4, $0x3c088908
-DATA lgc23<>+24(SB)/4, $0x3c088908
-DATA lgc23<>+28(SB)/4, $0x3c088908
+DATA lgc23<>+0(SB)/4, $0x3ab743ce
+DATA lgc23<>+4(SB)/4, $0x3ab743ce
+DATA lgc23<>+8(SB)/4, $0x3ab743ce
+DATA lgc23<>+12(SB)/4, $0x3ab743ce
+DATA lgc23<>+16(SB)/4, $0x3ab743ce
+DATA lgc23<>+20(SB)/4, $0x3ab743ce
+DATA lgc23<>+24(SB)/4, $0x3ab743ce
+DATA lgc23<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+0(SB)/4, $0x3c088908
+DATA lgc24<>+4(SB)/4, $0x3c088908
+DATA lgc24<>+8(SB)/4, $0x3c088908
+DATA lgc24<>+12(SB)/4, $0x3c088908
+DATA lgc24<>+16(SB)/4, $0x3c088908
+DATA lgc24<>+20(SB)/4, $0x3c088908
+DATA lgc24<>+24(SB)/4, $0x3c088908
+DATA lgc24<>+28(SB)/4, $0x3c088908
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f000000
-DATA lgc26<>+4(SB)/4, $0x3f000000
-DATA lgc26<>+8(SB)/4, $0x3f000000
-DATA lgc26<>+12(SB)/4, $0x3f000000
-DATA lgc26<>+16(SB)/4, $0x3f000000
-DATA lgc26<>+20(SB)/4, $0x3f000000
-DATA lgc26<>+24(SB)/4, $0x3f000000
-DATA lgc26<>+28(SB)/4, $0x3f000000
+DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x000000fe
-DATA lgc27<>+4(SB)/4, $0x000000fe
-DATA lgc27<>+8(SB)/4, $0x000000fe
-DATA lgc27<>+12(SB)/4, $0x000000fe
-DATA lgc27<>+16(SB)/4, $0x000000fe
-DATA lgc27<>+20(SB)/4, $0x000000fe
-DATA lgc27<>+24(SB)/4, $0x000000fe
-DATA lgc27<>+28(SB)/4, $0x000000fe
+DATA lgc27<>+0(SB)/4, $0x3f000000
+DATA lgc27<>+4(SB)/4, $0x3f000000
+DATA lgc27<>+8(SB)/4, $0x3f000000
+DATA lgc27<>+12(SB)/4, $0x3f000000
+DATA lgc27<>+16(SB)/4, $0x3f000000
+DATA lgc27<>+20(SB)/4, $0x3f000000
+DATA lgc27<>+24(SB)/4, $0x3f000000
+DATA lgc27<>+28(SB)/4, $0x3f000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xff7fffff
-DATA lgc28<>+4(SB)/4, $0xff7fffff
-DATA lgc28<>+8(SB)/4, $0xff7fffff
-DATA lgc28<>+12(SB)/4, $0xff7fffff
-DATA lgc28<>+16(SB)/4, $0xff7fffff
-DATA lgc28<>+20(SB)/4, $0xff7fffff
-DATA lgc28<>+24(SB)/4, $0xff7fffff
-DATA lgc28<>+28(SB)/4, $0xff7fffff
+DATA lgc28<>+0(SB)/4, $0x000000fe
+DATA lgc28<>+4(SB)/4, $0x000000fe
+DATA lgc28<>+8(SB)/4, $0x000000fe
+DATA lgc28<>+12(SB)/4, $0x000000fe
+DATA lgc28<>+16(SB)/4, $0x000000fe
+DATA lgc28<>+20(SB)/4, $0x000000fe
+DATA lgc28<>+24(SB)/4, $0x000000fe
+DATA lgc28<>+28(SB)/4, $0x000000fe
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
+DATA lgc29<>+0(SB)/4, $0xff7fffff
+DATA lgc29<>+4(SB)/4, $0xff7fffff
+DATA lgc29<>+8(SB)/4, $0xff7fffff
+DATA lgc29<>+12(SB)/4, $0xff7fffff
+DATA lgc29<>+16(SB)/4, $0xff7fffff
+DATA lgc29<>+20(SB)/4, $0xff7fffff
+DATA lgc29<>+24(SB)/4, $0xff7fffff
+DATA lgc29<>+28(SB)/4, $0xff7fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
+DATA lgc30<>+0(SB)/4, $0x00800000
+DATA lgc30<>+4(SB)/4, $0x00800000
+DATA lgc30<>+8(SB)/4, $0x00800000
+DATA lgc30<>+12(SB)/4, $0x00800000
+DATA lgc30<>+16(SB)/4, $0x00800000
+DATA lgc30<>+20(SB)/4, $0x00800000
+DATA lgc30<>+24(SB)/4, $0x00800000
+DATA lgc30<>+28(SB)/4, $0x00800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x0000007f
-DATA lgc31<>+4(SB)/4, $0x0000007f
-DATA lgc31<>+8(SB)/4, $0x0000007f
-DATA lgc31<>+12(SB)/4, $0x0000007f
-DATA lgc31<>+16(SB)/4, $0x0000007f
-DATA lgc31<>+20(SB)/4, $0x0000007f
-DATA lgc31<>+24(SB)/4, $0x0000007f
-DATA lgc31<>+28(SB)/4, $0x0000007f
+DATA lgc31<>+0(SB)/4, $0x4b000000
+DATA lgc31<>+4(SB)/4, $0x4b000000
+DATA lgc31<>+8(SB)/4, $0x4b000000
+DATA lgc31<>+12(SB)/4, $0x4b000000
+DATA lgc31<>+16(SB)/4, $0x4b000000
+DATA lgc31<>+20(SB)/4, $0x4b000000
+DATA lgc31<>+24(SB)/4, $0x4b000000
+DATA lgc31<>+28(SB)/4, $0x4b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffe9
-DATA lgc32<>+4(SB)/4, $0xffffffe9
-DATA lgc32<>+8(SB)/4, $0xffffffe9
-DATA lgc32<>+12(SB)/4, $0xffffffe9
-DATA lgc32<>+16(SB)/4, $0xffffffe9
-DATA lgc32<>+20(SB)/4, $0xffffffe9
-DATA lgc32<>+24(SB)/4, $0xffffffe9
-DATA lgc32<>+28(SB)/4, $0xffffffe9
+DATA lgc32<>+0(SB)/4, $0x0000007f
+DATA lgc32<>+4(SB)/4, $0x0000007f
+DATA lgc32<>+8(SB)/4, $0x0000007f
+DATA lgc32<>+12(SB)/4, $0x0000007f
+DATA lgc32<>+16(SB)/4, $0x0000007f
+DATA lgc32<>+20(SB)/4, $0x0000007f
+DATA lgc32<>+24(SB)/4, $0x0000007f
+DATA lgc32<>+28(SB)/4, $0x0000007f
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x007fffff
-DATA lgc33<>+4(SB)/4, $0x007fffff
-DATA lgc33<>+8(SB)/4, $0x007fffff
-DATA lgc33<>+12(SB)/4, $0x007fffff
-DATA lgc33<>+16(SB)/4, $0x007fffff
-DATA lgc33<>+20(SB)/4, $0x007fffff
-DATA lgc33<>+24(SB)/4, $0x007fffff
-DATA lgc33<>+28(SB)/4, $0x007fffff
+DATA lgc33<>+0(SB)/4, $0xffffffe9
+DATA lgc33<>+4(SB)/4, $0xffffffe9
+DATA lgc33<>+8(SB)/4, $0xffffffe9
+DATA lgc33<>+12(SB)/4, $0xffffffe9
+DATA lgc33<>+16(SB)/4, $0xffffffe9
+DATA lgc33<>+20(SB)/4, $0xffffffe9
+DATA lgc33<>+24(SB)/4, $0xffffffe9
+DATA lgc33<>+28(SB)/4, $0xffffffe9
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb504f3
-DATA lgc34<>+4(SB)/4, $0x3fb504f3
-DATA lgc34<>+8(SB)/4, $0x3fb504f3
-DATA lgc34<>+12(SB)/4, $0x3fb504f3
-DATA lgc34<>+16(SB)/4, $0x3fb504f3
-DATA lgc34<>+20(SB)/4, $0x3fb504f3
-DATA lgc34<>+24(SB)/4, $0x3fb504f3
-DATA lgc34<>+28(SB)/4, $0x3fb504f3
+DATA lgc34<>+0(SB)/4, $0x007fffff
+DATA lgc34<>+4(SB)/4, $0x007fffff
+DATA lgc34<>+8(SB)/4, $0x007fffff
+DATA lgc34<>+12(SB)/4, $0x007fffff
+DATA lgc34<>+16(SB)/4, $0x007fffff
+DATA lgc34<>+20(SB)/4, $0x007fffff
+DATA lgc34<>+24(SB)/4, $0x007fffff
+DATA lgc34<>+28(SB)/4, $0x007fffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d9021bb
-DATA lgc35<>+4(SB)/4, $0x3d9021bb
-DATA lgc35<>+8(SB)/4, $0x3d9021bb
-DATA lgc35<>+12(SB)/4, $0x3d9021bb
-DATA lgc35<>+16(SB)/4, $0x3d9021bb
-DATA lgc35<>+20(SB)/4, $0x3d9021bb
-DATA lgc35<>+24(SB)/4, $0x3d9021bb
-DATA lgc35<>+28(SB)/4, $0x3d9021bb
+DATA lgc35<>+0(SB)/4, $0x3fb504f3
+DATA lgc35<>+4(SB)/4, $0x3fb504f3
+DATA lgc35<>+8(SB)/4, $0x3fb504f3
+DATA lgc35<>+12(SB)/4, $0x3fb504f3
+DATA lgc35<>+16(SB)/4, $0x3fb504f3
+DATA lgc35<>+20(SB)/4, $0x3fb504f3
+DATA lgc35<>+24(SB)/4, $0x3fb504f3
+DATA lgc35<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdebd1b8
-DATA lgc36<>+4(SB)/4, $0xbdebd1b8
-DATA lgc36<>+8(SB)/4, $0xbdebd1b8
-DATA lgc36<>+12(SB)/4, $0xbdebd1b8
-DATA lgc36<>+16(SB)/4, $0xbdebd1b8
-DATA lgc36<>+20(SB)/4, $0xbdebd1b8
-DATA lgc36<>+24(SB)/4, $0xbdebd1b8
-DATA lgc36<>+28(SB)/4, $0xbdebd1b8
+DATA lgc36<>+0(SB)/4, $0x3d9021bb
+DATA lgc36<>+4(SB)/4, $0x3d9021bb
+DATA lgc36<>+8(SB)/4, $0x3d9021bb
+DATA lgc36<>+12(SB)/4, $0x3d9021bb
+DATA lgc36<>+16(SB)/4, $0x3d9021bb
+DATA lgc36<>+20(SB)/4, $0x3d9021bb
+DATA lgc36<>+24(SB)/4, $0x3d9021bb
+DATA lgc36<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3def251a
-DATA lgc37<>+4(SB)/4, $0x3def251a
-DATA lgc37<>+8(SB)/4, $0x3def251a
-DATA lgc37<>+12(SB)/4, $0x3def251a
-DATA lgc37<>+16(SB)/4, $0x3def251a
-DATA lgc37<>+20(SB)/4, $0x3def251a
-DATA lgc37<>+24(SB)/4, $0x3def251a
-DATA lgc37<>+28(SB)/4, $0x3def251a
+DATA lgc37<>+0(SB)/4, $0xbdebd1b8
+DATA lgc37<>+4(SB)/4, $0xbdebd1b8
+DATA lgc37<>+8(SB)/4, $0xbdebd1b8
+DATA lgc37<>+12(SB)/4, $0xbdebd1b8
+DATA lgc37<>+16(SB)/4, $0xbdebd1b8
+DATA lgc37<>+20(SB)/4, $0xbdebd1b8
+DATA lgc37<>+24(SB)/4, $0xbdebd1b8
+DATA lgc37<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+0(SB)/4, $0x3def251a
+DATA lgc38<>+4(SB)/4, $0x3def251a
+DATA lgc38<>+8(SB)/4, $0x3def251a
+DATA lgc38<>+12(SB)/4, $0x3def251a
+DATA lgc38<>+16(SB)/4, $0x3def251a
+DATA lgc38<>+20(SB)/4, $0x3def251a
+DATA lgc38<>+24(SB)/4, $0x3def251a
+DATA lgc38<>+28(SB)/4, $0x3def251a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e11e9bf
-DATA lgc39<>+4(SB)/4, $0x3e11e9bf
-DATA lgc39<>+8(SB)/4, $0x3e11e9bf
-DATA lgc39<>+12(SB)/4, $0x3e11e9bf
-DATA lgc39<>+16(SB)/4, $0x3e11e9bf
-DATA lgc39<>+20(SB)/4, $0x3e11e9bf
-DATA lgc39<>+24(SB)/4, $0x3e11e9bf
-DATA lgc39<>+28(SB)/4, $0x3e11e9bf
+DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe2aae50
-DATA lgc40<>+4(SB)/4, $0xbe2aae50
-DATA lgc40<>+8(SB)/4, $0xbe2aae50
-DATA lgc40<>+12(SB)/4, $0xbe2aae50
-DATA lgc40<>+16(SB)/4, $0xbe2aae50
-DATA lgc40<>+20(SB)/4, $0xbe2aae50
-DATA lgc40<>+24(SB)/4, $0xbe2aae50
-DATA lgc40<>+28(SB)/4, $0xbe2aae50
+DATA lgc40<>+0(SB)/4, $0x3e11e9bf
+DATA lgc40<>+4(SB)/4, $0x3e11e9bf
+DATA lgc40<>+8(SB)/4, $0x3e11e9bf
+DATA lgc40<>+12(SB)/4, $0x3e11e9bf
+DATA lgc40<>+16(SB)/4, $0x3e11e9bf
+DATA lgc40<>+20(SB)/4, $0x3e11e9bf
+DATA lgc40<>+24(SB)/4, $0x3e11e9bf
+DATA lgc40<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e4cceac
-DATA lgc41<>+4(SB)/4, $0x3e4cceac
-DATA lgc41<>+8(SB)/4, $0x3e4cceac
-DATA lgc41<>+12(SB)/4, $0x3e4cceac
-DATA lgc41<>+16(SB)/4, $0x3e4cceac
-DATA lgc41<>+20(SB)/4, $0x3e4cceac
-DATA lgc41<>+24(SB)/4, $0x3e4cceac
-DATA lgc41<>+28(SB)/4, $0x3e4cceac
+DATA lgc41<>+0(SB)/4, $0xbe2aae50
+DATA lgc41<>+4(SB)/4, $0xbe2aae50
+DATA lgc41<>+8(SB)/4, $0xbe2aae50
+DATA lgc41<>+12(SB)/4, $0xbe2aae50
+DATA lgc41<>+16(SB)/4, $0xbe2aae50
+DATA lgc41<>+20(SB)/4, $0xbe2aae50
+DATA lgc41<>+24(SB)/4, $0xbe2aae50
+DATA lgc41<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe7ffffc
-DATA lgc42<>+4(SB)/4, $0xbe7ffffc
-DATA lgc42<>+8(SB)/4, $0xbe7ffffc
-DATA lgc42<>+12(SB)/4, $0xbe7ffffc
-DATA lgc42<>+16(SB)/4, $0xbe7ffffc
-DATA lgc42<>+20(SB)/4, $0xbe7ffffc
-DATA lgc42<>+24(SB)/4, $0xbe7ffffc
-DATA lgc42<>+28(SB)/4, $0xbe7ffffc
+DATA lgc42<>+0(SB)/4, $0x3e4cceac
+DATA lgc42<>+4(SB)/4, $0x3e4cceac
+DATA lgc42<>+8(SB)/4, $0x3e4cceac
+DATA lgc42<>+12(SB)/4, $0x3e4cceac
+DATA lgc42<>+16(SB)/4, $0x3e4cceac
+DATA lgc42<>+20(SB)/4, $0x3e4cceac
+DATA lgc42<>+24(SB)/4, $0x3e4cceac
+DATA lgc42<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+0(SB)/4, $0xbe7ffffc
+DATA lgc43<>+4(SB)/4, $0xbe7ffffc
+DATA lgc43<>+8(SB)/4, $0xbe7ffffc
+DATA lgc43<>+12(SB)/4, $0xbe7ffffc
+DATA lgc43<>+16(SB)/4, $0xbe7ffffc
+DATA lgc43<>+20(SB)/4, $0xbe7ffffc
+DATA lgc43<>+24(SB)/4, $0xbe7ffffc
+DATA lgc43<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
+DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7f800000
-DATA lgc45<>+4(SB)/4, $0x7f800000
-DATA lgc45<>+8(SB)/4, $0x7f800000
-DATA lgc45<>+12(SB)/4, $0x7f800000
-DATA lgc45<>+16(SB)/4, $0x7f800000
-DATA lgc45<>+20(SB)/4, $0x7f800000
-DATA lgc45<>+24(SB)/4, $0x7f800000
-DATA lgc45<>+28(SB)/4, $0x7f800000
+DATA lgc45<>+0(SB)/4, $0x7fc00000
+DATA lgc45<>+4(SB)/4, $0x7fc00000
+DATA lgc45<>+8(SB)/4, $0x7fc00000
+DATA lgc45<>+12(SB)/4, $0x7fc00000
+DATA lgc45<>+16(SB)/4, $0x7fc00000
+DATA lgc45<>+20(SB)/4, $0x7fc00000
+DATA lgc45<>+24(SB)/4, $0x7fc00000
+DATA lgc45<>+28(SB)/4, $0x7fc00000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 DATA lgc46<>+0(SB)/4, $0x00000001
@@ -1536,27 +1538,27 @@ blocks_11:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v84)
-	VMOVUPS      lgc17<>+0(SB), Y3
+	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc51<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMULPS       lgc19<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VMOVUPS      lgc23<>+0(SB), Y6
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc25<>+0(SB), Y6
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y6
+	VMOVUPS      lgc26<>+0(SB), Y6
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -1572,10 +1574,10 @@ blocks_11:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_13
-	VMOVUPD      lgc11<>+0(SB), Y1
+	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1606,7 +1608,7 @@ chunkdone_12:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      13568(AX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1707,26 +1709,28 @@ blocks_15:
 	VMULPS lgc3<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc4<>+0(SB), Y2, Y3
-	VCMPPS      $0x12, lgc5<>+0(SB), Y3, Y3
+	VANDPS      lgc4<>+0(SB), Y2, Y4
+	VCMPPS      $0x1a, lgc5<>+0(SB), Y4, Y3
+	VCMPPS      $0x00, lgc6<>+0(SB), Y4, Y4
+	VORPS       Y4, Y3, Y3
 	MOVQ        state+48(FP), BX
 	VANDPS      1344(BX), Y3, Y3
 	VMOVUPS     Y3, 1344(BX)
-	VMOVUPS     lgc6<>+0(SB), Y4
+	VMOVUPS     lgc7<>+0(SB), Y4
 	VPERMPS     Y1, Y4, Y3
 	VPERMPS     Y2, Y4, Y4
 	VBLENDPS    $0x80, lgc1<>+0(SB), Y3, Y3
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PS Y1, Y4, Y2
 	VMULPS      Y3, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y4
+	VMOVUPS     lgc8<>+0(SB), Y4
 	VPERMPS     Y1, Y4, Y3
 	VPERMPS     Y2, Y4, Y4
 	VBLENDPS    $0xc0, lgc1<>+0(SB), Y3, Y3
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PS Y1, Y4, Y2
 	VMULPS      Y3, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y4
+	VMOVUPS     lgc9<>+0(SB), Y4
 	VPERMPS     Y1, Y4, Y3
 	VPERMPS     Y2, Y4, Y4
 	VBLENDPS    $0xf0, lgc1<>+0(SB), Y3, Y3
@@ -1734,7 +1738,7 @@ blocks_15:
 	VFMADD231PS Y1, Y4, Y2
 	VMULPS      Y3, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc10<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// mean(advantage) over [N T]
@@ -1744,7 +1748,7 @@ blocks_15:
 	// var(advantage) over [N T]
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc10<>+0(SB), Y1, Y1
+	VPCMPEQD     lgc11<>+0(SB), Y1, Y1
 	VMOVUPS      1216(BX), Y3
 	VBLENDVPS    Y1, Y2, Y3, Y3
 	VMOVUPS      Y3, 1216(BX)
@@ -1760,11 +1764,11 @@ blocks_15:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_16
-	VMOVUPD      lgc11<>+0(SB), Y1
+	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y3
 	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -1777,9 +1781,9 @@ blocks_15:
 	VMOVUPS      960(DX), Y3
 	VMOVUPS      1088(DX), Y4
 	VANDPS       lgc4<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
+	VCMPPS       $0x12, lgc13<>+0(SB), Y5, Y5
 	VANDPS       lgc4<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc12<>+0(SB), Y6, Y6
+	VCMPPS       $0x12, lgc13<>+0(SB), Y6, Y6
 	VANDPS       Y6, Y5, Y5
 	VMOVUPS      1216(DX), Y6
 	VCVTPS2PD    X3, Y7
@@ -1791,14 +1795,14 @@ blocks_15:
 	VCVTPS2PD    X6, Y9
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
-	VMAXPD       lgc13<>+0(SB), Y1, Y10
+	VMAXPD       lgc14<>+0(SB), Y1, Y10
 	VDIVPD       Y10, Y7, Y11
 	VFNMADD231PD Y7, Y11, Y8
 	VADDPD       Y9, Y11, Y11
 	VMOVUPD      384(DX), Y7
 	VADDPD       Y1, Y7, Y9
 	VMOVUPD      Y9, 384(DX)
-	VMAXPD       lgc13<>+0(SB), Y9, Y9
+	VMAXPD       lgc14<>+0(SB), Y9, Y9
 	VDIVPD       Y9, Y1, Y9
 	VMOVUPD      576(DX), Y12
 	VSUBPD       Y12, Y11, Y11
@@ -1815,7 +1819,7 @@ blocks_15:
 	VMOVUPD      416(DX), Y3
 	VADDPD       Y1, Y3, Y6
 	VMOVUPD      Y6, 416(DX)
-	VMAXPD       lgc13<>+0(SB), Y6, Y6
+	VMAXPD       lgc14<>+0(SB), Y6, Y6
 	VDIVPD       Y6, Y1, Y1
 	VMOVUPD      608(DX), Y6
 	VSUBPD       Y6, Y7, Y7
@@ -1845,7 +1849,7 @@ noflush_16:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1858,9 +1862,9 @@ noflush_16:
 	VMOVUPS      960(CX), Y2
 	VMOVUPS      1088(CX), Y3
 	VANDPS       lgc4<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc12<>+0(SB), Y4, Y4
+	VCMPPS       $0x12, lgc13<>+0(SB), Y4, Y4
 	VANDPS       lgc4<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc12<>+0(SB), Y5, Y5
+	VCMPPS       $0x12, lgc13<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
 	VMOVUPS      1216(CX), Y5
 	VCVTPS2PD    X2, Y6
@@ -1872,14 +1876,14 @@ noflush_16:
 	VCVTPS2PD    X5, Y8
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc13<>+0(SB), Y0, Y9
+	VMAXPD       lgc14<>+0(SB), Y0, Y9
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
 	VMOVUPD      384(CX), Y6
 	VADDPD       Y0, Y6, Y8
 	VMOVUPD      Y8, 384(CX)
-	VMAXPD       lgc13<>+0(SB), Y8, Y8
+	VMAXPD       lgc14<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
 	VMOVUPD      576(CX), Y11
 	VSUBPD       Y11, Y10, Y10
@@ -1896,7 +1900,7 @@ noflush_16:
 	VMOVUPD      416(CX), Y2
 	VADDPD       Y0, Y2, Y5
 	VMOVUPD      Y5, 416(CX)
-	VMAXPD       lgc13<>+0(SB), Y5, Y5
+	VMAXPD       lgc14<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
 	VMOVUPD      608(CX), Y5
 	VSUBPD       Y5, Y6, Y6
@@ -1929,7 +1933,7 @@ TEXT ·fbPass1AVX2(SB), $776-112
 
 	// std = sqrt(v20)
 	VSQRTPS Y0, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 
 	// v24 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -1944,7 +1948,7 @@ outer0_17:
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X0
 	VCVTSI2SDQ CX, X0, X0
-	VMOVSD     lgc13<>+0(SB), X1
+	VMOVSD     lgc14<>+0(SB), X1
 	VDIVSD     X0, X1, X0
 	VMOVSD     X0, 32(SP)
 	MOVQ       $+8, DX
@@ -1956,7 +1960,7 @@ blocks_18:
 	IMUL3Q     $+256, AX, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc15<>+0(SB), Y0
+	VMOVUPS    lgc16<>+0(SB), Y0
 	VMASKMOVPS (BX)(SI*4), Y0, Y1
 	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
 	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
@@ -2010,7 +2014,7 @@ blocks_18:
 
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS lgc16<>+0(SB), Y3
+	VMOVUPS lgc17<>+0(SB), Y3
 	VMOVUPS Y0, 232(SP)
 	VMOVUPS Y1, 264(SP)
 	VMOVUPS Y2, 296(SP)
@@ -2042,25 +2046,25 @@ inner_A_20:
 	VSUBPS Y3, Y0, Y0
 
 	// v31 = exp(v30)
-	VMOVUPS      lgc17<>+0(SB), Y3
+	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
-	VMULPS       lgc18<>+0(SB), Y3, Y4
+	VMULPS       lgc19<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
 	VMULPS       Y3, Y3, Y5
-	VMOVUPS      lgc21<>+0(SB), Y6
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
-	VMOVUPS      lgc23<>+0(SB), Y7
-	VFMADD213PS  lgc24<>+0(SB), Y3, Y7
+	VMOVUPS      lgc22<>+0(SB), Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMOVUPS      lgc24<>+0(SB), Y7
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
-	VMOVUPS      lgc25<>+0(SB), Y7
-	VFMADD213PS  lgc26<>+0(SB), Y3, Y7
+	VMOVUPS      lgc26<>+0(SB), Y7
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPADDD       lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
 	VPSLLD       $0x17, Y4, Y4
@@ -2071,7 +2075,7 @@ inner_A_20:
 
 	// sum(v31) over [A]
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc28<>+0(SB), Y3
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -2089,23 +2093,22 @@ inner_A_20:
 	VMOVUPS Y1, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc31<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y1
+	VPAND        lgc34<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
-	VMULPS       lgc26<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y3
+	VMULPS       lgc27<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
@@ -2113,19 +2116,20 @@ inner_A_20:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
 	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc6<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
 	MOVQ         action+48(FP), BX
@@ -2212,27 +2216,27 @@ indexdone_22:
 	VMOVUPS Y5, 392(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc17<>+0(SB), Y5
+	VMOVUPS      lgc18<>+0(SB), Y5
 	VMAXPS       Y4, Y5, Y5
 	VMOVUPS      lgc51<>+0(SB), Y7
 	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y7
+	VMULPS       lgc19<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
 	VMULPS       Y5, Y5, Y8
-	VMOVUPS      lgc21<>+0(SB), Y9
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y9
-	VMOVUPS      lgc23<>+0(SB), Y10
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y10
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc25<>+0(SB), Y10
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y10
+	VMOVUPS      lgc26<>+0(SB), Y10
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc27<>+0(SB), Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y7
 	VPSUBD       Y7, Y5, Y5
 	VPSLLD       $0x17, Y7, Y7
@@ -2318,7 +2322,7 @@ indexdone_22:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc26<>+0(SB), Y3, Y3
+	VMULPS lgc27<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  3264(BX), Y3, Y3
@@ -2377,7 +2381,7 @@ indexdone_22:
 	VCMPPS       $0x15, lgc56<>+0(SB), Y4, Y1
 	VCMPPS       $0x1a, lgc57<>+0(SB), Y4, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc16<>+0(SB), Y4, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y4, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       11456(BX), Y1, Y1
 	VMOVUPS      Y1, 11456(BX)
@@ -2496,7 +2500,7 @@ inner_A_23:
 
 	// v30 = sub(logits, v28)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc28<>+0(SB), Y1
+	VMOVUPS lgc29<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
@@ -2620,7 +2624,7 @@ indexdone_25:
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
-	VMOVUPS      lgc15<>+0(SB), Y8
+	VMOVUPS      lgc16<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -2655,11 +2659,11 @@ indexdone_25:
 	VMASKMOVPS   Y0, Y8, 56(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_26
-	VMOVUPD      lgc11<>+0(SB), Y0
+	VMOVUPD      lgc12<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
 	VMOVUPS      1664(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2671,7 +2675,7 @@ indexdone_25:
 	VMOVUPS      Y1, 1664(DX)
 	VMOVUPS      1984(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2684,7 +2688,7 @@ indexdone_25:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2697,7 +2701,7 @@ indexdone_25:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2710,7 +2714,7 @@ indexdone_25:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2723,7 +2727,7 @@ indexdone_25:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(DX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2750,7 +2754,7 @@ noflush_26:
 	MOVQ         state+64(FP), CX
 	VMOVUPS      1664(CX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2762,7 +2766,7 @@ noflush_26:
 	VMOVUPS      Y1, 1664(CX)
 	VMOVUPS      1984(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2775,7 +2779,7 @@ noflush_26:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2788,7 +2792,7 @@ noflush_26:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2801,7 +2805,7 @@ noflush_26:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2814,7 +2818,7 @@ noflush_26:
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(CX), Y2
 	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -2911,27 +2915,27 @@ blocks_27:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v84)
-	VMOVUPS      lgc17<>+0(SB), Y3
+	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc51<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMULPS       lgc19<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc21<>+0(SB), Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VMOVUPS      lgc23<>+0(SB), Y6
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
+	VMOVUPS      lgc22<>+0(SB), Y5
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
+	VMOVUPS      lgc24<>+0(SB), Y6
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc25<>+0(SB), Y6
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y6
+	VMOVUPS      lgc26<>+0(SB), Y6
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -2947,10 +2951,10 @@ blocks_27:
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_29
-	VMOVUPD      lgc11<>+0(SB), Y1
+	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2981,7 +2985,7 @@ chunkdone_28:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      13568(AX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
+	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3025,27 +3029,27 @@ bulk_30:
 	CMPQ         BX, DX
 	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
 	VMOVUPS      lgc51<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc18<>+0(SB), Y0, Y1
+	VMULPS       lgc19<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc21<>+0(SB), Y3
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
-	VMOVUPS      lgc23<>+0(SB), Y4
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y4
+	VMOVUPS      lgc22<>+0(SB), Y3
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
+	VMOVUPS      lgc24<>+0(SB), Y4
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y0, Y4
+	VMOVUPS      lgc26<>+0(SB), Y4
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc27<>+0(SB), Y0, Y0
+	VPADDD       lgc28<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -3072,23 +3076,22 @@ bulk_32:
 	CMPQ         BX, DX
 	JGE          bulkdone_33
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc31<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc32<>+0(SB), Y3, Y3
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
+	VPAND        lgc34<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc27<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VMOVAPS      lgc36<>+0(SB), Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
@@ -3096,19 +3099,20 @@ bulk_32:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc27<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc6<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3132,23 +3136,22 @@ bulk_34:
 	JGE          bulkdone_35
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc31<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc32<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VPAND        lgc34<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
+	VMULPS       lgc27<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
@@ -3156,19 +3159,20 @@ bulk_34:
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc6<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -3178,9 +3182,9 @@ bulk_34:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc6<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_34
