@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	goruntime "runtime"
+	"strconv"
 	"sync"
 	"unsafe"
 )
@@ -158,11 +159,18 @@ func FinishArgMax[T Float](dst []float64, best []T, idx []float64, lps int) {
 	}
 }
 
-var pureGo = sync.OnceValue(func() bool { return os.Getenv("LOSSGEN_PUREGO") != "" })
+var pureGo = sync.OnceValue(func() bool { return envOn(os.Getenv("LOSSGEN_PUREGO")) })
 
-// PureGo reports whether LOSSGEN_PUREGO is set: generated packages then keep their pure-Go
-// kernels even where an assembly backend could run (the purego build tag does the same at
-// build time).
+// envOn reports whether an environment switch's value turns it on: any value but empty and
+// the false ones strconv.ParseBool reads (0, f, false, ...).
+func envOn(v string) bool {
+	on, err := strconv.ParseBool(v)
+	return v != "" && (err != nil || on)
+}
+
+// PureGo reports whether LOSSGEN_PUREGO is set to anything but a false value (0, false, as
+// strconv.ParseBool reads them): generated packages then keep their pure-Go kernels even
+// where an assembly backend could run (the purego build tag does the same at build time).
 func PureGo() bool { return pureGo() }
 
 // Row chunks: a large pass whose reductions all reduce over its first dim runs as a fixed

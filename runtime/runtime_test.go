@@ -158,3 +158,12 @@ func TestForBlockChunks(t *testing.T) {
 		t.Fatalf("chunks %v, want %v", got, want)
 	}
 }
+
+// TestEnvOn checks LOSSGEN_PUREGO's reading: set to a false value it is off.
+func TestEnvOn(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "0": false, "false": false, "FALSE": false, "f": false, "1": true, "true": true, "yes": true} {
+		if got := envOn(v); got != want {
+			t.Errorf("envOn(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

@@ -178,6 +178,9 @@ func describe(n *yaml.Node) string {
 		return "boolean " + n.Value
 	case "!!int", "!!float":
 		return "number " + clip(n.Value)
+	case "!!str", "":
+	default: // !!binary, !!timestamp, a custom tag: not a plain string
+		return "a value tagged " + n.Tag + " (" + strconv.Quote(clip(n.Value)) + ")"
 	}
 	if _, err := strconv.ParseFloat(n.Value, 64); errors.Is(err, strconv.ErrRange) {
 		return "number " + clip(n.Value) + ", beyond float64's range" // YAML reads it as a string

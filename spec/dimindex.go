@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -72,6 +73,10 @@ func (d *decoder) resolveDimSize(s *Spec, st *Stage, p *ParamDef) bool {
 		return false
 	case !p.inRange(float64(size)):
 		d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: st.Path + "." + p.Name + ": must be in " + p.fmtRange() + ", got " + string(name) + " = " + itoa(size)})
+		return false
+	case slices.Contains(s.Batch, string(name)):
+		d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: st.Path + "." + p.Name + ": " + strconv.Quote(string(name)) +
+			" is a batch dim, not a size of one element: give the number, or the name of a dim of the element"})
 		return false
 	}
 	st.Values[p.Name] = Value{V: size, Pos: v.Pos, Written: true, Dim: string(name)}

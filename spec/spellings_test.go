@@ -240,6 +240,7 @@ func TestNoConsequentialErrors(t *testing.T) {
 		"package: p\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A}\n": `t.yaml:1:1: missing required key "dims"`,
 		// A bad action_dim is reported once, not also as "required" by the check.
 		"package: p\ndims: {B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: [A]}\n": "t.yaml:4:40: loss.action_dim: want a string, got a list",
+		"package: !!binary aGVsbG8=\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo}\n":            "t.yaml:1:10: package: want a string, got a value tagged !!binary (\"aGVsbG8=\")",
 		// A bad action_space is not replaced by the default before the distribution is checked.
 		"package: p\ndims: {B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: onehot, distribution: categorical}\n": `t.yaml:4:57: loss.action_space: unknown value "onehot" (did you mean "one_hot"? allowed: categorical, one_hot)`,
 		// A loss that failed leaves the estimator's defaults unknown (a standalone estimator has none).

@@ -200,7 +200,12 @@ func (e *gen) forwardDoc(f *jen.File) {
 	f.Comment("Forward computes every output from in. When a slice of in or out has the wrong length it")
 	f.Comment("returns a *runtime.ShapeError naming each one, and when an output shares memory with")
 	f.Comment("another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs")
-	f.Comment("may share memory with each other. Forward is safe for concurrent use with distinct out values.")
+	if e.hasState() {
+		f.Comment("may share memory with each other. Forward updates in.State: it is safe for concurrent use")
+		f.Comment("with distinct out values and distinct States.")
+	} else {
+		f.Comment("may share memory with each other. Forward is safe for concurrent use with distinct out values.")
+	}
 	f.Comment("A nil in or out is an error.")
 	if len(ir.IndexChecks(e.g)) > 0 {
 		f.Comment("An index input (an action) outside its axis, where it is read, returns a")
@@ -284,7 +289,12 @@ func (e *gen) forward(f *jen.File) {
 		f.Comment("ForwardBackward computes every output, as Forward does, and the gradients of the summed")
 		f.Comment("loss_* outputs into g (see Grads), in the same passes over the batch. It fails as Forward")
 		f.Comment("does, also for a gradient slice of the wrong length or sharing memory with another")
-		f.Comment("argument. It is safe for concurrent use with distinct out and g values.")
+		if e.hasState() {
+			f.Comment("argument. It updates in.State, as Forward does: it is safe for concurrent use with")
+			f.Comment("distinct out, g and State values.")
+		} else {
+			f.Comment("argument. It is safe for concurrent use with distinct out and g values.")
+		}
 		f.Func().Id("ForwardBackward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("g").Op("*").Id("Grads")).Error().Block(
 			e.returnChecked(jen.Id("forwardBackward").Call(last, jen.Id("in"), jen.Id("out"), jen.Id("g")))...,
 		)

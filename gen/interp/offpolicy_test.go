@@ -129,7 +129,7 @@ func TestDDPGHandValues(t *testing.T) {
 
 // What TorchRL refuses is a spec error: a gamma argument (TypeError), GAE and V-trace
 // (NotImplementedError), SAC's target_entropy auto without the action dim, or with a dim
-// name that names no dim.
+// name that names no dim, a batch dim or the ensemble dim.
 func TestOffPolicySpecChecks(t *testing.T) {
 	for _, c := range []struct{ loss, err string }{
 		{"{type: sac, action_dim: 1, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError for gamma"},
@@ -137,10 +137,15 @@ func TestOffPolicySpecChecks(t *testing.T) {
 		{"{type: ddpg, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError for gamma"},
 		{"{type: sac}", "loss.action_dim: required with target_entropy auto"},
 		{"{type: sac, action_dim: D}", `loss.action_dim: "D" is not a dim: want an integer, or the name of a dim declared under dims`},
+		{"{type: sac, action_dim: B}", `loss.action_dim: "B" is a batch dim, not a size of one element`},
 		{"{type: sac, action_dim: 1, min_alpha: 2, max_alpha: 1}", "loss.min_alpha: 2 is above max_alpha 1"},
 	} {
 		_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: "+c.loss+"\n"), lower.Registry())
 		require.ErrorContains(t, err, c.err, c.loss)
+	}
+	for _, loss := range []string{"{type: sac, action_dim: Q}", "{type: cql, action_dim: Q}"} {
+		_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {Q: 2, B: 4, R: 3}\nbatch: [B]\nloss: "+loss+"\n"), lower.Registry())
+		require.ErrorContains(t, err, `loss.action_dim: "Q" is the ensemble dim (the Q-networks), not a size of the action`, loss)
 	}
 	for _, loss := range []string{"{type: sac, action_dim: 1}", "{type: td3}", "{type: ddpg}"} {
 		for _, est := range []string{"gae", "vtrace"} {

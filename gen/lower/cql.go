@@ -99,6 +99,7 @@ func checkCQL(c *spec.Check) {
 	st := c.Stage
 	checkTDEstimator(c)
 	checkEnsembleDim(c)
+	checkActionDimSize(c)
 	if ens := st.String("ensemble_dim"); c.Spec.DimSize(ens) > 0 && c.Spec.DimSize(ens) != 2 {
 		c.Errorf("ensemble_dim", "dims.%s has %d members; CQLLoss's ensemble is always 2 Q-networks (cql.py:317)", ens, c.Spec.DimSize(ens))
 	}

@@ -2,7 +2,9 @@ package lower
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/lossgen/lossgen/gen/ir"
@@ -173,6 +175,11 @@ func (l *Lowerer) input(key string, def spec.KeyDef, data []string, shape ir.Sha
 		}
 		l.errorf("keys."+at, "keys.%s: maps to %q, the array keys.%s already reads", key, name, other)
 	}
+	for _, k := range slices.Sorted(maps.Keys(l.written)) {
+		if k != key && l.S.Keys[k] != nil && spec.DataName(l.S.Keys[k]) == name {
+			l.inputOutputClash(key, name)
+		}
+	}
 	ek := map[spec.KeyKind]ir.ElemKind{spec.FloatKey: ir.Float, spec.BoolKey: ir.Bool, spec.IndexKey: ir.Index}[kind]
 	n := l.B.Input(ir.Input{Key: key, Name: name, Kind: ek, Shape: shape, Doc: def.Doc, Differentiable: def.Differentiable && kind == spec.FloatKey})
 	l.inputs[name] = key
@@ -206,6 +213,9 @@ func (l *Lowerer) Write(key string, n *ir.Node, role ir.Role, doc string) {
 			l.outputClash(key, name)
 		}
 	}
+	if other, ok := l.inputs[name]; ok && other != key {
+		l.inputOutputClash(key, name)
+	}
 	if role == ir.Estimate {
 		// TorchRL's estimators run on detached critic parameters: their results carry no
 		// gradient (SEMANTICS.md §2.2, §3.7).
@@ -228,6 +238,22 @@ func (l *Lowerer) outputClash(key, name string) {
 		}
 	}
 	l.errorf("keys."+key, "keys.%s: the output name %q is also an output of %s; choose another", key, name, l.stage.Type)
+}
+
+// inputOutputClash reports that an output and an input of two different keys share the array
+// name: at key, or at the other key when key was not renamed. TorchRL's stage would overwrite
+// the array in its tensordict; a kernel has separate inputs and outputs, so one would shadow
+// the other. (A stage that updates its own key, as the KL reward does the reward, is fine.)
+func (l *Lowerer) inputOutputClash(key, name string) {
+	at := key
+	if !l.S.KeyWritten(key) {
+		for _, other := range slices.Sorted(maps.Keys(l.S.Keys)) {
+			if other != key && l.S.KeyWritten(other) && spec.DataName(l.S.Keys[other]) == name {
+				at = other
+			}
+		}
+	}
+	l.errorf("keys."+at, "keys.%s: maps to %q, which would name both an input and an output of this spec; choose another name", at, name)
 }
 
 // Set sets key to n for the stages after this one without making it an output: what a

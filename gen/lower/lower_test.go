@@ -104,12 +104,19 @@ func TestKeyErrors(t *testing.T) {
 	for _, c := range []struct{ src, err string }{
 		{"keys: {sample_log_prob: null}", "t.yaml:6:25: keys.sample_log_prob: clip_ppo reads \"sample_log_prob\" but the key is mapped to null (absent from the data); map it to an array name"},
 		{"keys: {log_prob: lp, sample_log_prob: lp}", "t.yaml:6:39: keys.sample_log_prob: maps to \"lp\", the array keys.log_prob already reads"},
+		{"estimator: {type: gae}\nkeys: {advantage: state_value}", "t.yaml:7:19: keys.advantage: maps to \"state_value\", which would name both an input and an output of this spec; choose another name"},
+		{"estimator: {type: gae}\nkeys: {value_target: sample_log_prob}", "t.yaml:7:22: keys.value_target: maps to \"sample_log_prob\", which would name both an input and an output of this spec; choose another name"},
 	} {
 		s, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo}\n\n"+c.src+"\n"), lower.Registry())
 		require.NoError(t, err)
 		_, _, err = lower.Lower(s)
 		require.EqualError(t, err, c.err)
 	}
+	// A clip_epsilon in (0, 1) that rounds to 1 in TorchRL's float32 buffer: log1p(−1) = −inf.
+	s, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo, clip_epsilon: 0.99999999}\n"), lower.Registry())
+	require.NoError(t, err)
+	_, _, err = lower.Lower(s)
+	require.ErrorContains(t, err, "t.yaml:4:38: loss.clip_epsilon: ε_low 0.99999999 rounds to 1 in float32")
 }
 
 // MCAdvantage's group statistics have no mask: with group_dim the last batch dim, every

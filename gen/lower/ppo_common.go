@@ -450,6 +450,15 @@ func (l *Lowerer) ratioClipGain(r, adv *ir.Node, lo, hi float64) *ir.Node {
 // them (float32 buffers, §11.14), declared as hyper-parameters.
 func (l *Lowerer) logClipBounds(st *spec.Stage) (lo, hi float64) {
 	epsLo, epsHi := clipEpsilon(st)
+	if l.S.ParamDType == spec.Float32 {
+		// The range checks ran on the written value; TorchRL rounds it into its buffer.
+		if e := float32(epsLo); e >= 1 || e == 0 {
+			l.Errorf("clip_epsilon", "ε_low %v rounds to %v in float32 (TorchRL's float32 buffer; param_dtype), giving the clip bound log1p(−%v) = %v: want a value that stays in (0, 1)", epsLo, e, e, math.Log1p(-float64(e)))
+		}
+		if float32(epsHi) == 0 {
+			l.Errorf("clip_epsilon", "ε_high %v rounds to 0 in float32 (TorchRL's float32 buffer; param_dtype): the clip bounds would be 0", epsHi)
+		}
+	}
 	lo = l.Hyper("log1p(-clip_epsilon)", l.Log1p32(-epsLo), false, "the lower clip bound of the log-weight")
 	hi = l.Hyper("log1p(clip_epsilon)", l.Log1p32(epsHi), false, "the upper clip bound of the log-weight")
 	return lo, hi

@@ -67,6 +67,7 @@ func init() {
 func checkSAC(c *spec.Check) {
 	checkTDEstimator(c)
 	checkEnsembleDim(c)
+	checkActionDimSize(c)
 	st := c.Stage
 	if st.Get("target_entropy") == "auto" {
 		if st.Int("action_dim") == 0 {
@@ -76,6 +77,14 @@ func checkSAC(c *spec.Check) {
 		c.Warnf("action_dim", "is used by target_entropy auto only; ignored")
 	}
 	checkAlphaBounds(c)
+}
+
+// checkActionDimSize rejects an action_dim written as the ensemble dim's name (a batch dim's
+// is a spec error already): the number of action elements is not the number of Q-networks.
+func checkActionDimSize(c *spec.Check) {
+	if d := c.Stage.Values["action_dim"].Dim; d != "" && d == c.Stage.String("ensemble_dim") {
+		c.Errorf("action_dim", "%q is the ensemble dim (the Q-networks), not a size of the action: give the number of action elements, or the name of a dim of the action", d)
+	}
 }
 
 // checkAlphaBounds rejects min_alpha above max_alpha.

@@ -410,7 +410,8 @@ func Implementation() string {
 // Forward computes every output from in. When a slice of in or out has the wrong length it
 // returns a *runtime.ShapeError naming each one, and when an output shares memory with
 // another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs
-// may share memory with each other. Forward is safe for concurrent use with distinct out values.
+// may share memory with each other. Forward updates in.State: it is safe for concurrent use
+// with distinct out values and distinct States.
 // A nil in or out is an error.
 func Forward(in *Inputs, out *Outputs) error {
 	return forward(impls[len(impls)-1], in, out)
@@ -435,7 +436,8 @@ func forward(im impl, in *Inputs, out *Outputs) error {
 // ForwardBackward computes every output, as Forward does, and the gradients of the summed
 // loss_* outputs into g (see Grads), in the same passes over the batch. It fails as Forward
 // does, also for a gradient slice of the wrong length or sharing memory with another
-// argument. It is safe for concurrent use with distinct out and g values.
+// argument. It updates in.State, as Forward does: it is safe for concurrent use with
+// distinct out, g and State values.
 func ForwardBackward(in *Inputs, out *Outputs, g *Grads) error {
 	return forwardBackward(impls[len(impls)-1], in, out, g)
 }
