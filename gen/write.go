@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/build"
 	"go/parser"
 	"go/token"
@@ -70,6 +71,9 @@ func WriteContext(ctx context.Context, dir string, files map[string][]byte) (dir
 		return dirtx.Result{Repaired: repaired}, err
 	}
 	if err := otherPackage(dir, files, stale); err != nil {
+		return dirtx.Result{Repaired: repaired}, err
+	}
+	if err := sharedNames(dir, files, stale); err != nil {
 		return dirtx.Result{Repaired: repaired}, err
 	}
 	res, err := dirtx.Apply(ctx, dir, files, stale)
@@ -177,6 +181,92 @@ func otherPackage(dir string, files map[string][]byte, stale []string) error {
 		return fmt.Errorf("%s is package %s and the generated package is %s: a directory holds one package, so %s would not build; move %s, or generate into another directory", file, got, pkg, dir, filepath.Base(file))
 	}
 	return fmt.Errorf("%s hold other packages than the generated package %s: a directory holds one package, so %s would not build; move them, or generate into another directory", strings.Join(others, ", "), pkg, dir)
+}
+
+// sharedNames refuses a write that would leave a Go file of the user's in the generated
+// package declaring a package-level name that a generated file declares too (Forward, Inputs,
+// a kernel's pass function): the package would not build ("Forward redeclared"). A file
+// compiled with the package's tests (a _test.go file of the package, or of its external test
+// package) is checked against the generated files of its package clause, which its test
+// build compiles with it; every clash is named.
+func sharedNames(dir string, files map[string][]byte, stale []string) error {
+	type decl struct{ file, pkg string }
+	generated := map[string][]decl{} // name → generated files of the package declaring it
+	for _, name := range sortedNames(files) {
+		if filepath.Ext(name) != ".go" {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, files[name], parser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		for _, id := range topLevelNames(f) {
+			generated[id.Name] = append(generated[id.Name], decl{name, f.Name.Name})
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var clashes []string
+	for _, e := range entries {
+		name := e.Name()
+		if filepath.Ext(name) != ".go" || !e.Type().IsRegular() || files[name] != nil || slices.Contains(stale, name) || !everBuilt(dir, name) {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			continue // the user's to mend; the go command reports it
+		}
+		for _, id := range topLevelNames(f) {
+			for _, d := range generated[id.Name] {
+				// Files of one package clause are compiled together in some build (its tests').
+				if d.pkg == f.Name.Name {
+					clashes = append(clashes, fmt.Sprintf("%s: %s is also declared by the generated %s", fset.Position(id.Pos()), id.Name, filepath.Join(dir, d.file)))
+					break
+				}
+			}
+		}
+	}
+	if len(clashes) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: the package would not build; rename them in your files, or move the files out of %s", strings.Join(clashes, "; "), dir)
+}
+
+// topLevelNames are the package-level names f declares: functions (not methods or init),
+// types, variables and constants, without _.
+func topLevelNames(f *ast.File) []*ast.Ident {
+	var out []*ast.Ident
+	add := func(id *ast.Ident) {
+		if id != nil && id.Name != "_" {
+			out = append(out, id)
+		}
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil && d.Name.Name != "init" {
+				add(d.Name)
+			}
+		case *ast.GenDecl:
+			for _, sp := range d.Specs {
+				switch sp := sp.(type) {
+				case *ast.TypeSpec:
+					add(sp.Name)
+				case *ast.ValueSpec:
+					for _, id := range sp.Names {
+						add(id)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // everBuilt reports whether the go command builds dir's file name on some platform the

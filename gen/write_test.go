@@ -2,6 +2,7 @@ package gen
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -112,4 +113,30 @@ func TestWriteNamesEveryForeignFile(t *testing.T) {
 	err := Write(dir, map[string][]byte{"a.go": []byte(gen1 + "package p\n"), "k.ptx": []byte(gen1)})
 	require.ErrorContains(t, err, filepath.Join(dir, "a.go")+", "+filepath.Join(dir, "k.ptx")+" exist and were not written by lossgen")
 	require.Equal(t, before, snapshot(t, dir))
+}
+
+// A Go file of the user's in the generated package that declares a name a generated file
+// declares too fails the write, naming every clash, and changes nothing; methods, init and
+// names of another package clause (the external tests') are fine.
+func TestWriteRefusesSharedNames(t *testing.T) {
+	dir := t.TempDir()
+	writeAll(t, dir, map[string]string{
+		"clash.go":     "package p\n\nfunc Forward() {}\n\ntype T struct{}\n\nfunc (T) Inputs() {}\n\nfunc init() {}\n",
+		"mine_test.go": "package p\n\nvar helper, Outputs = 1, 2\n",
+		"ext_test.go":  "package p_test\n\nfunc Forward() {}\n",
+	})
+	before := snapshot(t, dir)
+	gen := map[string][]byte{
+		"p.go":      []byte(gen1 + "package p\n\nfunc Forward() {}\n\ntype Outputs struct{}\n\nfunc init() {}\n"),
+		"p_test.go": []byte(gen1 + "package p\n\nfunc helper() {}\n"),
+	}
+	err := Write(dir, gen)
+	require.EqualError(t, err, filepath.Join(dir, "clash.go")+":3:6: Forward is also declared by the generated "+filepath.Join(dir, "p.go")+"; "+
+		filepath.Join(dir, "mine_test.go")+":3:5: helper is also declared by the generated "+filepath.Join(dir, "p_test.go")+"; "+
+		filepath.Join(dir, "mine_test.go")+":3:13: Outputs is also declared by the generated "+filepath.Join(dir, "p.go")+
+		": the package would not build; rename them in your files, or move the files out of "+dir)
+	require.Equal(t, before, snapshot(t, dir))
+	require.NoError(t, os.Remove(filepath.Join(dir, "clash.go")))
+	require.NoError(t, os.Remove(filepath.Join(dir, "mine_test.go")))
+	require.NoError(t, Write(dir, gen))
 }

@@ -392,6 +392,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 					// flag, check compares with a package that has none (and regenerating
 					// without it would drop the golden test).
 					fmt.Fprintf(stderr, "%s: %s was generated with -golden: give check the same -golden DIR\n", path, *out)
+				} else if len(diffs) == 1 && dirtx.Pending(*out) {
+					// The files are what lossgen generates; a killed generate left its journal.
+					fmt.Fprintf(stderr, "%s: %s has every file as lossgen generates it, and the journal of an interrupted write; run generate again to clear it: %s\n", path, *out, generateCommand(*out, *goldenDir, path))
 				} else {
 					fmt.Fprintf(stderr, "%s: %s is not what lossgen generates now; regenerate it: %s\n", path, *out, generateCommand(*out, *goldenDir, path))
 				}
