@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // forChunksCalls records which rows each chunk of one ForChunks call was given, and how
@@ -37,8 +35,9 @@ func TestForChunksOnce(t *testing.T) {
 					for range 20 {
 						runs, bounds := forChunksCalls(n, rows)
 						for c := range n {
-							require.EqualValues(t, 1, runs[c], "n=%d rows=%d chunk %d", n, rows, c)
-							require.Equal(t, [2]int{c * rows / n, (c + 1) * rows / n}, bounds[c], "n=%d rows=%d chunk %d", n, rows, c)
+							if want := [2]int{c * rows / n, (c + 1) * rows / n}; runs[c] != 1 || bounds[c] != want {
+								t.Fatalf("n=%d rows=%d chunk %d: ran %d times on %v, want once on %v", n, rows, c, runs[c], bounds[c], want)
+							}
 						}
 					}
 				}
