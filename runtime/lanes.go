@@ -186,7 +186,7 @@ func PureGo() bool { return pureGo() }
 // their own.
 func ForChunks(n, rows int, fn func(c, lo, hi int)) {
 	procs := goruntime.GOMAXPROCS(0)
-	if procs == 1 || n == 1 {
+	if procs == 1 || n <= 1 {
 		for c := range n {
 			fn(c, c*rows/n, (c+1)*rows/n)
 		}

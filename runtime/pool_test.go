@@ -30,6 +30,7 @@ func TestForChunksOnce(t *testing.T) {
 	for _, procs := range []int{1, 2, 8} {
 		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
 			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
+			forChunksCalls(0, 10) // no chunks: returns at once
 			for _, n := range []int{1, 2, 3, 8, 64} {
 				for _, rows := range []int{0, 5, 1000} {
 					for range 20 {
