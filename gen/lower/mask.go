@@ -26,7 +26,7 @@ func (l *Lowerer) readMask() {
 	l.mask = l.Read("mask")
 	l.valid = b.Note(b.SumAll(l.maskOf(b.Const(1))), "num_valid")
 	l.Output("num_valid", l.valid, ir.Metric,
-		"the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid")
+		"the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7)")
 }
 
 // cutAtDone reports whether an estimator's recursion cuts at a done step (ir.Node.Cut): in a

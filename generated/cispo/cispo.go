@@ -24,7 +24,7 @@ Inputs (data name, shape, meaning):
 
 Outputs (TorchRL's names):
 
-  - num_valid scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid (torchrl/objectives/llm/grpo.py CISPOLoss)
+  - num_valid scalar: the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7) (torchrl/objectives/llm/grpo.py CISPOLoss)
   - loss_objective scalar: −sg(clip(r, 1−ε_low, 1+ε_high))·A·log_prob per token (MiniMax-M1's CISPO), aggregated by aggregation (torchrl/objectives/llm/grpo.py CISPOLoss)
   - clip_fraction scalar: fraction of valid tokens whose log-weight lies outside [log1p(−ε_low), log1p(ε_high)] (torchrl/objectives/llm/grpo.py CISPOLoss)
   - kl_approx scalar: mean of sample_log_prob − log_prob over the valid tokens, the k1 estimate of KL(old ‖ new) (torchrl/objectives/llm/grpo.py CISPOLoss)
@@ -107,9 +107,10 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
-	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
-	// torchrl/objectives/llm/grpo.py CISPOLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements: merge a mean over
+	// the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other
+	// elements by its own count: docs/SEMANTICS.md §12.7). Source: torchrl/objectives/llm/grpo.py
+	// CISPOLoss.
 	NumValid float32
 	// LossObjective is "loss_objective" scalar: −sg(clip(r, 1−ε_low, 1+ε_high))·A·log_prob per
 	// token (MiniMax-M1's CISPO), aggregated by aggregation. Source: torchrl/objectives/llm/grpo.py

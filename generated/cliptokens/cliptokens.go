@@ -25,7 +25,7 @@ Inputs (data name, shape, meaning):
 
 Outputs (TorchRL's names):
 
-  - num_valid scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid (torchrl/objectives/ppo.py ClipPPOLoss)
+  - num_valid scalar: the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7) (torchrl/objectives/ppo.py ClipPPOLoss)
   - loss_objective scalar: clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction (mean) (torchrl/objectives/ppo.py ClipPPOLoss)
   - clip_fraction scalar: fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean (torchrl/objectives/ppo.py ClipPPOLoss)
   - kl_approx scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean (torchrl/objectives/ppo.py ClipPPOLoss)
@@ -107,9 +107,10 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
-	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
-	// torchrl/objectives/ppo.py ClipPPOLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements: merge a mean over
+	// the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other
+	// elements by its own count: docs/SEMANTICS.md §12.7). Source: torchrl/objectives/ppo.py
+	// ClipPPOLoss.
 	NumValid float32
 	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A),
 	// reduced by reduction (mean). Source: torchrl/objectives/ppo.py ClipPPOLoss.

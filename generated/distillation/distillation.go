@@ -16,7 +16,7 @@ Inputs (data name, shape, meaning):
 
 Outputs (TorchRL's names):
 
-  - num_valid scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid (torchrl/objectives/llm/distillation.py DistillationLoss)
+  - num_valid scalar: the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7) (torchrl/objectives/llm/distillation.py DistillationLoss)
   - loss_distill scalar: the k3 KL estimate summed over each sequence's valid tokens (divided by their number with normalize_by_seq_length), reduced over the sequences by reduction (torchrl/objectives/llm/distillation.py DistillationLoss)
   - kl_to_teacher scalar: the mean over the sequences of their KL to the teacher, as loss_distill with reduction mean (torchrl/objectives/llm/distillation.py DistillationLoss)
 
@@ -81,8 +81,9 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
-	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements: merge a mean over
+	// the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other
+	// elements by its own count: docs/SEMANTICS.md §12.7). Source:
 	// torchrl/objectives/llm/distillation.py DistillationLoss.
 	NumValid float32
 	// LossDistill is "loss_distill" scalar: the k3 KL estimate summed over each sequence's valid

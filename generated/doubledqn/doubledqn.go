@@ -27,7 +27,7 @@ Inputs (data name, shape, meaning):
 
 Outputs (TorchRL's names):
 
-  - num_valid scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid (torchrl/objectives/dqn.py DQNLoss)
+  - num_valid scalar: the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7) (torchrl/objectives/dqn.py DQNLoss)
   - advantage [N, T]: advantage G − V (TorchRL key advantage) (torchrl/objectives/value/advantages.py TDLambdaEstimator)
   - value_target [N, T]: value target: the TD(λ) return (TorchRL key value_target) (torchrl/objectives/value/advantages.py TDLambdaEstimator)
   - loss scalar: smooth_l1(Q(s, a), y), y the TD target, reduced by reduction (mean) (TorchRL key loss) (torchrl/objectives/dqn.py DQNLoss)
@@ -121,9 +121,10 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
-	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
-	// torchrl/objectives/dqn.py DQNLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements: merge a mean over
+	// the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other
+	// elements by its own count: docs/SEMANTICS.md §12.7). Source: torchrl/objectives/dqn.py
+	// DQNLoss.
 	NumValid float64
 	// Advantage is "advantage" [N, T]: advantage G − V (TorchRL key advantage). Source:
 	// torchrl/objectives/value/advantages.py TDLambdaEstimator.

@@ -27,7 +27,7 @@ Inputs (data name, shape, meaning):
 
 Outputs (TorchRL's names):
 
-  - num_valid scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid (torchrl/objectives/llm/grpo.py GRPOLoss)
+  - num_valid scalar: the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7) (torchrl/objectives/llm/grpo.py GRPOLoss)
   - num_kept scalar: the number of tokens kept by the mask and kl_mask_threshold, which the loss terms, ESS and the KL terms run over (torchrl/objectives/llm/grpo.py GRPOLoss)
   - loss_objective scalar: clipped surrogate −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A) per token, aggregated by aggregation (torchrl/objectives/llm/grpo.py GRPOLoss)
   - clip_fraction scalar: fraction of valid tokens whose log-weight lies outside [log1p(−ε_low), log1p(ε_high)] (torchrl/objectives/llm/grpo.py GRPOLoss)
@@ -123,9 +123,10 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
-	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
-	// torchrl/objectives/llm/grpo.py GRPOLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements: merge a mean over
+	// the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other
+	// elements by its own count: docs/SEMANTICS.md §12.7). Source: torchrl/objectives/llm/grpo.py
+	// GRPOLoss.
 	NumValid float32
 	// NumKept is "num_kept" scalar: the number of tokens kept by the mask and kl_mask_threshold,
 	// which the loss terms, ESS and the KL terms run over. Source: torchrl/objectives/llm/grpo.py

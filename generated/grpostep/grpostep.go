@@ -26,7 +26,7 @@ Inputs (data name, shape, meaning):
 Outputs (TorchRL's names):
 
   - advantage [G, N]: (R − mean R)/max(std R, 1e-6) over each group of group_dim samples (unbiased std), R a sequence's reward or return: one per sequence, shaped as the batch up to group_dim (torchrl/objectives/llm/grpo.py MCAdvantage)
-  - num_valid scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid (torchrl/objectives/llm/grpo.py GRPOLoss)
+  - num_valid scalar: the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7) (torchrl/objectives/llm/grpo.py GRPOLoss)
   - loss_objective scalar: clipped surrogate −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A) per token, aggregated by aggregation (torchrl/objectives/llm/grpo.py GRPOLoss)
   - clip_fraction scalar: fraction of valid tokens whose log-weight lies outside [log1p(−ε_low), log1p(ε_high)] (torchrl/objectives/llm/grpo.py GRPOLoss)
   - kl_approx scalar: mean of sample_log_prob − log_prob over the valid tokens, the k1 estimate of KL(old ‖ new) (torchrl/objectives/llm/grpo.py GRPOLoss)
@@ -126,9 +126,10 @@ type Outputs struct {
 	// samples (unbiased std), R a sequence's reward or return: one per sequence, shaped as the
 	// batch up to group_dim. Source: torchrl/objectives/llm/grpo.py MCAdvantage.
 	Advantage []float32
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
-	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
-	// torchrl/objectives/llm/grpo.py GRPOLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements: merge a mean over
+	// the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other
+	// elements by its own count: docs/SEMANTICS.md §12.7). Source: torchrl/objectives/llm/grpo.py
+	// GRPOLoss.
 	NumValid float32
 	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε_low,
 	// 1+ε_high)·A) per token, aggregated by aggregation. Source: torchrl/objectives/llm/grpo.py

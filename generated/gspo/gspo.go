@@ -24,7 +24,7 @@ Inputs (data name, shape, meaning):
 
 Outputs (TorchRL's names):
 
-  - num_valid scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid (liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss)
+  - num_valid scalar: the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7) (liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss)
   - loss_objective scalar: −min(s·A, clip(s, 1−ε_low, 1+ε_high)·A) per token, s the sequence's importance ratio, reduced by loss_type (liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss)
   - clip_fraction scalar: fraction of valid tokens whose sequence ratio is clipped on the side that binds: s < 1−ε_low with A < 0, or s > 1+ε_high with A > 0 (Liger's is_clipped) (liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss)
   - loss_kl_to_ref scalar: beta · the k3 estimate e^d − 1 − d of KL(π ‖ π_ref) per token, d = ref_log_prob − log_prob, reduced by loss_type (liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss)
@@ -109,8 +109,9 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
-	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements: merge a mean over
+	// the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other
+	// elements by its own count: docs/SEMANTICS.md §12.7). Source:
 	// liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
 	NumValid float32
 	// LossObjective is "loss_objective" scalar: −min(s·A, clip(s, 1−ε_low, 1+ε_high)·A) per token,

@@ -39,7 +39,7 @@ Outputs (TorchRL's names):
   - next.ref_log_probs [B, L]: the reference log-probabilities, 0 at masked tokens (TorchRL key (next, ref_log_probs)) (torchrl/envs/llm/transforms/kl.py KLRewardTransform)
   - advantage [B, L]: advantage (TorchRL key advantage) (torchrl/objectives/value/advantages.py GAE)
   - value_target [B, L]: value target (TorchRL key value_target): the return the critic regresses on (torchrl/objectives/value/advantages.py GAE)
-  - num_valid scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid (torchrl/objectives/ppo.py ClipPPOLoss)
+  - num_valid scalar: the number of valid (mask true) elements: merge a mean over the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other elements by its own count: docs/SEMANTICS.md §12.7) (torchrl/objectives/ppo.py ClipPPOLoss)
   - loss_objective scalar: clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction (mean) (torchrl/objectives/ppo.py ClipPPOLoss)
   - clip_fraction scalar: fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean (torchrl/objectives/ppo.py ClipPPOLoss)
   - kl_approx scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean (torchrl/objectives/ppo.py ClipPPOLoss)
@@ -171,9 +171,10 @@ type Outputs struct {
 	// ValueTarget is "value_target" [B, L]: value target (TorchRL key value_target): the return the
 	// critic regresses on. Source: torchrl/objectives/value/advantages.py GAE.
 	ValueTarget []float32
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
-	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
-	// torchrl/objectives/ppo.py ClipPPOLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements: merge a mean over
+	// the valid elements across micro-batches as Σ(mean·num_valid)/Σ num_valid (a mean over other
+	// elements by its own count: docs/SEMANTICS.md §12.7). Source: torchrl/objectives/ppo.py
+	// ClipPPOLoss.
 	NumValid float32
 	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A),
 	// reduced by reduction (mean). Source: torchrl/objectives/ppo.py ClipPPOLoss.
