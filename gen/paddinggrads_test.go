@@ -91,7 +91,8 @@ func TestPaddingFlagsIgnored(t *testing.T) {
 	}
 }
 
-// TestEstimatorPaddingAfterDone runs a GAE in the kernel before a masked ClipPPO, on rows
+// TestEstimatorPaddingAfterDone runs an estimator in the kernel before a masked ClipPPO (GAE,
+// with average_gae, V-trace, TD(λ) with average_rewards), on rows
 // padded on the right with done and terminated at each row's last valid step, as
 // docs/SEMANTICS.md §11.18 asks: the estimator runs on unmasked data, as TorchRL's does, and
 // its recursion is cut at the done step (ir.OpScan: a coefficient of 0 multiplies NaN and
@@ -106,10 +107,17 @@ func TestEstimatorPaddingAfterDone(t *testing.T) {
 	}
 	t.Parallel()
 	const N, T = 4, 21
-	for _, dt := range []string{"float32", "float64"} {
-		t.Run(dt, func(t *testing.T) {
-			c := compileSrc(t, "package: p\ndtype: "+dt+"\ndims: {N: 4, T: 21}\nbatch: [N, T]\n"+
-				"estimator: {type: gae, lmbda: 0.9}\nloss: {type: clip_ppo, entropy_coeff: 0.01}\nkeys: {mask: mask}\n")
+	for _, tc := range []struct{ dt, est string }{
+		{"float32", "{type: gae, lmbda: 0.9}"},
+		{"float64", "{type: gae, lmbda: 0.9}"},
+		{"float32", "{type: gae, average_gae: true}"},    // statistics over the valid steps
+		{"float64", "{type: vtrace, average_adv: true}"}, // vs⁺ = V' at a terminated done step
+		{"float32", "{type: vtrace}"},                    // NaN ratios in padding: the AVX2 guard lets them through
+		{"float32", "{type: td_lambda, average_rewards: true}"},
+	} {
+		t.Run(tc.dt+" "+tc.est, func(t *testing.T) {
+			c := compileSrc(t, "package: p\ndtype: "+tc.dt+"\ndims: {N: 4, T: 21}\nbatch: [N, T]\n"+
+				"estimator: "+tc.est+"\nloss: {type: clip_ppo, entropy_coeff: 0.01}\nkeys: {mask: mask}\n")
 			g := c.Reference()
 			cs, err := cases.Build(g, "p", "")
 			require.NoError(t, err)

@@ -106,18 +106,20 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 	}
 	// The overflow guard (guard.go): |x| ≤ scanBound where x is finite, |c| ≤ 1 and no c
 	// so small that the composed products underflow to 0 (unless the coefficients are so by
-	// construction) in every lane, else the glue reruns the pass in Go.
+	// construction) in every lane, else the glue reruns the pass in Go. NaN and ±inf in x and
+	// NaN in c pass: they reach the same elements in the composed order (finiteWithin).
 	ok := pg.ymm()
 	pg.finiteWithin(B, pg.scanBound(pg.dom[len(pg.dom)-1].Size), ok)
 	if !pg.unitCoef(n) {
-		t := pg.ymm()
-		pg.within(C, 1, t)
+		t := pg.ymm() // |c| ≤ 1 or NaN (a NaN coefficient reaches the same elements either way)
+		pg.and(pg.absMask(), C, t)
+		pg.cmp(cmpNGT_UQ, pg.cf(1), t, t)
 		pg.and(t, ok, ok)
 	}
 	if !pg.coefAtLeast(n.Args[1], pg.tinyCoef()) {
-		t, z := pg.ymm(), pg.ymm()
+		t, z := pg.ymm(), pg.ymm() // |c| ≥ tinyCoef, 0 or NaN
 		pg.and(pg.absMask(), C, t)
-		pg.cmp(cmpGE_OQ, pg.cf(pg.tinyCoef()), t, t)
+		pg.cmp(cmpNLT_UQ, pg.cf(pg.tinyCoef()), t, t)
 		pg.cmp(cmpEQ_OQ, pg.cf(0), C, z)
 		pg.or(z, t, t)
 		pg.and(t, ok, ok)
@@ -168,9 +170,19 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 			pg.c.VBLENDPS(operand.Imm(uint64(imm)), one, Cs, Cs)
 			pg.c.VBLENDPS(operand.Imm(uint64(imm)), pg.cf(0), Bs, Bs)
 		}
-		pg.cut(n, C, Bs)
-		pg.fmadd231(C, Bs, B) // B += C·Bs (with the old C)
-		pg.mul(Cs, C, C)
+		if pg.mayCut(n) {
+			// A cut: the map is constant, whatever the maps after it hold (NaN included): B
+			// gains +0 and C stays 0 (0·NaN would be NaN).
+			nz := pg.ymm()
+			pg.cmp(cmpNEQ_UQ, pg.cf(0), C, nz)
+			pg.and(nz, Bs, Bs)
+			pg.fmadd231(C, Bs, B)
+			pg.mul(Cs, C, C)
+			pg.and(nz, C, C)
+		} else {
+			pg.fmadd231(C, Bs, B) // B += C·Bs (with the old C)
+			pg.mul(Cs, C, C)
+		}
 	}
 	carry := pg.carries[n.ID]
 	in := carry

@@ -88,21 +88,28 @@ func (l *Lowerer) mean(x *ir.Node) *ir.Node {
 
 // standardize is torchrl/_utils.py _standardize: (x − mean)/clamp_min(std, eps) with the
 // unbiased std, statistics over the named dims (all of x's dims when empty). With a mask the
-// statistics run over the valid elements (a single valid element standardises to 0).
+// statistics run over the valid elements (a single valid element standardises to 0), also in
+// an estimator before the loss, whose inputs are not masked (average_gae, average_rewards,
+// average_adv): padding, whatever it holds, reaches no statistic.
 func (l *Lowerer) standardize(x *ir.Node, over []string, eps float64) *ir.Node {
 	b := l.B
 	if len(over) == 0 {
 		over = x.Shape.Names()
 	}
-	if l.mask == nil {
+	m := l.mask
+	if m == nil && l.Mapped("mask") && x.Shape.Equal(l.Batch()) {
+		m = l.Read("mask") // the loss reads it later (readMask); a per-sequence x has no padding
+	}
+	if m == nil {
 		mean := b.Note(b.Mean(x, over...), "mean")
 		std := b.Note(b.Sqrt(b.Var(x, 1, over...)), "std")
 		return b.Div(b.Sub(x, mean), b.Max(std, b.Const(eps)))
 	}
-	n := b.Sum(l.maskOf(b.Const(1)), over...)
-	mean := b.Note(b.Div(b.Sum(l.maskOf(x), over...), b.Max(n, b.Const(1))), "mean")
+	valid := func(x *ir.Node) *ir.Node { return b.Where(m, x, b.Const(0)) }
+	n := b.Sum(valid(b.Const(1)), over...)
+	mean := b.Note(b.Div(b.Sum(valid(x), over...), b.Max(n, b.Const(1))), "mean")
 	d := b.Sub(x, mean)
-	v := b.Div(b.Sum(l.maskOf(b.Square(d)), over...), b.Max(b.Sub(n, b.Const(1)), b.Const(1)))
+	v := b.Div(b.Sum(valid(b.Square(d)), over...), b.Max(b.Sub(n, b.Const(1)), b.Const(1)))
 	std := b.Note(b.Sqrt(v), "std")
 	return b.Div(d, b.Max(std, b.Const(eps)))
 }

@@ -39,8 +39,8 @@ func init() {
 //	vs⁺_t = vs_{t+1} (t < T−1), V'_{T−1} at the end, and V'_t at a truncation inside the row
 //	advantage = ρ̂ (R + γ(1−τ)·vs⁺ − V);  average_adv: standardised, floor 1e-5
 //
-// vs⁺ at a truncation (done, not terminated) is the textbook value V'_t, not TorchRL's
-// vs_{t+1} of the next episode (§11.7). γ·(1−d) and γ·(1−τ) are float32 tensors in TorchRL
+// vs⁺ at a done step is the textbook value V'_t, not TorchRL's vs_{t+1} of the next episode
+// (§11.7; at a terminated step both are multiplied by 0). γ·(1−d) and γ·(1−τ) are float32 tensors in TorchRL
 // (§11.14); ρ̄ and c̄ stay doubles.
 func lowerVTrace(l *Lowerer, st *spec.Stage) {
 	b := l.B
@@ -62,8 +62,9 @@ func lowerVTrace(l *Lowerer, st *spec.Stage) {
 	delta := b.Note(b.Mul(rhoC, b.Sub(b.Add(r, b.Mul(gNotTerm, vNext)), v)), "delta")
 	dsum := b.Note(b.Scan(delta, b.Mul(gNotDone, c), time, true, l.cutAtDone()), "vs_minus_v")
 	vs := b.Detach(b.Note(b.Add(dsum, v), "vs")) // an estimate, also where its shift reads it
-	truncated := b.Mul(done, b.Sub(one, term))
-	vsNext := b.Where(truncated, vNext, b.ShiftNext(vs, vNext, time))
+	// At every done step vs⁺ is V'_t (§3.6): at a terminated one γ(1 − τ) makes it 0 either
+	// way, and vs_{t+1}, the next sequence's or the padding's, is never read (0·NaN).
+	vsNext := b.Where(done, vNext, b.ShiftNext(vs, vNext, time))
 	adv := b.Mul(rhoC, b.Sub(b.Add(r, b.Mul(gNotTerm, vsNext)), v))
 	doc := "advantage ρ̂(R + γ(1 − terminated)vs⁺ − V) (TorchRL key advantage)"
 	if st.Bool("average_adv") {

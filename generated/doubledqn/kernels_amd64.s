@@ -298,7 +298,7 @@ inner_A_4:
 	VCMPPD      $0x00, lgc11<>+0(SB), Y7, Y7
 	VORPD       Y7, Y5, Y5
 	VANDPD      lgc9<>+0(SB), Y4, Y7
-	VCMPPD      $0x1d, lgc12<>+0(SB), Y7, Y7
+	VCMPPD      $0x15, lgc12<>+0(SB), Y7, Y7
 	VCMPPD      $0x00, lgc0<>+0(SB), Y4, Y8
 	VORPD       Y8, Y7, Y7
 	VANDPD      Y7, Y5, Y5
@@ -312,6 +312,7 @@ inner_A_4:
 	VANDPD      Y8, Y7, Y7
 	VFMADD231PD Y4, Y7, Y1
 	VMULPD      Y5, Y4, Y4
+	VANDPD      Y8, Y4, Y4
 	VPERMPD     $0xee, Y4, Y5
 	VPERMPD     $0xee, Y1, Y7
 	VBLENDPD    $0x0c, lgc2<>+0(SB), Y5, Y5
@@ -320,6 +321,7 @@ inner_A_4:
 	VANDPD      Y8, Y7, Y7
 	VFMADD231PD Y4, Y7, Y1
 	VMULPD      Y5, Y4, Y4
+	VANDPD      Y8, Y4, Y4
 	VCMPPD      $0x04, lgc0<>+0(SB), Y4, Y5
 	VANDPD      Y5, Y0, Y0
 	VFMADD231PD Y4, Y0, Y1
@@ -725,7 +727,7 @@ inner_A_8:
 	VCMPPD      $0x00, lgc11<>+0(SB), Y4, Y4
 	VORPD       Y4, Y3, Y3
 	VANDPD      lgc9<>+0(SB), Y2, Y4
-	VCMPPD      $0x1d, lgc12<>+0(SB), Y4, Y4
+	VCMPPD      $0x15, lgc12<>+0(SB), Y4, Y4
 	VCMPPD      $0x00, lgc0<>+0(SB), Y2, Y5
 	VORPD       Y5, Y4, Y4
 	VANDPD      Y4, Y3, Y3
@@ -739,6 +741,7 @@ inner_A_8:
 	VANDPD      Y5, Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
+	VANDPD      Y5, Y2, Y2
 	VPERMPD     $0xee, Y2, Y3
 	VPERMPD     $0xee, Y1, Y4
 	VBLENDPD    $0x0c, lgc2<>+0(SB), Y3, Y3
@@ -747,6 +750,7 @@ inner_A_8:
 	VANDPD      Y5, Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
+	VANDPD      Y5, Y2, Y2
 	VCMPPD      $0x04, lgc0<>+0(SB), Y2, Y3
 	VANDPD      Y3, Y0, Y0
 	VFMADD231PD Y2, Y0, Y1

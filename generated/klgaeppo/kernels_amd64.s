@@ -93,6 +93,7 @@ blocks_2:
 	VANDPS      Y8, Y7, Y7
 	VFMADD231PS Y3, Y7, Y4
 	VMULPS      Y5, Y3, Y3
+	VANDPS      Y8, Y3, Y3
 	VMOVUPS     lgc8<>+0(SB), Y7
 	VPERMPS     Y3, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
@@ -102,6 +103,7 @@ blocks_2:
 	VANDPS      Y8, Y7, Y7
 	VFMADD231PS Y3, Y7, Y4
 	VMULPS      Y5, Y3, Y3
+	VANDPS      Y8, Y3, Y3
 	VMOVUPS     lgc9<>+0(SB), Y7
 	VPERMPS     Y3, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
@@ -111,6 +113,7 @@ blocks_2:
 	VANDPS      Y8, Y7, Y7
 	VFMADD231PS Y3, Y7, Y4
 	VMULPS      Y5, Y3, Y3
+	VANDPS      Y8, Y3, Y3
 	VCMPPS      $0x04, lgc0<>+0(SB), Y3, Y5
 	VANDPS      Y5, Y0, Y0
 	VFMADD231PS Y3, Y0, Y4
@@ -1318,6 +1321,7 @@ blocks_12:
 	VANDPS      Y9, Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y6, Y2, Y2
+	VANDPS      Y9, Y2, Y2
 	VMOVUPS     lgc8<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y6
 	VPERMPS     Y4, Y7, Y7
@@ -1327,6 +1331,7 @@ blocks_12:
 	VANDPS      Y9, Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y6, Y2, Y2
+	VANDPS      Y9, Y2, Y2
 	VMOVUPS     lgc9<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y6
 	VPERMPS     Y4, Y7, Y7
@@ -1336,6 +1341,7 @@ blocks_12:
 	VANDPS      Y9, Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y6, Y2, Y2
+	VANDPS      Y9, Y2, Y2
 	VCMPPS      $0x04, lgc0<>+0(SB), Y2, Y6
 	VANDPS      Y6, Y0, Y0
 	VFMADD231PS Y2, Y0, Y4

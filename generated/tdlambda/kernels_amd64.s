@@ -91,7 +91,7 @@ outer0_1:
 	VCMPPD      $0x00, lgc10<>+0(SB), Y4, Y4
 	VORPD       Y4, Y3, Y3
 	VANDPD      lgc8<>+0(SB), Y2, Y4
-	VCMPPD      $0x1d, lgc11<>+0(SB), Y4, Y4
+	VCMPPD      $0x15, lgc11<>+0(SB), Y4, Y4
 	VCMPPD      $0x00, lgc0<>+0(SB), Y2, Y5
 	VORPD       Y5, Y4, Y4
 	VANDPD      Y4, Y3, Y3
@@ -199,7 +199,7 @@ blocks_2:
 	VCMPPD      $0x00, lgc10<>+0(SB), Y4, Y4
 	VORPD       Y4, Y3, Y3
 	VANDPD      lgc8<>+0(SB), Y2, Y4
-	VCMPPD      $0x1d, lgc11<>+0(SB), Y4, Y4
+	VCMPPD      $0x15, lgc11<>+0(SB), Y4, Y4
 	VCMPPD      $0x00, lgc0<>+0(SB), Y2, Y5
 	VORPD       Y5, Y4, Y4
 	VANDPD      Y4, Y3, Y3

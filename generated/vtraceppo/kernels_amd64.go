@@ -20,7 +20,7 @@ func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *flo
 // loop in Go.
 //
 //go:noescape
-func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
+func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextStateValue *float32, valueTarget *float32, nextDone *bool, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
 
 // pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
 // Go.
@@ -44,7 +44,7 @@ func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *f
 // same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
+func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextStateValue *float32, valueTarget *float32, nextDone *bool, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
 
 // fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
 // in Go.

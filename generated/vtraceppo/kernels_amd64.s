@@ -141,7 +141,7 @@ outer0_1:
 	VCMPPS      $0x00, lgc19<>+0(SB), Y8, Y8
 	VORPS       Y8, Y6, Y6
 	VANDPS      lgc17<>+0(SB), Y4, Y8
-	VCMPPS      $0x1d, lgc20<>+0(SB), Y8, Y8
+	VCMPPS      $0x15, lgc20<>+0(SB), Y8, Y8
 	VCMPPS      $0x00, lgc0<>+0(SB), Y4, Y9
 	VORPS       Y9, Y8, Y8
 	VANDPS      Y8, Y6, Y6
@@ -177,18 +177,18 @@ outer0_1:
 	VADDPS  Y7, Y5, Y4
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v35 = max(logWeight, -0.22314355) tie=first
+	// v34 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// logWeightClip = min(v35, 0.18232156) tie=first
+	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v48 = ne(logWeightClip, logWeight)
+	// v47 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v48) over [N T]
+	// mean(v47) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -197,10 +197,10 @@ outer0_1:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v50 = sub(sampleLogProb, logProb)
+	// v49 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v50) over [N T]
+	// mean(v49) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -212,7 +212,7 @@ outer0_1:
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v54 = mul(-0.01, entropy)
+	// v53 = mul(-0.01, entropy)
 	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
@@ -224,7 +224,7 @@ outer0_1:
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 
-	// mean(v54) over [N T]
+	// mean(v53) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y5
 	VEXTRACTI128 $0x01, Y1, X5
@@ -241,19 +241,19 @@ outer0_1:
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v60 = lt(absDiff, 1)
+	// v59 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 
-	// v61 = mul(0.5, absDiff)
+	// v60 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v62 = mul(v61, absDiff)
+	// v61 = mul(v60, absDiff)
 	VMULPS Y2, Y6, Y6
 
-	// v63 = sub(absDiff, 0.5)
+	// v62 = sub(absDiff, 0.5)
 	VSUBPS lgc13<>+0(SB), Y2, Y2
 
-	// smoothL1 = where(v60, v62, v63)
+	// smoothL1 = where(v59, v61, v62)
 	VBLENDVPS Y5, Y6, Y2, Y2
 
 	// mean(smoothL1) over [N T]
@@ -490,7 +490,7 @@ blocks_2:
 	VCMPPS      $0x00, lgc19<>+0(SB), Y8, Y8
 	VORPS       Y8, Y6, Y6
 	VANDPS      lgc17<>+0(SB), Y4, Y8
-	VCMPPS      $0x1d, lgc20<>+0(SB), Y8, Y8
+	VCMPPS      $0x15, lgc20<>+0(SB), Y8, Y8
 	VCMPPS      $0x00, lgc0<>+0(SB), Y4, Y9
 	VORPS       Y9, Y8, Y8
 	VANDPS      Y8, Y6, Y6
@@ -526,38 +526,38 @@ blocks_2:
 	VADDPS  Y7, Y5, Y4
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v35 = max(logWeight, -0.22314355) tie=first
+	// v34 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// logWeightClip = min(v35, 0.18232156) tie=first
+	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v48 = ne(logWeightClip, logWeight)
+	// v47 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v48) over [N T]
+	// mean(v47) over [N T]
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v50 = sub(sampleLogProb, logProb)
+	// v49 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v50) over [N T]
+	// mean(v49) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v54 = mul(-0.01, entropy)
+	// v53 = mul(-0.01, entropy)
 	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
-	// mean(v54) over [N T]
+	// mean(v53) over [N T]
 	VADDPS  1216(BX), Y2, Y1
 	VMOVUPS Y1, 1216(BX)
 
@@ -569,19 +569,19 @@ blocks_2:
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v60 = lt(absDiff, 1)
+	// v59 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 
-	// v61 = mul(0.5, absDiff)
+	// v60 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v62 = mul(v61, absDiff)
+	// v61 = mul(v60, absDiff)
 	VMULPS Y2, Y6, Y6
 
-	// v63 = sub(absDiff, 0.5)
+	// v62 = sub(absDiff, 0.5)
 	VSUBPS lgc13<>+0(SB), Y2, Y2
 
-	// smoothL1 = where(v60, v62, v63)
+	// smoothL1 = where(v59, v61, v62)
 	VBLENDVPS Y5, Y6, Y2, Y2
 
 	// mean(smoothL1) over [N T]
@@ -1197,29 +1197,29 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v69 = add(targetVar, 1.1920929e-07)
+	// v68 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v70 = div(residVar, v69)
+	// v69 = div(residVar, v68)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc14<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v70)
+	// explainedVariance = sub(1, v69)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v76 = mul(2, logSumW)
+	// v75 = mul(2, logSumW)
 	VMULPS  lgc36<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v77 = sub(v76, logSumW2)
+	// v76 = sub(v75, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v77)
+	// essCol = exp(v76)
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -1289,32 +1289,32 @@ chunkdone_5:
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v69 = add(targetVar, 1.1920929e-07)
+	// v68 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc35<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v70 = div(residVar, v69)
+	// v69 = div(residVar, v68)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v70)
+	// explainedVariance = sub(1, v69)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v76 = mul(2, logSumW)
+	// v75 = mul(2, logSumW)
 	VMULPS     lgc36<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v77 = sub(v76, logSumW2)
+	// v76 = sub(v75, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v77)
+	// essCol = exp(v76)
 	VMOVUPS      lgc3<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -1402,7 +1402,7 @@ DATA lgc36<>+24(SB)/4, $0x40000000
 DATA lgc36<>+28(SB)/4, $0x40000000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
+// func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextStateValue *float32, valueTarget *float32, nextDone *bool, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $16-96
 	MOVQ lo+0(FP), AX
@@ -1462,45 +1462,40 @@ blocks_9:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc16<>+0(SB), Y1, Y3
-	MOVQ      nextDone+32(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y4
-	VCVTDQ2PS Y4, Y4
+	VMULPS  lgc16<>+0(SB), Y1, Y1
+	MOVQ    nextStateValue+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
-	// v25 = mul(nextDone, v13)
-	VMULPS  Y1, Y4, Y1
-	MOVQ    nextStateValue+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
-
-	// v26 = shift_next(vs, nextStateValue) over T
+	// v25 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, BX
 	SUBQ         CX, BX
-	VMOVQ        BX, X5
-	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc37<>+0(SB), Y5, Y5
-	MOVQ         valueTarget+48(FP), BX
-	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
-	VBLENDVPS    Y5, Y6, Y4, Y5
-	VMOVUPS      lgc0<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y1, Y6
+	VMOVQ        BX, X4
+	VPBROADCASTD X4, Y4
+	VPCMPGTD     lgc37<>+0(SB), Y4, Y4
+	MOVQ         valueTarget+40(FP), BX
+	VMASKMOVPS   4(BX)(SI*4), Y4, Y5
+	VBLENDVPS    Y4, Y5, Y3, Y4
+	MOVQ         nextDone+48(FP), BX
+	VPMOVZXBD    (BX)(SI*1), Y5
+	VPCMPGTD     lgc0<>+0(SB), Y5, Y5
 
-	// v27 = where(v25, nextStateValue, v26)
-	VBLENDVPS Y6, Y4, Y5, Y1
+	// v26 = where(nextDone, nextStateValue, v25)
+	VBLENDVPS Y5, Y3, Y4, Y3
 
-	// v28 = mul(v14, v27)
-	VMULPS  Y1, Y3, Y1
+	// v27 = mul(v14, v26)
+	VMULPS  Y3, Y1, Y1
 	MOVQ    nextReward+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v29 = add(nextReward, v28)
+	// v28 = add(nextReward, v27)
 	VADDPS  Y1, Y3, Y1
 	MOVQ    stateValue+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v30 = sub(v29, stateValue)
+	// v29 = sub(v28, stateValue)
 	VSUBPS Y3, Y1, Y1
 
-	// v31 = mul(rhoClipped, v30)
+	// v30 = mul(rhoClipped, v29)
 	VMULPS Y1, Y2, Y1
 
 	// ratio = exp(logWeight)
@@ -1533,27 +1528,27 @@ blocks_9:
 	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
-	// v39 = ge(v31, 0)
+	// v38 = ge(v30, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
 	VMOVUPS lgc38<>+0(SB), Y2
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
+	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
 	VMOVUPS lgc39<>+0(SB), Y3
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
+	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
 
-	// ratioClipped = where(v39, v41, v43)
+	// ratioClipped = where(v38, v40, v42)
 	VBLENDVPS Y0, Y2, Y3, Y0
 
-	// gain = mul(v31, ratioClipped)
+	// gain = mul(v30, ratioClipped)
 	VMULPS Y0, Y1, Y0
 
-	// v46 = neg(gain)
+	// v45 = neg(gain)
 	VXORPS lgc28<>+0(SB), Y0, Y0
 
-	// mean(v46) over [N T]
+	// mean(v45) over [N T]
 	MOVQ    state+72(FP), BX
 	VADDPS  32384(BX), Y0, Y0
 	VMOVUPS Y0, 32384(BX)
@@ -1648,61 +1643,58 @@ noflush_10:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc16<>+0(SB), Y1, Y3
-	MOVQ      nextDone+32(FP), CX
-	MOVQ      $+0, 8(SP)
-	MOVB      (CX)(BX*1), SI
-	MOVB      SI, 8(SP)
-	MOVB      1(CX)(BX*1), SI
-	MOVB      SI, 9(SP)
-	MOVB      2(CX)(BX*1), SI
-	MOVB      SI, 10(SP)
-	MOVB      3(CX)(BX*1), SI
-	MOVB      SI, 11(SP)
-	MOVB      4(CX)(BX*1), SI
-	MOVB      SI, 12(SP)
-	VPMOVZXBD 8(SP), Y4
-	VCVTDQ2PS Y4, Y4
+	VMULPS     lgc16<>+0(SB), Y1, Y1
+	MOVQ       nextStateValue+32(FP), CX
+	VMOVUPS    lgc2<>+0(SB), Y3
+	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
-	// v25 = mul(nextDone, v13)
-	VMULPS     Y1, Y4, Y1
-	MOVQ       nextStateValue+40(FP), CX
-	VMOVUPS    lgc2<>+0(SB), Y4
-	VMASKMOVPS (CX)(BX*4), Y4, Y4
-
-	// v26 = shift_next(vs, nextStateValue) over T
+	// v25 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, CX
 	SUBQ         $+416, CX
-	VMOVQ        CX, X5
-	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc37<>+0(SB), Y5, Y5
-	VMOVUPS      lgc2<>+0(SB), Y6
-	VANDPS       Y6, Y5, Y5
-	MOVQ         valueTarget+48(FP), CX
-	VMASKMOVPS   4(CX)(BX*4), Y5, Y6
-	VBLENDVPS    Y5, Y6, Y4, Y5
+	VMOVQ        CX, X4
+	VPBROADCASTD X4, Y4
+	VPCMPGTD     lgc37<>+0(SB), Y4, Y4
+	VMOVUPS      lgc2<>+0(SB), Y5
+	VANDPS       Y5, Y4, Y4
+	MOVQ         valueTarget+40(FP), CX
+	VMASKMOVPS   4(CX)(BX*4), Y4, Y5
+	VBLENDVPS    Y4, Y5, Y3, Y4
+	MOVQ         nextDone+48(FP), CX
+	MOVQ         $+0, 8(SP)
+	MOVB         (CX)(BX*1), SI
+	MOVB         SI, 8(SP)
+	MOVB         1(CX)(BX*1), SI
+	MOVB         SI, 9(SP)
+	MOVB         2(CX)(BX*1), SI
+	MOVB         SI, 10(SP)
+	MOVB         3(CX)(BX*1), SI
+	MOVB         SI, 11(SP)
+	MOVB         4(CX)(BX*1), SI
+	MOVB         SI, 12(SP)
+	VPMOVZXBD    8(SP), Y5
+	VCVTDQ2PS    Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y1, Y6
+	VCMPPS       $0x04, Y6, Y5, Y6
 
-	// v27 = where(v25, nextStateValue, v26)
-	VBLENDVPS Y6, Y4, Y5, Y1
+	// v26 = where(nextDone, nextStateValue, v25)
+	VBLENDVPS Y6, Y3, Y4, Y3
 
-	// v28 = mul(v14, v27)
-	VMULPS     Y1, Y3, Y1
+	// v27 = mul(v14, v26)
+	VMULPS     Y3, Y1, Y1
 	MOVQ       nextReward+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
-	// v29 = add(nextReward, v28)
+	// v28 = add(nextReward, v27)
 	VADDPS     Y1, Y3, Y1
 	MOVQ       stateValue+64(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
-	// v30 = sub(v29, stateValue)
+	// v29 = sub(v28, stateValue)
 	VSUBPS Y3, Y1, Y1
 
-	// v31 = mul(rhoClipped, v30)
+	// v30 = mul(rhoClipped, v29)
 	VMULPS Y1, Y2, Y1
 
 	// ratio = exp(logWeight)
@@ -1735,27 +1727,27 @@ noflush_10:
 	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
-	// v39 = ge(v31, 0)
+	// v38 = ge(v30, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
 	VMOVUPS lgc38<>+0(SB), Y2
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
+	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
 	VMOVUPS lgc39<>+0(SB), Y3
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
+	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
 
-	// ratioClipped = where(v39, v41, v43)
+	// ratioClipped = where(v38, v40, v42)
 	VBLENDVPS Y0, Y2, Y3, Y0
 
-	// gain = mul(v31, ratioClipped)
+	// gain = mul(v30, ratioClipped)
 	VMULPS Y0, Y1, Y0
 
-	// v46 = neg(gain)
+	// v45 = neg(gain)
 	VXORPS lgc28<>+0(SB), Y0, Y0
 
-	// mean(v46) over [N T]
+	// mean(v45) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
@@ -1833,7 +1825,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc40<>+0(SB), Y1
 
-	// ess = div(v79, 64)
+	// ess = div(v78, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1989,7 +1981,7 @@ outer0_11:
 	VCMPPS      $0x00, lgc19<>+0(SB), Y8, Y8
 	VORPS       Y8, Y6, Y6
 	VANDPS      lgc17<>+0(SB), Y4, Y8
-	VCMPPS      $0x1d, lgc20<>+0(SB), Y8, Y8
+	VCMPPS      $0x15, lgc20<>+0(SB), Y8, Y8
 	VCMPPS      $0x00, lgc0<>+0(SB), Y4, Y9
 	VORPS       Y9, Y8, Y8
 	VANDPS      Y8, Y6, Y6
@@ -2025,18 +2017,18 @@ outer0_11:
 	VADDPS  Y7, Y5, Y4
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v35 = max(logWeight, -0.22314355) tie=first
+	// v34 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// logWeightClip = min(v35, 0.18232156) tie=first
+	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v48 = ne(logWeightClip, logWeight)
+	// v47 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v48) over [N T]
+	// mean(v47) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -2045,10 +2037,10 @@ outer0_11:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v50 = sub(sampleLogProb, logProb)
+	// v49 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v50) over [N T]
+	// mean(v49) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -2060,7 +2052,7 @@ outer0_11:
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v54 = mul(-0.01, entropy)
+	// v53 = mul(-0.01, entropy)
 	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
@@ -2072,7 +2064,7 @@ outer0_11:
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 
-	// mean(v54) over [N T]
+	// mean(v53) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y5
 	VEXTRACTI128 $0x01, Y1, X5
@@ -2089,23 +2081,23 @@ outer0_11:
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v60 = lt(absDiff, 1)
+	// v59 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 
-	// v61 = mul(0.5, absDiff)
+	// v60 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v62 = mul(v61, absDiff)
+	// v61 = mul(v60, absDiff)
 	VMULPS Y2, Y6, Y7
 
-	// v63 = sub(absDiff, 0.5)
+	// v62 = sub(absDiff, 0.5)
 	VSUBPS  lgc13<>+0(SB), Y2, Y8
 	VMOVUPS Y6, 24(SP)
 
-	// v64 = where(v60, v62, v63)
+	// v63 = where(v59, v61, v62)
 	VBLENDVPS Y5, Y7, Y8, Y6
 
-	// mean(v64) over [N T]
+	// mean(v63) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y8
 	VEXTRACTI128 $0x01, Y7, X8
@@ -2248,61 +2240,61 @@ outer0_11:
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc41<>+0(SB), Y1
 
-	// v83 = where(v60, 0, 3.7114014251781474e-05)
+	// v82 = where(v59, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 56(SP), Y3
 
-	// v84 = mul(3.7114014251781474e-05, absDiff)
+	// v83 = mul(3.7114014251781474e-05, absDiff)
 	VMULPS lgc41<>+0(SB), Y3, Y3
 
-	// v85 = where(v60, v84, 0)
+	// v84 = where(v59, v83, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 24(SP), Y4
 
-	// v86 = mul(3.7114014251781474e-05, v61)
+	// v85 = mul(3.7114014251781474e-05, v60)
 	VMULPS lgc41<>+0(SB), Y4, Y4
 
-	// v87 = where(v60, v86, 0)
+	// v86 = where(v59, v85, 0)
 	VANDPS Y4, Y2, Y2
 
-	// v88 = add(v83, v87)
+	// v87 = add(v82, v86)
 	VADDPS Y2, Y1, Y1
 
-	// v89 = mul(v85, 0.5)
+	// v88 = mul(v84, 0.5)
 	VMULPS lgc13<>+0(SB), Y3, Y2
 
-	// v90 = add(v88, v89)
+	// v89 = add(v87, v88)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 120(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v91 = gt(diff, 0)
+	// v90 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 
-	// v92 = lt(diff, 0)
+	// v91 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 
-	// v94 = mul(diff, 0)
+	// v93 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc42<>+0(SB), Y6
 
-	// v95 = where(v92, -1, v94)
+	// v94 = where(v91, -1, v93)
 	VBLENDVPS Y5, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v96 = where(v91, 1, v95)
+	// v95 = where(v90, 1, v94)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v97 = ne(v90, 0)
+	// v96 = ne(v89, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v98 = mul(v90, v96)
+	// v97 = mul(v89, v95)
 	VMULPS Y2, Y1, Y2
 
-	// v99 = where(v97, v98, v90)
+	// v98 = where(v96, v97, v89)
 	VBLENDVPS Y3, Y2, Y1, Y1
 
-	// gradStateValue = neg(v99)
+	// gradStateValue = neg(v98)
 	VXORPS  lgc28<>+0(SB), Y1, Y1
 	VMOVUPS lgc43<>+0(SB), Y2
 	VMOVUPS 88(SP), Y3
@@ -2414,7 +2406,7 @@ blocks_12:
 	VCMPPS      $0x00, lgc19<>+0(SB), Y8, Y8
 	VORPS       Y8, Y6, Y6
 	VANDPS      lgc17<>+0(SB), Y4, Y8
-	VCMPPS      $0x1d, lgc20<>+0(SB), Y8, Y8
+	VCMPPS      $0x15, lgc20<>+0(SB), Y8, Y8
 	VCMPPS      $0x00, lgc0<>+0(SB), Y4, Y9
 	VORPS       Y9, Y8, Y8
 	VANDPS      Y8, Y6, Y6
@@ -2450,38 +2442,38 @@ blocks_12:
 	VADDPS  Y7, Y5, Y4
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v35 = max(logWeight, -0.22314355) tie=first
+	// v34 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// logWeightClip = min(v35, 0.18232156) tie=first
+	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v48 = ne(logWeightClip, logWeight)
+	// v47 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v48) over [N T]
+	// mean(v47) over [N T]
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v50 = sub(sampleLogProb, logProb)
+	// v49 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v50) over [N T]
+	// mean(v49) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v54 = mul(-0.01, entropy)
+	// v53 = mul(-0.01, entropy)
 	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
-	// mean(v54) over [N T]
+	// mean(v53) over [N T]
 	VADDPS  1216(BX), Y2, Y1
 	VMOVUPS Y1, 1216(BX)
 
@@ -2493,23 +2485,23 @@ blocks_12:
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v60 = lt(absDiff, 1)
+	// v59 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 
-	// v61 = mul(0.5, absDiff)
+	// v60 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v62 = mul(v61, absDiff)
+	// v61 = mul(v60, absDiff)
 	VMULPS Y2, Y6, Y7
 
-	// v63 = sub(absDiff, 0.5)
+	// v62 = sub(absDiff, 0.5)
 	VSUBPS  lgc13<>+0(SB), Y2, Y8
 	VMOVUPS Y6, 184(SP)
 
-	// v64 = where(v60, v62, v63)
+	// v63 = where(v59, v61, v62)
 	VBLENDVPS Y5, Y7, Y8, Y6
 
-	// mean(v64) over [N T]
+	// mean(v63) over [N T]
 	VADDPS  1536(BX), Y6, Y6
 	VMOVUPS Y6, 1536(BX)
 	VMOVUPS Y2, 216(SP)
@@ -2615,61 +2607,61 @@ blocks_12:
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc41<>+0(SB), Y1
 
-	// v83 = where(v60, 0, 3.7114014251781474e-05)
+	// v82 = where(v59, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 216(SP), Y3
 
-	// v84 = mul(3.7114014251781474e-05, absDiff)
+	// v83 = mul(3.7114014251781474e-05, absDiff)
 	VMULPS lgc41<>+0(SB), Y3, Y3
 
-	// v85 = where(v60, v84, 0)
+	// v84 = where(v59, v83, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 184(SP), Y4
 
-	// v86 = mul(3.7114014251781474e-05, v61)
+	// v85 = mul(3.7114014251781474e-05, v60)
 	VMULPS lgc41<>+0(SB), Y4, Y4
 
-	// v87 = where(v60, v86, 0)
+	// v86 = where(v59, v85, 0)
 	VANDPS Y4, Y2, Y2
 
-	// v88 = add(v83, v87)
+	// v87 = add(v82, v86)
 	VADDPS Y2, Y1, Y1
 
-	// v89 = mul(v85, 0.5)
+	// v88 = mul(v84, 0.5)
 	VMULPS lgc13<>+0(SB), Y3, Y2
 
-	// v90 = add(v88, v89)
+	// v89 = add(v87, v88)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 280(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v91 = gt(diff, 0)
+	// v90 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 
-	// v92 = lt(diff, 0)
+	// v91 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 
-	// v94 = mul(diff, 0)
+	// v93 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc42<>+0(SB), Y6
 
-	// v95 = where(v92, -1, v94)
+	// v94 = where(v91, -1, v93)
 	VBLENDVPS Y5, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v96 = where(v91, 1, v95)
+	// v95 = where(v90, 1, v94)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v97 = ne(v90, 0)
+	// v96 = ne(v89, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v98 = mul(v90, v96)
+	// v97 = mul(v89, v95)
 	VMULPS Y2, Y1, Y2
 
-	// v99 = where(v97, v98, v90)
+	// v98 = where(v96, v97, v89)
 	VBLENDVPS Y3, Y2, Y1, Y1
 
-	// gradStateValue = neg(v99)
+	// gradStateValue = neg(v98)
 	VXORPS  lgc28<>+0(SB), Y1, Y1
 	VMOVUPS lgc43<>+0(SB), Y2
 	VMOVUPS 248(SP), Y3
@@ -2883,29 +2875,29 @@ blocks_14:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v69 = add(targetVar, 1.1920929e-07)
+	// v68 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v70 = div(residVar, v69)
+	// v69 = div(residVar, v68)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc14<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v70)
+	// explainedVariance = sub(1, v69)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v76 = mul(2, logSumW)
+	// v75 = mul(2, logSumW)
 	VMULPS  lgc36<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v77 = sub(v76, logSumW2)
+	// v76 = sub(v75, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v77)
+	// essCol = exp(v76)
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -2975,32 +2967,32 @@ chunkdone_15:
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v69 = add(targetVar, 1.1920929e-07)
+	// v68 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc35<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v70 = div(residVar, v69)
+	// v69 = div(residVar, v68)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v70)
+	// explainedVariance = sub(1, v69)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v76 = mul(2, logSumW)
+	// v75 = mul(2, logSumW)
 	VMULPS     lgc36<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v77 = sub(v76, logSumW2)
+	// v76 = sub(v75, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v77)
+	// essCol = exp(v76)
 	VMOVUPS      lgc3<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -3068,7 +3060,7 @@ notail_17:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
+// func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextStateValue *float32, valueTarget *float32, nextDone *bool, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $16-104
 	MOVQ lo+0(FP), AX
@@ -3128,45 +3120,40 @@ blocks_19:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc16<>+0(SB), Y1, Y3
-	MOVQ      nextDone+32(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y4
-	VCVTDQ2PS Y4, Y4
+	VMULPS  lgc16<>+0(SB), Y1, Y1
+	MOVQ    nextStateValue+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
-	// v25 = mul(nextDone, v13)
-	VMULPS  Y1, Y4, Y1
-	MOVQ    nextStateValue+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
-
-	// v26 = shift_next(vs, nextStateValue) over T
+	// v25 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, BX
 	SUBQ         CX, BX
-	VMOVQ        BX, X5
-	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc37<>+0(SB), Y5, Y5
-	MOVQ         valueTarget+48(FP), BX
-	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
-	VBLENDVPS    Y5, Y6, Y4, Y5
-	VMOVUPS      lgc0<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y1, Y6
+	VMOVQ        BX, X4
+	VPBROADCASTD X4, Y4
+	VPCMPGTD     lgc37<>+0(SB), Y4, Y4
+	MOVQ         valueTarget+40(FP), BX
+	VMASKMOVPS   4(BX)(SI*4), Y4, Y5
+	VBLENDVPS    Y4, Y5, Y3, Y4
+	MOVQ         nextDone+48(FP), BX
+	VPMOVZXBD    (BX)(SI*1), Y5
+	VPCMPGTD     lgc0<>+0(SB), Y5, Y5
 
-	// v27 = where(v25, nextStateValue, v26)
-	VBLENDVPS Y6, Y4, Y5, Y1
+	// v26 = where(nextDone, nextStateValue, v25)
+	VBLENDVPS Y5, Y3, Y4, Y3
 
-	// v28 = mul(v14, v27)
-	VMULPS  Y1, Y3, Y1
+	// v27 = mul(v14, v26)
+	VMULPS  Y3, Y1, Y1
 	MOVQ    nextReward+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v29 = add(nextReward, v28)
+	// v28 = add(nextReward, v27)
 	VADDPS  Y1, Y3, Y1
 	MOVQ    stateValue+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v30 = sub(v29, stateValue)
+	// v29 = sub(v28, stateValue)
 	VSUBPS Y3, Y1, Y1
 
-	// v31 = mul(rhoClipped, v30)
+	// v30 = mul(rhoClipped, v29)
 	VMULPS Y1, Y2, Y1
 
 	// ratio = exp(logWeight)
@@ -3199,71 +3186,71 @@ blocks_19:
 	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
-	// v39 = ge(v31, 0)
+	// v38 = ge(v30, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
 	VMOVUPS lgc38<>+0(SB), Y3
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
+	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
 	VMOVUPS lgc39<>+0(SB), Y6
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
+	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
 
-	// v44 = where(v39, v41, v43)
+	// v43 = where(v38, v40, v42)
 	VBLENDVPS Y2, Y5, Y7, Y5
 
-	// gain = mul(v31, v44)
+	// gain = mul(v30, v43)
 	VMULPS Y5, Y1, Y5
 
-	// v46 = neg(gain)
+	// v45 = neg(gain)
 	VXORPS lgc28<>+0(SB), Y5, Y5
 
-	// mean(v46) over [N T]
+	// mean(v45) over [N T]
 	MOVQ    state+72(FP), BX
 	VADDPS  32384(BX), Y5, Y5
 	VMOVUPS Y5, 32384(BX)
 
-	// v103 = mul(-3.7114014251781474e-05, v31)
+	// v102 = mul(-3.7114014251781474e-05, v30)
 	VMULPS lgc44<>+0(SB), Y1, Y5
 
-	// v104 = where(v39, v103, 0)
+	// v103 = where(v38, v102, 0)
 	VANDPS Y5, Y2, Y7
 
-	// v105 = where(v39, 0, v103)
+	// v104 = where(v38, 0, v102)
 	VANDNPS Y5, Y2, Y2
 
-	// v106 = ge(ratio, 0.8000000028326788)
+	// v105 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
 
-	// v107 = ne(ratio, ratio)
+	// v106 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y6
 
-	// v108 = max(v106, v107)
+	// v107 = max(v105, v106)
 	VORPS Y5, Y6, Y5
 
-	// v109 = where(v108, v105, 0)
+	// v108 = where(v107, v104, 0)
 	VANDPS Y2, Y5, Y2
 
-	// v110 = le(ratio, 1.2000000078829447)
+	// v109 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y3
 
-	// v111 = max(v110, v107)
+	// v110 = max(v109, v106)
 	VORPS Y3, Y6, Y3
 
-	// v112 = where(v111, v104, 0)
+	// v111 = where(v110, v103, 0)
 	VANDPS Y7, Y3, Y3
 
-	// v113 = add(v109, v112)
+	// v112 = add(v108, v111)
 	VADDPS Y3, Y2, Y2
 
-	// v114 = ne(v113, 0)
+	// v113 = ne(v112, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
 
-	// v115 = mul(v113, ratio)
+	// v114 = mul(v112, ratio)
 	VMULPS Y4, Y2, Y3
 
-	// gradLogProb = where(v114, v115, v113)
+	// gradLogProb = where(v113, v114, v112)
 	VBLENDVPS Y0, Y3, Y2, Y0
 
 	// store advantage
@@ -3360,61 +3347,58 @@ noflush_20:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(0.99, v13)
-	VMULPS    lgc16<>+0(SB), Y1, Y3
-	MOVQ      nextDone+32(FP), CX
-	MOVQ      $+0, 8(SP)
-	MOVB      (CX)(BX*1), SI
-	MOVB      SI, 8(SP)
-	MOVB      1(CX)(BX*1), SI
-	MOVB      SI, 9(SP)
-	MOVB      2(CX)(BX*1), SI
-	MOVB      SI, 10(SP)
-	MOVB      3(CX)(BX*1), SI
-	MOVB      SI, 11(SP)
-	MOVB      4(CX)(BX*1), SI
-	MOVB      SI, 12(SP)
-	VPMOVZXBD 8(SP), Y4
-	VCVTDQ2PS Y4, Y4
+	VMULPS     lgc16<>+0(SB), Y1, Y1
+	MOVQ       nextStateValue+32(FP), CX
+	VMOVUPS    lgc2<>+0(SB), Y3
+	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
-	// v25 = mul(nextDone, v13)
-	VMULPS     Y1, Y4, Y1
-	MOVQ       nextStateValue+40(FP), CX
-	VMOVUPS    lgc2<>+0(SB), Y4
-	VMASKMOVPS (CX)(BX*4), Y4, Y4
-
-	// v26 = shift_next(vs, nextStateValue) over T
+	// v25 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, CX
 	SUBQ         $+416, CX
-	VMOVQ        CX, X5
-	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc37<>+0(SB), Y5, Y5
-	VMOVUPS      lgc2<>+0(SB), Y6
-	VANDPS       Y6, Y5, Y5
-	MOVQ         valueTarget+48(FP), CX
-	VMASKMOVPS   4(CX)(BX*4), Y5, Y6
-	VBLENDVPS    Y5, Y6, Y4, Y5
+	VMOVQ        CX, X4
+	VPBROADCASTD X4, Y4
+	VPCMPGTD     lgc37<>+0(SB), Y4, Y4
+	VMOVUPS      lgc2<>+0(SB), Y5
+	VANDPS       Y5, Y4, Y4
+	MOVQ         valueTarget+40(FP), CX
+	VMASKMOVPS   4(CX)(BX*4), Y4, Y5
+	VBLENDVPS    Y4, Y5, Y3, Y4
+	MOVQ         nextDone+48(FP), CX
+	MOVQ         $+0, 8(SP)
+	MOVB         (CX)(BX*1), SI
+	MOVB         SI, 8(SP)
+	MOVB         1(CX)(BX*1), SI
+	MOVB         SI, 9(SP)
+	MOVB         2(CX)(BX*1), SI
+	MOVB         SI, 10(SP)
+	MOVB         3(CX)(BX*1), SI
+	MOVB         SI, 11(SP)
+	MOVB         4(CX)(BX*1), SI
+	MOVB         SI, 12(SP)
+	VPMOVZXBD    8(SP), Y5
+	VCVTDQ2PS    Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y1, Y6
+	VCMPPS       $0x04, Y6, Y5, Y6
 
-	// v27 = where(v25, nextStateValue, v26)
-	VBLENDVPS Y6, Y4, Y5, Y1
+	// v26 = where(nextDone, nextStateValue, v25)
+	VBLENDVPS Y6, Y3, Y4, Y3
 
-	// v28 = mul(v14, v27)
-	VMULPS     Y1, Y3, Y1
+	// v27 = mul(v14, v26)
+	VMULPS     Y3, Y1, Y1
 	MOVQ       nextReward+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
-	// v29 = add(nextReward, v28)
+	// v28 = add(nextReward, v27)
 	VADDPS     Y1, Y3, Y1
 	MOVQ       stateValue+64(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(BX*4), Y3, Y3
 
-	// v30 = sub(v29, stateValue)
+	// v29 = sub(v28, stateValue)
 	VSUBPS Y3, Y1, Y1
 
-	// v31 = mul(rhoClipped, v30)
+	// v30 = mul(rhoClipped, v29)
 	VMULPS Y1, Y2, Y1
 
 	// ratio = exp(logWeight)
@@ -3447,27 +3431,27 @@ noflush_20:
 	VMULPS       Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
-	// v39 = ge(v31, 0)
+	// v38 = ge(v30, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
 	VMOVUPS lgc38<>+0(SB), Y3
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
+	// v40 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
 	VMOVUPS lgc39<>+0(SB), Y6
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
+	// v42 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
 
-	// v44 = where(v39, v41, v43)
+	// v43 = where(v38, v40, v42)
 	VBLENDVPS Y2, Y5, Y7, Y5
 
-	// gain = mul(v31, v44)
+	// gain = mul(v30, v43)
 	VMULPS Y5, Y1, Y5
 
-	// v46 = neg(gain)
+	// v45 = neg(gain)
 	VXORPS lgc28<>+0(SB), Y5, Y5
 
-	// mean(v46) over [N T]
+	// mean(v45) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y8
 	VEXTRACTI128 $0x01, Y7, X8
@@ -3477,46 +3461,46 @@ noflush_20:
 	VADDPS       32384(CX), Y5, Y5
 	VMOVUPS      Y5, 32384(CX)
 
-	// v103 = mul(-3.7114014251781474e-05, v31)
+	// v102 = mul(-3.7114014251781474e-05, v30)
 	VMULPS lgc44<>+0(SB), Y1, Y5
 
-	// v104 = where(v39, v103, 0)
+	// v103 = where(v38, v102, 0)
 	VANDPS Y5, Y2, Y7
 
-	// v105 = where(v39, 0, v103)
+	// v104 = where(v38, 0, v102)
 	VANDNPS Y5, Y2, Y2
 
-	// v106 = ge(ratio, 0.8000000028326788)
+	// v105 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
 
-	// v107 = ne(ratio, ratio)
+	// v106 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y6
 
-	// v108 = max(v106, v107)
+	// v107 = max(v105, v106)
 	VORPS Y5, Y6, Y5
 
-	// v109 = where(v108, v105, 0)
+	// v108 = where(v107, v104, 0)
 	VANDPS Y2, Y5, Y2
 
-	// v110 = le(ratio, 1.2000000078829447)
+	// v109 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y3
 
-	// v111 = max(v110, v107)
+	// v110 = max(v109, v106)
 	VORPS Y3, Y6, Y3
 
-	// v112 = where(v111, v104, 0)
+	// v111 = where(v110, v103, 0)
 	VANDPS Y7, Y3, Y3
 
-	// v113 = add(v109, v112)
+	// v112 = add(v108, v111)
 	VADDPS Y3, Y2, Y2
 
-	// v114 = ne(v113, 0)
+	// v113 = ne(v112, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
 
-	// v115 = mul(v113, ratio)
+	// v114 = mul(v112, ratio)
 	VMULPS Y4, Y2, Y3
 
-	// gradLogProb = where(v114, v115, v113)
+	// gradLogProb = where(v113, v114, v112)
 	VBLENDVPS Y0, Y3, Y2, Y0
 
 	// store advantage
@@ -3572,7 +3556,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc40<>+0(SB), Y1
 
-	// ess = div(v79, 64)
+	// ess = div(v78, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

@@ -14,8 +14,8 @@ type scratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(vs) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v74) over N [T=421]
-	s4        float32             // v79 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v73) over N [T=421]
+	s4        float32             // v78 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -34,15 +34,15 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	clipFraction runtime.Mean        // clipFraction = mean(v48) over N,T
-	klApprox     runtime.Mean        // klApprox = mean(v50) over N,T
+	clipFraction runtime.Mean        // clipFraction = mean(v47) over N,T
+	klApprox     runtime.Mean        // klApprox = mean(v49) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy  runtime.Mean        // lossEntropy = mean(v54) over N,T
+	lossEntropy  runtime.Mean        // lossEntropy = mean(v53) over N,T
 	lossCritic   runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar     []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar    []runtime.Welford   // targetVar = var(vs) over N correction=0
 	logSumW      []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v74) over N
+	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v73) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -70,9 +70,9 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	one := float32(1)
 	c1 := float32(0.99)
-	c33 := float32(-0.22314355)
-	c34 := float32(0.18232156)
-	c53 := float32(-0.01)
+	c32 := float32(-0.22314355)
+	c33 := float32(0.18232156)
+	c52 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
 	clipFraction := runtime.Mean{}
@@ -118,29 +118,29 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			vsMinusVCarry = vsMinusV
 			vs := vsMinusV + stateValue
 			out.ValueTarget[iN*421+iT] = vs
-			v35 := max(logWeight, c33)
-			logWeightClip := min(v35, c34)
-			v48 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v48))
-			v50 := sampleLogProb - logProb
-			klApprox.Add(float64(v50))
+			v34 := max(logWeight, c32)
+			logWeightClip := min(v34, c33)
+			v47 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v47))
+			v49 := sampleLogProb - logProb
+			klApprox.Add(float64(v49))
 			entropy := in.Entropy[iN*421+iT]
-			v54 := float32(c53 * entropy)
+			v53 := float32(c52 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v54))
+			lossEntropy.Add(float64(v53))
 			diff := vs - stateValue
 			absDiff := float32(math.Abs(float64(diff)))
-			v60 := b2f(absDiff < one)
-			v61 := float32(half * absDiff)
-			v62 := float32(v61 * absDiff)
-			v63 := absDiff - half
-			smoothL1 := sel(v60, v62, v63)
+			v59 := b2f(absDiff < one)
+			v60 := float32(half * absDiff)
+			v61 := float32(v60 * absDiff)
+			v62 := absDiff - half
+			smoothL1 := sel(v59, v61, v62)
 			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(vs))
 			st.logSumW[iT].Add(float64(logWeight))
-			v74 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v74))
+			v73 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v73))
 		}
 	}
 	st.clipFraction = clipFraction
@@ -203,35 +203,35 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of T.
 type pass1GoStates struct {
-	acc79 runtime.Mean // v79 = mean(essCol) over T
+	acc78 runtime.Mean // v78 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass1GoStates) merge(b *pass1GoStates) {
-	mergeMean(&a.acc79, b.acc79)
+	mergeMean(&a.acc78, b.acc78)
 }
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of T, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
-	c68 := float32(1.1920929e-07)
+	c67 := float32(1.1920929e-07)
 	two := float32(2)
-	acc79 := runtime.Mean{}
+	acc78 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v69 := targetVar + c68
-		v70 := residVar / v69
-		explainedVariance := one - v70
+		v68 := targetVar + c67
+		v69 := residVar / v68
+		explainedVariance := one - v69
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v76 := float32(two * logSumW)
-		v77 := v76 - logSumW2
-		essCol := float32(math.Exp(float64(v77)))
-		acc79.Add(float64(essCol))
+		v75 := float32(two * logSumW)
+		v76 := v75 - logSumW2
+		essCol := float32(math.Exp(float64(v76)))
+		acc78.Add(float64(essCol))
 	}
-	st.acc79 = acc79
+	st.acc78 = acc78
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
@@ -250,7 +250,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc79.Result())
+	s.s4 = float32(st.acc78.Result())
 }
 
 // pass2GoChunks is how many chunks of rows of N pass2Go runs as, concurrently, each with its own
@@ -261,7 +261,7 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of N.
 type pass2GoStates struct {
-	lossObjective runtime.Mean // lossObjective = mean(v46) over N,T
+	lossObjective runtime.Mean // lossObjective = mean(v45) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -274,8 +274,8 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 	one := float32(1)
 	c1 := float32(0.99)
 	zero := float32(0)
-	c40 := float32(1.2)
-	c42 := float32(0.8)
+	c39 := float32(1.2)
+	c41 := float32(0.8)
 	lossObjective := runtime.Mean{}
 	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
@@ -291,27 +291,26 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 			rhoClipped := min(rho, one)
 			v13 := one - nextTerminated
 			v14 := float32(c1 * v13)
-			v25 := float32(nextDone * v13)
-			var v26 float32
+			var v25 float32
 			if iT < 420 {
-				v26 = out.ValueTarget[iN*421+(iT+1)]
+				v25 = out.ValueTarget[iN*421+(iT+1)]
 			} else {
-				v26 = nextStateValue
+				v25 = nextStateValue
 			}
-			v27 := sel(v25, nextStateValue, v26)
-			v28 := float32(v14 * v27)
-			v29 := nextReward + v28
-			v30 := v29 - stateValue
-			v31 := float32(rhoClipped * v30)
-			out.Advantage[iN*421+iT] = v31
+			v26 := sel(nextDone, nextStateValue, v25)
+			v27 := float32(v14 * v26)
+			v28 := nextReward + v27
+			v29 := v28 - stateValue
+			v30 := float32(rhoClipped * v29)
+			out.Advantage[iN*421+iT] = v30
 			ratio := float32(math.Exp(float64(logWeight)))
-			v39 := b2f(v31 >= zero)
-			v41 := min(ratio, c40)
-			v43 := max(ratio, c42)
-			ratioClipped := sel(v39, v41, v43)
-			gain := float32(v31 * ratioClipped)
-			v46 := -gain
-			lossObjective.Add(float64(v46))
+			v38 := b2f(v30 >= zero)
+			v40 := min(ratio, c39)
+			v42 := max(ratio, c41)
+			ratioClipped := sel(v38, v40, v42)
+			gain := float32(v30 * ratioClipped)
+			v45 := -gain
+			lossObjective.Add(float64(v45))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -338,9 +337,9 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c80 := float32(64)
-	v79 := s.s4
-	ess := v79 / c80
+	c79 := float32(64)
+	v78 := s.s4
+	ess := v78 / c79
 	out.ESS = ess
 }
 
@@ -350,8 +349,8 @@ type fbScratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(vs) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v74) over N [T=421]
-	s4        float32             // v79 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v73) over N [T=421]
+	s4        float32             // v78 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -370,15 +369,15 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
-	clipFraction runtime.Mean        // clipFraction = mean(v48) over N,T
-	klApprox     runtime.Mean        // klApprox = mean(v50) over N,T
+	clipFraction runtime.Mean        // clipFraction = mean(v47) over N,T
+	klApprox     runtime.Mean        // klApprox = mean(v49) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy  runtime.Mean        // lossEntropy = mean(v54) over N,T
-	lossCritic   runtime.Mean        // lossCritic = mean(v64) over N,T
+	lossEntropy  runtime.Mean        // lossEntropy = mean(v53) over N,T
+	lossCritic   runtime.Mean        // lossCritic = mean(v63) over N,T
 	residVar     []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar    []runtime.Welford   // targetVar = var(vs) over N correction=0
 	logSumW      []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v74) over N
+	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v73) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -406,15 +405,15 @@ func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	one := float32(1)
 	c1 := float32(0.99)
-	c33 := float32(-0.22314355)
-	c34 := float32(0.18232156)
+	c32 := float32(-0.22314355)
+	c33 := float32(0.18232156)
 	zero := float32(0)
-	c53 := float32(-0.01)
+	c52 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c82 := float32(3.7114016e-05)
+	c81 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c101 := float32(-3.7114015e-07)
+	c100 := float32(-3.7114015e-07)
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
@@ -458,48 +457,48 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			vsMinusVCarry = vsMinusV
 			vs := vsMinusV + stateValue
 			out.ValueTarget[iN*421+iT] = vs
-			v35 := max(logWeight, c33)
-			logWeightClip := min(v35, c34)
-			v48 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v48))
-			v50 := sampleLogProb - logProb
-			klApprox.Add(float64(v50))
+			v34 := max(logWeight, c32)
+			logWeightClip := min(v34, c33)
+			v47 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v47))
+			v49 := sampleLogProb - logProb
+			klApprox.Add(float64(v49))
 			entropy := in.Entropy[iN*421+iT]
-			v54 := float32(c53 * entropy)
+			v53 := float32(c52 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v54))
+			lossEntropy.Add(float64(v53))
 			diff := vs - stateValue
 			absDiff := float32(math.Abs(float64(diff)))
-			v60 := b2f(absDiff < one)
-			v61 := float32(half * absDiff)
-			v62 := float32(v61 * absDiff)
-			v63 := absDiff - half
-			v64 := sel(v60, v62, v63)
-			lossCritic.Add(float64(v64))
+			v59 := b2f(absDiff < one)
+			v60 := float32(half * absDiff)
+			v61 := float32(v60 * absDiff)
+			v62 := absDiff - half
+			v63 := sel(v59, v61, v62)
+			lossCritic.Add(float64(v63))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(vs))
 			st.logSumW[iT].Add(float64(logWeight))
-			v74 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v74))
-			v83 := sel(v60, zero, c82)
-			v84 := float32(c82 * absDiff)
-			v85 := sel(v60, v84, zero)
-			v86 := float32(c82 * v61)
-			v87 := sel(v60, v86, zero)
-			v88 := v83 + v87
-			v89 := float32(v85 * half)
-			v90 := v88 + v89
-			v91 := b2f(diff > zero)
-			v92 := b2f(diff < zero)
-			v94 := float32(diff * zero)
-			v95 := sel(v92, minusOne, v94)
-			v96 := sel(v91, one, v95)
-			v97 := b2f(v90 != zero)
-			v98 := float32(v90 * v96)
-			v99 := sel(v97, v98, v90)
-			gradStateValue := -v99
+			v73 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v73))
+			v82 := sel(v59, zero, c81)
+			v83 := float32(c81 * absDiff)
+			v84 := sel(v59, v83, zero)
+			v85 := float32(c81 * v60)
+			v86 := sel(v59, v85, zero)
+			v87 := v82 + v86
+			v88 := float32(v84 * half)
+			v89 := v87 + v88
+			v90 := b2f(diff > zero)
+			v91 := b2f(diff < zero)
+			v93 := float32(diff * zero)
+			v94 := sel(v91, minusOne, v93)
+			v95 := sel(v90, one, v94)
+			v96 := b2f(v89 != zero)
+			v97 := float32(v89 * v95)
+			v98 := sel(v96, v97, v89)
+			gradStateValue := -v98
 			grads.StateValue[iN*421+iT] = gradStateValue
-			grads.Entropy[iN*421+iT] = c101
+			grads.Entropy[iN*421+iT] = c100
 		}
 	}
 	st.clipFraction = clipFraction
@@ -562,35 +561,35 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of T.
 type fbPass1GoStates struct {
-	acc79 runtime.Mean // v79 = mean(essCol) over T
+	acc78 runtime.Mean // v78 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeMean(&a.acc79, b.acc79)
+	mergeMean(&a.acc78, b.acc78)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
-	c68 := float32(1.1920929e-07)
+	c67 := float32(1.1920929e-07)
 	two := float32(2)
-	acc79 := runtime.Mean{}
+	acc78 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v69 := targetVar + c68
-		v70 := residVar / v69
-		explainedVariance := one - v70
+		v68 := targetVar + c67
+		v69 := residVar / v68
+		explainedVariance := one - v69
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v76 := float32(two * logSumW)
-		v77 := v76 - logSumW2
-		essCol := float32(math.Exp(float64(v77)))
-		acc79.Add(float64(essCol))
+		v75 := float32(two * logSumW)
+		v76 := v75 - logSumW2
+		essCol := float32(math.Exp(float64(v76)))
+		acc78.Add(float64(essCol))
 	}
-	st.acc79 = acc79
+	st.acc78 = acc78
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -609,7 +608,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc79.Result())
+	s.s4 = float32(st.acc78.Result())
 }
 
 // fbPass2GoChunks is how many chunks of rows of N fbPass2Go runs as, concurrently, each with its
@@ -620,7 +619,7 @@ var fbPass2GoChunks = 1
 
 // fbPass2GoStates are the reduction states of fbPass2Go over one chunk of N.
 type fbPass2GoStates struct {
-	lossObjective runtime.Mean // lossObjective = mean(v46) over N,T
+	lossObjective runtime.Mean // lossObjective = mean(v45) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -633,9 +632,9 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	one := float32(1)
 	c1 := float32(0.99)
 	zero := float32(0)
-	c40 := float32(1.2)
-	c42 := float32(0.8)
-	c102 := float32(-3.7114016e-05)
+	c39 := float32(1.2)
+	c41 := float32(0.8)
+	c101 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
@@ -651,41 +650,40 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			rhoClipped := min(rho, one)
 			v13 := one - nextTerminated
 			v14 := float32(c1 * v13)
-			v25 := float32(nextDone * v13)
-			var v26 float32
+			var v25 float32
 			if iT < 420 {
-				v26 = out.ValueTarget[iN*421+(iT+1)]
+				v25 = out.ValueTarget[iN*421+(iT+1)]
 			} else {
-				v26 = nextStateValue
+				v25 = nextStateValue
 			}
-			v27 := sel(v25, nextStateValue, v26)
-			v28 := float32(v14 * v27)
-			v29 := nextReward + v28
-			v30 := v29 - stateValue
-			v31 := float32(rhoClipped * v30)
-			out.Advantage[iN*421+iT] = v31
+			v26 := sel(nextDone, nextStateValue, v25)
+			v27 := float32(v14 * v26)
+			v28 := nextReward + v27
+			v29 := v28 - stateValue
+			v30 := float32(rhoClipped * v29)
+			out.Advantage[iN*421+iT] = v30
 			ratio := float32(math.Exp(float64(logWeight)))
-			v39 := b2f(v31 >= zero)
-			v41 := min(ratio, c40)
-			v43 := max(ratio, c42)
-			v44 := sel(v39, v41, v43)
-			gain := float32(v31 * v44)
-			v46 := -gain
-			lossObjective.Add(float64(v46))
-			v103 := float32(c102 * v31)
-			v104 := sel(v39, v103, zero)
-			v105 := sel(v39, zero, v103)
-			v106 := b2f(ratio >= c42)
-			v107 := b2f(ratio != ratio)
-			v108 := max(v106, v107)
-			v109 := sel(v108, v105, zero)
-			v110 := b2f(ratio <= c40)
-			v111 := max(v110, v107)
-			v112 := sel(v111, v104, zero)
-			v113 := v109 + v112
-			v114 := b2f(v113 != zero)
-			v115 := float32(v113 * ratio)
-			gradLogProb := sel(v114, v115, v113)
+			v38 := b2f(v30 >= zero)
+			v40 := min(ratio, c39)
+			v42 := max(ratio, c41)
+			v43 := sel(v38, v40, v42)
+			gain := float32(v30 * v43)
+			v45 := -gain
+			lossObjective.Add(float64(v45))
+			v102 := float32(c101 * v30)
+			v103 := sel(v38, v102, zero)
+			v104 := sel(v38, zero, v102)
+			v105 := b2f(ratio >= c41)
+			v106 := b2f(ratio != ratio)
+			v107 := max(v105, v106)
+			v108 := sel(v107, v104, zero)
+			v109 := b2f(ratio <= c39)
+			v110 := max(v109, v106)
+			v111 := sel(v110, v103, zero)
+			v112 := v108 + v111
+			v113 := b2f(v112 != zero)
+			v114 := float32(v112 * ratio)
+			gradLogProb := sel(v113, v114, v112)
 			grads.LogProb[iN*421+iT] = gradLogProb
 		}
 	}
@@ -713,9 +711,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c80 := float32(64)
-	v79 := s.s4
-	ess := v79 / c80
+	c79 := float32(64)
+	v78 := s.s4
+	ess := v78 / c79
 	out.ESS = ess
 }
 
