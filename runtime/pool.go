@@ -46,7 +46,10 @@ func (j *job) run() {
 }
 
 var pool struct {
-	busy    sync.Mutex // held by the call the workers serve; others spawn goroutines
+	busy sync.Mutex // held by the call the workers serve; others spawn goroutines
+	gen  atomic.Uint64
+	// cur is the call being served, nil between calls: a finished call's chunk function,
+	// and the inputs and outputs it holds, stay reachable from nothing of the pool's.
 	cur     atomic.Pointer[job]
 	mu      sync.Mutex // guards workers and the sleepers' wait on wake
 	wake    *sync.Cond
@@ -55,25 +58,27 @@ var pool struct {
 
 func init() { pool.wake = sync.NewCond(&pool.mu) }
 
-// worker runs every job published after seen, polling for spinFor between jobs, then
-// sleeping until the next is published.
+// worker serves every call published after the last it saw (pool.gen), polling for spinFor
+// between calls, then sleeping until the next is published.
 func worker() {
-	var seen *job
+	var seen uint64
 	for {
-		j := pool.cur.Load()
-		for start := time.Now(); j == seen; j = pool.cur.Load() {
+		g := pool.gen.Load()
+		for start := time.Now(); g == seen; g = pool.gen.Load() {
 			if time.Since(start) < spinFor {
 				goruntime.Gosched()
 				continue
 			}
 			pool.mu.Lock()
-			for j = pool.cur.Load(); j == seen; j = pool.cur.Load() {
+			for g = pool.gen.Load(); g == seen; g = pool.gen.Load() {
 				pool.wake.Wait()
 			}
 			pool.mu.Unlock()
 		}
-		seen = j
-		j.run()
+		seen = g
+		if j := pool.cur.Load(); j != nil { // nil: that call has finished already
+			j.run()
+		}
 	}
 }
 
@@ -93,6 +98,7 @@ func forChunksPooled(n, rows int, fn func(c, lo, hi int), procs int) bool {
 		go worker()
 	}
 	pool.cur.Store(j)
+	pool.gen.Add(1)
 	pool.wake.Broadcast()
 	pool.mu.Unlock()
 	j.run()
@@ -100,5 +106,6 @@ func forChunksPooled(n, rows int, fn func(c, lo, hi int), procs int) bool {
 		goruntime.Gosched()
 	}
 	<-j.fin
+	pool.cur.Store(nil)
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // forChunksCalls records which rows each chunk of one ForChunks call was given, and how
@@ -84,4 +85,26 @@ func TestForChunksConcurrentCallers(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestForChunksReleasesTheCall checks that the workers keep nothing of a finished call: what
+// its chunk function holds (a kernel's inputs and outputs) can be collected.
+func TestForChunksReleasesTheCall(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(2))
+	freed := make(chan struct{})
+	func() {
+		big := &[1 << 16]byte{}
+		goruntime.SetFinalizer(big, func(*[1 << 16]byte) { close(freed) })
+		ForChunks(4, 8, func(c, lo, hi int) { big[c] = byte(lo) })
+	}()
+	for range 200 {
+		goruntime.GC()
+		select {
+		case <-freed:
+			return
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Fatal("the chunk function of a finished ForChunks is still reachable")
 }
