@@ -65,8 +65,8 @@ test-purego:
 # (0: no timeout).
 FUZZTIME ?= 20000x
 FUZZ_TIMEOUT ?= 20m
-# scripts/fuzz-smoke repeats the run once when the fuzz worker died on its 10 s wall clock with
-# an input that passes on its own (a loaded machine); a real failure fails at once.
+# scripts/fuzz-smoke repeats the run (three runs in all) when the fuzz worker died on its 10 s
+# wall clock with an input that passes on its own (a loaded machine); a real failure fails at once.
 fuzz-smoke:
 	scripts/fuzz-smoke "$(GO)" $(FUZZTIME) $(FUZZ_TIMEOUT)
 
