@@ -38,11 +38,19 @@ func (j *job) run() {
 		if c >= j.n {
 			return
 		}
-		j.fn(c, c*j.rows/j.n, (c+1)*j.rows/j.n)
+		j.chunk(c)
+	}
+}
+
+// chunk runs chunk c and counts it done, also when it leaves by runtime.Goexit (a test's
+// t.FailNow), so that the caller's wait ends.
+func (j *job) chunk(c int) {
+	defer func() {
 		if int(j.done.Add(1)) == j.n {
 			close(j.fin)
 		}
-	}
+	}()
+	j.fn(c, c*j.rows/j.n, (c+1)*j.rows/j.n)
 }
 
 var pool struct {
@@ -61,6 +69,11 @@ func init() { pool.wake = sync.NewCond(&pool.mu) }
 // worker serves every call published after the last it saw (pool.gen), polling for spinFor
 // between calls, then sleeping until the next is published.
 func worker() {
+	defer func() { // a chunk that called runtime.Goexit ended this worker: let a call start another
+		pool.mu.Lock()
+		pool.workers--
+		pool.mu.Unlock()
+	}()
 	var seen uint64
 	for {
 		g := pool.gen.Load()
@@ -91,7 +104,10 @@ func forChunksPooled(n, rows int, fn func(c, lo, hi int), procs int) bool {
 	if !pool.busy.TryLock() {
 		return false
 	}
-	defer pool.busy.Unlock()
+	defer func() { // also when a chunk on this goroutine leaves by runtime.Goexit
+		pool.cur.Store(nil)
+		pool.busy.Unlock()
+	}()
 	j := &job{fn: fn, n: n, rows: rows, fin: make(chan struct{})}
 	pool.mu.Lock()
 	for ; pool.workers < procs-1; pool.workers++ {
@@ -106,6 +122,5 @@ func forChunksPooled(n, rows int, fn func(c, lo, hi int), procs int) bool {
 		goruntime.Gosched()
 	}
 	<-j.fin
-	pool.cur.Store(nil)
 	return true
 }

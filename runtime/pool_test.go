@@ -108,3 +108,31 @@ func TestForChunksReleasesTheCall(t *testing.T) {
 	}
 	t.Fatal("the chunk function of a finished ForChunks is still reachable")
 }
+
+// TestForChunksGoexit: a chunk that leaves by runtime.Goexit on a worker still counts as
+// done (the call returns), and the next call gets a worker again.
+func TestForChunksGoexit(t *testing.T) {
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(2))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20 {
+			ForChunks(8, 8, func(c, lo, hi int) {
+				if c == 7 {
+					goruntime.Goexit()
+				}
+			})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ForChunks did not return after a chunk's Goexit")
+	}
+	runs, _ := forChunksCalls(8, 8)
+	for c, k := range runs {
+		if k != 1 {
+			t.Fatalf("after Goexits, chunk %d ran %d times", c, k)
+		}
+	}
+}
