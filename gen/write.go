@@ -9,6 +9,7 @@ import (
 	"go/build"
 	"go/parser"
 	"go/token"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -184,14 +185,17 @@ func otherPackage(dir string, files map[string][]byte, stale []string) error {
 }
 
 // sharedNames refuses a write that would leave a Go file of the user's in the generated
-// package declaring a package-level name that a generated file declares too (Forward, Inputs,
-// a kernel's pass function): the package would not build ("Forward redeclared"). A file
-// compiled with the package's tests (a _test.go file of the package, or of its external test
-// package) is checked against the generated files of its package clause, which its test
-// build compiles with it; every clash is named.
+// package declaring a name that a generated file declares too, where the two files are built
+// together (same package clause, and some platform or build tag both match): a package-level
+// name (Forward, Inputs, a kernel's pass function), a method or field of a generated type, or
+// a package-level name against a generated file's import (math) and the other way round. The
+// package would not build ("Forward redeclared"). Every clash is named.
 func sharedNames(dir string, files map[string][]byte, stale []string) error {
-	type decl struct{ file, pkg string }
-	generated := map[string][]decl{} // name → generated files of the package declaring it
+	type genDecl struct {
+		file, pkg string
+		kind      declKind
+	}
+	generated := map[string][]genDecl{} // name (T.M for members) → where a generated file declares it
 	for _, name := range sortedNames(files) {
 		if filepath.Ext(name) != ".go" {
 			continue
@@ -200,8 +204,8 @@ func sharedNames(dir string, files map[string][]byte, stale []string) error {
 		if err != nil {
 			continue
 		}
-		for _, id := range topLevelNames(f) {
-			generated[id.Name] = append(generated[id.Name], decl{name, f.Name.Name})
+		for _, d := range declsOf(f) {
+			generated[d.name] = append(generated[d.name], genDecl{name, f.Name.Name, d.kind})
 		}
 	}
 	entries, err := os.ReadDir(dir)
@@ -222,11 +226,10 @@ func sharedNames(dir string, files map[string][]byte, stale []string) error {
 		if err != nil {
 			continue // the user's to mend; the go command reports it
 		}
-		for _, id := range topLevelNames(f) {
-			for _, d := range generated[id.Name] {
-				// Files of one package clause are compiled together in some build (its tests').
-				if d.pkg == f.Name.Name {
-					clashes = append(clashes, fmt.Sprintf("%s: %s is also declared by the generated %s", fset.Position(id.Pos()), id.Name, filepath.Join(dir, d.file)))
+		for _, d := range declsOf(f) {
+			for _, g := range generated[d.name] {
+				if g.pkg == f.Name.Name && d.kind.clashes(g.kind) && builtTogether(dir, name, g.file, files[g.file]) {
+					clashes = append(clashes, fmt.Sprintf("%s: %s is also declared by the generated %s", fset.Position(d.pos), d.name, filepath.Join(dir, g.file)))
 					break
 				}
 			}
@@ -238,29 +241,79 @@ func sharedNames(dir string, files map[string][]byte, stale []string) error {
 	return fmt.Errorf("%s: the package would not build; rename them in your files, or move the files out of %s", strings.Join(clashes, "; "), dir)
 }
 
-// topLevelNames are the package-level names f declares: functions (not methods or init),
-// types, variables and constants, without _.
-func topLevelNames(f *ast.File) []*ast.Ident {
-	var out []*ast.Ident
-	add := func(id *ast.Ident) {
-		if id != nil && id.Name != "_" {
-			out = append(out, id)
+// declKind is what a file declares under a name: a package-level name, a method or field of a
+// type (named T.M), or an import's name in the file's scope.
+type declKind int
+
+const (
+	topLevel declKind = iota
+	member
+	imported
+)
+
+// clashes reports whether declarations of kinds k and o under one name in two files of a
+// package cannot both stand: two package-level names, two members, or a package-level name
+// and another file's import (go: "already declared through import of package").
+func (k declKind) clashes(o declKind) bool {
+	switch k {
+	case topLevel:
+		return o == topLevel || o == imported
+	case member:
+		return o == member
+	}
+	return o == topLevel
+}
+
+type decl struct {
+	name string
+	kind declKind
+	pos  token.Pos
+}
+
+// declsOf lists what f declares: package-level functions (not init), types, variables and
+// constants; methods and struct fields as Type.Name; imports by the name they bind (not _ or .).
+func declsOf(f *ast.File) []decl {
+	var out []decl
+	add := func(name string, kind declKind, pos token.Pos) {
+		if name != "_" && name != "" {
+			out = append(out, decl{name, kind, pos})
+		}
+	}
+	for _, im := range f.Imports {
+		path := strings.Trim(im.Path.Value, `"`)
+		name := path[strings.LastIndex(path, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		if name != "." && name != "C" {
+			add(name, imported, im.Pos())
 		}
 	}
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
-			if d.Recv == nil && d.Name.Name != "init" {
-				add(d.Name)
+			if d.Recv == nil {
+				if d.Name.Name != "init" {
+					add(d.Name.Name, topLevel, d.Name.Pos())
+				}
+			} else if t := recvType(d.Recv.List[0].Type); t != "" {
+				add(t+"."+d.Name.Name, member, d.Name.Pos())
 			}
 		case *ast.GenDecl:
 			for _, sp := range d.Specs {
 				switch sp := sp.(type) {
 				case *ast.TypeSpec:
-					add(sp.Name)
+					add(sp.Name.Name, topLevel, sp.Name.Pos())
+					if st, ok := sp.Type.(*ast.StructType); ok {
+						for _, fl := range st.Fields.List {
+							for _, id := range fl.Names {
+								add(sp.Name.Name+"."+id.Name, member, id.Pos())
+							}
+						}
+					}
 				case *ast.ValueSpec:
 					for _, id := range sp.Names {
-						add(id)
+						add(id.Name, topLevel, id.Pos())
 					}
 				}
 			}
@@ -269,22 +322,71 @@ func topLevelNames(f *ast.File) []*ast.Ident {
 	return out
 }
 
+// recvType is the type name of a method's receiver (T of *T, T[P]).
+func recvType(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return recvType(e.X)
+	case *ast.IndexExpr:
+		return recvType(e.X)
+	case *ast.IndexListExpr:
+		return recvType(e.X)
+	case *ast.Ident:
+		return e.Name
+	}
+	return ""
+}
+
+// builtTogether reports whether the user's file name in dir and the generated file gen (not
+// written yet: src) are both built on some platform the generated package targets (the
+// combinations everBuilt tries).
+func builtTogether(dir, name, gen string, src []byte) bool {
+	for _, ctx := range targetContexts() {
+		open := ctx.OpenFile
+		ctx.OpenFile = func(path string) (io.ReadCloser, error) {
+			if path == filepath.Join(dir, gen) {
+				return io.NopCloser(bytes.NewReader(src)), nil
+			}
+			if open != nil {
+				return open(path)
+			}
+			return os.Open(path)
+		}
+		okU, errU := ctx.MatchFile(dir, name)
+		okG, errG := ctx.MatchFile(dir, gen)
+		if errU == nil && errG == nil && okU && okG {
+			return true
+		}
+	}
+	return false
+}
+
 // everBuilt reports whether the go command builds dir's file name on some platform the
 // generated package targets (linux, darwin, windows; amd64, arm64; with and without the
 // purego tag): a file of another package there breaks that build.
 func everBuilt(dir, name string) bool {
+	for _, ctx := range targetContexts() {
+		if ok, err := ctx.MatchFile(dir, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// targetContexts are the builds a generated package targets: linux, darwin and windows on
+// amd64 and arm64, with and without the purego tag.
+func targetContexts() []build.Context {
+	var out []build.Context
 	for _, goos := range []string{"linux", "darwin", "windows"} {
 		for _, goarch := range []string{"amd64", "arm64"} {
 			for _, tags := range [][]string{nil, {"purego"}} {
 				ctx := build.Default
 				ctx.GOOS, ctx.GOARCH, ctx.BuildTags = goos, goarch, tags
-				if ok, err := ctx.MatchFile(dir, name); err == nil && ok {
-					return true
-				}
+				out = append(out, ctx)
 			}
 		}
 	}
-	return false
+	return out
 }
 
 // sortedNames is the keys of m in order.

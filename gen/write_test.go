@@ -140,3 +140,26 @@ func TestWriteRefusesSharedNames(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, "mine_test.go")))
 	require.NoError(t, Write(dir, gen))
 }
+
+// Methods and fields of generated types, and a generated file's imports, clash too; a name
+// declared only in files that no one platform builds together does not.
+func TestWriteSharedNamesMembersImportsPlatforms(t *testing.T) {
+	gen := map[string][]byte{
+		"p.go":              []byte(gen1 + "package p\n\nimport \"math\"\n\ntype Outputs struct{ Loss float32 }\n\nfunc (o *Outputs) Reset() { o.Loss = float32(math.NaN()) }\n"),
+		"dispatch_amd64.go": []byte(gen1 + "package p\n\nvar avxState = 0\n"),
+	}
+	dir := t.TempDir()
+	writeAll(t, dir, map[string]string{
+		"mine.go":       "package p\n\nvar math = 3\n\nfunc (o Outputs) Loss() {}\n\nfunc (o *Outputs) Reset() {}\n\nfunc (o *Outputs) Mine() {}\n",
+		"mine_arm64.go": "package p\n\nvar avxState = 1\n",
+	})
+	before := snapshot(t, dir)
+	err := Write(dir, gen)
+	require.EqualError(t, err, filepath.Join(dir, "mine.go")+":3:5: math is also declared by the generated "+filepath.Join(dir, "p.go")+"; "+
+		filepath.Join(dir, "mine.go")+":5:18: Outputs.Loss is also declared by the generated "+filepath.Join(dir, "p.go")+"; "+
+		filepath.Join(dir, "mine.go")+":7:19: Outputs.Reset is also declared by the generated "+filepath.Join(dir, "p.go")+
+		": the package would not build; rename them in your files, or move the files out of "+dir)
+	require.Equal(t, before, snapshot(t, dir))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mine.go"), []byte("package p\n\nfunc (o *Outputs) Mine() {}\n"), 0o644))
+	require.NoError(t, Write(dir, gen), "avxState of an arm64-only file next to an amd64-only one, and a method of the user's own")
+}

@@ -147,6 +147,8 @@ func TestOffPolicySpecChecks(t *testing.T) {
 		_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {Q: 2, B: 4, R: 3}\nbatch: [B]\nloss: "+loss+"\n"), lower.Registry())
 		require.ErrorContains(t, err, `loss.action_dim: "Q" is the ensemble dim (the Q-networks), not a size of the action`, loss)
 	}
+	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {Q: 2, B: 4, R: 3}\nbatch: [B]\nloss: {type: cql, action_dim: R}\n"), lower.Registry())
+	require.ErrorContains(t, err, `loss.action_dim: "R" is CQL's random_dim (the sampled actions), not a size of the action`)
 	for _, loss := range []string{"{type: sac, action_dim: 1}", "{type: td3}", "{type: ddpg}"} {
 		for _, est := range []string{"gae", "vtrace"} {
 			_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nestimator: {type: "+est+"}\nloss: "+loss+"\n"), lower.Registry())

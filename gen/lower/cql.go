@@ -99,11 +99,11 @@ func checkCQL(c *spec.Check) {
 	st := c.Stage
 	checkTDEstimator(c)
 	checkEnsembleDim(c)
-	checkActionDimSize(c)
 	if ens := st.String("ensemble_dim"); c.Spec.DimSize(ens) > 0 && c.Spec.DimSize(ens) != 2 {
 		c.Errorf("ensemble_dim", "dims.%s has %d members; CQLLoss's ensemble is always 2 Q-networks (cql.py:317)", ens, c.Spec.DimSize(ens))
 	}
 	checkCountedDim(c, countedDim{param: "random_dim", count: "num_random", def: "R", where: "after", what: "the sample dim", unit: "samples"})
+	checkActionDimSize(c)
 	if st.Int("action_dim") == 0 {
 		c.Errorf("action_dim", "required: the number of action elements D (TorchRL's action.shape[-1]), for the uniform actions' log-density log(0.5^D)")
 	}

@@ -79,11 +79,18 @@ func checkSAC(c *spec.Check) {
 	checkAlphaBounds(c)
 }
 
-// checkActionDimSize rejects an action_dim written as the ensemble dim's name (a batch dim's
-// is a spec error already): the number of action elements is not the number of Q-networks.
+// checkActionDimSize rejects an action_dim written as the name of a dim the stage uses for
+// something else (a batch dim's is a spec error already): the ensemble's (the Q-networks),
+// CQL's sampled actions (random_dim).
 func checkActionDimSize(c *spec.Check) {
-	if d := c.Stage.Values["action_dim"].Dim; d != "" && d == c.Stage.String("ensemble_dim") {
-		c.Errorf("action_dim", "%q is the ensemble dim (the Q-networks), not a size of the action: give the number of action elements, or the name of a dim of the action", d)
+	d := c.Stage.Values["action_dim"].Dim
+	if d == "" {
+		return
+	}
+	for _, p := range []struct{ param, what string }{{"ensemble_dim", "the ensemble dim (the Q-networks)"}, {"random_dim", "CQL's random_dim (the sampled actions)"}} {
+		if c.Stage.Def.Param(p.param) != nil && d == c.Stage.String(p.param) {
+			c.Errorf("action_dim", "%q is %s, not a size of the action: give the number of action elements, or the name of a dim of the action", d, p.what)
+		}
 	}
 }
 
