@@ -88,14 +88,9 @@ func (pg *passGen) tinyCoef() float64 {
 	return 0x1p-18
 }
 
-// coefAtLeast reports whether every nonzero value of n has a magnitude of at least lo, by
-// its construction: constants, flags (0 or 1), 1 − flag, their products and selections.
-func (pg *passGen) coefAtLeast(n *ir.Node, lo float64) bool {
-	return nonzeroFloor(n) >= lo
-}
-
-// nonzeroFloor is a lower bound on the magnitude of n's nonzero values (+inf when n is
-// always 0; 0 when unknown).
+// nonzeroFloor is a lower bound on the magnitude of n's nonzero values, by n's construction
+// (constants, flags, 1 − flag, their products and selections): +inf when n is always 0, 0
+// when unknown.
 func nonzeroFloor(n *ir.Node) float64 {
 	switch {
 	case n.Op == ir.OpConst:
@@ -106,7 +101,7 @@ func nonzeroFloor(n *ir.Node) float64 {
 			}
 		}
 		return lo
-	case n.Op == ir.OpInput && n.Input.Kind == ir.Bool, isBool(n):
+	case flag(n):
 		return 1
 	case n.Op == ir.OpSub && n.Args[0].Op == ir.OpConst && len(n.Args[0].Value) == 1 && n.Args[0].Value[0] == 1 && flag(n.Args[1]):
 		return 1 // 1 − flag

@@ -48,9 +48,14 @@ func (pg *passGen) cut(n *ir.Node, c, y reg.VecVirtual) {
 	if !pg.mayCut(n) {
 		return
 	}
+	pg.and(pg.nonzero(c), y, y)
+}
+
+// nonzero is the lanes where c is not 0 (NaN included).
+func (pg *passGen) nonzero(c reg.VecVirtual) reg.VecVirtual {
 	nz := pg.ymm()
 	pg.cmp(cmpNEQ_UQ, pg.cf(0), c, nz)
-	pg.and(nz, y, y)
+	return nz
 }
 
 // carryMem addresses the current block's carries of a scan along an outer dim: one per
@@ -110,19 +115,22 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 	// NaN in c pass: they reach the same elements in the composed order (finiteWithin).
 	ok := pg.ymm()
 	pg.finiteWithin(B, pg.scanBound(pg.dom[len(pg.dom)-1].Size), ok)
-	if !pg.unitCoef(n) {
-		t := pg.ymm() // |c| ≤ 1 or NaN (a NaN coefficient reaches the same elements either way)
-		pg.and(pg.absMask(), C, t)
-		pg.cmp(cmpNGT_UQ, pg.cf(1), t, t)
-		pg.and(t, ok, ok)
-	}
-	if !pg.coefAtLeast(n.Args[1], pg.tinyCoef()) {
-		t, z := pg.ymm(), pg.ymm() // |c| ≥ tinyCoef, 0 or NaN
-		pg.and(pg.absMask(), C, t)
-		pg.cmp(cmpNLT_UQ, pg.cf(pg.tinyCoef()), t, t)
-		pg.cmp(cmpEQ_OQ, pg.cf(0), C, z)
-		pg.or(z, t, t)
-		pg.and(t, ok, ok)
+	unit, large := pg.unitCoef(n), nonzeroFloor(n.Args[1]) >= pg.tinyCoef()
+	if !unit || !large {
+		absC := pg.ymm()
+		pg.and(pg.absMask(), C, absC)
+		if !unit {
+			t := pg.ymm() // |c| ≤ 1 or NaN (a NaN coefficient reaches the same elements either way)
+			pg.cmp(cmpNGT_UQ, pg.cf(1), absC, t)
+			pg.and(t, ok, ok)
+		}
+		if !large {
+			t, z := pg.ymm(), pg.ymm() // |c| ≥ tinyCoef, 0 or NaN
+			pg.cmp(cmpNLT_UQ, pg.cf(pg.tinyCoef()), absC, t)
+			pg.cmp(cmpEQ_OQ, pg.cf(0), C, z)
+			pg.or(z, t, t)
+			pg.and(t, ok, ok)
+		}
 	}
 	pg.andGuard(ok)
 	// src is the lane whose map lane i composes with at step s; edge lanes (no such lane)
@@ -173,8 +181,7 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 		if pg.mayCut(n) {
 			// A cut: the map is constant, whatever the maps after it hold (NaN included): B
 			// gains +0 and C stays 0 (0·NaN would be NaN).
-			nz := pg.ymm()
-			pg.cmp(cmpNEQ_UQ, pg.cf(0), C, nz)
+			nz := pg.nonzero(C)
 			pg.and(nz, Bs, Bs)
 			pg.fmadd231(C, Bs, B)
 			pg.mul(Cs, C, C)
