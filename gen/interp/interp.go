@@ -16,6 +16,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/runtime"
 )
 
 // Run evaluates g. inputs maps each input name to a float64 tensor of the input's shape
@@ -288,7 +289,7 @@ func scan(n *ir.Node, x, c, out []float64) {
 			}
 			i := start + t*stride
 			if n.Cut {
-				prev = x[i] + ir.CutMul(prev, c[cIdx(i)])
+				prev = x[i] + runtime.CutMul(prev, c[cIdx(i)])
 			} else {
 				prev = x[i] + prev*c[cIdx(i)]
 			}

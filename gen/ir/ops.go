@@ -149,14 +149,6 @@ func AllOps() []Op {
 // backend is tested against it.
 func Apply(op Op, a ...float64) float64 { return Elem[float64](Float64Ops{}, op, a) }
 
-// CutMul is a scan's step product y·c (OpScan): +0 where c is 0, whatever y holds.
-func CutMul(y, c float64) float64 {
-	if c == 0 {
-		return 0
-	}
-	return y * c
-}
-
 func b2f(b bool) float64 {
 	if b {
 		return 1

@@ -261,17 +261,19 @@ func (l *Lowerer) tanhJacobian(x *ir.Node, st *spec.Stage, axis string) *ir.Node
 func (l *Lowerer) affineLogDet(lo, hi float64, n int) float64 {
 	if l.S.ParamDType == spec.Float32 {
 		scale := (float32(hi) - float32(lo)) / 2
-		lg, sum := float32(math.Log(float64(scale))), float32(0)
-		for range n {
-			sum += lg
-		}
-		return float64(sum)
+		return float64(sumOfCopies(float32(math.Log(float64(scale))), n))
 	}
-	lg, sum := math.Log((hi-lo)/2), 0.0
+	return l.DType().Round(sumOfCopies(math.Log((hi-lo)/2), n))
+}
+
+// sumOfCopies is x added n times, in T, one rounding per addition (torch's sum of a tensor
+// holding n copies of x).
+func sumOfCopies[T float32 | float64](x T, n int) T {
+	var s T
 	for range n {
-		sum += lg
+		s += x
 	}
-	return l.DType().Round(sum)
+	return s
 }
 
 // tanhBounds are TanhNormal's low and high as TorchRL holds them: tensors of the default
