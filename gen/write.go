@@ -149,22 +149,15 @@ func otherPackage(dir string, files map[string][]byte, stale []string) error {
 			}
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if pkg == "" || errors.Is(err, os.ErrNotExist) {
+	if pkg == "" {
 		return nil
 	}
+	kept, err := keptGoFiles(dir, files, stale)
 	if err != nil {
 		return err
 	}
 	var others []string // "FILE (package P)", every one, so that one run names them all
-	for _, e := range entries {
-		name := e.Name()
-		if filepath.Ext(name) != ".go" || !e.Type().IsRegular() || files[name] != nil || slices.Contains(stale, name) {
-			continue
-		}
-		if !everBuilt(dir, name) {
-			continue // //go:build ignore, or unreadable as Go
-		}
+	for _, name := range kept {
 		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.PackageClauseOnly)
 		if err != nil {
 			continue // not Go the go command could build either way: the user's to mend
@@ -208,19 +201,12 @@ func sharedNames(dir string, files map[string][]byte, stale []string) error {
 			generated[d.name] = append(generated[d.name], genDecl{name, f.Name.Name, d.kind})
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	kept, err := keptGoFiles(dir, files, stale)
 	if err != nil {
 		return err
 	}
 	var clashes []string
-	for _, e := range entries {
-		name := e.Name()
-		if filepath.Ext(name) != ".go" || !e.Type().IsRegular() || files[name] != nil || slices.Contains(stale, name) || !everBuilt(dir, name) {
-			continue
-		}
+	for _, name := range kept {
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
 		if err != nil {
@@ -359,6 +345,27 @@ func builtTogether(dir, name, gen string, src []byte) bool {
 		}
 	}
 	return false
+}
+
+// keptGoFiles are the Go files of the user's in dir that a write of files keeps (not in files,
+// not stale) and that the go command builds on some target platform (everBuilt; not
+// //go:build ignore); none when dir does not exist yet.
+func keptGoFiles(dir string, files map[string][]byte, stale []string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if filepath.Ext(name) == ".go" && e.Type().IsRegular() && files[name] == nil && !slices.Contains(stale, name) && everBuilt(dir, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 // everBuilt reports whether the go command builds dir's file name on some platform the
