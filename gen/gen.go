@@ -93,11 +93,16 @@ func compileSpec(path string, s *spec.Spec) (*Compiled, error) {
 	}
 	// Every backend must generate a spec that compiles: a pass the PTX backend cannot map yet
 	// is the spec's batch's limit, reported there rather than when emitting.
-	var um *ptxgen.UnmappedError
-	if err := ptxgen.Check(c.Plan); errors.As(err, &um) {
-		return nil, &spec.Error{Pos: s.PosOf("batch"), Msg: fmt.Sprintf("batch: [%s]: the PTX kernels cannot run this batch yet: pass %d computes a %s over %s that %s (README, PTX: \"Not mapped yet\"); merge two of its dims into one", strings.Join(s.Batch, ", "), um.Pass, um.Node.Op, strings.Join(um.Node.Axes, ", "), um.Reason)}
-	} else if err != nil {
-		return nil, err
+	for _, p := range []*plan.Plan{c.Plan, c.Backward} {
+		if p == nil {
+			continue
+		}
+		var um *ptxgen.UnmappedError
+		if err := ptxgen.Check(p); errors.As(err, &um) {
+			return nil, &spec.Error{Pos: s.PosOf("batch"), Msg: fmt.Sprintf("batch: [%s]: the PTX kernels cannot run this batch yet: pass %d computes a %s over %s that %s (README, PTX: \"Not mapped yet\"); merge two of its dims into one", strings.Join(s.Batch, ", "), um.Pass, um.Node.Op, strings.Join(um.Node.Axes, ", "), um.Reason)}
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	c.Hypers = hypers
 	return c, nil

@@ -218,7 +218,8 @@ func (b *builder) markStored() {
 }
 
 // passes groups the nodes into passes by level and domain, raising levels until no pass
-// holds scans of two directions or axes. It returns the passes by key and each one's nodes.
+// holds scans of two directions or axes, or a reduction its GPU threads cannot run
+// (raiseUnmappedReductions). It returns the passes by key and each one's nodes.
 func (b *builder) passes() (map[string]*Pass, map[*Pass][]*ir.Node) {
 	for {
 		b.lvl, b.need = map[int]int{}, map[string]int{}
@@ -249,10 +250,45 @@ func (b *builder) passes() (map[string]*Pass, map[*Pass][]*ir.Node) {
 			}
 			homes[ps] = append(homes[ps], n)
 		}
+		if b.raiseUnmappedReductions(homes) {
+			conflict = true
+		}
 		if !conflict {
 			return passes, homes
 		}
 	}
+}
+
+// raiseUnmappedReductions moves a barrier reduction that the GPU's thread mapping of its pass
+// (gpuMapping) cannot run to the next level, and reports whether it moved one. Two cases
+// arise: a scan pass runs one GPU thread per line, so a reduction over some of its lines but
+// not all (the explained variance over A of GAE on [A, B, T], which keeps B) would merge
+// some threads and not others; and an elementwise pass loops the dims its reductions keep
+// outermost, so two reductions keeping different dims (a mean over B, T keeping A beside a
+// variance over A keeping B) cannot both find theirs outermost. Alone in a pass of the next
+// level, the reduction maps; every backend runs the plan this gives, so all stay the same
+// computation. raises bounds the moves (a reduction no pass could map stays, and is the
+// spec's error).
+func (b *builder) raiseUnmappedReductions(homes map[*Pass][]*ir.Node) bool {
+	raised := false
+	for ps, nodes := range homes {
+		probe := &Pass{Domain: ps.Domain, Scan: ps.Scan}
+		for _, n := range nodes {
+			if n.Op.Class() == ir.Reduce && !b.g.InnerReduce(n) {
+				probe.Reduces = append(probe.Reduces, n)
+			}
+		}
+		if len(probe.Reduces) == 0 || b.raises > len(b.g.Nodes) {
+			continue
+		}
+		if m := gpuMapping(probe); m.Unmapped != nil {
+			n := m.Unmapped.Node
+			b.minLevel[n.ID] = b.lvl[n.ID] + 1
+			b.raises++
+			raised = true
+		}
+	}
+	return raised
 }
 
 // storeLoadedScans makes a scan that another pass reads stored by its own pass.
@@ -295,7 +331,8 @@ type builder struct {
 	lvl      map[int]int    // node ID -> level of the pass that computes it
 	need     map[string]int // memo for needAt
 	stored   map[int]bool
-	minLevel map[int]int // results sunk to a later pass (sinkable), scans moved up a level to keep one scan direction per pass
+	minLevel map[int]int // results sunk to a later pass (sinkable), scans moved up a level to keep one scan direction per pass, reductions moved to one the GPU maps
+	raises   int         // reductions raiseUnmappedReductions moved
 }
 
 // home reports whether n belongs to one pass (rather than being recomputed where used): scans,

@@ -103,20 +103,25 @@ func TestGridFor(t *testing.T) {
 }
 
 // Two reductions keeping different loop dims of a [A, B, C] batch cannot both have theirs
-// outermost on the GPU: the plan records why (the PTX backend reports it as the spec's
-// batch limit), and still plans the pass for the CPU backends.
-func TestUnmappedReductionIsRecorded(t *testing.T) {
+// outermost on the GPU: the planner moves the second to a pass of its own at the next level
+// (raiseUnmappedReductions), where it maps; the first stays where it was.
+func TestUnmappedReductionMovesToItsOwnPass(t *testing.T) {
 	b := ir.NewBuilder(ir.F32, []ir.Dim{{Name: "A", Size: 2}, {Name: "B", Size: 3}, {Name: "C", Size: 37}}, []string{"A", "B", "C"})
 	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("A", "B", "C")})
-	b.Output("overB", b.Sum(x, "B"), ir.Metric, "", "")
-	b.Output("overA", b.Sum(x, "A"), ir.Metric, "", "")
+	overB, overA := b.Sum(x, "B"), b.Sum(x, "A")
+	b.Output("overB", overB, ir.Metric, "", "")
+	b.Output("overA", overA, ir.Metric, "", "")
 	p := mustBuild(t, b.Graph())
-	ps := p.Passes[0]
-	require.Len(t, ps.Reduces, 2)
-	g := ps.Schedule.GPU
-	require.NotNil(t, g.Unmapped)
-	require.Contains(t, g.Unmapped.Reason, "not the outermost loops [A B]")
-	require.Contains(t, p.String(), "gpu: not mapped: ")
+	var levels []int
+	for _, ps := range p.Passes {
+		require.Nil(t, ps.Schedule.GPU.Unmapped, "pass %d", ps.Index)
+		require.Len(t, ps.Reduces, 1, "pass %d", ps.Index)
+		levels = append(levels, ps.Level)
+	}
+	require.Equal(t, []int{0, 1}, levels)
+	require.Equal(t, overB.ID, p.Passes[0].Reduces[0].ID)
+	require.Equal(t, overA.ID, p.Passes[1].Reduces[0].ID)
+	require.NotContains(t, p.String(), "gpu: not mapped: ")
 }
 
 // The store policy (see storePolicy's measurements): ClipPPO+GAE's ForwardBackward on
