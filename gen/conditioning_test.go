@@ -15,7 +15,8 @@ import (
 // two nearly equal value targets made explained_variance −10055.877 on AVX2 and −10057.705
 // on Go (the AVX2 GAE composes 8 steps, so y differs in the last ulp, and Var₀(y) cancels),
 // failing TestImplementationsAgree at Rel 5e-6 (from the adversarial trial). The output is
-// marked ill-conditioned and held to Rel 2e-3.
+// marked ill-conditioned: Rel 2e-3, and 5e-2 over fewer than 4 values (a column of two on
+// [2, 64, 421] differed by 1.3e-2, TestThreeDimBatchEveryBackend's first case at W = 2).
 func TestTinyFirstDimPackagePasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates, compiles and runs a package")
@@ -31,7 +32,7 @@ func TestTinyFirstDimPackagePasses(t *testing.T) {
 	_, files, err := gen.Generate(spec, gen.Options{OutDir: dir})
 	require.NoError(t, err)
 	require.NoError(t, gen.Write(dir, files))
-	require.Contains(t, string(files["clipppogae_test.go"]), `"explained_variance": {Abs: 1e-06, Rel: 0.002, Norm: 1e-05}`)
+	require.Contains(t, string(files["clipppogae_test.go"]), `"explained_variance": {Abs: 1e-06, Rel: 0.05, Norm: 1e-05}`)
 	scratchModule(t, mod, "tiny")
 	out, err := goIn(mod, "test", "-count=1", "-run", "TestImplementationsAgree", "./tiny")
 	require.NoError(t, err, out)

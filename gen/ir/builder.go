@@ -409,11 +409,12 @@ func (b *Builder) Output(name string, n *Node, role Role, doc, source string) {
 	b.g.Outputs = append(b.g.Outputs, &Output{Name: name, Node: n, Role: role, Doc: doc, Source: source})
 }
 
-// MarkIllConditioned marks the output name as ill-conditioned (Output.IllConditioned).
-func (b *Builder) MarkIllConditioned(name string) {
+// MarkIllConditioned marks the output name as ill-conditioned: float32 tests hold it to
+// relative bound rel (Output.IllConditioned).
+func (b *Builder) MarkIllConditioned(name string, rel float64) {
 	for _, o := range b.g.Outputs {
 		if o.Name == name {
-			o.IllConditioned = true
+			o.IllConditioned = rel
 		}
 	}
 }

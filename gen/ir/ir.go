@@ -401,10 +401,11 @@ type Output struct {
 	Role   Role
 	Doc    string // meaning, shape convention
 	Source string // the TorchRL file and function that defines it
-	// IllConditioned marks a value that can amplify its inputs' last-ulp differences far
-	// beyond an ordinary op's: explained_variance's ratio of variances, whose denominator
-	// cancels where a column's values nearly agree. Tests hold it to a looser relative bound.
-	IllConditioned bool
+	// IllConditioned, when not 0, is the relative bound float32 tests hold a value to that
+	// can amplify its inputs' last-ulp differences far beyond an ordinary op's:
+	// explained_variance's ratio of variances, whose denominator cancels where a column's
+	// values nearly agree.
+	IllConditioned float64
 }
 
 // Graph is a complete kernel: inputs, nodes in topological order, and named outputs.

@@ -70,8 +70,8 @@ func Rebuild(g *Graph, rewrite Rewrite) *Graph {
 	}
 	for _, o := range g.Outputs {
 		b.Output(o.Name, to[o.Node], o.Role, o.Doc, o.Source)
-		if o.IllConditioned {
-			b.MarkIllConditioned(o.Name)
+		if o.IllConditioned != 0 {
+			b.MarkIllConditioned(o.Name, o.IllConditioned)
 		}
 	}
 	return b.Graph()

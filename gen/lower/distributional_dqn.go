@@ -177,8 +177,8 @@ func lowerDistributionalDQN(l *Lowerer, st *spec.Stage) {
 
 	// softmax of logits of size x moves by x·eps when they round: the target's logits
 	// reach 1e3 in the extreme sample, so m and the per-sample cross-entropy carry 1e3 ulps.
-	b.MarkIllConditioned("target_distribution")
-	b.MarkIllConditioned(spec.DataName(l.S.Keys["priority"]))
+	b.MarkIllConditioned("target_distribution", 2e-3)
+	b.MarkIllConditioned(spec.DataName(l.S.Keys["priority"]), 2e-3)
 
 	s := "s = 1/n for mean, 1 for sum and none"
 	if st.Bool("make_log_softmax") {

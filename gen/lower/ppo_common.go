@@ -376,8 +376,13 @@ func (l *Lowerer) criticTerm(st *spec.Stage) {
 		l.Output("explained_variance", ev, ir.Metric,
 			"1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim")
 		// Var(y) of a column whose few values nearly agree cancels: the backends' last-ulp
-		// differences in y (the AVX2 GAE composes 8 steps) become 1e-4 of the ratio at N = 2.
-		l.B.MarkIllConditioned("explained_variance")
+		// differences in y (the AVX2 GAE composes 8 steps) become 1e-4 of the ratio at N = 2,
+		// and up to 1.3e-2 in 26944 columns of two values ([2, 64, 421], extreme rewards).
+		rel := 2e-3
+		if bs := l.S.BatchShape(); len(bs) > 0 && bs[0] < 4 {
+			rel = 5e-2
+		}
+		l.B.MarkIllConditioned("explained_variance", rel)
 	}
 }
 
